@@ -1,0 +1,256 @@
+//! The command line (DESIGN §2): clap derive, doc comments are the help text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Build, verify and evaluate CoREB releases: contamination-limited, graded-relevance
+/// benchmarks for code retrieval and reranking.
+#[derive(Debug, Parser)]
+#[command(name = "coreb", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands of `coreb`.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the stages of a manifest in order, skipping those whose inputs are unchanged.
+    Build(BuildArgs),
+    /// Download (or hash in place) the source files of a manifest.
+    Fetch(StageArgs),
+    /// Decode LiveCodeBench JSONL into the typed `problems` table.
+    Ingest(StageArgs),
+    /// Remove exact and near-duplicate problems, also against earlier releases.
+    Dedup(StageArgs),
+    /// Keep problems with an English statement, enough text and at least one test.
+    Filter(StageArgs),
+    /// Rewrite problems counterfactually through an LLM.
+    Rewrite(StageArgs),
+    /// Write four distractor statements per problem.
+    Distract(StageArgs),
+    /// Write a canonical 50–150-word summary per problem.
+    Abbreviate(StageArgs),
+    /// Generate solutions in five languages.
+    Generate(StageArgs),
+    /// Run every solution against its tests in the sandbox.
+    Execute(StageArgs),
+    /// Write developer-style search queries.
+    Queries(StageArgs),
+    /// Assign graded relevance judgements.
+    Qrels(StageArgs),
+    /// Publish the release directory and its MANIFEST.
+    Release(StageArgs),
+    /// Rebuild a published release and compare every checksum.
+    Verify(VerifyArgs),
+    /// Evaluate a release or a BEIR folder with a built-in baseline or a run file.
+    Eval(EvalArgs),
+    /// trec_eval-compatible evaluation of a run against qrels.
+    #[command(name = "trec-eval", disable_help_flag = true)]
+    TrecEval(TrecEvalArgs),
+    /// Judge one solution file against the tests of one problem.
+    Judge(JudgeArgs),
+    /// Contamination audits of a release.
+    Audit(AuditArgs),
+}
+
+/// Which stage a build stops after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum StageName {
+    /// Download sources.
+    Fetch,
+    /// Decode problems.
+    Ingest,
+    /// Deduplicate problems.
+    Dedup,
+    /// Filter problems.
+    Filter,
+    /// Counterfactual rewrite.
+    Rewrite,
+    /// Distractor statements.
+    Distract,
+    /// Canonical summaries.
+    Abbreviate,
+    /// Solution generation.
+    Generate,
+    /// Sandboxed execution.
+    Execute,
+    /// Search queries.
+    Queries,
+    /// Graded qrels.
+    Qrels,
+    /// Publish.
+    Release,
+}
+
+impl StageName {
+    /// Every stage in pipeline order.
+    pub const ALL: [StageName; 12] = [
+        StageName::Fetch,
+        StageName::Ingest,
+        StageName::Dedup,
+        StageName::Filter,
+        StageName::Rewrite,
+        StageName::Distract,
+        StageName::Abbreviate,
+        StageName::Generate,
+        StageName::Execute,
+        StageName::Queries,
+        StageName::Qrels,
+        StageName::Release,
+    ];
+
+    /// The stage's name as used on the command line, in manifests and under `artifacts/`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageName::Fetch => "fetch",
+            StageName::Ingest => "ingest",
+            StageName::Dedup => "dedup",
+            StageName::Filter => "filter",
+            StageName::Rewrite => "rewrite",
+            StageName::Distract => "distract",
+            StageName::Abbreviate => "abbreviate",
+            StageName::Generate => "generate",
+            StageName::Execute => "execute",
+            StageName::Queries => "queries",
+            StageName::Qrels => "qrels",
+            StageName::Release => "release",
+        }
+    }
+}
+
+impl std::fmt::Display for StageName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Arguments of `coreb build`.
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// The build manifest (TOML).
+    pub manifest: PathBuf,
+    /// Stop after this stage.
+    #[arg(long, value_enum)]
+    pub until: Option<StageName>,
+    /// Worker threads (default: all cores). Outputs do not depend on it.
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Print the resolved plan and exit without running anything.
+    #[arg(long)]
+    pub show_plan: bool,
+    /// Print one JSON summary object per stage on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments shared by the single-stage commands.
+#[derive(Debug, Args)]
+pub struct StageArgs {
+    /// The build manifest (TOML).
+    pub manifest: PathBuf,
+    /// Worker threads (default: all cores). Outputs do not depend on it.
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Print one JSON summary object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `coreb verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The release directory, e.g. `releases/v202504`.
+    pub release: PathBuf,
+}
+
+/// Arguments of `coreb eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// A release directory or a BEIR folder (`corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`).
+    pub dir: PathBuf,
+    /// Built-in retriever: `bm25` or `embed:<model>`.
+    #[arg(long, default_value = "bm25")]
+    pub retriever: String,
+    /// Evaluate this TREC run file instead of running a retriever.
+    #[arg(long)]
+    pub run: Option<PathBuf>,
+    /// Cut-offs for the @k metrics.
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10")]
+    pub k: Vec<usize>,
+    /// Write JSON results, the Markdown report and plots here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `coreb trec-eval`; the flags are trec_eval's own.
+#[derive(Debug, Args)]
+pub struct TrecEvalArgs {
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Also print the measures of every query.
+    #[arg(short = 'q')]
+    pub per_query: bool,
+    /// Average over every query of the qrels, not only those in the run.
+    #[arg(short = 'c')]
+    pub complete: bool,
+    /// Use at most this many retrieved documents per query.
+    #[arg(short = 'M')]
+    pub max_retrieved: Option<usize>,
+    /// Lowest relevance level that counts as relevant for binary measures.
+    #[arg(short = 'l', default_value_t = 1)]
+    pub level: i64,
+    /// A measure or measure group, with optional parameters (`ndcg_cut.5,10`, `all_trec`).
+    #[arg(short = 'm')]
+    pub measures: Vec<String>,
+    /// The qrels file.
+    pub qrels: PathBuf,
+    /// The run file.
+    pub run: PathBuf,
+}
+
+/// A language CoREB generates solutions in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LangArg {
+    /// Python 3.
+    Python,
+    /// C++17.
+    Cpp,
+    /// Java 17.
+    Java,
+    /// Go.
+    Go,
+    /// Ruby.
+    Ruby,
+}
+
+/// Arguments of `coreb judge`.
+#[derive(Debug, Args)]
+pub struct JudgeArgs {
+    /// A JSONL file in LiveCodeBench layout; the first row (or `--problem`) is judged.
+    pub problem: PathBuf,
+    /// The solution's source file.
+    pub solution: PathBuf,
+    /// The solution's language.
+    #[arg(long, value_enum)]
+    pub lang: LangArg,
+    /// The `question_id` of the problem to judge, when the file holds several.
+    #[arg(long)]
+    pub problem_id: Option<String>,
+    /// Print the verdicts as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `coreb audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The release directory.
+    pub release: PathBuf,
+}

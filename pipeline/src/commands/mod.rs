@@ -1,0 +1,13 @@
+//! One module per command; each turns parsed arguments into calls on the engine or a stage.
+
+pub mod audit;
+pub mod build;
+pub mod eval;
+pub mod judge;
+pub mod trec_eval;
+pub mod verify;
+
+/// The error of a command that a later issue builds.
+pub(crate) fn not_built(what: &str, issue: u32) -> anyhow::Error {
+    anyhow::anyhow!("`{what}` is not built yet (issue #{issue})")
+}

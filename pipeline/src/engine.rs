@@ -1,0 +1,1 @@
+//! The stage graph: runs stages in order, skipping those whose inputs are unchanged.

@@ -1,0 +1,48 @@
+//! `coreb`: the engine and command line of the CoREB release pipeline.
+//!
+//! The binary is thin (`main.rs`); [`run`] dispatches a parsed [`cli::Cli`]. The engine
+//! ([`engine`]) resolves a manifest ([`manifest`]) into a plan, runs the stages of the
+//! `stages` crate in order and keeps their outputs in the artifact store ([`store`]), skipping
+//! a stage whose inputs are unchanged. All terminal output goes through [`printer::Printer`].
+
+pub mod cli;
+pub mod commands;
+pub mod engine;
+pub mod manifest;
+pub mod printer;
+pub mod store;
+
+use std::process::ExitCode;
+
+use cli::{Cli, Command, StageName};
+
+/// Log through `tracing` to stderr, filtered by `RUST_LOG` (default: warnings).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// Run one command line.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Build(args) => commands::build::build(args),
+        Command::Fetch(args) => commands::build::stage(StageName::Fetch, args),
+        Command::Ingest(args) => commands::build::stage(StageName::Ingest, args),
+        Command::Dedup(args) => commands::build::stage(StageName::Dedup, args),
+        Command::Filter(args) => commands::build::stage(StageName::Filter, args),
+        Command::Rewrite(args) => commands::build::stage(StageName::Rewrite, args),
+        Command::Distract(args) => commands::build::stage(StageName::Distract, args),
+        Command::Abbreviate(args) => commands::build::stage(StageName::Abbreviate, args),
+        Command::Generate(args) => commands::build::stage(StageName::Generate, args),
+        Command::Execute(args) => commands::build::stage(StageName::Execute, args),
+        Command::Queries(args) => commands::build::stage(StageName::Queries, args),
+        Command::Qrels(args) => commands::build::stage(StageName::Qrels, args),
+        Command::Release(args) => commands::build::stage(StageName::Release, args),
+        Command::Verify(args) => commands::verify::verify(args),
+        Command::Eval(args) => commands::eval::eval(args),
+        Command::TrecEval(args) => commands::trec_eval::trec_eval(args),
+        Command::Judge(args) => commands::judge::judge(args),
+        Command::Audit(args) => commands::audit::audit(args),
+    }
+}

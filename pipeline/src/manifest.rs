@@ -1,0 +1,194 @@
+//! Build manifests: the raw TOML layer ([`ManifestFile`]) and the resolved [`RunPlan`].
+//!
+//! Unknown keys are errors everywhere (`deny_unknown_fields`). Relative paths are relative to
+//! the manifest's own directory. The environment is read only for secrets, at the edge.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use stages::dedup::DedupConfig;
+use stages::fetch::{FetchConfig, Source};
+use stages::filter::FilterConfig;
+use stages::ingest::IngestConfig;
+use stages::problem::DateWindow;
+
+/// A manifest exactly as written.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestFile {
+    /// Release version, `vYYYYMM`.
+    pub version: String,
+    /// Contest-date window of the release (inclusive dates).
+    #[serde(default)]
+    pub window: WindowFile,
+    /// Where build artifacts go (relative to the manifest).
+    pub output_dir: PathBuf,
+    /// Where published releases live (relative to the manifest); default `../releases`.
+    #[serde(default)]
+    pub releases_dir: Option<PathBuf>,
+    /// Source files, concatenated in order (release files are cumulative).
+    pub sources: Vec<SourceFile>,
+    /// Stage parameters.
+    #[serde(default)]
+    pub stages: StagesFile,
+}
+
+/// `[window]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowFile {
+    /// First contest day, `YYYY-MM-DD`.
+    pub start: Option<String>,
+    /// Last contest day, `YYYY-MM-DD`.
+    pub end: Option<String>,
+}
+
+/// One `[[sources]]` entry.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceFile {
+    /// A short name (`test6`); names the downloaded file.
+    pub name: String,
+    /// `https://…`, `http://…`, `file://…` or a path (relative to the manifest).
+    pub url: String,
+    /// Expected sha256 (hex); checked when given.
+    pub sha256: Option<String>,
+}
+
+/// `[stages.*]`: parameters of each stage; every section is optional.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StagesFile {
+    /// `[stages.fetch]`.
+    #[serde(default)]
+    pub fetch: FetchConfig,
+    /// `[stages.ingest]`.
+    #[serde(default)]
+    pub ingest: IngestConfig,
+    /// `[stages.dedup]`.
+    #[serde(default)]
+    pub dedup: DedupConfig,
+    /// `[stages.filter]`.
+    #[serde(default)]
+    pub filter: FilterConfig,
+}
+
+/// A validated manifest: paths absolute, defaults applied.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunPlan {
+    /// The manifest file.
+    pub manifest_path: PathBuf,
+    /// Release version.
+    pub version: String,
+    /// Contest-date window.
+    pub window: DateWindow,
+    /// Build directory.
+    pub output_dir: PathBuf,
+    /// Published releases.
+    pub releases_dir: PathBuf,
+    /// Sources, resolved.
+    pub sources: Vec<Source>,
+    /// Stage parameters.
+    pub stages: StagesFile,
+    /// Worker threads.
+    pub jobs: usize,
+}
+
+impl RunPlan {
+    /// Read, parse and resolve a manifest.
+    pub fn load(path: &Path, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
+        let text = fs_err::read_to_string(path)?;
+        let file: ManifestFile = toml::from_str(&text).map_err(|e| {
+            anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end())
+        })?;
+        Self::resolve(path, file, jobs).with_context(|| format!("resolving manifest `{}`", path.display()))
+    }
+
+    /// Validate a parsed manifest and apply defaults.
+    pub fn resolve(path: &Path, file: ManifestFile, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
+        let ManifestFile { version, window, output_dir, releases_dir, sources, stages } = file;
+        if !is_version(&version) {
+            bail!("`version`: expected `vYYYYMM`, got `{version}`");
+        }
+        let base = path
+            .parent()
+            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+            .unwrap_or(Path::new("."));
+        let base = fs_err::canonicalize(base)?;
+        let window = DateWindow::new(window.start.as_deref(), window.end.as_deref())
+            .map_err(|e| anyhow::anyhow!("`window`: {e}"))?;
+        if sources.is_empty() {
+            bail!("`sources`: at least one source is needed");
+        }
+        let mut resolved = Vec::with_capacity(sources.len());
+        for (i, s) in sources.into_iter().enumerate() {
+            let source = Source::resolve(&s.name, &s.url, s.sha256.as_deref(), &base)
+                .map_err(|e| anyhow::anyhow!("`sources[{i}]`: {e}"))?;
+            if resolved.iter().any(|r: &Source| r.name == source.name) {
+                bail!("`sources[{i}].name`: duplicate name `{}`", source.name);
+            }
+            resolved.push(source);
+        }
+        stages.dedup.validate().map_err(|e| anyhow::anyhow!("`stages.dedup`: {e}"))?;
+        stages.filter.validate().map_err(|e| anyhow::anyhow!("`stages.filter`: {e}"))?;
+        let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+        Ok(RunPlan {
+            manifest_path: fs_err::canonicalize(path)?,
+            version,
+            window,
+            output_dir: base.join(output_dir),
+            releases_dir: base.join(releases_dir.unwrap_or_else(|| PathBuf::from("../releases"))),
+            sources: resolved,
+            stages,
+            jobs,
+        })
+    }
+}
+
+fn is_version(v: &str) -> bool {
+    v.len() == 7 && v.starts_with('v') && v[1..].bytes().all(|b| b.is_ascii_digit()) && {
+        let month: u32 = v[5..].parse().unwrap_or(0);
+        (1..=12).contains(&month)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ManifestFile, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    const MINIMAL: &str = r#"
+version = "v202504"
+output_dir = "build"
+[[sources]]
+name = "lcb"
+url = "data.jsonl"
+"#;
+
+    #[test]
+    fn minimal_manifest_parses_with_defaults() {
+        let m = parse(MINIMAL).unwrap();
+        assert_eq!(m.version, "v202504");
+        assert_eq!(m.stages.dedup, DedupConfig::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let err = parse(&format!("{MINIMAL}\n[stages.dedup]\nshingle = 3\n")).unwrap_err().to_string();
+        assert!(err.contains("unknown field `shingle`"), "{err}");
+        assert!(err.contains("line 8"), "{err}");
+        let err = parse(&format!("colour = 1\n{MINIMAL}")).unwrap_err().to_string();
+        assert!(err.contains("unknown field `colour`"), "{err}");
+    }
+
+    #[test]
+    fn versions() {
+        assert!(is_version("v202504"));
+        assert!(!is_version("v202513"));
+        assert!(!is_version("2025-04"));
+    }
+}

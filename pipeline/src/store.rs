@@ -1,0 +1,1 @@
+//! The artifact store: stage outputs keyed by the hash of their inputs.

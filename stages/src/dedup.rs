@@ -1,0 +1,444 @@
+//! `dedup`: exact and near-duplicate removal, also against earlier releases.
+//!
+//! Exact: sha256 of the normalised statement (Unicode NFC, whitespace runs folded to one
+//! space, case kept). Near: MinHash over lower-cased word shingles, banded LSH to find
+//! candidate pairs, and the exact Jaccard similarity of the shingle sets to confirm them.
+//! Items that share a problem id, an exact hash or a confirmed near-duplicate pair form a
+//! cluster (union-find). In a cluster that holds a problem of an earlier release, every new
+//! problem is dropped; otherwise the problem with the earliest contest date (then the lowest
+//! id) is kept and the others are dropped with a typed reason.
+//!
+//! Pure: reads and writes nothing. The engine loads the problems and earlier releases.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use unicode_normalization::UnicodeNormalization;
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
+
+use crate::hashing::sha256_hex;
+use crate::problem::ProblemId;
+
+/// `[stages.dedup]`: the parameters are recorded in the stage output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DedupConfig {
+    /// Words per shingle.
+    pub shingle_words: usize,
+    /// MinHash permutations (signature length).
+    pub num_perm: usize,
+    /// LSH bands; `num_perm` must be a multiple of it.
+    pub bands: usize,
+    /// Jaccard similarity of shingle sets at or above which two problems are near-duplicates.
+    pub threshold: f64,
+    /// Seed of the MinHash permutations.
+    pub seed: u64,
+}
+
+impl Default for DedupConfig {
+    fn default() -> Self {
+        DedupConfig { shingle_words: 5, num_perm: 128, bands: 32, threshold: 0.7, seed: 0xC0DE_2025 }
+    }
+}
+
+impl DedupConfig {
+    /// Check the parameters fit together.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.shingle_words == 0 {
+            return Err("`shingle_words` must be at least 1".into());
+        }
+        if self.bands == 0 || self.num_perm == 0 || self.num_perm % self.bands != 0 {
+            return Err(format!("`num_perm` ({}) must be a positive multiple of `bands` ({})", self.num_perm, self.bands));
+        }
+        if !(self.threshold > 0.0 && self.threshold <= 1.0) {
+            return Err(format!("`threshold` must be in (0, 1], got `{}`", self.threshold));
+        }
+        Ok(())
+    }
+}
+
+/// Where a dedup item comes from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// The problems of this build.
+    Current,
+    /// A published release (its version).
+    Release(String),
+}
+
+/// What dedup needs of a problem.
+#[derive(Debug, Clone)]
+pub struct Item {
+    /// The problem id.
+    pub id: ProblemId,
+    /// Its contest date (ISO); the earliest of a cluster is kept.
+    pub contest_date: String,
+    /// The statement.
+    pub statement: String,
+    /// Where it comes from.
+    pub origin: Origin,
+}
+
+/// Why a problem was dropped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum DropReason {
+    /// A problem of an earlier release is in its cluster; releases are problem-disjoint.
+    InEarlierRelease {
+        /// The release.
+        release: String,
+        /// The published problem it duplicates.
+        of: ProblemId,
+    },
+    /// The same problem id appeared before.
+    DuplicateId {
+        /// The kept row's id (the same).
+        of: ProblemId,
+    },
+    /// Same normalised statement as the kept problem.
+    ExactDuplicate {
+        /// The kept problem.
+        of: ProblemId,
+    },
+    /// Shingle-set Jaccard similarity with a cluster member at or above the threshold.
+    NearDuplicate {
+        /// The kept problem.
+        of: ProblemId,
+        /// Jaccard similarity with the kept problem.
+        jaccard: f64,
+    },
+}
+
+/// One dropped problem.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dropped {
+    /// The dropped problem.
+    pub id: ProblemId,
+    /// Its position in the input (0-based), to tell rows with the same id apart.
+    pub row: usize,
+    /// Why.
+    #[serde(flatten)]
+    pub reason: DropReason,
+}
+
+/// A cluster of duplicates: which problem was kept and why, and what was dropped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cluster {
+    /// The kept problem of this build, if any was kept.
+    pub kept: Option<ProblemId>,
+    /// Why that one (or why none).
+    pub kept_because: String,
+    /// Problems of earlier releases in the cluster.
+    pub published: Vec<(String, ProblemId)>,
+    /// The dropped problems of this build.
+    pub dropped: Vec<Dropped>,
+}
+
+/// Counts of one dedup run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DedupStats {
+    /// Problems of this build in.
+    pub rows_in: u64,
+    /// Problems kept.
+    pub rows_out: u64,
+    /// Dropped: same id.
+    pub duplicate_ids: u64,
+    /// Dropped: same normalised statement.
+    pub exact_duplicates: u64,
+    /// Dropped: near-duplicate.
+    pub near_duplicates: u64,
+    /// Dropped: already published.
+    pub in_earlier_release: u64,
+    /// Clusters with more than one member.
+    pub clusters: u64,
+    /// Candidate pairs LSH proposed.
+    pub candidate_pairs: u64,
+}
+
+impl std::ops::AddAssign for DedupStats {
+    fn add_assign(&mut self, o: Self) {
+        self.rows_in += o.rows_in;
+        self.rows_out += o.rows_out;
+        self.duplicate_ids += o.duplicate_ids;
+        self.exact_duplicates += o.exact_duplicates;
+        self.near_duplicates += o.near_duplicates;
+        self.in_earlier_release += o.in_earlier_release;
+        self.clusters += o.clusters;
+        self.candidate_pairs += o.candidate_pairs;
+    }
+}
+
+/// The result of [`dedup`].
+#[derive(Debug, Clone)]
+pub struct DedupOutput {
+    /// Input rows (0-based positions among the current items) that are kept, ascending.
+    pub kept_rows: Vec<usize>,
+    /// Clusters with more than one member, sorted by their first member.
+    pub clusters: Vec<Cluster>,
+    /// Counts.
+    pub stats: DedupStats,
+}
+
+/// The normalised statement: NFC, whitespace runs folded to one space, trimmed; case kept.
+pub fn normalise(text: &str) -> String {
+    let nfc: String = text.nfc().collect();
+    nfc.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// sha256 (hex) of the normalised statement.
+pub fn statement_hash(text: &str) -> String {
+    sha256_hex(normalise(text).as_bytes())
+}
+
+/// Hashes of the lower-cased word shingles of a text.
+pub fn shingles(text: &str, k: usize) -> HashSet<u64> {
+    let lower = normalise(text).to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    if words.len() <= k {
+        return std::iter::once(xxh3_64(words.join(" ").as_bytes())).collect();
+    }
+    words.windows(k).map(|w| xxh3_64(w.join(" ").as_bytes())).collect()
+}
+
+/// The MinHash signature of a shingle set.
+pub fn signature(shingles: &HashSet<u64>, config: &DedupConfig) -> Vec<u64> {
+    (0..config.num_perm)
+        .map(|i| {
+            let seed = config.seed.wrapping_add(i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            shingles.iter().map(|&s| xxh3_64_with_seed(&s.to_le_bytes(), seed)).min().unwrap_or(u64::MAX)
+        })
+        .collect()
+}
+
+/// Jaccard similarity of two sets.
+pub fn jaccard(a: &HashSet<u64>, b: &HashSet<u64>) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let inter = a.intersection(b).count();
+    inter as f64 / (a.len() + b.len() - inter) as f64
+}
+
+struct UnionFind(Vec<usize>);
+
+impl UnionFind {
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.0[x] != x {
+            self.0[x] = self.0[self.0[x]];
+            x = self.0[x];
+        }
+        x
+    }
+    fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        // The smaller index becomes the root, so roots do not depend on pair order.
+        if ra != rb {
+            let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+            self.0[hi] = lo;
+        }
+    }
+}
+
+/// Deduplicate `current` against itself and against `published` (earlier releases).
+pub fn dedup(config: &DedupConfig, current: &[Item], published: &[Item]) -> DedupOutput {
+    let items: Vec<&Item> = published.iter().chain(current).collect();
+    let offset = published.len();
+    let hashes: Vec<String> = items.iter().map(|i| statement_hash(&i.statement)).collect();
+    let sets: Vec<HashSet<u64>> = items.iter().map(|i| shingles(&i.statement, config.shingle_words)).collect();
+    let mut uf = UnionFind((0..items.len()).collect());
+    let mut stats = DedupStats { rows_in: current.len() as u64, ..DedupStats::default() };
+
+    // Same id or same exact hash.
+    let mut first_of: HashMap<(&str, u8), usize> = HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        for key in [(item.id.as_str(), 0u8), (hashes[i].as_str(), 1u8)] {
+            match first_of.get(&key) {
+                Some(&j) => uf.union(i, j),
+                None => {
+                    first_of.insert(key, i);
+                }
+            }
+        }
+    }
+
+    // LSH over MinHash signatures, confirmed by exact Jaccard.
+    let rows_per_band = config.num_perm / config.bands;
+    let sigs: Vec<Vec<u64>> = sets.iter().map(|s| signature(s, config)).collect();
+    let mut buckets: HashMap<(usize, u64), Vec<usize>> = HashMap::new();
+    for (i, sig) in sigs.iter().enumerate() {
+        for (b, band) in sig.chunks(rows_per_band).enumerate() {
+            let bytes: Vec<u8> = band.iter().flat_map(|v| v.to_le_bytes()).collect();
+            buckets.entry((b, xxh3_64(&bytes))).or_default().push(i);
+        }
+    }
+    let mut pairs: Vec<(usize, usize)> = buckets
+        .into_values()
+        .filter(|v| v.len() > 1)
+        .flat_map(|v| {
+            let mut out = Vec::new();
+            for (x, &a) in v.iter().enumerate() {
+                for &b in &v[x + 1..] {
+                    out.push((a.min(b), a.max(b)));
+                }
+            }
+            out
+        })
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    stats.candidate_pairs = pairs.len() as u64;
+    for &(a, b) in &pairs {
+        // Two published problems never need joining: only clusters touching this build matter.
+        if b >= offset && jaccard(&sets[a], &sets[b]) >= config.threshold {
+            uf.union(a, b);
+        }
+    }
+
+    let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for i in 0..items.len() {
+        let root = uf.find(i);
+        groups.entry(root).or_default().push(i);
+    }
+    let mut kept_rows = Vec::new();
+    let mut clusters = Vec::new();
+    for members in groups.into_values() {
+        let new: Vec<usize> = members.iter().copied().filter(|&i| i >= offset).collect();
+        if new.is_empty() {
+            continue;
+        }
+        if members.len() == 1 {
+            kept_rows.push(new[0] - offset);
+            continue;
+        }
+        stats.clusters += 1;
+        let published: Vec<(String, ProblemId)> = members
+            .iter()
+            .filter(|&&i| i < offset)
+            .map(|&i| match &items[i].origin {
+                Origin::Release(v) => (v.clone(), items[i].id.clone()),
+                Origin::Current => (String::new(), items[i].id.clone()),
+            })
+            .collect();
+        let mut dropped = Vec::new();
+        let (kept, kept_because) = if let Some((release, of)) = published.first() {
+            for &i in &new {
+                stats.in_earlier_release += 1;
+                dropped.push(Dropped {
+                    id: items[i].id.clone(),
+                    row: i - offset,
+                    reason: DropReason::InEarlierRelease { release: release.clone(), of: of.clone() },
+                });
+            }
+            (None, format!("already published in release `{release}` as `{of}`"))
+        } else {
+            let &keep = new
+                .iter()
+                .min_by(|&&a, &&b| {
+                    (items[a].contest_date.as_str(), items[a].id.as_str(), a).cmp(&(items[b].contest_date.as_str(), items[b].id.as_str(), b))
+                })
+                .unwrap_or(&new[0]);
+            kept_rows.push(keep - offset);
+            let tie = new.iter().filter(|&&i| items[i].contest_date == items[keep].contest_date).count() > 1;
+            for &i in new.iter().filter(|&&i| i != keep) {
+                let of = items[keep].id.clone();
+                let reason = if items[i].id == items[keep].id {
+                    stats.duplicate_ids += 1;
+                    DropReason::DuplicateId { of }
+                } else if hashes[i] == hashes[keep] {
+                    stats.exact_duplicates += 1;
+                    DropReason::ExactDuplicate { of }
+                } else {
+                    stats.near_duplicates += 1;
+                    let j = (jaccard(&sets[i], &sets[keep]) * 1e4).round() / 1e4;
+                    DropReason::NearDuplicate { of, jaccard: j }
+                };
+                dropped.push(Dropped { id: items[i].id.clone(), row: i - offset, reason });
+            }
+            let because = if tie { "earliest contest_date, then lowest id (then first row)" } else { "earliest contest_date" };
+            (Some(items[keep].id.clone()), because.to_owned())
+        };
+        clusters.push(Cluster { kept, kept_because, published, dropped });
+    }
+    kept_rows.sort_unstable();
+    stats.rows_out = kept_rows.len() as u64;
+    DedupOutput { kept_rows, clusters, stats }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(id: &str, date: &str, text: &str) -> Item {
+        Item { id: ProblemId::from_question_id(id), contest_date: date.into(), statement: text.into(), origin: Origin::Current }
+    }
+
+    const A: &str = "You are given an array of integers nums and an integer k. Return the number of subarrays whose sum is divisible by k. Each subarray must be contiguous and non-empty.";
+    const B: &str = "Takahashi has N cards with numbers written on them. He picks two cards at random; print the probability that their product is a perfect square, as an irreducible fraction.";
+
+    #[test]
+    fn normalisation_folds_whitespace_keeps_case() {
+        assert_eq!(normalise("  a\t b\n\nC  "), "a b C");
+        assert_eq!(statement_hash("a  b"), statement_hash("a\nb"));
+        assert_ne!(statement_hash("a b"), statement_hash("A b"));
+        // NFC: e + combining acute == precomposed é.
+        assert_eq!(statement_hash("caf\u{65}\u{301}"), statement_hash("caf\u{e9}"));
+    }
+
+    #[test]
+    fn clusters_exact_case_and_reidentified() {
+        let cfg = DedupConfig::default();
+        let upper = A.to_uppercase();
+        let spaced = A.replace(' ', "  \n");
+        let current = vec![
+            item("1", "2025-01-05", A),
+            item("2", "2025-01-01", B),
+            item("1", "2025-01-05", A),           // duplicated row
+            item("3", "2025-01-09", &spaced),     // whitespace variant → exact
+            item("4", "2025-01-02", &upper),      // case variant → near
+            item("5", "2025-02-01", &format!("{A} Note: answers fit in 64 bits.")), // re-identified
+        ];
+        let out = dedup(&cfg, &current, &[]);
+        assert_eq!(out.kept_rows, vec![1, 4]);
+        assert_eq!(out.clusters.len(), 1);
+        let c = &out.clusters[0];
+        assert_eq!(c.kept.as_ref().unwrap().as_str(), "lcb_4");
+        let reasons: Vec<_> = c.dropped.iter().map(|d| (d.row, &d.reason)).collect();
+        assert!(matches!(reasons[0], (0, DropReason::NearDuplicate { .. })));
+        assert!(matches!(reasons[1], (2, DropReason::NearDuplicate { .. })));
+        assert!(matches!(reasons[2], (3, DropReason::NearDuplicate { .. })));
+        assert_eq!(out.stats.near_duplicates, 4);
+        // Keeping the upper-case variant is what "earliest contest date" says; with equal dates
+        // the exact duplicates are reported as such.
+        let same_day = vec![item("1", "2025-01-05", A), item("1", "2025-01-05", A), item("3", "2025-01-05", &spaced)];
+        let out = dedup(&cfg, &same_day, &[]);
+        assert_eq!(out.kept_rows, vec![0]);
+        let r: Vec<_> = out.clusters[0].dropped.iter().map(|d| d.reason.clone()).collect();
+        assert_eq!(r[0], DropReason::DuplicateId { of: ProblemId::from_question_id("1") });
+        assert_eq!(r[1], DropReason::ExactDuplicate { of: ProblemId::from_question_id("1") });
+    }
+
+    #[test]
+    fn earlier_release_wins() {
+        let cfg = DedupConfig::default();
+        let published = vec![Item { origin: Origin::Release("v202412".into()), ..item("9", "2024-12-01", A) }];
+        let out = dedup(&cfg, &[item("1", "2025-01-05", A), item("2", "2025-01-01", B)], &published);
+        assert_eq!(out.kept_rows, vec![1]);
+        assert_eq!(out.stats.in_earlier_release, 1);
+        assert!(out.clusters[0].kept.is_none());
+    }
+
+    #[test]
+    fn distinct_problems_stay() {
+        let out = dedup(&DedupConfig::default(), &[item("1", "d", A), item("2", "d", B)], &[]);
+        assert_eq!(out.kept_rows, vec![0, 1]);
+        assert!(out.clusters.is_empty());
+    }
+
+    #[test]
+    fn config_is_checked() {
+        assert!(DedupConfig { bands: 5, ..DedupConfig::default() }.validate().is_err());
+        assert!(DedupConfig { threshold: 0.0, ..DedupConfig::default() }.validate().is_err());
+        assert!(DedupConfig::default().validate().is_ok());
+    }
+}

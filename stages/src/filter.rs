@@ -1,0 +1,163 @@
+//! `filter`: keep problems whose statement is in the wanted language (whatlang), long
+//! enough, and that have at least the minimum number of tests. Pure; every rejection carries
+//! a typed reason.
+
+use serde::{Deserialize, Serialize};
+
+use crate::problem::Problem;
+
+/// `[stages.filter]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FilterConfig {
+    /// Wanted statement language, ISO 639-3 (`eng`).
+    pub language: String,
+    /// Lowest whatlang confidence accepted for it.
+    pub min_confidence: f64,
+    /// Shortest statement, in characters.
+    pub min_statement_chars: usize,
+    /// Fewest tests (public + private).
+    pub min_tests: usize,
+}
+
+impl Default for FilterConfig {
+    fn default() -> Self {
+        FilterConfig { language: "eng".into(), min_confidence: 0.5, min_statement_chars: 100, min_tests: 1 }
+    }
+}
+
+impl FilterConfig {
+    /// Check the language code and bounds.
+    pub fn validate(&self) -> Result<(), String> {
+        if whatlang::Lang::from_code(&self.language).is_none() {
+            return Err(format!("`language`: unknown ISO 639-3 code `{}`", self.language));
+        }
+        if !(0.0..=1.0).contains(&self.min_confidence) {
+            return Err(format!("`min_confidence` must be in [0, 1], got `{}`", self.min_confidence));
+        }
+        Ok(())
+    }
+}
+
+/// Why a problem was rejected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum RejectReason {
+    /// The statement is not (confidently) in the wanted language.
+    Language {
+        /// What whatlang detected (ISO 639-3), if anything.
+        detected: Option<String>,
+        /// Its confidence.
+        confidence: f64,
+    },
+    /// The statement is too short.
+    TooShort {
+        /// Its length in characters.
+        chars: usize,
+        /// The minimum.
+        min: usize,
+    },
+    /// Not enough tests.
+    TooFewTests {
+        /// Tests present.
+        tests: usize,
+        /// The minimum.
+        min: usize,
+    },
+}
+
+/// Counts of one filter run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilterStats {
+    /// Problems in.
+    pub rows_in: u64,
+    /// Problems kept.
+    pub rows_out: u64,
+    /// Rejected for language.
+    pub language: u64,
+    /// Rejected for length.
+    pub too_short: u64,
+    /// Rejected for tests.
+    pub too_few_tests: u64,
+}
+
+impl std::ops::AddAssign for FilterStats {
+    fn add_assign(&mut self, o: Self) {
+        self.rows_in += o.rows_in;
+        self.rows_out += o.rows_out;
+        self.language += o.language;
+        self.too_short += o.too_short;
+        self.too_few_tests += o.too_few_tests;
+    }
+}
+
+impl FilterStats {
+    /// Count one decision.
+    pub fn record(&mut self, decision: &Result<(), RejectReason>) {
+        self.rows_in += 1;
+        match decision {
+            Ok(()) => self.rows_out += 1,
+            Err(RejectReason::Language { .. }) => self.language += 1,
+            Err(RejectReason::TooShort { .. }) => self.too_short += 1,
+            Err(RejectReason::TooFewTests { .. }) => self.too_few_tests += 1,
+        }
+    }
+}
+
+/// Decide one problem. Checks run cheapest first; the first failing check is the reason.
+pub fn filter_problem(config: &FilterConfig, problem: &Problem) -> Result<(), RejectReason> {
+    let tests = problem.test_count();
+    if tests < config.min_tests {
+        return Err(RejectReason::TooFewTests { tests, min: config.min_tests });
+    }
+    let chars = problem.question_content.chars().count();
+    if chars < config.min_statement_chars {
+        return Err(RejectReason::TooShort { chars, min: config.min_statement_chars });
+    }
+    let info = whatlang::detect(&problem.question_content);
+    let (detected, confidence) = info.map_or((None, 0.0), |i| (Some(i.lang().code().to_owned()), i.confidence()));
+    if detected.as_deref() != Some(config.language.as_str()) || confidence < config.min_confidence {
+        return Err(RejectReason::Language { detected, confidence: (confidence * 1e4).round() / 1e4 });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::{Platform, ProblemId, TestCase, TestType};
+
+    fn problem(text: &str, tests: usize) -> Problem {
+        Problem {
+            id: ProblemId::from_question_id("x"),
+            question_title: "t".into(),
+            question_content: text.into(),
+            platform: Platform::Atcoder,
+            question_id: "x".into(),
+            contest_id: "c".into(),
+            contest_date: "2025-01-01T00:00:00".into(),
+            starter_code: String::new(),
+            difficulty: "easy".into(),
+            public_tests: vec![TestCase { input: "1".into(), output: "1".into(), testtype: TestType::Stdin }; tests],
+            private_tests: vec![],
+            func_name: None,
+            metadata: "{}".into(),
+        }
+    }
+
+    const EN: &str = "You are given a string S of length N consisting of lowercase English letters. Print the number of distinct substrings of S that are palindromes.";
+    const DE: &str = "Gegeben ist eine Zeichenkette S der Länge N, die aus Kleinbuchstaben besteht. Geben Sie die Anzahl der verschiedenen Teilzeichenketten von S aus, die Palindrome sind.";
+
+    #[test]
+    fn reasons() {
+        let cfg = FilterConfig::default();
+        assert_eq!(filter_problem(&cfg, &problem(EN, 1)), Ok(()));
+        assert_eq!(filter_problem(&cfg, &problem(EN, 0)), Err(RejectReason::TooFewTests { tests: 0, min: 1 }));
+        assert!(matches!(filter_problem(&cfg, &problem("short", 1)), Err(RejectReason::TooShort { chars: 5, .. })));
+        let de = filter_problem(&cfg, &problem(DE, 1)).unwrap_err();
+        assert!(matches!(&de, RejectReason::Language { detected: Some(l), .. } if l == "deu"), "{de:?}");
+        let german = FilterConfig { language: "deu".into(), ..cfg };
+        assert_eq!(filter_problem(&german, &problem(DE, 1)), Ok(()));
+        assert!(FilterConfig { language: "xx".into(), ..FilterConfig::default() }.validate().is_err());
+    }
+}

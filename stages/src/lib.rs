@@ -1,0 +1,23 @@
+//! The stages of a CoREB build and the services they share.
+//!
+//! Each stage module is a function from typed inputs to typed outputs (DESIGN §1); the
+//! engine in the `coreb` crate loads input artifacts, calls the stage and writes its outputs.
+//! Stages that need the network, a sandbox or a model take it as a parameter.
+//!
+//! Built so far: [`fetch`] (the one stage whose job *is* I/O: downloads), [`ingest`],
+//! [`dedup`], [`filter`]. The problems table codec lives in [`tables`].
+//!
+//! ```
+//! use stages::problem::ProblemId;
+//! assert_eq!(ProblemId::from_question_id("1873_A").as_str(), "lcb_1873_A");
+//! ```
+#![deny(missing_docs)]
+
+pub mod dedup;
+pub mod fetch;
+pub mod filter;
+pub mod hashing;
+pub mod ingest;
+pub mod problem;
+pub mod services;
+pub mod tables;

@@ -1,0 +1,390 @@
+//! The `problems` table: Parquet encoding and decoding of [`Problem`]s.
+//!
+//! Writing streams: rows are gathered into record batches of bounded byte size and row groups
+//! are flushed by size, so memory stays flat however large the input. Reading yields problems
+//! batch by batch. Every Parquet call for problems is in this module.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::builder::StringBuilder;
+use arrow_buffer::{OffsetBuffer, ScalarBuffer};
+use arrow_array::{Array, ArrayRef, ListArray, RecordBatch, StringArray, StructArray};
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+use thiserror::Error;
+
+use crate::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+
+/// Errors reading or writing a problems table; each names the file.
+#[derive(Debug, Error)]
+pub enum TableError {
+    /// The file could not be opened or created.
+    #[error("`{}`", path.display())]
+    Io {
+        /// The table file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Parquet or Arrow refused the data.
+    #[error("`{}`: parquet", path.display())]
+    Parquet {
+        /// The table file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
+    /// A column is missing or has the wrong type or value.
+    #[error("`{}`: row {row}: column `{column}`: {reason}", path.display())]
+    Column {
+        /// The table file.
+        path: PathBuf,
+        /// Row number (0-based) in the file.
+        row: usize,
+        /// The column.
+        column: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Rows per record batch at most; batches also close at [`BATCH_BYTES`] of text.
+const BATCH_ROWS: usize = 512;
+/// Bytes of text per record batch at most (keeps i32 offsets far from overflow).
+const BATCH_BYTES: usize = 64 << 20;
+/// Buffered row-group bytes before a flush to disk.
+const ROW_GROUP_BYTES: usize = 128 << 20;
+
+fn tests_type() -> DataType {
+    let fields = Fields::from(vec![
+        Field::new("input", DataType::Utf8, false),
+        Field::new("output", DataType::Utf8, false),
+        Field::new("testtype", DataType::Utf8, false),
+    ]);
+    DataType::List(Arc::new(Field::new("item", DataType::Struct(fields), false)))
+}
+
+/// The Arrow schema of the problems table.
+pub fn problems_schema() -> SchemaRef {
+    let text = |name: &str| Field::new(name, DataType::Utf8, false);
+    Arc::new(Schema::new(vec![
+        text("id"),
+        text("question_title"),
+        text("question_content"),
+        text("platform"),
+        text("question_id"),
+        text("contest_id"),
+        text("contest_date"),
+        text("starter_code"),
+        text("difficulty"),
+        Field::new("public_tests", tests_type(), false),
+        Field::new("private_tests", tests_type(), false),
+        Field::new("func_name", DataType::Utf8, true),
+        text("metadata"),
+    ]))
+}
+
+fn writer_properties() -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_created_by(format!("coreb {}", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// Streams problems into a Parquet file.
+pub struct ProblemWriter {
+    path: PathBuf,
+    writer: ArrowWriter<File>,
+    pending: Vec<Problem>,
+    pending_bytes: usize,
+    rows: usize,
+}
+
+impl ProblemWriter {
+    /// Create (truncate) the table at `path`.
+    pub fn create(path: &Path) -> Result<Self, TableError> {
+        let file = File::create(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
+        let writer = ArrowWriter::try_new(file, problems_schema(), Some(writer_properties()))
+            .map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
+        Ok(ProblemWriter { path: path.to_owned(), writer, pending: Vec::new(), pending_bytes: 0, rows: 0 })
+    }
+
+    /// Append one problem.
+    pub fn write(&mut self, problem: Problem) -> Result<(), TableError> {
+        self.pending_bytes += text_bytes(&problem);
+        self.pending.push(problem);
+        if self.pending.len() >= BATCH_ROWS || self.pending_bytes >= BATCH_BYTES {
+            self.flush_batch()?;
+        }
+        Ok(())
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> usize {
+        self.rows + self.pending.len()
+    }
+
+    fn flush_batch(&mut self) -> Result<(), TableError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let batch = to_batch(&self.pending);
+        self.rows += self.pending.len();
+        self.pending.clear();
+        self.pending_bytes = 0;
+        let err = |source| TableError::Parquet { path: self.path.clone(), source };
+        self.writer.write(&batch).map_err(err)?;
+        if self.writer.in_progress_size() >= ROW_GROUP_BYTES {
+            self.writer.flush().map_err(|source| TableError::Parquet { path: self.path.clone(), source })?;
+        }
+        Ok(())
+    }
+
+    /// Write the footer and close the file; returns the number of rows.
+    pub fn finish(mut self) -> Result<usize, TableError> {
+        self.flush_batch()?;
+        let path = self.path.clone();
+        self.writer.close().map_err(|source| TableError::Parquet { path, source })?;
+        Ok(self.rows)
+    }
+}
+
+fn text_bytes(p: &Problem) -> usize {
+    let tests: usize = p.public_tests.iter().chain(&p.private_tests).map(|t| t.input.len() + t.output.len() + 16).sum();
+    p.question_content.len() + p.question_title.len() + p.starter_code.len() + p.metadata.len() + 128 + tests
+}
+
+fn strings<'a>(values: impl Iterator<Item = &'a str>) -> ArrayRef {
+    let mut b = StringBuilder::new();
+    for v in values {
+        b.append_value(v);
+    }
+    Arc::new(b.finish())
+}
+
+fn tests_array(rows: &[Problem], pick: impl Fn(&Problem) -> &Vec<TestCase>) -> ArrayRef {
+    let mut offsets = Vec::with_capacity(rows.len() + 1);
+    offsets.push(0i32);
+    let all: Vec<&TestCase> = rows.iter().flat_map(|p| pick(p).iter()).collect();
+    let mut n = 0i32;
+    for p in rows {
+        n += pick(p).len() as i32;
+        offsets.push(n);
+    }
+    let DataType::List(item) = tests_type() else { unreachable!("tests_type is a list") };
+    let DataType::Struct(fields) = item.data_type().clone() else { unreachable!("list of struct") };
+    let children = vec![
+        strings(all.iter().map(|t| t.input.as_str())),
+        strings(all.iter().map(|t| t.output.as_str())),
+        strings(all.iter().map(|t| t.testtype.as_str())),
+    ];
+    let values = StructArray::new(fields, children, None);
+    Arc::new(ListArray::new(item, OffsetBuffer::new(ScalarBuffer::from(offsets)), Arc::new(values), None))
+}
+
+fn to_batch(rows: &[Problem]) -> RecordBatch {
+    let col = |f: fn(&Problem) -> &str| strings(rows.iter().map(f));
+    let mut func = StringBuilder::new();
+    for p in rows {
+        func.append_option(p.func_name.as_deref());
+    }
+    let columns: Vec<ArrayRef> = vec![
+        col(|p| p.id.as_str()),
+        col(|p| &p.question_title),
+        col(|p| &p.question_content),
+        col(|p| p.platform.as_str()),
+        col(|p| &p.question_id),
+        col(|p| &p.contest_id),
+        col(|p| &p.contest_date),
+        col(|p| &p.starter_code),
+        col(|p| &p.difficulty),
+        tests_array(rows, |p| &p.public_tests),
+        tests_array(rows, |p| &p.private_tests),
+        Arc::new(func.finish()),
+        col(|p| &p.metadata),
+    ];
+    RecordBatch::try_new(problems_schema(), columns).expect("columns match problems_schema")
+}
+
+/// Reads a problems table batch by batch.
+pub struct ProblemReader {
+    path: PathBuf,
+    reader: ParquetRecordBatchReader,
+    current: std::vec::IntoIter<Problem>,
+    row: usize,
+}
+
+impl ProblemReader {
+    /// Open the table at `path`.
+    pub fn open(path: &Path) -> Result<Self, TableError> {
+        let file = File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .and_then(|b| b.with_batch_size(256).build())
+            .map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
+        Ok(ProblemReader { path: path.to_owned(), reader, current: Vec::new().into_iter(), row: 0 })
+    }
+
+    /// Read every problem into memory (for small tables: samples, releases, tests).
+    pub fn read_all(path: &Path) -> Result<Vec<Problem>, TableError> {
+        ProblemReader::open(path)?.collect()
+    }
+}
+
+impl Iterator for ProblemReader {
+    type Item = Result<Problem, TableError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(p) = self.current.next() {
+                return Some(Ok(p));
+            }
+            let batch = match self.reader.next()? {
+                Ok(batch) => batch,
+                Err(e) => {
+                    return Some(Err(TableError::Parquet { path: self.path.clone(), source: e.into() }));
+                }
+            };
+            match from_batch(&batch, &self.path, self.row) {
+                Ok(rows) => {
+                    self.row += rows.len();
+                    self.current = rows.into_iter();
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+fn from_batch(batch: &RecordBatch, path: &Path, first_row: usize) -> Result<Vec<Problem>, TableError> {
+    let err = |row: usize, column: &str, reason: String| TableError::Column {
+        path: path.to_owned(),
+        row: first_row + row,
+        column: column.to_owned(),
+        reason,
+    };
+    let text = |name: &str| -> Result<&StringArray, TableError> {
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+            .ok_or_else(|| err(0, name, "missing or not a string column".into()))
+    };
+    let tests = |name: &str| -> Result<Vec<Vec<TestCase>>, TableError> {
+        let list = batch
+            .column_by_name(name)
+            .and_then(|c| c.as_any().downcast_ref::<ListArray>())
+            .ok_or_else(|| err(0, name, "missing or not a list column".into()))?;
+        let values = list
+            .values()
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .ok_or_else(|| err(0, name, "items are not structs".into()))?;
+        let field = |i: usize, f: &str| -> Result<&StringArray, TableError> {
+            values
+                .column(i)
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .ok_or_else(|| err(0, &format!("{name}.{f}"), "not a string field".into()))
+        };
+        let (input, output, testtype) = (field(0, "input")?, field(1, "output")?, field(2, "testtype")?);
+        let offsets = list.value_offsets();
+        let mut out = Vec::with_capacity(list.len());
+        for row in 0..list.len() {
+            let mut cases = Vec::new();
+            for i in offsets[row] as usize..offsets[row + 1] as usize {
+                let tt = TestType::parse(testtype.value(i))
+                    .ok_or_else(|| err(row, name, format!("unknown testtype `{}`", testtype.value(i))))?;
+                cases.push(TestCase { input: input.value(i).to_owned(), output: output.value(i).to_owned(), testtype: tt });
+            }
+            out.push(cases);
+        }
+        Ok(out)
+    };
+    let (id, title, content, platform) =
+        (text("id")?, text("question_title")?, text("question_content")?, text("platform")?);
+    let (qid, cid, date, starter, difficulty) =
+        (text("question_id")?, text("contest_id")?, text("contest_date")?, text("starter_code")?, text("difficulty")?);
+    let (func, metadata) = (text("func_name")?, text("metadata")?);
+    let mut public = tests("public_tests")?.into_iter();
+    let mut private = tests("private_tests")?.into_iter();
+    let mut rows = Vec::with_capacity(batch.num_rows());
+    for r in 0..batch.num_rows() {
+        let platform = Platform::parse(platform.value(r))
+            .ok_or_else(|| err(r, "platform", format!("unknown platform `{}`", platform.value(r))))?;
+        rows.push(Problem {
+            id: ProblemId::from_raw(id.value(r).to_owned()),
+            question_title: title.value(r).to_owned(),
+            question_content: content.value(r).to_owned(),
+            platform,
+            question_id: qid.value(r).to_owned(),
+            contest_id: cid.value(r).to_owned(),
+            contest_date: date.value(r).to_owned(),
+            starter_code: starter.value(r).to_owned(),
+            difficulty: difficulty.value(r).to_owned(),
+            public_tests: public.next().unwrap_or_default(),
+            private_tests: private.next().unwrap_or_default(),
+            func_name: (!func.is_null(r)).then(|| func.value(r).to_owned()),
+            metadata: metadata.value(r).to_owned(),
+        });
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample(id: &str, tests: usize) -> Problem {
+        Problem {
+            id: ProblemId::from_question_id(id),
+            question_title: format!("title {id}"),
+            question_content: format!("statement of {id}"),
+            platform: Platform::Atcoder,
+            question_id: id.to_owned(),
+            contest_id: "abc1".into(),
+            contest_date: "2025-01-04T00:00:00".into(),
+            starter_code: String::new(),
+            difficulty: "easy".into(),
+            public_tests: (0..tests)
+                .map(|i| TestCase { input: format!("{i}\n"), output: format!("{}\n", i * 2), testtype: TestType::Stdin })
+                .collect(),
+            private_tests: vec![],
+            func_name: (tests % 2 == 0).then(|| "f".to_owned()),
+            metadata: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn round_trip_across_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.parquet");
+        let mut w = ProblemWriter::create(&path).unwrap();
+        let problems: Vec<Problem> = (0..1200).map(|i| sample(&i.to_string(), i % 4)).collect();
+        for p in &problems {
+            w.write(p.clone()).unwrap();
+        }
+        assert_eq!(w.finish().unwrap(), 1200);
+        assert_eq!(ProblemReader::read_all(&path).unwrap(), problems);
+    }
+
+    #[test]
+    fn same_rows_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str| {
+            let path = dir.path().join(name);
+            let mut w = ProblemWriter::create(&path).unwrap();
+            for i in 0..50 {
+                w.write(sample(&i.to_string(), 2)).unwrap();
+            }
+            w.finish().unwrap();
+            std::fs::read(path).unwrap()
+        };
+        assert_eq!(write("a.parquet"), write("b.parquet"));
+    }
+}

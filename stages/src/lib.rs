@@ -20,4 +20,5 @@ pub mod hashing;
 pub mod ingest;
 pub mod problem;
 pub mod services;
+pub mod solution;
 pub mod tables;

@@ -1,0 +1,6 @@
+//! Parquet tables exchanged between stages. Every Parquet call of the project lives under
+//! this module, one file per table.
+
+pub mod problems;
+
+pub use problems::{ProblemReader, ProblemWriter, TableError, problems_schema};

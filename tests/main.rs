@@ -1,0 +1,11 @@
+//! Integration tests across stages; they run the real `coreb` binary or call stages through
+//! the engine. Each module is one area:
+//!
+//! - `support`: a temp-dir test context and the path of the `coreb` binary.
+//! - `ingest`: ingest, dedup and filter on the shared LiveCodeBench rows.
+//! - `fetch`: downloads from a local HTTP server: resume, retries, checksums.
+
+mod support;
+
+mod fetch;
+mod ingest;

@@ -104,7 +104,7 @@ pub fn decode_row(line: &[u8], config: &IngestConfig) -> Result<Problem, RowErro
     let mut de = serde_json::Deserializer::from_slice(line);
     let raw: RawRow = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." { field_of(e.inner()) } else { path };
+        let field = if path == "." || path == "?" { field_of(e.inner()) } else { path };
         RowError::new(field, e.inner().to_string())
     })?;
     de.end().map_err(|e| RowError::new("(line)", e.to_string()))?;

@@ -1,1 +1,0 @@
-//! The stage graph: runs stages in order, skipping those whose inputs are unchanged.

@@ -1,0 +1,98 @@
+//! Runs `dedup`: reads the ingested problems and every earlier release's problems, calls
+//! [`stages::dedup::dedup`], writes the kept problems and the duplicates report.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use stages::dedup::{DedupOutput, Item, Origin, dedup};
+use stages::hashing::sha256_file;
+use stages::problem::Problem;
+use stages::tables::{ProblemReader, ProblemWriter};
+
+use super::{Engine, StageReport};
+use crate::cli::StageName;
+use crate::store::{StageRecord, input_key, write_atomic};
+
+/// An earlier release's problems table.
+#[derive(Debug, serde::Serialize)]
+struct Published {
+    version: String,
+    sha256: String,
+    #[serde(skip)]
+    path: PathBuf,
+}
+
+/// Earlier releases under `releases_dir`: `vYYYYMM` directories before this version.
+fn earlier_releases(engine: &Engine) -> anyhow::Result<Vec<Published>> {
+    let dir = &engine.plan.releases_dir;
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let mut found = Vec::new();
+    for entry in fs_err::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_version = name.len() == 7 && name.starts_with('v') && name[1..].bytes().all(|b| b.is_ascii_digit());
+        if !is_version || name >= engine.plan.version || !entry.path().is_dir() {
+            continue;
+        }
+        let path = entry.path().join("problems.parquet");
+        if !path.exists() {
+            bail!("release `{}` has no `problems.parquet`: cannot check that this release is problem-disjoint from it", entry.path().display());
+        }
+        let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+        found.push(Published { version: name, sha256, path });
+    }
+    found.sort_by(|a, b| a.version.cmp(&b.version));
+    Ok(found)
+}
+
+fn item(p: Problem, origin: Origin) -> Item {
+    Item { id: p.id, contest_date: p.contest_date, statement: p.question_content, origin }
+}
+
+pub(super) fn run(engine: &Engine, ingest: &StageRecord) -> anyhow::Result<StageReport> {
+    let config = &engine.plan.stages.dedup;
+    let published = earlier_releases(engine)?;
+    let key = input_key(StageName::Dedup.as_str(), &(config, &published), &[ingest])?;
+    if let Some(hit) = engine.cached(StageName::Dedup, &key)? {
+        return Ok(hit);
+    }
+    let input = engine.store.stage_dir(StageName::Ingest.as_str()).join(&ingest.outputs["problems"].file);
+    let current: Vec<Item> =
+        ProblemReader::open(&input)?.map(|p| p.map(|p| item(p, Origin::Current))).collect::<Result<_, _>>()?;
+    let mut earlier = Vec::new();
+    for release in &published {
+        for p in ProblemReader::open(&release.path)? {
+            earlier.push(item(p?, Origin::Release(release.version.clone())));
+        }
+    }
+    let DedupOutput { kept_rows, clusters, stats } = engine.pool.install(|| dedup(config, &current, &earlier));
+    drop(current);
+
+    let writer = engine.store.begin(StageName::Dedup.as_str())?;
+    let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
+    let mut keep = kept_rows.iter().copied().peekable();
+    for (row, problem) in ProblemReader::open(&input)?.enumerate() {
+        let problem = problem?;
+        if keep.peek() == Some(&row) {
+            keep.next();
+            table.write(problem)?;
+        }
+    }
+    table.finish()?;
+    let report = serde_json::json!({
+        "parameters": config,
+        "earlier_releases": published,
+        "stats": stats,
+        "clusters": clusters,
+    });
+    write_atomic(&writer.path("duplicates.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
+    let mut summary = serde_json::to_value(stats)?;
+    if let Some(obj) = summary.as_object_mut() {
+        obj.insert("rejected".into(), serde_json::json!(stats.rows_in - stats.rows_out));
+        obj.insert("parameters".into(), serde_json::to_value(config)?);
+    }
+    let record = writer.commit(&key, &[("problems", "problems.parquet"), ("duplicates", "duplicates.json")], summary)?;
+    Ok(StageReport { stage: StageName::Dedup, skipped: false, record })
+}

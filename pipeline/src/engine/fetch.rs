@@ -1,0 +1,48 @@
+//! Runs `fetch`: every source downloaded (or hashed in place). Always runs, because a local
+//! file may have changed; downstream stages skip when the hashes are the same.
+
+use anyhow::Context;
+use stages::fetch::{Fetched, fetch_source};
+
+use super::{Engine, StageReport};
+use crate::cli::StageName;
+use crate::store::input_key;
+
+pub(super) fn run(engine: &Engine) -> anyhow::Result<StageReport> {
+    let plan = &engine.plan;
+    let config = &plan.stages.fetch;
+    let downloads = plan.output_dir.join("downloads");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut fetched: Vec<Fetched> = Vec::with_capacity(plan.sources.len());
+    for source in &plan.sources {
+        let bar = engine.printer.progress(None, &source.name, true);
+        let f = runtime
+            .block_on(fetch_source(config, source, &downloads, &bar))
+            .with_context(|| format!("fetching source `{}`", source.name))?;
+        bar.finish_and_clear();
+        fetched.push(f);
+    }
+    let downloaded: u64 = fetched.iter().map(|f| f.downloaded).sum();
+    if downloaded > 0 {
+        engine.printer.status(format!("{:>10}: downloaded {downloaded} bytes", "fetch"));
+    }
+    // The summary feeds downstream keys: it holds what was fetched, not how.
+    let sources: Vec<Fetched> = fetched.into_iter().map(|f| Fetched { downloaded: 0, ..f }).collect();
+    let summary = serde_json::json!({
+        "rows_in": plan.sources.len(),
+        "rows_out": sources.len(),
+        "rejected": 0,
+        "bytes": sources.iter().map(|f| f.bytes).sum::<u64>(),
+        "sources": sources,
+    });
+    let key = input_key(StageName::Fetch.as_str(), &(&plan.sources, config), &[])?;
+    let writer = engine.store.begin(StageName::Fetch.as_str())?;
+    let record = writer.commit(&key, &[], summary)?;
+    Ok(StageReport { stage: StageName::Fetch, skipped: false, record })
+}
+
+/// The fetched files a fetch record lists, in manifest order.
+pub(super) fn files(record: &crate::store::StageRecord) -> anyhow::Result<Vec<Fetched>> {
+    let sources = record.summary.get("sources").cloned().unwrap_or_default();
+    serde_json::from_value(sources).context("the fetch record lists no sources")
+}

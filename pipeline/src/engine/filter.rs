@@ -1,0 +1,46 @@
+//! Runs `filter`: streams the deduplicated problems through [`stages::filter::filter_problem`],
+//! writes the kept ones and a rejections report (one JSON object per rejected problem).
+
+use std::io::Write;
+
+use stages::filter::{FilterStats, filter_problem};
+use stages::tables::{ProblemReader, ProblemWriter};
+
+use super::{Engine, StageReport};
+use crate::cli::StageName;
+use crate::store::{StageRecord, input_key};
+
+pub(super) fn run(engine: &Engine, dedup: &StageRecord) -> anyhow::Result<StageReport> {
+    let config = &engine.plan.stages.filter;
+    let key = input_key(StageName::Filter.as_str(), config, &[dedup])?;
+    if let Some(hit) = engine.cached(StageName::Filter, &key)? {
+        return Ok(hit);
+    }
+    let input = engine.store.stage_dir(StageName::Dedup.as_str()).join(&dedup.outputs["problems"].file);
+    let writer = engine.store.begin(StageName::Filter.as_str())?;
+    let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
+    let mut rejections = fs_err::File::create(writer.path("rejections.jsonl"))?;
+    let mut stats = FilterStats::default();
+    for problem in ProblemReader::open(&input)? {
+        let problem = problem?;
+        let decision = filter_problem(config, &problem);
+        stats.record(&decision);
+        match decision {
+            Ok(()) => table.write(problem)?,
+            Err(reason) => {
+                let line = serde_json::json!({ "id": problem.id, "rejection": reason });
+                writeln!(rejections, "{line}")?;
+            }
+        }
+    }
+    table.finish()?;
+    rejections.sync_all()?;
+    drop(rejections);
+    let mut summary = serde_json::to_value(stats)?;
+    if let Some(obj) = summary.as_object_mut() {
+        obj.insert("rejected".into(), serde_json::json!(stats.rows_in - stats.rows_out));
+        obj.insert("parameters".into(), serde_json::to_value(config)?);
+    }
+    let record = writer.commit(&key, &[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")], summary)?;
+    Ok(StageReport { stage: StageName::Filter, skipped: false, record })
+}

@@ -1,0 +1,124 @@
+//! The stage graph: run the stages of a [`RunPlan`] in order, each one only when its input
+//! key differs from the stored one, and report what each did.
+//!
+//! Each stage runner (one module per stage) loads its inputs from the artifact store, calls
+//! the stage function of the `stages` crate and writes its outputs through a
+//! [`StageWriter`](crate::store::StageWriter). The runners are the only place where stages
+//! meet files.
+
+mod dedup;
+mod fetch;
+mod filter;
+mod ingest;
+
+use anyhow::bail;
+
+use crate::cli::StageName;
+use crate::manifest::RunPlan;
+use crate::printer::Printer;
+use crate::store::{ArtifactStore, StageRecord};
+
+/// What one stage did in a build.
+#[derive(Debug, Clone)]
+pub struct StageReport {
+    /// The stage.
+    pub stage: StageName,
+    /// Skipped because its inputs were unchanged.
+    pub skipped: bool,
+    /// Its record (outputs, summary).
+    pub record: StageRecord,
+}
+
+impl StageReport {
+    /// The `--json` summary (DESIGN §2): `stage`, `rows_in`, `rows_out`, `rejected`, `outputs`
+    /// and the stage-specific counts.
+    pub fn to_json(&self, store: &ArtifactStore) -> serde_json::Value {
+        let dir = store.stage_dir(self.stage.as_str());
+        let mut value = serde_json::json!({
+            "stage": self.stage.as_str(),
+            "skipped": self.skipped,
+            "outputs": self.record.outputs.values().map(|o| dir.join(&o.file)).collect::<Vec<_>>(),
+        });
+        if let (Some(obj), Some(summary)) = (value.as_object_mut(), self.record.summary.as_object()) {
+            for (k, v) in summary {
+                obj.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            for k in ["rows_in", "rows_out", "rejected"] {
+                obj.entry(k).or_insert(serde_json::json!(0));
+            }
+        }
+        value
+    }
+}
+
+/// Runs stages for one plan.
+pub struct Engine {
+    plan: RunPlan,
+    store: ArtifactStore,
+    printer: Printer,
+    pool: rayon::ThreadPool,
+    /// Print every stage's JSON summary (`build --json`), not only the last one.
+    json_every_stage: bool,
+}
+
+impl Engine {
+    /// An engine over `plan`'s output directory.
+    pub fn new(plan: RunPlan, printer: Printer, json_every_stage: bool) -> anyhow::Result<Self> {
+        let store = ArtifactStore::open(&plan.output_dir.join("artifacts"))?;
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build()?;
+        Ok(Engine { plan, store, printer, pool, json_every_stage })
+    }
+
+    /// The artifact store.
+    pub fn store(&self) -> &ArtifactStore {
+        &self.store
+    }
+
+    /// Run every stage up to and including `until`.
+    pub fn run_until(&self, until: StageName) -> anyhow::Result<Vec<StageReport>> {
+        let mut reports: Vec<StageReport> = Vec::new();
+        for stage in StageName::ALL.into_iter().filter(|s| *s <= until) {
+            let upstream = |name: StageName| -> anyhow::Result<&StageRecord> {
+                reports
+                    .iter()
+                    .find(|r| r.stage == name)
+                    .map(|r| &r.record)
+                    .ok_or_else(|| anyhow::anyhow!("stage `{name}` did not run before `{stage}`"))
+            };
+            let report = match stage {
+                StageName::Fetch => fetch::run(self)?,
+                StageName::Ingest => ingest::run(self, upstream(StageName::Fetch)?)?,
+                StageName::Dedup => dedup::run(self, upstream(StageName::Ingest)?)?,
+                StageName::Filter => filter::run(self, upstream(StageName::Dedup)?)?,
+                other => bail!(
+                    "stage `{other}` is not built yet; the stages through `filter` are (run with `--until filter`)"
+                ),
+            };
+            self.announce(&report);
+            reports.push(report);
+        }
+        Ok(reports)
+    }
+
+    fn announce(&self, report: &StageReport) {
+        let s = &report.record.summary;
+        let n = |k: &str| s.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let what = if report.skipped { "unchanged, skipped" } else { "done" };
+        self.printer.status(format!(
+            "{:>10}: {what}: {} in, {} out, {} rejected  ({})",
+            report.stage.as_str(),
+            n("rows_in"),
+            n("rows_out"),
+            n("rejected"),
+            self.store.stage_dir(report.stage.as_str()).display()
+        ));
+        if self.json_every_stage {
+            self.printer.json_line(&report.to_json(&self.store));
+        }
+    }
+
+    /// Look a stage up by key; on a hit, report it as skipped.
+    fn cached(&self, stage: StageName, key: &str) -> anyhow::Result<Option<StageReport>> {
+        Ok(self.store.lookup(stage.as_str(), key)?.map(|record| StageReport { stage, skipped: true, record }))
+    }
+}

@@ -1,0 +1,259 @@
+//! `coreb fetch` against a local HTTP server started by each test: resume after a cut
+//! connection, retries on 429/503 with `Retry-After`, read timeouts, checksums, 404s,
+//! unreachable hosts and the cache of finished downloads.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::support::{coreb, run, text};
+
+/// What the server does with one request.
+#[derive(Debug, Clone, Copy)]
+enum Behaviour {
+    /// Serve the (ranged) body in full.
+    Normal,
+    /// Send the headers and `n` body bytes, then close the connection.
+    CutAfter(usize),
+    /// Send the headers and `n` body bytes, then go silent for a while.
+    HangAfter(usize),
+    /// Answer with this status (and `Retry-After: 1` for 429/503) and no body.
+    Status(u16),
+}
+
+struct Server {
+    port: u16,
+    /// `Range` header of every request, in order (`None` when absent).
+    requests: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+impl Server {
+    fn start(body: Vec<u8>, script: Vec<Behaviour>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(VecDeque::from(script)));
+        let log = Arc::clone(&requests);
+        let body = Arc::new(body);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let behaviour = script.lock().unwrap().pop_front().unwrap_or(Behaviour::Normal);
+                let (log, body) = (Arc::clone(&log), Arc::clone(&body));
+                std::thread::spawn(move || serve(stream, &body, behaviour, &log));
+            }
+        });
+        Server { port, requests }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/test6.jsonl", self.port)
+    }
+
+    fn ranges(&self) -> Vec<Option<String>> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+fn serve(mut stream: TcpStream, body: &[u8], behaviour: Behaviour, log: &Mutex<Vec<Option<String>>>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut range = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("range: bytes=") {
+            range = Some(v.trim().trim_end_matches('-').to_owned());
+        }
+    }
+    log.lock().unwrap().push(range.clone());
+    if let Behaviour::Status(code) = behaviour {
+        let retry = if code == 429 || code == 503 { "Retry-After: 1\r\n" } else { "" };
+        let _ = write!(stream, "HTTP/1.1 {code} Status\r\n{retry}Content-Length: 0\r\nConnection: close\r\n\r\n");
+        return;
+    }
+    let start: usize = range.as_deref().and_then(|r| r.parse().ok()).unwrap_or(0).min(body.len());
+    let part = &body[start..];
+    let head = if start > 0 {
+        format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{}\r\nConnection: close\r\n\r\n",
+            part.len(),
+            body.len() - 1,
+            body.len()
+        )
+    } else {
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nAccept-Ranges: bytes\r\nConnection: close\r\n\r\n", part.len())
+    };
+    let _ = stream.write_all(head.as_bytes());
+    match behaviour {
+        Behaviour::Normal | Behaviour::Status(_) => {
+            let _ = stream.write_all(part);
+        }
+        Behaviour::CutAfter(n) => {
+            let _ = stream.write_all(&part[..n.min(part.len())]);
+            let _ = stream.flush();
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+        Behaviour::HangAfter(n) => {
+            let _ = stream.write_all(&part[..n.min(part.len())]);
+            let _ = stream.flush();
+            std::thread::sleep(Duration::from_secs(4));
+        }
+    }
+}
+
+/// A deterministic body of `n` bytes that looks like JSONL.
+fn body(n: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n);
+    let mut i = 0u64;
+    while out.len() < n {
+        out.extend_from_slice(format!("{{\"row\": {i}, \"x\": {}}}\n", i.wrapping_mul(2_654_435_761) % 1_000_003).as_bytes());
+        i += 1;
+    }
+    out.truncate(n);
+    out
+}
+
+fn manifest(dir: &Path, url: &str, sha256: Option<&str>) -> PathBuf {
+    let sha = sha256.map(|s| format!("sha256 = \"{s}\"\n")).unwrap_or_default();
+    let text = format!(
+        "version = \"v202504\"\noutput_dir = \"build\"\n\n[[sources]]\nname = \"test6\"\nurl = \"{url}\"\n{sha}\n\
+         [stages.fetch]\nretries = 4\ninitial_backoff_ms = 10\nmax_backoff_ms = 100\nread_timeout_secs = 1\nconnect_timeout_secs = 2\n"
+    );
+    let path = dir.join("m.toml");
+    fs_err::write(&path, text).unwrap();
+    path
+}
+
+fn sha(bytes: &[u8]) -> String {
+    stages::hashing::sha256_hex(bytes)
+}
+
+fn fetch(manifest: &Path) -> std::process::Output {
+    run(coreb().args(["fetch", "--json"]).arg(manifest))
+}
+
+fn downloaded(dir: &Path) -> PathBuf {
+    dir.join("build/downloads/test6")
+}
+
+#[test]
+fn resumes_after_the_connection_is_cut_midway() {
+    let data = body(3 << 20);
+    let server = Server::start(data.clone(), vec![Behaviour::CutAfter(1 << 20)]);
+    let dir = tempfile::tempdir().unwrap();
+    let m = manifest(dir.path(), &server.url(), Some(&sha(&data)));
+    let out = fetch(&m);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), data);
+    let ranges = server.ranges();
+    assert_eq!(ranges.len(), 2, "{ranges:?}");
+    assert_eq!(ranges[0], None);
+    let resumed_at: usize = ranges[1].as_deref().unwrap().parse().unwrap();
+    assert!(resumed_at > 0 && resumed_at <= 1 << 20, "resumed at {resumed_at}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["sources"][0]["sha256"], sha(&data));
+    assert!(!dir.path().join("build/downloads/test6.part").exists());
+}
+
+#[test]
+fn resumes_a_partial_file_left_by_an_interrupted_run() {
+    let data = body(1 << 20);
+    let server = Server::start(data.clone(), vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let downloads = dir.path().join("build/downloads");
+    fs_err::create_dir_all(&downloads).unwrap();
+    fs_err::write(downloads.join("test6.part"), &data[..300_000]).unwrap();
+    fs_err::write(downloads.join("test6.url"), server.url()).unwrap();
+    let m = manifest(dir.path(), &server.url(), Some(&sha(&data)));
+    let out = fetch(&m);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(server.ranges(), vec![Some("300000".to_owned())]);
+    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), data);
+
+    // A second run finds the finished file and sends nothing.
+    let out = fetch(&m);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(server.ranges().len(), 1);
+}
+
+#[test]
+fn rejects_a_wrong_checksum_and_keeps_nothing() {
+    let data = body(200_000);
+    let server = Server::start(data.clone(), vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = sha(b"something else");
+    let m = manifest(dir.path(), &server.url(), Some(&wrong));
+    let out = fetch(&m);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("checksum mismatch") && stderr.contains(&wrong) && stderr.contains(&sha(&data)), "{stderr}");
+    assert!(stderr.contains("test6"), "{stderr}");
+    assert!(!downloaded(dir.path()).exists());
+    assert!(!dir.path().join("build/downloads/test6.part").exists());
+}
+
+#[test]
+fn retries_429_and_503_honouring_retry_after_and_survives_a_stall() {
+    let data = body(500_000);
+    let script = vec![Behaviour::Status(429), Behaviour::Status(503), Behaviour::HangAfter(100_000)];
+    let server = Server::start(data.clone(), script);
+    let dir = tempfile::tempdir().unwrap();
+    let m = manifest(dir.path(), &server.url(), None);
+    let started = std::time::Instant::now();
+    let out = fetch(&m);
+    assert!(out.status.success(), "{}", text(&out));
+    // Two Retry-After: 1 answers mean at least two seconds of waiting.
+    assert!(started.elapsed() >= Duration::from_secs(2), "{:?}", started.elapsed());
+    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), data);
+    let ranges = server.ranges();
+    assert_eq!(ranges.len(), 4, "{ranges:?}");
+    assert!(ranges[3].is_some(), "the stalled download was resumed: {ranges:?}");
+}
+
+#[test]
+fn a_404_fails_at_once_naming_the_url() {
+    let server = Server::start(vec![], vec![Behaviour::Status(404)]);
+    let dir = tempfile::tempdir().unwrap();
+    let m = manifest(dir.path(), &server.url(), None);
+    let out = fetch(&m);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("HTTP 404") && stderr.contains(&server.url()), "{stderr}");
+    assert_eq!(server.ranges().len(), 1);
+}
+
+#[test]
+fn an_unreachable_url_gives_up_with_a_clear_error() {
+    // Bind and drop a listener: nothing listens on that port any more.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{port}/test6.jsonl");
+    let m = manifest(dir.path(), &url, None);
+    let out = fetch(&m);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("gave up after 5 attempts") && stderr.contains(&url), "{stderr}");
+}
+
+#[test]
+fn local_paths_and_file_urls_are_hashed_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = body(10_000);
+    let file = dir.path().join("local.jsonl");
+    fs_err::write(&file, &data).unwrap();
+    for url in [file.display().to_string(), format!("file://{}", file.display())] {
+        let m = manifest(dir.path(), &url, Some(&sha(&data)));
+        let out = fetch(&m);
+        assert!(out.status.success(), "{}", text(&out));
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(summary["sources"][0]["path"], file.display().to_string());
+    }
+    let m = manifest(dir.path(), &file.display().to_string(), Some(&sha(b"x")));
+    let out = fetch(&m);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("checksum mismatch"));
+}

@@ -333,3 +333,19 @@ fn manifest_errors_name_file_line_and_key() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("missing.jsonl"), "{stderr}");
 }
+
+#[test]
+fn show_plan_prints_the_resolved_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = manifest(dir.path(), Path::new("data/../rows.jsonl"), "[stages.dedup]\nthreshold = 0.8\n");
+    let out = run(coreb().args(["build", "--show-plan"]).arg(&m));
+    assert!(out.status.success(), "{}", text(&out));
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let root = fs_err::canonicalize(dir.path()).unwrap();
+    assert_eq!(plan["output_dir"], root.join("build").display().to_string());
+    assert_eq!(plan["sources"][0]["location"]["local"], root.join("rows.jsonl").display().to_string());
+    assert_eq!(plan["stages"]["dedup"]["threshold"], 0.8);
+    assert_eq!(plan["stages"]["dedup"]["num_perm"], 128);
+    assert_eq!(plan["stages"]["filter"]["language"], "eng");
+    assert!(!root.join("build").exists(), "--show-plan runs nothing");
+}

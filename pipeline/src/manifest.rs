@@ -123,7 +123,8 @@ impl RunPlan {
         }
         let mut resolved = Vec::with_capacity(sources.len());
         for (i, s) in sources.into_iter().enumerate() {
-            let source = Source::resolve(&s.name, &s.url, s.sha256.as_deref(), &base)
+            let url = if s.url.contains("://") { s.url.clone() } else { lexical_join(&base, Path::new(&s.url)).display().to_string() };
+            let source = Source::resolve(&s.name, &url, s.sha256.as_deref(), &base)
                 .map_err(|e| anyhow::anyhow!("`sources[{i}]`: {e}"))?;
             if resolved.iter().any(|r: &Source| r.name == source.name) {
                 bail!("`sources[{i}].name`: duplicate name `{}`", source.name);
@@ -137,13 +138,29 @@ impl RunPlan {
             manifest_path: fs_err::canonicalize(path)?,
             version,
             window,
-            output_dir: base.join(output_dir),
-            releases_dir: base.join(releases_dir.unwrap_or_else(|| PathBuf::from("../releases"))),
+            output_dir: lexical_join(&base, &output_dir),
+            releases_dir: lexical_join(&base, &releases_dir.unwrap_or_else(|| PathBuf::from("../releases"))),
             sources: resolved,
             stages,
             jobs,
         })
     }
+}
+
+/// `base` joined with `rel`, with `.` and `..` removed lexically (the target may not exist yet).
+fn lexical_join(base: &Path, rel: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in base.join(rel).components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn is_version(v: &str) -> bool {
@@ -183,6 +200,12 @@ url = "data.jsonl"
         assert!(err.contains("line 8"), "{err}");
         let err = parse(&format!("colour = 1\n{MINIMAL}")).unwrap_err().to_string();
         assert!(err.contains("unknown field `colour`"), "{err}");
+    }
+
+    #[test]
+    fn paths_are_normalised() {
+        assert_eq!(lexical_join(Path::new("/p/manifests"), Path::new("../build/x")), PathBuf::from("/p/build/x"));
+        assert_eq!(lexical_join(Path::new("/p/manifests"), Path::new("/abs/./y")), PathBuf::from("/abs/y"));
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod filter;
 pub mod hashing;
 pub mod ingest;
 pub mod problem;
+pub mod qrels;
 pub mod services;
 pub mod solution;
 pub mod tables;

@@ -20,6 +20,7 @@ pub mod hashing;
 pub mod ingest;
 pub mod problem;
 pub mod qrels;
+pub mod release;
 pub mod services;
 pub mod solution;
 pub mod tables;

@@ -2,5 +2,6 @@
 //! this module, one file per table.
 
 pub mod problems;
+pub mod release;
 
 pub use problems::{ProblemReader, ProblemWriter, TableError, problems_schema};

@@ -197,7 +197,7 @@ url = "data.jsonl"
     fn unknown_keys_are_errors() {
         let err = parse(&format!("{MINIMAL}\n[stages.dedup]\nshingle = 3\n")).unwrap_err().to_string();
         assert!(err.contains("unknown field `shingle`"), "{err}");
-        assert!(err.contains("line 8"), "{err}");
+        assert!(err.contains("line 9"), "{err}");
         let err = parse(&format!("colour = 1\n{MINIMAL}")).unwrap_err().to_string();
         assert!(err.contains("unknown field `colour`"), "{err}");
     }

@@ -6,6 +6,7 @@ use std::io::{BufReader, Write};
 use anyhow::{Context, bail};
 use rayon::prelude::*;
 use stages::ingest::{BadRows, IngestStats, Line, LineReader, RowError, RowOutcome, ingest_row};
+use stages::problem::Problem;
 use stages::tables::ProblemWriter;
 
 use super::{Engine, StageReport};
@@ -14,7 +15,7 @@ use crate::store::{StageRecord, input_key};
 
 /// Lines decoded together; the batch also closes at [`BATCH_BYTES`].
 const BATCH_LINES: usize = 512;
-const BATCH_BYTES: usize = 32 << 20;
+const BATCH_BYTES: usize = 16 << 20;
 
 /// A rejected row, as listed in `rejections.jsonl`.
 #[derive(serde::Serialize)]
@@ -34,14 +35,50 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord) -> anyhow::Result<StageR
     }
     let files = super::fetch::files(fetch)?;
     let writer = engine.store.begin(StageName::Ingest.as_str())?;
-    let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
+    let table = ProblemWriter::create(&writer.path("problems.parquet"))?;
     let mut rejections = fs_err::File::create(writer.path("rejections.jsonl"))?;
-    let mut stats = IngestStats::default();
     let total: u64 = files.iter().map(|f| f.bytes).sum();
     let bar = engine.printer.progress(Some(total), "ingest", true);
-    let mut done_bytes = 0u64;
 
-    for file in &files {
+    // Decoding (parallel, this thread) and Parquet encoding (the writer thread) overlap; the
+    // bounded channel keeps at most two decoded batches in flight.
+    let (to_writer, batches) = std::sync::mpsc::sync_channel::<Vec<Problem>>(2);
+    let writer_thread = std::thread::spawn(move || -> Result<ProblemWriter, stages::tables::TableError> {
+        let mut table = table;
+        for batch in batches {
+            for problem in batch {
+                table.write(problem)?;
+            }
+        }
+        Ok(table)
+    });
+    let read = read_all(engine, &files, &to_writer, &mut rejections, &bar);
+    drop(to_writer);
+    let table = writer_thread.join().map_err(|_| anyhow::anyhow!("the ingest writer thread panicked"))?;
+    // A decoding error wins over a writer error: it names the bad row.
+    let stats = read?;
+    table?.finish()?;
+    rejections.sync_all()?;
+    drop(rejections);
+    bar.finish_and_clear();
+    let summary = serde_json::to_value(stats)?;
+    let record = writer.commit(&key, &[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")], summary)?;
+    Ok(StageReport { stage: StageName::Ingest, skipped: false, record })
+}
+
+/// Read and decode every file in order, sending kept problems to the writer.
+fn read_all(
+    engine: &Engine,
+    files: &[stages::fetch::Fetched],
+    to_writer: &std::sync::mpsc::SyncSender<Vec<Problem>>,
+    rejections: &mut fs_err::File,
+    bar: &indicatif::ProgressBar,
+) -> anyhow::Result<IngestStats> {
+    let plan = &engine.plan;
+    let config = &plan.stages.ingest;
+    let mut stats = IngestStats::default();
+    let mut done_bytes = 0u64;
+    for file in files {
         let label = file.path.display().to_string();
         let reader = fs_err::File::open(&file.path)?;
         let mut lines = LineReader::new(BufReader::with_capacity(1 << 20, reader), config.max_line_bytes);
@@ -74,11 +111,12 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord) -> anyhow::Result<StageR
                     .map(|(n, line)| (n, line.and_then(|l| ingest_row(&l, config, &plan.window))))
                     .collect()
             });
+            let mut kept = Vec::with_capacity(decoded.len());
             for (line_no, outcome) in decoded {
                 stats.rows_in += 1;
                 match outcome {
                     Ok(RowOutcome::Keep(problem)) => {
-                        table.write(*problem)?;
+                        kept.push(*problem);
                         stats.rows_out += 1;
                     }
                     Ok(RowOutcome::OutOfWindow) => stats.out_of_window += 1,
@@ -87,22 +125,20 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord) -> anyhow::Result<StageR
                         BadRows::Skip => {
                             stats.rejected += 1;
                             let r = Rejection { file: &label, line: line_no, field: &e.field, reason: &e.reason };
-                            serde_json::to_writer(&mut rejections, &r)?;
+                            serde_json::to_writer(&mut *rejections, &r)?;
                             rejections.write_all(b"\n")?;
                         }
                     },
                 }
+            }
+            if to_writer.send(kept).is_err() {
+                // The writer stopped: its own error is reported by the caller.
+                return Ok(stats);
             }
             bar.set_position(done_bytes + lines.bytes);
         }
         done_bytes += lines.bytes;
         stats.bytes_in += lines.bytes;
     }
-    table.finish()?;
-    rejections.sync_all()?;
-    drop(rejections);
-    bar.finish_and_clear();
-    let summary = serde_json::to_value(stats)?;
-    let record = writer.commit(&key, &[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")], summary)?;
-    Ok(StageReport { stage: StageName::Ingest, skipped: false, record })
+    Ok(stats)
 }

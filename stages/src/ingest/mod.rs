@@ -101,13 +101,22 @@ struct RawMetadata {
 
 /// Decode one JSONL line into a problem.
 pub fn decode_row(line: &[u8], config: &IngestConfig) -> Result<Problem, RowError> {
-    let mut de = serde_json::Deserializer::from_slice(line);
-    let raw: RawRow = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." || path == "?" { field_of(e.inner()) } else { path };
-        RowError::new(field, e.inner().to_string())
-    })?;
-    de.end().map_err(|e| RowError::new("(line)", e.to_string()))?;
+    // The fast path parses without tracking paths; only a failure is parsed again to name
+    // the field.
+    let raw: RawRow = match serde_json::from_slice(line) {
+        Ok(raw) => raw,
+        Err(first) => {
+            let mut de = serde_json::Deserializer::from_slice(line);
+            return Err(match serde_path_to_error::deserialize::<_, RawRow>(&mut de) {
+                Err(e) => {
+                    let path = e.path().to_string();
+                    let field = if path == "." || path == "?" { field_of(e.inner()) } else { path };
+                    RowError::new(field, e.inner().to_string())
+                }
+                Ok(_) => RowError::new("(line)", first.to_string()),
+            });
+        }
+    };
 
     let platform = Platform::parse(&raw.platform)
         .ok_or_else(|| RowError::new("platform", format!("unknown platform `{}`", raw.platform)))?;
@@ -150,10 +159,15 @@ fn field_of(e: &serde_json::Error) -> String {
 }
 
 fn parse_tests(json: &str, field: &str) -> Result<Vec<TestCase>, RowError> {
-    let raw: Vec<RawTest> = {
-        let mut de = serde_json::Deserializer::from_str(json);
-        serde_path_to_error::deserialize(&mut de)
-            .map_err(|e| RowError::new(format!("{field}{}", bracket_path(&e.path().to_string())), e.inner().to_string()))?
+    let raw: Vec<RawTest> = match serde_json::from_str(json) {
+        Ok(raw) => raw,
+        Err(first) => {
+            let mut de = serde_json::Deserializer::from_str(json);
+            return Err(match serde_path_to_error::deserialize::<_, Vec<RawTest>>(&mut de) {
+                Err(e) => RowError::new(format!("{field}{}", bracket_path(&e.path().to_string())), e.inner().to_string()),
+                Ok(_) => RowError::new(field, first.to_string()),
+            });
+        }
     };
     raw.into_iter()
         .enumerate()
@@ -267,7 +281,7 @@ impl<R: BufRead> LineReader<R> {
                 break;
             }
             any = true;
-            let (take, done) = match memchr(chunk) {
+            let (take, done) = match memchr::memchr(b'\n', chunk) {
                 Some(i) => (i + 1, true),
                 None => (chunk.len(), false),
             };
@@ -296,10 +310,6 @@ impl<R: BufRead> LineReader<R> {
         }
         Ok(Some(Line::Text(self.line_no, buf)))
     }
-}
-
-fn memchr(s: &[u8]) -> Option<usize> {
-    s.iter().position(|&b| b == b'\n')
 }
 
 #[cfg(test)]

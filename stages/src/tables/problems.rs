@@ -60,7 +60,7 @@ const BATCH_ROWS: usize = 512;
 /// Bytes of text per record batch at most (keeps i32 offsets far from overflow).
 const BATCH_BYTES: usize = 64 << 20;
 /// Buffered row-group bytes before a flush to disk.
-const ROW_GROUP_BYTES: usize = 128 << 20;
+const ROW_GROUP_BYTES: usize = 64 << 20;
 
 fn tests_type() -> DataType {
     let fields = Fields::from(vec![

@@ -40,8 +40,13 @@ pub struct StageRecord {
     pub tool_version: String,
     /// Output files by role (`problems`, `report` …).
     pub outputs: BTreeMap<String, OutputFile>,
-    /// The stage's summary: counts, parameters, stage-specific facts.
+    /// The stage's summary: counts, parameters, stage-specific facts. Part of the
+    /// fingerprint, so it holds nothing machine-specific.
     pub summary: serde_json::Value,
+    /// Machine-specific facts (absolute paths of local sources); not part of the fingerprint,
+    /// so that the same inputs give the same keys on every machine.
+    #[serde(default)]
+    pub local: serde_json::Value,
 }
 
 impl StageRecord {
@@ -134,6 +139,17 @@ impl StageWriter {
 
     /// Hash the outputs, write the record and move the stage into place.
     pub fn commit(self, key: &str, outputs: &[(&str, &str)], summary: serde_json::Value) -> anyhow::Result<StageRecord> {
+        self.commit_with_local(key, outputs, summary, serde_json::Value::Null)
+    }
+
+    /// [`commit`](Self::commit), also recording machine-specific facts outside the fingerprint.
+    pub fn commit_with_local(
+        self,
+        key: &str,
+        outputs: &[(&str, &str)],
+        summary: serde_json::Value,
+        local: serde_json::Value,
+    ) -> anyhow::Result<StageRecord> {
         let mut files = BTreeMap::new();
         for (role, file) in outputs {
             let path = self.tmp.join(file);
@@ -147,6 +163,7 @@ impl StageWriter {
             tool_version: TOOL_VERSION.to_owned(),
             outputs: files,
             summary,
+            local,
         };
         write_atomic(&self.tmp.join("record.json"), serde_json::to_string_pretty(&record)?.as_bytes())?;
         if self.dir.exists() {

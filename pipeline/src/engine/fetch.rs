@@ -26,23 +26,26 @@ pub(super) fn run(engine: &Engine) -> anyhow::Result<StageReport> {
     if downloaded > 0 {
         engine.printer.status(format!("{:>10}: downloaded {downloaded} bytes", "fetch"));
     }
-    // The summary feeds downstream keys: it holds what was fetched, not how.
-    let sources: Vec<Fetched> = fetched.into_iter().map(|f| Fetched { downloaded: 0, ..f }).collect();
+    // The summary feeds downstream keys: it holds what was fetched (names, hashes, sizes),
+    // not how or where; the local paths go outside the fingerprint.
+    let pins: Vec<serde_json::Value> =
+        fetched.iter().map(|f| serde_json::json!({"name": f.name, "sha256": f.sha256, "bytes": f.bytes})).collect();
     let summary = serde_json::json!({
         "rows_in": plan.sources.len(),
-        "rows_out": sources.len(),
+        "rows_out": fetched.len(),
         "rejected": 0,
-        "bytes": sources.iter().map(|f| f.bytes).sum::<u64>(),
-        "sources": sources,
+        "bytes": fetched.iter().map(|f| f.bytes).sum::<u64>(),
+        "sources": pins,
     });
+    let local: Vec<Fetched> = fetched.into_iter().map(|f| Fetched { downloaded: 0, ..f }).collect();
     let key = input_key(StageName::Fetch.as_str(), &(&plan.sources, config), &[])?;
     let writer = engine.store.begin(StageName::Fetch.as_str())?;
-    let record = writer.commit(&key, &[], summary)?;
+    let record = writer.commit_with_local(&key, &[], summary, serde_json::json!({ "sources": local }))?;
     Ok(StageReport { stage: StageName::Fetch, skipped: false, record })
 }
 
 /// The fetched files a fetch record lists, in manifest order.
 pub(super) fn files(record: &crate::store::StageRecord) -> anyhow::Result<Vec<Fetched>> {
-    let sources = record.summary.get("sources").cloned().unwrap_or_default();
+    let sources = record.local.get("sources").cloned().unwrap_or_default();
     serde_json::from_value(sources).context("the fetch record lists no sources")
 }

@@ -43,6 +43,12 @@ impl StageReport {
             for (k, v) in summary {
                 obj.entry(k.clone()).or_insert_with(|| v.clone());
             }
+            // Local facts (paths) are shown to the user, though kept out of fingerprints.
+            if let Some(local) = self.record.local.as_object() {
+                for (k, v) in local {
+                    obj.insert(k.clone(), v.clone());
+                }
+            }
             for k in ["rows_in", "rows_out", "rejected"] {
                 obj.entry(k).or_insert(serde_json::json!(0));
             }

@@ -12,6 +12,7 @@ use stages::fetch::{FetchConfig, Source};
 use stages::filter::FilterConfig;
 use stages::ingest::IngestConfig;
 use stages::problem::DateWindow;
+use stages::qrels::QrelsConfig;
 
 /// A manifest exactly as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -72,6 +73,9 @@ pub struct StagesFile {
     /// `[stages.filter]`.
     #[serde(default)]
     pub filter: FilterConfig,
+    /// `[stages.qrels]`.
+    #[serde(default)]
+    pub qrels: QrelsConfig,
 }
 
 /// A validated manifest: paths absolute, defaults applied.
@@ -93,6 +97,11 @@ pub struct RunPlan {
     pub stages: StagesFile,
     /// Worker threads.
     pub jobs: usize,
+    /// Where `release` publishes: `<releases_dir>/<version>` unless `verify` redirects it.
+    pub publish_dir: PathBuf,
+    /// The manifest's exact text (embedded in the release MANIFEST).
+    #[serde(skip)]
+    pub manifest_text: String,
 }
 
 impl RunPlan {
@@ -102,7 +111,9 @@ impl RunPlan {
         let file: ManifestFile = toml::from_str(&text).map_err(|e| {
             anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end())
         })?;
-        Self::resolve(path, file, jobs).with_context(|| format!("resolving manifest `{}`", path.display()))
+        let mut plan = Self::resolve(path, file, jobs).with_context(|| format!("resolving manifest `{}`", path.display()))?;
+        plan.manifest_text = text;
+        Ok(plan)
     }
 
     /// Validate a parsed manifest and apply defaults.
@@ -134,12 +145,15 @@ impl RunPlan {
         stages.dedup.validate().map_err(|e| anyhow::anyhow!("`stages.dedup`: {e}"))?;
         stages.filter.validate().map_err(|e| anyhow::anyhow!("`stages.filter`: {e}"))?;
         let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+        let releases_dir = lexical_join(&base, &releases_dir.unwrap_or_else(|| PathBuf::from("../releases")));
         Ok(RunPlan {
+            publish_dir: releases_dir.join(&version),
+            manifest_text: String::new(),
             manifest_path: fs_err::canonicalize(path)?,
             version,
             window,
             output_dir: lexical_join(&base, &output_dir),
-            releases_dir: lexical_join(&base, &releases_dir.unwrap_or_else(|| PathBuf::from("../releases"))),
+            releases_dir,
             sources: resolved,
             stages,
             jobs,
@@ -148,7 +162,7 @@ impl RunPlan {
 }
 
 /// `base` joined with `rel`, with `.` and `..` removed lexically (the target may not exist yet).
-fn lexical_join(base: &Path, rel: &Path) -> PathBuf {
+pub fn lexical_join(base: &Path, rel: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for c in base.join(rel).components() {

@@ -202,7 +202,7 @@ pub struct Qrel {
 }
 
 /// Queries and judgements of one task.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSet {
     /// Queries, in id order.
     pub queries: Vec<Query>,
@@ -228,7 +228,7 @@ pub struct QrelsStats {
 }
 
 /// The result of [`qrels`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QrelsOutput {
     /// Every solution, passing or not.
     pub code_corpus: Vec<CodeDoc>,

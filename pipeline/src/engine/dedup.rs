@@ -15,15 +15,15 @@ use crate::store::{StageRecord, input_key, write_atomic};
 
 /// An earlier release's problems table.
 #[derive(Debug, serde::Serialize)]
-struct Published {
-    version: String,
+pub(super) struct Published {
+    pub(super) version: String,
     sha256: String,
     #[serde(skip)]
-    path: PathBuf,
+    pub(super) path: PathBuf,
 }
 
 /// Earlier releases under `releases_dir`: `vYYYYMM` directories before this version.
-fn earlier_releases(engine: &Engine) -> anyhow::Result<Vec<Published>> {
+pub(super) fn earlier_releases(engine: &Engine) -> anyhow::Result<Vec<Published>> {
     let dir = &engine.plan.releases_dir;
     if !dir.exists() {
         return Ok(Vec::new());

@@ -10,6 +10,9 @@ mod dedup;
 mod fetch;
 mod filter;
 mod ingest;
+mod release;
+
+pub use release::{ReleaseManifest, hash_tree};
 
 use anyhow::bail;
 

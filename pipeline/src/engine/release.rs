@@ -1,0 +1,244 @@
+//! Runs `release`: publishes `<releases_dir>/<version>/` — the eight Parquet configs, the
+//! BEIR folder of each task, the source problems, the dataset card and `MANIFEST.json` — into
+//! a temporary directory that is renamed into place only when complete.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use stages::hashing::{sha256_file, sha256_hex};
+use stages::problem::{DateWindow, ProblemId};
+use stages::qrels::{QrelsOutput, Task};
+use stages::release::{CardInfo, beir, check_disjoint, dataset_card};
+use stages::tables::release::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
+use stages::tables::{ProblemReader, ProblemWriter};
+
+use super::{Engine, StageReport};
+use crate::cli::StageName;
+use crate::store::{StageRecord, TOOL_VERSION, input_key, write_atomic};
+
+/// `MANIFEST.json` of a release: every file's sha256 and everything needed to rebuild it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseManifest {
+    /// Format tag.
+    pub format: String,
+    /// Release version.
+    pub version: String,
+    /// coreb version that built it.
+    pub tool_version: String,
+    /// Contest-date window.
+    pub window: DateWindow,
+    /// The build manifest: its path relative to the release directory, its sha256 and text.
+    pub build_manifest: BuildManifest,
+    /// Source files by name: sha256 and size.
+    pub sources: Vec<SourcePin>,
+    /// Per stage: the parameters, prompt hashes and models it recorded.
+    pub stages: BTreeMap<String, serde_json::Value>,
+    /// Seeds used (dedup permutations, hard-negative sampling …).
+    pub seeds: BTreeMap<String, u64>,
+    /// Counts of the release.
+    pub counts: serde_json::Value,
+    /// Every published file but this one: path → sha256 and size.
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+/// The build manifest as embedded in a release.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildManifest {
+    /// Path relative to the release directory.
+    pub path: String,
+    /// sha256 of its text.
+    pub sha256: String,
+    /// Its exact text.
+    pub text: String,
+}
+
+/// A pinned source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourcePin {
+    /// Source name.
+    pub name: String,
+    /// sha256.
+    pub sha256: String,
+    /// Size.
+    pub bytes: u64,
+}
+
+/// A published file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// sha256.
+    pub sha256: String,
+    /// Size.
+    pub bytes: u64,
+}
+
+/// `to` relative to the directory `from` (both absolute and normalised).
+pub fn relative_path(from: &Path, to: &Path) -> String {
+    let a: Vec<_> = from.components().collect();
+    let b: Vec<_> = to.components().collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut rel = PathBuf::new();
+    for _ in common..a.len() {
+        rel.push("..");
+    }
+    for c in &b[common..] {
+        rel.push(c);
+    }
+    rel.display().to_string()
+}
+
+/// Hash every file under `dir` (relative paths with `/`), sorted.
+pub fn hash_tree(dir: &Path) -> anyhow::Result<BTreeMap<String, FileEntry>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in fs_err::read_dir(&d)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+                if rel == "MANIFEST.json" {
+                    continue;
+                }
+                let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+                out.insert(rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Problem ids of every release before this one (from their `problems.parquet`).
+fn earlier_problem_ids(engine: &Engine) -> anyhow::Result<Vec<(String, BTreeSet<ProblemId>)>> {
+    let mut out = Vec::new();
+    for release in super::dedup::earlier_releases(engine)? {
+        let ids = ProblemReader::open(&release.path)?.map(|p| p.map(|p| p.id)).collect::<Result<_, _>>()?;
+        out.push((release.version, ids));
+    }
+    Ok(out)
+}
+
+pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qrels: &StageRecord, others: &[&StageRecord]) -> anyhow::Result<StageReport> {
+    let plan = &engine.plan;
+    let manifest_rel = relative_path(&plan.publish_dir, &plan.manifest_path);
+    let key = input_key(StageName::Release.as_str(), &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text), &[fetch, filter, qrels])?;
+    if let Some(hit) = engine.cached(StageName::Release, &key)? {
+        // Skipped only while the published copy is still the one this record describes.
+        let published = plan.publish_dir.join("MANIFEST.json");
+        if published.exists() && sha256_file(&published)? == hit.record.outputs["manifest"].sha256 {
+            return Ok(hit);
+        }
+    }
+    let out: QrelsOutput = {
+        let path = engine.store.stage_dir(StageName::Qrels.as_str()).join(&qrels.outputs["qrels"].file);
+        serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("reading `{}`", path.display()))?
+    };
+    let ids: BTreeSet<ProblemId> = out.tasks.values().flat_map(|t| t.queries.iter().map(|q| q.source_problem_id.clone())).collect();
+    check_disjoint(&ids, &earlier_problem_ids(engine)?)?;
+
+    let parent = plan.publish_dir.parent().context("the publish directory has no parent")?;
+    fs_err::create_dir_all(parent)?;
+    let tmp = parent.join(format!(".{}.tmp", plan.version));
+    if tmp.exists() {
+        fs_err::remove_dir_all(&tmp)?;
+    }
+    fs_err::create_dir_all(&tmp)?;
+    write_code_corpus(&tmp.join("code_corpus.parquet"), &out.code_corpus)?;
+    write_text_corpus(&tmp.join("text_corpus.parquet"), &out.text_corpus)?;
+    for task in Task::ALL {
+        let set = out.tasks.get(&task).cloned().unwrap_or_default();
+        write_queries(&tmp.join(format!("{}_queries.parquet", task.as_str())), &set.queries)?;
+        write_qrels(&tmp.join(format!("{}_qrels.parquet", task.as_str())), &set.qrels)?;
+        let files = beir(task, &out);
+        let dir = tmp.join(task.as_str());
+        fs_err::create_dir_all(dir.join("qrels"))?;
+        fs_err::write(dir.join("corpus.jsonl"), files.corpus)?;
+        fs_err::write(dir.join("queries.jsonl"), files.queries)?;
+        fs_err::write(dir.join("qrels/test.tsv"), files.qrels)?;
+    }
+    // The source problems of the release, for later releases' disjointness checks.
+    let filtered = engine.store.stage_dir(StageName::Filter.as_str()).join(&filter.outputs["problems"].file);
+    let mut problems = ProblemWriter::create(&tmp.join("problems.parquet"))?;
+    for p in ProblemReader::open(&filtered)? {
+        let p = p?;
+        if ids.contains(&p.id) {
+            problems.write(p)?;
+        }
+    }
+    problems.finish()?;
+
+    let mut stages = BTreeMap::new();
+    let mut models: BTreeSet<String> = BTreeSet::new();
+    for r in others.iter().chain([&filter, &qrels]) {
+        let s = &r.summary;
+        let mut facts = serde_json::Map::new();
+        for k in ["parameters", "prompts", "models"] {
+            if let Some(v) = s.get(k) {
+                facts.insert(k.to_owned(), v.clone());
+            }
+        }
+        if let Some(list) = s.get("models").and_then(|m| m.as_array()) {
+            models.extend(list.iter().filter_map(|m| m.as_str().map(str::to_owned)));
+        }
+        stages.insert(r.stage.clone(), serde_json::Value::Object(facts));
+    }
+    let card = dataset_card(
+        &CardInfo { version: &plan.version, window: &plan.window, models: models.into_iter().collect(), problems: ids.len(), tool_version: TOOL_VERSION },
+        &out,
+    );
+    fs_err::write(tmp.join("README.md"), card)?;
+
+    let sources: Vec<SourcePin> = serde_json::from_value(fetch.summary.get("sources").cloned().unwrap_or_default())?;
+    let manifest = ReleaseManifest {
+        format: "coreb-release-manifest/1".into(),
+        version: plan.version.clone(),
+        tool_version: TOOL_VERSION.into(),
+        window: plan.window.clone(),
+        build_manifest: BuildManifest { path: manifest_rel, sha256: sha256_hex(plan.manifest_text.as_bytes()), text: plan.manifest_text.clone() },
+        sources,
+        stages,
+        seeds: BTreeMap::from([("dedup".to_owned(), plan.stages.dedup.seed), ("qrels".to_owned(), plan.stages.qrels.seed)]),
+        counts: serde_json::to_value(&out.stats)?,
+        files: hash_tree(&tmp)?,
+    };
+    let text = serde_json::to_string_pretty(&manifest)? + "\n";
+    write_atomic(&tmp.join("MANIFEST.json"), text.as_bytes())?;
+
+    if plan.publish_dir.exists() {
+        let old = parent.join(format!(".{}.old", plan.version));
+        if old.exists() {
+            fs_err::remove_dir_all(&old)?;
+        }
+        fs_err::rename(&plan.publish_dir, &old)?;
+        fs_err::rename(&tmp, &plan.publish_dir)?;
+        fs_err::remove_dir_all(&old)?;
+    } else {
+        fs_err::rename(&tmp, &plan.publish_dir)?;
+    }
+    let writer = engine.store.begin(StageName::Release.as_str())?;
+    fs_err::write(writer.path("MANIFEST.json"), &text)?;
+    let summary = serde_json::json!({
+        "rows_in": ids.len(),
+        "rows_out": ids.len(),
+        "rejected": 0,
+        "release": plan.version,
+        "counts": out.stats,
+    });
+    let local = serde_json::json!({ "published": plan.publish_dir });
+    let record = writer.commit_with_local(&key, &[("manifest", "MANIFEST.json")], summary, local)?;
+    Ok(StageReport { stage: StageName::Release, skipped: false, record })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths() {
+        assert_eq!(relative_path(Path::new("/p/build/sample/releases/v1"), Path::new("/p/manifests/sample.toml")), "../../../../manifests/sample.toml");
+        assert_eq!(relative_path(Path::new("/p/releases/v1"), Path::new("/p/releases/v1/x")), "x");
+    }
+}

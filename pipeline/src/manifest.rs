@@ -149,7 +149,7 @@ impl RunPlan {
         Ok(RunPlan {
             publish_dir: releases_dir.join(&version),
             manifest_text: String::new(),
-            manifest_path: fs_err::canonicalize(path)?,
+            manifest_path: base.join(path.file_name().unwrap_or_default()),
             version,
             window,
             output_dir: lexical_join(&base, &output_dir),

@@ -12,7 +12,7 @@ mod filter;
 mod ingest;
 mod release;
 
-pub use release::{ReleaseManifest, hash_tree};
+pub use release::{FileEntry, ReleaseManifest, hash_tree};
 
 use anyhow::bail;
 

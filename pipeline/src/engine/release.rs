@@ -123,7 +123,9 @@ fn earlier_problem_ids(engine: &Engine) -> anyhow::Result<Vec<(String, BTreeSet<
 
 pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qrels: &StageRecord, others: &[&StageRecord]) -> anyhow::Result<StageReport> {
     let plan = &engine.plan;
-    let manifest_rel = relative_path(&plan.publish_dir, &plan.manifest_path);
+    // Relative to where the release belongs, so that a rebuild elsewhere (`verify`) records
+    // the same path.
+    let manifest_rel = relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path);
     let key = input_key(StageName::Release.as_str(), &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text), &[fetch, filter, qrels])?;
     if let Some(hit) = engine.cached(StageName::Release, &key)? {
         // Skipped only while the published copy is still the one this record describes.

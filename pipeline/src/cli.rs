@@ -54,6 +54,9 @@ pub enum Command {
     Judge(JudgeArgs),
     /// Contamination audits of a release.
     Audit(AuditArgs),
+    /// Write the manifest of a month's release: window after the latest release, sources
+    /// pinned by sha256, models and prompts as before.
+    Plan(PlanArgs),
 }
 
 /// Which stage a build stops after.
@@ -253,4 +256,26 @@ pub struct JudgeArgs {
 pub struct AuditArgs {
     /// The release directory.
     pub release: PathBuf,
+}
+
+/// Arguments of `coreb plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The month to release, `YYYY-MM`.
+    pub month: String,
+    /// Where published releases are.
+    #[arg(long, default_value = "releases")]
+    pub releases_dir: PathBuf,
+    /// Start from this manifest instead of the latest release's build manifest.
+    #[arg(long)]
+    pub from: Option<PathBuf>,
+    /// Where to write the new manifest (default: `manifests/v<YYYYMM>.toml`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Add a source, `NAME=URL` (e.g. a new `test7.jsonl`); repeatable.
+    #[arg(long = "source", value_name = "NAME=URL")]
+    pub sources: Vec<String>,
+    /// Do not download sources to pin their sha256 (leave pins as they are).
+    #[arg(long)]
+    pub no_pin: bool,
 }

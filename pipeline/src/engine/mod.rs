@@ -12,7 +12,7 @@ mod filter;
 mod ingest;
 mod release;
 
-pub use release::{FileEntry, ReleaseManifest, hash_tree};
+pub use release::{FileEntry, ReleaseManifest, hash_tree, relative_path};
 
 use anyhow::bail;
 

@@ -65,6 +65,19 @@ pub(super) struct ChildSetup {
     pub rlimits: Vec<(libc::__rlimit_resource_t, u64)>,
 }
 
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const AT_RECURSIVE: libc::c_int = 0x8000;
+
 fn check(ret: libc::c_int) -> io::Result<()> {
     if ret == -1 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
@@ -126,6 +139,21 @@ impl ChildSetup {
                 check(libc::dup3(fd, self.box_fd, libc::O_CLOEXEC))?;
                 libc::close(fd);
             }
+            // The whole host tree read-only (and nosuid) for this namespace: nothing outside the
+            // private mounts below is writable even where permissions would allow it.
+            let attr = MountAttr { attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, attr_clr: 0, propagation: 0, userns_fd: 0 };
+            let r = libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                self.root.as_ptr(),
+                AT_RECURSIVE,
+                &attr as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            );
+            if r == -1 {
+                // Kernels before 5.12: at least the root mount itself.
+                mount(None, &self.root, None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY, None)?;
+            }
             let nodev = libc::MS_NOSUID | libc::MS_NODEV;
             mount(Some(&self.tmpfs), &self.tmp, Some(&self.tmpfs), nodev, Some(&self.tmp_options))?;
             for dir in &self.scratch {
@@ -136,10 +164,9 @@ impl ChildSetup {
             }
             check(libc::mkdir(self.box_dir.as_ptr(), 0o755))?;
             mount(Some(&self.box_source), &self.box_dir, None, libc::MS_BIND, None)?;
-            if !self.box_writable {
-                let ro = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | nodev;
-                mount(None, &self.box_dir, None, ro, None)?;
-            }
+            // The bind inherits the read-only flag of the host mount; set it explicitly.
+            let access = if self.box_writable { 0 } else { libc::MS_RDONLY };
+            mount(None, &self.box_dir, None, libc::MS_BIND | libc::MS_REMOUNT | access | nodev, None)?;
             libc::close(self.box_fd);
             check(libc::mkdir(self.work_dir.as_ptr(), 0o700))?;
             if let Identity::Root { uid } = self.identity {

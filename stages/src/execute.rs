@@ -317,7 +317,18 @@ impl LanguageConfig {
             Language::Java => (
                 "{main_class}.java",
                 argv(&["javac", "-encoding", "UTF-8", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-d", "{dir}", "{src}"]),
-                argv(&["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-Xss64m", "-cp", "{dir}", "{main_class}"]),
+                argv(&[
+                    "java",
+                    "-XX:MaxRAM={memory_mb}m",
+                    "-XX:MaxRAMPercentage=60",
+                    "-XX:+UseSerialGC",
+                    "-XX:TieredStopAtLevel=1",
+                    "-XX:-UsePerfData",
+                    "-Xss64m",
+                    "-cp",
+                    "{dir}",
+                    "{main_class}",
+                ]),
                 LimitsPatch { memory_mb: Some(1536), processes: Some(128), open_files: Some(256), ..LimitsPatch::default() },
                 LimitsPatch::default(),
             ),
@@ -601,19 +612,23 @@ const OOM_MARKERS: [&str; 9] = [
 
 /// The verdict of one test run.
 pub fn verdict_of(outcome: &Outcome, test: &TestCase, limits: &Limits) -> Verdict {
+    // The JVM reports a failed commit on stdout, everything else on stderr.
+    let said_oom = |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(64 << 10)..]);
+        OOM_MARKERS.iter().any(|m| text.contains(m))
+    };
+    let oom = || said_oom(&outcome.stderr) || said_oom(&outcome.stdout);
     match outcome.limit {
         Some(LimitHit::Output) => return Verdict::OutputLimit,
-        Some(LimitHit::WallTime | LimitHit::CpuTime) => return Verdict::TimeLimit,
+        // A program that ran out of memory and was then slow to die is a memory failure.
+        Some(LimitHit::WallTime | LimitHit::CpuTime) => {
+            return if oom() { Verdict::MemoryLimit } else { Verdict::TimeLimit };
+        }
         None => {}
     }
     if !outcome.success() {
-        let stderr = String::from_utf8_lossy(&outcome.stderr);
         let near_limit = outcome.peak_memory_kb >= limits.memory_mb * 1024 * 9 / 10;
-        return if near_limit || OOM_MARKERS.iter().any(|m| stderr.contains(m)) {
-            Verdict::MemoryLimit
-        } else {
-            Verdict::RuntimeError
-        };
+        return if near_limit || oom() { Verdict::MemoryLimit } else { Verdict::RuntimeError };
     }
     let actual = String::from_utf8_lossy(&outcome.stdout);
     let matches = match test.testtype {

@@ -61,8 +61,8 @@ pub(super) struct ChildSetup {
     pub deny: CString,
     /// `/proc/self/setgroups`, `/proc/self/uid_map`, `/proc/self/gid_map`.
     pub proc_paths: [CString; 3],
-    /// Resource limits, applied last before the uid drop.
-    pub rlimits: Vec<(libc::__rlimit_resource_t, u64)>,
+    /// Resource limits (resource, soft, hard), applied last before the uid drop.
+    pub rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
 }
 
 /// `struct mount_attr` of `mount_setattr(2)`.
@@ -172,8 +172,8 @@ impl ChildSetup {
             if let Identity::Root { uid } = self.identity {
                 check(libc::chown(self.work_dir.as_ptr(), uid, uid))?;
             }
-            for &(resource, value) in &self.rlimits {
-                let lim = libc::rlimit { rlim_cur: value, rlim_max: value };
+            for &(resource, soft, hard) in &self.rlimits {
+                let lim = libc::rlimit { rlim_cur: soft, rlim_max: hard };
                 check(libc::setrlimit(resource, &lim))?;
             }
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;

@@ -402,19 +402,21 @@ impl Sandbox {
         };
         let mib = |n: u64| n.saturating_mul(1 << 20);
         let cpu_s = limits.cpu_time_ms.div_ceil(1000).max(1);
+        let same = |resource, value: u64| (resource, value, value);
+        // CPU: SIGXCPU at the soft limit, SIGKILL one second later for programs that catch it.
         let mut rlimits = vec![
-            (libc::RLIMIT_CPU, cpu_s),
-            (libc::RLIMIT_DATA, mib(limits.memory_mb)),
-            (libc::RLIMIT_NOFILE, limits.open_files),
-            (libc::RLIMIT_FSIZE, limits.file_size_bytes),
-            (libc::RLIMIT_STACK, mib(limits.stack_mb)),
-            (libc::RLIMIT_CORE, 0),
+            (libc::RLIMIT_CPU, cpu_s, cpu_s + 1),
+            same(libc::RLIMIT_DATA, mib(limits.memory_mb)),
+            same(libc::RLIMIT_NOFILE, limits.open_files),
+            same(libc::RLIMIT_FSIZE, limits.file_size_bytes),
+            same(libc::RLIMIT_STACK, mib(limits.stack_mb)),
+            same(libc::RLIMIT_CORE, 0),
         ];
         if let Some(a) = limits.address_space_mb {
-            rlimits.push((libc::RLIMIT_AS, mib(a)));
+            rlimits.push(same(libc::RLIMIT_AS, mib(a)));
         }
         if uid.is_some() {
-            rlimits.push((libc::RLIMIT_NPROC, limits.processes));
+            rlimits.push(same(libc::RLIMIT_NPROC, limits.processes));
         }
         let cwd = match program.access {
             DirAccess::Writable => BOX_DIR,
@@ -584,13 +586,16 @@ impl Sandbox {
         };
         let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
         let cpu_ms = ms(usage.ru_utime) + ms(usage.ru_stime);
-        let cpu_killed = matches!(status, ExitStatus::Signaled(s) if s == libc::SIGXCPU || s == libc::SIGKILL)
-            && cpu_ms + 50 >= limits.cpu_time_ms.div_ceil(1000) * 1000;
+        // RLIMIT_CPU counts in whole seconds on the kernel's tick; rusage is finer, so allow
+        // a little slack when deciding that a SIGKILL came from the hard CPU limit.
+        let cpu_limit_ms = limits.cpu_time_ms.div_ceil(1000).max(1) * 1000;
+        let cpu_killed = matches!(status, ExitStatus::Signaled(s) if s == libc::SIGXCPU)
+            || (matches!(status, ExitStatus::Signaled(s) if s == libc::SIGKILL) && cpu_ms + 100 >= cpu_limit_ms);
         let limit = if output_hit.load(Ordering::SeqCst) {
             Some(LimitHit::Output)
         } else if timed_out {
             Some(LimitHit::WallTime)
-        } else if cpu_killed || matches!(status, ExitStatus::Signaled(s) if s == libc::SIGXCPU) {
+        } else if cpu_killed {
             Some(LimitHit::CpuTime)
         } else {
             None

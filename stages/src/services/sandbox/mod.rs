@@ -34,7 +34,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, mpsc};
+use std::sync::{Condvar, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -46,6 +46,10 @@ use child::{ChildSetup, Identity, kill_uid};
 pub const BOX_DIR: &str = "/tmp/box";
 /// The program's private scratch directory inside the sandbox (its cwd for test runs).
 pub const WORK_DIR: &str = "/tmp/work";
+
+/// A readable pipe end.
+trait ReadFd: Read + std::os::fd::AsRawFd + Send {}
+impl<T: Read + std::os::fd::AsRawFd + Send> ReadFd for T {}
 
 /// The descriptor number the child holds its directory at while binding it (above stdio and
 /// anything std keeps open across the fork).
@@ -493,6 +497,8 @@ impl Sandbox {
             }
         };
         let output_hit = AtomicBool::new(false);
+        // Set once the program is reaped: readers stop soon after even if a pipe stays open.
+        let drain_until = OnceLock::<Instant>::new();
         let cap = limits.output_bytes;
         let (mut stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (tx, rx) = mpsc::channel();
@@ -504,12 +510,23 @@ impl Sandbox {
                     let _ = w.write_all(input);
                 }
             });
-            let read_capped = |stream: Option<Box<dyn Read + Send>>| {
+            let read_capped = |stream: Option<Box<dyn ReadFd>>| {
                 let mut kept = Vec::new();
                 let Some(mut r) = stream else { return kept };
                 let mut buf = [0u8; 64 * 1024];
                 let mut total: u64 = 0;
                 loop {
+                    // Poll, so that a pipe held open by a straggler that escaped the kill
+                    // (possible only without the uid pool) cannot block the judge.
+                    let mut pfd = libc::pollfd { fd: r.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                    // SAFETY: one valid pollfd.
+                    let ready = unsafe { libc::poll(&mut pfd, 1, 50) };
+                    if ready == 0 {
+                        if drain_until.get().is_some_and(|t| Instant::now() > *t) {
+                            break;
+                        }
+                        continue;
+                    }
                     match r.read(&mut buf) {
                         Ok(0) => break,
                         Ok(n) => {
@@ -531,8 +548,8 @@ impl Sandbox {
                 }
                 kept
             };
-            let out = scope.spawn(move || read_capped(stdout.map(|s| Box::new(s) as Box<dyn Read + Send>)));
-            let err = scope.spawn(move || read_capped(stderr.map(|s| Box::new(s) as Box<dyn Read + Send>)));
+            let out = scope.spawn(move || read_capped(stdout.map(|s| Box::new(s) as Box<dyn ReadFd>)));
+            let err = scope.spawn(move || read_capped(stderr.map(|s| Box::new(s) as Box<dyn ReadFd>)));
             scope.spawn(move || {
                 let mut status = 0;
                 // SAFETY: an all-zero rusage is valid.
@@ -557,6 +574,7 @@ impl Sandbox {
             };
             let wall_ms = start.elapsed().as_millis() as u64;
             reaped.store(true, Ordering::SeqCst);
+            let _ = drain_until.set(Instant::now() + Duration::from_millis(250));
             // Stragglers (background children) would keep the pipes open.
             if let Some(uid) = uid {
                 kill_uid(uid);

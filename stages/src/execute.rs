@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::problem::{Problem, ProblemId, TestCase, TestType};
-use crate::services::sandbox::{BOX_DIR, DirAccess, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig, SandboxError, WORK_DIR};
+use crate::services::sandbox::{BOX_DIR, CACHE_DIR, DirAccess, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig, SandboxError, WORK_DIR};
 use crate::solution::{Language, Solution, SolutionId};
 
 /// Errors that stop the stage (a failing solution is a verdict, not an error).
@@ -259,6 +259,10 @@ pub struct LanguageConfig {
     pub limits: LimitsPatch,
     /// Limits of the compile step (over `[stages.execute.compile_limits]`).
     pub compile_limits: LimitsPatch,
+    /// Give compiles a cache directory shared by the solutions of one run, at
+    /// `/tmp/cache` (Go default: on, with `GOCACHE=/tmp/cache`; Go ≥ 1.20 ships no compiled
+    /// standard library, so without it every build recompiles the runtime).
+    pub compile_cache: Option<bool>,
 }
 
 /// A language's resolved build and run recipe.
@@ -280,6 +284,8 @@ pub struct Toolchain {
     pub limits: Limits,
     /// Limits of the compile step.
     pub compile_limits: Limits,
+    /// Compiles share a cache directory.
+    pub compile_cache: bool,
 }
 
 fn argv(items: &[&str]) -> Vec<String> {
@@ -348,7 +354,7 @@ impl LanguageConfig {
             ),
         };
         if language == Language::Go {
-            for (k, v) in [("GOCACHE", "/tmp/gocache"), ("GOPATH", "/tmp/gopath"), ("CGO_ENABLED", "0"), ("GO111MODULE", "off")] {
+            for (k, v) in [("GOCACHE", CACHE_DIR), ("GOPATH", "/tmp/gopath"), ("CGO_ENABLED", "0"), ("GO111MODULE", "off")] {
                 env.insert(k.to_owned(), v.to_owned());
             }
         }
@@ -362,6 +368,7 @@ impl LanguageConfig {
             prelude: self.prelude.clone().unwrap_or_default(),
             limits: self.limits.apply(&lang_limits.apply(limits)),
             compile_limits: self.compile_limits.apply(&lang_compile.apply(compile_limits)),
+            compile_cache: self.compile_cache.unwrap_or(language == Language::Go),
         }
     }
 }
@@ -655,7 +662,20 @@ pub fn judge_solution(
         move |source| ExecuteError::Io { path, source }
     };
     fs_err::create_dir_all(&dir).map_err(|e| ExecuteError::Io { path: dir.clone(), source: e.into() })?;
-    let result = judge_in(&toolchain, sandbox, solution, tests, &dir);
+    let cache = if toolchain.compile_cache {
+        let cache = work_root.join(format!("cache-{}", solution.language));
+        match fs_err::create_dir(&cache) {
+            Ok(()) => {
+                std::fs::set_permissions(&cache, std::os::unix::fs::PermissionsExt::from_mode(0o777)).map_err(io_err(&cache))?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(ExecuteError::Io { path: cache, source: e }),
+        }
+        Some(cache)
+    } else {
+        None
+    };
+    let result = judge_in(&toolchain, sandbox, solution, tests, &dir, cache);
     // The directory is the judge's again after the compile (see `Sandbox::run`).
     std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
     result
@@ -667,6 +687,7 @@ fn judge_in(
     solution: &Solution,
     tests: &[TestCase],
     dir: &Path,
+    cache: Option<PathBuf>,
 ) -> Result<(SolutionResult, u64), ExecuteError> {
     let main_class = if solution.language == Language::Java { java_main_class(&solution.code) } else { String::new() };
     let source_name = fill(&toolchain.source, "", &main_class, 0);
@@ -695,6 +716,7 @@ fn judge_in(
             stdin: Vec::new(),
             dir: dir.to_owned(),
             access: DirAccess::Writable,
+            cache,
         };
         let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox {
             solution: solution.id.clone(),
@@ -726,6 +748,7 @@ fn judge_in(
                 stdin: test.input.as_bytes().to_vec(),
                 dir: dir.to_owned(),
                 access: DirAccess::ReadOnly,
+                cache: None,
             };
             let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox {
                 solution: solution.id.clone(),

@@ -26,19 +26,27 @@ pub(super) enum Identity {
     },
 }
 
+/// One host directory bound inside the sandbox.
+pub(super) struct Bind {
+    /// The host path.
+    pub host: CString,
+    /// The descriptor number the child holds it at while binding (`source` names it).
+    pub fd: RawFd,
+    /// `/proc/self/fd/<fd>`.
+    pub source: CString,
+    /// Where it appears inside (under the private `/tmp`).
+    pub target: CString,
+    /// Writable, or remounted read-only.
+    pub writable: bool,
+}
+
 /// Everything the child needs, prepared in the parent.
 pub(super) struct ChildSetup {
     pub identity: Identity,
-    /// The host directory bound at `box_dir`.
-    pub box_host: CString,
-    /// The descriptor number the child opens it at (`box_source` names it).
-    pub box_fd: RawFd,
-    /// `/proc/self/fd/<box_fd>`.
-    pub box_source: CString,
-    /// Where the directory appears inside (`/tmp/box`).
-    pub box_dir: CString,
-    /// Whether the bound directory stays writable (compile) or is remounted read-only (runs).
-    pub box_writable: bool,
+    /// Host directories shown inside: the program's own (first), then shared caches.
+    pub binds: Vec<Bind>,
+    /// Whether files are created world-writable (umask 0: compiles sharing a cache).
+    pub open_umask: bool,
     /// The private scratch directory (`/tmp/work`).
     pub work_dir: CString,
     /// Where the program starts.
@@ -131,13 +139,15 @@ impl ChildSetup {
             mount(None, &self.root, None, libc::MS_REC | libc::MS_PRIVATE, None)?;
             // Take hold of the directory inside the new namespace (a handle opened before the
             // unshare belongs to the old one and cannot be bound), before /tmp is covered.
-            let fd = libc::open(self.box_host.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC);
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if fd != self.box_fd {
-                check(libc::dup3(fd, self.box_fd, libc::O_CLOEXEC))?;
-                libc::close(fd);
+            for bind in &self.binds {
+                let fd = libc::open(bind.host.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if fd != bind.fd {
+                    check(libc::dup3(fd, bind.fd, libc::O_CLOEXEC))?;
+                    libc::close(fd);
+                }
             }
             // The whole host tree read-only (and nosuid) for this namespace: nothing outside the
             // private mounts below is writable even where permissions would allow it.
@@ -162,12 +172,14 @@ impl ChildSetup {
             for dir in &self.hidden {
                 mount(Some(&self.tmpfs), dir, Some(&self.tmpfs), nodev | libc::MS_RDONLY, Some(&self.hidden_options))?;
             }
-            check(libc::mkdir(self.box_dir.as_ptr(), 0o755))?;
-            mount(Some(&self.box_source), &self.box_dir, None, libc::MS_BIND, None)?;
-            // The bind inherits the read-only flag of the host mount; set it explicitly.
-            let access = if self.box_writable { 0 } else { libc::MS_RDONLY };
-            mount(None, &self.box_dir, None, libc::MS_BIND | libc::MS_REMOUNT | access | nodev, None)?;
-            libc::close(self.box_fd);
+            for bind in &self.binds {
+                check(libc::mkdir(bind.target.as_ptr(), 0o755))?;
+                mount(Some(&bind.source), &bind.target, None, libc::MS_BIND, None)?;
+                // The bind inherits the read-only flag of the host mount; set it explicitly.
+                let access = if bind.writable { 0 } else { libc::MS_RDONLY };
+                mount(None, &bind.target, None, libc::MS_BIND | libc::MS_REMOUNT | access | nodev, None)?;
+                libc::close(bind.fd);
+            }
             check(libc::mkdir(self.work_dir.as_ptr(), 0o700))?;
             if let Identity::Root { uid } = self.identity {
                 check(libc::chown(self.work_dir.as_ptr(), uid, uid))?;
@@ -184,6 +196,9 @@ impl ChildSetup {
                 check_long(libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()))?;
                 check_long(libc::syscall(libc::SYS_setresgid, gid, gid, gid))?;
                 check_long(libc::syscall(libc::SYS_setresuid, uid, uid, uid))?;
+            }
+            if self.open_umask {
+                libc::umask(0);
             }
             check(libc::chdir(self.cwd.as_ptr()))?;
         }

@@ -40,10 +40,12 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use child::{ChildSetup, Identity, kill_uid};
+use child::{Bind, ChildSetup, Identity, kill_uid};
 
 /// Where the program's own directory appears inside the sandbox.
 pub const BOX_DIR: &str = "/tmp/box";
+/// Where [`Program::cache`] appears inside the sandbox.
+pub const CACHE_DIR: &str = "/tmp/cache";
 /// The program's private scratch directory inside the sandbox (its cwd for test runs).
 pub const WORK_DIR: &str = "/tmp/work";
 
@@ -156,6 +158,10 @@ pub struct Program {
     pub dir: PathBuf,
     /// Read-only or writable; writable runs start in [`BOX_DIR`], others in [`WORK_DIR`].
     pub access: DirAccess,
+    /// A host directory shared between runs, shown writable at [`CACHE_DIR`] (a compiler
+    /// cache such as Go's `GOCACHE`). Runs with a cache create files world-writable (umask 0)
+    /// so that the next run, under another uid, can use them. Never give one to test runs.
+    pub cache: Option<PathBuf>,
 }
 
 /// How a program ended.
@@ -351,6 +357,7 @@ impl Sandbox {
             stdin: vec![],
             dir: probe_dir.path().to_owned(),
             access: DirAccess::ReadOnly,
+            cache: None,
         };
         let outcome = sandbox.run(&probe, &Limits::default())?;
         if !outcome.success() {
@@ -422,17 +429,30 @@ impl Sandbox {
         if uid.is_some() {
             rlimits.push(same(libc::RLIMIT_NPROC, limits.processes));
         }
+        let mut binds = vec![Bind {
+            host: path_cstring(&program.dir)?,
+            fd: BOX_FD,
+            source: cstring(&format!("/proc/self/fd/{BOX_FD}"))?,
+            target: cstring(BOX_DIR)?,
+            writable: program.access == DirAccess::Writable,
+        }];
+        if let Some(cache) = &program.cache {
+            binds.push(Bind {
+                host: path_cstring(cache)?,
+                fd: BOX_FD + 1,
+                source: cstring(&format!("/proc/self/fd/{}", BOX_FD + 1))?,
+                target: cstring(CACHE_DIR)?,
+                writable: true,
+            });
+        }
         let cwd = match program.access {
             DirAccess::Writable => BOX_DIR,
             DirAccess::ReadOnly => WORK_DIR,
         };
         Ok(ChildSetup {
             identity,
-            box_host: path_cstring(&program.dir)?,
-            box_fd: BOX_FD,
-            box_source: cstring(&format!("/proc/self/fd/{BOX_FD}"))?,
-            box_dir: cstring(BOX_DIR)?,
-            box_writable: program.access == DirAccess::Writable,
+            binds,
+            open_umask: program.cache.is_some(),
             work_dir: cstring(WORK_DIR)?,
             cwd: cstring(cwd)?,
             tmp: cstring("/tmp")?,
@@ -465,8 +485,11 @@ impl Sandbox {
         if let (Some(uid), DirAccess::Writable) = (uid, program.access) {
             std::os::unix::fs::chown(&program.dir, Some(uid), Some(uid)).map_err(io_err)?;
         }
-        if !program.dir.is_dir() {
-            return Err(io_err(std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory")));
+        for dir in std::iter::once(&program.dir).chain(&program.cache) {
+            if !dir.is_dir() {
+                let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory");
+                return Err(SandboxError::Io { path: dir.clone(), source });
+            }
         }
         let setup = self.setup(program, limits, uid)?;
 
@@ -649,6 +672,7 @@ mod tests {
             stdin: b"hello\n".to_vec(),
             dir: dir.to_owned(),
             access: DirAccess::ReadOnly,
+            cache: None,
         };
         sandbox.run(&program, limits).unwrap()
     }

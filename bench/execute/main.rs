@@ -11,7 +11,7 @@
 //! Prints pairs, wall time, tests/s, CPU utilisation (children's user+sys CPU from
 //! `getrusage(RUSAGE_CHILDREN)` / wall / cores) and the throughput ratio.
 //!
-//! Run: `cargo bench -p coreb-stages --bench execute -- [--samples N] [--test-copies N] [--jobs N]`
+//! Run: `cargo bench -p coreb-stages --bench execute -- [--samples N] [--test-copies N] [--jobs N] [--skip-naive]`
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -114,6 +114,7 @@ fn main() {
     let mut samples = 3usize;
     let mut copies = 2usize;
     let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let skip_naive = std::env::args().any(|a| a == "--skip-naive");
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
@@ -175,12 +176,15 @@ fn main() {
         cpu: children_cpu() - cpu0,
     };
 
+    ours.print(cores);
+    if skip_naive {
+        return;
+    }
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build().expect("pool");
     let (cpu0, t0) = (children_cpu(), Instant::now());
     let passed = pool.install(|| pairs.par_iter().filter(|(s, t)| naive_test(s, t)).count());
     let naive = Figures { name: "naive", pairs: pairs.len(), passed, wall: t0.elapsed(), cpu: children_cpu() - cpu0 };
 
-    ours.print(cores);
     naive.print(cores);
     println!(
         "ratio: coreb is {:.2}x the naive judge's throughput ({:.2}x less CPU)",

@@ -10,8 +10,18 @@
 //! functional (LeetCode) tests a failed textual match falls back to comparing both sides as
 //! JSON values. A solution passes only if every test passes.
 //!
-//! What it does NOT do: read or write tables (the engine does, see [`execute_tables`] for
-//! the one-call form), inject imports or harness code (only a configured `prelude`), or
+//! Configuration is [`ExecuteConfig`] (`[stages.execute]` of a manifest; unknown keys are
+//! errors): global `limits` and `compile_limits`, `[stages.execute.sandbox]`, and one section
+//! per language (`[stages.execute.java]` …) with `compile`/`run` argv templates, `source`,
+//! `env`, `prelude`, `compile_cache` and limit overrides.
+//!
+//! For the engine: [`execute_tables`]`(problems.parquet, solutions.parquet, verdicts.parquet,
+//! &config, jobs)` reads both tables, builds the [`Sandbox`], judges and writes the verdicts
+//! table atomically, returning the stats for the `--json` summary (`rows_in` = solutions,
+//! `rows_out` = judged, `rejected` = `without_problem`). [`execute`] is the pure form.
+//!
+//! What it does NOT do: read or write tables itself (the engine, or [`execute_tables`] for
+//! the one-call form, does), inject imports or harness code (only a configured `prelude`), or
 //! retry flaky runs. Wall and CPU times and peak memory are measured, so those columns differ
 //! from run to run; verdicts do not (for programs well inside their limits).
 
@@ -41,6 +51,9 @@ pub enum ExecuteError {
         #[source]
         source: SandboxError,
     },
+    /// The sandbox could not be set up on this machine (namespaces refused, …).
+    #[error("setting up the sandbox")]
+    SandboxSetup(#[source] SandboxError),
     /// A working directory could not be prepared.
     #[error("`{}`", path.display())]
     Io {
@@ -661,7 +674,7 @@ pub fn judge_solution(
         let path = path.to_owned();
         move |source| ExecuteError::Io { path, source }
     };
-    fs_err::create_dir_all(&dir).map_err(|e| ExecuteError::Io { path: dir.clone(), source: e.into() })?;
+    fs_err::create_dir_all(&dir).map_err(|e| ExecuteError::Io { path: dir.clone(), source: e })?;
     let cache = if toolchain.compile_cache {
         let cache = work_root.join(format!("cache-{}", solution.language));
         match fs_err::create_dir(&cache) {
@@ -854,8 +867,7 @@ pub fn execute_tables(
 ) -> Result<ExecuteTablesReport, ExecuteError> {
     let problems = crate::tables::ProblemReader::read_all(problems)?;
     let solutions = crate::tables::solutions::read_solutions(solutions)?;
-    let sandbox = Sandbox::new(config.sandbox.clone())
-        .map_err(|source| ExecuteError::Sandbox { solution: SolutionId::from_raw(String::new()), step: "sandbox probe".into(), source })?;
+    let sandbox = Sandbox::new(config.sandbox.clone()).map_err(ExecuteError::SandboxSetup)?;
     let output = execute(config, &problems, &solutions, &sandbox, jobs)?;
     crate::tables::verdicts::write_verdicts(out, &output.results)?;
     Ok(ExecuteTablesReport {

@@ -21,9 +21,16 @@
 //!   open files, file size, stack, no core dumps; a wall-clock timer and an output cap that
 //!   kill everything on expiry.
 //!
+//! Memory is bounded by RLIMIT_DATA (heap, anonymous private mappings, thread stacks); shared
+//! anonymous mappings escape it, and files written to the private tmpfs count against the
+//! tmpfs size instead. Peak memory is wait4's `ru_maxrss`.
+//!
 //! What it does NOT do: decide verdicts or compare outputs (the `execute` stage does), use
-//! cgroups (cgroup v1 is present but shared with the machine's own supervisor; the uid pool
-//! and rlimits bound processes and memory without it), or filter system calls (no seccomp).
+//! cgroups (the machines this was built on have a hybrid cgroup v1 layout whose memory
+//! controller belongs to the supervisor and no writable cgroup v2; the uid pool and rlimits
+//! bound processes and memory without one), hide other processes (no PID namespace: `/proc`
+//! shows them, but signalling or tracing them needs their uid), or filter system calls (no
+//! seccomp). Uid claims are `flock`ed files `coreb-sandbox-uid-<uid>.lock` in the temp dir.
 
 mod child;
 

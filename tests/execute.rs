@@ -243,6 +243,12 @@ fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
     let mut solutions = Vec::new();
     let mut expected = BTreeMap::new();
     for ((name, language, allowed), input, output) in &cases {
+        if matches!(*name, "nproc" | "fork") && !root_mode {
+            // Without root there is no uid of its own and RLIMIT_NPROC is not set: a fork
+            // bomb would only be bounded by the wall timer, so it is not run.
+            eprintln!("not root: skipping `{name}` in {language}");
+            continue;
+        }
         let problem = hostile_problem(&format!("{name}_{language}"), input, output);
         let s = solution(&problem.id, *language, &fixture(&format!("hostile/{name}.{}", ext(*language))), name);
         expected.insert(s.id.clone(), *allowed);

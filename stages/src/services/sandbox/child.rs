@@ -209,7 +209,10 @@ impl ChildSetup {
 /// Kill every process owned by `uid` (root mode): fork a child that becomes `uid` and sends
 /// SIGKILL to everything it may signal, until nothing is left. This reaches processes that
 /// left the process group (`setsid`, double forks) as well.
-pub(super) fn kill_uid(uid: u32) {
+///
+/// Returns whether any process (or zombie) of `uid` was found: such a uid must not be reused
+/// until they are gone, since zombies still count against RLIMIT_NPROC.
+pub(super) fn kill_uid(uid: u32) -> bool {
     // SAFETY: the child makes raw syscalls only and leaves with `_exit`.
     unsafe {
         let pid = libc::fork();
@@ -221,18 +224,38 @@ pub(super) fn kill_uid(uid: u32) {
             // A killed process stays signalable as a zombie until reaped, so "until ESRCH" may
             // never come; a few rounds catch children forked while a round was under way (a
             // process with SIGKILL pending cannot fork, and RLIMIT_NPROC bounds the rest).
-            for _ in 0..8 {
+            for round in 0..8 {
                 if libc::kill(-1, libc::SIGKILL) == -1 {
-                    libc::_exit(0);
+                    libc::_exit(if round == 0 { 0 } else { 3 });
                 }
                 let pause = libc::timespec { tv_sec: 0, tv_nsec: 2_000_000 };
                 libc::nanosleep(&pause, std::ptr::null_mut());
             }
-            libc::_exit(0);
+            libc::_exit(3);
         }
-        if pid > 0 {
-            let mut status = 0;
-            while libc::waitpid(pid, &mut status, 0) == -1 && *libc::__errno_location() == libc::EINTR {}
+        if pid < 0 {
+            return true;
         }
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) == -1 && *libc::__errno_location() == libc::EINTR {}
+        !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0)
     }
+}
+
+/// Does any process (zombies included) have `uid` as its real uid?
+pub(super) fn uid_has_processes(uid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
+    entries.flatten().any(|e| {
+        let name = e.file_name();
+        if !name.as_encoded_bytes().iter().all(u8::is_ascii_digit) {
+            return false;
+        }
+        std::fs::read_to_string(e.path().join("status")).is_ok_and(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().next())
+                .is_some_and(|u| u.parse::<u32>() == Ok(uid))
+        })
+    })
 }

@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use child::{Bind, ChildSetup, Identity, kill_uid};
+use child::{Bind, ChildSetup, Identity, kill_uid, uid_has_processes};
 
 /// Where the program's own directory appears inside the sandbox.
 pub const BOX_DIR: &str = "/tmp/box";
@@ -288,11 +288,13 @@ pub struct Sandbox {
 struct UidPool {
     /// Claimed and idle.
     free: Vec<u32>,
+    /// Claimed, idle, but processes of a past run (or their zombies) may remain.
+    quarantine: Vec<u32>,
     /// Lock files held (never closed while the process lives).
     held: Vec<(u32, std::fs::File)>,
 }
 
-static POOL: Mutex<UidPool> = Mutex::new(UidPool { free: Vec::new(), held: Vec::new() });
+static POOL: Mutex<UidPool> = Mutex::new(UidPool { free: Vec::new(), quarantine: Vec::new(), held: Vec::new() });
 static UID_RETURNED: Condvar = Condvar::new();
 
 impl UidPool {
@@ -317,15 +319,21 @@ impl UidPool {
     }
 }
 
-/// A leased uid, returned to the pool on drop.
+/// A leased uid, returned to the pool on drop (to quarantine when `dirty`).
 struct UidLease {
     uid: u32,
+    /// Processes of the run were still around after it ended.
+    dirty: bool,
 }
 
 impl Drop for UidLease {
     fn drop(&mut self) {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        pool.free.push(self.uid);
+        if self.dirty {
+            pool.quarantine.push(self.uid);
+        } else {
+            pool.free.push(self.uid);
+        }
         UID_RETURNED.notify_all();
     }
 }
@@ -391,10 +399,15 @@ impl Sandbox {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(i) = pool.free.iter().position(in_range) {
-                return Ok(UidLease { uid: pool.free.swap_remove(i) });
+                return Ok(UidLease { uid: pool.free.swap_remove(i), dirty: false });
             }
             if let Some(uid) = pool.claim(base, count) {
-                return Ok(UidLease { uid });
+                return Ok(UidLease { uid, dirty: false });
+            }
+            // Reuse a quarantined uid once nothing of it is left (zombies count against
+            // RLIMIT_NPROC until the machine's init reaps them).
+            if let Some(i) = pool.quarantine.iter().position(|u| in_range(u) && !uid_has_processes(*u)) {
+                return Ok(UidLease { uid: pool.quarantine.swap_remove(i), dirty: false });
             }
             if !pool.held.iter().any(|(u, _)| in_range(u)) {
                 return Err(SandboxError::Invalid(format!(
@@ -402,7 +415,7 @@ impl Sandbox {
                     base.saturating_add(count)
                 )));
             }
-            pool = UID_RETURNED.wait(pool).unwrap_or_else(|e| e.into_inner());
+            pool = UID_RETURNED.wait_timeout(pool, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
 
@@ -480,10 +493,24 @@ impl Sandbox {
     /// Errors are failures of the sandbox itself (the program could not be started); a program
     /// that crashes, times out or floods its output is an `Ok(Outcome)`.
     pub fn run(&self, program: &Program, limits: &Limits) -> Result<Outcome, SandboxError> {
+        // A uid still holding processes of an earlier run fails exec with EAGAIN; it is then
+        // quarantined and the run retried under another.
+        let mut attempt = 0;
+        loop {
+            match self.run_once(program, limits) {
+                Err(SandboxError::Spawn { source, .. }) if source.raw_os_error() == Some(libc::EAGAIN) && attempt < 3 => {
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn run_once(&self, program: &Program, limits: &Limits) -> Result<Outcome, SandboxError> {
         let Some(argv0) = program.argv.first() else {
             return Err(SandboxError::Invalid("empty argv".into()));
         };
-        let lease = match self.isolation {
+        let mut lease = match self.isolation {
             Isolation::RootUidPool { .. } => Some(self.lease()?),
             Isolation::UserNamespace => None,
         };
@@ -513,7 +540,16 @@ impl Sandbox {
             cmd.pre_exec(move || setup.apply());
         }
         let start = Instant::now();
-        let mut child = cmd.spawn().map_err(|source| SandboxError::Spawn { program: argv0.clone(), source })?;
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(source) => {
+                // EAGAIN: the uid is over RLIMIT_NPROC (leftovers of a past run): quarantine it.
+                if let Some(lease) = lease.as_mut() {
+                    lease.dirty = source.raw_os_error() == Some(libc::EAGAIN);
+                }
+                return Err(SandboxError::Spawn { program: argv0.clone(), source });
+            }
+        };
         let pid = child.id() as libc::pid_t;
 
         let reaped = AtomicBool::new(false);
@@ -523,7 +559,7 @@ impl Sandbox {
                 unsafe { libc::kill(-pid, libc::SIGKILL) };
             }
             if let Some(uid) = uid {
-                kill_uid(uid);
+                let _ = kill_uid(uid);
             }
         };
         let output_hit = AtomicBool::new(false);
@@ -606,14 +642,15 @@ impl Sandbox {
             reaped.store(true, Ordering::SeqCst);
             let _ = drain_until.set(Instant::now() + Duration::from_millis(250));
             // Stragglers (background children) would keep the pipes open.
-            if let Some(uid) = uid {
-                kill_uid(uid);
-            }
+            let dirty = uid.is_some_and(kill_uid);
             let stdout = out.join().unwrap_or_default();
             let stderr = err.join().unwrap_or_default();
-            (waited, timed_out, wall_ms, stdout, stderr)
+            (waited, timed_out, wall_ms, stdout, stderr, dirty)
         });
-        let (waited, timed_out, wall_ms, stdout, stderr) = result;
+        let (waited, timed_out, wall_ms, stdout, stderr, dirty) = result;
+        if let Some(lease) = lease.as_mut() {
+            lease.dirty = dirty;
+        }
         let Some((r, status, usage, wait_err)) = waited else {
             return Err(SandboxError::Wait { program: argv0.clone(), source: std::io::Error::other("waiter thread vanished") });
         };

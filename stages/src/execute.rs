@@ -414,9 +414,11 @@ impl Default for ExecuteConfig {
     fn default() -> Self {
         ExecuteConfig {
             limits: Limits::default(),
+            // Generous: the first Go build of a run on Go >= 1.20 compiles the standard library
+            // into the shared cache.
             compile_limits: Limits {
-                cpu_time_ms: 30_000,
-                wall_time_ms: 60_000,
+                cpu_time_ms: 60_000,
+                wall_time_ms: 120_000,
                 memory_mb: 2048,
                 address_space_mb: None,
                 processes: 256,

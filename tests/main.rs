@@ -4,8 +4,10 @@
 //! - `support`: a temp-dir test context and the path of the `coreb` binary.
 //! - `ingest`: ingest, dedup and filter on the shared LiveCodeBench rows.
 //! - `fetch`: downloads from a local HTTP server: resume, retries, checksums.
+//! - `execute`: the sandboxed judge: five languages, hostile programs, `coreb judge`.
 
 mod support;
 
+mod execute;
 mod fetch;
 mod ingest;

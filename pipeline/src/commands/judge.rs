@@ -1,10 +1,100 @@
-//! `coreb judge`.
+//! `coreb judge`: run one solution file against the tests of one LiveCodeBench problem in the
+//! sandbox, print a verdict per test and a summary. Exit 0 when every test passes, 1 when
+//! not (2 on errors), so scripts can use it as a check.
 
+use std::io::BufRead;
 use std::process::ExitCode;
 
-use crate::cli::JudgeArgs;
+use anyhow::{Context, bail};
+use stages::execute::{ExecuteConfig, execute};
+use stages::ingest::{IngestConfig, decode_row};
+use stages::problem::Problem;
+use stages::services::sandbox::Sandbox;
+use stages::solution::{Language, Solution, SolutionId};
+
+use crate::cli::{JudgeArgs, LangArg};
+use crate::printer::Printer;
+
+fn language(arg: LangArg) -> Language {
+    match arg {
+        LangArg::Python => Language::Python,
+        LangArg::Cpp => Language::Cpp,
+        LangArg::Java => Language::Java,
+        LangArg::Go => Language::Go,
+        LangArg::Ruby => Language::Ruby,
+    }
+}
+
+/// The first row of `path`, or the row whose `question_id` (or `lcb_` id) is `wanted`.
+fn find_problem(path: &std::path::Path, wanted: Option<&str>) -> anyhow::Result<Problem> {
+    let file = fs_err::File::open(path)?;
+    let config = IngestConfig::default();
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.with_context(|| format!("reading `{}`", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let problem = decode_row(line.as_bytes(), &config).with_context(|| format!("`{}`:{}", path.display(), n + 1))?;
+        match wanted {
+            None => return Ok(problem),
+            Some(w) if problem.question_id == w || problem.id.as_str() == w => return Ok(problem),
+            Some(_) => {}
+        }
+    }
+    match wanted {
+        Some(w) => bail!("`{}`: no problem with question_id `{w}`", path.display()),
+        None => bail!("`{}`: no problems", path.display()),
+    }
+}
 
 /// Run `coreb judge`.
-pub fn judge(_args: JudgeArgs) -> anyhow::Result<ExitCode> {
-    Err(super::not_built("judge", 3))
+pub fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
+    let JudgeArgs { problem, solution, lang, problem_id, json } = args;
+    let printer = Printer::new(json);
+    let problem = find_problem(&problem, problem_id.as_deref())?;
+    let code = fs_err::read_to_string(&solution)?;
+    let language = language(lang);
+    let solution = Solution {
+        id: SolutionId::new(&problem.id, "local", language, 0),
+        problem_id: problem.id.clone(),
+        model: "local".into(),
+        language,
+        sample: 0,
+        code,
+    };
+    let config = ExecuteConfig::default();
+    let sandbox = Sandbox::new(config.sandbox.clone()).context("setting up the sandbox")?;
+    let output = execute(&config, std::slice::from_ref(&problem), std::slice::from_ref(&solution), &sandbox, 0)
+        .context("judging")?;
+    let Some(result) = output.results.into_iter().next() else {
+        bail!("problem `{}` was not judged", problem.id);
+    };
+    let passed_n = result.tests.iter().filter(|t| t.verdict == stages::execute::Verdict::Passed).count();
+    for t in &result.tests {
+        printer.status(format_args!(
+            "test {:>3}: {:<13} {:>6} ms wall {:>6} ms cpu {:>8} KiB",
+            t.index, t.verdict.as_str(), t.wall_ms, t.cpu_ms, t.peak_memory_kb
+        ));
+    }
+    if !result.message.is_empty() {
+        printer.status(format_args!("{}", result.message.trim_end()));
+    }
+    printer.status(format_args!(
+        "{}: {} {}/{} tests passed ({})",
+        problem.id,
+        if result.passed { "PASSED" } else { "FAILED" },
+        passed_n,
+        result.tests.len(),
+        sandbox.isolation()
+    ));
+    printer.json_line(&serde_json::json!({
+        "problem_id": problem.id.as_str(),
+        "language": language.as_str(),
+        "passed": result.passed,
+        "pass_rate": result.pass_rate,
+        "tests": result.tests,
+        "message": result.message,
+        "isolation": sandbox.isolation().to_string(),
+    }));
+    Ok(if result.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

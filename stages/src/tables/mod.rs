@@ -3,5 +3,35 @@
 
 pub mod problems;
 pub mod release;
+pub mod solutions;
+pub mod verdicts;
 
 pub use problems::{ProblemReader, ProblemWriter, TableError, problems_schema};
+
+/// Write record batches to `<path>.tmp`, then rename it to `path` (atomic for readers).
+pub(crate) fn write_atomic(
+    path: &std::path::Path,
+    schema: arrow_schema::SchemaRef,
+    batches: impl Iterator<Item = arrow_array::RecordBatch>,
+) -> Result<(), TableError> {
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::Compression;
+    use parquet::file::properties::WriterProperties;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    let io = |source| TableError::Io { path: tmp.clone(), source };
+    let file = std::fs::File::create(&tmp).map_err(io)?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_created_by(format!("coreb {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let pq = |source| TableError::Parquet { path: tmp.clone(), source };
+    let mut writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(pq)?;
+    for batch in batches {
+        writer.write(&batch).map_err(pq)?;
+    }
+    writer.close().map_err(pq)?;
+    std::fs::rename(&tmp, path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! The `verdicts` table: one row per judged solution (keyed by `solution_id`) with its
+//! per-test results as a list column. Written by `execute`, read by `qrels`.
+//!
+//! The timing and memory columns are measurements and differ between runs; `passed`,
+//! `pass_rate` and the verdicts do not for programs well inside their limits.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, BooleanArray, Float64Array, ListArray, RecordBatch, StringArray, StructArray, UInt32Array, UInt64Array};
+use arrow_buffer::{OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::TableError;
+use crate::execute::{SolutionResult, TestResult, Verdict};
+use crate::problem::ProblemId;
+use crate::solution::{Language, SolutionId};
+
+/// Rows per record batch.
+const BATCH_ROWS: usize = 1024;
+
+fn test_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("index", DataType::UInt32, false),
+        Field::new("verdict", DataType::Utf8, false),
+        Field::new("wall_ms", DataType::UInt64, false),
+        Field::new("cpu_ms", DataType::UInt64, false),
+        Field::new("peak_memory_kb", DataType::UInt64, false),
+    ])
+}
+
+fn tests_item() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Struct(test_fields()), false))
+}
+
+/// The Arrow schema of the verdicts table.
+pub fn verdicts_schema() -> SchemaRef {
+    let text = |name: &str| Field::new(name, DataType::Utf8, false);
+    Arc::new(Schema::new(vec![
+        text("solution_id"),
+        text("problem_id"),
+        text("model"),
+        text("language"),
+        Field::new("passed", DataType::Boolean, false),
+        Field::new("pass_rate", DataType::Float64, false),
+        Field::new("tests", DataType::List(tests_item()), false),
+        text("message"),
+    ]))
+}
+
+fn to_batch(rows: &[SolutionResult]) -> RecordBatch {
+    let text = |f: fn(&SolutionResult) -> &str| -> ArrayRef { Arc::new(StringArray::from_iter_values(rows.iter().map(f))) };
+    let all: Vec<&TestResult> = rows.iter().flat_map(|r| &r.tests).collect();
+    let mut offsets = vec![0i32];
+    for r in rows {
+        offsets.push(offsets[offsets.len() - 1] + r.tests.len() as i32);
+    }
+    let children: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from_iter_values(all.iter().map(|t| t.index))),
+        Arc::new(StringArray::from_iter_values(all.iter().map(|t| t.verdict.as_str()))),
+        Arc::new(UInt64Array::from_iter_values(all.iter().map(|t| t.wall_ms))),
+        Arc::new(UInt64Array::from_iter_values(all.iter().map(|t| t.cpu_ms))),
+        Arc::new(UInt64Array::from_iter_values(all.iter().map(|t| t.peak_memory_kb))),
+    ];
+    let values = StructArray::new(test_fields(), children, None);
+    let tests = ListArray::new(tests_item(), OffsetBuffer::new(ScalarBuffer::from(offsets)), Arc::new(values), None);
+    let columns: Vec<ArrayRef> = vec![
+        text(|r| r.solution_id.as_str()),
+        text(|r| r.problem_id.as_str()),
+        text(|r| &r.model),
+        text(|r| r.language.as_str()),
+        Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.passed)))),
+        Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.pass_rate))),
+        Arc::new(tests),
+        text(|r| &r.message),
+    ];
+    RecordBatch::try_new(verdicts_schema(), columns).expect("columns match verdicts_schema")
+}
+
+/// Write `rows` to `path` atomically (`<path>.tmp`, then rename).
+pub fn write_verdicts(path: &Path, rows: &[SolutionResult]) -> Result<usize, TableError> {
+    super::write_atomic(path, verdicts_schema(), rows.chunks(BATCH_ROWS).map(to_batch))?;
+    Ok(rows.len())
+}
+
+/// Read the whole table.
+pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
+    let file = File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
+        .map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
+    let mut out: Vec<SolutionResult> = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
+        let first = out.len();
+        let err = |row: usize, column: &str, reason: String| TableError::Column {
+            path: path.to_owned(),
+            row: first + row,
+            column: column.to_owned(),
+            reason,
+        };
+        fn col<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Option<&'a T> {
+            batch.column_by_name(name).and_then(|c| c.as_any().downcast_ref::<T>())
+        }
+        let bad = |name: &str| err(0, name, "missing or of the wrong type".into());
+        let text = |name: &str| col::<StringArray>(&batch, name).ok_or_else(|| bad(name));
+        let (sid, pid, model, language, message) =
+            (text("solution_id")?, text("problem_id")?, text("model")?, text("language")?, text("message")?);
+        let passed = col::<BooleanArray>(&batch, "passed").ok_or_else(|| bad("passed"))?;
+        let rate = col::<Float64Array>(&batch, "pass_rate").ok_or_else(|| bad("pass_rate"))?;
+        let tests = col::<ListArray>(&batch, "tests").ok_or_else(|| bad("tests"))?;
+        let values = tests.values().as_any().downcast_ref::<StructArray>().ok_or_else(|| bad("tests"))?;
+        let field = |i: usize| values.column(i).as_any();
+        let (index, verdict) = (
+            field(0).downcast_ref::<UInt32Array>().ok_or_else(|| bad("tests.index"))?,
+            field(1).downcast_ref::<StringArray>().ok_or_else(|| bad("tests.verdict"))?,
+        );
+        let nums = |i: usize, n: &str| field(i).downcast_ref::<UInt64Array>().ok_or_else(|| bad(n));
+        let (wall, cpu, mem) = (nums(2, "tests.wall_ms")?, nums(3, "tests.cpu_ms")?, nums(4, "tests.peak_memory_kb")?);
+        let offsets = tests.value_offsets();
+        for r in 0..batch.num_rows() {
+            let lang = Language::parse(language.value(r))
+                .ok_or_else(|| err(r, "language", format!("unknown language `{}`", language.value(r))))?;
+            let mut results = Vec::new();
+            for i in offsets[r] as usize..offsets[r + 1] as usize {
+                let v = Verdict::parse(verdict.value(i))
+                    .ok_or_else(|| err(r, "tests.verdict", format!("unknown verdict `{}`", verdict.value(i))))?;
+                results.push(TestResult { index: index.value(i), verdict: v, wall_ms: wall.value(i), cpu_ms: cpu.value(i), peak_memory_kb: mem.value(i) });
+            }
+            out.push(SolutionResult {
+                solution_id: SolutionId::from_raw(sid.value(r).to_owned()),
+                problem_id: ProblemId::from_raw(pid.value(r).to_owned()),
+                model: model.value(r).to_owned(),
+                language: lang,
+                passed: passed.value(r),
+                pass_rate: rate.value(r),
+                tests: results,
+                message: message.value(r).to_owned(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.parquet");
+        let rows: Vec<SolutionResult> = (0..1500)
+            .map(|i| {
+                let p = ProblemId::from_question_id(&format!("{}", i % 3));
+                let tests: Vec<TestResult> = (0..i % 4)
+                    .map(|t| TestResult { index: t as u32, verdict: Verdict::ALL[(i + t) % 7], wall_ms: 10 + t as u64, cpu_ms: 5, peak_memory_kb: 1024 })
+                    .collect();
+                SolutionResult {
+                    solution_id: SolutionId::new(&p, "m", Language::Go, i as u32),
+                    problem_id: p,
+                    model: "m".into(),
+                    language: Language::Go,
+                    passed: i % 2 == 0,
+                    pass_rate: 0.5,
+                    tests,
+                    message: if i % 5 == 0 { "boom".into() } else { String::new() },
+                }
+            })
+            .collect();
+        write_verdicts(&path, &rows).unwrap();
+        assert_eq!(read_verdicts(&path).unwrap(), rows);
+    }
+}

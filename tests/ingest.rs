@@ -92,7 +92,7 @@ fn dedup_catches_planted_duplicates_and_reports_clusters() {
     let original = fs_err::read_to_string(shared_data(LCB)).unwrap();
     let lines: Vec<&str> = original.lines().collect();
     let mut planted: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
-    let mut row = |i: usize| -> serde_json::Map<String, Value> { serde_json::from_str(lines[i]).unwrap() };
+    let row = |i: usize| -> serde_json::Map<String, Value> { serde_json::from_str(lines[i]).unwrap() };
 
     planted.push(lines[10].to_owned()); // duplicated row
     let mut ws = row(20);

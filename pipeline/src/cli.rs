@@ -54,6 +54,8 @@ pub enum Command {
     Judge(JudgeArgs),
     /// Contamination audits of a release.
     Audit(AuditArgs),
+    /// Inspect, export or import an LLM response store.
+    Store(StoreArgs),
 }
 
 /// Which stage a build stops after.
@@ -253,4 +255,63 @@ pub struct JudgeArgs {
 pub struct AuditArgs {
     /// The release directory.
     pub release: PathBuf,
+}
+
+/// Arguments of `coreb store`.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// What to do with the store.
+    #[command(subcommand)]
+    pub command: StoreCommand,
+}
+
+/// The subcommands of `coreb store`.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Count entries per stage, model and finish reason; list invalid files.
+    Stats {
+        /// The store directory.
+        store: PathBuf,
+        /// Print the statistics as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write every entry, sorted by key, to one JSONL file.
+    Export {
+        /// The store directory.
+        store: PathBuf,
+        /// The JSONL file to write.
+        out: PathBuf,
+    },
+    /// Add the entries of a JSONL export (or of hand-written entries) to a store.
+    Import {
+        /// The store directory.
+        store: PathBuf,
+        /// The JSONL file to read.
+        input: PathBuf,
+        /// Replace entries stored with different content (otherwise they are conflicts).
+        #[arg(long)]
+        overwrite: bool,
+        /// Print the report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Benchmark the gateway against a local delayed server and the store's serving time.
+    #[command(hide = true)]
+    Bench {
+        /// A scratch directory for the benchmark's stores.
+        dir: PathBuf,
+        /// Requests sent to the local server.
+        #[arg(long, default_value_t = 2000)]
+        requests: u32,
+        /// The server's fixed answer delay (ms).
+        #[arg(long, default_value_t = 50)]
+        delay_ms: u64,
+        /// The gateway's concurrency cap.
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// Entries served from the store.
+        #[arg(long, default_value_t = 10_000)]
+        stored: u32,
+    },
 }

@@ -44,5 +44,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::TrecEval(args) => commands::trec_eval::trec_eval(args),
         Command::Judge(args) => commands::judge::judge(args),
         Command::Audit(args) => commands::audit::audit(args),
+        Command::Store(args) => commands::store::store(args),
     }
 }

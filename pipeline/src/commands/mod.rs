@@ -4,6 +4,7 @@ pub mod audit;
 pub mod build;
 pub mod eval;
 pub mod judge;
+pub mod store;
 pub mod trec_eval;
 pub mod verify;
 

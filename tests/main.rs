@@ -4,8 +4,10 @@
 //! - `support`: a temp-dir test context and the path of the `coreb` binary.
 //! - `ingest`: ingest, dedup and filter on the shared LiveCodeBench rows.
 //! - `fetch`: downloads from a local HTTP server: resume, retries, checksums.
+//! - `llm`: the LLM gateway, response store and LLM stages against a fault-injecting server.
 
 mod support;
 
 mod fetch;
 mod ingest;
+mod llm;

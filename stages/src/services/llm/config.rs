@@ -197,7 +197,7 @@ impl LlmConfig {
         if self.retry.max_attempts == 0 || self.retry.incomplete_attempts == 0 {
             return Err("`llm.retry`: attempts must be at least 1".into());
         }
-        if !(self.timeout_secs > 0.0) {
+        if self.timeout_secs.is_nan() || self.timeout_secs <= 0.0 {
             return Err(format!("`llm.timeout_secs`: must be positive, not `{}`", self.timeout_secs));
         }
         for (stage, s) in &self.stages {

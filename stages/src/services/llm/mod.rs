@@ -12,11 +12,14 @@
 //! - [`limiter`]: the concurrency cap and the requests- and tokens-per-minute buckets.
 //! - [`accounting`]: tokens and cost per stage and model.
 //!
-//! Why not `async-openai`'s client: it hides the HTTP status and the `Retry-After` header,
-//! retries 429s with its own schedule, and rejects non-OpenAI-shaped bodies (vLLM, HTML from a
-//! proxy) as deserialisation errors; coreb needs all three under its own control, and the
-//! response store wants the raw message text. The wire format here is the OpenAI chat
-//! completions format, which every endpoint of DESIGN §1.3 accepts.
+//! Why not `async-openai`'s client: its built-in retry fires only for OpenAI-shaped error
+//! bodies and follows its own schedule, and vLLM-style or plain-text error bodies come back as
+//! deserialisation errors (see the workspace's CRATES.md); coreb must see the status code, the
+//! `Retry-After` header and the raw body of every attempt to apply one policy to all
+//! endpoints, and the store wants the message text verbatim. So the gateway speaks the OpenAI
+//! chat-completions wire format itself over reqwest (already in the workspace), which every
+//! endpoint of DESIGN §1.3 accepts (OpenAI, Gemini's and Anthropic's compatible endpoints,
+//! vLLM, Ollama, llama.cpp server).
 //!
 //! This module does not build prompts ([`crate::prompt`]) nor parse what models write (each
 //! stage does, so a changed parser never forces new requests).

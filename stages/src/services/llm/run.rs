@@ -226,6 +226,7 @@ pub async fn ask(gateway: &dyn LlmGateway, request: &ChatRequest) -> Result<Resu
 ///
 /// Returns the parsed value with the model that wrote it and whether it was a fallback, or
 /// every model's rejection.
+#[allow(clippy::too_many_arguments)]
 pub async fn ask_models<T>(
     gateway: &dyn LlmGateway,
     stage: LlmStage,

@@ -21,12 +21,11 @@ pub fn extract_json(text: &str) -> Result<serde_json::Value, String> {
         }
     }
     for (open, close) in [('{', '}'), ('[', ']')] {
-        if let (Some(start), Some(end)) = (trimmed.find(open), trimmed.rfind(close)) {
-            if start < end {
-                if let Ok(v) = serde_json::from_str(&trimmed[start..=end]) {
-                    return Ok(v);
-                }
-            }
+        if let (Some(start), Some(end)) = (trimmed.find(open), trimmed.rfind(close))
+            && start < end
+            && let Ok(v) = serde_json::from_str(&trimmed[start..=end])
+        {
+            return Ok(v);
         }
     }
     let err = serde_json::from_str::<serde_json::Value>(trimmed).err().map(|e| e.to_string()).unwrap_or_default();

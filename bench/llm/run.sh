@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# LLM gateway benchmark (DESIGN §1.3, issue 4): prints
+#  1. achieved throughput against a local OpenAI-compatible server that answers after a
+#     fixed delay, as a share of the concurrency/latency limit (concurrency / delay);
+#  2. the time to serve 10,000 stored responses from the response store (replay mode),
+#     sequentially and 16 at a time, and the time to write them (fsync + rename each).
+# Everything runs on 127.0.0.1; nothing leaves the machine.
+#
+# Usage: bench/llm/run.sh [scratch-dir]   (builds `coreb` in release mode first)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scratch="${1:-$(mktemp -d)}"
+cargo build --release -p coreb --bin coreb >&2
+bin=target/release/coreb
+echo "# $(date -u +%FT%TZ) $(nproc) cores; scratch $scratch"
+for conc in 16 64; do
+  "$bin" store bench "$scratch" --requests 4000 --delay-ms 50 --concurrency "$conc" --stored 10000
+done

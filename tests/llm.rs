@@ -572,3 +572,31 @@ fn a_killed_import_never_leaves_half_an_entry() {
     assert_eq!(report["added"].as_u64().unwrap() + report["unchanged"].as_u64().unwrap(), 800);
     assert_eq!(report["unchanged"].as_u64().unwrap(), written);
 }
+
+/// The fixture store was written by `tests/fixtures/llm/store_entry.py`, the Python reference
+/// of the format: coreb must read it, agree on every key, and write the same bytes.
+#[test]
+fn python_reference_entries_match_the_rust_store_byte_for_byte() {
+    let fixture = root().join("tests/fixtures/llm/store");
+    let store = ResponseStore::open(&fixture);
+    let keys = store.keys().unwrap();
+    assert_eq!(keys.len(), 2);
+    for key in &keys {
+        let entry = store.get(key).unwrap().unwrap();
+        assert_eq!(stages::services::llm::store::entry_text(&entry), std::fs::read_to_string(store.path_of(key)).unwrap());
+        let request = stages::services::llm::ChatRequest {
+            stage: entry.stage,
+            item: entry.item.clone(),
+            model: entry.request.model.clone(),
+            messages: entry.request.messages.clone(),
+            params: entry.request.params.clone(),
+            sample: entry.request.sample,
+            prompt_sha256: entry.request.prompt_sha256.clone(),
+        };
+        assert_eq!(&request.key(), key);
+    }
+    let out = run(coreb().args(["store", "stats"]).arg(&fixture).arg("--json"));
+    assert!(out.status.success(), "{}", text(&out));
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((stats["entries"].as_u64(), stats["invalid"].as_array().map(Vec::len)), (Some(2), Some(0)));
+}

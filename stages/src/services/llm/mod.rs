@@ -67,9 +67,10 @@ pub struct ChatMessage {
     pub content: String,
 }
 
-/// Sampling parameters sent with a request (all part of its key).
+/// Sampling parameters sent with a request (all part of its key). Fields left out of a
+/// config take the defaults (temperature 0, top_p 1, max_tokens 4096, seed 0).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct SamplingParams {
     /// Temperature.
     pub temperature: f64,

@@ -157,6 +157,7 @@ impl ResponseStore {
         if entry.key != key {
             return Err(StoreError::Inconsistent { path, line: None, problem: format!("holds key `{}`, not `{key}`", entry.key) });
         }
+        check_key(&entry, &path, None)?;
         Ok(Some(entry))
     }
 
@@ -210,6 +211,7 @@ impl ResponseStore {
             }
             let bytes = std::fs::read(&path).map_err(|source| StoreError::Io { action: "reading", path: path.clone(), source })?;
             let entry = match parse_entry(&bytes, &path, None).and_then(|e| {
+                check_key(&e, &path, None)?;
                 let expected = format!("{}.json", e.key);
                 if name != expected {
                     return Err(StoreError::Inconsistent { path: path.clone(), line: None, problem: format!("holds key `{}` under another name", e.key) });

@@ -61,11 +61,11 @@ fn first_fence(text: &str) -> Option<&str> {
 }
 
 /// Strip markdown headers and formatting artefacts from prose: leading `#` header marks,
-/// `**bold**`/`__bold__`, a wrapping code fence, `Title:`/`Statement:` labels that models
+/// `**bold**` (not `__x__`, which is a Python name more often than bold), a wrapping code fence, `Title:`/`Statement:` labels that models
 /// put on the first line, and runs of blank lines. Inline code and LaTeX are kept.
 pub fn clean_markdown(text: &str) -> String {
     static HEADER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^[ \t]{0,3}#{1,6}[ \t]+").expect("header regex"));
-    static BOLD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\*\*([^*\n]+)\*\*|__([^_\n]+)__").expect("bold regex"));
+    static BOLD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\*\*([^*\n]+)\*\*").expect("bold regex"));
     static LABEL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)\A\s*(?:problem\s+)?(?:title|statement|summary)\s*:\s*").expect("label regex"));
     static WRAP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)\A\s*```[A-Za-z]*[ \t]*\r?\n(.*?)\n?```\s*\z").expect("wrap regex"));
     static BLANKS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\n[ \t]*\n(?:[ \t]*\n)+").expect("blank regex"));
@@ -74,7 +74,7 @@ pub fn clean_markdown(text: &str) -> String {
     let text = WRAP.replace(&text, "$1");
     let text = LABEL.replace(&text, "");
     let text = HEADER.replace_all(&text, "");
-    let text = BOLD.replace_all(&text, |c: &regex::Captures| c.get(1).or_else(|| c.get(2)).map_or(String::new(), |m| m.as_str().to_owned()));
+    let text = BOLD.replace_all(&text, "$1");
     let text = RULE.replace_all(&text, "");
     let text = BLANKS.replace_all(&text, "\n\n");
     text.trim().to_owned()

@@ -424,6 +424,63 @@ mod tests {
         assert!(s.as_bytes()[1].is_ascii_uppercase());
     }
 
+    /// A gateway that answers from a closure: what tests and replays substitute.
+    struct Canned(fn(&crate::services::llm::ChatRequest) -> String);
+
+    impl crate::services::llm::LlmGateway for Canned {
+        fn complete<'a>(&'a self, request: &'a crate::services::llm::ChatRequest) -> futures_util::future::BoxFuture<'a, Result<crate::services::llm::Completion, crate::services::llm::LlmError>> {
+            let text = (self.0)(request);
+            Box::pin(async move {
+                Ok(crate::services::llm::Completion {
+                    key: request.key(),
+                    text,
+                    finish_reason: crate::services::llm::FinishReason::Stop,
+                    usage: Default::default(),
+                    origin: crate::services::llm::Origin::Endpoint,
+                })
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn long_tests_use_the_bijection_only_when_the_output_needs_it() {
+        let prompts = crate::prompt::Prompts::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prompts")).unwrap();
+        let long_word = "apple".repeat(500);
+        let test = |i: &str, o: &str| TestCase { input: i.into(), output: o.into(), testtype: crate::problem::TestType::Functional };
+        let problem = Problem {
+            id: ProblemId::from_question_id("9"),
+            question_title: "apples".into(),
+            question_content: "Reverse the word.".into(),
+            platform: Platform::Leetcode,
+            question_id: "9".into(),
+            contest_id: "w1".into(),
+            contest_date: "2025-01-01T00:00:00".into(),
+            starter_code: "class Solution:\n    def reverseWord(self, s: str) -> str:\n        ".into(),
+            difficulty: "easy".into(),
+            public_tests: vec![test(&format!("\"{long_word}\""), &format!("\"{long_word}\"")), test(&format!("\"{long_word}\""), "2500")],
+            private_tests: vec![test("[1,2]", "true")],
+            func_name: Some("reverseWord".into()),
+            metadata: "{}".into(),
+        };
+        let gateway = Canned(|r| {
+            assert_eq!(r.stage, LlmStage::Rewrite, "no test may reach the model");
+            r#"{"title": "Crates", "statement": "**Flip** the crate label.", "starter_code": "class Solution:\n    def flipLabel(self, label: str) -> str:\n        "}"#.into()
+        });
+        let plan = ModelPlan::single("m", Default::default());
+        let plans = RewritePlans { rewrite: plan.clone(), tests: plan };
+        let out = rewrite(&RewriteConfig::default(), &plans, &prompts.rewrite, &prompts.rewrite_tests, vec![problem.clone()], &gateway).await.unwrap();
+        let p = &out.problems[0];
+        assert_eq!(p.statement, "Flip the crate label.");
+        assert_eq!(p.func_name.as_deref(), Some("flipLabel"));
+        assert_eq!(p.test_origins, [TestOrigin::Bijection, TestOrigin::KeptLong, TestOrigin::Kept]);
+        let perm = letter_bijection("lcb_9");
+        assert_eq!(p.public_tests[0].input, apply_bijection(&problem.public_tests[0].input, &perm));
+        assert_ne!(p.public_tests[0].input, problem.public_tests[0].input);
+        assert_eq!(p.public_tests[1], problem.public_tests[1]);
+        assert_eq!(p.private_tests, problem.private_tests);
+        assert_eq!((out.stats.tests_bijection, out.stats.tests_kept_long, out.stats.tests_kept), (1, 1, 1));
+    }
+
     #[test]
     fn method_names() {
         assert_eq!(method_name("class Solution:\n    def countWays(self, n: int) -> int:\n"), Some("countWays".into()));

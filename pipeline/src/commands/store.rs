@@ -137,6 +137,9 @@ async fn bench(dir: &std::path::Path, requests: u32, delay_ms: u64, concurrency:
         hits.load(Ordering::Relaxed)
     ));
 
+    if stored == 0 {
+        return Ok(());
+    }
     // Serving stored responses: fill a store, then replay every entry through the gateway.
     let replay_dir = dir.join("replay");
     let _ = fs_err::remove_dir_all(&replay_dir);
@@ -172,6 +175,6 @@ async fn bench(dir: &std::path::Path, requests: u32, delay_ms: u64, concurrency:
         let failed = results.iter().filter(|r| r.is_err()).count();
         printer.out(format!("replay ({label}): {stored} stored responses served in {secs:.3} s ({:.1} µs each, {failed} failed)", secs * 1e6 / f64::from(stored.max(1))));
     }
-    printer.out(format!("store fill: {stored} atomic writes (fsync + rename) in {fill_secs:.2} s; requests sent during replay: {}", hits.load(Ordering::Relaxed) - before));
+    printer.out(format!("store fill: {stored} atomic writes (fdatasync + rename) in {fill_secs:.2} s; requests sent during replay: {}", hits.load(Ordering::Relaxed) - before));
     Ok(())
 }

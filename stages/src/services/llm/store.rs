@@ -166,7 +166,7 @@ impl ResponseStore {
         self.path_of(key).is_file()
     }
 
-    /// Write an entry atomically (temporary file in the same directory, fsync, rename),
+    /// Write an entry atomically (temporary file in the same directory, fdatasync, rename),
     /// replacing any entry of the same key. The entry's key must match its request.
     pub fn put(&self, entry: &StoreEntry) -> Result<(), StoreError> {
         let path = self.path_of(&entry.key);
@@ -179,7 +179,8 @@ impl ResponseStore {
         let write = || -> std::io::Result<()> {
             let mut file = std::fs::File::create(&tmp)?;
             file.write_all(text.as_bytes())?;
-            file.sync_all()?;
+            // Data and size on disk before the rename makes the entry visible.
+            file.sync_data()?;
             std::fs::rename(&tmp, &path)
         };
         write().map_err(|source| {

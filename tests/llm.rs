@@ -600,3 +600,22 @@ fn python_reference_entries_match_the_rust_store_byte_for_byte() {
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((stats["entries"].as_u64(), stats["invalid"].as_array().map(Vec::len)), (Some(2), Some(0)));
 }
+
+/// Authored answers become store entries by running the stage once; replay then serves
+/// them and reproduces the output, and a missing answer is listed, not fatal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authored_answers_are_recorded_then_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = prompts();
+    let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Boxes", false)];
+    let answers = BTreeMap::from([((LlmStage::Abbreviate, "lcb_1".to_owned()), words(55, "crate"))]);
+    let plan = ModelPlan::single("author", SamplingParams::default());
+    let authored = stages::services::llm::AuthoredGateway::new(answers, ResponseStore::open(dir.path()));
+    let first = abbreviate(&AbbreviateConfig::default(), &plan, &p.abbreviate, &problems, &authored).await.unwrap();
+    assert_eq!(first.summaries.len(), 1);
+    assert!(matches!(&first.rejected[..], [r] if r.item == "lcb_2" && matches!(&r.reason, RejectReason::Llm { failure } if failure.kind == LlmFailureKind::NotAuthored)));
+    let replay = Gateway::new(&config("http://127.0.0.1:9/v1", StoreMode::Replay), ResponseStore::open(dir.path()), None).unwrap();
+    let again = abbreviate(&AbbreviateConfig::default(), &plan, &p.abbreviate, &problems[..1], &replay).await.unwrap();
+    assert_eq!(again.summaries, first.summaries);
+    assert_eq!(again.stats.from_store, 1);
+}

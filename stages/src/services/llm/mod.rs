@@ -11,6 +11,7 @@
 //!   through `backon`, honouring `Retry-After`) wraps each call.
 //! - [`limiter`]: the concurrency cap and the requests- and tokens-per-minute buckets.
 //! - [`accounting`]: tokens and cost per stage and model.
+//! - [`authored`]: answers written offline, recorded as store entries by running the stages.
 //!
 //! Why not `async-openai`'s client: its built-in retry fires only for OpenAI-shaped error
 //! bodies and follows its own schedule, and vLLM-style or plain-text error bodies come back as
@@ -25,6 +26,7 @@
 //! stage does, so a changed parser never forces new requests).
 
 pub mod accounting;
+pub mod authored;
 pub mod client;
 pub mod config;
 pub mod gateway;
@@ -41,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use accounting::{Accounting, UsageRow};
+pub use authored::AuthoredGateway;
 pub use config::{LlmConfig, LlmStage, ModelPrice, RetryConfig, StageModels, StoreMode};
 pub use gateway::Gateway;
 pub use store::{ResponseStore, StoreEntry, StoreError, StoreStats};
@@ -268,6 +271,16 @@ pub enum LlmError {
         /// Attempts made.
         attempts: u32,
     },
+    /// [`AuthoredGateway`]: no authored answer for this request.
+    #[error("stage `{stage}`, item `{item}`, model `{model}`: no authored answer")]
+    NotAuthored {
+        /// Stage.
+        stage: LlmStage,
+        /// Item.
+        item: String,
+        /// Model.
+        model: String,
+    },
     /// The store could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -282,7 +295,7 @@ pub enum LlmError {
 impl LlmError {
     /// Does this error stop the whole run (rather than losing one item)?
     pub fn is_fatal(&self) -> bool {
-        !matches!(self, LlmError::RetriesExhausted { .. } | LlmError::Rejected { .. } | LlmError::Incomplete { .. })
+        !matches!(self, LlmError::RetriesExhausted { .. } | LlmError::Rejected { .. } | LlmError::Incomplete { .. } | LlmError::NotAuthored { .. })
     }
 
     /// The per-item failure this error amounts to (for a stage's report).
@@ -292,6 +305,7 @@ impl LlmError {
             LlmError::Rejected { .. } => LlmFailureKind::Rejected,
             LlmError::Incomplete { finish_reason: FinishReason::ContentFilter, .. } => LlmFailureKind::ContentFilter,
             LlmError::Incomplete { .. } => LlmFailureKind::Truncated,
+            LlmError::NotAuthored { .. } => LlmFailureKind::NotAuthored,
             _ => LlmFailureKind::Fatal,
         };
         LlmFailure { kind, detail: self.to_string() }
@@ -310,6 +324,8 @@ pub enum LlmFailureKind {
     Truncated,
     /// `finish_reason: content_filter` every time.
     ContentFilter,
+    /// No authored answer ([`AuthoredGateway`]).
+    NotAuthored,
     /// A fatal error (only seen when a stage reports instead of stopping).
     Fatal,
 }

@@ -420,6 +420,7 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
     let mut cfg = config(&server.url, StoreMode::Live);
     cfg.stages.insert(LlmStage::Generate, stages::services::llm::StageModels { models: vec!["model-a".into(), "model-b".into()], temperature: Some(0.8), ..Default::default() });
     cfg.concurrency = 8;
+    cfg.prices.insert("model-b".into(), stages::services::llm::ModelPrice { input_per_million: 2.0, output_per_million: 10.0 });
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
     let p = prompts();
     let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Crates MARKNOCODE", true)];
@@ -445,6 +446,12 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
     assert!(seen.iter().filter(|s| !s.user.contains("MARKNOCODE")).all(|s| s.user.contains("exactly as the statement describes")));
     assert_eq!(seen.iter().filter(|s| s.model == "model-b").count(), 20);
     assert_eq!(out.stats.from_endpoint, 40);
+    // Tokens and cost per stage and model, from the usage the server reported.
+    let rows = gateway.accounting().stage_rows(LlmStage::Generate);
+    assert_eq!(rows.iter().map(|r| (r.model.as_str(), r.from_endpoint, r.completion_tokens)).collect::<Vec<_>>(), [("model-a", 20, 140), ("model-b", 20, 140)]);
+    let b = &rows[1];
+    let expected = (b.prompt_tokens as f64 * 2.0 + b.completion_tokens as f64 * 10.0) / 1e6;
+    assert!(b.prompt_tokens > 0 && (b.cost - expected).abs() < 1e-12 && rows[0].cost == 0.0, "{rows:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,9 +5,11 @@
 //! - `ingest`: ingest, dedup and filter on the shared LiveCodeBench rows.
 //! - `fetch`: downloads from a local HTTP server: resume, retries, checksums.
 //! - `execute`: the sandboxed judge: five languages, hostile programs, `coreb judge`.
+//! - `llm`: the LLM gateway, response store and LLM stages against a fault-injecting server.
 
 mod support;
 
 mod execute;
 mod fetch;
 mod ingest;
+mod llm;

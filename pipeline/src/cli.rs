@@ -57,6 +57,8 @@ pub enum Command {
     /// Write the manifest of a month's release: window after the latest release, sources
     /// pinned by sha256, models and prompts as before.
     Plan(PlanArgs),
+    /// Inspect, export or import an LLM response store.
+    Store(StoreArgs),
 }
 
 /// Which stage a build stops after.
@@ -278,4 +280,63 @@ pub struct PlanArgs {
     /// Do not download sources to pin their sha256 (leave pins as they are).
     #[arg(long)]
     pub no_pin: bool,
+}
+
+/// Arguments of `coreb store`.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// What to do with the store.
+    #[command(subcommand)]
+    pub command: StoreCommand,
+}
+
+/// The subcommands of `coreb store`.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Count entries per stage, model and finish reason; list invalid files.
+    Stats {
+        /// The store directory.
+        store: PathBuf,
+        /// Print the statistics as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write every entry, sorted by key, to one JSONL file.
+    Export {
+        /// The store directory.
+        store: PathBuf,
+        /// The JSONL file to write.
+        out: PathBuf,
+    },
+    /// Add the entries of a JSONL export (or of hand-written entries) to a store.
+    Import {
+        /// The store directory.
+        store: PathBuf,
+        /// The JSONL file to read.
+        input: PathBuf,
+        /// Replace entries stored with different content (otherwise they are conflicts).
+        #[arg(long)]
+        overwrite: bool,
+        /// Print the report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Benchmark the gateway against a local delayed server and the store's serving time.
+    #[command(hide = true)]
+    Bench {
+        /// A scratch directory for the benchmark's stores.
+        dir: PathBuf,
+        /// Requests sent to the local server.
+        #[arg(long, default_value_t = 2000)]
+        requests: u32,
+        /// The server's fixed answer delay (ms).
+        #[arg(long, default_value_t = 50)]
+        delay_ms: u64,
+        /// The gateway's concurrency cap.
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// Entries served from the store.
+        #[arg(long, default_value_t = 10_000)]
+        stored: u32,
+    },
 }

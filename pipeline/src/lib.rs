@@ -45,5 +45,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Judge(args) => commands::judge::judge(args),
         Command::Audit(args) => commands::audit::audit(args),
         Command::Plan(args) => commands::plan::plan(args),
+        Command::Store(args) => commands::store::store(args),
     }
 }

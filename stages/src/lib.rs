@@ -5,7 +5,9 @@
 //! Stages that need the network, a sandbox or a model take it as a parameter.
 //!
 //! Built so far: [`fetch`] (the one stage whose job *is* I/O: downloads), [`ingest`],
-//! [`dedup`], [`filter`]. The problems table codec lives in [`tables`].
+//! [`dedup`], [`filter`], and the LLM stages [`rewrite`], [`distract`], [`abbreviate`],
+//! [`generate`] and [`queries`] over the gateway in [`services::llm`] with prompts from
+//! [`prompt`]. The problems table codec lives in [`tables`].
 //!
 //! ```
 //! use stages::problem::ProblemId;
@@ -13,15 +15,21 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod abbreviate;
 pub mod dedup;
+pub mod distract;
 pub mod execute;
 pub mod fetch;
 pub mod filter;
+pub mod generate;
 pub mod hashing;
 pub mod ingest;
 pub mod problem;
+pub mod prompt;
 pub mod qrels;
+pub mod queries;
 pub mod release;
+pub mod rewrite;
 pub mod services;
 pub mod solution;
 pub mod tables;

@@ -5,6 +5,7 @@ pub mod build;
 pub mod eval;
 pub mod judge;
 pub mod plan;
+pub mod store;
 pub mod trec_eval;
 pub mod verify;
 

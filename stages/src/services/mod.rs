@@ -2,3 +2,4 @@
 //! (Each is added by the issue that builds it.)
 
 pub mod sandbox;
+pub mod llm;

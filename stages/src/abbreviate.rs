@@ -1,0 +1,103 @@
+//! `abbreviate`: a canonical 50–150-word summary per rewritten problem (DESIGN §1.3), the
+//! query text of the text-to-code `canonical` subtask.
+//!
+//! The answer is cleaned of markdown artefacts and must fall within the configured word
+//! range, or the problem is rejected with its word count. No I/O.
+
+use serde::{Deserialize, Serialize};
+
+use crate::problem::ProblemId;
+use crate::prompt::Prompt;
+use crate::rewrite::RewrittenProblem;
+use crate::services::llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
+use crate::services::llm::text::{clean_markdown, word_count};
+use crate::services::llm::{LlmGateway, LlmStage};
+
+/// A problem's canonical summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The problem.
+    pub problem_id: ProblemId,
+    /// The summary text.
+    pub text: String,
+    /// Its word count.
+    pub words: usize,
+    /// The model that wrote it.
+    pub model: String,
+}
+
+/// `[stages.abbreviate]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AbbreviateConfig {
+    /// Problems in flight at once.
+    pub concurrency: usize,
+    /// Fewest words.
+    pub min_words: usize,
+    /// Most words.
+    pub max_words: usize,
+}
+
+impl Default for AbbreviateConfig {
+    fn default() -> Self {
+        AbbreviateConfig { concurrency: 8, min_words: 50, max_words: 150 }
+    }
+}
+
+/// What `abbreviate` returns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AbbreviateOutput {
+    /// One per accepted problem, in problem order.
+    pub summaries: Vec<Summary>,
+    /// Problems without a summary, with the reasons.
+    pub rejected: Vec<Rejection>,
+    /// Counts.
+    pub stats: LlmStageStats,
+    /// sha256 of the prompt.
+    pub prompt_sha256: String,
+}
+
+/// Summarise every problem.
+pub async fn abbreviate(config: &AbbreviateConfig, plan: &ModelPlan, prompt: &Prompt, problems: &[RewrittenProblem], gateway: &dyn LlmGateway) -> Result<AbbreviateOutput, LlmStageError> {
+    let stage = LlmStage::Abbreviate;
+    if config.min_words > config.max_words {
+        return Err(LlmStageError::Config { stage, message: format!("`min_words` {} exceeds `max_words` {}", config.min_words, config.max_words) });
+    }
+    let results = run::ordered(problems.iter().collect(), config.concurrency, |p| async move {
+        let mut stats = LlmStageStats::default();
+        let messages = prompt.render(&[("title", &p.title), ("statement", &p.statement)]).map_err(|source| LlmStageError::Prompt { stage, source })?;
+        let r = run::ask_models(gateway, stage, p.id.as_str(), plan, &messages, &prompt.sha256, &mut stats, |text| parse(text, config)).await?;
+        Ok::<_, LlmStageError>((p, r, stats))
+    })
+    .await;
+    let mut out = AbbreviateOutput { summaries: Vec::new(), rejected: Vec::new(), stats: LlmStageStats::default(), prompt_sha256: prompt.sha256.clone() };
+    out.stats.items_in = problems.len() as u64;
+    for result in results {
+        let (p, r, stats) = result?;
+        out.stats += stats;
+        match r {
+            Ok((text, model)) => {
+                out.stats.items_out += 1;
+                out.summaries.push(Summary { problem_id: p.id.clone(), words: word_count(&text), text, model });
+            }
+            Err(rejections) => {
+                out.stats.items_rejected += 1;
+                out.rejected.extend(rejections);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn parse(text: &str, config: &AbbreviateConfig) -> Result<String, RejectReason> {
+    // One paragraph: fold the lines the model may have broken it into.
+    let text = clean_markdown(text).split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.is_empty() {
+        return Err(RejectReason::EmptyField { field: "summary".into() });
+    }
+    let words = word_count(&text);
+    if words < config.min_words || words > config.max_words {
+        return Err(RejectReason::WordCount { words, min: config.min_words, max: config.max_words });
+    }
+    Ok(text)
+}

@@ -1,0 +1,138 @@
+//! `generate`: solutions per rewritten problem × model × language × sample (DESIGN §1.3).
+//!
+//! One request per solution, prompt `generate` with the language's instructions
+//! (fragment `language_<lang>`) and the I/O convention (fragment `io_stdin`, or
+//! `io_functional` for LeetCode call-based problems: one JSON value per argument line in,
+//! compact JSON out). Sample `s` is sent with seed `seed + s` so that samples differ on
+//! endpoints that honour seeds; the sample index is part of the request key either way.
+//! The code is extracted with [`extract_code`] (first `<code>…</code>`, else an unclosed
+//! `<code>`, else the first fenced block, else the whole text; `#` lines are kept); an
+//! answer without code is rejected. No I/O; nothing is compiled or run here (`execute` does).
+
+use serde::{Deserialize, Serialize};
+
+use crate::prompt::Prompt;
+use crate::rewrite::RewrittenProblem;
+use crate::services::llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
+use crate::services::llm::text::extract_code;
+use crate::services::llm::{LlmGateway, LlmStage};
+use crate::solution::{Language, Solution, SolutionId};
+
+/// `[stages.generate]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GenerateConfig {
+    /// Solutions in flight at once.
+    pub concurrency: usize,
+    /// Languages.
+    pub languages: Vec<Language>,
+    /// Samples per (problem, model, language).
+    pub samples: u32,
+}
+
+impl Default for GenerateConfig {
+    fn default() -> Self {
+        GenerateConfig { concurrency: 16, languages: Language::ALL.to_vec(), samples: 1 }
+    }
+}
+
+/// What `generate` returns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GenerateOutput {
+    /// Solutions in (problem, model, language, sample) order.
+    pub solutions: Vec<Solution>,
+    /// Solutions that could not be generated, with the reason (item = solution id).
+    pub rejected: Vec<Rejection>,
+    /// Counts (items are solutions).
+    pub stats: LlmStageStats,
+    /// sha256 of the prompt.
+    pub prompt_sha256: String,
+}
+
+/// The name a prompt uses for a language.
+pub fn language_name(language: Language) -> &'static str {
+    match language {
+        Language::Python => "Python 3",
+        Language::Cpp => "C++17",
+        Language::Java => "Java 17",
+        Language::Go => "Go",
+        Language::Ruby => "Ruby",
+    }
+}
+
+/// Generate every solution.
+pub async fn generate(config: &GenerateConfig, plan: &ModelPlan, prompt: &Prompt, problems: &[RewrittenProblem], gateway: &dyn LlmGateway) -> Result<GenerateOutput, LlmStageError> {
+    let stage = LlmStage::Generate;
+    if config.languages.is_empty() || config.samples == 0 {
+        return Err(LlmStageError::Config { stage, message: "`languages` and `samples` must not be empty".into() });
+    }
+    let mut items = Vec::new();
+    for p in problems {
+        for model in &plan.models {
+            for &language in &config.languages {
+                for sample in 0..config.samples {
+                    items.push((p, model.as_str(), language, sample));
+                }
+            }
+        }
+    }
+    let n = items.len() as u64;
+    let results = run::ordered(items, config.concurrency, |(p, model, language, sample)| async move {
+        let id = SolutionId::new(&p.id, model, language, sample);
+        let messages = render(prompt, p, language).map_err(|source| LlmStageError::Prompt { stage, source })?;
+        let mut sampling = plan.sampling.clone();
+        sampling.seed = sampling.seed.map(|s| s.wrapping_add(u64::from(sample)));
+        let request = run::request(stage, id.as_str(), model, messages, &sampling, sample, &prompt.sha256);
+        let outcome = match run::ask(gateway, &request).await? {
+            Ok(completion) => {
+                let code = extract_code(&completion.text);
+                if code.is_empty() {
+                    Err((Rejection { item: id.to_string(), model: model.to_owned(), key: Some(completion.key.clone()), reason: RejectReason::NoCode }, Some(completion)))
+                } else {
+                    Ok((Solution { id, problem_id: p.id.clone(), model: model.to_owned(), language, sample, code }, completion))
+                }
+            }
+            Err(rejection) => Err((rejection, None)),
+        };
+        Ok::<_, LlmStageError>(outcome)
+    })
+    .await;
+    let mut out = GenerateOutput { solutions: Vec::new(), rejected: Vec::new(), stats: LlmStageStats::default(), prompt_sha256: prompt.sha256.clone() };
+    out.stats.items_in = n;
+    for result in results {
+        match result? {
+            Ok((solution, completion)) => {
+                out.stats.count(&completion);
+                out.solutions.push(solution);
+            }
+            Err((rejection, completion)) => {
+                if let Some(c) = completion {
+                    out.stats.count(&c);
+                }
+                out.stats.items_rejected += 1;
+                out.rejected.push(rejection);
+            }
+        }
+    }
+    out.stats.items_out = out.solutions.len() as u64;
+    Ok(out)
+}
+
+/// Is the problem call-based (LeetCode functional tests)?
+fn is_functional(p: &RewrittenProblem) -> bool {
+    p.func_name.is_some() || p.public_tests.iter().chain(&p.private_tests).any(|t| t.testtype == crate::problem::TestType::Functional)
+}
+
+fn render(prompt: &Prompt, p: &RewrittenProblem, language: Language) -> Result<Vec<crate::services::llm::ChatMessage>, crate::prompt::PromptError> {
+    let instructions = prompt.fragment(&format!("language_{language}"))?.trim();
+    let io = prompt.fragment(if is_functional(p) { "io_functional" } else { "io_stdin" })?.trim();
+    let starter = if p.starter_code.trim().is_empty() { prompt.fragment("starter_none")?.trim() } else { p.starter_code.as_str() };
+    prompt.render(&[
+        ("title", &p.title),
+        ("statement", &p.statement),
+        ("language_name", language_name(language)),
+        ("language_instructions", instructions),
+        ("io_instructions", io),
+        ("starter_code", starter),
+    ])
+}

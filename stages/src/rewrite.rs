@@ -1,0 +1,489 @@
+//! `rewrite`: the light counterfactual rewrite of a problem (DESIGN §1.3).
+//!
+//! For each problem: ask for a new title, statement and starter code (JSON), strip markdown
+//! artefacts, and check the fields; then carry its tests over:
+//!
+//! - a test whose every input and output token is context-independent (numbers, CP keywords
+//!   such as Yes/No/true/false/inf/nan/impossible/none, grid characters) is kept unchanged;
+//! - a test too long for a prompt (`max_test_chars`) is kept unchanged when its output is
+//!   context-independent, and otherwise mapped through a letter bijection seeded by the
+//!   problem id (keywords are left alone so `true`/`Yes` survive);
+//! - every other test is rewritten by the model in batches (prompt `rewrite_tests`), which
+//!   must return as many tests as it got, each with the same line structure.
+//!
+//! A problem with any unusable answer is rejected whole, with the reason. The stage does no
+//! I/O; it does not generate solutions or check that tests still pass (`execute` does).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::problem::{Platform, Problem, ProblemId, TestCase};
+use crate::prompt::Prompt;
+use crate::services::llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
+use crate::services::llm::{LlmGateway, LlmStage};
+
+/// `[stages.rewrite]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RewriteConfig {
+    /// Problems in flight at once.
+    pub concurrency: usize,
+    /// Tests per `rewrite_tests` request.
+    pub test_batch_size: usize,
+    /// A test longer than this (input + output characters) is never sent to the model.
+    pub max_test_chars: usize,
+}
+
+impl Default for RewriteConfig {
+    fn default() -> Self {
+        RewriteConfig { concurrency: 8, test_batch_size: 8, max_test_chars: 2_000 }
+    }
+}
+
+/// A problem after the counterfactual rewrite.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RewrittenProblem {
+    /// The original problem's id (ids are kept).
+    pub id: ProblemId,
+    /// New title.
+    pub title: String,
+    /// New statement.
+    pub statement: String,
+    /// New starter code (empty when the original had none).
+    pub starter_code: String,
+    /// The method the starter code defines (LeetCode call-based problems).
+    pub func_name: Option<String>,
+    /// Platform of the original.
+    pub platform: Platform,
+    /// Difficulty of the original.
+    pub difficulty: String,
+    /// Contest date of the original.
+    pub contest_date: String,
+    /// Public tests, rewritten where needed.
+    pub public_tests: Vec<TestCase>,
+    /// Private tests, rewritten where needed.
+    pub private_tests: Vec<TestCase>,
+    /// The model that wrote the rewrite.
+    pub model: String,
+    /// How each test was carried over (public then private).
+    pub test_origins: Vec<TestOrigin>,
+}
+
+/// How a test was carried over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestOrigin {
+    /// Context-independent: unchanged.
+    Kept,
+    /// Too long for a prompt but with a context-independent output: unchanged.
+    KeptLong,
+    /// Rewritten by the model.
+    Model,
+    /// Too long for a prompt: letter bijection.
+    Bijection,
+}
+
+/// Counts of `rewrite`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RewriteStats {
+    /// Items, requests, rejections.
+    pub llm: LlmStageStats,
+    /// Tests kept unchanged.
+    pub tests_kept: u64,
+    /// Long tests kept unchanged.
+    pub tests_kept_long: u64,
+    /// Tests rewritten by the model.
+    pub tests_model: u64,
+    /// Tests mapped by the bijection.
+    pub tests_bijection: u64,
+}
+
+impl std::ops::AddAssign for RewriteStats {
+    fn add_assign(&mut self, o: Self) {
+        self.llm += o.llm;
+        self.tests_kept += o.tests_kept;
+        self.tests_kept_long += o.tests_kept_long;
+        self.tests_model += o.tests_model;
+        self.tests_bijection += o.tests_bijection;
+    }
+}
+
+/// What `rewrite` returns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RewriteOutput {
+    /// Rewritten problems, in input order.
+    pub problems: Vec<RewrittenProblem>,
+    /// Problems that could not be rewritten, with every reason.
+    pub rejected: Vec<Rejection>,
+    /// Counts.
+    pub stats: RewriteStats,
+    /// sha256 of the `rewrite` prompt.
+    pub prompt_sha256: String,
+    /// sha256 of the `rewrite_tests` prompt.
+    pub tests_prompt_sha256: String,
+}
+
+/// The model plans of `rewrite` (statement) and its test batches.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RewritePlans {
+    /// For the statement.
+    pub rewrite: ModelPlan,
+    /// For the test batches.
+    pub tests: ModelPlan,
+}
+
+/// Rewrite every problem.
+pub async fn rewrite(
+    config: &RewriteConfig,
+    plans: &RewritePlans,
+    prompt: &Prompt,
+    tests_prompt: &Prompt,
+    problems: Vec<Problem>,
+    gateway: &dyn LlmGateway,
+) -> Result<RewriteOutput, LlmStageError> {
+    let n = problems.len() as u64;
+    let results = run::ordered(problems, config.concurrency, |p| rewrite_one(config, plans, prompt, tests_prompt, p, gateway)).await;
+    let mut out = RewriteOutput {
+        problems: Vec::new(),
+        rejected: Vec::new(),
+        stats: RewriteStats::default(),
+        prompt_sha256: prompt.sha256.clone(),
+        tests_prompt_sha256: tests_prompt.sha256.clone(),
+    };
+    out.stats.llm.items_in = n;
+    for result in results {
+        let (one, stats) = result?;
+        out.stats += stats;
+        match one {
+            Ok(p) => out.problems.push(p),
+            Err(rejections) => {
+                out.stats.llm.items_rejected += 1;
+                out.rejected.extend(rejections);
+            }
+        }
+    }
+    out.stats.llm.items_out = out.problems.len() as u64;
+    Ok(out)
+}
+
+type One = (Result<RewrittenProblem, Vec<Rejection>>, RewriteStats);
+
+async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompt: &Prompt, tests_prompt: &Prompt, problem: Problem, gateway: &dyn LlmGateway) -> Result<One, LlmStageError> {
+    let mut stats = RewriteStats::default();
+    let stage = LlmStage::Rewrite;
+    let starter = if problem.starter_code.trim().is_empty() { "(none)" } else { problem.starter_code.as_str() };
+    let messages = prompt
+        .render(&[("question_title", &problem.question_title), ("question_content", &problem.question_content), ("starter_code", starter)])
+        .map_err(|source| LlmStageError::Prompt { stage, source })?;
+    let has_starter = !problem.starter_code.trim().is_empty();
+    let parsed = run::ask_models(gateway, stage, problem.id.as_str(), &plans.rewrite, &messages, &prompt.sha256, &mut stats.llm, |text| {
+        parse_rewrite(text, &problem, has_starter)
+    })
+    .await?;
+    let ((title, statement, starter_code, func_name), model) = match parsed {
+        Ok(v) => v,
+        Err(rejections) => return Ok((Err(rejections), stats)),
+    };
+
+    // Tests: classify, then rewrite the ones that need the model in batches.
+    let all: Vec<&TestCase> = problem.public_tests.iter().chain(&problem.private_tests).collect();
+    let mut new_tests: Vec<Option<TestCase>> = vec![None; all.len()];
+    let mut origins = vec![TestOrigin::Kept; all.len()];
+    let mut for_model = Vec::new();
+    let perm = letter_bijection(problem.id.as_str());
+    for (i, t) in all.iter().enumerate() {
+        if is_context_independent(&t.input) && is_context_independent(&t.output) {
+            new_tests[i] = Some((*t).clone());
+            stats.tests_kept += 1;
+        } else if t.input.len() + t.output.len() > config.max_test_chars {
+            if is_context_independent(&t.output) {
+                new_tests[i] = Some((*t).clone());
+                origins[i] = TestOrigin::KeptLong;
+                stats.tests_kept_long += 1;
+            } else {
+                new_tests[i] = Some(TestCase { input: apply_bijection(&t.input, &perm), output: apply_bijection(&t.output, &perm), testtype: t.testtype });
+                origins[i] = TestOrigin::Bijection;
+                stats.tests_bijection += 1;
+            }
+        } else {
+            for_model.push(i);
+            origins[i] = TestOrigin::Model;
+        }
+    }
+    let batches: Vec<Vec<usize>> = for_model.chunks(config.test_batch_size.max(1)).map(<[usize]>::to_vec).collect();
+    let futures = batches.iter().enumerate().map(|(b, idx)| {
+        let tests: Vec<&TestCase> = idx.iter().map(|&i| all[i]).collect();
+        rewrite_batch(plans, tests_prompt, &problem, &statement, b, idx, tests, gateway)
+    });
+    let results = futures_util::future::join_all(futures).await;
+    for (idx, result) in batches.iter().zip(results) {
+        let (result, llm) = result?;
+        stats.llm += llm;
+        match result {
+            Ok(tests) => {
+                for (&i, t) in idx.iter().zip(tests) {
+                    new_tests[i] = Some(t);
+                    stats.tests_model += 1;
+                }
+            }
+            Err(rejections) => return Ok((Err(rejections), stats)),
+        }
+    }
+    let mut tests: Vec<TestCase> = new_tests.into_iter().flatten().collect();
+    let private_tests = tests.split_off(problem.public_tests.len().min(tests.len()));
+    let rewritten = RewrittenProblem {
+        id: problem.id.clone(),
+        title,
+        statement,
+        starter_code,
+        func_name,
+        platform: problem.platform,
+        difficulty: problem.difficulty.clone(),
+        contest_date: problem.contest_date.clone(),
+        public_tests: tests,
+        private_tests,
+        model,
+        test_origins: origins,
+    };
+    Ok((Ok(rewritten), stats))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn rewrite_batch(
+    plans: &RewritePlans,
+    prompt: &Prompt,
+    problem: &Problem,
+    statement: &str,
+    batch: usize,
+    indices: &[usize],
+    tests: Vec<&TestCase>,
+    gateway: &dyn LlmGateway,
+) -> Result<(Result<Vec<TestCase>, Vec<Rejection>>, LlmStageStats), LlmStageError> {
+    let stage = LlmStage::RewriteTests;
+    let mut stats = LlmStageStats::default();
+    let wire: Vec<serde_json::Value> = tests.iter().map(|t| serde_json::json!({"input": t.input, "output": t.output})).collect();
+    let tests_json = serde_json::to_string_pretty(&wire).unwrap_or_default();
+    let count = tests.len().to_string();
+    let messages = prompt
+        .render(&[("original_statement", &problem.question_content), ("statement", statement), ("tests_json", &tests_json), ("count", &count)])
+        .map_err(|source| LlmStageError::Prompt { stage, source })?;
+    let item = format!("{}/tests/{batch}", problem.id);
+    let parsed = run::ask_models(gateway, stage, &item, &plans.tests, &messages, &prompt.sha256, &mut stats, |text| parse_tests(text, indices, &tests)).await?;
+    Ok((parsed.map(|(t, _)| t), stats))
+}
+
+fn parse_rewrite(text: &str, problem: &Problem, has_starter: bool) -> Result<(String, String, String, Option<String>), RejectReason> {
+    let v = run::json_answer(text)?;
+    let title = run::json_text(&v, "title", false, true)?;
+    let statement = run::json_text(&v, "statement", false, true)?;
+    let starter_code = run::json_text(&v, "starter_code", !has_starter, false)?;
+    if normalise(&statement) == normalise(&problem.question_content) {
+        return Err(RejectReason::Unchanged { field: "statement".into() });
+    }
+    let starter_code = if has_starter { format!("{}\n", starter_code.trim_end()) } else { String::new() };
+    let func_name = match &problem.func_name {
+        Some(_) => Some(method_name(&starter_code).ok_or(RejectReason::NoMethod)?),
+        None => None,
+    };
+    Ok((title, statement, starter_code, func_name))
+}
+
+fn parse_tests(text: &str, indices: &[usize], sent: &[&TestCase]) -> Result<Vec<TestCase>, RejectReason> {
+    let v = run::json_answer(text)?;
+    let list = v.get("tests").and_then(|t| t.as_array()).or_else(|| v.as_array()).ok_or(RejectReason::MissingField { field: "tests".into() })?;
+    if list.len() != sent.len() {
+        return Err(RejectReason::TestCount { expected: sent.len(), got: list.len() });
+    }
+    let mut out = Vec::with_capacity(list.len());
+    for ((item, original), &index) in list.iter().zip(sent).zip(indices) {
+        let field = |name: &str| -> Result<String, RejectReason> {
+            match item.get(name) {
+                Some(serde_json::Value::String(s)) => Ok(s.clone()),
+                // Models sometimes unquote a JSON value; keep its compact text.
+                Some(other) if !other.is_null() => Ok(other.to_string()),
+                _ => Err(RejectReason::MissingField { field: format!("tests[{}].{name}", out.len()) }),
+            }
+        };
+        let test = TestCase { input: field("input")?, output: field("output")?, testtype: original.testtype };
+        for (what, new, old) in [("input", &test.input, &original.input), ("output", &test.output, &original.output)] {
+            let (a, b) = (new.trim_end().lines().count(), old.trim_end().lines().count());
+            if a != b {
+                return Err(RejectReason::TestShape { test: index, detail: format!("{what} has {a} lines, the original {b}") });
+            }
+        }
+        out.push(test);
+    }
+    Ok(out)
+}
+
+fn normalise(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The first method of a starter class (`def name(self, …)`), or the first function.
+pub fn method_name(starter_code: &str) -> Option<String> {
+    static METHOD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*self\b").expect("method regex"));
+    static FUNC: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(").expect("function regex"));
+    METHOD.captures(starter_code).or_else(|| FUNC.captures(starter_code)).map(|c| c[1].to_owned())
+}
+
+const KEYWORDS: &[&str] = &[
+    "Yes", "No", "YES", "NO", "yes", "no", "true", "false", "True", "False", "TRUE", "FALSE", "inf", "Inf", "INF", "infinity", "Infinity", "nan", "NaN", "NAN",
+    "impossible", "Impossible", "IMPOSSIBLE", "none", "None", "NONE", "null", "Null", "NULL", "possible", "Possible", "POSSIBLE",
+];
+
+/// Characters of grid drawings (`#.#`, `..*`, `+-|`).
+const GRID: &str = ".#*@+-|/\\_=<>^~?!";
+
+/// Is every token of `text` a number, a CP keyword or a run of grid characters?
+/// JSON punctuation (`[]{},:"`) separates tokens, so `[1,2,3]` and `true` qualify but
+/// `"abc"` does not.
+pub fn is_context_independent(text: &str) -> bool {
+    static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$").expect("number regex"));
+    text.split(|c: char| c.is_whitespace() || "[]{},:\"'()".contains(c))
+        .filter(|t| !t.is_empty())
+        .all(|t| NUMBER.is_match(t) || KEYWORDS.contains(&t) || t.strip_prefix('-').is_some_and(|k| KEYWORDS.contains(&k)) || t.chars().all(|c| GRID.contains(c)))
+}
+
+/// The letter permutation of a problem: a Fisher–Yates shuffle of `a..z` driven by
+/// splitmix64 seeded with the first 8 bytes of sha256(problem id).
+pub fn letter_bijection(problem_id: &str) -> [u8; 26] {
+    let digest = crate::hashing::sha256_hex(problem_id.as_bytes());
+    let mut state = u64::from_str_radix(&digest[..16], 16).unwrap_or(0);
+    let mut next = || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut perm: [u8; 26] = std::array::from_fn(|i| b'a' + i as u8);
+    for i in (1..26).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        perm.swap(i, j);
+    }
+    perm
+}
+
+/// Map every ASCII letter through `perm` (case kept), except in runs that are keywords.
+pub fn apply_bijection(text: &str, perm: &[u8; 26]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if KEYWORDS.contains(&run.as_str()) {
+            out.push_str(run);
+        } else {
+            out.extend(run.chars().map(|c| {
+                let lower = c.to_ascii_lowercase();
+                let mapped = perm[(lower as u8 - b'a') as usize] as char;
+                if c.is_ascii_uppercase() { mapped.to_ascii_uppercase() } else { mapped }
+            }));
+        }
+        run.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphabetic() {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_independence() {
+        for yes in ["3\n1 2 3\n", "Yes", "-1", "[1,2,3]\n[[0,1],[2]]", "true", "#.#\n..*", "1.5e-3 inf", "IMPOSSIBLE", "-inf"] {
+            assert!(is_context_independent(yes), "{yes:?}");
+        }
+        for no in ["\"abc\"", "Alice", "3\nabc", "apple 3"] {
+            assert!(!is_context_independent(no), "{no:?}");
+        }
+    }
+
+    #[test]
+    fn bijection_is_seeded_permutation_sparing_keywords() {
+        let p = letter_bijection("lcb_1");
+        let mut sorted = p;
+        sorted.sort();
+        assert_eq!(sorted.to_vec(), (b'a'..=b'z').collect::<Vec<_>>());
+        assert_eq!(p, letter_bijection("lcb_1"));
+        assert_ne!(p, letter_bijection("lcb_2"));
+        let s = apply_bijection("\"Hello\" true 42 abc", &p);
+        assert!(s.contains(" true 42 "), "{s}");
+        assert_eq!(s.len(), "\"Hello\" true 42 abc".len());
+        assert_ne!(&s[1..6], "Hello");
+        assert!(s.as_bytes()[1].is_ascii_uppercase());
+    }
+
+    /// A gateway that answers from a closure: what tests and replays substitute.
+    struct Canned(fn(&crate::services::llm::ChatRequest) -> String);
+
+    impl crate::services::llm::LlmGateway for Canned {
+        fn complete<'a>(&'a self, request: &'a crate::services::llm::ChatRequest) -> futures_util::future::BoxFuture<'a, Result<crate::services::llm::Completion, crate::services::llm::LlmError>> {
+            let text = (self.0)(request);
+            Box::pin(async move {
+                Ok(crate::services::llm::Completion {
+                    key: request.key(),
+                    text,
+                    finish_reason: crate::services::llm::FinishReason::Stop,
+                    usage: Default::default(),
+                    origin: crate::services::llm::Origin::Endpoint,
+                })
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn long_tests_use_the_bijection_only_when_the_output_needs_it() {
+        let prompts = crate::prompt::Prompts::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prompts")).unwrap();
+        let long_word = "apple".repeat(500);
+        let test = |i: &str, o: &str| TestCase { input: i.into(), output: o.into(), testtype: crate::problem::TestType::Functional };
+        let problem = Problem {
+            id: ProblemId::from_question_id("9"),
+            question_title: "apples".into(),
+            question_content: "Reverse the word.".into(),
+            platform: Platform::Leetcode,
+            question_id: "9".into(),
+            contest_id: "w1".into(),
+            contest_date: "2025-01-01T00:00:00".into(),
+            starter_code: "class Solution:\n    def reverseWord(self, s: str) -> str:\n        ".into(),
+            difficulty: "easy".into(),
+            public_tests: vec![test(&format!("\"{long_word}\""), &format!("\"{long_word}\"")), test(&format!("\"{long_word}\""), "2500")],
+            private_tests: vec![test("[1,2]", "true")],
+            func_name: Some("reverseWord".into()),
+            metadata: "{}".into(),
+        };
+        let gateway = Canned(|r| {
+            assert_eq!(r.stage, LlmStage::Rewrite, "no test may reach the model");
+            r#"{"title": "Crates", "statement": "**Flip** the crate label.", "starter_code": "class Solution:\n    def flipLabel(self, label: str) -> str:\n        "}"#.into()
+        });
+        let plan = ModelPlan::single("m", Default::default());
+        let plans = RewritePlans { rewrite: plan.clone(), tests: plan };
+        let out = rewrite(&RewriteConfig::default(), &plans, &prompts.rewrite, &prompts.rewrite_tests, vec![problem.clone()], &gateway).await.unwrap();
+        let p = &out.problems[0];
+        assert_eq!(p.statement, "Flip the crate label.");
+        assert_eq!(p.func_name.as_deref(), Some("flipLabel"));
+        assert_eq!(p.test_origins, [TestOrigin::Bijection, TestOrigin::KeptLong, TestOrigin::Kept]);
+        let perm = letter_bijection("lcb_9");
+        assert_eq!(p.public_tests[0].input, apply_bijection(&problem.public_tests[0].input, &perm));
+        assert_ne!(p.public_tests[0].input, problem.public_tests[0].input);
+        assert_eq!(p.public_tests[1], problem.public_tests[1]);
+        assert_eq!(p.private_tests, problem.private_tests);
+        assert_eq!((out.stats.tests_bijection, out.stats.tests_kept_long, out.stats.tests_kept), (1, 1, 1));
+    }
+
+    #[test]
+    fn method_names() {
+        assert_eq!(method_name("class Solution:\n    def countWays(self, n: int) -> int:\n"), Some("countWays".into()));
+        assert_eq!(method_name(""), None);
+    }
+}

@@ -1,0 +1,58 @@
+//! [`AuthoredGateway`]: answers written offline (by people or another tool), turned into
+//! ordinary store entries by running the stages over them.
+//!
+//! Running a stage with this gateway renders every request exactly as a live run would; the
+//! gateway answers each from the authored texts keyed by (stage, item), writes the entry to
+//! the store under the request's real key, and returns it. A request without an authored
+//! answer is a per-item failure (`not_authored`) so one run lists everything still missing.
+//! Afterwards the store replays the same answers in `replay` mode, byte for byte.
+//!
+//! Items are those of [`super::ChatRequest::item`]: the problem id for `rewrite`, `distract`,
+//! `abbreviate` and `queries`; `<problem>/tests/<batch>` for `rewrite_tests`; the solution id
+//! `<problem>/<model>/<language>/<sample>` for `generate`.
+
+use std::collections::BTreeMap;
+
+use futures_util::future::BoxFuture;
+
+use super::key::KeyedRequest;
+use super::store::{FORMAT, ResponseStore, StoreEntry, StoredResponse};
+use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, LlmStage, Origin, TokenUsage};
+
+/// A gateway over authored answers that records them in a store.
+#[derive(Debug)]
+pub struct AuthoredGateway {
+    answers: BTreeMap<(LlmStage, String), String>,
+    store: ResponseStore,
+}
+
+impl AuthoredGateway {
+    /// Answers keyed by (stage, item), recorded into `store`.
+    pub fn new(answers: BTreeMap<(LlmStage, String), String>, store: ResponseStore) -> Self {
+        AuthoredGateway { answers, store }
+    }
+}
+
+impl LlmGateway for AuthoredGateway {
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(async move {
+            let Some(text) = self.answers.get(&(request.stage, request.item.clone())) else {
+                return Err(LlmError::NotAuthored { stage: request.stage, item: request.item.clone(), model: request.model.clone() });
+            };
+            let key = request.key();
+            // Rough counts (4 characters a token) so that cost reports are not empty.
+            let chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
+            let usage = TokenUsage { prompt_tokens: (chars as u64).div_ceil(4), completion_tokens: (text.len() as u64).div_ceil(4) };
+            let entry = StoreEntry {
+                format: FORMAT.to_owned(),
+                key: key.clone(),
+                stage: request.stage,
+                item: request.item.clone(),
+                request: KeyedRequest::of(request),
+                response: StoredResponse { text: text.clone(), finish_reason: FinishReason::Stop, usage },
+            };
+            self.store.put(&entry)?;
+            Ok(Completion { key, text: text.clone(), finish_reason: FinishReason::Stop, usage, origin: Origin::Endpoint })
+        })
+    }
+}

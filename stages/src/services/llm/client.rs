@@ -1,0 +1,266 @@
+//! One HTTP attempt at `POST <base_url>/chat/completions`, classified.
+//!
+//! Every outcome the endpoint (or the network) can produce maps to one [`Attempt`]:
+//! a usable answer, a retryable failure (429, 408, 409, 5xx, timeouts, refused or cut
+//! connections, bodies that are not a chat completion such as HTML from a proxy or truncated
+//! JSON), an authorisation failure (401/403, which stops the run) or a rejection (other 4xx,
+//! which loses the item). The retry loop itself lives in [`super::gateway`].
+//!
+//! This module does not retry, wait, or touch the store.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{ChatMessage, ChatRequest, FinishReason, TokenUsage};
+
+/// The outcome of one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attempt {
+    /// The endpoint answered with a chat completion.
+    Answer {
+        /// The message text.
+        text: String,
+        /// Why it stopped.
+        finish_reason: FinishReason,
+        /// Token usage.
+        usage: TokenUsage,
+    },
+    /// Worth another try, perhaps after the server's `Retry-After`.
+    Retry {
+        /// What went wrong, for the final error.
+        reason: String,
+        /// The server's `Retry-After` / `retry-after-ms`, if any.
+        after: Option<Duration>,
+    },
+    /// 401 or 403.
+    Unauthorized {
+        /// The status.
+        status: u16,
+    },
+    /// Any other 4xx: the request itself is wrong; retrying will not help.
+    Rejected {
+        /// The status.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+}
+
+/// A chat-completions client for one endpoint.
+pub struct HttpClient {
+    http: reqwest::Client,
+    url: String,
+    api_key: Option<String>,
+}
+
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key.
+        f.debug_struct("HttpClient").field("url", &self.url).field("api_key", &self.api_key.as_ref().map(|_| "<set>")).finish()
+    }
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    messages: &'a [ChatMessage],
+    temperature: f64,
+    top_p: f64,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    stream: bool,
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    choices: Vec<WireChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    message: WireMessage,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    #[serde(default)]
+    content: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+impl HttpClient {
+    /// A client for `base_url` (including `/v1`) with a whole-request timeout.
+    pub fn new(base_url: &str, api_key: Option<String>, timeout: Duration) -> Result<Self, reqwest::Error> {
+        let http = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(30))).build()?;
+        Ok(HttpClient { http, url: format!("{base_url}/chat/completions"), api_key })
+    }
+
+    /// Send one request and classify what comes back.
+    pub async fn attempt(&self, request: &ChatRequest) -> Attempt {
+        let wire = WireRequest {
+            model: &request.model,
+            messages: &request.messages,
+            temperature: request.params.temperature,
+            top_p: request.params.top_p,
+            max_tokens: request.params.max_tokens,
+            seed: request.params.seed,
+            stream: false,
+        };
+        let body = match serde_json::to_vec(&wire) {
+            Ok(b) => b,
+            Err(e) => return Attempt::Rejected { status: 0, body: format!("cannot encode the request: {e}") },
+        };
+        let mut builder = self.http.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body);
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        let response = match builder.send().await {
+            Ok(r) => r,
+            Err(e) => return Attempt::Retry { reason: describe(&e), after: None },
+        };
+        let status = response.status().as_u16();
+        let after = retry_after(response.headers());
+        let text = match response.text().await {
+            Ok(t) => t,
+            Err(e) => return Attempt::Retry { reason: format!("HTTP {status}, body cut: {}", describe(&e)), after },
+        };
+        classify(status, after, &text)
+    }
+}
+
+/// Classify a status and body (pure; unit-tested).
+pub fn classify(status: u16, after: Option<Duration>, body: &str) -> Attempt {
+    match status {
+        200..=299 => match serde_json::from_str::<WireResponse>(body) {
+            Ok(r) => match r.choices.into_iter().next() {
+                Some(choice) => Attempt::Answer {
+                    text: choice.message.content.unwrap_or_default(),
+                    finish_reason: FinishReason::parse(choice.finish_reason.as_deref()),
+                    usage: r.usage.map(|u| TokenUsage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens }).unwrap_or_default(),
+                },
+                None => Attempt::Retry { reason: format!("HTTP {status} with no choices"), after },
+            },
+            Err(e) => Attempt::Retry { reason: format!("HTTP {status}, not a chat completion ({e}): {}", snippet(body)), after },
+        },
+        401 | 403 => Attempt::Unauthorized { status },
+        408 | 409 | 425 | 429 | 500..=599 => Attempt::Retry { reason: format!("HTTP {status}: {}", snippet(body)), after },
+        _ => Attempt::Rejected { status, body: snippet(body) },
+    }
+}
+
+/// `retry-after-ms` (OpenAI), else `Retry-After` in seconds or as an HTTP date.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    let seconds = |v: &str| v.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
+    if let Some(ms) = text("retry-after-ms").and_then(seconds) {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let value = text("retry-after")?;
+    if let Some(s) = seconds(value) {
+        return Some(Duration::from_secs_f64(s));
+    }
+    let at = http_date(value)?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    Some(Duration::from_secs(at.saturating_sub(now)))
+}
+
+/// Seconds since the epoch of an IMF-fixdate (`Wed, 21 Oct 2015 07:28:00 GMT`), the only
+/// date form RFC 9110 requires senders to use.
+pub fn http_date(s: &str) -> Option<u64> {
+    let parts: Vec<&str> = s.split_whitespace().collect();
+    let [_, day, month, year, time, "GMT"] = parts[..] else { return None };
+    let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"].iter().position(|m| *m == month)? as u64 + 1;
+    let (day, year): (u64, i64) = (day.parse().ok()?, year.parse().ok()?);
+    let hms: Vec<u64> = time.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
+    let [h, m, sec] = hms[..] else { return None };
+    if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400) as u64;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe as i64 - 719_468;
+    u64::try_from(days).ok().map(|d| d * 86_400 + h * 3600 + m * 60 + sec)
+}
+
+fn snippet(body: &str) -> String {
+    let one_line: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one_line.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &one_line[..i]),
+        None => one_line,
+    }
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "connection failed"
+    } else if e.is_body() || e.is_decode() {
+        "body cut"
+    } else {
+        "request failed"
+    };
+    let mut s = format!("{kind}: {e}");
+    let mut cur = std::error::Error::source(e);
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification() {
+        let ok = r#"{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}"#;
+        assert_eq!(classify(200, None, ok), Attempt::Answer { text: "hi".into(), finish_reason: FinishReason::Stop, usage: TokenUsage { prompt_tokens: 5, completion_tokens: 1 } });
+        let len = ok.replace("\"stop\"", "\"length\"");
+        assert!(matches!(classify(200, None, &len), Attempt::Answer { finish_reason: FinishReason::Length, .. }));
+        assert!(matches!(classify(200, None, "<html><body>Bad gateway</body></html>"), Attempt::Retry { .. }));
+        assert!(matches!(classify(200, None, "{\"choices\": [{\"mess"), Attempt::Retry { .. }));
+        assert!(matches!(classify(200, None, "{\"choices\": []}"), Attempt::Retry { .. }));
+        assert!(matches!(classify(429, Some(Duration::from_secs(2)), "{\"error\":{\"code\":429}}"), Attempt::Retry { after: Some(_), .. }));
+        assert!(matches!(classify(503, None, "<html>"), Attempt::Retry { .. }));
+        assert_eq!(classify(401, None, ""), Attempt::Unauthorized { status: 401 });
+        assert_eq!(classify(403, None, ""), Attempt::Unauthorized { status: 403 });
+        assert!(matches!(classify(400, None, "bad model"), Attempt::Rejected { status: 400, .. }));
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        assert_eq!(http_date("Wed, 21 Oct 2015 07:28:00 GMT"), Some(1_445_412_480));
+        assert_eq!(http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(http_date("Tue, 29 Feb 2028 12:00:00 GMT"), Some(1_835_438_400));
+        assert_eq!(http_date("soon"), None);
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert("retry-after", "3".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
+        h.insert("retry-after-ms", "250".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        let mut past = reqwest::header::HeaderMap::new();
+        past.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        assert_eq!(retry_after(&past), Some(Duration::ZERO));
+    }
+}

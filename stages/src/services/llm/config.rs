@@ -1,0 +1,242 @@
+//! `[llm]` of a manifest: endpoint, models per stage, limits, retries, prices, store mode.
+//!
+//! Raw serde layer with `deny_unknown_fields`; [`LlmConfig::validate`] checks what serde
+//! cannot. The API key itself is never here: only the name of the variable holding it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::SamplingParams;
+
+/// The LLM stages (and the test-rewriting sub-step of `rewrite`, which has its own prompt).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmStage {
+    /// Counterfactual rewrite of title, statement and starter code.
+    Rewrite,
+    /// Rewriting test cases in batches (part of `rewrite`).
+    RewriteTests,
+    /// Four distractor statements.
+    Distract,
+    /// The canonical summary.
+    Abbreviate,
+    /// Solutions.
+    Generate,
+    /// Search queries.
+    Queries,
+}
+
+impl LlmStage {
+    /// Every LLM stage.
+    pub const ALL: [LlmStage; 6] =
+        [LlmStage::Rewrite, LlmStage::RewriteTests, LlmStage::Distract, LlmStage::Abbreviate, LlmStage::Generate, LlmStage::Queries];
+
+    /// The snake_case name (also the prompt's file stem).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LlmStage::Rewrite => "rewrite",
+            LlmStage::RewriteTests => "rewrite_tests",
+            LlmStage::Distract => "distract",
+            LlmStage::Abbreviate => "abbreviate",
+            LlmStage::Generate => "generate",
+            LlmStage::Queries => "queries",
+        }
+    }
+}
+
+impl std::fmt::Display for LlmStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the gateway does with the response store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoreMode {
+    /// Serve stored responses; send and store on a miss.
+    #[default]
+    Live,
+    /// Store only: a miss is an error naming the request; nothing is ever sent.
+    Replay,
+    /// Send every request even when stored, and overwrite the entry (refresh).
+    RecordOnly,
+}
+
+/// `[llm.retry]`: coreb's retry policy around every request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Attempts per request, the first included (429, 5xx, timeouts, broken bodies).
+    pub max_attempts: u32,
+    /// First backoff delay (ms), doubled each retry, with jitter.
+    pub min_delay_ms: u64,
+    /// Longest backoff delay (ms).
+    pub max_delay_ms: u64,
+    /// Longest `Retry-After` honoured (s); a longer one is capped to this.
+    pub max_retry_after_secs: u64,
+    /// Attempts for a response that stopped for `length` or `content_filter`.
+    pub incomplete_attempts: u32,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig { max_attempts: 6, min_delay_ms: 500, max_delay_ms: 60_000, max_retry_after_secs: 300, incomplete_attempts: 2 }
+    }
+}
+
+/// Price of a model in the currency of the user's choice per 1M tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPrice {
+    /// Per 1M prompt tokens.
+    pub input_per_million: f64,
+    /// Per 1M completion tokens.
+    pub output_per_million: f64,
+}
+
+/// `[llm.stages.<stage>]`: the models of one stage and overrides of the default sampling.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StageModels {
+    /// Models, in order (empty: the default model). `generate` uses every one; the other
+    /// stages use the first and fall back to the next when an item fails.
+    pub models: Vec<String>,
+    /// Temperature override.
+    pub temperature: Option<f64>,
+    /// top_p override.
+    pub top_p: Option<f64>,
+    /// max_tokens override.
+    pub max_tokens: Option<u32>,
+    /// Seed override.
+    pub seed: Option<u64>,
+}
+
+/// `[llm]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Endpoint base, including `/v1` (`https://api.openai.com/v1`, `http://127.0.0.1:8000/v1`).
+    pub base_url: String,
+    /// Name of the environment variable holding the API key (never the key itself).
+    pub api_key_env: String,
+    /// What to do with the response store.
+    pub mode: StoreMode,
+    /// Default model.
+    pub model: String,
+    /// Default sampling parameters.
+    pub sampling: SamplingParams,
+    /// Per-stage models and overrides.
+    pub stages: BTreeMap<LlmStage, StageModels>,
+    /// Requests in flight at once, over all stages.
+    pub concurrency: usize,
+    /// Requests per minute (0: unlimited).
+    pub requests_per_minute: u32,
+    /// Tokens per minute, estimated before sending (0: unlimited).
+    pub tokens_per_minute: u64,
+    /// Whole-request timeout (s): a hung endpoint counts as a failed attempt.
+    pub timeout_secs: f64,
+    /// Retry policy.
+    pub retry: RetryConfig,
+    /// Prices per model, for the cost report.
+    pub prices: BTreeMap<String, ModelPrice>,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            base_url: "https://api.openai.com/v1".into(),
+            api_key_env: "OPENAI_API_KEY".into(),
+            mode: StoreMode::Live,
+            model: "gpt-4o-mini".into(),
+            sampling: SamplingParams::default(),
+            stages: BTreeMap::new(),
+            concurrency: 8,
+            requests_per_minute: 0,
+            tokens_per_minute: 0,
+            timeout_secs: 300.0,
+            retry: RetryConfig::default(),
+            prices: BTreeMap::new(),
+        }
+    }
+}
+
+impl LlmConfig {
+    /// The models of a stage, in order (the default model when none are named).
+    pub fn models(&self, stage: LlmStage) -> Vec<String> {
+        match self.stages.get(&stage) {
+            Some(s) if !s.models.is_empty() => s.models.clone(),
+            _ => vec![self.model.clone()],
+        }
+    }
+
+    /// The sampling parameters of a stage: the defaults with its overrides applied.
+    pub fn sampling(&self, stage: LlmStage) -> SamplingParams {
+        let mut p = self.sampling.clone();
+        if let Some(s) = self.stages.get(&stage) {
+            p.temperature = s.temperature.unwrap_or(p.temperature);
+            p.top_p = s.top_p.unwrap_or(p.top_p);
+            p.max_tokens = s.max_tokens.unwrap_or(p.max_tokens);
+            p.seed = s.seed.or(p.seed);
+        }
+        p
+    }
+
+    /// Check what serde cannot; each message names the field (`llm.<field>`).
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
+            return Err(format!("`llm.base_url`: not an http(s) URL: `{}`", self.base_url));
+        }
+        if self.base_url.ends_with('/') {
+            return Err(format!("`llm.base_url`: drop the trailing slash: `{}`", self.base_url));
+        }
+        if self.concurrency == 0 {
+            return Err("`llm.concurrency`: must be at least 1".into());
+        }
+        if self.retry.max_attempts == 0 || self.retry.incomplete_attempts == 0 {
+            return Err("`llm.retry`: attempts must be at least 1".into());
+        }
+        if self.timeout_secs.is_nan() || self.timeout_secs <= 0.0 {
+            return Err(format!("`llm.timeout_secs`: must be positive, not `{}`", self.timeout_secs));
+        }
+        for (stage, s) in &self.stages {
+            if let Some(t) = s.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
+                return Err(format!("`llm.stages.{stage}.temperature`: `{t}` is outside 0–2"));
+            }
+            if s.models.iter().any(|m| m.trim().is_empty()) {
+                return Err(format!("`llm.stages.{stage}.models`: empty model name"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_overrides_and_unknown_fields() {
+        let cfg: LlmConfig = toml::from_str(
+            r#"
+            model = "m0"
+            [stages.generate]
+            models = ["a", "b"]
+            temperature = 0.8
+            [prices.a]
+            input_per_million = 1.0
+            output_per_million = 2.0
+            "#,
+        )
+        .unwrap();
+        assert_eq!(cfg.models(LlmStage::Generate), ["a", "b"]);
+        assert_eq!(cfg.models(LlmStage::Rewrite), ["m0"]);
+        assert_eq!(cfg.sampling(LlmStage::Generate).temperature, 0.8);
+        assert_eq!(cfg.sampling(LlmStage::Rewrite).temperature, 0.0);
+        cfg.validate().unwrap();
+        assert!(toml::from_str::<LlmConfig>("modle = \"x\"").is_err());
+        assert!(toml::from_str::<LlmConfig>("[stages.rewrit]\nmodels=[]").is_err());
+        assert!(toml::from_str::<LlmConfig>("mode = \"replay\"").unwrap().mode == StoreMode::Replay);
+    }
+}

@@ -1,0 +1,354 @@
+//! The LLM gateway: the only code that talks HTTP to OpenAI-compatible chat endpoints.
+//!
+//! Stages build a [`ChatRequest`] and call [`LlmGateway::complete`]; they never see HTTP,
+//! retries, rate limits or the response store. [`Gateway`] is the real implementation:
+//!
+//! - [`store`]: every response is kept under the sha256 of its canonical request
+//!   ([`key::request_key`]), one pretty JSON file per entry, written atomically; a rerun
+//!   serves stored responses and sends nothing ([`StoreMode`]).
+//! - [`client`]: one POST to `<base_url>/chat/completions` with reqwest, classified into
+//!   success / retryable / fatal; coreb's own retry policy (exponential backoff with jitter
+//!   through `backon`, honouring `Retry-After`) wraps each call.
+//! - [`limiter`]: the concurrency cap and the requests- and tokens-per-minute buckets.
+//! - [`accounting`]: tokens and cost per stage and model.
+//! - [`authored`]: answers written offline, recorded as store entries by running the stages.
+//!
+//! Why not `async-openai`'s client: its built-in retry fires only for OpenAI-shaped error
+//! bodies and follows its own schedule, and vLLM-style or plain-text error bodies come back as
+//! deserialisation errors (see the workspace's CRATES.md); coreb must see the status code, the
+//! `Retry-After` header and the raw body of every attempt to apply one policy to all
+//! endpoints, and the store wants the message text verbatim. So the gateway speaks the OpenAI
+//! chat-completions wire format itself over reqwest (already in the workspace), which every
+//! endpoint of DESIGN §1.3 accepts (OpenAI, Gemini's and Anthropic's compatible endpoints,
+//! vLLM, Ollama, llama.cpp server).
+//!
+//! This module does not build prompts ([`crate::prompt`]) nor parse what models write (each
+//! stage does, so a changed parser never forces new requests).
+
+pub mod accounting;
+pub mod authored;
+pub mod client;
+pub mod config;
+pub mod gateway;
+pub mod key;
+pub mod limiter;
+pub mod run;
+pub mod store;
+pub mod text;
+
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub use accounting::{Accounting, UsageRow};
+pub use authored::AuthoredGateway;
+pub use config::{LlmConfig, LlmStage, ModelPrice, RetryConfig, StageModels, StoreMode};
+pub use gateway::Gateway;
+pub use store::{ResponseStore, StoreEntry, StoreError, StoreStats};
+
+/// Who speaks a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions.
+    System,
+    /// The task.
+    User,
+    /// An earlier model turn.
+    Assistant,
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatMessage {
+    /// Who speaks.
+    pub role: Role,
+    /// What is said.
+    pub content: String,
+}
+
+/// Sampling parameters sent with a request (all part of its key). Fields left out of a
+/// config take the defaults (temperature 0, top_p 1, max_tokens 4096, seed 0).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SamplingParams {
+    /// Temperature.
+    pub temperature: f64,
+    /// Nucleus sampling.
+    pub top_p: f64,
+    /// Most tokens the model may write.
+    pub max_tokens: u32,
+    /// The seed asked of the endpoint (not every endpoint honours it).
+    pub seed: Option<u64>,
+}
+
+impl Default for SamplingParams {
+    fn default() -> Self {
+        SamplingParams { temperature: 0.0, top_p: 1.0, max_tokens: 4096, seed: Some(0) }
+    }
+}
+
+/// One request a stage makes.
+///
+/// `stage` and `item` say who asks (for error messages, accounting and the store's
+/// statistics); they are not part of the request key, everything else is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The stage asking (`rewrite`, `generate` …).
+    pub stage: LlmStage,
+    /// The item the request is for (a problem id, a solution id, `lcb_x/tests/0` …).
+    pub item: String,
+    /// The model.
+    pub model: String,
+    /// The conversation.
+    pub messages: Vec<ChatMessage>,
+    /// Sampling parameters.
+    pub params: SamplingParams,
+    /// Sample index: several samples of one prompt are distinct requests.
+    pub sample: u32,
+    /// sha256 of the prompt file the messages were rendered from.
+    pub prompt_sha256: String,
+}
+
+impl ChatRequest {
+    /// The request's key in the response store (see [`key::request_key`]).
+    pub fn key(&self) -> String {
+        key::request_key(self)
+    }
+
+    /// A rough token count of the request (4 characters a token) plus its `max_tokens`,
+    /// for the tokens-per-minute budget before the real usage is known.
+    pub fn estimated_tokens(&self) -> u64 {
+        let chars: usize = self.messages.iter().map(|m| m.content.len()).sum();
+        (chars as u64).div_ceil(4) + u64::from(self.params.max_tokens)
+    }
+}
+
+/// Why a model stopped writing.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// It finished.
+    Stop,
+    /// It ran into `max_tokens`: the text is truncated.
+    Length,
+    /// The endpoint's content filter cut it.
+    ContentFilter,
+    /// Anything else the endpoint said (`tool_calls`, `eos` …), kept verbatim.
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl FinishReason {
+    /// Parse an endpoint's `finish_reason` (`null` counts as `stop`, as llama.cpp sends it).
+    pub fn parse(s: Option<&str>) -> Self {
+        match s {
+            None | Some("stop") | Some("eos") | Some("end_turn") => FinishReason::Stop,
+            Some("length") | Some("max_tokens") => FinishReason::Length,
+            Some("content_filter") => FinishReason::ContentFilter,
+            Some(other) => FinishReason::Other(other.to_owned()),
+        }
+    }
+
+    /// Is the text complete and usable?
+    pub fn is_complete(&self) -> bool {
+        matches!(self, FinishReason::Stop)
+    }
+}
+
+/// Token usage of one response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenUsage {
+    /// Tokens in the prompt.
+    pub prompt_tokens: u64,
+    /// Tokens the model wrote.
+    pub completion_tokens: u64,
+}
+
+/// Where a completion came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Served from the response store; nothing was sent.
+    Store,
+    /// Sent to the endpoint in this run.
+    Endpoint,
+}
+
+/// A model's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Completion {
+    /// The request key it is stored under.
+    pub key: String,
+    /// The message text, exactly as the model wrote it.
+    pub text: String,
+    /// Why it stopped (always [`FinishReason::Stop`] for a completion handed to a stage).
+    pub finish_reason: FinishReason,
+    /// Token usage.
+    pub usage: TokenUsage,
+    /// Store or endpoint.
+    pub origin: Origin,
+}
+
+/// A failure of one request.
+#[derive(Debug, Error)]
+pub enum LlmError {
+    /// The endpoint refused the credentials (401/403): the whole run stops.
+    #[error("stage `{stage}`, item `{item}`, model `{model}`: the endpoint refused the credentials (HTTP {status}); check the API key variable; the run stops")]
+    Unauthorized {
+        /// Stage.
+        stage: LlmStage,
+        /// Item.
+        item: String,
+        /// Model.
+        model: String,
+        /// 401 or 403.
+        status: u16,
+    },
+    /// An earlier request was refused its credentials; nothing more is sent.
+    #[error("stage `{stage}`, item `{item}`: not sent, the run stopped after an authorisation failure")]
+    Stopped {
+        /// Stage.
+        stage: LlmStage,
+        /// Item.
+        item: String,
+    },
+    /// Replay mode and the store holds no response for this request.
+    #[error("replay: no stored response for stage `{stage}`, item `{item}`, model `{model}`, key `{key}`")]
+    ReplayMiss {
+        /// Stage.
+        stage: LlmStage,
+        /// Item.
+        item: String,
+        /// Model.
+        model: String,
+        /// Request key.
+        key: String,
+    },
+    /// Every attempt failed with a retryable error.
+    #[error("stage `{stage}`, item `{item}`, model `{model}`: gave up after {attempts} attempts; last error: {last}")]
+    RetriesExhausted {
+        /// Stage.
+        stage: LlmStage,
+        /// Item.
+        item: String,
+        /// Model.
+        model: String,
+        /// Attempts made.
+        attempts: u32,
+        /// The last attempt's error.
+        last: String,
+    },
+    /// The endpoint rejected the request itself (a 4xx other than 401/403/408/409/429).
+    #[error("stage `{stage}`, item `{item}`, model `{model}`: the endpoint rejected the request (HTTP {status}): {body}")]
+    Rejected {
+        /// Stage.
+        stage: LlmStage,
+        /// Item.
+        item: String,
+        /// Model.
+        model: String,
+        /// Status.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// The model kept stopping for `length` or `content_filter`.
+    #[error("stage `{stage}`, item `{item}`, model `{model}`: finish_reason `{finish_reason:?}` in every one of {attempts} attempts")]
+    Incomplete {
+        /// Stage.
+        stage: LlmStage,
+        /// Item.
+        item: String,
+        /// Model.
+        model: String,
+        /// The last finish reason.
+        finish_reason: FinishReason,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// [`AuthoredGateway`]: no authored answer for this request.
+    #[error("stage `{stage}`, item `{item}`, model `{model}`: no authored answer")]
+    NotAuthored {
+        /// Stage.
+        stage: LlmStage,
+        /// Item.
+        item: String,
+        /// Model.
+        model: String,
+    },
+    /// The store could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The API key variable is not set (live and record-only modes need it).
+    #[error("the API key variable `{0}` is not set")]
+    MissingApiKey(String),
+    /// The HTTP client could not be built.
+    #[error("building the HTTP client")]
+    Client(#[source] reqwest::Error),
+}
+
+impl LlmError {
+    /// Does this error stop the whole run (rather than losing one item)?
+    pub fn is_fatal(&self) -> bool {
+        !matches!(self, LlmError::RetriesExhausted { .. } | LlmError::Rejected { .. } | LlmError::Incomplete { .. } | LlmError::NotAuthored { .. })
+    }
+
+    /// The per-item failure this error amounts to (for a stage's report).
+    pub fn to_failure(&self) -> LlmFailure {
+        let kind = match self {
+            LlmError::RetriesExhausted { .. } => LlmFailureKind::RetriesExhausted,
+            LlmError::Rejected { .. } => LlmFailureKind::Rejected,
+            LlmError::Incomplete { finish_reason: FinishReason::ContentFilter, .. } => LlmFailureKind::ContentFilter,
+            LlmError::Incomplete { .. } => LlmFailureKind::Truncated,
+            LlmError::NotAuthored { .. } => LlmFailureKind::NotAuthored,
+            _ => LlmFailureKind::Fatal,
+        };
+        LlmFailure { kind, detail: self.to_string() }
+    }
+}
+
+/// The kind of a per-item LLM failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmFailureKind {
+    /// Retries exhausted (429, 5xx, timeouts, broken bodies).
+    RetriesExhausted,
+    /// The endpoint rejected the request.
+    Rejected,
+    /// `finish_reason: length` every time.
+    Truncated,
+    /// `finish_reason: content_filter` every time.
+    ContentFilter,
+    /// No authored answer ([`AuthoredGateway`]).
+    NotAuthored,
+    /// A fatal error (only seen when a stage reports instead of stopping).
+    Fatal,
+}
+
+/// A per-item LLM failure, as stages report it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmFailure {
+    /// What kind.
+    pub kind: LlmFailureKind,
+    /// The full message.
+    pub detail: String,
+}
+
+/// What stages call: one completion per request.
+///
+/// Object-safe so that stages take `&dyn LlmGateway`; tests substitute their own.
+pub trait LlmGateway: Send + Sync {
+    /// Complete one request: from the store, or from the endpoint under the retry policy.
+    /// A returned completion always finished with [`FinishReason::Stop`].
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>>;
+}
+
+/// Seconds as a [`Duration`] (for configs in seconds).
+pub(crate) fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s.max(0.0))
+}

@@ -1,0 +1,290 @@
+//! Bounded concurrency over a stage's items, with results in input order.
+//!
+//! Stages map every item to a future that makes its requests; at most `concurrency` run at
+//! once (the gateway's own cap bounds HTTP further) and results come back in the order of
+//! the items whatever order they finish in, so outputs do not depend on timing.
+//!
+//! Also the vocabulary every LLM stage shares: [`ModelPlan`], [`Rejection`] with its typed
+//! [`RejectReason`], [`LlmStageStats`], [`LlmStageError`] and the ask-and-parse helpers.
+
+use std::future::Future;
+
+use futures_util::stream::{self, StreamExt};
+use serde::Serialize;
+use thiserror::Error;
+
+use super::config::{LlmConfig, LlmStage};
+use super::{ChatMessage, ChatRequest, Completion, LlmError, LlmFailure, LlmGateway, SamplingParams};
+use crate::prompt::PromptError;
+
+/// Run `f` over `items` with at most `concurrency` in flight; results in item order.
+pub async fn ordered<T, R, F, Fut>(items: Vec<T>, concurrency: usize, f: F) -> Vec<R>
+where
+    F: Fn(T) -> Fut,
+    Fut: Future<Output = R>,
+{
+    stream::iter(items.into_iter().map(f)).buffered(concurrency.max(1)).collect().await
+}
+
+
+/// The models and sampling parameters a stage uses (resolved from `[llm]`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelPlan {
+    /// Models in order; at least one.
+    pub models: Vec<String>,
+    /// Sampling parameters.
+    pub sampling: SamplingParams,
+}
+
+impl ModelPlan {
+    /// The plan of `stage` under `config`.
+    pub fn for_stage(config: &LlmConfig, stage: LlmStage) -> Self {
+        ModelPlan { models: config.models(stage), sampling: config.sampling(stage) }
+    }
+
+    /// One model with the given sampling (tests, benchmarks).
+    pub fn single(model: &str, sampling: SamplingParams) -> Self {
+        ModelPlan { models: vec![model.to_owned()], sampling }
+    }
+}
+
+/// An error that stops an LLM stage as a whole (not one item).
+#[derive(Debug, Error)]
+pub enum LlmStageError {
+    /// A fatal gateway error: credentials refused, replay miss, store failure.
+    #[error("stage `{stage}`")]
+    Gateway {
+        /// The stage.
+        stage: LlmStage,
+        /// The cause.
+        #[source]
+        source: LlmError,
+    },
+    /// A prompt does not fit the values the stage gives it.
+    #[error("stage `{stage}`")]
+    Prompt {
+        /// The stage.
+        stage: LlmStage,
+        /// The cause.
+        #[source]
+        source: PromptError,
+    },
+    /// The stage's config is unusable.
+    #[error("stage `{stage}`: {message}")]
+    Config {
+        /// The stage.
+        stage: LlmStage,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Why an item's answer could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RejectReason {
+    /// The request failed (retries exhausted, rejected, truncated, filtered).
+    Llm {
+        /// The failure.
+        failure: LlmFailure,
+    },
+    /// The answer holds no JSON value.
+    NotJson {
+        /// The parser's complaint.
+        detail: String,
+    },
+    /// A JSON field is missing or not of the expected type.
+    MissingField {
+        /// The field.
+        field: String,
+    },
+    /// A field is present but empty after cleaning.
+    EmptyField {
+        /// The field.
+        field: String,
+    },
+    /// A field repeats the original text instead of rewriting it.
+    Unchanged {
+        /// The field.
+        field: String,
+    },
+    /// A batch of rewritten tests came back with another count.
+    TestCount {
+        /// Tests sent.
+        expected: usize,
+        /// Tests received.
+        got: usize,
+    },
+    /// A rewritten test changed its line structure.
+    TestShape {
+        /// Index of the test within the problem (public then private).
+        test: usize,
+        /// What changed.
+        detail: String,
+    },
+    /// The rewritten starter code lost the method the tests call.
+    NoMethod,
+    /// Too few or too many words.
+    WordCount {
+        /// Words written.
+        words: usize,
+        /// Least allowed.
+        min: usize,
+        /// Most allowed.
+        max: usize,
+    },
+    /// No code in a generation answer.
+    NoCode,
+    /// No usable query in the answer.
+    NoQueries,
+}
+
+impl std::fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RejectReason::Llm { failure } => write!(f, "{}", failure.detail),
+            RejectReason::NotJson { detail } => write!(f, "answer is not JSON: {detail}"),
+            RejectReason::MissingField { field } => write!(f, "answer lacks `{field}`"),
+            RejectReason::EmptyField { field } => write!(f, "`{field}` is empty"),
+            RejectReason::Unchanged { field } => write!(f, "`{field}` is unchanged from the original"),
+            RejectReason::TestCount { expected, got } => write!(f, "{got} tests came back for {expected} sent"),
+            RejectReason::TestShape { test, detail } => write!(f, "test {test}: {detail}"),
+            RejectReason::NoMethod => write!(f, "the rewritten starter code has no method"),
+            RejectReason::WordCount { words, min, max } => write!(f, "{words} words, expected {min}–{max}"),
+            RejectReason::NoCode => write!(f, "no code in the answer"),
+            RejectReason::NoQueries => write!(f, "no usable query in the answer"),
+        }
+    }
+}
+
+/// An item a stage could not use, with the model that failed and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rejection {
+    /// The item (problem id, solution id …).
+    pub item: String,
+    /// The model whose answer failed.
+    pub model: String,
+    /// The request key, when a response exists (to find it in the store).
+    pub key: Option<String>,
+    /// Why.
+    pub reason: RejectReason,
+}
+
+/// Counts every LLM stage reports; mergeable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LlmStageStats {
+    /// Items given to the stage.
+    pub items_in: u64,
+    /// Outputs produced.
+    pub items_out: u64,
+    /// Items that produced nothing.
+    pub items_rejected: u64,
+    /// Completions served from the store.
+    pub from_store: u64,
+    /// Completions received from the endpoint.
+    pub from_endpoint: u64,
+    /// Items that succeeded only with a fallback model.
+    pub fallbacks: u64,
+}
+
+impl std::ops::AddAssign for LlmStageStats {
+    fn add_assign(&mut self, o: Self) {
+        self.items_in += o.items_in;
+        self.items_out += o.items_out;
+        self.items_rejected += o.items_rejected;
+        self.from_store += o.from_store;
+        self.from_endpoint += o.from_endpoint;
+        self.fallbacks += o.fallbacks;
+    }
+}
+
+impl LlmStageStats {
+    /// Count where a completion came from.
+    pub fn count(&mut self, completion: &Completion) {
+        match completion.origin {
+            super::Origin::Store => self.from_store += 1,
+            super::Origin::Endpoint => self.from_endpoint += 1,
+        }
+    }
+}
+
+/// Build a request.
+pub fn request(stage: LlmStage, item: &str, model: &str, messages: Vec<ChatMessage>, sampling: &SamplingParams, sample: u32, prompt_sha256: &str) -> ChatRequest {
+    ChatRequest { stage, item: item.to_owned(), model: model.to_owned(), messages, params: sampling.clone(), sample, prompt_sha256: prompt_sha256.to_owned() }
+}
+
+/// Ask the gateway; a fatal error stops the stage, a per-item one becomes a rejection.
+pub async fn ask(gateway: &dyn LlmGateway, request: &ChatRequest) -> Result<Result<Completion, Rejection>, LlmStageError> {
+    match gateway.complete(request).await {
+        Ok(c) => Ok(Ok(c)),
+        Err(e) if e.is_fatal() => Err(LlmStageError::Gateway { stage: request.stage, source: e }),
+        Err(e) => Ok(Err(Rejection { item: request.item.clone(), model: request.model.clone(), key: Some(request.key()), reason: RejectReason::Llm { failure: e.to_failure() } })),
+    }
+}
+
+/// Ask each model of the plan in turn until `parse` accepts an answer.
+///
+/// Returns the parsed value with the model that wrote it and whether it was a fallback, or
+/// every model's rejection.
+#[allow(clippy::too_many_arguments)]
+pub async fn ask_models<T>(
+    gateway: &dyn LlmGateway,
+    stage: LlmStage,
+    item: &str,
+    plan: &ModelPlan,
+    messages: &[ChatMessage],
+    prompt_sha256: &str,
+    stats: &mut LlmStageStats,
+    parse: impl Fn(&str) -> Result<T, RejectReason>,
+) -> Result<Result<(T, String), Vec<Rejection>>, LlmStageError> {
+    let mut rejections = Vec::new();
+    for (i, model) in plan.models.iter().enumerate() {
+        let req = request(stage, item, model, messages.to_vec(), &plan.sampling, 0, prompt_sha256);
+        match ask(gateway, &req).await? {
+            Ok(completion) => {
+                stats.count(&completion);
+                match parse(&completion.text) {
+                    Ok(value) => {
+                        stats.fallbacks += u64::from(i > 0);
+                        return Ok(Ok((value, model.clone())));
+                    }
+                    Err(reason) => rejections.push(Rejection { item: item.to_owned(), model: model.clone(), key: Some(completion.key), reason }),
+                }
+            }
+            Err(rejection) => rejections.push(rejection),
+        }
+    }
+    Ok(Err(rejections))
+}
+
+/// A string field of a JSON object, cleaned of markdown artefacts; missing → `MissingField`,
+/// empty after cleaning → `EmptyField` unless `allow_empty`.
+pub fn json_text(value: &serde_json::Value, field: &str, allow_empty: bool, clean: bool) -> Result<String, RejectReason> {
+    let raw = value.get(field).and_then(|v| v.as_str()).ok_or_else(|| RejectReason::MissingField { field: field.to_owned() })?;
+    let text = if clean { super::text::clean_markdown(raw) } else { raw.trim_matches('\n').to_owned() };
+    if text.trim().is_empty() && !allow_empty {
+        return Err(RejectReason::EmptyField { field: field.to_owned() });
+    }
+    Ok(text)
+}
+
+/// Parse a model's JSON answer, mapping failure to `NotJson`.
+pub fn json_answer(text: &str) -> Result<serde_json::Value, RejectReason> {
+    super::text::extract_json(text).map_err(|detail| RejectReason::NotJson { detail })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn order_is_kept() {
+        let out = ordered((0..20u64).collect(), 8, |i| async move {
+            tokio::time::sleep(Duration::from_millis(20 - i)).await;
+            i * 2
+        })
+        .await;
+        assert_eq!(out, (0..20u64).map(|i| i * 2).collect::<Vec<_>>());
+    }
+}

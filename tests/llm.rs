@@ -1,0 +1,628 @@
+//! The LLM gateway and stages against a fault-injecting OpenAI-compatible server on
+//! 127.0.0.1 (raw tokio, started by each test): retries, Retry-After, timeouts, broken and
+//! non-JSON bodies, 401, `finish_reason: length`, per-item parse failures, the response
+//! store (rerun sends nothing, replay misses name the request, record-only refreshes, a
+//! killed writer never leaves half an entry) and `coreb store stats|export|import`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use stages::abbreviate::{AbbreviateConfig, abbreviate};
+use stages::distract::{DistractConfig, distract};
+use stages::generate::{GenerateConfig, generate};
+use stages::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+use stages::prompt::Prompts;
+use stages::queries::{QueriesConfig, queries};
+use stages::rewrite::{RewriteConfig, RewritePlans, RewrittenProblem, TestOrigin, rewrite};
+use stages::services::llm::run::{LlmStageError, ModelPlan, RejectReason};
+use stages::services::llm::{Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, RetryConfig, SamplingParams, StoreMode};
+use stages::solution::Language;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::{coreb, root, run, text};
+
+// ---------------------------------------------------------------------------------------
+// The fake endpoint.
+
+/// What the server does with one request.
+#[derive(Debug, Clone)]
+enum Reply {
+    /// 200 with a chat completion.
+    Answer { text: String, finish: &'static str },
+    /// A status with an optional Retry-After and a body.
+    Status { code: u16, retry_after: Option<u64>, body: String },
+    /// 200 with this raw body (malformed JSON, HTML).
+    Raw(String),
+    /// Never answer.
+    Hang,
+    /// Promise a long body, send a bit, close.
+    Cut,
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    user: String,
+    model: String,
+    seed: Option<u64>,
+    at: Instant,
+    auth: bool,
+}
+
+struct Server {
+    url: String,
+    hits: Arc<AtomicU64>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+type Script = dyn Fn(&str, &str, u32) -> Reply + Send + Sync;
+
+impl Server {
+    /// Start a server; `script(user_message, model, attempt)` decides each reply, `attempt`
+    /// counting from 1 per distinct (model, messages, seed).
+    async fn start(script: impl Fn(&str, &str, u32) -> Reply + Send + Sync + 'static) -> Server {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let hits = Arc::new(AtomicU64::new(0));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let attempts: Arc<Mutex<BTreeMap<String, u32>>> = Arc::default();
+        let script: Arc<Script> = Arc::new(script);
+        let (h, s) = (hits.clone(), seen.clone());
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let (hits, seen, attempts, script) = (h.clone(), s.clone(), attempts.clone(), script.clone());
+                tokio::spawn(async move { serve(socket, hits, seen, attempts, script).await });
+            }
+        });
+        Server { url, hits, seen }
+    }
+
+    fn hits(&self) -> u64 {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+async fn serve(mut socket: tokio::net::TcpStream, hits: Arc<AtomicU64>, seen: Arc<Mutex<Vec<Seen>>>, attempts: Arc<Mutex<BTreeMap<String, u32>>>, script: Arc<Script>) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let (head_end, length, head) = loop {
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..pos]).to_ascii_lowercase();
+            let length = head.lines().find_map(|l| l.strip_prefix("content-length:").and_then(|v| v.trim().parse::<usize>().ok())).unwrap_or(0);
+            break (pos + 4, length, head);
+        }
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    while buf.len() < head_end + length {
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    hits.fetch_add(1, Ordering::SeqCst);
+    let body: Value = serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
+    let user = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned();
+    let model = body["model"].as_str().unwrap_or_default().to_owned();
+    let seed = body["seed"].as_u64();
+    seen.lock().unwrap().push(Seen { user: user.clone(), model: model.clone(), seed, at: Instant::now(), auth: head.contains("authorization: bearer test-key") });
+    let attempt = {
+        let mut a = attempts.lock().unwrap();
+        let n = a.entry(format!("{model}\u{0}{seed:?}\u{0}{}", body["messages"])).or_insert(0);
+        *n += 1;
+        *n
+    };
+    let reply = script(&user, &model, attempt);
+    let (status, extra, payload) = match reply {
+        Reply::Answer { text, finish } => {
+            let b = json!({"id": "x", "object": "chat.completion", "created": 1, "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+                "usage": {"prompt_tokens": user.len() / 4, "completion_tokens": 7, "total_tokens": 7 + user.len() / 4}});
+            (200, String::new(), b.to_string())
+        }
+        Reply::Status { code, retry_after, body } => (code, retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default(), body),
+        Reply::Raw(body) => (200, String::new(), body),
+        Reply::Hang => {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            return;
+        }
+        Reply::Cut => {
+            let _ = socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 4000\r\n\r\n{\"choices\": [{\"message\"").await;
+            let _ = socket.shutdown().await;
+            return;
+        }
+    };
+    let response = format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{payload}", payload.len());
+    let _ = socket.write_all(response.as_bytes()).await;
+    let _ = socket.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// Good answers for each prompt, and the faults keyed by markers in the prompt text.
+
+fn words(n: usize, word: &str) -> String {
+    vec![word; n].join(" ")
+}
+
+fn good_answer(user: &str, model: &str) -> String {
+    if user.contains("Rewrite the problem below") {
+        let title = user.split("\nTitle: ").nth(1).and_then(|s| s.lines().next()).unwrap_or("?");
+        let starter = user.split("Starter code:\n").nth(1).unwrap_or("").trim();
+        let starter_code = if starter == "(none)" { String::new() } else { "class Solution:\n    def countCrates(self, xs):\n        pass".into() };
+        json!({"title": format!("Crates of {title}"), "statement": format!("## Story\nIn the **warehouse**, {}", words(30, "crate")), "starter_code": starter_code}).to_string()
+    } else if user.contains("test cases, as a JSON array") {
+        let tail = user.split("objects:\n").nth(1).unwrap_or("[]");
+        let list = tail.split("\n\nAnswer with").next().unwrap_or("[]");
+        let tests: Vec<Value> = serde_json::from_str(list).unwrap_or_default();
+        let out: Vec<Value> = tests.iter().map(|t| json!({"input": t["input"].as_str().unwrap_or("").replace("apple", "crate"), "output": t["output"]})).collect();
+        format!("Here you go:\n```json\n{}\n```", json!({"tests": out}))
+    } else if user.contains("Write four new problem statements") {
+        json!({"operation_type": words(25, "op"), "optimisation_objective": words(25, "obj"), "algorithmic_approach": words(25, "algo"), "problem_domain": words(25, "dom")}).to_string()
+    } else if user.contains("Summarise the problem") {
+        format!("Summary: {}", words(60, "summary"))
+    } else if user.contains("Solve the problem below in") {
+        let lang = user.split("Solve the problem below in ").nth(1).and_then(|s| s.split('.').next()).unwrap_or("?");
+        format!("Sure.\n<code>\n#include <bits/stdc++.h>\n// {lang} by {model}\nint main() {{ return 0; }}\n</code>\nDone.")
+    } else if user.contains("search queries") {
+        json!({"queries": ["count crates in warehouse", "Count crates in warehouse", "crate counting prefix sums", "x", "warehouse crate counting with a hash map"]}).to_string()
+    } else {
+        "unknown prompt".into()
+    }
+}
+
+/// The default script: faults by marker, good answers otherwise.
+fn faulty(user: &str, model: &str, attempt: u32) -> Reply {
+    let ok = || Reply::Answer { text: good_answer(user, model), finish: "stop" };
+    let first = attempt == 1;
+    if user.contains("MARK429") && first {
+        return Reply::Status { code: 429, retry_after: Some(1), body: "{\"error\": {\"message\": \"slow down\", \"code\": 429}}".into() };
+    }
+    if user.contains("MARK500TWICE") && attempt <= 2 {
+        return Reply::Status { code: 503, retry_after: None, body: "<html><body>upstream down</body></html>".into() };
+    }
+    if user.contains("MARKHANG") && first {
+        return Reply::Hang;
+    }
+    if user.contains("MARKMALFORMED") && first {
+        return Reply::Raw("{\"choices\": [{\"message\": {\"content\": \"trunc".into());
+    }
+    if user.contains("MARKHTML") && first {
+        return Reply::Raw("<!DOCTYPE html><html><body>Gateway says hi</body></html>".into());
+    }
+    if user.contains("MARKCUT") && first {
+        return Reply::Cut;
+    }
+    if user.contains("MARKLENGTHONCE") && first {
+        return Reply::Answer { text: "{\"title\": \"cut".into(), finish: "length" };
+    }
+    if user.contains("MARKLENGTHALWAYS") {
+        return Reply::Answer { text: "{\"title\": \"cut".into(), finish: "length" };
+    }
+    if user.contains("MARK500ALWAYS") {
+        return Reply::Status { code: 500, retry_after: None, body: "internal".into() };
+    }
+    if user.contains("MARKNOKEY") && user.contains("Rewrite the problem below") {
+        return Reply::Answer { text: "{\"title\": \"t\", \"starter_code\": \"\"}".into(), finish: "stop" };
+    }
+    if user.contains("MARKTESTCOUNT") && user.contains("test cases, as a JSON array") {
+        return Reply::Answer { text: "{\"tests\": [{\"input\": \"crate\", \"output\": \"1\"}]}".into(), finish: "stop" };
+    }
+    if user.contains("MARKNOCODE") && user.contains("Solve the problem below in Ruby") {
+        return Reply::Answer { text: "<code>\n\n</code>".into(), finish: "stop" };
+    }
+    if user.contains("MARKSHORT") && user.contains("Summarise the problem") {
+        return Reply::Answer { text: words(10, "short"), finish: "stop" };
+    }
+    if user.contains("MARKNOQUERIES") && user.contains("search queries") {
+        return Reply::Answer { text: "{\"queries\": []}".into(), finish: "stop" };
+    }
+    if user.contains("MARKDISTRACTKEY") && user.contains("Write four new problem statements") {
+        return Reply::Answer { text: json!({"operation_type": words(25, "op")}).to_string(), finish: "stop" };
+    }
+    ok()
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers.
+
+fn config(url: &str, mode: StoreMode) -> LlmConfig {
+    LlmConfig {
+        base_url: url.to_owned(),
+        api_key_env: String::new(),
+        mode,
+        model: "model-a".into(),
+        concurrency: 4,
+        timeout_secs: 1.0,
+        retry: RetryConfig { max_attempts: 4, min_delay_ms: 10, max_delay_ms: 100, max_retry_after_secs: 5, incomplete_attempts: 2 },
+        ..LlmConfig::default()
+    }
+}
+
+fn prompts() -> Prompts {
+    Prompts::load(&root().join("prompts")).unwrap()
+}
+
+fn problem(n: u32, title: &str, statement: &str, tests: Vec<(&str, &str)>) -> Problem {
+    Problem {
+        id: ProblemId::from_question_id(&format!("{n}")),
+        question_title: title.into(),
+        question_content: statement.into(),
+        platform: Platform::Atcoder,
+        question_id: n.to_string(),
+        contest_id: "abc1".into(),
+        contest_date: "2025-01-04T00:00:00".into(),
+        starter_code: String::new(),
+        difficulty: "easy".into(),
+        public_tests: tests.iter().map(|(i, o)| TestCase { input: (*i).into(), output: (*o).into(), testtype: TestType::Stdin }).collect(),
+        private_tests: Vec::new(),
+        func_name: None,
+        metadata: "{}".into(),
+    }
+}
+
+fn plans(config: &LlmConfig) -> RewritePlans {
+    RewritePlans { rewrite: ModelPlan::for_stage(config, LlmStage::Rewrite), tests: ModelPlan::for_stage(config, LlmStage::RewriteTests) }
+}
+
+const MARKS: [&str; 11] = [
+    "MARK429", "MARK500TWICE", "MARKHANG", "MARKMALFORMED", "MARKHTML", "MARKCUT", "MARKLENGTHONCE", "MARKLENGTHALWAYS", "MARK500ALWAYS", "MARKNOKEY", "plain",
+];
+
+fn fault_problems() -> Vec<Problem> {
+    let mut problems: Vec<Problem> = MARKS.iter().enumerate().map(|(i, m)| problem(i as u32, &format!("Apples {m}"), "Count the apples. Print a number.", vec![("3\n1 2 3", "6")])).collect();
+    // Word tests: rewritten by the model in batches of two.
+    problems.push(problem(
+        50,
+        "Apple words",
+        "Given a word, print its length.",
+        vec![("apple", "5"), ("apples", "6"), ("3 4", "7"), ("big apple", "9"), ("Yes", "No")],
+    ));
+    problems.push(problem(51, "Apple words again", "MARKTESTCOUNT Given a word, print its length.", vec![("apple", "5"), ("pear", "4")]));
+    problems
+}
+
+// ---------------------------------------------------------------------------------------
+// Tests.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
+    let server = Server::start(faulty).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&server.url, StoreMode::Live);
+    let p = prompts();
+    let rcfg = RewriteConfig { concurrency: 6, test_batch_size: 2, max_test_chars: 2000 };
+    let problems = fault_problems();
+    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path().join("store")), None).unwrap();
+    let out = rewrite(&rcfg, &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems.clone(), &gateway).await.unwrap();
+
+    // Every problem is either rewritten or rejected, exactly once.
+    let mut seen: Vec<String> = out.problems.iter().map(|p| p.id.to_string()).chain(out.rejected.iter().map(|r| r.item.split("/tests/").next().unwrap().to_owned())).collect();
+    seen.sort();
+    let mut all: Vec<String> = problems.iter().map(|p| p.id.to_string()).collect();
+    all.sort();
+    assert_eq!(seen, all, "{:#?}", out.rejected);
+    let reason = |id: &str| out.rejected.iter().find(|r| r.item.starts_with(id)).map(|r| r.reason.clone());
+    let id = |m: &str| format!("lcb_{}", MARKS.iter().position(|x| *x == m).unwrap());
+    assert!(matches!(reason(&id("MARKLENGTHALWAYS")), Some(RejectReason::Llm { failure }) if failure.kind == LlmFailureKind::Truncated));
+    assert!(matches!(reason(&id("MARK500ALWAYS")), Some(RejectReason::Llm { failure }) if failure.kind == LlmFailureKind::RetriesExhausted && failure.detail.contains("4 attempts")));
+    assert!(matches!(reason(&id("MARKNOKEY")), Some(RejectReason::MissingField { field }) if field == "statement"));
+    assert!(matches!(reason("lcb_51"), Some(RejectReason::TestCount { expected: 2, got: 1 })));
+    assert_eq!(out.rejected.len(), 4, "{:#?}", out.rejected);
+    assert_eq!(out.problems.len(), problems.len() - 4);
+    assert_eq!((out.stats.llm.items_in, out.stats.llm.items_out, out.stats.llm.items_rejected), (13, 9, 4));
+
+    // Markdown artefacts are gone; tests are carried over by the rules.
+    let words_problem: &RewrittenProblem = out.problems.iter().find(|p| p.id.as_str() == "lcb_50").unwrap();
+    assert!(words_problem.statement.starts_with("Story\nIn the warehouse, crate"), "{}", words_problem.statement);
+    assert_eq!(words_problem.public_tests[0].input, "crate");
+    assert_eq!(words_problem.public_tests[2].input, "3 4");
+    assert_eq!(words_problem.public_tests[4].output, "No");
+    use TestOrigin::*;
+    assert_eq!(words_problem.test_origins, [Model, Model, Kept, Model, Kept]);
+
+    // Retry-After was honoured: the retry of the 429 came at least a second later.
+    let times: Vec<Instant> = server.seen.lock().unwrap().iter().filter(|s| s.user.contains("MARK429") && s.user.contains("Rewrite the problem")).map(|s| s.at).collect();
+    assert_eq!(times.len(), 2);
+    assert!(times[1].duration_since(times[0]) >= Duration::from_millis(990), "{:?}", times[1].duration_since(times[0]));
+    let rows = gateway.accounting().stage_rows(LlmStage::Rewrite);
+    assert_eq!(rows[0].failed, 2);
+    assert!(rows[0].attempts >= 20, "{rows:?}");
+
+    // A rerun serves every stored response and sends only the requests that failed.
+    let before = server.hits();
+    let gateway2 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("store")), None).unwrap();
+    let mut again = rewrite(&rcfg, &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems.clone(), &gateway2).await.unwrap();
+    let failed_requests = 4 + 2; // 500-always: 4 attempts; length-always: 2 answers
+    assert_eq!(server.hits() - before, failed_requests);
+    again.stats = out.stats;
+    assert_eq!(again.problems, out.problems);
+
+    // Without the failing problems, a rerun sends zero requests.
+    let ok: Vec<Problem> = problems.into_iter().filter(|p| out.problems.iter().any(|q| q.id == p.id)).collect();
+    let before = server.hits();
+    let third = rewrite(&rcfg, &plans(&cfg), &p.rewrite, &p.rewrite_tests, ok, &gateway2).await.unwrap();
+    assert_eq!(server.hits(), before);
+    assert_eq!(third.problems, out.problems);
+    assert_eq!(third.stats.llm.from_endpoint, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthorized_stops_the_whole_run() {
+    let server = Server::start(|_, _, _| Reply::Status { code: 401, retry_after: None, body: "{\"error\": \"bad key\"}".into() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&server.url, StoreMode::Live);
+    cfg.concurrency = 1;
+    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), Some("test-key".into())).unwrap();
+    let p = prompts();
+    let problems: Vec<Problem> = (0..10).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
+    let err = rewrite(&RewriteConfig { concurrency: 1, ..RewriteConfig::default() }, &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems, &gateway).await.unwrap_err();
+    let LlmStageError::Gateway { source: LlmError::Unauthorized { status: 401, .. }, .. } = &err else { panic!("{err:?}") };
+    assert!(format!("{:#}", anyhow::Error::from(err)).contains("refused the credentials"));
+    assert_eq!(server.hits(), 1, "nothing is sent after a 401");
+    assert!(server.seen.lock().unwrap()[0].auth, "the key is sent as a bearer token");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_miss_names_the_request_and_sends_nothing() {
+    let server = Server::start(faulty).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&server.url, StoreMode::Replay);
+    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+    let p = prompts();
+    let err = rewrite(&RewriteConfig::default(), &plans(&cfg), &p.rewrite, &p.rewrite_tests, vec![problem(7, "t", "s", vec![])], &gateway).await.unwrap_err();
+    let message = format!("{:#}", anyhow::Error::from(err));
+    assert!(message.contains("replay: no stored response for stage `rewrite`, item `lcb_7`, model `model-a`, key `"), "{message}");
+    assert_eq!(server.hits(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_only_refreshes_stored_responses() {
+    let server = Server::start(faulty).await;
+    let dir = tempfile::tempdir().unwrap();
+    let p = prompts();
+    let problems = vec![problem(1, "t", "Count. Print a number.", vec![("1", "1")])];
+    for (mode, expected_hits) in [(StoreMode::Live, 1), (StoreMode::Live, 1), (StoreMode::RecordOnly, 2), (StoreMode::Replay, 2)] {
+        let cfg = config(&server.url, mode);
+        let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+        let out = rewrite(&RewriteConfig::default(), &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems.clone(), &gateway).await.unwrap();
+        assert_eq!(out.problems.len(), 1);
+        assert_eq!(server.hits(), expected_hits, "{mode:?}");
+    }
+}
+
+fn rewritten(n: u32, title: &str, functional: bool) -> RewrittenProblem {
+    RewrittenProblem {
+        id: ProblemId::from_question_id(&n.to_string()),
+        title: title.into(),
+        statement: "In the warehouse, count crates.".into(),
+        starter_code: if functional { "class Solution:\n    def countCrates(self, xs):\n        pass\n".into() } else { String::new() },
+        func_name: functional.then(|| "countCrates".into()),
+        platform: if functional { Platform::Leetcode } else { Platform::Atcoder },
+        difficulty: "easy".into(),
+        contest_date: "2025-01-04T00:00:00".into(),
+        public_tests: vec![],
+        private_tests: vec![],
+        model: "model-a".into(),
+        test_origins: vec![],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generate_covers_models_languages_samples_and_reports_empty_code() {
+    let server = Server::start(faulty).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&server.url, StoreMode::Live);
+    cfg.stages.insert(LlmStage::Generate, stages::services::llm::StageModels { models: vec!["model-a".into(), "model-b".into()], temperature: Some(0.8), ..Default::default() });
+    cfg.concurrency = 8;
+    cfg.prices.insert("model-b".into(), stages::services::llm::ModelPrice { input_per_million: 2.0, output_per_million: 10.0 });
+    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+    let p = prompts();
+    let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Crates MARKNOCODE", true)];
+    let gcfg = GenerateConfig { concurrency: 8, languages: Language::ALL.to_vec(), samples: 2 };
+    let plan = ModelPlan::for_stage(&cfg, LlmStage::Generate);
+    let out = generate(&gcfg, &plan, &p.generate, &problems, &gateway).await.unwrap();
+    assert_eq!(out.solutions.len() + out.rejected.len(), 2 * 2 * 5 * 2);
+    assert_eq!(out.rejected.len(), 4, "ruby of problem 2: 2 models × 2 samples");
+    assert!(out.rejected.iter().all(|r| r.reason == RejectReason::NoCode && r.item.starts_with("lcb_2/") && r.item.contains("/ruby/")));
+    let first = &out.solutions[0];
+    assert_eq!(first.id.as_str(), "lcb_1/model-a/python/0");
+    assert!(first.code.starts_with("#include <bits/stdc++.h>\n// Python 3 by model-a"), "{}", first.code);
+    let ids: Vec<&str> = out.solutions.iter().map(|s| s.id.as_str()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), ids.len(), "no duplicates");
+    // Samples differ in seed; functional problems get the JSON-lines instructions.
+    let seen = server.seen.lock().unwrap().clone();
+    let seeds: std::collections::BTreeSet<Option<u64>> = seen.iter().map(|s| s.seed).collect();
+    assert_eq!(seeds, [Some(0), Some(1)].into_iter().collect());
+    assert!(seen.iter().filter(|s| s.user.contains("MARKNOCODE")).all(|s| s.user.contains("one JSON value per")));
+    assert!(seen.iter().filter(|s| !s.user.contains("MARKNOCODE")).all(|s| s.user.contains("exactly as the statement describes")));
+    assert_eq!(seen.iter().filter(|s| s.model == "model-b").count(), 20);
+    assert_eq!(out.stats.from_endpoint, 40);
+    // Tokens and cost per stage and model, from the usage the server reported.
+    let rows = gateway.accounting().stage_rows(LlmStage::Generate);
+    assert_eq!(rows.iter().map(|r| (r.model.as_str(), r.from_endpoint, r.completion_tokens)).collect::<Vec<_>>(), [("model-a", 20, 140), ("model-b", 20, 140)]);
+    let b = &rows[1];
+    let expected = (b.prompt_tokens as f64 * 2.0 + b.completion_tokens as f64 * 10.0) / 1e6;
+    assert!(b.prompt_tokens > 0 && (b.cost - expected).abs() < 1e-12 && rows[0].cost == 0.0, "{rows:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn distract_abbreviate_queries_validate_what_they_parse() {
+    let server = Server::start(faulty).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&server.url, StoreMode::Live);
+    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+    let p = prompts();
+    let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Crates MARKDISTRACTKEY MARKSHORT MARKNOQUERIES", false)];
+
+    let d = distract(&DistractConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Distract), &p.distract, &problems, &gateway).await.unwrap();
+    assert_eq!(d.distractors.len(), 4);
+    assert_eq!(d.distractors.iter().map(|x| x.kind.as_str()).collect::<Vec<_>>(), ["operation_type", "optimisation_objective", "algorithmic_approach", "problem_domain"]);
+    assert!(matches!(&d.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::MissingField { field: "optimisation_objective".into() }));
+
+    let a = abbreviate(&AbbreviateConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate), &p.abbreviate, &problems, &gateway).await.unwrap();
+    assert_eq!(a.summaries.len(), 1);
+    assert_eq!(a.summaries[0].words, 60);
+    assert!(!a.summaries[0].text.starts_with("Summary:"));
+    assert!(matches!(&a.rejected[..], [r] if r.reason == RejectReason::WordCount { words: 10, min: 50, max: 150 }));
+
+    let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems, &gateway).await.unwrap();
+    let texts: Vec<&str> = q.queries.iter().map(|x| x.text.as_str()).collect();
+    assert_eq!(texts, ["count crates in warehouse", "crate counting prefix sums", "warehouse crate counting with a hash map"]);
+    assert_eq!(q.dropped_queries, 2, "a repeat and a one-word query");
+    assert!(matches!(&q.rejected[..], [r] if r.reason == RejectReason::NoQueries));
+    assert_eq!(q.prompt_sha256, p.queries.sha256);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fallback_model_takes_over_a_failing_item() {
+    let server = Server::start(|user: &str, model: &str, attempt| if model == "bad" { Reply::Status { code: 500, retry_after: None, body: String::new() } } else { faulty(user, model, attempt) }).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&server.url, StoreMode::Live);
+    cfg.retry.max_attempts = 2;
+    let plan = ModelPlan { models: vec!["bad".into(), "good".into()], sampling: SamplingParams::default() };
+    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+    let out = abbreviate(&AbbreviateConfig::default(), &plan, &prompts().abbreviate, &[rewritten(1, "Crates", false)], &gateway).await.unwrap();
+    assert_eq!(out.summaries[0].model, "good");
+    assert_eq!(out.stats.fallbacks, 1);
+    let rows = gateway.accounting().rows();
+    assert_eq!(rows.iter().map(|r| (r.model.as_str(), r.attempts, r.failed)).collect::<Vec<_>>(), [("bad", 2, 1), ("good", 1, 0)]);
+}
+
+// ---------------------------------------------------------------------------------------
+// The store on disk and its command.
+
+fn write_export(path: &Path, n: u32) {
+    use std::io::Write;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for i in 0..n {
+        let request = stages::services::llm::run::request(LlmStage::Queries, &format!("lcb_{i}"), "m", vec![stages::services::llm::ChatMessage { role: stages::services::llm::Role::User, content: format!("q {i}") }], &SamplingParams::default(), 0, "p");
+        let entry = json!({
+            "format": "coreb-llm-response/1",
+            "key": request.key(),
+            "stage": "queries",
+            "item": request.item,
+            "request": stages::services::llm::key::KeyedRequest::of(&request),
+            "response": {"text": format!("{{\"queries\": [\"q {i}\"]}} {}", "padding ".repeat(200)), "finish_reason": "stop", "usage": {"prompt_tokens": 3, "completion_tokens": 4}},
+        });
+        writeln!(f, "{entry}").unwrap();
+    }
+}
+
+#[test]
+fn store_command_stats_export_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("in.jsonl");
+    write_export(&export, 20);
+    let store = dir.path().join("store");
+    let out = run(coreb().args(["store", "import"]).arg(&store).arg(&export).arg("--json"));
+    assert!(out.status.success(), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["added"], 20);
+    let out = run(coreb().args(["store", "stats"]).arg(&store).arg("--json"));
+    assert!(out.status.success(), "{}", text(&out));
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((stats["entries"].as_u64(), stats["per_stage"]["queries"].as_u64(), stats["prompt_tokens"].as_u64()), (Some(20), Some(20), Some(60)));
+    // Export is sorted by key and round-trips byte for byte through another store.
+    let again = dir.path().join("out.jsonl");
+    assert!(run(coreb().args(["store", "export"]).arg(&store).arg(&again)).status.success());
+    let store2 = dir.path().join("store2");
+    assert!(run(coreb().args(["store", "import"]).arg(&store2).arg(&again)).status.success());
+    let again2 = dir.path().join("out2.jsonl");
+    assert!(run(coreb().args(["store", "export"]).arg(&store2).arg(&again2)).status.success());
+    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&again2).unwrap());
+    // An entry whose key does not match its request is refused, naming file and line.
+    let bad = dir.path().join("bad.jsonl");
+    let line = std::fs::read_to_string(&again).unwrap().lines().next().unwrap().replace("\"sample\":0", "\"sample\":1");
+    std::fs::write(&bad, format!("{line}\n")).unwrap();
+    let out = run(coreb().args(["store", "import"]).arg(&store).arg(&bad));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl`:1: key `"), "{}", text(&out));
+}
+
+#[test]
+fn a_killed_import_never_leaves_half_an_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("in.jsonl");
+    write_export(&export, 2000);
+    let store = dir.path().join("store");
+    let mut child = coreb().args(["store", "import"]).arg(&store).arg(&export).stderr(std::process::Stdio::null()).spawn().unwrap();
+    // Kill it (SIGKILL) once it has written some entries but not all.
+    let started = Instant::now();
+    loop {
+        let n = std::fs::read_dir(&store).map(|d| d.count()).unwrap_or(0);
+        if n >= 20 || started.elapsed() > Duration::from_secs(20) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the import finished before it could be killed");
+    let out = run(coreb().args(["store", "stats"]).arg(&store).arg("--json"));
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["invalid"], json!([]), "{}", text(&out));
+    let written = stats["entries"].as_u64().unwrap();
+    assert!(written > 0 && written < 2000, "{written}");
+    // Resuming adds exactly the rest.
+    let out = run(coreb().args(["store", "import"]).arg(&store).arg(&export).arg("--json"));
+    assert!(out.status.success(), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["added"].as_u64().unwrap() + report["unchanged"].as_u64().unwrap(), 2000);
+    assert_eq!(report["unchanged"].as_u64().unwrap(), written);
+}
+
+/// The fixture store was written by `tests/fixtures/llm/store_entry.py`, the Python reference
+/// of the format: coreb must read it, agree on every key, and write the same bytes.
+#[test]
+fn python_reference_entries_match_the_rust_store_byte_for_byte() {
+    let fixture = root().join("tests/fixtures/llm/store");
+    let store = ResponseStore::open(&fixture);
+    let keys = store.keys().unwrap();
+    assert_eq!(keys.len(), 2);
+    for key in &keys {
+        let entry = store.get(key).unwrap().unwrap();
+        assert_eq!(stages::services::llm::store::entry_text(&entry), std::fs::read_to_string(store.path_of(key)).unwrap());
+        let request = stages::services::llm::ChatRequest {
+            stage: entry.stage,
+            item: entry.item.clone(),
+            model: entry.request.model.clone(),
+            messages: entry.request.messages.clone(),
+            params: entry.request.params.clone(),
+            sample: entry.request.sample,
+            prompt_sha256: entry.request.prompt_sha256.clone(),
+        };
+        assert_eq!(&request.key(), key);
+    }
+    let out = run(coreb().args(["store", "stats"]).arg(&fixture).arg("--json"));
+    assert!(out.status.success(), "{}", text(&out));
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((stats["entries"].as_u64(), stats["invalid"].as_array().map(Vec::len)), (Some(2), Some(0)));
+}
+
+/// Authored answers become store entries by running the stage once; replay then serves
+/// them and reproduces the output, and a missing answer is listed, not fatal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authored_answers_are_recorded_then_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = prompts();
+    let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Boxes", false)];
+    let answers = BTreeMap::from([((LlmStage::Abbreviate, "lcb_1".to_owned()), words(55, "crate"))]);
+    let plan = ModelPlan::single("author", SamplingParams::default());
+    let authored = stages::services::llm::AuthoredGateway::new(answers, ResponseStore::open(dir.path()));
+    let first = abbreviate(&AbbreviateConfig::default(), &plan, &p.abbreviate, &problems, &authored).await.unwrap();
+    assert_eq!(first.summaries.len(), 1);
+    assert!(matches!(&first.rejected[..], [r] if r.item == "lcb_2" && matches!(&r.reason, RejectReason::Llm { failure } if failure.kind == LlmFailureKind::NotAuthored)));
+    let replay = Gateway::new(&config("http://127.0.0.1:9/v1", StoreMode::Replay), ResponseStore::open(dir.path()), None).unwrap();
+    let again = abbreviate(&AbbreviateConfig::default(), &plan, &p.abbreviate, &problems[..1], &replay).await.unwrap();
+    assert_eq!(again.summaries, first.summaries);
+    assert_eq!(again.stats.from_store, 1);
+}

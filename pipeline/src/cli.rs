@@ -321,6 +321,14 @@ pub enum StoreCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write the store of a manifest from authored answers (the bundled sample's content).
+    #[command(hide = true)]
+    Author {
+        /// The build manifest whose store is written.
+        manifest: PathBuf,
+        /// The directory of authored `<question_id>.json` files.
+        authored: PathBuf,
+    },
     /// Benchmark the gateway against a local delayed server and the store's serving time.
     #[command(hide = true)]
     Bench {

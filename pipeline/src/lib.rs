@@ -5,6 +5,7 @@
 //! `stages` crate in order and keeps their outputs in the artifact store ([`store`]), skipping
 //! a stage whose inputs are unchanged. All terminal output goes through [`printer::Printer`].
 
+pub mod authoring;
 pub mod cli;
 pub mod commands;
 pub mod engine;

@@ -12,7 +12,14 @@ use stages::fetch::{FetchConfig, Source};
 use stages::filter::FilterConfig;
 use stages::ingest::IngestConfig;
 use stages::problem::DateWindow;
+use stages::abbreviate::AbbreviateConfig;
+use stages::distract::DistractConfig;
+use stages::execute::ExecuteConfig;
+use stages::generate::GenerateConfig;
+use stages::queries::QueriesConfig;
 use stages::qrels::QrelsConfig;
+use stages::rewrite::RewriteConfig;
+use stages::services::llm::LlmConfig;
 
 /// A manifest exactly as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -33,6 +40,15 @@ pub struct ManifestFile {
     /// Stage parameters.
     #[serde(default)]
     pub stages: StagesFile,
+    /// `[llm]`: endpoint, models, sampling, limits, store mode.
+    #[serde(default)]
+    pub llm: LlmConfig,
+    /// Prompt templates (relative to the manifest); default `../prompts`.
+    #[serde(default)]
+    pub prompts_dir: Option<PathBuf>,
+    /// The LLM response store (relative to the manifest); default `<output_dir>/responses`.
+    #[serde(default)]
+    pub response_store: Option<PathBuf>,
 }
 
 /// `[window]`.
@@ -73,6 +89,24 @@ pub struct StagesFile {
     /// `[stages.filter]`.
     #[serde(default)]
     pub filter: FilterConfig,
+    /// `[stages.rewrite]`.
+    #[serde(default)]
+    pub rewrite: RewriteConfig,
+    /// `[stages.distract]`.
+    #[serde(default)]
+    pub distract: DistractConfig,
+    /// `[stages.abbreviate]`.
+    #[serde(default)]
+    pub abbreviate: AbbreviateConfig,
+    /// `[stages.generate]`.
+    #[serde(default)]
+    pub generate: GenerateConfig,
+    /// `[stages.execute]`.
+    #[serde(default)]
+    pub execute: ExecuteConfig,
+    /// `[stages.queries]`.
+    #[serde(default)]
+    pub queries: QueriesConfig,
     /// `[stages.qrels]`.
     #[serde(default)]
     pub qrels: QrelsConfig,
@@ -95,6 +129,12 @@ pub struct RunPlan {
     pub sources: Vec<Source>,
     /// Stage parameters.
     pub stages: StagesFile,
+    /// LLM settings.
+    pub llm: LlmConfig,
+    /// Prompt templates.
+    pub prompts_dir: PathBuf,
+    /// The LLM response store.
+    pub response_store: PathBuf,
     /// Worker threads.
     pub jobs: usize,
     /// Where `release` publishes: `<releases_dir>/<version>` unless `verify` redirects it.
@@ -118,7 +158,7 @@ impl RunPlan {
 
     /// Validate a parsed manifest and apply defaults.
     pub fn resolve(path: &Path, file: ManifestFile, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
-        let ManifestFile { version, window, output_dir, releases_dir, sources, stages } = file;
+        let ManifestFile { version, window, output_dir, releases_dir, sources, stages, llm, prompts_dir, response_store } = file;
         if !is_version(&version) {
             bail!("`version`: expected `vYYYYMM`, got `{version}`");
         }
@@ -144,6 +184,8 @@ impl RunPlan {
         }
         stages.dedup.validate().map_err(|e| anyhow::anyhow!("`stages.dedup`: {e}"))?;
         stages.filter.validate().map_err(|e| anyhow::anyhow!("`stages.filter`: {e}"))?;
+        llm.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let output_dir = lexical_join(&base, &output_dir);
         let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
         let releases_dir = lexical_join(&base, &releases_dir.unwrap_or_else(|| PathBuf::from("../releases")));
         Ok(RunPlan {
@@ -152,7 +194,10 @@ impl RunPlan {
             manifest_path: base.join(path.file_name().unwrap_or_default()),
             version,
             window,
-            output_dir: lexical_join(&base, &output_dir),
+            prompts_dir: lexical_join(&base, &prompts_dir.unwrap_or_else(|| PathBuf::from("../prompts"))),
+            response_store: response_store.map_or_else(|| output_dir.join("responses"), |p| lexical_join(&base, &p)),
+            output_dir,
+            llm,
             releases_dir,
             sources: resolved,
             stages,

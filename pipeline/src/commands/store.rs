@@ -40,6 +40,11 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(if stats.invalid.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
+        StoreCommand::Author { manifest, authored } => {
+            let n = crate::authoring::author(&manifest, &authored, crate::printer::Printer::new(false))?;
+            println!("{n} authored answers offered to the LLM stages");
+            Ok(ExitCode::SUCCESS)
+        }
         StoreCommand::Export { store, out } => {
             let n = ResponseStore::open(&store).export(&out).with_context(|| format!("exporting the store `{}`", store.display()))?;
             Printer::new(false).status(format!("exported {n} entries to `{}`", out.display()));

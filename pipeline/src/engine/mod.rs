@@ -10,11 +10,12 @@ mod dedup;
 mod fetch;
 mod filter;
 mod ingest;
+pub mod llm;
+mod qrels;
 mod release;
 
 pub use release::{FileEntry, ReleaseManifest, hash_tree, relative_path};
 
-use anyhow::bail;
 
 use crate::cli::StageName;
 use crate::manifest::RunPlan;
@@ -68,6 +69,9 @@ pub struct Engine {
     pool: rayon::ThreadPool,
     /// Print every stage's JSON summary (`build --json`), not only the last one.
     json_every_stage: bool,
+    /// A gateway to use instead of the manifest's (authoring the sample's store, tests).
+    gateway: Option<std::sync::Arc<dyn stages::services::llm::LlmGateway>>,
+    llm: std::sync::OnceLock<llm::LlmContext>,
 }
 
 impl Engine {
@@ -75,7 +79,27 @@ impl Engine {
     pub fn new(plan: RunPlan, printer: Printer, json_every_stage: bool) -> anyhow::Result<Self> {
         let store = ArtifactStore::open(&plan.output_dir.join("artifacts"))?;
         let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build()?;
-        Ok(Engine { plan, store, printer, pool, json_every_stage })
+        Ok(Engine { plan, store, printer, pool, json_every_stage, gateway: None, llm: std::sync::OnceLock::new() })
+    }
+
+    /// Answer LLM requests with `gateway` instead of the manifest's endpoint and store.
+    pub fn with_gateway(mut self, gateway: std::sync::Arc<dyn stages::services::llm::LlmGateway>) -> Self {
+        self.gateway = Some(gateway);
+        self
+    }
+
+    /// The LLM context, made on first use (prompts loaded, gateway opened).
+    fn llm(&self) -> anyhow::Result<&llm::LlmContext> {
+        if let Some(ctx) = self.llm.get() {
+            return Ok(ctx);
+        }
+        let ctx = llm::LlmContext::new(&self.plan, self.gateway.clone())?;
+        Ok(self.llm.get_or_init(|| ctx))
+    }
+
+    /// The resolved plan.
+    pub fn plan(&self) -> &RunPlan {
+        &self.plan
     }
 
     /// The artifact store.
@@ -99,9 +123,30 @@ impl Engine {
                 StageName::Ingest => ingest::run(self, upstream(StageName::Fetch)?)?,
                 StageName::Dedup => dedup::run(self, upstream(StageName::Ingest)?)?,
                 StageName::Filter => filter::run(self, upstream(StageName::Dedup)?)?,
-                other => bail!(
-                    "stage `{other}` is not built yet; the stages through `filter` are (run with `--until filter`)"
-                ),
+                StageName::Rewrite => llm::rewrite(self, upstream(StageName::Filter)?)?,
+                StageName::Distract => llm::distract(self, upstream(StageName::Rewrite)?)?,
+                StageName::Abbreviate => llm::abbreviate(self, upstream(StageName::Rewrite)?)?,
+                StageName::Generate => llm::generate(self, upstream(StageName::Rewrite)?)?,
+                StageName::Execute => llm::execute(self, upstream(StageName::Rewrite)?, upstream(StageName::Generate)?)?,
+                StageName::Queries => llm::queries(self, upstream(StageName::Rewrite)?)?,
+                StageName::Qrels => qrels::run(
+                    self,
+                    qrels::Inputs {
+                        rewrite: upstream(StageName::Rewrite)?,
+                        distract: upstream(StageName::Distract)?,
+                        abbreviate: upstream(StageName::Abbreviate)?,
+                        generate: upstream(StageName::Generate)?,
+                        execute: upstream(StageName::Execute)?,
+                        queries: upstream(StageName::Queries)?,
+                    },
+                )?,
+                StageName::Release => {
+                    let llm_stages: Vec<&StageRecord> = [StageName::Rewrite, StageName::Distract, StageName::Abbreviate, StageName::Generate, StageName::Execute, StageName::Queries]
+                        .into_iter()
+                        .map(&upstream)
+                        .collect::<anyhow::Result<_>>()?;
+                    release::run(self, upstream(StageName::Fetch)?, upstream(StageName::Filter)?, upstream(StageName::Qrels)?, &llm_stages)?
+                }
             };
             self.announce(&report);
             reports.push(report);

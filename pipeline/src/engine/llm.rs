@@ -1,0 +1,273 @@
+//! Runs the LLM stages (`rewrite`, `distract`, `abbreviate`, `generate`, `queries`) through
+//! one gateway and response store, and `execute` through the sandbox.
+//!
+//! Each LLM stage's key holds its configuration, the models and sampling of its stage, the
+//! hashes of its prompts and the upstream fingerprints; the store mode and endpoint are not
+//! part of it (a stored response is the same whoever serves it). A stage whose previous run
+//! rejected items is run again, so that answers that arrived since are used.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use stages::problem::Problem;
+use stages::prompt::Prompts;
+use stages::rewrite::{RewritePlans, RewrittenProblem};
+use stages::services::llm::gateway::{Gateway, api_key_from_env};
+use stages::services::llm::run::{ModelPlan, Rejection};
+use stages::services::llm::store::ResponseStore;
+use stages::services::llm::{LlmGateway, LlmStage};
+use stages::tables::ProblemWriter;
+use stages::tables::solutions::{read_solutions, write_solutions};
+
+use super::{Engine, StageReport};
+use crate::cli::StageName;
+use crate::store::{StageRecord, input_key};
+
+/// The gateway, prompts and runtime the LLM stages share.
+pub struct LlmContext {
+    runtime: tokio::runtime::Runtime,
+    gateway: Arc<dyn LlmGateway>,
+    prompts: Prompts,
+}
+
+impl LlmContext {
+    /// The context of a plan: its prompts, and `gateway` or else a [`Gateway`] over its store.
+    pub fn new(plan: &crate::manifest::RunPlan, gateway: Option<Arc<dyn LlmGateway>>) -> anyhow::Result<Self> {
+        let prompts = Prompts::load(&plan.prompts_dir).with_context(|| format!("loading prompts from `{}`", plan.prompts_dir.display()))?;
+        let gateway: Arc<dyn LlmGateway> = match gateway {
+            Some(g) => g,
+            None => {
+                let key = api_key_from_env(&plan.llm)?;
+                Arc::new(Gateway::new(&plan.llm, ResponseStore::open(&plan.response_store), key)?)
+            }
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(plan.jobs.max(1)).enable_all().build()?;
+        Ok(LlmContext { runtime, gateway, prompts })
+    }
+}
+
+/// Write one JSON object per line.
+pub fn write_jsonl<T: Serialize>(path: &Path, rows: &[T]) -> anyhow::Result<()> {
+    let mut f = std::io::BufWriter::new(fs_err::File::create(path)?);
+    for r in rows {
+        serde_json::to_writer(&mut f, r)?;
+        f.write_all(b"\n")?;
+    }
+    f.into_inner().map_err(|e| anyhow::anyhow!("writing `{}`: {}", path.display(), e.error()))?.sync_all()?;
+    Ok(())
+}
+
+/// Read one JSON object per line.
+pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
+    let text = fs_err::read_to_string(path)?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("`{}`:{}", path.display(), i + 1)))
+        .collect()
+}
+
+/// The path of a stage output.
+pub fn output(engine: &Engine, record: &StageRecord, role: &str) -> anyhow::Result<std::path::PathBuf> {
+    let file = record.outputs.get(role).with_context(|| format!("stage `{}` has no `{role}` output", record.stage))?;
+    Ok(engine.store.stage_dir(&record.stage).join(&file.file))
+}
+
+/// A cached LLM stage is reused only when it rejected nothing.
+fn reusable(engine: &Engine, stage: StageName, key: &str) -> anyhow::Result<Option<StageReport>> {
+    Ok(engine.cached(stage, key)?.filter(|r| r.record.summary.get("rejected").and_then(serde_json::Value::as_u64) == Some(0)))
+}
+
+fn models_key(engine: &Engine, stages: &[LlmStage]) -> serde_json::Value {
+    let llm = &engine.plan.llm;
+    serde_json::json!(stages.iter().map(|s| (s.as_str(), llm.models(*s), llm.sampling(*s))).collect::<Vec<_>>())
+}
+
+fn commit_llm<T: Serialize>(
+    engine: &Engine,
+    stage: StageName,
+    key: &str,
+    file: &str,
+    rows: &[T],
+    rejected: &[Rejection],
+    mut summary: serde_json::Value,
+) -> anyhow::Result<StageReport> {
+    let writer = engine.store.begin(stage.as_str())?;
+    write_jsonl(&writer.path(file), rows)?;
+    write_jsonl(&writer.path("rejections.jsonl"), rejected)?;
+    if let Some(obj) = summary.as_object_mut() {
+        obj.insert("rows_out".into(), serde_json::json!(rows.len()));
+        obj.insert("rejected".into(), serde_json::json!(rejected.len()));
+    }
+    let role = file.split('.').next().unwrap_or(file);
+    let record = writer.commit(key, &[(role, file), ("rejections", "rejections.jsonl")], summary)?;
+    announce_rejections(engine, stage, rejected);
+    Ok(StageReport { stage, skipped: false, record })
+}
+
+/// Show the first rejections (all are in the stage's `rejections.jsonl`).
+fn announce_rejections(engine: &Engine, stage: StageName, rejected: &[Rejection]) {
+    for r in rejected.iter().take(5) {
+        engine.printer.status(format!("{:>10}: rejected `{}` ({}): {:?}", stage.as_str(), r.item, r.model, r.reason));
+    }
+    if rejected.len() > 5 {
+        engine.printer.status(format!("{:>10}: … and {} more (see rejections.jsonl)", stage.as_str(), rejected.len() - 5));
+    }
+}
+
+/// A rewritten problem as a `Problem` row, so `execute` can judge against its tests.
+pub fn as_problem(r: &RewrittenProblem) -> Problem {
+    let question_id = r.id.as_str().strip_prefix("lcb_").unwrap_or(r.id.as_str()).to_owned();
+    Problem {
+        id: r.id.clone(),
+        question_title: r.title.clone(),
+        question_content: r.statement.clone(),
+        platform: r.platform,
+        question_id,
+        contest_id: String::new(),
+        contest_date: r.contest_date.clone(),
+        starter_code: r.starter_code.clone(),
+        difficulty: r.difficulty.clone(),
+        public_tests: r.public_tests.clone(),
+        private_tests: r.private_tests.clone(),
+        func_name: r.func_name.clone(),
+        metadata: r.func_name.as_ref().map_or_else(|| "{}".to_owned(), |f| serde_json::json!({ "func_name": f }).to_string()),
+    }
+}
+
+pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<StageReport> {
+    let stage = StageName::Rewrite;
+    let ctx = engine.llm()?;
+    let config = &engine.plan.stages.rewrite;
+    let prompts = [&ctx.prompts.rewrite.sha256, &ctx.prompts.rewrite_tests.sha256];
+    let key = input_key(stage.as_str(), &(config, models_key(engine, &[LlmStage::Rewrite, LlmStage::RewriteTests]), prompts), &[filter])?;
+    if let Some(hit) = reusable(engine, stage, &key)? {
+        return Ok(hit);
+    }
+    let problems = stages::tables::ProblemReader::read_all(&output(engine, filter, "problems")?)?;
+    let plans = RewritePlans {
+        rewrite: ModelPlan::for_stage(&engine.plan.llm, LlmStage::Rewrite),
+        tests: ModelPlan::for_stage(&engine.plan.llm, LlmStage::RewriteTests),
+    };
+    let out = ctx.runtime.block_on(stages::rewrite::rewrite(config, &plans, &ctx.prompts.rewrite, &ctx.prompts.rewrite_tests, problems, ctx.gateway.as_ref()))?;
+    let summary = serde_json::json!({
+        "rows_in": out.stats.llm.items_in,
+        "stats": out.stats,
+        "parameters": config,
+        "prompts": {"rewrite": out.prompt_sha256, "rewrite_tests": out.tests_prompt_sha256},
+        "models": engine.plan.llm.models(LlmStage::Rewrite),
+    });
+    let writer = engine.store.begin(stage.as_str())?;
+    write_jsonl(&writer.path("rewritten.jsonl"), &out.problems)?;
+    write_jsonl(&writer.path("rejections.jsonl"), &out.rejected)?;
+    // The rewritten problems as a problems table too, for `execute`.
+    let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
+    for p in &out.problems {
+        table.write(as_problem(p))?;
+    }
+    table.finish()?;
+    let mut summary = summary;
+    if let Some(obj) = summary.as_object_mut() {
+        obj.insert("rows_out".into(), serde_json::json!(out.problems.len()));
+        obj.insert("rejected".into(), serde_json::json!(out.rejected.len()));
+    }
+    let outputs = [("rewritten", "rewritten.jsonl"), ("rejections", "rejections.jsonl"), ("problems", "problems.parquet")];
+    let record = writer.commit(&key, &outputs, summary)?;
+    announce_rejections(engine, stage, &out.rejected);
+    Ok(StageReport { stage, skipped: false, record })
+}
+
+/// The rewritten problems of a rewrite record.
+pub fn rewritten(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result<Vec<RewrittenProblem>> {
+    read_jsonl(&output(engine, rewrite, "rewritten")?)
+}
+
+macro_rules! simple_stage {
+    ($name:ident, $stage:expr, $llm:expr, $cfg:ident, $prompt:ident, $func:path, $field:ident, $file:expr) => {
+        pub(super) fn $name(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result<StageReport> {
+            let stage = $stage;
+            let ctx = engine.llm()?;
+            let config = &engine.plan.stages.$cfg;
+            let key = input_key(stage.as_str(), &(config, models_key(engine, &[$llm]), &ctx.prompts.$prompt.sha256), &[rewrite])?;
+            if let Some(hit) = reusable(engine, stage, &key)? {
+                return Ok(hit);
+            }
+            let problems = rewritten(engine, rewrite)?;
+            let plan = ModelPlan::for_stage(&engine.plan.llm, $llm);
+            let out = ctx.runtime.block_on($func(config, &plan, &ctx.prompts.$prompt, &problems, ctx.gateway.as_ref()))?;
+            let summary = serde_json::json!({
+                "rows_in": out.stats.items_in,
+                "stats": out.stats,
+                "parameters": config,
+                "prompts": { $file: out.prompt_sha256 },
+                "models": engine.plan.llm.models($llm),
+            });
+            commit_llm(engine, stage, &key, concat!($file, ".jsonl"), &out.$field, &out.rejected, summary)
+        }
+    };
+}
+
+simple_stage!(distract, StageName::Distract, LlmStage::Distract, distract, distract, stages::distract::distract, distractors, "distractors");
+simple_stage!(abbreviate, StageName::Abbreviate, LlmStage::Abbreviate, abbreviate, abbreviate, stages::abbreviate::abbreviate, summaries, "summaries");
+simple_stage!(queries, StageName::Queries, LlmStage::Queries, queries, queries, stages::queries::queries, queries, "queries");
+
+pub(super) fn generate(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result<StageReport> {
+    let stage = StageName::Generate;
+    let ctx = engine.llm()?;
+    let config = &engine.plan.stages.generate;
+    let key = input_key(stage.as_str(), &(config, models_key(engine, &[LlmStage::Generate]), &ctx.prompts.generate.sha256), &[rewrite])?;
+    if let Some(hit) = reusable(engine, stage, &key)? {
+        return Ok(hit);
+    }
+    let problems = rewritten(engine, rewrite)?;
+    let plan = ModelPlan::for_stage(&engine.plan.llm, LlmStage::Generate);
+    let out = ctx.runtime.block_on(stages::generate::generate(config, &plan, &ctx.prompts.generate, &problems, ctx.gateway.as_ref()))?;
+    let writer = engine.store.begin(stage.as_str())?;
+    write_solutions(&writer.path("solutions.parquet"), &out.solutions)?;
+    write_jsonl(&writer.path("rejections.jsonl"), &out.rejected)?;
+    announce_rejections(engine, stage, &out.rejected);
+    let summary = serde_json::json!({
+        "rows_in": out.stats.items_in,
+        "rows_out": out.solutions.len(),
+        "rejected": out.rejected.len(),
+        "stats": out.stats,
+        "parameters": config,
+        "prompts": {"generate": out.prompt_sha256},
+        "models": engine.plan.llm.models(LlmStage::Generate),
+    });
+    let record = writer.commit(&key, &[("solutions", "solutions.parquet"), ("rejections", "rejections.jsonl")], summary)?;
+    Ok(StageReport { stage, skipped: false, record })
+}
+
+pub(super) fn execute(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord) -> anyhow::Result<StageReport> {
+    let stage = StageName::Execute;
+    let config = &engine.plan.stages.execute;
+    let key = input_key(stage.as_str(), config, &[rewrite, generate])?;
+    if let Some(hit) = engine.cached(stage, &key)? {
+        return Ok(hit);
+    }
+    let writer = engine.store.begin(stage.as_str())?;
+    let report = stages::execute::execute_tables(
+        &output(engine, rewrite, "problems")?,
+        &output(engine, generate, "solutions")?,
+        &writer.path("verdicts.parquet"),
+        config,
+        engine.plan.jobs,
+    )?;
+    let solutions = read_solutions(&output(engine, generate, "solutions")?)?.len();
+    let summary = serde_json::json!({
+        "rows_in": solutions,
+        "rows_out": report.stats.solutions,
+        "rejected": report.without_problem.len(),
+        "passed": report.stats.solutions_passed,
+        "stats": report.stats,
+        "parameters": config,
+    });
+    let local = serde_json::json!({ "isolation": report.isolation });
+    let record = writer.commit_with_local(&key, &[("verdicts", "verdicts.parquet")], summary, local)?;
+    Ok(StageReport { stage, skipped: false, record })
+}

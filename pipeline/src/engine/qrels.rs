@@ -1,0 +1,96 @@
+//! Runs `qrels`: gathers the rewritten problems, summaries, distractors, queries, solutions
+//! and verdicts into [`stages::qrels::qrels`] and stores its output (`qrels.json`).
+
+use std::collections::BTreeMap;
+
+use stages::abbreviate::Summary;
+use stages::distract::Distractor;
+use stages::problem::ProblemId;
+use stages::qrels::{JudgedSolution, ProblemTexts, qrels};
+use stages::queries::Query;
+use stages::tables::solutions::read_solutions;
+use stages::tables::verdicts::read_verdicts;
+
+use super::llm::{output, read_jsonl, rewritten};
+use super::{Engine, StageReport};
+use crate::cli::StageName;
+use crate::store::{StageRecord, input_key, write_atomic};
+
+/// The upstream records `qrels` reads.
+pub(super) struct Inputs<'a> {
+    pub rewrite: &'a StageRecord,
+    pub distract: &'a StageRecord,
+    pub abbreviate: &'a StageRecord,
+    pub generate: &'a StageRecord,
+    pub execute: &'a StageRecord,
+    pub queries: &'a StageRecord,
+}
+
+pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageReport> {
+    let stage = StageName::Qrels;
+    let config = &engine.plan.stages.qrels;
+    // Execute's verdict table holds timings that differ run to run: key on its pass/fail
+    // facts instead of its bytes.
+    let verdicts = read_verdicts(&output(engine, inputs.execute, "verdicts")?)?;
+    let passed: BTreeMap<String, bool> = verdicts.iter().map(|v| (v.solution_id.as_str().to_owned(), v.passed)).collect();
+    let key = input_key(
+        stage.as_str(),
+        &(config, &engine.plan.version, &passed),
+        &[inputs.rewrite, inputs.distract, inputs.abbreviate, inputs.generate, inputs.queries],
+    )?;
+    if let Some(hit) = engine.cached(stage, &key)? {
+        return Ok(hit);
+    }
+    let summaries: BTreeMap<ProblemId, String> =
+        read_jsonl::<Summary>(&output(engine, inputs.abbreviate, "summaries")?)?.into_iter().map(|s| (s.problem_id, s.text)).collect();
+    let mut distractors: BTreeMap<ProblemId, Vec<String>> = BTreeMap::new();
+    for d in read_jsonl::<Distractor>(&output(engine, inputs.distract, "distractors")?)? {
+        distractors.entry(d.problem_id).or_default().push(d.statement);
+    }
+    let mut queries: BTreeMap<ProblemId, Vec<String>> = BTreeMap::new();
+    for q in read_jsonl::<Query>(&output(engine, inputs.queries, "queries")?)? {
+        queries.entry(q.problem_id).or_default().push(q.text);
+    }
+    let mut problems = Vec::new();
+    let mut incomplete = Vec::new();
+    for p in rewritten(engine, inputs.rewrite)? {
+        match (summaries.get(&p.id), distractors.get(&p.id)) {
+            (Some(canonical), Some(ds)) => problems.push(ProblemTexts {
+                problem_id: p.id.clone(),
+                title: p.title,
+                statement: p.statement,
+                canonical: canonical.clone(),
+                distractors: ds.clone(),
+                search_queries: queries.get(&p.id).cloned().unwrap_or_default(),
+            }),
+            _ => incomplete.push(p.id),
+        }
+    }
+    let solutions: Vec<JudgedSolution> = read_solutions(&output(engine, inputs.generate, "solutions")?)?
+        .into_iter()
+        .filter(|s| problems.iter().any(|p| p.problem_id == s.problem_id))
+        .map(|s| JudgedSolution {
+            passed: passed.get(s.id.as_str()).copied().unwrap_or(false),
+            id: s.id,
+            problem_id: s.problem_id,
+            model: s.model,
+            language: s.language,
+            code: s.code,
+        })
+        .collect();
+    let out = qrels(config, &engine.plan.version, &problems, &solutions);
+    let writer = engine.store.begin(stage.as_str())?;
+    write_atomic(&writer.path("qrels.json"), serde_json::to_string(&out)?.as_bytes())?;
+    let queries_total: u64 = out.stats.queries.values().sum();
+    let summary = serde_json::json!({
+        "rows_in": problems.len() + incomplete.len(),
+        "rows_out": problems.len(),
+        "rejected": incomplete.len(),
+        "incomplete_problems": incomplete,
+        "queries": queries_total,
+        "stats": out.stats,
+        "parameters": config,
+    });
+    let record = writer.commit(&key, &[("qrels", "qrels.json")], summary)?;
+    Ok(StageReport { stage, skipped: false, record })
+}

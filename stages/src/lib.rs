@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod dedup;
+pub mod evaluate;
 pub mod fetch;
 pub mod filter;
 pub mod hashing;

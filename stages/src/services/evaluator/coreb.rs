@@ -10,6 +10,7 @@
 //!   relevance-2 document (or a relevance-1 document is retrieved and no relevance-2 one is);
 //!   the rate is over queries that have at least one relevance-1 judgement.
 //!
+//! Binary qrels (no relevance above 1) are evaluated at level 1 ([`CorebConfig::for_qrels`]).
 //! Every qrels query counts; a query missing from the run scores 0 (reported as `missing`).
 //! Ranking is trec_eval's: score descending, then doc id descending. Does NOT read or print.
 
@@ -24,6 +25,15 @@ pub struct CorebConfig {
     pub ks: Vec<usize>,
     /// Lowest relevance counted as relevant (2 in CoREB).
     pub level: i64,
+}
+
+impl CorebConfig {
+    /// CoREB's convention for graded qrels (some relevance >= 2): level 2. Binary qrels (plain
+    /// BEIR sets such as CoSQA, relevance 0/1) keep level 1, so relevance 1 stays relevant.
+    pub fn for_qrels(qrels: &Qrels, ks: Vec<usize>) -> CorebConfig {
+        let graded = qrels.queries.values().any(|q| q.judged.iter().any(|(_, r)| *r >= 2));
+        CorebConfig { ks, level: if graded { 2 } else { 1 } }
+    }
 }
 
 impl Default for CorebConfig {
@@ -193,5 +203,8 @@ mod tests {
         let s = summarize(&cfg.ks, &res);
         assert_eq!(s.missing, 1);
         assert_eq!(s.at_k.ndcg[0], 0.5);
+        assert_eq!(CorebConfig::for_qrels(&qrels, vec![1]).level, 2);
+        let binary = Qrels::from_triples([("a", "d", 1)]).unwrap();
+        assert_eq!(CorebConfig::for_qrels(&binary, vec![1]).level, 1);
     }
 }

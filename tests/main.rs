@@ -4,10 +4,12 @@
 //! - `support`: a temp-dir test context and the path of the `coreb` binary.
 //! - `ingest`: ingest, dedup and filter on the shared LiveCodeBench rows.
 //! - `fetch`: downloads from a local HTTP server: resume, retries, checksums.
+//! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 
 mod support;
 
 mod fetch;
 mod ingest;
+mod eval;
 mod trec_eval;

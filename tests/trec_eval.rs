@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::support::{coreb, root, run, shared_data, text};
 
 /// `../shared/data/<rel>`; from a worktree one level deeper (`/work/wt/<name>`), its parent's.
-pub fn data(rel: &str) -> PathBuf {
+pub(crate) fn data(rel: &str) -> PathBuf {
     let direct = shared_data(rel);
     if direct.exists() {
         return direct;

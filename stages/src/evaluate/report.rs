@@ -137,7 +137,7 @@ const COLORS: &[&str] = &["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
 
 /// Grouped bars: `groups` of `(label, values)` with one bar per series, values in [0, `max`].
 fn bar_chart(title: &str, series: &[String], groups: &[(String, Vec<f64>)], max: f64, fmt: &dyn Fn(f64) -> String) -> String {
-    let (w, h, left, right, top, bottom) = (760.0, 380.0, 56.0, 16.0, 48.0, 88.0);
+    let (w, h, left, right, top, bottom) = (760.0, 400.0, 56.0, 16.0, 68.0, 88.0);
     let plot_w = w - left - right;
     let plot_h = h - top - bottom;
     let mut s = String::new();
@@ -173,8 +173,8 @@ fn bar_chart(title: &str, series: &[String], groups: &[(String, Vec<f64>)], max:
     }
     let mut lx = left;
     for (si, name) in series.iter().enumerate() {
-        let _ = writeln!(s, r#"<rect x="{lx:.1}" y="30" width="10" height="10" fill="{}"/><text x="{:.1}" y="39">{}</text>"#, COLORS[si % COLORS.len()], lx + 14.0, esc(name));
-        lx += 24.0 + 7.0 * name.len() as f64;
+        let _ = writeln!(s, r#"<rect x="{lx:.1}" y="34" width="10" height="10" fill="{}"/><text x="{:.1}" y="43">{}</text>"#, COLORS[si % COLORS.len()], lx + 14.0, esc(name));
+        lx += 34.0 + 7.5 * name.len() as f64;
     }
     s.push_str("</svg>\n");
     s
@@ -208,7 +208,8 @@ pub fn query_distribution_svg(report: &EvalReport) -> String {
     let groups: Vec<(String, Vec<f64>)> =
         plot_groups(report).into_iter().map(|(l, s)| (l, vec![s.num_queries as f64])).collect();
     let max = groups.iter().map(|g| g.1[0]).fold(0.0, f64::max);
-    let max = if max <= 0.0 { 1.0 } else { nice_ceiling(max) };
+    // At least 5 so that the five grid steps fall on whole queries.
+    let max = if max <= 5.0 { 5.0 } else { nice_ceiling(max) };
     bar_chart("Queries per subtask", &["queries".to_owned()], &groups, max, &|v| format!("{v:.0}"))
 }
 

@@ -48,7 +48,7 @@ pub async fn rerank_run(client: &EmbedClient, model: &str, data: &Dataset, run: 
     let texts: std::collections::HashMap<&str, String> = data.corpus.iter().map(|d| (d.id.as_str(), d.full_text())).collect();
     let mut out = Run::new(format!("{}+rerank:{model}", run.run_id));
     for q in &data.queries {
-        let top: Vec<&str> = run.ranked(&q.id).iter().take(depth).map(|e| run.doc(e.doc)).collect();
+        let top: Vec<&str> = run.ranked(&q.id).iter().take(depth).map(|e| run.doc(e)).collect();
         if top.is_empty() {
             continue;
         }

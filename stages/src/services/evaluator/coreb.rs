@@ -95,7 +95,7 @@ pub fn evaluate(qrels: &Qrels, run: &Run, cfg: &CorebConfig) -> Vec<QueryResult>
         .queries
         .iter()
         .map(|(qid, qq)| {
-            let ranked: Vec<&str> = run.ranked(qid).iter().map(|e| run.doc(e.doc)).collect();
+            let ranked: Vec<&str> = run.ranked(qid).iter().map(|e| run.doc(e)).collect();
             let missing = !run.queries.contains_key(qid);
             query_result(qid, qq, &ranked, cfg, missing)
         })

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use rayon::prelude::*;
 
-use super::input::{Qrels, QueryQrels, Run, RunEntry};
+use super::input::{FnvBuild, Qrels, QueryQrels, Run, RunEntry};
 use super::measures::{Combine, Kind, Measure, NONPOOL, Ranked, UNJUDGED};
 use super::EvalError;
 
@@ -117,22 +117,8 @@ impl TrecReport {
     pub fn to_text(&self, per_query: bool) -> String {
         let mut out = String::new();
         if per_query {
-            for q in &self.queries {
-                for (m, vals) in self.measures.iter().zip(&q.values) {
-                    match m.combine() {
-                        Combine::RunId | Combine::Count | Combine::Geometric => {}
-                        Combine::None => {
-                            let _ = writeln!(out, "{:<22}\t{}\t'{}'", m.names[0], q.qid, q.relstring.as_deref().unwrap_or(""));
-                        }
-                        Combine::SumLong => line_long(&mut out, &m.names[0], &q.qid, vals[0]),
-                        Combine::Mean => {
-                            for (n, v) in m.names.iter().zip(vals) {
-                                line_float(&mut out, n, &q.qid, *v);
-                            }
-                        }
-                    }
-                }
-            }
+            let blocks: Vec<String> = self.queries.par_iter().map(|q| self.query_text(q)).collect();
+            out.extend(blocks);
         }
         for (m, vals) in self.measures.iter().zip(&self.summary.values) {
             match m.combine() {
@@ -144,6 +130,27 @@ impl TrecReport {
                 Combine::Mean | Combine::Geometric => {
                     for (n, v) in m.names.iter().zip(vals) {
                         line_float(&mut out, n, "all", *v);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl TrecReport {
+    fn query_text(&self, q: &QueryValues) -> String {
+        let mut out = String::new();
+        for (m, vals) in self.measures.iter().zip(&q.values) {
+            match m.combine() {
+                Combine::RunId | Combine::Count | Combine::Geometric => {}
+                Combine::None => {
+                    let _ = writeln!(out, "{:<22}\t{}\t'{}'", m.names[0], q.qid, q.relstring.as_deref().unwrap_or(""));
+                }
+                Combine::SumLong => line_long(&mut out, &m.names[0], &q.qid, vals[0]),
+                Combine::Mean => {
+                    for (n, v) in m.names.iter().zip(vals) {
+                        line_float(&mut out, n, &q.qid, *v);
                     }
                 }
             }
@@ -185,8 +192,10 @@ pub fn form_ranked(qrels: &QueryQrels, ranked: &[(&str, f64)], level: i64) -> Ra
         }
     }
     let mut r = Ranked { rels: Vec::with_capacity(ranked.len()), ..Ranked::default() };
+    let judged: std::collections::HashMap<&str, i64, FnvBuild> =
+        qrels.judged.iter().map(|(d, rel)| (d.as_str(), *rel)).collect();
     for (doc, _) in ranked {
-        let rel = match qrels.relevance(doc) {
+        let rel = match judged.get(doc).copied() {
             None => NONPOOL,
             Some(x) if x < 0 => UNJUDGED,
             Some(x) => x,
@@ -233,7 +242,7 @@ pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecRepo
                     }
                     ranked_owned = v;
                     bogus = false;
-                    ranked_owned.iter().map(|e| (run.doc(e.doc), e.score)).collect()
+                    ranked_owned.iter().map(|e| (run.doc(e), e.score)).collect()
                 }
                 None => {
                     bogus = true;

@@ -16,6 +16,7 @@ Usage:
 import argparse
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -51,9 +52,12 @@ def run_coreb(coreb, qrels, run):
     for m in MEASURES:
         args += ["-m", m]
     args += [qrels, run]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     elapsed = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     values = {}
     for line in out.splitlines():
         name, qid, value = line.split("\t")
@@ -63,11 +67,12 @@ def run_coreb(coreb, qrels, run):
                 values[(qid, name)] = float(value)
             except ValueError:
                 pass
-    return elapsed, values
+    return elapsed, cpu, values
 
 
 def run_pytrec(qrels, run):
     import pytrec_eval
+    c0 = time.process_time()
     t0 = time.perf_counter()
     with open(qrels) as f:
         q = pytrec_eval.parse_qrel(f)
@@ -76,8 +81,9 @@ def run_pytrec(qrels, run):
     evaluator = pytrec_eval.RelevanceEvaluator(q, set(MEASURES))
     res = evaluator.evaluate(r)
     elapsed = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     values = {(qid, m): v for qid, ms in res.items() for m, v in ms.items()}
-    return elapsed, values
+    return elapsed, cpu, values
 
 
 def main():
@@ -94,8 +100,8 @@ def main():
         make_data(qrels, run, a.queries, a.docs, a.seed)
         print(f"data: {a.queries} queries x {a.docs} docs, seed {a.seed} "
               f"({os.path.getsize(run) / 1e6:.0f} MB run, made in {time.perf_counter() - t0:.1f} s)")
-        t_coreb, v_coreb = run_coreb(a.coreb, qrels, run)
-        t_py, v_py = run_pytrec(qrels, run)
+        t_coreb, c_coreb, v_coreb = run_coreb(a.coreb, qrels, run)
+        t_py, c_py, v_py = run_pytrec(qrels, run)
     common = sorted(set(v_coreb) & set(v_py))
     names = sorted({n for _, n in common})
     differs = [(k, v_coreb[k], v_py[k]) for k in common if f"{v_coreb[k]:.4f}" != f"{v_py[k]:.4f}"]
@@ -116,9 +122,10 @@ def main():
         print(f"MISMATCHES: {len(bad)}; first: {bad[:5]}")
     else:
         print("all other values identical to 4 decimals")
-    print(f"coreb trec-eval: {t_coreb:.2f} s")
-    print(f"pytrec_eval:     {t_py:.2f} s")
-    print(f"ratio:           {t_py / t_coreb:.1f}x")
+    print(f"coreb trec-eval: {t_coreb:.2f} s wall, {c_coreb:.2f} s CPU ({os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f})")
+    print(f"pytrec_eval:     {t_py:.2f} s wall, {c_py:.2f} s CPU")
+    print(f"ratio:           {t_py / t_coreb:.1f}x wall, {c_py / c_coreb:.1f}x CPU")
     sys.exit(1 if bad else 0)
 
 

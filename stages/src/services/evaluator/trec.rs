@@ -54,10 +54,11 @@ impl TrecOptions {
                     }
                 },
             };
-            if let (Some(p), Some(&k)) = (p, kinds.first()) {
-                if kinds.len() == 1 && !params.iter().any(|(pk, _)| *pk == k) {
-                    params.push((k, p.to_owned()));
-                }
+            if let (Some(p), Some(&k)) = (p, kinds.first())
+                && kinds.len() == 1
+                && !params.iter().any(|(pk, _)| *pk == k)
+            {
+                params.push((k, p.to_owned()));
             }
             marked.extend(kinds);
         }

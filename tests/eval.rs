@@ -97,6 +97,23 @@ fn external_run_and_bad_inputs() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("`--retriever`"), "{}", text(&out));
 }
 
+#[test]
+fn release_gates_report_each_failure() {
+    let rel = root().join("tests/fixtures/eval/release");
+    let out = run(coreb().arg("eval").arg(&rel).arg("--gates"));
+    assert!(!out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // code2text: BM25 finds every positive (nDCG@10 = 1 > 0.95) and one query of two lacks a
+    // hard negative; text2code passes.
+    assert!(err.contains("gate `bm25_band` failed for task `code2text`") && err.contains("leak"), "{err}");
+    assert!(err.contains("gate `hard_negatives` failed for task `code2text`: 1 of 2 queries") && err.contains("`q_full_0002`"), "{err}");
+    assert!(!err.contains("task `text2code`"), "{err}");
+    assert!(err.contains("2 release gate(s) failed"), "{err}");
+    let ok = run(coreb().arg("eval").arg(rel.join("text2code")).arg("--gates"));
+    assert!(ok.status.success(), "{}", text(&ok));
+    assert!(String::from_utf8_lossy(&ok.stderr).contains("all release gates passed"));
+}
+
 /// A deterministic bag-of-words embedding: a dimension per hashed lower-case word.
 fn embed(text: &str) -> Vec<f32> {
     let mut v = vec![0f32; 64];

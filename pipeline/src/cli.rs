@@ -207,6 +207,9 @@ pub struct EvalArgs {
     /// Embedding cache directory (default: `.coreb-cache/embeddings`).
     #[arg(long)]
     pub cache: Option<PathBuf>,
+    /// Also check the release gates (default thresholds) and fail if any gate fails.
+    #[arg(long)]
+    pub gates: bool,
 }
 
 /// Arguments of `coreb trec-eval`; the flags are trec_eval's own.

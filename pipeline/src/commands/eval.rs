@@ -24,7 +24,9 @@ enum Retriever {
 
 /// Run `coreb eval`.
 pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
-    let EvalArgs { dir, retriever, run, k, out, json, depth, split, base_url, api_key_env, rerank, rerank_depth, cache } =
+    let EvalArgs {
+        dir, retriever, run, k, out, json, depth, split, base_url, api_key_env, rerank, rerank_depth, cache, gates,
+    } =
         args;
     let printer = Printer::new(json);
     if k.is_empty() || k.contains(&0) {
@@ -62,6 +64,7 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     }
     let mut tasks = Vec::new();
     let mut runs = Vec::new();
+    let mut gate_failures = Vec::new();
     for d in &dirs {
         let data = beir::read_dir(d, &split).with_context(|| format!("reading BEIR folder `{}`", d.display()))?;
         printer.status(format!("{}: {} docs, {} queries", data.name, data.corpus.len(), data.queries.len()));
@@ -74,6 +77,9 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         if let Some(model) = &rerank {
             let setup = DenseSetup::new(model, &base_url, &api_key_env, PathBuf::new())?;
             run = setup.rerank(&data, &run, model, rerank_depth)?;
+        }
+        if gates {
+            gate_failures.extend(check_gates(&data, &run, matches!(retriever, Retriever::Bm25) && rerank.is_none()));
         }
         let cfg = CorebConfig::for_qrels(&data.qrels, k.clone());
         let results = evaluate(&data.qrels, &run, &cfg);
@@ -101,7 +107,33 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     } else {
         printer.out(markdown.trim_end());
     }
+    if gates {
+        if gate_failures.is_empty() {
+            printer.status("all release gates passed");
+        } else {
+            for f in &gate_failures {
+                eprintln!("{f}");
+            }
+            bail!("{} release gate(s) failed", gate_failures.len());
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The release gates of one task with default thresholds; BM25 nDCG@10 comes from `run` when it
+/// is the plain BM25 run, else from a fresh BM25 run.
+fn check_gates(data: &Dataset, run: &Run, run_is_bm25: bool) -> Vec<stages::evaluate::gates::GateFailure> {
+    let fresh;
+    let bm25 = if run_is_bm25 {
+        run
+    } else {
+        fresh = stages::evaluate::bm25_run(data, Bm25Config::default(), 10);
+        &fresh
+    };
+    let cfg = CorebConfig::for_qrels(&data.qrels, vec![10]);
+    let results = evaluate(&data.qrels, bm25, &cfg);
+    let ndcg10 = stages::services::evaluator::coreb::summarize(&cfg.ks, &results).at_k.ndcg[0];
+    stages::evaluate::gates::check_task(data, ndcg10, &stages::evaluate::gates::GatesConfig::default())
 }
 
 /// The BEIR folders to evaluate: `dir` itself, or its BEIR subfolders in name order.

@@ -6,6 +6,8 @@
 //! - `fetch`: downloads from a local HTTP server: resume, retries, checksums.
 //! - `execute`: the sandboxed judge: five languages, hostile programs, `coreb judge`.
 //! - `llm`: the LLM gateway, response store and LLM stages against a fault-injecting server.
+//! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
+//! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 
 mod support;
 
@@ -13,3 +15,5 @@ mod execute;
 mod fetch;
 mod ingest;
 mod llm;
+mod eval;
+mod trec_eval;

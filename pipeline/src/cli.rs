@@ -191,6 +191,30 @@ pub struct EvalArgs {
     /// Print the results as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Documents retrieved per query.
+    #[arg(long, default_value_t = 100)]
+    pub depth: usize,
+    /// Qrels split to evaluate (`qrels/<split>.tsv`).
+    #[arg(long, default_value = "test")]
+    pub split: String,
+    /// Base URL of the OpenAI-compatible embeddings / rerank endpoint (with `/v1`).
+    #[arg(long, default_value = "https://api.openai.com/v1")]
+    pub base_url: String,
+    /// Environment variable holding the API key.
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+    /// Rerank the top `--rerank-depth` documents with this rerank model.
+    #[arg(long)]
+    pub rerank: Option<String>,
+    /// How many top documents the reranker sees.
+    #[arg(long, default_value_t = 50)]
+    pub rerank_depth: usize,
+    /// Embedding cache directory (default: `.coreb-cache/embeddings`).
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    /// Also check the release gates (default thresholds) and fail if any gate fails.
+    #[arg(long)]
+    pub gates: bool,
 }
 
 /// Arguments of `coreb trec-eval`; the flags are trec_eval's own.

@@ -18,6 +18,7 @@
 pub mod abbreviate;
 pub mod dedup;
 pub mod distract;
+pub mod evaluate;
 pub mod execute;
 pub mod fetch;
 pub mod filter;

@@ -1,5 +1,7 @@
-//! Services shared by stages: the LLM gateway, the sandbox and the evaluator.
-//! (Each is added by the issue that builds it.)
+//! Services shared by stages: the LLM gateway and response store (`llm`), the embeddings and
+//! rerank client (`embed`), the sandbox (`sandbox`) and the evaluator (`evaluator`).
 
-pub mod sandbox;
+pub mod embed;
+pub mod evaluator;
 pub mod llm;
+pub mod sandbox;

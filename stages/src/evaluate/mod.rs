@@ -1,0 +1,37 @@
+//! The `evaluate` stage (DESIGN §1.7): built-in baselines over BEIR folders, CoREB metrics with
+//! breakdowns, reports and the release gates.
+//!
+//! - [`beir`]: BEIR folders (corpus, queries, qrels).
+//! - [`bm25`]: BM25 with code-aware tokens.
+//! - [`dense`]: dense retrieval and reranking through the embedding/rerank service.
+//! - [`report`]: results per task/subtask/language, JSON, Markdown and hand-written SVG plots.
+//! - [`gates`]: the checks a release must pass before it is published.
+//!
+//! Measures come from the evaluator service ([`crate::services::evaluator`]). Does NOT build
+//! releases or talk HTTP itself (dense retrieval takes the client as a parameter).
+
+pub mod beir;
+pub mod bm25;
+pub mod dense;
+pub mod gates;
+pub mod report;
+
+use crate::services::evaluator::Run;
+use beir::Dataset;
+use bm25::{Bm25Config, Bm25Index};
+
+/// Run BM25 over a dataset: the top `depth` documents of every query, as a run named `bm25`.
+pub fn bm25_run(data: &Dataset, cfg: Bm25Config, depth: usize) -> Run {
+    let texts: Vec<String> = data.corpus.iter().map(|d| d.full_text()).collect();
+    let index = Bm25Index::build(cfg, texts.iter().map(String::as_str));
+    let queries: Vec<&str> = data.queries.iter().map(|q| q.text.as_str()).collect();
+    let hits = index.search_all(&queries, depth);
+    let mut run = Run::new("bm25");
+    for (q, hits) in data.queries.iter().zip(hits) {
+        for (d, score) in hits {
+            run.push(&q.id, &data.corpus[d].id, f64::from(score));
+        }
+    }
+    run
+}
+

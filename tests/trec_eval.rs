@@ -1,0 +1,112 @@
+//! `coreb trec-eval` against trec_eval's own conformance suite (`make quicktest` commands and
+//! expected outputs in ../shared/data/trec_eval/), plus bad-input errors.
+
+use std::path::PathBuf;
+
+use crate::support::{coreb, root, run, shared_data, text};
+
+/// `../shared/data/<rel>`; from a worktree one level deeper (`/work/wt/<name>`), its parent's.
+pub(crate) fn data(rel: &str) -> PathBuf {
+    let direct = shared_data(rel);
+    if direct.exists() {
+        return direct;
+    }
+    root().join("../../shared/data").join(rel)
+}
+
+fn check(args: &[&str], qrels: &str, results: &str, expected: &str) {
+    let dir = data("trec_eval");
+    let out = run(coreb().arg("trec-eval").args(args).arg(dir.join(qrels)).arg(dir.join(results)));
+    assert!(out.status.success(), "{}", text(&out));
+    let want = fs_err::read_to_string(dir.join(expected)).expect("expected output");
+    let got = String::from_utf8_lossy(&out.stdout);
+    if got != want {
+        let diff: Vec<String> = got
+            .lines()
+            .zip(want.lines())
+            .filter(|(g, w)| g != w)
+            .take(10)
+            .map(|(g, w)| format!("got  {g}\nwant {w}"))
+            .collect();
+        panic!("{expected}: output differs ({} vs {} lines)\n{}", got.lines().count(), want.lines().count(), diff.join("\n"));
+    }
+}
+
+#[test]
+fn default_measures() {
+    check(&[], "qrels.test", "results.test", "out.test");
+}
+
+#[test]
+fn all_trec() {
+    check(&["-m", "all_trec"], "qrels.test", "results.test", "out.test.a");
+}
+
+#[test]
+fn all_trec_per_query() {
+    check(&["-m", "all_trec", "-q"], "qrels.test", "results.test", "out.test.aq");
+}
+
+#[test]
+fn complete_over_qrels_queries() {
+    check(&["-m", "all_trec", "-q", "-c"], "qrels.test", "results.trunc", "out.test.aqc");
+}
+
+#[test]
+fn complete_with_max_retrieved() {
+    check(&["-m", "all_trec", "-q", "-c", "-M100"], "qrels.test", "results.trunc", "out.test.aqcM");
+}
+
+#[test]
+fn graded_levels_and_relstring() {
+    check(&["-m", "all_trec", "-mrelstring.20", "-q", "-l2"], "qrels.rel_level", "results.test", "out.test.aql");
+}
+
+#[test]
+fn measure_parameters() {
+    check(
+        &[
+            "-q",
+            "-miprec_at_recall..10,.20,.25,.75,.50",
+            "-m",
+            "P.5,7,3",
+            "-m",
+            "recall.20,2000",
+            "-m",
+            "Rprec_mult.5.0,0.2,0.35",
+            "-mutility.2,-1,0,0",
+            "-m",
+            "11pt_avg..25,.5,.75",
+            "-mndcg.1=3,2=9,4=4.5",
+            "-mndcg_cut.10,20,23.4",
+            "-msuccess.2,5,20",
+        ],
+        "qrels.test",
+        "results.test",
+        "out.test.meas_params",
+    );
+}
+
+fn fails_with(qrels: &str, results: &str, args: &[&str], needles: &[&str]) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs_err::write(dir.path().join("qrels"), qrels).expect("write");
+    fs_err::write(dir.path().join("run"), results).expect("write");
+    let out = run(coreb().arg("trec-eval").args(args).arg(dir.path().join("qrels")).arg(dir.path().join("run")));
+    assert!(!out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for n in needles {
+        assert!(err.contains(n), "missing `{n}` in: {err}");
+    }
+}
+
+#[test]
+fn duplicate_doc_in_run_names_file_and_lines() {
+    fails_with("1 0 a 1\n", "1 Q0 a 1 2.0 r\n1 Q0 b 2 1.0 r\n1 Q0 a 3 0.5 r\n", &[], &["run:3", "`a`", "line 1"]);
+}
+
+#[test]
+fn malformed_lines_name_file_and_line() {
+    fails_with("1 0 a 1\n1 0 b\n", "1 Q0 a 1 2.0 r\n", &[], &["qrels:2", "malformed"]);
+    fails_with("1 0 a 1\n", "1 Q0 a 1 2.0 r\n1 Q0 b 2 x r\n", &[], &["run:2", "`x`"]);
+    fails_with("1 0 a 1\n", "1 Q0 a 1 2.0 r\n", &["-m", "nosuch"], &["nosuch", "unknown measure"]);
+}

@@ -6,6 +6,7 @@
 //! - `fetch`: downloads from a local HTTP server: resume, retries, checksums.
 //! - `execute`: the sandboxed judge: five languages, hostile programs, `coreb judge`.
 //! - `llm`: the LLM gateway, response store and LLM stages against a fault-injecting server.
+//! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 
@@ -15,5 +16,6 @@ mod execute;
 mod fetch;
 mod ingest;
 mod llm;
+mod release;
 mod eval;
 mod trec_eval;

@@ -149,6 +149,13 @@ pub struct BuildArgs {
     /// Print one JSON summary object per stage on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Keep build artifacts here instead of the manifest's `output_dir`.
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Publish the release here instead of `<releases_dir>/<version>` (a dry run; the release
+    /// and its MANIFEST are the same bytes either way).
+    #[arg(long)]
+    pub publish_dir: Option<PathBuf>,
 }
 
 /// Arguments shared by the single-stage commands.

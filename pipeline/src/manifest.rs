@@ -14,6 +14,7 @@ use stages::ingest::IngestConfig;
 use stages::problem::DateWindow;
 use stages::abbreviate::AbbreviateConfig;
 use stages::distract::DistractConfig;
+use stages::evaluate::gates::GatesConfig;
 use stages::execute::ExecuteConfig;
 use stages::generate::GenerateConfig;
 use stages::queries::QueriesConfig;
@@ -43,6 +44,9 @@ pub struct ManifestFile {
     /// `[llm]`: endpoint, models, sampling, limits, store mode.
     #[serde(default)]
     pub llm: LlmConfig,
+    /// `[gates]`: what a release must pass before `release` publishes it.
+    #[serde(default)]
+    pub gates: GatesConfig,
     /// Prompt templates (relative to the manifest); default `../prompts`.
     #[serde(default)]
     pub prompts_dir: Option<PathBuf>,
@@ -131,6 +135,8 @@ pub struct RunPlan {
     pub stages: StagesFile,
     /// LLM settings.
     pub llm: LlmConfig,
+    /// Release gates.
+    pub gates: GatesConfig,
     /// Prompt templates.
     pub prompts_dir: PathBuf,
     /// The LLM response store.
@@ -158,7 +164,7 @@ impl RunPlan {
 
     /// Validate a parsed manifest and apply defaults.
     pub fn resolve(path: &Path, file: ManifestFile, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
-        let ManifestFile { version, window, output_dir, releases_dir, sources, stages, llm, prompts_dir, response_store } = file;
+        let ManifestFile { version, window, output_dir, releases_dir, sources, stages, llm, gates, prompts_dir, response_store } = file;
         if !is_version(&version) {
             bail!("`version`: expected `vYYYYMM`, got `{version}`");
         }
@@ -198,6 +204,7 @@ impl RunPlan {
             response_store: response_store.map_or_else(|| output_dir.join("responses"), |p| lexical_join(&base, &p)),
             output_dir,
             llm,
+            gates,
             releases_dir,
             sources: resolved,
             stages,

@@ -123,16 +123,13 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
 /// The release gates of one task with default thresholds; BM25 nDCG@10 comes from `run` when it
 /// is the plain BM25 run, else from a fresh BM25 run.
 fn check_gates(data: &Dataset, run: &Run, run_is_bm25: bool) -> Vec<stages::evaluate::gates::GateFailure> {
-    let fresh;
-    let bm25 = if run_is_bm25 {
-        run
+    let ndcg10 = if run_is_bm25 {
+        let cfg = CorebConfig::for_qrels(&data.qrels, vec![10]);
+        let results = evaluate(&data.qrels, run, &cfg);
+        stages::services::evaluator::coreb::summarize(&cfg.ks, &results).at_k.ndcg[0]
     } else {
-        fresh = stages::evaluate::bm25_run(data, Bm25Config::default(), 10);
-        &fresh
+        stages::evaluate::bm25_ndcg10(data)
     };
-    let cfg = CorebConfig::for_qrels(&data.qrels, vec![10]);
-    let results = evaluate(&data.qrels, bm25, &cfg);
-    let ndcg10 = stages::services::evaluator::coreb::summarize(&cfg.ks, &results).at_k.ndcg[0];
     stages::evaluate::gates::check_task(data, ndcg10, &stages::evaluate::gates::GatesConfig::default())
 }
 

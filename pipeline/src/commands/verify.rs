@@ -54,6 +54,8 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let scratch = tempfile::tempdir()?;
     let mut plan = RunPlan::resolve(&build_path, file, None)?;
     plan.manifest_text = manifest.build_manifest.text.clone();
+    // A rebuild never calls an endpoint: every answer must come from the response store.
+    plan.llm.mode = stages::services::llm::StoreMode::Replay;
     plan.output_dir = scratch.path().join("build");
     plan.publish_dir = scratch.path().join("release");
     printer.status(format!("rebuilding `{}` in {}", manifest.version, scratch.path().display()));
@@ -77,5 +79,25 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     } else {
         printer.out(format!("{}: {} difference(s)", manifest.version, problems.len()));
         Ok(ExitCode::from(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(sha: &str) -> FileEntry {
+        FileEntry { sha256: sha.into(), bytes: 1 }
+    }
+
+    #[test]
+    fn differences_name_missing_changed_and_extra_files() {
+        let expected = BTreeMap::from([("a".to_owned(), entry("1")), ("b".to_owned(), entry("2")), ("c".to_owned(), entry("3"))]);
+        let actual = BTreeMap::from([("a".to_owned(), entry("1")), ("b".to_owned(), entry("9")), ("d".to_owned(), entry("4"))]);
+        assert_eq!(
+            differences(&expected, &actual),
+            ["differs   b: expected sha256 2, got 9", "missing   c", "extra     d"]
+        );
+        assert!(differences(&expected, &expected).is_empty());
     }
 }

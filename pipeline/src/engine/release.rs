@@ -126,7 +126,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     // Relative to where the release belongs, so that a rebuild elsewhere (`verify`) records
     // the same path.
     let manifest_rel = relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path);
-    let key = input_key(StageName::Release.as_str(), &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text), &[fetch, filter, qrels])?;
+    let key = input_key(StageName::Release.as_str(), &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text, &plan.gates), &[fetch, filter, qrels])?;
     if let Some(hit) = engine.cached(StageName::Release, &key)? {
         // Skipped only while the published copy is still the one this record describes.
         let published = plan.publish_dir.join("MANIFEST.json");
@@ -193,6 +193,21 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     );
     fs_err::write(tmp.join("README.md"), card)?;
 
+    // The gates, on the BEIR folders exactly as they will be published.
+    let mut failures = Vec::new();
+    let mut bm25 = BTreeMap::new();
+    for task in Task::ALL {
+        let data = stages::evaluate::beir::read_dir(&tmp.join(task.as_str()), "test")?;
+        let ndcg10 = stages::evaluate::bm25_ndcg10(&data);
+        bm25.insert(task.as_str(), (ndcg10 * 1e4).round() / 1e4);
+        failures.extend(stages::evaluate::gates::check_task(&data, ndcg10, &plan.gates));
+    }
+    if !failures.is_empty() {
+        fs_err::remove_dir_all(&tmp)?;
+        let list: Vec<String> = failures.iter().map(|f| format!("  - {f}")).collect();
+        anyhow::bail!("release `{}` not published: {} gate(s) failed:\n{}", plan.version, failures.len(), list.join("\n"));
+    }
+
     let sources: Vec<SourcePin> = serde_json::from_value(fetch.summary.get("sources").cloned().unwrap_or_default())?;
     let manifest = ReleaseManifest {
         format: "coreb-release-manifest/1".into(),
@@ -203,7 +218,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         sources,
         stages,
         seeds: BTreeMap::from([("dedup".to_owned(), plan.stages.dedup.seed), ("qrels".to_owned(), plan.stages.qrels.seed)]),
-        counts: serde_json::to_value(&out.stats)?,
+        counts: serde_json::json!({ "qrels": out.stats, "bm25_ndcg10": bm25, "gates": plan.gates }),
         files: hash_tree(&tmp)?,
     };
     let text = serde_json::to_string_pretty(&manifest)? + "\n";
@@ -228,6 +243,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         "rejected": 0,
         "release": plan.version,
         "counts": out.stats,
+        "bm25_ndcg10": bm25,
     });
     let local = serde_json::json!({ "published": plan.publish_dir });
     let record = writer.commit_with_local(&key, &[("manifest", "MANIFEST.json")], summary, local)?;

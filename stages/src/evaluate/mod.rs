@@ -35,3 +35,13 @@ pub fn bm25_run(data: &Dataset, cfg: Bm25Config, depth: usize) -> Run {
     run
 }
 
+
+/// BM25 nDCG@10 of a dataset under CoREB's convention (relevance level 2, relevance 1 as no
+/// gain), the figure the release gates bound.
+pub fn bm25_ndcg10(data: &Dataset) -> f64 {
+    use crate::services::evaluator::coreb::{CorebConfig, evaluate, summarize};
+    let run = bm25_run(data, Bm25Config::default(), 10);
+    let cfg = CorebConfig::for_qrels(&data.qrels, vec![10]);
+    let results = evaluate(&data.qrels, &run, &cfg);
+    summarize(&cfg.ks, &results).at_k.ndcg[0]
+}

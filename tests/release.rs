@@ -1,0 +1,123 @@
+//! The main job end to end: the bundled sample builds offline into a release that is
+//! byte-identical to the committed one (`releases/sample/v202503`), whatever `--jobs`, after
+//! `kill -9` at several points, and through `coreb verify`; Python users can load it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::support::{coreb, root, run, text};
+
+fn committed() -> PathBuf {
+    root().join("releases/sample/v202503")
+}
+
+fn sample_manifest() -> PathBuf {
+    root().join("manifests/sample.toml")
+}
+
+/// sha256 of every file under `dir`, relative paths sorted.
+fn tree(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in fs_err::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.push((rel, stages::hashing::sha256_file(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn build(out: &Path, jobs: &str) -> Command {
+    let mut cmd = coreb();
+    cmd.arg("build")
+        .arg(sample_manifest())
+        .args(["--jobs", jobs, "--output-dir"])
+        .arg(out.join("build"))
+        .arg("--publish-dir")
+        .arg(out.join("release"));
+    cmd
+}
+
+#[test]
+fn the_sample_rebuilds_byte_identical_whatever_the_jobs() {
+    let expected = tree(&committed());
+    assert!(expected.len() >= 20, "the committed sample release is incomplete: {expected:?}");
+    for jobs in ["1", "2"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run(&mut build(dir.path(), jobs));
+        assert!(out.status.success(), "{}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("release `v202503` published in") && stderr.contains("all release gates passed"), "{stderr}");
+        assert_eq!(tree(&dir.path().join("release")), expected, "--jobs {jobs}");
+    }
+}
+
+#[test]
+fn kill_9_at_any_point_then_build_again_gives_the_same_release() {
+    let expected = tree(&committed());
+    let dir = tempfile::tempdir().unwrap();
+    // Interrupt the same build directory again and again, each time a little later.
+    for delay_ms in [300u64, 1500, 4000, 9000] {
+        let mut child = build(dir.path(), "2").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SIGKILL: no destructor, no cleanup.
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let out = run(&mut build(dir.path(), "2"));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(tree(&dir.path().join("release")), expected);
+    // Nothing half-written is left where a later run would take it for complete.
+    let leftovers: Vec<_> = fs_err::read_dir(dir.path().join("build/artifacts"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn verify_rebuilds_the_committed_release() {
+    let out = run(coreb().arg("verify").arg(committed()));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("rebuilt byte-identical"), "{}", text(&out));
+}
+
+#[test]
+fn a_failed_gate_stops_the_publish_and_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    // The sample's own manifest with an impossible BM25 band.
+    let text_in = fs_err::read_to_string(sample_manifest()).unwrap();
+    let manifest = root().join("manifests/.gate-test.toml");
+    let body = format!("{text_in}\n[gates]\nbm25_ndcg10_max = 0.01\n");
+    fs_err::write(&manifest, body).unwrap();
+    let out = run(coreb()
+        .arg("build")
+        .arg(&manifest)
+        .arg("--output-dir")
+        .arg(dir.path().join("build"))
+        .arg("--publish-dir")
+        .arg(dir.path().join("release")));
+    let _ = fs_err::remove_file(&manifest);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not published") && stderr.contains("bm25"), "{stderr}");
+    assert!(!dir.path().join("release").exists(), "nothing was published");
+}
+
+#[test]
+fn python_users_can_load_the_release() {
+    let out = Command::new("python3").arg(root().join("scripts/read_release.py")).arg(committed()).output().unwrap();
+    assert!(out.status.success(), "pandas + pyarrow are needed (.ci/run installs them)\n{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("release loads and is consistent"), "{stdout}");
+    assert!(stdout.contains("text2code_qrels"));
+}

@@ -8,6 +8,15 @@ pub mod verdicts;
 
 pub use problems::{ProblemReader, ProblemWriter, TableError, problems_schema};
 
+/// The properties of every Parquet file coreb writes: Snappy pages and a `created_by` that
+/// names coreb's version (never a time), so the same rows give the same bytes.
+pub(crate) fn writer_properties() -> parquet::file::properties::WriterProperties {
+    parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .set_created_by(format!("coreb {}", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
 /// Write record batches to `<path>.tmp`, then rename it to `path` (atomic for readers).
 pub(crate) fn write_atomic(
     path: &std::path::Path,
@@ -15,19 +24,13 @@ pub(crate) fn write_atomic(
     batches: impl Iterator<Item = arrow_array::RecordBatch>,
 ) -> Result<(), TableError> {
     use parquet::arrow::ArrowWriter;
-    use parquet::basic::Compression;
-    use parquet::file::properties::WriterProperties;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = std::path::PathBuf::from(tmp);
     let io = |source| TableError::Io { path: tmp.clone(), source };
     let file = std::fs::File::create(&tmp).map_err(io)?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_created_by(format!("coreb {}", env!("CARGO_PKG_VERSION")))
-        .build();
     let pq = |source| TableError::Parquet { path: tmp.clone(), source };
-    let mut writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(pq)?;
+    let mut writer = ArrowWriter::try_new(file, schema, Some(writer_properties())).map_err(pq)?;
     for batch in batches {
         writer.write(&batch).map_err(pq)?;
     }

@@ -14,8 +14,6 @@ use arrow_array::{Array, ArrayRef, ListArray, RecordBatch, StringArray, StructAr
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
 use thiserror::Error;
 
 use crate::problem::{Platform, Problem, ProblemId, TestCase, TestType};
@@ -91,13 +89,6 @@ pub fn problems_schema() -> SchemaRef {
     ]))
 }
 
-fn writer_properties() -> WriterProperties {
-    WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_created_by(format!("coreb {}", env!("CARGO_PKG_VERSION")))
-        .build()
-}
-
 /// Streams problems into a Parquet file.
 pub struct ProblemWriter {
     path: PathBuf,
@@ -111,7 +102,7 @@ impl ProblemWriter {
     /// Create (truncate) the table at `path`.
     pub fn create(path: &Path) -> Result<Self, TableError> {
         let file = File::create(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-        let writer = ArrowWriter::try_new(file, problems_schema(), Some(writer_properties()))
+        let writer = ArrowWriter::try_new(file, problems_schema(), Some(super::writer_properties()))
             .map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
         Ok(ProblemWriter { path: path.to_owned(), writer, pending: Vec::new(), pending_bytes: 0, rows: 0 })
     }

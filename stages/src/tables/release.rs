@@ -3,16 +3,12 @@
 //! (`code_id, code, language, model, problem_id`; `query_id, doc_id, relevance` …) so that
 //! readers of the Hugging Face dataset can switch.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::{BooleanBuilder, Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
 
 use super::TableError;
 use crate::qrels::{CodeDoc, Qrel, Query, TextDoc};
@@ -55,17 +51,8 @@ fn write(path: &Path, mut cols: Vec<Col>, rows: usize, fill: impl Fn(usize, &mut
         }
     }
     let schema = Arc::new(Schema::new(fields));
-    let err = |source| TableError::Parquet { path: path.to_owned(), source };
-    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| err(e.into()))?;
-    let file = File::create(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_created_by(format!("coreb {}", env!("CARGO_PKG_VERSION")))
-        .build();
-    let mut writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(err)?;
-    writer.write(&batch).map_err(err)?;
-    writer.close().map_err(err)?;
-    Ok(())
+    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
+    super::write_atomic(path, schema, std::iter::once(batch))
 }
 
 fn put(col: &mut Col, value: Option<&str>) {
@@ -155,6 +142,7 @@ mod tests {
     use super::*;
     use crate::qrels::{DocId, QueryId, Relevance};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use std::fs::File;
 
     #[test]
     fn qrels_table_has_the_published_columns() {

@@ -49,25 +49,21 @@ pub fn check_disjoint(ids: &BTreeSet<ProblemId>, earlier: &[(String, BTreeSet<Pr
 
 /// The documents of a task's BEIR corpus: code for text2code and code2code, text for code2text.
 fn corpus_lines(task: Task, out: &QrelsOutput) -> String {
-    #[derive(Serialize)]
-    struct Line<'a, M: Serialize> {
-        _id: &'a str,
-        title: &'a str,
-        text: &'a str,
-        metadata: M,
-    }
+    // BEIR reads `_id`, `title` and `text`; the other fields ride along for breakdowns and
+    // gates (and are ignored by `beir` and `mteb`).
     let mut s = String::new();
     match task {
         Task::Text2Code | Task::Code2Code => {
             for d in &out.code_corpus {
-                let meta = serde_json::json!({"language": d.language, "model": d.model, "problem_id": d.problem_id, "passed": d.passed});
-                push_json(&mut s, &Line { _id: &d.code_id.0, title: "", text: &d.code, metadata: meta });
+                push_json(&mut s, &serde_json::json!({
+                    "_id": d.code_id, "title": "", "text": d.code,
+                    "problem_id": d.problem_id, "language": d.language, "model": d.model, "passed": d.passed,
+                }));
             }
         }
         Task::Code2Text => {
             for d in &out.text_corpus {
-                let meta = serde_json::json!({"kind": d.kind, "problem_id": d.problem_id});
-                push_json(&mut s, &Line { _id: &d.text_id.0, title: "", text: &d.text, metadata: meta });
+                push_json(&mut s, &serde_json::json!({"_id": d.text_id, "title": "", "text": d.text, "problem_id": d.problem_id, "kind": d.kind}));
             }
         }
     }
@@ -96,15 +92,12 @@ pub fn beir(task: Task, out: &QrelsOutput) -> BeirFiles {
     let set = out.tasks.get(&task).unwrap_or(&empty);
     let mut queries = String::new();
     for q in &set.queries {
-        let meta = serde_json::json!({
-            "task": q.task,
-            "subtask": q.subtask,
-            "language_constraint": q.language_constraint,
-            "source_problem_id": q.source_problem_id,
-            "source_doc_id": q.source_doc_id,
+        push_json(&mut queries, &serde_json::json!({
+            "_id": q.query_id, "text": q.query,
+            "task": q.task, "subtask": q.subtask, "language_constraint": q.language_constraint,
+            "source_problem_id": q.source_problem_id, "source_doc_id": q.source_doc_id,
             "num_relevant_docs": q.num_relevant_docs,
-        });
-        push_json(&mut queries, &serde_json::json!({"_id": q.query_id, "text": q.query, "metadata": meta}));
+        }));
     }
     let mut qrels = String::from("query-id\tcorpus-id\tscore\n");
     for r in &set.qrels {
@@ -149,7 +142,8 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
     );
     s.push_str("Relevance: 2 = positive, 1 = hard negative from the same problem, 0 = everything else. \
                 Evaluate with relevance level 2 for binary measures (`trec_eval -l 2`); relevance 1 counts as \
-                no gain in nDCG.\n\n");
+                no gain in nDCG. A code query (code2code, code2text) is itself a document of the code corpus \
+                (`source_doc_id`): leave it out of its own ranking.\n\n");
 
     s.push_str("## Corpora\n\n| corpus | documents | passing | failing |\n|---|---:|---:|---:|\n");
     let passing = out.code_corpus.iter().filter(|d| d.passed).count();

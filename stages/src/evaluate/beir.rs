@@ -80,6 +80,9 @@ pub struct Query {
     /// Language constraint (CoREB releases: `any`, `python`, ...).
     #[serde(default)]
     pub language_constraint: Option<String>,
+    /// For a code query: the corpus document it is (never ranked for itself).
+    #[serde(default)]
+    pub source_doc_id: Option<String>,
 }
 
 /// One BEIR folder in memory.

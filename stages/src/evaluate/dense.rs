@@ -25,9 +25,16 @@ pub async fn dense_run(client: &EmbedClient, model: &str, data: &Dataset, depth:
     query_vecs.iter_mut().for_each(|v| normalize(v));
     let hits: Vec<Vec<(usize, f32)>> = query_vecs
         .par_iter()
-        .map(|q| {
-            let mut scored: Vec<(usize, f32)> =
-                doc_vecs.iter().enumerate().map(|(i, d)| (i, d.iter().zip(q).map(|(a, b)| a * b).sum())).collect();
+        .zip(&data.queries)
+        .map(|(q, query)| {
+            // A code query is itself a corpus document: it is never ranked for itself.
+            let own = query.source_doc_id.as_deref();
+            let mut scored: Vec<(usize, f32)> = doc_vecs
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| Some(data.corpus[*i].id.as_str()) != own)
+                .map(|(i, d)| (i, d.iter().zip(q).map(|(a, b)| a * b).sum()))
+                .collect();
             scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             scored.truncate(depth);
             scored

@@ -206,7 +206,7 @@ mod tests {
         Doc { id: id.into(), title: String::new(), text: text.into(), problem_id: Some(p.into()) }
     }
     fn query(id: &str) -> Query {
-        Query { id: id.into(), text: "q".into(), subtask: None, language_constraint: None }
+        Query { id: id.into(), text: "q".into(), subtask: None, language_constraint: None, source_doc_id: None }
     }
     fn good() -> Dataset {
         Dataset {

@@ -25,10 +25,12 @@ pub fn bm25_run(data: &Dataset, cfg: Bm25Config, depth: usize) -> Run {
     let texts: Vec<String> = data.corpus.iter().map(|d| d.full_text()).collect();
     let index = Bm25Index::build(cfg, texts.iter().map(String::as_str));
     let queries: Vec<&str> = data.queries.iter().map(|q| q.text.as_str()).collect();
-    let hits = index.search_all(&queries, depth);
+    // One extra hit, for the query's own document that is dropped.
+    let hits = index.search_all(&queries, depth + 1);
     let mut run = Run::new("bm25");
     for (q, hits) in data.queries.iter().zip(hits) {
-        for (d, score) in hits {
+        let own = q.source_doc_id.as_deref();
+        for (d, score) in hits.into_iter().filter(|(d, _)| Some(data.corpus[*d].id.as_str()) != own).take(depth) {
             run.push(&q.id, &data.corpus[d].id, f64::from(score));
         }
     }
@@ -44,4 +46,27 @@ pub fn bm25_ndcg10(data: &Dataset) -> f64 {
     let cfg = CorebConfig::for_qrels(&data.qrels, vec![10]);
     let results = evaluate(&data.qrels, &run, &cfg);
     summarize(&cfg.ks, &results).at_k.ndcg[0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::services::evaluator::Qrels;
+    use beir::{Doc, Query};
+
+    #[test]
+    fn a_code_query_is_never_ranked_for_itself() {
+        let doc = |id: &str, text: &str| Doc { id: id.into(), title: String::new(), text: text.into(), problem_id: None };
+        let data = Dataset {
+            name: "code2code".into(),
+            corpus: vec![doc("c0", "fn sum of pairs"), doc("c1", "def sum of pairs"), doc("c2", "print hello")],
+            queries: vec![Query { id: "q1".into(), text: "fn sum of pairs".into(), subtask: None, language_constraint: None, source_doc_id: Some("c0".into()) }],
+            qrels: Qrels::from_triples([("q1", "c1", 2)]).unwrap(),
+        };
+        let run = bm25_run(&data, Bm25Config::default(), 10);
+        let ranked: Vec<&str> = run.ranked("q1").iter().map(|e| run.doc(e)).collect();
+        assert_eq!(ranked.first(), Some(&"c1"), "{ranked:?}");
+        assert!(!ranked.contains(&"c0"));
+        assert!((bm25_ndcg10(&data) - 1.0).abs() < 1e-9);
+    }
 }

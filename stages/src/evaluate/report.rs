@@ -237,6 +237,7 @@ mod tests {
             text: String::new(),
             subtask: Some(st.into()),
             language_constraint: Some(lang.into()),
+            source_doc_id: None,
         };
         let data = Dataset {
             name: "text2code".into(),

@@ -397,19 +397,23 @@ impl Sandbox {
         let (base, count) = (self.config.uid_base, self.config.uid_count);
         let in_range = |u: &u32| (base..base.saturating_add(count)).contains(u);
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        // Other judges (parallel builds, test binaries) release their uids when they exit:
+        // wait a while for one before giving up.
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
         loop {
             if let Some(i) = pool.free.iter().position(in_range) {
                 return Ok(UidLease { uid: pool.free.swap_remove(i), dirty: false });
             }
-            if let Some(uid) = pool.claim(base, count) {
-                return Ok(UidLease { uid, dirty: false });
-            }
             // Reuse a quarantined uid once nothing of it is left (zombies count against
-            // RLIMIT_NPROC until the machine's init reaps them).
+            // RLIMIT_NPROC until the machine's init reaps them) before claiming a new one, so
+            // that one judge never holds more uids than it needs and starves the others.
             if let Some(i) = pool.quarantine.iter().position(|u| in_range(u) && !uid_has_processes(*u)) {
                 return Ok(UidLease { uid: pool.quarantine.swap_remove(i), dirty: false });
             }
-            if !pool.held.iter().any(|(u, _)| in_range(u)) {
+            if let Some(uid) = pool.claim(base, count) {
+                return Ok(UidLease { uid, dirty: false });
+            }
+            if !pool.held.iter().any(|(u, _)| in_range(u)) && std::time::Instant::now() >= deadline {
                 return Err(SandboxError::Invalid(format!(
                     "every uid in {base}..{} is held by other processes",
                     base.saturating_add(count)

@@ -161,7 +161,41 @@ pub struct Run {
     pub run_id: String,
     /// Query id → retrieved documents (in file order; rank and order are ignored).
     pub queries: BTreeMap<String, Vec<RunEntry>>,
-    arena: String,
+    arena: Arena,
+}
+
+/// The text that document ids point into: a string, or a run file mapped into memory (no
+/// copy and no page zeroing for a run of hundreds of megabytes).
+#[derive(Debug, Clone)]
+enum Arena {
+    Owned(String),
+    /// Checked to be UTF-8 when mapped.
+    Mapped(std::sync::Arc<memmap2::Mmap>),
+}
+
+impl Default for Arena {
+    fn default() -> Self {
+        Arena::Owned(String::new())
+    }
+}
+
+impl Arena {
+    fn as_str(&self) -> &str {
+        match self {
+            Arena::Owned(s) => s,
+            // SAFETY: `Run::read` checked the mapped bytes with `std::str::from_utf8`.
+            Arena::Mapped(m) => unsafe { std::str::from_utf8_unchecked(m) },
+        }
+    }
+
+    fn push_str(&mut self, text: &str) {
+        if let Arena::Mapped(_) = self {
+            *self = Arena::Owned(self.as_str().to_owned());
+        }
+        if let Arena::Owned(s) = self {
+            s.push_str(text);
+        }
+    }
 }
 
 /// A line-level parse failure inside a chunk: byte offset of the line and what is wrong.
@@ -236,12 +270,12 @@ impl Run {
 
     /// The document id of an entry.
     pub fn doc(&self, e: &RunEntry) -> &str {
-        &self.arena[e.start as usize..(e.start + e.len) as usize]
+        &self.arena.as_str()[e.start as usize..(e.start + e.len) as usize]
     }
 
     /// Add one scored document; duplicates are detected by [`Run::check_duplicates`].
     pub fn push(&mut self, query: &str, doc: &str, score: f64) {
-        let entry = RunEntry { start: self.arena.len() as u32, len: doc.len() as u32, score };
+        let entry = RunEntry { start: self.arena.as_str().len() as u32, len: doc.len() as u32, score };
         self.arena.push_str(doc);
         match self.queries.get_mut(query) {
             Some(v) => v.push(entry),
@@ -258,10 +292,15 @@ impl Run {
 
     /// Parse run text, keeping it as the document-id arena (chunks are parsed in parallel).
     pub fn parse_owned(text: String, path: &Path) -> Result<Run, EvalError> {
+        Run::parse_arena(Arena::Owned(text), path)
+    }
+
+    fn parse_arena(arena: Arena, path: &Path) -> Result<Run, EvalError> {
+        let text = arena.as_str();
         if text.len() >= u32::MAX as usize {
             return Err(malformed(path, 0, "run files of 4 GiB or more are not supported"));
         }
-        let chunks = line_chunks(&text, rayon::current_num_threads() * 4);
+        let chunks = line_chunks(text, rayon::current_num_threads() * 4);
         let parsed: Vec<Result<(ChunkQueries<'_>, Option<&str>), ChunkError>> =
             chunks.par_iter().map(|(base, chunk)| parse_chunk(chunk, *base)).collect();
         let mut order: Vec<(String, Vec<RunEntry>)> = Vec::new();
@@ -288,11 +327,11 @@ impl Run {
                 }
             }
         }
-        let mut run = Run { run_id, queries: order.into_iter().collect(), arena: String::new() };
-        run.arena = text;
+        let run = Run { run_id, queries: order.into_iter().collect(), arena };
         if let Some((qid, doc)) = run.first_duplicate() {
             let lines: Vec<usize> = run
                 .arena
+                .as_str()
                 .lines()
                 .enumerate()
                 .filter(|(_, l)| {
@@ -315,8 +354,18 @@ impl Run {
 
     /// Read and parse a run file.
     pub fn read(path: &Path) -> Result<Run, EvalError> {
-        let text = fs_err::read_to_string(path).map_err(EvalError::Io)?;
-        Run::parse_owned(text, path)
+        let file = fs_err::File::open(path).map_err(EvalError::Io)?;
+        if file.metadata().map_err(EvalError::Io)?.len() == 0 {
+            return Run::parse_owned(String::new(), path);
+        }
+        // SAFETY: the map is read-only and lives as long as the run; a run file changed
+        // while it is evaluated is outside what this reader promises.
+        let map = unsafe { memmap2::Mmap::map(file.file()) }.map_err(|e| EvalError::Io(std::io::Error::new(e.kind(), format!("mapping `{}`: {e}", path.display()))))?;
+        if let Err(e) = std::str::from_utf8(&map) {
+            let line = map[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+            return Err(malformed(path, line, "not UTF-8"));
+        }
+        Run::parse_arena(Arena::Mapped(std::sync::Arc::new(map)), path)
     }
 
     /// The first (query, document) retrieved twice, queries in id order.

@@ -121,3 +121,34 @@ fn python_users_can_load_the_release() {
     assert!(stdout.contains("release loads and is consistent"), "{stdout}");
     assert!(stdout.contains("text2code_qrels"));
 }
+
+#[test]
+fn plan_writes_next_months_manifest_after_the_latest_release() {
+    let dir = tempfile::tempdir().unwrap();
+    // A releases directory whose latest release is the sample (window ends 2025-03-31).
+    let latest = dir.path().join("releases/v202503");
+    fs_err::create_dir_all(&latest).unwrap();
+    fs_err::copy(committed().join("MANIFEST.json"), latest.join("MANIFEST.json")).unwrap();
+    let out_path = dir.path().join("manifests/v202505.toml");
+    let out = run(coreb()
+        .args(["plan", "2025-05", "--no-pin", "--releases-dir"])
+        .arg(dir.path().join("releases"))
+        .arg("--out")
+        .arg(&out_path)
+        .args(["--source", "test7=https://example.invalid/test7.jsonl"]));
+    assert!(out.status.success(), "{}", text(&out));
+    let manifest: toml::Value = toml::from_str(&fs_err::read_to_string(&out_path).unwrap()).unwrap();
+    assert_eq!(manifest["version"].as_str(), Some("v202505"));
+    assert_eq!(manifest["window"]["start"].as_str(), Some("2025-04-01"), "the day after the latest release");
+    assert_eq!(manifest["window"]["end"].as_str(), Some("2025-05-31"));
+    let sources = manifest["sources"].as_array().unwrap();
+    assert_eq!(sources.len(), 2);
+    assert!(sources[0]["sha256"].as_str().is_some(), "the sample's pin is kept");
+    assert_eq!(sources[1]["name"].as_str(), Some("test7"));
+    // Models and stage parameters are the previous release's.
+    assert_eq!(manifest["llm"]["stages"]["generate"]["models"].as_array().unwrap().len(), 2);
+    assert_eq!(manifest["stages"]["qrels"]["seed"].as_integer(), Some(20250101));
+    // A month the latest release already covers is refused.
+    let out = run(coreb().args(["plan", "2025-03", "--no-pin", "--releases-dir"]).arg(dir.path().join("releases")).arg("--out").arg(dir.path().join("x.toml")));
+    assert!(!out.status.success());
+}

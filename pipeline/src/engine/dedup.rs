@@ -58,7 +58,7 @@ pub(super) fn run(engine: &Engine, ingest: &StageRecord) -> anyhow::Result<Stage
     if let Some(hit) = engine.cached(StageName::Dedup, &key)? {
         return Ok(hit);
     }
-    let input = engine.store.stage_dir(StageName::Ingest.as_str()).join(&ingest.outputs["problems"].file);
+    let input = engine.output(ingest, "problems")?;
     let current: Vec<Item> =
         ProblemReader::open(&input)?.map(|p| p.map(|p| item(p, Origin::Current))).collect::<Result<_, _>>()?;
     let mut earlier = Vec::new();

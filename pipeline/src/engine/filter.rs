@@ -16,7 +16,7 @@ pub(super) fn run(engine: &Engine, dedup: &StageRecord) -> anyhow::Result<StageR
     if let Some(hit) = engine.cached(StageName::Filter, &key)? {
         return Ok(hit);
     }
-    let input = engine.store.stage_dir(StageName::Dedup.as_str()).join(&dedup.outputs["problems"].file);
+    let input = engine.output(dedup, "problems")?;
     let writer = engine.store.begin(StageName::Filter.as_str())?;
     let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
     let mut rejections = fs_err::File::create(writer.path("rejections.jsonl"))?;

@@ -71,12 +71,6 @@ pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
         .collect()
 }
 
-/// The path of a stage output.
-pub fn output(engine: &Engine, record: &StageRecord, role: &str) -> anyhow::Result<std::path::PathBuf> {
-    let file = record.outputs.get(role).with_context(|| format!("stage `{}` has no `{role}` output", record.stage))?;
-    Ok(engine.store.stage_dir(&record.stage).join(&file.file))
-}
-
 /// A cached LLM stage is reused only when it rejected nothing.
 fn reusable(engine: &Engine, stage: StageName, key: &str) -> anyhow::Result<Option<StageReport>> {
     Ok(engine.cached(stage, key)?.filter(|r| r.record.summary.get("rejected").and_then(serde_json::Value::as_u64) == Some(0)))
@@ -148,7 +142,7 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
     if let Some(hit) = reusable(engine, stage, &key)? {
         return Ok(hit);
     }
-    let problems = stages::tables::ProblemReader::read_all(&output(engine, filter, "problems")?)?;
+    let problems = stages::tables::ProblemReader::read_all(&engine.output(filter, "problems")?)?;
     let plans = RewritePlans {
         rewrite: ModelPlan::for_stage(&engine.plan.llm, LlmStage::Rewrite),
         tests: ModelPlan::for_stage(&engine.plan.llm, LlmStage::RewriteTests),
@@ -183,7 +177,7 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
 
 /// The rewritten problems of a rewrite record.
 pub fn rewritten(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result<Vec<RewrittenProblem>> {
-    read_jsonl(&output(engine, rewrite, "rewritten")?)
+    read_jsonl(&engine.output(rewrite, "rewritten")?)
 }
 
 macro_rules! simple_stage {
@@ -252,13 +246,13 @@ pub(super) fn execute(engine: &Engine, rewrite: &StageRecord, generate: &StageRe
     }
     let writer = engine.store.begin(stage.as_str())?;
     let report = stages::execute::execute_tables(
-        &output(engine, rewrite, "problems")?,
-        &output(engine, generate, "solutions")?,
+        &engine.output(rewrite, "problems")?,
+        &engine.output(generate, "solutions")?,
         &writer.path("verdicts.parquet"),
         config,
         engine.plan.jobs,
     )?;
-    let solutions = read_solutions(&output(engine, generate, "solutions")?)?.len();
+    let solutions = read_solutions(&engine.output(generate, "solutions")?)?.len();
     let summary = serde_json::json!({
         "rows_in": solutions,
         "rows_out": report.stats.solutions,

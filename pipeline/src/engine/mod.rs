@@ -171,6 +171,12 @@ impl Engine {
         }
     }
 
+    /// The path of one output (`role`) of a completed stage.
+    pub fn output(&self, record: &StageRecord, role: &str) -> anyhow::Result<std::path::PathBuf> {
+        let file = record.outputs.get(role).ok_or_else(|| anyhow::anyhow!("stage `{}` has no `{role}` output", record.stage))?;
+        Ok(self.store.stage_dir(&record.stage).join(&file.file))
+    }
+
     /// Look a stage up by key; on a hit, report it as skipped.
     fn cached(&self, stage: StageName, key: &str) -> anyhow::Result<Option<StageReport>> {
         Ok(self.store.lookup(stage.as_str(), key)?.map(|record| StageReport { stage, skipped: true, record }))

@@ -11,7 +11,7 @@ use stages::queries::Query;
 use stages::tables::solutions::read_solutions;
 use stages::tables::verdicts::read_verdicts;
 
-use super::llm::{output, read_jsonl, rewritten};
+use super::llm::{read_jsonl, rewritten};
 use super::{Engine, StageReport};
 use crate::cli::StageName;
 use crate::store::{StageRecord, input_key, write_atomic};
@@ -31,7 +31,7 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
     let config = &engine.plan.stages.qrels;
     // Execute's verdict table holds timings that differ run to run: key on its pass/fail
     // facts instead of its bytes.
-    let verdicts = read_verdicts(&output(engine, inputs.execute, "verdicts")?)?;
+    let verdicts = read_verdicts(&engine.output(inputs.execute, "verdicts")?)?;
     let passed: BTreeMap<String, bool> = verdicts.iter().map(|v| (v.solution_id.as_str().to_owned(), v.passed)).collect();
     let key = input_key(
         stage.as_str(),
@@ -42,13 +42,13 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
         return Ok(hit);
     }
     let summaries: BTreeMap<ProblemId, String> =
-        read_jsonl::<Summary>(&output(engine, inputs.abbreviate, "summaries")?)?.into_iter().map(|s| (s.problem_id, s.text)).collect();
+        read_jsonl::<Summary>(&engine.output(inputs.abbreviate, "summaries")?)?.into_iter().map(|s| (s.problem_id, s.text)).collect();
     let mut distractors: BTreeMap<ProblemId, Vec<String>> = BTreeMap::new();
-    for d in read_jsonl::<Distractor>(&output(engine, inputs.distract, "distractors")?)? {
+    for d in read_jsonl::<Distractor>(&engine.output(inputs.distract, "distractors")?)? {
         distractors.entry(d.problem_id).or_default().push(d.statement);
     }
     let mut queries: BTreeMap<ProblemId, Vec<String>> = BTreeMap::new();
-    for q in read_jsonl::<Query>(&output(engine, inputs.queries, "queries")?)? {
+    for q in read_jsonl::<Query>(&engine.output(inputs.queries, "queries")?)? {
         queries.entry(q.problem_id).or_default().push(q.text);
     }
     let mut problems = Vec::new();
@@ -66,7 +66,7 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
             _ => incomplete.push(p.id),
         }
     }
-    let solutions: Vec<JudgedSolution> = read_solutions(&output(engine, inputs.generate, "solutions")?)?
+    let solutions: Vec<JudgedSolution> = read_solutions(&engine.output(inputs.generate, "solutions")?)?
         .into_iter()
         .filter(|s| problems.iter().any(|p| p.problem_id == s.problem_id))
         .map(|s| JudgedSolution {

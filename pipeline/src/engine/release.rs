@@ -130,12 +130,12 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     if let Some(hit) = engine.cached(StageName::Release, &key)? {
         // Skipped only while the published copy is still the one this record describes.
         let published = plan.publish_dir.join("MANIFEST.json");
-        if published.exists() && sha256_file(&published)? == hit.record.outputs["manifest"].sha256 {
+        if published.exists() && hit.record.outputs.get("manifest").map(|m| m.sha256.as_str()) == Some(sha256_file(&published)?.as_str()) {
             return Ok(hit);
         }
     }
     let out: QrelsOutput = {
-        let path = engine.store.stage_dir(StageName::Qrels.as_str()).join(&qrels.outputs["qrels"].file);
+        let path = engine.output(qrels, "qrels")?;
         serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("reading `{}`", path.display()))?
     };
     let ids: BTreeSet<ProblemId> = out.tasks.values().flat_map(|t| t.queries.iter().map(|q| q.source_problem_id.clone())).collect();
@@ -162,7 +162,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         fs_err::write(dir.join("qrels/test.tsv"), files.qrels)?;
     }
     // The source problems of the release, for later releases' disjointness checks.
-    let filtered = engine.store.stage_dir(StageName::Filter.as_str()).join(&filter.outputs["problems"].file);
+    let filtered = engine.output(filter, "problems")?;
     let mut problems = ProblemWriter::create(&tmp.join("problems.parquet"))?;
     for p in ProblemReader::open(&filtered)? {
         let p = p?;

@@ -47,7 +47,7 @@ impl DedupConfig {
         if self.shingle_words == 0 {
             return Err("`shingle_words` must be at least 1".into());
         }
-        if self.bands == 0 || self.num_perm == 0 || self.num_perm % self.bands != 0 {
+        if self.bands == 0 || self.num_perm == 0 || !self.num_perm.is_multiple_of(self.bands) {
             return Err(format!("`num_perm` ({}) must be a positive multiple of `bands` ({})", self.num_perm, self.bands));
         }
         if !(self.threshold > 0.0 && self.threshold <= 1.0) {

@@ -70,11 +70,10 @@ impl Source {
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) || name.starts_with('.') {
             return Err(format!("`name`: `{name}` must be letters, digits, `.`, `_` or `-`"));
         }
-        if let Some(h) = sha256 {
-            if !is_sha256_hex(h) {
+        if let Some(h) = sha256
+            && !is_sha256_hex(h) {
                 return Err(format!("`sha256`: `{h}` is not a 64-digit hex sha256"));
             }
-        }
         let location = if url.starts_with("http://") || url.starts_with("https://") {
             Location::Http(url.to_owned())
         } else if let Some(path) = url.strip_prefix("file://") {
@@ -223,12 +222,11 @@ async fn fetch_http(config: &FetchConfig, source: &Source, url: &str, dir: &Path
     let same_origin = tokio::fs::read_to_string(&origin).await.is_ok_and(|u| u == url);
     if same_origin && final_path.exists() {
         let p = final_path.clone();
-        if let Ok(Ok(sha)) = tokio::task::spawn_blocking(move || sha256_file(&p)).await {
-            if source.sha256.as_deref().is_none_or(|e| e == sha) {
+        if let Ok(Ok(sha)) = tokio::task::spawn_blocking(move || sha256_file(&p)).await
+            && source.sha256.as_deref().is_none_or(|e| e == sha) {
                 let bytes = tokio::fs::metadata(&final_path).await.map_err(|e| write_err(&final_path, e))?.len();
                 return Ok(Fetched { name: name.clone(), path: final_path, sha256: sha, bytes, downloaded: 0 });
             }
-        }
     }
     if !same_origin {
         // A partial file of another URL must not be resumed.
@@ -359,11 +357,10 @@ async fn attempt(
     }
     file.flush().await.map_err(write_err)?;
     file.sync_all().await.map_err(write_err)?;
-    if let Some(total) = expected_total {
-        if written != total {
+    if let Some(total) = expected_total
+        && written != total {
             return Ok(Attempt::Retry { reason: format!("body ended after {written} of {total} bytes"), after: None });
         }
-    }
     Ok(Attempt::Done)
 }
 

@@ -163,11 +163,10 @@ impl DateWindow {
                 return Err(format!("`{d}` is not a `YYYY-MM-DD` date"));
             }
         }
-        if let (Some(s), Some(e)) = (start, end) {
-            if s > e {
+        if let (Some(s), Some(e)) = (start, end)
+            && s > e {
                 return Err(format!("start `{s}` is after end `{e}`"));
             }
-        }
         Ok(DateWindow { start: start.map(str::to_owned), end: end.map(str::to_owned) })
     }
 

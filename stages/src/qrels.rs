@@ -288,6 +288,9 @@ fn pick_tiers(rng: &mut SplitMix, tiers: &[Vec<usize>], max: usize) -> Vec<usize
     picked
 }
 
+/// Does a candidate document differ from the query in the way a code2code subtask asks?
+type Differs<'a> = Box<dyn Fn(usize) -> bool + 'a>;
+
 struct Builder<'a> {
     config: &'a QrelsConfig,
     sets: BTreeMap<Task, TaskSet>,
@@ -434,7 +437,7 @@ pub fn qrels(config: &QrelsConfig, version: &str, problems: &[ProblemTexts], sol
                 );
             }
             let others: Vec<usize> = docs.iter().copied().filter(|&i| i != q).collect();
-            let cross: [(&str, Box<dyn Fn(usize) -> bool>); 2] = [
+            let cross: [(&str, Differs<'_>); 2] = [
                 ("cross_lang", Box::new(|i: usize| code_corpus[i].language != query_doc.language)),
                 ("cross_model", Box::new(|i: usize| code_corpus[i].model != query_doc.model)),
             ];

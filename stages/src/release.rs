@@ -168,11 +168,10 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
             of_query.insert(q.query_id.0.as_str(), (q.subtask.as_str(), q.language_constraint.as_str()));
         }
         for r in &set.qrels {
-            if let Some(key) = of_query.get(r.query_id.0.as_str()) {
-                if let Some(g) = groups.get_mut(key) {
+            if let Some(key) = of_query.get(r.query_id.0.as_str())
+                && let Some(g) = groups.get_mut(key) {
                     if r.relevance.0 >= 2 { g.1 += 1 } else { g.2 += 1 }
                 }
-            }
         }
         for ((subtask, lang), (n, pos, neg, rel)) in groups {
             let _ = writeln!(s, "| {} | {subtask} | {lang} | {n} | {pos} | {neg} | {:.2} |", task.as_str(), rel as f64 / n.max(1) as f64);

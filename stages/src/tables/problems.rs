@@ -346,7 +346,7 @@ mod tests {
                 .map(|i| TestCase { input: format!("{i}\n"), output: format!("{}\n", i * 2), testtype: TestType::Stdin })
                 .collect(),
             private_tests: vec![],
-            func_name: (tests % 2 == 0).then(|| "f".to_owned()),
+            func_name: tests.is_multiple_of(2).then(|| "f".to_owned()),
             metadata: "{}".into(),
         }
     }

@@ -125,7 +125,7 @@ fn verdicts_do_not_depend_on_jobs_and_round_trip_through_parquet() {
     let mut seen = Vec::new();
     for jobs in [1, 3] {
         let out = dir.path().join(format!("verdicts-{jobs}.parquet"));
-        let report = execute_tables(&pp, &sp, &out, &config, jobs).unwrap();
+        let report = execute_tables(&pp, &sp, &out, &config, jobs, &|| {}).unwrap();
         assert_eq!(report.without_problem, vec![SolutionId::new(&orphan, "ok", Language::Python, 0)]);
         assert_eq!(report.stats.solutions, 16);
         let rows = stages::tables::verdicts::read_verdicts(&out).unwrap();

@@ -807,6 +807,18 @@ pub fn execute(
     sandbox: &Sandbox,
     jobs: usize,
 ) -> Result<ExecuteOutput, ExecuteError> {
+    execute_with_progress(config, problems, solutions, sandbox, jobs, &|| {})
+}
+
+/// [`execute`], calling `progress` once per judged solution (from the worker threads).
+pub fn execute_with_progress(
+    config: &ExecuteConfig,
+    problems: &[Problem],
+    solutions: &[Solution],
+    sandbox: &Sandbox,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<ExecuteOutput, ExecuteError> {
     config.validate()?;
     let by_id: HashMap<&ProblemId, &Problem> = problems.iter().map(|p| (&p.id, p)).collect();
     let mut without_problem = Vec::new();
@@ -829,7 +841,13 @@ pub fn execute(
         .build()
         .map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
     let judged: Vec<Result<(SolutionResult, u64), ExecuteError>> = pool.install(|| {
-        work.par_iter().map(|(slot, s, tests)| judge_solution(config, sandbox, s, tests, root.path(), *slot)).collect()
+        work.par_iter()
+            .map(|(slot, s, tests)| {
+                let judged = judge_solution(config, sandbox, s, tests, root.path(), *slot);
+                progress();
+                judged
+            })
+            .collect()
     });
     let mut stats = ExecuteStats { solutions_without_problem: without_problem.len(), ..ExecuteStats::default() };
     let mut results = Vec::with_capacity(judged.len());
@@ -858,19 +876,20 @@ pub struct ExecuteTablesReport {
     pub isolation: String,
 }
 
-/// The engine's one call: read the problems and solutions tables, judge, write the verdicts
-/// table atomically (`<out>.tmp`, then rename).
+/// The engine's one call: read the problems and solutions tables, judge (calling `progress`
+/// once per judged solution), write the verdicts table atomically (`<out>.tmp`, then rename).
 pub fn execute_tables(
     problems: &Path,
     solutions: &Path,
     out: &Path,
     config: &ExecuteConfig,
     jobs: usize,
+    progress: &(dyn Fn() + Sync),
 ) -> Result<ExecuteTablesReport, ExecuteError> {
     let problems = crate::tables::ProblemReader::read_all(problems)?;
     let solutions = crate::tables::solutions::read_solutions(solutions)?;
     let sandbox = Sandbox::new(config.sandbox.clone()).map_err(ExecuteError::SandboxSetup)?;
-    let output = execute(config, &problems, &solutions, &sandbox, jobs)?;
+    let output = execute_with_progress(config, &problems, &solutions, &sandbox, jobs, progress)?;
     crate::tables::verdicts::write_verdicts(out, &output.results)?;
     Ok(ExecuteTablesReport {
         stats: output.stats,

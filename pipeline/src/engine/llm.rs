@@ -245,14 +245,17 @@ pub(super) fn execute(engine: &Engine, rewrite: &StageRecord, generate: &StageRe
         return Ok(hit);
     }
     let writer = engine.store.begin(stage.as_str())?;
+    let solutions = read_solutions(&engine.output(generate, "solutions")?)?.len();
+    let bar = engine.printer.progress(Some(solutions as u64), "execute", false);
     let report = stages::execute::execute_tables(
         &engine.output(rewrite, "problems")?,
         &engine.output(generate, "solutions")?,
         &writer.path("verdicts.parquet"),
         config,
         engine.plan.jobs,
+        &|| bar.inc(1),
     )?;
-    let solutions = read_solutions(&engine.output(generate, "solutions")?)?.len();
+    bar.finish_and_clear();
     let summary = serde_json::json!({
         "rows_in": solutions,
         "rows_out": report.stats.solutions,

@@ -4,7 +4,8 @@
 //! Steps, each a pure function over [`Pair`]s that returns the kept pairs and a typed
 //! [`Dropped`] per removed pair:
 //! 1. [`dedup_pairs`]: exact (sha256 of the normalised pair) and near-duplicates (MinHash-LSH,
-//!    confirmed by shingle Jaccard), reusing [`crate::dedup`]; the first row of a cluster is kept.
+//!    confirmed by shingle Jaccard) with [`crate::dedup`]'s primitives, greedily in row order
+//!    (linear in the rows); the first row of a group is kept.
 //! 2. [`filter_language`]: the text must be long enough, hold no URL or HTML, and not be
 //!    reliably detected (whatlang) as another language than the wanted one.
 //! 3. [`decontaminate`]: drop a pair whose text or code hashes like a release document or
@@ -27,7 +28,6 @@ use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::dedup::{self, DedupConfig, normalise, statement_hash};
 use crate::evaluate::bm25::{Bm25Config, tokenize};
-use crate::problem::ProblemId;
 
 /// A text–code pair of a training corpus.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,34 +223,66 @@ pub fn shard_of(text: &str, shards: u32) -> u32 {
     (xxh3_64(normalise(text).to_lowercase().as_bytes()) % u64::from(shards.max(1))) as u32
 }
 
-/// Step 1: exact and near-duplicate removal over `text + "\n" + code` (see [`crate::dedup`]).
+/// Step 1: exact and near-duplicate removal over `text + "\n" + code`, with the hashing,
+/// shingles, MinHash signatures and Jaccard of [`crate::dedup`].
+///
+/// Streaming and greedy, so that it stays linear on corpora made of many near-copies (where
+/// the all-pairs clustering of [`crate::dedup::dedup`] meets LSH buckets of thousands of
+/// members): rows are taken in order; a row whose normalised hash was seen is an exact
+/// duplicate of the first row with that hash; otherwise it is compared with the kept rows that
+/// share one of its LSH bands (the first kept row of each bucket) and is a near-duplicate of
+/// the first one whose shingle Jaccard reaches the threshold. A kept row becomes the
+/// representative of its still-empty buckets. So the first row of a group is always kept.
 pub fn dedup_pairs(config: &DedupConfig, pairs: Vec<Pair>) -> StepOutput {
-    let items: Vec<dedup::Item> = pairs
-        .iter()
-        .enumerate()
-        .map(|(row, p)| dedup::Item {
-            id: ProblemId::from_raw(p.id.clone()),
-            // dedup keeps the earliest "date" of a cluster: the row number keeps the first row.
-            contest_date: format!("{row:020}"),
-            statement: format!("{}\n{}", p.text, p.code),
-            origin: dedup::Origin::Current,
-        })
-        .collect();
-    let out = dedup::dedup(config, &items, &[]);
-    let mut reasons: HashMap<usize, DropReason> = HashMap::new();
-    for cluster in &out.clusters {
-        for d in &cluster.dropped {
-            let reason = match &d.reason {
-                dedup::DropReason::DuplicateId { of } => DropReason::DuplicateId { of: of.as_str().to_owned() },
-                dedup::DropReason::ExactDuplicate { of } | dedup::DropReason::InEarlierRelease { of, .. } => DropReason::ExactDuplicate { of: of.as_str().to_owned() },
-                dedup::DropReason::NearDuplicate { of, jaccard } => DropReason::NearDuplicate { of: of.as_str().to_owned(), jaccard: *jaccard },
-            };
-            reasons.insert(d.row, reason);
+    let rows_per_band = (config.num_perm / config.bands.max(1)).max(1);
+    let mut first_id: HashMap<&str, ()> = HashMap::new();
+    let mut first_hash: HashMap<String, usize> = HashMap::new();
+    let mut buckets: HashMap<(usize, u64), usize> = HashMap::new();
+    let mut kept_sets: HashMap<usize, HashSet<u64>> = HashMap::new();
+    let mut reasons: Vec<Option<DropReason>> = Vec::with_capacity(pairs.len());
+    for (row, p) in pairs.iter().enumerate() {
+        let joined = format!("{}\n{}", p.text, p.code);
+        if first_id.insert(p.id.as_str(), ()).is_some() {
+            reasons.push(Some(DropReason::DuplicateId { of: p.id.clone() }));
+            continue;
+        }
+        let hash = statement_hash(&joined);
+        if let Some(&of) = first_hash.get(&hash) {
+            reasons.push(Some(DropReason::ExactDuplicate { of: pairs[of].id.clone() }));
+            continue;
+        }
+        first_hash.insert(hash, row);
+        let set = dedup::shingles(&joined, config.shingle_words);
+        let sig = dedup::signature(&set, config);
+        let keys: Vec<(usize, u64)> = sig
+            .chunks(rows_per_band)
+            .enumerate()
+            .map(|(b, band)| {
+                let bytes: Vec<u8> = band.iter().flat_map(|v| v.to_le_bytes()).collect();
+                (b, xxh3_64(&bytes))
+            })
+            .collect();
+        let mut candidates: Vec<usize> = keys.iter().filter_map(|k| buckets.get(k).copied()).collect();
+        candidates.sort_unstable();
+        candidates.dedup();
+        let near = candidates.into_iter().find_map(|c| {
+            let j = dedup::jaccard(&set, &kept_sets[&c]);
+            (j >= config.threshold).then_some((c, j))
+        });
+        match near {
+            Some((of, jaccard)) => reasons.push(Some(DropReason::NearDuplicate { of: pairs[of].id.clone(), jaccard: (jaccard * 1e4).round() / 1e4 })),
+            None => {
+                for k in keys {
+                    buckets.entry(k).or_insert(row);
+                }
+                kept_sets.insert(row, set);
+                reasons.push(None);
+            }
         }
     }
     let mut result = StepOutput::default();
-    for (row, p) in pairs.into_iter().enumerate() {
-        match reasons.remove(&row) {
+    for (p, reason) in pairs.into_iter().zip(reasons) {
+        match reason {
             Some(reason) => result.dropped.push(Dropped { id: p.id, reason }),
             None => result.kept.push(p),
         }
@@ -596,6 +628,9 @@ impl SimMatrix {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AlignConfig {
+    /// Run the filter (off: every pair passes; for throughput runs over huge shards, whose
+    /// similarity matrix is quadratic in the shard size).
+    pub enabled: bool,
     /// Text and code must rank each other within this many candidates.
     pub top_k: usize,
     /// Minimum similarity of a kept pair.
@@ -604,7 +639,7 @@ pub struct AlignConfig {
 
 impl Default for AlignConfig {
     fn default() -> Self {
-        AlignConfig { top_k: 2, threshold: 0.05 }
+        AlignConfig { enabled: true, top_k: 2, threshold: 0.05 }
     }
 }
 
@@ -620,6 +655,10 @@ fn rank_of(target: usize, scores: impl Iterator<Item = f32>) -> usize {
 pub fn align(config: &AlignConfig, pairs: Vec<Pair>, sim: &SimMatrix) -> StepOutput {
     let n = pairs.len();
     let mut out = StepOutput::default();
+    if !config.enabled {
+        out.kept = pairs;
+        return out;
+    }
     for (i, p) in pairs.into_iter().enumerate() {
         let code_rank = rank_of(i, (0..n).map(|c| sim.get(i, c)));
         let text_rank = rank_of(i, (0..n).map(|t| sim.get(t, i)));
@@ -691,10 +730,15 @@ fn uniform(seed: u64, record: &str, candidate: usize) -> f64 {
 /// Step 5: hard and easy negatives for every pair. Hard: Gumbel top-k over `sim / temperature`
 /// among candidates below the false-negative cut (sampling without replacement from the
 /// softmax). Easy: the remaining candidates with the smallest uniform keys. Deterministic for a
-/// seed, whatever the order of evaluation.
+/// seed, whatever the order of evaluation. Without negatives asked for, or with a matrix not
+/// over `pairs`, the records carry positives only.
 pub fn mine_negatives(config: &NegativeConfig, pairs: &[Pair], sim: &SimMatrix) -> Vec<TrainingRecord> {
     let n = pairs.len();
     let t = config.temperature.max(1e-6) as f64;
+    if config.hard + config.easy == 0 || sim.len() != n {
+        // No negatives asked for (or no matrix over these pairs): positives only.
+        return pairs.iter().map(|p| TrainingRecord { id: p.id.clone(), query: p.text.clone(), pos: p.code.clone(), hard_neg: Vec::new(), easy_neg: Vec::new() }).collect();
+    }
     pairs
         .iter()
         .enumerate()
@@ -783,7 +827,7 @@ mod tests {
             pair("4", "download a web page", "def parse_csv_rows(f): return list(csv.reader(f))"),
         ];
         let sim = SimMatrix::lexical(&pairs);
-        let out = align(&AlignConfig { top_k: 1, threshold: 0.05 }, pairs.clone(), &sim);
+        let out = align(&AlignConfig { enabled: true, top_k: 1, threshold: 0.05 }, pairs.clone(), &sim);
         let kept: Vec<&str> = out.kept.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(kept, ["1", "2", "3"]);
         assert!(matches!(out.dropped[0].reason, DropReason::Misaligned { .. }));

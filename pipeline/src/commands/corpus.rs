@@ -280,9 +280,11 @@ fn process_shard(f: &CorpusManifestFile, index: &ReleaseIndex, out: &Path, spool
     let kept = take(corpus::dedup_pairs(&f.dedup, pairs), &mut report);
     let kept = take(corpus::filter_language(&f.language, kept), &mut report);
     let kept = take(corpus::decontaminate(&f.decontaminate, index, kept), &mut report);
-    let sim = SimMatrix::lexical(&kept);
+    // The similarity matrix is quadratic in the shard: build it only when a step needs it.
+    let empty = SimMatrix::from_embeddings(&[], &[]);
+    let sim = if f.align.enabled { SimMatrix::lexical(&kept) } else { empty.clone() };
     let kept = take(corpus::align(&f.align, kept, &sim), &mut report);
-    let sim = SimMatrix::lexical(&kept);
+    let sim = if f.negatives.hard + f.negatives.easy > 0 { SimMatrix::lexical(&kept) } else { empty };
     let records = corpus::mine_negatives(&f.negatives, &kept, &sim);
     let rerank = corpus::rerank_records(&records);
     report.stats.rows_out = records.len() as u64;

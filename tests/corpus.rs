@@ -228,3 +228,87 @@ fn audit_rewrite_measures_every_rewritten_statement() {
     let bad = run(coreb().arg("audit").arg(dir.path()).arg("rewrite"));
     assert!(!bad.status.success() && text(&bad).contains("not a release directory"), "{}", text(&bad));
 }
+
+/// A deterministic bag-of-words embedding: one dimension per hashed lower-case word.
+fn toy_embed(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; 64];
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let h = w.to_lowercase().bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+        v[(h % 64) as usize] += 1.0;
+    }
+    v
+}
+
+/// A local OpenAI-compatible `/v1/embeddings` server; counts the texts it embedded.
+fn embed_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().unwrap();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c2 = std::sync::Arc::clone(&count);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            if reader.read_line(&mut request_line).is_err() {
+                continue;
+            }
+            let mut len = 0usize;
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                    break;
+                }
+                if let Some(v) = h.to_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0u8; len];
+            reader.read_exact(&mut body).unwrap();
+            let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+            let inputs = req["input"].as_array().cloned().unwrap_or_default();
+            c2.fetch_add(inputs.len(), std::sync::atomic::Ordering::SeqCst);
+            let data: Vec<Value> = inputs.iter().enumerate().map(|(i, t)| json!({"index": i, "embedding": toy_embed(t.as_str().unwrap_or(""))})).collect();
+            let resp = json!({"data": data}).to_string();
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{resp}", resp.len());
+        }
+    });
+    (format!("http://{addr}/v1"), count)
+}
+
+#[test]
+fn alignment_uses_the_embeddings_endpoint_when_configured() {
+    let (base, count) = embed_server();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("corpus.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[output]\ndir = \"out\"\n[[source]]\nname = \"cosqa\"\nformat = \"beir\"\npath = {:?}\n[embed]\nbase_url = {base:?}\nmodel = \"toy\"\napi_key_env = \"COREB_TEST_NO_KEY\"\n",
+            shared_data("cosqa").display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = run(coreb().arg("corpus").arg(&manifest).arg("--json"));
+    assert!(out.status.success(), "{}", text(&out));
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Texts and codes of the pairs left after dedup (align), then of the kept ones (negatives).
+    let after_dedup = 500 - stats["near_duplicate"].as_u64().unwrap() - stats["exact_duplicate"].as_u64().unwrap();
+    let kept = stats["rows_out"].as_u64().unwrap();
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst) as u64, 2 * after_dedup + 2 * kept, "{stats}");
+    // The reported similarity of a misaligned pair is the cosine of the endpoint's vectors.
+    let dropped = read_jsonl(&dir.path().join("out/dropped.jsonl"));
+    let pairs = cosqa_pairs();
+    let mut checked = 0;
+    for d in dropped.iter().filter(|d| d["reason"] == "misaligned").take(5) {
+        let id = d["id"].as_str().unwrap();
+        let p = pairs.iter().find(|p| format!("cosqa:{}:{}", p.0, p.1) == id).unwrap();
+        let (a, b) = (toy_embed(&p.2), toy_embed(&p.3));
+        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+        let cos = a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>() / (norm(&a) * norm(&b));
+        assert!((d["similarity"].as_f64().unwrap() as f32 - cos).abs() < 1e-4, "{d} vs {cos}");
+        checked += 1;
+    }
+    assert!(checked > 0);
+}

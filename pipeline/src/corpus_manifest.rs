@@ -55,6 +55,28 @@ pub struct CorpusManifestFile {
     /// Hard-negative mining.
     #[serde(default)]
     pub negatives: NegativeConfig,
+    /// An OpenAI-compatible embeddings endpoint for the alignment and negative similarities;
+    /// without it, the lexical TF-IDF fallback is used.
+    pub embed: Option<EmbedSection>,
+}
+
+/// `[embed]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedSection {
+    /// Base URL with `/v1`.
+    pub base_url: String,
+    /// Embedding model.
+    pub model: String,
+    /// Environment variable holding the API key (read only at run time, never stored).
+    #[serde(default = "api_key_env")]
+    pub api_key_env: String,
+    /// Embedding cache directory (relative to the manifest).
+    pub cache_dir: Option<PathBuf>,
+}
+
+fn api_key_env() -> String {
+    "OPENAI_API_KEY".into()
 }
 
 /// `[output]`.
@@ -133,6 +155,9 @@ impl CorpusPlan {
         let abs = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
         file.output.dir = abs(&file.output.dir);
         file.releases_dir = file.releases_dir.as_deref().map(abs);
+        if let Some(e) = &mut file.embed {
+            e.cache_dir = e.cache_dir.as_deref().map(abs);
+        }
         if file.sources.is_empty() {
             bail!("`{}`: `source`: at least one `[[source]]` is needed", path.display());
         }

@@ -13,8 +13,9 @@
 //! <out>/train/shard=NNN/_SUCCESS        written last; holds the plan hash
 //! <out>/report.json, report.md, dropped.jsonl   merged over shards
 //! ```
-//! A shard whose `_SUCCESS` holds the current plan hash is skipped on a rerun. Does NOT call
-//! an embedding endpoint: the alignment similarity is the lexical TF-IDF fallback.
+//! A shard whose `_SUCCESS` holds the current plan hash is skipped on a rerun. Similarities
+//! come from the `[embed]` endpoint (the shared embeddings client: cache, retries) when the
+//! manifest has one, else from the lexical TF-IDF fallback.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufWriter, Write};
@@ -54,8 +55,9 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
         }
         fs_err::create_dir_all(&spool)?;
         let rows = spool_sources(f, &spool)?;
+        let embedder = Embedder::new(f)?;
         printer.status(format!("spooled {rows} pairs into {} shards; curating {} shards", f.output.shards, todo.len()));
-        todo.par_iter().map(|&s| process_shard(f, &index, &out, &spool, s, &plan_hash)).collect::<anyhow::Result<Vec<()>>>()?;
+        todo.par_iter().map(|&s| process_shard(f, &index, embedder.as_ref(), &out, &spool, s, &plan_hash)).collect::<anyhow::Result<Vec<()>>>()?;
         fs_err::remove_dir_all(&spool)?;
     }
     let report = merge_reports(&out, f.output.shards)?;
@@ -256,7 +258,43 @@ fn snippet(text: &str) -> String {
     if s.len() < text.len() { format!("{s}…") } else { s }
 }
 
-fn process_shard(f: &CorpusManifestFile, index: &ReleaseIndex, out: &Path, spool: &Path, s: u32, plan_hash: &str) -> anyhow::Result<()> {
+/// The embeddings endpoint of `[embed]` and a runtime to call it from the shard threads.
+struct Embedder {
+    client: stages::services::embed::EmbedClient,
+    model: String,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Embedder {
+    fn new(f: &CorpusManifestFile) -> anyhow::Result<Option<Embedder>> {
+        let Some(e) = &f.embed else { return Ok(None) };
+        let mut cfg = stages::services::embed::EmbedConfig::new(e.base_url.clone());
+        cfg.api_key = std::env::var(&e.api_key_env).ok().filter(|k| !k.is_empty());
+        cfg.cache_dir = e.cache_dir.clone();
+        let client = stages::services::embed::EmbedClient::new(cfg).context("embeddings client")?;
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+        Ok(Some(Embedder { client, model: e.model.clone(), runtime }))
+    }
+
+    /// Cosine similarities of the pairs' texts to their codes.
+    fn similarity(&self, pairs: &[Pair]) -> anyhow::Result<SimMatrix> {
+        let texts: Vec<String> = pairs.iter().map(|p| p.text.clone()).collect();
+        let codes: Vec<String> = pairs.iter().map(|p| p.code.clone()).collect();
+        let t = self.runtime.block_on(self.client.embed(&self.model, &texts)).with_context(|| format!("embedding {} texts with `{}`", texts.len(), self.model))?;
+        let c = self.runtime.block_on(self.client.embed(&self.model, &codes)).with_context(|| format!("embedding {} codes with `{}`", codes.len(), self.model))?;
+        Ok(SimMatrix::from_embeddings(&t, &c))
+    }
+}
+
+fn similarity(embedder: Option<&Embedder>, pairs: &[Pair]) -> anyhow::Result<SimMatrix> {
+    match embedder {
+        Some(e) if !pairs.is_empty() => e.similarity(pairs),
+        _ => Ok(SimMatrix::lexical(pairs)),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn process_shard(f: &CorpusManifestFile, index: &ReleaseIndex, embedder: Option<&Embedder>, out: &Path, spool: &Path, s: u32, plan_hash: &str) -> anyhow::Result<()> {
     let name = shard_name(s);
     let mut pairs = Vec::new();
     let path = spool.join(format!("{name}.jsonl"));
@@ -282,9 +320,9 @@ fn process_shard(f: &CorpusManifestFile, index: &ReleaseIndex, out: &Path, spool
     let kept = take(corpus::decontaminate(&f.decontaminate, index, kept), &mut report);
     // The similarity matrix is quadratic in the shard: build it only when a step needs it.
     let empty = SimMatrix::from_embeddings(&[], &[]);
-    let sim = if f.align.enabled { SimMatrix::lexical(&kept) } else { empty.clone() };
+    let sim = if f.align.enabled { similarity(embedder, &kept)? } else { empty.clone() };
     let kept = take(corpus::align(&f.align, kept, &sim), &mut report);
-    let sim = if f.negatives.hard + f.negatives.easy > 0 { SimMatrix::lexical(&kept) } else { empty };
+    let sim = if f.negatives.hard + f.negatives.easy > 0 { similarity(embedder, &kept)? } else { empty };
     let records = corpus::mine_negatives(&f.negatives, &kept, &sim);
     let rerank = corpus::rerank_records(&records);
     report.stats.rows_out = records.len() as u64;

@@ -40,8 +40,11 @@ fn cosqa_pairs() -> Vec<(String, String, String, String)> {
         .collect()
 }
 
+/// Planted pair id → the reason it must be dropped for, and the pair it duplicates.
+type Expected = BTreeMap<String, (&'static str, Option<String>)>;
+
 /// Planted rows and the reason each must be dropped for (`reason`, and `of` for duplicates).
-fn planted() -> (Vec<Value>, BTreeMap<String, (&'static str, Option<String>)>) {
+fn planted() -> (Vec<Value>, Expected) {
     let pairs = cosqa_pairs();
     let cosqa_id = |p: &(String, String, String, String)| format!("cosqa:{}:{}", p.0, p.1);
     // Long codes, so that a one-word edit stays above the Jaccard threshold.
@@ -87,7 +90,7 @@ fn planted() -> (Vec<Value>, BTreeMap<String, (&'static str, Option<String>)>) {
     (rows, expected)
 }
 
-fn write_corpus(dir: &Path) -> (std::path::PathBuf, BTreeMap<String, (&'static str, Option<String>)>) {
+fn write_corpus(dir: &Path) -> (std::path::PathBuf, Expected) {
     let (rows, expected) = planted();
     let planted_path = dir.join("planted.jsonl");
     std::fs::write(&planted_path, rows.iter().map(|r| format!("{r}\n")).collect::<String>()).unwrap();

@@ -507,11 +507,9 @@ impl ReleaseIndex {
                 let doc = &self.docs[d];
                 return Some(DropReason::Contaminated { side, kind: MatchKind::Hash, release: doc.release.clone(), doc: doc.doc.clone(), overlap: 1.0 });
             }
-            if ngram_hit.is_none() && o.fraction() >= config.min_overlap {
-                if let Some(d) = o.best_doc {
-                    let doc = &self.docs[d];
-                    ngram_hit = Some(DropReason::Contaminated { side, kind: MatchKind::Ngram, release: doc.release.clone(), doc: doc.doc.clone(), overlap: o.fraction() });
-                }
+            if let Some(d) = o.best_doc.filter(|_| ngram_hit.is_none() && o.fraction() >= config.min_overlap) {
+                let doc = &self.docs[d];
+                ngram_hit = Some(DropReason::Contaminated { side, kind: MatchKind::Ngram, release: doc.release.clone(), doc: doc.doc.clone(), overlap: o.fraction() });
             }
         }
         ngram_hit

@@ -62,7 +62,7 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
     }
     let report = merge_reports(&out, f.output.shards)?;
     if json {
-        printer.json_line(&serde_json::to_value(&report.stats)?);
+        printer.json_line(&serde_json::to_value(report.stats)?);
     }
     printer.status(format!(
         "{} pairs in, {} records out (exact {}, near {}, language {}, contaminated {}, misaligned {})",

@@ -8,10 +8,12 @@
 //! - `llm`: the LLM gateway, response store and LLM stages against a fault-injecting server.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
+//! - `corpus`: `coreb corpus` on CoSQA plus planted duplicates and release copies; `coreb audit`.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 
 mod support;
 
+mod corpus;
 mod execute;
 mod fetch;
 mod ingest;

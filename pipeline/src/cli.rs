@@ -54,6 +54,9 @@ pub enum Command {
     Judge(JudgeArgs),
     /// Contamination audits of a release.
     Audit(AuditArgs),
+    /// Curate text–code training pairs from the sources of a corpus manifest, decontaminated
+    /// against every published release.
+    Corpus(CorpusArgs),
     /// Write the manifest of a month's release: window after the latest release, sources
     /// pinned by sha256, models and prompts as before.
     Plan(PlanArgs),
@@ -289,6 +292,66 @@ pub struct JudgeArgs {
 pub struct AuditArgs {
     /// The release directory.
     pub release: PathBuf,
+    /// Which audit.
+    #[command(subcommand)]
+    pub audit: AuditKind,
+    /// Write `<audit>.json` and `<audit>.md` here (default: print the Markdown only).
+    #[arg(long, global = true)]
+    pub out: Option<PathBuf>,
+    /// Print the JSON report on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The audits of `coreb audit`.
+#[derive(Debug, Subcommand)]
+pub enum AuditKind {
+    /// Exact hash hits and long n-gram overlap of a text/code corpus (JSONL or Parquet)
+    /// against the release, per item, worst offenders first.
+    Overlap(OverlapArgs),
+    /// How far each rewritten statement moved from its original (n-gram overlap between the
+    /// release's `full` texts and `problems.parquet` statements).
+    Rewrite(RewriteArgs),
+}
+
+/// Arguments of `coreb audit <release> overlap`.
+#[derive(Debug, Args)]
+pub struct OverlapArgs {
+    /// The corpus: `.jsonl` or `.parquet`.
+    pub corpus: PathBuf,
+    /// Fields (columns) to check, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "text")]
+    pub fields: Vec<String>,
+    /// The id field (default: the row number).
+    #[arg(long)]
+    pub id_field: Option<String>,
+    /// Words per n-gram.
+    #[arg(long, default_value_t = 13)]
+    pub ngram: usize,
+    /// Fraction of an item's n-grams found in one release document that flags it.
+    #[arg(long, default_value_t = 0.3)]
+    pub min_overlap: f64,
+    /// Worst offenders listed.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+}
+
+/// Arguments of `coreb audit <release> rewrite`.
+#[derive(Debug, Args)]
+pub struct RewriteArgs {
+    /// Words per n-gram.
+    #[arg(long, default_value_t = 5)]
+    pub ngram: usize,
+}
+
+/// Arguments of `coreb corpus`.
+#[derive(Debug, Args)]
+pub struct CorpusArgs {
+    /// The corpus manifest (TOML).
+    pub manifest: PathBuf,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `coreb plan`.

@@ -8,6 +8,7 @@
 pub mod authoring;
 pub mod cli;
 pub mod commands;
+pub mod corpus_manifest;
 pub mod engine;
 pub mod manifest;
 pub mod printer;
@@ -45,6 +46,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::TrecEval(args) => commands::trec_eval::trec_eval(args),
         Command::Judge(args) => commands::judge::judge(args),
         Command::Audit(args) => commands::audit::audit(args),
+        Command::Corpus(args) => commands::corpus::corpus(args),
         Command::Plan(args) => commands::plan::plan(args),
         Command::Store(args) => commands::store::store(args),
     }

@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod abbreviate;
+pub mod corpus;
 pub mod dedup;
 pub mod distract;
 pub mod evaluate;

@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod build;
+pub mod corpus;
 pub mod eval;
 pub mod judge;
 pub mod plan;
@@ -10,6 +11,7 @@ pub mod trec_eval;
 pub mod verify;
 
 /// The error of a command that a later issue builds.
+#[allow(dead_code)]
 pub(crate) fn not_built(what: &str, issue: u32) -> anyhow::Error {
     anyhow::anyhow!("`{what}` is not built yet (issue #{issue})")
 }

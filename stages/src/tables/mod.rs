@@ -1,6 +1,7 @@
 //! Parquet tables exchanged between stages. Every Parquet call of the project lives under
 //! this module, one file per table.
 
+pub mod corpus;
 pub mod problems;
 pub mod release;
 pub mod solutions;

@@ -1,0 +1,186 @@
+//! The corpus manifest of `coreb corpus`: which sources to curate, how their fields map to
+//! text and code, the step parameters and where the output goes. Two layers, as for release
+//! manifests: [`CorpusManifestFile`] is what the user wrote (`deny_unknown_fields`),
+//! [`CorpusPlan`] is validated with paths made absolute against the manifest's directory.
+//!
+//! ```toml
+//! releases_dir = "releases"      # every release below it is decontaminated against
+//! [output]
+//! dir = "corpora/cosqa"
+//! shards = 4
+//! [[source]]
+//! name = "cosqa"
+//! format = "beir"                # queries.jsonl + corpus.jsonl + qrels/<split>.tsv
+//! path = "../shared/data/cosqa"
+//! [[source]]
+//! name = "extra"
+//! format = "jsonl"               # or "parquet"
+//! path = "extra.jsonl"
+//! text_field = "text"
+//! code_field = "code"
+//! id_field = "id"                # optional: the row number otherwise
+//! ```
+//! Does NOT read the sources (see `commands::corpus`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use stages::corpus::{AlignConfig, DecontamConfig, LanguageConfig, NegativeConfig};
+use stages::dedup::DedupConfig;
+
+/// A corpus manifest as written.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CorpusManifestFile {
+    /// Directory whose releases (any directory holding a `MANIFEST.json`) are checked.
+    pub releases_dir: Option<PathBuf>,
+    /// Where and how to write.
+    pub output: OutputSection,
+    /// The sources, in order.
+    #[serde(rename = "source")]
+    pub sources: Vec<SourceSpec>,
+    /// Exact and near-duplicate removal.
+    #[serde(default)]
+    pub dedup: DedupConfig,
+    /// The natural-language filter.
+    #[serde(default)]
+    pub language: LanguageConfig,
+    /// Decontamination against releases.
+    #[serde(default)]
+    pub decontaminate: DecontamConfig,
+    /// The dual-consistency filter.
+    #[serde(default)]
+    pub align: AlignConfig,
+    /// Hard-negative mining.
+    #[serde(default)]
+    pub negatives: NegativeConfig,
+    /// An OpenAI-compatible embeddings endpoint for the alignment and negative similarities;
+    /// without it, the lexical TF-IDF fallback is used.
+    pub embed: Option<EmbedSection>,
+}
+
+/// `[embed]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedSection {
+    /// Base URL with `/v1`.
+    pub base_url: String,
+    /// Embedding model.
+    pub model: String,
+    /// Environment variable holding the API key (read only at run time, never stored).
+    #[serde(default = "api_key_env")]
+    pub api_key_env: String,
+    /// Embedding cache directory (relative to the manifest).
+    pub cache_dir: Option<PathBuf>,
+}
+
+fn api_key_env() -> String {
+    "OPENAI_API_KEY".into()
+}
+
+/// `[output]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSection {
+    /// Output directory.
+    pub dir: PathBuf,
+    /// Number of shards (by hash of the normalised text).
+    #[serde(default = "one")]
+    pub shards: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The layout of a source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceFormat {
+    /// One JSON object a line.
+    Jsonl,
+    /// A Parquet file with string columns.
+    Parquet,
+    /// A BEIR folder: `queries.jsonl` (text), `corpus.jsonl` (code), `qrels/<split>.tsv`.
+    Beir,
+}
+
+/// `[[source]]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSpec {
+    /// Prefix of the pair ids (`<name>:<row id>`).
+    pub name: String,
+    /// Layout.
+    pub format: SourceFormat,
+    /// File (JSONL, Parquet) or folder (BEIR).
+    pub path: PathBuf,
+    /// Field holding the text (JSONL, Parquet).
+    #[serde(default = "text_field")]
+    pub text_field: String,
+    /// Field holding the code (JSONL, Parquet).
+    #[serde(default = "code_field")]
+    pub code_field: String,
+    /// Field holding the row id; the row number when absent.
+    pub id_field: Option<String>,
+    /// BEIR qrels split.
+    #[serde(default = "split")]
+    pub split: String,
+}
+
+fn text_field() -> String {
+    "text".into()
+}
+fn code_field() -> String {
+    "code".into()
+}
+fn split() -> String {
+    "test".into()
+}
+
+/// A validated corpus manifest with absolute paths.
+#[derive(Debug, Clone, Serialize)]
+pub struct CorpusPlan {
+    /// The manifest as written, paths resolved.
+    pub file: CorpusManifestFile,
+}
+
+impl CorpusPlan {
+    /// Read, parse and validate a corpus manifest.
+    pub fn load(path: &Path) -> anyhow::Result<CorpusPlan> {
+        let text = fs_err::read_to_string(path)?;
+        let mut file: CorpusManifestFile = toml::from_str(&text).with_context(|| format!("parsing corpus manifest `{}`", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new(".")).to_owned();
+        let abs = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
+        file.output.dir = abs(&file.output.dir);
+        file.releases_dir = file.releases_dir.as_deref().map(abs);
+        if let Some(e) = &mut file.embed {
+            e.cache_dir = e.cache_dir.as_deref().map(abs);
+        }
+        if file.sources.is_empty() {
+            bail!("`{}`: `source`: at least one `[[source]]` is needed", path.display());
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for s in &mut file.sources {
+            s.path = abs(&s.path);
+            if s.name.is_empty() || s.name.contains([':', '/']) {
+                bail!("`{}`: `source.name`: `{}` must be non-empty without `:` or `/`", path.display(), s.name);
+            }
+            if !names.insert(s.name.clone()) {
+                bail!("`{}`: `source.name`: `{}` appears twice", path.display(), s.name);
+            }
+        }
+        if file.output.shards == 0 || file.output.shards > 10_000 {
+            bail!("`{}`: `output.shards`: must be in 1..=10000, got `{}`", path.display(), file.output.shards);
+        }
+        let check = |section: &str, r: Result<(), String>| r.map_err(|e| anyhow::anyhow!("`{}`: `{section}`: {e}", path.display()));
+        check("dedup", file.dedup.validate())?;
+        check("language", file.language.validate())?;
+        check("decontaminate", file.decontaminate.validate())?;
+        if file.align.top_k == 0 {
+            bail!("`{}`: `align.top_k`: must be at least 1", path.display());
+        }
+        Ok(CorpusPlan { file })
+    }
+}

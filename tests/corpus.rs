@@ -1,0 +1,317 @@
+//! `coreb corpus` and `coreb audit` (issue 7): a training corpus built from CoSQA plus planted
+//! duplicates, near-duplicates, non-English/URL/HTML texts and rows copied from the sample
+//! release; every planted item must be caught with the right reason, and nothing else may be
+//! reported as contaminated.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::support::{coreb, root, run, shared_data, text};
+
+fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+fn by_id(rows: Vec<Value>) -> BTreeMap<String, String> {
+    rows.into_iter().map(|r| (r["_id"].as_str().unwrap().to_owned(), r["text"].as_str().unwrap().to_owned())).collect()
+}
+
+const SAMPLE: &str = "releases/sample/v202503";
+
+/// The CoSQA pairs (query id, doc id) in qrels order, with their texts.
+fn cosqa_pairs() -> Vec<(String, String, String, String)> {
+    let queries = by_id(read_jsonl(&shared_data("cosqa/queries.jsonl")));
+    let docs = by_id(read_jsonl(&shared_data("cosqa/corpus.jsonl")));
+    std::fs::read_to_string(shared_data("cosqa/qrels/test.tsv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            (c[0].to_owned(), c[1].to_owned(), queries[c[0]].clone(), docs[c[1]].clone())
+        })
+        .collect()
+}
+
+/// Planted pair id → the reason it must be dropped for, and the pair it duplicates.
+type Expected = BTreeMap<String, (&'static str, Option<String>)>;
+
+/// Planted rows and the reason each must be dropped for (`reason`, and `of` for duplicates).
+fn planted() -> (Vec<Value>, Expected) {
+    let pairs = cosqa_pairs();
+    let cosqa_id = |p: &(String, String, String, String)| format!("cosqa:{}:{}", p.0, p.1);
+    // Long codes, so that a one-word edit stays above the Jaccard threshold.
+    let mut long: Vec<&(String, String, String, String)> = pairs.iter().filter(|p| p.3.split_whitespace().count() > 60 && p.3.contains("return")).collect();
+    long.sort_by_key(|p| p.0.clone());
+    let (a, b, c) = (long[0], long[1], long[2]);
+    let release_code = read_jsonl(&root().join(SAMPLE).join("text2code/corpus.jsonl"));
+    let release_text = read_jsonl(&root().join(SAMPLE).join("code2text/corpus.jsonl"));
+    let code0 = release_code[0]["text"].as_str().unwrap().to_owned();
+    let code1 = release_code[17]["text"].as_str().unwrap().to_owned();
+    let full: Vec<String> = release_text.iter().filter(|t| t["kind"] == "full").map(|t| t["text"].as_str().unwrap().to_owned()).collect();
+    let problems_statement_prefix: String = {
+        // A long stretch of a release text (not the whole), inside a new text.
+        let words: Vec<&str> = full[3].split_whitespace().collect();
+        format!("Here is a task I found online. {} Write a fast solution for it.", words[..words.len() * 2 / 3].join(" "))
+    };
+    let edited = b.3.replacen("return", "yield", 1);
+    assert_ne!(edited, b.3, "the planted edit changes the code");
+    let rows = vec![
+        json!({"id": "exact", "text": a.2, "code": a.3}),
+        json!({"id": "case_ws", "text": format!("  {}  ", a.2.to_uppercase()), "code": a.3.replace("    ", "\t").replace('\n', "\n\n")}),
+        json!({"id": "edit", "text": b.2, "code": edited}),
+        json!({"id": "url", "text": "read the docs at https://docs.python.org/3/library/json.html first", "code": "import json\njson.loads('{}')"}),
+        json!({"id": "html", "text": "python strip the <div> and </p> tags from a page", "code": "import re\nre.sub('<[^>]+>', '', page)"}),
+        json!({"id": "german", "text": "Wie kann ich in Python eine Liste von Zahlen sortieren und dabei die doppelten Werte entfernen?", "code": "sorted(set(values))"}),
+        json!({"id": "short", "text": "sort", "code": "xs.sort()"}),
+        json!({"id": "rel_code", "text": "count the cut positions that split an array into parts with an even sum difference", "code": code0}),
+        json!({"id": "rel_code_ws", "text": "a solution for counting partitions with equal parity", "code": code1.replace('\n', "\n   \n")}),
+        json!({"id": "rel_text", "text": full[0], "code": c.3}),
+        json!({"id": "rel_text_part", "text": problems_statement_prefix, "code": "def solve():\n    pass"}),
+    ];
+    let mut expected = BTreeMap::new();
+    expected.insert("planted:exact".to_owned(), ("exact_duplicate", Some(cosqa_id(a))));
+    expected.insert("planted:case_ws".to_owned(), ("near_duplicate", Some(cosqa_id(a))));
+    expected.insert("planted:edit".to_owned(), ("near_duplicate", Some(cosqa_id(b))));
+    expected.insert("planted:url".to_owned(), ("url", None));
+    expected.insert("planted:html".to_owned(), ("html", None));
+    expected.insert("planted:german".to_owned(), ("language", None));
+    expected.insert("planted:short".to_owned(), ("too_short", None));
+    for id in ["rel_code", "rel_code_ws", "rel_text", "rel_text_part"] {
+        expected.insert(format!("planted:{id}"), ("contaminated", None));
+    }
+    (rows, expected)
+}
+
+fn write_corpus(dir: &Path) -> (std::path::PathBuf, Expected) {
+    let (rows, expected) = planted();
+    let planted_path = dir.join("planted.jsonl");
+    std::fs::write(&planted_path, rows.iter().map(|r| format!("{r}\n")).collect::<String>()).unwrap();
+    let manifest = dir.join("corpus.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "releases_dir = {:?}\n[output]\ndir = \"out\"\nshards = 4\n[[source]]\nname = \"cosqa\"\nformat = \"beir\"\npath = {:?}\n[[source]]\nname = \"planted\"\nformat = \"jsonl\"\npath = \"planted.jsonl\"\nid_field = \"id\"\n",
+            root().join("releases").display().to_string(),
+            shared_data("cosqa").display().to_string(),
+        ),
+    )
+    .unwrap();
+    (manifest, expected)
+}
+
+#[test]
+fn corpus_catches_every_planted_item_and_resumes_by_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, expected) = write_corpus(dir.path());
+    let out = run(coreb().arg("corpus").arg(&manifest).arg("--json"));
+    assert!(out.status.success(), "{}", text(&out));
+    let stats: Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert_eq!(stats["rows_in"], 511, "{}", text(&out));
+
+    let dropped = read_jsonl(&dir.path().join("out/dropped.jsonl"));
+    let reason_of: BTreeMap<String, &Value> = dropped.iter().map(|d| (d["id"].as_str().unwrap().to_owned(), d)).collect();
+    for (id, (reason, of)) in &expected {
+        let d = reason_of.get(id).unwrap_or_else(|| panic!("planted `{id}` was not dropped"));
+        assert_eq!(d["reason"], *reason, "{id}: {d}");
+        if let Some(of) = of {
+            assert_eq!(d["of"], *of, "{id}: {d}");
+        }
+    }
+    // Exactly the planted items are contaminated or fail the language filter: CoSQA has none.
+    let ids_with = |reasons: &[&str]| -> BTreeSet<String> {
+        dropped.iter().filter(|d| reasons.contains(&d["reason"].as_str().unwrap())).map(|d| d["id"].as_str().unwrap().to_owned()).collect()
+    };
+    let planted_with = |reasons: &[&str]| -> BTreeSet<String> { expected.iter().filter(|(_, (r, _))| reasons.contains(r)).map(|(id, _)| id.clone()).collect() };
+    assert_eq!(ids_with(&["contaminated"]), planted_with(&["contaminated"]));
+    assert_eq!(ids_with(&["url", "html", "language", "too_short"]), planted_with(&["url", "html", "language", "too_short"]));
+    let hash_hits: BTreeSet<&str> = dropped.iter().filter(|d| d["kind"] == "hash").map(|d| d["id"].as_str().unwrap()).collect();
+    assert_eq!(hash_hits, BTreeSet::from(["planted:rel_code", "planted:rel_code_ws", "planted:rel_text"]));
+    let part = reason_of["planted:rel_text_part"];
+    assert_eq!(part["kind"], "ngram", "{part}");
+    assert!(part["doc"].as_str().unwrap().starts_with("text_v202503_"), "{part}");
+
+    // Records: one per kept pair, negatives never the positive, every partition present.
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/report.json")).unwrap()).unwrap();
+    let rows_out = report["stats"]["rows_out"].as_u64().unwrap();
+    assert!(rows_out > 200, "{report}");
+    assert_eq!(report["stats"]["rows_in"].as_u64().unwrap(), rows_out + dropped.len() as u64);
+    let mut records = 0;
+    for s in 0..4 {
+        let shard = format!("shard={s:03}");
+        assert!(dir.path().join("out/train").join(&shard).join("part.parquet").exists());
+        assert!(dir.path().join("out/rerank").join(&shard).join("part.parquet").exists());
+        for r in read_jsonl(&dir.path().join("out/jsonl/train").join(&shard).join("part.jsonl")) {
+            records += 1;
+            let negs: Vec<&Value> = r["hard_neg"].as_array().unwrap().iter().chain(r["easy_neg"].as_array().unwrap()).collect();
+            assert!(!negs.is_empty());
+            assert!(negs.iter().all(|n| *n != &r["pos"]), "{r}");
+        }
+    }
+    assert_eq!(records, rows_out);
+    let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+    assert!(md.contains("| decontaminate | contaminated | 4 |"), "{md}");
+    assert!(md.contains("### near_duplicate"), "{md}");
+
+    // Resume: a rerun does nothing; a shard without its marker is redone, identically.
+    let before = std::fs::read(dir.path().join("out/report.json")).unwrap();
+    let again = run(coreb().arg("corpus").arg(&manifest));
+    assert!(again.status.success() && text(&again).contains("all 4 shards complete"), "{}", text(&again));
+    std::fs::remove_file(dir.path().join("out/train/shard=002/_SUCCESS")).unwrap();
+    let parquet = std::fs::read(dir.path().join("out/train/shard=002/part.parquet")).unwrap();
+    let redo = run(coreb().arg("corpus").arg(&manifest));
+    assert!(redo.status.success() && text(&redo).contains("curating 1 shards"), "{}", text(&redo));
+    assert_eq!(std::fs::read(dir.path().join("out/report.json")).unwrap(), before);
+    assert_eq!(std::fs::read(dir.path().join("out/train/shard=002/part.parquet")).unwrap(), parquet);
+}
+
+#[test]
+fn corpus_manifest_errors_name_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("bad.toml");
+    std::fs::write(&manifest, "[output]\ndir = \"out\"\nshard = 4\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\npath = \"x.jsonl\"\n").unwrap();
+    let out = run(coreb().arg("corpus").arg(&manifest));
+    assert!(!out.status.success());
+    assert!(text(&out).contains("shard"), "{}", text(&out));
+    std::fs::write(&manifest, "[output]\ndir = \"out\"\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\npath = \"x.jsonl\"\n").unwrap();
+    std::fs::write(dir.path().join("x.jsonl"), "{\"text\": \"read a file in python\"}\n").unwrap();
+    let out = run(coreb().arg("corpus").arg(&manifest));
+    assert!(!out.status.success());
+    assert!(text(&out).contains("x.jsonl`:1: field `code` is missing"), "{}", text(&out));
+}
+
+#[test]
+fn audit_overlap_flags_exactly_the_planted_release_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, expected) = write_corpus(dir.path());
+    let out = run(coreb()
+        .arg("audit")
+        .arg(root().join(SAMPLE))
+        .args(["overlap"])
+        .arg(dir.path().join("planted.jsonl"))
+        .args(["--fields", "text,code", "--id-field", "id", "--json", "--out"])
+        .arg(dir.path().join("audit")));
+    assert!(out.status.success(), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let flagged: BTreeSet<String> = report["flagged"].as_array().unwrap().iter().map(|h| format!("planted:{}", h["id"].as_str().unwrap())).collect();
+    let contaminated: BTreeSet<String> = expected.iter().filter(|(_, (r, _))| *r == "contaminated").map(|(id, _)| id.clone()).collect();
+    assert_eq!(flagged, contaminated);
+    assert_eq!(report["hash_hits"], 3);
+    assert_eq!(report["ngram_hits"], 1);
+    assert_eq!(report["items"], 11);
+    // Hash hits rank first among the worst offenders.
+    assert_eq!(report["worst"][0]["kind"], "hash");
+    assert!(dir.path().join("audit/overlap.md").exists());
+}
+
+#[test]
+fn audit_rewrite_measures_every_rewritten_statement() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(coreb().arg("audit").arg(root().join(SAMPLE)).args(["rewrite", "--json", "--out"]).arg(dir.path()));
+    assert!(out.status.success(), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["problems"], 10, "{report}");
+    assert_eq!(report["missing"].as_array().unwrap().len(), 0);
+    let distances = report["distances"].as_array().unwrap();
+    let c: Vec<f64> = distances.iter().map(|d| d["containment"].as_f64().unwrap()).collect();
+    // Rewrites moved (no rewrite is a copy) but describe the same task (some overlap remains).
+    assert!(c.iter().all(|&x| x > 0.0 && x < 0.9), "{c:?}");
+    assert!(c.windows(2).all(|w| w[0] >= w[1]), "least moved first: {c:?}");
+    assert!(report["tests_kept"].as_str().unwrap().starts_with("not audited"));
+    let md = std::fs::read_to_string(dir.path().join("rewrite.md")).unwrap();
+    assert!(md.contains("# Rewrite audit: `sample/v202503`"), "{md}");
+    // Not a release.
+    let bad = run(coreb().arg("audit").arg(dir.path()).arg("rewrite"));
+    assert!(!bad.status.success() && text(&bad).contains("not a release directory"), "{}", text(&bad));
+}
+
+/// A deterministic bag-of-words embedding: one dimension per hashed lower-case word.
+fn toy_embed(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; 64];
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let h = w.to_lowercase().bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+        v[(h % 64) as usize] += 1.0;
+    }
+    v
+}
+
+/// A local OpenAI-compatible `/v1/embeddings` server; counts the texts it embedded.
+fn embed_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().unwrap();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c2 = std::sync::Arc::clone(&count);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            if reader.read_line(&mut request_line).is_err() {
+                continue;
+            }
+            let mut len = 0usize;
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                    break;
+                }
+                if let Some(v) = h.to_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0u8; len];
+            reader.read_exact(&mut body).unwrap();
+            let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+            let inputs = req["input"].as_array().cloned().unwrap_or_default();
+            c2.fetch_add(inputs.len(), std::sync::atomic::Ordering::SeqCst);
+            let data: Vec<Value> = inputs.iter().enumerate().map(|(i, t)| json!({"index": i, "embedding": toy_embed(t.as_str().unwrap_or(""))})).collect();
+            let resp = json!({"data": data}).to_string();
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{resp}", resp.len());
+        }
+    });
+    (format!("http://{addr}/v1"), count)
+}
+
+#[test]
+fn alignment_uses_the_embeddings_endpoint_when_configured() {
+    let (base, count) = embed_server();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("corpus.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[output]\ndir = \"out\"\n[[source]]\nname = \"cosqa\"\nformat = \"beir\"\npath = {:?}\n[embed]\nbase_url = {base:?}\nmodel = \"toy\"\napi_key_env = \"COREB_TEST_NO_KEY\"\n",
+            shared_data("cosqa").display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = run(coreb().arg("corpus").arg(&manifest).arg("--json"));
+    assert!(out.status.success(), "{}", text(&out));
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Texts and codes of the pairs left after dedup (align), then of the kept ones (negatives).
+    let after_dedup = 500 - stats["near_duplicate"].as_u64().unwrap() - stats["exact_duplicate"].as_u64().unwrap();
+    let kept = stats["rows_out"].as_u64().unwrap();
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst) as u64, 2 * after_dedup + 2 * kept, "{stats}");
+    // The reported similarity of a misaligned pair is the cosine of the endpoint's vectors.
+    let dropped = read_jsonl(&dir.path().join("out/dropped.jsonl"));
+    let pairs = cosqa_pairs();
+    let mut checked = 0;
+    for d in dropped.iter().filter(|d| d["reason"] == "misaligned").take(5) {
+        let id = d["id"].as_str().unwrap();
+        let p = pairs.iter().find(|p| format!("cosqa:{}:{}", p.0, p.1) == id).unwrap();
+        let (a, b) = (toy_embed(&p.2), toy_embed(&p.3));
+        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+        let cos = a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>() / (norm(&a) * norm(&b));
+        assert!((d["similarity"].as_f64().unwrap() as f32 - cos).abs() < 1e-4, "{d} vs {cos}");
+        checked += 1;
+    }
+    assert!(checked > 0);
+}

@@ -22,15 +22,17 @@ impl Printer {
         }
     }
 
-    /// A result line meant for stdout (a report, trec_eval output).
+    /// A result line meant for stdout (a report, trec_eval output). A closed pipe
+    /// (`coreb … | head`) is not an error worth a panic: the rest is dropped.
     pub fn out(&self, line: impl std::fmt::Display) {
-        println!("{line}");
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
     }
 
     /// One JSON object on stdout (under `--json`).
     pub fn json_line(&self, value: &serde_json::Value) {
         if self.json {
-            println!("{value}");
+            self.out(value);
         }
     }
 

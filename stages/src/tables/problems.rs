@@ -13,7 +13,7 @@ use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_array::{Array, ArrayRef, ListArray, RecordBatch, StringArray, StructArray};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use thiserror::Error;
 
 use crate::problem::{Platform, Problem, ProblemId, TestCase, TestType};
@@ -215,10 +215,7 @@ pub struct ProblemReader {
 impl ProblemReader {
     /// Open the table at `path`.
     pub fn open(path: &Path) -> Result<Self, TableError> {
-        let file = File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-            .and_then(|b| b.with_batch_size(256).build())
-            .map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
+        let reader = super::open_batches(path, 256)?;
         Ok(ProblemReader { path: path.to_owned(), reader, current: Vec::new().into_iter(), row: 0 })
     }
 
@@ -254,23 +251,11 @@ impl Iterator for ProblemReader {
 }
 
 fn from_batch(batch: &RecordBatch, path: &Path, first_row: usize) -> Result<Vec<Problem>, TableError> {
-    let err = |row: usize, column: &str, reason: String| TableError::Column {
-        path: path.to_owned(),
-        row: first_row + row,
-        column: column.to_owned(),
-        reason,
-    };
-    let text = |name: &str| -> Result<&StringArray, TableError> {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-            .ok_or_else(|| err(0, name, "missing or not a string column".into()))
-    };
+    let view = super::BatchView::new(batch, path, first_row);
+    let err = |row: usize, column: &str, reason: String| view.err(row, column, reason);
+    let text = |name: &str| view.column::<StringArray>(name);
     let tests = |name: &str| -> Result<Vec<Vec<TestCase>>, TableError> {
-        let list = batch
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<ListArray>())
-            .ok_or_else(|| err(0, name, "missing or not a list column".into()))?;
+        let list = view.column::<ListArray>(name)?;
         let values = list
             .values()
             .as_any()

@@ -1,13 +1,11 @@
 //! The `solutions` table: Parquet encoding and decoding of [`Solution`]s (what `generate`
 //! writes and `execute` reads). Small enough per release to be read and written whole.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array};
+use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt32Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::TableError;
 use crate::problem::ProblemId;
@@ -50,31 +48,14 @@ pub fn write_solutions(path: &Path, rows: &[Solution]) -> Result<usize, TableErr
 
 /// Read the whole table.
 pub fn read_solutions(path: &Path) -> Result<Vec<Solution>, TableError> {
-    let file = File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
-        .map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
     let mut out = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
-        let first = out.len();
-        let err = |row: usize, column: &str, reason: String| TableError::Column {
-            path: path.to_owned(),
-            row: first + row,
-            column: column.to_owned(),
-            reason,
-        };
-        let text = |name: &str| -> Result<&StringArray, TableError> {
-            batch
-                .column_by_name(name)
-                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-                .ok_or_else(|| err(0, name, "missing or not a string column".into()))
-        };
+    for batch in super::read_batches(path, BATCH_ROWS)? {
+        let batch = batch?;
+        let view = super::BatchView::new(&batch, path, out.len());
+        let err = |row: usize, column: &str, reason: String| view.err(row, column, reason);
+        let text = |name: &str| view.column::<StringArray>(name);
         let (id, problem, model, language, code) = (text("id")?, text("problem_id")?, text("model")?, text("language")?, text("code")?);
-        let sample = batch
-            .column_by_name("sample")
-            .and_then(|c| c.as_any().downcast_ref::<UInt32Array>())
-            .ok_or_else(|| err(0, "sample", "missing or not a u32 column".into()))?;
+        let sample = view.column::<UInt32Array>("sample")?;
         for r in 0..batch.num_rows() {
             let lang = Language::parse(language.value(r))
                 .ok_or_else(|| err(r, "language", format!("unknown language `{}`", language.value(r))))?;

@@ -4,14 +4,12 @@
 //! The timing and memory columns are measurements and differ between runs; `passed`,
 //! `pass_rate` and the verdicts do not for programs well inside their limits.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, Float64Array, ListArray, RecordBatch, StringArray, StructArray, UInt32Array, UInt64Array};
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::TableError;
 use crate::execute::{SolutionResult, TestResult, Verdict};
@@ -87,20 +85,11 @@ pub fn write_verdicts(path: &Path, rows: &[SolutionResult]) -> Result<usize, Tab
 
 /// Read the whole table.
 pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
-    let file = File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
-        .map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
     let mut out: Vec<SolutionResult> = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
-        let first = out.len();
-        let err = |row: usize, column: &str, reason: String| TableError::Column {
-            path: path.to_owned(),
-            row: first + row,
-            column: column.to_owned(),
-            reason,
-        };
+    for batch in super::read_batches(path, BATCH_ROWS)? {
+        let batch = batch?;
+        let view = super::BatchView::new(&batch, path, out.len());
+        let err = |row: usize, column: &str, reason: String| view.err(row, column, reason);
         fn col<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Option<&'a T> {
             batch.column_by_name(name).and_then(|c| c.as_any().downcast_ref::<T>())
         }

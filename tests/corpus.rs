@@ -244,7 +244,7 @@ fn toy_embed(text: &str) -> Vec<f32> {
 
 /// A local OpenAI-compatible `/v1/embeddings` server; counts the texts it embedded.
 fn embed_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().unwrap();
     let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -252,24 +252,8 @@ fn embed_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request_line = String::new();
-            if reader.read_line(&mut request_line).is_err() {
-                continue;
-            }
-            let mut len = 0usize;
-            loop {
-                let mut h = String::new();
-                if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
-                    break;
-                }
-                if let Some(v) = h.to_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0u8; len];
-            reader.read_exact(&mut body).unwrap();
-            let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+            let Some(request) = crate::support::read_request(&stream) else { continue };
+            let req = request.json();
             let inputs = req["input"].as_array().cloned().unwrap_or_default();
             c2.fetch_add(inputs.len(), std::sync::atomic::Ordering::SeqCst);
             let data: Vec<Value> = inputs.iter().enumerate().map(|(i, t)| json!({"index": i, "embedding": toy_embed(t.as_str().unwrap_or(""))})).collect();

@@ -2,7 +2,7 @@
 //! per-task/subtask breakdowns and report files, an external run, and dense retrieval plus
 //! reranking against a local OpenAI-compatible server that answers 429 and 500 first.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -141,28 +141,12 @@ fn start_server() -> (String, Arc<Seen>) {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request_line = String::new();
-            if reader.read_line(&mut request_line).is_err() {
-                continue;
+            let Some(request) = crate::support::read_request(&stream) else { continue };
+            if let Some(auth) = request.header("authorization") {
+                s2.auth.lock().unwrap().push(format!("authorization: {auth}"));
             }
-            let mut len = 0usize;
-            loop {
-                let mut h = String::new();
-                if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
-                    break;
-                }
-                let lower = h.to_lowercase();
-                if let Some(v) = lower.strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-                if lower.starts_with("authorization:") {
-                    s2.auth.lock().unwrap().push(h.trim().to_owned());
-                }
-            }
-            let mut body = vec![0u8; len];
-            reader.read_exact(&mut body).unwrap();
-            let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let req = request.json();
+            let request_line = &request.line;
             let (status, extra, resp) = if request_line.contains("/v1/embeddings") {
                 let n = s2.embedding_calls.fetch_add(1, Ordering::SeqCst);
                 match n {
@@ -249,8 +233,7 @@ fn dense_retrieval_gives_up_with_a_clear_error() {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut s) = stream else { continue };
-            let mut buf = [0u8; 4096];
-            let _ = s.read(&mut buf);
+            let _ = crate::support::read_request(&s);
             let _ = s.write_all(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 12\r\nConnection: close\r\n\r\nbad api key!");
         }
     });

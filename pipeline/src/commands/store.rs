@@ -152,18 +152,14 @@ async fn bench(dir: &std::path::Path, requests: u32, delay_ms: u64, concurrency:
     let fill = Instant::now();
     for i in 0..stored {
         let request = bench_request(i);
-        let entry = stages::services::llm::StoreEntry {
-            format: stages::services::llm::store::FORMAT.to_owned(),
-            key: request.key(),
-            stage: request.stage,
-            item: request.item.clone(),
-            request: stages::services::llm::key::KeyedRequest::of(&request),
-            response: stages::services::llm::store::StoredResponse {
+        let entry = stages::services::llm::StoreEntry::of(
+            &request,
+            stages::services::llm::store::StoredResponse {
                 text: format!("<code>print({i})</code>"),
                 finish_reason: stages::services::llm::FinishReason::Stop,
                 usage: stages::services::llm::TokenUsage { prompt_tokens: 10, completion_tokens: 5 },
             },
-        };
+        );
         store.put(&entry)?;
     }
     let fill_secs = fill.elapsed().as_secs_f64();

@@ -15,8 +15,7 @@ use std::collections::BTreeMap;
 
 use futures_util::future::BoxFuture;
 
-use super::key::KeyedRequest;
-use super::store::{FORMAT, ResponseStore, StoreEntry, StoredResponse};
+use super::store::{ResponseStore, StoreEntry, StoredResponse};
 use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, LlmStage, Origin, TokenUsage};
 
 /// A gateway over authored answers that records them in a store.
@@ -39,20 +38,12 @@ impl LlmGateway for AuthoredGateway {
             let Some(text) = self.answers.get(&(request.stage, request.item.clone())) else {
                 return Err(LlmError::NotAuthored { stage: request.stage, item: request.item.clone(), model: request.model.clone() });
             };
-            let key = request.key();
             // Rough counts (4 characters a token) so that cost reports are not empty.
             let chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
             let usage = TokenUsage { prompt_tokens: (chars as u64).div_ceil(4), completion_tokens: (text.len() as u64).div_ceil(4) };
-            let entry = StoreEntry {
-                format: FORMAT.to_owned(),
-                key: key.clone(),
-                stage: request.stage,
-                item: request.item.clone(),
-                request: KeyedRequest::of(request),
-                response: StoredResponse { text: text.clone(), finish_reason: FinishReason::Stop, usage },
-            };
+            let entry = StoreEntry::of(request, StoredResponse { text: text.clone(), finish_reason: FinishReason::Stop, usage });
             self.store.put(&entry)?;
-            Ok(Completion { key, text: text.clone(), finish_reason: FinishReason::Stop, usage, origin: Origin::Endpoint })
+            Ok(Completion { key: entry.key, text: text.clone(), finish_reason: FinishReason::Stop, usage, origin: Origin::Endpoint })
         })
     }
 }

@@ -19,9 +19,8 @@ use tokio::sync::Semaphore;
 use super::accounting::{Accounting, Event};
 use super::client::{Attempt, HttpClient};
 use super::config::{LlmConfig, RetryConfig, StoreMode};
-use super::key::KeyedRequest;
 use super::limiter::Bucket;
-use super::store::{FORMAT, ResponseStore, StoreEntry, StoredResponse};
+use super::store::{ResponseStore, StoreEntry, StoredResponse};
 use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, TokenUsage, secs};
 
 /// The real gateway.
@@ -114,14 +113,7 @@ impl Gateway {
                 }
             };
             if finish_reason.is_complete() {
-                let entry = StoreEntry {
-                    format: FORMAT.to_owned(),
-                    key: key.clone(),
-                    stage: request.stage,
-                    item: request.item.clone(),
-                    request: KeyedRequest::of(request),
-                    response: StoredResponse { text, finish_reason, usage },
-                };
+                let entry = StoreEntry::of(request, StoredResponse { text, finish_reason, usage });
                 let store = self.store.clone();
                 let entry = tokio::task::spawn_blocking(move || store.put(&entry).map(|()| entry)).await.map_err(|e| join_error(&self.store, &key, e))??;
                 self.accounting.record(request.stage, &request.model, Event::FromEndpoint);

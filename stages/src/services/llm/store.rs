@@ -49,6 +49,20 @@ pub struct StoreEntry {
     pub response: StoredResponse,
 }
 
+impl StoreEntry {
+    /// The entry of `request` answered with `response`, stored under the request's key.
+    pub fn of(request: &super::ChatRequest, response: StoredResponse) -> StoreEntry {
+        StoreEntry {
+            format: FORMAT.to_owned(),
+            key: request.key(),
+            stage: request.stage,
+            item: request.item.clone(),
+            request: KeyedRequest::of(request),
+            response,
+        }
+    }
+}
+
 /// The answer part of an entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -378,14 +392,7 @@ mod tests {
             sample: 0,
             prompt_sha256: "p".into(),
         };
-        StoreEntry {
-            format: FORMAT.into(),
-            key: req.key(),
-            stage: req.stage,
-            item: req.item.clone(),
-            request: KeyedRequest::of(&req),
-            response: StoredResponse { text: format!("answer {i}"), finish_reason: FinishReason::Stop, usage: TokenUsage { prompt_tokens: 3, completion_tokens: 2 } },
-        }
+        StoreEntry::of(&req, StoredResponse { text: format!("answer {i}"), finish_reason: FinishReason::Stop, usage: TokenUsage { prompt_tokens: 3, completion_tokens: 2 } })
     }
 
     #[test]

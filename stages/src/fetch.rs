@@ -293,7 +293,7 @@ async fn attempt(
     }
     let response = match request.send().await {
         Ok(r) => r,
-        Err(e) => return Ok(Attempt::Retry { reason: error_chain(&e), after: None }),
+        Err(e) => return Ok(Attempt::Retry { reason: crate::errors::chain(&e), after: None }),
     };
     let status = response.status();
     let retry_after = response
@@ -346,7 +346,7 @@ async fn attempt(
             Ok(c) => c,
             Err(e) => {
                 file.flush().await.map_err(write_err)?;
-                return Ok(Attempt::Retry { reason: format!("connection broken after {written} bytes: {}", error_chain(&e)), after: None });
+                return Ok(Attempt::Retry { reason: format!("connection broken after {written} bytes: {}", crate::errors::chain(&e)), after: None });
             }
         };
         file.write_all(&chunk).await.map_err(write_err)?;
@@ -370,16 +370,6 @@ fn content_range_start(response: &reqwest::Response) -> Option<u64> {
     range.split('-').next()?.trim().parse().ok()
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(inner) = cur {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        cur = inner.source();
-    }
-    s
-}
 
 #[cfg(test)]
 mod tests {

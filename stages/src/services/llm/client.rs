@@ -218,14 +218,7 @@ fn describe(e: &reqwest::Error) -> String {
     } else {
         "request failed"
     };
-    let mut s = format!("{kind}: {e}");
-    let mut cur = std::error::Error::source(e);
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
+    format!("{kind}: {}", crate::errors::chain(e))
 }
 
 #[cfg(test)]

@@ -235,7 +235,7 @@ impl ResponseStore {
             }) {
                 Ok(e) => e,
                 Err(e) => {
-                    stats.invalid.push(error_chain(&e));
+                    stats.invalid.push(crate::errors::chain(&e));
                     continue;
                 }
             };
@@ -366,16 +366,6 @@ fn finish_name(f: &FinishReason) -> String {
     serde_json::to_value(f).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| format!("{f:?}"))
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
 
 #[cfg(test)]
 mod tests {

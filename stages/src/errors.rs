@@ -1,0 +1,28 @@
+//! Rendering errors for reports: one line with every cause, for places that keep an error as
+//! text (a retry reason, an invalid store entry) rather than as a value.
+
+/// `e` and its chain of sources, joined with `: `.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(inner) = cur {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        cur = inner.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn joins_causes() {
+        let inner = std::io::Error::other("disk on fire");
+        let outer = std::io::Error::new(std::io::ErrorKind::Other, inner);
+        assert_eq!(super::chain(&outer), "disk on fire");
+        #[derive(Debug, thiserror::Error)]
+        #[error("reading `x`")]
+        struct Wrap(#[source] std::io::Error);
+        assert_eq!(super::chain(&Wrap(std::io::Error::other("gone"))), "reading `x`: gone");
+    }
+}

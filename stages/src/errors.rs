@@ -17,12 +17,13 @@ pub fn chain(e: &dyn std::error::Error) -> String {
 mod tests {
     #[test]
     fn joins_causes() {
-        let inner = std::io::Error::other("disk on fire");
-        let outer = std::io::Error::new(std::io::ErrorKind::Other, inner);
-        assert_eq!(super::chain(&outer), "disk on fire");
         #[derive(Debug, thiserror::Error)]
         #[error("reading `x`")]
         struct Wrap(#[source] std::io::Error);
-        assert_eq!(super::chain(&Wrap(std::io::Error::other("gone"))), "reading `x`: gone");
+        #[derive(Debug, thiserror::Error)]
+        #[error("stage `ingest`")]
+        struct Outer(#[source] Wrap);
+        assert_eq!(super::chain(&std::io::Error::other("gone")), "gone");
+        assert_eq!(super::chain(&Outer(Wrap(std::io::Error::other("gone")))), "stage `ingest`: reading `x`: gone");
     }
 }

@@ -90,16 +90,13 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
         let batch = batch?;
         let view = super::BatchView::new(&batch, path, out.len());
         let err = |row: usize, column: &str, reason: String| view.err(row, column, reason);
-        fn col<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Option<&'a T> {
-            batch.column_by_name(name).and_then(|c| c.as_any().downcast_ref::<T>())
-        }
         let bad = |name: &str| err(0, name, "missing or of the wrong type".into());
-        let text = |name: &str| col::<StringArray>(&batch, name).ok_or_else(|| bad(name));
+        let text = |name: &str| view.column::<StringArray>(name);
         let (sid, pid, model, language, message) =
             (text("solution_id")?, text("problem_id")?, text("model")?, text("language")?, text("message")?);
-        let passed = col::<BooleanArray>(&batch, "passed").ok_or_else(|| bad("passed"))?;
-        let rate = col::<Float64Array>(&batch, "pass_rate").ok_or_else(|| bad("pass_rate"))?;
-        let tests = col::<ListArray>(&batch, "tests").ok_or_else(|| bad("tests"))?;
+        let passed = view.column::<BooleanArray>("passed")?;
+        let rate = view.column::<Float64Array>("pass_rate")?;
+        let tests = view.column::<ListArray>("tests")?;
         let values = tests.values().as_any().downcast_ref::<StructArray>().ok_or_else(|| bad("tests"))?;
         let field = |i: usize| values.column(i).as_any();
         let (index, verdict) = (

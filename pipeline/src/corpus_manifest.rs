@@ -14,8 +14,9 @@
 //! path = "../shared/data/cosqa"
 //! [[source]]
 //! name = "extra"
-//! format = "jsonl"               # or "parquet"
-//! path = "extra.jsonl"
+//! format = "jsonl"               # or "parquet"; a `.gz` JSONL file is decompressed
+//! path = "extra.jsonl"           # or url = "https://…/extra.jsonl.gz" (downloaded first)
+//! sha256 = "…"                   # optional pin, checked before reading
 //! text_field = "text"
 //! code_field = "code"
 //! id_field = "id"                # optional: the row number otherwise
@@ -114,8 +115,13 @@ pub struct SourceSpec {
     pub name: String,
     /// Layout.
     pub format: SourceFormat,
-    /// File (JSONL, Parquet) or folder (BEIR).
-    pub path: PathBuf,
+    /// File (JSONL, `.jsonl.gz`, Parquet) or folder (BEIR). Exactly one of `path` and `url`.
+    pub path: Option<PathBuf>,
+    /// An `http://` or `https://` URL of a JSONL (`.gz` too) or Parquet file, downloaded into
+    /// `<output>/.sources/` (resumed, retried, checked) before it is read.
+    pub url: Option<String>,
+    /// Expected sha256 of the file (a download, or a local file, which is then hashed first).
+    pub sha256: Option<String>,
     /// Field holding the text (JSONL, Parquet).
     #[serde(default = "text_field")]
     pub text_field: String,
@@ -163,9 +169,26 @@ impl CorpusPlan {
         }
         let mut names = std::collections::BTreeSet::new();
         for s in &mut file.sources {
-            s.path = abs(&s.path);
             if s.name.is_empty() || s.name.contains([':', '/']) {
                 bail!("`{}`: `source.name`: `{}` must be non-empty without `:` or `/`", path.display(), s.name);
+            }
+            s.path = s.path.as_deref().map(abs);
+            let where_ = |field: &str| format!("`{}`: source `{}`: `{field}`", path.display(), s.name);
+            match (&s.path, &s.url) {
+                (Some(_), Some(_)) | (None, None) => bail!("{}: give exactly one of `path` and `url`", where_("path")),
+                (None, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                    bail!("{}: `{url}` is not an http:// or https:// URL", where_("url"))
+                }
+                (None, Some(_)) if s.format == SourceFormat::Beir => bail!("{}: a BEIR folder cannot be downloaded; give a `path`", where_("url")),
+                _ => {}
+            }
+            if let Some(h) = &s.sha256 {
+                if !stages::hashing::is_sha256_hex(h) {
+                    bail!("{}: `{h}` is not a 64-digit hex sha256", where_("sha256"));
+                }
+                if s.format == SourceFormat::Beir {
+                    bail!("{}: a BEIR folder has no single checksum", where_("sha256"));
+                }
             }
             if !names.insert(s.name.clone()) {
                 bail!("`{}`: `source.name`: `{}` appears twice", path.display(), s.name);

@@ -24,9 +24,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed, xxh3_128};
 
-use crate::dedup::{self, DedupConfig, normalise, statement_hash};
+use crate::dedup::{DedupConfig, normalise};
 use crate::evaluate::bm25::{Bm25Config, tokenize};
 
 /// A text–code pair of a training corpus.
@@ -54,7 +54,7 @@ pub enum Side {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MatchKind {
-    /// Same sha256 of the normalised text.
+    /// The same normalised text (equal 128-bit xxh3 of NFC text with whitespace folded).
     Hash,
     /// Word n-gram overlap at or above the threshold.
     Ngram,
@@ -220,11 +220,16 @@ impl std::ops::AddAssign for CorpusStats {
 /// differ in case or whitespace of the text land in the same shard, so dedup per shard still
 /// sees them together.
 pub fn shard_of(text: &str, shards: u32) -> u32 {
-    (xxh3_64(normalise(text).to_lowercase().as_bytes()) % u64::from(shards.max(1))) as u32
+    thread_local! {
+        static BUF: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    BUF.with_borrow_mut(|buf| {
+        normalise_into(&[text], Case::Lower, buf);
+        (xxh3_64(buf.as_bytes()) % u64::from(shards.max(1))) as u32
+    })
 }
 
-/// Step 1: exact and near-duplicate removal over `text + "\n" + code`, with the hashing,
-/// shingles, MinHash signatures and Jaccard of [`crate::dedup`].
+/// Step 1: exact and near-duplicate removal over `text + "\n" + code` (see [`Deduper`]).
 ///
 /// Streaming and greedy, so that it stays linear on corpora made of many near-copies (where
 /// the all-pairs clustering of [`crate::dedup::dedup`] meets LSH buckets of thousands of
@@ -234,60 +239,287 @@ pub fn shard_of(text: &str, shards: u32) -> u32 {
 /// the first one whose shingle Jaccard reaches the threshold. A kept row becomes the
 /// representative of its still-empty buckets. So the first row of a group is always kept.
 pub fn dedup_pairs(config: &DedupConfig, pairs: Vec<Pair>) -> StepOutput {
-    let rows_per_band = (config.num_perm / config.bands.max(1)).max(1);
-    let mut first_id: HashMap<&str, ()> = HashMap::new();
-    let mut first_hash: HashMap<String, usize> = HashMap::new();
-    let mut buckets: HashMap<(usize, u64), usize> = HashMap::new();
-    let mut kept_sets: HashMap<usize, HashSet<u64>> = HashMap::new();
-    let mut reasons: Vec<Option<DropReason>> = Vec::with_capacity(pairs.len());
-    for (row, p) in pairs.iter().enumerate() {
-        let joined = format!("{}\n{}", p.text, p.code);
-        if first_id.insert(p.id.as_str(), ()).is_some() {
-            reasons.push(Some(DropReason::DuplicateId { of: p.id.clone() }));
-            continue;
-        }
-        let hash = statement_hash(&joined);
-        if let Some(&of) = first_hash.get(&hash) {
-            reasons.push(Some(DropReason::ExactDuplicate { of: pairs[of].id.clone() }));
-            continue;
-        }
-        first_hash.insert(hash, row);
-        let set = dedup::shingles(&joined, config.shingle_words);
-        let sig = dedup::signature(&set, config);
-        let keys: Vec<(usize, u64)> = sig
-            .chunks(rows_per_band)
-            .enumerate()
-            .map(|(b, band)| {
-                let bytes: Vec<u8> = band.iter().flat_map(|v| v.to_le_bytes()).collect();
-                (b, xxh3_64(&bytes))
-            })
-            .collect();
-        let mut candidates: Vec<usize> = keys.iter().filter_map(|k| buckets.get(k).copied()).collect();
-        candidates.sort_unstable();
-        candidates.dedup();
-        let near = candidates.into_iter().find_map(|c| {
-            let j = dedup::jaccard(&set, &kept_sets[&c]);
-            (j >= config.threshold).then_some((c, j))
-        });
-        match near {
-            Some((of, jaccard)) => reasons.push(Some(DropReason::NearDuplicate { of: pairs[of].id.clone(), jaccard: (jaccard * 1e4).round() / 1e4 })),
-            None => {
-                for k in keys {
-                    buckets.entry(k).or_insert(row);
-                }
-                kept_sets.insert(row, set);
-                reasons.push(None);
-            }
-        }
-    }
+    let mut state = Deduper::new(config);
     let mut result = StepOutput::default();
-    for (p, reason) in pairs.into_iter().zip(reasons) {
-        match reason {
+    for p in pairs {
+        match state.check(&p.id, &p.text, &p.code) {
             Some(reason) => result.dropped.push(Dropped { id: p.id, reason }),
             None => result.kept.push(p),
         }
     }
     result
+}
+
+/// A `BuildHasher` for keys that are already uniform hashes (xxh3 outputs): the key is its own
+/// hash, which spares SipHash on every lookup of the dedup and n-gram tables.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Prehashed;
+
+/// The [`std::hash::Hasher`] of [`Prehashed`].
+#[derive(Debug, Default)]
+pub struct PrehashedHasher(u64);
+
+impl std::hash::Hasher for PrehashedHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Not used by the u64/u128 keys; a correct fallback all the same.
+        self.0 = xxh3_64_with_seed(bytes, self.0);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 ^= v;
+    }
+    fn write_u128(&mut self, v: u128) {
+        self.0 ^= (v as u64) ^ ((v >> 64) as u64);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 ^= fmix64(u64::from(v));
+    }
+}
+
+impl std::hash::BuildHasher for Prehashed {
+    type Hasher = PrehashedHasher;
+    fn build_hasher(&self) -> PrehashedHasher {
+        PrehashedHasher(0)
+    }
+}
+
+/// The 64-bit finaliser of MurmurHash3: a cheap bijective mixer.
+fn fmix64(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+/// `char::is_whitespace` for an ASCII byte (note: includes the vertical tab, unlike
+/// `u8::is_ascii_whitespace`).
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r')
+}
+
+/// Case of a normalised text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Case {
+    /// As written.
+    Kept,
+    /// Lower-cased.
+    Lower,
+}
+
+/// `normalise(parts.concat())` (lower-cased if asked) into `out`, without allocating when
+/// every part is ASCII (NFC and Unicode lower-casing are then the identity and ASCII folding).
+fn normalise_into(parts: &[&str], case: Case, out: &mut String) {
+    out.clear();
+    if !parts.iter().all(|p| p.is_ascii()) {
+        let n = normalise(&parts.concat());
+        out.push_str(&match case {
+            Case::Kept => n,
+            Case::Lower => n.to_lowercase(),
+        });
+        return;
+    }
+    // SAFETY-free: only ASCII bytes are pushed, through `String::push`.
+    let mut pending = false;
+    for p in parts {
+        for &b in p.as_bytes() {
+            if is_space(b) {
+                pending = !out.is_empty();
+                continue;
+            }
+            if pending {
+                out.push(' ');
+                pending = false;
+            }
+            out.push(char::from(if case == Case::Lower { b.to_ascii_lowercase() } else { b }));
+        }
+    }
+}
+
+/// The alphanumeric words of `text` (split as [`words`] splits).
+fn word_spans(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
+}
+
+/// Streaming, greedy exact and near-duplicate detection over pairs taken in order (the state of
+/// [`dedup_pairs`], usable row by row so that a shard need not be held in memory).
+///
+/// Exact: a 128-bit xxh3 of the normalised `text + "\n" + code`. Near: word shingles (a
+/// 64-bit hash per shingle, built from per-word hashes without joining strings), a
+/// one-permutation MinHash with optimal densification (Shrivastava, ICML 2017: one hash per
+/// shingle, `num_perm` bins, empty bins filled from a seeded probe sequence, which keeps the
+/// LSH property), banded LSH, and the exact Jaccard of the shingle sets to confirm a
+/// candidate. Memory grows with the kept rows only: their sorted shingle hashes and
+/// `bands` bucket keys each.
+#[derive(Debug)]
+pub struct Deduper {
+    config: DedupConfig,
+    rows_per_band: usize,
+    ids: HashSet<u128, Prehashed>,
+    /// Normalised hash → index in `first_ids` of the first row with it.
+    exact: HashMap<u128, u32, Prehashed>,
+    first_ids: Vec<Box<str>>,
+    /// Band key → the kept row that owns the bucket.
+    buckets: HashMap<u64, u32, Prehashed>,
+    /// Kept rows: index in `first_ids`, and the end of their shingles in `sets`.
+    kept: Vec<(u32, usize)>,
+    sets: Vec<u64>,
+    scratch: DedupScratch,
+}
+
+#[derive(Debug, Default)]
+struct DedupScratch {
+    text: String,
+    words: Vec<u8>,
+    shingles: Vec<u64>,
+    sig: Vec<u32>,
+    filled: Vec<bool>,
+    keys: Vec<u64>,
+    candidates: Vec<u32>,
+}
+
+impl Deduper {
+    /// An empty state for `config` (assumed valid: see [`DedupConfig::validate`]).
+    pub fn new(config: &DedupConfig) -> Deduper {
+        Deduper {
+            rows_per_band: (config.num_perm / config.bands.max(1)).max(1),
+            config: config.clone(),
+            ids: HashSet::default(),
+            exact: HashMap::default(),
+            first_ids: Vec::new(),
+            buckets: HashMap::default(),
+            kept: Vec::new(),
+            sets: Vec::new(),
+            scratch: DedupScratch::default(),
+        }
+    }
+
+    /// Why the next pair is a duplicate of an earlier one, or `None` if it is kept (it then
+    /// becomes a representative for later pairs).
+    pub fn check(&mut self, id: &str, text: &str, code: &str) -> Option<DropReason> {
+        if !self.ids.insert(xxh3_128(id.as_bytes())) {
+            return Some(DropReason::DuplicateId { of: id.to_owned() });
+        }
+        let s = &mut self.scratch;
+        normalise_into(&[text, "\n", code], Case::Kept, &mut s.text);
+        let hash = xxh3_128(s.text.as_bytes());
+        if let Some(&of) = self.exact.get(&hash) {
+            return Some(DropReason::ExactDuplicate { of: self.first_ids[of as usize].to_string() });
+        }
+        let first = self.first_ids.len() as u32;
+        self.exact.insert(hash, first);
+        self.first_ids.push(id.into());
+        if s.text.is_ascii() {
+            s.text.make_ascii_lowercase();
+        } else {
+            let lower = s.text.to_lowercase();
+            s.text = lower;
+        }
+        shingle_hashes(&s.text, self.config.shingle_words, &mut s.words, &mut s.shingles);
+        one_permutation_signature(&s.shingles, self.config.num_perm, self.config.seed, &mut s.sig, &mut s.filled);
+        s.keys.clear();
+        for (b, band) in s.sig.chunks(self.rows_per_band).enumerate() {
+            let key = band.iter().fold(fmix64(self.config.seed ^ (b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)), |h, &v| fmix64(h ^ u64::from(v)));
+            s.keys.push(key);
+        }
+        s.candidates.clear();
+        s.candidates.extend(s.keys.iter().filter_map(|k| self.buckets.get(k).copied()));
+        s.candidates.sort_unstable();
+        s.candidates.dedup();
+        for &c in &s.candidates {
+            let start = if c == 0 { 0 } else { self.kept[c as usize - 1].1 };
+            let (of, end) = self.kept[c as usize];
+            let j = sorted_jaccard(&s.shingles, &self.sets[start..end]);
+            if j >= self.config.threshold {
+                return Some(DropReason::NearDuplicate { of: self.first_ids[of as usize].to_string(), jaccard: (j * 1e4).round() / 1e4 });
+            }
+        }
+        let row = self.kept.len() as u32;
+        for &k in &s.keys {
+            self.buckets.entry(k).or_insert(row);
+        }
+        self.sets.extend_from_slice(&s.shingles);
+        self.kept.push((first, self.sets.len()));
+        None
+    }
+}
+
+/// Sorted, distinct hashes of the `k`-word shingles of a lower-cased normalised text (one
+/// shingle of all words when there are at most `k`). A shingle hashes the xxh3 hashes of its
+/// words, so no shingle string is ever built.
+fn shingle_hashes(lower: &str, k: usize, words: &mut Vec<u8>, out: &mut Vec<u64>) {
+    words.clear();
+    for w in word_spans(lower) {
+        words.extend_from_slice(&xxh3_64(w.as_bytes()).to_le_bytes());
+    }
+    out.clear();
+    let n = words.len() / 8;
+    let k = k.max(1);
+    if n <= k {
+        out.push(xxh3_64_with_seed(words, n as u64));
+    } else {
+        out.extend(words.windows(8 * k).step_by(8).map(|w| xxh3_64_with_seed(w, k as u64)));
+    }
+    out.sort_unstable();
+    out.dedup();
+}
+
+/// One-permutation MinHash with optimal densification: each shingle hash is mixed once, its
+/// high bits choose one of `bins` bins and its low 32 bits compete for that bin's minimum;
+/// an empty bin `i` takes the value of the first filled bin of a probe sequence that depends
+/// only on `(seed, i, attempt)`, so two sets agree on bin `i` with probability ≈ their
+/// Jaccard similarity. `shingles` is not empty.
+fn one_permutation_signature(shingles: &[u64], bins: usize, seed: u64, sig: &mut Vec<u32>, filled: &mut Vec<bool>) {
+    sig.clear();
+    sig.resize(bins, u32::MAX);
+    filled.clear();
+    filled.resize(bins, false);
+    let range = |x: u64| ((u128::from(x) * bins as u128) >> 64) as usize;
+    for &s in shingles {
+        let x = fmix64(s ^ seed);
+        let bin = range(x);
+        sig[bin] = sig[bin].min(x as u32);
+        filled[bin] = true;
+    }
+    if shingles.is_empty() {
+        return;
+    }
+    for i in 0..bins {
+        if filled[i] {
+            continue;
+        }
+        let mut attempt = 0u64;
+        loop {
+            let j = range(fmix64(seed ^ ((i as u64) << 32 | attempt).wrapping_mul(0xD6E8_FEB8_6659_FD93)));
+            if filled[j] {
+                sig[i] = sig[j];
+                break;
+            }
+            attempt += 1;
+        }
+    }
+}
+
+/// Jaccard similarity of two sorted, distinct hash lists.
+fn sorted_jaccard(a: &[u64], b: &[u64]) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let (mut i, mut j, mut inter) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                inter += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    inter as f64 / (a.len() + b.len() - inter) as f64
 }
 
 /// `[language]`: the natural-language filter.
@@ -317,6 +549,11 @@ impl LanguageConfig {
 }
 
 fn has_url(text: &str) -> bool {
+    if text.is_ascii() {
+        // Lower-casing ASCII only changes ASCII letters: compare without building a copy.
+        let has = |needle: &[u8]| text.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle));
+        return (text.contains(':') && (has(b"http://") || has(b"https://"))) || has(b"www.");
+    }
     let lower = text.to_lowercase();
     lower.contains("http://") || lower.contains("https://") || lower.contains("www.")
 }
@@ -341,9 +578,27 @@ const HTML_TAGS: &[&str] = &[
     "head", "script", "style", "pre", "code", "em", "strong", "h1", "h2", "h3", "h4", "doctype", "sup", "sub",
 ];
 
-/// Check one text against the language filter.
+/// Characters of `normalise(text)`, without building it for ASCII text.
+fn normalised_chars(text: &str) -> usize {
+    if !text.is_ascii() {
+        return normalise(text).chars().count();
+    }
+    let (mut n, mut pending) = (0, false);
+    for &b in text.as_bytes() {
+        if is_space(b) {
+            pending = n > 0;
+        } else {
+            n += 1 + usize::from(pending);
+            pending = false;
+        }
+    }
+    n
+}
+
+/// Check one text against the language filter. The cheap checks run first, so whatlang only
+/// sees texts that pass them.
 pub fn check_text(config: &LanguageConfig, text: &str) -> Result<(), DropReason> {
-    let chars = normalise(text).chars().count();
+    let chars = normalised_chars(text);
     if chars < config.min_chars {
         return Err(DropReason::TooShort { chars });
     }
@@ -423,11 +678,89 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// Hashes of the word n-grams of a text, in order (duplicates kept).
 pub fn ngram_hashes(text: &str, n: usize) -> Vec<u64> {
-    let w = words(text);
-    if w.len() < n {
-        return Vec::new();
+    let mut out = Vec::new();
+    NgramScratch::default().hashes(text, n, &mut out);
+    out
+}
+
+/// Reusable buffers of [`ngram_hashes`]: the hashes are those of the n-gram strings (words
+/// joined by one space), but a window whose words are already separated by single spaces in
+/// the lower-cased text is hashed in place instead of being joined.
+#[derive(Debug, Default)]
+struct NgramScratch {
+    lower: String,
+    spans: Vec<(usize, usize)>,
+    /// `bad[i]`: how many of the first `i` word gaps are not a single space.
+    bad: Vec<u32>,
+    join: Vec<u8>,
+}
+
+impl NgramScratch {
+    fn hashes(&mut self, text: &str, n: usize, out: &mut Vec<u64>) {
+        out.clear();
+        self.lower.clear();
+        self.spans.clear();
+        if text.is_ascii() {
+            self.lower.push_str(text);
+            self.lower.make_ascii_lowercase();
+            let bytes = self.lower.as_bytes();
+            let mut start = None;
+            for (i, &b) in bytes.iter().enumerate() {
+                match (b.is_ascii_alphanumeric(), start) {
+                    (true, None) => start = Some(i),
+                    (false, Some(s)) => {
+                        self.spans.push((s, i));
+                        start = None;
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(s) = start {
+                self.spans.push((s, bytes.len()));
+            }
+        } else {
+            for w in words(text) {
+                if !self.lower.is_empty() {
+                    self.lower.push(' ');
+                }
+                self.spans.push((self.lower.len(), self.lower.len() + w.len()));
+                self.lower.push_str(&w);
+            }
+        }
+        let n = n.max(1);
+        if self.spans.len() < n {
+            return;
+        }
+        let bytes = self.lower.as_bytes();
+        self.bad.clear();
+        self.bad.push(0);
+        for g in self.spans.windows(2) {
+            let single = g[1].0 == g[0].1 + 1 && bytes[g[0].1] == b' ';
+            self.bad.push(self.bad.last().copied().unwrap_or(0) + u32::from(!single));
+        }
+        for w in 0..=self.spans.len() - n {
+            let (start, end) = (self.spans[w].0, self.spans[w + n - 1].1);
+            let h = if self.bad[w + n - 1] == self.bad[w] {
+                xxh3_64_with_seed(&bytes[start..end], n as u64)
+            } else {
+                self.join.clear();
+                for (i, &(a, b)) in self.spans[w..w + n].iter().enumerate() {
+                    if i > 0 {
+                        self.join.push(b' ');
+                    }
+                    self.join.extend_from_slice(&bytes[a..b]);
+                }
+                xxh3_64_with_seed(&self.join, n as u64)
+            };
+            out.push(h);
+        }
     }
-    w.windows(n).map(|g| xxh3_64_with_seed(g.join(" ").as_bytes(), n as u64)).collect()
+}
+
+/// 128-bit xxh3 of the normalised text (case kept): the key of a hash hit.
+fn normalised_hash(text: &str, buf: &mut String) -> u128 {
+    normalise_into(&[text], Case::Kept, buf);
+    xxh3_128(buf.as_bytes())
 }
 
 /// How one text matches a release index.
@@ -454,18 +787,23 @@ impl Overlap {
 #[derive(Debug, Default)]
 pub struct ReleaseIndex {
     docs: Vec<ReleaseDoc>,
-    hashes: HashMap<String, usize>,
-    ngrams: HashMap<u64, Vec<u32>>,
+    hashes: HashMap<u128, usize, Prehashed>,
+    ngrams: HashMap<u64, Vec<u32>, Prehashed>,
     ngram: usize,
+}
+
+thread_local! {
+    static OVERLAP_SCRATCH: std::cell::RefCell<(String, NgramScratch, Vec<u64>)> = std::cell::RefCell::default();
 }
 
 impl ReleaseIndex {
     /// Index `docs` with n-grams of `ngram` words.
     pub fn build(ngram: usize, docs: Vec<ReleaseDoc>) -> ReleaseIndex {
-        let mut hashes = HashMap::new();
-        let mut ngrams: HashMap<u64, Vec<u32>> = HashMap::new();
+        let mut hashes = HashMap::default();
+        let mut ngrams: HashMap<u64, Vec<u32>, Prehashed> = HashMap::default();
+        let mut buf = String::new();
         for (i, d) in docs.iter().enumerate() {
-            hashes.entry(statement_hash(&d.text)).or_insert(i);
+            hashes.entry(normalised_hash(&d.text, &mut buf)).or_insert(i);
             for h in ngram_hashes(&d.text, ngram) {
                 let list = ngrams.entry(h).or_default();
                 if list.last() != Some(&(i as u32)) {
@@ -483,19 +821,23 @@ impl ReleaseIndex {
 
     /// How `text` matches the index.
     pub fn overlap(&self, text: &str) -> Overlap {
-        let hash_hit = self.hashes.get(&statement_hash(text)).copied();
-        let grams: HashSet<u64> = ngram_hashes(text, self.ngram).into_iter().collect();
-        let mut per_doc: BTreeMap<u32, usize> = BTreeMap::new();
-        for g in &grams {
-            if let Some(list) = self.ngrams.get(g) {
-                for &d in list {
-                    *per_doc.entry(d).or_default() += 1;
+        OVERLAP_SCRATCH.with_borrow_mut(|(buf, scratch, grams)| {
+            let hash_hit = self.hashes.get(&normalised_hash(text, buf)).copied();
+            scratch.hashes(text, self.ngram, grams);
+            grams.sort_unstable();
+            grams.dedup();
+            let mut per_doc: BTreeMap<u32, usize> = BTreeMap::new();
+            for g in grams.iter() {
+                if let Some(list) = self.ngrams.get(g) {
+                    for &d in list {
+                        *per_doc.entry(d).or_default() += 1;
+                    }
                 }
             }
-        }
-        // Most matches, then the lowest document index: deterministic.
-        let best = per_doc.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(&d, &m)| (d as usize, m));
-        Overlap { hash_hit, best_doc: best.map(|b| b.0), matched: best.map_or(0, |b| b.1), total: grams.len() }
+            // Most matches, then the lowest document index: deterministic.
+            let best = per_doc.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(&d, &m)| (d as usize, m));
+            Overlap { hash_hit, best_doc: best.map(|b| b.0), matched: best.map_or(0, |b| b.1), total: grams.len() }
+        })
     }
 
     /// Why `pair` is contaminated, if it is.
@@ -803,6 +1145,61 @@ mod tests {
         assert_eq!(ids, ["a", "d"]);
         assert_eq!(out.dropped[0].reason, DropReason::ExactDuplicate { of: "a".into() });
         assert!(matches!(out.dropped[1].reason, DropReason::NearDuplicate { ref of, .. } if of == "a"));
+    }
+
+    /// Texts that exercise the ASCII fast paths and the Unicode fallbacks.
+    const TEXTS: &[&str] = &[
+        "",
+        "   ",
+        "Read A JSON   config\tfile in Python\x0b\x0c\r\n",
+        "  leading and trailing  ",
+        "def f(x):\n    return x['a'] + x.b  # see WWW.Example.org",
+        "Größe ändern: ÄPFEL und Ǆ   café\u{0301} ΣΟΦΟΣ",
+        "HTTPS://EXAMPLE.ORG/path?x=1",
+        "one two three four five six seven eight nine ten eleven twelve thirteen fourteen",
+        "one  two,three__four five\u{00a0}six",
+    ];
+
+    #[test]
+    fn fast_paths_agree_with_the_definitions() {
+        let mut scratch = NgramScratch::default();
+        let mut out = Vec::new();
+        for t in TEXTS {
+            assert_eq!(shard_of(t, 97), (xxh3_64(normalise(t).to_lowercase().as_bytes()) % 97) as u32, "{t:?}");
+            assert_eq!(normalised_chars(t), normalise(t).chars().count(), "{t:?}");
+            let lower = t.to_lowercase();
+            assert_eq!(has_url(t), lower.contains("http://") || lower.contains("https://") || lower.contains("www."), "{t:?}");
+            let mut buf = String::new();
+            normalise_into(&[t, "\n", "X  y"], Case::Kept, &mut buf);
+            assert_eq!(buf, normalise(&format!("{t}\nX  y")), "{t:?}");
+            for n in [1, 2, 3, 13] {
+                let w = words(t);
+                let expected: Vec<u64> = if w.len() < n { Vec::new() } else { w.windows(n).map(|g| xxh3_64_with_seed(g.join(" ").as_bytes(), n as u64)).collect() };
+                scratch.hashes(t, n, &mut out);
+                assert_eq!(out, expected, "{t:?} n={n}");
+            }
+        }
+    }
+
+    #[test]
+    fn one_permutation_minhash_tracks_jaccard() {
+        // Two sets with Jaccard 0.6: the fraction of equal bins over many seeds is close to it.
+        let a: Vec<u64> = (0..80).map(|i| xxh3_64(&[i as u8])).collect();
+        let b: Vec<u64> = (20..100).map(|i| xxh3_64(&[i as u8])).collect();
+        let j = 60.0 / 100.0;
+        let (mut equal, mut total) = (0, 0);
+        let (mut sa, mut sb, mut filled) = (Vec::new(), Vec::new(), Vec::new());
+        for seed in 0..50u64 {
+            one_permutation_signature(&a, 128, seed, &mut sa, &mut filled);
+            one_permutation_signature(&b, 128, seed, &mut sb, &mut filled);
+            equal += sa.iter().zip(&sb).filter(|(x, y)| x == y).count();
+            total += 128;
+        }
+        let est = equal as f64 / total as f64;
+        assert!((est - j).abs() < 0.05, "estimate {est} vs {j}");
+        // A tiny set still fills every bin (densification).
+        one_permutation_signature(&a[..3], 128, 1, &mut sa, &mut filled);
+        assert!(sa.iter().all(|&v| v != u32::MAX));
     }
 
     #[test]

@@ -1,19 +1,21 @@
 //! Tables of training corpora: reading named text columns of any Parquet file (corpus
 //! sources, release configs) batch by batch, and writing curated training records
-//! (`query, pos, hard_neg[], easy_neg[]`) and reranker records (`query, doc, label`).
+//! (`query, pos, hard_neg[], easy_neg[]`) and reranker records (`query, doc, label`) batch by
+//! batch as they are produced.
 //! Does NOT decide what goes in them (see `crate::corpus`).
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::builder::{Int64Builder, ListBuilder, StringBuilder};
 use arrow_array::{Array, ArrayRef, LargeStringArray, RecordBatch, StringArray};
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::TableError;
-use crate::corpus::{RerankRecord, TrainingRecord};
+use crate::corpus::TrainingRecord;
 
 /// Read the named string columns of a Parquet file; calls `row` once per row with the values
 /// in the order of `columns` (a null reads as an empty string). Streams batch by batch.
@@ -65,50 +67,167 @@ fn list_field(name: &str) -> Field {
     Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), false)
 }
 
-/// Write training records (`id, query, pos, hard_neg, easy_neg`) atomically.
-pub fn write_training(path: &Path, records: &[TrainingRecord]) -> Result<(), TableError> {
-    let (mut id, mut q, mut p) = (StringBuilder::new(), StringBuilder::new(), StringBuilder::new());
-    let mut hard = ListBuilder::new(StringBuilder::new());
-    let mut easy = ListBuilder::new(StringBuilder::new());
-    for r in records {
-        id.append_value(&r.id);
-        q.append_value(&r.query);
-        p.append_value(&r.pos);
-        for h in &r.hard_neg {
-            hard.values().append_value(h);
-        }
-        hard.append(true);
-        for e in &r.easy_neg {
-            easy.values().append_value(e);
-        }
-        easy.append(true);
-    }
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Utf8, false),
-        Field::new("query", DataType::Utf8, false),
-        Field::new("pos", DataType::Utf8, false),
-        list_field("hard_neg"),
-        list_field("easy_neg"),
-    ]));
-    let arrays: Vec<ArrayRef> = vec![Arc::new(id.finish()), Arc::new(q.finish()), Arc::new(p.finish()), Arc::new(hard.finish()), Arc::new(easy.finish())];
-    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
-    super::write_atomic(path, schema, std::iter::once(batch))
+/// Rows buffered before they are handed to the Parquet writer as one batch.
+const BATCH_ROWS: usize = 8192;
+/// Rows per row group: bounds what the Parquet writer holds in memory.
+const ROW_GROUP_ROWS: usize = 65_536;
+
+/// A Parquet file written batch by batch to `<path>.tmp`, renamed to `path` by `finish`.
+struct Streaming {
+    path: PathBuf,
+    tmp: PathBuf,
+    schema: SchemaRef,
+    writer: ArrowWriter<File>,
 }
 
-/// Write reranker records (`query, doc, label`) atomically.
-pub fn write_rerank(path: &Path, records: &[RerankRecord]) -> Result<(), TableError> {
-    let (mut q, mut d, mut l) = (StringBuilder::new(), StringBuilder::new(), Int64Builder::new());
-    for r in records {
-        q.append_value(&r.query);
-        d.append_value(&r.doc);
-        l.append_value(i64::from(r.label));
+impl Streaming {
+    fn create(path: &Path, schema: SchemaRef) -> Result<Streaming, TableError> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let file = File::create(&tmp).map_err(|source| TableError::Io { path: tmp.clone(), source })?;
+        let props = super::writer_properties().into_builder().set_max_row_group_row_count(Some(ROW_GROUP_ROWS)).build();
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|source| TableError::Parquet { path: tmp.clone(), source })?;
+        Ok(Streaming { path: path.to_owned(), tmp, schema, writer })
     }
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("query", DataType::Utf8, false),
-        Field::new("doc", DataType::Utf8, false),
-        Field::new("label", DataType::Int64, false),
-    ]));
-    let arrays: Vec<ArrayRef> = vec![Arc::new(q.finish()), Arc::new(d.finish()), Arc::new(l.finish())];
-    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
-    super::write_atomic(path, schema, std::iter::once(batch))
+
+    fn write(&mut self, arrays: Vec<ArrayRef>) -> Result<(), TableError> {
+        let pq = |source| TableError::Parquet { path: self.tmp.clone(), source };
+        let batch = RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| pq(e.into()))?;
+        self.writer.write(&batch).map_err(pq)
+    }
+
+    fn finish(self) -> Result<(), TableError> {
+        self.writer.close().map_err(|source| TableError::Parquet { path: self.tmp.clone(), source })?;
+        std::fs::rename(&self.tmp, &self.path).map_err(|source| TableError::Io { path: self.path.clone(), source })
+    }
+}
+
+/// Writes training records (`id, query, pos, hard_neg[], easy_neg[]`) as they come, in
+/// batches, so that a shard never needs all its records in memory. Atomic: the file appears
+/// under its name only after [`TrainingWriter::finish`].
+pub struct TrainingWriter {
+    file: Streaming,
+    id: StringBuilder,
+    query: StringBuilder,
+    pos: StringBuilder,
+    hard: ListBuilder<StringBuilder>,
+    easy: ListBuilder<StringBuilder>,
+    rows: usize,
+}
+
+impl TrainingWriter {
+    /// Start `<path>.tmp`.
+    pub fn create(path: &Path) -> Result<TrainingWriter, TableError> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Utf8, false),
+            Field::new("query", DataType::Utf8, false),
+            Field::new("pos", DataType::Utf8, false),
+            list_field("hard_neg"),
+            list_field("easy_neg"),
+        ]));
+        Ok(TrainingWriter {
+            file: Streaming::create(path, schema)?,
+            id: StringBuilder::new(),
+            query: StringBuilder::new(),
+            pos: StringBuilder::new(),
+            hard: ListBuilder::new(StringBuilder::new()),
+            easy: ListBuilder::new(StringBuilder::new()),
+            rows: 0,
+        })
+    }
+
+    /// Add one record.
+    pub fn push(&mut self, r: &TrainingRecordRef<'_>) -> Result<(), TableError> {
+        self.id.append_value(r.id);
+        self.query.append_value(r.query);
+        self.pos.append_value(r.pos);
+        for h in r.hard_neg {
+            self.hard.values().append_value(h);
+        }
+        self.hard.append(true);
+        for e in r.easy_neg {
+            self.easy.values().append_value(e);
+        }
+        self.easy.append(true);
+        self.rows += 1;
+        if self.rows == BATCH_ROWS { self.flush() } else { Ok(()) }
+    }
+
+    fn flush(&mut self) -> Result<(), TableError> {
+        self.rows = 0;
+        let arrays: Vec<ArrayRef> =
+            vec![Arc::new(self.id.finish()), Arc::new(self.query.finish()), Arc::new(self.pos.finish()), Arc::new(self.hard.finish()), Arc::new(self.easy.finish())];
+        self.file.write(arrays)
+    }
+
+    /// Write what is buffered, close and rename into place.
+    pub fn finish(mut self) -> Result<(), TableError> {
+        self.flush()?;
+        self.file.finish()
+    }
+}
+
+/// A training record by reference (what [`TrainingWriter`] and the JSONL output take, so that
+/// a streamed pair needs no copy): serialises like [`TrainingRecord`].
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct TrainingRecordRef<'a> {
+    /// The pair id.
+    pub id: &'a str,
+    /// The text.
+    pub query: &'a str,
+    /// Its code.
+    pub pos: &'a str,
+    /// Hard negatives.
+    pub hard_neg: &'a [String],
+    /// Easy negatives.
+    pub easy_neg: &'a [String],
+}
+
+impl<'a> From<&'a TrainingRecord> for TrainingRecordRef<'a> {
+    fn from(r: &'a TrainingRecord) -> Self {
+        TrainingRecordRef { id: &r.id, query: &r.query, pos: &r.pos, hard_neg: &r.hard_neg, easy_neg: &r.easy_neg }
+    }
+}
+
+/// Writes reranker records (`query, doc, label`) as they come; see [`TrainingWriter`].
+pub struct RerankWriter {
+    file: Streaming,
+    query: StringBuilder,
+    doc: StringBuilder,
+    label: Int64Builder,
+    rows: usize,
+}
+
+impl RerankWriter {
+    /// Start `<path>.tmp`.
+    pub fn create(path: &Path) -> Result<RerankWriter, TableError> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("query", DataType::Utf8, false),
+            Field::new("doc", DataType::Utf8, false),
+            Field::new("label", DataType::Int64, false),
+        ]));
+        Ok(RerankWriter { file: Streaming::create(path, schema)?, query: StringBuilder::new(), doc: StringBuilder::new(), label: Int64Builder::new(), rows: 0 })
+    }
+
+    /// Add one record.
+    pub fn push(&mut self, query: &str, doc: &str, label: u8) -> Result<(), TableError> {
+        self.query.append_value(query);
+        self.doc.append_value(doc);
+        self.label.append_value(i64::from(label));
+        self.rows += 1;
+        if self.rows == BATCH_ROWS { self.flush() } else { Ok(()) }
+    }
+
+    fn flush(&mut self) -> Result<(), TableError> {
+        self.rows = 0;
+        let arrays: Vec<ArrayRef> = vec![Arc::new(self.query.finish()), Arc::new(self.doc.finish()), Arc::new(self.label.finish())];
+        self.file.write(arrays)
+    }
+
+    /// Write what is buffered, close and rename into place.
+    pub fn finish(mut self) -> Result<(), TableError> {
+        self.flush()?;
+        self.file.finish()
+    }
 }

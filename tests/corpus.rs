@@ -299,3 +299,168 @@ fn alignment_uses_the_embeddings_endpoint_when_configured() {
     }
     assert!(checked > 0);
 }
+
+/// Every file below `dir` (relative path → bytes), for comparing two output trees.
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.insert(p.strip_prefix(dir).unwrap().display().to_string(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn corpus_output_is_byte_identical_whatever_the_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, _) = write_corpus(dir.path());
+    let mut trees = Vec::new();
+    for threads in ["1", "3"] {
+        let out = run(coreb().arg("corpus").arg(&manifest).env("RAYON_NUM_THREADS", threads));
+        assert!(out.status.success(), "{}", text(&out));
+        trees.push(tree(&dir.path().join("out")));
+        std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+    }
+    assert!(trees[0].contains_key("dropped.jsonl") && trees[0].keys().any(|k| k.ends_with("part.parquet")), "{:?}", trees[0].keys());
+    assert_eq!(trees[0].keys().collect::<Vec<_>>(), trees[1].keys().collect::<Vec<_>>());
+    for (name, bytes) in &trees[0] {
+        if trees[1][name] != *bytes {
+            let (a, b) = (String::from_utf8_lossy(bytes), String::from_utf8_lossy(&trees[1][name]));
+            let first = a.lines().zip(b.lines()).find(|(x, y)| x != y);
+            panic!("`{name}` differs between 1 and 3 threads: {first:?}");
+        }
+    }
+}
+
+#[test]
+fn jsonl_rows_with_extra_fields_escapes_and_numeric_ids_are_read_like_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = [
+        r#"{"meta": {"nested": [1, 2, {"text": "not this"}]}, "id": 7, "text": "read a json file in python", "code": "import json\njson.load(f)"}"#,
+        "",
+        r#"{"c\u006fde": "def add(a, b):\n    return a + b", "id": "x\"y", "text": "add two numbers in python \u00e9", "extra": null}"#,
+        r#"{"id": -3, "text": "reverse a list in place", "code": "xs.reverse()", "text": "reverse a python list in place"}"#,
+    ];
+    std::fs::write(dir.path().join("x.jsonl"), rows.join("\r\n")).unwrap();
+    let manifest = dir.path().join("c.toml");
+    std::fs::write(&manifest, "[output]\ndir = \"out\"\n[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\npath = \"x.jsonl\"\nid_field = \"id\"\n").unwrap();
+    let out = run(coreb().arg("corpus").arg(&manifest));
+    assert!(out.status.success(), "{}", text(&out));
+    let records = read_jsonl(&dir.path().join("out/jsonl/train/shard=000/part.jsonl"));
+    let got: Vec<(String, String, String)> =
+        records.iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["query"].as_str().unwrap().to_owned(), r["pos"].as_str().unwrap().to_owned())).collect();
+    assert_eq!(
+        got,
+        [
+            ("x:7".to_owned(), "read a json file in python".to_owned(), "import json\njson.load(f)".to_owned()),
+            ("x:x\"y".to_owned(), "add two numbers in python é".to_owned(), "def add(a, b):\n    return a + b".to_owned()),
+            // A repeated key: the last value, as serde_json's map keeps it.
+            ("x:-3".to_owned(), "reverse a python list in place".to_owned(), "xs.reverse()".to_owned()),
+        ]
+    );
+    // A field of the wrong type is reported with its file, line and value.
+    std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+    std::fs::write(dir.path().join("x.jsonl"), "{\"id\": 1, \"text\": \"a text long enough\", \"code\": \"x\"}\n{\"id\": true, \"text\": \"t\", \"code\": \"c\"}\n").unwrap();
+    let out = run(coreb().arg("corpus").arg(&manifest));
+    assert!(!out.status.success());
+    assert!(text(&out).contains("x.jsonl`:2: field `id`: expected a string, found `true`"), "{}", text(&out));
+}
+
+/// A loopback file server: `path → body`; anything else is a 404. Counts the requests.
+fn file_server(files: Vec<(&'static str, Vec<u8>)>) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().unwrap();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let h2 = std::sync::Arc::clone(&hits);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let Some(request) = crate::support::read_request(&stream) else { continue };
+            h2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let path = request.line.split_whitespace().nth(1).unwrap_or("").to_owned();
+            match files.iter().find(|(p, _)| *p == path) {
+                Some((_, body)) => {
+                    let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                    let _ = stream.write_all(body);
+                }
+                None => {
+                    let _ = write!(stream, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                }
+            }
+        }
+    });
+    (format!("http://{addr}"), hits)
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+#[test]
+fn http_sources_are_downloaded_checked_and_read_plain_or_gzipped() {
+    use std::io::Write;
+    let rows: String = (0..40).map(|i| format!("{}\n", json!({"id": i, "text": format!("task number {i}: sort the list of records by field {i}"), "code": format!("def f{i}(xs):\n    return sorted(xs, key=lambda r: r[{i}])")}))).collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(rows.as_bytes()).unwrap();
+    let gz = gz.finish().unwrap();
+    let (base, hits) = file_server(vec![("/pairs.jsonl", rows.clone().into_bytes()), ("/pairs.jsonl.gz", gz.clone())]);
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("c.toml");
+    let write = |plain: &str, gz_sha: &str| {
+        std::fs::write(
+            &manifest,
+            format!(
+                "[output]\ndir = \"out\"\nshards = 2\n[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n\
+                 [[source]]\nname = \"plain\"\nformat = \"jsonl\"\nurl = \"{base}{plain}\"\nid_field = \"id\"\n\
+                 [[source]]\nname = \"packed\"\nformat = \"jsonl\"\nurl = \"{base}/pairs.jsonl.gz\"\nsha256 = \"{gz_sha}\"\nid_field = \"id\"\n"
+            ),
+        )
+        .unwrap()
+    };
+    write("/pairs.jsonl", &sha256(&gz));
+    let out = run(coreb().arg("corpus").arg(&manifest).arg("--json"));
+    assert!(out.status.success(), "{}", text(&out));
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Both copies are read; the gzipped one is all exact duplicates of the plain one.
+    assert_eq!(stats["rows_in"], 80, "{stats}");
+    assert_eq!(stats["exact_duplicate"], 40, "{stats}");
+    assert_eq!(stats["rows_out"], 40, "{stats}");
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let cache = dir.path().join("out/.sources");
+    assert_eq!(std::fs::read(cache.join("source-plain")).unwrap(), rows.as_bytes());
+    assert_eq!(std::fs::read(cache.join("source-packed.gz")).unwrap(), gz);
+
+    // A wrong pin fails, naming the source and both hashes; nothing is kept of the download.
+    std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+    let wrong = "0".repeat(64);
+    write("/pairs.jsonl", &wrong);
+    let out = run(coreb().arg("corpus").arg(&manifest));
+    assert!(!out.status.success());
+    let msg = text(&out);
+    assert!(msg.contains("fetching source `packed`") && msg.contains("checksum mismatch") && msg.contains(&wrong) && msg.contains(&sha256(&gz)), "{msg}");
+    assert!(!cache.join("source-packed.gz").exists());
+
+    // A 404 fails at once, naming the source and the URL.
+    write("/missing.jsonl", &sha256(&gz));
+    let out = run(coreb().arg("corpus").arg(&manifest));
+    assert!(!out.status.success());
+    let msg = text(&out);
+    assert!(msg.contains("fetching source `plain`") && msg.contains(&format!("`{base}/missing.jsonl` answered HTTP 404")), "{msg}");
+
+    // `path` and `url` together, or a URL of another scheme, are manifest errors.
+    std::fs::write(&manifest, "[output]\ndir = \"out\"\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\npath = \"x.jsonl\"\nurl = \"http://127.0.0.1:1/x\"\n").unwrap();
+    let out = run(coreb().arg("corpus").arg(&manifest));
+    assert!(!out.status.success() && text(&out).contains("source `x`: `path`: give exactly one of `path` and `url`"), "{}", text(&out));
+    std::fs::write(&manifest, "[output]\ndir = \"out\"\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\nurl = \"ftp://h/x\"\n").unwrap();
+    let out = run(coreb().arg("corpus").arg(&manifest));
+    assert!(!out.status.success() && text(&out).contains("`url`: `ftp://h/x` is not an http:// or https:// URL"), "{}", text(&out));
+}

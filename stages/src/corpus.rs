@@ -930,13 +930,11 @@ impl SimMatrix {
         }
         let docs = (2 * n) as f32;
         let weigh = |doc: &BTreeMap<String, f32>| -> HashMap<String, f32> {
-            let mut v: HashMap<String, f32> = doc
-                .iter()
-                .map(|(t, &tf)| (t.clone(), (1.0 + tf.ln()) * ((1.0 + docs) / (1.0 + df.get(t.as_str()).copied().unwrap_or(0.0))).ln()))
-                .collect();
-            let norm = v.values().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-            v.values_mut().for_each(|x| *x /= norm);
-            v
+            let w: Vec<(&String, f32)> =
+                doc.iter().map(|(t, &tf)| (t, (1.0 + tf.ln()) * ((1.0 + docs) / (1.0 + df.get(t.as_str()).copied().unwrap_or(0.0))).ln())).collect();
+            // Summed in term order (not a HashMap's): the same f32 norm on every run.
+            let norm = w.iter().map(|(_, x)| x * x).sum::<f32>().sqrt().max(1e-12);
+            w.into_iter().map(|(t, x)| (t.clone(), x / norm)).collect()
         };
         let tv: Vec<HashMap<String, f32>> = texts.iter().map(weigh).collect();
         let cv: Vec<HashMap<String, f32>> = codes.iter().map(weigh).collect();

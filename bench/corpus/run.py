@@ -4,7 +4,7 @@ decontamination; alignment and negatives off) beside a datatrove-style Python ex
 (sha256 of the normalised text, a set of hashes) over the same generated corpus.
 
     cargo build --release -p coreb
-    python3 bench/corpus/run.py --mb 1024 [--shards 16] [--work /tmp/coreb-bench-corpus]
+    python3 bench/corpus/run.py --mb 1024 [--shards 16] [--work /tmp/coreb-bench-corpus] [--baseline OLD_COREB]
 
 The corpus repeats CoSQA pairs (../shared/data/cosqa) with variations (a row number and
 rotated words in the text, renamed identifiers in the code), so about one row in eight is an
@@ -108,6 +108,7 @@ def main():
     ap.add_argument("--shards", type=int, default=16)
     ap.add_argument("--work", default="/tmp/coreb-bench-corpus")
     ap.add_argument("--coreb", default=os.path.join(ROOT, "target", "release", "coreb"))
+    ap.add_argument("--baseline", help="another coreb binary (e.g. an older build) to run on the same data")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     data = os.path.join(a.work, f"corpus_{a.mb}mb.jsonl")
@@ -121,20 +122,26 @@ def main():
     py, py_wall, py_rss, py_cpu = run_child([sys.executable, "-c", PY_DEDUP, data], a.work)
     py_out = json.loads(py)
 
-    out_dir = os.path.join(a.work, "out")
-    subprocess.run(["rm", "-rf", out_dir], check=True)
-    manifest = os.path.join(a.work, "bench.toml")
-    with open(manifest, "w") as f:
-        f.write(
-            f'releases_dir = "{os.path.join(ROOT, "releases")}"\n[output]\ndir = "{out_dir}"\nshards = {a.shards}\n'
-            f'[[source]]\nname = "bench"\nformat = "jsonl"\npath = "{data}"\nid_field = "id"\n'
-            "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n"
-        )
-    rs, rs_wall, rs_rss, rs_cpu = run_child([a.coreb, "corpus", manifest, "--json"], a.work)
-    rs_out = json.loads(rs.strip().splitlines()[-1])
-    rs_exact = rs_out["exact_duplicate"] + rs_out["duplicate_id"]
+    def run_coreb(binary):
+        out_dir = os.path.join(a.work, "out")
+        subprocess.run(["rm", "-rf", out_dir], check=True)
+        manifest = os.path.join(a.work, "bench.toml")
+        with open(manifest, "w") as f:
+            f.write(
+                f'releases_dir = "{os.path.join(ROOT, "releases")}"\n[output]\ndir = "{out_dir}"\nshards = {a.shards}\n'
+                f'[[source]]\nname = "bench"\nformat = "jsonl"\npath = "{data}"\nid_field = "id"\n'
+                "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n"
+            )
+        stdout, wall, rss, cpu = run_child([binary, "corpus", manifest, "--json"], a.work)
+        return json.loads(stdout.strip().splitlines()[-1]), wall, rss, cpu
 
-    print(f"\ncorpus: {size_mb:.0f} MiB, {py_out['rows']} rows, {a.shards} shards, {os.cpu_count()} cores\n")
+    load = os.getloadavg()[0]
+    rs_out, rs_wall, rs_rss, rs_cpu = run_coreb(a.coreb)
+    rs_exact = rs_out["exact_duplicate"] + rs_out["duplicate_id"]
+    baseline = run_coreb(a.baseline) if a.baseline else None
+
+    print(f"\ncorpus: {size_mb:.0f} MiB, {py_out['rows']} rows, {a.shards} shards, {os.cpu_count()} cores, "
+          f"load average {load:.1f} at the start (cpu seconds are the figure to trust on a shared machine)\n")
     print(f"{'':34} {'coreb corpus':>16} {'python exact':>16} {'ratio':>8}")
     print(f"{'steps':34} {'exact+near+lang+decontam':>16}   {'exact sha256':>14}")
     print(f"{'wall seconds':34} {rs_wall:16.1f} {py_wall:16.1f} {py_wall / rs_wall:7.2f}x")
@@ -145,6 +152,12 @@ def main():
     print(f"{'exact duplicates removed':34} {rs_exact:16} {py_out['rows'] - py_out['kept']:16}")
     print(f"{'near duplicates removed':34} {rs_out['near_duplicate']:16} {'-':>16}")
     print(f"{'language/url/html/short removed':34} {rs_out['language'] + rs_out['url'] + rs_out['html'] + rs_out['too_short']:16} {'-':>16}")
+
+    if baseline:
+        b_out, b_wall, b_rss, b_cpu = baseline
+        print(f"\nbaseline {a.baseline}: {b_wall:.1f} s wall ({size_mb / b_wall:.1f} MB/s), {b_cpu:.1f} cpu s, "
+              f"{b_rss:.0f} MiB peak; new/baseline: {b_wall / rs_wall:.2f}x faster, {b_cpu / max(rs_cpu, 1e-9):.2f}x less cpu, "
+              f"{rs_rss / max(b_rss, 1e-9):.2f}x the memory; near duplicates {rs_out['near_duplicate']} vs {b_out['near_duplicate']}")
 
 
 if __name__ == "__main__":

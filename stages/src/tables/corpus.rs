@@ -70,7 +70,7 @@ fn list_field(name: &str) -> Field {
 /// Rows buffered before they are handed to the Parquet writer as one batch.
 const BATCH_ROWS: usize = 8192;
 /// Rows per row group: bounds what the Parquet writer holds in memory.
-const ROW_GROUP_ROWS: usize = 65_536;
+const ROW_GROUP_ROWS: usize = 16_384;
 
 /// A Parquet file written batch by batch to `<path>.tmp`, renamed to `path` by `finish`.
 struct Streaming {

@@ -242,26 +242,35 @@ fn toy_embed(text: &str) -> Vec<f32> {
     v
 }
 
-/// A local OpenAI-compatible `/v1/embeddings` server; counts the texts it embedded.
-fn embed_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+/// A loopback HTTP server answering each request with `respond(request) → (status, body)`;
+/// returns `http://127.0.0.1:<port>`.
+fn loopback(respond: impl Fn(&crate::support::Request) -> (&'static str, Vec<u8>) + Send + 'static) -> String {
     use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().unwrap();
-    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let c2 = std::sync::Arc::clone(&count);
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
             let Some(request) = crate::support::read_request(&stream) else { continue };
-            let req = request.json();
-            let inputs = req["input"].as_array().cloned().unwrap_or_default();
-            c2.fetch_add(inputs.len(), std::sync::atomic::Ordering::SeqCst);
-            let data: Vec<Value> = inputs.iter().enumerate().map(|(i, t)| json!({"index": i, "embedding": toy_embed(t.as_str().unwrap_or(""))})).collect();
-            let resp = json!({"data": data}).to_string();
-            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{resp}", resp.len());
+            let (status, body) = respond(&request);
+            let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = stream.write_all(&body);
         }
     });
-    (format!("http://{addr}/v1"), count)
+    format!("http://{addr}")
+}
+
+/// A local OpenAI-compatible `/v1/embeddings` server; counts the texts it embedded.
+fn embed_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c2 = std::sync::Arc::clone(&count);
+    let base = loopback(move |request| {
+        let inputs = request.json()["input"].as_array().cloned().unwrap_or_default();
+        c2.fetch_add(inputs.len(), std::sync::atomic::Ordering::SeqCst);
+        let data: Vec<Value> = inputs.iter().enumerate().map(|(i, t)| json!({"index": i, "embedding": toy_embed(t.as_str().unwrap_or(""))})).collect();
+        ("200 OK", json!({"data": data}).to_string().into_bytes())
+    });
+    (format!("{base}/v1"), count)
 }
 
 #[test]
@@ -375,29 +384,17 @@ fn jsonl_rows_with_extra_fields_escapes_and_numeric_ids_are_read_like_json() {
 
 /// A loopback file server: `path → body`; anything else is a 404. Counts the requests.
 fn file_server(files: Vec<(&'static str, Vec<u8>)>) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::io::Write;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().unwrap();
     let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let h2 = std::sync::Arc::clone(&hits);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let Some(request) = crate::support::read_request(&stream) else { continue };
-            h2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let path = request.line.split_whitespace().nth(1).unwrap_or("").to_owned();
-            match files.iter().find(|(p, _)| *p == path) {
-                Some((_, body)) => {
-                    let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-                    let _ = stream.write_all(body);
-                }
-                None => {
-                    let _ = write!(stream, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-                }
-            }
+    let base = loopback(move |request| {
+        h2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let path = request.line.split_whitespace().nth(1).unwrap_or("");
+        match files.iter().find(|(p, _)| *p == path) {
+            Some((_, body)) => ("200 OK", body.clone()),
+            None => ("404 Not Found", Vec::new()),
         }
     });
-    (format!("http://{addr}"), hits)
+    (base, hits)
 }
 
 fn sha256(bytes: &[u8]) -> String {

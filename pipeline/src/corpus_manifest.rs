@@ -152,14 +152,19 @@ pub struct CorpusPlan {
     pub file: CorpusManifestFile,
 }
 
+/// `p` made absolute against `base` (the manifest's directory).
+fn absolute(base: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() { p.to_owned() } else { base.join(p) }
+}
+
 impl CorpusPlan {
     /// Read, parse and validate a corpus manifest.
     pub fn load(path: &Path) -> anyhow::Result<CorpusPlan> {
         let text = fs_err::read_to_string(path)?;
         let mut file: CorpusManifestFile = toml::from_str(&text).with_context(|| format!("parsing corpus manifest `{}`", path.display()))?;
         let base = path.parent().unwrap_or(Path::new(".")).to_owned();
-        let abs = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
-        file.output.dir = abs(&file.output.dir);
+        let abs = |p: &Path| absolute(&base, p);
+        file.output.dir = absolute(&base, &file.output.dir);
         file.releases_dir = file.releases_dir.as_deref().map(abs);
         if let Some(e) = &mut file.embed {
             e.cache_dir = e.cache_dir.as_deref().map(abs);

@@ -433,8 +433,19 @@ fn http_sources_are_downloaded_checked_and_read_plain_or_gzipped() {
     assert_eq!(stats["rows_out"], 40, "{stats}");
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 2);
     let cache = dir.path().join("out/.sources");
-    assert_eq!(std::fs::read(cache.join("source-plain")).unwrap(), rows.as_bytes());
-    assert_eq!(std::fs::read(cache.join("source-packed.gz")).unwrap(), gz);
+    let cached = |prefix: &str| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with(prefix) && p.extension().is_none_or(|e| e != "url")).collect()
+    };
+    let (plain, packed) = (cached("plain-"), cached("packed-"));
+    assert_eq!(plain.len(), 1, "{plain:?}");
+    assert_eq!(std::fs::read(&plain[0]).unwrap(), rows.as_bytes());
+    assert!(packed[0].to_str().unwrap().ends_with(".gz"), "{packed:?}");
+    assert_eq!(std::fs::read(&packed[0]).unwrap(), gz);
+    // A rerun of a changed plan reuses the checked downloads.
+    std::fs::remove_dir_all(dir.path().join("out/train")).unwrap();
+    let out = run(coreb().arg("corpus").arg(&manifest));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 2);
 
     // A wrong pin fails, naming the source and both hashes; nothing is kept of the download.
     std::fs::remove_dir_all(dir.path().join("out")).unwrap();
@@ -444,7 +455,7 @@ fn http_sources_are_downloaded_checked_and_read_plain_or_gzipped() {
     assert!(!out.status.success());
     let msg = text(&out);
     assert!(msg.contains("fetching source `packed`") && msg.contains("checksum mismatch") && msg.contains(&wrong) && msg.contains(&sha256(&gz)), "{msg}");
-    assert!(!cache.join("source-packed.gz").exists());
+    assert!(cached("packed-").is_empty(), "{:?}", cached("packed-"));
 
     // A 404 fails at once, naming the source and the URL.
     write("/missing.jsonl", &sha256(&gz));

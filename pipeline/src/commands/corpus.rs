@@ -171,10 +171,12 @@ fn fetch_sources(f: &CorpusManifestFile, cache: &Path, printer: &Printer) -> any
             Location::Http(url) => url.clone(),
             Location::Local(path) => path.display().to_string(),
         };
-        // The download's file name: the source name made safe, and the URL's `.gz` kept so
-        // that the reader knows to decompress.
-        let safe: String = s.name.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
-        let name = format!("source-{}{}", safe.trim_start_matches('.'), if what.ends_with(".gz") { ".gz" } else { "" });
+        // The download's file name: the source name made safe plus a hash of it (two names
+        // may make the same safe name), and the URL's `.gz` kept so that the reader knows to
+        // decompress. It never ends in `.url` or `.part`, the fetch stage's own files.
+        let safe: String = s.name.chars().map(|c| if c.is_ascii_alphanumeric() || "_-".contains(c) { c } else { '_' }).collect();
+        let tag = &stages::hashing::sha256_hex(s.name.as_bytes())[..8];
+        let name = format!("{safe}-{tag}{}", if what.ends_with(".gz") { ".gz" } else { "" });
         let source = Source { name, location, sha256: s.sha256.clone() };
         let runtime = match &mut runtime {
             Some(r) => r,

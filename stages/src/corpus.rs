@@ -3,11 +3,13 @@
 //!
 //! Steps, each a pure function over [`Pair`]s that returns the kept pairs and a typed
 //! [`Dropped`] per removed pair:
-//! 1. [`dedup_pairs`]: exact (sha256 of the normalised pair) and near-duplicates (MinHash-LSH,
-//!    confirmed by shingle Jaccard) with [`crate::dedup`]'s primitives, greedily in row order
-//!    (linear in the rows); the first row of a group is kept.
-//! 2. [`filter_language`]: the text must be long enough, hold no URL or HTML, and not be
-//!    reliably detected (whatlang) as another language than the wanted one.
+//! 1. [`dedup_pairs`]: exact (128-bit xxh3 of the normalised pair) and near-duplicates
+//!    (one-permutation MinHash-LSH over word shingles, confirmed by shingle Jaccard), greedily
+//!    in row order (linear in the rows); the first row of a group is kept. [`Deduper`] is the
+//!    same step row by row, for engines that stream a shard instead of holding it.
+//! 2. [`filter_language`] ([`check_text`] per text): the text must be long enough, hold no URL
+//!    or HTML, and not be reliably detected (whatlang, run last: it costs most) as another
+//!    language than the wanted one.
 //! 3. [`decontaminate`]: drop a pair whose text or code hashes like a release document or
 //!    shares a large fraction of its word n-grams with one ([`ReleaseIndex`]).
 //! 4. [`align`]: dual consistency — text and code must rank each other in their top-k by
@@ -18,8 +20,11 @@
 //!    (Gumbel top-k, seeded per record), skipping likely false negatives; easy negatives drawn
 //!    uniformly from the rest.
 //!
-//! Reads and writes nothing; the engine streams sources, shards them ([`shard_of`]) and
-//! writes the records. Does NOT call an embedding endpoint itself.
+//! Steps 1–3 are per row after the greedy dedup, so an engine may run them row by row; text is
+//! hashed through reused buffers with ASCII fast paths (checked against the plain definitions
+//! in the tests), so a row costs no allocation. Reads and writes nothing; the engine streams
+//! sources, shards them ([`shard_of`]) and writes the records. Does NOT call an embedding
+//! endpoint itself.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

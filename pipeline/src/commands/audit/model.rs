@@ -318,6 +318,9 @@ pub(super) fn model(release: &Path, args: ModelAuditArgs, printer: &Printer) -> 
     let rewritten_problems: Vec<Problem> = rewrites.iter().map(as_problem).collect();
     let exec_rewritten = stages::execute::execute_with_progress(execute, &rewritten_problems, &gen_rewritten.solutions, &sandbox, jobs, &tick).context("judging the solutions to the rewritten problems")?;
     bar.finish_and_clear();
+    let judged = exec_original.stats.solutions + exec_rewritten.stats.solutions;
+    let passed = exec_original.stats.solutions_passed + exec_rewritten.stats.solutions_passed;
+    printer.status(format!("execute: {judged} solutions judged, {passed} passed ({})", sandbox.isolation()));
 
     let mut original = tally(&pairs, &model, language, samples, &gen_original, &exec_original);
     let mut rewritten = tally(&pairs, &model, language, samples, &gen_rewritten, &exec_rewritten);

@@ -21,7 +21,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
-use std::sync::Mutex;
 
 use anyhow::{Context, bail};
 use indicatif::ProgressBar;
@@ -182,22 +181,16 @@ fn pair(originals: Vec<Problem>, rewritten: Vec<RewrittenProblem>, lookup: &Buil
     Ok(pairs)
 }
 
-/// The gateway with a progress bar (one tick per answered or failed request) that keeps the
-/// first refusal of the credentials: with requests in flight at once, the stage may report
-/// another item's "not sent, the run stopped" first, which does not say why.
+/// The gateway with a progress bar: one tick per answered or failed request.
 struct Observed<'g> {
     inner: &'g dyn LlmGateway,
     bar: ProgressBar,
-    refused: Mutex<Option<String>>,
 }
 
 impl LlmGateway for Observed<'_> {
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> Pin<Box<dyn Future<Output = Result<Completion, LlmError>> + Send + 'a>> {
         Box::pin(async move {
             let result = self.inner.complete(request).await;
-            if let (Err(e @ LlmError::Unauthorized { .. }), Ok(mut refused)) = (&result, self.refused.lock()) {
-                refused.get_or_insert_with(|| e.to_string());
-            }
             self.bar.inc(1);
             result
         })
@@ -292,18 +285,14 @@ pub(super) fn model(release: &Path, args: ModelAuditArgs, printer: &Printer) -> 
         store.display()
     ));
     let bar = printer.progress(Some(2 * per_side), "generate", false);
-    let observed = Observed { inner: &gateway, bar: bar.clone(), refused: Mutex::new(None) };
+    let observed = Observed { inner: &gateway, bar: bar.clone() };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let generated = runtime.block_on(async {
         let o = generate(&gen_config, &plan, &prompts.generate, &originals, &observed).await.context("generating solutions to the original problems")?;
         let r = generate(&gen_config, &plan, &prompts.generate, &rewrites, &observed).await.context("generating solutions to the rewritten problems")?;
         anyhow::Ok((o, r))
     });
-    let (gen_original, gen_rewritten) = match (generated, observed.refused.lock().ok().and_then(|mut r| r.take())) {
-        (Ok(v), _) => v,
-        (Err(_), Some(refused)) => bail!("asking `{model}` at `{}`: {refused}", config.base_url),
-        (Err(e), None) => return Err(e),
-    };
+    let (gen_original, gen_rewritten) = generated.with_context(|| format!("asking `{model}` at `{}`", config.base_url))?;
     bar.finish_and_clear();
     let (store_hits, sent) = (gen_original.stats.from_store + gen_rewritten.stats.from_store, gen_original.stats.from_endpoint + gen_rewritten.stats.from_endpoint);
     printer.status(format!("generate: {store_hits} answers from the store, {sent} from the endpoint, {} without code or answer", gen_original.rejected.len() + gen_rewritten.rejected.len()));

@@ -9,10 +9,12 @@
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `corpus`: `coreb corpus` on CoSQA plus planted duplicates and release copies; `coreb audit`.
+//! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 
 mod support;
 
+mod audit;
 mod corpus;
 mod execute;
 mod fetch;

@@ -310,8 +310,12 @@ pub enum AuditKind {
     /// against the release, per item, worst offenders first.
     Overlap(OverlapArgs),
     /// How far each rewritten statement moved from its original (n-gram overlap between the
-    /// release's `full` texts and `problems.parquet` statements).
+    /// release's `full` texts and `problems.parquet` statements); with `--tests`, how the
+    /// tests were carried over (from the build's rewrite artifact).
     Rewrite(RewriteArgs),
+    /// pass@1 of a model endpoint on the original problems against the rewritten ones, per
+    /// contest month: the drop is the contamination signal.
+    Model(ModelAuditArgs),
 }
 
 /// Arguments of `coreb audit <release> overlap`.
@@ -342,6 +346,69 @@ pub struct RewriteArgs {
     /// Words per n-gram.
     #[arg(long, default_value_t = 5)]
     pub ngram: usize,
+    /// Also audit the tests (kept unchanged, rewritten, bijection-mapped, counts), read from
+    /// the rewrite artifact of the build the release's MANIFEST names.
+    #[arg(long)]
+    pub tests: bool,
+    /// The build directory holding `artifacts/rewrite` (implies `--tests`; default: the
+    /// `output_dir` of the build manifest embedded in the release).
+    #[arg(long)]
+    pub build_dir: Option<PathBuf>,
+}
+
+/// Arguments of `coreb audit <release> model`.
+#[derive(Debug, Args)]
+pub struct ModelAuditArgs {
+    /// Base URL of the OpenAI-compatible chat-completions endpoint, with `/v1`
+    /// (`http://127.0.0.1:8000/v1`).
+    #[arg(long)]
+    pub endpoint: String,
+    /// The model to audit, as the endpoint names it.
+    #[arg(long)]
+    pub model: String,
+    /// Environment variable holding the API key (`""`: the endpoint needs none).
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+    /// The language solutions are written in.
+    #[arg(long, value_enum, default_value = "python")]
+    pub language: LangArg,
+    /// Samples per problem and version (pass@1 is the unbiased estimate over them).
+    #[arg(long, default_value_t = 1)]
+    pub samples: u32,
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 0.2)]
+    pub temperature: f64,
+    /// Most tokens per answer.
+    #[arg(long, default_value_t = 4096)]
+    pub max_tokens: u32,
+    /// Seed sent with sample 0 (sample `s` gets `seed + s`).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The response store: answers are kept here, so a rerun sends nothing it already has.
+    #[arg(long, default_value = ".coreb-cache/audit-responses")]
+    pub store: PathBuf,
+    /// Serve answers from the store only; a missing answer is an error (offline rerun).
+    #[arg(long)]
+    pub replay: bool,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// Attempts per request (429, 5xx, timeouts), the first included.
+    #[arg(long, default_value_t = 6)]
+    pub max_attempts: u32,
+    /// Whole-request timeout, seconds.
+    #[arg(long, default_value_t = 300.0)]
+    pub timeout_secs: f64,
+    /// The build directory holding `artifacts/rewrite` (default: the `output_dir` of the
+    /// build manifest embedded in the release).
+    #[arg(long)]
+    pub build_dir: Option<PathBuf>,
+    /// Prompt templates (default: the build manifest's `prompts_dir`).
+    #[arg(long)]
+    pub prompts_dir: Option<PathBuf>,
+    /// Worker threads for execution (default: all cores). Results do not depend on it.
+    #[arg(long)]
+    pub jobs: Option<usize>,
 }
 
 /// Arguments of `coreb corpus`.

@@ -72,8 +72,7 @@ pub async fn abbreviate(config: &AbbreviateConfig, plan: &ModelPlan, prompt: &Pr
     .await;
     let mut out = AbbreviateOutput { summaries: Vec::new(), rejected: Vec::new(), stats: LlmStageStats::default(), prompt_sha256: prompt.sha256.clone() };
     out.stats.items_in = problems.len() as u64;
-    for result in results {
-        let (p, r, stats) = result?;
+    for (p, r, stats) in run::settle(results)? {
         out.stats += stats;
         match r {
             Ok((text, model)) => {

@@ -100,8 +100,7 @@ pub async fn distract(config: &DistractConfig, plan: &ModelPlan, prompt: &Prompt
     .await;
     let mut out = DistractOutput { distractors: Vec::new(), rejected: Vec::new(), stats: LlmStageStats::default(), prompt_sha256: prompt.sha256.clone() };
     out.stats.items_in = problems.len() as u64;
-    for result in results {
-        let (p, r, stats) = result?;
+    for (p, r, stats) in run::settle(results)? {
         out.stats += stats;
         match r {
             Ok((statements, model)) => {

@@ -99,8 +99,8 @@ pub async fn generate(config: &GenerateConfig, plan: &ModelPlan, prompt: &Prompt
     .await;
     let mut out = GenerateOutput { solutions: Vec::new(), rejected: Vec::new(), stats: LlmStageStats::default(), prompt_sha256: prompt.sha256.clone() };
     out.stats.items_in = n;
-    for result in results {
-        match result? {
+    for result in run::settle(results)? {
+        match result {
             Ok((solution, completion)) => {
                 out.stats.count(&completion);
                 out.solutions.push(solution);

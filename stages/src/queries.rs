@@ -80,8 +80,7 @@ pub async fn queries(config: &QueriesConfig, plan: &ModelPlan, prompt: &Prompt, 
     .await;
     let mut out = QueriesOutput { queries: Vec::new(), rejected: Vec::new(), stats: LlmStageStats::default(), dropped_queries: 0, prompt_sha256: prompt.sha256.clone() };
     out.stats.items_in = problems.len() as u64;
-    for result in results {
-        let (p, r, stats) = result?;
+    for (p, r, stats) in run::settle(results)? {
         out.stats += stats;
         match r {
             Ok(((texts, dropped), model)) => {

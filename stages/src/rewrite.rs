@@ -153,8 +153,7 @@ pub async fn rewrite(
         tests_prompt_sha256: tests_prompt.sha256.clone(),
     };
     out.stats.llm.items_in = n;
-    for result in results {
-        let (one, stats) = result?;
+    for (one, stats) in run::settle(results)? {
         out.stats += stats;
         match one {
             Ok(p) => out.problems.push(p),
@@ -218,8 +217,7 @@ async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompt: &Prom
         rewrite_batch(plans, tests_prompt, &problem, &statement, b, idx, tests, gateway)
     });
     let results = futures_util::future::join_all(futures).await;
-    for (idx, result) in batches.iter().zip(results) {
-        let (result, llm) = result?;
+    for (idx, (result, llm)) in batches.iter().zip(run::settle(results)?) {
         stats.llm += llm;
         match result {
             Ok(tests) => {

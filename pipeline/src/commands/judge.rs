@@ -15,7 +15,7 @@ use stages::solution::{Language, Solution, SolutionId};
 use crate::cli::{JudgeArgs, LangArg};
 use crate::printer::Printer;
 
-fn language(arg: LangArg) -> Language {
+pub(crate) fn language(arg: LangArg) -> Language {
     match arg {
         LangArg::Python => Language::Python,
         LangArg::Cpp => Language::Cpp,

@@ -74,30 +74,29 @@ impl Qrels {
         for (n, (q, d, r)) in triples.into_iter().enumerate() {
             queries.entry(q.into()).or_default().push((d.into(), r, n + 1));
         }
-        finish_qrels(queries, Path::new("<memory>"))
+        let path = Path::new("<memory>");
+        let queries = queries.into_iter().map(|(qid, rows)| finish_query(qid, rows, |n| n, path)).collect::<Result<_, _>>()?;
+        Ok(Qrels { queries })
     }
 
-    /// Parse qrels text; `path` only names the source in errors.
+    /// Parse qrels text; `path` only names the source in errors. Chunks of lines are parsed
+    /// in parallel.
     pub fn parse(text: &str, path: &Path) -> Result<Qrels, EvalError> {
-        let mut queries: BTreeMap<String, Vec<(String, Relevance, usize)>> = BTreeMap::new();
-        for (idx, line) in text.lines().enumerate() {
-            let line_no = idx + 1;
-            let trimmed = line.trim_start();
-            if trimmed.is_empty() || trimmed.starts_with('#') {
-                continue;
+        let chunks = line_chunks(text, rayon::current_num_threads() * 4);
+        let parsed: Vec<Result<QrelsGroups<'_>, ChunkError>> =
+            chunks.par_iter().map(|(base, chunk)| parse_qrels_chunk(chunk, *base)).collect();
+        let mut queries: BTreeMap<&str, Vec<(&str, Relevance, usize)>> = BTreeMap::new();
+        for groups in parsed {
+            let groups = groups.map_err(|e| malformed(path, line_of(text, e.offset), &e.why))?;
+            for (qid, mut rows) in groups {
+                queries.entry(qid).or_default().append(&mut rows);
             }
-            let mut fields = trimmed.split_ascii_whitespace();
-            let (Some(qid), Some(_iter), Some(doc), Some(rel), None) =
-                (fields.next(), fields.next(), fields.next(), fields.next(), fields.next())
-            else {
-                return Err(malformed(path, line_no, "expected 4 fields `qid iter docno rel`"));
-            };
-            let rel: Relevance = rel.parse().map_err(|_| {
-                malformed(path, line_no, &format!("relevance `{rel}` is not an integer"))
-            })?;
-            queries.entry(qid.to_owned()).or_default().push((doc.to_owned(), rel, line_no));
         }
-        finish_qrels(queries, path)
+        let finished: Vec<Result<(String, QueryQrels), EvalError>> = queries
+            .into_par_iter()
+            .map(|(qid, rows)| finish_query(qid, rows, |offset| line_of(text, offset), path))
+            .collect();
+        Ok(Qrels { queries: finished.into_iter().collect::<Result<_, _>>()? })
     }
 
     /// Read and parse a qrels file.
@@ -117,27 +116,71 @@ impl Qrels {
     }
 }
 
-fn finish_qrels(
-    queries: BTreeMap<String, Vec<(String, Relevance, usize)>>,
-    path: &Path,
-) -> Result<Qrels, EvalError> {
-    let mut out = BTreeMap::new();
-    for (qid, mut rows) in queries {
-        rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.2.cmp(&b.2)));
-        for w in rows.windows(2) {
-            if w[0].0 == w[1].0 {
-                return Err(EvalError::DuplicateDoc {
-                    path: path.to_owned(),
-                    line: w[1].2,
-                    first_line: w[0].2,
-                    query: qid.clone(),
-                    doc: w[1].0.clone(),
-                });
-            }
+/// One query's rows of a qrels chunk: `(doc, relevance, position)` in file order.
+type QrelsGroups<'a> = Vec<(&'a str, Vec<(&'a str, Relevance, usize)>)>;
+
+/// Parse one chunk of whole qrels lines; positions are byte offsets in the whole text.
+fn parse_qrels_chunk(chunk: &str, base: usize) -> Result<QrelsGroups<'_>, ChunkError> {
+    let mut groups: QrelsGroups<'_> = Vec::new();
+    for (offset, line) in lines(chunk) {
+        let mut fields = Fields { line, pos: 0 };
+        let Some(qid) = fields.next() else { continue };
+        if qid.starts_with('#') {
+            continue;
         }
-        out.insert(qid, QueryQrels { judged: rows.into_iter().map(|(d, r, _)| (d, r)).collect() });
+        let (Some(_iter), Some(doc), Some(rel), None) = (fields.next(), fields.next(), fields.next(), fields.next()) else {
+            return Err(ChunkError { offset: base + offset, why: "expected 4 fields `qid iter docno rel`".into() });
+        };
+        let rel: Relevance =
+            rel.parse().map_err(|_| ChunkError { offset: base + offset, why: format!("relevance `{rel}` is not an integer") })?;
+        // Lines of one query are usually consecutive: a new group only when the query changes.
+        match groups.last_mut() {
+            Some((q, rows)) if *q == qid => rows.push((doc, rel, base + offset)),
+            _ => groups.push((qid, vec![(doc, rel, base + offset)])),
+        }
     }
-    Ok(Qrels { queries: out })
+    Ok(groups)
+}
+
+/// Sort one query's judgements by doc id and reject a repeated doc; `line` turns a row's
+/// position into the line number errors name.
+fn finish_query<S: AsRef<str>>(
+    qid: S,
+    mut rows: Vec<(S, Relevance, usize)>,
+    line: impl Fn(usize) -> usize,
+    path: &Path,
+) -> Result<(String, QueryQrels), EvalError> {
+    rows.sort_unstable_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()).then(a.2.cmp(&b.2)));
+    if let Some(w) = rows.windows(2).find(|w| w[0].0.as_ref() == w[1].0.as_ref()) {
+        return Err(EvalError::DuplicateDoc {
+            path: path.to_owned(),
+            line: line(w[1].2),
+            first_line: line(w[0].2),
+            query: qid.as_ref().to_owned(),
+            doc: w[1].0.as_ref().to_owned(),
+        });
+    }
+    let judged = rows.into_iter().map(|(d, r, _)| (d.as_ref().to_owned(), r)).collect();
+    Ok((qid.as_ref().to_owned(), QueryQrels { judged }))
+}
+
+/// The 1-based line number of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    memchr::memchr_iter(b'\n', &text.as_bytes()[..offset]).count() + 1
+}
+
+/// The lines of `text` with their byte offsets, without their `\n`.
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut offset = 0;
+    std::iter::from_fn(move || {
+        if offset >= text.len() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', &text.as_bytes()[offset..]).map_or(text.len(), |i| offset + i);
+        let line = (offset, &text[offset..end]);
+        offset = end + 1;
+        Some(line)
+    })
 }
 
 fn malformed(path: &Path, line: usize, why: &str) -> EvalError {
@@ -206,30 +249,88 @@ struct ChunkError {
 
 type ChunkQueries<'a> = Vec<(&'a str, Vec<RunEntry>)>;
 
+/// trec_eval's field separators (C `isspace` in the "C" locale, less the newline that ends
+/// a line).
+fn is_field_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\x0b' | b'\x0c')
+}
+
+/// The whitespace-separated fields of one line, as byte ranges of the line.
+struct Fields<'a> {
+    line: &'a str,
+    pos: usize,
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let b = self.line.as_bytes();
+        while self.pos < b.len() && is_field_space(b[self.pos]) {
+            self.pos += 1;
+        }
+        let start = self.pos;
+        while self.pos < b.len() && !is_field_space(b[self.pos]) {
+            self.pos += 1;
+        }
+        // Both ends sit next to ASCII bytes (or the line's ends), so they are char boundaries.
+        (self.pos > start).then(|| &self.line[start..self.pos])
+    }
+}
+
+/// Parse a score as `str::parse::<f64>` does, with a fast path for plain decimals of at most
+/// 15 digits (`[+-]?d*[.d*]`): the digits as an integer, exactly representable, divided by an
+/// exact power of ten, which IEEE division rounds correctly, so the result is the same double.
+fn parse_score(s: &str) -> Option<f64> {
+    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    let b = s.as_bytes();
+    let (negative, digits) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        _ => (false, b),
+    };
+    let (mut mantissa, mut count, mut frac, mut seen_dot) = (0u64, 0usize, 0usize, false);
+    for &c in digits {
+        match c {
+            b'0'..=b'9' => {
+                mantissa = mantissa * 10 + u64::from(c - b'0');
+                count += 1;
+                frac += usize::from(seen_dot);
+            }
+            b'.' if !seen_dot => seen_dot = true,
+            _ => return s.parse().ok(),
+        }
+        if count > 15 {
+            return s.parse().ok();
+        }
+    }
+    if count == 0 {
+        return s.parse().ok();
+    }
+    let v = mantissa as f64 / POW10[frac];
+    Some(if negative { -v } else { v })
+}
+
 /// Parse one chunk of whole lines; `base` is the chunk's offset in the arena.
 fn parse_chunk<'a>(chunk: &'a str, base: usize) -> Result<(ChunkQueries<'a>, Option<&'a str>), ChunkError> {
     let mut out: ChunkQueries<'a> = Vec::new();
     let mut index: HashMap<&'a str, usize, FnvBuild> = HashMap::default();
     let mut last_tag = None;
-    let mut offset = 0usize;
-    for line in chunk.split_inclusive('\n') {
-        let line_offset = base + offset;
-        offset += line.len();
-        let trimmed = line.trim_start();
-        if trimmed.trim_end().is_empty() || trimmed.starts_with('#') {
+    for (line_start, line) in lines(chunk) {
+        let line_offset = base + line_start;
+        let mut f = Fields { line, pos: 0 };
+        let Some(qid) = f.next() else { continue };
+        if qid.starts_with('#') {
             continue;
         }
-        let mut f = trimmed.split_ascii_whitespace();
-        let (Some(qid), Some(_iter), Some(doc), Some(_rank), Some(score), Some(tag)) =
-            (f.next(), f.next(), f.next(), f.next(), f.next(), f.next())
+        let (Some(_iter), Some(doc), Some(_rank), Some(score), Some(tag)) = (f.next(), f.next(), f.next(), f.next(), f.next())
         else {
             return Err(ChunkError { offset: line_offset, why: "expected 6 fields `qid Q0 docno rank score run_id`".into() });
         };
-        let score: f64 = score
-            .parse()
-            .map_err(|_| ChunkError { offset: line_offset, why: format!("score `{score}` is not a number") })?;
+        let score = parse_score(score)
+            .ok_or_else(|| ChunkError { offset: line_offset, why: format!("score `{score}` is not a number") })?;
         last_tag = Some(tag);
-        let start = base + (doc.as_ptr() as usize - chunk.as_ptr() as usize);
+        let start = base + line_start + (doc.as_ptr() as usize - line.as_ptr() as usize);
         let entry = RunEntry { start: start as u32, len: doc.len() as u32, score };
         // Lines of one query are usually consecutive: check the last query first.
         match out.last_mut() {
@@ -310,8 +411,7 @@ impl Run {
             let (queries, tag) = match result {
                 Ok(x) => x,
                 Err(e) => {
-                    let line = text[..e.offset].bytes().filter(|&b| b == b'\n').count() + 1;
-                    return Err(malformed(path, line, &e.why));
+                    return Err(malformed(path, line_of(text, e.offset), &e.why));
                 }
             };
             if let Some(tag) = tag {
@@ -358,9 +458,10 @@ impl Run {
         if file.metadata().map_err(EvalError::Io)?.len() == 0 {
             return Run::parse_owned(String::new(), path);
         }
+        // Populated: the file is read whole anyway, and one call beats a fault per page.
         // SAFETY: the map is read-only and lives as long as the run; a run file changed
         // while it is evaluated is outside what this reader promises.
-        let map = unsafe { memmap2::Mmap::map(file.file()) }.map_err(|e| EvalError::Io(std::io::Error::new(e.kind(), format!("mapping `{}`: {e}", path.display()))))?;
+        let map = unsafe { memmap2::MmapOptions::new().populate().map(file.file()) }.map_err(|e| EvalError::Io(std::io::Error::new(e.kind(), format!("mapping `{}`: {e}", path.display()))))?;
         if let Err(e) = std::str::from_utf8(&map) {
             let line = map[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
             return Err(malformed(path, line, "not UTF-8"));
@@ -403,13 +504,7 @@ impl Run {
     /// Sort entries into trec_eval rank order. Scores are sorted as integer keys (fast), and only
     /// groups of tied scores compare document ids.
     pub fn sort_ranked(&self, v: &mut [RunEntry]) {
-        fn descending_key(x: f64) -> u64 {
-            let x = if x == 0.0 { 0.0 } else { x }; // -0.0 ties with 0.0, as in C
-            let bits = x.to_bits();
-            let ascending = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
-            !ascending
-        }
-        let mut keys: Vec<(u64, u32)> = v.iter().enumerate().map(|(i, e)| (descending_key(e.score), i as u32)).collect();
+        let mut keys: Vec<(u64, u32)> = v.iter().enumerate().map(|(i, e)| (super::trec::descending_key(e.score), i as u32)).collect();
         keys.sort_unstable();
         let mut i = 0;
         while i < keys.len() {
@@ -443,6 +538,30 @@ impl Run {
 mod tests {
     use super::*;
 
+    /// The fast path agrees bit for bit with `str::parse`, and everything else falls back to it.
+    #[test]
+    fn parse_score_is_str_parse() {
+        let cases = [
+            "0", "-0", "+0", "1", "0.1", "0.3", "-2.675", "9.99", "123456789012345", "1234567890123456", "0.1234567890123456789",
+            "12345.678901234", "1e3", "-1.5E-7", "inf", "-inf", "NaN", ".5", "5.", "-.25", "+7.125", ".", "-", "", "1.2.3", "1,5", "0x10",
+            "00000000000000000001.5", "4.35", "0.0000001",
+        ];
+        for c in cases {
+            let want = c.parse::<f64>().ok().map(f64::to_bits);
+            assert_eq!(parse_score(c).map(f64::to_bits), want, "`{c}`");
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let digits = (x % 10_u64.pow(1 + (x >> 60) as u32 % 15)).to_string();
+            let dot = (x >> 40) as usize % (digits.len() + 1);
+            let s = format!("{}{}.{}", if x & 1 == 1 { "-" } else { "" }, &digits[..dot], &digits[dot..]);
+            assert_eq!(parse_score(&s).map(f64::to_bits), s.parse::<f64>().ok().map(f64::to_bits), "`{s}`");
+        }
+    }
+
     #[test]
     fn qrels_parse_and_errors() {
         let q = Qrels::parse("# c\n1 0 b 2\n1 0 a 0\n\n2 0 x -1\n", Path::new("q")).unwrap();
@@ -467,5 +586,9 @@ mod tests {
         assert!(e.contains("run.trec:3") && e.contains("line 1"), "{e}");
         let e = Run::parse("1 Q0 a 1 high x\n", Path::new("r")).unwrap_err().to_string();
         assert!(e.contains("`high`"), "{e}");
+        let e = Run::parse("1 Q0 a 1 1 x\n\t \r\n# c\n1 Q0 b 2 1.2.3 x\n", Path::new("r")).unwrap_err().to_string();
+        assert!(e.contains("r:4") && e.contains("`1.2.3`"), "{e}");
+        let e = Run::parse("1 Q0 a 1 1\n", Path::new("r")).unwrap_err().to_string();
+        assert!(e.contains("r:1") && e.contains("6 fields"), "{e}");
     }
 }

@@ -119,6 +119,7 @@ impl TrecReport {
         let mut out = String::new();
         if per_query {
             let blocks: Vec<String> = self.queries.par_iter().map(|q| self.query_text(q)).collect();
+            out.reserve_exact(blocks.iter().map(String::len).sum::<usize>() + 64 * self.measures.len());
             out.extend(blocks);
         }
         for (m, vals) in self.measures.iter().zip(&self.summary.values) {
@@ -170,21 +171,92 @@ fn value_by_name(measures: &[Measure], q: &QueryValues, name: &str) -> Option<f6
 }
 
 fn line_long(out: &mut String, name: &str, qid: &str, v: f64) {
-    let _ = writeln!(out, "{name:<22}\t{qid}\t{}", v as i64);
+    line_start(out, name, qid);
+    let _ = writeln!(out, "{}", v as i64);
+}
+
+/// One line `name<TAB>qid<TAB>value` with the name padded to 22 columns (`%-22s`).
+fn line_start(out: &mut String, name: &str, qid: &str) {
+    out.push_str(name);
+    out.extend(std::iter::repeat_n(' ', 22usize.saturating_sub(name.len())));
+    out.push('\t');
+    out.push_str(qid);
+    out.push('\t');
 }
 
 /// C's `%6.4f`, including its spelling of NaN.
 fn line_float(out: &mut String, name: &str, qid: &str, v: f64) {
+    line_start(out, name, qid);
     if v.is_nan() {
         let s = if v.is_sign_negative() { "-nan" } else { "nan" };
-        let _ = writeln!(out, "{name:<22}\t{qid}\t{s:>6}");
-    } else {
-        let _ = writeln!(out, "{name:<22}\t{qid}\t{v:6.4}");
+        let _ = write!(out, "{s:>6}");
+    } else if !push_fixed4(out, v) {
+        let _ = write!(out, "{v:6.4}");
     }
+    out.push('\n');
+}
+
+/// `%6.4f` of a non-negative value below a million whose fourth decimal is not a near tie,
+/// without the general formatter: `v * 1e4` is off by less than 1.2e-6, so rounding it gives
+/// the digits of the exact binary value unless its fraction lies within 1e-4 of one half, and
+/// such values (and every other kind) are left to the exact formatter (returns `false`).
+/// Below a million the result is at least six characters, so no padding is due.
+fn push_fixed4(out: &mut String, v: f64) -> bool {
+    if !(v.is_sign_positive() && v < 1e6) {
+        return false;
+    }
+    let x = v * 1e4;
+    if (x - x.floor() - 0.5).abs() < 1e-4 {
+        return false;
+    }
+    let n = x.round() as u64;
+    let (int, frac) = (n / 10_000, n % 10_000);
+    let mut buf = [0u8; 12];
+    let mut i = buf.len();
+    for d in [frac % 10, frac / 10 % 10, frac / 100 % 10, frac / 1000] {
+        i -= 1;
+        buf[i] = b'0' + d as u8;
+    }
+    i -= 1;
+    buf[i] = b'.';
+    let mut int = int;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (int % 10) as u8;
+        int /= 10;
+        if int == 0 {
+            break;
+        }
+    }
+    // The buffer holds ASCII digits and a dot only.
+    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
+    true
 }
 
 /// Reduce one query's ranked results to relevance values (trec_eval `form_res_rels`).
 pub fn form_ranked(qrels: &QueryQrels, ranked: &[(&str, f64)], level: i64) -> Ranked {
+    let judged = judged_map(qrels);
+    let rels = ranked.iter().map(|(doc, _)| relevance_of(&judged, doc)).collect();
+    ranked_from_rels(qrels, rels, level)
+}
+
+/// Doc id → relevance of one query's judgements.
+fn judged_map(qrels: &QueryQrels) -> std::collections::HashMap<&str, i64, FnvBuild> {
+    qrels.judged.iter().map(|(d, rel)| (d.as_str(), *rel)).collect()
+}
+
+/// trec_eval's relevance of a retrieved document: [`NONPOOL`] outside the qrels,
+/// [`UNJUDGED`] for a negative judgement.
+fn relevance_of(judged: &std::collections::HashMap<&str, i64, FnvBuild>, doc: &str) -> i64 {
+    match judged.get(doc).copied() {
+        None => NONPOOL,
+        Some(x) if x < 0 => UNJUDGED,
+        Some(x) => x,
+    }
+}
+
+/// The counts of [`Ranked`] from the relevance of each retrieved document in rank order.
+fn ranked_from_rels(qrels: &QueryQrels, rels: Vec<i64>, level: i64) -> Ranked {
     let max_level = qrels.judged.iter().map(|(_, r)| *r).max().unwrap_or(0).max(0) as usize;
     let mut rel_levels = vec![0i64; max_level + 1];
     for (_, r) in &qrels.judged {
@@ -192,27 +264,91 @@ pub fn form_ranked(qrels: &QueryQrels, ranked: &[(&str, f64)], level: i64) -> Ra
             rel_levels[*r as usize] += 1;
         }
     }
-    let mut r = Ranked { rels: Vec::with_capacity(ranked.len()), ..Ranked::default() };
-    let judged: std::collections::HashMap<&str, i64, FnvBuild> =
-        qrels.judged.iter().map(|(d, rel)| (d.as_str(), *rel)).collect();
-    for (doc, _) in ranked {
-        let rel = match judged.get(doc).copied() {
-            None => NONPOOL,
-            Some(x) if x < 0 => UNJUDGED,
-            Some(x) => x,
-        };
+    let mut r = Ranked::default();
+    for &rel in &rels {
         match rel {
             NONPOOL => r.num_nonpool += 1,
             UNJUDGED => r.num_unjudged += 1,
             x if x >= level => r.num_rel_ret += 1,
             _ => {}
         }
-        r.rels.push(rel);
     }
+    r.rels = rels;
     r.num_rel_levels = rel_levels.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
     r.num_rel = rel_levels.iter().enumerate().filter(|(i, _)| *i as i64 >= level).map(|(_, c)| c).sum();
     r.rel_levels = rel_levels;
     r
+}
+
+/// The relevance of each retrieved document of one query in trec_eval rank order (score
+/// descending, then doc id descending), cut at `max_retrieved`.
+///
+/// Measures see only this sequence, and documents outside the qrels all read [`NONPOOL`], so
+/// their order among themselves never matters. Only the judged documents are sorted (a few
+/// dozen in a ranking of thousands); each other document is counted into the gap between
+/// the judged ones it falls in, by a binary search on the score, comparing doc ids only on a
+/// tied score. This is the rank order a full sort gives, at a fraction of its cost
+/// (`Run::sort_ranked` remains the full sort where doc ids are wanted).
+fn rank_rels(run: &Run, qrels: &QueryQrels, entries: &[RunEntry], max_retrieved: Option<usize>) -> Vec<i64> {
+    let judged = judged_map(qrels);
+    let mut hits: Vec<(u64, &str, i64)> = Vec::new();
+    let mut others: Vec<(u64, u32)> = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let doc = run.doc(e);
+        match relevance_of(&judged, doc) {
+            NONPOOL => others.push((descending_key(e.score), i as u32)),
+            rel => hits.push((descending_key(e.score), doc, rel)),
+        }
+    }
+    // Rank order: key ascending, then doc id descending.
+    hits.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(a.1)));
+    let keys: Vec<u64> = hits.iter().map(|h| h.0).collect();
+    let mut gaps = vec![0usize; hits.len() + 1];
+    for &(key, i) in &others {
+        // Hits ranked above this document: those of a smaller key, then those of the same
+        // key (rare) whose doc id is larger.
+        let mut at = count_below(&keys, key);
+        while at < hits.len() && hits[at].0 == key && hits[at].1 > run.doc(&entries[i as usize]) {
+            at += 1;
+        }
+        gaps[at] += 1;
+    }
+    let total = max_retrieved.map_or(entries.len(), |m| m.min(entries.len()));
+    let mut rels = Vec::with_capacity(total);
+    for (gap, hit) in gaps.iter().zip(hits.iter().map(|h| Some(h.2)).chain(std::iter::once(None))) {
+        rels.extend(std::iter::repeat_n(NONPOOL, *gap));
+        rels.extend(hit);
+        if rels.len() >= total {
+            break;
+        }
+    }
+    rels.truncate(total);
+    rels
+}
+
+/// How many of the ascending `keys` are below `key`: a binary search without data-dependent
+/// branches (the searches of one query go to random places, so a branchy search mispredicts
+/// about every other step).
+fn count_below(keys: &[u64], key: u64) -> usize {
+    if keys.is_empty() {
+        return 0;
+    }
+    let (mut base, mut size) = (0usize, keys.len());
+    while size > 1 {
+        let half = size / 2;
+        base = std::hint::select_unpredictable(keys[base + half] < key, base + half, base);
+        size -= half;
+    }
+    base + usize::from(keys[base] < key)
+}
+
+/// An integer key whose ascending order is `score`'s descending order (`-0.0` ties with `0.0`,
+/// as in C).
+pub(crate) fn descending_key(x: f64) -> u64 {
+    let x = if x == 0.0 { 0.0 } else { x };
+    let bits = x.to_bits();
+    let ascending = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+    !ascending
 }
 
 const BOGUS_DOC: &str = "ceci_nest_pas_un_docno";
@@ -233,24 +369,10 @@ pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecRepo
     let queries: Vec<QueryValues> = jobs
         .par_iter()
         .map(|(qid, qq, res)| {
-            let (ranked_owned, bogus);
-            let ranked: Vec<(&str, f64)> = match res {
-                Some(entries) => {
-                    let mut v: Vec<RunEntry> = entries.to_vec();
-                    run.sort_ranked(&mut v);
-                    if let Some(m) = opts.max_retrieved {
-                        v.truncate(m);
-                    }
-                    ranked_owned = v;
-                    bogus = false;
-                    ranked_owned.iter().map(|e| (run.doc(e), e.score)).collect()
-                }
-                None => {
-                    bogus = true;
-                    vec![(BOGUS_DOC, 1.0)]
-                }
+            let (r, bogus) = match res {
+                Some(entries) => (ranked_from_rels(qq, rank_rels(run, qq, entries, opts.max_retrieved), opts.level), false),
+                None => (form_ranked(qq, &[(BOGUS_DOC, 1.0)], opts.level), true),
             };
-            let r = form_ranked(qq, &ranked, opts.level);
             let mut values = Vec::with_capacity(opts.measures.len());
             let mut relstring = None;
             for m in &opts.measures {
@@ -295,4 +417,84 @@ pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecRepo
         summary: QueryValues { qid: "all".into(), values: summary, relstring: None },
         run_id: run.run_id.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast `%6.4f` writes exactly what the exact formatter writes, near ties included.
+    #[test]
+    fn fixed4_is_the_exact_format() {
+        let mut values = vec![0.0, -0.0, 1.0, 0.5, 0.00005, 0.00015, 0.12345, 1.00005, 2.5e-5, 999_999.999_95, 12.0, 1e6, 3e7, -0.25, f64::INFINITY, f64::NEG_INFINITY, 1e-300];
+        for den in 1..400u32 {
+            for num in 0..=den.min(60) {
+                values.push(f64::from(num) / f64::from(den));
+                values.push(f64::from(num) / f64::from(den) * 7.0);
+            }
+        }
+        let mut x = 0x853c_49e6_748f_ea9bu64;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push(f64::from_bits(0x3f00_0000_0000_0000 + x % 0x0200_0000_0000_0000));
+            values.push((x % 20_000_000) as f64 / 20_000.0 + 0.00005);
+        }
+        let mut fast = 0;
+        for v in values {
+            let mut out = String::new();
+            if push_fixed4(&mut out, v) {
+                fast += 1;
+                assert_eq!(out, format!("{v:6.4}"), "{v:e}");
+            }
+        }
+        assert!(fast > 100_000, "the fast path took only {fast} values");
+    }
+
+    #[test]
+    fn count_below_agrees_with_partition_point() {
+        let keys = [1u64, 3, 3, 3, 7, 9, 9, 20];
+        for n in 0..=keys.len() {
+            for k in 0..22 {
+                assert_eq!(count_below(&keys[..n], k), keys[..n].partition_point(|&x| x < k), "n {n} k {k}");
+            }
+        }
+    }
+
+    /// The judged-only placement gives the relevance sequence of a full trec_eval sort, with
+    /// many tied scores, negative judgements and every `-M` cut.
+    #[test]
+    fn rank_rels_matches_full_sort() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % m
+        };
+        for round in 0..200 {
+            let n = 1 + next(60) as usize;
+            let mut run = Run::new("r");
+            let mut triples = Vec::new();
+            for d in 0..n {
+                let doc = format!("d{}", next(1000) * 100 + d as u64);
+                let score = [0.0, -0.0, 1.5, 2.0, -3.0][next(5) as usize] + if next(3) == 0 { next(4) as f64 } else { 0.0 };
+                run.push("q", &doc, score);
+                if next(3) == 0 {
+                    triples.push(("q", doc, next(5) as i64 - 1));
+                }
+            }
+            triples.push(("q", "unretrieved".to_owned(), 2));
+            let qrels = Qrels::from_triples(triples).unwrap();
+            let qq = &qrels.queries["q"];
+            let entries = &run.queries["q"];
+            let full: Vec<(&str, f64)> = run.ranked("q").iter().map(|e| (run.doc(e), e.score)).collect();
+            for cut in [None, Some(0), Some(1), Some(n / 2), Some(n + 3)] {
+                let mut want = form_ranked(qq, &full, 1).rels;
+                if let Some(m) = cut {
+                    want.truncate(m);
+                }
+                assert_eq!(rank_rels(&run, qq, entries, cut), want, "round {round} cut {cut:?}");
+            }
+        }
+    }
 }

@@ -26,6 +26,27 @@ where
     stream::iter(items.into_iter().map(f)).buffered(concurrency.max(1)).collect().await
 }
 
+/// The items' results, or the error that stopped the stage. When several items failed (a
+/// refused credential stops every request in flight), the cause is reported, not the first
+/// item's "not sent, the run stopped".
+pub fn settle<T>(results: Vec<Result<T, LlmStageError>>) -> Result<Vec<T>, LlmStageError> {
+    let is_stopped = |e: &LlmStageError| matches!(e, LlmStageError::Gateway { source: LlmError::Stopped { .. }, .. });
+    let mut first_stopped = None;
+    let mut out = Vec::with_capacity(results.len());
+    for r in results {
+        match r {
+            Ok(v) => out.push(v),
+            Err(e) if is_stopped(&e) => {
+                first_stopped.get_or_insert(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    match first_stopped {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
 
 /// The models and sampling parameters a stage uses (resolved from `[llm]`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -286,5 +307,20 @@ mod tests {
         })
         .await;
         assert_eq!(out, (0..20u64).map(|i| i * 2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn settle_reports_the_cause_not_the_stop() {
+        let stage = LlmStage::Generate;
+        let stopped = |item: &str| Err(LlmStageError::Gateway { stage, source: LlmError::Stopped { stage, item: item.into() } });
+        let refused = Err(LlmStageError::Gateway {
+            stage,
+            source: LlmError::Unauthorized { stage, item: "b".into(), model: "m".into(), status: 401 },
+        });
+        let e = settle::<u8>(vec![Ok(1), stopped("a"), refused, stopped("c")]).unwrap_err();
+        assert!(matches!(e, LlmStageError::Gateway { source: LlmError::Unauthorized { ref item, .. }, .. } if item == "b"), "{e:?}");
+        let e = settle::<u8>(vec![Ok(1), stopped("a"), stopped("c")]).unwrap_err();
+        assert!(matches!(e, LlmStageError::Gateway { source: LlmError::Stopped { ref item, .. }, .. } if item == "a"), "{e:?}");
+        assert_eq!(settle::<u8>(vec![Ok(1), Ok(2)]).unwrap(), vec![1, 2]);
     }
 }

@@ -1,0 +1,426 @@
+//! The model audit: pass@1 of a model endpoint on each problem of a release as it was
+//! published by its platform (original statement, original tests) and as CoREB rewrote it
+//! (rewritten statement, rewritten tests), per contest month and overall. A model that has
+//! seen the originals in training tends to solve them more often than their counterfactual
+//! rewrites; the drop is the contamination signal CoREB reports per window.
+//!
+//! Reuses the build's stages unchanged: solutions come from [`stages::generate::generate`]
+//! with the `generate` prompt through the LLM [`Gateway`] and a response store (a rerun sends
+//! nothing it already has; `--replay` never sends), verdicts from
+//! [`stages::execute::execute_with_progress`] in the sandbox, with the release's
+//! `[stages.execute]` configuration. pass@1 per problem is the unbiased estimator over the N
+//! samples, `c / n` (1 − C(n−c, 1) / C(n, 1)); a window's pass@1 is the mean over its problems.
+//!
+//! Samples the endpoint gave no answer for (retries exhausted, request rejected) are
+//! `unanswered`: left out of `n` and reported, and the command exits 1 so that a rerun fills
+//! them in. An answer without code, or one cut by `length`/`content_filter`, is the model's
+//! failure and counts as a failed sample. Does NOT compare models or languages in one run,
+//! nor judge whether the rewritten tests are right (the rewrite audit and the build do).
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+
+use anyhow::{Context, bail};
+use indicatif::ProgressBar;
+use serde::Serialize;
+use stages::execute::ExecuteOutput;
+use stages::generate::{GenerateConfig, GenerateOutput, generate};
+use stages::problem::Problem;
+use stages::prompt::Prompts;
+use stages::rewrite::{RewrittenProblem, TestOrigin};
+use stages::services::llm::gateway::api_key_from_env;
+use stages::services::llm::run::{ModelPlan, RejectReason};
+use stages::services::llm::{ChatRequest, Completion, Gateway, LlmConfig, LlmError, LlmFailureKind, LlmGateway, ResponseStore, RetryConfig, SamplingParams, StoreMode};
+use stages::services::sandbox::Sandbox;
+use stages::solution::{Language, SolutionId};
+
+use super::{BuildLookup, month, release_name};
+use crate::cli::ModelAuditArgs;
+use crate::engine::llm::as_problem;
+use crate::manifest::lexical_join;
+use crate::printer::Printer;
+
+/// pass@1 of one problem in one version.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SidePass {
+    /// Samples asked for.
+    pub samples: u32,
+    /// Samples the endpoint answered (`n`).
+    pub answered: u32,
+    /// Samples whose program passed every test (`c`).
+    pub passed: u32,
+    /// `c / n`; `None` when nothing was answered.
+    pub pass_at_1: Option<f64>,
+}
+
+/// One problem: original against rewritten.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProblemPass {
+    /// The problem.
+    pub problem_id: String,
+    /// Its contest month (`YYYY-MM`).
+    pub window: String,
+    /// The original statement with the original tests.
+    pub original: SidePass,
+    /// The rewritten statement with the rewritten tests.
+    pub rewritten: SidePass,
+    /// pass@1 original − pass@1 rewritten (`None` when either side has no answer).
+    pub drop: Option<f64>,
+}
+
+/// pass@1 of a window (or of the whole release).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WindowPass {
+    /// `YYYY-MM`, or `all`.
+    pub window: String,
+    /// Problems counted (answered on both sides).
+    pub problems: usize,
+    /// Problems left out because a side got no answer.
+    pub excluded: usize,
+    /// Mean pass@1 on the originals.
+    pub pass_at_1_original: f64,
+    /// Mean pass@1 on the rewrites.
+    pub pass_at_1_rewritten: f64,
+    /// Original − rewritten.
+    pub drop: f64,
+    /// Drop / original (`None` when the original pass@1 is 0).
+    pub relative_drop: Option<f64>,
+}
+
+/// The model audit.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelReport {
+    /// The release.
+    pub release: String,
+    /// The model audited.
+    pub model: String,
+    /// The endpoint asked.
+    pub endpoint: String,
+    /// The language of the solutions.
+    pub language: Language,
+    /// Samples per problem and version.
+    pub samples: u32,
+    /// Sampling parameters.
+    pub sampling: SamplingParams,
+    /// sha256 of the `generate` prompt.
+    pub prompt_sha256: String,
+    /// Per contest month, in order.
+    pub windows: Vec<WindowPass>,
+    /// Over every problem.
+    pub overall: WindowPass,
+    /// Per problem, in id order.
+    pub problems: Vec<ProblemPass>,
+    /// Samples without an answer (left out of pass@1; the command exits 1).
+    pub unanswered: u32,
+}
+
+/// The unbiased pass@1 estimate over `n` samples of which `c` passed: 1 − C(n−c, 1)/C(n, 1)
+/// = `c / n` (Chen et al., 2021); `None` without samples.
+pub fn pass_at_1(n: u32, c: u32) -> Option<f64> {
+    (n > 0).then(|| f64::from(c.min(n)) / f64::from(n))
+}
+
+/// Means of the problems of one window.
+fn window(name: String, rows: &[&ProblemPass]) -> WindowPass {
+    let both: Vec<(f64, f64)> = rows.iter().filter_map(|r| Some((r.original.pass_at_1?, r.rewritten.pass_at_1?))).collect();
+    let n = both.len();
+    let mean = |f: fn(&(f64, f64)) -> f64| if n == 0 { 0.0 } else { both.iter().map(f).sum::<f64>() / n as f64 };
+    let (o, r) = (mean(|p| p.0), mean(|p| p.1));
+    WindowPass {
+        window: name,
+        problems: n,
+        excluded: rows.len() - n,
+        pass_at_1_original: o,
+        pass_at_1_rewritten: r,
+        drop: o - r,
+        relative_drop: (o > 0.0).then(|| (o - r) / o),
+    }
+}
+
+/// An original problem in the shape `generate` takes: its own statement and tests.
+fn as_original(p: &Problem) -> RewrittenProblem {
+    RewrittenProblem {
+        id: p.id.clone(),
+        title: p.question_title.clone(),
+        statement: p.question_content.clone(),
+        starter_code: p.starter_code.clone(),
+        func_name: p.func_name.clone(),
+        platform: p.platform,
+        difficulty: p.difficulty.clone(),
+        contest_date: p.contest_date.clone(),
+        public_tests: p.public_tests.clone(),
+        private_tests: p.private_tests.clone(),
+        model: String::new(),
+        test_origins: vec![TestOrigin::Kept; p.test_count()],
+    }
+}
+
+/// Every release problem with its rewrite, in id order; a problem without one is an error
+/// (the artifact belongs to another build).
+fn pair(originals: Vec<Problem>, rewritten: Vec<RewrittenProblem>, lookup: &BuildLookup) -> anyhow::Result<Vec<(Problem, RewrittenProblem)>> {
+    let mut by_id: BTreeMap<String, RewrittenProblem> = rewritten.into_iter().map(|r| (r.id.as_str().to_owned(), r)).collect();
+    let mut pairs = Vec::new();
+    let mut missing = Vec::new();
+    for p in originals {
+        match by_id.remove(p.id.as_str()) {
+            Some(r) => pairs.push((p, r)),
+            None => missing.push(p.id.as_str().to_owned()),
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "the rewrite artifact in `{}` lacks {} problems of the release ({}): it was not built from this release's manifest",
+            lookup.build_dir.join("artifacts/rewrite").display(),
+            missing.len(),
+            missing.join(", ")
+        );
+    }
+    pairs.sort_by(|a, b| a.0.id.as_str().cmp(b.0.id.as_str()));
+    Ok(pairs)
+}
+
+/// The gateway with a progress bar: one tick per answered or failed request.
+struct Observed<'g> {
+    inner: &'g dyn LlmGateway,
+    bar: ProgressBar,
+}
+
+impl LlmGateway for Observed<'_> {
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> Pin<Box<dyn Future<Output = Result<Completion, LlmError>> + Send + 'a>> {
+        Box::pin(async move {
+            let result = self.inner.complete(request).await;
+            self.bar.inc(1);
+            result
+        })
+    }
+}
+
+/// Count answered and passing samples per problem of one version.
+fn tally(problems: &[(Problem, RewrittenProblem)], model: &str, language: Language, samples: u32, generated: &GenerateOutput, executed: &ExecuteOutput) -> BTreeMap<String, SidePass> {
+    let mut owner: HashMap<String, String> = HashMap::new();
+    let mut sides: BTreeMap<String, SidePass> = BTreeMap::new();
+    for (p, _) in problems {
+        for s in 0..samples {
+            owner.insert(SolutionId::new(&p.id, model, language, s).as_str().to_owned(), p.id.as_str().to_owned());
+        }
+        sides.insert(p.id.as_str().to_owned(), SidePass { samples, answered: samples, ..Default::default() });
+    }
+    for r in &generated.rejected {
+        // No code, or an answer cut by length or the content filter: the model failed.
+        let models_fault = match &r.reason {
+            RejectReason::Llm { failure } => matches!(failure.kind, LlmFailureKind::Truncated | LlmFailureKind::ContentFilter),
+            _ => true,
+        };
+        if let (false, Some(side)) = (models_fault, owner.get(&r.item).and_then(|id| sides.get_mut(id))) {
+            side.answered -= 1;
+        }
+    }
+    for result in &executed.results {
+        if let (true, Some(side)) = (result.passed, sides.get_mut(result.problem_id.as_str())) {
+            side.passed += 1;
+        }
+    }
+    for side in sides.values_mut() {
+        side.pass_at_1 = pass_at_1(side.answered, side.passed);
+    }
+    sides
+}
+
+/// The LLM settings of the audit, validated, from the flags.
+fn llm_config(args: &ModelAuditArgs) -> anyhow::Result<LlmConfig> {
+    let endpoint = args.endpoint.trim_end_matches('/');
+    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        bail!("`--endpoint`: not an http(s) URL: `{}`", args.endpoint);
+    }
+    if args.concurrency == 0 || args.max_attempts == 0 || args.samples == 0 {
+        bail!("`--concurrency`, `--max-attempts` and `--samples` must be at least 1");
+    }
+    if !(0.0..=2.0).contains(&args.temperature) {
+        bail!("`--temperature`: `{}` is outside 0–2", args.temperature);
+    }
+    let config = LlmConfig {
+        base_url: endpoint.to_owned(),
+        api_key_env: args.api_key_env.clone(),
+        mode: if args.replay { StoreMode::Replay } else { StoreMode::Live },
+        model: args.model.clone(),
+        sampling: SamplingParams { temperature: args.temperature, top_p: 1.0, max_tokens: args.max_tokens, seed: Some(args.seed) },
+        concurrency: args.concurrency,
+        timeout_secs: args.timeout_secs,
+        retry: RetryConfig { max_attempts: args.max_attempts, ..RetryConfig::default() },
+        ..LlmConfig::default()
+    };
+    config.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(config)
+}
+
+pub(super) fn model(release: &Path, args: ModelAuditArgs, printer: &Printer) -> anyhow::Result<ModelReport> {
+    let config = llm_config(&args)?;
+    let ModelAuditArgs { endpoint: _, model, api_key_env: _, language, samples, temperature: _, max_tokens: _, seed: _, store, replay: _, concurrency, max_attempts: _, timeout_secs: _, build_dir, prompts_dir, jobs } =
+        args;
+    let language = crate::commands::judge::language(language);
+    let lookup = BuildLookup::open(release, build_dir.as_deref())?;
+    let originals = stages::tables::ProblemReader::read_all(&release.join("problems.parquet"))?;
+    let pairs = pair(originals, lookup.rewritten()?, &lookup)?;
+    let prompts_dir = prompts_dir.unwrap_or_else(|| lexical_join(&lookup.manifest_dir, lookup.build.prompts_dir.as_deref().unwrap_or(Path::new("../prompts"))));
+    let prompts = Prompts::load(&prompts_dir).with_context(|| format!("loading prompts from `{}` (or pass `--prompts-dir`)", prompts_dir.display()))?;
+
+    let built_with = lookup.manifest.stages.get("generate").and_then(|g| g["prompts"]["generate"].as_str());
+    if built_with.is_some_and(|sha| sha != prompts.generate.sha256) {
+        printer.status(format!("note: the `generate` prompt in `{}` differs from the one the release was built with", prompts_dir.display()));
+    }
+    let key = api_key_from_env(&config).with_context(|| "`--api-key-env` names the variable holding the key; `--api-key-env ''` for an endpoint without one")?;
+    let gateway = Gateway::new(&config, ResponseStore::open(&store), key)?;
+    let plan = ModelPlan::single(&model, config.sampling.clone());
+    let gen_config = GenerateConfig { concurrency, languages: vec![language], samples };
+    let originals: Vec<RewrittenProblem> = pairs.iter().map(|(p, _)| as_original(p)).collect();
+    let rewrites: Vec<RewrittenProblem> = pairs.iter().map(|(_, r)| r.clone()).collect();
+    let per_side = pairs.len() as u64 * u64::from(samples);
+    printer.status(format!(
+        "asking `{model}` at `{}` for {} {language} solutions ({} problems × 2 versions × {samples} samples; store `{}`)",
+        config.base_url,
+        2 * per_side,
+        pairs.len(),
+        store.display()
+    ));
+    let bar = printer.progress(Some(2 * per_side), "generate", false);
+    let observed = Observed { inner: &gateway, bar: bar.clone() };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let generated = runtime.block_on(async {
+        let o = generate(&gen_config, &plan, &prompts.generate, &originals, &observed).await.context("generating solutions to the original problems")?;
+        let r = generate(&gen_config, &plan, &prompts.generate, &rewrites, &observed).await.context("generating solutions to the rewritten problems")?;
+        anyhow::Ok((o, r))
+    });
+    let (gen_original, gen_rewritten) = generated.with_context(|| format!("asking `{model}` at `{}`", config.base_url))?;
+    bar.finish_and_clear();
+    let (store_hits, sent) = (gen_original.stats.from_store + gen_rewritten.stats.from_store, gen_original.stats.from_endpoint + gen_rewritten.stats.from_endpoint);
+    printer.status(format!("generate: {store_hits} answers from the store, {sent} from the endpoint, {} without code or answer", gen_original.rejected.len() + gen_rewritten.rejected.len()));
+
+    let execute = &lookup.build.stages.execute;
+    let sandbox = Sandbox::new(execute.sandbox.clone()).context("setting up the sandbox")?;
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let bar = printer.progress(Some((gen_original.solutions.len() + gen_rewritten.solutions.len()) as u64), "execute", false);
+    let tick = || bar.inc(1);
+    let original_problems: Vec<Problem> = pairs.iter().map(|(p, _)| p.clone()).collect();
+    let exec_original = stages::execute::execute_with_progress(execute, &original_problems, &gen_original.solutions, &sandbox, jobs, &tick).context("judging the solutions to the original problems")?;
+    let rewritten_problems: Vec<Problem> = rewrites.iter().map(as_problem).collect();
+    let exec_rewritten = stages::execute::execute_with_progress(execute, &rewritten_problems, &gen_rewritten.solutions, &sandbox, jobs, &tick).context("judging the solutions to the rewritten problems")?;
+    bar.finish_and_clear();
+    let judged = exec_original.stats.solutions + exec_rewritten.stats.solutions;
+    let passed = exec_original.stats.solutions_passed + exec_rewritten.stats.solutions_passed;
+    printer.status(format!("execute: {judged} solutions judged, {passed} passed ({})", sandbox.isolation()));
+
+    let mut original = tally(&pairs, &model, language, samples, &gen_original, &exec_original);
+    let mut rewritten = tally(&pairs, &model, language, samples, &gen_rewritten, &exec_rewritten);
+    let problems: Vec<ProblemPass> = pairs
+        .iter()
+        .map(|(p, _)| {
+            let id = p.id.as_str();
+            let (o, r) = (original.remove(id).unwrap_or_default(), rewritten.remove(id).unwrap_or_default());
+            let drop = o.pass_at_1.zip(r.pass_at_1).map(|(o, r)| o - r);
+            ProblemPass { problem_id: id.to_owned(), window: month(&p.contest_date), original: o, rewritten: r, drop }
+        })
+        .collect();
+    let mut by_window: BTreeMap<&str, Vec<&ProblemPass>> = BTreeMap::new();
+    for p in &problems {
+        by_window.entry(p.window.as_str()).or_default().push(p);
+    }
+    let windows = by_window.iter().map(|(w, rows)| window((*w).to_owned(), rows)).collect();
+    let overall = window("all".into(), &problems.iter().collect::<Vec<_>>());
+    let unanswered = problems.iter().map(|p| (p.original.samples - p.original.answered) + (p.rewritten.samples - p.rewritten.answered)).sum();
+    Ok(ModelReport {
+        release: release_name(release),
+        model,
+        endpoint: config.base_url.clone(),
+        language,
+        samples,
+        sampling: config.sampling.clone(),
+        prompt_sha256: prompts.generate.sha256.clone(),
+        windows,
+        overall,
+        problems,
+        unanswered,
+    })
+}
+
+fn rate(x: Option<f64>) -> String {
+    x.map_or_else(|| "–".to_owned(), |x| format!("{x:.3}"))
+}
+
+pub(super) fn markdown(r: &ModelReport) -> String {
+    let mut md = format!(
+        "# Model audit: `{}` on `{}`\n\n{} solutions, {} samples per problem and version, temperature {}; endpoint `{}`.\n\
+         pass@1 on the original problems (original tests) against their counterfactual rewrites (rewritten tests). \
+         A model that solves the originals markedly more often than the rewrites has likely seen them.\n\n\
+         | window | problems | pass@1 original | pass@1 rewritten | drop | relative drop |\n|---|---:|---:|---:|---:|---:|\n",
+        r.model,
+        r.release,
+        stages::generate::language_name(r.language),
+        r.samples,
+        r.sampling.temperature,
+        r.endpoint
+    );
+    for w in r.windows.iter().chain(std::iter::once(&r.overall)) {
+        let name = if w.window == "all" { "**all**".to_owned() } else { w.window.clone() };
+        let excluded = if w.excluded > 0 { format!(" (+{} unanswered)", w.excluded) } else { String::new() };
+        md.push_str(&format!(
+            "| {name} | {}{excluded} | {:.3} | {:.3} | {:+.3} | {} |\n",
+            w.problems,
+            w.pass_at_1_original,
+            w.pass_at_1_rewritten,
+            w.drop,
+            w.relative_drop.map_or_else(|| "–".to_owned(), |d| format!("{:+.1}%", d * 100.0))
+        ));
+    }
+    md.push_str("\n## Per problem\n\n| problem | window | original passed/answered | rewritten passed/answered | pass@1 original | pass@1 rewritten | drop |\n|---|---|---:|---:|---:|---:|---:|\n");
+    for p in &r.problems {
+        md.push_str(&format!(
+            "| `{}` | {} | {}/{} | {}/{} | {} | {} | {} |\n",
+            p.problem_id,
+            p.window,
+            p.original.passed,
+            p.original.answered,
+            p.rewritten.passed,
+            p.rewritten.answered,
+            rate(p.original.pass_at_1),
+            rate(p.rewritten.pass_at_1),
+            p.drop.map_or_else(|| "–".to_owned(), |d| format!("{d:+.3}"))
+        ));
+    }
+    if r.unanswered > 0 {
+        md.push_str(&format!("\n{} samples got no answer from the endpoint and are left out of pass@1.\n", r.unanswered));
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(window: &str, o: Option<f64>, r: Option<f64>) -> ProblemPass {
+        let side = |p: Option<f64>| SidePass { samples: 2, answered: if p.is_some() { 2 } else { 0 }, passed: 0, pass_at_1: p };
+        ProblemPass { problem_id: "x".into(), window: window.into(), original: side(o), rewritten: side(r), drop: None }
+    }
+
+    #[test]
+    fn pass_at_1_is_the_share_of_passing_samples() {
+        assert_eq!(pass_at_1(0, 0), None);
+        assert_eq!(pass_at_1(4, 0), Some(0.0));
+        assert_eq!(pass_at_1(4, 1), Some(0.25));
+        assert_eq!(pass_at_1(3, 3), Some(1.0));
+        // 1 - C(n-c,1)/C(n,1) for n = 5, c = 2.
+        assert!((pass_at_1(5, 2).unwrap() - (1.0 - 3.0 / 5.0)).abs() < 1e-15);
+    }
+
+    #[test]
+    fn windows_average_problems_answered_on_both_sides() {
+        let rows = [row("2025-01", Some(1.0), Some(0.5)), row("2025-01", Some(0.5), Some(0.5)), row("2025-01", Some(1.0), None)];
+        let w = window("2025-01".into(), &rows.iter().collect::<Vec<_>>());
+        assert_eq!((w.problems, w.excluded), (2, 1));
+        assert_eq!((w.pass_at_1_original, w.pass_at_1_rewritten, w.drop), (0.75, 0.5, 0.25));
+        assert_eq!(w.relative_drop, Some(0.25 / 0.75));
+        let zero = window("z".into(), &[&row("z", Some(0.0), Some(0.5))]);
+        assert_eq!((zero.drop, zero.relative_drop), (-0.5, None));
+    }
+}

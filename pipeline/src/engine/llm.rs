@@ -19,7 +19,7 @@ use stages::rewrite::{RewritePlans, RewrittenProblem};
 use stages::services::llm::gateway::{Gateway, api_key_from_env};
 use stages::services::llm::run::{ModelPlan, Rejection};
 use stages::services::llm::store::ResponseStore;
-use stages::services::llm::{LlmGateway, LlmStage};
+use stages::services::llm::{Counted, LlmGateway, LlmStage};
 use stages::tables::ProblemWriter;
 use stages::tables::solutions::{read_solutions, write_solutions};
 
@@ -47,6 +47,19 @@ impl LlmContext {
         };
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(plan.jobs.max(1)).enable_all().build()?;
         Ok(LlmContext { runtime, gateway, prompts })
+    }
+}
+
+impl LlmContext {
+    /// Run one LLM stage's future on the runtime with a progress bar counting its requests
+    /// (answers from the store count too; the bar is drawn on a terminal only).
+    fn run<T>(&self, engine: &Engine, stage: StageName, f: impl AsyncFnOnce(&dyn LlmGateway) -> T) -> T {
+        let bar = engine.printer.progress(None, stage.as_str(), false);
+        let tick = || bar.inc(1);
+        let counted = Counted { inner: self.gateway.as_ref(), progress: &tick };
+        let out = self.runtime.block_on(f(&counted));
+        bar.finish_and_clear();
+        out
     }
 }
 
@@ -147,7 +160,7 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
         rewrite: ModelPlan::for_stage(&engine.plan.llm, LlmStage::Rewrite),
         tests: ModelPlan::for_stage(&engine.plan.llm, LlmStage::RewriteTests),
     };
-    let out = ctx.runtime.block_on(stages::rewrite::rewrite(config, &plans, &ctx.prompts.rewrite, &ctx.prompts.rewrite_tests, problems, ctx.gateway.as_ref()))?;
+    let out = ctx.run(engine, stage, async |g| stages::rewrite::rewrite(config, &plans, &ctx.prompts.rewrite, &ctx.prompts.rewrite_tests, problems, g).await)?;
     let summary = serde_json::json!({
         "rows_in": out.stats.llm.items_in,
         "stats": out.stats,
@@ -192,7 +205,7 @@ macro_rules! simple_stage {
             }
             let problems = rewritten(engine, rewrite)?;
             let plan = ModelPlan::for_stage(&engine.plan.llm, $llm);
-            let out = ctx.runtime.block_on($func(config, &plan, &ctx.prompts.$prompt, &problems, ctx.gateway.as_ref()))?;
+            let out = ctx.run(engine, stage, async |g| $func(config, &plan, &ctx.prompts.$prompt, &problems, g).await)?;
             let summary = serde_json::json!({
                 "rows_in": out.stats.items_in,
                 "stats": out.stats,
@@ -219,7 +232,7 @@ pub(super) fn generate(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result
     }
     let problems = rewritten(engine, rewrite)?;
     let plan = ModelPlan::for_stage(&engine.plan.llm, LlmStage::Generate);
-    let out = ctx.runtime.block_on(stages::generate::generate(config, &plan, &ctx.prompts.generate, &problems, ctx.gateway.as_ref()))?;
+    let out = ctx.run(engine, stage, async |g| stages::generate::generate(config, &plan, &ctx.prompts.generate, &problems, g).await)?;
     let writer = engine.store.begin(stage.as_str())?;
     write_solutions(&writer.path("solutions.parquet"), &out.solutions)?;
     write_jsonl(&writer.path("rejections.jsonl"), &out.rejected)?;

@@ -18,12 +18,9 @@
 //! nor judge whether the rewritten tests are right (the rewrite audit and the build do).
 
 use std::collections::{BTreeMap, HashMap};
-use std::future::Future;
 use std::path::Path;
-use std::pin::Pin;
 
 use anyhow::{Context, bail};
-use indicatif::ProgressBar;
 use serde::Serialize;
 use stages::execute::ExecuteOutput;
 use stages::generate::{GenerateConfig, GenerateOutput, generate};
@@ -32,7 +29,7 @@ use stages::prompt::Prompts;
 use stages::rewrite::{RewrittenProblem, TestOrigin};
 use stages::services::llm::gateway::api_key_from_env;
 use stages::services::llm::run::{ModelPlan, RejectReason};
-use stages::services::llm::{ChatRequest, Completion, Gateway, LlmConfig, LlmError, LlmFailureKind, LlmGateway, ResponseStore, RetryConfig, SamplingParams, StoreMode};
+use stages::services::llm::{Counted, Gateway, LlmConfig, LlmFailureKind, ResponseStore, RetryConfig, SamplingParams, StoreMode};
 use stages::services::sandbox::Sandbox;
 use stages::solution::{Language, SolutionId};
 
@@ -181,22 +178,6 @@ fn pair(originals: Vec<Problem>, rewritten: Vec<RewrittenProblem>, lookup: &Buil
     Ok(pairs)
 }
 
-/// The gateway with a progress bar: one tick per answered or failed request.
-struct Observed<'g> {
-    inner: &'g dyn LlmGateway,
-    bar: ProgressBar,
-}
-
-impl LlmGateway for Observed<'_> {
-    fn complete<'a>(&'a self, request: &'a ChatRequest) -> Pin<Box<dyn Future<Output = Result<Completion, LlmError>> + Send + 'a>> {
-        Box::pin(async move {
-            let result = self.inner.complete(request).await;
-            self.bar.inc(1);
-            result
-        })
-    }
-}
-
 /// Count answered and passing samples per problem of one version.
 fn tally(problems: &[(Problem, RewrittenProblem)], model: &str, language: Language, samples: u32, generated: &GenerateOutput, executed: &ExecuteOutput) -> BTreeMap<String, SidePass> {
     let mut owner: HashMap<String, String> = HashMap::new();
@@ -285,7 +266,8 @@ pub(super) fn model(release: &Path, args: ModelAuditArgs, printer: &Printer) -> 
         store.display()
     ));
     let bar = printer.progress(Some(2 * per_side), "generate", false);
-    let observed = Observed { inner: &gateway, bar: bar.clone() };
+    let tick = || bar.inc(1);
+    let observed = Counted { inner: &gateway, progress: &tick };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let generated = runtime.block_on(async {
         let o = generate(&gen_config, &plan, &prompts.generate, &originals, &observed).await.context("generating solutions to the original problems")?;

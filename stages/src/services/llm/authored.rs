@@ -47,3 +47,29 @@ impl LlmGateway for AuthoredGateway {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::services::llm::run::request;
+    use crate::services::llm::{Counted, SamplingParams};
+
+    /// `Counted` ticks once per finished request, failures included, and passes answers through.
+    #[tokio::test]
+    async fn counted_ticks_per_request_and_passes_answers_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let answers = BTreeMap::from([((LlmStage::Generate, "a".to_owned()), "print(1)".to_owned())]);
+        let inner = AuthoredGateway::new(answers, ResponseStore::open(dir.path()));
+        let n = AtomicUsize::new(0);
+        let tick = || {
+            n.fetch_add(1, Ordering::SeqCst);
+        };
+        let counted = Counted { inner: &inner, progress: &tick };
+        let ask = |item: &str| request(LlmStage::Generate, item, "m", Vec::new(), &SamplingParams::default(), 0, "p");
+        assert_eq!(counted.complete(&ask("a")).await.unwrap().text, "print(1)");
+        assert!(matches!(counted.complete(&ask("b")).await, Err(LlmError::NotAuthored { .. })));
+        assert_eq!(n.load(Ordering::SeqCst), 2);
+    }
+}

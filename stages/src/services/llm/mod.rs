@@ -348,6 +348,25 @@ pub trait LlmGateway: Send + Sync {
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>>;
 }
 
+/// A gateway that calls `progress` after every request it completes or fails (progress bars
+/// of the LLM stages and the model audit); answers pass through unchanged.
+pub struct Counted<'g> {
+    /// The gateway asked.
+    pub inner: &'g dyn LlmGateway,
+    /// Called once per finished request.
+    pub progress: &'g (dyn Fn() + Sync),
+}
+
+impl LlmGateway for Counted<'_> {
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(async move {
+            let result = self.inner.complete(request).await;
+            (self.progress)();
+            result
+        })
+    }
+}
+
 /// Seconds as a [`Duration`] (for configs in seconds).
 pub(crate) fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s.max(0.0))

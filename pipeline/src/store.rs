@@ -92,9 +92,7 @@ impl ArtifactStore {
         if !path.exists() {
             return Ok(None);
         }
-        let text = fs_err::read_to_string(&path)?;
-        let record = serde_json::from_str(&text).with_context(|| format!("`{}`: not a stage record", path.display()))?;
-        Ok(Some(record))
+        read_record(&path).map(Some)
     }
 
     /// The record of a stage built from exactly `key`, if its outputs are all present.
@@ -181,10 +179,20 @@ impl StageWriter {
     }
 }
 
-/// Write a file atomically: `<path>.tmp`, fsync, rename.
+/// Read a stage's `record.json`.
+pub fn read_record(path: &Path) -> anyhow::Result<StageRecord> {
+    let text = fs_err::read_to_string(path)?;
+    serde_json::from_str(&text).with_context(|| format!("`{}`: not a stage record", path.display()))
+}
+
+/// Write a file atomically: `<path>.tmp` (its directory made if missing), fsync, rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
-    let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("")));
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs_err::create_dir_all(dir)?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
     let mut file = fs_err::File::create(&tmp)?;
     file.write_all(bytes)?;
     file.sync_all()?;

@@ -41,6 +41,7 @@ use stages::tables::corpus::TrainingRecordRef;
 use crate::cli::CorpusArgs;
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan, SourceFormat, SourceSpec};
 use crate::printer::Printer;
+use crate::store::write_atomic;
 
 /// Up to this many examples per drop reason in the report.
 const EXAMPLES: usize = 3;
@@ -95,18 +96,6 @@ fn shard_name(s: u32) -> String {
 
 fn shard_done(out: &Path, s: u32, plan_hash: &str) -> bool {
     fs_err::read_to_string(out.join("train").join(shard_name(s)).join("_SUCCESS")).is_ok_and(|h| h.trim() == plan_hash)
-}
-
-/// Write `bytes` to `path` through `<path>.tmp` and a rename.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent() {
-        fs_err::create_dir_all(dir)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    fs_err::write(&tmp, bytes)?;
-    fs_err::rename(&tmp, path)?;
-    Ok(())
 }
 
 /// A file written through `<path>.tmp` and renamed into place by [`AtomicFile::finish`].

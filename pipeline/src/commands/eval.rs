@@ -14,6 +14,7 @@ use stages::services::evaluator::coreb::{CorebConfig, evaluate};
 
 use crate::cli::EvalArgs;
 use crate::printer::Printer;
+use crate::store::write_atomic;
 
 /// Which retriever produces the run.
 enum Retriever {
@@ -91,13 +92,13 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let markdown = report::to_markdown(&report);
     if let Some(out) = &out {
         fs_err::create_dir_all(out)?;
-        write_atomic(&out.join("results.json"), &json_text)?;
-        write_atomic(&out.join("report.md"), &markdown)?;
-        write_atomic(&out.join("ndcg.svg"), &report::ndcg_svg(&report))?;
-        write_atomic(&out.join("queries.svg"), &report::query_distribution_svg(&report))?;
+        write_atomic(&out.join("results.json"), json_text.as_bytes())?;
+        write_atomic(&out.join("report.md"), markdown.as_bytes())?;
+        write_atomic(&out.join("ndcg.svg"), report::ndcg_svg(&report).as_bytes())?;
+        write_atomic(&out.join("queries.svg"), report::query_distribution_svg(&report).as_bytes())?;
         if external.is_none() {
             for (name, run) in &runs {
-                write_atomic(&out.join(format!("{name}.run.trec")), &run.to_trec(depth))?;
+                write_atomic(&out.join(format!("{name}.run.trec")), run.to_trec(depth).as_bytes())?;
             }
         }
         printer.status(format!("wrote {}", out.display()));
@@ -148,18 +149,6 @@ fn dataset_dirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
     Ok(subs)
 }
-
-/// Write `text` to `path` through a temporary file and a rename.
-fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default()
-    ));
-    fs_err::write(&tmp, text)?;
-    fs_err::rename(&tmp, path)?;
-    Ok(())
-}
-
 
 /// The embedding client and a runtime to drive it, for dense retrieval and reranking.
 struct DenseSetup {

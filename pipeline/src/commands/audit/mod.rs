@@ -30,12 +30,11 @@ use stages::rewrite::RewrittenProblem;
 
 pub(crate) use overlap::{find_releases, release_docs};
 
-use super::corpus::write_atomic;
 use crate::cli::{AuditArgs, AuditKind};
 use crate::engine::ReleaseManifest;
 use crate::manifest::{ManifestFile, lexical_join};
 use crate::printer::Printer;
-use crate::store::StageRecord;
+use crate::store::{read_record, write_atomic};
 
 /// Run `coreb audit`.
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
@@ -139,7 +138,7 @@ impl BuildLookup {
                 self.manifest_path.display()
             );
         }
-        let record: StageRecord = serde_json::from_str(&fs_err::read_to_string(&record_path)?).with_context(|| format!("`{}`: not a stage record", record_path.display()))?;
+        let record = read_record(&record_path)?;
         let Some(output) = record.outputs.get("rewritten") else {
             bail!("`{}`: no `rewritten` output", record_path.display());
         };

@@ -20,16 +20,6 @@ fn fixture(rel: &str) -> PathBuf {
     root().join("tests/fixtures/execute").join(rel)
 }
 
-fn ext(language: Language) -> &'static str {
-    match language {
-        Language::Python => "py",
-        Language::Cpp => "cpp",
-        Language::Java => "java",
-        Language::Go => "go",
-        Language::Ruby => "rb",
-    }
-}
-
 fn problems() -> Vec<Problem> {
     let text = std::fs::read_to_string(fixture("problems.jsonl")).unwrap();
     text.lines().map(|l| decode_row(l.as_bytes(), &IngestConfig::default()).unwrap()).collect()
@@ -64,7 +54,7 @@ fn correct_and_wrong_solutions_in_five_languages() {
     for p in &problems {
         for language in Language::ALL {
             for kind in ["ok", "wrong"] {
-                let file = fixture(&format!("solutions/{}/{kind}.{}", p.question_id, ext(language)));
+                let file = fixture(&format!("solutions/{}/{kind}.{}", p.question_id, language.extension()));
                 solutions.push(solution(&p.id, language, &file, kind));
             }
         }
@@ -103,7 +93,7 @@ fn verdicts_do_not_depend_on_jobs_and_round_trip_through_parquet() {
     for p in &problems {
         for language in [Language::Python, Language::Cpp] {
             for kind in ["ok", "wrong"] {
-                let file = fixture(&format!("solutions/{}/{kind}.{}", p.question_id, ext(language)));
+                let file = fixture(&format!("solutions/{}/{kind}.{}", p.question_id, language.extension()));
                 solutions.push(solution(&p.id, language, &file, kind));
             }
         }
@@ -253,7 +243,7 @@ fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
             continue;
         }
         let problem = hostile_problem(&format!("{name}_{language}"), input, output);
-        let s = solution(&problem.id, *language, &fixture(&format!("hostile/{name}.{}", ext(*language))), name);
+        let s = solution(&problem.id, *language, &fixture(&format!("hostile/{name}.{}", language.extension())), name);
         expected.insert(s.id.clone(), *allowed);
         solutions.push(s);
         problems.push(problem);

@@ -29,16 +29,6 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/execute")
 }
 
-fn ext(language: Language) -> &'static str {
-    match language {
-        Language::Python => "py",
-        Language::Cpp => "cpp",
-        Language::Java => "java",
-        Language::Go => "go",
-        Language::Ruby => "rb",
-    }
-}
-
 fn children_cpu() -> Duration {
     // SAFETY: an all-zero rusage is valid and getrusage fills it.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
@@ -78,7 +68,7 @@ fn naive_test(solution: &Solution, test: &TestCase) -> bool {
     let main_class = stages::execute::java_main_class(&solution.code);
     let file = match solution.language {
         Language::Java => format!("{main_class}.java"),
-        l => format!("main.{}", ext(l)),
+        l => format!("main.{}", l.extension()),
     };
     if std::fs::write(dir.path().join(&file), &solution.code).is_err() {
         return false;
@@ -140,7 +130,7 @@ fn main() {
     let mut solutions = Vec::new();
     for p in &problems {
         for language in Language::ALL {
-            let file = fixtures().join(format!("solutions/{}/ok.{}", p.question_id, ext(language)));
+            let file = fixtures().join(format!("solutions/{}/ok.{}", p.question_id, language.extension()));
             let code = std::fs::read_to_string(&file).expect("fixture solution");
             for sample in 0..samples as u32 {
                 solutions.push(Solution {

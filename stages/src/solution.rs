@@ -39,6 +39,17 @@ impl Language {
     pub fn parse(s: &str) -> Option<Self> {
         Language::ALL.into_iter().find(|l| l.as_str() == s)
     }
+
+    /// The usual source file extension (`py`, `cpp`, `java`, `go`, `rb`).
+    pub fn extension(self) -> &'static str {
+        match self {
+            Language::Python => "py",
+            Language::Cpp => "cpp",
+            Language::Java => "java",
+            Language::Go => "go",
+            Language::Ruby => "rb",
+        }
+    }
 }
 
 impl std::fmt::Display for Language {

@@ -429,13 +429,11 @@ impl Run {
         }
         let run = Run { run_id, queries: order.into_iter().collect(), arena };
         if let Some((qid, doc)) = run.first_duplicate() {
-            let lines: Vec<usize> = run
-                .arena
-                .as_str()
-                .lines()
+            // Split as the parser split them, so the lines found are the ones it read.
+            let lines: Vec<usize> = lines(run.arena.as_str())
                 .enumerate()
-                .filter(|(_, l)| {
-                    let mut f = l.split_ascii_whitespace();
+                .filter(|(_, (_, line))| {
+                    let mut f = Fields { line, pos: 0 };
                     f.next() == Some(qid.as_str()) && f.nth(1) == Some(doc.as_str())
                 })
                 .map(|(i, _)| i + 1)

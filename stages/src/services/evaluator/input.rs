@@ -241,6 +241,15 @@ impl Arena {
     }
 }
 
+/// An integer key whose ascending order is `score`'s descending order (`-0.0` ties with `0.0`,
+/// as in C).
+pub(crate) fn descending_key(x: f64) -> u64 {
+    let x = if x == 0.0 { 0.0 } else { x };
+    let bits = x.to_bits();
+    let ascending = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+    !ascending
+}
+
 /// A line-level parse failure inside a chunk: byte offset of the line and what is wrong.
 struct ChunkError {
     offset: usize,
@@ -502,7 +511,7 @@ impl Run {
     /// Sort entries into trec_eval rank order. Scores are sorted as integer keys (fast), and only
     /// groups of tied scores compare document ids.
     pub fn sort_ranked(&self, v: &mut [RunEntry]) {
-        let mut keys: Vec<(u64, u32)> = v.iter().enumerate().map(|(i, e)| (super::trec::descending_key(e.score), i as u32)).collect();
+        let mut keys: Vec<(u64, u32)> = v.iter().enumerate().map(|(i, e)| (descending_key(e.score), i as u32)).collect();
         keys.sort_unstable();
         let mut i = 0;
         while i < keys.len() {

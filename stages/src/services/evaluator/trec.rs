@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use rayon::prelude::*;
 
-use super::input::{FnvBuild, Qrels, QueryQrels, Run, RunEntry};
+use super::input::{FnvBuild, Qrels, QueryQrels, Run, RunEntry, descending_key};
 use super::measures::{Combine, Kind, Measure, NONPOOL, Ranked, UNJUDGED};
 use super::EvalError;
 
@@ -340,15 +340,6 @@ fn count_below(keys: &[u64], key: u64) -> usize {
         size -= half;
     }
     base + usize::from(keys[base] < key)
-}
-
-/// An integer key whose ascending order is `score`'s descending order (`-0.0` ties with `0.0`,
-/// as in C).
-pub(crate) fn descending_key(x: f64) -> u64 {
-    let x = if x == 0.0 { 0.0 } else { x };
-    let bits = x.to_bits();
-    let ascending = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
-    !ascending
 }
 
 const BOGUS_DOC: &str = "ceci_nest_pas_un_docno";

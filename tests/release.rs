@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::support::{coreb, root, run, text};
+use crate::support::{coreb, python, root, run, text};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -115,8 +115,8 @@ fn a_failed_gate_stops_the_publish_and_says_which() {
 
 #[test]
 fn python_users_can_load_the_release() {
-    let out = Command::new("python3").arg(root().join("scripts/read_release.py")).arg(committed()).output().unwrap();
-    assert!(out.status.success(), "pandas + pyarrow are needed (.ci/run installs them)\n{}", text(&out));
+    let out = python().arg(root().join("scripts/read_release.py")).arg(committed()).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("release loads and is consistent"), "{stdout}");
     assert!(stdout.contains("text2code_qrels"));

@@ -20,6 +20,15 @@ pub fn shared_data(rel: &str) -> PathBuf {
     root().join("../shared/data").join(rel)
 }
 
+/// The Python interpreter of the test venv (`scripts/setup-python` makes it; `.ci/run` runs
+/// that): `$COREB_PYTHON` if set, else `<root>/.venv/bin/python`. Panics with the command to
+/// run when neither exists, so a missing client is a clear failure, never a silent skip.
+pub fn python() -> Command {
+    let path = std::env::var_os("COREB_PYTHON").map(PathBuf::from).unwrap_or_else(|| root().join(".venv/bin/python"));
+    assert!(path.exists(), "no test venv at `{}`: run `scripts/setup-python` (or set COREB_PYTHON)", path.display());
+    Command::new(path)
+}
+
 /// Run a command, returning its output; panics only on a failure to start.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output().expect("start coreb")

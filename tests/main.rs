@@ -6,6 +6,7 @@
 //! - `fetch`: downloads from a local HTTP server: resume, retries, checksums.
 //! - `execute`: the sandboxed judge: five languages, hostile programs, `coreb judge`.
 //! - `llm`: the LLM gateway, response store and LLM stages against a fault-injecting server.
+//! - `live`: live builds (issue #22): early stop with the cause, reruns that ask nothing; the opt-in real-model smoke test.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `corpus`: `coreb corpus` on CoSQA plus planted duplicates and release copies; `coreb audit`.
@@ -19,6 +20,7 @@ mod corpus;
 mod execute;
 mod fetch;
 mod ingest;
+mod live;
 mod llm;
 mod release;
 mod eval;

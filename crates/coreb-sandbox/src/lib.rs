@@ -276,6 +276,9 @@ impl std::fmt::Display for Isolation {
         if !self.process_limit {
             f.write_str(", no process limit")?;
         }
+        if let (MemoryBound::Rlimit, Some(note)) = (self.memory, &self.note) {
+            write!(f, " [{note}]")?;
+        }
         Ok(())
     }
 }
@@ -552,13 +555,11 @@ impl Sandbox {
         drop((stdin_r, stdout_w, stderr_w, report_w, sync_r));
         let go = sys::write(&sync_w, b"g");
         drop(sync_w);
-        let io = match go {
-            Ok(_) => pump(pid, program.stdin, stdin_w, stdout_r, stderr_r, report_r, limits, start),
-            Err(e) => {
-                sys::kill(pid);
-                Err(e)
-            }
-        };
+        let io = go.and_then(|_| pump(pid, program.stdin, stdin_w, stdout_r, stderr_r, report_r, limits, start));
+        if io.is_err() {
+            // Never wait for a run nobody is watching any more.
+            sys::kill(pid);
+        }
         let waited = sys::wait(pid);
         let wall_ms = start.elapsed().as_millis() as u64;
         let io = io.map_err(|source| SandboxError::Setup { step: "feeding and reading the program".into(), source })?;

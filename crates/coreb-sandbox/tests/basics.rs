@@ -122,3 +122,14 @@ fn the_directory_is_read_only_for_tests_and_writable_for_compiles() {
 fn unsafe_free_uid() -> u32 {
     std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap()
 }
+
+#[test]
+fn a_stray_holding_stdin_does_not_hold_up_the_judge() {
+    // The program ends at once; a background child keeps its (full, unread) stdin open. The
+    // stray dies with the run's namespace, so feeding the 8 MiB ends there.
+    let input = vec![b'x'; 8 << 20];
+    let out = sh("sleep 30 & exit 0", &input, &Limits { wall_time_ms: 20_000, ..Limits::default() });
+    assert_eq!(out.status, ExitStatus::Exited(0), "{out:?}");
+    assert_eq!(out.limit, None);
+    assert!(out.wall_ms < 5_000, "{} ms", out.wall_ms);
+}

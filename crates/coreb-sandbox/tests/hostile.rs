@@ -36,6 +36,18 @@ fn python(script: &str, stdin: &[u8], limits: &Limits) -> Outcome {
     sandbox().run(&program, limits).unwrap()
 }
 
+/// `/bin/sh -c script` in `dir`, with no stdin.
+fn shell<'a>(dir: &'a Path, script: &str) -> Program<'a> {
+    Program {
+        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        stdin: b"",
+        dir,
+        access: DirAccess::ReadOnly,
+        cache: None,
+    }
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -182,14 +194,7 @@ fn processes_running(argv: &[&str]) -> Vec<u32> {
 fn a_setsid_double_forked_process_dies_with_its_run() {
     let dir = tempfile::tempdir().unwrap();
     let marker = "61.4242";
-    let program = Program {
-        argv: vec!["/bin/sh".into(), "-c".into(), format!("setsid sh -c 'sleep {marker} &' ; sleep 0.3; echo started")],
-        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        stdin: b"",
-        dir: dir.path(),
-        access: DirAccess::ReadOnly,
-        cache: None,
-    };
+    let program = shell(dir.path(), &format!("setsid sh -c 'sleep {marker} &' ; sleep 0.3; echo started"));
     let out = sandbox().run(&program, &Limits::default()).unwrap();
     assert_eq!(text(&out.stdout), "started\n", "{out:?}");
     assert!(out.wall_ms < 5_000, "the run waited for its stray: {} ms", out.wall_ms);
@@ -202,14 +207,7 @@ fn a_setsid_double_forked_process_dies_with_its_run() {
 fn helper_judge_with_a_long_run() {
     let Ok(marker) = std::env::var("COREB_SANDBOX_HELPER_MARKER") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let program = Program {
-        argv: vec!["/bin/sh".into(), "-c".into(), format!("setsid sh -c 'sleep {marker} &' ; sleep {marker}1")],
-        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        stdin: b"",
-        dir: dir.path(),
-        access: DirAccess::ReadOnly,
-        cache: None,
-    };
+    let program = shell(dir.path(), &format!("setsid sh -c 'sleep {marker} &' ; sleep {marker}1"));
     let _ = sandbox().run(&program, &Limits { wall_time_ms: 120_000, ..Limits::default() });
 }
 
@@ -240,6 +238,59 @@ fn a_killed_judge_takes_its_runs_with_it() {
         assert!(killed.elapsed() < Duration::from_secs(10), "processes of a killed judge's run are still running");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Not a test by itself: the judge that `a_judge_that_is_pid_1_collects_no_zombies` runs as
+/// PID 1 of a namespace of its own.
+#[test]
+#[ignore = "helper: run by a_judge_that_is_pid_1_collects_no_zombies"]
+fn helper_judge_as_pid_1() {
+    if std::env::var_os("COREB_SANDBOX_HELPER_PID1").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..20 {
+        // Each run leaves an orphan that exits right after its parent.
+        let program = shell(dir.path(), "(sleep 0.05 &) ; exit 0");
+        assert!(sandbox().run(&program, &Limits::default()).unwrap().success());
+    }
+    // A control: one child of our own that we do not wait for is one zombie.
+    let _control = Command::new("/bin/true").spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let me = std::process::id().to_string();
+    let zombies = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+            let field = |k: &str| status.lines().find_map(|l| l.strip_prefix(k)).map(str::trim).unwrap_or("").to_owned();
+            field("PPid:") == me && field("State:").starts_with('Z')
+        })
+        .count();
+    println!("pid {me}, zombies {zombies}");
+}
+
+#[test]
+fn a_judge_that_is_pid_1_collects_no_zombies() {
+    if !root() {
+        eprintln!("skipped: making the judge PID 1 of a namespace needs root here (the uid pool's lock directory belongs to root)");
+        return;
+    }
+    let Ok(unshare) = which("unshare") else {
+        eprintln!("skipped: no `unshare`");
+        return;
+    };
+    let out = Command::new(unshare)
+        .args(["--pid", "--fork", "--mount-proc", "--"])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", "helper_judge_as_pid_1", "--ignored", "--nocapture"])
+        .env("COREB_SANDBOX_HELPER_PID1", "1")
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    // Only the helper's own control child: nothing of the runs.
+    assert!(stdout.contains("pid 1, zombies 1"), "{stdout}");
 }
 
 #[test]
@@ -287,6 +338,11 @@ fn runs_unprivileged_too() {
         eprintln!("skipped: no `setpriv` to run the tests as nobody");
         return;
     };
+    let userns = Command::new(&setpriv).args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "unshare", "--user", "true"]).output();
+    if !userns.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: this kernel refuses user namespaces to unprivileged users, so the sandbox cannot run unprivileged here");
+        return;
+    }
     let exe = std::env::current_exe().unwrap();
     let out = Command::new(setpriv)
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])

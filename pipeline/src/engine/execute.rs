@@ -14,7 +14,7 @@
 
 use anyhow::Context;
 use coreb_sandbox::Sandbox;
-use stages::execute::{ExecuteError, ToolchainVersions, toolchain_versions};
+use stages::execute::{ExecuteConfig, ExecuteError, ToolchainVersions, toolchain_versions};
 use stages::tables::solutions::read_solutions;
 
 use super::{Engine, StageReport};
@@ -69,11 +69,16 @@ fn time_limits(plan: &RunPlan) -> serde_json::Value {
     serde_json::Value::Object(per)
 }
 
+/// The stage key: its configuration, the toolchain versions, the upstream fingerprints.
+fn key(config: &ExecuteConfig, versions: &ToolchainVersions, upstream: &[&StageRecord]) -> anyhow::Result<String> {
+    input_key(StageName::Execute.as_str(), &(config, versions), upstream)
+}
+
 pub(super) fn run(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord) -> anyhow::Result<StageReport> {
     let stage = StageName::Execute;
     let config = &engine.plan.stages.execute;
     let judge = engine.judge()?;
-    let key = input_key(stage.as_str(), &(config, &judge.versions), &[rewrite, generate])?;
+    let key = key(config, &judge.versions, &[rewrite, generate])?;
     if let Some(hit) = engine.cached(stage, &key)? {
         return Ok(hit);
     }
@@ -109,4 +114,24 @@ pub(super) fn run(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord
     });
     let record = writer.commit_with_local(&key, &[("verdicts", "verdicts.parquet")], summary, local)?;
     Ok(StageReport { stage, skipped: false, record })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stages::solution::Language;
+
+    #[test]
+    fn a_toolchain_change_changes_the_key() {
+        let config = ExecuteConfig::default();
+        let versions = |gpp: &str| -> ToolchainVersions {
+            [(Language::Cpp, [("g++".to_owned(), gpp.to_owned())].into_iter().collect())].into_iter().collect()
+        };
+        let before = key(&config, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap();
+        assert_eq!(before, key(&config, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
+        assert_ne!(before, key(&config, &versions("g++ (Debian 12.2.0-14+deb12u1) 12.2.0"), &[]).unwrap());
+        let mut slower = config.clone();
+        slower.python.time_multiplier = Some(5.0);
+        assert_ne!(before, key(&slower, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
+    }
 }

@@ -495,3 +495,22 @@ fn a_release_that_sets_sandbox_settings_is_refused_without_the_flag() {
     assert!(!trusted.status.success(), "{}", text(&trusted));
     assert!(String::from_utf8_lossy(&trusted.stderr).contains("contains uid 0 (root)"), "{}", text(&trusted));
 }
+
+/// Issue #12: the release MANIFEST records each language's toolchain versions and its time
+/// limits (the byte-identity tests in `release` make sure the build writes exactly this file).
+#[test]
+fn the_manifest_records_toolchains_and_time_limits() {
+    let text = std::fs::read_to_string(root().join("releases/sample/v202503/MANIFEST.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let execute = &manifest["stages"]["execute"];
+    for language in Language::ALL {
+        let versions = execute["toolchains"][language.as_str()].as_object().unwrap_or_else(|| panic!("no toolchains for {language}"));
+        assert!(!versions.is_empty() && versions.values().all(|v| v.as_str().is_some_and(|s| !s.is_empty())), "{language}: {versions:?}");
+        let limits = &execute["time_limits"][language.as_str()];
+        assert_eq!(limits["time_multiplier"].as_f64(), Some(stages::execute::default_time_multiplier(language)), "{language}");
+    }
+    assert!(execute["toolchains"]["cpp"]["g++"].as_str().unwrap().starts_with("g++"));
+    assert!(execute["toolchains"]["java"]["javac"].as_str().unwrap().starts_with("javac"));
+    assert_eq!(execute["time_limits"]["python"]["cpu_time_ms"], 12_000);
+    assert_eq!(execute["time_limits"]["cpp"]["cpu_time_ms"], 4_000);
+}

@@ -15,6 +15,7 @@
 use anyhow::Context;
 use coreb_sandbox::Sandbox;
 use stages::execute::{ExecuteConfig, ExecuteError, ToolchainVersions, toolchain_versions};
+use stages::solution::Language;
 use stages::tables::solutions::read_solutions;
 
 use super::{Engine, StageReport};
@@ -69,9 +70,11 @@ fn time_limits(plan: &RunPlan) -> serde_json::Value {
     serde_json::Value::Object(per)
 }
 
-/// The stage key: its configuration, the toolchain versions, the upstream fingerprints.
+/// The stage key: its configuration, each language's resolved recipe (so that a changed
+/// default command or limit re-judges), the toolchain versions, the upstream fingerprints.
 fn key(config: &ExecuteConfig, versions: &ToolchainVersions, upstream: &[&StageRecord]) -> anyhow::Result<String> {
-    input_key(StageName::Execute.as_str(), &(config, versions), upstream)
+    let recipes: Vec<_> = Language::ALL.into_iter().map(|l| config.toolchain(l)).collect();
+    input_key(StageName::Execute.as_str(), &(config, &recipes, versions), upstream)
 }
 
 pub(super) fn run(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord) -> anyhow::Result<StageReport> {
@@ -119,7 +122,6 @@ pub(super) fn run(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stages::solution::Language;
 
     #[test]
     fn a_toolchain_change_changes_the_key() {

@@ -66,9 +66,15 @@ pub enum ExecuteError {
         #[source]
         source: SandboxError,
     },
-    /// The sandbox could not be set up on this machine (namespaces refused, …).
-    #[error("setting up the sandbox")]
-    SandboxSetup(#[source] SandboxError),
+    /// A program of a language's recipe could not be asked for its version.
+    #[error("asking `{program}` for its version")]
+    Version {
+        /// The program.
+        program: String,
+        /// The cause.
+        #[source]
+        source: SandboxError,
+    },
     /// A working directory could not be prepared.
     #[error("`{}`", path.display())]
     Io {

@@ -165,6 +165,10 @@ impl LanguageConfig {
                     "java",
                     "-XX:MaxRAM={memory_mb}m",
                     "-XX:MaxRAMPercentage=60",
+                    // Smaller reservations (1 GiB of class space, 240 MiB of code cache by
+                    // default): where no cgroup holds, RLIMIT_AS bounds the address space.
+                    "-XX:CompressedClassSpaceSize=128m",
+                    "-XX:ReservedCodeCacheSize=64m",
                     "-XX:+UseSerialGC",
                     "-XX:TieredStopAtLevel=1",
                     "-XX:-UsePerfData",
@@ -363,7 +367,7 @@ pub fn toolchain_versions(config: &super::ExecuteConfig, sandbox: &Sandbox, lang
                     program: program.clone(),
                     package: debian_package(program),
                 },
-                source => ExecuteError::Sandbox { solution: crate::solution::SolutionId::from_raw(format!("{program} (version)")), step: "version".into(), source },
+                source => ExecuteError::Version { program: program.clone(), source },
             })?;
             let text = String::from_utf8_lossy(if outcome.stdout.iter().any(|b| !b.is_ascii_whitespace()) { &outcome.stdout } else { &outcome.stderr }).into_owned();
             let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();

@@ -17,8 +17,11 @@ fn release() -> PathBuf {
     root().join("tests/fixtures/eval/release")
 }
 
-/// `(task, query id, subtask, text)` of the fixture release, and `(task, doc text)`.
-fn fixture() -> (Vec<(String, String, String, String)>, Vec<(String, String, String)>) {
+/// `(task, query id, subtask, text)` of a fixture query.
+type FixtureQuery = (String, String, String, String);
+
+/// `(task, query id, subtask, text)` of the fixture release, and `(task, doc id, text)`.
+fn fixture() -> (Vec<FixtureQuery>, Vec<(String, String, String)>) {
     let (mut queries, mut docs) = (Vec::new(), Vec::new());
     for task in ["code2text", "text2code"] {
         let dir = release().join(task);
@@ -264,16 +267,17 @@ fn pointwise_rerank_and_score_endpoints_rerank_the_top_documents() {
 
 /// The reference: sliding windows as documented, answers read as documented.
 fn reference_order(query: &str, mut docs: Vec<(String, String)>, window: usize, step: usize) -> Vec<String> {
-    let n = docs.len();
-    let mut end = n;
+    let bracketed = regex::Regex::new(r"\[(\d+)\]").unwrap();
+    let bare = regex::Regex::new(r"\d+").unwrap();
+    let mut end = docs.len();
     loop {
         let start = end.saturating_sub(window);
         let texts: Vec<String> = docs[start..end].iter().map(|d| d.1.clone()).collect();
         let answer = chat_answer(query, &texts);
         let m = end - start;
-        let mut ids: Vec<usize> = regex::Regex::new(r"\[(\d+)\]").unwrap().captures_iter(&answer).map(|c| c[1].parse().unwrap()).collect();
+        let mut ids: Vec<usize> = bracketed.captures_iter(&answer).map(|c| c[1].parse().unwrap()).collect();
         if ids.is_empty() {
-            ids = regex::Regex::new(r"\d+").unwrap().find_iter(&answer).map(|x| x.as_str().parse().unwrap()).collect();
+            ids = bare.find_iter(&answer).map(|x| x.as_str().parse().unwrap()).collect();
         }
         let mut order: Vec<usize> = Vec::new();
         for id in ids {

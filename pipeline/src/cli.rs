@@ -46,7 +46,7 @@ pub enum Command {
     /// Rebuild a published release and compare every checksum.
     Verify(VerifyArgs),
     /// Evaluate a release or a BEIR folder with a built-in baseline or a run file.
-    Eval(EvalArgs),
+    Eval(Box<EvalArgs>),
     /// Compare two systems on the same release, per task and subtask: paired difference with
     /// its bootstrap interval, Wilcoxon signed-rank and randomisation p-values.
     Compare(CompareArgs),

@@ -117,10 +117,8 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         runs.push((data.name.clone(), run));
     }
     let rerank_info = reranker.as_ref().map(|r| r.info(&first_label));
-    if let Some(stats) = rerank_info.as_ref().and_then(|r| r.listwise_stats) {
-        if stats.failed > 0 {
-            bail!("listwise reranking: {} of {} windows got no answer (kept in first-stage order); nothing written. A rerun asks only for those (answers are in the store)", stats.failed, stats.windows);
-        }
+    if let Some(stats) = rerank_info.as_ref().and_then(|r| r.listwise_stats).filter(|s| s.failed > 0) {
+        bail!("listwise reranking: {} of {} windows got no answer (kept in first-stage order); nothing written. A rerun asks only for those (answers are in the store)", stats.failed, stats.windows);
     }
     let report = EvalReport { retriever: label, ks: k.clone(), tasks, bootstrap, prompts: prompts_used, rerank: rerank_info };
     let json_text = serde_json::to_string_pretty(&report)?;

@@ -142,7 +142,7 @@ pub enum Reranker {
     /// `/rerank` or `/score`.
     Pointwise {
         /// The client (at `--rerank-base-url`).
-        client: EmbedClient,
+        client: Box<EmbedClient>,
         /// Which endpoint.
         api: Pointwise,
         /// The model.
@@ -155,9 +155,9 @@ pub enum Reranker {
         /// The gateway with its response store.
         gateway: Box<Gateway>,
         /// The prompt.
-        prompt: Prompt,
+        prompt: Box<Prompt>,
         /// Settings.
-        config: ListwiseConfig,
+        config: Box<ListwiseConfig>,
         /// Counts so far.
         stats: std::sync::Mutex<ListwiseStats>,
     },
@@ -202,11 +202,11 @@ impl Reranker {
                     sampling: config.sampling.clone(),
                     concurrency: args.concurrency,
                 };
-                return Ok(Some(Reranker::Listwise { gateway: Box::new(gateway), prompt, config, stats: Default::default() }));
+                return Ok(Some(Reranker::Listwise { gateway: Box::new(gateway), prompt: Box::new(prompt), config: Box::new(config), stats: Default::default() }));
             }
         };
         let client = embed_client(args, &base_url, key_var, None)?;
-        Ok(Some(Reranker::Pointwise { client, api, model: model.clone(), depth: args.rerank_depth }))
+        Ok(Some(Reranker::Pointwise { client: Box::new(client), api, model: model.clone(), depth: args.rerank_depth }))
     }
 
     /// `rerank:<model>`, `score:<model>` or `listwise:<model>`.
@@ -266,7 +266,7 @@ impl Reranker {
                 model: config.model.clone(),
                 depth: config.depth,
                 first_stage: first_stage.to_owned(),
-                listwise: Some(config.clone()),
+                listwise: Some(config.as_ref().clone()),
                 listwise_stats: stats.lock().ok().map(|s| *s),
             },
         }

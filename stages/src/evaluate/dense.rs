@@ -29,10 +29,8 @@ pub fn task_prompts(presets: &Presets, preset: &Preset, overrides: &PromptOverri
     let document = presets.document_side(preset, &data.name, overrides)?;
     let mut queries = BTreeMap::new();
     for q in &data.queries {
-        let key = q.subtask.clone().unwrap_or_default();
-        if !queries.contains_key(&key) {
-            let side = presets.query_side(preset, &data.name, q.subtask.as_deref(), overrides)?;
-            queries.insert(key, side);
+        if let std::collections::btree_map::Entry::Vacant(slot) = queries.entry(q.subtask.clone().unwrap_or_default()) {
+            slot.insert(presets.query_side(preset, &data.name, q.subtask.as_deref(), overrides)?);
         }
     }
     Ok(TaskPrompts { document, queries })

@@ -244,7 +244,8 @@ pub async fn listwise_run(
     progress: &(dyn Fn() + Sync),
 ) -> Result<(Run, ListwiseStats), LlmStageError> {
     let texts: std::collections::HashMap<&str, String> = data.corpus.iter().map(|d| (d.id.as_str(), d.full_text())).collect();
-    let work: Vec<(&str, &str, Vec<(String, String)>)> = data
+    type Work<'a> = (&'a str, &'a str, Vec<(String, String)>);
+    let work: Vec<Work<'_>> = data
         .queries
         .iter()
         .filter_map(|q| {

@@ -86,9 +86,12 @@ fn intervals(queries: &[&QueryScores], ks: usize, cfg: &BootstrapConfig) -> AtKI
     }
 }
 
+/// Queries grouped by a label.
+type Grouped<'a> = BTreeMap<String, Vec<&'a QueryScores>>;
+
 /// Groups of queries: all, by subtask, by language.
-fn groups(queries: &[QueryScores]) -> (Vec<&QueryScores>, BTreeMap<String, Vec<&QueryScores>>, BTreeMap<String, Vec<&QueryScores>>) {
-    let (mut subtasks, mut languages): (BTreeMap<String, Vec<&QueryScores>>, BTreeMap<String, Vec<&QueryScores>>) = Default::default();
+fn groups(queries: &[QueryScores]) -> (Vec<&QueryScores>, Grouped<'_>, Grouped<'_>) {
+    let (mut subtasks, mut languages): (Grouped<'_>, Grouped<'_>) = Default::default();
     for q in queries {
         if let Some(s) = &q.subtask {
             subtasks.entry(s.clone()).or_default().push(q);

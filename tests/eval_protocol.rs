@@ -380,6 +380,16 @@ fn bootstrap_and_tests_equal_numpy_and_scipy() {
     eval(&["--out", out.to_str().unwrap()], dir.path());
     let check = run(python().arg(&script).arg("eval").arg(out.join("results.json")));
     assert!(check.status.success(), "{}", text(&check));
+    // Run files are evaluated on `--release`; a run against itself differs by nothing.
+    let run_file = out.join("text2code.run.trec");
+    let same = run(coreb().arg("compare").arg(&run_file).arg(&run_file).arg("--release").arg(release().join("text2code")).args(["--metric", "mrr@10", "--json"]));
+    assert!(same.status.success(), "{}", text(&same));
+    let same: serde_json::Value = serde_json::from_slice(&same.stdout).unwrap();
+    assert_eq!(same["metric"], "mrr@10");
+    assert_eq!(same["tasks"][0]["overall"]["difference"], 0.0);
+    assert!(same["tasks"][0]["overall"]["wilcoxon_p"].is_null());
+    let no_release = run(coreb().arg("compare").arg(&run_file).arg(&run_file));
+    assert!(String::from_utf8_lossy(&no_release.stderr).contains("`--release`"), "{}", text(&no_release));
     // coreb compare on crafted per-query values: every branch of the Wilcoxon test.
     let lcg = |seed: u64, n: usize, levels: u64| -> Vec<f64> {
         let mut x = seed;
@@ -424,4 +434,68 @@ fn bootstrap_and_tests_equal_numpy_and_scipy() {
     results_file(&fb, &b[..2]);
     let bad = run(coreb().arg("compare").arg(&fa).arg(&fb));
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("not results on the same release"), "{}", text(&bad));
+}
+
+#[test]
+fn the_key_goes_only_to_the_configured_base_url() {
+    // `elsewhere` records what reaches it; `base` redirects every request there.
+    let (elsewhere, seen_elsewhere) = server();
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().unwrap();
+    let auth = Arc::new(Mutex::new(Vec::new()));
+    let auth2 = Arc::clone(&auth);
+    let target = format!("{elsewhere}/embeddings");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let Some(req) = crate::support::read_request(&s) else { continue };
+            auth2.lock().unwrap().push(req.header("authorization").unwrap_or("").to_owned());
+            let _ = write!(s, "HTTP/1.1 307 Temporary Redirect\r\nLocation: {target}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(coreb()
+        .current_dir(dir.path())
+        .arg("eval")
+        .arg(release())
+        .args(["--retriever", "embed:m", "--no-cache", "--base-url", &format!("http://{addr}/v1"), "--api-key-env", "COREB_SECRET_KEY"])
+        .env("COREB_SECRET_KEY", "sk-secret"));
+    assert!(!out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("HTTP 307") && err.contains("not followed") && err.contains(&elsewhere), "{err}");
+    assert_eq!(auth.lock().unwrap().first().map(String::as_str), Some("Bearer sk-secret"), "the configured base URL got the key");
+    assert!(seen_elsewhere.embedded.lock().unwrap().is_empty(), "nothing reached the other host");
+    assert!(!err.contains("sk-secret"), "the key is never printed: {err}");
+}
+
+#[test]
+fn a_manifest_gives_the_prompts_and_the_gate_thresholds() {
+    let (base, seen) = server();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("m.toml");
+    fs_err::write(
+        &manifest,
+        "version = \"v202504\"\noutput_dir = \"build\"\n[[sources]]\nname = \"s\"\nurl = \"rows.jsonl\"\n\
+         [gates]\nbm25_ndcg10_max = 1.01\n[eval.prompts]\nquery = \"M: \"\n",
+    )
+    .unwrap();
+    let v = eval(&["--retriever", "embed:toy", "--base-url", &base, "--no-cache", "--manifest", manifest.to_str().unwrap()], dir.path());
+    assert_eq!(v["prompts"]["overrides"]["query"], "M: ");
+    let (queries, _) = fixture();
+    let sent: BTreeSet<String> = seen.embedded.lock().unwrap().iter().map(|(_, t)| t.clone()).collect();
+    assert!(queries.iter().all(|q| sent.contains(&format!("M: {}", q.3))), "{sent:?}");
+    // The command line wins over the manifest.
+    seen.embedded.lock().unwrap().clear();
+    eval(&["--retriever", "embed:toy", "--base-url", &base, "--no-cache", "--manifest", manifest.to_str().unwrap(), "--query-prompt", "C: "], dir.path());
+    assert!(seen.embedded.lock().unwrap().iter().any(|(_, t)| t.starts_with("C: ")));
+    // `--gates` takes the manifest's thresholds: code2text's BM25 nDCG@10 of 1 is inside
+    // [0.05, 1.01], so only its missing hard negative fails.
+    let out = run(coreb().arg("eval").arg(release()).args(["--gates", "--manifest"]).arg(&manifest));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("gate `hard_negatives`") && !err.contains("bm25_band") && err.contains("1 release gate(s) failed"), "{}", text(&out));
+    // A bad `[eval]` key is refused with the file and line.
+    fs_err::write(&manifest, "version = \"v202504\"\noutput_dir = \"build\"\n[[sources]]\nname = \"s\"\nurl = \"rows.jsonl\"\n[eval.prompts]\nquerry = \"x\"\n").unwrap();
+    let out = run(coreb().arg("eval").arg(release()).arg("--manifest").arg(&manifest));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("m.toml") && err.contains("unknown field `querry`"), "{err}");
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::support::{coreb, root, run, shared_data, text};
+use crate::support::{coreb, fixture_data, root, run, text};
 
 fn read_jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -27,9 +27,9 @@ const SAMPLE: &str = "releases/sample/v202503";
 
 /// The CoSQA pairs (query id, doc id) in qrels order, with their texts.
 fn cosqa_pairs() -> Vec<(String, String, String, String)> {
-    let queries = by_id(read_jsonl(&shared_data("cosqa/queries.jsonl")));
-    let docs = by_id(read_jsonl(&shared_data("cosqa/corpus.jsonl")));
-    std::fs::read_to_string(shared_data("cosqa/qrels/test.tsv"))
+    let queries = by_id(read_jsonl(&fixture_data("cosqa/queries.jsonl")));
+    let docs = by_id(read_jsonl(&fixture_data("cosqa/corpus.jsonl")));
+    std::fs::read_to_string(fixture_data("cosqa/qrels/test.tsv"))
         .unwrap()
         .lines()
         .skip(1)
@@ -100,7 +100,7 @@ fn write_corpus(dir: &Path) -> (std::path::PathBuf, Expected) {
         format!(
             "releases_dir = {:?}\n[output]\ndir = \"out\"\nshards = 4\n[[source]]\nname = \"cosqa\"\nformat = \"beir\"\npath = {:?}\n[[source]]\nname = \"planted\"\nformat = \"jsonl\"\npath = \"planted.jsonl\"\nid_field = \"id\"\n",
             root().join("releases").display().to_string(),
-            shared_data("cosqa").display().to_string(),
+            fixture_data("cosqa").display().to_string(),
         ),
     )
     .unwrap();
@@ -282,7 +282,7 @@ fn alignment_uses_the_embeddings_endpoint_when_configured() {
         &manifest,
         format!(
             "[output]\ndir = \"out\"\n[[source]]\nname = \"cosqa\"\nformat = \"beir\"\npath = {:?}\n[embed]\nbase_url = {base:?}\nmodel = \"toy\"\napi_key_env = \"COREB_TEST_NO_KEY\"\n",
-            shared_data("cosqa").display().to_string()
+            fixture_data("cosqa").display().to_string()
         ),
     )
     .unwrap();

@@ -400,7 +400,7 @@ fn bootstrap_and_tests_equal_numpy_and_scipy() {
             })
             .collect()
     };
-    let distinct = |n: usize, shift: f64| -> Vec<f64> { (0..n).map(|i| ((i * 37 % 101) as f64 + shift * (i as f64 * 0.37).sin()) / 101.0).collect() };
+    let distinct = |n: usize, shift: f64| -> Vec<f64> { (0..n).map(|i| ((i * 37 % 101) as f64 + shift * (i as f64 * 0.37 + 0.5).sin()) / 101.0).collect() };
     let a = [
         ("exact_n8", distinct(8, 0.0)),
         ("exact_n40", distinct(40, 0.0)),
@@ -417,6 +417,19 @@ fn bootstrap_and_tests_equal_numpy_and_scipy() {
         ("asym_n300", lcg(13, 300, 8)),
         ("same", vec![0.5; 20]),
     ];
+    // The exact branch needs differences without zeros or ties; the permutation branch (n ≤ 13)
+    // and the normal approximation need ties or zeros.
+    let abs_diffs = |i: usize| -> Vec<f64> { a[i].1.iter().zip(&b[i].1).map(|(x, y)| (y - x).abs()).collect() };
+    for i in [0, 1] {
+        let d = abs_diffs(i);
+        let distinct: BTreeSet<u64> = d.iter().map(|x| x.to_bits()).collect();
+        assert!(d.iter().all(|x| *x > 0.0) && distinct.len() == d.len(), "{}: {d:?}", a[i].0);
+    }
+    for i in [2, 3, 4] {
+        let d = abs_diffs(i);
+        let distinct: BTreeSet<u64> = d.iter().map(|x| x.to_bits()).collect();
+        assert!(d.contains(&0.0) || distinct.len() < d.len(), "{}", a[i].0);
+    }
     let (fa, fb) = (dir.path().join("A.json"), dir.path().join("B.json"));
     results_file(&fa, &a);
     results_file(&fb, &b);

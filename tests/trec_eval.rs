@@ -1,8 +1,6 @@
 //! `coreb trec-eval` against trec_eval's own conformance suite (`make quicktest` commands and
 //! expected outputs in tests/fixtures/data/trec_eval/), plus bad-input errors.
 
-use std::path::PathBuf;
-
 use crate::support::{coreb, fixture_data as data, run, text};
 
 fn check(args: &[&str], qrels: &str, results: &str, expected: &str) {

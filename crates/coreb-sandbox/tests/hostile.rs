@@ -255,6 +255,7 @@ fn helper_judge_as_pid_1() {
         assert!(sandbox().run(&program, &Limits::default()).unwrap().success());
     }
     // A control: one child of our own that we do not wait for is one zombie.
+    #[allow(clippy::zombie_processes)]
     let _control = Command::new("/bin/true").spawn().unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let me = std::process::id().to_string();

@@ -182,6 +182,11 @@ pub struct StageArgs {
 pub struct VerifyArgs {
     /// The release directory, e.g. `releases/v202504`.
     pub release: PathBuf,
+    /// Apply the sandbox settings and the compile/run commands that the release's embedded
+    /// build manifest sets in `[stages.execute]` (refused by default: a downloaded release
+    /// could weaken the sandbox or choose what the judge runs).
+    #[arg(long)]
+    pub trust_release_sandbox: bool,
 }
 
 /// Arguments of `coreb eval`.
@@ -518,6 +523,10 @@ pub struct ModelAuditArgs {
     /// Worker threads for execution (default: all cores). Results do not depend on it.
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Apply the sandbox settings and the compile/run commands that the release's embedded
+    /// build manifest sets in `[stages.execute]` (refused by default).
+    #[arg(long)]
+    pub trust_release_sandbox: bool,
 }
 
 /// Arguments of `coreb corpus`.

@@ -852,6 +852,20 @@ mod tests {
     }
 
     #[test]
+    fn datatrove_normalisation_folds_digits_and_punctuation() {
+        // The same code with other numbers in every identifier and other punctuation: a
+        // different text for `none`, the same one for `datatrove`.
+        let a: String = (0..30).map(|i| format!("obj{i}.value = obj{}[{i}];\n", i + 1)).collect();
+        let b: String = (0..30).map(|i| format!("obj{}.value := obj{}({});\n", i + 50, i + 77, i * 3)).collect();
+        let rows = [("a", "copy the values", a.as_str()), ("b", "copy the values!", b.as_str())];
+        for (normalise, dropped) in [(NearNormalisation::None, false), (NearNormalisation::Datatrove, true)] {
+            let config = CorpusDedupConfig { normalise, ..CorpusDedupConfig::default() };
+            let d = find_duplicates(&config, &[&sketches(&config, &rows, 0..2)]).unwrap();
+            assert_eq!(d.verdict(1) != Verdict::Keep, dropped, "{normalise:?}: {:?}", d.verdict(1));
+        }
+    }
+
+    #[test]
     fn sketches_round_trip_and_corruption_is_caught() {
         let config = CorpusDedupConfig::default();
         let rows = [("x:1", "read a file", "open(p).read()"), ("x:2", "Größe ändern", "resize()")];

@@ -359,11 +359,17 @@ impl Sketcher {
                 } else {
                     self.text = self.text.to_lowercase();
                 }
-                shingle_hashes(word_spans(&self.text), self.config.shingle_words, &mut self.words, &mut self.shingles);
+                if self.text.is_ascii() {
+                    // The same words as `word_spans`, split on bytes.
+                    let words = self.text.as_bytes().split(|b| !b.is_ascii_alphanumeric()).filter(|w| !w.is_empty());
+                    shingle_hashes(words, self.config.shingle_words, &mut self.words, &mut self.shingles);
+                } else {
+                    shingle_hashes(word_spans(&self.text).map(str::as_bytes), self.config.shingle_words, &mut self.words, &mut self.shingles);
+                }
             }
             NearNormalisation::Datatrove => {
                 simplify_like_datatrove(&self.text, &mut self.simple);
-                shingle_hashes(self.simple.split(' ').filter(|w| !w.is_empty()), self.config.shingle_words, &mut self.words, &mut self.shingles);
+                shingle_hashes(self.simple.split(' ').filter(|w| !w.is_empty()).map(str::as_bytes), self.config.shingle_words, &mut self.words, &mut self.shingles);
             }
         }
         one_permutation_signature(&self.shingles, self.config.num_perm, self.config.seed, &self.probes, &mut self.sig, &mut self.filled);
@@ -450,10 +456,10 @@ fn simplify_general(text: &str, out: &mut String) {
 
 /// Hashes of the `k`-word shingles of `words` (one shingle of all words when there are at
 /// most `k`). A shingle hashes the xxh3 hashes of its words, so no shingle string is built.
-fn shingle_hashes<'a>(words: impl Iterator<Item = &'a str>, k: usize, buf: &mut Vec<u8>, out: &mut Vec<u64>) {
+fn shingle_hashes<'a>(words: impl Iterator<Item = &'a [u8]>, k: usize, buf: &mut Vec<u8>, out: &mut Vec<u64>) {
     buf.clear();
     for w in words {
-        buf.extend_from_slice(&xxh3_64(w.as_bytes()).to_le_bytes());
+        buf.extend_from_slice(&xxh3_64(w).to_le_bytes());
     }
     out.clear();
     let n = buf.len() / 8;
@@ -694,10 +700,9 @@ pub fn find_duplicates(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Resul
     }
     drop(seen);
     drop(exact);
-    let sketch = |k: usize| -> (&[u32], &[u32]) {
-        let (pi, ri, _) = near_rows[k];
-        parts[pi as usize].near_sketch(ri as usize).expect("checked above")
-    };
+    // Band keys and shingles of each near-dedup row, by its index in `near_rows`.
+    let sketched: Vec<(&[u32], &[u32])> = near_rows.iter().map(|&(pi, ri, _)| parts[pi as usize].near_sketch(ri as usize).expect("checked above")).collect();
+    let sketch = |k: usize| sketched[k];
     // Per band (in parallel): sort the rows by band key; the members of a bucket are then
     // consecutive, in input order, and each is a candidate of the member before it (as
     // datatrove's bucket stage pairs neighbours in sorted order).

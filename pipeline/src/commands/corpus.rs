@@ -293,7 +293,7 @@ struct PartMarker {
 
 fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
     let path = dir.join("_SUCCESS");
-    Ok(serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))?)
+    serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))
 }
 
 /// A file written through `<path>.tmp` and renamed into place by [`AtomicFile::finish`].

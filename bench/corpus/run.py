@@ -112,7 +112,9 @@ def run_coreb(binary, a, data, shards, threads, normalise="none"):
     with open(manifest, "w") as f:
         f.write(
             f'releases_dir = "{os.path.join(ROOT, "releases")}"\n[output]\ndir = "{out_dir}"\nshards = {shards}\n'
-            f'[[source]]\nname = "bench"\nformat = "jsonl"\npath = "{data}"\nid_field = "id"\n'
+            # No `id_field`: a pair's id is its line number, which the duplicate sets are
+            # compared by (the generator's exact copies repeat the copied row's `id`).
+            f'[[source]]\nname = "bench"\nformat = "jsonl"\npath = "{data}"\n'
             "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n"
             + (f'[dedup]\nnormalise = "{normalise}"\n' if normalise != "none" else "")
         )
@@ -128,7 +130,7 @@ def run_coreb(binary, a, data, shards, threads, normalise="none"):
         for line in f:
             d = json.loads(line)
             if d["reason"] in ("duplicate_id", "exact_duplicate", "near_duplicate"):
-                dropped.add(int(d["id"].split(":", 1)[1]))
+                dropped.add(int(d["id"].split(":", 1)[1]))  # the line number
     digest = hashlib.sha256("\n".join(sorted(kept)).encode()).hexdigest()[:16]
     return {"stats": stats, "wall": wall, "rss": rss, "cpu": cpu, "digest": digest, "dedup_dropped": dropped, "shards": shards, "threads": threads}
 
@@ -189,17 +191,33 @@ def ensure_venv():
 
 
 def run_datatrove(python, a, data, tokenizer):
+    """datatrove's four stages on `data`; a finished run on the same data is reused (its
+    figures were measured when it ran) unless --rerun-datatrove: it takes minutes."""
     work = os.path.join(a.work, f"datatrove-{tokenizer}")
-    subprocess.run(["rm", "-rf", work], check=True)
-    os.makedirs(work)
-    stdout, wall, rss, cpu = run_child([python, "-c", DATATROVE, data, work, tokenizer], a.work)
-    out = json.loads(stdout.strip().splitlines()[-1])
+    result = os.path.join(work, "result.json")
+    key = {"data": data, "size": os.path.getsize(data), "tokenizer": tokenizer, "script": hashlib.sha256(DATATROVE.encode()).hexdigest()}
+    cached = None
+    if os.path.exists(result) and not a.rerun_datatrove:
+        with open(result) as f:
+            cached = json.load(f)
+        if cached.get("key") != key:
+            cached = None
+    if cached:
+        print(f"  (reusing the datatrove run in {work}: --rerun-datatrove to redo it)", file=sys.stderr)
+        out, wall, rss, cpu = cached["out"], cached["wall"], cached["rss"], cached["cpu"]
+    else:
+        subprocess.run(["rm", "-rf", work], check=True)
+        os.makedirs(work)
+        stdout, wall, rss, cpu = run_child([python, "-c", DATATROVE, data, work, tokenizer], a.work)
+        out = json.loads(stdout.strip().splitlines()[-1])
+        with open(result, "w") as f:
+            json.dump({"key": key, "out": out, "wall": wall, "rss": rss, "cpu": cpu}, f)
     # Rows that are not the first of their cluster (whatever row datatrove kept).
     first = {}
     for doc, cluster in out["clusters"]:
         first[cluster] = min(first.get(cluster, doc), doc)
     not_first = {doc for doc, cluster in out["clusters"] if doc != first[cluster]}
-    return {"wall": wall, "rss": rss, "cpu": cpu, "removed": set(out["removed"]), "not_first": not_first, "tokenizer": tokenizer}
+    return {"wall": wall, "rss": rss, "cpu": cpu, "removed": set(out["removed"]), "not_first": not_first, "tokenizer": tokenizer, "reused": bool(cached)}
 
 
 def main():
@@ -211,6 +229,7 @@ def main():
     ap.add_argument("--coreb", default=os.path.join(ROOT, "target", "release", "coreb"))
     ap.add_argument("--no-datatrove", action="store_true", help="skip datatrove (no venv needed)")
     ap.add_argument("--tokenizers", default="spacy,split", help="datatrove word tokenizers: spacy (its default), split")
+    ap.add_argument("--rerun-datatrove", action="store_true", help="run datatrove again even if a finished run on the same data is in --work")
     ap.add_argument("--baseline", help="another coreb binary (e.g. an older build) to run at 1 and N shards on the same data")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
@@ -270,7 +289,7 @@ def main():
 
     one_thread = by.get((1, 1)) or runs[0]
     for d in dts:
-        print(f"\ndatatrove MinHash, {d['tokenizer']} tokenizer, one worker: {d['wall']:.1f} s wall, {d['cpu']:.1f} cpu s, "
+        print(f"\ndatatrove MinHash, {d['tokenizer']} tokenizer, one worker{' (reused run)' if d['reused'] else ''}: {d['wall']:.1f} s wall, {d['cpu']:.1f} cpu s, "
               f"{size_mib / d['cpu']:.2f} MiB/cpu-s, {d['rss']:.0f} MiB peak; removed {len(d['removed'])} rows "
               f"({len(d['not_first'])} not the first of their group); coreb at {one_thread['threads']} thread: "
               f"{d['cpu'] / one_thread['cpu']:.0f}x the MiB per cpu-second")

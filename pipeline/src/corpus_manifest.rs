@@ -11,7 +11,7 @@
 //! [[source]]
 //! name = "cosqa"
 //! format = "beir"                # queries.jsonl + corpus.jsonl + qrels/<split>.tsv
-//! path = "../shared/data/cosqa"
+//! path = "../tests/fixtures/data/cosqa"
 //! [[source]]
 //! name = "extra"
 //! format = "jsonl"               # or "parquet"; a `.gz` JSONL file is decompressed

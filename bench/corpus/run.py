@@ -8,7 +8,7 @@ the duplicate sets of both compared.
     python3 bench/corpus/run.py [--mb 64] [--shards 16] [--threads 1,2] [--work /tmp/coreb-bench-corpus]
                                 [--no-datatrove] [--tokenizers spacy,split] [--baseline OLD_COREB]
 
-The corpus repeats CoSQA pairs (../shared/data/cosqa) with variations (a row number and
+The corpus repeats CoSQA pairs (tests/fixtures/data/cosqa) with variations (a row number and
 rotated words in the text, renamed identifiers such as `obj12` in the code), so about one row
 in eight is an exact copy of an earlier one and most others are near copies.
 
@@ -41,7 +41,7 @@ VENV = os.path.join(HERE, "venv")
 
 
 def cosqa_pairs():
-    data = os.path.join(ROOT, "..", "shared", "data", "cosqa")
+    data = os.path.join(ROOT, "tests", "fixtures", "data", "cosqa")
     queries = {}
     with open(os.path.join(data, "queries.jsonl")) as f:
         for line in f:

@@ -434,7 +434,14 @@ struct BlockOut {
 impl Scan {
     /// Sketch and spool every row of one block whose first row is input row `seq`.
     fn process(&self, sources: &[(&SourceSpec, &Path)], block: &Block, seq: u64) -> anyhow::Result<BlockOut> {
-        let mut out = BlockOut { sketches: Sketches::new(&self.dedup), spool: vec![Vec::new(); self.out_shards as usize] };
+        // Each shard's buffer sized for its share of the block (plus slack), so that it rarely grows.
+        let bytes = match block {
+            Block::Jsonl { bytes, .. } => bytes.len(),
+            Block::Rows { rows } => rows.iter().map(|(i, t, c)| i.len() + t.len() + c.len() + 20).sum(),
+        };
+        let share = (bytes / self.slice.count as usize / self.out_shards as usize) * 9 / 8 + 1024;
+        let spool = (0..self.out_shards).map(|s| if self.writers[s as usize].is_some() { Vec::with_capacity(share) } else { Vec::new() }).collect();
+        let mut out = BlockOut { sketches: Sketches::new(&self.dedup), spool };
         let mut sketcher = Sketcher::new(&self.dedup);
         let mut id_buf = String::new();
         let mut take = |seq: u64, id: &str, text: &str, code: &str| {

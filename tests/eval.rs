@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::support::{coreb, root, run, text};
-use crate::trec_eval::data;
+use crate::support::fixture_data as data;
 
 fn eval_json(args: &[&str]) -> serde_json::Value {
     let out = run(coreb().arg("eval").args(args).arg("--json"));

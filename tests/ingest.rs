@@ -1,4 +1,4 @@
-//! ingest, dedup and filter through the real binary on the shared LiveCodeBench rows.
+//! ingest, dedup and filter through the real binary on the LiveCodeBench rows of tests/fixtures/data.
 
 use std::path::{Path, PathBuf};
 
@@ -6,7 +6,7 @@ use serde_json::Value;
 use stages::problem::Problem;
 use stages::tables::{ProblemReader, ProblemWriter};
 
-use crate::support::{coreb, run, shared_data, text};
+use crate::support::{coreb, fixture_data, run, text};
 
 const LCB: &str = "lcb/lcb_v6_examples.jsonl";
 
@@ -35,13 +35,13 @@ fn problems(dir: &Path, stage: &str) -> Vec<Problem> {
 
 /// The shared rows, parsed independently of coreb.
 fn raw_rows() -> Vec<Value> {
-    fs_err::read_to_string(shared_data(LCB)).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    fs_err::read_to_string(fixture_data(LCB)).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 #[test]
 fn ingests_all_1044_problems_with_their_tests() {
     let dir = tempfile::tempdir().unwrap();
-    let m = manifest(dir.path(), &shared_data(LCB), "");
+    let m = manifest(dir.path(), &fixture_data(LCB), "");
     let summary = stage_json("ingest", &m);
     assert_eq!(summary["stage"], "ingest");
     assert_eq!(summary["rows_in"], 1044);
@@ -67,7 +67,7 @@ fn ingests_all_1044_problems_with_their_tests() {
 #[test]
 fn window_selects_contest_dates() {
     let dir = tempfile::tempdir().unwrap();
-    let m = manifest(dir.path(), &shared_data(LCB), "[window]\nstart = \"2025-01-01\"\nend = \"2025-04-30\"\n");
+    let m = manifest(dir.path(), &fixture_data(LCB), "[window]\nstart = \"2025-01-01\"\nend = \"2025-04-30\"\n");
     let summary = stage_json("ingest", &m);
     let expected = raw_rows()
         .iter()
@@ -89,7 +89,7 @@ fn window_selects_contest_dates() {
 #[test]
 fn dedup_catches_planted_duplicates_and_reports_clusters() {
     let dir = tempfile::tempdir().unwrap();
-    let original = fs_err::read_to_string(shared_data(LCB)).unwrap();
+    let original = fs_err::read_to_string(fixture_data(LCB)).unwrap();
     let lines: Vec<&str> = original.lines().collect();
     let mut planted: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
     let row = |i: usize| -> serde_json::Map<String, Value> { serde_json::from_str(lines[i]).unwrap() };
@@ -148,7 +148,7 @@ fn problems_of_earlier_releases_are_not_published_again() {
     let dir = tempfile::tempdir().unwrap();
     // A release of the previous month holding three of the shared problems.
     let all = {
-        let m = manifest(dir.path(), &shared_data(LCB), "");
+        let m = manifest(dir.path(), &fixture_data(LCB), "");
         stage_json("ingest", &m);
         problems(dir.path(), "ingest")
     };
@@ -164,7 +164,7 @@ fn problems_of_earlier_releases_are_not_published_again() {
     fs_err::create_dir_all(&later).unwrap();
     fs_err::copy(release.join("problems.parquet"), later.join("problems.parquet")).unwrap();
 
-    let m = manifest(dir.path(), &shared_data(LCB), "");
+    let m = manifest(dir.path(), &fixture_data(LCB), "");
     let summary = stage_json("dedup", &m);
     assert_eq!(summary["in_earlier_release"], 3);
     assert_eq!(summary["rows_out"], 1041);
@@ -176,7 +176,7 @@ fn problems_of_earlier_releases_are_not_published_again() {
 #[test]
 fn filter_reports_every_rejection() {
     let dir = tempfile::tempdir().unwrap();
-    let m = manifest(dir.path(), &shared_data(LCB), "[stages.filter]\nmin_statement_chars = 900\n");
+    let m = manifest(dir.path(), &fixture_data(LCB), "[stages.filter]\nmin_statement_chars = 900\n");
     let summary = stage_json("filter", &m);
     let rejected = summary["rejected"].as_u64().unwrap();
     assert!(rejected > 10, "{summary}");
@@ -191,7 +191,7 @@ fn filter_reports_every_rejection() {
 #[test]
 fn unchanged_stages_are_skipped_and_changed_ones_rerun() {
     let dir = tempfile::tempdir().unwrap();
-    let m = manifest(dir.path(), &shared_data(LCB), "");
+    let m = manifest(dir.path(), &fixture_data(LCB), "");
     let build = |m: &Path| {
         let out = run(coreb().args(["build", "--until", "filter", "--json"]).arg(m));
         assert!(out.status.success(), "{}", text(&out));
@@ -202,7 +202,7 @@ fn unchanged_stages_are_skipped_and_changed_ones_rerun() {
     assert!(first.iter().all(|s| s["skipped"] == false));
     let second = build(&m);
     assert_eq!(second.iter().map(|s| s["skipped"].as_bool().unwrap()).collect::<Vec<_>>(), [false, true, true, true]);
-    let m = manifest(dir.path(), &shared_data(LCB), "[stages.filter]\nmin_tests = 2\n");
+    let m = manifest(dir.path(), &fixture_data(LCB), "[stages.filter]\nmin_tests = 2\n");
     let third = build(&m);
     assert_eq!(third.iter().map(|s| s["skipped"].as_bool().unwrap()).collect::<Vec<_>>(), [false, true, true, false]);
 }
@@ -210,7 +210,7 @@ fn unchanged_stages_are_skipped_and_changed_ones_rerun() {
 #[test]
 fn same_input_same_bytes_whatever_the_jobs() {
     let dir = tempfile::tempdir().unwrap();
-    let m = manifest(dir.path(), &shared_data(LCB), "");
+    let m = manifest(dir.path(), &fixture_data(LCB), "");
     let mut digests = Vec::new();
     for jobs in ["1", "2"] {
         let _ = fs_err::remove_dir_all(dir.path().join("build"));
@@ -235,7 +235,7 @@ fn ingest_lines(dir: &Path, lines: &[String], extra: &str) -> (bool, String) {
 }
 
 fn shared_lines(n: usize) -> Vec<String> {
-    fs_err::read_to_string(shared_data(LCB)).unwrap().lines().take(n).map(str::to_owned).collect()
+    fs_err::read_to_string(fixture_data(LCB)).unwrap().lines().take(n).map(str::to_owned).collect()
 }
 
 #[test]
@@ -323,7 +323,7 @@ fn a_50_mb_field_is_ingested_and_a_limit_refuses_it_by_name() {
 #[test]
 fn manifest_errors_name_file_line_and_key() {
     let dir = tempfile::tempdir().unwrap();
-    let m = manifest(dir.path(), &shared_data(LCB), "[stages.dedup]\nshingles = 4\n");
+    let m = manifest(dir.path(), &fixture_data(LCB), "[stages.dedup]\nshingles = 4\n");
     let out = run(coreb().arg("ingest").arg(&m));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());

@@ -4,11 +4,16 @@
 //! - `support`: a temp-dir test context and the path of the `coreb` binary.
 //! - `ingest`: ingest, dedup and filter on the shared LiveCodeBench rows.
 //! - `fetch`: downloads from a local HTTP server: resume, retries, checksums.
-//! - `execute`: the sandboxed judge: five languages, hostile programs, `coreb judge`.
+//! - `execute`: the sandboxed judge: five languages, hostile programs, verdict rules (exact
+//!   integers, per-language time limits), multi-MB tests, the toolchain preflight, a release's
+//!   sandbox settings refused, `coreb judge`. (The sandbox's own hostile tests are in
+//!   `crates/coreb-sandbox/tests`.)
 //! - `llm`: the LLM gateway, response store and LLM stages against a fault-injecting server.
 //! - `live`: live builds (issue #22): early stop with the cause, reruns that ask nothing; the opt-in real-model smoke test.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
+//! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
+//!   and `/score`, listwise reranking against a reference, `coreb compare` and CIs against numpy/scipy.
 //! - `corpus`: `coreb corpus` on CoSQA plus planted duplicates and release copies; `coreb audit`.
 //! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
@@ -24,4 +29,5 @@ mod live;
 mod llm;
 mod release;
 mod eval;
+mod eval_protocol;
 mod trec_eval;

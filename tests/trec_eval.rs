@@ -1,18 +1,7 @@
 //! `coreb trec-eval` against trec_eval's own conformance suite (`make quicktest` commands and
-//! expected outputs in ../shared/data/trec_eval/), plus bad-input errors.
+//! expected outputs in tests/fixtures/data/trec_eval/), plus bad-input errors.
 
-use std::path::PathBuf;
-
-use crate::support::{coreb, root, run, shared_data, text};
-
-/// `../shared/data/<rel>`; from a worktree one level deeper (`/work/wt/<name>`), its parent's.
-pub(crate) fn data(rel: &str) -> PathBuf {
-    let direct = shared_data(rel);
-    if direct.exists() {
-        return direct;
-    }
-    root().join("../../shared/data").join(rel)
-}
+use crate::support::{coreb, fixture_data as data, run, text};
 
 fn check(args: &[&str], qrels: &str, results: &str, expected: &str) {
     let dir = data("trec_eval");

@@ -215,26 +215,27 @@ impl Prompts {
         })
     }
 
-    /// The prompt of a stage.
-    pub fn of(&self, stage: LlmStage) -> &Prompt {
+    /// The prompt of a build stage (`None` for `rerank`, whose prompt `coreb eval` loads).
+    pub fn of(&self, stage: LlmStage) -> Option<&Prompt> {
         match stage {
-            LlmStage::Rewrite => &self.rewrite,
-            LlmStage::RewriteTests => &self.rewrite_tests,
-            LlmStage::Distract => &self.distract,
-            LlmStage::Abbreviate => &self.abbreviate,
-            LlmStage::Generate => &self.generate,
-            LlmStage::Queries => &self.queries,
+            LlmStage::Rewrite => Some(&self.rewrite),
+            LlmStage::RewriteTests => Some(&self.rewrite_tests),
+            LlmStage::Distract => Some(&self.distract),
+            LlmStage::Abbreviate => Some(&self.abbreviate),
+            LlmStage::Generate => Some(&self.generate),
+            LlmStage::Queries => Some(&self.queries),
+            LlmStage::Rerank => None,
         }
     }
 
     /// (id, sha256) of every prompt, for a manifest.
     pub fn hashes(&self) -> BTreeMap<String, String> {
-        LlmStage::ALL.into_iter().map(|s| self.of(s)).map(|p| (p.id.clone(), p.sha256.clone())).collect()
+        LlmStage::ALL.into_iter().filter_map(|s| self.of(s)).map(|p| (p.id.clone(), p.sha256.clone())).collect()
     }
 
     /// (id, sha256) of every schema, for a manifest.
     pub fn schema_hashes(&self) -> BTreeMap<String, String> {
-        LlmStage::ALL.into_iter().map(|s| self.of(s)).filter_map(|p| p.schema.as_ref().map(|s| (p.id.clone(), s.sha256.clone()))).collect()
+        LlmStage::ALL.into_iter().filter_map(|s| self.of(s)).filter_map(|p| p.schema.as_ref().map(|s| (p.id.clone(), s.sha256.clone()))).collect()
     }
 }
 

@@ -15,9 +15,10 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("pipeline/ has a parent").to_owned()
 }
 
-/// `../shared/data/<rel>` beside the project.
-pub fn shared_data(rel: &str) -> PathBuf {
-    root().join("../shared/data").join(rel)
+/// `tests/fixtures/data/<rel>`: public test data copied into the repository (its README gives
+/// each file's source and licence).
+pub fn fixture_data(rel: &str) -> PathBuf {
+    root().join("tests/fixtures/data").join(rel)
 }
 
 /// The Python interpreter of the test venv (`scripts/setup-python` makes it; `.ci/run` runs

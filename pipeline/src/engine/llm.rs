@@ -1,5 +1,5 @@
 //! Runs the LLM stages (`rewrite`, `distract`, `abbreviate`, `generate`, `queries`) through
-//! one gateway and response store, and `execute` through the sandbox.
+//! one gateway and response store.
 //!
 //! Each LLM stage's key holds its configuration, the models and sampling of its stage, the
 //! hashes of its prompts and schemas, the structured-output mode of its JSON answers and the
@@ -9,9 +9,10 @@
 //! cut and rejected answers included).
 //!
 //! A stage's summary (its fingerprint) holds what it produced and why items were rejected
-//! (`rejections_by_reason`), never where the answers came from: the requests sent, store hits
-//! and tokens of the run go to the record's `local` part (`requests`), so a rerun served from
-//! the store leaves downstream stages untouched.
+//! (`rejections_by_reason`), never where the answers came from: the store/endpoint counts
+//! ([`run_facts`]) and the gateway's requests, tokens and cost of the run (`requests`) go to
+//! the record's `local` part, so a rerun served from the store leaves downstream stages
+//! untouched.
 
 use std::io::Write;
 use std::path::Path;
@@ -28,7 +29,7 @@ use stages::services::llm::run::{ModelPlan, Rejection, count_by_reason};
 use stages::services::llm::store::ResponseStore;
 use stages::services::llm::{Counted, LlmGateway, LlmStage};
 use stages::tables::ProblemWriter;
-use stages::tables::solutions::{read_solutions, write_solutions};
+use stages::tables::solutions::write_solutions;
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
@@ -126,8 +127,8 @@ fn llm_key(engine: &Engine, ctx: &LlmContext, stages: &[LlmStage]) -> serde_json
     let llm = &engine.plan.llm;
     let keyed = |s: LlmStage| {
         let prompt = ctx.prompts.of(s);
-        let schema = prompt.schema.as_ref().map(|schema| (llm.structured_output, &schema.sha256));
-        serde_json::json!([s.as_str(), llm.models(s), llm.sampling(s), prompt.sha256, schema])
+        let schema = prompt.and_then(|p| p.schema.as_ref()).map(|schema| (llm.structured_output, &schema.sha256));
+        serde_json::json!([s.as_str(), llm.models(s), llm.sampling(s), prompt.map(|p| &p.sha256), schema])
     };
     serde_json::json!(stages.iter().map(|s| keyed(*s)).collect::<Vec<_>>())
 }
@@ -136,13 +137,37 @@ fn llm_key(engine: &Engine, ctx: &LlmContext, stages: &[LlmStage]) -> serde_json
 /// schemas and structured output.
 fn llm_facts(ctx: &LlmContext, engine: &Engine, stages: &[LlmStage], summary: &mut serde_json::Value) {
     let schemas: std::collections::BTreeMap<&str, &str> =
-        stages.iter().filter_map(|s| ctx.prompts.of(*s).schema.as_ref().map(|schema| (s.as_str(), schema.sha256.as_str()))).collect();
+        stages.iter().filter_map(|s| ctx.prompts.of(*s)?.schema.as_ref().map(|schema| (s.as_str(), schema.sha256.as_str()))).collect();
     if let Some(obj) = summary.as_object_mut()
         && !schemas.is_empty()
     {
         obj.insert("schemas".into(), serde_json::json!(schemas));
         obj.insert("structured_output".into(), serde_json::json!(engine.plan.llm.structured_output));
     }
+}
+
+/// Where answers came from (the store or the endpoint) depends on the run, not on the inputs:
+/// those counts are taken out of `summary` (wherever they sit in its `stats`) and returned,
+/// summed, for the record's `local` facts — shown, but kept out of the stage's fingerprint, so
+/// that a rerun answered from the store does not re-run `execute` and every later stage.
+pub(super) fn run_facts(summary: &mut serde_json::Value) -> serde_json::Value {
+    const RUN_COUNTS: [&str; 2] = ["from_store", "from_endpoint"];
+    fn take(v: &mut serde_json::Value, sums: &mut [u64; 2]) {
+        let Some(obj) = v.as_object_mut() else { return };
+        for (i, k) in RUN_COUNTS.iter().enumerate() {
+            if let Some(n) = obj.remove(*k) {
+                sums[i] += n.as_u64().unwrap_or(0);
+            }
+        }
+        for child in obj.values_mut() {
+            take(child, sums);
+        }
+    }
+    let mut sums = [0u64; 2];
+    if let Some(stats) = summary.get_mut("stats") {
+        take(stats, &mut sums);
+    }
+    serde_json::json!({ RUN_COUNTS[0]: sums[0], RUN_COUNTS[1]: sums[1] })
 }
 
 /// Commit an LLM stage: its rows, its rejections and their counts by reason; the requests of
@@ -169,10 +194,10 @@ fn commit_llm(
     }
     let mut outputs = outputs.to_vec();
     outputs.push(("rejections", "rejections.jsonl"));
-    let local = match ctx.requests(llm) {
-        Some(requests) => serde_json::json!({ "requests": requests }),
-        None => serde_json::Value::Null,
-    };
+    let mut local = run_facts(&mut summary);
+    if let (Some(obj), Some(requests)) = (local.as_object_mut(), ctx.requests(llm)) {
+        obj.insert("requests".into(), requests);
+    }
     let record = writer.commit_with_local(key, &outputs, summary, local)?;
     announce_rejections(engine, stage, rejected);
     Ok(StageReport { stage, skipped: false, record })
@@ -302,34 +327,34 @@ pub(super) fn generate(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result
     commit_llm(engine, ctx, stage, &[LlmStage::Generate], &key, writer, &[("solutions", "solutions.parquet")], out.solutions.len(), &out.rejected, summary)
 }
 
-pub(super) fn execute(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord) -> anyhow::Result<StageReport> {
-    let stage = StageName::Execute;
-    let config = &engine.plan.stages.execute;
-    let key = input_key(stage.as_str(), config, &[rewrite, generate])?;
-    if let Some(hit) = engine.cached(stage, &key)? {
-        return Ok(hit);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::ArtifactStore;
+
+    /// Issue #22: a stage re-run that got its answers from the store instead of the endpoint
+    /// produced the same files, but its record's fingerprint changed with the counts, so
+    /// `execute` (keyed by it) and everything after ran again on every build.
+    #[test]
+    fn where_answers_came_from_is_not_part_of_the_fingerprint() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ArtifactStore::open(dir.path()).unwrap();
+        let commit = |from_store: u64, from_endpoint: u64| {
+            let writer = store.begin("generate").unwrap();
+            fs_err::write(writer.path("solutions.parquet"), "same solutions").unwrap();
+            let mut summary = serde_json::json!({
+                "rows_in": 4, "rows_out": 4, "rejected": 0, "parameters": {"samples": 1},
+                "stats": {"items_in": 4, "items_out": 4, "from_store": from_store, "from_endpoint": from_endpoint, "nested": {"from_store": 1}},
+            });
+            let local = run_facts(&mut summary);
+            writer.commit_with_local("k", &[("solutions", "solutions.parquet")], summary, local).unwrap()
+        };
+        let live = commit(0, 4);
+        let replayed = commit(4, 0);
+        assert_eq!(live.fingerprint(), replayed.fingerprint());
+        assert_eq!(input_key("execute", &(), &[&live]).unwrap(), input_key("execute", &(), &[&replayed]).unwrap());
+        assert_eq!(replayed.local, serde_json::json!({"from_store": 5, "from_endpoint": 0}));
+        assert!(replayed.summary["stats"].get("from_store").is_none());
+        assert_eq!(replayed.summary["stats"]["items_out"], 4);
     }
-    let writer = engine.store.begin(stage.as_str())?;
-    let solutions = read_solutions(&engine.output(generate, "solutions")?)?.len();
-    let bar = engine.printer.progress(Some(solutions as u64), "execute", false);
-    let report = stages::execute::execute_tables(
-        &engine.output(rewrite, "problems")?,
-        &engine.output(generate, "solutions")?,
-        &writer.path("verdicts.parquet"),
-        config,
-        engine.plan.jobs,
-        &|| bar.inc(1),
-    )?;
-    bar.finish_and_clear();
-    let summary = serde_json::json!({
-        "rows_in": solutions,
-        "rows_out": report.stats.solutions,
-        "rejected": report.without_problem.len(),
-        "passed": report.stats.solutions_passed,
-        "stats": report.stats,
-        "parameters": config,
-    });
-    let local = serde_json::json!({ "isolation": report.isolation });
-    let record = writer.commit_with_local(&key, &[("verdicts", "verdicts.parquet")], summary, local)?;
-    Ok(StageReport { stage, skipped: false, record })
 }

@@ -12,6 +12,7 @@
 //! `rejections.jsonl`, rather than letting later stages run on nothing.
 
 mod dedup;
+pub mod execute;
 mod fetch;
 mod filter;
 mod ingest;
@@ -77,6 +78,7 @@ pub struct Engine {
     /// A gateway to use instead of the manifest's (authoring the sample's store, tests).
     gateway: Option<std::sync::Arc<dyn stages::services::llm::LlmGateway>>,
     llm: std::sync::OnceLock<llm::LlmContext>,
+    judge: std::sync::OnceLock<execute::Judge>,
 }
 
 impl Engine {
@@ -84,7 +86,16 @@ impl Engine {
     pub fn new(plan: RunPlan, printer: Printer, json_every_stage: bool) -> anyhow::Result<Self> {
         let store = ArtifactStore::open(&plan.output_dir.join("artifacts"))?;
         let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build()?;
-        Ok(Engine { plan, store, printer, pool, json_every_stage, gateway: None, llm: std::sync::OnceLock::new() })
+        Ok(Engine {
+            plan,
+            store,
+            printer,
+            pool,
+            json_every_stage,
+            gateway: None,
+            llm: std::sync::OnceLock::new(),
+            judge: std::sync::OnceLock::new(),
+        })
     }
 
     /// Answer LLM requests with `gateway` instead of the manifest's endpoint and store.
@@ -102,6 +113,15 @@ impl Engine {
         Ok(self.llm.get_or_init(|| ctx))
     }
 
+    /// The sandbox and toolchains, set up (and checked: [`execute::preflight`]) on first use.
+    fn judge(&self) -> anyhow::Result<&execute::Judge> {
+        if let Some(j) = self.judge.get() {
+            return Ok(j);
+        }
+        let judge = execute::preflight(&self.plan)?;
+        Ok(self.judge.get_or_init(|| judge))
+    }
+
     /// The resolved plan.
     pub fn plan(&self) -> &RunPlan {
         &self.plan
@@ -113,8 +133,12 @@ impl Engine {
     }
 
     /// Run every stage up to and including `until`; stop after a stage that leaves too little
-    /// ([`Engine::check_kept`]).
+    /// ([`Engine::check_kept`]). A build that reaches `execute` first checks that every
+    /// toolchain its languages need is there (before any stage runs).
     pub fn run_until(&self, until: StageName) -> anyhow::Result<Vec<StageReport>> {
+        if until >= StageName::Execute {
+            self.judge()?;
+        }
         let mut reports: Vec<StageReport> = Vec::new();
         for stage in StageName::ALL.into_iter().filter(|s| *s <= until) {
             let started = std::time::Instant::now();
@@ -134,7 +158,7 @@ impl Engine {
                 StageName::Distract => llm::distract(self, upstream(StageName::Rewrite)?)?,
                 StageName::Abbreviate => llm::abbreviate(self, upstream(StageName::Rewrite)?)?,
                 StageName::Generate => llm::generate(self, upstream(StageName::Rewrite)?)?,
-                StageName::Execute => llm::execute(self, upstream(StageName::Rewrite)?, upstream(StageName::Generate)?)?,
+                StageName::Execute => execute::run(self, upstream(StageName::Rewrite)?, upstream(StageName::Generate)?)?,
                 StageName::Queries => llm::queries(self, upstream(StageName::Rewrite)?)?,
                 StageName::Qrels => qrels::run(
                     self,
@@ -166,6 +190,8 @@ impl Engine {
         let s = &report.record.summary;
         let n = |k: &str| s.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
         let what = if report.skipped { "unchanged, skipped".to_owned() } else { format!("done in {:.1} s", wall.as_secs_f64()) };
+        // Stages that judge say how many passed: "0 of 92 passed" is the news.
+        let passed = s.get("passed").and_then(serde_json::Value::as_u64).map(|p| format!(", {p} of {} passed", n("rows_out"))).unwrap_or_default();
         let requests = match report.record.local.get("requests").filter(|_| !report.skipped) {
             Some(r) => {
                 let m = |k: &str| r.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
@@ -174,7 +200,7 @@ impl Engine {
             None => String::new(),
         };
         self.printer.status(format!(
-            "{:>10}: {what}: {} in, {} out, {} rejected{requests}  ({})",
+            "{:>10}: {what}: {} in, {} out{passed}, {} rejected{requests}  ({})",
             report.stage.as_str(),
             n("rows_in"),
             n("rows_out"),

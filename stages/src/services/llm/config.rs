@@ -26,12 +26,14 @@ pub enum LlmStage {
     Generate,
     /// Search queries.
     Queries,
+    /// Listwise reranking in `coreb eval` (not a build stage).
+    Rerank,
 }
 
 impl LlmStage {
     /// Every LLM stage.
-    pub const ALL: [LlmStage; 6] =
-        [LlmStage::Rewrite, LlmStage::RewriteTests, LlmStage::Distract, LlmStage::Abbreviate, LlmStage::Generate, LlmStage::Queries];
+    pub const ALL: [LlmStage; 7] =
+        [LlmStage::Rewrite, LlmStage::RewriteTests, LlmStage::Distract, LlmStage::Abbreviate, LlmStage::Generate, LlmStage::Queries, LlmStage::Rerank];
 
     /// Is the stage's answer a JSON object (with a schema beside its prompt)?
     pub fn answers_json(self) -> bool {
@@ -47,6 +49,7 @@ impl LlmStage {
             LlmStage::Abbreviate => "abbreviate",
             LlmStage::Generate => "generate",
             LlmStage::Queries => "queries",
+            LlmStage::Rerank => "rerank",
         }
     }
 }

@@ -253,12 +253,9 @@ pub struct LlmStageStats {
     pub items_out: u64,
     /// Items that produced nothing.
     pub items_rejected: u64,
-    /// Completions served from the store (not serialised: a summary says what a stage made,
-    /// not where its answers came from; the gateway's accounting reports requests).
-    #[serde(skip)]
+    /// Completions served from the store.
     pub from_store: u64,
-    /// Completions received from the endpoint (not serialised either).
-    #[serde(skip)]
+    /// Completions received from the endpoint.
     pub from_endpoint: u64,
     /// Items that succeeded only with a fallback model.
     pub fallbacks: u64,

@@ -26,7 +26,7 @@ enum Retriever {
 /// Run `coreb eval`.
 pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let EvalArgs {
-        dir, retriever, run, k, out, json, depth, split, base_url, api_key_env, rerank, rerank_depth, cache, gates,
+        dir, retriever, run, keep_self, k, out, json, depth, split, base_url, api_key_env, rerank, rerank_depth, cache, gates,
     } =
         args;
     let printer = Printer::new(json);
@@ -67,10 +67,24 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let mut runs = Vec::new();
     let mut gate_failures = Vec::new();
     for d in &dirs {
-        let data = beir::read_dir(d, &split).with_context(|| format!("reading BEIR folder `{}`", d.display()))?;
+        let mut data = beir::read_dir(d, &split).with_context(|| format!("reading BEIR folder `{}`", d.display()))?;
+        // A release's BEIR qrels hold the positives only; its Parquet qrels add the hard
+        // negatives (relevance 1) that the intrusion rate and the gates need.
+        if split == "test"
+            && let Some(graded) = beir::release_qrels(d).with_context(|| format!("reading the graded qrels beside `{}`", d.display()))?
+        {
+            data.qrels = graded;
+        }
         printer.status(format!("{}: {} docs, {} queries", data.name, data.corpus.len(), data.queries.len()));
         let mut run = match (&retriever, &external, &dense) {
-            (_, Some(r), _) => r.clone(),
+            (_, Some(r), _) if keep_self => r.clone(),
+            (_, Some(r), _) => {
+                let (kept, dropped) = drop_own_documents(&data, r);
+                if dropped > 0 {
+                    printer.status(format!("{}: dropped {dropped} own document(s) of code queries from the run (--keep-self keeps them)", data.name));
+                }
+                kept
+            }
             (Retriever::Bm25, _, _) => stages::evaluate::bm25_run(&data, Bm25Config::default(), depth),
             (_, _, Some(setup)) => setup.run(&data, depth)?,
             _ => unreachable!("every retriever is handled above"),
@@ -119,6 +133,26 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `run` without each query's own document (a code query's `source_doc_id`): CoREB never
+/// ranks a query for itself. Returns the run and how many entries were dropped.
+fn drop_own_documents(data: &Dataset, run: &Run) -> (Run, usize) {
+    let own: std::collections::HashMap<&str, &str> =
+        data.queries.iter().filter_map(|q| q.source_doc_id.as_deref().map(|d| (q.id.as_str(), d))).collect();
+    let mut kept = Run::new(run.run_id.clone());
+    let mut dropped = 0;
+    for (qid, entries) in &run.queries {
+        for e in entries {
+            let doc = run.doc(e);
+            if own.get(qid.as_str()) == Some(&doc) {
+                dropped += 1;
+            } else {
+                kept.push(qid, doc, e.score);
+            }
+        }
+    }
+    (kept, dropped)
 }
 
 /// The release gates of one task with default thresholds; BM25 nDCG@10 comes from `run` when it

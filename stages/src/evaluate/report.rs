@@ -25,6 +25,8 @@ pub struct TaskReport {
     pub by_subtask: BTreeMap<String, Summary>,
     /// Per language constraint (empty when queries carry none).
     pub by_language: BTreeMap<String, Summary>,
+    /// Every query's measures, in query-id order.
+    pub per_query: Vec<QueryResult>,
 }
 
 /// The whole evaluation.
@@ -64,6 +66,7 @@ pub fn task_report(data: &Dataset, results: &[QueryResult], ks: &[usize], level:
         overall: summarize(ks, results),
         by_subtask: subtasks.into_iter().map(|(k, v)| (k, summarize(ks, v))).collect(),
         by_language: languages.into_iter().map(|(k, v)| (k, summarize(ks, v))).collect(),
+        per_query: results.to_vec(),
     }
 }
 

@@ -8,6 +8,8 @@
 //! - `llm`: the LLM gateway, response store and LLM stages against a fault-injecting server.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
+//! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
+//!   and `/score`, listwise reranking against a reference, `coreb compare` and CIs against numpy/scipy.
 //! - `corpus`: `coreb corpus` on CoSQA plus planted duplicates and release copies; `coreb audit`.
 //! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
@@ -24,5 +26,6 @@ mod ingest;
 mod llm;
 mod release;
 mod eval;
+mod eval_protocol;
 mod trec_eval;
 mod validity;

@@ -66,7 +66,7 @@ fn beir_qrels_as_trec(release: &Path, path: &Path) {
 fn eval_scores(v: &serde_json::Value) -> Scores {
     let mut out = Scores::new();
     for task in v["tasks"].as_array().unwrap() {
-        for q in task["per_query"].as_array().unwrap() {
+        for q in task["queries"].as_array().unwrap() {
             let at = &q["at_k"];
             let get = |m: &str| at[m][0].as_f64().unwrap();
             out.insert(q["qid"].as_str().unwrap().to_owned(), [get("ndcg"), get("map"), get("recall")]);

@@ -49,7 +49,10 @@ pub enum Command {
     /// BEIR-vs-Parquet equivalence, texts (a table, or `--json`; exit 1 on a failed check).
     Check(CheckArgs),
     /// Evaluate a release or a BEIR folder with a built-in baseline or a run file.
-    Eval(EvalArgs),
+    Eval(Box<EvalArgs>),
+    /// Compare two systems on the same release, per task and subtask: paired difference with
+    /// its bootstrap interval, Wilcoxon signed-rank and randomisation p-values.
+    Compare(CompareArgs),
     /// trec_eval-compatible evaluation of a run against qrels.
     #[command(name = "trec-eval", disable_help_flag = true)]
     TrecEval(TrecEvalArgs),
@@ -217,19 +220,89 @@ pub struct EvalArgs {
     /// Base URL of the OpenAI-compatible embeddings / rerank endpoint (with `/v1`).
     #[arg(long, default_value = "https://api.openai.com/v1")]
     pub base_url: String,
-    /// Environment variable holding the API key.
+    /// Environment variable holding the API key, sent only to `--base-url` (`''`: none).
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
-    /// Rerank the top `--rerank-depth` documents with this rerank model.
+    /// Rerank the top `--rerank-depth` documents of the first stage with this model.
     #[arg(long)]
     pub rerank: Option<String>,
-    /// How many top documents the reranker sees.
-    #[arg(long, default_value_t = 50)]
+    /// How the reranker is called: `rerank` (`POST /rerank`: Cohere, Jina, vLLM), `score`
+    /// (vLLM's `POST /score`) or `listwise` (a chat model through the LLM gateway,
+    /// RankGPT-style sliding windows).
+    #[arg(long, value_enum, default_value = "rerank")]
+    pub rerank_api: RerankApi,
+    /// How many top documents of the first stage are reranked (the CoREB paper: 128).
+    #[arg(long, default_value_t = 128)]
     pub rerank_depth: usize,
-    /// Embedding cache directory (default: `.coreb-cache/embeddings`).
+    /// Base URL of the reranker (default: `--base-url`).
     #[arg(long)]
+    pub rerank_base_url: Option<String>,
+    /// Environment variable holding the reranker's key (default: `--api-key-env`).
+    #[arg(long)]
+    pub rerank_api_key_env: Option<String>,
+    /// Listwise: candidates per window.
+    #[arg(long, default_value_t = 10)]
+    pub window: usize,
+    /// Listwise: how far each window moves up.
+    #[arg(long, default_value_t = 5)]
+    pub step: usize,
+    /// Listwise: words of each passage shown to the model (0: all).
+    #[arg(long, default_value_t = 300)]
+    pub max_words: usize,
+    /// Listwise: the response store (a rerun sends nothing it already has).
+    #[arg(long, default_value = ".coreb-cache/rerank-responses")]
+    pub store: PathBuf,
+    /// Listwise: answer from the store only; a missing answer is an error (offline rerun).
+    #[arg(long)]
+    pub replay: bool,
+    /// Query template for every task (`{text}`, optional `{instruction}`; without `{text}`:
+    /// a prefix), replacing the preset's.
+    #[arg(long)]
+    pub query_prompt: Option<String>,
+    /// Document template for every task, replacing the preset's.
+    #[arg(long)]
+    pub doc_prompt: Option<String>,
+    /// Use this preset whatever the model (`none`: raw texts).
+    #[arg(long)]
+    pub prompt_preset: Option<String>,
+    /// Preset file (default: the built-in `prompts/eval/presets.toml`).
+    #[arg(long)]
+    pub prompts: Option<PathBuf>,
+    /// Take `[eval]` (prompts) and `[gates]` (thresholds) from this build manifest.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    /// Embedding cache directory (default: `.coreb-cache/embeddings`).
+    #[arg(long, conflicts_with = "no_cache")]
     pub cache: Option<PathBuf>,
-    /// Also check the release gates (default thresholds) and fail if any gate fails.
+    /// Do not read or write the embedding cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Texts per embeddings request.
+    #[arg(long, default_value_t = 64)]
+    pub batch_size: usize,
+    /// Requests in flight at once (embeddings, pointwise and listwise reranking).
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Whole-request timeout in seconds.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout_secs: f64,
+    /// Attempts per request (429, 5xx, timeouts), the first included.
+    #[arg(long, default_value_t = 6)]
+    pub max_attempts: u32,
+    /// `dimensions` asked of the embeddings endpoint.
+    #[arg(long)]
+    pub dimensions: Option<u32>,
+    /// Keep vectors as returned (dot product) instead of L2-normalising them (cosine).
+    #[arg(long)]
+    pub no_normalize: bool,
+    /// Bootstrap resamples of every confidence interval (0: none).
+    #[arg(long, default_value_t = 1000)]
+    pub resamples: usize,
+    /// Seed of the bootstrap (recorded in the results).
+    #[arg(long, default_value_t = 20_250_101)]
+    pub seed: u64,
+    /// Also check the release gates (thresholds of `--manifest`, else the defaults) and fail
+    /// if any gate fails.
     #[arg(long)]
     pub gates: bool,
 }
@@ -244,6 +317,42 @@ pub struct CheckArgs {
     #[arg(long)]
     pub releases_dir: Option<PathBuf>,
     /// Print the results as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How a reranker is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RerankApi {
+    /// `POST <base>/rerank`.
+    Rerank,
+    /// `POST <base>/score` (vLLM).
+    Score,
+    /// Chat completions, RankGPT-style windows.
+    Listwise,
+}
+
+/// Arguments of `coreb compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// System A: a results file (`results.json` of `coreb eval --out`, or its `--json`
+    /// output) or a TREC run file (then `--release` is needed).
+    pub a: PathBuf,
+    /// System B, like A.
+    pub b: PathBuf,
+    /// The release (or BEIR folder) run files are evaluated on.
+    #[arg(long)]
+    pub release: Option<PathBuf>,
+    /// The measure compared: `ndcg@10`, `map@5`, `recall@10`, `p@1`, `mrr@10`, `r_cap@10`.
+    #[arg(long, default_value = "ndcg@10")]
+    pub metric: String,
+    /// Bootstrap resamples of the interval of the difference.
+    #[arg(long, default_value_t = 1000)]
+    pub resamples: usize,
+    /// Seed of the bootstrap and the randomisation test.
+    #[arg(long, default_value_t = 20_250_101)]
+    pub seed: u64,
+    /// Print JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }

@@ -53,6 +53,22 @@ pub struct ManifestFile {
     /// The LLM response store (relative to the manifest); default `<output_dir>/responses`.
     #[serde(default)]
     pub response_store: Option<PathBuf>,
+    /// `[eval]`: how `coreb eval --manifest` evaluates (and checks the gates of) the release.
+    #[serde(default)]
+    pub eval: EvalFile,
+}
+
+/// `[eval]`: the prompts `coreb eval --manifest <this>` gives a dense retriever; the
+/// command line overrides them.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalFile {
+    /// A preset file (relative to the manifest); default: the built-in presets.
+    #[serde(default)]
+    pub prompts_file: Option<PathBuf>,
+    /// `[eval.prompts]`: `preset`, `query`, `document`.
+    #[serde(default)]
+    pub prompts: stages::evaluate::prompts::PromptOverrides,
 }
 
 /// `[window]`.
@@ -141,6 +157,8 @@ pub struct RunPlan {
     pub prompts_dir: PathBuf,
     /// The LLM response store.
     pub response_store: PathBuf,
+    /// `[eval]`, with `prompts_file` absolute.
+    pub eval: EvalFile,
     /// Worker threads.
     pub jobs: usize,
     /// Where `release` publishes: `<releases_dir>/<version>` unless `verify` redirects it.
@@ -164,7 +182,7 @@ impl RunPlan {
 
     /// Validate a parsed manifest and apply defaults.
     pub fn resolve(path: &Path, file: ManifestFile, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
-        let ManifestFile { version, window, output_dir, releases_dir, sources, stages, llm, gates, prompts_dir, response_store } = file;
+        let ManifestFile { version, window, output_dir, releases_dir, sources, stages, llm, gates, prompts_dir, response_store, eval } = file;
         if !is_version(&version) {
             bail!("`version`: expected `vYYYYMM`, got `{version}`");
         }
@@ -202,6 +220,7 @@ impl RunPlan {
             window,
             prompts_dir: lexical_join(&base, &prompts_dir.unwrap_or_else(|| PathBuf::from("../prompts"))),
             response_store: response_store.map_or_else(|| output_dir.join("responses"), |p| lexical_join(&base, &p)),
+            eval: EvalFile { prompts_file: eval.prompts_file.map(|p| lexical_join(&base, &p)), prompts: eval.prompts },
             output_dir,
             llm,
             gates,

@@ -1,6 +1,8 @@
 //! `coreb eval`: evaluate a BEIR folder, or a directory of BEIR folders (a release, one per
-//! task), with a built-in retriever (BM25, dense embeddings, optional reranking) or a TREC run
-//! file; write JSON, a Markdown report, SVG plots and the runs.
+//! task), with a built-in retriever (BM25, dense embeddings with query/document prompts) or a
+//! TREC run file, optionally reranked (pointwise `/rerank` or `/score`, or listwise through
+//! the LLM gateway); write JSON (with per-query scores, bootstrap intervals and the prompts
+//! used), a Markdown report, SVG plots and the runs.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,15 +10,18 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use stages::evaluate::beir::{self, Dataset};
 use stages::evaluate::bm25::Bm25Config;
-use stages::evaluate::report::{self, EvalReport};
+use stages::evaluate::gates::GatesConfig;
+use stages::evaluate::report::{self, EvalReport, RerankDelta};
+use stages::evaluate::significance::BootstrapConfig;
 use stages::services::evaluator::Run;
-use stages::services::evaluator::coreb::{CorebConfig, evaluate};
+use stages::services::evaluator::coreb::{CorebConfig, evaluate, summarize};
 
+use super::eval_setup::{DenseSetup, PromptChoice, Reranker};
 use crate::cli::EvalArgs;
 use crate::printer::Printer;
 use crate::store::write_atomic;
 
-/// Which retriever produces the run.
+/// Which retriever produces the first-stage run.
 enum Retriever {
     Bm25,
     Embed { model: String },
@@ -25,15 +30,13 @@ enum Retriever {
 
 /// Run `coreb eval`.
 pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
-    let EvalArgs {
-        dir, retriever, run, keep_self, k, out, json, depth, split, base_url, api_key_env, rerank, rerank_depth, cache, gates,
-    } =
-        args;
-    let printer = Printer::new(json);
+    let printer = Printer::new(args.json);
+    let (k, depth, split, out, json, gates, resamples, seed) = (args.k.clone(), args.depth, args.split.clone(), args.out.clone(), args.json, args.gates, args.resamples, args.seed);
+    let keep_self = args.keep_self;
     if k.is_empty() || k.contains(&0) {
         bail!("`--k`: cut-offs must be positive integers");
     }
-    let retriever = match (&run, retriever.as_str()) {
+    let retriever = match (&args.run, args.retriever.as_str()) {
         (Some(path), _) => Retriever::RunFile(path.clone()),
         (None, "bm25") => Retriever::Bm25,
         (None, r) => match r.strip_prefix("embed:") {
@@ -41,31 +44,41 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
             _ => bail!("`--retriever`: expected `bm25` or `embed:<model>`, got `{r}`"),
         },
     };
-    let dirs = dataset_dirs(&dir)?;
+    let manifest = match &args.manifest {
+        Some(path) => Some(crate::manifest::RunPlan::load(path, None).with_context(|| format!("loading `{}`", path.display()))?),
+        None => None,
+    };
+    let gates_config = manifest.as_ref().map(|m| m.gates.clone()).unwrap_or_default();
+    let prompts = PromptChoice::resolve(&args, manifest.as_ref())?;
+    if !matches!(retriever, Retriever::Embed { .. }) && prompts.given_on_command_line {
+        bail!("`--query-prompt`, `--doc-prompt` and `--prompt-preset` apply to `--retriever embed:<model>`");
+    }
+    let dirs = dataset_dirs(&args.dir)?;
     let external = match &retriever {
         Retriever::RunFile(p) => Some(Run::read(p).with_context(|| format!("reading run `{}`", p.display()))?),
         _ => None,
     };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let dense = match &retriever {
-        Retriever::Embed { model } => Some(DenseSetup::new(
-            model,
-            &base_url,
-            &api_key_env,
-            cache.clone().unwrap_or_else(|| PathBuf::from(".coreb-cache/embeddings")),
-        )?),
+        Retriever::Embed { model } => Some(DenseSetup::new(model, &args, prompts)?),
         _ => None,
     };
-    let mut label = match &retriever {
+    let reranker = Reranker::new(&args)?;
+    let first_depth = if reranker.is_some() { depth.max(args.rerank_depth) } else { depth };
+    let first_label = match &retriever {
         Retriever::Bm25 => "bm25".to_owned(),
         Retriever::Embed { model } => format!("embed:{model}"),
         Retriever::RunFile(p) => format!("run:{}", p.display()),
     };
-    if let Some(m) = &rerank {
-        label.push_str(&format!("+rerank:{m}"));
-    }
+    let label = match &reranker {
+        Some(r) => format!("{first_label}+{}", r.label()),
+        None => first_label.clone(),
+    };
+    let bootstrap = (resamples > 0).then_some(BootstrapConfig { resamples, seed, ..BootstrapConfig::default() });
     let mut tasks = Vec::new();
     let mut runs = Vec::new();
     let mut gate_failures = Vec::new();
+    let mut prompts_used = dense.as_ref().map(DenseSetup::prompts_used);
     for d in &dirs {
         let mut data = beir::read_dir(d, &split).with_context(|| format!("reading BEIR folder `{}`", d.display()))?;
         // A release's BEIR qrels hold the positives only; its Parquet qrels add the hard
@@ -76,7 +89,7 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
             data.qrels = graded;
         }
         printer.status(format!("{}: {} docs, {} queries", data.name, data.corpus.len(), data.queries.len()));
-        let mut run = match (&retriever, &external, &dense) {
+        let first = match (&retriever, &external, &dense) {
             (_, Some(r), _) if keep_self => r.clone(),
             (_, Some(r), _) => {
                 let (kept, dropped) = drop_own_documents(&data, r);
@@ -85,23 +98,44 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
                 }
                 kept
             }
-            (Retriever::Bm25, _, _) => stages::evaluate::bm25_run(&data, Bm25Config::default(), depth),
-            (_, _, Some(setup)) => setup.run(&data, depth)?,
+            (Retriever::Bm25, _, _) => stages::evaluate::bm25_run(&data, Bm25Config::default(), first_depth),
+            (_, _, Some(setup)) => {
+                let (run, task_prompts) = setup.run(&runtime, &printer, &data, first_depth)?;
+                if let Some(used) = &mut prompts_used {
+                    used.tasks.insert(data.name.clone(), task_prompts);
+                }
+                run
+            }
             _ => unreachable!("every retriever is handled above"),
         };
-        if let Some(model) = &rerank {
-            let setup = DenseSetup::new(model, &base_url, &api_key_env, PathBuf::new())?;
-            run = setup.rerank(&data, &run, model, rerank_depth)?;
-        }
+        let run = match &reranker {
+            Some(r) => r.rerank(&runtime, &printer, &data, &first)?,
+            None => first.clone(),
+        };
         if gates {
-            gate_failures.extend(check_gates(&data, &run, matches!(retriever, Retriever::Bm25) && rerank.is_none()));
+            gate_failures.extend(check_gates(&data, &run, matches!(retriever, Retriever::Bm25) && reranker.is_none(), &gates_config));
         }
         let cfg = CorebConfig::for_qrels(&data.qrels, k.clone());
         let results = evaluate(&data.qrels, &run, &cfg);
-        tasks.push(report::task_report(&data, &results, &cfg.ks, cfg.level));
+        let mut task = report::task_report(&data, &results, &cfg.ks, cfg.level);
+        if let Some(b) = &bootstrap {
+            task.ci = Some(report::task_intervals(&task, cfg.ks.len(), b));
+        }
+        if reranker.is_some() {
+            let first_results = evaluate(&data.qrels, &first, &cfg);
+            let first_task = report::task_report(&data, &first_results, &cfg.ks, cfg.level);
+            let ndcg = report::compare_queries(&first_task.queries, &task.queries, "ndcg", cfg.ks.len(), &bootstrap.unwrap_or_default()).map_err(anyhow::Error::msg)?;
+            task.rerank = Some(RerankDelta { first_stage: summarize(&cfg.ks, &first_results), ndcg });
+            runs.push((format!("{}.first", data.name), first));
+        }
+        tasks.push(task);
         runs.push((data.name.clone(), run));
     }
-    let report = EvalReport { retriever: label, ks: k.clone(), tasks };
+    let rerank_info = reranker.as_ref().map(|r| r.info(&first_label));
+    if let Some(stats) = rerank_info.as_ref().and_then(|r| r.listwise_stats).filter(|s| s.failed > 0) {
+        bail!("listwise reranking: {} of {} windows got no answer (kept in first-stage order); nothing written. A rerun asks only for those (answers are in the store)", stats.failed, stats.windows);
+    }
+    let report = EvalReport { retriever: label, ks: k.clone(), tasks, bootstrap, prompts: prompts_used, rerank: rerank_info };
     let json_text = serde_json::to_string_pretty(&report)?;
     let markdown = report::to_markdown(&report);
     if let Some(out) = &out {
@@ -110,9 +144,10 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         write_atomic(&out.join("report.md"), markdown.as_bytes())?;
         write_atomic(&out.join("ndcg.svg"), report::ndcg_svg(&report).as_bytes())?;
         write_atomic(&out.join("queries.svg"), report::query_distribution_svg(&report).as_bytes())?;
-        if external.is_none() {
-            for (name, run) in &runs {
-                write_atomic(&out.join(format!("{name}.run.trec")), run.to_trec(depth).as_bytes())?;
+        for (name, run) in &runs {
+            // An external run is the user's own file: only what coreb made is written.
+            if external.is_none() || (reranker.is_some() && !name.ends_with(".first")) {
+                write_atomic(&out.join(format!("{name}.run.trec")), run.to_trec(first_depth).as_bytes())?;
             }
         }
         printer.status(format!("wrote {}", out.display()));
@@ -137,7 +172,7 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
 
 /// `run` without each query's own document (a code query's `source_doc_id`): CoREB never
 /// ranks a query for itself. Returns the run and how many entries were dropped.
-fn drop_own_documents(data: &Dataset, run: &Run) -> (Run, usize) {
+pub(crate) fn drop_own_documents(data: &Dataset, run: &Run) -> (Run, usize) {
     let own: std::collections::HashMap<&str, &str> =
         data.queries.iter().filter_map(|q| q.source_doc_id.as_deref().map(|d| (q.id.as_str(), d))).collect();
     let mut kept = Run::new(run.run_id.clone());
@@ -155,9 +190,9 @@ fn drop_own_documents(data: &Dataset, run: &Run) -> (Run, usize) {
     (kept, dropped)
 }
 
-/// The release gates of one task with default thresholds; BM25 nDCG@10 comes from `run` when it
-/// is the plain BM25 run, else from a fresh BM25 run.
-fn check_gates(data: &Dataset, run: &Run, run_is_bm25: bool) -> Vec<stages::evaluate::gates::GateFailure> {
+/// The release gates of one task; BM25 nDCG@10 comes from `run` when it is the plain BM25
+/// run, else from a fresh BM25 run.
+fn check_gates(data: &Dataset, run: &Run, run_is_bm25: bool, gates: &GatesConfig) -> Vec<stages::evaluate::gates::GateFailure> {
     let ndcg10 = if run_is_bm25 {
         let cfg = CorebConfig::for_qrels(&data.qrels, vec![10]);
         let results = evaluate(&data.qrels, run, &cfg);
@@ -165,11 +200,11 @@ fn check_gates(data: &Dataset, run: &Run, run_is_bm25: bool) -> Vec<stages::eval
     } else {
         stages::evaluate::bm25_ndcg10(data)
     };
-    stages::evaluate::gates::check_task(data, ndcg10, &stages::evaluate::gates::GatesConfig::default())
+    stages::evaluate::gates::check_task(data, ndcg10, gates)
 }
 
 /// The BEIR folders to evaluate: `dir` itself, or its BEIR subfolders in name order.
-fn dataset_dirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn dataset_dirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     if beir::is_beir_dir(dir) {
         return Ok(vec![dir.to_owned()]);
     }
@@ -182,44 +217,4 @@ fn dataset_dirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         bail!("`{}`: not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) and holds none", dir.display());
     }
     Ok(subs)
-}
-
-/// The embedding client and a runtime to drive it, for dense retrieval and reranking.
-struct DenseSetup {
-    client: stages::services::embed::EmbedClient,
-    model: String,
-    runtime: tokio::runtime::Runtime,
-}
-
-impl DenseSetup {
-    /// Read the API key from `api_key_env` (if set) and build the client.
-    fn new(model: &str, base_url: &str, api_key_env: &str, cache: PathBuf) -> anyhow::Result<DenseSetup> {
-        let mut cfg = stages::services::embed::EmbedConfig::new(base_url);
-        cfg.api_key = std::env::var(api_key_env).ok().filter(|k| !k.is_empty());
-        cfg.cache_dir = (!cache.as_os_str().is_empty()).then_some(cache);
-        let client = stages::services::embed::EmbedClient::new(cfg)?;
-        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-        Ok(DenseSetup { client, model: model.to_owned(), runtime })
-    }
-
-    fn run(&self, data: &Dataset, depth: usize) -> anyhow::Result<Run> {
-        let run = self
-            .runtime
-            .block_on(stages::evaluate::dense::dense_run(&self.client, &self.model, data, depth))
-            .with_context(|| format!("dense retrieval with `{}` on `{}`", self.model, data.name))?;
-        let s = &self.client.stats;
-        tracing::info!(
-            requests = s.requests.load(std::sync::atomic::Ordering::Relaxed),
-            retries = s.retries.load(std::sync::atomic::Ordering::Relaxed),
-            cache_hits = s.cache_hits.load(std::sync::atomic::Ordering::Relaxed),
-            "embeddings"
-        );
-        Ok(run)
-    }
-
-    fn rerank(&self, data: &Dataset, run: &Run, model: &str, depth: usize) -> anyhow::Result<Run> {
-        self.runtime
-            .block_on(stages::evaluate::dense::rerank_run(&self.client, model, data, run, depth))
-            .with_context(|| format!("reranking with `{model}` on `{}`", data.name))
-    }
 }

@@ -3,8 +3,10 @@
 pub mod audit;
 pub mod build;
 pub mod check;
+pub mod compare;
 pub mod corpus;
 pub mod eval;
+pub mod eval_setup;
 pub mod judge;
 pub mod plan;
 pub mod store;

@@ -3,7 +3,10 @@
 //!
 //! - [`beir`]: BEIR folders (corpus, queries, qrels).
 //! - [`bm25`]: BM25 with code-aware tokens.
-//! - [`dense`]: dense retrieval and reranking through the embedding/rerank service.
+//! - [`dense`]: dense retrieval and pointwise reranking through the embedding/rerank service.
+//! - [`prompts`]: query/document prompts per model, task and subtask (the preset file).
+//! - [`listwise`]: listwise LLM reranking over sliding windows through the LLM gateway.
+//! - [`significance`]: bootstrap intervals and paired tests over per-query scores.
 //! - [`report`]: results per task/subtask/language, JSON, Markdown and hand-written SVG plots.
 //! - [`gates`]: the checks a release must pass before it is published.
 //!
@@ -14,7 +17,10 @@ pub mod beir;
 pub mod bm25;
 pub mod dense;
 pub mod gates;
+pub mod listwise;
+pub mod prompts;
 pub mod report;
+pub mod significance;
 
 use crate::services::evaluator::Run;
 use beir::Dataset;

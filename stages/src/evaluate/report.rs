@@ -8,7 +8,171 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::beir::Dataset;
-use crate::services::evaluator::coreb::{QueryResult, Summary, summarize};
+use super::listwise::{ListwiseConfig, ListwiseStats};
+use super::prompts::PromptsUsed;
+use super::significance::{BootstrapConfig, Interval, PairedComparison, bootstrap_ci, compare};
+use crate::services::evaluator::coreb::{AtK, QueryResult, Summary, summarize};
+
+/// One query's measures, kept for significance tests and the results store.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct QueryScores {
+    /// Query id.
+    pub qid: String,
+    /// Subtask, when the release has one.
+    #[serde(default)]
+    pub subtask: Option<String>,
+    /// Language constraint, when the release has one.
+    #[serde(default)]
+    pub language: Option<String>,
+    /// Absent from the run (scored 0).
+    #[serde(default)]
+    pub missing: bool,
+    /// Measures at each k.
+    pub at_k: AtK,
+}
+
+/// Bootstrap intervals of the mean of every measure at each k.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AtKIntervals {
+    /// nDCG@k.
+    pub ndcg: Vec<Option<Interval>>,
+    /// MAP@k.
+    pub map: Vec<Option<Interval>>,
+    /// Recall@k.
+    pub recall: Vec<Option<Interval>>,
+    /// P@k.
+    pub precision: Vec<Option<Interval>>,
+    /// MRR@k.
+    pub mrr: Vec<Option<Interval>>,
+    /// R-cap@k.
+    pub r_cap: Vec<Option<Interval>>,
+}
+
+/// Intervals of a task, its subtasks and languages (queries resampled within each group).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TaskIntervals {
+    /// All queries.
+    pub overall: AtKIntervals,
+    /// Per subtask.
+    pub by_subtask: BTreeMap<String, AtKIntervals>,
+    /// Per language.
+    pub by_language: BTreeMap<String, AtKIntervals>,
+}
+
+/// The measure named `name` (`ndcg`, `map`, `recall`, `p`/`precision`, `mrr`, `r_cap`).
+pub fn measure<'a>(at_k: &'a AtK, name: &str) -> Option<&'a Vec<f64>> {
+    Some(match name {
+        "ndcg" => &at_k.ndcg,
+        "map" => &at_k.map,
+        "recall" => &at_k.recall,
+        "p" | "precision" => &at_k.precision,
+        "mrr" => &at_k.mrr,
+        "r_cap" | "rcap" => &at_k.r_cap,
+        _ => return None,
+    })
+}
+
+fn intervals(queries: &[&QueryScores], ks: usize, cfg: &BootstrapConfig) -> AtKIntervals {
+    let per = |f: &dyn Fn(&AtK) -> &Vec<f64>| -> Vec<Option<Interval>> {
+        (0..ks).map(|i| bootstrap_ci(&queries.iter().map(|q| f(&q.at_k)[i]).collect::<Vec<_>>(), cfg)).collect()
+    };
+    AtKIntervals {
+        ndcg: per(&|a| &a.ndcg),
+        map: per(&|a| &a.map),
+        recall: per(&|a| &a.recall),
+        precision: per(&|a| &a.precision),
+        mrr: per(&|a| &a.mrr),
+        r_cap: per(&|a| &a.r_cap),
+    }
+}
+
+/// Queries grouped by a label.
+type Grouped<'a> = BTreeMap<String, Vec<&'a QueryScores>>;
+
+/// Groups of queries: all, by subtask, by language.
+fn groups(queries: &[QueryScores]) -> (Vec<&QueryScores>, Grouped<'_>, Grouped<'_>) {
+    let (mut subtasks, mut languages): (Grouped<'_>, Grouped<'_>) = Default::default();
+    for q in queries {
+        if let Some(s) = &q.subtask {
+            subtasks.entry(s.clone()).or_default().push(q);
+        }
+        if let Some(l) = &q.language {
+            languages.entry(l.clone()).or_default().push(q);
+        }
+    }
+    (queries.iter().collect(), subtasks, languages)
+}
+
+/// Bootstrap intervals of every summary of a task.
+pub fn task_intervals(task: &TaskReport, ks: usize, cfg: &BootstrapConfig) -> TaskIntervals {
+    let (all, subtasks, languages) = groups(&task.queries);
+    TaskIntervals {
+        overall: intervals(&all, ks, cfg),
+        by_subtask: subtasks.iter().map(|(k, v)| (k.clone(), intervals(v, ks, cfg))).collect(),
+        by_language: languages.iter().map(|(k, v)| (k.clone(), intervals(v, ks, cfg))).collect(),
+    }
+}
+
+/// Paired comparisons of one measure at each k, for a task and its subtasks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct GroupComparisons {
+    /// All queries, one per k.
+    pub overall: Vec<PairedComparison>,
+    /// Per subtask, one per k.
+    pub by_subtask: BTreeMap<String, Vec<PairedComparison>>,
+}
+
+/// Compare `metric` of `a` and `b` (matched by query id; both must hold the same queries).
+pub fn compare_queries(a: &[QueryScores], b: &[QueryScores], metric: &str, ks: usize, cfg: &BootstrapConfig) -> Result<GroupComparisons, String> {
+    let index: BTreeMap<&str, &QueryScores> = b.iter().map(|q| (q.qid.as_str(), q)).collect();
+    if a.len() != b.len() || a.iter().any(|q| !index.contains_key(q.qid.as_str())) {
+        return Err(format!("the two sides hold different queries ({} and {})", a.len(), b.len()));
+    }
+    let pick = |q: &QueryScores, i: usize| measure(&q.at_k, metric).and_then(|v| v.get(i).copied());
+    let cmp = |qs: &[&QueryScores]| -> Result<Vec<PairedComparison>, String> {
+        (0..ks)
+            .map(|i| {
+                let mut va = Vec::with_capacity(qs.len());
+                let mut vb = Vec::with_capacity(qs.len());
+                for q in qs {
+                    va.push(pick(q, i).ok_or_else(|| format!("unknown measure `{metric}`"))?);
+                    vb.push(pick(index[q.qid.as_str()], i).ok_or_else(|| format!("unknown measure `{metric}`"))?);
+                }
+                Ok(compare(&va, &vb, cfg))
+            })
+            .collect()
+    };
+    let (all, subtasks, _) = groups(a);
+    Ok(GroupComparisons { overall: cmp(&all)?, by_subtask: subtasks.iter().map(|(k, v)| Ok((k.clone(), cmp(v)?))).collect::<Result<_, String>>()? })
+}
+
+/// The reranking of a task against its first stage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RerankDelta {
+    /// The first stage's results.
+    pub first_stage: Summary,
+    /// nDCG@k of the reranked run against the first stage (B = reranked, A = first stage).
+    pub ndcg: GroupComparisons,
+}
+
+/// How the run was reranked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RerankInfo {
+    /// `rerank`, `score` or `listwise`.
+    pub api: String,
+    /// The reranking model.
+    pub model: String,
+    /// Candidates reranked per query.
+    pub depth: usize,
+    /// The first stage.
+    pub first_stage: String,
+    /// Listwise settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listwise: Option<ListwiseConfig>,
+    /// What listwise reranking did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listwise_stats: Option<ListwiseStats>,
+}
 
 /// Results of one task (one BEIR folder).
 #[derive(Debug, Clone, Serialize)]
@@ -25,8 +189,14 @@ pub struct TaskReport {
     pub by_subtask: BTreeMap<String, Summary>,
     /// Per language constraint (empty when queries carry none).
     pub by_language: BTreeMap<String, Summary>,
+    /// 95 % (by default) bootstrap intervals of every summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci: Option<TaskIntervals>,
+    /// Against the first stage, when the run was reranked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<RerankDelta>,
     /// Every query's measures, in query-id order.
-    pub per_query: Vec<QueryResult>,
+    pub queries: Vec<QueryScores>,
 }
 
 /// The whole evaluation.
@@ -38,6 +208,15 @@ pub struct EvalReport {
     pub ks: Vec<usize>,
     /// One entry per task, in name order.
     pub tasks: Vec<TaskReport>,
+    /// Bootstrap settings of every interval (`None`: no intervals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bootstrap: Option<BootstrapConfig>,
+    /// The prompts a dense retriever was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<PromptsUsed>,
+    /// How the run was reranked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<RerankInfo>,
 }
 
 /// Group query results by the dataset's query metadata.
@@ -59,6 +238,13 @@ pub fn task_report(data: &Dataset, results: &[QueryResult], ks: &[usize], level:
             }
         }
     }
+    let queries = results
+        .iter()
+        .map(|r| {
+            let (subtask, language) = meta.get(r.qid.as_str()).copied().unwrap_or((None, None));
+            QueryScores { qid: r.qid.clone(), subtask: subtask.map(str::to_owned), language: language.map(str::to_owned), missing: r.missing, at_k: r.at_k.clone() }
+        })
+        .collect();
     TaskReport {
         task: data.name.clone(),
         num_docs: data.corpus.len(),
@@ -66,7 +252,9 @@ pub fn task_report(data: &Dataset, results: &[QueryResult], ks: &[usize], level:
         overall: summarize(ks, results),
         by_subtask: subtasks.into_iter().map(|(k, v)| (k, summarize(ks, v))).collect(),
         by_language: languages.into_iter().map(|(k, v)| (k, summarize(ks, v))).collect(),
-        per_query: results.to_vec(),
+        ci: None,
+        rerank: None,
+        queries,
     }
 }
 
@@ -129,7 +317,101 @@ pub fn to_markdown(report: &EvalReport) -> String {
             let _ = writeln!(out, "{}: {} queries had no results and score 0.\n", t.task, t.overall.missing);
         }
     }
+    if let Some(b) = &report.bootstrap {
+        intervals_markdown(&mut out, report, b);
+    }
+    if let Some(r) = &report.rerank {
+        rerank_markdown(&mut out, report, r);
+    }
+    if let Some(p) = &report.prompts {
+        let _ = writeln!(out, "## Prompts\n\nPreset `{}` from {}.\n\n| task | side | template | request fields |\n|---|---|---|---|", p.preset, p.source);
+        let show = |t: &str| t.replace('\n', "\\n").replace('|', "\\|");
+        for (task, tp) in &p.tasks {
+            let _ = writeln!(out, "| {task} | documents | `{}` | {:?} |", show(&tp.document.template), tp.document.fields);
+            for (sub, q) in &tp.queries {
+                let label = if sub.is_empty() { "queries".to_owned() } else { format!("queries ({sub})") };
+                let _ = writeln!(out, "| {task} | {label} | `{}` | {:?} |", show(&q.template), q.fields);
+            }
+        }
+        out.push('\n');
+    }
     out
+}
+
+fn fmt_ci(ci: Option<&Interval>) -> String {
+    ci.map_or_else(|| "–".to_owned(), |c| format!("[{:.4}, {:.4}]", c.low, c.high))
+}
+
+fn fmt_p(p: Option<f64>) -> String {
+    p.map_or_else(|| "–".to_owned(), |p| if p < 1e-4 { format!("{p:.1e}") } else { format!("{p:.4}") })
+}
+
+fn intervals_markdown(out: &mut String, report: &EvalReport, b: &BootstrapConfig) {
+    let _ = writeln!(
+        out,
+        "## nDCG with {:.0} % bootstrap intervals\n\nPercentile bootstrap over queries: {} resamples, seed {}.\n",
+        b.confidence * 100.0,
+        b.resamples,
+        b.seed
+    );
+    let mut head = String::from("| task | group | queries |");
+    let mut rule = String::from("|---|---|---:|");
+    for k in &report.ks {
+        let _ = write!(head, " nDCG@{k} | 95 % CI |");
+        rule.push_str("---:|---|");
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+    for t in &report.tasks {
+        let Some(ci) = &t.ci else { continue };
+        let mut rows = vec![("all".to_owned(), &t.overall, &ci.overall)];
+        rows.extend(t.by_subtask.iter().filter_map(|(k, s)| Some((k.clone(), s, ci.by_subtask.get(k)?))));
+        for (group, s, c) in rows {
+            let _ = write!(out, "| {} | {group} | {} |", t.task, s.num_queries);
+            for (v, i) in s.at_k.ndcg.iter().zip(&c.ndcg) {
+                let _ = write!(out, " {v:.4} | {} |", fmt_ci(i.as_ref()));
+            }
+            out.push('\n');
+        }
+    }
+    out.push('\n');
+}
+
+fn rerank_markdown(out: &mut String, report: &EvalReport, r: &RerankInfo) {
+    let Some(last) = report.ks.len().checked_sub(1) else { return };
+    let k = report.ks[last];
+    let _ = writeln!(
+        out,
+        "## ΔnDCG@{k} of reranking\n\n`{}` reranked the top {} of `{}` through `{}`. Δ = reranked − first stage; the interval is the paired bootstrap of the mean difference, the p-values the paired Wilcoxon signed-rank and randomisation tests.\n",
+        r.model, r.depth, r.first_stage, r.api
+    );
+    let _ = writeln!(out, "| task | group | queries | first stage | reranked | Δ | 95 % CI | Wilcoxon p | randomisation p |\n|---|---|---:|---:|---:|---:|---|---:|---:|");
+    for t in &report.tasks {
+        let Some(d) = &t.rerank else { continue };
+        let mut rows: Vec<(String, &PairedComparison)> = d.ndcg.overall.get(last).map(|c| ("all".to_owned(), c)).into_iter().collect();
+        rows.extend(d.ndcg.by_subtask.iter().filter_map(|(g, v)| Some((g.clone(), v.get(last)?))));
+        for (group, c) in rows {
+            let _ = writeln!(
+                out,
+                "| {} | {group} | {} | {:.4} | {:.4} | {:+.4} | {} | {} | {} |",
+                t.task,
+                c.queries,
+                c.mean_a,
+                c.mean_b,
+                c.difference,
+                fmt_ci(c.ci.as_ref()),
+                fmt_p(c.wilcoxon_p),
+                fmt_p(c.randomization_p)
+            );
+        }
+    }
+    if let Some(s) = &r.listwise_stats {
+        let _ = writeln!(
+            out,
+            "\nListwise: {} windows over {} queries; answers exact {}, repaired {}, unparseable {}, failed {}; {} from the response store, {} from the endpoint.",
+            s.windows, s.queries, s.exact, s.repaired, s.unparseable, s.failed, s.from_store, s.from_endpoint
+        );
+    }
+    out.push('\n');
 }
 
 fn esc(s: &str) -> String {
@@ -259,7 +541,12 @@ mod tests {
         assert_eq!(t.by_subtask["full"].num_queries, 2);
         assert_eq!(t.by_subtask["full"].missing, 1);
         assert_eq!(t.by_language["cpp"].at_k.ndcg[2], 0.0);
-        let report = EvalReport { retriever: "bm25".into(), ks: cfg.ks.clone(), tasks: vec![t] };
+        assert_eq!(t.queries.len(), 3);
+        assert_eq!(t.queries[2].language.as_deref(), Some("cpp"));
+        let mut t = t;
+        let b = BootstrapConfig::default();
+        t.ci = Some(task_intervals(&t, cfg.ks.len(), &b));
+        let report = EvalReport { retriever: "bm25".into(), ks: cfg.ks.clone(), tasks: vec![t], bootstrap: Some(b), prompts: None, rerank: None };
         let md = to_markdown(&report);
         assert!(md.contains("| canonical | 1 | 1.0000 |"), "{md}");
         let svg = ndcg_svg(&report);

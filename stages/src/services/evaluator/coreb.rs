@@ -43,7 +43,7 @@ impl Default for CorebConfig {
 }
 
 /// The measures of one query (or their means), one entry per cut-off.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct AtK {
     /// nDCG@k.
     pub ndcg: Vec<f64>,

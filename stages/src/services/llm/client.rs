@@ -156,13 +156,13 @@ pub fn classify(status: u16, after: Option<Duration>, body: &str) -> Attempt {
             Err(e) => Attempt::Retry { reason: format!("HTTP {status}, not a chat completion ({e}): {}", snippet(body)), after },
         },
         401 | 403 => Attempt::Unauthorized { status },
-        408 | 409 | 425 | 429 | 500..=599 => Attempt::Retry { reason: format!("HTTP {status}: {}", snippet(body)), after },
+        s if super::retry::is_retryable_status(s) => Attempt::Retry { reason: format!("HTTP {status}: {}", snippet(body)), after },
         _ => Attempt::Rejected { status, body: snippet(body) },
     }
 }
 
 /// `retry-after-ms` (OpenAI), else `Retry-After` in seconds or as an HTTP date.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     let seconds = |v: &str| v.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
     if let Some(ms) = text("retry-after-ms").and_then(seconds) {

@@ -25,12 +25,14 @@ pub enum LlmStage {
     Generate,
     /// Search queries.
     Queries,
+    /// Listwise reranking in `coreb eval` (not a build stage).
+    Rerank,
 }
 
 impl LlmStage {
     /// Every LLM stage.
-    pub const ALL: [LlmStage; 6] =
-        [LlmStage::Rewrite, LlmStage::RewriteTests, LlmStage::Distract, LlmStage::Abbreviate, LlmStage::Generate, LlmStage::Queries];
+    pub const ALL: [LlmStage; 7] =
+        [LlmStage::Rewrite, LlmStage::RewriteTests, LlmStage::Distract, LlmStage::Abbreviate, LlmStage::Generate, LlmStage::Queries, LlmStage::Rerank];
 
     /// The snake_case name (also the prompt's file stem).
     pub fn as_str(self) -> &'static str {
@@ -41,6 +43,7 @@ impl LlmStage {
             LlmStage::Abbreviate => "abbreviate",
             LlmStage::Generate => "generate",
             LlmStage::Queries => "queries",
+            LlmStage::Rerank => "rerank",
         }
     }
 }

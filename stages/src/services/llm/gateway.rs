@@ -10,16 +10,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
-use backon::{BackoffBuilder, ExponentialBuilder};
 use futures_util::future::BoxFuture;
-use tokio::sync::Semaphore;
 
 use super::accounting::{Accounting, Event};
 use super::client::{Attempt, HttpClient};
 use super::config::{LlmConfig, RetryConfig, StoreMode};
-use super::limiter::Bucket;
+use super::retry::{GaveUp, Limits, Step, send_with_retries};
 use super::store::{ResponseStore, StoreEntry, StoredResponse};
 use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, TokenUsage, secs};
 
@@ -30,9 +27,7 @@ pub struct Gateway {
     store: Arc<ResponseStore>,
     client: HttpClient,
     retry: RetryConfig,
-    slots: Semaphore,
-    requests: Option<Bucket>,
-    tokens: Option<Bucket>,
+    limits: Limits,
     accounting: Accounting,
     stopped: AtomicBool,
 }
@@ -60,9 +55,7 @@ impl Gateway {
             store: Arc::new(store),
             client,
             retry: config.retry.clone(),
-            slots: Semaphore::new(config.concurrency.max(1)),
-            requests: Bucket::per_minute(u64::from(config.requests_per_minute)),
-            tokens: Bucket::per_minute(config.tokens_per_minute),
+            limits: Limits::new(config.concurrency, u64::from(config.requests_per_minute), config.tokens_per_minute),
             accounting: Accounting::new(config.prices.clone()),
             stopped: AtomicBool::new(false),
         })
@@ -133,54 +126,36 @@ impl Gateway {
 
     /// Send under the limits and the retry policy until an answer (complete or not) comes.
     async fn send(&self, request: &ChatRequest) -> Result<(String, FinishReason, TokenUsage), LlmError> {
-        let mut delays = ExponentialBuilder::default()
-            .with_min_delay(Duration::from_millis(self.retry.min_delay_ms))
-            .with_max_delay(Duration::from_millis(self.retry.max_delay_ms))
-            .with_max_times(self.retry.max_attempts.saturating_sub(1) as usize)
-            .with_jitter()
-            .build();
-        let estimate = request.estimated_tokens();
-        let mut attempts = 0u32;
-        loop {
+        let outcome = send_with_retries(&self.retry, &self.limits, request.estimated_tokens(), |attempt| async move {
             if self.stopped.load(Ordering::SeqCst) {
-                return Err(LlmError::Stopped { stage: request.stage, item: request.item.clone() });
+                return Step::Fail(LlmError::Stopped { stage: request.stage, item: request.item.clone() });
             }
-            if let Some(bucket) = &self.requests {
-                bucket.acquire(1).await;
-            }
-            if let Some(bucket) = &self.tokens {
-                bucket.acquire(estimate).await;
-            }
-            attempts += 1;
             self.accounting.record(request.stage, &request.model, Event::Attempt);
-            let outcome = {
-                let _slot = self.slots.acquire().await.map_err(|_| LlmError::Stopped { stage: request.stage, item: request.item.clone() })?;
-                self.client.attempt(request).await
-            };
-            match outcome {
+            match self.client.attempt(request).await {
                 Attempt::Answer { text, finish_reason, usage } => {
                     self.accounting.record(request.stage, &request.model, Event::Paid(usage));
-                    return Ok((text, finish_reason, usage));
+                    Step::Done((text, finish_reason, usage))
                 }
                 Attempt::Unauthorized { status } => {
                     self.stopped.store(true, Ordering::SeqCst);
-                    return Err(LlmError::Unauthorized { stage: request.stage, item: request.item.clone(), model: request.model.clone(), status });
+                    Step::Fail(LlmError::Unauthorized { stage: request.stage, item: request.item.clone(), model: request.model.clone(), status })
                 }
                 Attempt::Rejected { status, body } => {
-                    return Err(LlmError::Rejected { stage: request.stage, item: request.item.clone(), model: request.model.clone(), status, body });
+                    Step::Fail(LlmError::Rejected { stage: request.stage, item: request.item.clone(), model: request.model.clone(), status, body })
                 }
                 Attempt::Retry { reason, after } => {
-                    let Some(backoff) = delays.next() else {
-                        return Err(LlmError::RetriesExhausted { stage: request.stage, item: request.item.clone(), model: request.model.clone(), attempts, last: reason });
-                    };
-                    let cap = Duration::from_secs(self.retry.max_retry_after_secs);
-                    // The server's `Retry-After` wins over our own schedule (capped).
-                    let wait = after.map_or(backoff, |a| a.min(cap));
-                    tracing::info!(stage = %request.stage, item = %request.item, attempt = attempts, ?wait, %reason, "retrying");
-                    tokio::time::sleep(wait).await;
+                    tracing::info!(stage = %request.stage, item = %request.item, attempt, %reason, "attempt failed");
+                    Step::Retry { reason, after }
                 }
             }
-        }
+        })
+        .await;
+        outcome.map_err(|gave_up| match gave_up {
+            GaveUp::Failed(e) => e,
+            GaveUp::Exhausted { attempts, last } => {
+                LlmError::RetriesExhausted { stage: request.stage, item: request.item.clone(), model: request.model.clone(), attempts, last }
+            }
+        })
     }
 }
 

@@ -2,8 +2,9 @@
 //!
 //! A bucket holds up to one minute's allowance and refills continuously; [`Bucket::acquire`]
 //! waits until `n` units are available (a request larger than the whole allowance waits for
-//! a full bucket and then takes it all, so it is slowed, never refused). The concurrency cap
-//! is a plain `tokio::sync::Semaphore` in the gateway.
+//! a full bucket and then takes it all, so it is slowed, never refused). The buckets and the
+//! concurrency cap (a `tokio::sync::Semaphore`) make up [`super::retry::Limits`], which the
+//! gateway and the embeddings client send under.
 
 use std::time::Duration;
 

@@ -9,7 +9,9 @@
 //! - [`client`]: one POST to `<base_url>/chat/completions` with reqwest, classified into
 //!   success / retryable / fatal; coreb's own retry policy (exponential backoff with jitter
 //!   through `backon`, honouring `Retry-After`) wraps each call.
-//! - [`limiter`]: the concurrency cap and the requests- and tokens-per-minute buckets.
+//! - [`limiter`]: the requests- and tokens-per-minute buckets.
+//! - [`retry`]: the one retry loop ([`retry::send_with_retries`]) under [`retry::Limits`],
+//!   shared with the embeddings/rerank client.
 //! - [`accounting`]: tokens and cost per stage and model.
 //! - [`authored`]: answers written offline, recorded as store entries by running the stages.
 //!
@@ -32,6 +34,7 @@ pub mod config;
 pub mod gateway;
 pub mod key;
 pub mod limiter;
+pub mod retry;
 pub mod run;
 pub mod store;
 pub mod text;

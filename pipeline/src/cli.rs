@@ -63,6 +63,9 @@ pub enum Command {
     /// Curate text–code training pairs from the sources of a corpus manifest, decontaminated
     /// against every published release.
     Corpus(CorpusArgs),
+    /// Combine the parts written by shard processes (`coreb corpus <manifest> --shard i/N`)
+    /// into the stage's output; refuses while a part is missing or was made from another plan.
+    Merge(MergeArgs),
     /// Write the manifest of a month's release: window after the latest release, sources
     /// pinned by sha256, models and prompts as before.
     Plan(PlanArgs),
@@ -185,6 +188,11 @@ pub struct StageArgs {
 pub struct VerifyArgs {
     /// The release directory, e.g. `releases/v202504`.
     pub release: PathBuf,
+    /// Apply the sandbox settings and the compile/run commands that the release's embedded
+    /// build manifest sets in `[stages.execute]` (refused by default: a downloaded release
+    /// could weaken the sandbox or choose what the judge runs).
+    #[arg(long)]
+    pub trust_release_sandbox: bool,
 }
 
 /// Arguments of `coreb eval`.
@@ -539,12 +547,62 @@ pub struct ModelAuditArgs {
     /// Worker threads for execution (default: all cores). Results do not depend on it.
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Apply the sandbox settings and the compile/run commands that the release's embedded
+    /// build manifest sets in `[stages.execute]` (refused by default).
+    #[arg(long)]
+    pub trust_release_sandbox: bool,
 }
 
 /// Arguments of `coreb corpus`.
 #[derive(Debug, Args)]
 pub struct CorpusArgs {
     /// The corpus manifest (TOML).
+    pub manifest: PathBuf,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Run as shard process `I` of `N` (`0/4` … `3/4`): read every source, keep the pairs
+    /// whose id hash falls in shard `I`, and write their sketches and records to
+    /// `<output>/parts/`; then `coreb merge corpus <manifest>` curates the output.
+    #[arg(long, value_name = "I/N", value_parser = ShardSpec::parse)]
+    pub shard: Option<ShardSpec>,
+}
+
+/// One shard of `N`, as `--shard I/N` gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSpec {
+    /// `I`, from 0.
+    pub index: u32,
+    /// `N`, at least 1.
+    pub count: u32,
+}
+
+impl ShardSpec {
+    /// Parse `I/N` with `I < N`.
+    pub fn parse(s: &str) -> Result<ShardSpec, String> {
+        let (i, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: expected `I/N`, e.g. `0/4`"))?;
+        let index: u32 = i.trim().parse().map_err(|_| format!("`{s}`: `{i}` is not a shard number"))?;
+        let count: u32 = n.trim().parse().map_err(|_| format!("`{s}`: `{n}` is not a shard count"))?;
+        if count == 0 || index >= count {
+            return Err(format!("`{s}`: the shard must be in 0..{count} and the count at least 1"));
+        }
+        Ok(ShardSpec { index, count })
+    }
+}
+
+/// The stages whose shard processes `coreb merge` combines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MergeStage {
+    /// `coreb corpus --shard i/N`.
+    Corpus,
+}
+
+/// Arguments of `coreb merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The stage whose parts to combine.
+    pub stage: MergeStage,
+    /// The manifest the shard processes ran.
     pub manifest: PathBuf,
     /// Print the summary as JSON on stdout.
     #[arg(long)]

@@ -49,6 +49,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Judge(args) => commands::judge::judge(args),
         Command::Audit(args) => commands::audit::audit(args),
         Command::Corpus(args) => commands::corpus::corpus(args),
+        Command::Merge(args) => match args.stage {
+            cli::MergeStage::Corpus => commands::corpus::merge(args),
+        },
         Command::Plan(args) => commands::plan::plan(args),
         Command::Store(args) => commands::store::store(args),
     }

@@ -127,7 +127,29 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     // Relative to where the release belongs, so that a rebuild elsewhere (`verify`) records
     // the same path.
     let manifest_rel = relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path);
-    let key = input_key(StageName::Release.as_str(), &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text, &plan.gates), &[fetch, filter, qrels])?;
+    // What the MANIFEST records of each stage (parameters, prompts, models, and for execute
+    // the toolchain versions and time limits) is part of the key: a new compiler version that
+    // changes no verdict still changes the MANIFEST.
+    let mut stages = BTreeMap::new();
+    let mut models: BTreeSet<String> = BTreeSet::new();
+    for r in others.iter().chain([&filter, &qrels]) {
+        let s = &r.summary;
+        let mut facts = serde_json::Map::new();
+        for k in ["parameters", "prompts", "models", "toolchains", "time_limits"] {
+            if let Some(v) = s.get(k) {
+                facts.insert(k.to_owned(), v.clone());
+            }
+        }
+        if let Some(list) = s.get("models").and_then(|m| m.as_array()) {
+            models.extend(list.iter().filter_map(|m| m.as_str().map(str::to_owned)));
+        }
+        stages.insert(r.stage.clone(), serde_json::Value::Object(facts));
+    }
+    let key = input_key(
+        StageName::Release.as_str(),
+        &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text, &plan.gates, &stages),
+        &[fetch, filter, qrels],
+    )?;
     if let Some(hit) = engine.cached(StageName::Release, &key)? {
         // Skipped only while the published copy is still the one this record describes.
         let published = plan.publish_dir.join("MANIFEST.json");
@@ -173,21 +195,6 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     }
     problems.finish()?;
 
-    let mut stages = BTreeMap::new();
-    let mut models: BTreeSet<String> = BTreeSet::new();
-    for r in others.iter().chain([&filter, &qrels]) {
-        let s = &r.summary;
-        let mut facts = serde_json::Map::new();
-        for k in ["parameters", "prompts", "models"] {
-            if let Some(v) = s.get(k) {
-                facts.insert(k.to_owned(), v.clone());
-            }
-        }
-        if let Some(list) = s.get("models").and_then(|m| m.as_array()) {
-            models.extend(list.iter().filter_map(|m| m.as_str().map(str::to_owned)));
-        }
-        stages.insert(r.stage.clone(), serde_json::Value::Object(facts));
-    }
     let card = dataset_card(
         &CardInfo { version: &plan.version, window: &plan.window, models: models.into_iter().collect(), problems: ids.len(), tool_version: TOOL_VERSION },
         &out,

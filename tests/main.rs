@@ -32,5 +32,6 @@ mod llm;
 mod release;
 mod eval;
 mod eval_protocol;
+mod fidelity;
 mod trec_eval;
 mod validity;

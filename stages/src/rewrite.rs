@@ -435,6 +435,7 @@ mod tests {
                     finish_reason: crate::services::llm::FinishReason::Stop,
                     usage: Default::default(),
                     origin: crate::services::llm::Origin::Endpoint,
+                    provenance: crate::services::llm::Provenance::Endpoint,
                 })
             })
         }

@@ -233,7 +233,7 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
          (`coreb verify`).\n\n## Licence notes\n\nProblem statements come from LiveCodeBench and belong to their \
          platforms (AtCoder, LeetCode, Codeforces). Use for evaluation and research.\n",
     );
-    let _ = writeln!(s, "\n## Content origin\n\nAs the response store records it ({}), {}.", "MANIFEST `counts.llm_answers_written_by`", origin_note(&info.written_by));
+    let _ = writeln!(s, "\n## Content origin\n\nAs the response store records it (MANIFEST `counts.llm_answers_written_by`), {}.", origin_note(&info.written_by));
     s
 }
 

@@ -265,6 +265,12 @@ pub enum Provenance {
 }
 
 impl Provenance {
+    /// Is it [`Provenance::Endpoint`] (the default, left out of stored entries so that
+    /// endpoint entries keep their byte form)?
+    pub fn is_endpoint(&self) -> bool {
+        *self == Provenance::Endpoint
+    }
+
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -75,7 +75,7 @@ pub struct StoredResponse {
     pub usage: TokenUsage,
     /// Who wrote the text (`endpoint` when absent: entries stored before it was recorded
     /// were all endpoint answers).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "super::Provenance::is_endpoint")]
     pub provenance: super::Provenance,
 }
 

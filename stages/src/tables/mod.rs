@@ -4,6 +4,7 @@
 pub mod corpus;
 pub mod problems;
 pub mod release;
+pub mod results;
 pub mod solutions;
 pub mod verdicts;
 

@@ -475,3 +475,191 @@ fn http_sources_are_downloaded_checked_and_read_plain_or_gzipped() {
     let out = run(coreb().arg("corpus").arg(&manifest));
     assert!(!out.status.success() && text(&out).contains("`url`: `ftp://h/x` is not an http:// or https:// URL"), "{}", text(&out));
 }
+
+/// A small deterministic generator (xorshift) for test corpora.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, words: &[&'a str]) -> &'a str {
+        words[(self.next() % words.len() as u64) as usize]
+    }
+}
+
+const ENGLISH: &[&str] = &[
+    "how", "do", "i", "read", "write", "sort", "parse", "merge", "split", "count", "find", "remove", "the", "a", "list", "file",
+    "string", "number", "values", "keys", "from", "into", "with", "without", "python", "dictionary", "lines", "words", "order",
+    "first", "last", "each", "every", "element", "items", "table", "column", "row", "date", "time", "quickly", "safely", "large",
+    "small", "nested", "empty", "unique", "duplicate", "characters", "spaces", "text", "json", "data", "results", "output",
+];
+
+/// Rows of a generated corpus (`id`, `text`, `code`) and what each planted row must be
+/// dropped for: `groups` base pairs, then (shuffled) per group two near copies whose texts
+/// differ from the base (one word of the text, or an identifier of the code), an exact copy
+/// under a new id, and a row repeating the base's id with other content.
+fn generated_corpus(groups: usize) -> (Vec<Value>, BTreeMap<String, (&'static str, String)>) {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut bases = Vec::new();
+    for g in 0..groups {
+        let text: Vec<&str> = (0..16).map(|_| rng.pick(ENGLISH)).collect();
+        let code: Vec<String> = (0..70).map(|i| format!("{}_{}", rng.pick(ENGLISH), (rng.next() % 1000) + i)).collect();
+        bases.push((format!("g{g}"), text.join(" "), format!("def f{g}({}):\n    return {}", code[..3].join(", "), code[3..].join(" + "))));
+    }
+    let mut rows: Vec<Value> = bases.iter().map(|(id, t, c)| json!({"id": id, "text": t, "code": c})).collect();
+    let mut later = Vec::new();
+    let mut expected = BTreeMap::new();
+    for (id, text, code) in &bases {
+        let mut words: Vec<&str> = text.split(' ').collect();
+        words[7] = if words[7] == "quickly" { "safely" } else { "quickly" };
+        let edited = words.join(" ");
+        let first = code.split(['(', ',', ' ']).nth(1).unwrap().to_owned();
+        let renamed = code.replacen(&first, "renamed_value", 1);
+        later.push(json!({"id": format!("{id}n1"), "text": edited, "code": code}));
+        later.push(json!({"id": format!("{id}n2"), "text": text, "code": renamed}));
+        later.push(json!({"id": format!("{id}x"), "text": text, "code": code}));
+        later.push(json!({"id": id, "text": format!("{edited} again"), "code": "pass"}));
+        let of = format!("gen:{id}");
+        expected.insert(format!("gen:{id}n1"), ("near_duplicate", of.clone()));
+        expected.insert(format!("gen:{id}n2"), ("near_duplicate", of.clone()));
+        expected.insert(format!("gen:{id}x"), ("exact_duplicate", of.clone()));
+    }
+    for i in (1..later.len()).rev() {
+        later.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+    }
+    rows.extend(later);
+    (rows, expected)
+}
+
+fn write_generated(dir: &Path, groups: usize, shards: u32, extra: &str) -> (std::path::PathBuf, Vec<Value>, BTreeMap<String, (&'static str, String)>) {
+    let (rows, expected) = generated_corpus(groups);
+    std::fs::write(dir.join("gen.jsonl"), rows.iter().map(|r| format!("{r}\n")).collect::<String>()).unwrap();
+    let manifest = dir.join("gen.toml");
+    std::fs::write(
+        &manifest,
+        format!("[output]\ndir = \"out\"\nshards = {shards}\n{extra}[[source]]\nname = \"gen\"\nformat = \"jsonl\"\npath = \"gen.jsonl\"\nid_field = \"id\"\n"),
+    )
+    .unwrap();
+    (manifest, rows, expected)
+}
+
+/// The lines of every file matching `out/<dir>/*/<file>` (or of one file), sorted: the
+/// records whatever the partitioning.
+fn sorted_lines(paths: impl IntoIterator<Item = std::path::PathBuf>) -> Vec<String> {
+    let mut lines: Vec<String> = paths.into_iter().flat_map(|p| std::fs::read_to_string(&p).unwrap().lines().map(str::to_owned).collect::<Vec<_>>()).collect();
+    lines.sort();
+    lines
+}
+
+/// Issue 20: near-copies whose texts differ land in other shards than their originals, yet the
+/// curated output (kept ids and every record, every drop and the counts) is the same for 1, 2,
+/// 7 and 16 output shards and for 1 and 2 threads; exact copies and repeated ids are removed
+/// globally too.
+#[test]
+fn corpus_keeps_the_same_rows_at_any_shard_and_thread_count() {
+    use stages::corpus::{id_hash, shard_of_id};
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, rows, expected) = write_generated(dir.path(), 40, 1, "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n");
+    let base_text = std::fs::read_to_string(&manifest).unwrap();
+    // The planted copies really are spread: most sit in another shard than their original.
+    let shard = |id: &str, n: u32| shard_of_id(id_hash(id), n);
+    let apart = expected.iter().filter(|(id, (_, of))| shard(id, 16) != shard(of, 16)).count();
+    assert!(apart * 10 > expected.len() * 8, "{apart} of {} copies in another shard", expected.len());
+
+    let mut reference: Option<(Vec<String>, Vec<String>, Value)> = None;
+    for shards in [1u32, 2, 7, 16] {
+        std::fs::write(&manifest, base_text.replace("shards = 1\n", &format!("shards = {shards}\n"))).unwrap();
+        let mut trees = Vec::new();
+        for threads in ["1", "2"] {
+            let out = run(coreb().arg("corpus").arg(&manifest).arg("--json").env("RAYON_NUM_THREADS", threads));
+            assert!(out.status.success(), "{}", text(&out));
+            trees.push(tree(&dir.path().join("out")));
+            let records = sorted_lines((0..shards).map(|s| dir.path().join(format!("out/jsonl/train/shard={s:03}/part.jsonl"))));
+            let dropped = sorted_lines([dir.path().join("out/dropped.jsonl")]);
+            let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/report.json")).unwrap()).unwrap();
+            let got = (records, dropped, report["stats"].clone());
+            match &reference {
+                None => reference = Some(got),
+                Some(r) => {
+                    assert_eq!(r.2, got.2, "counts at {shards} shards, {threads} threads");
+                    assert!(r.0 == got.0, "the kept records differ at {shards} shards, {threads} threads");
+                    assert!(r.1 == got.1, "the dropped pairs differ at {shards} shards, {threads} threads");
+                }
+            }
+            std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+        }
+        assert!(trees[0] == trees[1], "the output differs between 1 and 2 threads at {shards} shards");
+    }
+    let (records, dropped, stats) = reference.unwrap();
+    assert_eq!(records.len() + dropped.len(), rows.len());
+    // Every planted copy is dropped for its reason, in favour of its original.
+    let dropped: BTreeMap<String, Value> = dropped.iter().map(|l| serde_json::from_str::<Value>(l).unwrap()).map(|d| (d["id"].as_str().unwrap().to_owned(), d)).collect();
+    for (id, (reason, of)) in &expected {
+        let d = dropped.get(id).unwrap_or_else(|| panic!("`{id}` was kept"));
+        assert_eq!((d["reason"].as_str().unwrap(), d["of"].as_str().unwrap()), (*reason, of.as_str()), "{d}");
+    }
+    assert_eq!(stats["rows_in"], rows.len());
+    assert_eq!(stats["duplicate_id"], 40, "{stats}");
+    assert_eq!(stats["exact_duplicate"], 40, "{stats}");
+    assert_eq!(stats["near_duplicate"], 80, "{stats}");
+    // Only originals are kept.
+    assert!(records.iter().all(|r| serde_json::from_str::<Value>(r).unwrap()["id"].as_str().unwrap().chars().skip(5).all(|c| c.is_ascii_digit())), "{records:?}");
+}
+
+/// Issue 16: `coreb corpus --shard i/N` in separate processes, then `coreb merge corpus`, writes
+/// the same files byte for byte as one process; the merge refuses while a part is missing or
+/// was made from another plan, naming it.
+#[test]
+fn corpus_shard_processes_and_merge_equal_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    // Alignment and negatives on: they run within each of the 3 output shards.
+    let (manifest, _, _) = write_generated(dir.path(), 30, 3, "");
+    let out = run(coreb().arg("corpus").arg(&manifest));
+    assert!(out.status.success(), "{}", text(&out));
+    let one = tree(&dir.path().join("out"));
+    assert!(one.contains_key("train/shard=002/part.parquet") && one.contains_key("dropped.jsonl"), "{:?}", one.keys());
+    std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+
+    let shard = |i: u32, manifest: &Path| {
+        let out = run(coreb().arg("corpus").arg(manifest).args(["--shard", &format!("{i}/4"), "--json"]));
+        assert!(out.status.success(), "{}", text(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["shard"], i, "{v}");
+        v
+    };
+    let merge = || run(coreb().args(["merge", "corpus"]).arg(&manifest).arg("--json"));
+    let nothing = merge();
+    assert!(!nothing.status.success() && text(&nothing).contains("no shard parts in"), "{}", text(&nothing));
+    let mut read = 0;
+    for i in [0, 1, 3] {
+        read += shard(i, &manifest)["rows"].as_u64().unwrap();
+    }
+    let missing = merge();
+    assert!(!missing.status.success() && text(&missing).contains("shard 2/4 is missing"), "{}", text(&missing));
+    read += shard(2, &manifest)["rows"].as_u64().unwrap();
+    assert_eq!(read, 150);
+    // A part made from another plan (here another threshold) is refused.
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, std::fs::read_to_string(&manifest).unwrap().replace("[[source]]", "[dedup]\nthreshold = 0.8\n[[source]]")).unwrap();
+    shard(1, &other);
+    let stale = merge();
+    assert!(!stale.status.success() && text(&stale).contains("shard 1/4 was made from another plan"), "{}", text(&stale));
+    shard(1, &manifest);
+    // A complete part is not redone.
+    let again = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "1/4"]));
+    assert!(again.status.success() && text(&again).contains("is complete (`") && text(&again).contains("nothing to do"), "{}", text(&again));
+    let merged = merge();
+    assert!(merged.status.success(), "{}", text(&merged));
+    let four = tree(&dir.path().join("out"));
+    assert_eq!(one.keys().collect::<Vec<_>>(), four.keys().collect::<Vec<_>>());
+    for (name, bytes) in &one {
+        assert!(four[name] == *bytes, "`{name}` differs between one process and 4 shard processes + merge");
+    }
+    // Bad shard specs are refused by the command line.
+    let bad = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "4/4"]));
+    assert!(!bad.status.success() && text(&bad).contains("the shard must be in 0..4"), "{}", text(&bad));
+}

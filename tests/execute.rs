@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use stages::execute::{ExecuteConfig, LimitsPatch, SolutionResult, Verdict, execute, execute_tables};
 use stages::ingest::{IngestConfig, decode_row};
 use stages::problem::{Platform, Problem, ProblemId, TestCase, TestType};
-use stages::services::sandbox::{Isolation, Sandbox, SandboxConfig};
+use coreb_sandbox::{Identity, Sandbox, SandboxConfig};
 use stages::solution::{Language, Solution, SolutionId};
 
 use crate::support::{coreb, root, run, text};
@@ -115,7 +115,7 @@ fn verdicts_do_not_depend_on_jobs_and_round_trip_through_parquet() {
     let mut seen = Vec::new();
     for jobs in [1, 3] {
         let out = dir.path().join(format!("verdicts-{jobs}.parquet"));
-        let report = execute_tables(&pp, &sp, &out, &config, jobs, &|| {}).unwrap();
+        let report = execute_tables(&pp, &sp, &out, &config, sandbox(), jobs, &|| {}).unwrap();
         assert_eq!(report.without_problem, vec![SolutionId::new(&orphan, "ok", Language::Python, 0)]);
         assert_eq!(report.stats.solutions, 16);
         let rows = stages::tables::verdicts::read_verdicts(&out).unwrap();
@@ -165,9 +165,9 @@ fn processes_of(range: std::ops::Range<u32>) -> Vec<String> {
 #[test]
 fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
     // A uid range of its own, so that the leftover-process check sees only these runs.
-    let sandbox_config = SandboxConfig { uid_base: 1_990_100_000, uid_count: 64, ..SandboxConfig::default() };
+    let sandbox_config = SandboxConfig { uid_base: 1_991_100_000, uid_count: 64, ..SandboxConfig::default() };
     let sandbox = Sandbox::new(sandbox_config.clone()).unwrap();
-    let root_mode = matches!(sandbox.isolation(), Isolation::RootUidPool { .. });
+    let root_mode = matches!(sandbox.isolation().identity, Identity::UidPool { .. });
     let mut config = ExecuteConfig::default();
     // Wall limits leave room for a loaded machine (CI, other jobs): a memory bomb must reach
     // its cap before the wall timer fires, or the verdict is time_limit. Seen on CI with the
@@ -218,8 +218,9 @@ fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
         (("mem", Language::Go, &[Verdict::MemoryLimit]), String::new(), "x".into()),
         (("output", Language::Python, &[Verdict::OutputLimit]), String::new(), "x".into()),
         (("output", Language::Cpp, &[Verdict::OutputLimit]), String::new(), "x".into()),
-        (("secrets", Language::Python, &[Verdict::Passed]), String::new(), "shadow-denied root-empty".into()),
-        (("secrets", Language::Cpp, &[Verdict::Passed]), String::new(), "shadow-denied root-empty".into()),
+        // /etc/shadow is unreadable (not root); /root does not exist (not in the allowlist).
+        (("secrets", Language::Python, &[Verdict::Passed]), String::new(), "shadow-denied root-denied".into()),
+        (("secrets", Language::Cpp, &[Verdict::Passed]), String::new(), "shadow-denied root-denied".into()),
         (("network", Language::Python, &[Verdict::Passed]), port.clone(), "blocked blocked blocked".into()),
         (("network", Language::Cpp, &[Verdict::Passed]), port.clone(), "blocked blocked".into()),
         // Each host target refused except /tmp, which is the sandbox's private tmpfs; its own
@@ -321,4 +322,195 @@ fn judge_command_prints_verdicts_and_exits_by_result() {
         .args(["--lang", "cpp", "--problem-id", "abc999_z"]));
     assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("abc999_z"));
+}
+
+/// A LiveCodeBench row (stdin problem) with the given tests, as `coreb judge` reads it.
+fn lcb_row(question_id: &str, tests: &[(&str, &str)]) -> String {
+    let public: Vec<serde_json::Value> = tests.iter().map(|(i, o)| serde_json::json!({"input": i, "output": o, "testtype": "stdin"})).collect();
+    serde_json::json!({
+        "question_title": question_id, "question_content": "Print it.", "platform": "atcoder",
+        "question_id": question_id, "contest_id": "abc000", "contest_date": "2025-01-01T00:00:00",
+        "starter_code": "", "difficulty": "easy", "public_test_cases": serde_json::to_string(&public).unwrap(),
+        "private_test_cases": "[]", "metadata": "{}",
+    })
+    .to_string()
+}
+
+/// Issue #12: through f64, 123456789987197523860 equals 123456789987197523861, and a wrong
+/// 64-bit answer became a relevance-2 positive. Integer tokens now compare exactly; non-integer
+/// tokens keep their 1e-6.
+#[test]
+fn a_wrong_answer_near_1e20_is_wrong_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let problems = dir.path().join("big.jsonl");
+    let rows = [lcb_row("big", &[("", "123456789987197523861\n")]), lcb_row("float", &[("", "0.333333333\n")])].join("\n");
+    std::fs::write(&problems, rows).unwrap();
+    let judge = |id: &str, code: &str| {
+        let file = dir.path().join(format!("{}.py", code.len()));
+        std::fs::write(&file, code).unwrap();
+        run(coreb().arg("judge").arg(&problems).arg(&file).args(["--lang", "python", "--problem-id", id, "--json"]))
+    };
+    let wrong = judge("big", "print(123456789987197523860)\n");
+    assert_eq!(wrong.status.code(), Some(1), "{}", text(&wrong));
+    let v: serde_json::Value = serde_json::from_slice(&wrong.stdout).unwrap();
+    assert_eq!(v["tests"][0]["verdict"], "wrong_answer");
+    let wrong_float = judge("big", "print('123456789987197523860.0')\n");
+    assert_eq!(wrong_float.status.code(), Some(1), "{}", text(&wrong_float));
+    let right = judge("big", "print(123456789987197523861)\n");
+    assert!(right.status.success(), "{}", text(&right));
+    let close = judge("float", "print(1/3)\n");
+    assert!(close.status.success(), "a float within 1e-6 passes: {}", text(&close));
+    let far = judge("float", "print(0.3334)\n");
+    assert_eq!(far.status.code(), Some(1), "{}", text(&far));
+}
+
+#[test]
+fn per_language_time_limits_apply() {
+    // About 1.6 s of CPU: over a 1 s limit, under Python's 3 × 1 s.
+    let problem = hostile_problem("slow", "", "done");
+    let code = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.6:\n    pass\nprint('done')\n";
+    let slow = Solution { code: code.into(), ..solution(&problem.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), "slow") };
+    let mut config = ExecuteConfig::default();
+    config.limits.cpu_time_ms = 1_000;
+    let out = execute(&config, std::slice::from_ref(&problem), std::slice::from_ref(&slow), sandbox(), 1).unwrap();
+    assert_eq!(verdicts(&out.results[0]), [Verdict::Passed], "{}", out.results[0].message);
+    config.python.time_multiplier = Some(1.0);
+    let out = execute(&config, std::slice::from_ref(&problem), std::slice::from_ref(&slow), sandbox(), 1).unwrap();
+    assert_eq!(verdicts(&out.results[0]), [Verdict::TimeLimit]);
+}
+
+/// Issue #13: a multi-megabyte stdin and stdout, fed and read without deadlock.
+#[test]
+fn multi_megabyte_tests_are_judged() {
+    let line: String = (0..1000).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+    let big: String = std::iter::repeat_n(line.as_str(), 6000).collect::<Vec<_>>().join("\n") + "\n";
+    assert!(big.len() > 6_000_000);
+    let mut problem = hostile_problem("echo", &big, &big);
+    problem.public_tests.push(TestCase { input: big.clone(), output: big.to_uppercase(), testtype: TestType::Stdin });
+    let py = Solution { code: "import sys\nsys.stdout.write(sys.stdin.read())\n".into(), ..solution(&problem.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), "echo") };
+    let cpp_code = "#include <iostream>\n#include <string>\nint main(){std::ios::sync_with_stdio(false);std::string l;while(std::getline(std::cin,l))std::cout<<l<<'\\n';}\n";
+    let cpp = Solution { code: cpp_code.into(), ..solution(&problem.id, Language::Cpp, &fixture("solutions/abc302_a/ok.cpp"), "echo") };
+    let config = ExecuteConfig::default();
+    let out = execute(&config, std::slice::from_ref(&problem), &[py, cpp], sandbox(), 2).unwrap();
+    for r in &out.results {
+        assert_eq!(verdicts(r), [Verdict::Passed, Verdict::WrongAnswer], "{}: {}", r.solution_id, r.message);
+    }
+}
+
+/// Issue #13: one solution's I/O error is its own verdict, never the stage's failure.
+#[test]
+fn a_solution_the_judge_cannot_write_is_its_own_verdict() {
+    let problems = problems();
+    let p = problems.iter().find(|p| p.question_id == "abc302_a").unwrap();
+    let long = "A".repeat(300);
+    let bad = Solution {
+        code: format!("public class {long} {{ public static void main(String[] a) {{ System.out.println(1); }} }}\n"),
+        ..solution(&p.id, Language::Java, &fixture("solutions/abc302_a/ok.java"), "bad")
+    };
+    let good = solution(&p.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), "ok");
+    let out = execute(&ExecuteConfig::default(), &problems, &[bad, good], sandbox(), 2).unwrap();
+    assert!(out.results[0].tests.iter().all(|t| t.verdict == Verdict::CompileError), "{:?}", out.results[0]);
+    assert!(out.results[0].message.contains("could not write the source file"), "{}", out.results[0].message);
+    assert!(out.results[1].passed, "{}", out.results[1].message);
+}
+
+/// A copy of the sample manifest, with `extra` appended, beside the original (so its relative
+/// paths resolve); removed on drop.
+struct ManifestCopy(PathBuf);
+
+impl ManifestCopy {
+    fn new(name: &str, extra: &str) -> ManifestCopy {
+        let path = root().join(format!("manifests/.{name}-{}.toml", std::process::id()));
+        let text = std::fs::read_to_string(root().join("manifests/sample.toml")).unwrap();
+        std::fs::write(&path, format!("{text}\n{extra}")).unwrap();
+        ManifestCopy(path)
+    }
+}
+
+impl Drop for ManifestCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Issue #13: `coreb build` checks every toolchain its languages need before any stage runs;
+/// a missing one names the Debian package and the manifest key that drops the language.
+#[test]
+fn a_missing_toolchain_stops_the_build_before_any_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    // A PATH without `go` for Go's build and run.
+    let manifest = ManifestCopy::new("no-go", "[stages.execute.go.env]\nPATH = \"/usr/local/bin\"\n");
+    let out = run(coreb().arg("build").arg(&manifest.0).arg("--output-dir").arg(dir.path().join("build")).arg("--publish-dir").arg(dir.path().join("release")));
+    assert!(!out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`go` (needed for go solutions) is not installed"), "{err}");
+    assert!(err.contains("`golang-go`") && err.contains("remove `go` from `stages.generate.languages`"), "{err}");
+    assert!(!dir.path().join("build/artifacts/fetch").exists(), "a stage ran before the preflight failed");
+    // Without Go in the languages, the same PATH passes the preflight.
+    let manifest = ManifestCopy::new("no-go-languages", "[stages.execute.go.env]\nPATH = \"/usr/local/bin\"\n[stages.generate]\nlanguages = [\"python\", \"cpp\"]\n");
+    let plan = coreb::manifest::RunPlan::load(&manifest.0, Some(1)).unwrap();
+    let judge = coreb::engine::execute::preflight(&plan).unwrap();
+    assert_eq!(judge.versions.keys().copied().collect::<Vec<_>>(), [Language::Python, Language::Cpp]);
+    assert!(judge.versions[&Language::Python]["python3"].starts_with("Python 3."), "{:?}", judge.versions);
+}
+
+/// A copy of the committed sample release whose embedded build manifest also carries `extra`,
+/// placed beside it so that the manifest's relative paths still resolve; removed on drop.
+struct ReleaseCopy(PathBuf);
+
+impl ReleaseCopy {
+    fn new(extra: &str) -> ReleaseCopy {
+        let dir = root().join(format!("releases/sample/.trust-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root().join("releases/sample/v202503/MANIFEST.json")).unwrap()).unwrap();
+        let text = manifest["build_manifest"]["text"].as_str().unwrap().to_owned();
+        manifest["build_manifest"]["text"] = format!("{text}\n{extra}").into();
+        std::fs::write(dir.join("MANIFEST.json"), serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+        ReleaseCopy(dir)
+    }
+}
+
+impl Drop for ReleaseCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Issue #14: a release's embedded manifest is applied by `coreb verify` and `coreb audit …
+/// model`; one carrying sandbox settings (here a uid pool starting at root) is refused unless
+/// the user passes `--trust-release-sandbox` — and even then the pool is checked.
+#[test]
+fn a_release_that_sets_sandbox_settings_is_refused_without_the_flag() {
+    let release = ReleaseCopy::new("[stages.execute.sandbox]\nuid_base = 0\n[stages.execute.python]\nrun = [\"sh\", \"-c\", \"id\"]\n");
+    let out = run(coreb().arg("verify").arg(&release.0));
+    assert!(!out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`stages.execute.sandbox.uid_base`") && err.contains("`stages.execute.python.run`"), "{err}");
+    assert!(err.contains("--trust-release-sandbox"), "{err}");
+    let audit = run(coreb().arg("audit").arg(&release.0).args(["model", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--api-key-env", ""]));
+    assert!(!audit.status.success(), "{}", text(&audit));
+    assert!(String::from_utf8_lossy(&audit.stderr).contains("--trust-release-sandbox"), "{}", text(&audit));
+    // Trusted, the settings are applied — and a pool containing root is still rejected.
+    let trusted = run(coreb().arg("verify").arg(&release.0).arg("--trust-release-sandbox"));
+    assert!(!trusted.status.success(), "{}", text(&trusted));
+    assert!(String::from_utf8_lossy(&trusted.stderr).contains("contains uid 0 (root)"), "{}", text(&trusted));
+}
+
+/// Issue #12: the release MANIFEST records each language's toolchain versions and its time
+/// limits (the byte-identity tests in `release` make sure the build writes exactly this file).
+#[test]
+fn the_manifest_records_toolchains_and_time_limits() {
+    let text = std::fs::read_to_string(root().join("releases/sample/v202503/MANIFEST.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let execute = &manifest["stages"]["execute"];
+    for language in Language::ALL {
+        let versions = execute["toolchains"][language.as_str()].as_object().unwrap_or_else(|| panic!("no toolchains for {language}"));
+        assert!(!versions.is_empty() && versions.values().all(|v| v.as_str().is_some_and(|s| !s.is_empty())), "{language}: {versions:?}");
+        let limits = &execute["time_limits"][language.as_str()];
+        assert_eq!(limits["time_multiplier"].as_f64(), Some(stages::execute::default_time_multiplier(language)), "{language}");
+    }
+    assert!(execute["toolchains"]["cpp"]["g++"].as_str().unwrap().starts_with("g++"));
+    assert!(execute["toolchains"]["java"]["javac"].as_str().unwrap().starts_with("javac"));
+    assert_eq!(execute["time_limits"]["python"]["cpu_time_ms"], 12_000);
+    assert_eq!(execute["time_limits"]["cpp"]["cpu_time_ms"], 4_000);
 }

@@ -341,6 +341,9 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
         assert!(row.contains(&format!("\t{}\t", rel["problems"])), "{v}: {row}");
         let bm25 = format!("text2code {:.4}", rel["bm25_ndcg10"]["text2code"].as_f64().unwrap());
         assert!(row.contains(&bm25) && row.contains("[0.05, 0.95]"), "{v}: {row}");
+        let checks = rel["checks_passed"].as_u64().unwrap_or_else(|| panic!("{v}: the MANIFEST records the validity checks passed"));
+        assert!(checks > 0 && row.contains(&format!("{checks} passed")), "{v}: {row}");
+        assert!(row.contains(&format!("{:.3}", rel["hard_negative_share"].as_f64().unwrap())), "{v}: {row}");
     }
     assert_eq!(all["releases"][0]["problems"], 2);
     assert_eq!(all["releases"][1]["problems"], 3);

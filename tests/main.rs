@@ -4,7 +4,10 @@
 //! - `support`: a temp-dir test context and the path of the `coreb` binary.
 //! - `ingest`: ingest, dedup and filter on the shared LiveCodeBench rows.
 //! - `fetch`: downloads from a local HTTP server: resume, retries, checksums.
-//! - `execute`: the sandboxed judge: five languages, hostile programs, `coreb judge`.
+//! - `execute`: the sandboxed judge: five languages, hostile programs, verdict rules (exact
+//!   integers, per-language time limits), multi-MB tests, the toolchain preflight, a release's
+//!   sandbox settings refused, `coreb judge`. (The sandbox's own hostile tests are in
+//!   `crates/coreb-sandbox/tests`.)
 //! - `llm`: the LLM gateway, response store and LLM stages against a fault-injecting server.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
@@ -15,6 +18,8 @@
 //! - `leaderboard`: `coreb eval --record` and `coreb leaderboard`: three releases, three retrievers, the
 //!   site driven in headless Chromium from `file://` against the results store and `--json`.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
+//! - `validity` (issue #11): one run through four evaluation paths, `--keep-self`, `coreb check`
+//!   on the sample and on planted defects.
 
 mod support;
 
@@ -29,3 +34,4 @@ mod eval;
 mod eval_protocol;
 mod leaderboard;
 mod trec_eval;
+mod validity;

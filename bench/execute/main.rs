@@ -22,7 +22,7 @@ use rayon::prelude::*;
 use stages::execute::{ExecuteConfig, execute, outputs_match, functional_outputs_match};
 use stages::ingest::{IngestConfig, decode_row};
 use stages::problem::{Problem, TestCase, TestType};
-use stages::services::sandbox::{Sandbox, SandboxConfig};
+use coreb_sandbox::{Sandbox, SandboxConfig};
 use stages::solution::{Language, Solution, SolutionId};
 
 fn fixtures() -> PathBuf {

@@ -45,6 +45,9 @@ pub enum Command {
     Release(StageArgs),
     /// Rebuild a published release and compare every checksum.
     Verify(VerifyArgs),
+    /// Check a release's validity from its files alone: ids, judgements, self-retrieval,
+    /// BEIR-vs-Parquet equivalence, texts (a table, or `--json`; exit 1 on a failed check).
+    Check(CheckArgs),
     /// Evaluate a release or a BEIR folder with a built-in baseline or a run file.
     Eval(Box<EvalArgs>),
     /// Compare two systems on the same release, per task and subtask: paired difference with
@@ -64,6 +67,9 @@ pub enum Command {
     /// Curate text–code training pairs from the sources of a corpus manifest, decontaminated
     /// against every published release.
     Corpus(CorpusArgs),
+    /// Combine the parts written by shard processes (`coreb corpus <manifest> --shard i/N`)
+    /// into the stage's output; refuses while a part is missing or was made from another plan.
+    Merge(MergeArgs),
     /// Write the manifest of a month's release: window after the latest release, sources
     /// pinned by sha256, models and prompts as before.
     Plan(PlanArgs),
@@ -186,6 +192,11 @@ pub struct StageArgs {
 pub struct VerifyArgs {
     /// The release directory, e.g. `releases/v202504`.
     pub release: PathBuf,
+    /// Apply the sandbox settings and the compile/run commands that the release's embedded
+    /// build manifest sets in `[stages.execute]` (refused by default: a downloaded release
+    /// could weaken the sandbox or choose what the judge runs).
+    #[arg(long)]
+    pub trust_release_sandbox: bool,
 }
 
 /// Arguments of `coreb eval`.
@@ -196,9 +207,13 @@ pub struct EvalArgs {
     /// Built-in retriever: `bm25` or `embed:<model>`.
     #[arg(long, default_value = "bm25")]
     pub retriever: String,
-    /// Evaluate this TREC run file instead of running a retriever.
+    /// Evaluate this TREC run file instead of running a retriever. A code query's own
+    /// document (`source_doc_id`) is dropped from its ranking, as CoREB scores it.
     #[arg(long)]
     pub run: Option<PathBuf>,
+    /// Keep a code query's own document in a `--run` ranking (it then counts as a miss).
+    #[arg(long, requires = "run")]
+    pub keep_self: bool,
     /// Cut-offs for the @k metrics.
     #[arg(long, value_delimiter = ',', default_value = "1,5,10")]
     pub k: Vec<usize>,
@@ -355,6 +370,20 @@ pub struct LeaderboardArgs {
     /// `r_cap@10`, other cut-offs recorded, `hn_intrusion`).
     #[arg(long)]
     pub metric: Option<String>,
+}
+
+/// Arguments of `coreb check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The release directory (`releases/<version>`).
+    pub release: PathBuf,
+    /// Where the other releases are, whose ids this one must not reuse (default: the
+    /// release's parent directory).
+    #[arg(long)]
+    pub releases_dir: Option<PathBuf>,
+    /// Print the results as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// How a reranker is called.
@@ -575,12 +604,62 @@ pub struct ModelAuditArgs {
     /// Worker threads for execution (default: all cores). Results do not depend on it.
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Apply the sandbox settings and the compile/run commands that the release's embedded
+    /// build manifest sets in `[stages.execute]` (refused by default).
+    #[arg(long)]
+    pub trust_release_sandbox: bool,
 }
 
 /// Arguments of `coreb corpus`.
 #[derive(Debug, Args)]
 pub struct CorpusArgs {
     /// The corpus manifest (TOML).
+    pub manifest: PathBuf,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Run as shard process `I` of `N` (`0/4` … `3/4`): read every source, keep the pairs
+    /// whose id hash falls in shard `I`, and write their sketches and records to
+    /// `<output>/parts/`; then `coreb merge corpus <manifest>` curates the output.
+    #[arg(long, value_name = "I/N", value_parser = ShardSpec::parse)]
+    pub shard: Option<ShardSpec>,
+}
+
+/// One shard of `N`, as `--shard I/N` gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSpec {
+    /// `I`, from 0.
+    pub index: u32,
+    /// `N`, at least 1.
+    pub count: u32,
+}
+
+impl ShardSpec {
+    /// Parse `I/N` with `I < N`.
+    pub fn parse(s: &str) -> Result<ShardSpec, String> {
+        let (i, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: expected `I/N`, e.g. `0/4`"))?;
+        let index: u32 = i.trim().parse().map_err(|_| format!("`{s}`: `{i}` is not a shard number"))?;
+        let count: u32 = n.trim().parse().map_err(|_| format!("`{s}`: `{n}` is not a shard count"))?;
+        if count == 0 || index >= count {
+            return Err(format!("`{s}`: the shard must be in 0..{count} and the count at least 1"));
+        }
+        Ok(ShardSpec { index, count })
+    }
+}
+
+/// The stages whose shard processes `coreb merge` combines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MergeStage {
+    /// `coreb corpus --shard i/N`.
+    Corpus,
+}
+
+/// Arguments of `coreb merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The stage whose parts to combine.
+    pub stage: MergeStage,
+    /// The manifest the shard processes ran.
     pub manifest: PathBuf,
     /// Print the summary as JSON on stdout.
     #[arg(long)]

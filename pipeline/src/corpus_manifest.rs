@@ -27,8 +27,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
-use stages::corpus::{AlignConfig, DecontamConfig, LanguageConfig, NegativeConfig};
-use stages::dedup::DedupConfig;
+use stages::corpus::{AlignConfig, CorpusDedupConfig, DecontamConfig, LanguageConfig, NegativeConfig};
 
 /// A corpus manifest as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -43,7 +42,7 @@ pub struct CorpusManifestFile {
     pub sources: Vec<SourceSpec>,
     /// Exact and near-duplicate removal.
     #[serde(default)]
-    pub dedup: DedupConfig,
+    pub dedup: CorpusDedupConfig,
     /// The natural-language filter.
     #[serde(default)]
     pub language: LanguageConfig,
@@ -86,7 +85,7 @@ fn api_key_env() -> String {
 pub struct OutputSection {
     /// Output directory.
     pub dir: PathBuf,
-    /// Number of shards (by hash of the normalised text).
+    /// Number of output shards (partitions, by hash of the pair id).
     #[serde(default = "one")]
     pub shards: u32,
 }

@@ -42,6 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Qrels(args) => commands::build::stage(StageName::Qrels, args),
         Command::Release(args) => commands::build::stage(StageName::Release, args),
         Command::Verify(args) => commands::verify::verify(args),
+        Command::Check(args) => commands::check::check(args),
         Command::Eval(args) => commands::eval::eval(*args),
         Command::Compare(args) => commands::compare::compare(args),
         Command::Leaderboard(args) => commands::leaderboard::leaderboard(args),
@@ -49,6 +50,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Judge(args) => commands::judge::judge(args),
         Command::Audit(args) => commands::audit::audit(args),
         Command::Corpus(args) => commands::corpus::corpus(args),
+        Command::Merge(args) => match args.stage {
+            cli::MergeStage::Corpus => commands::corpus::merge(args),
+        },
         Command::Plan(args) => commands::plan::plan(args),
         Command::Store(args) => commands::store::store(args),
     }

@@ -232,6 +232,49 @@ impl RunPlan {
     }
 }
 
+/// The keys of `[stages.execute]` in a manifest's text that decide how the judge isolates and
+/// what it runs: the whole `sandbox` table, `work_dir`, and each language's `compile`, `run`,
+/// `env`, `prelude`, `source` and `compile_cache`. A build manifest embedded in a release
+/// (`coreb verify`, `coreb audit … model`) may set them only when the user passes
+/// `--trust-release-sandbox`: its author, not the user, would otherwise choose the uid pool,
+/// the visible host paths, and the commands that run. Limits and time multipliers are not in
+/// the list (they change verdicts, not the sandbox).
+pub fn sandbox_settings(manifest_text: &str) -> Vec<String> {
+    let Ok(value) = manifest_text.parse::<toml::Table>() else { return Vec::new() };
+    let Some(execute) = value.get("stages").and_then(|s| s.get("execute")).and_then(toml::Value::as_table) else { return Vec::new() };
+    let mut found = Vec::new();
+    for (key, v) in execute {
+        match (key.as_str(), v.as_table()) {
+            ("sandbox", Some(t)) if !t.is_empty() => found.extend(t.keys().map(|k| format!("stages.execute.sandbox.{k}"))),
+            ("sandbox", _) => found.push("stages.execute.sandbox".into()),
+            ("work_dir", _) => found.push("stages.execute.work_dir".into()),
+            (lang, Some(t)) => {
+                for k in ["compile", "run", "env", "prelude", "source", "compile_cache"] {
+                    if t.contains_key(k) {
+                        found.push(format!("stages.execute.{lang}.{k}"));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Refuse a release's embedded manifest that sets [`sandbox_settings`], unless trusted.
+pub fn check_release_sandbox(manifest_text: &str, where_: &Path, trusted: bool) -> anyhow::Result<()> {
+    let found = sandbox_settings(manifest_text);
+    if found.is_empty() || trusted {
+        return Ok(());
+    }
+    let list: Vec<String> = found.iter().map(|k| format!("`{k}`")).collect();
+    bail!(
+        "`{}`: the build manifest embedded in the release sets {}: a release never chooses the sandbox's settings or the commands the judge runs unless you pass `--trust-release-sandbox` (read them first)",
+        where_.display(),
+        list.join(", ")
+    )
+}
+
 /// `base` joined with `rel`, with `.` and `..` removed lexically (the target may not exist yet).
 pub fn lexical_join(base: &Path, rel: &Path) -> PathBuf {
     use std::path::Component;
@@ -291,6 +334,22 @@ url = "data.jsonl"
     fn paths_are_normalised() {
         assert_eq!(lexical_join(Path::new("/p/manifests"), Path::new("../build/x")), PathBuf::from("/p/build/x"));
         assert_eq!(lexical_join(Path::new("/p/manifests"), Path::new("/abs/./y")), PathBuf::from("/abs/y"));
+    }
+
+    #[test]
+    fn sandbox_settings_of_a_release_are_found() {
+        assert!(sandbox_settings(MINIMAL).is_empty());
+        let limits_only = format!("{MINIMAL}\n[stages.execute.limits]\ncpu_time_ms = 1000\n[stages.execute.python]\ntime_multiplier = 2.0\n");
+        assert!(sandbox_settings(&limits_only).is_empty());
+        let hostile = format!(
+            "{MINIMAL}\n[stages.execute]\nwork_dir = \"/etc\"\n[stages.execute.sandbox]\nuid_base = 0\nvisible_paths = [\"/home\"]\n[stages.execute.python]\nrun = [\"sh\", \"-c\", \"curl x\"]\n"
+        );
+        let mut found = sandbox_settings(&hostile);
+        found.sort();
+        assert_eq!(found, ["stages.execute.python.run", "stages.execute.sandbox.uid_base", "stages.execute.sandbox.visible_paths", "stages.execute.work_dir"]);
+        let err = check_release_sandbox(&hostile, Path::new("r/MANIFEST.json"), false).unwrap_err().to_string();
+        assert!(err.contains("`stages.execute.sandbox.uid_base`") && err.contains("--trust-release-sandbox"), "{err}");
+        check_release_sandbox(&hostile, Path::new("r/MANIFEST.json"), true).unwrap();
     }
 
     #[test]

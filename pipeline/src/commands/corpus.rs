@@ -1,17 +1,24 @@
-//! `coreb corpus <manifest>`: curate text–code training pairs.
+//! `coreb corpus <manifest>`: curate text–code training pairs, in one process or as shard
+//! processes (`--shard i/N`) followed by `coreb merge corpus <manifest>`.
 //!
 //! `http(s)` sources are first downloaded into `<out>/.sources/` by the fetch stage (resumed,
-//! retried, checked against their `sha256` pin). Sources are then streamed once into
-//! per-shard spool files (shard = hash of the normalised, lower-cased text, so copies that
-//! differ only in case or whitespace meet in one shard); JSONL is read in blocks parsed in
-//! parallel, each keeping only the three wanted fields, and the spool holds length-prefixed
-//! records, not JSON. Each shard then streams its spool row by row through dedup → language →
-//! decontaminate (the steps are per-row after the greedy dedup, so this equals running them one
-//! after the other) and writes its records batch by batch: memory per shard is the dedup state
-//! of the kept rows, not the shard. Only alignment and negatives, whose similarity matrix is
-//! quadratic, hold the shard's kept pairs. Shards run in parallel (rayon); the outputs are
-//! the same whatever the thread count. The output is Hive-style partitions that Spark, DuckDB
-//! and polars read directly:
+//! retried, checked against their `sha256` pin). Then:
+//! 1. **scan**: the sources are streamed once; every row gets its position in the input
+//!    (`seq`); JSONL is read in blocks parsed in parallel, each keeping only the three wanted
+//!    fields. A process keeps the rows of its slice (all of them, or those whose id hash falls
+//!    in shard `i` of `N`), sketches them for deduplication (`stages::corpus::Sketcher`) and
+//!    spools them, length-prefixed, into one file per output shard (by id hash).
+//! 2. **duplicates**: `find_duplicates` decides over the sketches of all rows at once (duplicate
+//!    ids, exact copies, near-duplicate components), so the kept rows do not depend on the
+//!    shard count, the thread count or the number of processes.
+//! 3. **curate**: each output shard streams its spool (merged across shard processes by
+//!    `seq`) through the dedup verdicts → language → decontaminate, in parallel batches, and
+//!    writes its records batch by batch. Only alignment and negatives, whose similarity
+//!    matrix is quadratic, hold the shard's kept pairs (and so work within an output shard).
+//!
+//! Output shards run in parallel (rayon); every output is byte-identical whatever the thread
+//! count, the `[output] shards` (up to the partitioning of the files) and the `--shard` split.
+//! The output is Hive-style partitions that Spark, DuckDB and polars read directly:
 //!
 //! ```text
 //! <out>/train/shard=NNN/part.parquet    query, pos, hard_neg[], easy_neg[] (+ id)
@@ -21,12 +28,14 @@
 //! <out>/reports/shard=NNN.dropped.jsonl every dropped pair, in row order
 //! <out>/train/shard=NNN/_SUCCESS        written last; holds the plan hash
 //! <out>/report.json, report.md, dropped.jsonl   merged over shards
+//! <out>/parts/part=III-of-NNN/          a shard process's sketches.bin, spool/ and _SUCCESS
 //! ```
-//! A shard whose `_SUCCESS` holds the current plan hash is skipped on a rerun. Similarities
-//! come from the `[embed]` endpoint (the shared embeddings client: cache, retries) when the
-//! manifest has one, else from the lexical TF-IDF fallback.
+//! An output shard whose `_SUCCESS` holds the current plan hash is skipped on a rerun, and a
+//! shard process whose part is complete does nothing. Similarities come from the `[embed]`
+//! endpoint (the shared embeddings client: cache, retries) when the manifest has one, else
+//! from the lexical TF-IDF fallback.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,11 +43,11 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use stages::corpus::{self, CorpusStats, Dropped, Pair, ReleaseIndex, SimMatrix};
+use stages::corpus::{self, CorpusStats, Dropped, Duplicates, Pair, Prehashed, ReleaseIndex, SimMatrix, Sketcher, Sketches};
 use stages::fetch::{FetchConfig, Location, Source, fetch_source};
 use stages::tables::corpus::TrainingRecordRef;
 
-use crate::cli::CorpusArgs;
+use crate::cli::{CorpusArgs, MergeArgs, ShardSpec};
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan, SourceFormat, SourceSpec};
 use crate::printer::Printer;
 use crate::store::write_atomic;
@@ -46,48 +55,212 @@ use crate::store::write_atomic;
 /// Up to this many examples per drop reason in the report.
 const EXAMPLES: usize = 3;
 
-/// Run `coreb corpus`.
+/// Run `coreb corpus`: everything in this process, or (`--shard i/N`) one shard process.
 pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
-    let CorpusArgs { manifest, json } = args;
+    let CorpusArgs { manifest, json, shard } = args;
     let printer = Printer::new(json);
-    let plan = CorpusPlan::load(&manifest).with_context(|| format!("loading corpus manifest `{}`", manifest.display()))?;
-    let f = &plan.file;
-    let out = f.output.dir.clone();
-    let plan_hash = stages::hashing::sha256_hex(serde_json::to_string(f)?.as_bytes());
-    fs_err::create_dir_all(&out)?;
-    let todo: Vec<u32> = (0..f.output.shards).filter(|&s| !shard_done(&out, s, &plan_hash)).collect();
-    if todo.is_empty() {
-        printer.status(format!("all {} shards complete; nothing to do", f.output.shards));
-    } else {
+    let run = Run::load(&manifest)?;
+    match shard {
+        Some(slice) => run.part(slice, &printer),
+        None => run.whole(&printer),
+    }
+}
+
+/// Run `coreb merge corpus`: combine the parts of `coreb corpus --shard i/N` into the output.
+pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
+    let MergeArgs { stage: _, manifest, json } = args;
+    let printer = Printer::new(json);
+    Run::load(&manifest)?.merge(&printer)
+}
+
+/// A loaded corpus manifest and what derives from it.
+struct Run {
+    manifest: PathBuf,
+    plan: CorpusPlan,
+    /// sha256 of the resolved manifest: outputs and parts made from another plan are redone
+    /// or refused.
+    plan_hash: String,
+}
+
+impl Run {
+    fn load(manifest: &Path) -> anyhow::Result<Run> {
+        let plan = CorpusPlan::load(manifest).with_context(|| format!("loading corpus manifest `{}`", manifest.display()))?;
+        let plan_hash = stages::hashing::sha256_hex(serde_json::to_string(&plan.file)?.as_bytes());
+        Ok(Run { manifest: manifest.to_owned(), plan, plan_hash })
+    }
+
+    fn file(&self) -> &CorpusManifestFile {
+        &self.plan.file
+    }
+
+    fn out(&self) -> &Path {
+        &self.plan.file.output.dir
+    }
+
+    /// Output shards not yet complete for this plan.
+    fn todo(&self) -> anyhow::Result<Vec<u32>> {
+        fs_err::create_dir_all(self.out())?;
+        Ok((0..self.file().output.shards).filter(|&s| !shard_done(self.out(), s, &self.plan_hash)).collect())
+    }
+
+    /// All of it in one process: scan every row, find the duplicates, curate.
+    fn whole(&self, printer: &Printer) -> anyhow::Result<ExitCode> {
+        let f = self.file();
+        let todo = self.todo()?;
+        if todo.is_empty() {
+            printer.status(format!("all {} shards complete; nothing to do", f.output.shards));
+            return self.finish(printer);
+        }
         let index = release_index(f)?;
         printer.status(format!("indexed {} release documents", index.docs().len()));
-        let files = fetch_sources(f, &out.join(".sources"), &printer)?;
-        let spool = out.join(".spool");
+        let files = fetch_sources(f, &self.out().join(".sources"), printer)?;
+        let spool = self.out().join(".spool");
         if spool.exists() {
             fs_err::remove_dir_all(&spool)?;
         }
-        fs_err::create_dir_all(&spool)?;
-        let rows = spool_sources(f, &files, &spool, &todo)?;
-        let embedder = Embedder::new(f)?;
-        printer.status(format!("spooled {rows} pairs into {} shards; curating {} shards", f.output.shards, todo.len()));
-        todo.par_iter().map(|&s| process_shard(f, &index, embedder.as_ref(), &out, &spool, s, &plan_hash)).collect::<anyhow::Result<Vec<()>>>()?;
+        let scan = scan_sources(f, &files, ShardSpec { index: 0, count: 1 }, &spool, Some(&todo), printer)?;
+        printer.status(format!("read {} pairs; finding duplicates over all of them", scan.input_rows()));
+        let dups = corpus::find_duplicates(&f.dedup, &[&scan])?;
+        drop(scan);
+        printer.status(format!("curating {} shards", todo.len()));
+        self.curate(&index, &dups, &todo, |s| vec![spool_path(&spool, s)])?;
         fs_err::remove_dir_all(&spool)?;
+        self.finish(printer)
     }
-    let report = merge_reports(&out, f.output.shards)?;
-    if json {
-        printer.json_line(&serde_json::to_value(report.stats)?);
+
+    /// One shard process: scan the rows of slice `slice` into `<out>/parts/part=III-of-NNN/`.
+    fn part(&self, slice: ShardSpec, printer: &Printer) -> anyhow::Result<ExitCode> {
+        let f = self.file();
+        let name = part_name(slice);
+        let parts = self.out().join("parts");
+        let dir = parts.join(&name);
+        if read_part_marker(&dir).is_ok_and(|m| m.plan == self.plan_hash) {
+            printer.status(format!("shard {}/{} is complete (`{}`); nothing to do", slice.index, slice.count, dir.display()));
+            printer.json_line(&serde_json::json!({"shard": slice.index, "shards": slice.count, "done": true}));
+            return Ok(ExitCode::SUCCESS);
+        }
+        let tmp = parts.join(format!(".{name}.tmp"));
+        if tmp.exists() {
+            fs_err::remove_dir_all(&tmp)?;
+        }
+        // Each shard process downloads into its own cache: processes running at once on a
+        // shared file system never write the same download.
+        let files = fetch_sources(f, &self.out().join(".sources").join(&name), printer)?;
+        let scan = scan_sources(f, &files, slice, &tmp.join("spool"), None, printer)?;
+        {
+            let mut w = BufWriter::with_capacity(1 << 20, fs_err::File::create(tmp.join("sketches.bin"))?);
+            scan.write_to(&mut w).with_context(|| format!("writing `{}`", tmp.join("sketches.bin").display()))?;
+            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        }
+        let marker = PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, input_rows: scan.input_rows(), rows: scan.len() as u64 };
+        write_atomic(&tmp.join("_SUCCESS"), &serde_json::to_vec_pretty(&marker)?)?;
+        if dir.exists() {
+            fs_err::remove_dir_all(&dir)?;
+        }
+        fs_err::rename(&tmp, &dir)?;
+        printer.status(format!(
+            "shard {}/{}: {} of the {} pairs read into `{}`; run `coreb merge corpus {}` once every shard is done",
+            slice.index,
+            slice.count,
+            marker.rows,
+            marker.input_rows,
+            dir.display(),
+            self.manifest.display()
+        ));
+        printer.json_line(&serde_json::json!({"shard": slice.index, "shards": slice.count, "rows_in": marker.input_rows, "rows": marker.rows}));
+        Ok(ExitCode::SUCCESS)
     }
-    printer.status(format!(
-        "{} pairs in, {} records out (exact {}, near {}, language {}, contaminated {}, misaligned {})",
-        report.stats.rows_in,
-        report.stats.rows_out,
-        report.stats.exact_duplicate + report.stats.duplicate_id,
-        report.stats.near_duplicate,
-        report.stats.too_short + report.stats.url + report.stats.html + report.stats.language,
-        report.stats.contaminated,
-        report.stats.misaligned
-    ));
-    Ok(ExitCode::SUCCESS)
+
+    /// Combine the complete parts of every shard process: refuse while one is missing,
+    /// incomplete or made from another plan.
+    fn merge(&self, printer: &Printer) -> anyhow::Result<ExitCode> {
+        let f = self.file();
+        let todo = self.todo()?;
+        if todo.is_empty() {
+            printer.status(format!("all {} shards complete; nothing to do", f.output.shards));
+            return self.finish(printer);
+        }
+        let parts_dir = self.out().join("parts");
+        let parts = self.complete_parts(&parts_dir)?;
+        let index = release_index(f)?;
+        printer.status(format!("indexed {} release documents", index.docs().len()));
+        let sketches: Vec<Sketches> = parts
+            .par_iter()
+            .map(|dir| {
+                let path = dir.join("sketches.bin");
+                let mut r = BufReader::with_capacity(1 << 20, fs_err::File::open(&path)?);
+                Sketches::read_from(&mut r).with_context(|| format!("reading `{}`", path.display()))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let refs: Vec<&Sketches> = sketches.iter().collect();
+        printer.status(format!("merging {} shard parts: finding duplicates over {} pairs", parts.len(), refs.first().map_or(0, |s| s.input_rows())));
+        let dups = corpus::find_duplicates(&f.dedup, &refs).with_context(|| format!("merging the parts in `{}`", parts_dir.display()))?;
+        drop(sketches);
+        printer.status(format!("curating {} shards", todo.len()));
+        self.curate(&index, &dups, &todo, |s| parts.iter().map(|p| spool_path(&p.join("spool"), s)).collect())?;
+        fs_err::remove_dir_all(&parts_dir)?;
+        self.finish(printer)
+    }
+
+    /// The directories of parts `0..N` of one shard count, each complete and made from this
+    /// plan; otherwise an error naming every part that is not.
+    fn complete_parts(&self, parts_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+        let rerun = |i: u32, n: u32| format!("run `coreb corpus {} --shard {i}/{n}`", self.manifest.display());
+        let mut counts = std::collections::BTreeSet::new();
+        if parts_dir.exists() {
+            for e in fs_err::read_dir(parts_dir)? {
+                if let Some((_, n)) = e?.file_name().to_str().and_then(parse_part_name) {
+                    counts.insert(n);
+                }
+            }
+        }
+        let n = match counts.len() {
+            0 => bail!("no shard parts in `{}`: {} for every i in 0..N first", parts_dir.display(), rerun(0, 1).replace("0/1", "i/N")),
+            1 => *counts.first().expect("one count"),
+            _ => bail!("`{}` holds parts of different shard counts ({}): remove the stale ones", parts_dir.display(), counts.iter().map(|n| format!("of {n}")).collect::<Vec<_>>().join(", ")),
+        };
+        let mut problems = Vec::new();
+        let mut dirs = Vec::new();
+        for i in 0..n {
+            let dir = parts_dir.join(part_name(ShardSpec { index: i, count: n }));
+            match read_part_marker(&dir) {
+                Ok(m) if m.plan == self.plan_hash && m.shard == i && m.shards == n => dirs.push(dir),
+                Ok(_) => problems.push(format!("shard {i}/{n} was made from another plan (the manifest changed since): {}", rerun(i, n))),
+                Err(_) if dir.exists() => problems.push(format!("shard {i}/{n} is incomplete (no `_SUCCESS` in `{}`): {}", dir.display(), rerun(i, n))),
+                Err(_) => problems.push(format!("shard {i}/{n} is missing (no `{}`): {}", dir.display(), rerun(i, n))),
+            }
+        }
+        if !problems.is_empty() {
+            bail!("cannot merge the corpus shards yet:\n  {}", problems.join("\n  "));
+        }
+        Ok(dirs)
+    }
+
+    /// Curate the output shards `todo` (in parallel), reading each one's rows from the spool
+    /// files `spools(shard)`.
+    fn curate(&self, index: &ReleaseIndex, dups: &Duplicates, todo: &[u32], spools: impl Fn(u32) -> Vec<PathBuf> + Sync) -> anyhow::Result<()> {
+        let f = self.file();
+        let embedder = Embedder::new(f)?;
+        todo.par_iter().try_for_each(|&s| process_shard(f, index, embedder.as_ref(), dups, self.out(), &spools(s), s, &self.plan_hash))
+    }
+
+    /// Merge the shard reports and print the summary.
+    fn finish(&self, printer: &Printer) -> anyhow::Result<ExitCode> {
+        let report = merge_reports(self.out(), self.file().output.shards)?;
+        let s = &report.stats;
+        printer.json_line(&serde_json::to_value(s)?);
+        printer.status(format!(
+            "{} pairs in, {} records out (exact {}, near {}, language {}, contaminated {}, misaligned {})",
+            s.rows_in,
+            s.rows_out,
+            s.exact_duplicate + s.duplicate_id,
+            s.near_duplicate,
+            s.too_short + s.url + s.html + s.language,
+            s.contaminated,
+            s.misaligned
+        ));
+        Ok(ExitCode::SUCCESS)
+    }
 }
 
 fn shard_name(s: u32) -> String {
@@ -96,6 +269,31 @@ fn shard_name(s: u32) -> String {
 
 fn shard_done(out: &Path, s: u32, plan_hash: &str) -> bool {
     fs_err::read_to_string(out.join("train").join(shard_name(s)).join("_SUCCESS")).is_ok_and(|h| h.trim() == plan_hash)
+}
+
+/// The directory name of a shard process's part.
+fn part_name(slice: ShardSpec) -> String {
+    format!("part={:03}-of-{:03}", slice.index, slice.count)
+}
+
+fn parse_part_name(name: &str) -> Option<(u32, u32)> {
+    let (i, n) = name.strip_prefix("part=")?.split_once("-of-")?;
+    Some((i.parse().ok()?, n.parse().ok()?))
+}
+
+/// The `_SUCCESS` of a part: written last, so a part without it is incomplete.
+#[derive(Debug, Serialize, Deserialize)]
+struct PartMarker {
+    plan: String,
+    shard: u32,
+    shards: u32,
+    input_rows: u64,
+    rows: u64,
+}
+
+fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
+    let path = dir.join("_SUCCESS");
+    serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))
 }
 
 /// A file written through `<path>.tmp` and renamed into place by [`AtomicFile::finish`].
@@ -184,84 +382,315 @@ fn fetch_sources(f: &CorpusManifestFile, cache: &Path, printer: &Printer) -> any
     Ok(files)
 }
 
-/// Per-shard spool files of length-prefixed records (`id`, `text`, `code`, each a u32 length
-/// and UTF-8 bytes); only the shards still to do get one.
-struct Spool {
-    shards: u32,
-    writers: Vec<Option<(PathBuf, BufWriter<fs_err::File>)>>,
-    rows: u64,
+/// Spool files hold length-prefixed records (`seq` as a u64, then `id`, `text`, `code`, each a
+/// u32 length and UTF-8 bytes) after this magic.
+const SPOOL_MAGIC: &[u8; 8] = b"CRBSPL01";
+
+fn spool_path(dir: &Path, s: u32) -> PathBuf {
+    dir.join(format!("{}.bin", shard_name(s)))
 }
 
-fn spool_path(spool: &Path, s: u32) -> PathBuf {
-    spool.join(format!("{}.bin", shard_name(s)))
-}
-
-/// Append one record (the id given in parts, concatenated) to `buf`.
-fn encode(buf: &mut Vec<u8>, id: &[&str], text: &str, code: &str) {
-    let id_len: usize = id.iter().map(|p| p.len()).sum();
-    buf.extend_from_slice(&(id_len as u32).to_le_bytes());
-    for p in id {
-        buf.extend_from_slice(p.as_bytes());
-    }
-    for field in [text, code] {
+/// Append one record to `buf`.
+fn encode(buf: &mut Vec<u8>, seq: u64, id: &str, text: &str, code: &str) {
+    buf.extend_from_slice(&seq.to_le_bytes());
+    for field in [id, text, code] {
         buf.extend_from_slice(&(field.len() as u32).to_le_bytes());
         buf.extend_from_slice(field.as_bytes());
     }
 }
 
-impl Spool {
-    fn create(dir: &Path, shards: u32, todo: &[u32]) -> anyhow::Result<Spool> {
-        let writers = (0..shards)
-            .map(|s| {
-                if !todo.contains(&s) {
-                    return Ok(None);
+/// What a scan keeps of the rows of its slice: their sketches, and their records in the spool
+/// file of their output shard (only the shards in `todo` when given).
+struct Scan {
+    slice: ShardSpec,
+    out_shards: u32,
+    dedup: corpus::CorpusDedupConfig,
+    sketches: Sketches,
+    /// Input rows seen so far: the `seq` of the next one.
+    rows: u64,
+    /// Local duplicate ids and exact keys, to skip storing near sketches of rows that are
+    /// duplicates anyway (an id falls in one slice, so a duplicate here is one globally).
+    ids: HashMap<u64, u32, Prehashed>,
+    collided_ids: HashSet<String>,
+    exact: HashSet<u128, Prehashed>,
+    writers: Vec<Option<(PathBuf, BufWriter<fs_err::File>)>>,
+    bar: indicatif::ProgressBar,
+}
+
+/// A block of input rows, processed in parallel with the other blocks of a batch.
+enum Block {
+    /// Whole JSONL lines; the first is line `first_line + 1` of `path`.
+    Jsonl { source: usize, first_line: usize, bytes: Vec<u8> },
+    /// Rows already read (Parquet, BEIR): `(id, text, code)`.
+    Rows { rows: Vec<(String, String, String)> },
+}
+
+/// The rows of one block that fall in the slice.
+struct BlockOut {
+    sketches: Sketches,
+    spool: Vec<Vec<u8>>,
+}
+
+impl Scan {
+    /// Sketch and spool every row of one block whose first row is input row `seq`.
+    fn process(&self, sources: &[(&SourceSpec, &Path)], block: &Block, seq: u64) -> anyhow::Result<BlockOut> {
+        // Each shard's buffer sized for its share of the block (plus slack), so that it rarely grows.
+        let bytes = match block {
+            Block::Jsonl { bytes, .. } => bytes.len(),
+            Block::Rows { rows } => rows.iter().map(|(i, t, c)| i.len() + t.len() + c.len() + 20).sum(),
+        };
+        let share = (bytes / self.slice.count as usize / self.out_shards as usize) * 9 / 8 + 1024;
+        let spool = (0..self.out_shards).map(|s| if self.writers[s as usize].is_some() { Vec::with_capacity(share) } else { Vec::new() }).collect();
+        let mut out = BlockOut { sketches: Sketches::new(&self.dedup), spool };
+        let mut sketcher = Sketcher::new(&self.dedup);
+        let mut id_buf = String::new();
+        let mut take = |seq: u64, id: &str, text: &str, code: &str| {
+            let h = corpus::id_hash(id);
+            if corpus::shard_of_id(h, self.slice.count) == self.slice.index {
+                sketcher.sketch(seq, id, text, code, &mut out.sketches);
+                let shard = corpus::shard_of_id(h, self.out_shards) as usize;
+                if self.writers[shard].is_some() {
+                    encode(&mut out.spool[shard], seq, id, text, code);
                 }
-                let path = spool_path(dir, s);
-                let file = fs_err::File::create(&path)?;
-                Ok(Some((path, BufWriter::with_capacity(1 << 16, file))))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(Spool { shards, writers, rows: 0 })
+            }
+        };
+        match block {
+            Block::Rows { rows } => {
+                for (i, (id, text, code)) in rows.iter().enumerate() {
+                    take(seq + i as u64, id, text, code);
+                }
+            }
+            Block::Jsonl { source, first_line, bytes } => {
+                let (s, path) = sources[*source];
+                let names = Wanted { text: &s.text_field, code: &s.code_field, id: s.id_field.as_deref() };
+                let mut row = 0u64;
+                for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+                    let number = first_line + i + 1;
+                    let line = line.strip_suffix(b"\r").unwrap_or(line);
+                    if is_blank(line) {
+                        continue;
+                    }
+                    let mut de = serde_json::Deserializer::from_slice(line);
+                    let (text, code, id) = match serde::de::DeserializeSeed::deserialize(names, &mut de).and_then(|r| de.end().map(|()| r)) {
+                        Ok(WantedRow { text: Some(text), code: Some(code), id }) if id.is_some() || names.id.is_none() => (text, code, id),
+                        // Anything unusual: the generic path reports it with the file, line and field.
+                        _ => slow_row(s, path, number, line)?,
+                    };
+                    id_buf.clear();
+                    id_buf.push_str(&s.name);
+                    id_buf.push(':');
+                    match &id {
+                        Some(id) => id_buf.push_str(id),
+                        None => id_buf.push_str(&(number - 1).to_string()),
+                    }
+                    take(seq + row, &id_buf, &text, &code);
+                    row += 1;
+                }
+            }
+        }
+        Ok(out)
     }
 
-    /// Spool one pair.
-    fn push(&mut self, id: &[&str], text: &str, code: &str) -> anyhow::Result<()> {
-        let s = corpus::shard_of(text, self.shards) as usize;
-        self.rows += 1;
-        if let Some((_, w)) = &mut self.writers[s] {
-            let mut buf = Vec::with_capacity(12 + text.len() + code.len() + 32);
-            encode(&mut buf, id, text, code);
-            w.write_all(&buf)?;
+    /// Take a processed block (in input order): keep its sketches, spool its records.
+    fn append(&mut self, out: BlockOut, rows: u64) -> anyhow::Result<()> {
+        for r in 0..out.sketches.len() {
+            let duplicate = self.local_duplicate(&out.sketches, r);
+            self.sketches.push_from(&out.sketches, r, !duplicate);
         }
+        for (w, bytes) in self.writers.iter_mut().zip(&out.spool) {
+            if let Some((path, w)) = w {
+                w.write_all(bytes).with_context(|| format!("writing `{}`", path.display()))?;
+            }
+        }
+        self.rows += rows;
         Ok(())
     }
 
-    /// Append a block encoded in parallel ([`encode_block`]).
-    fn append(&mut self, block: Encoded) -> anyhow::Result<()> {
-        self.rows += block.rows;
-        for (w, bytes) in self.writers.iter_mut().zip(&block.shards) {
-            if let Some((_, w)) = w {
-                w.write_all(bytes)?;
+    /// Whether row `r` of `s` repeats the id or the exact key of an earlier row of this slice.
+    fn local_duplicate(&mut self, s: &Sketches, r: usize) -> bool {
+        let (hash, id) = (s.id_hash(r), s.id(r));
+        match self.ids.entry(hash) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(self.sketches.len() as u32);
+            }
+            std::collections::hash_map::Entry::Occupied(e) => {
+                if self.sketches.id(*e.get() as usize) == id || !self.collided_ids.insert(id.to_owned()) {
+                    return true;
+                }
+            }
+        }
+        !self.exact.insert(s.exact(r))
+    }
+}
+
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
+/// Blocks waiting to be processed together, and the scan they feed.
+struct Batch<'a> {
+    scan: Scan,
+    sources: Vec<(&'a SourceSpec, &'a Path)>,
+    blocks: Vec<(Block, u64, u64)>,
+    size: usize,
+}
+
+impl Batch<'_> {
+    /// Queue a block of `rows` input rows; process the batch when it is full.
+    fn push(&mut self, block: Block, rows: u64) -> anyhow::Result<()> {
+        let seq = self.scan.rows + self.blocks.iter().map(|b| b.2).sum::<u64>();
+        self.blocks.push((block, seq, rows));
+        if self.blocks.len() >= self.size { self.flush() } else { Ok(()) }
+    }
+
+    /// Process the queued blocks in parallel, then take their results in input order.
+    fn flush(&mut self) -> anyhow::Result<()> {
+        let blocks = std::mem::take(&mut self.blocks);
+        let scan = &self.scan;
+        let sources = &self.sources;
+        let outs: Vec<anyhow::Result<BlockOut>> = blocks.par_iter().map(|(b, seq, _)| scan.process(sources, b, *seq)).collect();
+        for ((block, _, rows), out) in blocks.into_iter().zip(outs) {
+            self.scan.append(out?, rows)?;
+            if let Block::Jsonl { bytes, .. } = block {
+                self.scan.bar.inc(bytes.len() as u64);
             }
         }
         Ok(())
     }
+}
 
-    fn finish(self) -> anyhow::Result<u64> {
-        for (path, w) in self.writers.into_iter().flatten() {
-            w.into_inner().map_err(|e| e.into_error()).with_context(|| format!("writing `{}`", path.display()))?;
+/// Rows per [`Block::Rows`].
+const ROWS_PER_BLOCK: usize = 8192;
+
+/// Stream every source: the rows of `slice` are sketched and spooled into `spool_dir` (one
+/// file per output shard; only those of `todo` when given). Returns the sketches.
+fn scan_sources(f: &CorpusManifestFile, files: &[PathBuf], slice: ShardSpec, spool_dir: &Path, todo: Option<&[u32]>, printer: &Printer) -> anyhow::Result<Sketches> {
+    fs_err::create_dir_all(spool_dir)?;
+    let writers = (0..f.output.shards)
+        .map(|s| {
+            if todo.is_some_and(|t| !t.contains(&s)) {
+                return Ok(None);
+            }
+            let path = spool_path(spool_dir, s);
+            let mut w = BufWriter::with_capacity(1 << 16, fs_err::File::create(&path)?);
+            w.write_all(SPOOL_MAGIC)?;
+            Ok(Some((path, w)))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let total: u64 = f.sources.iter().zip(files).filter(|(s, _)| s.format == SourceFormat::Jsonl).filter_map(|(_, p)| fs_err::metadata(p).ok()).map(|m| m.len()).sum();
+    let scan = Scan {
+        slice,
+        out_shards: f.output.shards,
+        dedup: f.dedup.clone(),
+        sketches: Sketches::new(&f.dedup),
+        rows: 0,
+        ids: HashMap::default(),
+        collided_ids: HashSet::new(),
+        exact: HashSet::default(),
+        writers,
+        bar: printer.progress(Some(total), "reading", true),
+    };
+    let mut batch = Batch { scan, sources: f.sources.iter().zip(files).map(|(s, p)| (s, p.as_path())).collect(), blocks: Vec::new(), size: 2 * rayon::current_num_threads() };
+    for (i, (source, path)) in f.sources.iter().zip(files).enumerate() {
+        read_source(i, source, path, &mut batch).with_context(|| format!("reading source `{}` (`{}`)", source.name, path.display()))?;
+    }
+    batch.flush()?;
+    let Batch { mut scan, .. } = batch;
+    scan.bar.finish_and_clear();
+    for (path, w) in scan.writers.drain(..).flatten() {
+        w.into_inner().map_err(|e| e.into_error()).with_context(|| format!("writing `{}`", path.display()))?;
+    }
+    scan.sketches.set_input_rows(scan.rows);
+    Ok(scan.sketches)
+}
+
+/// Queue the rows of one source (`source`-th of the manifest, read from `path`, its local
+/// file or folder).
+fn read_source(source: usize, s: &SourceSpec, path: &Path, batch: &mut Batch<'_>) -> anyhow::Result<()> {
+    match s.format {
+        SourceFormat::Jsonl => {
+            let file = fs_err::File::open(path)?;
+            let reader: Box<dyn Read> =
+                if path.extension().is_some_and(|e| e == "gz") { Box::new(flate2::read::MultiGzDecoder::new(file)) } else { Box::new(file) };
+            read_jsonl(source, path, reader, batch)
         }
-        Ok(self.rows)
+        SourceFormat::Parquet => {
+            let mut cols = vec![s.text_field.as_str(), s.code_field.as_str()];
+            if let Some(id) = &s.id_field {
+                cols.push(id);
+            }
+            let mut rows = Vec::with_capacity(ROWS_PER_BLOCK);
+            let mut failed = None;
+            stages::tables::corpus::for_each_row(path, &cols, |row, mut v| {
+                if failed.is_some() {
+                    return;
+                }
+                let id = if v.len() > 2 { v.pop().unwrap_or_default() } else { row.to_string() };
+                let code = v.pop().unwrap_or_default();
+                let text = v.pop().unwrap_or_default();
+                rows.push((format!("{}:{id}", s.name), text, code));
+                if rows.len() == ROWS_PER_BLOCK {
+                    let n = rows.len() as u64;
+                    if let Err(e) = batch.push(Block::Rows { rows: std::mem::replace(&mut rows, Vec::with_capacity(ROWS_PER_BLOCK)) }, n) {
+                        failed = Some(e);
+                    }
+                }
+            })?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            let n = rows.len() as u64;
+            batch.push(Block::Rows { rows }, n)
+        }
+        SourceFormat::Beir => {
+            let rows = read_beir(s, path)?;
+            for chunk in rows.chunks(ROWS_PER_BLOCK) {
+                batch.push(Block::Rows { rows: chunk.to_vec() }, chunk.len() as u64)?;
+            }
+            Ok(())
+        }
     }
 }
 
-/// Stream every source into the spool of its shard; returns the number of pairs.
-fn spool_sources(f: &CorpusManifestFile, files: &[PathBuf], spool: &Path, todo: &[u32]) -> anyhow::Result<u64> {
-    let mut out = Spool::create(spool, f.output.shards, todo)?;
-    for (source, path) in f.sources.iter().zip(files) {
-        read_source(source, path, &mut out).with_context(|| format!("reading source `{}` (`{}`)", source.name, path.display()))?;
+/// Bytes of JSONL per block; a batch of blocks is parsed in parallel.
+const BLOCK: usize = 4 << 20;
+
+/// Read JSONL in blocks of whole lines, queued for parallel parsing with the number of rows
+/// (non-blank lines) each holds, so that every row knows its position in the input.
+fn read_jsonl(source: usize, path: &Path, mut reader: Box<dyn Read>, batch: &mut Batch<'_>) -> anyhow::Result<()> {
+    let mut carry: Vec<u8> = Vec::new();
+    let mut lines_before = 0usize;
+    loop {
+        let mut buf = std::mem::take(&mut carry);
+        let mut eof = false;
+        // Read until the block holds a whole line past BLOCK bytes, or the file ends.
+        loop {
+            let want = BLOCK.max(buf.len() + 1) - buf.len();
+            let n = (&mut reader).take(want as u64).read_to_end(&mut buf).with_context(|| format!("reading `{}`", path.display()))?;
+            if n == 0 {
+                eof = true;
+                break;
+            }
+            if let Some(last) = memchr::memrchr(b'\n', &buf) {
+                carry.extend_from_slice(&buf[last + 1..]);
+                buf.truncate(last + 1);
+                break;
+            }
+        }
+        if !buf.is_empty() {
+            let (mut lines, mut rows, mut start) = (0usize, 0u64, 0usize);
+            for end in memchr::memchr_iter(b'\n', &buf).chain((buf.last() != Some(&b'\n')).then_some(buf.len())) {
+                lines += 1;
+                rows += u64::from(!is_blank(&buf[start..end]));
+                start = end + 1;
+            }
+            batch.push(Block::Jsonl { source, first_line: lines_before, bytes: buf }, rows)?;
+            lines_before += lines;
+        }
+        if eof {
+            return Ok(());
+        }
     }
-    out.finish()
 }
 
 /// A string field of a JSON object (numbers are turned into text, for ids).
@@ -286,119 +715,6 @@ pub(crate) fn for_each_json(path: &Path, mut emit: impl FnMut(usize, serde_json:
         emit(i + 1, obj)?;
     }
     Ok(())
-}
-
-/// Bytes of JSONL per block; a batch of blocks is parsed in parallel.
-const BLOCK: usize = 4 << 20;
-
-/// Stream the pairs of one source (read from `path`, its local file or folder) into the spool.
-fn read_source(s: &SourceSpec, path: &Path, out: &mut Spool) -> anyhow::Result<()> {
-    match s.format {
-        SourceFormat::Jsonl => {
-            let file = fs_err::File::open(path)?;
-            let reader: Box<dyn Read> =
-                if path.extension().is_some_and(|e| e == "gz") { Box::new(flate2::read::MultiGzDecoder::new(file)) } else { Box::new(file) };
-            read_jsonl(s, path, reader, out)
-        }
-        SourceFormat::Parquet => {
-            let mut cols = vec![s.text_field.as_str(), s.code_field.as_str()];
-            if let Some(id) = &s.id_field {
-                cols.push(id);
-            }
-            let mut failed = None;
-            stages::tables::corpus::for_each_row(path, &cols, |row, v| {
-                if failed.is_some() {
-                    return;
-                }
-                let row = row.to_string();
-                let id = v.get(2).unwrap_or(&row);
-                if let Err(e) = out.push(&[&s.name, ":", id], &v[0], &v[1]) {
-                    failed = Some(e);
-                }
-            })?;
-            failed.map_or(Ok(()), Err)
-        }
-        SourceFormat::Beir => read_beir(s, path, out),
-    }
-}
-
-/// Read JSONL in blocks of whole lines; each batch of blocks is parsed and encoded in
-/// parallel, then appended in block order, so the spool is the same whatever the threads.
-fn read_jsonl(s: &SourceSpec, path: &Path, mut reader: Box<dyn Read>, out: &mut Spool) -> anyhow::Result<()> {
-    let batch = 2 * rayon::current_num_threads();
-    let mut carry: Vec<u8> = Vec::new();
-    let mut lines_before = 0usize;
-    let mut eof = false;
-    while !eof {
-        let mut blocks: Vec<(usize, Vec<u8>)> = Vec::with_capacity(batch);
-        while blocks.len() < batch && !eof {
-            let mut buf = std::mem::take(&mut carry);
-            // Read until the block holds a whole line past BLOCK bytes, or the file ends.
-            loop {
-                let want = BLOCK.max(buf.len() + 1) - buf.len();
-                let n = (&mut reader).take(want as u64).read_to_end(&mut buf).with_context(|| format!("reading `{}`", path.display()))?;
-                if n == 0 {
-                    eof = true;
-                    break;
-                }
-                if let Some(last) = memchr::memrchr(b'\n', &buf) {
-                    carry.extend_from_slice(&buf[last + 1..]);
-                    buf.truncate(last + 1);
-                    break;
-                }
-            }
-            if buf.is_empty() {
-                continue;
-            }
-            let lines = memchr::memchr_iter(b'\n', &buf).count() + usize::from(buf.last() != Some(&b'\n'));
-            blocks.push((lines_before, buf));
-            lines_before += lines;
-        }
-        let encoded: Vec<anyhow::Result<Encoded>> = blocks.par_iter().map(|(first, buf)| encode_block(s, path, *first, buf, out.shards)).collect();
-        for e in encoded {
-            out.append(e?)?;
-        }
-    }
-    Ok(())
-}
-
-/// The records of one block, per shard.
-struct Encoded {
-    shards: Vec<Vec<u8>>,
-    rows: u64,
-}
-
-/// Parse the lines of a block (the first is line `lines_before + 1` of the file) and encode
-/// each pair into the buffer of its shard.
-fn encode_block(s: &SourceSpec, path: &Path, lines_before: usize, block: &[u8], shards: u32) -> anyhow::Result<Encoded> {
-    let mut out = Encoded { shards: vec![Vec::new(); shards as usize], rows: 0 };
-    let names = Wanted { text: &s.text_field, code: &s.code_field, id: s.id_field.as_deref() };
-    for (i, line) in block.split(|&b| b == b'\n').enumerate() {
-        let number = lines_before + i + 1;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let mut de = serde_json::Deserializer::from_slice(line);
-        let row = match serde::de::DeserializeSeed::deserialize(names, &mut de).and_then(|r| de.end().map(|()| r)) {
-            Ok(WantedRow { text: Some(text), code: Some(code), id }) if id.is_some() || names.id.is_none() => (text, code, id),
-            // Anything unusual: the generic path reports it with the file, line and field.
-            _ => slow_row(s, path, number, line)?,
-        };
-        let (text, code, id) = row;
-        let number_id;
-        let id = match &id {
-            Some(id) => id.as_str(),
-            None => {
-                number_id = (number - 1).to_string();
-                &number_id
-            }
-        };
-        let shard = corpus::shard_of(&text, shards) as usize;
-        encode(&mut out.shards[shard], &[&s.name, ":", id], &text, &code);
-        out.rows += 1;
-    }
-    Ok(out)
 }
 
 /// A row that the fast parser did not take: parse it as a JSON object and read its fields
@@ -507,8 +823,9 @@ impl<'de> Deserialize<'de> for Text {
     }
 }
 
-/// A BEIR folder: one pair per positive qrel (`<name>:<query id>:<doc id>`), in qrels order.
-fn read_beir(s: &SourceSpec, dir: &Path, out: &mut Spool) -> anyhow::Result<()> {
+/// A BEIR folder: one pair per positive qrel (`<name>:<query id>:<doc id>`, text, code), in
+/// qrels order.
+fn read_beir(s: &SourceSpec, dir: &Path) -> anyhow::Result<Vec<(String, String, String)>> {
     let qrels_path = dir.join("qrels").join(format!("{}.tsv", s.split));
     let mut qrels = Vec::new();
     for (i, line) in fs_err::read_to_string(&qrels_path)?.lines().enumerate() {
@@ -542,13 +859,14 @@ fn read_beir(s: &SourceSpec, dir: &Path, out: &mut Spool) -> anyhow::Result<()> 
         }
         Ok(())
     })?;
+    let mut rows = Vec::with_capacity(qrels.len());
     for (q, d) in &qrels {
         let (Some(text), Some(code)) = (queries.get(q), docs.get(d)) else {
             bail!("`{}`: qrel `{q}` → `{d}` names a query or document that does not exist", qrels_path.display());
         };
-        out.push(&[&s.name, ":", q, ":", d], text, code)?;
+        rows.push((format!("{}:{q}:{d}", s.name), text.clone(), code.clone()));
     }
-    Ok(())
+    Ok(rows)
 }
 
 /// An example of a dropped pair, for the report.
@@ -610,7 +928,7 @@ fn similarity(embedder: Option<&Embedder>, pairs: &[Pair]) -> anyhow::Result<Sim
     }
 }
 
-/// Reads a shard's spool back, one record at a time, into a reused [`Pair`].
+/// Reads a spool file back, one record at a time, into a reused [`Pair`].
 struct SpoolReader {
     path: PathBuf,
     reader: BufReader<fs_err::File>,
@@ -618,21 +936,27 @@ struct SpoolReader {
 
 impl SpoolReader {
     fn open(path: &Path) -> anyhow::Result<SpoolReader> {
-        Ok(SpoolReader { path: path.to_owned(), reader: BufReader::with_capacity(1 << 16, fs_err::File::open(path)?) })
+        let mut reader = BufReader::with_capacity(1 << 16, fs_err::File::open(path)?);
+        let mut magic = [0u8; 8];
+        reader.read_exact(&mut magic).with_context(|| format!("reading `{}`", path.display()))?;
+        if &magic != SPOOL_MAGIC {
+            bail!("`{}` is not a coreb spool file (or of another version)", path.display());
+        }
+        Ok(SpoolReader { path: path.to_owned(), reader })
     }
 
-    /// The next record into `pair`; `false` at the end.
-    fn next_into(&mut self, pair: &mut Pair) -> anyhow::Result<bool> {
-        let mut len = [0u8; 4];
-        match self.reader.read_exact(&mut len) {
+    /// The next record into `seq` and `pair`; `false` at the end.
+    fn next_into(&mut self, seq: &mut u64, pair: &mut Pair) -> anyhow::Result<bool> {
+        let mut head = [0u8; 8];
+        match self.reader.read_exact(&mut head) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
             Err(e) => return Err(e).with_context(|| format!("reading `{}`", self.path.display())),
         }
-        for (i, field) in [&mut pair.id, &mut pair.text, &mut pair.code].into_iter().enumerate() {
-            if i > 0 {
-                self.reader.read_exact(&mut len).with_context(|| format!("reading `{}`", self.path.display()))?;
-            }
+        *seq = u64::from_le_bytes(head);
+        let mut len = [0u8; 4];
+        for field in [&mut pair.id, &mut pair.text, &mut pair.code] {
+            self.reader.read_exact(&mut len).with_context(|| format!("reading `{}`", self.path.display()))?;
             let mut bytes = std::mem::take(field).into_bytes();
             bytes.clear();
             bytes.resize(u32::from_le_bytes(len) as usize, 0);
@@ -641,6 +965,117 @@ impl SpoolReader {
         }
         Ok(true)
     }
+}
+
+/// The records of several spool files (one per shard process) in input order.
+struct MergedSpool {
+    readers: Vec<SpoolReader>,
+    heads: Vec<(u64, Pair)>,
+    /// `(seq, reader)` of each reader's next record, smallest first.
+    heap: BinaryHeap<std::cmp::Reverse<(u64, usize)>>,
+}
+
+impl MergedSpool {
+    fn open(paths: &[PathBuf]) -> anyhow::Result<MergedSpool> {
+        let mut m = MergedSpool { readers: Vec::new(), heads: Vec::new(), heap: BinaryHeap::new() };
+        for p in paths {
+            let mut r = SpoolReader::open(p)?;
+            let mut head = (0, Pair { id: String::new(), text: String::new(), code: String::new() });
+            if r.next_into(&mut head.0, &mut head.1)? {
+                m.heap.push(std::cmp::Reverse((head.0, m.readers.len())));
+            }
+            m.readers.push(r);
+            m.heads.push(head);
+        }
+        Ok(m)
+    }
+
+    /// The next record in input order into `seq` and `pair`; `false` at the end.
+    fn next_into(&mut self, seq: &mut u64, pair: &mut Pair) -> anyhow::Result<bool> {
+        let Some(std::cmp::Reverse((s, i))) = self.heap.pop() else { return Ok(false) };
+        *seq = s;
+        std::mem::swap(pair, &mut self.heads[i].1);
+        let (next, head) = &mut self.heads[i];
+        if self.readers[i].next_into(next, head)? {
+            if *next <= s {
+                bail!("`{}`: records out of order", self.readers[i].path.display());
+            }
+            self.heap.push(std::cmp::Reverse((*next, i)));
+        }
+        Ok(true)
+    }
+}
+
+/// Records checked together (in parallel) within a shard.
+const CURATE_BATCH: usize = 2048;
+
+#[allow(clippy::too_many_arguments)]
+fn process_shard(f: &CorpusManifestFile, index: &ReleaseIndex, embedder: Option<&Embedder>, dups: &Duplicates, out: &Path, spools: &[PathBuf], s: u32, plan_hash: &str) -> anyhow::Result<()> {
+    let name = shard_name(s);
+    // A stale marker must not survive a rewrite of the shard.
+    let marker = out.join("train").join(&name).join("_SUCCESS");
+    if marker.exists() {
+        fs_err::remove_file(&marker)?;
+    }
+    let mut log = DropLog { report: CorpusReport::default(), file: AtomicFile::create(&out.join("reports").join(format!("{name}.dropped.jsonl")))? };
+    let mut writer = ShardWriter::create(out, &name)?;
+    // Alignment and negatives compare every kept pair with every other: only they hold the
+    // shard's kept pairs; otherwise each pair is written as soon as it passes.
+    let hold = f.align.enabled || f.negatives.hard + f.negatives.easy > 0;
+    let mut held = Vec::new();
+    let mut reader = MergedSpool::open(spools)?;
+    let mut batch: Vec<(u64, Pair)> = Vec::with_capacity(CURATE_BATCH);
+    loop {
+        // Fill the batch, reusing its strings.
+        let mut n = 0;
+        while n < CURATE_BATCH {
+            if n == batch.len() {
+                batch.push((0, Pair { id: String::new(), text: String::new(), code: String::new() }));
+            }
+            let (seq, pair) = &mut batch[n];
+            if !reader.next_into(seq, pair)? {
+                break;
+            }
+            n += 1;
+        }
+        if n == 0 {
+            break;
+        }
+        // Dedup verdicts, then the language filter and decontamination (per row: in parallel).
+        let reasons: Vec<Option<corpus::DropReason>> = batch[..n]
+            .par_iter()
+            .map(|(seq, pair)| {
+                dups.reason(*seq, &pair.id).or_else(|| corpus::check_text(&f.language, &pair.text).err()).or_else(|| index.check(&f.decontaminate, pair))
+            })
+            .collect();
+        for ((_, pair), reason) in batch[..n].iter().zip(reasons) {
+            log.report.stats.rows_in += 1;
+            match reason {
+                Some(reason) => log.record(Dropped { id: pair.id.clone(), reason }, &pair.text)?,
+                None if hold => held.push(pair.clone()),
+                None => writer.push(&TrainingRecordRef { id: &pair.id, query: &pair.text, pos: &pair.code, hard_neg: &[], easy_neg: &[] })?,
+            }
+        }
+        if n < CURATE_BATCH {
+            break;
+        }
+    }
+    if hold {
+        let texts: HashMap<String, String> = held.iter().map(|p| (p.id.clone(), p.text.clone())).collect();
+        // The similarity matrix is quadratic in the shard: build it only when a step needs it.
+        let empty = SimMatrix::from_embeddings(&[], &[]);
+        let sim = if f.align.enabled { similarity(embedder, &held)? } else { empty.clone() };
+        let kept = log.record_all(corpus::align(&f.align, held, &sim), &texts)?;
+        let sim = if f.negatives.hard + f.negatives.easy > 0 { similarity(embedder, &kept)? } else { empty };
+        for r in corpus::mine_negatives(&f.negatives, &kept, &sim) {
+            writer.push(&TrainingRecordRef::from(&r))?;
+        }
+    }
+    log.report.stats.rows_out = writer.finish()?;
+    log.file.finish()?;
+    write_atomic(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&log.report)?)?;
+    write_atomic(&marker, format!("{plan_hash}\n").as_bytes())?;
+    Ok(())
 }
 
 /// The outputs of one shard, written as records come.
@@ -720,54 +1155,6 @@ impl DropLog {
         }
         Ok(step.kept)
     }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn process_shard(f: &CorpusManifestFile, index: &ReleaseIndex, embedder: Option<&Embedder>, out: &Path, spool: &Path, s: u32, plan_hash: &str) -> anyhow::Result<()> {
-    let name = shard_name(s);
-    // A stale marker must not survive a rewrite of the shard.
-    let marker = out.join("train").join(&name).join("_SUCCESS");
-    if marker.exists() {
-        fs_err::remove_file(&marker)?;
-    }
-    let mut log = DropLog { report: CorpusReport::default(), file: AtomicFile::create(&out.join("reports").join(format!("{name}.dropped.jsonl")))? };
-    let mut writer = ShardWriter::create(out, &name)?;
-    // Alignment and negatives compare every kept pair with every other: only they hold the
-    // shard's kept pairs; otherwise each pair is written as soon as it passes.
-    let hold = f.align.enabled || f.negatives.hard + f.negatives.easy > 0;
-    let mut held = Vec::new();
-    let mut dedup = corpus::Deduper::new(&f.dedup);
-    let mut reader = SpoolReader::open(&spool_path(spool, s))?;
-    let mut pair = Pair { id: String::new(), text: String::new(), code: String::new() };
-    while reader.next_into(&mut pair)? {
-        log.report.stats.rows_in += 1;
-        let reason = dedup
-            .check(&pair.id, &pair.text, &pair.code)
-            .or_else(|| corpus::check_text(&f.language, &pair.text).err())
-            .or_else(|| index.check(&f.decontaminate, &pair));
-        match reason {
-            Some(reason) => log.record(Dropped { id: pair.id.clone(), reason }, &pair.text)?,
-            None if hold => held.push(pair.clone()),
-            None => writer.push(&TrainingRecordRef { id: &pair.id, query: &pair.text, pos: &pair.code, hard_neg: &[], easy_neg: &[] })?,
-        }
-    }
-    drop(dedup);
-    if hold {
-        let texts: HashMap<String, String> = held.iter().map(|p| (p.id.clone(), p.text.clone())).collect();
-        // The similarity matrix is quadratic in the shard: build it only when a step needs it.
-        let empty = SimMatrix::from_embeddings(&[], &[]);
-        let sim = if f.align.enabled { similarity(embedder, &held)? } else { empty.clone() };
-        let kept = log.record_all(corpus::align(&f.align, held, &sim), &texts)?;
-        let sim = if f.negatives.hard + f.negatives.easy > 0 { similarity(embedder, &kept)? } else { empty };
-        for r in corpus::mine_negatives(&f.negatives, &kept, &sim) {
-            writer.push(&TrainingRecordRef::from(&r))?;
-        }
-    }
-    log.report.stats.rows_out = writer.finish()?;
-    log.file.finish()?;
-    write_atomic(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&log.report)?)?;
-    write_atomic(&marker, format!("{plan_hash}\n").as_bytes())?;
-    Ok(())
 }
 
 /// Sum the shard reports into `report.json`, `report.md` and `dropped.jsonl` (the shards'

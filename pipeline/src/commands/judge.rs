@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use stages::execute::{ExecuteConfig, execute};
 use stages::ingest::{IngestConfig, decode_row};
 use stages::problem::Problem;
-use stages::services::sandbox::Sandbox;
+use coreb_sandbox::Sandbox;
 use stages::solution::{Language, Solution, SolutionId};
 
 use crate::cli::{JudgeArgs, LangArg};
@@ -64,6 +64,7 @@ pub fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
     };
     let config = ExecuteConfig::default();
     let sandbox = Sandbox::new(config.sandbox.clone()).context("setting up the sandbox")?;
+    stages::execute::toolchain_versions(&config, &sandbox, &[language]).context("checking the toolchain")?;
     let output = execute(&config, std::slice::from_ref(&problem), std::slice::from_ref(&solution), &sandbox, 0)
         .context("judging")?;
     let Some(result) = output.results.into_iter().next() else {

@@ -1,6 +1,12 @@
 //! `coreb verify <release>`: check the published files against the release's MANIFEST, then
 //! rebuild the release from the MANIFEST (build manifest, pinned sources, response store in
 //! replay mode) into a temporary directory and compare every checksum.
+//!
+//! The embedded build manifest is the release author's: its sandbox settings and the
+//! commands it would have the judge run are refused unless `--trust-release-sandbox` is given
+//! ([`check_release_sandbox`]). A machine whose toolchains differ from the ones the MANIFEST
+//! records (`stages.execute.toolchains`) can still reproduce every file: that difference alone
+//! is reported, not counted as a failure; any verdict it changes shows up in the data files.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -9,7 +15,7 @@ use anyhow::{Context, bail};
 
 use crate::cli::{StageName, VerifyArgs};
 use crate::engine::{Engine, FileEntry, ReleaseManifest, hash_tree};
-use crate::manifest::{ManifestFile, RunPlan, lexical_join};
+use crate::manifest::{ManifestFile, RunPlan, check_release_sandbox, lexical_join};
 use crate::printer::Printer;
 
 /// Differences between two file lists, one line each.
@@ -30,13 +36,14 @@ pub fn differences(expected: &BTreeMap<String, FileEntry>, actual: &BTreeMap<Str
 
 /// Run `coreb verify`.
 pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let VerifyArgs { release } = args;
+    let VerifyArgs { release, trust_release_sandbox } = args;
     let printer = Printer::new(false);
     let dir = fs_err::canonicalize(&release)?;
     let manifest_path = dir.join("MANIFEST.json");
     let manifest: ReleaseManifest = serde_json::from_str(&fs_err::read_to_string(&manifest_path)?)
         .with_context(|| format!("`{}` is not a release MANIFEST", manifest_path.display()))?;
 
+    check_release_sandbox(&manifest.build_manifest.text, &manifest_path, trust_release_sandbox)?;
     let mut problems = differences(&manifest.files, &hash_tree(&dir)?);
     for p in &problems {
         printer.out(format!("published: {p}"));
@@ -69,9 +76,20 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         printer.out(format!("rebuilt:   {d}"));
     }
     problems.extend(diffs);
-    if rebuilt_manifest != fs_err::read(&manifest_path)? {
-        problems.push("MANIFEST.json differs".into());
-        printer.out("rebuilt:   differs   MANIFEST.json");
+    let published_manifest = fs_err::read(&manifest_path)?;
+    if rebuilt_manifest != published_manifest {
+        match toolchain_difference(&published_manifest, &rebuilt_manifest) {
+            Some(notes) => {
+                for n in notes {
+                    printer.out(format!("toolchain: {n}"));
+                }
+                printer.out("rebuilt:   MANIFEST.json differs only in the toolchain versions it records");
+            }
+            None => {
+                problems.push("MANIFEST.json differs".into());
+                printer.out("rebuilt:   differs   MANIFEST.json");
+            }
+        }
     }
     if problems.is_empty() {
         printer.out(format!("{}: {} files verified, rebuilt byte-identical", manifest.version, manifest.files.len() + 1));
@@ -80,6 +98,35 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         printer.out(format!("{}: {} difference(s)", manifest.version, problems.len()));
         Ok(ExitCode::from(1))
     }
+}
+
+/// When two MANIFESTs differ only in `stages.execute.toolchains`, one line per program whose
+/// version differs; `None` when anything else differs.
+pub fn toolchain_difference(published: &[u8], rebuilt: &[u8]) -> Option<Vec<String>> {
+    let (Ok(mut a), Ok(mut b)) = (serde_json::from_slice::<serde_json::Value>(published), serde_json::from_slice::<serde_json::Value>(rebuilt)) else {
+        return None;
+    };
+    let pointer = "/stages/execute/toolchains";
+    let ta = a.pointer_mut(pointer).map(std::mem::take).unwrap_or_default();
+    let tb = b.pointer_mut(pointer).map(std::mem::take).unwrap_or_default();
+    if a != b || ta == tb {
+        return None;
+    }
+    let mut notes = Vec::new();
+    let (ta, tb) = (ta.as_object().cloned().unwrap_or_default(), tb.as_object().cloned().unwrap_or_default());
+    let languages: std::collections::BTreeSet<&String> = ta.keys().chain(tb.keys()).collect();
+    for lang in languages {
+        let (pa, pb) = (ta.get(lang).and_then(|v| v.as_object()), tb.get(lang).and_then(|v| v.as_object()));
+        let programs: std::collections::BTreeSet<&String> = pa.into_iter().flat_map(|m| m.keys()).chain(pb.into_iter().flat_map(|m| m.keys())).collect();
+        for program in programs {
+            let va = pa.and_then(|m| m.get(program)).and_then(|v| v.as_str()).unwrap_or("(none)");
+            let vb = pb.and_then(|m| m.get(program)).and_then(|v| v.as_str()).unwrap_or("(none)");
+            if va != vb {
+                notes.push(format!("{lang} `{program}`: the release was built with `{va}`, this machine has `{vb}`"));
+            }
+        }
+    }
+    Some(notes)
 }
 
 #[cfg(test)]
@@ -99,5 +146,16 @@ mod tests {
             ["differs   b: expected sha256 2, got 9", "missing   c", "extra     d"]
         );
         assert!(differences(&expected, &expected).is_empty());
+    }
+
+    #[test]
+    fn only_toolchain_versions_may_differ() {
+        let m = |gpp: &str, seed: u64| {
+            serde_json::to_vec(&serde_json::json!({"seeds": {"qrels": seed}, "stages": {"execute": {"toolchains": {"cpp": {"g++": gpp}}}}})).unwrap()
+        };
+        let notes = toolchain_difference(&m("g++ 12", 1), &m("g++ 13", 1)).unwrap();
+        assert_eq!(notes, ["cpp `g++`: the release was built with `g++ 12`, this machine has `g++ 13`"]);
+        assert_eq!(toolchain_difference(&m("g++ 12", 1), &m("g++ 13", 2)), None);
+        assert_eq!(toolchain_difference(&m("g++ 12", 1), &m("g++ 12", 2)), None);
     }
 }

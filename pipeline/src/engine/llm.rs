@@ -1,5 +1,5 @@
 //! Runs the LLM stages (`rewrite`, `distract`, `abbreviate`, `generate`, `queries`) through
-//! one gateway and response store, and `execute` through the sandbox.
+//! one gateway and response store.
 //!
 //! Each LLM stage's key holds its configuration, the models and sampling of its stage, the
 //! hashes of its prompts and the upstream fingerprints; the store mode and endpoint are not
@@ -21,7 +21,7 @@ use stages::services::llm::run::{ModelPlan, Rejection};
 use stages::services::llm::store::ResponseStore;
 use stages::services::llm::{Counted, LlmGateway, LlmStage};
 use stages::tables::ProblemWriter;
-use stages::tables::solutions::{read_solutions, write_solutions};
+use stages::tables::solutions::write_solutions;
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
@@ -94,6 +94,30 @@ fn models_key(engine: &Engine, stages: &[LlmStage]) -> serde_json::Value {
     serde_json::json!(stages.iter().map(|s| (s.as_str(), llm.models(*s), llm.sampling(*s))).collect::<Vec<_>>())
 }
 
+/// Where answers came from (the store or the endpoint) depends on the run, not on the inputs:
+/// those counts are taken out of `summary` (wherever they sit in its `stats`) and returned,
+/// summed, for the record's `local` facts — shown, but kept out of the stage's fingerprint, so
+/// that a rerun answered from the store does not re-run `execute` and every later stage.
+pub(super) fn run_facts(summary: &mut serde_json::Value) -> serde_json::Value {
+    const RUN_COUNTS: [&str; 2] = ["from_store", "from_endpoint"];
+    fn take(v: &mut serde_json::Value, sums: &mut [u64; 2]) {
+        let Some(obj) = v.as_object_mut() else { return };
+        for (i, k) in RUN_COUNTS.iter().enumerate() {
+            if let Some(n) = obj.remove(*k) {
+                sums[i] += n.as_u64().unwrap_or(0);
+            }
+        }
+        for child in obj.values_mut() {
+            take(child, sums);
+        }
+    }
+    let mut sums = [0u64; 2];
+    if let Some(stats) = summary.get_mut("stats") {
+        take(stats, &mut sums);
+    }
+    serde_json::json!({ RUN_COUNTS[0]: sums[0], RUN_COUNTS[1]: sums[1] })
+}
+
 fn commit_llm<T: Serialize>(
     engine: &Engine,
     stage: StageName,
@@ -111,7 +135,8 @@ fn commit_llm<T: Serialize>(
         obj.insert("rejected".into(), serde_json::json!(rejected.len()));
     }
     let role = file.split('.').next().unwrap_or(file);
-    let record = writer.commit(key, &[(role, file), ("rejections", "rejections.jsonl")], summary)?;
+    let local = run_facts(&mut summary);
+    let record = writer.commit_with_local(key, &[(role, file), ("rejections", "rejections.jsonl")], summary, local)?;
     announce_rejections(engine, stage, rejected);
     Ok(StageReport { stage, skipped: false, record })
 }
@@ -183,7 +208,8 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
         obj.insert("rejected".into(), serde_json::json!(out.rejected.len()));
     }
     let outputs = [("rewritten", "rewritten.jsonl"), ("rejections", "rejections.jsonl"), ("problems", "problems.parquet")];
-    let record = writer.commit(&key, &outputs, summary)?;
+    let local = run_facts(&mut summary);
+    let record = writer.commit_with_local(&key, &outputs, summary, local)?;
     announce_rejections(engine, stage, &out.rejected);
     Ok(StageReport { stage, skipped: false, record })
 }
@@ -237,7 +263,7 @@ pub(super) fn generate(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result
     write_solutions(&writer.path("solutions.parquet"), &out.solutions)?;
     write_jsonl(&writer.path("rejections.jsonl"), &out.rejected)?;
     announce_rejections(engine, stage, &out.rejected);
-    let summary = serde_json::json!({
+    let mut summary = serde_json::json!({
         "rows_in": out.stats.items_in,
         "rows_out": out.solutions.len(),
         "rejected": out.rejected.len(),
@@ -246,38 +272,39 @@ pub(super) fn generate(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result
         "prompts": {"generate": out.prompt_sha256},
         "models": engine.plan.llm.models(LlmStage::Generate),
     });
-    let record = writer.commit(&key, &[("solutions", "solutions.parquet"), ("rejections", "rejections.jsonl")], summary)?;
+    let local = run_facts(&mut summary);
+    let record = writer.commit_with_local(&key, &[("solutions", "solutions.parquet"), ("rejections", "rejections.jsonl")], summary, local)?;
     Ok(StageReport { stage, skipped: false, record })
 }
 
-pub(super) fn execute(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord) -> anyhow::Result<StageReport> {
-    let stage = StageName::Execute;
-    let config = &engine.plan.stages.execute;
-    let key = input_key(stage.as_str(), config, &[rewrite, generate])?;
-    if let Some(hit) = engine.cached(stage, &key)? {
-        return Ok(hit);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::ArtifactStore;
+
+    /// Issue #22: a stage re-run that got its answers from the store instead of the endpoint
+    /// produced the same files, but its record's fingerprint changed with the counts, so
+    /// `execute` (keyed by it) and everything after ran again on every build.
+    #[test]
+    fn where_answers_came_from_is_not_part_of_the_fingerprint() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ArtifactStore::open(dir.path()).unwrap();
+        let commit = |from_store: u64, from_endpoint: u64| {
+            let writer = store.begin("generate").unwrap();
+            fs_err::write(writer.path("solutions.parquet"), "same solutions").unwrap();
+            let mut summary = serde_json::json!({
+                "rows_in": 4, "rows_out": 4, "rejected": 0, "parameters": {"samples": 1},
+                "stats": {"items_in": 4, "items_out": 4, "from_store": from_store, "from_endpoint": from_endpoint, "nested": {"from_store": 1}},
+            });
+            let local = run_facts(&mut summary);
+            writer.commit_with_local("k", &[("solutions", "solutions.parquet")], summary, local).unwrap()
+        };
+        let live = commit(0, 4);
+        let replayed = commit(4, 0);
+        assert_eq!(live.fingerprint(), replayed.fingerprint());
+        assert_eq!(input_key("execute", &(), &[&live]).unwrap(), input_key("execute", &(), &[&replayed]).unwrap());
+        assert_eq!(replayed.local, serde_json::json!({"from_store": 5, "from_endpoint": 0}));
+        assert!(replayed.summary["stats"].get("from_store").is_none());
+        assert_eq!(replayed.summary["stats"]["items_out"], 4);
     }
-    let writer = engine.store.begin(stage.as_str())?;
-    let solutions = read_solutions(&engine.output(generate, "solutions")?)?.len();
-    let bar = engine.printer.progress(Some(solutions as u64), "execute", false);
-    let report = stages::execute::execute_tables(
-        &engine.output(rewrite, "problems")?,
-        &engine.output(generate, "solutions")?,
-        &writer.path("verdicts.parquet"),
-        config,
-        engine.plan.jobs,
-        &|| bar.inc(1),
-    )?;
-    bar.finish_and_clear();
-    let summary = serde_json::json!({
-        "rows_in": solutions,
-        "rows_out": report.stats.solutions,
-        "rejected": report.without_problem.len(),
-        "passed": report.stats.solutions_passed,
-        "stats": report.stats,
-        "parameters": config,
-    });
-    let local = serde_json::json!({ "isolation": report.isolation });
-    let record = writer.commit_with_local(&key, &[("verdicts", "verdicts.parquet")], summary, local)?;
-    Ok(StageReport { stage, skipped: false, record })
 }

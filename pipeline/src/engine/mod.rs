@@ -7,6 +7,7 @@
 //! meet files.
 
 mod dedup;
+pub mod execute;
 mod fetch;
 mod filter;
 mod ingest;
@@ -72,6 +73,7 @@ pub struct Engine {
     /// A gateway to use instead of the manifest's (authoring the sample's store, tests).
     gateway: Option<std::sync::Arc<dyn stages::services::llm::LlmGateway>>,
     llm: std::sync::OnceLock<llm::LlmContext>,
+    judge: std::sync::OnceLock<execute::Judge>,
 }
 
 impl Engine {
@@ -79,7 +81,16 @@ impl Engine {
     pub fn new(plan: RunPlan, printer: Printer, json_every_stage: bool) -> anyhow::Result<Self> {
         let store = ArtifactStore::open(&plan.output_dir.join("artifacts"))?;
         let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build()?;
-        Ok(Engine { plan, store, printer, pool, json_every_stage, gateway: None, llm: std::sync::OnceLock::new() })
+        Ok(Engine {
+            plan,
+            store,
+            printer,
+            pool,
+            json_every_stage,
+            gateway: None,
+            llm: std::sync::OnceLock::new(),
+            judge: std::sync::OnceLock::new(),
+        })
     }
 
     /// Answer LLM requests with `gateway` instead of the manifest's endpoint and store.
@@ -97,6 +108,15 @@ impl Engine {
         Ok(self.llm.get_or_init(|| ctx))
     }
 
+    /// The sandbox and toolchains, set up (and checked: [`execute::preflight`]) on first use.
+    fn judge(&self) -> anyhow::Result<&execute::Judge> {
+        if let Some(j) = self.judge.get() {
+            return Ok(j);
+        }
+        let judge = execute::preflight(&self.plan)?;
+        Ok(self.judge.get_or_init(|| judge))
+    }
+
     /// The resolved plan.
     pub fn plan(&self) -> &RunPlan {
         &self.plan
@@ -107,8 +127,12 @@ impl Engine {
         &self.store
     }
 
-    /// Run every stage up to and including `until`.
+    /// Run every stage up to and including `until`. A build that reaches `execute` first
+    /// checks that every toolchain its languages need is there (before any stage runs).
     pub fn run_until(&self, until: StageName) -> anyhow::Result<Vec<StageReport>> {
+        if until >= StageName::Execute {
+            self.judge()?;
+        }
         let mut reports: Vec<StageReport> = Vec::new();
         for stage in StageName::ALL.into_iter().filter(|s| *s <= until) {
             let upstream = |name: StageName| -> anyhow::Result<&StageRecord> {
@@ -127,7 +151,7 @@ impl Engine {
                 StageName::Distract => llm::distract(self, upstream(StageName::Rewrite)?)?,
                 StageName::Abbreviate => llm::abbreviate(self, upstream(StageName::Rewrite)?)?,
                 StageName::Generate => llm::generate(self, upstream(StageName::Rewrite)?)?,
-                StageName::Execute => llm::execute(self, upstream(StageName::Rewrite)?, upstream(StageName::Generate)?)?,
+                StageName::Execute => execute::run(self, upstream(StageName::Rewrite)?, upstream(StageName::Generate)?)?,
                 StageName::Queries => llm::queries(self, upstream(StageName::Rewrite)?)?,
                 StageName::Qrels => qrels::run(
                     self,
@@ -158,8 +182,10 @@ impl Engine {
         let s = &report.record.summary;
         let n = |k: &str| s.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
         let what = if report.skipped { "unchanged, skipped" } else { "done" };
+        // Stages that judge say how many passed: "0 of 92 passed" is the news.
+        let passed = s.get("passed").and_then(serde_json::Value::as_u64).map(|p| format!(", {p} of {} passed", n("rows_out"))).unwrap_or_default();
         self.printer.status(format!(
-            "{:>10}: {what}: {} in, {} out, {} rejected  ({})",
+            "{:>10}: {what}: {} in, {} out{passed}, {} rejected  ({})",
             report.stage.as_str(),
             n("rows_in"),
             n("rows_out"),

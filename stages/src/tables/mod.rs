@@ -1,5 +1,7 @@
-//! Parquet tables exchanged between stages. Every Parquet call of the project lives under
-//! this module, one file per table.
+//! Parquet tables exchanged between stages. Every arrow/parquet call of the project lives
+//! under this module, one file per table (the polars analytics over them live in
+//! [`crate::check::frames`], what `coreb check` runs over published tables, and
+//! [`crate::leaderboard::frames`], over the results store).
 
 pub mod corpus;
 pub mod problems;

@@ -3,6 +3,8 @@
 //!
 //! The timing and memory columns are measurements and differ between runs; `passed`,
 //! `pass_rate` and the verdicts do not for programs well inside their limits.
+//! `memory_bound` says what held the memory of the solution's runs (`cgroup_v2`,
+//! `cgroup_v1`, or `rlimit` where no cgroup could be used).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,6 +12,8 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, BooleanArray, Float64Array, ListArray, RecordBatch, StringArray, StructArray, UInt32Array, UInt64Array};
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+
+use coreb_sandbox::MemoryBound;
 
 use super::TableError;
 use crate::execute::{SolutionResult, TestResult, Verdict};
@@ -45,6 +49,7 @@ pub fn verdicts_schema() -> SchemaRef {
         Field::new("pass_rate", DataType::Float64, false),
         Field::new("tests", DataType::List(tests_item()), false),
         text("message"),
+        text("memory_bound"),
     ]))
 }
 
@@ -73,6 +78,7 @@ fn to_batch(rows: &[SolutionResult]) -> RecordBatch {
         Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.pass_rate))),
         Arc::new(tests),
         text(|r| &r.message),
+        text(|r| r.memory_bound.as_str()),
     ];
     RecordBatch::try_new(verdicts_schema(), columns).expect("columns match verdicts_schema")
 }
@@ -92,8 +98,8 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
         let err = |row: usize, column: &str, reason: String| view.err(row, column, reason);
         let bad = |name: &str| err(0, name, "missing or of the wrong type".into());
         let text = |name: &str| view.column::<StringArray>(name);
-        let (sid, pid, model, language, message) =
-            (text("solution_id")?, text("problem_id")?, text("model")?, text("language")?, text("message")?);
+        let (sid, pid, model, language, message, bound) =
+            (text("solution_id")?, text("problem_id")?, text("model")?, text("language")?, text("message")?, text("memory_bound")?);
         let passed = view.column::<BooleanArray>("passed")?;
         let rate = view.column::<Float64Array>("pass_rate")?;
         let tests = view.column::<ListArray>("tests")?;
@@ -115,6 +121,12 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
                     .ok_or_else(|| err(r, "tests.verdict", format!("unknown verdict `{}`", verdict.value(i))))?;
                 results.push(TestResult { index: index.value(i), verdict: v, wall_ms: wall.value(i), cpu_ms: cpu.value(i), peak_memory_kb: mem.value(i) });
             }
+            let memory_bound = match bound.value(r) {
+                "cgroup_v2" => MemoryBound::CgroupV2,
+                "cgroup_v1" => MemoryBound::CgroupV1,
+                "rlimit" => MemoryBound::Rlimit,
+                other => return Err(err(r, "memory_bound", format!("unknown memory bound `{other}`"))),
+            };
             out.push(SolutionResult {
                 solution_id: SolutionId::from_raw(sid.value(r).to_owned()),
                 problem_id: ProblemId::from_raw(pid.value(r).to_owned()),
@@ -124,6 +136,7 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
                 pass_rate: rate.value(r),
                 tests: results,
                 message: message.value(r).to_owned(),
+                memory_bound,
             });
         }
     }
@@ -153,6 +166,7 @@ mod tests {
                     pass_rate: 0.5,
                     tests,
                     message: if i % 5 == 0 { "boom".into() } else { String::new() },
+                    memory_bound: [MemoryBound::CgroupV2, MemoryBound::CgroupV1, MemoryBound::Rlimit][i % 3],
                 }
             })
             .collect();

@@ -30,13 +30,13 @@ use stages::rewrite::{RewrittenProblem, TestOrigin};
 use stages::services::llm::gateway::api_key_from_env;
 use stages::services::llm::run::{ModelPlan, RejectReason};
 use stages::services::llm::{Counted, Gateway, LlmConfig, LlmFailureKind, ResponseStore, RetryConfig, SamplingParams, StoreMode};
-use stages::services::sandbox::Sandbox;
+use coreb_sandbox::Sandbox;
 use stages::solution::{Language, SolutionId};
 
 use super::{BuildLookup, month, release_name};
 use crate::cli::ModelAuditArgs;
 use crate::engine::llm::as_problem;
-use crate::manifest::lexical_join;
+use crate::manifest::{check_release_sandbox, lexical_join};
 use crate::printer::Printer;
 
 /// pass@1 of one problem in one version.
@@ -238,10 +238,11 @@ fn llm_config(args: &ModelAuditArgs) -> anyhow::Result<LlmConfig> {
 
 pub(super) fn model(release: &Path, args: ModelAuditArgs, printer: &Printer) -> anyhow::Result<ModelReport> {
     let config = llm_config(&args)?;
-    let ModelAuditArgs { endpoint: _, model, api_key_env: _, language, samples, temperature: _, max_tokens: _, seed: _, store, replay: _, concurrency, max_attempts: _, timeout_secs: _, build_dir, prompts_dir, jobs } =
+    let ModelAuditArgs { endpoint: _, model, api_key_env: _, language, samples, temperature: _, max_tokens: _, seed: _, store, replay: _, concurrency, max_attempts: _, timeout_secs: _, build_dir, prompts_dir, jobs, trust_release_sandbox } =
         args;
     let language = crate::commands::judge::language(language);
     let lookup = BuildLookup::open(release, build_dir.as_deref())?;
+    check_release_sandbox(&lookup.manifest.build_manifest.text, &release.join("MANIFEST.json"), trust_release_sandbox)?;
     let originals = stages::tables::ProblemReader::read_all(&release.join("problems.parquet"))?;
     let pairs = pair(originals, lookup.rewritten()?, &lookup)?;
     let prompts_dir = prompts_dir.unwrap_or_else(|| lexical_join(&lookup.manifest_dir, lookup.build.prompts_dir.as_deref().unwrap_or(Path::new("../prompts"))));
@@ -281,6 +282,7 @@ pub(super) fn model(release: &Path, args: ModelAuditArgs, printer: &Printer) -> 
 
     let execute = &lookup.build.stages.execute;
     let sandbox = Sandbox::new(execute.sandbox.clone()).context("setting up the sandbox")?;
+    stages::execute::toolchain_versions(execute, &sandbox, &[language]).context("checking the toolchain")?;
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let bar = printer.progress(Some((gen_original.solutions.len() + gen_rewritten.solutions.len()) as u64), "execute", false);
     let tick = || bar.inc(1);

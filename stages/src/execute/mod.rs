@@ -6,24 +6,34 @@
 //! pool of `jobs` threads; results come back in input order whatever `jobs` is.
 //!
 //! Verdicts ([`Verdict`]): passed, wrong_answer, time_limit, memory_limit, runtime_error,
-//! compile_error, output_limit. Outputs are compared by [`outputs_match`] (DESIGN §1.4); for
-//! functional (LeetCode) tests a failed textual match falls back to comparing both sides as
-//! JSON values. A solution passes only if every test passes.
+//! compile_error, output_limit. Outputs are compared by [`outputs_match`] (DESIGN §1.4:
+//! integer tokens exactly, non-integers within 1e-6); for functional (LeetCode) tests a failed
+//! textual match falls back to comparing both sides as JSON values ([`compare`]). A solution
+//! passes only if every test passes. A solution the judge cannot even write to disk (its
+//! Java class name makes a file name too long, …) gets `compile_error`: one solution's
+//! failure is never the stage's.
 //!
 //! Configuration is [`ExecuteConfig`] (`[stages.execute]` of a manifest; unknown keys are
 //! errors): global `limits` and `compile_limits`, `[stages.execute.sandbox]`, and one section
 //! per language (`[stages.execute.java]` …) with `compile`/`run` argv templates, `source`,
-//! `env`, `prelude`, `compile_cache` and limit overrides.
+//! `env`, `prelude`, `compile_cache`, `time_multiplier` and limit overrides ([`toolchain`]).
+//! [`toolchain_versions`] asks each language's programs for their versions in the sandbox;
+//! the engine puts them in the stage key and the MANIFEST, and fails early, naming the
+//! Debian package, when one is missing.
 //!
 //! For the engine: [`execute_tables`]`(problems.parquet, solutions.parquet, verdicts.parquet,
-//! &config, jobs)` reads both tables, builds the [`Sandbox`], judges and writes the verdicts
-//! table atomically, returning the stats for the `--json` summary (`rows_in` = solutions,
-//! `rows_out` = judged, `rejected` = `without_problem`). [`execute`] is the pure form.
+//! &config, &sandbox, jobs)` reads both tables, judges and writes the verdicts table
+//! atomically, returning the stats for the `--json` summary (`rows_in` = solutions,
+//! `rows_out` = judged, `rejected` = `without_problem`). [`execute`] is the pure form. Tests
+//! are borrowed from the problems, never copied per solution or per run.
 //!
 //! What it does NOT do: read or write tables itself (the engine, or [`execute_tables`] for
 //! the one-call form, does), inject imports or harness code (only a configured `prelude`), or
 //! retry flaky runs. Wall and CPU times and peak memory are measured, so those columns differ
 //! from run to run; verdicts do not (for programs well inside their limits).
+
+pub mod compare;
+pub mod toolchain;
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::AddAssign;
@@ -33,9 +43,14 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use coreb_sandbox::{BOX_DIR, DirAccess, LimitHit, Limits, MemoryBound, Outcome, Program, Sandbox, SandboxConfig, SandboxError};
+
+pub use compare::{functional_outputs_match, outputs_match};
+pub use toolchain::{LanguageConfig, LimitsPatch, Toolchain, ToolchainVersions, default_time_multiplier, java_main_class, toolchain_versions};
+
 use crate::problem::{Problem, ProblemId, TestCase, TestType};
-use crate::services::sandbox::{BOX_DIR, CACHE_DIR, DirAccess, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig, SandboxError, WORK_DIR};
 use crate::solution::{Language, Solution, SolutionId};
+use toolchain::fill;
 
 /// Errors that stop the stage (a failing solution is a verdict, not an error).
 #[derive(Debug, Error)]
@@ -51,9 +66,15 @@ pub enum ExecuteError {
         #[source]
         source: SandboxError,
     },
-    /// The sandbox could not be set up on this machine (namespaces refused, …).
-    #[error("setting up the sandbox")]
-    SandboxSetup(#[source] SandboxError),
+    /// A program of a language's recipe could not be asked for its version.
+    #[error("asking `{program}` for its version")]
+    Version {
+        /// The program.
+        program: String,
+        /// The cause.
+        #[source]
+        source: SandboxError,
+    },
     /// A working directory could not be prepared.
     #[error("`{}`", path.display())]
     Io {
@@ -66,6 +87,16 @@ pub enum ExecuteError {
     /// The configuration is unusable.
     #[error("`stages.execute`: {0}")]
     Config(String),
+    /// A program a language needs cannot be started in the sandbox.
+    #[error("`{program}` (needed for {language} solutions) is not installed or not visible in the sandbox{}", package.map(|p| format!(": install the Debian package `{p}`")).unwrap_or_default())]
+    MissingToolchain {
+        /// The language.
+        language: Language,
+        /// The program (`go`, `javac` …).
+        program: String,
+        /// The Debian package that provides it, when known.
+        package: Option<&'static str>,
+    },
     /// Reading or writing a table failed.
     #[error(transparent)]
     Table(#[from] crate::tables::TableError),
@@ -162,6 +193,8 @@ pub struct SolutionResult {
     pub tests: Vec<TestResult>,
     /// Compiler output of a compile error, or stderr of the first failing test (truncated).
     pub message: String,
+    /// What bounded the memory of its runs (a cgroup of its own, or per-process rlimits).
+    pub memory_bound: MemoryBound,
 }
 
 /// Counts of one execute run; mergeable.
@@ -177,7 +210,8 @@ pub struct ExecuteStats {
     pub tests: usize,
     /// Tests per verdict.
     pub verdicts: BTreeMap<Verdict, usize>,
-    /// CPU time of every sandboxed program (compiles and tests), ms.
+    /// CPU time of every sandboxed program (compiles and tests), ms. A measurement: it
+    /// differs from run to run.
     pub cpu_ms: u64,
 }
 
@@ -205,189 +239,8 @@ pub struct ExecuteOutput {
     pub stats: ExecuteStats,
 }
 
-/// Optional overrides of [`Limits`] (a `[stages.execute.<lang>.limits]` table).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LimitsPatch {
-    /// See [`Limits::cpu_time_ms`].
-    pub cpu_time_ms: Option<u64>,
-    /// See [`Limits::wall_time_ms`].
-    pub wall_time_ms: Option<u64>,
-    /// See [`Limits::memory_mb`].
-    pub memory_mb: Option<u64>,
-    /// See [`Limits::address_space_mb`].
-    pub address_space_mb: Option<u64>,
-    /// See [`Limits::processes`].
-    pub processes: Option<u64>,
-    /// See [`Limits::open_files`].
-    pub open_files: Option<u64>,
-    /// See [`Limits::output_bytes`].
-    pub output_bytes: Option<u64>,
-    /// See [`Limits::file_size_bytes`].
-    pub file_size_bytes: Option<u64>,
-    /// See [`Limits::tmp_size_mb`].
-    pub tmp_size_mb: Option<u64>,
-    /// See [`Limits::stack_mb`].
-    pub stack_mb: Option<u64>,
-}
-
-impl LimitsPatch {
-    /// `base` with every set field replaced.
-    pub fn apply(&self, base: &Limits) -> Limits {
-        Limits {
-            cpu_time_ms: self.cpu_time_ms.unwrap_or(base.cpu_time_ms),
-            wall_time_ms: self.wall_time_ms.unwrap_or(base.wall_time_ms),
-            memory_mb: self.memory_mb.unwrap_or(base.memory_mb),
-            address_space_mb: self.address_space_mb.or(base.address_space_mb),
-            processes: self.processes.unwrap_or(base.processes),
-            open_files: self.open_files.unwrap_or(base.open_files),
-            output_bytes: self.output_bytes.unwrap_or(base.output_bytes),
-            file_size_bytes: self.file_size_bytes.unwrap_or(base.file_size_bytes),
-            tmp_size_mb: self.tmp_size_mb.unwrap_or(base.tmp_size_mb),
-            stack_mb: self.stack_mb.unwrap_or(base.stack_mb),
-        }
-    }
-}
-
-/// `[stages.execute.<language>]`: how one language is built and run. Unset fields keep the
-/// language's default (see [`LanguageConfig::resolve`]).
-///
-/// Commands are argv lists with placeholders: `{src}` (the source file), `{dir}` (the
-/// solution's directory, [`BOX_DIR`]), `{main_class}` (Java: the class holding `main`),
-/// `{memory_mb}` (the run's memory limit).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LanguageConfig {
-    /// Source file name (Java default: `{main_class}.java`).
-    pub source: Option<String>,
-    /// Compile command; `[]` for none.
-    pub compile: Option<Vec<String>>,
-    /// Run command.
-    pub run: Option<Vec<String>>,
-    /// Extra environment (added to the defaults, same keys replaced).
-    pub env: BTreeMap<String, String>,
-    /// Text put before the solution's code (none by default: nothing is injected).
-    pub prelude: Option<String>,
-    /// Limits of test runs (over `[stages.execute.limits]`).
-    pub limits: LimitsPatch,
-    /// Limits of the compile step (over `[stages.execute.compile_limits]`).
-    pub compile_limits: LimitsPatch,
-    /// Give compiles a cache directory shared by the solutions of one run, at
-    /// `/tmp/cache` (Go default: on, with `GOCACHE=/tmp/cache`; Go ≥ 1.20 ships no compiled
-    /// standard library, so without it every build recompiles the runtime).
-    pub compile_cache: Option<bool>,
-}
-
-/// A language's resolved build and run recipe.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Toolchain {
-    /// The language.
-    pub language: Language,
-    /// Source file name (may hold `{main_class}`).
-    pub source: String,
-    /// Compile command (empty: none).
-    pub compile: Vec<String>,
-    /// Run command.
-    pub run: Vec<String>,
-    /// Environment of both steps.
-    pub env: BTreeMap<String, String>,
-    /// Text put before the code.
-    pub prelude: String,
-    /// Limits of test runs.
-    pub limits: Limits,
-    /// Limits of the compile step.
-    pub compile_limits: Limits,
-    /// Compiles share a cache directory.
-    pub compile_cache: bool,
-}
-
-fn argv(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| (*s).to_owned()).collect()
-}
-
-impl LanguageConfig {
-    /// The recipe of `language`: defaults, then this section's settings.
-    pub fn resolve(&self, language: Language, limits: &Limits, compile_limits: &Limits) -> Toolchain {
-        let mut env: BTreeMap<String, String> = [
-            ("PATH", "/usr/local/bin:/usr/bin:/bin"),
-            ("LANG", "C.UTF-8"),
-            ("LC_ALL", "C.UTF-8"),
-            ("HOME", WORK_DIR),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-        // Language defaults: (source, compile, run, extra env, limits, compile limits).
-        let (source, compile, run, lang_limits, lang_compile) = match language {
-            Language::Python => (
-                "main.py",
-                argv(&["python3", "-m", "py_compile", "{src}"]),
-                argv(&["python3", "{src}"]),
-                LimitsPatch::default(),
-                LimitsPatch::default(),
-            ),
-            Language::Cpp => (
-                "main.cpp",
-                argv(&["g++", "-std=c++17", "-O2", "-pipe", "-o", "{dir}/main", "{src}"]),
-                argv(&["{dir}/main"]),
-                LimitsPatch::default(),
-                LimitsPatch::default(),
-            ),
-            Language::Java => (
-                "{main_class}.java",
-                argv(&["javac", "-encoding", "UTF-8", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-d", "{dir}", "{src}"]),
-                argv(&[
-                    "java",
-                    "-XX:MaxRAM={memory_mb}m",
-                    "-XX:MaxRAMPercentage=60",
-                    "-XX:+UseSerialGC",
-                    "-XX:TieredStopAtLevel=1",
-                    "-XX:-UsePerfData",
-                    "-Xss64m",
-                    "-cp",
-                    "{dir}",
-                    "{main_class}",
-                ]),
-                LimitsPatch { memory_mb: Some(1536), processes: Some(128), open_files: Some(256), ..LimitsPatch::default() },
-                LimitsPatch::default(),
-            ),
-            Language::Go => (
-                "main.go",
-                argv(&["go", "build", "-o", "{dir}/main", "{src}"]),
-                argv(&["{dir}/main"]),
-                LimitsPatch { memory_mb: Some(1024), processes: Some(64), ..LimitsPatch::default() },
-                LimitsPatch::default(),
-            ),
-            Language::Ruby => (
-                "main.rb",
-                argv(&["ruby", "-c", "{src}"]),
-                argv(&["ruby", "{src}"]),
-                LimitsPatch { processes: Some(64), ..LimitsPatch::default() },
-                LimitsPatch::default(),
-            ),
-        };
-        if language == Language::Go {
-            for (k, v) in [("GOCACHE", CACHE_DIR), ("GOPATH", "/tmp/gopath"), ("CGO_ENABLED", "0"), ("GO111MODULE", "off")] {
-                env.insert(k.to_owned(), v.to_owned());
-            }
-        }
-        env.extend(self.env.clone());
-        Toolchain {
-            language,
-            source: self.source.clone().unwrap_or_else(|| source.to_owned()),
-            compile: self.compile.clone().unwrap_or(compile),
-            run: self.run.clone().unwrap_or(run),
-            env,
-            prelude: self.prelude.clone().unwrap_or_default(),
-            limits: self.limits.apply(&lang_limits.apply(limits)),
-            compile_limits: self.compile_limits.apply(&lang_compile.apply(compile_limits)),
-            compile_cache: self.compile_cache.unwrap_or(language == Language::Go),
-        }
-    }
-}
-
 /// `[stages.execute]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExecuteConfig {
     /// Limits of every test run (languages may override).
@@ -452,12 +305,15 @@ impl ExecuteConfig {
         section.resolve(language, &self.limits, &self.compile_limits)
     }
 
-    /// Check what serde cannot: non-empty run commands, non-zero limits.
+    /// Check what serde cannot: non-empty run commands, non-zero limits, sane multipliers.
     pub fn validate(&self) -> Result<(), ExecuteError> {
         for language in Language::ALL {
             let t = self.toolchain(language);
             if t.run.is_empty() {
                 return Err(ExecuteError::Config(format!("`{language}.run` is empty")));
+            }
+            if !(t.time_multiplier.is_finite() && t.time_multiplier > 0.0 && t.time_multiplier <= 100.0) {
+                return Err(ExecuteError::Config(format!("`{language}.time_multiplier` must be in (0, 100], not {}", t.time_multiplier)));
             }
             for (what, l) in [("limits", &t.limits), ("compile_limits", &t.compile_limits)] {
                 if l.cpu_time_ms == 0 || l.wall_time_ms == 0 || l.memory_mb == 0 || l.processes == 0 || l.open_files < 4 {
@@ -467,144 +323,6 @@ impl ExecuteConfig {
         }
         Ok(())
     }
-}
-
-/// Does the program's output match the expected output (DESIGN §1.4)?
-///
-/// CRLF → LF, strip both; equal → match. Otherwise split on whitespace: same number of
-/// tokens, and each pair equal, or both numeric and within 1e-6 absolute.
-pub fn outputs_match(expected: &str, actual: &str) -> bool {
-    let e = expected.replace("\r\n", "\n");
-    let a = actual.replace("\r\n", "\n");
-    let (e, a) = (e.trim(), a.trim());
-    if e == a {
-        return true;
-    }
-    let (et, at): (Vec<&str>, Vec<&str>) = (e.split_whitespace().collect(), a.split_whitespace().collect());
-    et.len() == at.len() && et.iter().zip(&at).all(|(x, y)| x == y || numbers_close(x, y))
-}
-
-/// Both tokens are decimal numbers within 1e-6 (no `inf`/`nan` spellings).
-fn numbers_close(x: &str, y: &str) -> bool {
-    let numeric = |s: &str| {
-        !s.is_empty()
-            && s.bytes().any(|b| b.is_ascii_digit())
-            && s.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E'))
-    };
-    if !numeric(x) || !numeric(y) {
-        return false;
-    }
-    match (x.parse::<f64>(), y.parse::<f64>()) {
-        (Ok(a), Ok(b)) => (a - b).abs() <= 1e-6,
-        _ => false,
-    }
-}
-
-/// Functional (LeetCode) outputs: textual match, else equal as JSON values (numbers within
-/// 1e-6), so `[1, 2]` matches `[1,2]`.
-pub fn functional_outputs_match(expected: &str, actual: &str) -> bool {
-    if outputs_match(expected, actual) {
-        return true;
-    }
-    match (serde_json::from_str::<serde_json::Value>(expected.trim()), serde_json::from_str::<serde_json::Value>(actual.trim())) {
-        (Ok(e), Ok(a)) => json_close(&e, &a),
-        _ => false,
-    }
-}
-
-fn json_close(e: &serde_json::Value, a: &serde_json::Value) -> bool {
-    use serde_json::Value;
-    match (e, a) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
-            (Some(x), Some(y)) => (x - y).abs() <= 1e-6,
-            _ => x == y,
-        },
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_close(x, y)),
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_close(v, w)))
-        }
-        _ => e == a,
-    }
-}
-
-/// The class of a Java program that declares `main`: the top-level class whose body holds
-/// `static void main`, else the public class, else `Main`.
-pub fn java_main_class(code: &str) -> String {
-    // Blank out comments and string/char literals, keeping offsets.
-    let bytes = code.as_bytes();
-    let mut clean = bytes.to_vec();
-    let mut i = 0;
-    while i < bytes.len() {
-        let rest = &bytes[i..];
-        let end = if rest.starts_with(b"//") {
-            bytes[i..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |p| i + p)
-        } else if rest.starts_with(b"/*") {
-            code[i + 2..].find("*/").map_or(bytes.len(), |p| i + 2 + p + 2)
-        } else if rest[0] == b'"' || rest[0] == b'\'' {
-            let q = rest[0];
-            let mut j = i + 1;
-            while j < bytes.len() && bytes[j] != q && bytes[j] != b'\n' {
-                j += if bytes[j] == b'\\' { 2 } else { 1 };
-            }
-            (j + 1).min(bytes.len())
-        } else {
-            i += 1;
-            continue;
-        };
-        for b in &mut clean[i..end] {
-            if *b != b'\n' {
-                *b = b' ';
-            }
-        }
-        i = end.max(i + 1);
-    }
-    let clean = String::from_utf8_lossy(&clean).into_owned();
-    let class_re = regex::Regex::new(r"\b(?:(public)\s+)?(?:(?:final|abstract|static)\s+)*class\s+([A-Za-z_$][\w$]*)")
-        .expect("valid regex");
-    let main_re = regex::Regex::new(r"\bstatic\s+(?:final\s+)?void\s+main\s*\(").expect("valid regex");
-    // Top-level classes with their body spans.
-    let mut depth = 0usize;
-    let mut depth_at = Vec::with_capacity(clean.len() + 1);
-    for b in clean.bytes() {
-        depth_at.push(depth);
-        match b {
-            b'{' => depth += 1,
-            b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    depth_at.push(depth);
-    let mut public = None;
-    let main_at = main_re.find(&clean).map(|m| m.start());
-    for cap in class_re.captures_iter(&clean) {
-        let whole = cap.get(0).map_or(0, |m| m.start());
-        if depth_at[whole] != 0 {
-            continue;
-        }
-        let name = cap[2].to_owned();
-        if cap.get(1).is_some() && public.is_none() {
-            public = Some(name.clone());
-        }
-        if let Some(m) = main_at {
-            // The class's body: from its `{` to the matching `}`.
-            let open = clean[whole..].find('{').map(|p| whole + p);
-            if let Some(open) = open {
-                let close = (open + 1..clean.len()).find(|&k| depth_at[k + 1] == 0 && clean.as_bytes()[k] == b'}');
-                if m > open && close.is_none_or(|c| m < c) {
-                    return name;
-                }
-            }
-        }
-    }
-    public.unwrap_or_else(|| "Main".to_owned())
-}
-
-/// Substitute placeholders in one argument.
-fn fill(arg: &str, src: &str, main_class: &str, memory_mb: u64) -> String {
-    arg.replace("{src}", src)
-        .replace("{dir}", BOX_DIR)
-        .replace("{main_class}", main_class)
-        .replace("{memory_mb}", &memory_mb.to_string())
 }
 
 /// How much stderr a result keeps in its message.
@@ -632,6 +350,13 @@ const OOM_MARKERS: [&str; 9] = [
     "cannot allocate memory",
 ];
 
+/// The run was at (90 % of) its memory limit, by a measurement that can be trusted: the
+/// cgroup's peak, or a `ru_maxrss` above what the process started with (see
+/// [`Outcome::memory_floor_kb`]).
+fn near_memory_limit(outcome: &Outcome, limits: &Limits) -> bool {
+    outcome.peak_memory_kb > outcome.memory_floor_kb && outcome.peak_memory_kb >= limits.memory_mb * 1024 * 9 / 10
+}
+
 /// The verdict of one test run.
 pub fn verdict_of(outcome: &Outcome, test: &TestCase, limits: &Limits) -> Verdict {
     // The JVM reports a failed commit on stdout, everything else on stderr.
@@ -642,6 +367,7 @@ pub fn verdict_of(outcome: &Outcome, test: &TestCase, limits: &Limits) -> Verdic
     let oom = || said_oom(&outcome.stderr) || said_oom(&outcome.stdout);
     match outcome.limit {
         Some(LimitHit::Output) => return Verdict::OutputLimit,
+        Some(LimitHit::Memory) => return Verdict::MemoryLimit,
         // A program that ran out of memory and was then slow to die is a memory failure.
         Some(LimitHit::WallTime | LimitHit::CpuTime) => {
             return if oom() { Verdict::MemoryLimit } else { Verdict::TimeLimit };
@@ -649,8 +375,7 @@ pub fn verdict_of(outcome: &Outcome, test: &TestCase, limits: &Limits) -> Verdic
         None => {}
     }
     if !outcome.success() {
-        let near_limit = outcome.peak_memory_kb >= limits.memory_mb * 1024 * 9 / 10;
-        return if near_limit || oom() { Verdict::MemoryLimit } else { Verdict::RuntimeError };
+        return if near_memory_limit(outcome, limits) || oom() { Verdict::MemoryLimit } else { Verdict::RuntimeError };
     }
     let actual = String::from_utf8_lossy(&outcome.stdout);
     let matches = match test.testtype {
@@ -666,7 +391,7 @@ pub fn judge_solution(
     config: &ExecuteConfig,
     sandbox: &Sandbox,
     solution: &Solution,
-    tests: &[TestCase],
+    tests: &[&TestCase],
     work_root: &Path,
     slot: usize,
 ) -> Result<(SolutionResult, u64), ExecuteError> {
@@ -696,11 +421,22 @@ pub fn judge_solution(
     result
 }
 
+/// Errors of writing a solution's files that are the machine's fault (the stage stops);
+/// any other (a file name too long, an invalid name) is the solution's.
+fn machine_fault(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT | libc::EIO | libc::EROFS | libc::ENOMEM | libc::EMFILE | libc::ENFILE))
+}
+
+/// Every test of a solution with one verdict (a solution that did not build).
+fn all_tests(tests: usize, verdict: Verdict) -> Vec<TestResult> {
+    (0..tests).map(|i| TestResult { index: i as u32, verdict, wall_ms: 0, cpu_ms: 0, peak_memory_kb: 0 }).collect()
+}
+
 fn judge_in(
     toolchain: &Toolchain,
     sandbox: &Sandbox,
     solution: &Solution,
-    tests: &[TestCase],
+    tests: &[&TestCase],
     dir: &Path,
     cache: Option<PathBuf>,
 ) -> Result<(SolutionResult, u64), ExecuteError> {
@@ -709,8 +445,6 @@ fn judge_in(
     let src_inside = format!("{BOX_DIR}/{source_name}");
     let code = format!("{}{}", toolchain.prelude, solution.code);
     let src_host = dir.join(&source_name);
-    fs_err::write(&src_host, code).map_err(|e| ExecuteError::Io { path: src_host.clone(), source: e })?;
-    let env: Vec<(String, String)> = toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let mut cpu_ms = 0;
     let base = SolutionResult {
         solution_id: solution.id.clone(),
@@ -721,17 +455,26 @@ fn judge_in(
         pass_rate: 0.0,
         tests: Vec::new(),
         message: String::new(),
+        memory_bound: sandbox.memory_bound(),
     };
+    if let Err(e) = std::fs::write(&src_host, code) {
+        if machine_fault(&e) {
+            return Err(ExecuteError::Io { path: src_host, source: e });
+        }
+        let message = format!("the judge could not write the source file `{source_name}`: {e}");
+        return Ok((SolutionResult { tests: all_tests(tests.len(), Verdict::CompileError), message, ..base }, 0));
+    }
+    let env: Vec<(String, String)> = toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
 
     if !toolchain.compile.is_empty() {
         let limits = &toolchain.compile_limits;
         let program = Program {
             argv: toolchain.compile.iter().map(|a| fill(a, &src_inside, &main_class, limits.memory_mb)).collect(),
             env: env.clone(),
-            stdin: Vec::new(),
-            dir: dir.to_owned(),
+            stdin: b"",
+            dir,
             access: DirAccess::Writable,
-            cache,
+            cache: cache.as_deref(),
         };
         let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox {
             solution: solution.id.clone(),
@@ -744,10 +487,7 @@ fn judge_in(
             if message.trim().is_empty() {
                 message = format!("compiler ended with {:?} (limit {:?})", outcome.status, outcome.limit);
             }
-            let tests = (0..tests.len())
-                .map(|i| TestResult { index: i as u32, verdict: Verdict::CompileError, wall_ms: 0, cpu_ms: 0, peak_memory_kb: 0 })
-                .collect();
-            return Ok((SolutionResult { tests, message, ..base }, cpu_ms));
+            return Ok((SolutionResult { tests: all_tests(tests.len(), Verdict::CompileError), message, ..base }, cpu_ms));
         }
     }
 
@@ -760,8 +500,8 @@ fn judge_in(
             let program = Program {
                 argv: run_argv.clone(),
                 env: env.clone(),
-                stdin: test.input.as_bytes().to_vec(),
-                dir: dir.to_owned(),
+                stdin: test.input.as_bytes(),
+                dir,
                 access: DirAccess::ReadOnly,
                 cache: None,
             };
@@ -822,10 +562,11 @@ pub fn execute_with_progress(
     config.validate()?;
     let by_id: HashMap<&ProblemId, &Problem> = problems.iter().map(|p| (&p.id, p)).collect();
     let mut without_problem = Vec::new();
-    let mut work: Vec<(usize, &Solution, Vec<TestCase>)> = Vec::new();
+    // Each solution borrows its problem's tests (one pointer per test, no copies).
+    let mut work: Vec<(usize, &Solution, Vec<&TestCase>)> = Vec::new();
     for (i, s) in solutions.iter().enumerate() {
         match by_id.get(&s.problem_id) {
-            Some(p) => work.push((i, s, p.public_tests.iter().chain(&p.private_tests).cloned().collect())),
+            Some(p) => work.push((i, s, p.public_tests.iter().chain(&p.private_tests).collect())),
             None => without_problem.push(s.id.clone()),
         }
     }
@@ -883,13 +624,13 @@ pub fn execute_tables(
     solutions: &Path,
     out: &Path,
     config: &ExecuteConfig,
+    sandbox: &Sandbox,
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<ExecuteTablesReport, ExecuteError> {
     let problems = crate::tables::ProblemReader::read_all(problems)?;
     let solutions = crate::tables::solutions::read_solutions(solutions)?;
-    let sandbox = Sandbox::new(config.sandbox.clone()).map_err(ExecuteError::SandboxSetup)?;
-    let output = execute_with_progress(config, &problems, &solutions, &sandbox, jobs, progress)?;
+    let output = execute_with_progress(config, &problems, &solutions, sandbox, jobs, progress)?;
     crate::tables::verdicts::write_verdicts(out, &output.results)?;
     Ok(ExecuteTablesReport {
         stats: output.stats,
@@ -901,21 +642,6 @@ pub fn execute_tables(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn comparison_rules() {
-        assert!(outputs_match("Yes\r\n", "Yes\n\n"));
-        assert!(outputs_match("1 2\n3", "1   2 3"));
-        assert!(outputs_match("0.3333333", "0.33333333"));
-        assert!(!outputs_match("0.33", "0.34"));
-        assert!(!outputs_match("1 2", "1 2 3"));
-        assert!(!outputs_match("Yes", "yes"));
-        assert!(!outputs_match("inf", "nan"));
-        assert!(functional_outputs_match("[-3,-1,1,3,5]", "[-3, -1, 1, 3, 5]\n"));
-        assert!(functional_outputs_match("1.5", "1.5000001"));
-        assert!(!functional_outputs_match("[1,2]", "[2,1]"));
-        assert!(functional_outputs_match("\"abc\"", "\"abc\""));
-    }
 
     #[test]
     fn java_main_class_found() {
@@ -931,10 +657,33 @@ mod tests {
         let cfg: ExecuteConfig = toml_like(r#"{"java": {"limits": {"memory_mb": 3000}}, "limits": {"cpu_time_ms": 1000}}"#);
         let java = cfg.toolchain(Language::Java);
         assert_eq!(java.limits.memory_mb, 3000);
-        assert_eq!(java.limits.cpu_time_ms, 1000);
+        // Java's default multiplier (2) scales the global CPU limit.
+        assert_eq!(java.limits.cpu_time_ms, 2000);
         assert_eq!(cfg.toolchain(Language::Cpp).limits.memory_mb, 512);
         assert!(serde_json::from_str::<ExecuteConfig>(r#"{"pyhton": {}}"#).is_err());
         assert!(serde_json::from_str::<ExecuteConfig>(r#"{"cpp": {"compiler": "clang"}}"#).is_err());
+    }
+
+    #[test]
+    fn per_language_time_multipliers() {
+        let cfg = ExecuteConfig::default();
+        let limit = |l: Language| (cfg.toolchain(l).limits.cpu_time_ms, cfg.toolchain(l).limits.wall_time_ms);
+        assert_eq!(limit(Language::Cpp), (4_000, 10_000));
+        assert_eq!(limit(Language::Go), (4_000, 10_000));
+        assert_eq!(limit(Language::Java), (8_000, 20_000));
+        assert_eq!(limit(Language::Python), (12_000, 30_000));
+        assert_eq!(limit(Language::Ruby), (12_000, 30_000));
+        // Compiles are not scaled.
+        assert_eq!(cfg.toolchain(Language::Python).compile_limits.cpu_time_ms, 60_000);
+        // A section's multiplier, and its absolute limits, win.
+        let cfg = toml_like(r#"{"python": {"time_multiplier": 1.5}, "ruby": {"time_multiplier": 5, "limits": {"cpu_time_ms": 700}}}"#);
+        assert_eq!(cfg.toolchain(Language::Python).limits.cpu_time_ms, 6_000);
+        assert_eq!(cfg.toolchain(Language::Ruby).limits.cpu_time_ms, 700);
+        assert_eq!(cfg.toolchain(Language::Ruby).limits.wall_time_ms, 50_000);
+        for bad in ["0", "-1", "1000"] {
+            let cfg = toml_like(&format!(r#"{{"go": {{"time_multiplier": {bad}}}}}"#));
+            assert!(cfg.validate().unwrap_err().to_string().contains("go.time_multiplier"), "{bad}");
+        }
     }
 
     fn toml_like(json: &str) -> ExecuteConfig {

@@ -1,0 +1,139 @@
+//! Runs `execute`, and the build's toolchain preflight.
+//!
+//! Before any stage of a build that reaches `execute` runs, [`preflight`] sets up the sandbox
+//! and asks every program the manifest's languages (`stages.generate.languages`) need for its
+//! version, inside the sandbox. A missing one stops the build at once, naming the Debian
+//! package to install and the manifest key that drops the language — instead of failing half
+//! way through `execute`. The versions are part of `execute`'s key (a changed compiler or
+//! interpreter re-judges everything) and of its summary, which the release copies into its
+//! MANIFEST with the per-language time limits.
+//!
+//! The summary holds only what the inputs determine; what a run measured (CPU time) or where
+//! it ran (isolation, memory bound) is kept outside the fingerprint, so that downstream stages
+//! are not re-run for a re-measurement.
+
+use anyhow::Context;
+use coreb_sandbox::Sandbox;
+use stages::execute::{ExecuteConfig, ExecuteError, ToolchainVersions, toolchain_versions};
+use stages::solution::Language;
+use stages::tables::solutions::read_solutions;
+
+use super::{Engine, StageReport};
+use crate::cli::StageName;
+use crate::manifest::RunPlan;
+use crate::store::{StageRecord, input_key};
+
+/// The sandbox of a build and the toolchains it found.
+#[derive(Debug)]
+pub struct Judge {
+    /// The sandbox every solution runs in.
+    pub sandbox: Sandbox,
+    /// Per language: program → version.
+    pub versions: ToolchainVersions,
+}
+
+/// Set up the sandbox and check the toolchains of the plan's languages.
+pub fn preflight(plan: &RunPlan) -> anyhow::Result<Judge> {
+    let config = &plan.stages.execute;
+    config.validate()?;
+    let sandbox = Sandbox::new(config.sandbox.clone()).context("setting up the sandbox")?;
+    let languages = &plan.stages.generate.languages;
+    let versions = toolchain_versions(config, &sandbox, languages).map_err(|e| match e {
+        ExecuteError::MissingToolchain { language, .. } => anyhow::anyhow!(
+            "preflight: {e}; or remove `{language}` from `stages.generate.languages` in `{}`",
+            plan.manifest_path.display()
+        ),
+        e => anyhow::Error::new(e).context("preflight: asking the toolchains for their versions"),
+    })?;
+    Ok(Judge { sandbox, versions })
+}
+
+/// Per language: the time-limit multiplier and the resulting test-run limits (for the
+/// MANIFEST).
+fn time_limits(plan: &RunPlan) -> serde_json::Value {
+    let config = &plan.stages.execute;
+    let per: serde_json::Map<String, serde_json::Value> = plan
+        .stages
+        .generate
+        .languages
+        .iter()
+        .map(|&l| {
+            let t = config.toolchain(l);
+            let v = serde_json::json!({
+                "time_multiplier": t.time_multiplier,
+                "cpu_time_ms": t.limits.cpu_time_ms,
+                "wall_time_ms": t.limits.wall_time_ms,
+            });
+            (l.as_str().to_owned(), v)
+        })
+        .collect();
+    serde_json::Value::Object(per)
+}
+
+/// The stage key: its configuration, each language's resolved recipe (so that a changed
+/// default command or limit re-judges), the toolchain versions, the upstream fingerprints.
+fn key(config: &ExecuteConfig, versions: &ToolchainVersions, upstream: &[&StageRecord]) -> anyhow::Result<String> {
+    let recipes: Vec<_> = Language::ALL.into_iter().map(|l| config.toolchain(l)).collect();
+    input_key(StageName::Execute.as_str(), &(config, &recipes, versions), upstream)
+}
+
+pub(super) fn run(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord) -> anyhow::Result<StageReport> {
+    let stage = StageName::Execute;
+    let config = &engine.plan.stages.execute;
+    let judge = engine.judge()?;
+    let key = key(config, &judge.versions, &[rewrite, generate])?;
+    if let Some(hit) = engine.cached(stage, &key)? {
+        return Ok(hit);
+    }
+    let writer = engine.store.begin(stage.as_str())?;
+    let solutions = read_solutions(&engine.output(generate, "solutions")?)?.len();
+    let bar = engine.printer.progress(Some(solutions as u64), "execute", false);
+    let report = stages::execute::execute_tables(
+        &engine.output(rewrite, "problems")?,
+        &engine.output(generate, "solutions")?,
+        &writer.path("verdicts.parquet"),
+        config,
+        &judge.sandbox,
+        engine.plan.jobs,
+        &|| bar.inc(1),
+    )?;
+    bar.finish_and_clear();
+    let mut stats = serde_json::to_value(&report.stats)?;
+    let cpu_ms = stats.as_object_mut().and_then(|s| s.remove("cpu_ms")).unwrap_or_default();
+    let summary = serde_json::json!({
+        "rows_in": solutions,
+        "rows_out": report.stats.solutions,
+        "rejected": report.without_problem.len(),
+        "passed": report.stats.solutions_passed,
+        "stats": stats,
+        "parameters": config,
+        "toolchains": judge.versions,
+        "time_limits": time_limits(&engine.plan),
+    });
+    let local = serde_json::json!({
+        "isolation": report.isolation,
+        "memory_bound": judge.sandbox.memory_bound(),
+        "cpu_ms": cpu_ms,
+    });
+    let record = writer.commit_with_local(&key, &[("verdicts", "verdicts.parquet")], summary, local)?;
+    Ok(StageReport { stage, skipped: false, record })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_toolchain_change_changes_the_key() {
+        let config = ExecuteConfig::default();
+        let versions = |gpp: &str| -> ToolchainVersions {
+            [(Language::Cpp, [("g++".to_owned(), gpp.to_owned())].into_iter().collect())].into_iter().collect()
+        };
+        let before = key(&config, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap();
+        assert_eq!(before, key(&config, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
+        assert_ne!(before, key(&config, &versions("g++ (Debian 12.2.0-14+deb12u1) 12.2.0"), &[]).unwrap());
+        let mut slower = config.clone();
+        slower.python.time_multiplier = Some(5.0);
+        assert_ne!(before, key(&slower, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
+    }
+}

@@ -1,4 +1,4 @@
-//! Every polars call of the leaderboard: lazy queries over the results store's Parquet files.
+//! Every polars call of the leaderboard: queries over the results store's Parquet files.
 //! Each function builds one plan (scan, group-by, join, filter), collects it and hands back
 //! plain Rust values, so nothing outside this module sees a polars type (polars changes its
 //! API several times a year).
@@ -14,16 +14,8 @@ use std::path::PathBuf;
 
 use polars::prelude::*;
 
-/// A polars failure, as text (the error names the file or column involved).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct FrameError(String);
-
-impl From<PolarsError> for FrameError {
-    fn from(e: PolarsError) -> Self {
-        FrameError(e.to_string())
-    }
-}
+pub use crate::check::frames::FrameError;
+use crate::check::frames::strings;
 
 type Result<T> = std::result::Result<T, FrameError>;
 
@@ -126,10 +118,6 @@ pub struct MeanRow {
     pub mean: f64,
     /// Releases averaged.
     pub releases: u64,
-}
-
-fn strings(df: &DataFrame, name: &str) -> Result<Vec<String>> {
-    Ok(df.column(name)?.str()?.iter().map(|s| s.unwrap_or_default().to_owned()).collect())
 }
 
 fn optional_strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>> {

@@ -16,6 +16,10 @@
 //!   and `/score`, listwise reranking against a reference, `coreb compare` and CIs against numpy/scipy.
 //! - `corpus`: `coreb corpus` on CoSQA plus planted duplicates and release copies; `coreb audit`.
 //! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
+//! - `leaderboard`: `coreb eval --record` and `coreb leaderboard`: three releases, three retrievers, the
+//!   site driven in headless Chromium from `file://` against the results store and `--json`.
+//! - `fidelity` (issue #12): the committed sample's code documents have no comments; its card,
+//!   MANIFEST and store say the content was written by hand.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 //! - `validity` (issue #11): one run through four evaluation paths, `--keep-self`, `coreb check`
 //!   on the sample and on planted defects.
@@ -33,5 +37,6 @@ mod release;
 mod eval;
 mod eval_protocol;
 mod fidelity;
+mod leaderboard;
 mod trec_eval;
 mod validity;

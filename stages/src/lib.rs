@@ -29,6 +29,7 @@ pub mod filter;
 pub mod generate;
 pub mod hashing;
 pub mod ingest;
+pub mod leaderboard;
 pub mod problem;
 pub mod prompt;
 pub mod qrels;

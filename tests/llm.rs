@@ -444,8 +444,8 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
     assert!(out.rejected.iter().all(|r| r.reason == RejectReason::NoCode && r.item.starts_with("lcb_2/") && r.item.contains("/ruby/")));
     let first = &out.solutions[0];
     assert_eq!(first.id.as_str(), "lcb_1/model-a/python/0");
-    // The answer's comment line is stripped: the code document is the solution only.
-    assert!(first.code.starts_with("#include <bits/stdc++.h>\nint main()") && !first.code.contains("// Python 3"), "{}", first.code);
+    // A Python solution: its `#` line is a comment and is stripped (`//` is not Python's).
+    assert!(first.code.starts_with("// Python 3 by model-a\nint main()") && !first.code.contains("#include"), "{}", first.code);
     let ids: Vec<&str> = out.solutions.iter().map(|s| s.id.as_str()).collect();
     let mut sorted = ids.clone();
     sorted.sort();

@@ -249,7 +249,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for entry in fs_err::read_dir(&project).unwrap() {
             let path = entry.unwrap().path();
-            fs_err::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+            if path.is_file() {
+                fs_err::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+            }
         }
         Prompts::load(dir.path()).unwrap();
         fs_err::write(dir.path().join("abbreviate.schema.json"), "{\"type\": \"object\"}").unwrap();

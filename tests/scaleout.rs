@@ -73,8 +73,10 @@ fn the_sample_as_three_shard_processes_is_the_release_of_one_process() {
     let (a, b) = (tree(&sharded.join("release")), tree(&single.join("release")));
     assert!(a.len() >= 20, "{a:?}");
     assert_eq!(a, b, "3 shard processes + merge vs 1 process: the releases differ");
-    // Every stage's artifacts too (the records hold keys and fingerprints).
-    for stage in ["rewrite", "distract", "abbreviate", "generate", "execute", "queries", "qrels"] {
+    // The LLM stages' and qrels' artifacts too (the records hold keys and fingerprints;
+    // `execute`'s verdicts hold each test's measured wall and CPU time, which differ from run
+    // to run however it is run — what the release takes from them is compared above).
+    for stage in ["rewrite", "distract", "abbreviate", "generate", "queries", "qrels"] {
         let files = |d: &Path| tree(&d.join("build/artifacts").join(stage)).into_iter().filter(|(p, _)| p != "record.json").collect::<Vec<_>>();
         assert_eq!(files(&sharded), files(&single), "artifacts of `{stage}`");
     }
@@ -137,7 +139,7 @@ fn a_merge_refuses_a_missing_shard_and_one_from_another_plan() {
     let out = stage(&m, &["rewrite", "--shard", "1/3"]);
     assert!(out.status.success(), "{}", text(&out));
     let merged = stage(&m, &["merge", "rewrite", "--json"]);
-    assert!(merged.status.success() && text(&merged).contains("rewrite: merging 3 shard parts"), "{}", text(&merged));
+    assert!(merged.status.success(), "{}", text(&merged));
     let line: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
     assert_eq!((line["stage"].as_str(), line["rows_out"].as_u64()), (Some("rewrite"), Some(10)), "{line}");
     assert!(!build.join("artifacts/parts/rewrite").exists(), "the merged parts are left behind");

@@ -23,6 +23,7 @@ pub mod dedup;
 pub mod distract;
 pub mod errors;
 pub mod evaluate;
+pub mod export;
 pub mod execute;
 pub mod fetch;
 pub mod filter;

@@ -9,6 +9,7 @@
 //!   sandbox settings refused, `coreb judge`. (The sandbox's own hostile tests are in
 //!   `crates/coreb-sandbox/tests`.)
 //! - `llm`: the LLM gateway, response store and LLM stages against a fault-injecting server.
+//! - `live`: live builds (issue #22): early stop with the cause, reruns that ask nothing; the opt-in real-model smoke test.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
@@ -29,6 +30,7 @@ mod corpus;
 mod execute;
 mod fetch;
 mod ingest;
+mod live;
 mod llm;
 mod release;
 mod eval;

@@ -16,6 +16,8 @@
 //!   and `/score`, listwise reranking against a reference, `coreb compare` and CIs against numpy/scipy.
 //! - `corpus`: `coreb corpus` on CoSQA plus planted duplicates and release copies; `coreb audit`.
 //! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
+//! - `leaderboard`: `coreb eval --record` and `coreb leaderboard`: three releases, three retrievers, the
+//!   site driven in headless Chromium from `file://` against the results store and `--json`.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 //! - `validity` (issue #11): one run through four evaluation paths, `--keep-self`, `coreb check`
 //!   on the sample and on planted defects.
@@ -35,6 +37,7 @@ mod llm;
 mod release;
 mod eval;
 mod eval_protocol;
+mod leaderboard;
 mod trec_eval;
 mod validity;
 mod zero_glue;

@@ -51,6 +51,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Eval(args) => commands::eval::eval(*args),
         Command::Export(args) => commands::export::export(args),
         Command::Compare(args) => commands::compare::compare(args),
+        Command::Leaderboard(args) => commands::leaderboard::leaderboard(args),
         Command::TrecEval(args) => commands::trec_eval::trec_eval(args),
         Command::Judge(args) => commands::judge::judge(args),
         Command::Audit(args) => commands::audit::audit(args),

@@ -9,6 +9,7 @@ pub mod eval;
 pub mod eval_setup;
 pub mod export;
 pub mod judge;
+pub mod leaderboard;
 pub mod plan;
 pub mod store;
 pub mod trec_eval;

@@ -16,10 +16,15 @@
 //!   and `/score`, listwise reranking against a reference, `coreb compare` and CIs against numpy/scipy.
 //! - `corpus`: `coreb corpus` on CoSQA plus planted duplicates and release copies; `coreb audit`.
 //! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
+//! - `leaderboard`: `coreb eval --record` and `coreb leaderboard`: three releases, three retrievers, the
+//!   site driven in headless Chromium from `file://` against the results store and `--json`.
 //! - `scaleout` (issue #16): the sample as 3 shard processes per stage through the Slurm recipe (shell fallback) vs 1 process; merges refusing missing and stale shards.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 //! - `validity` (issue #11): one run through four evaluation paths, `--keep-self`, `coreb check`
 //!   on the sample and on planted defects.
+//! - `zero_glue` (issue #15): the sample through `datasets`, BEIR and MTEB with no glue (MTEB's
+//!   nDCG@10 = `coreb eval --run` on its predictions); `coreb export --layout hf-coreb` read as the
+//!   published dataset; `scripts/setup`; no test file refers outside the repository.
 
 mod support;
 
@@ -34,5 +39,7 @@ mod release;
 mod scaleout;
 mod eval;
 mod eval_protocol;
+mod leaderboard;
 mod trec_eval;
 mod validity;
+mod zero_glue;

@@ -18,6 +18,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the stages of a manifest in order, skipping those whose inputs are unchanged.
+    #[command(after_help = BUILD_EXAMPLES)]
     Build(BuildArgs),
     /// Download (or hash in place) the source files of a manifest.
     Fetch(StageArgs),
@@ -47,16 +48,28 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Check a release's validity from its files alone: ids, judgements, self-retrieval,
     /// BEIR-vs-Parquet equivalence, texts (a table, or `--json`; exit 1 on a failed check).
+    #[command(after_help = CHECK_EXAMPLES)]
     Check(CheckArgs),
     /// Evaluate a release or a BEIR folder with a built-in baseline or a run file.
+    #[command(after_help = EVAL_EXAMPLES)]
     Eval(Box<EvalArgs>),
+    /// Write every release of a directory as one Hugging Face dataset folder in the
+    /// published CoREB layout (8 configs × `release_<version>` splits, its column and subtask
+    /// names, a dataset card and LICENSE).
+    #[command(after_help = EXPORT_EXAMPLES)]
+    Export(ExportArgs),
     /// Compare two systems on the same release, per task and subtask: paired difference with
     /// its bootstrap interval, Wilcoxon signed-rank and randomisation p-values.
     Compare(CompareArgs),
+    /// Write the leaderboard: a static site (one HTML page and its data) of the results
+    /// recorded by `coreb eval --record` across releases, with a release-window control and a
+    /// training-cutoff toggle; `--json` prints its numbers.
+    Leaderboard(LeaderboardArgs),
     /// trec_eval-compatible evaluation of a run against qrels.
-    #[command(name = "trec-eval", disable_help_flag = true)]
+    #[command(name = "trec-eval", disable_help_flag = true, after_help = TREC_EVAL_EXAMPLES)]
     TrecEval(TrecEvalArgs),
     /// Judge one solution file against the tests of one problem.
+    #[command(after_help = JUDGE_EXAMPLES)]
     Judge(JudgeArgs),
     /// Contamination audits of a release.
     Audit(AuditArgs),
@@ -73,6 +86,40 @@ pub enum Command {
     /// Inspect, export or import an LLM response store.
     Store(StoreArgs),
 }
+
+const BUILD_EXAMPLES: &str = "Examples:
+  coreb build manifests/sample.toml                  build the bundled sample offline (releases/sample/v202503)
+  coreb build manifests/sample.toml --until execute  stop after the sandboxed judge
+  coreb build manifests/v202504.toml --publish-dir /tmp/v202504  a dry run: publish elsewhere
+  coreb build manifests/sample.toml --show-plan      print the resolved plan, run nothing
+A missing toolchain stops the build before any stage: `scripts/setup` installs them.";
+
+const EVAL_EXAMPLES: &str = "Examples:
+  coreb eval releases/sample/v202503                          BM25 on every task, per subtask and language
+  coreb eval releases/sample/v202503 --run my.run.trec --k 10 score a TREC run (all tasks in one file)
+  coreb eval releases/sample/v202503/text2code --json         one BEIR folder, JSON on stdout
+  coreb eval releases/sample/v202503 --retriever embed:text-embedding-3-small --out results/
+                                                              dense retrieval through an OpenAI-compatible endpoint";
+
+const TREC_EVAL_EXAMPLES: &str = "Examples:
+  coreb trec-eval qrels.trec run.trec                          trec_eval's default measures
+  coreb trec-eval -q -m ndcg_cut.10 -m recall.10 qrels.trec run.trec   per query, chosen measures
+  coreb trec-eval -c -l 2 -m all_trec qrels.trec run.trec       every measure, relevance >= 2, all qrels queries";
+
+const CHECK_EXAMPLES: &str = "Examples:
+  coreb check releases/sample/v202503          every validity check, as a table (exit 1 on a failure)
+  coreb check releases/v202504 --json           the same as JSON
+  coreb check /tmp/v202504 --releases-dir releases   a copy, checked against the published releases";
+
+const JUDGE_EXAMPLES: &str = "Examples:
+  coreb judge problems.jsonl solution.py --lang python               first problem of the file
+  coreb judge problems.jsonl Main.java --lang java --problem-id abc388_a --json
+The problem file is LiveCodeBench JSONL (public and private tests); the solution runs in the sandbox.";
+
+const EXPORT_EXAMPLES: &str = "Examples:
+  coreb export --layout hf-coreb releases/sample /tmp/coreb-hf
+      then: load_dataset(\"/tmp/coreb-hf\", \"code_corpus\", split=\"release_v202503\")
+  coreb export releases /tmp/coreb-hf && huggingface-cli upload <you>/coreb /tmp/coreb-hf --repo-type dataset";
 
 /// Which stage a build stops after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
@@ -325,6 +372,78 @@ pub struct EvalArgs {
     /// if any gate fails.
     #[arg(long)]
     pub gates: bool,
+    /// Record the results in the results store (`<releases dir>/results`, see `--results`)
+    /// for `coreb leaderboard`: one row per task, subtask, language and metric. Recording the
+    /// same run again changes nothing. The directory must be a release or one of its tasks.
+    #[arg(long)]
+    pub record: bool,
+    /// The results store `--record` writes to (default: `results/` beside the release).
+    #[arg(long, requires = "record")]
+    pub results: Option<PathBuf>,
+    /// The name the leaderboard shows (default: the retriever, `bm25` or `embed:<model>`;
+    /// needed with `--run`).
+    #[arg(long, requires = "record")]
+    pub model_name: Option<String>,
+    /// The model's declared training cutoff, `YYYY-MM-DD` or `YYYY-MM` (its last day): the
+    /// leaderboard can average only over releases whose problems all come after it.
+    #[arg(long, requires = "record")]
+    pub cutoff: Option<String>,
+}
+
+/// Arguments of `coreb leaderboard`.
+#[derive(Debug, Args)]
+pub struct LeaderboardArgs {
+    /// Where the releases are (each a directory with its `MANIFEST.json`).
+    #[arg(long, default_value = "releases")]
+    pub releases_dir: PathBuf,
+    /// The results store (default: `<releases-dir>/results`).
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// Write the site here: `index.html` and `data.js` (default: `build/leaderboard`; with
+    /// `--json`, only when given).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// A model audit report (`model.json` of `coreb audit <release> model --out DIR`) whose
+    /// pass@1 drop the releases table shows; repeatable. Reports under
+    /// `<releases-dir>/audits/` are shown without it.
+    #[arg(long = "audit", value_name = "MODEL_JSON")]
+    pub audits: Vec<PathBuf>,
+    /// Print the leaderboard's data and its numbers in the window as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// First release month of the window, `YYYY-MM` (default: the first release's).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Last release month of the window, `YYYY-MM` (default: the last release's).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Average each model only over the releases whose contest window starts after its
+    /// declared training cutoff.
+    #[arg(long)]
+    pub after_cutoff: bool,
+    /// The metric of the table (`ndcg@10`, `map@10`, `recall@10`, `p@10`, `mrr@10`,
+    /// `r_cap@10`, other cut-offs recorded, `hn_intrusion`).
+    #[arg(long)]
+    pub metric: Option<String>,
+}
+
+/// The layout `coreb export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportLayout {
+    /// The published CoREB dataset's (`hq-bench/coreb`): 8 configs × `release_<version>` splits.
+    HfCoreb,
+}
+
+/// Arguments of `coreb export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The layout to write.
+    #[arg(long, value_enum, default_value = "hf-coreb")]
+    pub layout: ExportLayout,
+    /// The directory whose releases (subdirectories with a MANIFEST.json) are exported.
+    pub releases_dir: PathBuf,
+    /// The dataset folder to write (an earlier export there is replaced).
+    pub out: PathBuf,
 }
 
 /// Arguments of `coreb check`.

@@ -170,6 +170,23 @@ fn corpus_catches_every_planted_item_and_resumes_by_shard() {
     assert!(redo.status.success() && text(&redo).contains("curating 1 shards"), "{}", text(&redo));
     assert_eq!(std::fs::read(dir.path().join("out/report.json")).unwrap(), before);
     assert_eq!(std::fs::read(dir.path().join("out/train/shard=002/part.parquet")).unwrap(), parquet);
+
+    // A torn shard whose marker survived (a power cut before the data reached the disk) is
+    // detected by the sizes and sha256s its `_SUCCESS` records, and redone: one truncated,
+    // one edited at the same size.
+    let torn = dir.path().join("out/rerank/shard=001/part.parquet");
+    let rerank = std::fs::read(&torn).unwrap();
+    std::fs::write(&torn, &rerank[..rerank.len() / 2]).unwrap();
+    let edited = dir.path().join("out/jsonl/train/shard=003/part.jsonl");
+    let jsonl = std::fs::read(&edited).unwrap();
+    let mut flipped = jsonl.clone();
+    flipped[10] ^= 0x20;
+    std::fs::write(&edited, &flipped).unwrap();
+    let redo = run(coreb().arg("corpus").arg(&manifest));
+    assert!(redo.status.success() && text(&redo).contains("curating 2 shards"), "{}", text(&redo));
+    assert_eq!(std::fs::read(&torn).unwrap(), rerank);
+    assert_eq!(std::fs::read(&edited).unwrap(), jsonl);
+    assert_eq!(std::fs::read(dir.path().join("out/report.json")).unwrap(), before);
 }
 
 #[test]

@@ -19,6 +19,7 @@ pub mod abbreviate;
 pub mod corpus;
 pub mod dedup;
 pub mod distract;
+pub mod durable;
 pub mod errors;
 pub mod evaluate;
 pub mod execute;

@@ -1,6 +1,7 @@
 //! `coreb fetch` against a local HTTP server started by each test: resume after a cut
 //! connection, retries on 429/503 with `Retry-After`, read timeouts, checksums, 404s,
-//! unreachable hosts and the cache of finished downloads.
+//! unreachable hosts, the cache of finished downloads, and `If-Range`: a file that changed
+//! upstream between two attempts is never spliced from two versions.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
@@ -22,28 +23,63 @@ enum Behaviour {
     HangAfter(usize),
     /// Answer with this status (and `Retry-After: 1` for 429/503) and no body.
     Status(u16),
+    /// Like `CutAfter`, then the file changes upstream: the next version (another `ETag`)
+    /// is served from then on.
+    CutAfterAndChange(usize),
+}
+
+/// The file the server serves: its bytes and its strong `ETag`.
+struct Version {
+    body: Vec<u8>,
+    etag: String,
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    /// Start of the `Range` header (`None` when absent).
+    range: Option<String>,
+    /// The `If-Range` header.
+    if_range: Option<String>,
 }
 
 struct Server {
     port: u16,
-    /// `Range` header of every request, in order (`None` when absent).
-    requests: Arc<Mutex<Vec<Option<String>>>>,
+    requests: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl Server {
     fn start(body: Vec<u8>, script: Vec<Behaviour>) -> Server {
+        Server::with_versions(vec![body], script, true)
+    }
+
+    /// A server whose file goes through `versions` (ETags `"v1"`, `"v2"` …) at each
+    /// `CutAfterAndChange`; one that does not `honour_if_range` answers every `Range` with a
+    /// 206 of the current version (carrying its `ETag`), as a careless server would.
+    fn with_versions(versions: Vec<Vec<u8>>, script: Vec<Behaviour>, honour_if_range: bool) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(VecDeque::from(script)));
         let log = Arc::clone(&requests);
-        let body = Arc::new(body);
+        let mut versions: VecDeque<Version> = versions.into_iter().enumerate().map(|(i, body)| Version { body, etag: format!("\"v{}\"", i + 1) }).collect();
+        let current = Arc::new(Mutex::new(Arc::new(versions.pop_front().unwrap())));
+        let next = Arc::new(Mutex::new(versions));
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let behaviour = script.lock().unwrap().pop_front().unwrap_or(Behaviour::Normal);
-                let (log, body) = (Arc::clone(&log), Arc::clone(&body));
-                std::thread::spawn(move || serve(stream, &body, behaviour, &log));
+                let (log, current, next) = (Arc::clone(&log), Arc::clone(&current), Arc::clone(&next));
+                std::thread::spawn(move || {
+                    let version = Arc::clone(&current.lock().unwrap());
+                    // The file changes before the connection is cut, so no retry can see the old one.
+                    let change = || {
+                        if let Some(v) = next.lock().unwrap().pop_front() {
+                            *current.lock().unwrap() = Arc::new(v);
+                        }
+                    };
+                    serve(stream, &version, behaviour, honour_if_range, &log, change);
+                });
             }
         });
         Server { port, requests }
@@ -54,48 +90,62 @@ impl Server {
     }
 
     fn ranges(&self) -> Vec<Option<String>> {
+        self.requests.lock().unwrap().iter().map(|s| s.range.clone()).collect()
+    }
+
+    fn seen(&self) -> Vec<Seen> {
         self.requests.lock().unwrap().clone()
     }
 }
 
-fn serve(mut stream: TcpStream, body: &[u8], behaviour: Behaviour, log: &Mutex<Vec<Option<String>>>) {
+fn serve(mut stream: TcpStream, version: &Version, behaviour: Behaviour, honour_if_range: bool, log: &Mutex<Vec<Seen>>, change: impl FnOnce()) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut range = None;
+    let mut seen = Seen { range: None, if_range: None };
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
             break;
         }
         if let Some(v) = line.to_ascii_lowercase().strip_prefix("range: bytes=") {
-            range = Some(v.trim().trim_end_matches('-').to_owned());
+            seen.range = Some(v.trim().trim_end_matches('-').to_owned());
+        }
+        if line.to_ascii_lowercase().starts_with("if-range:") {
+            seen.if_range = Some(line["if-range:".len()..].trim().to_owned());
         }
     }
-    log.lock().unwrap().push(range.clone());
+    log.lock().unwrap().push(seen.clone());
     if let Behaviour::Status(code) = behaviour {
         let retry = if code == 429 || code == 503 { "Retry-After: 1\r\n" } else { "" };
         let _ = write!(stream, "HTTP/1.1 {code} Status\r\n{retry}Content-Length: 0\r\nConnection: close\r\n\r\n");
         return;
     }
-    let start: usize = range.as_deref().and_then(|r| r.parse().ok()).unwrap_or(0).min(body.len());
+    // RFC 9110 §13.1.5: a `Range` whose `If-Range` names another version gets the whole file.
+    let stale = honour_if_range && seen.if_range.as_ref().is_some_and(|v| *v != version.etag);
+    let body = &version.body;
+    let start: usize = if stale { 0 } else { seen.range.as_deref().and_then(|r| r.parse().ok()).unwrap_or(0).min(body.len()) };
     let part = &body[start..];
+    let etag = &version.etag;
     let head = if start > 0 {
         format!(
-            "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{}\r\nConnection: close\r\n\r\n",
+            "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{}\r\nETag: {etag}\r\nConnection: close\r\n\r\n",
             part.len(),
             body.len() - 1,
             body.len()
         )
     } else {
-        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nAccept-Ranges: bytes\r\nConnection: close\r\n\r\n", part.len())
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nAccept-Ranges: bytes\r\nETag: {etag}\r\nConnection: close\r\n\r\n", part.len())
     };
     let _ = stream.write_all(head.as_bytes());
     match behaviour {
         Behaviour::Normal | Behaviour::Status(_) => {
             let _ = stream.write_all(part);
         }
-        Behaviour::CutAfter(n) => {
+        Behaviour::CutAfter(n) | Behaviour::CutAfterAndChange(n) => {
             let _ = stream.write_all(&part[..n.min(part.len())]);
             let _ = stream.flush();
+            if let Behaviour::CutAfterAndChange(_) = behaviour {
+                change();
+            }
             let _ = stream.shutdown(std::net::Shutdown::Both);
         }
         Behaviour::HangAfter(n) => {
@@ -256,4 +306,61 @@ fn local_paths_and_file_urls_are_hashed_in_place() {
     let m = manifest(dir.path(), &file.display().to_string(), Some(&sha(b"x")));
     let out = fetch(&m);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("checksum mismatch"));
+}
+
+/// Version 2 of a file: as long as `v1`, one byte in every 4 KiB changed, so a splice of the
+/// two is the right length and looks plausible.
+fn changed(v1: &[u8]) -> Vec<u8> {
+    let mut v2 = v1.to_vec();
+    for b in v2.iter_mut().step_by(4096) {
+        *b = if *b == b'#' { b'%' } else { b'#' };
+    }
+    v2
+}
+
+#[test]
+fn a_file_changed_upstream_between_attempts_is_fetched_whole_not_spliced() {
+    let v1 = body(1 << 20);
+    let v2 = changed(&v1);
+    let server = Server::with_versions(vec![v1.clone(), v2.clone()], vec![Behaviour::CutAfterAndChange(300_000)], true);
+    let dir = tempfile::tempdir().unwrap();
+    // Unpinned: nothing but `If-Range` can tell the two versions apart.
+    let m = manifest(dir.path(), &server.url(), None);
+    let out = fetch(&m);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), v2, "the new version, whole");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0], Seen { range: None, if_range: None });
+    // The resumed request named the version its bytes came from.
+    assert!(seen[1].range.is_some(), "{seen:?}");
+    assert_eq!(seen[1].if_range.as_deref(), Some("\"v1\""), "{seen:?}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["sources"][0]["sha256"], sha(&v2));
+    assert!(!dir.path().join("build/downloads/test6.part.state").exists());
+
+    // The file unchanged: the same request resumes it (a 206 of the same version).
+    let server = Server::with_versions(vec![v1.clone()], vec![Behaviour::CutAfter(300_000)], true);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fetch(&manifest(dir.path(), &server.url(), None));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), v1);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[1].range.as_deref().is_some_and(|r| r != "0") && seen[1].if_range.as_deref() == Some("\"v1\""), "{seen:?}");
+}
+
+#[test]
+fn a_server_that_ignores_if_range_is_caught_by_the_etag_of_its_206() {
+    let v1 = body(1 << 20);
+    let v2 = changed(&v1);
+    let server = Server::with_versions(vec![v1, v2.clone()], vec![Behaviour::CutAfterAndChange(300_000)], false);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fetch(&manifest(dir.path(), &server.url(), None));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), v2);
+    // The 206 of `"v2"` was thrown away and the file fetched again from byte 0.
+    let ranges = server.ranges();
+    assert_eq!(ranges.len(), 3, "{ranges:?}");
+    assert!(ranges[1].is_some() && ranges[2].is_none(), "{ranges:?}");
 }

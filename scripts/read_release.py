@@ -6,7 +6,9 @@ Usage: scripts/read_release.py releases/<version>
 - every Parquet config with pandas.read_parquet (pyarrow);
 - every BEIR folder with plain json / csv readers (corpus.jsonl, queries.jsonl, qrels/test.tsv);
 - checks: qrels point to existing queries and documents, every query has a relevance-2
-  document, the Parquet and BEIR views agree, and MANIFEST.json's sha256 match the files.
+  document, the Parquet and BEIR views agree (BEIR qrels = the relevance-2 rows; the
+  code2code BEIR corpus = code_corpus without the code2code queries' own documents), and
+  MANIFEST.json's sha256 match the files.
 Prints one line per config and exits non-zero on any inconsistency.
 """
 import csv
@@ -41,6 +43,8 @@ def main() -> None:
         queries = frames[f"{task}_queries"]
         qrels = frames[f"{task}_qrels"]
         qids = set(queries["query_id"])
+        if task == "code2code":  # a query's own document is never a candidate
+            docs = docs - set(queries["source_doc_id"].dropna())
         if not set(qrels["query_id"]) <= qids:
             fail(f"{task}: qrels name unknown queries")
         if not set(qrels["doc_id"]) <= docs:
@@ -56,10 +60,13 @@ def main() -> None:
             beir_queries = {json.loads(line)["_id"] for line in f}
         with open(os.path.join(folder, "qrels", "test.tsv"), encoding="utf-8", newline="") as f:
             rows = list(csv.DictReader(f, delimiter="\t"))
-        if beir_docs != docs or beir_queries != qids or len(rows) != len(qrels):
+        relevant = qrels[qrels["relevance"] == 2]
+        beir_pairs = {(r["query-id"], r["corpus-id"]) for r in rows}
+        if beir_docs != docs or beir_queries != qids or beir_pairs != set(zip(relevant["query_id"], relevant["doc_id"])):
             fail(f"{task}: the BEIR folder and the Parquet configs disagree")
         grades = sorted({int(r["score"]) for r in rows})
-        print(f"{task:<20} {len(qids):>6} queries, {len(rows)} qrels (grades {grades}), {len(docs)} documents")
+        print(f"{task:<20} {len(qids):>6} queries, {len(rows)} BEIR qrels (grades {grades}), "
+              f"{len(qrels)} graded qrels, {len(docs)} documents")
     with open(os.path.join(root, "MANIFEST.json"), encoding="utf-8") as f:
         manifest = json.load(f)
     for path, entry in manifest["files"].items():

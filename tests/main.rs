@@ -16,6 +16,8 @@
 //! - `corpus`: `coreb corpus` on CoSQA plus planted duplicates and release copies; `coreb audit`.
 //! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
+//! - `validity` (issue #11): one run through four evaluation paths, `--keep-self`, `coreb check`
+//!   on the sample and on planted defects.
 
 mod support;
 
@@ -29,3 +31,4 @@ mod release;
 mod eval;
 mod eval_protocol;
 mod trec_eval;
+mod validity;

@@ -116,7 +116,8 @@ fn a_failed_gate_stops_the_publish_and_says_which() {
     // The sample's own manifest with an impossible BM25 band.
     let text_in = fs_err::read_to_string(sample_manifest()).unwrap();
     let manifest = root().join("manifests/.gate-test.toml");
-    let body = format!("{text_in}\n[gates]\nbm25_ndcg10_max = 0.01\n");
+    // And texts longer than 50 characters are refused: the `lengths` check fails too.
+    let body = format!("{text_in}\n[gates]\nbm25_ndcg10_max = 0.01\nmax_text_chars = 50\n");
     fs_err::write(&manifest, body).unwrap();
     let out = run(coreb()
         .arg("build")
@@ -129,6 +130,11 @@ fn a_failed_gate_stops_the_publish_and_says_which() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not published") && stderr.contains("bm25"), "{stderr}");
+    // A failed check names itself, its figure and at most 5 offending ids.
+    let line = stderr.lines().find(|l| l.contains("check `lengths` failed for `code_corpus.code`")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains("rows; chars") && line.contains("(threshold chars ≤ 50)"), "{line}");
+    let ids = line.split("; first: ").nth(1).unwrap_or_else(|| panic!("{line}"));
+    assert_eq!(ids.matches("`code_v202503_").count(), 5, "{line}");
     assert!(!dir.path().join("release").exists(), "nothing was published");
 }
 

@@ -1,7 +1,7 @@
 //! `coreb trec-eval` against trec_eval's own conformance suite (`make quicktest` commands and
 //! expected outputs in tests/fixtures/data/trec_eval/), plus bad-input errors.
 
-use crate::support::{coreb, fixture_data as data, run, text};
+use crate::support::{coreb, fixture_data as data, python, root, run, text};
 
 fn check(args: &[&str], qrels: &str, results: &str, expected: &str) {
     let dir = data("trec_eval");
@@ -74,6 +74,47 @@ fn measure_parameters() {
         "results.test",
         "out.test.meas_params",
     );
+}
+
+/// trec_eval 10.0 recounts `num_rel all` under `-c` from the whole qrels file: every
+/// judgement above 0, whatever `-l` (`m_num_rel.c`, `te_calc_avg_num_rel`).
+fn complete_num_rel(qrels: &std::path::Path, results: &std::path::Path) -> (String, usize) {
+    let out = run(coreb().args(["trec-eval", "-c", "-l", "2", "-m", "num_rel"]).arg(qrels).arg(results));
+    assert!(out.status.success(), "{}", text(&out));
+    let above_zero = fs_err::read_to_string(qrels)
+        .unwrap()
+        .lines()
+        .filter(|l| l.split_whitespace().nth(3).and_then(|r| r.parse::<i64>().ok()).is_some_and(|r| r > 0))
+        .count();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), above_zero)
+}
+
+#[test]
+fn complete_num_rel_is_trec_eval_10s() {
+    let dir = data("trec_eval");
+    let (got, want) = complete_num_rel(&dir.join("qrels.rel_level"), &dir.join("results.test"));
+    assert_eq!(got, format!("num_rel               \tall\t{want}\n"));
+    // Without `-c` it is the sum over the evaluated queries at level 2: fewer.
+    let out = run(coreb().args(["trec-eval", "-l", "2", "-m", "num_rel"]).arg(dir.join("qrels.rel_level")).arg(dir.join("results.test")));
+    let plain: usize = String::from_utf8_lossy(&out.stdout).split('\t').nth(2).unwrap().trim().parse().unwrap();
+    assert!(plain < want, "{plain} vs {want}");
+}
+
+#[test]
+fn complete_num_rel_on_the_sample() {
+    // The sample's graded text2code judgements (2 and 1) in TREC format, and a BM25 run.
+    let release = root().join("releases/sample/v202503");
+    let dir = tempfile::tempdir().unwrap();
+    let qrels = dir.path().join("qrels.trec");
+    let script = "import pandas as pd, sys\nq = pd.read_parquet(sys.argv[1])\nopen(sys.argv[2], 'w').write(''.join(f'{r.query_id} 0 {r.doc_id} {r.relevance}\\n' for r in q.itertuples()))";
+    let out = python().arg("-c").arg(script).arg(release.join("text2code_qrels.parquet")).arg(&qrels).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let eval = run(coreb().arg("eval").arg(release.join("text2code")).arg("--out").arg(dir.path()));
+    assert!(eval.status.success(), "{}", text(&eval));
+    let (got, want) = complete_num_rel(&qrels, &dir.path().join("text2code.run.trec"));
+    assert_eq!(got, format!("num_rel               \tall\t{want}\n"));
+    let graded = fs_err::read_to_string(&qrels).unwrap();
+    assert!(graded.lines().any(|l| l.ends_with(" 1")), "the graded qrels hold hard negatives");
 }
 
 fn fails_with(qrels: &str, results: &str, args: &[&str], needles: &[&str]) {

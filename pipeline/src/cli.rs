@@ -45,6 +45,9 @@ pub enum Command {
     Release(StageArgs),
     /// Rebuild a published release and compare every checksum.
     Verify(VerifyArgs),
+    /// Check a release's validity from its files alone: ids, judgements, self-retrieval,
+    /// BEIR-vs-Parquet equivalence, texts (a table, or `--json`; exit 1 on a failed check).
+    Check(CheckArgs),
     /// Evaluate a release or a BEIR folder with a built-in baseline or a run file.
     Eval(Box<EvalArgs>),
     /// Compare two systems on the same release, per task and subtask: paired difference with
@@ -200,9 +203,13 @@ pub struct EvalArgs {
     /// Built-in retriever: `bm25` or `embed:<model>`.
     #[arg(long, default_value = "bm25")]
     pub retriever: String,
-    /// Evaluate this TREC run file instead of running a retriever.
+    /// Evaluate this TREC run file instead of running a retriever. A code query's own
+    /// document (`source_doc_id`) is dropped from its ranking, as CoREB scores it.
     #[arg(long)]
     pub run: Option<PathBuf>,
+    /// Keep a code query's own document in a `--run` ranking (it then counts as a miss).
+    #[arg(long, requires = "run")]
+    pub keep_self: bool,
     /// Cut-offs for the @k metrics.
     #[arg(long, value_delimiter = ',', default_value = "1,5,10")]
     pub k: Vec<usize>,
@@ -306,6 +313,20 @@ pub struct EvalArgs {
     /// if any gate fails.
     #[arg(long)]
     pub gates: bool,
+}
+
+/// Arguments of `coreb check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The release directory (`releases/<version>`).
+    pub release: PathBuf,
+    /// Where the other releases are, whose ids this one must not reuse (default: the
+    /// release's parent directory).
+    #[arg(long)]
+    pub releases_dir: Option<PathBuf>,
+    /// Print the results as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// How a reranker is called.

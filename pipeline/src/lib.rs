@@ -42,6 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Qrels(args) => commands::build::stage(StageName::Qrels, args),
         Command::Release(args) => commands::build::stage(StageName::Release, args),
         Command::Verify(args) => commands::verify::verify(args),
+        Command::Check(args) => commands::check::check(args),
         Command::Eval(args) => commands::eval::eval(*args),
         Command::Compare(args) => commands::compare::compare(args),
         Command::TrecEval(args) => commands::trec_eval::trec_eval(args),

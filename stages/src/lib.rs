@@ -7,7 +7,8 @@
 //! Built so far: [`fetch`] (the one stage whose job *is* I/O: downloads), [`ingest`],
 //! [`dedup`], [`filter`], and the LLM stages [`rewrite`], [`distract`], [`abbreviate`],
 //! [`generate`] and [`queries`] over the gateway in [`services::llm`] with prompts from
-//! [`prompt`]. The problems table codec lives in [`tables`].
+//! [`prompt`]. The problems table codec lives in [`tables`]; [`check`] holds a release's
+//! validity checks (polars analytics over its Parquet configs).
 //!
 //! ```
 //! use stages::problem::ProblemId;
@@ -16,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod abbreviate;
+pub mod check;
 pub mod corpus;
 pub mod dedup;
 pub mod distract;

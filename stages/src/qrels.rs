@@ -2,26 +2,40 @@
 //!
 //! Relevance 2 = true positive, 1 = hard negative from the same problem, 0 = everything else
 //! (not listed). At most `max_hard_negatives` hard negatives per query, sampled with a seeded
-//! generator keyed by the query, so a query's sample never depends on the order or number of
-//! other queries.
+//! generator keyed by the query id, so a query's sample never depends on the order or number
+//! of other queries.
 //!
 //! - text-to-code: subtasks `canonical` (the summary), `full` (title + rewritten statement) and
-//!   `search` (each generated query), each with language constraint `any` and per language;
-//!   positives are the passing solutions (of that language); hard negatives in priority order:
+//!   `search` (each generated query), each with language constraint `any` and per language.
+//!   A constrained query names its language in its text: a search query written for that
+//!   language is used as it is, any other text gets the prefix of [`constrained_query`].
+//!   Positives are the passing solutions (of that language); hard negatives in priority order:
 //!   failed solutions of the problem in the same language, then any failed solution of the
 //!   problem, then passing solutions of the problem that are not positives.
-//! - code-to-text: a passing solution → the problem's `full` or `canonical` text; hard
-//!   negatives are the problem's distractor statements.
-//! - code-to-code: a passing solution → passing solutions of the same problem in another
-//!   language (`cross_lang`) or by another model (`cross_model`); hard negatives as for
-//!   text-to-code, relative to the positives' languages. The query's own document is never
-//!   judged.
+//! - code-to-text (subtask `describe`): a passing solution → every true description of its
+//!   problem, the `full` text and the `canonical` summary (both relevance 2, so no true text
+//!   is left unjudged); hard negatives are the problem's distractor statements.
+//! - code-to-code, as the CoREB reference defines it, anchored on the anchor model's passing
+//!   solutions in the anchor language (by default the first generating model, Python):
+//!   `mono_lang` (first anchor → the other models' solutions in the anchor language),
+//!   `cross_lang` (anchor → the anchor model's own solutions in the other languages: every
+//!   pair once, since anchors are never targets) and `cross_model` (anchor → the other models'
+//!   solutions in the other languages). Hard negatives in the reference's order: failed
+//!   solutions that fit the subtask, any failed solution, passing non-positives. The anchors
+//!   are never candidates: the release leaves them out of the code2code corpus, so no client
+//!   can retrieve a query's own document.
+//!
+//! Ids are stable and versioned, derived from what a row is, never from its position:
+//! `code_<version>_<problem>_<model>_<language>_<sample>`, `text_<version>_<problem>_<kind>`,
+//! queries `t2c_<version>_<problem>_<subtask><index>_<constraint>`,
+//! `c2c_<version>_<anchor>_<subtask>` and `c2t_<version>_<code>` (see [`model_slug`]).
 //!
 //! Pure: it assigns ids and judgements; the release stage writes the tables.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::problem::ProblemId;
@@ -35,12 +49,31 @@ pub struct QrelsConfig {
     pub seed: u64,
     /// Hard negatives per query at most.
     pub max_hard_negatives: usize,
+    /// The language of the code2code anchors (the reference anchors on Python).
+    pub anchor_language: Language,
+    /// The model whose solutions anchor code2code queries; by default the first model of
+    /// `[llm.stages.generate]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor_model: Option<String>,
 }
 
 impl Default for QrelsConfig {
     fn default() -> Self {
-        QrelsConfig { seed: 20_250_101, max_hard_negatives: 3 }
+        QrelsConfig { seed: 20_250_101, max_hard_negatives: 3, anchor_language: Language::Python, anchor_model: None }
     }
+}
+
+/// A search query of one problem, as the `queries` stage writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchQuery {
+    /// Its index among the problem's queries: a language variant shares the index of the
+    /// query it restates.
+    pub index: u32,
+    /// The text.
+    pub text: String,
+    /// `None`: an unconstrained query (constrained variants are composed from it);
+    /// `Some(l)`: written for language `l`, used as the `l`-constrained query of its index.
+    pub language: Option<Language>,
 }
 
 /// The texts of one problem that queries and the text corpus are made of.
@@ -57,7 +90,7 @@ pub struct ProblemTexts {
     /// Distractor statements (hard rewrites).
     pub distractors: Vec<String>,
     /// Developer-style search queries.
-    pub search_queries: Vec<String>,
+    pub search_queries: Vec<SearchQuery>,
 }
 
 impl ProblemTexts {
@@ -78,6 +111,8 @@ pub struct JudgedSolution {
     pub model: String,
     /// Its language.
     pub language: Language,
+    /// Sample index (0-based).
+    pub sample: u32,
     /// The code.
     pub code: String,
     /// Did it pass every test?
@@ -108,14 +143,23 @@ impl Task {
             Task::Code2Text => "code2text",
         }
     }
+
+    /// The query-id prefix: `t2c`, `c2c`, `c2t`.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Task::Text2Code => "t2c",
+            Task::Code2Code => "c2c",
+            Task::Code2Text => "c2t",
+        }
+    }
 }
 
-/// A document id (`code_<version>_<n:05>` or `text_<version>_<n:05>`).
+/// A document id (`code_<version>_…` or `text_<version>_…`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct DocId(pub String);
 
-/// A query id (`q_<subtask>_<n:04>`).
+/// A query id (`t2c_<version>_…`, `c2c_<version>_…`, `c2t_<version>_…`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct QueryId(pub String);
@@ -124,6 +168,49 @@ pub struct QueryId(pub String);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Relevance(pub u8);
+
+/// A model name as it appears in ids: the name itself when it holds only ASCII letters,
+/// digits, `.`, `-` (and is not empty), else those characters with every other run folded
+/// to `-`, plus `-` and 8 hex digits of the name's sha256, so `org/model:tag` and
+/// `org-model-tag` never meet. Depends on the name alone, so adding a model never changes
+/// another model's ids.
+pub fn model_slug(model: &str) -> String {
+    let clean = !model.is_empty() && model.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+    if clean {
+        return model.to_owned();
+    }
+    let mut slug = String::new();
+    for c in model.chars() {
+        if c.is_ascii_alphanumeric() || c == '.' {
+            slug.push(c);
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let hash = hex::encode(Sha256::digest(model.as_bytes()));
+    format!("{}-{}", slug.trim_matches('-'), &hash[..8])
+}
+
+/// The id of a code document.
+pub fn code_doc_id(version: &str, problem: &ProblemId, model: &str, language: Language, sample: u32) -> DocId {
+    DocId(format!("code_{version}_{problem}_{}_{language}_{sample}", model_slug(model)))
+}
+
+/// The id of a text document: kind `full`, `canonical` or `distractor<i>`.
+pub fn text_doc_id(version: &str, problem: &ProblemId, kind: TextKind, index: usize) -> DocId {
+    match kind {
+        TextKind::Full => DocId(format!("text_{version}_{problem}_full")),
+        TextKind::Canonical => DocId(format!("text_{version}_{problem}_canonical")),
+        TextKind::Distractor => DocId(format!("text_{version}_{problem}_distractor{index}")),
+    }
+}
+
+/// A language-constrained query composed from an unconstrained text: the language named
+/// first (instructed-retrieval style), so a model that truncates a long statement still
+/// reads it.
+pub fn constrained_query(text: &str, language: Language) -> String {
+    format!("{} solution: {text}", language.display_name())
+}
 
 /// A document of the code corpus.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,13 +265,15 @@ pub struct Query {
     pub query: String,
     /// The task.
     pub task: Task,
-    /// `canonical`, `full`, `search`, `cross_lang`, `cross_model`.
+    /// `canonical`, `full`, `search`; `mono_lang`, `cross_lang`, `cross_model`; `describe`.
     pub subtask: String,
-    /// `any` or a language the relevant documents are in.
+    /// text2code: `any` or the language the relevant documents are in; code2code: the
+    /// anchor language for `mono_lang`, else `any`; code2text: the query code's language.
     pub language_constraint: String,
     /// The problem the query comes from.
     pub source_problem_id: ProblemId,
-    /// For code queries: the code document the query is (never judged for itself).
+    /// For code queries: the code document the query is (never judged for itself, and not
+    /// in the code2code corpus).
     pub source_doc_id: Option<DocId>,
     /// Number of relevance-2 documents.
     pub num_relevant_docs: usize,
@@ -204,7 +293,7 @@ pub struct Qrel {
 /// Queries and judgements of one task.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSet {
-    /// Queries, in id order.
+    /// Queries, in the order they were made (problem, then text or anchor).
     pub queries: Vec<Query>,
     /// Judgements, grouped by query in query order, positives first.
     pub qrels: Vec<Qrel>,
@@ -225,6 +314,8 @@ pub struct QrelsStats {
     pub skipped_without_positive: u64,
     /// Queries with at least one hard negative.
     pub with_hard_negatives: u64,
+    /// code2code anchors (left out of the code2code corpus).
+    pub anchors: u64,
 }
 
 /// The result of [`qrels`].
@@ -238,6 +329,14 @@ pub struct QrelsOutput {
     pub tasks: BTreeMap<Task, TaskSet>,
     /// Counts.
     pub stats: QrelsStats,
+}
+
+impl QrelsOutput {
+    /// The code documents that are code2code queries (their anchors): the code2code corpus
+    /// is the code corpus without them.
+    pub fn code2code_sources(&self) -> BTreeSet<&DocId> {
+        self.tasks.get(&Task::Code2Code).map(|t| t.queries.iter().filter_map(|q| q.source_doc_id.as_ref()).collect()).unwrap_or_default()
+    }
 }
 
 /// A small deterministic generator (splitmix64): its output is part of published releases,
@@ -288,41 +387,34 @@ fn pick_tiers(rng: &mut SplitMix, tiers: &[Vec<usize>], max: usize) -> Vec<usize
     picked
 }
 
-/// Does a candidate document differ from the query in the way a code2code subtask asks?
-type Differs<'a> = Box<dyn Fn(usize) -> bool + 'a>;
-
-struct Builder<'a> {
-    config: &'a QrelsConfig,
+struct Builder {
     sets: BTreeMap<Task, TaskSet>,
-    counters: BTreeMap<(Task, String), usize>,
     stats: QrelsStats,
 }
 
-impl Builder<'_> {
-    #[allow(clippy::too_many_arguments)]
-    fn add(
-        &mut self,
-        task: Task,
-        subtask: &str,
-        constraint: &str,
-        text: String,
-        problem: &ProblemId,
-        source_doc: Option<DocId>,
-        positives: Vec<DocId>,
-        negatives: Vec<DocId>,
-    ) {
+/// One query before it is added: what [`Builder::add`] needs.
+struct NewQuery<'a> {
+    task: Task,
+    id: String,
+    subtask: &'a str,
+    constraint: &'a str,
+    text: String,
+    problem: &'a ProblemId,
+    source_doc: Option<DocId>,
+}
+
+impl Builder {
+    fn add(&mut self, q: NewQuery<'_>, positives: Vec<DocId>, negatives: Vec<DocId>) {
         if positives.is_empty() {
             self.stats.skipped_without_positive += 1;
             return;
         }
-        let n = self.counters.entry((task, subtask.to_owned())).or_insert(0);
-        *n += 1;
-        let query_id = QueryId(format!("q_{subtask}_{n:04}"));
-        *self.stats.queries.entry(format!("{}/{subtask}", task.as_str())).or_insert(0) += 1;
+        let query_id = QueryId(q.id);
+        *self.stats.queries.entry(format!("{}/{}", q.task.as_str(), q.subtask)).or_insert(0) += 1;
         if !negatives.is_empty() {
             self.stats.with_hard_negatives += 1;
         }
-        let set = self.sets.entry(task).or_default();
+        let set = self.sets.entry(q.task).or_default();
         for (docs, rel) in [(&positives, 2u8), (&negatives, 1u8)] {
             for d in docs {
                 set.qrels.push(Qrel { query_id: query_id.clone(), doc_id: d.clone(), relevance: Relevance(rel) });
@@ -330,19 +422,84 @@ impl Builder<'_> {
         }
         set.queries.push(Query {
             query_id,
-            query: text,
-            task,
-            subtask: subtask.to_owned(),
-            language_constraint: constraint.to_owned(),
-            source_problem_id: problem.clone(),
-            source_doc_id: source_doc,
+            query: q.text,
+            task: q.task,
+            subtask: q.subtask.to_owned(),
+            language_constraint: q.constraint.to_owned(),
+            source_problem_id: q.problem.clone(),
+            source_doc_id: q.source_doc,
             num_relevant_docs: positives.len(),
         });
     }
 }
 
-/// Build corpora, queries and graded qrels for one release.
-pub fn qrels(config: &QrelsConfig, version: &str, problems: &[ProblemTexts], solutions: &[JudgedSolution]) -> QrelsOutput {
+/// A text2code query text of one problem: its subtask and index, the unconstrained text and
+/// the texts written for one language.
+struct TextItem {
+    subtask: &'static str,
+    index: Option<u32>,
+    any: Option<String>,
+    per_language: BTreeMap<Language, String>,
+}
+
+fn text_items(p: &ProblemTexts) -> Vec<TextItem> {
+    let plain = |subtask, text: String| TextItem { subtask, index: None, any: Some(text), per_language: BTreeMap::new() };
+    let mut items = vec![plain("canonical", p.canonical.clone()), plain("full", p.full())];
+    let mut search: BTreeMap<u32, TextItem> = BTreeMap::new();
+    for q in &p.search_queries {
+        let item = search.entry(q.index).or_insert_with(|| TextItem { subtask: "search", index: Some(q.index), any: None, per_language: BTreeMap::new() });
+        match q.language {
+            None => item.any = Some(q.text.clone()),
+            Some(l) => {
+                item.per_language.insert(l, q.text.clone());
+            }
+        }
+    }
+    items.extend(search.into_values());
+    items
+}
+
+/// The code2code subtasks: which passing documents are positives for an anchor (by model
+/// and language), and which failed ones are the first hard negatives to take.
+#[derive(Clone, Copy)]
+enum Code2Code {
+    MonoLang,
+    CrossLang,
+    CrossModel,
+}
+
+impl Code2Code {
+    fn as_str(self) -> &'static str {
+        match self {
+            Code2Code::MonoLang => "mono_lang",
+            Code2Code::CrossLang => "cross_lang",
+            Code2Code::CrossModel => "cross_model",
+        }
+    }
+
+    /// Does a document of the same problem fit the subtask, relative to the anchor?
+    fn fits(self, anchor: &CodeDoc, d: &CodeDoc) -> bool {
+        let (same_model, same_lang) = (d.model == anchor.model, d.language == anchor.language);
+        match self {
+            Code2Code::MonoLang => !same_model && same_lang,
+            Code2Code::CrossLang => same_model && !same_lang,
+            Code2Code::CrossModel => !same_model && !same_lang,
+        }
+    }
+
+    /// The reference's first tier of hard negatives: failed documents that fit the subtask's
+    /// filter (for `cross_lang`, any model in another language).
+    fn first_tier(self, anchor: &CodeDoc, d: &CodeDoc) -> bool {
+        match self {
+            Code2Code::CrossLang => d.language != anchor.language,
+            other => other.fits(anchor, d),
+        }
+    }
+}
+
+/// Build corpora, queries and graded qrels for one release; `anchor_model` is the model
+/// whose solutions in `config.anchor_language` anchor the code2code queries.
+pub fn qrels(config: &QrelsConfig, version: &str, anchor_model: &str, problems: &[ProblemTexts], solutions: &[JudgedSolution]) -> QrelsOutput {
     let mut problems: Vec<&ProblemTexts> = problems.iter().collect();
     problems.sort_by(|a, b| a.problem_id.cmp(&b.problem_id));
     let mut solutions: Vec<&JudgedSolution> = solutions.iter().filter(|s| !s.code.trim().is_empty()).collect();
@@ -350,9 +507,8 @@ pub fn qrels(config: &QrelsConfig, version: &str, problems: &[ProblemTexts], sol
 
     let code_corpus: Vec<CodeDoc> = solutions
         .iter()
-        .enumerate()
-        .map(|(n, s)| CodeDoc {
-            code_id: DocId(format!("code_{version}_{n:05}")),
+        .map(|s| CodeDoc {
+            code_id: code_doc_id(version, &s.problem_id, &s.model, s.language, s.sample),
             code: s.code.clone(),
             language: s.language,
             model: s.model.clone(),
@@ -364,103 +520,89 @@ pub fn qrels(config: &QrelsConfig, version: &str, problems: &[ProblemTexts], sol
     let mut text_corpus = Vec::new();
     let mut text_ids: BTreeMap<(&ProblemId, TextKind), Vec<DocId>> = BTreeMap::new();
     for p in &problems {
-        let texts = std::iter::once((TextKind::Full, p.full()))
-            .chain(std::iter::once((TextKind::Canonical, p.canonical.clone())))
-            .chain(p.distractors.iter().map(|d| (TextKind::Distractor, d.clone())));
+        let texts = [(TextKind::Full, p.full()), (TextKind::Canonical, p.canonical.clone())].into_iter().chain(p.distractors.iter().map(|d| (TextKind::Distractor, d.clone())));
+        let mut distractors = 0;
         for (kind, text) in texts {
-            let id = DocId(format!("text_{version}_{:05}", text_corpus.len()));
+            let id = text_doc_id(version, &p.problem_id, kind, distractors);
+            if kind == TextKind::Distractor {
+                distractors += 1;
+            }
             text_ids.entry((&p.problem_id, kind)).or_default().push(id.clone());
             text_corpus.push(TextDoc { text_id: id, text, kind, problem_id: p.problem_id.clone() });
         }
     }
 
     let mut b = Builder {
-        config,
         sets: Task::ALL.iter().map(|t| (*t, TaskSet::default())).collect(),
-        counters: BTreeMap::new(),
         stats: QrelsStats { problems: problems.len() as u64, code_docs: code_corpus.len() as u64, text_docs: text_corpus.len() as u64, ..QrelsStats::default() },
     };
-    let max = b.config.max_hard_negatives;
-    let seed = b.config.seed;
+    let (max, seed) = (config.max_hard_negatives, config.seed);
+    let sample = |key: &str, items: &[DocId]| SplitMix::for_key(seed, key).sample(items, max);
+    let tiers = |key: &str, tiers: &[Vec<usize>]| pick_tiers(&mut SplitMix::for_key(seed, key), tiers, max);
 
     for p in &problems {
         let docs: Vec<usize> = (0..code_corpus.len()).filter(|&i| code_corpus[i].problem_id == p.problem_id).collect();
         let languages: BTreeSet<Language> = docs.iter().map(|&i| code_corpus[i].language).collect();
         let doc_id = |i: usize| code_corpus[i].code_id.clone();
         let passing = |i: &usize| code_corpus[*i].passed;
+        let stem = |i: usize| code_corpus[i].code_id.0.trim_start_matches(&format!("code_{version}_")).to_owned();
 
         // text-to-code
-        let mut texts: Vec<(&str, String)> = vec![("canonical", p.canonical.clone()), ("full", p.full())];
-        texts.extend(p.search_queries.iter().map(|q| ("search", q.clone())));
-        for (t_index, (subtask, text)) in texts.iter().enumerate() {
+        for item in text_items(p) {
+            let index = item.index.map(|i| i.to_string()).unwrap_or_default();
             let constraints = std::iter::once(None).chain(languages.iter().copied().map(Some));
             for lang in constraints {
+                let text = match lang {
+                    None => item.any.clone(),
+                    Some(l) => item.per_language.get(&l).cloned().or_else(|| item.any.as_deref().map(|t| constrained_query(t, l))),
+                };
+                let Some(text) = text else { continue };
                 let in_lang = |i: &usize| lang.is_none_or(|l| code_corpus[*i].language == l);
                 let positives: Vec<usize> = docs.iter().copied().filter(|i| passing(i) && in_lang(i)).collect();
-                let tiers = [
+                let constraint = lang.map_or("any", Language::as_str);
+                let id = format!("t2c_{version}_{}_{}{index}_{constraint}", p.problem_id, item.subtask);
+                let negatives = tiers(&id, &[
                     docs.iter().copied().filter(|i| !passing(i) && in_lang(i)).collect::<Vec<_>>(),
                     docs.iter().copied().filter(|i| !passing(i)).collect(),
                     docs.iter().copied().filter(|i| passing(i) && !positives.contains(i)).collect(),
-                ];
-                let constraint = lang.map_or("any", Language::as_str);
-                let key = format!("text2code/{}/{subtask}/{t_index}/{constraint}", p.problem_id);
-                let negatives = pick_tiers(&mut SplitMix::for_key(seed, &key), &tiers, max);
-                b.add(
-                    Task::Text2Code,
-                    subtask,
-                    constraint,
-                    text.clone(),
-                    &p.problem_id,
-                    None,
-                    positives.into_iter().map(doc_id).collect(),
-                    negatives.into_iter().map(doc_id).collect(),
-                );
+                ]);
+                let q = NewQuery { task: Task::Text2Code, id, subtask: item.subtask, constraint, text, problem: &p.problem_id, source_doc: None };
+                b.add(q, positives.into_iter().map(doc_id).collect(), negatives.into_iter().map(doc_id).collect());
             }
         }
 
-        // code-to-text and code-to-code: one query per passing solution.
+        // code-to-text: one query per passing solution, judged against every true description.
+        let describes: Vec<DocId> = [TextKind::Full, TextKind::Canonical].iter().flat_map(|k| text_ids.get(&(&p.problem_id, *k)).cloned().unwrap_or_default()).collect();
         let distractors = text_ids.get(&(&p.problem_id, TextKind::Distractor)).cloned().unwrap_or_default();
         for &q in docs.iter().filter(|i| passing(i)) {
-            let query_doc = &code_corpus[q];
-            for (subtask, kind) in [("full", TextKind::Full), ("canonical", TextKind::Canonical)] {
-                let key = format!("code2text/{}/{subtask}", query_doc.code_id.0);
-                let negatives = SplitMix::for_key(seed, &key).sample(&distractors, max);
-                b.add(
-                    Task::Code2Text,
-                    subtask,
-                    query_doc.language.as_str(),
-                    query_doc.code.clone(),
-                    &p.problem_id,
-                    Some(query_doc.code_id.clone()),
-                    text_ids.get(&(&p.problem_id, kind)).cloned().unwrap_or_default(),
-                    negatives,
-                );
-            }
-            let others: Vec<usize> = docs.iter().copied().filter(|&i| i != q).collect();
-            let cross: [(&str, Differs<'_>); 2] = [
-                ("cross_lang", Box::new(|i: usize| code_corpus[i].language != query_doc.language)),
-                ("cross_model", Box::new(|i: usize| code_corpus[i].model != query_doc.model)),
-            ];
-            for (subtask, differs) in cross {
-                let positives: Vec<usize> = others.iter().copied().filter(|&i| code_corpus[i].passed && differs(i)).collect();
-                let target_langs: BTreeSet<Language> = positives.iter().map(|&i| code_corpus[i].language).collect();
-                let tiers = [
-                    others.iter().copied().filter(|&i| !code_corpus[i].passed && target_langs.contains(&code_corpus[i].language)).collect::<Vec<_>>(),
-                    others.iter().copied().filter(|&i| !code_corpus[i].passed).collect(),
-                    others.iter().copied().filter(|&i| code_corpus[i].passed && !positives.contains(&i)).collect(),
-                ];
-                let key = format!("code2code/{}/{subtask}", query_doc.code_id.0);
-                let negatives = pick_tiers(&mut SplitMix::for_key(seed, &key), &tiers, max);
-                b.add(
-                    Task::Code2Code,
-                    subtask,
-                    "any",
-                    query_doc.code.clone(),
-                    &p.problem_id,
-                    Some(query_doc.code_id.clone()),
-                    positives.into_iter().map(doc_id).collect(),
-                    negatives.into_iter().map(doc_id).collect(),
-                );
+            let id = format!("c2t_{version}_{}", stem(q));
+            let negatives = sample(&id, &distractors);
+            let d = &code_corpus[q];
+            let query = NewQuery { task: Task::Code2Text, id, subtask: "describe", constraint: d.language.as_str(), text: d.code.clone(), problem: &p.problem_id, source_doc: Some(d.code_id.clone()) };
+            b.add(query, describes.clone(), negatives);
+        }
+
+        // code-to-code: anchored on the anchor model's passing solutions in the anchor
+        // language, which are never candidates.
+        let anchors: Vec<usize> =
+            docs.iter().copied().filter(|&i| passing(&i) && code_corpus[i].model == anchor_model && code_corpus[i].language == config.anchor_language).collect();
+        b.stats.anchors += anchors.len() as u64;
+        let candidates: Vec<usize> = docs.iter().copied().filter(|i| !anchors.contains(i)).collect();
+        for (n, &a) in anchors.iter().enumerate() {
+            let anchor = &code_corpus[a];
+            // The reference asks one mono_lang query per problem (its first anchor).
+            let subtasks: &[Code2Code] = if n == 0 { &[Code2Code::MonoLang, Code2Code::CrossLang, Code2Code::CrossModel] } else { &[Code2Code::CrossLang, Code2Code::CrossModel] };
+            for &sub in subtasks {
+                let positives: Vec<usize> = candidates.iter().copied().filter(|&i| passing(&i) && sub.fits(anchor, &code_corpus[i])).collect();
+                let id = format!("c2c_{version}_{}_{}", stem(a), sub.as_str());
+                let negatives = tiers(&id, &[
+                    candidates.iter().copied().filter(|&i| !passing(&i) && sub.first_tier(anchor, &code_corpus[i])).collect::<Vec<_>>(),
+                    candidates.iter().copied().filter(|&i| !passing(&i)).collect(),
+                    candidates.iter().copied().filter(|&i| passing(&i) && !positives.contains(&i)).collect(),
+                ]);
+                let constraint = if matches!(sub, Code2Code::MonoLang) { anchor.language.as_str() } else { "any" };
+                let q = NewQuery { task: Task::Code2Code, id, subtask: sub.as_str(), constraint, text: anchor.code.clone(), problem: &p.problem_id, source_doc: Some(anchor.code_id.clone()) };
+                b.add(q, positives.into_iter().map(doc_id).collect(), negatives.into_iter().map(doc_id).collect());
             }
         }
     }
@@ -471,14 +613,17 @@ pub fn qrels(config: &QrelsConfig, version: &str, problems: &[ProblemTexts], sol
 mod tests {
     use super::*;
 
+    const ANCHOR: &str = "m-a";
+
     fn problem(id: &str) -> ProblemTexts {
+        let search = |index, text: String, language| SearchQuery { index, text, language };
         ProblemTexts {
             problem_id: ProblemId::from_question_id(id),
             title: format!("Title {id}"),
             statement: format!("Statement {id}"),
             canonical: format!("Summary {id}"),
             distractors: (0..4).map(|i| format!("Distractor {i} of {id}")).collect(),
-            search_queries: vec![format!("search {id} a"), format!("search {id} b")],
+            search_queries: vec![search(0, format!("search {id} a"), None), search(1, format!("search {id} b"), None)],
         }
     }
 
@@ -489,6 +634,7 @@ mod tests {
             problem_id,
             model: model.into(),
             language: lang,
+            sample: 0,
             code: format!("code {p} {model} {lang}"),
             passed,
         }
@@ -509,6 +655,10 @@ mod tests {
         (problems, s)
     }
 
+    fn build(p: &[ProblemTexts], s: &[JudgedSolution]) -> QrelsOutput {
+        qrels(&QrelsConfig::default(), "v202503", ANCHOR, p, s)
+    }
+
     fn rels<'a>(set: &'a TaskSet, q: &QueryId) -> Vec<(&'a str, u8)> {
         set.qrels.iter().filter(|r| &r.query_id == q).map(|r| (r.doc_id.0.as_str(), r.relevance.0)).collect()
     }
@@ -516,12 +666,12 @@ mod tests {
     #[test]
     fn text2code_positives_and_hard_negative_priority() {
         let (p, s) = fixture();
-        let out = qrels(&QrelsConfig::default(), "v202503", &p, &s);
+        let out = build(&p, &s);
         let t2c = &out.tasks[&Task::Text2Code];
         let doc = |id: &str| out.code_corpus.iter().find(|d| d.code_id.0 == id).unwrap();
         // Problem 1, canonical, cpp: positive = m-a cpp; hard negatives: m-b cpp (failed, same
         // language) first, then m-b java (failed, other language), then a passing non-cpp.
-        let q = t2c.queries.iter().find(|q| q.source_problem_id.as_str() == "lcb_1" && q.subtask == "canonical" && q.language_constraint == "cpp").unwrap();
+        let q = t2c.queries.iter().find(|q| q.query_id.0 == "t2c_v202503_lcb_1_canonical_cpp").unwrap();
         let r = rels(t2c, &q.query_id);
         let pos: Vec<_> = r.iter().filter(|(_, g)| *g == 2).map(|(d, _)| doc(d)).collect();
         let neg: Vec<_> = r.iter().filter(|(_, g)| *g == 1).map(|(d, _)| doc(d)).collect();
@@ -533,7 +683,7 @@ mod tests {
         assert!(neg.iter().filter(|d| d.passed).all(|d| d.language != Language::Cpp));
         assert_eq!(q.num_relevant_docs, 1);
         // `any` of problem 1: 8 passing positives, the 2 failed as hard negatives.
-        let any = t2c.queries.iter().find(|q| q.source_problem_id.as_str() == "lcb_1" && q.subtask == "full" && q.language_constraint == "any").unwrap();
+        let any = t2c.queries.iter().find(|q| q.query_id.0 == "t2c_v202503_lcb_1_full_any").unwrap();
         assert_eq!(any.num_relevant_docs, 8);
         assert_eq!(rels(t2c, &any.query_id).iter().filter(|(_, g)| *g == 1).count(), 2);
         // Queries: per problem 4 texts (canonical, full, 2 search) × (any + 5 languages).
@@ -542,54 +692,117 @@ mod tests {
     }
 
     #[test]
-    fn code2text_and_code2code() {
+    fn a_constrained_query_names_its_language() {
+        let (mut p, s) = fixture();
+        // A search query written for Go replaces the composed Go variant of its index.
+        p[0].search_queries.push(SearchQuery { index: 1, text: "search 1 b with goroutines in Go".into(), language: Some(Language::Go) });
+        let out = build(&p, &s);
+        let t2c = &out.tasks[&Task::Text2Code];
+        let text = |id: &str| t2c.queries.iter().find(|q| q.query_id.0 == id).map(|q| q.query.as_str()).unwrap();
+        assert_eq!(text("t2c_v202503_lcb_1_search1_any"), "search 1 b");
+        assert_eq!(text("t2c_v202503_lcb_1_search1_go"), "search 1 b with goroutines in Go");
+        assert_eq!(text("t2c_v202503_lcb_1_search0_go"), "Go solution: search 1 a");
+        assert_eq!(text("t2c_v202503_lcb_1_canonical_cpp"), "C++ solution: Summary 1");
+        for q in t2c.queries.iter().filter(|q| q.language_constraint != "any") {
+            let l = Language::parse(&q.language_constraint).unwrap();
+            assert!(q.query.contains(l.display_name()), "{}: {}", q.query_id.0, q.query);
+        }
+        // Every text differs from every other of its problem: no constrained query repeats
+        // the unconstrained one word for word.
+        let texts: BTreeSet<(&ProblemId, &str)> = t2c.queries.iter().map(|q| (&q.source_problem_id, q.query.as_str())).collect();
+        assert_eq!(texts.len(), t2c.queries.len());
+    }
+
+    #[test]
+    fn code2text_judges_every_true_description() {
         let (p, s) = fixture();
-        let out = qrels(&QrelsConfig::default(), "v202503", &p, &s);
+        let out = build(&p, &s);
         let c2t = &out.tasks[&Task::Code2Text];
         let passing = s.iter().filter(|s| s.passed).count();
-        assert_eq!(c2t.queries.len(), passing * 2);
-        let q = &c2t.queries[0];
-        let r = rels(c2t, &q.query_id);
-        assert_eq!(r.iter().filter(|(_, g)| *g == 2).count(), 1);
-        assert_eq!(r.iter().filter(|(_, g)| *g == 1).count(), 3, "3 of the 4 distractors");
+        assert_eq!(c2t.queries.len(), passing);
         let text = |id: &str| out.text_corpus.iter().find(|d| d.text_id.0 == id).unwrap();
-        assert!(r.iter().all(|(d, g)| (text(d).kind == TextKind::Distractor) == (*g == 1)));
-        assert!(r.iter().all(|(d, _)| text(d).problem_id == q.source_problem_id));
+        for q in &c2t.queries {
+            let r = rels(c2t, &q.query_id);
+            let mut pos: Vec<TextKind> = r.iter().filter(|(_, g)| *g == 2).map(|(d, _)| text(d).kind).collect();
+            pos.sort();
+            assert_eq!(pos, [TextKind::Full, TextKind::Canonical], "both true texts are positives");
+            assert_eq!(r.iter().filter(|(_, g)| *g == 1).count(), 3, "3 of the 4 distractors");
+            assert!(r.iter().all(|(d, g)| (text(d).kind == TextKind::Distractor) == (*g == 1)));
+            assert!(r.iter().all(|(d, _)| text(d).problem_id == q.source_problem_id));
+        }
+    }
 
+    #[test]
+    fn code2code_subtasks_as_the_reference_defines_them() {
+        let (p, s) = fixture();
+        let out = build(&p, &s);
         let c2c = &out.tasks[&Task::Code2Code];
+        let doc = |id: &DocId| out.code_corpus.iter().find(|d| &d.code_id == id).unwrap();
+        let sources = out.code2code_sources();
+        // One anchor per problem (m-a's passing Python): mono_lang, cross_lang, cross_model.
+        assert_eq!(sources.len(), 2);
+        assert_eq!(out.stats.anchors, 2);
+        assert_eq!(c2c.queries.len(), 6);
         for q in &c2c.queries {
-            let own = q.source_doc_id.as_ref().unwrap();
-            let r = rels(c2c, &q.query_id);
-            assert!(r.iter().all(|(d, _)| *d != own.0), "a query never judges itself");
-            let qdoc = out.code_corpus.iter().find(|d| &d.code_id == own).unwrap();
-            for (d, g) in r {
-                let d = out.code_corpus.iter().find(|x| x.code_id.0 == d).unwrap();
-                assert_eq!(d.problem_id, qdoc.problem_id);
-                if g == 2 {
+            let anchor = doc(q.source_doc_id.as_ref().unwrap());
+            assert_eq!((anchor.model.as_str(), anchor.language), (ANCHOR, Language::Python));
+            for r in c2c.qrels.iter().filter(|r| r.query_id == q.query_id) {
+                assert!(!sources.contains(&r.doc_id), "an anchor is never judged: {}", r.doc_id.0);
+                let d = doc(&r.doc_id);
+                assert_eq!(d.problem_id, anchor.problem_id);
+                if r.relevance.0 == 2 {
                     assert!(d.passed);
+                    let (same_model, same_lang) = (d.model == anchor.model, d.language == anchor.language);
                     match q.subtask.as_str() {
-                        "cross_lang" => assert_ne!(d.language, qdoc.language),
-                        "cross_model" => assert_ne!(d.model, qdoc.model),
+                        "mono_lang" => assert!(!same_model && same_lang),
+                        "cross_lang" => assert!(same_model && !same_lang),
+                        "cross_model" => assert!(!same_model && !same_lang),
                         other => panic!("subtask {other}"),
                     }
                 }
             }
         }
+        // Problem 1: cross_model positives are m-b's passing non-Python (go, ruby); its failed
+        // cpp and java fit the subtask and come first as hard negatives.
+        let q = c2c.queries.iter().find(|q| q.query_id.0 == "c2c_v202503_lcb_1_m-a_python_0_cross_model").unwrap();
+        assert_eq!(q.num_relevant_docs, 2);
+        let negs: Vec<&CodeDoc> = c2c.qrels.iter().filter(|r| r.query_id == q.query_id && r.relevance.0 == 1).map(|r| doc(&r.doc_id)).collect();
+        assert_eq!(negs.iter().filter(|d| !d.passed).count(), 2);
+        // cross_lang pairs the anchor with its own model's other languages, each pair once.
+        let cl = c2c.queries.iter().find(|q| q.query_id.0 == "c2c_v202503_lcb_1_m-a_python_0_cross_lang").unwrap();
+        assert_eq!(cl.num_relevant_docs, 4);
     }
 
     #[test]
-    fn deterministic_ids_and_seeded_sampling() {
+    fn ids_are_derived_from_content_keys_not_positions() {
         let (p, s) = fixture();
-        let a = qrels(&QrelsConfig::default(), "v202503", &p, &s);
+        let a = build(&p, &s);
         let mut reversed = s.clone();
         reversed.reverse();
-        let b = qrels(&QrelsConfig::default(), "v202503", &p, &reversed);
-        assert_eq!(a, b, "input order does not matter");
-        assert_eq!(a.code_corpus[0].code_id.0, "code_v202503_00000");
-        assert_eq!(a.text_corpus[5].text_id.0, "text_v202503_00005");
-        assert_eq!(a.tasks[&Task::Text2Code].queries[0].query_id.0, "q_canonical_0001");
-        let c = qrels(&QrelsConfig { seed: 7, ..QrelsConfig::default() }, "v202503", &p, &s);
+        assert_eq!(a, build(&p, &reversed), "input order does not matter");
+        assert_eq!(a.code_corpus[0].code_id.0, "code_v202503_lcb_1_m-a_cpp_0");
+        assert!(a.text_corpus.iter().any(|t| t.text_id.0 == "text_v202503_lcb_2_distractor3"));
+        assert_eq!(a.tasks[&Task::Text2Code].queries[0].query_id.0, "t2c_v202503_lcb_1_canonical_any");
+        // One more model: no existing id changes meaning.
+        let mut more = s.clone();
+        more.push(sol("1", "org/new:model", Language::Python, true));
+        let b = build(&p, &more);
+        let code_of = |o: &QrelsOutput| o.code_corpus.iter().map(|d| (d.code_id.clone(), d.code.clone())).collect::<BTreeMap<_, _>>();
+        let (old, new) = (code_of(&a), code_of(&b));
+        assert!(old.iter().all(|(id, code)| new.get(id) == Some(code)));
+        assert!(new.keys().any(|id| id.0.starts_with("code_v202503_lcb_1_org-new-model-") && id.0.ends_with("_python_0")));
+        let c = qrels(&QrelsConfig { seed: 7, ..QrelsConfig::default() }, "v202503", ANCHOR, &p, &s);
         assert_ne!(a.tasks[&Task::Code2Text].qrels, c.tasks[&Task::Code2Text].qrels, "another seed samples other distractors");
+    }
+
+    #[test]
+    fn model_slugs() {
+        assert_eq!(model_slug("gpt-4o-mini-2024-07-18"), "gpt-4o-mini-2024-07-18");
+        assert_eq!(model_slug("Qwen2.5-Coder-32B-Instruct"), "Qwen2.5-Coder-32B-Instruct");
+        let s = model_slug("org/model:tag");
+        assert!(s.starts_with("org-model-tag-") && s.len() == "org-model-tag-".len() + 8, "{s}");
+        assert_ne!(model_slug("a b"), model_slug("a_b"));
+        assert!(!model_slug("a b").contains(' '));
     }
 
     #[test]

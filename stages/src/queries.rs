@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::problem::ProblemId;
 use crate::prompt::Prompt;
 use crate::rewrite::RewrittenProblem;
+use crate::solution::Language;
 use crate::services::llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
 use crate::services::llm::text::word_count;
 use crate::services::llm::{LlmGateway, LlmStage};
@@ -26,6 +27,11 @@ pub struct Query {
     pub text: String,
     /// The model that wrote it.
     pub model: String,
+    /// The language a language-specific variant is written for (it then names it in its
+    /// text); absent for an unconstrained query. A variant shares `index` with the query it
+    /// restates, and the qrels stage uses it as that query's constrained form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<Language>,
 }
 
 /// `[stages.queries]`.
@@ -87,7 +93,7 @@ pub async fn queries(config: &QueriesConfig, plan: &ModelPlan, prompt: &Prompt, 
                 out.stats.items_out += 1;
                 out.dropped_queries += dropped;
                 for (index, text) in texts.into_iter().enumerate() {
-                    out.queries.push(Query { problem_id: p.id.clone(), index: index as u32, text, model: model.clone() });
+                    out.queries.push(Query { problem_id: p.id.clone(), index: index as u32, text, model: model.clone(), language: None });
                 }
             }
             Err(rejections) => {

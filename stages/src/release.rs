@@ -1,6 +1,12 @@
 //! `release`: what a published release says besides its Parquet tables — the BEIR/MTEB
 //! files per task, the dataset card, and the check that a release is problem-disjoint from
 //! every earlier one. Pure: returns text; the engine writes the files (and the MANIFEST).
+//!
+//! One meaning in every client: a BEIR folder's `qrels/test.tsv` lists the positives only
+//! (score 2), so BEIR, MTEB, pytrec_eval and trec_eval at their defaults compute CoREB's
+//! numbers (a hard negative earns no gain and is not relevant); the graded 2/1 judgements
+//! stay in the Parquet `<task>_qrels` configs. The code2code corpus leaves out the queries'
+//! own documents (the anchors), so no client can retrieve a query for itself.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -47,14 +53,16 @@ pub fn check_disjoint(ids: &BTreeSet<ProblemId>, earlier: &[(String, BTreeSet<Pr
     Ok(())
 }
 
-/// The documents of a task's BEIR corpus: code for text2code and code2code, text for code2text.
+/// The documents of a task's BEIR corpus: code for text2code, code but the anchors for
+/// code2code, text for code2text.
 fn corpus_lines(task: Task, out: &QrelsOutput) -> String {
     // BEIR reads `_id`, `title` and `text`; the other fields ride along for breakdowns and
     // gates (and are ignored by `beir` and `mteb`).
     let mut s = String::new();
+    let anchors = if task == Task::Code2Code { out.code2code_sources() } else { BTreeSet::new() };
     match task {
         Task::Text2Code | Task::Code2Code => {
-            for d in &out.code_corpus {
+            for d in out.code_corpus.iter().filter(|d| !anchors.contains(&d.code_id)) {
                 push_json(&mut s, &serde_json::json!({
                     "_id": d.code_id, "title": "", "text": d.code,
                     "problem_id": d.problem_id, "language": d.language, "model": d.model, "passed": d.passed,
@@ -82,7 +90,7 @@ pub struct BeirFiles {
     pub corpus: String,
     /// `queries.jsonl`.
     pub queries: String,
-    /// `qrels/test.tsv` (with BEIR's header line).
+    /// `qrels/test.tsv` (with BEIR's header line): positives only.
     pub qrels: String,
 }
 
@@ -100,7 +108,7 @@ pub fn beir(task: Task, out: &QrelsOutput) -> BeirFiles {
         }));
     }
     let mut qrels = String::from("query-id\tcorpus-id\tscore\n");
-    for r in &set.qrels {
+    for r in set.qrels.iter().filter(|r| r.relevance.0 >= 2) {
         let _ = writeln!(qrels, "{}\t{}\t{}", r.query_id.0, r.doc_id.0, r.relevance.0);
     }
     BeirFiles { corpus: corpus_lines(task, out), queries, qrels }
@@ -140,15 +148,25 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
         info.problems,
         if info.models.is_empty() { "no model".to_owned() } else { info.models.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ") }
     );
-    s.push_str("Relevance: 2 = positive, 1 = hard negative from the same problem, 0 = everything else. \
-                Evaluate with relevance level 2 for binary measures (`trec_eval -l 2`); relevance 1 counts as \
-                no gain in nDCG. A code query (code2code, code2text) is itself a document of the code corpus \
-                (`source_doc_id`): leave it out of its own ranking.\n\n");
+    s.push_str(
+        "## Relevance\n\n2 = positive (a passing solution, or a true description of the problem), 1 = hard \
+         negative (same problem: a failed solution, a passing one outside the subtask, or a distractor \
+         statement), 0 = everything else. CoREB scores a hard negative as not relevant, with no gain in nDCG.\n\n\
+         - BEIR / MTEB / pytrec_eval / trec_eval: `<task>/qrels/test.tsv` lists the positives only, so the \
+         default settings give the CoREB numbers (no `-l` option needed).\n\
+         - Parquet (`<task>_qrels`): the graded 2/1 judgements, for reranking and hard-negative analyses; \
+         count relevance 2 as relevant.\n\
+         - code2code: the query code is an anchor solution that is not a candidate: `code2code/corpus.jsonl` \
+         leaves the anchors out; with the Parquet configs, drop each query's `source_doc_id` (or use \
+         `code_corpus` without the code2code `source_doc_id`s).\n\
+         - A language-constrained text2code query names its language in its text.\n\n",
+    );
 
     s.push_str("## Corpora\n\n| corpus | documents | passing | failing |\n|---|---:|---:|---:|\n");
     let passing = out.code_corpus.iter().filter(|d| d.passed).count();
     let _ = writeln!(s, "| code_corpus | {} | {passing} | {} |", out.code_corpus.len(), out.code_corpus.len() - passing);
-    let _ = writeln!(s, "| text_corpus | {} | | |\n", out.text_corpus.len());
+    let _ = writeln!(s, "| text_corpus | {} | | |", out.text_corpus.len());
+    let _ = writeln!(s, "| code2code candidates | {} | | |\n", out.code_corpus.len() - out.code2code_sources().len());
 
     let mut by_lang: BTreeMap<&str, usize> = BTreeMap::new();
     for d in &out.code_corpus {
@@ -198,7 +216,7 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qrels::{JudgedSolution, ProblemTexts, QrelsConfig, qrels};
+    use crate::qrels::{JudgedSolution, ProblemTexts, QrelsConfig, SearchQuery, qrels};
     use crate::solution::{Language, SolutionId};
 
     fn output() -> QrelsOutput {
@@ -209,7 +227,7 @@ mod tests {
             statement: "S".into(),
             canonical: "C".into(),
             distractors: vec!["D1".into(), "D2".into(), "D3".into(), "D4".into()],
-            search_queries: vec!["q".into()],
+            search_queries: vec![SearchQuery { index: 0, text: "q".into(), language: None }],
         }];
         let solutions: Vec<JudgedSolution> = [(Language::Python, true), (Language::Cpp, true), (Language::Go, false)]
             .into_iter()
@@ -218,11 +236,12 @@ mod tests {
                 problem_id: pid.clone(),
                 model: "m".into(),
                 language: l,
+                sample: 0,
                 code: format!("code in {l}"),
                 passed,
             })
             .collect();
-        qrels(&QrelsConfig::default(), "v202503", &problems, &solutions)
+        qrels(&QrelsConfig::default(), "v202503", "m", &problems, &solutions)
     }
 
     #[test]
@@ -231,14 +250,26 @@ mod tests {
         let files = beir(Task::Text2Code, &out);
         let corpus: Vec<serde_json::Value> = files.corpus.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(corpus.len(), 3);
-        assert_eq!(corpus[0]["_id"], "code_v202503_00000");
+        assert_eq!(corpus[0]["_id"], "code_v202503_lcb_1_m_cpp_0");
         let queries: Vec<serde_json::Value> = files.queries.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(queries.len(), out.tasks[&Task::Text2Code].queries.len());
         let mut lines = files.qrels.lines();
         assert_eq!(lines.next(), Some("query-id\tcorpus-id\tscore"));
-        assert!(lines.all(|l| l.split('\t').count() == 3));
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split('\t').collect()).collect();
+        assert!(rows.iter().all(|f| f.len() == 3 && f[2] == "2"), "positives only: {rows:?}");
+        let graded = &out.tasks[&Task::Text2Code].qrels;
+        assert_eq!(rows.len(), graded.iter().filter(|r| r.relevance.0 == 2).count());
+        assert!(graded.iter().any(|r| r.relevance.0 == 1), "the hard negatives stay in the Parquet qrels");
         let c2t = beir(Task::Code2Text, &out);
         assert_eq!(c2t.corpus.lines().count(), 6, "full, canonical and four distractors");
+        // The code2code corpus has no query's own document.
+        let c2c = beir(Task::Code2Code, &out);
+        let ids: Vec<serde_json::Value> = c2c.corpus.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["_id"].clone()).collect();
+        assert_eq!(ids.len(), 2);
+        for q in c2c.queries.lines() {
+            let q: serde_json::Value = serde_json::from_str(q).unwrap();
+            assert!(!ids.contains(&q["source_doc_id"]));
+        }
     }
 
     #[test]
@@ -249,6 +280,7 @@ mod tests {
         assert!(card.starts_with("---\n"));
         assert_eq!(card.matches("config_name:").count(), 8);
         assert!(card.contains("| code_corpus | 3 | 2 | 1 |"), "{card}");
+        assert!(card.contains("| code2code candidates | 2 | | |"), "{card}");
         assert!(card.contains("2025-01-01 … 2025-03-31"));
     }
 

@@ -40,6 +40,18 @@ impl Language {
         Language::ALL.into_iter().find(|l| l.as_str() == s)
     }
 
+    /// The name a person writes (`Python`, `C++`, `Java`, `Go`, `Ruby`): what a
+    /// language-constrained query says.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Language::Python => "Python",
+            Language::Cpp => "C++",
+            Language::Java => "Java",
+            Language::Go => "Go",
+            Language::Ruby => "Ruby",
+        }
+    }
+
     /// The usual source file extension (`py`, `cpp`, `java`, `go`, `rb`).
     pub fn extension(self) -> &'static str {
         match self {

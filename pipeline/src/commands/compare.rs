@@ -108,6 +108,8 @@ fn load(path: &Path, release: Option<&Path>, name: &str, k: usize) -> anyhow::Re
     for dir in super::eval::dataset_dirs(release)? {
         let data = beir::read_dir(&dir, "test").with_context(|| format!("reading BEIR folder `{}`", dir.display()))?;
         let cfg = CorebConfig::for_qrels(&data.qrels, vec![k]);
+        // As `coreb eval --run` scores it: a code query's own document is not ranked.
+        let (run, _) = super::eval::drop_own_documents(&data, &run);
         let results = evaluate(&data.qrels, &run, &cfg);
         let task = report::task_report(&data, &results, &cfg.ks, cfg.level);
         tasks.insert(data.name.clone(), task.queries.iter().map(|q| pick(q, name, 0)).collect());

@@ -32,6 +32,7 @@ enum Retriever {
 pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(args.json);
     let (k, depth, split, out, json, gates, resamples, seed) = (args.k.clone(), args.depth, args.split.clone(), args.out.clone(), args.json, args.gates, args.resamples, args.seed);
+    let keep_self = args.keep_self;
     if k.is_empty() || k.contains(&0) {
         bail!("`--k`: cut-offs must be positive integers");
     }
@@ -79,10 +80,24 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let mut gate_failures = Vec::new();
     let mut prompts_used = dense.as_ref().map(DenseSetup::prompts_used);
     for d in &dirs {
-        let data = beir::read_dir(d, &split).with_context(|| format!("reading BEIR folder `{}`", d.display()))?;
+        let mut data = beir::read_dir(d, &split).with_context(|| format!("reading BEIR folder `{}`", d.display()))?;
+        // A release's BEIR qrels hold the positives only; its Parquet qrels add the hard
+        // negatives (relevance 1) that the intrusion rate and the gates need.
+        if split == "test"
+            && let Some(graded) = beir::release_qrels(d).with_context(|| format!("reading the graded qrels beside `{}`", d.display()))?
+        {
+            data.qrels = graded;
+        }
         printer.status(format!("{}: {} docs, {} queries", data.name, data.corpus.len(), data.queries.len()));
         let first = match (&retriever, &external, &dense) {
-            (_, Some(r), _) => r.clone(),
+            (_, Some(r), _) if keep_self => r.clone(),
+            (_, Some(r), _) => {
+                let (kept, dropped) = drop_own_documents(&data, r);
+                if dropped > 0 {
+                    printer.status(format!("{}: dropped {dropped} own document(s) of code queries from the run (--keep-self keeps them)", data.name));
+                }
+                kept
+            }
             (Retriever::Bm25, _, _) => stages::evaluate::bm25_run(&data, Bm25Config::default(), first_depth),
             (_, _, Some(setup)) => {
                 let (run, task_prompts) = setup.run(&runtime, &printer, &data, first_depth)?;
@@ -153,6 +168,26 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `run` without each query's own document (a code query's `source_doc_id`): CoREB never
+/// ranks a query for itself. Returns the run and how many entries were dropped.
+pub(crate) fn drop_own_documents(data: &Dataset, run: &Run) -> (Run, usize) {
+    let own: std::collections::HashMap<&str, &str> =
+        data.queries.iter().filter_map(|q| q.source_doc_id.as_deref().map(|d| (q.id.as_str(), d))).collect();
+    let mut kept = Run::new(run.run_id.clone());
+    let mut dropped = 0;
+    for (qid, entries) in &run.queries {
+        for e in entries {
+            let doc = run.doc(e);
+            if own.get(qid.as_str()) == Some(&doc) {
+                dropped += 1;
+            } else {
+                kept.push(qid, doc, e.score);
+            }
+        }
+    }
+    (kept, dropped)
 }
 
 /// The release gates of one task; BM25 nDCG@10 comes from `run` when it is the plain BM25

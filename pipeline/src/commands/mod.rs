@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod build;
+pub mod check;
 pub mod compare;
 pub mod corpus;
 pub mod eval;

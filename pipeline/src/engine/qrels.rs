@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use stages::abbreviate::Summary;
 use stages::distract::Distractor;
 use stages::problem::ProblemId;
-use stages::qrels::{JudgedSolution, ProblemTexts, qrels};
+use stages::qrels::{JudgedSolution, ProblemTexts, SearchQuery, qrels};
+use stages::services::llm::LlmStage;
 use stages::queries::Query;
 use stages::tables::solutions::read_solutions;
 use stages::tables::verdicts::read_verdicts;
@@ -34,9 +35,10 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
     // facts instead of its bytes.
     let verdicts = read_verdicts(&engine.output(inputs.execute, "verdicts")?)?;
     let passed: BTreeMap<String, bool> = verdicts.iter().map(|v| (v.solution_id.as_str().to_owned(), v.passed)).collect();
+    let anchor_model = anchor_model(engine)?;
     let key = input_key(
         stage.as_str(),
-        &(config, &engine.plan.version, &passed),
+        &(config, &engine.plan.version, &anchor_model, &passed),
         &[inputs.rewrite, inputs.distract, inputs.abbreviate, inputs.generate, inputs.queries],
     )?;
     if let Some(hit) = engine.cached(stage, &key)? {
@@ -48,9 +50,9 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
     for d in read_jsonl::<Distractor>(&engine.output(inputs.distract, "distractors")?)? {
         distractors.entry(d.problem_id).or_default().push(d.statement);
     }
-    let mut queries: BTreeMap<ProblemId, Vec<String>> = BTreeMap::new();
+    let mut queries: BTreeMap<ProblemId, Vec<SearchQuery>> = BTreeMap::new();
     for q in read_jsonl::<Query>(&engine.output(inputs.queries, "queries")?)? {
-        queries.entry(q.problem_id).or_default().push(q.text);
+        queries.entry(q.problem_id).or_default().push(SearchQuery { index: q.index, text: q.text, language: q.language });
     }
     let mut problems = Vec::new();
     let mut incomplete = Vec::new();
@@ -76,10 +78,11 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
             problem_id: s.problem_id,
             model: s.model,
             language: s.language,
+            sample: s.sample,
             code: s.code,
         })
         .collect();
-    let out = qrels(config, &engine.plan.version, &problems, &solutions);
+    let out = qrels(config, &engine.plan.version, &anchor_model, &problems, &solutions);
     let writer = engine.store.begin(stage.as_str())?;
     durable::write(&writer.path("qrels.json"), serde_json::to_string(&out)?.as_bytes())?;
     let queries_total: u64 = out.stats.queries.values().sum();
@@ -91,7 +94,18 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
         "queries": queries_total,
         "stats": out.stats,
         "parameters": config,
+        "anchor_model": anchor_model,
     });
     let record = writer.commit(&key, &[("qrels", "qrels.json")], summary)?;
     Ok(StageReport { stage, skipped: false, record })
+}
+
+/// The model whose solutions anchor code2code queries: `[stages.qrels] anchor_model`, else
+/// the first model of `[llm.stages.generate]`.
+fn anchor_model(engine: &Engine) -> anyhow::Result<String> {
+    if let Some(m) = &engine.plan.stages.qrels.anchor_model {
+        return Ok(m.clone());
+    }
+    let models = engine.plan.llm.models(LlmStage::Generate);
+    models.into_iter().next().ok_or_else(|| anyhow::anyhow!("`stages.qrels.anchor_model`: no generating model to anchor code2code queries on"))
 }

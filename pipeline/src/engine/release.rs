@@ -11,6 +11,7 @@ use stages::hashing::{sha256_file, sha256_hex};
 use stages::problem::{DateWindow, ProblemId};
 use stages::qrels::{QrelsOutput, Task};
 use stages::release::{CardInfo, beir, check_disjoint, dataset_card};
+use stages::services::evaluator::Qrels;
 use stages::tables::release::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
 use stages::tables::{ProblemReader, ProblemWriter};
 
@@ -201,15 +202,22 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     );
     fs_err::write(tmp.join("README.md"), card)?;
 
-    // The gates, on the BEIR folders exactly as they will be published.
+    // The gates, on the BEIR folders exactly as they will be published (with the graded
+    // judgements, whose hard negatives the BEIR qrels leave out), then every validity check
+    // of `coreb check` on the release files.
     let mut failures = Vec::new();
     let mut bm25 = BTreeMap::new();
     for task in Task::ALL {
-        let data = stages::evaluate::beir::read_dir(&tmp.join(task.as_str()), "test")?;
+        let mut data = stages::evaluate::beir::read_dir(&tmp.join(task.as_str()), "test")?;
+        let graded = out.tasks.get(&task).map(|t| t.qrels.iter().map(|r| (r.query_id.0.as_str(), r.doc_id.0.as_str(), i64::from(r.relevance.0))).collect::<Vec<_>>());
+        data.qrels = Qrels::from_triples(graded.unwrap_or_default())?;
         let ndcg10 = stages::evaluate::bm25_ndcg10(&data);
         bm25.insert(task.as_str(), (ndcg10 * 1e4).round() / 1e4);
-        failures.extend(stages::evaluate::gates::check_task(&data, ndcg10, &plan.gates));
+        failures.extend(stages::evaluate::gates::check_task(&data, ndcg10, &plan.gates).iter().map(ToString::to_string));
     }
+    let earlier: Vec<PathBuf> = super::dedup::earlier_releases(engine)?.into_iter().filter_map(|r| r.path.parent().map(Path::to_owned)).collect();
+    let checks = stages::check::check_release(&tmp, &plan.version, &earlier, &plan.gates)?;
+    failures.extend(checks.failures().iter().map(ToString::to_string));
     if !failures.is_empty() {
         fs_err::remove_dir_all(&tmp)?;
         let list: Vec<String> = failures.iter().map(|f| format!("  - {f}")).collect();
@@ -226,7 +234,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         sources,
         stages,
         seeds: BTreeMap::from([("dedup".to_owned(), plan.stages.dedup.seed), ("qrels".to_owned(), plan.stages.qrels.seed)]),
-        counts: serde_json::json!({ "qrels": out.stats, "bm25_ndcg10": bm25, "gates": plan.gates }),
+        counts: serde_json::json!({ "qrels": out.stats, "bm25_ndcg10": bm25, "gates": plan.gates, "checks_passed": checks.results.len() }),
         files: hash_tree(&tmp)?,
     };
     let text = serde_json::to_string_pretty(&manifest)? + "\n";

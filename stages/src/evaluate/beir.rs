@@ -4,7 +4,8 @@
 //! `_id`, `text` and, in releases, `subtask` and `language_constraint` (other fields are
 //! ignored). Qrels TSV: a `query-id corpus-id score` header, then one judgement a line.
 //! Parsing is pure (`parse_*` from text, errors naming file and line); [`read_dir`] is the one
-//! convenience that reads files. Does NOT download anything.
+//! convenience that reads files, and [`release_qrels`] reads a release's graded judgements
+//! beside its BEIR folder. Does NOT download anything.
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,9 @@ pub enum BeirError {
         #[source]
         source: serde_json::Error,
     },
+    /// A release's Parquet qrels could not be read.
+    #[error(transparent)]
+    Table(#[from] crate::tables::TableError),
     /// A qrels line is malformed.
     #[error("{}:{line}: {why}", path.display())]
     Qrels {
@@ -150,6 +154,21 @@ pub fn corpus_path(dir: &Path) -> Option<PathBuf> {
 /// Whether `dir` looks like a BEIR folder.
 pub fn is_beir_dir(dir: &Path) -> bool {
     corpus_path(dir).is_some() && dir.join("queries.jsonl").is_file() && dir.join("qrels").is_dir()
+}
+
+/// The graded judgements (relevance 2 and 1) of the task whose BEIR folder is `dir`, when
+/// `dir` sits in a CoREB release (`<release>/<task>/` beside `<release>/<task>_qrels.parquet`);
+/// `None` for any other folder. A release's `qrels/test.tsv` lists the positives only, so
+/// this is where the hard negatives are found.
+pub fn release_qrels(dir: &Path) -> Result<Option<Qrels>, BeirError> {
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else { return Ok(None) };
+    let path = parent.join(format!("{}_qrels.parquet", name.to_string_lossy()));
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let rows = crate::tables::release::read_qrels(&path)?;
+    let triples = rows.into_iter().map(|r| (r.query_id.0, r.doc_id.0, i64::from(r.relevance.0)));
+    Qrels::from_triples(triples).map(Some).map_err(|e| BeirError::Qrels { path, line: 0, why: e.to_string() })
 }
 
 /// Read a BEIR folder with the `split` qrels (`test`).

@@ -25,11 +25,23 @@ pub struct GatesConfig {
     pub min_hard_negative_share: f64,
     /// How many offending ids a failure lists.
     pub max_examples: usize,
+    /// Highest share of text2code `any` queries whose positives are all in one language
+    /// (`coreb check`'s `single_language_positives`).
+    pub max_single_language_share: f64,
+    /// Longest document or query, in characters (`coreb check`'s `lengths`).
+    pub max_text_chars: usize,
 }
 
 impl Default for GatesConfig {
     fn default() -> Self {
-        GatesConfig { bm25_ndcg10_min: 0.05, bm25_ndcg10_max: 0.95, min_hard_negative_share: 0.8, max_examples: 5 }
+        GatesConfig {
+            bm25_ndcg10_min: 0.05,
+            bm25_ndcg10_max: 0.95,
+            min_hard_negative_share: 0.8,
+            max_examples: 5,
+            max_single_language_share: 0.5,
+            max_text_chars: 100_000,
+        }
     }
 }
 

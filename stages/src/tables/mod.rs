@@ -1,5 +1,6 @@
-//! Parquet tables exchanged between stages. Every Parquet call of the project lives under
-//! this module, one file per table.
+//! Parquet tables exchanged between stages. Every arrow/parquet call of the project lives
+//! under this module, one file per table (the polars analytics that `coreb check` runs over
+//! published tables live in [`crate::check::frames`]).
 
 pub mod corpus;
 pub mod problems;

@@ -7,11 +7,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::{BooleanBuilder, Int64Builder, StringBuilder};
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 
 use super::TableError;
-use crate::qrels::{CodeDoc, Qrel, Query, TextDoc};
+use crate::qrels::{CodeDoc, DocId, Qrel, Query, QueryId, Relevance, TextDoc};
 
 /// A column being built.
 enum Col {
@@ -137,10 +137,28 @@ pub fn write_qrels(path: &Path, qrels: &[Qrel]) -> Result<(), TableError> {
     })
 }
 
+/// Read a `<task>_qrels` config back (the graded judgements, relevance 2 and 1).
+pub fn read_qrels(path: &Path) -> Result<Vec<Qrel>, TableError> {
+    let mut out = Vec::new();
+    for batch in super::read_batches(path, 8192)? {
+        let batch = batch?;
+        let view = super::BatchView::new(&batch, path, out.len());
+        let (q, d, r) = (view.column::<StringArray>("query_id")?, view.column::<StringArray>("doc_id")?, view.column::<Int64Array>("relevance")?);
+        for i in 0..batch.num_rows() {
+            let rel = r.value(i);
+            if q.is_null(i) || d.is_null(i) || r.is_null(i) {
+                return Err(view.err(i, "query_id", "a null field".into()));
+            }
+            let relevance = u8::try_from(rel).map_err(|_| view.err(i, "relevance", format!("`{rel}` is not a relevance grade")))?;
+            out.push(Qrel { query_id: QueryId(q.value(i).to_owned()), doc_id: DocId(d.value(i).to_owned()), relevance: Relevance(relevance) });
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qrels::{DocId, QueryId, Relevance};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use std::fs::File;
 
@@ -158,5 +176,6 @@ mod tests {
         assert_eq!(names, ["query_id", "doc_id", "relevance"]);
         let batch = reader.build().unwrap().next().unwrap().unwrap();
         assert_eq!(batch.num_rows(), 2);
+        assert_eq!(read_qrels(&path).unwrap(), rows);
     }
 }

@@ -5,7 +5,9 @@
 //! `complete` (`-c`) every qrels query counts, a missing one being scored on a one-document
 //! ranking of an unjudged document (trec_eval's own device), so missing queries add 0.
 //! `max_retrieved` (`-M`) keeps the top N after ranking; `level` (`-l`) is the lowest relevance
-//! that counts as relevant for binary measures. Ranking ignores the rank column: score
+//! that counts as relevant for binary measures. With `-c`, trec_eval 10.0 recounts the summary
+//! `num_rel` from the whole qrels file (`m_num_rel.c`: every judgement above 0, whatever the
+//! level), and so does this driver. Ranking ignores the rank column: score
 //! descending, then document id descending. Does NOT read files or print.
 
 use std::fmt::Write as _;
@@ -337,6 +339,12 @@ fn count_below(keys: &[u64], key: u64) -> usize {
 
 const BOGUS_DOC: &str = "ceci_nest_pas_un_docno";
 
+/// trec_eval's summary `num_rel` under `-c`: the judgements above 0 of every qrels query,
+/// counted afresh from the qrels whatever `-l` says (trec_eval 10.0 `te_calc_avg_num_rel`).
+fn complete_num_rel(qrels: &Qrels) -> f64 {
+    qrels.queries.values().map(|q| q.judged.iter().filter(|(_, r)| *r > 0).count()).sum::<usize>() as f64
+}
+
 /// Evaluate `run` against `qrels` the way trec_eval does.
 pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecReport, EvalError> {
     let jobs: Vec<(&String, &QueryQrels, Option<&Vec<RunEntry>>)> = qrels
@@ -393,6 +401,9 @@ pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecRepo
             Combine::Count => acc = vec![n],
             Combine::SumLong | Combine::None | Combine::RunId => {}
         }
+        if opts.complete && m.kind == Kind::NumRel {
+            acc = vec![complete_num_rel(qrels)];
+        }
         summary.push(acc);
     }
     Ok(TrecReport {
@@ -434,6 +445,26 @@ mod tests {
             }
         }
         assert!(fast > 100_000, "the fast path took only {fast} values");
+    }
+
+    /// `-c` recounts the summary `num_rel` from the qrels file, judgements above 0 at any
+    /// level, as trec_eval 10.0 does; without `-c` it stays the sum over evaluated queries.
+    #[test]
+    fn complete_num_rel_counts_every_positive_judgement() {
+        let qrels = Qrels::from_triples([("a", "d1", 2), ("a", "d2", 1), ("a", "d3", 0), ("b", "d1", 1), ("c", "d9", 2)]).unwrap();
+        let mut run = Run::new("r");
+        run.push("a", "d1", 1.0);
+        run.push("b", "d1", 1.0);
+        let mut opts = TrecOptions::with_measures(&["num_rel", "num_q"]).unwrap();
+        opts.level = 2;
+        let plain = evaluate(&qrels, &run, &opts).unwrap();
+        assert_eq!(plain.summary_value("num_rel"), Some(1.0), "a's rel-2 document only");
+        opts.complete = true;
+        let complete = evaluate(&qrels, &run, &opts).unwrap();
+        assert_eq!(complete.summary_value("num_rel"), Some(4.0), "every judgement above 0 of a, b and c");
+        assert_eq!(complete.summary_value("num_q"), Some(3.0));
+        assert_eq!(complete.query_value("c", "num_rel"), Some(1.0), "per-query values keep the level");
+        assert_eq!(complete.query_value("b", "num_rel"), Some(0.0));
     }
 
     #[test]

@@ -227,6 +227,11 @@ mod tests {
         for v in ["Wed, 21 Oct 99999999999 07:28:00 GMT", "Wed, 99 Oct 2015 07:28:00 GMT", "Wed, 21 Oct -2015 07:28:00 GMT", "Wed, 21 Oct 2015 25:00:00 GMT"] {
             assert_eq!(after(v), None, "{v}");
         }
+        // Seconds from configs and flags saturate the same way.
+        assert_eq!(super::super::secs(f64::INFINITY), Duration::MAX);
+        assert_eq!(super::super::secs(1e30), Duration::MAX);
+        assert_eq!(super::super::secs(f64::NAN), Duration::ZERO);
+        assert_eq!(super::super::secs(-3.0), Duration::ZERO);
         // A bad `retry-after-ms` falls back to `Retry-After`.
         assert_eq!(retry_after(&headers(&[("retry-after-ms", b"inf"), ("retry-after", b"2")])), Some(Duration::from_secs(2)));
     }

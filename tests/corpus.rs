@@ -259,22 +259,14 @@ fn toy_embed(text: &str) -> Vec<f32> {
     v
 }
 
-/// A loopback HTTP server answering each request with `respond(request) → (status, body)`;
-/// returns `http://127.0.0.1:<port>`.
-fn loopback(respond: impl Fn(&crate::support::Request) -> (&'static str, Vec<u8>) + Send + 'static) -> String {
-    use std::io::Write;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let Some(request) = crate::support::read_request(&stream) else { continue };
-            let (status, body) = respond(&request);
-            let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-            let _ = stream.write_all(&body);
-        }
-    });
-    format!("http://{addr}")
+/// A loopback HTTP server ([`crate::support::http`]) answering each request with
+/// `respond(request) → (status, body)`; returns `http://127.0.0.1:<port>`.
+fn loopback(respond: impl Fn(&crate::support::Request) -> (&'static str, Vec<u8>) + Send + Sync + 'static) -> String {
+    crate::support::http::serve(move |request| {
+        let (status, body) = respond(request);
+        crate::support::Reply::new(status, body)
+    })
+    .url()
 }
 
 /// A local OpenAI-compatible `/v1/embeddings` server; counts the texts it embedded.

@@ -4,13 +4,13 @@
 //! upstream between two attempts is never spliced from two versions.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::support::{coreb, run, text};
+use crate::support::http::serve;
+use crate::support::{Reply, coreb, run, text};
 
 /// What the server does with one request.
 #[derive(Debug, Clone, Copy)]
@@ -57,32 +57,27 @@ impl Server {
     /// `CutAfterAndChange`; one that does not `honour_if_range` answers every `Range` with a
     /// 206 of the current version (carrying its `ETag`), as a careless server would.
     fn with_versions(versions: Vec<Vec<u8>>, script: Vec<Behaviour>, honour_if_range: bool) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let script = Arc::new(Mutex::new(VecDeque::from(script)));
         let log = Arc::clone(&requests);
+        let script = Mutex::new(VecDeque::from(script));
         let mut versions: VecDeque<Version> = versions.into_iter().enumerate().map(|(i, body)| Version { body, etag: format!("\"v{}\"", i + 1) }).collect();
-        let current = Arc::new(Mutex::new(Arc::new(versions.pop_front().unwrap())));
-        let next = Arc::new(Mutex::new(versions));
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let behaviour = script.lock().unwrap().pop_front().unwrap_or(Behaviour::Normal);
-                let (log, current, next) = (Arc::clone(&log), Arc::clone(&current), Arc::clone(&next));
-                std::thread::spawn(move || {
-                    let version = Arc::clone(&current.lock().unwrap());
-                    // The file changes before the connection is cut, so no retry can see the old one.
-                    let change = || {
-                        if let Some(v) = next.lock().unwrap().pop_front() {
-                            *current.lock().unwrap() = Arc::new(v);
-                        }
-                    };
-                    serve(stream, &version, behaviour, honour_if_range, &log, change);
-                });
+        let current = Mutex::new(Arc::new(versions.pop_front().unwrap()));
+        let next = Mutex::new(versions);
+        let server = serve(move |request| {
+            let range = request.header("range").and_then(|r| r.strip_prefix("bytes=")).map(|r| r.trim_end_matches('-').to_owned());
+            let seen = Seen { range, if_range: request.header("if-range").map(str::to_owned) };
+            log.lock().unwrap().push(seen.clone());
+            let behaviour = script.lock().unwrap().pop_front().unwrap_or(Behaviour::Normal);
+            let version = Arc::clone(&current.lock().unwrap());
+            if let Behaviour::CutAfterAndChange(_) = behaviour
+                && let Some(v) = next.lock().unwrap().pop_front()
+            {
+                // Changed before the cut reaches the client: no retry can see the old file.
+                *current.lock().unwrap() = Arc::new(v);
             }
+            reply(&version, &seen, behaviour, honour_if_range)
         });
-        Server { port, requests }
+        Server { port: server.addr.port(), requests }
     }
 
     fn url(&self) -> String {
@@ -98,61 +93,25 @@ impl Server {
     }
 }
 
-fn serve(mut stream: TcpStream, version: &Version, behaviour: Behaviour, honour_if_range: bool, log: &Mutex<Vec<Seen>>, change: impl FnOnce()) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut seen = Seen { range: None, if_range: None };
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        if let Some(v) = line.to_ascii_lowercase().strip_prefix("range: bytes=") {
-            seen.range = Some(v.trim().trim_end_matches('-').to_owned());
-        }
-        if line.to_ascii_lowercase().starts_with("if-range:") {
-            seen.if_range = Some(line["if-range:".len()..].trim().to_owned());
-        }
-    }
-    log.lock().unwrap().push(seen.clone());
+fn reply(version: &Version, seen: &Seen, behaviour: Behaviour, honour_if_range: bool) -> Reply {
     if let Behaviour::Status(code) = behaviour {
-        let retry = if code == 429 || code == 503 { "Retry-After: 1\r\n" } else { "" };
-        let _ = write!(stream, "HTTP/1.1 {code} Status\r\n{retry}Content-Length: 0\r\nConnection: close\r\n\r\n");
-        return;
+        let status = Reply::new(&format!("{code} Status"), Vec::new());
+        return if code == 429 || code == 503 { status.header("Retry-After: 1") } else { status };
     }
     // RFC 9110 §13.1.5: a `Range` whose `If-Range` names another version gets the whole file.
     let stale = honour_if_range && seen.if_range.as_ref().is_some_and(|v| *v != version.etag);
     let body = &version.body;
     let start: usize = if stale { 0 } else { seen.range.as_deref().and_then(|r| r.parse().ok()).unwrap_or(0).min(body.len()) };
-    let part = &body[start..];
-    let etag = &version.etag;
-    let head = if start > 0 {
-        format!(
-            "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{}\r\nETag: {etag}\r\nConnection: close\r\n\r\n",
-            part.len(),
-            body.len() - 1,
-            body.len()
-        )
+    let etag = format!("ETag: {}", version.etag);
+    let whole = if start > 0 {
+        Reply::new("206 Partial Content", &body[start..]).header(format!("Content-Range: bytes {start}-{}/{}", body.len() - 1, body.len())).header(etag)
     } else {
-        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nAccept-Ranges: bytes\r\nETag: {etag}\r\nConnection: close\r\n\r\n", part.len())
+        Reply::new("200 OK", body.clone()).header("Accept-Ranges: bytes").header(etag)
     };
-    let _ = stream.write_all(head.as_bytes());
     match behaviour {
-        Behaviour::Normal | Behaviour::Status(_) => {
-            let _ = stream.write_all(part);
-        }
-        Behaviour::CutAfter(n) | Behaviour::CutAfterAndChange(n) => {
-            let _ = stream.write_all(&part[..n.min(part.len())]);
-            let _ = stream.flush();
-            if let Behaviour::CutAfterAndChange(_) = behaviour {
-                change();
-            }
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-        }
-        Behaviour::HangAfter(n) => {
-            let _ = stream.write_all(&part[..n.min(part.len())]);
-            let _ = stream.flush();
-            std::thread::sleep(Duration::from_secs(4));
-        }
+        Behaviour::Normal | Behaviour::Status(_) => whole,
+        Behaviour::CutAfter(n) | Behaviour::CutAfterAndChange(n) => whole.cut_after(n),
+        Behaviour::HangAfter(n) => whole.stall_after(n, Duration::from_secs(4)),
     }
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The scheduled monthly build: plan, build, verify and evaluate last month's release,
-# unattended. Any failing step (a bad row, a failed gate, a checksum that does not rebuild)
-# stops the script with a non-zero exit, so cron mails it / the CI job goes red.
+# record the built-in baselines' results and regenerate the leaderboard site, unattended.
+# Any failing step (a bad row, a failed gate, a checksum that does not rebuild) stops the
+# script with a non-zero exit, so cron mails it / the CI job goes red.
 #
 #   scripts/monthly.sh [YYYY-MM]        (default: the previous calendar month)
 #
@@ -22,5 +23,17 @@ echo "== build ${VERSION}"
 echo "== verify ${VERSION}"
 "$COREB" verify "releases/${VERSION}"
 echo "== eval ${VERSION}"
-"$COREB" eval "releases/${VERSION}" --retriever bm25 --manifest "manifests/${VERSION}.toml" --out "build/${VERSION}/eval" --json > "build/${VERSION}.eval.json"
-echo "== ${VERSION} published in releases/${VERSION}"
+"$COREB" eval "releases/${VERSION}" --retriever bm25 --manifest "manifests/${VERSION}.toml" --out "build/${VERSION}/eval" --record --json > "build/${VERSION}.eval.json"
+echo "== record the built-in baselines on every release (releases/results; a run recorded before is not recorded again)"
+for release in releases/v*/; do
+  "$COREB" eval "$release" --retriever bm25 --record --json > /dev/null
+  # The dense baseline, when an embeddings endpoint is configured:
+  #   EMBED_MODEL=text-embedding-3-small [EMBED_BASE_URL=...] [EMBED_CUTOFF=2024-09] [EMBED_API_KEY_ENV=OPENAI_API_KEY]
+  if [ -n "${EMBED_MODEL:-}" ]; then
+    "$COREB" eval "$release" --retriever "embed:${EMBED_MODEL}" --base-url "${EMBED_BASE_URL:-https://api.openai.com/v1}" \
+      --api-key-env "${EMBED_API_KEY_ENV:-OPENAI_API_KEY}" ${EMBED_CUTOFF:+--cutoff "$EMBED_CUTOFF"} --record --json > /dev/null
+  fi
+done
+echo "== leaderboard"
+"$COREB" leaderboard --releases-dir releases --out build/leaderboard
+echo "== ${VERSION} published in releases/${VERSION}; leaderboard in build/leaderboard/index.html"

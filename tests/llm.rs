@@ -19,7 +19,7 @@ use stages::prompt::Prompts;
 use stages::queries::{QueriesConfig, queries};
 use stages::rewrite::{RewriteConfig, RewritePlans, RewrittenProblem, TestOrigin, rewrite};
 use stages::services::llm::run::{LlmStageError, ModelPlan, RejectReason};
-use stages::services::llm::{Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, RetryConfig, SamplingParams, StoreMode};
+use stages::services::llm::{Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, RetryConfig, SamplingParams, StageModels, StoreMode, StructuredOutput};
 use stages::solution::Language;
 
 use crate::support::{coreb, root, run, text};
@@ -50,6 +50,8 @@ struct Seen {
     seed: Option<u64>,
     at: Instant,
     auth: bool,
+    /// The whole request body.
+    body: Value,
 }
 
 struct Server {
@@ -58,12 +60,17 @@ struct Server {
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
-type Script = dyn Fn(&str, &str, u32) -> Reply + Send + Sync;
+type Script = dyn Fn(&str, &str, u32, &Value) -> Reply + Send + Sync;
 
 impl Server {
     /// Start a server ([`crate::support::http`]); `script(user_message, model, attempt)`
     /// decides each reply, `attempt` counting from 1 per distinct (model, messages, seed).
     async fn start(script: impl Fn(&str, &str, u32) -> Reply + Send + Sync + 'static) -> Server {
+        Server::start_with_body(move |user, model, attempt, _| script(user, model, attempt)).await
+    }
+
+    /// [`Server::start`] with a script that also sees the request body.
+    async fn start_with_body(script: impl Fn(&str, &str, u32, &Value) -> Reply + Send + Sync + 'static) -> Server {
         let hits = Arc::new(AtomicU64::new(0));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let attempts: Mutex<BTreeMap<String, u32>> = Mutex::default();
@@ -87,7 +94,7 @@ fn answer(request: &crate::support::Request, seen: &Mutex<Vec<Seen>>, attempts: 
     let model = body["model"].as_str().unwrap_or_default().to_owned();
     let seed = body["seed"].as_u64();
     let auth = request.header("authorization").is_some_and(|v| v.eq_ignore_ascii_case("bearer test-key"));
-    seen.lock().unwrap().push(Seen { user: user.clone(), model: model.clone(), seed, at: Instant::now(), auth });
+    seen.lock().unwrap().push(Seen { user: user.clone(), model: model.clone(), seed, at: Instant::now(), auth, body: body.clone() });
     let attempt = {
         let mut a = attempts.lock().unwrap();
         let n = a.entry(format!("{model}\u{0}{seed:?}\u{0}{}", body["messages"])).or_insert(0);
@@ -95,7 +102,7 @@ fn answer(request: &crate::support::Request, seen: &Mutex<Vec<Seen>>, attempts: 
         *n
     };
     let json = |status: u16, payload: String| Http::new(&format!("{status} X"), payload).header("content-type: application/json");
-    match script(&user, &model, attempt) {
+    match script(&user, &model, attempt, &body) {
         Reply::Answer { text, finish } => {
             let b = json!({"id": "x", "object": "chat.completion", "created": 1, "model": model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
@@ -195,6 +202,9 @@ fn faulty(user: &str, model: &str, attempt: u32) -> Reply {
     if user.contains("MARKNOQUERIES") && user.contains("search queries") {
         return Reply::Answer { text: "{\"queries\": []}".into(), finish: "stop" };
     }
+    if user.contains("MARKBADQUERIES") && user.contains("search queries") {
+        return Reply::Answer { text: "{\"queries\": \"graph search\"}".into(), finish: "stop" };
+    }
     if user.contains("MARKDISTRACTKEY") && user.contains("Write four new problem statements") {
         return Reply::Answer { text: json!({"operation_type": words(25, "op")}).to_string(), finish: "stop" };
     }
@@ -212,7 +222,9 @@ fn config(url: &str, mode: StoreMode) -> LlmConfig {
         model: "model-a".into(),
         concurrency: 4,
         timeout_secs: 1.0,
-        retry: RetryConfig { max_attempts: 4, min_delay_ms: 10, max_delay_ms: 100, max_retry_after_secs: 5, incomplete_attempts: 2 },
+        retry: RetryConfig { max_attempts: 4, min_delay_ms: 10, max_delay_ms: 100, max_retry_after_secs: 5, resample_attempts: 1 },
+        // A cut answer gets one longer try.
+        max_tokens_ceiling: Some(8192),
         ..LlmConfig::default()
     }
 }
@@ -284,7 +296,7 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     let id = |m: &str| format!("lcb_{}", MARKS.iter().position(|x| *x == m).unwrap());
     assert!(matches!(reason(&id("MARKLENGTHALWAYS")), Some(RejectReason::Llm { failure }) if failure.kind == LlmFailureKind::Truncated));
     assert!(matches!(reason(&id("MARK500ALWAYS")), Some(RejectReason::Llm { failure }) if failure.kind == LlmFailureKind::RetriesExhausted && failure.detail.contains("4 attempts")));
-    assert!(matches!(reason(&id("MARKNOKEY")), Some(RejectReason::MissingField { field }) if field == "statement"));
+    assert!(matches!(reason(&id("MARKNOKEY")), Some(RejectReason::Schema { detail }) if detail == "`/`: required property `statement` is missing"));
     assert!(matches!(reason("lcb_51"), Some(RejectReason::TestCount { expected: 2, got: 1 })));
     assert_eq!(out.rejected.len(), 4, "{:#?}", out.rejected);
     assert_eq!(out.problems.len(), problems.len() - 4);
@@ -307,12 +319,12 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     assert_eq!(rows[0].failed, 2);
     assert!(rows[0].attempts >= 20, "{rows:?}");
 
-    // A rerun serves every stored response and sends only the requests that failed.
+    // A rerun serves every stored response, cut ones included, and sends only the request
+    // that never got an answer (500-always: 4 attempts).
     let before = server.hits();
     let gateway2 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("store")), None).unwrap();
     let mut again = rewrite(&rcfg, &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems.clone(), &gateway2).await.unwrap();
-    let failed_requests = 4 + 2; // 500-always: 4 attempts; length-always: 2 answers
-    assert_eq!(server.hits() - before, failed_requests);
+    assert_eq!(server.hits() - before, 4);
     again.stats = out.stats;
     assert_eq!(again.problems, out.problems);
 
@@ -439,13 +451,13 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
     let d = distract(&DistractConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Distract), &p.distract, &problems, &gateway).await.unwrap();
     assert_eq!(d.distractors.len(), 4);
     assert_eq!(d.distractors.iter().map(|x| x.kind.as_str()).collect::<Vec<_>>(), ["operation_type", "optimisation_objective", "algorithmic_approach", "problem_domain"]);
-    assert!(matches!(&d.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::MissingField { field: "optimisation_objective".into() }));
+    assert!(matches!(&d.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::Schema { detail: "`/`: required property `optimisation_objective` is missing".into() }));
 
     let a = abbreviate(&AbbreviateConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate), &p.abbreviate, &problems, &gateway).await.unwrap();
     assert_eq!(a.summaries.len(), 1);
     assert_eq!(a.summaries[0].words, 60);
     assert!(!a.summaries[0].text.starts_with("Summary:"));
-    assert!(matches!(&a.rejected[..], [r] if r.reason == RejectReason::WordCount { words: 10, min: 50, max: 150 }));
+    assert!(matches!(&a.rejected[..], [r] if r.reason == RejectReason::WordCount { words: 10, min: 50, max: Some(150) }));
 
     let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems, &gateway).await.unwrap();
     let texts: Vec<&str> = q.queries.iter().map(|x| x.text.as_str()).collect();
@@ -461,13 +473,152 @@ async fn fallback_model_takes_over_a_failing_item() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&server.url, StoreMode::Live);
     cfg.retry.max_attempts = 2;
-    let plan = ModelPlan { models: vec!["bad".into(), "good".into()], sampling: SamplingParams::default() };
+    let plan = ModelPlan { models: vec!["bad".into(), "good".into()], ..ModelPlan::single("bad", SamplingParams::default()) };
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
     let out = abbreviate(&AbbreviateConfig::default(), &plan, &prompts().abbreviate, &[rewritten(1, "Crates", false)], &gateway).await.unwrap();
     assert_eq!(out.summaries[0].model, "good");
     assert_eq!(out.stats.fallbacks, 1);
     let rows = gateway.accounting().rows();
     assert_eq!(rows.iter().map(|r| (r.model.as_str(), r.attempts, r.failed)).collect::<Vec<_>>(), [("bad", 2, 1), ("good", 1, 0)]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Live builds with real open models (issue #22): cut answers, structured output.
+
+/// A server that cuts every answer at `max_tokens` gets each item asked at most twice (once
+/// more with the ceiling as the limit); the item ends as `truncated`, and a rerun asks
+/// nothing again because cut answers are stored as what they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_again() {
+    let server = Server::start(|_, _, _| Reply::Answer { text: "{\"title\": \"cut".into(), finish: "length" }).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&server.url, StoreMode::Live);
+    cfg.stages.insert(LlmStage::Rewrite, StageModels { max_tokens: Some(100), max_tokens_ceiling: Some(400), ..Default::default() });
+    cfg.validate().unwrap();
+    let p = prompts();
+    let problems: Vec<Problem> = (0..3).map(|i| problem(i, &format!("t{i}"), "Count. Print a number.", vec![("1", "1")])).collect();
+    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path().join("a")), None).unwrap();
+    let out = rewrite(&RewriteConfig::default(), &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems.clone(), &gateway).await.unwrap();
+    assert_eq!(server.hits(), 6, "each item twice");
+    let seen = server.seen.lock().unwrap().clone();
+    for i in 0..3 {
+        let limits: Vec<u64> = seen.iter().filter(|s| s.user.contains(&format!("Title: t{i}\n"))).map(|s| s.body["max_tokens"].as_u64().unwrap()).collect();
+        assert_eq!(limits, [100, 400], "item {i}");
+    }
+    assert_eq!(out.rejected.len(), 3);
+    for r in &out.rejected {
+        let RejectReason::Llm { failure } = &r.reason else { panic!("{r:?}") };
+        assert_eq!((failure.kind, failure.detail.as_str()), (LlmFailureKind::Truncated, "the answer was cut at `max_tokens` = 100, then 400"));
+        assert_eq!(r.reason.to_string(), "the answer was cut at `max_tokens` = 100, then 400", "a human reason, no Rust debug text");
+    }
+    let rows = gateway.accounting().stage_rows(LlmStage::Rewrite);
+    assert_eq!((rows[0].sent, rows[0].incomplete, rows[0].failed), (6, 6, 3));
+
+    // A rerun over the same store sends nothing and ends the same way.
+    let gateway2 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("a")), None).unwrap();
+    let again = rewrite(&RewriteConfig::default(), &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems.clone(), &gateway2).await.unwrap();
+    assert_eq!(server.hits(), 6);
+    assert_eq!(again.rejected, out.rejected);
+    assert_eq!(gateway2.accounting().stage_rows(LlmStage::Rewrite)[0].from_store, 6);
+
+    // Without a ceiling, one request per item, and the rejection says what would help.
+    cfg.stages.clear();
+    cfg.max_tokens_ceiling = None;
+    let gateway3 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("b")), None).unwrap();
+    let out = rewrite(&RewriteConfig::default(), &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems, &gateway3).await.unwrap();
+    assert_eq!(server.hits(), 9);
+    let RejectReason::Llm { failure } = &out.rejected[0].reason else { panic!() };
+    assert_eq!(failure.kind, LlmFailureKind::Truncated);
+    assert!(failure.detail.starts_with("the answer was cut at `max_tokens` = 4096; set `llm.stages.rewrite.max_tokens_ceiling`"), "{}", failure.detail);
+}
+
+/// Another sample replaces a cut answer only in a stage that asks for several samples at a
+/// temperature above 0; it is asked as the next free sample index with its seed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_stage_that_samples_takes_another_sample_for_a_cut_answer() {
+    // Every answer with seed 0 is cut.
+    let server = Server::start_with_body(|user, model, attempt, body| {
+        if body["seed"] == 0 { Reply::Answer { text: "<code>\nint main(".into(), finish: "length" } } else { faulty(user, model, attempt) }
+    })
+    .await;
+    let p = prompts();
+    let problems = vec![rewritten(1, "Crates", false)];
+    let run = |samples: u32, temperature: f64| {
+        let (url, p, problems) = (server.url.clone(), p.clone(), problems.clone());
+        async move {
+            let dir = tempfile::tempdir().unwrap();
+            let mut cfg = config(&url, StoreMode::Live);
+            cfg.max_tokens_ceiling = None;
+            cfg.stages.insert(LlmStage::Generate, StageModels { temperature: Some(temperature), ..Default::default() });
+            let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+            let gcfg = GenerateConfig { concurrency: 2, languages: vec![Language::Python], samples };
+            generate(&gcfg, &ModelPlan::for_stage(&cfg, LlmStage::Generate), &p.generate, &problems, &gateway).await.unwrap()
+        }
+    };
+    let out = run(2, 0.8).await;
+    assert_eq!((out.solutions.len(), out.rejected.len(), server.hits()), (2, 0, 3), "sample 0 was replaced by sample 2 (seed 2)");
+    let seeds: std::collections::BTreeSet<u64> = server.seen.lock().unwrap().iter().filter_map(|s| s.seed).collect();
+    assert_eq!(seeds, [0, 1, 2].into_iter().collect());
+    assert_eq!(out.solutions[0].id.as_str(), "lcb_1/model-a/python/0", "the solution keeps its sample id");
+
+    let before = server.hits();
+    let out = run(1, 0.8).await;
+    assert_eq!((out.solutions.len(), out.rejected.len(), server.hits() - before), (0, 1, 1), "one sample asked for: no other sample");
+    let before = server.hits();
+    let out = run(2, 0.0).await;
+    assert_eq!((out.solutions.len(), out.rejected.len(), server.hits() - before), (1, 1, 2), "temperature 0: another seed is futile");
+    assert!(matches!(&out.rejected[0].reason, RejectReason::Llm { failure } if failure.kind == LlmFailureKind::Truncated));
+}
+
+/// A JSON answer's request carries the stage's schema in the form the manifest names, the
+/// mode is keyed (each mode is another request), prose answers carry none, and an answer
+/// that does not follow the schema is rejected for that, with where and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated() {
+    let server = Server::start(faulty).await;
+    let dir = tempfile::tempdir().unwrap();
+    let p = prompts();
+    let schema = p.queries.schema.clone().expect("queries has a schema");
+    let problems = vec![rewritten(1, "Crates", false)];
+    let modes = [StructuredOutput::JsonSchema, StructuredOutput::JsonObjectSchema, StructuredOutput::GuidedJson, StructuredOutput::None];
+    for (i, mode) in modes.into_iter().enumerate() {
+        let mut cfg = config(&server.url, StoreMode::Live);
+        cfg.structured_output = mode;
+        let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+        let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems, &gateway).await.unwrap();
+        assert_eq!(q.queries.len(), 3, "{mode:?}");
+        assert_eq!(server.hits(), i as u64 + 1, "{mode:?} is another request");
+        let body = server.seen.lock().unwrap().last().unwrap().body.clone();
+        match mode {
+            StructuredOutput::JsonSchema => {
+                assert_eq!(body["response_format"], json!({"type": "json_schema", "json_schema": {"name": "queries", "strict": true, "schema": schema.value}}));
+            }
+            StructuredOutput::JsonObjectSchema => assert_eq!(body["response_format"], json!({"type": "json_object", "schema": schema.value})),
+            StructuredOutput::GuidedJson => assert_eq!((body["guided_json"].clone(), body.get("response_format")), (schema.value.clone(), None)),
+            StructuredOutput::None => assert!(body.get("response_format").is_none() && body.get("guided_json").is_none(), "{body}"),
+        }
+    }
+    // Each entry records its mode and the schema's hash with the request.
+    let store = ResponseStore::open(dir.path());
+    let formats: Vec<_> = store.keys().unwrap().iter().map(|k| store.get(k).unwrap().unwrap().request.response_format.unwrap()).collect();
+    assert_eq!(formats.iter().map(|f| f.mode).collect::<std::collections::BTreeSet<_>>(), modes.into_iter().collect());
+    assert!(formats.iter().all(|f| f.schema_sha256 == schema.sha256));
+    // The same mode again: served from the store.
+    let cfg = config(&server.url, StoreMode::Live);
+    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+    queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems, &gateway).await.unwrap();
+    assert_eq!(server.hits(), 4);
+
+    // Prose answers carry no schema.
+    abbreviate(&AbbreviateConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate), &p.abbreviate, &problems, &gateway).await.unwrap();
+    let body = server.seen.lock().unwrap().last().unwrap().body.clone();
+    assert!(body.get("response_format").is_none() && body.get("guided_json").is_none(), "{body}");
+
+    // JSON that does not follow the schema is rejected for it, not for its syntax.
+    let bad = vec![rewritten(2, "Crates MARKBADQUERIES", false)];
+    let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &bad, &gateway).await.unwrap();
+    assert!(matches!(&q.rejected[..], [r] if r.reason == RejectReason::Schema { detail: "`/queries`: expected array, found string".into() }), "{:?}", q.rejected);
+    assert_eq!(q.rejected[0].reason.to_string(), "answer does not follow the schema: `/queries`: expected array, found string");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -554,31 +705,31 @@ fn a_killed_import_never_leaves_half_an_entry() {
 }
 
 /// The fixture store was written by `tests/fixtures/llm/store_entry.py`, the Python reference
-/// of the format: coreb must read it, agree on every key, and write the same bytes.
+/// of the format: coreb must read it, agree on every key (a schema-constrained request's
+/// included), and write the same bytes.
 #[test]
 fn python_reference_entries_match_the_rust_store_byte_for_byte() {
     let fixture = root().join("tests/fixtures/llm/store");
     let store = ResponseStore::open(&fixture);
     let keys = store.keys().unwrap();
-    assert_eq!(keys.len(), 2);
+    assert_eq!(keys.len(), 3);
     for key in &keys {
         let entry = store.get(key).unwrap().unwrap();
         assert_eq!(stages::services::llm::store::entry_text(&entry), std::fs::read_to_string(store.path_of(key)).unwrap());
-        let request = stages::services::llm::ChatRequest {
-            stage: entry.stage,
-            item: entry.item.clone(),
-            model: entry.request.model.clone(),
-            messages: entry.request.messages.clone(),
-            params: entry.request.params.clone(),
-            sample: entry.request.sample,
-            prompt_sha256: entry.request.prompt_sha256.clone(),
+        // Only the schema's hash is keyed.
+        let schema = entry.request.response_format.as_ref().map(|f| (f.mode, stages::services::llm::JsonSchema { name: entry.stage.to_string(), value: Value::Null, sha256: f.schema_sha256.clone() }));
+        let request = stages::services::llm::run::request(entry.stage, &entry.item, &entry.request.model, entry.request.messages.clone(), &entry.request.params, entry.request.sample, &entry.request.prompt_sha256);
+        let request = match &schema {
+            Some((mode, schema)) => request.with_schema(Some(schema), *mode),
+            None => request,
         };
         assert_eq!(&request.key(), key);
     }
     let out = run(coreb().args(["store", "stats"]).arg(&fixture).arg("--json"));
     assert!(out.status.success(), "{}", text(&out));
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((stats["entries"].as_u64(), stats["invalid"].as_array().map(Vec::len)), (Some(2), Some(0)));
+    assert_eq!((stats["entries"].as_u64(), stats["invalid"].as_array().map(Vec::len)), (Some(3), Some(0)));
+    assert_eq!(stats["per_finish_reason"]["length"].as_u64(), Some(1), "a cut answer is an entry like any other");
 }
 
 /// Authored answers become store entries by running the stage once; replay then serves

@@ -9,12 +9,15 @@
 //!   sandbox settings refused, `coreb judge`. (The sandbox's own hostile tests are in
 //!   `crates/coreb-sandbox/tests`.)
 //! - `llm`: the LLM gateway, response store and LLM stages against a fault-injecting server.
+//! - `live`: live builds (issue #22): early stop with the cause, reruns that ask nothing; the opt-in real-model smoke test.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
 //!   and `/score`, listwise reranking against a reference, `coreb compare` and CIs against numpy/scipy.
 //! - `corpus`: `coreb corpus` on CoSQA plus planted duplicates and release copies; `coreb audit`.
 //! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
+//! - `leaderboard`: `coreb eval --record` and `coreb leaderboard`: three releases, three retrievers, the
+//!   site driven in headless Chromium from `file://` against the results store and `--json`.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 //! - `validity` (issue #11): one run through four evaluation paths, `--keep-self`, `coreb check`
 //!   on the sample and on planted defects.
@@ -26,9 +29,11 @@ mod corpus;
 mod execute;
 mod fetch;
 mod ingest;
+mod live;
 mod llm;
 mod release;
 mod eval;
 mod eval_protocol;
+mod leaderboard;
 mod trec_eval;
 mod validity;

@@ -53,6 +53,10 @@ pub enum Command {
     /// Compare two systems on the same release, per task and subtask: paired difference with
     /// its bootstrap interval, Wilcoxon signed-rank and randomisation p-values.
     Compare(CompareArgs),
+    /// Write the leaderboard: a static site (one HTML page and its data) of the results
+    /// recorded by `coreb eval --record` across releases, with a release-window control and a
+    /// training-cutoff toggle; `--json` prints its numbers.
+    Leaderboard(LeaderboardArgs),
     /// trec_eval-compatible evaluation of a run against qrels.
     #[command(name = "trec-eval", disable_help_flag = true)]
     TrecEval(TrecEvalArgs),
@@ -313,6 +317,59 @@ pub struct EvalArgs {
     /// if any gate fails.
     #[arg(long)]
     pub gates: bool,
+    /// Record the results in the results store (`<releases dir>/results`, see `--results`)
+    /// for `coreb leaderboard`: one row per task, subtask, language and metric. Recording the
+    /// same run again changes nothing. The directory must be a release or one of its tasks.
+    #[arg(long)]
+    pub record: bool,
+    /// The results store `--record` writes to (default: `results/` beside the release).
+    #[arg(long, requires = "record")]
+    pub results: Option<PathBuf>,
+    /// The name the leaderboard shows (default: the retriever, `bm25` or `embed:<model>`;
+    /// needed with `--run`).
+    #[arg(long, requires = "record")]
+    pub model_name: Option<String>,
+    /// The model's declared training cutoff, `YYYY-MM-DD` or `YYYY-MM` (its last day): the
+    /// leaderboard can average only over releases whose problems all come after it.
+    #[arg(long, requires = "record")]
+    pub cutoff: Option<String>,
+}
+
+/// Arguments of `coreb leaderboard`.
+#[derive(Debug, Args)]
+pub struct LeaderboardArgs {
+    /// Where the releases are (each a directory with its `MANIFEST.json`).
+    #[arg(long, default_value = "releases")]
+    pub releases_dir: PathBuf,
+    /// The results store (default: `<releases-dir>/results`).
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// Write the site here: `index.html` and `data.js` (default: `build/leaderboard`; with
+    /// `--json`, only when given).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// A model audit report (`model.json` of `coreb audit <release> model --out DIR`) whose
+    /// pass@1 drop the releases table shows; repeatable. Reports under
+    /// `<releases-dir>/audits/` are shown without it.
+    #[arg(long = "audit", value_name = "MODEL_JSON")]
+    pub audits: Vec<PathBuf>,
+    /// Print the leaderboard's data and its numbers in the window as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// First release month of the window, `YYYY-MM` (default: the first release's).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Last release month of the window, `YYYY-MM` (default: the last release's).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Average each model only over the releases whose contest window starts after its
+    /// declared training cutoff.
+    #[arg(long)]
+    pub after_cutoff: bool,
+    /// The metric of the table (`ndcg@10`, `map@10`, `recall@10`, `p@10`, `mrr@10`,
+    /// `r_cap@10`, other cut-offs recorded, `hn_intrusion`).
+    #[arg(long)]
+    pub metric: Option<String>,
 }
 
 /// Arguments of `coreb check`.

@@ -18,11 +18,16 @@ use std::process::ExitCode;
 
 use cli::{Cli, Command, StageName};
 
-/// Log through `tracing` to stderr, filtered by `RUST_LOG` (default: warnings).
+/// Log through `tracing` to stderr, filtered by `RUST_LOG` (default: warnings), in colour only
+/// on a terminal.
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colour codes only on a terminal (where `NO_COLOR` still turns them off), never in a
+    // redirected log.
+    let builder = if std::io::IsTerminal::is_terminal(&std::io::stderr()) { builder } else { builder.with_ansi(false) };
+    let _ = builder.try_init();
 }
 
 /// Run one command line.
@@ -45,6 +50,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check(args) => commands::check::check(args),
         Command::Eval(args) => commands::eval::eval(*args),
         Command::Compare(args) => commands::compare::compare(args),
+        Command::Leaderboard(args) => commands::leaderboard::leaderboard(args),
         Command::TrecEval(args) => commands::trec_eval::trec_eval(args),
         Command::Judge(args) => commands::judge::judge(args),
         Command::Audit(args) => commands::audit::audit(args),

@@ -1,6 +1,16 @@
 //! All terminal output: human lines on stderr, `--json` summaries on stdout, progress bars.
+//!
+//! A progress bar is drawn only on a terminal; when stderr is a file or a pipe (a cron job's
+//! log, CI), a plain line saying where the work stands is written every
+//! [`PROGRESS_EVERY`] instead, so a long stage is never silent there.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// How often a progress line is written when stderr is not a terminal.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(30);
 
 /// Where a command's output goes.
 #[derive(Debug, Clone, Copy)]
@@ -54,7 +64,83 @@ impl Printer {
         bar.set_message(message.to_owned());
         if self.json {
             bar.set_draw_target(ProgressDrawTarget::hidden());
+        } else if !std::io::stderr().is_terminal() {
+            progress_lines(&bar, bytes, PROGRESS_EVERY, |line| eprintln!("{line}"));
         }
         bar
+    }
+}
+
+/// While `bar` lives and is unfinished, hand `emit` a line saying where it stands every
+/// `every` (from a thread of its own that ends with the bar).
+pub fn progress_lines(bar: &ProgressBar, bytes: bool, every: Duration, emit: impl Fn(String) + Send + 'static) {
+    let weak = bar.downgrade();
+    std::thread::spawn(move || {
+        let tick = every.min(Duration::from_millis(200));
+        let mut last = Instant::now();
+        loop {
+            std::thread::sleep(tick);
+            let Some(bar) = weak.upgrade() else { return };
+            if bar.is_finished() {
+                return;
+            }
+            if last.elapsed() >= every {
+                last = Instant::now();
+                emit(progress_line(&bar.message(), bar.position(), bar.length(), bar.elapsed(), bytes));
+            }
+        }
+    });
+}
+
+/// One progress line: `   generate: 12 of 92 (13%) after 3 min 12 s`.
+pub fn progress_line(message: &str, position: u64, length: Option<u64>, elapsed: Duration, bytes: bool) -> String {
+    let amount = |n: u64| if bytes { indicatif::HumanBytes(n).to_string() } else { n.to_string() };
+    let after = duration(elapsed);
+    match length {
+        Some(len) if len > 0 => format!("{message:>10}: {} of {} ({}%) after {after}", amount(position), amount(len), 100 * position.min(len) / len),
+        _ => format!("{message:>10}: {} done after {after}", amount(position)),
+    }
+}
+
+/// `45 s`, `3 min 12 s`, `1 h 02 min`.
+pub fn duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    #[test]
+    fn lines_say_where_the_work_stands() {
+        assert_eq!(progress_line("generate", 12, Some(92), Duration::from_secs(192), false), "  generate: 12 of 92 (13%) after 3 min 12 s");
+        assert_eq!(progress_line("rewrite", 4, None, Duration::from_secs(9), false), "   rewrite: 4 done after 9 s");
+        assert_eq!(progress_line("test6", 1536, Some(3072), Duration::from_secs(3725), true), "     test6: 1.50 KiB of 3.00 KiB (50%) after 1 h 02 min");
+    }
+
+    #[test]
+    fn lines_come_while_the_bar_runs_and_stop_when_it_ends() {
+        let bar = ProgressBar::hidden();
+        bar.set_length(10);
+        bar.set_message("execute");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        progress_lines(&bar, false, Duration::from_millis(30), move |l| sink.lock().unwrap().push(l));
+        bar.inc(3);
+        std::thread::sleep(Duration::from_millis(400));
+        bar.finish_and_clear();
+        std::thread::sleep(Duration::from_millis(200));
+        let n = lines.lock().unwrap().len();
+        assert!(n >= 2, "{:?}", lines.lock().unwrap());
+        assert!(lines.lock().unwrap()[0].starts_with("   execute: 3 of 10 (30%) after"), "{:?}", lines.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(lines.lock().unwrap().len(), n, "no line after the bar finished");
     }
 }

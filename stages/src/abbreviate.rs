@@ -66,7 +66,7 @@ pub async fn abbreviate(config: &AbbreviateConfig, plan: &ModelPlan, prompt: &Pr
     let results = run::ordered(problems.iter().collect(), config.concurrency, |p| async move {
         let mut stats = LlmStageStats::default();
         let messages = prompt.render(&[("title", &p.title), ("statement", &p.statement)]).map_err(|source| LlmStageError::Prompt { stage, source })?;
-        let r = run::ask_models(gateway, stage, p.id.as_str(), plan, &messages, &prompt.sha256, &mut stats, |text| parse(text, config)).await?;
+        let r = run::ask_models(gateway, stage, p.id.as_str(), plan, &messages, prompt, &mut stats, |text| parse(text, config)).await?;
         Ok::<_, LlmStageError>((p, r, stats))
     })
     .await;
@@ -96,7 +96,7 @@ fn parse(text: &str, config: &AbbreviateConfig) -> Result<String, RejectReason> 
     }
     let words = word_count(&text);
     if words < config.min_words || words > config.max_words {
-        return Err(RejectReason::WordCount { words, min: config.min_words, max: config.max_words });
+        return Err(RejectReason::WordCount { words, min: config.min_words, max: Some(config.max_words) });
     }
     Ok(text)
 }

@@ -94,7 +94,7 @@ pub async fn distract(config: &DistractConfig, plan: &ModelPlan, prompt: &Prompt
     let results = run::ordered(problems.iter().collect(), config.concurrency, |p| async move {
         let mut stats = LlmStageStats::default();
         let messages = prompt.render(&[("title", &p.title), ("statement", &p.statement)]).map_err(|source| LlmStageError::Prompt { stage, source })?;
-        let r = run::ask_models(gateway, stage, p.id.as_str(), plan, &messages, &prompt.sha256, &mut stats, |text| parse(text, p, config.min_words)).await?;
+        let r = run::ask_models(gateway, stage, p.id.as_str(), plan, &messages, prompt, &mut stats, |text| parse(text, p, config.min_words)).await?;
         Ok::<_, LlmStageError>((p, r, stats))
     })
     .await;
@@ -129,7 +129,7 @@ fn parse(text: &str, problem: &RewrittenProblem, min_words: usize) -> Result<Vec
         }
         let words = word_count(&statement);
         if words < min_words {
-            return Err(RejectReason::WordCount { words, min: min_words, max: usize::MAX });
+            return Err(RejectReason::WordCount { words, min: min_words, max: None });
         }
         out.push(statement);
     }

@@ -80,9 +80,10 @@ pub async fn generate(config: &GenerateConfig, plan: &ModelPlan, prompt: &Prompt
     let results = run::ordered(items, config.concurrency, |(p, model, language, sample)| async move {
         let id = SolutionId::new(&p.id, model, language, sample);
         let messages = render(prompt, p, language).map_err(|source| LlmStageError::Prompt { stage, source })?;
-        let mut sampling = plan.sampling.clone();
-        sampling.seed = sampling.seed.map(|s| s.wrapping_add(u64::from(sample)));
-        let request = run::request(stage, id.as_str(), model, messages, &sampling, sample, &prompt.sha256);
+        let mut request = plan.request(stage, id.as_str(), model, messages, sample, prompt);
+        request.params.seed = request.params.seed.map(|s| s.wrapping_add(u64::from(sample)));
+        // Several samples at a temperature above 0: a cut answer may give way to another one.
+        request.on_incomplete.samples = config.samples;
         let outcome = match run::ask(gateway, &request).await? {
             Ok(completion) => {
                 let code = extract_code(&completion.text);

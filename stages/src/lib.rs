@@ -30,6 +30,7 @@ pub mod filter;
 pub mod generate;
 pub mod hashing;
 pub mod ingest;
+pub mod leaderboard;
 pub mod problem;
 pub mod prompt;
 pub mod qrels;

@@ -8,6 +8,11 @@
 //! drift apart silently. A prompt's [`Prompt::sha256`] is the hash of the file's bytes; it is
 //! part of every request key and goes into each stage's output.
 //!
+//! The stages whose answer is JSON ([`LlmStage::answers_json`]) have a JSON schema beside
+//! their prompt, `<stage>.schema.json` ([`Prompt::schema`]), kept in its own file so the
+//! prompt's wording and the answer's shape can change apart; its sha256 is keyed like the
+//! prompt's.
+//!
 //! This module does not read the environment or choose which prompt a stage uses.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,7 +24,7 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use crate::hashing::sha256_hex;
-use crate::services::llm::{ChatMessage, LlmStage, Role};
+use crate::services::llm::{ChatMessage, JsonSchema, LlmStage, Role};
 
 /// A loaded prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +41,8 @@ pub struct Prompt {
     pub fragments: BTreeMap<String, String>,
     /// sha256 of the file's bytes.
     pub sha256: String,
+    /// The schema of the answer, for a prompt whose answer is JSON (`<id>.schema.json`).
+    pub schema: Option<JsonSchema>,
 }
 
 #[derive(Deserialize)]
@@ -105,7 +112,15 @@ impl Prompt {
         if file.user.trim().is_empty() {
             return Err(PromptError::Invalid { path: path.to_owned(), message: "`user` is empty".into() });
         }
-        Ok(Prompt { id: file.id, version: file.version, system: file.system, user: file.user, fragments: file.fragments, sha256: sha256_hex(text.as_bytes()) })
+        Ok(Prompt {
+            id: file.id,
+            version: file.version,
+            system: file.system,
+            user: file.user,
+            fragments: file.fragments,
+            sha256: sha256_hex(text.as_bytes()),
+            schema: None,
+        })
     }
 
     /// Read and parse a prompt file.
@@ -166,13 +181,27 @@ pub struct Prompts {
 }
 
 impl Prompts {
-    /// Load all six from a directory; each file's `id` must be its stem.
+    /// Load all six from a directory, with the schemas of the JSON answers; each file's `id`
+    /// must be its stem.
     pub fn load(dir: &Path) -> Result<Self, PromptError> {
         let load = |stage: LlmStage| -> Result<Prompt, PromptError> {
             let path = dir.join(format!("{stage}.toml"));
-            let prompt = Prompt::load(&path)?;
+            let mut prompt = Prompt::load(&path)?;
             if prompt.id != stage.as_str() {
                 return Err(PromptError::Invalid { path, message: format!("`id` is `{}`, expected `{stage}`", prompt.id) });
+            }
+            let schema_path = dir.join(format!("{stage}.schema.json"));
+            match (stage.answers_json(), schema_path.exists()) {
+                (true, _) => {
+                    let text = fs_err::read_to_string(&schema_path).map_err(|source| PromptError::Read { path: schema_path.clone(), source })?;
+                    let schema = JsonSchema::parse(stage.as_str(), &schema_path, &text).map_err(|message| PromptError::Invalid { path: schema_path.clone(), message })?;
+                    prompt.schema = Some(schema);
+                }
+                (false, true) => {
+                    let message = format!("stage `{stage}` answers in prose or code, not JSON: remove this schema, it would never be used");
+                    return Err(PromptError::Invalid { path: schema_path, message });
+                }
+                (false, false) => {}
             }
             Ok(prompt)
         };
@@ -186,18 +215,56 @@ impl Prompts {
         })
     }
 
+    /// The prompt of a build stage (`None` for `rerank`, whose prompt `coreb eval` loads).
+    pub fn of(&self, stage: LlmStage) -> Option<&Prompt> {
+        match stage {
+            LlmStage::Rewrite => Some(&self.rewrite),
+            LlmStage::RewriteTests => Some(&self.rewrite_tests),
+            LlmStage::Distract => Some(&self.distract),
+            LlmStage::Abbreviate => Some(&self.abbreviate),
+            LlmStage::Generate => Some(&self.generate),
+            LlmStage::Queries => Some(&self.queries),
+            LlmStage::Rerank => None,
+        }
+    }
+
     /// (id, sha256) of every prompt, for a manifest.
     pub fn hashes(&self) -> BTreeMap<String, String> {
-        [&self.rewrite, &self.rewrite_tests, &self.distract, &self.abbreviate, &self.generate, &self.queries]
-            .into_iter()
-            .map(|p| (p.id.clone(), p.sha256.clone()))
-            .collect()
+        LlmStage::ALL.into_iter().filter_map(|s| self.of(s)).map(|p| (p.id.clone(), p.sha256.clone())).collect()
+    }
+
+    /// (id, sha256) of every schema, for a manifest.
+    pub fn schema_hashes(&self) -> BTreeMap<String, String> {
+        LlmStage::ALL.into_iter().filter_map(|s| self.of(s)).filter_map(|p| p.schema.as_ref().map(|s| (p.id.clone(), s.sha256.clone()))).collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_json_stage_needs_its_schema_and_a_prose_stage_has_none() {
+        let project = Path::new(env!("CARGO_MANIFEST_DIR")).join("../prompts");
+        let dir = tempfile::tempdir().unwrap();
+        for entry in fs_err::read_dir(&project).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                fs_err::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+            }
+        }
+        Prompts::load(dir.path()).unwrap();
+        fs_err::write(dir.path().join("abbreviate.schema.json"), "{\"type\": \"object\"}").unwrap();
+        let e = Prompts::load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("abbreviate.schema.json") && e.contains("not JSON"), "{e}");
+        fs_err::remove_file(dir.path().join("abbreviate.schema.json")).unwrap();
+        fs_err::remove_file(dir.path().join("queries.schema.json")).unwrap();
+        let e = Prompts::load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("queries.schema.json"), "{e}");
+        fs_err::write(dir.path().join("queries.schema.json"), "{\"type\": \"object\", \"format\": \"x\"}").unwrap();
+        let e = crate::errors::chain(&Prompts::load(dir.path()).unwrap_err());
+        assert!(e.contains("keyword `format` is not supported"), "{e}");
+    }
 
     fn prompt() -> Prompt {
         Prompt::parse(Path::new("t.toml"), "id = \"t\"\nversion = 1\nsystem = \"be {{tone}}\"\nuser = \"Do {{task}} with {{tone}}.\"\n[fragments]\nx = \"y\"\n").unwrap()
@@ -221,6 +288,7 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../prompts");
         let prompts = Prompts::load(&dir).unwrap();
         assert_eq!(prompts.hashes().len(), 6);
+        assert_eq!(prompts.schema_hashes().keys().collect::<Vec<_>>(), ["distract", "queries", "rewrite", "rewrite_tests"]);
         for lang in crate::solution::Language::ALL {
             prompts.generate.fragment(&format!("language_{lang}")).unwrap();
         }

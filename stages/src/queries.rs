@@ -80,7 +80,7 @@ pub async fn queries(config: &QueriesConfig, plan: &ModelPlan, prompt: &Prompt, 
     let results = run::ordered(problems.iter().collect(), config.concurrency, |p| async move {
         let mut stats = LlmStageStats::default();
         let messages = prompt.render(&[("title", &p.title), ("statement", &p.statement), ("count", count)]).map_err(|source| LlmStageError::Prompt { stage, source })?;
-        let r = run::ask_models(gateway, stage, p.id.as_str(), plan, &messages, &prompt.sha256, &mut stats, |text| parse(text, config)).await?;
+        let r = run::ask_models(gateway, stage, p.id.as_str(), plan, &messages, prompt, &mut stats, |text| parse(text, config)).await?;
         Ok::<_, LlmStageError>((p, r, stats))
     })
     .await;

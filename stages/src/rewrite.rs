@@ -177,7 +177,7 @@ async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompt: &Prom
         .render(&[("question_title", &problem.question_title), ("question_content", &problem.question_content), ("starter_code", starter)])
         .map_err(|source| LlmStageError::Prompt { stage, source })?;
     let has_starter = !problem.starter_code.trim().is_empty();
-    let parsed = run::ask_models(gateway, stage, problem.id.as_str(), &plans.rewrite, &messages, &prompt.sha256, &mut stats.llm, |text| {
+    let parsed = run::ask_models(gateway, stage, problem.id.as_str(), &plans.rewrite, &messages, prompt, &mut stats.llm, |text| {
         parse_rewrite(text, &problem, has_starter)
     })
     .await?;
@@ -268,7 +268,7 @@ async fn rewrite_batch(
         .render(&[("original_statement", &problem.question_content), ("statement", statement), ("tests_json", &tests_json), ("count", &count)])
         .map_err(|source| LlmStageError::Prompt { stage, source })?;
     let item = format!("{}/tests/{batch}", problem.id);
-    let parsed = run::ask_models(gateway, stage, &item, &plans.tests, &messages, &prompt.sha256, &mut stats, |text| parse_tests(text, indices, &tests)).await?;
+    let parsed = run::ask_models(gateway, stage, &item, &plans.tests, &messages, prompt, &mut stats, |text| parse_tests(text, indices, &tests)).await?;
     Ok((parsed.map(|(t, _)| t), stats))
 }
 

@@ -17,6 +17,7 @@ use stages::services::evaluator::Run;
 use stages::services::evaluator::coreb::{CorebConfig, evaluate, summarize};
 
 use super::eval_setup::{DenseSetup, PromptChoice, Reranker};
+use super::leaderboard::{RecordRequest, record};
 use crate::cli::EvalArgs;
 use crate::printer::Printer;
 use stages::durable;
@@ -44,6 +45,16 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
             _ => bail!("`--retriever`: expected `bm25` or `embed:<model>`, got `{r}`"),
         },
     };
+    if args.record {
+        // Fail before the work, not after it.
+        super::leaderboard::release_of(&args.dir)?;
+        if let Some(c) = &args.cutoff {
+            stages::leaderboard::record::parse_cutoff(c).context("`--cutoff`")?;
+        }
+        if matches!(retriever, Retriever::RunFile(_)) && args.model_name.is_none() {
+            bail!("`--record` with `--run`: name the model with `--model-name`");
+        }
+    }
     let manifest = match &args.manifest {
         Some(path) => Some(crate::manifest::RunPlan::load(path, None).with_context(|| format!("loading `{}`", path.display()))?),
         None => None,
@@ -136,6 +147,29 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         bail!("listwise reranking: {} of {} windows got no answer (kept in first-stage order); nothing written. A rerun asks only for those (answers are in the store)", stats.failed, stats.windows);
     }
     let report = EvalReport { retriever: label, ks: k.clone(), tasks, bootstrap, prompts: prompts_used, rerank: rerank_info };
+    if args.record {
+        let run_sha256 = runs
+            .iter()
+            .filter(|(name, _)| !name.ends_with(".first"))
+            .map(|(name, run)| -> anyhow::Result<(String, String)> {
+                let sha = match (&retriever, &reranker) {
+                    // The user's own file, as given.
+                    (Retriever::RunFile(path), None) => stages::hashing::sha256_file(path).with_context(|| format!("hashing `{}`", path.display()))?,
+                    // The run coreb made, as `--out` writes it.
+                    _ => stages::hashing::sha256_hex(run.to_trec(first_depth).as_bytes()),
+                };
+                Ok((name.clone(), sha))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let model = match (&args.model_name, &retriever) {
+            (Some(name), _) => name.clone(),
+            (None, Retriever::RunFile(_)) => bail!("`--record` with `--run`: name the model with `--model-name`"),
+            (None, _) => report.retriever.clone(),
+        };
+        let request = RecordRequest { dir: &args.dir, results: args.results.as_deref(), model, retriever: report.retriever.clone(), cutoff: args.cutoff.as_deref(), run_sha256 };
+        let (path, written) = record(&report, request)?;
+        printer.status(if written { format!("recorded in `{}`", path.display()) } else { format!("already recorded: `{}` (nothing written)", path.display()) });
+    }
     let json_text = serde_json::to_string_pretty(&report)?;
     let markdown = report::to_markdown(&report);
     if let Some(out) = &out {

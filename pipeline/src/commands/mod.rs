@@ -8,6 +8,7 @@ pub mod corpus;
 pub mod eval;
 pub mod eval_setup;
 pub mod judge;
+pub mod leaderboard;
 pub mod plan;
 pub mod store;
 pub mod trec_eval;

@@ -2,9 +2,17 @@
 //! one gateway and response store.
 //!
 //! Each LLM stage's key holds its configuration, the models and sampling of its stage, the
-//! hashes of its prompts and the upstream fingerprints; the store mode and endpoint are not
-//! part of it (a stored response is the same whoever serves it). A stage whose previous run
-//! rejected items is run again, so that answers that arrived since are used.
+//! hashes of its prompts and schemas, the structured-output mode of its JSON answers and the
+//! upstream fingerprints; the store mode and endpoint are not part of it (a stored response
+//! is the same whoever serves it). A stage whose previous run rejected items is run again, so
+//! that answers that arrived since are used (what was answered before comes from the store,
+//! cut and rejected answers included).
+//!
+//! A stage's summary (its fingerprint) holds what it produced and why items were rejected
+//! (`rejections_by_reason`), never where the answers came from: the store/endpoint counts
+//! ([`run_facts`]) and the gateway's requests, tokens and cost of the run (`requests`) go to
+//! the record's `local` part, so a rerun served from the store leaves downstream stages
+//! untouched.
 
 use std::io::Write;
 use std::path::Path;
@@ -17,7 +25,7 @@ use stages::problem::Problem;
 use stages::prompt::Prompts;
 use stages::rewrite::{RewritePlans, RewrittenProblem};
 use stages::services::llm::gateway::{Gateway, api_key_from_env};
-use stages::services::llm::run::{ModelPlan, Rejection};
+use stages::services::llm::run::{ModelPlan, Rejection, count_by_reason};
 use stages::services::llm::store::ResponseStore;
 use stages::services::llm::{Counted, LlmGateway, LlmStage};
 use stages::tables::ProblemWriter;
@@ -52,7 +60,7 @@ impl LlmContext {
 
 impl LlmContext {
     /// Run one LLM stage's future on the runtime with a progress bar counting its requests
-    /// (answers from the store count too; the bar is drawn on a terminal only).
+    /// (answers from the store count too; on a terminal a bar, elsewhere a line now and then).
     fn run<T>(&self, engine: &Engine, stage: StageName, f: impl AsyncFnOnce(&dyn LlmGateway) -> T) -> T {
         let bar = engine.printer.progress(None, stage.as_str(), false);
         let tick = || bar.inc(1);
@@ -60,6 +68,30 @@ impl LlmContext {
         let out = self.runtime.block_on(f(&counted));
         bar.finish_and_clear();
         out
+    }
+
+    /// What the gateway did for `stages` in this run: requests sent, HTTP attempts, answers
+    /// from the store, cut or filtered answers, failures, tokens and cost (each LLM stage
+    /// runs once per build, so the gateway's totals of its stages are this run's).
+    /// `None` for a gateway that keeps no accounts (authoring the sample's store).
+    fn requests(&self, stages: &[LlmStage]) -> Option<serde_json::Value> {
+        let usage = self.gateway.usage();
+        if usage.is_empty() {
+            return None;
+        }
+        let rows: Vec<_> = usage.into_iter().filter(|r| stages.iter().any(|s| s.as_str() == r.stage)).collect();
+        let sum = |f: fn(&stages::services::llm::UsageRow) -> u64| rows.iter().map(f).sum::<u64>();
+        Some(serde_json::json!({
+            "sent": sum(|r| r.sent),
+            "attempts": sum(|r| r.attempts),
+            "from_store": sum(|r| r.from_store),
+            "from_endpoint": sum(|r| r.from_endpoint),
+            "incomplete": sum(|r| r.incomplete),
+            "failed": sum(|r| r.failed),
+            "prompt_tokens": sum(|r| r.prompt_tokens),
+            "completion_tokens": sum(|r| r.completion_tokens),
+            "cost": rows.iter().map(|r| r.cost).fold(0.0, |a, b| a + b),
+        }))
     }
 }
 
@@ -89,9 +121,29 @@ fn reusable(engine: &Engine, stage: StageName, key: &str) -> anyhow::Result<Opti
     Ok(engine.cached(stage, key)?.filter(|r| r.record.summary.get("rejected").and_then(serde_json::Value::as_u64) == Some(0)))
 }
 
-fn models_key(engine: &Engine, stages: &[LlmStage]) -> serde_json::Value {
+/// What of `[llm]` and the prompts decides a stage's answers: per LLM stage its models,
+/// sampling, prompt and, for JSON answers, the schema and structured-output mode.
+fn llm_key(engine: &Engine, ctx: &LlmContext, stages: &[LlmStage]) -> serde_json::Value {
     let llm = &engine.plan.llm;
-    serde_json::json!(stages.iter().map(|s| (s.as_str(), llm.models(*s), llm.sampling(*s))).collect::<Vec<_>>())
+    let keyed = |s: LlmStage| {
+        let prompt = ctx.prompts.of(s);
+        let schema = prompt.and_then(|p| p.schema.as_ref()).map(|schema| (llm.structured_output, &schema.sha256));
+        serde_json::json!([s.as_str(), llm.models(s), llm.sampling(s), prompt.map(|p| &p.sha256), schema])
+    };
+    serde_json::json!(stages.iter().map(|s| keyed(*s)).collect::<Vec<_>>())
+}
+
+/// The facts a stage's summary records (and the release MANIFEST copies) about its prompts,
+/// schemas and structured output.
+fn llm_facts(ctx: &LlmContext, engine: &Engine, stages: &[LlmStage], summary: &mut serde_json::Value) {
+    let schemas: std::collections::BTreeMap<&str, &str> =
+        stages.iter().filter_map(|s| ctx.prompts.of(*s)?.schema.as_ref().map(|schema| (s.as_str(), schema.sha256.as_str()))).collect();
+    if let Some(obj) = summary.as_object_mut()
+        && !schemas.is_empty()
+    {
+        obj.insert("schemas".into(), serde_json::json!(schemas));
+        obj.insert("structured_output".into(), serde_json::json!(engine.plan.llm.structured_output));
+    }
 }
 
 /// Where answers came from (the store or the endpoint) depends on the run, not on the inputs:
@@ -118,25 +170,35 @@ pub(super) fn run_facts(summary: &mut serde_json::Value) -> serde_json::Value {
     serde_json::json!({ RUN_COUNTS[0]: sums[0], RUN_COUNTS[1]: sums[1] })
 }
 
-fn commit_llm<T: Serialize>(
+/// Commit an LLM stage: its rows, its rejections and their counts by reason; the requests of
+/// this run are kept out of the fingerprint.
+#[allow(clippy::too_many_arguments)]
+fn commit_llm(
     engine: &Engine,
+    ctx: &LlmContext,
     stage: StageName,
+    llm: &[LlmStage],
     key: &str,
-    file: &str,
-    rows: &[T],
+    writer: crate::store::StageWriter,
+    outputs: &[(&str, &str)],
+    rows_out: usize,
     rejected: &[Rejection],
     mut summary: serde_json::Value,
 ) -> anyhow::Result<StageReport> {
-    let writer = engine.store.begin(stage.as_str())?;
-    write_jsonl(&writer.path(file), rows)?;
     write_jsonl(&writer.path("rejections.jsonl"), rejected)?;
+    llm_facts(ctx, engine, llm, &mut summary);
     if let Some(obj) = summary.as_object_mut() {
-        obj.insert("rows_out".into(), serde_json::json!(rows.len()));
+        obj.insert("rows_out".into(), serde_json::json!(rows_out));
         obj.insert("rejected".into(), serde_json::json!(rejected.len()));
+        obj.insert("rejections_by_reason".into(), serde_json::json!(count_by_reason(rejected)));
     }
-    let role = file.split('.').next().unwrap_or(file);
-    let local = run_facts(&mut summary);
-    let record = writer.commit_with_local(key, &[(role, file), ("rejections", "rejections.jsonl")], summary, local)?;
+    let mut outputs = outputs.to_vec();
+    outputs.push(("rejections", "rejections.jsonl"));
+    let mut local = run_facts(&mut summary);
+    if let (Some(obj), Some(requests)) = (local.as_object_mut(), ctx.requests(llm)) {
+        obj.insert("requests".into(), requests);
+    }
+    let record = writer.commit_with_local(key, &outputs, summary, local)?;
     announce_rejections(engine, stage, rejected);
     Ok(StageReport { stage, skipped: false, record })
 }
@@ -144,7 +206,7 @@ fn commit_llm<T: Serialize>(
 /// Show the first rejections (all are in the stage's `rejections.jsonl`).
 fn announce_rejections(engine: &Engine, stage: StageName, rejected: &[Rejection]) {
     for r in rejected.iter().take(5) {
-        engine.printer.status(format!("{:>10}: rejected `{}` ({}): {:?}", stage.as_str(), r.item, r.model, r.reason));
+        engine.printer.status(format!("{:>10}: rejected `{}` ({}): {}", stage.as_str(), r.item, r.model, r.reason));
     }
     if rejected.len() > 5 {
         engine.printer.status(format!("{:>10}: … and {} more (see rejections.jsonl)", stage.as_str(), rejected.len() - 5));
@@ -175,8 +237,8 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
     let stage = StageName::Rewrite;
     let ctx = engine.llm()?;
     let config = &engine.plan.stages.rewrite;
-    let prompts = [&ctx.prompts.rewrite.sha256, &ctx.prompts.rewrite_tests.sha256];
-    let key = input_key(stage.as_str(), &(config, models_key(engine, &[LlmStage::Rewrite, LlmStage::RewriteTests]), prompts), &[filter])?;
+    let llm = [LlmStage::Rewrite, LlmStage::RewriteTests];
+    let key = input_key(stage.as_str(), &(config, llm_key(engine, ctx, &llm)), &[filter])?;
     if let Some(hit) = reusable(engine, stage, &key)? {
         return Ok(hit);
     }
@@ -195,23 +257,14 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
     });
     let writer = engine.store.begin(stage.as_str())?;
     write_jsonl(&writer.path("rewritten.jsonl"), &out.problems)?;
-    write_jsonl(&writer.path("rejections.jsonl"), &out.rejected)?;
     // The rewritten problems as a problems table too, for `execute`.
     let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
     for p in &out.problems {
         table.write(as_problem(p))?;
     }
     table.finish()?;
-    let mut summary = summary;
-    if let Some(obj) = summary.as_object_mut() {
-        obj.insert("rows_out".into(), serde_json::json!(out.problems.len()));
-        obj.insert("rejected".into(), serde_json::json!(out.rejected.len()));
-    }
-    let outputs = [("rewritten", "rewritten.jsonl"), ("rejections", "rejections.jsonl"), ("problems", "problems.parquet")];
-    let local = run_facts(&mut summary);
-    let record = writer.commit_with_local(&key, &outputs, summary, local)?;
-    announce_rejections(engine, stage, &out.rejected);
-    Ok(StageReport { stage, skipped: false, record })
+    let outputs = [("rewritten", "rewritten.jsonl"), ("problems", "problems.parquet")];
+    commit_llm(engine, ctx, stage, &llm, &key, writer, &outputs, out.problems.len(), &out.rejected, summary)
 }
 
 /// The rewritten problems of a rewrite record.
@@ -225,7 +278,7 @@ macro_rules! simple_stage {
             let stage = $stage;
             let ctx = engine.llm()?;
             let config = &engine.plan.stages.$cfg;
-            let key = input_key(stage.as_str(), &(config, models_key(engine, &[$llm]), &ctx.prompts.$prompt.sha256), &[rewrite])?;
+            let key = input_key(stage.as_str(), &(config, llm_key(engine, ctx, &[$llm])), &[rewrite])?;
             if let Some(hit) = reusable(engine, stage, &key)? {
                 return Ok(hit);
             }
@@ -239,7 +292,10 @@ macro_rules! simple_stage {
                 "prompts": { $file: out.prompt_sha256 },
                 "models": engine.plan.llm.models($llm),
             });
-            commit_llm(engine, stage, &key, concat!($file, ".jsonl"), &out.$field, &out.rejected, summary)
+            let writer = engine.store.begin(stage.as_str())?;
+            let file = concat!($file, ".jsonl");
+            write_jsonl(&writer.path(file), &out.$field)?;
+            commit_llm(engine, ctx, stage, &[$llm], &key, writer, &[($file, file)], out.$field.len(), &out.rejected, summary)
         }
     };
 }
@@ -252,7 +308,7 @@ pub(super) fn generate(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result
     let stage = StageName::Generate;
     let ctx = engine.llm()?;
     let config = &engine.plan.stages.generate;
-    let key = input_key(stage.as_str(), &(config, models_key(engine, &[LlmStage::Generate]), &ctx.prompts.generate.sha256), &[rewrite])?;
+    let key = input_key(stage.as_str(), &(config, llm_key(engine, ctx, &[LlmStage::Generate])), &[rewrite])?;
     if let Some(hit) = reusable(engine, stage, &key)? {
         return Ok(hit);
     }
@@ -261,20 +317,14 @@ pub(super) fn generate(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result
     let out = ctx.run(engine, stage, async |g| stages::generate::generate(config, &plan, &ctx.prompts.generate, &problems, g).await)?;
     let writer = engine.store.begin(stage.as_str())?;
     write_solutions(&writer.path("solutions.parquet"), &out.solutions)?;
-    write_jsonl(&writer.path("rejections.jsonl"), &out.rejected)?;
-    announce_rejections(engine, stage, &out.rejected);
-    let mut summary = serde_json::json!({
+    let summary = serde_json::json!({
         "rows_in": out.stats.items_in,
-        "rows_out": out.solutions.len(),
-        "rejected": out.rejected.len(),
         "stats": out.stats,
         "parameters": config,
         "prompts": {"generate": out.prompt_sha256},
         "models": engine.plan.llm.models(LlmStage::Generate),
     });
-    let local = run_facts(&mut summary);
-    let record = writer.commit_with_local(&key, &[("solutions", "solutions.parquet"), ("rejections", "rejections.jsonl")], summary, local)?;
-    Ok(StageReport { stage, skipped: false, record })
+    commit_llm(engine, ctx, stage, &[LlmStage::Generate], &key, writer, &[("solutions", "solutions.parquet")], out.solutions.len(), &out.rejected, summary)
 }
 
 #[cfg(test)]

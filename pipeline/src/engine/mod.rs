@@ -5,6 +5,11 @@
 //! the stage function of the `stages` crate and writes its outputs through a
 //! [`StageWriter`](crate::store::StageWriter). The runners are the only place where stages
 //! meet files.
+//!
+//! After each stage the engine checks what it left ([`Engine::check_kept`]): a stage that
+//! leaves nothing, or an LLM stage that keeps less than `llm.min_kept_share` of its items,
+//! stops the build there with its rejections counted by reason and the path of its
+//! `rejections.jsonl`, rather than letting later stages run on nothing.
 
 mod dedup;
 pub mod execute;
@@ -127,14 +132,16 @@ impl Engine {
         &self.store
     }
 
-    /// Run every stage up to and including `until`. A build that reaches `execute` first
-    /// checks that every toolchain its languages need is there (before any stage runs).
+    /// Run every stage up to and including `until`; stop after a stage that leaves too little
+    /// ([`Engine::check_kept`]). A build that reaches `execute` first checks that every
+    /// toolchain its languages need is there (before any stage runs).
     pub fn run_until(&self, until: StageName) -> anyhow::Result<Vec<StageReport>> {
         if until >= StageName::Execute {
             self.judge()?;
         }
         let mut reports: Vec<StageReport> = Vec::new();
         for stage in StageName::ALL.into_iter().filter(|s| *s <= until) {
+            let started = std::time::Instant::now();
             let upstream = |name: StageName| -> anyhow::Result<&StageRecord> {
                 reports
                     .iter()
@@ -172,20 +179,28 @@ impl Engine {
                     release::run(self, upstream(StageName::Fetch)?, upstream(StageName::Filter)?, upstream(StageName::Qrels)?, &llm_stages)?
                 }
             };
-            self.announce(&report);
+            self.announce(&report, started.elapsed());
+            self.check_kept(&report)?;
             reports.push(report);
         }
         Ok(reports)
     }
 
-    fn announce(&self, report: &StageReport) {
+    fn announce(&self, report: &StageReport, wall: std::time::Duration) {
         let s = &report.record.summary;
         let n = |k: &str| s.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
-        let what = if report.skipped { "unchanged, skipped" } else { "done" };
+        let what = if report.skipped { "unchanged, skipped".to_owned() } else { format!("done in {:.1} s", wall.as_secs_f64()) };
         // Stages that judge say how many passed: "0 of 92 passed" is the news.
         let passed = s.get("passed").and_then(serde_json::Value::as_u64).map(|p| format!(", {p} of {} passed", n("rows_out"))).unwrap_or_default();
+        let requests = match report.record.local.get("requests").filter(|_| !report.skipped) {
+            Some(r) => {
+                let m = |k: &str| r.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+                format!(", {} requests sent, {} answers from the store", m("sent"), m("from_store"))
+            }
+            None => String::new(),
+        };
         self.printer.status(format!(
-            "{:>10}: {what}: {} in, {} out{passed}, {} rejected  ({})",
+            "{:>10}: {what}: {} in, {} out{passed}, {} rejected{requests}  ({})",
             report.stage.as_str(),
             n("rows_in"),
             n("rows_out"),
@@ -193,8 +208,53 @@ impl Engine {
             self.store.stage_dir(report.stage.as_str()).display()
         ));
         if self.json_every_stage {
-            self.printer.json_line(&report.to_json(&self.store));
+            let mut line = report.to_json(&self.store);
+            if let Some(obj) = line.as_object_mut() {
+                obj.insert("wall_secs".into(), serde_json::json!((wall.as_secs_f64() * 1e3).round() / 1e3));
+            }
+            self.printer.json_line(&line);
         }
+    }
+
+    /// Stop the build after a stage that left nothing, or after an LLM stage that kept less
+    /// than `llm.min_kept_share` of its items: the error names the stage, its counts, its
+    /// rejections by reason and its `rejections.jsonl`.
+    pub fn check_kept(&self, report: &StageReport) -> anyhow::Result<()> {
+        let s = &report.record.summary;
+        let n = |k: &str| s.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let (rows_in, rows_out) = (n("rows_in"), n("rows_out"));
+        let share = self.plan.llm.min_kept_share;
+        let llm_stage = matches!(report.stage, StageName::Rewrite | StageName::Distract | StageName::Abbreviate | StageName::Generate | StageName::Queries);
+        let why = match report.stage {
+            StageName::Fetch | StageName::Release => return Ok(()),
+            _ if rows_out == 0 => "none are left".to_owned(),
+            _ if llm_stage && (rows_out as f64) < share * rows_in as f64 => format!("fewer than `llm.min_kept_share` = {share} of them"),
+            _ => return Ok(()),
+        };
+        let stage = report.stage.as_str();
+        let mut message = format!("the build stops after stage `{stage}`: it kept {rows_out} of its {rows_in} items: {why}");
+        let reasons: Vec<String> = match s.get("rejections_by_reason").and_then(serde_json::Value::as_object) {
+            Some(by) => by.iter().map(|(k, v)| format!("{k} {v}")).collect(),
+            // Stages without typed rejections: their other counts (out of window, language …).
+            None => s
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, v)| !["rows_in", "rows_out", "bytes", "bytes_in"].contains(&k.as_str()) && v.as_u64().is_some_and(|v| v > 0))
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect(),
+        };
+        if !reasons.is_empty() {
+            let label = if s.get("rejections_by_reason").is_some() { "rejections by reason" } else { "counts" };
+            message.push_str(&format!("\n  {label}: {}", reasons.join(", ")));
+        }
+        if report.record.outputs.contains_key("rejections") {
+            message.push_str(&format!("\n  every rejection with its reason: {}", self.output(&report.record, "rejections")?.display()));
+        }
+        if llm_stage {
+            message.push_str("\n  (answers already received are stored: a rerun asks only what is still missing)");
+        }
+        anyhow::bail!(message)
     }
 
     /// The path of one output (`role`) of a completed stage.

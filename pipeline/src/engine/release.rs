@@ -136,7 +136,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     for r in others.iter().chain([&filter, &qrels]) {
         let s = &r.summary;
         let mut facts = serde_json::Map::new();
-        for k in ["parameters", "prompts", "models", "toolchains", "time_limits"] {
+        for k in ["parameters", "prompts", "schemas", "structured_output", "models", "toolchains", "time_limits"] {
             if let Some(v) = s.get(k) {
                 facts.insert(k.to_owned(), v.clone());
             }

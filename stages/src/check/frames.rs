@@ -1,5 +1,6 @@
-//! Every polars call of the project: lazy queries over a release's Parquet configs that the
-//! validity checks ([`super`]) read their figures from. Each function builds one lazy plan
+//! Every polars call of the validity checks: lazy queries over a release's Parquet configs that
+//! the checks ([`super`]) read their figures from (the results store's are in
+//! [`crate::leaderboard::frames`], which shares this module's error and column reader). Each function builds one lazy plan
 //! (scans, joins, group-bys), collects it and hands back plain Rust values, so nothing
 //! outside this module sees a polars type (polars changes its API several times a year).
 
@@ -64,7 +65,8 @@ fn corpus_columns(task: Task) -> (&'static str, &'static str, &'static str) {
     }
 }
 
-fn strings(df: &DataFrame, name: &str) -> Result<Vec<String>> {
+/// A string column as owned strings (a null as the empty string).
+pub(crate) fn strings(df: &DataFrame, name: &str) -> Result<Vec<String>> {
     Ok(df.column(name)?.str()?.iter().map(|s| s.unwrap_or_default().to_owned()).collect())
 }
 

@@ -1,7 +1,8 @@
 //! Release gates: checks a release must pass before it is published, as pure functions over an
 //! in-memory task (corpus, queries, qrels) and a [`GatesConfig`] from the manifest.
 //!
-//! Gates: every qrel points to an existing query and document; every query has a relevance-2
+//! Gates: the task is not empty (an empty task fails this gate alone, not the ones that
+//! would measure nothing); every qrel points to an existing query and document; every query has a relevance-2
 //! document; no document text is shared by documents of different problems; BM25 nDCG@10 per
 //! task lies inside a plausible band (too high signals leakage, too low broken data); most
 //! queries have hard negatives (relevance 1). Each failure names the gate, says why with counts,
@@ -49,6 +50,8 @@ impl Default for GatesConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Gate {
+    /// The task has queries, documents and qrels.
+    NotEmpty,
     /// Qrels refer to existing queries and documents.
     QrelsResolve,
     /// Every query has a relevance-2 document.
@@ -64,6 +67,7 @@ pub enum Gate {
 impl std::fmt::Display for Gate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            Gate::NotEmpty => "not_empty",
             Gate::QrelsResolve => "qrels_resolve",
             Gate::QueryHasPositive => "query_has_positive",
             Gate::NoCrossProblemDuplicates => "no_cross_problem_duplicates",
@@ -194,8 +198,26 @@ pub fn hard_negatives(data: &Dataset, cfg: &GatesConfig) -> Result<(), GateFailu
     fail(data, Gate::HardNegatives, why, without, cfg)
 }
 
-/// Run every gate on a task; `bm25_ndcg10` is the task's BM25 nDCG@10. Returns all failures.
+/// The task has queries, documents and qrels.
+pub fn not_empty(data: &Dataset, cfg: &GatesConfig) -> Result<(), GateFailure> {
+    let qrels = data.qrels.queries.values().map(|q| q.judged.len()).sum::<usize>();
+    if !data.queries.is_empty() && !data.corpus.is_empty() && qrels > 0 {
+        return Ok(());
+    }
+    let why = format!(
+        "the task is empty: {} queries, {} documents, {qrels} qrels; an earlier stage left nothing for it (see the stage summaries of the build)",
+        data.queries.len(),
+        data.corpus.len()
+    );
+    fail(data, Gate::NotEmpty, why, vec![], cfg)
+}
+
+/// Run every gate on a task; `bm25_ndcg10` is the task's BM25 nDCG@10. Returns all failures;
+/// an empty task fails [`not_empty`] only (the other gates would measure nothing).
 pub fn check_task(data: &Dataset, bm25_ndcg10: f64, cfg: &GatesConfig) -> Vec<GateFailure> {
+    if let Err(e) = not_empty(data, cfg) {
+        return vec![e];
+    }
     [
         qrels_resolve(data, cfg),
         query_has_positive(data, cfg),
@@ -279,6 +301,21 @@ mod tests {
         assert_eq!(e.examples, ["q2"]);
         assert!(e.why.contains("1 of 2 queries"), "{e}");
         assert!(hard_negatives(&d, &GatesConfig { min_hard_negative_share: 0.5, ..GatesConfig::default() }).is_ok());
+    }
+
+    #[test]
+    fn an_empty_task_is_reported_as_empty_not_as_a_bm25_score() {
+        let empty = Dataset { name: "code2text".into(), corpus: vec![], queries: vec![], qrels: Qrels::from_triples(Vec::<(&str, &str, _)>::new()).unwrap() };
+        let ndcg = crate::evaluate::bm25_ndcg10(&empty);
+        assert!(ndcg == 0.0 && ndcg.is_sign_positive(), "{ndcg:?}");
+        let failures = check_task(&empty, ndcg, &GatesConfig::default());
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert_eq!(failures[0].gate, Gate::NotEmpty);
+        let text = failures[0].to_string();
+        assert!(text.contains("the task is empty: 0 queries, 0 documents, 0 qrels") && !text.contains("-0"), "{text}");
+        let mut no_docs = good();
+        no_docs.corpus.clear();
+        assert_eq!(check_task(&no_docs, 0.5, &GatesConfig::default())[0].gate, Gate::NotEmpty);
     }
 
     #[test]

@@ -203,6 +203,8 @@ pub async fn rerank_query(
             params: cfg.sampling.clone(),
             sample: 0,
             prompt_sha256: prompt.sha256.clone(),
+            response_format: None,
+            on_incomplete: Default::default(),
         };
         stats.windows += 1;
         let answer = ask(gateway, &request).await?;

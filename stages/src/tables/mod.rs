@@ -1,10 +1,12 @@
 //! Parquet tables exchanged between stages. Every arrow/parquet call of the project lives
-//! under this module, one file per table (the polars analytics that `coreb check` runs over
-//! published tables live in [`crate::check::frames`]).
+//! under this module, one file per table (the polars analytics over them live in
+//! [`crate::check::frames`], what `coreb check` runs over published tables, and
+//! [`crate::leaderboard::frames`], over the results store).
 
 pub mod corpus;
 pub mod problems;
 pub mod release;
+pub mod results;
 pub mod solutions;
 pub mod verdicts;
 

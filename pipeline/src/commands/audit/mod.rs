@@ -18,7 +18,7 @@
 //! in `MANIFEST.json` ([`BuildLookup`]) or `--build-dir`. Does NOT rebuild a missing
 //! artifact: the error says which file is missing and how to make it.
 
-mod model;
+pub(crate) mod model;
 mod overlap;
 mod rewrite;
 

@@ -218,9 +218,9 @@ pub(super) fn rewrite(release: &Path, a: &RewriteArgs, printer: &Printer) -> any
         ngram: *ngram,
         tests_kept: if rewritten.is_some() { TestsKept::Audited(audit) } else { TestsKept::NotAudited(NOT_AUDITED) },
         problems: distances.len(),
-        mean_containment: distances.iter().map(|d| d.containment).sum::<f64>() / n,
+        mean_containment: distances.iter().map(|d| d.containment).fold(0.0, |a, b| a + b) / n,
         max_containment: distances.iter().map(|d| d.containment).fold(0.0, f64::max),
-        mean_ngram_jaccard: distances.iter().map(|d| d.ngram_jaccard).sum::<f64>() / n,
+        mean_ngram_jaccard: distances.iter().map(|d| d.ngram_jaccard).fold(0.0, |a, b| a + b) / n,
         distances,
         missing,
     })

@@ -113,8 +113,9 @@ pub fn query_result(qid: &str, qq: &QueryQrels, ranked: &[&str], cfg: &CorebConf
     let mut at_k = AtK::default();
     for &k in &cfg.ks {
         let top = &rels[..k.min(rels.len())];
-        let dcg: f64 = top.iter().enumerate().map(|(i, &r)| gain(r) / disc(i)).sum();
-        let idcg: f64 = ideal.iter().take(k).enumerate().map(|(i, g)| g / disc(i)).sum();
+        // Folded from +0.0: `Sum` of no floats is -0.0, which would print as `-0.0000`.
+        let dcg: f64 = top.iter().enumerate().map(|(i, &r)| gain(r) / disc(i)).fold(0.0, |a, b| a + b);
+        let idcg: f64 = ideal.iter().take(k).enumerate().map(|(i, g)| g / disc(i)).fold(0.0, |a, b| a + b);
         at_k.ndcg.push(if idcg > 0.0 { dcg / idcg } else { 0.0 });
         let (mut hits, mut ap) = (0usize, 0.0);
         for (i, &r) in top.iter().enumerate() {
@@ -143,7 +144,7 @@ pub fn summarize<'a>(ks: &[usize], results: impl IntoIterator<Item = &'a QueryRe
     let results: Vec<&QueryResult> = results.into_iter().collect();
     let n = results.len().max(1) as f64;
     let mean = |f: &dyn Fn(&AtK) -> &Vec<f64>| -> Vec<f64> {
-        (0..ks.len()).map(|i| results.iter().map(|q| f(&q.at_k)[i]).sum::<f64>() / n).collect()
+        (0..ks.len()).map(|i| results.iter().map(|q| f(&q.at_k)[i]).fold(0.0, |a, b| a + b) / n).collect()
     };
     let at_k = AtK {
         ndcg: mean(&|a| &a.ndcg),

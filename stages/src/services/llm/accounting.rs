@@ -22,8 +22,12 @@ pub struct UsageRow {
     pub from_store: u64,
     /// Completions received from the endpoint (usable ones).
     pub from_endpoint: u64,
+    /// Requests sent to the endpoint (each once, however many attempts it took).
+    pub sent: u64,
     /// HTTP attempts made (retries included).
     pub attempts: u64,
+    /// Answers that stopped for `length` or `content_filter` (from the endpoint or the store).
+    pub incomplete: u64,
     /// Requests that finally failed.
     pub failed: u64,
     /// Prompt tokens paid for in this run (incomplete answers included).
@@ -48,8 +52,12 @@ pub struct Accounting {
 pub enum Event {
     /// A completion served from the store.
     FromStore(TokenUsage),
+    /// A request sent (its first attempt).
+    Sent,
     /// One HTTP attempt made.
     Attempt,
+    /// An answer that stopped for `length` or `content_filter`.
+    Incomplete,
     /// An answer received (usable or not) with its usage.
     Paid(TokenUsage),
     /// A usable answer received.
@@ -73,7 +81,9 @@ impl Accounting {
                 row.from_store += 1;
                 row.stored_tokens += u.prompt_tokens + u.completion_tokens;
             }
+            Event::Sent => row.sent += 1,
             Event::Attempt => row.attempts += 1,
+            Event::Incomplete => row.incomplete += 1,
             Event::Paid(u) => {
                 row.prompt_tokens += u.prompt_tokens;
                 row.completion_tokens += u.completion_tokens;

@@ -72,6 +72,12 @@ struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     seed: Option<u64>,
     stream: bool,
+    /// The schema in OpenAI's or llama-cpp-python's form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<serde_json::Value>,
+    /// The schema in vLLM's form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    guided_json: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -111,16 +117,7 @@ impl HttpClient {
 
     /// Send one request and classify what comes back.
     pub async fn attempt(&self, request: &ChatRequest) -> Attempt {
-        let wire = WireRequest {
-            model: &request.model,
-            messages: &request.messages,
-            temperature: request.params.temperature,
-            top_p: request.params.top_p,
-            max_tokens: request.params.max_tokens,
-            seed: request.params.seed,
-            stream: false,
-        };
-        let body = match serde_json::to_vec(&wire) {
+        let body = match wire_body(request) {
             Ok(b) => b,
             Err(e) => return Attempt::Rejected { status: 0, body: format!("cannot encode the request: {e}") },
         };
@@ -140,6 +137,26 @@ impl HttpClient {
         };
         classify(status, after, &text)
     }
+}
+
+/// The JSON body of a request as the endpoint receives it.
+pub fn wire_body(request: &ChatRequest) -> serde_json::Result<Vec<u8>> {
+    let (response_format, guided_json) = match &request.response_format {
+        Some(f) => f.mode.wire(&f.schema),
+        None => (None, None),
+    };
+    let wire = WireRequest {
+        model: &request.model,
+        messages: &request.messages,
+        temperature: request.params.temperature,
+        top_p: request.params.top_p,
+        max_tokens: request.params.max_tokens,
+        seed: request.params.seed,
+        stream: false,
+        response_format,
+        guided_json,
+    };
+    serde_json::to_vec(&wire)
 }
 
 /// Classify a status and body (pure; unit-tested).
@@ -202,6 +219,26 @@ mod tests {
         assert_eq!(classify(401, None, ""), Attempt::Unauthorized { status: 401 });
         assert_eq!(classify(403, None, ""), Attempt::Unauthorized { status: 403 });
         assert!(matches!(classify(400, None, "bad model"), Attempt::Rejected { status: 400, .. }));
+    }
+
+    #[test]
+    fn the_schema_goes_on_the_wire_in_the_mode_asked() {
+        use crate::services::llm::{JsonSchema, LlmStage, SamplingParams, StructuredOutput};
+        let schema = JsonSchema::parse("rewrite", std::path::Path::new("s"), r#"{"type": "object", "properties": {}, "additionalProperties": false}"#).unwrap();
+        let plain = crate::services::llm::run::request(LlmStage::Rewrite, "i", "m", Vec::new(), &SamplingParams::default(), 0, "p");
+        let body = |r: &ChatRequest| serde_json::from_slice::<serde_json::Value>(&wire_body(r).unwrap()).unwrap();
+        let b = body(&plain);
+        assert!(b.get("response_format").is_none() && b.get("guided_json").is_none(), "{b}");
+        let b = body(&plain.clone().with_schema(Some(&schema), StructuredOutput::JsonSchema));
+        assert_eq!(b["response_format"]["type"], "json_schema");
+        assert_eq!(b["response_format"]["json_schema"]["name"], "rewrite");
+        assert_eq!(b["response_format"]["json_schema"]["schema"], schema.value);
+        let b = body(&plain.clone().with_schema(Some(&schema), StructuredOutput::JsonObjectSchema));
+        assert_eq!(b["response_format"], serde_json::json!({"type": "json_object", "schema": schema.value}));
+        let b = body(&plain.clone().with_schema(Some(&schema), StructuredOutput::GuidedJson));
+        assert_eq!((b["guided_json"].clone(), b.get("response_format")), (schema.value.clone(), None));
+        let b = body(&plain.clone().with_schema(Some(&schema), StructuredOutput::None));
+        assert!(b.get("response_format").is_none() && b.get("guided_json").is_none(), "{b}");
     }
 
     #[test]

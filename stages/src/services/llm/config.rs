@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::SamplingParams;
+use super::schema::StructuredOutput;
 
 /// The LLM stages (and the test-rewriting sub-step of `rewrite`, which has its own prompt).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -33,6 +34,11 @@ impl LlmStage {
     /// Every LLM stage.
     pub const ALL: [LlmStage; 7] =
         [LlmStage::Rewrite, LlmStage::RewriteTests, LlmStage::Distract, LlmStage::Abbreviate, LlmStage::Generate, LlmStage::Queries, LlmStage::Rerank];
+
+    /// Is the stage's answer a JSON object (with a schema beside its prompt)?
+    pub fn answers_json(self) -> bool {
+        matches!(self, LlmStage::Rewrite | LlmStage::RewriteTests | LlmStage::Distract | LlmStage::Queries)
+    }
 
     /// The snake_case name (also the prompt's file stem).
     pub fn as_str(self) -> &'static str {
@@ -79,13 +85,16 @@ pub struct RetryConfig {
     pub max_delay_ms: u64,
     /// Longest `Retry-After` honoured (s); a longer one is capped to this.
     pub max_retry_after_secs: u64,
-    /// Attempts for a response that stopped for `length` or `content_filter`.
-    pub incomplete_attempts: u32,
+    /// Other samples (the next seeds) asked for an answer that stopped for `length` or
+    /// `content_filter`, only in a stage that asks for several samples at a temperature above
+    /// 0. An identical request is never sent again: at temperature 0 with a seed it gives the
+    /// same cut answer.
+    pub resample_attempts: u32,
 }
 
 impl Default for RetryConfig {
     fn default() -> Self {
-        RetryConfig { max_attempts: 6, min_delay_ms: 500, max_delay_ms: 60_000, max_retry_after_secs: 300, incomplete_attempts: 2 }
+        RetryConfig { max_attempts: 6, min_delay_ms: 500, max_delay_ms: 60_000, max_retry_after_secs: 300, resample_attempts: 1 }
     }
 }
 
@@ -112,6 +121,9 @@ pub struct StageModels {
     pub top_p: Option<f64>,
     /// max_tokens override.
     pub max_tokens: Option<u32>,
+    /// The largest `max_tokens` of the one longer try an answer cut at `max_tokens` gets
+    /// (overrides `llm.max_tokens_ceiling`).
+    pub max_tokens_ceiling: Option<u32>,
     /// Seed override.
     pub seed: Option<u64>,
 }
@@ -130,6 +142,15 @@ pub struct LlmConfig {
     pub model: String,
     /// Default sampling parameters.
     pub sampling: SamplingParams,
+    /// How the endpoint is asked for JSON that follows a stage's schema (`json_schema`,
+    /// `json_object_schema`, `guided_json`, `none`).
+    pub structured_output: StructuredOutput,
+    /// An answer cut at `max_tokens` is asked once more with this larger `max_tokens`
+    /// (none: it is rejected as `truncated`). Per stage: `stages.<stage>.max_tokens_ceiling`.
+    pub max_tokens_ceiling: Option<u32>,
+    /// An LLM stage that keeps less than this share of its items stops the build (and one
+    /// that keeps none always does), naming its rejections.
+    pub min_kept_share: f64,
     /// Per-stage models and overrides.
     pub stages: BTreeMap<LlmStage, StageModels>,
     /// Requests in flight at once, over all stages.
@@ -154,6 +175,9 @@ impl Default for LlmConfig {
             mode: StoreMode::Live,
             model: "gpt-4o-mini".into(),
             sampling: SamplingParams::default(),
+            structured_output: StructuredOutput::default(),
+            max_tokens_ceiling: None,
+            min_kept_share: 0.5,
             stages: BTreeMap::new(),
             concurrency: 8,
             requests_per_minute: 0,
@@ -186,6 +210,11 @@ impl LlmConfig {
         p
     }
 
+    /// The `max_tokens` of the one longer try a cut answer of `stage` gets, if any.
+    pub fn max_tokens_ceiling(&self, stage: LlmStage) -> Option<u32> {
+        self.stages.get(&stage).and_then(|s| s.max_tokens_ceiling).or(self.max_tokens_ceiling)
+    }
+
     /// Check what serde cannot; each message names the field (`llm.<field>`).
     pub fn validate(&self) -> Result<(), String> {
         if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
@@ -197,8 +226,11 @@ impl LlmConfig {
         if self.concurrency == 0 {
             return Err("`llm.concurrency`: must be at least 1".into());
         }
-        if self.retry.max_attempts == 0 || self.retry.incomplete_attempts == 0 {
-            return Err("`llm.retry`: attempts must be at least 1".into());
+        if self.retry.max_attempts == 0 {
+            return Err("`llm.retry.max_attempts`: must be at least 1".into());
+        }
+        if !(0.0..=1.0).contains(&self.min_kept_share) {
+            return Err(format!("`llm.min_kept_share`: `{}` is outside 0–1", self.min_kept_share));
         }
         if self.timeout_secs.is_nan() || self.timeout_secs <= 0.0 {
             return Err(format!("`llm.timeout_secs`: must be positive, not `{}`", self.timeout_secs));
@@ -209,6 +241,13 @@ impl LlmConfig {
             }
             if s.models.iter().any(|m| m.trim().is_empty()) {
                 return Err(format!("`llm.stages.{stage}.models`: empty model name"));
+            }
+        }
+        for stage in LlmStage::ALL {
+            let (max, ceiling) = (self.sampling(stage).max_tokens, self.max_tokens_ceiling(stage));
+            if let Some(c) = ceiling.filter(|c| *c <= max) {
+                let field = if self.stages.get(&stage).and_then(|s| s.max_tokens_ceiling).is_some() { format!("stages.{stage}.max_tokens_ceiling") } else { "max_tokens_ceiling".into() };
+                return Err(format!("`llm.{field}`: `{c}` must be above the `max_tokens` of stage `{stage}` (`{max}`)"));
             }
         }
         Ok(())
@@ -241,5 +280,29 @@ mod tests {
         assert!(toml::from_str::<LlmConfig>("modle = \"x\"").is_err());
         assert!(toml::from_str::<LlmConfig>("[stages.rewrit]\nmodels=[]").is_err());
         assert!(toml::from_str::<LlmConfig>("mode = \"replay\"").unwrap().mode == StoreMode::Replay);
+        assert_eq!(cfg.structured_output, StructuredOutput::JsonSchema, "the default");
+    }
+
+    #[test]
+    fn ceilings_per_stage_and_their_checks() {
+        let cfg: LlmConfig = toml::from_str(
+            r#"
+            structured_output = "json_object_schema"
+            max_tokens_ceiling = 8192
+            [sampling]
+            max_tokens = 1024
+            [stages.generate]
+            max_tokens = 2048
+            max_tokens_ceiling = 4096
+            "#,
+        )
+        .unwrap();
+        cfg.validate().unwrap();
+        assert_eq!(cfg.structured_output, StructuredOutput::JsonObjectSchema);
+        assert_eq!((cfg.max_tokens_ceiling(LlmStage::Generate), cfg.max_tokens_ceiling(LlmStage::Rewrite)), (Some(4096), Some(8192)));
+        let low: LlmConfig = toml::from_str("[stages.queries]\nmax_tokens_ceiling = 100").unwrap();
+        assert_eq!(low.validate().unwrap_err(), "`llm.stages.queries.max_tokens_ceiling`: `100` must be above the `max_tokens` of stage `queries` (`4096`)");
+        assert!(toml::from_str::<LlmConfig>("structured_output = \"json\"").is_err());
+        assert!(toml::from_str::<LlmConfig>("[retry]\nincomplete_attempts = 2").is_err(), "identical retries are gone");
     }
 }

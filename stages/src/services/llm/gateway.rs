@@ -2,11 +2,13 @@
 //!
 //! For each request: look it up in the store (unless refreshing); on a miss send it (replay
 //! mode: fail naming the request), retrying 429s, 5xx, timeouts and broken bodies with
-//! exponential backoff and jitter (`backon`), waiting at least what `Retry-After` asks;
-//! answers that stopped for `length` or `content_filter` are asked again and, if they keep
-//! stopping so, reported as failures and never stored; complete answers are stored
-//! atomically before they are handed back. A 401/403 stops the whole gateway: every later
-//! request fails at once without being sent.
+//! exponential backoff and jitter (`backon`), waiting at least what `Retry-After` asks. Every
+//! answer is stored atomically before it is used, complete or not. An answer that stopped
+//! for `length` or `content_filter` is never asked again as is: a cut one gets one try with
+//! the policy's larger `max_tokens` (a request with its own key), a stage that samples
+//! several answers at a temperature above 0 may take another sample instead, and otherwise
+//! the item fails as `truncated` (or `content_filter`). A 401/403 stops the whole gateway:
+//! every later request fails at once without being sent.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +20,7 @@ use super::client::{Attempt, HttpClient};
 use super::config::{LlmConfig, RetryConfig, StoreMode};
 use super::retry::{GaveUp, Limits, Step, send_with_retries};
 use super::store::{ResponseStore, StoreEntry, StoredResponse};
-use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, TokenUsage, secs};
+use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, TokenUsage, UsageRow, secs};
 
 /// The real gateway.
 #[derive(Debug)]
@@ -72,6 +74,61 @@ impl Gateway {
     }
 
     async fn complete_inner(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        let mut current = request.clone();
+        let mut max_tokens = Vec::new();
+        let mut resampled = 0;
+        loop {
+            let answer = self.answer(&current).await?;
+            if answer.finish_reason.is_complete() {
+                return Ok(answer);
+            }
+            max_tokens.push(current.params.max_tokens);
+            match self.next_try(request, &current, &answer.finish_reason, &mut resampled) {
+                Some(next) => {
+                    tracing::info!(stage = %request.stage, item = %request.item, model = %request.model, finish_reason = answer.finish_reason.as_str(),
+                        max_tokens = next.params.max_tokens, sample = next.sample, "unusable answer; one more try");
+                    current = next;
+                }
+                None => {
+                    self.accounting.record(request.stage, &request.model, Event::Failed);
+                    return Err(LlmError::Incomplete {
+                        stage: request.stage,
+                        item: request.item.clone(),
+                        model: request.model.clone(),
+                        finish_reason: answer.finish_reason,
+                        max_tokens,
+                    });
+                }
+            }
+        }
+    }
+
+    /// The try after an answer that stopped for `finish` (never the identical request): one
+    /// longer `max_tokens` for a cut answer when the policy has a ceiling above the limit
+    /// tried; else, in a stage that samples at a temperature above 0, the next sample.
+    fn next_try(&self, original: &ChatRequest, current: &ChatRequest, finish: &FinishReason, resampled: &mut u32) -> Option<ChatRequest> {
+        let policy = original.on_incomplete;
+        if *finish == FinishReason::Length
+            && let Some(ceiling) = policy.max_tokens_ceiling.filter(|c| *c > current.params.max_tokens)
+        {
+            let mut next = current.clone();
+            next.params.max_tokens = ceiling;
+            return Some(next);
+        }
+        if policy.samples > 1 && original.params.temperature > 0.0 && *resampled < self.retry.resample_attempts {
+            *resampled += 1;
+            let step = policy.samples.saturating_mul(*resampled);
+            let mut next = current.clone();
+            next.sample = original.sample.saturating_add(step);
+            next.params.seed = original.params.seed.map(|s| s.wrapping_add(u64::from(step)));
+            return Some(next);
+        }
+        None
+    }
+
+    /// One request's answer, complete or not: from the store, else from the endpoint (and
+    /// then stored, whatever its finish reason, so that no rerun asks it again).
+    async fn answer(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         if self.stopped.load(Ordering::SeqCst) {
             return Err(LlmError::Stopped { stage: request.stage, item: request.item.clone() });
         }
@@ -83,49 +140,39 @@ impl Gateway {
             let lookup = key.clone();
             let stored = tokio::task::spawn_blocking(move || store.get(&lookup)).await.map_err(|e| join_error(&self.store, &key, e))??;
             match stored {
-                Some(entry) if entry.response.finish_reason.is_complete() => {
-                    self.accounting.record(request.stage, &request.model, Event::FromStore(entry.response.usage));
-                    return Ok(Completion { key, text: entry.response.text, finish_reason: entry.response.finish_reason, usage: entry.response.usage, origin: Origin::Store });
-                }
-                Some(entry) if self.mode == StoreMode::Replay => {
-                    return Err(self.incomplete(request, entry.response.finish_reason, 0));
+                Some(entry) => {
+                    let r = entry.response;
+                    self.accounting.record(request.stage, &request.model, Event::FromStore(r.usage));
+                    if !r.finish_reason.is_complete() {
+                        self.accounting.record(request.stage, &request.model, Event::Incomplete);
+                    }
+                    return Ok(Completion { key, text: r.text, finish_reason: r.finish_reason, usage: r.usage, origin: Origin::Store });
                 }
                 None if self.mode == StoreMode::Replay => {
                     return Err(LlmError::ReplayMiss { stage: request.stage, item: request.item.clone(), model: request.model.clone(), key });
                 }
-                _ => {}
+                None => {}
             }
         }
-        let mut last_finish = FinishReason::Stop;
-        for _ in 0..self.retry.incomplete_attempts {
-            let (text, finish_reason, usage) = match self.send(request).await {
-                Ok(answer) => answer,
-                Err(e) => {
-                    self.accounting.record(request.stage, &request.model, Event::Failed);
-                    return Err(e);
-                }
-            };
-            if finish_reason.is_complete() {
-                let entry = StoreEntry::of(request, StoredResponse { text, finish_reason, usage });
-                let store = self.store.clone();
-                let entry = tokio::task::spawn_blocking(move || store.put(&entry).map(|()| entry)).await.map_err(|e| join_error(&self.store, &key, e))??;
-                self.accounting.record(request.stage, &request.model, Event::FromEndpoint);
-                let StoreEntry { response, .. } = entry;
-                return Ok(Completion { key, text: response.text, finish_reason: response.finish_reason, usage: response.usage, origin: Origin::Endpoint });
+        let (text, finish_reason, usage) = match self.send(request).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                self.accounting.record(request.stage, &request.model, Event::Failed);
+                return Err(e);
             }
-            tracing::warn!(stage = %request.stage, item = %request.item, model = %request.model, ?finish_reason, "incomplete answer; asking again");
-            last_finish = finish_reason;
-        }
-        self.accounting.record(request.stage, &request.model, Event::Failed);
-        Err(self.incomplete(request, last_finish, self.retry.incomplete_attempts))
-    }
-
-    fn incomplete(&self, request: &ChatRequest, finish_reason: FinishReason, attempts: u32) -> LlmError {
-        LlmError::Incomplete { stage: request.stage, item: request.item.clone(), model: request.model.clone(), finish_reason, attempts }
+        };
+        let entry = StoreEntry::of(request, StoredResponse { text, finish_reason, usage });
+        let store = self.store.clone();
+        let entry = tokio::task::spawn_blocking(move || store.put(&entry).map(|()| entry)).await.map_err(|e| join_error(&self.store, &key, e))??;
+        let event = if entry.response.finish_reason.is_complete() { Event::FromEndpoint } else { Event::Incomplete };
+        self.accounting.record(request.stage, &request.model, event);
+        let StoreEntry { response, .. } = entry;
+        Ok(Completion { key, text: response.text, finish_reason: response.finish_reason, usage: response.usage, origin: Origin::Endpoint })
     }
 
     /// Send under the limits and the retry policy until an answer (complete or not) comes.
     async fn send(&self, request: &ChatRequest) -> Result<(String, FinishReason, TokenUsage), LlmError> {
+        self.accounting.record(request.stage, &request.model, Event::Sent);
         let outcome = send_with_retries(&self.retry, &self.limits, request.estimated_tokens(), |attempt| async move {
             if self.stopped.load(Ordering::SeqCst) {
                 return Step::Fail(LlmError::Stopped { stage: request.stage, item: request.item.clone() });
@@ -166,5 +213,9 @@ fn join_error(store: &ResponseStore, key: &str, e: tokio::task::JoinError) -> Ll
 impl LlmGateway for Gateway {
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(self.complete_inner(request))
+    }
+
+    fn usage(&self) -> Vec<UsageRow> {
+        self.accounting.rows()
     }
 }

@@ -4,8 +4,12 @@
 //!
 //! 1. Take the request's keyed fields as a JSON object:
 //!    `{"model", "messages": [{"role", "content"}…], "params": {"temperature", "top_p",
-//!    "max_tokens", "seed"}, "sample", "prompt_sha256"}` ([`KeyedRequest`]). `stage` and
-//!    `item` are not keyed.
+//!    "max_tokens", "seed"}, "sample", "prompt_sha256"}` ([`KeyedRequest`]), plus, for an
+//!    answer that must follow a JSON schema, `"response_format": {"mode", "schema_sha256"}`
+//!    (the structured-output mode as the manifest names it, and the sha256 of the schema
+//!    file). A request without a schema has no `response_format` key at all, so the keys of
+//!    prose and code answers are those of the first recipe. `stage`, `item` and
+//!    `on_incomplete` are not keyed.
 //! 2. Serialise canonically ([`canonical_json`]): object keys sorted by their UTF-8 bytes at
 //!    every level, no whitespace, strings escaped as serde_json does, numbers as serde_json
 //!    writes them (integers plain, floats shortest round-trip, so `0.0`, `0.7`, `1.0`),
@@ -18,7 +22,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ChatMessage, ChatRequest, SamplingParams};
+use super::{ChatMessage, ChatRequest, SamplingParams, StructuredOutput};
 use crate::hashing::sha256_hex;
 
 /// The part of a request its key covers; also stored as the entry's `request`.
@@ -35,6 +39,19 @@ pub struct KeyedRequest {
     pub sample: u32,
     /// sha256 of the prompt file.
     pub prompt_sha256: String,
+    /// The structured-output mode and schema, for a JSON answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<KeyedFormat>,
+}
+
+/// The keyed part of a request's [`super::ResponseFormat`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyedFormat {
+    /// How the endpoint was asked.
+    pub mode: StructuredOutput,
+    /// sha256 of the schema file.
+    pub schema_sha256: String,
 }
 
 impl KeyedRequest {
@@ -46,6 +63,7 @@ impl KeyedRequest {
             params: request.params.clone(),
             sample: request.sample,
             prompt_sha256: request.prompt_sha256.clone(),
+            response_format: request.response_format.as_ref().map(|f| KeyedFormat { mode: f.mode, schema_sha256: f.schema.sha256.clone() }),
         }
     }
 
@@ -112,6 +130,8 @@ mod tests {
             params: SamplingParams { temperature: 0.7, top_p: 1.0, max_tokens: 100, seed: Some(3) },
             sample: 0,
             prompt_sha256: "ab".into(),
+            response_format: None,
+            on_incomplete: Default::default(),
         }
     }
 
@@ -145,5 +165,24 @@ mod tests {
             change(&mut c);
             assert_ne!(r.key(), c.key());
         }
+        // What the gateway may do with a cut answer is not keyed.
+        let mut c = r.clone();
+        c.on_incomplete.max_tokens_ceiling = Some(9000);
+        assert_eq!(r.key(), c.key());
+    }
+
+    #[test]
+    fn the_schema_and_its_mode_are_keyed() {
+        use crate::services::llm::JsonSchema;
+        let r = request();
+        let schema = JsonSchema::parse("t", std::path::Path::new("t.schema.json"), r#"{"type": "object"}"#).unwrap();
+        let with = r.clone().with_schema(Some(&schema), StructuredOutput::JsonSchema);
+        let text = canonical_json(&serde_json::to_value(KeyedRequest::of(&with)).unwrap());
+        assert!(text.ends_with(&format!(r#""prompt_sha256":"ab","response_format":{{"mode":"json_schema","schema_sha256":"{}"}},"sample":0}}"#, schema.sha256)), "{text}");
+        let other_mode = r.clone().with_schema(Some(&schema), StructuredOutput::GuidedJson);
+        let other_schema = r.clone().with_schema(Some(&JsonSchema::parse("t", std::path::Path::new("t"), r#"{"type": "array"}"#).unwrap()), StructuredOutput::JsonSchema);
+        let keys = [r.key(), with.key(), other_mode.key(), other_schema.key()];
+        assert_eq!(keys.iter().collect::<std::collections::BTreeSet<_>>().len(), 4, "{keys:?}");
+        assert_eq!(r.clone().with_schema(None, StructuredOutput::GuidedJson).key(), r.key(), "no schema, no format key");
     }
 }

@@ -14,6 +14,14 @@
 //!   shared with the embeddings/rerank client.
 //! - [`accounting`]: tokens and cost per stage and model.
 //! - [`authored`]: answers written offline, recorded as store entries by running the stages.
+//! - [`schema`]: the JSON schemas of JSON answers, the forms endpoints take them in
+//!   (`llm.structured_output`), and the check of an answer against its schema.
+//!
+//! An answer cut at `max_tokens` (`finish_reason: length`) is never asked again as is (at
+//! temperature 0 with a seed it comes back cut the same way): it gets one longer try when the
+//! manifest sets a `max_tokens_ceiling`, another sample only in a stage that asks for several
+//! samples at a temperature above 0, and is otherwise a `truncated` failure. Every answer,
+//! cut or not, is stored, so a rerun asks nothing the first run was answered.
 //!
 //! Why not `async-openai`'s client: its built-in retry fires only for OpenAI-shaped error
 //! bodies and follows its own schedule, and vLLM-style or plain-text error bodies come back as
@@ -36,6 +44,7 @@ pub mod key;
 pub mod limiter;
 pub mod retry;
 pub mod run;
+pub mod schema;
 pub mod store;
 pub mod text;
 
@@ -49,6 +58,7 @@ pub use accounting::{Accounting, UsageRow};
 pub use authored::AuthoredGateway;
 pub use config::{LlmConfig, LlmStage, ModelPrice, RetryConfig, StageModels, StoreMode};
 pub use gateway::Gateway;
+pub use schema::{JsonSchema, StructuredOutput};
 pub use store::{ResponseStore, StoreEntry, StoreError, StoreStats};
 
 /// Who speaks a chat message.
@@ -97,7 +107,9 @@ impl Default for SamplingParams {
 /// One request a stage makes.
 ///
 /// `stage` and `item` say who asks (for error messages, accounting and the store's
-/// statistics); they are not part of the request key, everything else is.
+/// statistics) and `on_incomplete` what the gateway may do with a cut answer; they are not
+/// part of the request key, everything else is (of `response_format`, the mode and the
+/// schema's sha256).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
     /// The stage asking (`rewrite`, `generate` …).
@@ -114,9 +126,53 @@ pub struct ChatRequest {
     pub sample: u32,
     /// sha256 of the prompt file the messages were rendered from.
     pub prompt_sha256: String,
+    /// The schema a JSON answer must follow and how the endpoint is asked for it; `None` for
+    /// answers in prose or code.
+    pub response_format: Option<ResponseFormat>,
+    /// What the gateway may do when an answer is cut or filtered.
+    pub on_incomplete: IncompletePolicy,
+}
+
+/// The schema of a JSON answer and the form the endpoint is asked for it in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseFormat {
+    /// How the endpoint is asked (`none`: not at all; the answer is validated all the same).
+    pub mode: StructuredOutput,
+    /// The schema.
+    pub schema: JsonSchema,
+}
+
+/// What the gateway may do when an answer stops for `length` or `content_filter` (never:
+/// send the identical request again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IncompletePolicy {
+    /// An answer cut at `max_tokens` gets one more try with this larger `max_tokens`.
+    pub max_tokens_ceiling: Option<u32>,
+    /// How many samples the stage asks of this prompt. Above 1, at a temperature above 0, an
+    /// answer cut or filtered for good may be replaced by another sample: sample index
+    /// `sample + samples × r` with its seed likewise (`llm.retry.resample_attempts` of them).
+    pub samples: u32,
+}
+
+impl Default for IncompletePolicy {
+    fn default() -> Self {
+        IncompletePolicy { max_tokens_ceiling: None, samples: 1 }
+    }
 }
 
 impl ChatRequest {
+    /// Ask for `schema` (when there is one) in `mode`.
+    pub fn with_schema(mut self, schema: Option<&JsonSchema>, mode: StructuredOutput) -> Self {
+        self.response_format = schema.map(|s| ResponseFormat { mode, schema: s.clone() });
+        self
+    }
+
+    /// Allow what `policy` allows for a cut or filtered answer.
+    pub fn with_policy(mut self, policy: IncompletePolicy) -> Self {
+        self.on_incomplete = policy;
+        self
+    }
+
     /// The request's key in the response store (see [`key::request_key`]).
     pub fn key(&self) -> String {
         key::request_key(self)
@@ -159,6 +215,16 @@ impl FinishReason {
     /// Is the text complete and usable?
     pub fn is_complete(&self) -> bool {
         matches!(self, FinishReason::Stop)
+    }
+
+    /// The name an endpoint uses (`stop`, `length`, `content_filter` …).
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(s) => s,
+        }
     }
 }
 
@@ -260,8 +326,8 @@ pub enum LlmError {
         /// The start of the body.
         body: String,
     },
-    /// The model kept stopping for `length` or `content_filter`.
-    #[error("stage `{stage}`, item `{item}`, model `{model}`: finish_reason `{finish_reason:?}` in every one of {attempts} attempts")]
+    /// Every try stopped for `length`, `content_filter` or another unusable reason.
+    #[error("stage `{stage}`, item `{item}`, model `{model}`: {}", incomplete_reason(.stage, .finish_reason, .max_tokens))]
     Incomplete {
         /// Stage.
         stage: LlmStage,
@@ -269,10 +335,10 @@ pub enum LlmError {
         item: String,
         /// Model.
         model: String,
-        /// The last finish reason.
+        /// The last try's finish reason.
         finish_reason: FinishReason,
-        /// Attempts made.
-        attempts: u32,
+        /// The `max_tokens` of every try, in order.
+        max_tokens: Vec<u32>,
     },
     /// [`AuthoredGateway`]: no authored answer for this request.
     #[error("stage `{stage}`, item `{item}`, model `{model}`: no authored answer")]
@@ -301,36 +367,82 @@ impl LlmError {
         !matches!(self, LlmError::RetriesExhausted { .. } | LlmError::Rejected { .. } | LlmError::Incomplete { .. } | LlmError::NotAuthored { .. })
     }
 
+    /// Why the item failed, without the stage, item and model that a rejection lists apart.
+    pub fn reason(&self) -> String {
+        match self {
+            LlmError::RetriesExhausted { attempts, last, .. } => format!("gave up after {attempts} attempts; last error: {last}"),
+            LlmError::Rejected { status, body, .. } => format!("the endpoint rejected the request (HTTP {status}): {body}"),
+            LlmError::Incomplete { stage, finish_reason, max_tokens, .. } => incomplete_reason(stage, finish_reason, max_tokens),
+            LlmError::NotAuthored { .. } => "no authored answer".into(),
+            other => other.to_string(),
+        }
+    }
+
     /// The per-item failure this error amounts to (for a stage's report).
     pub fn to_failure(&self) -> LlmFailure {
         let kind = match self {
             LlmError::RetriesExhausted { .. } => LlmFailureKind::RetriesExhausted,
             LlmError::Rejected { .. } => LlmFailureKind::Rejected,
             LlmError::Incomplete { finish_reason: FinishReason::ContentFilter, .. } => LlmFailureKind::ContentFilter,
-            LlmError::Incomplete { .. } => LlmFailureKind::Truncated,
+            LlmError::Incomplete { finish_reason: FinishReason::Length, .. } => LlmFailureKind::Truncated,
+            LlmError::Incomplete { .. } => LlmFailureKind::Unfinished,
             LlmError::NotAuthored { .. } => LlmFailureKind::NotAuthored,
             _ => LlmFailureKind::Fatal,
         };
-        LlmFailure { kind, detail: self.to_string() }
+        LlmFailure { kind, detail: self.reason() }
+    }
+}
+
+/// What an incomplete answer's rejection says: each `max_tokens` tried and what would help.
+fn incomplete_reason(stage: &LlmStage, finish: &FinishReason, max_tokens: &[u32]) -> String {
+    let tries = match max_tokens {
+        [one] => format!("`max_tokens` = {one}"),
+        [first, rest @ ..] if rest.iter().all(|m| m == first) => format!("`max_tokens` = {first}, in each of {} tries", max_tokens.len()),
+        _ => format!("`max_tokens` = {}", max_tokens.iter().map(u32::to_string).collect::<Vec<_>>().join(", then ")),
+    };
+    match finish {
+        FinishReason::Length if max_tokens.len() == 1 => format!(
+            "the answer was cut at {tries}; set `llm.stages.{stage}.max_tokens_ceiling` (or `llm.max_tokens_ceiling`) to allow one longer try, or raise `max_tokens`"
+        ),
+        FinishReason::Length => format!("the answer was cut at {tries}"),
+        FinishReason::ContentFilter => format!("the endpoint's content filter stopped the answer ({tries})"),
+        other => format!("the answer stopped with finish_reason `{}` ({tries})", other.as_str()),
     }
 }
 
 /// The kind of a per-item LLM failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LlmFailureKind {
     /// Retries exhausted (429, 5xx, timeouts, broken bodies).
     RetriesExhausted,
     /// The endpoint rejected the request.
     Rejected,
-    /// `finish_reason: length` every time.
+    /// Cut at `max_tokens` (`finish_reason: length`), the longer try included.
     Truncated,
-    /// `finish_reason: content_filter` every time.
+    /// `finish_reason: content_filter`.
     ContentFilter,
+    /// Another finish reason than `stop` (`tool_calls` …).
+    Unfinished,
     /// No authored answer ([`AuthoredGateway`]).
     NotAuthored,
     /// A fatal error (only seen when a stage reports instead of stopping).
     Fatal,
+}
+
+impl LlmFailureKind {
+    /// The snake_case name (as in `rejections.jsonl`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LlmFailureKind::RetriesExhausted => "retries_exhausted",
+            LlmFailureKind::Rejected => "rejected",
+            LlmFailureKind::Truncated => "truncated",
+            LlmFailureKind::ContentFilter => "content_filter",
+            LlmFailureKind::Unfinished => "unfinished",
+            LlmFailureKind::NotAuthored => "not_authored",
+            LlmFailureKind::Fatal => "fatal",
+        }
+    }
 }
 
 /// A per-item LLM failure, as stages report it.
@@ -338,7 +450,7 @@ pub enum LlmFailureKind {
 pub struct LlmFailure {
     /// What kind.
     pub kind: LlmFailureKind,
-    /// The full message.
+    /// Why, in words (the stage, item and model are listed beside it).
     pub detail: String,
 }
 
@@ -349,6 +461,12 @@ pub trait LlmGateway: Send + Sync {
     /// Complete one request: from the store, or from the endpoint under the retry policy.
     /// A returned completion always finished with [`FinishReason::Stop`].
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>>;
+
+    /// Requests, tokens and cost so far, per stage and model (empty for gateways that keep
+    /// no accounts).
+    fn usage(&self) -> Vec<UsageRow> {
+        Vec::new()
+    }
 }
 
 /// A gateway that calls `progress` after every request it completes or fails (progress bars
@@ -367,6 +485,10 @@ impl LlmGateway for Counted<'_> {
             (self.progress)();
             result
         })
+    }
+
+    fn usage(&self) -> Vec<UsageRow> {
+        self.inner.usage()
     }
 }
 

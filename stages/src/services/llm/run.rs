@@ -14,8 +14,8 @@ use serde::Serialize;
 use thiserror::Error;
 
 use super::config::{LlmConfig, LlmStage};
-use super::{ChatMessage, ChatRequest, Completion, LlmError, LlmFailure, LlmGateway, SamplingParams};
-use crate::prompt::PromptError;
+use super::{ChatMessage, ChatRequest, Completion, IncompletePolicy, JsonSchema, LlmError, LlmFailure, LlmGateway, SamplingParams, StructuredOutput};
+use crate::prompt::{Prompt, PromptError};
 
 /// Run `f` over `items` with at most `concurrency` in flight; results in item order.
 pub async fn ordered<T, R, F, Fut>(items: Vec<T>, concurrency: usize, f: F) -> Vec<R>
@@ -55,17 +55,32 @@ pub struct ModelPlan {
     pub models: Vec<String>,
     /// Sampling parameters.
     pub sampling: SamplingParams,
+    /// How the endpoint is asked to follow a JSON answer's schema.
+    pub structured_output: StructuredOutput,
+    /// What may happen to a cut answer (`samples` is set by stages that sample).
+    pub on_incomplete: IncompletePolicy,
 }
 
 impl ModelPlan {
     /// The plan of `stage` under `config`.
     pub fn for_stage(config: &LlmConfig, stage: LlmStage) -> Self {
-        ModelPlan { models: config.models(stage), sampling: config.sampling(stage) }
+        ModelPlan {
+            models: config.models(stage),
+            sampling: config.sampling(stage),
+            structured_output: config.structured_output,
+            on_incomplete: IncompletePolicy { max_tokens_ceiling: config.max_tokens_ceiling(stage), samples: 1 },
+        }
     }
 
-    /// One model with the given sampling (tests, benchmarks).
+    /// One model with the given sampling, the default structured output and no longer try
+    /// for cut answers (tests, benchmarks, the model audit).
     pub fn single(model: &str, sampling: SamplingParams) -> Self {
-        ModelPlan { models: vec![model.to_owned()], sampling }
+        ModelPlan { models: vec![model.to_owned()], sampling, structured_output: StructuredOutput::default(), on_incomplete: IncompletePolicy::default() }
+    }
+
+    /// The request for `model` with this plan's sampling, schema form and cut-answer policy.
+    pub fn request(&self, stage: LlmStage, item: &str, model: &str, messages: Vec<ChatMessage>, sample: u32, prompt: &Prompt) -> ChatRequest {
+        request(stage, item, model, messages, &self.sampling, sample, &prompt.sha256).with_schema(prompt.schema.as_ref(), self.structured_output).with_policy(self.on_incomplete)
     }
 }
 
@@ -114,6 +129,11 @@ pub enum RejectReason {
         /// The parser's complaint.
         detail: String,
     },
+    /// The answer's JSON does not follow the stage's schema.
+    Schema {
+        /// Where and why (`/tests/0/input`: expected string, found integer).
+        detail: String,
+    },
     /// A JSON field is missing or not of the expected type.
     MissingField {
         /// The field.
@@ -151,8 +171,9 @@ pub enum RejectReason {
         words: usize,
         /// Least allowed.
         min: usize,
-        /// Most allowed.
-        max: usize,
+        /// Most allowed, if there is a most.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        max: Option<usize>,
     },
     /// No code in a generation answer.
     NoCode,
@@ -165,17 +186,49 @@ impl std::fmt::Display for RejectReason {
         match self {
             RejectReason::Llm { failure } => write!(f, "{}", failure.detail),
             RejectReason::NotJson { detail } => write!(f, "answer is not JSON: {detail}"),
+            RejectReason::Schema { detail } => write!(f, "answer does not follow the schema: {detail}"),
             RejectReason::MissingField { field } => write!(f, "answer lacks `{field}`"),
             RejectReason::EmptyField { field } => write!(f, "`{field}` is empty"),
             RejectReason::Unchanged { field } => write!(f, "`{field}` is unchanged from the original"),
             RejectReason::TestCount { expected, got } => write!(f, "{got} tests came back for {expected} sent"),
             RejectReason::TestShape { test, detail } => write!(f, "test {test}: {detail}"),
             RejectReason::NoMethod => write!(f, "the rewritten starter code has no method"),
-            RejectReason::WordCount { words, min, max } => write!(f, "{words} words, expected {min}–{max}"),
+            RejectReason::WordCount { words, min, max: Some(max) } => write!(f, "{words} words, expected {min}–{max}"),
+            RejectReason::WordCount { words, min, max: None } => write!(f, "{words} words, expected at least {min}"),
             RejectReason::NoCode => write!(f, "no code in the answer"),
             RejectReason::NoQueries => write!(f, "no usable query in the answer"),
         }
     }
+}
+
+impl RejectReason {
+    /// The reason's kind, as rejection counts group them: the snake_case tag, or for a failed
+    /// request its failure kind (`truncated`, `retries_exhausted` …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RejectReason::Llm { failure } => failure.kind.as_str(),
+            RejectReason::NotJson { .. } => "not_json",
+            RejectReason::Schema { .. } => "schema",
+            RejectReason::MissingField { .. } => "missing_field",
+            RejectReason::EmptyField { .. } => "empty_field",
+            RejectReason::Unchanged { .. } => "unchanged",
+            RejectReason::TestCount { .. } => "test_count",
+            RejectReason::TestShape { .. } => "test_shape",
+            RejectReason::NoMethod => "no_method",
+            RejectReason::WordCount { .. } => "word_count",
+            RejectReason::NoCode => "no_code",
+            RejectReason::NoQueries => "no_queries",
+        }
+    }
+}
+
+/// Rejections counted by [`RejectReason::kind`], sorted by kind.
+pub fn count_by_reason(rejections: &[Rejection]) -> std::collections::BTreeMap<&'static str, u64> {
+    let mut counts = std::collections::BTreeMap::new();
+    for r in rejections {
+        *counts.entry(r.reason.kind()).or_insert(0) += 1;
+    }
+    counts
 }
 
 /// An item a stage could not use, with the model that failed and why.
@@ -229,9 +282,20 @@ impl LlmStageStats {
     }
 }
 
-/// Build a request.
+/// Build a request for an answer in prose or code (see [`ChatRequest::with_schema`] and
+/// [`ModelPlan::request`] for JSON answers).
 pub fn request(stage: LlmStage, item: &str, model: &str, messages: Vec<ChatMessage>, sampling: &SamplingParams, sample: u32, prompt_sha256: &str) -> ChatRequest {
-    ChatRequest { stage, item: item.to_owned(), model: model.to_owned(), messages, params: sampling.clone(), sample, prompt_sha256: prompt_sha256.to_owned() }
+    ChatRequest {
+        stage,
+        item: item.to_owned(),
+        model: model.to_owned(),
+        messages,
+        params: sampling.clone(),
+        sample,
+        prompt_sha256: prompt_sha256.to_owned(),
+        response_format: None,
+        on_incomplete: IncompletePolicy::default(),
+    }
 }
 
 /// Ask the gateway; a fatal error stops the stage, a per-item one becomes a rejection.
@@ -245,8 +309,9 @@ pub async fn ask(gateway: &dyn LlmGateway, request: &ChatRequest) -> Result<Resu
 
 /// Ask each model of the plan in turn until `parse` accepts an answer.
 ///
-/// Returns the parsed value with the model that wrote it and whether it was a fallback, or
-/// every model's rejection.
+/// When the prompt has a schema, the endpoint is asked to follow it and the answer is
+/// checked against it before `parse` sees it. Returns the parsed value with the model that
+/// wrote it, or every model's rejection.
 #[allow(clippy::too_many_arguments)]
 pub async fn ask_models<T>(
     gateway: &dyn LlmGateway,
@@ -254,17 +319,21 @@ pub async fn ask_models<T>(
     item: &str,
     plan: &ModelPlan,
     messages: &[ChatMessage],
-    prompt_sha256: &str,
+    prompt: &Prompt,
     stats: &mut LlmStageStats,
     parse: impl Fn(&str) -> Result<T, RejectReason>,
 ) -> Result<Result<(T, String), Vec<Rejection>>, LlmStageError> {
     let mut rejections = Vec::new();
     for (i, model) in plan.models.iter().enumerate() {
-        let req = request(stage, item, model, messages.to_vec(), &plan.sampling, 0, prompt_sha256);
+        let req = plan.request(stage, item, model, messages.to_vec(), 0, prompt);
         match ask(gateway, &req).await? {
             Ok(completion) => {
                 stats.count(&completion);
-                match parse(&completion.text) {
+                let checked = match &req.response_format {
+                    Some(format) => follows_schema(&completion.text, &format.schema),
+                    None => Ok(()),
+                };
+                match checked.and_then(|()| parse(&completion.text)) {
                     Ok(value) => {
                         stats.fallbacks += u64::from(i > 0);
                         return Ok(Ok((value, model.clone())));
@@ -292,6 +361,11 @@ pub fn json_text(value: &serde_json::Value, field: &str, allow_empty: bool, clea
 /// Parse a model's JSON answer, mapping failure to `NotJson`.
 pub fn json_answer(text: &str) -> Result<serde_json::Value, RejectReason> {
     super::text::extract_json(text).map_err(|detail| RejectReason::NotJson { detail })
+}
+
+/// Is the answer JSON that follows `schema`?
+pub fn follows_schema(text: &str, schema: &JsonSchema) -> Result<(), RejectReason> {
+    schema.validate(&json_answer(text)?).map_err(|detail| RejectReason::Schema { detail })
 }
 
 #[cfg(test)]

@@ -362,6 +362,8 @@ mod tests {
             params: SamplingParams::default(),
             sample: 0,
             prompt_sha256: "p".into(),
+            response_format: None,
+            on_incomplete: Default::default(),
         };
         StoreEntry::of(&req, StoredResponse { text: format!("answer {i}"), finish_reason: FinishReason::Stop, usage: TokenUsage { prompt_tokens: 3, completion_tokens: 2 } })
     }

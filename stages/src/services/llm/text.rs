@@ -9,7 +9,52 @@ use regex::Regex;
 
 /// The JSON value a model answered with: the whole text, else the first fenced block that
 /// parses, else the span from the first `{`/`[` to the last matching `}`/`]`.
+///
+/// Raw control characters inside strings (a literal newline where JSON wants `\n`) are
+/// read as their escapes, as Python's `json.loads(strict=False)` does: llama-cpp-python's
+/// schema grammar lets them through, so its schema-constrained answers would otherwise be
+/// refused for syntax alone.
 pub fn extract_json(text: &str) -> Result<serde_json::Value, String> {
+    match extract_strict(text) {
+        Ok(v) => Ok(v),
+        Err(e) => match escape_raw_controls(text) {
+            Some(escaped) => extract_strict(&escaped).map_err(|_| e),
+            None => Err(e),
+        },
+    }
+}
+
+/// `text` with every control character inside a JSON string literal escaped, or `None` when
+/// there is none.
+fn escape_raw_controls(text: &str) -> Option<String> {
+    let (mut out, mut in_string, mut escaped, mut changed) = (String::with_capacity(text.len()), false, false, false);
+    for c in text.chars() {
+        if in_string && !escaped && (c as u32) < 0x20 {
+            changed = true;
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                other => out.push_str(&format!("\\u{:04x}", other as u32)),
+            }
+            continue;
+        }
+        match c {
+            '"' if !escaped => in_string = !in_string,
+            '\\' if in_string && !escaped => {
+                escaped = true;
+                out.push(c);
+                continue;
+            }
+            _ => {}
+        }
+        escaped = false;
+        out.push(c);
+    }
+    changed.then_some(out)
+}
+
+fn extract_strict(text: &str) -> Result<serde_json::Value, String> {
     let trimmed = text.trim();
     if let Ok(v) = serde_json::from_str(trimmed) {
         return Ok(v);
@@ -95,6 +140,16 @@ mod tests {
         assert_eq!(extract_json("Sure!\n```json\n{\"a\": 2}\n```\nDone").unwrap()["a"], 2);
         assert_eq!(extract_json("Here: [\"x\", \"y\"] ok").unwrap()[1], "y");
         assert!(extract_json("no json here").is_err());
+    }
+
+    #[test]
+    fn raw_control_characters_in_strings_are_read_as_escapes() {
+        let v = extract_json("{ \"statement\": \"line one\nline\ttwo \\\"q\\\"\u{1}\" ,\"k\": \"a\\\\\"}").unwrap();
+        assert_eq!(v["statement"], "line one\nline\ttwo \"q\"\u{1}");
+        assert_eq!(v["k"], "a\\");
+        // Outside strings a newline is whitespace, as ever; broken JSON stays broken.
+        assert_eq!(extract_json("{\n\"a\": 1\n}").unwrap()["a"], 1);
+        assert!(extract_json("{\"a\": \"x\ny").is_err());
     }
 
     #[test]

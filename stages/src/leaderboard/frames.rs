@@ -1,0 +1,278 @@
+//! Every polars call of the leaderboard: queries over the results store's Parquet files.
+//! Each function builds one plan (scan, group-by, join, filter), collects it and hands back
+//! plain Rust values, so nothing outside this module sees a polars type (polars changes its
+//! API several times a year).
+//!
+//! - The store is append-only, so a (model, release, task) may have several records: the
+//!   latest (`recorded_at`, then `record_id`) supersedes the others ([`StoreFrames::cells`]).
+//! - A model's cutoff is the one of its latest record.
+//! - A window mean is the mean, over the releases whose month lies in the window (and, with
+//!   `after_cutoff`, whose contest window starts after the model's cutoff), of the model's
+//!   value for a task and group ([`StoreFrames::means`]).
+
+use std::path::PathBuf;
+
+use polars::prelude::*;
+
+pub use crate::check::frames::FrameError;
+use crate::check::frames::strings;
+
+type Result<T> = std::result::Result<T, FrameError>;
+
+/// The results store, read once: every row of every record, and the rows of the latest
+/// record of each (model, release, task).
+pub struct StoreFrames {
+    /// Every row (the columns the leaderboard uses); `None` for an empty store.
+    all: Option<DataFrame>,
+    /// The latest records' rows, with the model's cutoff (`model_cutoff`).
+    latest: Option<DataFrame>,
+}
+
+/// One value of the latest record of a (model, release, task).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellRow {
+    /// Model name.
+    pub model: String,
+    /// Release version.
+    pub release: String,
+    /// Task.
+    pub task: String,
+    /// Subtask or `all`.
+    pub subtask: String,
+    /// Language or `all`.
+    pub language: String,
+    /// Metric name.
+    pub metric: String,
+    /// The value.
+    pub value: f64,
+    /// Queries averaged.
+    pub num_queries: u64,
+}
+
+/// A release as the store's rows describe it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRelease {
+    /// Release version.
+    pub release: String,
+    /// First contest day (of its latest record).
+    pub window_start: Option<String>,
+    /// Last contest day.
+    pub window_end: Option<String>,
+}
+
+/// A model of the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRow {
+    /// Its name.
+    pub model: String,
+    /// The retriever of its latest record.
+    pub retriever: String,
+    /// The cutoff of its latest record.
+    pub cutoff: Option<String>,
+    /// Records of this model in the store.
+    pub records: u64,
+    /// Records of it that are the latest of some (release, task), i.e. shown.
+    pub current_records: u64,
+}
+
+/// The releases a window mean may use: every release with its month and window start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowRelease {
+    /// Release version.
+    pub release: String,
+    /// Its month (`YYYY-MM`).
+    pub month: String,
+    /// Its first contest day.
+    pub window_start: Option<String>,
+}
+
+/// Which releases a window mean uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowFilter {
+    /// First month (`YYYY-MM`), inclusive.
+    pub from: Option<String>,
+    /// Last month, inclusive.
+    pub to: Option<String>,
+    /// Only releases whose window starts after the model's cutoff (models without one keep
+    /// every release).
+    pub after_cutoff: bool,
+    /// The metric averaged.
+    pub metric: String,
+}
+
+/// A (model, release) pair.
+pub type ModelRelease = (String, String);
+
+/// A model's mean of one metric for a task and group over the releases of a window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeanRow {
+    /// Model name.
+    pub model: String,
+    /// Task.
+    pub task: String,
+    /// Subtask or `all`.
+    pub subtask: String,
+    /// Language or `all`.
+    pub language: String,
+    /// The mean.
+    pub mean: f64,
+    /// Releases averaged.
+    pub releases: u64,
+}
+
+fn optional_strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>> {
+    Ok(df.column(name)?.str()?.iter().map(|s| s.map(str::to_owned)).collect())
+}
+
+fn floats(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
+    Ok(df.column(name)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+}
+
+fn counts(df: &DataFrame, name: &str) -> Result<Vec<u64>> {
+    Ok(df.column(name)?.cast(&DataType::UInt64)?.u64()?.iter().map(|v| v.unwrap_or(0)).collect())
+}
+
+/// The order "latest record last".
+fn by_recording(e: Expr) -> Expr {
+    e.sort_by([col("recorded_at"), col("record_id")], SortMultipleOptions::default())
+}
+
+/// The columns the leaderboard reads.
+const COLUMNS: [&str; 14] =
+    ["record_id", "recorded_at", "model", "retriever", "cutoff", "release", "window_start", "window_end", "task", "subtask", "language", "metric", "value", "num_queries"];
+
+impl StoreFrames {
+    /// Read the store made of these record files (one scan of them all).
+    pub fn open(files: &[PathBuf]) -> Result<StoreFrames> {
+        if files.is_empty() {
+            return Ok(StoreFrames { all: None, latest: None });
+        }
+        let paths = files.iter().map(|f| PlRefPath::try_from_path(f)).collect::<PolarsResult<Vec<_>>>()?;
+        let all = LazyFrame::scan_parquet_files(paths.into(), ScanArgsParquet::default())?.select(COLUMNS.map(col)).collect()?;
+        let keys = [col("model"), col("release"), col("task")];
+        let current = all.clone().lazy().group_by(keys.clone()).agg([by_recording(col("record_id")).last().alias("record_id")]);
+        let cutoffs = all.clone().lazy().group_by([col("model")]).agg([by_recording(col("cutoff")).last().alias("model_cutoff")]);
+        let mut on = keys.to_vec();
+        on.push(col("record_id"));
+        let latest = all
+            .clone()
+            .lazy()
+            .join(current, on.clone(), on, JoinArgs::new(JoinType::Inner))
+            .join(cutoffs, [col("model")], [col("model")], JoinArgs::new(JoinType::Inner))
+            .collect()?;
+        Ok(StoreFrames { all: Some(all), latest: Some(latest) })
+    }
+
+    /// Every row of every record.
+    fn scan(&self) -> Option<LazyFrame> {
+        self.all.clone().map(DataFrame::lazy)
+    }
+
+    /// The rows of the latest record of each (model, release, task).
+    fn latest(&self) -> Option<LazyFrame> {
+        self.latest.clone().map(DataFrame::lazy)
+    }
+
+    /// Every value of the latest records, sorted by model, release, task, subtask, language,
+    /// metric.
+    pub fn cells(&self) -> Result<Vec<CellRow>> {
+        let Some(latest) = self.latest() else { return Ok(Vec::new()) };
+        let sort = ["model", "release", "task", "subtask", "language", "metric"];
+        let df = latest
+            .select([col("model"), col("release"), col("task"), col("subtask"), col("language"), col("metric"), col("value"), col("num_queries")])
+            .sort(sort, SortMultipleOptions::default())
+            .collect()?;
+        let (model, release, task) = (strings(&df, "model")?, strings(&df, "release")?, strings(&df, "task")?);
+        let (subtask, language, metric) = (strings(&df, "subtask")?, strings(&df, "language")?, strings(&df, "metric")?);
+        let (value, n) = (floats(&df, "value")?, counts(&df, "num_queries")?);
+        Ok((0..df.height())
+            .map(|i| CellRow {
+                model: model[i].clone(),
+                release: release[i].clone(),
+                task: task[i].clone(),
+                subtask: subtask[i].clone(),
+                language: language[i].clone(),
+                metric: metric[i].clone(),
+                value: value[i],
+                num_queries: n[i],
+            })
+            .collect())
+    }
+
+    /// The releases the store has results for, with the window of their latest record.
+    pub fn releases(&self) -> Result<Vec<StoredRelease>> {
+        let Some(all) = self.scan() else { return Ok(Vec::new()) };
+        let df = all
+            .group_by([col("release")])
+            .agg([by_recording(col("window_start")).last().alias("window_start"), by_recording(col("window_end")).last().alias("window_end")])
+            .sort(["release"], SortMultipleOptions::default())
+            .collect()?;
+        let (release, start, end) = (strings(&df, "release")?, optional_strings(&df, "window_start")?, optional_strings(&df, "window_end")?);
+        Ok((0..df.height()).map(|i| StoredRelease { release: release[i].clone(), window_start: start[i].clone(), window_end: end[i].clone() }).collect())
+    }
+
+    /// Every model with its latest retriever and cutoff and its record counts, by name.
+    pub fn models(&self) -> Result<Vec<ModelRow>> {
+        let (Some(all), Some(latest)) = (self.scan(), self.latest()) else { return Ok(Vec::new()) };
+        let current = latest.group_by([col("model")]).agg([col("record_id").n_unique().alias("current_records")]);
+        let df = all
+            .group_by([col("model")])
+            .agg([
+                by_recording(col("retriever")).last().alias("retriever"),
+                by_recording(col("cutoff")).last().alias("cutoff"),
+                col("record_id").n_unique().alias("records"),
+            ])
+            .join(current, [col("model")], [col("model")], JoinArgs::new(JoinType::Inner))
+            .sort(["model"], SortMultipleOptions::default())
+            .collect()?;
+        let (model, retriever, cutoff) = (strings(&df, "model")?, strings(&df, "retriever")?, optional_strings(&df, "cutoff")?);
+        let (records, current) = (counts(&df, "records")?, counts(&df, "current_records")?);
+        Ok((0..df.height())
+            .map(|i| ModelRow { model: model[i].clone(), retriever: retriever[i].clone(), cutoff: cutoff[i].clone(), records: records[i], current_records: current[i] })
+            .collect())
+    }
+
+    /// The latest values of `filter.metric` restricted to the window's releases (and, with
+    /// `after_cutoff`, to those after each model's cutoff).
+    fn in_window(&self, releases: &[WindowRelease], filter: &WindowFilter) -> Result<Option<LazyFrame>> {
+        let Some(latest) = self.latest() else { return Ok(None) };
+        let table = df!(
+            "release" => releases.iter().map(|r| r.release.as_str()).collect::<Vec<_>>(),
+            "month" => releases.iter().map(|r| r.month.as_str()).collect::<Vec<_>>(),
+            "release_start" => releases.iter().map(|r| r.window_start.as_deref()).collect::<Vec<_>>(),
+        )?;
+        let mut keep = col("metric").eq(lit(filter.metric.clone()));
+        if let Some(from) = &filter.from {
+            keep = keep.and(col("month").gt_eq(lit(from.clone())));
+        }
+        if let Some(to) = &filter.to {
+            keep = keep.and(col("month").lt_eq(lit(to.clone())));
+        }
+        if filter.after_cutoff {
+            let after = col("release_start").is_not_null().and(col("release_start").gt(col("model_cutoff")));
+            keep = keep.and(col("model_cutoff").is_null().or(after));
+        }
+        Ok(Some(latest.join(table.lazy(), [col("release")], [col("release")], JoinArgs::new(JoinType::Inner)).filter(keep)))
+    }
+
+    /// Window means of `filter.metric` per model, task and group, sorted by model, task,
+    /// subtask, language; and the (model, release) pairs they used.
+    pub fn means(&self, releases: &[WindowRelease], filter: &WindowFilter) -> Result<(Vec<MeanRow>, Vec<ModelRelease>)> {
+        let Some(rows) = self.in_window(releases, filter)? else { return Ok(Default::default()) };
+        let df = rows
+            .clone()
+            .group_by([col("model"), col("task"), col("subtask"), col("language")])
+            .agg([col("value").mean().alias("mean"), col("release").n_unique().alias("releases")])
+            .sort(["model", "task", "subtask", "language"], SortMultipleOptions::default())
+            .collect()?;
+        let (model, task) = (strings(&df, "model")?, strings(&df, "task")?);
+        let (subtask, language) = (strings(&df, "subtask")?, strings(&df, "language")?);
+        let (mean, n) = (floats(&df, "mean")?, counts(&df, "releases")?);
+        let means = (0..df.height())
+            .map(|i| MeanRow { model: model[i].clone(), task: task[i].clone(), subtask: subtask[i].clone(), language: language[i].clone(), mean: mean[i], releases: n[i] })
+            .collect();
+        let used = rows.select([col("model"), col("release")]).unique(None, UniqueKeepStrategy::Any).sort(["model", "release"], SortMultipleOptions::default()).collect()?;
+        let pairs = strings(&used, "model")?.into_iter().zip(strings(&used, "release")?).collect();
+        Ok((means, pairs))
+    }
+}

@@ -21,6 +21,9 @@
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 //! - `validity` (issue #11): one run through four evaluation paths, `--keep-self`, `coreb check`
 //!   on the sample and on planted defects.
+//! - `zero_glue` (issue #15): the sample through `datasets`, BEIR and MTEB with no glue (MTEB's
+//!   nDCG@10 = `coreb eval --run` on its predictions); `coreb export --layout hf-coreb` read as the
+//!   published dataset; `scripts/setup`; no test file refers outside the repository.
 
 mod support;
 
@@ -37,3 +40,4 @@ mod eval_protocol;
 mod leaderboard;
 mod trec_eval;
 mod validity;
+mod zero_glue;

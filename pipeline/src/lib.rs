@@ -49,6 +49,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(args) => commands::verify::verify(args),
         Command::Check(args) => commands::check::check(args),
         Command::Eval(args) => commands::eval::eval(*args),
+        Command::Export(args) => commands::export::export(args),
         Command::Compare(args) => commands::compare::compare(args),
         Command::Leaderboard(args) => commands::leaderboard::leaderboard(args),
         Command::TrecEval(args) => commands::trec_eval::trec_eval(args),

@@ -24,6 +24,7 @@ pub mod distract;
 pub mod durable;
 pub mod errors;
 pub mod evaluate;
+pub mod export;
 pub mod execute;
 pub mod fetch;
 pub mod filter;

@@ -40,7 +40,8 @@ pub fn preflight(plan: &RunPlan) -> anyhow::Result<Judge> {
     let languages = &plan.stages.generate.languages;
     let versions = toolchain_versions(config, &sandbox, languages).map_err(|e| match e {
         ExecuteError::MissingToolchain { language, .. } => anyhow::anyhow!(
-            "preflight: {e}; or remove `{language}` from `stages.generate.languages` in `{}`",
+            "preflight: {e} (`scripts/setup` installs every toolchain the judge runs, from \
+             scripts/debian-packages.txt); or remove `{language}` from `stages.generate.languages` in `{}`",
             plan.manifest_path.display()
         ),
         e => anyhow::Error::new(e).context("preflight: asking the toolchains for their versions"),

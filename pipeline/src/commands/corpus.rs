@@ -44,13 +44,14 @@ use anyhow::{Context, bail};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use stages::corpus::{self, CorpusStats, Dropped, Duplicates, Pair, Prehashed, ReleaseIndex, SimMatrix, Sketcher, Sketches};
+use stages::durable::{self, AtomicFile};
 use stages::fetch::{FetchConfig, Location, Source, fetch_source};
 use stages::tables::corpus::TrainingRecordRef;
 
 use crate::cli::{CorpusArgs, MergeArgs, ShardSpec};
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan, SourceFormat, SourceSpec};
+use crate::engine::FileEntry;
 use crate::printer::Printer;
-use crate::store::write_atomic;
 
 /// Up to this many examples per drop reason in the report.
 const EXAMPLES: usize = 3;
@@ -150,14 +151,15 @@ impl Run {
         {
             let mut w = BufWriter::with_capacity(1 << 20, fs_err::File::create(tmp.join("sketches.bin"))?);
             scan.write_to(&mut w).with_context(|| format!("writing `{}`", tmp.join("sketches.bin").display()))?;
-            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            w.into_inner().map_err(|e| e.into_error())?;
         }
-        let marker = PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, input_rows: scan.input_rows(), rows: scan.len() as u64 };
-        write_atomic(&tmp.join("_SUCCESS"), &serde_json::to_vec_pretty(&marker)?)?;
-        if dir.exists() {
-            fs_err::remove_dir_all(&dir)?;
-        }
-        fs_err::rename(&tmp, &dir)?;
+        let mut spools: Vec<String> = (0..f.output.shards).map(|s| format!("spool/{}.bin", shard_name(s))).collect();
+        spools.push("sketches.bin".into());
+        let files = hash_files(&tmp, &spools)?;
+        let marker = PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, input_rows: scan.input_rows(), rows: scan.len() as u64, files };
+        durable::write(&tmp.join("_SUCCESS"), &serde_json::to_vec_pretty(&marker)?)?;
+        // Every file of the part is fsynced before the part appears under its name.
+        durable::replace_dir(&tmp, &dir)?;
         printer.status(format!(
             "shard {}/{}: {} of the {} pairs read into `{}`; run `coreb merge corpus {}` once every shard is done",
             slice.index,
@@ -267,8 +269,57 @@ fn shard_name(s: u32) -> String {
     format!("shard={s:03}")
 }
 
+/// The files an output shard writes, relative to the output directory.
+fn shard_files(s: u32) -> Vec<String> {
+    let name = shard_name(s);
+    vec![
+        format!("train/{name}/part.parquet"),
+        format!("rerank/{name}/part.parquet"),
+        format!("jsonl/train/{name}/part.jsonl"),
+        format!("jsonl/rerank/{name}/part.jsonl"),
+        format!("reports/{name}.json"),
+        format!("reports/{name}.dropped.jsonl"),
+    ]
+}
+
+/// Is output shard `s` complete for this plan: a `_SUCCESS` of this plan, and every file it
+/// lists still the one it describes (a torn or edited file redoes the shard).
 fn shard_done(out: &Path, s: u32, plan_hash: &str) -> bool {
-    fs_err::read_to_string(out.join("train").join(shard_name(s)).join("_SUCCESS")).is_ok_and(|h| h.trim() == plan_hash)
+    let path = out.join("train").join(shard_name(s)).join("_SUCCESS");
+    let Some(marker) = fs_err::read_to_string(&path).ok().and_then(|t| serde_json::from_str::<ShardMarker>(&t).ok()) else { return false };
+    if marker.plan != plan_hash {
+        return false;
+    }
+    let listed = shard_files(s).iter().all(|f| marker.files.contains_key(f));
+    let intact = listed && files_intact(out, &marker.files);
+    if !intact {
+        tracing::warn!("output shard {s}: a file no longer matches its `_SUCCESS`; redoing the shard");
+    }
+    intact
+}
+
+/// The `_SUCCESS` of an output shard: the plan it was made from and the sha256 and size of
+/// each of its files, written (fsynced) after them.
+#[derive(Debug, Serialize, Deserialize)]
+struct ShardMarker {
+    plan: String,
+    files: BTreeMap<String, FileEntry>,
+}
+
+/// The sha256 and size of each file `rels` (relative to `base`), hashed in parallel.
+fn hash_files(base: &Path, rels: &[String]) -> anyhow::Result<BTreeMap<String, FileEntry>> {
+    rels.par_iter()
+        .map(|rel| {
+            let path = base.join(rel);
+            let sha256 = stages::hashing::sha256_file(&path)?;
+            Ok((rel.clone(), FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() }))
+        })
+        .collect()
+}
+
+/// Does every file of `files` (relative to `base`) still have its recorded size and sha256?
+fn files_intact(base: &Path, files: &BTreeMap<String, FileEntry>) -> bool {
+    files.par_iter().all(|(rel, e)| crate::store::file_intact(&base.join(rel), &e.sha256, e.bytes))
 }
 
 /// The directory name of a shard process's part.
@@ -281,7 +332,8 @@ fn parse_part_name(name: &str) -> Option<(u32, u32)> {
     Some((i.parse().ok()?, n.parse().ok()?))
 }
 
-/// The `_SUCCESS` of a part: written last, so a part without it is incomplete.
+/// The `_SUCCESS` of a part: written last, so a part without it is incomplete; it holds the
+/// sha256 and size of every file of the part (`sketches.bin`, `spool/*`).
 #[derive(Debug, Serialize, Deserialize)]
 struct PartMarker {
     plan: String,
@@ -289,44 +341,24 @@ struct PartMarker {
     shards: u32,
     input_rows: u64,
     rows: u64,
+    files: BTreeMap<String, FileEntry>,
 }
 
+/// The marker of a complete part whose files are all intact; an error says which is not.
 fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
     let path = dir.join("_SUCCESS");
-    serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))
+    let marker: PartMarker = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))?;
+    if !files_intact(dir, &marker.files) {
+        bail!("a file of `{}` no longer matches its `_SUCCESS`", dir.display());
+    }
+    Ok(marker)
 }
 
-/// A file written through `<path>.tmp` and renamed into place by [`AtomicFile::finish`].
-struct AtomicFile {
-    path: PathBuf,
-    tmp: PathBuf,
-    writer: BufWriter<fs_err::File>,
-}
-
-impl AtomicFile {
-    fn create(path: &Path) -> anyhow::Result<AtomicFile> {
-        if let Some(dir) = path.parent() {
-            fs_err::create_dir_all(dir)?;
-        }
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let writer = BufWriter::with_capacity(1 << 16, fs_err::File::create(&tmp)?);
-        Ok(AtomicFile { path: path.to_owned(), tmp, writer })
-    }
-
-    /// Append one JSON line.
-    fn json_line<T: Serialize>(&mut self, value: &T) -> anyhow::Result<()> {
-        serde_json::to_writer(&mut self.writer, value)?;
-        self.writer.write_all(b"\n")?;
-        Ok(())
-    }
-
-    fn finish(self) -> anyhow::Result<()> {
-        self.writer.into_inner().map_err(|e| e.into_error())?;
-        fs_err::rename(&self.tmp, &self.path)?;
-        Ok(())
-    }
+/// Append one JSON line to `w`.
+fn json_line<T: Serialize>(w: &mut impl Write, value: &T) -> anyhow::Result<()> {
+    serde_json::to_writer(&mut *w, value)?;
+    w.write_all(b"\n")?;
+    Ok(())
 }
 
 fn release_index(f: &CorpusManifestFile) -> anyhow::Result<ReleaseIndex> {
@@ -1072,9 +1104,11 @@ fn process_shard(f: &CorpusManifestFile, index: &ReleaseIndex, embedder: Option<
         }
     }
     log.report.stats.rows_out = writer.finish()?;
-    log.file.finish()?;
-    write_atomic(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&log.report)?)?;
-    write_atomic(&marker, format!("{plan_hash}\n").as_bytes())?;
+    log.file.commit()?;
+    durable::write(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&log.report)?)?;
+    // Every file is fsynced by now (durable writers); the marker that vouches for them last.
+    let files = hash_files(out, &shard_files(s))?;
+    durable::write(&marker, &serde_json::to_vec_pretty(&ShardMarker { plan: plan_hash.to_owned(), files })?)?;
     Ok(())
 }
 
@@ -1105,10 +1139,10 @@ impl ShardWriter {
     /// One training record and its reranker records (the positive, then each negative).
     fn push(&mut self, r: &TrainingRecordRef<'_>) -> anyhow::Result<()> {
         self.train.push(r)?;
-        self.train_jsonl.json_line(r)?;
+        json_line(&mut self.train_jsonl, r)?;
         for (doc, label) in std::iter::once((r.pos, 1u8)).chain(r.hard_neg.iter().chain(r.easy_neg).map(|d| (d.as_str(), 0))) {
             self.rerank.push(r.query, doc, label)?;
-            self.rerank_jsonl.json_line(&RerankRef { query: r.query, doc, label })?;
+            json_line(&mut self.rerank_jsonl, &RerankRef { query: r.query, doc, label })?;
         }
         self.records += 1;
         Ok(())
@@ -1117,8 +1151,8 @@ impl ShardWriter {
     fn finish(self) -> anyhow::Result<u64> {
         self.train.finish()?;
         self.rerank.finish()?;
-        self.train_jsonl.finish()?;
-        self.rerank_jsonl.finish()?;
+        self.train_jsonl.commit()?;
+        self.rerank_jsonl.commit()?;
         Ok(self.records)
     }
 }
@@ -1140,7 +1174,7 @@ struct DropLog {
 impl DropLog {
     fn record(&mut self, d: Dropped, text: &str) -> anyhow::Result<()> {
         self.report.stats.record(&d);
-        self.file.json_line(&d)?;
+        json_line(&mut self.file, &d)?;
         let ex = self.report.examples.entry(d.reason.name().to_owned()).or_default();
         if ex.len() < EXAMPLES {
             ex.push(Example { dropped: d, text: snippet(text) });
@@ -1172,11 +1206,11 @@ fn merge_reports(out: &Path, shards: u32) -> anyhow::Result<CorpusReport> {
             all.truncate(EXAMPLES);
         }
         let mut part = fs_err::File::open(out.join("reports").join(format!("{}.dropped.jsonl", shard_name(s))))?;
-        std::io::copy(&mut part, &mut dropped.writer)?;
+        std::io::copy(&mut part, &mut dropped)?;
     }
-    dropped.finish()?;
-    write_atomic(&out.join("report.json"), &serde_json::to_vec_pretty(&merged)?)?;
-    write_atomic(&out.join("report.md"), markdown(&merged).as_bytes())?;
+    dropped.commit()?;
+    durable::write(&out.join("report.json"), &serde_json::to_vec_pretty(&merged)?)?;
+    durable::write(&out.join("report.md"), markdown(&merged).as_bytes())?;
     Ok(merged)
 }
 

@@ -6,7 +6,9 @@
 //!   hash the corpus partitions by) falls in shard `i` of `N`, never by position;
 //! - it writes its part to `…/parts/part=III-of-NNN/`, through a `.part=III-of-NNN.tmp`
 //!   directory renamed into place once its `_SUCCESS` marker ([`PartMarker`]: the plan hash,
-//!   `i`, `N`, counts) is written, so a part without the marker is incomplete;
+//!   `i`, `N`, counts, the sha256 and size of every file of the part) is written after its
+//!   files are fsynced, so a part without the marker is incomplete and a torn or edited one
+//!   is caught by its hashes;
 //! - the merge ([`complete_parts`]) takes parts `0..N` of one shard count, each complete and
 //!   made from the current plan, and otherwise refuses, naming every part that is not and
 //!   the command that makes it.
@@ -21,7 +23,11 @@ use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::ShardSpec;
-use crate::store::write_atomic;
+use std::collections::BTreeMap;
+
+use stages::durable;
+
+use crate::engine::FileEntry;
 
 /// Whether the item `id` belongs to shard `slice` (all items belong to `0/1`).
 pub fn in_slice(id: &str, slice: ShardSpec) -> bool {
@@ -42,7 +48,7 @@ pub fn parse_part_name(name: &str) -> Option<(u32, u32)> {
 /// The `_SUCCESS` of a part: written last, so a part without it is incomplete. `facts`
 /// holds what the stage needs to merge (counts, summaries); readers ignore what they do not
 /// know.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PartMarker {
     /// The plan hash (corpus) or stage key (build stages) the part was made from.
     pub plan: String,
@@ -50,15 +56,45 @@ pub struct PartMarker {
     pub shard: u32,
     /// `N`.
     pub shards: u32,
+    /// The sha256 and size of every file of the part (relative paths), filled in by
+    /// [`PartWriter::finish`].
+    #[serde(default)]
+    pub files: BTreeMap<String, FileEntry>,
     /// Stage-specific facts.
     #[serde(flatten)]
     pub facts: serde_json::Map<String, serde_json::Value>,
 }
 
-/// Read a part's `_SUCCESS`.
+/// Read a part's `_SUCCESS` and check that every file it lists is still the one it
+/// describes; an error says which is not.
 pub fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
     let path = dir.join("_SUCCESS");
-    serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))
+    let marker: PartMarker = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))?;
+    if let Some(rel) = marker.files.iter().find(|(rel, e)| !crate::store::file_intact(&dir.join(rel), &e.sha256, e.bytes)).map(|(rel, _)| rel) {
+        bail!("`{}` no longer matches the `_SUCCESS` of its part (torn or edited)", dir.join(rel).display());
+    }
+    Ok(marker)
+}
+
+/// Every file under `dir` but `_SUCCESS`, relative to it, sorted.
+fn files_below(dir: &Path) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in fs_err::read_dir(&d)? {
+            let path = e?.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if let Ok(rel) = path.strip_prefix(dir) {
+                let rel = rel.to_string_lossy().into_owned();
+                if rel != "_SUCCESS" {
+                    out.push(rel);
+                }
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// A part being written: `<parts>/.part=III-of-NNN.tmp/`, moved to `<parts>/part=III-of-NNN/`
@@ -86,13 +122,20 @@ impl PartWriter {
         self.tmp.join(file)
     }
 
-    /// Write the marker last and move the part into place; returns its directory.
+    /// Hash every file of the part into the marker, write the marker last and move the
+    /// part into place (every file fsynced first); returns its directory.
     pub fn finish(self, marker: &PartMarker) -> anyhow::Result<PathBuf> {
-        write_atomic(&self.tmp.join("_SUCCESS"), &serde_json::to_vec_pretty(marker)?)?;
-        if self.dir.exists() {
-            fs_err::remove_dir_all(&self.dir)?;
-        }
-        fs_err::rename(&self.tmp, &self.dir)?;
+        let mut marker = marker.clone();
+        marker.files = files_below(&self.tmp)?
+            .into_iter()
+            .map(|rel| {
+                let path = self.tmp.join(&rel);
+                let sha256 = stages::hashing::sha256_file(&path)?;
+                Ok((rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() }))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        durable::write(&self.tmp.join("_SUCCESS"), &serde_json::to_vec_pretty(&marker)?)?;
+        durable::replace_dir(&self.tmp, &self.dir)?;
         Ok(self.dir)
     }
 }
@@ -126,6 +169,7 @@ pub fn complete_parts(parts_dir: &Path, plan: &str, what: &str, rerun: impl Fn(u
         match read_part_marker(&dir) {
             Ok(m) if m.plan == plan && m.shard == i && m.shards == n => parts.push((dir, m)),
             Ok(_) => problems.push(format!("shard {i}/{n} was made from another plan (the manifest or an upstream stage changed since): {}", rerun(i, n))),
+            Err(e) if dir.join("_SUCCESS").exists() => problems.push(format!("shard {i}/{n} is damaged ({e:#}): {}", rerun(i, n))),
             Err(_) if dir.exists() => problems.push(format!("shard {i}/{n} is incomplete (no `_SUCCESS` in `{}`): {}", dir.display(), rerun(i, n))),
             Err(_) => problems.push(format!("shard {i}/{n} is missing (no `{}`): {}", dir.display(), rerun(i, n))),
         }
@@ -190,7 +234,7 @@ mod tests {
     fn merge_names_missing_incomplete_and_stale_parts() {
         let dir = tempfile::tempdir().unwrap();
         let parts = dir.path();
-        let marker = |plan: &str, i: u32| PartMarker { plan: plan.into(), shard: i, shards: 4, facts: Default::default() };
+        let marker = |plan: &str, i: u32| PartMarker { plan: plan.into(), shard: i, shards: 4, files: Default::default(), facts: Default::default() };
         for (i, plan) in [(0, "p"), (1, "old")] {
             PartWriter::begin(parts, ShardSpec { index: i, count: 4 }).unwrap().finish(&marker(plan, i)).unwrap();
         }

@@ -238,10 +238,7 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
     }
     write("LICENSE", &license)?;
     write(".coreb-export", "hf-coreb\n")?;
-    if out.exists() {
-        std::fs::remove_dir_all(out).map_err(io(out))?;
-    }
-    std::fs::rename(&tmp, out).map_err(io(out))?;
+    crate::durable::replace_dir(&tmp, out).map_err(io(out))?;
     Ok(exported)
 }
 

@@ -21,6 +21,7 @@ pub mod check;
 pub mod corpus;
 pub mod dedup;
 pub mod distract;
+pub mod durable;
 pub mod errors;
 pub mod evaluate;
 pub mod export;

@@ -44,14 +44,15 @@ use anyhow::{Context, bail};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use stages::corpus::{self, CorpusStats, Dropped, Duplicates, Pair, Prehashed, ReleaseIndex, SimMatrix, Sketcher, Sketches};
+use stages::durable::{self, AtomicFile};
 use stages::fetch::{FetchConfig, Location, Source, fetch_source};
 use stages::tables::corpus::TrainingRecordRef;
 
 use crate::cli::{CorpusArgs, MergeArgs, ShardSpec};
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan, SourceFormat, SourceSpec};
+use crate::engine::FileEntry;
 use crate::printer::Printer;
 use crate::shard::{self, PartMarker, PartWriter, part_done, part_name};
-use crate::store::write_atomic;
 
 /// Up to this many examples per drop reason in the report.
 const EXAMPLES: usize = 3;
@@ -151,11 +152,11 @@ impl Run {
             let path = part.path("sketches.bin");
             let mut w = BufWriter::with_capacity(1 << 20, fs_err::File::create(&path)?);
             scan.write_to(&mut w).with_context(|| format!("writing `{}`", path.display()))?;
-            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            w.into_inner().map_err(|e| e.into_error())?;
         }
         let (input_rows, rows) = (scan.input_rows(), scan.len() as u64);
         let facts = serde_json::json!({"input_rows": input_rows, "rows": rows});
-        let marker = PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, facts: facts.as_object().cloned().unwrap_or_default() };
+        let marker = PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, files: Default::default(), facts: facts.as_object().cloned().unwrap_or_default() };
         let dir = part.finish(&marker)?;
         printer.status(format!(
             "shard {}/{}: {rows} of the {input_rows} pairs read into `{}`; run `coreb merge corpus {}` once every shard is done",
@@ -237,41 +238,64 @@ fn shard_name(s: u32) -> String {
     format!("shard={s:03}")
 }
 
+/// The files an output shard writes, relative to the output directory.
+fn shard_files(s: u32) -> Vec<String> {
+    let name = shard_name(s);
+    vec![
+        format!("train/{name}/part.parquet"),
+        format!("rerank/{name}/part.parquet"),
+        format!("jsonl/train/{name}/part.jsonl"),
+        format!("jsonl/rerank/{name}/part.jsonl"),
+        format!("reports/{name}.json"),
+        format!("reports/{name}.dropped.jsonl"),
+    ]
+}
+
+/// Is output shard `s` complete for this plan: a `_SUCCESS` of this plan, and every file it
+/// lists still the one it describes (a torn or edited file redoes the shard).
 fn shard_done(out: &Path, s: u32, plan_hash: &str) -> bool {
-    fs_err::read_to_string(out.join("train").join(shard_name(s)).join("_SUCCESS")).is_ok_and(|h| h.trim() == plan_hash)
+    let path = out.join("train").join(shard_name(s)).join("_SUCCESS");
+    let Some(marker) = fs_err::read_to_string(&path).ok().and_then(|t| serde_json::from_str::<ShardMarker>(&t).ok()) else { return false };
+    if marker.plan != plan_hash {
+        return false;
+    }
+    let listed = shard_files(s).iter().all(|f| marker.files.contains_key(f));
+    let intact = listed && files_intact(out, &marker.files);
+    if !intact {
+        tracing::warn!("output shard {s}: a file no longer matches its `_SUCCESS`; redoing the shard");
+    }
+    intact
 }
 
-/// A file written through `<path>.tmp` and renamed into place by [`AtomicFile::finish`].
-struct AtomicFile {
-    path: PathBuf,
-    tmp: PathBuf,
-    writer: BufWriter<fs_err::File>,
+/// The `_SUCCESS` of an output shard: the plan it was made from and the sha256 and size of
+/// each of its files, written (fsynced) after them.
+#[derive(Debug, Serialize, Deserialize)]
+struct ShardMarker {
+    plan: String,
+    files: BTreeMap<String, FileEntry>,
 }
 
-impl AtomicFile {
-    fn create(path: &Path) -> anyhow::Result<AtomicFile> {
-        if let Some(dir) = path.parent() {
-            fs_err::create_dir_all(dir)?;
-        }
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let writer = BufWriter::with_capacity(1 << 16, fs_err::File::create(&tmp)?);
-        Ok(AtomicFile { path: path.to_owned(), tmp, writer })
-    }
+/// The sha256 and size of each file `rels` (relative to `base`), hashed in parallel.
+fn hash_files(base: &Path, rels: &[String]) -> anyhow::Result<BTreeMap<String, FileEntry>> {
+    rels.par_iter()
+        .map(|rel| {
+            let path = base.join(rel);
+            let sha256 = stages::hashing::sha256_file(&path)?;
+            Ok((rel.clone(), FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() }))
+        })
+        .collect()
+}
 
-    /// Append one JSON line.
-    fn json_line<T: Serialize>(&mut self, value: &T) -> anyhow::Result<()> {
-        serde_json::to_writer(&mut self.writer, value)?;
-        self.writer.write_all(b"\n")?;
-        Ok(())
-    }
+/// Does every file of `files` (relative to `base`) still have its recorded size and sha256?
+fn files_intact(base: &Path, files: &BTreeMap<String, FileEntry>) -> bool {
+    files.par_iter().all(|(rel, e)| crate::store::file_intact(&base.join(rel), &e.sha256, e.bytes))
+}
 
-    fn finish(self) -> anyhow::Result<()> {
-        self.writer.into_inner().map_err(|e| e.into_error())?;
-        fs_err::rename(&self.tmp, &self.path)?;
-        Ok(())
-    }
+/// Append one JSON line to `w`.
+fn json_line<T: Serialize>(w: &mut impl Write, value: &T) -> anyhow::Result<()> {
+    serde_json::to_writer(&mut *w, value)?;
+    w.write_all(b"\n")?;
+    Ok(())
 }
 
 fn release_index(f: &CorpusManifestFile) -> anyhow::Result<ReleaseIndex> {
@@ -1017,9 +1041,11 @@ fn process_shard(f: &CorpusManifestFile, index: &ReleaseIndex, embedder: Option<
         }
     }
     log.report.stats.rows_out = writer.finish()?;
-    log.file.finish()?;
-    write_atomic(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&log.report)?)?;
-    write_atomic(&marker, format!("{plan_hash}\n").as_bytes())?;
+    log.file.commit()?;
+    durable::write(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&log.report)?)?;
+    // Every file is fsynced by now (durable writers); the marker that vouches for them last.
+    let files = hash_files(out, &shard_files(s))?;
+    durable::write(&marker, &serde_json::to_vec_pretty(&ShardMarker { plan: plan_hash.to_owned(), files })?)?;
     Ok(())
 }
 
@@ -1050,10 +1076,10 @@ impl ShardWriter {
     /// One training record and its reranker records (the positive, then each negative).
     fn push(&mut self, r: &TrainingRecordRef<'_>) -> anyhow::Result<()> {
         self.train.push(r)?;
-        self.train_jsonl.json_line(r)?;
+        json_line(&mut self.train_jsonl, r)?;
         for (doc, label) in std::iter::once((r.pos, 1u8)).chain(r.hard_neg.iter().chain(r.easy_neg).map(|d| (d.as_str(), 0))) {
             self.rerank.push(r.query, doc, label)?;
-            self.rerank_jsonl.json_line(&RerankRef { query: r.query, doc, label })?;
+            json_line(&mut self.rerank_jsonl, &RerankRef { query: r.query, doc, label })?;
         }
         self.records += 1;
         Ok(())
@@ -1062,8 +1088,8 @@ impl ShardWriter {
     fn finish(self) -> anyhow::Result<u64> {
         self.train.finish()?;
         self.rerank.finish()?;
-        self.train_jsonl.finish()?;
-        self.rerank_jsonl.finish()?;
+        self.train_jsonl.commit()?;
+        self.rerank_jsonl.commit()?;
         Ok(self.records)
     }
 }
@@ -1085,7 +1111,7 @@ struct DropLog {
 impl DropLog {
     fn record(&mut self, d: Dropped, text: &str) -> anyhow::Result<()> {
         self.report.stats.record(&d);
-        self.file.json_line(&d)?;
+        json_line(&mut self.file, &d)?;
         let ex = self.report.examples.entry(d.reason.name().to_owned()).or_default();
         if ex.len() < EXAMPLES {
             ex.push(Example { dropped: d, text: snippet(text) });
@@ -1117,11 +1143,11 @@ fn merge_reports(out: &Path, shards: u32) -> anyhow::Result<CorpusReport> {
             all.truncate(EXAMPLES);
         }
         let mut part = fs_err::File::open(out.join("reports").join(format!("{}.dropped.jsonl", shard_name(s))))?;
-        std::io::copy(&mut part, &mut dropped.writer)?;
+        std::io::copy(&mut part, &mut dropped)?;
     }
-    dropped.finish()?;
-    write_atomic(&out.join("report.json"), &serde_json::to_vec_pretty(&merged)?)?;
-    write_atomic(&out.join("report.md"), markdown(&merged).as_bytes())?;
+    dropped.commit()?;
+    durable::write(&out.join("report.json"), &serde_json::to_vec_pretty(&merged)?)?;
+    durable::write(&out.join("report.md"), markdown(&merged).as_bytes())?;
     Ok(merged)
 }
 

@@ -122,7 +122,7 @@ impl StageOutput {
             }
             StageOutput::Part(p, slice) => {
                 let facts = serde_json::json!({"summary": summary, "local": local, "outputs": outputs.iter().map(|(r, f)| (*r, *f)).collect::<std::collections::BTreeMap<_, _>>()});
-                let marker = PartMarker { plan: key.to_owned(), shard: slice.index, shards: slice.count, facts: facts.as_object().cloned().unwrap_or_default() };
+                let marker = PartMarker { plan: key.to_owned(), shard: slice.index, shards: slice.count, files: Default::default(), facts: facts.as_object().cloned().unwrap_or_default() };
                 let dir = p.finish(&marker)?;
                 engine.printer.status(format!(
                     "{:>10}: shard {}/{} written to `{}`; `coreb merge {stage} {}` (or any later stage) combines the shards once all are complete",
@@ -144,6 +144,7 @@ fn part_report(stage: StageName, marker: PartMarker) -> StageReport {
         stage: stage.as_str().to_owned(),
         key: marker.plan,
         tool_version: crate::store::TOOL_VERSION.to_owned(),
+        tool_fingerprint: crate::store::TOOL_FINGERPRINT.to_owned(),
         outputs: Default::default(),
         summary: marker.facts.get("summary").cloned().unwrap_or_default(),
         local: marker.facts.get("local").cloned().unwrap_or_default(),

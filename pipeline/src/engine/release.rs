@@ -17,7 +17,8 @@ use stages::tables::{ProblemReader, ProblemWriter};
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
-use crate::store::{StageRecord, TOOL_VERSION, input_key, write_atomic};
+use crate::store::{StageRecord, TOOL_VERSION, input_key};
+use stages::durable;
 
 /// `MANIFEST.json` of a release: every file's sha256 and everything needed to rebuild it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -246,19 +247,10 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         files: hash_tree(&tmp)?,
     };
     let text = serde_json::to_string_pretty(&manifest)? + "\n";
-    write_atomic(&tmp.join("MANIFEST.json"), text.as_bytes())?;
+    durable::write(&tmp.join("MANIFEST.json"), text.as_bytes())?;
 
-    if plan.publish_dir.exists() {
-        let old = parent.join(format!(".{}.old", plan.version));
-        if old.exists() {
-            fs_err::remove_dir_all(&old)?;
-        }
-        fs_err::rename(&plan.publish_dir, &old)?;
-        fs_err::rename(&tmp, &plan.publish_dir)?;
-        fs_err::remove_dir_all(&old)?;
-    } else {
-        fs_err::rename(&tmp, &plan.publish_dir)?;
-    }
+    // Every published file is on disk before the release appears under its name.
+    durable::replace_dir(&tmp, &plan.publish_dir)?;
     let writer = engine.store.begin(StageName::Release.as_str())?;
     fs_err::write(writer.path("MANIFEST.json"), &text)?;
     let summary = serde_json::json!({

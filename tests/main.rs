@@ -18,6 +18,7 @@
 //! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
 //! - `leaderboard`: `coreb eval --record` and `coreb leaderboard`: three releases, three retrievers, the
 //!   site driven in headless Chromium from `file://` against the results store and `--json`.
+//! - `scaleout` (issue #16): the sample as 3 shard processes per stage through the Slurm recipe (shell fallback) vs 1 process; merges refusing missing and stale shards.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 //! - `validity` (issue #11): one run through four evaluation paths, `--keep-self`, `coreb check`
 //!   on the sample and on planted defects.
@@ -35,6 +36,7 @@ mod ingest;
 mod live;
 mod llm;
 mod release;
+mod scaleout;
 mod eval;
 mod eval_protocol;
 mod leaderboard;

@@ -76,8 +76,9 @@ pub enum Command {
     /// Curate text–code training pairs from the sources of a corpus manifest, decontaminated
     /// against every published release.
     Corpus(CorpusArgs),
-    /// Combine the parts written by shard processes (`coreb corpus <manifest> --shard i/N`)
-    /// into the stage's output; refuses while a part is missing or was made from another plan.
+    /// Combine the parts written by shard processes (`coreb corpus <manifest> --shard i/N`,
+    /// `coreb generate <manifest> --shard i/N` …) into the stage's output; refuses while a
+    /// part is missing or was made from another plan.
     Merge(MergeArgs),
     /// Write the manifest of a month's release: window after the latest release, sources
     /// pinned by sha256, models and prompts as before.
@@ -228,6 +229,17 @@ pub struct StageArgs {
     /// Print one JSON summary object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Keep build artifacts here instead of the manifest's `output_dir`.
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Run as shard process `I` of `N` (`0/4` … `3/4`; `rewrite`, `distract`, `abbreviate`,
+    /// `generate`, `execute`, `queries`): the stages before this one run as usual (one process
+    /// at a time, under a lock on the artifact store), then this stage handles the problems
+    /// (solutions, for `execute`) whose id hash falls in shard `I`, into
+    /// `<output_dir>/artifacts/parts/<stage>/`. `coreb merge <stage> <manifest>`, or any
+    /// later stage or build, combines the parts once all `N` are complete.
+    #[arg(long, value_name = "I/N", value_parser = ShardSpec::parse)]
+    pub shard: Option<ShardSpec>,
 }
 
 /// Arguments of `coreb verify`.
@@ -714,6 +726,40 @@ impl ShardSpec {
 pub enum MergeStage {
     /// `coreb corpus --shard i/N`.
     Corpus,
+    /// `coreb rewrite --shard i/N`.
+    Rewrite,
+    /// `coreb distract --shard i/N`.
+    Distract,
+    /// `coreb abbreviate --shard i/N`.
+    Abbreviate,
+    /// `coreb generate --shard i/N`.
+    Generate,
+    /// `coreb execute --shard i/N`.
+    Execute,
+    /// `coreb queries --shard i/N`.
+    Queries,
+}
+
+impl MergeStage {
+    /// The build stage, for all but `corpus`.
+    pub fn build_stage(self) -> Option<StageName> {
+        Some(match self {
+            MergeStage::Corpus => return None,
+            MergeStage::Rewrite => StageName::Rewrite,
+            MergeStage::Distract => StageName::Distract,
+            MergeStage::Abbreviate => StageName::Abbreviate,
+            MergeStage::Generate => StageName::Generate,
+            MergeStage::Execute => StageName::Execute,
+            MergeStage::Queries => StageName::Queries,
+        })
+    }
+}
+
+impl StageName {
+    /// Whether the stage runs as shard processes (`--shard i/N`).
+    pub fn shardable(self) -> bool {
+        matches!(self, StageName::Rewrite | StageName::Distract | StageName::Abbreviate | StageName::Generate | StageName::Execute | StageName::Queries)
+    }
 }
 
 /// Arguments of `coreb merge`.
@@ -726,6 +772,12 @@ pub struct MergeArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Build stages: the `--output-dir` the shard processes were given.
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Build stages: worker threads (default: all cores). Outputs do not depend on it.
+    #[arg(long)]
+    pub jobs: Option<usize>,
 }
 
 /// Arguments of `coreb plan`.

@@ -12,6 +12,7 @@ pub mod corpus_manifest;
 pub mod engine;
 pub mod manifest;
 pub mod printer;
+pub mod shard;
 pub mod store;
 
 use std::process::ExitCode;
@@ -58,6 +59,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Corpus(args) => commands::corpus::corpus(args),
         Command::Merge(args) => match args.stage {
             cli::MergeStage::Corpus => commands::corpus::merge(args),
+            _ => commands::build::merge(args),
         },
         Command::Plan(args) => commands::plan::plan(args),
         Command::Store(args) => commands::store::store(args),

@@ -52,6 +52,7 @@ use crate::cli::{CorpusArgs, MergeArgs, ShardSpec};
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan, SourceFormat, SourceSpec};
 use crate::engine::FileEntry;
 use crate::printer::Printer;
+use crate::shard::{self, PartMarker, PartWriter, part_done, part_name};
 
 /// Up to this many examples per drop reason in the report.
 const EXAMPLES: usize = 3;
@@ -69,7 +70,10 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
 
 /// Run `coreb merge corpus`: combine the parts of `coreb corpus --shard i/N` into the output.
 pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let MergeArgs { stage: _, manifest, json } = args;
+    let MergeArgs { stage: _, manifest, json, output_dir, jobs } = args;
+    if output_dir.is_some() || jobs.is_some() {
+        anyhow::bail!("`--output-dir` and `--jobs` are for the build stages; the corpus manifest sets `[output] dir`");
+    }
     let printer = Printer::new(json);
     Run::load(&manifest)?.merge(&printer)
 }
@@ -134,42 +138,34 @@ impl Run {
         let f = self.file();
         let name = part_name(slice);
         let parts = self.out().join("parts");
-        let dir = parts.join(&name);
-        if read_part_marker(&dir).is_ok_and(|m| m.plan == self.plan_hash) {
-            printer.status(format!("shard {}/{} is complete (`{}`); nothing to do", slice.index, slice.count, dir.display()));
+        if part_done(&parts, slice, &self.plan_hash) {
+            printer.status(format!("shard {}/{} is complete (`{}`); nothing to do", slice.index, slice.count, parts.join(&name).display()));
             printer.json_line(&serde_json::json!({"shard": slice.index, "shards": slice.count, "done": true}));
             return Ok(ExitCode::SUCCESS);
         }
-        let tmp = parts.join(format!(".{name}.tmp"));
-        if tmp.exists() {
-            fs_err::remove_dir_all(&tmp)?;
-        }
+        let part = PartWriter::begin(&parts, slice)?;
         // Each shard process downloads into its own cache: processes running at once on a
         // shared file system never write the same download.
         let files = fetch_sources(f, &self.out().join(".sources").join(&name), printer)?;
-        let scan = scan_sources(f, &files, slice, &tmp.join("spool"), None, printer)?;
+        let scan = scan_sources(f, &files, slice, &part.path("spool"), None, printer)?;
         {
-            let mut w = BufWriter::with_capacity(1 << 20, fs_err::File::create(tmp.join("sketches.bin"))?);
-            scan.write_to(&mut w).with_context(|| format!("writing `{}`", tmp.join("sketches.bin").display()))?;
+            let path = part.path("sketches.bin");
+            let mut w = BufWriter::with_capacity(1 << 20, fs_err::File::create(&path)?);
+            scan.write_to(&mut w).with_context(|| format!("writing `{}`", path.display()))?;
             w.into_inner().map_err(|e| e.into_error())?;
         }
-        let mut spools: Vec<String> = (0..f.output.shards).map(|s| format!("spool/{}.bin", shard_name(s))).collect();
-        spools.push("sketches.bin".into());
-        let files = hash_files(&tmp, &spools)?;
-        let marker = PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, input_rows: scan.input_rows(), rows: scan.len() as u64, files };
-        durable::write(&tmp.join("_SUCCESS"), &serde_json::to_vec_pretty(&marker)?)?;
-        // Every file of the part is fsynced before the part appears under its name.
-        durable::replace_dir(&tmp, &dir)?;
+        let (input_rows, rows) = (scan.input_rows(), scan.len() as u64);
+        let facts = serde_json::json!({"input_rows": input_rows, "rows": rows});
+        let marker = PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, files: Default::default(), facts: facts.as_object().cloned().unwrap_or_default() };
+        let dir = part.finish(&marker)?;
         printer.status(format!(
-            "shard {}/{}: {} of the {} pairs read into `{}`; run `coreb merge corpus {}` once every shard is done",
+            "shard {}/{}: {rows} of the {input_rows} pairs read into `{}`; run `coreb merge corpus {}` once every shard is done",
             slice.index,
             slice.count,
-            marker.rows,
-            marker.input_rows,
             dir.display(),
             self.manifest.display()
         ));
-        printer.json_line(&serde_json::json!({"shard": slice.index, "shards": slice.count, "rows_in": marker.input_rows, "rows": marker.rows}));
+        printer.json_line(&serde_json::json!({"shard": slice.index, "shards": slice.count, "rows_in": input_rows, "rows": rows}));
         Ok(ExitCode::SUCCESS)
     }
 
@@ -208,34 +204,7 @@ impl Run {
     /// plan; otherwise an error naming every part that is not.
     fn complete_parts(&self, parts_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         let rerun = |i: u32, n: u32| format!("run `coreb corpus {} --shard {i}/{n}`", self.manifest.display());
-        let mut counts = std::collections::BTreeSet::new();
-        if parts_dir.exists() {
-            for e in fs_err::read_dir(parts_dir)? {
-                if let Some((_, n)) = e?.file_name().to_str().and_then(parse_part_name) {
-                    counts.insert(n);
-                }
-            }
-        }
-        let n = match counts.len() {
-            0 => bail!("no shard parts in `{}`: {} for every i in 0..N first", parts_dir.display(), rerun(0, 1).replace("0/1", "i/N")),
-            1 => *counts.first().expect("one count"),
-            _ => bail!("`{}` holds parts of different shard counts ({}): remove the stale ones", parts_dir.display(), counts.iter().map(|n| format!("of {n}")).collect::<Vec<_>>().join(", ")),
-        };
-        let mut problems = Vec::new();
-        let mut dirs = Vec::new();
-        for i in 0..n {
-            let dir = parts_dir.join(part_name(ShardSpec { index: i, count: n }));
-            match read_part_marker(&dir) {
-                Ok(m) if m.plan == self.plan_hash && m.shard == i && m.shards == n => dirs.push(dir),
-                Ok(_) => problems.push(format!("shard {i}/{n} was made from another plan (the manifest changed since): {}", rerun(i, n))),
-                Err(_) if dir.exists() => problems.push(format!("shard {i}/{n} is incomplete (no `_SUCCESS` in `{}`): {}", dir.display(), rerun(i, n))),
-                Err(_) => problems.push(format!("shard {i}/{n} is missing (no `{}`): {}", dir.display(), rerun(i, n))),
-            }
-        }
-        if !problems.is_empty() {
-            bail!("cannot merge the corpus shards yet:\n  {}", problems.join("\n  "));
-        }
-        Ok(dirs)
+        Ok(shard::complete_parts(parts_dir, &self.plan_hash, "corpus", rerun)?.into_iter().map(|(dir, _)| dir).collect())
     }
 
     /// Curate the output shards `todo` (in parallel), reading each one's rows from the spool
@@ -320,38 +289,6 @@ fn hash_files(base: &Path, rels: &[String]) -> anyhow::Result<BTreeMap<String, F
 /// Does every file of `files` (relative to `base`) still have its recorded size and sha256?
 fn files_intact(base: &Path, files: &BTreeMap<String, FileEntry>) -> bool {
     files.par_iter().all(|(rel, e)| crate::store::file_intact(&base.join(rel), &e.sha256, e.bytes))
-}
-
-/// The directory name of a shard process's part.
-fn part_name(slice: ShardSpec) -> String {
-    format!("part={:03}-of-{:03}", slice.index, slice.count)
-}
-
-fn parse_part_name(name: &str) -> Option<(u32, u32)> {
-    let (i, n) = name.strip_prefix("part=")?.split_once("-of-")?;
-    Some((i.parse().ok()?, n.parse().ok()?))
-}
-
-/// The `_SUCCESS` of a part: written last, so a part without it is incomplete; it holds the
-/// sha256 and size of every file of the part (`sketches.bin`, `spool/*`).
-#[derive(Debug, Serialize, Deserialize)]
-struct PartMarker {
-    plan: String,
-    shard: u32,
-    shards: u32,
-    input_rows: u64,
-    rows: u64,
-    files: BTreeMap<String, FileEntry>,
-}
-
-/// The marker of a complete part whose files are all intact; an error says which is not.
-fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
-    let path = dir.join("_SUCCESS");
-    let marker: PartMarker = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))?;
-    if !files_intact(dir, &marker.files) {
-        bail!("a file of `{}` no longer matches its `_SUCCESS`", dir.display());
-    }
-    Ok(marker)
 }
 
 /// Append one JSON line to `w`.

@@ -9,7 +9,6 @@
 //! Solutions really run in the sandbox (python3).
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::support::{coreb, read_request, root, run, text};
+use crate::support::{coreb, root, run, text};
 
 const KEY: &str = "sk-audit-secret-7c1d";
 
@@ -120,43 +119,31 @@ struct Server {
 }
 
 fn start(reply: impl Fn(&Value, u32) -> (u16, String) + Send + Sync + 'static) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let hits = Arc::new(AtomicUsize::new(0));
     let auth: Arc<Mutex<Vec<String>>> = Arc::default();
-    let attempts: Arc<Mutex<BTreeMap<String, u32>>> = Arc::default();
-    let reply = Arc::new(reply);
+    let attempts: Mutex<BTreeMap<String, u32>> = Mutex::default();
     let (h, a) = (hits.clone(), auth.clone());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let (hits, auth, attempts, reply) = (h.clone(), a.clone(), attempts.clone(), reply.clone());
-            std::thread::spawn(move || {
-                use std::io::Write;
-                let Some(req) = read_request(&stream) else { return };
-                hits.fetch_add(1, Ordering::SeqCst);
-                auth.lock().unwrap().push(req.header("authorization").unwrap_or_default().to_owned());
-                let body = req.json();
-                let attempt = {
-                    let mut a = attempts.lock().unwrap();
-                    let n = a.entry(body.to_string()).or_insert(0);
-                    *n += 1;
-                    *n
-                };
-                let (status, answer) = reply(&body, attempt);
-                let payload = if status == 200 {
-                    json!({"id": "c", "object": "chat.completion", "created": 1, "model": body["model"],
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
-                        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
-                    .to_string()
-                } else {
-                    json!({"error": {"message": answer}}).to_string()
-                };
-                let _ = write!(stream, "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}", payload.len());
-            });
-        }
+    let server = crate::support::http::serve(move |req| {
+        h.fetch_add(1, Ordering::SeqCst);
+        a.lock().unwrap().push(req.header("authorization").unwrap_or_default().to_owned());
+        let body = req.json();
+        let attempt = {
+            let mut a = attempts.lock().unwrap();
+            let n = a.entry(body.to_string()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let (status, answer) = reply(&body, attempt);
+        let payload = if status == 200 {
+            json!({"id": "c", "object": "chat.completion", "created": 1, "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+        } else {
+            json!({"error": {"message": answer}})
+        };
+        crate::support::Reply::new(&format!("{status} X"), payload.to_string()).header("content-type: application/json")
     });
-    Server { url, hits, auth }
+    Server { url: format!("{}/v1", server.url()), hits, auth }
 }
 
 /// `coreb audit <release> model` against `url` with the sample's build and a store in `dir`.

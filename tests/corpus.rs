@@ -170,6 +170,23 @@ fn corpus_catches_every_planted_item_and_resumes_by_shard() {
     assert!(redo.status.success() && text(&redo).contains("curating 1 shards"), "{}", text(&redo));
     assert_eq!(std::fs::read(dir.path().join("out/report.json")).unwrap(), before);
     assert_eq!(std::fs::read(dir.path().join("out/train/shard=002/part.parquet")).unwrap(), parquet);
+
+    // A torn shard whose marker survived (a power cut before the data reached the disk) is
+    // detected by the sizes and sha256s its `_SUCCESS` records, and redone: one truncated,
+    // one edited at the same size.
+    let torn = dir.path().join("out/rerank/shard=001/part.parquet");
+    let rerank = std::fs::read(&torn).unwrap();
+    std::fs::write(&torn, &rerank[..rerank.len() / 2]).unwrap();
+    let edited = dir.path().join("out/jsonl/train/shard=003/part.jsonl");
+    let jsonl = std::fs::read(&edited).unwrap();
+    let mut flipped = jsonl.clone();
+    flipped[10] ^= 0x20;
+    std::fs::write(&edited, &flipped).unwrap();
+    let redo = run(coreb().arg("corpus").arg(&manifest));
+    assert!(redo.status.success() && text(&redo).contains("curating 2 shards"), "{}", text(&redo));
+    assert_eq!(std::fs::read(&torn).unwrap(), rerank);
+    assert_eq!(std::fs::read(&edited).unwrap(), jsonl);
+    assert_eq!(std::fs::read(dir.path().join("out/report.json")).unwrap(), before);
 }
 
 #[test]
@@ -242,22 +259,14 @@ fn toy_embed(text: &str) -> Vec<f32> {
     v
 }
 
-/// A loopback HTTP server answering each request with `respond(request) → (status, body)`;
-/// returns `http://127.0.0.1:<port>`.
-fn loopback(respond: impl Fn(&crate::support::Request) -> (&'static str, Vec<u8>) + Send + 'static) -> String {
-    use std::io::Write;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let Some(request) = crate::support::read_request(&stream) else { continue };
-            let (status, body) = respond(&request);
-            let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-            let _ = stream.write_all(&body);
-        }
-    });
-    format!("http://{addr}")
+/// A loopback HTTP server ([`crate::support::http`]) answering each request with
+/// `respond(request) → (status, body)`; returns `http://127.0.0.1:<port>`.
+fn loopback(respond: impl Fn(&crate::support::Request) -> (&'static str, Vec<u8>) + Send + Sync + 'static) -> String {
+    crate::support::http::serve(move |request| {
+        let (status, body) = respond(request);
+        crate::support::Reply::new(status, body)
+    })
+    .url()
 }
 
 /// A local OpenAI-compatible `/v1/embeddings` server; counts the texts it embedded.

@@ -2,8 +2,6 @@
 //! per-task/subtask breakdowns and report files, an external run, and dense retrieval plus
 //! reranking against a local OpenAI-compatible server that answers 429 and 500 first.
 
-use std::io::Write;
-use std::net::TcpListener;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -134,61 +132,52 @@ struct Seen {
 /// A local OpenAI-compatible server: the first embeddings request gets 429 with
 /// `Retry-After: 1`, the second a 500, then real answers; `/v1/rerank` scores by shared words.
 fn start_server() -> (String, Arc<Seen>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().unwrap();
     let seen = Arc::new(Seen::default());
     let s2 = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let Some(request) = crate::support::read_request(&stream) else { continue };
-            if let Some(auth) = request.header("authorization") {
-                s2.auth.lock().unwrap().push(format!("authorization: {auth}"));
-            }
-            let req = request.json();
-            let request_line = &request.line;
-            let (status, extra, resp) = if request_line.contains("/v1/embeddings") {
-                let n = s2.embedding_calls.fetch_add(1, Ordering::SeqCst);
-                match n {
-                    0 => ("429 Too Many Requests", "Retry-After: 1\r\n", r#"{"error":"slow down"}"#.to_owned()),
-                    1 => ("500 Internal Server Error", "", "boom".to_owned()),
-                    _ => {
-                        let data: Vec<serde_json::Value> = req["input"]
-                            .as_array()
-                            .unwrap()
-                            .iter()
-                            .enumerate()
-                            .map(|(i, t)| serde_json::json!({"index": i, "embedding": embed(t.as_str().unwrap())}))
-                            .collect();
-                        ("200 OK", "", serde_json::json!({"data": data}).to_string())
-                    }
-                }
-            } else if request_line.contains("/v1/rerank") {
-                s2.rerank_calls.fetch_add(1, Ordering::SeqCst);
-                let q = embed(req["query"].as_str().unwrap());
-                let results: Vec<serde_json::Value> = req["documents"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .enumerate()
-                    .map(|(i, d)| {
-                        let e = embed(d.as_str().unwrap());
-                        let score: f32 = e.iter().zip(&q).map(|(a, b)| a.min(*b)).sum();
-                        serde_json::json!({"index": i, "relevance_score": score})
-                    })
-                    .collect();
-                ("200 OK", "", serde_json::json!({"results": results}).to_string())
-            } else {
-                ("404 Not Found", "", String::new())
-            };
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{resp}",
-                resp.len()
-            );
+    let server = crate::support::http::serve(move |request| {
+        if let Some(auth) = request.header("authorization") {
+            s2.auth.lock().unwrap().push(format!("authorization: {auth}"));
         }
-    });
-    (format!("http://{addr}/v1"), seen)
+        let req = request.json();
+        let request_line = &request.line;
+        let (status, extra, resp) = if request_line.contains("/v1/embeddings") {
+            let n = s2.embedding_calls.fetch_add(1, Ordering::SeqCst);
+            match n {
+                0 => ("429 Too Many Requests", "Retry-After: 1\r\n", r#"{"error":"slow down"}"#.to_owned()),
+                1 => ("500 Internal Server Error", "", "boom".to_owned()),
+                _ => {
+                    let data: Vec<serde_json::Value> = req["input"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| serde_json::json!({"index": i, "embedding": embed(t.as_str().unwrap())}))
+                        .collect();
+                    ("200 OK", "", serde_json::json!({"data": data}).to_string())
+                }
+            }
+        } else if request_line.contains("/v1/rerank") {
+            s2.rerank_calls.fetch_add(1, Ordering::SeqCst);
+            let q = embed(req["query"].as_str().unwrap());
+            let results: Vec<serde_json::Value> = req["documents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    let e = embed(d.as_str().unwrap());
+                    let score: f32 = e.iter().zip(&q).map(|(a, b)| a.min(*b)).sum();
+                    serde_json::json!({"index": i, "relevance_score": score})
+                })
+                .collect();
+            ("200 OK", "", serde_json::json!({"results": results}).to_string())
+        } else {
+            ("404 Not Found", "", String::new())
+        };
+        let reply = crate::support::Reply::new(status, resp).header("Content-Type: application/json");
+        if extra.is_empty() { reply } else { reply.header(extra.trim_end()) }
+});
+    (format!("{}/v1", server.url()), seen)
 }
 
 fn dense_eval(base: &str, cache: &Path, extra: &[&str]) -> serde_json::Value {
@@ -228,15 +217,7 @@ fn dense_retrieval_retries_caches_and_reranks() {
 
 #[test]
 fn dense_retrieval_gives_up_with_a_clear_error() {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut s) = stream else { continue };
-            let _ = crate::support::read_request(&s);
-            let _ = s.write_all(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 12\r\nConnection: close\r\n\r\nbad api key!");
-        }
-    });
+    let addr = crate::support::http::serve(|_| crate::support::Reply::new("401 Unauthorized", "bad api key!")).addr;
     let rel = root().join("tests/fixtures/eval/release/text2code");
     let cache = tempfile::tempdir().expect("tempdir");
     let out = run(coreb()

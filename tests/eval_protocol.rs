@@ -6,8 +6,6 @@
 //! and scipy in the test venv.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -87,45 +85,38 @@ struct Seen {
 /// A local OpenAI-compatible server: `/v1/embeddings`, `/v1/rerank`, `/v1/score` and
 /// `/v1/chat/completions` (the toy listwise model).
 fn server() -> (String, Arc<Seen>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().unwrap();
     let seen = Arc::new(Seen::default());
     let s = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let Some(req) = crate::support::read_request(&stream) else { continue };
-            let body = req.json();
-            let resp = if req.line.contains("/v1/embeddings") {
-                let kind = body.get("input_type").or(body.get("task")).and_then(|v| v.as_str()).unwrap_or("").to_owned();
-                let inputs: Vec<String> = body["input"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()).collect();
-                let data: Vec<serde_json::Value> = inputs.iter().enumerate().map(|(i, t)| serde_json::json!({"index": i, "embedding": embed(t)})).collect();
-                s.embedded.lock().unwrap().extend(inputs.into_iter().map(|t| (kind.clone(), t)));
-                serde_json::json!({ "data": data })
-            } else if req.line.contains("/v1/rerank") {
-                *s.rerank.lock().unwrap() += 1;
-                let q = body["query"].as_str().unwrap();
-                let results: Vec<serde_json::Value> = body["documents"].as_array().unwrap().iter().enumerate().map(|(i, d)| serde_json::json!({"index": i, "relevance_score": overlap(q, d.as_str().unwrap())})).collect();
-                serde_json::json!({ "results": results })
-            } else if req.line.contains("/v1/score") {
-                *s.score.lock().unwrap() += 1;
-                let q = body["text_1"].as_str().unwrap();
-                let data: Vec<serde_json::Value> = body["text_2"].as_array().unwrap().iter().enumerate().map(|(i, d)| serde_json::json!({"index": i, "object": "score", "score": overlap(q, d.as_str().unwrap())})).collect();
-                serde_json::json!({ "data": data })
-            } else if req.line.contains("/v1/chat/completions") {
-                *s.chat.lock().unwrap() += 1;
-                let user = body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap().to_owned();
-                let (query, passages) = read_window(&user);
-                let answer = chat_answer(&query, &passages);
-                serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
-            } else {
-                serde_json::json!({})
-            };
-            let resp = resp.to_string();
-            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{resp}", resp.len());
-        }
+    let server = crate::support::http::serve(move |req| {
+        let body = req.json();
+        let resp = if req.line.contains("/v1/embeddings") {
+            let kind = body.get("input_type").or(body.get("task")).and_then(|v| v.as_str()).unwrap_or("").to_owned();
+            let inputs: Vec<String> = body["input"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()).collect();
+            let data: Vec<serde_json::Value> = inputs.iter().enumerate().map(|(i, t)| serde_json::json!({"index": i, "embedding": embed(t)})).collect();
+            s.embedded.lock().unwrap().extend(inputs.into_iter().map(|t| (kind.clone(), t)));
+            serde_json::json!({ "data": data })
+        } else if req.line.contains("/v1/rerank") {
+            *s.rerank.lock().unwrap() += 1;
+            let q = body["query"].as_str().unwrap();
+            let results: Vec<serde_json::Value> = body["documents"].as_array().unwrap().iter().enumerate().map(|(i, d)| serde_json::json!({"index": i, "relevance_score": overlap(q, d.as_str().unwrap())})).collect();
+            serde_json::json!({ "results": results })
+        } else if req.line.contains("/v1/score") {
+            *s.score.lock().unwrap() += 1;
+            let q = body["text_1"].as_str().unwrap();
+            let data: Vec<serde_json::Value> = body["text_2"].as_array().unwrap().iter().enumerate().map(|(i, d)| serde_json::json!({"index": i, "object": "score", "score": overlap(q, d.as_str().unwrap())})).collect();
+            serde_json::json!({ "data": data })
+        } else if req.line.contains("/v1/chat/completions") {
+            *s.chat.lock().unwrap() += 1;
+            let user = body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap().to_owned();
+            let (query, passages) = read_window(&user);
+            let answer = chat_answer(&query, &passages);
+            serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+        } else {
+            serde_json::json!({})
+        };
+        crate::support::Reply::json(&resp)
     });
-    (format!("http://{addr}/v1"), seen)
+    (format!("{}/v1", server.url()), seen)
 }
 
 /// The query and the passages of a listwise prompt (`Search query: …`, `[i] text` blocks).
@@ -453,19 +444,14 @@ fn bootstrap_and_tests_equal_numpy_and_scipy() {
 fn the_key_goes_only_to_the_configured_base_url() {
     // `elsewhere` records what reaches it; `base` redirects every request there.
     let (elsewhere, seen_elsewhere) = server();
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().unwrap();
     let auth = Arc::new(Mutex::new(Vec::new()));
     let auth2 = Arc::clone(&auth);
     let target = format!("{elsewhere}/embeddings");
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut s) = stream else { continue };
-            let Some(req) = crate::support::read_request(&s) else { continue };
-            auth2.lock().unwrap().push(req.header("authorization").unwrap_or("").to_owned());
-            let _ = write!(s, "HTTP/1.1 307 Temporary Redirect\r\nLocation: {target}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-        }
-    });
+    let addr = crate::support::http::serve(move |req| {
+        auth2.lock().unwrap().push(req.header("authorization").unwrap_or("").to_owned());
+        crate::support::Reply::new("307 Temporary Redirect", Vec::new()).header(format!("Location: {target}"))
+    })
+    .addr;
     let dir = tempfile::tempdir().unwrap();
     let out = run(coreb()
         .current_dir(dir.path())

@@ -445,6 +445,7 @@ fn a_missing_toolchain_stops_the_build_before_any_stage() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("`go` (needed for go solutions) is not installed"), "{err}");
     assert!(err.contains("`golang-go`") && err.contains("remove `go` from `stages.generate.languages`"), "{err}");
+    assert!(err.contains("`scripts/setup` installs every toolchain"), "the error points to the setup script: {err}");
     assert!(!dir.path().join("build/artifacts/fetch").exists(), "a stage ran before the preflight failed");
     // Without Go in the languages, the same PATH passes the preflight.
     let manifest = ManifestCopy::new("no-go-languages", "[stages.execute.go.env]\nPATH = \"/usr/local/bin\"\n[stages.generate]\nlanguages = [\"python\", \"cpp\"]\n");

@@ -1,15 +1,16 @@
 //! `coreb fetch` against a local HTTP server started by each test: resume after a cut
 //! connection, retries on 429/503 with `Retry-After`, read timeouts, checksums, 404s,
-//! unreachable hosts and the cache of finished downloads.
+//! unreachable hosts, the cache of finished downloads, and `If-Range`: a file that changed
+//! upstream between two attempts is never spliced from two versions.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::support::{coreb, run, text};
+use crate::support::http::serve;
+use crate::support::{Reply, coreb, run, text};
 
 /// What the server does with one request.
 #[derive(Debug, Clone, Copy)]
@@ -22,31 +23,61 @@ enum Behaviour {
     HangAfter(usize),
     /// Answer with this status (and `Retry-After: 1` for 429/503) and no body.
     Status(u16),
+    /// Like `CutAfter`, then the file changes upstream: the next version (another `ETag`)
+    /// is served from then on.
+    CutAfterAndChange(usize),
+}
+
+/// The file the server serves: its bytes and its strong `ETag`.
+struct Version {
+    body: Vec<u8>,
+    etag: String,
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    /// Start of the `Range` header (`None` when absent).
+    range: Option<String>,
+    /// The `If-Range` header.
+    if_range: Option<String>,
 }
 
 struct Server {
     port: u16,
-    /// `Range` header of every request, in order (`None` when absent).
-    requests: Arc<Mutex<Vec<Option<String>>>>,
+    requests: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl Server {
     fn start(body: Vec<u8>, script: Vec<Behaviour>) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
+        Server::with_versions(vec![body], script, true)
+    }
+
+    /// A server whose file goes through `versions` (ETags `"v1"`, `"v2"` …) at each
+    /// `CutAfterAndChange`; one that does not `honour_if_range` answers every `Range` with a
+    /// 206 of the current version (carrying its `ETag`), as a careless server would.
+    fn with_versions(versions: Vec<Vec<u8>>, script: Vec<Behaviour>, honour_if_range: bool) -> Server {
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let script = Arc::new(Mutex::new(VecDeque::from(script)));
         let log = Arc::clone(&requests);
-        let body = Arc::new(body);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let behaviour = script.lock().unwrap().pop_front().unwrap_or(Behaviour::Normal);
-                let (log, body) = (Arc::clone(&log), Arc::clone(&body));
-                std::thread::spawn(move || serve(stream, &body, behaviour, &log));
+        let script = Mutex::new(VecDeque::from(script));
+        let mut versions: VecDeque<Version> = versions.into_iter().enumerate().map(|(i, body)| Version { body, etag: format!("\"v{}\"", i + 1) }).collect();
+        let current = Mutex::new(Arc::new(versions.pop_front().unwrap()));
+        let next = Mutex::new(versions);
+        let server = serve(move |request| {
+            let range = request.header("range").and_then(|r| r.strip_prefix("bytes=")).map(|r| r.trim_end_matches('-').to_owned());
+            let seen = Seen { range, if_range: request.header("if-range").map(str::to_owned) };
+            log.lock().unwrap().push(seen.clone());
+            let behaviour = script.lock().unwrap().pop_front().unwrap_or(Behaviour::Normal);
+            let version = Arc::clone(&current.lock().unwrap());
+            if let Behaviour::CutAfterAndChange(_) = behaviour
+                && let Some(v) = next.lock().unwrap().pop_front()
+            {
+                // Changed before the cut reaches the client: no retry can see the old file.
+                *current.lock().unwrap() = Arc::new(v);
             }
+            reply(&version, &seen, behaviour, honour_if_range)
         });
-        Server { port, requests }
+        Server { port: server.addr.port(), requests }
     }
 
     fn url(&self) -> String {
@@ -54,55 +85,33 @@ impl Server {
     }
 
     fn ranges(&self) -> Vec<Option<String>> {
+        self.requests.lock().unwrap().iter().map(|s| s.range.clone()).collect()
+    }
+
+    fn seen(&self) -> Vec<Seen> {
         self.requests.lock().unwrap().clone()
     }
 }
 
-fn serve(mut stream: TcpStream, body: &[u8], behaviour: Behaviour, log: &Mutex<Vec<Option<String>>>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut range = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        if let Some(v) = line.to_ascii_lowercase().strip_prefix("range: bytes=") {
-            range = Some(v.trim().trim_end_matches('-').to_owned());
-        }
-    }
-    log.lock().unwrap().push(range.clone());
+fn reply(version: &Version, seen: &Seen, behaviour: Behaviour, honour_if_range: bool) -> Reply {
     if let Behaviour::Status(code) = behaviour {
-        let retry = if code == 429 || code == 503 { "Retry-After: 1\r\n" } else { "" };
-        let _ = write!(stream, "HTTP/1.1 {code} Status\r\n{retry}Content-Length: 0\r\nConnection: close\r\n\r\n");
-        return;
+        let status = Reply::new(&format!("{code} Status"), Vec::new());
+        return if code == 429 || code == 503 { status.header("Retry-After: 1") } else { status };
     }
-    let start: usize = range.as_deref().and_then(|r| r.parse().ok()).unwrap_or(0).min(body.len());
-    let part = &body[start..];
-    let head = if start > 0 {
-        format!(
-            "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{}\r\nConnection: close\r\n\r\n",
-            part.len(),
-            body.len() - 1,
-            body.len()
-        )
+    // RFC 9110 §13.1.5: a `Range` whose `If-Range` names another version gets the whole file.
+    let stale = honour_if_range && seen.if_range.as_ref().is_some_and(|v| *v != version.etag);
+    let body = &version.body;
+    let start: usize = if stale { 0 } else { seen.range.as_deref().and_then(|r| r.parse().ok()).unwrap_or(0).min(body.len()) };
+    let etag = format!("ETag: {}", version.etag);
+    let whole = if start > 0 {
+        Reply::new("206 Partial Content", &body[start..]).header(format!("Content-Range: bytes {start}-{}/{}", body.len() - 1, body.len())).header(etag)
     } else {
-        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nAccept-Ranges: bytes\r\nConnection: close\r\n\r\n", part.len())
+        Reply::new("200 OK", body.clone()).header("Accept-Ranges: bytes").header(etag)
     };
-    let _ = stream.write_all(head.as_bytes());
     match behaviour {
-        Behaviour::Normal | Behaviour::Status(_) => {
-            let _ = stream.write_all(part);
-        }
-        Behaviour::CutAfter(n) => {
-            let _ = stream.write_all(&part[..n.min(part.len())]);
-            let _ = stream.flush();
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-        }
-        Behaviour::HangAfter(n) => {
-            let _ = stream.write_all(&part[..n.min(part.len())]);
-            let _ = stream.flush();
-            std::thread::sleep(Duration::from_secs(4));
-        }
+        Behaviour::Normal | Behaviour::Status(_) => whole,
+        Behaviour::CutAfter(n) | Behaviour::CutAfterAndChange(n) => whole.cut_after(n),
+        Behaviour::HangAfter(n) => whole.stall_after(n, Duration::from_secs(4)),
     }
 }
 
@@ -256,4 +265,61 @@ fn local_paths_and_file_urls_are_hashed_in_place() {
     let m = manifest(dir.path(), &file.display().to_string(), Some(&sha(b"x")));
     let out = fetch(&m);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("checksum mismatch"));
+}
+
+/// Version 2 of a file: as long as `v1`, one byte in every 4 KiB changed, so a splice of the
+/// two is the right length and looks plausible.
+fn changed(v1: &[u8]) -> Vec<u8> {
+    let mut v2 = v1.to_vec();
+    for b in v2.iter_mut().step_by(4096) {
+        *b = if *b == b'#' { b'%' } else { b'#' };
+    }
+    v2
+}
+
+#[test]
+fn a_file_changed_upstream_between_attempts_is_fetched_whole_not_spliced() {
+    let v1 = body(1 << 20);
+    let v2 = changed(&v1);
+    let server = Server::with_versions(vec![v1.clone(), v2.clone()], vec![Behaviour::CutAfterAndChange(300_000)], true);
+    let dir = tempfile::tempdir().unwrap();
+    // Unpinned: nothing but `If-Range` can tell the two versions apart.
+    let m = manifest(dir.path(), &server.url(), None);
+    let out = fetch(&m);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), v2, "the new version, whole");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0], Seen { range: None, if_range: None });
+    // The resumed request named the version its bytes came from.
+    assert!(seen[1].range.is_some(), "{seen:?}");
+    assert_eq!(seen[1].if_range.as_deref(), Some("\"v1\""), "{seen:?}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["sources"][0]["sha256"], sha(&v2));
+    assert!(!dir.path().join("build/downloads/test6.part.state").exists());
+
+    // The file unchanged: the same request resumes it (a 206 of the same version).
+    let server = Server::with_versions(vec![v1.clone()], vec![Behaviour::CutAfter(300_000)], true);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fetch(&manifest(dir.path(), &server.url(), None));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), v1);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[1].range.as_deref().is_some_and(|r| r != "0") && seen[1].if_range.as_deref() == Some("\"v1\""), "{seen:?}");
+}
+
+#[test]
+fn a_server_that_ignores_if_range_is_caught_by_the_etag_of_its_206() {
+    let v1 = body(1 << 20);
+    let v2 = changed(&v1);
+    let server = Server::with_versions(vec![v1, v2.clone()], vec![Behaviour::CutAfterAndChange(300_000)], false);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fetch(&manifest(dir.path(), &server.url(), None));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), v2);
+    // The 206 of `"v2"` was thrown away and the file fetched again from byte 0.
+    let ranges = server.ranges();
+    assert_eq!(ranges.len(), 3, "{ranges:?}");
+    assert!(ranges[1].is_some() && ranges[2].is_none(), "{ranges:?}");
 }

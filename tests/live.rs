@@ -3,36 +3,26 @@
 //! the cause, and a rerun asks nothing again; the real-model smoke test
 //! (`scripts/smoke-live`, opt-in with `COREB_SMOKE=1`).
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::support::{coreb, read_request, root, run, text};
+use crate::support::{coreb, root, run, text};
 
-/// A loopback chat endpoint answering every request with `answer(request body)` (text and
-/// finish reason); returns its base URL and its request counter.
+/// A loopback chat endpoint ([`crate::support::http`]) answering every request with
+/// `answer(request body)` (text and finish reason); returns its base URL and its request counter.
 fn endpoint(answer: fn(&Value) -> (String, &'static str)) -> (String, Arc<AtomicU64>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let hits = Arc::new(AtomicU64::new(0));
     let counter = hits.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let Some(request) = read_request(&stream) else { continue };
-            counter.fetch_add(1, Ordering::SeqCst);
-            let (content, finish) = answer(&request.json());
-            let body = json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 10}})
-            .to_string();
-            let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
-            let _ = std::io::Write::write_all(&mut stream, response.as_bytes());
-        }
+    let server = crate::support::http::serve(move |request| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        let (content, finish) = answer(&request.json());
+        crate::support::http::Reply::json(&json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10}}))
     });
-    (url, hits)
+    (format!("{}/v1", server.url()), hits)
 }
 
 /// The sample's manifest, live against `url`, building into `dir`.

@@ -21,7 +21,6 @@ use stages::rewrite::{RewriteConfig, RewritePlans, RewrittenProblem, TestOrigin,
 use stages::services::llm::run::{LlmStageError, ModelPlan, RejectReason};
 use stages::services::llm::{Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, RetryConfig, SamplingParams, StageModels, StoreMode, StructuredOutput};
 use stages::solution::Language;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{coreb, root, run, text};
 
@@ -64,28 +63,23 @@ struct Server {
 type Script = dyn Fn(&str, &str, u32, &Value) -> Reply + Send + Sync;
 
 impl Server {
-    /// Start a server; `script(user_message, model, attempt)` decides each reply, `attempt`
-    /// counting from 1 per distinct (model, messages, seed).
+    /// Start a server ([`crate::support::http`]); `script(user_message, model, attempt)`
+    /// decides each reply, `attempt` counting from 1 per distinct (model, messages, seed).
     async fn start(script: impl Fn(&str, &str, u32) -> Reply + Send + Sync + 'static) -> Server {
         Server::start_with_body(move |user, model, attempt, _| script(user, model, attempt)).await
     }
 
     /// [`Server::start`] with a script that also sees the request body.
     async fn start_with_body(script: impl Fn(&str, &str, u32, &Value) -> Reply + Send + Sync + 'static) -> Server {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let hits = Arc::new(AtomicU64::new(0));
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let attempts: Arc<Mutex<BTreeMap<String, u32>>> = Arc::default();
-        let script: Arc<Script> = Arc::new(script);
+        let attempts: Mutex<BTreeMap<String, u32>> = Mutex::default();
         let (h, s) = (hits.clone(), seen.clone());
-        tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                let (hits, seen, attempts, script) = (h.clone(), s.clone(), attempts.clone(), script.clone());
-                tokio::spawn(async move { serve(socket, hits, seen, attempts, script).await });
-            }
+        let server = crate::support::http::serve(move |request| {
+            h.fetch_add(1, Ordering::SeqCst);
+            answer(request, &s, &attempts, &script)
         });
-        Server { url, hits, seen }
+        Server { url: format!("{}/v1", server.url()), hits, seen }
     }
 
     fn hits(&self) -> u64 {
@@ -93,61 +87,40 @@ impl Server {
     }
 }
 
-async fn serve(mut socket: tokio::net::TcpStream, hits: Arc<AtomicU64>, seen: Arc<Mutex<Vec<Seen>>>, attempts: Arc<Mutex<BTreeMap<String, u32>>>, script: Arc<Script>) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let (head_end, length, head) = loop {
-        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..pos]).to_ascii_lowercase();
-            let length = head.lines().find_map(|l| l.strip_prefix("content-length:").and_then(|v| v.trim().parse::<usize>().ok())).unwrap_or(0);
-            break (pos + 4, length, head);
-        }
-        match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    };
-    while buf.len() < head_end + length {
-        match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    hits.fetch_add(1, Ordering::SeqCst);
-    let body: Value = serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
+fn answer(request: &crate::support::Request, seen: &Mutex<Vec<Seen>>, attempts: &Mutex<BTreeMap<String, u32>>, script: &Script) -> crate::support::Reply {
+    use crate::support::Reply as Http;
+    let body = request.json();
     let user = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned();
     let model = body["model"].as_str().unwrap_or_default().to_owned();
     let seed = body["seed"].as_u64();
-    seen.lock().unwrap().push(Seen { user: user.clone(), model: model.clone(), seed, at: Instant::now(), auth: head.contains("authorization: bearer test-key"), body: body.clone() });
+    let auth = request.header("authorization").is_some_and(|v| v.eq_ignore_ascii_case("bearer test-key"));
+    seen.lock().unwrap().push(Seen { user: user.clone(), model: model.clone(), seed, at: Instant::now(), auth, body: body.clone() });
     let attempt = {
         let mut a = attempts.lock().unwrap();
         let n = a.entry(format!("{model}\u{0}{seed:?}\u{0}{}", body["messages"])).or_insert(0);
         *n += 1;
         *n
     };
-    let reply = script(&user, &model, attempt, &body);
-    let (status, extra, payload) = match reply {
+    let json = |status: u16, payload: String| Http::new(&format!("{status} X"), payload).header("content-type: application/json");
+    match script(&user, &model, attempt, &body) {
         Reply::Answer { text, finish } => {
             let b = json!({"id": "x", "object": "chat.completion", "created": 1, "model": model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
                 "usage": {"prompt_tokens": user.len() / 4, "completion_tokens": 7, "total_tokens": 7 + user.len() / 4}});
-            (200, String::new(), b.to_string())
+            json(200, b.to_string())
         }
-        Reply::Status { code, retry_after, body } => (code, retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default(), body),
-        Reply::Raw(body) => (200, String::new(), body),
-        Reply::Hang => {
-            tokio::time::sleep(Duration::from_secs(60)).await;
-            return;
-        }
+        Reply::Status { code, retry_after, body } => match retry_after {
+            Some(s) => json(code, body).header(format!("retry-after: {s}")),
+            None => json(code, body),
+        },
+        Reply::Raw(body) => json(200, body),
+        Reply::Hang => Http::Hang(Duration::from_secs(60)),
         Reply::Cut => {
-            let _ = socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 4000\r\n\r\n{\"choices\": [{\"message\"").await;
-            let _ = socket.shutdown().await;
-            return;
+            // Promise a 4000-byte body, send its start, close.
+            let start = "{\"choices\": [{\"message\"";
+            json(200, format!("{start:<4000}")).cut_after(start.len())
         }
-    };
-    let response = format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{payload}", payload.len());
-    let _ = socket.write_all(response.as_bytes()).await;
-    let _ = socket.shutdown().await;
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -20,9 +20,13 @@
 //!   site driven in headless Chromium from `file://` against the results store and `--json`.
 //! - `fidelity` (issue #12): the committed sample's code documents have no comments; its card,
 //!   MANIFEST and store say the content was written by hand.
+//! - `scaleout` (issue #16): the sample as 3 shard processes per stage through the Slurm recipe (shell fallback) vs 1 process; merges refusing missing and stale shards.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 //! - `validity` (issue #11): one run through four evaluation paths, `--keep-self`, `coreb check`
 //!   on the sample and on planted defects.
+//! - `zero_glue` (issue #15): the sample through `datasets`, BEIR and MTEB with no glue (MTEB's
+//!   nDCG@10 = `coreb eval --run` on its predictions); `coreb export --layout hf-coreb` read as the
+//!   published dataset; `scripts/setup`; no test file refers outside the repository.
 
 mod support;
 
@@ -34,9 +38,11 @@ mod ingest;
 mod live;
 mod llm;
 mod release;
+mod scaleout;
 mod eval;
 mod eval_protocol;
 mod fidelity;
 mod leaderboard;
 mod trec_eval;
 mod validity;
+mod zero_glue;

@@ -140,3 +140,26 @@ fn malformed_lines_name_file_and_line() {
     fails_with("1 0 a 1\n", "1 Q0 a 1 2.0 r\n1 Q0 b 2 x r\n", &[], &["run:2", "`x`"]);
     fails_with("1 0 a 1\n", "1 Q0 a 1 2.0 r\n", &["-m", "nosuch"], &["nosuch", "unknown measure"]);
 }
+
+#[test]
+fn huge_relevance_values_are_one_level_each_not_a_dense_array() {
+    // trec_eval (and coreb before) sized an array by the highest relevance: 10^12 and i64::MAX
+    // asked for terabytes and aborted. Each is one level; the ideal ranking is a, c, b.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let qrels = format!("1 0 a 1000000000000\n1 0 b 0\n1 0 c 1\n2 0 x {}\n2 0 y 3\n", i64::MAX);
+    fs_err::write(dir.path().join("qrels"), qrels).expect("write");
+    fs_err::write(dir.path().join("run"), "1 Q0 a 1 3.0 r\n1 Q0 c 2 2.0 r\n1 Q0 b 3 1.0 r\n2 Q0 y 1 2.0 r\n2 Q0 x 2 1.0 r\n").expect("write");
+    let out = run(coreb().arg("trec-eval").args(["-q", "-m", "all_trec"]).arg(dir.path().join("qrels")).arg(dir.path().join("run")));
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let value = |measure: &str, query: &str| -> f64 {
+        let line = stdout.lines().find(|l| l.split_whitespace().take(2).eq([measure, query])).unwrap_or_else(|| panic!("no {measure} {query}: {stdout}"));
+        line.split_whitespace().nth(2).unwrap().parse().unwrap()
+    };
+    assert_eq!(value("ndcg", "1"), 1.0);
+    assert_eq!(value("num_rel", "1"), 2.0);
+    // Query 2 ranks the i64::MAX document second: far below the ideal, but a number.
+    let ndcg2 = value("ndcg", "2");
+    assert!(ndcg2 > 0.0 && ndcg2 < 1.0, "{ndcg2}");
+    assert_eq!(value("num_rel", "all"), 4.0);
+}

@@ -18,6 +18,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the stages of a manifest in order, skipping those whose inputs are unchanged.
+    #[command(after_help = BUILD_EXAMPLES)]
     Build(BuildArgs),
     /// Download (or hash in place) the source files of a manifest.
     Fetch(StageArgs),
@@ -47,9 +48,16 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Check a release's validity from its files alone: ids, judgements, self-retrieval,
     /// BEIR-vs-Parquet equivalence, texts (a table, or `--json`; exit 1 on a failed check).
+    #[command(after_help = CHECK_EXAMPLES)]
     Check(CheckArgs),
     /// Evaluate a release or a BEIR folder with a built-in baseline or a run file.
+    #[command(after_help = EVAL_EXAMPLES)]
     Eval(Box<EvalArgs>),
+    /// Write every release of a directory as one Hugging Face dataset folder in the
+    /// published CoREB layout (8 configs × `release_<version>` splits, its column and subtask
+    /// names, a dataset card and LICENSE).
+    #[command(after_help = EXPORT_EXAMPLES)]
+    Export(ExportArgs),
     /// Compare two systems on the same release, per task and subtask: paired difference with
     /// its bootstrap interval, Wilcoxon signed-rank and randomisation p-values.
     Compare(CompareArgs),
@@ -58,17 +66,19 @@ pub enum Command {
     /// training-cutoff toggle; `--json` prints its numbers.
     Leaderboard(LeaderboardArgs),
     /// trec_eval-compatible evaluation of a run against qrels.
-    #[command(name = "trec-eval", disable_help_flag = true)]
+    #[command(name = "trec-eval", disable_help_flag = true, after_help = TREC_EVAL_EXAMPLES)]
     TrecEval(TrecEvalArgs),
     /// Judge one solution file against the tests of one problem.
+    #[command(after_help = JUDGE_EXAMPLES)]
     Judge(JudgeArgs),
     /// Contamination audits of a release.
     Audit(AuditArgs),
     /// Curate text–code training pairs from the sources of a corpus manifest, decontaminated
     /// against every published release.
     Corpus(CorpusArgs),
-    /// Combine the parts written by shard processes (`coreb corpus <manifest> --shard i/N`)
-    /// into the stage's output; refuses while a part is missing or was made from another plan.
+    /// Combine the parts written by shard processes (`coreb corpus <manifest> --shard i/N`,
+    /// `coreb generate <manifest> --shard i/N` …) into the stage's output; refuses while a
+    /// part is missing or was made from another plan.
     Merge(MergeArgs),
     /// Write the manifest of a month's release: window after the latest release, sources
     /// pinned by sha256, models and prompts as before.
@@ -76,6 +86,40 @@ pub enum Command {
     /// Inspect, export or import an LLM response store.
     Store(StoreArgs),
 }
+
+const BUILD_EXAMPLES: &str = "Examples:
+  coreb build manifests/sample.toml                  build the bundled sample offline (releases/sample/v202503)
+  coreb build manifests/sample.toml --until execute  stop after the sandboxed judge
+  coreb build manifests/v202504.toml --publish-dir /tmp/v202504  a dry run: publish elsewhere
+  coreb build manifests/sample.toml --show-plan      print the resolved plan, run nothing
+A missing toolchain stops the build before any stage: `scripts/setup` installs them.";
+
+const EVAL_EXAMPLES: &str = "Examples:
+  coreb eval releases/sample/v202503                          BM25 on every task, per subtask and language
+  coreb eval releases/sample/v202503 --run my.run.trec --k 10 score a TREC run (all tasks in one file)
+  coreb eval releases/sample/v202503/text2code --json         one BEIR folder, JSON on stdout
+  coreb eval releases/sample/v202503 --retriever embed:text-embedding-3-small --out results/
+                                                              dense retrieval through an OpenAI-compatible endpoint";
+
+const TREC_EVAL_EXAMPLES: &str = "Examples:
+  coreb trec-eval qrels.trec run.trec                          trec_eval's default measures
+  coreb trec-eval -q -m ndcg_cut.10 -m recall.10 qrels.trec run.trec   per query, chosen measures
+  coreb trec-eval -c -l 2 -m all_trec qrels.trec run.trec       every measure, relevance >= 2, all qrels queries";
+
+const CHECK_EXAMPLES: &str = "Examples:
+  coreb check releases/sample/v202503          every validity check, as a table (exit 1 on a failure)
+  coreb check releases/v202504 --json           the same as JSON
+  coreb check /tmp/v202504 --releases-dir releases   a copy, checked against the published releases";
+
+const JUDGE_EXAMPLES: &str = "Examples:
+  coreb judge problems.jsonl solution.py --lang python               first problem of the file
+  coreb judge problems.jsonl Main.java --lang java --problem-id abc388_a --json
+The problem file is LiveCodeBench JSONL (public and private tests); the solution runs in the sandbox.";
+
+const EXPORT_EXAMPLES: &str = "Examples:
+  coreb export --layout hf-coreb releases/sample /tmp/coreb-hf
+      then: load_dataset(\"/tmp/coreb-hf\", \"code_corpus\", split=\"release_v202503\")
+  coreb export releases /tmp/coreb-hf && huggingface-cli upload <you>/coreb /tmp/coreb-hf --repo-type dataset";
 
 /// Which stage a build stops after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
@@ -185,6 +229,17 @@ pub struct StageArgs {
     /// Print one JSON summary object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Keep build artifacts here instead of the manifest's `output_dir`.
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Run as shard process `I` of `N` (`0/4` … `3/4`; `rewrite`, `distract`, `abbreviate`,
+    /// `generate`, `execute`, `queries`): the stages before this one run as usual (one process
+    /// at a time, under a lock on the artifact store), then this stage handles the problems
+    /// (solutions, for `execute`) whose id hash falls in shard `I`, into
+    /// `<output_dir>/artifacts/parts/<stage>/`. `coreb merge <stage> <manifest>`, or any
+    /// later stage or build, combines the parts once all `N` are complete.
+    #[arg(long, value_name = "I/N", value_parser = ShardSpec::parse)]
+    pub shard: Option<ShardSpec>,
 }
 
 /// Arguments of `coreb verify`.
@@ -370,6 +425,25 @@ pub struct LeaderboardArgs {
     /// `r_cap@10`, other cut-offs recorded, `hn_intrusion`).
     #[arg(long)]
     pub metric: Option<String>,
+}
+
+/// The layout `coreb export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportLayout {
+    /// The published CoREB dataset's (`hq-bench/coreb`): 8 configs × `release_<version>` splits.
+    HfCoreb,
+}
+
+/// Arguments of `coreb export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The layout to write.
+    #[arg(long, value_enum, default_value = "hf-coreb")]
+    pub layout: ExportLayout,
+    /// The directory whose releases (subdirectories with a MANIFEST.json) are exported.
+    pub releases_dir: PathBuf,
+    /// The dataset folder to write (an earlier export there is replaced).
+    pub out: PathBuf,
 }
 
 /// Arguments of `coreb check`.
@@ -652,6 +726,40 @@ impl ShardSpec {
 pub enum MergeStage {
     /// `coreb corpus --shard i/N`.
     Corpus,
+    /// `coreb rewrite --shard i/N`.
+    Rewrite,
+    /// `coreb distract --shard i/N`.
+    Distract,
+    /// `coreb abbreviate --shard i/N`.
+    Abbreviate,
+    /// `coreb generate --shard i/N`.
+    Generate,
+    /// `coreb execute --shard i/N`.
+    Execute,
+    /// `coreb queries --shard i/N`.
+    Queries,
+}
+
+impl MergeStage {
+    /// The build stage, for all but `corpus`.
+    pub fn build_stage(self) -> Option<StageName> {
+        Some(match self {
+            MergeStage::Corpus => return None,
+            MergeStage::Rewrite => StageName::Rewrite,
+            MergeStage::Distract => StageName::Distract,
+            MergeStage::Abbreviate => StageName::Abbreviate,
+            MergeStage::Generate => StageName::Generate,
+            MergeStage::Execute => StageName::Execute,
+            MergeStage::Queries => StageName::Queries,
+        })
+    }
+}
+
+impl StageName {
+    /// Whether the stage runs as shard processes (`--shard i/N`).
+    pub fn shardable(self) -> bool {
+        matches!(self, StageName::Rewrite | StageName::Distract | StageName::Abbreviate | StageName::Generate | StageName::Execute | StageName::Queries)
+    }
 }
 
 /// Arguments of `coreb merge`.
@@ -664,6 +772,12 @@ pub struct MergeArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Build stages: the `--output-dir` the shard processes were given.
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Build stages: worker threads (default: all cores). Outputs do not depend on it.
+    #[arg(long)]
+    pub jobs: Option<usize>,
 }
 
 /// Arguments of `coreb plan`.

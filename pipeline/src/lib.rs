@@ -12,6 +12,7 @@ pub mod corpus_manifest;
 pub mod engine;
 pub mod manifest;
 pub mod printer;
+pub mod shard;
 pub mod store;
 
 use std::process::ExitCode;
@@ -49,6 +50,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(args) => commands::verify::verify(args),
         Command::Check(args) => commands::check::check(args),
         Command::Eval(args) => commands::eval::eval(*args),
+        Command::Export(args) => commands::export::export(args),
         Command::Compare(args) => commands::compare::compare(args),
         Command::Leaderboard(args) => commands::leaderboard::leaderboard(args),
         Command::TrecEval(args) => commands::trec_eval::trec_eval(args),
@@ -57,6 +59,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Corpus(args) => commands::corpus::corpus(args),
         Command::Merge(args) => match args.stage {
             cli::MergeStage::Corpus => commands::corpus::merge(args),
+            _ => commands::build::merge(args),
         },
         Command::Plan(args) => commands::plan::plan(args),
         Command::Store(args) => commands::store::store(args),

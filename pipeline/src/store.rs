@@ -2,21 +2,30 @@
 //! hash of their inputs.
 //!
 //! A stage's input key is the sha256 of the canonical JSON of: the stage name, the tool
-//! version, the stage's manifest section and the fingerprints of its upstream outputs (and,
-//! for LLM stages later, prompt hashes). A stage writes into `artifacts/.<stage>.tmp/`, then
-//! [`StageWriter::commit`] hashes every output, writes `record.json` and renames the directory
-//! into place. A directory without `record.json`, or with another key, is never taken as
-//! complete, so a killed stage simply runs again.
+//! fingerprint ([`TOOL_FINGERPRINT`]: the version and the sha256 of the source the binary was
+//! built from, so changed stage code never reuses an old artifact), the stage's manifest
+//! section and the fingerprints of its upstream outputs (and, for LLM stages, prompt hashes).
+//! A stage writes into `artifacts/.<stage>.tmp/`, then [`StageWriter::commit`] hashes every
+//! output, writes `record.json`, fsyncs every file and renames the directory into place
+//! ([`stages::durable::replace_dir`]). A directory without `record.json`, with another key,
+//! or whose outputs no longer hash to what the record says (a torn or edited file) is never
+//! taken as complete, so a killed stage simply runs again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use stages::hashing::{sha256_file, sha256_hex};
 
-/// The version recorded in every stage key and release.
+/// The version recorded in every stage record and release.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What built an artifact: the version and the sha256 of the source of every crate linked
+/// into the binary (`build.rs`). Part of every stage key; not of releases, whose files are
+/// compared by content.
+pub const TOOL_FINGERPRINT: &str = concat!(env!("CARGO_PKG_VERSION"), "+", env!("COREB_SOURCE_SHA256"));
 
 /// One output file of a stage.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +47,10 @@ pub struct StageRecord {
     pub key: String,
     /// coreb version that built it.
     pub tool_version: String,
+    /// [`TOOL_FINGERPRINT`] of the binary that built it (empty in records made before it
+    /// was recorded, which are then never reused).
+    #[serde(default)]
+    pub tool_fingerprint: String,
     /// Output files by role (`problems`, `report` …).
     pub outputs: BTreeMap<String, OutputFile>,
     /// The stage's summary: counts, parameters, stage-specific facts. Part of the
@@ -59,9 +72,14 @@ impl StageRecord {
 
 /// The input key of a stage run.
 pub fn input_key(stage: &str, config: &impl Serialize, upstream: &[&StageRecord]) -> anyhow::Result<String> {
+    key_of(TOOL_FINGERPRINT, stage, config, upstream)
+}
+
+/// [`input_key`] as a binary with the fingerprint `tool` computes it.
+fn key_of(tool: &str, stage: &str, config: &impl Serialize, upstream: &[&StageRecord]) -> anyhow::Result<String> {
     let value = serde_json::json!({
         "stage": stage,
-        "tool_version": TOOL_VERSION,
+        "tool": tool,
         "config": serde_json::to_value(config)?,
         "upstream": upstream.iter().map(|r| (r.stage.clone(), r.fingerprint())).collect::<BTreeMap<_, _>>(),
     });
@@ -95,17 +113,19 @@ impl ArtifactStore {
         read_record(&path).map(Some)
     }
 
-    /// The record of a stage built from exactly `key`, if its outputs are all present.
+    /// The record of a stage built from exactly `key` by this binary, if every output is
+    /// still what it recorded: each file is hashed again (in parallel), so a torn, truncated
+    /// or edited output means a miss and the stage runs again.
     pub fn lookup(&self, stage: &str, key: &str) -> anyhow::Result<Option<StageRecord>> {
         let Some(record) = self.record(stage)? else { return Ok(None) };
-        if record.key != key || record.tool_version != TOOL_VERSION {
+        if record.key != key || record.tool_fingerprint != TOOL_FINGERPRINT {
             return Ok(None);
         }
         let dir = self.stage_dir(stage);
-        let intact = record
-            .outputs
-            .values()
-            .all(|o| fs_err::metadata(dir.join(&o.file)).is_ok_and(|m| m.len() == o.bytes));
+        let intact = record.outputs.par_iter().all(|(_, o)| file_intact(&dir.join(&o.file), &o.sha256, o.bytes));
+        if !intact {
+            tracing::warn!(stage, "an output of the stored `{stage}` no longer matches its record; running the stage again");
+        }
         Ok(intact.then_some(record))
     }
 
@@ -116,7 +136,7 @@ impl ArtifactStore {
             fs_err::remove_dir_all(&tmp)?;
         }
         fs_err::create_dir_all(&tmp)?;
-        Ok(StageWriter { stage: stage.to_owned(), tmp, dir: self.stage_dir(stage), root: self.root.clone() })
+        Ok(StageWriter { stage: stage.to_owned(), tmp, dir: self.stage_dir(stage) })
     }
 }
 
@@ -126,7 +146,6 @@ pub struct StageWriter {
     stage: String,
     tmp: PathBuf,
     dir: PathBuf,
-    root: PathBuf,
 }
 
 impl StageWriter {
@@ -159,46 +178,28 @@ impl StageWriter {
             stage: self.stage.clone(),
             key: key.to_owned(),
             tool_version: TOOL_VERSION.to_owned(),
+            tool_fingerprint: TOOL_FINGERPRINT.to_owned(),
             outputs: files,
             summary,
             local,
         };
-        write_atomic(&self.tmp.join("record.json"), serde_json::to_string_pretty(&record)?.as_bytes())?;
-        if self.dir.exists() {
-            let old = self.root.join(format!(".{}.old", self.stage));
-            if old.exists() {
-                fs_err::remove_dir_all(&old)?;
-            }
-            fs_err::rename(&self.dir, &old)?;
-            fs_err::rename(&self.tmp, &self.dir)?;
-            fs_err::remove_dir_all(&old)?;
-        } else {
-            fs_err::rename(&self.tmp, &self.dir)?;
-        }
+        stages::durable::write(&self.tmp.join("record.json"), serde_json::to_string_pretty(&record)?.as_bytes())?;
+        // Every output is on disk before the directory, record included, becomes visible.
+        stages::durable::replace_dir(&self.tmp, &self.dir)?;
         Ok(record)
     }
+}
+
+/// Is the file at `path` still `bytes` long with this sha256? (The size first: a truncated
+/// file is caught without reading it.)
+pub fn file_intact(path: &Path, sha256: &str, bytes: u64) -> bool {
+    fs_err::metadata(path).is_ok_and(|m| m.len() == bytes) && sha256_file(path).is_ok_and(|sha| sha == sha256)
 }
 
 /// Read a stage's `record.json`.
 pub fn read_record(path: &Path) -> anyhow::Result<StageRecord> {
     let text = fs_err::read_to_string(path)?;
     serde_json::from_str(&text).with_context(|| format!("`{}`: not a stage record", path.display()))
-}
-
-/// Write a file atomically: `<path>.tmp` (its directory made if missing), fsync, rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs_err::create_dir_all(dir)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let mut file = fs_err::File::create(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    drop(file);
-    fs_err::rename(&tmp, path)?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -225,9 +226,13 @@ mod tests {
         // Upstream fingerprints are part of the key.
         assert_ne!(input_key("dedup", &(), &[&rec]).unwrap(), input_key("dedup", &(), &[]).unwrap());
 
-        // A damaged output is not taken as complete.
+        // A damaged output is not taken as complete: truncated, or edited at the same size.
+        fs_err::write(store.stage_dir("ingest").join("out.txt"), "hellp").unwrap();
+        assert!(store.lookup("ingest", &key).unwrap().is_none());
         fs_err::write(store.stage_dir("ingest").join("out.txt"), "hell").unwrap();
         assert!(store.lookup("ingest", &key).unwrap().is_none());
+        fs_err::write(store.stage_dir("ingest").join("out.txt"), "hello").unwrap();
+        assert!(store.lookup("ingest", &key).unwrap().is_some());
 
         // An interrupted rewrite leaves the old stage in place and is cleared on the next begin.
         let w = store.begin("ingest").unwrap();
@@ -235,5 +240,37 @@ mod tests {
         drop(w);
         let w = store.begin("ingest").unwrap();
         assert!(!w.path("partial").exists());
+    }
+
+    #[test]
+    fn a_stage_built_by_other_code_is_run_again() {
+        // The fingerprint holds the sha256 of the source the binary was built from.
+        let (version, source) = TOOL_FINGERPRINT.split_once('+').unwrap();
+        assert_eq!(version, TOOL_VERSION);
+        assert!(stages::hashing::is_sha256_hex(source), "{TOOL_FINGERPRINT}");
+        assert!(env!("COREB_SOURCE_FILES").parse::<usize>().unwrap() > 50);
+
+        let config = serde_json::json!({"a": 1});
+        let key = input_key("ingest", &config, &[]).unwrap();
+        // The same version built from changed code computes another key for the same stage.
+        let other_code = format!("{TOOL_VERSION}+{}", "0".repeat(64));
+        assert_ne!(key_of(&other_code, "ingest", &config, &[]).unwrap(), key);
+
+        // A stored stage recorded by a binary of other code is a miss even under the same key
+        // (as is a record from before fingerprints were recorded).
+        let dir = tempfile::tempdir().unwrap();
+        let store = ArtifactStore::open(dir.path()).unwrap();
+        let w = store.begin("ingest").unwrap();
+        fs_err::write(w.path("out.txt"), "hello").unwrap();
+        w.commit(&key, &[("out", "out.txt")], serde_json::json!({})).unwrap();
+        assert!(store.lookup("ingest", &key).unwrap().is_some());
+        let path = store.stage_dir("ingest").join("record.json");
+        let mut record: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
+        record["tool_fingerprint"] = other_code.into();
+        fs_err::write(&path, record.to_string()).unwrap();
+        assert!(store.lookup("ingest", &key).unwrap().is_none());
+        record.as_object_mut().unwrap().remove("tool_fingerprint");
+        fs_err::write(&path, record.to_string()).unwrap();
+        assert!(store.lookup("ingest", &key).unwrap().is_none());
     }
 }

@@ -1,25 +1,33 @@
 //! `fetch`: bring every source file of a manifest onto local disk with its sha256.
 //!
 //! HTTP(S) sources are streamed to `<dir>/<name>.part` with reqwest, hashed while streaming,
-//! resumed with a `Range` request after a cut connection or an interrupted run, retried with
-//! exponential backoff and jitter (honouring `Retry-After`), checked against the expected
-//! sha256 when one is given, and only then renamed to `<dir>/<name>`. Local paths and
-//! `file://` URLs are hashed in place, not copied (LiveCodeBench files are large).
+//! resumed with a `Range` request after a cut connection or an interrupted run, retried
+//! under the LLM gateway's retry loop (exponential backoff with jitter, `Retry-After`
+//! honoured up to `max_retry_after_secs`), checked against the expected sha256 when one is
+//! given, and only then renamed (durably) to `<dir>/<name>`. A resumed request carries
+//! `If-Range` with the `ETag` or `Last-Modified` the partial file was downloaded under, so a
+//! file that changed upstream comes whole and is never spliced from two versions; a partial
+//! file with neither and no sha256 pin is started over. Local paths and `file://` URLs are
+//! hashed in place, not copied (LiveCodeBench files are large).
 //!
 //! This is the one stage whose job is I/O. It does not decode anything.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use backon::{BackoffBuilder, ExponentialBuilder};
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use futures_util::StreamExt;
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
+use crate::durable;
 use crate::hashing::{is_sha256_hex, sha256_file};
+use crate::services::llm::RetryConfig;
+use crate::services::llm::retry::{GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries};
 
 /// `[stages.fetch]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,11 +43,13 @@ pub struct FetchConfig {
     pub connect_timeout_secs: u64,
     /// Longest silence while reading a body (s) before the attempt counts as failed.
     pub read_timeout_secs: u64,
+    /// Longest `Retry-After` honoured (s); a longer one is capped to this.
+    pub max_retry_after_secs: u64,
 }
 
 impl Default for FetchConfig {
     fn default() -> Self {
-        FetchConfig { retries: 8, initial_backoff_ms: 500, max_backoff_ms: 30_000, connect_timeout_secs: 30, read_timeout_secs: 60 }
+        FetchConfig { retries: 8, initial_backoff_ms: 500, max_backoff_ms: 30_000, connect_timeout_secs: 30, read_timeout_secs: 60, max_retry_after_secs: 300 }
     }
 }
 
@@ -203,17 +213,79 @@ fn check(source: &Source, path: &Path, actual: &str) -> Result<(), FetchError> {
     }
 }
 
-/// What one attempt at a download ended with.
-enum Attempt {
-    Done,
-    /// Worth another try (cut connection, 429, 5xx, timeout); maybe after `Retry-After`.
-    Retry { reason: String, after: Option<Duration> },
+/// What a partial download holds, saved beside it (`<name>.part.state`): the version of the
+/// file its bytes come from (a strong `ETag`, else `Last-Modified`) and how many of its bytes
+/// are known to be on disk (fsynced). A resumed request sends the version as `If-Range`, so a
+/// server whose file has changed sends the whole new file instead of the rest of the old
+/// one, and resumes from the synced length, so a tail torn by a power cut is fetched again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct PartState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    etag: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_modified: Option<String>,
+    /// Bytes of the partial file fsynced so far.
+    #[serde(default)]
+    synced: u64,
+}
+
+impl PartState {
+    /// The state of a new download from the headers of a full (200) response: its strong
+    /// `ETag` (a weak one cannot be used in `If-Range`), else its `Last-Modified`.
+    fn of(headers: &reqwest::header::HeaderMap) -> PartState {
+        let text = |name| headers.get(name).and_then(|v| v.to_str().ok()).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let etag = text(reqwest::header::ETAG).filter(|e| !e.starts_with("W/"));
+        let last_modified = if etag.is_some() { None } else { text(reqwest::header::LAST_MODIFIED) };
+        PartState { etag, last_modified, synced: 0 }
+    }
+
+    /// The `If-Range` value, if the version is known.
+    fn if_range(&self) -> Option<&str> {
+        self.etag.as_deref().or(self.last_modified.as_deref())
+    }
+
+    /// Does a 206 answer describe the same version? A server that ignored `If-Range` but
+    /// names another version is caught here; one that names none is taken at its word.
+    fn same_version(&self, headers: &reqwest::header::HeaderMap) -> bool {
+        let text = |name| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+        match (&self.etag, &self.last_modified) {
+            (Some(etag), _) => text(reqwest::header::ETAG).is_none_or(|e| e == etag),
+            (None, Some(date)) => text(reqwest::header::LAST_MODIFIED).is_none_or(|d| d == date),
+            (None, None) => true,
+        }
+    }
+}
+
+/// Bytes written between two fsyncs of a partial download (and of its state).
+const SYNC_EVERY: u64 = 64 << 20;
+
+/// The retry policy of downloads: the LLM gateway's loop and backoff with jitter
+/// ([`crate::services::llm::retry`]), with the attempts and delays of `[stages.fetch]`.
+fn retry_config(config: &FetchConfig) -> RetryConfig {
+    RetryConfig {
+        max_attempts: config.retries.saturating_add(1),
+        min_delay_ms: config.initial_backoff_ms,
+        max_delay_ms: config.max_backoff_ms,
+        max_retry_after_secs: config.max_retry_after_secs,
+        ..RetryConfig::default()
+    }
+}
+
+/// One HTTP download in progress: `part` (and its validator) beside `final_path`.
+struct Download<'a> {
+    client: reqwest::Client,
+    source: &'a Source,
+    url: &'a str,
+    part: PathBuf,
+    state: PathBuf,
+    bar: &'a ProgressBar,
+    /// Bytes received over the network, over all attempts.
+    downloaded: AtomicU64,
 }
 
 async fn fetch_http(config: &FetchConfig, source: &Source, url: &str, dir: &Path, bar: &ProgressBar) -> Result<Fetched, FetchError> {
     let name = &source.name;
     let final_path = dir.join(name);
-    let part = dir.join(format!("{name}.part"));
     let origin = dir.join(format!("{name}.url"));
     let write_err = |path: &Path, e| FetchError::Write { name: name.clone(), path: path.to_owned(), source: e };
     tokio::fs::create_dir_all(dir).await.map_err(|e| write_err(dir, e))?;
@@ -228,140 +300,189 @@ async fn fetch_http(config: &FetchConfig, source: &Source, url: &str, dir: &Path
                 return Ok(Fetched { name: name.clone(), path: final_path, sha256: sha, bytes, downloaded: 0 });
             }
     }
+    let download = Download {
+        client: reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
+            .read_timeout(Duration::from_secs(config.read_timeout_secs))
+            .user_agent(concat!("coreb/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(FetchError::Client)?,
+        source,
+        url,
+        part: dir.join(format!("{name}.part")),
+        state: dir.join(format!("{name}.part.state")),
+        bar,
+        downloaded: AtomicU64::new(0),
+    };
     if !same_origin {
         // A partial file of another URL must not be resumed.
-        let _ = tokio::fs::remove_file(&part).await;
-        tokio::fs::write(&origin, url).await.map_err(|e| write_err(&origin, e))?;
+        download.restart().await?;
+        durable::write(&origin, url.as_bytes()).map_err(|e| write_err(&origin, e))?;
     }
 
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
-        .read_timeout(Duration::from_secs(config.read_timeout_secs))
-        .user_agent(concat!("coreb/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(FetchError::Client)?;
-    let mut delays = ExponentialBuilder::default()
-        .with_min_delay(Duration::from_millis(config.initial_backoff_ms))
-        .with_max_delay(Duration::from_millis(config.max_backoff_ms))
-        .with_max_times(config.retries as usize)
-        .with_jitter()
-        .build();
-    let mut downloaded = 0u64;
-    let mut attempts = 0u32;
-    let hasher = loop {
-        attempts += 1;
-        let mut hasher = Sha256::new();
-        let outcome = attempt(&client, source, url, &part, &mut hasher, &mut downloaded, bar).await?;
-        match outcome {
-            Attempt::Done => break hasher,
-            Attempt::Retry { reason, after } => {
-                let Some(delay) = delays.next() else {
-                    return Err(FetchError::GaveUp { name: name.clone(), url: url.to_owned(), attempts, last: reason });
-                };
-                let delay = after.map_or(delay, |a| a.max(delay));
-                tracing::warn!(source = %name, attempt = attempts, ?delay, "retrying download: {reason}");
-                tokio::time::sleep(delay).await;
-            }
-        }
-    };
+    let outcome = send_with_retries(&retry_config(config), &Limits::new(1, 0, 0), 0, |_| download.attempt()).await;
+    let hasher = outcome.map_err(|g| match g {
+        GaveUp::Failed(e) => e,
+        GaveUp::Exhausted { attempts, last } => FetchError::GaveUp { name: name.clone(), url: url.to_owned(), attempts, last },
+    })?;
     let sha = hex::encode(hasher.finalize());
-    if let Err(e) = check(source, &part, &sha) {
+    let part = &download.part;
+    if let Err(e) = check(source, part, &sha) {
         // A complete file with the wrong content: resuming it can never succeed.
-        let _ = tokio::fs::remove_file(&part).await;
+        download.restart().await?;
         return Err(e);
     }
-    tokio::fs::rename(&part, &final_path).await.map_err(|e| write_err(&final_path, e))?;
+    tokio::fs::rename(part, &final_path).await.map_err(|e| write_err(&final_path, e))?;
+    durable::sync_dir(dir).map_err(|e| write_err(dir, e))?;
+    let _ = tokio::fs::remove_file(&download.state).await;
     let bytes = tokio::fs::metadata(&final_path).await.map_err(|e| write_err(&final_path, e))?.len();
-    Ok(Fetched { name: name.clone(), path: final_path, sha256: sha, bytes, downloaded })
+    Ok(Fetched { name: name.clone(), path: final_path, sha256: sha, bytes, downloaded: download.downloaded.into_inner() })
 }
 
-/// One request: resume `part` from its current length when the server allows it.
-async fn attempt(
-    client: &reqwest::Client,
-    source: &Source,
-    url: &str,
-    part: &Path,
-    hasher: &mut Sha256,
-    downloaded: &mut u64,
-    bar: &ProgressBar,
-) -> Result<Attempt, FetchError> {
-    let write_err = |e| FetchError::Write { name: source.name.clone(), path: part.to_owned(), source: e };
-    let have = tokio::fs::metadata(part).await.map(|m| m.len()).unwrap_or(0);
-    let mut request = client.get(url);
-    if have > 0 {
-        request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
+impl Download<'_> {
+    fn write_err(&self, path: &Path, source: std::io::Error) -> FetchError {
+        FetchError::Write { name: self.source.name.clone(), path: path.to_owned(), source }
     }
-    let response = match request.send().await {
-        Ok(r) => r,
-        Err(e) => return Ok(Attempt::Retry { reason: crate::errors::chain(&e), after: None }),
-    };
-    let status = response.status();
-    let retry_after = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
-    if status.as_u16() == 429 || status.is_server_error() || status.as_u16() == 408 {
-        return Ok(Attempt::Retry { reason: format!("HTTP {status}"), after: retry_after });
-    }
-    if status.as_u16() == 416 {
-        // Our partial file is not a prefix the server recognises: start over.
-        tokio::fs::remove_file(part).await.map_err(write_err)?;
-        return Ok(Attempt::Retry { reason: "HTTP 416 for a resumed range; restarting".into(), after: None });
-    }
-    if !status.is_success() {
-        return Err(FetchError::Status { name: source.name.clone(), url: url.to_owned(), status: status.as_u16() });
-    }
-    let resumed = status.as_u16() == 206 && have > 0 && content_range_start(&response) == Some(have);
-    let mut file = tokio::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .append(resumed)
-        .truncate(!resumed)
-        .open(part)
-        .await
-        .map_err(write_err)?;
-    let mut offset = 0u64;
-    if resumed {
-        // Hash what we already have, so the digest covers the whole file.
-        let mut old = tokio::fs::File::open(part).await.map_err(write_err)?;
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = old.read(&mut buf).await.map_err(write_err)?;
-            if n == 0 {
-                break;
+
+    /// Forget the partial file and its state: the next attempt starts from byte 0.
+    async fn restart(&self) -> Result<(), FetchError> {
+        for path in [&self.part, &self.state] {
+            match tokio::fs::remove_file(path).await {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(self.write_err(path, e)),
+                _ => {}
             }
-            hasher.update(&buf[..n]);
         }
-        offset = have;
+        Ok(())
     }
-    let expected_total = response.content_length().map(|n| n + offset);
-    bar.set_length(expected_total.unwrap_or(0));
-    bar.set_position(offset);
-    let mut stream = response.bytes_stream();
-    let mut written = offset;
-    while let Some(chunk) = stream.next().await {
-        let chunk = match chunk {
-            Ok(c) => c,
-            Err(e) => {
-                file.flush().await.map_err(write_err)?;
-                return Ok(Attempt::Retry { reason: format!("connection broken after {written} bytes: {}", crate::errors::chain(&e)), after: None });
-            }
+
+    /// The saved state of the partial file, if any (an unreadable one counts as none).
+    async fn saved_state(&self) -> Option<PartState> {
+        serde_json::from_slice(&tokio::fs::read(&self.state).await.ok()?).ok()
+    }
+
+    fn save_state(&self, state: &PartState) -> Result<(), FetchError> {
+        durable::write(&self.state, &serde_json::to_vec(state).unwrap_or_default()).map_err(|e| self.write_err(&self.state, e))
+    }
+
+    /// One request; see [`Download::try_attempt`].
+    async fn attempt(&self) -> Step<Sha256, FetchError> {
+        self.try_attempt().await.unwrap_or_else(Step::Fail)
+    }
+
+    /// One request. The partial file is resumed only when what it holds is known to be a
+    /// prefix of what the server has: its version goes out as `If-Range` (a changed file
+    /// then comes whole, with a 200), or the source is pinned by sha256 (a splice fails the
+    /// checksum). Otherwise it is started over rather than spliced.
+    async fn try_attempt(&self) -> Result<Step<Sha256, FetchError>, FetchError> {
+        let (source, url, part) = (self.source, self.url, &self.part);
+        let on_disk = tokio::fs::metadata(part).await.map(|m| m.len()).unwrap_or(0);
+        let saved = if on_disk > 0 { self.saved_state().await } else { None };
+        let have = match &saved {
+            // Only what was fsynced: a tail torn by a power cut is fetched again.
+            Some(state) if state.if_range().is_some() || source.sha256.is_some() => on_disk.min(state.synced),
+            // A partial file of an unknown version: only a sha256 pin can catch a splice.
+            _ if source.sha256.is_some() => on_disk,
+            _ => 0,
         };
-        file.write_all(&chunk).await.map_err(write_err)?;
-        hasher.update(&chunk);
-        written += chunk.len() as u64;
-        *downloaded += chunk.len() as u64;
-        bar.set_position(written);
-    }
-    file.flush().await.map_err(write_err)?;
-    file.sync_all().await.map_err(write_err)?;
-    if let Some(total) = expected_total
-        && written != total {
-            return Ok(Attempt::Retry { reason: format!("body ended after {written} of {total} bytes"), after: None });
+        if have == 0 && on_disk > 0 {
+            tracing::warn!(source = %source.name, "the partial download cannot be checked against the server's version (no ETag, Last-Modified or sha256 pin): starting over");
+            self.restart().await?;
         }
-    Ok(Attempt::Done)
+        let mut request = self.client.get(url);
+        if have > 0 {
+            request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
+            if let Some(v) = saved.as_ref().and_then(PartState::if_range) {
+                request = request.header(reqwest::header::IF_RANGE, v);
+            }
+        }
+        let response = match request.send().await {
+            Ok(r) => r,
+            Err(e) => return Ok(Step::Retry { reason: crate::errors::chain(&e), after: None }),
+        };
+        let status = response.status();
+        if is_retryable_status(status.as_u16()) {
+            return Ok(Step::Retry { reason: format!("HTTP {status}"), after: retry_after(response.headers()) });
+        }
+        if status.as_u16() == 416 {
+            // Our partial file is not a prefix the server recognises: start over.
+            self.restart().await?;
+            return Ok(Step::Retry { reason: "HTTP 416 for a resumed range; restarting".into(), after: None });
+        }
+        if !status.is_success() {
+            return Err(FetchError::Status { name: source.name.clone(), url: url.to_owned(), status: status.as_u16() });
+        }
+        let resumed = status.as_u16() == 206;
+        let same = saved.as_ref().is_none_or(|s| s.same_version(response.headers()));
+        if resumed && !(have > 0 && content_range_start(&response) == Some(have) && same) {
+            // A range we did not ask for, or of another version of the file: never splice.
+            self.restart().await?;
+            return Ok(Step::Retry { reason: "HTTP 206 for another range or version of the file; restarting".into(), after: None });
+        }
+        let write_err = |e| self.write_err(part, e);
+        let mut state = if resumed {
+            saved.unwrap_or_default()
+        } else {
+            // The whole file, perhaps a new version: the old bytes go before the new state
+            // is saved, so the state never describes bytes of another version.
+            self.restart().await?;
+            PartState::of(response.headers())
+        };
+        let mut file = tokio::fs::OpenOptions::new().create(true).write(true).truncate(!resumed).open(part).await.map_err(write_err)?;
+        let mut hasher = Sha256::new();
+        if resumed {
+            // Drop a torn tail, then hash what we keep so that the digest covers the whole file.
+            file.set_len(have).await.map_err(write_err)?;
+            let mut old = tokio::fs::File::open(part).await.map_err(write_err)?;
+            let mut buf = vec![0u8; 1 << 20];
+            loop {
+                let n = old.read(&mut buf).await.map_err(write_err)?;
+                if n == 0 {
+                    break;
+                }
+                hasher.update(&buf[..n]);
+            }
+            file.seek(std::io::SeekFrom::Start(have)).await.map_err(write_err)?;
+        }
+        state.synced = have;
+        self.save_state(&state)?;
+        let expected_total = response.content_length().map(|n| n + have);
+        self.bar.set_length(expected_total.unwrap_or(0));
+        self.bar.set_position(have);
+        let mut stream = response.bytes_stream();
+        let mut written = have;
+        while let Some(chunk) = stream.next().await {
+            let chunk = match chunk {
+                Ok(c) => c,
+                Err(e) => {
+                    // Keep what arrived: the next attempt resumes from here.
+                    file.flush().await.map_err(write_err)?;
+                    file.sync_data().await.map_err(write_err)?;
+                    state.synced = written;
+                    self.save_state(&state)?;
+                    return Ok(Step::Retry { reason: format!("connection broken after {written} bytes: {}", crate::errors::chain(&e)), after: None });
+                }
+            };
+            file.write_all(&chunk).await.map_err(write_err)?;
+            hasher.update(&chunk);
+            written += chunk.len() as u64;
+            self.downloaded.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            self.bar.set_position(written);
+            if written - state.synced >= SYNC_EVERY {
+                file.sync_data().await.map_err(write_err)?;
+                state.synced = written;
+                self.save_state(&state)?;
+            }
+        }
+        file.flush().await.map_err(write_err)?;
+        file.sync_all().await.map_err(write_err)?;
+        if let Some(total) = expected_total
+            && written != total {
+                state.synced = written;
+                self.save_state(&state)?;
+                return Ok(Step::Retry { reason: format!("body ended after {written} of {total} bytes"), after: None });
+            }
+        Ok(Step::Done(hasher))
+    }
 }
 
 fn content_range_start(response: &reqwest::Response) -> Option<u64> {

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::problem::{DateWindow, ProblemId};
+use crate::problem::{DateWindow, Platform, ProblemId};
 use crate::qrels::{QrelsOutput, Task, TaskSet};
 
 /// The eight Parquet configs, in card order.
@@ -28,6 +28,113 @@ pub const CONFIGS: [&str; 8] = [
     "code2text_queries",
     "code2text_qrels",
 ];
+
+/// The columns of each Parquet config with their Hugging Face `dtype`, as the engine writes
+/// them (the card's `dataset_info`; `datasets` checks a loaded table against it).
+pub fn config_features(config: &str) -> &'static [(&'static str, &'static str)] {
+    const QUERIES: &[(&str, &str)] = &[
+        ("query_id", "string"),
+        ("query", "string"),
+        ("task", "string"),
+        ("subtask", "string"),
+        ("language_constraint", "string"),
+        ("source_problem_id", "string"),
+        ("source_doc_id", "string"),
+        ("num_relevant_docs", "int64"),
+    ];
+    const QRELS: &[(&str, &str)] = &[("query_id", "string"), ("doc_id", "string"), ("relevance", "int64")];
+    match config {
+        "code_corpus" => &[
+            ("code_id", "string"),
+            ("code", "string"),
+            ("language", "string"),
+            ("model", "string"),
+            ("problem_id", "string"),
+            ("solution_id", "string"),
+            ("passed", "bool"),
+        ],
+        "text_corpus" => &[("text_id", "string"), ("text", "string"), ("kind", "string"), ("problem_id", "string")],
+        c if c.ends_with("_queries") => QUERIES,
+        c if c.ends_with("_qrels") => QRELS,
+        _ => &[],
+    }
+}
+
+/// Rows of each Parquet config of a release.
+fn config_rows(config: &str, out: &QrelsOutput) -> usize {
+    let task = |name: &str| Task::ALL.into_iter().find(|t| t.as_str() == name).and_then(|t| out.tasks.get(&t));
+    match config.rsplit_once('_') {
+        _ if config == "code_corpus" => out.code_corpus.len(),
+        _ if config == "text_corpus" => out.text_corpus.len(),
+        Some((t, "queries")) => task(t).map_or(0, |s| s.queries.len()),
+        Some((t, "qrels")) => task(t).map_or(0, |s| s.qrels.len()),
+        _ => 0,
+    }
+}
+
+/// The Hugging Face `size_categories` bucket of a dataset whose largest table has `n` rows.
+pub fn size_category(n: usize) -> &'static str {
+    match n {
+        0..1_000 => "n<1K",
+        1_000..10_000 => "1K<n<10K",
+        10_000..100_000 => "10K<n<100K",
+        100_000..1_000_000 => "100K<n<1M",
+        1_000_000..10_000_000 => "1M<n<10M",
+        _ => "10M<n<100M",
+    }
+}
+
+/// A platform's name and the terms that govern its problem statements.
+pub fn platform_terms(p: Platform) -> (&'static str, &'static str) {
+    match p {
+        Platform::Leetcode => ("LeetCode", "https://leetcode.com/terms/"),
+        Platform::Atcoder => ("AtCoder", "https://atcoder.jp/tos"),
+        Platform::Codeforces => ("Codeforces", "https://codeforces.com/"),
+    }
+}
+
+/// The `license_name` of a release's card: its `LICENSE` file says what it covers.
+pub const LICENSE_NAME: &str = "coreb-release-terms";
+
+/// The release's `LICENSE` file: no single licence covers a release, so it names who owns
+/// what and whose terms govern it.
+pub fn license_text(info: &CardInfo<'_>) -> String {
+    let mut s = format!(
+        "Terms of CoREB release {} (built by coreb {})\n\n\
+         No single open licence covers this dataset. Its parts are governed as follows.\n\n\
+         1. Problem statements. The problems come from LiveCodeBench \
+         (https://github.com/LiveCodeBench/LiveCodeBench), which collected them from the contest \
+         platforms below. The original statements, and the rewritten statements, summaries and \
+         distractors derived from them, remain subject to the terms of the platform each problem \
+         comes from (column `platform` of problems.parquet):\n",
+        info.version, info.tool_version
+    );
+    if info.platforms.is_empty() {
+        s.push_str("   (no problem in this release)\n");
+    }
+    for p in &info.platforms {
+        let (name, link) = platform_terms(*p);
+        let _ = writeln!(s, "   - {name}: {link}");
+    }
+    let _ = writeln!(
+        s,
+        "\n2. Generated text and code. Queries, rewritten statements, summaries, distractors and solutions: {}. \
+         What a model wrote is subject to the terms of its provider; the models the manifest names:",
+        origin_note(&info.written_by)
+    );
+    if info.models.is_empty() {
+        s.push_str("   (no model)\n");
+    }
+    for m in &info.models {
+        let _ = writeln!(s, "   - {m}");
+    }
+    s.push_str(
+        "\n3. Relevance judgements, ids and counts were computed by coreb (MIT-licensed \
+         code) from the execution of the solutions.\n\n\
+         Use the dataset for evaluation and research.\n",
+    );
+    s
+}
 
 /// Why a release cannot be published.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -84,7 +191,10 @@ fn push_json(s: &mut String, value: &impl Serialize) {
     s.push('\n');
 }
 
-/// The BEIR files of one task: `corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`.
+/// The BEIR and MTEB files of one task: `corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`
+/// (BEIR), and for Hugging Face `datasets` and MTEB a `README.md` whose configs `corpus`,
+/// `queries` and `default` point at the JSON Lines files, with `qrels/test.jsonl` (the same
+/// positives: `datasets` reads one file format per folder).
 pub struct BeirFiles {
     /// `corpus.jsonl`.
     pub corpus: String,
@@ -92,26 +202,71 @@ pub struct BeirFiles {
     pub queries: String,
     /// `qrels/test.tsv` (with BEIR's header line): positives only.
     pub qrels: String,
+    /// `qrels/test.jsonl`: the rows of `qrels/test.tsv` as JSON Lines.
+    pub qrels_jsonl: String,
+    /// `README.md`: the configs MTEB's retrieval loader reads.
+    pub card: String,
 }
 
-/// Render the BEIR layout of one task.
-pub fn beir(task: Task, out: &QrelsOutput) -> BeirFiles {
+/// The `README.md` of a task folder: the configs MTEB's `RetrievalDatasetLoader` and
+/// `load_dataset(<folder>[, config])` read, and how to load the folder.
+pub fn task_card(task: Task, version: &str) -> String {
+    let t = task.as_str();
+    format!(
+        "---\nconfigs:\n\
+         - config_name: corpus\n  data_files:\n  - split: test\n    path: corpus.jsonl\n\
+         - config_name: queries\n  data_files:\n  - split: test\n    path: queries.jsonl\n\
+         - config_name: default\n  default: true\n  data_files:\n  - split: test\n    path: qrels/test.jsonl\n\
+         ---\n\n\
+         # CoREB release `{version}`: {t}\n\n\
+         The {t} task in the BEIR/MTEB layout: `corpus.jsonl` (`_id`, `title`, `text`), `queries.jsonl` \
+         (`_id`, `text`) and the qrels (`query-id`, `corpus-id`, `score`) as `qrels/test.tsv` (BEIR) and \
+         `qrels/test.jsonl` (the config `default`). The qrels list the positives only, so every \
+         client's default settings give CoREB's numbers; the graded judgements are in \
+         `../{t}_qrels.parquet`.\n\n\
+         - Hugging Face `datasets`: `load_dataset(\"<this folder>\")` (the qrels), \
+         `load_dataset(\"<this folder>\", \"corpus\")`, `load_dataset(\"<this folder>\", \"queries\")`.\n\
+         - BEIR: `GenericDataLoader(\"<this folder>\").load(split=\"test\")`.\n\
+         - MTEB: `scripts/coreb_mteb.py` in the coreb repository defines the tasks \
+         (`coreb_tasks(\"<release folder>\")`); or point an `AbsTaskRetrieval`'s \
+         `dataset={{\"path\": \"<this folder>\", \"revision\": \"{version}\"}}` here.\n"
+    )
+}
+
+/// A line of `qrels/test.jsonl`, in BEIR's column order.
+#[derive(Serialize)]
+struct QrelRow<'a> {
+    #[serde(rename = "query-id")]
+    query_id: &'a str,
+    #[serde(rename = "corpus-id")]
+    corpus_id: &'a str,
+    score: u8,
+}
+
+/// Render the BEIR/MTEB layout of one task of release `version`.
+pub fn beir(task: Task, version: &str, out: &QrelsOutput) -> BeirFiles {
     let empty = TaskSet::default();
     let set = out.tasks.get(&task).unwrap_or(&empty);
     let mut queries = String::new();
     for q in &set.queries {
-        push_json(&mut queries, &serde_json::json!({
+        let mut v = serde_json::json!({
             "_id": q.query_id, "text": q.query,
             "task": q.task, "subtask": q.subtask, "language_constraint": q.language_constraint,
-            "source_problem_id": q.source_problem_id, "source_doc_id": q.source_doc_id,
-            "num_relevant_docs": q.num_relevant_docs,
-        }));
+            "source_problem_id": q.source_problem_id, "num_relevant_docs": q.num_relevant_docs,
+        });
+        // Only code queries have a source document: MTEB refuses a column holding nulls.
+        if q.source_doc_id.is_some() {
+            v["source_doc_id"] = serde_json::json!(q.source_doc_id);
+        }
+        push_json(&mut queries, &v);
     }
     let mut qrels = String::from("query-id\tcorpus-id\tscore\n");
+    let mut qrels_jsonl = String::new();
     for r in set.qrels.iter().filter(|r| r.relevance.0 >= 2) {
         let _ = writeln!(qrels, "{}\t{}\t{}", r.query_id.0, r.doc_id.0, r.relevance.0);
+        push_json(&mut qrels_jsonl, &QrelRow { query_id: &r.query_id.0, corpus_id: &r.doc_id.0, score: r.relevance.0 });
     }
-    BeirFiles { corpus: corpus_lines(task, out), queries, qrels }
+    BeirFiles { corpus: corpus_lines(task, out), queries, qrels, qrels_jsonl, card: task_card(task, version) }
 }
 
 /// What the dataset card says about the build.
@@ -126,6 +281,8 @@ pub struct CardInfo<'a> {
     pub problems: usize,
     /// coreb version.
     pub tool_version: &'a str,
+    /// The platforms the release's problems come from (their terms govern the statements).
+    pub platforms: Vec<Platform>,
     /// Who wrote the LLM stages' answers.
     pub written_by: crate::services::llm::run::WrittenBy,
 }
@@ -140,7 +297,7 @@ fn origin_note(w: &crate::services::llm::run::WrittenBy) -> String {
         return format!(
             "all {total} of the LLM stages' answers (rewrites, distractors, summaries, queries and \
              solutions) were written by hand, offline, as test data: no model produced them, and the \
-             model names above only label the generators the build pretends to use"
+             model names this release records only label the generators the build pretends to use"
         );
     }
     let mut parts = Vec::new();
@@ -156,9 +313,27 @@ fn origin_note(w: &crate::services::llm::run::WrittenBy) -> String {
 /// counts per task, subtask and language, and the query distribution.
 pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
     let mut s = String::new();
-    s.push_str("---\nlicense: other\ntask_categories:\n- text-retrieval\nlanguage:\n- en\n- code\ntags:\n- code-retrieval\n- reranking\n- benchmark\n- coreb\nconfigs:\n");
+    let largest = CONFIGS.iter().map(|c| config_rows(c, out)).max().unwrap_or(0);
+    let _ = write!(
+        s,
+        "---\npretty_name: CoREB {}\nlicense: other\nlicense_name: {LICENSE_NAME}\nlicense_link: LICENSE\n\
+         task_categories:\n- text-retrieval\ntask_ids:\n- document-retrieval\nlanguage:\n- en\n- code\n\
+         size_categories:\n- {}\ntags:\n- code-retrieval\n- reranking\n- benchmark\n- coreb\n- mteb\n- beir\nconfigs:\n",
+        info.version,
+        size_category(largest)
+    );
     for c in CONFIGS {
-        let _ = writeln!(s, "- config_name: {c}\n  data_files:\n  - split: test\n    path: {c}.parquet");
+        // `load_dataset(<release>)` with no config name loads the code corpus.
+        let default = if c == CONFIGS[0] { "  default: true\n" } else { "" };
+        let _ = writeln!(s, "- config_name: {c}\n{default}  data_files:\n  - split: test\n    path: {c}.parquet");
+    }
+    s.push_str("dataset_info:\n");
+    for c in CONFIGS {
+        let _ = writeln!(s, "- config_name: {c}\n  features:");
+        for (name, dtype) in config_features(c) {
+            let _ = writeln!(s, "  - name: {name}\n    dtype: {dtype}");
+        }
+        let _ = writeln!(s, "  splits:\n  - name: test\n    num_examples: {}", config_rows(c, out));
     }
     s.push_str("---\n\n");
     let window = format!("{} … {}", info.window.start.as_deref().unwrap_or("(open)"), info.window.end.as_deref().unwrap_or("(open)"));
@@ -230,8 +405,28 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
          front matter).\n- `text2code/`, `code2code/`, `code2text/`: BEIR layout (`corpus.jsonl`, `queries.jsonl`, \
          `qrels/test.tsv`) for `beir` and `mteb`.\n- `problems.parquet`: the source problems (keeps later releases \
          problem-disjoint).\n- `MANIFEST.json`: sha256 of every file and everything needed to rebuild \
-         (`coreb verify`).\n\n## Licence notes\n\nProblem statements come from LiveCodeBench and belong to their \
-         platforms (AtCoder, LeetCode, Codeforces). Use for evaluation and research.\n",
+         (`coreb verify`).\n",
+    );
+    s.push_str(
+        "\n## Loading\n\n\
+         - Hugging Face `datasets`: `load_dataset(\"<release>\")` loads `code_corpus` (the default config); \
+         `load_dataset(\"<release>\", \"text2code_qrels\")` any of the eight configs (split `test`).\n\
+         - BEIR: `GenericDataLoader(\"<release>/text2code\").load(split=\"test\")`.\n\
+         - MTEB: each task folder carries the configs MTEB reads (`corpus`, `queries`, `default`); with the \
+         coreb repository's `scripts/coreb_mteb.py`: \
+         `mteb.evaluate(model, coreb_tasks(\"<release>\"))`.\n\
+         - The published CoREB layout (8 configs × `release_vYYMM` splits): `coreb export --layout hf-coreb \
+         <releases_dir> <out>`.\n",
+    );
+    s.push_str("\n## Licence\n\n`license: other`: see `LICENSE`. ");
+    let platforms: Vec<String> = info.platforms.iter().map(|p| { let (n, l) = platform_terms(*p); format!("{n} ({l})") }).collect();
+    let _ = writeln!(
+        s,
+        "The problem statements come from LiveCodeBench, which collected them from {}; the original \
+         statements and everything rewritten from them stay subject to those platforms' terms. Who wrote \
+         the rewritten statements, summaries, distractors, queries and solutions is under Content origin \
+         below; what a model wrote stays under its provider's terms. Use for evaluation and research.",
+        if platforms.is_empty() { "no platform".to_owned() } else { platforms.join(", ") }
     );
     let _ = writeln!(s, "\n## Content origin\n\nAs the response store records it (MANIFEST `counts.llm_answers_written_by`), {}.", origin_note(&info.written_by));
     s
@@ -271,7 +466,7 @@ mod tests {
     #[test]
     fn beir_files_parse_back() {
         let out = output();
-        let files = beir(Task::Text2Code, &out);
+        let files = beir(Task::Text2Code, "v202503", &out);
         let corpus: Vec<serde_json::Value> = files.corpus.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(corpus.len(), 3);
         assert_eq!(corpus[0]["_id"], "code_v202503_lcb_1_m_cpp_0");
@@ -281,13 +476,17 @@ mod tests {
         assert_eq!(lines.next(), Some("query-id\tcorpus-id\tscore"));
         let rows: Vec<Vec<&str>> = lines.map(|l| l.split('\t').collect()).collect();
         assert!(rows.iter().all(|f| f.len() == 3 && f[2] == "2"), "positives only: {rows:?}");
+        let jsonl: Vec<serde_json::Value> = files.qrels_jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(jsonl.len(), rows.len());
+        assert_eq!((jsonl[0]["query-id"].as_str(), jsonl[0]["corpus-id"].as_str(), jsonl[0]["score"].as_i64()), (Some(rows[0][0]), Some(rows[0][1]), Some(2)));
+        assert!(files.card.contains("config_name: corpus") && files.card.contains("path: qrels/test.jsonl"));
         let graded = &out.tasks[&Task::Text2Code].qrels;
         assert_eq!(rows.len(), graded.iter().filter(|r| r.relevance.0 == 2).count());
         assert!(graded.iter().any(|r| r.relevance.0 == 1), "the hard negatives stay in the Parquet qrels");
-        let c2t = beir(Task::Code2Text, &out);
+        let c2t = beir(Task::Code2Text, "v202503", &out);
         assert_eq!(c2t.corpus.lines().count(), 6, "full, canonical and four distractors");
         // The code2code corpus has no query's own document.
-        let c2c = beir(Task::Code2Code, &out);
+        let c2c = beir(Task::Code2Code, "v202503", &out);
         let ids: Vec<serde_json::Value> = c2c.corpus.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["_id"].clone()).collect();
         assert_eq!(ids.len(), 2);
         for q in c2c.queries.lines() {
@@ -300,9 +499,24 @@ mod tests {
     fn card_counts() {
         let out = output();
         let window = DateWindow::new(Some("2025-01-01"), Some("2025-03-31")).unwrap();
-        let card = dataset_card(&CardInfo { version: "v202503", window: &window, models: vec!["m".into()], problems: 1, tool_version: "0.1.0", written_by: crate::services::llm::run::WrittenBy { endpoint: 0, authored: 3, imported: 0 } }, &out);
+        let info = CardInfo {
+            version: "v202503",
+            window: &window,
+            models: vec!["m".into()],
+            problems: 1,
+            tool_version: "0.1.0",
+            platforms: vec![Platform::Atcoder],
+            written_by: crate::services::llm::run::WrittenBy { endpoint: 0, authored: 3, imported: 0 },
+        };
+        let card = dataset_card(&info, &out);
         assert!(card.starts_with("---\n"));
-        assert_eq!(card.matches("config_name:").count(), 8);
+        assert_eq!(card.matches("config_name:").count(), 16, "8 configs and their dataset_info");
+        for key in ["pretty_name: CoREB v202503\n", "license_name: coreb-release-terms\n", "license_link: LICENSE\n", "- n<1K\n", "  default: true\n"] {
+            assert!(card.contains(key), "{key}: {card}");
+        }
+        assert!(card.contains("AtCoder (https://atcoder.jp/tos)") && !card.contains("LeetCode"), "{card}");
+        let license = license_text(&info);
+        assert!(license.contains("AtCoder: https://atcoder.jp/tos") && license.contains("   - m\n"), "{license}");
         assert!(card.contains("| code_corpus | 3 | 2 | 1 |"), "{card}");
         assert!(card.contains("| code2code candidates | 2 | | |"), "{card}");
         assert!(card.contains("2025-01-01 … 2025-03-31"));

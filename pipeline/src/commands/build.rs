@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{BuildArgs, StageArgs, StageName};
+use crate::cli::{BuildArgs, MergeArgs, StageArgs, StageName};
 use crate::engine::Engine;
 use crate::manifest::RunPlan;
 use crate::printer::Printer;
@@ -32,12 +32,39 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run one stage command.
+/// Run one stage command (with `--shard i/N`: one shard process of it).
 pub fn stage(stage: StageName, args: StageArgs) -> anyhow::Result<ExitCode> {
-    let StageArgs { manifest, jobs, json } = args;
-    let plan = RunPlan::load(&manifest, jobs)?;
+    let StageArgs { manifest, jobs, json, output_dir, shard } = args;
+    let mut plan = RunPlan::load(&manifest, jobs)?;
+    if let Some(dir) = output_dir {
+        plan.output_dir = std::path::absolute(dir)?;
+    }
     let printer = Printer::new(json);
-    let engine = Engine::new(plan, printer, false)?;
+    let engine = Engine::new(plan, printer, false)?.with_shard(shard);
+    let reports = engine.run_until(stage)?;
+    if let Some(last) = reports.last() {
+        let mut line = last.to_json(engine.store());
+        if let (Some(slice), Some(obj)) = (shard, line.as_object_mut()) {
+            obj.insert("shard".into(), serde_json::json!(slice.index));
+            obj.insert("shards".into(), serde_json::json!(slice.count));
+            obj.insert("outputs".into(), serde_json::json!([engine.parts_dir(stage).join(crate::shard::part_name(slice))]));
+        }
+        printer.json_line(&line);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run `coreb merge <stage>` for a build stage: the stages up to it, where it combines the
+/// complete parts of its shard processes (refusing while one is missing or stale).
+pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
+    let MergeArgs { stage, manifest, json, output_dir, jobs } = args;
+    let stage = stage.build_stage().ok_or_else(|| anyhow::anyhow!("`coreb merge corpus` is not a build stage"))?;
+    let mut plan = RunPlan::load(&manifest, jobs)?;
+    if let Some(dir) = output_dir {
+        plan.output_dir = std::path::absolute(dir)?;
+    }
+    let printer = Printer::new(json);
+    let engine = Engine::new(plan, printer, false)?.merging(stage);
     let reports = engine.run_until(stage)?;
     if let Some(last) = reports.last() {
         printer.json_line(&last.to_json(engine.store()));

@@ -44,13 +44,15 @@ use anyhow::{Context, bail};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use stages::corpus::{self, CorpusStats, Dropped, Duplicates, Pair, Prehashed, ReleaseIndex, SimMatrix, Sketcher, Sketches};
+use stages::durable::{self, AtomicFile};
 use stages::fetch::{FetchConfig, Location, Source, fetch_source};
 use stages::tables::corpus::TrainingRecordRef;
 
 use crate::cli::{CorpusArgs, MergeArgs, ShardSpec};
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan, SourceFormat, SourceSpec};
+use crate::engine::FileEntry;
 use crate::printer::Printer;
-use crate::store::write_atomic;
+use crate::shard::{self, PartMarker, PartWriter, part_done, part_name};
 
 /// Up to this many examples per drop reason in the report.
 const EXAMPLES: usize = 3;
@@ -68,7 +70,10 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
 
 /// Run `coreb merge corpus`: combine the parts of `coreb corpus --shard i/N` into the output.
 pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let MergeArgs { stage: _, manifest, json } = args;
+    let MergeArgs { stage: _, manifest, json, output_dir, jobs } = args;
+    if output_dir.is_some() || jobs.is_some() {
+        anyhow::bail!("`--output-dir` and `--jobs` are for the build stages; the corpus manifest sets `[output] dir`");
+    }
     let printer = Printer::new(json);
     Run::load(&manifest)?.merge(&printer)
 }
@@ -133,41 +138,34 @@ impl Run {
         let f = self.file();
         let name = part_name(slice);
         let parts = self.out().join("parts");
-        let dir = parts.join(&name);
-        if read_part_marker(&dir).is_ok_and(|m| m.plan == self.plan_hash) {
-            printer.status(format!("shard {}/{} is complete (`{}`); nothing to do", slice.index, slice.count, dir.display()));
+        if part_done(&parts, slice, &self.plan_hash) {
+            printer.status(format!("shard {}/{} is complete (`{}`); nothing to do", slice.index, slice.count, parts.join(&name).display()));
             printer.json_line(&serde_json::json!({"shard": slice.index, "shards": slice.count, "done": true}));
             return Ok(ExitCode::SUCCESS);
         }
-        let tmp = parts.join(format!(".{name}.tmp"));
-        if tmp.exists() {
-            fs_err::remove_dir_all(&tmp)?;
-        }
+        let part = PartWriter::begin(&parts, slice)?;
         // Each shard process downloads into its own cache: processes running at once on a
         // shared file system never write the same download.
         let files = fetch_sources(f, &self.out().join(".sources").join(&name), printer)?;
-        let scan = scan_sources(f, &files, slice, &tmp.join("spool"), None, printer)?;
+        let scan = scan_sources(f, &files, slice, &part.path("spool"), None, printer)?;
         {
-            let mut w = BufWriter::with_capacity(1 << 20, fs_err::File::create(tmp.join("sketches.bin"))?);
-            scan.write_to(&mut w).with_context(|| format!("writing `{}`", tmp.join("sketches.bin").display()))?;
-            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            let path = part.path("sketches.bin");
+            let mut w = BufWriter::with_capacity(1 << 20, fs_err::File::create(&path)?);
+            scan.write_to(&mut w).with_context(|| format!("writing `{}`", path.display()))?;
+            w.into_inner().map_err(|e| e.into_error())?;
         }
-        let marker = PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, input_rows: scan.input_rows(), rows: scan.len() as u64 };
-        write_atomic(&tmp.join("_SUCCESS"), &serde_json::to_vec_pretty(&marker)?)?;
-        if dir.exists() {
-            fs_err::remove_dir_all(&dir)?;
-        }
-        fs_err::rename(&tmp, &dir)?;
+        let (input_rows, rows) = (scan.input_rows(), scan.len() as u64);
+        let facts = serde_json::json!({"input_rows": input_rows, "rows": rows});
+        let marker = PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, files: Default::default(), facts: facts.as_object().cloned().unwrap_or_default() };
+        let dir = part.finish(&marker)?;
         printer.status(format!(
-            "shard {}/{}: {} of the {} pairs read into `{}`; run `coreb merge corpus {}` once every shard is done",
+            "shard {}/{}: {rows} of the {input_rows} pairs read into `{}`; run `coreb merge corpus {}` once every shard is done",
             slice.index,
             slice.count,
-            marker.rows,
-            marker.input_rows,
             dir.display(),
             self.manifest.display()
         ));
-        printer.json_line(&serde_json::json!({"shard": slice.index, "shards": slice.count, "rows_in": marker.input_rows, "rows": marker.rows}));
+        printer.json_line(&serde_json::json!({"shard": slice.index, "shards": slice.count, "rows_in": input_rows, "rows": rows}));
         Ok(ExitCode::SUCCESS)
     }
 
@@ -206,34 +204,7 @@ impl Run {
     /// plan; otherwise an error naming every part that is not.
     fn complete_parts(&self, parts_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         let rerun = |i: u32, n: u32| format!("run `coreb corpus {} --shard {i}/{n}`", self.manifest.display());
-        let mut counts = std::collections::BTreeSet::new();
-        if parts_dir.exists() {
-            for e in fs_err::read_dir(parts_dir)? {
-                if let Some((_, n)) = e?.file_name().to_str().and_then(parse_part_name) {
-                    counts.insert(n);
-                }
-            }
-        }
-        let n = match counts.len() {
-            0 => bail!("no shard parts in `{}`: {} for every i in 0..N first", parts_dir.display(), rerun(0, 1).replace("0/1", "i/N")),
-            1 => *counts.first().expect("one count"),
-            _ => bail!("`{}` holds parts of different shard counts ({}): remove the stale ones", parts_dir.display(), counts.iter().map(|n| format!("of {n}")).collect::<Vec<_>>().join(", ")),
-        };
-        let mut problems = Vec::new();
-        let mut dirs = Vec::new();
-        for i in 0..n {
-            let dir = parts_dir.join(part_name(ShardSpec { index: i, count: n }));
-            match read_part_marker(&dir) {
-                Ok(m) if m.plan == self.plan_hash && m.shard == i && m.shards == n => dirs.push(dir),
-                Ok(_) => problems.push(format!("shard {i}/{n} was made from another plan (the manifest changed since): {}", rerun(i, n))),
-                Err(_) if dir.exists() => problems.push(format!("shard {i}/{n} is incomplete (no `_SUCCESS` in `{}`): {}", dir.display(), rerun(i, n))),
-                Err(_) => problems.push(format!("shard {i}/{n} is missing (no `{}`): {}", dir.display(), rerun(i, n))),
-            }
-        }
-        if !problems.is_empty() {
-            bail!("cannot merge the corpus shards yet:\n  {}", problems.join("\n  "));
-        }
-        Ok(dirs)
+        Ok(shard::complete_parts(parts_dir, &self.plan_hash, "corpus", rerun)?.into_iter().map(|(dir, _)| dir).collect())
     }
 
     /// Curate the output shards `todo` (in parallel), reading each one's rows from the spool
@@ -267,66 +238,64 @@ fn shard_name(s: u32) -> String {
     format!("shard={s:03}")
 }
 
+/// The files an output shard writes, relative to the output directory.
+fn shard_files(s: u32) -> Vec<String> {
+    let name = shard_name(s);
+    vec![
+        format!("train/{name}/part.parquet"),
+        format!("rerank/{name}/part.parquet"),
+        format!("jsonl/train/{name}/part.jsonl"),
+        format!("jsonl/rerank/{name}/part.jsonl"),
+        format!("reports/{name}.json"),
+        format!("reports/{name}.dropped.jsonl"),
+    ]
+}
+
+/// Is output shard `s` complete for this plan: a `_SUCCESS` of this plan, and every file it
+/// lists still the one it describes (a torn or edited file redoes the shard).
 fn shard_done(out: &Path, s: u32, plan_hash: &str) -> bool {
-    fs_err::read_to_string(out.join("train").join(shard_name(s)).join("_SUCCESS")).is_ok_and(|h| h.trim() == plan_hash)
+    let path = out.join("train").join(shard_name(s)).join("_SUCCESS");
+    let Some(marker) = fs_err::read_to_string(&path).ok().and_then(|t| serde_json::from_str::<ShardMarker>(&t).ok()) else { return false };
+    if marker.plan != plan_hash {
+        return false;
+    }
+    let listed = shard_files(s).iter().all(|f| marker.files.contains_key(f));
+    let intact = listed && files_intact(out, &marker.files);
+    if !intact {
+        tracing::warn!("output shard {s}: a file no longer matches its `_SUCCESS`; redoing the shard");
+    }
+    intact
 }
 
-/// The directory name of a shard process's part.
-fn part_name(slice: ShardSpec) -> String {
-    format!("part={:03}-of-{:03}", slice.index, slice.count)
-}
-
-fn parse_part_name(name: &str) -> Option<(u32, u32)> {
-    let (i, n) = name.strip_prefix("part=")?.split_once("-of-")?;
-    Some((i.parse().ok()?, n.parse().ok()?))
-}
-
-/// The `_SUCCESS` of a part: written last, so a part without it is incomplete.
+/// The `_SUCCESS` of an output shard: the plan it was made from and the sha256 and size of
+/// each of its files, written (fsynced) after them.
 #[derive(Debug, Serialize, Deserialize)]
-struct PartMarker {
+struct ShardMarker {
     plan: String,
-    shard: u32,
-    shards: u32,
-    input_rows: u64,
-    rows: u64,
+    files: BTreeMap<String, FileEntry>,
 }
 
-fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
-    let path = dir.join("_SUCCESS");
-    serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))
+/// The sha256 and size of each file `rels` (relative to `base`), hashed in parallel.
+fn hash_files(base: &Path, rels: &[String]) -> anyhow::Result<BTreeMap<String, FileEntry>> {
+    rels.par_iter()
+        .map(|rel| {
+            let path = base.join(rel);
+            let sha256 = stages::hashing::sha256_file(&path)?;
+            Ok((rel.clone(), FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() }))
+        })
+        .collect()
 }
 
-/// A file written through `<path>.tmp` and renamed into place by [`AtomicFile::finish`].
-struct AtomicFile {
-    path: PathBuf,
-    tmp: PathBuf,
-    writer: BufWriter<fs_err::File>,
+/// Does every file of `files` (relative to `base`) still have its recorded size and sha256?
+fn files_intact(base: &Path, files: &BTreeMap<String, FileEntry>) -> bool {
+    files.par_iter().all(|(rel, e)| crate::store::file_intact(&base.join(rel), &e.sha256, e.bytes))
 }
 
-impl AtomicFile {
-    fn create(path: &Path) -> anyhow::Result<AtomicFile> {
-        if let Some(dir) = path.parent() {
-            fs_err::create_dir_all(dir)?;
-        }
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let writer = BufWriter::with_capacity(1 << 16, fs_err::File::create(&tmp)?);
-        Ok(AtomicFile { path: path.to_owned(), tmp, writer })
-    }
-
-    /// Append one JSON line.
-    fn json_line<T: Serialize>(&mut self, value: &T) -> anyhow::Result<()> {
-        serde_json::to_writer(&mut self.writer, value)?;
-        self.writer.write_all(b"\n")?;
-        Ok(())
-    }
-
-    fn finish(self) -> anyhow::Result<()> {
-        self.writer.into_inner().map_err(|e| e.into_error())?;
-        fs_err::rename(&self.tmp, &self.path)?;
-        Ok(())
-    }
+/// Append one JSON line to `w`.
+fn json_line<T: Serialize>(w: &mut impl Write, value: &T) -> anyhow::Result<()> {
+    serde_json::to_writer(&mut *w, value)?;
+    w.write_all(b"\n")?;
+    Ok(())
 }
 
 fn release_index(f: &CorpusManifestFile) -> anyhow::Result<ReleaseIndex> {
@@ -1072,9 +1041,11 @@ fn process_shard(f: &CorpusManifestFile, index: &ReleaseIndex, embedder: Option<
         }
     }
     log.report.stats.rows_out = writer.finish()?;
-    log.file.finish()?;
-    write_atomic(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&log.report)?)?;
-    write_atomic(&marker, format!("{plan_hash}\n").as_bytes())?;
+    log.file.commit()?;
+    durable::write(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&log.report)?)?;
+    // Every file is fsynced by now (durable writers); the marker that vouches for them last.
+    let files = hash_files(out, &shard_files(s))?;
+    durable::write(&marker, &serde_json::to_vec_pretty(&ShardMarker { plan: plan_hash.to_owned(), files })?)?;
     Ok(())
 }
 
@@ -1105,10 +1076,10 @@ impl ShardWriter {
     /// One training record and its reranker records (the positive, then each negative).
     fn push(&mut self, r: &TrainingRecordRef<'_>) -> anyhow::Result<()> {
         self.train.push(r)?;
-        self.train_jsonl.json_line(r)?;
+        json_line(&mut self.train_jsonl, r)?;
         for (doc, label) in std::iter::once((r.pos, 1u8)).chain(r.hard_neg.iter().chain(r.easy_neg).map(|d| (d.as_str(), 0))) {
             self.rerank.push(r.query, doc, label)?;
-            self.rerank_jsonl.json_line(&RerankRef { query: r.query, doc, label })?;
+            json_line(&mut self.rerank_jsonl, &RerankRef { query: r.query, doc, label })?;
         }
         self.records += 1;
         Ok(())
@@ -1117,8 +1088,8 @@ impl ShardWriter {
     fn finish(self) -> anyhow::Result<u64> {
         self.train.finish()?;
         self.rerank.finish()?;
-        self.train_jsonl.finish()?;
-        self.rerank_jsonl.finish()?;
+        self.train_jsonl.commit()?;
+        self.rerank_jsonl.commit()?;
         Ok(self.records)
     }
 }
@@ -1140,7 +1111,7 @@ struct DropLog {
 impl DropLog {
     fn record(&mut self, d: Dropped, text: &str) -> anyhow::Result<()> {
         self.report.stats.record(&d);
-        self.file.json_line(&d)?;
+        json_line(&mut self.file, &d)?;
         let ex = self.report.examples.entry(d.reason.name().to_owned()).or_default();
         if ex.len() < EXAMPLES {
             ex.push(Example { dropped: d, text: snippet(text) });
@@ -1172,11 +1143,11 @@ fn merge_reports(out: &Path, shards: u32) -> anyhow::Result<CorpusReport> {
             all.truncate(EXAMPLES);
         }
         let mut part = fs_err::File::open(out.join("reports").join(format!("{}.dropped.jsonl", shard_name(s))))?;
-        std::io::copy(&mut part, &mut dropped.writer)?;
+        std::io::copy(&mut part, &mut dropped)?;
     }
-    dropped.finish()?;
-    write_atomic(&out.join("report.json"), &serde_json::to_vec_pretty(&merged)?)?;
-    write_atomic(&out.join("report.md"), markdown(&merged).as_bytes())?;
+    dropped.commit()?;
+    durable::write(&out.join("report.json"), &serde_json::to_vec_pretty(&merged)?)?;
+    durable::write(&out.join("report.md"), markdown(&merged).as_bytes())?;
     Ok(merged)
 }
 

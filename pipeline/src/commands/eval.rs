@@ -20,7 +20,7 @@ use super::eval_setup::{DenseSetup, PromptChoice, Reranker};
 use super::leaderboard::{RecordRequest, record};
 use crate::cli::EvalArgs;
 use crate::printer::Printer;
-use crate::store::write_atomic;
+use stages::durable;
 
 /// Which retriever produces the first-stage run.
 enum Retriever {
@@ -174,14 +174,14 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let markdown = report::to_markdown(&report);
     if let Some(out) = &out {
         fs_err::create_dir_all(out)?;
-        write_atomic(&out.join("results.json"), json_text.as_bytes())?;
-        write_atomic(&out.join("report.md"), markdown.as_bytes())?;
-        write_atomic(&out.join("ndcg.svg"), report::ndcg_svg(&report).as_bytes())?;
-        write_atomic(&out.join("queries.svg"), report::query_distribution_svg(&report).as_bytes())?;
+        durable::write(&out.join("results.json"), json_text.as_bytes())?;
+        durable::write(&out.join("report.md"), markdown.as_bytes())?;
+        durable::write(&out.join("ndcg.svg"), report::ndcg_svg(&report).as_bytes())?;
+        durable::write(&out.join("queries.svg"), report::query_distribution_svg(&report).as_bytes())?;
         for (name, run) in &runs {
             // An external run is the user's own file: only what coreb made is written.
             if external.is_none() || (reranker.is_some() && !name.ends_with(".first")) {
-                write_atomic(&out.join(format!("{name}.run.trec")), run.to_trec(first_depth).as_bytes())?;
+                durable::write(&out.join(format!("{name}.run.trec")), run.to_trec(first_depth).as_bytes())?;
             }
         }
         printer.status(format!("wrote {}", out.display()));

@@ -4,7 +4,6 @@
 //! the variables the flags name, and go only to the base URL they belong to.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use stages::evaluate::beir::Dataset;
@@ -90,7 +89,7 @@ fn embed_client(args: &EvalArgs, base_url: &str, key_var: &str, cache: Option<Pa
     cfg.api_key = key_from(key_var);
     cfg.batch_size = args.batch_size;
     cfg.concurrency = args.concurrency;
-    cfg.timeout = Duration::from_secs_f64(args.timeout_secs);
+    cfg.timeout = stages::services::llm::secs(args.timeout_secs);
     cfg.retry = retry(args);
     cfg.cache_dir = cache;
     cfg.dimensions = args.dimensions;

@@ -26,7 +26,6 @@ use stages::leaderboard::{self as board, AuditFigure, Leaderboard, ReleaseInfo, 
 use crate::cli::LeaderboardArgs;
 use crate::engine::ReleaseManifest;
 use crate::printer::Printer;
-use crate::store::write_atomic;
 
 /// The store's directory name under the releases directory.
 pub const RESULTS_DIR: &str = "results";
@@ -261,7 +260,7 @@ pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &out {
         fs_err::create_dir_all(dir)?;
         for (name, content) in stages::leaderboard::site::files(&lb)? {
-            write_atomic(&dir.join(name), content.as_bytes())?;
+            stages::durable::write(&dir.join(name), content.as_bytes())?;
         }
         printer.status(format!(
             "leaderboard: {} releases, {} models, {} values from {} record(s) in `{}`; wrote `{}`",

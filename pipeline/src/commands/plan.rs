@@ -13,7 +13,7 @@ use crate::cli::{PlanArgs, StageName};
 use crate::engine::{Engine, ReleaseManifest};
 use crate::manifest::{ManifestFile, RunPlan, SourceFile, lexical_join};
 use crate::printer::Printer;
-use crate::store::write_atomic;
+use stages::durable;
 
 fn is_leap(y: u32) -> bool {
     (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400)
@@ -141,7 +141,7 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     }
 
     let text = toml::to_string_pretty(&file)?;
-    write_atomic(&out, text.as_bytes())?;
+    durable::write(&out, text.as_bytes())?;
     if !no_pin {
         // Fetch once (downloads resume and are reused by the build) and pin every sha256.
         let plan = RunPlan::load(&out, None)?;
@@ -152,7 +152,7 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             let sha = pins.as_array().into_iter().flatten().find(|p| p["name"] == s.name.as_str()).and_then(|p| p["sha256"].as_str());
             s.sha256 = sha.map(str::to_owned);
         }
-        write_atomic(&out, toml::to_string_pretty(&file)?.as_bytes())?;
+        durable::write(&out, toml::to_string_pretty(&file)?.as_bytes())?;
     }
     let window = format!("{} … {}", file.window.start.as_deref().unwrap_or(""), file.window.end.as_deref().unwrap_or(""));
     printer.out(format!("{}: release `{version}`, contest dates {window}, {} source(s)", out.display(), file.sources.len()));

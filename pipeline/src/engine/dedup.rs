@@ -11,7 +11,8 @@ use stages::tables::{ProblemReader, ProblemWriter};
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
-use crate::store::{StageRecord, input_key, write_atomic};
+use crate::store::{StageRecord, input_key};
+use stages::durable;
 
 /// An earlier release's problems table.
 #[derive(Debug, serde::Serialize)]
@@ -87,7 +88,7 @@ pub(super) fn run(engine: &Engine, ingest: &StageRecord) -> anyhow::Result<Stage
         "stats": stats,
         "clusters": clusters,
     });
-    write_atomic(&writer.path("duplicates.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
+    durable::write(&writer.path("duplicates.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
     let mut summary = serde_json::to_value(stats)?;
     if let Some(obj) = summary.as_object_mut() {
         obj.insert("rejected".into(), serde_json::json!(stats.rows_in - stats.rows_out));

@@ -12,15 +12,19 @@
 //! it ran (isolation, memory bound) is kept outside the fingerprint, so that downstream stages
 //! are not re-run for a re-measurement.
 
+use std::path::{Path, PathBuf};
+
 use anyhow::Context;
 use coreb_sandbox::Sandbox;
-use stages::execute::{ExecuteConfig, ExecuteError, ToolchainVersions, toolchain_versions};
-use stages::solution::Language;
+use stages::execute::{ExecuteConfig, ExecuteError, ExecuteStats, ToolchainVersions, toolchain_versions};
+use stages::solution::{Language, Solution, SolutionId};
 use stages::tables::solutions::read_solutions;
+use stages::tables::verdicts::{read_verdicts, write_verdicts};
 
-use super::{Engine, StageReport};
+use super::{Engine, StageOutput, StageReport};
 use crate::cli::StageName;
 use crate::manifest::RunPlan;
+use crate::shard::PartMarker;
 use crate::store::{StageRecord, input_key};
 
 /// The sandbox of a build and the toolchains it found.
@@ -40,7 +44,8 @@ pub fn preflight(plan: &RunPlan) -> anyhow::Result<Judge> {
     let languages = &plan.stages.generate.languages;
     let versions = toolchain_versions(config, &sandbox, languages).map_err(|e| match e {
         ExecuteError::MissingToolchain { language, .. } => anyhow::anyhow!(
-            "preflight: {e}; or remove `{language}` from `stages.generate.languages` in `{}`",
+            "preflight: {e} (`scripts/setup` installs every toolchain the judge runs, from \
+             scripts/debian-packages.txt); or remove `{language}` from `stages.generate.languages` in `{}`",
             plan.manifest_path.display()
         ),
         e => anyhow::Error::new(e).context("preflight: asking the toolchains for their versions"),
@@ -77,6 +82,9 @@ fn key(config: &ExecuteConfig, versions: &ToolchainVersions, upstream: &[&StageR
     input_key(StageName::Execute.as_str(), &(config, &recipes, versions), upstream)
 }
 
+/// Run `execute`: every solution (a whole run), the solutions of this process's slice (a
+/// shard process: `--shard i/N`, by solution id hash), or the verdicts of complete shard
+/// parts combined in the solutions' order (a merge: nothing is judged again).
 pub(super) fn run(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord) -> anyhow::Result<StageReport> {
     let stage = StageName::Execute;
     let config = &engine.plan.stages.execute;
@@ -85,38 +93,82 @@ pub(super) fn run(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord
     if let Some(hit) = engine.cached(stage, &key)? {
         return Ok(hit);
     }
-    let writer = engine.store.begin(stage.as_str())?;
-    let solutions = read_solutions(&engine.output(generate, "solutions")?)?.len();
-    let bar = engine.printer.progress(Some(solutions as u64), "execute", false);
-    let report = stages::execute::execute_tables(
-        &engine.output(rewrite, "problems")?,
-        &engine.output(generate, "solutions")?,
-        &writer.path("verdicts.parquet"),
-        config,
-        &judge.sandbox,
-        engine.plan.jobs,
-        &|| bar.inc(1),
-    )?;
-    bar.finish_and_clear();
-    let mut stats = serde_json::to_value(&report.stats)?;
-    let cpu_ms = stats.as_object_mut().and_then(|s| s.remove("cpu_ms")).unwrap_or_default();
+    let parts = engine.shard_parts(stage, &key)?;
+    let writer = engine.begin(stage)?;
+    let mut solutions = read_solutions(&engine.output(generate, "solutions")?)?;
+    let verdicts = writer.path("verdicts.parquet");
+    let (stats, without_problem) = match parts {
+        Some(parts) => merge_parts(&solutions, &parts, &verdicts)?,
+        None => {
+            solutions.retain(|s| engine.handles(stage, s.id.as_str()));
+            let problems = stages::tables::ProblemReader::read_all(&engine.output(rewrite, "problems")?)?;
+            let bar = engine.printer.progress(Some(solutions.len() as u64), "execute", false);
+            let output = stages::execute::execute_with_progress(config, &problems, &solutions, &judge.sandbox, engine.plan.jobs, &|| bar.inc(1))?;
+            bar.finish_and_clear();
+            write_verdicts(&verdicts, &output.results)?;
+            (output.stats, output.without_problem)
+        }
+    };
+    let mut stats_value = serde_json::to_value(&stats)?;
+    let cpu_ms = stats_value.as_object_mut().and_then(|s| s.remove("cpu_ms")).unwrap_or_default();
     let summary = serde_json::json!({
-        "rows_in": solutions,
-        "rows_out": report.stats.solutions,
-        "rejected": report.without_problem.len(),
-        "passed": report.stats.solutions_passed,
-        "stats": stats,
+        "rows_in": solutions.len(),
+        "rows_out": stats.solutions,
+        "rejected": without_problem.len(),
+        "passed": stats.solutions_passed,
+        "stats": stats_value,
         "parameters": config,
         "toolchains": judge.versions,
         "time_limits": time_limits(&engine.plan),
     });
-    let local = serde_json::json!({
-        "isolation": report.isolation,
+    let mut local = serde_json::json!({
+        "isolation": judge.sandbox.isolation().to_string(),
         "memory_bound": judge.sandbox.memory_bound(),
         "cpu_ms": cpu_ms,
     });
-    let record = writer.commit_with_local(&key, &[("verdicts", "verdicts.parquet")], summary, local)?;
-    Ok(StageReport { stage, skipped: false, record })
+    if let (StageOutput::Part(..), Some(obj)) = (&writer, local.as_object_mut()) {
+        // What the merge adds up.
+        obj.insert("part".into(), serde_json::json!({"stats": stats, "without_problem": without_problem}));
+    }
+    writer.commit(engine, stage, &key, &[("verdicts", "verdicts.parquet")], summary, local)
+}
+
+/// What a part of `execute` adds to the merge.
+#[derive(serde::Deserialize)]
+struct PartFacts {
+    stats: ExecuteStats,
+    without_problem: Vec<SolutionId>,
+}
+
+/// Combine the verdicts of complete parts into `out`, in the order of `solutions` (the order
+/// one process writes), and add up their counts.
+fn merge_parts(solutions: &[Solution], parts: &[(PathBuf, PartMarker)], out: &Path) -> anyhow::Result<(ExecuteStats, Vec<SolutionId>)> {
+    let mut stats = ExecuteStats::default();
+    let mut by_id = std::collections::HashMap::new();
+    let mut without = std::collections::HashSet::new();
+    for (dir, marker) in parts {
+        let facts = marker.facts.get("local").and_then(|l| l.get("part")).cloned().with_context(|| format!("`{}`: the part's marker has no counts", dir.display()))?;
+        let facts: PartFacts = serde_json::from_value(facts).with_context(|| format!("`{}`: the part's counts", dir.join("_SUCCESS").display()))?;
+        stats += facts.stats;
+        without.extend(facts.without_problem);
+        for r in read_verdicts(&dir.join("verdicts.parquet"))? {
+            by_id.insert(r.solution_id.clone(), r);
+        }
+    }
+    let mut results = Vec::with_capacity(by_id.len());
+    let mut without_problem = Vec::new();
+    for s in solutions {
+        if let Some(r) = by_id.remove(&s.id) {
+            results.push(r);
+        } else if without.remove(&s.id) {
+            without_problem.push(s.id.clone());
+        } else {
+            anyhow::bail!("no shard part judged solution `{}`: the parts do not cover the solutions of `generate` (rerun the shards)", s.id.as_str());
+        }
+    }
+    anyhow::ensure!(by_id.is_empty() && without.is_empty(), "the shard parts judged solutions that `generate` did not write (rerun the shards)");
+    write_verdicts(out, &results)?;
+    Ok((stats, without_problem))
 }
 
 #[cfg(test)]

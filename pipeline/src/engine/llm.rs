@@ -179,7 +179,7 @@ fn commit_llm(
     stage: StageName,
     llm: &[LlmStage],
     key: &str,
-    writer: crate::store::StageWriter,
+    writer: super::StageOutput,
     outputs: &[(&str, &str)],
     rows_out: usize,
     rejected: &[Rejection],
@@ -198,9 +198,9 @@ fn commit_llm(
     if let (Some(obj), Some(requests)) = (local.as_object_mut(), ctx.requests(llm)) {
         obj.insert("requests".into(), requests);
     }
-    let record = writer.commit_with_local(key, &outputs, summary, local)?;
+    let report = writer.commit(engine, stage, key, &outputs, summary, local)?;
     announce_rejections(engine, stage, rejected);
-    Ok(StageReport { stage, skipped: false, record })
+    Ok(report)
 }
 
 /// Show the first rejections (all are in the stage's `rejections.jsonl`).
@@ -242,7 +242,10 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
     if let Some(hit) = reusable(engine, stage, &key)? {
         return Ok(hit);
     }
-    let problems = stages::tables::ProblemReader::read_all(&engine.output(filter, "problems")?)?;
+    // A merge asks the store for what the shard processes answered.
+    engine.shard_parts(stage, &key)?;
+    let mut problems = stages::tables::ProblemReader::read_all(&engine.output(filter, "problems")?)?;
+    problems.retain(|p| engine.handles(stage, p.id.as_str()));
     let plans = RewritePlans {
         rewrite: ModelPlan::for_stage(&engine.plan.llm, LlmStage::Rewrite),
         tests: ModelPlan::for_stage(&engine.plan.llm, LlmStage::RewriteTests),
@@ -255,7 +258,7 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
         "prompts": {"rewrite": out.prompt_sha256, "rewrite_tests": out.tests_prompt_sha256},
         "models": engine.plan.llm.models(LlmStage::Rewrite),
     });
-    let writer = engine.store.begin(stage.as_str())?;
+    let writer = engine.begin(stage)?;
     write_jsonl(&writer.path("rewritten.jsonl"), &out.problems)?;
     // The rewritten problems as a problems table too, for `execute`.
     let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
@@ -282,7 +285,9 @@ macro_rules! simple_stage {
             if let Some(hit) = reusable(engine, stage, &key)? {
                 return Ok(hit);
             }
-            let problems = rewritten(engine, rewrite)?;
+            engine.shard_parts(stage, &key)?;
+            let mut problems = rewritten(engine, rewrite)?;
+            problems.retain(|p| engine.handles(stage, p.id.as_str()));
             let plan = ModelPlan::for_stage(&engine.plan.llm, $llm);
             let out = ctx.run(engine, stage, async |g| $func(config, &plan, &ctx.prompts.$prompt, &problems, g).await)?;
             let summary = serde_json::json!({
@@ -292,7 +297,7 @@ macro_rules! simple_stage {
                 "prompts": { $file: out.prompt_sha256 },
                 "models": engine.plan.llm.models($llm),
             });
-            let writer = engine.store.begin(stage.as_str())?;
+            let writer = engine.begin(stage)?;
             let file = concat!($file, ".jsonl");
             write_jsonl(&writer.path(file), &out.$field)?;
             commit_llm(engine, ctx, stage, &[$llm], &key, writer, &[($file, file)], out.$field.len(), &out.rejected, summary)
@@ -312,10 +317,12 @@ pub(super) fn generate(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result
     if let Some(hit) = reusable(engine, stage, &key)? {
         return Ok(hit);
     }
-    let problems = rewritten(engine, rewrite)?;
+    engine.shard_parts(stage, &key)?;
+    let mut problems = rewritten(engine, rewrite)?;
+    problems.retain(|p| engine.handles(stage, p.id.as_str()));
     let plan = ModelPlan::for_stage(&engine.plan.llm, LlmStage::Generate);
     let out = ctx.run(engine, stage, async |g| stages::generate::generate(config, &plan, &ctx.prompts.generate, &problems, g).await)?;
-    let writer = engine.store.begin(stage.as_str())?;
+    let writer = engine.begin(stage)?;
     write_solutions(&writer.path("solutions.parquet"), &out.solutions)?;
     let summary = serde_json::json!({
         "rows_in": out.stats.items_in,

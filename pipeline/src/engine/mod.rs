@@ -23,10 +23,13 @@ mod release;
 pub use release::{FileEntry, ReleaseManifest, hash_tree, relative_path};
 
 
-use crate::cli::StageName;
+use std::path::PathBuf;
+
+use crate::cli::{ShardSpec, StageName};
 use crate::manifest::RunPlan;
 use crate::printer::Printer;
-use crate::store::{ArtifactStore, StageRecord};
+use crate::shard::{Lock, PartMarker, PartWriter};
+use crate::store::{ArtifactStore, StageRecord, StageWriter};
 
 /// What one stage did in a build.
 #[derive(Debug, Clone)]
@@ -79,6 +82,74 @@ pub struct Engine {
     gateway: Option<std::sync::Arc<dyn stages::services::llm::LlmGateway>>,
     llm: std::sync::OnceLock<llm::LlmContext>,
     judge: std::sync::OnceLock<execute::Judge>,
+    /// `--shard i/N`: the last stage of the run writes this part only.
+    shard: Option<ShardSpec>,
+    /// `coreb merge <stage>`: that stage must be complete or have its parts.
+    merging: Option<StageName>,
+    /// The stage that runs as a shard process now.
+    sharded: std::sync::OnceLock<StageName>,
+}
+
+/// Where a stage writes: its directory in the artifact store (a whole run) or its part (a
+/// shard process).
+pub enum StageOutput {
+    /// The whole stage.
+    Whole(StageWriter),
+    /// Part `slice` of the stage.
+    Part(PartWriter, ShardSpec),
+}
+
+impl StageOutput {
+    /// Where to write an output file.
+    pub fn path(&self, file: &str) -> PathBuf {
+        match self {
+            StageOutput::Whole(w) => w.path(file),
+            StageOutput::Part(p, _) => p.path(file),
+        }
+    }
+
+    /// Commit the stage, or finish the part (its marker holds the key, the summary and the
+    /// local facts).
+    pub fn commit(self, engine: &Engine, stage: StageName, key: &str, outputs: &[(&str, &str)], summary: serde_json::Value, local: serde_json::Value) -> anyhow::Result<StageReport> {
+        match self {
+            StageOutput::Whole(w) => {
+                let record = w.commit_with_local(key, outputs, summary, local)?;
+                let parts = engine.parts_dir(stage);
+                if parts.exists() {
+                    fs_err::remove_dir_all(&parts)?;
+                }
+                Ok(StageReport { stage, skipped: false, record })
+            }
+            StageOutput::Part(p, slice) => {
+                let facts = serde_json::json!({"summary": summary, "local": local, "outputs": outputs.iter().map(|(r, f)| (*r, *f)).collect::<std::collections::BTreeMap<_, _>>()});
+                let marker = PartMarker { plan: key.to_owned(), shard: slice.index, shards: slice.count, files: Default::default(), facts: facts.as_object().cloned().unwrap_or_default() };
+                let dir = p.finish(&marker)?;
+                engine.printer.status(format!(
+                    "{:>10}: shard {}/{} written to `{}`; `coreb merge {stage} {}` (or any later stage) combines the shards once all are complete",
+                    stage.as_str(),
+                    slice.index,
+                    slice.count,
+                    dir.display(),
+                    engine.plan.manifest_path.display()
+                ));
+                Ok(part_report(stage, marker))
+            }
+        }
+    }
+}
+
+/// The report of a finished part: its summary and local facts as a record (no outputs).
+fn part_report(stage: StageName, marker: PartMarker) -> StageReport {
+    let record = StageRecord {
+        stage: stage.as_str().to_owned(),
+        key: marker.plan,
+        tool_version: crate::store::TOOL_VERSION.to_owned(),
+        tool_fingerprint: crate::store::TOOL_FINGERPRINT.to_owned(),
+        outputs: Default::default(),
+        summary: marker.facts.get("summary").cloned().unwrap_or_default(),
+        local: marker.facts.get("local").cloned().unwrap_or_default(),
+    };
+    StageReport { stage, skipped: false, record }
 }
 
 impl Engine {
@@ -95,7 +166,82 @@ impl Engine {
             gateway: None,
             llm: std::sync::OnceLock::new(),
             judge: std::sync::OnceLock::new(),
+            shard: None,
+            merging: None,
+            sharded: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Run the last stage as shard process `slice` (`--shard i/N`).
+    pub fn with_shard(mut self, slice: Option<ShardSpec>) -> Self {
+        self.shard = slice;
+        self
+    }
+
+    /// `coreb merge <stage>`: refuse when `stage` is neither complete nor sharded.
+    pub fn merging(mut self, stage: StageName) -> Self {
+        self.merging = Some(stage);
+        self
+    }
+
+    /// Where the shard processes of `stage` write their parts.
+    pub fn parts_dir(&self, stage: StageName) -> PathBuf {
+        self.store.stage_dir("parts").join(stage.as_str())
+    }
+
+    /// The shard this process runs `stage` as, if it does.
+    fn slice_of(&self, stage: StageName) -> Option<ShardSpec> {
+        self.shard.filter(|_| self.sharded.get() == Some(&stage))
+    }
+
+    /// Whether item `id` is handled by this process in `stage` (all are, but in a shard
+    /// process).
+    pub fn handles(&self, stage: StageName, id: &str) -> bool {
+        self.slice_of(stage).is_none_or(|slice| crate::shard::in_slice(id, slice))
+    }
+
+    /// Where `stage` writes in this process.
+    pub fn begin(&self, stage: StageName) -> anyhow::Result<StageOutput> {
+        Ok(match self.slice_of(stage) {
+            Some(slice) => StageOutput::Part(PartWriter::begin(&self.parts_dir(stage), slice)?, slice),
+            None => StageOutput::Whole(self.store.begin(stage.as_str())?),
+        })
+    }
+
+    /// In a shard process: the report of this stage's part when it is already complete for
+    /// `key`.
+    fn part_hit(&self, stage: StageName, key: &str) -> anyhow::Result<Option<StageReport>> {
+        let Some(slice) = self.slice_of(stage) else { return Ok(None) };
+        let dir = self.parts_dir(stage).join(crate::shard::part_name(slice));
+        if !crate::shard::part_done(&self.parts_dir(stage), slice, key) {
+            return Ok(None);
+        }
+        self.printer.status(format!("{:>10}: shard {}/{} is complete (`{}`); nothing to do", stage.as_str(), slice.index, slice.count, dir.display()));
+        let mut report = part_report(stage, crate::shard::read_part_marker(&dir)?);
+        report.skipped = true;
+        Ok(Some(report))
+    }
+
+    /// In a whole run of `stage` (key `key`): the complete parts of its shard processes, if
+    /// there are any; an error naming each missing, incomplete or stale part.
+    pub fn shard_parts(&self, stage: StageName, key: &str) -> anyhow::Result<Option<Vec<(PathBuf, PartMarker)>>> {
+        if self.slice_of(stage).is_some() {
+            return Ok(None);
+        }
+        let dir = self.parts_dir(stage);
+        let any = dir.exists() && fs_err::read_dir(&dir)?.any(|e| e.is_ok_and(|e| e.file_name().to_str().and_then(crate::shard::parse_part_name).is_some()));
+        if !any && self.merging != Some(stage) {
+            return Ok(None);
+        }
+        let rerun = |i: u32, n: u32| format!("run `coreb {stage} {} --shard {i}/{n}`", self.plan.manifest_path.display());
+        let parts = crate::shard::complete_parts(&dir, key, stage.as_str(), rerun)?;
+        self.printer.status(format!("{:>10}: merging {} shard parts from `{}`", stage.as_str(), parts.len(), dir.display()));
+        Ok(Some(parts))
+    }
+
+    /// The lock that serialises writers of this build's artifact store.
+    fn lock(&self) -> anyhow::Result<Lock> {
+        Lock::exclusive(&self.store.stage_dir(".lock"))
     }
 
     /// Answer LLM requests with `gateway` instead of the manifest's endpoint and store.
@@ -135,12 +281,29 @@ impl Engine {
     /// Run every stage up to and including `until`; stop after a stage that leaves too little
     /// ([`Engine::check_kept`]). A build that reaches `execute` first checks that every
     /// toolchain its languages need is there (before any stage runs).
+    ///
+    /// With `--shard i/N` the stages before `until` run (or are found complete) under the
+    /// artifact store's lock, one process at a time; then `until` runs on this process's slice
+    /// without the lock, writing its part only.
     pub fn run_until(&self, until: StageName) -> anyhow::Result<Vec<StageReport>> {
+        if let Some(slice) = self.shard {
+            anyhow::ensure!(
+                until.shardable(),
+                "stage `{until}` does not run as shard processes (only rewrite, distract, abbreviate, generate, execute and queries do); run it without `--shard {}/{}`",
+                slice.index,
+                slice.count
+            );
+        }
         if until >= StageName::Execute {
             self.judge()?;
         }
+        let mut lock = Some(self.lock()?);
         let mut reports: Vec<StageReport> = Vec::new();
         for stage in StageName::ALL.into_iter().filter(|s| *s <= until) {
+            if self.shard.is_some() && stage == until {
+                lock = None;
+                let _ = self.sharded.set(stage);
+            }
             let started = std::time::Instant::now();
             let upstream = |name: StageName| -> anyhow::Result<&StageRecord> {
                 reports
@@ -180,9 +343,12 @@ impl Engine {
                 }
             };
             self.announce(&report, started.elapsed());
-            self.check_kept(&report)?;
+            if self.slice_of(stage).is_none() {
+                self.check_kept(&report)?;
+            }
             reports.push(report);
         }
+        drop(lock);
         Ok(reports)
     }
 
@@ -263,8 +429,12 @@ impl Engine {
         Ok(self.store.stage_dir(&record.stage).join(&file.file))
     }
 
-    /// Look a stage up by key; on a hit, report it as skipped.
+    /// Look a stage up by key; on a hit, report it as skipped. In a shard process a
+    /// complete part of this key is a hit too.
     fn cached(&self, stage: StageName, key: &str) -> anyhow::Result<Option<StageReport>> {
-        Ok(self.store.lookup(stage.as_str(), key)?.map(|record| StageReport { stage, skipped: true, record }))
+        if let Some(record) = self.store.lookup(stage.as_str(), key)? {
+            return Ok(Some(StageReport { stage, skipped: true, record }));
+        }
+        self.part_hit(stage, key)
     }
 }

@@ -15,7 +15,8 @@ use stages::tables::verdicts::read_verdicts;
 use super::llm::{read_jsonl, rewritten};
 use super::{Engine, StageReport};
 use crate::cli::StageName;
-use crate::store::{StageRecord, input_key, write_atomic};
+use crate::store::{StageRecord, input_key};
+use stages::durable;
 
 /// The upstream records `qrels` reads.
 pub(super) struct Inputs<'a> {
@@ -83,7 +84,7 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
         .collect();
     let out = qrels(config, &engine.plan.version, &anchor_model, &problems, &solutions);
     let writer = engine.store.begin(stage.as_str())?;
-    write_atomic(&writer.path("qrels.json"), serde_json::to_string(&out)?.as_bytes())?;
+    durable::write(&writer.path("qrels.json"), serde_json::to_string(&out)?.as_bytes())?;
     let queries_total: u64 = out.stats.queries.values().sum();
     let summary = serde_json::json!({
         "rows_in": problems.len() + incomplete.len(),

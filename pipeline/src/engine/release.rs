@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use stages::hashing::{sha256_file, sha256_hex};
 use stages::problem::{DateWindow, ProblemId};
 use stages::qrels::{QrelsOutput, Task};
-use stages::release::{CardInfo, beir, check_disjoint, dataset_card};
+use stages::release::{CardInfo, beir, check_disjoint, dataset_card, license_text};
 use stages::services::llm::run::WrittenBy;
 use stages::services::evaluator::Qrels;
 use stages::tables::release::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
@@ -18,7 +18,8 @@ use stages::tables::{ProblemReader, ProblemWriter};
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
-use crate::store::{StageRecord, TOOL_VERSION, input_key, write_atomic};
+use crate::store::{StageRecord, TOOL_VERSION, input_key};
+use stages::durable;
 
 /// `MANIFEST.json` of a release: every file's sha256 and everything needed to rebuild it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,30 +204,40 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         let set = out.tasks.get(&task).cloned().unwrap_or_default();
         write_queries(&tmp.join(format!("{}_queries.parquet", task.as_str())), &set.queries)?;
         write_qrels(&tmp.join(format!("{}_qrels.parquet", task.as_str())), &set.qrels)?;
-        let files = beir(task, &out);
+        let files = beir(task, &plan.version, &out);
         let dir = tmp.join(task.as_str());
         fs_err::create_dir_all(dir.join("qrels"))?;
         fs_err::write(dir.join("corpus.jsonl"), files.corpus)?;
         fs_err::write(dir.join("queries.jsonl"), files.queries)?;
         fs_err::write(dir.join("qrels/test.tsv"), files.qrels)?;
+        fs_err::write(dir.join("qrels/test.jsonl"), files.qrels_jsonl)?;
+        fs_err::write(dir.join("README.md"), files.card)?;
     }
     // The source problems of the release, for later releases' disjointness checks.
     let filtered = engine.output(filter, "problems")?;
     let mut problems = ProblemWriter::create(&tmp.join("problems.parquet"))?;
+    let mut platforms = BTreeSet::new();
     for p in ProblemReader::open(&filtered)? {
         let p = p?;
         if ids.contains(&p.id) {
+            platforms.insert(p.platform);
             problems.write(p)?;
         }
     }
     problems.finish()?;
 
     let written_by = written_by(others);
-    let card = dataset_card(
-        &CardInfo { version: &plan.version, window: &plan.window, models: models.into_iter().collect(), problems: ids.len(), tool_version: TOOL_VERSION, written_by },
-        &out,
-    );
-    fs_err::write(tmp.join("README.md"), card)?;
+    let info = CardInfo {
+        version: &plan.version,
+        window: &plan.window,
+        models: models.into_iter().collect(),
+        problems: ids.len(),
+        tool_version: TOOL_VERSION,
+        platforms: platforms.into_iter().collect(),
+        written_by,
+    };
+    fs_err::write(tmp.join("README.md"), dataset_card(&info, &out))?;
+    fs_err::write(tmp.join("LICENSE"), license_text(&info))?;
 
     // The gates, on the BEIR folders exactly as they will be published (with the graded
     // judgements, whose hard negatives the BEIR qrels leave out), then every validity check
@@ -264,19 +275,10 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         files: hash_tree(&tmp)?,
     };
     let text = serde_json::to_string_pretty(&manifest)? + "\n";
-    write_atomic(&tmp.join("MANIFEST.json"), text.as_bytes())?;
+    durable::write(&tmp.join("MANIFEST.json"), text.as_bytes())?;
 
-    if plan.publish_dir.exists() {
-        let old = parent.join(format!(".{}.old", plan.version));
-        if old.exists() {
-            fs_err::remove_dir_all(&old)?;
-        }
-        fs_err::rename(&plan.publish_dir, &old)?;
-        fs_err::rename(&tmp, &plan.publish_dir)?;
-        fs_err::remove_dir_all(&old)?;
-    } else {
-        fs_err::rename(&tmp, &plan.publish_dir)?;
-    }
+    // Every published file is on disk before the release appears under its name.
+    durable::replace_dir(&tmp, &plan.publish_dir)?;
     let writer = engine.store.begin(StageName::Release.as_str())?;
     fs_err::write(writer.path("MANIFEST.json"), &text)?;
     let summary = serde_json::json!({

@@ -21,7 +21,7 @@
 //! Does NOT talk to chat/completion endpoints (that is the LLM gateway's job).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -31,8 +31,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::services::llm::RetryConfig;
-use crate::services::llm::client::retry_after;
-use crate::services::llm::retry::{GaveUp, Limits, Step, is_retryable_status, send_with_retries};
+use crate::services::llm::retry::{GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries};
 
 /// Errors of the embedding/rerank client.
 #[derive(Debug, thiserror::Error)]
@@ -235,6 +234,18 @@ pub fn cache_key(parts: &KeyParts<'_>, text: &str) -> String {
     hex::encode(h.finalize())
 }
 
+/// A cache entry: magic, format version, dimension, little-endian `f32`s.
+fn encode_entry(v: &[f32]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(12 + 4 * v.len());
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&VERSION.to_le_bytes());
+    bytes.extend_from_slice(&(v.len() as u32).to_le_bytes());
+    for x in v {
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    bytes
+}
+
 fn normalize(v: &mut [f32]) {
     let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if n > 0.0 {
@@ -281,20 +292,17 @@ impl EmbedClient {
         Ok(Some(bytes[12..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()))
     }
 
-    fn cache_put(&self, key: &str, v: &[f32]) -> Result<(), EmbedError> {
-        let Some(path) = self.cache_path(key) else { return Ok(()) };
-        let dir = path.parent().unwrap_or(Path::new("."));
-        fs_err::create_dir_all(dir).map_err(EmbedError::Cache)?;
-        let mut bytes = Vec::with_capacity(12 + 4 * v.len());
-        bytes.extend_from_slice(MAGIC);
-        bytes.extend_from_slice(&VERSION.to_le_bytes());
-        bytes.extend_from_slice(&(v.len() as u32).to_le_bytes());
-        for x in v {
-            bytes.extend_from_slice(&x.to_le_bytes());
+    /// Write the cache entries of `vectors` (durably: a torn entry never appears under its
+    /// name), off the async threads since every entry is fsynced.
+    async fn cache_put(&self, vectors: &[(String, Vec<f32>)]) -> Result<(), EmbedError> {
+        let entries: Vec<(PathBuf, Vec<u8>)> = vectors.iter().filter_map(|(key, v)| Some((self.cache_path(key)?, encode_entry(v)))).collect();
+        if entries.is_empty() {
+            return Ok(());
         }
-        let tmp = path.with_extension(format!("emb.{}.tmp", std::process::id()));
-        fs_err::write(&tmp, bytes).map_err(EmbedError::Cache)?;
-        fs_err::rename(&tmp, &path).map_err(EmbedError::Cache)
+        tokio::task::spawn_blocking(move || entries.iter().try_for_each(|(path, bytes)| crate::durable::write(path, bytes)))
+            .await
+            .map_err(|e| EmbedError::Cache(std::io::Error::other(e)))?
+            .map_err(EmbedError::Cache)
     }
 
     /// Embeddings of `texts` (in order) with no provider fields; see [`EmbedClient::embed_with`].
@@ -369,9 +377,9 @@ impl EmbedClient {
                     if self.cfg.normalize {
                         normalize(&mut v);
                     }
-                    self.cache_put(&keys[i], &v)?;
                     out.push((keys[i].clone(), v));
                 }
+                self.cache_put(&out).await?;
                 Ok::<_, EmbedError>(out)
             }
         }))
@@ -492,8 +500,8 @@ fn every_index(url: &str, scored: Vec<(usize, f64)>, n: usize) -> Result<Vec<(us
 mod tests {
     use super::*;
 
-    #[test]
-    fn cache_roundtrip_and_key() {
+    #[tokio::test]
+    async fn cache_roundtrip_and_key() {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = EmbedConfig::new("http://127.0.0.1:9/v1/");
         assert_eq!(cfg.base_url, "http://127.0.0.1:9/v1");
@@ -510,7 +518,7 @@ mod tests {
         assert_ne!(k, cache_key(&parts("http://a/v1", "m", None, true, &query), "hello"));
         assert_ne!(k, cache_key(&parts("http://a/v1", "m", None, true, &none), "query: hello"));
         assert_eq!(c.cache_get(&k).unwrap(), None);
-        c.cache_put(&k, &[1.0, -2.5]).unwrap();
+        c.cache_put(&[(k.clone(), vec![1.0, -2.5])]).await.unwrap();
         assert_eq!(c.cache_get(&k).unwrap(), Some(vec![1.0, -2.5]));
     }
 

@@ -5,13 +5,12 @@
 //! Does NOT decide what goes in them (see `crate::corpus`).
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::{Int64Builder, ListBuilder, StringBuilder};
 use arrow_array::{Array, ArrayRef, LargeStringArray, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::TableError;
@@ -72,34 +71,25 @@ const BATCH_ROWS: usize = 8192;
 /// Rows per row group: bounds what the Parquet writer holds in memory.
 const ROW_GROUP_ROWS: usize = 16_384;
 
-/// A Parquet file written batch by batch to `<path>.tmp`, renamed to `path` by `finish`.
+/// A Parquet file written batch by batch, put in place by `finish` ([`super::TableFile`]).
 struct Streaming {
-    path: PathBuf,
-    tmp: PathBuf,
     schema: SchemaRef,
-    writer: ArrowWriter<File>,
+    table: super::TableFile,
 }
 
 impl Streaming {
     fn create(path: &Path, schema: SchemaRef) -> Result<Streaming, TableError> {
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let file = File::create(&tmp).map_err(|source| TableError::Io { path: tmp.clone(), source })?;
         let props = super::writer_properties().into_builder().set_max_row_group_row_count(Some(ROW_GROUP_ROWS)).build();
-        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|source| TableError::Parquet { path: tmp.clone(), source })?;
-        Ok(Streaming { path: path.to_owned(), tmp, schema, writer })
+        Ok(Streaming { table: super::TableFile::create(path, schema.clone(), props)?, schema })
     }
 
     fn write(&mut self, arrays: Vec<ArrayRef>) -> Result<(), TableError> {
-        let pq = |source| TableError::Parquet { path: self.tmp.clone(), source };
-        let batch = RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| pq(e.into()))?;
-        self.writer.write(&batch).map_err(pq)
+        let batch = RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| self.table.parquet(e.into()))?;
+        self.table.write(&batch)
     }
 
     fn finish(self) -> Result<(), TableError> {
-        self.writer.close().map_err(|source| TableError::Parquet { path: self.tmp.clone(), source })?;
-        std::fs::rename(&self.tmp, &self.path).map_err(|source| TableError::Io { path: self.path.clone(), source })
+        self.table.finish()
     }
 }
 
@@ -117,7 +107,7 @@ pub struct TrainingWriter {
 }
 
 impl TrainingWriter {
-    /// Start `<path>.tmp`.
+    /// Start the table at `path` (invisible under that name until `finish`).
     pub fn create(path: &Path) -> Result<TrainingWriter, TableError> {
         let schema = Arc::new(Schema::new(vec![
             Field::new("id", DataType::Utf8, false),
@@ -161,7 +151,7 @@ impl TrainingWriter {
         self.file.write(arrays)
     }
 
-    /// Write what is buffered, close and rename into place.
+    /// Write what is buffered, close and put the file in place (fsynced).
     pub fn finish(mut self) -> Result<(), TableError> {
         self.flush()?;
         self.file.finish()
@@ -200,7 +190,7 @@ pub struct RerankWriter {
 }
 
 impl RerankWriter {
-    /// Start `<path>.tmp`.
+    /// Start the table at `path` (invisible under that name until `finish`).
     pub fn create(path: &Path) -> Result<RerankWriter, TableError> {
         let schema = Arc::new(Schema::new(vec![
             Field::new("query", DataType::Utf8, false),
@@ -225,7 +215,7 @@ impl RerankWriter {
         self.file.write(arrays)
     }
 
-    /// Write what is buffered, close and rename into place.
+    /// Write what is buffered, close and put the file in place (fsynced).
     pub fn finish(mut self) -> Result<(), TableError> {
         self.flush()?;
         self.file.finish()

@@ -68,24 +68,61 @@ pub(crate) fn writer_properties() -> parquet::file::properties::WriterProperties
         .build()
 }
 
-/// Write record batches to `<path>.tmp`, then rename it to `path` (atomic for readers).
+/// A Parquet file being written through [`crate::durable::AtomicFile`]: invisible under its
+/// name until [`TableFile::finish`] has written the footer, fsynced and renamed it.
+pub(crate) struct TableFile {
+    path: std::path::PathBuf,
+    writer: parquet::arrow::ArrowWriter<crate::durable::AtomicFile>,
+}
+
+impl TableFile {
+    /// Start the table at `path` with these writer properties.
+    pub(crate) fn create(
+        path: &std::path::Path,
+        schema: arrow_schema::SchemaRef,
+        props: parquet::file::properties::WriterProperties,
+    ) -> Result<TableFile, TableError> {
+        let file = crate::durable::AtomicFile::create(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
+        let writer = parquet::arrow::ArrowWriter::try_new(file, schema, Some(props)).map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
+        Ok(TableFile { path: path.to_owned(), writer })
+    }
+
+    pub(crate) fn parquet(&self, source: parquet::errors::ParquetError) -> TableError {
+        TableError::Parquet { path: self.path.clone(), source }
+    }
+
+    /// Append one batch.
+    pub(crate) fn write(&mut self, batch: &arrow_array::RecordBatch) -> Result<(), TableError> {
+        self.writer.write(batch).map_err(|e| self.parquet(e))
+    }
+
+    /// Bytes buffered for the row group in progress.
+    pub(crate) fn in_progress_size(&self) -> usize {
+        self.writer.in_progress_size()
+    }
+
+    /// Close the row group in progress.
+    pub(crate) fn flush(&mut self) -> Result<(), TableError> {
+        self.writer.flush().map_err(|e| self.parquet(e))
+    }
+
+    /// Write the footer, then put the file in place durably.
+    pub(crate) fn finish(self) -> Result<(), TableError> {
+        let TableFile { path, writer } = self;
+        let file = writer.into_inner().map_err(|source| TableError::Parquet { path: path.clone(), source })?;
+        file.commit().map_err(|source| TableError::Io { path, source })
+    }
+}
+
+/// Write record batches as the table at `path`, atomically and durably ([`TableFile`]).
 pub(crate) fn write_atomic(
     path: &std::path::Path,
     schema: arrow_schema::SchemaRef,
     batches: impl Iterator<Item = arrow_array::RecordBatch>,
 ) -> Result<(), TableError> {
-    use parquet::arrow::ArrowWriter;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
-    let io = |source| TableError::Io { path: tmp.clone(), source };
-    let file = std::fs::File::create(&tmp).map_err(io)?;
-    let pq = |source| TableError::Parquet { path: tmp.clone(), source };
-    let mut writer = ArrowWriter::try_new(file, schema, Some(writer_properties())).map_err(pq)?;
+    let mut table = TableFile::create(path, schema, writer_properties())?;
     for batch in batches {
-        writer.write(&batch).map_err(pq)?;
+        table.write(&batch)?;
     }
-    writer.close().map_err(pq)?;
-    std::fs::rename(&tmp, path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-    Ok(())
+    table.finish()
 }

@@ -4,7 +4,6 @@
 //! are flushed by size, so memory stays flat however large the input. Reading yields problems
 //! batch by batch. Every Parquet call for problems is in this module.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -12,7 +11,6 @@ use arrow_array::builder::StringBuilder;
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_array::{Array, ArrayRef, ListArray, RecordBatch, StringArray, StructArray};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use thiserror::Error;
 
@@ -91,20 +89,18 @@ pub fn problems_schema() -> SchemaRef {
 
 /// Streams problems into a Parquet file.
 pub struct ProblemWriter {
-    path: PathBuf,
-    writer: ArrowWriter<File>,
+    writer: super::TableFile,
     pending: Vec<Problem>,
     pending_bytes: usize,
     rows: usize,
 }
 
 impl ProblemWriter {
-    /// Create (truncate) the table at `path`.
+    /// Start the table at `path`: it replaces any file there only on [`ProblemWriter::finish`]
+    /// (atomically and durably), and a writer dropped before leaves nothing.
     pub fn create(path: &Path) -> Result<Self, TableError> {
-        let file = File::create(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-        let writer = ArrowWriter::try_new(file, problems_schema(), Some(super::writer_properties()))
-            .map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
-        Ok(ProblemWriter { path: path.to_owned(), writer, pending: Vec::new(), pending_bytes: 0, rows: 0 })
+        let writer = super::TableFile::create(path, problems_schema(), super::writer_properties())?;
+        Ok(ProblemWriter { writer, pending: Vec::new(), pending_bytes: 0, rows: 0 })
     }
 
     /// Append one problem.
@@ -130,19 +126,17 @@ impl ProblemWriter {
         self.rows += self.pending.len();
         self.pending.clear();
         self.pending_bytes = 0;
-        let err = |source| TableError::Parquet { path: self.path.clone(), source };
-        self.writer.write(&batch).map_err(err)?;
+        self.writer.write(&batch)?;
         if self.writer.in_progress_size() >= ROW_GROUP_BYTES {
-            self.writer.flush().map_err(|source| TableError::Parquet { path: self.path.clone(), source })?;
+            self.writer.flush()?;
         }
         Ok(())
     }
 
-    /// Write the footer and close the file; returns the number of rows.
+    /// Write the footer and put the file in place; returns the number of rows.
     pub fn finish(mut self) -> Result<usize, TableError> {
         self.flush_batch()?;
-        let path = self.path.clone();
-        self.writer.close().map_err(|source| TableError::Parquet { path, source })?;
+        self.writer.finish()?;
         Ok(self.rows)
     }
 }

@@ -89,6 +89,7 @@ mod tests {
             .collect();
         write_solutions(&path, &rows).unwrap();
         assert_eq!(read_solutions(&path).unwrap(), rows);
-        assert!(!dir.path().join("s.parquet.tmp").exists());
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, ["s.parquet"], "no temporary file is left");
     }
 }

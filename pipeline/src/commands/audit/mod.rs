@@ -34,7 +34,8 @@ use crate::cli::{AuditArgs, AuditKind};
 use crate::engine::ReleaseManifest;
 use crate::manifest::{ManifestFile, lexical_join};
 use crate::printer::Printer;
-use crate::store::{read_record, write_atomic};
+use crate::store::read_record;
+use stages::durable;
 
 /// Run `coreb audit`.
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
@@ -70,8 +71,8 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if let Some(dir) = out {
-        write_atomic(&dir.join(format!("{name}.json")), &serde_json::to_vec_pretty(&value)?)?;
-        write_atomic(&dir.join(format!("{name}.md")), md.as_bytes())?;
+        durable::write(&dir.join(format!("{name}.json")), &serde_json::to_vec_pretty(&value)?)?;
+        durable::write(&dir.join(format!("{name}.md")), md.as_bytes())?;
         printer.status(format!("wrote `{}` and `{}`", dir.join(format!("{name}.json")).display(), dir.join(format!("{name}.md")).display()));
     }
     if json {

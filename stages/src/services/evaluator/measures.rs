@@ -27,16 +27,30 @@ pub struct Ranked {
     pub num_nonpool: i64,
     /// Retrieved docs judged with a negative value.
     pub num_unjudged: i64,
-    /// Count of judged docs (relevance >= 0) per level.
-    pub rel_levels: Vec<i64>,
-    /// Highest level with a judged doc, plus one.
-    pub num_rel_levels: usize,
+    /// `(level, count)` of the judged docs (relevance >= 0), by increasing level, only the
+    /// levels that have one. trec_eval keeps a dense array over `0..=max level`; sparse, a
+    /// qrels relevance of 10^12 costs one entry, not 8 TB.
+    pub rel_levels: Vec<(i64, i64)>,
 }
 
 impl Ranked {
     /// Number of retrieved documents.
     pub fn num_ret(&self) -> i64 {
         self.rels.len() as i64
+    }
+
+    /// `rel_levels` from the relevance of every judged doc (negative ones are left out).
+    pub fn count_levels(judged: impl Iterator<Item = i64>) -> Vec<(i64, i64)> {
+        let mut levels = std::collections::BTreeMap::new();
+        for rel in judged.filter(|r| *r >= 0) {
+            *levels.entry(rel).or_insert(0i64) += 1;
+        }
+        levels.into_iter().collect()
+    }
+
+    /// The highest judged level, if any doc is judged (trec_eval's `num_rel_levels - 1`).
+    fn max_level(&self) -> Option<i64> {
+        self.rel_levels.last().map(|l| l.0)
     }
 }
 
@@ -342,7 +356,7 @@ impl Measure {
                 }
             }
             Kind::Bpref | Kind::GmBpref => {
-                let num_nonrel: i64 = (0..level.max(0) as usize).map(|j| r.rel_levels.get(j).copied().unwrap_or(0)).sum();
+                let num_nonrel: i64 = r.rel_levels.iter().filter(|l| l.0 < level).map(|l| l.1).sum();
                 let (mut nonrel, mut bpref) = (0i64, 0.0);
                 for &x in rels {
                     if x < 0 {
@@ -579,9 +593,15 @@ impl Measure {
 
 /// Relevance levels with their gains and counts, sorted by increasing gain (trec_eval
 /// `setup_gains`): levels named in the parameters get their given gain, the others gain = level.
+///
+/// trec_eval lists every level `0..=max judged level`; here only the named levels and those
+/// with a judged doc are listed. The others have no doc (the ideal ranking skips them, no
+/// retrieved doc has their relevance), so only their extreme gains matter: `unlisted` keeps
+/// the smallest and largest (rbp's normalisation, the ideal ranking's first gain).
 #[derive(Debug)]
 struct Gains {
     levels: Vec<(i64, f64, i64)>,
+    unlisted: Option<(f64, f64)>,
 }
 
 impl Gains {
@@ -594,15 +614,31 @@ impl Gains {
             })
             .map(|(n, v)| (c_long(n), *v, 0))
             .collect();
-        for lvl in 0..r.num_rel_levels {
-            let count = r.rel_levels[lvl];
-            match levels.iter_mut().find(|l| l.0 == lvl as i64) {
+        for &(lvl, count) in &r.rel_levels {
+            match levels.iter_mut().find(|l| l.0 == lvl) {
                 Some(l) => l.2 = count,
-                None => levels.push((lvl as i64, lvl as f64, count)),
+                None => levels.push((lvl, lvl as f64, count)),
             }
         }
+        // The lowest and highest level in 0..=max not listed: found within a few steps, since
+        // every listed level is a named one or has a doc.
+        let unlisted = r.max_level().and_then(|max| {
+            let listed = |lvl: &i64| levels.iter().any(|l| l.0 == *lvl);
+            let low = (0..=max).find(|l| !listed(l))?;
+            let high = (0..=max).rev().find(|l| !listed(l))?;
+            Some((low as f64, high as f64))
+        });
         levels.sort_by(|a, b| a.1.total_cmp(&b.1));
-        Gains { levels }
+        Gains { levels, unlisted }
+    }
+
+    /// The highest gain of any level, listed or not (where trec_eval's ideal ranking starts).
+    fn top(&self) -> f64 {
+        let listed = self.levels.last().map(|l| l.1);
+        match (listed, self.unlisted) {
+            (Some(a), Some((_, b))) => a.max(b),
+            (a, b) => a.or(b.map(|u| u.1)).unwrap_or(0.0),
+        }
     }
 
     fn gain(&self, rel: i64) -> f64 {
@@ -620,14 +656,22 @@ struct Ideal<'a> {
 
 impl<'a> Ideal<'a> {
     fn new(g: &'a Gains) -> Ideal<'a> {
-        let cur = g.levels.len() as isize - 1;
-        let gain = if cur >= 0 { g.levels[cur as usize].1 } else { 0.0 };
-        Ideal { levels: &g.levels, cur, at_level: 0, gain }
+        // When an unlisted level (no doc) has the highest gain, the walk starts on it, as
+        // trec_eval's does: its gain is the first one tested, and the first step leaves it.
+        let listed_top = g.levels.last().map(|l| l.1);
+        let unlisted_on_top = g.unlisted.is_some_and(|(_, high)| listed_top.is_none_or(|top| high > top));
+        let cur = g.levels.len() as isize - if unlisted_on_top { 0 } else { 1 };
+        Ideal { levels: &g.levels, cur, at_level: 0, gain: g.top() }
+    }
+
+    /// Docs at the level `cur` (none at the unlisted top, one past the listed ones).
+    fn count(&self) -> i64 {
+        self.levels.get(self.cur as usize).map_or(0, |l| l.2)
     }
 
     fn step(&mut self) {
         self.at_level += 1;
-        while self.cur >= 0 && self.at_level > self.levels[self.cur as usize].2 {
+        while self.cur >= 0 && self.at_level > self.count() {
             self.at_level = 1;
             self.cur -= 1;
             self.gain = if self.cur >= 0 { self.levels[self.cur as usize].1 } else { 0.0 };
@@ -831,26 +875,17 @@ fn ndcg_cut(r: &Ranked, cuts: &[i64], out: &mut Vec<f64>) {
     let vals = &mut out[start..];
     let mut ci = 0usize;
     let mut idcg = 0.0;
-    if r.num_rel_levels >= 2 {
-        let mut lvl = r.num_rel_levels - 1;
-        let mut count = 0i64;
-        let mut i = 0i64;
-        loop {
-            count += 1;
-            while lvl > 0 && count > r.rel_levels[lvl] {
-                lvl -= 1;
-                count = 1;
-            }
-            if lvl == 0 {
-                break;
-            }
+    // Every judged doc of level >= 1, highest level first.
+    let mut i = 0i64;
+    'ideal: for &(lvl, count) in r.rel_levels.iter().rev().filter(|l| l.0 > 0) {
+        for _ in 0..count {
             if ci < cuts.len() && i == cuts[ci] {
                 if idcg > 0.0 {
                     vals[ci] /= idcg;
                 }
                 ci += 1;
                 if ci == cuts.len() {
-                    break;
+                    break 'ideal;
                 }
             }
             idcg += lvl as f64 / ((i + 2) as f64).log2();
@@ -868,8 +903,9 @@ fn ndcg_cut(r: &Ranked, cuts: &[i64], out: &mut Vec<f64>) {
 fn rbp(r: &Ranked, pairs: &[(String, f64)]) -> f64 {
     let p = pairs.iter().find(|(n, _)| n == "p").map_or(0.9, |(_, v)| *v);
     let mut g = Gains::new(pairs, r);
-    let min = g.levels.iter().map(|l| l.1).fold(f64::INFINITY, f64::min);
-    let max = g.levels.iter().map(|l| l.1).fold(f64::NEG_INFINITY, f64::max);
+    let unlisted = g.unlisted.map_or([f64::INFINITY, f64::NEG_INFINITY], |(lo, hi)| [lo, hi]);
+    let min = g.levels.iter().map(|l| l.1).fold(unlisted[0], f64::min);
+    let max = g.levels.iter().map(|l| l.1).fold(unlisted[1], f64::max);
     if min < 0.0 || max > 1.0 {
         for l in &mut g.levels {
             l.1 = (l.1 - min) / (max - min);
@@ -891,21 +927,13 @@ mod tests {
     use super::*;
 
     fn ranked(rels: &[i64], judged: &[i64]) -> Ranked {
-        let mut levels = vec![0i64; 5];
-        for &j in judged {
-            if j >= 0 {
-                levels[j as usize] += 1;
-            }
-        }
-        let num_rel_levels = levels.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
         Ranked {
             rels: rels.to_vec(),
             num_rel: judged.iter().filter(|&&j| j >= 1).count() as i64,
             num_rel_ret: rels.iter().filter(|&&j| j >= 1).count() as i64,
             num_nonpool: rels.iter().filter(|&&j| j == NONPOOL).count() as i64,
             num_unjudged: rels.iter().filter(|&&j| j == UNJUDGED).count() as i64,
-            rel_levels: levels,
-            num_rel_levels,
+            rel_levels: Ranked::count_levels(judged.iter().copied()),
         }
     }
 
@@ -928,6 +956,39 @@ mod tests {
         // gain remapping: level 1 → 0
         let g = value("ndcg", Some("1=0"), &r);
         assert!((g[0] - 1.0).abs() < 1e-12, "{g:?}");
+    }
+
+    #[test]
+    fn levels_without_documents_keep_trec_eval_gains() {
+        // Judged levels 1 and 3 only: trec_eval still lists levels 0 and 2 (gain = level), so
+        // rbp normalises gains by 0..3: level 3 gains 1, level 1 gains 1/3.
+        let r = ranked(&[3, 1], &[1, 3]);
+        assert_eq!(r.rel_levels, [(1, 1), (3, 1)]);
+        assert!((value("rbp", None, &r)[0] - 0.1 * (1.0 + 0.9 / 3.0)).abs() < 1e-12);
+        // With level 3 gaining 0, the highest gain is level 2's, which has no doc: trec_eval's
+        // ideal ranking starts on it and its first step leaves it, so the ideal is the level-1
+        // doc at rank 1 (not a gain of 2 for a doc that does not exist).
+        let g = value("ndcg", Some("3=0"), &r);
+        assert!((g[0] - 1.0 / 3f64.log2()).abs() < 1e-12, "{g:?}");
+        // Levels 1 and 2 have no doc and outgain level 3's: no ideal gain, no ndcg.
+        let r = ranked(&[3, 0], &[3, 0]);
+        assert_eq!(value("ndcg", Some("3=0"), &r)[0], 0.0);
+    }
+
+    #[test]
+    fn a_relevance_of_ten_to_the_twelfth_is_one_level() {
+        // A dense array would be 8 TB; walking 0..=10^12 would never end.
+        let huge = 1_000_000_000_000i64;
+        let r = ranked(&[0, huge], &[huge, 0, 1]);
+        assert_eq!(r.rel_levels, [(0, 1), (1, 1), (huge, 1)]);
+        let ideal = huge as f64 + 1.0 / 3f64.log2();
+        let ndcg = value("ndcg", None, &r)[0];
+        assert!((ndcg - huge as f64 / 3f64.log2() / ideal).abs() < 1e-12, "{ndcg}");
+        let cut = value("ndcg_cut", Some("1,5"), &r);
+        assert!((cut[1] - ndcg).abs() < 1e-12 && cut[0] == 0.0, "{cut:?}");
+        for m in ["bpref", "rbp", "Rndcg", "G", "ndcg_rel", "map", "infAP"] {
+            assert!(value(m, None, &r).iter().all(|v| v.is_finite()), "{m}");
+        }
     }
 
     #[test]

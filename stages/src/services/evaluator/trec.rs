@@ -259,13 +259,7 @@ fn relevance_of(judged: &std::collections::HashMap<&str, i64, FnvBuild>, doc: &s
 
 /// The counts of [`Ranked`] from the relevance of each retrieved document in rank order.
 fn ranked_from_rels(qrels: &QueryQrels, rels: Vec<i64>, level: i64) -> Ranked {
-    let max_level = qrels.judged.iter().map(|(_, r)| *r).max().unwrap_or(0).max(0) as usize;
-    let mut rel_levels = vec![0i64; max_level + 1];
-    for (_, r) in &qrels.judged {
-        if *r >= 0 {
-            rel_levels[*r as usize] += 1;
-        }
-    }
+    let rel_levels = Ranked::count_levels(qrels.judged.iter().map(|(_, r)| *r));
     let mut r = Ranked::default();
     for &rel in &rels {
         match rel {
@@ -276,8 +270,7 @@ fn ranked_from_rels(qrels: &QueryQrels, rels: Vec<i64>, level: i64) -> Ranked {
         }
     }
     r.rels = rels;
-    r.num_rel_levels = rel_levels.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
-    r.num_rel = rel_levels.iter().enumerate().filter(|(i, _)| *i as i64 >= level).map(|(_, c)| c).sum();
+    r.num_rel = rel_levels.iter().filter(|l| l.0 >= level).map(|l| l.1).sum();
     r.rel_levels = rel_levels;
     r
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::retry::retry_after;
 use super::{ChatMessage, ChatRequest, FinishReason, TokenUsage};
 
 /// The outcome of one attempt.
@@ -178,45 +179,6 @@ pub fn classify(status: u16, after: Option<Duration>, body: &str) -> Attempt {
     }
 }
 
-/// `retry-after-ms` (OpenAI), else `Retry-After` in seconds or as an HTTP date.
-pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    let seconds = |v: &str| v.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
-    if let Some(ms) = text("retry-after-ms").and_then(seconds) {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
-    }
-    let value = text("retry-after")?;
-    if let Some(s) = seconds(value) {
-        return Some(Duration::from_secs_f64(s));
-    }
-    let at = http_date(value)?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
-    Some(Duration::from_secs(at.saturating_sub(now)))
-}
-
-/// Seconds since the epoch of an IMF-fixdate (`Wed, 21 Oct 2015 07:28:00 GMT`), the only
-/// date form RFC 9110 requires senders to use.
-pub fn http_date(s: &str) -> Option<u64> {
-    let parts: Vec<&str> = s.split_whitespace().collect();
-    let [_, day, month, year, time, "GMT"] = parts[..] else { return None };
-    let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"].iter().position(|m| *m == month)? as u64 + 1;
-    let (day, year): (u64, i64) = (day.parse().ok()?, year.parse().ok()?);
-    let hms: Vec<u64> = time.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
-    let [h, m, sec] = hms[..] else { return None };
-    if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
-        return None;
-    }
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400) as u64;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe as i64 - 719_468;
-    u64::try_from(days).ok().map(|d| d * 86_400 + h * 3600 + m * 60 + sec)
-}
-
 fn snippet(body: &str) -> String {
     let one_line: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
     match one_line.char_indices().nth(200) {
@@ -241,6 +203,7 @@ fn describe(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::services::llm::retry::http_date;
 
     #[test]
     fn classification() {

@@ -6,8 +6,6 @@
 //! concurrency cap (a `tokio::sync::Semaphore`) make up [`super::retry::Limits`], which the
 //! gateway and the embeddings client send under.
 
-use std::time::Duration;
-
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
@@ -44,7 +42,7 @@ impl Bucket {
                 }
                 (want - state.0) / self.per_second
             };
-            tokio::time::sleep(Duration::from_secs_f64(wait.max(0.001))).await;
+            tokio::time::sleep(super::secs(wait.max(0.001))).await;
         }
     }
 }

@@ -527,7 +527,8 @@ impl LlmGateway for Counted<'_> {
     }
 }
 
-/// Seconds as a [`Duration`] (for configs in seconds).
-pub(crate) fn secs(s: f64) -> Duration {
-    Duration::from_secs_f64(s.max(0.0))
+/// Seconds as a [`Duration`] (for configs in seconds): negative or NaN is zero, too large
+/// or infinite saturates (never the panic of `Duration::from_secs_f64`).
+pub fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
 }

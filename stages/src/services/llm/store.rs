@@ -19,7 +19,6 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -143,13 +142,12 @@ pub struct StoreStats {
 #[derive(Debug)]
 pub struct ResponseStore {
     root: PathBuf,
-    counter: AtomicU64,
 }
 
 impl ResponseStore {
     /// A store at `root` (created on the first write).
     pub fn open(root: impl Into<PathBuf>) -> Self {
-        ResponseStore { root: root.into(), counter: AtomicU64::new(0) }
+        ResponseStore { root: root.into() }
     }
 
     /// The root directory.
@@ -184,27 +182,13 @@ impl ResponseStore {
         self.path_of(key).is_file()
     }
 
-    /// Write an entry atomically (temporary file in the same directory, fdatasync, rename),
-    /// replacing any entry of the same key. The entry's key must match its request.
+    /// Write an entry atomically and durably ([`crate::durable::write`]: a temporary file
+    /// in the same directory, fsync, rename, fsync of the directory), replacing any entry of
+    /// the same key. The entry's key must match its request.
     pub fn put(&self, entry: &StoreEntry) -> Result<(), StoreError> {
         let path = self.path_of(&entry.key);
         check_key(entry, &path, None)?;
-        let dir = path.parent().unwrap_or(&self.root).to_owned();
-        fs_err::create_dir_all(&dir).map_err(|source| StoreError::Io { action: "creating", path: dir.clone(), source })?;
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".{}.{}.{n}.tmp", entry.key, std::process::id()));
-        let text = entry_text(entry);
-        let write = || -> std::io::Result<()> {
-            let mut file = std::fs::File::create(&tmp)?;
-            file.write_all(text.as_bytes())?;
-            // Data and size on disk before the rename makes the entry visible.
-            file.sync_data()?;
-            std::fs::rename(&tmp, &path)
-        };
-        write().map_err(|source| {
-            let _ = std::fs::remove_file(&tmp);
-            StoreError::Io { action: "writing", path: path.clone(), source }
-        })
+        crate::durable::write(&path, entry_text(entry).as_bytes()).map_err(|source| StoreError::Io { action: "writing", path: path.clone(), source })
     }
 
     /// Every stored key, sorted.
@@ -258,8 +242,7 @@ impl ResponseStore {
     /// number written. The output is written atomically too.
     pub fn export(&self, out: &Path) -> Result<u64, StoreError> {
         let io = |action, source| StoreError::Io { action, path: out.to_owned(), source };
-        let tmp = out.with_extension("jsonl.tmp");
-        let mut writer = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(|e| io("creating", e))?);
+        let mut writer = crate::durable::AtomicFile::create(out).map_err(|e| io("creating", e))?;
         let mut n = 0;
         for key in self.keys()? {
             let Some(entry) = self.get(&key)? else { continue };
@@ -267,9 +250,7 @@ impl ResponseStore {
             writeln!(writer, "{line}").map_err(|e| io("writing", e))?;
             n += 1;
         }
-        let file = writer.into_inner().map_err(|e| io("writing", e.into_error()))?;
-        file.sync_all().map_err(|e| io("writing", e))?;
-        std::fs::rename(&tmp, out).map_err(|e| io("renaming into", e))?;
+        writer.commit().map_err(|e| io("writing", e))?;
         Ok(n)
     }
 

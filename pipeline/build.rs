@@ -1,0 +1,66 @@
+//! Fingerprints the source the `coreb` binary is built from, for the stage keys.
+//!
+//! Every stage key holds `COREB_SOURCE_SHA256`: the sha256 over the path and content of each
+//! `.rs` and `.toml` file of the crates linked into the binary (`pipeline`, `stages`,
+//! `crates/coreb-sandbox`, `vendor/whatlang-fast`), the prompts compiled in (`prompts/eval`),
+//! and the workspace's `Cargo.toml` and `Cargo.lock` (dependency versions). So a build made
+//! by changed code never reuses an artifact made by the old code, even at the same
+//! `CARGO_PKG_VERSION`. Coarse on purpose: a stage's output also depends on shared code
+//! (tables, hashing, the sandbox, the manifest's defaults) that a per-stage file list would
+//! miss, and a needless rerun costs time while a stale artifact costs a wrong release.
+//! Paths that do not exist (a packaged crate) are skipped.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// Directories and files hashed, relative to the workspace root.
+const SOURCES: &[&str] = &["pipeline", "stages", "crates/coreb-sandbox", "vendor/whatlang-fast", "prompts/eval", "Cargo.toml", "Cargo.lock"];
+
+fn collect(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+    let path = root.join(rel);
+    if path.is_file() {
+        out.push(rel.to_owned());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(&path) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let child = rel.join(&name);
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_dir() {
+            if name != "target" && !name.to_string_lossy().starts_with('.') {
+                collect(root, &child, out);
+            }
+        } else if kind.is_file() && matches!(child.extension().and_then(|e| e.to_str()), Some("rs" | "toml")) {
+            out.push(child);
+        }
+    }
+}
+
+fn main() {
+    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = manifest_dir.parent().unwrap_or(&manifest_dir).to_owned();
+    let mut files = Vec::new();
+    for source in SOURCES {
+        let rel = Path::new(source);
+        if root.join(rel).exists() {
+            println!("cargo:rerun-if-changed={}", root.join(rel).display());
+            collect(&root, rel, &mut files);
+        }
+    }
+    files.sort();
+    let mut hasher = Sha256::new();
+    for rel in &files {
+        let Ok(content) = std::fs::read(root.join(rel)) else { continue };
+        // Paths with `/` whatever the platform; each part length-prefixed.
+        let name = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        hasher.update((name.len() as u64).to_le_bytes());
+        hasher.update(name.as_bytes());
+        hasher.update((content.len() as u64).to_le_bytes());
+        hasher.update(&content);
+    }
+    let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    println!("cargo:rustc-env=COREB_SOURCE_SHA256={digest}");
+    println!("cargo:rustc-env=COREB_SOURCE_FILES={}", files.len());
+}

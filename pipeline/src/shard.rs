@@ -1,0 +1,249 @@
+//! Shard processes (`--shard i/N`) and their merge, shared by `coreb corpus` and the build
+//! stages (`rewrite`, `distract`, `abbreviate`, `generate`, `execute`, `queries`).
+//!
+//! One convention for all of them:
+//! - a shard process keeps the items whose id hash ([`in_slice`]: xxh3 of the id, the same
+//!   hash the corpus partitions by) falls in shard `i` of `N`, never by position;
+//! - it writes its part to `…/parts/part=III-of-NNN/`, through a `.part=III-of-NNN.tmp`
+//!   directory renamed into place once its `_SUCCESS` marker ([`PartMarker`]: the plan hash,
+//!   `i`, `N`, counts, the sha256 and size of every file of the part) is written after its
+//!   files are fsynced, so a part without the marker is incomplete and a torn or edited one
+//!   is caught by its hashes;
+//! - the merge ([`complete_parts`]) takes parts `0..N` of one shard count, each complete and
+//!   made from the current plan, and otherwise refuses, naming every part that is not and
+//!   the command that makes it.
+//!
+//! Processes sharing one output directory (a shared file system) serialise their writes to the
+//! artifact store with [`Lock`], an exclusive `flock` on a file beside it.
+
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::ShardSpec;
+use std::collections::BTreeMap;
+
+use stages::durable;
+
+use crate::engine::FileEntry;
+
+/// Whether the item `id` belongs to shard `slice` (all items belong to `0/1`).
+pub fn in_slice(id: &str, slice: ShardSpec) -> bool {
+    stages::corpus::shard_of_id(stages::corpus::id_hash(id), slice.count) == slice.index
+}
+
+/// The directory name of a shard process's part.
+pub fn part_name(slice: ShardSpec) -> String {
+    format!("part={:03}-of-{:03}", slice.index, slice.count)
+}
+
+/// `(i, N)` of a part directory's name.
+pub fn parse_part_name(name: &str) -> Option<(u32, u32)> {
+    let (i, n) = name.strip_prefix("part=")?.split_once("-of-")?;
+    Some((i.parse().ok()?, n.parse().ok()?))
+}
+
+/// The `_SUCCESS` of a part: written last, so a part without it is incomplete. `facts`
+/// holds what the stage needs to merge (counts, summaries); readers ignore what they do not
+/// know.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PartMarker {
+    /// The plan hash (corpus) or stage key (build stages) the part was made from.
+    pub plan: String,
+    /// `i`.
+    pub shard: u32,
+    /// `N`.
+    pub shards: u32,
+    /// The sha256 and size of every file of the part (relative paths), filled in by
+    /// [`PartWriter::finish`].
+    #[serde(default)]
+    pub files: BTreeMap<String, FileEntry>,
+    /// Stage-specific facts.
+    #[serde(flatten)]
+    pub facts: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Read a part's `_SUCCESS` and check that every file it lists is still the one it
+/// describes; an error says which is not.
+pub fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
+    let path = dir.join("_SUCCESS");
+    let marker: PartMarker = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))?;
+    if let Some(rel) = marker.files.iter().find(|(rel, e)| !crate::store::file_intact(&dir.join(rel), &e.sha256, e.bytes)).map(|(rel, _)| rel) {
+        bail!("`{}` no longer matches the `_SUCCESS` of its part (torn or edited)", dir.join(rel).display());
+    }
+    Ok(marker)
+}
+
+/// Every file under `dir` but `_SUCCESS`, relative to it, sorted.
+fn files_below(dir: &Path) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in fs_err::read_dir(&d)? {
+            let path = e?.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if let Ok(rel) = path.strip_prefix(dir) {
+                let rel = rel.to_string_lossy().into_owned();
+                if rel != "_SUCCESS" {
+                    out.push(rel);
+                }
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// A part being written: `<parts>/.part=III-of-NNN.tmp/`, moved to `<parts>/part=III-of-NNN/`
+/// by [`PartWriter::finish`].
+#[derive(Debug)]
+pub struct PartWriter {
+    tmp: PathBuf,
+    dir: PathBuf,
+}
+
+impl PartWriter {
+    /// Start (or restart) part `slice` under `parts`.
+    pub fn begin(parts: &Path, slice: ShardSpec) -> anyhow::Result<PartWriter> {
+        let name = part_name(slice);
+        let tmp = parts.join(format!(".{name}.tmp"));
+        if tmp.exists() {
+            fs_err::remove_dir_all(&tmp)?;
+        }
+        fs_err::create_dir_all(&tmp)?;
+        Ok(PartWriter { tmp, dir: parts.join(name) })
+    }
+
+    /// Where to write a file of the part.
+    pub fn path(&self, file: &str) -> PathBuf {
+        self.tmp.join(file)
+    }
+
+    /// Hash every file of the part into the marker, write the marker last and move the
+    /// part into place (every file fsynced first); returns its directory.
+    pub fn finish(self, marker: &PartMarker) -> anyhow::Result<PathBuf> {
+        let mut marker = marker.clone();
+        marker.files = files_below(&self.tmp)?
+            .into_iter()
+            .map(|rel| {
+                let path = self.tmp.join(&rel);
+                let sha256 = stages::hashing::sha256_file(&path)?;
+                Ok((rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() }))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        durable::write(&self.tmp.join("_SUCCESS"), &serde_json::to_vec_pretty(&marker)?)?;
+        durable::replace_dir(&self.tmp, &self.dir)?;
+        Ok(self.dir)
+    }
+}
+
+/// Whether part `slice` under `parts` is complete for `plan`.
+pub fn part_done(parts: &Path, slice: ShardSpec, plan: &str) -> bool {
+    read_part_marker(&parts.join(part_name(slice))).is_ok_and(|m| m.plan == plan && m.shard == slice.index && m.shards == slice.count)
+}
+
+/// The directories of parts `0..N` of one shard count under `parts_dir`, each complete and
+/// made from `plan`; otherwise an error (`cannot merge the <what> shards yet`) naming every
+/// part that is not, with `rerun(i, N)`, the command that makes it.
+pub fn complete_parts(parts_dir: &Path, plan: &str, what: &str, rerun: impl Fn(u32, u32) -> String) -> anyhow::Result<Vec<(PathBuf, PartMarker)>> {
+    let mut counts = std::collections::BTreeSet::new();
+    if parts_dir.exists() {
+        for e in fs_err::read_dir(parts_dir)? {
+            if let Some((_, n)) = e?.file_name().to_str().and_then(parse_part_name) {
+                counts.insert(n);
+            }
+        }
+    }
+    let n = match counts.len() {
+        0 => bail!("no shard parts in `{}`: {} for every i in 0..N first", parts_dir.display(), rerun(0, 1).replace("0/1", "i/N")),
+        1 => *counts.first().expect("one count"),
+        _ => bail!("`{}` holds parts of different shard counts ({}): remove the stale ones", parts_dir.display(), counts.iter().map(|n| format!("of {n}")).collect::<Vec<_>>().join(", ")),
+    };
+    let mut problems = Vec::new();
+    let mut parts = Vec::new();
+    for i in 0..n {
+        let dir = parts_dir.join(part_name(ShardSpec { index: i, count: n }));
+        match read_part_marker(&dir) {
+            Ok(m) if m.plan == plan && m.shard == i && m.shards == n => parts.push((dir, m)),
+            Ok(_) => problems.push(format!("shard {i}/{n} was made from another plan (the manifest or an upstream stage changed since): {}", rerun(i, n))),
+            Err(e) if dir.join("_SUCCESS").exists() => problems.push(format!("shard {i}/{n} is damaged ({e:#}): {}", rerun(i, n))),
+            Err(_) if dir.exists() => problems.push(format!("shard {i}/{n} is incomplete (no `_SUCCESS` in `{}`): {}", dir.display(), rerun(i, n))),
+            Err(_) => problems.push(format!("shard {i}/{n} is missing (no `{}`): {}", dir.display(), rerun(i, n))),
+        }
+    }
+    if !problems.is_empty() {
+        bail!("cannot merge the {what} shards yet:\n  {}", problems.join("\n  "));
+    }
+    Ok(parts)
+}
+
+/// An exclusive `flock` on a file, held until dropped. Processes of one build on a shared
+/// file system take it around their writes to the artifact store (`flock` works across NFS
+/// v4 and Lustre/GPFS mounted with locking; see the README on shared storage).
+#[derive(Debug)]
+pub struct Lock {
+    _file: std::fs::File,
+}
+
+impl Lock {
+    /// Wait for the lock on `path` (made if missing).
+    pub fn exclusive(path: &Path) -> anyhow::Result<Lock> {
+        if let Some(dir) = path.parent() {
+            fs_err::create_dir_all(dir)?;
+        }
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).with_context(|| format!("opening the lock `{}`", path.display()))?;
+        loop {
+            // SAFETY: `flock` on a file descriptor this function owns.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(Lock { _file: file });
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e).with_context(|| format!("locking `{}`", path.display()));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_cover_every_id_once() {
+        let ids: Vec<String> = (0..500).map(|i| format!("lcb_{i}")).collect();
+        for n in [1, 2, 3, 7] {
+            for id in &ids {
+                let owners = (0..n).filter(|&i| in_slice(id, ShardSpec { index: i, count: n })).count();
+                assert_eq!(owners, 1, "{id} of {n}");
+            }
+        }
+        // Not by position: the shard of an id does not depend on the others.
+        let three = |id: &str| (0..3).find(|&i| in_slice(id, ShardSpec { index: i, count: 3 })).unwrap();
+        let counts = ids.iter().fold([0; 3], |mut c, id| {
+            c[three(id) as usize] += 1;
+            c
+        });
+        assert!(counts.iter().all(|&c| c > 100), "{counts:?}");
+    }
+
+    #[test]
+    fn merge_names_missing_incomplete_and_stale_parts() {
+        let dir = tempfile::tempdir().unwrap();
+        let parts = dir.path();
+        let marker = |plan: &str, i: u32| PartMarker { plan: plan.into(), shard: i, shards: 4, files: Default::default(), facts: Default::default() };
+        for (i, plan) in [(0, "p"), (1, "old")] {
+            PartWriter::begin(parts, ShardSpec { index: i, count: 4 }).unwrap().finish(&marker(plan, i)).unwrap();
+        }
+        fs_err::create_dir_all(parts.join("part=002-of-004")).unwrap();
+        let rerun = |i: u32, n: u32| format!("run `x --shard {i}/{n}`");
+        let e = complete_parts(parts, "p", "test", rerun).unwrap_err().to_string();
+        assert!(e.contains("shard 1/4 was made from another plan") && e.contains("run `x --shard 1/4`"), "{e}");
+        assert!(e.contains("shard 2/4 is incomplete") && e.contains("shard 3/4 is missing"), "{e}");
+        assert!(!e.contains("shard 0/4"), "{e}");
+        assert!(part_done(parts, ShardSpec { index: 0, count: 4 }, "p") && !part_done(parts, ShardSpec { index: 1, count: 4 }, "p"));
+    }
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Submit a whole coreb build as Slurm job arrays:
+#   scripts/slurm/submit.sh <manifest> <N> [sbatch options...]
+# For each sharded stage, in pipeline order, an array job `--array=0-(N-1)` (task id = shard)
+# that depends on the previous one (afterok), then the merge job (`coreb build`) after the last.
+# Every path (manifest, output_dir, response store, prompts) must be on storage all nodes
+# share; see the README, "Shard processes on a scheduler".
+#
+# COREB_OUTPUT_DIR / COREB_PUBLISH_DIR override the manifest's directories; COREB is the
+# binary (default: `coreb` on PATH).
+#
+# Without Slurm (COREB_SLURM=shell, or no `sbatch` on PATH) the same task scripts run here:
+# the N tasks of each array as N processes at once, SLURM_ARRAY_TASK_ID set per process,
+# then the merge job; the first failing task stops the run.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+manifest="${1:?usage: submit.sh <manifest> <N> [sbatch options...]}"
+shards="${2:?usage: submit.sh <manifest> <N> [sbatch options...]}"
+shift 2
+stages=(rewrite distract abbreviate generate execute queries)
+export COREB_MANIFEST="$manifest" COREB_SHARDS="$shards"
+
+mode="${COREB_SLURM:-}"
+if [ -z "$mode" ]; then
+  if command -v sbatch >/dev/null; then mode=slurm; else mode=shell; fi
+fi
+
+if [ "$mode" = shell ]; then
+  echo "submit.sh: no Slurm here; running each array as $shards local processes" >&2
+  for stage in "${stages[@]}"; do
+    pids=()
+    for ((i = 0; i < shards; i++)); do
+      COREB_STAGE="$stage" SLURM_ARRAY_TASK_ID="$i" bash "$here/shard.sbatch" &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+      wait "$pid" || { echo "submit.sh: a $stage task failed" >&2; exit 1; }
+    done
+  done
+  exec bash "$here/merge.sbatch"
+fi
+
+dep=()
+for stage in "${stages[@]}"; do
+  id=$(sbatch --parsable "${dep[@]}" --array="0-$((shards - 1))" --export="ALL,COREB_STAGE=$stage" "$@" "$here/shard.sbatch")
+  id="${id%%;*}"
+  echo "$stage: array job $id" >&2
+  dep=(--dependency="afterok:$id" --kill-on-invalid-dep=yes)
+done
+id=$(sbatch --parsable "${dep[@]}" --export=ALL "$@" "$here/merge.sbatch")
+echo "merge: job ${id%%;*}" >&2
+echo "${id%%;*}"

@@ -18,6 +18,8 @@
 //! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
 //! - `leaderboard`: `coreb eval --record` and `coreb leaderboard`: three releases, three retrievers, the
 //!   site driven in headless Chromium from `file://` against the results store and `--json`.
+//! - `fidelity` (issue #12): the committed sample's code documents have no comments; its card,
+//!   MANIFEST and store say the content was written by hand.
 //! - `scaleout` (issue #16): the sample as 3 shard processes per stage through the Slurm recipe (shell fallback) vs 1 process; merges refusing missing and stale shards.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 //! - `validity` (issue #11): one run through four evaluation paths, `--keep-self`, `coreb check`
@@ -39,6 +41,7 @@ mod release;
 mod scaleout;
 mod eval;
 mod eval_protocol;
+mod fidelity;
 mod leaderboard;
 mod trec_eval;
 mod validity;

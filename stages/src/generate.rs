@@ -6,8 +6,8 @@
 //! compact JSON out). Sample `s` is sent with seed `seed + s` so that samples differ on
 //! endpoints that honour seeds; the sample index is part of the request key either way.
 //! The code is extracted with [`extract_code`] (first `<code>…</code>`, else an unclosed
-//! `<code>`, else the first fenced block, else the whole text; `#` lines are kept); an
-//! answer without code is rejected. No I/O; nothing is compiled or run here (`execute` does).
+//! `<code>`, else the first fenced block, else the whole text; `#` lines are kept), then its
+//! comments and docstrings are removed ([`strip_comments`]); an answer without code is rejected. No I/O; nothing is compiled or run here (`execute` does).
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +15,7 @@ use crate::prompt::Prompt;
 use crate::rewrite::RewrittenProblem;
 use crate::services::llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
 use crate::services::llm::text::extract_code;
+use crate::strip::strip_comments;
 use crate::services::llm::{LlmGateway, LlmStage};
 use crate::solution::{Language, Solution, SolutionId};
 
@@ -86,7 +87,9 @@ pub async fn generate(config: &GenerateConfig, plan: &ModelPlan, prompt: &Prompt
         request.on_incomplete.samples = config.samples;
         let outcome = match run::ask(gateway, &request).await? {
             Ok(completion) => {
-                let code = extract_code(&completion.text);
+                // The code document is the solution only: comments and docstrings go before
+                // anything runs, so the judge runs exactly what is published.
+                let code = strip_comments(&extract_code(&completion.text), language);
                 if code.is_empty() {
                     Err((Rejection { item: id.to_string(), model: model.to_owned(), key: Some(completion.key.clone()), reason: RejectReason::NoCode }, Some(completion)))
                 } else {

@@ -40,4 +40,5 @@ pub mod release;
 pub mod rewrite;
 pub mod services;
 pub mod solution;
+pub mod strip;
 pub mod tables;

@@ -7,7 +7,8 @@
 //!   such as Yes/No/true/false/inf/nan/impossible/none, grid characters) is kept unchanged;
 //! - a test too long for a prompt (`max_test_chars`) is kept unchanged when its output is
 //!   context-independent, and otherwise mapped through a letter bijection seeded by the
-//!   problem id (keywords are left alone so `true`/`Yes` survive);
+//!   problem id ([`biject_test`]: a keyword is kept only where the output uses it as a word,
+//!   and then in the input too, so `true`/`Yes` verdicts survive and data words map alike);
 //! - every other test is rewritten by the model in batches (prompt `rewrite_tests`), which
 //!   must return as many tests as it got, each with the same line structure.
 //!
@@ -202,7 +203,7 @@ async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompt: &Prom
                 origins[i] = TestOrigin::KeptLong;
                 stats.tests_kept_long += 1;
             } else {
-                new_tests[i] = Some(TestCase { input: apply_bijection(&t.input, &perm), output: apply_bijection(&t.output, &perm), testtype: t.testtype });
+                new_tests[i] = Some(biject_test(t, &perm));
                 origins[i] = TestOrigin::Bijection;
                 stats.tests_bijection += 1;
             }
@@ -365,12 +366,32 @@ pub fn letter_bijection(problem_id: &str) -> [u8; 26] {
     perm
 }
 
+/// A test through the bijection, one word one image on both sides: a keyword (`Yes`,
+/// `none` …) is kept only where the output uses it as a whole word (a verdict), and then in
+/// the input too; every other word, keywords among the data included, is mapped in input and
+/// output alike. (Keeping keywords everywhere broke a test whose data held `no` while the
+/// output, mapped, was derived from it.)
+pub fn biject_test(t: &TestCase, perm: &[u8; 26]) -> TestCase {
+    let keep: Vec<String> = letter_runs(&t.output).into_iter().filter(|r| KEYWORDS.contains(&r.as_str())).collect();
+    TestCase { input: apply_bijection_keeping(&t.input, perm, &keep), output: apply_bijection_keeping(&t.output, perm, &keep), testtype: t.testtype }
+}
+
+fn letter_runs(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_ascii_alphabetic()).filter(|r| !r.is_empty()).map(str::to_owned).collect()
+}
+
 /// Map every ASCII letter through `perm` (case kept), except in runs that are keywords.
 pub fn apply_bijection(text: &str, perm: &[u8; 26]) -> String {
+    let keep: Vec<String> = KEYWORDS.iter().map(|k| (*k).to_owned()).collect();
+    apply_bijection_keeping(text, perm, &keep)
+}
+
+/// Map every ASCII letter through `perm` (case kept), except in runs listed in `keep`.
+pub fn apply_bijection_keeping(text: &str, perm: &[u8; 26], keep: &[String]) -> String {
     let mut out = String::with_capacity(text.len());
     let mut run = String::new();
     let flush = |run: &mut String, out: &mut String| {
-        if KEYWORDS.contains(&run.as_str()) {
+        if keep.iter().any(|k| k == run) {
             out.push_str(run);
         } else {
             out.extend(run.chars().map(|c| {
@@ -422,6 +443,22 @@ mod tests {
         assert!(s.as_bytes()[1].is_ascii_uppercase());
     }
 
+    #[test]
+    fn bijected_tests_map_keywords_consistently() {
+        let p = letter_bijection("lcb_1");
+        // `no` is data here: mapped in the input as the output's words are.
+        let t = TestCase { input: "\"no\"\n\"on\"".into(), output: "\"on\"".into(), testtype: crate::problem::TestType::Functional };
+        let b = biject_test(&t, &p);
+        let image = |w: &str| apply_bijection_keeping(w, &p, &[]);
+        assert_eq!(b.input, format!("\"{}\"\n\"{}\"", image("no"), image("on")));
+        assert_eq!(b.output, format!("\"{}\"", image("on")));
+        // A verdict keyword in the output stays, in the input too.
+        let t = TestCase { input: "abc Yes".into(), output: "Yes".into(), testtype: crate::problem::TestType::Stdin };
+        let b = biject_test(&t, &p);
+        assert_eq!(b.output, "Yes");
+        assert_eq!(b.input, format!("{} Yes", image("abc")));
+    }
+
     /// A gateway that answers from a closure: what tests and replays substitute.
     struct Canned(fn(&crate::services::llm::ChatRequest) -> String);
 
@@ -435,6 +472,7 @@ mod tests {
                     finish_reason: crate::services::llm::FinishReason::Stop,
                     usage: Default::default(),
                     origin: crate::services::llm::Origin::Endpoint,
+                    provenance: crate::services::llm::Provenance::Endpoint,
                 })
             })
         }
@@ -472,7 +510,7 @@ mod tests {
         assert_eq!(p.func_name.as_deref(), Some("flipLabel"));
         assert_eq!(p.test_origins, [TestOrigin::Bijection, TestOrigin::KeptLong, TestOrigin::Kept]);
         let perm = letter_bijection("lcb_9");
-        assert_eq!(p.public_tests[0].input, apply_bijection(&problem.public_tests[0].input, &perm));
+        assert_eq!(p.public_tests[0], biject_test(&problem.public_tests[0], &perm));
         assert_ne!(p.public_tests[0].input, problem.public_tests[0].input);
         assert_eq!(p.public_tests[1], problem.public_tests[1]);
         assert_eq!(p.private_tests, problem.private_tests);

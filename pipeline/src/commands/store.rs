@@ -158,6 +158,7 @@ async fn bench(dir: &std::path::Path, requests: u32, delay_ms: u64, concurrency:
                 text: format!("<code>print({i})</code>"),
                 finish_reason: stages::services::llm::FinishReason::Stop,
                 usage: stages::services::llm::TokenUsage { prompt_tokens: 10, completion_tokens: 5 },
+                provenance: stages::services::llm::Provenance::Endpoint,
             },
         );
         store.put(&entry)?;

@@ -11,6 +11,7 @@ use stages::hashing::{sha256_file, sha256_hex};
 use stages::problem::{DateWindow, ProblemId};
 use stages::qrels::{QrelsOutput, Task};
 use stages::release::{CardInfo, beir, check_disjoint, dataset_card, license_text};
+use stages::services::llm::run::WrittenBy;
 use stages::services::evaluator::Qrels;
 use stages::tables::release::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
 use stages::tables::{ProblemReader, ProblemWriter};
@@ -123,6 +124,31 @@ fn earlier_problem_ids(engine: &Engine) -> anyhow::Result<Vec<(String, BTreeSet<
     Ok(out)
 }
 
+/// Who wrote the LLM answers the release's stages used: the `written_by` counts of every
+/// stage's statistics, summed (see [`stages::services::llm::Provenance`]).
+fn written_by(records: &[&StageRecord]) -> WrittenBy {
+    fn walk(v: &serde_json::Value, sum: &mut WrittenBy) {
+        let Some(obj) = v.as_object() else { return };
+        for (k, child) in obj {
+            if k == "written_by" {
+                let n = |f: &str| child.get(f).and_then(serde_json::Value::as_u64).unwrap_or(0);
+                sum.endpoint += n("endpoint");
+                sum.authored += n("authored");
+                sum.imported += n("imported");
+            } else {
+                walk(child, sum);
+            }
+        }
+    }
+    let mut sum = WrittenBy::default();
+    for r in records {
+        if let Some(stats) = r.summary.get("stats") {
+            walk(stats, &mut sum);
+        }
+    }
+    sum
+}
+
 pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qrels: &StageRecord, others: &[&StageRecord]) -> anyhow::Result<StageReport> {
     let plan = &engine.plan;
     // Relative to where the release belongs, so that a rebuild elsewhere (`verify`) records
@@ -200,6 +226,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     }
     problems.finish()?;
 
+    let written_by = written_by(others);
     let info = CardInfo {
         version: &plan.version,
         window: &plan.window,
@@ -207,6 +234,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         problems: ids.len(),
         tool_version: TOOL_VERSION,
         platforms: platforms.into_iter().collect(),
+        written_by,
     };
     fs_err::write(tmp.join("README.md"), dataset_card(&info, &out))?;
     fs_err::write(tmp.join("LICENSE"), license_text(&info))?;
@@ -243,7 +271,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         sources,
         stages,
         seeds: BTreeMap::from([("dedup".to_owned(), plan.stages.dedup.seed), ("qrels".to_owned(), plan.stages.qrels.seed)]),
-        counts: serde_json::json!({ "qrels": out.stats, "bm25_ndcg10": bm25, "gates": plan.gates, "checks_passed": checks.results.len() }),
+        counts: serde_json::json!({ "llm_answers_written_by": written_by, "qrels": out.stats, "bm25_ndcg10": bm25, "gates": plan.gates, "checks_passed": checks.results.len() }),
         files: hash_tree(&tmp)?,
     };
     let text = serde_json::to_string_pretty(&manifest)? + "\n";

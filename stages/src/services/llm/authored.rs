@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use futures_util::future::BoxFuture;
 
 use super::store::{ResponseStore, StoreEntry, StoredResponse};
-use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, LlmStage, Origin, TokenUsage};
+use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, LlmStage, Origin, Provenance, TokenUsage};
 
 /// A gateway over authored answers that records them in a store.
 #[derive(Debug)]
@@ -38,12 +38,11 @@ impl LlmGateway for AuthoredGateway {
             let Some(text) = self.answers.get(&(request.stage, request.item.clone())) else {
                 return Err(LlmError::NotAuthored { stage: request.stage, item: request.item.clone(), model: request.model.clone() });
             };
-            // Rough counts (4 characters a token) so that cost reports are not empty.
-            let chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
-            let usage = TokenUsage { prompt_tokens: (chars as u64).div_ceil(4), completion_tokens: (text.len() as u64).div_ceil(4) };
-            let entry = StoreEntry::of(request, StoredResponse { text: text.clone(), finish_reason: FinishReason::Stop, usage });
+            // No endpoint was asked: no token counts, and the entry says who wrote it.
+            let usage = TokenUsage::default();
+            let entry = StoreEntry::of(request, StoredResponse { text: text.clone(), finish_reason: FinishReason::Stop, usage, provenance: Provenance::Authored });
             self.store.put(&entry)?;
-            Ok(Completion { key: entry.key, text: text.clone(), finish_reason: FinishReason::Stop, usage, origin: Origin::Endpoint })
+            Ok(Completion { key: entry.key, text: text.clone(), finish_reason: FinishReason::Stop, usage, origin: Origin::Endpoint, provenance: Provenance::Authored })
         })
     }
 }

@@ -20,7 +20,7 @@ use super::client::{Attempt, HttpClient};
 use super::config::{LlmConfig, RetryConfig, StoreMode};
 use super::retry::{GaveUp, Limits, Step, send_with_retries};
 use super::store::{ResponseStore, StoreEntry, StoredResponse};
-use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, TokenUsage, UsageRow, secs};
+use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, Provenance, TokenUsage, UsageRow, secs};
 
 /// The real gateway.
 #[derive(Debug)]
@@ -146,7 +146,7 @@ impl Gateway {
                     if !r.finish_reason.is_complete() {
                         self.accounting.record(request.stage, &request.model, Event::Incomplete);
                     }
-                    return Ok(Completion { key, text: r.text, finish_reason: r.finish_reason, usage: r.usage, origin: Origin::Store });
+                    return Ok(Completion { key, text: r.text, finish_reason: r.finish_reason, usage: r.usage, origin: Origin::Store, provenance: r.provenance });
                 }
                 None if self.mode == StoreMode::Replay => {
                     return Err(LlmError::ReplayMiss { stage: request.stage, item: request.item.clone(), model: request.model.clone(), key });
@@ -161,13 +161,13 @@ impl Gateway {
                 return Err(e);
             }
         };
-        let entry = StoreEntry::of(request, StoredResponse { text, finish_reason, usage });
+        let entry = StoreEntry::of(request, StoredResponse { text, finish_reason, usage, provenance: Provenance::Endpoint });
         let store = self.store.clone();
         let entry = tokio::task::spawn_blocking(move || store.put(&entry).map(|()| entry)).await.map_err(|e| join_error(&self.store, &key, e))??;
         let event = if entry.response.finish_reason.is_complete() { Event::FromEndpoint } else { Event::Incomplete };
         self.accounting.record(request.stage, &request.model, event);
         let StoreEntry { response, .. } = entry;
-        Ok(Completion { key, text: response.text, finish_reason: response.finish_reason, usage: response.usage, origin: Origin::Endpoint })
+        Ok(Completion { key, text: response.text, finish_reason: response.finish_reason, usage: response.usage, origin: Origin::Endpoint, provenance: Provenance::Endpoint })
     }
 
     /// Send under the limits and the retry policy until an answer (complete or not) comes.

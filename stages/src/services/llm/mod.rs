@@ -248,6 +248,39 @@ pub enum Origin {
     Endpoint,
 }
 
+/// Who wrote an answer's text: a model behind an endpoint, people offline (the bundled
+/// sample's content), or an outside source brought in with `coreb store import`. Stored with
+/// every entry; a release's card and MANIFEST count it, so content written by hand is never
+/// presented as model output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provenance {
+    /// A model's answer, received from the endpoint.
+    #[default]
+    Endpoint,
+    /// Written offline (by hand), not by a model.
+    Authored,
+    /// Imported from elsewhere, origin not known to coreb.
+    Imported,
+}
+
+impl Provenance {
+    /// Is it [`Provenance::Endpoint`] (the default, left out of stored entries so that
+    /// endpoint entries keep their byte form)?
+    pub fn is_endpoint(&self) -> bool {
+        *self == Provenance::Endpoint
+    }
+
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provenance::Endpoint => "endpoint",
+            Provenance::Authored => "authored",
+            Provenance::Imported => "imported",
+        }
+    }
+}
+
 /// A model's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Completion {
@@ -261,6 +294,8 @@ pub struct Completion {
     pub usage: TokenUsage,
     /// Store or endpoint.
     pub origin: Origin,
+    /// Who wrote the text.
+    pub provenance: Provenance,
 }
 
 /// A failure of one request.

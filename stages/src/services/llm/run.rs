@@ -179,6 +179,13 @@ pub enum RejectReason {
     NoCode,
     /// No usable query in the answer.
     NoQueries,
+    /// A statement lacks a section it must have (a distractor's input, output or constraints).
+    MissingSection {
+        /// The field.
+        field: String,
+        /// The section (`input`, `output`, `constraints`).
+        section: String,
+    },
 }
 
 impl std::fmt::Display for RejectReason {
@@ -197,6 +204,7 @@ impl std::fmt::Display for RejectReason {
             RejectReason::WordCount { words, min, max: None } => write!(f, "{words} words, expected at least {min}"),
             RejectReason::NoCode => write!(f, "no code in the answer"),
             RejectReason::NoQueries => write!(f, "no usable query in the answer"),
+            RejectReason::MissingSection { field, section } => write!(f, "`{field}` has no {section} section"),
         }
     }
 }
@@ -218,6 +226,7 @@ impl RejectReason {
             RejectReason::WordCount { .. } => "word_count",
             RejectReason::NoCode => "no_code",
             RejectReason::NoQueries => "no_queries",
+            RejectReason::MissingSection { .. } => "missing_section",
         }
     }
 }
@@ -259,6 +268,19 @@ pub struct LlmStageStats {
     pub from_endpoint: u64,
     /// Items that succeeded only with a fallback model.
     pub fallbacks: u64,
+    /// Who wrote the answers the stage used or rejected (endpoint, authored, imported).
+    pub written_by: WrittenBy,
+}
+
+/// Answers counted by [`super::Provenance`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct WrittenBy {
+    /// Written by a model behind an endpoint.
+    pub endpoint: u64,
+    /// Written offline by people.
+    pub authored: u64,
+    /// Imported, origin unknown.
+    pub imported: u64,
 }
 
 impl std::ops::AddAssign for LlmStageStats {
@@ -269,6 +291,9 @@ impl std::ops::AddAssign for LlmStageStats {
         self.from_store += o.from_store;
         self.from_endpoint += o.from_endpoint;
         self.fallbacks += o.fallbacks;
+        self.written_by.endpoint += o.written_by.endpoint;
+        self.written_by.authored += o.written_by.authored;
+        self.written_by.imported += o.written_by.imported;
     }
 }
 
@@ -278,6 +303,11 @@ impl LlmStageStats {
         match completion.origin {
             super::Origin::Store => self.from_store += 1,
             super::Origin::Endpoint => self.from_endpoint += 1,
+        }
+        match completion.provenance {
+            super::Provenance::Endpoint => self.written_by.endpoint += 1,
+            super::Provenance::Authored => self.written_by.authored += 1,
+            super::Provenance::Imported => self.written_by.imported += 1,
         }
     }
 }

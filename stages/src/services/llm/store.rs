@@ -70,8 +70,12 @@ pub struct StoredResponse {
     pub text: String,
     /// Why it stopped.
     pub finish_reason: FinishReason,
-    /// Token usage as the endpoint reported it.
+    /// Token usage as the endpoint reported it (zero for content no endpoint wrote).
     pub usage: TokenUsage,
+    /// Who wrote the text (`endpoint` when absent: entries stored before it was recorded
+    /// were all endpoint answers).
+    #[serde(default, skip_serializing_if = "super::Provenance::is_endpoint")]
+    pub provenance: super::Provenance,
 }
 
 /// A failure of the store.
@@ -365,7 +369,7 @@ mod tests {
             response_format: None,
             on_incomplete: Default::default(),
         };
-        StoreEntry::of(&req, StoredResponse { text: format!("answer {i}"), finish_reason: FinishReason::Stop, usage: TokenUsage { prompt_tokens: 3, completion_tokens: 2 } })
+        StoreEntry::of(&req, StoredResponse { text: format!("answer {i}"), finish_reason: FinishReason::Stop, usage: TokenUsage { prompt_tokens: 3, completion_tokens: 2 }, provenance: Default::default() })
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::support::{coreb, python, root, run, text};
+use crate::support::{coreb, python, root, run, text, tree_sha256};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -16,30 +16,11 @@ fn sample_manifest() -> PathBuf {
     root().join("manifests/sample.toml")
 }
 
-/// sha256 of every file under `dir`, relative paths sorted.
-fn tree(dir: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in fs_err::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                out.push((rel, stages::hashing::sha256_file(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// A built release against the committed one: byte-identical — except that on a machine whose
 /// toolchains differ from those the committed MANIFEST records (a CI image with another point
 /// release of g++ or the JDK) its MANIFEST may differ in those versions alone.
 fn assert_same_release(built: &Path, what: &str) {
-    let (got, expected) = (tree(built), tree(&committed()));
+    let (got, expected) = (tree_sha256(built), tree_sha256(&committed()));
     if got == expected {
         return;
     }
@@ -64,7 +45,7 @@ fn build(out: &Path, jobs: &str) -> Command {
 
 #[test]
 fn the_sample_rebuilds_byte_identical_whatever_the_jobs() {
-    let expected = tree(&committed());
+    let expected = tree_sha256(&committed());
     assert!(expected.len() >= 20, "the committed sample release is incomplete: {expected:?}");
     let mut said_passed = false;
     for jobs in ["1", "2"] {

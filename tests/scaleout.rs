@@ -6,28 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{coreb, root, run, text};
+use crate::support::{coreb, root, run, text, tree_sha256};
 
 fn sample_manifest() -> PathBuf {
     root().join("manifests/sample.toml")
-}
-
-/// sha256 of every file under `dir`, relative paths sorted.
-fn tree(dir: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in fs_err::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.strip_prefix(dir).unwrap().display().to_string(), stages::hashing::sha256_file(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// The Slurm recipe's submit script with the array loop done by this shell
@@ -70,14 +52,14 @@ fn the_sample_as_three_shard_processes_is_the_release_of_one_process() {
     one.arg("build").arg(sample_manifest()).args(["--jobs", "1", "--output-dir"]).arg(single.join("build")).arg("--publish-dir").arg(single.join("release"));
     let out = run(&mut one);
     assert!(out.status.success(), "{}", text(&out));
-    let (a, b) = (tree(&sharded.join("release")), tree(&single.join("release")));
+    let (a, b) = (tree_sha256(&sharded.join("release")), tree_sha256(&single.join("release")));
     assert!(a.len() >= 20, "{a:?}");
     assert_eq!(a, b, "3 shard processes + merge vs 1 process: the releases differ");
     // The LLM stages' and qrels' artifacts too (the records hold keys and fingerprints;
     // `execute`'s verdicts hold each test's measured wall and CPU time, which differ from run
     // to run however it is run — what the release takes from them is compared above).
     for stage in ["rewrite", "distract", "abbreviate", "generate", "queries", "qrels"] {
-        let files = |d: &Path| tree(&d.join("build/artifacts").join(stage)).into_iter().filter(|(p, _)| p != "record.json").collect::<Vec<_>>();
+        let files = |d: &Path| tree_sha256(&d.join("build/artifacts").join(stage)).into_iter().filter(|(p, _)| p != "record.json").collect::<Vec<_>>();
         assert_eq!(files(&sharded), files(&single), "artifacts of `{stage}`");
     }
 }

@@ -43,3 +43,21 @@ pub fn text(out: &Output) -> String {
     format!("status: {}\nstdout:\n{}\nstderr:\n{}", out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
+/// sha256 of every file under `dir`, relative paths sorted.
+pub fn tree_sha256(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in fs_err::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.push((rel, stages::hashing::sha256_file(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -303,7 +303,7 @@ impl Lexer<'_> {
             } else if c == '#' {
                 self.line_comment();
             } else if c == '"' || c == '`' {
-                self.ruby_interpolated(c, c);
+                self.ruby_delimited(c, c, true);
             } else if c == '\'' {
                 self.quoted('\'', true);
             } else if c == '?' && self.at(1).is_some_and(|d| !d.is_whitespace()) && self.at(2).is_none_or(|d| !(d.is_alphanumeric() || d == '_')) && !self.prev_is_ident() && self.i > 0 && !matches!(self.s[self.i - 1], ')' | ']') {
@@ -327,14 +327,16 @@ impl Lexer<'_> {
         }
     }
 
-    /// A double-quoted (or backtick) string with `#{…}` interpolation.
-    fn ruby_interpolated(&mut self, open: char, close: char) {
+    /// A delimited Ruby literal from its opening `open` to the matching `close` (nested pairs
+    /// counted where they differ); with `interpolate`, `#{…}` inside is lexed as code (double
+    /// quotes, backticks, `%Q`, `%W`, `%I`, `%(…)`).
+    fn ruby_delimited(&mut self, open: char, close: char, interpolate: bool) {
         self.take();
         let mut nest = 0usize;
         while let Some(c) = self.at(0) {
             if c == '\\' {
                 self.take_n(2);
-            } else if c == '#' && self.at(1) == Some('{') {
+            } else if interpolate && c == '#' && self.at(1) == Some('{') {
                 self.take_n(2);
                 self.ruby(true);
             } else if c == open && open != close {
@@ -368,28 +370,7 @@ impl Lexer<'_> {
             _ => return false,
         };
         self.take_n(at);
-        if matches!(kind, None | Some('Q' | 'W' | 'I')) {
-            self.ruby_interpolated(open, close);
-        } else {
-            self.take();
-            let mut nest = 0usize;
-            while let Some(c) = self.at(0) {
-                if c == '\\' {
-                    self.take_n(2);
-                } else if c == open && open != close {
-                    nest += 1;
-                    self.take();
-                } else if c == close {
-                    self.take();
-                    if nest == 0 {
-                        break;
-                    }
-                    nest -= 1;
-                } else {
-                    self.take();
-                }
-            }
-        }
+        self.ruby_delimited(open, close, matches!(kind, None | Some('Q' | 'W' | 'I')));
         true
     }
 }

@@ -12,7 +12,7 @@ use stages::problem::{DateWindow, ProblemId};
 use stages::qrels::{QrelsOutput, Task};
 use stages::release::{CardInfo, beir, check_disjoint, dataset_card, license_text};
 use stages::services::llm::run::WrittenBy;
-use stages::services::evaluator::Qrels;
+use coreb_trec::Qrels;
 use stages::tables::release::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
 use stages::tables::{ProblemReader, ProblemWriter};
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::services::evaluator::Qrels;
+use coreb_trec::Qrels;
 
 /// Errors reading a BEIR folder.
 #[derive(Debug, thiserror::Error)]

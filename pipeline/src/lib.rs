@@ -10,6 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod corpus_manifest;
 pub mod engine;
+pub mod jsonl;
 pub mod manifest;
 pub mod printer;
 pub mod shard;

@@ -42,3 +42,4 @@ pub mod services;
 pub mod solution;
 pub mod strip;
 pub mod tables;
+pub mod verdict;

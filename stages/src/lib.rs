@@ -16,24 +16,24 @@
 //! ```
 #![deny(missing_docs)]
 
+// One copy of each shared mechanism, re-exported under the paths stages have always used.
+pub use coreb_base::{durable, errors, hashing};
+pub use coreb_llm::prompt;
+
 pub mod abbreviate;
 pub mod check;
 pub mod corpus;
 pub mod dedup;
 pub mod distract;
-pub mod durable;
-pub mod errors;
 pub mod evaluate;
 pub mod export;
 pub mod execute;
 pub mod fetch;
 pub mod filter;
 pub mod generate;
-pub mod hashing;
 pub mod ingest;
 pub mod leaderboard;
 pub mod problem;
-pub mod prompt;
 pub mod qrels;
 pub mod queries;
 pub mod release;

@@ -20,7 +20,7 @@ use thiserror::Error;
 
 use crate::release::{CONFIGS, config_features, size_category};
 use crate::tables::TableError;
-use crate::tables::release::{row_count, write_published_queries};
+use crate::tables::published::{row_count, write_published_queries};
 
 /// Why an export failed.
 #[derive(Debug, Error)]

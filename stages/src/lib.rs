@@ -10,6 +10,17 @@
 //! [`prompt`]. The problems table codec lives in [`tables`]; [`check`] holds a release's
 //! validity checks (polars analytics over its Parquet configs).
 //!
+//! Names, one per concept. A stage's name is the same at each layer: [`release`] is the
+//! `release` stage's pure part (BEIR files, dataset card, disjointness check), and the
+//! engine's `coreb::engine::release` runs it and publishes; the Parquet configs a release
+//! publishes are [`tables::published`]. Stores: the **artifact store** of stage outputs is
+//! the engine's (`coreb::artifacts`), the **response store** of LLM answers is
+//! [`services::llm::store`] (crate `coreb-llm`), the **results store** of recorded
+//! evaluations is [`leaderboard`]'s. Evaluation: [`evaluate`] is the stage module that runs
+//! retrievers over a release and reports; the measures themselves are the evaluator crate,
+//! `coreb-trec`. The verdict types ([`verdict`]) sit apart from [`execute`], which makes
+//! them, and [`tables::verdicts`], which stores them, so neither imports the other.
+//!
 //! ```
 //! use stages::problem::ProblemId;
 //! assert_eq!(ProblemId::from_question_id("1873_A").as_str(), "lcb_1873_A");

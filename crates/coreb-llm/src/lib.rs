@@ -45,7 +45,7 @@
 //! `stages::prompt`).
 //!
 //! Naming: [`store`] is the **response store** (LLM answers by request key); the **artifact
-//! store** of stage outputs is the engine's (`coreb::store`); `coreb store` is the command
+//! store** of stage outputs is the engine's (`coreb::artifacts`); `coreb store` is the command
 //! that inspects, exports and imports a response store.
 
 pub mod accounting;

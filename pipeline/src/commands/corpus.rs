@@ -289,7 +289,7 @@ fn hash_files(base: &Path, rels: &[String]) -> anyhow::Result<BTreeMap<String, F
 
 /// Does every file of `files` (relative to `base`) still have its recorded size and sha256?
 fn files_intact(base: &Path, files: &BTreeMap<String, FileEntry>) -> bool {
-    files.par_iter().all(|(rel, e)| crate::store::file_intact(&base.join(rel), &e.sha256, e.bytes))
+    files.par_iter().all(|(rel, e)| crate::artifacts::file_intact(&base.join(rel), &e.sha256, e.bytes))
 }
 
 /// Append one JSON line to `w`.

@@ -13,12 +13,12 @@ use stages::qrels::{QrelsOutput, Task};
 use stages::release::{CardInfo, beir, check_disjoint, dataset_card, license_text};
 use stages::services::llm::run::WrittenBy;
 use coreb_trec::Qrels;
-use stages::tables::release::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
+use stages::tables::published::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
 use stages::tables::{ProblemReader, ProblemWriter};
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
-use crate::store::{StageRecord, TOOL_VERSION, input_key};
+use crate::artifacts::{StageRecord, TOOL_VERSION, input_key};
 use stages::durable;
 
 /// `MANIFEST.json` of a release: every file's sha256 and everything needed to rebuild it.

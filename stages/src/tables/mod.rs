@@ -5,7 +5,7 @@
 
 pub mod corpus;
 pub mod problems;
-pub mod release;
+pub mod published;
 pub mod results;
 pub mod solutions;
 pub mod verdicts;

@@ -36,7 +36,7 @@
 //! from the lexical TF-IDF fallback.
 
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

@@ -43,7 +43,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use coreb_sandbox::{BOX_DIR, DirAccess, LimitHit, Limits, MemoryBound, Outcome, Program, Sandbox, SandboxConfig, SandboxError};
+use coreb_sandbox::{BOX_DIR, DirAccess, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig, SandboxError};
 
 pub use compare::{functional_outputs_match, outputs_match};
 pub use toolchain::{LanguageConfig, LimitsPatch, Toolchain, ToolchainVersions, default_time_multiplier, java_main_class, toolchain_versions};

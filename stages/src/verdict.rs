@@ -1,7 +1,7 @@
 //! What judging a solution found: the [`Verdict`] of each test ([`TestResult`]) and of the
 //! solution as a whole ([`SolutionResult`]). The `execute` stage makes them, the verdicts table
-//! (`tables::verdicts`) stores them, `qrels` reads them; none of those is needed to name them
-//! (so `execute` and `tables` do not import each other).
+//! (`tables::verdicts`) stores them, the engine's `qrels` runner reads them; none of those is
+//! needed to name them (so `execute` and `tables` do not import each other).
 
 use coreb_sandbox::MemoryBound;
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 //!
 //! Every stage key holds `COREB_SOURCE_SHA256`: the sha256 over the path and content of each
 //! `.rs` and `.toml` file of the crates linked into the binary (`pipeline`, `stages`,
-//! `crates/coreb-sandbox`, `vendor/whatlang-fast`), the prompts compiled in (`prompts/eval`),
+//! `crates/*`, `vendor/whatlang-fast`), the prompts compiled in (`prompts/eval`),
 //! and the workspace's `Cargo.toml` and `Cargo.lock` (dependency versions). So a build made
 //! by changed code never reuses an artifact made by the old code, even at the same
 //! `CARGO_PKG_VERSION`. Coarse on purpose: a stage's output also depends on shared code
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 /// Directories and files hashed, relative to the workspace root.
-const SOURCES: &[&str] = &["pipeline", "stages", "crates/coreb-sandbox", "vendor/whatlang-fast", "prompts/eval", "Cargo.toml", "Cargo.lock"];
+const SOURCES: &[&str] = &["pipeline", "stages", "crates", "vendor/whatlang-fast", "prompts/eval", "Cargo.toml", "Cargo.lock"];
 
 fn collect(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
     let path = root.join(rel);

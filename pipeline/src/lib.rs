@@ -2,7 +2,7 @@
 //!
 //! The binary is thin (`main.rs`); [`run`] dispatches a parsed [`cli::Cli`]. The engine
 //! ([`engine`]) resolves a manifest ([`manifest`]) into a plan, runs the stages of the
-//! `stages` crate in order and keeps their outputs in the artifact store ([`store`]), skipping
+//! `stages` crate in order and keeps their outputs in the artifact store ([`artifacts`]), skipping
 //! a stage whose inputs are unchanged. All terminal output goes through [`printer::Printer`].
 
 pub mod authoring;
@@ -10,10 +10,11 @@ pub mod cli;
 pub mod commands;
 pub mod corpus_manifest;
 pub mod engine;
+pub mod jsonl;
 pub mod manifest;
 pub mod printer;
 pub mod shard;
-pub mod store;
+pub mod artifacts;
 
 use std::process::ExitCode;
 

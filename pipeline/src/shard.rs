@@ -70,7 +70,7 @@ pub struct PartMarker {
 pub fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
     let path = dir.join("_SUCCESS");
     let marker: PartMarker = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))?;
-    if let Some(rel) = marker.files.iter().find(|(rel, e)| !crate::store::file_intact(&dir.join(rel), &e.sha256, e.bytes)).map(|(rel, _)| rel) {
+    if let Some(rel) = marker.files.iter().find(|(rel, e)| !crate::artifacts::file_intact(&dir.join(rel), &e.sha256, e.bytes)).map(|(rel, _)| rel) {
         bail!("`{}` no longer matches the `_SUCCESS` of its part (torn or edited)", dir.join(rel).display());
     }
     Ok(marker)

@@ -243,16 +243,64 @@ impl UnionFind {
 /// Deduplicate `current` against itself and against `published` (earlier releases).
 pub fn dedup(config: &DedupConfig, current: &[Item], published: &[Item]) -> DedupOutput {
     let items: Vec<&Item> = published.iter().chain(current).collect();
-    let offset = published.len();
-    let hashes: Vec<String> = items.iter().map(|i| statement_hash(&i.statement)).collect();
-    let sets: Vec<HashSet<u64>> = items.iter().map(|i| shingles(&i.statement, config.shingle_words)).collect();
-    let mut uf = UnionFind((0..items.len()).collect());
+    let pool = Pool {
+        offset: published.len(),
+        hashes: items.iter().map(|i| statement_hash(&i.statement)).collect(),
+        sets: items.iter().map(|i| shingles(&i.statement, config.shingle_words)).collect(),
+        items,
+    };
+    let mut uf = UnionFind((0..pool.items.len()).collect());
     let mut stats = DedupStats { rows_in: current.len() as u64, ..DedupStats::default() };
 
-    // Same id or same exact hash.
+    join_same_id_or_hash(&pool, &mut uf);
+    // LSH over MinHash signatures, confirmed by exact Jaccard.
+    let pairs = lsh_candidate_pairs(&pool.sets, config);
+    stats.candidate_pairs = pairs.len() as u64;
+    for &(a, b) in &pairs {
+        // Two published problems never need joining: only clusters touching this build matter.
+        if b >= pool.offset && jaccard(&pool.sets[a], &pool.sets[b]) >= config.threshold {
+            uf.union(a, b);
+        }
+    }
+
+    let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for i in 0..pool.items.len() {
+        let root = uf.find(i);
+        groups.entry(root).or_default().push(i);
+    }
+    let mut kept_rows = Vec::new();
+    let mut clusters = Vec::new();
+    for members in groups.into_values() {
+        let new: Vec<usize> = members.iter().copied().filter(|&i| i >= pool.offset).collect();
+        if new.is_empty() {
+            continue;
+        }
+        if members.len() == 1 {
+            kept_rows.push(new[0] - pool.offset);
+            continue;
+        }
+        stats.clusters += 1;
+        clusters.push(resolve_cluster(&pool, &members, &new, &mut kept_rows, &mut stats));
+    }
+    kept_rows.sort_unstable();
+    stats.rows_out = kept_rows.len() as u64;
+    DedupOutput { kept_rows, clusters, stats }
+}
+
+/// The items of one dedup run: the published ones first (`offset` of them), then the
+/// current ones; with each statement's exact hash and shingle set.
+struct Pool<'a> {
+    items: Vec<&'a Item>,
+    offset: usize,
+    hashes: Vec<String>,
+    sets: Vec<HashSet<u64>>,
+}
+
+/// Join items with the same id or the same exact statement hash.
+fn join_same_id_or_hash(pool: &Pool, uf: &mut UnionFind) {
     let mut first_of: HashMap<(&str, u8), usize> = HashMap::new();
-    for (i, item) in items.iter().enumerate() {
-        for key in [(item.id.as_str(), 0u8), (hashes[i].as_str(), 1u8)] {
+    for (i, item) in pool.items.iter().enumerate() {
+        for key in [(item.id.as_str(), 0u8), (pool.hashes[i].as_str(), 1u8)] {
             match first_of.get(&key) {
                 Some(&j) => uf.union(i, j),
                 None => {
@@ -261,8 +309,11 @@ pub fn dedup(config: &DedupConfig, current: &[Item], published: &[Item]) -> Dedu
             }
         }
     }
+}
 
-    // LSH over MinHash signatures, confirmed by exact Jaccard.
+/// Candidate near-duplicate pairs `(a, b)`, `a < b`, sorted and unique: items sharing a band
+/// of their MinHash signatures.
+fn lsh_candidate_pairs(sets: &[HashSet<u64>], config: &DedupConfig) -> Vec<(usize, usize)> {
     let rows_per_band = config.num_perm / config.bands;
     let sigs: Vec<Vec<u64>> = sets.iter().map(|s| signature(s, config)).collect();
     let mut buckets: HashMap<(usize, u64), Vec<usize>> = HashMap::new();
@@ -287,82 +338,62 @@ pub fn dedup(config: &DedupConfig, current: &[Item], published: &[Item]) -> Dedu
         .collect();
     pairs.sort_unstable();
     pairs.dedup();
-    stats.candidate_pairs = pairs.len() as u64;
-    for &(a, b) in &pairs {
-        // Two published problems never need joining: only clusters touching this build matter.
-        if b >= offset && jaccard(&sets[a], &sets[b]) >= config.threshold {
-            uf.union(a, b);
-        }
-    }
+    pairs
+}
 
-    let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for i in 0..items.len() {
-        let root = uf.find(i);
-        groups.entry(root).or_default().push(i);
-    }
-    let mut kept_rows = Vec::new();
-    let mut clusters = Vec::new();
-    for members in groups.into_values() {
-        let new: Vec<usize> = members.iter().copied().filter(|&i| i >= offset).collect();
-        if new.is_empty() {
-            continue;
+/// One cluster of two or more items, `new` of them from this build: if any member was
+/// published, every new one is dropped as already published; else the earliest (by
+/// contest date, then id, then row) is kept (pushed to `kept_rows`) and the others are
+/// dropped with their reason.
+fn resolve_cluster(pool: &Pool, members: &[usize], new: &[usize], kept_rows: &mut Vec<usize>, stats: &mut DedupStats) -> Cluster {
+    let (items, offset, hashes, sets) = (&pool.items, pool.offset, &pool.hashes, &pool.sets);
+    let published: Vec<(String, ProblemId)> = members
+        .iter()
+        .filter(|&&i| i < offset)
+        .map(|&i| match &items[i].origin {
+            Origin::Release(v) => (v.clone(), items[i].id.clone()),
+            Origin::Current => (String::new(), items[i].id.clone()),
+        })
+        .collect();
+    let mut dropped = Vec::new();
+    let (kept, kept_because) = if let Some((release, of)) = published.first() {
+        for &i in new {
+            stats.in_earlier_release += 1;
+            dropped.push(Dropped {
+                id: items[i].id.clone(),
+                row: i - offset,
+                reason: DropReason::InEarlierRelease { release: release.clone(), of: of.clone() },
+            });
         }
-        if members.len() == 1 {
-            kept_rows.push(new[0] - offset);
-            continue;
-        }
-        stats.clusters += 1;
-        let published: Vec<(String, ProblemId)> = members
+        (None, format!("already published in release `{release}` as `{of}`"))
+    } else {
+        let &keep = new
             .iter()
-            .filter(|&&i| i < offset)
-            .map(|&i| match &items[i].origin {
-                Origin::Release(v) => (v.clone(), items[i].id.clone()),
-                Origin::Current => (String::new(), items[i].id.clone()),
+            .min_by(|&&a, &&b| {
+                (items[a].contest_date.as_str(), items[a].id.as_str(), a).cmp(&(items[b].contest_date.as_str(), items[b].id.as_str(), b))
             })
-            .collect();
-        let mut dropped = Vec::new();
-        let (kept, kept_because) = if let Some((release, of)) = published.first() {
-            for &i in &new {
-                stats.in_earlier_release += 1;
-                dropped.push(Dropped {
-                    id: items[i].id.clone(),
-                    row: i - offset,
-                    reason: DropReason::InEarlierRelease { release: release.clone(), of: of.clone() },
-                });
-            }
-            (None, format!("already published in release `{release}` as `{of}`"))
-        } else {
-            let &keep = new
-                .iter()
-                .min_by(|&&a, &&b| {
-                    (items[a].contest_date.as_str(), items[a].id.as_str(), a).cmp(&(items[b].contest_date.as_str(), items[b].id.as_str(), b))
-                })
-                .unwrap_or(&new[0]);
-            kept_rows.push(keep - offset);
-            let tie = new.iter().filter(|&&i| items[i].contest_date == items[keep].contest_date).count() > 1;
-            for &i in new.iter().filter(|&&i| i != keep) {
-                let of = items[keep].id.clone();
-                let reason = if items[i].id == items[keep].id {
-                    stats.duplicate_ids += 1;
-                    DropReason::DuplicateId { of }
-                } else if hashes[i] == hashes[keep] {
-                    stats.exact_duplicates += 1;
-                    DropReason::ExactDuplicate { of }
-                } else {
-                    stats.near_duplicates += 1;
-                    let j = (jaccard(&sets[i], &sets[keep]) * 1e4).round() / 1e4;
-                    DropReason::NearDuplicate { of, jaccard: j }
-                };
-                dropped.push(Dropped { id: items[i].id.clone(), row: i - offset, reason });
-            }
-            let because = if tie { "earliest contest_date, then lowest id (then first row)" } else { "earliest contest_date" };
-            (Some(items[keep].id.clone()), because.to_owned())
-        };
-        clusters.push(Cluster { kept, kept_because, published, dropped });
-    }
-    kept_rows.sort_unstable();
-    stats.rows_out = kept_rows.len() as u64;
-    DedupOutput { kept_rows, clusters, stats }
+            .unwrap_or(&new[0]);
+        kept_rows.push(keep - offset);
+        let tie = new.iter().filter(|&&i| items[i].contest_date == items[keep].contest_date).count() > 1;
+        for &i in new.iter().filter(|&&i| i != keep) {
+            let of = items[keep].id.clone();
+            let reason = if items[i].id == items[keep].id {
+                stats.duplicate_ids += 1;
+                DropReason::DuplicateId { of }
+            } else if hashes[i] == hashes[keep] {
+                stats.exact_duplicates += 1;
+                DropReason::ExactDuplicate { of }
+            } else {
+                stats.near_duplicates += 1;
+                let j = (jaccard(&sets[i], &sets[keep]) * 1e4).round() / 1e4;
+                DropReason::NearDuplicate { of, jaccard: j }
+            };
+            dropped.push(Dropped { id: items[i].id.clone(), row: i - offset, reason });
+        }
+        let because = if tie { "earliest contest_date, then lowest id (then first row)" } else { "earliest contest_date" };
+        (Some(items[keep].id.clone()), because.to_owned())
+    };
+    Cluster { kept, kept_because, published, dropped }
 }
 
 #[cfg(test)]

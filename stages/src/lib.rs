@@ -10,30 +10,41 @@
 //! [`prompt`]. The problems table codec lives in [`tables`]; [`check`] holds a release's
 //! validity checks (polars analytics over its Parquet configs).
 //!
+//! Names, one per concept. A stage's name is the same at each layer: [`release`] is the
+//! `release` stage's pure part (BEIR files, dataset card, disjointness check), and the
+//! engine's `coreb::engine::release` runs it and publishes; the Parquet configs a release
+//! publishes are [`tables::published`]. Stores: the **artifact store** of stage outputs is
+//! the engine's (`coreb::artifacts`), the **response store** of LLM answers is
+//! [`services::llm::store`] (crate `coreb-llm`), the **results store** of recorded
+//! evaluations is [`leaderboard`]'s. Evaluation: [`evaluate`] is the stage module that runs
+//! retrievers over a release and reports; the measures themselves are the evaluator crate,
+//! `coreb-trec`. The verdict types ([`verdict`]) sit apart from [`execute`], which makes
+//! them, and [`tables::verdicts`], which stores them, so neither imports the other.
+//!
 //! ```
 //! use stages::problem::ProblemId;
 //! assert_eq!(ProblemId::from_question_id("1873_A").as_str(), "lcb_1873_A");
 //! ```
 #![deny(missing_docs)]
 
+// One copy of each shared mechanism, re-exported under the paths stages have always used.
+pub use coreb_base::{durable, errors, hashing};
+pub use coreb_llm::prompt;
+
 pub mod abbreviate;
 pub mod check;
 pub mod corpus;
 pub mod dedup;
 pub mod distract;
-pub mod durable;
-pub mod errors;
 pub mod evaluate;
 pub mod export;
 pub mod execute;
 pub mod fetch;
 pub mod filter;
 pub mod generate;
-pub mod hashing;
 pub mod ingest;
 pub mod leaderboard;
 pub mod problem;
-pub mod prompt;
 pub mod qrels;
 pub mod queries;
 pub mod release;
@@ -42,3 +53,4 @@ pub mod services;
 pub mod solution;
 pub mod strip;
 pub mod tables;
+pub mod verdict;

@@ -114,3 +114,17 @@ pub struct Solution {
     /// The extracted source code.
     pub code: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Language;
+
+    #[test]
+    fn every_language_has_its_generate_fragment() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prompts");
+        let prompts = crate::prompt::Prompts::load(&dir).unwrap();
+        for lang in Language::ALL {
+            prompts.generate.fragment(&format!("language_{lang}")).unwrap();
+        }
+    }
+}

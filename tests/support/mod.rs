@@ -19,8 +19,12 @@ pub fn root() -> PathBuf {
 }
 
 /// `tests/fixtures/data/<rel>`: public test data copied into the repository (its README gives
-/// each file's source and licence).
+/// each file's source and licence). trec_eval's conformance suite (`trec_eval/…`) lives with
+/// the evaluator crate, in `crates/coreb-trec/tests/fixtures/`.
 pub fn fixture_data(rel: &str) -> PathBuf {
+    if rel == "trec_eval" || rel.starts_with("trec_eval/") {
+        return root().join("crates/coreb-trec/tests/fixtures").join(rel);
+    }
     root().join("tests/fixtures/data").join(rel)
 }
 

@@ -483,12 +483,7 @@ impl Sandbox {
 
         let writable = program.access == DirAccess::Writable;
         let run_steps = self.view.run_steps(program.dir, writable, program.cache, limits.tmp_size_mb, uid)?;
-        let env_path = program.env.iter().find(|(k, _)| k == "PATH").map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
-        let paths: Vec<CString> = if argv0.contains('/') {
-            vec![cstring(argv0)?]
-        } else {
-            env_path.split(':').filter(|d| !d.is_empty()).map(|d| cstring(&format!("{d}/{argv0}"))).collect::<Result<_, _>>()?
-        };
+        let paths = exec_paths(argv0, program)?;
         let cgroup_fds = cgroup.as_ref().map(|c| c.procs_fds()).unwrap_or_default();
         let exec = Exec::new(
             [stdin_r.as_raw_fd(), stdout_w.as_raw_fd(), stderr_w.as_raw_fd()],
@@ -501,30 +496,8 @@ impl Sandbox {
             program.argv.iter().map(|a| cstring(a)).collect::<Result<_, _>>()?,
             program.env.iter().map(|(k, v)| cstring(&format!("{k}={v}"))).collect::<Result<_, _>>()?,
         );
-        let user = match uid {
-            Some(_) => None,
-            None => {
-                let (u, g) = sys::real_ids();
-                Some(UserMaps {
-                    setgroups: cstring("/proc/self/setgroups")?,
-                    deny: cstring("deny")?,
-                    uid_map_path: cstring("/proc/self/uid_map")?,
-                    uid_map: cstring(&format!("{INSIDE_UID} {u} 1"))?,
-                    gid_map_path: cstring("/proc/self/gid_map")?,
-                    gid_map: cstring(&format!("{INSIDE_UID} {g} 1"))?,
-                })
-            }
-        };
-        let shm_pages = limits.memory_mb.saturating_mul(256).max(1);
-        let sysctls = [
-            ("/proc/sys/kernel/shmmax", limits.memory_mb.saturating_mul(1 << 20).to_string()),
-            ("/proc/sys/kernel/shmall", shm_pages.to_string()),
-            ("/proc/sys/kernel/shmmni", "64".to_owned()),
-            ("/proc/sys/kernel/msgmni", "16".to_owned()),
-        ]
-        .into_iter()
-        .map(|(p, v)| Ok((cstring(p)?, cstring(&v)?)))
-        .collect::<Result<Vec<_>, SandboxError>>()?;
+        let user = if uid.is_some() { None } else { Some(user_maps()?) };
+        let sysctls = ipc_sysctls(limits)?;
         let mut keep: Vec<i32> = [stdin_r.as_raw_fd(), stdout_w.as_raw_fd(), stderr_w.as_raw_fd(), report_w.as_raw_fd(), sync_r.as_raw_fd()]
             .into_iter()
             .chain(cgroup_fds)
@@ -575,6 +548,13 @@ impl Sandbox {
             }
             return Err(SandboxError::Setup { step: self.describe_step(r.step, &init), source });
         }
+        Ok(self.outcome(report, (init_status, init_usage), cg, io, limits, wall_ms))
+    }
+
+    /// The outcome of a run that started: how the program ended (from init's report, or from
+    /// init's own status when the run's group was killed), its CPU time and peak memory, and
+    /// which limit ended it.
+    fn outcome(&self, report: Option<Report>, (init_status, init_usage): (i32, libc::rusage), cg: CgroupReport, io: Pumped, limits: &Limits, wall_ms: u64) -> Outcome {
         let ms = |us: u64| us / 1000;
         let tv_ms = |t: libc::timeval| t.tv_sec.max(0) as u64 * 1000 + t.tv_usec.max(0) as u64 / 1000;
         let (status, cpu_ms, maxrss_kb, floor_kb) = match report.filter(|r| r.kind == Report::ENDED) {
@@ -604,7 +584,7 @@ impl Sandbox {
             None if cpu_killed => Some(LimitHit::CpuTime),
             None => None,
         };
-        Ok(Outcome {
+        Outcome {
             status,
             stdout: io.stdout,
             stderr: io.stderr,
@@ -614,7 +594,7 @@ impl Sandbox {
             memory_floor_kb,
             limit,
             memory_bound: self.isolation.memory,
-        })
+        }
     }
 
     fn describe_step(&self, step: u32, init: &Init<'_>) -> String {
@@ -634,6 +614,45 @@ impl Sandbox {
             n => all.clone().nth(n as usize).map_or_else(|| format!("step {n}"), view::Step::describe),
         }
     }
+}
+
+/// Where `execve` looks for `argv0`: the path itself when it has a `/`, else each directory of
+/// the program's `PATH` (default `/usr/local/bin:/usr/bin:/bin`).
+fn exec_paths(argv0: &str, program: &Program<'_>) -> Result<Vec<CString>, SandboxError> {
+    if argv0.contains('/') {
+        return Ok(vec![cstring(argv0)?]);
+    }
+    let env_path = program.env.iter().find(|(k, _)| k == "PATH").map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+    env_path.split(':').filter(|d| !d.is_empty()).map(|d| cstring(&format!("{d}/{argv0}"))).collect()
+}
+
+/// The user namespace's maps when the judge is not root: the judge's own uid and gid become
+/// [`INSIDE_UID`] inside, nothing else is mapped.
+fn user_maps() -> Result<UserMaps, SandboxError> {
+    let (u, g) = sys::real_ids();
+    Ok(UserMaps {
+        setgroups: cstring("/proc/self/setgroups")?,
+        deny: cstring("deny")?,
+        uid_map_path: cstring("/proc/self/uid_map")?,
+        uid_map: cstring(&format!("{INSIDE_UID} {u} 1"))?,
+        gid_map_path: cstring("/proc/self/gid_map")?,
+        gid_map: cstring(&format!("{INSIDE_UID} {g} 1"))?,
+    })
+}
+
+/// The run's IPC namespace limits (System V shared memory within the memory limit, few
+/// segments and queues), as `(path, value)` pairs for init to write.
+fn ipc_sysctls(limits: &Limits) -> Result<Vec<(CString, CString)>, SandboxError> {
+    let shm_pages = limits.memory_mb.saturating_mul(256).max(1);
+    [
+        ("/proc/sys/kernel/shmmax", limits.memory_mb.saturating_mul(1 << 20).to_string()),
+        ("/proc/sys/kernel/shmall", shm_pages.to_string()),
+        ("/proc/sys/kernel/shmmni", "64".to_owned()),
+        ("/proc/sys/kernel/msgmni", "16".to_owned()),
+    ]
+    .into_iter()
+    .map(|(p, v)| Ok((cstring(p)?, cstring(&v)?)))
+    .collect()
 }
 
 fn decode_status(status: i32) -> ExitStatus {

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use stages::evaluate::beir;
 use stages::evaluate::report::{self, GroupComparisons, QueryScores, measure};
 use stages::evaluate::significance::{BootstrapConfig, PairedComparison, RANDOMIZATION_ROUNDS};
-use stages::services::evaluator::Run;
-use stages::services::evaluator::coreb::{AtK, CorebConfig, evaluate};
+use coreb_trec::Run;
+use coreb_trec::coreb::{AtK, CorebConfig, evaluate};
 
 use crate::cli::CompareArgs;
 use crate::printer::Printer;

@@ -36,7 +36,7 @@
 //! from the lexical TF-IDF fallback.
 
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -51,6 +51,7 @@ use stages::tables::corpus::TrainingRecordRef;
 use crate::cli::{CorpusArgs, MergeArgs, ShardSpec};
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan, SourceFormat, SourceSpec};
 use crate::engine::FileEntry;
+use crate::jsonl::for_each_json;
 use crate::printer::Printer;
 use crate::shard::{self, PartMarker, PartWriter, part_done, part_name};
 
@@ -288,7 +289,7 @@ fn hash_files(base: &Path, rels: &[String]) -> anyhow::Result<BTreeMap<String, F
 
 /// Does every file of `files` (relative to `base`) still have its recorded size and sha256?
 fn files_intact(base: &Path, files: &BTreeMap<String, FileEntry>) -> bool {
-    files.par_iter().all(|(rel, e)| crate::store::file_intact(&base.join(rel), &e.sha256, e.bytes))
+    files.par_iter().all(|(rel, e)| crate::artifacts::file_intact(&base.join(rel), &e.sha256, e.bytes))
 }
 
 /// Append one JSON line to `w`.
@@ -670,20 +671,6 @@ fn field(obj: &serde_json::Map<String, serde_json::Value>, name: &str, path: &Pa
         Some(other) => bail!("`{}`:{line}: field `{name}`: expected a string, found `{other}`", path.display()),
         None => bail!("`{}`:{line}: field `{name}` is missing", path.display()),
     }
-}
-
-/// Call `emit` with each row of a JSONL file as a JSON object.
-pub(crate) fn for_each_json(path: &Path, mut emit: impl FnMut(usize, serde_json::Map<String, serde_json::Value>) -> anyhow::Result<()>) -> anyhow::Result<()> {
-    let reader = std::io::BufReader::new(fs_err::File::open(path)?);
-    for (i, line) in reader.lines().enumerate() {
-        let line = line.with_context(|| format!("`{}`:{}", path.display(), i + 1))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&line).with_context(|| format!("`{}`:{}: not a JSON object", path.display(), i + 1))?;
-        emit(i + 1, obj)?;
-    }
-    Ok(())
 }
 
 /// A row that the fast parser did not take: parse it as a JSON object and read its fields

@@ -13,8 +13,8 @@ use stages::evaluate::bm25::Bm25Config;
 use stages::evaluate::gates::GatesConfig;
 use stages::evaluate::report::{self, EvalReport, RerankDelta};
 use stages::evaluate::significance::BootstrapConfig;
-use stages::services::evaluator::Run;
-use stages::services::evaluator::coreb::{CorebConfig, evaluate, summarize};
+use coreb_trec::Run;
+use coreb_trec::coreb::{CorebConfig, evaluate, summarize};
 
 use super::eval_setup::{DenseSetup, PromptChoice, Reranker};
 use super::leaderboard::{RecordRequest, record};
@@ -230,7 +230,7 @@ fn check_gates(data: &Dataset, run: &Run, run_is_bm25: bool, gates: &GatesConfig
     let ndcg10 = if run_is_bm25 {
         let cfg = CorebConfig::for_qrels(&data.qrels, vec![10]);
         let results = evaluate(&data.qrels, run, &cfg);
-        stages::services::evaluator::coreb::summarize(&cfg.ks, &results).at_k.ndcg[0]
+        coreb_trec::coreb::summarize(&cfg.ks, &results).at_k.ndcg[0]
     } else {
         stages::evaluate::bm25_ndcg10(data)
     };

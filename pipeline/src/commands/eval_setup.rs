@@ -13,7 +13,7 @@ use stages::evaluate::prompts::{Preset, PromptOverrides, Presets, PromptsUsed, T
 use stages::evaluate::report::RerankInfo;
 use stages::prompt::Prompt;
 use stages::services::embed::{EmbedClient, EmbedConfig};
-use stages::services::evaluator::Run;
+use coreb_trec::Run;
 use stages::services::llm::{Gateway, LlmConfig, ResponseStore, RetryConfig, SamplingParams, StoreMode};
 
 use crate::cli::{EvalArgs, RerankApi};

@@ -1,25 +1,17 @@
-//! `coreb trec-eval`: trec_eval-compatible evaluation of a run file against a qrels file.
+//! `coreb trec-eval`: trec_eval-compatible evaluation of a run file against a qrels file. The
+//! behaviour is `coreb-trec`'s ([`coreb_trec::command`]); this maps the CLI's arguments to it.
 
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-use stages::services::evaluator::trec::{TrecOptions, evaluate};
-use stages::services::evaluator::{Qrels, Run};
+use coreb_trec::command::{TrecEvalArgs as Args, trec_eval as run};
 
 use crate::cli::TrecEvalArgs;
 use crate::printer::Printer;
 
 /// Run `coreb trec-eval`.
 pub fn trec_eval(args: TrecEvalArgs) -> anyhow::Result<ExitCode> {
-    let TrecEvalArgs { help: _, per_query, complete, max_retrieved, level, measures, qrels, run } = args;
-    let mut opts = TrecOptions::from_args(&measures)?;
-    opts.level = level;
-    opts.max_retrieved = max_retrieved;
-    opts.complete = complete;
-    let qrels = Qrels::read(&qrels).with_context(|| format!("reading qrels `{}`", qrels.display()))?;
-    let run = Run::read(&run).with_context(|| format!("reading run `{}`", run.display()))?;
-    let report = evaluate(&qrels, &run, &opts)?;
-    let text = report.to_text(per_query);
+    let TrecEvalArgs { help: _, per_query, complete, max_retrieved, level, measures, qrels, run: run_file } = args;
+    let text = run(&Args { per_query, complete, max_retrieved, level, measures, qrels, run: run_file })?;
     Printer::new(false).out(text.trim_end_matches('\n'));
     Ok(ExitCode::SUCCESS)
 }

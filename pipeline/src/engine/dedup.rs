@@ -11,7 +11,7 @@ use stages::tables::{ProblemReader, ProblemWriter};
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
-use crate::store::{StageRecord, input_key};
+use crate::artifacts::{StageRecord, input_key};
 use stages::durable;
 
 /// An earlier release's problems table.

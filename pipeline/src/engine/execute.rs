@@ -25,7 +25,7 @@ use super::{Engine, StageOutput, StageReport};
 use crate::cli::StageName;
 use crate::manifest::RunPlan;
 use crate::shard::PartMarker;
-use crate::store::{StageRecord, input_key};
+use crate::artifacts::{StageRecord, input_key};
 
 /// The sandbox of a build and the toolchains it found.
 #[derive(Debug)]

@@ -6,7 +6,7 @@ use stages::fetch::{Fetched, fetch_source};
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
-use crate::store::input_key;
+use crate::artifacts::input_key;
 
 pub(super) fn run(engine: &Engine) -> anyhow::Result<StageReport> {
     let plan = &engine.plan;
@@ -45,7 +45,7 @@ pub(super) fn run(engine: &Engine) -> anyhow::Result<StageReport> {
 }
 
 /// The fetched files a fetch record lists, in manifest order.
-pub(super) fn files(record: &crate::store::StageRecord) -> anyhow::Result<Vec<Fetched>> {
+pub(super) fn files(record: &crate::artifacts::StageRecord) -> anyhow::Result<Vec<Fetched>> {
     let sources = record.local.get("sources").cloned().unwrap_or_default();
     serde_json::from_value(sources).context("the fetch record lists no sources")
 }

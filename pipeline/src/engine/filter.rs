@@ -8,7 +8,7 @@ use stages::tables::{ProblemReader, ProblemWriter};
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
-use crate::store::{StageRecord, input_key};
+use crate::artifacts::{StageRecord, input_key};
 
 pub(super) fn run(engine: &Engine, dedup: &StageRecord) -> anyhow::Result<StageReport> {
     let config = &engine.plan.stages.filter;

@@ -11,7 +11,7 @@ use stages::tables::ProblemWriter;
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
-use crate::store::{StageRecord, input_key};
+use crate::artifacts::{StageRecord, input_key};
 
 /// Lines decoded together; the batch also closes at [`BATCH_BYTES`].
 const BATCH_LINES: usize = 512;

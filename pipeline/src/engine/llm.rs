@@ -33,7 +33,7 @@ use stages::tables::solutions::write_solutions;
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
-use crate::store::{StageRecord, input_key};
+use crate::artifacts::{StageRecord, input_key};
 
 /// The gateway, prompts and runtime the LLM stages share.
 pub struct LlmContext {
@@ -337,7 +337,7 @@ pub(super) fn generate(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::ArtifactStore;
+    use crate::artifacts::ArtifactStore;
 
     /// Issue #22: a stage re-run that got its answers from the store instead of the endpoint
     /// produced the same files, but its record's fingerprint changed with the counts, so

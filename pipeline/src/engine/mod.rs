@@ -3,7 +3,7 @@
 //!
 //! Each stage runner (one module per stage) loads its inputs from the artifact store, calls
 //! the stage function of the `stages` crate and writes its outputs through a
-//! [`StageWriter`](crate::store::StageWriter). The runners are the only place where stages
+//! [`StageWriter`](crate::artifacts::StageWriter). The runners are the only place where stages
 //! meet files.
 //!
 //! After each stage the engine checks what it left ([`Engine::check_kept`]): a stage that
@@ -29,7 +29,7 @@ use crate::cli::{ShardSpec, StageName};
 use crate::manifest::RunPlan;
 use crate::printer::Printer;
 use crate::shard::{Lock, PartMarker, PartWriter};
-use crate::store::{ArtifactStore, StageRecord, StageWriter};
+use crate::artifacts::{ArtifactStore, StageRecord, StageWriter};
 
 /// What one stage did in a build.
 #[derive(Debug, Clone)]
@@ -143,8 +143,8 @@ fn part_report(stage: StageName, marker: PartMarker) -> StageReport {
     let record = StageRecord {
         stage: stage.as_str().to_owned(),
         key: marker.plan,
-        tool_version: crate::store::TOOL_VERSION.to_owned(),
-        tool_fingerprint: crate::store::TOOL_FINGERPRINT.to_owned(),
+        tool_version: crate::artifacts::TOOL_VERSION.to_owned(),
+        tool_fingerprint: crate::artifacts::TOOL_FINGERPRINT.to_owned(),
         outputs: Default::default(),
         summary: marker.facts.get("summary").cloned().unwrap_or_default(),
         local: marker.facts.get("local").cloned().unwrap_or_default(),

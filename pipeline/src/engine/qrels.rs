@@ -15,7 +15,7 @@ use stages::tables::verdicts::read_verdicts;
 use super::llm::{read_jsonl, rewritten};
 use super::{Engine, StageReport};
 use crate::cli::StageName;
-use crate::store::{StageRecord, input_key};
+use crate::artifacts::{StageRecord, input_key};
 use stages::durable;
 
 /// The upstream records `qrels` reads.

@@ -6,19 +6,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use coreb_trec::Qrels;
 use serde::{Deserialize, Serialize};
 use stages::hashing::{sha256_file, sha256_hex};
-use stages::problem::{DateWindow, ProblemId};
+use stages::problem::{DateWindow, Platform, ProblemId};
 use stages::qrels::{QrelsOutput, Task};
 use stages::release::{CardInfo, beir, check_disjoint, dataset_card, license_text};
 use stages::services::llm::run::WrittenBy;
-use stages::services::evaluator::Qrels;
-use stages::tables::release::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
+use stages::tables::published::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
 use stages::tables::{ProblemReader, ProblemWriter};
 
 use super::{Engine, StageReport};
+use crate::artifacts::{StageRecord, TOOL_VERSION, input_key};
 use crate::cli::StageName;
-use crate::store::{StageRecord, TOOL_VERSION, input_key};
 use stages::durable;
 
 /// `MANIFEST.json` of a release: every file's sha256 and everything needed to rebuild it.
@@ -154,24 +154,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     // Relative to where the release belongs, so that a rebuild elsewhere (`verify`) records
     // the same path.
     let manifest_rel = relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path);
-    // What the MANIFEST records of each stage (parameters, prompts, models, and for execute
-    // the toolchain versions and time limits) is part of the key: a new compiler version that
-    // changes no verdict still changes the MANIFEST.
-    let mut stages = BTreeMap::new();
-    let mut models: BTreeSet<String> = BTreeSet::new();
-    for r in others.iter().chain([&filter, &qrels]) {
-        let s = &r.summary;
-        let mut facts = serde_json::Map::new();
-        for k in ["parameters", "prompts", "schemas", "structured_output", "models", "toolchains", "time_limits"] {
-            if let Some(v) = s.get(k) {
-                facts.insert(k.to_owned(), v.clone());
-            }
-        }
-        if let Some(list) = s.get("models").and_then(|m| m.as_array()) {
-            models.extend(list.iter().filter_map(|m| m.as_str().map(str::to_owned)));
-        }
-        stages.insert(r.stage.clone(), serde_json::Value::Object(facts));
-    }
+    let (stages, models) = stage_facts(others.iter().copied().chain([filter, qrels]));
     let key = input_key(
         StageName::Release.as_str(),
         &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text, &plan.gates, &stages),
@@ -198,33 +181,8 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         fs_err::remove_dir_all(&tmp)?;
     }
     fs_err::create_dir_all(&tmp)?;
-    write_code_corpus(&tmp.join("code_corpus.parquet"), &out.code_corpus)?;
-    write_text_corpus(&tmp.join("text_corpus.parquet"), &out.text_corpus)?;
-    for task in Task::ALL {
-        let set = out.tasks.get(&task).cloned().unwrap_or_default();
-        write_queries(&tmp.join(format!("{}_queries.parquet", task.as_str())), &set.queries)?;
-        write_qrels(&tmp.join(format!("{}_qrels.parquet", task.as_str())), &set.qrels)?;
-        let files = beir(task, &plan.version, &out);
-        let dir = tmp.join(task.as_str());
-        fs_err::create_dir_all(dir.join("qrels"))?;
-        fs_err::write(dir.join("corpus.jsonl"), files.corpus)?;
-        fs_err::write(dir.join("queries.jsonl"), files.queries)?;
-        fs_err::write(dir.join("qrels/test.tsv"), files.qrels)?;
-        fs_err::write(dir.join("qrels/test.jsonl"), files.qrels_jsonl)?;
-        fs_err::write(dir.join("README.md"), files.card)?;
-    }
-    // The source problems of the release, for later releases' disjointness checks.
-    let filtered = engine.output(filter, "problems")?;
-    let mut problems = ProblemWriter::create(&tmp.join("problems.parquet"))?;
-    let mut platforms = BTreeSet::new();
-    for p in ProblemReader::open(&filtered)? {
-        let p = p?;
-        if ids.contains(&p.id) {
-            platforms.insert(p.platform);
-            problems.write(p)?;
-        }
-    }
-    problems.finish()?;
+    write_tables(&tmp, &plan.version, &out)?;
+    let platforms = write_source_problems(&engine.output(filter, "problems")?, &tmp, &ids)?;
 
     let written_by = written_by(others);
     let info = CardInfo {
@@ -239,27 +197,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     fs_err::write(tmp.join("README.md"), dataset_card(&info, &out))?;
     fs_err::write(tmp.join("LICENSE"), license_text(&info))?;
 
-    // The gates, on the BEIR folders exactly as they will be published (with the graded
-    // judgements, whose hard negatives the BEIR qrels leave out), then every validity check
-    // of `coreb check` on the release files.
-    let mut failures = Vec::new();
-    let mut bm25 = BTreeMap::new();
-    for task in Task::ALL {
-        let mut data = stages::evaluate::beir::read_dir(&tmp.join(task.as_str()), "test")?;
-        let graded = out.tasks.get(&task).map(|t| t.qrels.iter().map(|r| (r.query_id.0.as_str(), r.doc_id.0.as_str(), i64::from(r.relevance.0))).collect::<Vec<_>>());
-        data.qrels = Qrels::from_triples(graded.unwrap_or_default())?;
-        let ndcg10 = stages::evaluate::bm25_ndcg10(&data);
-        bm25.insert(task.as_str(), (ndcg10 * 1e4).round() / 1e4);
-        failures.extend(stages::evaluate::gates::check_task(&data, ndcg10, &plan.gates).iter().map(ToString::to_string));
-    }
-    let earlier: Vec<PathBuf> = super::dedup::earlier_releases(engine)?.into_iter().filter_map(|r| r.path.parent().map(Path::to_owned)).collect();
-    let checks = stages::check::check_release(&tmp, &plan.version, &earlier, &plan.gates)?;
-    failures.extend(checks.failures().iter().map(ToString::to_string));
-    if !failures.is_empty() {
-        fs_err::remove_dir_all(&tmp)?;
-        let list: Vec<String> = failures.iter().map(|f| format!("  - {f}")).collect();
-        anyhow::bail!("release `{}` not published: {} gate(s) failed:\n{}", plan.version, failures.len(), list.join("\n"));
-    }
+    let (bm25, checks_passed) = gate(engine, &tmp, &out)?;
 
     let sources: Vec<SourcePin> = serde_json::from_value(fetch.summary.get("sources").cloned().unwrap_or_default())?;
     let manifest = ReleaseManifest {
@@ -271,7 +209,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         sources,
         stages,
         seeds: BTreeMap::from([("dedup".to_owned(), plan.stages.dedup.seed), ("qrels".to_owned(), plan.stages.qrels.seed)]),
-        counts: serde_json::json!({ "llm_answers_written_by": written_by, "qrels": out.stats, "bm25_ndcg10": bm25, "gates": plan.gates, "checks_passed": checks.results.len() }),
+        counts: serde_json::json!({ "llm_answers_written_by": written_by, "qrels": out.stats, "bm25_ndcg10": bm25, "gates": plan.gates, "checks_passed": checks_passed }),
         files: hash_tree(&tmp)?,
     };
     let text = serde_json::to_string_pretty(&manifest)? + "\n";
@@ -292,6 +230,93 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     let local = serde_json::json!({ "published": plan.publish_dir });
     let record = writer.commit_with_local(&key, &[("manifest", "MANIFEST.json")], summary, local)?;
     Ok(StageReport { stage: StageName::Release, skipped: false, record })
+}
+
+/// What the MANIFEST records of each stage (parameters, prompts, models, and for execute the
+/// toolchain versions and time limits), by stage name, and every model named. Part of the
+/// release's key: a new compiler version that changes no verdict still changes the MANIFEST.
+fn stage_facts<'a>(records: impl Iterator<Item = &'a StageRecord>) -> (BTreeMap<String, serde_json::Value>, BTreeSet<String>) {
+    let mut stages = BTreeMap::new();
+    let mut models: BTreeSet<String> = BTreeSet::new();
+    for r in records {
+        let s = &r.summary;
+        let mut facts = serde_json::Map::new();
+        for k in ["parameters", "prompts", "schemas", "structured_output", "models", "toolchains", "time_limits"] {
+            if let Some(v) = s.get(k) {
+                facts.insert(k.to_owned(), v.clone());
+            }
+        }
+        if let Some(list) = s.get("models").and_then(|m| m.as_array()) {
+            models.extend(list.iter().filter_map(|m| m.as_str().map(str::to_owned)));
+        }
+        stages.insert(r.stage.clone(), serde_json::Value::Object(facts));
+    }
+    (stages, models)
+}
+
+/// The eight Parquet configs and, per task, the BEIR/MTEB folder (corpus, queries, qrels,
+/// card), into the release's temporary directory.
+fn write_tables(tmp: &Path, version: &str, out: &QrelsOutput) -> anyhow::Result<()> {
+    write_code_corpus(&tmp.join("code_corpus.parquet"), &out.code_corpus)?;
+    write_text_corpus(&tmp.join("text_corpus.parquet"), &out.text_corpus)?;
+    for task in Task::ALL {
+        let set = out.tasks.get(&task).cloned().unwrap_or_default();
+        write_queries(&tmp.join(format!("{}_queries.parquet", task.as_str())), &set.queries)?;
+        write_qrels(&tmp.join(format!("{}_qrels.parquet", task.as_str())), &set.qrels)?;
+        let files = beir(task, version, out);
+        let dir = tmp.join(task.as_str());
+        fs_err::create_dir_all(dir.join("qrels"))?;
+        fs_err::write(dir.join("corpus.jsonl"), files.corpus)?;
+        fs_err::write(dir.join("queries.jsonl"), files.queries)?;
+        fs_err::write(dir.join("qrels/test.tsv"), files.qrels)?;
+        fs_err::write(dir.join("qrels/test.jsonl"), files.qrels_jsonl)?;
+        fs_err::write(dir.join("README.md"), files.card)?;
+    }
+    Ok(())
+}
+
+/// The source problems of the release (`problems.parquet`, for later releases' disjointness
+/// checks), taken from the filtered problems; returns their platforms.
+fn write_source_problems(filtered: &Path, tmp: &Path, ids: &BTreeSet<ProblemId>) -> anyhow::Result<BTreeSet<Platform>> {
+    let mut problems = ProblemWriter::create(&tmp.join("problems.parquet"))?;
+    let mut platforms = BTreeSet::new();
+    for p in ProblemReader::open(filtered)? {
+        let p = p?;
+        if ids.contains(&p.id) {
+            platforms.insert(p.platform);
+            problems.write(p)?;
+        }
+    }
+    problems.finish()?;
+    Ok(platforms)
+}
+
+/// The gates, on the BEIR folders exactly as they will be published (with the graded
+/// judgements, whose hard negatives the BEIR qrels leave out), then every validity check of
+/// `coreb check` on the release files. On a failure the temporary directory is removed and
+/// the error lists every failed gate; else returns BM25's nDCG@10 per task (4 decimals) and
+/// the number of checks passed.
+fn gate(engine: &Engine, tmp: &Path, out: &QrelsOutput) -> anyhow::Result<(BTreeMap<&'static str, f64>, usize)> {
+    let plan = &engine.plan;
+    let mut failures = Vec::new();
+    let mut bm25 = BTreeMap::new();
+    for task in Task::ALL {
+        let mut data = stages::evaluate::beir::read_dir(&tmp.join(task.as_str()), "test")?;
+        let graded = out.tasks.get(&task).map(|t| t.qrels.iter().map(|r| (r.query_id.0.as_str(), r.doc_id.0.as_str(), i64::from(r.relevance.0))).collect::<Vec<_>>());
+        data.qrels = Qrels::from_triples(graded.unwrap_or_default())?;
+        let ndcg10 = stages::evaluate::bm25_ndcg10(&data);
+        bm25.insert(task.as_str(), (ndcg10 * 1e4).round() / 1e4);
+        failures.extend(stages::evaluate::gates::check_task(&data, ndcg10, &plan.gates).iter().map(ToString::to_string));
+    }
+    let earlier: Vec<PathBuf> = super::dedup::earlier_releases(engine)?.into_iter().filter_map(|r| r.path.parent().map(Path::to_owned)).collect();
+    let checks = stages::check::check_release(tmp, &plan.version, &earlier, &plan.gates)?;
+    failures.extend(checks.failures().iter().map(ToString::to_string));
+    if !failures.is_empty() {
+        fs_err::remove_dir_all(tmp)?;
+        let list: Vec<String> = failures.iter().map(|f| format!("  - {f}")).collect();
+        anyhow::bail!("release `{}` not published: {} gate(s) failed:\n{}", plan.version, failures.len(), list.join("\n"));
+    }
+    Ok((bm25, checks.results.len()))
 }
 
 #[cfg(test)]

@@ -35,9 +35,9 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::evaluate::beir::{self, BeirError, Dataset};
 use crate::evaluate::gates::GatesConfig;
 use crate::qrels::Task;
-use crate::services::evaluator::coreb::{CorebConfig, evaluate as coreb_evaluate};
-use crate::services::evaluator::trec::{TrecOptions, evaluate as trec_evaluate};
-use crate::services::evaluator::{EvalError, Qrels, Run};
+use coreb_trec::coreb::{CorebConfig, evaluate as coreb_evaluate};
+use coreb_trec::trec::{TrecOptions, evaluate as trec_evaluate};
+use coreb_trec::{EvalError, Qrels, Run};
 use frames::{FrameError, Frames};
 
 /// Why the checks could not run (a failed check is a [`CheckResult`], not an error).

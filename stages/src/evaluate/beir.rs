@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::services::evaluator::Qrels;
+use coreb_trec::Qrels;
 
 /// Errors reading a BEIR folder.
 #[derive(Debug, thiserror::Error)]
@@ -166,7 +166,7 @@ pub fn release_qrels(dir: &Path) -> Result<Option<Qrels>, BeirError> {
     if !path.is_file() {
         return Ok(None);
     }
-    let rows = crate::tables::release::read_qrels(&path)?;
+    let rows = crate::tables::published::read_qrels(&path)?;
     let triples = rows.into_iter().map(|r| (r.query_id.0, r.doc_id.0, i64::from(r.relevance.0)));
     Qrels::from_triples(triples).map(Some).map_err(|e| BeirError::Qrels { path, line: 0, why: e.to_string() })
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::beir::Dataset;
 use super::prompts::{Preset, PresetError, PromptOverrides, Presets, Side, TaskPrompts};
 use crate::services::embed::{EmbedClient, EmbedError};
-use crate::services::evaluator::Run;
+use coreb_trec::Run;
 
 /// Errors of dense retrieval and pointwise reranking.
 #[derive(Debug, thiserror::Error)]

@@ -234,7 +234,7 @@ pub fn check_task(data: &Dataset, bm25_ndcg10: f64, cfg: &GatesConfig) -> Vec<Ga
 mod tests {
     use super::*;
     use crate::evaluate::beir::{Doc, Query};
-    use crate::services::evaluator::Qrels;
+    use coreb_trec::Qrels;
 
     fn doc(id: &str, text: &str, p: &str) -> Doc {
         Doc { id: id.into(), title: String::new(), text: text.into(), problem_id: Some(p.into()) }

@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use super::beir::Dataset;
 use crate::prompt::Prompt;
-use crate::services::evaluator::Run;
+use coreb_trec::Run;
 use crate::services::llm::run::{LlmStageError, ask, ordered};
 use crate::services::llm::{ChatRequest, LlmGateway, LlmStage, Origin, SamplingParams};
 

@@ -10,7 +10,7 @@
 //! - [`report`]: results per task/subtask/language, JSON, Markdown and hand-written SVG plots.
 //! - [`gates`]: the checks a release must pass before it is published.
 //!
-//! Measures come from the evaluator service ([`crate::services::evaluator`]). Does NOT build
+//! Measures come from the evaluator crate, [`coreb_trec`]. Does NOT build
 //! releases or talk HTTP itself (dense retrieval takes the client as a parameter).
 
 pub mod beir;
@@ -22,7 +22,7 @@ pub mod prompts;
 pub mod report;
 pub mod significance;
 
-use crate::services::evaluator::Run;
+use coreb_trec::Run;
 use beir::Dataset;
 use bm25::{Bm25Config, Bm25Index};
 
@@ -47,7 +47,7 @@ pub fn bm25_run(data: &Dataset, cfg: Bm25Config, depth: usize) -> Run {
 /// BM25 nDCG@10 of a dataset under CoREB's convention (relevance level 2, relevance 1 as no
 /// gain), the figure the release gates bound.
 pub fn bm25_ndcg10(data: &Dataset) -> f64 {
-    use crate::services::evaluator::coreb::{CorebConfig, evaluate, summarize};
+    use coreb_trec::coreb::{CorebConfig, evaluate, summarize};
     let run = bm25_run(data, Bm25Config::default(), 10);
     let cfg = CorebConfig::for_qrels(&data.qrels, vec![10]);
     let results = evaluate(&data.qrels, &run, &cfg);
@@ -57,7 +57,7 @@ pub fn bm25_ndcg10(data: &Dataset) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::evaluator::Qrels;
+    use coreb_trec::Qrels;
     use beir::{Doc, Query};
 
     #[test]

@@ -11,7 +11,7 @@ use super::beir::Dataset;
 use super::listwise::{ListwiseConfig, ListwiseStats};
 use super::prompts::PromptsUsed;
 use super::significance::{BootstrapConfig, Interval, PairedComparison, bootstrap_ci, compare};
-use crate::services::evaluator::coreb::{AtK, QueryResult, Summary, summarize};
+use coreb_trec::coreb::{AtK, QueryResult, Summary, summarize};
 
 /// One query's measures, kept for significance tests and the results store.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -512,8 +512,8 @@ fn nice_ceiling(v: f64) -> f64 {
 mod tests {
     use super::*;
     use crate::evaluate::beir::{Dataset, Query};
-    use crate::services::evaluator::coreb::{CorebConfig, evaluate};
-    use crate::services::evaluator::{Qrels, Run};
+    use coreb_trec::coreb::{CorebConfig, evaluate};
+    use coreb_trec::{Qrels, Run};
 
     #[test]
     fn breakdowns_markdown_and_svg() {

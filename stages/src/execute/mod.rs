@@ -43,13 +43,14 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use coreb_sandbox::{BOX_DIR, DirAccess, LimitHit, Limits, MemoryBound, Outcome, Program, Sandbox, SandboxConfig, SandboxError};
+use coreb_sandbox::{BOX_DIR, DirAccess, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig, SandboxError};
 
 pub use compare::{functional_outputs_match, outputs_match};
 pub use toolchain::{LanguageConfig, LimitsPatch, Toolchain, ToolchainVersions, default_time_multiplier, java_main_class, toolchain_versions};
 
 use crate::problem::{Problem, ProblemId, TestCase, TestType};
 use crate::solution::{Language, Solution, SolutionId};
+pub use crate::verdict::{SolutionResult, TestResult, Verdict};
 use toolchain::fill;
 
 /// Errors that stop the stage (a failing solution is a verdict, not an error).
@@ -100,101 +101,6 @@ pub enum ExecuteError {
     /// Reading or writing a table failed.
     #[error(transparent)]
     Table(#[from] crate::tables::TableError),
-}
-
-/// How one test (or a solution that does not compile) ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Output matches.
-    Passed,
-    /// Ran fine, output differs.
-    WrongAnswer,
-    /// CPU or wall-clock limit.
-    TimeLimit,
-    /// Ran out of memory.
-    MemoryLimit,
-    /// Non-zero exit or a signal.
-    RuntimeError,
-    /// The solution did not compile (every test gets this verdict).
-    CompileError,
-    /// Wrote more than the output limit.
-    OutputLimit,
-}
-
-impl Verdict {
-    /// Every verdict, in a fixed order.
-    pub const ALL: [Verdict; 7] = [
-        Verdict::Passed,
-        Verdict::WrongAnswer,
-        Verdict::TimeLimit,
-        Verdict::MemoryLimit,
-        Verdict::RuntimeError,
-        Verdict::CompileError,
-        Verdict::OutputLimit,
-    ];
-
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Passed => "passed",
-            Verdict::WrongAnswer => "wrong_answer",
-            Verdict::TimeLimit => "time_limit",
-            Verdict::MemoryLimit => "memory_limit",
-            Verdict::RuntimeError => "runtime_error",
-            Verdict::CompileError => "compile_error",
-            Verdict::OutputLimit => "output_limit",
-        }
-    }
-
-    /// Parse the snake_case name.
-    pub fn parse(s: &str) -> Option<Self> {
-        Verdict::ALL.into_iter().find(|v| v.as_str() == s)
-    }
-}
-
-impl std::fmt::Display for Verdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The result of one test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TestResult {
-    /// Index of the test (public tests first, then private).
-    pub index: u32,
-    /// The verdict.
-    pub verdict: Verdict,
-    /// Wall-clock time, ms.
-    pub wall_ms: u64,
-    /// CPU time, ms.
-    pub cpu_ms: u64,
-    /// Peak resident memory, KiB.
-    pub peak_memory_kb: u64,
-}
-
-/// The result of one solution.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SolutionResult {
-    /// The solution.
-    pub solution_id: SolutionId,
-    /// Its problem.
-    pub problem_id: ProblemId,
-    /// The model that wrote it.
-    pub model: String,
-    /// Its language.
-    pub language: Language,
-    /// Every test passed (and there was at least one).
-    pub passed: bool,
-    /// Share of tests passed (0 when there are none).
-    pub pass_rate: f64,
-    /// One result per test, in test order.
-    pub tests: Vec<TestResult>,
-    /// Compiler output of a compile error, or stderr of the first failing test (truncated).
-    pub message: String,
-    /// What bounded the memory of its runs (a cgroup of its own, or per-process rlimits).
-    pub memory_bound: MemoryBound,
 }
 
 /// Counts of one execute run; mergeable.

@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::evaluate::report::{AtKIntervals, EvalReport, TaskReport};
 use crate::evaluate::significance::Interval;
 use crate::hashing::sha256_hex;
-use crate::services::evaluator::coreb::Summary;
+use coreb_trec::coreb::Summary;
 
 /// The group label of "every query" in the `subtask` and `language` columns.
 pub const ALL: &str = "all";
@@ -260,7 +260,7 @@ pub fn metric_order(name: &str) -> (usize, u64, String) {
 mod tests {
     use super::*;
     use crate::evaluate::report::TaskIntervals;
-    use crate::services::evaluator::coreb::AtK;
+    use coreb_trec::coreb::AtK;
 
     fn summary(v: f64, n: usize) -> Summary {
         let at = vec![v, v / 2.0];

@@ -1,7 +1,6 @@
-//! Services shared by stages: the LLM gateway and response store (`llm`), the embeddings and
-//! rerank client (`embed`) and the evaluator (`evaluator`). The sandbox is its own crate,
-//! `coreb-sandbox`.
+//! Services shared by stages: the LLM gateway, response store and prompt rendering (`llm`,
+//! the `coreb-llm` crate, re-exported) and the embeddings and rerank client (`embed`). The
+//! sandbox (`coreb-sandbox`) and the evaluator (`coreb-trec`) are crates of their own.
 
 pub mod embed;
-pub mod evaluator;
-pub mod llm;
+pub use coreb_llm as llm;

@@ -6,7 +6,7 @@
 pub mod columns;
 pub mod corpus;
 pub mod problems;
-pub mod release;
+pub mod published;
 pub mod results;
 pub mod solutions;
 pub mod verdicts;

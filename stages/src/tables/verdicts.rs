@@ -16,7 +16,7 @@ use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use coreb_sandbox::MemoryBound;
 
 use super::TableError;
-use crate::execute::{SolutionResult, TestResult, Verdict};
+use crate::verdict::{SolutionResult, TestResult, Verdict};
 use crate::problem::ProblemId;
 use crate::solution::{Language, SolutionId};
 

@@ -34,7 +34,7 @@ use crate::cli::{AuditArgs, AuditKind};
 use crate::engine::ReleaseManifest;
 use crate::manifest::{ManifestFile, lexical_join};
 use crate::printer::Printer;
-use crate::store::read_record;
+use crate::artifacts::read_record;
 use stages::durable;
 
 /// Run `coreb audit`.

@@ -11,7 +11,7 @@ use stages::tables::ProblemReader;
 
 use super::release_name;
 use crate::cli::OverlapArgs;
-use crate::commands::corpus::for_each_json;
+use crate::jsonl::for_each_json;
 
 /// Every release below `dir`: directories holding a `MANIFEST.json` (up to three levels
 /// down), sorted.

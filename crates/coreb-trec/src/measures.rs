@@ -326,6 +326,11 @@ impl Measure {
 
     /// Compute this measure's values for one query (one value per name; `relstring` returns its
     /// string through `text`).
+    ///
+    /// Long on purpose: one `match` arm per measure, each mirroring the `te_calc_*` function of
+    /// trec_eval's `m_<measure>.c` (same loop, same order of floating-point operations, so the
+    /// printed values agree to the last digit). Splitting the arms into functions would hide
+    /// that one-to-one correspondence, which is what a reader checks against trec_eval.
     pub fn compute(&self, r: &Ranked, level: i64, out: &mut Vec<f64>, text: &mut Option<String>) {
         let num_ret = r.num_ret();
         let rels = &r.rels;

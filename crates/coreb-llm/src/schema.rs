@@ -21,7 +21,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::hashing::sha256_hex;
+use coreb_base::hashing::sha256_hex;
 
 /// How an endpoint is asked for JSON that follows a schema (`llm.structured_output`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

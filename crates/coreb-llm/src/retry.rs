@@ -4,7 +4,7 @@
 //! `Retry-After` asks (capped), and the attempts stop at `max_attempts`.
 //!
 //! The chat gateway ([`super::Gateway`]) and the embeddings/rerank client
-//! ([`crate::services::embed`]) both send through [`send_with_retries`], each with its own
+//! (`stages::services::embed`) both send through [`send_with_retries`], each with its own
 //! limits and settings; what an attempt is and how its answer is classified stays with the
 //! caller. Does NOT talk HTTP itself.
 

@@ -52,8 +52,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::services::llm::run::request;
-    use crate::services::llm::{Counted, SamplingParams};
+    use crate::run::request;
+    use crate::{Counted, SamplingParams};
 
     /// `Counted` ticks once per finished request, failures included, and passes answers through.
     #[tokio::test]

@@ -197,13 +197,13 @@ fn describe(e: &reqwest::Error) -> String {
     } else {
         "request failed"
     };
-    format!("{kind}: {}", crate::errors::chain(e))
+    format!("{kind}: {}", coreb_base::errors::chain(e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::llm::retry::http_date;
+    use crate::retry::http_date;
 
     #[test]
     fn classification() {
@@ -223,9 +223,9 @@ mod tests {
 
     #[test]
     fn the_schema_goes_on_the_wire_in_the_mode_asked() {
-        use crate::services::llm::{JsonSchema, LlmStage, SamplingParams, StructuredOutput};
+        use crate::{JsonSchema, LlmStage, SamplingParams, StructuredOutput};
         let schema = JsonSchema::parse("rewrite", std::path::Path::new("s"), r#"{"type": "object", "properties": {}, "additionalProperties": false}"#).unwrap();
-        let plain = crate::services::llm::run::request(LlmStage::Rewrite, "i", "m", Vec::new(), &SamplingParams::default(), 0, "p");
+        let plain = crate::run::request(LlmStage::Rewrite, "i", "m", Vec::new(), &SamplingParams::default(), 0, "p");
         let body = |r: &ChatRequest| serde_json::from_slice::<serde_json::Value>(&wire_body(r).unwrap()).unwrap();
         let b = body(&plain);
         assert!(b.get("response_format").is_none() && b.get("guided_json").is_none(), "{b}");

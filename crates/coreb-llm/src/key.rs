@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{ChatMessage, ChatRequest, SamplingParams, StructuredOutput};
-use crate::hashing::sha256_hex;
+use coreb_base::hashing::sha256_hex;
 
 /// The part of a request its key covers; also stored as the entry's `request`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,7 +119,7 @@ fn write_canonical(value: &Value, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::llm::{LlmStage, Role};
+    use crate::{LlmStage, Role};
 
     fn request() -> ChatRequest {
         ChatRequest {
@@ -173,7 +173,7 @@ mod tests {
 
     #[test]
     fn the_schema_and_its_mode_are_keyed() {
-        use crate::services::llm::JsonSchema;
+        use crate::JsonSchema;
         let r = request();
         let schema = JsonSchema::parse("t", std::path::Path::new("t.schema.json"), r#"{"type": "object"}"#).unwrap();
         let with = r.clone().with_schema(Some(&schema), StructuredOutput::JsonSchema);

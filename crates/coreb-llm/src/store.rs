@@ -25,7 +25,7 @@ use thiserror::Error;
 
 use super::key::KeyedRequest;
 use super::{FinishReason, LlmStage, TokenUsage};
-use crate::hashing::is_sha256_hex;
+use coreb_base::hashing::is_sha256_hex;
 
 /// The value of every entry's `format` field.
 pub const FORMAT: &str = "coreb-llm-response/1";
@@ -182,13 +182,13 @@ impl ResponseStore {
         self.path_of(key).is_file()
     }
 
-    /// Write an entry atomically and durably ([`crate::durable::write`]: a temporary file
+    /// Write an entry atomically and durably ([`coreb_base::durable::write`]: a temporary file
     /// in the same directory, fsync, rename, fsync of the directory), replacing any entry of
     /// the same key. The entry's key must match its request.
     pub fn put(&self, entry: &StoreEntry) -> Result<(), StoreError> {
         let path = self.path_of(&entry.key);
         check_key(entry, &path, None)?;
-        crate::durable::write(&path, entry_text(entry).as_bytes()).map_err(|source| StoreError::Io { action: "writing", path: path.clone(), source })
+        coreb_base::durable::write(&path, entry_text(entry).as_bytes()).map_err(|source| StoreError::Io { action: "writing", path: path.clone(), source })
     }
 
     /// Every stored key, sorted.
@@ -223,7 +223,7 @@ impl ResponseStore {
             }) {
                 Ok(e) => e,
                 Err(e) => {
-                    stats.invalid.push(crate::errors::chain(&e));
+                    stats.invalid.push(coreb_base::errors::chain(&e));
                     continue;
                 }
             };
@@ -242,7 +242,7 @@ impl ResponseStore {
     /// number written. The output is written atomically too.
     pub fn export(&self, out: &Path) -> Result<u64, StoreError> {
         let io = |action, source| StoreError::Io { action, path: out.to_owned(), source };
-        let mut writer = crate::durable::AtomicFile::create(out).map_err(|e| io("creating", e))?;
+        let mut writer = coreb_base::durable::AtomicFile::create(out).map_err(|e| io("creating", e))?;
         let mut n = 0;
         for key in self.keys()? {
             let Some(entry) = self.get(&key)? else { continue };
@@ -355,7 +355,7 @@ fn finish_name(f: &FinishReason) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::llm::{ChatMessage, ChatRequest, Role, SamplingParams};
+    use crate::{ChatMessage, ChatRequest, Role, SamplingParams};
 
     pub(crate) fn entry(i: u32) -> StoreEntry {
         let req = ChatRequest {

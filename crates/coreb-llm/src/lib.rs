@@ -1,4 +1,5 @@
-//! The LLM gateway: the only code that talks HTTP to OpenAI-compatible chat endpoints.
+//! `coreb-llm`: coreb's LLM gateway, the only code that talks HTTP to OpenAI-compatible chat
+//! endpoints, and the renderer of the prompts sent through it ([`prompt`]).
 //!
 //! Stages build a [`ChatRequest`] and call [`LlmGateway::complete`]; they never see HTTP,
 //! retries, rate limits or the response store. [`Gateway`] is the real implementation:
@@ -32,8 +33,20 @@
 //! endpoint of DESIGN §1.3 accepts (OpenAI, Gemini's and Anthropic's compatible endpoints,
 //! vLLM, Ollama, llama.cpp server).
 //!
-//! This module does not build prompts ([`crate::prompt`]) nor parse what models write (each
-//! stage does, so a changed parser never forces new requests).
+//! - [`prompt`]: prompt templates (`prompts/*.toml`) and their JSON schemas, loaded, hashed
+//!   and rendered into [`ChatMessage`]s.
+//!
+//! What it must not know: the stages' inputs and outputs (problems, solutions, releases) or
+//! what models write — each stage in `coreb-stages` builds its prompt's values and parses the
+//! answer, so a changed parser never forces new requests. It names coreb's LLM stages
+//! ([`LlmStage`]) only as keys of configuration, accounting and the store. Shared mechanisms
+//! (atomic writes, sha256, error chains) come from `coreb-base`, the one coreb crate it
+//! depends on. `coreb-stages` re-exports it as `stages::services::llm` (and the renderer as
+//! `stages::prompt`).
+//!
+//! Naming: [`store`] is the **response store** (LLM answers by request key); the **artifact
+//! store** of stage outputs is the engine's (`coreb::artifacts`); `coreb store` is the command
+//! that inspects, exports and imports a response store.
 
 pub mod accounting;
 pub mod authored;
@@ -42,6 +55,7 @@ pub mod config;
 pub mod gateway;
 pub mod key;
 pub mod limiter;
+pub mod prompt;
 pub mod retry;
 pub mod run;
 pub mod schema;

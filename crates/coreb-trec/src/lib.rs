@@ -1,19 +1,26 @@
-//! The evaluator service: one implementation of the IR measures, exactly as trec_eval computes
-//! them, used by `coreb trec-eval`, `coreb eval` and tests.
+//! `coreb-trec`: the evaluator. One implementation of the IR measures, exactly as trec_eval
+//! 10.0 computes and prints them, used by `coreb trec-eval`, `coreb eval`, `coreb check` and
+//! the `coreb-trec` binary; usable on its own by anyone with a qrels and a run file.
 //!
-//! - [`input`]: TREC qrels and run files ([`Qrels`], [`Run`]).
+//! What it owns:
+//! - [`input`]: TREC qrels and run files ([`Qrels`], [`Run`]), with errors naming file and line.
 //! - [`measures`]: the `all_trec` measures and their parameter forms (`P.5,10`,
 //!   `ndcg.1=3,2=9`, `ndcg_cut.10,20`, `relstring.20` ...).
 //! - [`trec`]: the trec_eval driver — which queries count, `-c`, `-M`, `-l`, per-query and
 //!   summary values, and trec_eval's own text output.
+//! - [`command`]: the `trec-eval` command's behaviour (files in, trec_eval's text out).
 //! - [`coreb`]: CoREB's convention on top (relevance 2 for binary measures, relevance 1 as gain 0
 //!   in nDCG, MRR@k, R-cap@k, the hard-negative intrusion rate).
+//!
+//! What it must not know: anything else of coreb — releases, manifests, stages, the artifact
+//! store, retrievers, report formats. It depends on no other coreb crate (`cargo tree -p
+//! coreb-trec`); its callers turn releases into [`Qrels`] and [`Run`]s.
 //!
 //! Does NOT implement trec_eval's preference (`-R prefs`), judgement-group, z-score (`-Z`) or
 //! judged-only (`-J`) modes, nor the `dcg`/`ideal_dcg` helper measures.
 //!
 //! ```
-//! use stages::services::evaluator::{Qrels, Run, trec::{TrecOptions, evaluate}};
+//! use coreb_trec::{Qrels, Run, trec::{TrecOptions, evaluate}};
 //! let qrels = Qrels::from_triples([("q1", "d1", 1), ("q1", "d2", 0)]).unwrap();
 //! let mut run = Run::new("demo");
 //! run.push("q1", "d2", 2.0);
@@ -23,6 +30,7 @@
 //! assert_eq!(report.summary_value("recip_rank"), Some(0.5));
 //! ```
 
+pub mod command;
 pub mod coreb;
 pub mod input;
 pub mod measures;

@@ -223,7 +223,7 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
     }
     let o = order.clone();
     let script: Box<Script> = Box::new(move |batch, key| {
-        let i = o.lock().unwrap()[key];
+        let Some(&i) = o.lock().unwrap().get(key) else { return Line::Answer };
         match (batch, i) {
             (0, 0 | 1) => Line::Answer,
             (0, 2) => Line::ServerError,
@@ -243,6 +243,7 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
         let a = a.unwrap_or_else(|e| panic!("request {i}: {e}"));
         assert_eq!(a.text, format!("answer to q{i}"));
     }
+    {
     let f = state.lock().unwrap();
     assert_eq!(f.batches.len(), 2, "one batch, then one resubmission");
     let key = |i: usize| requests[i].key();
@@ -259,7 +260,7 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
     assert_eq!(f.sync[0]["messages"][0]["content"], "q2");
     let polls_of = |id: &str| f.polls.iter().filter(|(b, _)| b == id).count();
     assert!(polls_of("batch_0") >= 5 && polls_of("batch_1") >= 5, "validating, in_progress ×2, finalizing, end: {:?}", f.polls);
-    drop(f);
+    }
     assert_eq!(ResponseStore::open(&store).keys().unwrap().len(), 6);
     assert_eq!(std::fs::read_dir(state_dir_of(&store)).unwrap().count(), 0, "finished submissions are removed");
     let rows = gateway.usage();
@@ -276,8 +277,33 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
     for r in &requests {
         again.complete(r).await.unwrap();
     }
+    assert_eq!(
+        {
+            let f = state.lock().unwrap();
+            (f.batches.len(), f.sync.len(), f.polls.len())
+        },
+        (2, 1, hits)
+    );
+
+    // A crash after the batch was created but before its id was recorded: the submission on
+    // disk has no batch id; the rerun finds the batch by its metadata and creates none.
+    let late: Vec<_> = (6..8)
+        .map(|i| request(LlmStage::Abbreviate, &format!("lcb_{i}"), "m", vec![ChatMessage { role: Role::User, content: format!("q{i}") }], &SamplingParams::default(), 0, "p"))
+        .collect();
+    {
+        let mut f = state.lock().unwrap();
+        let input = late.iter().map(|r| (r.key(), json!({"messages": [{"role": "user", "content": r.messages[0].content}]}))).collect();
+        f.batches.push(FakeBatch { input, polls: 0, metadata: json!({"coreb_submission": "s-interrupted"}), ended: None });
+    }
+    let orphan = json!({"format": "coreb-llm-batch/1", "submission": "s-interrupted", "round": 0, "input_file_id": "file-in-9", "batch_id": null, "requests": late});
+    fs_err::write(state_dir_of(&store).join("s-interrupted.json"), orphan.to_string()).unwrap();
+    let inner = Gateway::new(&cfg, ResponseStore::open(&store), None).unwrap();
+    let third = BatchGateway::new(&cfg, inner, None, state_dir_of(&store)).unwrap();
+    let answers = stages::services::llm::run::ordered(late.iter().collect(), 2, |r| third.complete(r)).await;
+    assert_eq!(answers.into_iter().map(|a| a.unwrap().text).collect::<Vec<_>>(), ["answer to q6", "answer to q7"]);
     let f = state.lock().unwrap();
-    assert_eq!((f.batches.len(), f.sync.len(), f.polls.len()), (2, 1, hits));
+    assert_eq!((f.batches.len(), f.files.keys().filter(|k| k.starts_with("file-in")).count(), f.sync.len()), (3, 2, 1), "no upload, no new batch");
+    assert!(f.polls.iter().any(|(b, _)| b == "batch_2"));
 }
 
 /// The key of a request body as the fake answers it: the model, conversation and sampling.

@@ -20,6 +20,8 @@
 //!   site driven in headless Chromium from `file://` against the results store and `--json`.
 //! - `fidelity` (issue #12): the committed sample's code documents have no comments; its card,
 //!   MANIFEST and store say the content was written by hand.
+//! - `batch` (issue #16): the OpenAI Batch API transport against a fake Batch API: statuses, error
+//!   lines, an expired batch; a build killed while its batch is in flight resumes the same batch.
 //! - `scaleout` (issue #16): the sample as 3 shard processes per stage through the Slurm recipe (shell fallback) vs 1 process; merges refusing missing and stale shards.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 //! - `validity` (issue #11): one run through four evaluation paths, `--keep-self`, `coreb check`
@@ -31,6 +33,7 @@
 mod support;
 
 mod audit;
+mod batch;
 mod corpus;
 mod execute;
 mod fetch;

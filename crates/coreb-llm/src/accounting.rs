@@ -36,8 +36,14 @@ pub struct UsageRow {
     pub completion_tokens: u64,
     /// Prompt + completion tokens of the responses served from the store.
     pub stored_tokens: u64,
-    /// Cost of this run's tokens at the configured prices (0 for unpriced models).
+    /// Cost of this run's tokens at the configured prices (0 for unpriced models), the
+    /// batch answers' at the batch price.
     pub cost: f64,
+    /// Answers that came through the Batch API in this run (their tokens are in
+    /// `prompt_tokens`/`completion_tokens`).
+    pub from_batch: u64,
+    /// The part of `cost` paid at the batch price.
+    pub batch_cost: f64,
 }
 
 /// Running totals, shared by every request of a gateway.
@@ -60,6 +66,9 @@ pub enum Event {
     Incomplete,
     /// An answer received (usable or not) with its usage.
     Paid(TokenUsage),
+    /// An answer received through the Batch API, with its usage and the batch price as a
+    /// share of the synchronous price.
+    BatchPaid(TokenUsage, f64),
     /// A usable answer received.
     FromEndpoint,
     /// The request failed for good.
@@ -89,6 +98,15 @@ impl Accounting {
                 row.completion_tokens += u.completion_tokens;
                 let price = self.prices.get(model).copied().unwrap_or_default();
                 row.cost += (u.prompt_tokens as f64 * price.input_per_million + u.completion_tokens as f64 * price.output_per_million) / 1e6;
+            }
+            Event::BatchPaid(u, factor) => {
+                row.from_batch += 1;
+                row.prompt_tokens += u.prompt_tokens;
+                row.completion_tokens += u.completion_tokens;
+                let price = self.prices.get(model).copied().unwrap_or_default();
+                let cost = factor * (u.prompt_tokens as f64 * price.input_per_million + u.completion_tokens as f64 * price.output_per_million) / 1e6;
+                row.cost += cost;
+                row.batch_cost += cost;
             }
             Event::FromEndpoint => row.from_endpoint += 1,
             Event::Failed => row.failed += 1,
@@ -123,5 +141,10 @@ mod tests {
         assert!((rows[0].cost - 1.5).abs() < 1e-12);
         assert_eq!(rows[0].stored_tokens, 15);
         assert_eq!(rows[1].cost, 0.0);
+        // A batch answer costs the batch share of the price and is shown as such.
+        acc.record(LlmStage::Rewrite, "m", Event::BatchPaid(TokenUsage { prompt_tokens: 500_000, completion_tokens: 250_000 }, 0.5));
+        let row = &acc.rows()[0];
+        assert!((row.cost - 2.25).abs() < 1e-12 && (row.batch_cost - 0.75).abs() < 1e-12, "{row:?}");
+        assert_eq!(row.from_batch, 1);
     }
 }

@@ -165,6 +165,44 @@ pub struct LlmConfig {
     pub retry: RetryConfig,
     /// Prices per model, for the cost report.
     pub prices: BTreeMap<String, ModelPrice>,
+    /// How requests missing from the store reach the endpoint: `sync` (one chat-completions
+    /// call each) or `batch` (the OpenAI Batch API, [`super::batch`]).
+    pub transport: Transport,
+    /// `[llm.batch]`: settings of the `batch` transport.
+    pub batch: BatchConfig,
+}
+
+/// How requests missing from the store are sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// One `POST /chat/completions` per request.
+    #[default]
+    Sync,
+    /// A stage's missing requests as one OpenAI Batch API job (JSONL upload, create, poll).
+    Batch,
+}
+
+/// `[llm.batch]`: the Batch API transport.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BatchConfig {
+    /// The batch's `completion_window` (OpenAI accepts `24h`).
+    pub completion_window: String,
+    /// Seconds between two polls of a batch's status.
+    pub poll_interval_secs: f64,
+    /// A batch is submitted once no new request has come for this long (ms).
+    pub collect_ms: u64,
+    /// The batch price as a share of the synchronous price (OpenAI: half).
+    pub price_factor: f64,
+    /// Times an expired batch's unanswered requests are submitted again.
+    pub max_resubmits: u32,
+}
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        BatchConfig { completion_window: "24h".into(), poll_interval_secs: 60.0, collect_ms: 500, price_factor: 0.5, max_resubmits: 3 }
+    }
 }
 
 impl Default for LlmConfig {
@@ -185,6 +223,8 @@ impl Default for LlmConfig {
             timeout_secs: 300.0,
             retry: RetryConfig::default(),
             prices: BTreeMap::new(),
+            transport: Transport::Sync,
+            batch: BatchConfig::default(),
         }
     }
 }
@@ -234,6 +274,15 @@ impl LlmConfig {
         }
         if self.timeout_secs.is_nan() || self.timeout_secs <= 0.0 {
             return Err(format!("`llm.timeout_secs`: must be positive, not `{}`", self.timeout_secs));
+        }
+        if self.batch.poll_interval_secs.is_nan() || self.batch.poll_interval_secs <= 0.0 {
+            return Err(format!("`llm.batch.poll_interval_secs`: must be positive, not `{}`", self.batch.poll_interval_secs));
+        }
+        if !(0.0..=1.0).contains(&self.batch.price_factor) {
+            return Err(format!("`llm.batch.price_factor`: `{}` is outside 0–1", self.batch.price_factor));
+        }
+        if self.transport == Transport::Batch && self.mode == StoreMode::RecordOnly {
+            return Err("`llm.transport = \"batch\"`: not with `mode = \"record-only\"` (a batch fills only what the store lacks)".into());
         }
         for (stage, s) in &self.stages {
             if let Some(t) = s.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
@@ -304,5 +353,19 @@ mod tests {
         assert_eq!(low.validate().unwrap_err(), "`llm.stages.queries.max_tokens_ceiling`: `100` must be above the `max_tokens` of stage `queries` (`4096`)");
         assert!(toml::from_str::<LlmConfig>("structured_output = \"json\"").is_err());
         assert!(toml::from_str::<LlmConfig>("[retry]\nincomplete_attempts = 2").is_err(), "identical retries are gone");
+    }
+
+    #[test]
+    fn the_batch_transport_and_its_checks() {
+        let cfg: LlmConfig = toml::from_str("transport = \"batch\"\n[batch]\npoll_interval_secs = 5\ncollect_ms = 10").unwrap();
+        cfg.validate().unwrap();
+        assert_eq!((cfg.transport, cfg.batch.poll_interval_secs, cfg.batch.price_factor, cfg.batch.completion_window.as_str()), (Transport::Batch, 5.0, 0.5, "24h"));
+        assert_eq!(LlmConfig::default().transport, Transport::Sync);
+        assert!(toml::from_str::<LlmConfig>("transport = \"batches\"").is_err());
+        assert!(toml::from_str::<LlmConfig>("[batch]\npoll_every = 3").is_err());
+        let zero: LlmConfig = toml::from_str("[batch]\npoll_interval_secs = 0").unwrap();
+        assert_eq!(zero.validate().unwrap_err(), "`llm.batch.poll_interval_secs`: must be positive, not `0`");
+        let refresh: LlmConfig = toml::from_str("transport = \"batch\"\nmode = \"record-only\"").unwrap();
+        assert!(refresh.validate().unwrap_err().contains("record-only"));
     }
 }

@@ -14,6 +14,7 @@
 //! - [`retry`]: the one retry loop ([`retry::send_with_retries`]) under [`retry::Limits`],
 //!   shared with the embeddings/rerank client.
 //! - [`accounting`]: tokens and cost per stage and model.
+//! - [`batch`]: the OpenAI Batch API transport (`transport = "batch"`) in front of the gateway.
 //! - [`authored`]: answers written offline, recorded as store entries by running the stages.
 //! - [`schema`]: the JSON schemas of JSON answers, the forms endpoints take them in
 //!   (`llm.structured_output`), and the check of an answer against its schema.
@@ -50,6 +51,7 @@
 
 pub mod accounting;
 pub mod authored;
+pub mod batch;
 pub mod client;
 pub mod config;
 pub mod gateway;
@@ -70,7 +72,8 @@ use thiserror::Error;
 
 pub use accounting::{Accounting, UsageRow};
 pub use authored::AuthoredGateway;
-pub use config::{LlmConfig, LlmStage, ModelPrice, RetryConfig, StageModels, StoreMode};
+pub use batch::BatchGateway;
+pub use config::{BatchConfig, LlmConfig, LlmStage, ModelPrice, RetryConfig, StageModels, StoreMode, Transport};
 pub use gateway::Gateway;
 pub use schema::{JsonSchema, StructuredOutput};
 pub use store::{ResponseStore, StoreEntry, StoreError, StoreStats};

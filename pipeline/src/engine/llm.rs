@@ -27,7 +27,8 @@ use stages::rewrite::{RewritePlans, RewrittenProblem};
 use stages::services::llm::gateway::{Gateway, api_key_from_env};
 use stages::services::llm::run::{ModelPlan, Rejection, count_by_reason};
 use stages::services::llm::store::ResponseStore;
-use stages::services::llm::{Counted, LlmGateway, LlmStage};
+use stages::services::llm::batch::state_dir_of;
+use stages::services::llm::{BatchGateway, Counted, LlmGateway, LlmStage, Transport};
 use stages::tables::ProblemWriter;
 use stages::tables::solutions::write_solutions;
 
@@ -50,7 +51,11 @@ impl LlmContext {
             Some(g) => g,
             None => {
                 let key = api_key_from_env(&plan.llm)?;
-                Arc::new(Gateway::new(&plan.llm, ResponseStore::open(&plan.response_store), key)?)
+                let gateway = Gateway::new(&plan.llm, ResponseStore::open(&plan.response_store), key.clone())?;
+                match plan.llm.transport {
+                    Transport::Sync => Arc::new(gateway),
+                    Transport::Batch => Arc::new(BatchGateway::new(&plan.llm, gateway, key, state_dir_of(&plan.response_store))?),
+                }
             }
         };
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(plan.jobs.max(1)).enable_all().build()?;
@@ -91,8 +96,21 @@ impl LlmContext {
             "prompt_tokens": sum(|r| r.prompt_tokens),
             "completion_tokens": sum(|r| r.completion_tokens),
             "cost": rows.iter().map(|r| r.cost).fold(0.0, |a, b| a + b),
+            "from_batch": sum(|r| r.from_batch),
+            "batch_cost": rows.iter().map(|r| r.batch_cost).fold(0.0, |a, b| a + b),
         }))
     }
+}
+
+/// A stage's config as it runs: under the batch transport every item is in flight at once,
+/// so that a stage's missing requests make one batch (its concurrency setting bounds
+/// synchronous calls only, and is still the one keyed and recorded).
+fn as_run<C: Clone>(engine: &Engine, config: &C, concurrency: impl FnOnce(&mut C) -> &mut usize) -> C {
+    let mut run = config.clone();
+    if engine.plan.llm.transport == Transport::Batch {
+        *concurrency(&mut run) = usize::MAX;
+    }
+    run
 }
 
 /// Write one JSON object per line.
@@ -250,7 +268,8 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
         rewrite: ModelPlan::for_stage(&engine.plan.llm, LlmStage::Rewrite),
         tests: ModelPlan::for_stage(&engine.plan.llm, LlmStage::RewriteTests),
     };
-    let out = ctx.run(engine, stage, async |g| stages::rewrite::rewrite(config, &plans, &ctx.prompts.rewrite, &ctx.prompts.rewrite_tests, problems, g).await)?;
+    let run_config = as_run(engine, config, |c| &mut c.concurrency);
+    let out = ctx.run(engine, stage, async |g| stages::rewrite::rewrite(&run_config, &plans, &ctx.prompts.rewrite, &ctx.prompts.rewrite_tests, problems, g).await)?;
     let summary = serde_json::json!({
         "rows_in": out.stats.llm.items_in,
         "stats": out.stats,
@@ -289,7 +308,8 @@ macro_rules! simple_stage {
             let mut problems = rewritten(engine, rewrite)?;
             problems.retain(|p| engine.handles(stage, p.id.as_str()));
             let plan = ModelPlan::for_stage(&engine.plan.llm, $llm);
-            let out = ctx.run(engine, stage, async |g| $func(config, &plan, &ctx.prompts.$prompt, &problems, g).await)?;
+            let run_config = as_run(engine, config, |c| &mut c.concurrency);
+            let out = ctx.run(engine, stage, async |g| $func(&run_config, &plan, &ctx.prompts.$prompt, &problems, g).await)?;
             let summary = serde_json::json!({
                 "rows_in": out.stats.items_in,
                 "stats": out.stats,
@@ -321,7 +341,8 @@ pub(super) fn generate(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result
     let mut problems = rewritten(engine, rewrite)?;
     problems.retain(|p| engine.handles(stage, p.id.as_str()));
     let plan = ModelPlan::for_stage(&engine.plan.llm, LlmStage::Generate);
-    let out = ctx.run(engine, stage, async |g| stages::generate::generate(config, &plan, &ctx.prompts.generate, &problems, g).await)?;
+    let run_config = as_run(engine, config, |c| &mut c.concurrency);
+    let out = ctx.run(engine, stage, async |g| stages::generate::generate(&run_config, &plan, &ctx.prompts.generate, &problems, g).await)?;
     let writer = engine.begin(stage)?;
     write_solutions(&writer.path("solutions.parquet"), &out.solutions)?;
     let summary = serde_json::json!({

@@ -361,7 +361,11 @@ impl Engine {
         let requests = match report.record.local.get("requests").filter(|_| !report.skipped) {
             Some(r) => {
                 let m = |k: &str| r.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
-                format!(", {} requests sent, {} answers from the store", m("sent"), m("from_store"))
+                let batch = match m("from_batch") {
+                    0 => String::new(),
+                    n => format!(", {n} answers by batch (cost {:.6} at the batch price)", r.get("batch_cost").and_then(serde_json::Value::as_f64).unwrap_or(0.0)),
+                };
+                format!(", {} requests sent, {} answers from the store{batch}", m("sent"), m("from_store"))
             }
             None => String::new(),
         };

@@ -52,3 +52,55 @@ fn the_sample_says_its_content_was_written_by_hand() {
     }
     assert_eq!(entries, 143);
 }
+
+fn jsonl(path: PathBuf) -> Vec<serde_json::Value> {
+    fs_err::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn sample_search_queries_are_natural_language_and_name_their_language() {
+    let queries = jsonl(release().join("text2code/queries.jsonl"));
+    let search: Vec<&serde_json::Value> = queries.iter().filter(|q| q["subtask"] == "search").collect();
+    assert_eq!(search.len(), 180, "3 queries × (any + 5 languages) × 10 problems");
+    let mut words: Vec<usize> = search.iter().map(|q| q["text"].as_str().unwrap().split_whitespace().count()).collect();
+    words.sort_unstable();
+    let median = words[words.len() / 2];
+    assert!((15..=40).contains(&median), "median search query has {median} words");
+    assert!(words.iter().all(|w| (15..=40).contains(w)), "{words:?}");
+    for q in &search {
+        let text = q["text"].as_str().unwrap();
+        assert_eq!(stages::queries::placeholder_variable(text), None, "{text}");
+    }
+    // Every constrained query of every subtask names its language in its text.
+    let mut constrained = 0;
+    for q in &queries {
+        let c = q["language_constraint"].as_str().unwrap();
+        if c == "any" {
+            continue;
+        }
+        constrained += 1;
+        let language = Language::parse(c).unwrap();
+        assert!(stages::queries::names_language(q["text"].as_str().unwrap(), language), "{} does not name {c}", q["_id"]);
+    }
+    assert_eq!(constrained, 250);
+}
+
+#[test]
+fn sample_distractors_are_complete_statements_of_comparable_length() {
+    let corpus = jsonl(release().join("code2text/corpus.jsonl"));
+    let statement_words = |problem: &serde_json::Value| {
+        let full = corpus.iter().find(|d| d["kind"] == "full" && d["problem_id"] == *problem).unwrap();
+        // The full document is the title, a blank line and the statement.
+        let text = full["text"].as_str().unwrap();
+        text.split_once("\n\n").map_or(text, |(_, s)| s).split_whitespace().count()
+    };
+    let mut seen = 0;
+    for d in corpus.iter().filter(|d| d["kind"] == "distractor") {
+        let text = d["text"].as_str().unwrap();
+        let (words, of) = (text.split_whitespace().count(), statement_words(&d["problem_id"]));
+        assert!(words as f64 >= 0.6 * of as f64, "{}: {words} words for a statement of {of}", d["_id"]);
+        assert_eq!(stages::distract::missing_section(text), None, "{}", d["_id"]);
+        seen += 1;
+    }
+    assert_eq!(seen, 40);
+}

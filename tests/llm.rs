@@ -150,7 +150,16 @@ fn good_answer(user: &str, model: &str) -> String {
         let lang = user.split("Solve the problem below in ").nth(1).and_then(|s| s.split('.').next()).unwrap_or("?");
         format!("Sure.\n<code>\n#include <bits/stdc++.h>\n// {lang} by {model}\nint main() {{ return 0; }}\n</code>\nDone.")
     } else if user.contains("search queries") {
-        json!({"queries": ["count crates in warehouse", "Count crates in warehouse", "crate counting prefix sums", "x", "warehouse crate counting with a hash map"]}).to_string()
+        let q = "how to count the crates stored in each warehouse aisle quickly when there are up to 100000 aisles and crates";
+        let variants = json!({"python": format!("{q} in Python"), "cpp": format!("{q} in C++"), "java": format!("{q} please"), "go": format!("{q} in Go"), "ruby": "ruby crates"});
+        let short = json!({"python": "x", "cpp": "x", "java": "x", "go": "go", "ruby": "x"});
+        json!({"queries": [
+            {"type": "title_search", "query": q, "variants": variants},
+            {"type": "description_search", "query": "given n crates and k aisles count how many crates every aisle of the warehouse holds and print the counts", "variants": short},
+            {"type": "algorithm_search", "query": "which prefix sum technique counts warehouse crates per aisle in linear time for a hundred thousand aisles", "variants": short},
+            {"type": "algorithm_search", "query": "a second algorithm query is one too many for the three types that the prompt asks the model for", "variants": short}
+        ]})
+        .to_string()
     } else {
         "unknown prompt".into()
     }
@@ -462,12 +471,53 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
     assert!(!a.summaries[0].text.starts_with("Summary:"));
     assert!(matches!(&a.rejected[..], [r] if r.reason == RejectReason::WordCount { words: 10, min: 50, max: Some(150) }));
 
-    let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems, &gateway).await.unwrap();
-    let texts: Vec<&str> = q.queries.iter().map(|x| x.text.as_str()).collect();
-    assert_eq!(texts, ["count crates in warehouse", "crate counting prefix sums", "warehouse crate counting with a hash map"]);
-    assert_eq!(q.dropped_queries, 2, "a repeat and a one-word query");
-    assert!(matches!(&q.rejected[..], [r] if r.reason == RejectReason::NoQueries));
+    // One problem at a time: the other would be listed as contrast, markers included.
+    let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems[..1], None, &gateway).await.unwrap();
+    let got: Vec<(u32, Option<Language>, &str)> = q.queries.iter().map(|x| (x.index, x.language, x.text.split(" aisle").next().unwrap())).collect();
+    let title = "how to count the crates stored in each warehouse";
+    assert_eq!(
+        got,
+        [(0, None, title), (0, Some(Language::Python), title), (0, Some(Language::Cpp), title), (0, Some(Language::Go), title), (2, None, "which prefix sum technique counts warehouse crates per")]
+    );
+    assert_eq!(q.queries[1].text, "how to count the crates stored in each warehouse aisle quickly when there are up to 100000 aisles and crates in Python");
+    // Every dropped query or variant is reported with its reason; the problem without any usable query is rejected.
+    let dropped: Vec<(&str, String)> = q.rejected.iter().filter(|r| r.item.starts_with("lcb_1/")).map(|r| (r.item.as_str(), r.reason.to_string())).collect();
+    assert_eq!(dropped.len() as u64, q.dropped_queries);
+    assert!(dropped.contains(&("lcb_1/title_search/java", "the java variant does not name its language".into())), "{dropped:?}");
+    assert!(dropped.contains(&("lcb_1/title_search/ruby", "2 words, expected 15–40".into())), "{dropped:?}");
+    assert!(dropped.contains(&("lcb_1/description_search", "uses the bare variable `n` instead of saying what it is".into())), "{dropped:?}");
+    assert!(dropped.iter().filter(|(i, _)| i.starts_with("lcb_1/algorithm_search")).any(|(_, r)| r == "repeats another query of the answer"), "{dropped:?}");
+    assert!(dropped.contains(&("lcb_1/algorithm_search/go", "1 words, expected 15–40".into())), "{dropped:?}");
+    assert_eq!((q.stats.items_in, q.stats.items_out, q.stats.items_rejected), (1, 1, 0));
+    let none = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems[1..], None, &gateway).await.unwrap();
+    assert!(matches!(&none.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::NoQueries), "{:?}", none.rejected);
+    assert_eq!((none.stats.items_in, none.stats.items_out, none.stats.items_rejected), (1, 0, 1));
     assert_eq!(q.prompt_sha256, p.queries.sha256);
+}
+
+/// Each queries prompt lists the most similar OTHER problems of the build as contrast (never
+/// the target itself), and a shard's prompts are those of an unsharded build.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_prompts_contrast_the_target_with_its_most_similar_other_problems() {
+    let server = Server::start(faulty).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&server.url, StoreMode::Live);
+    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+    let p = prompts();
+    let mut problems = vec![rewritten(1, "Crates", false), rewritten(2, "Barrels", false), rewritten(3, "Tulips", false)];
+    problems[0].statement = "Count the crates of a warehouse aisle by aisle.".into();
+    problems[1].statement = "Count the barrels of a warehouse aisle by aisle.".into();
+    problems[2].statement = "Water tulips in a greenhouse.".into();
+    let qcfg = QueriesConfig { similar: 1, ..QueriesConfig::default() };
+    let plan = ModelPlan::for_stage(&cfg, LlmStage::Queries);
+    let only_first = |id: &ProblemId| id.as_str() == "lcb_1";
+    let q = queries(&qcfg, &plan, &p.queries, &problems, Some(&only_first), &gateway).await.unwrap();
+    assert_eq!(q.stats.items_in, 1, "only the shard's problem is asked for");
+    let user = server.seen.lock().unwrap().last().unwrap().user.clone();
+    let contrast = user.split("Similar problems").nth(1).expect("a contrast section");
+    assert!(contrast.contains("1. Barrels: Count the barrels of a warehouse aisle by aisle."), "{contrast}");
+    assert!(!contrast.contains("Crates") && !contrast.contains("Tulips"), "{contrast}");
+    assert!(user.contains("python, cpp, java, go, ruby"), "the languages of the variants are named");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -588,8 +638,8 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
         let mut cfg = config(&server.url, StoreMode::Live);
         cfg.structured_output = mode;
         let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-        let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems, &gateway).await.unwrap();
-        assert_eq!(q.queries.len(), 3, "{mode:?}");
+        let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems, None, &gateway).await.unwrap();
+        assert_eq!(q.queries.len(), 5, "{mode:?}: two usable queries, three variants of the first");
         assert_eq!(server.hits(), i as u64 + 1, "{mode:?} is another request");
         let body = server.seen.lock().unwrap().last().unwrap().body.clone();
         match mode {
@@ -609,7 +659,7 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
     // The same mode again: served from the store.
     let cfg = config(&server.url, StoreMode::Live);
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-    queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems, &gateway).await.unwrap();
+    queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems, None, &gateway).await.unwrap();
     assert_eq!(server.hits(), 4);
 
     // Prose answers carry no schema.
@@ -619,7 +669,7 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
 
     // JSON that does not follow the schema is rejected for it, not for its syntax.
     let bad = vec![rewritten(2, "Crates MARKBADQUERIES", false)];
-    let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &bad, &gateway).await.unwrap();
+    let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &bad, None, &gateway).await.unwrap();
     assert!(matches!(&q.rejected[..], [r] if r.reason == RejectReason::Schema { detail: "`/queries`: expected array, found string".into() }), "{:?}", q.rejected);
     assert_eq!(q.rejected[0].reason.to_string(), "answer does not follow the schema: `/queries`: expected array, found string");
 }

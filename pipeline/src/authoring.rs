@@ -32,7 +32,8 @@ struct Authored {
     rewrite: AuthoredRewrite,
     distractors: Vec<AuthoredDistractor>,
     summary: String,
-    queries: Vec<String>,
+    /// `{"type", "query", "variants": {language: text}}` objects, as the queries prompt asks.
+    queries: Vec<serde_json::Value>,
     solutions: Vec<AuthoredSolution>,
 }
 

@@ -179,6 +179,18 @@ pub enum RejectReason {
     NoCode,
     /// No usable query in the answer.
     NoQueries,
+    /// A query uses a bare one-letter variable (`n`, `k` …) instead of saying what it is.
+    PlaceholderVariable {
+        /// The letter.
+        variable: String,
+    },
+    /// A query repeats another of the same answer (or its type was answered twice).
+    Repeat,
+    /// A language variant of a query does not name its language.
+    LanguageNotNamed {
+        /// The language.
+        language: String,
+    },
     /// A statement lacks a section it must have (a distractor's input, output or constraints).
     MissingSection {
         /// The field.
@@ -204,6 +216,9 @@ impl std::fmt::Display for RejectReason {
             RejectReason::WordCount { words, min, max: None } => write!(f, "{words} words, expected at least {min}"),
             RejectReason::NoCode => write!(f, "no code in the answer"),
             RejectReason::NoQueries => write!(f, "no usable query in the answer"),
+            RejectReason::PlaceholderVariable { variable } => write!(f, "uses the bare variable `{variable}` instead of saying what it is"),
+            RejectReason::Repeat => write!(f, "repeats another query of the answer"),
+            RejectReason::LanguageNotNamed { language } => write!(f, "the {language} variant does not name its language"),
             RejectReason::MissingSection { field, section } => write!(f, "`{field}` has no {section} section"),
         }
     }
@@ -226,6 +241,9 @@ impl RejectReason {
             RejectReason::WordCount { .. } => "word_count",
             RejectReason::NoCode => "no_code",
             RejectReason::NoQueries => "no_queries",
+            RejectReason::PlaceholderVariable { .. } => "placeholder_variable",
+            RejectReason::Repeat => "repeat",
+            RejectReason::LanguageNotNamed { .. } => "language_not_named",
             RejectReason::MissingSection { .. } => "missing_section",
         }
     }

@@ -327,7 +327,34 @@ macro_rules! simple_stage {
 
 simple_stage!(distract, StageName::Distract, LlmStage::Distract, distract, distract, stages::distract::distract, distractors, "distractors");
 simple_stage!(abbreviate, StageName::Abbreviate, LlmStage::Abbreviate, abbreviate, abbreviate, stages::abbreviate::abbreviate, summaries, "summaries");
-simple_stage!(queries, StageName::Queries, LlmStage::Queries, queries, queries, stages::queries::queries, queries, "queries");
+
+/// `queries` sees every problem of the build (a problem's similar problems are looked for
+/// among all of them) and asks for those of its shard only.
+pub(super) fn queries(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result<StageReport> {
+    let stage = StageName::Queries;
+    let ctx = engine.llm()?;
+    let config = &engine.plan.stages.queries;
+    let key = input_key(stage.as_str(), &(config, llm_key(engine, ctx, &[LlmStage::Queries])), &[rewrite])?;
+    if let Some(hit) = reusable(engine, stage, &key)? {
+        return Ok(hit);
+    }
+    engine.shard_parts(stage, &key)?;
+    let problems = rewritten(engine, rewrite)?;
+    let asked = |id: &stages::problem::ProblemId| engine.handles(stage, id.as_str());
+    let plan = ModelPlan::for_stage(&engine.plan.llm, LlmStage::Queries);
+    let out = ctx.run(engine, stage, async |g| stages::queries::queries(config, &plan, &ctx.prompts.queries, &problems, Some(&asked), g).await)?;
+    let summary = serde_json::json!({
+        "rows_in": out.stats.items_in,
+        "stats": out.stats,
+        "dropped_queries": out.dropped_queries,
+        "parameters": config,
+        "prompts": { "queries": out.prompt_sha256 },
+        "models": engine.plan.llm.models(LlmStage::Queries),
+    });
+    let writer = engine.begin(stage)?;
+    write_jsonl(&writer.path("queries.jsonl"), &out.queries)?;
+    commit_llm(engine, ctx, stage, &[LlmStage::Queries], &key, writer, &[("queries", "queries.jsonl")], out.queries.len(), &out.rejected, summary)
+}
 
 pub(super) fn generate(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result<StageReport> {
     let stage = StageName::Generate;

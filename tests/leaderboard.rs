@@ -27,7 +27,10 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// The sample's manifest made into `version`, covering `[start, end]` only (so: the sample's
-/// problems of that month), with absolute paths and its own empty releases directory.
+/// problems of that month), with absolute paths, its own empty releases directory and its own
+/// copy of the sample's response store. The queries prompt names the build's most similar
+/// other problems, so a build of fewer problems asks other questions: [`author_store`] writes
+/// the sample's authored answers under this build's keys.
 fn shifted_manifest(dir: &Path, version: &str, start: &str, end: &str) -> PathBuf {
     let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap();
     let abs = root().display().to_string();
@@ -38,15 +41,37 @@ fn shifted_manifest(dir: &Path, version: &str, start: &str, end: &str) -> PathBu
             Some("start") => format!("start = \"{start}\""),
             Some("end") => format!("end = \"{end}\""),
             Some("releases_dir") => format!("releases_dir = \"{}\"", dir.join("earlier").display()),
+            Some("output_dir") => format!("output_dir = \"{}\"", dir.join("build").display()),
+            Some("response_store") => format!("response_store = \"{}\"", dir.join("store").display()),
             _ => line.replace("\"../", &format!("\"{abs}/")),
         };
         out.push_str(&line);
         out.push('\n');
     }
     fs_err::create_dir_all(dir.join("earlier")).unwrap();
+    copy_tree(&root().join("tests/fixtures/sample/store"), &dir.join("store"));
     let path = dir.join(format!("{version}.toml"));
     fs_err::write(&path, out).unwrap();
     path
+}
+
+/// Write the sample's authored answers for the problems of `[start, end]` into the store of
+/// `manifest` under its own build's request keys (`coreb store author`, as
+/// tests/fixtures/sample/README.md describes).
+fn author_store(manifest: &Path, start: &str, end: &str) {
+    let fixtures = root().join("tests/fixtures/sample");
+    let authored = manifest.with_extension("authored");
+    fs_err::create_dir_all(&authored).unwrap();
+    for line in fs_err::read_to_string(fixtures.join("problems.jsonl")).unwrap().lines() {
+        let row: Value = serde_json::from_str(line).unwrap();
+        let (id, date) = (row["question_id"].as_str().unwrap(), row["contest_date"].as_str().unwrap());
+        let day = &date[..10];
+        if start <= day && day <= end {
+            fs_err::copy(fixtures.join(format!("authored/{id}.json")), authored.join(format!("{id}.json"))).unwrap();
+        }
+    }
+    let out = run(coreb().args(["store", "author"]).arg(manifest).arg(&authored));
+    assert!(out.status.success(), "authoring {}: {}", manifest.display(), text(&out));
 }
 
 /// Per query, its judgements `(doc, relevance)`.
@@ -153,6 +178,7 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
         .iter()
         .map(|(v, start, end)| {
             let manifest = shifted_manifest(&tmp.path().join(v), v, start, end);
+            author_store(&manifest, start, end);
             let child = coreb()
                 .arg("build")
                 .arg(&manifest)

@@ -16,7 +16,7 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
     let mut cmd = python();
     cmd.arg(root().join("bench/month/run.py"))
         .args(["--n", "6", "--tests", "4", "--max-elements", "3000", "--latency-ms", "5", "--fault-rate", "35", "--stall-secs", "3", "--timeout", "2"])
-        .args(["--models", "m-alpha", "--cpu-ms", "1000", "--wall-ms", "2000", "--concurrency", "4"])
+        .args(["--models", "m-alpha", "--no-floor", "--cpu-ms", "1000", "--wall-ms", "2000", "--concurrency", "4"])
         .arg("--coreb")
         .arg(env!("CARGO_BIN_EXE_coreb"))
         .arg("--dir")

@@ -111,6 +111,7 @@ def main() -> int:
     p.add_argument("--wall-ms", type=int, default=4000)
     p.add_argument("--coreb", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "coreb"))
     p.add_argument("--python", default=os.environ.get("COREB_PYTHON", sys.executable))
+    p.add_argument("--no-floor", action="store_true", help="skip the bare-process execute floor")
     p.add_argument("--dir")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
@@ -165,6 +166,18 @@ def main() -> int:
             rows = rows_of(report)
             figures["stages"].append({"stage": stage, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1), "requests": req, "faults": faults, "rows": rows})
             print(f"{stage:<11} {wall:8.2f} {cpu:8.2f} {rss:12.1f} {req:8} {faults:6} {rows if rows is not None else '-':>7}", flush=True)
+            if stage == "execute" and not args.no_floor:
+                # The floor, in the same run: the same solutions and tests as bare processes.
+                fl = subprocess.run([args.python, os.path.join(HERE, "floor.py"), os.path.join(work, "build"), "--wall-ms", str(args.wall_ms), "--jobs", str(os.cpu_count())],
+                                    capture_output=True, text=True)
+                if fl.returncode != 0:
+                    failures.append("floor.py failed: " + fl.stderr[-2000:])
+                else:
+                    floor = json.loads(fl.stdout.strip().splitlines()[-1])
+                    figures["execute_floor"] = floor
+                    figures["execute_over_floor"] = round(wall / floor["wall_s"], 3)
+                    print(f"{'(floor)':<11} {floor['wall_s']:8.2f} {floor['cpu_s']:8.2f} {'':>12} {'':>8} {'':>6} {floor['solutions']:>7}"
+                          f"   bare processes; execute/floor wall = {wall / floor['wall_s']:.2f}, pass/fail agree on {floor['agree_with_judge']}/{floor['solutions']}", flush=True)
         figures["peak_rss_mib"] = round(peak, 1)
         final = stats(url)
         figures["endpoint"] = final

@@ -71,13 +71,13 @@ TEMPLATES = {
         "kind": "stdin",
         "task": "Print the sum of the N integers.",
         "sections": "Input\n\nThe input is given from Standard Input in the following format:\nN\nA_1 A_2 ... A_N\n\nOutput\n\nPrint the sum of A_1, ..., A_N.\n\nConstraints\n\n1 <= N <= 10^6\n0 <= A_i <= 10^9\nAll input values are integers.",
-        "query": "sum of a list of integers read from standard input with fast input reading for a million values",
+        "query": "sum a large list of integers from standard input with fast reading",
     },
     "stdin_reverse": {
         "kind": "stdin",
         "task": "Print the N integers in reverse order.",
         "sections": "Input\n\nThe input is given from Standard Input in the following format:\nN\nA_1 A_2 ... A_N\n\nOutput\n\nPrint A_N, ..., A_1 in this order, separated by spaces.\n\nConstraints\n\n1 <= N <= 10^6\n0 <= A_i <= 10^9\nAll input values are integers.",
-        "query": "print a long sequence of integers in reverse order using fast buffered output for large inputs",
+        "query": "print a long integer sequence in reverse order with buffered output",
     },
     "fn_max": {
         "kind": "functional",
@@ -86,7 +86,7 @@ TEMPLATES = {
         "starter": "class Solution:\n    def {m}(self, nums: List[int]) -> int:\n        ",
         "task": "Return the largest element of nums.",
         "sections": "Input: an integer array nums.\nOutput: return the largest value in nums.\n\nConstraints:\n\n1 <= nums.length <= 10^6\n-10^9 <= nums[i] <= 10^9",
-        "query": "find the largest value in an integer array with one linear scan over every element of the list",
+        "query": "find the largest value in an integer array with one linear scan",
     },
     "fn_reverse": {
         "kind": "functional",
@@ -95,7 +95,7 @@ TEMPLATES = {
         "starter": "class Solution:\n    def {m}(self, s: str) -> str:\n        ",
         "task": "Return the string s reversed.",
         "sections": "Input: a string s of lowercase English letters.\nOutput: return s written from its last character to its first.\n\nConstraints:\n\n1 <= s.length <= 10^6\ns consists of lowercase English letters.",
-        "query": "reverse a string of lowercase letters and return the mirrored text using two pointers or slicing",
+        "query": "reverse a lowercase string and return the mirrored text with two pointers",
     },
 }
 

@@ -112,7 +112,13 @@ def queries(a: Ask):
     base = lib.TEMPLATES[a.template()]["query"]
     tails = ["for a coding interview", "with a short example program", "that runs in linear time",
              "explained step by step", "for competitive programming practice", "with clean readable code"]
-    return {"queries": [f"{base} {tails[i % len(tails)]}" for i in range(count)]}
+    # Words of this problem's story, so that two problems of one template never share a query
+    # (the release gate `duplicate_texts` refuses that); a language the prompt names is named too.
+    r = lib.rng("query", a.qid())
+    story = f"in the {r.choice(lib.ADJS)} {r.choice(lib.NOUNS)} {r.choice(lib.NOUNS)} setting"
+    lang = re.search(r"\b(Python|C\+\+|Java|Go|Ruby)\b", a.user)
+    lang = f" written in {lang.group(1)}" if lang else ""
+    return {"queries": [f"{base} {story} {tails[i % len(tails)]}{lang}" for i in range(count)]}
 
 
 def abbreviate(a: Ask):

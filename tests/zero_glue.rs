@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::support::{coreb, python, root, run, text};
+use crate::support::{coreb, python, root, run, text, tree_sha256};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -184,9 +184,11 @@ fn the_published_layout_export_loads_like_the_published_dataset() {
     assert!(out_dir.join("data/code2text_queries/release_v202503.parquet").is_file());
     // Unchanged configs are the release's bytes.
     assert_eq!(fs_err::read(out_dir.join("data/text2code_qrels/release_v202503.parquet")).unwrap(), fs_err::read(committed().join("text2code_qrels.parquet")).unwrap());
-    // A second export replaces the first; a directory that is not an export is refused.
+    // A second export replaces the first, byte for byte; a directory that is not an export is refused.
+    let first = tree_sha256(&out_dir);
     let again = export(&out_dir);
     assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(tree_sha256(&out_dir), first, "the export is not reproducible");
     let other = dir.path().join("mine");
     fs_err::create_dir_all(&other).unwrap();
     fs_err::write(other.join("notes.txt"), "mine").unwrap();
@@ -198,9 +200,9 @@ fn the_published_layout_export_loads_like_the_published_dataset() {
     let out = offline_python(dir.path()).arg(root().join("tests/python/hf_coreb_export.py")).arg(&out_dir).arg("release_v202503").arg(committed()).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(out.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default()).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
-    // The sample has every text2code and code2code subtask of the published dataset, and
-    // code2text's language-specific one in five languages.
+    // The sample has every subtask of the published dataset: text2code 3 kinds × (any + 5
+    // languages), code2code 3, code2text 2 kinds × (any + 5 languages) + c2t_match.
     let subtasks = |t: &str| report["subtasks"][t].as_array().unwrap().len();
-    assert_eq!((subtasks("text2code"), subtasks("code2code"), subtasks("code2text")), (18, 3, 5), "{report}");
+    assert_eq!((subtasks("text2code"), subtasks("code2code"), subtasks("code2text")), (18, 3, 13), "{report}");
     assert_eq!(report["configs"]["code_corpus"], 100, "{report}");
 }

@@ -19,19 +19,31 @@ from datasets import get_dataset_config_names, get_dataset_split_names, load_dat
 CONFIGS = ["code_corpus", "text_corpus", "text2code_queries", "text2code_qrels",
            "code2code_queries", "code2code_qrels", "code2text_queries", "code2text_qrels"]
 LANGS = ["python", "cpp", "java", "go", "ruby"]
-# The columns code written for the published dataset reads (coreb_runner/benchmark/data_loader.py,
-# notebooks/01_download_and_analyze_data.ipynb of hq-bench/coreb).
+# The columns of the published dataset's rows (hq-bench/coreb:
+# coreb_runner/runners/query_corpus_dataset_maker.py writes them; coreb_runner/benchmark/data_loader.py
+# and notebooks/01_download_and_analyze_data.ipynb read them).
 PUBLISHED_COLUMNS = {
-    "code_corpus": ["code_id", "code", "language", "model", "problem_id"],
-    "text_corpus": ["text_id", "text"],
-    "queries": ["query_id", "query", "split", "subtask", "language_constraint"],
+    "code_corpus": ["code_id", "code", "language", "model", "meta"],
+    "text_corpus": ["text_id", "text", "meta"],
+    "text2code_queries": ["query_id", "query", "split", "subtask", "query_type", "sub_query_type", "language_constraint", "meta"],
+    "code2code_queries": ["query_id", "query", "split", "subtask", "anchor_language", "anchor_model", "meta"],
+    # c2t_match rows carry `code`, `text_id`, `label`, `text_type` (and `text`) instead of a retrieval query.
+    "code2text_queries": ["query_id", "query", "split", "subtask", "anchor_language", "anchor_model", "meta",
+                          "code", "text_id", "label", "text_type"],
     "qrels": ["query_id", "doc_id", "relevance"],
 }
-# The published subtask names (coreb_runner/runners/query_corpus_dataset_maker.py).
+PUBLISHED_META = {
+    "code_corpus": {"source_problem_id", "passed"},
+    "text_corpus": {"source_problem_id", "is_noise_sample", "original_problem_id"},
+    "text2code_queries": {"source_problem_id", "original_query_type"},
+    "code2code_queries": {"source_problem_id", "anchor_code_id"},
+    "code2text_queries": {"source_problem_id", "anchor_code_id", "text_type", "pair_type", "negative_problem_id"},
+}
+# The published subtask names (query_corpus_dataset_maker.py); every one must be present.
 PUBLISHED_SUBTASKS = {
     "text2code": {f"t2c_{kind}_{lang}" for kind in ("canonical_retro", "full_retro", "search") for lang in ["any", *LANGS]},
     "code2code": {"c2c_mono_lang", "c2c_cross_lang", "c2c_cross_model"},
-    "code2text": {f"c2t_full_retro_{lang}" for lang in LANGS},
+    "code2text": {f"c2t_{kind}_{lang}" for kind in ("full_retro", "canonical_retro") for lang in ["any", *LANGS]} | {"c2t_match"},
 }
 
 
@@ -46,19 +58,33 @@ def main():
     for c in CONFIGS:
         assert get_dataset_split_names(str(export), c) == [split], (c, get_dataset_split_names(str(export), c))
         ds = load_dataset(str(export), c, split=split)
-        kind = c if c in PUBLISHED_COLUMNS else c.rsplit("_", 1)[1]
+        kind = c if c in PUBLISHED_COLUMNS else "qrels"
         missing = [col for col in PUBLISHED_COLUMNS[kind] if col not in ds.column_names]
         assert not missing, f"{c}: no published column(s) {missing} in {ds.column_names}"
-        assert ds.num_rows == pq.read_metadata(release / f"{c}.parquet").num_rows, c
-        if kind == "queries":
+        if c in PUBLISHED_META:
+            assert set(ds.features["meta"].keys()) == PUBLISHED_META[c], (c, ds.features["meta"])
+            assert all(m["source_problem_id"] for m in ds["meta"]), c
+        src = pq.read_table(release / f"{c}.parquet")
+        if c.endswith("_queries"):
             task = c.removesuffix("_queries")
             assert set(ds["split"]) == {task}, (c, set(ds["split"]))
             names = set(ds["subtask"])
-            assert names <= PUBLISHED_SUBTASKS[task], f"{c}: not published names: {sorted(names - PUBLISHED_SUBTASKS[task])}"
-            # Ids and texts are the release's: only the names change.
-            src = pq.read_table(release / f"{c}.parquet")
-            assert ds["query_id"] == src.column("query_id").to_pylist() and ds["query"] == src.column("query").to_pylist(), c
+            assert names == PUBLISHED_SUBTASKS[task], f"{c}: extra {sorted(names - PUBLISHED_SUBTASKS[task])}, missing {sorted(PUBLISHED_SUBTASKS[task] - names)}"
+            assert set(ds["language_constraint"]) <= {"none", *LANGS}, c
+            # Every query of the release is there with its id and text; derived code2text ones come after.
+            n = src.num_rows
+            assert ds["query_id"][:n] == src.column("query_id").to_pylist() and ds["query"][:n] == src.column("query").to_pylist(), c
+            assert len(set(ds["query_id"])) == ds.num_rows, f"{c}: query ids repeat"
             subtasks[task] = sorted(names)
+        elif c.endswith("_qrels"):
+            # The release's judgements are all there, unchanged.
+            mine = set(zip(*(src.column(k).to_pylist() for k in ("query_id", "doc_id", "relevance"))))
+            theirs = set(zip(ds["query_id"], ds["doc_id"], ds["relevance"]))
+            assert mine <= theirs, f"{c}: release judgements missing from the export"
+            if c == "text2code_qrels" or c == "code2code_qrels":
+                assert mine == theirs, c
+        else:
+            assert ds.num_rows == src.num_rows, c
         rows[c] = ds.num_rows
     card = (export / "README.md").read_text(encoding="utf-8")
     front = card.split("---\n")[1]

@@ -3,6 +3,7 @@
 //! [`crate::check::frames`], what `coreb check` runs over published tables, and
 //! [`crate::leaderboard::frames`], over the results store).
 
+pub mod columns;
 pub mod corpus;
 pub mod problems;
 pub mod release;

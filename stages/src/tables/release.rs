@@ -163,37 +163,6 @@ pub fn row_count(path: &Path) -> Result<usize, TableError> {
     Ok(usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0))
 }
 
-/// Copy a `<task>_queries` config to `dst` under the published CoREB dataset's names: the
-/// column `task` becomes `split` (the published column holding the task), and `subtask`
-/// becomes `rename(task, subtask, language_constraint)`. Returns the rows written.
-pub fn write_published_queries(src: &Path, dst: &Path, rename: impl Fn(&str, &str, &str) -> Result<String, String>) -> Result<usize, TableError> {
-    let mut batches = Vec::new();
-    let mut schema = None;
-    let mut first_row = 0;
-    for batch in super::read_batches(src, 8192)? {
-        let batch = batch?;
-        let view = super::BatchView::new(&batch, src, first_row);
-        let (task, subtask, lang) = (view.column::<StringArray>("task")?, view.column::<StringArray>("subtask")?, view.column::<StringArray>("language_constraint")?);
-        let mut renamed = StringBuilder::new();
-        for row in 0..batch.num_rows() {
-            let name = rename(task.value(row), subtask.value(row), lang.value(row)).map_err(|reason| view.err(row, "subtask", reason))?;
-            renamed.append_value(name);
-        }
-        let old = batch.schema();
-        let fields: Vec<Field> = old.fields().iter().map(|f| if f.name() == "task" { f.as_ref().clone().with_name("split") } else { f.as_ref().clone() }).collect();
-        let s = Arc::new(Schema::new(fields));
-        let subtask_at = old.index_of("subtask").map_err(|e| view.err(0, "subtask", e.to_string()))?;
-        let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-        columns[subtask_at] = Arc::new(renamed.finish());
-        batches.push(RecordBatch::try_new(s.clone(), columns).map_err(|e| TableError::Parquet { path: src.to_owned(), source: e.into() })?);
-        schema = Some(s);
-        first_row += batch.num_rows();
-    }
-    let schema = schema.ok_or_else(|| TableError::Column { path: src.to_owned(), row: 0, column: "task".into(), reason: "the table has no batch".into() })?;
-    super::write_atomic(dst, schema, batches.into_iter())?;
-    Ok(first_row)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

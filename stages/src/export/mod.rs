@@ -1,16 +1,14 @@
 //! `coreb export --layout hf-coreb`: every release of a releases directory as one
 //! Hugging Face dataset folder in the published CoREB layout (`hq-bench/coreb` on the Hub):
 //! the eight configs, one split per release named `release_<version>`, the published column
-//! and subtask names, a dataset card with full metadata and a `LICENSE`.
+//! and subtask names ([`published`]), a dataset card with full metadata and a `LICENSE`.
 //!
 //! Code written for the published dataset (`load_dataset(path, "text2code_queries",
-//! split="release_v202503")`, `query_id`/`query`/`subtask`/`split`, `doc_id`/`relevance`,
-//! `code_id`/`code`/`language`/`model`/`problem_id`, `text_id`/`text`) reads the export
-//! unchanged. Subtasks are renamed to the published names: text2code
-//! `t2c_{canonical_retro,full_retro,search}_{any,<lang>}`, code2code `c2c_mono_lang`,
-//! `c2c_cross_lang`, `c2c_cross_model`, code2text `c2t_full_retro_<lang>` (coreb's
-//! `describe`: the code of one language → its problem's description, where coreb counts the
-//! full statement and the canonical summary as positives).
+//! split="release_v202503")`, `query_id`/`query`/`split`/`subtask`/`query_type`/`meta`,
+//! `doc_id`/`relevance`, `code_id`/`code`/`language`/`model`, `text_id`/`text`) reads the
+//! export unchanged.
+
+pub mod published;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,9 +16,9 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use crate::release::{CONFIGS, config_features, size_category};
+use crate::release::{CONFIGS, size_category};
 use crate::tables::TableError;
-use crate::tables::release::{row_count, write_published_queries};
+use crate::tables::columns::{self, Column};
 
 /// Why an export failed.
 #[derive(Debug, Error)]
@@ -50,6 +48,14 @@ pub enum ExportError {
     /// A table could not be read or written.
     #[error(transparent)]
     Table(#[from] TableError),
+    /// A release's table does not have the shape of a coreb release.
+    #[error("release `{release}`: {source}")]
+    Shape {
+        /// The release directory.
+        release: PathBuf,
+        /// What is wrong.
+        source: published::ShapeError,
+    },
     /// A file could not be written.
     #[error("{path}: {source}")]
     Io {
@@ -58,17 +64,6 @@ pub enum ExportError {
         /// The error.
         source: std::io::Error,
     },
-}
-
-/// The published CoREB name of a coreb subtask.
-pub fn published_subtask(task: &str, subtask: &str, language: &str) -> Result<String, String> {
-    Ok(match (task, subtask) {
-        ("text2code", "canonical" | "full") => format!("t2c_{subtask}_retro_{language}"),
-        ("text2code", "search") => format!("t2c_search_{language}"),
-        ("code2code", "mono_lang" | "cross_lang" | "cross_model") => format!("c2c_{subtask}"),
-        ("code2text", "describe") => format!("c2t_full_retro_{language}"),
-        _ => return Err(format!("no published CoREB name for subtask `{subtask}` of task `{task}`")),
-    })
 }
 
 /// One release in an export.
@@ -80,6 +75,12 @@ pub struct ExportedRelease {
     pub rows: BTreeMap<&'static str, usize>,
     /// Its LICENSE text (empty if it has none).
     pub license: String,
+    /// The Arrow schema of each config as written (the card's `dataset_info` features).
+    pub schemas: BTreeMap<&'static str, arrow_schema::Schema>,
+    /// Bytes of each config's Parquet file (the card's `num_bytes`).
+    pub bytes: BTreeMap<&'static str, u64>,
+    /// The published subtask names per task.
+    pub subtasks: BTreeMap<String, Vec<String>>,
 }
 
 impl ExportedRelease {
@@ -111,6 +112,28 @@ pub fn find_releases(releases_dir: &Path) -> Result<Vec<(String, PathBuf)>, Expo
     Ok(out)
 }
 
+/// The `dataset_info` features of `fields`, in the YAML the Hub's card reads (a struct's fields
+/// nested under `struct:`).
+fn features(s: &mut String, fields: &arrow_schema::Fields, indent: &str) {
+    use arrow_schema::DataType;
+    for f in fields {
+        match f.data_type() {
+            DataType::Struct(inner) => {
+                let _ = writeln!(s, "{indent}- name: {}\n{indent}  struct:", f.name());
+                features(s, inner, &format!("{indent}  "));
+            }
+            t => {
+                let dtype = match t {
+                    DataType::Int64 => "int64",
+                    DataType::Boolean => "bool",
+                    _ => "string",
+                };
+                let _ = writeln!(s, "{indent}- name: {}\n{indent}  dtype: {dtype}", f.name());
+            }
+        }
+    }
+}
+
 /// The dataset card of an export.
 pub fn card(releases: &[ExportedRelease]) -> String {
     let mut s = String::new();
@@ -133,13 +156,13 @@ pub fn card(releases: &[ExportedRelease]) -> String {
     s.push_str("dataset_info:\n");
     for c in CONFIGS {
         let _ = writeln!(s, "- config_name: {c}\n  features:");
-        for (name, dtype) in config_features(c) {
-            let name = if *name == "task" { "split" } else { name };
-            let _ = writeln!(s, "  - name: {name}\n    dtype: {dtype}");
+        if let Some(schema) = releases.last().and_then(|r| r.schemas.get(c)) {
+            features(&mut s, schema.fields(), "  ");
         }
         s.push_str("  splits:\n");
         for r in releases {
-            let _ = writeln!(s, "  - name: {}\n    num_examples: {}", r.split(), r.rows.get(c).copied().unwrap_or(0));
+            let (n, b) = (r.rows.get(c).copied().unwrap_or(0), r.bytes.get(c).copied().unwrap_or(0));
+            let _ = writeln!(s, "  - name: {}\n    num_bytes: {b}\n    num_examples: {n}", r.split());
         }
     }
     s.push_str("---\n\n# CoREB releases built by coreb\n\n");
@@ -156,16 +179,28 @@ pub fn card(releases: &[ExportedRelease]) -> String {
     );
     s.push_str(
         "## Columns and subtasks\n\n\
-         - `code_corpus`: `code_id`, `code`, `language`, `model`, `problem_id`, `solution_id`, `passed`.\n\
-         - `text_corpus`: `text_id`, `text`, `kind` (`full`, `canonical`, `distractor<i>`), `problem_id`.\n\
-         - `<task>_queries`: `query_id`, `query`, `split` (the task), `subtask`, `language_constraint`, \
-         `source_problem_id`, `source_doc_id` (a code query's own document: never a candidate), `num_relevant_docs`.\n\
-         - `<task>_qrels`: `query_id`, `doc_id`, `relevance` (2 = positive, 1 = hard negative; count only 2 \
-         as relevant, with no gain for 1 in nDCG).\n\n\
+         - `code_corpus`: `code_id`, `code`, `language`, `model`, `problem_id`, `solution_id`, `passed`, \
+         `meta` (`source_problem_id`, `passed`).\n\
+         - `text_corpus`: `text_id`, `text`, `kind` (`full`, `canonical`, `distractor`), `problem_id`, `meta` \
+         (`source_problem_id`, `is_noise_sample`, `original_problem_id`: the problem a distractor imitates).\n\
+         - `<task>_queries`: `query_id`, `query`, `split` (the task), `subtask`, `language_constraint` (`none` or a \
+         language); text2code `query_type`, `sub_query_type`; code2code and code2text `anchor_language`, \
+         `anchor_model`; `source_problem_id`, `source_doc_id` (a code query's own document: never a candidate), \
+         `num_relevant_docs`, `meta`; code2text `c2t_match` pairs also `code`, `text_id`, `text`, `label`, `text_type`.\n\
+         - `<task>_qrels`: `query_id`, `doc_id`, `relevance` (2 = positive, 1 = hard negative, 0 = a non-matching \
+         `c2t_match` pair; count only 2 as relevant, with no gain for 1 in nDCG).\n\n\
          Subtasks carry the published names: text2code `t2c_canonical_retro_<any|lang>`, \
          `t2c_full_retro_<any|lang>`, `t2c_search_<any|lang>`; code2code `c2c_mono_lang`, `c2c_cross_lang`, \
-         `c2c_cross_model`; code2text `c2t_full_retro_<lang>` (code in one language → its problem's \
-         description; coreb counts both the full statement and the canonical summary as positives).\n\n",
+         `c2c_cross_model`; code2text `c2t_full_retro_<any|lang>`, `c2t_canonical_retro_<any|lang>`, `c2t_match`.\n\n\
+         Where this export differs from the published dataset, on purpose: the full statement and the canonical \
+         summary are separate documents of the text corpus and both describe their problem, so every code2text \
+         retrieval subtask judges both as positives (`full_retro` and `canonical_retro` carry the same judgements; \
+         the published rows keep the summary inside the statement's row); the `_any` subtasks take one code per \
+         problem (Python first, then the smallest code id); `c2t_match` pairs that code with its own problem's \
+         texts (`label` 1, relevance 2) and with the next problem's in id order (`label` 0, relevance 0), where the \
+         published rows choose the other problem at random and judge a match with relevance 1, which \
+         `relevance_level = 2` counts as not relevant; `meta` carries no creation time, so an export is \
+         reproducible byte for byte.\n\n",
     );
     s.push_str("## Rows per release\n\n| config |");
     for r in releases {
@@ -210,25 +245,39 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
     let mut exported = Vec::new();
     for (version, dir) in &found {
         let split = format!("release_{version}");
-        let mut rows = BTreeMap::new();
-        for c in CONFIGS {
+        let read = |c: &str| {
             let src = dir.join(format!("{c}.parquet"));
             if !src.is_file() {
                 return Err(ExportError::MissingFile { release: dir.clone(), file: format!("{c}.parquet") });
             }
+            Ok(columns::read(&src)?)
+        };
+        let shape = |source| ExportError::Shape { release: dir.clone(), source };
+        let (code, text) = (read("code_corpus")?, read("text_corpus")?);
+        let corpora = published::Corpora::new(&code, &text).map_err(shape)?;
+        let mut tables: BTreeMap<&'static str, Vec<Column>> = BTreeMap::new();
+        tables.insert("code_corpus", published::code_corpus(&code).map_err(shape)?);
+        tables.insert("text_corpus", published::text_corpus(&text).map_err(shape)?);
+        let mut subtasks = BTreeMap::new();
+        for task in ["text2code", "code2code", "code2text"] {
+            let (queries, qrels) = published::task(task, version, &read(&format!("{task}_queries"))?, &read(&format!("{task}_qrels"))?, &corpora).map_err(shape)?;
+            subtasks.insert(task.to_owned(), published::subtasks(&queries).into_iter().collect());
+            let config = |suffix: &str| CONFIGS.into_iter().find(|c| *c == format!("{task}_{suffix}")).unwrap_or_default();
+            tables.insert(config("queries"), queries);
+            tables.insert(config("qrels"), qrels);
+        }
+        let (mut rows, mut schemas, mut bytes) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        for (c, cols) in &tables {
             let dst_dir = tmp.join("data").join(c);
             std::fs::create_dir_all(&dst_dir).map_err(io(&dst_dir))?;
             let dst = dst_dir.join(format!("{split}.parquet"));
-            let n = if c.ends_with("_queries") {
-                write_published_queries(&src, &dst, published_subtask)?
-            } else {
-                std::fs::copy(&src, &dst).map_err(io(&dst))?;
-                row_count(&dst)?
-            };
-            rows.insert(c, n);
+            columns::write(&dst, cols)?;
+            bytes.insert(*c, std::fs::metadata(&dst).map_err(io(&dst))?.len());
+            rows.insert(*c, cols.first().map_or(0, Column::len));
+            schemas.insert(*c, columns::schema(cols));
         }
         let license = std::fs::read_to_string(dir.join("LICENSE")).unwrap_or_default();
-        exported.push(ExportedRelease { version: version.clone(), rows, license });
+        exported.push(ExportedRelease { version: version.clone(), rows, license, schemas, bytes, subtasks });
     }
     let write = |file: &str, text: &str| std::fs::write(tmp.join(file), text).map_err(io(&tmp.join(file)));
     write("README.md", &card(&exported))?;
@@ -240,19 +289,4 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
     write(".coreb-export", "hf-coreb\n")?;
     crate::durable::replace_dir(&tmp, out).map_err(io(out))?;
     Ok(exported)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn subtask_names() {
-        assert_eq!(published_subtask("text2code", "canonical", "any").unwrap(), "t2c_canonical_retro_any");
-        assert_eq!(published_subtask("text2code", "full", "python").unwrap(), "t2c_full_retro_python");
-        assert_eq!(published_subtask("text2code", "search", "go").unwrap(), "t2c_search_go");
-        assert_eq!(published_subtask("code2code", "cross_model", "any").unwrap(), "c2c_cross_model");
-        assert_eq!(published_subtask("code2text", "describe", "ruby").unwrap(), "c2t_full_retro_ruby");
-        assert!(published_subtask("code2text", "match", "any").unwrap_err().contains("`match`"));
-    }
 }

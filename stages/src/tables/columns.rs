@@ -1,0 +1,166 @@
+//! Whole tables as named, typed columns: what `coreb export` reads from a release and writes
+//! in another layout. A [`Column`] holds one column's values (strings, integers, booleans, or
+//! a struct of columns, like the published dataset's `meta`); [`read`] loads a Parquet table
+//! into columns and [`write`] writes columns as one (a null anywhere makes the field nullable).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, StructArray};
+use arrow_schema::{DataType, Field, Fields, Schema};
+
+use super::TableError;
+
+/// One column's values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    /// UTF-8 strings.
+    Str(Vec<Option<String>>),
+    /// 64-bit integers.
+    Int(Vec<Option<i64>>),
+    /// Booleans.
+    Bool(Vec<Option<bool>>),
+    /// A struct: its fields, each as long as the column.
+    Struct(Vec<Column>),
+}
+
+/// A named column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// Its name.
+    pub name: String,
+    /// Its values.
+    pub values: Values,
+}
+
+impl Column {
+    /// A string column.
+    pub fn str(name: &str, values: Vec<Option<String>>) -> Self {
+        Column { name: name.to_owned(), values: Values::Str(values) }
+    }
+
+    /// An integer column.
+    pub fn int(name: &str, values: Vec<Option<i64>>) -> Self {
+        Column { name: name.to_owned(), values: Values::Int(values) }
+    }
+
+    /// A boolean column.
+    pub fn bool(name: &str, values: Vec<Option<bool>>) -> Self {
+        Column { name: name.to_owned(), values: Values::Bool(values) }
+    }
+
+    /// A struct column of `fields`.
+    pub fn structure(name: &str, fields: Vec<Column>) -> Self {
+        Column { name: name.to_owned(), values: Values::Struct(fields) }
+    }
+
+    /// Its number of rows.
+    pub fn len(&self) -> usize {
+        match &self.values {
+            Values::Str(v) => v.len(),
+            Values::Int(v) => v.len(),
+            Values::Bool(v) => v.len(),
+            Values::Struct(f) => f.first().map_or(0, Column::len),
+        }
+    }
+
+    /// Does it have no rows?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn to_arrow(&self) -> (Field, ArrayRef) {
+        let (dtype, array, nullable): (DataType, ArrayRef, bool) = match &self.values {
+            Values::Str(v) => (DataType::Utf8, Arc::new(StringArray::from(v.clone())), v.iter().any(Option::is_none)),
+            Values::Int(v) => (DataType::Int64, Arc::new(Int64Array::from(v.clone())), v.iter().any(Option::is_none)),
+            Values::Bool(v) => (DataType::Boolean, Arc::new(BooleanArray::from(v.clone())), v.iter().any(Option::is_none)),
+            Values::Struct(fields) => {
+                let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = fields.iter().map(Column::to_arrow).unzip();
+                let fields = Fields::from(fields);
+                (DataType::Struct(fields.clone()), Arc::new(StructArray::new(fields, arrays, None)), false)
+            }
+        };
+        (Field::new(&self.name, dtype, nullable), array)
+    }
+}
+
+/// The column `name` of `columns`.
+pub fn find<'a>(columns: &'a [Column], name: &str) -> Option<&'a Values> {
+    columns.iter().find(|c| c.name == name).map(|c| &c.values)
+}
+
+/// Read a whole Parquet table as columns (string, integer and boolean columns; a column of
+/// another type is an error naming it).
+pub fn read(path: &Path) -> Result<Vec<Column>, TableError> {
+    let mut columns: Vec<Column> = Vec::new();
+    let mut first_row = 0;
+    for batch in super::read_batches(path, 8192)? {
+        let batch = batch?;
+        let view = super::BatchView::new(&batch, path, first_row);
+        if columns.is_empty() {
+            columns = batch.schema().fields().iter().map(|f| Column { name: f.name().clone(), values: empty_like(f.data_type()) }).collect();
+        }
+        for (column, array) in columns.iter_mut().zip(batch.columns()) {
+            append(&mut column.values, array.as_ref()).map_err(|reason| view.err(0, &column.name, reason))?;
+        }
+        first_row += batch.num_rows();
+    }
+    Ok(columns)
+}
+
+fn empty_like(dtype: &DataType) -> Values {
+    match dtype {
+        DataType::Int64 => Values::Int(Vec::new()),
+        DataType::Boolean => Values::Bool(Vec::new()),
+        _ => Values::Str(Vec::new()),
+    }
+}
+
+fn append(values: &mut Values, array: &dyn Array) -> Result<(), String> {
+    let wrong = || format!("a {} column, where strings, integers or booleans were expected", array.data_type());
+    match values {
+        Values::Str(v) => v.extend(array.as_any().downcast_ref::<StringArray>().ok_or_else(wrong)?.iter().map(|s| s.map(str::to_owned))),
+        Values::Int(v) => v.extend(array.as_any().downcast_ref::<Int64Array>().ok_or_else(wrong)?.iter()),
+        Values::Bool(v) => v.extend(array.as_any().downcast_ref::<BooleanArray>().ok_or_else(wrong)?.iter()),
+        Values::Struct(_) => return Err(wrong()),
+    }
+    Ok(())
+}
+
+/// The Arrow schema `columns` are written with.
+pub fn schema(columns: &[Column]) -> Schema {
+    Schema::new(columns.iter().map(|c| c.to_arrow().0).collect::<Vec<_>>())
+}
+
+/// Write `columns` (all of one length) as a Parquet table at `path` (atomically).
+pub fn write(path: &Path, columns: &[Column]) -> Result<(), TableError> {
+    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns.iter().map(Column::to_arrow).unzip();
+    let schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
+    super::write_atomic(path, schema, std::iter::once(batch))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_round_trip_and_structs_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let cols = vec![
+            Column::str("id", vec![Some("a".into()), Some("b".into())]),
+            Column::int("n", vec![Some(1), None]),
+            Column::bool("ok", vec![Some(true), Some(false)]),
+        ];
+        write(&path, &cols).unwrap();
+        assert_eq!(read(&path).unwrap(), cols);
+        let with_meta = vec![cols[0].clone(), Column::structure("meta", vec![Column::str("source", vec![None, Some("x".into())])])];
+        write(&path, &with_meta).unwrap();
+        let s = schema(&with_meta);
+        assert!(matches!(s.field_with_name("meta").unwrap().data_type(), DataType::Struct(f) if f[0].is_nullable()));
+        // A struct column cannot be read back as plain columns: the error names it.
+        let err = read(&path).unwrap_err().to_string();
+        assert!(err.contains("meta"), "{err}");
+    }
+}

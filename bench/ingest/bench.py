@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
-"""Ingest benchmark: coreb ingest vs a plain Python json + pickle decode, side by side.
+"""Ingest benchmark: coreb ingest vs a plain Python json + base64 + zlib + pickle + json
+decode, side by side, on real-shaped rows.
 
-Usage: bench/ingest/bench.py [SIZE_MB ...]   (default: 256 1024)
+Usage: bench/ingest/bench.py [SIZE_MB ...]   (default: 256 1024 2048)
 
-For each size it builds a file by repeating the shared LiveCodeBench rows, runs
-`coreb ingest` (release build; decodes, types and writes Parquet) and `py_decode.py`
-(decodes only, writes nothing) on it, and prints throughput (MiB/s) and peak RSS of each.
-Peak memory is read from /usr/bin/time -v. Run from the project root after
-`cargo build --release -p coreb`.
+The rows come from `bench/month/generate.py` (40 problems, 30 private tests each from one
+element to 400,000, encoded as LiveCodeBench encodes them: base64 → zlib → pickle of the JSON
+string; a few MB decoded per row), repeated with fresh question ids up to each size. For each
+size it runs `coreb ingest` (release build; decodes, types and writes Parquet) and
+`py_decode.py` (decodes only, writes nothing), and prints throughput (MiB/s), CPU and peak RSS
+of each (read from /usr/bin/time -v). Run from the project root after
+`cargo build --release -p coreb` (`$COREB` or `$CARGO_TARGET_DIR/release/coreb` otherwise).
 """
+import json
 import os
 import re
 import subprocess
@@ -16,8 +20,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHARED = os.path.join(ROOT, "..", "shared", "data", "lcb", "lcb_v6_examples.jsonl")
-COREB = os.path.join(ROOT, "target", "release", "coreb")
+COREB = os.environ.get("COREB") or os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "coreb")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -35,14 +38,17 @@ def timed(cmd):
 
 
 def main() -> None:
-    sizes = [int(s) for s in sys.argv[1:]] or [256, 1024]
+    sizes = [int(s) for s in sys.argv[1:]] or [256, 1024, 2048]
     if not os.path.exists(COREB):
         sys.exit("build first: cargo build --release -p coreb")
     print(f"{'size MiB':>8} {'tool':<22} {'wall s':>7} {'MiB/s':>7} {'cpu s':>7} {'peak RSS MiB':>12}")
+    print(f"# {os.cpu_count()} cores, load {' '.join(open('/proc/loadavg').read().split()[:3])}")
     with tempfile.TemporaryDirectory() as tmp:
+        rows = os.path.join(tmp, "month.jsonl")
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "month", "generate.py"), rows, "40"], check=True)
         for size in sizes:
             data = os.path.join(tmp, f"lcb_{size}.jsonl")
-            subprocess.run([sys.executable, os.path.join(HERE, "make_big.py"), SHARED, data, str(size)], check=True)
+            subprocess.run([sys.executable, os.path.join(HERE, "make_big.py"), rows, data, str(size)], check=True)
             mib = os.path.getsize(data) / 2**20
             manifest = os.path.join(tmp, f"m{size}.toml")
             with open(manifest, "w") as f:
@@ -52,11 +58,14 @@ def main() -> None:
                 ("coreb ingest", [COREB, "ingest", manifest, "--json"]),
                 ("python json+pickle", [sys.executable, os.path.join(HERE, "py_decode.py"), data]),
             ]:
-                wall, rss, cpu, _ = timed(cmd)
+                wall, rss, cpu, out = timed(cmd)
+                if name == "coreb ingest":
+                    report = json.loads(out)
+                    out = f"rows={report.get('rows_out')}"
                 results[name] = (wall, rss)
-                print(f"{mib:8.0f} {name:<22} {wall:7.2f} {mib / wall:7.1f} {cpu:7.2f} {rss:12.1f}", flush=True)
+                print(f"{mib:8.0f} {name:<22} {wall:7.2f} {mib / wall:7.1f} {cpu:7.2f} {rss:12.1f}  {out.strip().splitlines()[-1] if out.strip() else ''}", flush=True)
             (cw, cr), (pw, pr) = results["coreb ingest"], results["python json+pickle"]
-            print(f"{mib:8.0f} {'ratio coreb/python':<22} speed x{pw / cw:.2f}, memory x{cr / pr:.2f}")
+            print(f"{mib:8.0f} {'ratio coreb/python':<22} speed x{pw / cw:.2f}, memory x{cr / pr:.2f}; load {' '.join(open('/proc/loadavg').read().split()[:3])}")
             os.remove(data)
 
 

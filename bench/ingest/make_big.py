@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Make a large LiveCodeBench-style JSONL by repeating the shared rows.
+"""Make a large LiveCodeBench-style JSONL by repeating the rows of a file.
 
 Usage: make_big.py SOURCE.jsonl OUT.jsonl SIZE_MB
 

@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""A month built live against the simulated endpoint, stage by stage, with figures.
+
+Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--latency-ms 20]
+                          [--fault-rate 10] [--models m-alpha,m-beta] [--coreb BIN]
+                          [--dir DIR] [--json FILE] [--python PY]
+
+1. `generate.py` writes an LCB-shaped JSONL of N problems (encoded private tests);
+2. `simulator.py` serves the stages on 127.0.0.1 (latency, faults);
+3. a live manifest (`mode = "live"`) is written and `coreb <stage> <manifest> --json` runs each
+   stage in pipeline order under `/usr/bin/time -v` (wall, CPU, peak RSS), then `coreb build`
+   finishes the release (every stage skipped);
+4. the simulator's counters give requests and faults per stage, `verdicts.parquet` is checked
+   against the planted outcome of every solution (month_lib.outcome): correct ones pass,
+   wrong ones get wrong_answer, slow ones time_limit, crashing ones runtime_error, broken ones
+   compile_error.
+
+Exit status 1 when any check fails: a planted fault left unanswered, an item lost or
+duplicated, or a verdict against the truth. `--python` must have pyarrow (the test venv).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import month_lib as lib  # noqa: E402
+
+STAGES = ["fetch", "ingest", "dedup", "filter", "rewrite", "distract", "abbreviate", "generate", "execute", "queries", "qrels", "release"]
+EXPECTED = {"correct": {"passed"}, "wrong": {"wrong_answer"}, "slow": {"time_limit"}, "crash": {"runtime_error"}, "compile": {"compile_error"}}
+
+MANIFEST = """version = "v{month_tag}"
+output_dir = "{dir}/build"
+releases_dir = "{dir}/releases"
+response_store = "{dir}/store"
+prompts_dir = "{root}/prompts"
+
+[window]
+start = "{month}-01"
+end = "{month}-28"
+
+[[sources]]
+name = "month"
+url = "{data}"
+
+[stages.execute.limits]
+cpu_time_ms = {cpu_ms}
+wall_time_ms = {wall_ms}
+
+[gates]
+bm25_ndcg10_min = 0.0
+bm25_ndcg10_max = 1.0
+min_hard_negative_share = 0.0
+
+[llm]
+mode = "live"
+base_url = "{url}"
+api_key_env = ""
+model = "{first_model}"
+concurrency = {concurrency}
+timeout_secs = {timeout}
+
+[llm.retry]
+min_delay_ms = 200
+max_delay_ms = 2000
+
+[llm.stages.generate]
+models = {models}
+"""
+
+
+def timed(cmd, env=None):
+    t0 = time.monotonic()
+    out = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True, env=env)
+    wall = time.monotonic() - t0
+    err = out.stderr
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", err).group(1)) / 1024
+    cpu = float(re.search(r"User time \(seconds\): (\S+)", err).group(1)) + float(re.search(r"System time \(seconds\): (\S+)", err).group(1))
+    return out, wall, cpu, rss
+
+
+def stats(url):
+    with urllib.request.urlopen(url.replace("/v1", "") + "/stats", timeout=10) as r:
+        return json.load(r)
+
+
+def rows_of(report: dict):
+    """The rows a stage wrote, from its `--json` report."""
+    return report.get("rows_out") if isinstance(report, dict) else None
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, default=200)
+    p.add_argument("--tests", type=int, default=30)
+    p.add_argument("--max-elements", type=int, default=400_000)
+    p.add_argument("--latency-ms", type=float, default=20)
+    p.add_argument("--fault-rate", type=int, default=10)
+    p.add_argument("--stall-secs", type=float, default=4)
+    p.add_argument("--timeout", type=int, default=3, help="llm.timeout_secs of the manifest")
+    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--models", default="m-alpha,m-beta")
+    p.add_argument("--cpu-ms", type=int, default=2000)
+    p.add_argument("--wall-ms", type=int, default=4000)
+    p.add_argument("--coreb", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "coreb"))
+    p.add_argument("--python", default=os.environ.get("COREB_PYTHON", sys.executable))
+    p.add_argument("--no-floor", action="store_true", help="skip the bare-process execute floor")
+    p.add_argument("--dir")
+    p.add_argument("--json", help="write the figures here")
+    args = p.parse_args()
+
+    work = args.dir or tempfile.mkdtemp(prefix="month-")
+    os.makedirs(work, exist_ok=True)
+    data = os.path.join(work, "month.jsonl")
+    month = "2025-05"
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, os.path.join(HERE, "generate.py"), data, str(args.n), "--tests", str(args.tests), "--max-elements", str(args.max_elements), "--month", month], check=True)
+    gen_wall = time.monotonic() - t0
+    port_file = os.path.join(work, "port")
+    if os.path.exists(port_file):
+        os.remove(port_file)
+    sim = subprocess.Popen([sys.executable, os.path.join(HERE, "simulator.py"), "--port-file", port_file, "--latency-ms", str(args.latency_ms),
+                            "--fault-rate", str(args.fault_rate), "--stall-secs", str(args.stall_secs)])
+    failures = []
+    try:
+        for _ in range(200):
+            if os.path.exists(port_file):
+                break
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{open(port_file).read().strip()}/v1"
+        models = args.models.split(",")
+        manifest = os.path.join(work, "month.toml")
+        with open(manifest, "w") as f:
+            f.write(MANIFEST.format(month_tag=month.replace("-", ""), dir=work, root=ROOT, month=month, data=data, url=url, first_model=models[0],
+                                    models=json.dumps(models), concurrency=args.concurrency, timeout=args.timeout, cpu_ms=args.cpu_ms, wall_ms=args.wall_ms))
+        load0 = open("/proc/loadavg").read().split()[:3]
+        figures = {"n": args.n, "tests_per_problem": args.tests, "max_elements": args.max_elements, "models": models, "cores": os.cpu_count(),
+                   "generate_wall_s": round(gen_wall, 1), "jsonl_mib": round(os.path.getsize(data) / 2**20, 1), "stages": []}
+        print(f"# month N={args.n}, {args.tests} tests/problem, {os.cpu_count()} cores, load {' '.join(load0)}; input {figures['jsonl_mib']} MiB ({gen_wall:.1f} s to generate)")
+        print(f"{'stage':<11} {'wall s':>8} {'cpu s':>8} {'peak RSS MiB':>12} {'requests':>8} {'faults':>6} {'rows':>7}")
+        before = {}
+        peak = 0.0
+        for stage in STAGES:
+            out, wall, cpu, rss = timed([args.coreb, stage, manifest, "--json"])
+            peak = max(peak, rss)
+            if out.returncode != 0:
+                print(out.stdout[-4000:], out.stderr[-4000:], file=sys.stderr)
+                failures.append(f"stage {stage} failed (exit {out.returncode})")
+                break
+            try:
+                report = json.loads(out.stdout)
+            except ValueError:
+                report = {}
+            after = stats(url)
+            names = [stage] + (["rewrite_tests"] if stage == "rewrite" else [])
+            req = sum(after.get(s, {}).get("requests", 0) - before.get(s, {}).get("requests", 0) for s in names)
+            faults = sum(sum(after.get(s, {}).get("faults", {}).values()) - sum(before.get(s, {}).get("faults", {}).values()) for s in names)
+            before = after
+            rows = rows_of(report)
+            figures["stages"].append({"stage": stage, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1), "requests": req, "faults": faults, "rows": rows})
+            print(f"{stage:<11} {wall:8.2f} {cpu:8.2f} {rss:12.1f} {req:8} {faults:6} {rows if rows is not None else '-':>7}", flush=True)
+            if stage == "execute" and not args.no_floor:
+                # The floor, in the same run: the same solutions and tests as bare processes.
+                fl = subprocess.run([args.python, os.path.join(HERE, "floor.py"), os.path.join(work, "build"), "--wall-ms", str(args.wall_ms), "--jobs", str(os.cpu_count())],
+                                    capture_output=True, text=True)
+                if fl.returncode != 0:
+                    failures.append("floor.py failed: " + fl.stderr[-2000:])
+                else:
+                    floor = json.loads(fl.stdout.strip().splitlines()[-1])
+                    figures["execute_floor"] = floor
+                    figures["execute_over_floor"] = round(wall / floor["wall_s"], 3)
+                    print(f"{'(floor)':<11} {floor['wall_s']:8.2f} {floor['cpu_s']:8.2f} {'':>12} {'':>8} {'':>6} {floor['solutions']:>7}"
+                          f"   bare processes; execute/floor wall = {wall / floor['wall_s']:.2f}, pass/fail agree on {floor['agree_with_judge']}/{floor['solutions']}", flush=True)
+        figures["peak_rss_mib"] = round(peak, 1)
+        final = stats(url)
+        figures["endpoint"] = final
+        for s, c in final.items():
+            dup = c["answered"] - c["distinct_answered"]
+            if dup:
+                failures.append(f"{s}: {dup} requests answered twice (an item asked again)")
+        if not failures:
+            out, wall, cpu, rss = timed([args.coreb, "build", manifest])
+            if out.returncode != 0:
+                failures.append("final coreb build failed: " + out.stderr[-2000:])
+            if stats(url) != final:
+                failures.append("the final `coreb build` sent requests")
+            figures["rebuild_wall_s"] = round(wall, 2)
+            verdicts = check_verdicts(args, work, models)
+            figures["verdicts"] = verdicts
+            failures += verdicts.pop("failures")
+        figures["load_end"] = open("/proc/loadavg").read().split()[:3]
+        figures["failures"] = failures
+        print(json.dumps({k: v for k, v in figures.items() if k not in ("stages",)}, indent=1))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(figures, f, indent=1)
+    finally:
+        sim.terminate()
+        sim.wait()
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    return 1 if failures else 0
+
+
+def check_verdicts(args, work, models):
+    """Every solution's verdicts against its planted outcome."""
+    script = r"""
+import json, sys
+import pyarrow.parquet as pq
+t = pq.read_table(sys.argv[1]).to_pylist()
+out = []
+for r in t:
+    tests = r.get("tests") or []
+    out.append({"problem_id": r["problem_id"], "model": r["model"], "language": r["language"], "passed": r["passed"],
+                "verdicts": sorted({x["verdict"] for x in tests})})
+print(json.dumps(out))
+"""
+    path = os.path.join(work, "build", "artifacts", "execute", "verdicts.parquet")
+    rows = json.loads(subprocess.run([args.python, "-c", script, path], check=True, capture_output=True, text=True).stdout)
+    by = {}
+    failures = []
+    for r in rows:
+        planted = lib.outcome(r["problem_id"], r["model"], r["language"])
+        got = set(r["verdicts"])
+        ok = (got == {"passed"}) if planted == "correct" else (bool(got & EXPECTED[planted]) and not r["passed"])
+        key = f"{planted}"
+        c = by.setdefault(key, {"solutions": 0, "as_planted": 0})
+        c["solutions"] += 1
+        c["as_planted"] += ok
+        if not ok and len(failures) < 20:
+            failures.append(f"{r['problem_id']} {r['model']} {r['language']}: planted {planted}, verdicts {sorted(got)}")
+    expected = args.n * len(models) * len(lib.LANGUAGES)
+    if len(rows) != expected:
+        failures.append(f"{len(rows)} judged solutions, expected {expected}")
+    return {"by_outcome": by, "solutions": len(rows), "failures": failures}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+//! A small month (issue #13): `bench/month` at N = 5 — the LCB-shaped generator (private
+//! tests base64 → zlib → pickle), the simulated endpoint with latency and injected faults, and
+//! `coreb` built live against it stage by stage — so the path the N = 200 benchmark takes
+//! keeps working. `bench/month/run.py` itself checks what the test asserts on: every stage
+//! succeeds, no request is answered twice, the rebuild sends nothing, and every solution's
+//! verdicts are the ones its planted outcome demands.
+
+use serde_json::Value;
+
+use crate::support::{python, root, run, text};
+
+#[test]
+fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
+    let dir = tempfile::tempdir().unwrap();
+    let figures = dir.path().join("figures.json");
+    let mut cmd = python();
+    cmd.arg(root().join("bench/month/run.py"))
+        .args(["--n", "6", "--tests", "4", "--max-elements", "3000", "--latency-ms", "5", "--fault-rate", "35", "--stall-secs", "3", "--timeout", "2"])
+        .args(["--models", "m-alpha", "--no-floor", "--cpu-ms", "1000", "--wall-ms", "2000", "--concurrency", "4"])
+        .arg("--coreb")
+        .arg(env!("CARGO_BIN_EXE_coreb"))
+        .arg("--dir")
+        .arg(dir.path().join("month"))
+        .arg("--json")
+        .arg(&figures);
+    let out = run(&mut cmd);
+    assert!(out.status.success(), "{}", text(&out));
+    let f: Value = serde_json::from_str(&fs_err::read_to_string(&figures).unwrap()).unwrap();
+    assert_eq!(f["failures"], serde_json::json!([]), "{f:#}");
+    // Faults were planted and every one was retried: each stage that asked got its answers.
+    let endpoint = f["endpoint"].as_object().unwrap();
+    let faults: u64 = endpoint.values().flat_map(|s| s["faults"].as_object().unwrap().values()).map(|v| v.as_u64().unwrap()).sum();
+    assert!(faults >= 5, "too few planted faults to mean anything: {f:#}");
+    for stage in ["rewrite", "distract", "abbreviate", "queries", "generate"] {
+        let s = &endpoint[stage];
+        assert_eq!(s["requests"].as_u64().unwrap(), s["answered"].as_u64().unwrap() + s["faults"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>(), "{stage}: {f:#}");
+    }
+    // Every solution judged, each as planted; more than one kind of outcome was planted.
+    assert_eq!(f["verdicts"]["solutions"], 30, "{f:#}");
+    let by = f["verdicts"]["by_outcome"].as_object().unwrap();
+    assert!(by.len() >= 3, "{f:#}");
+    for (outcome, c) in by {
+        assert_eq!(c["solutions"], c["as_planted"], "{outcome}: {f:#}");
+    }
+}

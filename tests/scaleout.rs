@@ -14,8 +14,9 @@ fn sample_manifest() -> PathBuf {
 
 /// The Slurm recipe's submit script with the array loop done by this shell
 /// (`COREB_SLURM=shell`: the N tasks of each stage as N processes at once,
-/// `SLURM_ARRAY_TASK_ID` set per process, then the dependent merge job). This machine has no
-/// Slurm daemons (no `slurm-wlm`), so the recipe runs as its documented fallback.
+/// `SLURM_ARRAY_TASK_ID` set per process, then the dependent merge job): the fallback for
+/// machines without Slurm. [`the_slurm_recipe_on_a_real_single_node_slurm_builds_the_committed_release`]
+/// runs the same scripts through real `sbatch`.
 fn submit(out: &Path, shards: u32) -> Command {
     let mut cmd = Command::new("bash");
     cmd.arg(root().join("scripts/slurm/submit.sh"))
@@ -65,6 +66,58 @@ fn the_sample_as_three_shard_processes_is_the_release_of_one_process() {
 }
 
 /// A copy of the sample manifest in `dir` with absolute paths, `edit` applied.
+/// The Slurm recipe through real `sbatch` job arrays on a private single-node Slurm
+/// (`scripts/slurm/single-node.sh`: munged, slurmctld and slurmd from Debian's `slurm-wlm` and
+/// `munge`, which `scripts/setup` installs): every stage as a 3-task array, each depending on
+/// the one before, then the merge job; the release is the committed one, file for file. Where
+/// Slurm cannot start (the script exits 3 and says why: no packages, not root, a daemon that
+/// dies) the test says so and stops; the shell fallback above runs the same task scripts.
+#[test]
+fn the_slurm_recipe_on_a_real_single_node_slurm_builds_the_committed_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut cmd = Command::new("bash");
+    cmd.arg(root().join("scripts/slurm/single-node.sh"))
+        .arg(dir.path().join("slurm"))
+        .arg("bash")
+        .arg(root().join("scripts/slurm/submit.sh"))
+        .arg(sample_manifest())
+        .arg("3")
+        .current_dir(dir.path())
+        .env("COREB_SLURM", "slurm")
+        .env("COREB_SLURM_WAIT", "1")
+        .env("COREB", env!("CARGO_BIN_EXE_coreb"))
+        .env("COREB_OUTPUT_DIR", out.join("build"))
+        .env("COREB_PUBLISH_DIR", out.join("release"));
+    let result = run(&mut cmd);
+    if result.status.code() == Some(3) {
+        eprintln!("no single-node Slurm here, so only the shell fallback ran: {}", text(&result));
+        return;
+    }
+    let logs = || {
+        let mut all = String::new();
+        for entry in fs_err::read_dir(dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "log") {
+                all += &format!("== {}\n{}\n", path.display(), fs_err::read_to_string(&path).unwrap_or_default());
+            }
+        }
+        all
+    };
+    assert!(result.status.success(), "{}\n{}", text(&result), logs());
+    // Each array task wrote its own Slurm log (`coreb-<job name>-<array job>_<task>.log`).
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    for (stage, line) in ["rewrite", "distract", "abbreviate", "generate", "execute", "queries"].iter().filter_map(|s| stderr.lines().find(|l| l.starts_with(&format!("{s}: array job "))).map(|l| (*s, l))) {
+        let job = line.rsplit(' ').next().unwrap();
+        for task in 0..3 {
+            let log = fs_err::read_to_string(dir.path().join(format!("coreb-coreb-shard-{job}_{task}.log"))).unwrap_or_default();
+            assert!(log.contains(&format!("{stage}: shard {task}/3 written to")), "{stage} task {task} (array job {job}):\n{log}\n{}", logs());
+        }
+    }
+    assert_eq!(stderr.lines().filter(|l| l.contains(": array job ")).count(), 6, "{stderr}");
+    assert_eq!(tree_sha256(&out.join("release")), tree_sha256(&root().join("releases/sample/v202503")), "the release built through Slurm is not the committed one\n{}", logs());
+}
+
 fn manifest_copy(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
     let text = fs_err::read_to_string(sample_manifest()).unwrap().replace("\"../", &format!("\"{}/", root().display()));
     let path = dir.join("other.toml");

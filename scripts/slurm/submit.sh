@@ -7,7 +7,8 @@
 # share; see the README, "Shard processes on a scheduler".
 #
 # COREB_OUTPUT_DIR / COREB_PUBLISH_DIR override the manifest's directories; COREB is the
-# binary (default: `coreb` on PATH).
+# binary (default: `coreb` on PATH). COREB_SLURM_WAIT=1 submits the merge job with
+# `sbatch --wait`: the script returns when the build is done, with the merge job's status.
 #
 # Without Slurm (COREB_SLURM=shell, or no `sbatch` on PATH) the same task scripts run here:
 # the N tasks of each array as N processes at once, SLURM_ARRAY_TASK_ID set per process,
@@ -47,6 +48,8 @@ for stage in "${stages[@]}"; do
   echo "$stage: array job $id" >&2
   dep=(--dependency="afterok:$id" --kill-on-invalid-dep=yes)
 done
-id=$(sbatch --parsable "${dep[@]}" --export=ALL "$@" "$here/merge.sbatch")
+wait=()
+[ "${COREB_SLURM_WAIT:-}" = 1 ] && wait=(--wait)
+id=$(sbatch --parsable "${wait[@]}" "${dep[@]}" --export=ALL "$@" "$here/merge.sbatch")
 echo "merge: job ${id%%;*}" >&2
 echo "${id%%;*}"

@@ -285,6 +285,9 @@ pub struct CardInfo<'a> {
     pub platforms: Vec<Platform>,
     /// Who wrote the LLM stages' answers.
     pub written_by: crate::services::llm::run::WrittenBy,
+    /// Bytes of each config's Parquet file (the card's `num_bytes`, without which `datasets`
+    /// warns that the card's `splits` are malformed).
+    pub config_bytes: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// The card's sentence on who wrote the generated content, from the counts.
@@ -333,7 +336,8 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
         for (name, dtype) in config_features(c) {
             let _ = writeln!(s, "  - name: {name}\n    dtype: {dtype}");
         }
-        let _ = writeln!(s, "  splits:\n  - name: test\n    num_examples: {}", config_rows(c, out));
+        let bytes = info.config_bytes.get(c).copied().unwrap_or(0);
+        let _ = writeln!(s, "  splits:\n  - name: test\n    num_bytes: {bytes}\n    num_examples: {}", config_rows(c, out));
     }
     s.push_str("---\n\n");
     let window = format!("{} … {}", info.window.start.as_deref().unwrap_or("(open)"), info.window.end.as_deref().unwrap_or("(open)"));
@@ -507,8 +511,10 @@ mod tests {
             tool_version: "0.1.0",
             platforms: vec![Platform::Atcoder],
             written_by: crate::services::llm::run::WrittenBy { endpoint: 0, authored: 3, imported: 0 },
+            config_bytes: [("code_corpus", 1234)].into_iter().collect(),
         };
         let card = dataset_card(&info, &out);
+        assert!(card.contains("  - name: test\n    num_bytes: 1234\n    num_examples:"), "{card}");
         assert!(card.starts_with("---\n"));
         assert_eq!(card.matches("config_name:").count(), 16, "8 configs and their dataset_info");
         for key in ["pretty_name: CoREB v202503\n", "license_name: coreb-release-terms\n", "license_link: LICENSE\n", "- n<1K\n", "  default: true\n"] {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use stages::hashing::{sha256_file, sha256_hex};
 use stages::problem::{DateWindow, Platform, ProblemId};
 use stages::qrels::{QrelsOutput, Task};
-use stages::release::{CardInfo, beir, check_disjoint, dataset_card, license_text};
+use stages::release::{CONFIGS, CardInfo, beir, check_disjoint, dataset_card, license_text};
 use stages::services::llm::run::WrittenBy;
 use stages::tables::published::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
 use stages::tables::{ProblemReader, ProblemWriter};
@@ -193,6 +193,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         tool_version: TOOL_VERSION,
         platforms: platforms.into_iter().collect(),
         written_by,
+        config_bytes: CONFIGS.into_iter().map(|c| Ok((c, fs_err::metadata(tmp.join(format!("{c}.parquet")))?.len()))).collect::<std::io::Result<_>>()?,
     };
     fs_err::write(tmp.join("README.md"), dataset_card(&info, &out))?;
     fs_err::write(tmp.join("LICENSE"), license_text(&info))?;

@@ -239,17 +239,11 @@ fn derive_code2text(version: &str, out: &mut Vec<Published>, judgements: &mut Ve
         by_query.entry(q.as_str()).or_default().push((d.clone(), *r));
     }
     let mut derived: Vec<(Published, Vec<(String, i64)>)> = Vec::new();
-    let copy = |base: &Published, id: String, subtask: String, text_type: &str| Published {
-        id,
-        subtask,
-        text_type: Some(text_type.into()),
-        language_constraint: base.language_constraint.clone(),
-        ..base.clone()
-    };
-    // Per language: the canonical twin of every `describe` query.
+    let copy = |base: &Published, id: String, subtask: String, text_type: &str| Published { id, subtask, text_type: Some(text_type.into()), ..base.clone() };
+    // Per language: the canonical twin of every `describe` query (`c2t_full_retro_<lang>`).
     for base in out.iter() {
-        let lang = base.anchor_language.clone().unwrap_or_else(|| base.language_constraint.clone());
-        let q = copy(base, format!("{}_canonical", base.id), format!("c2t_canonical_retro_{lang}"), "canonical_description");
+        let subtask = base.subtask.replacen("c2t_full_retro_", "c2t_canonical_retro_", 1);
+        let q = copy(base, format!("{}_canonical", base.id), subtask, "canonical_description");
         derived.push((q, by_query.get(base.id.as_str()).cloned().unwrap_or_default()));
     }
     // Per problem: one anchor (Python first, then the smallest code id).

@@ -31,27 +31,34 @@ pub struct Column {
     pub name: String,
     /// Its values.
     pub values: Values,
+    /// Is its field nullable even where every value is present? (A null anywhere makes it so.)
+    pub nullable: bool,
 }
 
 impl Column {
     /// A string column.
     pub fn str(name: &str, values: Vec<Option<String>>) -> Self {
-        Column { name: name.to_owned(), values: Values::Str(values) }
+        Column { name: name.to_owned(), values: Values::Str(values), nullable: false }
     }
 
     /// An integer column.
     pub fn int(name: &str, values: Vec<Option<i64>>) -> Self {
-        Column { name: name.to_owned(), values: Values::Int(values) }
+        Column { name: name.to_owned(), values: Values::Int(values), nullable: false }
     }
 
     /// A boolean column.
     pub fn bool(name: &str, values: Vec<Option<bool>>) -> Self {
-        Column { name: name.to_owned(), values: Values::Bool(values) }
+        Column { name: name.to_owned(), values: Values::Bool(values), nullable: false }
     }
 
     /// A struct column of `fields`.
     pub fn structure(name: &str, fields: Vec<Column>) -> Self {
-        Column { name: name.to_owned(), values: Values::Struct(fields) }
+        Column { name: name.to_owned(), values: Values::Struct(fields), nullable: false }
+    }
+
+    /// The same column, with a nullable field whatever its values.
+    pub fn nullable(self) -> Self {
+        Column { nullable: true, ..self }
     }
 
     /// Its number of rows.
@@ -80,7 +87,7 @@ impl Column {
                 (DataType::Struct(fields.clone()), Arc::new(StructArray::new(fields, arrays, None)), false)
             }
         };
-        (Field::new(&self.name, dtype, nullable), array)
+        (Field::new(&self.name, dtype, nullable || self.nullable), array)
     }
 }
 
@@ -90,7 +97,7 @@ pub fn find<'a>(columns: &'a [Column], name: &str) -> Option<&'a Values> {
 }
 
 /// Read a whole Parquet table as columns (string, integer and boolean columns; a column of
-/// another type is an error naming it).
+/// another type is an error naming it), each keeping its field's nullability.
 pub fn read(path: &Path) -> Result<Vec<Column>, TableError> {
     let mut columns: Vec<Column> = Vec::new();
     let mut first_row = 0;
@@ -98,7 +105,7 @@ pub fn read(path: &Path) -> Result<Vec<Column>, TableError> {
         let batch = batch?;
         let view = super::BatchView::new(&batch, path, first_row);
         if columns.is_empty() {
-            columns = batch.schema().fields().iter().map(|f| Column { name: f.name().clone(), values: empty_like(f.data_type()) }).collect();
+            columns = batch.schema().fields().iter().map(|f| Column { name: f.name().clone(), values: empty_like(f.data_type()), nullable: f.is_nullable() }).collect();
         }
         for (column, array) in columns.iter_mut().zip(batch.columns()) {
             append(&mut column.values, array.as_ref()).map_err(|reason| view.err(0, &column.name, reason))?;
@@ -150,11 +157,14 @@ mod tests {
         let path = dir.path().join("t.parquet");
         let cols = vec![
             Column::str("id", vec![Some("a".into()), Some("b".into())]),
-            Column::int("n", vec![Some(1), None]),
+            // A null makes the field nullable; `nullable()` makes it so with every value present.
+            Column::int("n", vec![Some(1), None]).nullable(),
             Column::bool("ok", vec![Some(true), Some(false)]),
+            Column::str("doc", vec![Some("x".into()), Some("y".into())]).nullable(),
         ];
         write(&path, &cols).unwrap();
         assert_eq!(read(&path).unwrap(), cols);
+        assert!(schema(&cols).field_with_name("doc").unwrap().is_nullable() && !schema(&cols).field_with_name("id").unwrap().is_nullable());
         let with_meta = vec![cols[0].clone(), Column::structure("meta", vec![Column::str("source", vec![None, Some("x".into())])])];
         write(&path, &with_meta).unwrap();
         let s = schema(&with_meta);

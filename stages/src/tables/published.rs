@@ -4,137 +4,75 @@
 //! readers of the Hugging Face dataset can switch.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, Int64Builder, StringBuilder};
-use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
-use arrow_schema::{DataType, Field, Schema};
+use arrow_array::{Array, Int64Array, StringArray};
 
 use super::TableError;
+use super::columns::{self, Column};
 use crate::qrels::{CodeDoc, DocId, Qrel, Query, QueryId, Relevance, TextDoc};
 
-/// A column being built.
-enum Col {
-    Text(&'static str, StringBuilder, bool),
-    Int(&'static str, Int64Builder),
-    Bool(&'static str, BooleanBuilder),
-}
-
-fn text(name: &'static str) -> Col {
-    Col::Text(name, StringBuilder::new(), false)
-}
-
-fn nullable_text(name: &'static str) -> Col {
-    Col::Text(name, StringBuilder::new(), true)
-}
-
-fn write(path: &Path, mut cols: Vec<Col>, rows: usize, fill: impl Fn(usize, &mut [Col])) -> Result<(), TableError> {
-    for row in 0..rows {
-        fill(row, &mut cols);
-    }
-    let mut fields = Vec::new();
-    let mut arrays: Vec<ArrayRef> = Vec::new();
-    for c in cols {
-        match c {
-            Col::Text(name, mut b, nullable) => {
-                fields.push(Field::new(name, DataType::Utf8, nullable));
-                arrays.push(Arc::new(b.finish()));
-            }
-            Col::Int(name, mut b) => {
-                fields.push(Field::new(name, DataType::Int64, false));
-                arrays.push(Arc::new(b.finish()));
-            }
-            Col::Bool(name, mut b) => {
-                fields.push(Field::new(name, DataType::Boolean, false));
-                arrays.push(Arc::new(b.finish()));
-            }
-        }
-    }
-    let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
-    super::write_atomic(path, schema, std::iter::once(batch))
-}
-
-fn put(col: &mut Col, value: Option<&str>) {
-    if let Col::Text(_, b, _) = col {
-        b.append_option(value);
-    }
-}
-
-fn put_int(col: &mut Col, value: i64) {
-    if let Col::Int(_, b) = col {
-        b.append_value(value);
-    }
-}
-
-fn put_bool(col: &mut Col, value: bool) {
-    if let Col::Bool(_, b) = col {
-        b.append_value(value);
-    }
+/// A non-null string column of `rows`.
+fn text<T>(name: &str, rows: &[T], value: impl Fn(&T) -> String) -> Column {
+    Column::str(name, rows.iter().map(|r| Some(value(r))).collect())
 }
 
 /// Write the `code_corpus` config.
 pub fn write_code_corpus(path: &Path, docs: &[CodeDoc]) -> Result<(), TableError> {
-    let cols = vec![text("code_id"), text("code"), text("language"), text("model"), text("problem_id"), text("solution_id"), Col::Bool("passed", BooleanBuilder::new())];
-    write(path, cols, docs.len(), |i, c| {
-        let d = &docs[i];
-        put(&mut c[0], Some(&d.code_id.0));
-        put(&mut c[1], Some(&d.code));
-        put(&mut c[2], Some(d.language.as_str()));
-        put(&mut c[3], Some(&d.model));
-        put(&mut c[4], Some(d.problem_id.as_str()));
-        put(&mut c[5], Some(d.solution_id.as_str()));
-        put_bool(&mut c[6], d.passed);
-    })
+    columns::write(
+        path,
+        &[
+            text("code_id", docs, |d| d.code_id.0.clone()),
+            text("code", docs, |d| d.code.clone()),
+            text("language", docs, |d| d.language.as_str().to_owned()),
+            text("model", docs, |d| d.model.clone()),
+            text("problem_id", docs, |d| d.problem_id.as_str().to_owned()),
+            text("solution_id", docs, |d| d.solution_id.as_str().to_owned()),
+            Column::bool("passed", docs.iter().map(|d| Some(d.passed)).collect()),
+        ],
+    )
 }
 
 /// Write the `text_corpus` config.
 pub fn write_text_corpus(path: &Path, docs: &[TextDoc]) -> Result<(), TableError> {
-    let cols = vec![text("text_id"), text("text"), text("kind"), text("problem_id")];
-    write(path, cols, docs.len(), |i, c| {
-        let d = &docs[i];
-        put(&mut c[0], Some(&d.text_id.0));
-        put(&mut c[1], Some(&d.text));
-        let kind = serde_json::to_value(d.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-        put(&mut c[2], Some(&kind));
-        put(&mut c[3], Some(d.problem_id.as_str()));
-    })
+    let kind = |d: &TextDoc| serde_json::to_value(d.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+    columns::write(
+        path,
+        &[
+            text("text_id", docs, |d| d.text_id.0.clone()),
+            text("text", docs, |d| d.text.clone()),
+            text("kind", docs, kind),
+            text("problem_id", docs, |d| d.problem_id.as_str().to_owned()),
+        ],
+    )
 }
 
 /// Write a `<task>_queries` config.
 pub fn write_queries(path: &Path, queries: &[Query]) -> Result<(), TableError> {
-    let cols = vec![
-        text("query_id"),
-        text("query"),
-        text("task"),
-        text("subtask"),
-        text("language_constraint"),
-        text("source_problem_id"),
-        nullable_text("source_doc_id"),
-        Col::Int("num_relevant_docs", Int64Builder::new()),
-    ];
-    write(path, cols, queries.len(), |i, c| {
-        let q = &queries[i];
-        put(&mut c[0], Some(&q.query_id.0));
-        put(&mut c[1], Some(&q.query));
-        put(&mut c[2], Some(q.task.as_str()));
-        put(&mut c[3], Some(&q.subtask));
-        put(&mut c[4], Some(&q.language_constraint));
-        put(&mut c[5], Some(q.source_problem_id.as_str()));
-        put(&mut c[6], q.source_doc_id.as_ref().map(|d| d.0.as_str()));
-        put_int(&mut c[7], q.num_relevant_docs as i64);
-    })
+    columns::write(
+        path,
+        &[
+            text("query_id", queries, |q| q.query_id.0.clone()),
+            text("query", queries, |q| q.query.clone()),
+            text("task", queries, |q| q.task.as_str().to_owned()),
+            text("subtask", queries, |q| q.subtask.clone()),
+            text("language_constraint", queries, |q| q.language_constraint.clone()),
+            text("source_problem_id", queries, |q| q.source_problem_id.as_str().to_owned()),
+            Column::str("source_doc_id", queries.iter().map(|q| q.source_doc_id.as_ref().map(|d| d.0.clone())).collect()).nullable(),
+            Column::int("num_relevant_docs", queries.iter().map(|q| Some(q.num_relevant_docs as i64)).collect()),
+        ],
+    )
 }
 
 /// Write a `<task>_qrels` config.
 pub fn write_qrels(path: &Path, qrels: &[Qrel]) -> Result<(), TableError> {
-    let cols = vec![text("query_id"), text("doc_id"), Col::Int("relevance", Int64Builder::new())];
-    write(path, cols, qrels.len(), |i, c| {
-        let q = &qrels[i];
-        put(&mut c[0], Some(&q.query_id.0));
-        put(&mut c[1], Some(&q.doc_id.0));
-        put_int(&mut c[2], i64::from(q.relevance.0));
-    })
+    columns::write(
+        path,
+        &[
+            text("query_id", qrels, |q| q.query_id.0.clone()),
+            text("doc_id", qrels, |q| q.doc_id.0.clone()),
+            Column::int("relevance", qrels.iter().map(|q| Some(i64::from(q.relevance.0))).collect()),
+        ],
+    )
 }
 
 /// Read a `<task>_qrels` config back (the graded judgements, relevance 2 and 1).

@@ -101,9 +101,10 @@ pub(super) fn run(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord
         Some(parts) => merge_parts(&solutions, &parts, &verdicts)?,
         None => {
             solutions.retain(|s| engine.handles(stage, s.id.as_str()));
-            let problems = stages::tables::ProblemReader::read_all(&engine.output(rewrite, "problems")?)?;
+            // Problems stream from their table: only those being judged are in memory.
+            let problems = stages::tables::ProblemReader::open(&engine.output(rewrite, "problems")?)?.map(|p| p.map_err(ExecuteError::from));
             let bar = engine.printer.progress(Some(solutions.len() as u64), "execute", false);
-            let output = stages::execute::execute_with_progress(config, &problems, &solutions, &judge.sandbox, engine.plan.jobs, &|| bar.inc(1))?;
+            let output = stages::execute::execute_streaming(config, problems, &solutions, &judge.sandbox, engine.plan.jobs, &|| bar.inc(1))?;
             bar.finish_and_clear();
             write_verdicts(&verdicts, &output.results)?;
             (output.stats, output.without_problem)

@@ -35,7 +35,7 @@
 pub mod compare;
 pub mod toolchain;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::AddAssign;
 use std::path::{Path, PathBuf};
 
@@ -465,16 +465,30 @@ pub fn execute_with_progress(
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<ExecuteOutput, ExecuteError> {
+    execute_streaming(config, problems.iter().cloned().map(Ok), solutions, sandbox, jobs, progress)
+}
+
+/// [`execute_with_progress`] over problems read one at a time (a table reader): only the
+/// problems being judged are in memory, never the whole month's tests, so memory does not
+/// grow with the number of problems or solutions (issue #13).
+///
+/// Problems are taken in the order they come, a window at a time (twice the threads, so that a
+/// slow solution of one problem overlaps with the others), and each problem's solutions are
+/// judged on the window's pool; a problem without solutions is dropped as soon as it is read.
+/// Results come back in the order of `solutions` whatever the order of judging, so the output
+/// does not depend on the thread count.
+pub fn execute_streaming(
+    config: &ExecuteConfig,
+    problems: impl Iterator<Item = Result<Problem, ExecuteError>>,
+    solutions: &[Solution],
+    sandbox: &Sandbox,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<ExecuteOutput, ExecuteError> {
     config.validate()?;
-    let by_id: HashMap<&ProblemId, &Problem> = problems.iter().map(|p| (&p.id, p)).collect();
-    let mut without_problem = Vec::new();
-    // Each solution borrows its problem's tests (one pointer per test, no copies).
-    let mut work: Vec<(usize, &Solution, Vec<&TestCase>)> = Vec::new();
+    let mut slots_of: HashMap<&ProblemId, Vec<usize>> = HashMap::new();
     for (i, s) in solutions.iter().enumerate() {
-        match by_id.get(&s.problem_id) {
-            Some(p) => work.push((i, s, p.public_tests.iter().chain(&p.private_tests).collect())),
-            None => without_problem.push(s.id.clone()),
-        }
+        slots_of.entry(&s.problem_id).or_default().push(i);
     }
     let base = config.work_dir.clone().unwrap_or_else(std::env::temp_dir);
     fs_err::create_dir_all(&base).map_err(|e| ExecuteError::Io { path: base.clone(), source: e })?;
@@ -487,19 +501,54 @@ pub fn execute_with_progress(
         .thread_name(|i| format!("coreb-execute-{i}"))
         .build()
         .map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
-    let judged: Vec<Result<(SolutionResult, u64), ExecuteError>> = pool.install(|| {
-        work.par_iter()
-            .map(|(slot, s, tests)| {
-                let judged = judge_solution(config, sandbox, s, tests, root.path(), *slot);
-                progress();
-                judged
+    let window = 2 * pool.current_num_threads().max(1);
+    let mut judged: Vec<Option<(SolutionResult, u64)>> = (0..solutions.len()).map(|_| None).collect();
+    let mut judge_window = |batch: &mut Vec<Problem>| -> Result<(), ExecuteError> {
+        // Each solution borrows its problem's tests (one pointer per test, no copies).
+        let work: Vec<(usize, Vec<&TestCase>)> = batch
+            .iter()
+            .flat_map(|p| {
+                let tests: Vec<&TestCase> = p.public_tests.iter().chain(&p.private_tests).collect();
+                slots_of.get(&p.id).into_iter().flatten().map(move |&slot| (slot, tests.clone()))
             })
-            .collect()
-    });
-    let mut stats = ExecuteStats { solutions_without_problem: without_problem.len(), ..ExecuteStats::default() };
-    let mut results = Vec::with_capacity(judged.len());
-    for j in judged {
-        let (result, cpu) = j?;
+            .collect();
+        let done: Vec<(usize, Result<(SolutionResult, u64), ExecuteError>)> = pool.install(|| {
+            work.par_iter()
+                .map(|(slot, tests)| {
+                    let result = judge_solution(config, sandbox, &solutions[*slot], tests, root.path(), *slot);
+                    progress();
+                    (*slot, result)
+                })
+                .collect()
+        });
+        for (slot, result) in done {
+            judged[slot] = Some(result?);
+        }
+        batch.clear();
+        Ok(())
+    };
+    let mut batch = Vec::with_capacity(window);
+    let mut seen: HashSet<ProblemId> = HashSet::new();
+    for problem in problems {
+        let problem = problem?;
+        if !slots_of.contains_key(&problem.id) || !seen.insert(problem.id.clone()) {
+            continue;
+        }
+        batch.push(problem);
+        if batch.len() >= window {
+            judge_window(&mut batch)?;
+        }
+    }
+    judge_window(&mut batch)?;
+
+    let mut stats = ExecuteStats::default();
+    let mut results = Vec::with_capacity(solutions.len());
+    let mut without_problem = Vec::new();
+    for (s, j) in solutions.iter().zip(judged) {
+        let Some((result, cpu)) = j else {
+            without_problem.push(s.id.clone());
+            continue;
+        };
         stats.solutions += 1;
         stats.solutions_passed += usize::from(result.passed);
         stats.tests += result.tests.len();
@@ -509,6 +558,7 @@ pub fn execute_with_progress(
         }
         results.push(result);
     }
+    stats.solutions_without_problem = without_problem.len();
     Ok(ExecuteOutput { results, without_problem, stats })
 }
 
@@ -534,9 +584,9 @@ pub fn execute_tables(
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<ExecuteTablesReport, ExecuteError> {
-    let problems = crate::tables::ProblemReader::read_all(problems)?;
     let solutions = crate::tables::solutions::read_solutions(solutions)?;
-    let output = execute_with_progress(config, &problems, &solutions, sandbox, jobs, progress)?;
+    let problems = crate::tables::ProblemReader::open(problems)?.map(|p| p.map_err(ExecuteError::from));
+    let output = execute_streaming(config, problems, &solutions, sandbox, jobs, progress)?;
     crate::tables::verdicts::write_verdicts(out, &output.results)?;
     Ok(ExecuteTablesReport {
         stats: output.stats,

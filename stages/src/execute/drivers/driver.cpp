@@ -213,28 +213,22 @@ void write(std::string& out, const std::vector<T>& v) {
     out += ']';
 }
 
-// Call the method with arguments read as its own parameter types.
-template <class S, class R, class... A, size_t... I>
-R call(S& self, R (S::*m)(A...), std::vector<Json>& args, std::index_sequence<I...>) {
-    std::tuple<typename std::decay<A>::type...> values;
-    (from(args[I], std::get<I>(values)), ...);
-    return (self.*m)(std::get<I>(values)...);
-}
+// Call the method with arguments read as its own parameter types (const or not).
+template <class M>
+struct Method;
 template <class S, class R, class... A>
-R call(S& self, R (S::*m)(A...), std::vector<Json>& args) {
-    if (args.size() < sizeof...(A)) fail("fewer argument lines than parameters");
-    return call(self, m, args, std::index_sequence_for<A...>{});
-}
-template <class S, class R, class... A, size_t... I>
-R call(S& self, R (S::*m)(A...) const, std::vector<Json>& args, std::index_sequence<I...>) {
-    std::tuple<typename std::decay<A>::type...> values;
-    (from(args[I], std::get<I>(values)), ...);
-    return (self.*m)(std::get<I>(values)...);
-}
+struct Method<R (S::*)(A...)> {
+    using Args = std::tuple<typename std::decay<A>::type...>;
+};
 template <class S, class R, class... A>
-R call(S& self, R (S::*m)(A...) const, std::vector<Json>& args) {
-    if (args.size() < sizeof...(A)) fail("fewer argument lines than parameters");
-    return call(self, m, args, std::index_sequence_for<A...>{});
+struct Method<R (S::*)(A...) const> : Method<R (S::*)(A...)> {};
+
+template <class S, class M>
+auto call(S& self, M method, const std::vector<Json>& args) {
+    typename Method<M>::Args values;
+    if (args.size() < std::tuple_size<decltype(values)>::value) fail("fewer argument lines than parameters");
+    std::apply([&](auto&... v) { size_t k = 0; (from(args[k++], v), ...); }, values);
+    return std::apply([&](auto&... v) { return (self.*method)(v...); }, values);
 }
 
 }  // namespace coreb_driver

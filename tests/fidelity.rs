@@ -53,6 +53,33 @@ fn the_sample_says_its_content_was_written_by_hand() {
     assert_eq!(entries, 143);
 }
 
+/// Issue #12: a LeetCode code document is the solution only; the judge adds the I/O driver.
+/// No functional problem's code document (corpus or code query) holds an entry point or
+/// argument parsing of its own.
+#[test]
+fn no_sample_leetcode_code_document_carries_a_driver() {
+    let problems = stages::tables::ProblemReader::read_all(&release().join("problems.parquet")).unwrap();
+    let functional: std::collections::BTreeSet<String> = problems.iter().filter(|p| p.is_functional()).map(|p| p.id.to_string()).collect();
+    assert_eq!(functional.len(), 5, "{functional:?}");
+    let driver = regex::Regex::new(r"\bmain\s*\(|__main__|parseInt(?:List|Array)|json\.loads|JSON\.parse|sys\.stdin|\bSTDIN\b|\$stdin|\bgets\b|\bbufio\b|System\.in\b|\bcin\b|getline").unwrap();
+    let (mut docs, mut with_driver) = (0, Vec::new());
+    for file in ["text2code/corpus.jsonl", "code2code/corpus.jsonl", "code2code/queries.jsonl"] {
+        for doc in jsonl(release().join(file)) {
+            let problem = doc["problem_id"].as_str().or_else(|| doc["source_problem_id"].as_str()).unwrap_or_default();
+            if !functional.contains(problem) {
+                continue;
+            }
+            docs += 1;
+            let text = doc["text"].as_str().unwrap();
+            if let Some(m) = driver.find(text) {
+                with_driver.push(format!("{file} {}: {}", doc["_id"], m.as_str()));
+            }
+        }
+    }
+    assert!(docs >= 50, "{docs} LeetCode code documents read");
+    assert_eq!(with_driver, Vec::<String>::new());
+}
+
 fn jsonl(path: PathBuf) -> Vec<serde_json::Value> {
     fs_err::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }

@@ -395,7 +395,7 @@ fn rewritten(n: u32, title: &str, functional: bool) -> RewrittenProblem {
         id: ProblemId::from_question_id(&n.to_string()),
         title: title.into(),
         statement: "In the warehouse, count crates.".into(),
-        starter_code: if functional { "class Solution:\n    def countCrates(self, xs):\n        pass\n".into() } else { String::new() },
+        starter_code: if functional { "class Solution:\n    def countCrates(self, xs: List[int]) -> int:\n        pass\n".into() } else { String::new() },
         func_name: functional.then(|| "countCrates".into()),
         platform: if functional { Platform::Leetcode } else { Platform::Atcoder },
         difficulty: "easy".into(),
@@ -433,12 +433,16 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
     sorted.sort();
     sorted.dedup();
     assert_eq!(sorted.len(), ids.len(), "no duplicates");
-    // Samples differ in seed; functional problems get the JSON-lines instructions.
+    // Samples differ in seed; functional problems ask for the solution only (issue #12), with
+    // the skeleton rendered for the language; stdin problems for a whole program.
     let seen = server.seen.lock().unwrap().clone();
     let seeds: std::collections::BTreeSet<Option<u64>> = seen.iter().map(|s| s.seed).collect();
     assert_eq!(seeds, [Some(0), Some(1)].into_iter().collect());
-    assert!(seen.iter().filter(|s| s.user.contains("MARKNOCODE")).all(|s| s.user.contains("one JSON value per")));
-    assert!(seen.iter().filter(|s| !s.user.contains("MARKNOCODE")).all(|s| s.user.contains("exactly as the statement describes")));
+    let functional: Vec<_> = seen.iter().filter(|s| s.user.contains("MARKNOCODE")).collect();
+    assert!(!functional.is_empty() && functional.iter().all(|s| s.user.contains("Write the solution only") && !s.user.contains("standard input")));
+    assert!(functional.iter().any(|s| s.user.contains("Solve the problem below in C++17") && s.user.contains("long long countCrates(vector<long long>& xs)")));
+    assert!(functional.iter().any(|s| s.user.contains("Solve the problem below in Ruby") && s.user.contains("def count_crates(xs)")));
+    assert!(seen.iter().filter(|s| !s.user.contains("MARKNOCODE")).all(|s| s.user.contains("exactly as the statement describes") && s.user.contains("reads its input from standard input")));
     assert_eq!(seen.iter().filter(|s| s.model == "model-b").count(), 20);
     assert_eq!(out.stats.from_endpoint, 40);
     // Tokens and cost per stage and model, from the usage the server reported.

@@ -131,10 +131,15 @@ def generate(a: Ask):
     named = (m.group(1) if m else "python").strip().lower()
     language = next((v for k, v in LANGUAGE_NAMES.items() if re.match(rf"{re.escape(k)}\b|{re.escape(k)}\d", named)), "python")
     qid, template = a.qid(), a.template()
-    method = re.search(r"def\s+([A-Za-z_]\w*)\s*\(\s*self", a.section("Starter code"))
+    # The method as the skeleton names it: Python's starter, or the skeleton rendered for the
+    # language (Ruby's `def snake_name(`, Go's `func name(`, a C++/Java method `name(...) {`).
+    starter = a.section("Starter code")
+    method = (re.search(r"def\s+([A-Za-z_]\w*)\s*\(\s*self", starter) or re.search(r"^def\s+([A-Za-z_]\w*)\s*\(", starter, re.M)
+              or re.search(r"^func\s+([A-Za-z_]\w*)\s*\(", starter, re.M) or re.search(r"([A-Za-z_]\w*)\s*\([^()]*\)\s*\{", starter))
     method = method.group(1) if method else lib.TEMPLATES[template].get("renamed", "")
     outcome = lib.outcome(f"lcb_{qid}", a.model, language)
-    return f"The program reads the input, computes the answer and prints it.\n<code>\n{lib.solution(template, language, outcome, method, qid)}</code>"
+    what = "The solution implements the skeleton." if lib.TEMPLATES[template]["kind"] == "functional" else "The program reads the input, computes the answer and prints it."
+    return f"{what}\n<code>\n{lib.solution(template, language, outcome, method, qid)}</code>"
 
 
 STAGES = [

@@ -286,6 +286,7 @@ fn parse_rewrite(text: &str, problem: &Problem, has_starter: bool) -> Result<(St
         Some(_) => Some(method_name(&starter_code).ok_or(RejectReason::NoMethod)?),
         None => None,
     };
+    same_signature_types(&problem.starter_code, &starter_code)?;
     Ok((title, statement, starter_code, func_name))
 }
 
@@ -319,6 +320,21 @@ fn parse_tests(text: &str, indices: &[usize], sent: &[&TestCase]) -> Result<Vec<
 
 fn normalise(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A renamed starter must keep the types of the original's signature (names may change):
+/// the judge's driver converts each argument by them ([`crate::signature`]). An original
+/// without a usable signature (a stdin problem, or one `filter` would reject) is not checked.
+fn same_signature_types(original: &str, rewritten: &str) -> Result<(), RejectReason> {
+    let Ok(before) = crate::signature::parse(original) else { return Ok(()) };
+    let after = crate::signature::parse(rewritten).map_err(|e| RejectReason::SignatureChanged { detail: e.to_string() })?;
+    let types = |s: &crate::signature::Signature| s.params.iter().map(|p| p.ty.to_string()).collect::<Vec<_>>().join(", ");
+    if types(&before) != types(&after) || before.returns != after.returns {
+        return Err(RejectReason::SignatureChanged {
+            detail: format!("({}) -> {} became ({}) -> {}", types(&before), before.returns, types(&after), after.returns),
+        });
+    }
+    Ok(())
 }
 
 /// The first method of a starter class (`def name(self, …)`), or the first function.
@@ -515,6 +531,19 @@ mod tests {
         assert_eq!(p.public_tests[1], problem.public_tests[1]);
         assert_eq!(p.private_tests, problem.private_tests);
         assert_eq!((out.stats.tests_bijection, out.stats.tests_kept_long, out.stats.tests_kept), (1, 1, 1));
+    }
+
+    #[test]
+    fn a_rewritten_starter_keeps_the_signature_types() {
+        let original = "class Solution:\n    def countWays(self, nums: List[int], k: int) -> int:\n";
+        assert_eq!(same_signature_types(original, "class Solution:\n    def countCrates(self, crates: List[int], limit: int) -> int:\n"), Ok(()));
+        assert_eq!(
+            same_signature_types(original, "class Solution:\n    def countCrates(self, crates: List[str], limit: int) -> int:\n"),
+            Err(RejectReason::SignatureChanged { detail: "(List[int], int) -> int became (List[str], int) -> int".into() })
+        );
+        assert!(matches!(same_signature_types(original, "class Solution:\n    def countCrates(self, crates, limit):\n"), Err(RejectReason::SignatureChanged { .. })));
+        // Nothing to keep: a stdin problem.
+        assert_eq!(same_signature_types("", ""), Ok(()));
     }
 
     #[test]

@@ -27,12 +27,17 @@
 //! `rows_out` = judged, `rejected` = `without_problem`). [`execute`] is the pure form. Tests
 //! are borrowed from the problems, never copied per solution or per run.
 //!
+//! A functional (LeetCode) problem's solution is the solution only; the judge adds its
+//! language's I/O driver, made from the problem's signature ([`driver`]), and compiles the
+//! two as one program. A stdin problem's solution runs as written.
+//!
 //! What it does NOT do: read or write tables itself (the engine, or [`execute_tables`] for
-//! the one-call form, does), inject imports or harness code (only a configured `prelude`), or
-//! retry flaky runs. Wall and CPU times and peak memory are measured, so those columns differ
+//! the one-call form, does), inject anything into a stdin program (only a configured
+//! `prelude`), or retry flaky runs. Wall and CPU times and peak memory are measured, so those columns differ
 //! from run to run; verdicts do not (for programs well inside their limits).
 
 pub mod compare;
+pub mod driver;
 pub mod toolchain;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -46,6 +51,7 @@ use thiserror::Error;
 use coreb_sandbox::{BOX_DIR, DirAccess, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig, SandboxError};
 
 pub use compare::{functional_outputs_match, outputs_match};
+pub use driver::Harness;
 pub use toolchain::{LanguageConfig, LimitsPatch, Toolchain, ToolchainVersions, default_time_multiplier, java_main_class, toolchain_versions};
 
 use crate::problem::{Problem, ProblemId, TestCase, TestType};
@@ -291,12 +297,13 @@ pub fn verdict_of(outcome: &Outcome, test: &TestCase, limits: &Limits) -> Verdic
     if matches { Verdict::Passed } else { Verdict::WrongAnswer }
 }
 
-/// Judge one solution against `tests`: compile once, run each test (in parallel on the
-/// current rayon pool).
+/// Judge one solution against `tests`: assemble its program ([`Harness`]), compile once,
+/// run each test (in parallel on the current rayon pool).
 pub fn judge_solution(
     config: &ExecuteConfig,
     sandbox: &Sandbox,
     solution: &Solution,
+    harness: &Harness,
     tests: &[&TestCase],
     work_root: &Path,
     slot: usize,
@@ -321,7 +328,7 @@ pub fn judge_solution(
     } else {
         None
     };
-    let result = judge_in(&toolchain, sandbox, solution, tests, &dir, cache);
+    let result = judge_in(&toolchain, sandbox, solution, harness, tests, &dir, cache);
     // The directory is the judge's again after the compile (see `Sandbox::run`).
     std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
     result
@@ -342,14 +349,20 @@ fn judge_in(
     toolchain: &Toolchain,
     sandbox: &Sandbox,
     solution: &Solution,
+    harness: &Harness,
     tests: &[&TestCase],
     dir: &Path,
     cache: Option<PathBuf>,
 ) -> Result<(SolutionResult, u64), ExecuteError> {
-    let main_class = if solution.language == Language::Java { java_main_class(&solution.code) } else { String::new() };
+    let program = match harness {
+        Harness::Program => solution.code.clone(),
+        Harness::Driver(signature) => driver::assemble(&solution.code, solution.language, signature),
+        Harness::Unsupported(_) => String::new(),
+    };
+    let main_class = if solution.language == Language::Java { java_main_class(&program) } else { String::new() };
     let source_name = fill(&toolchain.source, "", &main_class, 0);
     let src_inside = format!("{BOX_DIR}/{source_name}");
-    let code = format!("{}{}", toolchain.prelude, solution.code);
+    let code = format!("{}{}", toolchain.prelude, program);
     let src_host = dir.join(&source_name);
     let mut cpu_ms = 0;
     let base = SolutionResult {
@@ -363,6 +376,10 @@ fn judge_in(
         message: String::new(),
         memory_bound: sandbox.memory_bound(),
     };
+    if let Harness::Unsupported(e) = harness {
+        let message = format!("no driver for this problem's signature: {e}");
+        return Ok((SolutionResult { tests: all_tests(tests.len(), Verdict::CompileError), message, ..base }, 0));
+    }
     if let Err(e) = std::fs::write(&src_host, code) {
         if machine_fault(&e) {
             return Err(ExecuteError::Io { path: src_host, source: e });
@@ -504,18 +521,20 @@ pub fn execute_streaming(
     let window = 2 * pool.current_num_threads().max(1);
     let mut judged: Vec<Option<(SolutionResult, u64)>> = (0..solutions.len()).map(|_| None).collect();
     let mut judge_window = |batch: &mut Vec<Problem>| -> Result<(), ExecuteError> {
+        let harnesses: Vec<Harness> = batch.iter().map(Harness::of).collect();
         // Each solution borrows its problem's tests (one pointer per test, no copies).
-        let work: Vec<(usize, Vec<&TestCase>)> = batch
+        let work: Vec<(usize, &Harness, Vec<&TestCase>)> = batch
             .iter()
-            .flat_map(|p| {
+            .zip(&harnesses)
+            .flat_map(|(p, harness)| {
                 let tests: Vec<&TestCase> = p.public_tests.iter().chain(&p.private_tests).collect();
-                slots_of.get(&p.id).into_iter().flatten().map(move |&slot| (slot, tests.clone()))
+                slots_of.get(&p.id).into_iter().flatten().map(move |&slot| (slot, harness, tests.clone()))
             })
             .collect();
         let done: Vec<(usize, Result<(SolutionResult, u64), ExecuteError>)> = pool.install(|| {
             work.par_iter()
-                .map(|(slot, tests)| {
-                    let result = judge_solution(config, sandbox, &solutions[*slot], tests, root.path(), *slot);
+                .map(|(slot, harness, tests)| {
+                    let result = judge_solution(config, sandbox, &solutions[*slot], harness, tests, root.path(), *slot);
                     progress();
                     (*slot, result)
                 })

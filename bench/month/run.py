@@ -159,7 +159,7 @@ def main() -> int:
             except ValueError:
                 report = {}
             after = stats(url)
-            names = [stage] + (["rewrite_tests"] if stage == "rewrite" else [])
+            names = [stage] + (["rewrite_tests", "reference", "adapt_reference"] if stage == "rewrite" else [])
             req = sum(after.get(s, {}).get("requests", 0) - before.get(s, {}).get("requests", 0) for s in names)
             faults = sum(sum(after.get(s, {}).get("faults", {}).values()) - sum(before.get(s, {}).get("faults", {}).values()) for s in names)
             before = after

@@ -27,12 +27,19 @@
 //! `rows_out` = judged, `rejected` = `without_problem`). [`execute`] is the pure form. Tests
 //! are borrowed from the problems, never copied per solution or per run.
 //!
+//! Before judging, the tests `rewrite` changed are re-checked against each problem's
+//! reference solution ([`recheck`], [`execute_checked`]): a changed test the adapted reference
+//! fails is rejected (no solution is judged on it; verdict indices stay those of the full
+//! test list), and a problem left with no test is rejected whole (its solutions are not
+//! judged, like a solution without a problem).
+//!
 //! What it does NOT do: read or write tables itself (the engine, or [`execute_tables`] for
 //! the one-call form, does), inject imports or harness code (only a configured `prelude`), or
 //! retry flaky runs. Wall and CPU times and peak memory are measured, so those columns differ
 //! from run to run; verdicts do not (for programs well inside their limits).
 
 pub mod compare;
+pub mod recheck;
 pub mod toolchain;
 
 use std::collections::{BTreeMap, HashMap};
@@ -139,10 +146,14 @@ impl AddAssign for ExecuteStats {
 pub struct ExecuteOutput {
     /// One result per judged solution, in input order.
     pub results: Vec<SolutionResult>,
-    /// Solutions whose problem was missing (listed, not judged).
+    /// Solutions whose problem was missing or rejected whole by the re-check (listed, not
+    /// judged).
     pub without_problem: Vec<SolutionId>,
     /// Counts.
     pub stats: ExecuteStats,
+    /// The re-check of every problem with a changed test that a solution needed, in problem
+    /// order ([`recheck`]).
+    pub checks: Vec<recheck::ProblemCheck>,
 }
 
 /// `[stages.execute]`.
@@ -291,13 +302,13 @@ pub fn verdict_of(outcome: &Outcome, test: &TestCase, limits: &Limits) -> Verdic
     if matches { Verdict::Passed } else { Verdict::WrongAnswer }
 }
 
-/// Judge one solution against `tests`: compile once, run each test (in parallel on the
-/// current rayon pool).
+/// Judge one solution against `tests` (each with its index in the problem's test list, which
+/// its result carries): compile once, run each test (in parallel on the current rayon pool).
 pub fn judge_solution(
     config: &ExecuteConfig,
     sandbox: &Sandbox,
     solution: &Solution,
-    tests: &[&TestCase],
+    tests: &[(u32, &TestCase)],
     work_root: &Path,
     slot: usize,
 ) -> Result<(SolutionResult, u64), ExecuteError> {
@@ -334,15 +345,15 @@ fn machine_fault(e: &std::io::Error) -> bool {
 }
 
 /// Every test of a solution with one verdict (a solution that did not build).
-fn all_tests(tests: usize, verdict: Verdict) -> Vec<TestResult> {
-    (0..tests).map(|i| TestResult { index: i as u32, verdict, wall_ms: 0, cpu_ms: 0, peak_memory_kb: 0 }).collect()
+fn all_tests(tests: &[(u32, &TestCase)], verdict: Verdict) -> Vec<TestResult> {
+    tests.iter().map(|&(index, _)| TestResult { index, verdict, wall_ms: 0, cpu_ms: 0, peak_memory_kb: 0 }).collect()
 }
 
 fn judge_in(
     toolchain: &Toolchain,
     sandbox: &Sandbox,
     solution: &Solution,
-    tests: &[&TestCase],
+    tests: &[(u32, &TestCase)],
     dir: &Path,
     cache: Option<PathBuf>,
 ) -> Result<(SolutionResult, u64), ExecuteError> {
@@ -368,7 +379,7 @@ fn judge_in(
             return Err(ExecuteError::Io { path: src_host, source: e });
         }
         let message = format!("the judge could not write the source file `{source_name}`: {e}");
-        return Ok((SolutionResult { tests: all_tests(tests.len(), Verdict::CompileError), message, ..base }, 0));
+        return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, 0));
     }
     let env: Vec<(String, String)> = toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
 
@@ -393,7 +404,7 @@ fn judge_in(
             if message.trim().is_empty() {
                 message = format!("compiler ended with {:?} (limit {:?})", outcome.status, outcome.limit);
             }
-            return Ok((SolutionResult { tests: all_tests(tests.len(), Verdict::CompileError), message, ..base }, cpu_ms));
+            return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, cpu_ms));
         }
     }
 
@@ -401,8 +412,7 @@ fn judge_in(
     let run_argv: Vec<String> = toolchain.run.iter().map(|a| fill(a, &src_inside, &main_class, limits.memory_mb)).collect();
     let runs: Vec<Result<(TestResult, Outcome), ExecuteError>> = tests
         .par_iter()
-        .enumerate()
-        .map(|(i, test)| {
+        .map(|&(i, test)| {
             let program = Program {
                 argv: run_argv.clone(),
                 env: env.clone(),
@@ -418,7 +428,7 @@ fn judge_in(
             })?;
             let verdict = verdict_of(&outcome, test, limits);
             let result = TestResult {
-                index: i as u32,
+                index: i,
                 verdict,
                 wall_ms: outcome.wall_ms,
                 cpu_ms: outcome.cpu_ms,
@@ -465,17 +475,28 @@ pub fn execute_with_progress(
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<ExecuteOutput, ExecuteError> {
+    execute_checked(config, problems, &[], solutions, sandbox, jobs, progress)
+}
+
+/// [`execute_with_progress`] after re-checking the changed tests of `recheck`'s problems
+/// against their references ([`recheck::recheck`]; only problems a solution needs): no
+/// solution is judged on a rejected test, and the solutions of a problem rejected whole are
+/// not judged at all (listed in `without_problem`).
+pub fn execute_checked(
+    config: &ExecuteConfig,
+    problems: &[Problem],
+    recheck: &[recheck::RecheckProblem],
+    solutions: &[Solution],
+    sandbox: &Sandbox,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<ExecuteOutput, ExecuteError> {
     config.validate()?;
     let by_id: HashMap<&ProblemId, &Problem> = problems.iter().map(|p| (&p.id, p)).collect();
-    let mut without_problem = Vec::new();
-    // Each solution borrows its problem's tests (one pointer per test, no copies).
-    let mut work: Vec<(usize, &Solution, Vec<&TestCase>)> = Vec::new();
-    for (i, s) in solutions.iter().enumerate() {
-        match by_id.get(&s.problem_id) {
-            Some(p) => work.push((i, s, p.public_tests.iter().chain(&p.private_tests).collect())),
-            None => without_problem.push(s.id.clone()),
-        }
-    }
+    let needed: std::collections::HashSet<&ProblemId> = solutions.iter().map(|s| &s.problem_id).filter(|id| by_id.contains_key(id)).collect();
+    let mut to_check: Vec<&recheck::RecheckProblem> = recheck.iter().filter(|r| needed.contains(&r.problem_id) && r.test_origins.iter().any(|o| o.rewritten())).collect();
+    to_check.sort_by(|a, b| a.problem_id.cmp(&b.problem_id));
+    to_check.dedup_by(|a, b| a.problem_id == b.problem_id);
     let base = config.work_dir.clone().unwrap_or_else(std::env::temp_dir);
     fs_err::create_dir_all(&base).map_err(|e| ExecuteError::Io { path: base.clone(), source: e })?;
     let root = tempfile::Builder::new()
@@ -487,6 +508,29 @@ pub fn execute_with_progress(
         .thread_name(|i| format!("coreb-execute-{i}"))
         .build()
         .map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
+
+    let references = root.path().join("references");
+    fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io { path: references.clone(), source: e })?;
+    let tests_of = |id: &ProblemId| by_id.get(id).map(|p| p.public_tests.iter().chain(&p.private_tests).collect::<Vec<_>>());
+    let checks = pool.install(|| recheck::recheck(config, sandbox, &to_check, &tests_of, &references))?;
+    let checked: HashMap<&ProblemId, &recheck::ProblemCheck> = to_check.iter().map(|r| &r.problem_id).zip(&checks).collect();
+
+    let mut without_problem = Vec::new();
+    // Each solution borrows its problem's tests (one pointer per test, no copies), less the
+    // tests the re-check rejected.
+    let mut work: Vec<(usize, &Solution, Vec<(u32, &TestCase)>)> = Vec::new();
+    for (i, s) in solutions.iter().enumerate() {
+        let check = checked.get(&s.problem_id);
+        match by_id.get(&s.problem_id) {
+            Some(_) if check.is_some_and(|c| c.rejected_whole) => without_problem.push(s.id.clone()),
+            Some(p) => {
+                let rejected = check.map(|c| c.rejected()).unwrap_or_default();
+                let tests = p.public_tests.iter().chain(&p.private_tests).enumerate().map(|(i, t)| (i as u32, t)).filter(|(i, _)| !rejected.contains(i)).collect();
+                work.push((i, s, tests));
+            }
+            None => without_problem.push(s.id.clone()),
+        }
+    }
     let judged: Vec<Result<(SolutionResult, u64), ExecuteError>> = pool.install(|| {
         work.par_iter()
             .map(|(slot, s, tests)| {
@@ -509,7 +553,7 @@ pub fn execute_with_progress(
         }
         results.push(result);
     }
-    Ok(ExecuteOutput { results, without_problem, stats })
+    Ok(ExecuteOutput { results, without_problem, stats, checks })
 }
 
 /// What [`execute_tables`] did.

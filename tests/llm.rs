@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use stages::abbreviate::{AbbreviateConfig, abbreviate};
 use stages::distract::{DistractConfig, distract};
 use stages::generate::{GenerateConfig, generate};
-use stages::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+use stages::problem::{Platform, Problem, ProblemId};
 use stages::prompt::Prompts;
 use stages::queries::{QueriesConfig, queries};
 use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, RewrittenProblem, TestOrigin, rewrite};
@@ -243,21 +243,7 @@ fn prompts() -> Prompts {
 }
 
 fn problem(n: u32, title: &str, statement: &str, tests: Vec<(&str, &str)>) -> Problem {
-    Problem {
-        id: ProblemId::from_question_id(&format!("{n}")),
-        question_title: title.into(),
-        question_content: statement.into(),
-        platform: Platform::Atcoder,
-        question_id: n.to_string(),
-        contest_id: "abc1".into(),
-        contest_date: "2025-01-04T00:00:00".into(),
-        starter_code: String::new(),
-        difficulty: "easy".into(),
-        public_tests: tests.iter().map(|(i, o)| TestCase { input: (*i).into(), output: (*o).into(), testtype: TestType::Stdin }).collect(),
-        private_tests: Vec::new(),
-        func_name: None,
-        metadata: "{}".into(),
-    }
+    crate::support::stdin_problem(&n.to_string(), title, statement, &tests)
 }
 
 fn plans(config: &LlmConfig) -> RewritePlans {

@@ -11,32 +11,14 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use stages::execute::recheck::{RecheckProblem, RecheckStats};
 use stages::execute::{ExecuteConfig, execute_checked};
-use stages::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+use stages::problem::Problem;
 use stages::prompt::Prompts;
 use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, TestOrigin, apply_bijection_keeping, letter_bijection, rewrite};
 use stages::services::llm::{Gateway, LlmConfig, ResponseStore, RetryConfig, StoreMode};
 use stages::solution::{Language, Solution, SolutionId};
 use stages::verdict::{CheckOutcome, Verdict};
 
-use crate::support::root;
-
-fn stdin_problem(id: &str, title: &str, statement: &str, tests: &[(&str, &str)]) -> Problem {
-    Problem {
-        id: ProblemId::from_question_id(id),
-        question_title: title.into(),
-        question_content: statement.into(),
-        platform: Platform::Atcoder,
-        question_id: id.into(),
-        contest_id: "abc1".into(),
-        contest_date: "2025-01-04T00:00:00".into(),
-        starter_code: String::new(),
-        difficulty: "easy".into(),
-        public_tests: tests.iter().map(|(i, o)| TestCase { input: (*i).into(), output: (*o).into(), testtype: TestType::Stdin }).collect(),
-        private_tests: Vec::new(),
-        func_name: None,
-        metadata: "{}".into(),
-    }
-}
+use crate::support::{root, stdin_problem};
 
 /// Two letters the bijection of `id` puts in the opposite order (`x < y`, image of x > image
 /// of y): a word of x's sorts first before the rewrite and last after it.

@@ -295,7 +295,7 @@ mod tests {
     fn project_prompts_load() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
         let prompts = Prompts::load(&dir).unwrap();
-        assert_eq!(prompts.hashes().len(), 6);
+        assert_eq!(prompts.hashes().len(), 8);
         assert_eq!(prompts.schema_hashes().keys().collect::<Vec<_>>(), ["distract", "queries", "rewrite", "rewrite_tests"]);
         // That every language of coreb has its `language_<name>` fragment is checked where
         // languages are known (`stages::solution`).

@@ -453,6 +453,9 @@ fn judge_in(
     Ok((SolutionResult { passed, pass_rate, tests: results, message, ..base }, cpu_ms))
 }
 
+/// A solution's tests, each with its index in its problem's test list.
+type IndexedTests<'a> = Vec<(u32, &'a TestCase)>;
+
 /// The stage: judge every solution against its problem's tests (public, then private).
 ///
 /// Runs on a pool of `jobs` threads (`0` = all cores); results are in input order.
@@ -518,7 +521,7 @@ pub fn execute_checked(
     let mut without_problem = Vec::new();
     // Each solution borrows its problem's tests (one pointer per test, no copies), less the
     // tests the re-check rejected.
-    let mut work: Vec<(usize, &Solution, Vec<(u32, &TestCase)>)> = Vec::new();
+    let mut work: Vec<(usize, &Solution, IndexedTests)> = Vec::new();
     for (i, s) in solutions.iter().enumerate() {
         let check = checked.get(&s.problem_id);
         match by_id.get(&s.problem_id) {

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::TableError;
-use super::columns::{self, Column, Values};
+use super::columns::{self, Column};
 use crate::problem::ProblemId;
 use crate::rewrite::{Reference, RewrittenProblem, TestOrigin};
 
@@ -53,11 +53,8 @@ pub fn read_references(path: &Path) -> Result<Vec<ReferenceRow>, TableError> {
         // No batch at all: a table of no rows.
         return Ok(Vec::new());
     }
-    let bad = |row: usize, column: &str, reason: String| TableError::Column { path: path.to_owned(), row, column: column.to_owned(), reason };
-    let text = |name: &str| match columns::find(&cols, name) {
-        Some(Values::Str(v)) => Ok(v),
-        _ => Err(bad(0, name, "missing or not a string column".into())),
-    };
+    let bad = |row: usize, column: &str, reason: String| columns::cell_error(path, row, column, reason);
+    let text = |name: &str| columns::strings(&cols, path, name);
     let (problem, origins, model, original, adapted) = (text("problem_id")?, text("test_origins")?, text("reference_model")?, text("reference")?, text("adapted_reference")?);
     let mut rows = Vec::with_capacity(problem.len());
     for r in 0..problem.len() {

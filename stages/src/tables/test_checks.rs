@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::TableError;
-use super::columns::{self, Column, Values};
+use super::columns::{self, Column};
 use crate::problem::ProblemId;
 use crate::rewrite::TestOrigin;
 use crate::verdict::{CheckOutcome, TestCheck};
@@ -33,15 +33,10 @@ pub fn read_test_checks(path: &Path) -> Result<Vec<TestCheck>, TableError> {
         // No batch at all: a table of no rows.
         return Ok(Vec::new());
     }
-    let bad = |row: usize, column: &str, reason: String| TableError::Column { path: path.to_owned(), row, column: column.to_owned(), reason };
-    let text = |name: &str| match columns::find(&cols, name) {
-        Some(Values::Str(v)) => Ok(v),
-        _ => Err(bad(0, name, "missing or not a string column".into())),
-    };
+    let bad = |row: usize, column: &str, reason: String| columns::cell_error(path, row, column, reason);
+    let text = |name: &str| columns::strings(&cols, path, name);
     let (problem, origin, outcome, reason) = (text("problem_id")?, text("origin")?, text("outcome")?, text("reason")?);
-    let Some(Values::Int(index)) = columns::find(&cols, "test_index") else {
-        return Err(bad(0, "test_index", "missing or not an integer column".into()));
-    };
+    let index = columns::integers(&cols, path, "test_index")?;
     let mut rows = Vec::with_capacity(problem.len());
     for r in 0..problem.len() {
         let value = |v: &[Option<String>], name: &str| v.get(r).cloned().flatten().ok_or_else(|| bad(r, name, "null".into()));

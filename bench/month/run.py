@@ -189,13 +189,19 @@ def main() -> int:
             except ValueError:
                 report = {}
             after = stats(url)
-            names = [stage] + (["rewrite_tests"] if stage == "rewrite" else [])
+            names = [stage] + (["rewrite_tests", "reference", "adapt_reference"] if stage == "rewrite" else [])
             req = sum(after.get(s, {}).get("requests", 0) - before.get(s, {}).get("requests", 0) for s in names)
             faults = sum(sum(after.get(s, {}).get("faults", {}).values()) - sum(before.get(s, {}).get("faults", {}).values()) for s in names)
             before = after
             rows = rows_of(report)
             figures["stages"].append({"stage": stage, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1), "requests": req, "faults": faults, "rows": rows})
             print(f"{stage:<11} {wall:8.2f} {cpu:8.2f} {rss:12.1f} {req:8} {faults:6} {rows if rows is not None else '-':>7}", flush=True)
+            if stage == "execute":
+                # The month's rewrites keep the task: every changed test passes its reference.
+                check = report.get("test_check") or {}
+                figures["test_check"] = check
+                if not check.get("problems") or check.get("tests_rejected") or check.get("tests_unchecked"):
+                    failures.append(f"execute: changed tests re-checked against their reference: {check}")
             if stage == "execute" and not args.no_floor:
                 # The floor, in the same run: the same solutions and tests as bare processes.
                 fl = subprocess.run([args.python, os.path.join(HERE, "floor.py"), os.path.join(work, "build"), "--wall-ms", str(args.wall_ms), "--jobs", str(os.cpu_count())],

@@ -81,3 +81,23 @@ pub fn same_release_as(committed: &std::path::Path, built: &std::path::Path, wha
     let notes = notes.unwrap_or_else(|| panic!("{what}: MANIFEST.json differs beyond the toolchain versions"));
     eprintln!("{what}: MANIFEST.json differs only in the toolchain versions of this machine: {notes:?}");
 }
+
+/// An AtCoder-style (stdin) problem `lcb_<id>` with these public tests.
+pub fn stdin_problem(id: &str, title: &str, statement: &str, tests: &[(&str, &str)]) -> stages::problem::Problem {
+    use stages::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+    Problem {
+        id: ProblemId::from_question_id(id),
+        question_title: title.into(),
+        question_content: statement.into(),
+        platform: Platform::Atcoder,
+        question_id: id.into(),
+        contest_id: "abc1".into(),
+        contest_date: "2025-01-04T00:00:00".into(),
+        starter_code: String::new(),
+        difficulty: "easy".into(),
+        public_tests: tests.iter().map(|(i, o)| TestCase { input: (*i).into(), output: (*o).into(), testtype: TestType::Stdin }).collect(),
+        private_tests: Vec::new(),
+        func_name: None,
+        metadata: "{}".into(),
+    }
+}

@@ -31,6 +31,12 @@
 //! language's I/O driver, made from the problem's signature ([`driver`]), and compiles the
 //! two as one program. A stdin problem's solution runs as written.
 //!
+//! Before judging, the tests `rewrite` changed are re-checked against each problem's
+//! reference solution ([`recheck`], [`execute_checked`]): a changed test the adapted reference
+//! fails is rejected (no solution is judged on it; verdict indices stay those of the full
+//! test list), and a problem left with no test is rejected whole (its solutions are not
+//! judged, like a solution without a problem).
+//!
 //! What it does NOT do: read or write tables itself (the engine, or [`execute_tables`] for
 //! the one-call form, does), inject anything into a stdin program (only a configured
 //! `prelude`), or retry flaky runs. Wall and CPU times and peak memory are measured, so those columns differ
@@ -38,6 +44,7 @@
 
 pub mod compare;
 pub mod driver;
+pub mod recheck;
 pub mod toolchain;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -145,10 +152,14 @@ impl AddAssign for ExecuteStats {
 pub struct ExecuteOutput {
     /// One result per judged solution, in input order.
     pub results: Vec<SolutionResult>,
-    /// Solutions whose problem was missing (listed, not judged).
+    /// Solutions whose problem was missing or rejected whole by the re-check (listed, not
+    /// judged).
     pub without_problem: Vec<SolutionId>,
     /// Counts.
     pub stats: ExecuteStats,
+    /// The re-check of every problem with a changed test that a solution needed, in problem
+    /// order ([`recheck`]).
+    pub checks: Vec<recheck::ProblemCheck>,
 }
 
 /// `[stages.execute]`.
@@ -297,14 +308,15 @@ pub fn verdict_of(outcome: &Outcome, test: &TestCase, limits: &Limits) -> Verdic
     if matches { Verdict::Passed } else { Verdict::WrongAnswer }
 }
 
-/// Judge one solution against `tests`: assemble its program ([`Harness`]), compile once,
-/// run each test (in parallel on the current rayon pool).
+/// Judge one solution against `tests` (each with its index in the problem's test list, which
+/// its result carries): assemble its program ([`Harness`]), compile once, run each test (in
+/// parallel on the current rayon pool).
 pub fn judge_solution(
     config: &ExecuteConfig,
     sandbox: &Sandbox,
     solution: &Solution,
     harness: &Harness,
-    tests: &[&TestCase],
+    tests: &[(u32, &TestCase)],
     work_root: &Path,
     slot: usize,
 ) -> Result<(SolutionResult, u64), ExecuteError> {
@@ -341,8 +353,8 @@ fn machine_fault(e: &std::io::Error) -> bool {
 }
 
 /// Every test of a solution with one verdict (a solution that did not build).
-fn all_tests(tests: usize, verdict: Verdict) -> Vec<TestResult> {
-    (0..tests).map(|i| TestResult { index: i as u32, verdict, wall_ms: 0, cpu_ms: 0, peak_memory_kb: 0 }).collect()
+fn all_tests(tests: &[(u32, &TestCase)], verdict: Verdict) -> Vec<TestResult> {
+    tests.iter().map(|&(index, _)| TestResult { index, verdict, wall_ms: 0, cpu_ms: 0, peak_memory_kb: 0 }).collect()
 }
 
 fn judge_in(
@@ -350,7 +362,7 @@ fn judge_in(
     sandbox: &Sandbox,
     solution: &Solution,
     harness: &Harness,
-    tests: &[&TestCase],
+    tests: &[(u32, &TestCase)],
     dir: &Path,
     cache: Option<PathBuf>,
 ) -> Result<(SolutionResult, u64), ExecuteError> {
@@ -378,14 +390,14 @@ fn judge_in(
     };
     if let Harness::Unsupported(e) = harness {
         let message = format!("no driver for this problem's signature: {e}");
-        return Ok((SolutionResult { tests: all_tests(tests.len(), Verdict::CompileError), message, ..base }, 0));
+        return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, 0));
     }
     if let Err(e) = std::fs::write(&src_host, code) {
         if machine_fault(&e) {
             return Err(ExecuteError::Io { path: src_host, source: e });
         }
         let message = format!("the judge could not write the source file `{source_name}`: {e}");
-        return Ok((SolutionResult { tests: all_tests(tests.len(), Verdict::CompileError), message, ..base }, 0));
+        return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, 0));
     }
     let env: Vec<(String, String)> = toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
 
@@ -410,7 +422,7 @@ fn judge_in(
             if message.trim().is_empty() {
                 message = format!("compiler ended with {:?} (limit {:?})", outcome.status, outcome.limit);
             }
-            return Ok((SolutionResult { tests: all_tests(tests.len(), Verdict::CompileError), message, ..base }, cpu_ms));
+            return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, cpu_ms));
         }
     }
 
@@ -418,8 +430,7 @@ fn judge_in(
     let run_argv: Vec<String> = toolchain.run.iter().map(|a| fill(a, &src_inside, &main_class, limits.memory_mb)).collect();
     let runs: Vec<Result<(TestResult, Outcome), ExecuteError>> = tests
         .par_iter()
-        .enumerate()
-        .map(|(i, test)| {
+        .map(|&(i, test)| {
             let program = Program {
                 argv: run_argv.clone(),
                 env: env.clone(),
@@ -435,7 +446,7 @@ fn judge_in(
             })?;
             let verdict = verdict_of(&outcome, test, limits);
             let result = TestResult {
-                index: i as u32,
+                index: i,
                 verdict,
                 wall_ms: outcome.wall_ms,
                 cpu_ms: outcome.cpu_ms,
@@ -460,6 +471,9 @@ fn judge_in(
     Ok((SolutionResult { passed, pass_rate, tests: results, message, ..base }, cpu_ms))
 }
 
+/// A solution's tests, each with its index in its problem's test list.
+type IndexedTests<'a> = Vec<(u32, &'a TestCase)>;
+
 /// The stage: judge every solution against its problem's tests (public, then private).
 ///
 /// Runs on a pool of `jobs` threads (`0` = all cores); results are in input order.
@@ -482,21 +496,39 @@ pub fn execute_with_progress(
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<ExecuteOutput, ExecuteError> {
-    execute_streaming(config, problems.iter().cloned().map(Ok), solutions, sandbox, jobs, progress)
+    execute_checked(config, problems, &[], solutions, sandbox, jobs, progress)
 }
 
-/// [`execute_with_progress`] over problems read one at a time (a table reader): only the
-/// problems being judged are in memory, never the whole month's tests, so memory does not
-/// grow with the number of problems or solutions (issue #13).
+/// [`execute_with_progress`] after re-checking the changed tests of `recheck`'s problems
+/// against their references ([`recheck::recheck`]; only problems a solution needs): no
+/// solution is judged on a rejected test, and the solutions of a problem rejected whole are
+/// not judged at all (listed in `without_problem`).
+pub fn execute_checked(
+    config: &ExecuteConfig,
+    problems: &[Problem],
+    recheck: &[recheck::RecheckProblem],
+    solutions: &[Solution],
+    sandbox: &Sandbox,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<ExecuteOutput, ExecuteError> {
+    execute_streaming(config, problems.iter().cloned().map(Ok), recheck, solutions, sandbox, jobs, progress)
+}
+
+/// [`execute_checked`] over problems read one at a time (a table reader): only the problems
+/// being judged are in memory, never the whole month's tests, so memory does not grow with
+/// the number of problems or solutions (issue #13).
 ///
 /// Problems are taken in the order they come, a window at a time (twice the threads, so that a
-/// slow solution of one problem overlaps with the others), and each problem's solutions are
-/// judged on the window's pool; a problem without solutions is dropped as soon as it is read.
-/// Results come back in the order of `solutions` whatever the order of judging, so the output
-/// does not depend on the thread count.
+/// slow solution of one problem overlaps with the others); the window's problems are
+/// re-checked, then their solutions judged on the pool; a problem without solutions is
+/// dropped as soon as it is read. Results (and checks, by problem id) come back in the order
+/// of `solutions` whatever the order of judging, so the output does not depend on the thread
+/// count.
 pub fn execute_streaming(
     config: &ExecuteConfig,
     problems: impl Iterator<Item = Result<Problem, ExecuteError>>,
+    recheck: &[recheck::RecheckProblem],
     solutions: &[Solution],
     sandbox: &Sandbox,
     jobs: usize,
@@ -506,6 +538,10 @@ pub fn execute_streaming(
     let mut slots_of: HashMap<&ProblemId, Vec<usize>> = HashMap::new();
     for (i, s) in solutions.iter().enumerate() {
         slots_of.entry(&s.problem_id).or_default().push(i);
+    }
+    let mut to_check: HashMap<&ProblemId, &recheck::RecheckProblem> = HashMap::new();
+    for r in recheck.iter().filter(|r| r.test_origins.iter().any(|o| o.rewritten())) {
+        to_check.entry(&r.problem_id).or_insert(r);
     }
     let base = config.work_dir.clone().unwrap_or_else(std::env::temp_dir);
     fs_err::create_dir_all(&base).map_err(|e| ExecuteError::Io { path: base.clone(), source: e })?;
@@ -520,17 +556,39 @@ pub fn execute_streaming(
         .map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
     let window = 2 * pool.current_num_threads().max(1);
     let mut judged: Vec<Option<(SolutionResult, u64)>> = (0..solutions.len()).map(|_| None).collect();
+    let mut checks: Vec<recheck::ProblemCheck> = Vec::new();
+    let mut windows = 0usize;
     let mut judge_window = |batch: &mut Vec<Problem>| -> Result<(), ExecuteError> {
         let harnesses: Vec<Harness> = batch.iter().map(Harness::of).collect();
-        // Each solution borrows its problem's tests (one pointer per test, no copies).
-        let work: Vec<(usize, &Harness, Vec<&TestCase>)> = batch
+        // The re-check of the window's problems first: it decides which tests are judged.
+        let checking: Vec<(&recheck::RecheckProblem, Vec<&TestCase>, &Harness)> = batch
             .iter()
             .zip(&harnesses)
-            .flat_map(|(p, harness)| {
-                let tests: Vec<&TestCase> = p.public_tests.iter().chain(&p.private_tests).collect();
-                slots_of.get(&p.id).into_iter().flatten().map(move |&slot| (slot, harness, tests.clone()))
-            })
+            .filter_map(|(p, h)| to_check.get(&p.id).map(|r| (*r, tests_of(p), h)))
             .collect();
+        let references = root.path().join(format!("references-{windows}"));
+        windows += 1;
+        let window_checks = if checking.is_empty() {
+            Vec::new()
+        } else {
+            fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io { path: references.clone(), source: e })?;
+            pool.install(|| recheck::recheck(config, sandbox, &checking, &references))?
+        };
+        let checked: HashMap<&ProblemId, &recheck::ProblemCheck> = checking.iter().map(|(r, ..)| &r.problem_id).zip(&window_checks).collect();
+        // Each solution borrows its problem's tests (one pointer per test, no copies), less the
+        // tests the re-check rejected; a problem rejected whole judges none of its solutions.
+        let mut work: Vec<(usize, &Harness, IndexedTests)> = Vec::new();
+        for (p, harness) in batch.iter().zip(&harnesses) {
+            let check = checked.get(&p.id);
+            if check.is_some_and(|c| c.rejected_whole) {
+                continue;
+            }
+            let rejected = check.map(|c| c.rejected()).unwrap_or_default();
+            let tests: IndexedTests = tests_of(p).into_iter().enumerate().map(|(i, t)| (i as u32, t)).filter(|(i, _)| !rejected.contains(i)).collect();
+            for &slot in slots_of.get(&p.id).into_iter().flatten() {
+                work.push((slot, harness, tests.clone()));
+            }
+        }
         let done: Vec<(usize, Result<(SolutionResult, u64), ExecuteError>)> = pool.install(|| {
             work.par_iter()
                 .map(|(slot, harness, tests)| {
@@ -543,6 +601,8 @@ pub fn execute_streaming(
         for (slot, result) in done {
             judged[slot] = Some(result?);
         }
+        drop(checked);
+        checks.extend(window_checks);
         batch.clear();
         Ok(())
     };
@@ -559,6 +619,8 @@ pub fn execute_streaming(
         }
     }
     judge_window(&mut batch)?;
+    // The checks by problem id, whatever the order problems came in.
+    checks.sort_by(|a, b| a.tests.first().map(|t| &t.problem_id).cmp(&b.tests.first().map(|t| &t.problem_id)));
 
     let mut stats = ExecuteStats::default();
     let mut results = Vec::with_capacity(solutions.len());
@@ -578,7 +640,12 @@ pub fn execute_streaming(
         results.push(result);
     }
     stats.solutions_without_problem = without_problem.len();
-    Ok(ExecuteOutput { results, without_problem, stats })
+    Ok(ExecuteOutput { results, without_problem, stats, checks })
+}
+
+/// A problem's tests, public then private, borrowed.
+fn tests_of(p: &Problem) -> Vec<&TestCase> {
+    p.public_tests.iter().chain(&p.private_tests).collect()
 }
 
 /// What [`execute_tables`] did.
@@ -605,7 +672,7 @@ pub fn execute_tables(
 ) -> Result<ExecuteTablesReport, ExecuteError> {
     let solutions = crate::tables::solutions::read_solutions(solutions)?;
     let problems = crate::tables::ProblemReader::open(problems)?.map(|p| p.map_err(ExecuteError::from));
-    let output = execute_streaming(config, problems, &solutions, sandbox, jobs, progress)?;
+    let output = execute_streaming(config, problems, &[], &solutions, sandbox, jobs, progress)?;
     crate::tables::verdicts::write_verdicts(out, &output.results)?;
     Ok(ExecuteTablesReport {
         stats: output.stats,

@@ -7,8 +7,10 @@ pub mod columns;
 pub mod corpus;
 pub mod problems;
 pub mod published;
+pub mod references;
 pub mod results;
 pub mod solutions;
+pub mod test_checks;
 pub mod verdicts;
 
 pub use problems::{ProblemReader, ProblemWriter, TableError, problems_schema};

@@ -380,6 +380,16 @@ fn origin_note(w: &crate::services::llm::run::WrittenBy) -> String {
 /// counts per task, subtask and language, and the query distribution.
 pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
     let mut s = String::new();
+    card_front_matter(&mut s, info, out);
+    card_intro(&mut s, info);
+    card_corpora(&mut s, out);
+    card_queries(&mut s, out);
+    card_layout_and_terms(&mut s, info);
+    s
+}
+
+/// The card's YAML front matter: tags, the eight configs and their features, sizes and rows.
+fn card_front_matter(s: &mut String, info: &CardInfo<'_>, out: &QrelsOutput) {
     let largest = CONFIGS.iter().map(|c| config_rows(c, out)).max().unwrap_or(0);
     let _ = write!(
         s,
@@ -404,6 +414,10 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
         let _ = writeln!(s, "  splits:\n  - name: test\n    num_bytes: {bytes}\n    num_examples: {}", config_rows(c, out));
     }
     s.push_str("---\n\n");
+}
+
+/// The card's title, what the release is and how relevance is graded.
+fn card_intro(s: &mut String, info: &CardInfo<'_>) {
     let window = format!("{} … {}", info.window.start.as_deref().unwrap_or("(open)"), info.window.end.as_deref().unwrap_or("(open)"));
     let _ = writeln!(s, "# CoREB release `{}`\n", info.version);
     let _ = writeln!(
@@ -429,6 +443,10 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
          - A language-constrained text2code query names its language in its text.\n\n",
     );
 
+}
+
+/// The card's corpus sizes and code documents per language.
+fn card_corpora(s: &mut String, out: &QrelsOutput) {
     s.push_str("## Corpora\n\n| corpus | documents | passing | failing |\n|---|---:|---:|---:|\n");
     let passing = out.code_corpus.iter().filter(|d| d.passed).count();
     let _ = writeln!(s, "| code_corpus | {} | {passing} | {} |", out.code_corpus.len(), out.code_corpus.len() - passing);
@@ -442,6 +460,10 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
     s.push_str("Code documents per language: ");
     s.push_str(&by_lang.iter().map(|(l, n)| format!("{l} {n}")).collect::<Vec<_>>().join(", "));
     s.push_str(".\n\n## Queries\n\n| task | subtask | language | queries | qrels (rel 2) | qrels (rel 1) | mean relevant docs |\n|---|---|---|---:|---:|---:|---:|\n");
+}
+
+/// The card's queries per task, subtask and language, and their distribution over tasks.
+fn card_queries(s: &mut String, out: &QrelsOutput) {
     for task in Task::ALL {
         let Some(set) = out.tasks.get(&task) else { continue };
         let mut groups: BTreeMap<(&str, &str), (usize, usize, usize, usize)> = BTreeMap::new();
@@ -468,6 +490,11 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
         let n = out.tasks.get(&task).map_or(0, |t| t.queries.len());
         let _ = writeln!(s, "| {} | {n} | {:.1}% |", task.as_str(), 100.0 * n as f64 / total.max(1) as f64);
     }
+}
+
+/// The card's file layout, how to load the release, its licence and where its content
+/// comes from.
+fn card_layout_and_terms(s: &mut String, info: &CardInfo<'_>) {
     s.push_str(
         "\n## Layout\n\n- `<config>.parquet`: the eight configs above (Hugging Face `datasets` reads them through the \
          front matter).\n- `text2code/`, `code2code/`, `code2text/`: BEIR layout (`corpus.jsonl`, `queries.jsonl`, \
@@ -497,7 +524,6 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
         if platforms.is_empty() { "no platform".to_owned() } else { platforms.join(", ") }
     );
     let _ = writeln!(s, "\n## Content origin\n\nAs the response store records it (MANIFEST `counts.llm_answers_written_by`), {}.", origin_note(&info.written_by));
-    s
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //!
 //! Every stage key holds `COREB_SOURCE_SHA256`: the sha256 over the path and content of each
 //! `.rs` and `.toml` file of the crates linked into the binary (`pipeline`, `stages`,
-//! `crates/*`, `vendor/whatlang-fast`), the prompts compiled in (`prompts/eval`),
+//! `crates/*`, `vendor/whatlang-fast`), the prompts compiled in (`prompts/eval`), the judge's
+//! driver templates (`stages/src/execute/drivers`, every file),
 //! and the workspace's `Cargo.toml` and `Cargo.lock` (dependency versions). So a build made
 //! by changed code never reuses an artifact made by the old code, even at the same
 //! `CARGO_PKG_VERSION`. Coarse on purpose: a stage's output also depends on shared code
@@ -16,6 +17,10 @@ use sha2::{Digest, Sha256};
 
 /// Directories and files hashed, relative to the workspace root.
 const SOURCES: &[&str] = &["pipeline", "stages", "crates", "vendor/whatlang-fast", "prompts/eval", "Cargo.toml", "Cargo.lock"];
+
+/// The judge's driver templates (`include_str!`d into the binary): every file, whatever its
+/// extension.
+const DRIVERS: &str = "stages/src/execute/drivers";
 
 fn collect(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
     let path = root.join(rel);
@@ -32,7 +37,7 @@ fn collect(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
             if name != "target" && !name.to_string_lossy().starts_with('.') {
                 collect(root, &child, out);
             }
-        } else if kind.is_file() && matches!(child.extension().and_then(|e| e.to_str()), Some("rs" | "toml")) {
+        } else if kind.is_file() && (matches!(child.extension().and_then(|e| e.to_str()), Some("rs" | "toml")) || child.starts_with(DRIVERS)) {
             out.push(child);
         }
     }

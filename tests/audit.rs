@@ -53,7 +53,9 @@ fn answers(build: &Path) -> Answers {
         a.by_title.insert(p["question_title"].as_str().unwrap().to_owned(), (qid.clone(), Side::Original));
         a.month.insert(qid.clone(), p["contest_date"].as_str().unwrap()[..7].to_owned());
         // The sample's authored python answer that passes its rewritten tests solves the
-        // original too (same algorithm and I/O), except `abc388_a`, whose suffix changed.
+        // original too (same algorithm and I/O), except `abc388_a`, whose suffix changed; a
+        // LeetCode answer is the solution only, so for the original its method takes the
+        // original name back (the judge's driver calls the starter's method).
         let authored: Value = serde_json::from_str(&fs_err::read_to_string(root().join(format!("tests/fixtures/sample/authored/{qid}.json"))).unwrap()).unwrap();
         let response = authored["solutions"]
             .as_array()
@@ -63,7 +65,12 @@ fn answers(build: &Path) -> Answers {
             .and_then(|s| s["response"].as_str())
             .unwrap()
             .to_owned();
-        let original = if qid == "abc388_a" { "<code>\nS = input().strip()\nprint(S[0] + \"UPC\")\n</code>".to_owned() } else { response.clone() };
+        let meta: Value = serde_json::from_str(p["metadata"].as_str().unwrap_or("{}")).unwrap();
+        let original = match (qid.as_str(), meta["func_name"].as_str()) {
+            ("abc388_a", _) => "<code>\nS = input().strip()\nprint(S[0] + \"UPC\")\n</code>".to_owned(),
+            (_, Some(name)) => response.replace(&format!("def {}(", authored["rewrite"]["func_name"].as_str().unwrap()), &format!("def {name}(")),
+            (_, None) => response.clone(),
+        };
         a.correct.insert((qid.clone(), Side::Original), original);
         a.correct.insert((qid, Side::Rewritten), response);
     }

@@ -515,3 +515,100 @@ fn the_manifest_records_toolchains_and_time_limits() {
     assert_eq!(execute["time_limits"]["python"]["cpu_time_ms"], 12_000);
     assert_eq!(execute["time_limits"]["cpp"]["cpu_time_ms"], 4_000);
 }
+
+/// A LeetCode problem with the given starter and functional tests (input, expected output).
+fn functional_problem(name: &str, starter: &str, tests: &[(&str, &str)]) -> Problem {
+    Problem {
+        id: ProblemId::from_question_id(name),
+        question_title: name.into(),
+        question_content: "Return it.".into(),
+        platform: Platform::Leetcode,
+        question_id: name.into(),
+        contest_id: "weekly-contest-0".into(),
+        contest_date: "2025-01-01T00:00:00".into(),
+        starter_code: starter.into(),
+        difficulty: "easy".into(),
+        public_tests: tests.iter().map(|(i, o)| TestCase { input: (*i).into(), output: (*o).into(), testtype: TestType::Functional }).collect(),
+        private_tests: vec![],
+        func_name: Some(name.into()),
+        metadata: "{}".into(),
+    }
+}
+
+/// Issue #12: a functional solution is the solution only and the judge adds the language's
+/// driver. A known-correct solution per language passes, through the real sandbox, on tests
+/// with integers near 2^62 and at i64::MIN, nested lists, strings with quotes, backslashes,
+/// control characters, `\u` escapes and non-BMP unicode, booleans and floats (an integer
+/// JSON value for a float parameter); wrong ones (an off-by-one, a sum through f64) are
+/// `wrong_answer`.
+fn drivers_judge(language: Language) {
+    let problems = [
+        functional_problem(
+            "bigSum",
+            "class Solution:\n    def bigSum(self, nums: List[int], k: int) -> int:\n        ",
+            &[("[4611686018427387904,4611686018427387903]\n-5", "9223372036854775802"), ("[-4611686018427387904,-4611686018427387904]\n0", "-9223372036854775808")],
+        ),
+        functional_problem(
+            "tagWords",
+            "class Solution:\n    def tagWords(self, words: List[str], flag: bool) -> List[str]:\n        ",
+            &[
+                (
+                    concat!(r#"["a\"b","c\\d","é☃😀","\u00e9\ud83d\ude00","x/y<&>","tab\tnew\nline"]"#, "\ntrue"),
+                    r#"["tab\tnew\nline","x/y<&>","\u00e9\ud83d\ude00","\u00e9\u2603\ud83d\ude00","c\\d","a\"b"]"#,
+                ),
+                ("[]\nfalse", "[]"),
+                ("[\"q\"]\nfalse", "[\"q\"]"),
+            ],
+        ),
+        functional_problem(
+            "scaleGrid",
+            "class Solution:\n    def scaleGrid(self, grid: List[List[int]], x: float) -> List[List[float]]:\n        ",
+            &[("[[1,2],[3]]\n0.5", "[[0.5,1.0],[1.5]]"), ("[[1],[],[2,4]]\n2", "[[2.0],[],[4.0,8.0]]"), ("[[3]]\n0.1", "[[0.30000000000000004]]")],
+        ),
+        functional_problem("allEven", "class Solution:\n    def allEven(self, nums: List[int]) -> bool:\n        ", &[("[2,4,6]", "true"), ("[2,3]", "false"), ("[]", "true")]),
+    ];
+    let mut solutions = Vec::new();
+    for p in &problems {
+        for kind in ["ok", "wrong"] {
+            let file = fixture(&format!("drivers/{}/{kind}.{}", p.question_id, language.extension()));
+            if file.exists() {
+                solutions.push(solution(&p.id, language, &file, kind));
+            }
+        }
+    }
+    assert_eq!(solutions.len(), 5, "four correct solutions and a wrong one");
+    let out = execute(&ExecuteConfig::default(), &problems, &solutions, sandbox(), 2).unwrap();
+    for (s, r) in solutions.iter().zip(&out.results) {
+        let what = format!("{} ({}): {:?} {}", s.id, s.model, verdicts(r), r.message);
+        if s.model == "ok" {
+            assert!(r.passed, "{what}");
+        } else {
+            assert!(verdicts(r).contains(&Verdict::WrongAnswer), "{what}");
+        }
+    }
+}
+
+#[test]
+fn driver_python() {
+    drivers_judge(Language::Python);
+}
+
+#[test]
+fn driver_cpp() {
+    drivers_judge(Language::Cpp);
+}
+
+#[test]
+fn driver_java() {
+    drivers_judge(Language::Java);
+}
+
+#[test]
+fn driver_go() {
+    drivers_judge(Language::Go);
+}
+
+#[test]
+fn driver_ruby() {
+    drivers_judge(Language::Ruby);
+}

@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use stages::abbreviate::{AbbreviateConfig, abbreviate};
 use stages::distract::{DistractConfig, distract};
 use stages::generate::{GenerateConfig, generate};
-use stages::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+use stages::problem::{Platform, Problem, ProblemId};
 use stages::prompt::Prompts;
 use stages::queries::{QueriesConfig, queries};
-use stages::rewrite::{RewriteConfig, RewritePlans, RewrittenProblem, TestOrigin, rewrite};
+use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, RewrittenProblem, TestOrigin, rewrite};
 use stages::services::llm::run::{LlmStageError, ModelPlan, RejectReason};
 use stages::services::llm::{Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, RetryConfig, SamplingParams, StageModels, StoreMode, StructuredOutput};
 use stages::solution::Language;
@@ -243,25 +243,11 @@ fn prompts() -> Prompts {
 }
 
 fn problem(n: u32, title: &str, statement: &str, tests: Vec<(&str, &str)>) -> Problem {
-    Problem {
-        id: ProblemId::from_question_id(&format!("{n}")),
-        question_title: title.into(),
-        question_content: statement.into(),
-        platform: Platform::Atcoder,
-        question_id: n.to_string(),
-        contest_id: "abc1".into(),
-        contest_date: "2025-01-04T00:00:00".into(),
-        starter_code: String::new(),
-        difficulty: "easy".into(),
-        public_tests: tests.iter().map(|(i, o)| TestCase { input: (*i).into(), output: (*o).into(), testtype: TestType::Stdin }).collect(),
-        private_tests: Vec::new(),
-        func_name: None,
-        metadata: "{}".into(),
-    }
+    crate::support::stdin_problem(&n.to_string(), title, statement, &tests)
 }
 
 fn plans(config: &LlmConfig) -> RewritePlans {
-    RewritePlans { rewrite: ModelPlan::for_stage(config, LlmStage::Rewrite), tests: ModelPlan::for_stage(config, LlmStage::RewriteTests) }
+    RewritePlans::for_config(config)
 }
 
 const MARKS: [&str; 11] = [
@@ -293,7 +279,7 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     let rcfg = RewriteConfig { concurrency: 6, test_batch_size: 2, max_test_chars: 2000 };
     let problems = fault_problems();
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path().join("store")), None).unwrap();
-    let out = rewrite(&rcfg, &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems.clone(), &gateway).await.unwrap();
+    let out = rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway).await.unwrap();
 
     // Every problem is either rewritten or rejected, exactly once.
     let mut seen: Vec<String> = out.problems.iter().map(|p| p.id.to_string()).chain(out.rejected.iter().map(|r| r.item.split("/tests/").next().unwrap().to_owned())).collect();
@@ -332,7 +318,7 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     // that never got an answer (500-always: 4 attempts).
     let before = server.hits();
     let gateway2 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("store")), None).unwrap();
-    let mut again = rewrite(&rcfg, &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems.clone(), &gateway2).await.unwrap();
+    let mut again = rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway2).await.unwrap();
     assert_eq!(server.hits() - before, 4);
     again.stats = out.stats;
     assert_eq!(again.problems, out.problems);
@@ -340,7 +326,7 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     // Without the failing problems, a rerun sends zero requests.
     let ok: Vec<Problem> = problems.into_iter().filter(|p| out.problems.iter().any(|q| q.id == p.id)).collect();
     let before = server.hits();
-    let third = rewrite(&rcfg, &plans(&cfg), &p.rewrite, &p.rewrite_tests, ok, &gateway2).await.unwrap();
+    let third = rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), ok, &gateway2).await.unwrap();
     assert_eq!(server.hits(), before);
     assert_eq!(third.problems, out.problems);
     assert_eq!(third.stats.llm.from_endpoint, 0);
@@ -355,7 +341,7 @@ async fn unauthorized_stops_the_whole_run() {
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), Some("test-key".into())).unwrap();
     let p = prompts();
     let problems: Vec<Problem> = (0..10).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
-    let err = rewrite(&RewriteConfig { concurrency: 1, ..RewriteConfig::default() }, &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems, &gateway).await.unwrap_err();
+    let err = rewrite(&RewriteConfig { concurrency: 1, ..RewriteConfig::default() }, &plans(&cfg), &RewritePrompts::of(&p), problems, &gateway).await.unwrap_err();
     let LlmStageError::Gateway { source: LlmError::Unauthorized { status: 401, .. }, .. } = &err else { panic!("{err:?}") };
     assert!(format!("{:#}", anyhow::Error::from(err)).contains("refused the credentials"));
     assert_eq!(server.hits(), 1, "nothing is sent after a 401");
@@ -369,7 +355,7 @@ async fn replay_miss_names_the_request_and_sends_nothing() {
     let cfg = config(&server.url, StoreMode::Replay);
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
     let p = prompts();
-    let err = rewrite(&RewriteConfig::default(), &plans(&cfg), &p.rewrite, &p.rewrite_tests, vec![problem(7, "t", "s", vec![])], &gateway).await.unwrap_err();
+    let err = rewrite(&RewriteConfig::default(), &plans(&cfg), &RewritePrompts::of(&p), vec![problem(7, "t", "s", vec![])], &gateway).await.unwrap_err();
     let message = format!("{:#}", anyhow::Error::from(err));
     assert!(message.contains("replay: no stored response for stage `rewrite`, item `lcb_7`, model `model-a`, key `"), "{message}");
     assert_eq!(server.hits(), 0);
@@ -384,7 +370,7 @@ async fn record_only_refreshes_stored_responses() {
     for (mode, expected_hits) in [(StoreMode::Live, 1), (StoreMode::Live, 1), (StoreMode::RecordOnly, 2), (StoreMode::Replay, 2)] {
         let cfg = config(&server.url, mode);
         let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-        let out = rewrite(&RewriteConfig::default(), &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems.clone(), &gateway).await.unwrap();
+        let out = rewrite(&RewriteConfig::default(), &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway).await.unwrap();
         assert_eq!(out.problems.len(), 1);
         assert_eq!(server.hits(), expected_hits, "{mode:?}");
     }
@@ -395,7 +381,7 @@ fn rewritten(n: u32, title: &str, functional: bool) -> RewrittenProblem {
         id: ProblemId::from_question_id(&n.to_string()),
         title: title.into(),
         statement: "In the warehouse, count crates.".into(),
-        starter_code: if functional { "class Solution:\n    def countCrates(self, xs):\n        pass\n".into() } else { String::new() },
+        starter_code: if functional { "class Solution:\n    def countCrates(self, xs: List[int]) -> int:\n        pass\n".into() } else { String::new() },
         func_name: functional.then(|| "countCrates".into()),
         platform: if functional { Platform::Leetcode } else { Platform::Atcoder },
         difficulty: "easy".into(),
@@ -404,6 +390,7 @@ fn rewritten(n: u32, title: &str, functional: bool) -> RewrittenProblem {
         private_tests: vec![],
         model: "model-a".into(),
         test_origins: vec![],
+        reference: None,
     }
 }
 
@@ -433,12 +420,16 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
     sorted.sort();
     sorted.dedup();
     assert_eq!(sorted.len(), ids.len(), "no duplicates");
-    // Samples differ in seed; functional problems get the JSON-lines instructions.
+    // Samples differ in seed; functional problems ask for the solution only (issue #12), with
+    // the skeleton rendered for the language; stdin problems for a whole program.
     let seen = server.seen.lock().unwrap().clone();
     let seeds: std::collections::BTreeSet<Option<u64>> = seen.iter().map(|s| s.seed).collect();
     assert_eq!(seeds, [Some(0), Some(1)].into_iter().collect());
-    assert!(seen.iter().filter(|s| s.user.contains("MARKNOCODE")).all(|s| s.user.contains("one JSON value per")));
-    assert!(seen.iter().filter(|s| !s.user.contains("MARKNOCODE")).all(|s| s.user.contains("exactly as the statement describes")));
+    let functional: Vec<_> = seen.iter().filter(|s| s.user.contains("MARKNOCODE")).collect();
+    assert!(!functional.is_empty() && functional.iter().all(|s| s.user.contains("Write the solution only") && !s.user.contains("standard input")));
+    assert!(functional.iter().any(|s| s.user.contains("Solve the problem below in C++17") && s.user.contains("long long countCrates(vector<long long>& xs)")));
+    assert!(functional.iter().any(|s| s.user.contains("Solve the problem below in Ruby") && s.user.contains("def count_crates(xs)")));
+    assert!(seen.iter().filter(|s| !s.user.contains("MARKNOCODE")).all(|s| s.user.contains("exactly as the statement describes") && s.user.contains("reads its input from standard input")));
     assert_eq!(seen.iter().filter(|s| s.model == "model-b").count(), 20);
     assert_eq!(out.stats.from_endpoint, 40);
     // Tokens and cost per stage and model, from the usage the server reported.
@@ -551,7 +542,7 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
     let p = prompts();
     let problems: Vec<Problem> = (0..3).map(|i| problem(i, &format!("t{i}"), "Count. Print a number.", vec![("1", "1")])).collect();
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path().join("a")), None).unwrap();
-    let out = rewrite(&RewriteConfig::default(), &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems.clone(), &gateway).await.unwrap();
+    let out = rewrite(&RewriteConfig::default(), &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway).await.unwrap();
     assert_eq!(server.hits(), 6, "each item twice");
     let seen = server.seen.lock().unwrap().clone();
     for i in 0..3 {
@@ -569,7 +560,7 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
 
     // A rerun over the same store sends nothing and ends the same way.
     let gateway2 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("a")), None).unwrap();
-    let again = rewrite(&RewriteConfig::default(), &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems.clone(), &gateway2).await.unwrap();
+    let again = rewrite(&RewriteConfig::default(), &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway2).await.unwrap();
     assert_eq!(server.hits(), 6);
     assert_eq!(again.rejected, out.rejected);
     assert_eq!(gateway2.accounting().stage_rows(LlmStage::Rewrite)[0].from_store, 6);
@@ -578,7 +569,7 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
     cfg.stages.clear();
     cfg.max_tokens_ceiling = None;
     let gateway3 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("b")), None).unwrap();
-    let out = rewrite(&RewriteConfig::default(), &plans(&cfg), &p.rewrite, &p.rewrite_tests, problems, &gateway3).await.unwrap();
+    let out = rewrite(&RewriteConfig::default(), &plans(&cfg), &RewritePrompts::of(&p), problems, &gateway3).await.unwrap();
     assert_eq!(server.hits(), 9);
     let RejectReason::Llm { failure } = &out.rejected[0].reason else { panic!() };
     assert_eq!(failure.kind, LlmFailureKind::Truncated);

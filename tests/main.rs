@@ -11,6 +11,9 @@
 //! - `llm`: the LLM gateway, response store and LLM stages against a fault-injecting server.
 //! - `live`: live builds (issue #22): early stop with the cause, reruns that ask nothing; the opt-in real-model smoke test.
 //! - `month` (issue #13): `bench/month` at N = 6: generated LCB rows, the simulated endpoint with faults, a live build checked against the planted truth.
+//! - `recheck` (issue #12): rewritten tests re-checked against a reference solution: `rewrite`
+//!   against a loopback endpoint asks for the reference, `execute` runs it in the sandbox and
+//!   rejects a bijected or model-rewritten test it fails.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
@@ -41,6 +44,7 @@ mod fetch;
 mod ingest;
 mod live;
 mod month;
+mod recheck;
 mod llm;
 mod release;
 mod scaleout;

@@ -31,8 +31,10 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
     let endpoint = f["endpoint"].as_object().unwrap();
     let faults: u64 = endpoint.values().flat_map(|s| s["faults"].as_object().unwrap().values()).map(|v| v.as_u64().unwrap()).sum();
     assert!(faults >= 5, "too few planted faults to mean anything: {f:#}");
-    for stage in ["rewrite", "distract", "abbreviate", "queries", "generate"] {
+    for stage in ["rewrite", "reference", "adapt_reference", "distract", "abbreviate", "queries", "generate"] {
         let s = &endpoint[stage];
+        // Problems with rewritten tests (word tests) get a reference and its adaptation.
+        assert!(s["answered"].as_u64().unwrap_or(0) > 0, "{stage} answered nothing: {f:#}");
         assert_eq!(s["requests"].as_u64().unwrap(), s["answered"].as_u64().unwrap() + s["faults"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>(), "{stage}: {f:#}");
     }
     // Every solution judged, each as planted; more than one kind of outcome was planted.

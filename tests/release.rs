@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::support::{coreb, python, root, run, text, tree_sha256};
+use crate::support::{coreb, python, root, run, same_release_as, text};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -14,22 +14,6 @@ fn committed() -> PathBuf {
 
 fn sample_manifest() -> PathBuf {
     root().join("manifests/sample.toml")
-}
-
-/// A built release against the committed one: byte-identical — except that on a machine whose
-/// toolchains differ from those the committed MANIFEST records (a CI image with another point
-/// release of g++ or the JDK) its MANIFEST may differ in those versions alone.
-fn assert_same_release(built: &Path, what: &str) {
-    let (got, expected) = (tree_sha256(built), tree_sha256(&committed()));
-    if got == expected {
-        return;
-    }
-    let others = |t: Vec<(String, String)>| t.into_iter().filter(|(p, _)| p != "MANIFEST.json").collect::<Vec<_>>();
-    assert_eq!(others(got), others(expected), "{what}");
-    let read = |d: &Path| fs_err::read(d.join("MANIFEST.json")).unwrap();
-    let notes = coreb::commands::verify::toolchain_difference(&read(&committed()), &read(built));
-    let notes = notes.unwrap_or_else(|| panic!("{what}: MANIFEST.json differs beyond the toolchain versions"));
-    eprintln!("{what}: MANIFEST.json differs only in the toolchain versions of this machine: {notes:?}");
 }
 
 fn build(out: &Path, jobs: &str) -> Command {
@@ -56,7 +40,7 @@ fn the_sample_rebuilds_byte_identical_whatever_the_jobs() {
         assert!(stderr.contains("release `v202503` published in") && stderr.contains("all release gates passed"), "{stderr}");
         // Issue #22: execute's summary says how many solutions passed.
         said_passed |= stderr.lines().any(|l| l.trim_start().starts_with("execute: done") && l.contains(" of 100 passed"));
-        assert_same_release(&dir.path().join("release"), &format!("--jobs {jobs}"));
+        same_release_as(&committed(), &dir.path().join("release"), &format!("--jobs {jobs}"));
     }
     assert!(said_passed, "execute's summary line does not say how many passed");
 }
@@ -74,7 +58,7 @@ fn kill_9_at_any_point_then_build_again_gives_the_same_release() {
     }
     let out = run(&mut build(dir.path(), "2"));
     assert!(out.status.success(), "{}", text(&out));
-    assert_same_release(&dir.path().join("release"), "after kill -9");
+    same_release_as(&committed(), &dir.path().join("release"), "after kill -9");
     // Nothing half-written is left where a later run would take it for complete.
     let leftovers: Vec<_> = fs_err::read_dir(dir.path().join("build/artifacts"))
         .unwrap()

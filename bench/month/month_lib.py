@@ -138,7 +138,9 @@ def test_data(template: str, r: random.Random, size: int):
 # ---------------------------------------------------------------------------------------------
 # Reference solutions. `{W}` is 1 in a wrong solution (off by one, or not reversed) and 0
 # otherwise; `{PRE}` is a statement run before any output (a sleep for slow solutions, an exit
-# for crashing ones); `{M}` is the method name (functional problems).
+# for crashing ones); `{M}` is the method name (functional problems). A functional problem's
+# solution is the solution only (the skeleton's class or function, no entry point, no I/O):
+# the judge adds the I/O driver; `{PRE}` then runs inside the method.
 
 PRE = {
     "python": {"slow": "time.sleep(60)", "crash": "sys.exit(3)", "none": "pass"},
@@ -190,44 +192,24 @@ def main():
 if __name__ == "__main__":
     main()
 """,
-    ("fn_max", "python"): """import json
-import sys
+    ("fn_max", "python"): """import sys
 import time
 from typing import List
 
 
 class Solution:
     def {M}(self, nums: List[int]) -> int:
+        {PRE}
         return max(nums) + {W}
-
-
-def main():
-    {PRE}
-    nums = json.loads(sys.stdin.readline())
-    print(json.dumps(Solution().{M}(nums), separators=(",", ":")))
-
-
-if __name__ == "__main__":
-    main()
 """,
-    ("fn_reverse", "python"): """import json
-import sys
+    ("fn_reverse", "python"): """import sys
 import time
 
 
 class Solution:
     def {M}(self, s: str) -> str:
+        {PRE}
         return s if {W} else s[::-1]
-
-
-def main():
-    {PRE}
-    s = json.loads(sys.stdin.readline())
-    print(json.dumps(Solution().{M}(s), separators=(",", ":")))
-
-
-if __name__ == "__main__":
-    main()
 """,
     ("stdin_sum", "ruby"): """def main
   {PRE}
@@ -249,29 +231,15 @@ end
 
 main
 """,
-    ("fn_max", "ruby"): """require "json"
-
-class Solution
-  def {M}(nums)
-    nums.max + {W}
-  end
+    ("fn_max", "ruby"): """def {M}(nums)
+  {PRE}
+  nums.max + {W}
 end
-
-{PRE}
-nums = JSON.parse(STDIN.gets)
-puts JSON.generate(Solution.new.{M}(nums))
 """,
-    ("fn_reverse", "ruby"): """require "json"
-
-class Solution
-  def {M}(s)
-    {W} == 1 ? s : s.reverse
-  end
+    ("fn_reverse", "ruby"): """def {M}(s)
+  {PRE}
+  {W} == 1 ? s : s.reverse
 end
-
-{PRE}
-s = JSON.parse(STDIN.gets)
-puts JSON.generate(Solution.new.{M}(s))
 """,
     ("stdin_sum", "cpp"): """#include <bits/stdc++.h>
 using namespace std;
@@ -318,25 +286,11 @@ using namespace std;
 
 class Solution {
 public:
-    long long {M}(const vector<long long> &nums) {
+    long long {M}(vector<long long>& nums) {
+        {PRE}
         return *max_element(nums.begin(), nums.end()) + {W};
     }
 };
-
-int main() {
-    ios::sync_with_stdio(false);
-    cin.tie(nullptr);
-    {PRE}
-    string line;
-    getline(cin, line);
-    for (char &c : line) if (c == '[' || c == ']' || c == ',') c = ' ';
-    istringstream in(line);
-    vector<long long> nums;
-    long long x;
-    while (in >> x) nums.push_back(x);
-    cout << Solution().{M}(nums) << "\\n";
-    return 0;
-}
 """,
     ("fn_reverse", "cpp"): """#include <bits/stdc++.h>
 using namespace std;
@@ -344,21 +298,11 @@ using namespace std;
 class Solution {
 public:
     string {M}(string s) {
+        {PRE}
         if (!{W}) reverse(s.begin(), s.end());
         return s;
     }
 };
-
-int main() {
-    ios::sync_with_stdio(false);
-    cin.tie(nullptr);
-    {PRE}
-    string line;
-    getline(cin, line);
-    string s = line.substr(1, line.size() - 2);
-    cout << '"' << Solution().{M}(s) << '"' << "\\n";
-    return 0;
-}
 """,
     ("stdin_sum", "java"): """import java.io.*;
 import java.util.*;
@@ -404,45 +348,19 @@ public class Main {
     }
 }
 """,
-    ("fn_max", "java"): """import java.io.*;
-import java.util.*;
-
-class Solution {
-    long {M}(long[] nums) {
+    ("fn_max", "java"): """class Solution {
+    public long {M}(long[] nums) {
+        {PRE}
         long best = Long.MIN_VALUE;
         for (long x : nums) best = Math.max(best, x);
         return best + {W};
     }
 }
-
-public class Main {
-    public static void main(String[] args) throws IOException {
-        {PRE}
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in), 1 << 16);
-        String line = in.readLine().trim();
-        String[] parts = line.substring(1, line.length() - 1).split(",");
-        long[] nums = new long[parts.length];
-        for (int i = 0; i < parts.length; i++) nums[i] = Long.parseLong(parts[i].trim());
-        System.out.println(new Solution().{M}(nums));
-    }
-}
 """,
-    ("fn_reverse", "java"): """import java.io.*;
-import java.util.*;
-
-class Solution {
-    String {M}(String s) {
-        return {W} == 1 ? s : new StringBuilder(s).reverse().toString();
-    }
-}
-
-public class Main {
-    public static void main(String[] args) throws IOException {
+    ("fn_reverse", "java"): """class Solution {
+    public String {M}(String s) {
         {PRE}
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in), 1 << 16);
-        String line = in.readLine().trim();
-        String s = line.substring(1, line.length() - 1);
-        System.out.println("\\"" + new Solution().{M}(s) + "\\"");
+        return {W} == 1 ? s : new StringBuilder(s).reverse().toString();
     }
 }
 """,
@@ -498,16 +416,13 @@ func main() {
     ("fn_max", "go"): """package main
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
 	"os"
 	"time"
 )
 
-type Solution struct{}
-
-func (Solution) {M}(nums []int64) int64 {
+func {M}(nums []int) int {
+	{PRE}
+	_ = os.Args
 	best := nums[0]
 	for _, x := range nums {
 		if x > best {
@@ -516,31 +431,17 @@ func (Solution) {M}(nums []int64) int64 {
 	}
 	return best + {W}
 }
-
-func main() {
-	{PRE}
-	in := bufio.NewReaderSize(os.Stdin, 1<<20)
-	line, _ := in.ReadString('\\n')
-	var nums []int64
-	if err := json.Unmarshal([]byte(line), &nums); err != nil {
-		panic(err)
-	}
-	fmt.Println(Solution{}.{M}(nums))
-}
 """,
     ("fn_reverse", "go"): """package main
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
 	"os"
 	"time"
 )
 
-type Solution struct{}
-
-func (Solution) {M}(s string) string {
+func {M}(s string) string {
+	{PRE}
+	_ = os.Args
 	if {W} == 1 {
 		return s
 	}
@@ -549,18 +450,6 @@ func (Solution) {M}(s string) string {
 		b[i], b[j] = b[j], b[i]
 	}
 	return string(b)
-}
-
-func main() {
-	{PRE}
-	in := bufio.NewReaderSize(os.Stdin, 1<<20)
-	line, _ := in.ReadString('\\n')
-	var s string
-	if err := json.Unmarshal([]byte(line), &s); err != nil {
-		panic(err)
-	}
-	out, _ := json.Marshal(Solution{}.{M}(s))
-	fmt.Println(string(out))
 }
 """,
 }

@@ -19,9 +19,11 @@ Exit status 1 when any check fails: a planted fault left unanswered, an item los
 duplicated, or a verdict against the truth. `--python` must have pyarrow (the test venv).
 """
 import argparse
+import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -86,6 +88,29 @@ def timed(cmd, env=None):
     return out, wall, cpu, rss
 
 
+def kill_during(cmd, secs):
+    """Run `cmd` in its own process group and SIGKILL the group after `secs` (before it ends)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        proc.wait(timeout=secs)
+        raise SystemExit(f"--kill-execute-after {secs}: `execute` ended before it was killed; give fewer seconds")
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return secs
+
+
+def tree_digest(root):
+    """path -> sha256 of every file under `root`."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            path = os.path.join(d, f)
+            with open(path, "rb") as fh:
+                out[os.path.relpath(path, root)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
 def stats(url):
     with urllib.request.urlopen(url.replace("/v1", "") + "/stats", timeout=10) as r:
         return json.load(r)
@@ -112,6 +137,9 @@ def main() -> int:
     p.add_argument("--coreb", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "coreb"))
     p.add_argument("--python", default=os.environ.get("COREB_PYTHON", sys.executable))
     p.add_argument("--no-floor", action="store_true", help="skip the bare-process execute floor")
+    p.add_argument("--kill-execute-after", type=float, metavar="SECS",
+                   help="start `execute`, kill -9 it (with its sandboxed children) after SECS, then run it again; at the end rebuild the "
+                        "month from scratch in a second directory and fail unless both releases are byte-identical")
     p.add_argument("--dir")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
@@ -148,6 +176,8 @@ def main() -> int:
         before = {}
         peak = 0.0
         for stage in STAGES:
+            if stage == "execute" and args.kill_execute_after:
+                figures["killed_execute_after_s"] = kill_during([args.coreb, stage, manifest], args.kill_execute_after)
             out, wall, cpu, rss = timed([args.coreb, stage, manifest, "--json"])
             peak = max(peak, rss)
             if out.returncode != 0:
@@ -159,13 +189,19 @@ def main() -> int:
             except ValueError:
                 report = {}
             after = stats(url)
-            names = [stage] + (["rewrite_tests"] if stage == "rewrite" else [])
+            names = [stage] + (["rewrite_tests", "reference", "adapt_reference"] if stage == "rewrite" else [])
             req = sum(after.get(s, {}).get("requests", 0) - before.get(s, {}).get("requests", 0) for s in names)
             faults = sum(sum(after.get(s, {}).get("faults", {}).values()) - sum(before.get(s, {}).get("faults", {}).values()) for s in names)
             before = after
             rows = rows_of(report)
             figures["stages"].append({"stage": stage, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1), "requests": req, "faults": faults, "rows": rows})
             print(f"{stage:<11} {wall:8.2f} {cpu:8.2f} {rss:12.1f} {req:8} {faults:6} {rows if rows is not None else '-':>7}", flush=True)
+            if stage == "execute":
+                # The month's rewrites keep the task: every changed test passes its reference.
+                check = report.get("test_check") or {}
+                figures["test_check"] = check
+                if not check.get("problems") or check.get("tests_rejected") or check.get("tests_unchecked"):
+                    failures.append(f"execute: changed tests re-checked against their reference: {check}")
             if stage == "execute" and not args.no_floor:
                 # The floor, in the same run: the same solutions and tests as bare processes.
                 fl = subprocess.run([args.python, os.path.join(HERE, "floor.py"), os.path.join(work, "build"), "--wall-ms", str(args.wall_ms), "--jobs", str(os.cpu_count())],
@@ -192,6 +228,18 @@ def main() -> int:
             if stats(url) != final:
                 failures.append("the final `coreb build` sent requests")
             figures["rebuild_wall_s"] = round(wall, 2)
+            if args.kill_execute_after:
+                # The same month from scratch (no kill), every answer from the store: the release
+                # must be the killed-and-resumed one, byte for byte.
+                fresh = os.path.join(work, "fresh")
+                out, *_ = timed([args.coreb, "build", manifest, "--output-dir", os.path.join(fresh, "build"), "--publish-dir", os.path.join(fresh, "release")])
+                if out.returncode != 0:
+                    failures.append("the from-scratch build failed: " + out.stderr[-2000:])
+                else:
+                    a, b = tree_digest(os.path.join(work, "releases", "v" + month.replace("-", ""))), tree_digest(os.path.join(fresh, "release"))
+                    figures["release_after_kill_identical"] = a == b
+                    if a != b:
+                        failures.append(f"the release after kill -9 during execute differs from a build without it: {sorted(set(a.items()) ^ set(b.items()))[:6]}")
             verdicts = check_verdicts(args, work, models)
             figures["verdicts"] = verdicts
             failures += verdicts.pop("failures")

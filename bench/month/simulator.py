@@ -15,6 +15,8 @@ filled, unknown ones dropped, arrays padded or cut to `minItems`/`maxItems`, str
 
 What it answers (the truth lives in month_lib): rewrites that keep the task, the sections
 and the tests (the method of a LeetCode starter is renamed); test batches returned unchanged;
+the reference solution of a problem whose tests were rewritten (month_lib's correct Python
+program) and its adaptation (the same program with the renamed method);
 four distractors as long as the statement with Input/Output/Constraints sections; summaries
 of ~70 words; queries of ~20 plain words without single-letter variables; and per language a
 program that is correct, wrong, slow, crashing or not compiling as `month_lib.outcome` plants.
@@ -131,14 +133,36 @@ def generate(a: Ask):
     named = (m.group(1) if m else "python").strip().lower()
     language = next((v for k, v in LANGUAGE_NAMES.items() if re.match(rf"{re.escape(k)}\b|{re.escape(k)}\d", named)), "python")
     qid, template = a.qid(), a.template()
-    method = re.search(r"def\s+([A-Za-z_]\w*)\s*\(\s*self", a.section("Starter code"))
+    # The method as the skeleton names it: Python's starter, or the skeleton rendered for the
+    # language (Ruby's `def snake_name(`, Go's `func name(`, a C++/Java method `name(...) {`).
+    starter = a.section("Starter code")
+    method = (re.search(r"def\s+([A-Za-z_]\w*)\s*\(\s*self", starter) or re.search(r"^def\s+([A-Za-z_]\w*)\s*\(", starter, re.M)
+              or re.search(r"^func\s+([A-Za-z_]\w*)\s*\(", starter, re.M) or re.search(r"([A-Za-z_]\w*)\s*\([^()]*\)\s*\{", starter))
     method = method.group(1) if method else lib.TEMPLATES[template].get("renamed", "")
     outcome = lib.outcome(f"lcb_{qid}", a.model, language)
-    return f"The program reads the input, computes the answer and prints it.\n<code>\n{lib.solution(template, language, outcome, method, qid)}</code>"
+    what = "The solution implements the skeleton." if lib.TEMPLATES[template]["kind"] == "functional" else "The program reads the input, computes the answer and prints it."
+    return f"{what}\n<code>\n{lib.solution(template, language, outcome, method, qid)}</code>"
+
+
+def reference(a: Ask):
+    # The month's reference solution of the original problem (its method keeps its name).
+    template = a.template()
+    method = lib.TEMPLATES[template].get("method", "")
+    return f"A reference program.\n<code>\n{lib.solution(template, 'python', 'correct', method, a.qid())}</code>"
+
+
+def adapt_reference(a: Ask):
+    # The month's rewrites keep the task: the same program, with the renamed method.
+    template = a.template()
+    method = re.search(r"def\s+([A-Za-z_]\w*)\s*\(\s*self", a.section("Rewritten starter code"))
+    method = method.group(1) if method else lib.TEMPLATES[template].get("renamed", "")
+    return f"<code>\n{lib.solution(template, 'python', 'correct', method, a.qid())}</code>"
 
 
 STAGES = [
     ("rewrite_tests", lambda a: "tests" in a.props or "adapt test cases" in a.system, rewrite_tests),
+    ("reference", lambda a: "this program is the reference" in a.user, reference),
+    ("adapt_reference", lambda a: "You adapt a program" in a.system, adapt_reference),
     ("rewrite", lambda a: {"title", "statement"} <= a.props or "Rewrite the problem below" in a.user, rewrite),
     ("distract", lambda a: "operation_type" in a.props or "hard negatives" in a.system, distract),
     ("queries", lambda a: "queries" in a.props or "search queries" in a.user, queries),

@@ -2,7 +2,9 @@
 //! offline for the sample, not recorded from an API) into ordinary response-store entries.
 //!
 //! Each authored file holds, for one problem, the rewrite (title, statement, starter code,
-//! rewritten tests), four distractors, a summary, queries and the solutions of two models.
+//! rewritten tests), for a problem whose tests were rewritten its reference solution
+//! (original and adapted, the answers of the `reference` and `adapt_reference` prompts), four
+//! distractors, a summary, queries and the solutions of two models.
 //! This module renders them as the answers the stages' prompts ask for (JSON objects, raw
 //! solution responses), keyed by (stage, item), and runs the LLM stages through an
 //! [`AuthoredGateway`], which stores each answer under the real request key. Afterwards a
@@ -30,6 +32,10 @@ use crate::printer::Printer;
 struct Authored {
     question_id: String,
     rewrite: AuthoredRewrite,
+    /// A Python solution of the original problem and the same program adapted to the rewrite
+    /// (only for a problem with a rewritten test).
+    #[serde(default)]
+    reference: Option<AuthoredReference>,
     distractors: Vec<AuthoredDistractor>,
     summary: String,
     /// `{"type", "query", "variants": {language: text}}` objects, as the queries prompt asks.
@@ -43,6 +49,13 @@ struct AuthoredRewrite {
     statement: String,
     starter_code: String,
     tests: Vec<AuthoredTest>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthoredReference {
+    original: String,
+    adapted: String,
 }
 
 #[derive(Deserialize)]
@@ -87,6 +100,18 @@ fn answers_for(a: &Authored, problem: &Problem, plan: &RunPlan, out: &mut BTreeM
         let tests: Vec<serde_json::Value> =
             batch.iter().map(|&i| serde_json::json!({"input": a.rewrite.tests[i].input, "output": a.rewrite.tests[i].output})).collect();
         out.insert((LlmStage::RewriteTests, format!("{id}/tests/{b}")), serde_json::json!({ "tests": tests }).to_string());
+    }
+    // The reference the rewrite stage asks for when a test was rewritten (a long one by the
+    // bijection counts too), as a model answers: the program between code tags.
+    let rewritten_test = all.iter().any(|t| !(is_context_independent(&t.input) && is_context_independent(&t.output)));
+    match (&a.reference, rewritten_test) {
+        (Some(r), true) => {
+            let item = format!("{id}/reference");
+            out.insert((LlmStage::Reference, item.clone()), format!("<code>\n{}</code>", r.original));
+            out.insert((LlmStage::AdaptReference, item), format!("<code>\n{}</code>", r.adapted));
+        }
+        (Some(_), false) => anyhow::bail!("`{}`: a `reference` is authored but no test of the problem is rewritten (the rewrite stage never asks for it)", a.question_id),
+        (None, _) => {}
     }
 
     let mut kinds = serde_json::Map::new();

@@ -1,10 +1,13 @@
 //! `filter`: keep problems whose statement is in the wanted language (whatlang), long
-//! enough, and that have at least the minimum number of tests. Pure; every rejection carries
+//! enough, that have at least the minimum number of tests, and (functional problems) whose
+//! starter gives a signature the judge's drivers can call ([`crate::signature`]: `TreeNode`,
+//! `ListNode`, `Optional[…]` … are rejected, naming the type). Pure; every rejection carries
 //! a typed reason.
 
 use serde::{Deserialize, Serialize};
 
 use crate::problem::Problem;
+use crate::signature::{self, SignatureError};
 
 /// `[stages.filter]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,6 +69,11 @@ pub enum RejectReason {
         /// The minimum.
         min: usize,
     },
+    /// A functional problem whose starter has no signature the drivers support.
+    UnsupportedSignature {
+        /// Why (the unsupported type and where it is).
+        signature: SignatureError,
+    },
 }
 
 /// Counts of one filter run.
@@ -81,6 +89,8 @@ pub struct FilterStats {
     pub too_short: u64,
     /// Rejected for tests.
     pub too_few_tests: u64,
+    /// Rejected for an unsupported (functional) signature.
+    pub unsupported_signature: u64,
 }
 
 impl std::ops::AddAssign for FilterStats {
@@ -90,6 +100,7 @@ impl std::ops::AddAssign for FilterStats {
         self.language += o.language;
         self.too_short += o.too_short;
         self.too_few_tests += o.too_few_tests;
+        self.unsupported_signature += o.unsupported_signature;
     }
 }
 
@@ -102,6 +113,7 @@ impl FilterStats {
             Err(RejectReason::Language { .. }) => self.language += 1,
             Err(RejectReason::TooShort { .. }) => self.too_short += 1,
             Err(RejectReason::TooFewTests { .. }) => self.too_few_tests += 1,
+            Err(RejectReason::UnsupportedSignature { .. }) => self.unsupported_signature += 1,
         }
     }
 }
@@ -111,6 +123,9 @@ pub fn filter_problem(config: &FilterConfig, problem: &Problem) -> Result<(), Re
     let tests = problem.test_count();
     if tests < config.min_tests {
         return Err(RejectReason::TooFewTests { tests, min: config.min_tests });
+    }
+    if problem.is_functional() {
+        signature::parse(&problem.starter_code).map_err(|signature| RejectReason::UnsupportedSignature { signature })?;
     }
     let chars = problem.question_content.chars().count();
     if chars < config.min_statement_chars {
@@ -161,5 +176,28 @@ mod tests {
         let german = FilterConfig { language: "deu".into(), ..cfg };
         assert_eq!(filter_problem(&german, &problem(DE, 1)), Ok(()));
         assert!(FilterConfig { language: "xx".into(), ..FilterConfig::default() }.validate().is_err());
+    }
+
+    #[test]
+    fn functional_problems_need_a_supported_signature() {
+        let cfg = FilterConfig::default();
+        let leetcode = |starter: &str| Problem {
+            starter_code: starter.into(),
+            func_name: Some("f".into()),
+            public_tests: vec![TestCase { input: "[1]".into(), output: "1".into(), testtype: TestType::Functional }],
+            ..problem(EN, 1)
+        };
+        assert_eq!(filter_problem(&cfg, &leetcode("class Solution:\n    def f(self, nums: List[int], k: int) -> int:\n        ")), Ok(()));
+        let tree = filter_problem(&cfg, &leetcode("class Solution:\n    def f(self, root: Optional[TreeNode]) -> int:\n        ")).unwrap_err();
+        let RejectReason::UnsupportedSignature { signature } = &tree else { panic!("{tree:?}") };
+        assert!(signature.to_string().contains("`Optional[TreeNode]`"), "{signature}");
+        // The rejection names the type in rejections.jsonl.
+        let line = serde_json::to_string(&tree).unwrap();
+        assert!(line.contains(r#""reason":"unsupported_signature""#) && line.contains(r#""ty":"Optional[TreeNode]""#), "{line}");
+        let mut stats = FilterStats::default();
+        stats.record(&Err(tree));
+        assert_eq!(stats.unsupported_signature, 1);
+        // A stdin problem has no signature to check.
+        assert_eq!(filter_problem(&cfg, &problem(EN, 1)), Ok(()));
     }
 }

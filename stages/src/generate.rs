@@ -1,9 +1,13 @@
 //! `generate`: solutions per rewritten problem × model × language × sample (DESIGN §1.3).
 //!
-//! One request per solution, prompt `generate` with the language's instructions
-//! (fragment `language_<lang>`) and the I/O convention (fragment `io_stdin`, or
-//! `io_functional` for LeetCode call-based problems: one JSON value per argument line in,
-//! compact JSON out). Sample `s` is sent with seed `seed + s` so that samples differ on
+//! One request per solution, prompt `generate`. A stdin problem asks for a whole program
+//! (fragments `task_program`, `language_<lang>`, `io_stdin`). A LeetCode (call-based)
+//! problem asks for the solution only (`task_solution`, `solution_<lang>`, `io_functional`):
+//! the class or function of the skeleton with its helpers and imports, no entry point and no
+//! I/O, since the judge adds the I/O driver ([`crate::execute::driver`]). The skeleton is
+//! the Python starter for Python and, for the other languages, the one rendered from the
+//! starter's signature ([`crate::signature`], 64-bit integers); a starter without a usable
+//! signature (which `filter` rejects) is shown as it is. Sample `s` is sent with seed `seed + s` so that samples differ on
 //! endpoints that honour seeds; the sample index is part of the request key either way.
 //! The code is extracted with [`extract_code`] (first `<code>…</code>`, else an unclosed
 //! `<code>`, else the first fenced block, else the whole text; `#` lines are kept), then its
@@ -128,15 +132,31 @@ fn is_functional(p: &RewrittenProblem) -> bool {
 }
 
 fn render(prompt: &Prompt, p: &RewrittenProblem, language: Language) -> Result<Vec<crate::services::llm::ChatMessage>, crate::prompt::PromptError> {
-    let instructions = prompt.fragment(&format!("language_{language}"))?.trim();
-    let io = prompt.fragment(if is_functional(p) { "io_functional" } else { "io_stdin" })?.trim();
-    let starter = if p.starter_code.trim().is_empty() { prompt.fragment("starter_none")?.trim() } else { p.starter_code.as_str() };
+    let functional = is_functional(p);
+    let (task, instructions, io) = if functional {
+        ("task_solution", format!("solution_{language}"), "io_functional")
+    } else {
+        ("task_program", format!("language_{language}"), "io_stdin")
+    };
+    let skeleton;
+    let starter = if p.starter_code.trim().is_empty() {
+        prompt.fragment("starter_none")?.trim()
+    } else {
+        match crate::signature::parse(&p.starter_code) {
+            Ok(signature) if functional && language != Language::Python => {
+                skeleton = signature.skeleton(language);
+                skeleton.as_str()
+            }
+            _ => p.starter_code.as_str(),
+        }
+    };
     prompt.render(&[
         ("title", &p.title),
         ("statement", &p.statement),
         ("language_name", language_name(language)),
-        ("language_instructions", instructions),
-        ("io_instructions", io),
+        ("task_instructions", prompt.fragment(task)?.trim()),
+        ("language_instructions", prompt.fragment(&instructions)?.trim()),
+        ("io_instructions", prompt.fragment(io)?.trim()),
         ("starter_code", starter),
     ])
 }

@@ -50,6 +50,7 @@ pub mod queries;
 pub mod release;
 pub mod rewrite;
 pub mod services;
+pub mod signature;
 pub mod solution;
 pub mod strip;
 pub mod tables;

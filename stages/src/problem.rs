@@ -144,6 +144,12 @@ impl Problem {
     pub fn test_count(&self) -> usize {
         self.public_tests.len() + self.private_tests.len()
     }
+
+    /// Is the problem call-based (LeetCode: a `func_name`, or functional tests)? Its
+    /// solutions are then the solution only, and the judge adds a driver.
+    pub fn is_functional(&self) -> bool {
+        self.func_name.is_some() || self.public_tests.iter().chain(&self.private_tests).any(|t| t.testtype == TestType::Functional)
+    }
 }
 
 /// An inclusive window of contest days (`YYYY-MM-DD`); either end may be open.

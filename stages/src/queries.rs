@@ -371,6 +371,7 @@ mod tests {
             private_tests: Vec::new(),
             model: "m".into(),
             test_origins: Vec::new(),
+            reference: None,
         }
     }
 

@@ -362,8 +362,8 @@ fn origin_note(w: &crate::services::llm::run::WrittenBy) -> String {
     }
     if w.authored == total {
         return format!(
-            "all {total} of the LLM stages' answers (rewrites, distractors, summaries, queries and \
-             solutions) were written by hand, offline, as test data: no model produced them, and the \
+            "all {total} of the LLM stages' answers (rewrites, reference solutions, distractors, summaries, \
+             queries and solutions) were written by hand, offline, as test data: no model produced them, and the \
              model names this release records only label the generators the build pretends to use"
         );
     }
@@ -373,7 +373,7 @@ fn origin_note(w: &crate::services::llm::run::WrittenBy) -> String {
             parts.push(format!("{n} {what}"));
         }
     }
-    format!("of the LLM stages' {total} answers (rewrites, distractors, summaries, queries and solutions), {}", parts.join("; "))
+    format!("of the LLM stages' {total} answers (rewrites, reference solutions, distractors, summaries, queries and solutions), {}", parts.join("; "))
 }
 
 /// The dataset card (`README.md`): Hugging Face front matter with the eight configs, then

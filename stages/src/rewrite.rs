@@ -12,8 +12,16 @@
 //! - every other test is rewritten by the model in batches (prompt `rewrite_tests`), which
 //!   must return as many tests as it got, each with the same line structure.
 //!
-//! A problem with any unusable answer is rejected whole, with the reason. The stage does no
-//! I/O; it does not generate solutions or check that tests still pass (`execute` does).
+//! When a test was rewritten (by the model or the bijection), two more requests go to the
+//! model that wrote the rewrite: a Python 3 solution of the ORIGINAL problem (prompt
+//! `reference`), then that program adapted to the rewrite (prompt `adapt_reference`: same
+//! algorithm, only the names and literal strings the story changed). The problem carries both
+//! ([`Reference`]); `execute` runs them to re-check the rewritten tests
+//! ([`crate::execute::recheck`]). A reference that cannot be had leaves the problem without
+//! one (its tests are then `unchecked`), it does not reject the problem.
+//!
+//! A problem with any unusable rewrite answer is rejected whole, with the reason. The stage
+//! does no I/O; it does not generate solutions or run anything (`execute` does).
 
 use std::sync::LazyLock;
 
@@ -23,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use crate::problem::{Platform, Problem, ProblemId, TestCase};
 use crate::prompt::Prompt;
 use crate::services::llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
+use crate::services::llm::text::extract_code;
 use crate::services::llm::{LlmGateway, LlmStage};
 
 /// `[stages.rewrite]`.
@@ -70,6 +79,22 @@ pub struct RewrittenProblem {
     pub model: String,
     /// How each test was carried over (public then private).
     pub test_origins: Vec<TestOrigin>,
+    /// The reference solution `execute` re-checks the rewritten tests with (`None` when no
+    /// test was rewritten, or when the model gave no usable program).
+    #[serde(default)]
+    pub reference: Option<Reference>,
+}
+
+/// A problem's reference solution, original and adapted (both Python 3 programs in the
+/// shape `generate` asks of a Python solution).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reference {
+    /// The model that wrote both (the one that wrote the rewrite).
+    pub model: String,
+    /// A solution of the original problem.
+    pub original: String,
+    /// The same program adapted to the rewritten problem.
+    pub adapted: String,
 }
 
 /// How a test was carried over.
@@ -86,6 +111,31 @@ pub enum TestOrigin {
     Bijection,
 }
 
+impl TestOrigin {
+    /// Every origin.
+    pub const ALL: [TestOrigin; 4] = [TestOrigin::Kept, TestOrigin::KeptLong, TestOrigin::Model, TestOrigin::Bijection];
+
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TestOrigin::Kept => "kept",
+            TestOrigin::KeptLong => "kept_long",
+            TestOrigin::Model => "model",
+            TestOrigin::Bijection => "bijection",
+        }
+    }
+
+    /// Parse the snake_case name.
+    pub fn parse(s: &str) -> Option<Self> {
+        TestOrigin::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+
+    /// Was the test changed (by the model or the bijection), so that it needs re-checking?
+    pub fn rewritten(self) -> bool {
+        matches!(self, TestOrigin::Model | TestOrigin::Bijection)
+    }
+}
+
 /// Counts of `rewrite`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct RewriteStats {
@@ -99,6 +149,11 @@ pub struct RewriteStats {
     pub tests_model: u64,
     /// Tests mapped by the bijection.
     pub tests_bijection: u64,
+    /// Problems with a rewritten test that got a reference (original and adapted).
+    pub references: u64,
+    /// Problems with a rewritten test whose reference could not be had (see
+    /// `reference_failures`).
+    pub references_missing: u64,
 }
 
 impl std::ops::AddAssign for RewriteStats {
@@ -108,6 +163,8 @@ impl std::ops::AddAssign for RewriteStats {
         self.tests_kept_long += o.tests_kept_long;
         self.tests_model += o.tests_model;
         self.tests_bijection += o.tests_bijection;
+        self.references += o.references;
+        self.references_missing += o.references_missing;
     }
 }
 
@@ -118,6 +175,8 @@ pub struct RewriteOutput {
     pub problems: Vec<RewrittenProblem>,
     /// Problems that could not be rewritten, with every reason.
     pub rejected: Vec<Rejection>,
+    /// Why a problem kept without a reference has none (its item is `<problem>/reference`).
+    pub reference_failures: Vec<Rejection>,
     /// Counts.
     pub stats: RewriteStats,
     /// sha256 of the `rewrite` prompt.
@@ -126,36 +185,78 @@ pub struct RewriteOutput {
     pub tests_prompt_sha256: String,
 }
 
-/// The model plans of `rewrite` (statement) and its test batches.
+/// The model plans of `rewrite` (statement), its test batches and its reference programs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RewritePlans {
     /// For the statement.
     pub rewrite: ModelPlan,
     /// For the test batches.
     pub tests: ModelPlan,
+    /// For the reference solution: its sampling; the model is the one that wrote the rewrite.
+    pub reference: ModelPlan,
+    /// For the adapted reference: likewise.
+    pub adapt_reference: ModelPlan,
+}
+
+impl RewritePlans {
+    /// The plans of the four prompts under `config`.
+    pub fn for_config(config: &crate::services::llm::LlmConfig) -> Self {
+        RewritePlans {
+            rewrite: ModelPlan::for_stage(config, LlmStage::Rewrite),
+            tests: ModelPlan::for_stage(config, LlmStage::RewriteTests),
+            reference: ModelPlan::for_stage(config, LlmStage::Reference),
+            adapt_reference: ModelPlan::for_stage(config, LlmStage::AdaptReference),
+        }
+    }
+
+    /// Every plan the same (tests, benchmarks).
+    pub fn all(plan: ModelPlan) -> Self {
+        RewritePlans { rewrite: plan.clone(), tests: plan.clone(), reference: plan.clone(), adapt_reference: plan }
+    }
+}
+
+/// The four prompts of `rewrite`.
+#[derive(Debug, Clone, Copy)]
+pub struct RewritePrompts<'a> {
+    /// `rewrite`: title, statement, starter code.
+    pub rewrite: &'a Prompt,
+    /// `rewrite_tests`: a batch of tests.
+    pub tests: &'a Prompt,
+    /// `reference`: a solution of the original problem.
+    pub reference: &'a Prompt,
+    /// `adapt_reference`: that solution adapted to the rewrite.
+    pub adapt_reference: &'a Prompt,
+}
+
+impl<'a> RewritePrompts<'a> {
+    /// The rewrite stage's prompts among a build's.
+    pub fn of(prompts: &'a crate::prompt::Prompts) -> Self {
+        RewritePrompts { rewrite: &prompts.rewrite, tests: &prompts.rewrite_tests, reference: &prompts.reference, adapt_reference: &prompts.adapt_reference }
+    }
 }
 
 /// Rewrite every problem.
 pub async fn rewrite(
     config: &RewriteConfig,
     plans: &RewritePlans,
-    prompt: &Prompt,
-    tests_prompt: &Prompt,
+    prompts: &RewritePrompts<'_>,
     problems: Vec<Problem>,
     gateway: &dyn LlmGateway,
 ) -> Result<RewriteOutput, LlmStageError> {
     let n = problems.len() as u64;
-    let results = run::ordered(problems, config.concurrency, |p| rewrite_one(config, plans, prompt, tests_prompt, p, gateway)).await;
+    let results = run::ordered(problems, config.concurrency, |p| rewrite_one(config, plans, prompts, p, gateway)).await;
     let mut out = RewriteOutput {
         problems: Vec::new(),
         rejected: Vec::new(),
+        reference_failures: Vec::new(),
         stats: RewriteStats::default(),
-        prompt_sha256: prompt.sha256.clone(),
-        tests_prompt_sha256: tests_prompt.sha256.clone(),
+        prompt_sha256: prompts.rewrite.sha256.clone(),
+        tests_prompt_sha256: prompts.tests.sha256.clone(),
     };
     out.stats.llm.items_in = n;
-    for (one, stats) in run::settle(results)? {
+    for (one, stats, failures) in run::settle(results)? {
         out.stats += stats;
+        out.reference_failures.extend(failures);
         match one {
             Ok(p) => out.problems.push(p),
             Err(rejections) => {
@@ -168,9 +269,10 @@ pub async fn rewrite(
     Ok(out)
 }
 
-type One = (Result<RewrittenProblem, Vec<Rejection>>, RewriteStats);
+type One = (Result<RewrittenProblem, Vec<Rejection>>, RewriteStats, Vec<Rejection>);
 
-async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompt: &Prompt, tests_prompt: &Prompt, problem: Problem, gateway: &dyn LlmGateway) -> Result<One, LlmStageError> {
+async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompts: &RewritePrompts<'_>, problem: Problem, gateway: &dyn LlmGateway) -> Result<One, LlmStageError> {
+    let (prompt, tests_prompt) = (prompts.rewrite, prompts.tests);
     let mut stats = RewriteStats::default();
     let stage = LlmStage::Rewrite;
     let starter = if problem.starter_code.trim().is_empty() { "(none)" } else { problem.starter_code.as_str() };
@@ -184,7 +286,7 @@ async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompt: &Prom
     .await?;
     let ((title, statement, starter_code, func_name), model) = match parsed {
         Ok(v) => v,
-        Err(rejections) => return Ok((Err(rejections), stats)),
+        Err(rejections) => return Ok((Err(rejections), stats, Vec::new())),
     };
 
     // Tests: classify, then rewrite the ones that need the model in batches.
@@ -227,9 +329,26 @@ async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompt: &Prom
                     stats.tests_model += 1;
                 }
             }
-            Err(rejections) => return Ok((Err(rejections), stats)),
+            Err(rejections) => return Ok((Err(rejections), stats, Vec::new())),
         }
     }
+    let mut failures = Vec::new();
+    let reference = if origins.iter().any(|o| o.rewritten()) {
+        let asked = ask_reference(plans, prompts, &problem, &statement, &starter_code, &model, gateway, &mut stats.llm).await?;
+        match asked {
+            Ok(r) => {
+                stats.references += 1;
+                Some(r)
+            }
+            Err(rejections) => {
+                stats.references_missing += 1;
+                failures = rejections;
+                None
+            }
+        }
+    } else {
+        None
+    };
     let mut tests: Vec<TestCase> = new_tests.into_iter().flatten().collect();
     let private_tests = tests.split_off(problem.public_tests.len().min(tests.len()));
     let rewritten = RewrittenProblem {
@@ -245,8 +364,61 @@ async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompt: &Prom
         private_tests,
         model,
         test_origins: origins,
+        reference,
     };
-    Ok((Ok(rewritten), stats))
+    Ok((Ok(rewritten), stats, failures))
+}
+
+/// Ask `model` (the rewrite's) for a solution of the original problem, then for that
+/// solution adapted to the rewrite; each answer must hold code ([`extract_code`], kept as
+/// written: the judge runs exactly what the model wrote).
+#[allow(clippy::too_many_arguments)]
+async fn ask_reference(
+    plans: &RewritePlans,
+    prompts: &RewritePrompts<'_>,
+    problem: &Problem,
+    statement: &str,
+    starter_code: &str,
+    model: &str,
+    gateway: &dyn LlmGateway,
+    stats: &mut LlmStageStats,
+) -> Result<Result<Reference, Vec<Rejection>>, LlmStageError> {
+    let item = format!("{}/reference", problem.id);
+    let code = |text: &str| {
+        let code = extract_code(text);
+        if code.trim().is_empty() { Err(RejectReason::NoCode) } else { Ok(code) }
+    };
+    let prompt = prompts.reference;
+    let prompt_err = |stage| move |source| LlmStageError::Prompt { stage, source };
+    let fragment = |name: &str| prompt.fragment(name).map(str::trim).map_err(prompt_err(LlmStage::Reference));
+    let functional = problem.func_name.is_some() || problem.public_tests.iter().chain(&problem.private_tests).any(|t| t.testtype == crate::problem::TestType::Functional);
+    let task = fragment(if functional { "task_solution" } else { "task_program" })?;
+    let none = fragment("starter_none")?;
+    let original_starter = if problem.starter_code.trim().is_empty() { none } else { problem.starter_code.as_str() };
+    let messages = prompt
+        .render(&[("title", &problem.question_title), ("statement", &problem.question_content), ("task_instructions", task), ("starter_code", original_starter)])
+        .map_err(prompt_err(LlmStage::Reference))?;
+    let plan = ModelPlan { models: vec![model.to_owned()], ..plans.reference.clone() };
+    let original = match run::ask_models(gateway, LlmStage::Reference, &item, &plan, &messages, prompt, stats, code).await? {
+        Ok((code, _)) => code,
+        Err(rejections) => return Ok(Err(rejections)),
+    };
+    let prompt = prompts.adapt_reference;
+    let starter = if starter_code.trim().is_empty() { none } else { starter_code };
+    let messages = prompt
+        .render(&[
+            ("original_statement", &problem.question_content),
+            ("original_starter_code", original_starter),
+            ("statement", statement),
+            ("starter_code", starter),
+            ("reference", &original),
+        ])
+        .map_err(prompt_err(LlmStage::AdaptReference))?;
+    let plan = ModelPlan { models: vec![model.to_owned()], ..plans.adapt_reference.clone() };
+    Ok(match run::ask_models(gateway, LlmStage::AdaptReference, &item, &plan, &messages, prompt, stats, code).await? {
+        Ok((adapted, _)) => Ok(Reference { model: model.to_owned(), original, adapted }),
+        Err(rejections) => Err(rejections),
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -286,6 +458,7 @@ fn parse_rewrite(text: &str, problem: &Problem, has_starter: bool) -> Result<(St
         Some(_) => Some(method_name(&starter_code).ok_or(RejectReason::NoMethod)?),
         None => None,
     };
+    same_signature_types(&problem.starter_code, &starter_code)?;
     Ok((title, statement, starter_code, func_name))
 }
 
@@ -319,6 +492,21 @@ fn parse_tests(text: &str, indices: &[usize], sent: &[&TestCase]) -> Result<Vec<
 
 fn normalise(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A renamed starter must keep the types of the original's signature (names may change):
+/// the judge's driver converts each argument by them ([`crate::signature`]). An original
+/// without a usable signature (a stdin problem, or one `filter` would reject) is not checked.
+fn same_signature_types(original: &str, rewritten: &str) -> Result<(), RejectReason> {
+    let Ok(before) = crate::signature::parse(original) else { return Ok(()) };
+    let after = crate::signature::parse(rewritten).map_err(|e| RejectReason::SignatureChanged { detail: e.to_string() })?;
+    let types = |s: &crate::signature::Signature| s.params.iter().map(|p| p.ty.to_string()).collect::<Vec<_>>().join(", ");
+    if types(&before) != types(&after) || before.returns != after.returns {
+        return Err(RejectReason::SignatureChanged {
+            detail: format!("({}) -> {} became ({}) -> {}", types(&before), before.returns, types(&after), after.returns),
+        });
+    }
+    Ok(())
 }
 
 /// The first method of a starter class (`def name(self, …)`), or the first function.
@@ -498,13 +686,23 @@ mod tests {
             func_name: Some("reverseWord".into()),
             metadata: "{}".into(),
         };
-        let gateway = Canned(|r| {
-            assert_eq!(r.stage, LlmStage::Rewrite, "no test may reach the model");
-            r#"{"title": "Crates", "statement": "**Flip** the crate label.", "starter_code": "class Solution:\n    def flipLabel(self, label: str) -> str:\n        "}"#.into()
+        let gateway = Canned(|r| match r.stage {
+            LlmStage::Rewrite => r#"{"title": "Crates", "statement": "**Flip** the crate label.", "starter_code": "class Solution:\n    def flipLabel(self, label: str) -> str:\n        "}"#.into(),
+            // The bijected test asks for a reference of the original, then its adaptation.
+            LlmStage::Reference => {
+                let user = &r.messages.last().unwrap().content;
+                assert!(user.contains("Reverse the word.") && user.contains("def reverseWord") && user.contains("one JSON value per"), "{user}");
+                "Here it is.\n<code>print('original')</code>".into()
+            }
+            LlmStage::AdaptReference => {
+                let user = &r.messages.last().unwrap().content;
+                assert!(user.contains("Flip the crate label.") && user.contains("def flipLabel") && user.contains("print('original')"), "{user}");
+                "```python\nprint('adapted')\n```".into()
+            }
+            other => panic!("no test may reach the model ({other})"),
         });
         let plan = ModelPlan::single("m", Default::default());
-        let plans = RewritePlans { rewrite: plan.clone(), tests: plan };
-        let out = rewrite(&RewriteConfig::default(), &plans, &prompts.rewrite, &prompts.rewrite_tests, vec![problem.clone()], &gateway).await.unwrap();
+        let out = rewrite(&RewriteConfig::default(), &RewritePlans::all(plan), &RewritePrompts::of(&prompts), vec![problem.clone()], &gateway).await.unwrap();
         let p = &out.problems[0];
         assert_eq!(p.statement, "Flip the crate label.");
         assert_eq!(p.func_name.as_deref(), Some("flipLabel"));
@@ -515,6 +713,22 @@ mod tests {
         assert_eq!(p.public_tests[1], problem.public_tests[1]);
         assert_eq!(p.private_tests, problem.private_tests);
         assert_eq!((out.stats.tests_bijection, out.stats.tests_kept_long, out.stats.tests_kept), (1, 1, 1));
+        let reference = p.reference.as_ref().expect("a rewritten test brings a reference");
+        assert_eq!((reference.model.as_str(), reference.original.as_str(), reference.adapted.as_str()), ("m", "print('original')\n", "print('adapted')\n"));
+        assert_eq!((out.stats.references, out.stats.references_missing), (1, 0));
+    }
+
+    #[test]
+    fn a_rewritten_starter_keeps_the_signature_types() {
+        let original = "class Solution:\n    def countWays(self, nums: List[int], k: int) -> int:\n";
+        assert_eq!(same_signature_types(original, "class Solution:\n    def countCrates(self, crates: List[int], limit: int) -> int:\n"), Ok(()));
+        assert_eq!(
+            same_signature_types(original, "class Solution:\n    def countCrates(self, crates: List[str], limit: int) -> int:\n"),
+            Err(RejectReason::SignatureChanged { detail: "(List[int], int) -> int became (List[str], int) -> int".into() })
+        );
+        assert!(matches!(same_signature_types(original, "class Solution:\n    def countCrates(self, crates, limit):\n"), Err(RejectReason::SignatureChanged { .. })));
+        // Nothing to keep: a stdin problem.
+        assert_eq!(same_signature_types("", ""), Ok(()));
     }
 
     #[test]

@@ -103,3 +103,58 @@ pub struct SolutionResult {
     /// What bounded the memory of its runs (a cgroup of its own, or per-process rlimits).
     pub memory_bound: MemoryBound,
 }
+
+/// What the re-check of a rewritten problem's tests against its reference solution found for
+/// one test (see `execute::recheck`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckOutcome {
+    /// The adapted reference passes it.
+    Passed,
+    /// A rewritten test the adapted reference fails while it passes every original test and
+    /// every verbatim one: no solution is judged on it.
+    Rejected,
+    /// Not decided (no reference, the reference fails the original, the adaptation is
+    /// broken): the test is kept.
+    Unchecked,
+}
+
+impl CheckOutcome {
+    /// Every outcome.
+    pub const ALL: [CheckOutcome; 3] = [CheckOutcome::Passed, CheckOutcome::Rejected, CheckOutcome::Unchecked];
+
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckOutcome::Passed => "passed",
+            CheckOutcome::Rejected => "rejected",
+            CheckOutcome::Unchecked => "unchecked",
+        }
+    }
+
+    /// Parse the snake_case name.
+    pub fn parse(s: &str) -> Option<Self> {
+        CheckOutcome::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for CheckOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One test of a re-checked problem: how it was carried over and what the check found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestCheck {
+    /// The problem.
+    pub problem_id: ProblemId,
+    /// Index of the test (public tests first, then private), as in the verdicts.
+    pub test_index: u32,
+    /// How `rewrite` carried it over.
+    pub origin: crate::rewrite::TestOrigin,
+    /// What the check found.
+    pub outcome: CheckOutcome,
+    /// Why (empty for a passed test).
+    pub reason: String,
+}

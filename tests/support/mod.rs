@@ -65,3 +65,39 @@ pub fn tree_sha256(dir: &std::path::Path) -> Vec<(String, String)> {
     out.sort();
     out
 }
+
+/// A built release against a committed one: byte-identical — except that on a machine whose
+/// toolchains differ from those the committed MANIFEST records (a CI image with another point
+/// release of g++, the JDK or Ruby) its MANIFEST may differ in those versions alone.
+pub fn same_release_as(committed: &std::path::Path, built: &std::path::Path, what: &str) {
+    let (got, expected) = (tree_sha256(built), tree_sha256(committed));
+    if got == expected {
+        return;
+    }
+    let others = |t: Vec<(String, String)>| t.into_iter().filter(|(p, _)| p != "MANIFEST.json").collect::<Vec<_>>();
+    assert_eq!(others(got), others(expected), "{what}");
+    let read = |d: &std::path::Path| fs_err::read(d.join("MANIFEST.json")).unwrap();
+    let notes = coreb::commands::verify::toolchain_difference(&read(committed), &read(built));
+    let notes = notes.unwrap_or_else(|| panic!("{what}: MANIFEST.json differs beyond the toolchain versions"));
+    eprintln!("{what}: MANIFEST.json differs only in the toolchain versions of this machine: {notes:?}");
+}
+
+/// An AtCoder-style (stdin) problem `lcb_<id>` with these public tests.
+pub fn stdin_problem(id: &str, title: &str, statement: &str, tests: &[(&str, &str)]) -> stages::problem::Problem {
+    use stages::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+    Problem {
+        id: ProblemId::from_question_id(id),
+        question_title: title.into(),
+        question_content: statement.into(),
+        platform: Platform::Atcoder,
+        question_id: id.into(),
+        contest_id: "abc1".into(),
+        contest_date: "2025-01-04T00:00:00".into(),
+        starter_code: String::new(),
+        difficulty: "easy".into(),
+        public_tests: tests.iter().map(|(i, o)| TestCase { input: (*i).into(), output: (*o).into(), testtype: TestType::Stdin }).collect(),
+        private_tests: Vec::new(),
+        func_name: None,
+        metadata: "{}".into(),
+    }
+}

@@ -18,6 +18,11 @@ pub enum LlmStage {
     Rewrite,
     /// Rewriting test cases in batches (part of `rewrite`).
     RewriteTests,
+    /// A Python solution of the original problem (part of `rewrite`, asked of the model that
+    /// rewrote it, when a test was rewritten: `execute` re-checks the rewritten tests with it).
+    Reference,
+    /// That solution adapted to the rewritten statement (part of `rewrite`).
+    AdaptReference,
     /// Four distractor statements.
     Distract,
     /// The canonical summary.
@@ -32,8 +37,17 @@ pub enum LlmStage {
 
 impl LlmStage {
     /// Every LLM stage.
-    pub const ALL: [LlmStage; 7] =
-        [LlmStage::Rewrite, LlmStage::RewriteTests, LlmStage::Distract, LlmStage::Abbreviate, LlmStage::Generate, LlmStage::Queries, LlmStage::Rerank];
+    pub const ALL: [LlmStage; 9] = [
+        LlmStage::Rewrite,
+        LlmStage::RewriteTests,
+        LlmStage::Reference,
+        LlmStage::AdaptReference,
+        LlmStage::Distract,
+        LlmStage::Abbreviate,
+        LlmStage::Generate,
+        LlmStage::Queries,
+        LlmStage::Rerank,
+    ];
 
     /// Is the stage's answer a JSON object (with a schema beside its prompt)?
     pub fn answers_json(self) -> bool {
@@ -45,6 +59,8 @@ impl LlmStage {
         match self {
             LlmStage::Rewrite => "rewrite",
             LlmStage::RewriteTests => "rewrite_tests",
+            LlmStage::Reference => "reference",
+            LlmStage::AdaptReference => "adapt_reference",
             LlmStage::Distract => "distract",
             LlmStage::Abbreviate => "abbreviate",
             LlmStage::Generate => "generate",

@@ -170,6 +170,10 @@ pub struct Prompts {
     pub rewrite: Prompt,
     /// `rewrite_tests.toml`.
     pub rewrite_tests: Prompt,
+    /// `reference.toml`.
+    pub reference: Prompt,
+    /// `adapt_reference.toml`.
+    pub adapt_reference: Prompt,
     /// `distract.toml`.
     pub distract: Prompt,
     /// `abbreviate.toml`.
@@ -181,7 +185,7 @@ pub struct Prompts {
 }
 
 impl Prompts {
-    /// Load all six from a directory, with the schemas of the JSON answers; each file's `id`
+    /// Load all eight from a directory, with the schemas of the JSON answers; each file's `id`
     /// must be its stem.
     pub fn load(dir: &Path) -> Result<Self, PromptError> {
         let load = |stage: LlmStage| -> Result<Prompt, PromptError> {
@@ -208,6 +212,8 @@ impl Prompts {
         Ok(Prompts {
             rewrite: load(LlmStage::Rewrite)?,
             rewrite_tests: load(LlmStage::RewriteTests)?,
+            reference: load(LlmStage::Reference)?,
+            adapt_reference: load(LlmStage::AdaptReference)?,
             distract: load(LlmStage::Distract)?,
             abbreviate: load(LlmStage::Abbreviate)?,
             generate: load(LlmStage::Generate)?,
@@ -220,6 +226,8 @@ impl Prompts {
         match stage {
             LlmStage::Rewrite => Some(&self.rewrite),
             LlmStage::RewriteTests => Some(&self.rewrite_tests),
+            LlmStage::Reference => Some(&self.reference),
+            LlmStage::AdaptReference => Some(&self.adapt_reference),
             LlmStage::Distract => Some(&self.distract),
             LlmStage::Abbreviate => Some(&self.abbreviate),
             LlmStage::Generate => Some(&self.generate),
@@ -287,7 +295,7 @@ mod tests {
     fn project_prompts_load() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
         let prompts = Prompts::load(&dir).unwrap();
-        assert_eq!(prompts.hashes().len(), 6);
+        assert_eq!(prompts.hashes().len(), 8);
         assert_eq!(prompts.schema_hashes().keys().collect::<Vec<_>>(), ["distract", "queries", "rewrite", "rewrite_tests"]);
         // That every language of coreb has its `language_<name>` fragment is checked where
         // languages are known (`stages::solution`).

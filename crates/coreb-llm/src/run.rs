@@ -165,6 +165,12 @@ pub enum RejectReason {
     },
     /// The rewritten starter code lost the method the tests call.
     NoMethod,
+    /// The rewritten starter's signature no longer gives the judge's driver what the
+    /// original's did: a type changed, a parameter was added or dropped, or it is unparsable.
+    SignatureChanged {
+        /// What changed.
+        detail: String,
+    },
     /// Too few or too many words.
     WordCount {
         /// Words written.
@@ -212,6 +218,7 @@ impl std::fmt::Display for RejectReason {
             RejectReason::TestCount { expected, got } => write!(f, "{got} tests came back for {expected} sent"),
             RejectReason::TestShape { test, detail } => write!(f, "test {test}: {detail}"),
             RejectReason::NoMethod => write!(f, "the rewritten starter code has no method"),
+            RejectReason::SignatureChanged { detail } => write!(f, "the rewritten starter's signature changed: {detail}"),
             RejectReason::WordCount { words, min, max: Some(max) } => write!(f, "{words} words, expected {min}–{max}"),
             RejectReason::WordCount { words, min, max: None } => write!(f, "{words} words, expected at least {min}"),
             RejectReason::NoCode => write!(f, "no code in the answer"),
@@ -238,6 +245,7 @@ impl RejectReason {
             RejectReason::TestCount { .. } => "test_count",
             RejectReason::TestShape { .. } => "test_shape",
             RejectReason::NoMethod => "no_method",
+            RejectReason::SignatureChanged { .. } => "signature_changed",
             RejectReason::WordCount { .. } => "word_count",
             RejectReason::NoCode => "no_code",
             RejectReason::NoQueries => "no_queries",

@@ -19,7 +19,13 @@ use coreb_sandbox::Sandbox;
 use stages::execute::{ExecuteConfig, ExecuteError, ExecuteStats, ToolchainVersions, toolchain_versions};
 use stages::solution::{Language, Solution, SolutionId};
 use stages::tables::solutions::read_solutions;
+use stages::execute::driver::Harness;
+use stages::execute::recheck::{ProblemCheck, RecheckProblem, RecheckStats};
+use stages::problem::ProblemId;
+use stages::tables::references::{ReferenceRow, read_references};
+use stages::tables::test_checks::{read_test_checks, write_test_checks};
 use stages::tables::verdicts::{read_verdicts, write_verdicts};
+use stages::verdict::TestCheck;
 
 use super::{Engine, StageOutput, StageReport};
 use crate::cli::StageName;
@@ -82,33 +88,66 @@ fn key(config: &ExecuteConfig, versions: &ToolchainVersions, upstream: &[&StageR
     input_key(StageName::Execute.as_str(), &(config, &recipes, versions), upstream)
 }
 
+/// The problems whose tests `rewrite` changed, with their references and original tests
+/// (from `filter`'s problems), for the re-check before judging.
+fn recheck_problems(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord) -> anyhow::Result<Vec<RecheckProblem>> {
+    let rows: Vec<ReferenceRow> = read_references(&engine.output(rewrite, "references")?)?.into_iter().filter(|r| r.test_origins.iter().any(|o| o.rewritten())).collect();
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let wanted: std::collections::HashSet<&ProblemId> = rows.iter().map(|r| &r.problem_id).collect();
+    let mut originals = std::collections::HashMap::new();
+    for p in stages::tables::ProblemReader::open(&engine.output(filter, "problems")?)? {
+        let p = p?;
+        if wanted.contains(&p.id) {
+            let harness = Harness::of(&p);
+            originals.insert(p.id.clone(), (p.public_tests.into_iter().chain(p.private_tests).collect::<Vec<_>>(), harness));
+        }
+    }
+    rows.into_iter()
+        .map(|r| {
+            let (original_tests, original_harness) = originals.remove(&r.problem_id).with_context(|| format!("problem `{}` of `rewrite` is not among `filter`'s problems", r.problem_id))?;
+            Ok(RecheckProblem { problem_id: r.problem_id, test_origins: r.test_origins, reference: r.reference, original_tests, original_harness })
+        })
+        .collect()
+}
+
 /// Run `execute`: every solution (a whole run), the solutions of this process's slice (a
 /// shard process: `--shard i/N`, by solution id hash), or the verdicts of complete shard
-/// parts combined in the solutions' order (a merge: nothing is judged again).
-pub(super) fn run(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord) -> anyhow::Result<StageReport> {
+/// parts combined in the solutions' order (a merge: nothing is judged again). Before judging,
+/// the tests `rewrite` changed are re-checked against each problem's reference
+/// (`test_checks.parquet`, counts under `test_check` in the summary and the MANIFEST).
+pub(super) fn run(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord, generate: &StageRecord) -> anyhow::Result<StageReport> {
     let stage = StageName::Execute;
     let config = &engine.plan.stages.execute;
     let judge = engine.judge()?;
-    let key = key(config, &judge.versions, &[rewrite, generate])?;
+    let key = key(config, &judge.versions, &[filter, rewrite, generate])?;
     if let Some(hit) = engine.cached(stage, &key)? {
+        announce_check(engine, &hit);
         return Ok(hit);
     }
     let parts = engine.shard_parts(stage, &key)?;
     let writer = engine.begin(stage)?;
     let mut solutions = read_solutions(&engine.output(generate, "solutions")?)?;
     let verdicts = writer.path("verdicts.parquet");
-    let (stats, without_problem) = match parts {
-        Some(parts) => merge_parts(&solutions, &parts, &verdicts)?,
+    let checks_path = writer.path("test_checks.parquet");
+    let (stats, without_problem, checks) = match parts {
+        Some(parts) => merge_parts(&solutions, &parts, &verdicts, &checks_path)?,
         None => {
             solutions.retain(|s| engine.handles(stage, s.id.as_str()));
-            let problems = stages::tables::ProblemReader::read_all(&engine.output(rewrite, "problems")?)?;
+            // Problems stream from their table: only those being judged are in memory.
+            let problems = stages::tables::ProblemReader::open(&engine.output(rewrite, "problems")?)?.map(|p| p.map_err(ExecuteError::from));
+            let recheck = recheck_problems(engine, filter, rewrite)?;
             let bar = engine.printer.progress(Some(solutions.len() as u64), "execute", false);
-            let output = stages::execute::execute_with_progress(config, &problems, &solutions, &judge.sandbox, engine.plan.jobs, &|| bar.inc(1))?;
+            let output = stages::execute::execute_streaming(config, problems, &recheck, &solutions, &judge.sandbox, engine.plan.jobs, &|| bar.inc(1))?;
             bar.finish_and_clear();
             write_verdicts(&verdicts, &output.results)?;
-            (output.stats, output.without_problem)
+            let rows: Vec<TestCheck> = output.checks.iter().flat_map(|c| c.tests.iter().cloned()).collect();
+            write_test_checks(&checks_path, &rows)?;
+            (output.stats, output.without_problem, output.checks)
         }
     };
+    let test_check = RecheckStats::of(&checks);
     let mut stats_value = serde_json::to_value(&stats)?;
     let cpu_ms = stats_value.as_object_mut().and_then(|s| s.remove("cpu_ms")).unwrap_or_default();
     let summary = serde_json::json!({
@@ -117,6 +156,7 @@ pub(super) fn run(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord
         "rejected": without_problem.len(),
         "passed": stats.solutions_passed,
         "stats": stats_value,
+        "test_check": test_check,
         "parameters": config,
         "toolchains": judge.versions,
         "time_limits": time_limits(&engine.plan),
@@ -130,7 +170,22 @@ pub(super) fn run(engine: &Engine, rewrite: &StageRecord, generate: &StageRecord
         // What the merge adds up.
         obj.insert("part".into(), serde_json::json!({"stats": stats, "without_problem": without_problem}));
     }
-    writer.commit(engine, stage, &key, &[("verdicts", "verdicts.parquet")], summary, local)
+    let report = writer.commit(engine, stage, &key, &[("verdicts", "verdicts.parquet"), ("test_checks", "test_checks.parquet")], summary, local)?;
+    announce_check(engine, &report);
+    Ok(report)
+}
+
+/// The build's line about the re-check of changed tests (from the stage's summary).
+fn announce_check(engine: &Engine, report: &StageReport) {
+    let Some(check) = report.record.summary.get("test_check").and_then(|c| serde_json::from_value::<RecheckStats>(c.clone()).ok()) else { return };
+    if check.problems == 0 {
+        return;
+    }
+    let path = engine.output(&report.record, "test_checks").map(|p| p.display().to_string()).unwrap_or_default();
+    engine.printer.status(format!(
+        "{:>10}: changed tests re-checked against a reference for {} problems: {} passed, {} rejected, {} unchecked; {} problems unchecked, {} rejected whole  ({path})",
+        "execute", check.problems, check.tests_passed, check.tests_rejected, check.tests_unchecked, check.problems_unchecked, check.problems_rejected,
+    ));
 }
 
 /// What a part of `execute` adds to the merge.
@@ -141,11 +196,13 @@ struct PartFacts {
 }
 
 /// Combine the verdicts of complete parts into `out`, in the order of `solutions` (the order
-/// one process writes), and add up their counts.
-fn merge_parts(solutions: &[Solution], parts: &[(PathBuf, PartMarker)], out: &Path) -> anyhow::Result<(ExecuteStats, Vec<SolutionId>)> {
+/// one process writes), and their re-check rows into `checks_out` (a problem several parts
+/// checked once: the check is deterministic); add up their counts.
+fn merge_parts(solutions: &[Solution], parts: &[(PathBuf, PartMarker)], out: &Path, checks_out: &Path) -> anyhow::Result<(ExecuteStats, Vec<SolutionId>, Vec<ProblemCheck>)> {
     let mut stats = ExecuteStats::default();
     let mut by_id = std::collections::HashMap::new();
     let mut without = std::collections::HashSet::new();
+    let mut check_rows = Vec::new();
     for (dir, marker) in parts {
         let facts = marker.facts.get("local").and_then(|l| l.get("part")).cloned().with_context(|| format!("`{}`: the part's marker has no counts", dir.display()))?;
         let facts: PartFacts = serde_json::from_value(facts).with_context(|| format!("`{}`: the part's counts", dir.join("_SUCCESS").display()))?;
@@ -154,6 +211,7 @@ fn merge_parts(solutions: &[Solution], parts: &[(PathBuf, PartMarker)], out: &Pa
         for r in read_verdicts(&dir.join("verdicts.parquet"))? {
             by_id.insert(r.solution_id.clone(), r);
         }
+        check_rows.extend(read_test_checks(&dir.join("test_checks.parquet"))?);
     }
     let mut results = Vec::with_capacity(by_id.len());
     let mut without_problem = Vec::new();
@@ -168,7 +226,10 @@ fn merge_parts(solutions: &[Solution], parts: &[(PathBuf, PartMarker)], out: &Pa
     }
     anyhow::ensure!(by_id.is_empty() && without.is_empty(), "the shard parts judged solutions that `generate` did not write (rerun the shards)");
     write_verdicts(out, &results)?;
-    Ok((stats, without_problem))
+    let checks = stages::execute::recheck::group(check_rows);
+    let rows: Vec<TestCheck> = checks.iter().flat_map(|c| c.tests.iter().cloned()).collect();
+    write_test_checks(checks_out, &rows)?;
+    Ok((stats, without_problem, checks))
 }
 
 #[cfg(test)]

@@ -23,13 +23,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use stages::problem::Problem;
 use stages::prompt::Prompts;
-use stages::rewrite::{RewritePlans, RewrittenProblem};
+use stages::rewrite::{RewritePlans, RewritePrompts, RewrittenProblem};
 use stages::services::llm::gateway::{Gateway, api_key_from_env};
 use stages::services::llm::run::{ModelPlan, Rejection, count_by_reason};
 use stages::services::llm::store::ResponseStore;
 use stages::services::llm::batch::state_dir_of;
 use stages::services::llm::{BatchGateway, Counted, LlmGateway, LlmStage, Transport};
 use stages::tables::ProblemWriter;
+use stages::tables::references::{ReferenceRow, write_references};
 use stages::tables::solutions::write_solutions;
 
 use super::{Engine, StageReport};
@@ -255,7 +256,7 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
     let stage = StageName::Rewrite;
     let ctx = engine.llm()?;
     let config = &engine.plan.stages.rewrite;
-    let llm = [LlmStage::Rewrite, LlmStage::RewriteTests];
+    let llm = [LlmStage::Rewrite, LlmStage::RewriteTests, LlmStage::Reference, LlmStage::AdaptReference];
     let key = input_key(stage.as_str(), &(config, llm_key(engine, ctx, &llm)), &[filter])?;
     if let Some(hit) = reusable(engine, stage, &key)? {
         return Ok(hit);
@@ -264,28 +265,44 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
     engine.shard_parts(stage, &key)?;
     let mut problems = stages::tables::ProblemReader::read_all(&engine.output(filter, "problems")?)?;
     problems.retain(|p| engine.handles(stage, p.id.as_str()));
-    let plans = RewritePlans {
-        rewrite: ModelPlan::for_stage(&engine.plan.llm, LlmStage::Rewrite),
-        tests: ModelPlan::for_stage(&engine.plan.llm, LlmStage::RewriteTests),
-    };
+    let plans = RewritePlans::for_config(&engine.plan.llm);
     let run_config = as_run(engine, config, |c| &mut c.concurrency);
-    let out = ctx.run(engine, stage, async |g| stages::rewrite::rewrite(&run_config, &plans, &ctx.prompts.rewrite, &ctx.prompts.rewrite_tests, problems, g).await)?;
+    let prompts = RewritePrompts::of(&ctx.prompts);
+    let out = ctx.run(engine, stage, async |g| stages::rewrite::rewrite(&run_config, &plans, &prompts, problems, g).await)?;
     let summary = serde_json::json!({
         "rows_in": out.stats.llm.items_in,
         "stats": out.stats,
         "parameters": config,
-        "prompts": {"rewrite": out.prompt_sha256, "rewrite_tests": out.tests_prompt_sha256},
+        "prompts": {
+            "rewrite": out.prompt_sha256,
+            "rewrite_tests": out.tests_prompt_sha256,
+            "reference": ctx.prompts.reference.sha256,
+            "adapt_reference": ctx.prompts.adapt_reference.sha256,
+        },
         "models": engine.plan.llm.models(LlmStage::Rewrite),
     });
     let writer = engine.begin(stage)?;
     write_jsonl(&writer.path("rewritten.jsonl"), &out.problems)?;
-    // The rewritten problems as a problems table too, for `execute`.
+    // The rewritten problems as a problems table too, for `execute`, and beside it how each
+    // test was carried over with the problem's reference solution (`execute` re-checks the
+    // changed tests with it).
     let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
     for p in &out.problems {
         table.write(as_problem(p))?;
     }
     table.finish()?;
-    let outputs = [("rewritten", "rewritten.jsonl"), ("problems", "problems.parquet")];
+    let rows: Vec<ReferenceRow> = out.problems.iter().map(ReferenceRow::of).collect();
+    write_references(&writer.path("references.parquet"), &rows)?;
+    write_jsonl(&writer.path("reference_failures.jsonl"), &out.reference_failures)?;
+    for f in out.reference_failures.iter().take(5) {
+        engine.printer.status(format!("{:>10}: no reference for `{}` ({}): {}; its changed tests stay unchecked", stage.as_str(), f.item, f.model, f.reason));
+    }
+    let outputs = [
+        ("rewritten", "rewritten.jsonl"),
+        ("problems", "problems.parquet"),
+        ("references", "references.parquet"),
+        ("reference_failures", "reference_failures.jsonl"),
+    ];
     commit_llm(engine, ctx, stage, &llm, &key, writer, &outputs, out.problems.len(), &out.rejected, summary)
 }
 

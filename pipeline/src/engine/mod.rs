@@ -326,7 +326,7 @@ impl Engine {
                 StageName::Distract => llm::distract(self, upstream(StageName::Rewrite)?)?,
                 StageName::Abbreviate => llm::abbreviate(self, upstream(StageName::Rewrite)?)?,
                 StageName::Generate => llm::generate(self, upstream(StageName::Rewrite)?)?,
-                StageName::Execute => execute::run(self, upstream(StageName::Rewrite)?, upstream(StageName::Generate)?)?,
+                StageName::Execute => execute::run(self, upstream(StageName::Filter)?, upstream(StageName::Rewrite)?, upstream(StageName::Generate)?)?,
                 StageName::Queries => llm::queries(self, upstream(StageName::Rewrite)?)?,
                 StageName::Qrels => qrels::run(
                     self,

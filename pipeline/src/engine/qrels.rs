@@ -1,7 +1,8 @@
 //! Runs `qrels`: gathers the rewritten problems, summaries, distractors, queries, solutions
-//! and verdicts into [`stages::qrels::qrels`] and stores its output (`qrels.json`).
+//! and verdicts into [`stages::qrels::qrels`] and stores its output (`qrels.json`). A problem
+//! whose every test `execute`'s re-check rejected is left out (`problems_without_tests`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use stages::abbreviate::Summary;
 use stages::distract::Distractor;
@@ -36,9 +37,18 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
     let verdicts = read_verdicts(&engine.output(inputs.execute, "verdicts")?)?;
     let passed: BTreeMap<String, bool> = verdicts.iter().map(|v| (v.solution_id.as_str().to_owned(), v.passed)).collect();
     let anchor_model = anchor_model(engine)?;
+    // Problems whose every test the re-check against their reference rejected: left out.
+    let tests_rejected: BTreeSet<ProblemId> = inputs
+        .execute
+        .summary
+        .get("test_check")
+        .and_then(|c| c.get("rejected_problems"))
+        .map(|v| serde_json::from_value(v.clone()))
+        .transpose()?
+        .unwrap_or_default();
     let key = input_key(
         stage.as_str(),
-        &(config, &engine.plan.version, &anchor_model, &passed),
+        &(config, &engine.plan.version, &anchor_model, &passed, &tests_rejected),
         &[inputs.rewrite, inputs.distract, inputs.abbreviate, inputs.generate, inputs.queries],
     )?;
     if let Some(hit) = engine.cached(stage, &key)? {
@@ -56,7 +66,12 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
     }
     let mut problems = Vec::new();
     let mut incomplete = Vec::new();
+    let mut without_tests = Vec::new();
     for p in rewritten(engine, inputs.rewrite)? {
+        if tests_rejected.contains(&p.id) {
+            without_tests.push(p.id);
+            continue;
+        }
         match (summaries.get(&p.id), distractors.get(&p.id)) {
             (Some(canonical), Some(ds)) => problems.push(ProblemTexts {
                 problem_id: p.id.clone(),
@@ -87,10 +102,11 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
     durable::write(&writer.path("qrels.json"), serde_json::to_string(&out)?.as_bytes())?;
     let queries_total: u64 = out.stats.queries.values().sum();
     let summary = serde_json::json!({
-        "rows_in": problems.len() + incomplete.len(),
+        "rows_in": problems.len() + incomplete.len() + without_tests.len(),
         "rows_out": problems.len(),
-        "rejected": incomplete.len(),
+        "rejected": incomplete.len() + without_tests.len(),
         "incomplete_problems": incomplete,
+        "problems_without_tests": without_tests,
         "queries": queries_total,
         "stats": out.stats,
         "parameters": config,

@@ -234,7 +234,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
 }
 
 /// What the MANIFEST records of each stage (parameters, prompts, models, and for execute the
-/// toolchain versions and time limits), by stage name, and every model named. Part of the
+/// toolchain versions, time limits and the counts of the re-check of changed tests), by stage name, and every model named. Part of the
 /// release's key: a new compiler version that changes no verdict still changes the MANIFEST.
 fn stage_facts<'a>(records: impl Iterator<Item = &'a StageRecord>) -> (BTreeMap<String, serde_json::Value>, BTreeSet<String>) {
     let mut stages = BTreeMap::new();
@@ -242,7 +242,7 @@ fn stage_facts<'a>(records: impl Iterator<Item = &'a StageRecord>) -> (BTreeMap<
     for r in records {
         let s = &r.summary;
         let mut facts = serde_json::Map::new();
-        for k in ["parameters", "prompts", "schemas", "structured_output", "models", "toolchains", "time_limits"] {
+        for k in ["parameters", "prompts", "schemas", "structured_output", "models", "toolchains", "time_limits", "test_check"] {
             if let Some(v) = s.get(k) {
                 facts.insert(k.to_owned(), v.clone());
             }

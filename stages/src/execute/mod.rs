@@ -27,15 +27,27 @@
 //! `rows_out` = judged, `rejected` = `without_problem`). [`execute`] is the pure form. Tests
 //! are borrowed from the problems, never copied per solution or per run.
 //!
+//! A functional (LeetCode) problem's solution is the solution only; the judge adds its
+//! language's I/O driver, made from the problem's signature ([`driver`]), and compiles the
+//! two as one program. A stdin problem's solution runs as written.
+//!
+//! Before judging, the tests `rewrite` changed are re-checked against each problem's
+//! reference solution ([`recheck`], [`execute_checked`]): a changed test the adapted reference
+//! fails is rejected (no solution is judged on it; verdict indices stay those of the full
+//! test list), and a problem left with no test is rejected whole (its solutions are not
+//! judged, like a solution without a problem).
+//!
 //! What it does NOT do: read or write tables itself (the engine, or [`execute_tables`] for
-//! the one-call form, does), inject imports or harness code (only a configured `prelude`), or
-//! retry flaky runs. Wall and CPU times and peak memory are measured, so those columns differ
+//! the one-call form, does), inject anything into a stdin program (only a configured
+//! `prelude`), or retry flaky runs. Wall and CPU times and peak memory are measured, so those columns differ
 //! from run to run; verdicts do not (for programs well inside their limits).
 
 pub mod compare;
+pub mod driver;
+pub mod recheck;
 pub mod toolchain;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::AddAssign;
 use std::path::{Path, PathBuf};
 
@@ -46,6 +58,7 @@ use thiserror::Error;
 use coreb_sandbox::{BOX_DIR, DirAccess, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig, SandboxError};
 
 pub use compare::{functional_outputs_match, outputs_match};
+pub use driver::Harness;
 pub use toolchain::{LanguageConfig, LimitsPatch, Toolchain, ToolchainVersions, default_time_multiplier, java_main_class, toolchain_versions};
 
 use crate::problem::{Problem, ProblemId, TestCase, TestType};
@@ -139,10 +152,14 @@ impl AddAssign for ExecuteStats {
 pub struct ExecuteOutput {
     /// One result per judged solution, in input order.
     pub results: Vec<SolutionResult>,
-    /// Solutions whose problem was missing (listed, not judged).
+    /// Solutions whose problem was missing or rejected whole by the re-check (listed, not
+    /// judged).
     pub without_problem: Vec<SolutionId>,
     /// Counts.
     pub stats: ExecuteStats,
+    /// The re-check of every problem with a changed test that a solution needed, in problem
+    /// order ([`recheck`]).
+    pub checks: Vec<recheck::ProblemCheck>,
 }
 
 /// `[stages.execute]`.
@@ -291,13 +308,15 @@ pub fn verdict_of(outcome: &Outcome, test: &TestCase, limits: &Limits) -> Verdic
     if matches { Verdict::Passed } else { Verdict::WrongAnswer }
 }
 
-/// Judge one solution against `tests`: compile once, run each test (in parallel on the
-/// current rayon pool).
+/// Judge one solution against `tests` (each with its index in the problem's test list, which
+/// its result carries): assemble its program ([`Harness`]), compile once, run each test (in
+/// parallel on the current rayon pool).
 pub fn judge_solution(
     config: &ExecuteConfig,
     sandbox: &Sandbox,
     solution: &Solution,
-    tests: &[&TestCase],
+    harness: &Harness,
+    tests: &[(u32, &TestCase)],
     work_root: &Path,
     slot: usize,
 ) -> Result<(SolutionResult, u64), ExecuteError> {
@@ -321,7 +340,7 @@ pub fn judge_solution(
     } else {
         None
     };
-    let result = judge_in(&toolchain, sandbox, solution, tests, &dir, cache);
+    let result = judge_in(&toolchain, sandbox, solution, harness, tests, &dir, cache);
     // The directory is the judge's again after the compile (see `Sandbox::run`).
     std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
     result
@@ -334,22 +353,28 @@ fn machine_fault(e: &std::io::Error) -> bool {
 }
 
 /// Every test of a solution with one verdict (a solution that did not build).
-fn all_tests(tests: usize, verdict: Verdict) -> Vec<TestResult> {
-    (0..tests).map(|i| TestResult { index: i as u32, verdict, wall_ms: 0, cpu_ms: 0, peak_memory_kb: 0 }).collect()
+fn all_tests(tests: &[(u32, &TestCase)], verdict: Verdict) -> Vec<TestResult> {
+    tests.iter().map(|&(index, _)| TestResult { index, verdict, wall_ms: 0, cpu_ms: 0, peak_memory_kb: 0 }).collect()
 }
 
 fn judge_in(
     toolchain: &Toolchain,
     sandbox: &Sandbox,
     solution: &Solution,
-    tests: &[&TestCase],
+    harness: &Harness,
+    tests: &[(u32, &TestCase)],
     dir: &Path,
     cache: Option<PathBuf>,
 ) -> Result<(SolutionResult, u64), ExecuteError> {
-    let main_class = if solution.language == Language::Java { java_main_class(&solution.code) } else { String::new() };
+    let program = match harness {
+        Harness::Program => solution.code.clone(),
+        Harness::Driver(signature) => driver::assemble(&solution.code, solution.language, signature),
+        Harness::Unsupported(_) => String::new(),
+    };
+    let main_class = if solution.language == Language::Java { java_main_class(&program) } else { String::new() };
     let source_name = fill(&toolchain.source, "", &main_class, 0);
     let src_inside = format!("{BOX_DIR}/{source_name}");
-    let code = format!("{}{}", toolchain.prelude, solution.code);
+    let code = format!("{}{}", toolchain.prelude, program);
     let src_host = dir.join(&source_name);
     let mut cpu_ms = 0;
     let base = SolutionResult {
@@ -363,12 +388,16 @@ fn judge_in(
         message: String::new(),
         memory_bound: sandbox.memory_bound(),
     };
+    if let Harness::Unsupported(e) = harness {
+        let message = format!("no driver for this problem's signature: {e}");
+        return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, 0));
+    }
     if let Err(e) = std::fs::write(&src_host, code) {
         if machine_fault(&e) {
             return Err(ExecuteError::Io { path: src_host, source: e });
         }
         let message = format!("the judge could not write the source file `{source_name}`: {e}");
-        return Ok((SolutionResult { tests: all_tests(tests.len(), Verdict::CompileError), message, ..base }, 0));
+        return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, 0));
     }
     let env: Vec<(String, String)> = toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
 
@@ -393,7 +422,7 @@ fn judge_in(
             if message.trim().is_empty() {
                 message = format!("compiler ended with {:?} (limit {:?})", outcome.status, outcome.limit);
             }
-            return Ok((SolutionResult { tests: all_tests(tests.len(), Verdict::CompileError), message, ..base }, cpu_ms));
+            return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, cpu_ms));
         }
     }
 
@@ -401,8 +430,7 @@ fn judge_in(
     let run_argv: Vec<String> = toolchain.run.iter().map(|a| fill(a, &src_inside, &main_class, limits.memory_mb)).collect();
     let runs: Vec<Result<(TestResult, Outcome), ExecuteError>> = tests
         .par_iter()
-        .enumerate()
-        .map(|(i, test)| {
+        .map(|&(i, test)| {
             let program = Program {
                 argv: run_argv.clone(),
                 env: env.clone(),
@@ -418,7 +446,7 @@ fn judge_in(
             })?;
             let verdict = verdict_of(&outcome, test, limits);
             let result = TestResult {
-                index: i as u32,
+                index: i,
                 verdict,
                 wall_ms: outcome.wall_ms,
                 cpu_ms: outcome.cpu_ms,
@@ -443,6 +471,9 @@ fn judge_in(
     Ok((SolutionResult { passed, pass_rate, tests: results, message, ..base }, cpu_ms))
 }
 
+/// A solution's tests, each with its index in its problem's test list.
+type IndexedTests<'a> = Vec<(u32, &'a TestCase)>;
+
 /// The stage: judge every solution against its problem's tests (public, then private).
 ///
 /// Runs on a pool of `jobs` threads (`0` = all cores); results are in input order.
@@ -465,16 +496,52 @@ pub fn execute_with_progress(
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<ExecuteOutput, ExecuteError> {
+    execute_checked(config, problems, &[], solutions, sandbox, jobs, progress)
+}
+
+/// [`execute_with_progress`] after re-checking the changed tests of `recheck`'s problems
+/// against their references ([`recheck::recheck`]; only problems a solution needs): no
+/// solution is judged on a rejected test, and the solutions of a problem rejected whole are
+/// not judged at all (listed in `without_problem`).
+pub fn execute_checked(
+    config: &ExecuteConfig,
+    problems: &[Problem],
+    recheck: &[recheck::RecheckProblem],
+    solutions: &[Solution],
+    sandbox: &Sandbox,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<ExecuteOutput, ExecuteError> {
+    execute_streaming(config, problems.iter().cloned().map(Ok), recheck, solutions, sandbox, jobs, progress)
+}
+
+/// [`execute_checked`] over problems read one at a time (a table reader): only the problems
+/// being judged are in memory, never the whole month's tests, so memory does not grow with
+/// the number of problems or solutions (issue #13).
+///
+/// Problems are taken in the order they come, a window at a time (twice the threads, so that a
+/// slow solution of one problem overlaps with the others); the window's problems are
+/// re-checked, then their solutions judged on the pool; a problem without solutions is
+/// dropped as soon as it is read. Results (and checks, by problem id) come back in the order
+/// of `solutions` whatever the order of judging, so the output does not depend on the thread
+/// count.
+pub fn execute_streaming(
+    config: &ExecuteConfig,
+    problems: impl Iterator<Item = Result<Problem, ExecuteError>>,
+    recheck: &[recheck::RecheckProblem],
+    solutions: &[Solution],
+    sandbox: &Sandbox,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<ExecuteOutput, ExecuteError> {
     config.validate()?;
-    let by_id: HashMap<&ProblemId, &Problem> = problems.iter().map(|p| (&p.id, p)).collect();
-    let mut without_problem = Vec::new();
-    // Each solution borrows its problem's tests (one pointer per test, no copies).
-    let mut work: Vec<(usize, &Solution, Vec<&TestCase>)> = Vec::new();
+    let mut slots_of: HashMap<&ProblemId, Vec<usize>> = HashMap::new();
     for (i, s) in solutions.iter().enumerate() {
-        match by_id.get(&s.problem_id) {
-            Some(p) => work.push((i, s, p.public_tests.iter().chain(&p.private_tests).collect())),
-            None => without_problem.push(s.id.clone()),
-        }
+        slots_of.entry(&s.problem_id).or_default().push(i);
+    }
+    let mut to_check: HashMap<&ProblemId, &recheck::RecheckProblem> = HashMap::new();
+    for r in recheck.iter().filter(|r| r.test_origins.iter().any(|o| o.rewritten())) {
+        to_check.entry(&r.problem_id).or_insert(r);
     }
     let base = config.work_dir.clone().unwrap_or_else(std::env::temp_dir);
     fs_err::create_dir_all(&base).map_err(|e| ExecuteError::Io { path: base.clone(), source: e })?;
@@ -487,19 +554,82 @@ pub fn execute_with_progress(
         .thread_name(|i| format!("coreb-execute-{i}"))
         .build()
         .map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
-    let judged: Vec<Result<(SolutionResult, u64), ExecuteError>> = pool.install(|| {
-        work.par_iter()
-            .map(|(slot, s, tests)| {
-                let judged = judge_solution(config, sandbox, s, tests, root.path(), *slot);
-                progress();
-                judged
-            })
-            .collect()
-    });
-    let mut stats = ExecuteStats { solutions_without_problem: without_problem.len(), ..ExecuteStats::default() };
-    let mut results = Vec::with_capacity(judged.len());
-    for j in judged {
-        let (result, cpu) = j?;
+    let window = 2 * pool.current_num_threads().max(1);
+    let mut judged: Vec<Option<(SolutionResult, u64)>> = (0..solutions.len()).map(|_| None).collect();
+    let mut checks: Vec<recheck::ProblemCheck> = Vec::new();
+    let mut windows = 0usize;
+    let mut judge_window = |batch: &mut Vec<Problem>| -> Result<(), ExecuteError> {
+        let harnesses: Vec<Harness> = batch.iter().map(Harness::of).collect();
+        // The re-check of the window's problems first: it decides which tests are judged.
+        let checking: Vec<(&recheck::RecheckProblem, Vec<&TestCase>, &Harness)> = batch
+            .iter()
+            .zip(&harnesses)
+            .filter_map(|(p, h)| to_check.get(&p.id).map(|r| (*r, tests_of(p), h)))
+            .collect();
+        let references = root.path().join(format!("references-{windows}"));
+        windows += 1;
+        let window_checks = if checking.is_empty() {
+            Vec::new()
+        } else {
+            fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io { path: references.clone(), source: e })?;
+            pool.install(|| recheck::recheck(config, sandbox, &checking, &references))?
+        };
+        let checked: HashMap<&ProblemId, &recheck::ProblemCheck> = checking.iter().map(|(r, ..)| &r.problem_id).zip(&window_checks).collect();
+        // Each solution borrows its problem's tests (one pointer per test, no copies), less the
+        // tests the re-check rejected; a problem rejected whole judges none of its solutions.
+        let mut work: Vec<(usize, &Harness, IndexedTests)> = Vec::new();
+        for (p, harness) in batch.iter().zip(&harnesses) {
+            let check = checked.get(&p.id);
+            if check.is_some_and(|c| c.rejected_whole) {
+                continue;
+            }
+            let rejected = check.map(|c| c.rejected()).unwrap_or_default();
+            let tests: IndexedTests = tests_of(p).into_iter().enumerate().map(|(i, t)| (i as u32, t)).filter(|(i, _)| !rejected.contains(i)).collect();
+            for &slot in slots_of.get(&p.id).into_iter().flatten() {
+                work.push((slot, harness, tests.clone()));
+            }
+        }
+        let done: Vec<(usize, Result<(SolutionResult, u64), ExecuteError>)> = pool.install(|| {
+            work.par_iter()
+                .map(|(slot, harness, tests)| {
+                    let result = judge_solution(config, sandbox, &solutions[*slot], harness, tests, root.path(), *slot);
+                    progress();
+                    (*slot, result)
+                })
+                .collect()
+        });
+        for (slot, result) in done {
+            judged[slot] = Some(result?);
+        }
+        drop(checked);
+        checks.extend(window_checks);
+        batch.clear();
+        Ok(())
+    };
+    let mut batch = Vec::with_capacity(window);
+    let mut seen: HashSet<ProblemId> = HashSet::new();
+    for problem in problems {
+        let problem = problem?;
+        if !slots_of.contains_key(&problem.id) || !seen.insert(problem.id.clone()) {
+            continue;
+        }
+        batch.push(problem);
+        if batch.len() >= window {
+            judge_window(&mut batch)?;
+        }
+    }
+    judge_window(&mut batch)?;
+    // The checks by problem id, whatever the order problems came in.
+    checks.sort_by(|a, b| a.tests.first().map(|t| &t.problem_id).cmp(&b.tests.first().map(|t| &t.problem_id)));
+
+    let mut stats = ExecuteStats::default();
+    let mut results = Vec::with_capacity(solutions.len());
+    let mut without_problem = Vec::new();
+    for (s, j) in solutions.iter().zip(judged) {
+        let Some((result, cpu)) = j else {
+            without_problem.push(s.id.clone());
+            continue;
+        };
         stats.solutions += 1;
         stats.solutions_passed += usize::from(result.passed);
         stats.tests += result.tests.len();
@@ -509,7 +639,13 @@ pub fn execute_with_progress(
         }
         results.push(result);
     }
-    Ok(ExecuteOutput { results, without_problem, stats })
+    stats.solutions_without_problem = without_problem.len();
+    Ok(ExecuteOutput { results, without_problem, stats, checks })
+}
+
+/// A problem's tests, public then private, borrowed.
+fn tests_of(p: &Problem) -> Vec<&TestCase> {
+    p.public_tests.iter().chain(&p.private_tests).collect()
 }
 
 /// What [`execute_tables`] did.
@@ -534,9 +670,9 @@ pub fn execute_tables(
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<ExecuteTablesReport, ExecuteError> {
-    let problems = crate::tables::ProblemReader::read_all(problems)?;
     let solutions = crate::tables::solutions::read_solutions(solutions)?;
-    let output = execute_with_progress(config, &problems, &solutions, sandbox, jobs, progress)?;
+    let problems = crate::tables::ProblemReader::open(problems)?.map(|p| p.map_err(ExecuteError::from));
+    let output = execute_streaming(config, problems, &[], &solutions, sandbox, jobs, progress)?;
     crate::tables::verdicts::write_verdicts(out, &output.results)?;
     Ok(ExecuteTablesReport {
         stats: output.stats,

@@ -96,6 +96,28 @@ pub fn find<'a>(columns: &'a [Column], name: &str) -> Option<&'a Values> {
     columns.iter().find(|c| c.name == name).map(|c| &c.values)
 }
 
+/// The string column `name` of `columns` read from `path` (an error naming the file and the
+/// column when it is missing or not strings).
+pub fn strings<'a>(columns: &'a [Column], path: &Path, name: &str) -> Result<&'a [Option<String>], TableError> {
+    match find(columns, name) {
+        Some(Values::Str(v)) => Ok(v),
+        _ => Err(cell_error(path, 0, name, "missing or not a string column".into())),
+    }
+}
+
+/// The integer column `name` of `columns` read from `path` (likewise).
+pub fn integers<'a>(columns: &'a [Column], path: &Path, name: &str) -> Result<&'a [Option<i64>], TableError> {
+    match find(columns, name) {
+        Some(Values::Int(v)) => Ok(v),
+        _ => Err(cell_error(path, 0, name, "missing or not an integer column".into())),
+    }
+}
+
+/// An error about the value of `column` in `row` of the table at `path`.
+pub fn cell_error(path: &Path, row: usize, column: &str, reason: String) -> TableError {
+    TableError::Column { path: path.to_owned(), row, column: column.to_owned(), reason }
+}
+
 /// Read a whole Parquet table as columns (string, integer and boolean columns; a column of
 /// another type is an error naming it), each keeping its field's nullability.
 pub fn read(path: &Path) -> Result<Vec<Column>, TableError> {

@@ -6,8 +6,10 @@
 pub mod columns;
 pub mod problems;
 pub mod published;
+pub mod references;
 pub mod results;
 pub mod solutions;
+pub mod test_checks;
 pub mod training;
 pub mod verdicts;
 

@@ -208,8 +208,13 @@ pub struct ProblemReader {
 
 impl ProblemReader {
     /// Open the table at `path`.
+    ///
+    /// A batch holds as many rows as fit in [`BATCH_BYTES`] by the file's own row-group sizes
+    /// (1 to [`BATCH_ROWS`]): a month's problems carry MBs of tests each, and a reader that took
+    /// a fixed 256 rows would hold a whole month in memory (and overflow a string column's
+    /// 32-bit offsets past 2 GiB).
     pub fn open(path: &Path) -> Result<Self, TableError> {
-        let reader = super::open_batches(path, 256)?;
+        let reader = super::open_batches(path, rows_per_batch(path)?)?;
         Ok(ProblemReader { path: path.to_owned(), reader, current: Vec::new().into_iter(), row: 0 })
     }
 
@@ -217,6 +222,23 @@ impl ProblemReader {
     pub fn read_all(path: &Path) -> Result<Vec<Problem>, TableError> {
         ProblemReader::open(path)?.collect()
     }
+}
+
+/// Rows per read batch for the table at `path`: [`BATCH_BYTES`] over its largest mean row
+/// (uncompressed, per row group), within 1..=[`BATCH_ROWS`].
+fn rows_per_batch(path: &Path) -> Result<usize, TableError> {
+    let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
+    let metadata = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&file)
+        .map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
+    let widest_row = metadata
+        .row_groups()
+        .iter()
+        .filter(|g| g.num_rows() > 0)
+        .map(|g| (g.total_byte_size().max(0) as u64).div_ceil(g.num_rows() as u64))
+        .max()
+        .unwrap_or(0);
+    Ok(((BATCH_BYTES as u64) / widest_row.max(1)).clamp(1, BATCH_ROWS as u64) as usize)
 }
 
 impl Iterator for ProblemReader {
@@ -341,6 +363,35 @@ mod tests {
         }
         assert_eq!(w.finish().unwrap(), 1200);
         assert_eq!(ProblemReader::read_all(&path).unwrap(), problems);
+    }
+
+    #[test]
+    fn problems_with_mbs_of_tests_are_read_a_few_at_a_time() {
+        // Small problems come 512 a batch; problems of ~8 MiB of tests come at most 64 MiB a batch.
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("small.parquet");
+        let mut w = ProblemWriter::create(&small).unwrap();
+        (0..600).for_each(|i| w.write(sample(&i.to_string(), 2)).unwrap());
+        w.finish().unwrap();
+        assert_eq!(rows_per_batch(&small).unwrap(), BATCH_ROWS);
+
+        let big = dir.path().join("big.parquet");
+        let mut w = ProblemWriter::create(&big).unwrap();
+        let heavy = |i: usize| {
+            let mut p = sample(&i.to_string(), 1);
+            // Incompressible-looking digits, 8 MiB per problem.
+            let input: String = (0..(1u64 << 20)).map(|k| format!("{:07}\n", (k * 2_654_435_761 + i as u64) % 9_999_991)).collect();
+            p.private_tests = vec![TestCase { input, output: "0\n".into(), testtype: TestType::Stdin }];
+            p
+        };
+        let problems: Vec<Problem> = (0..20).map(heavy).collect();
+        for p in &problems {
+            w.write(p.clone()).unwrap();
+        }
+        w.finish().unwrap();
+        let rows = rows_per_batch(&big).unwrap();
+        assert!((1..=8).contains(&rows), "{rows} rows of ~8 MiB a batch");
+        assert_eq!(ProblemReader::read_all(&big).unwrap(), problems);
     }
 
     #[test]

@@ -152,6 +152,7 @@ fn as_original(p: &Problem) -> RewrittenProblem {
         private_tests: p.private_tests.clone(),
         model: String::new(),
         test_origins: vec![TestOrigin::Kept; p.test_count()],
+        reference: None,
     }
 }
 

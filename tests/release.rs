@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::support::{coreb, python, root, run, same_release_as, text};
+use crate::support::{coreb, python, root, run, same_release_as, text, tree_sha256};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")

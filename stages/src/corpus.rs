@@ -23,9 +23,15 @@
 //!
 //! Steps 2–3 are per row, so an engine may run them row by row on the rows that dedup keeps;
 //! text is hashed through reused buffers with ASCII fast paths (checked against the plain
-//! definitions in the tests), so a row costs no allocation. Reads and writes nothing; the
-//! engine streams sources, shards them ([`shard_of_id`]) and writes the records. Does NOT call
-//! an embedding endpoint itself.
+//! definitions in the tests), so a row costs no allocation.
+//!
+//! The stage functions the engine's corpus runner (`coreb::engine::corpus`) drives over
+//! corpora too large to hold: [`scan`] (blocks of source rows → sketches and spool records
+//! per output shard, [`shard_of_id`]), [`find_duplicates`] (all sketches → verdicts) and
+//! [`curate`] (one output shard's rows, in input order → dropped pairs and training records,
+//! steps 2–5). [`spool`] is the file format between scan and curate, the one file this module
+//! reads; otherwise it reads and writes nothing: the runner streams the sources and writes
+//! the records. Does NOT call an embedding endpoint itself.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -34,7 +40,11 @@ use xxhash_rust::xxh3::{xxh3_64_with_seed, xxh3_128};
 
 use crate::dedup::normalise;
 
+pub mod curate;
 pub mod duplicates;
+pub mod scan;
+pub mod spool;
+pub use curate::CorpusReport;
 pub use duplicates::{CorpusDedupConfig, Duplicates, NearNormalisation, SketchError, Sketcher, Sketches, Verdict, find_duplicates, id_hash, shard_of_id};
 use crate::evaluate::bm25::{Bm25Config, tokenize};
 

@@ -374,8 +374,30 @@ impl Download<'_> {
     /// then comes whole, with a 200), or the source is pinned by sha256 (a splice fails the
     /// checksum). Otherwise it is started over rather than spliced.
     async fn try_attempt(&self) -> Result<Step<Sha256, FetchError>, FetchError> {
-        let (source, url, part) = (self.source, self.url, &self.part);
-        let on_disk = tokio::fs::metadata(part).await.map(|m| m.len()).unwrap_or(0);
+        let (have, saved) = self.resumable().await?;
+        let response = match self.request(have, saved.as_ref()).await? {
+            Ok(r) => r,
+            Err(step) => return Ok(step),
+        };
+        let resumed = response.status().as_u16() == 206;
+        let state = if resumed {
+            saved.unwrap_or_default()
+        } else {
+            // The whole file, perhaps a new version: the old bytes go before the new state
+            // is saved, so the state never describes bytes of another version.
+            self.restart().await?;
+            PartState::of(response.headers())
+        };
+        let (file, hasher) = self.open_part(resumed, have).await?;
+        self.receive(response, file, hasher, state, have).await
+    }
+
+    /// How many bytes of the partial file can be resumed from (only what was fsynced, and
+    /// only when a version or a pin vouches for them; otherwise it is started over), and its
+    /// saved state.
+    async fn resumable(&self) -> Result<(u64, Option<PartState>), FetchError> {
+        let source = self.source;
+        let on_disk = tokio::fs::metadata(&self.part).await.map(|m| m.len()).unwrap_or(0);
         let saved = if on_disk > 0 { self.saved_state().await } else { None };
         let have = match &saved {
             // Only what was fsynced: a tail torn by a power cut is fetched again.
@@ -388,45 +410,50 @@ impl Download<'_> {
             tracing::warn!(source = %source.name, "the partial download cannot be checked against the server's version (no ETag, Last-Modified or sha256 pin): starting over");
             self.restart().await?;
         }
-        let mut request = self.client.get(url);
+        Ok((have, saved))
+    }
+
+    /// Send the request (a range from `have` when resuming) and sort its response: `Ok(Err)`
+    /// is the step to take instead of reading a body (a retry, or a restart for a range the
+    /// server does not recognise or that belongs to another version).
+    async fn request(&self, have: u64, saved: Option<&PartState>) -> Result<Result<reqwest::Response, Step<Sha256, FetchError>>, FetchError> {
+        let mut request = self.client.get(self.url);
         if have > 0 {
             request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
-            if let Some(v) = saved.as_ref().and_then(PartState::if_range) {
+            if let Some(v) = saved.and_then(PartState::if_range) {
                 request = request.header(reqwest::header::IF_RANGE, v);
             }
         }
         let response = match request.send().await {
             Ok(r) => r,
-            Err(e) => return Ok(Step::Retry { reason: crate::errors::chain(&e), after: None }),
+            Err(e) => return Ok(Err(Step::Retry { reason: crate::errors::chain(&e), after: None })),
         };
         let status = response.status();
         if is_retryable_status(status.as_u16()) {
-            return Ok(Step::Retry { reason: format!("HTTP {status}"), after: retry_after(response.headers()) });
+            return Ok(Err(Step::Retry { reason: format!("HTTP {status}"), after: retry_after(response.headers()) }));
         }
         if status.as_u16() == 416 {
             // Our partial file is not a prefix the server recognises: start over.
             self.restart().await?;
-            return Ok(Step::Retry { reason: "HTTP 416 for a resumed range; restarting".into(), after: None });
+            return Ok(Err(Step::Retry { reason: "HTTP 416 for a resumed range; restarting".into(), after: None }));
         }
         if !status.is_success() {
-            return Err(FetchError::Status { name: source.name.clone(), url: url.to_owned(), status: status.as_u16() });
+            return Err(FetchError::Status { name: self.source.name.clone(), url: self.url.to_owned(), status: status.as_u16() });
         }
-        let resumed = status.as_u16() == 206;
-        let same = saved.as_ref().is_none_or(|s| s.same_version(response.headers()));
-        if resumed && !(have > 0 && content_range_start(&response) == Some(have) && same) {
+        let same = saved.is_none_or(|s| s.same_version(response.headers()));
+        if status.as_u16() == 206 && !(have > 0 && content_range_start(&response) == Some(have) && same) {
             // A range we did not ask for, or of another version of the file: never splice.
             self.restart().await?;
-            return Ok(Step::Retry { reason: "HTTP 206 for another range or version of the file; restarting".into(), after: None });
+            return Ok(Err(Step::Retry { reason: "HTTP 206 for another range or version of the file; restarting".into(), after: None }));
         }
+        Ok(Ok(response))
+    }
+
+    /// The partial file opened for writing: from `have` with the hash of the bytes kept
+    /// (a torn tail dropped) when resuming, else empty.
+    async fn open_part(&self, resumed: bool, have: u64) -> Result<(tokio::fs::File, Sha256), FetchError> {
+        let part = &self.part;
         let write_err = |e| self.write_err(part, e);
-        let mut state = if resumed {
-            saved.unwrap_or_default()
-        } else {
-            // The whole file, perhaps a new version: the old bytes go before the new state
-            // is saved, so the state never describes bytes of another version.
-            self.restart().await?;
-            PartState::of(response.headers())
-        };
         let mut file = tokio::fs::OpenOptions::new().create(true).write(true).truncate(!resumed).open(part).await.map_err(write_err)?;
         let mut hasher = Sha256::new();
         if resumed {
@@ -443,6 +470,15 @@ impl Download<'_> {
             }
             file.seek(std::io::SeekFrom::Start(have)).await.map_err(write_err)?;
         }
+        Ok((file, hasher))
+    }
+
+    /// Stream the body into the partial file after its first `have` bytes, fsyncing and
+    /// saving the state every [`SYNC_EVERY`] bytes; a broken or short body keeps what arrived
+    /// for the next attempt.
+    async fn receive(&self, response: reqwest::Response, mut file: tokio::fs::File, mut hasher: Sha256, mut state: PartState, have: u64) -> Result<Step<Sha256, FetchError>, FetchError> {
+        let part = &self.part;
+        let write_err = |e| self.write_err(part, e);
         state.synced = have;
         self.save_state(&state)?;
         let expected_total = response.content_length().map(|n| n + have);

@@ -505,7 +505,25 @@ pub fn qrels(config: &QrelsConfig, version: &str, anchor_model: &str, problems: 
     let mut solutions: Vec<&JudgedSolution> = solutions.iter().filter(|s| !s.code.trim().is_empty()).collect();
     solutions.sort_by(|a, b| a.id.cmp(&b.id));
 
-    let code_corpus: Vec<CodeDoc> = solutions
+    let code_corpus = code_corpus(version, &solutions);
+    let (text_corpus, text_ids) = text_corpus(version, &problems);
+    let mut b = Builder {
+        sets: Task::ALL.iter().map(|t| (*t, TaskSet::default())).collect(),
+        stats: QrelsStats { problems: problems.len() as u64, code_docs: code_corpus.len() as u64, text_docs: text_corpus.len() as u64, ..QrelsStats::default() },
+    };
+    for p in &problems {
+        let docs = (0..code_corpus.len()).filter(|&i| code_corpus[i].problem_id == p.problem_id).collect();
+        let queries = ProblemQueries { config, version, corpus: &code_corpus, problem: p, docs };
+        queries.text2code(&mut b);
+        queries.code2text(&mut b, &text_ids);
+        queries.code2code(&mut b, anchor_model);
+    }
+    QrelsOutput { code_corpus, text_corpus, tasks: b.sets, stats: b.stats }
+}
+
+/// The code corpus: one document per (non-empty) solution, in solution id order.
+fn code_corpus(version: &str, solutions: &[&JudgedSolution]) -> Vec<CodeDoc> {
+    solutions
         .iter()
         .map(|s| CodeDoc {
             code_id: code_doc_id(version, &s.problem_id, &s.model, s.language, s.sample),
@@ -516,10 +534,18 @@ pub fn qrels(config: &QrelsConfig, version: &str, anchor_model: &str, problems: 
             solution_id: s.id.clone(),
             passed: s.passed,
         })
-        .collect();
+        .collect()
+}
+
+/// The text ids of each problem's texts by kind.
+type TextIds<'a> = BTreeMap<(&'a ProblemId, TextKind), Vec<DocId>>;
+
+/// The text corpus (per problem: the full statement, the canonical one, the distractors) and
+/// the ids of each problem's texts by kind.
+fn text_corpus<'a>(version: &str, problems: &[&'a ProblemTexts]) -> (Vec<TextDoc>, TextIds<'a>) {
     let mut text_corpus = Vec::new();
-    let mut text_ids: BTreeMap<(&ProblemId, TextKind), Vec<DocId>> = BTreeMap::new();
-    for p in &problems {
+    let mut text_ids: TextIds<'a> = BTreeMap::new();
+    for p in problems {
         let texts = [(TextKind::Full, p.full()), (TextKind::Canonical, p.canonical.clone())].into_iter().chain(p.distractors.iter().map(|d| (TextKind::Distractor, d.clone())));
         let mut distractors = 0;
         for (kind, text) in texts {
@@ -531,23 +557,48 @@ pub fn qrels(config: &QrelsConfig, version: &str, anchor_model: &str, problems: 
             text_corpus.push(TextDoc { text_id: id, text, kind, problem_id: p.problem_id.clone() });
         }
     }
+    (text_corpus, text_ids)
+}
 
-    let mut b = Builder {
-        sets: Task::ALL.iter().map(|t| (*t, TaskSet::default())).collect(),
-        stats: QrelsStats { problems: problems.len() as u64, code_docs: code_corpus.len() as u64, text_docs: text_corpus.len() as u64, ..QrelsStats::default() },
-    };
-    let (max, seed) = (config.max_hard_negatives, config.seed);
-    let sample = |key: &str, items: &[DocId]| SplitMix::for_key(seed, key).sample(items, max);
-    let tiers = |key: &str, tiers: &[Vec<usize>]| pick_tiers(&mut SplitMix::for_key(seed, key), tiers, max);
+/// The queries of one problem, over the code documents of its solutions (`docs`: indices
+/// into the code corpus).
+struct ProblemQueries<'a> {
+    config: &'a QrelsConfig,
+    version: &'a str,
+    corpus: &'a [CodeDoc],
+    problem: &'a ProblemTexts,
+    docs: Vec<usize>,
+}
 
-    for p in &problems {
-        let docs: Vec<usize> = (0..code_corpus.len()).filter(|&i| code_corpus[i].problem_id == p.problem_id).collect();
-        let languages: BTreeSet<Language> = docs.iter().map(|&i| code_corpus[i].language).collect();
-        let doc_id = |i: usize| code_corpus[i].code_id.clone();
-        let passing = |i: &usize| code_corpus[*i].passed;
-        let stem = |i: usize| code_corpus[i].code_id.0.trim_start_matches(&format!("code_{version}_")).to_owned();
+impl ProblemQueries<'_> {
+    fn doc_id(&self, i: usize) -> DocId {
+        self.corpus[i].code_id.clone()
+    }
 
-        // text-to-code
+    fn passing(&self, i: usize) -> bool {
+        self.corpus[i].passed
+    }
+
+    /// A document's id without the `code_<version>_` prefix: the stem of its queries' ids.
+    fn stem(&self, i: usize) -> String {
+        self.corpus[i].code_id.0.trim_start_matches(&format!("code_{}_", self.version)).to_owned()
+    }
+
+    /// Up to `max_hard_negatives` of `items`, drawn with the query's own seed.
+    fn sample(&self, key: &str, items: &[DocId]) -> Vec<DocId> {
+        SplitMix::for_key(self.config.seed, key).sample(items, self.config.max_hard_negatives)
+    }
+
+    /// Up to `max_hard_negatives` from the tiers in order, drawn with the query's own seed.
+    fn tiers(&self, key: &str, tiers: &[Vec<usize>]) -> Vec<usize> {
+        pick_tiers(&mut SplitMix::for_key(self.config.seed, key), tiers, self.config.max_hard_negatives)
+    }
+
+    /// Text-to-code: each text item, unconstrained and constrained to each language the
+    /// problem has solutions in; passing solutions (in the language) are positive.
+    fn text2code(&self, b: &mut Builder) {
+        let (p, version) = (self.problem, self.version);
+        let languages: BTreeSet<Language> = self.docs.iter().map(|&i| self.corpus[i].language).collect();
         for item in text_items(p) {
             let index = item.index.map(|i| i.to_string()).unwrap_or_default();
             let constraints = std::iter::once(None).chain(languages.iter().copied().map(Some));
@@ -557,56 +608,62 @@ pub fn qrels(config: &QrelsConfig, version: &str, anchor_model: &str, problems: 
                     Some(l) => item.per_language.get(&l).cloned().or_else(|| item.any.as_deref().map(|t| constrained_query(t, l))),
                 };
                 let Some(text) = text else { continue };
-                let in_lang = |i: &usize| lang.is_none_or(|l| code_corpus[*i].language == l);
-                let positives: Vec<usize> = docs.iter().copied().filter(|i| passing(i) && in_lang(i)).collect();
+                let in_lang = |i: usize| lang.is_none_or(|l| self.corpus[i].language == l);
+                let docs = || self.docs.iter().copied();
+                let positives: Vec<usize> = docs().filter(|&i| self.passing(i) && in_lang(i)).collect();
                 let constraint = lang.map_or("any", Language::as_str);
                 let id = format!("t2c_{version}_{}_{}{index}_{constraint}", p.problem_id, item.subtask);
-                let negatives = tiers(&id, &[
-                    docs.iter().copied().filter(|i| !passing(i) && in_lang(i)).collect::<Vec<_>>(),
-                    docs.iter().copied().filter(|i| !passing(i)).collect(),
-                    docs.iter().copied().filter(|i| passing(i) && !positives.contains(i)).collect(),
+                let negatives = self.tiers(&id, &[
+                    docs().filter(|&i| !self.passing(i) && in_lang(i)).collect::<Vec<_>>(),
+                    docs().filter(|&i| !self.passing(i)).collect(),
+                    docs().filter(|&i| self.passing(i) && !positives.contains(&i)).collect(),
                 ]);
                 let q = NewQuery { task: Task::Text2Code, id, subtask: item.subtask, constraint, text, problem: &p.problem_id, source_doc: None };
-                b.add(q, positives.into_iter().map(doc_id).collect(), negatives.into_iter().map(doc_id).collect());
-            }
-        }
-
-        // code-to-text: one query per passing solution, judged against every true description.
-        let describes: Vec<DocId> = [TextKind::Full, TextKind::Canonical].iter().flat_map(|k| text_ids.get(&(&p.problem_id, *k)).cloned().unwrap_or_default()).collect();
-        let distractors = text_ids.get(&(&p.problem_id, TextKind::Distractor)).cloned().unwrap_or_default();
-        for &q in docs.iter().filter(|i| passing(i)) {
-            let id = format!("c2t_{version}_{}", stem(q));
-            let negatives = sample(&id, &distractors);
-            let d = &code_corpus[q];
-            let query = NewQuery { task: Task::Code2Text, id, subtask: "describe", constraint: d.language.as_str(), text: d.code.clone(), problem: &p.problem_id, source_doc: Some(d.code_id.clone()) };
-            b.add(query, describes.clone(), negatives);
-        }
-
-        // code-to-code: anchored on the anchor model's passing solutions in the anchor
-        // language, which are never candidates.
-        let anchors: Vec<usize> =
-            docs.iter().copied().filter(|&i| passing(&i) && code_corpus[i].model == anchor_model && code_corpus[i].language == config.anchor_language).collect();
-        b.stats.anchors += anchors.len() as u64;
-        let candidates: Vec<usize> = docs.iter().copied().filter(|i| !anchors.contains(i)).collect();
-        for (n, &a) in anchors.iter().enumerate() {
-            let anchor = &code_corpus[a];
-            // The reference asks one mono_lang query per problem (its first anchor).
-            let subtasks: &[Code2Code] = if n == 0 { &[Code2Code::MonoLang, Code2Code::CrossLang, Code2Code::CrossModel] } else { &[Code2Code::CrossLang, Code2Code::CrossModel] };
-            for &sub in subtasks {
-                let positives: Vec<usize> = candidates.iter().copied().filter(|&i| passing(&i) && sub.fits(anchor, &code_corpus[i])).collect();
-                let id = format!("c2c_{version}_{}_{}", stem(a), sub.as_str());
-                let negatives = tiers(&id, &[
-                    candidates.iter().copied().filter(|&i| !passing(&i) && sub.first_tier(anchor, &code_corpus[i])).collect::<Vec<_>>(),
-                    candidates.iter().copied().filter(|&i| !passing(&i)).collect(),
-                    candidates.iter().copied().filter(|&i| passing(&i) && !positives.contains(&i)).collect(),
-                ]);
-                let constraint = if matches!(sub, Code2Code::MonoLang) { anchor.language.as_str() } else { "any" };
-                let q = NewQuery { task: Task::Code2Code, id, subtask: sub.as_str(), constraint, text: anchor.code.clone(), problem: &p.problem_id, source_doc: Some(anchor.code_id.clone()) };
-                b.add(q, positives.into_iter().map(doc_id).collect(), negatives.into_iter().map(doc_id).collect());
+                b.add(q, positives.into_iter().map(|i| self.doc_id(i)).collect(), negatives.into_iter().map(|i| self.doc_id(i)).collect());
             }
         }
     }
-    QrelsOutput { code_corpus, text_corpus, tasks: b.sets, stats: b.stats }
+
+    /// Code-to-text: one query per passing solution, judged against every true description.
+    fn code2text(&self, b: &mut Builder, text_ids: &TextIds<'_>) {
+        let p = self.problem;
+        let describes: Vec<DocId> = [TextKind::Full, TextKind::Canonical].iter().flat_map(|k| text_ids.get(&(&p.problem_id, *k)).cloned().unwrap_or_default()).collect();
+        let distractors = text_ids.get(&(&p.problem_id, TextKind::Distractor)).cloned().unwrap_or_default();
+        for &q in self.docs.iter().filter(|&&i| self.passing(i)) {
+            let id = format!("c2t_{}_{}", self.version, self.stem(q));
+            let negatives = self.sample(&id, &distractors);
+            let d = &self.corpus[q];
+            let query = NewQuery { task: Task::Code2Text, id, subtask: "describe", constraint: d.language.as_str(), text: d.code.clone(), problem: &p.problem_id, source_doc: Some(d.code_id.clone()) };
+            b.add(query, describes.clone(), negatives);
+        }
+    }
+
+    /// Code-to-code: anchored on `anchor_model`'s passing solutions in the anchor language,
+    /// which are never candidates.
+    fn code2code(&self, b: &mut Builder, anchor_model: &str) {
+        let (p, corpus) = (self.problem, self.corpus);
+        let anchors: Vec<usize> =
+            self.docs.iter().copied().filter(|&i| self.passing(i) && corpus[i].model == anchor_model && corpus[i].language == self.config.anchor_language).collect();
+        b.stats.anchors += anchors.len() as u64;
+        let candidates: Vec<usize> = self.docs.iter().copied().filter(|i| !anchors.contains(i)).collect();
+        for (n, &a) in anchors.iter().enumerate() {
+            let anchor = &corpus[a];
+            // The reference asks one mono_lang query per problem (its first anchor).
+            let subtasks: &[Code2Code] = if n == 0 { &[Code2Code::MonoLang, Code2Code::CrossLang, Code2Code::CrossModel] } else { &[Code2Code::CrossLang, Code2Code::CrossModel] };
+            for &sub in subtasks {
+                let positives: Vec<usize> = candidates.iter().copied().filter(|&i| self.passing(i) && sub.fits(anchor, &corpus[i])).collect();
+                let id = format!("c2c_{}_{}_{}", self.version, self.stem(a), sub.as_str());
+                let negatives = self.tiers(&id, &[
+                    candidates.iter().copied().filter(|&i| !self.passing(i) && sub.first_tier(anchor, &corpus[i])).collect::<Vec<_>>(),
+                    candidates.iter().copied().filter(|&i| !self.passing(i)).collect(),
+                    candidates.iter().copied().filter(|&i| self.passing(i) && !positives.contains(&i)).collect(),
+                ]);
+                let constraint = if matches!(sub, Code2Code::MonoLang) { anchor.language.as_str() } else { "any" };
+                let q = NewQuery { task: Task::Code2Code, id, subtask: sub.as_str(), constraint, text: anchor.code.clone(), problem: &p.problem_id, source_doc: Some(anchor.code_id.clone()) };
+                b.add(q, positives.into_iter().map(|i| self.doc_id(i)).collect(), negatives.into_iter().map(|i| self.doc_id(i)).collect());
+            }
+        }
+    }
 }
 
 #[cfg(test)]

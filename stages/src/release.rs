@@ -1,6 +1,9 @@
 //! `release`: what a published release says besides its Parquet tables — the BEIR/MTEB
 //! files per task, the dataset card, and the check that a release is problem-disjoint from
 //! every earlier one. Pure: returns text; the engine writes the files (and the MANIFEST).
+//! Besides, the reads of releases on disk that several commands share: [`find_releases`]
+//! (export, decontamination, audits) and [`release_docs`] (the documents a corpus is checked
+//! against).
 //!
 //! One meaning in every client: a BEIR folder's `qrels/test.tsv` lists the positives only
 //! (score 2), so BEIR, MTEB, pytrec_eval and trec_eval at their defaults compute CoREB's
@@ -14,8 +17,69 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::corpus::ReleaseDoc;
 use crate::problem::{DateWindow, Platform, ProblemId};
 use crate::qrels::{QrelsOutput, Task, TaskSet};
+
+/// A directory that cannot be listed while looking for releases.
+#[derive(Debug, Error)]
+#[error("reading `{}`", path.display())]
+pub struct FindError {
+    /// The directory.
+    pub path: std::path::PathBuf,
+    /// Why.
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Every release (a directory holding a `MANIFEST.json`) from `levels.start()` to
+/// `levels.end()` levels below `dir` (`0` is `dir` itself), sorted by path; a release's own
+/// subdirectories are not searched.
+pub fn find_releases(dir: &std::path::Path, levels: std::ops::RangeInclusive<usize>) -> Result<Vec<std::path::PathBuf>, FindError> {
+    let mut found = Vec::new();
+    let mut stack = vec![(dir.to_owned(), 0)];
+    while let Some((d, depth)) = stack.pop() {
+        if depth >= *levels.start() && d.join("MANIFEST.json").is_file() {
+            found.push(d);
+            continue;
+        }
+        if depth >= *levels.end() {
+            continue;
+        }
+        let io = |source| FindError { path: d.clone(), source };
+        for entry in std::fs::read_dir(&d).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            if entry.file_type().map_err(io)?.is_dir() {
+                stack.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The release's name in reports: its last two path components (`sample/v202503`).
+pub fn release_name(dir: &std::path::Path) -> String {
+    let parts: Vec<String> = dir.components().rev().take(2).map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    parts.into_iter().rev().collect::<Vec<_>>().join("/")
+}
+
+/// The documents of a release: source statements, texts and codes.
+pub fn release_docs(dir: &std::path::Path) -> Result<Vec<ReleaseDoc>, crate::tables::TableError> {
+    let release = release_name(dir);
+    let mut docs = Vec::new();
+    for p in crate::tables::ProblemReader::open(&dir.join("problems.parquet"))? {
+        let p = p?;
+        docs.push(ReleaseDoc { release: release.clone(), doc: format!("problems:{}", p.id.as_str()), text: p.question_content });
+    }
+    for (table, id, text) in [("text_corpus.parquet", "text_id", "text"), ("code_corpus.parquet", "code_id", "code")] {
+        crate::tables::columns::for_each_row(&dir.join(table), &[id, text], |_, mut v| {
+            let text = v.remove(1);
+            docs.push(ReleaseDoc { release: release.clone(), doc: v.remove(0), text });
+        })?;
+    }
+    Ok(docs)
+}
 
 /// The eight Parquet configs, in card order.
 pub const CONFIGS: [&str; 8] = [
@@ -316,6 +380,16 @@ fn origin_note(w: &crate::services::llm::run::WrittenBy) -> String {
 /// counts per task, subtask and language, and the query distribution.
 pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
     let mut s = String::new();
+    card_front_matter(&mut s, info, out);
+    card_intro(&mut s, info);
+    card_corpora(&mut s, out);
+    card_queries(&mut s, out);
+    card_layout_and_terms(&mut s, info);
+    s
+}
+
+/// The card's YAML front matter: tags, the eight configs and their features, sizes and rows.
+fn card_front_matter(s: &mut String, info: &CardInfo<'_>, out: &QrelsOutput) {
     let largest = CONFIGS.iter().map(|c| config_rows(c, out)).max().unwrap_or(0);
     let _ = write!(
         s,
@@ -340,6 +414,10 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
         let _ = writeln!(s, "  splits:\n  - name: test\n    num_bytes: {bytes}\n    num_examples: {}", config_rows(c, out));
     }
     s.push_str("---\n\n");
+}
+
+/// The card's title, what the release is and how relevance is graded.
+fn card_intro(s: &mut String, info: &CardInfo<'_>) {
     let window = format!("{} … {}", info.window.start.as_deref().unwrap_or("(open)"), info.window.end.as_deref().unwrap_or("(open)"));
     let _ = writeln!(s, "# CoREB release `{}`\n", info.version);
     let _ = writeln!(
@@ -365,6 +443,10 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
          - A language-constrained text2code query names its language in its text.\n\n",
     );
 
+}
+
+/// The card's corpus sizes and code documents per language.
+fn card_corpora(s: &mut String, out: &QrelsOutput) {
     s.push_str("## Corpora\n\n| corpus | documents | passing | failing |\n|---|---:|---:|---:|\n");
     let passing = out.code_corpus.iter().filter(|d| d.passed).count();
     let _ = writeln!(s, "| code_corpus | {} | {passing} | {} |", out.code_corpus.len(), out.code_corpus.len() - passing);
@@ -378,6 +460,10 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
     s.push_str("Code documents per language: ");
     s.push_str(&by_lang.iter().map(|(l, n)| format!("{l} {n}")).collect::<Vec<_>>().join(", "));
     s.push_str(".\n\n## Queries\n\n| task | subtask | language | queries | qrels (rel 2) | qrels (rel 1) | mean relevant docs |\n|---|---|---|---:|---:|---:|---:|\n");
+}
+
+/// The card's queries per task, subtask and language, and their distribution over tasks.
+fn card_queries(s: &mut String, out: &QrelsOutput) {
     for task in Task::ALL {
         let Some(set) = out.tasks.get(&task) else { continue };
         let mut groups: BTreeMap<(&str, &str), (usize, usize, usize, usize)> = BTreeMap::new();
@@ -404,6 +490,11 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
         let n = out.tasks.get(&task).map_or(0, |t| t.queries.len());
         let _ = writeln!(s, "| {} | {n} | {:.1}% |", task.as_str(), 100.0 * n as f64 / total.max(1) as f64);
     }
+}
+
+/// The card's file layout, how to load the release, its licence and where its content
+/// comes from.
+fn card_layout_and_terms(s: &mut String, info: &CardInfo<'_>) {
     s.push_str(
         "\n## Layout\n\n- `<config>.parquet`: the eight configs above (Hugging Face `datasets` reads them through the \
          front matter).\n- `text2code/`, `code2code/`, `code2text/`: BEIR layout (`corpus.jsonl`, `queries.jsonl`, \
@@ -433,7 +524,6 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
         if platforms.is_empty() { "no platform".to_owned() } else { platforms.join(", ") }
     );
     let _ = writeln!(s, "\n## Content origin\n\nAs the response store records it (MANIFEST `counts.llm_answers_written_by`), {}.", origin_note(&info.written_by));
-    s
 }
 
 #[cfg(test)]

@@ -684,7 +684,6 @@ fn pump(
     limits: &Limits,
     start: Instant,
 ) -> std::io::Result<Pumped> {
-    const CHUNK: usize = 1 << 20;
     let cap = usize::try_from(limits.output_bytes).unwrap_or(usize::MAX);
     let deadline = start + Duration::from_millis(limits.wall_time_ms);
     for fd in [&stdin, &stdout, &stderr, &report] {
@@ -746,40 +745,55 @@ fn pump(
                 continue;
             }
             if w == 3 {
-                let Some(fd) = &stdin else { continue };
-                let end = (fed + CHUNK).min(input.len());
-                match sys::write(fd, &input[fed..end]) {
-                    Ok(n) => {
-                        fed += n;
-                        if fed == input.len() {
-                            stdin = None;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {}
-                    // EPIPE: the program closed its stdin (or ended); it has what it wanted.
-                    Err(_) => stdin = None,
-                }
+                feed_stdin(&mut stdin, input, &mut fed);
                 continue;
             }
             let (fd, buf) = &mut streams[w];
-            let Some(f) = fd.as_ref() else { continue };
-            // Grow with the output: small reads for small outputs, 1 MiB at a time for big ones.
-            let want = buf.len().clamp(16 << 10, CHUNK);
-            match sys::read_append(f, buf, want) {
-                Ok(0) => *fd = None,
-                Ok(_) => {
-                    if w < 2 && buf.len() > cap {
-                        buf.truncate(cap);
-                        stopper.stop(LimitHit::Output);
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => *fd = None,
+            // Only stdout and stderr count towards the output cap (not init's report).
+            if read_stream(fd, buf) && w < 2 && buf.len() > cap {
+                buf.truncate(cap);
+                stopper.stop(LimitHit::Output);
             }
         }
     }
     let [(_, stdout), (_, stderr), (_, report)] = streams;
     Ok(Pumped { stdout, stderr, report, killed: stopper.killed })
+}
+
+/// Bytes written to stdin or read from an output pipe at a time, at most.
+const PUMP_CHUNK: usize = 1 << 20;
+
+/// Write the next chunk of `input` (from `fed`) to the program's stdin; `stdin` becomes
+/// `None` once all of it is fed or the program has closed its end.
+fn feed_stdin(stdin: &mut Option<OwnedFd>, input: &[u8], fed: &mut usize) {
+    let Some(fd) = stdin.as_ref() else { return };
+    let end = (*fed + PUMP_CHUNK).min(input.len());
+    match sys::write(fd, &input[*fed..end]) {
+        Ok(n) => {
+            *fed += n;
+            if *fed == input.len() {
+                *stdin = None;
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {}
+        // EPIPE: the program closed its stdin (or ended); it has what it wanted.
+        Err(_) => *stdin = None,
+    }
+}
+
+/// Append what a ready pipe holds to `buf`; `fd` becomes `None` at its end (or on an error).
+/// Whether bytes were read.
+fn read_stream(fd: &mut Option<OwnedFd>, buf: &mut Vec<u8>) -> bool {
+    let Some(f) = fd.as_ref() else { return false };
+    // Grow with the output: small reads for small outputs, 1 MiB at a time for big ones.
+    let want = buf.len().clamp(16 << 10, PUMP_CHUNK);
+    match sys::read_append(f, buf, want) {
+        Ok(0) => *fd = None,
+        Ok(_) => return true,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {}
+        Err(_) => *fd = None,
+    }
+    false
 }
 
 /// Stops a run at a limit: asks its init to kill, reap and report, and kills init itself

@@ -543,6 +543,13 @@ unsafe fn resident_kb(statm: &CString) -> u64 {
 }
 
 /// The init process of a run. Never returns.
+///
+/// Long on purpose: it runs in the child right after the raw `clone`, where only system calls
+/// on data prepared before it are allowed (no allocation, lock or formatting), and its steps
+/// (each a commented block) are one ordered sequence whose order is part of the containment:
+/// death signal before waiting for the go, non-dumpable only after the id maps, mounts before
+/// the root switch, then the reaping loop. Split into functions, that order would be spread
+/// over several `unsafe fn`s that a reviewer must still read as one.
 unsafe fn init_main(init: &Init<'_>) -> ! {
     // SAFETY (whole body): raw system calls on prepared data; see the module doc.
     unsafe {

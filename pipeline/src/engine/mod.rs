@@ -6,11 +6,16 @@
 //! [`StageWriter`](crate::artifacts::StageWriter). The runners are the only place where stages
 //! meet files.
 //!
+//! [`corpus`] is the runner of the corpus curation (`coreb corpus`): the same shard parts and
+//! markers, stage functions of the `stages` crate, but its own manifest and output, so not a
+//! stage of this loop (its module doc says why).
+//!
 //! After each stage the engine checks what it left ([`Engine::check_kept`]): a stage that
 //! leaves nothing, or an LLM stage that keeps less than `llm.min_kept_share` of its items,
 //! stops the build there with its rejections counted by reason and the path of its
 //! `rejections.jsonl`, rather than letting later stages run on nothing.
 
+pub mod corpus;
 mod dedup;
 pub mod execute;
 mod fetch;

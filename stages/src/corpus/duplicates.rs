@@ -646,7 +646,38 @@ impl UnionFind {
 /// module doc). Parallel over bands and rows (rayon); the result does not depend on the split
 /// into parts or on the thread count.
 pub fn find_duplicates(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<Duplicates, SketchError> {
-    use rayon::prelude::*;
+    let at = locate_rows(config, parts)?;
+    let mut verdicts = vec![Verdict::Keep; at.len()];
+    let mut referenced: HashSet<u64> = HashSet::new();
+    let near_rows = exact_duplicates(parts, &at, &mut verdicts, &mut referenced)?;
+    // Band keys and shingles of each near-dedup row, by its index in `near_rows`.
+    let sketched: Vec<(&[u32], &[u32])> = near_rows.iter().map(|&(pi, ri, _)| parts[pi as usize].near_sketch(ri as usize).expect("checked above")).collect();
+    let previous = band_neighbours(config, &sketched);
+    let (mut uf, link) = join_similar(config, &sketched, &previous);
+    drop(previous);
+    for k in 0..near_rows.len() {
+        let root = uf.find(k as u32);
+        if root as usize == k {
+            continue;
+        }
+        let (of, via) = (near_rows[root as usize].2, near_rows[link[k].0 as usize].2);
+        verdicts[near_rows[k].2 as usize] = Verdict::Near { of, via, jaccard: link[k].1 };
+        referenced.insert(of);
+        referenced.insert(via);
+    }
+    let ids = referenced
+        .into_iter()
+        .map(|s| {
+            let (pi, ri) = at[s as usize];
+            (s, parts[pi as usize].id(ri as usize).into())
+        })
+        .collect();
+    Ok(Duplicates { verdicts, ids })
+}
+
+/// Where each row of the input is: `(part, row)`, by seq; an error when the parts were made
+/// with other bands, disagree on the input's size or do not cover each seq exactly once.
+fn locate_rows(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<Vec<(u32, u32)>, SketchError> {
     for p in parts {
         if p.bands != config.bands && !p.is_empty() {
             return Err(SketchError::Bands { expected: config.bands, found: p.bands });
@@ -656,9 +687,7 @@ pub fn find_duplicates(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Resul
     if let Some(p) = parts.iter().find(|p| p.input_rows != total) {
         return Err(SketchError::InputRows(total, p.input_rows));
     }
-    let total = total as usize;
-    // Where each row of the input is: (part, row), by seq.
-    let mut at: Vec<(u32, u32)> = vec![(u32::MAX, 0); total];
+    let mut at: Vec<(u32, u32)> = vec![(u32::MAX, 0); total as usize];
     for (pi, p) in parts.iter().enumerate() {
         for (ri, &s) in p.seq.iter().enumerate() {
             let slot = at.get_mut(s as usize).ok_or(SketchError::Coverage { seq: s, what: "is out of range" })?;
@@ -671,11 +700,14 @@ pub fn find_duplicates(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Resul
     if let Some(seq) = at.iter().position(|a| a.0 == u32::MAX) {
         return Err(SketchError::Coverage { seq: seq as u64, what: "is missing" });
     }
-    let mut verdicts = vec![Verdict::Keep; total];
-    // Duplicate ids, then exact copies, by first occurrence.
-    let mut seen: HashSet<IdKey<'_>, Prehashed> = HashSet::with_capacity_and_hasher(total, Prehashed);
-    let mut exact: HashMap<u128, u64, Prehashed> = HashMap::with_capacity_and_hasher(total, Prehashed);
-    let mut referenced: HashSet<u64> = HashSet::new();
+    Ok(at)
+}
+
+/// Duplicate ids, then exact copies, by first occurrence: their verdicts, and the rows they
+/// name. Returns the other rows, `(part, row, seq)`, which near-dedup compares.
+fn exact_duplicates(parts: &[&Sketches], at: &[(u32, u32)], verdicts: &mut [Verdict], referenced: &mut HashSet<u64>) -> Result<Vec<(u32, u32, u64)>, SketchError> {
+    let mut seen: HashSet<IdKey<'_>, Prehashed> = HashSet::with_capacity_and_hasher(at.len(), Prehashed);
+    let mut exact: HashMap<u128, u64, Prehashed> = HashMap::with_capacity_and_hasher(at.len(), Prehashed);
     let mut near_rows: Vec<(u32, u32, u64)> = Vec::new();
     for (seq, &(pi, ri)) in at.iter().enumerate() {
         let p = parts[pi as usize];
@@ -698,19 +730,20 @@ pub fn find_duplicates(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Resul
             }
         }
     }
-    drop(seen);
-    drop(exact);
-    // Band keys and shingles of each near-dedup row, by its index in `near_rows`.
-    let sketched: Vec<(&[u32], &[u32])> = near_rows.iter().map(|&(pi, ri, _)| parts[pi as usize].near_sketch(ri as usize).expect("checked above")).collect();
-    let sketch = |k: usize| sketched[k];
-    // Per band (in parallel): sort the rows by band key; the members of a bucket are then
-    // consecutive, in input order, and each is a candidate of the member before it (as
-    // datatrove's bucket stage pairs neighbours in sorted order).
-    let n = near_rows.len();
-    let previous: Vec<Vec<u32>> = (0..config.bands)
+    Ok(near_rows)
+}
+
+/// Per band (in parallel): sort the rows by band key; the members of a bucket are then
+/// consecutive, in input order, and each is a candidate of the member before it (as
+/// datatrove's bucket stage pairs neighbours in sorted order). `[band][row]` is that
+/// neighbour (the row itself when it has none).
+fn band_neighbours(config: &CorpusDedupConfig, sketched: &[(&[u32], &[u32])]) -> Vec<Vec<u32>> {
+    use rayon::prelude::*;
+    let n = sketched.len();
+    (0..config.bands)
         .into_par_iter()
         .map(|b| {
-            let mut v: Vec<u64> = (0..n).map(|k| (u64::from(sketch(k).0[b]) << 32) | k as u64).collect();
+            let mut v: Vec<u64> = (0..n).map(|k| (u64::from(sketched[k].0[b]) << 32) | k as u64).collect();
             v.sort_unstable();
             let mut prev: Vec<u32> = (0..n as u32).collect();
             for w in v.windows(2) {
@@ -720,9 +753,14 @@ pub fn find_duplicates(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Resul
             }
             prev
         })
-        .collect();
-    // Verify the candidate pairs in input order, skipping a pair already joined (which
-    // changes no component), and join the similar ones.
+        .collect()
+}
+
+/// Verify the candidate pairs in input order, skipping a pair already joined (which changes
+/// no component), and join the similar ones. Returns the components and, per row, the first
+/// row it was joined with and their Jaccard similarity.
+fn join_similar(config: &CorpusDedupConfig, sketched: &[(&[u32], &[u32])], previous: &[Vec<u32>]) -> (UnionFind, Vec<(u32, f64)>) {
+    let n = sketched.len();
     let mut uf = UnionFind((0..n as u32).collect());
     let mut link: Vec<(u32, f64)> = vec![(u32::MAX, 0.0); n];
     let mut candidates: Vec<u32> = Vec::with_capacity(config.bands);
@@ -735,7 +773,7 @@ pub fn find_duplicates(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Resul
             if uf.find(c) == uf.find(k as u32) {
                 continue;
             }
-            let j = sorted_jaccard(sketch(k).1, sketch(c as usize).1, config.threshold);
+            let j = sorted_jaccard(sketched[k].1, sketched[c as usize].1, config.threshold);
             if j >= config.threshold {
                 uf.union(c, k as u32);
                 let j = (j * 1e4).round() / 1e4;
@@ -747,25 +785,7 @@ pub fn find_duplicates(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Resul
             }
         }
     }
-    drop(previous);
-    for k in 0..n {
-        let root = uf.find(k as u32);
-        if root as usize == k {
-            continue;
-        }
-        let (of, via) = (near_rows[root as usize].2, near_rows[link[k].0 as usize].2);
-        verdicts[near_rows[k].2 as usize] = Verdict::Near { of, via, jaccard: link[k].1 };
-        referenced.insert(of);
-        referenced.insert(via);
-    }
-    let ids = referenced
-        .into_iter()
-        .map(|s| {
-            let (pi, ri) = at[s as usize];
-            (s, parts[pi as usize].id(ri as usize).into())
-        })
-        .collect();
-    Ok(Duplicates { verdicts, ids })
+    (uf, link)
 }
 
 #[cfg(test)]

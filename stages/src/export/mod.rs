@@ -90,16 +90,13 @@ impl ExportedRelease {
     }
 }
 
-/// The releases of a directory: its subdirectories with a `MANIFEST.json`, by version.
-pub fn find_releases(releases_dir: &Path) -> Result<Vec<(String, PathBuf)>, ExportError> {
-    let io = |source| ExportError::Io { path: releases_dir.to_owned(), source };
+/// The releases of a directory: its subdirectories with a `MANIFEST.json`
+/// ([`crate::release::find_releases`] one level down), by version.
+fn releases_by_version(releases_dir: &Path) -> Result<Vec<(String, PathBuf)>, ExportError> {
+    let found = crate::release::find_releases(releases_dir, 1..=1).map_err(|e| ExportError::Io { path: e.path, source: e.source })?;
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(releases_dir).map_err(io)? {
-        let path = entry.map_err(io)?.path();
+    for path in found {
         let manifest = path.join("MANIFEST.json");
-        if !manifest.is_file() {
-            continue;
-        }
         let text = std::fs::read_to_string(&manifest).map_err(|source| ExportError::Io { path: manifest.clone(), source })?;
         let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ExportError::Manifest { path: manifest.clone(), reason: e.to_string() })?;
         let version = value["version"].as_str().ok_or_else(|| ExportError::Manifest { path: manifest.clone(), reason: "no string field `version`".into() })?;
@@ -228,7 +225,7 @@ pub fn card(releases: &[ExportedRelease]) -> String {
 /// Export every release of `releases_dir` to `out` (written beside it, then renamed into
 /// place; an empty directory or an earlier export at `out` is replaced, anything else refused).
 pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRelease>, ExportError> {
-    let found = find_releases(releases_dir)?;
+    let found = releases_by_version(releases_dir)?;
     let empty_dir = std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
     if out.exists() && !empty_dir && !out.join(".coreb-export").exists() {
         return Err(ExportError::NotAnExport(out.to_owned()));

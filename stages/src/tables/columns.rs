@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, StructArray};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, LargeStringArray, RecordBatch, StringArray, StructArray};
 use arrow_schema::{DataType, Field, Fields, Schema};
 
 use super::TableError;
@@ -167,6 +167,49 @@ pub fn write(path: &Path, columns: &[Column]) -> Result<(), TableError> {
     let schema = Arc::new(Schema::new(fields));
     let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
     super::write_atomic(path, schema, std::iter::once(batch))
+}
+
+/// Read the named string columns of a Parquet file; calls `row` once per row with the values
+/// in the order of `columns` (a null reads as an empty string). Streams batch by batch: for
+/// tables too large to hold (corpus sources), and any release config.
+pub fn for_each_row(path: &Path, columns: &[&str], mut row: impl FnMut(usize, Vec<String>)) -> Result<(), TableError> {
+    let mut n = 0usize;
+    for batch in super::read_batches(path, 1024)? {
+        let batch = batch?;
+        let mut cols: Vec<&dyn Array> = Vec::new();
+        for name in columns {
+            let col = batch.column_by_name(name).ok_or_else(|| TableError::Column {
+                path: path.to_owned(),
+                row: n,
+                column: (*name).to_owned(),
+                reason: "no such column".into(),
+            })?;
+            if !matches!(col.data_type(), DataType::Utf8 | DataType::LargeUtf8) {
+                return Err(TableError::Column { path: path.to_owned(), row: n, column: (*name).to_owned(), reason: format!("expected a string column, found `{}`", col.data_type()) });
+            }
+            cols.push(col.as_ref());
+        }
+        for i in 0..batch.num_rows() {
+            let values = cols
+                .iter()
+                .map(|c| {
+                    if c.is_null(i) {
+                        return String::new();
+                    }
+                    if let Some(s) = c.as_any().downcast_ref::<StringArray>() {
+                        s.value(i).to_owned()
+                    } else if let Some(s) = c.as_any().downcast_ref::<LargeStringArray>() {
+                        s.value(i).to_owned()
+                    } else {
+                        String::new()
+                    }
+                })
+                .collect();
+            row(n, values);
+            n += 1;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -4,13 +4,13 @@
 //! [`crate::leaderboard::frames`], over the results store).
 
 pub mod columns;
-pub mod corpus;
 pub mod problems;
 pub mod published;
 pub mod references;
 pub mod results;
 pub mod solutions;
 pub mod test_checks;
+pub mod training;
 pub mod verdicts;
 
 pub use problems::{ProblemReader, ProblemWriter, TableError, problems_schema};

@@ -28,8 +28,6 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use stages::rewrite::RewrittenProblem;
 
-pub(crate) use overlap::{find_releases, release_docs};
-
 use crate::cli::{AuditArgs, AuditKind};
 use crate::engine::ReleaseManifest;
 use crate::manifest::{ManifestFile, lexical_join};
@@ -81,12 +79,6 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
         printer.out(md);
     }
     Ok(code)
-}
-
-/// The release's name: its last two path components (`sample/v202503`).
-fn release_name(dir: &Path) -> String {
-    let parts: Vec<String> = dir.components().rev().take(2).map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-    parts.into_iter().rev().collect::<Vec<_>>().join("/")
 }
 
 /// The contest month (`YYYY-MM`) of a contest date.

@@ -33,7 +33,8 @@ use stages::services::llm::{Counted, Gateway, LlmConfig, LlmFailureKind, Respons
 use coreb_sandbox::Sandbox;
 use stages::solution::{Language, SolutionId};
 
-use super::{BuildLookup, month, release_name};
+use super::{BuildLookup, month};
+use stages::release::release_name;
 use crate::cli::ModelAuditArgs;
 use crate::engine::llm::as_problem;
 use crate::manifest::{check_release_sandbox, lexical_join};

@@ -2,57 +2,15 @@
 //! release's documents. Does NOT look at the build or run anything.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 use serde::Serialize;
-use stages::corpus::{ReleaseDoc, ReleaseIndex};
-use stages::tables::ProblemReader;
+use stages::corpus::ReleaseIndex;
+use stages::release::{release_docs, release_name};
 
-use super::release_name;
 use crate::cli::OverlapArgs;
 use crate::jsonl::for_each_json;
-
-/// Every release below `dir`: directories holding a `MANIFEST.json` (up to three levels
-/// down), sorted.
-pub(crate) fn find_releases(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut found = Vec::new();
-    let mut stack = vec![(dir.to_owned(), 0)];
-    while let Some((d, depth)) = stack.pop() {
-        if d.join("MANIFEST.json").exists() {
-            found.push(d);
-            continue;
-        }
-        if depth >= 3 {
-            continue;
-        }
-        for entry in fs_err::read_dir(&d)? {
-            let entry = entry?;
-            if entry.file_type()?.is_dir() {
-                stack.push((entry.path(), depth + 1));
-            }
-        }
-    }
-    found.sort();
-    Ok(found)
-}
-
-/// The documents of a release: source statements, texts and codes.
-pub(crate) fn release_docs(dir: &Path) -> anyhow::Result<Vec<ReleaseDoc>> {
-    let release = release_name(dir);
-    let mut docs = Vec::new();
-    for p in ProblemReader::open(&dir.join("problems.parquet"))? {
-        let p = p?;
-        docs.push(ReleaseDoc { release: release.clone(), doc: format!("problems:{}", p.id.as_str()), text: p.question_content });
-    }
-    for (table, id, text) in [("text_corpus.parquet", "text_id", "text"), ("code_corpus.parquet", "code_id", "code")] {
-        stages::tables::corpus::for_each_row(&dir.join(table), &[id, text], |_, mut v| {
-            let text = v.remove(1);
-            docs.push(ReleaseDoc { release: release.clone(), doc: v.remove(0), text });
-        })?;
-    }
-    Ok(docs)
-}
 
 /// One flagged field of a corpus item.
 #[derive(Debug, Clone, Serialize)]
@@ -111,7 +69,7 @@ pub(super) fn overlap(release: &Path, a: &OverlapArgs) -> anyhow::Result<Overlap
         if let Some(id) = id_field {
             cols.push(id);
         }
-        stages::tables::corpus::for_each_row(corpus, &cols, |row, mut v| {
+        stages::tables::columns::for_each_row(corpus, &cols, |row, mut v| {
             let id = if id_field.is_some() { v.pop().unwrap_or_default() } else { row.to_string() };
             items.push((id, v));
         })?;

@@ -15,7 +15,8 @@ use stages::problem::Problem;
 use stages::rewrite::{RewrittenProblem, TestOrigin};
 use stages::tables::ProblemReader;
 
-use super::{BuildLookup, month, release_name};
+use super::{BuildLookup, month};
+use stages::release::release_name;
 use crate::cli::RewriteArgs;
 use crate::printer::Printer;
 
@@ -163,7 +164,7 @@ pub(super) fn rewrite(release: &Path, a: &RewriteArgs, printer: &Printer) -> any
         None
     };
     let mut full: BTreeMap<String, String> = BTreeMap::new();
-    stages::tables::corpus::for_each_row(&release.join("text_corpus.parquet"), &["problem_id", "kind", "text"], |_, v| {
+    stages::tables::columns::for_each_row(&release.join("text_corpus.parquet"), &["problem_id", "kind", "text"], |_, v| {
         if v[1] == "full" {
             full.entry(v[0].clone()).or_insert_with(|| v[2].clone());
         }

@@ -1,0 +1,142 @@
+//! The curate step's runner: one output shard's spool files in, [`stages::corpus::curate`]
+//! over them, its Parquet, JSONL, dropped pairs, report and `_SUCCESS` out. Similarities come
+//! from the `[embed]` endpoint when the manifest has one ([`Embedder`]).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Serialize;
+use stages::corpus::curate::{Curate, Sink};
+use stages::corpus::spool::MergedSpool;
+use stages::corpus::{Dropped, Duplicates, Pair, ReleaseIndex, SimMatrix};
+use stages::durable::{self, AtomicFile};
+use stages::tables::training::{RerankWriter, TrainingRecordRef, TrainingWriter};
+
+use super::output::{marker_path, shard_name, write_marker};
+use crate::corpus_manifest::CorpusManifestFile;
+
+/// The embeddings endpoint of `[embed]` and a runtime to call it from the shard threads.
+pub(super) struct Embedder {
+    client: stages::services::embed::EmbedClient,
+    model: String,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Embedder {
+    /// The manifest's endpoint, if it has one.
+    pub(super) fn new(f: &CorpusManifestFile) -> anyhow::Result<Option<Embedder>> {
+        let Some(e) = &f.embed else { return Ok(None) };
+        let mut cfg = stages::services::embed::EmbedConfig::new(e.base_url.clone());
+        cfg.api_key = std::env::var(&e.api_key_env).ok().filter(|k| !k.is_empty());
+        cfg.cache_dir = e.cache_dir.clone();
+        let client = stages::services::embed::EmbedClient::new(cfg).context("embeddings client")?;
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+        Ok(Some(Embedder { client, model: e.model.clone(), runtime }))
+    }
+
+    /// Cosine similarities of the pairs' texts to their codes.
+    fn similarity(&self, pairs: &[Pair]) -> anyhow::Result<SimMatrix> {
+        let texts: Vec<String> = pairs.iter().map(|p| p.text.clone()).collect();
+        let codes: Vec<String> = pairs.iter().map(|p| p.code.clone()).collect();
+        let t = self.runtime.block_on(self.client.embed(&self.model, &texts)).with_context(|| format!("embedding {} texts with `{}`", texts.len(), self.model))?;
+        let c = self.runtime.block_on(self.client.embed(&self.model, &codes)).with_context(|| format!("embedding {} codes with `{}`", codes.len(), self.model))?;
+        Ok(SimMatrix::from_embeddings(&t, &c))
+    }
+}
+
+/// The similarities of `pairs`: the endpoint's, else the lexical fallback.
+fn similarity(embedder: Option<&Embedder>, pairs: &[Pair]) -> anyhow::Result<SimMatrix> {
+    match embedder {
+        Some(e) if !pairs.is_empty() => e.similarity(pairs),
+        _ => Ok(SimMatrix::lexical(pairs)),
+    }
+}
+
+/// Curate output shard `s` from the spool files `spools` into `out`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn shard(f: &CorpusManifestFile, index: &ReleaseIndex, embedder: Option<&Embedder>, dups: &Duplicates, out: &Path, spools: &[PathBuf], s: u32, plan_hash: &str) -> anyhow::Result<()> {
+    let name = shard_name(s);
+    // A stale marker must not survive a rewrite of the shard.
+    let marker = marker_path(out, s);
+    if marker.exists() {
+        fs_err::remove_file(&marker)?;
+    }
+    let mut writer = ShardWriter::create(out, &name)?;
+    let step = Curate { language: &f.language, decontaminate: &f.decontaminate, align: &f.align, negatives: &f.negatives, duplicates: dups, index };
+    let report = step.run(&mut MergedSpool::open(spools)?, |pairs| similarity(embedder, pairs), &mut writer)?;
+    writer.finish()?;
+    durable::write(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&report)?)?;
+    // Every file is fsynced by now (durable writers); the marker that vouches for them last.
+    write_marker(out, s, plan_hash)
+}
+
+/// The outputs of one shard, written as records come: the training and reranker tables and
+/// their JSONL twins, and the dropped pairs.
+struct ShardWriter {
+    train: TrainingWriter,
+    rerank: RerankWriter,
+    train_jsonl: AtomicFile,
+    rerank_jsonl: AtomicFile,
+    dropped: AtomicFile,
+}
+
+impl ShardWriter {
+    fn create(out: &Path, name: &str) -> anyhow::Result<ShardWriter> {
+        let dropped = AtomicFile::create(&out.join("reports").join(format!("{name}.dropped.jsonl")))?;
+        let train_dir = out.join("train").join(name);
+        let rerank_dir = out.join("rerank").join(name);
+        fs_err::create_dir_all(&train_dir)?;
+        fs_err::create_dir_all(&rerank_dir)?;
+        Ok(ShardWriter {
+            train: TrainingWriter::create(&train_dir.join("part.parquet"))?,
+            rerank: RerankWriter::create(&rerank_dir.join("part.parquet"))?,
+            train_jsonl: AtomicFile::create(&out.join("jsonl/train").join(name).join("part.jsonl"))?,
+            rerank_jsonl: AtomicFile::create(&out.join("jsonl/rerank").join(name).join("part.jsonl"))?,
+            dropped,
+        })
+    }
+
+    fn finish(self) -> anyhow::Result<()> {
+        self.train.finish()?;
+        self.rerank.finish()?;
+        self.train_jsonl.commit()?;
+        self.rerank_jsonl.commit()?;
+        self.dropped.commit()?;
+        Ok(())
+    }
+}
+
+impl Sink for ShardWriter {
+    type Error = anyhow::Error;
+
+    fn dropped(&mut self, d: &Dropped) -> anyhow::Result<()> {
+        json_line(&mut self.dropped, d)
+    }
+
+    /// One training record and its reranker records (the positive, then each negative).
+    fn record(&mut self, r: &TrainingRecordRef<'_>) -> anyhow::Result<()> {
+        self.train.push(r)?;
+        json_line(&mut self.train_jsonl, r)?;
+        for (doc, label) in std::iter::once((r.pos, 1u8)).chain(r.hard_neg.iter().chain(r.easy_neg).map(|d| (d.as_str(), 0))) {
+            self.rerank.push(r.query, doc, label)?;
+            json_line(&mut self.rerank_jsonl, &RerankRef { query: r.query, doc, label })?;
+        }
+        Ok(())
+    }
+}
+
+/// A reranker record by reference; serialises like [`stages::corpus::RerankRecord`].
+#[derive(Serialize)]
+struct RerankRef<'a> {
+    query: &'a str,
+    doc: &'a str,
+    label: u8,
+}
+
+/// Append one JSON line to `w`.
+fn json_line<T: Serialize>(w: &mut impl Write, value: &T) -> anyhow::Result<()> {
+    serde_json::to_writer(&mut *w, value)?;
+    w.write_all(b"\n")?;
+    Ok(())
+}

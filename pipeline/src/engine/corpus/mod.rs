@@ -1,0 +1,229 @@
+//! The corpus runner: curate text–code training pairs from a corpus manifest, in one process
+//! or as shard processes (`--shard i/N`) followed by a merge. `coreb corpus` and
+//! `coreb merge corpus` ([`crate::commands::corpus`]) only parse arguments and print.
+//!
+//! `http(s)` sources are first downloaded into `<out>/.sources/` by the fetch stage (resumed,
+//! retried, checked against their `sha256` pin). Then three steps, each a stage function of
+//! the `stages` crate with typed inputs and outputs, driven here:
+//! 1. **scan** ([`stages::corpus::scan`], run by [`scan`]): the sources are streamed once;
+//!    every row gets its position in the input (`seq`); JSONL is read in blocks parsed in
+//!    parallel, each keeping only the three wanted fields. A process keeps the rows of its slice
+//!    (all of them, or those whose id hash falls in shard `i` of `N`), sketches them for
+//!    deduplication and spools them ([`stages::corpus::spool`]) into one file per output shard
+//!    (by id hash). Output: the slice's [`Sketches`] and the spool files.
+//! 2. **duplicates** ([`stages::corpus::find_duplicates`]): decides over the sketches of all
+//!    rows at once (duplicate ids, exact copies, near-duplicate components), so the kept rows
+//!    do not depend on the shard count, the thread count or the number of processes. Output:
+//!    the [`Duplicates`] verdicts.
+//! 3. **curate** ([`stages::corpus::curate`], run by [`curate`]): each output shard streams its
+//!    spool (merged across shard processes by `seq`) through the dedup verdicts → language →
+//!    decontaminate, in parallel batches, and writes its records batch by batch. Only
+//!    alignment and negatives, whose similarity matrix is quadratic, hold the shard's kept
+//!    pairs (and so work within an output shard). Output: the shard's files and report.
+//!
+//! Output shards run in parallel (rayon); every output is byte-identical whatever the thread
+//! count, the `[output] shards` (up to the partitioning of the files) and the `--shard` split.
+//! The output is Hive-style partitions that Spark, DuckDB and polars read directly:
+//!
+//! ```text
+//! <out>/train/shard=NNN/part.parquet    query, pos, hard_neg[], easy_neg[] (+ id)
+//! <out>/rerank/shard=NNN/part.parquet   query, doc, label
+//! <out>/jsonl/{train,rerank}/shard=NNN/part.jsonl
+//! <out>/reports/shard=NNN.json          stats, examples
+//! <out>/reports/shard=NNN.dropped.jsonl every dropped pair, in row order
+//! <out>/train/shard=NNN/_SUCCESS        written last; holds the plan hash
+//! <out>/report.json, report.md, dropped.jsonl   merged over shards
+//! <out>/parts/part=III-of-NNN/          a shard process's sketches.bin, spool/ and _SUCCESS
+//! ```
+//! An output shard whose `_SUCCESS` holds the current plan hash is skipped on a rerun, and a
+//! shard process whose part is complete does nothing. Similarities come from the `[embed]`
+//! endpoint (the shared embeddings client: cache, retries) when the manifest has one, else
+//! from the lexical TF-IDF fallback.
+//!
+//! **What it shares with the build's stage graph, and why it is not in it.** The shard
+//! processes, their parts, part markers and merge are the engine's own ([`crate::shard`]:
+//! [`PartWriter`], [`crate::shard::PartMarker`], [`crate::shard::complete_parts`]), and an
+//! output shard's `_SUCCESS` checks its files the way the artifact store checks a stage's
+//! ([`crate::artifacts::file_intact`], [`crate::engine::FileEntry`]). The three steps are
+//! not [`crate::cli::StageName`]s run by [`super::Engine::run_until`], because:
+//! - the corpus has its own manifest and plan ([`CorpusPlan`]), not a release [`RunPlan`]
+//!   (crate::manifest::RunPlan): none of the build's stages runs before or after it, and the
+//!   engine's loop is the release chain `fetch` … `release` over one plan;
+//! - its output is a Hive-partitioned dataset at `[output] dir` that other tools read, not
+//!   stage directories of the artifact store with a `record.json`, and it must stay
+//!   byte-identical;
+//! - the unit a rerun skips is the output shard (its `_SUCCESS` holds the plan hash and its
+//!   files' hashes), finer than a stage: a whole run keeps no scan or duplicates output (the
+//!   spool is as large as the input and is deleted after the curation), so a per-step record
+//!   would skip nothing that the shard markers do not already skip.
+
+mod curate;
+mod output;
+mod scan;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use rayon::prelude::*;
+use stages::corpus::{self, CorpusReport, Duplicates, ReleaseIndex, Sketches};
+
+use crate::cli::ShardSpec;
+use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan};
+use crate::printer::Printer;
+use crate::shard::{self, PartMarker, PartWriter, part_done, part_name};
+
+/// What a shard process did.
+#[derive(Debug, Clone)]
+pub struct PartOutcome {
+    /// Its slice.
+    pub slice: ShardSpec,
+    /// The part was already complete for this plan: nothing was done.
+    pub already_done: bool,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Input rows read (all of them, in every source; 0 when already done).
+    pub input_rows: u64,
+    /// Rows of its slice (0 when already done).
+    pub rows: u64,
+}
+
+/// A loaded corpus manifest and what derives from it.
+pub struct CorpusRun {
+    manifest: PathBuf,
+    plan: CorpusPlan,
+    /// sha256 of the resolved manifest: outputs and parts made from another plan are redone
+    /// or refused.
+    plan_hash: String,
+    printer: Printer,
+}
+
+impl CorpusRun {
+    /// Load and check the corpus manifest at `manifest`.
+    pub fn load(manifest: &Path, printer: Printer) -> anyhow::Result<CorpusRun> {
+        let plan = CorpusPlan::load(manifest).with_context(|| format!("loading corpus manifest `{}`", manifest.display()))?;
+        let plan_hash = stages::hashing::sha256_hex(serde_json::to_string(&plan.file)?.as_bytes());
+        Ok(CorpusRun { manifest: manifest.to_owned(), plan, plan_hash, printer })
+    }
+
+    fn file(&self) -> &CorpusManifestFile {
+        &self.plan.file
+    }
+
+    fn out(&self) -> &Path {
+        &self.plan.file.output.dir
+    }
+
+    /// Output shards not yet complete for this plan.
+    fn todo(&self) -> anyhow::Result<Vec<u32>> {
+        fs_err::create_dir_all(self.out())?;
+        Ok((0..self.file().output.shards).filter(|&s| !output::shard_done(self.out(), s, &self.plan_hash)).collect())
+    }
+
+    /// All of it in one process: scan every row, find the duplicates, curate. Returns the
+    /// merged report.
+    pub fn whole(&self) -> anyhow::Result<CorpusReport> {
+        let f = self.file();
+        let todo = self.todo()?;
+        if todo.is_empty() {
+            return self.nothing_to_do();
+        }
+        let index = self.release_index()?;
+        let files = scan::fetch_sources(f, &self.out().join(".sources"), &self.printer)?;
+        let spool = self.out().join(".spool");
+        if spool.exists() {
+            fs_err::remove_dir_all(&spool)?;
+        }
+        let sketches = scan::scan(f, &files, ShardSpec { index: 0, count: 1 }, &spool, Some(&todo), &self.printer)?;
+        self.printer.status(format!("read {} pairs; finding duplicates over all of them", sketches.input_rows()));
+        let dups = corpus::find_duplicates(&f.dedup, &[&sketches])?;
+        drop(sketches);
+        self.curate(&index, &dups, &todo, |s| vec![output::spool_path(&spool, s)])?;
+        fs_err::remove_dir_all(&spool)?;
+        output::merge_reports(self.out(), f.output.shards)
+    }
+
+    /// One shard process: scan the rows of slice `slice` into `<out>/parts/part=III-of-NNN/`.
+    pub fn part(&self, slice: ShardSpec) -> anyhow::Result<PartOutcome> {
+        let f = self.file();
+        let name = part_name(slice);
+        let parts = self.out().join("parts");
+        if part_done(&parts, slice, &self.plan_hash) {
+            return Ok(PartOutcome { slice, already_done: true, dir: parts.join(&name), input_rows: 0, rows: 0 });
+        }
+        let part = PartWriter::begin(&parts, slice)?;
+        // Each shard process downloads into its own cache: processes running at once on a
+        // shared file system never write the same download.
+        let files = scan::fetch_sources(f, &self.out().join(".sources").join(&name), &self.printer)?;
+        let sketches = scan::scan(f, &files, slice, &part.path("spool"), None, &self.printer)?;
+        {
+            let path = part.path("sketches.bin");
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, fs_err::File::create(&path)?);
+            sketches.write_to(&mut w).with_context(|| format!("writing `{}`", path.display()))?;
+            w.into_inner().map_err(|e| e.into_error())?;
+        }
+        let (input_rows, rows) = (sketches.input_rows(), sketches.len() as u64);
+        let facts = serde_json::json!({"input_rows": input_rows, "rows": rows});
+        let marker = PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, files: Default::default(), facts: facts.as_object().cloned().unwrap_or_default() };
+        let dir = part.finish(&marker)?;
+        Ok(PartOutcome { slice, already_done: false, dir, input_rows, rows })
+    }
+
+    /// Combine the complete parts of every shard process: refuse while one is missing,
+    /// incomplete or made from another plan. Returns the merged report.
+    pub fn merge(&self) -> anyhow::Result<CorpusReport> {
+        let f = self.file();
+        let todo = self.todo()?;
+        if todo.is_empty() {
+            return self.nothing_to_do();
+        }
+        let parts_dir = self.out().join("parts");
+        let rerun = |i: u32, n: u32| format!("run `coreb corpus {} --shard {i}/{n}`", self.manifest.display());
+        let parts: Vec<PathBuf> = shard::complete_parts(&parts_dir, &self.plan_hash, "corpus", rerun)?.into_iter().map(|(dir, _)| dir).collect();
+        let index = self.release_index()?;
+        let sketches: Vec<Sketches> = parts
+            .par_iter()
+            .map(|dir| {
+                let path = dir.join("sketches.bin");
+                let mut r = std::io::BufReader::with_capacity(1 << 20, fs_err::File::open(&path)?);
+                Sketches::read_from(&mut r).with_context(|| format!("reading `{}`", path.display()))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let refs: Vec<&Sketches> = sketches.iter().collect();
+        self.printer.status(format!("merging {} shard parts: finding duplicates over {} pairs", parts.len(), refs.first().map_or(0, |s| s.input_rows())));
+        let dups = corpus::find_duplicates(&f.dedup, &refs).with_context(|| format!("merging the parts in `{}`", parts_dir.display()))?;
+        drop(sketches);
+        self.curate(&index, &dups, &todo, |s| parts.iter().map(|p| output::spool_path(&p.join("spool"), s)).collect())?;
+        fs_err::remove_dir_all(&parts_dir)?;
+        output::merge_reports(self.out(), f.output.shards)
+    }
+
+    /// Every output shard is complete: only the merged report is (re)written.
+    fn nothing_to_do(&self) -> anyhow::Result<CorpusReport> {
+        let shards = self.file().output.shards;
+        self.printer.status(format!("all {shards} shards complete; nothing to do"));
+        output::merge_reports(self.out(), shards)
+    }
+
+    /// The index of the documents of every release below `releases_dir`.
+    fn release_index(&self) -> anyhow::Result<ReleaseIndex> {
+        let f = self.file();
+        let mut docs = Vec::new();
+        if let Some(dir) = &f.releases_dir {
+            for release in stages::release::find_releases(dir, 0..=3)? {
+                docs.extend(stages::release::release_docs(&release)?);
+            }
+        }
+        let index = ReleaseIndex::build(f.decontaminate.ngram, docs);
+        self.printer.status(format!("indexed {} release documents", index.docs().len()));
+        Ok(index)
+    }
+
+    /// Curate the output shards `todo` (in parallel), reading each one's rows from the spool
+    /// files `spools(shard)`.
+    fn curate(&self, index: &ReleaseIndex, dups: &Duplicates, todo: &[u32], spools: impl Fn(u32) -> Vec<PathBuf> + Sync) -> anyhow::Result<()> {
+        self.printer.status(format!("curating {} shards", todo.len()));
+        let f = self.file();
+        let embedder = curate::Embedder::new(f)?;
+        todo.par_iter().try_for_each(|&s| curate::shard(f, index, embedder.as_ref(), dups, self.out(), &spools(s), s, &self.plan_hash))
+    }
+}

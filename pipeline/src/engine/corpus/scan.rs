@@ -1,0 +1,282 @@
+//! The scan step's runner: fetch the sources, read them into blocks, run
+//! [`stages::corpus::scan`] over batches of blocks in parallel and write each output shard's
+//! spool file.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use rayon::prelude::*;
+use stages::corpus::Sketches;
+use stages::corpus::scan::{Block, BlockOut, Scan, SourceFields, field, is_blank};
+use stages::fetch::{FetchConfig, Location, Source, fetch_source};
+
+use super::output::spool_path;
+use crate::cli::ShardSpec;
+use crate::corpus_manifest::{CorpusManifestFile, SourceFormat, SourceSpec};
+use crate::jsonl::for_each_json;
+use crate::printer::Printer;
+
+/// The local file (or BEIR folder) of every source, in manifest order: `url` sources are
+/// downloaded into `cache` with the fetch stage, and a `sha256` pin is checked either way.
+pub(super) fn fetch_sources(f: &CorpusManifestFile, cache: &Path, printer: &Printer) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::with_capacity(f.sources.len());
+    let mut runtime = None;
+    for s in &f.sources {
+        let location = match (&s.url, &s.path) {
+            (Some(url), _) => Location::Http(url.clone()),
+            (None, Some(path)) if s.sha256.is_some() => Location::Local(path.clone()),
+            (None, Some(path)) => {
+                files.push(path.clone());
+                continue;
+            }
+            (None, None) => bail!("source `{}` has neither `path` nor `url`", s.name),
+        };
+        let what = match &location {
+            Location::Http(url) => url.clone(),
+            Location::Local(path) => path.display().to_string(),
+        };
+        // The download's file name: the source name made safe plus a hash of it (two names
+        // may make the same safe name), and the URL's `.gz` kept so that the reader knows to
+        // decompress. It never ends in `.url` or `.part`, the fetch stage's own files.
+        let safe: String = s.name.chars().map(|c| if c.is_ascii_alphanumeric() || "_-".contains(c) { c } else { '_' }).collect();
+        let tag = &stages::hashing::sha256_hex(s.name.as_bytes())[..8];
+        let name = format!("{safe}-{tag}{}", if what.ends_with(".gz") { ".gz" } else { "" });
+        let source = Source { name, location, sha256: s.sha256.clone() };
+        let runtime = match &mut runtime {
+            Some(r) => r,
+            None => runtime.insert(tokio::runtime::Builder::new_current_thread().enable_all().build()?),
+        };
+        let bar = printer.progress(None, &s.name, true);
+        let fetched = runtime
+            .block_on(fetch_source(&FetchConfig::default(), &source, cache, &bar))
+            .with_context(|| format!("fetching source `{}` (`{what}`)", s.name))?;
+        bar.finish_and_clear();
+        if fetched.downloaded > 0 {
+            printer.status(format!("downloaded source `{}`: {} bytes", s.name, fetched.downloaded));
+        }
+        files.push(fetched.path);
+    }
+    Ok(files)
+}
+
+/// Blocks waiting to be processed together, the scan they feed and the spool files it fills
+/// (one per output shard; `None` for a shard not wanted).
+struct Batch<'a> {
+    scan: Scan,
+    sources: Vec<SourceFields<'a>>,
+    blocks: Vec<(Block, u64, u64)>,
+    size: usize,
+    writers: Vec<Option<(PathBuf, BufWriter<fs_err::File>)>>,
+    bar: indicatif::ProgressBar,
+}
+
+impl Batch<'_> {
+    /// Queue a block of `rows` input rows; process the batch when it is full.
+    fn push(&mut self, block: Block, rows: u64) -> anyhow::Result<()> {
+        let seq = self.scan.rows() + self.blocks.iter().map(|b| b.2).sum::<u64>();
+        self.blocks.push((block, seq, rows));
+        if self.blocks.len() >= self.size { self.flush() } else { Ok(()) }
+    }
+
+    /// Process the queued blocks in parallel, then take their results in input order.
+    fn flush(&mut self) -> anyhow::Result<()> {
+        let blocks = std::mem::take(&mut self.blocks);
+        let scan = &self.scan;
+        let sources = &self.sources;
+        let outs: Vec<Result<BlockOut, _>> = blocks.par_iter().map(|(b, seq, _)| scan.process(sources, b, *seq)).collect();
+        for ((block, _, rows), out) in blocks.into_iter().zip(outs) {
+            let out = out?;
+            self.scan.append(&out, rows);
+            for (w, bytes) in self.writers.iter_mut().zip(&out.spool) {
+                if let Some((path, w)) = w {
+                    w.write_all(bytes).with_context(|| format!("writing `{}`", path.display()))?;
+                }
+            }
+            if let Block::Jsonl { bytes, .. } = block {
+                self.bar.inc(bytes.len() as u64);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Rows per [`Block::Rows`].
+const ROWS_PER_BLOCK: usize = 8192;
+
+/// Stream every source: the rows of `slice` are sketched and spooled into `spool_dir` (one
+/// file per output shard; only those of `todo` when given). Returns the sketches.
+pub(super) fn scan(f: &CorpusManifestFile, files: &[PathBuf], slice: ShardSpec, spool_dir: &Path, todo: Option<&[u32]>, printer: &Printer) -> anyhow::Result<Sketches> {
+    fs_err::create_dir_all(spool_dir)?;
+    let writers = (0..f.output.shards)
+        .map(|s| {
+            if todo.is_some_and(|t| !t.contains(&s)) {
+                return Ok(None);
+            }
+            let path = spool_path(spool_dir, s);
+            let mut w = BufWriter::with_capacity(1 << 16, fs_err::File::create(&path)?);
+            w.write_all(stages::corpus::spool::MAGIC)?;
+            Ok(Some((path, w)))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let total: u64 = f.sources.iter().zip(files).filter(|(s, _)| s.format == SourceFormat::Jsonl).filter_map(|(_, p)| fs_err::metadata(p).ok()).map(|m| m.len()).sum();
+    let wanted = writers.iter().map(Option::is_some).collect();
+    let sources = f
+        .sources
+        .iter()
+        .zip(files)
+        .map(|(s, p)| SourceFields { name: &s.name, path: p, text: &s.text_field, code: &s.code_field, id: s.id_field.as_deref() })
+        .collect();
+    let mut batch = Batch {
+        scan: Scan::new(&f.dedup, (slice.index, slice.count), wanted),
+        sources,
+        blocks: Vec::new(),
+        size: 2 * rayon::current_num_threads(),
+        writers,
+        bar: printer.progress(Some(total), "reading", true),
+    };
+    for (i, (source, path)) in f.sources.iter().zip(files).enumerate() {
+        read_source(i, source, path, &mut batch).with_context(|| format!("reading source `{}` (`{}`)", source.name, path.display()))?;
+    }
+    batch.flush()?;
+    let Batch { scan, writers, bar, .. } = batch;
+    bar.finish_and_clear();
+    for (path, w) in writers.into_iter().flatten() {
+        w.into_inner().map_err(|e| e.into_error()).with_context(|| format!("writing `{}`", path.display()))?;
+    }
+    Ok(scan.finish())
+}
+
+/// Queue the rows of one source (`source`-th of the manifest, read from `path`, its local
+/// file or folder).
+fn read_source(source: usize, s: &SourceSpec, path: &Path, batch: &mut Batch<'_>) -> anyhow::Result<()> {
+    match s.format {
+        SourceFormat::Jsonl => {
+            let file = fs_err::File::open(path)?;
+            let reader: Box<dyn Read> =
+                if path.extension().is_some_and(|e| e == "gz") { Box::new(flate2::read::MultiGzDecoder::new(file)) } else { Box::new(file) };
+            read_jsonl(source, path, reader, batch)
+        }
+        SourceFormat::Parquet => {
+            let mut cols = vec![s.text_field.as_str(), s.code_field.as_str()];
+            if let Some(id) = &s.id_field {
+                cols.push(id);
+            }
+            let mut rows = Vec::with_capacity(ROWS_PER_BLOCK);
+            let mut failed = None;
+            stages::tables::columns::for_each_row(path, &cols, |row, mut v| {
+                if failed.is_some() {
+                    return;
+                }
+                let id = if v.len() > 2 { v.pop().unwrap_or_default() } else { row.to_string() };
+                let code = v.pop().unwrap_or_default();
+                let text = v.pop().unwrap_or_default();
+                rows.push((format!("{}:{id}", s.name), text, code));
+                if rows.len() == ROWS_PER_BLOCK {
+                    let n = rows.len() as u64;
+                    if let Err(e) = batch.push(Block::Rows { rows: std::mem::replace(&mut rows, Vec::with_capacity(ROWS_PER_BLOCK)) }, n) {
+                        failed = Some(e);
+                    }
+                }
+            })?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            let n = rows.len() as u64;
+            batch.push(Block::Rows { rows }, n)
+        }
+        SourceFormat::Beir => {
+            let rows = read_beir(s, path)?;
+            for chunk in rows.chunks(ROWS_PER_BLOCK) {
+                batch.push(Block::Rows { rows: chunk.to_vec() }, chunk.len() as u64)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Bytes of JSONL per block; a batch of blocks is parsed in parallel.
+const BLOCK: usize = 4 << 20;
+
+/// Read JSONL in blocks of whole lines, queued for parallel parsing with the number of rows
+/// (non-blank lines) each holds, so that every row knows its position in the input.
+fn read_jsonl(source: usize, path: &Path, mut reader: Box<dyn Read>, batch: &mut Batch<'_>) -> anyhow::Result<()> {
+    let mut carry: Vec<u8> = Vec::new();
+    let mut lines_before = 0usize;
+    loop {
+        let mut buf = std::mem::take(&mut carry);
+        let mut eof = false;
+        // Read until the block holds a whole line past BLOCK bytes, or the file ends.
+        loop {
+            let want = BLOCK.max(buf.len() + 1) - buf.len();
+            let n = (&mut reader).take(want as u64).read_to_end(&mut buf).with_context(|| format!("reading `{}`", path.display()))?;
+            if n == 0 {
+                eof = true;
+                break;
+            }
+            if let Some(last) = memchr::memrchr(b'\n', &buf) {
+                carry.extend_from_slice(&buf[last + 1..]);
+                buf.truncate(last + 1);
+                break;
+            }
+        }
+        if !buf.is_empty() {
+            let (mut lines, mut rows, mut start) = (0usize, 0u64, 0usize);
+            for end in memchr::memchr_iter(b'\n', &buf).chain((buf.last() != Some(&b'\n')).then_some(buf.len())) {
+                lines += 1;
+                rows += u64::from(!is_blank(&buf[start..end]));
+                start = end + 1;
+            }
+            batch.push(Block::Jsonl { source, first_line: lines_before, bytes: buf }, rows)?;
+            lines_before += lines;
+        }
+        if eof {
+            return Ok(());
+        }
+    }
+}
+
+/// A BEIR folder: one pair per positive qrel (`<name>:<query id>:<doc id>`, text, code), in
+/// qrels order.
+fn read_beir(s: &SourceSpec, dir: &Path) -> anyhow::Result<Vec<(String, String, String)>> {
+    let qrels_path = dir.join("qrels").join(format!("{}.tsv", s.split));
+    let mut qrels = Vec::new();
+    for (i, line) in fs_err::read_to_string(&qrels_path)?.lines().enumerate() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if i == 0 && cols.first() == Some(&"query-id") {
+            continue;
+        }
+        let [q, d, score] = cols[..] else { bail!("`{}`:{}: expected 3 tab-separated columns", qrels_path.display(), i + 1) };
+        let score: i64 = score.trim().parse().with_context(|| format!("`{}`:{}: score `{score}`", qrels_path.display(), i + 1))?;
+        if score > 0 {
+            qrels.push((q.to_owned(), d.to_owned()));
+        }
+    }
+    let wanted_q: HashSet<&str> = qrels.iter().map(|(q, _)| q.as_str()).collect();
+    let wanted_d: HashSet<&str> = qrels.iter().map(|(_, d)| d.as_str()).collect();
+    let queries = read_beir_texts(&dir.join("queries.jsonl"), &wanted_q)?;
+    let docs = read_beir_texts(&dir.join("corpus.jsonl"), &wanted_d)?;
+    let mut rows = Vec::with_capacity(qrels.len());
+    for (q, d) in &qrels {
+        let (Some(text), Some(code)) = (queries.get(q), docs.get(d)) else {
+            bail!("`{}`: qrel `{q}` → `{d}` names a query or document that does not exist", qrels_path.display());
+        };
+        rows.push((format!("{}:{q}:{d}", s.name), text.clone(), code.clone()));
+    }
+    Ok(rows)
+}
+
+/// The `text` of the rows of a BEIR JSONL file (`queries.jsonl`, `corpus.jsonl`) whose `_id`
+/// is `wanted`.
+fn read_beir_texts(path: &Path, wanted: &HashSet<&str>) -> anyhow::Result<HashMap<String, String>> {
+    let mut texts = HashMap::new();
+    for_each_json(path, |line, obj| {
+        let id = field(&obj, "_id", path, line)?;
+        if wanted.contains(id.as_str()) {
+            texts.insert(id, field(&obj, "text", path, line)?);
+        }
+        Ok(())
+    })?;
+    Ok(texts)
+}

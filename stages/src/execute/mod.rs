@@ -589,7 +589,7 @@ pub fn execute_streaming(
                 work.push((slot, harness, tests.clone()));
             }
         }
-        let done: Vec<(usize, Result<(SolutionResult, u64), ExecuteError>)> = pool.install(|| {
+        let done: Vec<(usize, Judged)> = pool.install(|| {
             work.par_iter()
                 .map(|(slot, harness, tests)| {
                     let result = judge_solution(config, sandbox, &solutions[*slot], harness, tests, root.path(), *slot);
@@ -642,6 +642,9 @@ pub fn execute_streaming(
     stats.solutions_without_problem = without_problem.len();
     Ok(ExecuteOutput { results, without_problem, stats, checks })
 }
+
+/// One solution's result and the CPU milliseconds its runs took, or the stage's error.
+type Judged = Result<(SolutionResult, u64), ExecuteError>;
 
 /// A problem's tests, public then private, borrowed.
 fn tests_of(p: &Problem) -> Vec<&TestCase> {

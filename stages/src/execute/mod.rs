@@ -357,6 +357,43 @@ fn all_tests(tests: &[(u32, &TestCase)], verdict: Verdict) -> Vec<TestResult> {
     tests.iter().map(|&(index, _)| TestResult { index, verdict, wall_ms: 0, cpu_ms: 0, peak_memory_kb: 0 }).collect()
 }
 
+/// Compile `src_inside` in the sandbox: the compiler's message when it failed (the
+/// solution's `compile_error`), and the CPU milliseconds it took.
+#[allow(clippy::too_many_arguments)]
+fn compile(
+    toolchain: &Toolchain,
+    sandbox: &Sandbox,
+    solution: &Solution,
+    src_inside: &str,
+    main_class: &str,
+    env: &[(String, String)],
+    dir: &Path,
+    cache: Option<&Path>,
+) -> Result<(Option<String>, u64), ExecuteError> {
+    let limits = &toolchain.compile_limits;
+    let program = Program {
+        argv: toolchain.compile.iter().map(|a| fill(a, src_inside, main_class, limits.memory_mb)).collect(),
+        env: env.to_vec(),
+        stdin: b"",
+        dir,
+        access: DirAccess::Writable,
+        cache,
+    };
+    let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox {
+        solution: solution.id.clone(),
+        step: "compile".into(),
+        source,
+    })?;
+    if outcome.success() {
+        return Ok((None, outcome.cpu_ms));
+    }
+    let mut message = excerpt(&outcome.stderr);
+    if message.trim().is_empty() {
+        message = format!("compiler ended with {:?} (limit {:?})", outcome.status, outcome.limit);
+    }
+    Ok((Some(message), outcome.cpu_ms))
+}
+
 fn judge_in(
     toolchain: &Toolchain,
     sandbox: &Sandbox,
@@ -402,26 +439,9 @@ fn judge_in(
     let env: Vec<(String, String)> = toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
 
     if !toolchain.compile.is_empty() {
-        let limits = &toolchain.compile_limits;
-        let program = Program {
-            argv: toolchain.compile.iter().map(|a| fill(a, &src_inside, &main_class, limits.memory_mb)).collect(),
-            env: env.clone(),
-            stdin: b"",
-            dir,
-            access: DirAccess::Writable,
-            cache: cache.as_deref(),
-        };
-        let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox {
-            solution: solution.id.clone(),
-            step: "compile".into(),
-            source,
-        })?;
-        cpu_ms += outcome.cpu_ms;
-        if !outcome.success() {
-            let mut message = excerpt(&outcome.stderr);
-            if message.trim().is_empty() {
-                message = format!("compiler ended with {:?} (limit {:?})", outcome.status, outcome.limit);
-            }
+        let (failure, compile_ms) = compile(toolchain, sandbox, solution, &src_inside, &main_class, &env, dir, cache.as_deref())?;
+        cpu_ms += compile_ms;
+        if let Some(message) = failure {
             return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, cpu_ms));
         }
     }
@@ -555,53 +575,16 @@ pub fn execute_streaming(
         .build()
         .map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
     let window = 2 * pool.current_num_threads().max(1);
+    let judge = WindowJudge { config, sandbox, solutions, slots_of: &slots_of, to_check: &to_check, root: root.path(), pool: &pool, progress };
     let mut judged: Vec<Option<(SolutionResult, u64)>> = (0..solutions.len()).map(|_| None).collect();
     let mut checks: Vec<recheck::ProblemCheck> = Vec::new();
     let mut windows = 0usize;
     let mut judge_window = |batch: &mut Vec<Problem>| -> Result<(), ExecuteError> {
-        let harnesses: Vec<Harness> = batch.iter().map(Harness::of).collect();
-        // The re-check of the window's problems first: it decides which tests are judged.
-        let checking: Vec<(&recheck::RecheckProblem, Vec<&TestCase>, &Harness)> = batch
-            .iter()
-            .zip(&harnesses)
-            .filter_map(|(p, h)| to_check.get(&p.id).map(|r| (*r, tests_of(p), h)))
-            .collect();
-        let references = root.path().join(format!("references-{windows}"));
+        let (done, window_checks) = judge.window(batch, windows)?;
         windows += 1;
-        let window_checks = if checking.is_empty() {
-            Vec::new()
-        } else {
-            fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io { path: references.clone(), source: e })?;
-            pool.install(|| recheck::recheck(config, sandbox, &checking, &references))?
-        };
-        let checked: HashMap<&ProblemId, &recheck::ProblemCheck> = checking.iter().map(|(r, ..)| &r.problem_id).zip(&window_checks).collect();
-        // Each solution borrows its problem's tests (one pointer per test, no copies), less the
-        // tests the re-check rejected; a problem rejected whole judges none of its solutions.
-        let mut work: Vec<(usize, &Harness, IndexedTests)> = Vec::new();
-        for (p, harness) in batch.iter().zip(&harnesses) {
-            let check = checked.get(&p.id);
-            if check.is_some_and(|c| c.rejected_whole) {
-                continue;
-            }
-            let rejected = check.map(|c| c.rejected()).unwrap_or_default();
-            let tests: IndexedTests = tests_of(p).into_iter().enumerate().map(|(i, t)| (i as u32, t)).filter(|(i, _)| !rejected.contains(i)).collect();
-            for &slot in slots_of.get(&p.id).into_iter().flatten() {
-                work.push((slot, harness, tests.clone()));
-            }
-        }
-        let done: Vec<(usize, Judged)> = pool.install(|| {
-            work.par_iter()
-                .map(|(slot, harness, tests)| {
-                    let result = judge_solution(config, sandbox, &solutions[*slot], harness, tests, root.path(), *slot);
-                    progress();
-                    (*slot, result)
-                })
-                .collect()
-        });
         for (slot, result) in done {
             judged[slot] = Some(result?);
         }
-        drop(checked);
         checks.extend(window_checks);
         batch.clear();
         Ok(())
@@ -621,7 +604,77 @@ pub fn execute_streaming(
     judge_window(&mut batch)?;
     // The checks by problem id, whatever the order problems came in.
     checks.sort_by(|a, b| a.tests.first().map(|t| &t.problem_id).cmp(&b.tests.first().map(|t| &t.problem_id)));
+    let (results, without_problem, stats) = tally(solutions, judged);
+    Ok(ExecuteOutput { results, without_problem, stats, checks })
+}
 
+/// A window's results (by index in `solutions`) and its problems' checks.
+type Window = (Vec<(usize, Judged)>, Vec<recheck::ProblemCheck>);
+
+/// What judging one window of problems needs.
+struct WindowJudge<'a> {
+    config: &'a ExecuteConfig,
+    sandbox: &'a Sandbox,
+    solutions: &'a [Solution],
+    /// Each problem's solutions, by their index in `solutions`.
+    slots_of: &'a HashMap<&'a ProblemId, Vec<usize>>,
+    /// The problems whose changed tests are re-checked.
+    to_check: &'a HashMap<&'a ProblemId, &'a recheck::RecheckProblem>,
+    root: &'a Path,
+    pool: &'a rayon::ThreadPool,
+    progress: &'a (dyn Fn() + Sync),
+}
+
+impl WindowJudge<'_> {
+    /// Re-check the window's problems, then judge their solutions on the tests left: each
+    /// solution's result by its index in `solutions`, and the window's checks.
+    fn window(&self, batch: &[Problem], index: usize) -> Result<Window, ExecuteError> {
+        let harnesses: Vec<Harness> = batch.iter().map(Harness::of).collect();
+        let checks = self.recheck(batch, &harnesses, index)?;
+        let checked: HashMap<&ProblemId, &recheck::ProblemCheck> = checks.iter().filter_map(|c| c.tests.first().map(|t| (&t.problem_id, c))).collect();
+        // Each solution borrows its problem's tests (one pointer per test, no copies), less the
+        // tests the re-check rejected; a problem rejected whole judges none of its solutions.
+        let mut work: Vec<(usize, &Harness, IndexedTests)> = Vec::new();
+        for (p, harness) in batch.iter().zip(&harnesses) {
+            let check = checked.get(&p.id);
+            if check.is_some_and(|c| c.rejected_whole) {
+                continue;
+            }
+            let rejected = check.map(|c| c.rejected()).unwrap_or_default();
+            let tests: IndexedTests = tests_of(p).into_iter().enumerate().map(|(i, t)| (i as u32, t)).filter(|(i, _)| !rejected.contains(i)).collect();
+            for &slot in self.slots_of.get(&p.id).into_iter().flatten() {
+                work.push((slot, harness, tests.clone()));
+            }
+        }
+        let done = self.pool.install(|| {
+            work.par_iter()
+                .map(|(slot, harness, tests)| {
+                    let result = judge_solution(self.config, self.sandbox, &self.solutions[*slot], harness, tests, self.root, *slot);
+                    (self.progress)();
+                    (*slot, result)
+                })
+                .collect()
+        });
+        drop(checked);
+        Ok((done, checks))
+    }
+
+    /// The re-check of the window's problems that have changed tests (in window order).
+    fn recheck(&self, batch: &[Problem], harnesses: &[Harness], index: usize) -> Result<Vec<recheck::ProblemCheck>, ExecuteError> {
+        let checking: Vec<(&recheck::RecheckProblem, Vec<&TestCase>, &Harness)> =
+            batch.iter().zip(harnesses).filter_map(|(p, h)| self.to_check.get(&p.id).map(|r| (*r, tests_of(p), h))).collect();
+        if checking.is_empty() {
+            return Ok(Vec::new());
+        }
+        let references = self.root.join(format!("references-{index}"));
+        fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io { path: references.clone(), source: e })?;
+        self.pool.install(|| recheck::recheck(self.config, self.sandbox, &checking, &references))
+    }
+}
+
+/// The results in the order of `solutions` (those never judged: without a problem, or of a
+/// problem rejected whole) and their counts.
+fn tally(solutions: &[Solution], judged: Vec<Option<(SolutionResult, u64)>>) -> (Vec<SolutionResult>, Vec<SolutionId>, ExecuteStats) {
     let mut stats = ExecuteStats::default();
     let mut results = Vec::with_capacity(solutions.len());
     let mut without_problem = Vec::new();
@@ -640,7 +693,7 @@ pub fn execute_streaming(
         results.push(result);
     }
     stats.solutions_without_problem = without_problem.len();
-    Ok(ExecuteOutput { results, without_problem, stats, checks })
+    (results, without_problem, stats)
 }
 
 /// One solution's result and the CPU milliseconds its runs took, or the stage's error.

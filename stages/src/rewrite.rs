@@ -691,7 +691,7 @@ mod tests {
             // The bijected test asks for a reference of the original, then its adaptation.
             LlmStage::Reference => {
                 let user = &r.messages.last().unwrap().content;
-                assert!(user.contains("Reverse the word.") && user.contains("def reverseWord") && user.contains("one JSON value per"), "{user}");
+                assert!(user.contains("Reverse the word.") && user.contains("def reverseWord") && user.contains("Write the solution only"), "{user}");
                 "Here it is.\n<code>print('original')</code>".into()
             }
             LlmStage::AdaptReference => {

@@ -19,7 +19,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use stages::execute::{ExecuteConfig, execute, outputs_match, functional_outputs_match};
+use stages::execute::driver::assemble;
+use stages::execute::{ExecuteConfig, Harness, execute, outputs_match, functional_outputs_match};
 use stages::ingest::{IngestConfig, decode_row};
 use stages::problem::{Problem, TestCase, TestType};
 use coreb_sandbox::{Sandbox, SandboxConfig};
@@ -63,14 +64,16 @@ impl Figures {
 }
 
 /// One unsandboxed process chain per test, recompiling every time.
-fn naive_test(solution: &Solution, test: &TestCase) -> bool {
+/// `program` is what the judge compiles for `solution`: the solution itself, or for a LeetCode
+/// problem the solution inside its language's driver.
+fn naive_test(solution: &Solution, program: &str, test: &TestCase) -> bool {
     let Ok(dir) = tempfile::tempdir() else { return false };
-    let main_class = stages::execute::java_main_class(&solution.code);
+    let main_class = stages::execute::java_main_class(program);
     let file = match solution.language {
         Language::Java => format!("{main_class}.java"),
         l => format!("main.{}", l.extension()),
     };
-    if std::fs::write(dir.path().join(&file), &solution.code).is_err() {
+    if std::fs::write(dir.path().join(&file), program).is_err() {
         return false;
     }
     let script = match solution.language {
@@ -170,9 +173,16 @@ fn main() {
     if skip_naive {
         return;
     }
+    // The same programs the judge compiles (a LeetCode solution inside its driver).
+    let harness: std::collections::HashMap<_, _> = problems.iter().map(|p| (p.id.clone(), Harness::of(p))).collect();
+    let program = |s: &Solution| match harness.get(&s.problem_id) {
+        Some(Harness::Driver(signature)) => assemble(&s.code, s.language, signature),
+        _ => s.code.clone(),
+    };
+    let pairs: Vec<(&Solution, String, &TestCase)> = pairs.iter().map(|(s, t)| (*s, program(s), *t)).collect();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build().expect("pool");
     let (cpu0, t0) = (children_cpu(), Instant::now());
-    let passed = pool.install(|| pairs.par_iter().filter(|(s, t)| naive_test(s, t)).count());
+    let passed = pool.install(|| pairs.par_iter().filter(|(s, p, t)| naive_test(s, p, t)).count());
     let naive = Figures { name: "naive", pairs: pairs.len(), passed, wall: t0.elapsed(), cpu: children_cpu() - cpu0 };
 
     naive.print(cores);

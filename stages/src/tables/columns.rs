@@ -118,6 +118,12 @@ pub fn cell_error(path: &Path, row: usize, column: &str, reason: String) -> Tabl
     TableError::Column { path: path.to_owned(), row, column: column.to_owned(), reason }
 }
 
+/// Row `row` of a string column that must hold a value; a null (or a missing row) is an
+/// error naming the file, the row and the column.
+pub fn required_string(values: &[Option<String>], path: &Path, row: usize, column: &str) -> Result<String, TableError> {
+    values.get(row).cloned().flatten().ok_or_else(|| cell_error(path, row, column, "null".into()))
+}
+
 /// Read a whole Parquet table as columns (string, integer and boolean columns; a column of
 /// another type is an error naming it), each keeping its field's nullability.
 pub fn read(path: &Path) -> Result<Vec<Column>, TableError> {

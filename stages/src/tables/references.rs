@@ -58,7 +58,7 @@ pub fn read_references(path: &Path) -> Result<Vec<ReferenceRow>, TableError> {
     let (problem, origins, model, original, adapted) = (text("problem_id")?, text("test_origins")?, text("reference_model")?, text("reference")?, text("adapted_reference")?);
     let mut rows = Vec::with_capacity(problem.len());
     for r in 0..problem.len() {
-        let required = |v: &[Option<String>], name: &str| v.get(r).cloned().flatten().ok_or_else(|| bad(r, name, "null".into()));
+        let required = |v: &[Option<String>], name: &str| columns::required_string(v, path, r, name);
         let test_origins = required(origins, "test_origins")?
             .split(',')
             .filter(|o| !o.is_empty())

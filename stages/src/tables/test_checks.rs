@@ -39,7 +39,7 @@ pub fn read_test_checks(path: &Path) -> Result<Vec<TestCheck>, TableError> {
     let index = columns::integers(&cols, path, "test_index")?;
     let mut rows = Vec::with_capacity(problem.len());
     for r in 0..problem.len() {
-        let value = |v: &[Option<String>], name: &str| v.get(r).cloned().flatten().ok_or_else(|| bad(r, name, "null".into()));
+        let value = |v: &[Option<String>], name: &str| columns::required_string(v, path, r, name);
         let origin_text = value(origin, "origin")?;
         let outcome_text = value(outcome, "outcome")?;
         rows.push(TestCheck {

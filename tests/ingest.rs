@@ -212,7 +212,7 @@ fn same_input_same_bytes_whatever_the_jobs() {
     let dir = tempfile::tempdir().unwrap();
     let m = manifest(dir.path(), &fixture_data(LCB), "");
     let mut digests = Vec::new();
-    for jobs in ["1", "2"] {
+    for jobs in ["1", "2", "5"] {
         let _ = fs_err::remove_dir_all(dir.path().join("build"));
         let out = run(coreb().args(["build", "--until", "filter", "--jobs", jobs]).arg(&m));
         assert!(out.status.success(), "{}", text(&out));
@@ -223,14 +223,44 @@ fn same_input_same_bytes_whatever_the_jobs() {
         digests.push(files);
     }
     assert_eq!(digests[0], digests[1]);
+    assert_eq!(digests[0], digests[2]);
+}
+
+/// Workers decode rows out of order; what they report must not depend on which finished first.
+#[test]
+fn the_first_bad_row_in_input_order_is_reported_whatever_the_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = shared_lines(300);
+    // A late bad row that fails fast, behind an early one that needs its whole row parsed.
+    lines[240] = "not json at all".into();
+    lines[60] = lines[60].replace("\"difficulty\"", "\"hardness\"");
+    lines[150] = lines[150].replace("\"platform\": \"", "\"platform\": \"not-");
+    for jobs in ["1", "3", "8"] {
+        let (ok, stderr) = ingest_lines_with(dir.path(), &lines, "", &["--jobs", jobs]);
+        assert!(!ok);
+        assert!(stderr.contains("bad.jsonl:61: `difficulty`"), "jobs = {jobs}: {stderr}");
+        let (ok, _) = ingest_lines_with(dir.path(), &lines, "[stages.ingest]\non_bad_row = \"skip\"\n", &["--jobs", jobs]);
+        assert!(ok);
+        let report = fs_err::read_to_string(dir.path().join("build/artifacts/ingest/rejections.jsonl")).unwrap();
+        let listed: Vec<u64> = report.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["line"].as_u64().unwrap()).collect();
+        assert_eq!(listed, [61, 151, 241], "jobs = {jobs}");
+        let kept = problems(dir.path(), "ingest");
+        let expected: Vec<String> = raw_rows().iter().take(300).enumerate().filter(|(i, _)| ![60, 150, 240].contains(i)).map(|(_, r)| r["question_id"].as_str().unwrap().to_owned()).collect();
+        assert_eq!(kept.iter().map(|p| p.question_id.clone()).collect::<Vec<_>>(), expected, "jobs = {jobs}");
+    }
 }
 
 /// Write `lines` as a source, ingest it, return (success, stderr).
 fn ingest_lines(dir: &Path, lines: &[String], extra: &str) -> (bool, String) {
+    ingest_lines_with(dir, lines, extra, &[])
+}
+
+/// [`ingest_lines`] with more arguments (`--jobs N`).
+fn ingest_lines_with(dir: &Path, lines: &[String], extra: &str, args: &[&str]) -> (bool, String) {
     let source = dir.join("bad.jsonl");
     fs_err::write(&source, lines.join("\n") + "\n").unwrap();
     let m = manifest(dir, &source, extra);
-    let out = run(coreb().arg("ingest").arg(&m));
+    let out = run(coreb().arg("ingest").args(args).arg(&m));
     (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 

@@ -203,7 +203,7 @@ pub fn decode_private_tests(value: &str, max_bytes: u64) -> Result<Vec<TestCase>
         return Err(RowError::new(FIELD, format!("decompresses to more than {max_bytes} bytes (`max_field_bytes`)")));
     }
     let json = pickle::unpickle_str(&pickled).map_err(|e| RowError::new(FIELD, format!("bad pickle: {e}")))?;
-    parse_tests(&json, FIELD)
+    parse_tests(json, FIELD)
 }
 
 /// Where an ingested row went.

@@ -87,18 +87,18 @@ impl<'a> Cursor<'a> {
         Ok(u64::from_le_bytes(a))
     }
 
-    fn string(&mut self, len: u64) -> Result<String, PickleError> {
+    fn string(&mut self, len: u64) -> Result<&'a str, PickleError> {
         let start = self.pos;
         let len = usize::try_from(len).map_err(|_| PickleError::Truncated { offset: start })?;
         let bytes = self.take(len)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| PickleError::Utf8 { offset: start })
+        std::str::from_utf8(bytes).map_err(|_| PickleError::Utf8 { offset: start })
     }
 }
 
-/// Read a pickle that holds exactly one `str` and return it.
-pub fn unpickle_str(data: &[u8]) -> Result<String, PickleError> {
+/// Read a pickle that holds exactly one `str` and return it, borrowed from `data`.
+pub fn unpickle_str(data: &[u8]) -> Result<&str, PickleError> {
     let mut cur = Cursor { data, pos: 0 };
-    let mut stack: Vec<String> = Vec::new();
+    let mut stack: Vec<&str> = Vec::new();
     loop {
         let offset = cur.pos;
         let opcode = cur.u8()?;

@@ -87,6 +87,30 @@ pub fn problems_schema() -> SchemaRef {
     ]))
 }
 
+/// The problems table's Parquet properties: those of every table, but Zstandard (level 1)
+/// pages, and neither dictionaries nor statistics for the test strings.
+///
+/// Tests are mostly numbers: Snappy, which only finds repeats, shrank them by 12 % at a fifth
+/// of `ingest`'s CPU, where Zstandard's entropy coding halves them for less (`bench/ingest`,
+/// issue #13); every later stage reads and hashes the smaller file. A dictionary of
+/// megabyte-long strings is never used, and their min/max say nothing.
+fn problems_properties() -> parquet::file::properties::WriterProperties {
+    use parquet::basic::{Compression, ZstdLevel};
+    use parquet::file::properties::EnabledStatistics;
+    use parquet::schema::types::ColumnPath;
+    let level = ZstdLevel::try_new(1).expect("1 is a Zstandard level");
+    let mut props = super::writer_properties().into_builder().set_compression(Compression::ZSTD(level));
+    for tests in ["public_tests", "private_tests"] {
+        for field in ["input", "output"] {
+            let path = ColumnPath::new(vec![tests.into(), "list".into(), "item".into(), field.into()]);
+            props = props
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_statistics_enabled(path, EnabledStatistics::None);
+        }
+    }
+    props.build()
+}
+
 /// Streams problems into a Parquet file.
 pub struct ProblemWriter {
     writer: super::TableFile,
@@ -99,7 +123,7 @@ impl ProblemWriter {
     /// Start the table at `path`: it replaces any file there only on [`ProblemWriter::finish`]
     /// (atomically and durably), and a writer dropped before leaves nothing.
     pub fn create(path: &Path) -> Result<Self, TableError> {
-        let writer = super::TableFile::create(path, problems_schema(), super::writer_properties())?;
+        let writer = super::TableFile::create(path, problems_schema(), problems_properties())?;
         Ok(ProblemWriter { writer, pending: Vec::new(), pending_bytes: 0, rows: 0 })
     }
 
@@ -146,8 +170,10 @@ fn text_bytes(p: &Problem) -> usize {
     p.question_content.len() + p.question_title.len() + p.starter_code.len() + p.metadata.len() + 128 + tests
 }
 
-fn strings<'a>(values: impl Iterator<Item = &'a str>) -> ArrayRef {
-    let mut b = StringBuilder::new();
+fn strings<'a>(values: impl Iterator<Item = &'a str> + Clone) -> ArrayRef {
+    // Sized up front: test columns hold hundreds of MB, and growing them copies.
+    let (count, bytes) = values.clone().fold((0, 0), |(n, b), v| (n + 1, b + v.len()));
+    let mut b = StringBuilder::with_capacity(count, bytes);
     for v in values {
         b.append_value(v);
     }

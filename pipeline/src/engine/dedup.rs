@@ -7,7 +7,8 @@ use anyhow::{Context, bail};
 use stages::dedup::{DedupOutput, Item, Origin, dedup};
 use stages::hashing::sha256_file;
 use stages::problem::Problem;
-use stages::tables::{ProblemReader, ProblemWriter};
+use stages::tables::ProblemReader;
+use stages::tables::problems::copy_rows;
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
@@ -60,11 +61,13 @@ pub(super) fn run(engine: &Engine, ingest: &StageRecord) -> anyhow::Result<Stage
         return Ok(hit);
     }
     let input = engine.output(ingest, "problems")?;
-    let current: Vec<Item> =
-        ProblemReader::open(&input)?.map(|p| p.map(|p| item(p, Origin::Current))).collect::<Result<_, _>>()?;
+    // Statements only: the tests are copied with the kept rows, never decoded here.
+    let current: Vec<Item> = ProblemReader::open_without_test_bodies(&input)?
+        .map(|p| p.map(|p| item(p, Origin::Current)))
+        .collect::<Result<_, _>>()?;
     let mut earlier = Vec::new();
     for release in &published {
-        for p in ProblemReader::open(&release.path)? {
+        for p in ProblemReader::open_without_test_bodies(&release.path)? {
             earlier.push(item(p?, Origin::Release(release.version.clone())));
         }
     }
@@ -72,16 +75,7 @@ pub(super) fn run(engine: &Engine, ingest: &StageRecord) -> anyhow::Result<Stage
     drop(current);
 
     let writer = engine.store.begin(StageName::Dedup.as_str())?;
-    let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
-    let mut keep = kept_rows.iter().copied().peekable();
-    for (row, problem) in ProblemReader::open(&input)?.enumerate() {
-        let problem = problem?;
-        if keep.peek() == Some(&row) {
-            keep.next();
-            table.write(problem)?;
-        }
-    }
-    table.finish()?;
+    copy_rows(&input, &writer.path("problems.parquet"), |row| kept_rows.binary_search(&row).is_ok())?;
     let report = serde_json::json!({
         "parameters": config,
         "earlier_releases": published,

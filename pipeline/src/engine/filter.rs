@@ -1,10 +1,12 @@
-//! Runs `filter`: streams the deduplicated problems through [`stages::filter::filter_problem`],
-//! writes the kept ones and a rejections report (one JSON object per rejected problem).
+//! Runs `filter`: streams the deduplicated problems, without their test bodies, through
+//! [`stages::filter::filter_problem`], copies the kept rows whole and writes a rejections
+//! report (one JSON object per rejected problem).
 
 use std::io::Write;
 
 use stages::filter::{FilterStats, filter_problem};
-use stages::tables::{ProblemReader, ProblemWriter};
+use stages::tables::ProblemReader;
+use stages::tables::problems::copy_rows;
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
@@ -18,22 +20,20 @@ pub(super) fn run(engine: &Engine, dedup: &StageRecord) -> anyhow::Result<StageR
     }
     let input = engine.output(dedup, "problems")?;
     let writer = engine.store.begin(StageName::Filter.as_str())?;
-    let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
     let mut rejections = fs_err::File::create(writer.path("rejections.jsonl"))?;
     let mut stats = FilterStats::default();
-    for problem in ProblemReader::open(&input)? {
+    let mut kept = Vec::new();
+    for problem in ProblemReader::open_without_test_bodies(&input)? {
         let problem = problem?;
         let decision = filter_problem(config, &problem);
         stats.record(&decision);
-        match decision {
-            Ok(()) => table.write(problem)?,
-            Err(reason) => {
-                let line = serde_json::json!({ "id": problem.id, "rejection": reason });
-                writeln!(rejections, "{line}")?;
-            }
+        kept.push(decision.is_ok());
+        if let Err(reason) = decision {
+            let line = serde_json::json!({ "id": problem.id, "rejection": reason });
+            writeln!(rejections, "{line}")?;
         }
     }
-    table.finish()?;
+    copy_rows(&input, &writer.path("problems.parquet"), |row| kept.get(row).copied().unwrap_or(false))?;
     rejections.sync_all()?;
     drop(rejections);
     let mut summary = serde_json::to_value(stats)?;

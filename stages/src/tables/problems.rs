@@ -224,12 +224,54 @@ fn to_batch(rows: &[Problem]) -> RecordBatch {
     RecordBatch::try_new(problems_schema(), columns).expect("columns match problems_schema")
 }
 
+/// Copy the rows of the problems table `input` for which `keep(row)` holds (rows counted
+/// from 0) into a new table at `output`, without decoding them. When every row is kept the
+/// file is copied byte for byte; otherwise Arrow's filter kernel copies each kept row's
+/// columns as they are. Returns the rows written. Like [`ProblemWriter`], the table appears
+/// under its name only once complete.
+pub fn copy_rows(input: &Path, output: &Path, keep: impl Fn(usize) -> bool) -> Result<usize, TableError> {
+    fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TableError + '_ {
+        move |source| TableError::Io { path: path.to_owned(), source }
+    }
+    let rows = usize::try_from(metadata(input)?.file_metadata().num_rows()).unwrap_or(0);
+    if (0..rows).all(&keep) {
+        let mut from = std::fs::File::open(input).map_err(io_err(input))?;
+        let mut to = crate::durable::AtomicFile::create(output).map_err(io_err(output))?;
+        std::io::copy(&mut from, &mut to).map_err(io_err(output))?;
+        to.commit().map_err(io_err(output))?;
+        return Ok(rows);
+    }
+    let mut table = super::TableFile::create(output, problems_schema(), problems_properties())?;
+    let (mut row, mut written) = (0usize, 0usize);
+    for batch in super::read_batches(input, rows_per_batch(input)?)? {
+        let batch = batch?;
+        let mask: arrow_array::BooleanArray = (row..row + batch.num_rows()).map(|r| Some(keep(r))).collect();
+        row += batch.num_rows();
+        let parquet_err = |e: arrow_schema::ArrowError| TableError::Parquet { path: input.to_owned(), source: e.into() };
+        let kept = arrow_select::filter::filter_record_batch(&batch, &mask).map_err(parquet_err)?;
+        if kept.num_rows() == 0 {
+            continue;
+        }
+        // The table's own schema, so that a file of another shape is refused here.
+        let kept = RecordBatch::try_new(problems_schema(), kept.columns().to_vec()).map_err(parquet_err)?;
+        written += kept.num_rows();
+        table.write(&kept)?;
+        if table.in_progress_size() >= ROW_GROUP_BYTES {
+            table.flush()?;
+        }
+    }
+    table.finish()?;
+    Ok(written)
+}
+
 /// Reads a problems table batch by batch.
 pub struct ProblemReader {
     path: PathBuf,
     reader: ParquetRecordBatchReader,
     current: std::vec::IntoIter<Problem>,
     row: usize,
+    /// Whether tests carry their input and output (see [`ProblemReader::open_without_test_bodies`]).
+    bodies: bool,
 }
 
 impl ProblemReader {
@@ -241,7 +283,29 @@ impl ProblemReader {
     /// 32-bit offsets past 2 GiB).
     pub fn open(path: &Path) -> Result<Self, TableError> {
         let reader = super::open_batches(path, rows_per_batch(path)?)?;
-        Ok(ProblemReader { path: path.to_owned(), reader, current: Vec::new().into_iter(), row: 0 })
+        Ok(ProblemReader { path: path.to_owned(), reader, current: Vec::new().into_iter(), row: 0, bodies: true })
+    }
+
+    /// Open the table at `path` for the stages that judge problems by their statement and
+    /// the number and kind of their tests (`dedup`, `filter`): every test comes back with
+    /// its type but an empty input and output, which are never read from the file. The
+    /// megabytes of a month's tests are neither decompressed nor copied; [`copy_rows`]
+    /// then writes the kept rows whole.
+    pub fn open_without_test_bodies(path: &Path) -> Result<Self, TableError> {
+        let parquet_err = |source| TableError::Parquet { path: path.to_owned(), source };
+        let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
+        let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_err)?;
+        let schema = builder.parquet_schema();
+        let light: Vec<usize> = (0..schema.num_columns())
+            .filter(|&i| {
+                let parts = schema.column(i).path().parts().to_vec();
+                let is_tests = matches!(parts.first().map(String::as_str), Some("public_tests" | "private_tests"));
+                !(is_tests && matches!(parts.last().map(String::as_str), Some("input" | "output")))
+            })
+            .collect();
+        let mask = parquet::arrow::ProjectionMask::leaves(schema, light);
+        let reader = builder.with_projection(mask).with_batch_size(BATCH_ROWS).build().map_err(parquet_err)?;
+        Ok(ProblemReader { path: path.to_owned(), reader, current: Vec::new().into_iter(), row: 0, bodies: false })
     }
 
     /// Read every problem into memory (for small tables: samples, releases, tests).
@@ -253,11 +317,7 @@ impl ProblemReader {
 /// Rows per read batch for the table at `path`: [`BATCH_BYTES`] over its largest mean row
 /// (uncompressed, per row group), within 1..=[`BATCH_ROWS`].
 fn rows_per_batch(path: &Path) -> Result<usize, TableError> {
-    let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-    let metadata = parquet::file::metadata::ParquetMetaDataReader::new()
-        .parse_and_finish(&file)
-        .map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
-    let widest_row = metadata
+    let widest_row = metadata(path)?
         .row_groups()
         .iter()
         .filter(|g| g.num_rows() > 0)
@@ -265,6 +325,14 @@ fn rows_per_batch(path: &Path) -> Result<usize, TableError> {
         .max()
         .unwrap_or(0);
     Ok(((BATCH_BYTES as u64) / widest_row.max(1)).clamp(1, BATCH_ROWS as u64) as usize)
+}
+
+/// The Parquet footer of the table at `path`.
+fn metadata(path: &Path) -> Result<parquet::file::metadata::ParquetMetaData, TableError> {
+    let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
+    parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&file)
+        .map_err(|source| TableError::Parquet { path: path.to_owned(), source })
 }
 
 impl Iterator for ProblemReader {
@@ -281,7 +349,7 @@ impl Iterator for ProblemReader {
                     return Some(Err(TableError::Parquet { path: self.path.clone(), source: e.into() }));
                 }
             };
-            match from_batch(&batch, &self.path, self.row) {
+            match from_batch(&batch, &self.path, self.row, self.bodies) {
                 Ok(rows) => {
                     self.row += rows.len();
                     self.current = rows.into_iter();
@@ -292,7 +360,9 @@ impl Iterator for ProblemReader {
     }
 }
 
-fn from_batch(batch: &RecordBatch, path: &Path, first_row: usize) -> Result<Vec<Problem>, TableError> {
+/// The problems of a batch; without `bodies`, tests have no `input` and `output` columns and
+/// come back with empty ones.
+fn from_batch(batch: &RecordBatch, path: &Path, first_row: usize, bodies: bool) -> Result<Vec<Problem>, TableError> {
     let view = super::BatchView::new(batch, path, first_row);
     let err = |row: usize, column: &str, reason: String| view.err(row, column, reason);
     let text = |name: &str| view.column::<StringArray>(name);
@@ -303,14 +373,15 @@ fn from_batch(batch: &RecordBatch, path: &Path, first_row: usize) -> Result<Vec<
             .as_any()
             .downcast_ref::<StructArray>()
             .ok_or_else(|| err(0, name, "items are not structs".into()))?;
-        let field = |i: usize, f: &str| -> Result<&StringArray, TableError> {
+        let field = |f: &str| -> Result<&StringArray, TableError> {
             values
-                .column(i)
-                .as_any()
-                .downcast_ref::<StringArray>()
-                .ok_or_else(|| err(0, &format!("{name}.{f}"), "not a string field".into()))
+                .column_by_name(f)
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+                .ok_or_else(|| err(0, &format!("{name}.{f}"), "missing or not a string field".into()))
         };
-        let (input, output, testtype) = (field(0, "input")?, field(1, "output")?, field(2, "testtype")?);
+        let (input, output) = if bodies { (Some(field("input")?), Some(field("output")?)) } else { (None, None) };
+        let testtype = field("testtype")?;
+        let body = |column: Option<&StringArray>, i: usize| column.map(|c| c.value(i).to_owned()).unwrap_or_default();
         let offsets = list.value_offsets();
         let mut out = Vec::with_capacity(list.len());
         for row in 0..list.len() {
@@ -318,7 +389,7 @@ fn from_batch(batch: &RecordBatch, path: &Path, first_row: usize) -> Result<Vec<
             for i in offsets[row] as usize..offsets[row + 1] as usize {
                 let tt = TestType::parse(testtype.value(i))
                     .ok_or_else(|| err(row, name, format!("unknown testtype `{}`", testtype.value(i))))?;
-                cases.push(TestCase { input: input.value(i).to_owned(), output: output.value(i).to_owned(), testtype: tt });
+                cases.push(TestCase { input: body(input, i), output: body(output, i), testtype: tt });
             }
             out.push(cases);
         }
@@ -418,6 +489,56 @@ mod tests {
         let rows = rows_per_batch(&big).unwrap();
         assert!((1..=8).contains(&rows), "{rows} rows of ~8 MiB a batch");
         assert_eq!(ProblemReader::read_all(&big).unwrap(), problems);
+    }
+
+    /// `sample` problems with private tests too, written to `path` across several batches.
+    fn table_of(path: &Path, n: usize) -> Vec<Problem> {
+        let problems: Vec<Problem> = (0..n)
+            .map(|i| {
+                let mut p = sample(&i.to_string(), i % 3);
+                p.private_tests = (0..i % 4)
+                    .map(|k| TestCase { input: format!("{i} {k}\n").repeat(50), output: format!("{k}"), testtype: TestType::Functional })
+                    .collect();
+                p
+            })
+            .collect();
+        let mut w = ProblemWriter::create(path).unwrap();
+        problems.iter().for_each(|p| w.write(p.clone()).unwrap());
+        w.finish().unwrap();
+        problems
+    }
+
+    #[test]
+    fn without_test_bodies_every_field_but_the_test_bodies_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.parquet");
+        let problems = table_of(&path, 1100);
+        let light = ProblemReader::open_without_test_bodies(&path).unwrap().collect::<Result<Vec<_>, _>>().unwrap();
+        let hollow = |p: &Problem| {
+            let mut p = p.clone();
+            for t in p.public_tests.iter_mut().chain(p.private_tests.iter_mut()) {
+                (t.input, t.output) = (String::new(), String::new());
+            }
+            p
+        };
+        assert_eq!(light, problems.iter().map(hollow).collect::<Vec<_>>());
+        assert!(light.iter().zip(&problems).all(|(l, p)| l.test_count() == p.test_count() && l.is_functional() == p.is_functional()));
+    }
+
+    #[test]
+    fn copy_rows_keeps_the_chosen_rows_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (input, output) = (dir.path().join("in.parquet"), dir.path().join("out.parquet"));
+        let problems = table_of(&input, 1100);
+        let keep = |row: usize| row % 7 != 3 && row != 1099;
+        assert_eq!(copy_rows(&input, &output, keep).unwrap(), problems.len() - 158);
+        let expected: Vec<Problem> = problems.iter().enumerate().filter(|(i, _)| keep(*i)).map(|(_, p)| p.clone()).collect();
+        assert_eq!(ProblemReader::read_all(&output).unwrap(), expected);
+        // Every row kept: the very same bytes. No row kept: an empty, readable table.
+        assert_eq!(copy_rows(&input, &output, |_| true).unwrap(), 1100);
+        assert_eq!(std::fs::read(&output).unwrap(), std::fs::read(&input).unwrap());
+        assert_eq!(copy_rows(&input, &output, |_| false).unwrap(), 0);
+        assert_eq!(ProblemReader::read_all(&output).unwrap(), vec![]);
     }
 
     #[test]

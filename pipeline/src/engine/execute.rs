@@ -20,8 +20,8 @@ use stages::execute::{ExecuteConfig, ExecuteError, ExecuteStats, ToolchainVersio
 use stages::solution::{Language, Solution, SolutionId};
 use stages::tables::solutions::read_solutions;
 use stages::execute::driver::Harness;
-use stages::execute::recheck::{ProblemCheck, RecheckProblem, RecheckStats};
-use stages::problem::ProblemId;
+use stages::execute::recheck::{ProblemCheck, RecheckProblem, RecheckSource, RecheckStats};
+use stages::problem::{Problem, ProblemId};
 use stages::tables::references::{ReferenceRow, read_references};
 use stages::tables::test_checks::{read_test_checks, write_test_checks};
 use stages::tables::verdicts::{read_verdicts, write_verdicts};
@@ -88,28 +88,63 @@ fn key(config: &ExecuteConfig, versions: &ToolchainVersions, upstream: &[&StageR
     input_key(StageName::Execute.as_str(), &(config, &recipes, versions), upstream)
 }
 
-/// The problems whose tests `rewrite` changed, with their references and original tests
-/// (from `filter`'s problems), for the re-check before judging.
-fn recheck_problems(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord) -> anyhow::Result<Vec<RecheckProblem>> {
-    let rows: Vec<ReferenceRow> = read_references(&engine.output(rewrite, "references")?)?.into_iter().filter(|r| r.test_origins.iter().any(|o| o.rewritten())).collect();
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    let wanted: std::collections::HashSet<&ProblemId> = rows.iter().map(|r| &r.problem_id).collect();
-    let mut originals = std::collections::HashMap::new();
-    for p in stages::tables::ProblemReader::open(&engine.output(filter, "problems")?)? {
-        let p = p?;
-        if wanted.contains(&p.id) {
-            let harness = Harness::of(&p);
-            originals.insert(p.id.clone(), (p.public_tests.into_iter().chain(p.private_tests).collect::<Vec<_>>(), harness));
+/// The re-check's inputs, read from the tables a window at a time: the references of the
+/// problems whose tests `rewrite` changed, and where each one's original sits in `filter`'s
+/// table. Only a window's original tests are ever in memory (issue #13).
+struct TableRecheck {
+    /// Each problem with changed tests: its reference row and its row in `originals`.
+    wanted: std::collections::HashMap<ProblemId, (ReferenceRow, usize)>,
+    /// `filter`'s problems table.
+    originals: PathBuf,
+}
+
+impl TableRecheck {
+    fn open(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord) -> anyhow::Result<TableRecheck> {
+        let originals = engine.output(filter, "problems")?;
+        let mut refs: std::collections::HashMap<ProblemId, ReferenceRow> = read_references(&engine.output(rewrite, "references")?)?
+            .into_iter()
+            .filter(|r| r.test_origins.iter().any(|o| o.rewritten()))
+            .map(|r| (r.problem_id.clone(), r))
+            .collect();
+        let mut wanted = std::collections::HashMap::new();
+        if !refs.is_empty() {
+            for (row, p) in stages::tables::ProblemReader::open_without_test_bodies(&originals)?.enumerate() {
+                let id = p?.id;
+                if let Some(r) = refs.remove(&id) {
+                    wanted.insert(id, (r, row));
+                }
+            }
         }
+        if let Some(id) = refs.keys().min() {
+            anyhow::bail!("problem `{id}` of `rewrite` is not among `filter`'s problems");
+        }
+        Ok(TableRecheck { wanted, originals })
     }
-    rows.into_iter()
-        .map(|r| {
-            let (original_tests, original_harness) = originals.remove(&r.problem_id).with_context(|| format!("problem `{}` of `rewrite` is not among `filter`'s problems", r.problem_id))?;
-            Ok(RecheckProblem { problem_id: r.problem_id, test_origins: r.test_origins, reference: r.reference, original_tests, original_harness })
-        })
-        .collect()
+}
+
+impl RecheckSource for TableRecheck {
+    fn wants(&self, problem: &ProblemId) -> bool {
+        self.wanted.contains_key(problem)
+    }
+
+    fn load(&self, problems: &[&ProblemId]) -> Result<Vec<RecheckProblem>, ExecuteError> {
+        let at = |id: &ProblemId| self.wanted.get(id).ok_or_else(|| ExecuteError::Recheck(format!("problem `{id}` has nothing to re-check")));
+        let mut rows = problems.iter().map(|id| at(id).map(|(_, row)| *row)).collect::<Result<Vec<_>, _>>()?;
+        rows.sort_unstable();
+        rows.dedup();
+        let mut originals: std::collections::HashMap<ProblemId, Problem> =
+            stages::tables::problems::read_rows(&self.originals, &rows)?.into_iter().map(|p| (p.id.clone(), p)).collect();
+        problems
+            .iter()
+            .map(|id| {
+                let (r, _) = at(id)?;
+                let original = originals.remove(*id).ok_or_else(|| ExecuteError::Recheck(format!("problem `{id}` asked for twice in one window")))?;
+                let original_harness = Harness::of(&original);
+                let original_tests = original.public_tests.into_iter().chain(original.private_tests).collect();
+                Ok(RecheckProblem { problem_id: r.problem_id.clone(), test_origins: r.test_origins.clone(), reference: r.reference.clone(), original_tests, original_harness })
+            })
+            .collect()
+    }
 }
 
 /// Run `execute`: every solution (a whole run), the solutions of this process's slice (a
@@ -137,7 +172,7 @@ pub(super) fn run(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord, 
             solutions.retain(|s| engine.handles(stage, s.id.as_str()));
             // Problems stream from their table: only those being judged are in memory.
             let problems = stages::tables::ProblemReader::open(&engine.output(rewrite, "problems")?)?.map(|p| p.map_err(ExecuteError::from));
-            let recheck = recheck_problems(engine, filter, rewrite)?;
+            let recheck = TableRecheck::open(engine, filter, rewrite)?;
             let bar = engine.printer.progress(Some(solutions.len() as u64), "execute", false);
             let output = stages::execute::execute_streaming(config, problems, &recheck, &solutions, &judge.sandbox, engine.plan.jobs, &|| bar.inc(1))?;
             bar.finish_and_clear();

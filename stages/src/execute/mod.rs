@@ -114,6 +114,9 @@ pub enum ExecuteError {
     /// Reading or writing a table failed.
     #[error(transparent)]
     Table(#[from] crate::tables::TableError),
+    /// The inputs of the re-check of changed tests are inconsistent.
+    #[error("re-checking changed tests: {0}")]
+    Recheck(String),
 }
 
 /// Counts of one execute run; mergeable.
@@ -548,7 +551,7 @@ pub fn execute_checked(
 pub fn execute_streaming(
     config: &ExecuteConfig,
     problems: impl Iterator<Item = Result<Problem, ExecuteError>>,
-    recheck: &[recheck::RecheckProblem],
+    recheck: &(impl recheck::RecheckSource + ?Sized),
     solutions: &[Solution],
     sandbox: &Sandbox,
     jobs: usize,
@@ -558,10 +561,6 @@ pub fn execute_streaming(
     let mut slots_of: HashMap<&ProblemId, Vec<usize>> = HashMap::new();
     for (i, s) in solutions.iter().enumerate() {
         slots_of.entry(&s.problem_id).or_default().push(i);
-    }
-    let mut to_check: HashMap<&ProblemId, &recheck::RecheckProblem> = HashMap::new();
-    for r in recheck.iter().filter(|r| r.test_origins.iter().any(|o| o.rewritten())) {
-        to_check.entry(&r.problem_id).or_insert(r);
     }
     let base = config.work_dir.clone().unwrap_or_else(std::env::temp_dir);
     fs_err::create_dir_all(&base).map_err(|e| ExecuteError::Io { path: base.clone(), source: e })?;
@@ -575,7 +574,7 @@ pub fn execute_streaming(
         .build()
         .map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
     let window = 2 * pool.current_num_threads().max(1);
-    let judge = WindowJudge { config, sandbox, solutions, slots_of: &slots_of, to_check: &to_check, root: root.path(), pool: &pool, progress };
+    let judge = WindowJudge { config, sandbox, solutions, slots_of: &slots_of, recheck, root: root.path(), pool: &pool, progress };
     let mut judged: Vec<Option<(SolutionResult, u64)>> = (0..solutions.len()).map(|_| None).collect();
     let mut checks: Vec<recheck::ProblemCheck> = Vec::new();
     let mut windows = 0usize;
@@ -612,20 +611,20 @@ pub fn execute_streaming(
 type Window = (Vec<(usize, Judged)>, Vec<recheck::ProblemCheck>);
 
 /// What judging one window of problems needs.
-struct WindowJudge<'a> {
+struct WindowJudge<'a, R: recheck::RecheckSource + ?Sized> {
     config: &'a ExecuteConfig,
     sandbox: &'a Sandbox,
     solutions: &'a [Solution],
     /// Each problem's solutions, by their index in `solutions`.
     slots_of: &'a HashMap<&'a ProblemId, Vec<usize>>,
-    /// The problems whose changed tests are re-checked.
-    to_check: &'a HashMap<&'a ProblemId, &'a recheck::RecheckProblem>,
+    /// The problems whose changed tests are re-checked, and what their check needs.
+    recheck: &'a R,
     root: &'a Path,
     pool: &'a rayon::ThreadPool,
     progress: &'a (dyn Fn() + Sync),
 }
 
-impl WindowJudge<'_> {
+impl<R: recheck::RecheckSource + ?Sized> WindowJudge<'_, R> {
     /// Re-check the window's problems, then judge their solutions on the tests left: each
     /// solution's result by its index in `solutions`, and the window's checks.
     fn window(&self, batch: &[Problem], index: usize) -> Result<Window, ExecuteError> {
@@ -661,11 +660,14 @@ impl WindowJudge<'_> {
 
     /// The re-check of the window's problems that have changed tests (in window order).
     fn recheck(&self, batch: &[Problem], harnesses: &[Harness], index: usize) -> Result<Vec<recheck::ProblemCheck>, ExecuteError> {
-        let checking: Vec<(&recheck::RecheckProblem, Vec<&TestCase>, &Harness)> =
-            batch.iter().zip(harnesses).filter_map(|(p, h)| self.to_check.get(&p.id).map(|r| (*r, tests_of(p), h))).collect();
-        if checking.is_empty() {
+        let wanted: Vec<(&Problem, &Harness)> = batch.iter().zip(harnesses).filter(|(p, _)| self.recheck.wants(&p.id)).collect();
+        if wanted.is_empty() {
             return Ok(Vec::new());
         }
+        // Only this window's original tests are loaded, and dropped with the window.
+        let loaded = self.recheck.load(&wanted.iter().map(|(p, _)| &p.id).collect::<Vec<_>>())?;
+        let checking: Vec<(&recheck::RecheckProblem, Vec<&TestCase>, &Harness)> =
+            loaded.iter().zip(&wanted).map(|(r, (p, h))| (r, tests_of(p), *h)).collect();
         let references = self.root.join(format!("references-{index}"));
         fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io { path: references.clone(), source: e })?;
         self.pool.install(|| recheck::recheck(self.config, self.sandbox, &checking, &references))
@@ -728,7 +730,7 @@ pub fn execute_tables(
 ) -> Result<ExecuteTablesReport, ExecuteError> {
     let solutions = crate::tables::solutions::read_solutions(solutions)?;
     let problems = crate::tables::ProblemReader::open(problems)?.map(|p| p.map_err(ExecuteError::from));
-    let output = execute_streaming(config, problems, &[], &solutions, sandbox, jobs, progress)?;
+    let output = execute_streaming(config, problems, &[] as &[recheck::RecheckProblem], &solutions, sandbox, jobs, progress)?;
     crate::tables::verdicts::write_verdicts(out, &output.results)?;
     Ok(ExecuteTablesReport {
         stats: output.stats,

@@ -51,6 +51,36 @@ pub struct RecheckProblem {
     pub original_harness: Harness,
 }
 
+/// Where the re-check finds, a window of problems at a time, what it needs: which problems
+/// have changed tests, and for those of the window their reference and original tests. The
+/// engine's source reads the original tests from `filter`'s table on demand, so that a
+/// month's original tests are never all in memory at once (issue #13).
+pub trait RecheckSource: Sync {
+    /// Does `problem` have changed tests to re-check?
+    fn wants(&self, problem: &ProblemId) -> bool;
+    /// The re-check inputs of `problems` (each one `wants`), in that order.
+    fn load(&self, problems: &[&ProblemId]) -> Result<Vec<RecheckProblem>, ExecuteError>;
+}
+
+/// Problems given whole, in memory (tests, small runs).
+impl RecheckSource for [RecheckProblem] {
+    fn wants(&self, problem: &ProblemId) -> bool {
+        self.iter().any(|r| &r.problem_id == problem && r.test_origins.iter().any(|o| o.rewritten()))
+    }
+
+    fn load(&self, problems: &[&ProblemId]) -> Result<Vec<RecheckProblem>, ExecuteError> {
+        problems
+            .iter()
+            .map(|id| {
+                self.iter()
+                    .find(|r| &r.problem_id == *id && r.test_origins.iter().any(|o| o.rewritten()))
+                    .cloned()
+                    .ok_or_else(|| ExecuteError::Recheck(format!("problem `{id}` has nothing to re-check")))
+            })
+            .collect()
+    }
+}
+
 /// What the check decided for one problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProblemCheck {

@@ -327,6 +327,54 @@ fn rows_per_batch(path: &Path) -> Result<usize, TableError> {
     Ok(((BATCH_BYTES as u64) / widest_row.max(1)).clamp(1, BATCH_ROWS as u64) as usize)
 }
 
+/// The problems at `rows` (0-based, ascending) of the table at `path`, whole. Only the row
+/// groups that hold one of them are read.
+pub fn read_rows(path: &Path, rows: &[usize]) -> Result<Vec<Problem>, TableError> {
+    use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
+    let parquet_err = |source| TableError::Parquet { path: path.to_owned(), source };
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_err)?;
+    // The row groups holding a wanted row, and a selection counted within those groups.
+    let (mut groups, mut selectors) = (Vec::new(), Vec::new());
+    let (mut start, mut wanted) = (0usize, rows.iter().copied().peekable());
+    for (g, group) in builder.metadata().row_groups().iter().enumerate() {
+        let end = start + usize::try_from(group.num_rows()).unwrap_or(0);
+        let mut at = start;
+        while let Some(row) = wanted.next_if(|&r| r < end) {
+            if row < at {
+                return Err(TableError::Column { path: path.to_owned(), row, column: "(row)".into(), reason: "rows asked for out of order".into() });
+            }
+            if at == start {
+                groups.push(g);
+            }
+            selectors.extend([RowSelector::skip(row - at), RowSelector::select(1)]);
+            at = row + 1;
+        }
+        if at > start && at < end {
+            selectors.push(RowSelector::skip(end - at));
+        }
+        start = end;
+    }
+    if let Some(row) = wanted.next() {
+        return Err(TableError::Column { path: path.to_owned(), row, column: "(row)".into(), reason: format!("the table has {start} rows") });
+    }
+    let reader = builder
+        .with_row_groups(groups)
+        .with_row_selection(RowSelection::from(selectors))
+        .with_batch_size(rows_per_batch(path)?)
+        .build()
+        .map_err(parquet_err)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for batch in reader {
+        let batch = batch.map_err(|e| parquet_err(e.into()))?;
+        out.extend(from_batch(&batch, path, rows[out.len()], true)?);
+    }
+    Ok(out)
+}
+
 /// The Parquet footer of the table at `path`.
 fn metadata(path: &Path) -> Result<parquet::file::metadata::ParquetMetaData, TableError> {
     let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
@@ -539,6 +587,28 @@ mod tests {
         assert_eq!(std::fs::read(&output).unwrap(), std::fs::read(&input).unwrap());
         assert_eq!(copy_rows(&input, &output, |_| false).unwrap(), 0);
         assert_eq!(ProblemReader::read_all(&output).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn read_rows_reads_just_those_rows_across_row_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.parquet");
+        let problems: Vec<Problem> = (0..150).map(|i| sample(&i.to_string(), i % 3)).collect();
+        // Fifteen row groups of ten rows.
+        let mut table = crate::tables::TableFile::create(&path, problems_schema(), problems_properties()).unwrap();
+        for chunk in problems.chunks(10) {
+            table.write(&to_batch(chunk)).unwrap();
+            table.flush().unwrap();
+        }
+        table.finish().unwrap();
+        assert_eq!(metadata(&path).unwrap().num_row_groups(), 15);
+        for rows in [vec![0], vec![149], vec![3, 4, 9, 10, 70, 71, 72, 148], (0..150).collect::<Vec<_>>()] {
+            let expected: Vec<Problem> = rows.iter().map(|&r| problems[r].clone()).collect();
+            assert_eq!(read_rows(&path, &rows).unwrap(), expected, "rows {rows:?}");
+        }
+        assert!(read_rows(&path, &[5, 150]).is_err());
+        assert!(read_rows(&path, &[9, 2]).is_err());
+        assert_eq!(read_rows(&path, &[]).unwrap(), vec![]);
     }
 
     #[test]

@@ -379,6 +379,34 @@ fn per_language_time_limits_apply() {
     assert_eq!(verdicts(&out.results[0]), [Verdict::TimeLimit]);
 }
 
+/// Issue #13: with `skip_private_after_public_failure`, a solution that fails a public test is
+/// not run on the private ones (they are `not_run`); one that passes them all runs everything.
+#[test]
+fn private_tests_can_be_skipped_after_a_public_failure() {
+    let mut problem = hostile_problem("gate", "1\n", "1\n");
+    problem.public_tests.push(TestCase { input: "2\n".into(), output: "2\n".into(), testtype: TestType::Stdin });
+    problem.private_tests = (3..6).map(|n| TestCase { input: format!("{n}\n"), output: format!("{n}\n"), testtype: TestType::Stdin }).collect();
+    let with = |name: &str, code: &str| Solution { code: code.into(), ..solution(&problem.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), name) };
+    // Echoes its input, except that it sleeps past the limit on 2 (a public test).
+    let slow = with("slow", "import time\nn = input()\nif n == '2':\n    time.sleep(30)\nprint(n)\n");
+    let echo = with("echo", "print(input())\n");
+    let mut config = ExecuteConfig::default();
+    config.limits.wall_time_ms = 1_000;
+    config.python.time_multiplier = Some(1.0);
+    let solutions = [slow, echo];
+    let out = execute(&config, std::slice::from_ref(&problem), &solutions, sandbox(), 2).unwrap();
+    use Verdict::{NotRun, Passed, TimeLimit};
+    assert_eq!(verdicts(&out.results[0]), [Passed, TimeLimit, Passed, Passed, Passed]);
+    config.skip_private_after_public_failure = true;
+    let out = execute(&config, std::slice::from_ref(&problem), &solutions, sandbox(), 2).unwrap();
+    assert_eq!(verdicts(&out.results[0]), [Passed, TimeLimit, NotRun, NotRun, NotRun]);
+    assert_eq!(out.results[0].tests.iter().map(|t| t.index).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    assert!(!out.results[0].passed && out.results[0].message.contains("test 1: time_limit"), "{}", out.results[0].message);
+    assert_eq!(verdicts(&out.results[1]), [Passed; 5]);
+    assert!(out.results[1].passed);
+    assert_eq!(out.stats.verdicts.get(&NotRun), Some(&3));
+}
+
 /// Issue #13: a multi-megabyte stdin and stdout, fed and read without deadlock.
 #[test]
 fn multi_megabyte_tests_are_judged() {

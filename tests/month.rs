@@ -3,7 +3,9 @@
 //! `coreb` built live against it stage by stage — so the path the N = 200 benchmark takes
 //! keeps working. `bench/month/run.py` itself checks what the test asserts on: every stage
 //! succeeds, no request is answered twice, the rebuild sends nothing, and every solution's
-//! verdicts are the ones its planted outcome demands.
+//! verdicts are the ones its planted outcome demands; the test adds that the bare-process
+//! floor, running the judge's own programs, agrees on every pass/fail. It runs with
+//! `skip_private_after_public_failure`, as a cheap month would.
 
 use serde_json::Value;
 
@@ -16,7 +18,7 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
     let mut cmd = python();
     cmd.arg(root().join("bench/month/run.py"))
         .args(["--n", "6", "--tests", "4", "--max-elements", "3000", "--latency-ms", "5", "--fault-rate", "35", "--stall-secs", "3", "--timeout", "2"])
-        .args(["--models", "m-alpha", "--no-floor", "--cpu-ms", "1000", "--wall-ms", "2000", "--concurrency", "4"])
+        .args(["--models", "m-alpha", "--cpu-ms", "1000", "--wall-ms", "2000", "--concurrency", "4", "--skip-private-after-public-failure"])
         .arg("--coreb")
         .arg(env!("CARGO_BIN_EXE_coreb"))
         .arg("--dir")
@@ -44,4 +46,8 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
     for (outcome, c) in by {
         assert_eq!(c["solutions"], c["as_planted"], "{outcome}: {f:#}");
     }
+    // The floor ran the judge's own programs (`coreb programs`: LeetCode solutions in their
+    // drivers) as bare processes, with the same gate, and reached the same pass/fail.
+    assert_eq!(f["execute_floor"]["solutions"], 30, "{f:#}");
+    assert_eq!(f["execute_floor"]["agree_with_judge"], 30, "{f:#}");
 }

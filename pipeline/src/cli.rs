@@ -85,6 +85,9 @@ pub enum Command {
     Plan(PlanArgs),
     /// Inspect, export or import an LLM response store.
     Store(StoreArgs),
+    /// Write the programs the judge compiles and runs for a build's solutions (a LeetCode
+    /// solution inside its language's I/O driver), to run or read them outside coreb.
+    Programs(ProgramsArgs),
 }
 
 const BUILD_EXAMPLES: &str = "Examples:
@@ -800,6 +803,17 @@ pub struct PlanArgs {
     /// Do not download sources to pin their sha256 (leave pins as they are).
     #[arg(long)]
     pub no_pin: bool,
+}
+
+/// Arguments of `coreb programs`.
+#[derive(Debug, Args)]
+pub struct ProgramsArgs {
+    /// The build manifest; its `rewrite` and `generate` stages must have run.
+    pub manifest: PathBuf,
+    /// Where to write `<solution id>/<source file>` and `index.jsonl` (one line per program:
+    /// solution_id, problem_id, language, file, main_class).
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 /// Arguments of `coreb store`.

@@ -64,5 +64,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         },
         Command::Plan(args) => commands::plan::plan(args),
         Command::Store(args) => commands::store::store(args),
+        Command::Programs(args) => commands::programs::programs(args),
     }
 }

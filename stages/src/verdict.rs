@@ -27,11 +27,14 @@ pub enum Verdict {
     CompileError,
     /// Wrote more than the output limit.
     OutputLimit,
+    /// Not run: the solution had already failed a public test and
+    /// `stages.execute.skip_private_after_public_failure` is set.
+    NotRun,
 }
 
 impl Verdict {
     /// Every verdict, in a fixed order.
-    pub const ALL: [Verdict; 7] = [
+    pub const ALL: [Verdict; 8] = [
         Verdict::Passed,
         Verdict::WrongAnswer,
         Verdict::TimeLimit,
@@ -39,6 +42,7 @@ impl Verdict {
         Verdict::RuntimeError,
         Verdict::CompileError,
         Verdict::OutputLimit,
+        Verdict::NotRun,
     ];
 
     /// The snake_case name.
@@ -51,6 +55,7 @@ impl Verdict {
             Verdict::RuntimeError => "runtime_error",
             Verdict::CompileError => "compile_error",
             Verdict::OutputLimit => "output_limit",
+            Verdict::NotRun => "not_run",
         }
     }
 

@@ -76,7 +76,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord) -> anyhow::Result<StageR
         drop(to_writer);
         let labels = &labels;
         let writer_thread = scope.spawn(move || write_in_order(decoded, free, output, config, labels));
-        let read = read_lines(&files, &labels, config, to_workers, &slots, &bar);
+        let read = read_lines(&files, labels, config, to_workers, &slots, &bar);
         let written = writer_thread.join().map_err(|_| anyhow::anyhow!("the ingest writer thread panicked"));
         (read, written)
     });

@@ -263,38 +263,45 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
     }
     // A merge asks the store for what the shard processes answered.
     engine.shard_parts(stage, &key)?;
-    let mut problems = stages::tables::ProblemReader::read_all(&engine.output(filter, "problems")?)?;
-    problems.retain(|p| engine.handles(stage, p.id.as_str()));
+    let input = engine.output(filter, "problems")?;
     let plans = RewritePlans::for_config(&engine.plan.llm);
     let run_config = as_run(engine, config, |c| &mut c.concurrency);
     let prompts = RewritePrompts::of(&ctx.prompts);
-    let out = ctx.run(engine, stage, async |g| stages::rewrite::rewrite(&run_config, &plans, &prompts, problems, g).await)?;
+    let writer = engine.begin(stage)?;
+    // The problems go through the model a window at a time and their rewrites are written as
+    // they come: only a window's tests are in memory, never the month's (issue #13).
+    let mut sink = RewriteSink::create(&writer)?;
+    ctx.run(engine, stage, async |g| -> anyhow::Result<()> {
+        let mut problems = stages::tables::ProblemReader::open(&input)?.filter(|p| p.as_ref().map_or(true, |p| engine.handles(stage, p.id.as_str())));
+        loop {
+            let window = rewrite_window(&mut problems)?;
+            if window.is_empty() {
+                return Ok(());
+            }
+            sink.add(stages::rewrite::rewrite(&run_config, &plans, &prompts, window, g).await?)?;
+        }
+    })?;
+    let RewriteSink { jsonl, table, references, reference_failures, rejected, stats, written } = sink;
+    jsonl.commit()?;
+    table.finish()?;
     let summary = serde_json::json!({
-        "rows_in": out.stats.llm.items_in,
-        "stats": out.stats,
+        "rows_in": stats.llm.items_in,
+        "stats": stats,
         "parameters": config,
         "prompts": {
-            "rewrite": out.prompt_sha256,
-            "rewrite_tests": out.tests_prompt_sha256,
+            "rewrite": ctx.prompts.rewrite.sha256,
+            "rewrite_tests": ctx.prompts.rewrite_tests.sha256,
             "reference": ctx.prompts.reference.sha256,
             "adapt_reference": ctx.prompts.adapt_reference.sha256,
         },
         "models": engine.plan.llm.models(LlmStage::Rewrite),
     });
-    let writer = engine.begin(stage)?;
-    write_jsonl(&writer.path("rewritten.jsonl"), &out.problems)?;
-    // The rewritten problems as a problems table too, for `execute`, and beside it how each
-    // test was carried over with the problem's reference solution (`execute` re-checks the
-    // changed tests with it).
-    let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
-    for p in &out.problems {
-        table.write(as_problem(p))?;
-    }
-    table.finish()?;
-    let rows: Vec<ReferenceRow> = out.problems.iter().map(ReferenceRow::of).collect();
-    write_references(&writer.path("references.parquet"), &rows)?;
-    write_jsonl(&writer.path("reference_failures.jsonl"), &out.reference_failures)?;
-    for f in out.reference_failures.iter().take(5) {
+    // Beside the rewritten problems (JSON lines, and a problems table for `execute`): how
+    // each test was carried over with the problem's reference solution (`execute` re-checks
+    // the changed tests with it).
+    write_references(&writer.path("references.parquet"), &references)?;
+    write_jsonl(&writer.path("reference_failures.jsonl"), &reference_failures)?;
+    for f in reference_failures.iter().take(5) {
         engine.printer.status(format!("{:>10}: no reference for `{}` ({}): {}; its changed tests stay unchecked", stage.as_str(), f.item, f.model, f.reason));
     }
     let outputs = [
@@ -303,12 +310,87 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
         ("references", "references.parquet"),
         ("reference_failures", "reference_failures.jsonl"),
     ];
-    commit_llm(engine, ctx, stage, &llm, &key, writer, &outputs, out.problems.len(), &out.rejected, summary)
+    commit_llm(engine, ctx, stage, &llm, &key, writer, &outputs, written, &rejected, summary)
 }
 
-/// The rewritten problems of a rewrite record.
+/// Problems rewritten together: at most this many, or as many as fill [`REWRITE_WINDOW_BYTES`]
+/// of tests. A window is wide enough for `concurrency` requests in flight.
+const REWRITE_WINDOW_ROWS: usize = 256;
+const REWRITE_WINDOW_BYTES: usize = 256 << 20;
+
+/// The next window of problems to rewrite (empty at the end).
+fn rewrite_window(problems: &mut impl Iterator<Item = Result<Problem, stages::tables::TableError>>) -> anyhow::Result<Vec<Problem>> {
+    let (mut window, mut bytes) = (Vec::new(), 0usize);
+    while window.len() < REWRITE_WINDOW_ROWS && bytes < REWRITE_WINDOW_BYTES {
+        let Some(p) = problems.next() else { break };
+        let p = p?;
+        bytes += p.public_tests.iter().chain(&p.private_tests).map(|t| t.input.len() + t.output.len()).sum::<usize>();
+        window.push(p);
+    }
+    Ok(window)
+}
+
+/// What `rewrite` writes, window after window: the rewritten problems as JSON lines and as a
+/// problems table, and what is kept whole (small) until the end.
+struct RewriteSink {
+    jsonl: stages::durable::AtomicFile,
+    table: ProblemWriter,
+    references: Vec<ReferenceRow>,
+    reference_failures: Vec<Rejection>,
+    rejected: Vec<Rejection>,
+    stats: stages::rewrite::RewriteStats,
+    written: usize,
+}
+
+impl RewriteSink {
+    fn create(writer: &super::StageOutput) -> anyhow::Result<Self> {
+        Ok(RewriteSink {
+            jsonl: stages::durable::AtomicFile::create(&writer.path("rewritten.jsonl"))?,
+            table: ProblemWriter::create(&writer.path("problems.parquet"))?,
+            references: Vec::new(),
+            reference_failures: Vec::new(),
+            rejected: Vec::new(),
+            stats: Default::default(),
+            written: 0,
+        })
+    }
+
+    fn add(&mut self, out: stages::rewrite::RewriteOutput) -> anyhow::Result<()> {
+        for p in out.problems {
+            serde_json::to_writer(&mut self.jsonl, &p)?;
+            self.jsonl.write_all(b"\n")?;
+            self.references.push(ReferenceRow::of(&p));
+            self.table.write(as_problem(&p))?;
+            self.written += 1;
+        }
+        self.reference_failures.extend(out.reference_failures);
+        self.rejected.extend(out.rejected);
+        self.stats += out.stats;
+        Ok(())
+    }
+}
+
+/// The rewritten problems of a rewrite record, without their test bodies: every test keeps
+/// its type, with an empty input and output. The stages after `rewrite` read statements,
+/// starters and test types; the tests themselves are in the record's `problems` table, for
+/// `execute`. Read a line at a time, so a month's tests (GBs of JSON at N = 200) are never
+/// in memory at once (issue #13).
 pub fn rewritten(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result<Vec<RewrittenProblem>> {
-    read_jsonl(&engine.output(rewrite, "rewritten")?)
+    use std::io::BufRead;
+    let path = engine.output(rewrite, "rewritten")?;
+    let mut problems = Vec::new();
+    for (i, line) in std::io::BufReader::new(fs_err::File::open(&path)?).lines().enumerate() {
+        let line = line.with_context(|| format!("reading `{}`", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut p: RewrittenProblem = serde_json::from_str(&line).with_context(|| format!("`{}`:{}", path.display(), i + 1))?;
+        for t in p.public_tests.iter_mut().chain(p.private_tests.iter_mut()) {
+            (t.input, t.output) = (String::new(), String::new());
+        }
+        problems.push(p);
+    }
+    Ok(problems)
 }
 
 macro_rules! simple_stage {

@@ -41,12 +41,13 @@ fn the_sample_loads_in_datasets_beir_and_mteb_and_mteb_agrees_with_coreb_eval() 
         "load_dataset(<release>) = code_corpus",
         "load_dataset(<release>, 'code2text_qrels')",
         "load_dataset(<release>/code2code[, corpus|queries])",
+        "load_dataset('parquet', <release>/problems.parquet)",
         "GenericDataLoader(<release>/code2text)",
         "mteb.evaluate(coreb_tasks(<release>))",
     ] {
         assert!(checked.contains(&want), "{want} not checked: {checked:?}");
     }
-    assert_eq!(checked.len(), 1 + 8 + 3 + 3 + 1, "{checked:?}");
+    assert_eq!(checked.len(), 1 + 8 + 1 + 3 + 3 + 1, "{checked:?}");
 
     let mteb: BTreeMap<String, f64> = serde_json::from_value(report["mteb_ndcg_at_10"].clone()).unwrap();
     let run_file = PathBuf::from(report["run"].as_str().unwrap());

@@ -55,6 +55,13 @@ def check_datasets(release, checked):
         first = table.column_names[0]
         assert ds[first] == table.column(first).to_pylist(), f"{c}: {first} differs"
         checked.append(f"load_dataset(<release>, {c!r})")
+    # The source problems (Zstandard pages, tests as lists of structs), as a plain Parquet file.
+    problems = load_dataset("parquet", data_files=str(release / "problems.parquet"), split="train")
+    table = pq.read_table(release / "problems.parquet")
+    assert problems.num_rows == table.num_rows > 0, f"problems: {problems.num_rows} rows vs {table.num_rows}"
+    assert problems["id"] == table.column("id").to_pylist(), "problems: ids differ"
+    assert [len(t) for t in problems["private_tests"]] == [len(t) for t in table.column("private_tests").to_pylist()], "problems: tests differ"
+    checked.append("load_dataset('parquet', <release>/problems.parquet)")
     for task in TASKS:
         folder = release / task
         configs = get_dataset_config_names(str(folder))

@@ -104,6 +104,12 @@ impl ArtifactStore {
         self.root.join(stage)
     }
 
+    /// The path of one output (`role`) of a completed stage.
+    pub fn output(&self, record: &StageRecord, role: &str) -> anyhow::Result<PathBuf> {
+        let file = record.outputs.get(role).ok_or_else(|| anyhow::anyhow!("stage `{}` has no `{role}` output", record.stage))?;
+        Ok(self.stage_dir(&record.stage).join(&file.file))
+    }
+
     /// The record of a stage, whatever its key (for reports and `verify`).
     pub fn record(&self, stage: &str) -> anyhow::Result<Option<StageRecord>> {
         let path = self.stage_dir(stage).join("record.json");

@@ -31,8 +31,7 @@ pub fn programs(args: ProgramsArgs) -> anyhow::Result<ExitCode> {
     let store = ArtifactStore::open(&plan.output_dir.join("artifacts"))?;
     let output = |stage: &str, role: &str| -> anyhow::Result<std::path::PathBuf> {
         let record = store.record(stage)?.with_context(|| format!("stage `{stage}` has not run for `{}`: build up to `generate` first", args.manifest.display()))?;
-        let file = record.outputs.get(role).with_context(|| format!("stage `{stage}` has no `{role}` output"))?;
-        Ok(store.stage_dir(stage).join(&file.file))
+        store.output(&record, role)
     };
     // Harnesses come from the starters: the tests are never read.
     let mut harness: HashMap<ProblemId, Harness> = HashMap::new();

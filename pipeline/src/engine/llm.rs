@@ -127,12 +127,22 @@ pub fn write_jsonl<T: Serialize>(path: &Path, rows: &[T]) -> anyhow::Result<()> 
 
 /// Read one JSON object per line.
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
-    let text = fs_err::read_to_string(path)?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("`{}`:{}", path.display(), i + 1)))
-        .collect()
+    read_jsonl_map(path, |row| row)
+}
+
+/// Read one JSON object per line, a line at a time, keeping what `f` makes of each: only
+/// one line and the kept rows are in memory.
+fn read_jsonl_map<T: DeserializeOwned, U>(path: &Path, mut f: impl FnMut(T) -> U) -> anyhow::Result<Vec<U>> {
+    use std::io::BufRead;
+    let mut rows = Vec::new();
+    for (i, line) in std::io::BufReader::new(fs_err::File::open(path)?).lines().enumerate() {
+        let line = line.with_context(|| format!("reading `{}`", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        rows.push(f(serde_json::from_str(&line).with_context(|| format!("`{}`:{}", path.display(), i + 1))?));
+    }
+    Ok(rows)
 }
 
 /// A cached LLM stage is reused only when it rejected nothing.
@@ -376,21 +386,12 @@ impl RewriteSink {
 /// `execute`. Read a line at a time, so a month's tests (GBs of JSON at N = 200) are never
 /// in memory at once (issue #13).
 pub fn rewritten(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result<Vec<RewrittenProblem>> {
-    use std::io::BufRead;
-    let path = engine.output(rewrite, "rewritten")?;
-    let mut problems = Vec::new();
-    for (i, line) in std::io::BufReader::new(fs_err::File::open(&path)?).lines().enumerate() {
-        let line = line.with_context(|| format!("reading `{}`", path.display()))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let mut p: RewrittenProblem = serde_json::from_str(&line).with_context(|| format!("`{}`:{}", path.display(), i + 1))?;
+    read_jsonl_map(&engine.output(rewrite, "rewritten")?, |mut p: RewrittenProblem| {
         for t in p.public_tests.iter_mut().chain(p.private_tests.iter_mut()) {
             (t.input, t.output) = (String::new(), String::new());
         }
-        problems.push(p);
-    }
-    Ok(problems)
+        p
+    })
 }
 
 macro_rules! simple_stage {

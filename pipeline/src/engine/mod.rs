@@ -434,8 +434,7 @@ impl Engine {
 
     /// The path of one output (`role`) of a completed stage.
     pub fn output(&self, record: &StageRecord, role: &str) -> anyhow::Result<std::path::PathBuf> {
-        let file = record.outputs.get(role).ok_or_else(|| anyhow::anyhow!("stage `{}` has no `{role}` output", record.stage))?;
-        Ok(self.store.stage_dir(&record.stage).join(&file.file))
+        self.store.output(record, role)
     }
 
     /// Look a stage up by key; on a hit, report it as skipped. In a shard process a

@@ -233,7 +233,8 @@ pub fn copy_rows(input: &Path, output: &Path, keep: impl Fn(usize) -> bool) -> R
     fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TableError + '_ {
         move |source| TableError::Io { path: path.to_owned(), source }
     }
-    let rows = usize::try_from(metadata(input)?.file_metadata().num_rows()).unwrap_or(0);
+    let footer = metadata(input)?;
+    let rows = usize::try_from(footer.file_metadata().num_rows()).unwrap_or(0);
     if (0..rows).all(&keep) {
         let mut from = std::fs::File::open(input).map_err(io_err(input))?;
         let mut to = crate::durable::AtomicFile::create(output).map_err(io_err(output))?;
@@ -243,7 +244,7 @@ pub fn copy_rows(input: &Path, output: &Path, keep: impl Fn(usize) -> bool) -> R
     }
     let mut table = super::TableFile::create(output, problems_schema(), problems_properties())?;
     let (mut row, mut written) = (0usize, 0usize);
-    for batch in super::read_batches(input, rows_per_batch(input)?)? {
+    for batch in super::read_batches(input, rows_per_batch(&footer))? {
         let batch = batch?;
         let mask: arrow_array::BooleanArray = (row..row + batch.num_rows()).map(|r| Some(keep(r))).collect();
         row += batch.num_rows();
@@ -282,7 +283,7 @@ impl ProblemReader {
     /// a fixed 256 rows would hold a whole month in memory (and overflow a string column's
     /// 32-bit offsets past 2 GiB).
     pub fn open(path: &Path) -> Result<Self, TableError> {
-        let reader = super::open_batches(path, rows_per_batch(path)?)?;
+        let reader = super::open_batches(path, rows_per_batch(&metadata(path)?))?;
         Ok(ProblemReader { path: path.to_owned(), reader, current: Vec::new().into_iter(), row: 0, bodies: true })
     }
 
@@ -314,17 +315,17 @@ impl ProblemReader {
     }
 }
 
-/// Rows per read batch for the table at `path`: [`BATCH_BYTES`] over its largest mean row
-/// (uncompressed, per row group), within 1..=[`BATCH_ROWS`].
-fn rows_per_batch(path: &Path) -> Result<usize, TableError> {
-    let widest_row = metadata(path)?
+/// Rows per read batch for a table with this footer: [`BATCH_BYTES`] over its largest mean
+/// row (uncompressed, per row group), within 1..=[`BATCH_ROWS`].
+fn rows_per_batch(metadata: &parquet::file::metadata::ParquetMetaData) -> usize {
+    let widest_row = metadata
         .row_groups()
         .iter()
         .filter(|g| g.num_rows() > 0)
         .map(|g| (g.total_byte_size().max(0) as u64).div_ceil(g.num_rows() as u64))
         .max()
         .unwrap_or(0);
-    Ok(((BATCH_BYTES as u64) / widest_row.max(1)).clamp(1, BATCH_ROWS as u64) as usize)
+    ((BATCH_BYTES as u64) / widest_row.max(1)).clamp(1, BATCH_ROWS as u64) as usize
 }
 
 /// The problems at `rows` (0-based, ascending) of the table at `path`, whole. Only the row
@@ -337,6 +338,7 @@ pub fn read_rows(path: &Path, rows: &[usize]) -> Result<Vec<Problem>, TableError
     }
     let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
     let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_err)?;
+    let batch_rows = rows_per_batch(builder.metadata());
     // The row groups holding a wanted row, and a selection counted within those groups.
     let (mut groups, mut selectors) = (Vec::new(), Vec::new());
     let (mut start, mut wanted) = (0usize, rows.iter().copied().peekable());
@@ -364,7 +366,7 @@ pub fn read_rows(path: &Path, rows: &[usize]) -> Result<Vec<Problem>, TableError
     let reader = builder
         .with_row_groups(groups)
         .with_row_selection(RowSelection::from(selectors))
-        .with_batch_size(rows_per_batch(path)?)
+        .with_batch_size(batch_rows)
         .build()
         .map_err(parquet_err)?;
     let mut out = Vec::with_capacity(rows.len());
@@ -518,7 +520,7 @@ mod tests {
         let mut w = ProblemWriter::create(&small).unwrap();
         (0..600).for_each(|i| w.write(sample(&i.to_string(), 2)).unwrap());
         w.finish().unwrap();
-        assert_eq!(rows_per_batch(&small).unwrap(), BATCH_ROWS);
+        assert_eq!(rows_per_batch(&metadata(&small).unwrap()), BATCH_ROWS);
 
         let big = dir.path().join("big.parquet");
         let mut w = ProblemWriter::create(&big).unwrap();
@@ -534,7 +536,7 @@ mod tests {
             w.write(p.clone()).unwrap();
         }
         w.finish().unwrap();
-        let rows = rows_per_batch(&big).unwrap();
+        let rows = rows_per_batch(&metadata(&big).unwrap());
         assert!((1..=8).contains(&rows), "{rows} rows of ~8 MiB a batch");
         assert_eq!(ProblemReader::read_all(&big).unwrap(), problems);
     }

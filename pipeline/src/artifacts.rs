@@ -6,7 +6,8 @@
 //! built from, so changed stage code never reuses an old artifact), the stage's manifest
 //! section and the fingerprints of its upstream outputs (and, for LLM stages, prompt hashes).
 //! A stage writes into `artifacts/.<stage>.tmp/`, then [`StageWriter::commit`] hashes every
-//! output, writes `record.json`, fsyncs every file and renames the directory into place
+//! output (or takes the sha256 it was written with, [`stages::durable::sha256_as_written`]),
+//! writes `record.json`, fsyncs every file and renames the directory into place
 //! ([`stages::durable::replace_dir`]). A directory without `record.json`, with another key,
 //! or whose outputs no longer hash to what the record says (a torn or edited file) is never
 //! taken as complete, so a killed stage simply runs again.
@@ -176,7 +177,11 @@ impl StageWriter {
         let mut files = BTreeMap::new();
         for (role, file) in outputs {
             let path = self.tmp.join(file);
-            let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+            // A table the stage wrote through `AtomicFile` was hashed as it was written.
+            let sha256 = match stages::durable::sha256_as_written(&path) {
+                Some(sha256) => sha256,
+                None => sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?,
+            };
             let bytes = fs_err::metadata(&path)?.len();
             files.insert((*role).to_owned(), OutputFile { file: (*file).to_owned(), sha256, bytes });
         }

@@ -13,13 +13,19 @@
 //! - [`replace_dir`]: a directory written under a temporary name (a stage's outputs, a
 //!   release, a shard process's part) synced file by file and renamed into place.
 //! - [`sync_dir`]: after a rename made elsewhere (a finished download).
+//! - [`sha256_as_written`]: the sha256 of a file this process committed, hashed as it was
+//!   written, so that a stage's commit need not read a table of gigabytes back to hash it.
 //!
 //! Every error names its path (`fs-err`). Does NOT lock: two writers of one path both
 //! complete, and the last rename wins.
 
+use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest, Sha256};
 
 /// A unique temporary name beside `path`: hidden, ending in `.tmp`, never another writer's.
 fn temporary(path: &Path) -> PathBuf {
@@ -48,6 +54,8 @@ pub struct AtomicFile {
     path: PathBuf,
     tmp: PathBuf,
     writer: Option<BufWriter<fs_err::File>>,
+    /// The sha256 of the bytes written so far.
+    hasher: Sha256,
 }
 
 impl AtomicFile {
@@ -56,7 +64,7 @@ impl AtomicFile {
         fs_err::create_dir_all(parent(path))?;
         let tmp = temporary(path);
         let file = fs_err::File::create(&tmp)?;
-        Ok(AtomicFile { path: path.to_owned(), tmp, writer: Some(BufWriter::with_capacity(1 << 16, file)) })
+        Ok(AtomicFile { path: path.to_owned(), tmp, writer: Some(BufWriter::with_capacity(1 << 16, file)), hasher: Sha256::new() })
     }
 
     /// The final path.
@@ -64,13 +72,19 @@ impl AtomicFile {
         &self.path
     }
 
-    /// Flush, fsync, rename into place, fsync the directory.
+    /// Flush, fsync, rename into place, fsync the directory; remember the file's sha256 for
+    /// [`sha256_as_written`].
     pub fn commit(mut self) -> std::io::Result<()> {
         let writer = self.writer.take().expect("an uncommitted AtomicFile holds its writer");
         let file = writer.into_inner().map_err(std::io::IntoInnerError::into_error)?;
         file.sync_all()?;
+        let identity = Identity::of(&file.metadata()?);
         drop(file);
         fs_err::rename(&self.tmp, &self.path)?;
+        if identity.bytes >= REMEMBER_BYTES {
+            let sha256 = hex::encode(std::mem::take(&mut self.hasher).finalize());
+            written().insert(self.path.clone(), (identity, sha256));
+        }
         sync_dir(parent(&self.path))
     }
 
@@ -81,16 +95,56 @@ impl AtomicFile {
 
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.writer().write(buf)
+        let n = self.writer().write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        self.writer().write_all(buf)
+        self.writer().write_all(buf)?;
+        self.hasher.update(buf);
+        Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.writer().flush()
     }
+}
+
+/// What tells one version of a file from another without reading it: length, inode and
+/// modification time (as `git` tells a changed file in its index).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Identity {
+    bytes: u64,
+    inode: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl Identity {
+    fn of(meta: &std::fs::Metadata) -> Identity {
+        use std::os::unix::fs::MetadataExt;
+        Identity { bytes: meta.len(), inode: meta.ino(), modified: meta.modified().ok() }
+    }
+}
+
+/// Committed files this long or longer are remembered by [`sha256_as_written`]; shorter ones
+/// are as quick to hash again.
+const REMEMBER_BYTES: u64 = 1 << 20;
+
+/// The files committed by this process: where, which version, and its sha256.
+fn written() -> std::sync::MutexGuard<'static, BTreeMap<PathBuf, (Identity, String)>> {
+    static WRITTEN: Mutex<BTreeMap<PathBuf, (Identity, String)>> = Mutex::new(BTreeMap::new());
+    WRITTEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The sha256 of the file at `path`, if this process committed it as an [`AtomicFile`] (of
+/// at least a MiB) and
+/// it is still that file (same length, inode and modification time); `None` otherwise, and
+/// the caller hashes the file itself. Each commit is answered once: the entry is taken.
+pub fn sha256_as_written(path: &Path) -> Option<String> {
+    let (identity, sha256) = written().remove(path)?;
+    let now = Identity::of(&std::fs::metadata(path).ok()?);
+    (now == identity).then_some(sha256)
 }
 
 impl Drop for AtomicFile {
@@ -151,6 +205,40 @@ mod tests {
         let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         v.sort();
         v
+    }
+
+    #[test]
+    fn a_committed_file_is_hashed_as_written_until_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("table.parquet");
+        let body: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut f = AtomicFile::create(&path).unwrap();
+        for chunk in body.chunks(70_001) {
+            f.write_all(chunk).unwrap();
+        }
+        assert_eq!(sha256_as_written(&path), None, "not committed yet");
+        f.commit().unwrap();
+        let on_disk = crate::hashing::sha256_file(&path).unwrap();
+        assert_eq!(sha256_as_written(&path).as_deref(), Some(on_disk.as_str()));
+        assert_eq!(sha256_as_written(&path), None, "each commit is answered once");
+
+        // Changed after its commit (another length, then the same length in place): the
+        // caller must hash it again.
+        let mut f = AtomicFile::create(&path).unwrap();
+        f.write_all(&body).unwrap();
+        f.commit().unwrap();
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"x").unwrap();
+        assert_eq!(sha256_as_written(&path), None);
+        let mut f = AtomicFile::create(&path).unwrap();
+        f.write_all(&body).unwrap();
+        f.commit().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, vec![0u8; body.len()]).unwrap();
+        assert_eq!(sha256_as_written(&path), None);
+
+        // A short file is not remembered.
+        write(&path, b"short").unwrap();
+        assert_eq!(sha256_as_written(&path), None);
     }
 
     #[test]

@@ -117,6 +117,112 @@ impl TableFile {
     }
 }
 
+/// Row groups being encoded at once by a [`GroupedTableFile`]: the next one is handed over
+/// while the last is still encoding, so the caller rarely waits, and memory holds two.
+const GROUPS_IN_FLIGHT: usize = 2;
+
+/// A Parquet file written a row group at a time, each group encoded beside the caller: on a
+/// thread of its own, building its Arrow columns and then encoding and compressing its leaf
+/// columns in parallel. The caller only hands over rows and, in order, appends the finished
+/// column chunks. The bytes are those [`TableFile`] writes for one batch per row group, and
+/// the file is as durable and as invisible until [`GroupedTableFile::finish`].
+pub(crate) struct GroupedTableFile {
+    path: std::path::PathBuf,
+    schema: arrow_schema::SchemaRef,
+    file: parquet::file::writer::SerializedFileWriter<crate::durable::AtomicFile>,
+    factory: parquet::arrow::arrow_writer::ArrowRowGroupWriterFactory,
+    /// Row groups handed over so far.
+    started: usize,
+    /// Groups being encoded, oldest first.
+    encoding: std::collections::VecDeque<std::thread::JoinHandle<EncodedGroup>>,
+}
+
+type EncodedGroup = parquet::errors::Result<Vec<parquet::arrow::arrow_writer::ArrowColumnChunk>>;
+
+impl GroupedTableFile {
+    /// Start the table at `path` with these writer properties.
+    pub(crate) fn create(
+        path: &std::path::Path,
+        schema: arrow_schema::SchemaRef,
+        props: parquet::file::properties::WriterProperties,
+    ) -> Result<GroupedTableFile, TableError> {
+        let TableFile { path, writer } = TableFile::create(path, schema.clone(), props)?;
+        let (file, factory) = writer.into_serialized_writer().map_err(|source| TableError::Parquet { path: path.clone(), source })?;
+        Ok(GroupedTableFile { path, schema, file, factory, started: 0, encoding: Default::default() })
+    }
+
+    fn parquet(&self, source: parquet::errors::ParquetError) -> TableError {
+        TableError::Parquet { path: self.path.clone(), source }
+    }
+
+    /// Write the batch that `build` makes as the next row group. `build` and the encoding
+    /// run on another thread; this waits only while [`GROUPS_IN_FLIGHT`] groups are encoding.
+    pub(crate) fn write_group(&mut self, build: impl FnOnce() -> arrow_array::RecordBatch + Send + 'static) -> Result<(), TableError> {
+        while self.encoding.len() >= GROUPS_IN_FLIGHT {
+            self.append_oldest()?;
+        }
+        let writers = self.factory.create_column_writers(self.started).map_err(|e| self.parquet(e))?;
+        let schema = self.schema.clone();
+        let encoder = std::thread::Builder::new()
+            .name(format!("encode row group {}", self.started))
+            .spawn(move || encode_group(&schema, &build(), writers))
+            .map_err(|source| TableError::Io { path: self.path.clone(), source })?;
+        self.started += 1;
+        self.encoding.push_back(encoder);
+        Ok(())
+    }
+
+    /// Wait for the oldest group being encoded and append it to the file.
+    fn append_oldest(&mut self) -> Result<(), TableError> {
+        let Some(encoder) = self.encoding.pop_front() else { return Ok(()) };
+        let chunks = encoder
+            .join()
+            .unwrap_or_else(|_| Err(parquet::errors::ParquetError::General("encoding a row group panicked (a bug in coreb)".into())))
+            .map_err(|e| self.parquet(e))?;
+        let parquet_err = |source| TableError::Parquet { path: self.path.clone(), source };
+        let mut group = self.file.next_row_group().map_err(parquet_err)?;
+        for chunk in chunks {
+            chunk.append_to_row_group(&mut group).map_err(parquet_err)?;
+        }
+        group.close().map_err(parquet_err)?;
+        Ok(())
+    }
+
+    /// Append every group still encoding, write the footer, then put the file in place durably.
+    pub(crate) fn finish(mut self) -> Result<(), TableError> {
+        while !self.encoding.is_empty() {
+            self.append_oldest()?;
+        }
+        let GroupedTableFile { path, file, .. } = self;
+        let file = file.into_inner().map_err(|source| TableError::Parquet { path: path.clone(), source })?;
+        file.commit().map_err(|source| TableError::Io { path, source })
+    }
+}
+
+/// Encode one batch as the column chunks of a row group, every leaf column in parallel.
+fn encode_group(
+    schema: &arrow_schema::Schema,
+    batch: &arrow_array::RecordBatch,
+    writers: Vec<parquet::arrow::arrow_writer::ArrowColumnWriter>,
+) -> EncodedGroup {
+    use rayon::prelude::*;
+    if batch.schema().fields() != schema.fields() {
+        return Err(parquet::errors::ParquetError::General("a row group's columns do not match the table's schema".into()));
+    }
+    let mut leaves = Vec::with_capacity(writers.len());
+    for (field, column) in schema.fields().iter().zip(batch.columns()) {
+        leaves.extend(parquet::arrow::arrow_writer::compute_leaves(field, column)?);
+    }
+    writers
+        .into_par_iter()
+        .zip(leaves)
+        .map(|(mut writer, leaf)| {
+            writer.write(&leaf)?;
+            writer.close()
+        })
+        .collect()
+}
+
 /// Write record batches as the table at `path`, atomically and durably ([`TableFile`]).
 pub(crate) fn write_atomic(
     path: &std::path::Path,

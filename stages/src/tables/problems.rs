@@ -1,7 +1,7 @@
 //! The `problems` table: Parquet encoding and decoding of [`Problem`]s.
 //!
-//! Writing streams: rows are gathered into record batches of bounded byte size and row groups
-//! are flushed by size, so memory stays flat however large the input. Reading yields problems
+//! Writing streams: rows are gathered into row groups of bounded byte size, each encoded on
+//! threads beside the writer, so memory stays flat however large the input. Reading yields problems
 //! batch by batch. Every Parquet call for problems is in this module.
 
 use std::path::{Path, PathBuf};
@@ -51,11 +51,15 @@ pub enum TableError {
     },
 }
 
-/// Rows per record batch at most; batches also close at [`BATCH_BYTES`] of text.
+/// Rows per record batch (and written row group) at most; batches also close at
+/// [`BATCH_BYTES`] of text, row groups at [`GROUP_BYTES`].
 const BATCH_ROWS: usize = 512;
-/// Bytes of text per record batch at most (keeps i32 offsets far from overflow).
+/// Bytes of text per record batch read at most (keeps i32 offsets far from overflow).
 const BATCH_BYTES: usize = 64 << 20;
-/// Buffered row-group bytes before a flush to disk.
+/// Bytes of text per row group written at most: [`ProblemWriter`] holds the group it is
+/// filling and two being encoded, each in its rows, its Arrow batch and its pages.
+const GROUP_BYTES: usize = 32 << 20;
+/// Buffered row-group bytes before [`copy_rows`] flushes a group to disk.
 const ROW_GROUP_BYTES: usize = 64 << 20;
 
 fn tests_type() -> DataType {
@@ -111,9 +115,11 @@ fn problems_properties() -> parquet::file::properties::WriterProperties {
     props.build()
 }
 
-/// Streams problems into a Parquet file.
+/// Streams problems into a Parquet file, a row group of [`BATCH_ROWS`] rows or
+/// [`GROUP_BYTES`] of text at a time, each encoded beside the caller
+/// ([`super::GroupedTableFile`]).
 pub struct ProblemWriter {
-    writer: super::TableFile,
+    table: super::GroupedTableFile,
     pending: Vec<Problem>,
     pending_bytes: usize,
     rows: usize,
@@ -123,16 +129,16 @@ impl ProblemWriter {
     /// Start the table at `path`: it replaces any file there only on [`ProblemWriter::finish`]
     /// (atomically and durably), and a writer dropped before leaves nothing.
     pub fn create(path: &Path) -> Result<Self, TableError> {
-        let writer = super::TableFile::create(path, problems_schema(), problems_properties())?;
-        Ok(ProblemWriter { writer, pending: Vec::new(), pending_bytes: 0, rows: 0 })
+        let table = super::GroupedTableFile::create(path, problems_schema(), problems_properties())?;
+        Ok(ProblemWriter { table, pending: Vec::new(), pending_bytes: 0, rows: 0 })
     }
 
     /// Append one problem.
     pub fn write(&mut self, problem: Problem) -> Result<(), TableError> {
         self.pending_bytes += text_bytes(&problem);
         self.pending.push(problem);
-        if self.pending.len() >= BATCH_ROWS || self.pending_bytes >= BATCH_BYTES {
-            self.flush_batch()?;
+        if self.pending.len() >= BATCH_ROWS || self.pending_bytes >= GROUP_BYTES {
+            self.write_group()?;
         }
         Ok(())
     }
@@ -142,25 +148,20 @@ impl ProblemWriter {
         self.rows + self.pending.len()
     }
 
-    fn flush_batch(&mut self) -> Result<(), TableError> {
+    fn write_group(&mut self) -> Result<(), TableError> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let batch = to_batch(&self.pending);
-        self.rows += self.pending.len();
-        self.pending.clear();
+        let rows = std::mem::take(&mut self.pending);
+        self.rows += rows.len();
         self.pending_bytes = 0;
-        self.writer.write(&batch)?;
-        if self.writer.in_progress_size() >= ROW_GROUP_BYTES {
-            self.writer.flush()?;
-        }
-        Ok(())
+        self.table.write_group(move || to_batch(&rows))
     }
 
     /// Write the footer and put the file in place; returns the number of rows.
     pub fn finish(mut self) -> Result<usize, TableError> {
-        self.flush_batch()?;
-        self.writer.finish()?;
+        self.write_group()?;
+        self.table.finish()?;
         Ok(self.rows)
     }
 }
@@ -538,6 +539,8 @@ mod tests {
         w.finish().unwrap();
         let rows = rows_per_batch(&metadata(&big).unwrap());
         assert!((1..=8).contains(&rows), "{rows} rows of ~8 MiB a batch");
+        // Written four ~8 MiB problems a row group: a group closes at 32 MiB of text.
+        assert_eq!(metadata(&big).unwrap().num_row_groups(), 5);
         assert_eq!(ProblemReader::read_all(&big).unwrap(), problems);
     }
 
@@ -611,6 +614,53 @@ mod tests {
         assert!(read_rows(&path, &[5, 150]).is_err());
         assert!(read_rows(&path, &[9, 2]).is_err());
         assert_eq!(read_rows(&path, &[]).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn row_groups_encoded_beside_the_writer_are_the_bytes_of_a_plain_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let problems: Vec<Problem> = (0..1300)
+            .map(|i| {
+                let mut p = sample(&i.to_string(), i % 3);
+                p.private_tests = vec![TestCase { input: format!("{i}\n").repeat(i % 40), output: i.to_string(), testtype: TestType::Stdin }];
+                p
+            })
+            .collect();
+        let grouped = dir.path().join("grouped.parquet");
+        let mut w = ProblemWriter::create(&grouped).unwrap();
+        problems.iter().for_each(|p| w.write(p.clone()).unwrap());
+        assert_eq!(w.finish().unwrap(), 1300);
+        // The same row groups through one `ArrowWriter`, a batch each, on this thread.
+        let plain = dir.path().join("plain.parquet");
+        let mut table = crate::tables::TableFile::create(&plain, problems_schema(), problems_properties()).unwrap();
+        for chunk in problems.chunks(BATCH_ROWS) {
+            table.write(&to_batch(chunk)).unwrap();
+            table.flush().unwrap();
+        }
+        table.finish().unwrap();
+        assert_eq!(metadata(&grouped).unwrap().num_row_groups(), 3);
+        assert_eq!(std::fs::read(&grouped).unwrap(), std::fs::read(&plain).unwrap());
+        assert_eq!(ProblemReader::read_all(&grouped).unwrap(), problems);
+    }
+
+    #[test]
+    fn a_row_group_that_cannot_be_encoded_is_an_error_naming_the_table_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.parquet");
+        let good = to_batch(&[sample("1", 1)]);
+        // Columns of another shape.
+        let mut table = crate::tables::GroupedTableFile::create(&path, problems_schema(), problems_properties()).unwrap();
+        table.write_group(move || good).unwrap();
+        table.write_group(|| to_batch(&[sample("2", 1)]).project(&[0, 1]).unwrap()).unwrap();
+        let err = table.finish().unwrap_err().to_string();
+        assert!(err.contains("p.parquet"), "{err}");
+        // A panic while building a group's batch.
+        let mut table = crate::tables::GroupedTableFile::create(&path, problems_schema(), problems_properties()).unwrap();
+        table.write_group(|| panic!("a bug while building the batch")).unwrap();
+        let err = table.finish().unwrap_err();
+        assert!(format!("{err:#?}").contains("panicked"), "{err:#?}");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(names.is_empty(), "{names:?}");
     }
 
     #[test]

@@ -7,14 +7,16 @@ Usage: bench/ingest/bench.py [SIZE_MB ...]   (default: 256 1024 2048)
 The rows come from `bench/month/generate.py` (40 problems, 30 private tests each from one
 element to 400,000, encoded as LiveCodeBench encodes them: base64 → zlib → pickle of the JSON
 string; a few MB decoded per row), repeated with fresh question ids up to each size. For each
-size it runs `coreb ingest` (release build; decodes, types and writes Parquet) and
-`py_decode.py` (decodes only, writes nothing), and prints throughput (MiB/s), CPU and peak RSS
-of each (read from /usr/bin/time -v). Run from the project root after
+size it runs `coreb ingest` (release build; decodes, types and writes Parquet) on every core
+and again held to one core (`taskset -c 0`), and `py_decode.py` (decodes only, writes nothing;
+one core whatever it is given), and prints throughput (MiB/s), CPU and peak RSS of each (read
+from /usr/bin/time -v). The one-core row tells CPU efficiency apart from parallelism. Run from the project root after
 `cargo build --release -p coreb` (`$COREB` or `$CARGO_TARGET_DIR/release/coreb` otherwise).
 """
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,16 +58,19 @@ def main() -> None:
             results = {}
             for name, cmd in [
                 ("coreb ingest", [COREB, "ingest", manifest, "--json"]),
+                ("coreb ingest, 1 core", ["taskset", "-c", "0", COREB, "ingest", manifest, "--json"]),
                 ("python json+pickle", [sys.executable, os.path.join(HERE, "py_decode.py"), data]),
             ]:
+                # A fresh output directory: a second run would find the first's table.
+                shutil.rmtree(os.path.join(tmp, f"build{size}"), ignore_errors=True)
                 wall, rss, cpu, out = timed(cmd)
-                if name == "coreb ingest":
+                if name.startswith("coreb ingest"):
                     report = json.loads(out)
                     out = f"rows={report.get('rows_out')}"
                 results[name] = (wall, rss)
                 print(f"{mib:8.0f} {name:<22} {wall:7.2f} {mib / wall:7.1f} {cpu:7.2f} {rss:12.1f}  {out.strip().splitlines()[-1] if out.strip() else ''}", flush=True)
-            (cw, cr), (pw, pr) = results["coreb ingest"], results["python json+pickle"]
-            print(f"{mib:8.0f} {'ratio coreb/python':<22} speed x{pw / cw:.2f}, memory x{cr / pr:.2f}; load {' '.join(open('/proc/loadavg').read().split()[:3])}")
+            (cw, cr), (c1, _), (pw, pr) = results["coreb ingest"], results["coreb ingest, 1 core"], results["python json+pickle"]
+            print(f"{mib:8.0f} {'ratio coreb/python':<22} speed x{pw / cw:.2f} (1 core: x{pw / c1:.2f}), memory x{cr / pr:.2f}; load {' '.join(open('/proc/loadavg').read().split()[:3])}")
             os.remove(data)
 
 

@@ -10,8 +10,9 @@ string; a few MB decoded per row), repeated with fresh question ids up to each s
 size it runs `coreb ingest` (release build; decodes, types and writes Parquet) on every core
 and again held to one core (`taskset -c 0`), and `py_decode.py` (decodes only, writes nothing;
 one core whatever it is given), and prints throughput (MiB/s), CPU and peak RSS of each (read
-from /usr/bin/time -v). The one-core row tells CPU efficiency apart from parallelism. Run from the project root after
-`cargo build --release -p coreb` (`$COREB` or `$CARGO_TARGET_DIR/release/coreb` otherwise).
+from /usr/bin/time -v). The one-core row tells CPU efficiency apart from parallelism. Run from
+the project root after `cargo build --release -p coreb` (`$COREB` or
+`$CARGO_TARGET_DIR/release/coreb` otherwise).
 """
 import json
 import os

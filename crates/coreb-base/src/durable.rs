@@ -138,9 +138,8 @@ fn written() -> std::sync::MutexGuard<'static, BTreeMap<PathBuf, (Identity, Stri
 }
 
 /// The sha256 of the file at `path`, if this process committed it as an [`AtomicFile`] (of
-/// at least a MiB) and
-/// it is still that file (same length, inode and modification time); `None` otherwise, and
-/// the caller hashes the file itself. Each commit is answered once: the entry is taken.
+/// at least a MiB) and it is still that file (same length, inode and modification time);
+/// `None` otherwise, and the caller hashes the file itself. Each commit is answered once: the entry is taken.
 pub fn sha256_as_written(path: &Path) -> Option<String> {
     let (identity, sha256) = written().remove(path)?;
     let now = Identity::of(&std::fs::metadata(path).ok()?);

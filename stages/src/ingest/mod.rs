@@ -183,9 +183,11 @@ fn bracket_path(path: &str) -> String {
     if path == "." { String::new() } else { path.to_owned() }
 }
 
+/// The field whose decoding errors [`decode_private_tests`] and [`inflate`] report.
+const FIELD: &str = "private_test_cases";
+
 /// Decode `private_test_cases`: JSON, or base64 → zlib → pickle of a JSON string.
 pub fn decode_private_tests(value: &str, max_bytes: u64) -> Result<Vec<TestCase>, RowError> {
-    const FIELD: &str = "private_test_cases";
     let trimmed = value.trim_start();
     if trimmed.starts_with('[') {
         return parse_tests(trimmed, FIELD);
@@ -231,7 +233,6 @@ const KEEP_INFLATE_BYTES: usize = 256 << 20;
 /// inflate about 2×: the first try allows 4×, and each try that runs out of room doubles it.
 fn inflate(decompressor: &mut libdeflater::Decompressor, compressed: &[u8], max_bytes: u64, out: &mut Vec<u8>) -> Result<usize, RowError> {
     use libdeflater::DecompressionError;
-    const FIELD: &str = "private_test_cases";
     let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);
     let mut room = compressed.len().saturating_mul(4).max(4 << 10).min(max);
     loop {

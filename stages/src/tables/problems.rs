@@ -1,8 +1,8 @@
 //! The `problems` table: Parquet encoding and decoding of [`Problem`]s.
 //!
 //! Writing streams: rows are gathered into row groups of bounded byte size, each encoded on
-//! threads beside the writer, so memory stays flat however large the input. Reading yields problems
-//! batch by batch. Every Parquet call for problems is in this module.
+//! threads beside the writer, so memory stays flat however large the input. Reading yields
+//! problems batch by batch. Every Parquet call for problems is in this module.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

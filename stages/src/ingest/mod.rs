@@ -8,7 +8,7 @@
 
 pub mod pickle;
 
-use std::io::BufRead;
+use std::io::Read;
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -101,6 +101,91 @@ struct RawMetadata {
 
 /// Decode one JSONL line into a problem.
 pub fn decode_row(line: &[u8], config: &IngestConfig) -> Result<Problem, RowError> {
+    // A row whose private tests are plain base64 is parsed without them; any failure there
+    // is decoded again whole, so that every error is the one the whole line gives.
+    if let Some((rest, blob)) = split_private_tests(line)
+        && let Ok(problem) = decode_parts(&rest, Some(blob), config)
+    {
+        return Ok(problem);
+    }
+    decode_parts(line, None, config)
+}
+
+/// Find the top-level `private_test_cases` value of a row when it is plain base64 (no escape,
+/// no surrounding space); return the row with that value emptied, and the value.
+///
+/// LiveCodeBench's private tests are one base64 string of megabytes per row. A JSON parser
+/// scans it byte by byte for quotes and escapes, then checks it is UTF-8, only to hand over
+/// bytes that base64 decoding checks again (at 2 GB, 5 % of `ingest`'s CPU, issue #13). Here
+/// a vectorised search finds the quote that ends it. `None` when the row does not have that
+/// shape; it is then parsed whole.
+fn split_private_tests(line: &[u8]) -> Option<(Vec<u8>, &[u8])> {
+    const KEY: &[u8] = b"private_test_cases";
+    let skip_space = |mut at: usize| {
+        while line.get(at).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+            at += 1;
+        }
+        at
+    };
+    // Outside strings only brackets matter: they tell the object's own keys from nested ones.
+    let mut depth = 0usize;
+    let mut at = 0;
+    while at < line.len() {
+        match line[at] {
+            b'"' => {
+                let start = at + 1;
+                let end = string_end(line, start)?;
+                at = end + 1;
+                if depth != 1 || &line[start..end] != KEY {
+                    continue;
+                }
+                let colon = skip_space(at);
+                if line.get(colon) != Some(&b':') {
+                    continue; // a value that reads `private_test_cases`
+                }
+                let open = skip_space(colon + 1);
+                if line.get(open) != Some(&b'"') {
+                    return None;
+                }
+                let from = open + 1;
+                let to = from + memchr::memchr2(b'"', b'\\', &line[from..])?;
+                let value = &line[from..to];
+                let base64 = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/');
+                if line[to] != b'"' || !value.first().is_some_and(base64) || !value.last().is_some_and(|b| base64(b) || *b == b'=') {
+                    return None;
+                }
+                let mut rest = Vec::with_capacity(line.len() - value.len());
+                rest.extend_from_slice(&line[..from]);
+                rest.extend_from_slice(&line[to..]);
+                return Some((rest, value));
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                at += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                at += 1;
+            }
+            _ => at += 1,
+        }
+    }
+    None
+}
+
+/// The index of the quote that ends the JSON string starting at `at`.
+fn string_end(line: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        let found = at + memchr::memchr2(b'"', b'\\', line.get(at..)?)?;
+        if line[found] == b'"' {
+            return Some(found);
+        }
+        at = found + 2;
+    }
+}
+
+/// Decode a row; `blob`, when given, is its `private_test_cases` (base64), taken out of `line`.
+fn decode_parts(line: &[u8], blob: Option<&[u8]>, config: &IngestConfig) -> Result<Problem, RowError> {
     // The fast path parses without tracking paths; only a failure is parsed again to name
     // the field.
     let raw: RawRow = match serde_json::from_slice(line) {
@@ -127,7 +212,10 @@ pub fn decode_row(line: &[u8], config: &IngestConfig) -> Result<Problem, RowErro
         return Err(RowError::new("contest_date", format!("`{}` is not an ISO date", raw.contest_date)));
     }
     let public_tests = parse_tests(&raw.public_test_cases, "public_test_cases")?;
-    let private_tests = decode_private_tests(&raw.private_test_cases, config.max_field_bytes)?;
+    let private_tests = match blob {
+        Some(blob) => decode_blob(blob, config.max_field_bytes)?,
+        None => decode_private_tests(&raw.private_test_cases, config.max_field_bytes)?,
+    };
     let func_name = if raw.metadata.trim().is_empty() {
         None
     } else {
@@ -195,8 +283,13 @@ pub fn decode_private_tests(value: &str, max_bytes: u64) -> Result<Vec<TestCase>
     if trimmed.is_empty() {
         return Ok(Vec::new());
     }
+    decode_blob(value.trim().as_bytes(), max_bytes)
+}
+
+/// Decode private tests encoded as base64 → zlib → pickle of a JSON string.
+fn decode_blob(base64: &[u8], max_bytes: u64) -> Result<Vec<TestCase>, RowError> {
     let compressed = base64::engine::general_purpose::STANDARD
-        .decode(value.trim())
+        .decode(base64)
         .map_err(|e| RowError::new(FIELD, format!("not JSON and not base64: {e}")))?;
     INFLATE.with_borrow_mut(|Inflate { decompressor, out }| {
         let n = inflate(decompressor, &compressed, max_bytes, out)?;
@@ -300,59 +393,107 @@ pub enum Line {
 }
 
 /// Splits a byte stream into lines of at most `max` bytes, holding at most one line.
+///
+/// Reads go straight into the buffer of the line being read, sized from the longest line so
+/// far, so a line of megabytes is copied once, by the read itself, and never again from a
+/// read buffer into the line (at 2 GB, that second copy cost `ingest`'s reader as much as
+/// hashing the input, issue #13). Only what the last read brought in past the newline is
+/// copied, into the next line.
 pub struct LineReader<R> {
     inner: R,
     max: u64,
     line_no: u64,
     /// Bytes consumed so far (for progress).
     pub bytes: u64,
+    /// Bytes read past the end of the last line returned: the start of the next.
+    carry: Vec<u8>,
+    /// The longest line so far: the next line's buffer starts with room for it.
+    longest: usize,
+    eof: bool,
 }
 
-impl<R: BufRead> LineReader<R> {
-    /// Wrap a buffered reader.
+/// Bytes asked for by each read; at most this much is carried from one line to the next.
+const READ_BYTES: usize = 256 << 10;
+
+impl<R: Read> LineReader<R> {
+    /// Wrap a reader (unbuffered is best: the reads are large and land in the lines).
     pub fn new(inner: R, max: u64) -> Self {
-        LineReader { inner, max, line_no: 0, bytes: 0 }
+        LineReader { inner, max, line_no: 0, bytes: 0, carry: Vec::new(), longest: 0, eof: false }
+    }
+
+    /// The reader, which has read up to `READ_BYTES` past the last line returned (at the end
+    /// of the stream once [`next_line`](Self::next_line) has returned `None`).
+    pub fn into_inner(self) -> R {
+        self.inner
     }
 
     /// The next line, or `None` at end of stream.
     pub fn next_line(&mut self) -> std::io::Result<Option<Line>> {
-        let mut buf = Vec::new();
+        let mut buf = Vec::with_capacity(self.longest.max(self.carry.len()) + READ_BYTES);
+        buf.extend_from_slice(&self.carry);
+        self.carry.clear();
+        let mut searched = 0;
+        // Bytes of a line longer than `max`, dropped as they were read.
         let mut skipped: u64 = 0;
-        let mut any = false;
         loop {
-            let chunk = self.inner.fill_buf()?;
-            if chunk.is_empty() {
-                break;
+            if let Some(i) = memchr::memchr(b'\n', &buf[searched..]) {
+                let end = searched + i;
+                self.carry.extend_from_slice(&buf[end + 1..]);
+                buf.truncate(end);
+                self.bytes += 1;
+                return Ok(Some(self.finish_line(buf, skipped)));
             }
-            any = true;
-            let (take, done) = match memchr::memchr(b'\n', chunk) {
-                Some(i) => (i + 1, true),
-                None => (chunk.len(), false),
-            };
-            let body = if done { &chunk[..take - 1] } else { &chunk[..take] };
-            if skipped > 0 || buf.len() as u64 + body.len() as u64 > self.max {
-                skipped += buf.len() as u64 + body.len() as u64;
-                buf = Vec::new();
-            } else {
-                buf.extend_from_slice(body);
+            if self.eof {
+                if buf.is_empty() && skipped == 0 {
+                    return Ok(None);
+                }
+                return Ok(Some(self.finish_line(buf, skipped)));
             }
-            self.inner.consume(take);
-            self.bytes += take as u64;
-            if done {
-                break;
+            if skipped > 0 || buf.len() as u64 > self.max {
+                skipped += buf.len() as u64;
+                self.bytes += buf.len() as u64;
+                buf.clear();
             }
+            searched = buf.len();
+            let n = self.read_more(&mut buf)?;
+            self.eof = n == 0;
         }
-        if !any {
-            return Ok(None);
-        }
+    }
+
+    /// Append up to [`READ_BYTES`] from the stream to `buf`; 0 at its end.
+    fn read_more(&mut self, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+        let len = buf.len();
+        buf.resize(len + READ_BYTES, 0);
+        let n = loop {
+            match self.inner.read(&mut buf[len..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    buf.truncate(len);
+                    return Err(e);
+                }
+            }
+        };
+        buf.truncate(len + n);
+        Ok(n)
+    }
+
+    /// A line's outcome, its bytes (without the newline) in `buf` after `skipped` dropped ones.
+    fn finish_line(&mut self, mut buf: Vec<u8>, skipped: u64) -> Line {
         self.line_no += 1;
-        if skipped > 0 {
-            return Ok(Some(Line::TooLong(self.line_no, skipped)));
+        self.bytes += buf.len() as u64;
+        if skipped > 0 || buf.len() as u64 > self.max {
+            return Line::TooLong(self.line_no, skipped + buf.len() as u64);
         }
+        self.longest = self.longest.max(buf.len());
         if buf.last() == Some(&b'\r') {
             buf.pop();
         }
-        Ok(Some(Line::Text(self.line_no, buf)))
+        // A short line in a buffer sized for a long one gives the room back.
+        if buf.capacity() > 2 * buf.len() + READ_BYTES {
+            buf.shrink_to_fit();
+        }
+        Line::Text(self.line_no, buf)
     }
 }
 
@@ -434,6 +575,53 @@ mod tests {
         serde_json::to_vec(&v).unwrap()
     }
 
+    /// Rows whose private tests are taken out before parsing decode exactly as when the
+    /// whole line is parsed, errors included; rows of any other shape are parsed whole.
+    #[test]
+    fn private_tests_taken_out_decode_as_the_whole_line_does() {
+        let blob: Blob = serde_json::from_str(BLOB_1873_A).unwrap();
+        let b64 = blob.private_test_cases.clone();
+        let good = row(&[("private_test_cases", b64.clone().into())]);
+        let (rest, value) = split_private_tests(&good).expect("a plain base64 value is taken out");
+        assert_eq!(value, b64.as_bytes());
+        assert!(String::from_utf8(rest).unwrap().contains("\"private_test_cases\":\"\""));
+        assert_eq!(decode_row(&good, &IngestConfig::default()).unwrap().private_tests, blob.decoded);
+
+        let text = String::from_utf8(good.clone()).unwrap();
+        let key = "\"private_test_cases\":";
+        let with_value = |v: &str| text.replacen(&format!("{key}\"{b64}\""), &format!("{key}{v}"), 1).into_bytes();
+        let (head, tail) = b64.split_at(40);
+        let variants: Vec<(&str, Vec<u8>, bool)> = vec![
+            ("plain", good.clone(), true),
+            ("an escaped slash", with_value(&format!("\"{head}\\/{tail}\"")), false),
+            ("a leading space", with_value(&format!("\" {b64}\"")), false),
+            ("a trailing newline, raw", with_value(&format!("\"{b64}\n\"")), false),
+            ("a raw tab inside", with_value(&format!("\"{head}\t{tail}\"")), true),
+            ("not base64", with_value("\"QUJD!!AA\""), true),
+            ("bad zlib", with_value("\"QUJDRA==\""), true),
+            ("a JSON list", with_value("\"[]\""), false),
+            ("empty", with_value("\"\""), false),
+            ("not a string", with_value("7"), false),
+            ("a duplicate key", text.replacen("\"metadata\":", &format!("{key}\"QUJD\",\"metadata\":"), 1).into_bytes(), true),
+            ("the key nested first", text.replacen("{", "{\"x\":{\"private_test_cases\":\"QUJD\"},", 1).into_bytes(), true),
+            ("the key as a value first", text.replacen("{", "{\"x\":\"private_test_cases\",", 1).into_bytes(), true),
+            ("cut short", good[..good.len() - 20].to_vec(), true),
+            ("bad platform", row(&[("private_test_cases", b64.clone().into()), ("platform", "icpc".into())]), true),
+        ];
+        for (what, line, split) in variants {
+            assert_eq!(split_private_tests(&line).is_some(), split, "{what}: taken out?");
+            let config = IngestConfig::default();
+            let (fast, whole) = (decode_row(&line, &config), decode_parts(&line, None, &config));
+            match (&fast, &whole) {
+                (Ok(a), Ok(b)) => assert!(a == b, "{what}: problems differ"),
+                _ => assert_eq!(fast.as_ref().err(), whole.as_ref().err(), "{what}"),
+            }
+        }
+        // The key nested in another object is not the row's: the row's own value is found.
+        let nested = text.replacen("{", "{\"x\":{\"private_test_cases\":\"QUJD\"},", 1).into_bytes();
+        assert_eq!(split_private_tests(&nested).unwrap().1, b64.as_bytes());
+    }
+
     #[test]
     fn good_row() {
         let p = decode_row(&row(&[("metadata", "{\"func_name\": \"f\"}".into())]), &IngestConfig::default()).unwrap();
@@ -474,5 +662,49 @@ mod tests {
             });
         }
         assert_eq!(got, ["1:a", "2:too long 10", "3:", "4:ccc"]);
+        assert_eq!(r.bytes, data.len() as u64);
+    }
+
+    /// Lines of every length across reads of [`READ_BYTES`]: each comes back whole, in order,
+    /// whatever the reader hands over per call; too-long ones are counted, not held.
+    #[test]
+    fn long_lines_across_reads_come_back_whole() {
+        /// A reader that hands over at most `step` bytes per call.
+        struct Trickle<'a> {
+            data: &'a [u8],
+            step: usize,
+        }
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = buf.len().min(self.step).min(self.data.len());
+                buf[..n].copy_from_slice(&self.data[..n]);
+                self.data = &self.data[n..];
+                Ok(n)
+            }
+        }
+        let lens = [0, 1, READ_BYTES - 1, READ_BYTES, READ_BYTES + 1, 3 * READ_BYTES + 17, 5, 2 * READ_BYTES, 0, 7];
+        let lines: Vec<Vec<u8>> = lens.iter().enumerate().map(|(i, &n)| (0..n).map(|j| b'a' + ((i + j) % 26) as u8).collect()).collect();
+        let mut data = lines.join(&b'\n');
+        data.extend_from_slice(b"\ntail without a newline");
+        let max = (3 * READ_BYTES) as u64;
+        for step in [1 << 10, 100_003, READ_BYTES, usize::MAX] {
+            let mut r = LineReader::new(Trickle { data: &data, step }, max);
+            for (i, want) in lines.iter().enumerate() {
+                match r.next_line().unwrap() {
+                    Some(Line::Text(n, got)) => {
+                        assert_eq!(n, i as u64 + 1);
+                        assert!(got == *want, "step {step}: line {n} differs ({} bytes, want {})", got.len(), want.len());
+                    }
+                    Some(Line::TooLong(n, len)) => {
+                        assert_eq!((n, len), (i as u64 + 1, want.len() as u64), "step {step}");
+                        assert!(want.len() as u64 > max);
+                    }
+                    None => panic!("step {step}: ended before line {}", i + 1),
+                }
+            }
+            assert!(matches!(r.next_line().unwrap(), Some(Line::Text(11, t)) if t == b"tail without a newline"));
+            assert!(r.next_line().unwrap().is_none());
+            assert_eq!(r.bytes, data.len() as u64);
+        }
     }
 }

@@ -207,6 +207,47 @@ fn unchanged_stages_are_skipped_and_changed_ones_rerun() {
     assert_eq!(third.iter().map(|s| s["skipped"].as_bool().unwrap()).collect::<Vec<_>>(), [false, true, true, false]);
 }
 
+/// A first build hashes a local source while ingesting it, reading it once; a rerun hashes
+/// it first, so that an unchanged file skips decoding. Both ways record the same stages.
+#[test]
+fn a_first_build_hashes_its_local_source_as_it_ingests_it_and_records_what_fetch_would() {
+    let record = |dir: &Path, stage: &str| -> Value {
+        serde_json::from_str(&fs_err::read_to_string(dir.join("build/artifacts").join(stage).join("record.json")).unwrap()).unwrap()
+    };
+    let lines: Vec<String> = fs_err::read_to_string(fixture_data(LCB)).unwrap().lines().map(str::to_owned).collect();
+    let rerun = tempfile::tempdir().unwrap();
+    let source = rerun.path().join("rows.jsonl");
+    fs_err::write(&source, lines[..300].join("\n") + "\n").unwrap();
+    let m = manifest(rerun.path(), &source, "");
+    stage_json("ingest", &m);
+    let first = record(rerun.path(), "fetch");
+    assert_eq!(first["summary"]["sources"][0]["sha256"], stages::hashing::sha256_file(&source).unwrap());
+    assert_eq!(first["summary"]["sources"][0]["bytes"], fs_err::metadata(&source).unwrap().len());
+    // Unchanged: hashed first, found, nothing decoded.
+    assert_eq!(stage_json("ingest", &m)["skipped"], true);
+    // Changed: hashed first, not found, decoded from the fetch record.
+    fs_err::write(&source, lines[..500].join("\n") + "\n").unwrap();
+    assert_eq!(stage_json("ingest", &m)["rows_out"], 500);
+
+    // The same file in a fresh build: hashed while it is ingested, the same records.
+    let fresh = tempfile::tempdir().unwrap();
+    let mut out = run(coreb().args(["ingest", "--json"]).arg(manifest(fresh.path(), &source, "")));
+    assert!(out.status.success(), "{}", text(&out));
+    for stage in ["fetch", "ingest"] {
+        let (a, b) = (record(rerun.path(), stage), record(fresh.path(), stage));
+        assert_eq!((&a["key"], &a["summary"], &a["outputs"]), (&b["key"], &b["summary"], &b["outputs"]), "{stage}");
+    }
+
+    // A pinned checksum that the file does not have: fetch's error, and no ingest recorded.
+    let pinned = tempfile::tempdir().unwrap();
+    let pin = format!("sha256 = \"{}\"\n", "0".repeat(64));
+    out = run(coreb().args(["ingest"]).arg(manifest(pinned.path(), &source, &pin)));
+    assert!(!out.status.success());
+    assert!(text(&out).contains("checksum mismatch"), "{}", text(&out));
+    assert!(!pinned.path().join("build/artifacts/ingest/record.json").exists());
+    assert!(!pinned.path().join("build/artifacts/fetch/record.json").exists());
+}
+
 #[test]
 fn same_input_same_bytes_whatever_the_jobs() {
     let dir = tempfile::tempdir().unwrap();

@@ -120,6 +120,13 @@ impl ArtifactStore {
         read_record(&path).map(Some)
     }
 
+    /// Could [`lookup`](Self::lookup) find anything for `stage`, whatever the key: is there a
+    /// record of it built by this binary? (A stage that knows it will miss can start before
+    /// its key is known.)
+    pub fn holds_reusable(&self, stage: &str) -> anyhow::Result<bool> {
+        Ok(self.record(stage)?.is_some_and(|r| r.tool_fingerprint == TOOL_FINGERPRINT))
+    }
+
     /// The record of a stage built from exactly `key` by this binary, if every output is
     /// still what it recorded: each file is hashed again (in parallel), so a torn, truncated
     /// or edited output means a miss and the stage runs again.

@@ -201,6 +201,15 @@ async fn fetch_local(source: &Source, path: &Path, bar: &ProgressBar) -> Result<
     Ok(Fetched { name: source.name.clone(), path: path.to_owned(), sha256: sha, bytes: meta.len(), downloaded: 0 })
 }
 
+/// A local source that its reader hashed (`ingest` hashes a local file as it decodes it on a
+/// first build, so the file is read once): the [`Fetched`] that [`fetch_source`] gives for it,
+/// checked against the manifest's sha256 pin the same way. `None` for a source that is not a
+/// local file.
+pub fn hashed_in_place(source: &Source, sha256: String, bytes: u64) -> Option<Result<Fetched, FetchError>> {
+    let Location::Local(path) = &source.location else { return None };
+    Some(check(source, path, &sha256).map(|()| Fetched { name: source.name.clone(), path: path.clone(), sha256, bytes, downloaded: 0 }))
+}
+
 fn check(source: &Source, path: &Path, actual: &str) -> Result<(), FetchError> {
     match &source.sha256 {
         Some(expected) if expected != actual => Err(FetchError::Checksum {

@@ -1,5 +1,7 @@
 //! Runs `fetch`: every source downloaded (or hashed in place). Always runs, because a local
-//! file may have changed; downstream stages skip when the hashes are the same.
+//! file may have changed; downstream stages skip when the hashes are the same. On a first
+//! build of local files, `ingest` hashes them as it reads them and records this stage
+//! ([`super::ingest::run_with_fetch`]).
 
 use anyhow::Context;
 use stages::fetch::{Fetched, fetch_source};
@@ -22,6 +24,14 @@ pub(super) fn run(engine: &Engine) -> anyhow::Result<StageReport> {
         bar.finish_and_clear();
         fetched.push(f);
     }
+    commit(engine, fetched)
+}
+
+/// Record what was fetched as the `fetch` stage (also called by `ingest`, which hashes local
+/// sources itself on a first build).
+pub(super) fn commit(engine: &Engine, fetched: Vec<Fetched>) -> anyhow::Result<StageReport> {
+    let plan = &engine.plan;
+    let config = &plan.stages.fetch;
     let downloaded: u64 = fetched.iter().map(|f| f.downloaded).sum();
     if downloaded > 0 {
         engine.printer.status(format!("{:>10}: downloaded {downloaded} bytes", "fetch"));

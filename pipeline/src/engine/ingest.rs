@@ -4,11 +4,13 @@
 //! [`in_flight`] lines are between reader and writer, so memory does not grow with the input.
 
 use std::collections::BTreeMap;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use anyhow::{Context, bail};
+use stages::fetch::Location;
+use stages::hashing::HashingReader;
 use stages::ingest::{BadRows, IngestConfig, IngestStats, Line, LineReader, RowError, RowOutcome, ingest_row};
 use stages::problem::DateWindow;
 use stages::tables::ProblemWriter;
@@ -42,21 +44,102 @@ struct Job<T> {
 }
 
 pub(super) fn run(engine: &Engine, fetch: &StageRecord) -> anyhow::Result<StageReport> {
-    let plan = &engine.plan;
-    let config = &plan.stages.ingest;
-    let key = input_key(StageName::Ingest.as_str(), &(config, &plan.window), &[fetch])?;
+    let key = key(engine, fetch)?;
     if let Some(hit) = engine.cached(StageName::Ingest, &key)? {
         return Ok(hit);
     }
-    let files = super::fetch::files(fetch)?;
-    let labels: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
+    let inputs: Vec<Input> = super::fetch::files(fetch)?.into_iter().map(|f| Input { bytes: f.bytes, path: f.path }).collect();
+    let decoded = decode(engine, &inputs, false)?;
+    decoded.commit(&key)
+}
+
+fn key(engine: &Engine, fetch: &StageRecord) -> anyhow::Result<String> {
+    input_key(StageName::Ingest.as_str(), &(&engine.plan.stages.ingest, &engine.plan.window), &[fetch])
+}
+
+/// May this build fetch and ingest in one pass ([`run_with_fetch`])? Only when every source
+/// is a local file (a download is hashed as it arrives) and no stored `ingest` could be
+/// reused: a rerun hashes first, so that an unchanged input skips decoding.
+pub(super) fn reads_sources_once(engine: &Engine) -> anyhow::Result<bool> {
+    let local = engine.plan.sources.iter().all(|s| matches!(s.location, Location::Local(_)));
+    Ok(local && !engine.store.holds_reusable(StageName::Ingest.as_str())?)
+}
+
+/// `fetch` and `ingest` in one pass over local sources, each file read once: hashed as it is
+/// decoded, instead of hashed whole before decoding starts (at 2 GB that first pass was 1.5 s
+/// with one core idle, issue #13). Records both stages as the two runs in turn would; returns
+/// them with the time `fetch`'s part took (until the last byte was read). Any failure is
+/// reported as a build that fetches first would: `fetch`'s error (a missing file, a wrong
+/// checksum) before a bad row's.
+pub(super) fn run_with_fetch(engine: &Engine) -> anyhow::Result<(StageReport, std::time::Duration, StageReport)> {
+    let sources = &engine.plan.sources;
+    let decoded = sources
+        .iter()
+        .map(|s| match &s.location {
+            Location::Local(path) => Ok(Input { bytes: fs_err::metadata(path)?.len(), path: path.clone() }),
+            Location::Http(_) => bail!("source `{}` is not a local file", s.name),
+        })
+        .collect::<anyhow::Result<Vec<Input>>>()
+        .and_then(|inputs| decode(engine, &inputs, true));
+    let decoded = match decoded {
+        Ok(decoded) if decoded.hashes.len() == sources.len() => decoded,
+        Ok(_) => bail!("ingest stopped before the end of its input without an error (a bug in coreb)"),
+        Err(e) => {
+            super::fetch::run(engine)?;
+            return Err(e);
+        }
+    };
+    let mut fetched = Vec::with_capacity(sources.len());
+    for (source, (sha256, bytes)) in sources.iter().zip(decoded.hashes.iter().cloned()) {
+        let f = stages::fetch::hashed_in_place(source, sha256, bytes)
+            .context("a local source")?
+            .with_context(|| format!("fetching source `{}`", source.name))?;
+        fetched.push(f);
+    }
+    let fetch = super::fetch::commit(engine, fetched)?;
+    let key = key(engine, &fetch.record)?;
+    let read = decoded.read;
+    let ingest = decoded.commit(&key)?;
+    Ok((fetch, read, ingest))
+}
+
+/// A file to ingest.
+struct Input {
+    path: std::path::PathBuf,
+    /// Its size, for progress.
+    bytes: u64,
+}
+
+/// A decoded input, its table written but not yet committed.
+struct Decoded {
+    writer: crate::artifacts::StageWriter,
+    stats: IngestStats,
+    /// The sha256 and length of each input, when asked for.
+    hashes: Vec<(String, u64)>,
+    /// How long reading the input took.
+    read: std::time::Duration,
+}
+
+impl Decoded {
+    fn commit(self, key: &str) -> anyhow::Result<StageReport> {
+        let summary = serde_json::to_value(self.stats)?;
+        let record = self.writer.commit(key, &[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")], summary)?;
+        Ok(StageReport { stage: StageName::Ingest, skipped: false, record })
+    }
+}
+
+/// Decode every input into a new `ingest` directory; hash the inputs too when `hash`.
+fn decode(engine: &Engine, inputs: &[Input], hash: bool) -> anyhow::Result<Decoded> {
+    let plan = &engine.plan;
+    let config = &plan.stages.ingest;
+    let labels: Vec<String> = inputs.iter().map(|f| f.path.display().to_string()).collect();
     let writer = engine.store.begin(StageName::Ingest.as_str())?;
     let output = Output {
         table: ProblemWriter::create(&writer.path("problems.parquet"))?,
         rejections: fs_err::File::create(writer.path("rejections.jsonl"))?,
         stats: IngestStats::default(),
     };
-    let total: u64 = files.iter().map(|f| f.bytes).sum();
+    let total: u64 = inputs.iter().map(|f| f.bytes).sum();
     let bar = engine.printer.progress(Some(total), "ingest", true);
 
     let workers = plan.jobs.max(1);
@@ -67,6 +150,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord) -> anyhow::Result<StageR
     for _ in 0..in_flight(workers) {
         free.send(()).expect("the slot channel holds every slot");
     }
+    let started = std::time::Instant::now();
     let (read, written) = std::thread::scope(|scope| {
         for _ in 0..workers {
             let to_writer = to_writer.clone();
@@ -76,21 +160,20 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord) -> anyhow::Result<StageR
         drop(to_writer);
         let labels = &labels;
         let writer_thread = scope.spawn(move || write_in_order(decoded, free, output, config, labels));
-        let read = read_lines(&files, labels, config, to_workers, &slots, &bar);
+        let read = read_lines(inputs, labels, hash, config, to_workers, &slots, &bar).map(|r| (r, started.elapsed()));
         let written = writer_thread.join().map_err(|_| anyhow::anyhow!("the ingest writer thread panicked"));
         (read, written)
     });
     // The writer's error wins: it names the first bad row in input order; a reader that
     // stopped because the writer did has nothing to add.
     let Output { table, rejections, mut stats } = written??;
-    stats.bytes_in = read?;
+    let (Reading { bytes, hashes }, read) = read?;
+    stats.bytes_in = bytes;
     table.finish()?;
     rejections.sync_all()?;
     drop(rejections);
     bar.finish_and_clear();
-    let summary = serde_json::to_value(stats)?;
-    let record = writer.commit(&key, &[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")], summary)?;
-    Ok(StageReport { stage: StageName::Ingest, skipped: false, record })
+    Ok(Decoded { writer, stats, hashes, read })
 }
 
 /// What the writer thread owns.
@@ -100,44 +183,86 @@ struct Output {
     stats: IngestStats,
 }
 
-/// Read every file in order and hand its lines to the workers, taking a slot for each;
-/// returns the bytes read. Stops early, without error, when the writer has stopped.
+/// What the reader read: bytes in all, and with hashing, the sha256 and length of each file
+/// it read to the end.
+struct Reading {
+    bytes: u64,
+    hashes: Vec<(String, u64)>,
+}
+
+/// Read every file in order and hand its lines to the workers, taking a slot for each; with
+/// `hash`, hash each file as it is read. Stops early, without error, when the writer has
+/// stopped (the files not read to their end have no hash).
 fn read_lines(
-    files: &[stages::fetch::Fetched],
+    inputs: &[Input],
     labels: &[String],
+    hash: bool,
     config: &IngestConfig,
     to_workers: SyncSender<Job<Vec<u8>>>,
     slots: &Receiver<()>,
     bar: &indicatif::ProgressBar,
-) -> anyhow::Result<u64> {
-    let mut seq = 0u64;
-    let mut done_bytes = 0u64;
-    for (file, path) in files.iter().enumerate() {
+) -> anyhow::Result<Reading> {
+    let mut sender = Sender { seq: 0, done_bytes: 0, to_workers, slots, bar, config };
+    let mut hashes = Vec::new();
+    for (file, input) in inputs.iter().enumerate() {
+        let reader = fs_err::File::open(&input.path)?;
         let label = &labels[file];
-        let reader = fs_err::File::open(&path.path)?;
-        let mut lines = LineReader::new(BufReader::with_capacity(1 << 20, reader), config.max_line_bytes);
+        let (bytes, finished) = if hash {
+            let mut lines = LineReader::new(HashingReader::new(reader), config.max_line_bytes);
+            let finished = sender.send_lines(file, label, &mut lines)?;
+            let bytes = lines.bytes;
+            if finished {
+                hashes.push(lines.into_inner().finish());
+            }
+            (bytes, finished)
+        } else {
+            let mut lines = LineReader::new(reader, config.max_line_bytes);
+            let finished = sender.send_lines(file, label, &mut lines)?;
+            (lines.bytes, finished)
+        };
+        sender.done_bytes += bytes;
+        if !finished {
+            break;
+        }
+    }
+    Ok(Reading { bytes: sender.done_bytes, hashes })
+}
+
+/// The reader's side of the pipeline.
+struct Sender<'a> {
+    seq: u64,
+    /// Bytes of the files read before this one.
+    done_bytes: u64,
+    to_workers: SyncSender<Job<Vec<u8>>>,
+    slots: &'a Receiver<()>,
+    bar: &'a indicatif::ProgressBar,
+    config: &'a IngestConfig,
+}
+
+impl Sender<'_> {
+    /// Hand every line of one file to the workers; false when the writer stopped first.
+    fn send_lines<R: std::io::Read>(&mut self, file: usize, label: &str, lines: &mut LineReader<R>) -> anyhow::Result<bool> {
+        let max_line_bytes = self.config.max_line_bytes;
         loop {
             let item = match lines.next_line().with_context(|| format!("reading `{label}`"))? {
-                None => break,
+                None => return Ok(true),
                 Some(Line::Text(_, text)) if text.iter().all(u8::is_ascii_whitespace) => continue,
                 Some(Line::Text(n, text)) => (n, Ok(text)),
                 Some(Line::TooLong(n, len)) => (
                     n,
                     Err(RowError {
                         field: "(line)".into(),
-                        reason: format!("line of {len} bytes is longer than `max_line_bytes` ({})", config.max_line_bytes),
+                        reason: format!("line of {len} bytes is longer than `max_line_bytes` ({max_line_bytes})"),
                     }),
                 ),
             };
-            if slots.recv().is_err() || to_workers.send(Job { seq, file, line: item.0, item: item.1 }).is_err() {
-                return Ok(done_bytes + lines.bytes);
+            if self.slots.recv().is_err() || self.to_workers.send(Job { seq: self.seq, file, line: item.0, item: item.1 }).is_err() {
+                return Ok(false);
             }
-            seq += 1;
-            bar.set_position(done_bytes + lines.bytes);
+            self.seq += 1;
+            self.bar.set_position(self.done_bytes + lines.bytes);
         }
-        done_bytes += lines.bytes;
     }
-    Ok(done_bytes)
 }
 
 /// A worker: decode lines until the reader is done. Once the writer has stopped, results

@@ -304,6 +304,8 @@ impl Engine {
         }
         let mut lock = Some(self.lock()?);
         let mut reports: Vec<StageReport> = Vec::new();
+        // `ingest`, when it ran together with `fetch`, and how long it took.
+        let mut ingested: Option<(StageReport, std::time::Duration)> = None;
         for stage in StageName::ALL.into_iter().filter(|s| *s <= until) {
             if self.shard.is_some() && stage == until {
                 lock = None;
@@ -317,9 +319,23 @@ impl Engine {
                     .map(|r| &r.record)
                     .ok_or_else(|| anyhow::anyhow!("stage `{name}` did not run before `{stage}`"))
             };
+            let mut wall = None;
             let report = match stage {
+                StageName::Fetch if until >= StageName::Ingest && ingest::reads_sources_once(self)? => {
+                    let (fetched, read, report) = ingest::run_with_fetch(self)?;
+                    // Both ran from the start: `fetch` until its last byte was read, `ingest` to the end.
+                    ingested = Some((report, started.elapsed()));
+                    wall = Some(read);
+                    fetched
+                }
                 StageName::Fetch => fetch::run(self)?,
-                StageName::Ingest => ingest::run(self, upstream(StageName::Fetch)?)?,
+                StageName::Ingest => match ingested.take() {
+                    Some((report, took)) => {
+                        wall = Some(took);
+                        report
+                    }
+                    None => ingest::run(self, upstream(StageName::Fetch)?)?,
+                },
                 StageName::Dedup => dedup::run(self, upstream(StageName::Ingest)?)?,
                 StageName::Filter => filter::run(self, upstream(StageName::Dedup)?)?,
                 StageName::Rewrite => llm::rewrite(self, upstream(StageName::Filter)?)?,
@@ -347,7 +363,7 @@ impl Engine {
                     release::run(self, upstream(StageName::Fetch)?, upstream(StageName::Filter)?, upstream(StageName::Qrels)?, &llm_stages)?
                 }
             };
-            self.announce(&report, started.elapsed());
+            self.announce(&report, wall.unwrap_or_else(|| started.elapsed()));
             if self.slice_of(stage).is_none() {
                 self.check_kept(&report)?;
             }

@@ -2,6 +2,8 @@
 //! `jobs` workers decode them, one writer thread puts the problems in input order and encodes
 //! the table — so decoding never waits for a batch's slowest row. At most
 //! [`in_flight`] lines are between reader and writer, so memory does not grow with the input.
+//! On a first build of local files the reader also hashes them, and `fetch` is recorded from
+//! those hashes ([`run_with_fetch`]): each file is read once.
 
 use std::collections::BTreeMap;
 use std::io::Write;

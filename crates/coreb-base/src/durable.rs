@@ -101,10 +101,11 @@ impl AtomicFile {
         self.writer.as_mut().expect("an uncommitted AtomicFile holds its writer")
     }
 
-    /// Count `n` bytes written; once [`WRITEBACK_BYTES`] more have reached the file, start
+    /// Hash `bytes`, just written; once [`WRITEBACK_BYTES`] more have reached the file, start
     /// their writeback without waiting for it (Linux; elsewhere `commit`'s fsync does it all).
-    fn wrote(&mut self, n: usize) {
-        self.written += n as u64;
+    fn wrote(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+        self.written += bytes.len() as u64;
         let writer = self.writer.as_ref().expect("an uncommitted AtomicFile holds its writer");
         let in_file = self.written - writer.buffer().len() as u64;
         if in_file - self.writeback < WRITEBACK_BYTES {
@@ -125,15 +126,13 @@ impl AtomicFile {
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.writer().write(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.wrote(n);
+        self.wrote(&buf[..n]);
         Ok(n)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
         self.writer().write_all(buf)?;
-        self.hasher.update(buf);
-        self.wrote(buf.len());
+        self.wrote(buf);
         Ok(())
     }
 

@@ -12,17 +12,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Hex sha256 of a file, streamed in 1 MiB blocks.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = fs_err::File::open(path)?;
-    let mut hasher = Sha256::new();
+    let mut reader = HashingReader::new(fs_err::File::open(path)?);
     let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex::encode(hasher.finalize()))
+    while reader.read(&mut buf)? > 0 {}
+    Ok(reader.finish().0)
 }
 
 /// A reader that hashes every byte read through it: a file is hashed by whoever reads it,

@@ -209,20 +209,15 @@ fn read_lines(
     for (file, input) in inputs.iter().enumerate() {
         let reader = fs_err::File::open(&input.path)?;
         let label = &labels[file];
-        let (bytes, finished) = if hash {
-            let mut lines = LineReader::new(HashingReader::new(reader), config.max_line_bytes);
-            let finished = sender.send_lines(file, label, &mut lines)?;
-            let bytes = lines.bytes;
+        let finished = if hash {
+            let (lines, finished) = sender.send_file(file, label, HashingReader::new(reader))?;
             if finished {
                 hashes.push(lines.into_inner().finish());
             }
-            (bytes, finished)
+            finished
         } else {
-            let mut lines = LineReader::new(reader, config.max_line_bytes);
-            let finished = sender.send_lines(file, label, &mut lines)?;
-            (lines.bytes, finished)
+            sender.send_file(file, label, reader)?.1
         };
-        sender.done_bytes += bytes;
         if !finished {
             break;
         }
@@ -242,6 +237,15 @@ struct Sender<'a> {
 }
 
 impl Sender<'_> {
+    /// Hand every line read from one file to the workers; returns the line reader, and false
+    /// when the writer stopped first.
+    fn send_file<R: std::io::Read>(&mut self, file: usize, label: &str, reader: R) -> anyhow::Result<(LineReader<R>, bool)> {
+        let mut lines = LineReader::new(reader, self.config.max_line_bytes);
+        let finished = self.send_lines(file, label, &mut lines)?;
+        self.done_bytes += lines.bytes;
+        Ok((lines, finished))
+    }
+
     /// Hand every line of one file to the workers; false when the writer stopped first.
     fn send_lines<R: std::io::Read>(&mut self, file: usize, label: &str, lines: &mut LineReader<R>) -> anyhow::Result<bool> {
         let max_line_bytes = self.config.max_line_bytes;

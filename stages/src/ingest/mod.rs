@@ -10,7 +10,6 @@ pub mod pickle;
 
 use std::io::Read;
 
-use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -288,9 +287,11 @@ pub fn decode_private_tests(value: &str, max_bytes: u64) -> Result<Vec<TestCase>
 
 /// Decode private tests encoded as base64 → zlib → pickle of a JSON string.
 fn decode_blob(base64: &[u8], max_bytes: u64) -> Result<Vec<TestCase>, RowError> {
-    let compressed = base64::engine::general_purpose::STANDARD
-        .decode(base64)
-        .map_err(|e| RowError::new(FIELD, format!("not JSON and not base64: {e}")))?;
+    // A vectorised decoder: base64 was 4.5 % of `ingest`'s CPU at 2 GB with the scalar one,
+    // which accepts exactly the same strings (padded, canonical; issue #13).
+    let compressed = base64_simd::STANDARD
+        .decode_to_vec(base64)
+        .map_err(|_| RowError::new(FIELD, format!("not JSON and not base64: {}", base64_fault(base64))))?;
     INFLATE.with_borrow_mut(|Inflate { decompressor, out }| {
         let n = inflate(decompressor, &compressed, max_bytes, out)?;
         let json = pickle::unpickle_str(&out[..n]).map_err(|e| RowError::new(FIELD, format!("bad pickle: {e}")))?;
@@ -300,6 +301,19 @@ fn decode_blob(base64: &[u8], max_bytes: u64) -> Result<Vec<TestCase>, RowError>
         }
         tests
     })
+}
+
+/// What makes `text` not padded, canonical base64 (the decoder only says that it is not).
+fn base64_fault(text: &[u8]) -> String {
+    let symbol = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/');
+    let body = text.strip_suffix(b"==").or_else(|| text.strip_suffix(b"=")).unwrap_or(text);
+    if let Some(at) = body.iter().position(|b| !symbol(b)) {
+        return format!("byte `{}` at offset {at} is not a base64 symbol", body[at].escape_ascii());
+    }
+    if text.len() % 4 != 0 {
+        return format!("length {} is not a multiple of 4", text.len());
+    }
+    "its last symbol carries bits past the data".to_owned()
 }
 
 /// A decoder thread's inflate state and output buffer, kept from row to row: a month's rows
@@ -523,6 +537,34 @@ mod tests {
         let err = decode_private_tests(&blob.private_test_cases, 50).unwrap_err();
         assert_eq!(err.field, "private_test_cases");
         assert!(err.reason.contains("max_field_bytes"), "{err}");
+    }
+
+    /// The vectorised decoder accepts padded, canonical base64 only, as the scalar `base64`
+    /// crate's STANDARD engine did; each refusal says what is wrong and where.
+    #[test]
+    fn base64_is_strict_and_its_faults_are_named() {
+        let blob: Blob = serde_json::from_str(BLOB_1873_A).unwrap();
+        let b64 = blob.private_test_cases.trim();
+        // Every length modulo 3 of the decoded bytes round-trips, padding and all.
+        for (text, bytes) in [("", &b""[..]), ("eA==", b"x"), ("eHk=", b"xy"), ("eHl6", b"xyz"), ("eHl6dw==", b"xyzw")] {
+            assert_eq!(base64_simd::STANDARD.decode_to_vec(text).unwrap(), bytes, "{text}");
+        }
+        assert_eq!(decode_blob(b64.as_bytes(), 1 << 20).unwrap(), blob.decoded);
+        let fault = |text: &str| decode_blob(text.as_bytes(), 1 << 20).unwrap_err().reason;
+        let cases = [
+            ("eHl6@HcA", "byte `@` at offset 4 is not a base64 symbol"),
+            ("eHl6\ndw==", "byte `\\n` at offset 4 is not a base64 symbol"),
+            ("eHl-dw==", "byte `-` at offset 3 is not a base64 symbol"),
+            ("eA=x", "byte `=` at offset 2 is not a base64 symbol"),
+            ("eHl6dw", "length 6 is not a multiple of 4"),
+            ("eHl6d", "length 5 is not a multiple of 4"),
+            // `eB==` decodes to `x` too, but with bits set past its one byte.
+            ("eB==", "its last symbol carries bits past the data"),
+            ("eHp=", "its last symbol carries bits past the data"),
+        ];
+        for (text, why) in cases {
+            assert_eq!(fault(text), format!("not JSON and not base64: {why}"), "{text:?}");
+        }
     }
 
     fn zlib(data: &[u8]) -> Vec<u8> {

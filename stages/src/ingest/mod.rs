@@ -7,11 +7,14 @@
 //! Reading files and writing the table is the engine's job.
 
 pub mod pickle;
+mod test_cases;
 
 use std::io::Read;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+use test_cases::RawTest;
 
 use crate::problem::{DateWindow, Platform, Problem, ProblemId, TestCase, TestType};
 
@@ -84,13 +87,6 @@ struct RawRow<'a> {
     private_test_cases: std::borrow::Cow<'a, str>,
     #[serde(borrow)]
     metadata: std::borrow::Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-struct RawTest {
-    input: String,
-    output: String,
-    testtype: String,
 }
 
 #[derive(Deserialize)]
@@ -246,7 +242,8 @@ fn field_of(e: &serde_json::Error) -> String {
 }
 
 fn parse_tests(json: &str, field: &str) -> Result<Vec<TestCase>, RowError> {
-    let raw: Vec<RawTest> = match serde_json::from_str(json) {
+    let parsed = test_cases::parse(json).map_or_else(|| serde_json::from_str(json), Ok);
+    let raw: Vec<RawTest> = match parsed {
         Ok(raw) => raw,
         Err(first) => {
             let mut de = serde_json::Deserializer::from_str(json);

@@ -91,7 +91,9 @@ impl<'a> Cursor<'a> {
         let start = self.pos;
         let len = usize::try_from(len).map_err(|_| PickleError::Truncated { offset: start })?;
         let bytes = self.take(len)?;
-        std::str::from_utf8(bytes).map_err(|_| PickleError::Utf8 { offset: start })
+        // Vectorised: a month's tests are checked here, megabytes per row (std's check was 2 %
+        // of `ingest`'s CPU at 2 GB, issue #13); it accepts exactly what std accepts.
+        simdutf8::basic::from_utf8(bytes).map_err(|_| PickleError::Utf8 { offset: start })
     }
 }
 
@@ -188,6 +190,25 @@ mod tests {
         assert_eq!(unpickle_str(b"\x80\x09."), Err(PickleError::Protocol(9)));
         let bad_utf8 = b"\x80\x04\x8c\x01\xff\x94.";
         assert_eq!(unpickle_str(bad_utf8), Err(PickleError::Utf8 { offset: 4 }));
+        // Long strings take the vectorised check: exactly std's verdict, wherever the fault.
+        let long_str = |body: &[u8]| {
+            let mut p = b"\x80\x04\x8d".to_vec();
+            p.extend_from_slice(&(body.len() as u64).to_le_bytes());
+            p.extend_from_slice(body);
+            p.extend_from_slice(b"\x94.");
+            p
+        };
+        let text = "1 2 3\n".repeat(100) + "é中𝄞" + &"x".repeat(100);
+        assert_eq!(unpickle_str(&long_str(text.as_bytes())), Ok(text.as_str()));
+        // A surrogate as Python's `surrogatepass` writes it, an overlong `/`, a cut-off character.
+        for bad in [&b"\xed\xa0\x80"[..], b"\xc0\xaf", b"\xe4\xb8"] {
+            for at in [0, 63, 64, 333, text.len()] {
+                let mut body = text.as_bytes().to_vec();
+                body.splice(at..at, bad.iter().copied());
+                assert!(std::str::from_utf8(&body).is_err());
+                assert_eq!(unpickle_str(&long_str(&body)), Err(PickleError::Utf8 { offset: 11 }), "{bad:?} at {at}");
+            }
+        }
         // A length that overflows the data must not allocate or panic.
         let huge = b"\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\x7f";
         assert!(matches!(unpickle_str(huge), Err(PickleError::Truncated { .. })));

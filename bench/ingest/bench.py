@@ -64,6 +64,10 @@ def main() -> None:
             ]:
                 # A fresh output directory: a second run would find the first's table.
                 shutil.rmtree(os.path.join(tmp, f"build{size}"), ignore_errors=True)
+                # Every tool starts with nothing left to write back: neither the input just
+                # generated nor the last run's table (writeback would take CPU and disk from
+                # the run being timed).
+                os.sync()
                 wall, rss, cpu, out = timed(cmd)
                 if name.startswith("coreb ingest"):
                     report = json.loads(out)

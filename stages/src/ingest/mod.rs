@@ -307,7 +307,7 @@ fn base64_fault(text: &[u8]) -> String {
     if let Some(at) = body.iter().position(|b| !symbol(b)) {
         return format!("byte `{}` at offset {at} is not a base64 symbol", body[at].escape_ascii());
     }
-    if text.len() % 4 != 0 {
+    if !text.len().is_multiple_of(4) {
         return format!("length {} is not a multiple of 4", text.len());
     }
     "its last symbol carries bits past the data".to_owned()

@@ -197,8 +197,7 @@ async fn fetch_local(source: &Source, path: &Path, bar: &ProgressBar) -> Result<
         .map_err(|e| local(std::io::Error::other(e)))?
         .map_err(local)?;
     bar.set_position(meta.len());
-    check(source, path, &sha)?;
-    Ok(Fetched { name: source.name.clone(), path: path.to_owned(), sha256: sha, bytes: meta.len(), downloaded: 0 })
+    checked_in_place(source, path, sha, meta.len())
 }
 
 /// A local source that its reader hashed (`ingest` hashes a local file as it decodes it on a
@@ -207,7 +206,13 @@ async fn fetch_local(source: &Source, path: &Path, bar: &ProgressBar) -> Result<
 /// local file.
 pub fn hashed_in_place(source: &Source, sha256: String, bytes: u64) -> Option<Result<Fetched, FetchError>> {
     let Location::Local(path) = &source.location else { return None };
-    Some(check(source, path, &sha256).map(|()| Fetched { name: source.name.clone(), path: path.clone(), sha256, bytes, downloaded: 0 }))
+    Some(checked_in_place(source, path, sha256, bytes))
+}
+
+/// The local file `path` of `source`, hashed, once checked against the manifest's pin.
+fn checked_in_place(source: &Source, path: &Path, sha256: String, bytes: u64) -> Result<Fetched, FetchError> {
+    check(source, path, &sha256)?;
+    Ok(Fetched { name: source.name.clone(), path: path.to_owned(), sha256, bytes, downloaded: 0 })
 }
 
 fn check(source: &Source, path: &Path, actual: &str) -> Result<(), FetchError> {

@@ -116,12 +116,7 @@ pub fn decode_row(line: &[u8], config: &IngestConfig) -> Result<Problem, RowErro
 /// shape; it is then parsed whole.
 fn split_private_tests(line: &[u8]) -> Option<(Vec<u8>, &[u8])> {
     const KEY: &[u8] = b"private_test_cases";
-    let skip_space = |mut at: usize| {
-        while line.get(at).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
-            at += 1;
-        }
-        at
-    };
+    let skip_space = |at| skip_json_space(line, at);
     // Outside strings only brackets matter: they tell the object's own keys from nested ones.
     let mut depth = 0usize;
     let mut at = 0;
@@ -145,8 +140,7 @@ fn split_private_tests(line: &[u8]) -> Option<(Vec<u8>, &[u8])> {
                 let from = open + 1;
                 let to = from + memchr::memchr2(b'"', b'\\', &line[from..])?;
                 let value = &line[from..to];
-                let base64 = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/');
-                if line[to] != b'"' || !value.first().is_some_and(base64) || !value.last().is_some_and(|b| base64(b) || *b == b'=') {
+                if line[to] != b'"' || !value.first().is_some_and(is_base64_symbol) || !value.last().is_some_and(|b| is_base64_symbol(b) || *b == b'=') {
                     return None;
                 }
                 let mut rest = Vec::with_capacity(line.len() - value.len());
@@ -166,6 +160,19 @@ fn split_private_tests(line: &[u8]) -> Option<(Vec<u8>, &[u8])> {
         }
     }
     None
+}
+
+/// The index of the first byte at or after `at` that is not JSON white space.
+fn skip_json_space(bytes: &[u8], mut at: usize) -> usize {
+    while bytes.get(at).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+        at += 1;
+    }
+    at
+}
+
+/// Is `b` one of base64's 64 symbols (padding aside)?
+fn is_base64_symbol(b: &u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/')
 }
 
 /// The index of the quote that ends the JSON string starting at `at`.
@@ -302,9 +309,8 @@ fn decode_blob(base64: &[u8], max_bytes: u64) -> Result<Vec<TestCase>, RowError>
 
 /// What makes `text` not padded, canonical base64 (the decoder only says that it is not).
 fn base64_fault(text: &[u8]) -> String {
-    let symbol = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/');
     let body = text.strip_suffix(b"==").or_else(|| text.strip_suffix(b"=")).unwrap_or(text);
-    if let Some(at) = body.iter().position(|b| !symbol(b)) {
+    if let Some(at) = body.iter().position(|b| !is_base64_symbol(b)) {
         return format!("byte `{}` at offset {at} is not a base64 symbol", body[at].escape_ascii());
     }
     if !text.len().is_multiple_of(4) {

@@ -52,9 +52,7 @@ impl Cursor<'_> {
     }
 
     fn skip_space(&mut self) {
-        while matches!(self.bytes().get(self.at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.at += 1;
-        }
+        self.at = super::skip_json_space(self.bytes(), self.at);
     }
 
     /// The next byte after any space, not consumed.

@@ -7,7 +7,7 @@ Usage: scripts/read_release.py releases/<version>
 - every BEIR folder with plain json / csv readers (corpus.jsonl, queries.jsonl, qrels/test.tsv);
 - checks: qrels point to existing queries and documents, every query has a relevance-2
   document, the Parquet and BEIR views agree (BEIR qrels = the relevance-2 rows; the
-  code2code BEIR corpus = code_corpus without the code2code queries' own documents), and
+  code2code BEIR corpus = code_corpus without the anchors that no code2code query judges), and
   MANIFEST.json's sha256 match the files.
 Prints one line per config and exits non-zero on any inconsistency.
 """
@@ -43,8 +43,14 @@ def main() -> None:
         queries = frames[f"{task}_queries"]
         qrels = frames[f"{task}_qrels"]
         qids = set(queries["query_id"])
-        if task == "code2code":  # a query's own document is never a candidate
-            docs = docs - set(queries["source_doc_id"].dropna())
+        if task == "code2code":
+            # The code2code corpus leaves out the anchors no query judges (a query's own
+            # document is never judged for it; with the series' cross_lang, an anchor can be
+            # another query's positive, and stays).
+            docs = docs - (set(queries["source_doc_id"].dropna()) - set(qrels["doc_id"]))
+            own = set(zip(queries["query_id"], queries["source_doc_id"]))
+            if own & set(zip(qrels["query_id"], qrels["doc_id"])):
+                fail("code2code: a query judges its own document")
         if not set(qrels["query_id"]) <= qids:
             fail(f"{task}: qrels name unknown queries")
         if not set(qrels["doc_id"]) <= docs:

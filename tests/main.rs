@@ -26,6 +26,8 @@
 //!   MANIFEST and store say the content was written by hand.
 //! - `batch` (issue #16): the OpenAI Batch API transport against a fake Batch API: statuses, error
 //!   lines, an expired batch; a build killed while its batch is in flight resumes the same batch.
+//! - `series` (issue #32): the sample composed as the published CoREB series, against the
+//!   authors' own dataset maker (PyPI `coreb` 0.1.0) on the same build; the search cap.
 //! - `scaleout` (issue #16): the sample as 3 shard processes per stage through the Slurm recipe (shell fallback) vs 1 process; merges refusing missing and stale shards.
 //! - `trec_eval`: `coreb trec-eval` against trec_eval's conformance outputs; bad input.
 //! - `validity` (issue #11): one run through four evaluation paths, `--keep-self`, `coreb check`
@@ -48,6 +50,7 @@ mod recheck;
 mod llm;
 mod release;
 mod scaleout;
+mod series;
 mod eval;
 mod eval_protocol;
 mod fidelity;

@@ -247,9 +247,9 @@ fn each_planted_defect_fails_its_check() {
     pandas(&r, "t = pd.read_parquet(f'{root}/text2code_queries.parquet')\nq = pd.read_parquet(f'{root}/code2text_queries.parquet')\nq.loc[0, 'query_id'] = t.loc[0, 'query_id']\nq.to_parquet(f'{root}/code2text_queries.parquet', index=False)");
     fails_check(&r, "id_unique");
 
-    // An unjudged sibling text: a code2text query loses its canonical positive.
+    // An unjudged sibling solution: a text2code summary query loses one of its positives.
     let r = copy_release(&dir.path().join("sibling"));
-    pandas(&r, "q = pd.read_parquet(f'{root}/code2text_qrels.parquet')\ndrop = q.index[(q.relevance == 2) & q.doc_id.str.endswith('_canonical')][0]\nq.drop(index=drop).to_parquet(f'{root}/code2text_qrels.parquet', index=False)");
+    pandas(&r, "q = pd.read_parquet(f'{root}/text2code_qrels.parquet')\ndrop = q.index[(q.relevance == 2) & q.query_id.str.contains('_canonical_')][0]\nq.drop(index=drop).to_parquet(f'{root}/text2code_qrels.parquet', index=False)");
     fails_check(&r, "unjudged_relevant");
 
     // A hard negative marked relevant in the BEIR qrels.
@@ -267,10 +267,16 @@ fn each_planted_defect_fails_its_check() {
     fs_err::write(&tsv, body).unwrap();
     fails_check(&r, "beir_parquet_equivalence");
 
-    // A code2code self-match: the anchor of a query back in the code2code corpus.
+    // A code2code self-match: an anchor that no query judges back in the code2code corpus.
     let r = copy_release(&dir.path().join("selfmatch"));
-    let query: serde_json::Value = serde_json::from_str(fs_err::read_to_string(r.join("code2code/queries.jsonl")).unwrap().lines().next().unwrap()).unwrap();
-    let own = query["source_doc_id"].as_str().unwrap();
+    let corpus_ids = fs_err::read_to_string(r.join("code2code/corpus.jsonl")).unwrap();
+    let own = fs_err::read_to_string(r.join("code2code/queries.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["source_doc_id"].as_str().unwrap().to_owned())
+        .find(|id| !corpus_ids.contains(&format!("\"_id\":\"{id}\"")))
+        .expect("an anchor the code2code corpus leaves out");
+    let own = own.as_str();
     let anchor = fs_err::read_to_string(r.join("text2code/corpus.jsonl")).unwrap().lines().find(|l| l.contains(&format!("\"_id\":\"{own}\""))).unwrap().to_owned();
     let corpus = r.join("code2code/corpus.jsonl");
     let mut body = fs_err::read_to_string(&corpus).unwrap();

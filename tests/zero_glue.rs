@@ -51,18 +51,24 @@ fn the_sample_loads_in_datasets_beir_and_mteb_and_mteb_agrees_with_coreb_eval() 
 
     let mteb: BTreeMap<String, f64> = serde_json::from_value(report["mteb_ndcg_at_10"].clone()).unwrap();
     let run_file = PathBuf::from(report["run"].as_str().unwrap());
-    let out = run(coreb().arg("eval").arg(committed()).arg("--run").arg(&run_file).args(["--k", "10", "--json"]));
-    assert!(out.status.success(), "{}", text(&out));
-    let eval: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ours: BTreeMap<String, (f64, u64)> = eval["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["task"].as_str().unwrap().to_owned(), (t["overall"]["at_k"]["ndcg"][0].as_f64().unwrap(), t["overall"]["missing"].as_u64().unwrap())))
-        .collect();
+    let eval = |extra: &[&str]| -> BTreeMap<String, (f64, u64)> {
+        let out = run(coreb().arg("eval").arg(committed()).arg("--run").arg(&run_file).args(["--k", "10", "--json"]).args(extra));
+        assert!(out.status.success(), "{}", text(&out));
+        let eval: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        eval["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["task"].as_str().unwrap().to_owned(), (t["overall"]["at_k"]["ndcg"][0].as_f64().unwrap(), t["overall"]["missing"].as_u64().unwrap())))
+            .collect()
+    };
+    // A code2code query's own document stays in the series' corpus (an anchor can be another
+    // query's positive): MTEB ranks it, as `--keep-self` does; CoREB's number drops it.
+    let (ours, kept) = (eval(&[]), eval(&["--keep-self"]));
     assert_eq!(mteb.keys().collect::<Vec<_>>(), ours.keys().collect::<Vec<_>>());
+    assert!(ours["code2code"].0 > kept["code2code"].0, "dropping the query's own document scores higher: {ours:?} vs {kept:?}");
     for (task, theirs) in &mteb {
-        let (ndcg, missing) = ours[task];
+        let (ndcg, missing) = kept[task];
         assert_eq!(missing, 0, "{task}: MTEB's predictions rank every query");
         assert!(
             (ndcg - theirs).abs() <= 5e-5,
@@ -182,9 +188,9 @@ fn the_published_layout_export_loads_like_the_published_dataset() {
     let export = |out: &Path| run(coreb().args(["export", "--layout", "hf-coreb"]).arg(root().join("releases/sample")).arg(out));
     let out = export(&out_dir);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(out_dir.join("data/code2text_queries/release_v202503.parquet").is_file());
+    assert!(out_dir.join("data/code2text_queries/release_v2503.parquet").is_file());
     // Unchanged configs are the release's bytes.
-    assert_eq!(fs_err::read(out_dir.join("data/text2code_qrels/release_v202503.parquet")).unwrap(), fs_err::read(committed().join("text2code_qrels.parquet")).unwrap());
+    assert_eq!(fs_err::read(out_dir.join("data/text2code_qrels/release_v2503.parquet")).unwrap(), fs_err::read(committed().join("text2code_qrels.parquet")).unwrap());
     // A second export replaces the first, byte for byte; a directory that is not an export is refused.
     let first = tree_sha256(&out_dir);
     let again = export(&out_dir);
@@ -198,7 +204,7 @@ fn the_published_layout_export_loads_like_the_published_dataset() {
     let empty = run(coreb().arg("export").arg(dir.path().join("mine")).arg(dir.path().join("x")));
     assert!(!empty.status.success() && text(&empty).contains("no release under"), "{}", text(&empty));
 
-    let out = offline_python(dir.path()).arg(root().join("tests/python/hf_coreb_export.py")).arg(&out_dir).arg("release_v202503").arg(committed()).output().unwrap();
+    let out = offline_python(dir.path()).arg(root().join("tests/python/hf_coreb_export.py")).arg(&out_dir).arg("release_v2503").arg(committed()).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(out.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default()).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
     // The sample has every subtask of the published dataset: text2code 3 kinds × (any + 5

@@ -224,13 +224,13 @@ pub fn check_disjoint(ids: &BTreeSet<ProblemId>, earlier: &[(String, BTreeSet<Pr
     Ok(())
 }
 
-/// The documents of a task's BEIR corpus: code for text2code, code but the anchors for
-/// code2code, text for code2text.
+/// The documents of a task's BEIR corpus: code for text2code, code but the anchors no query
+/// judges for code2code, text for code2text.
 fn corpus_lines(task: Task, out: &QrelsOutput) -> String {
     // BEIR reads `_id`, `title` and `text`; the other fields ride along for breakdowns and
     // gates (and are ignored by `beir` and `mteb`).
     let mut s = String::new();
-    let anchors = if task == Task::Code2Code { out.code2code_sources() } else { BTreeSet::new() };
+    let anchors = if task == Task::Code2Code { out.code2code_unjudged_anchors() } else { BTreeSet::new() };
     match task {
         Task::Text2Code | Task::Code2Code => {
             for d in out.code_corpus.iter().filter(|d| !anchors.contains(&d.code_id)) {
@@ -437,9 +437,10 @@ fn card_intro(s: &mut String, info: &CardInfo<'_>) {
          default settings give the CoREB numbers (no `-l` option needed).\n\
          - Parquet (`<task>_qrels`): the graded 2/1 judgements, for reranking and hard-negative analyses; \
          count relevance 2 as relevant.\n\
-         - code2code: the query code is an anchor solution that is not a candidate: `code2code/corpus.jsonl` \
-         leaves the anchors out; with the Parquet configs, drop each query's `source_doc_id` (or use \
-         `code_corpus` without the code2code `source_doc_id`s).\n\
+         - code2code: the query code is a solution of the corpus and never judged for its own query: drop \
+         each query's `source_doc_id` from its ranking, as CoREB's runner does (`coreb eval` does). \
+         `code2code/corpus.jsonl` leaves out the anchors that no query judges; an anchor that is another \
+         query's positive (`cross_lang` pairs) stays.\n\
          - A language-constrained text2code query names its language in its text.\n\n",
     );
 
@@ -451,7 +452,7 @@ fn card_corpora(s: &mut String, out: &QrelsOutput) {
     let passing = out.code_corpus.iter().filter(|d| d.passed).count();
     let _ = writeln!(s, "| code_corpus | {} | {passing} | {} |", out.code_corpus.len(), out.code_corpus.len() - passing);
     let _ = writeln!(s, "| text_corpus | {} | | |", out.text_corpus.len());
-    let _ = writeln!(s, "| code2code candidates | {} | | |\n", out.code_corpus.len() - out.code2code_sources().len());
+    let _ = writeln!(s, "| code2code candidates | {} | | |\n", out.code_corpus.len() - out.code2code_unjudged_anchors().len());
 
     let mut by_lang: BTreeMap<&str, usize> = BTreeMap::new();
     for d in &out.code_corpus {
@@ -529,10 +530,10 @@ fn card_layout_and_terms(s: &mut String, info: &CardInfo<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qrels::{JudgedSolution, ProblemTexts, QrelsConfig, SearchQuery, qrels};
+    use crate::qrels::{JudgedSolution, Profile, ProblemTexts, QrelsConfig, Roles, SearchQuery, qrels};
     use crate::solution::{Language, SolutionId};
 
-    fn output() -> QrelsOutput {
+    fn output_of(profile: Profile) -> QrelsOutput {
         let pid = ProblemId::from_question_id("1");
         let problems = vec![ProblemTexts {
             problem_id: pid.clone(),
@@ -554,7 +555,11 @@ mod tests {
                 passed,
             })
             .collect();
-        qrels(&QrelsConfig::default(), "v202503", "m", &problems, &solutions)
+        qrels(&QrelsConfig { profile, ..QrelsConfig::default() }, "v202503", &Roles { anchor: "m".into(), target: "m".into() }, &problems, &solutions)
+    }
+
+    fn output() -> QrelsOutput {
+        output_of(Profile::Series)
     }
 
     #[test]
@@ -578,9 +583,17 @@ mod tests {
         assert_eq!(rows.len(), graded.iter().filter(|r| r.relevance.0 == 2).count());
         assert!(graded.iter().any(|r| r.relevance.0 == 1), "the hard negatives stay in the Parquet qrels");
         let c2t = beir(Task::Code2Text, "v202503", &out);
-        assert_eq!(c2t.corpus.lines().count(), 6, "full, canonical and four distractors");
-        // The code2code corpus has no query's own document.
+        assert_eq!(c2t.corpus.lines().count(), 5, "full and four distractors: the series' summaries are queries, not documents");
+        // The series' code2code with one model: only `cross_lang`, the cpp → python pair; cpp,
+        // an anchor no query judges, leaves the corpus; queries name their own document.
         let c2c = beir(Task::Code2Code, "v202503", &out);
+        assert_eq!(c2c.corpus.lines().count(), 2);
+        assert!(!c2c.corpus.contains("code_v202503_lcb_1_m_cpp_0"));
+        assert!(c2c.queries.lines().all(|q| serde_json::from_str::<serde_json::Value>(q).unwrap()["source_doc_id"].is_string()));
+        // coreb's profile: the anchors are never judged, and the corpus leaves them out.
+        let old = output_of(Profile::Coreb);
+        assert_eq!(beir(Task::Code2Text, "v202503", &old).corpus.lines().count(), 6, "full, canonical and four distractors");
+        let c2c = beir(Task::Code2Code, "v202503", &old);
         let ids: Vec<serde_json::Value> = c2c.corpus.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["_id"].clone()).collect();
         assert_eq!(ids.len(), 2);
         for q in c2c.queries.lines() {

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use stages::check::{check_release, sibling_releases};
 use stages::evaluate::gates::GatesConfig;
+use stages::qrels::{Composition, Profile};
 
 use crate::cli::CheckArgs;
 use crate::printer::Printer;
@@ -18,7 +19,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     if !release.join("code_corpus.parquet").is_file() {
         anyhow::bail!("`{}`: not a release directory (no `code_corpus.parquet`)", release.display());
     }
-    let (version, gates) = manifest_facts(&release)?;
+    let (version, gates, composition) = manifest_facts(&release)?;
     let others: Vec<PathBuf> = match releases_dir {
         Some(dir) => {
             let probe = dir.join(release.file_name().unwrap_or_default());
@@ -26,7 +27,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         }
         None => sibling_releases(&release),
     };
-    let report = check_release(&release, &version, &others, &gates).with_context(|| format!("checking `{}`", release.display()))?;
+    let report = check_release(&release, &version, &others, &gates, &composition).with_context(|| format!("checking `{}`", release.display()))?;
     if json {
         printer.out(serde_json::to_string_pretty(&report)?);
     } else {
@@ -44,11 +45,11 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
 
 /// The version and gate thresholds recorded in the release's `MANIFEST.json`; without one,
 /// the directory name and the default thresholds.
-fn manifest_facts(release: &std::path::Path) -> anyhow::Result<(String, GatesConfig)> {
+fn manifest_facts(release: &std::path::Path) -> anyhow::Result<(String, GatesConfig, Composition)> {
     let path = release.join("MANIFEST.json");
     let dir_name = || release.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if !path.is_file() {
-        return Ok((dir_name(), GatesConfig::default()));
+        return Ok((dir_name(), GatesConfig::default(), Composition::of(Profile::Series)));
     }
     let manifest: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("reading `{}`", path.display()))?;
     let version = manifest.get("version").and_then(|v| v.as_str()).map_or_else(dir_name, str::to_owned);
@@ -56,5 +57,10 @@ fn manifest_facts(release: &std::path::Path) -> anyhow::Result<(String, GatesCon
         Some(g) => serde_json::from_value(g.clone()).with_context(|| format!("`{}`: `counts.gates`", path.display()))?,
         None => GatesConfig::default(),
     };
-    Ok((version, gates))
+    // A release from before the series' composition records none: it was coreb's.
+    let composition = match manifest.pointer("/stages/qrels/composition") {
+        Some(c) => serde_json::from_value(c.clone()).with_context(|| format!("`{}`: `stages.qrels.composition`", path.display()))?,
+        None => Composition::of(Profile::Coreb),
+    };
+    Ok((version, gates, composition))
 }

@@ -6,17 +6,21 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use stages::abbreviate::Summary;
 use stages::distract::Distractor;
+use stages::execute::Harness;
+use stages::execute::driver::assemble;
 use stages::problem::ProblemId;
-use stages::qrels::{JudgedSolution, ProblemTexts, SearchQuery, qrels};
-use stages::services::llm::LlmStage;
+use stages::qrels::{CodeDocument, JudgedSolution, ProblemTexts, Roles, SearchQuery, qrels};
 use stages::queries::Query;
+use stages::services::llm::LlmStage;
+use stages::signature::Signature;
+use stages::tables::ProblemReader;
 use stages::tables::solutions::read_solutions;
 use stages::tables::verdicts::read_verdicts;
 
 use super::llm::{read_jsonl, rewritten};
 use super::{Engine, StageReport};
-use crate::cli::StageName;
 use crate::artifacts::{StageRecord, input_key};
+use crate::cli::StageName;
 use stages::durable;
 
 /// The upstream records `qrels` reads.
@@ -36,26 +40,20 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
     // facts instead of its bytes.
     let verdicts = read_verdicts(&engine.output(inputs.execute, "verdicts")?)?;
     let passed: BTreeMap<String, bool> = verdicts.iter().map(|v| (v.solution_id.as_str().to_owned(), v.passed)).collect();
-    let anchor_model = anchor_model(engine)?;
+    let roles = roles(engine)?;
+    let composition = config.composition();
     // Problems whose every test the re-check against their reference rejected: left out.
-    let tests_rejected: BTreeSet<ProblemId> = inputs
-        .execute
-        .summary
-        .get("test_check")
-        .and_then(|c| c.get("rejected_problems"))
-        .map(|v| serde_json::from_value(v.clone()))
-        .transpose()?
-        .unwrap_or_default();
+    let tests_rejected: BTreeSet<ProblemId> =
+        inputs.execute.summary.get("test_check").and_then(|c| c.get("rejected_problems")).map(|v| serde_json::from_value(v.clone())).transpose()?.unwrap_or_default();
     let key = input_key(
         stage.as_str(),
-        &(config, &engine.plan.version, &anchor_model, &passed, &tests_rejected),
+        &(config, &composition, &engine.plan.version, &roles, &passed, &tests_rejected),
         &[inputs.rewrite, inputs.distract, inputs.abbreviate, inputs.generate, inputs.queries],
     )?;
     if let Some(hit) = engine.cached(stage, &key)? {
         return Ok(hit);
     }
-    let summaries: BTreeMap<ProblemId, String> =
-        read_jsonl::<Summary>(&engine.output(inputs.abbreviate, "summaries")?)?.into_iter().map(|s| (s.problem_id, s.text)).collect();
+    let summaries: BTreeMap<ProblemId, String> = read_jsonl::<Summary>(&engine.output(inputs.abbreviate, "summaries")?)?.into_iter().map(|s| (s.problem_id, s.text)).collect();
     let mut distractors: BTreeMap<ProblemId, Vec<String>> = BTreeMap::new();
     for d in read_jsonl::<Distractor>(&engine.output(inputs.distract, "distractors")?)? {
         distractors.entry(d.problem_id).or_default().push(d.statement);
@@ -84,20 +82,34 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
             _ => incomplete.push(p.id),
         }
     }
+    // A whole program for a functional problem's document, where the composition says so:
+    // the solution inside the judge's driver for the problem's signature.
+    let mut drivers: BTreeMap<ProblemId, Signature> = BTreeMap::new();
+    if composition.code_document == CodeDocument::Program {
+        for p in ProblemReader::open_without_test_bodies(&engine.output(inputs.rewrite, "problems")?)? {
+            let p = p?;
+            if let Harness::Driver(signature) = Harness::of(&p) {
+                drivers.insert(p.id, signature);
+            }
+        }
+    }
     let solutions: Vec<JudgedSolution> = read_solutions(&engine.output(inputs.generate, "solutions")?)?
         .into_iter()
         .filter(|s| problems.iter().any(|p| p.problem_id == s.problem_id))
         .map(|s| JudgedSolution {
             passed: passed.get(s.id.as_str()).copied().unwrap_or(false),
+            code: match drivers.get(&s.problem_id) {
+                Some(signature) => assemble(&s.code, s.language, signature),
+                None => s.code,
+            },
             id: s.id,
             problem_id: s.problem_id,
             model: s.model,
             language: s.language,
             sample: s.sample,
-            code: s.code,
         })
         .collect();
-    let out = qrels(config, &engine.plan.version, &anchor_model, &problems, &solutions);
+    let out = qrels(config, &engine.plan.version, &roles, &problems, &solutions);
     let writer = engine.store.begin(stage.as_str())?;
     durable::write(&writer.path("qrels.json"), serde_json::to_string(&out)?.as_bytes())?;
     let queries_total: u64 = out.stats.queries.values().sum();
@@ -110,18 +122,32 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
         "queries": queries_total,
         "stats": out.stats,
         "parameters": config,
-        "anchor_model": anchor_model,
+        "composition": composition,
+        "roles": roles,
     });
     let record = writer.commit(&key, &[("qrels", "qrels.json")], summary)?;
     Ok(StageReport { stage, skipped: false, record })
 }
 
-/// The model whose solutions anchor code2code queries: `[stages.qrels] anchor_model`, else
-/// the first model of `[llm.stages.generate]`.
-fn anchor_model(engine: &Engine) -> anyhow::Result<String> {
-    if let Some(m) = &engine.plan.stages.qrels.anchor_model {
-        return Ok(m.clone());
-    }
+/// The two model roles: `[stages.qrels] anchor_model` (else the first model of
+/// `[llm.stages.generate]`) and `target_model` (else the second, or the first when there is
+/// one).
+fn roles(engine: &Engine) -> anyhow::Result<Roles> {
+    let config = &engine.plan.stages.qrels;
     let models = engine.plan.llm.models(LlmStage::Generate);
-    models.into_iter().next().ok_or_else(|| anyhow::anyhow!("`stages.qrels.anchor_model`: no generating model to anchor code2code queries on"))
+    let anchor = match &config.anchor_model {
+        Some(m) => m.clone(),
+        None => models.first().cloned().ok_or_else(|| anyhow::anyhow!("`stages.qrels.anchor_model`: no generating model to anchor code2code queries on"))?,
+    };
+    let target = match &config.target_model {
+        Some(m) => m.clone(),
+        None => models.iter().find(|m| **m != anchor).cloned().unwrap_or_else(|| anchor.clone()),
+    };
+    // A role no generating model plays would leave code2code empty without a word.
+    for (key, model) in [("anchor_model", &anchor), ("target_model", &target)] {
+        if !models.contains(model) {
+            anyhow::bail!("`stages.qrels.{key}`: `{model}` is not a model of `[llm.stages.generate]` ({})", models.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "));
+        }
+    }
+    Ok(Roles { anchor, target })
 }

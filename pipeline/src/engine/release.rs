@@ -242,7 +242,7 @@ fn stage_facts<'a>(records: impl Iterator<Item = &'a StageRecord>) -> (BTreeMap<
     for r in records {
         let s = &r.summary;
         let mut facts = serde_json::Map::new();
-        for k in ["parameters", "prompts", "schemas", "structured_output", "models", "toolchains", "time_limits", "test_check"] {
+        for k in ["parameters", "composition", "roles", "prompts", "schemas", "structured_output", "models", "toolchains", "time_limits", "test_check"] {
             if let Some(v) = s.get(k) {
                 facts.insert(k.to_owned(), v.clone());
             }
@@ -310,7 +310,7 @@ fn gate(engine: &Engine, tmp: &Path, out: &QrelsOutput) -> anyhow::Result<(BTree
         failures.extend(stages::evaluate::gates::check_task(&data, ndcg10, &plan.gates).iter().map(ToString::to_string));
     }
     let earlier: Vec<PathBuf> = super::dedup::earlier_releases(engine)?.into_iter().filter_map(|r| r.path.parent().map(Path::to_owned)).collect();
-    let checks = stages::check::check_release(tmp, &plan.version, &earlier, &plan.gates)?;
+    let checks = stages::check::check_release(tmp, &plan.version, &earlier, &plan.gates, &plan.stages.qrels.composition())?;
     failures.extend(checks.failures().iter().map(ToString::to_string));
     if !failures.is_empty() {
         fs_err::remove_dir_all(tmp)?;

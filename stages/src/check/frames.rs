@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
-use crate::qrels::Task;
+use crate::qrels::{SearchPositives, Task};
 
 /// A polars failure, as text (the error names the file or column involved).
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +29,9 @@ const WORD: &str = r"\S+";
 /// The configs of one release, scanned lazily.
 pub struct Frames {
     dir: PathBuf,
+    /// Which solutions a search query's definition makes relevant (the release's
+    /// composition).
+    search_positives: SearchPositives,
 }
 
 /// The length distribution of one text column.
@@ -77,9 +80,15 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 }
 
 impl Frames {
-    /// The release at `dir` (its configs are read when a query runs).
+    /// The release at `dir` (its configs are read when a query runs), composed with the
+    /// series' search positives.
     pub fn new(dir: &Path) -> Frames {
-        Frames { dir: dir.to_owned() }
+        Frames { dir: dir.to_owned(), search_positives: SearchPositives::All }
+    }
+
+    /// The same release, its search queries' definition made relevant by `search_positives`.
+    pub fn with_search_positives(self, search_positives: SearchPositives) -> Frames {
+        Frames { search_positives, ..self }
     }
 
     fn scan(&self, config: &str) -> Result<LazyFrame> {
@@ -99,13 +108,24 @@ impl Frames {
         self.scan(&format!("{}_qrels", task.as_str()))
     }
 
-    /// The code2code anchors: the `source_doc_id` of every code2code query.
+    /// The code2code anchors that no code2code query judges (the `source_doc_id`s the
+    /// code2code corpus leaves out).
     fn anchors(&self) -> Result<LazyFrame> {
-        Ok(self.queries(Task::Code2Code)?.select([col("source_doc_id").alias("doc_id")]).filter(col("doc_id").is_not_null()).unique(None, UniqueKeepStrategy::Any))
+        let judged = self.qrels(Task::Code2Code)?.select([col("doc_id")]);
+        Ok(self.queries(Task::Code2Code)?.select([col("source_doc_id").alias("doc_id")]).filter(col("doc_id").is_not_null()).unique(None, UniqueKeepStrategy::Any).anti_join(
+            judged,
+            col("doc_id"),
+            col("doc_id"),
+        ))
+    }
+
+    /// The ids of [`Frames::anchors`], sorted.
+    pub fn unjudged_anchors(&self) -> Result<Vec<String>> {
+        Ok(sorted(strings(&self.anchors()?.collect()?, "doc_id")?))
     }
 
     /// The documents a task's queries are ranked against, as `doc_id, text, problem_id`: the
-    /// code corpus (without the code2code anchors for code2code) or the text corpus.
+    /// code corpus (without the unjudged code2code anchors for code2code) or the text corpus.
     fn candidates(&self, task: Task) -> Result<LazyFrame> {
         let (config, id, text) = corpus_columns(task);
         let docs = self.scan(config)?.select([col(id).alias("doc_id"), col(text).alias("text"), col("problem_id")]);
@@ -171,35 +191,39 @@ impl Frames {
     }
 
     /// The `(query, doc)` pairs that the task's definition makes relevant, from the corpora
-    /// and the queries alone (DESIGN §1.5): text2code, the problem's passing solutions (in the
-    /// constrained language); code2text, the problem's `full` and `canonical` texts;
-    /// code2code, the passing candidates that fit the subtask relative to the anchor.
+    /// and the queries alone: text2code, the problem's passing solutions (in the constrained
+    /// language; every solution for a search query where the composition counts them all);
+    /// code2text, the problem's `full` and `canonical` texts (whichever the text corpus
+    /// holds); code2code, the passing documents but the query's own that fit the subtask
+    /// relative to the anchor.
     fn known_relevant(&self, task: Task) -> Result<LazyFrame> {
         let queries = self.queries(task)?;
         let pair = concat_str([col("query_id"), col("doc_id")], "→", true).alias("pair");
         Ok(match task {
             Task::Text2Code => {
-                let passing = self.scan("code_corpus")?.filter(col("passed")).select([col("code_id").alias("doc_id"), col("problem_id"), col("language")]);
+                let code = self.scan("code_corpus")?.select([col("code_id").alias("doc_id"), col("problem_id"), col("language"), col("passed")]);
+                // A search query counts every solution of its problem where the composition
+                // says so; the other subtasks count the passing ones.
+                let counts = match self.search_positives {
+                    SearchPositives::All => col("passed").or(col("subtask").eq(lit("search"))),
+                    SearchPositives::Passing => col("passed"),
+                };
                 queries
-                    .select([col("query_id"), col("source_problem_id"), col("language_constraint")])
-                    .inner_join(passing, col("source_problem_id"), col("problem_id"))
+                    .select([col("query_id"), col("subtask"), col("source_problem_id"), col("language_constraint")])
+                    .inner_join(code, col("source_problem_id"), col("problem_id"))
+                    .filter(counts)
                     .filter(col("language_constraint").eq(lit("any")).or(col("language").eq(col("language_constraint"))))
                     .select([pair])
             }
             Task::Code2Text => {
-                let texts = self
-                    .scan("text_corpus")?
-                    .filter(col("kind").eq(lit("full")).or(col("kind").eq(lit("canonical"))))
-                    .select([col("text_id").alias("doc_id"), col("problem_id")]);
+                let texts =
+                    self.scan("text_corpus")?.filter(col("kind").eq(lit("full")).or(col("kind").eq(lit("canonical")))).select([col("text_id").alias("doc_id"), col("problem_id")]);
                 queries.select([col("query_id"), col("source_problem_id")]).inner_join(texts, col("source_problem_id"), col("problem_id")).select([pair])
             }
             Task::Code2Code => {
                 let code = self.scan("code_corpus")?;
                 let anchor = code.clone().select([col("code_id").alias("anchor_id"), col("model").alias("anchor_model"), col("language").alias("anchor_language")]);
-                let passing = code
-                    .filter(col("passed"))
-                    .select([col("code_id").alias("doc_id"), col("problem_id"), col("model"), col("language")])
-                    .anti_join(self.anchors()?, col("doc_id"), col("doc_id"));
+                let passing = code.filter(col("passed")).select([col("code_id").alias("doc_id"), col("problem_id"), col("model"), col("language")]);
                 let (same_model, same_lang) = (col("model").eq(col("anchor_model")), col("language").eq(col("anchor_language")));
                 let fits = col("subtask")
                     .eq(lit("mono_lang"))
@@ -211,7 +235,7 @@ impl Frames {
                     .select([col("query_id"), col("subtask"), col("source_problem_id"), col("source_doc_id")])
                     .inner_join(anchor, col("source_doc_id"), col("anchor_id"))
                     .inner_join(passing, col("source_problem_id"), col("problem_id"))
-                    .filter(fits)
+                    .filter(fits.and(col("doc_id").neq(col("source_doc_id"))))
                     .select([pair])
             }
         })
@@ -276,8 +300,10 @@ impl Frames {
         }
         let same_text = self
             .queries(Task::Code2Code)?
-            .select([col("query_id"), col("query")])
+            .select([col("query_id"), col("query"), col("source_doc_id")])
             .inner_join(self.candidates(Task::Code2Code)?.select([col("doc_id"), col("text")]), col("query"), col("text"))
+            // The query's own document: dropped from its ranking, never a match.
+            .filter(col("doc_id").neq(col("source_doc_id")))
             .select([concat_str([col("query_id"), col("doc_id")], "→", true).alias("pair")])
             .anti_join(self.positives(Task::Code2Code)?, col("pair"), col("pair"))
             .collect()?;
@@ -317,11 +343,11 @@ impl Frames {
     pub fn ambiguous_texts(&self) -> Result<Vec<String>> {
         let mut out = Vec::new();
         for task in Task::ALL {
-            let answers = self
-                .qrels(task)?
-                .filter(col("relevance").gt_eq(lit(2)))
-                .group_by([col("query_id")])
-                .agg([col("doc_id").sort(SortOptions::default()).str().join(",", true).alias("answers")]);
+            let answers = self.qrels(task)?.filter(col("relevance").gt_eq(lit(2))).group_by([col("query_id")]).agg([col("doc_id")
+                .sort(SortOptions::default())
+                .str()
+                .join(",", true)
+                .alias("answers")]);
             let df = self
                 .queries(task)?
                 .select([col("query_id"), col("subtask"), col("query")])

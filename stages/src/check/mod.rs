@@ -34,7 +34,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::evaluate::beir::{self, BeirError, Dataset};
 use crate::evaluate::gates::GatesConfig;
-use crate::qrels::Task;
+use crate::qrels::{Composition, Task};
 use coreb_trec::coreb::{CorebConfig, evaluate as coreb_evaluate};
 use coreb_trec::trec::{TrecOptions, evaluate as trec_evaluate};
 use coreb_trec::{EvalError, Qrels, Run};
@@ -58,6 +58,14 @@ pub enum CheckError {
     /// The evaluator refused the judgements or the run.
     #[error(transparent)]
     Eval(#[from] EvalError),
+    /// `[gates] waive` names no check.
+    #[error("`gates.waive`: no check is named `{name}` (the checks: {known})")]
+    UnknownCheck {
+        /// The name given.
+        name: String,
+        /// The checks' names.
+        known: String,
+    },
 }
 
 /// The checks, in the order they are printed.
@@ -97,6 +105,25 @@ pub enum Check {
 }
 
 impl Check {
+    /// Every check, in print order.
+    pub const ALL: [Check; 15] = [
+        Check::IdUnique,
+        Check::IdFormat,
+        Check::IdEarlierReleases,
+        Check::QrelsResolve,
+        Check::QueryHasPositive,
+        Check::UnjudgedRelevant,
+        Check::UnfoundedPositives,
+        Check::HardNegativeCoverage,
+        Check::SingleLanguagePositives,
+        Check::SelfRetrieval,
+        Check::LanguageNamed,
+        Check::EmptyTexts,
+        Check::DuplicateTexts,
+        Check::Lengths,
+        Check::BeirParquetEquivalence,
+    ];
+
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -144,6 +171,9 @@ pub struct CheckResult {
     pub offending_count: usize,
     /// The first offending ids (at most `max_examples`).
     pub offending: Vec<String>,
+    /// Failed but not enforced: `[gates] waive` names it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub waived: bool,
 }
 
 impl std::fmt::Display for CheckResult {
@@ -168,9 +198,9 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
-    /// The failed results.
+    /// The failed results that are enforced (not waived).
     pub fn failures(&self) -> Vec<&CheckResult> {
-        self.results.iter().filter(|r| !r.passed).collect()
+        self.results.iter().filter(|r| !r.passed && !r.waived).collect()
     }
 
     /// A Markdown table: check, scope, figure, threshold, status, first offending ids.
@@ -178,7 +208,20 @@ impl CheckReport {
         let mut s = format!("# Checks of release `{}`\n\n| check | scope | figure | threshold | status | first offending |\n|---|---|---|---|---|---|\n", self.version);
         for r in &self.results {
             let first = r.offending.iter().take(3).map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ");
-            let _ = writeln!(s, "| {} | {} | {} | {} | {} | {} |", r.check, r.scope, r.figure, r.threshold, if r.passed { "pass" } else { "FAIL" }, first);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                r.check,
+                r.scope,
+                r.figure,
+                r.threshold,
+                match (r.passed, r.waived) {
+                    (true, _) => "pass",
+                    (false, true) => "waived",
+                    (false, false) => "FAIL",
+                },
+                first
+            );
         }
         let failed = self.failures().len();
         let _ = writeln!(s, "\n{} checks, {} failed.", self.results.len(), failed);
@@ -202,15 +245,20 @@ impl Results<'_> {
     fn push(&mut self, check: Check, scope: &str, figure: String, value: f64, threshold: String, passed: bool, mut offending: Vec<String>) {
         let offending_count = offending.len();
         offending.truncate(self.cfg.max_examples);
-        self.out.push(CheckResult { check, scope: scope.to_owned(), figure, value, threshold, passed, offending_count, offending });
+        let waived = self.cfg.waive.iter().any(|w| w == check.as_str());
+        self.out.push(CheckResult { check, scope: scope.to_owned(), figure, value, threshold, passed, offending_count, offending, waived });
     }
 }
 
 /// Other releases beside `release` in its parent directory (`v` + digits, with Parquet
 /// configs), for the cross-release id check.
 pub fn sibling_releases(release: &Path) -> Vec<PathBuf> {
-    let (Some(parent), Some(own)) = (release.parent(), release.file_name()) else { return Vec::new() };
-    let Ok(entries) = fs_err::read_dir(parent) else { return Vec::new() };
+    let (Some(parent), Some(own)) = (release.parent(), release.file_name()) else {
+        return Vec::new();
+    };
+    let Ok(entries) = fs_err::read_dir(parent) else {
+        return Vec::new();
+    };
     let mut out: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
@@ -222,10 +270,14 @@ pub fn sibling_releases(release: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Run every check on the release at `dir` (version `version`), comparing its ids with the
-/// releases at `others`.
-pub fn check_release(dir: &Path, version: &str, others: &[PathBuf], cfg: &GatesConfig) -> Result<CheckReport, CheckError> {
-    let frames = Frames::new(dir);
+/// Run every check on the release at `dir` (version `version`, composed as `composition`
+/// says), comparing its ids with the releases at `others`.
+pub fn check_release(dir: &Path, version: &str, others: &[PathBuf], cfg: &GatesConfig, composition: &Composition) -> Result<CheckReport, CheckError> {
+    if let Some(unknown) = cfg.waive.iter().find(|w| !Check::ALL.iter().any(|c| c.as_str() == w.as_str())) {
+        let known: Vec<&str> = Check::ALL.iter().map(|c| c.as_str()).collect();
+        return Err(CheckError::UnknownCheck { name: unknown.clone(), known: known.join(", ") });
+    }
+    let frames = Frames::new(dir).with_search_positives(composition.search_positives);
     let fr = |source: FrameError| CheckError::Frames { release: dir.to_owned(), source };
     let mut r = Results { cfg, out: Vec::new() };
 
@@ -261,8 +313,9 @@ pub fn check_release(dir: &Path, version: &str, others: &[PathBuf], cfg: &GatesC
     r.push(Check::SingleLanguagePositives, "text2code", figure, share, format!("≤ {:.2}", cfg.max_single_language_share), share <= cfg.max_single_language_share, single);
 
     let mut self_matches = frames.self_matches().map_err(fr)?;
-    let sources: BTreeSet<String> = frames.query_rows(Task::Code2Code).map_err(fr)?.into_iter().filter_map(|q| q.source_doc_id).collect();
-    self_matches.extend(beir_sets[&Task::Code2Code].corpus.iter().filter(|d| sources.contains(&d.id)).map(|d| format!("code2code/corpus.jsonl:{}", d.id)));
+    // An anchor no query judges has no business in the corpus a client ranks.
+    let unjudged: BTreeSet<String> = frames.unjudged_anchors().map_err(fr)?.into_iter().collect();
+    self_matches.extend(beir_sets[&Task::Code2Code].corpus.iter().filter(|d| unjudged.contains(&d.id)).map(|d| format!("code2code/corpus.jsonl:{}", d.id)));
     r.count(Check::SelfRetrieval, "code2code", self_matches);
 
     let (unnamed, total) = frames.unnamed_language_queries().map_err(fr)?;

@@ -31,6 +31,10 @@ pub struct GatesConfig {
     pub max_single_language_share: f64,
     /// Longest document or query, in characters (`coreb check`'s `lengths`).
     pub max_text_chars: usize,
+    /// Checks of `coreb check` reported but not enforced, by name (a release composed with
+    /// `constrained_text = "same"` fails `language_named` and `duplicate_texts` by design).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waive: Vec<String>,
 }
 
 impl Default for GatesConfig {
@@ -42,6 +46,7 @@ impl Default for GatesConfig {
             max_examples: 5,
             max_single_language_share: 0.5,
             max_text_chars: 100_000,
+            waive: Vec::new(),
         }
     }
 }

@@ -1,10 +1,11 @@
 //! `coreb export --layout hf-coreb`: every release of a releases directory as one
 //! Hugging Face dataset folder in the published CoREB layout (`hq-bench/coreb` on the Hub):
-//! the eight configs, one split per release named `release_<version>`, the published column
+//! the eight configs, one split per release named as the series names them
+//! (`release_v2503` for `v202503`: [`split_name`]), the published column
 //! and subtask names ([`published`]), a dataset card with full metadata and a `LICENSE`.
 //!
 //! Code written for the published dataset (`load_dataset(path, "text2code_queries",
-//! split="release_v202503")`, `query_id`/`query`/`split`/`subtask`/`query_type`/`meta`,
+//! split="release_v2503")`, `query_id`/`query`/`split`/`subtask`/`query_type`/`meta`,
 //! `doc_id`/`relevance`, `code_id`/`code`/`language`/`model`, `text_id`/`text`) reads the
 //! export unchanged.
 
@@ -84,25 +85,51 @@ pub struct ExportedRelease {
 }
 
 impl ExportedRelease {
-    /// The split name of the release.
+    /// The split name of the release (see [`split_name`]).
     pub fn split(&self) -> String {
-        format!("release_{}", self.version)
+        split_name(&self.version)
     }
+}
+
+/// The series' split name of a release: `release_vYYMM` for a version `vYYYYMM`
+/// (`v202603` → `release_v2603`, as `hq-bench/coreb` names its splits), else
+/// `release_<version>`.
+pub fn split_name(version: &str) -> String {
+    let digits = version.strip_prefix('v').filter(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_digit()));
+    match digits {
+        Some(d) => format!("release_v{}", &d[2..]),
+        None => format!("release_{version}"),
+    }
+}
+
+/// What the export reads of a release's MANIFEST.
+struct Found {
+    version: String,
+    dir: PathBuf,
+    facts: published::ReleaseFacts,
 }
 
 /// The releases of a directory: its subdirectories with a `MANIFEST.json`
 /// ([`crate::release::find_releases`] one level down), by version.
-fn releases_by_version(releases_dir: &Path) -> Result<Vec<(String, PathBuf)>, ExportError> {
+fn releases_by_version(releases_dir: &Path) -> Result<Vec<Found>, ExportError> {
     let found = crate::release::find_releases(releases_dir, 1..=1).map_err(|e| ExportError::Io { path: e.path, source: e.source })?;
     let mut out = Vec::new();
     for path in found {
         let manifest = path.join("MANIFEST.json");
         let text = std::fs::read_to_string(&manifest).map_err(|source| ExportError::Io { path: manifest.clone(), source })?;
         let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ExportError::Manifest { path: manifest.clone(), reason: e.to_string() })?;
-        let version = value["version"].as_str().ok_or_else(|| ExportError::Manifest { path: manifest.clone(), reason: "no string field `version`".into() })?;
-        out.push((version.to_owned(), path));
+        let field = |pointer: &str| {
+            value
+                .pointer(pointer)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+                .ok_or_else(|| ExportError::Manifest { path: manifest.clone(), reason: format!("no string field `{}`", &pointer[1..].replace('/', ".")) })
+        };
+        let version = field("/version")?;
+        let facts = published::ReleaseFacts { created_at: format!("{}T23:59:59Z", field("/window/end")?), generator_version: format!("coreb {}", field("/tool_version")?) };
+        out.push(Found { version, dir: path, facts });
     }
-    out.sort();
+    out.sort_by(|a, b| a.version.cmp(&b.version));
     if out.is_empty() {
         return Err(ExportError::NoRelease(releases_dir.to_owned()));
     }
@@ -118,6 +145,9 @@ fn features(s: &mut String, fields: &arrow_schema::Fields, indent: &str) {
             DataType::Struct(inner) => {
                 let _ = writeln!(s, "{indent}- name: {}\n{indent}  struct:", f.name());
                 features(s, inner, &format!("{indent}  "));
+            }
+            DataType::List(item) => {
+                let _ = writeln!(s, "{indent}- name: {}\n{indent}  sequence: {}", f.name(), if matches!(item.data_type(), DataType::Int64) { "int64" } else { "string" });
             }
             t => {
                 let dtype = match t {
@@ -189,15 +219,12 @@ pub fn card(releases: &[ExportedRelease]) -> String {
          Subtasks carry the published names: text2code `t2c_canonical_retro_<any|lang>`, \
          `t2c_full_retro_<any|lang>`, `t2c_search_<any|lang>`; code2code `c2c_mono_lang`, `c2c_cross_lang`, \
          `c2c_cross_model`; code2text `c2t_full_retro_<any|lang>`, `c2t_canonical_retro_<any|lang>`, `c2t_match`.\n\n\
-         Where this export differs from the published dataset, on purpose: the full statement and the canonical \
-         summary are separate documents of the text corpus and both describe their problem, so every code2text \
-         retrieval subtask judges both as positives (`full_retro` and `canonical_retro` carry the same judgements; \
-         the published rows keep the summary inside the statement's row); the `_any` subtasks take one code per \
-         problem (Python first, then the smallest code id); `c2t_match` pairs that code with its own problem's \
-         texts (`label` 1, relevance 2) and with the next problem's in id order (`label` 0, relevance 0), where the \
-         published rows choose the other problem at random and judge a match with relevance 1, which \
-         `relevance_level = 2` counts as not relevant; `meta` carries no creation time, so an export is \
-         reproducible byte for byte.\n\n",
+         Where this export differs from the published dataset, on purpose (each difference, with its effect, is a \
+         row of coreb's `docs/reference-vs-coreb.md`): `c2t_match` judges a match with relevance 2 (the published \
+         rows judge it 1, which `relevance_level = 2` counts as not relevant) and draws the other problem from the \
+         problem's id, not the clock's random state; `meta.created_at` is the end of the release's contest window \
+         and `meta.generator_version` the coreb that built it, so an export is reproducible byte for byte; the \
+         composition switches a release was built with are in its `MANIFEST.json` (`stages.qrels.composition`).\n\n",
     );
     s.push_str("## Rows per release\n\n| config |");
     for r in releases {
@@ -240,8 +267,8 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
         std::fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
     }
     let mut exported = Vec::new();
-    for (version, dir) in &found {
-        let split = format!("release_{version}");
+    for Found { version, dir, facts } in &found {
+        let split = split_name(version);
         let read = |c: &str| {
             let src = dir.join(format!("{c}.parquet"));
             if !src.is_file() {
@@ -251,13 +278,14 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
         };
         let shape = |source| ExportError::Shape { release: dir.clone(), source };
         let (code, text) = (read("code_corpus")?, read("text_corpus")?);
-        let corpora = published::Corpora::new(&code, &text).map_err(shape)?;
+        let t2c = read("text2code_queries")?;
+        let corpora = published::Corpora::new(&code, &text).and_then(|c| c.with_summaries(&t2c)).map_err(shape)?;
         let mut tables: BTreeMap<&'static str, Vec<Column>> = BTreeMap::new();
         tables.insert("code_corpus", published::code_corpus(&code).map_err(shape)?);
         tables.insert("text_corpus", published::text_corpus(&text).map_err(shape)?);
         let mut subtasks = BTreeMap::new();
         for task in ["text2code", "code2code", "code2text"] {
-            let (queries, qrels) = published::task(task, version, &read(&format!("{task}_queries"))?, &read(&format!("{task}_qrels"))?, &corpora).map_err(shape)?;
+            let (queries, qrels) = published::task(task, version, facts, &read(&format!("{task}_queries"))?, &read(&format!("{task}_qrels"))?, &corpora).map_err(shape)?;
             subtasks.insert(task.to_owned(), published::subtasks(&queries).into_iter().collect());
             let config = |suffix: &str| CONFIGS.into_iter().find(|c| *c == format!("{task}_{suffix}")).unwrap_or_default();
             tables.insert(config("queries"), queries);
@@ -286,4 +314,17 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
     write(".coreb-export", "hf-coreb\n")?;
     crate::durable::replace_dir(&tmp, out).map_err(io(out))?;
     Ok(exported)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_name;
+
+    #[test]
+    fn splits_are_named_as_the_series_names_them() {
+        assert_eq!(split_name("v202603"), "release_v2603");
+        assert_eq!(split_name("v202503"), "release_v2503");
+        assert_eq!(split_name("v1"), "release_v1");
+        assert_eq!(split_name("v2025031"), "release_v2025031");
+    }
 }

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, LargeStringArray, RecordBatch, StringArray, StructArray};
 use arrow_schema::{DataType, Field, Fields, Schema};
 
@@ -22,6 +23,8 @@ pub enum Values {
     Bool(Vec<Option<bool>>),
     /// A struct: its fields, each as long as the column.
     Struct(Vec<Column>),
+    /// Lists of UTF-8 strings (written only: the published `meta`'s language and model lists).
+    StrList(Vec<Option<Vec<String>>>),
 }
 
 /// A named column.
@@ -51,6 +54,11 @@ impl Column {
         Column { name: name.to_owned(), values: Values::Bool(values), nullable: false }
     }
 
+    /// A column of string lists.
+    pub fn str_list(name: &str, values: Vec<Option<Vec<String>>>) -> Self {
+        Column { name: name.to_owned(), values: Values::StrList(values), nullable: false }
+    }
+
     /// A struct column of `fields`.
     pub fn structure(name: &str, fields: Vec<Column>) -> Self {
         Column { name: name.to_owned(), values: Values::Struct(fields), nullable: false }
@@ -68,6 +76,7 @@ impl Column {
             Values::Int(v) => v.len(),
             Values::Bool(v) => v.len(),
             Values::Struct(f) => f.first().map_or(0, Column::len),
+            Values::StrList(v) => v.len(),
         }
     }
 
@@ -81,6 +90,22 @@ impl Column {
             Values::Str(v) => (DataType::Utf8, Arc::new(StringArray::from(v.clone())), v.iter().any(Option::is_none)),
             Values::Int(v) => (DataType::Int64, Arc::new(Int64Array::from(v.clone())), v.iter().any(Option::is_none)),
             Values::Bool(v) => (DataType::Boolean, Arc::new(BooleanArray::from(v.clone())), v.iter().any(Option::is_none)),
+            Values::StrList(v) => {
+                let mut builder = ListBuilder::new(StringBuilder::new());
+                for row in v {
+                    match row {
+                        Some(items) => {
+                            for item in items {
+                                builder.values().append_value(item);
+                            }
+                            builder.append(true);
+                        }
+                        None => builder.append(false),
+                    }
+                }
+                let array = builder.finish();
+                (array.data_type().clone(), Arc::new(array), v.iter().any(Option::is_none))
+            }
             Values::Struct(fields) => {
                 let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = fields.iter().map(Column::to_arrow).unzip();
                 let fields = Fields::from(fields);
@@ -157,7 +182,7 @@ fn append(values: &mut Values, array: &dyn Array) -> Result<(), String> {
         Values::Str(v) => v.extend(array.as_any().downcast_ref::<StringArray>().ok_or_else(wrong)?.iter().map(|s| s.map(str::to_owned))),
         Values::Int(v) => v.extend(array.as_any().downcast_ref::<Int64Array>().ok_or_else(wrong)?.iter()),
         Values::Bool(v) => v.extend(array.as_any().downcast_ref::<BooleanArray>().ok_or_else(wrong)?.iter()),
-        Values::Struct(_) => return Err(wrong()),
+        Values::Struct(_) | Values::StrList(_) => return Err(wrong()),
     }
     Ok(())
 }
@@ -240,6 +265,12 @@ mod tests {
         write(&path, &with_meta).unwrap();
         let s = schema(&with_meta);
         assert!(matches!(s.field_with_name("meta").unwrap().data_type(), DataType::Struct(f) if f[0].is_nullable()));
+        let lists = vec![Column::str_list("langs", vec![Some(vec!["go".into(), "ruby".into()]), None, Some(vec![])])];
+        write(&path, &lists).unwrap();
+        let back = super::super::read_batches(&path, 8).unwrap().next().unwrap().unwrap();
+        let list = back.column(0).as_any().downcast_ref::<arrow_array::ListArray>().unwrap();
+        assert_eq!((list.value_length(0), list.is_null(1), list.value_length(2)), (2, true, 0));
+        write(&path, &with_meta).unwrap();
         // A struct column cannot be read back as plain columns: the error names it.
         let err = read(&path).unwrap_err().to_string();
         assert!(err.contains("meta"), "{err}");

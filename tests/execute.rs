@@ -16,7 +16,7 @@ use coreb_sandbox::{DirAccess, Identity, Limits, Program, Sandbox, SandboxConfig
 use stages::execute::reuse::{FastStart, PYTHON_MODULES, PYTHON_NAMES, RUBY_LIBRARIES, RUBY_NAMES};
 use stages::solution::{Language, Solution, SolutionId};
 
-use crate::support::{coreb, root, run, text};
+use crate::support::{coreb, root, run, text, tree_sha256};
 
 fn fixture(rel: &str) -> PathBuf {
     root().join("tests/fixtures/execute").join(rel)
@@ -872,4 +872,35 @@ fn reuse_gives_the_plain_commands_verdicts() {
         assert_eq!((a.passed, verdicts(a)), (b.passed, verdicts(b)), "{}: {} / {}", a.solution_id, a.message, b.message);
     }
     assert!(plain.results.iter().any(|r| r.passed) && plain.results.iter().any(|r| !r.passed));
+}
+
+/// Issue #34: the sample judged with `reuse` has the committed release's data files byte for
+/// byte, and its MANIFEST differs from the committed one only by the switch (and by the build
+/// manifest it embeds, which is another file here); every Python and Ruby solution of the
+/// sample started the faster way.
+#[test]
+fn the_sample_judged_with_reuse_has_the_committed_data_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap().replace("\"../", &format!("\"{}/", root().display()));
+    assert!(!sample.contains("[stages.execute]"), "the sample manifest has an execute section now: merge the switch into it");
+    let manifest = dir.path().join("sample-reuse.toml");
+    fs_err::write(&manifest, format!("{sample}\n[stages.execute]\nreuse = [\"python\", \"ruby\"]\n")).unwrap();
+    let (build, release) = (dir.path().join("build"), dir.path().join("release"));
+    let out = run(coreb().arg("build").arg(&manifest).arg("--output-dir").arg(&build).arg("--publish-dir").arg(&release));
+    assert!(out.status.success(), "{}", text(&out));
+    let committed = root().join("releases/sample/v202503");
+    let data = |d: &Path| tree_sha256(d).into_iter().filter(|(p, _)| p != "MANIFEST.json").collect::<Vec<_>>();
+    assert_eq!(data(&release), data(&committed));
+    let manifest_of = |d: &Path| -> serde_json::Value { serde_json::from_str(&fs_err::read_to_string(d.join("MANIFEST.json")).unwrap()).unwrap() };
+    let (mut got, mut want) = (manifest_of(&release), manifest_of(&committed));
+    assert_eq!(got["stages"]["execute"]["parameters"]["reuse"], serde_json::json!(["python", "ruby"]));
+    for m in [&mut got, &mut want] {
+        m["stages"]["execute"]["parameters"].as_object_mut().unwrap().remove("reuse");
+        m.as_object_mut().unwrap().remove("build_manifest");
+        // Another machine's toolchain versions are the release tests' business.
+        m["stages"]["execute"].as_object_mut().unwrap().remove("toolchains");
+    }
+    assert_eq!(got, want);
+    let record: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(build.join("artifacts/execute/record.json")).unwrap()).unwrap();
+    assert_eq!(record["summary"]["stats"]["fast_starts"], 40, "{:#}", record["summary"]["stats"]);
 }

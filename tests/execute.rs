@@ -696,15 +696,17 @@ fn reuse_lists_hold_on_the_installed_interpreters() {
     let argv = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<String>>();
 
     // (language, its faster start, the flag running a script, a script printing the names
-    // defined at start, one that loads every listed module, a name only the plain start
-    // defines, the names that send a program to the plain command)
+    // defined at start, one that loads every listed module and prints the file it came from,
+    // a name only the plain start defines, the names that send a program to the plain command)
     let cases = [
         (
             Language::Python,
             FastStart::PythonNoSite,
             "-c",
             "import builtins\nprint(' '.join(dir(builtins)))\n",
-            format!("for m in {PYTHON_MODULES:?}:\n    try:\n        __import__(m)\n    except Exception as e:\n        print('missing:' + m)\n"),
+            format!(
+                "import sys\nfor m in {PYTHON_MODULES:?}:\n    try:\n        __import__(m)\n        print('loaded:' + m + '=' + str(getattr(sys.modules[m], '__file__', None)))\n    except Exception as e:\n        print('missing:' + m)\n"
+            ),
             "exit",
             PYTHON_NAMES,
         ),
@@ -713,17 +715,26 @@ fn reuse_lists_hold_on_the_installed_interpreters() {
             FastStart::RubyNoGems,
             "-e",
             "puts((Object.constants + Kernel.private_instance_methods + Kernel.instance_methods).map(&:to_s).uniq.join(' '))\n",
-            format!("{RUBY_LIBRARIES:?}.each {{ |l| begin; require l; rescue LoadError; puts 'missing:' + l; end }}\n"),
+            format!(
+                "{RUBY_LIBRARIES:?}.each {{ |l| begin; require l; puts 'loaded:' + l + '=' + $LOADED_FEATURES.find {{ |f| f.end_with?('/' + l + '.rb', '/' + l + '.so') }}.to_s; rescue LoadError; puts 'missing:' + l; end }}\n"
+            ),
             "Gem",
             RUBY_NAMES,
         ),
     ];
     for (language, fast, flag, names, loads, known, listed) in cases {
+        let listed_modules = if language == Language::Python { PYTHON_MODULES.len() } else { RUBY_LIBRARIES.len() };
         let interpreter = fast.interpreter();
-        let plain = words(&run_in_sandbox(language, argv(&[interpreter, flag, names])));
-        let started = words(&run_in_sandbox(language, fast.command(&argv(&[interpreter, flag, &format!("{names}{loads}")]))));
+        let script = format!("{names}{loads}");
+        let plain = words(&run_in_sandbox(language, argv(&[interpreter, flag, &script])));
+        let started = words(&run_in_sandbox(language, fast.command(&argv(&[interpreter, flag, &script]))));
         let missing: Vec<&String> = started.iter().filter(|w| w.starts_with("missing:")).collect();
         assert!(missing.is_empty(), "{fast:?} cannot load {missing:?}");
+        // Each listed module comes from the same file either way (no site-packages or gem
+        // directory shadows it under the plain start).
+        let loaded = |ws: &std::collections::BTreeSet<String>| ws.iter().filter(|w| w.starts_with("loaded:")).cloned().collect::<Vec<String>>();
+        assert_eq!(loaded(&started), loaded(&plain), "{language}: modules loaded from other files");
+        assert_eq!(loaded(&started).len(), listed_modules, "{language}");
         let only_plain: Vec<&String> = plain.difference(&started).collect();
         assert!(only_plain.iter().any(|w| *w == known), "the plain start of {language} defines `{known}`: {only_plain:?}");
         let unlisted: Vec<&&String> = only_plain.iter().filter(|w| !listed.contains(&w.as_str())).collect();

@@ -2,7 +2,8 @@
 //! LiveCodeBench problems (two AtCoder stdin, two LeetCode functional) in all five languages;
 //! hostile programs (endless loops, fork bombs, memory bombs, output floods, reading secrets,
 //! network, writing outside the sandbox, compile errors) each get their verdict and leave the
-//! machine as it was; `coreb judge` on the command line.
+//! machine as it was, with the plain command and with the faster starts of `reuse` (issue
+//! #34); `coreb judge` on the command line.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,10 +12,11 @@ use std::sync::OnceLock;
 use stages::execute::{ExecuteConfig, LimitsPatch, SolutionResult, Verdict, execute, execute_tables};
 use stages::ingest::{IngestConfig, decode_row};
 use stages::problem::{Platform, Problem, ProblemId, TestCase, TestType};
-use coreb_sandbox::{Identity, Sandbox, SandboxConfig};
+use coreb_sandbox::{DirAccess, Identity, Limits, Program, Sandbox, SandboxConfig};
+use stages::execute::reuse::{FastStart, PYTHON_MODULES, PYTHON_NAMES, RUBY_LIBRARIES, RUBY_NAMES};
 use stages::solution::{Language, Solution, SolutionId};
 
-use crate::support::{coreb, root, run, text};
+use crate::support::{coreb, root, run, text, tree_sha256};
 
 fn fixture(rel: &str) -> PathBuf {
     root().join("tests/fixtures/execute").join(rel)
@@ -36,6 +38,20 @@ fn solution(problem: &ProblemId, language: Language, file: &Path, model: &str) -
     }
 }
 
+/// The `ok` and `wrong` solutions of the fixtures, per problem and language.
+fn fixture_solutions(problems: &[Problem], languages: &[Language]) -> Vec<Solution> {
+    let mut solutions = Vec::new();
+    for p in problems {
+        for &language in languages {
+            for kind in ["ok", "wrong"] {
+                let file = fixture(&format!("solutions/{}/{kind}.{}", p.question_id, language.extension()));
+                solutions.push(solution(&p.id, language, &file, kind));
+            }
+        }
+    }
+    solutions
+}
+
 /// The sandbox of the well-behaved tests.
 fn sandbox() -> &'static Sandbox {
     static SANDBOX: OnceLock<Sandbox> = OnceLock::new();
@@ -50,15 +66,7 @@ fn verdicts(r: &SolutionResult) -> Vec<Verdict> {
 fn correct_and_wrong_solutions_in_five_languages() {
     let problems = problems();
     assert_eq!(problems.len(), 4);
-    let mut solutions = Vec::new();
-    for p in &problems {
-        for language in Language::ALL {
-            for kind in ["ok", "wrong"] {
-                let file = fixture(&format!("solutions/{}/{kind}.{}", p.question_id, language.extension()));
-                solutions.push(solution(&p.id, language, &file, kind));
-            }
-        }
-    }
+    let solutions = fixture_solutions(&problems, &Language::ALL);
     let config = ExecuteConfig::default();
     let out = execute(&config, &problems, &solutions, sandbox(), 2).unwrap();
     assert_eq!(out.results.len(), 40);
@@ -89,15 +97,7 @@ fn correct_and_wrong_solutions_in_five_languages() {
 #[test]
 fn verdicts_do_not_depend_on_jobs_and_round_trip_through_parquet() {
     let problems = problems();
-    let mut solutions = Vec::new();
-    for p in &problems {
-        for language in [Language::Python, Language::Cpp] {
-            for kind in ["ok", "wrong"] {
-                let file = fixture(&format!("solutions/{}/{kind}.{}", p.question_id, language.extension()));
-                solutions.push(solution(&p.id, language, &file, kind));
-            }
-        }
-    }
+    let mut solutions = fixture_solutions(&problems, &[Language::Python, Language::Cpp]);
     // A solution whose problem is missing is listed, not judged.
     let orphan = ProblemId::from_question_id("nope");
     solutions.push(solution(&orphan, Language::Python, &fixture("solutions/abc302_a/ok.py"), "ok"));
@@ -164,11 +164,24 @@ fn processes_of(range: std::ops::Range<u32>) -> Vec<String> {
 
 #[test]
 fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
+    hostile_suite(&[], 1_991_100_000);
+}
+
+/// Issue #34: the hostile programs of the languages with a faster start, started that way,
+/// get the same verdicts and leave the machine alone just the same.
+#[test]
+fn hostile_programs_with_reuse() {
+    hostile_suite(&[Language::Python, Language::Ruby], 1_991_100_100);
+}
+
+/// Every hostile program (of the `reuse` languages only, started faster, when `reuse` is not
+/// empty), judged on a pool of 64 uids from `uid_base`.
+fn hostile_suite(reuse: &[Language], uid_base: u32) {
     // A uid range of its own, so that the leftover-process check sees only these runs.
-    let sandbox_config = SandboxConfig { uid_base: 1_991_100_000, uid_count: 64, ..SandboxConfig::default() };
+    let sandbox_config = SandboxConfig { uid_base, uid_count: 64, ..SandboxConfig::default() };
     let sandbox = Sandbox::new(sandbox_config.clone()).unwrap();
     let root_mode = matches!(sandbox.isolation().identity, Identity::UidPool { .. });
-    let mut config = ExecuteConfig::default();
+    let mut config = ExecuteConfig { reuse: reuse.iter().copied().collect(), ..ExecuteConfig::default() };
     // Wall limits leave room for a loaded machine (CI, other jobs): a memory bomb must reach
     // its cap before the wall timer fires, or the verdict is time_limit. Seen on CI with the
     // release tests running beside: a Python memory bomb took 5.8 s of wall for 0.2 s of CPU.
@@ -181,13 +194,14 @@ fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
         ..LimitsPatch::default()
     };
     config.python.limits = tight.clone();
+    config.ruby.limits = tight.clone();
     config.cpp.limits = tight.clone();
     config.go.limits = LimitsPatch { memory_mb: Some(256), processes: Some(48), cpu_time_ms: Some(3_000), ..tight.clone() };
     config.java.limits = LimitsPatch { memory_mb: Some(1024), processes: Some(64), cpu_time_ms: Some(3_000), ..tight };
 
     // Host places the programs try to write: a world-writable directory outside the sandbox,
     // the host /tmp, and /etc.
-    let open_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("execute-escape-{}", std::process::id()));
+    let open_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("execute-escape-{}-{uid_base}", std::process::id()));
     std::fs::create_dir_all(&open_dir).unwrap();
     std::fs::set_permissions(&open_dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let targets = [
@@ -206,18 +220,22 @@ fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
     let cases: Vec<(Case, String, String)> = vec![
         (("loop", Language::Python, &[Verdict::TimeLimit]), String::new(), "x".into()),
         (("loop", Language::Cpp, &[Verdict::TimeLimit]), String::new(), "x".into()),
+        (("loop", Language::Ruby, &[Verdict::TimeLimit]), String::new(), "x".into()),
         (("fork", Language::Python, any_failure), String::new(), "x".into()),
         (("fork", Language::Cpp, any_failure), String::new(), "x".into()),
         (("fork", Language::Java, any_failure), String::new(), "x".into()),
         (("fork", Language::Go, any_failure), String::new(), "x".into()),
+        (("fork", Language::Ruby, any_failure), String::new(), "x".into()),
         // RLIMIT_NPROC on the run's own uid: 32 processes in all, so 31 children.
         (("nproc", Language::Python, &[Verdict::Passed]), String::new(), "31".into()),
         (("mem", Language::Python, &[Verdict::MemoryLimit]), String::new(), "x".into()),
         (("mem", Language::Cpp, &[Verdict::MemoryLimit]), String::new(), "x".into()),
         (("mem", Language::Java, &[Verdict::MemoryLimit]), String::new(), "x".into()),
         (("mem", Language::Go, &[Verdict::MemoryLimit]), String::new(), "x".into()),
+        (("mem", Language::Ruby, &[Verdict::MemoryLimit]), String::new(), "x".into()),
         (("output", Language::Python, &[Verdict::OutputLimit]), String::new(), "x".into()),
         (("output", Language::Cpp, &[Verdict::OutputLimit]), String::new(), "x".into()),
+        (("output", Language::Ruby, &[Verdict::OutputLimit]), String::new(), "x".into()),
         // /etc/shadow is unreadable (not root); /root does not exist (not in the allowlist).
         (("secrets", Language::Python, &[Verdict::Passed]), String::new(), "shadow-denied root-denied".into()),
         (("secrets", Language::Cpp, &[Verdict::Passed]), String::new(), "shadow-denied root-denied".into()),
@@ -227,6 +245,7 @@ fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
         // directory refused; the scratch directory writable.
         (("escape", Language::Python, &[Verdict::Passed]), escape_input.clone(), "refused wrote refused refused wrote".into()),
         (("escape", Language::Cpp, &[Verdict::Passed]), escape_input.clone(), "refused wrote refused refused wrote".into()),
+        (("escape", Language::Ruby, &[Verdict::Passed]), escape_input.clone(), "refused wrote refused refused wrote".into()),
         (("bad", Language::Python, &[Verdict::CompileError]), String::new(), "x".into()),
         (("bad", Language::Cpp, &[Verdict::CompileError]), String::new(), "x".into()),
         (("bad", Language::Java, &[Verdict::CompileError]), String::new(), "x".into()),
@@ -237,6 +256,9 @@ fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
     let mut solutions = Vec::new();
     let mut expected = BTreeMap::new();
     for ((name, language, allowed), input, output) in &cases {
+        if !reuse.is_empty() && !reuse.contains(language) {
+            continue;
+        }
         if matches!(*name, "nproc" | "fork") && !root_mode {
             // Without root there is no uid of its own and RLIMIT_NPROC is not set: a fork
             // bomb would only be bounded by the wall timer, so it is not run.
@@ -252,6 +274,10 @@ fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
     let started = std::time::Instant::now();
     let out = execute(&config, &problems, &solutions, &sandbox, 2).unwrap();
     let elapsed = started.elapsed();
+    // With reuse, every program that built started the faster way (all are ASCII and import
+    // only the standard library).
+    let built = out.results.iter().filter(|r| r.model != "bad").count();
+    assert_eq!(out.stats.fast_starts, if reuse.is_empty() { 0 } else { built });
     let mut failures = Vec::new();
     for r in &out.results {
         let allowed = expected[&r.solution_id];
@@ -570,7 +596,37 @@ fn functional_problem(name: &str, starter: &str, tests: &[(&str, &str)]) -> Prob
 /// JSON value for a float parameter); wrong ones (an off-by-one, a sum through f64) are
 /// `wrong_answer`.
 fn drivers_judge(language: Language) {
-    let problems = [
+    let problems = driver_problems();
+    let solutions = driver_solutions(&problems, language);
+    assert_eq!(solutions.len(), 5, "four correct solutions and a wrong one");
+    let out = execute(&ExecuteConfig::default(), &problems, &solutions, sandbox(), 2).unwrap();
+    for (s, r) in solutions.iter().zip(&out.results) {
+        let what = format!("{} ({}): {:?} {}", s.id, s.model, verdicts(r), r.message);
+        if s.model == "ok" {
+            assert!(r.passed, "{what}");
+        } else {
+            assert!(verdicts(r).contains(&Verdict::WrongAnswer), "{what}");
+        }
+    }
+}
+
+/// The solutions of `language` among the driver fixtures of `problems`.
+fn driver_solutions(problems: &[Problem], language: Language) -> Vec<Solution> {
+    let mut solutions = Vec::new();
+    for p in problems {
+        for kind in ["ok", "wrong"] {
+            let file = fixture(&format!("drivers/{}/{kind}.{}", p.question_id, language.extension()));
+            if file.exists() {
+                solutions.push(solution(&p.id, language, &file, kind));
+            }
+        }
+    }
+    solutions
+}
+
+/// The functional problems of the driver fixtures.
+fn driver_problems() -> [Problem; 4] {
+    [
         functional_problem(
             "bigSum",
             "class Solution:\n    def bigSum(self, nums: List[int], k: int) -> int:\n        ",
@@ -594,26 +650,7 @@ fn drivers_judge(language: Language) {
             &[("[[1,2],[3]]\n0.5", "[[0.5,1.0],[1.5]]"), ("[[1],[],[2,4]]\n2", "[[2.0],[],[4.0,8.0]]"), ("[[3]]\n0.1", "[[0.30000000000000004]]")],
         ),
         functional_problem("allEven", "class Solution:\n    def allEven(self, nums: List[int]) -> bool:\n        ", &[("[2,4,6]", "true"), ("[2,3]", "false"), ("[]", "true")]),
-    ];
-    let mut solutions = Vec::new();
-    for p in &problems {
-        for kind in ["ok", "wrong"] {
-            let file = fixture(&format!("drivers/{}/{kind}.{}", p.question_id, language.extension()));
-            if file.exists() {
-                solutions.push(solution(&p.id, language, &file, kind));
-            }
-        }
-    }
-    assert_eq!(solutions.len(), 5, "four correct solutions and a wrong one");
-    let out = execute(&ExecuteConfig::default(), &problems, &solutions, sandbox(), 2).unwrap();
-    for (s, r) in solutions.iter().zip(&out.results) {
-        let what = format!("{} ({}): {:?} {}", s.id, s.model, verdicts(r), r.message);
-        if s.model == "ok" {
-            assert!(r.passed, "{what}");
-        } else {
-            assert!(verdicts(r).contains(&Verdict::WrongAnswer), "{what}");
-        }
-    }
+    ]
 }
 
 #[test]
@@ -639,4 +676,242 @@ fn driver_go() {
 #[test]
 fn driver_ruby() {
     drivers_judge(Language::Ruby);
+}
+
+/// Issue #34: what the faster starts rely on holds for the interpreters installed here, run in
+/// the sandbox: every module or library of the lists loads under the faster start, and every
+/// name the plain start defines and the faster one does not is on the list of names that send
+/// a program to the plain command.
+#[test]
+fn reuse_lists_hold_on_the_installed_interpreters() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_in_sandbox = |language: Language, argv: Vec<String>| -> String {
+        let env: Vec<(String, String)> = ExecuteConfig::default().toolchain(language).env.into_iter().collect();
+        let program = Program { argv: argv.clone(), env, stdin: b"", dir: dir.path(), access: DirAccess::ReadOnly, cache: None };
+        let o = sandbox().run(&program, &Limits { memory_mb: 1024, ..Limits::default() }).unwrap();
+        assert!(o.success(), "{argv:?}: {:?} {}", o.status, String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let words = |text: &str| text.split_whitespace().map(str::to_owned).collect::<std::collections::BTreeSet<String>>();
+    let argv = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<String>>();
+
+    // (language, its faster start, the flag running a script, a script printing the names
+    // defined at start, one that loads every listed module and prints the file it came from,
+    // a name only the plain start defines, the names that send a program to the plain command)
+    let cases = [
+        (
+            Language::Python,
+            FastStart::PythonNoSite,
+            "-c",
+            "import builtins\nprint(' '.join(dir(builtins)))\n",
+            format!(
+                "import sys\nfor m in {PYTHON_MODULES:?}:\n    try:\n        __import__(m)\n        print('loaded:' + m + '=' + str(getattr(sys.modules[m], '__file__', None)))\n    except Exception as e:\n        print('missing:' + m)\n"
+            ),
+            "exit",
+            PYTHON_NAMES,
+        ),
+        (
+            Language::Ruby,
+            FastStart::RubyNoGems,
+            "-e",
+            "puts((Object.constants + Kernel.private_instance_methods + Kernel.instance_methods).map(&:to_s).uniq.join(' '))\n",
+            format!(
+                "{RUBY_LIBRARIES:?}.each {{ |l| begin; require l; puts 'loaded:' + l + '=' + $LOADED_FEATURES.find {{ |f| f.end_with?('/' + l + '.rb', '/' + l + '.so') }}.to_s; rescue LoadError; puts 'missing:' + l; end }}\n"
+            ),
+            "Gem",
+            RUBY_NAMES,
+        ),
+    ];
+    for (language, fast, flag, names, loads, known, listed) in cases {
+        let listed_modules = if language == Language::Python { PYTHON_MODULES.len() } else { RUBY_LIBRARIES.len() };
+        let interpreter = fast.interpreter();
+        let script = format!("{names}{loads}");
+        let plain = words(&run_in_sandbox(language, argv(&[interpreter, flag, &script])));
+        let started = words(&run_in_sandbox(language, fast.command(&argv(&[interpreter, flag, &script]))));
+        let missing: Vec<&String> = started.iter().filter(|w| w.starts_with("missing:")).collect();
+        assert!(missing.is_empty(), "{fast:?} cannot load {missing:?}");
+        // Each listed module comes from the same file either way (no site-packages or gem
+        // directory shadows it under the plain start).
+        let loaded = |ws: &std::collections::BTreeSet<String>| ws.iter().filter(|w| w.starts_with("loaded:")).cloned().collect::<Vec<String>>();
+        assert_eq!(loaded(&started), loaded(&plain), "{language}: modules loaded from other files");
+        assert_eq!(loaded(&started).len(), listed_modules, "{language}");
+        let only_plain: Vec<&String> = plain.difference(&started).collect();
+        assert!(only_plain.iter().any(|w| *w == known), "the plain start of {language} defines `{known}`: {only_plain:?}");
+        let unlisted: Vec<&&String> = only_plain.iter().filter(|w| !listed.contains(&w.as_str())).collect();
+        assert!(unlisted.is_empty(), "the plain start of {language} defines {unlisted:?}, which the list of names does not hold");
+    }
+}
+
+/// A stdin problem with one test per input; each expects `<fast|plain> fresh <input>`.
+fn state_problem(name: &str, inputs: &[&str], mode: &str) -> Problem {
+    let mut p = hostile_problem(name, "", "");
+    p.public_tests = inputs.iter().map(|i| TestCase { input: format!("{i}\n"), output: format!("{mode} fresh {i}"), testtype: TestType::Stdin }).collect();
+    p
+}
+
+/// Issue #34, per reused language: with the faster start, state one test writes (a file in
+/// the scratch directory and in `/dev/shm`, the environment, a global) is not seen by the next
+/// test, and a test that hits its CPU, wall, memory or output limit ends with that verdict
+/// while the tests after it pass. The tests of the solution run one after another (`jobs` 1).
+fn reuse_keeps_each_test_in_its_own_process(language: Language, code: &str) {
+    let inputs = ["a", "cpu", "b", "mem", "c", "out", "d", "sleep", "e"];
+    let expected = [
+        Verdict::Passed,
+        Verdict::TimeLimit,
+        Verdict::Passed,
+        Verdict::MemoryLimit,
+        Verdict::Passed,
+        Verdict::OutputLimit,
+        Verdict::Passed,
+        Verdict::TimeLimit,
+        Verdict::Passed,
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(format!("state.{}", language.extension()));
+    std::fs::write(&file, code).unwrap();
+    let mut seen = Vec::new();
+    for (mode, reuse) in [("fast", true), ("plain", false)] {
+        let problem = state_problem(&format!("state_{language}_{mode}"), &inputs, mode);
+        let s = solution(&problem.id, language, &file, "state");
+        let mut config = ExecuteConfig::default();
+        if reuse {
+            config.reuse.insert(language);
+        }
+        let limits = LimitsPatch {
+            cpu_time_ms: Some(1_000),
+            wall_time_ms: Some(8_000),
+            memory_mb: Some(256),
+            output_bytes: Some(1 << 16),
+            ..LimitsPatch::default()
+        };
+        match language {
+            Language::Python => config.python.limits = limits,
+            _ => config.ruby.limits = limits,
+        }
+        let out = execute(&config, &[problem], &[s], sandbox(), 1).unwrap();
+        let r = &out.results[0];
+        assert_eq!(out.stats.fast_starts, usize::from(reuse), "{language} {mode}");
+        assert_eq!(verdicts(r), expected, "{language} {mode}: {}", r.message);
+        seen.push(verdicts(r));
+    }
+    assert_eq!(seen[0], seen[1]);
+}
+
+#[test]
+fn reuse_python_keeps_each_test_in_its_own_process() {
+    let code = r#"import os
+import sys
+
+mode = "fast" if sys.flags.no_site else "plain"
+marks = ["/tmp/work/mark", "/dev/shm/mark"]
+seen = any(os.path.exists(p) for p in marks) or "COREB_MARK" in os.environ or hasattr(sys, "coreb_mark")
+for p in marks:
+    try:
+        with open(p, "w") as f:
+            f.write("x")
+    except OSError:
+        pass
+os.environ["COREB_MARK"] = "1"
+sys.coreb_mark = True
+sys.setrecursionlimit(60)
+what = sys.stdin.readline().strip()
+if what == "cpu":
+    while True:
+        pass
+if what == "mem":
+    chunks = []
+    while True:
+        chunks.append(bytearray(16 << 20))
+if what == "out":
+    while True:
+        sys.stdout.write("x" * 65536)
+if what == "sleep":
+    import time
+    time.sleep(100)
+print(mode, "seen" if seen else "fresh", what)
+"#;
+    reuse_keeps_each_test_in_its_own_process(Language::Python, code);
+}
+
+#[test]
+fn reuse_ruby_keeps_each_test_in_its_own_process() {
+    // `Gem` spelt in two pieces: the word itself would send the program to the plain command.
+    let code = r##"mode = Object.const_defined?("G" + "em") ? "plain" : "fast"
+marks = ["/tmp/work/mark", "/dev/shm/mark"]
+seen = marks.any? { |p| File.exist?(p) } || ENV.key?("COREB_MARK") || $coreb_mark
+marks.each do |p|
+  begin
+    File.write(p, "x")
+  rescue SystemCallError
+    nil
+  end
+end
+ENV["COREB_MARK"] = "1"
+$coreb_mark = true
+what = STDIN.gets.to_s.strip
+case what
+when "cpu" then loop { }
+when "mem"
+  chunks = []
+  loop { chunks << ("x" * (16 << 20)) }
+when "out" then loop { STDOUT.write("x" * 65536) }
+when "sleep" then sleep 100
+end
+puts "#{mode} #{seen ? 'seen' : 'fresh'} #{what}"
+"##;
+    reuse_keeps_each_test_in_its_own_process(Language::Ruby, code);
+}
+
+/// Issue #34: the known-good and known-wrong solutions (stdin and functional, through the
+/// drivers) get the same verdicts with and without the faster starts, and they were started
+/// the faster way.
+#[test]
+fn reuse_gives_the_plain_commands_verdicts() {
+    let mut problems = problems();
+    let mut solutions = fixture_solutions(&problems, &[Language::Python, Language::Ruby]);
+    let functional = driver_problems();
+    for language in [Language::Python, Language::Ruby] {
+        solutions.extend(driver_solutions(&functional, language));
+    }
+    problems.extend(functional);
+    let plain = execute(&ExecuteConfig::default(), &problems, &solutions, sandbox(), 2).unwrap();
+    let config = ExecuteConfig { reuse: [Language::Python, Language::Ruby].into_iter().collect(), ..ExecuteConfig::default() };
+    let fast = execute(&config, &problems, &solutions, sandbox(), 2).unwrap();
+    assert_eq!(plain.stats.fast_starts, 0);
+    assert_eq!(fast.stats.fast_starts, solutions.len());
+    for (a, b) in plain.results.iter().zip(&fast.results) {
+        assert_eq!((a.passed, verdicts(a)), (b.passed, verdicts(b)), "{}: {} / {}", a.solution_id, a.message, b.message);
+    }
+    assert!(plain.results.iter().any(|r| r.passed) && plain.results.iter().any(|r| !r.passed));
+}
+
+/// Issue #34: the sample judged with `reuse` has the committed release's data files byte for
+/// byte, and its MANIFEST differs from the committed one only by the switch (and by the build
+/// manifest it embeds, which is another file here); every Python and Ruby solution of the
+/// sample started the faster way.
+#[test]
+fn the_sample_judged_with_reuse_has_the_committed_data_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap().replace("\"../", &format!("\"{}/", root().display()));
+    assert!(!sample.contains("[stages.execute]"), "the sample manifest has an execute section now: merge the switch into it");
+    let manifest = dir.path().join("sample-reuse.toml");
+    fs_err::write(&manifest, format!("{sample}\n[stages.execute]\nreuse = [\"python\", \"ruby\"]\n")).unwrap();
+    let (build, release) = (dir.path().join("build"), dir.path().join("release"));
+    let out = run(coreb().arg("build").arg(&manifest).arg("--output-dir").arg(&build).arg("--publish-dir").arg(&release));
+    assert!(out.status.success(), "{}", text(&out));
+    let committed = root().join("releases/sample/v202503");
+    let data = |d: &Path| tree_sha256(d).into_iter().filter(|(p, _)| p != "MANIFEST.json").collect::<Vec<_>>();
+    assert_eq!(data(&release), data(&committed));
+    let manifest_of = |d: &Path| -> serde_json::Value { serde_json::from_str(&fs_err::read_to_string(d.join("MANIFEST.json")).unwrap()).unwrap() };
+    let (mut got, mut want) = (manifest_of(&release), manifest_of(&committed));
+    assert_eq!(got["stages"]["execute"]["parameters"]["reuse"], serde_json::json!(["python", "ruby"]));
+    for m in [&mut got, &mut want] {
+        m["stages"]["execute"]["parameters"].as_object_mut().unwrap().remove("reuse");
+        m.as_object_mut().unwrap().remove("build_manifest");
+        // Another machine's toolchain versions are the release tests' business.
+        m["stages"]["execute"].as_object_mut().unwrap().remove("toolchains");
+    }
+    assert_eq!(got, want);
+    let record: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(build.join("artifacts/execute/record.json")).unwrap()).unwrap();
+    assert_eq!(record["summary"]["stats"]["fast_starts"], 40, "{:#}", record["summary"]["stats"]);
 }

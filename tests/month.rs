@@ -4,7 +4,8 @@
 //! keeps working. `bench/month/run.py` itself checks what the test asserts on: every stage
 //! succeeds, no request is answered twice, the rebuild sends nothing, and every solution's
 //! verdicts are the ones its planted outcome demands; the test adds that the bare-process
-//! floor, running the judge's own programs, agrees on every pass/fail. It runs with
+//! floor, running the judge's own programs, agrees on every pass/fail, and that `execute` with
+//! `reuse` (issue #34) gives every solution the plain run's verdicts. It runs with
 //! `skip_private_after_public_failure`, as a cheap month would.
 
 use serde_json::Value;
@@ -50,4 +51,9 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
     // drivers) as bare processes, with the same gate, and reached the same pass/fail.
     assert_eq!(f["execute_floor"]["solutions"], 30, "{f:#}");
     assert_eq!(f["execute_floor"]["agree_with_judge"], 30, "{f:#}");
+    // Issue #34: `execute` again with the faster starts of Python and Ruby gave every
+    // solution the plain run's verdicts, and the faster starts were taken.
+    assert_eq!(f["execute_reuse"]["solutions"], 30, "{f:#}");
+    assert_eq!(f["execute_reuse"]["verdicts_differ"], 0, "{f:#}");
+    assert!(f["execute_reuse"]["fast_starts"].as_u64().unwrap() > 0, "{f:#}");
 }

@@ -10,13 +10,18 @@ Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--late
 3. a live manifest (`mode = "live"`) is written and `coreb <stage> <manifest> --json` runs each
    stage in pipeline order under `/usr/bin/time -v` (wall, CPU, peak RSS), then `coreb build`
    finishes the release (every stage skipped);
-4. the simulator's counters give requests and faults per stage, `verdicts.parquet` is checked
+4. after `execute` (and its bare-process floor), `execute` runs again with `[stages.execute]
+   reuse` (`--reuse`, default python,ruby: the faster starts of issue #34), its verdicts are
+   compared with the plain run's solution by solution, and the later stages and the rebuild
+   use that manifest;
+5. the simulator's counters give requests and faults per stage, `verdicts.parquet` is checked
    against the planted outcome of every solution (month_lib.outcome): correct ones pass,
    wrong ones get wrong_answer, slow ones time_limit, crashing ones runtime_error, broken ones
    compile_error.
 
 Exit status 1 when any check fails: a planted fault left unanswered, an item lost or
-duplicated, or a verdict against the truth. `--python` must have pyarrow (the test venv).
+duplicated, a verdict against the truth, or a verdict of the reuse run other than the plain
+run's. `--python` must have pyarrow (the test venv).
 """
 import argparse
 import hashlib
@@ -145,6 +150,8 @@ def main() -> int:
     p.add_argument("--kill-execute-after", type=float, metavar="SECS",
                    help="start `execute`, kill -9 it (with its sandboxed children) after SECS, then run it again; at the end rebuild the "
                         "month from scratch in a second directory and fail unless both releases are byte-identical")
+    p.add_argument("--reuse", default="python,ruby",
+                   help="languages of [stages.execute] reuse for the second execute run ('' for none: one plain run only)")
     p.add_argument("--dir")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
@@ -221,6 +228,8 @@ def main() -> int:
                     figures["execute_over_floor"] = round(wall / floor["wall_s"], 3)
                     print(f"{'(floor)':<11} {floor['wall_s']:8.2f} {floor['cpu_s']:8.2f} {'':>12} {'':>8} {'':>6} {floor['solutions']:>7}"
                           f"   bare processes; execute/floor wall = {wall / floor['wall_s']:.2f}, pass/fail agree on {floor['agree_with_judge']}/{floor['solutions']}", flush=True)
+            if stage == "execute" and args.reuse:
+                manifest = run_with_reuse(args, work, manifest, wall, figures, failures)
         figures["peak_rss_mib"] = round(peak, 1)
         final = stats(url)
         figures["endpoint"] = final
@@ -262,6 +271,69 @@ def main() -> int:
     for f in failures:
         print("FAIL:", f, file=sys.stderr)
     return 1 if failures else 0
+
+
+VERDICTS_BY_SOLUTION = r"""
+import json, sys
+import pyarrow.parquet as pq
+out = {}
+for r in pq.read_table(sys.argv[1]).to_pylist():
+    tests = r.get("tests") or []
+    out[r["solution_id"]] = {"language": r["language"], "passed": r["passed"], "verdicts": [[x["index"], x["verdict"]] for x in tests],
+                             "wall_ms": sum(x["wall_ms"] for x in tests), "cpu_ms": sum(x["cpu_ms"] for x in tests)}
+print(json.dumps(out))
+"""
+
+
+def verdicts_by_solution(args, path):
+    """solution id -> language, passed, [index, verdict] per test, summed test wall and CPU ms."""
+    return json.loads(subprocess.run([args.python, "-c", VERDICTS_BY_SOLUTION, path], check=True, capture_output=True, text=True).stdout)
+
+
+def run_with_reuse(args, work, manifest, plain_wall, figures, failures):
+    """`execute` again with `reuse` (issue #34): its wall and CPU beside the plain run's and the
+    floor's, per language the summed test times of both, and every solution's verdicts compared
+    with the plain run's. Returns the manifest the rest of the month uses (the reuse one)."""
+    langs = [l.strip() for l in args.reuse.split(",") if l.strip()]
+    verdicts_path = os.path.join(work, "build", "artifacts", "execute", "verdicts.parquet")
+    plain = verdicts_by_solution(args, verdicts_path)
+    reused = os.path.join(work, "month-reuse.toml")
+    with open(manifest) as f:
+        text = f.read()
+    with open(reused, "w") as f:
+        f.write(text.replace("[stages.execute]\n", f"[stages.execute]\nreuse = {json.dumps(langs)}\n", 1))
+    out, wall, cpu, rss = timed([args.coreb, "execute", reused, "--json"])
+    if out.returncode != 0:
+        failures.append(f"execute with reuse failed (exit {out.returncode}): {out.stderr[-2000:]}")
+        return manifest
+    try:
+        report = json.loads(out.stdout)
+    except ValueError:
+        report = {}
+    fast = (report.get("stats") or {}).get("fast_starts", 0)
+    got = verdicts_by_solution(args, verdicts_path)
+    differ = sorted(k for k in plain if plain[k]["verdicts"] != got.get(k, {}).get("verdicts") or plain[k]["passed"] != got.get(k, {}).get("passed"))
+    differ += sorted(k for k in got if k not in plain)
+    per = {}
+    for mode, rows in (("plain", plain), ("reuse", got)):
+        for r in rows.values():
+            c = per.setdefault(r["language"], {"solutions": 0})
+            c["solutions"] += mode == "plain"
+            c[f"{mode}_test_wall_s"] = round(c.get(f"{mode}_test_wall_s", 0) + r["wall_ms"] / 1000, 2)
+            c[f"{mode}_test_cpu_s"] = round(c.get(f"{mode}_test_cpu_s", 0) + r["cpu_ms"] / 1000, 2)
+    floor = figures.get("execute_floor", {}).get("wall_s")
+    figures["execute_reuse"] = {"languages": langs, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1), "plain_wall_s": round(plain_wall, 2),
+                                "fast_starts": fast, "solutions": len(plain), "verdicts_differ": len(differ), "per_language": per,
+                                "over_floor": round(wall / floor, 3) if floor else None}
+    ratio = f", execute(reuse)/floor wall = {wall / floor:.2f}" if floor else ""
+    print(f"{'(reuse)':<11} {wall:8.2f} {cpu:8.2f} {rss:12.1f} {'':>8} {'':>6} {len(got):>7}"
+          f"   reuse = {langs}: {fast} solutions started faster; plain/reuse wall = {plain_wall / wall:.2f}{ratio}; verdicts equal on {len(plain) - len(differ)}/{len(plain)}", flush=True)
+    for lang, c in sorted(per.items()):
+        print(f"{'':<11} {lang:<7} summed test wall s: plain {c.get('plain_test_wall_s', 0):8.2f}, reuse {c.get('reuse_test_wall_s', 0):8.2f};"
+              f" test CPU s: plain {c.get('plain_test_cpu_s', 0):8.2f}, reuse {c.get('reuse_test_cpu_s', 0):8.2f}", flush=True)
+    for k in differ[:10]:
+        failures.append(f"execute with reuse: {k}: verdicts {got.get(k, {}).get('verdicts')} against the plain run's {plain.get(k, {}).get('verdicts')}")
+    return reused
 
 
 def check_verdicts(args, work, models):

@@ -283,5 +283,9 @@ mod tests {
         let mut slower = config.clone();
         slower.python.time_multiplier = Some(5.0);
         assert_ne!(before, key(&slower, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
+        // Issue #34: the faster starts re-judge (their switch is part of the key).
+        let mut reused = config.clone();
+        reused.reuse.insert(Language::Ruby);
+        assert_ne!(before, key(&reused, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
     }
 }

@@ -16,7 +16,10 @@
 //! Configuration is [`ExecuteConfig`] (`[stages.execute]` of a manifest; unknown keys are
 //! errors): global `limits` and `compile_limits`, `[stages.execute.sandbox]`, and one section
 //! per language (`[stages.execute.java]` …) with `compile`/`run` argv templates, `source`,
-//! `env`, `prelude`, `compile_cache`, `time_multiplier` and limit overrides ([`toolchain`]).
+//! `env`, `prelude`, `compile_cache`, `time_multiplier` and limit overrides ([`toolchain`]);
+//! `reuse` lists the languages whose tests start faster where the program cannot tell
+//! ([`reuse`]: Python without `site`, Ruby without RubyGems), each test still a process of
+//! its own.
 //! [`toolchain_versions`] asks each language's programs for their versions in the sandbox;
 //! the engine puts them in the stage key and the MANIFEST, and fails early, naming the
 //! Debian package, when one is missing.
@@ -45,9 +48,10 @@
 pub mod compare;
 pub mod driver;
 pub mod recheck;
+pub mod reuse;
 pub mod toolchain;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::AddAssign;
 use std::path::{Path, PathBuf};
 
@@ -59,6 +63,7 @@ use coreb_sandbox::{BOX_DIR, DirAccess, LimitHit, Limits, Outcome, Program, Sand
 
 pub use compare::{functional_outputs_match, outputs_match};
 pub use driver::Harness;
+pub use reuse::FastStart;
 pub use toolchain::{LanguageConfig, LimitsPatch, Toolchain, ToolchainVersions, default_time_multiplier, java_main_class, toolchain_versions};
 
 use crate::problem::{Problem, ProblemId, TestCase, TestType};
@@ -139,6 +144,23 @@ pub struct ExecuteStats {
     /// CPU time of every sandboxed program (compiles and tests), ms. A measurement: it
     /// differs from run to run.
     pub cpu_ms: u64,
+    /// Solutions whose tests ran with their language's faster start ([`reuse`]); omitted
+    /// while none did.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fast_starts: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// What judging one solution cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cost {
+    /// CPU milliseconds of its sandboxed runs (compile and tests).
+    pub cpu_ms: u64,
+    /// Its tests ran with the faster start of [`reuse`].
+    pub fast_start: bool,
 }
 
 impl AddAssign for ExecuteStats {
@@ -151,6 +173,7 @@ impl AddAssign for ExecuteStats {
             *self.verdicts.entry(v).or_default() += n;
         }
         self.cpu_ms += other.cpu_ms;
+        self.fast_starts += other.fast_starts;
     }
 }
 
@@ -181,6 +204,12 @@ pub struct ExecuteConfig {
     /// stage key and the MANIFEST while off.
     #[serde(skip_serializing_if = "is_false")]
     pub skip_private_after_public_failure: bool,
+    /// The languages whose tests start faster (issue #34, [`reuse`]): `["python", "ruby"]`.
+    /// Every test is still a process of its own with its own limits; a program that could
+    /// notice the difference gets the plain command. Empty by default (the plain command
+    /// everywhere) and then omitted from the stage key and the MANIFEST.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub reuse: BTreeSet<Language>,
     /// Limits of every test run (languages may override).
     pub limits: Limits,
     /// Limits of every compile step (languages may override).
@@ -221,6 +250,7 @@ impl Default for ExecuteConfig {
             },
             work_dir: None,
             skip_private_after_public_failure: false,
+            reuse: BTreeSet::new(),
             sandbox: SandboxConfig::default(),
             python: LanguageConfig::default(),
             cpp: LanguageConfig::default(),
@@ -241,7 +271,7 @@ impl ExecuteConfig {
             Language::Go => &self.go,
             Language::Ruby => &self.ruby,
         };
-        section.resolve(language, &self.limits, &self.compile_limits)
+        section.resolve(language, &self.limits, &self.compile_limits, self.reuse.contains(&language))
     }
 
     /// Check what serde cannot: non-empty run commands, non-zero limits, sane multipliers.
@@ -250,6 +280,17 @@ impl ExecuteConfig {
             let t = self.toolchain(language);
             if t.run.is_empty() {
                 return Err(ExecuteError::Config(format!("`{language}.run` is empty")));
+            }
+            if self.reuse.contains(&language) {
+                let Some(fast) = FastStart::of(language) else {
+                    return Err(ExecuteError::Config(format!("`reuse`: {language} has no faster start (only python and ruby do)")));
+                };
+                if t.run.first().map(String::as_str) != Some(fast.interpreter()) {
+                    return Err(ExecuteError::Config(format!(
+                        "`reuse` names {language}, whose `{language}.run` does not start with `{}`: drop {language} from `reuse` or use the default command",
+                        fast.interpreter()
+                    )));
+                }
             }
             if !(t.time_multiplier.is_finite() && t.time_multiplier > 0.0 && t.time_multiplier <= 100.0) {
                 return Err(ExecuteError::Config(format!("`{language}.time_multiplier` must be in (0, 100], not {}", t.time_multiplier)));
@@ -337,7 +378,7 @@ pub fn judge_solution(
     gate: Option<u32>,
     work_root: &Path,
     slot: usize,
-) -> Result<(SolutionResult, u64), ExecuteError> {
+) -> Result<(SolutionResult, Cost), ExecuteError> {
     let toolchain = config.toolchain(solution.language);
     let dir = work_root.join(format!("s{slot:06}"));
     let io_err = |path: &Path| {
@@ -448,8 +489,9 @@ fn judge_in(
     gate: Option<u32>,
     dir: &Path,
     cache: Option<PathBuf>,
-) -> Result<(SolutionResult, u64), ExecuteError> {
+) -> Result<(SolutionResult, Cost), ExecuteError> {
     let JudgedProgram { source_name, code, main_class } = program_of(toolchain, solution, harness);
+    let fast = toolchain.fast_start.filter(|f| f.allows(&code));
     let src_inside = format!("{BOX_DIR}/{source_name}");
     let src_host = dir.join(&source_name);
     let mut cpu_ms = 0;
@@ -466,14 +508,14 @@ fn judge_in(
     };
     if let Harness::Unsupported(e) = harness {
         let message = format!("no driver for this problem's signature: {e}");
-        return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, 0));
+        return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, Cost::default()));
     }
     if let Err(e) = std::fs::write(&src_host, code) {
         if machine_fault(&e) {
             return Err(ExecuteError::Io { path: src_host, source: e });
         }
         let message = format!("the judge could not write the source file `{source_name}`: {e}");
-        return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, 0));
+        return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, Cost::default()));
     }
     let env: Vec<(String, String)> = toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
 
@@ -481,12 +523,15 @@ fn judge_in(
         let (failure, compile_ms) = compile(toolchain, sandbox, solution, &src_inside, &main_class, &env, dir, cache.as_deref())?;
         cpu_ms += compile_ms;
         if let Some(message) = failure {
-            return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, cpu_ms));
+            return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, Cost { cpu_ms, fast_start: false }));
         }
     }
 
     let limits = &toolchain.limits;
-    let run_argv: Vec<String> = toolchain.run.iter().map(|a| fill(a, &src_inside, &main_class, limits.memory_mb)).collect();
+    let mut run_argv: Vec<String> = toolchain.run.iter().map(|a| fill(a, &src_inside, &main_class, limits.memory_mb)).collect();
+    if let Some(fast) = fast {
+        run_argv = fast.command(&run_argv);
+    }
     let run_all = |tests: &[(u32, &TestCase)]| -> Vec<Result<(TestResult, Outcome), ExecuteError>> {
         tests
             .par_iter()
@@ -539,7 +584,7 @@ fn judge_in(
     let passed_n = results.iter().filter(|r| r.verdict == Verdict::Passed).count();
     let pass_rate = if results.is_empty() { 0.0 } else { passed_n as f64 / results.len() as f64 };
     let passed = !results.is_empty() && passed_n == results.len();
-    Ok((SolutionResult { passed, pass_rate, tests: results, message, ..base }, cpu_ms))
+    Ok((SolutionResult { passed, pass_rate, tests: results, message, ..base }, Cost { cpu_ms, fast_start: fast.is_some() }))
 }
 
 /// A solution's tests, each with its index in its problem's test list.
@@ -623,7 +668,7 @@ pub fn execute_streaming(
         .map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
     let window = 2 * pool.current_num_threads().max(1);
     let judge = WindowJudge { config, sandbox, solutions, slots_of: &slots_of, recheck, root: root.path(), pool: &pool, progress };
-    let mut judged: Vec<Option<(SolutionResult, u64)>> = (0..solutions.len()).map(|_| None).collect();
+    let mut judged: Vec<Option<(SolutionResult, Cost)>> = (0..solutions.len()).map(|_| None).collect();
     let mut checks: Vec<recheck::ProblemCheck> = Vec::new();
     let mut windows = 0usize;
     let mut judge_window = |batch: &mut Vec<Problem>| -> Result<(), ExecuteError> {
@@ -725,7 +770,7 @@ impl<R: recheck::RecheckSource + ?Sized> WindowJudge<'_, R> {
 
 /// The results in the order of `solutions` (those never judged: without a problem, or of a
 /// problem rejected whole) and their counts.
-fn tally(solutions: &[Solution], judged: Vec<Option<(SolutionResult, u64)>>) -> (Vec<SolutionResult>, Vec<SolutionId>, ExecuteStats) {
+fn tally(solutions: &[Solution], judged: Vec<Option<(SolutionResult, Cost)>>) -> (Vec<SolutionResult>, Vec<SolutionId>, ExecuteStats) {
     let mut stats = ExecuteStats::default();
     let mut results = Vec::with_capacity(solutions.len());
     let mut without_problem = Vec::new();
@@ -737,7 +782,8 @@ fn tally(solutions: &[Solution], judged: Vec<Option<(SolutionResult, u64)>>) -> 
         stats.solutions += 1;
         stats.solutions_passed += usize::from(result.passed);
         stats.tests += result.tests.len();
-        stats.cpu_ms += cpu;
+        stats.cpu_ms += cpu.cpu_ms;
+        stats.fast_starts += usize::from(cpu.fast_start);
         for t in &result.tests {
             *stats.verdicts.entry(t.verdict).or_default() += 1;
         }
@@ -747,8 +793,8 @@ fn tally(solutions: &[Solution], judged: Vec<Option<(SolutionResult, u64)>>) -> 
     (results, without_problem, stats)
 }
 
-/// One solution's result and the CPU milliseconds its runs took, or the stage's error.
-type Judged = Result<(SolutionResult, u64), ExecuteError>;
+/// One solution's result and what judging it cost, or the stage's error.
+type Judged = Result<(SolutionResult, Cost), ExecuteError>;
 
 /// A problem's tests, public then private, borrowed.
 fn tests_of(p: &Problem) -> Vec<&TestCase> {
@@ -833,6 +879,27 @@ mod tests {
             let cfg = toml_like(&format!(r#"{{"go": {{"time_multiplier": {bad}}}}}"#));
             assert!(cfg.validate().unwrap_err().to_string().contains("go.time_multiplier"), "{bad}");
         }
+    }
+
+    #[test]
+    fn reuse_is_per_language_recorded_only_when_on_and_checked() {
+        let cfg = toml_like(r#"{"reuse": ["ruby", "python"]}"#);
+        cfg.validate().unwrap();
+        assert_eq!(cfg.toolchain(Language::Python).fast_start, Some(FastStart::PythonNoSite));
+        assert_eq!(cfg.toolchain(Language::Ruby).fast_start, Some(FastStart::RubyNoGems));
+        assert_eq!(cfg.toolchain(Language::Java).fast_start, None);
+        assert_eq!(serde_json::to_value(&cfg).unwrap()["reuse"], serde_json::json!(["python", "ruby"]));
+        assert_eq!(serde_json::to_value(cfg.toolchain(Language::Ruby)).unwrap()["fast_start"], "ruby --disable-gems -rdid_you_mean -rerror_highlight");
+        // Off: neither the configuration nor a recipe says a word of it (stage key and MANIFEST
+        // as before the switch existed).
+        let off = ExecuteConfig::default();
+        assert!(serde_json::to_value(&off).unwrap().get("reuse").is_none());
+        assert!(serde_json::to_value(off.toolchain(Language::Python)).unwrap().get("fast_start").is_none());
+        let err = toml_like(r#"{"reuse": ["java"]}"#).validate().unwrap_err().to_string();
+        assert!(err.contains("java has no faster start"), "{err}");
+        let err = toml_like(r#"{"reuse": ["python"], "python": {"run": ["pypy3", "{src}"]}}"#).validate().unwrap_err().to_string();
+        assert!(err.contains("`python.run` does not start with `python3`"), "{err}");
+        assert!(serde_json::from_str::<ExecuteConfig>(r#"{"reuse": ["cobol"]}"#).is_err());
     }
 
     fn toml_like(json: &str) -> ExecuteConfig {

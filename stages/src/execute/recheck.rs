@@ -245,7 +245,7 @@ pub fn recheck(
             let verdicts = |which: &str, code: &str, harness: &Harness, tests: &[&TestCase], slot: usize| -> Result<Vec<Verdict>, ExecuteError> {
                 let solution = as_solution(&p.problem_id, which, &reference.model, code);
                 let indexed: Vec<(u32, &TestCase)> = tests.iter().enumerate().map(|(i, t)| (i as u32, *t)).collect();
-                let (result, _cpu) = judge_solution(config, sandbox, &solution, harness, &indexed, None, work_root, slot)?;
+                let (result, _cost) = judge_solution(config, sandbox, &solution, harness, &indexed, None, work_root, slot)?;
                 Ok(result.tests.iter().map(|t| t.verdict).collect())
             };
             let original_tests: Vec<&TestCase> = p.original_tests.iter().collect();

@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::ExecuteError;
+use super::reuse::FastStart;
 use crate::solution::Language;
 
 /// Optional overrides of [`Limits`] (a `[stages.execute.<lang>.limits]` table).
@@ -124,6 +125,10 @@ pub struct Toolchain {
     pub compile_cache: bool,
     /// The factor applied to the global test-run time limits.
     pub time_multiplier: f64,
+    /// The faster start of tests, where `[stages.execute] reuse` names the language (and
+    /// the program allows it: [`FastStart::allows`]); absent from the stage key when off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_start: Option<FastStart>,
 }
 
 fn argv(items: &[&str]) -> Vec<String> {
@@ -131,8 +136,9 @@ fn argv(items: &[&str]) -> Vec<String> {
 }
 
 impl LanguageConfig {
-    /// The recipe of `language`: defaults, then this section's settings.
-    pub fn resolve(&self, language: Language, limits: &Limits, compile_limits: &Limits) -> Toolchain {
+    /// The recipe of `language`: defaults, then this section's settings; with `reuse`, the
+    /// language's faster start of tests ([`FastStart::of`]).
+    pub fn resolve(&self, language: Language, limits: &Limits, compile_limits: &Limits, reuse: bool) -> Toolchain {
         let mut env: BTreeMap<String, String> = [
             ("PATH", "/usr/local/bin:/usr/bin:/bin"),
             ("LANG", "C.UTF-8"),
@@ -215,6 +221,7 @@ impl LanguageConfig {
             compile_limits: self.compile_limits.apply(&lang_compile.apply(compile_limits)),
             compile_cache: self.compile_cache.unwrap_or(language == Language::Go),
             time_multiplier,
+            fast_start: if reuse { FastStart::of(language) } else { None },
         }
     }
 }

@@ -1,0 +1,570 @@
+//! The near-duplicate decision as steps that no process needs every sketch for (issue #35),
+//! the way datatrove's MinHash deduplication splits it:
+//! 1. [`exact_step`]: over the ids and exact keys of every row (no band keys, no shingles):
+//!    repeated ids and exact copies, each dropped in favour of its first occurrence →
+//!    [`ExactDecisions`].
+//! 2. [`band_task`]: over the keys of a range of bands of the other rows (one task per range,
+//!    any number of tasks): per band the rows are sorted by key and each row of a bucket is a
+//!    candidate of the row before it; a candidate pair is checked by shingle Jaccard (the two
+//!    shingle sets are fetched for it, not held) unless the task's own union-find already
+//!    joined it; the similar pairs are the task's [`Edge`]s.
+//! 3. [`cluster`]: the edges of every task, replayed in `(later, earlier)` order through one
+//!    union-find over the rows they name (a small one: only rows that have a near copy) →
+//!    [`NearDecision`]s; each component keeps its first row.
+//!
+//! One process with one task over every band is [`super::find_duplicates`]. Any split gives
+//! the same decisions: the edges in every task's output are similar pairs, and a pair a task
+//! skipped was already joined in that task by earlier edges it did output, so replaying all
+//! edges in order builds the same components and records the same first link of each row as
+//! checking every candidate pair in order in one process.
+//!
+//! Each step's output has a small binary file format (`write_to`/`read_from`), which the
+//! engine writes into part directories with markers. Reads and writes nothing itself.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::ops::Range;
+
+use super::{CorpusDedupConfig, Duplicates, IdKey, SketchError, Sketches, UnionFind, Verdict, band_neighbours, sorted_jaccard};
+use crate::corpus::Prehashed;
+
+/// `of` of a row dropped for a repeated id in [`ExactDecisions`].
+const REPEATED_ID: u64 = u64::MAX;
+
+/// What the exact step decided: the rows dropped for a repeated id or as an exact copy.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExactDecisions {
+    input_rows: u64,
+    /// `(seq, of)` by seq; `of` is [`REPEATED_ID`] for a repeated id.
+    dropped: Vec<(u64, u64)>,
+}
+
+impl ExactDecisions {
+    /// Rows of the input.
+    pub fn input_rows(&self) -> u64 {
+        self.input_rows
+    }
+
+    /// Rows dropped.
+    pub fn dropped(&self) -> usize {
+        self.dropped.len()
+    }
+
+    fn is_dropped(&self, seq: u64) -> bool {
+        self.dropped.binary_search_by_key(&seq, |d| d.0).is_ok()
+    }
+
+    /// Write in a small binary layout ([`ExactDecisions::read_from`]).
+    pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+        write_records(w, EXACT_MAGIC, self.input_rows, self.dropped.iter().map(|&(s, o)| [s, o]), self.dropped.len())
+    }
+
+    /// Read what [`ExactDecisions::write_to`] wrote; a corrupt file is an error.
+    pub fn read_from(r: &mut impl Read) -> Result<ExactDecisions, SketchError> {
+        let (input_rows, records) = read_records::<2>(r, EXACT_MAGIC)?;
+        let dropped: Vec<(u64, u64)> = records.into_iter().map(|[s, o]| (s, o)).collect();
+        let ordered = dropped.windows(2).all(|w| w[0].0 < w[1].0) && dropped.iter().all(|&(s, o)| s < input_rows && (o == REPEATED_ID || o < s));
+        if !ordered {
+            return Err(SketchError::Format("exact decisions out of order or out of range".into()));
+        }
+        Ok(ExactDecisions { input_rows, dropped })
+    }
+}
+
+/// A similar pair found by a band task: rows `later` > `earlier` (input positions), their
+/// shingle Jaccard rounded to 4 decimals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Edge {
+    /// The later row.
+    pub later: u64,
+    /// The earlier row.
+    pub earlier: u64,
+    /// Their Jaccard similarity.
+    pub jaccard: f64,
+}
+
+/// A row dropped as a near-duplicate, by [`cluster`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NearDecision {
+    /// The row.
+    pub seq: u64,
+    /// The first row of its component (kept).
+    pub of: u64,
+    /// The row it was first joined with.
+    pub via: u64,
+    /// Their Jaccard similarity.
+    pub jaccard: f64,
+}
+
+const EXACT_MAGIC: &[u8; 8] = b"CRBEXA01";
+const EDGE_MAGIC: &[u8; 8] = b"CRBEDG01";
+const NEAR_MAGIC: &[u8; 8] = b"CRBNEA01";
+
+/// Write `edges` ([`read_edges`] reads them).
+pub fn write_edges(w: &mut impl Write, edges: &[Edge]) -> std::io::Result<()> {
+    write_records(w, EDGE_MAGIC, 0, edges.iter().map(|e| [e.later, e.earlier, e.jaccard.to_bits()]), edges.len())
+}
+
+/// Read what [`write_edges`] wrote.
+pub fn read_edges(r: &mut impl Read) -> Result<Vec<Edge>, SketchError> {
+    let (_, records) = read_records::<3>(r, EDGE_MAGIC)?;
+    let edges: Vec<Edge> = records.into_iter().map(|[later, earlier, j]| Edge { later, earlier, jaccard: f64::from_bits(j) }).collect();
+    if edges.iter().any(|e| e.earlier >= e.later || !(0.0..=1.0).contains(&e.jaccard)) {
+        return Err(SketchError::Format("an edge does not join an earlier row to a later one with a Jaccard in [0, 1]".into()));
+    }
+    Ok(edges)
+}
+
+/// Write the near decisions over an input of `input_rows` rows ([`read_near`] reads them).
+pub fn write_near(w: &mut impl Write, input_rows: u64, near: &[NearDecision]) -> std::io::Result<()> {
+    write_records(w, NEAR_MAGIC, input_rows, near.iter().map(|d| [d.seq, d.of, d.via, d.jaccard.to_bits()]), near.len())
+}
+
+/// Read what [`write_near`] wrote: the input's rows and the decisions.
+pub fn read_near(r: &mut impl Read) -> Result<(u64, Vec<NearDecision>), SketchError> {
+    let (input_rows, records) = read_records::<4>(r, NEAR_MAGIC)?;
+    let near: Vec<NearDecision> = records.into_iter().map(|[seq, of, via, j]| NearDecision { seq, of, via, jaccard: f64::from_bits(j) }).collect();
+    let ordered = near.windows(2).all(|w| w[0].seq < w[1].seq) && near.iter().all(|d| d.seq < input_rows && d.of < d.seq && d.via != d.seq);
+    if !ordered {
+        return Err(SketchError::Format("near decisions out of order or out of range".into()));
+    }
+    Ok((input_rows, near))
+}
+
+/// `magic`, `header`, the record count, then `count` records of `W` little-endian u64s.
+fn write_records<const W: usize>(w: &mut impl Write, magic: &[u8; 8], header: u64, records: impl Iterator<Item = [u64; W]>, count: usize) -> std::io::Result<()> {
+    w.write_all(magic)?;
+    w.write_all(&header.to_le_bytes())?;
+    w.write_all(&(count as u64).to_le_bytes())?;
+    let mut buf = Vec::with_capacity(W * 8 * 4096);
+    for r in records {
+        for v in r {
+            buf.extend_from_slice(&v.to_le_bytes());
+        }
+        if buf.len() >= W * 8 * 4096 {
+            w.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    w.write_all(&buf)
+}
+
+/// Read what [`write_records`] wrote: the header and the records; a wrong magic or a
+/// truncated file is an error, and so are bytes past the last record.
+fn read_records<const W: usize>(r: &mut impl Read, magic: &[u8; 8]) -> Result<(u64, Vec<[u64; W]>), SketchError> {
+    let mut head = [0u8; 24];
+    r.read_exact(&mut head)?;
+    if &head[..8] != magic {
+        return Err(SketchError::Format(format!("not a `{}` file (or another format version)", String::from_utf8_lossy(&magic[..6]))));
+    }
+    let word = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
+    let (header, count) = (word(8), word(16));
+    let mut out = Vec::with_capacity((count as usize).min(1 << 20));
+    let mut buf = [0u8; 8];
+    for _ in 0..count {
+        let mut rec = [0u64; W];
+        for v in &mut rec {
+            r.read_exact(&mut buf)?;
+            *v = u64::from_le_bytes(buf);
+        }
+        out.push(rec);
+    }
+    if r.read(&mut buf)? != 0 {
+        return Err(SketchError::Format("bytes past the last record".into()));
+    }
+    Ok((header, out))
+}
+
+/// Where each row of the input is: `(part, row)`, by seq; an error when the parts were made
+/// with other bands, disagree on the input's size or do not cover each seq exactly once.
+fn locate_rows(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<Vec<(u32, u32)>, SketchError> {
+    check_parts(config, parts)?;
+    let total = parts.first().map_or(0, |p| p.input_rows);
+    let mut at: Vec<(u32, u32)> = vec![(u32::MAX, 0); total as usize];
+    for (pi, p) in parts.iter().enumerate() {
+        for (ri, &s) in p.seq.iter().enumerate() {
+            let slot = at.get_mut(s as usize).ok_or(SketchError::Coverage { seq: s, what: "is out of range" })?;
+            if slot.0 != u32::MAX {
+                return Err(SketchError::Coverage { seq: s, what: "appears twice" });
+            }
+            *slot = (pi as u32, ri as u32);
+        }
+    }
+    if let Some(seq) = at.iter().position(|a| a.0 == u32::MAX) {
+        return Err(SketchError::Coverage { seq: seq as u64, what: "is missing" });
+    }
+    Ok(at)
+}
+
+/// The parts were made with the manifest's bands and agree on the input's size.
+fn check_parts(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<(), SketchError> {
+    if let Some(p) = parts.iter().find(|p| p.bands != config.bands && !p.is_empty()) {
+        return Err(SketchError::Bands { expected: config.bands, found: p.bands });
+    }
+    let total = parts.first().map_or(0, |p| p.input_rows);
+    if let Some(p) = parts.iter().find(|p| p.input_rows != total) {
+        return Err(SketchError::InputRows(total, p.input_rows));
+    }
+    Ok(())
+}
+
+/// Step 1: repeated ids, then exact copies, each dropped in favour of its first occurrence,
+/// over the ids and exact keys of every row (`parts` read with [`super::Selection::ids`]).
+pub fn exact_step(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<ExactDecisions, SketchError> {
+    let at = locate_rows(config, parts)?;
+    let mut seen: HashSet<IdKey<'_>, Prehashed> = HashSet::with_capacity_and_hasher(at.len(), Prehashed);
+    let mut exact: HashMap<u128, u64, Prehashed> = HashMap::with_capacity_and_hasher(at.len(), Prehashed);
+    let mut dropped = Vec::new();
+    for (seq, &(pi, ri)) in at.iter().enumerate() {
+        let p = parts[pi as usize];
+        let ri = ri as usize;
+        if !seen.insert(IdKey(p.id_hash[ri], p.id(ri))) {
+            dropped.push((seq as u64, REPEATED_ID));
+            continue;
+        }
+        match exact.entry(p.exact[ri]) {
+            std::collections::hash_map::Entry::Occupied(first) => dropped.push((seq as u64, *first.get())),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(seq as u64);
+                if p.near_index(ri).is_none() {
+                    return Err(SketchError::Format(format!("row {seq} has no near-duplicate sketch but is no duplicate")));
+                }
+            }
+        }
+    }
+    Ok(ExactDecisions { input_rows: at.len() as u64, dropped })
+}
+
+/// Step 2, one task: the similar pairs among the rows that `exact` keeps, found through the
+/// bands `bands` (`parts` read with at least those bands' keys). `shingles(part, near, out)`
+/// puts the shingle set of near sketch `near` of part `part` into `out` (from memory, or from
+/// the file the sketches were read from); it is asked only for rows of candidate pairs.
+/// Returns the edges in `(later, earlier)` order.
+pub fn band_task(
+    config: &CorpusDedupConfig,
+    parts: &[&Sketches],
+    exact: &ExactDecisions,
+    bands: Range<usize>,
+    mut shingles: impl FnMut(usize, u32, &mut Vec<u32>) -> Result<(), SketchError>,
+) -> Result<Vec<Edge>, SketchError> {
+    check_parts(config, parts)?;
+    if let Some(p) = parts.iter().find(|p| p.input_rows != exact.input_rows) {
+        return Err(SketchError::InputRows(exact.input_rows, p.input_rows));
+    }
+    if let Some(p) = parts.iter().find(|p| !p.is_empty() && (p.key_bands.start > bands.start || p.key_bands.end < bands.end)) {
+        return Err(SketchError::Format(format!("the sketches hold the keys of bands {:?}, not of {bands:?}", p.key_bands)));
+    }
+    // The rows near-dedup compares, in input order: (seq, part, near sketch).
+    let mut rows: Vec<(u64, u32, u32)> = Vec::new();
+    for (pi, p) in parts.iter().enumerate() {
+        for (ri, &seq) in p.seq.iter().enumerate() {
+            if exact.is_dropped(seq) {
+                continue;
+            }
+            let near = p.near_index(ri).ok_or_else(|| SketchError::Format(format!("row {seq} has no near-duplicate sketch but is no duplicate")))?;
+            rows.push((seq, pi as u32, near));
+        }
+    }
+    rows.sort_unstable_by_key(|r| r.0);
+    if let Some(w) = rows.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(SketchError::Coverage { seq: w[0].0, what: "appears twice" });
+    }
+    if rows.len() as u64 + exact.dropped.len() as u64 != exact.input_rows {
+        return Err(SketchError::Format(format!("the sketches hold {} rows that are no exact duplicates; the exact step left {}", rows.len(), exact.input_rows - exact.dropped.len() as u64)));
+    }
+    let previous = band_neighbours(rows.len(), bands.clone(), |k, b| {
+        let (_, pi, near) = rows[k];
+        let p = parts[pi as usize];
+        p.keys[near as usize * p.key_bands.len() + b - p.key_bands.start]
+    });
+    // Check the candidates in input order, skipping a pair this task already joined (which
+    // changes no component), and keep the similar ones.
+    let n = rows.len();
+    let mut uf = UnionFind((0..n as u32).collect());
+    let mut edges = Vec::new();
+    let mut candidates: Vec<u32> = Vec::with_capacity(previous.len());
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    for k in 0..n {
+        candidates.clear();
+        candidates.extend(previous.iter().map(|f| f[k]).filter(|&c| c as usize != k));
+        candidates.sort_unstable();
+        candidates.dedup();
+        let mut loaded = false;
+        for &c in &candidates {
+            if uf.find(c) == uf.find(k as u32) {
+                continue;
+            }
+            if !loaded {
+                shingles(rows[k].1 as usize, rows[k].2, &mut mine)?;
+                loaded = true;
+            }
+            let (_, pc, nc) = rows[c as usize];
+            shingles(pc as usize, nc, &mut theirs)?;
+            let j = sorted_jaccard(&mine, &theirs, config.threshold);
+            if j >= config.threshold {
+                uf.union(c, k as u32);
+                edges.push(Edge { later: rows[k].0, earlier: rows[c as usize].0, jaccard: (j * 1e4).round() / 1e4 });
+            }
+        }
+    }
+    Ok(edges)
+}
+
+/// Step 3: the edges of every band task (`tasks`, each in `(later, earlier)` order), replayed
+/// in that order through one union-find over the rows they name: every row of a component
+/// but its first is dropped in favour of the first, with the row it was first joined with.
+pub fn cluster(tasks: &[&[Edge]]) -> Result<Vec<NearDecision>, SketchError> {
+    let mut edges: Vec<Edge> = tasks.iter().flat_map(|t| t.iter().copied()).collect();
+    edges.sort_unstable_by_key(|e| (e.later, e.earlier));
+    edges.dedup_by_key(|e| (e.later, e.earlier));
+    let mut nodes: Vec<u64> = edges.iter().flat_map(|e| [e.later, e.earlier]).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let node = |seq: u64| nodes.binary_search(&seq).expect("every edge's rows are nodes") as u32;
+    let mut uf = UnionFind((0..nodes.len() as u32).collect());
+    let mut link: Vec<(u32, f64)> = vec![(u32::MAX, 0.0); nodes.len()];
+    for e in &edges {
+        let (k, c) = (node(e.later), node(e.earlier));
+        if uf.find(c) == uf.find(k) {
+            continue;
+        }
+        uf.union(c, k);
+        for (x, y) in [(k, c), (c, k)] {
+            if link[x as usize].0 == u32::MAX {
+                link[x as usize] = (y, e.jaccard);
+            }
+        }
+    }
+    let mut near = Vec::new();
+    for k in 0..nodes.len() {
+        let root = uf.find(k as u32);
+        if root as usize != k {
+            near.push(NearDecision { seq: nodes[k], of: nodes[root as usize], via: nodes[link[k].0 as usize], jaccard: link[k].1 });
+        }
+    }
+    Ok(near)
+}
+
+/// The rows the drop reasons name (the kept row of each exact copy and component, and each
+/// near-duplicate's link), sorted.
+pub fn referenced(exact: &ExactDecisions, near: &[NearDecision]) -> Vec<u64> {
+    let mut seqs: Vec<u64> = exact.dropped.iter().map(|d| d.1).filter(|&o| o != REPEATED_ID).chain(near.iter().flat_map(|d| [d.of, d.via])).collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    seqs
+}
+
+/// The ids of the rows `wanted` (sorted seqs) found in `parts` (read with their ids).
+pub fn ids_of(parts: &[&Sketches], wanted: &[u64]) -> HashMap<u64, Box<str>> {
+    let mut ids = HashMap::with_capacity(wanted.len());
+    for p in parts {
+        for (ri, &seq) in p.seq.iter().enumerate() {
+            if wanted.binary_search(&seq).is_ok() {
+                ids.insert(seq, p.id(ri).into());
+            }
+        }
+    }
+    ids
+}
+
+impl Duplicates {
+    /// The verdict of every row from the decisions of the exact step and of [`cluster`] over
+    /// the same input, and the ids of the rows they name ([`ids_of`] of [`referenced`]).
+    pub fn assemble(exact: &ExactDecisions, near: &[NearDecision], ids: HashMap<u64, Box<str>>) -> Result<Duplicates, SketchError> {
+        let mut verdicts = vec![Verdict::Keep; exact.input_rows as usize];
+        for &(seq, of) in &exact.dropped {
+            verdicts[seq as usize] = if of == REPEATED_ID { Verdict::DuplicateId } else { Verdict::Exact { of } };
+        }
+        for d in near {
+            match verdicts.get_mut(d.seq as usize) {
+                Some(v @ Verdict::Keep) => *v = Verdict::Near { of: d.of, via: d.via, jaccard: d.jaccard },
+                Some(_) => {
+                    return Err(SketchError::Format(format!("row {} is both an exact and a near duplicate: the decisions come from different inputs", d.seq)));
+                }
+                None => {
+                    return Err(SketchError::Coverage { seq: d.seq, what: "is out of range" });
+                }
+            }
+        }
+        if let Some(missing) = referenced(exact, near).into_iter().find(|s| !ids.contains_key(s)) {
+            return Err(SketchError::Coverage { seq: missing, what: "has no id in the sketches" });
+        }
+        Ok(Duplicates { verdicts, ids })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Selection, Sketcher};
+    use super::*;
+
+    /// The decision as one process made it before the split: exact duplicates, then every
+    /// candidate pair (a row and the row before it in a bucket of any band) checked in input
+    /// order against one union-find over all rows.
+    fn one_process(config: &CorpusDedupConfig, s: &Sketches) -> Vec<Verdict> {
+        let mut verdicts = vec![Verdict::Keep; s.len()];
+        let (mut ids, mut exact) = (HashSet::new(), HashMap::new());
+        let mut rows = Vec::new();
+        for (r, verdict) in verdicts.iter_mut().enumerate() {
+            if !ids.insert(s.id(r)) {
+                *verdict = Verdict::DuplicateId;
+            } else if let Some(&of) = exact.get(&s.exact(r)) {
+                *verdict = Verdict::Exact { of };
+            } else {
+                exact.insert(s.exact(r), r as u64);
+                rows.push(r);
+            }
+        }
+        let sketch = |k: usize| s.near_sketch(rows[k]).unwrap();
+        let mut uf = UnionFind((0..rows.len() as u32).collect());
+        let mut link = vec![(u32::MAX, 0.0); rows.len()];
+        let previous = band_neighbours(rows.len(), 0..config.bands, |k, b| sketch(k).0[b]);
+        for k in 0..rows.len() {
+            let mut candidates: Vec<u32> = previous.iter().map(|p| p[k]).filter(|&c| c as usize != k).collect();
+            candidates.sort_unstable();
+            candidates.dedup();
+            for c in candidates {
+                if uf.find(c) == uf.find(k as u32) {
+                    continue;
+                }
+                let j = sorted_jaccard(sketch(k).1, sketch(c as usize).1, config.threshold);
+                if j >= config.threshold {
+                    uf.union(c, k as u32);
+                    for (x, y) in [(k, c), (c as usize, k as u32)] {
+                        if link[x].0 == u32::MAX {
+                            link[x] = (y, (j * 1e4).round() / 1e4);
+                        }
+                    }
+                }
+            }
+        }
+        for k in 0..rows.len() {
+            let root = uf.find(k as u32) as usize;
+            if root != k {
+                verdicts[rows[k]] = Verdict::Near { of: rows[root] as u64, via: rows[link[k].0 as usize] as u64, jaccard: link[k].1 };
+            }
+        }
+        verdicts
+    }
+
+    /// Rows with chains of near copies (each a few words from the one before), near copies
+    /// of near copies out of order, exact copies and repeated ids.
+    fn rows() -> Vec<(String, String, String)> {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut rows: Vec<(String, String, String)> = Vec::new();
+        for g in 0..60 {
+            let mut words: Vec<String> = (0..60).map(|_| format!("w{}", next() % 400)).collect();
+            for step in 0..(1 + next() % 6) {
+                rows.push((format!("g{g}s{step}"), words.join(" "), format!("def f{g}(): pass")));
+                for _ in 0..(1 + next() % 2) {
+                    let i = (next() % 60) as usize;
+                    words[i] = format!("v{}", next() % 400);
+                }
+            }
+        }
+        for i in 0..40 {
+            let (id, text, code) = rows[(next() % rows.len() as u64) as usize].clone();
+            // An exact copy under a new id, or the same id again with other content.
+            rows.push(if i % 2 == 0 { (format!("{id}x{i}"), text, code) } else { (id, format!("other {i}"), code) });
+        }
+        for i in (1..rows.len()).rev() {
+            rows.swap(i, (next() % (i as u64 + 1)) as usize);
+        }
+        // Bridges: two rows unlike each other (Jaccard ~0.47), then a row like both (~0.70),
+        // which joins their components through the first of them it is checked against.
+        for b in 0..10 {
+            let words = |from: usize| (from..from + 60).map(|i| format!("b{b}x{i}")).collect::<Vec<_>>().join(" ");
+            for (k, from) in [0, 20, 10].into_iter().enumerate() {
+                rows.push((format!("bridge{b}r{k}"), words(from), String::new()));
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn any_band_split_and_part_split_decides_as_one_process() {
+        let config = CorpusDedupConfig { threshold: 0.6, ..CorpusDedupConfig::default() };
+        let rows = rows();
+        let mut sketcher = Sketcher::new(&config);
+        let mut parts: Vec<Sketches> = (0..3).map(|_| Sketches::new(&config)).collect();
+        let mut all = Sketches::new(&config);
+        for (i, (id, text, code)) in rows.iter().enumerate() {
+            sketcher.sketch(i as u64, id, text, code, &mut all);
+            sketcher.sketch(i as u64, id, text, code, &mut parts[i % 3]);
+        }
+        for p in parts.iter_mut().chain([&mut all]) {
+            p.set_input_rows(rows.len() as u64);
+        }
+        let expected = one_process(&config, &all);
+        let near = expected.iter().filter(|v| matches!(v, Verdict::Near { via, of, .. } if via != of)).count();
+        let exact = expected.iter().filter(|v| matches!(v, Verdict::Exact { .. } | Verdict::DuplicateId)).count();
+        assert!(near > 20 && exact > 30, "a test set with chains ({near}) and exact copies ({exact})");
+        // The parts as files, read back as a band task reads them: some bands' keys, the
+        // shingle sets left in the file.
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<std::path::PathBuf> = parts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let path = dir.path().join(format!("{i}.bin"));
+                let mut bytes = Vec::new();
+                p.write_to(&mut bytes).unwrap();
+                std::fs::write(&path, bytes).unwrap();
+                path
+            })
+            .collect();
+        let read = |sel: &Selection| -> Vec<Sketches> { files.iter().map(|f| Sketches::read_selected(&mut std::io::BufReader::new(std::fs::File::open(f).unwrap()), sel).unwrap()).collect() };
+        let with_ids = read(&Selection { ids: true, bands: Some(0..0), shingles: false });
+        let id_refs: Vec<&Sketches> = with_ids.iter().collect();
+        let decisions = exact_step(&config, &id_refs).unwrap();
+        let mut bytes = Vec::new();
+        decisions.write_to(&mut bytes).unwrap();
+        let decisions = ExactDecisions::read_from(&mut bytes.as_slice()).unwrap();
+        let whole = super::super::find_duplicates(&config, &[&all]).unwrap();
+        let open: Vec<std::fs::File> = files.iter().map(|f| std::fs::File::open(f).unwrap()).collect();
+        for tasks in [1usize, 2, 3, 8, 32] {
+            let mut outputs = Vec::new();
+            for t in 0..tasks {
+                let bands = t * config.bands / tasks..(t + 1) * config.bands / tasks;
+                let parts = read(&Selection { ids: false, bands: Some(bands.clone()), shingles: false });
+                let refs: Vec<&Sketches> = parts.iter().collect();
+                let edges = band_task(&config, &refs, &decisions, bands, |p, n, out| parts[p].read_shingles(&open[p], n, out)).unwrap();
+                let mut bytes = Vec::new();
+                write_edges(&mut bytes, &edges).unwrap();
+                outputs.push(read_edges(&mut bytes.as_slice()).unwrap());
+            }
+            let refs: Vec<&[Edge]> = outputs.iter().map(Vec::as_slice).collect();
+            let near = cluster(&refs).unwrap();
+            let mut bytes = Vec::new();
+            write_near(&mut bytes, rows.len() as u64, &near).unwrap();
+            let (_, near) = read_near(&mut bytes.as_slice()).unwrap();
+            let got = Duplicates::assemble(&decisions, &near, ids_of(&id_refs, &referenced(&decisions, &near))).unwrap();
+            for (seq, want) in expected.iter().enumerate() {
+                assert_eq!(got.verdict(seq as u64), *want, "row {seq} with {tasks} band tasks");
+                assert_eq!(got.reason(seq as u64, &rows[seq].0), whole.reason(seq as u64, &rows[seq].0));
+            }
+        }
+        // A band task over the rows of other exact decisions, or keys it was not given, is refused.
+        let parts = read(&Selection { ids: false, bands: Some(0..4), shingles: false });
+        let refs: Vec<&Sketches> = parts.iter().collect();
+        let e = band_task(&config, &refs, &decisions, 4..8, |_, _, _| Ok(())).unwrap_err().to_string();
+        assert!(e.contains("hold the keys of bands 0..4, not of 4..8"), "{e}");
+        let other = ExactDecisions { input_rows: rows.len() as u64 + 1, dropped: decisions.dropped.clone() };
+        let e = band_task(&config, &refs, &other, 0..4, |_, _, _| Ok(())).unwrap_err().to_string();
+        assert!(e.contains("disagree on the number of input rows"), "{e}");
+        let e = band_task(&config, &refs[..2], &decisions, 0..4, |_, _, _| Ok(())).unwrap_err().to_string();
+        assert!(e.contains("the exact step left"), "{e}");
+        // Corrupt step files are errors, not panics.
+        let mut bytes = Vec::new();
+        write_edges(&mut bytes, &[Edge { later: 1, earlier: 3, jaccard: 0.9 }]).unwrap();
+        assert!(read_edges(&mut bytes.as_slice()).unwrap_err().to_string().contains("an edge does not join"));
+        assert!(read_edges(&mut &bytes[..bytes.len() - 1]).is_err());
+        assert!(ExactDecisions::read_from(&mut bytes.as_slice()).unwrap_err().to_string().contains("not a `CRBEXA` file"));
+    }
+}

@@ -736,7 +736,7 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
         assert_eq!((exact["input_rows"].as_u64(), exact["dropped"].as_u64()), (Some(rows.len() as u64), Some(80)), "{exact}");
         for i in 0..bands_tasks {
             let v = ok(step(&["--dedup-step", "bands", "--task", &format!("{i}/{bands_tasks}")]));
-            assert!(v["peak_rss_mib"].as_f64().unwrap() > 0.0 && v["edges"].as_u64().is_some(), "{v}");
+            assert!(v["peak_rss_mib"].as_f64().unwrap() > 0.0 && v["candidates"].as_u64().is_some(), "{v}");
         }
     };
     std::fs::write(&manifest, base_text.replace("shards = 1\n", "shards = 3\n")).unwrap();
@@ -755,8 +755,8 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
     let bands = out.join("dedup/bands");
     std::fs::remove_dir_all(bands.join("part=002-of-004")).unwrap();
     std::fs::create_dir_all(bands.join(".part=002-of-004.tmp")).unwrap();
-    std::fs::write(bands.join(".part=002-of-004.tmp/edges.bin"), b"torn").unwrap();
-    let damaged = bands.join("part=001-of-004/edges.bin");
+    std::fs::write(bands.join(".part=002-of-004.tmp/candidates.bin"), b"torn").unwrap();
+    let damaged = bands.join("part=001-of-004/candidates.bin");
     let mut bytes = std::fs::read(&damaged).unwrap();
     bytes.push(0);
     std::fs::write(&damaged, bytes).unwrap();
@@ -770,4 +770,74 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
     assert!(said.contains("dedup bands 1/4:") && said.contains("dedup bands 2/4:") && !said.contains("dedup bands 0/4") && !said.contains("dedup bands 3/4"), "{said}");
     assert!(!said.contains("dedup exact 0/1"), "the exact step was complete: {said}");
     assert_same_tree(&references[&3], &tree(&out), "after redoing two band tasks");
+}
+
+/// Issue 35: the corpus recipe for Slurm (`scripts/slurm/corpus.sh`: a shard array, the exact
+/// job, a band-task array, the clustering job and the merge job, each `afterok` the one before)
+/// writes the one-process output, through its shell fallback and through real `sbatch` on the
+/// private single-node Slurm of `scripts/slurm/single-node.sh`; where Slurm cannot start (the
+/// script exits 3 and says why) the test says so after the fallback.
+#[test]
+fn corpus_slurm_recipe_writes_the_one_process_output() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, _, _) = write_generated(dir.path(), 30, 3, "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n");
+    let out = dir.path().join("out");
+    let one = run(coreb().arg("corpus").arg(&manifest));
+    assert!(one.status.success(), "{}", text(&one));
+    let reference = tree(&out);
+    std::fs::remove_dir_all(&out).unwrap();
+    let recipe = |wrapper: &[std::path::PathBuf], mode: &str| {
+        let mut cmd = Command::new("bash");
+        cmd.args(wrapper)
+            .arg(root().join("scripts/slurm/corpus.sh"))
+            .arg(&manifest)
+            .args(["2", "4"])
+            .current_dir(dir.path())
+            .env("COREB_SLURM", mode)
+            .env("COREB_SLURM_WAIT", "1")
+            .env("COREB", env!("CARGO_BIN_EXE_coreb"))
+            .env("SLURM_CPUS_PER_TASK", "1");
+        run(&mut cmd)
+    };
+    let shell = recipe(&[], "shell");
+    let said = text(&shell);
+    assert!(shell.status.success() && said.contains("with the duplicates of the split steps"), "{said}");
+    for (step, tasks) in [("shard", 2), ("bands", 4)] {
+        for i in 0..tasks {
+            let line = if step == "shard" { format!("shard {i}/2: ") } else { format!("dedup bands {i}/4 written to") };
+            assert!(said.contains(&line), "{step} {i} did not run: {said}");
+        }
+    }
+    assert_same_tree(&reference, &tree(&out), "the corpus recipe's shell fallback vs one process");
+    std::fs::remove_dir_all(&out).unwrap();
+
+    let slurm = recipe(&[root().join("scripts/slurm/single-node.sh"), dir.path().join("slurm"), "bash".into()], "slurm");
+    if slurm.status.code() == Some(3) {
+        eprintln!("no single-node Slurm here, so only the shell fallback ran: {}", text(&slurm));
+        return;
+    }
+    let logs = || {
+        let mut all = String::new();
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "log") {
+                all += &format!("== {}\n{}\n", path.display(), std::fs::read_to_string(&path).unwrap_or_default());
+            }
+        }
+        all
+    };
+    assert!(slurm.status.success(), "{}\n{}", text(&slurm), logs());
+    let stderr = String::from_utf8_lossy(&slurm.stderr);
+    let job = |step: &str| stderr.lines().find_map(|l| l.strip_prefix(&format!("{step}: job "))).unwrap_or_else(|| panic!("no {step} job: {stderr}")).trim().to_owned();
+    for i in 0..4 {
+        let log = std::fs::read_to_string(dir.path().join(format!("coreb-coreb-corpus-bands-{}_{i}.log", job("bands")))).unwrap_or_default();
+        assert!(log.contains(&format!("dedup bands {i}/4 written to")), "band task {i}:\n{log}\n{}", logs());
+    }
+    let merge = std::fs::read_to_string(dir.path().join(format!("coreb-coreb-corpus-merge-{}.log", job("merge")))).unwrap_or_default();
+    assert!(merge.contains("with the duplicates of the split steps"), "{merge}\n{}", logs());
+    for step in ["shard", "exact", "clusters"] {
+        job(step);
+    }
+    assert_same_tree(&reference, &tree(&out), "the corpus recipe through Slurm vs one process");
 }

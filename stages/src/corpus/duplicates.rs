@@ -745,13 +745,13 @@ impl UnionFind {
 /// thread count.
 pub fn find_duplicates(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<Duplicates, SketchError> {
     let exact = steps::exact_step(config, parts)?;
-    let edges = steps::band_task(config, parts, &exact, 0..config.bands, |part, near, out| {
+    let candidates = steps::band_task(config, parts, &exact, 0..config.bands)?;
+    let near = steps::cluster(config, parts, &candidates, |part, near, out| {
         let (_, shingles) = parts[part].near_sketch_at(near);
         out.clear();
         out.extend_from_slice(shingles);
         Ok(())
     })?;
-    let near = steps::cluster(&[&edges])?;
     let ids = steps::ids_of(parts, &steps::referenced(&exact, &near));
     Duplicates::assemble(&exact, &near, ids)
 }

@@ -3,9 +3,9 @@
 //! part with its marker under `<out>/dedup/`:
 //!
 //! ```text
-//! <out>/dedup/exact/part=000-of-001/exact.bin      repeated ids and exact copies
-//! <out>/dedup/bands/part=III-of-TTT/edges.bin      the similar pairs of band range I of T
-//! <out>/dedup/clusters/part=000-of-001/near.bin    the near-duplicate components
+//! <out>/dedup/exact/part=000-of-001/exact.bin          repeated ids and exact copies
+//! <out>/dedup/bands/part=III-of-TTT/candidates.bin     the candidate pairs of band range I of T
+//! <out>/dedup/clusters/part=000-of-001/near.bin        the near-duplicate components
 //! ```
 //!
 //! A part's `_SUCCESS` (the shard parts' [`PartMarker`]) holds a key made of the plan hash,
@@ -14,8 +14,8 @@
 //! one is not redone: a killed task leaves no part (only its `.part=….tmp` directory) and a
 //! rerun redoes it alone. Each step reads only the columns of the sketch files it needs
 //! ([`Sketches::read_selected`]): the exact step the ids and exact keys, a band task the keys
-//! of its bands (the two shingle sets of a candidate pair are read from the files when the
-//! pair is checked), the clustering step only the band tasks' pairs.
+//! of its bands, the clustering step the row positions and where the shingle sets are (the
+//! two sets of a pair it checks are read from the files then).
 //!
 //! `coreb merge corpus` uses the clustering step's result when it is complete for the current
 //! parts; with `--dedup-tasks T` it first runs the missing steps as processes of this binary
@@ -158,7 +158,8 @@ impl CorpusRun {
     fn clusters_key(&self, bands_key: &str) -> anyhow::Result<(Vec<PathBuf>, String)> {
         let rerun = |i: u32, n: u32| format!("run `coreb corpus {} --dedup-step bands --task {i}/{n}`", self.manifest.display());
         let parts: Vec<PathBuf> = shard::complete_parts(&self.dedup_dir(DedupStep::Bands), bands_key, "dedup band", rerun)?.into_iter().map(|(d, _)| d).collect();
-        let shas = parts.iter().map(|d| file_sha(d, "edges.bin")).collect::<anyhow::Result<Vec<_>>>()?;
+        let mut shas = parts.iter().map(|d| file_sha(d, "candidates.bin")).collect::<anyhow::Result<Vec<_>>>()?;
+        shas.push(bands_key.to_owned());
         Ok((parts, step_key(&self.plan_hash, DedupStep::Clusters, &shas)))
     }
 
@@ -197,24 +198,29 @@ impl CorpusRun {
                 let exact = read_file(&inputs[0].join("exact.bin"), ExactDecisions::read_from)?;
                 let bands = band_range(f.dedup.bands, task);
                 let sketches = read_sketches(&chain.parts, &Selection { ids: false, bands: Some(bands.clone()), shingles: false })?;
+                let refs: Vec<&Sketches> = sketches.iter().collect();
+                let candidates = steps::band_task(&f.dedup, &refs, &exact, bands.clone()).with_context(|| format!("band task {}/{}", task.index, task.count))?;
+                write_file(&part, "candidates.bin", |w| steps::write_candidates(w, &candidates))?;
+                serde_json::json!({"bands": [bands.start, bands.end], "candidates": candidates.len()})
+            }
+            DedupStep::Clusters => {
+                let exact = read_file(&self.dedup_dir(DedupStep::Exact).join(part_name(ONE)).join("exact.bin"), ExactDecisions::read_from)?;
+                let mut pairs = Vec::new();
+                for d in &inputs {
+                    pairs = steps::merge_candidates(pairs, read_file(&d.join("candidates.bin"), steps::read_candidates)?);
+                }
+                // Each part's row positions and where its shingle sets are; the sets of the
+                // pairs checked are read from the files.
+                let sketches = read_sketches(&chain.parts, &Selection { ids: false, bands: Some(0..0), shingles: false })?;
                 let files = chain
                     .parts
                     .iter()
                     .map(|d| std::fs::File::open(d.join("sketches.bin")).with_context(|| format!("opening `{}`", d.join("sketches.bin").display())))
                     .collect::<anyhow::Result<Vec<_>>>()?;
-                let refs: Vec<&Sketches> = sketches.iter().collect();
-                let edges = steps::band_task(&f.dedup, &refs, &exact, bands.clone(), |p, near, out| sketches[p].read_shingles(&files[p], near, out))
-                    .with_context(|| format!("band task {}/{}", task.index, task.count))?;
-                write_file(&part, "edges.bin", |w| steps::write_edges(w, &edges))?;
-                serde_json::json!({"bands": [bands.start, bands.end], "edges": edges.len()})
-            }
-            DedupStep::Clusters => {
-                let exact = read_file(&self.dedup_dir(DedupStep::Exact).join(part_name(ONE)).join("exact.bin"), ExactDecisions::read_from)?;
-                let edges = inputs.iter().map(|d| read_file(&d.join("edges.bin"), steps::read_edges)).collect::<anyhow::Result<Vec<_>>>()?;
-                let refs: Vec<&[steps::Edge]> = edges.iter().map(Vec::as_slice).collect();
-                let near = steps::cluster(&refs)?;
+                let parts: Vec<&Sketches> = sketches.iter().collect();
+                let near = steps::cluster(&f.dedup, &parts, &pairs, |p, near, out| sketches[p].read_shingles(&files[p], near, out))?;
                 write_file(&part, "near.bin", |w| steps::write_near(w, exact.input_rows(), &near))?;
-                serde_json::json!({"band_tasks": inputs.len(), "near_duplicates": near.len()})
+                serde_json::json!({"band_tasks": inputs.len(), "candidates": pairs.len(), "near_duplicates": near.len()})
             }
         };
         let facts = facts.as_object().cloned().unwrap_or_default();

@@ -5,18 +5,17 @@
 //!    [`ExactDecisions`].
 //! 2. [`band_task`]: over the keys of a range of bands of the other rows (one task per range,
 //!    any number of tasks): per band the rows are sorted by key and each row of a bucket is a
-//!    candidate of the row before it; a candidate pair is checked by shingle Jaccard (the two
-//!    shingle sets are fetched for it, not held) unless the task's own union-find already
-//!    joined it; the similar pairs are the task's [`Edge`]s.
-//! 3. [`cluster`]: the edges of every task, replayed in `(later, earlier)` order through one
-//!    union-find over the rows they name (a small one: only rows that have a near copy) →
-//!    [`NearDecision`]s; each component keeps its first row.
+//!    candidate of the row before it → the task's [`Candidate`] pairs.
+//! 3. [`cluster`]: the candidates of every task ([`merge_candidates`]), checked in
+//!    `(later, earlier)` order by shingle Jaccard (the two shingle sets are fetched for a
+//!    pair, not held), skipping a pair already joined, and joined in one union-find over the
+//!    rows they name (only rows that have a candidate) → [`NearDecision`]s; each component
+//!    keeps its first row.
 //!
 //! One process with one task over every band is [`super::find_duplicates`]. Any split gives
-//! the same decisions: the edges in every task's output are similar pairs, and a pair a task
-//! skipped was already joined in that task by earlier edges it did output, so replaying all
-//! edges in order builds the same components and records the same first link of each row as
-//! checking every candidate pair in order in one process.
+//! the same decisions: the candidates of all tasks together are those of every band, and the
+//! clustering step checks them in the order, and with the skips, of one process. Each pair is
+//! checked once, whatever the number of tasks.
 //!
 //! Each step's output has a small binary file format (`write_to`/`read_from`), which the
 //! engine writes into part directories with markers. Reads and writes nothing itself.
@@ -71,16 +70,14 @@ impl ExactDecisions {
     }
 }
 
-/// A similar pair found by a band task: rows `later` > `earlier` (input positions), their
-/// shingle Jaccard rounded to 4 decimals.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Edge {
+/// A candidate pair found by a band task: rows `later` > `earlier` (input positions) that
+/// are neighbours in a bucket of one of its bands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Candidate {
     /// The later row.
     pub later: u64,
     /// The earlier row.
     pub earlier: u64,
-    /// Their Jaccard similarity.
-    pub jaccard: f64,
 }
 
 /// A row dropped as a near-duplicate, by [`cluster`].
@@ -97,22 +94,22 @@ pub struct NearDecision {
 }
 
 const EXACT_MAGIC: &[u8; 8] = b"CRBEXA01";
-const EDGE_MAGIC: &[u8; 8] = b"CRBEDG01";
+const CANDIDATE_MAGIC: &[u8; 8] = b"CRBCAN01";
 const NEAR_MAGIC: &[u8; 8] = b"CRBNEA01";
 
-/// Write `edges` ([`read_edges`] reads them).
-pub fn write_edges(w: &mut impl Write, edges: &[Edge]) -> std::io::Result<()> {
-    write_records(w, EDGE_MAGIC, 0, edges.iter().map(|e| [e.later, e.earlier, e.jaccard.to_bits()]), edges.len())
+/// Write `candidates` ([`read_candidates`] reads them).
+pub fn write_candidates(w: &mut impl Write, candidates: &[Candidate]) -> std::io::Result<()> {
+    write_records(w, CANDIDATE_MAGIC, 0, candidates.iter().map(|c| [c.later, c.earlier]), candidates.len())
 }
 
-/// Read what [`write_edges`] wrote.
-pub fn read_edges(r: &mut impl Read) -> Result<Vec<Edge>, SketchError> {
-    let (_, records) = read_records::<3>(r, EDGE_MAGIC)?;
-    let edges: Vec<Edge> = records.into_iter().map(|[later, earlier, j]| Edge { later, earlier, jaccard: f64::from_bits(j) }).collect();
-    if edges.iter().any(|e| e.earlier >= e.later || !(0.0..=1.0).contains(&e.jaccard)) {
-        return Err(SketchError::Format("an edge does not join an earlier row to a later one with a Jaccard in [0, 1]".into()));
+/// Read what [`write_candidates`] wrote.
+pub fn read_candidates(r: &mut impl Read) -> Result<Vec<Candidate>, SketchError> {
+    let (_, records) = read_records::<2>(r, CANDIDATE_MAGIC)?;
+    let candidates: Vec<Candidate> = records.into_iter().map(|[later, earlier]| Candidate { later, earlier }).collect();
+    if candidates.iter().any(|c| c.earlier >= c.later) {
+        return Err(SketchError::Format("a candidate pair does not join an earlier row to a later one".into()));
     }
-    Ok(edges)
+    Ok(candidates)
 }
 
 /// Write the near decisions over an input of `input_rows` rows ([`read_near`] reads them).
@@ -235,18 +232,9 @@ pub fn exact_step(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<Exa
     Ok(ExactDecisions { input_rows: at.len() as u64, dropped })
 }
 
-/// Step 2, one task: the similar pairs among the rows that `exact` keeps, found through the
-/// bands `bands` (`parts` read with at least those bands' keys). `shingles(part, near, out)`
-/// puts the shingle set of near sketch `near` of part `part` into `out` (from memory, or from
-/// the file the sketches were read from); it is asked only for rows of candidate pairs.
-/// Returns the edges in `(later, earlier)` order.
-pub fn band_task(
-    config: &CorpusDedupConfig,
-    parts: &[&Sketches],
-    exact: &ExactDecisions,
-    bands: Range<usize>,
-    mut shingles: impl FnMut(usize, u32, &mut Vec<u32>) -> Result<(), SketchError>,
-) -> Result<Vec<Edge>, SketchError> {
+/// Step 2, one task: the candidate pairs among the rows that `exact` keeps, found through the
+/// bands `bands` (`parts` read with at least those bands' keys), in `(later, earlier)` order.
+pub fn band_task(config: &CorpusDedupConfig, parts: &[&Sketches], exact: &ExactDecisions, bands: Range<usize>) -> Result<Vec<Candidate>, SketchError> {
     check_parts(config, parts)?;
     if let Some(p) = parts.iter().find(|p| p.input_rows != exact.input_rows) {
         return Err(SketchError::InputRows(exact.input_rows, p.input_rows));
@@ -272,66 +260,101 @@ pub fn band_task(
     if rows.len() as u64 + exact.dropped.len() as u64 != exact.input_rows {
         return Err(SketchError::Format(format!("the sketches hold {} rows that are no exact duplicates; the exact step left {}", rows.len(), exact.input_rows - exact.dropped.len() as u64)));
     }
-    let previous = band_neighbours(rows.len(), bands.clone(), |k, b| {
+    let previous = band_neighbours(rows.len(), bands, |k, b| {
         let (_, pi, near) = rows[k];
         let p = parts[pi as usize];
         p.keys[near as usize * p.key_bands.len() + b - p.key_bands.start]
     });
-    // Check the candidates in input order, skipping a pair this task already joined (which
-    // changes no component), and keep the similar ones.
-    let n = rows.len();
-    let mut uf = UnionFind((0..n as u32).collect());
-    let mut edges = Vec::new();
-    let mut candidates: Vec<u32> = Vec::with_capacity(previous.len());
-    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
-    for k in 0..n {
-        candidates.clear();
-        candidates.extend(previous.iter().map(|f| f[k]).filter(|&c| c as usize != k));
-        candidates.sort_unstable();
-        candidates.dedup();
-        let mut loaded = false;
-        for &c in &candidates {
-            if uf.find(c) == uf.find(k as u32) {
-                continue;
-            }
-            if !loaded {
-                shingles(rows[k].1 as usize, rows[k].2, &mut mine)?;
-                loaded = true;
-            }
-            let (_, pc, nc) = rows[c as usize];
-            shingles(pc as usize, nc, &mut theirs)?;
-            let j = sorted_jaccard(&mine, &theirs, config.threshold);
-            if j >= config.threshold {
-                uf.union(c, k as u32);
-                edges.push(Edge { later: rows[k].0, earlier: rows[c as usize].0, jaccard: (j * 1e4).round() / 1e4 });
+    let mut candidates = Vec::new();
+    let mut of_row: Vec<u32> = Vec::with_capacity(previous.len());
+    for k in 0..rows.len() {
+        of_row.clear();
+        of_row.extend(previous.iter().map(|f| f[k]).filter(|&c| c as usize != k));
+        of_row.sort_unstable();
+        of_row.dedup();
+        candidates.extend(of_row.iter().map(|&c| Candidate { later: rows[k].0, earlier: rows[c as usize].0 }));
+    }
+    Ok(candidates)
+}
+
+/// The candidates of two band tasks (each in order) as one list in order, each pair once: the
+/// clustering step folds the tasks' files through it one at a time, so that it never holds
+/// every task's copy of a pair that several tasks found.
+pub fn merge_candidates(a: Vec<Candidate>, b: Vec<Candidate>) -> Vec<Candidate> {
+    let mut out = Vec::with_capacity(a.len().max(b.len()));
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x <= y => a.next(),
+            (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+            (Some(_), None) => a.next(),
+            (None, None) => return out,
+        };
+        if let Some(c) = next.filter(|c| out.last() != Some(c)) {
+            out.push(c);
+        }
+    }
+}
+
+/// Step 3: the candidates of every band task (`pairs`: their lists through
+/// [`merge_candidates`]), checked in `(later, earlier)` order by shingle Jaccard, skipping a
+/// pair already joined (which changes no component), and joined in one union-find over the
+/// rows they name; every row of a component but its first is dropped in favour of the first,
+/// with the row it was first joined with. `parts` (read with their row positions and
+/// near-sketch indices at least) say where each row is; `shingles(part, near, out)` puts the
+/// shingle set of near sketch `near` of part `part` into `out` (from memory, or from the file
+/// the sketches were read from); it is asked only for rows of pairs it checks.
+pub fn cluster(
+    config: &CorpusDedupConfig,
+    parts: &[&Sketches],
+    pairs: &[Candidate],
+    mut shingles: impl FnMut(usize, u32, &mut Vec<u32>) -> Result<(), SketchError>,
+) -> Result<Vec<NearDecision>, SketchError> {
+    if pairs.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(SketchError::Format("the candidate pairs are not in order, or repeated".into()));
+    }
+    let mut nodes: Vec<u64> = pairs.iter().flat_map(|p| [p.later, p.earlier]).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    // Where each node's near sketch is: (part, near sketch).
+    let mut at: Vec<(u32, u32)> = vec![(u32::MAX, 0); nodes.len()];
+    for (pi, p) in parts.iter().enumerate() {
+        for (ri, &seq) in p.seq.iter().enumerate() {
+            if let Ok(i) = nodes.binary_search(&seq) {
+                let near = p.near_index(ri).ok_or_else(|| SketchError::Format(format!("row {seq} is a candidate but has no near-duplicate sketch")))?;
+                at[i] = (pi as u32, near);
             }
         }
     }
-    Ok(edges)
-}
-
-/// Step 3: the edges of every band task (`tasks`, each in `(later, earlier)` order), replayed
-/// in that order through one union-find over the rows they name: every row of a component
-/// but its first is dropped in favour of the first, with the row it was first joined with.
-pub fn cluster(tasks: &[&[Edge]]) -> Result<Vec<NearDecision>, SketchError> {
-    let mut edges: Vec<Edge> = tasks.iter().flat_map(|t| t.iter().copied()).collect();
-    edges.sort_unstable_by_key(|e| (e.later, e.earlier));
-    edges.dedup_by_key(|e| (e.later, e.earlier));
-    let mut nodes: Vec<u64> = edges.iter().flat_map(|e| [e.later, e.earlier]).collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    let node = |seq: u64| nodes.binary_search(&seq).expect("every edge's rows are nodes") as u32;
+    if let Some(i) = at.iter().position(|a| a.0 == u32::MAX) {
+        return Err(SketchError::Coverage { seq: nodes[i], what: "is a candidate but is in no part" });
+    }
+    let mut shingles = |seq: u64, out: &mut Vec<u32>| {
+        let (p, n) = at[nodes.binary_search(&seq).expect("every candidate's rows are nodes")];
+        shingles(p as usize, n, out)
+    };
+    let node = |seq: u64| nodes.binary_search(&seq).expect("every candidate's rows are nodes") as u32;
     let mut uf = UnionFind((0..nodes.len() as u32).collect());
     let mut link: Vec<(u32, f64)> = vec![(u32::MAX, 0.0); nodes.len()];
-    for e in &edges {
-        let (k, c) = (node(e.later), node(e.earlier));
+    let (mut mine, mut theirs, mut loaded) = (Vec::new(), Vec::new(), None);
+    for p in pairs {
+        let (k, c) = (node(p.later), node(p.earlier));
         if uf.find(c) == uf.find(k) {
+            continue;
+        }
+        if loaded != Some(p.later) {
+            shingles(p.later, &mut mine)?;
+            loaded = Some(p.later);
+        }
+        shingles(p.earlier, &mut theirs)?;
+        let j = sorted_jaccard(&mine, &theirs, config.threshold);
+        if j < config.threshold {
             continue;
         }
         uf.union(c, k);
         for (x, y) in [(k, c), (c, k)] {
             if link[x as usize].0 == u32::MAX {
-                link[x as usize] = (y, e.jaccard);
+                link[x as usize] = (y, (j * 1e4).round() / 1e4);
             }
         }
     }
@@ -534,13 +557,16 @@ mod tests {
                 let bands = t * config.bands / tasks..(t + 1) * config.bands / tasks;
                 let parts = read(&Selection { ids: false, bands: Some(bands.clone()), shingles: false });
                 let refs: Vec<&Sketches> = parts.iter().collect();
-                let edges = band_task(&config, &refs, &decisions, bands, |p, n, out| parts[p].read_shingles(&open[p], n, out)).unwrap();
+                let candidates = band_task(&config, &refs, &decisions, bands).unwrap();
                 let mut bytes = Vec::new();
-                write_edges(&mut bytes, &edges).unwrap();
-                outputs.push(read_edges(&mut bytes.as_slice()).unwrap());
+                write_candidates(&mut bytes, &candidates).unwrap();
+                outputs.push(read_candidates(&mut bytes.as_slice()).unwrap());
             }
-            let refs: Vec<&[Edge]> = outputs.iter().map(Vec::as_slice).collect();
-            let near = cluster(&refs).unwrap();
+            let pairs = outputs.into_iter().fold(Vec::new(), merge_candidates);
+            // The clustering step's view: positions and shingle-set offsets, the sets on disk.
+            let parts = read(&Selection { ids: false, bands: Some(0..0), shingles: false });
+            let part_refs: Vec<&Sketches> = parts.iter().collect();
+            let near = cluster(&config, &part_refs, &pairs, |p, n, out| parts[p].read_shingles(&open[p], n, out)).unwrap();
             let mut bytes = Vec::new();
             write_near(&mut bytes, rows.len() as u64, &near).unwrap();
             let (_, near) = read_near(&mut bytes.as_slice()).unwrap();
@@ -553,18 +579,25 @@ mod tests {
         // A band task over the rows of other exact decisions, or keys it was not given, is refused.
         let parts = read(&Selection { ids: false, bands: Some(0..4), shingles: false });
         let refs: Vec<&Sketches> = parts.iter().collect();
-        let e = band_task(&config, &refs, &decisions, 4..8, |_, _, _| Ok(())).unwrap_err().to_string();
+        let e = band_task(&config, &refs, &decisions, 4..8).unwrap_err().to_string();
         assert!(e.contains("hold the keys of bands 0..4, not of 4..8"), "{e}");
         let other = ExactDecisions { input_rows: rows.len() as u64 + 1, dropped: decisions.dropped.clone() };
-        let e = band_task(&config, &refs, &other, 0..4, |_, _, _| Ok(())).unwrap_err().to_string();
+        let e = band_task(&config, &refs, &other, 0..4).unwrap_err().to_string();
         assert!(e.contains("disagree on the number of input rows"), "{e}");
-        let e = band_task(&config, &refs[..2], &decisions, 0..4, |_, _, _| Ok(())).unwrap_err().to_string();
+        let e = band_task(&config, &refs[..2], &decisions, 0..4).unwrap_err().to_string();
         assert!(e.contains("the exact step left"), "{e}");
-        // Corrupt step files are errors, not panics.
+        // A candidate in none of the parts, and corrupt step files, are errors, not panics.
+        let far = [Candidate { later: rows.len() as u64 + 5, earlier: 0 }];
+        let e = cluster(&config, &refs, &far, |_, _, _| Ok(())).unwrap_err().to_string();
+        assert!(e.contains("is a candidate but is in no part"), "{e}");
+        let e = cluster(&config, &refs, &[far[0], far[0]], |_, _, _| Ok(())).unwrap_err().to_string();
+        assert!(e.contains("not in order, or repeated"), "{e}");
+        let pair = |later, earlier| Candidate { later, earlier };
+        assert_eq!(merge_candidates(vec![pair(2, 1), pair(5, 0), pair(5, 3)], vec![pair(2, 0), pair(5, 3), pair(9, 8)]), [pair(2, 0), pair(2, 1), pair(5, 0), pair(5, 3), pair(9, 8)]);
         let mut bytes = Vec::new();
-        write_edges(&mut bytes, &[Edge { later: 1, earlier: 3, jaccard: 0.9 }]).unwrap();
-        assert!(read_edges(&mut bytes.as_slice()).unwrap_err().to_string().contains("an edge does not join"));
-        assert!(read_edges(&mut &bytes[..bytes.len() - 1]).is_err());
+        write_candidates(&mut bytes, &[Candidate { later: 1, earlier: 3 }]).unwrap();
+        assert!(read_candidates(&mut bytes.as_slice()).unwrap_err().to_string().contains("does not join an earlier row"));
+        assert!(read_candidates(&mut &bytes[..bytes.len() - 1]).is_err());
         assert!(ExactDecisions::read_from(&mut bytes.as_slice()).unwrap_err().to_string().contains("not a `CRBEXA` file"));
     }
 }

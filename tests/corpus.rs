@@ -841,3 +841,58 @@ fn corpus_slurm_recipe_writes_the_one_process_output() {
     }
     assert_same_tree(&reference, &tree(&out), "the corpus recipe through Slurm vs one process");
 }
+
+/// Issue 35: `kill -9` of two of four band tasks while they run (as soon as their temporary
+/// part directory appears), then a rerun: exactly the tasks killed before their `_SUCCESS` are
+/// redone, the complete ones are not, and the output is the one-process output.
+#[test]
+fn kill_9_of_band_tasks_then_a_rerun_redoes_only_their_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, _, _) = write_generated(dir.path(), 2000, 2, "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n");
+    let out = dir.path().join("out");
+    let one = run(coreb().arg("corpus").arg(&manifest));
+    assert!(one.status.success(), "{}", text(&one));
+    let reference = tree(&out);
+    std::fs::remove_dir_all(&out).unwrap();
+    for args in [&["--shard", "0/2"][..], &["--shard", "1/2"], &["--dedup-step", "exact"]] {
+        let o = run(coreb().arg("corpus").arg(&manifest).args(args));
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let bands = out.join("dedup/bands");
+    let mut killed = Vec::new();
+    for i in 0..4 {
+        let tmp = bands.join(format!(".part={i:03}-of-004.tmp"));
+        let mut child = coreb()
+            .arg("corpus")
+            .arg(&manifest)
+            .args(["--dedup-step", "bands", "--task", &format!("{i}/4")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Tasks 1 and 2 are killed; 0 and 3 run to the end.
+        while (i == 1 || i == 2) && !tmp.exists() && child.try_wait().unwrap().is_none() {
+            std::hint::spin_loop();
+        }
+        if i == 1 || i == 2 {
+            // SIGKILL: no destructor, no cleanup.
+            let _ = child.kill();
+        }
+        let status = child.wait().unwrap();
+        assert!(i == 1 || i == 2 || status.success(), "band task {i} failed");
+        if !bands.join(format!("part={i:03}-of-004/_SUCCESS")).exists() {
+            assert!(!status.success(), "task {i} exited successfully without its part");
+            killed.push(i);
+        }
+    }
+    assert!(!killed.is_empty(), "no band task was killed before it finished: make the corpus larger");
+    let rerun = run(coreb().args(["merge", "corpus"]).arg(&manifest).args(["--dedup-tasks", "4"]));
+    let said = text(&rerun);
+    assert!(rerun.status.success(), "{said}");
+    assert!(said.contains(&format!("near-duplicates in 4 band tasks: {} to run, {} complete", killed.len(), 4 - killed.len())), "{killed:?}: {said}");
+    for i in 0..4 {
+        assert_eq!(said.contains(&format!("dedup bands {i}/4:")), killed.contains(&i), "task {i} (killed: {killed:?}): {said}");
+    }
+    assert!(!said.contains("dedup exact 0/1"), "the exact step was complete: {said}");
+    assert_same_tree(&reference, &tree(&out), "after kill -9 of band tasks and a rerun");
+}

@@ -772,6 +772,19 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
     assert_same_tree(&references[&3], &tree(&out), "after redoing two band tasks");
 }
 
+/// A generated corpus of `groups` groups in `dir` (alignment and negatives off, `shards` output
+/// shards) curated by one process: its manifest, its output directory (removed again) and the
+/// files that were in it.
+fn one_process_output(dir: &Path, groups: usize, shards: u32) -> (std::path::PathBuf, std::path::PathBuf, BTreeMap<String, Vec<u8>>) {
+    let (manifest, _, _) = write_generated(dir, groups, shards, "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n");
+    let out = dir.join("out");
+    let one = run(coreb().arg("corpus").arg(&manifest));
+    assert!(one.status.success(), "{}", text(&one));
+    let reference = tree(&out);
+    std::fs::remove_dir_all(&out).unwrap();
+    (manifest, out, reference)
+}
+
 /// Issue 35: the corpus recipe for Slurm (`scripts/slurm/corpus.sh`: a shard array, the exact
 /// job, a band-task array, the clustering job and the merge job, each `afterok` the one before)
 /// writes the one-process output, through its shell fallback and through real `sbatch` on the
@@ -781,12 +794,7 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
 fn corpus_slurm_recipe_writes_the_one_process_output() {
     use std::process::Command;
     let dir = tempfile::tempdir().unwrap();
-    let (manifest, _, _) = write_generated(dir.path(), 30, 3, "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n");
-    let out = dir.path().join("out");
-    let one = run(coreb().arg("corpus").arg(&manifest));
-    assert!(one.status.success(), "{}", text(&one));
-    let reference = tree(&out);
-    std::fs::remove_dir_all(&out).unwrap();
+    let (manifest, out, reference) = one_process_output(dir.path(), 30, 3);
     let recipe = |wrapper: &[std::path::PathBuf], mode: &str| {
         let mut cmd = Command::new("bash");
         cmd.args(wrapper)
@@ -848,12 +856,7 @@ fn corpus_slurm_recipe_writes_the_one_process_output() {
 #[test]
 fn kill_9_of_band_tasks_then_a_rerun_redoes_only_their_parts() {
     let dir = tempfile::tempdir().unwrap();
-    let (manifest, _, _) = write_generated(dir.path(), 2000, 2, "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n");
-    let out = dir.path().join("out");
-    let one = run(coreb().arg("corpus").arg(&manifest));
-    assert!(one.status.success(), "{}", text(&one));
-    let reference = tree(&out);
-    std::fs::remove_dir_all(&out).unwrap();
+    let (manifest, out, reference) = one_process_output(dir.path(), 2000, 2);
     for args in [&["--shard", "0/2"][..], &["--shard", "1/2"], &["--dedup-step", "exact"]] {
         let o = run(coreb().arg("corpus").arg(&manifest).args(args));
         assert!(o.status.success(), "{}", text(&o));

@@ -672,3 +672,230 @@ fn corpus_shard_processes_and_merge_equal_one_process() {
     let bad = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "4/4"]));
     assert!(!bad.status.success() && text(&bad).contains("the shard must be in 0..4"), "{}", text(&bad));
 }
+
+/// The files of two output trees are the same, byte for byte.
+fn assert_same_tree(want: &BTreeMap<String, Vec<u8>>, got: &BTreeMap<String, Vec<u8>>, what: &str) {
+    assert_eq!(want.keys().collect::<Vec<_>>(), got.keys().collect::<Vec<_>>(), "{what}");
+    for (name, bytes) in want {
+        assert!(got[name] == *bytes, "`{name}` differs: {what}");
+    }
+}
+
+/// Issue 35: the near-duplicate decision split into an exact step, band-range tasks and a
+/// clustering step, each a separate process, writes the same output byte for byte as one
+/// process, for 1, 2 and 8 band tasks and 1 and 3 output shards (and the kept records are the
+/// same at both shard counts); run step by step as a scheduler runs them, too. A band task's
+/// part left incomplete (a task killed before its `_SUCCESS`: only its temporary directory
+/// remains) is redone alone by a rerun; a damaged part is refused, naming the command that
+/// redoes it.
+#[test]
+fn corpus_split_dedup_equals_one_process_for_any_task_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, rows, _) = write_generated(dir.path(), 40, 1, "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n");
+    let base_text = std::fs::read_to_string(&manifest).unwrap();
+    let out = dir.path().join("out");
+    let mut references = BTreeMap::new();
+    for shards in [1u32, 3] {
+        std::fs::write(&manifest, base_text.replace("shards = 1\n", &format!("shards = {shards}\n"))).unwrap();
+        let one = run(coreb().arg("corpus").arg(&manifest));
+        assert!(one.status.success(), "{}", text(&one));
+        let reference = tree(&out);
+        std::fs::remove_dir_all(&out).unwrap();
+        for tasks in [1, 2, 8] {
+            let split = run(coreb().arg("corpus").arg(&manifest).args(["--dedup-tasks", &tasks.to_string()]));
+            assert!(split.status.success(), "{}", text(&split));
+            assert!(text(&split).contains(&format!("near-duplicates in {tasks} band tasks: {tasks} to run, 0 complete")), "{}", text(&split));
+            assert!(!out.join("dedup").exists() && !out.join("parts").exists(), "the steps' files are removed");
+            assert_same_tree(&reference, &tree(&out), &format!("{tasks} band tasks vs one process at {shards} output shards"));
+            std::fs::remove_dir_all(&out).unwrap();
+        }
+        references.insert(shards, reference);
+    }
+    let kept = |t: &BTreeMap<String, Vec<u8>>| {
+        let mut lines: Vec<String> =
+            t.iter().filter(|(k, _)| k.starts_with("jsonl/train/")).flat_map(|(_, v)| String::from_utf8(v.clone()).unwrap().lines().map(str::to_owned).collect::<Vec<_>>()).collect();
+        lines.sort();
+        lines
+    };
+    let (one_shard, three_shards) = (kept(&references[&1]), kept(&references[&3]));
+    assert!(!one_shard.is_empty() && one_shard.len() < rows.len() && one_shard == three_shards, "the kept records at 1 and 3 output shards");
+
+    // Step by step, as a scheduler runs them: 2 shard processes, the exact step, 4 band
+    // tasks, the clustering step, then the merge, which uses their result.
+    let step = |args: &[&str]| run(coreb().arg("corpus").arg(&manifest).args(args).arg("--json"));
+    let ok = |o: std::process::Output| {
+        assert!(o.status.success(), "{}", text(&o));
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()
+    };
+    let steps = |bands_tasks: u32| {
+        ok(step(&["--shard", "0/2"]));
+        ok(step(&["--shard", "1/2"]));
+        let early = step(&["--dedup-step", "bands", "--task", "0/4"]);
+        assert!(!early.status.success() && text(&early).contains("--dedup-step exact`"), "{}", text(&early));
+        let exact = ok(step(&["--dedup-step", "exact"]));
+        assert_eq!((exact["input_rows"].as_u64(), exact["dropped"].as_u64()), (Some(rows.len() as u64), Some(80)), "{exact}");
+        for i in 0..bands_tasks {
+            let v = ok(step(&["--dedup-step", "bands", "--task", &format!("{i}/{bands_tasks}")]));
+            assert!(v["peak_rss_mib"].as_f64().unwrap() > 0.0 && v["candidates"].as_u64().is_some(), "{v}");
+        }
+    };
+    std::fs::write(&manifest, base_text.replace("shards = 1\n", "shards = 3\n")).unwrap();
+    steps(4);
+    let clusters = ok(step(&["--dedup-step", "clusters"]));
+    assert_eq!(clusters["near_duplicates"].as_u64(), Some(80), "{clusters}");
+    let again = ok(step(&["--dedup-step", "clusters"]));
+    assert_eq!(again["done"], true, "{again}");
+    let merged = run(coreb().args(["merge", "corpus"]).arg(&manifest));
+    assert!(merged.status.success() && text(&merged).contains("with the duplicates of the split steps"), "{}", text(&merged));
+    assert_same_tree(&references[&3], &tree(&out), "the steps run one by one, then the merge");
+    std::fs::remove_dir_all(&out).unwrap();
+
+    // A killed band task and a damaged one.
+    steps(4);
+    let bands = out.join("dedup/bands");
+    std::fs::remove_dir_all(bands.join("part=002-of-004")).unwrap();
+    std::fs::create_dir_all(bands.join(".part=002-of-004.tmp")).unwrap();
+    std::fs::write(bands.join(".part=002-of-004.tmp/candidates.bin"), b"torn").unwrap();
+    let damaged = bands.join("part=001-of-004/candidates.bin");
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    bytes.push(0);
+    std::fs::write(&damaged, bytes).unwrap();
+    let refused = step(&["--dedup-step", "clusters"]);
+    let said = text(&refused);
+    assert!(!refused.status.success() && said.contains("shard 1/4 is damaged") && said.contains("--dedup-step bands --task 1/4`"), "{said}");
+    assert!(said.contains("shard 2/4 is missing") && said.contains("--dedup-step bands --task 2/4`"), "{said}");
+    let rerun = run(coreb().args(["merge", "corpus"]).arg(&manifest).args(["--dedup-tasks", "4"]));
+    let said = text(&rerun);
+    assert!(rerun.status.success() && said.contains("near-duplicates in 4 band tasks: 2 to run, 2 complete"), "{said}");
+    assert!(said.contains("dedup bands 1/4:") && said.contains("dedup bands 2/4:") && !said.contains("dedup bands 0/4") && !said.contains("dedup bands 3/4"), "{said}");
+    assert!(!said.contains("dedup exact 0/1"), "the exact step was complete: {said}");
+    assert_same_tree(&references[&3], &tree(&out), "after redoing two band tasks");
+}
+
+/// A generated corpus of `groups` groups in `dir` (alignment and negatives off, `shards` output
+/// shards) curated by one process: its manifest, its output directory (removed again) and the
+/// files that were in it.
+fn one_process_output(dir: &Path, groups: usize, shards: u32) -> (std::path::PathBuf, std::path::PathBuf, BTreeMap<String, Vec<u8>>) {
+    let (manifest, _, _) = write_generated(dir, groups, shards, "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n");
+    let out = dir.join("out");
+    let one = run(coreb().arg("corpus").arg(&manifest));
+    assert!(one.status.success(), "{}", text(&one));
+    let reference = tree(&out);
+    std::fs::remove_dir_all(&out).unwrap();
+    (manifest, out, reference)
+}
+
+/// Issue 35: the corpus recipe for Slurm (`scripts/slurm/corpus.sh`: a shard array, the exact
+/// job, a band-task array, the clustering job and the merge job, each `afterok` the one before)
+/// writes the one-process output, through its shell fallback and through real `sbatch` on the
+/// private single-node Slurm of `scripts/slurm/single-node.sh`; where Slurm cannot start (the
+/// script exits 3 and says why) the test says so after the fallback.
+#[test]
+fn corpus_slurm_recipe_writes_the_one_process_output() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, out, reference) = one_process_output(dir.path(), 30, 3);
+    let recipe = |wrapper: &[std::path::PathBuf], mode: &str| {
+        let mut cmd = Command::new("bash");
+        cmd.args(wrapper)
+            .arg(root().join("scripts/slurm/corpus.sh"))
+            .arg(&manifest)
+            .args(["2", "4"])
+            .current_dir(dir.path())
+            .env("COREB_SLURM", mode)
+            .env("COREB_SLURM_WAIT", "1")
+            .env("COREB", env!("CARGO_BIN_EXE_coreb"))
+            .env("SLURM_CPUS_PER_TASK", "1");
+        run(&mut cmd)
+    };
+    let shell = recipe(&[], "shell");
+    let said = text(&shell);
+    assert!(shell.status.success() && said.contains("with the duplicates of the split steps"), "{said}");
+    for (step, tasks) in [("shard", 2), ("bands", 4)] {
+        for i in 0..tasks {
+            let line = if step == "shard" { format!("shard {i}/2: ") } else { format!("dedup bands {i}/4 written to") };
+            assert!(said.contains(&line), "{step} {i} did not run: {said}");
+        }
+    }
+    assert_same_tree(&reference, &tree(&out), "the corpus recipe's shell fallback vs one process");
+    std::fs::remove_dir_all(&out).unwrap();
+
+    let slurm = recipe(&[root().join("scripts/slurm/single-node.sh"), dir.path().join("slurm"), "bash".into()], "slurm");
+    if slurm.status.code() == Some(3) {
+        eprintln!("no single-node Slurm here, so only the shell fallback ran: {}", text(&slurm));
+        return;
+    }
+    let logs = || {
+        let mut all = String::new();
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "log") {
+                all += &format!("== {}\n{}\n", path.display(), std::fs::read_to_string(&path).unwrap_or_default());
+            }
+        }
+        all
+    };
+    assert!(slurm.status.success(), "{}\n{}", text(&slurm), logs());
+    let stderr = String::from_utf8_lossy(&slurm.stderr);
+    let job = |step: &str| stderr.lines().find_map(|l| l.strip_prefix(&format!("{step}: job "))).unwrap_or_else(|| panic!("no {step} job: {stderr}")).trim().to_owned();
+    for i in 0..4 {
+        let log = std::fs::read_to_string(dir.path().join(format!("coreb-coreb-corpus-bands-{}_{i}.log", job("bands")))).unwrap_or_default();
+        assert!(log.contains(&format!("dedup bands {i}/4 written to")), "band task {i}:\n{log}\n{}", logs());
+    }
+    let merge = std::fs::read_to_string(dir.path().join(format!("coreb-coreb-corpus-merge-{}.log", job("merge")))).unwrap_or_default();
+    assert!(merge.contains("with the duplicates of the split steps"), "{merge}\n{}", logs());
+    for step in ["shard", "exact", "clusters"] {
+        job(step);
+    }
+    assert_same_tree(&reference, &tree(&out), "the corpus recipe through Slurm vs one process");
+}
+
+/// Issue 35: `kill -9` of two of four band tasks while they run (as soon as their temporary
+/// part directory appears), then a rerun: exactly the tasks killed before their `_SUCCESS` are
+/// redone, the complete ones are not, and the output is the one-process output.
+#[test]
+fn kill_9_of_band_tasks_then_a_rerun_redoes_only_their_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, out, reference) = one_process_output(dir.path(), 2000, 2);
+    for args in [&["--shard", "0/2"][..], &["--shard", "1/2"], &["--dedup-step", "exact"]] {
+        let o = run(coreb().arg("corpus").arg(&manifest).args(args));
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let bands = out.join("dedup/bands");
+    let mut killed = Vec::new();
+    for i in 0..4 {
+        let tmp = bands.join(format!(".part={i:03}-of-004.tmp"));
+        let mut child = coreb()
+            .arg("corpus")
+            .arg(&manifest)
+            .args(["--dedup-step", "bands", "--task", &format!("{i}/4")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Tasks 1 and 2 are killed; 0 and 3 run to the end.
+        while (i == 1 || i == 2) && !tmp.exists() && child.try_wait().unwrap().is_none() {
+            std::hint::spin_loop();
+        }
+        if i == 1 || i == 2 {
+            // SIGKILL: no destructor, no cleanup.
+            let _ = child.kill();
+        }
+        let status = child.wait().unwrap();
+        assert!(i == 1 || i == 2 || status.success(), "band task {i} failed");
+        if !bands.join(format!("part={i:03}-of-004/_SUCCESS")).exists() {
+            assert!(!status.success(), "task {i} exited successfully without its part");
+            killed.push(i);
+        }
+    }
+    assert!(!killed.is_empty(), "no band task was killed before it finished: make the corpus larger");
+    let rerun = run(coreb().args(["merge", "corpus"]).arg(&manifest).args(["--dedup-tasks", "4"]));
+    let said = text(&rerun);
+    assert!(rerun.status.success(), "{said}");
+    assert!(said.contains(&format!("near-duplicates in 4 band tasks: {} to run, {} complete", killed.len(), 4 - killed.len())), "{killed:?}: {said}");
+    for i in 0..4 {
+        assert_eq!(said.contains(&format!("dedup bands {i}/4:")), killed.contains(&i), "task {i} (killed: {killed:?}): {said}");
+    }
+    assert!(!said.contains("dedup exact 0/1"), "the exact step was complete: {said}");
+    assert_same_tree(&reference, &tree(&out), "after kill -9 of band tasks and a rerun");
+}

@@ -18,7 +18,9 @@
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
 //!   and `/score`, listwise reranking against a reference, `coreb compare` and CIs against numpy/scipy.
-//! - `corpus`: `coreb corpus` on CoSQA plus planted duplicates and release copies; `coreb audit`.
+//! - `corpus`: `coreb corpus` on CoSQA plus planted duplicates and release copies; `coreb audit`;
+//!   (issue #35) the near-duplicate decision split into task processes, its Slurm recipe on the
+//!   single-node Slurm, `kill -9` of band tasks.
 //! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
 //! - `leaderboard`: `coreb eval --record` and `coreb leaderboard`: three releases, three retrievers, the
 //!   site driven in headless Chromium from `file://` against the results store and `--json`.

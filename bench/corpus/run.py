@@ -7,6 +7,7 @@ the duplicate sets of both compared.
     cargo build --release -p coreb
     python3 bench/corpus/run.py [--mb 64] [--shards 16] [--threads 1,2] [--work /tmp/coreb-bench-corpus]
                                 [--no-datatrove] [--tokenizers spacy,split] [--baseline OLD_COREB]
+                                [--dedup-tasks T]
 
 The corpus repeats CoSQA pairs (tests/fixtures/data/cosqa) with variations (a row number and
 rotated words in the text, renamed identifiers such as `obj12` in the code), so about one row
@@ -14,7 +15,10 @@ in eight is an exact copy of an earlier one and most others are near copies.
 
 coreb runs with exact + near dedup, the language filter and decontamination (alignment and
 negatives off). Each process's CPU seconds and peak RSS come from os.wait4; MiB per CPU-second
-is the figure to trust on a shared machine. datatrove runs in bench/corpus/venv (made on first
+is the figure to trust on a shared machine. With --dedup-tasks T the split near-duplicate
+decision (issue #35) runs too, as a scheduler runs it: T shard processes, the exact step, T band
+tasks, the clustering step and the merge, each process measured on its own; its kept rows must
+equal the others. datatrove runs in bench/corpus/venv (made on first
 use from bench/corpus/requirements.txt: datatrove, spaCy for its default English word
 tokenizer, whose blank pipeline needs no download, and xxhash < 4) with 5-word shingles and 32
 bands x 4 rows like coreb's defaults, once with its default tokenizer (spaCy) and once with a
@@ -104,8 +108,8 @@ def run_child(cmd, work, env=None):
     return stdout, wall, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
-def run_coreb(binary, a, data, shards, threads, normalise="none"):
-    """One `coreb corpus` run; its stats, figures, kept-id digest and dedup-dropped rows."""
+def write_manifest(a, data, shards, normalise="none"):
+    """A fresh output directory and the bench manifest writing there; returns both."""
     out_dir = os.path.join(a.work, "out")
     subprocess.run(["rm", "-rf", out_dir], check=True)
     manifest = os.path.join(a.work, "bench.toml")
@@ -118,9 +122,20 @@ def run_coreb(binary, a, data, shards, threads, normalise="none"):
             "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n"
             + (f'[dedup]\nnormalise = "{normalise}"\n' if normalise != "none" else "")
         )
+    return manifest, out_dir
+
+
+def run_coreb(binary, a, data, shards, threads, normalise="none"):
+    """One `coreb corpus` run; its stats, figures, kept-id digest and dedup-dropped rows."""
+    manifest, out_dir = write_manifest(a, data, shards, normalise)
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
     stdout, wall, rss, cpu = run_child([binary, "corpus", manifest, "--json"], a.work, env)
     stats = json.loads(stdout.strip().splitlines()[-1])
+    return collect(out_dir, {"stats": stats, "wall": wall, "rss": rss, "cpu": cpu, "shards": shards, "threads": threads})
+
+
+def collect(out_dir, run):
+    """`run` with the kept-id digest and the dedup-dropped rows of the output in `out_dir`."""
     kept = []
     for part in sorted(glob.glob(os.path.join(out_dir, "jsonl", "train", "*", "part.jsonl"))):
         with open(part) as f:
@@ -132,7 +147,25 @@ def run_coreb(binary, a, data, shards, threads, normalise="none"):
             if d["reason"] in ("duplicate_id", "exact_duplicate", "near_duplicate"):
                 dropped.add(int(d["id"].split(":", 1)[1]))  # the line number
     digest = hashlib.sha256("\n".join(sorted(kept)).encode()).hexdigest()[:16]
-    return {"stats": stats, "wall": wall, "rss": rss, "cpu": cpu, "digest": digest, "dedup_dropped": dropped, "shards": shards, "threads": threads}
+    return dict(run, digest=digest, dedup_dropped=dropped)
+
+
+def run_split(binary, a, data, tasks, threads):
+    """The split decision as a scheduler runs it (issue #35), every process measured on its
+    own: `tasks` shard processes, the exact step, `tasks` band tasks, the clustering step and
+    the merge, one after another. Returns each step's processes' figures and the output's."""
+    manifest, out_dir = write_manifest(a, data, 1)
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
+    steps = [("shard", [["--shard", f"{i}/{tasks}"] for i in range(tasks)]), ("exact", [["--dedup-step", "exact"]]),
+             ("bands", [["--dedup-step", "bands", "--task", f"{i}/{tasks}"] for i in range(tasks)]), ("clusters", [["--dedup-step", "clusters"]])]
+    figures = []
+    for name, calls in steps:
+        procs = [run_child([binary, "corpus", manifest, "--json", *args], a.work, env) for args in calls]
+        figures.append({"step": name, "tasks": len(procs), "rss": max(p[2] for p in procs), "cpu": sum(p[3] for p in procs), "wall": sum(p[1] for p in procs)})
+    stdout, wall, rss, cpu = run_child([binary, "merge", "corpus", manifest, "--json"], a.work, env)
+    figures.append({"step": "merge", "tasks": 1, "rss": rss, "cpu": cpu, "wall": wall})
+    stats = json.loads(stdout.strip().splitlines()[-1])
+    return collect(out_dir, {"stats": stats, "figures": figures, "shards": 1, "threads": threads, "tasks": tasks})
 
 
 DATATROVE = r"""
@@ -231,6 +264,8 @@ def main():
     ap.add_argument("--tokenizers", default="spacy,split", help="datatrove word tokenizers: spacy (its default), split")
     ap.add_argument("--rerun-datatrove", action="store_true", help="run datatrove again even if a finished run on the same data is in --work")
     ap.add_argument("--baseline", help="another coreb binary (e.g. an older build) to run at 1 and N shards on the same data")
+    ap.add_argument("--dedup-tasks", type=int, help="also run the split decision as T shard processes, the exact step, "
+                    "T band tasks, the clustering step and the merge, each process measured on its own")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     python = None if a.no_datatrove else ensure_venv()
@@ -256,6 +291,10 @@ def main():
         for shards in sorted({1, a.shards}):
             print(f"baseline: {shards} shards ...", file=sys.stderr)
             baseline.append(run_coreb(a.baseline, a, data, shards, threads[-1]))
+    split = None
+    if a.dedup_tasks:
+        print(f"coreb: split decision, {a.dedup_tasks} tasks, {threads[-1]} threads ...", file=sys.stderr)
+        split = run_split(a.coreb, a, data, a.dedup_tasks, threads[-1])
     dts = []
     if python:
         for tok in a.tokenizers.split(","):
@@ -286,6 +325,16 @@ def main():
                   f"wall speed-up {r1['wall'] / rn['wall']:.2f}x")
     for b in baseline:
         print(f"baseline at {b['shards']} shards keeps {b['stats']['rows_out']} rows (near {b['stats']['near_duplicate']})")
+
+    if split:
+        single = by.get((threads[-1], 1)) or runs[0]
+        print(f"\nsplit decision, {split['tasks']} tasks ({split['threads']} threads each; the single process: {single['rss']:.0f} MiB peak, {single['cpu']:.2f} cpu s):")
+        for f in split["figures"]:
+            print(f"  {f['step']:9} {f['tasks']:3} processes: peak RSS of the largest {f['rss']:8.0f} MiB ({f['rss'] / single['rss']:.2f} of the single process), cpu s {f['cpu']:7.2f}")
+        peak = max(f["rss"] for f in split["figures"])
+        cpu = sum(f["cpu"] for f in split["figures"])
+        print(f"  largest peak / single process = {peak / single['rss']:.2f}; cpu / single process = {cpu / single['cpu']:.2f}; kept {split['stats']['rows_out']} ({split['digest']})")
+        runs.append(split)
 
     one_thread = by.get((1, 1)) or runs[0]
     for d in dts:

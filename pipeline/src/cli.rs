@@ -700,6 +700,41 @@ pub struct CorpusArgs {
     /// `<output>/parts/`; then `coreb merge corpus <manifest>` curates the output.
     #[arg(long, value_name = "I/N", value_parser = ShardSpec::parse)]
     pub shard: Option<ShardSpec>,
+    /// Decide the near-duplicates in `T` band-range tasks run as separate processes (an exact
+    /// step, `T` band tasks, a clustering step; see `--dedup-step`) instead of in this
+    /// process, so that no process holds every sketch. The output is the same for every `T`.
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["shard", "dedup_step"])]
+    pub dedup_tasks: Option<u32>,
+    /// Run one step of the split near-duplicate decision over the complete shard parts in
+    /// `<output>/parts/` (for a scheduler; `coreb merge corpus` then uses its result):
+    /// `exact`, then `bands` once per `--task I/T`, then `clusters`.
+    #[arg(long, value_enum, conflicts_with = "shard")]
+    pub dedup_step: Option<DedupStep>,
+    /// With `--dedup-step bands`: task `I` of `T` (the bands are split into `T` ranges).
+    #[arg(long, value_name = "I/T", value_parser = ShardSpec::parse, requires = "dedup_step")]
+    pub task: Option<ShardSpec>,
+}
+
+/// A step of the split near-duplicate decision of `coreb corpus` (`--dedup-step`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DedupStep {
+    /// Repeated ids and exact copies, over the ids and exact keys of every row.
+    Exact,
+    /// Similar pairs through one range of bands (`--task I/T`).
+    Bands,
+    /// The similar pairs of every band task joined into components.
+    Clusters,
+}
+
+impl DedupStep {
+    /// Its name on the command line and in `<output>/dedup/`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DedupStep::Exact => "exact",
+            DedupStep::Bands => "bands",
+            DedupStep::Clusters => "clusters",
+        }
+    }
 }
 
 /// One shard of `N`, as `--shard I/N` gives it.
@@ -781,6 +816,10 @@ pub struct MergeArgs {
     /// Build stages: worker threads (default: all cores). Outputs do not depend on it.
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// `corpus`: decide the near-duplicates in `T` band-range tasks run as separate
+    /// processes (see `coreb corpus --dedup-tasks`); the output is the same for every `T`.
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..))]
+    pub dedup_tasks: Option<u32>,
 }
 
 /// Arguments of `coreb plan`.

@@ -21,22 +21,12 @@ shift 2
 stages=(rewrite distract abbreviate generate execute queries)
 export COREB_MANIFEST="$manifest" COREB_SHARDS="$shards"
 
-mode="${COREB_SLURM:-}"
-if [ -z "$mode" ]; then
-  if command -v sbatch >/dev/null; then mode=slurm; else mode=shell; fi
-fi
+. "$here/common.sh"
 
-if [ "$mode" = shell ]; then
+if [ "$(slurm_mode)" = shell ]; then
   echo "submit.sh: no Slurm here; running each array as $shards local processes" >&2
   for stage in "${stages[@]}"; do
-    pids=()
-    for ((i = 0; i < shards; i++)); do
-      COREB_STAGE="$stage" SLURM_ARRAY_TASK_ID="$i" bash "$here/shard.sbatch" &
-      pids+=($!)
-    done
-    for pid in "${pids[@]}"; do
-      wait "$pid" || { echo "submit.sh: a $stage task failed" >&2; exit 1; }
-    done
+    local_array "$stage" "$shards" env COREB_STAGE="$stage" bash "$here/shard.sbatch"
   done
   exec bash "$here/merge.sbatch"
 fi

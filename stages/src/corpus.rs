@@ -45,7 +45,7 @@ pub mod duplicates;
 pub mod scan;
 pub mod spool;
 pub use curate::CorpusReport;
-pub use duplicates::{CorpusDedupConfig, Duplicates, NearNormalisation, SketchError, Sketcher, Sketches, Verdict, find_duplicates, id_hash, shard_of_id};
+pub use duplicates::{CorpusDedupConfig, Duplicates, NearNormalisation, Selection, SketchError, Sketcher, Sketches, Verdict, find_duplicates, id_hash, shard_of_id};
 use crate::evaluate::bm25::{Bm25Config, tokenize};
 
 /// A text–code pair of a training corpus.

@@ -57,8 +57,11 @@ pub fn stage(stage: StageName, args: StageArgs) -> anyhow::Result<ExitCode> {
 /// Run `coreb merge <stage>` for a build stage: the stages up to it, where it combines the
 /// complete parts of its shard processes (refusing while one is missing or stale).
 pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let MergeArgs { stage, manifest, json, output_dir, jobs } = args;
+    let MergeArgs { stage, manifest, json, output_dir, jobs, dedup_tasks } = args;
     let stage = stage.build_stage().ok_or_else(|| anyhow::anyhow!("`coreb merge corpus` is not a build stage"))?;
+    if dedup_tasks.is_some() {
+        anyhow::bail!("`--dedup-tasks` is for `coreb merge corpus`");
+    }
     let mut plan = RunPlan::load(&manifest, jobs)?;
     if let Some(dir) = output_dir {
         plan.output_dir = std::path::absolute(dir)?;

@@ -5,17 +5,20 @@ use std::process::ExitCode;
 
 use stages::corpus::CorpusReport;
 
-use crate::cli::{CorpusArgs, MergeArgs};
-use crate::engine::corpus::CorpusRun;
+use crate::cli::{CorpusArgs, DedupStep, MergeArgs, ShardSpec};
+use crate::engine::corpus::{CorpusRun, peak_rss_mib};
 use crate::printer::Printer;
 
 /// Run `coreb corpus`: everything in this process, or (`--shard i/N`) one shard process.
 pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
-    let CorpusArgs { manifest, json, shard } = args;
+    let CorpusArgs { manifest, json, shard, dedup_tasks, dedup_step, task } = args;
     let printer = Printer::new(json);
     let run = CorpusRun::load(&manifest, printer)?;
+    if let Some(step) = dedup_step {
+        return dedup_step_command(&run, step, task, &printer);
+    }
     let Some(slice) = shard else {
-        summary(&run.whole()?, &printer)?;
+        summary(&run.whole(dedup_tasks)?, &printer)?;
         return Ok(ExitCode::SUCCESS);
     };
     let part = run.part(slice)?;
@@ -35,14 +38,36 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Run `coreb corpus --dedup-step <step> [--task I/T]`: one step of the split near-duplicate
+/// decision; prints what it found and its peak memory.
+fn dedup_step_command(run: &CorpusRun, step: DedupStep, task: Option<ShardSpec>, printer: &Printer) -> anyhow::Result<ExitCode> {
+    let task = match (step, task) {
+        (DedupStep::Bands, None) => anyhow::bail!("`--dedup-step bands` needs `--task I/T`"),
+        (_, task) => task.unwrap_or(ShardSpec { index: 0, count: 1 }),
+    };
+    let outcome = run.dedup_step(step, task)?;
+    let (i, n) = (task.index, task.count);
+    let mut line = serde_json::json!({"step": step.name(), "task": i, "tasks": n, "done": outcome.already_done, "peak_rss_mib": (peak_rss_mib() * 10.0).round() / 10.0});
+    if let Some(obj) = line.as_object_mut() {
+        obj.extend(outcome.facts);
+    }
+    if outcome.already_done {
+        printer.status(format!("dedup {} {i}/{n} is complete (`{}`); nothing to do", step.name(), outcome.dir.display()));
+    } else {
+        printer.status(format!("dedup {} {i}/{n} written to `{}`", step.name(), outcome.dir.display()));
+    }
+    printer.json_line(&line);
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Run `coreb merge corpus`: combine the parts of `coreb corpus --shard i/N` into the output.
 pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let MergeArgs { stage: _, manifest, json, output_dir, jobs } = args;
+    let MergeArgs { stage: _, manifest, json, output_dir, jobs, dedup_tasks } = args;
     if output_dir.is_some() || jobs.is_some() {
         anyhow::bail!("`--output-dir` and `--jobs` are for the build stages; the corpus manifest sets `[output] dir`");
     }
     let printer = Printer::new(json);
-    summary(&CorpusRun::load(&manifest, printer)?.merge()?, &printer)?;
+    summary(&CorpusRun::load(&manifest, printer)?.merge(dedup_tasks)?, &printer)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -6,26 +6,32 @@
 //!    band keys of a one-permutation MinHash over its word shingles, and its shingle set (for
 //!    the Jaccard check). Rows are collected in [`Sketches`] (columns; one per shard process,
 //!    written to disk between processes by [`Sketches::write_to`]).
-//! 2. [`find_duplicates`] over the sketches of ALL rows at once, by their position in the
-//!    sources (`seq`): a repeated id and an exact copy are dropped in favour of their first
-//!    occurrence; then, per band (in parallel), the rows are sorted by band key and each row
-//!    of a bucket is a candidate of the row before it in the bucket; a candidate pair whose
-//!    shingle Jaccard reaches the threshold is joined in one union-find, and each connected
-//!    component keeps its first row.
+//! 2. The decision over the sketches of ALL rows, by their position in the sources (`seq`):
+//!    a repeated id and an exact copy are dropped in favour of their first occurrence; then,
+//!    per band, the rows are sorted by band key and each row of a bucket is a candidate of
+//!    the row before it in the bucket; a candidate pair whose shingle Jaccard reaches the
+//!    threshold is joined in one union-find, and each connected component keeps its first
+//!    row. [`find_duplicates`] does it in one process; [`steps`] splits it into an exact
+//!    step, band-range tasks and a small clustering step, so that no process holds every
+//!    sketch (the engine runs them as separate processes, [`Sketches::read_selected`] reading
+//!    only the columns each needs).
 //!
 //! The kept set is a function of the rows and their order only: not of shards, threads or
 //! processes. Reads and writes nothing (the engine owns files).
 
-use std::collections::{HashMap, HashSet};
-use std::io::{Read, Write};
+use std::collections::HashMap;
+use std::io::{Read, Seek, Write};
+use std::ops::Range;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed, xxh3_128};
 
-use super::{Case, DropReason, Prehashed, fmix64, normalise_into, word_spans};
+use super::{Case, DropReason, fmix64, normalise_into, word_spans};
 use crate::dedup::DedupConfig;
+
+pub mod steps;
 
 /// How a text is simplified before it is cut into word shingles for near-duplicate detection
 /// (the exact key always keeps case and punctuation).
@@ -85,6 +91,9 @@ impl CorpusDedupConfig {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sketches {
     bands: usize,
+    /// The bands whose keys `keys` holds: all of them, unless read by [`Sketches::read_selected`]
+    /// for a range of bands.
+    key_bands: Range<usize>,
     /// Rows of the whole input (every shard process reads them all).
     input_rows: u64,
     seq: Vec<u64>,
@@ -93,12 +102,14 @@ pub struct Sketches {
     /// Index of the row's near sketch, or [`NO_NEAR`] when it was already known to be a
     /// duplicate id or an exact copy where it was sketched.
     near: Vec<u32>,
-    /// `bands` keys per near sketch.
+    /// `key_bands.len()` keys per near sketch.
     keys: Vec<u32>,
     /// End of each near sketch's shingles in `shingles`.
     shingle_ends: Vec<u64>,
     /// Sorted, distinct 32-bit shingle hashes.
     shingles: Vec<u32>,
+    /// Where the shingle hashes start in the file they were left in ([`Sketches::read_selected`]).
+    shingles_at: Option<u64>,
     id_ends: Vec<u64>,
     ids: String,
 }
@@ -121,7 +132,7 @@ pub fn shard_of_id(id_hash: u64, shards: u32) -> u32 {
 impl Sketches {
     /// Empty sketches for `config`.
     pub fn new(config: &CorpusDedupConfig) -> Sketches {
-        Sketches { bands: config.bands, ..Sketches::default() }
+        Sketches { bands: config.bands, key_bands: 0..config.bands, ..Sketches::default() }
     }
 
     /// Rows held.
@@ -166,13 +177,15 @@ impl Sketches {
     }
 
     fn near_sketch(&self, row: usize) -> Option<(&[u32], &[u32])> {
-        let n = self.near[row];
-        if n == NO_NEAR {
-            return None;
-        }
+        self.near_index(row).map(|n| self.near_sketch_at(n))
+    }
+
+    /// The band keys (of the bands read) and shingle set of near sketch `n`.
+    fn near_sketch_at(&self, n: u32) -> (&[u32], &[u32]) {
         let n = n as usize;
         let start = if n == 0 { 0 } else { self.shingle_ends[n - 1] as usize };
-        Some((&self.keys[n * self.bands..(n + 1) * self.bands], &self.shingles[start..self.shingle_ends[n] as usize]))
+        let width = self.key_bands.len();
+        (&self.keys[n * width..(n + 1) * width], self.shingles.get(start..self.shingle_ends[n] as usize).unwrap_or_default())
     }
 
     /// Append row `row` of `other`, with its near sketch only if `near` (a row already known
@@ -195,7 +208,11 @@ impl Sketches {
     }
 
     /// Write in a versioned little-endian binary layout ([`Sketches::read_from`] reads it).
+    /// Only whole sketches are written (not those read in part).
     pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+        if self.key_bands != (0..self.bands) || self.shingles_at.is_some() || self.id_ends.len() != self.seq.len() {
+            return Err(std::io::Error::other("only whole sketches can be written, not some of their columns"));
+        }
         w.write_all(SKETCH_MAGIC)?;
         w.write_all(&(self.bands as u64).to_le_bytes())?;
         w.write_all(&self.input_rows.to_le_bytes())?;
@@ -226,60 +243,140 @@ impl Sketches {
     /// Read what [`Sketches::write_to`] wrote; a wrong magic, a truncated or inconsistent file
     /// is an error.
     pub fn read_from(r: &mut impl Read) -> Result<Sketches, SketchError> {
-        let mut magic = [0u8; 8];
-        r.read_exact(&mut magic)?;
-        if &magic != SKETCH_MAGIC {
-            return Err(SketchError::Format("not a coreb sketch file (or another format version)".into()));
-        }
-        fn u64_of(r: &mut impl Read) -> std::io::Result<u64> {
-            let mut b = [0u8; 8];
-            r.read_exact(&mut b)?;
-            Ok(u64::from_le_bytes(b))
-        }
-        fn column<T, const N: usize>(r: &mut impl Read, from: impl Fn([u8; N]) -> T) -> std::io::Result<Vec<T>> {
-            let n = u64_of(r)? as usize;
-            let mut out = Vec::with_capacity(n.min(1 << 24));
-            let mut buf = vec![0u8; (1 << 16) * N];
-            let mut left = n;
-            while left > 0 {
-                let take = left.min(1 << 16);
-                r.read_exact(&mut buf[..take * N])?;
-                out.extend(buf[..take * N].chunks_exact(N).map(|c| from(c.try_into().expect("chunk of N bytes"))));
-                left -= take;
-            }
-            Ok(out)
-        }
-        let bands = u64_of(r)? as usize;
-        let input_rows = u64_of(r)?;
-        let s = Sketches {
-            bands,
-            input_rows,
-            seq: column(r, u64::from_le_bytes)?,
-            id_hash: column(r, u64::from_le_bytes)?,
-            exact: column(r, u128::from_le_bytes)?,
-            near: column(r, u32::from_le_bytes)?,
-            keys: column(r, u32::from_le_bytes)?,
-            shingle_ends: column(r, u64::from_le_bytes)?,
-            shingles: column(r, u32::from_le_bytes)?,
-            id_ends: column(r, u64::from_le_bytes)?,
-            ids: String::from_utf8(column(r, |b: [u8; 1]| b[0])?).map_err(|_| SketchError::Format("ids are not UTF-8".into()))?,
+        read_columns(r, &Selection::ALL, &mut |r, n| std::io::copy(&mut r.take(n), &mut std::io::sink()).map(drop))
+    }
+
+    /// Read only the columns `selection` asks for, seeking past the others: the row columns,
+    /// and per [`Selection`] the ids, the keys of some bands and the shingle sets. Shingle
+    /// sets left on disk are read row by row by [`Sketches::read_shingles`].
+    pub fn read_selected<R: Read + Seek>(r: &mut R, selection: &Selection) -> Result<Sketches, SketchError> {
+        read_columns(r, selection, &mut |r, n| r.seek_relative(n as i64))
+    }
+
+    /// Read near sketch `near`'s shingle set, left in `file` by [`Sketches::read_selected`],
+    /// into `out`.
+    #[cfg(unix)]
+    pub fn read_shingles(&self, file: &std::fs::File, near: u32, out: &mut Vec<u32>) -> Result<(), SketchError> {
+        use std::os::unix::fs::FileExt;
+        let n = near as usize;
+        let (start, end) = (if n == 0 { 0 } else { self.shingle_ends[n - 1] }, self.shingle_ends[n]);
+        let Some(at) = self.shingles_at else {
+            return Err(SketchError::Format("the shingle sets were not left on disk".into()));
         };
-        let rows = s.seq.len();
-        let near_rows = s.shingle_ends.len();
-        let consistent = [s.id_hash.len(), s.exact.len(), s.near.len(), s.id_ends.len()].iter().all(|&n| n == rows)
-            && s.keys.len() == near_rows * bands
-            && s.near.iter().all(|&n| n == NO_NEAR || (n as usize) < near_rows)
-            && s.shingle_ends.windows(2).all(|w| w[0] <= w[1])
-            && s.shingle_ends.last().is_none_or(|&e| e as usize == s.shingles.len())
+        let mut bytes = vec![0u8; ((end - start) * 4) as usize];
+        file.read_exact_at(&mut bytes, at + start * 4)?;
+        out.clear();
+        out.extend(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        Ok(())
+    }
+
+    /// The near sketch index of row `row` (`None` for a row that has none).
+    pub(crate) fn near_index(&self, row: usize) -> Option<u32> {
+        Some(self.near[row]).filter(|&n| n != NO_NEAR)
+    }
+}
+
+/// Which columns [`Sketches::read_selected`] loads (the row positions and near-sketch indices
+/// always).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    /// The id hashes, exact keys and ids.
+    pub ids: bool,
+    /// The keys of these bands (`None`: of every band).
+    pub bands: Option<Range<usize>>,
+    /// The shingle sets; otherwise their place in the file is remembered.
+    pub shingles: bool,
+}
+
+impl Selection {
+    /// Every column.
+    pub const ALL: Selection = Selection { ids: true, bands: None, shingles: true };
+}
+
+fn read_columns<R: Read>(r: &mut R, selection: &Selection, skip: &mut dyn FnMut(&mut R, u64) -> std::io::Result<()>) -> Result<Sketches, SketchError> {
+    let mut magic = [0u8; 8];
+    r.read_exact(&mut magic)?;
+    if &magic != SKETCH_MAGIC {
+        return Err(SketchError::Format("not a coreb sketch file (or another format version)".into()));
+    }
+    fn u64_of(r: &mut impl Read) -> std::io::Result<u64> {
+        let mut b = [0u8; 8];
+        r.read_exact(&mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+    /// The values `i` of the next column for which `keep(i)`, after its length; `pos` moves
+    /// past it.
+    fn column<R: Read, T, const N: usize>(r: &mut R, pos: &mut u64, from: impl Fn([u8; N]) -> T, mut keep: impl FnMut(usize) -> bool) -> std::io::Result<Vec<T>> {
+        let n = u64_of(r)? as usize;
+        let mut out = Vec::with_capacity(n.min(1 << 24));
+        let mut buf = vec![0u8; (1 << 16) * N];
+        let mut done = 0;
+        while done < n {
+            let take = (n - done).min(1 << 16);
+            r.read_exact(&mut buf[..take * N])?;
+            for (i, c) in buf[..take * N].chunks_exact(N).enumerate() {
+                if keep(done + i) {
+                    out.push(from(c.try_into().expect("chunk of N bytes")));
+                }
+            }
+            done += take;
+        }
+        *pos += 8 + (n * N) as u64;
+        Ok(out)
+    }
+    /// Skip the next column of `width`-byte values; returns where its values start.
+    fn skip_column<R: Read>(r: &mut R, pos: &mut u64, width: u64, skip: &mut dyn FnMut(&mut R, u64) -> std::io::Result<()>) -> std::io::Result<u64> {
+        let n = u64_of(r)?;
+        skip(r, n * width)?;
+        *pos += 8 + n * width;
+        Ok(*pos - n * width)
+    }
+    let all = |_| true;
+    let bands = u64_of(r)? as usize;
+    let input_rows = u64_of(r)?;
+    let key_bands = selection.bands.clone().unwrap_or(0..bands);
+    if key_bands.end > bands {
+        return Err(SketchError::Bands { expected: key_bands.end, found: bands });
+    }
+    let mut pos = 24;
+    let p = &mut pos;
+    let seq = column(r, p, u64::from_le_bytes, all)?;
+    let (id_hash, exact) = if selection.ids {
+        (column(r, p, u64::from_le_bytes, all)?, column(r, p, u128::from_le_bytes, all)?)
+    } else {
+        skip_column(r, p, 8, skip)?;
+        skip_column(r, p, 16, skip)?;
+        (Vec::new(), Vec::new())
+    };
+    let near = column(r, p, u32::from_le_bytes, all)?;
+    let keys = column(r, p, u32::from_le_bytes, |i| key_bands.contains(&(i % bands.max(1))))?;
+    let shingle_ends = column(r, p, u64::from_le_bytes, all)?;
+    let (shingles, shingles_at) = if selection.shingles { (column(r, p, u32::from_le_bytes, all)?, None) } else { (Vec::new(), Some(skip_column(r, p, 4, skip)?)) };
+    let (id_ends, ids) = if selection.ids {
+        let ends = column(r, p, u64::from_le_bytes, all)?;
+        (ends, String::from_utf8(column(r, p, |b: [u8; 1]| b[0], all)?).map_err(|_| SketchError::Format("ids are not UTF-8".into()))?)
+    } else {
+        (Vec::new(), String::new())
+    };
+    let s = Sketches { bands, key_bands, input_rows, seq, id_hash, exact, near, keys, shingle_ends, shingles, shingles_at, id_ends, ids };
+    let rows = s.seq.len();
+    let near_rows = s.shingle_ends.len();
+    let ids_fit = !selection.ids
+        || ([s.id_hash.len(), s.exact.len(), s.id_ends.len()].iter().all(|&n| n == rows)
             && s.id_ends.windows(2).all(|w| w[0] <= w[1])
             && s.id_ends.last().is_none_or(|&e| e as usize == s.ids.len())
-            && s.id_ends.iter().all(|&e| s.ids.is_char_boundary(e as usize))
-            && s.seq.iter().all(|&q| q < input_rows);
-        if !consistent {
-            return Err(SketchError::Format("its columns do not fit together".into()));
-        }
-        Ok(s)
+            && s.id_ends.iter().all(|&e| s.ids.is_char_boundary(e as usize)));
+    let consistent = ids_fit
+        && s.near.len() == rows
+        && s.keys.len() == near_rows * s.key_bands.len()
+        && s.near.iter().all(|&n| n == NO_NEAR || (n as usize) < near_rows)
+        && s.shingle_ends.windows(2).all(|w| w[0] <= w[1])
+        && (!selection.shingles || s.shingle_ends.last().is_none_or(|&e| e as usize == s.shingles.len()))
+        && s.seq.iter().all(|&q| q < input_rows);
+    if !consistent {
+        return Err(SketchError::Format("its columns do not fit together".into()));
     }
+    Ok(s)
 }
 
 const SKETCH_MAGIC: &[u8; 8] = b"CRBSKT01";
@@ -643,109 +740,34 @@ impl UnionFind {
 
 /// Decide over the sketches of every row of the input (`parts`: one per shard process, in any
 /// order, together covering each `seq` from 0 exactly once) which rows are duplicates (see the
-/// module doc). Parallel over bands and rows (rayon); the result does not depend on the split
-/// into parts or on the thread count.
+/// module doc): the steps of [`steps`] in one process, the band step over every band.
+/// Parallel over bands (rayon); the result does not depend on the split into parts or on the
+/// thread count.
 pub fn find_duplicates(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<Duplicates, SketchError> {
-    let at = locate_rows(config, parts)?;
-    let mut verdicts = vec![Verdict::Keep; at.len()];
-    let mut referenced: HashSet<u64> = HashSet::new();
-    let near_rows = exact_duplicates(parts, &at, &mut verdicts, &mut referenced)?;
-    // Band keys and shingles of each near-dedup row, by its index in `near_rows`.
-    let sketched: Vec<(&[u32], &[u32])> = near_rows.iter().map(|&(pi, ri, _)| parts[pi as usize].near_sketch(ri as usize).expect("checked above")).collect();
-    let previous = band_neighbours(config, &sketched);
-    let (mut uf, link) = join_similar(config, &sketched, &previous);
-    drop(previous);
-    for k in 0..near_rows.len() {
-        let root = uf.find(k as u32);
-        if root as usize == k {
-            continue;
-        }
-        let (of, via) = (near_rows[root as usize].2, near_rows[link[k].0 as usize].2);
-        verdicts[near_rows[k].2 as usize] = Verdict::Near { of, via, jaccard: link[k].1 };
-        referenced.insert(of);
-        referenced.insert(via);
-    }
-    let ids = referenced
-        .into_iter()
-        .map(|s| {
-            let (pi, ri) = at[s as usize];
-            (s, parts[pi as usize].id(ri as usize).into())
-        })
-        .collect();
-    Ok(Duplicates { verdicts, ids })
+    let exact = steps::exact_step(config, parts)?;
+    let candidates = steps::band_task(config, parts, &exact, 0..config.bands)?;
+    let near = steps::cluster(config, parts, &candidates, |part, near, out| {
+        let (_, shingles) = parts[part].near_sketch_at(near);
+        out.clear();
+        out.extend_from_slice(shingles);
+        Ok(())
+    })?;
+    let ids = steps::ids_of(parts, &steps::referenced(&exact, &near));
+    Duplicates::assemble(&exact, &near, ids)
 }
 
-/// Where each row of the input is: `(part, row)`, by seq; an error when the parts were made
-/// with other bands, disagree on the input's size or do not cover each seq exactly once.
-fn locate_rows(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<Vec<(u32, u32)>, SketchError> {
-    for p in parts {
-        if p.bands != config.bands && !p.is_empty() {
-            return Err(SketchError::Bands { expected: config.bands, found: p.bands });
-        }
-    }
-    let total = parts.first().map_or(0, |p| p.input_rows);
-    if let Some(p) = parts.iter().find(|p| p.input_rows != total) {
-        return Err(SketchError::InputRows(total, p.input_rows));
-    }
-    let mut at: Vec<(u32, u32)> = vec![(u32::MAX, 0); total as usize];
-    for (pi, p) in parts.iter().enumerate() {
-        for (ri, &s) in p.seq.iter().enumerate() {
-            let slot = at.get_mut(s as usize).ok_or(SketchError::Coverage { seq: s, what: "is out of range" })?;
-            if slot.0 != u32::MAX {
-                return Err(SketchError::Coverage { seq: s, what: "appears twice" });
-            }
-            *slot = (pi as u32, ri as u32);
-        }
-    }
-    if let Some(seq) = at.iter().position(|a| a.0 == u32::MAX) {
-        return Err(SketchError::Coverage { seq: seq as u64, what: "is missing" });
-    }
-    Ok(at)
-}
-
-/// Duplicate ids, then exact copies, by first occurrence: their verdicts, and the rows they
-/// name. Returns the other rows, `(part, row, seq)`, which near-dedup compares.
-fn exact_duplicates(parts: &[&Sketches], at: &[(u32, u32)], verdicts: &mut [Verdict], referenced: &mut HashSet<u64>) -> Result<Vec<(u32, u32, u64)>, SketchError> {
-    let mut seen: HashSet<IdKey<'_>, Prehashed> = HashSet::with_capacity_and_hasher(at.len(), Prehashed);
-    let mut exact: HashMap<u128, u64, Prehashed> = HashMap::with_capacity_and_hasher(at.len(), Prehashed);
-    let mut near_rows: Vec<(u32, u32, u64)> = Vec::new();
-    for (seq, &(pi, ri)) in at.iter().enumerate() {
-        let p = parts[pi as usize];
-        let ri = ri as usize;
-        if !seen.insert(IdKey(p.id_hash[ri], p.id(ri))) {
-            verdicts[seq] = Verdict::DuplicateId;
-            continue;
-        }
-        match exact.entry(p.exact[ri]) {
-            std::collections::hash_map::Entry::Occupied(first) => {
-                verdicts[seq] = Verdict::Exact { of: *first.get() };
-                referenced.insert(*first.get());
-            }
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(seq as u64);
-                if p.near[ri] == NO_NEAR {
-                    return Err(SketchError::Format(format!("row {seq} has no near-duplicate sketch but is no duplicate")));
-                }
-                near_rows.push((pi, ri as u32, seq as u64));
-            }
-        }
-    }
-    Ok(near_rows)
-}
-
-/// Per band (in parallel): sort the rows by band key; the members of a bucket are then
-/// consecutive, in input order, and each is a candidate of the member before it (as
-/// datatrove's bucket stage pairs neighbours in sorted order). `[band][row]` is that
-/// neighbour (the row itself when it has none).
-fn band_neighbours(config: &CorpusDedupConfig, sketched: &[(&[u32], &[u32])]) -> Vec<Vec<u32>> {
+/// Per band (in parallel), for the rows whose keys `key(row, band)` gives: sort the rows by
+/// band key; the members of a bucket are then consecutive, in input order, and each is a
+/// candidate of the member before it (as datatrove's bucket stage pairs neighbours in sorted
+/// order). `[band][row]` is that neighbour (the row itself when it has none).
+fn band_neighbours(rows: usize, bands: Range<usize>, key: impl Fn(usize, usize) -> u32 + Sync) -> Vec<Vec<u32>> {
     use rayon::prelude::*;
-    let n = sketched.len();
-    (0..config.bands)
+    bands
         .into_par_iter()
         .map(|b| {
-            let mut v: Vec<u64> = (0..n).map(|k| (u64::from(sketched[k].0[b]) << 32) | k as u64).collect();
+            let mut v: Vec<u64> = (0..rows).map(|k| (u64::from(key(k, b)) << 32) | k as u64).collect();
             v.sort_unstable();
-            let mut prev: Vec<u32> = (0..n as u32).collect();
+            let mut prev: Vec<u32> = (0..rows as u32).collect();
             for w in v.windows(2) {
                 if w[0] >> 32 == w[1] >> 32 {
                     prev[w[1] as u32 as usize] = w[0] as u32;
@@ -754,38 +776,6 @@ fn band_neighbours(config: &CorpusDedupConfig, sketched: &[(&[u32], &[u32])]) ->
             prev
         })
         .collect()
-}
-
-/// Verify the candidate pairs in input order, skipping a pair already joined (which changes
-/// no component), and join the similar ones. Returns the components and, per row, the first
-/// row it was joined with and their Jaccard similarity.
-fn join_similar(config: &CorpusDedupConfig, sketched: &[(&[u32], &[u32])], previous: &[Vec<u32>]) -> (UnionFind, Vec<(u32, f64)>) {
-    let n = sketched.len();
-    let mut uf = UnionFind((0..n as u32).collect());
-    let mut link: Vec<(u32, f64)> = vec![(u32::MAX, 0.0); n];
-    let mut candidates: Vec<u32> = Vec::with_capacity(config.bands);
-    for k in 0..n {
-        candidates.clear();
-        candidates.extend(previous.iter().map(|f| f[k]).filter(|&c| c as usize != k));
-        candidates.sort_unstable();
-        candidates.dedup();
-        for &c in &candidates {
-            if uf.find(c) == uf.find(k as u32) {
-                continue;
-            }
-            let j = sorted_jaccard(sketched[k].1, sketched[c as usize].1, config.threshold);
-            if j >= config.threshold {
-                uf.union(c, k as u32);
-                let j = (j * 1e4).round() / 1e4;
-                for (x, y) in [(k, c), (c as usize, k as u32)] {
-                    if link[x].0 == u32::MAX {
-                        link[x] = (y, j);
-                    }
-                }
-            }
-        }
-    }
-    (uf, link)
 }
 
 #[cfg(test)]

@@ -14,7 +14,9 @@
 //! 2. **duplicates** ([`stages::corpus::find_duplicates`]): decides over the sketches of all
 //!    rows at once (duplicate ids, exact copies, near-duplicate components), so the kept rows
 //!    do not depend on the shard count, the thread count or the number of processes. Output:
-//!    the [`Duplicates`] verdicts.
+//!    the [`Duplicates`] verdicts. With `--dedup-tasks T` (or the `--dedup-step` processes a
+//!    scheduler runs) the same verdicts come from an exact step, `T` band-range tasks and a
+//!    clustering step in separate processes, none holding every sketch ([`dedup`]).
 //! 3. **curate** ([`stages::corpus::curate`], run by [`curate`]): each output shard streams its
 //!    spool (merged across shard processes by `seq`) through the dedup verdicts → language →
 //!    decontaminate, in parallel batches, and writes its records batch by batch. Only
@@ -34,6 +36,7 @@
 //! <out>/train/shard=NNN/_SUCCESS        written last; holds the plan hash
 //! <out>/report.json, report.md, dropped.jsonl   merged over shards
 //! <out>/parts/part=III-of-NNN/          a shard process's sketches.bin, spool/ and _SUCCESS
+//! <out>/dedup/{exact,bands,clusters}/   the split near-duplicate steps' parts (see [`dedup`])
 //! ```
 //! An output shard whose `_SUCCESS` holds the current plan hash is skipped on a rerun, and a
 //! shard process whose part is complete does nothing. Similarities come from the `[embed]`
@@ -58,8 +61,11 @@
 //!   would skip nothing that the shard markers do not already skip.
 
 mod curate;
+mod dedup;
 mod output;
 mod scan;
+
+pub use dedup::{StepOutcome, peak_rss_mib};
 
 use std::path::{Path, PathBuf};
 
@@ -70,7 +76,7 @@ use stages::corpus::{self, CorpusReport, Duplicates, ReleaseIndex, Sketches};
 use crate::cli::ShardSpec;
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan};
 use crate::printer::Printer;
-use crate::shard::{self, PartMarker, PartWriter, part_done, part_name};
+use crate::shard::{PartMarker, PartWriter, part_done, part_name};
 
 /// What a shard process did.
 #[derive(Debug, Clone)]
@@ -119,13 +125,19 @@ impl CorpusRun {
         Ok((0..self.file().output.shards).filter(|&s| !output::shard_done(self.out(), s, &self.plan_hash)).collect())
     }
 
-    /// All of it in one process: scan every row, find the duplicates, curate. Returns the
+    /// All of it in one process: scan every row, find the duplicates, curate. With
+    /// `dedup_tasks`, the duplicates are decided by that many band tasks in other processes:
+    /// the rows are scanned into one shard part first, and merged as parts are. Returns the
     /// merged report.
-    pub fn whole(&self) -> anyhow::Result<CorpusReport> {
+    pub fn whole(&self, dedup_tasks: Option<u32>) -> anyhow::Result<CorpusReport> {
         let f = self.file();
         let todo = self.todo()?;
         if todo.is_empty() {
             return self.nothing_to_do();
+        }
+        if dedup_tasks.is_some() {
+            self.part(ShardSpec { index: 0, count: 1 })?;
+            return self.merge(dedup_tasks);
         }
         let index = self.release_index()?;
         let files = scan::fetch_sources(f, &self.out().join(".sources"), &self.printer)?;
@@ -169,31 +181,49 @@ impl CorpusRun {
     }
 
     /// Combine the complete parts of every shard process: refuse while one is missing,
-    /// incomplete or made from another plan. Returns the merged report.
-    pub fn merge(&self) -> anyhow::Result<CorpusReport> {
+    /// incomplete or made from another plan. The duplicates are those of the split steps
+    /// (`<out>/dedup/`) when they are complete for these parts, after running the missing
+    /// ones as `dedup_tasks` band tasks when given; otherwise they are decided here. Returns
+    /// the merged report.
+    pub fn merge(&self, dedup_tasks: Option<u32>) -> anyhow::Result<CorpusReport> {
         let f = self.file();
         let todo = self.todo()?;
         if todo.is_empty() {
             return self.nothing_to_do();
         }
         let parts_dir = self.out().join("parts");
-        let rerun = |i: u32, n: u32| format!("run `coreb corpus {} --shard {i}/{n}`", self.manifest.display());
-        let parts: Vec<PathBuf> = shard::complete_parts(&parts_dir, &self.plan_hash, "corpus", rerun)?.into_iter().map(|(dir, _)| dir).collect();
+        let chain = self.chain(true)?;
+        let parts = chain.parts();
         let index = self.release_index()?;
-        let sketches: Vec<Sketches> = parts
-            .par_iter()
-            .map(|dir| {
-                let path = dir.join("sketches.bin");
-                let mut r = std::io::BufReader::with_capacity(1 << 20, fs_err::File::open(&path)?);
-                Sketches::read_from(&mut r).with_context(|| format!("reading `{}`", path.display()))
-            })
-            .collect::<anyhow::Result<_>>()?;
-        let refs: Vec<&Sketches> = sketches.iter().collect();
-        self.printer.status(format!("merging {} shard parts: finding duplicates over {} pairs", parts.len(), refs.first().map_or(0, |s| s.input_rows())));
-        let dups = corpus::find_duplicates(&f.dedup, &refs).with_context(|| format!("merging the parts in `{}`", parts_dir.display()))?;
-        drop(sketches);
+        if let Some(tasks) = dedup_tasks {
+            self.run_dedup_tasks(&chain, tasks)?;
+        }
+        let dups = match self.split_duplicates(&chain)? {
+            Some(dups) => {
+                self.printer.status(format!("merging {} shard parts with the duplicates of the split steps in `{}`", parts.len(), self.out().join("dedup").display()));
+                dups
+            }
+            None if dedup_tasks.is_some() => anyhow::bail!("the split near-duplicate steps left no complete result in `{}`", self.out().join("dedup").display()),
+            None => {
+                let sketches: Vec<Sketches> = parts
+                    .par_iter()
+                    .map(|dir| {
+                        let path = dir.join("sketches.bin");
+                        let mut r = std::io::BufReader::with_capacity(1 << 20, fs_err::File::open(&path)?);
+                        Sketches::read_from(&mut r).with_context(|| format!("reading `{}`", path.display()))
+                    })
+                    .collect::<anyhow::Result<_>>()?;
+                let refs: Vec<&Sketches> = sketches.iter().collect();
+                self.printer.status(format!("merging {} shard parts: finding duplicates over {} pairs", parts.len(), refs.first().map_or(0, |s| s.input_rows())));
+                corpus::find_duplicates(&f.dedup, &refs).with_context(|| format!("merging the parts in `{}`", parts_dir.display()))?
+            }
+        };
         self.curate(&index, &dups, &todo, |s| parts.iter().map(|p| output::spool_path(&p.join("spool"), s)).collect())?;
         fs_err::remove_dir_all(&parts_dir)?;
+        let dedup_dir = self.out().join("dedup");
+        if dedup_dir.exists() {
+            fs_err::remove_dir_all(&dedup_dir)?;
+        }
         output::merge_reports(self.out(), f.output.shards)
     }
 

@@ -1,0 +1,340 @@
+//! The near-duplicate decision split into processes (issue #35): the steps of
+//! [`stages::corpus::duplicates::steps`] over the shard parts' sketches, each step's output a
+//! part with its marker under `<out>/dedup/`:
+//!
+//! ```text
+//! <out>/dedup/exact/part=000-of-001/exact.bin          repeated ids and exact copies
+//! <out>/dedup/bands/part=III-of-TTT/candidates.bin     the candidate pairs of band range I of T
+//! <out>/dedup/clusters/part=000-of-001/near.bin        the near-duplicate components
+//! ```
+//!
+//! A part's `_SUCCESS` (the shard parts' [`PartMarker`]) holds a key made of the plan hash,
+//! the step and the sha256 of every file the step read (the sketch files, the exact step's
+//! file, the band tasks' files), so a part made from other inputs is refused, and a complete
+//! one is not redone: a killed task leaves no part (only its `.part=….tmp` directory) and a
+//! rerun redoes it alone. Each step reads only the columns of the sketch files it needs
+//! ([`Sketches::read_selected`]): the exact step the ids and exact keys, a band task the keys
+//! of its bands, the clustering step the row positions and where the shingle sets are (the
+//! two sets of a pair it checks are read from the files then).
+//!
+//! `coreb merge corpus` uses the clustering step's result when it is complete for the current
+//! parts; with `--dedup-tasks T` it first runs the missing steps as processes of this binary
+//! (the `T` band tasks at once), as a scheduler would run them as jobs.
+
+use std::io::{BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use rayon::prelude::*;
+use stages::corpus::duplicates::steps::{self, ExactDecisions};
+use stages::corpus::{Duplicates, Selection, Sketches};
+use stages::durable::AtomicFile;
+
+use super::CorpusRun;
+use crate::cli::{DedupStep, ShardSpec};
+use crate::shard::{self, PartMarker, PartWriter, part_done, part_name, read_part_marker};
+
+/// What one dedup step process did.
+#[derive(Debug, Clone)]
+pub struct StepOutcome {
+    /// Its part was already complete for the current inputs: nothing was done.
+    pub already_done: bool,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// What it found (rows dropped, pairs, components).
+    pub facts: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The one task of the exact and clustering steps.
+const ONE: ShardSpec = ShardSpec { index: 0, count: 1 };
+
+/// The sha256 of a part's file, from its checked marker.
+fn file_sha(dir: &Path, file: &str) -> anyhow::Result<String> {
+    let marker = read_part_marker(dir)?;
+    Ok(marker.files.get(file).with_context(|| format!("`{}` lists no `{file}`", dir.join("_SUCCESS").display()))?.sha256.clone())
+}
+
+/// The key of a step's parts: the plan hash, the step and the sha256 of each file it reads.
+fn step_key(plan: &str, step: DedupStep, inputs: &[String]) -> String {
+    stages::hashing::sha256_hex(serde_json::json!({"plan": plan, "step": step.name(), "inputs": inputs}).to_string().as_bytes())
+}
+
+/// Read the sketch file of each shard part, only the columns `selection` names.
+fn read_sketches(parts: &[PathBuf], selection: &Selection) -> anyhow::Result<Vec<Sketches>> {
+    parts
+        .par_iter()
+        .map(|dir| {
+            let path = dir.join("sketches.bin");
+            let mut r = BufReader::with_capacity(1 << 20, fs_err::File::open(&path)?);
+            Sketches::read_selected(&mut r, selection).with_context(|| format!("reading `{}`", path.display()))
+        })
+        .collect()
+}
+
+/// Write one file of a part through the durable writer.
+fn write_file(part: &PartWriter, name: &str, write: impl FnOnce(&mut BufWriter<AtomicFile>) -> std::io::Result<()>) -> anyhow::Result<()> {
+    let path = part.path(name);
+    let mut w = BufWriter::with_capacity(1 << 20, AtomicFile::create(&path)?);
+    write(&mut w).and_then(|()| w.into_inner().map_err(|e| e.into_error())?.commit()).with_context(|| format!("writing `{}`", path.display()))
+}
+
+/// Read one file of a part.
+fn read_file<T>(path: &Path, read: impl FnOnce(&mut BufReader<fs_err::File>) -> Result<T, stages::corpus::SketchError>) -> anyhow::Result<T> {
+    let mut r = BufReader::with_capacity(1 << 20, fs_err::File::open(path)?);
+    read(&mut r).with_context(|| format!("reading `{}`", path.display()))
+}
+
+/// The complete shard parts the steps read, and the exact step's key (from their sketch
+/// files' hashes).
+pub(super) struct Chain {
+    /// The shard parts' directories.
+    parts: Vec<PathBuf>,
+    exact_key: String,
+}
+
+/// The shard parts of one count under `parts_dir`, all complete for `plan` by their markers,
+/// with their sketch file's sha256, checked by size only (the merge and the exact step hash
+/// every file); `None` at the first doubt.
+fn parts_by_marker(parts_dir: &Path, plan: &str) -> Option<Vec<(PathBuf, String)>> {
+    let mut names: Vec<(u32, u32)> = fs_err::read_dir(parts_dir).ok()?.filter_map(|e| e.ok()?.file_name().to_str().and_then(shard::parse_part_name)).collect();
+    names.sort_unstable();
+    let n = names.first()?.1;
+    if names.iter().enumerate().any(|(i, &(index, count))| index as usize != i || count != n) || names.len() != n as usize {
+        return None;
+    }
+    names
+        .into_iter()
+        .map(|(index, count)| {
+            let dir = parts_dir.join(part_name(ShardSpec { index, count }));
+            let marker: PartMarker = serde_json::from_str(&fs_err::read_to_string(dir.join("_SUCCESS")).ok()?).ok()?;
+            let entry = marker.files.get("sketches.bin")?;
+            let fits = marker.plan == plan && marker.shard == index && marker.shards == count && fs_err::metadata(dir.join("sketches.bin")).ok()?.len() == entry.bytes;
+            fits.then(|| (dir, entry.sha256.clone()))
+        })
+        .collect()
+}
+
+impl Chain {
+    /// The shard parts' directories.
+    pub(super) fn parts(&self) -> &[PathBuf] {
+        &self.parts
+    }
+}
+
+impl CorpusRun {
+    fn dedup_dir(&self, step: DedupStep) -> PathBuf {
+        self.out().join("dedup").join(step.name())
+    }
+
+    /// The complete shard parts and the exact step's key; with `verify`, every file of every
+    /// part is hashed (as the merge does), else the markers are trusted and sizes checked.
+    pub(super) fn chain(&self, verify: bool) -> anyhow::Result<Chain> {
+        let parts_dir = self.out().join("parts");
+        let found = if verify { None } else { parts_by_marker(&parts_dir, &self.plan_hash) };
+        let found = match found {
+            Some(found) => found,
+            None => {
+                let rerun = |i: u32, n: u32| format!("run `coreb corpus {} --shard {i}/{n}`", self.manifest.display());
+                let parts = shard::complete_parts(&parts_dir, &self.plan_hash, "corpus", rerun)?;
+                parts.into_iter().map(|(dir, m)| Ok((dir, m.files.get("sketches.bin").context("a corpus part without `sketches.bin`")?.sha256.clone()))).collect::<anyhow::Result<_>>()?
+            }
+        };
+        let (parts, shas): (Vec<PathBuf>, Vec<String>) = found.into_iter().unzip();
+        Ok(Chain { exact_key: step_key(&self.plan_hash, DedupStep::Exact, &shas), parts })
+    }
+
+    /// The exact step's part, complete for `chain`, and the band tasks' key; an error naming
+    /// the command that makes it otherwise.
+    fn bands_key(&self, chain: &Chain) -> anyhow::Result<(PathBuf, String)> {
+        let dir = self.dedup_dir(DedupStep::Exact).join(part_name(ONE));
+        if !part_done(&self.dedup_dir(DedupStep::Exact), ONE, &chain.exact_key) {
+            bail!("the exact step is missing, incomplete or was made from other parts (`{}`): run `coreb corpus {} --dedup-step exact`", dir.display(), self.manifest.display());
+        }
+        let key = step_key(&self.plan_hash, DedupStep::Bands, &[file_sha(&dir, "exact.bin")?]);
+        Ok((dir, key))
+    }
+
+    /// The band tasks' complete parts (one task count) and the clustering step's key.
+    fn clusters_key(&self, bands_key: &str) -> anyhow::Result<(Vec<PathBuf>, String)> {
+        let rerun = |i: u32, n: u32| format!("run `coreb corpus {} --dedup-step bands --task {i}/{n}`", self.manifest.display());
+        let parts: Vec<PathBuf> = shard::complete_parts(&self.dedup_dir(DedupStep::Bands), bands_key, "dedup band", rerun)?.into_iter().map(|(d, _)| d).collect();
+        let mut shas = parts.iter().map(|d| file_sha(d, "candidates.bin")).collect::<anyhow::Result<Vec<_>>>()?;
+        shas.push(bands_key.to_owned());
+        Ok((parts, step_key(&self.plan_hash, DedupStep::Clusters, &shas)))
+    }
+
+    /// Run one step (`task`: the band task, `0/1` for the other steps) as this process.
+    pub fn dedup_step(&self, step: DedupStep, task: ShardSpec) -> anyhow::Result<StepOutcome> {
+        let f = self.file();
+        let chain = self.chain(step == DedupStep::Exact)?;
+        let (key, inputs) = match step {
+            DedupStep::Exact => (chain.exact_key.clone(), Vec::new()),
+            DedupStep::Bands => {
+                if task.count as usize > f.dedup.bands {
+                    bail!("{} band tasks for {} bands: give at most one task per band", task.count, f.dedup.bands);
+                }
+                let (dir, key) = self.bands_key(&chain)?;
+                (key, vec![dir])
+            }
+            DedupStep::Clusters => self.clusters_key(&self.bands_key(&chain)?.1).map(|(parts, key)| (key, parts))?,
+        };
+        if step != DedupStep::Bands && task != ONE {
+            bail!("`--task` is for `--dedup-step bands`");
+        }
+        let steps_dir = self.dedup_dir(step);
+        if part_done(&steps_dir, task, &key) {
+            return Ok(StepOutcome { already_done: true, dir: steps_dir.join(part_name(task)), facts: Default::default() });
+        }
+        let part = PartWriter::begin(&steps_dir, task)?;
+        let facts = match step {
+            DedupStep::Exact => {
+                let sketches = read_sketches(&chain.parts, &Selection { ids: true, bands: Some(0..0), shingles: false })?;
+                let refs: Vec<&Sketches> = sketches.iter().collect();
+                let exact = steps::exact_step(&f.dedup, &refs)?;
+                write_file(&part, "exact.bin", |w| exact.write_to(w))?;
+                serde_json::json!({"input_rows": exact.input_rows(), "dropped": exact.dropped()})
+            }
+            DedupStep::Bands => {
+                let exact = read_file(&inputs[0].join("exact.bin"), ExactDecisions::read_from)?;
+                let bands = band_range(f.dedup.bands, task);
+                let sketches = read_sketches(&chain.parts, &Selection { ids: false, bands: Some(bands.clone()), shingles: false })?;
+                let refs: Vec<&Sketches> = sketches.iter().collect();
+                let candidates = steps::band_task(&f.dedup, &refs, &exact, bands.clone()).with_context(|| format!("band task {}/{}", task.index, task.count))?;
+                write_file(&part, "candidates.bin", |w| steps::write_candidates(w, &candidates))?;
+                serde_json::json!({"bands": [bands.start, bands.end], "candidates": candidates.len()})
+            }
+            DedupStep::Clusters => {
+                let exact = read_file(&self.dedup_dir(DedupStep::Exact).join(part_name(ONE)).join("exact.bin"), ExactDecisions::read_from)?;
+                let mut pairs = Vec::new();
+                for d in &inputs {
+                    pairs = steps::merge_candidates(pairs, read_file(&d.join("candidates.bin"), steps::read_candidates)?);
+                }
+                // Each part's row positions and where its shingle sets are; the sets of the
+                // pairs checked are read from the files.
+                let sketches = read_sketches(&chain.parts, &Selection { ids: false, bands: Some(0..0), shingles: false })?;
+                let files = chain
+                    .parts
+                    .iter()
+                    .map(|d| std::fs::File::open(d.join("sketches.bin")).with_context(|| format!("opening `{}`", d.join("sketches.bin").display())))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                let parts: Vec<&Sketches> = sketches.iter().collect();
+                let near = steps::cluster(&f.dedup, &parts, &pairs, |p, near, out| sketches[p].read_shingles(&files[p], near, out))?;
+                write_file(&part, "near.bin", |w| steps::write_near(w, exact.input_rows(), &near))?;
+                serde_json::json!({"band_tasks": inputs.len(), "candidates": pairs.len(), "near_duplicates": near.len()})
+            }
+        };
+        let facts = facts.as_object().cloned().unwrap_or_default();
+        let marker = PartMarker { plan: key, shard: task.index, shards: task.count, files: Default::default(), facts: facts.clone() };
+        let dir = part.finish(&marker)?;
+        Ok(StepOutcome { already_done: false, dir, facts })
+    }
+
+    /// The duplicates decided by the split steps, when the clustering step is complete for
+    /// the current shard parts; `None` when it is not.
+    pub(super) fn split_duplicates(&self, chain: &Chain) -> anyhow::Result<Option<Duplicates>> {
+        let Ok((exact_dir, bands_key)) = self.bands_key(chain) else {
+            return Ok(None);
+        };
+        let Ok((_, clusters_key)) = self.clusters_key(&bands_key) else {
+            return Ok(None);
+        };
+        if !part_done(&self.dedup_dir(DedupStep::Clusters), ONE, &clusters_key) {
+            return Ok(None);
+        }
+        let exact = read_file(&exact_dir.join("exact.bin"), ExactDecisions::read_from)?;
+        let near_path = self.dedup_dir(DedupStep::Clusters).join(part_name(ONE)).join("near.bin");
+        let (rows, near) = read_file(&near_path, steps::read_near)?;
+        if rows != exact.input_rows() {
+            bail!("`{}` covers {rows} rows, the exact step {}", near_path.display(), exact.input_rows());
+        }
+        let sketches = read_sketches(&chain.parts, &Selection { ids: true, bands: Some(0..0), shingles: false })?;
+        let refs: Vec<&Sketches> = sketches.iter().collect();
+        let ids = steps::ids_of(&refs, &steps::referenced(&exact, &near));
+        Ok(Some(Duplicates::assemble(&exact, &near, ids)?))
+    }
+
+    /// Run the steps not yet complete as processes of this binary: the exact step, the `tasks`
+    /// band tasks at once, the clustering step. Band parts of another task count are removed.
+    pub(super) fn run_dedup_tasks(&self, chain: &Chain, tasks: u32) -> anyhow::Result<()> {
+        if tasks as usize > self.file().dedup.bands {
+            bail!("{tasks} band tasks for {} bands: give at most one task per band", self.file().dedup.bands);
+        }
+        if !part_done(&self.dedup_dir(DedupStep::Exact), ONE, &chain.exact_key) {
+            self.spawn_steps(DedupStep::Exact, &[ONE])?;
+        }
+        let (_, bands_key) = self.bands_key(chain)?;
+        let bands_dir = self.dedup_dir(DedupStep::Bands);
+        if bands_dir.exists() {
+            for e in fs_err::read_dir(&bands_dir)? {
+                let e = e?;
+                let other = e.file_name().to_str().and_then(shard::parse_part_name).is_some_and(|(_, n)| n != tasks);
+                if other {
+                    fs_err::remove_dir_all(e.path())?;
+                }
+            }
+        }
+        let todo: Vec<ShardSpec> = (0..tasks).map(|index| ShardSpec { index, count: tasks }).filter(|&t| !part_done(&bands_dir, t, &bands_key)).collect();
+        self.printer.status(format!("near-duplicates in {tasks} band tasks: {} to run, {} complete", todo.len(), tasks as usize - todo.len()));
+        self.spawn_steps(DedupStep::Bands, &todo)?;
+        let (_, clusters_key) = self.clusters_key(&bands_key)?;
+        if !part_done(&self.dedup_dir(DedupStep::Clusters), ONE, &clusters_key) {
+            self.spawn_steps(DedupStep::Clusters, &[ONE])?;
+        }
+        Ok(())
+    }
+
+    /// Start `coreb corpus <manifest> --dedup-step <step> --task I/T` for every task at once
+    /// and wait for all; an error names each failed task with the end of its stderr.
+    fn spawn_steps(&self, step: DedupStep, tasks: &[ShardSpec]) -> anyhow::Result<()> {
+        let exe = std::env::current_exe().context("finding the coreb binary")?;
+        // Share the cores among the tasks unless the caller chose a thread count.
+        let threads = (rayon::current_num_threads() / tasks.len().max(1)).max(1);
+        let children = tasks
+            .iter()
+            .map(|t| {
+                let mut cmd = std::process::Command::new(&exe);
+                cmd.arg("corpus").arg(&self.manifest).args(["--dedup-step", step.name(), "--json"]);
+                if step == DedupStep::Bands {
+                    cmd.args(["--task", &format!("{}/{}", t.index, t.count)]);
+                }
+                if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+                    cmd.env("RAYON_NUM_THREADS", threads.to_string());
+                }
+                let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().with_context(|| format!("starting `{}`", exe.display()))?;
+                Ok((*t, child))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut failed = Vec::new();
+        for (t, child) in children {
+            let out = child.wait_with_output()?;
+            let what = format!("dedup {} {}/{}", step.name(), t.index, t.count);
+            if !out.status.success() {
+                let err = String::from_utf8_lossy(&out.stderr);
+                failed.push(format!("{what} failed ({}): {}", out.status, err.trim().lines().last().unwrap_or_default()));
+                continue;
+            }
+            let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            self.printer.status(format!("{what}: {}", line));
+        }
+        if !failed.is_empty() {
+            bail!("{}", failed.join("\n"));
+        }
+        Ok(())
+    }
+}
+
+/// The bands of task `task`: `T` contiguous ranges, as equal as they can be.
+fn band_range(bands: usize, task: ShardSpec) -> std::ops::Range<usize> {
+    let (i, n) = (task.index as usize, task.count as usize);
+    i * bands / n..(i + 1) * bands / n
+}
+
+/// This process's peak resident memory so far, in MiB.
+pub fn peak_rss_mib() -> f64 {
+    // SAFETY: `getrusage` fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    usage.ru_maxrss as f64 / 1024.0
+}

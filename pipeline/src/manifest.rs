@@ -183,6 +183,7 @@ impl RunPlan {
     /// Validate a parsed manifest and apply defaults.
     pub fn resolve(path: &Path, file: ManifestFile, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
         let ManifestFile { version, window, output_dir, releases_dir, sources, stages, llm, gates, prompts_dir, response_store, eval } = file;
+        stages::check::check_waivers(&gates)?;
         if !is_version(&version) {
             bail!("`version`: expected `vYYYYMM`, got `{version}`");
         }

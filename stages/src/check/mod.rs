@@ -270,13 +270,19 @@ pub fn sibling_releases(release: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Refuse a `[gates] waive` entry that names no check (the manifest is checked with it when
+/// it is resolved, so a typo stops the build before its first stage).
+pub fn check_waivers(cfg: &GatesConfig) -> Result<(), CheckError> {
+    match cfg.waive.iter().find(|w| !Check::ALL.iter().any(|c| c.as_str() == w.as_str())) {
+        Some(unknown) => Err(CheckError::UnknownCheck { name: unknown.clone(), known: Check::ALL.map(Check::as_str).join(", ") }),
+        None => Ok(()),
+    }
+}
+
 /// Run every check on the release at `dir` (version `version`, composed as `composition`
 /// says), comparing its ids with the releases at `others`.
 pub fn check_release(dir: &Path, version: &str, others: &[PathBuf], cfg: &GatesConfig, composition: &Composition) -> Result<CheckReport, CheckError> {
-    if let Some(unknown) = cfg.waive.iter().find(|w| !Check::ALL.iter().any(|c| c.as_str() == w.as_str())) {
-        let known: Vec<&str> = Check::ALL.iter().map(|c| c.as_str()).collect();
-        return Err(CheckError::UnknownCheck { name: unknown.clone(), known: known.join(", ") });
-    }
+    check_waivers(cfg)?;
     let frames = Frames::new(dir).with_search_positives(composition.search_positives);
     let fr = |source: FrameError| CheckError::Frames { release: dir.to_owned(), source };
     let mut r = Results { cfg, out: Vec::new() };
@@ -427,4 +433,17 @@ fn equivalence(frames: &Frames, task: Task, beir: &Dataset) -> Result<(f64, Vec<
     bad.sort();
     bad.dedup();
     Ok((max_diff, bad))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_waiver_must_name_a_check() {
+        let named = |names: &[&str]| GatesConfig { waive: names.iter().map(|n| (*n).to_owned()).collect(), ..GatesConfig::default() };
+        assert!(check_waivers(&named(&["language_named", "duplicate_texts"])).is_ok());
+        let err = check_waivers(&named(&["language_named", "language_nmed"])).unwrap_err().to_string();
+        assert!(err.contains("`language_nmed`") && err.contains("language_named, empty_texts"), "{err}");
+    }
 }

@@ -561,8 +561,6 @@ pub fn qrels(config: &QrelsConfig, version: &str, roles: &Roles, problems: &[Pro
 
     let code_corpus = code_corpus(version, &solutions);
     let (text_corpus, text_ids) = text_corpus(version, &problems, composition.summaries_are_documents());
-    let all_distractors: Vec<(&ProblemId, &DocId)> =
-        text_ids.iter().filter(|((_, k), _)| *k == TextKind::Distractor).flat_map(|((p, _), ids)| ids.iter().map(move |d| (*p, d))).collect();
     let mut b = Builder {
         sets: Task::ALL.iter().map(|t| (*t, TaskSet::default())).collect(),
         stats: QrelsStats { problems: problems.len() as u64, code_docs: code_corpus.len() as u64, text_docs: text_corpus.len() as u64, ..QrelsStats::default() },
@@ -570,8 +568,7 @@ pub fn qrels(config: &QrelsConfig, version: &str, roles: &Roles, problems: &[Pro
     let mut text2code = Vec::new();
     for p in &problems {
         let docs = (0..code_corpus.len()).filter(|&i| code_corpus[i].problem_id == p.problem_id).collect();
-        let other_distractors: Vec<DocId> = all_distractors.iter().filter(|(q, _)| **q != p.problem_id).map(|(_, d)| (*d).clone()).collect();
-        let queries = ProblemQueries { config, composition, roles, version, corpus: &code_corpus, problem: p, docs, text_ids: &text_ids, other_distractors };
+        let queries = ProblemQueries { config, composition, roles, version, corpus: &code_corpus, problem: p, docs, text_ids: &text_ids };
         queries.text2code(&mut text2code);
         queries.code2text(&mut b);
         queries.code2code(&mut b);
@@ -634,8 +631,6 @@ struct ProblemQueries<'a> {
     problem: &'a ProblemTexts,
     docs: Vec<usize>,
     text_ids: &'a TextIds<'a>,
-    /// Every other problem's distractors, in id order: the fill of a pooled code2text draw.
-    other_distractors: Vec<DocId>,
 }
 
 impl ProblemQueries<'_> {
@@ -723,7 +718,10 @@ impl ProblemQueries<'_> {
         if own.len() >= max || self.composition.hard_negatives == HardNegatives::Tiered {
             return rng.sample(&own, max);
         }
-        let fill = rng.sample(&self.other_distractors, max - own.len());
+        // Every other problem's distractors, in problem id order, only when a draw needs them.
+        let others: Vec<DocId> =
+            self.text_ids.iter().filter(|((p, k), _)| *k == TextKind::Distractor && **p != self.problem.problem_id).flat_map(|(_, ids)| ids.iter().cloned()).collect();
+        let fill = rng.sample(&others, max - own.len());
         own.into_iter().chain(fill).collect()
     }
 

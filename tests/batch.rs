@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use stages::services::llm::batch::state_dir_of;
-use stages::services::llm::config::{BatchConfig, LlmStage, ModelPrice, RetryConfig, StoreMode, Transport};
-use stages::services::llm::run::request;
-use stages::services::llm::{BatchGateway, ChatMessage, Gateway, LlmConfig, LlmGateway, ResponseStore, Role, SamplingParams};
+use coreb_http::RetryConfig;
+use coreb_llm::batch::state_dir_of;
+use coreb_llm::config::{BatchConfig, LlmStage, ModelPrice, StoreMode, Transport};
+use coreb_llm::run::request;
+use coreb_llm::{BatchGateway, ChatMessage, Gateway, LlmConfig, LlmGateway, ResponseStore, Role, SamplingParams};
 
 use crate::support::http::{Reply, Request, serve};
 use crate::support::{coreb, root, run, text, tree_sha256};
@@ -238,7 +239,7 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
     let store = dir.path().join("store");
     let inner = Gateway::new(&cfg, ResponseStore::open(&store), None).unwrap();
     let gateway = BatchGateway::new(&cfg, inner, None, state_dir_of(&store)).unwrap();
-    let answers = stages::services::llm::run::ordered(requests.iter().collect(), 6, |r| gateway.complete(r)).await;
+    let answers = coreb_llm::run::ordered(requests.iter().collect(), 6, |r| gateway.complete(r)).await;
     for (i, a) in answers.into_iter().enumerate() {
         let a = a.unwrap_or_else(|e| panic!("request {i}: {e}"));
         assert_eq!(a.text, format!("answer to q{i}"));
@@ -299,7 +300,7 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
     fs_err::write(state_dir_of(&store).join("s-interrupted.json"), orphan.to_string()).unwrap();
     let inner = Gateway::new(&cfg, ResponseStore::open(&store), None).unwrap();
     let third = BatchGateway::new(&cfg, inner, None, state_dir_of(&store)).unwrap();
-    let answers = stages::services::llm::run::ordered(late.iter().collect(), 2, |r| third.complete(r)).await;
+    let answers = coreb_llm::run::ordered(late.iter().collect(), 2, |r| third.complete(r)).await;
     assert_eq!(answers.into_iter().map(|a| a.unwrap().text).collect::<Vec<_>>(), ["answer to q6", "answer to q7"]);
     let f = state.lock().unwrap();
     assert_eq!((f.batches.len(), f.files.keys().filter(|k| k.starts_with("file-in")).count(), f.sync.len()), (3, 2, 1), "no upload, no new batch");

@@ -11,10 +11,10 @@ use std::sync::OnceLock;
 
 use stages::execute::{ExecuteConfig, LimitsPatch, SolutionResult, Verdict, execute, execute_tables};
 use stages::ingest::{IngestConfig, decode_row};
-use stages::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+use coreb_data::problem::{Platform, Problem, ProblemId, TestCase, TestType};
 use coreb_sandbox::{DirAccess, Identity, Limits, Program, Sandbox, SandboxConfig};
 use stages::execute::reuse::{FastStart, PYTHON_MODULES, PYTHON_NAMES, RUBY_LIBRARIES, RUBY_NAMES};
-use stages::solution::{Language, Solution, SolutionId};
+use coreb_data::solution::{Language, Solution, SolutionId};
 
 use crate::support::{coreb, root, run, text, tree_sha256};
 
@@ -104,12 +104,12 @@ fn verdicts_do_not_depend_on_jobs_and_round_trip_through_parquet() {
 
     let dir = tempfile::tempdir().unwrap();
     let (pp, sp) = (dir.path().join("problems.parquet"), dir.path().join("solutions.parquet"));
-    let mut w = stages::tables::ProblemWriter::create(&pp).unwrap();
+    let mut w = coreb_data::tables::ProblemWriter::create(&pp).unwrap();
     for p in &problems {
         w.write(p.clone()).unwrap();
     }
     w.finish().unwrap();
-    stages::tables::solutions::write_solutions(&sp, &solutions).unwrap();
+    coreb_data::tables::solutions::write_solutions(&sp, &solutions).unwrap();
 
     let config = ExecuteConfig::default();
     let mut seen = Vec::new();
@@ -118,7 +118,7 @@ fn verdicts_do_not_depend_on_jobs_and_round_trip_through_parquet() {
         let report = execute_tables(&pp, &sp, &out, &config, sandbox(), jobs, &|| {}).unwrap();
         assert_eq!(report.without_problem, vec![SolutionId::new(&orphan, "ok", Language::Python, 0)]);
         assert_eq!(report.stats.solutions, 16);
-        let rows = stages::tables::verdicts::read_verdicts(&out).unwrap();
+        let rows = coreb_data::tables::verdicts::read_verdicts(&out).unwrap();
         seen.push(rows.iter().map(|r| (r.solution_id.clone(), r.passed, verdicts(r))).collect::<Vec<_>>());
     }
     assert_eq!(seen[0], seen[1]);

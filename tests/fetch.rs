@@ -139,7 +139,7 @@ fn manifest(dir: &Path, url: &str, sha256: Option<&str>) -> PathBuf {
 }
 
 fn sha(bytes: &[u8]) -> String {
-    stages::hashing::sha256_hex(bytes)
+    coreb_base::hashing::sha256_hex(bytes)
 }
 
 fn fetch(manifest: &Path) -> std::process::Output {

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use stages::solution::Language;
+use coreb_data::solution::Language;
 use stages::strip::has_comments;
 
 use crate::support::root;
@@ -58,7 +58,7 @@ fn the_sample_says_its_content_was_written_by_hand() {
 /// argument parsing of its own.
 #[test]
 fn no_sample_leetcode_code_document_carries_a_driver() {
-    let problems = stages::tables::ProblemReader::read_all(&release().join("problems.parquet")).unwrap();
+    let problems = coreb_data::tables::ProblemReader::read_all(&release().join("problems.parquet")).unwrap();
     let functional: std::collections::BTreeSet<String> = problems.iter().filter(|p| p.is_functional()).map(|p| p.id.to_string()).collect();
     assert_eq!(functional.len(), 5, "{functional:?}");
     let driver = regex::Regex::new(r"\bmain\s*\(|__main__|parseInt(?:List|Array)|json\.loads|JSON\.parse|sys\.stdin|\bSTDIN\b|\$stdin|\bgets\b|\bbufio\b|System\.in\b|\bcin\b|getline").unwrap();

@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use stages::problem::Problem;
-use stages::tables::{ProblemReader, ProblemWriter};
+use coreb_data::problem::Problem;
+use coreb_data::tables::{ProblemReader, ProblemWriter};
 
 use crate::support::{coreb, fixture_data, run, text};
 
@@ -60,7 +60,7 @@ fn ingests_all_1044_problems_with_their_tests() {
         assert_eq!(p.public_tests[0].output, public[0]["output"].as_str().unwrap());
         // The shared file's private tests are encoded empty lists.
         assert!(p.private_tests.is_empty());
-        assert_eq!(p.func_name.is_some(), p.platform == stages::problem::Platform::Leetcode, "{}", p.id);
+        assert_eq!(p.func_name.is_some(), p.platform == coreb_data::problem::Platform::Leetcode, "{}", p.id);
     }
 }
 
@@ -221,7 +221,7 @@ fn a_first_build_hashes_its_local_source_as_it_ingests_it_and_records_what_fetch
     let m = manifest(rerun.path(), &source, "");
     stage_json("ingest", &m);
     let first = record(rerun.path(), "fetch");
-    assert_eq!(first["summary"]["sources"][0]["sha256"], stages::hashing::sha256_file(&source).unwrap());
+    assert_eq!(first["summary"]["sources"][0]["sha256"], coreb_base::hashing::sha256_file(&source).unwrap());
     assert_eq!(first["summary"]["sources"][0]["bytes"], fs_err::metadata(&source).unwrap().len());
     // Unchanged: hashed first, found, nothing decoded.
     assert_eq!(stage_json("ingest", &m)["skipped"], true);
@@ -259,7 +259,7 @@ fn same_input_same_bytes_whatever_the_jobs() {
         assert!(out.status.success(), "{}", text(&out));
         let files: Vec<String> = ["ingest/problems.parquet", "dedup/problems.parquet", "dedup/duplicates.json", "filter/problems.parquet"]
             .iter()
-            .map(|f| stages::hashing::sha256_file(&dir.path().join("build/artifacts").join(f)).unwrap())
+            .map(|f| coreb_base::hashing::sha256_file(&dir.path().join("build/artifacts").join(f)).unwrap())
             .collect();
         digests.push(files);
     }
@@ -363,12 +363,12 @@ fn a_failed_run_loses_nothing_already_built() {
     let (ok, _) = ingest_lines(dir.path(), &good, "");
     assert!(ok);
     let table = dir.path().join("build/artifacts/ingest/problems.parquet");
-    let before = stages::hashing::sha256_file(&table).unwrap();
+    let before = coreb_base::hashing::sha256_file(&table).unwrap();
     let mut bad = good.clone();
     bad.push("{ broken".into());
     let (ok, stderr) = ingest_lines(dir.path(), &bad, "");
     assert!(!ok && stderr.contains("bad.jsonl:5"), "{stderr}");
-    assert_eq!(stages::hashing::sha256_file(&table).unwrap(), before);
+    assert_eq!(coreb_base::hashing::sha256_file(&table).unwrap(), before);
     assert_eq!(ProblemReader::read_all(&table).unwrap().len(), 4);
 }
 

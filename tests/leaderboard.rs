@@ -146,7 +146,7 @@ fn store_state(store: &Path) -> Vec<(String, String)> {
         if d.is_dir() {
             for f in fs_err::read_dir(&d).unwrap() {
                 let f = f.unwrap().path();
-                out.push((f.display().to_string(), stages::hashing::sha256_file(&f).unwrap()));
+                out.push((f.display().to_string(), coreb_base::hashing::sha256_file(&f).unwrap()));
             }
         }
     }

@@ -14,13 +14,15 @@ use serde_json::{Value, json};
 use stages::abbreviate::{AbbreviateConfig, abbreviate};
 use stages::distract::{DistractConfig, distract};
 use stages::generate::{GenerateConfig, generate};
-use stages::problem::{Platform, Problem, ProblemId};
-use stages::prompt::Prompts;
+use coreb_data::problem::{Platform, Problem, ProblemId};
+use coreb_http::RetryConfig;
+use coreb_llm::prompt::Prompts;
 use stages::queries::{QueriesConfig, queries};
-use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, RewrittenProblem, TestOrigin, rewrite};
-use stages::services::llm::run::{LlmStageError, ModelPlan, RejectReason};
-use stages::services::llm::{Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, RetryConfig, SamplingParams, StageModels, StoreMode, StructuredOutput};
-use stages::solution::Language;
+use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, rewrite};
+use coreb_data::rewritten::{RewrittenProblem, TestOrigin};
+use coreb_llm::run::{LlmStageError, ModelPlan, RejectReason};
+use coreb_llm::{Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, SamplingParams, StageModels, StoreMode, StructuredOutput};
+use coreb_data::solution::Language;
 
 use crate::support::{coreb, root, run, text};
 
@@ -399,9 +401,9 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
     let server = Server::start(faulty).await;
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&server.url, StoreMode::Live);
-    cfg.stages.insert(LlmStage::Generate, stages::services::llm::StageModels { models: vec!["model-a".into(), "model-b".into()], temperature: Some(0.8), ..Default::default() });
+    cfg.stages.insert(LlmStage::Generate, coreb_llm::StageModels { models: vec!["model-a".into(), "model-b".into()], temperature: Some(0.8), ..Default::default() });
     cfg.concurrency = 8;
-    cfg.prices.insert("model-b".into(), stages::services::llm::ModelPrice { input_per_million: 2.0, output_per_million: 10.0 });
+    cfg.prices.insert("model-b".into(), coreb_llm::ModelPrice { input_per_million: 2.0, output_per_million: 10.0 });
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
     let p = prompts();
     let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Crates MARKNOCODE", true)];
@@ -672,13 +674,13 @@ fn write_export(path: &Path, n: u32) {
     use std::io::Write;
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
     for i in 0..n {
-        let request = stages::services::llm::run::request(LlmStage::Queries, &format!("lcb_{i}"), "m", vec![stages::services::llm::ChatMessage { role: stages::services::llm::Role::User, content: format!("q {i}") }], &SamplingParams::default(), 0, "p");
+        let request = coreb_llm::run::request(LlmStage::Queries, &format!("lcb_{i}"), "m", vec![coreb_llm::ChatMessage { role: coreb_llm::Role::User, content: format!("q {i}") }], &SamplingParams::default(), 0, "p");
         let entry = json!({
             "format": "coreb-llm-response/1",
             "key": request.key(),
             "stage": "queries",
             "item": request.item,
-            "request": stages::services::llm::key::KeyedRequest::of(&request),
+            "request": coreb_llm::key::KeyedRequest::of(&request),
             "response": {"text": format!("{{\"queries\": [\"q {i}\"]}} {}", "padding ".repeat(200)), "finish_reason": "stop", "usage": {"prompt_tokens": 3, "completion_tokens": 4}},
         });
         writeln!(f, "{entry}").unwrap();
@@ -759,10 +761,10 @@ fn python_reference_entries_match_the_rust_store_byte_for_byte() {
     assert_eq!(keys.len(), 3);
     for key in &keys {
         let entry = store.get(key).unwrap().unwrap();
-        assert_eq!(stages::services::llm::store::entry_text(&entry), std::fs::read_to_string(store.path_of(key)).unwrap());
+        assert_eq!(coreb_llm::store::entry_text(&entry), std::fs::read_to_string(store.path_of(key)).unwrap());
         // Only the schema's hash is keyed.
-        let schema = entry.request.response_format.as_ref().map(|f| (f.mode, stages::services::llm::JsonSchema { name: entry.stage.to_string(), value: Value::Null, sha256: f.schema_sha256.clone() }));
-        let request = stages::services::llm::run::request(entry.stage, &entry.item, &entry.request.model, entry.request.messages.clone(), &entry.request.params, entry.request.sample, &entry.request.prompt_sha256);
+        let schema = entry.request.response_format.as_ref().map(|f| (f.mode, coreb_llm::JsonSchema { name: entry.stage.to_string(), value: Value::Null, sha256: f.schema_sha256.clone() }));
+        let request = coreb_llm::run::request(entry.stage, &entry.item, &entry.request.model, entry.request.messages.clone(), &entry.request.params, entry.request.sample, &entry.request.prompt_sha256);
         let request = match &schema {
             Some((mode, schema)) => request.with_schema(Some(schema), *mode),
             None => request,
@@ -785,7 +787,7 @@ async fn authored_answers_are_recorded_then_replayed() {
     let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Boxes", false)];
     let answers = BTreeMap::from([((LlmStage::Abbreviate, "lcb_1".to_owned()), words(55, "crate"))]);
     let plan = ModelPlan::single("author", SamplingParams::default());
-    let authored = stages::services::llm::AuthoredGateway::new(answers, ResponseStore::open(dir.path()));
+    let authored = coreb_llm::AuthoredGateway::new(answers, ResponseStore::open(dir.path()));
     let first = abbreviate(&AbbreviateConfig::default(), &plan, &p.abbreviate, &problems, &authored).await.unwrap();
     assert_eq!(first.summaries.len(), 1);
     assert!(matches!(&first.rejected[..], [r] if r.item == "lcb_2" && matches!(&r.reason, RejectReason::Llm { failure } if failure.kind == LlmFailureKind::NotAuthored)));

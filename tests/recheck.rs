@@ -12,12 +12,14 @@ use serde_json::{Value, json};
 use stages::execute::recheck::{RecheckProblem, RecheckStats};
 use stages::execute::driver::Harness;
 use stages::execute::{ExecuteConfig, execute_checked};
-use stages::problem::Problem;
-use stages::prompt::Prompts;
-use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, TestOrigin, apply_bijection_keeping, letter_bijection, rewrite};
-use stages::services::llm::{Gateway, LlmConfig, ResponseStore, RetryConfig, StoreMode};
-use stages::solution::{Language, Solution, SolutionId};
-use stages::verdict::{CheckOutcome, Verdict};
+use coreb_data::problem::Problem;
+use coreb_http::RetryConfig;
+use coreb_llm::prompt::Prompts;
+use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, apply_bijection_keeping, letter_bijection, rewrite};
+use coreb_data::rewritten::TestOrigin;
+use coreb_llm::{Gateway, LlmConfig, ResponseStore, StoreMode};
+use coreb_data::solution::{Language, Solution, SolutionId};
+use coreb_data::verdict::{CheckOutcome, Verdict};
 
 use crate::support::{root, stdin_problem};
 
@@ -190,7 +192,7 @@ fn a_problem_left_without_tests_is_rejected_whole() {
     let perm = letter_bijection("lcb_910");
     let mut rewritten = original.clone();
     rewritten.public_tests = vec![stages::rewrite::biject_test(&original.public_tests[0], &perm)];
-    let reference = stages::rewrite::Reference { model: "m".into(), original: SMALLEST.into(), adapted: SMALLEST.into() };
+    let reference = coreb_data::rewritten::Reference { model: "m".into(), original: SMALLEST.into(), adapted: SMALLEST.into() };
     let recheck = [RecheckProblem { problem_id: original.id.clone(), test_origins: vec![TestOrigin::Bijection], reference: Some(reference), original_tests: original.public_tests.clone(), original_harness: Harness::of(&original) }];
     let solution = Solution { id: SolutionId::new(&original.id, "s", Language::Python, 0), problem_id: original.id.clone(), model: "s".into(), language: Language::Python, sample: 0, code: SMALLEST.into() };
     let sandbox = coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");

@@ -106,7 +106,7 @@ fn the_series_composition_matches_the_authors_maker_but_for_its_listed_defects()
     // solution inside the judge's driver (a `main` reading stdin), as the series' are; a stdin
     // problem's documents do not change.
     let programs = build(&manifest(d, "programs", "code_document = \"program\"\n"), d, "programs");
-    let problems = stages::tables::ProblemReader::read_all(&programs.join("problems.parquet")).unwrap();
+    let problems = coreb_data::tables::ProblemReader::read_all(&programs.join("problems.parquet")).unwrap();
     let functional: std::collections::BTreeSet<String> = problems.iter().filter(|p| p.is_functional()).map(|p| p.id.to_string()).collect();
     let code = |release: &Path| -> std::collections::BTreeMap<String, (String, String)> {
         fs_err::read_to_string(release.join("text2code/corpus.jsonl"))

@@ -22,9 +22,9 @@ use rayon::prelude::*;
 use stages::execute::driver::assemble;
 use stages::execute::{ExecuteConfig, Harness, execute, outputs_match, functional_outputs_match};
 use stages::ingest::{IngestConfig, decode_row};
-use stages::problem::{Problem, TestCase, TestType};
+use coreb_data::problem::{Problem, TestCase, TestType};
 use coreb_sandbox::{Sandbox, SandboxConfig};
-use stages::solution::{Language, Solution, SolutionId};
+use coreb_data::solution::{Language, Solution, SolutionId};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/execute")

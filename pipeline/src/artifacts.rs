@@ -6,9 +6,9 @@
 //! built from, so changed stage code never reuses an old artifact), the stage's manifest
 //! section and the fingerprints of its upstream outputs (and, for LLM stages, prompt hashes).
 //! A stage writes into `artifacts/.<stage>.tmp/`, then [`StageWriter::commit`] hashes every
-//! output (or takes the sha256 it was written with, [`stages::durable::sha256_as_written`]),
+//! output (or takes the sha256 it was written with, [`coreb_base::durable::sha256_as_written`]),
 //! writes `record.json`, fsyncs every file and renames the directory into place
-//! ([`stages::durable::replace_dir`]). A directory without `record.json`, with another key,
+//! ([`coreb_base::durable::replace_dir`]). A directory without `record.json`, with another key,
 //! or whose outputs no longer hash to what the record says (a torn or edited file) is never
 //! taken as complete, so a killed stage simply runs again.
 
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use stages::hashing::{sha256_file, sha256_hex};
+use coreb_base::hashing::{sha256_file, sha256_hex};
 
 /// The version recorded in every stage record and release.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -185,7 +185,7 @@ impl StageWriter {
         for (role, file) in outputs {
             let path = self.tmp.join(file);
             // A table the stage wrote through `AtomicFile` was hashed as it was written.
-            let sha256 = match stages::durable::sha256_as_written(&path) {
+            let sha256 = match coreb_base::durable::sha256_as_written(&path) {
                 Some(sha256) => sha256,
                 None => sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?,
             };
@@ -201,9 +201,9 @@ impl StageWriter {
             summary,
             local,
         };
-        stages::durable::write(&self.tmp.join("record.json"), serde_json::to_string_pretty(&record)?.as_bytes())?;
+        coreb_base::durable::write(&self.tmp.join("record.json"), serde_json::to_string_pretty(&record)?.as_bytes())?;
         // Every output is on disk before the directory, record included, becomes visible.
-        stages::durable::replace_dir(&self.tmp, &self.dir)?;
+        coreb_base::durable::replace_dir(&self.tmp, &self.dir)?;
         Ok(record)
     }
 }
@@ -265,7 +265,7 @@ mod tests {
         // The fingerprint holds the sha256 of the source the binary was built from.
         let (version, source) = TOOL_FINGERPRINT.split_once('+').unwrap();
         assert_eq!(version, TOOL_VERSION);
-        assert!(stages::hashing::is_sha256_hex(source), "{TOOL_FINGERPRINT}");
+        assert!(coreb_base::hashing::is_sha256_hex(source), "{TOOL_FINGERPRINT}");
         assert!(env!("COREB_SOURCE_FILES").parse::<usize>().unwrap() > 50);
 
         let config = serde_json::json!({"a": 1});

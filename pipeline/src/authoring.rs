@@ -16,12 +16,12 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use serde::Deserialize;
-use stages::problem::{Problem, ProblemId, TestCase};
+use coreb_data::problem::{Problem, ProblemId, TestCase};
 use stages::rewrite::is_context_independent;
-use stages::services::llm::LlmStage;
-use stages::services::llm::authored::AuthoredGateway;
-use stages::services::llm::store::ResponseStore;
-use stages::solution::{Language, SolutionId};
+use coreb_llm::LlmStage;
+use coreb_llm::authored::AuthoredGateway;
+use coreb_llm::store::ResponseStore;
+use coreb_data::solution::{Language, SolutionId};
 
 use crate::cli::StageName;
 use crate::engine::Engine;
@@ -137,7 +137,7 @@ pub fn author(manifest: &Path, authored: &Path, printer: Printer) -> anyhow::Res
     engine.run_until(StageName::Filter)?;
     let filtered = engine.store().stage_dir("filter").join("problems.parquet");
     let problems: BTreeMap<ProblemId, Problem> =
-        stages::tables::ProblemReader::read_all(&filtered)?.into_iter().map(|p| (p.id.clone(), p)).collect();
+        coreb_data::tables::ProblemReader::read_all(&filtered)?.into_iter().map(|p| (p.id.clone(), p)).collect();
 
     let mut answers = BTreeMap::new();
     let mut files: Vec<_> = fs_err::read_dir(authored)?.collect::<Result<Vec<_>, _>>()?;

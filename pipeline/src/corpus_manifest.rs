@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
-use stages::corpus::{AlignConfig, CorpusDedupConfig, DecontamConfig, LanguageConfig, NegativeConfig};
+use coreb_curation::{AlignConfig, CorpusDedupConfig, DecontamConfig, LanguageConfig, NegativeConfig};
 
 /// A corpus manifest as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -187,7 +187,7 @@ impl CorpusPlan {
                 _ => {}
             }
             if let Some(h) = &s.sha256 {
-                if !stages::hashing::is_sha256_hex(h) {
+                if !coreb_base::hashing::is_sha256_hex(h) {
                     bail!("{}: `{h}` is not a 64-digit hex sha256", where_("sha256"));
                 }
                 if s.format == SourceFormat::Beir {

@@ -11,16 +11,16 @@ use stages::dedup::DedupConfig;
 use stages::fetch::{FetchConfig, Source};
 use stages::filter::FilterConfig;
 use stages::ingest::IngestConfig;
-use stages::problem::DateWindow;
+use coreb_data::problem::DateWindow;
 use stages::abbreviate::AbbreviateConfig;
 use stages::distract::DistractConfig;
-use stages::evaluate::gates::GatesConfig;
+use coreb_eval::gates::GatesConfig;
 use stages::execute::ExecuteConfig;
 use stages::generate::GenerateConfig;
 use stages::queries::QueriesConfig;
-use stages::qrels::QrelsConfig;
+use coreb_data::composition::QrelsConfig;
 use stages::rewrite::RewriteConfig;
-use stages::services::llm::LlmConfig;
+use coreb_llm::LlmConfig;
 
 /// A manifest exactly as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -68,7 +68,7 @@ pub struct EvalFile {
     pub prompts_file: Option<PathBuf>,
     /// `[eval.prompts]`: `preset`, `query`, `document`.
     #[serde(default)]
-    pub prompts: stages::evaluate::prompts::PromptOverrides,
+    pub prompts: coreb_eval::prompts::PromptOverrides,
 }
 
 /// `[window]`.
@@ -183,7 +183,7 @@ impl RunPlan {
     /// Validate a parsed manifest and apply defaults.
     pub fn resolve(path: &Path, file: ManifestFile, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
         let ManifestFile { version, window, output_dir, releases_dir, sources, stages, llm, gates, prompts_dir, response_store, eval } = file;
-        stages::check::check_waivers(&gates)?;
+        coreb_eval::check::check_waivers(&gates)?;
         if !is_version(&version) {
             bail!("`version`: expected `vYYYYMM`, got `{version}`");
         }

@@ -25,13 +25,13 @@ use serde::{Deserialize, Serialize};
 use crate::cli::ShardSpec;
 use std::collections::BTreeMap;
 
-use stages::durable;
+use coreb_base::durable;
 
 use crate::engine::FileEntry;
 
 /// Whether the item `id` belongs to shard `slice` (all items belong to `0/1`).
 pub fn in_slice(id: &str, slice: ShardSpec) -> bool {
-    stages::corpus::shard_of_id(stages::corpus::id_hash(id), slice.count) == slice.index
+    coreb_curation::shard_of_id(coreb_curation::id_hash(id), slice.count) == slice.index
 }
 
 /// The directory name of a shard process's part.
@@ -130,7 +130,7 @@ impl PartWriter {
             .into_iter()
             .map(|rel| {
                 let path = self.tmp.join(&rel);
-                let sha256 = stages::hashing::sha256_file(&path)?;
+                let sha256 = coreb_base::hashing::sha256_file(&path)?;
                 Ok((rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() }))
             })
             .collect::<anyhow::Result<_>>()?;

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
-use crate::hashing::sha256_hex;
-use crate::problem::ProblemId;
+use coreb_base::hashing::sha256_hex;
+use coreb_data::problem::ProblemId;
 
 /// `[stages.dedup]`: the parameters are recorded in the stage output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -12,12 +12,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::problem::ProblemId;
-use crate::prompt::Prompt;
-use crate::rewrite::RewrittenProblem;
-use crate::services::llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
-use crate::services::llm::text::word_count;
-use crate::services::llm::{LlmGateway, LlmStage};
+use coreb_data::problem::ProblemId;
+use coreb_llm::prompt::Prompt;
+use coreb_data::rewritten::RewrittenProblem;
+use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
+use coreb_llm::text::word_count;
+use coreb_llm::{LlmGateway, LlmStage};
 
 /// The four kinds of distractor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -24,10 +24,10 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
-use crate::durable;
-use crate::hashing::{is_sha256_hex, sha256_file};
-use crate::services::llm::RetryConfig;
-use crate::services::llm::retry::{GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries};
+use coreb_base::durable;
+use coreb_base::hashing::{is_sha256_hex, sha256_file};
+use coreb_http::RetryConfig;
+use coreb_http::retry::{GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries};
 
 /// `[stages.fetch]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -274,7 +274,7 @@ impl PartState {
 const SYNC_EVERY: u64 = 64 << 20;
 
 /// The retry policy of downloads: the LLM gateway's loop and backoff with jitter
-/// ([`crate::services::llm::retry`]), with the attempts and delays of `[stages.fetch]`.
+/// ([`coreb_http::retry`]), with the attempts and delays of `[stages.fetch]`.
 fn retry_config(config: &FetchConfig) -> RetryConfig {
     RetryConfig {
         max_attempts: config.retries.saturating_add(1),
@@ -440,7 +440,7 @@ impl Download<'_> {
         }
         let response = match request.send().await {
             Ok(r) => r,
-            Err(e) => return Ok(Err(Step::Retry { reason: crate::errors::chain(&e), after: None })),
+            Err(e) => return Ok(Err(Step::Retry { reason: coreb_base::errors::chain(&e), after: None })),
         };
         let status = response.status();
         if is_retryable_status(status.as_u16()) {
@@ -509,7 +509,7 @@ impl Download<'_> {
                     file.sync_data().await.map_err(write_err)?;
                     state.synced = written;
                     self.save_state(&state)?;
-                    return Ok(Step::Retry { reason: format!("connection broken after {written} bytes: {}", crate::errors::chain(&e)), after: None });
+                    return Ok(Step::Retry { reason: format!("connection broken after {written} bytes: {}", coreb_base::errors::chain(&e)), after: None });
                 }
             };
             file.write_all(&chunk).await.map_err(write_err)?;

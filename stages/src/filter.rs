@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::problem::Problem;
+use coreb_data::problem::Problem;
 use crate::signature::{self, SignatureError};
 
 /// `[stages.filter]`.
@@ -142,7 +142,7 @@ pub fn filter_problem(config: &FilterConfig, problem: &Problem) -> Result<(), Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::problem::{Platform, ProblemId, TestCase, TestType};
+    use coreb_data::problem::{Platform, ProblemId, TestCase, TestType};
 
     fn problem(text: &str, tests: usize) -> Problem {
         Problem {

@@ -15,13 +15,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::prompt::Prompt;
-use crate::rewrite::RewrittenProblem;
-use crate::services::llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
-use crate::services::llm::text::extract_code;
+use coreb_llm::prompt::Prompt;
+use coreb_data::rewritten::RewrittenProblem;
+use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
+use coreb_llm::text::extract_code;
 use crate::strip::strip_comments;
-use crate::services::llm::{LlmGateway, LlmStage};
-use crate::solution::{Language, Solution, SolutionId};
+use coreb_llm::{LlmGateway, LlmStage};
+use coreb_data::solution::{Language, Solution, SolutionId};
 
 /// `[stages.generate]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,10 +128,10 @@ pub async fn generate(config: &GenerateConfig, plan: &ModelPlan, prompt: &Prompt
 
 /// Is the problem call-based (LeetCode functional tests)?
 fn is_functional(p: &RewrittenProblem) -> bool {
-    p.func_name.is_some() || p.public_tests.iter().chain(&p.private_tests).any(|t| t.testtype == crate::problem::TestType::Functional)
+    p.func_name.is_some() || p.public_tests.iter().chain(&p.private_tests).any(|t| t.testtype == coreb_data::problem::TestType::Functional)
 }
 
-fn render(prompt: &Prompt, p: &RewrittenProblem, language: Language) -> Result<Vec<crate::services::llm::ChatMessage>, crate::prompt::PromptError> {
+fn render(prompt: &Prompt, p: &RewrittenProblem, language: Language) -> Result<Vec<coreb_llm::ChatMessage>, coreb_llm::prompt::PromptError> {
     let functional = is_functional(p);
     let (task, instructions, io) = if functional {
         ("task_solution", format!("solution_{language}"), "io_functional")

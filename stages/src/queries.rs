@@ -16,14 +16,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::evaluate::bm25::{Bm25Config, Bm25Index};
-use crate::problem::ProblemId;
-use crate::prompt::Prompt;
-use crate::rewrite::RewrittenProblem;
-use crate::services::llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
-use crate::services::llm::text::word_count;
-use crate::services::llm::{LlmGateway, LlmStage};
-use crate::solution::Language;
+use coreb_eval::bm25::{Bm25Config, Bm25Index};
+use coreb_data::problem::ProblemId;
+use coreb_llm::prompt::Prompt;
+use coreb_data::rewritten::RewrittenProblem;
+use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
+use coreb_llm::text::word_count;
+use coreb_llm::{LlmGateway, LlmStage};
+use coreb_data::solution::Language;
 
 /// The reference's three query types, in the order their indices follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -364,7 +364,7 @@ mod tests {
             statement: statement.into(),
             starter_code: String::new(),
             func_name: None,
-            platform: crate::problem::Platform::Atcoder,
+            platform: coreb_data::problem::Platform::Atcoder,
             difficulty: "easy".into(),
             contest_date: "2025-01-01".into(),
             public_tests: Vec::new(),

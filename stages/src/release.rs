@@ -1,9 +1,6 @@
 //! `release`: what a published release says besides its Parquet tables — the BEIR/MTEB
 //! files per task, the dataset card, and the check that a release is problem-disjoint from
 //! every earlier one. Pure: returns text; the engine writes the files (and the MANIFEST).
-//! Besides, the reads of releases on disk that several commands share: [`find_releases`]
-//! (export, decontamination, audits) and [`release_docs`] (the documents a corpus is checked
-//! against).
 //!
 //! One meaning in every client: a BEIR folder's `qrels/test.tsv` lists the positives only
 //! (score 2), so BEIR, MTEB, pytrec_eval and trec_eval at their defaults compute CoREB's
@@ -17,69 +14,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::corpus::ReleaseDoc;
-use crate::problem::{DateWindow, Platform, ProblemId};
-use crate::qrels::{QrelsOutput, Task, TaskSet};
-
-/// A directory that cannot be listed while looking for releases.
-#[derive(Debug, Error)]
-#[error("reading `{}`", path.display())]
-pub struct FindError {
-    /// The directory.
-    pub path: std::path::PathBuf,
-    /// Why.
-    #[source]
-    pub source: std::io::Error,
-}
-
-/// Every release (a directory holding a `MANIFEST.json`) from `levels.start()` to
-/// `levels.end()` levels below `dir` (`0` is `dir` itself), sorted by path; a release's own
-/// subdirectories are not searched.
-pub fn find_releases(dir: &std::path::Path, levels: std::ops::RangeInclusive<usize>) -> Result<Vec<std::path::PathBuf>, FindError> {
-    let mut found = Vec::new();
-    let mut stack = vec![(dir.to_owned(), 0)];
-    while let Some((d, depth)) = stack.pop() {
-        if depth >= *levels.start() && d.join("MANIFEST.json").is_file() {
-            found.push(d);
-            continue;
-        }
-        if depth >= *levels.end() {
-            continue;
-        }
-        let io = |source| FindError { path: d.clone(), source };
-        for entry in std::fs::read_dir(&d).map_err(io)? {
-            let entry = entry.map_err(io)?;
-            if entry.file_type().map_err(io)?.is_dir() {
-                stack.push((entry.path(), depth + 1));
-            }
-        }
-    }
-    found.sort();
-    Ok(found)
-}
-
-/// The release's name in reports: its last two path components (`sample/v202503`).
-pub fn release_name(dir: &std::path::Path) -> String {
-    let parts: Vec<String> = dir.components().rev().take(2).map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-    parts.into_iter().rev().collect::<Vec<_>>().join("/")
-}
-
-/// The documents of a release: source statements, texts and codes.
-pub fn release_docs(dir: &std::path::Path) -> Result<Vec<ReleaseDoc>, crate::tables::TableError> {
-    let release = release_name(dir);
-    let mut docs = Vec::new();
-    for p in crate::tables::ProblemReader::open(&dir.join("problems.parquet"))? {
-        let p = p?;
-        docs.push(ReleaseDoc { release: release.clone(), doc: format!("problems:{}", p.id.as_str()), text: p.question_content });
-    }
-    for (table, id, text) in [("text_corpus.parquet", "text_id", "text"), ("code_corpus.parquet", "code_id", "code")] {
-        crate::tables::columns::for_each_row(&dir.join(table), &[id, text], |_, mut v| {
-            let text = v.remove(1);
-            docs.push(ReleaseDoc { release: release.clone(), doc: v.remove(0), text });
-        })?;
-    }
-    Ok(docs)
-}
+use coreb_data::problem::{DateWindow, Platform, ProblemId};
+use coreb_data::qrels::{QrelsOutput, Task, TaskSet};
 
 /// The eight Parquet configs, in card order.
 pub const CONFIGS: [&str; 8] = [
@@ -348,14 +284,14 @@ pub struct CardInfo<'a> {
     /// The platforms the release's problems come from (their terms govern the statements).
     pub platforms: Vec<Platform>,
     /// Who wrote the LLM stages' answers.
-    pub written_by: crate::services::llm::run::WrittenBy,
+    pub written_by: coreb_llm::run::WrittenBy,
     /// Bytes of each config's Parquet file (the card's `num_bytes`, without which `datasets`
     /// warns that the card's `splits` are malformed).
     pub config_bytes: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// The card's sentence on who wrote the generated content, from the counts.
-fn origin_note(w: &crate::services::llm::run::WrittenBy) -> String {
+fn origin_note(w: &coreb_llm::run::WrittenBy) -> String {
     let total = w.endpoint + w.authored + w.imported;
     if total == 0 {
         return "no LLM answers were recorded for it".into();
@@ -530,8 +466,9 @@ fn card_layout_and_terms(s: &mut String, info: &CardInfo<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qrels::{JudgedSolution, Profile, ProblemTexts, QrelsConfig, Roles, SearchQuery, qrels};
-    use crate::solution::{Language, SolutionId};
+    use crate::qrels::{JudgedSolution, ProblemTexts, SearchQuery, qrels};
+use coreb_data::composition::{Profile, QrelsConfig, Roles};
+    use coreb_data::solution::{Language, SolutionId};
 
     fn output_of(profile: Profile) -> QrelsOutput {
         let pid = ProblemId::from_question_id("1");
@@ -613,7 +550,7 @@ mod tests {
             problems: 1,
             tool_version: "0.1.0",
             platforms: vec![Platform::Atcoder],
-            written_by: crate::services::llm::run::WrittenBy { endpoint: 0, authored: 3, imported: 0 },
+            written_by: coreb_llm::run::WrittenBy { endpoint: 0, authored: 3, imported: 0 },
             config_bytes: [("code_corpus", 1234)].into_iter().collect(),
         };
         let card = dataset_card(&info, &out);
@@ -630,7 +567,7 @@ mod tests {
         assert!(card.contains("| code2code candidates | 2 | | |"), "{card}");
         assert!(card.contains("2025-01-01 … 2025-03-31"));
         assert!(card.contains("all 3 of the LLM stages' answers") && card.contains("written by hand") && !card.contains("generated by the models"), "{card}");
-        let mixed = origin_note(&crate::services::llm::run::WrittenBy { endpoint: 5, authored: 0, imported: 2 });
+        let mixed = origin_note(&coreb_llm::run::WrittenBy { endpoint: 5, authored: 0, imported: 2 });
         assert!(mixed.contains("5 written by the models") && mixed.contains("2 imported") && !mixed.contains("by hand"), "{mixed}");
     }
 

@@ -28,11 +28,12 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::problem::{Platform, Problem, ProblemId, TestCase};
-use crate::prompt::Prompt;
-use crate::services::llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
-use crate::services::llm::text::extract_code;
-use crate::services::llm::{LlmGateway, LlmStage};
+use coreb_data::problem::{Problem, TestCase};
+use coreb_data::rewritten::{Reference, RewrittenProblem, TestOrigin};
+use coreb_llm::prompt::Prompt;
+use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
+use coreb_llm::text::extract_code;
+use coreb_llm::{LlmGateway, LlmStage};
 
 /// `[stages.rewrite]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,90 +50,6 @@ pub struct RewriteConfig {
 impl Default for RewriteConfig {
     fn default() -> Self {
         RewriteConfig { concurrency: 8, test_batch_size: 8, max_test_chars: 2_000 }
-    }
-}
-
-/// A problem after the counterfactual rewrite.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RewrittenProblem {
-    /// The original problem's id (ids are kept).
-    pub id: ProblemId,
-    /// New title.
-    pub title: String,
-    /// New statement.
-    pub statement: String,
-    /// New starter code (empty when the original had none).
-    pub starter_code: String,
-    /// The method the starter code defines (LeetCode call-based problems).
-    pub func_name: Option<String>,
-    /// Platform of the original.
-    pub platform: Platform,
-    /// Difficulty of the original.
-    pub difficulty: String,
-    /// Contest date of the original.
-    pub contest_date: String,
-    /// Public tests, rewritten where needed.
-    pub public_tests: Vec<TestCase>,
-    /// Private tests, rewritten where needed.
-    pub private_tests: Vec<TestCase>,
-    /// The model that wrote the rewrite.
-    pub model: String,
-    /// How each test was carried over (public then private).
-    pub test_origins: Vec<TestOrigin>,
-    /// The reference solution `execute` re-checks the rewritten tests with (`None` when no
-    /// test was rewritten, or when the model gave no usable program).
-    #[serde(default)]
-    pub reference: Option<Reference>,
-}
-
-/// A problem's reference solution, original and adapted (both Python 3 programs in the
-/// shape `generate` asks of a Python solution).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reference {
-    /// The model that wrote both (the one that wrote the rewrite).
-    pub model: String,
-    /// A solution of the original problem.
-    pub original: String,
-    /// The same program adapted to the rewritten problem.
-    pub adapted: String,
-}
-
-/// How a test was carried over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TestOrigin {
-    /// Context-independent: unchanged.
-    Kept,
-    /// Too long for a prompt but with a context-independent output: unchanged.
-    KeptLong,
-    /// Rewritten by the model.
-    Model,
-    /// Too long for a prompt: letter bijection.
-    Bijection,
-}
-
-impl TestOrigin {
-    /// Every origin.
-    pub const ALL: [TestOrigin; 4] = [TestOrigin::Kept, TestOrigin::KeptLong, TestOrigin::Model, TestOrigin::Bijection];
-
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TestOrigin::Kept => "kept",
-            TestOrigin::KeptLong => "kept_long",
-            TestOrigin::Model => "model",
-            TestOrigin::Bijection => "bijection",
-        }
-    }
-
-    /// Parse the snake_case name.
-    pub fn parse(s: &str) -> Option<Self> {
-        TestOrigin::ALL.into_iter().find(|o| o.as_str() == s)
-    }
-
-    /// Was the test changed (by the model or the bijection), so that it needs re-checking?
-    pub fn rewritten(self) -> bool {
-        matches!(self, TestOrigin::Model | TestOrigin::Bijection)
     }
 }
 
@@ -200,7 +117,7 @@ pub struct RewritePlans {
 
 impl RewritePlans {
     /// The plans of the four prompts under `config`.
-    pub fn for_config(config: &crate::services::llm::LlmConfig) -> Self {
+    pub fn for_config(config: &coreb_llm::LlmConfig) -> Self {
         RewritePlans {
             rewrite: ModelPlan::for_stage(config, LlmStage::Rewrite),
             tests: ModelPlan::for_stage(config, LlmStage::RewriteTests),
@@ -230,7 +147,7 @@ pub struct RewritePrompts<'a> {
 
 impl<'a> RewritePrompts<'a> {
     /// The rewrite stage's prompts among a build's.
-    pub fn of(prompts: &'a crate::prompt::Prompts) -> Self {
+    pub fn of(prompts: &'a coreb_llm::prompt::Prompts) -> Self {
         RewritePrompts { rewrite: &prompts.rewrite, tests: &prompts.rewrite_tests, reference: &prompts.reference, adapt_reference: &prompts.adapt_reference }
     }
 }
@@ -391,7 +308,7 @@ async fn ask_reference(
     let prompt = prompts.reference;
     let prompt_err = |stage| move |source| LlmStageError::Prompt { stage, source };
     let fragment = |name: &str| prompt.fragment(name).map(str::trim).map_err(prompt_err(LlmStage::Reference));
-    let functional = problem.func_name.is_some() || problem.public_tests.iter().chain(&problem.private_tests).any(|t| t.testtype == crate::problem::TestType::Functional);
+    let functional = problem.func_name.is_some() || problem.public_tests.iter().chain(&problem.private_tests).any(|t| t.testtype == coreb_data::problem::TestType::Functional);
     let task = fragment(if functional { "task_solution" } else { "task_program" })?;
     let none = fragment("starter_none")?;
     let original_starter = if problem.starter_code.trim().is_empty() { none } else { problem.starter_code.as_str() };
@@ -537,7 +454,7 @@ pub fn is_context_independent(text: &str) -> bool {
 /// The letter permutation of a problem: a Fisher–Yates shuffle of `a..z` driven by
 /// splitmix64 seeded with the first 8 bytes of sha256(problem id).
 pub fn letter_bijection(problem_id: &str) -> [u8; 26] {
-    let digest = crate::hashing::sha256_hex(problem_id.as_bytes());
+    let digest = coreb_base::hashing::sha256_hex(problem_id.as_bytes());
     let mut state = u64::from_str_radix(&digest[..16], 16).unwrap_or(0);
     let mut next = || {
         state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -605,6 +522,7 @@ pub fn apply_bijection_keeping(text: &str, perm: &[u8; 26], keep: &[String]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use coreb_data::problem::{Platform, ProblemId};
 
     #[test]
     fn context_independence() {
@@ -635,32 +553,32 @@ mod tests {
     fn bijected_tests_map_keywords_consistently() {
         let p = letter_bijection("lcb_1");
         // `no` is data here: mapped in the input as the output's words are.
-        let t = TestCase { input: "\"no\"\n\"on\"".into(), output: "\"on\"".into(), testtype: crate::problem::TestType::Functional };
+        let t = TestCase { input: "\"no\"\n\"on\"".into(), output: "\"on\"".into(), testtype: coreb_data::problem::TestType::Functional };
         let b = biject_test(&t, &p);
         let image = |w: &str| apply_bijection_keeping(w, &p, &[]);
         assert_eq!(b.input, format!("\"{}\"\n\"{}\"", image("no"), image("on")));
         assert_eq!(b.output, format!("\"{}\"", image("on")));
         // A verdict keyword in the output stays, in the input too.
-        let t = TestCase { input: "abc Yes".into(), output: "Yes".into(), testtype: crate::problem::TestType::Stdin };
+        let t = TestCase { input: "abc Yes".into(), output: "Yes".into(), testtype: coreb_data::problem::TestType::Stdin };
         let b = biject_test(&t, &p);
         assert_eq!(b.output, "Yes");
         assert_eq!(b.input, format!("{} Yes", image("abc")));
     }
 
     /// A gateway that answers from a closure: what tests and replays substitute.
-    struct Canned(fn(&crate::services::llm::ChatRequest) -> String);
+    struct Canned(fn(&coreb_llm::ChatRequest) -> String);
 
-    impl crate::services::llm::LlmGateway for Canned {
-        fn complete<'a>(&'a self, request: &'a crate::services::llm::ChatRequest) -> futures_util::future::BoxFuture<'a, Result<crate::services::llm::Completion, crate::services::llm::LlmError>> {
+    impl coreb_llm::LlmGateway for Canned {
+        fn complete<'a>(&'a self, request: &'a coreb_llm::ChatRequest) -> futures_util::future::BoxFuture<'a, Result<coreb_llm::Completion, coreb_llm::LlmError>> {
             let text = (self.0)(request);
             Box::pin(async move {
-                Ok(crate::services::llm::Completion {
+                Ok(coreb_llm::Completion {
                     key: request.key(),
                     text,
-                    finish_reason: crate::services::llm::FinishReason::Stop,
+                    finish_reason: coreb_llm::FinishReason::Stop,
                     usage: Default::default(),
-                    origin: crate::services::llm::Origin::Endpoint,
-                    provenance: crate::services::llm::Provenance::Endpoint,
+                    origin: coreb_llm::Origin::Endpoint,
+                    provenance: coreb_llm::Provenance::Endpoint,
                 })
             })
         }
@@ -668,9 +586,9 @@ mod tests {
 
     #[tokio::test]
     async fn long_tests_use_the_bijection_only_when_the_output_needs_it() {
-        let prompts = crate::prompt::Prompts::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prompts")).unwrap();
+        let prompts = coreb_llm::prompt::Prompts::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prompts")).unwrap();
         let long_word = "apple".repeat(500);
-        let test = |i: &str, o: &str| TestCase { input: i.into(), output: o.into(), testtype: crate::problem::TestType::Functional };
+        let test = |i: &str, o: &str| TestCase { input: i.into(), output: o.into(), testtype: coreb_data::problem::TestType::Functional };
         let problem = Problem {
             id: ProblemId::from_question_id("9"),
             question_title: "apples".into(),

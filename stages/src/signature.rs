@@ -18,7 +18,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::solution::Language;
+use coreb_data::solution::Language;
 
 /// A parameter or return type.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -58,7 +58,7 @@ pub fn tree_sha256(dir: &std::path::Path) -> Vec<(String, String)> {
                 stack.push(p);
             } else {
                 let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                out.push((rel, stages::hashing::sha256_file(&p).unwrap()));
+                out.push((rel, coreb_base::hashing::sha256_file(&p).unwrap()));
             }
         }
     }
@@ -83,8 +83,8 @@ pub fn same_release_as(committed: &std::path::Path, built: &std::path::Path, wha
 }
 
 /// An AtCoder-style (stdin) problem `lcb_<id>` with these public tests.
-pub fn stdin_problem(id: &str, title: &str, statement: &str, tests: &[(&str, &str)]) -> stages::problem::Problem {
-    use stages::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+pub fn stdin_problem(id: &str, title: &str, statement: &str, tests: &[(&str, &str)]) -> coreb_data::problem::Problem {
+    use coreb_data::problem::{Platform, Problem, ProblemId, TestCase, TestType};
     Problem {
         id: ProblemId::from_question_id(id),
         question_title: title.into(),

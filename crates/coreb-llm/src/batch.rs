@@ -42,11 +42,13 @@ use tokio::sync::Notify;
 
 use super::accounting::Event;
 use super::client::{Attempt, classify, wire_body};
-use super::config::{BatchConfig, LlmConfig, RetryConfig, StoreMode};
+use super::config::{BatchConfig, LlmConfig, StoreMode};
+use coreb_http::RetryConfig;
 use super::gateway::Gateway;
-use super::retry::{GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries};
+use coreb_http::retry::{GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries};
 use super::store::{StoreEntry, StoredResponse};
-use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, Provenance, TokenUsage, UsageRow, secs};
+use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, Provenance, TokenUsage, UsageRow};
+use coreb_http::secs;
 
 /// The format tag of a persisted submission.
 const FORMAT: &str = "coreb-llm-batch/1";

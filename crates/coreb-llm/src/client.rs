@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::retry::retry_after;
+use coreb_http::retry::retry_after;
 use super::{ChatMessage, ChatRequest, FinishReason, TokenUsage};
 
 /// The outcome of one attempt.
@@ -174,7 +174,7 @@ pub fn classify(status: u16, after: Option<Duration>, body: &str) -> Attempt {
             Err(e) => Attempt::Retry { reason: format!("HTTP {status}, not a chat completion ({e}): {}", snippet(body)), after },
         },
         401 | 403 => Attempt::Unauthorized { status },
-        s if super::retry::is_retryable_status(s) => Attempt::Retry { reason: format!("HTTP {status}: {}", snippet(body)), after },
+        s if coreb_http::retry::is_retryable_status(s) => Attempt::Retry { reason: format!("HTTP {status}: {}", snippet(body)), after },
         _ => Attempt::Rejected { status, body: snippet(body) },
     }
 }
@@ -203,7 +203,7 @@ fn describe(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retry::http_date;
+    use coreb_http::retry::http_date;
 
     #[test]
     fn classification() {

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use coreb_http::RetryConfig;
 use serde::{Deserialize, Serialize};
 
 use super::SamplingParams;
@@ -87,31 +88,6 @@ pub enum StoreMode {
     Replay,
     /// Send every request even when stored, and overwrite the entry (refresh).
     RecordOnly,
-}
-
-/// `[llm.retry]`: coreb's retry policy around every request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RetryConfig {
-    /// Attempts per request, the first included (429, 5xx, timeouts, broken bodies).
-    pub max_attempts: u32,
-    /// First backoff delay (ms), doubled each retry, with jitter.
-    pub min_delay_ms: u64,
-    /// Longest backoff delay (ms).
-    pub max_delay_ms: u64,
-    /// Longest `Retry-After` honoured (s); a longer one is capped to this.
-    pub max_retry_after_secs: u64,
-    /// Other samples (the next seeds) asked for an answer that stopped for `length` or
-    /// `content_filter`, only in a stage that asks for several samples at a temperature above
-    /// 0. An identical request is never sent again: at temperature 0 with a seed it gives the
-    /// same cut answer.
-    pub resample_attempts: u32,
-}
-
-impl Default for RetryConfig {
-    fn default() -> Self {
-        RetryConfig { max_attempts: 6, min_delay_ms: 500, max_delay_ms: 60_000, max_retry_after_secs: 300, resample_attempts: 1 }
-    }
 }
 
 /// Price of a model in the currency of the user's choice per 1M tokens.

@@ -17,10 +17,12 @@ use futures_util::future::BoxFuture;
 
 use super::accounting::{Accounting, Event};
 use super::client::{Attempt, HttpClient};
-use super::config::{LlmConfig, RetryConfig, StoreMode};
-use super::retry::{GaveUp, Limits, Step, send_with_retries};
+use super::config::{LlmConfig, StoreMode};
+use coreb_http::RetryConfig;
+use coreb_http::retry::{GaveUp, Limits, Step, send_with_retries};
 use super::store::{ResponseStore, StoreEntry, StoredResponse};
-use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, Provenance, TokenUsage, UsageRow, secs};
+use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, Provenance, TokenUsage, UsageRow};
+use coreb_http::secs;
 
 /// The real gateway.
 #[derive(Debug)]

@@ -10,9 +10,8 @@
 //! - [`client`]: one POST to `<base_url>/chat/completions` with reqwest, classified into
 //!   success / retryable / fatal; coreb's own retry policy (exponential backoff with jitter
 //!   through `backon`, honouring `Retry-After`) wraps each call.
-//! - [`limiter`]: the requests- and tokens-per-minute buckets.
-//! - [`retry`]: the one retry loop ([`retry::send_with_retries`]) under [`retry::Limits`],
-//!   shared with the embeddings/rerank client.
+//! - the retry loop and rate limits are `coreb-http`'s (`coreb_http::retry`), shared with the
+//!   embeddings/rerank client and the downloads of `fetch`.
 //! - [`accounting`]: tokens and cost per stage and model.
 //! - [`batch`]: the OpenAI Batch API transport (`transport = "batch"`) in front of the gateway.
 //! - [`authored`]: answers written offline, recorded as store entries by running the stages.
@@ -27,11 +26,11 @@
 //!
 //! Why not `async-openai`'s client: its built-in retry fires only for OpenAI-shaped error
 //! bodies and follows its own schedule, and vLLM-style or plain-text error bodies come back as
-//! deserialisation errors (see the workspace's CRATES.md); coreb must see the status code, the
+//! deserialisation errors; coreb must see the status code, the
 //! `Retry-After` header and the raw body of every attempt to apply one policy to all
 //! endpoints, and the store wants the message text verbatim. So the gateway speaks the OpenAI
 //! chat-completions wire format itself over reqwest (already in the workspace), which every
-//! endpoint of DESIGN §1.3 accepts (OpenAI, Gemini's and Anthropic's compatible endpoints,
+//! endpoint coreb is meant for accepts (OpenAI, Gemini's and Anthropic's compatible endpoints,
 //! vLLM, Ollama, llama.cpp server).
 //!
 //! - [`prompt`]: prompt templates (`prompts/*.toml`) and their JSON schemas, loaded, hashed
@@ -42,8 +41,8 @@
 //! answer, so a changed parser never forces new requests. It names coreb's LLM stages
 //! ([`LlmStage`]) only as keys of configuration, accounting and the store. Shared mechanisms
 //! (atomic writes, sha256, error chains) come from `coreb-base`, the one coreb crate it
-//! depends on. `coreb-stages` re-exports it as `stages::services::llm` (and the renderer as
-//! `stages::prompt`).
+//! depends on. `coreb-stages` re-exports it as `coreb_llm` (and the renderer as
+//! `coreb_llm::prompt`).
 //!
 //! Naming: [`store`] is the **response store** (LLM answers by request key); the **artifact
 //! store** of stage outputs is the engine's (`coreb::artifacts`); `coreb store` is the command
@@ -56,15 +55,11 @@ pub mod client;
 pub mod config;
 pub mod gateway;
 pub mod key;
-pub mod limiter;
 pub mod prompt;
-pub mod retry;
 pub mod run;
 pub mod schema;
 pub mod store;
 pub mod text;
-
-use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -73,7 +68,7 @@ use thiserror::Error;
 pub use accounting::{Accounting, UsageRow};
 pub use authored::AuthoredGateway;
 pub use batch::BatchGateway;
-pub use config::{BatchConfig, LlmConfig, LlmStage, ModelPrice, RetryConfig, StageModels, StoreMode, Transport};
+pub use config::{BatchConfig, LlmConfig, LlmStage, ModelPrice, StageModels, StoreMode, Transport};
 pub use gateway::Gateway;
 pub use schema::{JsonSchema, StructuredOutput};
 pub use store::{ResponseStore, StoreEntry, StoreError, StoreStats};
@@ -542,10 +537,4 @@ impl LlmGateway for Counted<'_> {
     fn usage(&self) -> Vec<UsageRow> {
         self.inner.usage()
     }
-}
-
-/// Seconds as a [`Duration`] (for configs in seconds): negative or NaN is zero, too large
-/// or infinite saturates (never the panic of `Duration::from_secs_f64`).
-pub fn secs(s: f64) -> Duration {
-    Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
 }

@@ -298,6 +298,6 @@ mod tests {
         assert_eq!(prompts.hashes().len(), 8);
         assert_eq!(prompts.schema_hashes().keys().collect::<Vec<_>>(), ["distract", "queries", "rewrite", "rewrite_tests"]);
         // That every language of coreb has its `language_<name>` fragment is checked where
-        // languages are known (`stages::solution`).
+        // languages are known (`coreb_data::solution`).
     }
 }

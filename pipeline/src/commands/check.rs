@@ -1,13 +1,13 @@
-//! `coreb check <release>`: the validity checks of a published release ([`stages::check`]),
+//! `coreb check <release>`: the validity checks of a published release ([`coreb_eval::check`]),
 //! printed as a table (or `--json`), with the thresholds the release was built with.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use stages::check::{check_release, sibling_releases};
-use stages::evaluate::gates::GatesConfig;
-use stages::qrels::{Composition, Profile};
+use coreb_eval::check::{check_release, sibling_releases};
+use coreb_eval::gates::GatesConfig;
+use coreb_data::composition::{Composition, Profile};
 
 use crate::cli::CheckArgs;
 use crate::printer::Printer;

@@ -1,7 +1,7 @@
 //! `coreb compare A B`: two systems on the same release, per task and subtask, on one
 //! measure: means, the paired difference B − A with its bootstrap interval, the Wilcoxon
 //! signed-rank p-value and the paired randomisation p-value (see
-//! [`stages::evaluate::significance`]). A and B are results files of `coreb eval` (which keep
+//! [`coreb_eval::significance`]). A and B are results files of `coreb eval` (which keep
 //! every query's measures) or TREC run files evaluated on `--release`.
 
 use std::collections::BTreeMap;
@@ -11,9 +11,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
-use stages::evaluate::beir;
-use stages::evaluate::report::{self, GroupComparisons, QueryScores, measure};
-use stages::evaluate::significance::{BootstrapConfig, PairedComparison, RANDOMIZATION_ROUNDS};
+use coreb_eval::beir;
+use coreb_eval::report::{self, GroupComparisons, QueryScores, measure};
+use coreb_eval::significance::{BootstrapConfig, PairedComparison, RANDOMIZATION_ROUNDS};
 use coreb_trec::Run;
 use coreb_trec::coreb::{AtK, CorebConfig, evaluate};
 

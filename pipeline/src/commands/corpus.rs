@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use stages::corpus::CorpusReport;
+use coreb_curation::CorpusReport;
 
 use crate::cli::{CorpusArgs, DedupStep, MergeArgs, ShardSpec};
 use crate::engine::corpus::{CorpusRun, peak_rss_mib};

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use stages::evaluate::beir::{self, Dataset};
-use stages::evaluate::bm25::Bm25Config;
-use stages::evaluate::gates::GatesConfig;
-use stages::evaluate::prompts::PromptsUsed;
-use stages::evaluate::report::{self, EvalReport, RerankDelta};
-use stages::evaluate::significance::BootstrapConfig;
+use coreb_eval::beir::{self, Dataset};
+use coreb_eval::bm25::Bm25Config;
+use coreb_eval::gates::GatesConfig;
+use coreb_eval::prompts::PromptsUsed;
+use coreb_eval::report::{self, EvalReport, RerankDelta};
+use coreb_eval::significance::BootstrapConfig;
 use coreb_trec::Run;
 use coreb_trec::coreb::{CorebConfig, evaluate, summarize};
 
@@ -21,7 +21,7 @@ use super::eval_setup::{DenseSetup, PromptChoice, Reranker};
 use super::leaderboard::{RecordRequest, record};
 use crate::cli::EvalArgs;
 use crate::printer::Printer;
-use stages::durable;
+use coreb_base::durable;
 
 /// Which retriever produces the first-stage run.
 enum Retriever {
@@ -76,9 +76,9 @@ struct Setup {
 /// What one task's evaluation leaves: its report, its runs (the first stage's too when
 /// reranked) and its failed gates.
 struct TaskOutcome {
-    report: stages::evaluate::report::TaskReport,
+    report: coreb_eval::report::TaskReport,
     runs: Vec<(String, Run)>,
-    gate_failures: Vec<stages::evaluate::gates::GateFailure>,
+    gate_failures: Vec<coreb_eval::gates::GateFailure>,
 }
 
 /// Run `coreb eval`.
@@ -133,7 +133,7 @@ impl Setup {
             // Fail before the work, not after it.
             super::leaderboard::release_of(&args.dir)?;
             if let Some(c) = &args.cutoff {
-                stages::leaderboard::record::parse_cutoff(c).context("`--cutoff`")?;
+                coreb_eval::leaderboard::record::parse_cutoff(c).context("`--cutoff`")?;
             }
             if matches!(retriever, Retriever::RunFile(_)) && args.model_name.is_none() {
                 bail!("`--record` with `--run`: name the model with `--model-name`");
@@ -229,7 +229,7 @@ impl Setup {
                 }
                 kept
             }
-            (Retriever::Bm25, _, _) => stages::evaluate::bm25_run(data, Bm25Config::default(), self.first_depth),
+            (Retriever::Bm25, _, _) => coreb_eval::bm25_run(data, Bm25Config::default(), self.first_depth),
             (_, _, Some(setup)) => {
                 let (run, task_prompts) = setup.run(&self.runtime, printer, data, self.first_depth)?;
                 if let Some(used) = prompts_used {
@@ -249,9 +249,9 @@ impl Setup {
             .map(|(name, run)| -> anyhow::Result<(String, String)> {
                 let sha = match (&self.retriever, &self.reranker) {
                     // The user's own file, as given.
-                    (Retriever::RunFile(path), None) => stages::hashing::sha256_file(path).with_context(|| format!("hashing `{}`", path.display()))?,
+                    (Retriever::RunFile(path), None) => coreb_base::hashing::sha256_file(path).with_context(|| format!("hashing `{}`", path.display()))?,
                     // The run coreb made, as `--out` writes it.
-                    _ => stages::hashing::sha256_hex(run.to_trec(self.first_depth).as_bytes()),
+                    _ => coreb_base::hashing::sha256_hex(run.to_trec(self.first_depth).as_bytes()),
                 };
                 Ok((name.clone(), sha))
             })
@@ -317,15 +317,15 @@ pub(crate) fn drop_own_documents(data: &Dataset, run: &Run) -> (Run, usize) {
 
 /// The release gates of one task; BM25 nDCG@10 comes from `run` when it is the plain BM25
 /// run, else from a fresh BM25 run.
-fn check_gates(data: &Dataset, run: &Run, run_is_bm25: bool, gates: &GatesConfig) -> Vec<stages::evaluate::gates::GateFailure> {
+fn check_gates(data: &Dataset, run: &Run, run_is_bm25: bool, gates: &GatesConfig) -> Vec<coreb_eval::gates::GateFailure> {
     let ndcg10 = if run_is_bm25 {
         let cfg = CorebConfig::for_qrels(&data.qrels, vec![10]);
         let results = evaluate(&data.qrels, run, &cfg);
         coreb_trec::coreb::summarize(&cfg.ks, &results).at_k.ndcg[0]
     } else {
-        stages::evaluate::bm25_ndcg10(data)
+        coreb_eval::bm25_ndcg10(data)
     };
-    stages::evaluate::gates::check_task(data, ndcg10, gates)
+    coreb_eval::gates::check_task(data, ndcg10, gates)
 }
 
 /// The BEIR folders to evaluate: `dir` itself, or its BEIR subfolders in name order.

@@ -6,15 +6,16 @@
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
-use stages::evaluate::beir::Dataset;
-use stages::evaluate::dense::{Pointwise, task_prompts};
-use stages::evaluate::listwise::{self, ListwiseConfig, ListwiseStats};
-use stages::evaluate::prompts::{Preset, PromptOverrides, Presets, PromptsUsed, TaskPrompts};
-use stages::evaluate::report::RerankInfo;
-use stages::prompt::Prompt;
-use stages::services::embed::{EmbedClient, EmbedConfig};
+use coreb_eval::beir::Dataset;
+use coreb_eval::dense::{Pointwise, task_prompts};
+use coreb_eval::listwise::{self, ListwiseConfig, ListwiseStats};
+use coreb_eval::prompts::{Preset, PromptOverrides, Presets, PromptsUsed, TaskPrompts};
+use coreb_eval::report::RerankInfo;
+use coreb_llm::prompt::Prompt;
+use coreb_eval::embed::{EmbedClient, EmbedConfig};
 use coreb_trec::Run;
-use stages::services::llm::{Gateway, LlmConfig, ResponseStore, RetryConfig, SamplingParams, StoreMode};
+use coreb_http::RetryConfig;
+use coreb_llm::{Gateway, LlmConfig, ResponseStore, SamplingParams, StoreMode};
 
 use crate::cli::{EvalArgs, RerankApi};
 use crate::manifest::RunPlan;
@@ -89,7 +90,7 @@ fn embed_client(args: &EvalArgs, base_url: &str, key_var: &str, cache: Option<Pa
     cfg.api_key = key_from(key_var);
     cfg.batch_size = args.batch_size;
     cfg.concurrency = args.concurrency;
-    cfg.timeout = stages::services::llm::secs(args.timeout_secs);
+    cfg.timeout = coreb_http::secs(args.timeout_secs);
     cfg.retry = retry(args);
     cfg.cache_dir = cache;
     cfg.dimensions = args.dimensions;
@@ -118,7 +119,7 @@ impl DenseSetup {
         let bar = printer.progress(Some((data.corpus.len() + data.queries.len()) as u64), "embed", false);
         let tick = |n: u64| bar.inc(n);
         let run = runtime
-            .block_on(stages::evaluate::dense::dense_run(&self.client, &self.model, data, &prompts, depth, &tick))
+            .block_on(coreb_eval::dense::dense_run(&self.client, &self.model, data, &prompts, depth, &tick))
             .with_context(|| format!("dense retrieval with `{}` on `{}`", self.model, data.name))?;
         bar.finish_and_clear();
         let s = &self.client.stats;
@@ -224,7 +225,7 @@ impl Reranker {
                 let bar = printer.progress(Some(data.queries.len() as u64), "rerank", false);
                 let tick = |n: u64| bar.inc(n);
                 let run = runtime
-                    .block_on(stages::evaluate::dense::rerank_run(client, *api, model, data, first, *depth, &tick))
+                    .block_on(coreb_eval::dense::rerank_run(client, *api, model, data, first, *depth, &tick))
                     .with_context(|| format!("reranking with `{model}` on `{}`", data.name))?;
                 bar.finish_and_clear();
                 Ok(run)

@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use stages::execute::{ExecuteConfig, execute};
 use stages::ingest::{IngestConfig, decode_row};
-use stages::problem::Problem;
+use coreb_data::problem::Problem;
 use coreb_sandbox::Sandbox;
-use stages::solution::{Language, Solution, SolutionId};
+use coreb_data::solution::{Language, Solution, SolutionId};
 
 use crate::cli::{JudgeArgs, LangArg};
 use crate::printer::Printer;

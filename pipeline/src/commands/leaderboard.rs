@@ -8,7 +8,7 @@
 //! Parquet dataset (`pd.read_parquet("releases/results")`). Model audit reports put under
 //! `<releases_dir>/audits/` (any depth, named `model.json`) are shown with their release.
 //!
-//! The analytics are [`stages::leaderboard`]'s (polars over the store); this module reads the
+//! The analytics are [`coreb_eval::leaderboard`]'s (polars over the store); this module reads the
 //! releases' MANIFESTs and the audits, lists the store and writes the site.
 
 use std::collections::BTreeMap;
@@ -17,11 +17,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde::Deserialize;
-use stages::evaluate::report::EvalReport;
-use stages::hashing::sha256_file;
-use stages::leaderboard::frames::StoreFrames;
-use stages::leaderboard::record::{self, RecordMeta, ReleaseRef};
-use stages::leaderboard::{self as board, AuditFigure, Leaderboard, ReleaseInfo, View, ViewSpec};
+use coreb_eval::report::EvalReport;
+use coreb_base::hashing::sha256_file;
+use coreb_eval::leaderboard::frames::StoreFrames;
+use coreb_eval::leaderboard::record::{self, RecordMeta, ReleaseRef};
+use coreb_eval::leaderboard::{self as board, AuditFigure, Leaderboard, ReleaseInfo, View, ViewSpec};
 
 use crate::cli::LeaderboardArgs;
 use crate::engine::ReleaseManifest;
@@ -106,7 +106,7 @@ pub(crate) fn record(report: &EvalReport, req: RecordRequest<'_>) -> anyhow::Res
     }
     fs_err::create_dir_all(path.parent().unwrap_or(&store))?;
     let rows = record::rows(report, &meta, &utc_now());
-    stages::tables::results::write_results(&path, &rows).with_context(|| format!("writing the results store `{}`", store.display()))?;
+    coreb_eval::results::write_results(&path, &rows).with_context(|| format!("writing the results store `{}`", store.display()))?;
     Ok((path, true))
 }
 
@@ -259,8 +259,8 @@ pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
     };
     if let Some(dir) = &out {
         fs_err::create_dir_all(dir)?;
-        for (name, content) in stages::leaderboard::site::files(&lb)? {
-            stages::durable::write(&dir.join(name), content.as_bytes())?;
+        for (name, content) in coreb_eval::leaderboard::site::files(&lb)? {
+            coreb_base::durable::write(&dir.join(name), content.as_bytes())?;
         }
         printer.status(format!(
             "leaderboard: {} releases, {} models, {} values from {} record(s) in `{}`; wrote `{}`",
@@ -306,7 +306,7 @@ mod tests {
             release: "releases/v202503".into(),
             model: "m".into(),
             endpoint: "http://127.0.0.1:1/v1".into(),
-            language: stages::solution::Language::Python,
+            language: coreb_data::solution::Language::Python,
             samples: 2,
             sampling: Default::default(),
             prompt_sha256: "ab".into(),

@@ -13,7 +13,7 @@ use crate::cli::{PlanArgs, StageName};
 use crate::engine::{Engine, ReleaseManifest};
 use crate::manifest::{ManifestFile, RunPlan, SourceFile, lexical_join};
 use crate::printer::Printer;
-use stages::durable;
+use coreb_base::durable;
 
 fn is_leap(y: u32) -> bool {
     (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400)

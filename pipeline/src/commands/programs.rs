@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use stages::execute::{Harness, JudgedProgram, program_of};
-use stages::problem::ProblemId;
-use stages::tables::ProblemReader;
-use stages::tables::solutions::read_solutions;
+use coreb_data::problem::ProblemId;
+use coreb_data::tables::ProblemReader;
+use coreb_data::tables::solutions::read_solutions;
 
 use crate::artifacts::ArtifactStore;
 use crate::cli::ProgramsArgs;
@@ -55,7 +55,7 @@ pub fn programs(args: ProgramsArgs) -> anyhow::Result<ExitCode> {
         written += 1;
     }
     // The index last: a directory with an index is complete.
-    stages::durable::write(&args.out.join("index.jsonl"), &index)?;
+    coreb_base::durable::write(&args.out.join("index.jsonl"), &index)?;
     eprintln!("{written} programs of {} solutions written to `{}`", solutions.len(), args.out.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use stages::services::llm::run;
-use stages::services::llm::{Gateway, LlmConfig, LlmGateway, LlmStage, ResponseStore, Role, SamplingParams, StoreMode};
+use coreb_llm::run;
+use coreb_llm::{Gateway, LlmConfig, LlmGateway, LlmStage, ResponseStore, Role, SamplingParams, StoreMode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::cli::{StoreArgs, StoreCommand};
@@ -112,8 +112,8 @@ async fn delayed_server(delay: Duration, hits: Arc<AtomicU64>) -> anyhow::Result
     Ok(format!("http://{addr}/v1"))
 }
 
-fn bench_request(i: u32) -> stages::services::llm::ChatRequest {
-    let messages = vec![stages::services::llm::ChatMessage { role: Role::User, content: format!("benchmark request {i}") }];
+fn bench_request(i: u32) -> coreb_llm::ChatRequest {
+    let messages = vec![coreb_llm::ChatMessage { role: Role::User, content: format!("benchmark request {i}") }];
     run::request(LlmStage::Generate, &format!("bench/{i}"), "bench-model", messages, &SamplingParams::default(), 0, "bench")
 }
 
@@ -152,13 +152,13 @@ async fn bench(dir: &std::path::Path, requests: u32, delay_ms: u64, concurrency:
     let fill = Instant::now();
     for i in 0..stored {
         let request = bench_request(i);
-        let entry = stages::services::llm::StoreEntry::of(
+        let entry = coreb_llm::StoreEntry::of(
             &request,
-            stages::services::llm::store::StoredResponse {
+            coreb_llm::store::StoredResponse {
                 text: format!("<code>print({i})</code>"),
-                finish_reason: stages::services::llm::FinishReason::Stop,
-                usage: stages::services::llm::TokenUsage { prompt_tokens: 10, completion_tokens: 5 },
-                provenance: stages::services::llm::Provenance::Endpoint,
+                finish_reason: coreb_llm::FinishReason::Stop,
+                usage: coreb_llm::TokenUsage { prompt_tokens: 10, completion_tokens: 5 },
+                provenance: coreb_llm::Provenance::Endpoint,
             },
         );
         store.put(&entry)?;

@@ -62,7 +62,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let mut plan = RunPlan::resolve(&build_path, file, None)?;
     plan.manifest_text = manifest.build_manifest.text.clone();
     // A rebuild never calls an endpoint: every answer must come from the response store.
-    plan.llm.mode = stages::services::llm::StoreMode::Replay;
+    plan.llm.mode = coreb_llm::StoreMode::Replay;
     plan.output_dir = scratch.path().join("build");
     plan.publish_dir = scratch.path().join("release");
     printer.status(format!("rebuilding `{}` in {}", manifest.version, scratch.path().display()));

@@ -5,15 +5,15 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use stages::dedup::{DedupOutput, Item, Origin, dedup};
-use stages::hashing::sha256_file;
-use stages::problem::Problem;
-use stages::tables::ProblemReader;
-use stages::tables::problems::copy_rows;
+use coreb_base::hashing::sha256_file;
+use coreb_data::problem::Problem;
+use coreb_data::tables::ProblemReader;
+use coreb_data::tables::problems::copy_rows;
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
 use crate::artifacts::{StageRecord, input_key};
-use stages::durable;
+use coreb_base::durable;
 
 /// An earlier release's problems table.
 #[derive(Debug, serde::Serialize)]

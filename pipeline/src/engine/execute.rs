@@ -17,15 +17,15 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use coreb_sandbox::Sandbox;
 use stages::execute::{ExecuteConfig, ExecuteError, ExecuteStats, ToolchainVersions, toolchain_versions};
-use stages::solution::{Language, Solution, SolutionId};
-use stages::tables::solutions::read_solutions;
+use coreb_data::solution::{Language, Solution, SolutionId};
+use coreb_data::tables::solutions::read_solutions;
 use stages::execute::driver::Harness;
 use stages::execute::recheck::{ProblemCheck, RecheckProblem, RecheckSource, RecheckStats};
-use stages::problem::{Problem, ProblemId};
-use stages::tables::references::{ReferenceRow, read_references};
-use stages::tables::test_checks::{read_test_checks, write_test_checks};
-use stages::tables::verdicts::{read_verdicts, write_verdicts};
-use stages::verdict::TestCheck;
+use coreb_data::problem::{Problem, ProblemId};
+use coreb_data::tables::references::{ReferenceRow, read_references};
+use coreb_data::tables::test_checks::{read_test_checks, write_test_checks};
+use coreb_data::tables::verdicts::{read_verdicts, write_verdicts};
+use coreb_data::verdict::TestCheck;
 
 use super::{Engine, StageOutput, StageReport};
 use crate::cli::StageName;
@@ -108,7 +108,7 @@ impl TableRecheck {
             .collect();
         let mut wanted = std::collections::HashMap::new();
         if !refs.is_empty() {
-            for (row, p) in stages::tables::ProblemReader::open_without_test_bodies(&originals)?.enumerate() {
+            for (row, p) in coreb_data::tables::ProblemReader::open_without_test_bodies(&originals)?.enumerate() {
                 let id = p?.id;
                 if let Some(r) = refs.remove(&id) {
                     wanted.insert(id, (r, row));
@@ -133,7 +133,7 @@ impl RecheckSource for TableRecheck {
         rows.sort_unstable();
         rows.dedup();
         let mut originals: std::collections::HashMap<ProblemId, Problem> =
-            stages::tables::problems::read_rows(&self.originals, &rows)?.into_iter().map(|p| (p.id.clone(), p)).collect();
+            coreb_data::tables::problems::read_rows(&self.originals, &rows)?.into_iter().map(|p| (p.id.clone(), p)).collect();
         problems
             .iter()
             .map(|id| {
@@ -171,7 +171,7 @@ pub(super) fn run(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord, 
         None => {
             solutions.retain(|s| engine.handles(stage, s.id.as_str()));
             // Problems stream from their table: only those being judged are in memory.
-            let problems = stages::tables::ProblemReader::open(&engine.output(rewrite, "problems")?)?.map(|p| p.map_err(ExecuteError::from));
+            let problems = coreb_data::tables::ProblemReader::open(&engine.output(rewrite, "problems")?)?.map(|p| p.map_err(ExecuteError::from));
             let recheck = TableRecheck::open(engine, filter, rewrite)?;
             let bar = engine.printer.progress(Some(solutions.len() as u64), "execute", false);
             let output = stages::execute::execute_streaming(config, problems, &recheck, &solutions, &judge.sandbox, engine.plan.jobs, &|| bar.inc(1))?;

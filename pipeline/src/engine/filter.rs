@@ -5,8 +5,8 @@
 use std::io::Write;
 
 use stages::filter::{FilterStats, filter_problem};
-use stages::tables::ProblemReader;
-use stages::tables::problems::copy_rows;
+use coreb_data::tables::ProblemReader;
+use coreb_data::tables::problems::copy_rows;
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;

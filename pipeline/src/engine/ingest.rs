@@ -12,10 +12,10 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use anyhow::{Context, bail};
 use stages::fetch::Location;
-use stages::hashing::HashingReader;
+use coreb_base::hashing::HashingReader;
 use stages::ingest::{BadRows, IngestConfig, IngestStats, Line, LineReader, RowError, RowOutcome, ingest_row};
-use stages::problem::DateWindow;
-use stages::tables::ProblemWriter;
+use coreb_data::problem::DateWindow;
+use coreb_data::tables::ProblemWriter;
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;

@@ -21,17 +21,18 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use stages::problem::Problem;
-use stages::prompt::Prompts;
-use stages::rewrite::{RewritePlans, RewritePrompts, RewrittenProblem};
-use stages::services::llm::gateway::{Gateway, api_key_from_env};
-use stages::services::llm::run::{ModelPlan, Rejection, count_by_reason};
-use stages::services::llm::store::ResponseStore;
-use stages::services::llm::batch::state_dir_of;
-use stages::services::llm::{BatchGateway, Counted, LlmGateway, LlmStage, Transport};
-use stages::tables::ProblemWriter;
-use stages::tables::references::{ReferenceRow, write_references};
-use stages::tables::solutions::write_solutions;
+use coreb_data::problem::Problem;
+use coreb_llm::prompt::Prompts;
+use stages::rewrite::{RewritePlans, RewritePrompts};
+use coreb_data::rewritten::RewrittenProblem;
+use coreb_llm::gateway::{Gateway, api_key_from_env};
+use coreb_llm::run::{ModelPlan, Rejection, count_by_reason};
+use coreb_llm::store::ResponseStore;
+use coreb_llm::batch::state_dir_of;
+use coreb_llm::{BatchGateway, Counted, LlmGateway, LlmStage, Transport};
+use coreb_data::tables::ProblemWriter;
+use coreb_data::tables::references::{ReferenceRow, write_references};
+use coreb_data::tables::solutions::write_solutions;
 
 use super::{Engine, StageReport};
 use crate::cli::StageName;
@@ -86,7 +87,7 @@ impl LlmContext {
             return None;
         }
         let rows: Vec<_> = usage.into_iter().filter(|r| stages.iter().any(|s| s.as_str() == r.stage)).collect();
-        let sum = |f: fn(&stages::services::llm::UsageRow) -> u64| rows.iter().map(f).sum::<u64>();
+        let sum = |f: fn(&coreb_llm::UsageRow) -> u64| rows.iter().map(f).sum::<u64>();
         Some(serde_json::json!({
             "sent": sum(|r| r.sent),
             "attempts": sum(|r| r.attempts),
@@ -282,7 +283,7 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
     // they come: only a window's tests are in memory, never the month's (issue #13).
     let mut sink = RewriteSink::create(&writer)?;
     ctx.run(engine, stage, async |g| -> anyhow::Result<()> {
-        let mut problems = stages::tables::ProblemReader::open(&input)?.filter(|p| p.as_ref().map_or(true, |p| engine.handles(stage, p.id.as_str())));
+        let mut problems = coreb_data::tables::ProblemReader::open(&input)?.filter(|p| p.as_ref().map_or(true, |p| engine.handles(stage, p.id.as_str())));
         loop {
             let window = rewrite_window(&mut problems)?;
             if window.is_empty() {
@@ -329,7 +330,7 @@ const REWRITE_WINDOW_ROWS: usize = 256;
 const REWRITE_WINDOW_BYTES: usize = 256 << 20;
 
 /// The next window of problems to rewrite (empty at the end).
-fn rewrite_window(problems: &mut impl Iterator<Item = Result<Problem, stages::tables::TableError>>) -> anyhow::Result<Vec<Problem>> {
+fn rewrite_window(problems: &mut impl Iterator<Item = Result<Problem, coreb_data::tables::TableError>>) -> anyhow::Result<Vec<Problem>> {
     let (mut window, mut bytes) = (Vec::new(), 0usize);
     while window.len() < REWRITE_WINDOW_ROWS && bytes < REWRITE_WINDOW_BYTES {
         let Some(p) = problems.next() else { break };
@@ -343,7 +344,7 @@ fn rewrite_window(problems: &mut impl Iterator<Item = Result<Problem, stages::ta
 /// What `rewrite` writes, window after window: the rewritten problems as JSON lines and as a
 /// problems table, and what is kept whole (small) until the end.
 struct RewriteSink {
-    jsonl: stages::durable::AtomicFile,
+    jsonl: coreb_base::durable::AtomicFile,
     table: ProblemWriter,
     references: Vec<ReferenceRow>,
     reference_failures: Vec<Rejection>,
@@ -355,7 +356,7 @@ struct RewriteSink {
 impl RewriteSink {
     fn create(writer: &super::StageOutput) -> anyhow::Result<Self> {
         Ok(RewriteSink {
-            jsonl: stages::durable::AtomicFile::create(&writer.path("rewritten.jsonl"))?,
+            jsonl: coreb_base::durable::AtomicFile::create(&writer.path("rewritten.jsonl"))?,
             table: ProblemWriter::create(&writer.path("problems.parquet"))?,
             references: Vec::new(),
             reference_failures: Vec::new(),
@@ -440,7 +441,7 @@ pub(super) fn queries(engine: &Engine, rewrite: &StageRecord) -> anyhow::Result<
     }
     engine.shard_parts(stage, &key)?;
     let problems = rewritten(engine, rewrite)?;
-    let asked = |id: &stages::problem::ProblemId| engine.handles(stage, id.as_str());
+    let asked = |id: &coreb_data::problem::ProblemId| engine.handles(stage, id.as_str());
     let plan = ModelPlan::for_stage(&engine.plan.llm, LlmStage::Queries);
     let out = ctx.run(engine, stage, async |g| stages::queries::queries(config, &plan, &ctx.prompts.queries, &problems, Some(&asked), g).await)?;
     let summary = serde_json::json!({

@@ -84,7 +84,7 @@ pub struct Engine {
     /// Print every stage's JSON summary (`build --json`), not only the last one.
     json_every_stage: bool,
     /// A gateway to use instead of the manifest's (authoring the sample's store, tests).
-    gateway: Option<std::sync::Arc<dyn stages::services::llm::LlmGateway>>,
+    gateway: Option<std::sync::Arc<dyn coreb_llm::LlmGateway>>,
     llm: std::sync::OnceLock<llm::LlmContext>,
     judge: std::sync::OnceLock<execute::Judge>,
     /// `--shard i/N`: the last stage of the run writes this part only.
@@ -250,7 +250,7 @@ impl Engine {
     }
 
     /// Answer LLM requests with `gateway` instead of the manifest's endpoint and store.
-    pub fn with_gateway(mut self, gateway: std::sync::Arc<dyn stages::services::llm::LlmGateway>) -> Self {
+    pub fn with_gateway(mut self, gateway: std::sync::Arc<dyn coreb_llm::LlmGateway>) -> Self {
         self.gateway = Some(gateway);
         self
     }

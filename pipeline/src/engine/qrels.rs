@@ -8,20 +8,21 @@ use stages::abbreviate::Summary;
 use stages::distract::Distractor;
 use stages::execute::Harness;
 use stages::execute::driver::assemble;
-use stages::problem::ProblemId;
-use stages::qrels::{CodeDocument, JudgedSolution, ProblemTexts, Roles, SearchQuery, qrels};
+use coreb_data::problem::ProblemId;
+use coreb_data::composition::{CodeDocument, Roles};
+use stages::qrels::{JudgedSolution, ProblemTexts, SearchQuery, qrels};
 use stages::queries::Query;
-use stages::services::llm::LlmStage;
+use coreb_llm::LlmStage;
 use stages::signature::Signature;
-use stages::tables::ProblemReader;
-use stages::tables::solutions::read_solutions;
-use stages::tables::verdicts::read_verdicts;
+use coreb_data::tables::ProblemReader;
+use coreb_data::tables::solutions::read_solutions;
+use coreb_data::tables::verdicts::read_verdicts;
 
 use super::llm::{read_jsonl, rewritten};
 use super::{Engine, StageReport};
 use crate::artifacts::{StageRecord, input_key};
 use crate::cli::StageName;
-use stages::durable;
+use coreb_base::durable;
 
 /// The upstream records `qrels` reads.
 pub(super) struct Inputs<'a> {

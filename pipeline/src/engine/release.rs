@@ -8,18 +8,18 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use coreb_trec::Qrels;
 use serde::{Deserialize, Serialize};
-use stages::hashing::{sha256_file, sha256_hex};
-use stages::problem::{DateWindow, Platform, ProblemId};
-use stages::qrels::{QrelsOutput, Task};
+use coreb_base::hashing::{sha256_file, sha256_hex};
+use coreb_data::problem::{DateWindow, Platform, ProblemId};
+use coreb_data::qrels::{QrelsOutput, Task};
 use stages::release::{CONFIGS, CardInfo, beir, check_disjoint, dataset_card, license_text};
-use stages::services::llm::run::WrittenBy;
-use stages::tables::published::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
-use stages::tables::{ProblemReader, ProblemWriter};
+use coreb_llm::run::WrittenBy;
+use coreb_data::tables::published::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
+use coreb_data::tables::{ProblemReader, ProblemWriter};
 
 use super::{Engine, StageReport};
 use crate::artifacts::{StageRecord, TOOL_VERSION, input_key};
 use crate::cli::StageName;
-use stages::durable;
+use coreb_base::durable;
 
 /// `MANIFEST.json` of a release: every file's sha256 and everything needed to rebuild it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -125,7 +125,7 @@ fn earlier_problem_ids(engine: &Engine) -> anyhow::Result<Vec<(String, BTreeSet<
 }
 
 /// Who wrote the LLM answers the release's stages used: the `written_by` counts of every
-/// stage's statistics, summed (see [`stages::services::llm::Provenance`]).
+/// stage's statistics, summed (see [`coreb_llm::Provenance`]).
 fn written_by(records: &[&StageRecord]) -> WrittenBy {
     fn walk(v: &serde_json::Value, sum: &mut WrittenBy) {
         let Some(obj) = v.as_object() else { return };
@@ -302,15 +302,15 @@ fn gate(engine: &Engine, tmp: &Path, out: &QrelsOutput) -> anyhow::Result<(BTree
     let mut failures = Vec::new();
     let mut bm25 = BTreeMap::new();
     for task in Task::ALL {
-        let mut data = stages::evaluate::beir::read_dir(&tmp.join(task.as_str()), "test")?;
+        let mut data = coreb_eval::beir::read_dir(&tmp.join(task.as_str()), "test")?;
         let graded = out.tasks.get(&task).map(|t| t.qrels.iter().map(|r| (r.query_id.0.as_str(), r.doc_id.0.as_str(), i64::from(r.relevance.0))).collect::<Vec<_>>());
         data.qrels = Qrels::from_triples(graded.unwrap_or_default())?;
-        let ndcg10 = stages::evaluate::bm25_ndcg10(&data);
+        let ndcg10 = coreb_eval::bm25_ndcg10(&data);
         bm25.insert(task.as_str(), (ndcg10 * 1e4).round() / 1e4);
-        failures.extend(stages::evaluate::gates::check_task(&data, ndcg10, &plan.gates).iter().map(ToString::to_string));
+        failures.extend(coreb_eval::gates::check_task(&data, ndcg10, &plan.gates).iter().map(ToString::to_string));
     }
     let earlier: Vec<PathBuf> = super::dedup::earlier_releases(engine)?.into_iter().filter_map(|r| r.path.parent().map(Path::to_owned)).collect();
-    let checks = stages::check::check_release(tmp, &plan.version, &earlier, &plan.gates, &plan.stages.qrels.composition())?;
+    let checks = coreb_eval::check::check_release(tmp, &plan.version, &earlier, &plan.gates, &plan.stages.qrels.composition())?;
     failures.extend(checks.failures().iter().map(ToString::to_string));
     if !failures.is_empty() {
         fs_err::remove_dir_all(tmp)?;

@@ -31,9 +31,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::problem::Problem;
+use coreb_data::problem::Problem;
 use crate::signature::{self, Signature, SignatureError};
-use crate::solution::Language;
+use coreb_data::solution::Language;
 
 /// How a problem's solutions become programs.
 #[derive(Debug, Clone, PartialEq)]

@@ -66,9 +66,9 @@ pub use driver::Harness;
 pub use reuse::FastStart;
 pub use toolchain::{LanguageConfig, LimitsPatch, Toolchain, ToolchainVersions, default_time_multiplier, java_main_class, toolchain_versions};
 
-use crate::problem::{Problem, ProblemId, TestCase, TestType};
-use crate::solution::{Language, Solution, SolutionId};
-pub use crate::verdict::{SolutionResult, TestResult, Verdict};
+use coreb_data::problem::{Problem, ProblemId, TestCase, TestType};
+use coreb_data::solution::{Language, Solution, SolutionId};
+pub use coreb_data::verdict::{SolutionResult, TestResult, Verdict};
 use toolchain::fill;
 
 fn is_false(b: &bool) -> bool {
@@ -122,7 +122,7 @@ pub enum ExecuteError {
     },
     /// Reading or writing a table failed.
     #[error(transparent)]
-    Table(#[from] crate::tables::TableError),
+    Table(#[from] coreb_data::tables::TableError),
     /// The inputs of the re-check of changed tests are inconsistent.
     #[error("re-checking changed tests: {0}")]
     Recheck(String),
@@ -823,10 +823,10 @@ pub fn execute_tables(
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<ExecuteTablesReport, ExecuteError> {
-    let solutions = crate::tables::solutions::read_solutions(solutions)?;
-    let problems = crate::tables::ProblemReader::open(problems)?.map(|p| p.map_err(ExecuteError::from));
+    let solutions = coreb_data::tables::solutions::read_solutions(solutions)?;
+    let problems = coreb_data::tables::ProblemReader::open(problems)?.map(|p| p.map_err(ExecuteError::from));
     let output = execute_streaming(config, problems, &[] as &[recheck::RecheckProblem], &solutions, sandbox, jobs, progress)?;
-    crate::tables::verdicts::write_verdicts(out, &output.results)?;
+    coreb_data::tables::verdicts::write_verdicts(out, &output.results)?;
     Ok(ExecuteTablesReport {
         stats: output.stats,
         without_problem: output.without_problem,

@@ -29,10 +29,10 @@ use coreb_sandbox::Sandbox;
 
 use super::driver::Harness;
 use super::{ExecuteConfig, ExecuteError, judge_solution};
-use crate::problem::{ProblemId, TestCase};
-use crate::rewrite::{Reference, TestOrigin};
-use crate::solution::{Language, Solution, SolutionId};
-use crate::verdict::{CheckOutcome, TestCheck, Verdict};
+use coreb_data::problem::{ProblemId, TestCase};
+use coreb_data::rewritten::{Reference, TestOrigin};
+use coreb_data::solution::{Language, Solution, SolutionId};
+use coreb_data::verdict::{CheckOutcome, TestCheck, Verdict};
 
 /// A problem whose tests may need re-checking: how each test was carried over, its reference
 /// (if any) and its original tests (public then private).

@@ -25,7 +25,7 @@
 
 use serde::Serialize;
 
-use crate::solution::Language;
+use coreb_data::solution::Language;
 
 /// A faster start of one language's interpreter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

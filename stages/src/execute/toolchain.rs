@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ExecuteError;
 use super::reuse::FastStart;
-use crate::solution::Language;
+use coreb_data::solution::Language;
 
 /// Optional overrides of [`Limits`] (a `[stages.execute.<lang>.limits]` table).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

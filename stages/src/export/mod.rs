@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 use crate::release::{CONFIGS, size_category};
-use crate::tables::TableError;
-use crate::tables::columns::{self, Column};
+use coreb_data::tables::TableError;
+use coreb_data::tables::columns::{self, Column};
 
 /// Why an export failed.
 #[derive(Debug, Error)]
@@ -110,9 +110,9 @@ struct Found {
 }
 
 /// The releases of a directory: its subdirectories with a `MANIFEST.json`
-/// ([`crate::release::find_releases`] one level down), by version.
+/// ([`coreb_data::releases::find_releases`] one level down), by version.
 fn releases_by_version(releases_dir: &Path) -> Result<Vec<Found>, ExportError> {
-    let found = crate::release::find_releases(releases_dir, 1..=1).map_err(|e| ExportError::Io { path: e.path, source: e.source })?;
+    let found = coreb_data::releases::find_releases(releases_dir, 1..=1).map_err(|e| ExportError::Io { path: e.path, source: e.source })?;
     let mut out = Vec::new();
     for path in found {
         let manifest = path.join("MANIFEST.json");
@@ -312,7 +312,7 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
     }
     write("LICENSE", &license)?;
     write(".coreb-export", "hf-coreb\n")?;
-    crate::durable::replace_dir(&tmp, out).map_err(io(out))?;
+    coreb_base::durable::replace_dir(&tmp, out).map_err(io(out))?;
     Ok(exported)
 }
 

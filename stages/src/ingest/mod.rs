@@ -16,7 +16,7 @@ use thiserror::Error;
 
 use test_cases::RawTest;
 
-use crate::problem::{DateWindow, Platform, Problem, ProblemId, TestCase, TestType};
+use coreb_data::problem::{DateWindow, Platform, Problem, ProblemId, TestCase, TestType};
 
 /// What to do with a row that cannot be decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -210,7 +210,7 @@ fn decode_parts(line: &[u8], blob: Option<&[u8]>, config: &IngestConfig) -> Resu
     if raw.question_id.trim().is_empty() {
         return Err(RowError::new("question_id", "empty"));
     }
-    if !crate::problem::is_iso_day(raw.contest_date.get(..10).unwrap_or("")) {
+    if !coreb_data::problem::is_iso_day(raw.contest_date.get(..10).unwrap_or("")) {
         return Err(RowError::new("contest_date", format!("`{}` is not an ISO date", raw.contest_date)));
     }
     let public_tests = parse_tests(&raw.public_test_cases, "public_test_cases")?;

@@ -26,14 +26,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use stages::rewrite::RewrittenProblem;
+use coreb_data::rewritten::RewrittenProblem;
 
 use crate::cli::{AuditArgs, AuditKind};
 use crate::engine::ReleaseManifest;
 use crate::manifest::{ManifestFile, lexical_join};
 use crate::printer::Printer;
 use crate::artifacts::read_record;
-use stages::durable;
+use coreb_base::durable;
 
 /// Run `coreb audit`.
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
@@ -136,7 +136,7 @@ impl BuildLookup {
             bail!("`{}`: no `rewritten` output", record_path.display());
         };
         let path = dir.join(&output.file);
-        let sha256 = stages::hashing::sha256_file(&path).with_context(|| format!("the build's rewrite artifact: hashing `{}`", path.display()))?;
+        let sha256 = coreb_base::hashing::sha256_file(&path).with_context(|| format!("the build's rewrite artifact: hashing `{}`", path.display()))?;
         if sha256 != output.sha256 {
             bail!("`{}`: sha256 `{sha256}` differs from the `{}` its record `{}` holds; rebuild the stage", path.display(), output.sha256, record_path.display());
         }

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use serde::Serialize;
-use stages::corpus::ReleaseIndex;
-use stages::release::{release_docs, release_name};
+use coreb_curation::ReleaseIndex;
+use coreb_data::releases::{release_docs, release_name};
 
 use crate::cli::OverlapArgs;
 use crate::jsonl::for_each_json;
@@ -69,7 +69,7 @@ pub(super) fn overlap(release: &Path, a: &OverlapArgs) -> anyhow::Result<Overlap
         if let Some(id) = id_field {
             cols.push(id);
         }
-        stages::tables::columns::for_each_row(corpus, &cols, |row, mut v| {
+        coreb_data::tables::columns::for_each_row(corpus, &cols, |row, mut v| {
             let id = if id_field.is_some() { v.pop().unwrap_or_default() } else { row.to_string() };
             items.push((id, v));
         })?;

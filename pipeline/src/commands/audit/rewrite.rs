@@ -10,13 +10,13 @@ use std::path::Path;
 
 use anyhow::bail;
 use serde::Serialize;
-use stages::corpus::{ngram_hashes, words};
-use stages::problem::Problem;
-use stages::rewrite::{RewrittenProblem, TestOrigin};
-use stages::tables::ProblemReader;
+use coreb_curation::{ngram_hashes, words};
+use coreb_data::problem::Problem;
+use coreb_data::rewritten::{RewrittenProblem, TestOrigin};
+use coreb_data::tables::ProblemReader;
 
 use super::{BuildLookup, month};
-use stages::release::release_name;
+use coreb_data::releases::release_name;
 use crate::cli::RewriteArgs;
 use crate::printer::Printer;
 
@@ -164,7 +164,7 @@ pub(super) fn rewrite(release: &Path, a: &RewriteArgs, printer: &Printer) -> any
         None
     };
     let mut full: BTreeMap<String, String> = BTreeMap::new();
-    stages::tables::columns::for_each_row(&release.join("text_corpus.parquet"), &["problem_id", "kind", "text"], |_, v| {
+    coreb_data::tables::columns::for_each_row(&release.join("text_corpus.parquet"), &["problem_id", "kind", "text"], |_, v| {
         if v[1] == "full" {
             full.entry(v[0].clone()).or_insert_with(|| v[2].clone());
         }

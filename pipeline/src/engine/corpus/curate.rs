@@ -1,4 +1,4 @@
-//! The curate step's runner: one output shard's spool files in, [`stages::corpus::curate`]
+//! The curate step's runner: one output shard's spool files in, [`coreb_curation::curate`]
 //! over them, its Parquet, JSONL, dropped pairs, report and `_SUCCESS` out. Similarities come
 //! from the `[embed]` endpoint when the manifest has one ([`Embedder`]).
 
@@ -7,18 +7,18 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde::Serialize;
-use stages::corpus::curate::{Curate, Sink};
-use stages::corpus::spool::MergedSpool;
-use stages::corpus::{Dropped, Duplicates, Pair, ReleaseIndex, SimMatrix};
-use stages::durable::{self, AtomicFile};
-use stages::tables::training::{RerankWriter, TrainingRecordRef, TrainingWriter};
+use coreb_curation::curate::{Curate, Sink};
+use coreb_curation::spool::MergedSpool;
+use coreb_curation::{Dropped, Duplicates, Pair, ReleaseIndex, SimMatrix};
+use coreb_base::durable::{self, AtomicFile};
+use coreb_curation::table::{RerankWriter, TrainingRecordRef, TrainingWriter};
 
 use super::output::{marker_path, shard_name, write_marker};
 use crate::corpus_manifest::CorpusManifestFile;
 
 /// The embeddings endpoint of `[embed]` and a runtime to call it from the shard threads.
 pub(super) struct Embedder {
-    client: stages::services::embed::EmbedClient,
+    client: coreb_eval::embed::EmbedClient,
     model: String,
     runtime: tokio::runtime::Runtime,
 }
@@ -27,10 +27,10 @@ impl Embedder {
     /// The manifest's endpoint, if it has one.
     pub(super) fn new(f: &CorpusManifestFile) -> anyhow::Result<Option<Embedder>> {
         let Some(e) = &f.embed else { return Ok(None) };
-        let mut cfg = stages::services::embed::EmbedConfig::new(e.base_url.clone());
+        let mut cfg = coreb_eval::embed::EmbedConfig::new(e.base_url.clone());
         cfg.api_key = std::env::var(&e.api_key_env).ok().filter(|k| !k.is_empty());
         cfg.cache_dir = e.cache_dir.clone();
-        let client = stages::services::embed::EmbedClient::new(cfg).context("embeddings client")?;
+        let client = coreb_eval::embed::EmbedClient::new(cfg).context("embeddings client")?;
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
         Ok(Some(Embedder { client, model: e.model.clone(), runtime }))
     }
@@ -126,7 +126,7 @@ impl Sink for ShardWriter {
     }
 }
 
-/// A reranker record by reference; serialises like [`stages::corpus::RerankRecord`].
+/// A reranker record by reference; serialises like [`coreb_curation::RerankRecord`].
 #[derive(Serialize)]
 struct RerankRef<'a> {
     query: &'a str,

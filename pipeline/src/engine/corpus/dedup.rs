@@ -1,5 +1,5 @@
 //! The near-duplicate decision split into processes (issue #35): the steps of
-//! [`stages::corpus::duplicates::steps`] over the shard parts' sketches, each step's output a
+//! [`coreb_curation::duplicates::steps`] over the shard parts' sketches, each step's output a
 //! part with its marker under `<out>/dedup/`:
 //!
 //! ```text
@@ -26,9 +26,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use rayon::prelude::*;
-use stages::corpus::duplicates::steps::{self, ExactDecisions};
-use stages::corpus::{Duplicates, Selection, Sketches};
-use stages::durable::AtomicFile;
+use coreb_curation::duplicates::steps::{self, ExactDecisions};
+use coreb_curation::{Duplicates, Selection, Sketches};
+use coreb_base::durable::AtomicFile;
 
 use super::CorpusRun;
 use crate::cli::{DedupStep, ShardSpec};
@@ -56,7 +56,7 @@ fn file_sha(dir: &Path, file: &str) -> anyhow::Result<String> {
 
 /// The key of a step's parts: the plan hash, the step and the sha256 of each file it reads.
 fn step_key(plan: &str, step: DedupStep, inputs: &[String]) -> String {
-    stages::hashing::sha256_hex(serde_json::json!({"plan": plan, "step": step.name(), "inputs": inputs}).to_string().as_bytes())
+    coreb_base::hashing::sha256_hex(serde_json::json!({"plan": plan, "step": step.name(), "inputs": inputs}).to_string().as_bytes())
 }
 
 /// Read the sketch file of each shard part, only the columns `selection` names.
@@ -79,7 +79,7 @@ fn write_file(part: &PartWriter, name: &str, write: impl FnOnce(&mut BufWriter<A
 }
 
 /// Read one file of a part.
-fn read_file<T>(path: &Path, read: impl FnOnce(&mut BufReader<fs_err::File>) -> Result<T, stages::corpus::SketchError>) -> anyhow::Result<T> {
+fn read_file<T>(path: &Path, read: impl FnOnce(&mut BufReader<fs_err::File>) -> Result<T, coreb_curation::SketchError>) -> anyhow::Result<T> {
     let mut r = BufReader::with_capacity(1 << 20, fs_err::File::open(path)?);
     read(&mut r).with_context(|| format!("reading `{}`", path.display()))
 }

@@ -5,19 +5,19 @@
 //! `http(s)` sources are first downloaded into `<out>/.sources/` by the fetch stage (resumed,
 //! retried, checked against their `sha256` pin). Then three steps, each a stage function of
 //! the `stages` crate with typed inputs and outputs, driven here:
-//! 1. **scan** ([`stages::corpus::scan`], run by [`scan`]): the sources are streamed once;
+//! 1. **scan** ([`coreb_curation::scan`], run by [`scan`]): the sources are streamed once;
 //!    every row gets its position in the input (`seq`); JSONL is read in blocks parsed in
 //!    parallel, each keeping only the three wanted fields. A process keeps the rows of its slice
 //!    (all of them, or those whose id hash falls in shard `i` of `N`), sketches them for
-//!    deduplication and spools them ([`stages::corpus::spool`]) into one file per output shard
+//!    deduplication and spools them ([`coreb_curation::spool`]) into one file per output shard
 //!    (by id hash). Output: the slice's [`Sketches`] and the spool files.
-//! 2. **duplicates** ([`stages::corpus::find_duplicates`]): decides over the sketches of all
+//! 2. **duplicates** ([`coreb_curation::find_duplicates`]): decides over the sketches of all
 //!    rows at once (duplicate ids, exact copies, near-duplicate components), so the kept rows
 //!    do not depend on the shard count, the thread count or the number of processes. Output:
 //!    the [`Duplicates`] verdicts. With `--dedup-tasks T` (or the `--dedup-step` processes a
 //!    scheduler runs) the same verdicts come from an exact step, `T` band-range tasks and a
 //!    clustering step in separate processes, none holding every sketch ([`dedup`]).
-//! 3. **curate** ([`stages::corpus::curate`], run by [`curate`]): each output shard streams its
+//! 3. **curate** ([`coreb_curation::curate`], run by [`curate`]): each output shard streams its
 //!    spool (merged across shard processes by `seq`) through the dedup verdicts → language →
 //!    decontaminate, in parallel batches, and writes its records batch by batch. Only
 //!    alignment and negatives, whose similarity matrix is quadratic, hold the shard's kept
@@ -71,7 +71,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use rayon::prelude::*;
-use stages::corpus::{self, CorpusReport, Duplicates, ReleaseIndex, Sketches};
+use coreb_curation::{CorpusReport, Duplicates, ReleaseIndex, Sketches};
 
 use crate::cli::ShardSpec;
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan};
@@ -107,7 +107,7 @@ impl CorpusRun {
     /// Load and check the corpus manifest at `manifest`.
     pub fn load(manifest: &Path, printer: Printer) -> anyhow::Result<CorpusRun> {
         let plan = CorpusPlan::load(manifest).with_context(|| format!("loading corpus manifest `{}`", manifest.display()))?;
-        let plan_hash = stages::hashing::sha256_hex(serde_json::to_string(&plan.file)?.as_bytes());
+        let plan_hash = coreb_base::hashing::sha256_hex(serde_json::to_string(&plan.file)?.as_bytes());
         Ok(CorpusRun { manifest: manifest.to_owned(), plan, plan_hash, printer })
     }
 
@@ -147,7 +147,7 @@ impl CorpusRun {
         }
         let sketches = scan::scan(f, &files, ShardSpec { index: 0, count: 1 }, &spool, Some(&todo), &self.printer)?;
         self.printer.status(format!("read {} pairs; finding duplicates over all of them", sketches.input_rows()));
-        let dups = corpus::find_duplicates(&f.dedup, &[&sketches])?;
+        let dups = coreb_curation::find_duplicates(&f.dedup, &[&sketches])?;
         drop(sketches);
         self.curate(&index, &dups, &todo, |s| vec![output::spool_path(&spool, s)])?;
         fs_err::remove_dir_all(&spool)?;
@@ -215,7 +215,7 @@ impl CorpusRun {
                     .collect::<anyhow::Result<_>>()?;
                 let refs: Vec<&Sketches> = sketches.iter().collect();
                 self.printer.status(format!("merging {} shard parts: finding duplicates over {} pairs", parts.len(), refs.first().map_or(0, |s| s.input_rows())));
-                corpus::find_duplicates(&f.dedup, &refs).with_context(|| format!("merging the parts in `{}`", parts_dir.display()))?
+                coreb_curation::find_duplicates(&f.dedup, &refs).with_context(|| format!("merging the parts in `{}`", parts_dir.display()))?
             }
         };
         self.curate(&index, &dups, &todo, |s| parts.iter().map(|p| output::spool_path(&p.join("spool"), s)).collect())?;
@@ -239,8 +239,8 @@ impl CorpusRun {
         let f = self.file();
         let mut docs = Vec::new();
         if let Some(dir) = &f.releases_dir {
-            for release in stages::release::find_releases(dir, 0..=3)? {
-                docs.extend(stages::release::release_docs(&release)?);
+            for release in coreb_data::releases::find_releases(dir, 0..=3)? {
+                docs.extend(coreb_data::releases::release_docs(&release)?);
             }
         }
         let index = ReleaseIndex::build(f.decontaminate.ngram, docs);

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use stages::corpus::CorpusReport;
-use stages::durable::{self, AtomicFile};
+use coreb_curation::CorpusReport;
+use coreb_base::durable::{self, AtomicFile};
 
 use crate::engine::FileEntry;
 
@@ -70,7 +70,7 @@ pub(super) fn write_marker(out: &Path, s: u32, plan_hash: &str) -> anyhow::Resul
         .par_iter()
         .map(|rel| {
             let path = out.join(rel);
-            let sha256 = stages::hashing::sha256_file(&path)?;
+            let sha256 = coreb_base::hashing::sha256_file(&path)?;
             Ok((rel.clone(), FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() }))
         })
         .collect::<anyhow::Result<_>>()?;
@@ -86,12 +86,12 @@ pub(super) fn merge_reports(out: &Path, shards: u32) -> anyhow::Result<CorpusRep
     for s in 0..shards {
         let path: PathBuf = out.join("reports").join(format!("{}.json", shard_name(s)));
         let r: CorpusReport = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))?;
-        stages::corpus::curate::merge(&mut merged, r);
+        coreb_curation::curate::merge(&mut merged, r);
         let mut part = fs_err::File::open(out.join("reports").join(format!("{}.dropped.jsonl", shard_name(s))))?;
         std::io::copy(&mut part, &mut dropped)?;
     }
     dropped.commit()?;
     durable::write(&out.join("report.json"), &serde_json::to_vec_pretty(&merged)?)?;
-    durable::write(&out.join("report.md"), stages::corpus::curate::markdown(&merged).as_bytes())?;
+    durable::write(&out.join("report.md"), coreb_curation::curate::markdown(&merged).as_bytes())?;
     Ok(merged)
 }

@@ -1,5 +1,5 @@
 //! The scan step's runner: fetch the sources, read them into blocks, run
-//! [`stages::corpus::scan`] over batches of blocks in parallel and write each output shard's
+//! [`coreb_curation::scan`] over batches of blocks in parallel and write each output shard's
 //! spool file.
 
 use std::collections::{HashMap, HashSet};
@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use rayon::prelude::*;
-use stages::corpus::Sketches;
-use stages::corpus::scan::{Block, BlockOut, Scan, SourceFields, field, is_blank};
+use coreb_curation::Sketches;
+use coreb_curation::scan::{Block, BlockOut, Scan, SourceFields, field, is_blank};
 use stages::fetch::{FetchConfig, Location, Source, fetch_source};
 
 use super::output::spool_path;
@@ -41,7 +41,7 @@ pub(super) fn fetch_sources(f: &CorpusManifestFile, cache: &Path, printer: &Prin
         // may make the same safe name), and the URL's `.gz` kept so that the reader knows to
         // decompress. It never ends in `.url` or `.part`, the fetch stage's own files.
         let safe: String = s.name.chars().map(|c| if c.is_ascii_alphanumeric() || "_-".contains(c) { c } else { '_' }).collect();
-        let tag = &stages::hashing::sha256_hex(s.name.as_bytes())[..8];
+        let tag = &coreb_base::hashing::sha256_hex(s.name.as_bytes())[..8];
         let name = format!("{safe}-{tag}{}", if what.ends_with(".gz") { ".gz" } else { "" });
         let source = Source { name, location, sha256: s.sha256.clone() };
         let runtime = match &mut runtime {
@@ -116,7 +116,7 @@ pub(super) fn scan(f: &CorpusManifestFile, files: &[PathBuf], slice: ShardSpec, 
             }
             let path = spool_path(spool_dir, s);
             let mut w = BufWriter::with_capacity(1 << 16, fs_err::File::create(&path)?);
-            w.write_all(stages::corpus::spool::MAGIC)?;
+            w.write_all(coreb_curation::spool::MAGIC)?;
             Ok(Some((path, w)))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -165,7 +165,7 @@ fn read_source(source: usize, s: &SourceSpec, path: &Path, batch: &mut Batch<'_>
             }
             let mut rows = Vec::with_capacity(ROWS_PER_BLOCK);
             let mut failed = None;
-            stages::tables::columns::for_each_row(path, &cols, |row, mut v| {
+            coreb_data::tables::columns::for_each_row(path, &cols, |row, mut v| {
                 if failed.is_some() {
                     return;
                 }

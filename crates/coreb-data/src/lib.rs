@@ -1,0 +1,28 @@
+//! `coreb-data`: the data of a CoREB build and release, at the bottom of the crates.
+//!
+//! - [`problem`]: a LiveCodeBench problem, its tests and ids; [`rewritten`]: the problem after
+//!   the counterfactual rewrite, how each test was carried over, its reference solution.
+//! - [`solution`]: a generated solution and its language; [`verdict`]: what the judge found.
+//! - [`qrels`]: the ids, documents, queries and judgements of the three tasks;
+//!   [`composition`]: how a release composes them (`[stages.qrels]`'s profile and switches).
+//! - [`tables`]: the Parquet codecs of these types (the build's tables and a release's
+//!   published configs); every arrow/parquet call of the project lives there.
+//! - [`releases`]: published releases on disk, as several commands find and read them.
+//!
+//! Only types, their codecs and their ids: no stage, evaluation or curation logic, so every
+//! other coreb crate can sit above it and none of it imports them.
+//!
+//! ```
+//! use coreb_data::problem::ProblemId;
+//! assert_eq!(ProblemId::from_question_id("1873_A").as_str(), "lcb_1873_A");
+//! ```
+#![deny(missing_docs)]
+
+pub mod composition;
+pub mod problem;
+pub mod qrels;
+pub mod releases;
+pub mod rewritten;
+pub mod solution;
+pub mod tables;
+pub mod verdict;

@@ -1,0 +1,76 @@
+//! Published releases on disk, as several commands read them: [`find_releases`] (export,
+//! decontamination, audits) and [`release_docs`] (the documents a training corpus or a
+//! model's output is checked against).
+
+use thiserror::Error;
+
+/// A document of a release to check against.
+#[derive(Debug, Clone)]
+pub struct ReleaseDoc {
+    /// The release (directory name).
+    pub release: String,
+    /// Its id (`problems:<id>`, `text_…`, `code_…`).
+    pub doc: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// A directory that cannot be listed while looking for releases.
+#[derive(Debug, Error)]
+#[error("reading `{}`", path.display())]
+pub struct FindError {
+    /// The directory.
+    pub path: std::path::PathBuf,
+    /// Why.
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Every release (a directory holding a `MANIFEST.json`) from `levels.start()` to
+/// `levels.end()` levels below `dir` (`0` is `dir` itself), sorted by path; a release's own
+/// subdirectories are not searched.
+pub fn find_releases(dir: &std::path::Path, levels: std::ops::RangeInclusive<usize>) -> Result<Vec<std::path::PathBuf>, FindError> {
+    let mut found = Vec::new();
+    let mut stack = vec![(dir.to_owned(), 0)];
+    while let Some((d, depth)) = stack.pop() {
+        if depth >= *levels.start() && d.join("MANIFEST.json").is_file() {
+            found.push(d);
+            continue;
+        }
+        if depth >= *levels.end() {
+            continue;
+        }
+        let io = |source| FindError { path: d.clone(), source };
+        for entry in std::fs::read_dir(&d).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            if entry.file_type().map_err(io)?.is_dir() {
+                stack.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The release's name in reports: its last two path components (`sample/v202503`).
+pub fn release_name(dir: &std::path::Path) -> String {
+    let parts: Vec<String> = dir.components().rev().take(2).map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    parts.into_iter().rev().collect::<Vec<_>>().join("/")
+}
+
+/// The documents of a release: source statements, texts and codes.
+pub fn release_docs(dir: &std::path::Path) -> Result<Vec<ReleaseDoc>, crate::tables::TableError> {
+    let release = release_name(dir);
+    let mut docs = Vec::new();
+    for p in crate::tables::ProblemReader::open(&dir.join("problems.parquet"))? {
+        let p = p?;
+        docs.push(ReleaseDoc { release: release.clone(), doc: format!("problems:{}", p.id.as_str()), text: p.question_content });
+    }
+    for (table, id, text) in [("text_corpus.parquet", "text_id", "text"), ("code_corpus.parquet", "code_id", "code")] {
+        crate::tables::columns::for_each_row(&dir.join(table), &[id, text], |_, mut v| {
+            let text = v.remove(1);
+            docs.push(ReleaseDoc { release: release.clone(), doc: v.remove(0), text });
+        })?;
+    }
+    Ok(docs)
+}

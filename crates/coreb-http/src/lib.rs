@@ -1,0 +1,23 @@
+//! `coreb-http`: the one retry and rate-limit policy of coreb's HTTP calls.
+//!
+//! - [`retry`]: the retry loop ([`retry::send_with_retries`]): limits taken before every
+//!   attempt, exponential backoff with jitter ([`RetryConfig`]), `Retry-After` honoured.
+//! - [`limiter`]: the requests- and tokens-per-minute buckets that make up [`retry::Limits`].
+//!
+//! Its callers — the LLM gateway (`coreb-llm`), the embeddings and rerank client
+//! (`coreb-eval`) and the downloads of `fetch` (`coreb-stages`) — say what an attempt is and
+//! how its answer is classified; this crate decides only when to try again.
+#![deny(missing_docs)]
+
+pub mod limiter;
+pub mod retry;
+
+pub use retry::RetryConfig;
+
+use std::time::Duration;
+
+/// Seconds as a [`Duration`] (for configs in seconds): negative or NaN is zero, too large
+/// or infinite saturates (never the panic of `Duration::from_secs_f64`).
+pub fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
+}

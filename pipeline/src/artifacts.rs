@@ -220,6 +220,37 @@ pub fn read_record(path: &Path) -> anyhow::Result<StageRecord> {
     serde_json::from_str(&text).with_context(|| format!("`{}`: not a stage record", path.display()))
 }
 
+/// A published file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// sha256.
+    pub sha256: String,
+    /// Size.
+    pub bytes: u64,
+}
+
+/// Hash every file under `dir` (relative paths with `/`), sorted.
+pub fn hash_tree(dir: &Path) -> anyhow::Result<BTreeMap<String, FileEntry>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in fs_err::read_dir(&d)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+                if rel == "MANIFEST.json" {
+                    continue;
+                }
+                let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+                out.insert(rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() });
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,7 @@ use coreb_llm::authored::AuthoredGateway;
 use coreb_llm::store::ResponseStore;
 use coreb_data::solution::{Language, SolutionId};
 
-use crate::cli::StageName;
+use crate::engine::stage::StageName;
 use crate::engine::Engine;
 use crate::manifest::RunPlan;
 use crate::printer::Printer;

@@ -1,5 +1,8 @@
 //! The command line (DESIGN §2): clap derive, doc comments are the help text.
 
+use crate::engine::corpus::dedup::DedupStep;
+use crate::engine::shard::ShardSpec;
+use crate::engine::stage::StageName;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -123,77 +126,6 @@ const EXPORT_EXAMPLES: &str = "Examples:
   coreb export --layout hf-coreb releases/sample /tmp/coreb-hf
       then: load_dataset(\"/tmp/coreb-hf\", \"code_corpus\", split=\"release_v202503\")
   coreb export releases /tmp/coreb-hf && huggingface-cli upload <you>/coreb /tmp/coreb-hf --repo-type dataset";
-
-/// Which stage a build stops after.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
-pub enum StageName {
-    /// Download sources.
-    Fetch,
-    /// Decode problems.
-    Ingest,
-    /// Deduplicate problems.
-    Dedup,
-    /// Filter problems.
-    Filter,
-    /// Counterfactual rewrite.
-    Rewrite,
-    /// Distractor statements.
-    Distract,
-    /// Canonical summaries.
-    Abbreviate,
-    /// Solution generation.
-    Generate,
-    /// Sandboxed execution.
-    Execute,
-    /// Search queries.
-    Queries,
-    /// Graded qrels.
-    Qrels,
-    /// Publish.
-    Release,
-}
-
-impl StageName {
-    /// Every stage in pipeline order.
-    pub const ALL: [StageName; 12] = [
-        StageName::Fetch,
-        StageName::Ingest,
-        StageName::Dedup,
-        StageName::Filter,
-        StageName::Rewrite,
-        StageName::Distract,
-        StageName::Abbreviate,
-        StageName::Generate,
-        StageName::Execute,
-        StageName::Queries,
-        StageName::Qrels,
-        StageName::Release,
-    ];
-
-    /// The stage's name as used on the command line, in manifests and under `artifacts/`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StageName::Fetch => "fetch",
-            StageName::Ingest => "ingest",
-            StageName::Dedup => "dedup",
-            StageName::Filter => "filter",
-            StageName::Rewrite => "rewrite",
-            StageName::Distract => "distract",
-            StageName::Abbreviate => "abbreviate",
-            StageName::Generate => "generate",
-            StageName::Execute => "execute",
-            StageName::Queries => "queries",
-            StageName::Qrels => "qrels",
-            StageName::Release => "release",
-        }
-    }
-}
-
-impl std::fmt::Display for StageName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Arguments of `coreb build`.
 #[derive(Debug, Args)]
@@ -715,50 +647,6 @@ pub struct CorpusArgs {
     pub task: Option<ShardSpec>,
 }
 
-/// A step of the split near-duplicate decision of `coreb corpus` (`--dedup-step`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DedupStep {
-    /// Repeated ids and exact copies, over the ids and exact keys of every row.
-    Exact,
-    /// Similar pairs through one range of bands (`--task I/T`).
-    Bands,
-    /// The similar pairs of every band task joined into components.
-    Clusters,
-}
-
-impl DedupStep {
-    /// Its name on the command line and in `<output>/dedup/`.
-    pub fn name(self) -> &'static str {
-        match self {
-            DedupStep::Exact => "exact",
-            DedupStep::Bands => "bands",
-            DedupStep::Clusters => "clusters",
-        }
-    }
-}
-
-/// One shard of `N`, as `--shard I/N` gives it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShardSpec {
-    /// `I`, from 0.
-    pub index: u32,
-    /// `N`, at least 1.
-    pub count: u32,
-}
-
-impl ShardSpec {
-    /// Parse `I/N` with `I < N`.
-    pub fn parse(s: &str) -> Result<ShardSpec, String> {
-        let (i, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: expected `I/N`, e.g. `0/4`"))?;
-        let index: u32 = i.trim().parse().map_err(|_| format!("`{s}`: `{i}` is not a shard number"))?;
-        let count: u32 = n.trim().parse().map_err(|_| format!("`{s}`: `{n}` is not a shard count"))?;
-        if count == 0 || index >= count {
-            return Err(format!("`{s}`: the shard must be in 0..{count} and the count at least 1"));
-        }
-        Ok(ShardSpec { index, count })
-    }
-}
-
 /// The stages whose shard processes `coreb merge` combines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MergeStage {
@@ -790,13 +678,6 @@ impl MergeStage {
             MergeStage::Execute => StageName::Execute,
             MergeStage::Queries => StageName::Queries,
         })
-    }
-}
-
-impl StageName {
-    /// Whether the stage runs as shard processes (`--shard i/N`).
-    pub fn shardable(self) -> bool {
-        matches!(self, StageName::Rewrite | StageName::Distract | StageName::Abbreviate | StageName::Generate | StageName::Execute | StageName::Queries)
     }
 }
 

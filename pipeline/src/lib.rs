@@ -13,12 +13,12 @@ pub mod engine;
 pub mod jsonl;
 pub mod manifest;
 pub mod printer;
-pub mod shard;
 pub mod artifacts;
 
 use std::process::ExitCode;
 
-use cli::{Cli, Command, StageName};
+use cli::{Cli, Command};
+use engine::stage::StageName;
 
 /// Log through `tracing` to stderr, filtered by `RUST_LOG` (default: warnings), in colour only
 /// on a terminal.

@@ -3,7 +3,8 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{BuildArgs, MergeArgs, StageArgs, StageName};
+use crate::cli::{BuildArgs, MergeArgs, StageArgs};
+use crate::engine::stage::StageName;
 use crate::engine::Engine;
 use crate::manifest::RunPlan;
 use crate::printer::Printer;
@@ -47,7 +48,7 @@ pub fn stage(stage: StageName, args: StageArgs) -> anyhow::Result<ExitCode> {
         if let (Some(slice), Some(obj)) = (shard, line.as_object_mut()) {
             obj.insert("shard".into(), serde_json::json!(slice.index));
             obj.insert("shards".into(), serde_json::json!(slice.count));
-            obj.insert("outputs".into(), serde_json::json!([engine.parts_dir(stage).join(crate::shard::part_name(slice))]));
+            obj.insert("outputs".into(), serde_json::json!([engine.parts_dir(stage).join(crate::engine::shard::part_name(slice))]));
         }
         printer.json_line(&line);
     }

@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use coreb_curation::CorpusReport;
 
-use crate::cli::{CorpusArgs, DedupStep, MergeArgs, ShardSpec};
+use crate::cli::{CorpusArgs, MergeArgs};
+use crate::engine::corpus::dedup::DedupStep;
+use crate::engine::shard::ShardSpec;
 use crate::engine::corpus::{CorpusRun, peak_rss_mib};
 use crate::printer::Printer;
 

@@ -9,7 +9,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-use crate::cli::{PlanArgs, StageName};
+use crate::cli::PlanArgs;
+use crate::engine::stage::StageName;
 use crate::engine::{Engine, ReleaseManifest};
 use crate::manifest::{ManifestFile, RunPlan, SourceFile, lexical_join};
 use crate::printer::Printer;

@@ -13,8 +13,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-use crate::cli::{StageName, VerifyArgs};
-use crate::engine::{Engine, FileEntry, ReleaseManifest, hash_tree};
+use crate::cli::VerifyArgs;
+use crate::engine::stage::StageName;
+use crate::artifacts::{FileEntry, hash_tree};
+use crate::engine::{Engine, ReleaseManifest};
 use crate::manifest::{ManifestFile, RunPlan, check_release_sandbox, lexical_join};
 use crate::printer::Printer;
 

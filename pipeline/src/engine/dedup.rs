@@ -11,7 +11,7 @@ use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
 
 use super::{Engine, StageReport};
-use crate::cli::StageName;
+use crate::engine::stage::StageName;
 use crate::artifacts::{StageRecord, input_key};
 use coreb_base::durable;
 

@@ -28,9 +28,9 @@ use coreb_data::tables::verdicts::{read_verdicts, write_verdicts};
 use coreb_data::verdict::TestCheck;
 
 use super::{Engine, StageOutput, StageReport};
-use crate::cli::StageName;
+use crate::engine::stage::StageName;
 use crate::manifest::RunPlan;
-use crate::shard::PartMarker;
+use crate::engine::shard::PartMarker;
 use crate::artifacts::{StageRecord, input_key};
 
 /// The sandbox of a build and the toolchains it found.

@@ -7,7 +7,7 @@ use anyhow::Context;
 use stages::fetch::{Fetched, fetch_source};
 
 use super::{Engine, StageReport};
-use crate::cli::StageName;
+use crate::engine::stage::StageName;
 use crate::artifacts::input_key;
 
 pub(super) fn run(engine: &Engine) -> anyhow::Result<StageReport> {

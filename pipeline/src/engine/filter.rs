@@ -9,7 +9,7 @@ use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
 
 use super::{Engine, StageReport};
-use crate::cli::StageName;
+use crate::engine::stage::StageName;
 use crate::artifacts::{StageRecord, input_key};
 
 pub(super) fn run(engine: &Engine, dedup: &StageRecord) -> anyhow::Result<StageReport> {

@@ -18,7 +18,7 @@ use coreb_data::problem::DateWindow;
 use coreb_data::tables::ProblemWriter;
 
 use super::{Engine, StageReport};
-use crate::cli::StageName;
+use crate::engine::stage::StageName;
 use crate::artifacts::{StageRecord, input_key};
 
 /// Lines read but not yet written: enough to keep every worker busy while the writer waits

@@ -35,7 +35,7 @@ use coreb_data::tables::references::{ReferenceRow, write_references};
 use coreb_data::tables::solutions::write_solutions;
 
 use super::{Engine, StageReport};
-use crate::cli::StageName;
+use crate::engine::stage::StageName;
 use crate::artifacts::{StageRecord, input_key};
 
 /// The gateway, prompts and runtime the LLM stages share.

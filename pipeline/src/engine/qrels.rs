@@ -21,7 +21,7 @@ use coreb_data::tables::verdicts::read_verdicts;
 use super::llm::{read_jsonl, rewritten};
 use super::{Engine, StageReport};
 use crate::artifacts::{StageRecord, input_key};
-use crate::cli::StageName;
+use crate::engine::stage::StageName;
 use coreb_base::durable;
 
 /// The upstream records `qrels` reads.

@@ -17,8 +17,8 @@ use coreb_data::tables::published::{write_code_corpus, write_qrels, write_querie
 use coreb_data::tables::{ProblemReader, ProblemWriter};
 
 use super::{Engine, StageReport};
-use crate::artifacts::{StageRecord, TOOL_VERSION, input_key};
-use crate::cli::StageName;
+use crate::artifacts::{FileEntry, StageRecord, TOOL_VERSION, hash_tree, input_key};
+use super::stage::StageName;
 use coreb_base::durable;
 
 /// `MANIFEST.json` of a release: every file's sha256 and everything needed to rebuild it.
@@ -68,15 +68,6 @@ pub struct SourcePin {
     pub bytes: u64,
 }
 
-/// A published file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileEntry {
-    /// sha256.
-    pub sha256: String,
-    /// Size.
-    pub bytes: u64,
-}
-
 /// `to` relative to the directory `from` (both absolute and normalised).
 pub fn relative_path(from: &Path, to: &Path) -> String {
     let a: Vec<_> = from.components().collect();
@@ -90,28 +81,6 @@ pub fn relative_path(from: &Path, to: &Path) -> String {
         rel.push(c);
     }
     rel.display().to_string()
-}
-
-/// Hash every file under `dir` (relative paths with `/`), sorted.
-pub fn hash_tree(dir: &Path) -> anyhow::Result<BTreeMap<String, FileEntry>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for entry in fs_err::read_dir(&d)? {
-            let path = entry?.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(dir).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
-                if rel == "MANIFEST.json" {
-                    continue;
-                }
-                let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
-                out.insert(rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() });
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// Problem ids of every release before this one (from their `problems.parquet`).

@@ -31,8 +31,32 @@ use coreb_curation::{Duplicates, Selection, Sketches};
 use coreb_base::durable::AtomicFile;
 
 use super::CorpusRun;
-use crate::cli::{DedupStep, ShardSpec};
-use crate::shard::{self, PartMarker, PartWriter, part_done, part_name, read_part_marker};
+use clap::ValueEnum;
+
+use crate::engine::shard::ShardSpec;
+use crate::engine::shard::{self, PartMarker, PartWriter, part_done, part_name, read_part_marker};
+
+/// A step of the split near-duplicate decision of `coreb corpus` (`--dedup-step`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DedupStep {
+    /// Repeated ids and exact copies, over the ids and exact keys of every row.
+    Exact,
+    /// Similar pairs through one range of bands (`--task I/T`).
+    Bands,
+    /// The similar pairs of every band task joined into components.
+    Clusters,
+}
+
+impl DedupStep {
+    /// Its name on the command line and in `<output>/dedup/`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DedupStep::Exact => "exact",
+            DedupStep::Bands => "bands",
+            DedupStep::Clusters => "clusters",
+        }
+    }
+}
 
 /// What one dedup step process did.
 #[derive(Debug, Clone)]

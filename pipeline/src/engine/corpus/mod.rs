@@ -44,11 +44,11 @@
 //! from the lexical TF-IDF fallback.
 //!
 //! **What it shares with the build's stage graph, and why it is not in it.** The shard
-//! processes, their parts, part markers and merge are the engine's own ([`crate::shard`]:
-//! [`PartWriter`], [`crate::shard::PartMarker`], [`crate::shard::complete_parts`]), and an
+//! processes, their parts, part markers and merge are the engine's own ([`crate::engine::shard`]:
+//! [`PartWriter`], [`crate::engine::shard::PartMarker`], [`crate::engine::shard::complete_parts`]), and an
 //! output shard's `_SUCCESS` checks its files the way the artifact store checks a stage's
-//! ([`crate::artifacts::file_intact`], [`crate::engine::FileEntry`]). The three steps are
-//! not [`crate::cli::StageName`]s run by [`super::Engine::run_until`], because:
+//! ([`crate::artifacts::file_intact`], [`crate::artifacts::FileEntry`]). The three steps are
+//! not [`crate::engine::stage::StageName`]s run by [`super::Engine::run_until`], because:
 //! - the corpus has its own manifest and plan ([`CorpusPlan`]), not a release [`RunPlan`]
 //!   (crate::manifest::RunPlan): none of the build's stages runs before or after it, and the
 //!   engine's loop is the release chain `fetch` … `release` over one plan;
@@ -61,7 +61,7 @@
 //!   would skip nothing that the shard markers do not already skip.
 
 mod curate;
-mod dedup;
+pub mod dedup;
 mod output;
 mod scan;
 
@@ -73,10 +73,10 @@ use anyhow::Context;
 use rayon::prelude::*;
 use coreb_curation::{CorpusReport, Duplicates, ReleaseIndex, Sketches};
 
-use crate::cli::ShardSpec;
+use crate::engine::shard::ShardSpec;
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan};
 use crate::printer::Printer;
-use crate::shard::{PartMarker, PartWriter, part_done, part_name};
+use crate::engine::shard::{PartMarker, PartWriter, part_done, part_name};
 
 /// What a shard process did.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use coreb_curation::CorpusReport;
 use coreb_base::durable::{self, AtomicFile};
 
-use crate::engine::FileEntry;
+use crate::artifacts::FileEntry;
 
 /// The directory (and file) name of output shard `s`.
 pub(super) fn shard_name(s: u32) -> String {

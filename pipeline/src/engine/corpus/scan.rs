@@ -13,7 +13,7 @@ use coreb_curation::scan::{Block, BlockOut, Scan, SourceFields, field, is_blank}
 use stages::fetch::{FetchConfig, Location, Source, fetch_source};
 
 use super::output::spool_path;
-use crate::cli::ShardSpec;
+use crate::engine::shard::ShardSpec;
 use crate::corpus_manifest::{CorpusManifestFile, SourceFormat, SourceSpec};
 use crate::jsonl::for_each_json;
 use crate::printer::Printer;

@@ -22,12 +22,33 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::ShardSpec;
 use std::collections::BTreeMap;
 
 use coreb_base::durable;
 
-use crate::engine::FileEntry;
+use crate::artifacts::FileEntry;
+
+/// One shard of `N`, as `--shard I/N` gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSpec {
+    /// `I`, from 0.
+    pub index: u32,
+    /// `N`, at least 1.
+    pub count: u32,
+}
+
+impl ShardSpec {
+    /// Parse `I/N` with `I < N`.
+    pub fn parse(s: &str) -> Result<ShardSpec, String> {
+        let (i, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: expected `I/N`, e.g. `0/4`"))?;
+        let index: u32 = i.trim().parse().map_err(|_| format!("`{s}`: `{i}` is not a shard number"))?;
+        let count: u32 = n.trim().parse().map_err(|_| format!("`{s}`: `{n}` is not a shard count"))?;
+        if count == 0 || index >= count {
+            return Err(format!("`{s}`: the shard must be in 0..{count} and the count at least 1"));
+        }
+        Ok(ShardSpec { index, count })
+    }
+}
 
 /// Whether the item `id` belongs to shard `slice` (all items belong to `0/1`).
 pub fn in_slice(id: &str, slice: ShardSpec) -> bool {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# LLM gateway benchmark (DESIGN §1.3, issue 4): prints
+# LLM gateway benchmark (issue 4): prints
 #  1. achieved throughput against a local OpenAI-compatible server that answers after a
 #     fixed delay, as a share of the concurrency/latency limit (concurrency / delay);
 #  2. the time to serve 10,000 stored responses from the response store (replay mode),

@@ -1,4 +1,4 @@
-//! The command line (DESIGN §2): clap derive, doc comments are the help text.
+//! The command line: clap derive, doc comments are the help text.
 
 use crate::engine::corpus::dedup::DedupStep;
 use crate::engine::shard::ShardSpec;
@@ -15,6 +15,40 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `coreb --help` lists the commands in these groups, as users think of them (every
+/// subcommand is in exactly one: a test checks it).
+pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
+    (
+        "Build a release and its stages",
+        &["build", "plan", "fetch", "ingest", "dedup", "filter", "rewrite", "distract", "abbreviate", "generate", "execute", "queries", "qrels"],
+    ),
+    ("Publish and check", &["release", "export", "check", "verify"]),
+    ("Evaluate and compare", &["eval", "compare", "leaderboard", "trec-eval"]),
+    ("Curate and audit", &["corpus", "merge", "audit"]),
+    ("Operate", &["store", "programs", "judge"]),
+];
+
+/// The `coreb` command with its help grouped by [`COMMAND_GROUPS`] instead of clap's flat
+/// list of subcommands.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let about: std::collections::BTreeMap<String, String> =
+        cmd.get_subcommands().map(|s| (s.get_name().to_owned(), s.get_about().map(|a| a.to_string()).unwrap_or_default())).collect();
+    let width = about.keys().map(String::len).max().unwrap_or(0);
+    let mut listing = String::new();
+    for (group, names) in COMMAND_GROUPS {
+        listing.push_str(&format!("{group}:\n"));
+        for name in *names {
+            let text = about.get(*name).map(String::as_str).unwrap_or("");
+            listing.push_str(&format!("  {name:width$}  {text}\n"));
+        }
+        listing.push('\n');
+    }
+    let listing = listing.replace('{', "{{").replace('}', "}}");
+    cmd.help_template(format!("{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{listing}Options:\n{{options}}{{after-help}}"))
 }
 
 /// The subcommands of `coreb`.
@@ -801,4 +835,37 @@ pub enum StoreCommand {
         #[arg(long, default_value_t = 10_000)]
         stored: u32,
     },
+}
+
+#[cfg(test)]
+mod help_tests {
+    use super::*;
+
+    #[test]
+    fn every_command_is_in_exactly_one_group_and_help_lists_them_by_group() {
+        use clap::CommandFactory;
+        let names: Vec<String> = Cli::command().get_subcommands().map(|s| s.get_name().to_owned()).collect();
+        for name in &names {
+            let n = COMMAND_GROUPS.iter().filter(|(_, g)| g.contains(&name.as_str())).count();
+            assert_eq!(n, 1, "`{name}` is in {n} groups of COMMAND_GROUPS");
+        }
+        for (group, g) in COMMAND_GROUPS {
+            for name in *g {
+                assert!(names.iter().any(|n| n == name), "group `{group}` lists `{name}`, which is not a command");
+            }
+        }
+        let help = command().render_help().to_string();
+        let mut at = 0;
+        for (group, g) in COMMAND_GROUPS {
+            let pos = help.find(&format!("{group}:")).unwrap_or_else(|| panic!("no `{group}:` in\n{help}"));
+            assert!(pos >= at, "groups out of order in\n{help}");
+            at = pos;
+            let section = &help[pos..];
+            let end = section.find("\n\n").unwrap_or(section.len());
+            for name in *g {
+                assert!(section[..end].lines().any(|l| l.trim_start().starts_with(&format!("{name} "))), "`{name}` not under `{group}`:\n{help}");
+            }
+        }
+        assert!(help.contains("Options:") && help.contains("--help"), "{help}");
+    }
 }

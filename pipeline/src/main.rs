@@ -2,11 +2,14 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 fn main() -> ExitCode {
     keep_large_buffers();
-    let cli = coreb::cli::Cli::parse();
+    let cli = match coreb::cli::Cli::from_arg_matches(&coreb::cli::command().get_matches()) {
+        Ok(cli) => cli,
+        Err(err) => err.exit(),
+    };
     coreb::init_logging();
     match coreb::run(cli) {
         Ok(code) => code,

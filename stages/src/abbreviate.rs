@@ -1,4 +1,4 @@
-//! `abbreviate`: a canonical 50–150-word summary per rewritten problem (DESIGN §1.3), the
+//! `abbreviate`: a canonical 50–150-word summary per rewritten problem, the
 //! query text of the text-to-code `canonical` subtask.
 //!
 //! The answer is cleaned of markdown artefacts and must fall within the configured word

@@ -1,4 +1,4 @@
-//! `distract`: four distractor statements per rewritten problem (DESIGN §1.3), one of each
+//! `distract`: four distractor statements per rewritten problem, one of each
 //! [`DistractorKind`]. They look like the problem but need another solution, and serve as
 //! code-to-text hard negatives.
 //!

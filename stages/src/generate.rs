@@ -1,4 +1,4 @@
-//! `generate`: solutions per rewritten problem × model × language × sample (DESIGN §1.3).
+//! `generate`: solutions per rewritten problem × model × language × sample.
 //!
 //! One request per solution, prompt `generate`. A stdin problem asks for a whole program
 //! (fragments `task_program`, `language_<lang>`, `io_stdin`). A LeetCode (call-based)

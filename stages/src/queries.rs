@@ -1,4 +1,4 @@
-//! `queries`: natural-language developer search queries per rewritten problem (DESIGN §1.3),
+//! `queries`: natural-language developer search queries per rewritten problem,
 //! the query texts of the text-to-code `search` subtask, as CoREB defines them.
 //!
 //! Each problem is contrasted with the [`QueriesConfig::similar`] most similar OTHER problems

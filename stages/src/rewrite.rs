@@ -1,4 +1,4 @@
-//! `rewrite`: the light counterfactual rewrite of a problem (DESIGN §1.3).
+//! `rewrite`: the light counterfactual rewrite of a problem.
 //!
 //! For each problem: ask for a new title, statement and starter code (JSON), strip markdown
 //! artefacts, and check the fields; then carry its tests over:

@@ -1,5 +1,4 @@
-//! Language-aware comment stripping: a code document holds the solution only (DESIGN §1.3,
-//! the reference's "no comments, no docstrings" rule, enforced rather than hoped for).
+//! Language-aware comment stripping: a code document holds the solution only (the reference's "no comments, no docstrings" rule, enforced rather than hoped for).
 //!
 //! [`strip_comments`] removes comments with a small lexer per language that knows the
 //! language's string and character literals, so a `//` or `#` inside a string stays:

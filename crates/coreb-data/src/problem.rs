@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A problem id, `lcb_<question_id>` (DESIGN §1.1).
+/// A problem id, `lcb_<question_id>`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ProblemId(String);

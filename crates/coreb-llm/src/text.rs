@@ -77,7 +77,7 @@ fn extract_strict(text: &str) -> Result<serde_json::Value, String> {
     Err(format!("no JSON value found ({err})"))
 }
 
-/// The code of a generation answer (DESIGN §1.3): the first `<code>…</code>`, else an
+/// The code of a generation answer: the first `<code>…</code>`, else an
 /// unclosed `<code>` to the end, else the first fenced block, else the whole text. A fence
 /// inside the `<code>` block is unwrapped. `#` lines are kept (they are `#include`s in C++).
 pub fn extract_code(text: &str) -> String {

@@ -1,4 +1,4 @@
-//! CoREB's evaluation convention on top of trec_eval's ranking rules (DESIGN §1.7).
+//! CoREB's evaluation convention on top of trec_eval's ranking rules.
 //!
 //! - Binary measures count relevance >= 2 as relevant (`level`, default 2).
 //! - nDCG uses gain = relevance for relevance >= 2 and gain 0 below (a hard negative, relevance

@@ -50,7 +50,7 @@ pub struct StageReport {
 }
 
 impl StageReport {
-    /// The `--json` summary (DESIGN §2): `stage`, `rows_in`, `rows_out`, `rejected`, `outputs`
+    /// The `--json` summary: `stage`, `rows_in`, `rows_out`, `rejected`, `outputs`
     /// and the stage-specific counts.
     pub fn to_json(&self, store: &ArtifactStore) -> serde_json::Value {
         let dir = store.stage_dir(self.stage.as_str());

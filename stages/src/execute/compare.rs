@@ -1,4 +1,4 @@
-//! Output comparison (DESIGN §1.4): does a program's output match the expected output?
+//! Output comparison: does a program's output match the expected output?
 //!
 //! - stdin tests ([`outputs_match`]): CRLF and surrounding whitespace do not matter; else the
 //!   outputs are split on whitespace into the same number of tokens, compared pairwise.
@@ -11,7 +11,7 @@
 //!   kept as written (never through f64 first).
 //!
 //! LiveCodeBench compares stdin tokens as Python `Decimal`s, exactly; the 1e-6 tolerance for
-//! non-integers is coreb's (DESIGN §1.4), for solutions printing floating-point results with
+//! non-integers is coreb's, for solutions printing floating-point results with
 //! another number of digits.
 
 /// Does the program's output match the expected output of a stdin test?

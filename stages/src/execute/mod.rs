@@ -6,7 +6,7 @@
 //! pool of `jobs` threads; results come back in input order whatever `jobs` is.
 //!
 //! Verdicts ([`Verdict`]): passed, wrong_answer, time_limit, memory_limit, runtime_error,
-//! compile_error, output_limit. Outputs are compared by [`outputs_match`] (DESIGN §1.4:
+//! compile_error, output_limit. Outputs are compared by [`outputs_match`] (
 //! integer tokens exactly, non-integers within 1e-6); for functional (LeetCode) tests a failed
 //! textual match falls back to comparing both sides as JSON values ([`compare`]). A solution
 //! passes only if every test passes. A solution the judge cannot even write to disk (its

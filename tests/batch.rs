@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
 use coreb_http::RetryConfig;
 use coreb_llm::batch::state_dir_of;
 use coreb_llm::config::{BatchConfig, LlmStage, ModelPrice, StoreMode, Transport};
 use coreb_llm::run::request;
 use coreb_llm::{BatchGateway, ChatMessage, Gateway, LlmConfig, LlmGateway, ResponseStore, Role, SamplingParams};
+use serde_json::{Value, json};
 
 use crate::support::http::{Reply, Request, serve};
 use crate::support::{coreb, root, run, text, tree_sha256};
@@ -157,12 +157,18 @@ fn respond(fake: &Mutex<Fake>, req: &Request) -> Reply {
                 match (f.script)(i, key) {
                     Line::Answer => {
                         let text = (f.answer)(body).expect("the fake knows every request");
-                        output += &format!("{}\n", json!({"id": "r", "custom_id": key, "response": {"status_code": 200, "request_id": "q", "body": completion(&text)}, "error": null}));
+                        output +=
+                            &format!("{}\n", json!({"id": "r", "custom_id": key, "response": {"status_code": 200, "request_id": "q", "body": completion(&text)}, "error": null}));
                     }
                     Line::ServerError => {
-                        output += &format!("{}\n", json!({"id": "r", "custom_id": key, "response": {"status_code": 500, "body": {"error": {"message": "upstream failed"}}}, "error": null}));
+                        output += &format!(
+                            "{}\n",
+                            json!({"id": "r", "custom_id": key, "response": {"status_code": 500, "body": {"error": {"message": "upstream failed"}}}, "error": null})
+                        );
                     }
-                    Line::Expired => errors += &format!("{}\n", json!({"id": "r", "custom_id": key, "response": null, "error": {"code": "batch_expired", "message": "not run in time"}})),
+                    Line::Expired => {
+                        errors += &format!("{}\n", json!({"id": "r", "custom_id": key, "response": null, "error": {"code": "batch_expired", "message": "not run in time"}}))
+                    }
                     Line::Missing => {}
                 }
             }
@@ -186,7 +192,8 @@ fn respond(fake: &Mutex<Fake>, req: &Request) -> Reply {
 }
 
 fn fake(answer: Box<Answer>, script: Box<Script>, expires: fn(usize) -> bool) -> (String, Arc<Mutex<Fake>>) {
-    let state = Arc::new(Mutex::new(Fake { files: HashMap::new(), batches: Vec::new(), uploaded: Vec::new(), sync: Vec::new(), hold: false, polls: Vec::new(), answer, script, expires }));
+    let state =
+        Arc::new(Mutex::new(Fake { files: HashMap::new(), batches: Vec::new(), uploaded: Vec::new(), sync: Vec::new(), hold: false, polls: Vec::new(), answer, script, expires }));
     let shared = state.clone();
     let server = serve(move |req| respond(&shared, req));
     (format!("{}/v1", server.url()), state)
@@ -245,22 +252,22 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
         assert_eq!(a.text, format!("answer to q{i}"));
     }
     {
-    let f = state.lock().unwrap();
-    assert_eq!(f.batches.len(), 2, "one batch, then one resubmission");
-    let key = |i: usize| requests[i].key();
-    let mut first: Vec<String> = f.batches[0].input.iter().map(|(k, _)| k.clone()).collect();
-    let mut second: Vec<String> = f.batches[1].input.iter().map(|(k, _)| k.clone()).collect();
-    first.sort();
-    second.sort();
-    let mut all: Vec<String> = (0..6).map(key).collect();
-    all.sort();
-    let mut unanswered: Vec<String> = [3, 4, 5].map(key).to_vec();
-    unanswered.sort();
-    assert_eq!((first, second), (all, unanswered), "only the unanswered requests of the expired batch go again");
-    assert_eq!(f.sync.len(), 1, "the 500 line is retried synchronously, once");
-    assert_eq!(f.sync[0]["messages"][0]["content"], "q2");
-    let polls_of = |id: &str| f.polls.iter().filter(|(b, _)| b == id).count();
-    assert!(polls_of("batch_0") >= 5 && polls_of("batch_1") >= 5, "validating, in_progress ×2, finalizing, end: {:?}", f.polls);
+        let f = state.lock().unwrap();
+        assert_eq!(f.batches.len(), 2, "one batch, then one resubmission");
+        let key = |i: usize| requests[i].key();
+        let mut first: Vec<String> = f.batches[0].input.iter().map(|(k, _)| k.clone()).collect();
+        let mut second: Vec<String> = f.batches[1].input.iter().map(|(k, _)| k.clone()).collect();
+        first.sort();
+        second.sort();
+        let mut all: Vec<String> = (0..6).map(key).collect();
+        all.sort();
+        let mut unanswered: Vec<String> = [3, 4, 5].map(key).to_vec();
+        unanswered.sort();
+        assert_eq!((first, second), (all, unanswered), "only the unanswered requests of the expired batch go again");
+        assert_eq!(f.sync.len(), 1, "the 500 line is retried synchronously, once");
+        assert_eq!(f.sync[0]["messages"][0]["content"], "q2");
+        let polls_of = |id: &str| f.polls.iter().filter(|(b, _)| b == id).count();
+        assert!(polls_of("batch_0") >= 5 && polls_of("batch_1") >= 5, "validating, in_progress ×2, finalizing, end: {:?}", f.polls);
     }
     assert_eq!(ResponseStore::open(&store).keys().unwrap().len(), 6);
     assert_eq!(std::fs::read_dir(state_dir_of(&store)).unwrap().count(), 0, "finished submissions are removed");
@@ -336,7 +343,10 @@ fn manifest(dir: &Path, url: &str, transport: &str) -> PathBuf {
         .replace("response_store = \"../tests/fixtures/sample/store\"", &format!("response_store = \"{}\"", dir.join("store").display()))
         .replace("prompts_dir = \"../prompts\"", &format!("prompts_dir = \"{}\"", r.join("prompts").display()))
         .replace("url = \"../tests/fixtures/sample/problems.jsonl\"", &format!("url = \"{}\"", r.join("tests/fixtures/sample/problems.jsonl").display()))
-        .replace("mode = \"replay\"\nbase_url = \"https://api.openai.com/v1\"\napi_key_env = \"OPENAI_API_KEY\"", &format!("mode = \"live\"\nbase_url = \"{url}\"\napi_key_env = \"\"\ntransport = \"{transport}\"\ntimeout_secs = 30"));
+        .replace(
+            "mode = \"replay\"\nbase_url = \"https://api.openai.com/v1\"\napi_key_env = \"OPENAI_API_KEY\"",
+            &format!("mode = \"live\"\nbase_url = \"{url}\"\napi_key_env = \"\"\ntransport = \"{transport}\"\ntimeout_secs = 30"),
+        );
     assert!(text.contains("transport = "), "the sample manifest's [llm] changed");
     let text = format!(
         "{text}\n[llm.batch]\npoll_interval_secs = 0.05\ncollect_ms = 100\n\n[llm.prices.\"gpt-4o-mini-2024-07-18\"]\ninput_per_million = 0.15\noutput_per_million = 0.6\n"
@@ -383,8 +393,7 @@ fn a_build_killed_while_its_batch_is_in_flight_resumes_the_same_batch() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let states = state_dir_of(&dir.path().join("store"));
-    let persisted: Vec<Value> =
-        fs_err::read_dir(&states).unwrap().map(|e| serde_json::from_str(&fs_err::read_to_string(e.unwrap().path()).unwrap()).unwrap()).collect();
+    let persisted: Vec<Value> = fs_err::read_dir(&states).unwrap().map(|e| serde_json::from_str(&fs_err::read_to_string(e.unwrap().path()).unwrap()).unwrap()).collect();
     assert_eq!(persisted.len(), 1);
     assert_eq!(persisted[0]["batch_id"], "batch_0", "the batch id is on disk before polling");
     let first_batch = state.lock().unwrap().batches[0].input.len();

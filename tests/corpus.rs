@@ -303,8 +303,7 @@ fn alignment_uses_the_embeddings_endpoint_when_configured() {
     let dropped = read_jsonl(&dir.path().join("out/dropped.jsonl"));
     let pairs = cosqa_pairs();
     let duplicates: BTreeSet<&str> = dropped.iter().filter(|d| d["reason"] == "exact_duplicate" || d["reason"] == "near_duplicate").filter_map(|d| d["id"].as_str()).collect();
-    let distinct: BTreeSet<&String> =
-        pairs.iter().filter(|p| !duplicates.contains(format!("cosqa:{}:{}", p.0, p.1).as_str())).flat_map(|p| [&p.2, &p.3]).collect();
+    let distinct: BTreeSet<&String> = pairs.iter().filter(|p| !duplicates.contains(format!("cosqa:{}:{}", p.0, p.1).as_str())).flat_map(|p| [&p.2, &p.3]).collect();
     assert_eq!(500 - duplicates.len() as u64, 500 - stats["near_duplicate"].as_u64().unwrap() - stats["exact_duplicate"].as_u64().unwrap());
     assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), distinct.len(), "{stats}");
     // The reported similarity of a misaligned pair is the cosine of the endpoint's vectors.
@@ -371,7 +370,11 @@ fn jsonl_rows_with_extra_fields_escapes_and_numeric_ids_are_read_like_json() {
     ];
     std::fs::write(dir.path().join("x.jsonl"), rows.join("\r\n")).unwrap();
     let manifest = dir.path().join("c.toml");
-    std::fs::write(&manifest, "[output]\ndir = \"out\"\n[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\npath = \"x.jsonl\"\nid_field = \"id\"\n").unwrap();
+    std::fs::write(
+        &manifest,
+        "[output]\ndir = \"out\"\n[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\npath = \"x.jsonl\"\nid_field = \"id\"\n",
+    )
+    .unwrap();
     let out = run(coreb().arg("corpus").arg(&manifest));
     assert!(out.status.success(), "{}", text(&out));
     let records = read_jsonl(&dir.path().join("out/jsonl/train/shard=000/part.jsonl"));
@@ -446,7 +449,11 @@ fn http_sources_are_downloaded_checked_and_read_plain_or_gzipped() {
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 2);
     let cache = dir.path().join("out/.sources");
     let cached = |prefix: &str| -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with(prefix) && p.extension().is_none_or(|e| e != "url")).collect()
+        std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with(prefix) && p.extension().is_none_or(|e| e != "url"))
+            .collect()
     };
     let (plain, packed) = (cached("plain-"), cached("packed-"));
     assert_eq!(plain.len(), 1, "{plain:?}");
@@ -501,10 +508,61 @@ impl Rng {
 }
 
 const ENGLISH: &[&str] = &[
-    "how", "do", "i", "read", "write", "sort", "parse", "merge", "split", "count", "find", "remove", "the", "a", "list", "file",
-    "string", "number", "values", "keys", "from", "into", "with", "without", "python", "dictionary", "lines", "words", "order",
-    "first", "last", "each", "every", "element", "items", "table", "column", "row", "date", "time", "quickly", "safely", "large",
-    "small", "nested", "empty", "unique", "duplicate", "characters", "spaces", "text", "json", "data", "results", "output",
+    "how",
+    "do",
+    "i",
+    "read",
+    "write",
+    "sort",
+    "parse",
+    "merge",
+    "split",
+    "count",
+    "find",
+    "remove",
+    "the",
+    "a",
+    "list",
+    "file",
+    "string",
+    "number",
+    "values",
+    "keys",
+    "from",
+    "into",
+    "with",
+    "without",
+    "python",
+    "dictionary",
+    "lines",
+    "words",
+    "order",
+    "first",
+    "last",
+    "each",
+    "every",
+    "element",
+    "items",
+    "table",
+    "column",
+    "row",
+    "date",
+    "time",
+    "quickly",
+    "safely",
+    "large",
+    "small",
+    "nested",
+    "empty",
+    "unique",
+    "duplicate",
+    "characters",
+    "spaces",
+    "text",
+    "json",
+    "data",
+    "results",
+    "output",
 ];
 
 /// Rows of a generated corpus (`id`, `text`, `code`) and what each planted row must be
@@ -712,8 +770,11 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
         references.insert(shards, reference);
     }
     let kept = |t: &BTreeMap<String, Vec<u8>>| {
-        let mut lines: Vec<String> =
-            t.iter().filter(|(k, _)| k.starts_with("jsonl/train/")).flat_map(|(_, v)| String::from_utf8(v.clone()).unwrap().lines().map(str::to_owned).collect::<Vec<_>>()).collect();
+        let mut lines: Vec<String> = t
+            .iter()
+            .filter(|(k, _)| k.starts_with("jsonl/train/"))
+            .flat_map(|(_, v)| String::from_utf8(v.clone()).unwrap().lines().map(str::to_owned).collect::<Vec<_>>())
+            .collect();
         lines.sort();
         lines
     };

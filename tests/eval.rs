@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::support::{coreb, root, run, text};
 use crate::support::fixture_data as data;
+use crate::support::{coreb, root, run, text};
 
 fn eval_json(args: &[&str]) -> serde_json::Value {
     let out = run(coreb().arg("eval").args(args).arg("--json"));
@@ -33,10 +33,14 @@ fn bm25_on_cosqa_reaches_034_and_agrees_with_trec_eval() {
     let run_file = out_dir.path().join("cosqa.run.trec");
     let qrels = out_dir.path().join("qrels.trec");
     let tsv = fs_err::read_to_string(dir.join("qrels/test.tsv")).unwrap();
-    let trec: String = tsv.lines().skip(1).map(|l| {
-        let f: Vec<&str> = l.split('\t').collect();
-        format!("{} 0 {} {}\n", f[0], f[1], f[2])
-    }).collect();
+    let trec: String = tsv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            format!("{} 0 {} {}\n", f[0], f[1], f[2])
+        })
+        .collect();
     fs_err::write(&qrels, trec).unwrap();
     let out = run(coreb().args(["trec-eval", "-m", "ndcg_cut.10", "-c"]).arg(&qrels).arg(&run_file));
     assert!(out.status.success(), "{}", text(&out));
@@ -146,13 +150,8 @@ fn start_server() -> (String, Arc<Seen>) {
                 0 => ("429 Too Many Requests", "Retry-After: 1\r\n", r#"{"error":"slow down"}"#.to_owned()),
                 1 => ("500 Internal Server Error", "", "boom".to_owned()),
                 _ => {
-                    let data: Vec<serde_json::Value> = req["input"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .enumerate()
-                        .map(|(i, t)| serde_json::json!({"index": i, "embedding": embed(t.as_str().unwrap())}))
-                        .collect();
+                    let data: Vec<serde_json::Value> =
+                        req["input"].as_array().unwrap().iter().enumerate().map(|(i, t)| serde_json::json!({"index": i, "embedding": embed(t.as_str().unwrap())})).collect();
                     ("200 OK", "", serde_json::json!({"data": data}).to_string())
                 }
             }
@@ -176,7 +175,7 @@ fn start_server() -> (String, Arc<Seen>) {
         };
         let reply = crate::support::Reply::new(status, resp).header("Content-Type: application/json");
         if extra.is_empty() { reply } else { reply.header(extra.trim_end()) }
-});
+    });
     (format!("{}/v1", server.url()), seen)
 }
 
@@ -220,11 +219,7 @@ fn dense_retrieval_gives_up_with_a_clear_error() {
     let addr = crate::support::http::serve(|_| crate::support::Reply::new("401 Unauthorized", "bad api key!")).addr;
     let rel = root().join("tests/fixtures/eval/release/text2code");
     let cache = tempfile::tempdir().expect("tempdir");
-    let out = run(coreb()
-        .arg("eval")
-        .arg(&rel)
-        .args(["--retriever", "embed:m", "--base-url", &format!("http://{addr}/v1"), "--cache"])
-        .arg(cache.path()));
+    let out = run(coreb().arg("eval").arg(&rel).args(["--retriever", "embed:m", "--base-url", &format!("http://{addr}/v1"), "--cache"]).arg(cache.path()));
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("HTTP 401") && err.contains("bad api key!") && err.contains("after 1 attempts"), "{err}");

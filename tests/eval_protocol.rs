@@ -98,12 +98,24 @@ fn server() -> (String, Arc<Seen>) {
         } else if req.line.contains("/v1/rerank") {
             *s.rerank.lock().unwrap() += 1;
             let q = body["query"].as_str().unwrap();
-            let results: Vec<serde_json::Value> = body["documents"].as_array().unwrap().iter().enumerate().map(|(i, d)| serde_json::json!({"index": i, "relevance_score": overlap(q, d.as_str().unwrap())})).collect();
+            let results: Vec<serde_json::Value> = body["documents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, d)| serde_json::json!({"index": i, "relevance_score": overlap(q, d.as_str().unwrap())}))
+                .collect();
             serde_json::json!({ "results": results })
         } else if req.line.contains("/v1/score") {
             *s.score.lock().unwrap() += 1;
             let q = body["text_1"].as_str().unwrap();
-            let data: Vec<serde_json::Value> = body["text_2"].as_array().unwrap().iter().enumerate().map(|(i, d)| serde_json::json!({"index": i, "object": "score", "score": overlap(q, d.as_str().unwrap())})).collect();
+            let data: Vec<serde_json::Value> = body["text_2"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, d)| serde_json::json!({"index": i, "object": "score", "score": overlap(q, d.as_str().unwrap())}))
+                .collect();
             serde_json::json!({ "data": data })
         } else if req.line.contains("/v1/chat/completions") {
             *s.chat.lock().unwrap() += 1;
@@ -309,10 +321,29 @@ fn listwise_reranking_follows_the_reference_sliding_window_and_replays_offline()
     let store = dir.path().join("store");
     let out = dir.path().join("out");
     let args = |out: &Path| -> Vec<String> {
-        ["--run", run_file.to_str().unwrap(), "--rerank", "toy-chat", "--rerank-api", "listwise", "--rerank-base-url", &base, "--window", "3", "--step", "2", "--rerank-depth", "7", "--store", store.to_str().unwrap(), "--out", out.to_str().unwrap()]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        [
+            "--run",
+            run_file.to_str().unwrap(),
+            "--rerank",
+            "toy-chat",
+            "--rerank-api",
+            "listwise",
+            "--rerank-base-url",
+            &base,
+            "--window",
+            "3",
+            "--step",
+            "2",
+            "--rerank-depth",
+            "7",
+            "--store",
+            store.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
     };
     let a = args(&out);
     let v = eval(&a.iter().map(String::as_str).collect::<Vec<_>>(), dir.path());

@@ -9,12 +9,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use stages::execute::{ExecuteConfig, LimitsPatch, SolutionResult, Verdict, execute, execute_tables};
-use stages::ingest::{IngestConfig, decode_row};
 use coreb_data::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+use coreb_data::solution::{Language, Solution, SolutionId};
 use coreb_sandbox::{DirAccess, Identity, Limits, Program, Sandbox, SandboxConfig};
 use stages::execute::reuse::{FastStart, PYTHON_MODULES, PYTHON_NAMES, RUBY_LIBRARIES, RUBY_NAMES};
-use coreb_data::solution::{Language, Solution, SolutionId};
+use stages::execute::{ExecuteConfig, LimitsPatch, SolutionResult, Verdict, execute, execute_tables};
+use stages::ingest::{IngestConfig, decode_row};
 
 use crate::support::{coreb, root, run, text, tree_sha256};
 
@@ -149,11 +149,7 @@ fn processes_of(range: std::ops::Range<u32>) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else { continue };
-        let uid = status
-            .lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|u| u.parse::<u32>().ok());
+        let uid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().next()).and_then(|u| u.parse::<u32>().ok());
         let zombie = status.lines().any(|l| l.starts_with("State:") && l.contains('Z'));
         if uid.is_some_and(|u| range.contains(&u)) && !zombie {
             found.push(format!("{:?} {}", entry.file_name(), status.lines().next().unwrap_or("")));
@@ -185,14 +181,8 @@ fn hostile_suite(reuse: &[Language], uid_base: u32) {
     // Wall limits leave room for a loaded machine (CI, other jobs): a memory bomb must reach
     // its cap before the wall timer fires, or the verdict is time_limit. Seen on CI with the
     // release tests running beside: a Python memory bomb took 5.8 s of wall for 0.2 s of CPU.
-    let tight = LimitsPatch {
-        cpu_time_ms: Some(1_000),
-        wall_time_ms: Some(20_000),
-        memory_mb: Some(256),
-        processes: Some(32),
-        output_bytes: Some(1 << 20),
-        ..LimitsPatch::default()
-    };
+    let tight =
+        LimitsPatch { cpu_time_ms: Some(1_000), wall_time_ms: Some(20_000), memory_mb: Some(256), processes: Some(32), output_bytes: Some(1 << 20), ..LimitsPatch::default() };
     config.python.limits = tight.clone();
     config.ruby.limits = tight.clone();
     config.cpp.limits = tight.clone();
@@ -204,11 +194,7 @@ fn hostile_suite(reuse: &[Language], uid_base: u32) {
     let open_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("execute-escape-{}-{uid_base}", std::process::id()));
     std::fs::create_dir_all(&open_dir).unwrap();
     std::fs::set_permissions(&open_dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    let targets = [
-        open_dir.join("planted.txt"),
-        std::env::temp_dir().join(format!("coreb-escape-{}.txt", std::process::id())),
-        PathBuf::from("/etc/coreb-escape.txt"),
-    ];
+    let targets = [open_dir.join("planted.txt"), std::env::temp_dir().join(format!("coreb-escape-{}.txt", std::process::id())), PathBuf::from("/etc/coreb-escape.txt")];
     let escape_input: String = targets.iter().map(|p| format!("{}\n", p.display())).collect();
     // A listener on the host's loopback: the sandbox has its own network stack.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -319,11 +305,7 @@ fn hostile_suite(reuse: &[Language], uid_base: u32) {
 #[test]
 fn judge_command_prints_verdicts_and_exits_by_result() {
     let problems = fixture("problems.jsonl");
-    let ok = run(coreb()
-        .arg("judge")
-        .arg(&problems)
-        .arg(fixture("solutions/2777/ok.rb"))
-        .args(["--lang", "ruby", "--problem-id", "2777", "--json"]));
+    let ok = run(coreb().arg("judge").arg(&problems).arg(fixture("solutions/2777/ok.rb")).args(["--lang", "ruby", "--problem-id", "2777", "--json"]));
     assert!(ok.status.success(), "{}", text(&ok));
     let v: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
     assert_eq!(v["passed"], true);
@@ -331,21 +313,13 @@ fn judge_command_prints_verdicts_and_exits_by_result() {
     assert_eq!(v["tests"].as_array().unwrap().len(), 2);
     assert_eq!(v["tests"][0]["verdict"], "passed");
 
-    let wrong = run(coreb()
-        .arg("judge")
-        .arg(&problems)
-        .arg(fixture("solutions/abc303_a/wrong.cpp"))
-        .args(["--lang", "cpp", "--problem-id", "abc303_a"]));
+    let wrong = run(coreb().arg("judge").arg(&problems).arg(fixture("solutions/abc303_a/wrong.cpp")).args(["--lang", "cpp", "--problem-id", "abc303_a"]));
     assert_eq!(wrong.status.code(), Some(1), "{}", text(&wrong));
     let err = String::from_utf8_lossy(&wrong.stderr);
     assert!(err.contains("wrong_answer"), "{err}");
     assert!(err.contains("FAILED 1/3"), "{err}");
 
-    let missing = run(coreb()
-        .arg("judge")
-        .arg(&problems)
-        .arg(fixture("solutions/abc303_a/ok.cpp"))
-        .args(["--lang", "cpp", "--problem-id", "abc999_z"]));
+    let missing = run(coreb().arg("judge").arg(&problems).arg(fixture("solutions/abc303_a/ok.cpp")).args(["--lang", "cpp", "--problem-id", "abc999_z"]));
     assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("abc999_z"));
 }
@@ -755,17 +729,8 @@ fn state_problem(name: &str, inputs: &[&str], mode: &str) -> Problem {
 /// while the tests after it pass. The tests of the solution run one after another (`jobs` 1).
 fn reuse_keeps_each_test_in_its_own_process(language: Language, code: &str) {
     let inputs = ["a", "cpu", "b", "mem", "c", "out", "d", "sleep", "e"];
-    let expected = [
-        Verdict::Passed,
-        Verdict::TimeLimit,
-        Verdict::Passed,
-        Verdict::MemoryLimit,
-        Verdict::Passed,
-        Verdict::OutputLimit,
-        Verdict::Passed,
-        Verdict::TimeLimit,
-        Verdict::Passed,
-    ];
+    let expected =
+        [Verdict::Passed, Verdict::TimeLimit, Verdict::Passed, Verdict::MemoryLimit, Verdict::Passed, Verdict::OutputLimit, Verdict::Passed, Verdict::TimeLimit, Verdict::Passed];
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join(format!("state.{}", language.extension()));
     std::fs::write(&file, code).unwrap();
@@ -777,13 +742,7 @@ fn reuse_keeps_each_test_in_its_own_process(language: Language, code: &str) {
         if reuse {
             config.reuse.insert(language);
         }
-        let limits = LimitsPatch {
-            cpu_time_ms: Some(1_000),
-            wall_time_ms: Some(8_000),
-            memory_mb: Some(256),
-            output_bytes: Some(1 << 16),
-            ..LimitsPatch::default()
-        };
+        let limits = LimitsPatch { cpu_time_ms: Some(1_000), wall_time_ms: Some(8_000), memory_mb: Some(256), output_bytes: Some(1 << 16), ..LimitsPatch::default() };
         match language {
             Language::Python => config.python.limits = limits,
             _ => config.ruby.limits = limits,

@@ -61,7 +61,9 @@ fn no_sample_leetcode_code_document_carries_a_driver() {
     let problems = coreb_data::tables::ProblemReader::read_all(&release().join("problems.parquet")).unwrap();
     let functional: std::collections::BTreeSet<String> = problems.iter().filter(|p| p.is_functional()).map(|p| p.id.to_string()).collect();
     assert_eq!(functional.len(), 5, "{functional:?}");
-    let driver = regex::Regex::new(r"\bmain\s*\(|__main__|parseInt(?:List|Array)|json\.loads|JSON\.parse|sys\.stdin|\bSTDIN\b|\$stdin|\bgets\b|\bbufio\b|System\.in\b|\bcin\b|getline").unwrap();
+    let driver =
+        regex::Regex::new(r"\bmain\s*\(|__main__|parseInt(?:List|Array)|json\.loads|JSON\.parse|sys\.stdin|\bSTDIN\b|\$stdin|\bgets\b|\bbufio\b|System\.in\b|\bcin\b|getline")
+            .unwrap();
     let (mut docs, mut with_driver) = (0, Vec::new());
     for file in ["text2code/corpus.jsonl", "code2code/corpus.jsonl", "code2code/queries.jsonl"] {
         for doc in jsonl(release().join(file)) {

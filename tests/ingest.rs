@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
 use coreb_data::problem::Problem;
 use coreb_data::tables::{ProblemReader, ProblemWriter};
+use serde_json::Value;
 
 use crate::support::{coreb, fixture_data, run, text};
 
@@ -13,10 +13,7 @@ const LCB: &str = "lcb/lcb_v6_examples.jsonl";
 /// A manifest in `dir` reading `source`, with extra TOML appended.
 fn manifest(dir: &Path, source: &Path, extra: &str) -> PathBuf {
     let path = dir.join("m.toml");
-    let body = format!(
-        "version = \"v202504\"\noutput_dir = \"build\"\nreleases_dir = \"releases\"\n\n[[sources]]\nname = \"lcb\"\nurl = \"{}\"\n{extra}",
-        source.display()
-    );
+    let body = format!("version = \"v202504\"\noutput_dir = \"build\"\nreleases_dir = \"releases\"\n\n[[sources]]\nname = \"lcb\"\nurl = \"{}\"\n{extra}", source.display());
     fs_err::write(&path, body).unwrap();
     path
 }
@@ -211,9 +208,8 @@ fn unchanged_stages_are_skipped_and_changed_ones_rerun() {
 /// it first, so that an unchanged file skips decoding. Both ways record the same stages.
 #[test]
 fn a_first_build_hashes_its_local_source_as_it_ingests_it_and_records_what_fetch_would() {
-    let record = |dir: &Path, stage: &str| -> Value {
-        serde_json::from_str(&fs_err::read_to_string(dir.join("build/artifacts").join(stage).join("record.json")).unwrap()).unwrap()
-    };
+    let record =
+        |dir: &Path, stage: &str| -> Value { serde_json::from_str(&fs_err::read_to_string(dir.join("build/artifacts").join(stage).join("record.json")).unwrap()).unwrap() };
     let lines: Vec<String> = fs_err::read_to_string(fixture_data(LCB)).unwrap().lines().map(str::to_owned).collect();
     let rerun = tempfile::tempdir().unwrap();
     let source = rerun.path().join("rows.jsonl");
@@ -286,7 +282,8 @@ fn the_first_bad_row_in_input_order_is_reported_whatever_the_jobs() {
         let listed: Vec<u64> = report.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["line"].as_u64().unwrap()).collect();
         assert_eq!(listed, [61, 151, 241], "jobs = {jobs}");
         let kept = problems(dir.path(), "ingest");
-        let expected: Vec<String> = raw_rows().iter().take(300).enumerate().filter(|(i, _)| ![60, 150, 240].contains(i)).map(|(_, r)| r["question_id"].as_str().unwrap().to_owned()).collect();
+        let expected: Vec<String> =
+            raw_rows().iter().take(300).enumerate().filter(|(i, _)| ![60, 150, 240].contains(i)).map(|(_, r)| r["question_id"].as_str().unwrap().to_owned()).collect();
         assert_eq!(kept.iter().map(|p| p.question_id.clone()).collect::<Vec<_>>(), expected, "jobs = {jobs}");
     }
 }
@@ -317,7 +314,12 @@ fn bad_rows_name_file_line_and_field() {
         (good[1][..good[1].len() / 2].to_owned(), "EOF while parsing"),
         ("this is not json".to_owned(), ":2: `(line)`"),
         (good[1].replace("\"difficulty\"", "\"hardness\""), ":2: `difficulty`: missing field"),
-        (good[1].replace("\\\"testtype\\\": \\\"functional\\\"", "\\\"testtype\\\": \\\"interactive\\\"").replace("\\\"testtype\\\": \\\"stdin\\\"", "\\\"testtype\\\": \\\"interactive\\\""), ":2: `public_test_cases[0].testtype`: unknown testtype `interactive`"),
+        (
+            good[1]
+                .replace("\\\"testtype\\\": \\\"functional\\\"", "\\\"testtype\\\": \\\"interactive\\\"")
+                .replace("\\\"testtype\\\": \\\"stdin\\\"", "\\\"testtype\\\": \\\"interactive\\\""),
+            ":2: `public_test_cases[0].testtype`: unknown testtype `interactive`",
+        ),
     ];
     for (bad, expect) in cases {
         let lines = vec![good[0].clone(), bad, good[2].clone()];
@@ -327,11 +329,7 @@ fn bad_rows_name_file_line_and_field() {
     }
     // Bad base64 / zlib / pickle in private_test_cases.
     let mut row: serde_json::Map<String, Value> = serde_json::from_str(&good[1]).unwrap();
-    for (blob, expect) in [
-        ("@@not-base64@@", "not JSON and not base64"),
-        ("aGVsbG8gd29ybGQ=", "bad zlib data"),
-        ("eJzLSM3JyQcABiwCFQ==", "bad pickle"),
-    ] {
+    for (blob, expect) in [("@@not-base64@@", "not JSON and not base64"), ("aGVsbG8gd29ybGQ=", "bad zlib data"), ("eJzLSM3JyQcABiwCFQ==", "bad pickle")] {
         row["private_test_cases"] = blob.into();
         let (ok, stderr) = ingest_lines(dir.path(), &[Value::Object(row.clone()).to_string()], "");
         assert!(!ok);

@@ -294,7 +294,11 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
     let mut alpha_averages = Vec::new();
     for (state, (from, to, after)) in states.iter().zip(expected_steps) {
         let step = state["step"].as_str().unwrap();
-        assert_eq!((state["from"].as_str().unwrap(), state["to"].as_str().unwrap(), state["after_cutoff"].as_bool().unwrap()), (from, to, after), "{step}: the control did not move as pressed");
+        assert_eq!(
+            (state["from"].as_str().unwrap(), state["to"].as_str().unwrap(), state["after_cutoff"].as_bool().unwrap()),
+            (from, to, after),
+            "{step}: the control did not move as pressed"
+        );
         let mut args = vec!["--from", from, "--to", to];
         if after {
             args.push("--after-cutoff");
@@ -399,7 +403,9 @@ fn recording_needs_a_release_a_name_for_a_run_and_a_real_cutoff() {
     let out = run(coreb().arg("eval").arg(&release).args(["--model-name", "x"]));
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--record"), "{}", text(&out));
     // A bad window or metric is a clear error.
-    for (args, expected) in [(vec!["--from", "2025-3"], "expected a month"), (vec!["--from", "2025-03", "--to", "2025-01"], "starts"), (vec!["--metric", "ndcg@7"], "not in the results store")] {
+    for (args, expected) in
+        [(vec!["--from", "2025-3"], "expected a month"), (vec!["--from", "2025-03", "--to", "2025-01"], "starts"), (vec!["--metric", "ndcg@7"], "not in the results store")]
+    {
         fs_err::create_dir_all(tmp.path().join("results")).unwrap();
         let mut cmd: Command = coreb();
         cmd.arg("leaderboard").arg("--releases-dir").arg(tmp.path()).arg("--json").args(&args);

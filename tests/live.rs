@@ -19,8 +19,10 @@ fn endpoint(answer: fn(&Value) -> (String, &'static str)) -> (String, Arc<Atomic
     let server = crate::support::http::serve(move |request| {
         counter.fetch_add(1, Ordering::SeqCst);
         let (content, finish) = answer(&request.json());
-        crate::support::http::Reply::json(&json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10}}))
+        crate::support::http::Reply::json(
+            &json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10}}),
+        )
     });
     (format!("{}/v1", server.url()), hits)
 }

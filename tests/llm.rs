@@ -10,19 +10,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use coreb_data::problem::{Platform, Problem, ProblemId};
+use coreb_data::rewritten::{RewrittenProblem, TestOrigin};
+use coreb_data::solution::Language;
+use coreb_http::RetryConfig;
+use coreb_llm::prompt::Prompts;
+use coreb_llm::run::{LlmStageError, ModelPlan, RejectReason};
+use coreb_llm::{Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, SamplingParams, StageModels, StoreMode, StructuredOutput};
 use serde_json::{Value, json};
 use stages::abbreviate::{AbbreviateConfig, abbreviate};
 use stages::distract::{DistractConfig, distract};
 use stages::generate::{GenerateConfig, generate};
-use coreb_data::problem::{Platform, Problem, ProblemId};
-use coreb_http::RetryConfig;
-use coreb_llm::prompt::Prompts;
 use stages::queries::{QueriesConfig, queries};
 use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, rewrite};
-use coreb_data::rewritten::{RewrittenProblem, TestOrigin};
-use coreb_llm::run::{LlmStageError, ModelPlan, RejectReason};
-use coreb_llm::{Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, SamplingParams, StageModels, StoreMode, StructuredOutput};
-use coreb_data::solution::Language;
 
 use crate::support::{coreb, root, run, text};
 
@@ -145,7 +145,8 @@ fn good_answer(user: &str, model: &str) -> String {
         let out: Vec<Value> = tests.iter().map(|t| json!({"input": t["input"].as_str().unwrap_or("").replace("apple", "crate"), "output": t["output"]})).collect();
         format!("Here you go:\n```json\n{}\n```", json!({"tests": out}))
     } else if user.contains("Write four new problem statements") {
-        json!({"operation_type": words(25, "op"), "optimisation_objective": words(25, "obj"), "algorithmic_approach": words(25, "algo"), "problem_domain": words(25, "dom")}).to_string()
+        json!({"operation_type": words(25, "op"), "optimisation_objective": words(25, "obj"), "algorithmic_approach": words(25, "algo"), "problem_domain": words(25, "dom")})
+            .to_string()
     } else if user.contains("Summarise the problem") {
         format!("Summary: {}", words(60, "summary"))
     } else if user.contains("Solve the problem below in") {
@@ -252,19 +253,14 @@ fn plans(config: &LlmConfig) -> RewritePlans {
     RewritePlans::for_config(config)
 }
 
-const MARKS: [&str; 11] = [
-    "MARK429", "MARK500TWICE", "MARKHANG", "MARKMALFORMED", "MARKHTML", "MARKCUT", "MARKLENGTHONCE", "MARKLENGTHALWAYS", "MARK500ALWAYS", "MARKNOKEY", "plain",
-];
+const MARKS: [&str; 11] =
+    ["MARK429", "MARK500TWICE", "MARKHANG", "MARKMALFORMED", "MARKHTML", "MARKCUT", "MARKLENGTHONCE", "MARKLENGTHALWAYS", "MARK500ALWAYS", "MARKNOKEY", "plain"];
 
 fn fault_problems() -> Vec<Problem> {
-    let mut problems: Vec<Problem> = MARKS.iter().enumerate().map(|(i, m)| problem(i as u32, &format!("Apples {m}"), "Count the apples. Print a number.", vec![("3\n1 2 3", "6")])).collect();
+    let mut problems: Vec<Problem> =
+        MARKS.iter().enumerate().map(|(i, m)| problem(i as u32, &format!("Apples {m}"), "Count the apples. Print a number.", vec![("3\n1 2 3", "6")])).collect();
     // Word tests: rewritten by the model in batches of two.
-    problems.push(problem(
-        50,
-        "Apple words",
-        "Given a word, print its length.",
-        vec![("apple", "5"), ("apples", "6"), ("3 4", "7"), ("big apple", "9"), ("Yes", "No")],
-    ));
+    problems.push(problem(50, "Apple words", "Given a word, print its length.", vec![("apple", "5"), ("apples", "6"), ("3 4", "7"), ("big apple", "9"), ("Yes", "No")]));
     problems.push(problem(51, "Apple words again", "MARKTESTCOUNT Given a word, print its length.", vec![("apple", "5"), ("pear", "4")]));
     problems
 }
@@ -292,7 +288,9 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     let reason = |id: &str| out.rejected.iter().find(|r| r.item.starts_with(id)).map(|r| r.reason.clone());
     let id = |m: &str| format!("lcb_{}", MARKS.iter().position(|x| *x == m).unwrap());
     assert!(matches!(reason(&id("MARKLENGTHALWAYS")), Some(RejectReason::Llm { failure }) if failure.kind == LlmFailureKind::Truncated));
-    assert!(matches!(reason(&id("MARK500ALWAYS")), Some(RejectReason::Llm { failure }) if failure.kind == LlmFailureKind::RetriesExhausted && failure.detail.contains("4 attempts")));
+    assert!(
+        matches!(reason(&id("MARK500ALWAYS")), Some(RejectReason::Llm { failure }) if failure.kind == LlmFailureKind::RetriesExhausted && failure.detail.contains("4 attempts"))
+    );
     assert!(matches!(reason(&id("MARKNOKEY")), Some(RejectReason::Schema { detail }) if detail == "`/`: required property `statement` is missing"));
     assert!(matches!(reason("lcb_51"), Some(RejectReason::TestCount { expected: 2, got: 1 })));
     assert_eq!(out.rejected.len(), 4, "{:#?}", out.rejected);
@@ -431,7 +429,11 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
     assert!(!functional.is_empty() && functional.iter().all(|s| s.user.contains("Write the solution only") && !s.user.contains("standard input")));
     assert!(functional.iter().any(|s| s.user.contains("Solve the problem below in C++17") && s.user.contains("long long countCrates(vector<long long>& xs)")));
     assert!(functional.iter().any(|s| s.user.contains("Solve the problem below in Ruby") && s.user.contains("def count_crates(xs)")));
-    assert!(seen.iter().filter(|s| !s.user.contains("MARKNOCODE")).all(|s| s.user.contains("exactly as the statement describes") && s.user.contains("reads its input from standard input")));
+    assert!(
+        seen.iter()
+            .filter(|s| !s.user.contains("MARKNOCODE"))
+            .all(|s| s.user.contains("exactly as the statement describes") && s.user.contains("reads its input from standard input"))
+    );
     assert_eq!(seen.iter().filter(|s| s.model == "model-b").count(), 20);
     assert_eq!(out.stats.from_endpoint, 40);
     // Tokens and cost per stage and model, from the usage the server reported.
@@ -456,7 +458,9 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
     let d = distract(&dcfg, &ModelPlan::for_stage(&cfg, LlmStage::Distract), &p.distract, &problems, &gateway).await.unwrap();
     assert_eq!(d.distractors.len(), 4);
     assert_eq!(d.distractors.iter().map(|x| x.kind.as_str()).collect::<Vec<_>>(), ["operation_type", "optimisation_objective", "algorithmic_approach", "problem_domain"]);
-    assert!(matches!(&d.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::Schema { detail: "`/`: required property `optimisation_objective` is missing".into() }));
+    assert!(
+        matches!(&d.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::Schema { detail: "`/`: required property `optimisation_objective` is missing".into() })
+    );
 
     let a = abbreviate(&AbbreviateConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate), &p.abbreviate, &problems, &gateway).await.unwrap();
     assert_eq!(a.summaries.len(), 1);
@@ -470,7 +474,13 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
     let title = "how to count the crates stored in each warehouse";
     assert_eq!(
         got,
-        [(0, None, title), (0, Some(Language::Python), title), (0, Some(Language::Cpp), title), (0, Some(Language::Go), title), (2, None, "which prefix sum technique counts warehouse crates per")]
+        [
+            (0, None, title),
+            (0, Some(Language::Python), title),
+            (0, Some(Language::Cpp), title),
+            (0, Some(Language::Go), title),
+            (2, None, "which prefix sum technique counts warehouse crates per")
+        ]
     );
     assert_eq!(q.queries[1].text, "how to count the crates stored in each warehouse aisle quickly when there are up to 100000 aisles and crates in Python");
     // Every dropped query or variant is reported with its reason; the problem without any usable query is rejected.
@@ -515,7 +525,10 @@ async fn queries_prompts_contrast_the_target_with_its_most_similar_other_problem
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fallback_model_takes_over_a_failing_item() {
-    let server = Server::start(|user: &str, model: &str, attempt| if model == "bad" { Reply::Status { code: 500, retry_after: None, body: String::new() } } else { faulty(user, model, attempt) }).await;
+    let server = Server::start(
+        |user: &str, model: &str, attempt| if model == "bad" { Reply::Status { code: 500, retry_after: None, body: String::new() } } else { faulty(user, model, attempt) },
+    )
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&server.url, StoreMode::Live);
     cfg.retry.max_attempts = 2;
@@ -583,9 +596,11 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_a_stage_that_samples_takes_another_sample_for_a_cut_answer() {
     // Every answer with seed 0 is cut.
-    let server = Server::start_with_body(|user, model, attempt, body| {
-        if body["seed"] == 0 { Reply::Answer { text: "<code>\nint main(".into(), finish: "length" } } else { faulty(user, model, attempt) }
-    })
+    let server = Server::start_with_body(
+        |user, model, attempt, body| {
+            if body["seed"] == 0 { Reply::Answer { text: "<code>\nint main(".into(), finish: "length" } } else { faulty(user, model, attempt) }
+        },
+    )
     .await;
     let p = prompts();
     let problems = vec![rewritten(1, "Crates", false)];
@@ -674,7 +689,15 @@ fn write_export(path: &Path, n: u32) {
     use std::io::Write;
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
     for i in 0..n {
-        let request = coreb_llm::run::request(LlmStage::Queries, &format!("lcb_{i}"), "m", vec![coreb_llm::ChatMessage { role: coreb_llm::Role::User, content: format!("q {i}") }], &SamplingParams::default(), 0, "p");
+        let request = coreb_llm::run::request(
+            LlmStage::Queries,
+            &format!("lcb_{i}"),
+            "m",
+            vec![coreb_llm::ChatMessage { role: coreb_llm::Role::User, content: format!("q {i}") }],
+            &SamplingParams::default(),
+            0,
+            "p",
+        );
         let entry = json!({
             "format": "coreb-llm-response/1",
             "key": request.key(),
@@ -763,8 +786,17 @@ fn python_reference_entries_match_the_rust_store_byte_for_byte() {
         let entry = store.get(key).unwrap().unwrap();
         assert_eq!(coreb_llm::store::entry_text(&entry), std::fs::read_to_string(store.path_of(key)).unwrap());
         // Only the schema's hash is keyed.
-        let schema = entry.request.response_format.as_ref().map(|f| (f.mode, coreb_llm::JsonSchema { name: entry.stage.to_string(), value: Value::Null, sha256: f.schema_sha256.clone() }));
-        let request = coreb_llm::run::request(entry.stage, &entry.item, &entry.request.model, entry.request.messages.clone(), &entry.request.params, entry.request.sample, &entry.request.prompt_sha256);
+        let schema =
+            entry.request.response_format.as_ref().map(|f| (f.mode, coreb_llm::JsonSchema { name: entry.stage.to_string(), value: Value::Null, sha256: f.schema_sha256.clone() }));
+        let request = coreb_llm::run::request(
+            entry.stage,
+            &entry.item,
+            &entry.request.model,
+            entry.request.messages.clone(),
+            &entry.request.params,
+            entry.request.sample,
+            &entry.request.prompt_sha256,
+        );
         let request = match &schema {
             Some((mode, schema)) => request.with_schema(Some(schema), *mode),
             None => request,

@@ -38,7 +38,11 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
         let s = &endpoint[stage];
         // Problems with rewritten tests (word tests) get a reference and its adaptation.
         assert!(s["answered"].as_u64().unwrap_or(0) > 0, "{stage} answered nothing: {f:#}");
-        assert_eq!(s["requests"].as_u64().unwrap(), s["answered"].as_u64().unwrap() + s["faults"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>(), "{stage}: {f:#}");
+        assert_eq!(
+            s["requests"].as_u64().unwrap(),
+            s["answered"].as_u64().unwrap() + s["faults"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>(),
+            "{stage}: {f:#}"
+        );
     }
     // Every solution judged, each as planted; more than one kind of outcome was planted.
     assert_eq!(f["verdicts"]["solutions"], 30, "{f:#}");

@@ -8,18 +8,18 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
-use stages::execute::recheck::{RecheckProblem, RecheckStats};
-use stages::execute::driver::Harness;
-use stages::execute::{ExecuteConfig, execute_checked};
 use coreb_data::problem::Problem;
-use coreb_http::RetryConfig;
-use coreb_llm::prompt::Prompts;
-use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, apply_bijection_keeping, letter_bijection, rewrite};
 use coreb_data::rewritten::TestOrigin;
-use coreb_llm::{Gateway, LlmConfig, ResponseStore, StoreMode};
 use coreb_data::solution::{Language, Solution, SolutionId};
 use coreb_data::verdict::{CheckOutcome, Verdict};
+use coreb_http::RetryConfig;
+use coreb_llm::prompt::Prompts;
+use coreb_llm::{Gateway, LlmConfig, ResponseStore, StoreMode};
+use serde_json::{Value, json};
+use stages::execute::driver::Harness;
+use stages::execute::recheck::{RecheckProblem, RecheckStats};
+use stages::execute::{ExecuteConfig, execute_checked};
+use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, apply_bijection_keeping, letter_bijection, rewrite};
 
 use crate::support::{root, stdin_problem};
 
@@ -82,8 +82,10 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
     let server = crate::support::http::serve(move |request| {
         let body = request.json();
         log.lock().unwrap().push(body.clone());
-        crate::support::http::Reply::json(&json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": answer(&body)}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10}}))
+        crate::support::http::Reply::json(
+            &json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": answer(&body)}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10}}),
+        )
     });
 
     // Smallest word: long tests go through the bijection. One flips the order of its two words
@@ -142,7 +144,13 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
         .problems
         .iter()
         .zip(&originals)
-        .map(|(r, o)| RecheckProblem { problem_id: r.id.clone(), test_origins: r.test_origins.clone(), reference: r.reference.clone(), original_tests: o.public_tests.clone(), original_harness: Harness::of(o) })
+        .map(|(r, o)| RecheckProblem {
+            problem_id: r.id.clone(),
+            test_origins: r.test_origins.clone(),
+            reference: r.reference.clone(),
+            original_tests: o.public_tests.clone(),
+            original_harness: Harness::of(o),
+        })
         .collect();
     let correct = [
         SMALLEST,
@@ -153,7 +161,14 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
     let solutions: Vec<Solution> = problems
         .iter()
         .zip(correct)
-        .map(|(p, code)| Solution { id: SolutionId::new(&p.id, "model-s", Language::Python, 0), problem_id: p.id.clone(), model: "model-s".into(), language: Language::Python, sample: 0, code: code.into() })
+        .map(|(p, code)| Solution {
+            id: SolutionId::new(&p.id, "model-s", Language::Python, 0),
+            problem_id: p.id.clone(),
+            model: "model-s".into(),
+            language: Language::Python,
+            sample: 0,
+            code: code.into(),
+        })
         .collect();
     let sandbox = coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");
     let config = ExecuteConfig::default();
@@ -193,8 +208,21 @@ fn a_problem_left_without_tests_is_rejected_whole() {
     let mut rewritten = original.clone();
     rewritten.public_tests = vec![stages::rewrite::biject_test(&original.public_tests[0], &perm)];
     let reference = coreb_data::rewritten::Reference { model: "m".into(), original: SMALLEST.into(), adapted: SMALLEST.into() };
-    let recheck = [RecheckProblem { problem_id: original.id.clone(), test_origins: vec![TestOrigin::Bijection], reference: Some(reference), original_tests: original.public_tests.clone(), original_harness: Harness::of(&original) }];
-    let solution = Solution { id: SolutionId::new(&original.id, "s", Language::Python, 0), problem_id: original.id.clone(), model: "s".into(), language: Language::Python, sample: 0, code: SMALLEST.into() };
+    let recheck = [RecheckProblem {
+        problem_id: original.id.clone(),
+        test_origins: vec![TestOrigin::Bijection],
+        reference: Some(reference),
+        original_tests: original.public_tests.clone(),
+        original_harness: Harness::of(&original),
+    }];
+    let solution = Solution {
+        id: SolutionId::new(&original.id, "s", Language::Python, 0),
+        problem_id: original.id.clone(),
+        model: "s".into(),
+        language: Language::Python,
+        sample: 0,
+        code: SMALLEST.into(),
+    };
     let sandbox = coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");
     let judged = execute_checked(&ExecuteConfig::default(), &[rewritten], &recheck, std::slice::from_ref(&solution), &sandbox, 1, &|| {}).unwrap();
     assert!(judged.checks[0].rejected_whole);

@@ -18,12 +18,7 @@ fn sample_manifest() -> PathBuf {
 
 fn build(out: &Path, jobs: &str) -> Command {
     let mut cmd = coreb();
-    cmd.arg("build")
-        .arg(sample_manifest())
-        .args(["--jobs", jobs, "--output-dir"])
-        .arg(out.join("build"))
-        .arg("--publish-dir")
-        .arg(out.join("release"));
+    cmd.arg("build").arg(sample_manifest()).args(["--jobs", jobs, "--output-dir"]).arg(out.join("build")).arg("--publish-dir").arg(out.join("release"));
     cmd
 }
 
@@ -60,11 +55,8 @@ fn kill_9_at_any_point_then_build_again_gives_the_same_release() {
     assert!(out.status.success(), "{}", text(&out));
     same_release_as(&committed(), &dir.path().join("release"), "after kill -9");
     // Nothing half-written is left where a later run would take it for complete.
-    let leftovers: Vec<_> = fs_err::read_dir(dir.path().join("build/artifacts"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".tmp"))
-        .collect();
+    let leftovers: Vec<_> =
+        fs_err::read_dir(dir.path().join("build/artifacts")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".tmp")).collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
@@ -84,13 +76,7 @@ fn a_failed_gate_stops_the_publish_and_says_which() {
     // And texts longer than 50 characters are refused: the `lengths` check fails too.
     let body = format!("{text_in}\n[gates]\nbm25_ndcg10_max = 0.01\nmax_text_chars = 50\n");
     fs_err::write(&manifest, body).unwrap();
-    let out = run(coreb()
-        .arg("build")
-        .arg(&manifest)
-        .arg("--output-dir")
-        .arg(dir.path().join("build"))
-        .arg("--publish-dir")
-        .arg(dir.path().join("release")));
+    let out = run(coreb().arg("build").arg(&manifest).arg("--output-dir").arg(dir.path().join("build")).arg("--publish-dir").arg(dir.path().join("release")));
     let _ = fs_err::remove_file(&manifest);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);

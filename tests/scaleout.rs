@@ -107,7 +107,10 @@ fn the_slurm_recipe_on_a_real_single_node_slurm_builds_the_committed_release() {
     assert!(result.status.success(), "{}\n{}", text(&result), logs());
     // Each array task wrote its own Slurm log (`coreb-<job name>-<array job>_<task>.log`).
     let stderr = String::from_utf8_lossy(&result.stderr);
-    for (stage, line) in ["rewrite", "distract", "abbreviate", "generate", "execute", "queries"].iter().filter_map(|s| stderr.lines().find(|l| l.starts_with(&format!("{s}: array job "))).map(|l| (*s, l))) {
+    for (stage, line) in ["rewrite", "distract", "abbreviate", "generate", "execute", "queries"]
+        .iter()
+        .filter_map(|s| stderr.lines().find(|l| l.starts_with(&format!("{s}: array job "))).map(|l| (*s, l)))
+    {
         let job = line.rsplit(' ').next().unwrap();
         for task in 0..3 {
             let log = fs_err::read_to_string(dir.path().join(format!("coreb-coreb-shard-{job}_{task}.log"))).unwrap_or_default();

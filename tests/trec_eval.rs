@@ -10,13 +10,7 @@ fn check(args: &[&str], qrels: &str, results: &str, expected: &str) {
     let want = fs_err::read_to_string(dir.join(expected)).expect("expected output");
     let got = String::from_utf8_lossy(&out.stdout);
     if got != want {
-        let diff: Vec<String> = got
-            .lines()
-            .zip(want.lines())
-            .filter(|(g, w)| g != w)
-            .take(10)
-            .map(|(g, w)| format!("got  {g}\nwant {w}"))
-            .collect();
+        let diff: Vec<String> = got.lines().zip(want.lines()).filter(|(g, w)| g != w).take(10).map(|(g, w)| format!("got  {g}\nwant {w}")).collect();
         panic!("{expected}: output differs ({} vs {} lines)\n{}", got.lines().count(), want.lines().count(), diff.join("\n"));
     }
 }
@@ -81,11 +75,7 @@ fn measure_parameters() {
 fn complete_num_rel(qrels: &std::path::Path, results: &std::path::Path) -> (String, usize) {
     let out = run(coreb().args(["trec-eval", "-c", "-l", "2", "-m", "num_rel"]).arg(qrels).arg(results));
     assert!(out.status.success(), "{}", text(&out));
-    let above_zero = fs_err::read_to_string(qrels)
-        .unwrap()
-        .lines()
-        .filter(|l| l.split_whitespace().nth(3).and_then(|r| r.parse::<i64>().ok()).is_some_and(|r| r > 0))
-        .count();
+    let above_zero = fs_err::read_to_string(qrels).unwrap().lines().filter(|l| l.split_whitespace().nth(3).and_then(|r| r.parse::<i64>().ok()).is_some_and(|r| r > 0)).count();
     (String::from_utf8_lossy(&out.stdout).into_owned(), above_zero)
 }
 
@@ -106,7 +96,8 @@ fn complete_num_rel_on_the_sample() {
     let release = root().join("releases/sample/v202503");
     let dir = tempfile::tempdir().unwrap();
     let qrels = dir.path().join("qrels.trec");
-    let script = "import pandas as pd, sys\nq = pd.read_parquet(sys.argv[1])\nopen(sys.argv[2], 'w').write(''.join(f'{r.query_id} 0 {r.doc_id} {r.relevance}\\n' for r in q.itertuples()))";
+    let script =
+        "import pandas as pd, sys\nq = pd.read_parquet(sys.argv[1])\nopen(sys.argv[2], 'w').write(''.join(f'{r.query_id} 0 {r.doc_id} {r.relevance}\\n' for r in q.itertuples()))";
     let out = python().arg("-c").arg(script).arg(release.join("text2code_qrels.parquet")).arg(&qrels).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let eval = run(coreb().arg("eval").arg(release.join("text2code")).arg("--out").arg(dir.path()));

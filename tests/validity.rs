@@ -35,7 +35,12 @@ fn bm25_run(dir: &Path) -> PathBuf {
         // BM25 finds nothing for a query that shares no token with the corpus: such a query
         // gets the task's first document at score 0, so every path scores every query.
         let ranked: std::collections::BTreeSet<&str> = run_text.lines().filter_map(|l| l.split(' ').next()).collect();
-        let first_doc = fs_err::read_to_string(committed().join(task).join("corpus.jsonl")).unwrap().lines().next().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["_id"].as_str().unwrap().to_owned()).unwrap();
+        let first_doc = fs_err::read_to_string(committed().join(task).join("corpus.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["_id"].as_str().unwrap().to_owned())
+            .unwrap();
         for line in fs_err::read_to_string(committed().join(task).join("queries.jsonl")).unwrap().lines() {
             let q: serde_json::Value = serde_json::from_str(line).unwrap();
             let qid = q["_id"].as_str().unwrap();
@@ -244,12 +249,18 @@ fn each_planted_defect_fails_its_check() {
 
     // A colliding id: a code2text query takes a text2code query's id.
     let r = copy_release(&dir.path().join("collide"));
-    pandas(&r, "t = pd.read_parquet(f'{root}/text2code_queries.parquet')\nq = pd.read_parquet(f'{root}/code2text_queries.parquet')\nq.loc[0, 'query_id'] = t.loc[0, 'query_id']\nq.to_parquet(f'{root}/code2text_queries.parquet', index=False)");
+    pandas(
+        &r,
+        "t = pd.read_parquet(f'{root}/text2code_queries.parquet')\nq = pd.read_parquet(f'{root}/code2text_queries.parquet')\nq.loc[0, 'query_id'] = t.loc[0, 'query_id']\nq.to_parquet(f'{root}/code2text_queries.parquet', index=False)",
+    );
     fails_check(&r, "id_unique");
 
     // An unjudged sibling solution: a text2code summary query loses one of its positives.
     let r = copy_release(&dir.path().join("sibling"));
-    pandas(&r, "q = pd.read_parquet(f'{root}/text2code_qrels.parquet')\ndrop = q.index[(q.relevance == 2) & q.query_id.str.contains('_canonical_')][0]\nq.drop(index=drop).to_parquet(f'{root}/text2code_qrels.parquet', index=False)");
+    pandas(
+        &r,
+        "q = pd.read_parquet(f'{root}/text2code_qrels.parquet')\ndrop = q.index[(q.relevance == 2) & q.query_id.str.contains('_canonical_')][0]\nq.drop(index=drop).to_parquet(f'{root}/text2code_qrels.parquet', index=False)",
+    );
     fails_check(&r, "unjudged_relevant");
 
     // A hard negative marked relevant in the BEIR qrels.

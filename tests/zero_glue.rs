@@ -70,10 +70,7 @@ fn the_sample_loads_in_datasets_beir_and_mteb_and_mteb_agrees_with_coreb_eval() 
     for (task, theirs) in &mteb {
         let (ndcg, missing) = kept[task];
         assert_eq!(missing, 0, "{task}: MTEB's predictions rank every query");
-        assert!(
-            (ndcg - theirs).abs() <= 5e-5,
-            "{task}: MTEB nDCG@10 {theirs:.6} vs coreb eval --run {ndcg:.6} on MTEB's predictions"
-        );
+        assert!((ndcg - theirs).abs() <= 5e-5, "{task}: MTEB nDCG@10 {theirs:.6} vs coreb eval --run {ndcg:.6} on MTEB's predictions");
         // A real model's number, not a degenerate one.
         assert!(*theirs > 0.05 && *theirs < 0.999, "{task}: nDCG@10 {theirs}");
     }
@@ -106,11 +103,7 @@ fn nothing_the_tests_use_refers_to_a_directory_beside_the_repository() {
         .flat_map(|f| {
             let body = fs_err::read_to_string(f).unwrap();
             let rel = f.strip_prefix(root()).unwrap_or(f).display().to_string();
-            body.lines()
-                .enumerate()
-                .filter(|(_, l)| needles.iter().any(|n| l.contains(n.as_str())))
-                .map(|(i, l)| format!("{rel}:{}: {}", i + 1, l.trim()))
-                .collect::<Vec<_>>()
+            body.lines().enumerate().filter(|(_, l)| needles.iter().any(|n| l.contains(n.as_str()))).map(|(i, l)| format!("{rel}:{}: {}", i + 1, l.trim())).collect::<Vec<_>>()
         })
         .collect();
     assert!(offending.is_empty(), "the repository must stand alone (a clone has no `shared` directory beside it):\n{}", offending.join("\n"));
@@ -161,9 +154,8 @@ fn setup_names_and_installs_what_is_missing() {
         std::process::Command::new("chmod").arg("+x").arg(&path).status().unwrap();
     }
     let path = format!("{}:/usr/bin:/bin", bin.display());
-    let setup = |missing: &str, args: &[&str]| {
-        run(std::process::Command::new(root().join("scripts/setup")).args(args).env("PATH", &path).env("MISSING", missing).env("APT_LOG", &log))
-    };
+    let setup =
+        |missing: &str, args: &[&str]| run(std::process::Command::new(root().join("scripts/setup")).args(args).env("PATH", &path).env("MISSING", missing).env("APT_LOG", &log));
     let apt = || fs_err::read_to_string(&log).unwrap_or_default();
 
     let out = setup("golang-go ruby", &["--check"]);
@@ -206,7 +198,8 @@ fn the_published_layout_export_loads_like_the_published_dataset() {
 
     let out = offline_python(dir.path()).arg(root().join("tests/python/hf_coreb_export.py")).arg(&out_dir).arg("release_v2503").arg(committed()).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let report: serde_json::Value = serde_json::from_slice(out.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default()).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    let report: serde_json::Value =
+        serde_json::from_slice(out.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default()).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
     // The sample has every subtask of the published dataset: text2code 3 kinds × (any + 5
     // languages), code2code 3, code2text 2 kinds × (any + 5 languages) + c2t_match.
     let subtasks = |t: &str| report["subtasks"][t].as_array().unwrap().len();

@@ -18,13 +18,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use coreb_data::problem::{Problem, TestCase, TestType};
+use coreb_data::solution::{Language, Solution, SolutionId};
+use coreb_sandbox::{Sandbox, SandboxConfig};
 use rayon::prelude::*;
 use stages::execute::driver::assemble;
-use stages::execute::{ExecuteConfig, Harness, execute, outputs_match, functional_outputs_match};
+use stages::execute::{ExecuteConfig, Harness, execute, functional_outputs_match, outputs_match};
 use stages::ingest::{IngestConfig, decode_row};
-use coreb_data::problem::{Problem, TestCase, TestType};
-use coreb_sandbox::{Sandbox, SandboxConfig};
-use coreb_data::solution::{Language, Solution, SolutionId};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/execute")
@@ -83,13 +83,7 @@ fn naive_test(solution: &Solution, program: &str, test: &TestCase) -> bool {
         Language::Go => format!("go run {file}"),
         Language::Ruby => format!("ruby {file}"),
     };
-    let child = Command::new("/bin/sh")
-        .args(["-c", &script])
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn();
+    let child = Command::new("/bin/sh").args(["-c", &script]).current_dir(dir.path()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn();
     let Ok(mut child) = child else { return false };
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(test.input.as_bytes());

@@ -16,9 +16,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use coreb_base::hashing::{sha256_file, sha256_hex};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use coreb_base::hashing::{sha256_file, sha256_hex};
 
 /// The version recorded in every stage record and release.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -174,13 +174,7 @@ impl StageWriter {
     }
 
     /// [`commit`](Self::commit), also recording machine-specific facts outside the fingerprint.
-    pub fn commit_with_local(
-        self,
-        key: &str,
-        outputs: &[(&str, &str)],
-        summary: serde_json::Value,
-        local: serde_json::Value,
-    ) -> anyhow::Result<StageRecord> {
+    pub fn commit_with_local(self, key: &str, outputs: &[(&str, &str)], summary: serde_json::Value, local: serde_json::Value) -> anyhow::Result<StageRecord> {
         let mut files = BTreeMap::new();
         for (role, file) in outputs {
             let path = self.tmp.join(file);

@@ -15,16 +15,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use serde::Deserialize;
 use coreb_data::problem::{Problem, ProblemId, TestCase};
-use stages::rewrite::is_context_independent;
+use coreb_data::solution::{Language, SolutionId};
 use coreb_llm::LlmStage;
 use coreb_llm::authored::AuthoredGateway;
 use coreb_llm::store::ResponseStore;
-use coreb_data::solution::{Language, SolutionId};
+use serde::Deserialize;
+use stages::rewrite::is_context_independent;
 
-use crate::engine::stage::StageName;
 use crate::engine::Engine;
+use crate::engine::stage::StageName;
 use crate::manifest::RunPlan;
 use crate::printer::Printer;
 
@@ -97,8 +97,7 @@ fn answers_for(a: &Authored, problem: &Problem, plan: &RunPlan, out: &mut BTreeM
         })
         .collect();
     for (b, batch) in for_model.chunks(config.test_batch_size.max(1)).enumerate() {
-        let tests: Vec<serde_json::Value> =
-            batch.iter().map(|&i| serde_json::json!({"input": a.rewrite.tests[i].input, "output": a.rewrite.tests[i].output})).collect();
+        let tests: Vec<serde_json::Value> = batch.iter().map(|&i| serde_json::json!({"input": a.rewrite.tests[i].input, "output": a.rewrite.tests[i].output})).collect();
         out.insert((LlmStage::RewriteTests, format!("{id}/tests/{b}")), serde_json::json!({ "tests": tests }).to_string());
     }
     // The reference the rewrite stage asks for when a test was rewritten (a long one by the
@@ -136,8 +135,7 @@ pub fn author(manifest: &Path, authored: &Path, printer: Printer) -> anyhow::Res
     let engine = Engine::new(plan.clone(), printer, false)?;
     engine.run_until(StageName::Filter)?;
     let filtered = engine.store().stage_dir("filter").join("problems.parquet");
-    let problems: BTreeMap<ProblemId, Problem> =
-        coreb_data::tables::ProblemReader::read_all(&filtered)?.into_iter().map(|p| (p.id.clone(), p)).collect();
+    let problems: BTreeMap<ProblemId, Problem> = coreb_data::tables::ProblemReader::read_all(&filtered)?.into_iter().map(|p| (p.id.clone(), p)).collect();
 
     let mut answers = BTreeMap::new();
     let mut files: Vec<_> = fs_err::read_dir(authored)?.collect::<Result<Vec<_>, _>>()?;

@@ -26,8 +26,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use serde::{Deserialize, Serialize};
 use coreb_curation::{AlignConfig, CorpusDedupConfig, DecontamConfig, LanguageConfig, NegativeConfig};
+use serde::{Deserialize, Serialize};
 
 /// A corpus manifest as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -5,6 +5,7 @@
 //! `stages` crate in order and keeps their outputs in the artifact store ([`artifacts`]), skipping
 //! a stage whose inputs are unchanged. All terminal output goes through [`printer::Printer`].
 
+pub mod artifacts;
 pub mod authoring;
 pub mod cli;
 pub mod commands;
@@ -13,7 +14,6 @@ pub mod engine;
 pub mod jsonl;
 pub mod manifest;
 pub mod printer;
-pub mod artifacts;
 
 use std::process::ExitCode;
 
@@ -23,8 +23,7 @@ use engine::stage::StageName;
 /// Log through `tracing` to stderr, filtered by `RUST_LOG` (default: warnings), in colour only
 /// on a terminal.
 pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     // Colour codes only on a terminal (where `NO_COLOR` still turns them off), never in a
     // redirected log.

@@ -6,21 +6,21 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use coreb_data::composition::QrelsConfig;
+use coreb_data::problem::DateWindow;
+use coreb_eval::gates::GatesConfig;
+use coreb_llm::LlmConfig;
 use serde::{Deserialize, Serialize};
+use stages::abbreviate::AbbreviateConfig;
 use stages::dedup::DedupConfig;
+use stages::distract::DistractConfig;
+use stages::execute::ExecuteConfig;
 use stages::fetch::{FetchConfig, Source};
 use stages::filter::FilterConfig;
-use stages::ingest::IngestConfig;
-use coreb_data::problem::DateWindow;
-use stages::abbreviate::AbbreviateConfig;
-use stages::distract::DistractConfig;
-use coreb_eval::gates::GatesConfig;
-use stages::execute::ExecuteConfig;
 use stages::generate::GenerateConfig;
+use stages::ingest::IngestConfig;
 use stages::queries::QueriesConfig;
-use coreb_data::composition::QrelsConfig;
 use stages::rewrite::RewriteConfig;
-use coreb_llm::LlmConfig;
 
 /// A manifest exactly as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -172,9 +172,7 @@ impl RunPlan {
     /// Read, parse and resolve a manifest.
     pub fn load(path: &Path, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
         let text = fs_err::read_to_string(path)?;
-        let file: ManifestFile = toml::from_str(&text).map_err(|e| {
-            anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end())
-        })?;
+        let file: ManifestFile = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
         let mut plan = Self::resolve(path, file, jobs).with_context(|| format!("resolving manifest `{}`", path.display()))?;
         plan.manifest_text = text;
         Ok(plan)
@@ -187,21 +185,16 @@ impl RunPlan {
         if !is_version(&version) {
             bail!("`version`: expected `vYYYYMM`, got `{version}`");
         }
-        let base = path
-            .parent()
-            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
-            .unwrap_or(Path::new("."));
+        let base = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p }).unwrap_or(Path::new("."));
         let base = fs_err::canonicalize(base)?;
-        let window = DateWindow::new(window.start.as_deref(), window.end.as_deref())
-            .map_err(|e| anyhow::anyhow!("`window`: {e}"))?;
+        let window = DateWindow::new(window.start.as_deref(), window.end.as_deref()).map_err(|e| anyhow::anyhow!("`window`: {e}"))?;
         if sources.is_empty() {
             bail!("`sources`: at least one source is needed");
         }
         let mut resolved = Vec::with_capacity(sources.len());
         for (i, s) in sources.into_iter().enumerate() {
             let url = if s.url.contains("://") { s.url.clone() } else { lexical_join(&base, Path::new(&s.url)).display().to_string() };
-            let source = Source::resolve(&s.name, &url, s.sha256.as_deref(), &base)
-                .map_err(|e| anyhow::anyhow!("`sources[{i}]`: {e}"))?;
+            let source = Source::resolve(&s.name, &url, s.sha256.as_deref(), &base).map_err(|e| anyhow::anyhow!("`sources[{i}]`: {e}"))?;
             if resolved.iter().any(|r: &Source| r.name == source.name) {
                 bail!("`sources[{i}].name`: duplicate name `{}`", source.name);
             }

@@ -7,8 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use coreb_data::problem::ProblemId;
-use coreb_llm::prompt::Prompt;
 use coreb_data::rewritten::RewrittenProblem;
+use coreb_llm::prompt::Prompt;
 use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
 use coreb_llm::text::{clean_markdown, word_count};
 use coreb_llm::{LlmGateway, LlmStage};
@@ -58,7 +58,13 @@ pub struct AbbreviateOutput {
 }
 
 /// Summarise every problem.
-pub async fn abbreviate(config: &AbbreviateConfig, plan: &ModelPlan, prompt: &Prompt, problems: &[RewrittenProblem], gateway: &dyn LlmGateway) -> Result<AbbreviateOutput, LlmStageError> {
+pub async fn abbreviate(
+    config: &AbbreviateConfig,
+    plan: &ModelPlan,
+    prompt: &Prompt,
+    problems: &[RewrittenProblem],
+    gateway: &dyn LlmGateway,
+) -> Result<AbbreviateOutput, LlmStageError> {
     let stage = LlmStage::Abbreviate;
     if config.min_words > config.max_words {
         return Err(LlmStageError::Config { stage, message: format!("`min_words` {} exceeds `max_words` {}", config.min_words, config.max_words) });

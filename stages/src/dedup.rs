@@ -359,19 +359,13 @@ fn resolve_cluster(pool: &Pool, members: &[usize], new: &[usize], kept_rows: &mu
     let (kept, kept_because) = if let Some((release, of)) = published.first() {
         for &i in new {
             stats.in_earlier_release += 1;
-            dropped.push(Dropped {
-                id: items[i].id.clone(),
-                row: i - offset,
-                reason: DropReason::InEarlierRelease { release: release.clone(), of: of.clone() },
-            });
+            dropped.push(Dropped { id: items[i].id.clone(), row: i - offset, reason: DropReason::InEarlierRelease { release: release.clone(), of: of.clone() } });
         }
         (None, format!("already published in release `{release}` as `{of}`"))
     } else {
         let &keep = new
             .iter()
-            .min_by(|&&a, &&b| {
-                (items[a].contest_date.as_str(), items[a].id.as_str(), a).cmp(&(items[b].contest_date.as_str(), items[b].id.as_str(), b))
-            })
+            .min_by(|&&a, &&b| (items[a].contest_date.as_str(), items[a].id.as_str(), a).cmp(&(items[b].contest_date.as_str(), items[b].id.as_str(), b)))
             .unwrap_or(&new[0]);
         kept_rows.push(keep - offset);
         let tie = new.iter().filter(|&&i| items[i].contest_date == items[keep].contest_date).count() > 1;
@@ -404,7 +398,8 @@ mod tests {
         Item { id: ProblemId::from_question_id(id), contest_date: date.into(), statement: text.into(), origin: Origin::Current }
     }
 
-    const A: &str = "You are given an array of integers nums and an integer k. Return the number of subarrays whose sum is divisible by k. Each subarray must be contiguous and non-empty.";
+    const A: &str =
+        "You are given an array of integers nums and an integer k. Return the number of subarrays whose sum is divisible by k. Each subarray must be contiguous and non-empty.";
     const B: &str = "Takahashi has N cards with numbers written on them. He picks two cards at random; print the probability that their product is a perfect square, as an irreducible fraction.";
 
     #[test]
@@ -424,9 +419,9 @@ mod tests {
         let current = vec![
             item("1", "2025-01-05", A),
             item("2", "2025-01-01", B),
-            item("1", "2025-01-05", A),           // duplicated row
-            item("3", "2025-01-09", &spaced),     // whitespace variant → exact
-            item("4", "2025-01-02", &upper),      // case variant → near
+            item("1", "2025-01-05", A),                                             // duplicated row
+            item("3", "2025-01-09", &spaced),                                       // whitespace variant → exact
+            item("4", "2025-01-02", &upper),                                        // case variant → near
             item("5", "2025-02-01", &format!("{A} Note: answers fit in 64 bits.")), // re-identified
         ];
         let out = dedup(&cfg, &current, &[]);

@@ -13,8 +13,8 @@
 use serde::{Deserialize, Serialize};
 
 use coreb_data::problem::ProblemId;
-use coreb_llm::prompt::Prompt;
 use coreb_data::rewritten::RewrittenProblem;
+use coreb_llm::prompt::Prompt;
 use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
 use coreb_llm::text::word_count;
 use coreb_llm::{LlmGateway, LlmStage};
@@ -35,8 +35,7 @@ pub enum DistractorKind {
 
 impl DistractorKind {
     /// All four, in order.
-    pub const ALL: [DistractorKind; 4] =
-        [DistractorKind::OperationType, DistractorKind::OptimisationObjective, DistractorKind::AlgorithmicApproach, DistractorKind::ProblemDomain];
+    pub const ALL: [DistractorKind; 4] = [DistractorKind::OperationType, DistractorKind::OptimisationObjective, DistractorKind::AlgorithmicApproach, DistractorKind::ProblemDomain];
 
     /// The JSON key of the kind.
     pub fn as_str(self) -> &'static str {
@@ -97,7 +96,13 @@ pub struct DistractOutput {
 }
 
 /// Write four distractors for every problem.
-pub async fn distract(config: &DistractConfig, plan: &ModelPlan, prompt: &Prompt, problems: &[RewrittenProblem], gateway: &dyn LlmGateway) -> Result<DistractOutput, LlmStageError> {
+pub async fn distract(
+    config: &DistractConfig,
+    plan: &ModelPlan,
+    prompt: &Prompt,
+    problems: &[RewrittenProblem],
+    gateway: &dyn LlmGateway,
+) -> Result<DistractOutput, LlmStageError> {
     let stage = LlmStage::Distract;
     let results = run::ordered(problems.iter().collect(), config.concurrency, |p| async move {
         let mut stats = LlmStageStats::default();

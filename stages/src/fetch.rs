@@ -81,9 +81,10 @@ impl Source {
             return Err(format!("`name`: `{name}` must be letters, digits, `.`, `_` or `-`"));
         }
         if let Some(h) = sha256
-            && !is_sha256_hex(h) {
-                return Err(format!("`sha256`: `{h}` is not a 64-digit hex sha256"));
-            }
+            && !is_sha256_hex(h)
+        {
+            return Err(format!("`sha256`: `{h}` is not a 64-digit hex sha256"));
+        }
         let location = if url.starts_with("http://") || url.starts_with("https://") {
             Location::Http(url.to_owned())
         } else if let Some(path) = url.strip_prefix("file://") {
@@ -192,10 +193,7 @@ async fn fetch_local(source: &Source, path: &Path, bar: &ProgressBar) -> Result<
     let meta = tokio::fs::metadata(path).await.map_err(local)?;
     bar.set_length(meta.len());
     let p = path.to_owned();
-    let sha = tokio::task::spawn_blocking(move || sha256_file(&p))
-        .await
-        .map_err(|e| local(std::io::Error::other(e)))?
-        .map_err(local)?;
+    let sha = tokio::task::spawn_blocking(move || sha256_file(&p)).await.map_err(|e| local(std::io::Error::other(e)))?.map_err(local)?;
     bar.set_position(meta.len());
     checked_in_place(source, path, sha, meta.len())
 }
@@ -217,12 +215,9 @@ fn checked_in_place(source: &Source, path: &Path, sha256: String, bytes: u64) ->
 
 fn check(source: &Source, path: &Path, actual: &str) -> Result<(), FetchError> {
     match &source.sha256 {
-        Some(expected) if expected != actual => Err(FetchError::Checksum {
-            name: source.name.clone(),
-            path: path.to_owned(),
-            expected: expected.clone(),
-            actual: actual.to_owned(),
-        }),
+        Some(expected) if expected != actual => {
+            Err(FetchError::Checksum { name: source.name.clone(), path: path.to_owned(), expected: expected.clone(), actual: actual.to_owned() })
+        }
         _ => Ok(()),
     }
 }
@@ -309,10 +304,11 @@ async fn fetch_http(config: &FetchConfig, source: &Source, url: &str, dir: &Path
     if same_origin && final_path.exists() {
         let p = final_path.clone();
         if let Ok(Ok(sha)) = tokio::task::spawn_blocking(move || sha256_file(&p)).await
-            && source.sha256.as_deref().is_none_or(|e| e == sha) {
-                let bytes = tokio::fs::metadata(&final_path).await.map_err(|e| write_err(&final_path, e))?.len();
-                return Ok(Fetched { name: name.clone(), path: final_path, sha256: sha, bytes, downloaded: 0 });
-            }
+            && source.sha256.as_deref().is_none_or(|e| e == sha)
+        {
+            let bytes = tokio::fs::metadata(&final_path).await.map_err(|e| write_err(&final_path, e))?.len();
+            return Ok(Fetched { name: name.clone(), path: final_path, sha256: sha, bytes, downloaded: 0 });
+        }
     }
     let download = Download {
         client: reqwest::Client::builder()
@@ -490,7 +486,14 @@ impl Download<'_> {
     /// Stream the body into the partial file after its first `have` bytes, fsyncing and
     /// saving the state every [`SYNC_EVERY`] bytes; a broken or short body keeps what arrived
     /// for the next attempt.
-    async fn receive(&self, response: reqwest::Response, mut file: tokio::fs::File, mut hasher: Sha256, mut state: PartState, have: u64) -> Result<Step<Sha256, FetchError>, FetchError> {
+    async fn receive(
+        &self,
+        response: reqwest::Response,
+        mut file: tokio::fs::File,
+        mut hasher: Sha256,
+        mut state: PartState,
+        have: u64,
+    ) -> Result<Step<Sha256, FetchError>, FetchError> {
         let part = &self.part;
         let write_err = |e| self.write_err(part, e);
         state.synced = have;
@@ -526,11 +529,12 @@ impl Download<'_> {
         file.flush().await.map_err(write_err)?;
         file.sync_all().await.map_err(write_err)?;
         if let Some(total) = expected_total
-            && written != total {
-                state.synced = written;
-                self.save_state(&state)?;
-                return Ok(Step::Retry { reason: format!("body ended after {written} of {total} bytes"), after: None });
-            }
+            && written != total
+        {
+            state.synced = written;
+            self.save_state(&state)?;
+            return Ok(Step::Retry { reason: format!("body ended after {written} of {total} bytes"), after: None });
+        }
         Ok(Step::Done(hasher))
     }
 }
@@ -540,7 +544,6 @@ fn content_range_start(response: &reqwest::Response) -> Option<u64> {
     let range = v.strip_prefix("bytes ")?;
     range.split('-').next()?.trim().parse().ok()
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use coreb_data::problem::Problem;
 use crate::signature::{self, SignatureError};
+use coreb_data::problem::Problem;
 
 /// `[stages.filter]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -163,7 +163,8 @@ mod tests {
     }
 
     const EN: &str = "You are given a string S of length N consisting of lowercase English letters. Print the number of distinct substrings of S that are palindromes.";
-    const DE: &str = "Gegeben ist eine Zeichenkette S der Länge N, die aus Kleinbuchstaben besteht. Geben Sie die Anzahl der verschiedenen Teilzeichenketten von S aus, die Palindrome sind.";
+    const DE: &str =
+        "Gegeben ist eine Zeichenkette S der Länge N, die aus Kleinbuchstaben besteht. Geben Sie die Anzahl der verschiedenen Teilzeichenketten von S aus, die Palindrome sind.";
 
     #[test]
     fn reasons() {

@@ -15,13 +15,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use coreb_llm::prompt::Prompt;
+use crate::strip::strip_comments;
 use coreb_data::rewritten::RewrittenProblem;
+use coreb_data::solution::{Language, Solution, SolutionId};
+use coreb_llm::prompt::Prompt;
 use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
 use coreb_llm::text::extract_code;
-use crate::strip::strip_comments;
 use coreb_llm::{LlmGateway, LlmStage};
-use coreb_data::solution::{Language, Solution, SolutionId};
 
 /// `[stages.generate]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,7 +66,13 @@ pub fn language_name(language: Language) -> &'static str {
 }
 
 /// Generate every solution.
-pub async fn generate(config: &GenerateConfig, plan: &ModelPlan, prompt: &Prompt, problems: &[RewrittenProblem], gateway: &dyn LlmGateway) -> Result<GenerateOutput, LlmStageError> {
+pub async fn generate(
+    config: &GenerateConfig,
+    plan: &ModelPlan,
+    prompt: &Prompt,
+    problems: &[RewrittenProblem],
+    gateway: &dyn LlmGateway,
+) -> Result<GenerateOutput, LlmStageError> {
     let stage = LlmStage::Generate;
     if config.languages.is_empty() || config.samples == 0 {
         return Err(LlmStageError::Config { stage, message: "`languages` and `samples` must not be empty".into() });
@@ -133,11 +139,8 @@ fn is_functional(p: &RewrittenProblem) -> bool {
 
 fn render(prompt: &Prompt, p: &RewrittenProblem, language: Language) -> Result<Vec<coreb_llm::ChatMessage>, coreb_llm::prompt::PromptError> {
     let functional = is_functional(p);
-    let (task, instructions, io) = if functional {
-        ("task_solution", format!("solution_{language}"), "io_functional")
-    } else {
-        ("task_program", format!("language_{language}"), "io_stdin")
-    };
+    let (task, instructions, io) =
+        if functional { ("task_solution", format!("solution_{language}"), "io_functional") } else { ("task_program", format!("language_{language}"), "io_stdin") };
     let skeleton;
     let starter = if p.starter_code.trim().is_empty() {
         prompt.fragment("starter_none")?.trim()

@@ -45,8 +45,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use xxhash_rust::xxh3::xxh3_64;
 
 use coreb_data::composition::{Code2TextPositive, Code2TextShape, Composition, ConstrainedText, CrossLang, HardNegatives, QrelsConfig, Roles, SearchPositives};
-use coreb_data::qrels::{CodeDoc, DocId, Qrel, QrelsOutput, QrelsStats, Query, QueryId, Relevance, Task, TaskSet, TextDoc, TextKind, code_doc_id, constrained_query, text_doc_id};
 use coreb_data::problem::ProblemId;
+use coreb_data::qrels::{CodeDoc, DocId, Qrel, QrelsOutput, QrelsStats, Query, QueryId, Relevance, Task, TaskSet, TextDoc, TextKind, code_doc_id, constrained_query, text_doc_id};
 use coreb_data::solution::{Language, SolutionId};
 
 /// A search query of one problem, as the `queries` stage writes it.

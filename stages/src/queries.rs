@@ -16,14 +16,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use coreb_eval::bm25::{Bm25Config, Bm25Index};
 use coreb_data::problem::ProblemId;
-use coreb_llm::prompt::Prompt;
 use coreb_data::rewritten::RewrittenProblem;
+use coreb_data::solution::Language;
+use coreb_eval::bm25::{Bm25Config, Bm25Index};
+use coreb_llm::prompt::Prompt;
 use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
 use coreb_llm::text::word_count;
 use coreb_llm::{LlmGateway, LlmStage};
-use coreb_data::solution::Language;
 
 /// The reference's three query types, in the order their indices follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -407,10 +407,7 @@ mod tests {
         assert_eq!(p.kept.len(), 1);
         assert_eq!(p.kept[0].2.keys().copied().collect::<Vec<_>>(), [Language::Python, Language::Cpp, Language::Ruby]);
         let reasons: Vec<(&str, &str)> = p.dropped.iter().map(|(s, r)| (s.as_str(), r.kind())).collect();
-        assert_eq!(
-            reasons,
-            [("title_search/java", "repeat"), ("title_search/go", "word_count"), ("description_search", "placeholder_variable"), ("algorithm_search", "repeat")]
-        );
+        assert_eq!(reasons, [("title_search/java", "repeat"), ("title_search/go", "word_count"), ("description_search", "placeholder_variable"), ("algorithm_search", "repeat")]);
         let java = serde_json::json!({"queries": [{"type": "title_search", "query": long, "variants": {"java": format!("{long} please")}}]});
         let p = parse(&java.to_string(), &cfg).unwrap();
         assert!(matches!(&p.dropped[..], [_, _, (s, RejectReason::LanguageNotNamed { .. }), ..] if s == "title_search/java"), "{:?}", p.dropped);

@@ -18,16 +18,8 @@ use coreb_data::problem::{DateWindow, Platform, ProblemId};
 use coreb_data::qrels::{QrelsOutput, Task, TaskSet};
 
 /// The eight Parquet configs, in card order.
-pub const CONFIGS: [&str; 8] = [
-    "code_corpus",
-    "text_corpus",
-    "text2code_queries",
-    "text2code_qrels",
-    "code2code_queries",
-    "code2code_qrels",
-    "code2text_queries",
-    "code2text_qrels",
-];
+pub const CONFIGS: [&str; 8] =
+    ["code_corpus", "text_corpus", "text2code_queries", "text2code_qrels", "code2code_queries", "code2code_qrels", "code2text_queries", "code2text_qrels"];
 
 /// The columns of each Parquet config with their Hugging Face `dtype`, as the engine writes
 /// them (the card's `dataset_info`; `datasets` checks a loaded table against it).
@@ -44,15 +36,9 @@ pub fn config_features(config: &str) -> &'static [(&'static str, &'static str)] 
     ];
     const QRELS: &[(&str, &str)] = &[("query_id", "string"), ("doc_id", "string"), ("relevance", "int64")];
     match config {
-        "code_corpus" => &[
-            ("code_id", "string"),
-            ("code", "string"),
-            ("language", "string"),
-            ("model", "string"),
-            ("problem_id", "string"),
-            ("solution_id", "string"),
-            ("passed", "bool"),
-        ],
+        "code_corpus" => {
+            &[("code_id", "string"), ("code", "string"), ("language", "string"), ("model", "string"), ("problem_id", "string"), ("solution_id", "string"), ("passed", "bool")]
+        }
         "text_corpus" => &[("text_id", "string"), ("text", "string"), ("kind", "string"), ("problem_id", "string")],
         c if c.ends_with("_queries") => QUERIES,
         c if c.ends_with("_qrels") => QRELS,
@@ -170,10 +156,13 @@ fn corpus_lines(task: Task, out: &QrelsOutput) -> String {
     match task {
         Task::Text2Code | Task::Code2Code => {
             for d in out.code_corpus.iter().filter(|d| !anchors.contains(&d.code_id)) {
-                push_json(&mut s, &serde_json::json!({
-                    "_id": d.code_id, "title": "", "text": d.code,
-                    "problem_id": d.problem_id, "language": d.language, "model": d.model, "passed": d.passed,
-                }));
+                push_json(
+                    &mut s,
+                    &serde_json::json!({
+                        "_id": d.code_id, "title": "", "text": d.code,
+                        "problem_id": d.problem_id, "language": d.language, "model": d.model, "passed": d.passed,
+                    }),
+                );
             }
         }
         Task::Code2Text => {
@@ -304,7 +293,11 @@ fn origin_note(w: &coreb_llm::run::WrittenBy) -> String {
         );
     }
     let mut parts = Vec::new();
-    for (n, what) in [(w.endpoint, "written by the models named above through their endpoints"), (w.authored, "written by hand, offline (no model)"), (w.imported, "imported from elsewhere (origin not recorded)")] {
+    for (n, what) in [
+        (w.endpoint, "written by the models named above through their endpoints"),
+        (w.authored, "written by hand, offline (no model)"),
+        (w.imported, "imported from elsewhere (origin not recorded)"),
+    ] {
         if n > 0 {
             parts.push(format!("{n} {what}"));
         }
@@ -379,7 +372,6 @@ fn card_intro(s: &mut String, info: &CardInfo<'_>) {
          query's positive (`cross_lang` pairs) stays.\n\
          - A language-constrained text2code query names its language in its text.\n\n",
     );
-
 }
 
 /// The card's corpus sizes and code documents per language.
@@ -413,9 +405,10 @@ fn card_queries(s: &mut String, out: &QrelsOutput) {
         }
         for r in &set.qrels {
             if let Some(key) = of_query.get(r.query_id.0.as_str())
-                && let Some(g) = groups.get_mut(key) {
-                    if r.relevance.0 >= 2 { g.1 += 1 } else { g.2 += 1 }
-                }
+                && let Some(g) = groups.get_mut(key)
+            {
+                if r.relevance.0 >= 2 { g.1 += 1 } else { g.2 += 1 }
+            }
         }
         for ((subtask, lang), (n, pos, neg, rel)) in groups {
             let _ = writeln!(s, "| {} | {subtask} | {lang} | {n} | {pos} | {neg} | {:.2} |", task.as_str(), rel as f64 / n.max(1) as f64);
@@ -451,7 +444,14 @@ fn card_layout_and_terms(s: &mut String, info: &CardInfo<'_>) {
          <releases_dir> <out>`.\n",
     );
     s.push_str("\n## Licence\n\n`license: other`: see `LICENSE`. ");
-    let platforms: Vec<String> = info.platforms.iter().map(|p| { let (n, l) = platform_terms(*p); format!("{n} ({l})") }).collect();
+    let platforms: Vec<String> = info
+        .platforms
+        .iter()
+        .map(|p| {
+            let (n, l) = platform_terms(*p);
+            format!("{n} ({l})")
+        })
+        .collect();
     let _ = writeln!(
         s,
         "The problem statements come from LiveCodeBench, which collected them from {}; the original \
@@ -467,7 +467,7 @@ fn card_layout_and_terms(s: &mut String, info: &CardInfo<'_>) {
 mod tests {
     use super::*;
     use crate::qrels::{JudgedSolution, ProblemTexts, SearchQuery, qrels};
-use coreb_data::composition::{Profile, QrelsConfig, Roles};
+    use coreb_data::composition::{Profile, QrelsConfig, Roles};
     use coreb_data::solution::{Language, SolutionId};
 
     fn output_of(profile: Profile) -> QrelsOutput {

@@ -197,10 +197,7 @@ async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompts: &Rew
         .render(&[("question_title", &problem.question_title), ("question_content", &problem.question_content), ("starter_code", starter)])
         .map_err(|source| LlmStageError::Prompt { stage, source })?;
     let has_starter = !problem.starter_code.trim().is_empty();
-    let parsed = run::ask_models(gateway, stage, problem.id.as_str(), &plans.rewrite, &messages, prompt, &mut stats.llm, |text| {
-        parse_rewrite(text, &problem, has_starter)
-    })
-    .await?;
+    let parsed = run::ask_models(gateway, stage, problem.id.as_str(), &plans.rewrite, &messages, prompt, &mut stats.llm, |text| parse_rewrite(text, &problem, has_starter)).await?;
     let ((title, statement, starter_code, func_name), model) = match parsed {
         Ok(v) => v,
         Err(rejections) => return Ok((Err(rejections), stats, Vec::new())),
@@ -419,9 +416,7 @@ fn same_signature_types(original: &str, rewritten: &str) -> Result<(), RejectRea
     let after = crate::signature::parse(rewritten).map_err(|e| RejectReason::SignatureChanged { detail: e.to_string() })?;
     let types = |s: &crate::signature::Signature| s.params.iter().map(|p| p.ty.to_string()).collect::<Vec<_>>().join(", ");
     if types(&before) != types(&after) || before.returns != after.returns {
-        return Err(RejectReason::SignatureChanged {
-            detail: format!("({}) -> {} became ({}) -> {}", types(&before), before.returns, types(&after), after.returns),
-        });
+        return Err(RejectReason::SignatureChanged { detail: format!("({}) -> {} became ({}) -> {}", types(&before), before.returns, types(&after), after.returns) });
     }
     Ok(())
 }
@@ -434,8 +429,38 @@ pub fn method_name(starter_code: &str) -> Option<String> {
 }
 
 const KEYWORDS: &[&str] = &[
-    "Yes", "No", "YES", "NO", "yes", "no", "true", "false", "True", "False", "TRUE", "FALSE", "inf", "Inf", "INF", "infinity", "Infinity", "nan", "NaN", "NAN",
-    "impossible", "Impossible", "IMPOSSIBLE", "none", "None", "NONE", "null", "Null", "NULL", "possible", "Possible", "POSSIBLE",
+    "Yes",
+    "No",
+    "YES",
+    "NO",
+    "yes",
+    "no",
+    "true",
+    "false",
+    "True",
+    "False",
+    "TRUE",
+    "FALSE",
+    "inf",
+    "Inf",
+    "INF",
+    "infinity",
+    "Infinity",
+    "nan",
+    "NaN",
+    "NAN",
+    "impossible",
+    "Impossible",
+    "IMPOSSIBLE",
+    "none",
+    "None",
+    "NONE",
+    "null",
+    "Null",
+    "NULL",
+    "possible",
+    "Possible",
+    "POSSIBLE",
 ];
 
 /// Characters of grid drawings (`#.#`, `..*`, `+-|`).
@@ -605,7 +630,9 @@ mod tests {
             metadata: "{}".into(),
         };
         let gateway = Canned(|r| match r.stage {
-            LlmStage::Rewrite => r#"{"title": "Crates", "statement": "**Flip** the crate label.", "starter_code": "class Solution:\n    def flipLabel(self, label: str) -> str:\n        "}"#.into(),
+            LlmStage::Rewrite => {
+                r#"{"title": "Crates", "statement": "**Flip** the crate label.", "starter_code": "class Solution:\n    def flipLabel(self, label: str) -> str:\n        "}"#.into()
+            }
             // The bijected test asks for a reference of the original, then its adaptation.
             LlmStage::Reference => {
                 let user = &r.messages.last().unwrap().content;

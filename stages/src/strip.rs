@@ -305,7 +305,13 @@ impl Lexer<'_> {
                 self.ruby_delimited(c, c, true);
             } else if c == '\'' {
                 self.quoted('\'', true);
-            } else if c == '?' && self.at(1).is_some_and(|d| !d.is_whitespace()) && self.at(2).is_none_or(|d| !(d.is_alphanumeric() || d == '_')) && !self.prev_is_ident() && self.i > 0 && !matches!(self.s[self.i - 1], ')' | ']') {
+            } else if c == '?'
+                && self.at(1).is_some_and(|d| !d.is_whitespace())
+                && self.at(2).is_none_or(|d| !(d.is_alphanumeric() || d == '_'))
+                && !self.prev_is_ident()
+                && self.i > 0
+                && !matches!(self.s[self.i - 1], ')' | ']')
+            {
                 // A character literal such as ?# or ?a (not the ternary `x ? a : b`).
                 self.take_n(2);
             } else if c == '%' && !self.prev_is_ident() && !(self.i > 0 && matches!(self.s[self.i - 1], ')' | ']' | '}')) && self.percent_literal() {

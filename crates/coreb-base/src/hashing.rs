@@ -80,10 +80,7 @@ mod tests {
 
     #[test]
     fn known_digest() {
-        assert_eq!(
-            sha256_hex(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         assert!(is_sha256_hex(&sha256_hex(b"")));
         assert!(!is_sha256_hex("abc"));
     }

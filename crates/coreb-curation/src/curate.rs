@@ -143,16 +143,19 @@ impl Curate<'_> {
         batch
             .par_iter()
             .map(|(seq, pair)| {
-                self.duplicates
-                    .reason(*seq, &pair.id)
-                    .or_else(|| super::check_text(self.language, &pair.text).err())
-                    .or_else(|| self.index.check(self.decontaminate, pair))
+                self.duplicates.reason(*seq, &pair.id).or_else(|| super::check_text(self.language, &pair.text).err()).or_else(|| self.index.check(self.decontaminate, pair))
             })
             .collect()
     }
 
     /// Align the held pairs, then mine negatives for the aligned ones.
-    fn align_and_mine<S: Sink>(&self, held: Vec<Pair>, similarity: impl Fn(&[Pair]) -> Result<SimMatrix, S::Error>, sink: &mut S, report: &mut CorpusReport) -> Result<(), S::Error> {
+    fn align_and_mine<S: Sink>(
+        &self,
+        held: Vec<Pair>,
+        similarity: impl Fn(&[Pair]) -> Result<SimMatrix, S::Error>,
+        sink: &mut S,
+        report: &mut CorpusReport,
+    ) -> Result<(), S::Error> {
         let texts: HashMap<String, String> = held.iter().map(|p| (p.id.clone(), p.text.clone())).collect();
         // The similarity matrix is quadratic in the shard: build it only when a step needs it.
         let empty = SimMatrix::from_embeddings(&[], &[]);

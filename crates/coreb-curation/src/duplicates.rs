@@ -824,11 +824,11 @@ mod tests {
         let long = words.join(" ");
         let rows = [
             ("a", "read a json config file", base),
-            ("b", "read a json config file", base),                                    // exact copy of a
-            ("c", "Read A JSON config file", base),                                    // near a
-            ("a", "another text entirely, with a reused id", "pass"),                  // duplicate id
-            ("d", long.as_str(), "x"),                                                  // kept
-            ("e", "something else", "def f(x):\n    return x"),                        // kept
+            ("b", "read a json config file", base),                   // exact copy of a
+            ("c", "Read A JSON config file", base),                   // near a
+            ("a", "another text entirely, with a reused id", "pass"), // duplicate id
+            ("d", long.as_str(), "x"),                                // kept
+            ("e", "something else", "def f(x):\n    return x"),       // kept
         ];
         let all = sketches(&config, &rows, 0..rows.len());
         let one = find_duplicates(&config, &[&all]).unwrap();

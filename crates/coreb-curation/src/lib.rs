@@ -50,9 +50,9 @@ pub mod duplicates;
 pub mod scan;
 pub mod spool;
 pub mod table;
+use coreb_eval::bm25::{Bm25Config, tokenize};
 pub use curate::CorpusReport;
 pub use duplicates::{CorpusDedupConfig, Duplicates, NearNormalisation, Selection, SketchError, Sketcher, Sketches, Verdict, find_duplicates, id_hash, shard_of_id};
-use coreb_eval::bm25::{Bm25Config, tokenize};
 
 /// A text–code pair of a training corpus.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -422,8 +422,8 @@ fn has_html(text: &str) -> bool {
 }
 
 const HTML_TAGS: &[&str] = &[
-    "a", "b", "i", "p", "br", "hr", "div", "span", "img", "ul", "ol", "li", "table", "tr", "td", "th", "html", "body",
-    "head", "script", "style", "pre", "code", "em", "strong", "h1", "h2", "h3", "h4", "doctype", "sup", "sub",
+    "a", "b", "i", "p", "br", "hr", "div", "span", "img", "ul", "ol", "li", "table", "tr", "td", "th", "html", "body", "head", "script", "style", "pre", "code", "em", "strong",
+    "h1", "h2", "h3", "h4", "doctype", "sup", "sub",
 ];
 
 /// Characters of `normalise(text)`, without building it for ASCII text.
@@ -768,8 +768,7 @@ impl SimMatrix {
         }
         let docs = (2 * n) as f32;
         let weigh = |doc: &BTreeMap<String, f32>| -> HashMap<String, f32> {
-            let w: Vec<(&String, f32)> =
-                doc.iter().map(|(t, &tf)| (t, (1.0 + tf.ln()) * ((1.0 + docs) / (1.0 + df.get(t.as_str()).copied().unwrap_or(0.0))).ln())).collect();
+            let w: Vec<(&String, f32)> = doc.iter().map(|(t, &tf)| (t, (1.0 + tf.ln()) * ((1.0 + docs) / (1.0 + df.get(t.as_str()).copied().unwrap_or(0.0))).ln())).collect();
             // Summed in term order (not a HashMap's): the same f32 norm on every run.
             let norm = w.iter().map(|(_, x)| x * x).sum::<f32>().sqrt().max(1e-12);
             w.into_iter().map(|(t, x)| (t.clone(), x / norm)).collect()
@@ -966,7 +965,8 @@ mod tests {
         Pair { id: id.into(), text: text.into(), code: code.into() }
     }
 
-    const CODE: &str = "def read_config(path):\n    with open(path) as handle:\n        data = json.load(handle)\n    return data['settings']['values'] if 'settings' in data else {}";
+    const CODE: &str =
+        "def read_config(path):\n    with open(path) as handle:\n        data = json.load(handle)\n    return data['settings']['values'] if 'settings' in data else {}";
 
     #[test]
     fn dedup_catches_exact_case_and_whitespace_copies() {
@@ -1020,10 +1020,66 @@ mod tests {
     fn whatlang_fast_detects_exactly_like_whatlang() {
         // Texts in every script whatlang scores by trigrams, and mixtures of them.
         const WORDS: &[&str] = &[
-            "how", "to", "read", "a", "file", "in", "python", "sort", "the", "list", "by", "value", "Wie", "kann", "ich", "eine", "Datei",
-            "lesen", "und", "Größe", "ändern", "comment", "lire", "un", "fichier", "avec", "les", "données", "cómo", "leer", "archivo",
-            "con", "año", "niño", "как", "прочитать", "файл", "в", "питоне", "список", "كيف", "أقرأ", "ملف", "في", "बाइथन", "फ़ाइल",
-            "कैसे", "पढ़ें", "איך", "לקרוא", "קובץ", "בפייתון", "obj12", "x[0]", "=", "->", "ŁÓDŹ", "Ærø", "日本語", "1234",
+            "how",
+            "to",
+            "read",
+            "a",
+            "file",
+            "in",
+            "python",
+            "sort",
+            "the",
+            "list",
+            "by",
+            "value",
+            "Wie",
+            "kann",
+            "ich",
+            "eine",
+            "Datei",
+            "lesen",
+            "und",
+            "Größe",
+            "ändern",
+            "comment",
+            "lire",
+            "un",
+            "fichier",
+            "avec",
+            "les",
+            "données",
+            "cómo",
+            "leer",
+            "archivo",
+            "con",
+            "año",
+            "niño",
+            "как",
+            "прочитать",
+            "файл",
+            "в",
+            "питоне",
+            "список",
+            "كيف",
+            "أقرأ",
+            "ملف",
+            "في",
+            "बाइथन",
+            "फ़ाइल",
+            "कैसे",
+            "पढ़ें",
+            "איך",
+            "לקרוא",
+            "קובץ",
+            "בפייתון",
+            "obj12",
+            "x[0]",
+            "=",
+            "->",
+            "ŁÓDŹ",
+            "Ærø",
+            "日本語",
+            "1234",
         ];
         let mut state = 0x2545_F491_4F6C_DD1Du64;
         let mut texts: Vec<String> = TEXTS.iter().map(|t| t.to_string()).collect();
@@ -1041,7 +1097,11 @@ mod tests {
         }
         for t in &texts {
             let (a, b) = (whatlang::detect(t), whatlang_fast::detect(t));
-            assert_eq!(a.map(|i| (i.lang().code(), format!("{:?}", i.script()), i.confidence().to_bits())), b.map(|i| (i.lang().code(), format!("{:?}", i.script()), i.confidence().to_bits())), "{t:?}");
+            assert_eq!(
+                a.map(|i| (i.lang().code(), format!("{:?}", i.script()), i.confidence().to_bits())),
+                b.map(|i| (i.lang().code(), format!("{:?}", i.script()), i.confidence().to_bits())),
+                "{t:?}"
+            );
         }
     }
 
@@ -1051,7 +1111,10 @@ mod tests {
         assert_eq!(check_text(&cfg, "sort"), Err(DropReason::TooShort { chars: 4 }));
         assert_eq!(check_text(&cfg, "see https://example.org for the answer"), Err(DropReason::Url));
         assert_eq!(check_text(&cfg, "how to parse <div class=x> tags"), Err(DropReason::Html));
-        assert!(matches!(check_text(&cfg, "Wie kann ich eine Datei in Python lesen und den Inhalt ausgeben, ohne dass die Zeilen verloren gehen?"), Err(DropReason::Language { .. })));
+        assert!(matches!(
+            check_text(&cfg, "Wie kann ich eine Datei in Python lesen und den Inhalt ausgeben, ohne dass die Zeilen verloren gehen?"),
+            Err(DropReason::Language { .. })
+        ));
         assert_eq!(check_text(&cfg, "python check if a file is readonly"), Ok(()));
         assert_eq!(check_text(&cfg, "compare a < b and c > d in python"), Ok(()));
     }
@@ -1083,7 +1146,8 @@ mod tests {
 
     #[test]
     fn release_index_hash_and_ngram_hits() {
-        let statement = "You are given an integer array nums of length n and an integer k. Return the number of subarrays whose sum is divisible by k, modulo ten to the ninth plus seven.";
+        let statement =
+            "You are given an integer array nums of length n and an integer k. Return the number of subarrays whose sum is divisible by k, modulo ten to the ninth plus seven.";
         let index = ReleaseIndex::build(8, vec![ReleaseDoc { release: "v1".into(), doc: "problems:lcb_1".into(), text: statement.into() }]);
         let cfg = DecontamConfig { ngram: 8, min_overlap: 0.3 };
         let hit = index.check(&cfg, &pair("x", &format!("  {}  ", statement.replace(' ', "\n")), "pass")).unwrap();

@@ -249,8 +249,7 @@ pub fn field(obj: &serde_json::Map<String, serde_json::Value>, name: &str, path:
 /// A row that the fast parser did not take: parse it as a JSON object and read its fields
 /// with the messages of [`field`].
 fn slow_row(s: &SourceFields<'_>, line: usize, bytes: &[u8]) -> Result<(String, String, Option<String>), RowError> {
-    let obj: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(bytes).map_err(|source| RowError::NotObject { path: s.path.to_owned(), line, source })?;
+    let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(bytes).map_err(|source| RowError::NotObject { path: s.path.to_owned(), line, source })?;
     let id = s.id.map(|name| field(&obj, name, s.path, line)).transpose()?;
     Ok((field(&obj, s.text, s.path, line)?, field(&obj, s.code, s.path, line)?, id))
 }

@@ -10,8 +10,8 @@ use arrow_array::builder::{Int64Builder, ListBuilder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use coreb_data::tables::TableError;
 use crate::TrainingRecord;
+use coreb_data::tables::TableError;
 
 fn list_field(name: &str) -> Field {
     Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), false)
@@ -143,11 +143,7 @@ pub struct RerankWriter {
 impl RerankWriter {
     /// Start the table at `path` (invisible under that name until `finish`).
     pub fn create(path: &Path) -> Result<RerankWriter, TableError> {
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("query", DataType::Utf8, false),
-            Field::new("doc", DataType::Utf8, false),
-            Field::new("label", DataType::Int64, false),
-        ]));
+        let schema = Arc::new(Schema::new(vec![Field::new("query", DataType::Utf8, false), Field::new("doc", DataType::Utf8, false), Field::new("label", DataType::Int64, false)]));
         Ok(RerankWriter { file: Streaming::create(path, schema)?, query: StringBuilder::new(), doc: StringBuilder::new(), label: Int64Builder::new(), rows: 0 })
     }
 

@@ -170,9 +170,10 @@ impl DateWindow {
             }
         }
         if let (Some(s), Some(e)) = (start, end)
-            && s > e {
-                return Err(format!("start `{s}` is after end `{e}`"));
-            }
+            && s > e
+        {
+            return Err(format!("start `{s}` is after end `{e}`"));
+        }
         Ok(DateWindow { start: start.map(str::to_owned), end: end.map(str::to_owned) })
     }
 

@@ -34,16 +34,8 @@ pub enum Verdict {
 
 impl Verdict {
     /// Every verdict, in a fixed order.
-    pub const ALL: [Verdict; 8] = [
-        Verdict::Passed,
-        Verdict::WrongAnswer,
-        Verdict::TimeLimit,
-        Verdict::MemoryLimit,
-        Verdict::RuntimeError,
-        Verdict::CompileError,
-        Verdict::OutputLimit,
-        Verdict::NotRun,
-    ];
+    pub const ALL: [Verdict; 8] =
+        [Verdict::Passed, Verdict::WrongAnswer, Verdict::TimeLimit, Verdict::MemoryLimit, Verdict::RuntimeError, Verdict::CompileError, Verdict::OutputLimit, Verdict::NotRun];
 
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {

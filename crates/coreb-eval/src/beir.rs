@@ -106,9 +106,7 @@ fn parse_jsonl<T: for<'de> Deserialize<'de>>(text: &str, path: &Path) -> Result<
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|source| BeirError::Json { path: path.to_owned(), line: i + 1, source })
-        })
+        .map(|(i, l)| serde_json::from_str(l).map_err(|source| BeirError::Json { path: path.to_owned(), line: i + 1, source }))
         .collect()
 }
 

@@ -33,9 +33,8 @@ impl Default for Bm25Config {
 }
 
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "i", "in", "is", "it",
-    "of", "on", "or", "that", "the", "this", "to", "was", "what", "when", "where", "which", "with",
-    "do", "does", "can", "my", "me", "using", "use",
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "i", "in", "is", "it", "of", "on", "or", "that", "the", "this", "to", "was", "what", "when", "where",
+    "which", "with", "do", "does", "can", "my", "me", "using", "use",
 ];
 
 /// Split `text` into code-aware tokens (see the module doc).
@@ -172,10 +171,7 @@ mod tests {
     #[test]
     fn code_tokens() {
         let cfg = Bm25Config { stop_words: true, ..Bm25Config::default() };
-        assert_eq!(
-            tokenize("def getHTTPResponse2(self, max_len):", &cfg),
-            ["def", "gethttpresponse2", "get", "http", "response", "2", "self", "max", "len"]
-        );
+        assert_eq!(tokenize("def getHTTPResponse2(self, max_len):", &cfg), ["def", "gethttpresponse2", "get", "http", "response", "2", "self", "max", "len"]);
         let plain = Bm25Config { split_identifiers: false, stop_words: false, ..cfg };
         assert_eq!(tokenize("the fooBar", &plain), ["the", "foobar"]);
     }

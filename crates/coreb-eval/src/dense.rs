@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::beir::Dataset;
-use super::prompts::{Preset, PresetError, PromptOverrides, Presets, Side, TaskPrompts};
+use super::prompts::{Preset, PresetError, Presets, PromptOverrides, Side, TaskPrompts};
 use crate::embed::{EmbedClient, EmbedError};
 use coreb_trec::Run;
 
@@ -70,12 +70,8 @@ pub async fn dense_run(client: &EmbedClient, model: &str, data: &Dataset, prompt
             let Some(q) = q else { return Vec::new() };
             // A code query is itself a corpus document: it is never ranked for itself.
             let own = query.source_doc_id.as_deref();
-            let mut scored: Vec<(usize, f32)> = doc_vecs
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| Some(data.corpus[*i].id.as_str()) != own)
-                .map(|(i, d)| (i, d.iter().zip(q.iter()).map(|(a, b)| a * b).sum()))
-                .collect();
+            let mut scored: Vec<(usize, f32)> =
+                doc_vecs.iter().enumerate().filter(|(i, _)| Some(data.corpus[*i].id.as_str()) != own).map(|(i, d)| (i, d.iter().zip(q.iter()).map(|(a, b)| a * b).sum())).collect();
             scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             scored.truncate(depth);
             scored

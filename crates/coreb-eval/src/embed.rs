@@ -394,10 +394,7 @@ impl EmbedClient {
             }
         }
         let memo = self.memo.lock().map_err(|_| self.poisoned())?;
-        keys.iter()
-            .enumerate()
-            .map(|(i, k)| memo.get(k).cloned().ok_or_else(|| EmbedError::Response { url: url.clone(), why: format!("no embedding for input {i}") }))
-            .collect()
+        keys.iter().enumerate().map(|(i, k)| memo.get(k).cloned().ok_or_else(|| EmbedError::Response { url: url.clone(), why: format!("no embedding for input {i}") })).collect()
     }
 
     fn poisoned(&self) -> EmbedError {

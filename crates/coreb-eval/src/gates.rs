@@ -135,12 +135,7 @@ pub fn qrels_resolve(data: &Dataset, cfg: &GatesConfig) -> Result<(), GateFailur
 
 /// Every query has at least one relevance-2 document.
 pub fn query_has_positive(data: &Dataset, cfg: &GatesConfig) -> Result<(), GateFailure> {
-    let bad: Vec<String> = data
-        .queries
-        .iter()
-        .filter(|q| !data.qrels.queries.get(&q.id).is_some_and(|qq| qq.judged.iter().any(|(_, r)| *r >= 2)))
-        .map(|q| q.id.clone())
-        .collect();
+    let bad: Vec<String> = data.queries.iter().filter(|q| !data.qrels.queries.get(&q.id).is_some_and(|qq| qq.judged.iter().any(|(_, r)| *r >= 2))).map(|q| q.id.clone()).collect();
     if bad.is_empty() {
         return Ok(());
     }
@@ -156,11 +151,7 @@ pub fn no_cross_problem_duplicates(data: &Dataset, cfg: &GatesConfig) -> Result<
             by_text.entry(d.text.trim()).or_default().entry(p).or_insert(d.id.as_str());
         }
     }
-    let mut bad: Vec<String> = by_text
-        .values()
-        .filter(|probs| probs.len() > 1)
-        .map(|probs| probs.iter().map(|(p, d)| format!("{d}@{p}")).collect::<Vec<_>>().join("="))
-        .collect();
+    let mut bad: Vec<String> = by_text.values().filter(|probs| probs.len() > 1).map(|probs| probs.iter().map(|(p, d)| format!("{d}@{p}")).collect::<Vec<_>>().join("=")).collect();
     if bad.is_empty() {
         return Ok(());
     }
@@ -182,24 +173,15 @@ pub fn bm25_band(data: &Dataset, ndcg10: f64, cfg: &GatesConfig) -> Result<(), G
 
 /// At least `min_hard_negative_share` of the queries have a relevance-1 judgement.
 pub fn hard_negatives(data: &Dataset, cfg: &GatesConfig) -> Result<(), GateFailure> {
-    let without: Vec<String> = data
-        .queries
-        .iter()
-        .filter(|q| !data.qrels.queries.get(&q.id).is_some_and(|qq| qq.judged.iter().any(|(_, r)| *r == 1)))
-        .map(|q| q.id.clone())
-        .collect();
+    let without: Vec<String> =
+        data.queries.iter().filter(|q| !data.qrels.queries.get(&q.id).is_some_and(|qq| qq.judged.iter().any(|(_, r)| *r == 1))).map(|q| q.id.clone()).collect();
     let total = data.queries.len().max(1);
     let share = 1.0 - without.len() as f64 / total as f64;
     if share >= cfg.min_hard_negative_share {
         return Ok(());
     }
-    let why = format!(
-        "{} of {} queries have hard negatives ({:.1} %), below {:.1} %",
-        total - without.len(),
-        data.queries.len(),
-        100.0 * share,
-        100.0 * cfg.min_hard_negative_share
-    );
+    let why =
+        format!("{} of {} queries have hard negatives ({:.1} %), below {:.1} %", total - without.len(), data.queries.len(), 100.0 * share, 100.0 * cfg.min_hard_negative_share);
     fail(data, Gate::HardNegatives, why, without, cfg)
 }
 
@@ -223,16 +205,10 @@ pub fn check_task(data: &Dataset, bm25_ndcg10: f64, cfg: &GatesConfig) -> Vec<Ga
     if let Err(e) = not_empty(data, cfg) {
         return vec![e];
     }
-    [
-        qrels_resolve(data, cfg),
-        query_has_positive(data, cfg),
-        no_cross_problem_duplicates(data, cfg),
-        bm25_band(data, bm25_ndcg10, cfg),
-        hard_negatives(data, cfg),
-    ]
-    .into_iter()
-    .filter_map(Result::err)
-    .collect()
+    [qrels_resolve(data, cfg), query_has_positive(data, cfg), no_cross_problem_duplicates(data, cfg), bm25_band(data, bm25_ndcg10, cfg), hard_negatives(data, cfg)]
+        .into_iter()
+        .filter_map(Result::err)
+        .collect()
 }
 
 #[cfg(test)]

@@ -32,9 +32,9 @@ pub mod report;
 pub mod results;
 pub mod significance;
 
-use coreb_trec::Run;
 use beir::Dataset;
 use bm25::{Bm25Config, Bm25Index};
+use coreb_trec::Run;
 
 /// Run BM25 over a dataset: the top `depth` documents of every query, as a run named `bm25`.
 pub fn bm25_run(data: &Dataset, cfg: Bm25Config, depth: usize) -> Run {
@@ -53,7 +53,6 @@ pub fn bm25_run(data: &Dataset, cfg: Bm25Config, depth: usize) -> Run {
     run
 }
 
-
 /// BM25 nDCG@10 of a dataset under CoREB's convention (relevance level 2, relevance 1 as no
 /// gain), the figure the release gates bound.
 pub fn bm25_ndcg10(data: &Dataset) -> f64 {
@@ -67,8 +66,8 @@ pub fn bm25_ndcg10(data: &Dataset) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coreb_trec::Qrels;
     use beir::{Doc, Query};
+    use coreb_trec::Qrels;
 
     #[test]
     fn a_code_query_is_never_ranked_for_itself() {

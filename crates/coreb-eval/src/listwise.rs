@@ -28,9 +28,9 @@ use serde::Serialize;
 
 use super::beir::Dataset;
 use coreb_llm::prompt::Prompt;
-use coreb_trec::Run;
 use coreb_llm::run::{LlmStageError, ask, ordered};
 use coreb_llm::{ChatRequest, LlmGateway, LlmStage, Origin, SamplingParams};
+use coreb_trec::Run;
 
 /// The built-in listwise prompt (`prompts/eval/listwise.toml`).
 pub const BUILTIN_PROMPT: &str = include_str!("../../../prompts/eval/listwise.toml");
@@ -192,9 +192,8 @@ pub async fn rerank_query(
         let texts: Vec<&str> = candidates[start..end].iter().map(|(_, t)| t.as_str()).collect();
         let num = (end - start).to_string();
         let block = passages(&texts, cfg.max_words);
-        let messages = prompt
-            .render(&[("num", num.as_str()), ("query", query), ("passages", block.as_str())])
-            .map_err(|source| LlmStageError::Prompt { stage: LlmStage::Rerank, source })?;
+        let messages =
+            prompt.render(&[("num", num.as_str()), ("query", query), ("passages", block.as_str())]).map_err(|source| LlmStageError::Prompt { stage: LlmStage::Rerank, source })?;
         let request = ChatRequest {
             stage: LlmStage::Rerank,
             item: format!("{qid}/{start}-{end}"),
@@ -251,17 +250,19 @@ pub async fn listwise_run(
         .queries
         .iter()
         .filter_map(|q| {
-            let top: Vec<(String, String)> = run.ranked(&q.id).iter().take(cfg.depth).map(|e| {
-                let d = run.doc(e);
-                (d.to_owned(), texts.get(d).cloned().unwrap_or_default())
-            }).collect();
+            let top: Vec<(String, String)> = run
+                .ranked(&q.id)
+                .iter()
+                .take(cfg.depth)
+                .map(|e| {
+                    let d = run.doc(e);
+                    (d.to_owned(), texts.get(d).cloned().unwrap_or_default())
+                })
+                .collect();
             (!top.is_empty()).then_some((q.id.as_str(), q.text.as_str(), top))
         })
         .collect();
-    let results = ordered(work, cfg.concurrency, |(qid, text, top)| async move {
-        rerank_query(gateway, prompt, cfg, qid, text, top, progress).await.map(|r| (qid, r))
-    })
-    .await;
+    let results = ordered(work, cfg.concurrency, |(qid, text, top)| async move { rerank_query(gateway, prompt, cfg, qid, text, top, progress).await.map(|r| (qid, r)) }).await;
     let mut out = Run::new(format!("{}+listwise:{}", run.run_id, cfg.model));
     let mut stats = ListwiseStats::default();
     for r in coreb_llm::run::settle(results)? {

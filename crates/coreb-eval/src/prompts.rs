@@ -335,7 +335,11 @@ mod tests {
         assert!(e.to_string().contains("per task, not per subtask"), "{e}");
         let e = Presets::parse("format = 1\n[[preset]]\nname = \"a\"\nmodel = [\"*\"]\n", "p.toml").unwrap_err();
         assert!(e.to_string().contains("unknown field `model`"), "{e}");
-        let p = Presets::parse("format = 1\n[[preset]]\nname = \"a\"\nmodels = [\"*\"]\nquery = \"{instruction}{text}\"\n[preset.instructions]\n\"t/s\" = \"S\"\n\"t\" = \"T\"\n", "p.toml").unwrap();
+        let p = Presets::parse(
+            "format = 1\n[[preset]]\nname = \"a\"\nmodels = [\"*\"]\nquery = \"{instruction}{text}\"\n[preset.instructions]\n\"t/s\" = \"S\"\n\"t\" = \"T\"\n",
+            "p.toml",
+        )
+        .unwrap();
         let a = &p.presets[0];
         let none = PromptOverrides::default();
         assert_eq!(p.query_side(a, "t", Some("s"), &none).unwrap().render("x"), "Sx");

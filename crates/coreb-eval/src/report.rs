@@ -73,9 +73,7 @@ pub fn measure<'a>(at_k: &'a AtK, name: &str) -> Option<&'a Vec<f64>> {
 }
 
 fn intervals(queries: &[&QueryScores], ks: usize, cfg: &BootstrapConfig) -> AtKIntervals {
-    let per = |f: &dyn Fn(&AtK) -> &Vec<f64>| -> Vec<Option<Interval>> {
-        (0..ks).map(|i| bootstrap_ci(&queries.iter().map(|q| f(&q.at_k)[i]).collect::<Vec<_>>(), cfg)).collect()
-    };
+    let per = |f: &dyn Fn(&AtK) -> &Vec<f64>| -> Vec<Option<Interval>> { (0..ks).map(|i| bootstrap_ci(&queries.iter().map(|q| f(&q.at_k)[i]).collect::<Vec<_>>(), cfg)).collect() };
     AtKIntervals {
         ndcg: per(&|a| &a.ndcg),
         map: per(&|a| &a.map),
@@ -221,11 +219,7 @@ pub struct EvalReport {
 
 /// Group query results by the dataset's query metadata.
 pub fn task_report(data: &Dataset, results: &[QueryResult], ks: &[usize], level: i64) -> TaskReport {
-    let meta: BTreeMap<&str, (Option<&str>, Option<&str>)> = data
-        .queries
-        .iter()
-        .map(|q| (q.id.as_str(), (q.subtask.as_deref(), q.language_constraint.as_deref())))
-        .collect();
+    let meta: BTreeMap<&str, (Option<&str>, Option<&str>)> = data.queries.iter().map(|q| (q.id.as_str(), (q.subtask.as_deref(), q.language_constraint.as_deref()))).collect();
     let mut subtasks: BTreeMap<String, Vec<&QueryResult>> = BTreeMap::new();
     let mut languages: BTreeMap<String, Vec<&QueryResult>> = BTreeMap::new();
     for r in results {
@@ -347,13 +341,7 @@ fn fmt_p(p: Option<f64>) -> String {
 }
 
 fn intervals_markdown(out: &mut String, report: &EvalReport, b: &BootstrapConfig) {
-    let _ = writeln!(
-        out,
-        "## nDCG with {:.0} % bootstrap intervals\n\nPercentile bootstrap over queries: {} resamples, seed {}.\n",
-        b.confidence * 100.0,
-        b.resamples,
-        b.seed
-    );
+    let _ = writeln!(out, "## nDCG with {:.0} % bootstrap intervals\n\nPercentile bootstrap over queries: {} resamples, seed {}.\n", b.confidence * 100.0, b.resamples, b.seed);
     let mut head = String::from("| task | group | queries |");
     let mut rule = String::from("|---|---|---:|");
     for k in &report.ks {
@@ -447,7 +435,14 @@ fn bar_chart(title: &str, series: &[String], groups: &[(String, Vec<f64>)], max:
             let x = gx + bar_w * si as f64;
             let y = top + plot_h - bh;
             let color = COLORS[si % COLORS.len()];
-            let _ = writeln!(s, r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{bh:.1}" fill="{color}"><title>{} {}: {}</title></rect>"#, bar_w - 2.0, esc(label), esc(&series[si]), fmt(*v));
+            let _ = writeln!(
+                s,
+                r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{bh:.1}" fill="{color}"><title>{} {}: {}</title></rect>"#,
+                bar_w - 2.0,
+                esc(label),
+                esc(&series[si]),
+                fmt(*v)
+            );
             if bar_w >= 22.0 {
                 let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="9">{}</text>"#, x + bar_w / 2.0 - 1.0, y - 3.0, fmt(*v));
             }
@@ -490,8 +485,7 @@ pub fn ndcg_svg(report: &EvalReport) -> String {
 
 /// Bars of the number of queries per subtask.
 pub fn query_distribution_svg(report: &EvalReport) -> String {
-    let groups: Vec<(String, Vec<f64>)> =
-        plot_groups(report).into_iter().map(|(l, s)| (l, vec![s.num_queries as f64])).collect();
+    let groups: Vec<(String, Vec<f64>)> = plot_groups(report).into_iter().map(|(l, s)| (l, vec![s.num_queries as f64])).collect();
     let max = groups.iter().map(|g| g.1[0]).fold(0.0, f64::max);
     // At least 5 so that the five grid steps fall on whole queries.
     let max = if max <= 5.0 { 5.0 } else { nice_ceiling(max) };
@@ -517,13 +511,8 @@ mod tests {
 
     #[test]
     fn breakdowns_markdown_and_svg() {
-        let q = |id: &str, st: &str, lang: &str| Query {
-            id: id.into(),
-            text: String::new(),
-            subtask: Some(st.into()),
-            language_constraint: Some(lang.into()),
-            source_doc_id: None,
-        };
+        let q =
+            |id: &str, st: &str, lang: &str| Query { id: id.into(), text: String::new(), subtask: Some(st.into()), language_constraint: Some(lang.into()), source_doc_id: None };
         let data = Dataset {
             name: "text2code".into(),
             corpus: vec![],

@@ -11,8 +11,8 @@ use arrow_array::builder::{Float64Builder, StringBuilder, UInt64Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use coreb_data::tables::TableError;
 use crate::leaderboard::record::ResultRow;
+use coreb_data::tables::TableError;
 
 /// The store's columns, in order.
 pub fn results_schema() -> SchemaRef {

@@ -206,12 +206,11 @@ mod tests {
     async fn retries_until_done_or_exhausted() {
         let retry = RetryConfig { max_attempts: 3, min_delay_ms: 10, max_delay_ms: 20, ..RetryConfig::default() };
         let limits = Limits::new(1, 0, 0);
-        let r: Result<u32, GaveUp<()>> = send_with_retries(&retry, &limits, 0, |n| async move {
-            if n < 3 { Step::Retry { reason: format!("try {n}"), after: None } } else { Step::Done(n) }
-        })
-        .await;
+        let r: Result<u32, GaveUp<()>> =
+            send_with_retries(&retry, &limits, 0, |n| async move { if n < 3 { Step::Retry { reason: format!("try {n}"), after: None } } else { Step::Done(n) } }).await;
         assert_eq!(r.unwrap(), 3);
-        let r: Result<u32, GaveUp<()>> = send_with_retries(&retry, &limits, 0, |n| async move { Step::Retry { reason: format!("try {n}"), after: Some(Duration::from_secs(1)) } }).await;
+        let r: Result<u32, GaveUp<()>> =
+            send_with_retries(&retry, &limits, 0, |n| async move { Step::Retry { reason: format!("try {n}"), after: Some(Duration::from_secs(1)) } }).await;
         assert!(matches!(r, Err(GaveUp::Exhausted { attempts: 3, ref last }) if last == "try 3"));
         let r: Result<u32, GaveUp<&str>> = send_with_retries(&retry, &limits, 0, |_| async { Step::Fail("no") }).await;
         assert!(matches!(r, Err(GaveUp::Failed("no"))));
@@ -288,10 +287,14 @@ mod tests {
     async fn a_huge_retry_after_waits_only_up_to_the_cap() {
         let retry = RetryConfig { max_attempts: 2, min_delay_ms: 10, max_delay_ms: 20, max_retry_after_secs: 7, ..RetryConfig::default() };
         let started = tokio::time::Instant::now();
-        let r: Result<u32, GaveUp<()>> = send_with_retries(&retry, &Limits::new(1, 0, 0), 0, |n| async move {
-            if n < 2 { Step::Retry { reason: "429".into(), after: Some(Duration::MAX) } } else { Step::Done(n) }
-        })
-        .await;
+        let r: Result<u32, GaveUp<()>> =
+            send_with_retries(
+                &retry,
+                &Limits::new(1, 0, 0),
+                0,
+                |n| async move { if n < 2 { Step::Retry { reason: "429".into(), after: Some(Duration::MAX) } } else { Step::Done(n) } },
+            )
+            .await;
         assert_eq!(r.unwrap(), 2);
         assert_eq!(started.elapsed().as_secs(), 7);
     }

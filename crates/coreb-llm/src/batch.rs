@@ -43,11 +43,11 @@ use tokio::sync::Notify;
 use super::accounting::Event;
 use super::client::{Attempt, classify, wire_body};
 use super::config::{BatchConfig, LlmConfig, StoreMode};
-use coreb_http::RetryConfig;
 use super::gateway::Gateway;
-use coreb_http::retry::{GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries};
 use super::store::{StoreEntry, StoredResponse};
 use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, Provenance, TokenUsage, UsageRow};
+use coreb_http::RetryConfig;
+use coreb_http::retry::{GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries};
 use coreb_http::secs;
 
 /// The format tag of a persisted submission.
@@ -209,9 +209,7 @@ impl Api {
         body.extend_from_slice(jsonl);
         body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
         let url = format!("{}/files", self.base);
-        let file: Value = self
-            .json(|http| http.post(&url).header(reqwest::header::CONTENT_TYPE, format!("multipart/form-data; boundary={boundary}")).body(body.clone()))
-            .await?;
+        let file: Value = self.json(|http| http.post(&url).header(reqwest::header::CONTENT_TYPE, format!("multipart/form-data; boundary={boundary}")).body(body.clone())).await?;
         id_of(&file)
     }
 
@@ -307,13 +305,8 @@ impl BatchGateway {
     pub fn new(config: &LlmConfig, inner: Gateway, api_key: Option<String>, states: PathBuf) -> Result<Self, LlmError> {
         let timeout = secs(config.timeout_secs);
         let http = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(30))).build().map_err(LlmError::Client)?;
-        let api = Api {
-            http,
-            base: config.base_url.clone(),
-            api_key,
-            retry: config.retry.clone(),
-            limits: Limits::new(config.concurrency, u64::from(config.requests_per_minute), 0),
-        };
+        let api =
+            Api { http, base: config.base_url.clone(), api_key, retry: config.retry.clone(), limits: Limits::new(config.concurrency, u64::from(config.requests_per_minute), 0) };
         let shared = Shared { pending: BTreeMap::new(), in_flight: BTreeSet::new(), last_arrival: Instant::now(), leading: false, done: HashMap::new() };
         Ok(BatchGateway { inner, api, config: config.batch.clone(), mode: config.mode, states, shared: Mutex::new(shared), wake: Notify::new() })
     }
@@ -624,7 +617,8 @@ impl BatchGateway {
                     continue;
                 }
                 if let Outcome::Answered { text, finish_reason, usage } = &outcome {
-                    let entry = StoreEntry::of(request, StoredResponse { text: text.clone(), finish_reason: finish_reason.clone(), usage: *usage, provenance: Provenance::Endpoint });
+                    let entry =
+                        StoreEntry::of(request, StoredResponse { text: text.clone(), finish_reason: finish_reason.clone(), usage: *usage, provenance: Provenance::Endpoint });
                     if let Err(e) = self.inner.store().put(&entry) {
                         return Err(ApiError::Failed { attempts: 1, reason: format!("storing the answer of `{key}`: {e}") });
                     }
@@ -658,10 +652,7 @@ fn read_line(line: &str) -> Option<(String, Option<Outcome>)> {
             e.get("code").and_then(Value::as_str).unwrap_or("?"),
             e.get("message").and_then(Value::as_str).unwrap_or_default()
         )),
-        (r, None) => Outcome::Synchronous(format!(
-            "HTTP {status} in the batch: {}",
-            snippet(r.and_then(|r| r.get("body")).map(Value::to_string).unwrap_or_default().as_bytes())
-        )),
+        (r, None) => Outcome::Synchronous(format!("HTTP {status} in the batch: {}", snippet(r.and_then(|r| r.get("body")).map(Value::to_string).unwrap_or_default().as_bytes()))),
     };
     Some((key, Some(outcome)))
 }
@@ -686,7 +677,10 @@ mod tests {
         let read = |l: &str| read_line(l).and_then(|(k, o)| Some((k, o?)));
         let (key, o) = read(ok).unwrap();
         assert_eq!(key, "k1");
-        assert!(matches!(o, Outcome::Answered { ref text, finish_reason: FinishReason::Stop, usage: TokenUsage { prompt_tokens: 3, completion_tokens: 1 } } if text == "hi"), "{o:?}");
+        assert!(
+            matches!(o, Outcome::Answered { ref text, finish_reason: FinishReason::Stop, usage: TokenUsage { prompt_tokens: 3, completion_tokens: 1 } } if text == "hi"),
+            "{o:?}"
+        );
         let cut = ok.replace("\"stop\"", "\"length\"");
         assert!(matches!(read(&cut).unwrap().1, Outcome::Answered { finish_reason: FinishReason::Length, .. }));
         let server_error = r#"{"custom_id":"k2","response":{"status_code":500,"body":{"error":{"message":"boom"}}},"error":null}"#;

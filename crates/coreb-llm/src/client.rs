@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use coreb_http::retry::retry_after;
 use super::{ChatMessage, ChatRequest, FinishReason, TokenUsage};
+use coreb_http::retry::retry_after;
 
 /// The outcome of one attempt.
 #[derive(Debug, Clone, PartialEq)]

@@ -287,7 +287,8 @@ impl LlmConfig {
         for stage in LlmStage::ALL {
             let (max, ceiling) = (self.sampling(stage).max_tokens, self.max_tokens_ceiling(stage));
             if let Some(c) = ceiling.filter(|c| *c <= max) {
-                let field = if self.stages.get(&stage).and_then(|s| s.max_tokens_ceiling).is_some() { format!("stages.{stage}.max_tokens_ceiling") } else { "max_tokens_ceiling".into() };
+                let field =
+                    if self.stages.get(&stage).and_then(|s| s.max_tokens_ceiling).is_some() { format!("stages.{stage}.max_tokens_ceiling") } else { "max_tokens_ceiling".into() };
                 return Err(format!("`llm.{field}`: `{c}` must be above the `max_tokens` of stage `{stage}` (`{max}`)"));
             }
         }

@@ -18,10 +18,10 @@ use futures_util::future::BoxFuture;
 use super::accounting::{Accounting, Event};
 use super::client::{Attempt, HttpClient};
 use super::config::{LlmConfig, StoreMode};
-use coreb_http::RetryConfig;
-use coreb_http::retry::{GaveUp, Limits, Step, send_with_retries};
 use super::store::{ResponseStore, StoreEntry, StoredResponse};
 use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, Provenance, TokenUsage, UsageRow};
+use coreb_http::RetryConfig;
+use coreb_http::retry::{GaveUp, Limits, Step, send_with_retries};
 use coreb_http::secs;
 
 /// The real gateway.
@@ -201,9 +201,7 @@ impl Gateway {
         .await;
         outcome.map_err(|gave_up| match gave_up {
             GaveUp::Failed(e) => e,
-            GaveUp::Exhausted { attempts, last } => {
-                LlmError::RetriesExhausted { stage: request.stage, item: request.item.clone(), model: request.model.clone(), attempts, last }
-            }
+            GaveUp::Exhausted { attempts, last } => LlmError::RetriesExhausted { stage: request.stage, item: request.item.clone(), model: request.model.clone(), attempts, last },
         })
     }
 }

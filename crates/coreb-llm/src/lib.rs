@@ -448,9 +448,9 @@ fn incomplete_reason(stage: &LlmStage, finish: &FinishReason, max_tokens: &[u32]
         _ => format!("`max_tokens` = {}", max_tokens.iter().map(u32::to_string).collect::<Vec<_>>().join(", then ")),
     };
     match finish {
-        FinishReason::Length if max_tokens.len() == 1 => format!(
-            "the answer was cut at {tries}; set `llm.stages.{stage}.max_tokens_ceiling` (or `llm.max_tokens_ceiling`) to allow one longer try, or raise `max_tokens`"
-        ),
+        FinishReason::Length if max_tokens.len() == 1 => {
+            format!("the answer was cut at {tries}; set `llm.stages.{stage}.max_tokens_ceiling` (or `llm.max_tokens_ceiling`) to allow one longer try, or raise `max_tokens`")
+        }
         FinishReason::Length => format!("the answer was cut at {tries}"),
         FinishReason::ContentFilter => format!("the endpoint's content filter stopped the answer ({tries})"),
         other => format!("the answer stopped with finish_reason `{}` ({tries})", other.as_str()),

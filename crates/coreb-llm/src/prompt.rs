@@ -23,8 +23,8 @@ use regex::Regex;
 use serde::Deserialize;
 use thiserror::Error;
 
-use coreb_base::hashing::sha256_hex;
 use crate::{ChatMessage, JsonSchema, LlmStage, Role};
+use coreb_base::hashing::sha256_hex;
 
 /// A loaded prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,15 +112,7 @@ impl Prompt {
         if file.user.trim().is_empty() {
             return Err(PromptError::Invalid { path: path.to_owned(), message: "`user` is empty".into() });
         }
-        Ok(Prompt {
-            id: file.id,
-            version: file.version,
-            system: file.system,
-            user: file.user,
-            fragments: file.fragments,
-            sha256: sha256_hex(text.as_bytes()),
-            schema: None,
-        })
+        Ok(Prompt { id: file.id, version: file.version, system: file.system, user: file.user, fragments: file.fragments, sha256: sha256_hex(text.as_bytes()), schema: None })
     }
 
     /// Read and parse a prompt file.

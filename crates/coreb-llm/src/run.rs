@@ -443,10 +443,7 @@ mod tests {
     fn settle_reports_the_cause_not_the_stop() {
         let stage = LlmStage::Generate;
         let stopped = |item: &str| Err(LlmStageError::Gateway { stage, source: LlmError::Stopped { stage, item: item.into() } });
-        let refused = Err(LlmStageError::Gateway {
-            stage,
-            source: LlmError::Unauthorized { stage, item: "b".into(), model: "m".into(), status: 401 },
-        });
+        let refused = Err(LlmStageError::Gateway { stage, source: LlmError::Unauthorized { stage, item: "b".into(), model: "m".into(), status: 401 } });
         let e = settle::<u8>(vec![Ok(1), stopped("a"), refused, stopped("c")]).unwrap_err();
         assert!(matches!(e, LlmStageError::Gateway { source: LlmError::Unauthorized { ref item, .. }, .. } if item == "b"), "{e:?}");
         let e = settle::<u8>(vec![Ok(1), stopped("a"), stopped("c")]).unwrap_err();

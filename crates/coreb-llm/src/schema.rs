@@ -54,10 +54,7 @@ impl StructuredOutput {
     /// The request fields that ask for `schema` in this mode: `(response_format, guided_json)`.
     pub fn wire(self, schema: &JsonSchema) -> (Option<Value>, Option<Value>) {
         match self {
-            StructuredOutput::JsonSchema => (
-                Some(serde_json::json!({"type": "json_schema", "json_schema": {"name": schema.name, "strict": true, "schema": schema.value}})),
-                None,
-            ),
+            StructuredOutput::JsonSchema => (Some(serde_json::json!({"type": "json_schema", "json_schema": {"name": schema.name, "strict": true, "schema": schema.value}})), None),
             StructuredOutput::JsonObjectSchema => (Some(serde_json::json!({"type": "json_object", "schema": schema.value})), None),
             StructuredOutput::GuidedJson => (None, Some(schema.value.clone())),
             StructuredOutput::None => (None, None),
@@ -83,8 +80,7 @@ pub struct JsonSchema {
 }
 
 /// Keywords [`JsonSchema::validate`] enforces or that carry no rule.
-const KEYWORDS: &[&str] =
-    &["type", "properties", "required", "additionalProperties", "items", "enum", "minItems", "maxItems", "minLength", "maxLength", "title", "description"];
+const KEYWORDS: &[&str] = &["type", "properties", "required", "additionalProperties", "items", "enum", "minItems", "maxItems", "minLength", "maxLength", "title", "description"];
 const TYPES: &[&str] = &["object", "array", "string", "number", "integer", "boolean", "null"];
 
 impl JsonSchema {

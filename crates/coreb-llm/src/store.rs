@@ -51,14 +51,7 @@ pub struct StoreEntry {
 impl StoreEntry {
     /// The entry of `request` answered with `response`, stored under the request's key.
     pub fn of(request: &super::ChatRequest, response: StoredResponse) -> StoreEntry {
-        StoreEntry {
-            format: FORMAT.to_owned(),
-            key: request.key(),
-            stage: request.stage,
-            item: request.item.clone(),
-            request: KeyedRequest::of(request),
-            response,
-        }
+        StoreEntry { format: FORMAT.to_owned(), key: request.key(), stage: request.stage, item: request.item.clone(), request: KeyedRequest::of(request), response }
     }
 }
 
@@ -338,11 +331,7 @@ fn parse_entry(bytes: &[u8], path: &Path, line: Option<usize>) -> Result<StoreEn
 fn check_key(entry: &StoreEntry, path: &Path, line: Option<usize>) -> Result<(), StoreError> {
     let computed = entry.request.key();
     if computed != entry.key {
-        return Err(StoreError::Inconsistent {
-            path: path.to_owned(),
-            line,
-            problem: format!("key `{}` is not the sha256 of its request (`{computed}`)", entry.key),
-        });
+        return Err(StoreError::Inconsistent { path: path.to_owned(), line, problem: format!("key `{}` is not the sha256 of its request (`{computed}`)", entry.key) });
     }
     Ok(())
 }
@@ -350,7 +339,6 @@ fn check_key(entry: &StoreEntry, path: &Path, line: Option<usize>) -> Result<(),
 fn finish_name(f: &FinishReason) -> String {
     serde_json::to_value(f).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| format!("{f:?}"))
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -369,7 +357,15 @@ mod tests {
             response_format: None,
             on_incomplete: Default::default(),
         };
-        StoreEntry::of(&req, StoredResponse { text: format!("answer {i}"), finish_reason: FinishReason::Stop, usage: TokenUsage { prompt_tokens: 3, completion_tokens: 2 }, provenance: Default::default() })
+        StoreEntry::of(
+            &req,
+            StoredResponse {
+                text: format!("answer {i}"),
+                finish_reason: FinishReason::Stop,
+                usage: TokenUsage { prompt_tokens: 3, completion_tokens: 2 },
+                provenance: Default::default(),
+            },
+        )
     }
 
     #[test]

@@ -6,9 +6,17 @@ fn main() {
     let mut limits = Limits::default();
     while args.first().is_some_and(|a| a.starts_with("--")) {
         let flag = args.remove(0);
-        if flag == "--" { break; }
+        if flag == "--" {
+            break;
+        }
         let v: u64 = args.remove(0).parse().expect("number");
-        match flag.as_str() { "--memory" => limits.memory_mb = v, "--wall" => limits.wall_time_ms = v, "--cpu" => limits.cpu_time_ms = v, "--processes" => limits.processes = v, _ => panic!("{flag}") }
+        match flag.as_str() {
+            "--memory" => limits.memory_mb = v,
+            "--wall" => limits.wall_time_ms = v,
+            "--cpu" => limits.cpu_time_ms = v,
+            "--processes" => limits.processes = v,
+            _ => panic!("{flag}"),
+        }
     }
     let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
     eprintln!("isolation: {}", sandbox.isolation());
@@ -17,5 +25,8 @@ fn main() {
     let out = sandbox.run(&program, &limits).expect("run");
     print!("{}", String::from_utf8_lossy(&out.stdout));
     eprint!("{}", String::from_utf8_lossy(&out.stderr));
-    eprintln!("status {:?} limit {:?} wall {} ms cpu {} ms peak {} KiB (floor {}) bound {}", out.status, out.limit, out.wall_ms, out.cpu_ms, out.peak_memory_kb, out.memory_floor_kb, out.memory_bound);
+    eprintln!(
+        "status {:?} limit {:?} wall {} ms cpu {} ms peak {} KiB (floor {}) bound {}",
+        out.status, out.limit, out.wall_ms, out.cpu_ms, out.peak_memory_kb, out.memory_floor_kb, out.memory_bound
+    );
 }

@@ -270,10 +270,9 @@ impl RunCgroup {
     pub(crate) fn report(&self) -> CgroupReport {
         let read = |name: &str| std::fs::read_to_string(self.dirs[0].join(name)).unwrap_or_default();
         match self.hierarchy {
-            Hierarchy::V2 { .. } => CgroupReport {
-                peak_bytes: read("memory.peak").trim().parse().ok(),
-                oom_killed: key_value(&read("memory.events"), "oom_kill ").is_some_and(|n| n > 0),
-            },
+            Hierarchy::V2 { .. } => {
+                CgroupReport { peak_bytes: read("memory.peak").trim().parse().ok(), oom_killed: key_value(&read("memory.events"), "oom_kill ").is_some_and(|n| n > 0) }
+            }
             Hierarchy::V1 { .. } => CgroupReport {
                 peak_bytes: read("memory.max_usage_in_bytes").trim().parse().ok(),
                 oom_killed: key_value(&read("memory.oom_control"), "oom_kill ").is_some_and(|n| n > 0),
@@ -326,11 +325,7 @@ mod tests {
     fn fake(v2_controllers: &str) -> (tempfile::TempDir, String) {
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
-        for (dir, files) in [
-            ("memory/judges/me", vec!["cgroup.procs", "memory.limit_in_bytes"]),
-            ("pids", vec!["cgroup.procs"]),
-            ("unified/service", vec!["cgroup.procs"]),
-        ] {
+        for (dir, files) in [("memory/judges/me", vec!["cgroup.procs", "memory.limit_in_bytes"]), ("pids", vec!["cgroup.procs"]), ("unified/service", vec!["cgroup.procs"])] {
             std::fs::create_dir_all(r.join(dir)).unwrap();
             for f in files {
                 std::fs::write(r.join(dir).join(f), "").unwrap();
@@ -351,10 +346,7 @@ mod tests {
         assert_eq!(locate(&info, membership, None, true), Some(Hierarchy::V2 { parent: root.path().join("unified") }));
         // v2 without the controllers delegated: v1 memory (the judge's own cgroup) and pids.
         let (root, info) = fake("cpu\n");
-        assert_eq!(
-            locate(&info, membership, None, true),
-            Some(Hierarchy::V1 { memory: root.path().join("memory/judges/me"), pids: Some(root.path().join("pids")) })
-        );
+        assert_eq!(locate(&info, membership, None, true), Some(Hierarchy::V1 { memory: root.path().join("memory/judges/me"), pids: Some(root.path().join("pids")) }));
         // An explicit v2 parent without the controllers does not count either.
         assert!(matches!(locate(&info, membership, Some(&root.path().join("unified")), true), Some(Hierarchy::V1 { .. })));
         // v1 is for root only; nothing usable at all.

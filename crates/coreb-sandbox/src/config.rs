@@ -100,10 +100,7 @@ impl Default for SandboxConfig {
             // a range with them would let them kill this judge's runs.
             uid_base: 1_991_000_000,
             uid_count: 256,
-            visible_paths: ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
-                .into_iter()
-                .map(PathBuf::from)
-                .collect(),
+            visible_paths: ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"].into_iter().map(PathBuf::from).collect(),
             lock_dir: PathBuf::from("/run/coreb-sandbox"),
             cgroup: CgroupMode::Auto,
             cgroup_parent: None,
@@ -158,10 +155,7 @@ impl SandboxConfig {
             return bad(format!("`uid_count` {} is more than 65536", self.uid_count));
         }
         let Some(end) = self.uid_base.checked_add(self.uid_count - 1) else {
-            return bad(format!(
-                "uid pool `uid_base` {} + `uid_count` {} wraps around past 4294967295",
-                self.uid_base, self.uid_count
-            ));
+            return bad(format!("uid pool `uid_base` {} + `uid_count` {} wraps around past 4294967295", self.uid_base, self.uid_count));
         };
         let range = self.uid_base..=end;
         for (uid, why) in [(0, "root"), (65_535, "the 16-bit \"no uid\""), (u32::MAX - 1, "the overflow uid"), (u32::MAX, "the \"no uid\" value -1")] {
@@ -176,10 +170,7 @@ impl SandboxConfig {
                 if let Ok(id) = id.trim().parse::<u32>()
                     && range.contains(&id)
                 {
-                    return bad(format!(
-                        "uid pool {}..={end} overlaps id {id} of `{name}` in {file}: choose a `uid_base` no account uses",
-                        self.uid_base
-                    ));
+                    return bad(format!("uid pool {}..={end} overlaps id {id} of `{name}` in {file}: choose a `uid_base` no account uses", self.uid_base));
                 }
             }
         }
@@ -190,11 +181,7 @@ impl SandboxConfig {
                 let (Ok(start), Ok(count)) = (start.trim().parse::<u64>(), count.trim().parse::<u64>()) else { continue };
                 let (lo, hi) = (u64::from(self.uid_base), u64::from(end));
                 if count > 0 && start <= hi && lo < start + count {
-                    return bad(format!(
-                        "uid pool {}..={end} overlaps the subordinate ids {start}..{} of `{name}` in {file}",
-                        self.uid_base,
-                        start + count - 1
-                    ));
+                    return bad(format!("uid pool {}..={end} overlaps the subordinate ids {start}..{} of `{name}` in {file}", self.uid_base, start + count - 1));
                 }
             }
         }

@@ -314,28 +314,15 @@ impl Sandbox {
         if root {
             uid::prepare_lock_dir(&config.lock_dir)?;
         }
-        let stage = tempfile::Builder::new()
-            .prefix("coreb-sandbox-root-")
-            .tempdir()
-            .map_err(|source| SandboxError::Io { path: std::env::temp_dir(), source })?;
+        let stage = tempfile::Builder::new().prefix("coreb-sandbox-root-").tempdir().map_err(|source| SandboxError::Io { path: std::env::temp_dir(), source })?;
         let view = View::new(stage.path(), &config.visible_paths)?;
-        let identity = if root {
-            Identity::UidPool { uid_base: config.uid_base, uid_last: config.uid_last() }
-        } else {
-            Identity::UserNamespace
-        };
+        let identity = if root { Identity::UidPool { uid_base: config.uid_base, uid_last: config.uid_last() } } else { Identity::UserNamespace };
         let process_limit = root || sys::kernel_at_least(5, 14);
         let cgroups = match config.cgroup {
             CgroupMode::Auto => Cgroups::discover(config.cgroup_parent.as_deref(), root),
             CgroupMode::None => None,
         };
-        let mut sandbox = Sandbox {
-            isolation: Isolation { identity, memory: MemoryBound::Rlimit, process_limit, note: None },
-            config,
-            cgroups: None,
-            view,
-            _stage: stage,
-        };
+        let mut sandbox = Sandbox { isolation: Isolation { identity, memory: MemoryBound::Rlimit, process_limit, note: None }, config, cgroups: None, view, _stage: stage };
         if let Some(cgroups) = cgroups {
             let bound = cgroups.bound();
             sandbox.cgroups = Some(cgroups);
@@ -352,11 +339,8 @@ impl Sandbox {
                 sandbox.isolation.note = Some(format!("{bound} unusable ({chain})"));
             }
         } else if sandbox.config.cgroup == CgroupMode::Auto {
-            sandbox.isolation.note = Some(if root {
-                "no delegated cgroup v2 and no cgroup v1 memory hierarchy".into()
-            } else {
-                "no delegated cgroup v2 (cgroup v1 needs root)".into()
-            });
+            sandbox.isolation.note =
+                Some(if root { "no delegated cgroup v2 and no cgroup v1 memory hierarchy".into() } else { "no delegated cgroup v2 (cgroup v1 needs root)".into() });
         }
         if sandbox.cgroups.is_none() {
             sandbox.probe()?;
@@ -365,27 +349,13 @@ impl Sandbox {
     }
 
     fn probe(&self) -> Result<(), SandboxError> {
-        let dir = tempfile::Builder::new()
-            .prefix("coreb-sandbox-probe-")
-            .tempdir()
-            .map_err(|source| SandboxError::Io { path: std::env::temp_dir(), source })?;
-        let probe = Program {
-            argv: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()],
-            env: vec![],
-            stdin: b"",
-            dir: dir.path(),
-            access: DirAccess::ReadOnly,
-            cache: None,
-        };
+        let dir = tempfile::Builder::new().prefix("coreb-sandbox-probe-").tempdir().map_err(|source| SandboxError::Io { path: std::env::temp_dir(), source })?;
+        let probe = Program { argv: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()], env: vec![], stdin: b"", dir: dir.path(), access: DirAccess::ReadOnly, cache: None };
         let outcome = self.run(&probe, &Limits::default())?;
         if !outcome.success() {
             return Err(SandboxError::Spawn {
                 program: "/bin/sh".into(),
-                source: std::io::Error::other(format!(
-                    "sandbox probe failed: {:?}: {}",
-                    outcome.status,
-                    String::from_utf8_lossy(&outcome.stderr)
-                )),
+                source: std::io::Error::other(format!("sandbox probe failed: {:?}: {}", outcome.status, String::from_utf8_lossy(&outcome.stderr))),
             });
         }
         Ok(())
@@ -498,10 +468,8 @@ impl Sandbox {
         );
         let user = if uid.is_some() { None } else { Some(user_maps()?) };
         let sysctls = ipc_sysctls(limits)?;
-        let mut keep: Vec<i32> = [stdin_r.as_raw_fd(), stdout_w.as_raw_fd(), stderr_w.as_raw_fd(), report_w.as_raw_fd(), sync_r.as_raw_fd()]
-            .into_iter()
-            .chain(cgroup_fds)
-            .collect();
+        let mut keep: Vec<i32> =
+            [stdin_r.as_raw_fd(), stdout_w.as_raw_fd(), stderr_w.as_raw_fd(), report_w.as_raw_fd(), sync_r.as_raw_fd()].into_iter().chain(cgroup_fds).collect();
         keep.sort_unstable();
         let mut namespaces = libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
         if user.is_some() {
@@ -576,25 +544,15 @@ impl Sandbox {
         // RLIMIT_CPU counts in whole seconds on the kernel's tick; rusage is finer, so allow
         // a little slack when deciding that a SIGKILL came from the hard CPU limit.
         let cpu_limit_ms = limits.cpu_time_ms.div_ceil(1000).max(1) * 1000;
-        let cpu_killed = matches!(status, ExitStatus::Signaled(s) if s == libc::SIGXCPU)
-            || (matches!(status, ExitStatus::Signaled(s) if s == libc::SIGKILL) && cpu_ms + 100 >= cpu_limit_ms);
+        let cpu_killed =
+            matches!(status, ExitStatus::Signaled(s) if s == libc::SIGXCPU) || (matches!(status, ExitStatus::Signaled(s) if s == libc::SIGKILL) && cpu_ms + 100 >= cpu_limit_ms);
         let limit = match io.killed {
             Some(hit) => Some(hit),
             None if cg.oom_killed => Some(LimitHit::Memory),
             None if cpu_killed => Some(LimitHit::CpuTime),
             None => None,
         };
-        Outcome {
-            status,
-            stdout: io.stdout,
-            stderr: io.stderr,
-            wall_ms,
-            cpu_ms,
-            peak_memory_kb,
-            memory_floor_kb,
-            limit,
-            memory_bound: self.isolation.memory,
-        }
+        Outcome { status, stdout: io.stdout, stderr: io.stderr, wall_ms, cpu_ms, peak_memory_kb, memory_floor_kb, limit, memory_bound: self.isolation.memory }
     }
 
     fn describe_step(&self, step: u32, init: &Init<'_>) -> String {
@@ -656,11 +614,7 @@ fn ipc_sysctls(limits: &Limits) -> Result<Vec<(CString, CString)>, SandboxError>
 }
 
 fn decode_status(status: i32) -> ExitStatus {
-    if libc::WIFSIGNALED(status) {
-        ExitStatus::Signaled(libc::WTERMSIG(status))
-    } else {
-        ExitStatus::Exited(libc::WEXITSTATUS(status))
-    }
+    if libc::WIFSIGNALED(status) { ExitStatus::Signaled(libc::WTERMSIG(status)) } else { ExitStatus::Exited(libc::WEXITSTATUS(status)) }
 }
 
 /// What the poll loop collected.
@@ -674,16 +628,7 @@ struct Pumped {
 /// Feed stdin and read stdout, stderr and init's report on this thread until init has
 /// exited and the output pipes are drained; kill the run at the wall limit or the output cap.
 #[allow(clippy::too_many_arguments)]
-fn pump(
-    pid: libc::pid_t,
-    input: &[u8],
-    stdin: OwnedFd,
-    stdout: OwnedFd,
-    stderr: OwnedFd,
-    report: OwnedFd,
-    limits: &Limits,
-    start: Instant,
-) -> std::io::Result<Pumped> {
+fn pump(pid: libc::pid_t, input: &[u8], stdin: OwnedFd, stdout: OwnedFd, stderr: OwnedFd, report: OwnedFd, limits: &Limits, start: Instant) -> std::io::Result<Pumped> {
     let cap = usize::try_from(limits.output_bytes).unwrap_or(usize::MAX);
     let deadline = start + Duration::from_millis(limits.wall_time_ms);
     for fd in [&stdin, &stdout, &stderr, &report] {

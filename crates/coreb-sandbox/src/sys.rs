@@ -421,12 +421,9 @@ unsafe fn seal(target: &CString, writable: bool, recursive: bool) -> c_int {
         let mut keep: libc::c_ulong = 0;
         if libc::statvfs(target.as_ptr(), &mut st) == 0 {
             let f = st.f_flag as libc::c_ulong;
-            for (st_flag, ms) in [
-                (libc::ST_NOEXEC, libc::MS_NOEXEC),
-                (libc::ST_NOATIME, libc::MS_NOATIME),
-                (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-                (libc::ST_RELATIME, libc::MS_RELATIME),
-            ] {
+            for (st_flag, ms) in
+                [(libc::ST_NOEXEC, libc::MS_NOEXEC), (libc::ST_NOATIME, libc::MS_NOATIME), (libc::ST_NODIRATIME, libc::MS_NODIRATIME), (libc::ST_RELATIME, libc::MS_RELATIME)]
+            {
                 if f & st_flag as libc::c_ulong != 0 {
                     keep |= ms;
                 }
@@ -460,7 +457,11 @@ unsafe fn do_step(s: &Step) -> c_int {
                 }
             }
             Step::Symlink { target, path } => {
-                if libc::symlink(target.as_ptr(), path.as_ptr()) == 0 { 0 } else { errno() }
+                if libc::symlink(target.as_ptr(), path.as_ptr()) == 0 {
+                    0
+                } else {
+                    errno()
+                }
             }
             Step::File { path } => {
                 let fd = libc::open(path.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o644);
@@ -478,7 +479,11 @@ unsafe fn do_step(s: &Step) -> c_int {
                 if libc::mount(p, target.as_ptr(), p, flags, std::ptr::null()) == 0 { 0 } else { errno() }
             }
             Step::Chown { path, uid } => {
-                if libc::chown(path.as_ptr(), *uid, *uid) == 0 { 0 } else { errno() }
+                if libc::chown(path.as_ptr(), *uid, *uid) == 0 {
+                    0
+                } else {
+                    errno()
+                }
             }
         }
     }

@@ -38,12 +38,8 @@ pub(crate) fn prepare_lock_dir(dir: &Path) -> Result<(), SandboxError> {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io)?;
     }
     let meta = std::fs::symlink_metadata(dir).map_err(io)?;
-    let unsafe_dir = |why: &str| {
-        Err(SandboxError::Config(format!(
-            "uid lock directory `{}` {why}: it must be a directory owned by root and writable by root only (`lock_dir`)",
-            dir.display()
-        )))
-    };
+    let unsafe_dir =
+        |why: &str| Err(SandboxError::Config(format!("uid lock directory `{}` {why}: it must be a directory owned by root and writable by root only (`lock_dir`)", dir.display())));
     if meta.file_type().is_symlink() || !meta.is_dir() {
         return unsafe_dir("is not a directory");
     }
@@ -64,12 +60,8 @@ pub(crate) fn uid_in_use(uid: u32) -> bool {
         if !name.as_encoded_bytes().iter().all(u8::is_ascii_digit) {
             return false;
         }
-        std::fs::read_to_string(e.path().join("status")).is_ok_and(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .is_some_and(|l| l.split_whitespace().take(3).any(|u| u.parse::<u32>() == Ok(uid)))
-        })
+        std::fs::read_to_string(e.path().join("status"))
+            .is_ok_and(|status| status.lines().find_map(|l| l.strip_prefix("Uid:")).is_some_and(|l| l.split_whitespace().take(3).any(|u| u.parse::<u32>() == Ok(uid))))
     })
 }
 
@@ -121,10 +113,7 @@ pub(crate) fn lease(lock_dir: &Path, base: u32, last: u32) -> Result<UidLease, S
             return Ok(UidLease { uid });
         }
         if !pool.held.iter().any(|(u, _)| in_range(u)) && Instant::now() >= deadline {
-            return Err(SandboxError::Config(format!(
-                "every uid in {base}..={last} is held by other processes or in use (see `{}`)",
-                lock_dir.display()
-            )));
+            return Err(SandboxError::Config(format!("every uid in {base}..={last} is held by other processes or in use (see `{}`)", lock_dir.display())));
         }
         pool = RETURNED.wait_timeout(pool, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner()).0;
     }

@@ -82,11 +82,7 @@ impl View {
     /// Visible paths are looked at now: a missing one is skipped, a symlink is reproduced as
     /// a link, and a path inside another visible directory adds nothing.
     pub(crate) fn new(stage: &Path, visible: &[PathBuf]) -> Result<View, SandboxError> {
-        let mut steps = vec![Step::Tmpfs {
-            target: cstr(stage)?,
-            options: CString::new("size=1m,nr_inodes=4096,mode=0755").expect("no NUL"),
-            noexec: false,
-        }];
+        let mut steps = vec![Step::Tmpfs { target: cstr(stage)?, options: CString::new("size=1m,nr_inodes=4096,mode=0755").expect("no NUL"), noexec: false }];
         let mut made: BTreeSet<PathBuf> = BTreeSet::new();
         let mut mkdir_p = |steps: &mut Vec<Step>, dir: &Path| -> Result<(), SandboxError> {
             let mut parts: Vec<&Path> = dir.ancestors().filter(|a| a.parent().is_some()).collect();
@@ -160,14 +156,7 @@ impl View {
     /// The steps of one run: its private `/tmp` (holding its directory at [`BOX_DIR`], the
     /// scratch directory [`WORK_DIR`] and the optional cache at [`CACHE_DIR`]) and
     /// `/dev/shm`, both tmpfs capped at `tmp_size_mb`.
-    pub(crate) fn run_steps(
-        &self,
-        dir: &Path,
-        writable: bool,
-        cache: Option<&Path>,
-        tmp_size_mb: u64,
-        uid: Option<u32>,
-    ) -> Result<Vec<Step>, SandboxError> {
+    pub(crate) fn run_steps(&self, dir: &Path, writable: bool, cache: Option<&Path>, tmp_size_mb: u64, uid: Option<u32>) -> Result<Vec<Step>, SandboxError> {
         let inside = |p: &str| cstr(&under(&self.stage, Path::new(p)));
         let options = CString::new(format!("size={}m,nr_inodes=16384,mode=1777", tmp_size_mb.max(1))).expect("no NUL");
         let mut steps = vec![

@@ -75,11 +75,7 @@ fn assert_bounded(out: &Outcome, what: &str) {
 fn shared_memory_bomb_is_stopped_by_the_runs_bound() {
     // 3 GiB of MAP_SHARED|MAP_ANONYMOUS memory, touched page by page: RLIMIT_DATA does not
     // count it; a cgroup does, and the fallback's RLIMIT_AS refuses the mapping.
-    let out = python(
-        "import mmap\nm = mmap.mmap(-1, 3 << 30)\nfor i in range(0, 3 << 30, 4096):\n    m[i] = 1\nprint('survived')",
-        b"",
-        &bomb_limits(),
-    );
+    let out = python("import mmap\nm = mmap.mmap(-1, 3 << 30)\nfor i in range(0, 3 << 30, 4096):\n    m[i] = 1\nprint('survived')", b"", &bomb_limits());
     assert_bounded(&out, "shared-memory bomb");
     match out.memory_bound {
         MemoryBound::Rlimit => assert!(text(&out.stderr).contains("Cannot allocate memory"), "{}", text(&out.stderr)),
@@ -95,11 +91,7 @@ fn memfd_bomb_is_stopped_by_the_runs_bound() {
     }
     // File size limit out of the way: the memory bound alone must stop it.
     let limits = Limits { file_size_bytes: 8 << 30, ..bomb_limits() };
-    let out = python(
-        "import os\nfd = os.memfd_create('bomb')\nchunk = b'x' * (1 << 20)\nfor _ in range(3072):\n    os.write(fd, chunk)\nprint('survived')",
-        b"",
-        &limits,
-    );
+    let out = python("import os\nfd = os.memfd_create('bomb')\nchunk = b'x' * (1 << 20)\nfor _ in range(3072):\n    os.write(fd, chunk)\nprint('survived')", b"", &limits);
     assert_bounded(&out, "memfd bomb");
 }
 

@@ -80,9 +80,8 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<TrecEvalArg
         let mut chars = flag.chars();
         let name = chars.next().map(String::from).unwrap_or_default();
         let inline = chars.as_str();
-        let mut value = |what: &str| -> Result<String, String> {
-            if inline.is_empty() { args.next().ok_or_else(|| format!("-{name} needs {what}")) } else { Ok(inline.to_owned()) }
-        };
+        let mut value =
+            |what: &str| -> Result<String, String> { if inline.is_empty() { args.next().ok_or_else(|| format!("-{name} needs {what}")) } else { Ok(inline.to_owned()) } };
         match name.as_str() {
             "q" if inline.is_empty() => out.per_query = true,
             "c" if inline.is_empty() => out.complete = true,

@@ -143,9 +143,7 @@ pub fn query_result(qid: &str, qq: &QueryQrels, ranked: &[&str], cfg: &CorebConf
 pub fn summarize<'a>(ks: &[usize], results: impl IntoIterator<Item = &'a QueryResult>) -> Summary {
     let results: Vec<&QueryResult> = results.into_iter().collect();
     let n = results.len().max(1) as f64;
-    let mean = |f: &dyn Fn(&AtK) -> &Vec<f64>| -> Vec<f64> {
-        (0..ks.len()).map(|i| results.iter().map(|q| f(&q.at_k)[i]).fold(0.0, |a, b| a + b) / n).collect()
-    };
+    let mean = |f: &dyn Fn(&AtK) -> &Vec<f64>| -> Vec<f64> { (0..ks.len()).map(|i| results.iter().map(|q| f(&q.at_k)[i]).fold(0.0, |a, b| a + b) / n).collect() };
     let at_k = AtK {
         ndcg: mean(&|a| &a.ndcg),
         map: mean(&|a| &a.map),
@@ -160,8 +158,7 @@ pub fn summarize<'a>(ks: &[usize], results: impl IntoIterator<Item = &'a QueryRe
         num_queries: results.len(),
         missing: results.iter().filter(|q| q.missing).count(),
         at_k,
-        intrusion_rate: (!with_hard.is_empty())
-            .then(|| with_hard.iter().filter(|b| **b).count() as f64 / with_hard.len() as f64),
+        intrusion_rate: (!with_hard.is_empty()).then(|| with_hard.iter().filter(|b| **b).count() as f64 / with_hard.len() as f64),
         with_hard_negatives: with_hard.len(),
     }
 }

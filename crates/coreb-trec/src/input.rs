@@ -83,8 +83,7 @@ impl Qrels {
     /// in parallel.
     pub fn parse(text: &str, path: &Path) -> Result<Qrels, EvalError> {
         let chunks = line_chunks(text, rayon::current_num_threads() * 4);
-        let parsed: Vec<Result<QrelsGroups<'_>, ChunkError>> =
-            chunks.par_iter().map(|(base, chunk)| parse_qrels_chunk(chunk, *base)).collect();
+        let parsed: Vec<Result<QrelsGroups<'_>, ChunkError>> = chunks.par_iter().map(|(base, chunk)| parse_qrels_chunk(chunk, *base)).collect();
         let mut queries: BTreeMap<&str, Vec<(&str, Relevance, usize)>> = BTreeMap::new();
         for groups in parsed {
             let groups = groups.map_err(|e| malformed(path, line_of(text, e.offset), &e.why))?;
@@ -92,10 +91,8 @@ impl Qrels {
                 queries.entry(qid).or_default().append(&mut rows);
             }
         }
-        let finished: Vec<Result<(String, QueryQrels), EvalError>> = queries
-            .into_par_iter()
-            .map(|(qid, rows)| finish_query(qid, rows, |offset| line_of(text, offset), path))
-            .collect();
+        let finished: Vec<Result<(String, QueryQrels), EvalError>> =
+            queries.into_par_iter().map(|(qid, rows)| finish_query(qid, rows, |offset| line_of(text, offset), path)).collect();
         Ok(Qrels { queries: finished.into_iter().collect::<Result<_, _>>()? })
     }
 
@@ -131,8 +128,7 @@ fn parse_qrels_chunk(chunk: &str, base: usize) -> Result<QrelsGroups<'_>, ChunkE
         let (Some(_iter), Some(doc), Some(rel), None) = (fields.next(), fields.next(), fields.next(), fields.next()) else {
             return Err(ChunkError { offset: base + offset, why: "expected 4 fields `qid iter docno rel`".into() });
         };
-        let rel: Relevance =
-            rel.parse().map_err(|_| ChunkError { offset: base + offset, why: format!("relevance `{rel}` is not an integer") })?;
+        let rel: Relevance = rel.parse().map_err(|_| ChunkError { offset: base + offset, why: format!("relevance `{rel}` is not an integer") })?;
         // Lines of one query are usually consecutive: a new group only when the query changes.
         match groups.last_mut() {
             Some((q, rows)) if *q == qid => rows.push((doc, rel, base + offset)),
@@ -144,12 +140,7 @@ fn parse_qrels_chunk(chunk: &str, base: usize) -> Result<QrelsGroups<'_>, ChunkE
 
 /// Sort one query's judgements by doc id and reject a repeated doc; `line` turns a row's
 /// position into the line number errors name.
-fn finish_query<S: AsRef<str>>(
-    qid: S,
-    mut rows: Vec<(S, Relevance, usize)>,
-    line: impl Fn(usize) -> usize,
-    path: &Path,
-) -> Result<(String, QueryQrels), EvalError> {
+fn finish_query<S: AsRef<str>>(qid: S, mut rows: Vec<(S, Relevance, usize)>, line: impl Fn(usize) -> usize, path: &Path) -> Result<(String, QueryQrels), EvalError> {
     rows.sort_unstable_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()).then(a.2.cmp(&b.2)));
     if let Some(w) = rows.windows(2).find(|w| w[0].0.as_ref() == w[1].0.as_ref()) {
         return Err(EvalError::DuplicateDoc {
@@ -332,12 +323,10 @@ fn parse_chunk<'a>(chunk: &'a str, base: usize) -> Result<(ChunkQueries<'a>, Opt
         if qid.starts_with('#') {
             continue;
         }
-        let (Some(_iter), Some(doc), Some(_rank), Some(score), Some(tag)) = (f.next(), f.next(), f.next(), f.next(), f.next())
-        else {
+        let (Some(_iter), Some(doc), Some(_rank), Some(score), Some(tag)) = (f.next(), f.next(), f.next(), f.next(), f.next()) else {
             return Err(ChunkError { offset: line_offset, why: "expected 6 fields `qid Q0 docno rank score run_id`".into() });
         };
-        let score = parse_score(score)
-            .ok_or_else(|| ChunkError { offset: line_offset, why: format!("score `{score}` is not a number") })?;
+        let score = parse_score(score).ok_or_else(|| ChunkError { offset: line_offset, why: format!("score `{score}` is not a number") })?;
         last_tag = Some(tag);
         let start = base + line_start + (doc.as_ptr() as usize - line.as_ptr() as usize);
         let entry = RunEntry { start: start as u32, len: doc.len() as u32, score };
@@ -411,8 +400,7 @@ impl Run {
             return Err(malformed(path, 0, "run files of 4 GiB or more are not supported"));
         }
         let chunks = line_chunks(text, rayon::current_num_threads() * 4);
-        let parsed: Vec<Result<(ChunkQueries<'_>, Option<&str>), ChunkError>> =
-            chunks.par_iter().map(|(base, chunk)| parse_chunk(chunk, *base)).collect();
+        let parsed: Vec<Result<(ChunkQueries<'_>, Option<&str>), ChunkError>> = chunks.par_iter().map(|(base, chunk)| parse_chunk(chunk, *base)).collect();
         let mut order: Vec<(String, Vec<RunEntry>)> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut run_id = String::new();
@@ -468,7 +456,8 @@ impl Run {
         // Populated: the file is read whole anyway, and one call beats a fault per page.
         // SAFETY: the map is read-only and lives as long as the run; a run file changed
         // while it is evaluated is outside what this reader promises.
-        let map = unsafe { memmap2::MmapOptions::new().populate().map(file.file()) }.map_err(|e| EvalError::Io(std::io::Error::new(e.kind(), format!("mapping `{}`: {e}", path.display()))))?;
+        let map = unsafe { memmap2::MmapOptions::new().populate().map(file.file()) }
+            .map_err(|e| EvalError::Io(std::io::Error::new(e.kind(), format!("mapping `{}`: {e}", path.display()))))?;
         if let Err(e) = std::str::from_utf8(&map) {
             let line = map[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
             return Err(malformed(path, line, "not UTF-8"));
@@ -482,8 +471,7 @@ impl Run {
             .queries
             .par_iter()
             .map(|(qid, entries)| {
-                let mut seen: std::collections::HashSet<&str, FnvBuild> =
-                    std::collections::HashSet::with_capacity_and_hasher(entries.len(), FnvBuild::default());
+                let mut seen: std::collections::HashSet<&str, FnvBuild> = std::collections::HashSet::with_capacity_and_hasher(entries.len(), FnvBuild::default());
                 entries.iter().find(|e| !seen.insert(self.doc(e))).map(|e| (qid.clone(), self.doc(e).to_owned()))
             })
             .collect();
@@ -494,9 +482,7 @@ impl Run {
     pub fn check_duplicates(&self) -> Result<(), EvalError> {
         match self.first_duplicate() {
             None => Ok(()),
-            Some((query, doc)) => {
-                Err(EvalError::DuplicateDoc { path: PathBuf::from("<memory>"), line: 0, first_line: 0, query, doc })
-            }
+            Some((query, doc)) => Err(EvalError::DuplicateDoc { path: PathBuf::from("<memory>"), line: 0, first_line: 0, query, doc }),
         }
     }
 
@@ -549,9 +535,36 @@ mod tests {
     #[test]
     fn parse_score_is_str_parse() {
         let cases = [
-            "0", "-0", "+0", "1", "0.1", "0.3", "-2.675", "9.99", "123456789012345", "1234567890123456", "0.1234567890123456789",
-            "12345.678901234", "1e3", "-1.5E-7", "inf", "-inf", "NaN", ".5", "5.", "-.25", "+7.125", ".", "-", "", "1.2.3", "1,5", "0x10",
-            "00000000000000000001.5", "4.35", "0.0000001",
+            "0",
+            "-0",
+            "+0",
+            "1",
+            "0.1",
+            "0.3",
+            "-2.675",
+            "9.99",
+            "123456789012345",
+            "1234567890123456",
+            "0.1234567890123456789",
+            "12345.678901234",
+            "1e3",
+            "-1.5E-7",
+            "inf",
+            "-inf",
+            "NaN",
+            ".5",
+            "5.",
+            "-.25",
+            "+7.125",
+            ".",
+            "-",
+            "",
+            "1.2.3",
+            "1,5",
+            "0x10",
+            "00000000000000000001.5",
+            "4.35",
+            "0.0000001",
         ];
         for c in cases {
             let want = c.parse::<f64>().ok().map(f64::to_bits);
@@ -582,14 +595,11 @@ mod tests {
 
     #[test]
     fn run_parse_rank_and_duplicates() {
-        let r = Run::parse("1 Q0 a 1 1.0 x\n1 Q0 b 2 1.0 x\n2 Q0 a 1 3 y junk\n1 Q0 c 3 2 x\n", Path::new("r"))
-            .unwrap();
+        let r = Run::parse("1 Q0 a 1 1.0 x\n1 Q0 b 2 1.0 x\n2 Q0 a 1 3 y junk\n1 Q0 c 3 2 x\n", Path::new("r")).unwrap();
         assert_eq!(r.run_id, "x", "the last line names the run");
         let ranked: Vec<&str> = r.ranked("1").iter().map(|e| r.doc(e)).collect();
         assert_eq!(ranked, ["c", "b", "a"]);
-        let e = Run::parse("1 Q0 a 1 1 x\n2 Q0 a 1 1 x\n1 Q0 a 2 0.5 x\n", Path::new("run.trec"))
-            .unwrap_err()
-            .to_string();
+        let e = Run::parse("1 Q0 a 1 1 x\n2 Q0 a 1 1 x\n1 Q0 a 2 0.5 x\n", Path::new("run.trec")).unwrap_err().to_string();
         assert!(e.contains("run.trec:3") && e.contains("line 1"), "{e}");
         let e = Run::parse("1 Q0 a 1 high x\n", Path::new("r")).unwrap_err().to_string();
         assert!(e.contains("`high`"), "{e}");

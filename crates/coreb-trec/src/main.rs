@@ -11,7 +11,9 @@ const USAGE: &str = "usage: coreb-trec [-q] [-c] [-M N] [-l N] [-m MEASURE]... q
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}\n\n-q per-query values too; -c average over every qrels query; -M N at most N documents per query;\n-l N lowest relevant level (default 1); -m a measure or group (`all_trec`, `ndcg_cut.5,10`, `P.10`).");
+        println!(
+            "{USAGE}\n\n-q per-query values too; -c average over every qrels query; -M N at most N documents per query;\n-l N lowest relevant level (default 1); -m a measure or group (`all_trec`, `ndcg_cut.5,10`, `P.10`)."
+        );
         return ExitCode::SUCCESS;
     }
     let args = match parse_args(args) {

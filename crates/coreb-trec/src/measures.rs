@@ -75,19 +75,83 @@ pub enum Combine {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[allow(missing_docs)]
 pub enum Kind {
-    RunId, NumQ, NumRet, NumRel, NumRelRet, Map, GmMap, Rprec, Bpref, RecipRank,
-    IprecAtRecall, P, Relstring, Recall, InfAp, GmBpref, RprecMult, Utility, ElevenPtAvg,
-    BinG, G, Ndcg, NdcgRel, Rndcg, NdcgCut, MapCut, RelativeP, Success, SetP, SetRelativeP,
-    SetRecall, SetMap, SetF, NumNonrelJudgedRet, Rbp, RbpResid, Unj,
+    RunId,
+    NumQ,
+    NumRet,
+    NumRel,
+    NumRelRet,
+    Map,
+    GmMap,
+    Rprec,
+    Bpref,
+    RecipRank,
+    IprecAtRecall,
+    P,
+    Relstring,
+    Recall,
+    InfAp,
+    GmBpref,
+    RprecMult,
+    Utility,
+    ElevenPtAvg,
+    BinG,
+    G,
+    Ndcg,
+    NdcgRel,
+    Rndcg,
+    NdcgCut,
+    MapCut,
+    RelativeP,
+    Success,
+    SetP,
+    SetRelativeP,
+    SetRecall,
+    SetMap,
+    SetF,
+    NumNonrelJudgedRet,
+    Rbp,
+    RbpResid,
+    Unj,
 }
 
 const ALL: [Kind; 37] = [
-    Kind::RunId, Kind::NumQ, Kind::NumRet, Kind::NumRel, Kind::NumRelRet, Kind::Map, Kind::GmMap,
-    Kind::Rprec, Kind::Bpref, Kind::RecipRank, Kind::IprecAtRecall, Kind::P, Kind::Relstring,
-    Kind::Recall, Kind::InfAp, Kind::GmBpref, Kind::RprecMult, Kind::Utility, Kind::ElevenPtAvg,
-    Kind::BinG, Kind::G, Kind::Ndcg, Kind::NdcgRel, Kind::Rndcg, Kind::NdcgCut, Kind::MapCut,
-    Kind::RelativeP, Kind::Success, Kind::SetP, Kind::SetRelativeP, Kind::SetRecall, Kind::SetMap,
-    Kind::SetF, Kind::NumNonrelJudgedRet, Kind::Rbp, Kind::RbpResid, Kind::Unj,
+    Kind::RunId,
+    Kind::NumQ,
+    Kind::NumRet,
+    Kind::NumRel,
+    Kind::NumRelRet,
+    Kind::Map,
+    Kind::GmMap,
+    Kind::Rprec,
+    Kind::Bpref,
+    Kind::RecipRank,
+    Kind::IprecAtRecall,
+    Kind::P,
+    Kind::Relstring,
+    Kind::Recall,
+    Kind::InfAp,
+    Kind::GmBpref,
+    Kind::RprecMult,
+    Kind::Utility,
+    Kind::ElevenPtAvg,
+    Kind::BinG,
+    Kind::G,
+    Kind::Ndcg,
+    Kind::NdcgRel,
+    Kind::Rndcg,
+    Kind::NdcgCut,
+    Kind::MapCut,
+    Kind::RelativeP,
+    Kind::Success,
+    Kind::SetP,
+    Kind::SetRelativeP,
+    Kind::SetRecall,
+    Kind::SetMap,
+    Kind::SetF,
+    Kind::NumNonrelJudgedRet,
+    Kind::Rbp,
+    Kind::RbpResid,
+    Kind::Unj,
 ];
 
 const CUTS: &[i64] = &[5, 10, 15, 20, 30, 100, 200, 500, 1000];
@@ -98,19 +162,43 @@ impl Kind {
     /// trec_eval's name of the measure.
     pub fn name(self) -> &'static str {
         match self {
-            Kind::RunId => "runid", Kind::NumQ => "num_q", Kind::NumRet => "num_ret",
-            Kind::NumRel => "num_rel", Kind::NumRelRet => "num_rel_ret", Kind::Map => "map",
-            Kind::GmMap => "gm_map", Kind::Rprec => "Rprec", Kind::Bpref => "bpref",
-            Kind::RecipRank => "recip_rank", Kind::IprecAtRecall => "iprec_at_recall",
-            Kind::P => "P", Kind::Relstring => "relstring", Kind::Recall => "recall",
-            Kind::InfAp => "infAP", Kind::GmBpref => "gm_bpref", Kind::RprecMult => "Rprec_mult",
-            Kind::Utility => "utility", Kind::ElevenPtAvg => "11pt_avg", Kind::BinG => "binG",
-            Kind::G => "G", Kind::Ndcg => "ndcg", Kind::NdcgRel => "ndcg_rel", Kind::Rndcg => "Rndcg",
-            Kind::NdcgCut => "ndcg_cut", Kind::MapCut => "map_cut", Kind::RelativeP => "relative_P",
-            Kind::Success => "success", Kind::SetP => "set_P", Kind::SetRelativeP => "set_relative_P",
-            Kind::SetRecall => "set_recall", Kind::SetMap => "set_map", Kind::SetF => "set_F",
-            Kind::NumNonrelJudgedRet => "num_nonrel_judged_ret", Kind::Rbp => "rbp",
-            Kind::RbpResid => "rbp_resid", Kind::Unj => "unj",
+            Kind::RunId => "runid",
+            Kind::NumQ => "num_q",
+            Kind::NumRet => "num_ret",
+            Kind::NumRel => "num_rel",
+            Kind::NumRelRet => "num_rel_ret",
+            Kind::Map => "map",
+            Kind::GmMap => "gm_map",
+            Kind::Rprec => "Rprec",
+            Kind::Bpref => "bpref",
+            Kind::RecipRank => "recip_rank",
+            Kind::IprecAtRecall => "iprec_at_recall",
+            Kind::P => "P",
+            Kind::Relstring => "relstring",
+            Kind::Recall => "recall",
+            Kind::InfAp => "infAP",
+            Kind::GmBpref => "gm_bpref",
+            Kind::RprecMult => "Rprec_mult",
+            Kind::Utility => "utility",
+            Kind::ElevenPtAvg => "11pt_avg",
+            Kind::BinG => "binG",
+            Kind::G => "G",
+            Kind::Ndcg => "ndcg",
+            Kind::NdcgRel => "ndcg_rel",
+            Kind::Rndcg => "Rndcg",
+            Kind::NdcgCut => "ndcg_cut",
+            Kind::MapCut => "map_cut",
+            Kind::RelativeP => "relative_P",
+            Kind::Success => "success",
+            Kind::SetP => "set_P",
+            Kind::SetRelativeP => "set_relative_P",
+            Kind::SetRecall => "set_recall",
+            Kind::SetMap => "set_map",
+            Kind::SetF => "set_F",
+            Kind::NumNonrelJudgedRet => "num_nonrel_judged_ret",
+            Kind::Rbp => "rbp",
+            Kind::RbpResid => "rbp_resid",
+            Kind::Unj => "unj",
         }
     }
 
@@ -138,15 +226,47 @@ impl Kind {
 
 /// The members of a trec_eval measure nickname (`official`, `set`, `all_trec`).
 pub fn nickname(name: &str) -> Option<&'static [&'static str]> {
-    const OFFICIAL: &[&str] = &["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map",
-        "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"];
-    const SET: &[&str] = &["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility",
-        "set_P", "set_recall", "set_relative_P", "set_map", "set_F"];
-    const ALL_TREC: &[&str] = &["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map",
-        "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall",
-        "unj", "rbp", "rbp_resid", "infAP", "gm_bpref", "utility", "11pt_avg", "ndcg",
-        "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel", "Rndcg", "binG",
-        "G", "set_P", "set_recall", "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret"];
+    const OFFICIAL: &[&str] = &["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"];
+    const SET: &[&str] = &["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P", "set_map", "set_F"];
+    const ALL_TREC: &[&str] = &[
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "map",
+        "gm_map",
+        "Rprec",
+        "bpref",
+        "recip_rank",
+        "iprec_at_recall",
+        "P",
+        "relstring",
+        "recall",
+        "unj",
+        "rbp",
+        "rbp_resid",
+        "infAP",
+        "gm_bpref",
+        "utility",
+        "11pt_avg",
+        "ndcg",
+        "relative_P",
+        "Rprec_mult",
+        "success",
+        "map_cut",
+        "ndcg_cut",
+        "ndcg_rel",
+        "Rndcg",
+        "binG",
+        "G",
+        "set_P",
+        "set_recall",
+        "set_relative_P",
+        "set_map",
+        "set_F",
+        "num_nonrel_judged_ret",
+    ];
     match name {
         "official" => Some(OFFICIAL),
         "set" => Some(SET),
@@ -200,10 +320,7 @@ fn c_long(s: &str) -> i64 {
 /// C `atof`-like: the longest leading prefix of `s` that is a number (0 when none).
 fn c_double(s: &str) -> f64 {
     let s = s.trim_start();
-    let mut end = s
-        .char_indices()
-        .find(|(_, c)| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
-        .map_or(s.len(), |(i, _)| i);
+    let mut end = s.char_indices().find(|(_, c)| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'))).map_or(s.len(), |(i, _)| i);
     while end > 0 {
         if let Ok(v) = s[..end].parse::<f64>() {
             return v;
@@ -220,8 +337,7 @@ impl Measure {
         let base = kind.name();
         let list = |t: &str| t.split(',').map(str::to_owned).collect::<Vec<_>>();
         let params = match kind {
-            Kind::P | Kind::Recall | Kind::NdcgCut | Kind::MapCut | Kind::RelativeP | Kind::Success
-            | Kind::Unj => {
+            Kind::P | Kind::Recall | Kind::NdcgCut | Kind::MapCut | Kind::RelativeP | Kind::Success | Kind::Unj => {
                 let mut cuts: Vec<i64> = match param_text {
                     Some(t) => list(t).iter().map(|c| c_long(c)).collect(),
                     None => match kind {
@@ -348,7 +464,13 @@ impl Measure {
                         sum += so_far as f64 / (i + 1) as f64;
                     }
                 }
-                let ap = if so_far > 0 { sum / r.num_rel as f64 } else if self.kind == Kind::GmMap { sum } else { 0.0 };
+                let ap = if so_far > 0 {
+                    sum / r.num_rel as f64
+                } else if self.kind == Kind::GmMap {
+                    sum
+                } else {
+                    0.0
+                };
                 out.push(if self.kind == Kind::GmMap { ap.max(MIN_GEO_MEAN).ln() } else { ap });
             }
             Kind::Rprec => {
@@ -419,9 +541,7 @@ impl Measure {
                     out.push(sum / pts.len() as f64);
                 }
             }
-            Kind::P | Kind::Recall | Kind::RelativeP | Kind::Success | Kind::MapCut | Kind::Unj => {
-                self.cutoff_family(r, level, out)
-            }
+            Kind::P | Kind::Recall | Kind::RelativeP | Kind::Success | Kind::MapCut | Kind::Unj => self.cutoff_family(r, level, out),
             Kind::Relstring => {
                 let len = (self.reals().first().copied().unwrap_or(10.0) as i64).min(num_ret).max(0) as usize;
                 let s: String = rels[..len]
@@ -456,9 +576,7 @@ impl Measure {
                         } else {
                             let fj = j as f64;
                             ap += 1.0 / (fj + 1.0)
-                                + (fj / (fj + 1.0))
-                                    * ((rel - 1 + nonrel + unjudged) as f64 / fj)
-                                    * ((rel - 1) as f64 + INFAP_EPSILON)
+                                + (fj / (fj + 1.0)) * ((rel - 1 + nonrel + unjudged) as f64 / fj) * ((rel - 1) as f64 + INFAP_EPSILON)
                                     / ((rel - 1 + nonrel) as f64 + 2.0 * INFAP_EPSILON);
                         }
                     }
@@ -516,17 +634,9 @@ impl Measure {
             Kind::Rndcg => out.push(rndcg(r, &Gains::new(self.pairs(), r))),
             Kind::NdcgCut => ndcg_cut(r, self.cuts(), out),
             Kind::SetP => out.push(if num_ret > 0 { r.num_rel_ret as f64 / num_ret as f64 } else { 0.0 }),
-            Kind::SetRelativeP => out.push(if num_ret > 0 && r.num_rel > 0 {
-                r.num_rel_ret as f64 / num_ret.min(r.num_rel) as f64
-            } else {
-                0.0
-            }),
+            Kind::SetRelativeP => out.push(if num_ret > 0 && r.num_rel > 0 { r.num_rel_ret as f64 / num_ret.min(r.num_rel) as f64 } else { 0.0 }),
             Kind::SetRecall => out.push(if r.num_rel > 0 { r.num_rel_ret as f64 / r.num_rel as f64 } else { 0.0 }),
-            Kind::SetMap => out.push(if num_ret > 0 && r.num_rel > 0 {
-                (r.num_rel_ret as f64 * r.num_rel_ret as f64) / (num_ret as f64 * r.num_rel as f64)
-            } else {
-                0.0
-            }),
+            Kind::SetMap => out.push(if num_ret > 0 && r.num_rel > 0 { (r.num_rel_ret as f64 * r.num_rel_ret as f64) / (num_ret as f64 * r.num_rel as f64) } else { 0.0 }),
             Kind::SetF => {
                 if r.num_rel_ret > 0 {
                     let p = r.num_rel_ret as f64 / num_ret as f64;
@@ -537,9 +647,7 @@ impl Measure {
                     out.push(0.0);
                 }
             }
-            Kind::NumNonrelJudgedRet => {
-                out.push((num_ret - r.num_nonpool - r.num_unjudged - r.num_rel_ret) as f64)
-            }
+            Kind::NumNonrelJudgedRet => out.push((num_ret - r.num_nonpool - r.num_unjudged - r.num_rel_ret) as f64),
             Kind::Rbp => out.push(rbp(r, self.pairs())),
             Kind::RbpResid => {
                 let p = 0.9;
@@ -570,7 +678,13 @@ impl Measure {
                 Kind::P | Kind::Unj => count as f64 / at as f64,
                 Kind::Recall => count as f64 / r.num_rel as f64,
                 Kind::RelativeP => count as f64 / (if at > r.num_rel { r.num_rel } else { at }) as f64,
-                Kind::Success => if count > 0 { 1.0 } else { 0.0 },
+                Kind::Success => {
+                    if count > 0 {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                }
                 _ => sum / r.num_rel as f64,
             }
         };

@@ -14,9 +14,9 @@ use std::fmt::Write as _;
 
 use rayon::prelude::*;
 
+use super::EvalError;
 use super::input::{FnvBuild, Qrels, QueryQrels, Run, RunEntry, descending_key};
 use super::measures::{Combine, Kind, Measure, NONPOOL, Ranked, UNJUDGED};
-use super::EvalError;
 
 /// trec_eval's options.
 #[derive(Debug, Clone)]
@@ -406,12 +406,7 @@ pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecRepo
         }
         summary.push(acc);
     }
-    Ok(TrecReport {
-        measures: opts.measures.clone(),
-        queries,
-        summary: QueryValues { qid: "all".into(), values: summary, relstring: None },
-        run_id: run.run_id.clone(),
-    })
+    Ok(TrecReport { measures: opts.measures.clone(), queries, summary: QueryValues { qid: "all".into(), values: summary, relstring: None }, run_id: run.run_id.clone() })
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 use std::process::ExitCode;
 
 use crate::cli::{BuildArgs, MergeArgs, StageArgs};
-use crate::engine::stage::StageName;
 use crate::engine::Engine;
+use crate::engine::stage::StageName;
 use crate::manifest::RunPlan;
 use crate::printer::Printer;
 

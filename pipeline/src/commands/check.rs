@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use coreb_data::composition::{Composition, Profile};
 use coreb_eval::check::{check_release, sibling_releases};
 use coreb_eval::gates::GatesConfig;
-use coreb_data::composition::{Composition, Profile};
 
 use crate::cli::CheckArgs;
 use crate::printer::Printer;

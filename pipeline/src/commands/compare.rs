@@ -10,12 +10,12 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use serde::{Deserialize, Serialize};
 use coreb_eval::beir;
 use coreb_eval::report::{self, GroupComparisons, QueryScores, measure};
 use coreb_eval::significance::{BootstrapConfig, PairedComparison, RANDOMIZATION_ROUNDS};
 use coreb_trec::Run;
 use coreb_trec::coreb::{AtK, CorebConfig, evaluate};
+use serde::{Deserialize, Serialize};
 
 use crate::cli::CompareArgs;
 use crate::printer::Printer;
@@ -133,11 +133,7 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         let qb = &side_b.tasks[task];
         let GroupComparisons { mut overall, by_subtask } =
             report::compare_queries(qa, qb, "ndcg", 1, &bootstrap).map_err(|e| anyhow::anyhow!("task `{task}`: {e}: not results on the same release"))?;
-        tasks.push(TaskComparison {
-            task: task.clone(),
-            overall: overall.remove(0),
-            by_subtask: by_subtask.into_iter().map(|(s, mut v)| (s, v.remove(0))).collect(),
-        });
+        tasks.push(TaskComparison { task: task.clone(), overall: overall.remove(0), by_subtask: by_subtask.into_iter().map(|(s, mut v)| (s, v.remove(0))).collect() });
     }
     let comparison = Comparison { metric: format!("{name}@{k}"), a: side_a.label, b: side_b.label, bootstrap, randomization_rounds: RANDOMIZATION_ROUNDS, tasks };
     if json {
@@ -151,7 +147,13 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
 fn to_markdown(c: &Comparison) -> String {
     let mut out = format!(
         "# {}: B − A\n\nA = `{}`, B = `{}`. Paired over queries: the mean difference with its {:.0} % percentile bootstrap interval ({} resamples, seed {}), the Wilcoxon signed-rank p-value (two-sided, zero differences dropped) and the sign-flip randomisation p-value ({} rounds).\n\n",
-        c.metric, c.a, c.b, c.bootstrap.confidence * 100.0, c.bootstrap.resamples, c.bootstrap.seed, c.randomization_rounds
+        c.metric,
+        c.a,
+        c.b,
+        c.bootstrap.confidence * 100.0,
+        c.bootstrap.resamples,
+        c.bootstrap.seed,
+        c.randomization_rounds
     );
     out.push_str("| task | group | queries | A | B | Δ | 95 % CI | Wilcoxon p | randomisation p |\n|---|---|---:|---:|---:|---:|---|---:|---:|\n");
     let p = |p: Option<f64>| p.map_or_else(|| "–".to_owned(), |p| if p < 1e-4 { format!("{p:.1e}") } else { format!("{p:.4}") });
@@ -161,7 +163,13 @@ fn to_markdown(c: &Comparison) -> String {
             let _ = writeln!(
                 out,
                 "| {} | {group} | {} | {:.4} | {:.4} | {:+.4} | {ci} | {} | {} |",
-                t.task, r.queries, r.mean_a, r.mean_b, r.difference, p(r.wilcoxon_p), p(r.randomization_p)
+                t.task,
+                r.queries,
+                r.mean_a,
+                r.mean_b,
+                r.difference,
+                p(r.wilcoxon_p),
+                p(r.randomization_p)
             );
         }
     }

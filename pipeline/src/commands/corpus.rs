@@ -7,8 +7,8 @@ use coreb_curation::CorpusReport;
 
 use crate::cli::{CorpusArgs, MergeArgs};
 use crate::engine::corpus::dedup::DedupStep;
-use crate::engine::shard::ShardSpec;
 use crate::engine::corpus::{CorpusRun, peak_rss_mib};
+use crate::engine::shard::ShardSpec;
 use crate::printer::Printer;
 
 /// Run `coreb corpus`: everything in this process, or (`--shard i/N`) one shard process.

@@ -97,7 +97,11 @@ pub fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     }
     let rerank_info = setup.reranker.as_ref().map(|r| r.info(&setup.first_label));
     if let Some(stats) = rerank_info.as_ref().and_then(|r| r.listwise_stats).filter(|s| s.failed > 0) {
-        bail!("listwise reranking: {} of {} windows got no answer (kept in first-stage order); nothing written. A rerun asks only for those (answers are in the store)", stats.failed, stats.windows);
+        bail!(
+            "listwise reranking: {} of {} windows got no answer (kept in first-stage order); nothing written. A rerun asks only for those (answers are in the store)",
+            stats.failed,
+            stats.windows
+        );
     }
     let label = match &setup.reranker {
         Some(r) => format!("{}+{}", setup.first_label, r.label()),
@@ -298,8 +302,7 @@ impl Setup {
 /// `run` without each query's own document (a code query's `source_doc_id`): CoREB never
 /// ranks a query for itself. Returns the run and how many entries were dropped.
 pub(crate) fn drop_own_documents(data: &Dataset, run: &Run) -> (Run, usize) {
-    let own: std::collections::HashMap<&str, &str> =
-        data.queries.iter().filter_map(|q| q.source_doc_id.as_deref().map(|d| (q.id.as_str(), d))).collect();
+    let own: std::collections::HashMap<&str, &str> = data.queries.iter().filter_map(|q| q.source_doc_id.as_deref().map(|d| (q.id.as_str(), d))).collect();
     let mut kept = Run::new(run.run_id.clone());
     let mut dropped = 0;
     for (qid, entries) in &run.queries {
@@ -333,10 +336,7 @@ pub(crate) fn dataset_dirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     if beir::is_beir_dir(dir) {
         return Ok(vec![dir.to_owned()]);
     }
-    let mut subs: Vec<PathBuf> = fs_err::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| beir::is_beir_dir(p))
-        .collect();
+    let mut subs: Vec<PathBuf> = fs_err::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| beir::is_beir_dir(p)).collect();
     subs.sort();
     if subs.is_empty() {
         bail!("`{}`: not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) and holds none", dir.display());

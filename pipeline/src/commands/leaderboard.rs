@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use serde::Deserialize;
-use coreb_eval::report::EvalReport;
 use coreb_base::hashing::sha256_file;
 use coreb_eval::leaderboard::frames::StoreFrames;
 use coreb_eval::leaderboard::record::{self, RecordMeta, ReleaseRef};
 use coreb_eval::leaderboard::{self as board, AuditFigure, Leaderboard, ReleaseInfo, View, ViewSpec};
+use coreb_eval::report::EvalReport;
+use serde::Deserialize;
 
 use crate::cli::LeaderboardArgs;
 use crate::engine::ReleaseManifest;
@@ -233,12 +233,17 @@ pub(crate) fn load(releases_dir: &Path, results: &Path, audits: &[PathBuf], prin
 /// The view as a Markdown table.
 fn markdown(lb: &Leaderboard, view: &View) -> String {
     use std::fmt::Write as _;
-    let window = format!("{} … {}", view.from.as_deref().or(lb.months.first().map(String::as_str)).unwrap_or("—"), view.to.as_deref().or(lb.months.last().map(String::as_str)).unwrap_or("—"));
+    let window = format!(
+        "{} … {}",
+        view.from.as_deref().or(lb.months.first().map(String::as_str)).unwrap_or("—"),
+        view.to.as_deref().or(lb.months.last().map(String::as_str)).unwrap_or("—")
+    );
     let mut out = format!("# Leaderboard: {}, releases {window}{}\n\n", view.metric, if view.after_cutoff { ", after each model's cutoff" } else { "" });
     let _ = writeln!(out, "| # | model | cutoff | {} | avg | releases |", lb.tasks.join(" | "));
     let _ = writeln!(out, "|---:|---|---|{}---:|---:|", "---:|".repeat(lb.tasks.len()));
     for r in &view.rows {
-        let tasks: Vec<String> = lb.tasks.iter().map(|t| r.tasks.get(t).and_then(Option::as_ref).map(|m| format!("{:.4} ({})", m.mean, m.releases)).unwrap_or_else(|| "–".into())).collect();
+        let tasks: Vec<String> =
+            lb.tasks.iter().map(|t| r.tasks.get(t).and_then(Option::as_ref).map(|m| format!("{:.4} ({})", m.mean, m.releases)).unwrap_or_else(|| "–".into())).collect();
         let avg = r.average.map(|a| format!("{a:.4}")).unwrap_or_else(|| "–".into());
         let _ = writeln!(out, "| {} | {} | {} | {} | {avg} | {} |", r.rank, r.model, r.cutoff.as_deref().unwrap_or("–"), tasks.join(" | "), r.releases.len());
     }

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use stages::execute::{Harness, JudgedProgram, program_of};
 use coreb_data::problem::ProblemId;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::solutions::read_solutions;
+use stages::execute::{Harness, JudgedProgram, program_of};
 
 use crate::artifacts::ArtifactStore;
 use crate::cli::ProgramsArgs;
@@ -49,7 +49,13 @@ pub fn programs(args: ProgramsArgs) -> anyhow::Result<ExitCode> {
         let dir = args.out.join(s.id.as_str());
         fs_err::create_dir_all(&dir)?;
         fs_err::write(dir.join(&source_name), code)?;
-        let line = IndexLine { solution_id: s.id.as_str(), problem_id: s.problem_id.as_str(), language: s.language.as_str(), file: format!("{}/{source_name}", s.id.as_str()), main_class: &main_class };
+        let line = IndexLine {
+            solution_id: s.id.as_str(),
+            problem_id: s.problem_id.as_str(),
+            language: s.language.as_str(),
+            file: format!("{}/{source_name}", s.id.as_str()),
+            main_class: &main_class,
+        };
         index.extend(serde_json::to_vec(&line)?);
         index.push(b'\n');
         written += 1;

@@ -13,9 +13,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
+use crate::artifacts::{FileEntry, hash_tree};
 use crate::cli::VerifyArgs;
 use crate::engine::stage::StageName;
-use crate::artifacts::{FileEntry, hash_tree};
 use crate::engine::{Engine, ReleaseManifest};
 use crate::manifest::{ManifestFile, RunPlan, check_release_sandbox, lexical_join};
 use crate::printer::Printer;
@@ -42,8 +42,8 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(false);
     let dir = fs_err::canonicalize(&release)?;
     let manifest_path = dir.join("MANIFEST.json");
-    let manifest: ReleaseManifest = serde_json::from_str(&fs_err::read_to_string(&manifest_path)?)
-        .with_context(|| format!("`{}` is not a release MANIFEST", manifest_path.display()))?;
+    let manifest: ReleaseManifest =
+        serde_json::from_str(&fs_err::read_to_string(&manifest_path)?).with_context(|| format!("`{}` is not a release MANIFEST", manifest_path.display()))?;
 
     check_release_sandbox(&manifest.build_manifest.text, &manifest_path, trust_release_sandbox)?;
     let mut problems = differences(&manifest.files, &hash_tree(&dir)?);
@@ -58,8 +58,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     if !base.is_dir() {
         bail!("cannot rebuild: the build manifest's directory `{}` does not exist", base.display());
     }
-    let file: ManifestFile = toml::from_str(&manifest.build_manifest.text)
-        .with_context(|| format!("the build manifest embedded in `{}`", manifest_path.display()))?;
+    let file: ManifestFile = toml::from_str(&manifest.build_manifest.text).with_context(|| format!("the build manifest embedded in `{}`", manifest_path.display()))?;
     let scratch = tempfile::tempdir()?;
     let mut plan = RunPlan::resolve(&build_path, file, None)?;
     plan.manifest_text = manifest.build_manifest.text.clone();
@@ -143,18 +142,13 @@ mod tests {
     fn differences_name_missing_changed_and_extra_files() {
         let expected = BTreeMap::from([("a".to_owned(), entry("1")), ("b".to_owned(), entry("2")), ("c".to_owned(), entry("3"))]);
         let actual = BTreeMap::from([("a".to_owned(), entry("1")), ("b".to_owned(), entry("9")), ("d".to_owned(), entry("4"))]);
-        assert_eq!(
-            differences(&expected, &actual),
-            ["differs   b: expected sha256 2, got 9", "missing   c", "extra     d"]
-        );
+        assert_eq!(differences(&expected, &actual), ["differs   b: expected sha256 2, got 9", "missing   c", "extra     d"]);
         assert!(differences(&expected, &expected).is_empty());
     }
 
     #[test]
     fn only_toolchain_versions_may_differ() {
-        let m = |gpp: &str, seed: u64| {
-            serde_json::to_vec(&serde_json::json!({"seeds": {"qrels": seed}, "stages": {"execute": {"toolchains": {"cpp": {"g++": gpp}}}}})).unwrap()
-        };
+        let m = |gpp: &str, seed: u64| serde_json::to_vec(&serde_json::json!({"seeds": {"qrels": seed}, "stages": {"execute": {"toolchains": {"cpp": {"g++": gpp}}}}})).unwrap();
         let notes = toolchain_difference(&m("g++ 12", 1), &m("g++ 13", 1)).unwrap();
         assert_eq!(notes, ["cpp `g++`: the release was built with `g++ 12`, this machine has `g++ 13`"]);
         assert_eq!(toolchain_difference(&m("g++ 12", 1), &m("g++ 13", 2)), None);

@@ -4,15 +4,15 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use stages::dedup::{DedupOutput, Item, Origin, dedup};
 use coreb_base::hashing::sha256_file;
 use coreb_data::problem::Problem;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
+use stages::dedup::{DedupOutput, Item, Origin, dedup};
 
 use super::{Engine, StageReport};
-use crate::engine::stage::StageName;
 use crate::artifacts::{StageRecord, input_key};
+use crate::engine::stage::StageName;
 use coreb_base::durable;
 
 /// An earlier release's problems table.
@@ -62,9 +62,7 @@ pub(super) fn run(engine: &Engine, ingest: &StageRecord) -> anyhow::Result<Stage
     }
     let input = engine.output(ingest, "problems")?;
     // Statements only: the tests are copied with the kept rows, never decoded here.
-    let current: Vec<Item> = ProblemReader::open_without_test_bodies(&input)?
-        .map(|p| p.map(|p| item(p, Origin::Current)))
-        .collect::<Result<_, _>>()?;
+    let current: Vec<Item> = ProblemReader::open_without_test_bodies(&input)?.map(|p| p.map(|p| item(p, Origin::Current))).collect::<Result<_, _>>()?;
     let mut earlier = Vec::new();
     for release in &published {
         for p in ProblemReader::open_without_test_bodies(&release.path)? {

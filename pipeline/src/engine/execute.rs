@@ -15,23 +15,23 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use coreb_sandbox::Sandbox;
-use stages::execute::{ExecuteConfig, ExecuteError, ExecuteStats, ToolchainVersions, toolchain_versions};
-use coreb_data::solution::{Language, Solution, SolutionId};
-use coreb_data::tables::solutions::read_solutions;
-use stages::execute::driver::Harness;
-use stages::execute::recheck::{ProblemCheck, RecheckProblem, RecheckSource, RecheckStats};
 use coreb_data::problem::{Problem, ProblemId};
+use coreb_data::solution::{Language, Solution, SolutionId};
 use coreb_data::tables::references::{ReferenceRow, read_references};
+use coreb_data::tables::solutions::read_solutions;
 use coreb_data::tables::test_checks::{read_test_checks, write_test_checks};
 use coreb_data::tables::verdicts::{read_verdicts, write_verdicts};
 use coreb_data::verdict::TestCheck;
+use coreb_sandbox::Sandbox;
+use stages::execute::driver::Harness;
+use stages::execute::recheck::{ProblemCheck, RecheckProblem, RecheckSource, RecheckStats};
+use stages::execute::{ExecuteConfig, ExecuteError, ExecuteStats, ToolchainVersions, toolchain_versions};
 
 use super::{Engine, StageOutput, StageReport};
+use crate::artifacts::{StageRecord, input_key};
+use crate::engine::shard::PartMarker;
 use crate::engine::stage::StageName;
 use crate::manifest::RunPlan;
-use crate::engine::shard::PartMarker;
-use crate::artifacts::{StageRecord, input_key};
 
 /// The sandbox of a build and the toolchains it found.
 #[derive(Debug)]
@@ -274,9 +274,7 @@ mod tests {
     #[test]
     fn a_toolchain_change_changes_the_key() {
         let config = ExecuteConfig::default();
-        let versions = |gpp: &str| -> ToolchainVersions {
-            [(Language::Cpp, [("g++".to_owned(), gpp.to_owned())].into_iter().collect())].into_iter().collect()
-        };
+        let versions = |gpp: &str| -> ToolchainVersions { [(Language::Cpp, [("g++".to_owned(), gpp.to_owned())].into_iter().collect())].into_iter().collect() };
         let before = key(&config, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap();
         assert_eq!(before, key(&config, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
         assert_ne!(before, key(&config, &versions("g++ (Debian 12.2.0-14+deb12u1) 12.2.0"), &[]).unwrap());

@@ -7,8 +7,8 @@ use anyhow::Context;
 use stages::fetch::{Fetched, fetch_source};
 
 use super::{Engine, StageReport};
-use crate::engine::stage::StageName;
 use crate::artifacts::input_key;
+use crate::engine::stage::StageName;
 
 pub(super) fn run(engine: &Engine) -> anyhow::Result<StageReport> {
     let plan = &engine.plan;
@@ -18,9 +18,7 @@ pub(super) fn run(engine: &Engine) -> anyhow::Result<StageReport> {
     let mut fetched: Vec<Fetched> = Vec::with_capacity(plan.sources.len());
     for source in &plan.sources {
         let bar = engine.printer.progress(None, &source.name, true);
-        let f = runtime
-            .block_on(fetch_source(config, source, &downloads, &bar))
-            .with_context(|| format!("fetching source `{}`", source.name))?;
+        let f = runtime.block_on(fetch_source(config, source, &downloads, &bar)).with_context(|| format!("fetching source `{}`", source.name))?;
         bar.finish_and_clear();
         fetched.push(f);
     }
@@ -38,8 +36,7 @@ pub(super) fn commit(engine: &Engine, fetched: Vec<Fetched>) -> anyhow::Result<S
     }
     // The summary feeds downstream keys: it holds what was fetched (names, hashes, sizes),
     // not how or where; the local paths go outside the fingerprint.
-    let pins: Vec<serde_json::Value> =
-        fetched.iter().map(|f| serde_json::json!({"name": f.name, "sha256": f.sha256, "bytes": f.bytes})).collect();
+    let pins: Vec<serde_json::Value> = fetched.iter().map(|f| serde_json::json!({"name": f.name, "sha256": f.sha256, "bytes": f.bytes})).collect();
     let summary = serde_json::json!({
         "rows_in": plan.sources.len(),
         "rows_out": fetched.len(),

@@ -4,13 +4,13 @@
 
 use std::io::Write;
 
-use stages::filter::{FilterStats, filter_problem};
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
+use stages::filter::{FilterStats, filter_problem};
 
 use super::{Engine, StageReport};
-use crate::engine::stage::StageName;
 use crate::artifacts::{StageRecord, input_key};
+use crate::engine::stage::StageName;
 
 pub(super) fn run(engine: &Engine, dedup: &StageRecord) -> anyhow::Result<StageReport> {
     let config = &engine.plan.stages.filter;

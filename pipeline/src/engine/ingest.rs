@@ -11,15 +11,15 @@ use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use anyhow::{Context, bail};
-use stages::fetch::Location;
 use coreb_base::hashing::HashingReader;
-use stages::ingest::{BadRows, IngestConfig, IngestStats, Line, LineReader, RowError, RowOutcome, ingest_row};
 use coreb_data::problem::DateWindow;
 use coreb_data::tables::ProblemWriter;
+use stages::fetch::Location;
+use stages::ingest::{BadRows, IngestConfig, IngestStats, Line, LineReader, RowError, RowOutcome, ingest_row};
 
 use super::{Engine, StageReport};
-use crate::engine::stage::StageName;
 use crate::artifacts::{StageRecord, input_key};
+use crate::engine::stage::StageName;
 
 /// Lines read but not yet written: enough to keep every worker busy while the writer waits
 /// for the next row in input order.
@@ -93,9 +93,7 @@ pub(super) fn run_with_fetch(engine: &Engine) -> anyhow::Result<(StageReport, st
     };
     let mut fetched = Vec::with_capacity(sources.len());
     for (source, (sha256, bytes)) in sources.iter().zip(decoded.hashes.iter().cloned()) {
-        let f = stages::fetch::hashed_in_place(source, sha256, bytes)
-            .context("a local source")?
-            .with_context(|| format!("fetching source `{}`", source.name))?;
+        let f = stages::fetch::hashed_in_place(source, sha256, bytes).context("a local source")?.with_context(|| format!("fetching source `{}`", source.name))?;
         fetched.push(f);
     }
     let fetch = super::fetch::commit(engine, fetched)?;
@@ -254,13 +252,9 @@ impl Sender<'_> {
                 None => return Ok(true),
                 Some(Line::Text(_, text)) if text.iter().all(u8::is_ascii_whitespace) => continue,
                 Some(Line::Text(n, text)) => (n, Ok(text)),
-                Some(Line::TooLong(n, len)) => (
-                    n,
-                    Err(RowError {
-                        field: "(line)".into(),
-                        reason: format!("line of {len} bytes is longer than `max_line_bytes` ({max_line_bytes})"),
-                    }),
-                ),
+                Some(Line::TooLong(n, len)) => {
+                    (n, Err(RowError { field: "(line)".into(), reason: format!("line of {len} bytes is longer than `max_line_bytes` ({max_line_bytes})") }))
+                }
             };
             if self.slots.recv().is_err() || self.to_workers.send(Job { seq: self.seq, file, line: item.0, item: item.1 }).is_err() {
                 return Ok(false);
@@ -288,13 +282,7 @@ fn decode_lines(lines: &Mutex<Receiver<Job<Vec<u8>>>>, to_writer: &SyncSender<Jo
 
 /// The writer: take decoded rows as they come, put them back in input order, count them,
 /// write kept problems and list rejected rows; frees a slot for every row written.
-fn write_in_order(
-    decoded: Receiver<Job<RowOutcome>>,
-    free: SyncSender<()>,
-    mut out: Output,
-    config: &IngestConfig,
-    labels: &[String],
-) -> anyhow::Result<Output> {
+fn write_in_order(decoded: Receiver<Job<RowOutcome>>, free: SyncSender<()>, mut out: Output, config: &IngestConfig, labels: &[String]) -> anyhow::Result<Output> {
     let mut waiting = BTreeMap::new();
     let mut next = 0u64;
     for job in decoded {

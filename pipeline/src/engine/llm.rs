@@ -19,24 +19,24 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use coreb_data::problem::Problem;
-use coreb_llm::prompt::Prompts;
-use stages::rewrite::{RewritePlans, RewritePrompts};
 use coreb_data::rewritten::RewrittenProblem;
-use coreb_llm::gateway::{Gateway, api_key_from_env};
-use coreb_llm::run::{ModelPlan, Rejection, count_by_reason};
-use coreb_llm::store::ResponseStore;
-use coreb_llm::batch::state_dir_of;
-use coreb_llm::{BatchGateway, Counted, LlmGateway, LlmStage, Transport};
 use coreb_data::tables::ProblemWriter;
 use coreb_data::tables::references::{ReferenceRow, write_references};
 use coreb_data::tables::solutions::write_solutions;
+use coreb_llm::batch::state_dir_of;
+use coreb_llm::gateway::{Gateway, api_key_from_env};
+use coreb_llm::prompt::Prompts;
+use coreb_llm::run::{ModelPlan, Rejection, count_by_reason};
+use coreb_llm::store::ResponseStore;
+use coreb_llm::{BatchGateway, Counted, LlmGateway, LlmStage, Transport};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use stages::rewrite::{RewritePlans, RewritePrompts};
 
 use super::{Engine, StageReport};
-use crate::engine::stage::StageName;
 use crate::artifacts::{StageRecord, input_key};
+use crate::engine::stage::StageName;
 
 /// The gateway, prompts and runtime the LLM stages share.
 pub struct LlmContext {
@@ -315,12 +315,7 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
     for f in reference_failures.iter().take(5) {
         engine.printer.status(format!("{:>10}: no reference for `{}` ({}): {}; its changed tests stay unchecked", stage.as_str(), f.item, f.model, f.reason));
     }
-    let outputs = [
-        ("rewritten", "rewritten.jsonl"),
-        ("problems", "problems.parquet"),
-        ("references", "references.parquet"),
-        ("reference_failures", "reference_failures.jsonl"),
-    ];
+    let outputs = [("rewritten", "rewritten.jsonl"), ("problems", "problems.parquet"), ("references", "references.parquet"), ("reference_failures", "reference_failures.jsonl")];
     commit_llm(engine, ctx, stage, &llm, &key, writer, &outputs, written, &rejected, summary)
 }
 

@@ -29,14 +29,13 @@ pub mod stage;
 
 pub use release::{ReleaseManifest, relative_path};
 
-
 use std::path::PathBuf;
 
+use crate::artifacts::{ArtifactStore, StageRecord, StageWriter};
+use crate::engine::shard::{Lock, PartMarker, PartWriter};
 use crate::engine::{shard::ShardSpec, stage::StageName};
 use crate::manifest::RunPlan;
 use crate::printer::Printer;
-use crate::engine::shard::{Lock, PartMarker, PartWriter};
-use crate::artifacts::{ArtifactStore, StageRecord, StageWriter};
 
 /// What one stage did in a build.
 #[derive(Debug, Clone)]
@@ -117,7 +116,15 @@ impl StageOutput {
 
     /// Commit the stage, or finish the part (its marker holds the key, the summary and the
     /// local facts).
-    pub fn commit(self, engine: &Engine, stage: StageName, key: &str, outputs: &[(&str, &str)], summary: serde_json::Value, local: serde_json::Value) -> anyhow::Result<StageReport> {
+    pub fn commit(
+        self,
+        engine: &Engine,
+        stage: StageName,
+        key: &str,
+        outputs: &[(&str, &str)],
+        summary: serde_json::Value,
+        local: serde_json::Value,
+    ) -> anyhow::Result<StageReport> {
         match self {
             StageOutput::Whole(w) => {
                 let record = w.commit_with_local(key, outputs, summary, local)?;
@@ -129,7 +136,8 @@ impl StageOutput {
             }
             StageOutput::Part(p, slice) => {
                 let facts = serde_json::json!({"summary": summary, "local": local, "outputs": outputs.iter().map(|(r, f)| (*r, *f)).collect::<std::collections::BTreeMap<_, _>>()});
-                let marker = PartMarker { plan: key.to_owned(), shard: slice.index, shards: slice.count, files: Default::default(), facts: facts.as_object().cloned().unwrap_or_default() };
+                let marker =
+                    PartMarker { plan: key.to_owned(), shard: slice.index, shards: slice.count, files: Default::default(), facts: facts.as_object().cloned().unwrap_or_default() };
                 let dir = p.finish(&marker)?;
                 engine.printer.status(format!(
                     "{:>10}: shard {}/{} written to `{}`; `coreb merge {stage} {}` (or any later stage) combines the shards once all are complete",
@@ -315,11 +323,7 @@ impl Engine {
             }
             let started = std::time::Instant::now();
             let upstream = |name: StageName| -> anyhow::Result<&StageRecord> {
-                reports
-                    .iter()
-                    .find(|r| r.stage == name)
-                    .map(|r| &r.record)
-                    .ok_or_else(|| anyhow::anyhow!("stage `{name}` did not run before `{stage}`"))
+                reports.iter().find(|r| r.stage == name).map(|r| &r.record).ok_or_else(|| anyhow::anyhow!("stage `{name}` did not run before `{stage}`"))
             };
             let mut wall = None;
             let report = match stage {
@@ -358,10 +362,11 @@ impl Engine {
                     },
                 )?,
                 StageName::Release => {
-                    let llm_stages: Vec<&StageRecord> = [StageName::Rewrite, StageName::Distract, StageName::Abbreviate, StageName::Generate, StageName::Execute, StageName::Queries]
-                        .into_iter()
-                        .map(&upstream)
-                        .collect::<anyhow::Result<_>>()?;
+                    let llm_stages: Vec<&StageRecord> =
+                        [StageName::Rewrite, StageName::Distract, StageName::Abbreviate, StageName::Generate, StageName::Execute, StageName::Queries]
+                            .into_iter()
+                            .map(&upstream)
+                            .collect::<anyhow::Result<_>>()?;
                     release::run(self, upstream(StageName::Fetch)?, upstream(StageName::Filter)?, upstream(StageName::Qrels)?, &llm_stages)?
                 }
             };

@@ -4,19 +4,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use coreb_data::composition::{CodeDocument, Roles};
+use coreb_data::problem::ProblemId;
+use coreb_data::tables::ProblemReader;
+use coreb_data::tables::solutions::read_solutions;
+use coreb_data::tables::verdicts::read_verdicts;
+use coreb_llm::LlmStage;
 use stages::abbreviate::Summary;
 use stages::distract::Distractor;
 use stages::execute::Harness;
 use stages::execute::driver::assemble;
-use coreb_data::problem::ProblemId;
-use coreb_data::composition::{CodeDocument, Roles};
 use stages::qrels::{JudgedSolution, ProblemTexts, SearchQuery, qrels};
 use stages::queries::Query;
-use coreb_llm::LlmStage;
 use stages::signature::Signature;
-use coreb_data::tables::ProblemReader;
-use coreb_data::tables::solutions::read_solutions;
-use coreb_data::tables::verdicts::read_verdicts;
 
 use super::llm::{read_jsonl, rewritten};
 use super::{Engine, StageReport};

@@ -6,19 +6,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use coreb_trec::Qrels;
-use serde::{Deserialize, Serialize};
 use coreb_base::hashing::{sha256_file, sha256_hex};
 use coreb_data::problem::{DateWindow, Platform, ProblemId};
 use coreb_data::qrels::{QrelsOutput, Task};
-use stages::release::{CONFIGS, CardInfo, beir, check_disjoint, dataset_card, license_text};
-use coreb_llm::run::WrittenBy;
 use coreb_data::tables::published::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
 use coreb_data::tables::{ProblemReader, ProblemWriter};
+use coreb_llm::run::WrittenBy;
+use coreb_trec::Qrels;
+use serde::{Deserialize, Serialize};
+use stages::release::{CONFIGS, CardInfo, beir, check_disjoint, dataset_card, license_text};
 
+use super::stage::StageName;
 use super::{Engine, StageReport};
 use crate::artifacts::{FileEntry, StageRecord, TOOL_VERSION, hash_tree, input_key};
-use super::stage::StageName;
 use coreb_base::durable;
 
 /// `MANIFEST.json` of a release: every file's sha256 and everything needed to rebuild it.
@@ -124,11 +124,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     // the same path.
     let manifest_rel = relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path);
     let (stages, models) = stage_facts(others.iter().copied().chain([filter, qrels]));
-    let key = input_key(
-        StageName::Release.as_str(),
-        &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text, &plan.gates, &stages),
-        &[fetch, filter, qrels],
-    )?;
+    let key = input_key(StageName::Release.as_str(), &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text, &plan.gates, &stages), &[fetch, filter, qrels])?;
     if let Some(hit) = engine.cached(StageName::Release, &key)? {
         // Skipped only while the published copy is still the one this record describes.
         let published = plan.publish_dir.join("MANIFEST.json");

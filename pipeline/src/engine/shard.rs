@@ -181,7 +181,11 @@ pub fn complete_parts(parts_dir: &Path, plan: &str, what: &str, rerun: impl Fn(u
     let n = match counts.len() {
         0 => bail!("no shard parts in `{}`: {} for every i in 0..N first", parts_dir.display(), rerun(0, 1).replace("0/1", "i/N")),
         1 => *counts.first().expect("one count"),
-        _ => bail!("`{}` holds parts of different shard counts ({}): remove the stale ones", parts_dir.display(), counts.iter().map(|n| format!("of {n}")).collect::<Vec<_>>().join(", ")),
+        _ => bail!(
+            "`{}` holds parts of different shard counts ({}): remove the stale ones",
+            parts_dir.display(),
+            counts.iter().map(|n| format!("of {n}")).collect::<Vec<_>>().join(", ")
+        ),
     };
     let mut problems = Vec::new();
     let mut parts = Vec::new();

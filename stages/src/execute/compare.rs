@@ -150,9 +150,7 @@ fn json_match(e: &json::Value, a: &json::Value) -> bool {
     match (e, a) {
         (Value::Number(x), Value::Number(y)) => tokens_match(x, y),
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_match(x, y)),
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.iter().find(|(k2, _)| k2 == k).is_some_and(|(_, w)| json_match(v, w)))
-        }
+        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.iter().find(|(k2, _)| k2 == k).is_some_and(|(_, w)| json_match(v, w))),
         _ => e == a,
     }
 }

@@ -31,8 +31,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use coreb_data::problem::Problem;
 use crate::signature::{self, Signature, SignatureError};
+use coreb_data::problem::Problem;
 use coreb_data::solution::Language;
 
 /// How a problem's solutions become programs.
@@ -88,8 +88,7 @@ pub fn assemble(code: &str, language: Language, signature: &Signature) -> String
 }
 
 /// A top-level `public class Solution` (the file belongs to the driver's public class).
-static JAVA_PUBLIC_SOLUTION: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?m)^public\s+((?:(?:final|abstract|strictfp)\s+)*class\s+Solution\b)").expect("valid regex"));
+static JAVA_PUBLIC_SOLUTION: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^public\s+((?:(?:final|abstract|strictfp)\s+)*class\s+Solution\b)").expect("valid regex"));
 
 /// Go code without its `package` line (the driver's `package main` comes first); the line
 /// stays, empty, so that line numbers after it do not move.

@@ -389,9 +389,7 @@ pub fn judge_solution(
     let cache = if toolchain.compile_cache {
         let cache = work_root.join(format!("cache-{}", solution.language));
         match fs_err::create_dir(&cache) {
-            Ok(()) => {
-                std::fs::set_permissions(&cache, std::os::unix::fs::PermissionsExt::from_mode(0o777)).map_err(io_err(&cache))?
-            }
+            Ok(()) => std::fs::set_permissions(&cache, std::os::unix::fs::PermissionsExt::from_mode(0o777)).map_err(io_err(&cache))?,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(ExecuteError::Io { path: cache, source: e }),
         }
@@ -464,11 +462,7 @@ fn compile(
         access: DirAccess::Writable,
         cache,
     };
-    let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox {
-        solution: solution.id.clone(),
-        step: "compile".into(),
-        source,
-    })?;
+    let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox { solution: solution.id.clone(), step: "compile".into(), source })?;
     if outcome.success() {
         return Ok((None, outcome.cpu_ms));
     }
@@ -536,27 +530,10 @@ fn judge_in(
         tests
             .par_iter()
             .map(|&(i, test)| {
-                let program = Program {
-                    argv: run_argv.clone(),
-                    env: env.clone(),
-                    stdin: test.input.as_bytes(),
-                    dir,
-                    access: DirAccess::ReadOnly,
-                    cache: None,
-                };
-                let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox {
-                    solution: solution.id.clone(),
-                    step: format!("test {i}"),
-                    source,
-                })?;
+                let program = Program { argv: run_argv.clone(), env: env.clone(), stdin: test.input.as_bytes(), dir, access: DirAccess::ReadOnly, cache: None };
+                let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox { solution: solution.id.clone(), step: format!("test {i}"), source })?;
                 let verdict = verdict_of(&outcome, test, limits);
-                let result = TestResult {
-                    index: i,
-                    verdict,
-                    wall_ms: outcome.wall_ms,
-                    cpu_ms: outcome.cpu_ms,
-                    peak_memory_kb: outcome.peak_memory_kb,
-                };
+                let result = TestResult { index: i, verdict, wall_ms: outcome.wall_ms, cpu_ms: outcome.cpu_ms, peak_memory_kb: outcome.peak_memory_kb };
                 Ok((result, outcome))
             })
             .collect()
@@ -593,13 +570,7 @@ type IndexedTests<'a> = Vec<(u32, &'a TestCase)>;
 /// The stage: judge every solution against its problem's tests (public, then private).
 ///
 /// Runs on a pool of `jobs` threads (`0` = all cores); results are in input order.
-pub fn execute(
-    config: &ExecuteConfig,
-    problems: &[Problem],
-    solutions: &[Solution],
-    sandbox: &Sandbox,
-    jobs: usize,
-) -> Result<ExecuteOutput, ExecuteError> {
+pub fn execute(config: &ExecuteConfig, problems: &[Problem], solutions: &[Solution], sandbox: &Sandbox, jobs: usize) -> Result<ExecuteOutput, ExecuteError> {
     execute_with_progress(config, problems, solutions, sandbox, jobs, &|| {})
 }
 
@@ -657,15 +628,9 @@ pub fn execute_streaming(
     }
     let base = config.work_dir.clone().unwrap_or_else(std::env::temp_dir);
     fs_err::create_dir_all(&base).map_err(|e| ExecuteError::Io { path: base.clone(), source: e })?;
-    let root = tempfile::Builder::new()
-        .prefix("coreb-execute-")
-        .tempdir_in(&base)
-        .map_err(|source| ExecuteError::Io { path: base.clone(), source })?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .thread_name(|i| format!("coreb-execute-{i}"))
-        .build()
-        .map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
+    let root = tempfile::Builder::new().prefix("coreb-execute-").tempdir_in(&base).map_err(|source| ExecuteError::Io { path: base.clone(), source })?;
+    let pool =
+        rayon::ThreadPoolBuilder::new().num_threads(jobs).thread_name(|i| format!("coreb-execute-{i}")).build().map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
     let window = 2 * pool.current_num_threads().max(1);
     let judge = WindowJudge { config, sandbox, solutions, slots_of: &slots_of, recheck, root: root.path(), pool: &pool, progress };
     let mut judged: Vec<Option<(SolutionResult, Cost)>> = (0..solutions.len()).map(|_| None).collect();
@@ -760,8 +725,7 @@ impl<R: recheck::RecheckSource + ?Sized> WindowJudge<'_, R> {
         }
         // Only this window's original tests are loaded, and dropped with the window.
         let loaded = self.recheck.load(&wanted.iter().map(|(p, _)| &p.id).collect::<Vec<_>>())?;
-        let checking: Vec<(&recheck::RecheckProblem, Vec<&TestCase>, &Harness)> =
-            loaded.iter().zip(&wanted).map(|(r, (p, h))| (r, tests_of(p), *h)).collect();
+        let checking: Vec<(&recheck::RecheckProblem, Vec<&TestCase>, &Harness)> = loaded.iter().zip(&wanted).map(|(r, (p, h))| (r, tests_of(p), *h)).collect();
         let references = self.root.join(format!("references-{index}"));
         fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io { path: references.clone(), source: e })?;
         self.pool.install(|| recheck::recheck(self.config, self.sandbox, &checking, &references))
@@ -827,11 +791,7 @@ pub fn execute_tables(
     let problems = coreb_data::tables::ProblemReader::open(problems)?.map(|p| p.map_err(ExecuteError::from));
     let output = execute_streaming(config, problems, &[] as &[recheck::RecheckProblem], &solutions, sandbox, jobs, progress)?;
     coreb_data::tables::verdicts::write_verdicts(out, &output.results)?;
-    Ok(ExecuteTablesReport {
-        stats: output.stats,
-        without_problem: output.without_problem,
-        isolation: sandbox.isolation().to_string(),
-    })
+    Ok(ExecuteTablesReport { stats: output.stats, without_problem: output.without_problem, isolation: sandbox.isolation().to_string() })
 }
 
 #[cfg(test)]

@@ -222,19 +222,21 @@ pub fn group(rows: impl IntoIterator<Item = TestCheck>) -> Vec<ProblemCheck> {
 
 /// A reference program as a Python solution the judge runs like any other.
 fn as_solution(problem: &ProblemId, which: &str, model: &str, code: &str) -> Solution {
-    Solution { id: SolutionId::from_raw(format!("{problem}/reference/{which}")), problem_id: problem.clone(), model: model.to_owned(), language: Language::Python, sample: 0, code: code.to_owned() }
+    Solution {
+        id: SolutionId::from_raw(format!("{problem}/reference/{which}")),
+        problem_id: problem.clone(),
+        model: model.to_owned(),
+        language: Language::Python,
+        sample: 0,
+        code: code.to_owned(),
+    }
 }
 
 /// Run the references of `problems` (those with a rewritten test), each with its rewritten
 /// tests (public then private) and the harness its rewritten solutions run in, and decide
 /// their tests. Problems run in parallel on the current rayon pool; the result is in the order
 /// of `problems`.
-pub fn recheck(
-    config: &ExecuteConfig,
-    sandbox: &Sandbox,
-    problems: &[(&RecheckProblem, Vec<&TestCase>, &Harness)],
-    work_root: &Path,
-) -> Result<Vec<ProblemCheck>, ExecuteError> {
+pub fn recheck(config: &ExecuteConfig, sandbox: &Sandbox, problems: &[(&RecheckProblem, Vec<&TestCase>, &Harness)], work_root: &Path) -> Result<Vec<ProblemCheck>, ExecuteError> {
     problems
         .par_iter()
         .enumerate()
@@ -323,10 +325,7 @@ mod tests {
         let fine = decide(&ProblemId::from_question_id("2"), &[Kept, Model], &ran(&[Passed], Some(&[Passed, Passed])));
         let unchecked = decide(&ProblemId::from_question_id("3"), &[Kept, Model], &ReferenceRuns::Missing);
         let s = RecheckStats::of([&whole, &fine, &unchecked]);
-        assert_eq!(
-            (s.problems, s.problems_checked, s.problems_unchecked, s.problems_rejected, s.tests_passed, s.tests_rejected, s.tests_unchecked),
-            (3, 2, 1, 1, 2, 2, 2)
-        );
+        assert_eq!((s.problems, s.problems_checked, s.problems_unchecked, s.problems_rejected, s.tests_passed, s.tests_rejected, s.tests_unchecked), (3, 2, 1, 1, 2, 2, 2));
         assert_eq!(s.rejected_problems, [id]);
         // Rows read back in any order group into the same checks.
         let mut rows: Vec<TestCheck> = [&unchecked, &whole, &fine].iter().flat_map(|c| c.tests.clone()).collect();

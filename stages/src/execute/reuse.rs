@@ -372,9 +372,7 @@ mod tests {
     fn python_programs_of_the_standard_library_start_without_site() {
         assert!(py("import sys\nn = int(sys.stdin.readline())\nprint(n * 2)\n"));
         assert!(py("import sys, math as m\nfrom collections import deque, Counter\nfrom os.path import join\nsys.exit(0)\n"));
-        assert!(py(
-            "from typing import *\nimport json as _j\ndef f():\n    yield from range(3)\ntry:\n    pass\nexcept E as e:\n    raise ValueError('x') from e\n"
-        ));
+        assert!(py("from typing import *\nimport json as _j\ndef f():\n    yield from range(3)\ntry:\n    pass\nexcept E as e:\n    raise ValueError('x') from e\n"));
         assert!(py("import heapq,\\\n  bisect\nx = 1e9 + 3.5\n"));
         assert!(py(""));
     }
@@ -440,10 +438,7 @@ mod tests {
     #[test]
     fn the_fast_command_puts_the_flags_after_the_interpreter() {
         let plain = vec!["ruby".to_owned(), "/tmp/box/main.rb".to_owned()];
-        assert_eq!(
-            FastStart::RubyNoGems.command(&plain),
-            ["ruby", "--disable-gems", "-rdid_you_mean", "-rerror_highlight", "/tmp/box/main.rb"]
-        );
+        assert_eq!(FastStart::RubyNoGems.command(&plain), ["ruby", "--disable-gems", "-rdid_you_mean", "-rerror_highlight", "/tmp/box/main.rb"]);
         let plain = vec!["python3".to_owned(), "/tmp/box/main.py".to_owned()];
         assert_eq!(FastStart::PythonNoSite.command(&plain), ["python3", "-S", "/tmp/box/main.py"]);
         assert_eq!(FastStart::of(Language::Java), None);

@@ -139,31 +139,16 @@ impl LanguageConfig {
     /// The recipe of `language`: defaults, then this section's settings; with `reuse`, the
     /// language's faster start of tests ([`FastStart::of`]).
     pub fn resolve(&self, language: Language, limits: &Limits, compile_limits: &Limits, reuse: bool) -> Toolchain {
-        let mut env: BTreeMap<String, String> = [
-            ("PATH", "/usr/local/bin:/usr/bin:/bin"),
-            ("LANG", "C.UTF-8"),
-            ("LC_ALL", "C.UTF-8"),
-            ("HOME", WORK_DIR),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+        let mut env: BTreeMap<String, String> = [("PATH", "/usr/local/bin:/usr/bin:/bin"), ("LANG", "C.UTF-8"), ("LC_ALL", "C.UTF-8"), ("HOME", WORK_DIR)]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
         // Language defaults: (source, compile, run, extra env, limits, compile limits).
         let (source, compile, run, lang_limits, lang_compile) = match language {
-            Language::Python => (
-                "main.py",
-                argv(&["python3", "-m", "py_compile", "{src}"]),
-                argv(&["python3", "{src}"]),
-                LimitsPatch::default(),
-                LimitsPatch::default(),
-            ),
-            Language::Cpp => (
-                "main.cpp",
-                argv(&["g++", "-std=c++17", "-O2", "-pipe", "-o", "{dir}/main", "{src}"]),
-                argv(&["{dir}/main"]),
-                LimitsPatch::default(),
-                LimitsPatch::default(),
-            ),
+            Language::Python => ("main.py", argv(&["python3", "-m", "py_compile", "{src}"]), argv(&["python3", "{src}"]), LimitsPatch::default(), LimitsPatch::default()),
+            Language::Cpp => {
+                ("main.cpp", argv(&["g++", "-std=c++17", "-O2", "-pipe", "-o", "{dir}/main", "{src}"]), argv(&["{dir}/main"]), LimitsPatch::default(), LimitsPatch::default())
+            }
             Language::Java => (
                 "{main_class}.java",
                 argv(&["javac", "-encoding", "UTF-8", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-d", "{dir}", "{src}"]),
@@ -193,13 +178,9 @@ impl LanguageConfig {
                 LimitsPatch { memory_mb: Some(1024), processes: Some(64), ..LimitsPatch::default() },
                 LimitsPatch::default(),
             ),
-            Language::Ruby => (
-                "main.rb",
-                argv(&["ruby", "-c", "{src}"]),
-                argv(&["ruby", "{src}"]),
-                LimitsPatch { processes: Some(64), ..LimitsPatch::default() },
-                LimitsPatch::default(),
-            ),
+            Language::Ruby => {
+                ("main.rb", argv(&["ruby", "-c", "{src}"]), argv(&["ruby", "{src}"]), LimitsPatch { processes: Some(64), ..LimitsPatch::default() }, LimitsPatch::default())
+            }
         };
         if language == Language::Go {
             for (k, v) in [("GOCACHE", CACHE_DIR), ("GOPATH", "/tmp/gopath"), ("CGO_ENABLED", "0"), ("GO111MODULE", "off")] {
@@ -257,8 +238,7 @@ pub fn java_main_class(code: &str) -> String {
         i = end.max(i + 1);
     }
     let clean = String::from_utf8_lossy(&clean).into_owned();
-    let class_re = regex::Regex::new(r"\b(?:(public)\s+)?(?:(?:final|abstract|static)\s+)*class\s+([A-Za-z_$][\w$]*)")
-        .expect("valid regex");
+    let class_re = regex::Regex::new(r"\b(?:(public)\s+)?(?:(?:final|abstract|static)\s+)*class\s+([A-Za-z_$][\w$]*)").expect("valid regex");
     let main_re = regex::Regex::new(r"\bstatic\s+(?:final\s+)?void\s+main\s*\(").expect("valid regex");
     // Top-level classes with their body spans.
     let mut depth = 0usize;
@@ -299,10 +279,7 @@ pub fn java_main_class(code: &str) -> String {
 
 /// Substitute placeholders in one argument.
 pub(super) fn fill(arg: &str, src: &str, main_class: &str, memory_mb: u64) -> String {
-    arg.replace("{src}", src)
-        .replace("{dir}", BOX_DIR)
-        .replace("{main_class}", main_class)
-        .replace("{memory_mb}", &memory_mb.to_string())
+    arg.replace("{src}", src).replace("{dir}", BOX_DIR).replace("{main_class}", main_class).replace("{memory_mb}", &memory_mb.to_string())
 }
 
 /// The Debian package that provides a program, for "install it" messages.
@@ -369,11 +346,9 @@ pub fn toolchain_versions(config: &super::ExecuteConfig, sandbox: &Sandbox, lang
             argv.extend(version_args(program).iter().map(|a| (*a).to_owned()));
             let run = Program { argv, env: env.clone(), stdin: b"", dir: dir.path(), access: DirAccess::ReadOnly, cache: None };
             let outcome = sandbox.run(&run, &limits).map_err(|e| match e {
-                SandboxError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => ExecuteError::MissingToolchain {
-                    language: *language,
-                    program: program.clone(),
-                    package: debian_package(program),
-                },
+                SandboxError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                    ExecuteError::MissingToolchain { language: *language, program: program.clone(), package: debian_package(program) }
+                }
                 source => ExecuteError::Version { program: program.clone(), source },
             })?;
             let text = String::from_utf8_lossy(if outcome.stdout.iter().any(|b| !b.is_ascii_whitespace()) { &outcome.stdout } else { &outcome.stderr }).into_owned();

@@ -205,8 +205,7 @@ fn decode_parts(line: &[u8], blob: Option<&[u8]>, config: &IngestConfig) -> Resu
         }
     };
 
-    let platform = Platform::parse(&raw.platform)
-        .ok_or_else(|| RowError::new("platform", format!("unknown platform `{}`", raw.platform)))?;
+    let platform = Platform::parse(&raw.platform).ok_or_else(|| RowError::new("platform", format!("unknown platform `{}`", raw.platform)))?;
     if raw.question_id.trim().is_empty() {
         return Err(RowError::new("question_id", "empty"));
     }
@@ -221,9 +220,7 @@ fn decode_parts(line: &[u8], blob: Option<&[u8]>, config: &IngestConfig) -> Resu
     let func_name = if raw.metadata.trim().is_empty() {
         None
     } else {
-        serde_json::from_str::<RawMetadata>(&raw.metadata)
-            .map_err(|e| RowError::new("metadata", format!("not a JSON object: {e}")))?
-            .func_name
+        serde_json::from_str::<RawMetadata>(&raw.metadata).map_err(|e| RowError::new("metadata", format!("not a JSON object: {e}")))?.func_name
     };
     Ok(Problem {
         id: ProblemId::from_question_id(&raw.question_id),
@@ -263,8 +260,7 @@ fn parse_tests(json: &str, field: &str) -> Result<Vec<TestCase>, RowError> {
     raw.into_iter()
         .enumerate()
         .map(|(i, t)| {
-            let testtype = TestType::parse(&t.testtype)
-                .ok_or_else(|| RowError::new(format!("{field}[{i}].testtype"), format!("unknown testtype `{}`", t.testtype)))?;
+            let testtype = TestType::parse(&t.testtype).ok_or_else(|| RowError::new(format!("{field}[{i}].testtype"), format!("unknown testtype `{}`", t.testtype)))?;
             Ok(TestCase { input: t.input, output: t.output, testtype })
         })
         .collect()
@@ -293,9 +289,7 @@ pub fn decode_private_tests(value: &str, max_bytes: u64) -> Result<Vec<TestCase>
 fn decode_blob(base64: &[u8], max_bytes: u64) -> Result<Vec<TestCase>, RowError> {
     // A vectorised decoder: base64 was 4.5 % of `ingest`'s CPU at 2 GB with the scalar one,
     // which accepts exactly the same strings (padded, canonical; issue #13).
-    let compressed = base64_simd::STANDARD
-        .decode_to_vec(base64)
-        .map_err(|_| RowError::new(FIELD, format!("not JSON and not base64: {}", base64_fault(base64))))?;
+    let compressed = base64_simd::STANDARD.decode_to_vec(base64).map_err(|_| RowError::new(FIELD, format!("not JSON and not base64: {}", base64_fault(base64))))?;
     INFLATE.with_borrow_mut(|Inflate { decompressor, out }| {
         let n = inflate(decompressor, &compressed, max_bytes, out)?;
         let json = pickle::unpickle_str(&out[..n]).map_err(|e| RowError::new(FIELD, format!("bad pickle: {e}")))?;
@@ -686,10 +680,7 @@ mod tests {
         assert_eq!(field(row(&[("private_test_cases", "!!!not base64".into())])), "private_test_cases");
         assert_eq!(field(row(&[("private_test_cases", "eJzLSM3JyQcABiwCFQ==".into())])), "private_test_cases");
         assert_eq!(field(row(&[("metadata", "[1,".into())])), "metadata");
-        assert_eq!(
-            field(row(&[("public_test_cases", "[{\"input\": \"1\", \"output\": \"2\", \"testtype\": \"interactive\"}]".into())])),
-            "public_test_cases[0].testtype"
-        );
+        assert_eq!(field(row(&[("public_test_cases", "[{\"input\": \"1\", \"output\": \"2\", \"testtype\": \"interactive\"}]".into())])), "public_test_cases[0].testtype");
         assert_eq!(field(row(&[("public_test_cases", "[{\"input\": \"1\", \"testtype\": \"stdin\"}]".into())])), "public_test_cases[0]");
         assert_eq!(field(b"{\"question_title\": \"t\", ".to_vec()), "(line)");
         assert_eq!(field(b"not json".to_vec()), "(line)");

@@ -61,11 +61,7 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], PickleError> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&end| end <= self.data.len())
-            .ok_or(PickleError::Truncated { offset: self.data.len() })?;
+        let end = self.pos.checked_add(n).filter(|&end| end <= self.data.len()).ok_or(PickleError::Truncated { offset: self.data.len() })?;
         let slice = &self.data[self.pos..end];
         self.pos = end;
         Ok(slice)

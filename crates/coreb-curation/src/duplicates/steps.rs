@@ -258,7 +258,11 @@ pub fn band_task(config: &CorpusDedupConfig, parts: &[&Sketches], exact: &ExactD
         return Err(SketchError::Coverage { seq: w[0].0, what: "appears twice" });
     }
     if rows.len() as u64 + exact.dropped.len() as u64 != exact.input_rows {
-        return Err(SketchError::Format(format!("the sketches hold {} rows that are no exact duplicates; the exact step left {}", rows.len(), exact.input_rows - exact.dropped.len() as u64)));
+        return Err(SketchError::Format(format!(
+            "the sketches hold {} rows that are no exact duplicates; the exact step left {}",
+            rows.len(),
+            exact.input_rows - exact.dropped.len() as u64
+        )));
     }
     let previous = band_neighbours(rows.len(), bands, |k, b| {
         let (_, pi, near) = rows[k];
@@ -542,7 +546,9 @@ mod tests {
                 path
             })
             .collect();
-        let read = |sel: &Selection| -> Vec<Sketches> { files.iter().map(|f| Sketches::read_selected(&mut std::io::BufReader::new(std::fs::File::open(f).unwrap()), sel).unwrap()).collect() };
+        let read = |sel: &Selection| -> Vec<Sketches> {
+            files.iter().map(|f| Sketches::read_selected(&mut std::io::BufReader::new(std::fs::File::open(f).unwrap()), sel).unwrap()).collect()
+        };
         let with_ids = read(&Selection { ids: true, bands: Some(0..0), shingles: false });
         let id_refs: Vec<&Sketches> = with_ids.iter().collect();
         let decisions = exact_step(&config, &id_refs).unwrap();
@@ -593,7 +599,10 @@ mod tests {
         let e = cluster(&config, &refs, &[far[0], far[0]], |_, _, _| Ok(())).unwrap_err().to_string();
         assert!(e.contains("not in order, or repeated"), "{e}");
         let pair = |later, earlier| Candidate { later, earlier };
-        assert_eq!(merge_candidates(vec![pair(2, 1), pair(5, 0), pair(5, 3)], vec![pair(2, 0), pair(5, 3), pair(9, 8)]), [pair(2, 0), pair(2, 1), pair(5, 0), pair(5, 3), pair(9, 8)]);
+        assert_eq!(
+            merge_candidates(vec![pair(2, 1), pair(5, 0), pair(5, 3)], vec![pair(2, 0), pair(5, 3), pair(9, 8)]),
+            [pair(2, 0), pair(2, 1), pair(5, 0), pair(5, 3), pair(9, 8)]
+        );
         let mut bytes = Vec::new();
         write_candidates(&mut bytes, &[Candidate { later: 1, earlier: 3 }]).unwrap();
         assert!(read_candidates(&mut bytes.as_slice()).unwrap_err().to_string().contains("does not join an earlier row"));

@@ -209,14 +209,15 @@ pub fn for_each_row(path: &Path, columns: &[&str], mut row: impl FnMut(usize, Ve
         let batch = batch?;
         let mut cols: Vec<&dyn Array> = Vec::new();
         for name in columns {
-            let col = batch.column_by_name(name).ok_or_else(|| TableError::Column {
-                path: path.to_owned(),
-                row: n,
-                column: (*name).to_owned(),
-                reason: "no such column".into(),
-            })?;
+            let col =
+                batch.column_by_name(name).ok_or_else(|| TableError::Column { path: path.to_owned(), row: n, column: (*name).to_owned(), reason: "no such column".into() })?;
             if !matches!(col.data_type(), DataType::Utf8 | DataType::LargeUtf8) {
-                return Err(TableError::Column { path: path.to_owned(), row: n, column: (*name).to_owned(), reason: format!("expected a string column, found `{}`", col.data_type()) });
+                return Err(TableError::Column {
+                    path: path.to_owned(),
+                    row: n,
+                    column: (*name).to_owned(),
+                    reason: format!("expected a string column, found `{}`", col.data_type()),
+                });
             }
             cols.push(col.as_ref());
         }

@@ -14,10 +14,7 @@ pub mod verdicts;
 pub use problems::{ProblemReader, ProblemWriter, TableError, problems_schema};
 
 /// Open a table for reading, `rows` rows a batch.
-pub fn open_batches(
-    path: &std::path::Path,
-    rows: usize,
-) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, TableError> {
+pub fn open_batches(path: &std::path::Path, rows: usize) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, TableError> {
     let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
     parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
         .and_then(|b| b.with_batch_size(rows).build())
@@ -25,10 +22,7 @@ pub fn open_batches(
 }
 
 /// Every batch of a table, with errors naming the table.
-pub fn read_batches(
-    path: &std::path::Path,
-    rows: usize,
-) -> Result<impl Iterator<Item = Result<arrow_array::RecordBatch, TableError>> + '_, TableError> {
+pub fn read_batches(path: &std::path::Path, rows: usize) -> Result<impl Iterator<Item = Result<arrow_array::RecordBatch, TableError>> + '_, TableError> {
     Ok(open_batches(path, rows)?.map(move |b| b.map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })))
 }
 
@@ -78,11 +72,7 @@ pub struct TableFile {
 
 impl TableFile {
     /// Start the table at `path` with these writer properties.
-    pub fn create(
-        path: &std::path::Path,
-        schema: arrow_schema::SchemaRef,
-        props: parquet::file::properties::WriterProperties,
-    ) -> Result<TableFile, TableError> {
+    pub fn create(path: &std::path::Path, schema: arrow_schema::SchemaRef, props: parquet::file::properties::WriterProperties) -> Result<TableFile, TableError> {
         let file = coreb_base::durable::AtomicFile::create(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
         let writer = parquet::arrow::ArrowWriter::try_new(file, schema, Some(props)).map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
         Ok(TableFile { path: path.to_owned(), writer })
@@ -140,11 +130,7 @@ type EncodedGroup = parquet::errors::Result<Vec<parquet::arrow::arrow_writer::Ar
 
 impl GroupedTableFile {
     /// Start the table at `path` with these writer properties.
-    pub fn create(
-        path: &std::path::Path,
-        schema: arrow_schema::SchemaRef,
-        props: parquet::file::properties::WriterProperties,
-    ) -> Result<GroupedTableFile, TableError> {
+    pub fn create(path: &std::path::Path, schema: arrow_schema::SchemaRef, props: parquet::file::properties::WriterProperties) -> Result<GroupedTableFile, TableError> {
         let TableFile { path, writer } = TableFile::create(path, schema.clone(), props)?;
         let (file, factory) = writer.into_serialized_writer().map_err(|source| TableError::Parquet { path: path.clone(), source })?;
         Ok(GroupedTableFile { path, schema, file, factory, started: 0, encoding: Default::default() })
@@ -174,10 +160,8 @@ impl GroupedTableFile {
     /// Wait for the oldest group being encoded and append it to the file.
     fn append_oldest(&mut self) -> Result<(), TableError> {
         let Some(encoder) = self.encoding.pop_front() else { return Ok(()) };
-        let chunks = encoder
-            .join()
-            .unwrap_or_else(|_| Err(parquet::errors::ParquetError::General("encoding a row group panicked (a bug in coreb)".into())))
-            .map_err(|e| self.parquet(e))?;
+        let chunks =
+            encoder.join().unwrap_or_else(|_| Err(parquet::errors::ParquetError::General("encoding a row group panicked (a bug in coreb)".into()))).map_err(|e| self.parquet(e))?;
         let parquet_err = |source| TableError::Parquet { path: self.path.clone(), source };
         let mut group = self.file.next_row_group().map_err(parquet_err)?;
         for chunk in chunks {
@@ -199,11 +183,7 @@ impl GroupedTableFile {
 }
 
 /// Encode one batch as the column chunks of a row group, every leaf column in parallel.
-fn encode_group(
-    schema: &arrow_schema::Schema,
-    batch: &arrow_array::RecordBatch,
-    writers: Vec<parquet::arrow::arrow_writer::ArrowColumnWriter>,
-) -> EncodedGroup {
+fn encode_group(schema: &arrow_schema::Schema, batch: &arrow_array::RecordBatch, writers: Vec<parquet::arrow::arrow_writer::ArrowColumnWriter>) -> EncodedGroup {
     use rayon::prelude::*;
     if batch.schema().fields() != schema.fields() {
         return Err(parquet::errors::ParquetError::General("a row group's columns do not match the table's schema".into()));
@@ -223,11 +203,7 @@ fn encode_group(
 }
 
 /// Write record batches as the table at `path`, atomically and durably ([`TableFile`]).
-pub fn write_atomic(
-    path: &std::path::Path,
-    schema: arrow_schema::SchemaRef,
-    batches: impl Iterator<Item = arrow_array::RecordBatch>,
-) -> Result<(), TableError> {
+pub fn write_atomic(path: &std::path::Path, schema: arrow_schema::SchemaRef, batches: impl Iterator<Item = arrow_array::RecordBatch>) -> Result<(), TableError> {
     let mut table = TableFile::create(path, schema, writer_properties())?;
     for batch in batches {
         table.write(&batch)?;

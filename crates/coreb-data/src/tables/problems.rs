@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::builder::StringBuilder;
-use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_array::{Array, ArrayRef, ListArray, RecordBatch, StringArray, StructArray};
+use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use thiserror::Error;
@@ -66,11 +66,7 @@ const GROUP_BYTES: usize = 8 << 20;
 const ROW_GROUP_BYTES: usize = 64 << 20;
 
 fn tests_type() -> DataType {
-    let fields = Fields::from(vec![
-        Field::new("input", DataType::Utf8, false),
-        Field::new("output", DataType::Utf8, false),
-        Field::new("testtype", DataType::Utf8, false),
-    ]);
+    let fields = Fields::from(vec![Field::new("input", DataType::Utf8, false), Field::new("output", DataType::Utf8, false), Field::new("testtype", DataType::Utf8, false)]);
     DataType::List(Arc::new(Field::new("item", DataType::Struct(fields), false)))
 }
 
@@ -110,9 +106,7 @@ fn problems_properties() -> parquet::file::properties::WriterProperties {
     for tests in ["public_tests", "private_tests"] {
         for field in ["input", "output"] {
             let path = ColumnPath::new(vec![tests.into(), "list".into(), "item".into(), field.into()]);
-            props = props
-                .set_column_dictionary_enabled(path.clone(), false)
-                .set_column_statistics_enabled(path, EnabledStatistics::None);
+            props = props.set_column_dictionary_enabled(path.clone(), false).set_column_statistics_enabled(path, EnabledStatistics::None);
         }
     }
     props.build()
@@ -195,11 +189,7 @@ fn tests_array(rows: &[Problem], pick: impl Fn(&Problem) -> &Vec<TestCase>) -> A
     }
     let DataType::List(item) = tests_type() else { unreachable!("tests_type is a list") };
     let DataType::Struct(fields) = item.data_type().clone() else { unreachable!("list of struct") };
-    let children = vec![
-        strings(all.iter().map(|t| t.input.as_str())),
-        strings(all.iter().map(|t| t.output.as_str())),
-        strings(all.iter().map(|t| t.testtype.as_str())),
-    ];
+    let children = vec![strings(all.iter().map(|t| t.input.as_str())), strings(all.iter().map(|t| t.output.as_str())), strings(all.iter().map(|t| t.testtype.as_str()))];
     let values = StructArray::new(fields, children, None);
     Arc::new(ListArray::new(item, OffsetBuffer::new(ScalarBuffer::from(offsets)), Arc::new(values), None))
 }
@@ -322,13 +312,7 @@ impl ProblemReader {
 /// Rows per read batch for a table with this footer: [`BATCH_BYTES`] over its largest mean
 /// row (uncompressed, per row group), within 1..=[`BATCH_ROWS`].
 fn rows_per_batch(metadata: &parquet::file::metadata::ParquetMetaData) -> usize {
-    let widest_row = metadata
-        .row_groups()
-        .iter()
-        .filter(|g| g.num_rows() > 0)
-        .map(|g| (g.total_byte_size().max(0) as u64).div_ceil(g.num_rows() as u64))
-        .max()
-        .unwrap_or(0);
+    let widest_row = metadata.row_groups().iter().filter(|g| g.num_rows() > 0).map(|g| (g.total_byte_size().max(0) as u64).div_ceil(g.num_rows() as u64)).max().unwrap_or(0);
     ((BATCH_BYTES as u64) / widest_row.max(1)).clamp(1, BATCH_ROWS as u64) as usize
 }
 
@@ -367,12 +351,7 @@ pub fn read_rows(path: &Path, rows: &[usize]) -> Result<Vec<Problem>, TableError
     if let Some(row) = wanted.next() {
         return Err(TableError::Column { path: path.to_owned(), row, column: "(row)".into(), reason: format!("the table has {start} rows") });
     }
-    let reader = builder
-        .with_row_groups(groups)
-        .with_row_selection(RowSelection::from(selectors))
-        .with_batch_size(batch_rows)
-        .build()
-        .map_err(parquet_err)?;
+    let reader = builder.with_row_groups(groups).with_row_selection(RowSelection::from(selectors)).with_batch_size(batch_rows).build().map_err(parquet_err)?;
     let mut out = Vec::with_capacity(rows.len());
     for batch in reader {
         let batch = batch.map_err(|e| parquet_err(e.into()))?;
@@ -384,9 +363,7 @@ pub fn read_rows(path: &Path, rows: &[usize]) -> Result<Vec<Problem>, TableError
 /// The Parquet footer of the table at `path`.
 fn metadata(path: &Path) -> Result<parquet::file::metadata::ParquetMetaData, TableError> {
     let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-    parquet::file::metadata::ParquetMetaDataReader::new()
-        .parse_and_finish(&file)
-        .map_err(|source| TableError::Parquet { path: path.to_owned(), source })
+    parquet::file::metadata::ParquetMetaDataReader::new().parse_and_finish(&file).map_err(|source| TableError::Parquet { path: path.to_owned(), source })
 }
 
 impl Iterator for ProblemReader {
@@ -422,16 +399,9 @@ fn from_batch(batch: &RecordBatch, path: &Path, first_row: usize, bodies: bool) 
     let text = |name: &str| view.column::<StringArray>(name);
     let tests = |name: &str| -> Result<Vec<Vec<TestCase>>, TableError> {
         let list = view.column::<ListArray>(name)?;
-        let values = list
-            .values()
-            .as_any()
-            .downcast_ref::<StructArray>()
-            .ok_or_else(|| err(0, name, "items are not structs".into()))?;
+        let values = list.values().as_any().downcast_ref::<StructArray>().ok_or_else(|| err(0, name, "items are not structs".into()))?;
         let field = |f: &str| -> Result<&StringArray, TableError> {
-            values
-                .column_by_name(f)
-                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-                .ok_or_else(|| err(0, &format!("{name}.{f}"), "missing or not a string field".into()))
+            values.column_by_name(f).and_then(|c| c.as_any().downcast_ref::<StringArray>()).ok_or_else(|| err(0, &format!("{name}.{f}"), "missing or not a string field".into()))
         };
         let (input, output) = if bodies { (Some(field("input")?), Some(field("output")?)) } else { (None, None) };
         let testtype = field("testtype")?;
@@ -441,25 +411,21 @@ fn from_batch(batch: &RecordBatch, path: &Path, first_row: usize, bodies: bool) 
         for row in 0..list.len() {
             let mut cases = Vec::new();
             for i in offsets[row] as usize..offsets[row + 1] as usize {
-                let tt = TestType::parse(testtype.value(i))
-                    .ok_or_else(|| err(row, name, format!("unknown testtype `{}`", testtype.value(i))))?;
+                let tt = TestType::parse(testtype.value(i)).ok_or_else(|| err(row, name, format!("unknown testtype `{}`", testtype.value(i))))?;
                 cases.push(TestCase { input: body(input, i), output: body(output, i), testtype: tt });
             }
             out.push(cases);
         }
         Ok(out)
     };
-    let (id, title, content, platform) =
-        (text("id")?, text("question_title")?, text("question_content")?, text("platform")?);
-    let (qid, cid, date, starter, difficulty) =
-        (text("question_id")?, text("contest_id")?, text("contest_date")?, text("starter_code")?, text("difficulty")?);
+    let (id, title, content, platform) = (text("id")?, text("question_title")?, text("question_content")?, text("platform")?);
+    let (qid, cid, date, starter, difficulty) = (text("question_id")?, text("contest_id")?, text("contest_date")?, text("starter_code")?, text("difficulty")?);
     let (func, metadata) = (text("func_name")?, text("metadata")?);
     let mut public = tests("public_tests")?.into_iter();
     let mut private = tests("private_tests")?.into_iter();
     let mut rows = Vec::with_capacity(batch.num_rows());
     for r in 0..batch.num_rows() {
-        let platform = Platform::parse(platform.value(r))
-            .ok_or_else(|| err(r, "platform", format!("unknown platform `{}`", platform.value(r))))?;
+        let platform = Platform::parse(platform.value(r)).ok_or_else(|| err(r, "platform", format!("unknown platform `{}`", platform.value(r))))?;
         rows.push(Problem {
             id: ProblemId::from_raw(id.value(r).to_owned()),
             question_title: title.value(r).to_owned(),
@@ -494,9 +460,7 @@ mod tests {
             contest_date: "2025-01-04T00:00:00".into(),
             starter_code: String::new(),
             difficulty: "easy".into(),
-            public_tests: (0..tests)
-                .map(|i| TestCase { input: format!("{i}\n"), output: format!("{}\n", i * 2), testtype: TestType::Stdin })
-                .collect(),
+            public_tests: (0..tests).map(|i| TestCase { input: format!("{i}\n"), output: format!("{}\n", i * 2), testtype: TestType::Stdin }).collect(),
             private_tests: vec![],
             func_name: tests.is_multiple_of(2).then(|| "f".to_owned()),
             metadata: "{}".into(),
@@ -552,9 +516,7 @@ mod tests {
         let problems: Vec<Problem> = (0..n)
             .map(|i| {
                 let mut p = sample(&i.to_string(), i % 3);
-                p.private_tests = (0..i % 4)
-                    .map(|k| TestCase { input: format!("{i} {k}\n").repeat(50), output: format!("{k}"), testtype: TestType::Functional })
-                    .collect();
+                p.private_tests = (0..i % 4).map(|k| TestCase { input: format!("{i} {k}\n").repeat(50), output: format!("{k}"), testtype: TestType::Functional }).collect();
                 p
             })
             .collect();

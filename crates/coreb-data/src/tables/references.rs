@@ -83,7 +83,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("references.parquet");
         let rows = vec![
-            ReferenceRow { problem_id: ProblemId::from_question_id("1"), test_origins: vec![TestOrigin::Kept, TestOrigin::Bijection], reference: Some(Reference { model: "m".into(), original: "print(1)".into(), adapted: "print(2)".into() }) },
+            ReferenceRow {
+                problem_id: ProblemId::from_question_id("1"),
+                test_origins: vec![TestOrigin::Kept, TestOrigin::Bijection],
+                reference: Some(Reference { model: "m".into(), original: "print(1)".into(), adapted: "print(2)".into() }),
+            },
             ReferenceRow { problem_id: ProblemId::from_question_id("2"), test_origins: vec![TestOrigin::Kept], reference: None },
             ReferenceRow { problem_id: ProblemId::from_question_id("3"), test_origins: vec![], reference: None },
         ];

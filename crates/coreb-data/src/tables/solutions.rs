@@ -17,14 +17,7 @@ const BATCH_ROWS: usize = 1024;
 /// The Arrow schema of the solutions table.
 pub fn solutions_schema() -> SchemaRef {
     let text = |name: &str| Field::new(name, DataType::Utf8, false);
-    Arc::new(Schema::new(vec![
-        text("id"),
-        text("problem_id"),
-        text("model"),
-        text("language"),
-        Field::new("sample", DataType::UInt32, false),
-        text("code"),
-    ]))
+    Arc::new(Schema::new(vec![text("id"), text("problem_id"), text("model"), text("language"), Field::new("sample", DataType::UInt32, false), text("code")]))
 }
 
 fn to_batch(rows: &[Solution]) -> RecordBatch {
@@ -57,8 +50,7 @@ pub fn read_solutions(path: &Path) -> Result<Vec<Solution>, TableError> {
         let (id, problem, model, language, code) = (text("id")?, text("problem_id")?, text("model")?, text("language")?, text("code")?);
         let sample = view.column::<UInt32Array>("sample")?;
         for r in 0..batch.num_rows() {
-            let lang = Language::parse(language.value(r))
-                .ok_or_else(|| err(r, "language", format!("unknown language `{}`", language.value(r))))?;
+            let lang = Language::parse(language.value(r)).ok_or_else(|| err(r, "language", format!("unknown language `{}`", language.value(r))))?;
             out.push(Solution {
                 id: SolutionId::from_raw(id.value(r).to_owned()),
                 problem_id: ProblemId::from_raw(problem.value(r).to_owned()),

@@ -63,13 +63,29 @@ mod tests {
         let path = dir.path().join("test_checks.parquet");
         let rows = vec![
             TestCheck { problem_id: ProblemId::from_question_id("1"), test_index: 0, origin: TestOrigin::Kept, outcome: CheckOutcome::Passed, reason: String::new() },
-            TestCheck { problem_id: ProblemId::from_question_id("1"), test_index: 1, origin: TestOrigin::Bijection, outcome: CheckOutcome::Rejected, reason: "wrong_answer".into() },
+            TestCheck {
+                problem_id: ProblemId::from_question_id("1"),
+                test_index: 1,
+                origin: TestOrigin::Bijection,
+                outcome: CheckOutcome::Rejected,
+                reason: "wrong_answer".into(),
+            },
         ];
         write_test_checks(&path, &rows).unwrap();
         assert_eq!(read_test_checks(&path).unwrap(), rows);
         write_test_checks(&path, &[]).unwrap();
         assert_eq!(read_test_checks(&path).unwrap(), []);
-        columns::write(&path, &[Column::str("problem_id", vec![Some("lcb_1".into())]), Column::int("test_index", vec![Some(0)]), Column::str("origin", vec![Some("guessed".into())]), Column::str("outcome", vec![Some("passed".into())]), Column::str("reason", vec![Some(String::new())])]).unwrap();
+        columns::write(
+            &path,
+            &[
+                Column::str("problem_id", vec![Some("lcb_1".into())]),
+                Column::int("test_index", vec![Some(0)]),
+                Column::str("origin", vec![Some("guessed".into())]),
+                Column::str("outcome", vec![Some("passed".into())]),
+                Column::str("reason", vec![Some(String::new())]),
+            ],
+        )
+        .unwrap();
         let err = read_test_checks(&path).unwrap_err().to_string();
         assert!(err.contains("row 0") && err.contains("`origin`") && err.contains("unknown origin `guessed`"), "{err}");
     }

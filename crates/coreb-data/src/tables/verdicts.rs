@@ -16,9 +16,9 @@ use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use coreb_sandbox::MemoryBound;
 
 use super::TableError;
-use crate::verdict::{SolutionResult, TestResult, Verdict};
 use crate::problem::ProblemId;
 use crate::solution::{Language, SolutionId};
+use crate::verdict::{SolutionResult, TestResult, Verdict};
 
 /// Rows per record batch.
 const BATCH_ROWS: usize = 1024;
@@ -98,27 +98,22 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
         let err = |row: usize, column: &str, reason: String| view.err(row, column, reason);
         let bad = |name: &str| err(0, name, "missing or of the wrong type".into());
         let text = |name: &str| view.column::<StringArray>(name);
-        let (sid, pid, model, language, message, bound) =
-            (text("solution_id")?, text("problem_id")?, text("model")?, text("language")?, text("message")?, text("memory_bound")?);
+        let (sid, pid, model, language, message, bound) = (text("solution_id")?, text("problem_id")?, text("model")?, text("language")?, text("message")?, text("memory_bound")?);
         let passed = view.column::<BooleanArray>("passed")?;
         let rate = view.column::<Float64Array>("pass_rate")?;
         let tests = view.column::<ListArray>("tests")?;
         let values = tests.values().as_any().downcast_ref::<StructArray>().ok_or_else(|| bad("tests"))?;
         let field = |i: usize| values.column(i).as_any();
-        let (index, verdict) = (
-            field(0).downcast_ref::<UInt32Array>().ok_or_else(|| bad("tests.index"))?,
-            field(1).downcast_ref::<StringArray>().ok_or_else(|| bad("tests.verdict"))?,
-        );
+        let (index, verdict) =
+            (field(0).downcast_ref::<UInt32Array>().ok_or_else(|| bad("tests.index"))?, field(1).downcast_ref::<StringArray>().ok_or_else(|| bad("tests.verdict"))?);
         let nums = |i: usize, n: &str| field(i).downcast_ref::<UInt64Array>().ok_or_else(|| bad(n));
         let (wall, cpu, mem) = (nums(2, "tests.wall_ms")?, nums(3, "tests.cpu_ms")?, nums(4, "tests.peak_memory_kb")?);
         let offsets = tests.value_offsets();
         for r in 0..batch.num_rows() {
-            let lang = Language::parse(language.value(r))
-                .ok_or_else(|| err(r, "language", format!("unknown language `{}`", language.value(r))))?;
+            let lang = Language::parse(language.value(r)).ok_or_else(|| err(r, "language", format!("unknown language `{}`", language.value(r))))?;
             let mut results = Vec::new();
             for i in offsets[r] as usize..offsets[r + 1] as usize {
-                let v = Verdict::parse(verdict.value(i))
-                    .ok_or_else(|| err(r, "tests.verdict", format!("unknown verdict `{}`", verdict.value(i))))?;
+                let v = Verdict::parse(verdict.value(i)).ok_or_else(|| err(r, "tests.verdict", format!("unknown verdict `{}`", verdict.value(i))))?;
                 results.push(TestResult { index: index.value(i), verdict: v, wall_ms: wall.value(i), cpu_ms: cpu.value(i), peak_memory_kb: mem.value(i) });
             }
             let memory_bound = match bound.value(r) {
@@ -154,9 +149,8 @@ mod tests {
         let rows: Vec<SolutionResult> = (0..1500)
             .map(|i| {
                 let p = ProblemId::from_question_id(&format!("{}", i % 3));
-                let tests: Vec<TestResult> = (0..i % 4)
-                    .map(|t| TestResult { index: t as u32, verdict: Verdict::ALL[(i + t) % 7], wall_ms: 10 + t as u64, cpu_ms: 5, peak_memory_kb: 1024 })
-                    .collect();
+                let tests: Vec<TestResult> =
+                    (0..i % 4).map(|t| TestResult { index: t as u32, verdict: Verdict::ALL[(i + t) % 7], wall_ms: 10 + t as u64, cpu_ms: 5, peak_memory_kb: 1024 }).collect();
                 SolutionResult {
                     solution_id: SolutionId::new(&p, "m", Language::Go, i as u32),
                     problem_id: p,

@@ -331,10 +331,7 @@ pub fn check_release(dir: &Path, version: &str, others: &[PathBuf], cfg: &GatesC
     r.count(Check::EmptyTexts, "release", frames.empty_texts().map_err(fr)?);
     r.count(Check::DuplicateTexts, "release", frames.ambiguous_texts().map_err(fr)?);
     for l in frames.lengths(cfg.max_text_chars).map_err(fr)? {
-        let figure = format!(
-            "{} rows; chars {:.0}/{:.0}/{:.0}; words {:.0}/{:.0}/{:.0}",
-            l.rows, l.chars[0], l.chars[1], l.chars[2], l.words[0], l.words[1], l.words[2]
-        );
+        let figure = format!("{} rows; chars {:.0}/{:.0}/{:.0}; words {:.0}/{:.0}/{:.0}", l.rows, l.chars[0], l.chars[1], l.chars[2], l.words[0], l.words[1], l.words[2]);
         let passed = l.too_long.is_empty();
         r.push(Check::Lengths, &l.name, figure, l.words[1], format!("chars ≤ {}", cfg.max_text_chars), passed, l.too_long);
     }

@@ -217,11 +217,7 @@ impl StoreFrames {
         let current = latest.group_by([col("model")]).agg([col("record_id").n_unique().alias("current_records")]);
         let df = all
             .group_by([col("model")])
-            .agg([
-                by_recording(col("retriever")).last().alias("retriever"),
-                by_recording(col("cutoff")).last().alias("cutoff"),
-                col("record_id").n_unique().alias("records"),
-            ])
+            .agg([by_recording(col("retriever")).last().alias("retriever"), by_recording(col("cutoff")).last().alias("cutoff"), col("record_id").n_unique().alias("records")])
             .join(current, [col("model")], [col("model")], JoinArgs::new(JoinType::Inner))
             .sort(["model"], SortMultipleOptions::default())
             .collect()?;

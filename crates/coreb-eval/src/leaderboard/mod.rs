@@ -336,7 +336,10 @@ fn group_name(subtask: &str, language: &str) -> String {
 
 fn check_month(m: &Option<String>) -> Result<(), LeaderboardError> {
     if let Some(m) = m {
-        let ok = m.len() == 7 && m.as_bytes()[4] == b'-' && m.bytes().enumerate().all(|(i, b)| i == 4 || b.is_ascii_digit()) && matches!(&m[5..], "01" | "02" | "03" | "04" | "05" | "06" | "07" | "08" | "09" | "10" | "11" | "12");
+        let ok = m.len() == 7
+            && m.as_bytes()[4] == b'-'
+            && m.bytes().enumerate().all(|(i, b)| i == 4 || b.is_ascii_digit())
+            && matches!(&m[5..], "01" | "02" | "03" | "04" | "05" | "06" | "07" | "08" | "09" | "10" | "11" | "12");
         if !ok {
             return Err(LeaderboardError::BadMonth(m.clone()));
         }
@@ -385,7 +388,8 @@ pub fn build(published: Vec<ReleaseInfo>, store: &StoreFrames) -> Result<Leaderb
             ))
         })
         .collect();
-    let default_metric = if metrics.iter().any(|m| m == DEFAULT_METRIC) { DEFAULT_METRIC.to_owned() } else { metrics.first().cloned().unwrap_or_else(|| DEFAULT_METRIC.to_owned()) };
+    let default_metric =
+        if metrics.iter().any(|m| m == DEFAULT_METRIC) { DEFAULT_METRIC.to_owned() } else { metrics.first().cloned().unwrap_or_else(|| DEFAULT_METRIC.to_owned()) };
     Ok(Leaderboard { format: "coreb-leaderboard/1", default_metric, metrics, tasks, groups, months, releases, models, cells })
 }
 
@@ -433,10 +437,20 @@ pub fn view(board: &Leaderboard, store: &StoreFrames, spec: &ViewSpec) -> Result
     for (i, r) in rows.iter_mut().enumerate() {
         r.rank = i + 1;
     }
-    let group = |r: &MeanRow, name: &str| GroupMean { model: r.model.clone(), task: r.task.clone(), group: name.to_owned(), mean: WindowMean { mean: r.mean, releases: r.releases } };
+    let group =
+        |r: &MeanRow, name: &str| GroupMean { model: r.model.clone(), task: r.task.clone(), group: name.to_owned(), mean: WindowMean { mean: r.mean, releases: r.releases } };
     let by_subtask = means.iter().filter(|r| r.subtask != ALL).map(|r| group(r, &r.subtask)).collect();
     let by_language = means.iter().filter(|r| r.language != ALL).map(|r| group(r, &r.language)).collect();
-    Ok(View { metric: metric.clone(), from: spec.from.clone(), to: spec.to.clone(), after_cutoff: spec.after_cutoff, rows, by_subtask, by_language, series: series(board, &metric) })
+    Ok(View {
+        metric: metric.clone(),
+        from: spec.from.clone(),
+        to: spec.to.clone(),
+        after_cutoff: spec.after_cutoff,
+        rows,
+        by_subtask,
+        by_language,
+        series: series(board, &metric),
+    })
 }
 
 /// Every model's value per release and task on the `all` group, and its mean over the tasks

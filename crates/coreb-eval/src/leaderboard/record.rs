@@ -287,7 +287,8 @@ mod tests {
             queries: Vec::new(),
         };
         let iv = Some(Interval { low: 0.1, high: 0.9 });
-        let all = AtKIntervals { ndcg: vec![iv, None], map: vec![None, None], recall: vec![None, None], precision: vec![None, None], mrr: vec![None, None], r_cap: vec![None, None] };
+        let all =
+            AtKIntervals { ndcg: vec![iv, None], map: vec![None, None], recall: vec![None, None], precision: vec![None, None], mrr: vec![None, None], r_cap: vec![None, None] };
         task.ci = Some(TaskIntervals { overall: all, ..Default::default() });
         EvalReport { retriever: "bm25".into(), ks: vec![1, 10], tasks: vec![task], bootstrap: None, prompts: None, rerank: None }
     }

@@ -28,11 +28,11 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use coreb_data::rewritten::RewrittenProblem;
 
+use crate::artifacts::read_record;
 use crate::cli::{AuditArgs, AuditKind};
 use crate::engine::ReleaseManifest;
 use crate::manifest::{ManifestFile, lexical_join};
 use crate::printer::Printer;
-use crate::artifacts::read_record;
 use coreb_base::durable;
 
 /// Run `coreb audit`.
@@ -106,8 +106,8 @@ impl BuildLookup {
     pub fn open(release: &Path, build_dir: Option<&Path>) -> anyhow::Result<Self> {
         let path = release.join("MANIFEST.json");
         let manifest: ReleaseManifest = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`: not a release manifest", path.display()))?;
-        let build: ManifestFile = toml::from_str(&manifest.build_manifest.text)
-            .map_err(|e| anyhow::anyhow!("`{}`: `build_manifest.text`: {}", path.display(), e.to_string().trim_end()))?;
+        let build: ManifestFile =
+            toml::from_str(&manifest.build_manifest.text).map_err(|e| anyhow::anyhow!("`{}`: `build_manifest.text`: {}", path.display(), e.to_string().trim_end()))?;
         let release_abs = std::path::absolute(release).with_context(|| format!("`{}`", release.display()))?;
         let manifest_path = lexical_join(&release_abs, Path::new(&manifest.build_manifest.path));
         let manifest_dir = manifest_path.parent().map_or_else(|| release_abs.clone(), Path::to_owned);

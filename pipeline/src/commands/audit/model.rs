@@ -21,25 +21,25 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use coreb_data::problem::Problem;
+use coreb_data::rewritten::{RewrittenProblem, TestOrigin};
+use coreb_data::solution::{Language, SolutionId};
+use coreb_http::RetryConfig;
+use coreb_llm::gateway::api_key_from_env;
+use coreb_llm::prompt::Prompts;
+use coreb_llm::run::{ModelPlan, RejectReason};
+use coreb_llm::{Counted, Gateway, LlmConfig, LlmFailureKind, ResponseStore, SamplingParams, StoreMode};
+use coreb_sandbox::Sandbox;
 use serde::Serialize;
 use stages::execute::ExecuteOutput;
 use stages::generate::{GenerateConfig, GenerateOutput, generate};
-use coreb_data::problem::Problem;
-use coreb_llm::prompt::Prompts;
-use coreb_data::rewritten::{RewrittenProblem, TestOrigin};
-use coreb_llm::gateway::api_key_from_env;
-use coreb_llm::run::{ModelPlan, RejectReason};
-use coreb_http::RetryConfig;
-use coreb_llm::{Counted, Gateway, LlmConfig, LlmFailureKind, ResponseStore, SamplingParams, StoreMode};
-use coreb_sandbox::Sandbox;
-use coreb_data::solution::{Language, SolutionId};
 
 use super::{BuildLookup, month};
-use coreb_data::releases::release_name;
 use crate::cli::ModelAuditArgs;
 use crate::engine::llm::as_problem;
 use crate::manifest::{check_release_sandbox, lexical_join};
 use crate::printer::Printer;
+use coreb_data::releases::release_name;
 
 /// pass@1 of one problem in one version.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -127,15 +127,7 @@ fn window(name: String, rows: &[&ProblemPass]) -> WindowPass {
     let n = both.len();
     let mean = |f: fn(&(f64, f64)) -> f64| if n == 0 { 0.0 } else { both.iter().map(f).sum::<f64>() / n as f64 };
     let (o, r) = (mean(|p| p.0), mean(|p| p.1));
-    WindowPass {
-        window: name,
-        problems: n,
-        excluded: rows.len() - n,
-        pass_at_1_original: o,
-        pass_at_1_rewritten: r,
-        drop: o - r,
-        relative_drop: (o > 0.0).then(|| (o - r) / o),
-    }
+    WindowPass { window: name, problems: n, excluded: rows.len() - n, pass_at_1_original: o, pass_at_1_rewritten: r, drop: o - r, relative_drop: (o > 0.0).then(|| (o - r) / o) }
 }
 
 /// An original problem in the shape `generate` takes: its own statement and tests.
@@ -182,7 +174,14 @@ fn pair(originals: Vec<Problem>, rewritten: Vec<RewrittenProblem>, lookup: &Buil
 }
 
 /// Count answered and passing samples per problem of one version.
-fn tally(problems: &[(Problem, RewrittenProblem)], model: &str, language: Language, samples: u32, generated: &GenerateOutput, executed: &ExecuteOutput) -> BTreeMap<String, SidePass> {
+fn tally(
+    problems: &[(Problem, RewrittenProblem)],
+    model: &str,
+    language: Language,
+    samples: u32,
+    generated: &GenerateOutput,
+    executed: &ExecuteOutput,
+) -> BTreeMap<String, SidePass> {
     let mut owner: HashMap<String, String> = HashMap::new();
     let mut sides: BTreeMap<String, SidePass> = BTreeMap::new();
     for (p, _) in problems {
@@ -241,8 +240,25 @@ fn llm_config(args: &ModelAuditArgs) -> anyhow::Result<LlmConfig> {
 
 pub(super) fn model(release: &Path, args: ModelAuditArgs, printer: &Printer) -> anyhow::Result<ModelReport> {
     let config = llm_config(&args)?;
-    let ModelAuditArgs { endpoint: _, model, api_key_env: _, language, samples, temperature: _, max_tokens: _, seed: _, store, replay: _, concurrency, max_attempts: _, timeout_secs: _, build_dir, prompts_dir, jobs, trust_release_sandbox } =
-        args;
+    let ModelAuditArgs {
+        endpoint: _,
+        model,
+        api_key_env: _,
+        language,
+        samples,
+        temperature: _,
+        max_tokens: _,
+        seed: _,
+        store,
+        replay: _,
+        concurrency,
+        max_attempts: _,
+        timeout_secs: _,
+        build_dir,
+        prompts_dir,
+        jobs,
+        trust_release_sandbox,
+    } = args;
     let language = crate::commands::judge::language(language);
     let lookup = BuildLookup::open(release, build_dir.as_deref())?;
     check_release_sandbox(&lookup.manifest.build_manifest.text, &release.join("MANIFEST.json"), trust_release_sandbox)?;
@@ -281,7 +297,10 @@ pub(super) fn model(release: &Path, args: ModelAuditArgs, printer: &Printer) -> 
     let (gen_original, gen_rewritten) = generated.with_context(|| format!("asking `{model}` at `{}`", config.base_url))?;
     bar.finish_and_clear();
     let (store_hits, sent) = (gen_original.stats.from_store + gen_rewritten.stats.from_store, gen_original.stats.from_endpoint + gen_rewritten.stats.from_endpoint);
-    printer.status(format!("generate: {store_hits} answers from the store, {sent} from the endpoint, {} without code or answer", gen_original.rejected.len() + gen_rewritten.rejected.len()));
+    printer.status(format!(
+        "generate: {store_hits} answers from the store, {sent} from the endpoint, {} without code or answer",
+        gen_original.rejected.len() + gen_rewritten.rejected.len()
+    ));
 
     let execute = &lookup.build.stages.execute;
     let sandbox = Sandbox::new(execute.sandbox.clone()).context("setting up the sandbox")?;
@@ -290,9 +309,11 @@ pub(super) fn model(release: &Path, args: ModelAuditArgs, printer: &Printer) -> 
     let bar = printer.progress(Some((gen_original.solutions.len() + gen_rewritten.solutions.len()) as u64), "execute", false);
     let tick = || bar.inc(1);
     let original_problems: Vec<Problem> = pairs.iter().map(|(p, _)| p.clone()).collect();
-    let exec_original = stages::execute::execute_with_progress(execute, &original_problems, &gen_original.solutions, &sandbox, jobs, &tick).context("judging the solutions to the original problems")?;
+    let exec_original = stages::execute::execute_with_progress(execute, &original_problems, &gen_original.solutions, &sandbox, jobs, &tick)
+        .context("judging the solutions to the original problems")?;
     let rewritten_problems: Vec<Problem> = rewrites.iter().map(as_problem).collect();
-    let exec_rewritten = stages::execute::execute_with_progress(execute, &rewritten_problems, &gen_rewritten.solutions, &sandbox, jobs, &tick).context("judging the solutions to the rewritten problems")?;
+    let exec_rewritten = stages::execute::execute_with_progress(execute, &rewritten_problems, &gen_rewritten.solutions, &sandbox, jobs, &tick)
+        .context("judging the solutions to the rewritten problems")?;
     bar.finish_and_clear();
     let judged = exec_original.stats.solutions + exec_rewritten.stats.solutions;
     let passed = exec_original.stats.solutions_passed + exec_rewritten.stats.solutions_passed;

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use serde::Serialize;
 use coreb_curation::ReleaseIndex;
 use coreb_data::releases::{release_docs, release_name};
+use serde::Serialize;
 
 use crate::cli::OverlapArgs;
 use crate::jsonl::for_each_json;
@@ -100,8 +100,18 @@ pub(super) fn overlap(release: &Path, a: &OverlapArgs) -> anyhow::Result<Overlap
         for (field, text) in fields.iter().zip(values) {
             let o = index.overlap(text);
             let hit = match (o.hash_hit, o.best_doc) {
-                (Some(d), _) => Some(OverlapHit { id: id.clone(), field: field.clone(), kind: "hash", doc: index.docs()[d].doc.clone(), overlap: 1.0, matched: o.total, total: o.total }),
-                (None, Some(d)) => Some(OverlapHit { id: id.clone(), field: field.clone(), kind: "ngram", doc: index.docs()[d].doc.clone(), overlap: o.fraction(), matched: o.matched, total: o.total }),
+                (Some(d), _) => {
+                    Some(OverlapHit { id: id.clone(), field: field.clone(), kind: "hash", doc: index.docs()[d].doc.clone(), overlap: 1.0, matched: o.total, total: o.total })
+                }
+                (None, Some(d)) => Some(OverlapHit {
+                    id: id.clone(),
+                    field: field.clone(),
+                    kind: "ngram",
+                    doc: index.docs()[d].doc.clone(),
+                    overlap: o.fraction(),
+                    matched: o.matched,
+                    total: o.total,
+                }),
                 (None, None) => None,
             };
             if let Some(h) = hit {
@@ -145,11 +155,16 @@ pub(super) fn overlap(release: &Path, a: &OverlapArgs) -> anyhow::Result<Overlap
 pub(super) fn markdown(r: &OverlapReport) -> String {
     let mut md = format!(
         "# Overlap audit: `{}` against `{}`\n\n{} items; {} exact hash hits; {} more with ≥ {:.0}% of their {}-grams in one release document.\n\n## Worst offenders\n\n| item | field | kind | release doc | overlap | n-grams |\n|---|---|---|---|---:|---:|\n",
-        r.corpus, r.release, r.items, r.hash_hits, r.ngram_hits, r.min_overlap * 100.0, r.ngram
+        r.corpus,
+        r.release,
+        r.items,
+        r.hash_hits,
+        r.ngram_hits,
+        r.min_overlap * 100.0,
+        r.ngram
     );
     for h in &r.worst {
         md.push_str(&format!("| `{}` | {} | {} | `{}` | {:.3} | {}/{} |\n", h.id, h.field, h.kind, h.doc, h.overlap, h.matched, h.total));
     }
     md
 }
-

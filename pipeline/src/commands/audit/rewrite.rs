@@ -9,16 +9,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::bail;
-use serde::Serialize;
 use coreb_curation::{ngram_hashes, words};
 use coreb_data::problem::Problem;
 use coreb_data::rewritten::{RewrittenProblem, TestOrigin};
 use coreb_data::tables::ProblemReader;
+use serde::Serialize;
 
 use super::{BuildLookup, month};
-use coreb_data::releases::release_name;
 use crate::cli::RewriteArgs;
 use crate::printer::Printer;
+use coreb_data::releases::release_name;
 
 /// How one problem's tests were carried over.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -234,7 +234,14 @@ pub(super) fn markdown(r: &RewriteReport) -> String {
             let t = &a.totals;
             let mut line = format!(
                 "Tests kept: {} of {} problems keep their source's test count; of {} rewritten tests, {} kept unchanged ({} long), {} rewritten by the model, {} mapped by the letter bijection; {} identical to the source test.",
-                a.same_count, a.problems, t.rewritten, t.kept + t.kept_long, t.kept_long, t.model, t.bijection, t.identical
+                a.same_count,
+                a.problems,
+                t.rewritten,
+                t.kept + t.kept_long,
+                t.kept_long,
+                t.model,
+                t.bijection,
+                t.identical
             );
             if t.kept_but_changed > 0 {
                 line.push_str(&format!(" **{} tests marked kept differ from the source.**", t.kept_but_changed));

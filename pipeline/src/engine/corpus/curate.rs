@@ -6,12 +6,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use serde::Serialize;
+use coreb_base::durable::{self, AtomicFile};
 use coreb_curation::curate::{Curate, Sink};
 use coreb_curation::spool::MergedSpool;
-use coreb_curation::{Dropped, Duplicates, Pair, ReleaseIndex, SimMatrix};
-use coreb_base::durable::{self, AtomicFile};
 use coreb_curation::table::{RerankWriter, TrainingRecordRef, TrainingWriter};
+use coreb_curation::{Dropped, Duplicates, Pair, ReleaseIndex, SimMatrix};
+use serde::Serialize;
 
 use super::output::{marker_path, shard_name, write_marker};
 use crate::corpus_manifest::CorpusManifestFile;
@@ -55,7 +55,16 @@ fn similarity(embedder: Option<&Embedder>, pairs: &[Pair]) -> anyhow::Result<Sim
 
 /// Curate output shard `s` from the spool files `spools` into `out`.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn shard(f: &CorpusManifestFile, index: &ReleaseIndex, embedder: Option<&Embedder>, dups: &Duplicates, out: &Path, spools: &[PathBuf], s: u32, plan_hash: &str) -> anyhow::Result<()> {
+pub(super) fn shard(
+    f: &CorpusManifestFile,
+    index: &ReleaseIndex,
+    embedder: Option<&Embedder>,
+    dups: &Duplicates,
+    out: &Path,
+    spools: &[PathBuf],
+    s: u32,
+    plan_hash: &str,
+) -> anyhow::Result<()> {
     let name = shard_name(s);
     // A stale marker must not survive a rewrite of the shard.
     let marker = marker_path(out, s);

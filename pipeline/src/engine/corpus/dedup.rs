@@ -25,10 +25,10 @@ use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use rayon::prelude::*;
+use coreb_base::durable::AtomicFile;
 use coreb_curation::duplicates::steps::{self, ExactDecisions};
 use coreb_curation::{Duplicates, Selection, Sketches};
-use coreb_base::durable::AtomicFile;
+use rayon::prelude::*;
 
 use super::CorpusRun;
 use clap::ValueEnum;
@@ -160,7 +160,10 @@ impl CorpusRun {
             None => {
                 let rerun = |i: u32, n: u32| format!("run `coreb corpus {} --shard {i}/{n}`", self.manifest.display());
                 let parts = shard::complete_parts(&parts_dir, &self.plan_hash, "corpus", rerun)?;
-                parts.into_iter().map(|(dir, m)| Ok((dir, m.files.get("sketches.bin").context("a corpus part without `sketches.bin`")?.sha256.clone()))).collect::<anyhow::Result<_>>()?
+                parts
+                    .into_iter()
+                    .map(|(dir, m)| Ok((dir, m.files.get("sketches.bin").context("a corpus part without `sketches.bin`")?.sha256.clone())))
+                    .collect::<anyhow::Result<_>>()?
             }
         };
         let (parts, shas): (Vec<PathBuf>, Vec<String>) = found.into_iter().unzip();

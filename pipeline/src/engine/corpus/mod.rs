@@ -70,13 +70,13 @@ pub use dedup::{StepOutcome, peak_rss_mib};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use rayon::prelude::*;
 use coreb_curation::{CorpusReport, Duplicates, ReleaseIndex, Sketches};
+use rayon::prelude::*;
 
-use crate::engine::shard::ShardSpec;
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan};
-use crate::printer::Printer;
+use crate::engine::shard::ShardSpec;
 use crate::engine::shard::{PartMarker, PartWriter, part_done, part_name};
+use crate::printer::Printer;
 
 /// What a shard process did.
 #[derive(Debug, Clone)]
@@ -175,7 +175,8 @@ impl CorpusRun {
         }
         let (input_rows, rows) = (sketches.input_rows(), sketches.len() as u64);
         let facts = serde_json::json!({"input_rows": input_rows, "rows": rows});
-        let marker = PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, files: Default::default(), facts: facts.as_object().cloned().unwrap_or_default() };
+        let marker =
+            PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, files: Default::default(), facts: facts.as_object().cloned().unwrap_or_default() };
         let dir = part.finish(&marker)?;
         Ok(PartOutcome { slice, already_done: false, dir, input_rows, rows })
     }

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use coreb_base::durable::{self, AtomicFile};
+use coreb_curation::CorpusReport;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use coreb_curation::CorpusReport;
-use coreb_base::durable::{self, AtomicFile};
 
 use crate::artifacts::FileEntry;
 

@@ -7,14 +7,14 @@ use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use rayon::prelude::*;
 use coreb_curation::Sketches;
 use coreb_curation::scan::{Block, BlockOut, Scan, SourceFields, field, is_blank};
+use rayon::prelude::*;
 use stages::fetch::{FetchConfig, Location, Source, fetch_source};
 
 use super::output::spool_path;
-use crate::engine::shard::ShardSpec;
 use crate::corpus_manifest::{CorpusManifestFile, SourceFormat, SourceSpec};
+use crate::engine::shard::ShardSpec;
 use crate::jsonl::for_each_json;
 use crate::printer::Printer;
 
@@ -49,9 +49,7 @@ pub(super) fn fetch_sources(f: &CorpusManifestFile, cache: &Path, printer: &Prin
             None => runtime.insert(tokio::runtime::Builder::new_current_thread().enable_all().build()?),
         };
         let bar = printer.progress(None, &s.name, true);
-        let fetched = runtime
-            .block_on(fetch_source(&FetchConfig::default(), &source, cache, &bar))
-            .with_context(|| format!("fetching source `{}` (`{what}`)", s.name))?;
+        let fetched = runtime.block_on(fetch_source(&FetchConfig::default(), &source, cache, &bar)).with_context(|| format!("fetching source `{}` (`{what}`)", s.name))?;
         bar.finish_and_clear();
         if fetched.downloaded > 0 {
             printer.status(format!("downloaded source `{}`: {} bytes", s.name, fetched.downloaded));
@@ -122,12 +120,7 @@ pub(super) fn scan(f: &CorpusManifestFile, files: &[PathBuf], slice: ShardSpec, 
         .collect::<anyhow::Result<Vec<_>>>()?;
     let total: u64 = f.sources.iter().zip(files).filter(|(s, _)| s.format == SourceFormat::Jsonl).filter_map(|(_, p)| fs_err::metadata(p).ok()).map(|m| m.len()).sum();
     let wanted = writers.iter().map(Option::is_some).collect();
-    let sources = f
-        .sources
-        .iter()
-        .zip(files)
-        .map(|(s, p)| SourceFields { name: &s.name, path: p, text: &s.text_field, code: &s.code_field, id: s.id_field.as_deref() })
-        .collect();
+    let sources = f.sources.iter().zip(files).map(|(s, p)| SourceFields { name: &s.name, path: p, text: &s.text_field, code: &s.code_field, id: s.id_field.as_deref() }).collect();
     let mut batch = Batch {
         scan: Scan::new(&f.dedup, (slice.index, slice.count), wanted),
         sources,
@@ -154,8 +147,7 @@ fn read_source(source: usize, s: &SourceSpec, path: &Path, batch: &mut Batch<'_>
     match s.format {
         SourceFormat::Jsonl => {
             let file = fs_err::File::open(path)?;
-            let reader: Box<dyn Read> =
-                if path.extension().is_some_and(|e| e == "gz") { Box::new(flate2::read::MultiGzDecoder::new(file)) } else { Box::new(file) };
+            let reader: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") { Box::new(flate2::read::MultiGzDecoder::new(file)) } else { Box::new(file) };
             read_jsonl(source, path, reader, batch)
         }
         SourceFormat::Parquet => {

@@ -1,10 +1,10 @@
 use hashbrown::HashMap;
 
-use super::utils::{TrigramsWithPositions, get_trigrams_with_positions};
-use super::{ARABIC_LANGS, CYRILLIC_LANGS, DEVANAGARI_LANGS, HEBREW_LANGS, LATIN_LANGS};
 #[cfg(test)]
 use super::LangProfile;
 use super::LangProfileList;
+use super::utils::{TrigramsWithPositions, get_trigrams_with_positions};
+use super::{ARABIC_LANGS, CYRILLIC_LANGS, DEVANAGARI_LANGS, HEBREW_LANGS, LATIN_LANGS};
 use super::{MAX_TOTAL_DISTANCE, MAX_TRIGRAM_DISTANCE, Trigram};
 use crate::Lang;
 use crate::core::{FilterList, Info, InternalQuery, Text, calculate_confidence};
@@ -112,10 +112,16 @@ impl ProfileIndex {
         let mut postings: HashMap<Trigram, Vec<(u16, u16)>> = HashMap::new();
         for (l, &(_, profile)) in list.iter().enumerate() {
             for (i, &trigram) in profile.iter().enumerate() {
-                postings.entry(trigram).or_default().push((l as u16, i as u16));
+                postings
+                    .entry(trigram)
+                    .or_default()
+                    .push((l as u16, i as u16));
             }
         }
-        ProfileIndex { postings, lens: list.iter().map(|(_, p)| p.len() as u32).collect() }
+        ProfileIndex {
+            postings,
+            lens: list.iter().map(|(_, p)| p.len() as u32).collect(),
+        }
     }
 }
 
@@ -123,9 +129,21 @@ fn profile_index(list: LangProfileList) -> &'static ProfileIndex {
     use std::sync::OnceLock;
     static INDEXES: OnceLock<Vec<(usize, ProfileIndex)>> = OnceLock::new();
     let all = INDEXES.get_or_init(|| {
-        [LATIN_LANGS, CYRILLIC_LANGS, ARABIC_LANGS, DEVANAGARI_LANGS, HEBREW_LANGS].iter().map(|l| (l.as_ptr() as usize, ProfileIndex::new(l))).collect()
+        [
+            LATIN_LANGS,
+            CYRILLIC_LANGS,
+            ARABIC_LANGS,
+            DEVANAGARI_LANGS,
+            HEBREW_LANGS,
+        ]
+        .iter()
+        .map(|l| (l.as_ptr() as usize, ProfileIndex::new(l)))
+        .collect()
     });
-    &all.iter().find(|(p, _)| *p == list.as_ptr() as usize).expect("one of the script profile lists").1
+    &all.iter()
+        .find(|(p, _)| *p == list.as_ptr() as usize)
+        .expect("one of the script profile lists")
+        .1
 }
 
 /// `calculate_distance` of every profile of `list`, in list order: a profile trigram at
@@ -133,11 +151,16 @@ fn profile_index(list: LangProfileList) -> &'static ProfileIndex {
 /// the text's trigrams are looked up.
 fn distances_from_index(list: LangProfileList, text_trigrams: &HashMap<Trigram, u32>) -> Vec<u32> {
     let index = profile_index(list);
-    let mut totals: Vec<i64> = index.lens.iter().map(|&len| i64::from(len) * i64::from(MAX_TRIGRAM_DISTANCE)).collect();
+    let mut totals: Vec<i64> = index
+        .lens
+        .iter()
+        .map(|&len| i64::from(len) * i64::from(MAX_TRIGRAM_DISTANCE))
+        .collect();
     for (trigram, &n) in text_trigrams {
         if let Some(posts) = index.postings.get(trigram) {
             for &(l, i) in posts {
-                totals[l as usize] += (n as i64 - i64::from(i)).abs() - i64::from(MAX_TRIGRAM_DISTANCE);
+                totals[l as usize] +=
+                    (n as i64 - i64::from(i)).abs() - i64::from(MAX_TRIGRAM_DISTANCE);
             }
         }
     }
@@ -148,7 +171,8 @@ fn distances_from_index(list: LangProfileList, text_trigrams: &HashMap<Trigram, 
             let mut total_dist = t as u32;
             if MAX_TRIGRAM_DISTANCE > count {
                 // As upstream's `-=` in a release build.
-                total_dist = total_dist.wrapping_sub((MAX_TRIGRAM_DISTANCE - count) * MAX_TRIGRAM_DISTANCE);
+                total_dist =
+                    total_dist.wrapping_sub((MAX_TRIGRAM_DISTANCE - count) * MAX_TRIGRAM_DISTANCE);
             }
             total_dist.clamp(0, MAX_TOTAL_DISTANCE)
         })
@@ -158,11 +182,31 @@ fn distances_from_index(list: LangProfileList, text_trigrams: &HashMap<Trigram, 
 #[cfg(test)]
 #[test]
 fn the_index_gives_upstreams_distances() {
-    for text in ["Die Ordnung muss für immer in diesem Codebase bleiben", "how do i read a json file in python", "Привет, как дела? Всё хорошо", "x", ""] {
-        let trigram_positions = get_trigrams_with_positions(&crate::core::LowercaseText::new(text)).trigram_positions;
-        for list in [LATIN_LANGS, CYRILLIC_LANGS, ARABIC_LANGS, DEVANAGARI_LANGS, HEBREW_LANGS] {
-            let direct: Vec<u32> = list.iter().map(|&(_, p)| calculate_distance(p, &trigram_positions)).collect();
-            assert_eq!(distances_from_index(list, &trigram_positions), direct, "{text}");
+    for text in [
+        "Die Ordnung muss für immer in diesem Codebase bleiben",
+        "how do i read a json file in python",
+        "Привет, как дела? Всё хорошо",
+        "x",
+        "",
+    ] {
+        let trigram_positions =
+            get_trigrams_with_positions(&crate::core::LowercaseText::new(text)).trigram_positions;
+        for list in [
+            LATIN_LANGS,
+            CYRILLIC_LANGS,
+            ARABIC_LANGS,
+            DEVANAGARI_LANGS,
+            HEBREW_LANGS,
+        ] {
+            let direct: Vec<u32> = list
+                .iter()
+                .map(|&(_, p)| calculate_distance(p, &trigram_positions))
+                .collect();
+            assert_eq!(
+                distances_from_index(list, &trigram_positions),
+                direct,
+                "{text}"
+            );
         }
     }
 }

@@ -26,7 +26,7 @@ use stages::rewrite::is_context_independent;
 use crate::engine::Engine;
 use crate::engine::stage::StageName;
 use crate::manifest::RunPlan;
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 
 #[derive(Deserialize)]
 struct Authored {

@@ -220,6 +220,31 @@ pub struct VerifyArgs {
     pub trust_release_sandbox: bool,
 }
 
+/// How requests reach an OpenAI-compatible endpoint, shared by `coreb eval` and `coreb audit
+/// … model` (each sets its own defaults of `--concurrency`, `--timeout-secs` and `--store`).
+#[derive(Debug, Clone, Args)]
+pub struct ClientArgs {
+    /// Environment variable holding the API key, sent only to the endpoint it is for (`''`:
+    /// the endpoint needs none).
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Attempts per request (429, 5xx, timeouts), the first included.
+    #[arg(long, default_value_t = 6)]
+    pub max_attempts: u32,
+    /// Whole-request timeout in seconds.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout_secs: f64,
+    /// The response store of chat answers: kept here, so a rerun sends nothing it already has.
+    #[arg(long, default_value = ".coreb-cache/rerank-responses")]
+    pub store: PathBuf,
+    /// Serve chat answers from the store only; a missing answer is an error (offline rerun).
+    #[arg(long)]
+    pub replay: bool,
+}
+
 /// Arguments of `coreb eval`.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
@@ -253,9 +278,6 @@ pub struct EvalArgs {
     /// Base URL of the OpenAI-compatible embeddings / rerank endpoint (with `/v1`).
     #[arg(long, default_value = "https://api.openai.com/v1")]
     pub base_url: String,
-    /// Environment variable holding the API key, sent only to `--base-url` (`''`: none).
-    #[arg(long, default_value = "OPENAI_API_KEY")]
-    pub api_key_env: String,
     /// Rerank the top `--rerank-depth` documents of the first stage with this model.
     #[arg(long)]
     pub rerank: Option<String>,
@@ -282,12 +304,6 @@ pub struct EvalArgs {
     /// Listwise: words of each passage shown to the model (0: all).
     #[arg(long, default_value_t = 300)]
     pub max_words: usize,
-    /// Listwise: the response store (a rerun sends nothing it already has).
-    #[arg(long, default_value = ".coreb-cache/rerank-responses")]
-    pub store: PathBuf,
-    /// Listwise: answer from the store only; a missing answer is an error (offline rerun).
-    #[arg(long)]
-    pub replay: bool,
     /// Query template for every task (`{text}`, optional `{instruction}`; without `{text}`:
     /// a prefix), replacing the preset's.
     #[arg(long)]
@@ -313,15 +329,6 @@ pub struct EvalArgs {
     /// Texts per embeddings request.
     #[arg(long, default_value_t = 64)]
     pub batch_size: usize,
-    /// Requests in flight at once (embeddings, pointwise and listwise reranking).
-    #[arg(long, default_value_t = 4)]
-    pub concurrency: usize,
-    /// Whole-request timeout in seconds.
-    #[arg(long, default_value_t = 120.0)]
-    pub timeout_secs: f64,
-    /// Attempts per request (429, 5xx, timeouts), the first included.
-    #[arg(long, default_value_t = 6)]
-    pub max_attempts: u32,
     /// `dimensions` asked of the embeddings endpoint.
     #[arg(long)]
     pub dimensions: Option<u32>,
@@ -354,6 +361,9 @@ pub struct EvalArgs {
     /// leaderboard can average only over releases whose problems all come after it.
     #[arg(long, requires = "record")]
     pub cutoff: Option<String>,
+    /// How requests reach the endpoints.
+    #[command(flatten)]
+    pub client: ClientArgs,
 }
 
 /// Arguments of `coreb leaderboard`.
@@ -593,6 +603,11 @@ pub struct RewriteArgs {
 
 /// Arguments of `coreb audit <release> model`.
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("concurrency", |a| a.default_value("8")),
+    mut_arg("timeout_secs", |a| a.default_value("300")),
+    mut_arg("store", |a| a.default_value(".coreb-cache/audit-responses"))
+)]
 pub struct ModelAuditArgs {
     /// Base URL of the OpenAI-compatible chat-completions endpoint, with `/v1`
     /// (`http://127.0.0.1:8000/v1`).
@@ -601,9 +616,6 @@ pub struct ModelAuditArgs {
     /// The model to audit, as the endpoint names it.
     #[arg(long)]
     pub model: String,
-    /// Environment variable holding the API key (`""`: the endpoint needs none).
-    #[arg(long, default_value = "OPENAI_API_KEY")]
-    pub api_key_env: String,
     /// The language solutions are written in.
     #[arg(long, value_enum, default_value = "python")]
     pub language: LangArg,
@@ -619,21 +631,6 @@ pub struct ModelAuditArgs {
     /// Seed sent with sample 0 (sample `s` gets `seed + s`).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// The response store: answers are kept here, so a rerun sends nothing it already has.
-    #[arg(long, default_value = ".coreb-cache/audit-responses")]
-    pub store: PathBuf,
-    /// Serve answers from the store only; a missing answer is an error (offline rerun).
-    #[arg(long)]
-    pub replay: bool,
-    /// Requests in flight at once.
-    #[arg(long, default_value_t = 8)]
-    pub concurrency: usize,
-    /// Attempts per request (429, 5xx, timeouts), the first included.
-    #[arg(long, default_value_t = 6)]
-    pub max_attempts: u32,
-    /// Whole-request timeout, seconds.
-    #[arg(long, default_value_t = 300.0)]
-    pub timeout_secs: f64,
     /// The build directory holding `artifacts/rewrite` (default: the `output_dir` of the
     /// build manifest embedded in the release).
     #[arg(long)]
@@ -648,6 +645,9 @@ pub struct ModelAuditArgs {
     /// build manifest sets in `[stages.execute]` (refused by default).
     #[arg(long)]
     pub trust_release_sandbox: bool,
+    /// How requests reach the endpoint.
+    #[command(flatten)]
+    pub client: ClientArgs,
 }
 
 /// Arguments of `coreb corpus`.

@@ -13,7 +13,6 @@ pub mod corpus_manifest;
 pub mod engine;
 pub mod jsonl;
 pub mod manifest;
-pub mod printer;
 
 use std::process::ExitCode;
 

@@ -5,12 +5,14 @@
 //!   [`durable::AtomicFile`]).
 //! - [`hashing`]: sha256 hex digests of bytes and files.
 //! - [`errors`]: an error and its causes as one line, for places that keep an error as text.
+//! - [`printer`]: all terminal output — human lines on stderr, `--json` summaries on stdout,
+//!   progress bars (plain progress lines when stderr is not a terminal).
 //!
-//! What it must not know: anything of CoREB itself (releases, stages, models). It exists so
-//! that `coreb-llm` and `coreb-stages` share these without depending on each other;
-//! `coreb-stages` re-exports the modules as `stages::{durable, hashing, errors}`.
+//! What it must not know: anything of CoREB itself (releases, stages, models). Every other
+//! coreb crate uses these paths directly (`coreb_base::durable`, …).
 #![deny(missing_docs)]
 
 pub mod durable;
 pub mod errors;
 pub mod hashing;
+pub mod printer;

@@ -7,7 +7,7 @@ use crate::cli::{BuildArgs, MergeArgs, StageArgs};
 use crate::engine::Engine;
 use crate::engine::stage::StageName;
 use crate::manifest::RunPlan;
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 
 /// Run `coreb build`.
 pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {

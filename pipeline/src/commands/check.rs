@@ -10,7 +10,7 @@ use coreb_eval::check::{check_release, sibling_releases};
 use coreb_eval::gates::GatesConfig;
 
 use crate::cli::CheckArgs;
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 
 /// Run `coreb check`.
 pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {

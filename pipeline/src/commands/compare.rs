@@ -18,7 +18,7 @@ use coreb_trec::coreb::{AtK, CorebConfig, evaluate};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::CompareArgs;
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 
 #[derive(Deserialize)]
 struct ResultsFile {

@@ -9,7 +9,7 @@ use crate::cli::{CorpusArgs, MergeArgs};
 use crate::engine::corpus::dedup::DedupStep;
 use crate::engine::corpus::{CorpusRun, peak_rss_mib};
 use crate::engine::shard::ShardSpec;
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 
 /// Run `coreb corpus`: everything in this process, or (`--shard i/N`) one shard process.
 pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {

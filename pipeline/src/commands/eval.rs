@@ -20,8 +20,8 @@ use coreb_trec::coreb::{CorebConfig, evaluate, summarize};
 use super::eval_setup::{DenseSetup, PromptChoice, Reranker};
 use super::leaderboard::{RecordRequest, record};
 use crate::cli::EvalArgs;
-use crate::printer::Printer;
 use coreb_base::durable;
+use coreb_base::printer::Printer;
 
 /// Which retriever produces the first-stage run.
 enum Retriever {

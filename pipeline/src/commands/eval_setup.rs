@@ -19,7 +19,7 @@ use coreb_trec::Run;
 
 use crate::cli::{EvalArgs, RerankApi};
 use crate::manifest::RunPlan;
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 
 /// The key in `var`, if set and not empty (`''` names no variable: no key).
 fn key_from(var: &str) -> Option<String> {
@@ -68,7 +68,7 @@ pub struct DenseSetup {
 
 /// The retry policy of the flags (the gateway's, with `--max-attempts`).
 fn retry(args: &EvalArgs) -> RetryConfig {
-    RetryConfig { max_attempts: args.max_attempts.max(1), ..RetryConfig::default() }
+    RetryConfig { max_attempts: args.client.max_attempts.max(1), ..RetryConfig::default() }
 }
 
 fn check_url(url: &str, flag: &str) -> anyhow::Result<String> {
@@ -80,17 +80,17 @@ fn check_url(url: &str, flag: &str) -> anyhow::Result<String> {
 }
 
 fn embed_client(args: &EvalArgs, base_url: &str, key_var: &str, cache: Option<PathBuf>) -> anyhow::Result<EmbedClient> {
-    if args.batch_size == 0 || args.concurrency == 0 || args.max_attempts == 0 {
+    if args.batch_size == 0 || args.client.concurrency == 0 || args.client.max_attempts == 0 {
         bail!("`--batch-size`, `--concurrency` and `--max-attempts` must be at least 1");
     }
-    if args.timeout_secs.is_nan() || args.timeout_secs <= 0.0 {
+    if args.client.timeout_secs.is_nan() || args.client.timeout_secs <= 0.0 {
         bail!("`--timeout-secs`: must be positive");
     }
     let mut cfg = EmbedConfig::new(base_url);
     cfg.api_key = key_from(key_var);
     cfg.batch_size = args.batch_size;
-    cfg.concurrency = args.concurrency;
-    cfg.timeout = coreb_http::secs(args.timeout_secs);
+    cfg.concurrency = args.client.concurrency;
+    cfg.timeout = coreb_http::secs(args.client.timeout_secs);
     cfg.retry = retry(args);
     cfg.cache_dir = cache;
     cfg.dimensions = args.dimensions;
@@ -103,7 +103,7 @@ impl DenseSetup {
     pub fn new(model: &str, args: &EvalArgs, prompts: PromptChoice) -> anyhow::Result<DenseSetup> {
         let base_url = check_url(&args.base_url, "--base-url")?;
         let cache = if args.no_cache { None } else { Some(args.cache.clone().unwrap_or_else(|| PathBuf::from(".coreb-cache/embeddings"))) };
-        let client = embed_client(args, &base_url, &args.api_key_env, cache)?;
+        let client = embed_client(args, &base_url, &args.client.api_key_env, cache)?;
         let preset = prompts.presets.select(model, prompts.overrides.preset.as_deref())?.clone();
         Ok(DenseSetup { client, model: model.to_owned(), prompts, preset })
     }
@@ -171,7 +171,7 @@ impl Reranker {
             bail!("`--rerank-depth`: must be at least 1");
         }
         let base_url = check_url(args.rerank_base_url.as_deref().unwrap_or(&args.base_url), "--rerank-base-url")?;
-        let key_var = args.rerank_api_key_env.as_deref().unwrap_or(&args.api_key_env);
+        let key_var = args.rerank_api_key_env.as_deref().unwrap_or(&args.client.api_key_env);
         let api = match args.rerank_api {
             RerankApi::Rerank => Pointwise::Rerank,
             RerankApi::Score => Pointwise::Score,
@@ -182,16 +182,16 @@ impl Reranker {
                 let config = LlmConfig {
                     base_url: base_url.clone(),
                     api_key_env: key_var.to_owned(),
-                    mode: if args.replay { StoreMode::Replay } else { StoreMode::Live },
+                    mode: if args.client.replay { StoreMode::Replay } else { StoreMode::Live },
                     model: model.clone(),
                     sampling: SamplingParams { temperature: 0.0, top_p: 1.0, max_tokens: 1024, seed: Some(0) },
-                    concurrency: args.concurrency,
-                    timeout_secs: args.timeout_secs,
+                    concurrency: args.client.concurrency,
+                    timeout_secs: args.client.timeout_secs,
                     retry: retry(args),
                     ..LlmConfig::default()
                 };
                 config.validate().map_err(anyhow::Error::msg)?;
-                let gateway = Gateway::new(&config, ResponseStore::open(&args.store), key_from(key_var))?;
+                let gateway = Gateway::new(&config, ResponseStore::open(&args.client.store), key_from(key_var))?;
                 let prompt = Prompt::parse(std::path::Path::new("prompts/eval/listwise.toml"), listwise::BUILTIN_PROMPT)?;
                 let config = ListwiseConfig {
                     model: model.clone(),
@@ -200,7 +200,7 @@ impl Reranker {
                     depth: args.rerank_depth,
                     max_words: args.max_words,
                     sampling: config.sampling.clone(),
-                    concurrency: args.concurrency,
+                    concurrency: args.client.concurrency,
                 };
                 return Ok(Some(Reranker::Listwise { gateway: Box::new(gateway), prompt: Box::new(prompt), config: Box::new(config), stats: Default::default() }));
             }

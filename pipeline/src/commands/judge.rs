@@ -13,7 +13,7 @@ use stages::execute::{ExecuteConfig, execute};
 use stages::ingest::{IngestConfig, decode_row};
 
 use crate::cli::{JudgeArgs, LangArg};
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 
 pub(crate) fn language(arg: LangArg) -> Language {
     match arg {

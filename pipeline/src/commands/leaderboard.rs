@@ -25,7 +25,7 @@ use serde::Deserialize;
 
 use crate::cli::LeaderboardArgs;
 use crate::engine::ReleaseManifest;
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 
 /// The store's directory name under the releases directory.
 pub const RESULTS_DIR: &str = "results";

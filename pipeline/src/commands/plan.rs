@@ -13,8 +13,8 @@ use crate::cli::PlanArgs;
 use crate::engine::stage::StageName;
 use crate::engine::{Engine, ReleaseManifest};
 use crate::manifest::{ManifestFile, RunPlan, SourceFile, lexical_join};
-use crate::printer::Printer;
 use coreb_base::durable;
+use coreb_base::printer::Printer;
 
 fn is_leap(y: u32) -> bool {
     (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400)

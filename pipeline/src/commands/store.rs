@@ -13,7 +13,7 @@ use coreb_llm::{Gateway, LlmConfig, LlmGateway, LlmStage, ResponseStore, Role, S
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::cli::{StoreArgs, StoreCommand};
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 
 /// Run `coreb store`.
 pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
@@ -41,7 +41,7 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
             Ok(if stats.invalid.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         StoreCommand::Author { manifest, authored } => {
-            let n = crate::authoring::author(&manifest, &authored, crate::printer::Printer::new(false))?;
+            let n = crate::authoring::author(&manifest, &authored, coreb_base::printer::Printer::new(false))?;
             println!("{n} authored answers offered to the LLM stages");
             Ok(ExitCode::SUCCESS)
         }

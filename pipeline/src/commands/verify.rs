@@ -18,7 +18,7 @@ use crate::cli::VerifyArgs;
 use crate::engine::stage::StageName;
 use crate::engine::{Engine, ReleaseManifest};
 use crate::manifest::{ManifestFile, RunPlan, check_release_sandbox, lexical_join};
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 
 /// Differences between two file lists, one line each.
 pub fn differences(expected: &BTreeMap<String, FileEntry>, actual: &BTreeMap<String, FileEntry>) -> Vec<String> {

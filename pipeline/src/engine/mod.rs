@@ -35,7 +35,7 @@ use crate::artifacts::{ArtifactStore, StageRecord, StageWriter};
 use crate::engine::shard::{Lock, PartMarker, PartWriter};
 use crate::engine::{shard::ShardSpec, stage::StageName};
 use crate::manifest::RunPlan;
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 
 /// What one stage did in a build.
 #[derive(Debug, Clone)]

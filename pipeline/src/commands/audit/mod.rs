@@ -32,8 +32,8 @@ use crate::artifacts::read_record;
 use crate::cli::{AuditArgs, AuditKind};
 use crate::engine::ReleaseManifest;
 use crate::manifest::{ManifestFile, lexical_join};
-use crate::printer::Printer;
 use coreb_base::durable;
+use coreb_base::printer::Printer;
 
 /// Run `coreb audit`.
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {

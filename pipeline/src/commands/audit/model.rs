@@ -35,10 +35,10 @@ use stages::execute::ExecuteOutput;
 use stages::generate::{GenerateConfig, GenerateOutput, generate};
 
 use super::{BuildLookup, month};
-use crate::cli::ModelAuditArgs;
+use crate::cli::{ClientArgs, ModelAuditArgs};
 use crate::engine::llm::as_problem;
 use crate::manifest::{check_release_sandbox, lexical_join};
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 use coreb_data::releases::release_name;
 
 /// pass@1 of one problem in one version.
@@ -217,7 +217,7 @@ fn llm_config(args: &ModelAuditArgs) -> anyhow::Result<LlmConfig> {
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
         bail!("`--endpoint`: not an http(s) URL: `{}`", args.endpoint);
     }
-    if args.concurrency == 0 || args.max_attempts == 0 || args.samples == 0 {
+    if args.client.concurrency == 0 || args.client.max_attempts == 0 || args.samples == 0 {
         bail!("`--concurrency`, `--max-attempts` and `--samples` must be at least 1");
     }
     if !(0.0..=2.0).contains(&args.temperature) {
@@ -225,13 +225,13 @@ fn llm_config(args: &ModelAuditArgs) -> anyhow::Result<LlmConfig> {
     }
     let config = LlmConfig {
         base_url: endpoint.to_owned(),
-        api_key_env: args.api_key_env.clone(),
-        mode: if args.replay { StoreMode::Replay } else { StoreMode::Live },
+        api_key_env: args.client.api_key_env.clone(),
+        mode: if args.client.replay { StoreMode::Replay } else { StoreMode::Live },
         model: args.model.clone(),
         sampling: SamplingParams { temperature: args.temperature, top_p: 1.0, max_tokens: args.max_tokens, seed: Some(args.seed) },
-        concurrency: args.concurrency,
-        timeout_secs: args.timeout_secs,
-        retry: RetryConfig { max_attempts: args.max_attempts, ..RetryConfig::default() },
+        concurrency: args.client.concurrency,
+        timeout_secs: args.client.timeout_secs,
+        retry: RetryConfig { max_attempts: args.client.max_attempts, ..RetryConfig::default() },
         ..LlmConfig::default()
     };
     config.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -240,25 +240,8 @@ fn llm_config(args: &ModelAuditArgs) -> anyhow::Result<LlmConfig> {
 
 pub(super) fn model(release: &Path, args: ModelAuditArgs, printer: &Printer) -> anyhow::Result<ModelReport> {
     let config = llm_config(&args)?;
-    let ModelAuditArgs {
-        endpoint: _,
-        model,
-        api_key_env: _,
-        language,
-        samples,
-        temperature: _,
-        max_tokens: _,
-        seed: _,
-        store,
-        replay: _,
-        concurrency,
-        max_attempts: _,
-        timeout_secs: _,
-        build_dir,
-        prompts_dir,
-        jobs,
-        trust_release_sandbox,
-    } = args;
+    let ModelAuditArgs { endpoint: _, model, client, language, samples, temperature: _, max_tokens: _, seed: _, build_dir, prompts_dir, jobs, trust_release_sandbox } = args;
+    let ClientArgs { store, concurrency, .. } = client;
     let language = crate::commands::judge::language(language);
     let lookup = BuildLookup::open(release, build_dir.as_deref())?;
     check_release_sandbox(&lookup.manifest.build_manifest.text, &release.join("MANIFEST.json"), trust_release_sandbox)?;

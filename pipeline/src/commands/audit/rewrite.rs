@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::{BuildLookup, month};
 use crate::cli::RewriteArgs;
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 use coreb_data::releases::release_name;
 
 /// How one problem's tests were carried over.

@@ -76,7 +76,7 @@ use rayon::prelude::*;
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan};
 use crate::engine::shard::ShardSpec;
 use crate::engine::shard::{PartMarker, PartWriter, part_done, part_name};
-use crate::printer::Printer;
+use coreb_base::printer::Printer;
 
 /// What a shard process did.
 #[derive(Debug, Clone)]

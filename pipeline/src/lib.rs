@@ -13,6 +13,7 @@ pub mod corpus_manifest;
 pub mod engine;
 pub mod jsonl;
 pub mod manifest;
+pub mod ops;
 
 use std::process::ExitCode;
 

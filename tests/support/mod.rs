@@ -77,7 +77,7 @@ pub fn same_release_as(committed: &std::path::Path, built: &std::path::Path, wha
     let others = |t: Vec<(String, String)>| t.into_iter().filter(|(p, _)| p != "MANIFEST.json").collect::<Vec<_>>();
     assert_eq!(others(got), others(expected), "{what}");
     let read = |d: &std::path::Path| fs_err::read(d.join("MANIFEST.json")).unwrap();
-    let notes = coreb::commands::verify::toolchain_difference(&read(committed), &read(built));
+    let notes = coreb::ops::verify::toolchain_difference(&read(committed), &read(built));
     let notes = notes.unwrap_or_else(|| panic!("{what}: MANIFEST.json differs beyond the toolchain versions"));
     eprintln!("{what}: MANIFEST.json differs only in the toolchain versions of this machine: {notes:?}");
 }

@@ -1,0 +1,194 @@
+//! The manifest of the next monthly release (`coreb plan <YYYY-MM>`). The window runs from
+//! the day after the latest release's window to the month's end; everything else (sources,
+//! stage parameters, models, prompts) is taken from the latest release's build manifest (or
+//! `--from`), new sources are added with `--source`, and every source is fetched once and
+//! pinned by its sha256.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+use crate::engine::stage::StageName;
+use crate::engine::{Engine, ReleaseManifest};
+use crate::manifest::{ManifestFile, RunPlan, SourceFile, lexical_join};
+use coreb_base::durable;
+use coreb_base::printer::Printer;
+
+fn is_leap(y: u32) -> bool {
+    (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400)
+}
+
+fn days_in(y: u32, m: u32) -> u32 {
+    match m {
+        2 if is_leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Parse `YYYY-MM`.
+pub fn parse_month(s: &str) -> Option<(u32, u32)> {
+    let (y, m) = s.split_once('-')?;
+    let (y, m): (u32, u32) = (y.parse().ok()?, m.parse().ok()?);
+    (y >= 1970 && (1..=12).contains(&m) && s.len() == 7).then_some((y, m))
+}
+
+/// The last day of a month, `YYYY-MM-DD`.
+pub fn month_end(y: u32, m: u32) -> String {
+    format!("{y:04}-{m:02}-{:02}", days_in(y, m))
+}
+
+/// The day after `YYYY-MM-DD`.
+pub fn next_day(day: &str) -> Option<String> {
+    let y: u32 = day.get(0..4)?.parse().ok()?;
+    let m: u32 = day.get(5..7)?.parse().ok()?;
+    let d: u32 = day.get(8..10)?.parse().ok()?;
+    Some(if d < days_in(y, m) {
+        format!("{y:04}-{m:02}-{:02}", d + 1)
+    } else if m < 12 {
+        format!("{y:04}-{:02}-01", m + 1)
+    } else {
+        format!("{:04}-01-01", y + 1)
+    })
+}
+
+/// The latest release before `version` under `dir` that has a MANIFEST.
+fn latest_release(dir: &Path, version: &str) -> anyhow::Result<Option<(PathBuf, ReleaseManifest)>> {
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let mut best: Option<String> = None;
+    for entry in fs_err::read_dir(dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let ok = name.len() == 7 && name.starts_with('v') && name[1..].bytes().all(|b| b.is_ascii_digit());
+        if ok && name.as_str() < version && dir.join(&name).join("MANIFEST.json").exists() && best.as_ref().is_none_or(|b| &name > b) {
+            best = Some(name);
+        }
+    }
+    let Some(name) = best else { return Ok(None) };
+    let path = dir.join(&name);
+    let manifest = serde_json::from_str(&fs_err::read_to_string(path.join("MANIFEST.json"))?)
+        .with_context(|| format!("`{}`: not a release MANIFEST", path.join("MANIFEST.json").display()))?;
+    Ok(Some((path, manifest)))
+}
+
+/// Re-express a local source URL relative to the manifest's new directory.
+fn rebase_url(url: &str, from_dir: &Path, to_dir: &Path) -> String {
+    if url.contains("://") {
+        return url.to_owned();
+    }
+    let abs = lexical_join(from_dir, Path::new(url));
+    crate::engine::relative_path(to_dir, &abs)
+}
+
+/// What `coreb plan` is asked for.
+#[derive(Debug, Clone)]
+pub struct MonthRequest {
+    /// The month to release, `YYYY-MM`.
+    pub month: String,
+    /// Where published releases are.
+    pub releases_dir: PathBuf,
+    /// The base manifest (default: the latest release's own build manifest).
+    pub from: Option<PathBuf>,
+    /// Where to write the manifest (default: `manifests/<version>.toml`).
+    pub out: Option<PathBuf>,
+    /// Sources to add or replace, `NAME=URL`.
+    pub sources: Vec<String>,
+    /// Do not fetch the sources to pin their sha256.
+    pub no_pin: bool,
+}
+
+/// Write the manifest of a month's release: window after the latest release, everything
+/// else from the base manifest, every source fetched once and pinned by its sha256.
+pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()> {
+    let MonthRequest { month, releases_dir, from, out, sources, no_pin } = request;
+    let Some((y, m)) = parse_month(&month) else { bail!("month: expected `YYYY-MM`, got `{month}`") };
+    let version = format!("v{y:04}{m:02}");
+    let releases_dir = std::path::absolute(&releases_dir)?;
+    let latest = latest_release(&releases_dir, &version)?;
+
+    // The base manifest: --from, else the latest release's own build manifest.
+    let (base_text, base_dir) = match (&from, &latest) {
+        (Some(path), _) => {
+            let path = std::path::absolute(path)?;
+            (fs_err::read_to_string(&path)?, path.parent().map(Path::to_owned).unwrap_or_default())
+        }
+        (None, Some((dir, manifest))) => {
+            let path = lexical_join(dir, Path::new(&manifest.build_manifest.path));
+            (manifest.build_manifest.text.clone(), path.parent().map(Path::to_owned).unwrap_or_default())
+        }
+        (None, None) => bail!("no release before `{version}` under `{}`: pass `--from <manifest>`", releases_dir.display()),
+    };
+    let mut file: ManifestFile = toml::from_str(&base_text).context("parsing the base manifest")?;
+
+    let out = std::path::absolute(out.unwrap_or_else(|| PathBuf::from(format!("manifests/{version}.toml"))))?;
+    let out_dir = out.parent().context("--out has no parent directory")?.to_owned();
+    fs_err::create_dir_all(&out_dir)?;
+    let start = match &latest {
+        Some((_, manifest)) => {
+            let end = manifest.window.end.as_deref().context("the latest release has an open-ended window")?;
+            next_day(end).context("the latest release's window end is not a date")?
+        }
+        None => file.window.start.clone().unwrap_or_else(|| format!("{y:04}-{m:02}-01")),
+    };
+    let end = month_end(y, m);
+    if start > end {
+        bail!("the latest release already covers `{month}` (its window ends the day before `{start}`)");
+    }
+    file.version = version.clone();
+    file.window.start = Some(start);
+    file.window.end = Some(end);
+    file.output_dir = PathBuf::from(format!("../build/{version}"));
+    file.releases_dir = Some(PathBuf::from(crate::engine::relative_path(&out_dir, &releases_dir)));
+    for s in &mut file.sources {
+        s.url = rebase_url(&s.url, &base_dir, &out_dir);
+    }
+    for spec in sources {
+        let Some((name, url)) = spec.split_once('=') else { bail!("--source: expected `NAME=URL`, got `{spec}`") };
+        let url = if url.contains("://") { url.to_owned() } else { rebase_url(url, &std::env::current_dir()?, &out_dir) };
+        match file.sources.iter_mut().find(|s| s.name == name) {
+            Some(s) => {
+                s.url = url;
+                s.sha256 = None;
+            }
+            None => file.sources.push(SourceFile { name: name.to_owned(), url, sha256: None }),
+        }
+    }
+
+    let text = toml::to_string_pretty(&file)?;
+    durable::write(&out, text.as_bytes())?;
+    if !no_pin {
+        // Fetch once (downloads resume and are reused by the build) and pin every sha256.
+        let plan = RunPlan::load(&out, None)?;
+        let engine = Engine::new(plan, printer, false)?;
+        let reports = engine.run_until(StageName::Fetch)?;
+        let pins = &reports[0].record.summary["sources"];
+        for s in &mut file.sources {
+            let sha = pins.as_array().into_iter().flatten().find(|p| p["name"] == s.name.as_str()).and_then(|p| p["sha256"].as_str());
+            s.sha256 = sha.map(str::to_owned);
+        }
+        durable::write(&out, toml::to_string_pretty(&file)?.as_bytes())?;
+    }
+    let window = format!("{} … {}", file.window.start.as_deref().unwrap_or(""), file.window.end.as_deref().unwrap_or(""));
+    printer.out(format!("{}: release `{version}`, contest dates {window}, {} source(s)", out.display(), file.sources.len()));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(parse_month("2025-04"), Some((2025, 4)));
+        assert_eq!(parse_month("2025-4"), None);
+        assert_eq!(parse_month("2025-13"), None);
+        assert_eq!(month_end(2024, 2), "2024-02-29");
+        assert_eq!(month_end(2025, 2), "2025-02-28");
+        assert_eq!(month_end(1900, 2), "1900-02-28");
+        assert_eq!(next_day("2025-03-31").unwrap(), "2025-04-01");
+        assert_eq!(next_day("2024-12-31").unwrap(), "2025-01-01");
+        assert_eq!(next_day("2024-02-28").unwrap(), "2024-02-29");
+    }
+}

@@ -4,21 +4,14 @@
 use std::process::ExitCode;
 
 use crate::cli::{BuildArgs, MergeArgs, StageArgs};
-use crate::engine::Engine;
+use crate::engine::{Engine, PlanOverrides};
 use crate::engine::stage::StageName;
-use crate::manifest::RunPlan;
 use coreb_base::printer::Printer;
 
 /// Run `coreb build`.
 pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let BuildArgs { manifest, until, jobs, show_plan, json, output_dir, publish_dir } = args;
-    let mut plan = RunPlan::load(&manifest, jobs)?;
-    if let Some(dir) = output_dir {
-        plan.output_dir = std::path::absolute(dir)?;
-    }
-    if let Some(dir) = publish_dir {
-        plan.publish_dir = std::path::absolute(dir)?;
-    }
+    let plan = PlanOverrides { output_dir, publish_dir }.load(&manifest, jobs)?;
     let printer = Printer::new(json);
     if show_plan {
         printer.out(serde_json::to_string_pretty(&plan)?);
@@ -36,10 +29,7 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
 /// Run one stage command (with `--shard i/N`: one shard process of it).
 pub fn stage(stage: StageName, args: StageArgs) -> anyhow::Result<ExitCode> {
     let StageArgs { manifest, jobs, json, output_dir, shard } = args;
-    let mut plan = RunPlan::load(&manifest, jobs)?;
-    if let Some(dir) = output_dir {
-        plan.output_dir = std::path::absolute(dir)?;
-    }
+    let plan = PlanOverrides { output_dir, publish_dir: None }.load(&manifest, jobs)?;
     let printer = Printer::new(json);
     let engine = Engine::new(plan, printer, false)?.with_shard(shard);
     let reports = engine.run_until(stage)?;
@@ -63,10 +53,7 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     if dedup_tasks.is_some() {
         anyhow::bail!("`--dedup-tasks` is for `coreb merge corpus`");
     }
-    let mut plan = RunPlan::load(&manifest, jobs)?;
-    if let Some(dir) = output_dir {
-        plan.output_dir = std::path::absolute(dir)?;
-    }
+    let plan = PlanOverrides { output_dir, publish_dir: None }.load(&manifest, jobs)?;
     let printer = Printer::new(json);
     let engine = Engine::new(plan, printer, false)?.merging(stage);
     let reports = engine.run_until(stage)?;

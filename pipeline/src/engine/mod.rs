@@ -23,10 +23,12 @@ mod filter;
 mod ingest;
 pub mod llm;
 mod qrels;
+mod overrides;
 mod release;
 pub mod shard;
 pub mod stage;
 
+pub use overrides::PlanOverrides;
 pub use release::{ReleaseManifest, relative_path};
 
 use std::path::PathBuf;

@@ -41,6 +41,8 @@ pub struct Limits {
     pub stack_mb: u64,
 }
 
+/// The sandbox's defaults, for a caller that sets no limits of its own. coreb's judge does
+/// not use them: it decides every limit per language in `stages::execute::toolchain`.
 impl Default for Limits {
     fn default() -> Self {
         Limits {

@@ -4,8 +4,8 @@
 use std::process::ExitCode;
 
 use crate::cli::{BuildArgs, MergeArgs, StageArgs};
-use crate::engine::{Engine, PlanOverrides};
 use crate::engine::stage::StageName;
+use crate::engine::{Engine, PlanOverrides};
 use coreb_base::printer::Printer;
 
 /// Run `coreb build`.

@@ -233,21 +233,8 @@ pub struct ExecuteConfig {
 impl Default for ExecuteConfig {
     fn default() -> Self {
         ExecuteConfig {
-            limits: Limits::default(),
-            // Generous: the first Go build of a run on Go >= 1.20 compiles the standard library
-            // into the shared cache.
-            compile_limits: Limits {
-                cpu_time_ms: 60_000,
-                wall_time_ms: 120_000,
-                memory_mb: 2048,
-                address_space_mb: None,
-                processes: 256,
-                open_files: 1024,
-                output_bytes: 1 << 20,
-                file_size_bytes: 256 << 20,
-                tmp_size_mb: 512,
-                stack_mb: 64,
-            },
+            limits: toolchain::test_limits(),
+            compile_limits: toolchain::compile_limits(),
             work_dir: None,
             skip_private_after_public_failure: false,
             reuse: BTreeSet::new(),

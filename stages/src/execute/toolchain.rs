@@ -90,6 +90,57 @@ pub struct LanguageConfig {
     pub time_multiplier: Option<f64>,
 }
 
+/// The judge's limits, decided here and nowhere else (the sandbox only enforces what it is
+/// given): the test-run limits every language starts from (`[stages.execute.limits]` by
+/// default), the compile-step limits (`[stages.execute.compile_limits]` by default), and in
+/// [`language_limits`] what each language changes of them before a manifest's
+/// `[stages.execute.<language>.limits]` / `compile_limits` do. Time limits are further
+/// scaled per language by [`default_time_multiplier`].
+pub fn test_limits() -> Limits {
+    Limits {
+        cpu_time_ms: 4_000,
+        wall_time_ms: 10_000,
+        memory_mb: 512,
+        address_space_mb: None,
+        processes: 32,
+        open_files: 64,
+        output_bytes: 16 << 20,
+        file_size_bytes: 16 << 20,
+        tmp_size_mb: 64,
+        stack_mb: 256,
+    }
+}
+
+/// The limits of a compile step (see [`test_limits`]). Generous: the first Go build of a run
+/// on Go >= 1.20 compiles the standard library into the shared cache.
+pub fn compile_limits() -> Limits {
+    Limits {
+        cpu_time_ms: 60_000,
+        wall_time_ms: 120_000,
+        memory_mb: 2048,
+        address_space_mb: None,
+        processes: 256,
+        open_files: 1024,
+        output_bytes: 1 << 20,
+        file_size_bytes: 256 << 20,
+        tmp_size_mb: 512,
+        stack_mb: 64,
+    }
+}
+
+/// What `language` changes of [`test_limits`] and [`compile_limits`]: (test runs, compile
+/// step). The JVM needs more memory, threads and files than a native program; the Go runtime
+/// more memory and threads; Ruby's runtime starts threads.
+pub fn language_limits(language: Language) -> (LimitsPatch, LimitsPatch) {
+    let run = match language {
+        Language::Java => LimitsPatch { memory_mb: Some(1536), processes: Some(128), open_files: Some(256), ..LimitsPatch::default() },
+        Language::Go => LimitsPatch { memory_mb: Some(1024), processes: Some(64), ..LimitsPatch::default() },
+        Language::Ruby => LimitsPatch { processes: Some(64), ..LimitsPatch::default() },
+        Language::Python | Language::Cpp => LimitsPatch::default(),
+    };
+    (run, LimitsPatch::default())
+}
+
 /// The default time-limit multiplier of a language: 1 for C++ and Go, 2 for Java (JVM start
 /// and JIT warm-up), 3 for Python and Ruby (interpreters), so that a correct solution in a
 /// slower language is not a false time-limit failure — CoREB uses verdicts as relevance, and
@@ -143,12 +194,11 @@ impl LanguageConfig {
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
-        // Language defaults: (source, compile, run, extra env, limits, compile limits).
-        let (source, compile, run, lang_limits, lang_compile) = match language {
-            Language::Python => ("main.py", argv(&["python3", "-m", "py_compile", "{src}"]), argv(&["python3", "{src}"]), LimitsPatch::default(), LimitsPatch::default()),
-            Language::Cpp => {
-                ("main.cpp", argv(&["g++", "-std=c++17", "-O2", "-pipe", "-o", "{dir}/main", "{src}"]), argv(&["{dir}/main"]), LimitsPatch::default(), LimitsPatch::default())
-            }
+        // Language defaults: (source, compile, run); limits: [`language_limits`].
+        let (lang_limits, lang_compile) = language_limits(language);
+        let (source, compile, run) = match language {
+            Language::Python => ("main.py", argv(&["python3", "-m", "py_compile", "{src}"]), argv(&["python3", "{src}"])),
+            Language::Cpp => ("main.cpp", argv(&["g++", "-std=c++17", "-O2", "-pipe", "-o", "{dir}/main", "{src}"]), argv(&["{dir}/main"])),
             Language::Java => (
                 "{main_class}.java",
                 argv(&["javac", "-encoding", "UTF-8", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-d", "{dir}", "{src}"]),
@@ -168,19 +218,9 @@ impl LanguageConfig {
                     "{dir}",
                     "{main_class}",
                 ]),
-                LimitsPatch { memory_mb: Some(1536), processes: Some(128), open_files: Some(256), ..LimitsPatch::default() },
-                LimitsPatch::default(),
             ),
-            Language::Go => (
-                "main.go",
-                argv(&["go", "build", "-o", "{dir}/main", "{src}"]),
-                argv(&["{dir}/main"]),
-                LimitsPatch { memory_mb: Some(1024), processes: Some(64), ..LimitsPatch::default() },
-                LimitsPatch::default(),
-            ),
-            Language::Ruby => {
-                ("main.rb", argv(&["ruby", "-c", "{src}"]), argv(&["ruby", "{src}"]), LimitsPatch { processes: Some(64), ..LimitsPatch::default() }, LimitsPatch::default())
-            }
+            Language::Go => ("main.go", argv(&["go", "build", "-o", "{dir}/main", "{src}"]), argv(&["{dir}/main"])),
+            Language::Ruby => ("main.rb", argv(&["ruby", "-c", "{src}"]), argv(&["ruby", "{src}"])),
         };
         if language == Language::Go {
             for (k, v) in [("GOCACHE", CACHE_DIR), ("GOPATH", "/tmp/gopath"), ("CGO_ENABLED", "0"), ("GO111MODULE", "off")] {

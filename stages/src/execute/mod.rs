@@ -352,20 +352,34 @@ pub fn verdict_of(outcome: &Outcome, test: &TestCase, limits: &Limits) -> Verdic
     if matches { Verdict::Passed } else { Verdict::WrongAnswer }
 }
 
-/// Judge one solution against `tests` (each with its index in the problem's test list, which
-/// its result carries): assemble its program ([`Harness`]), compile once, run each test (in
-/// parallel on the current rayon pool).
-#[allow(clippy::too_many_arguments)]
-pub fn judge_solution(
-    config: &ExecuteConfig,
-    sandbox: &Sandbox,
-    solution: &Solution,
-    harness: &Harness,
-    tests: &[(u32, &TestCase)],
-    gate: Option<u32>,
-    work_root: &Path,
-    slot: usize,
-) -> Result<(SolutionResult, Cost), ExecuteError> {
+/// What the judge is given for one solution.
+#[derive(Debug, Clone, Copy)]
+pub struct Submission<'a> {
+    /// The solution.
+    pub solution: &'a Solution,
+    /// How its program is assembled ([`Harness`]).
+    pub harness: &'a Harness,
+    /// The tests to run, each with its index in the problem's test list (which its result
+    /// carries).
+    pub tests: &'a [(u32, &'a TestCase)],
+    /// With `skip_private_after_public_failure`: the index of the first private test.
+    pub gate: Option<u32>,
+}
+
+/// Where and how one solution is judged: its toolchain, the sandbox, its own directory and
+/// the language's shared compile cache.
+#[derive(Debug, Clone, Copy)]
+struct Workspace<'a> {
+    toolchain: &'a Toolchain,
+    sandbox: &'a Sandbox,
+    dir: &'a Path,
+    cache: Option<&'a Path>,
+}
+
+/// Judge one submission: assemble its program ([`Harness`]), compile once, run each test (in
+/// parallel on the current rayon pool), in the directory `s<slot>` of `work_root`.
+pub fn judge_solution(config: &ExecuteConfig, sandbox: &Sandbox, submission: &Submission<'_>, work_root: &Path, slot: usize) -> Result<(SolutionResult, Cost), ExecuteError> {
+    let solution = submission.solution;
     let toolchain = config.toolchain(solution.language);
     let dir = work_root.join(format!("s{slot:06}"));
     let io_err = |path: &Path| {
@@ -384,7 +398,7 @@ pub fn judge_solution(
     } else {
         None
     };
-    let result = judge_in(&toolchain, sandbox, solution, harness, tests, gate, &dir, cache);
+    let result = judge_in(&Workspace { toolchain: &toolchain, sandbox, dir: &dir, cache: cache.as_deref() }, submission);
     // The directory is the judge's again after the compile (see `Sandbox::run`).
     std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
     result
@@ -429,17 +443,8 @@ fn all_tests(tests: &[(u32, &TestCase)], verdict: Verdict) -> Vec<TestResult> {
 
 /// Compile `src_inside` in the sandbox: the compiler's message when it failed (the
 /// solution's `compile_error`), and the CPU milliseconds it took.
-#[allow(clippy::too_many_arguments)]
-fn compile(
-    toolchain: &Toolchain,
-    sandbox: &Sandbox,
-    solution: &Solution,
-    src_inside: &str,
-    main_class: &str,
-    env: &[(String, String)],
-    dir: &Path,
-    cache: Option<&Path>,
-) -> Result<(Option<String>, u64), ExecuteError> {
+fn compile(ws: &Workspace<'_>, solution: &Solution, src_inside: &str, main_class: &str, env: &[(String, String)]) -> Result<(Option<String>, u64), ExecuteError> {
+    let Workspace { toolchain, sandbox, dir, cache } = *ws;
     let limits = &toolchain.compile_limits;
     let program = Program {
         argv: toolchain.compile.iter().map(|a| fill(a, src_inside, main_class, limits.memory_mb)).collect(),
@@ -460,17 +465,9 @@ fn compile(
     Ok((Some(message), outcome.cpu_ms))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn judge_in(
-    toolchain: &Toolchain,
-    sandbox: &Sandbox,
-    solution: &Solution,
-    harness: &Harness,
-    tests: &[(u32, &TestCase)],
-    gate: Option<u32>,
-    dir: &Path,
-    cache: Option<PathBuf>,
-) -> Result<(SolutionResult, Cost), ExecuteError> {
+fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(SolutionResult, Cost), ExecuteError> {
+    let Workspace { toolchain, sandbox, dir, .. } = *ws;
+    let Submission { solution, harness, tests, gate } = *submission;
     let JudgedProgram { source_name, code, main_class } = program_of(toolchain, solution, harness);
     let fast = toolchain.fast_start.filter(|f| f.allows(&code));
     let src_inside = format!("{BOX_DIR}/{source_name}");
@@ -501,7 +498,7 @@ fn judge_in(
     let env: Vec<(String, String)> = toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
 
     if !toolchain.compile.is_empty() {
-        let (failure, compile_ms) = compile(toolchain, sandbox, solution, &src_inside, &main_class, &env, dir, cache.as_deref())?;
+        let (failure, compile_ms) = compile(ws, solution, &src_inside, &main_class, &env)?;
         cpu_ms += compile_ms;
         if let Some(message) = failure {
             return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, Cost { cpu_ms, fast_start: false }));
@@ -694,7 +691,7 @@ impl<R: recheck::RecheckSource + ?Sized> WindowJudge<'_, R> {
         let done = self.pool.install(|| {
             work.par_iter()
                 .map(|(slot, harness, tests, gate)| {
-                    let result = judge_solution(self.config, self.sandbox, &self.solutions[*slot], harness, tests, *gate, self.root, *slot);
+                    let result = judge_solution(self.config, self.sandbox, &Submission { solution: &self.solutions[*slot], harness, tests, gate: *gate }, self.root, *slot);
                     (self.progress)();
                     (*slot, result)
                 })

@@ -28,7 +28,7 @@ use rayon::prelude::*;
 use coreb_sandbox::Sandbox;
 
 use super::driver::Harness;
-use super::{ExecuteConfig, ExecuteError, judge_solution};
+use super::{ExecuteConfig, ExecuteError, Submission, judge_solution};
 use coreb_data::problem::{ProblemId, TestCase};
 use coreb_data::rewritten::{Reference, TestOrigin};
 use coreb_data::solution::{Language, Solution, SolutionId};
@@ -247,7 +247,7 @@ pub fn recheck(config: &ExecuteConfig, sandbox: &Sandbox, problems: &[(&RecheckP
             let verdicts = |which: &str, code: &str, harness: &Harness, tests: &[&TestCase], slot: usize| -> Result<Vec<Verdict>, ExecuteError> {
                 let solution = as_solution(&p.problem_id, which, &reference.model, code);
                 let indexed: Vec<(u32, &TestCase)> = tests.iter().enumerate().map(|(i, t)| (i as u32, *t)).collect();
-                let (result, _cost) = judge_solution(config, sandbox, &solution, harness, &indexed, None, work_root, slot)?;
+                let (result, _cost) = judge_solution(config, sandbox, &Submission { solution: &solution, harness, tests: &indexed, gate: None }, work_root, slot)?;
                 Ok(result.tests.iter().map(|t| t.verdict).collect())
             };
             let original_tests: Vec<&TestCase> = p.original_tests.iter().collect();

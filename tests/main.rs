@@ -22,6 +22,8 @@
 //!   (issue #35) the near-duplicate decision split into task processes, its Slurm recipe on the
 //!   single-node Slurm, `kill -9` of band tasks.
 //! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
+//! - `layout` (issue #33): the README's crate table and architecture picture against `cargo
+//!   metadata`.
 //! - `leaderboard`: `coreb eval --record` and `coreb leaderboard`: three releases, three retrievers, the
 //!   site driven in headless Chromium from `file://` against the results store and `--json`.
 //! - `fidelity` (issue #12): the committed sample's code documents have no comments; its card,
@@ -48,6 +50,7 @@ mod eval_protocol;
 mod execute;
 mod fetch;
 mod fidelity;
+mod layout;
 mod ingest;
 mod leaderboard;
 mod live;

@@ -1,0 +1,84 @@
+//! The README's architecture picture and crate table against `cargo metadata` (issue #33): every
+//! workspace crate in the table with its path and the coreb crates it depends on, and in the
+//! picture on a layer above every crate it depends on (no arrow runs back up).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::support::root;
+
+/// Each workspace crate: its path relative to the root (`pipeline/`, `crates/coreb-data`) and
+/// the coreb crates it depends on (normal dependencies).
+fn workspace() -> BTreeMap<String, (String, BTreeSet<String>)> {
+    let out = std::process::Command::new(env!("CARGO")).args(["metadata", "--no-deps", "--format-version", "1", "--offline"]).current_dir(root()).output().unwrap();
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let root = root();
+    meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let dir = std::path::Path::new(p["manifest_path"].as_str().unwrap()).parent().unwrap().to_owned();
+            let rel = dir.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+            let deps = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["kind"].is_null() && d["name"].as_str().unwrap().starts_with("coreb"))
+                .map(|d| d["name"].as_str().unwrap().to_owned())
+                .collect();
+            (p["name"].as_str().unwrap().to_owned(), (rel, deps))
+        })
+        .collect()
+}
+
+fn layout_section(readme: &str) -> &str {
+    let start = readme.find("\n## Layout").expect("README has a `## Layout` section");
+    let rest = &readme[start + 1..];
+    &rest[..rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3)]
+}
+
+#[test]
+fn the_readme_crate_table_and_picture_match_cargo_metadata() {
+    let crates = workspace();
+    let readme = fs_err::read_to_string(root().join("README.md")).unwrap();
+    let section = layout_section(&readme);
+
+    // The table: | `name` (`path`) | owns | deps, or "all below", or — |
+    let mut table = BTreeMap::new();
+    for line in section.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let name = cells[0].split('`').nth(1).unwrap().to_owned();
+        let path = cells[0].split('`').nth(3).unwrap().trim_end_matches('/').to_owned();
+        let deps: BTreeSet<String> = match cells[2] {
+            "—" => BTreeSet::new(),
+            "all below" => crates.keys().filter(|k| **k != name).cloned().collect(),
+            list => list.split(',').map(|d| d.trim().to_owned()).collect(),
+        };
+        table.insert(name, (path, deps));
+    }
+    assert_eq!(table.keys().collect::<Vec<_>>(), crates.keys().collect::<Vec<_>>(), "the README's crate table lists other crates than the workspace");
+    for (name, (path, deps)) in &crates {
+        let (readme_path, readme_deps) = &table[name];
+        assert_eq!(readme_path, path, "README: the path of `{name}`");
+        assert_eq!(readme_deps, deps, "README: the coreb crates `{name}` depends on");
+    }
+
+    // The picture: a `text` block, one layer a line from the top, crates joined by ` · `,
+    // `↓` lines between layers.
+    let picture = section.split("```text\n").nth(1).expect("a ```text picture in `## Layout`").split("```").next().unwrap();
+    let mut layer_of = BTreeMap::new();
+    for (layer, line) in picture.lines().map(str::trim).filter(|l| !l.is_empty() && *l != "↓").enumerate() {
+        let names = line.split("  ").next().unwrap();
+        for name in names.split(" · ").map(str::trim) {
+            assert!(crates.contains_key(name), "the picture names `{name}`, which is not a workspace crate");
+            assert!(layer_of.insert(name.to_owned(), layer).is_none(), "`{name}` stands twice in the picture");
+        }
+    }
+    assert_eq!(layer_of.len(), crates.len(), "the picture leaves out a crate: {layer_of:?}");
+    for (name, (_, deps)) in &crates {
+        for dep in deps {
+            assert!(layer_of[dep] > layer_of[name], "`{name}` depends on `{dep}`, which the picture does not draw below it");
+        }
+    }
+}

@@ -678,44 +678,46 @@ pub struct CorpusArgs {
     pub task: Option<ShardSpec>,
 }
 
-/// The stages whose shard processes `coreb merge` combines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// What `coreb merge` combines: the parts of `coreb corpus --shard i/N`, or of a build stage
+/// that runs as shard processes (`coreb generate --shard i/N` …, [`StageName::shardable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MergeStage {
     /// `coreb corpus --shard i/N`.
     Corpus,
-    /// `coreb rewrite --shard i/N`.
-    Rewrite,
-    /// `coreb distract --shard i/N`.
-    Distract,
-    /// `coreb abbreviate --shard i/N`.
-    Abbreviate,
-    /// `coreb generate --shard i/N`.
-    Generate,
-    /// `coreb execute --shard i/N`.
-    Execute,
-    /// `coreb queries --shard i/N`.
-    Queries,
+    /// `coreb <stage> --shard i/N`.
+    Build(StageName),
 }
 
 impl MergeStage {
+    /// Parse `corpus` or the name of a shardable stage.
+    pub fn parse(s: &str) -> Result<MergeStage, String> {
+        if s == "corpus" {
+            return Ok(MergeStage::Corpus);
+        }
+        match StageName::ALL.into_iter().find(|stage| stage.as_str() == s) {
+            Some(stage) if stage.shardable() => Ok(MergeStage::Build(stage)),
+            _ => {
+                let names: Vec<&str> = std::iter::once("corpus").chain(StageName::ALL.into_iter().filter(|st| st.shardable()).map(StageName::as_str)).collect();
+                Err(format!("`{s}` has no shard processes to merge; one of: {}", names.join(", ")))
+            }
+        }
+    }
+
     /// The build stage, for all but `corpus`.
     pub fn build_stage(self) -> Option<StageName> {
-        Some(match self {
-            MergeStage::Corpus => return None,
-            MergeStage::Rewrite => StageName::Rewrite,
-            MergeStage::Distract => StageName::Distract,
-            MergeStage::Abbreviate => StageName::Abbreviate,
-            MergeStage::Generate => StageName::Generate,
-            MergeStage::Execute => StageName::Execute,
-            MergeStage::Queries => StageName::Queries,
-        })
+        match self {
+            MergeStage::Corpus => None,
+            MergeStage::Build(stage) => Some(stage),
+        }
     }
 }
 
 /// Arguments of `coreb merge`.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// The stage whose parts to combine.
+    /// The stage whose parts to combine: `corpus`, or a stage that runs as shard processes
+    /// (`rewrite`, `distract`, `abbreviate`, `generate`, `execute`, `queries`).
+    #[arg(value_parser = MergeStage::parse)]
     pub stage: MergeStage,
     /// The manifest the shard processes ran.
     pub manifest: PathBuf,

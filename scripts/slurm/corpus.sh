@@ -9,7 +9,7 @@
 #   merge     one job: `coreb merge corpus M` (curates with the clusters' verdicts).
 # N (shard processes) and T (band tasks, at most the manifest's `[dedup] bands`) are
 # independent of each other and of `[output] shards`; the output is the one-process output.
-# The manifest's `[output] dir` must be on storage every node shares (see the README).
+# The manifest's `[output] dir` must be on storage every node shares (see docs/corpora.md).
 # COREB is the binary (default: `coreb` on PATH). COREB_SLURM_WAIT=1 submits the merge job
 # with `sbatch --wait`, so the script returns when the corpus is written.
 #

@@ -4,7 +4,7 @@
 # For each sharded stage, in pipeline order, an array job `--array=0-(N-1)` (task id = shard)
 # that depends on the previous one (afterok), then the merge job (`coreb build`) after the last.
 # Every path (manifest, output_dir, response store, prompts) must be on storage all nodes
-# share; see the README, "Shard processes on a scheduler".
+# share; see docs/scale-out.md.
 #
 # COREB_OUTPUT_DIR / COREB_PUBLISH_DIR override the manifest's directories; COREB is the
 # binary (default: `coreb` on PATH). COREB_SLURM_WAIT=1 submits the merge job with

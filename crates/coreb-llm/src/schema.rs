@@ -14,7 +14,7 @@
 //! `minLength`/`maxLength` (in characters), and the annotations `title`/`description`.
 //! A schema file using any other keyword is refused when it is loaded, naming the keyword
 //! and where it is, so no rule is ever silently left unchecked. (The `jsonschema` crate would
-//! check everything, at ~55 more crates to build; see the README.)
+//! check everything, at ~55 more crates to build; see docs/building.md.)
 
 use std::path::Path;
 

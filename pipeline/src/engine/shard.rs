@@ -207,7 +207,7 @@ pub fn complete_parts(parts_dir: &Path, plan: &str, what: &str, rerun: impl Fn(u
 
 /// An exclusive `flock` on a file, held until dropped. Processes of one build on a shared
 /// file system take it around their writes to the artifact store (`flock` works across NFS
-/// v4 and Lustre/GPFS mounted with locking; see the README on shared storage).
+/// v4 and Lustre/GPFS mounted with locking; see docs/scale-out.md, "Shared storage").
 #[derive(Debug)]
 pub struct Lock {
     _file: std::fs::File,

@@ -21,7 +21,7 @@
 //! a string can only send a program to the plain command, never away from it.
 //!
 //! Measured on this repository's machine (bare processes, a program printing one number):
-//! Python 13 → 9 ms, Ruby 80 → 20 ms (README, "How long does a month take", "Faster starts").
+//! Python 13 → 9 ms, Ruby 80 → 20 ms (docs/building.md, "How long does a month take", "Faster starts").
 
 use serde::Serialize;
 

@@ -12,8 +12,11 @@
 //! - [`gates`]: the bounds a release's baseline numbers must meet before it is published.
 //! - [`check`]: `coreb check`, a release's validity checks (polars analytics over its Parquet
 //!   configs, BEIR folders scored by the evaluator).
-//! - [`leaderboard`]: the results store's records, its analytics and the static site;
-//!   [`results`]: its Parquet table.
+//! - [`leaderboard`]: the results store's records, its files ([`leaderboard::store`]), its
+//!   analytics and the static site; [`results`]: its Parquet table.
+//! - [`run`]: the evaluation loop of `coreb eval` (datasets, retrievers, rerankers, prompts,
+//!   gates, reports, recording).
+//! - [`compare`]: two systems compared on the same release (`coreb compare`).
 //!
 //! Measures come from the evaluator crate, [`coreb_trec`]. Does NOT build releases; the
 //! stages that write a release are `coreb-stages`'.
@@ -22,6 +25,7 @@
 pub mod beir;
 pub mod bm25;
 pub mod check;
+pub mod compare;
 pub mod dense;
 pub mod embed;
 pub mod gates;
@@ -30,6 +34,7 @@ pub mod listwise;
 pub mod prompts;
 pub mod report;
 pub mod results;
+pub mod run;
 pub mod significance;
 
 use beir::Dataset;

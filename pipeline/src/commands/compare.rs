@@ -1,177 +1,22 @@
 //! `coreb compare A B`: two systems on the same release, per task and subtask, on one
-//! measure: means, the paired difference B − A with its bootstrap interval, the Wilcoxon
-//! signed-rank p-value and the paired randomisation p-value (see
-//! [`coreb_eval::significance`]). A and B are results files of `coreb eval` (which keep
-//! every query's measures) or TREC run files evaluated on `--release`.
+//! measure; the comparison is [`coreb_eval::compare`]'s.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context as _, bail};
-use coreb_eval::beir;
-use coreb_eval::report::{self, GroupComparisons, QueryScores, measure};
-use coreb_eval::significance::{BootstrapConfig, PairedComparison, RANDOMIZATION_ROUNDS};
-use coreb_trec::Run;
-use coreb_trec::coreb::{AtK, CorebConfig, evaluate};
-use serde::{Deserialize, Serialize};
+use coreb_base::printer::Printer;
+use coreb_eval::compare::{CompareOptions, to_markdown};
 
 use crate::cli::CompareArgs;
-use coreb_base::printer::Printer;
-
-#[derive(Deserialize)]
-struct ResultsFile {
-    retriever: String,
-    ks: Vec<usize>,
-    tasks: Vec<ResultsTask>,
-}
-
-#[derive(Deserialize)]
-struct ResultsTask {
-    task: String,
-    #[serde(default)]
-    queries: Option<Vec<QueryScores>>,
-}
-
-/// One side: its label and per task the queries' values of the compared measure (as a
-/// one-cut-off `AtK`).
-struct Side {
-    label: String,
-    tasks: BTreeMap<String, Vec<QueryScores>>,
-}
-
-/// One task's comparison.
-#[derive(Debug, Serialize)]
-pub struct TaskComparison {
-    /// The task.
-    pub task: String,
-    /// All its queries.
-    pub overall: PairedComparison,
-    /// Per subtask.
-    pub by_subtask: BTreeMap<String, PairedComparison>,
-}
-
-/// The whole comparison.
-#[derive(Debug, Serialize)]
-pub struct Comparison {
-    /// `ndcg@10` …
-    pub metric: String,
-    /// System A.
-    pub a: String,
-    /// System B.
-    pub b: String,
-    /// Bootstrap settings of the intervals.
-    pub bootstrap: BootstrapConfig,
-    /// Rounds of the randomisation test.
-    pub randomization_rounds: usize,
-    /// Per task, in name order.
-    pub tasks: Vec<TaskComparison>,
-}
-
-fn parse_metric(metric: &str) -> anyhow::Result<(String, usize)> {
-    let bad = || anyhow::anyhow!("`--metric`: expected `<measure>@<k>` with measure ndcg, map, recall, p, mrr or r_cap, got `{metric}`");
-    let (name, k) = metric.split_once('@').ok_or_else(bad)?;
-    let name = name.to_ascii_lowercase();
-    let k: usize = k.parse().map_err(|_| bad())?;
-    measure(&AtK::default(), &name).ok_or_else(bad)?;
-    Ok((name, k))
-}
-
-/// Keep only the value at cut-off index `i` of measure `name`, as nDCG of a one-k `AtK`.
-fn pick(q: &QueryScores, name: &str, i: usize) -> QueryScores {
-    let v = measure(&q.at_k, name).and_then(|v| v.get(i).copied()).unwrap_or(0.0);
-    QueryScores { at_k: AtK { ndcg: vec![v], ..AtK::default() }, ..q.clone() }
-}
-
-fn load(path: &Path, release: Option<&Path>, name: &str, k: usize) -> anyhow::Result<Side> {
-    let text = fs_err::read_to_string(path)?;
-    if text.trim_start().starts_with('{') {
-        let file: ResultsFile = serde_json::from_str(&text).with_context(|| format!("`{}`: not a results file of `coreb eval`", path.display()))?;
-        let Some(i) = file.ks.iter().position(|x| *x == k) else {
-            bail!("`{}`: evaluated at k = {:?}, not {k}", path.display(), file.ks);
-        };
-        let mut tasks = BTreeMap::new();
-        for t in file.tasks {
-            let Some(queries) = t.queries else {
-                bail!("`{}`: task `{}` has no per-query measures (written by an older coreb); evaluate again", path.display(), t.task);
-            };
-            tasks.insert(t.task, queries.iter().map(|q| pick(q, name, i)).collect());
-        }
-        return Ok(Side { label: file.retriever, tasks });
-    }
-    let Some(release) = release else {
-        bail!("`{}` is a run file: `--release` names the release it is evaluated on", path.display());
-    };
-    let run = Run::parse_owned(text, path).with_context(|| format!("reading run `{}`", path.display()))?;
-    let mut tasks = BTreeMap::new();
-    for dir in super::eval::dataset_dirs(release)? {
-        let data = beir::read_dir(&dir, "test").with_context(|| format!("reading BEIR folder `{}`", dir.display()))?;
-        let cfg = CorebConfig::for_qrels(&data.qrels, vec![k]);
-        // As `coreb eval --run` scores it: a code query's own document is not ranked.
-        let (run, _) = super::eval::drop_own_documents(&data, &run);
-        let results = evaluate(&data.qrels, &run, &cfg);
-        let task = report::task_report(&data, &results, &cfg.ks, cfg.level);
-        tasks.insert(data.name.clone(), task.queries.iter().map(|q| pick(q, name, 0)).collect());
-    }
-    Ok(Side { label: format!("run:{}", path.display()), tasks })
-}
 
 /// Run `coreb compare`.
 pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let CompareArgs { a, b, release, metric, resamples, seed, json } = args;
     let printer = Printer::new(json);
-    let (name, k) = parse_metric(&metric)?;
-    let side_a = load(&a, release.as_deref(), &name, k)?;
-    let side_b = load(&b, release.as_deref(), &name, k)?;
-    if side_a.tasks.keys().ne(side_b.tasks.keys()) {
-        bail!("A has tasks {:?} and B {:?}: not results on the same release", side_a.tasks.keys().collect::<Vec<_>>(), side_b.tasks.keys().collect::<Vec<_>>());
-    }
-    let bootstrap = BootstrapConfig { resamples, seed, ..BootstrapConfig::default() };
-    let mut tasks = Vec::new();
-    for (task, qa) in &side_a.tasks {
-        let qb = &side_b.tasks[task];
-        let GroupComparisons { mut overall, by_subtask } =
-            report::compare_queries(qa, qb, "ndcg", 1, &bootstrap).map_err(|e| anyhow::anyhow!("task `{task}`: {e}: not results on the same release"))?;
-        tasks.push(TaskComparison { task: task.clone(), overall: overall.remove(0), by_subtask: by_subtask.into_iter().map(|(s, mut v)| (s, v.remove(0))).collect() });
-    }
-    let comparison = Comparison { metric: format!("{name}@{k}"), a: side_a.label, b: side_b.label, bootstrap, randomization_rounds: RANDOMIZATION_ROUNDS, tasks };
+    let comparison = coreb_eval::compare::compare(&CompareOptions { a, b, release, metric, resamples, seed })?;
     if json {
         printer.out(serde_json::to_string_pretty(&comparison)?);
     } else {
         printer.out(to_markdown(&comparison).trim_end());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn to_markdown(c: &Comparison) -> String {
-    let mut out = format!(
-        "# {}: B − A\n\nA = `{}`, B = `{}`. Paired over queries: the mean difference with its {:.0} % percentile bootstrap interval ({} resamples, seed {}), the Wilcoxon signed-rank p-value (two-sided, zero differences dropped) and the sign-flip randomisation p-value ({} rounds).\n\n",
-        c.metric,
-        c.a,
-        c.b,
-        c.bootstrap.confidence * 100.0,
-        c.bootstrap.resamples,
-        c.bootstrap.seed,
-        c.randomization_rounds
-    );
-    out.push_str("| task | group | queries | A | B | Δ | 95 % CI | Wilcoxon p | randomisation p |\n|---|---|---:|---:|---:|---:|---|---:|---:|\n");
-    let p = |p: Option<f64>| p.map_or_else(|| "–".to_owned(), |p| if p < 1e-4 { format!("{p:.1e}") } else { format!("{p:.4}") });
-    for t in &c.tasks {
-        for (group, r) in std::iter::once(("all", &t.overall)).chain(t.by_subtask.iter().map(|(g, r)| (g.as_str(), r))) {
-            let ci = r.ci.map_or_else(|| "–".to_owned(), |ci| format!("[{:+.4}, {:+.4}]", ci.low, ci.high));
-            let _ = writeln!(
-                out,
-                "| {} | {group} | {} | {:.4} | {:.4} | {:+.4} | {ci} | {} | {} |",
-                t.task,
-                r.queries,
-                r.mean_a,
-                r.mean_b,
-                r.difference,
-                p(r.wilcoxon_p),
-                p(r.randomization_p)
-            );
-        }
-    }
-    out
 }

@@ -6,7 +6,6 @@ pub mod check;
 pub mod compare;
 pub mod corpus;
 pub mod eval;
-pub mod eval_setup;
 pub mod export;
 pub mod judge;
 pub mod leaderboard;

@@ -22,12 +22,16 @@
 //! - a model's average is the mean of its task means over every task of the store, and is
 //!   absent when any task mean is; rows are ranked by average (absent last), then by name.
 //!
-//! Does NOT read files: the command reads the releases' MANIFESTs and audits and lists the
-//! store's files; [`frames`] scans those files.
+//! - [`store`]: the results store on disk (`coreb eval --record` writes it), the releases'
+//!   MANIFESTs and the audit reports read beside it.
+//!
+//! Only [`store`] reads and writes files: it reads the releases' MANIFESTs and audits and lists
+//! the store's files; [`frames`] scans those files.
 
 pub mod frames;
 pub mod record;
 pub mod site;
+pub mod store;
 
 use std::collections::{BTreeMap, BTreeSet};
 

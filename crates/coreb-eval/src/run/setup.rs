@@ -1,25 +1,24 @@
-//! The services `coreb eval` runs: the embeddings client with its prompts ([`DenseSetup`])
-//! and the reranker ([`Reranker`]: pointwise through the embeddings/rerank client, listwise
-//! through the LLM gateway and its response store). Keys are read here, at the edge, from
-//! the variables the flags name, and go only to the base URL they belong to.
+//! The services the evaluation loop runs: the embeddings client with its prompts
+//! ([`DenseSetup`]) and the reranker ([`Reranker`]: pointwise through the embeddings/rerank
+//! client, listwise through the LLM gateway and its response store). Keys are read here from
+//! the variables the options name, and go only to the base URL they belong to.
 
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
-use coreb_eval::beir::Dataset;
-use coreb_eval::dense::{Pointwise, task_prompts};
-use coreb_eval::embed::{EmbedClient, EmbedConfig};
-use coreb_eval::listwise::{self, ListwiseConfig, ListwiseStats};
-use coreb_eval::prompts::{Preset, Presets, PromptOverrides, PromptsUsed, TaskPrompts};
-use coreb_eval::report::RerankInfo;
+use coreb_base::printer::Printer;
 use coreb_http::RetryConfig;
 use coreb_llm::prompt::Prompt;
 use coreb_llm::{Gateway, LlmConfig, ResponseStore, SamplingParams, StoreMode};
 use coreb_trec::Run;
 
-use crate::cli::{EvalArgs, RerankApi};
-use crate::manifest::RunPlan;
-use coreb_base::printer::Printer;
+use super::{EvalOptions, ManifestSettings, RerankApi};
+use crate::beir::Dataset;
+use crate::dense::{Pointwise, task_prompts};
+use crate::embed::{EmbedClient, EmbedConfig};
+use crate::listwise::{self, ListwiseConfig, ListwiseStats};
+use crate::prompts::{Preset, Presets, PromptOverrides, PromptsUsed, TaskPrompts};
+use crate::report::RerankInfo;
 
 /// The key in `var`, if set and not empty (`''` names no variable: no key).
 fn key_from(var: &str) -> Option<String> {
@@ -39,9 +38,9 @@ pub struct PromptChoice {
 }
 
 impl PromptChoice {
-    /// Resolve from the flags and the manifest.
-    pub fn resolve(args: &EvalArgs, manifest: Option<&RunPlan>) -> anyhow::Result<PromptChoice> {
-        let file: Option<PathBuf> = args.prompts.clone().or_else(|| manifest.and_then(|m| m.eval.prompts_file.clone()));
+    /// Resolve from the options and the manifest's `[eval]`.
+    pub fn resolve(args: &EvalOptions, manifest: Option<&ManifestSettings>) -> anyhow::Result<PromptChoice> {
+        let file: Option<PathBuf> = args.prompts.clone().or_else(|| manifest.and_then(|m| m.prompts_file.clone()));
         let presets = match &file {
             Some(path) => {
                 let text = fs_err::read_to_string(path)?;
@@ -49,7 +48,7 @@ impl PromptChoice {
             }
             None => Presets::builtin(),
         };
-        let mut overrides = manifest.map(|m| m.eval.prompts.clone()).unwrap_or_default();
+        let mut overrides = manifest.map(|m| m.prompts.clone()).unwrap_or_default();
         overrides.preset = args.prompt_preset.clone().or(overrides.preset);
         overrides.query = args.query_prompt.clone().or(overrides.query);
         overrides.document = args.doc_prompt.clone().or(overrides.document);
@@ -67,10 +66,11 @@ pub struct DenseSetup {
 }
 
 /// The retry policy of the flags (the gateway's, with `--max-attempts`).
-fn retry(args: &EvalArgs) -> RetryConfig {
+fn retry(args: &EvalOptions) -> RetryConfig {
     RetryConfig { max_attempts: args.client.max_attempts.max(1), ..RetryConfig::default() }
 }
 
+/// `url` without its trailing `/`, if http(s); else an error naming `flag`.
 fn check_url(url: &str, flag: &str) -> anyhow::Result<String> {
     let url = url.trim_end_matches('/');
     if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -79,7 +79,8 @@ fn check_url(url: &str, flag: &str) -> anyhow::Result<String> {
     Ok(url.to_owned())
 }
 
-fn embed_client(args: &EvalArgs, base_url: &str, key_var: &str, cache: Option<PathBuf>) -> anyhow::Result<EmbedClient> {
+/// The embeddings/rerank client of the options at `base_url`, with the key in `key_var`.
+fn embed_client(args: &EvalOptions, base_url: &str, key_var: &str, cache: Option<PathBuf>) -> anyhow::Result<EmbedClient> {
     if args.batch_size == 0 || args.client.concurrency == 0 || args.client.max_attempts == 0 {
         bail!("`--batch-size`, `--concurrency` and `--max-attempts` must be at least 1");
     }
@@ -100,7 +101,7 @@ fn embed_client(args: &EvalArgs, base_url: &str, key_var: &str, cache: Option<Pa
 
 impl DenseSetup {
     /// The client for `model` at `--base-url`, its preset and overrides.
-    pub fn new(model: &str, args: &EvalArgs, prompts: PromptChoice) -> anyhow::Result<DenseSetup> {
+    pub fn new(model: &str, args: &EvalOptions, prompts: PromptChoice) -> anyhow::Result<DenseSetup> {
         let base_url = check_url(&args.base_url, "--base-url")?;
         let cache = if args.no_cache { None } else { Some(args.cache.clone().unwrap_or_else(|| PathBuf::from(".coreb-cache/embeddings"))) };
         let client = embed_client(args, &base_url, &args.client.api_key_env, cache)?;
@@ -119,7 +120,7 @@ impl DenseSetup {
         let bar = printer.progress(Some((data.corpus.len() + data.queries.len()) as u64), "embed", false);
         let tick = |n: u64| bar.inc(n);
         let run = runtime
-            .block_on(coreb_eval::dense::dense_run(&self.client, &self.model, data, &prompts, depth, &tick))
+            .block_on(crate::dense::dense_run(&self.client, &self.model, data, &prompts, depth, &tick))
             .with_context(|| format!("dense retrieval with `{}` on `{}`", self.model, data.name))?;
         bar.finish_and_clear();
         let s = &self.client.stats;
@@ -165,7 +166,7 @@ pub enum Reranker {
 
 impl Reranker {
     /// The reranker the flags ask for, if any.
-    pub fn new(args: &EvalArgs) -> anyhow::Result<Option<Reranker>> {
+    pub fn new(args: &EvalOptions) -> anyhow::Result<Option<Reranker>> {
         let Some(model) = &args.rerank else { return Ok(None) };
         if args.rerank_depth == 0 {
             bail!("`--rerank-depth`: must be at least 1");
@@ -225,7 +226,7 @@ impl Reranker {
                 let bar = printer.progress(Some(data.queries.len() as u64), "rerank", false);
                 let tick = |n: u64| bar.inc(n);
                 let run = runtime
-                    .block_on(coreb_eval::dense::rerank_run(client, *api, model, data, first, *depth, &tick))
+                    .block_on(crate::dense::rerank_run(client, *api, model, data, first, *depth, &tick))
                     .with_context(|| format!("reranking with `{model}` on `{}`", data.name))?;
                 bar.finish_and_clear();
                 Ok(run)

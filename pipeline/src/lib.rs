@@ -11,7 +11,6 @@ pub mod cli;
 pub mod commands;
 pub mod corpus_manifest;
 pub mod engine;
-pub mod jsonl;
 pub mod manifest;
 pub mod ops;
 

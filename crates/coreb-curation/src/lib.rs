@@ -34,6 +34,10 @@
 //! steps 2–5). [`spool`] is the file format between scan and curate, the one file this module
 //! reads; otherwise it reads and writes nothing: the runner streams the sources and writes
 //! the records. Does NOT call an embedding endpoint itself.
+//!
+//! [`audit`] holds the contamination audits of `coreb audit` (overlap of a corpus with a
+//! release, how far the rewrites moved, a model's pass@1 on originals against rewrites);
+//! [`jsonl`] reads JSONL input row by row for them and the corpus runner.
 
 #![deny(missing_docs)]
 
@@ -45,8 +49,10 @@ use xxhash_rust::xxh3::{xxh3_64_with_seed, xxh3_128};
 use coreb_data::releases::ReleaseDoc;
 use stages::dedup::normalise;
 
+pub mod audit;
 pub mod curate;
 pub mod duplicates;
+pub mod jsonl;
 pub mod scan;
 pub mod spool;
 pub mod table;

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::problem::{Platform, ProblemId, TestCase};
+use crate::problem::{Platform, Problem, ProblemId, TestCase};
 
 /// A problem after the counterfactual rewrite.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,5 +86,25 @@ impl TestOrigin {
     /// Was the test changed (by the model or the bijection), so that it needs re-checking?
     pub fn rewritten(self) -> bool {
         matches!(self, TestOrigin::Model | TestOrigin::Bijection)
+    }
+}
+
+/// A rewritten problem as a `Problem` row, so `execute` can judge against its tests.
+pub fn as_problem(r: &RewrittenProblem) -> Problem {
+    let question_id = r.id.as_str().strip_prefix("lcb_").unwrap_or(r.id.as_str()).to_owned();
+    Problem {
+        id: r.id.clone(),
+        question_title: r.title.clone(),
+        question_content: r.statement.clone(),
+        platform: r.platform,
+        question_id,
+        contest_id: String::new(),
+        contest_date: r.contest_date.clone(),
+        starter_code: r.starter_code.clone(),
+        difficulty: r.difficulty.clone(),
+        public_tests: r.public_tests.clone(),
+        private_tests: r.private_tests.clone(),
+        func_name: r.func_name.clone(),
+        metadata: r.func_name.as_ref().map_or_else(|| "{}".to_owned(), |f| serde_json::json!({ "func_name": f }).to_string()),
     }
 }

@@ -243,25 +243,7 @@ fn announce_rejections(engine: &Engine, stage: StageName, rejected: &[Rejection]
     }
 }
 
-/// A rewritten problem as a `Problem` row, so `execute` can judge against its tests.
-pub fn as_problem(r: &RewrittenProblem) -> Problem {
-    let question_id = r.id.as_str().strip_prefix("lcb_").unwrap_or(r.id.as_str()).to_owned();
-    Problem {
-        id: r.id.clone(),
-        question_title: r.title.clone(),
-        question_content: r.statement.clone(),
-        platform: r.platform,
-        question_id,
-        contest_id: String::new(),
-        contest_date: r.contest_date.clone(),
-        starter_code: r.starter_code.clone(),
-        difficulty: r.difficulty.clone(),
-        public_tests: r.public_tests.clone(),
-        private_tests: r.private_tests.clone(),
-        func_name: r.func_name.clone(),
-        metadata: r.func_name.as_ref().map_or_else(|| "{}".to_owned(), |f| serde_json::json!({ "func_name": f }).to_string()),
-    }
-}
+pub use coreb_data::rewritten::as_problem;
 
 pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<StageReport> {
     let stage = StageName::Rewrite;

@@ -6,6 +6,9 @@
 //! [`StageWriter`](crate::artifacts::StageWriter). The runners are the only place where stages
 //! meet files.
 //!
+//! [`release_build`] finds the build a published release was made from again, for the
+//! audits of `coreb audit`.
+//!
 //! [`corpus`] is the runner of the corpus curation (`coreb corpus`): the same shard parts and
 //! markers, stage functions of the `stages` crate, but its own manifest and output, so not a
 //! stage of this loop (its module doc says why).
@@ -25,6 +28,7 @@ pub mod llm;
 mod overrides;
 mod qrels;
 mod release;
+pub mod release_build;
 pub mod shard;
 pub mod stage;
 

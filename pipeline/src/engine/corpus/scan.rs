@@ -15,8 +15,8 @@ use stages::fetch::{FetchConfig, Location, Source, fetch_source};
 use super::output::spool_path;
 use crate::corpus_manifest::{CorpusManifestFile, SourceFormat, SourceSpec};
 use crate::engine::shard::ShardSpec;
-use crate::jsonl::for_each_json;
 use coreb_base::printer::Printer;
+use coreb_curation::jsonl::for_each_json;
 
 /// The local file (or BEIR folder) of every source, in manifest order: `url` sources are
 /// downloaded into `cache` with the fetch stage, and a `sha256` pin is checked either way.

@@ -2,15 +2,31 @@
 //! release's documents. Does NOT look at the build or run anything.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use coreb_curation::ReleaseIndex;
 use coreb_data::releases::{release_docs, release_name};
 use serde::Serialize;
 
-use crate::cli::OverlapArgs;
+use crate::ReleaseIndex;
 use crate::jsonl::for_each_json;
+
+/// What the overlap audit checks, and how.
+#[derive(Debug, Clone)]
+pub struct OverlapOptions {
+    /// The corpus: `.jsonl` or `.parquet`.
+    pub corpus: PathBuf,
+    /// Fields (columns) to check.
+    pub fields: Vec<String>,
+    /// The id field (`None`: the row number).
+    pub id_field: Option<String>,
+    /// Words per n-gram (at least 1).
+    pub ngram: usize,
+    /// Fraction of an item's n-grams found in one release document that flags it, in (0, 1].
+    pub min_overlap: f64,
+    /// Worst offenders listed.
+    pub top: usize,
+}
 
 /// One flagged field of a corpus item.
 #[derive(Debug, Clone, Serialize)]
@@ -56,8 +72,9 @@ pub struct OverlapReport {
     pub worst: Vec<OverlapHit>,
 }
 
-pub(super) fn overlap(release: &Path, a: &OverlapArgs) -> anyhow::Result<OverlapReport> {
-    let OverlapArgs { corpus, fields, id_field, ngram, min_overlap, top } = a;
+/// Audit `options.corpus` against the documents of `release`.
+pub fn overlap(release: &Path, options: &OverlapOptions) -> anyhow::Result<OverlapReport> {
+    let OverlapOptions { corpus, fields, id_field, ngram, min_overlap, top } = options;
     if *ngram == 0 || !(*min_overlap > 0.0 && *min_overlap <= 1.0) {
         bail!("`--ngram` must be at least 1 and `--min-overlap` in (0, 1]");
     }
@@ -152,7 +169,8 @@ pub(super) fn overlap(release: &Path, a: &OverlapArgs) -> anyhow::Result<Overlap
     })
 }
 
-pub(super) fn markdown(r: &OverlapReport) -> String {
+/// The report in Markdown.
+pub fn markdown(r: &OverlapReport) -> String {
     let mut md = format!(
         "# Overlap audit: `{}` against `{}`\n\n{} items; {} exact hash hits; {} more with ≥ {:.0}% of their {}-grams in one release document.\n\n## Worst offenders\n\n| item | field | kind | release doc | overlap | n-grams |\n|---|---|---|---|---:|---:|\n",
         r.corpus,

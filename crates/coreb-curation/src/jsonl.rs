@@ -1,5 +1,5 @@
 //! JSONL input read as JSON objects, row by row, with errors naming file and line. Shared by
-//! `coreb corpus` and `coreb audit overlap` (so neither command imports the other).
+//! the corpus runner of `coreb corpus` and the overlap audit ([`crate::audit::overlap`]).
 
 use std::io::BufRead as _;
 use std::path::Path;

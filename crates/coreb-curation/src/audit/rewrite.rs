@@ -9,16 +9,24 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::bail;
-use coreb_curation::{ngram_hashes, words};
+use coreb_base::printer::Printer;
 use coreb_data::problem::Problem;
+use coreb_data::releases::release_name;
 use coreb_data::rewritten::{RewrittenProblem, TestOrigin};
 use coreb_data::tables::ProblemReader;
 use serde::Serialize;
 
-use super::{BuildLookup, month};
-use crate::cli::RewriteArgs;
-use coreb_base::printer::Printer;
-use coreb_data::releases::release_name;
+use super::{ReleaseBuild, month};
+use crate::{ngram_hashes, words};
+
+/// What the rewrite audit measures.
+#[derive(Debug, Clone)]
+pub struct RewriteOptions {
+    /// Words per n-gram (at least 1).
+    pub ngram: usize,
+    /// Also audit how the tests were carried over, from the build's rewrite artifact.
+    pub tests: bool,
+}
 
 /// How one problem's tests were carried over.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -151,14 +159,16 @@ fn set_jaccard(a: &BTreeSet<u64>, b: &BTreeSet<u64>) -> f64 {
     if union == 0 { 1.0 } else { inter as f64 / union as f64 }
 }
 
-pub(super) fn rewrite(release: &Path, a: &RewriteArgs, printer: &Printer) -> anyhow::Result<RewriteReport> {
-    let RewriteArgs { ngram, tests, build_dir } = a;
+/// Audit the rewrites of `release`; with `options.tests`, the build `open_build` finds (called
+/// only then) gives the rewritten tests.
+pub fn rewrite<B: ReleaseBuild>(release: &Path, options: &RewriteOptions, open_build: impl FnOnce() -> anyhow::Result<B>, printer: &Printer) -> anyhow::Result<RewriteReport> {
+    let RewriteOptions { ngram, tests } = options;
     if *ngram == 0 {
         bail!("`--ngram` must be at least 1");
     }
-    let rewritten: Option<BTreeMap<String, RewrittenProblem>> = if *tests || build_dir.is_some() {
-        let lookup = BuildLookup::open(release, build_dir.as_deref())?;
-        printer.status(format!("reading rewritten tests from `{}`", lookup.build_dir.join("artifacts/rewrite").display()));
+    let rewritten: Option<BTreeMap<String, RewrittenProblem>> = if *tests {
+        let lookup = open_build()?;
+        printer.status(format!("reading rewritten tests from `{}`", lookup.build_dir().join("artifacts/rewrite").display()));
         Some(lookup.rewritten()?.into_iter().map(|r| (r.id.as_str().to_owned(), r)).collect())
     } else {
         None
@@ -227,7 +237,8 @@ pub(super) fn rewrite(release: &Path, a: &RewriteArgs, printer: &Printer) -> any
     })
 }
 
-pub(super) fn markdown(r: &RewriteReport) -> String {
+/// The report in Markdown.
+pub fn markdown(r: &RewriteReport) -> String {
     let tests_line = match &r.tests_kept {
         TestsKept::NotAudited(why) => format!("Tests kept: {why}."),
         TestsKept::Audited(a) => {

@@ -18,11 +18,13 @@
 //! nor judge whether the rewritten tests are right (the rewrite audit and the build do).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use coreb_base::printer::Printer;
 use coreb_data::problem::Problem;
-use coreb_data::rewritten::{RewrittenProblem, TestOrigin};
+use coreb_data::releases::release_name;
+use coreb_data::rewritten::{RewrittenProblem, TestOrigin, as_problem};
 use coreb_data::solution::{Language, SolutionId};
 use coreb_http::RetryConfig;
 use coreb_llm::gateway::api_key_from_env;
@@ -34,12 +36,42 @@ use serde::Serialize;
 use stages::execute::ExecuteOutput;
 use stages::generate::{GenerateConfig, GenerateOutput, generate};
 
-use super::{BuildLookup, month};
-use crate::cli::{ClientArgs, ModelAuditArgs};
-use crate::engine::llm::as_problem;
-use crate::manifest::{check_release_sandbox, lexical_join};
-use coreb_base::printer::Printer;
-use coreb_data::releases::release_name;
+use super::{ReleaseBuild, month};
+
+/// What the model audit asks, of which endpoint, and how.
+#[derive(Debug, Clone)]
+pub struct ModelOptions {
+    /// Base URL of the OpenAI-compatible chat-completions endpoint, with `/v1`.
+    pub endpoint: String,
+    /// The model to audit, as the endpoint names it.
+    pub model: String,
+    /// The language solutions are written in.
+    pub language: Language,
+    /// Samples per problem and version (at least 1).
+    pub samples: u32,
+    /// Sampling temperature (0–2).
+    pub temperature: f64,
+    /// Most tokens per answer.
+    pub max_tokens: u32,
+    /// Seed sent with sample 0 (sample `s` gets `seed + s`).
+    pub seed: u64,
+    /// Prompt templates (`None`: the build's, [`ReleaseBuild::prompts_dir`]).
+    pub prompts_dir: Option<PathBuf>,
+    /// Worker threads for execution (`None`: all cores).
+    pub jobs: Option<usize>,
+    /// Environment variable holding the API key (`""`: the endpoint needs none).
+    pub api_key_env: String,
+    /// Requests in flight at once (at least 1).
+    pub concurrency: usize,
+    /// Attempts per request, the first included (at least 1).
+    pub max_attempts: u32,
+    /// Whole-request timeout in seconds.
+    pub timeout_secs: f64,
+    /// The response store of chat answers.
+    pub store: PathBuf,
+    /// Serve answers from the store only (a missing answer is an error).
+    pub replay: bool,
+}
 
 /// pass@1 of one problem in one version.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -151,7 +183,7 @@ fn as_original(p: &Problem) -> RewrittenProblem {
 
 /// Every release problem with its rewrite, in id order; a problem without one is an error
 /// (the artifact belongs to another build).
-fn pair(originals: Vec<Problem>, rewritten: Vec<RewrittenProblem>, lookup: &BuildLookup) -> anyhow::Result<Vec<(Problem, RewrittenProblem)>> {
+fn pair(originals: Vec<Problem>, rewritten: Vec<RewrittenProblem>, build_dir: &Path) -> anyhow::Result<Vec<(Problem, RewrittenProblem)>> {
     let mut by_id: BTreeMap<String, RewrittenProblem> = rewritten.into_iter().map(|r| (r.id.as_str().to_owned(), r)).collect();
     let mut pairs = Vec::new();
     let mut missing = Vec::new();
@@ -164,7 +196,7 @@ fn pair(originals: Vec<Problem>, rewritten: Vec<RewrittenProblem>, lookup: &Buil
     if !missing.is_empty() {
         bail!(
             "the rewrite artifact in `{}` lacks {} problems of the release ({}): it was not built from this release's manifest",
-            lookup.build_dir.join("artifacts/rewrite").display(),
+            build_dir.join("artifacts/rewrite").display(),
             missing.len(),
             missing.join(", ")
         );
@@ -211,13 +243,13 @@ fn tally(
     sides
 }
 
-/// The LLM settings of the audit, validated, from the flags.
-fn llm_config(args: &ModelAuditArgs) -> anyhow::Result<LlmConfig> {
+/// The LLM settings of the audit, validated, from the options.
+fn llm_config(args: &ModelOptions) -> anyhow::Result<LlmConfig> {
     let endpoint = args.endpoint.trim_end_matches('/');
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
         bail!("`--endpoint`: not an http(s) URL: `{}`", args.endpoint);
     }
-    if args.client.concurrency == 0 || args.client.max_attempts == 0 || args.samples == 0 {
+    if args.concurrency == 0 || args.max_attempts == 0 || args.samples == 0 {
         bail!("`--concurrency`, `--max-attempts` and `--samples` must be at least 1");
     }
     if !(0.0..=2.0).contains(&args.temperature) {
@@ -225,32 +257,31 @@ fn llm_config(args: &ModelAuditArgs) -> anyhow::Result<LlmConfig> {
     }
     let config = LlmConfig {
         base_url: endpoint.to_owned(),
-        api_key_env: args.client.api_key_env.clone(),
-        mode: if args.client.replay { StoreMode::Replay } else { StoreMode::Live },
+        api_key_env: args.api_key_env.clone(),
+        mode: if args.replay { StoreMode::Replay } else { StoreMode::Live },
         model: args.model.clone(),
         sampling: SamplingParams { temperature: args.temperature, top_p: 1.0, max_tokens: args.max_tokens, seed: Some(args.seed) },
-        concurrency: args.client.concurrency,
-        timeout_secs: args.client.timeout_secs,
-        retry: RetryConfig { max_attempts: args.client.max_attempts, ..RetryConfig::default() },
+        concurrency: args.concurrency,
+        timeout_secs: args.timeout_secs,
+        retry: RetryConfig { max_attempts: args.max_attempts, ..RetryConfig::default() },
         ..LlmConfig::default()
     };
     config.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(config)
 }
 
-pub(super) fn model(release: &Path, args: ModelAuditArgs, printer: &Printer) -> anyhow::Result<ModelReport> {
-    let config = llm_config(&args)?;
-    let ModelAuditArgs { endpoint: _, model, client, language, samples, temperature: _, max_tokens: _, seed: _, build_dir, prompts_dir, jobs, trust_release_sandbox } = args;
-    let ClientArgs { store, concurrency, .. } = client;
-    let language = crate::commands::judge::language(language);
-    let lookup = BuildLookup::open(release, build_dir.as_deref())?;
-    check_release_sandbox(&lookup.manifest.build_manifest.text, &release.join("MANIFEST.json"), trust_release_sandbox)?;
+/// Audit `release` with the model `options` names: the options are checked first, then the
+/// build `open_build` finds gives the rewritten problems, the prompts and the judge's settings.
+pub fn model<B: ReleaseBuild>(release: &Path, options: ModelOptions, open_build: impl FnOnce() -> anyhow::Result<B>, printer: &Printer) -> anyhow::Result<ModelReport> {
+    let config = llm_config(&options)?;
+    let ModelOptions { model, language, samples, prompts_dir, jobs, store, concurrency, .. } = options;
+    let lookup = open_build()?;
     let originals = coreb_data::tables::ProblemReader::read_all(&release.join("problems.parquet"))?;
-    let pairs = pair(originals, lookup.rewritten()?, &lookup)?;
-    let prompts_dir = prompts_dir.unwrap_or_else(|| lexical_join(&lookup.manifest_dir, lookup.build.prompts_dir.as_deref().unwrap_or(Path::new("../prompts"))));
+    let pairs = pair(originals, lookup.rewritten()?, lookup.build_dir())?;
+    let prompts_dir = prompts_dir.unwrap_or_else(|| lookup.prompts_dir());
     let prompts = Prompts::load(&prompts_dir).with_context(|| format!("loading prompts from `{}` (or pass `--prompts-dir`)", prompts_dir.display()))?;
 
-    let built_with = lookup.manifest.stages.get("generate").and_then(|g| g["prompts"]["generate"].as_str());
+    let built_with = lookup.generate_prompt_sha256();
     if built_with.is_some_and(|sha| sha != prompts.generate.sha256) {
         printer.status(format!("note: the `generate` prompt in `{}` differs from the one the release was built with", prompts_dir.display()));
     }
@@ -285,7 +316,7 @@ pub(super) fn model(release: &Path, args: ModelAuditArgs, printer: &Printer) -> 
         gen_original.rejected.len() + gen_rewritten.rejected.len()
     ));
 
-    let execute = &lookup.build.stages.execute;
+    let execute = lookup.execute();
     let sandbox = Sandbox::new(execute.sandbox.clone()).context("setting up the sandbox")?;
     stages::execute::toolchain_versions(execute, &sandbox, &[language]).context("checking the toolchain")?;
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
@@ -339,7 +370,8 @@ fn rate(x: Option<f64>) -> String {
     x.map_or_else(|| "–".to_owned(), |x| format!("{x:.3}"))
 }
 
-pub(super) fn markdown(r: &ModelReport) -> String {
+/// The report in Markdown.
+pub fn markdown(r: &ModelReport) -> String {
     let mut md = format!(
         "# Model audit: `{}` on `{}`\n\n{} solutions, {} samples per problem and version, temperature {}; endpoint `{}`.\n\
          pass@1 on the original problems (original tests) against their counterfactual rewrites (rewritten tests). \

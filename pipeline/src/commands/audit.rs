@@ -1,0 +1,89 @@
+//! `coreb audit <release> <audit>`: contamination audits of a published release — `overlap
+//! <corpus>`, `rewrite` and `model`, in [`coreb_curation::audit`]. This command turns the flags
+//! into the audits' options, finds the build the release was made from
+//! ([`BuildLookup`], checking the release's sandbox settings for `model`), writes `--out` and
+//! prints the report.
+
+use std::process::ExitCode;
+
+use coreb_base::printer::Printer;
+use coreb_curation::audit::{self, Report, overlap, rewrite};
+
+/// The model audit (its report is what `coreb leaderboard` reads).
+pub(crate) use coreb_curation::audit::model;
+
+use crate::cli::{AuditArgs, AuditKind, ClientArgs, ModelAuditArgs, OverlapArgs, RewriteArgs};
+use crate::engine::release_build::BuildLookup;
+use crate::manifest::check_release_sandbox;
+
+/// Run `coreb audit`.
+pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    let AuditArgs { release, audit, out, json } = args;
+    let printer = Printer::new(json);
+    audit::check_release(&release)?;
+    let report = match audit {
+        AuditKind::Overlap(OverlapArgs { corpus, fields, id_field, ngram, min_overlap, top }) => {
+            Report::Overlap(overlap::overlap(&release, &overlap::OverlapOptions { corpus, fields, id_field, ngram, min_overlap, top })?)
+        }
+        AuditKind::Rewrite(RewriteArgs { ngram, tests, build_dir }) => {
+            let options = rewrite::RewriteOptions { ngram, tests: tests || build_dir.is_some() };
+            Report::Rewrite(rewrite::rewrite(&release, &options, || BuildLookup::open(&release, build_dir.as_deref()), &printer)?)
+        }
+        AuditKind::Model(a) => {
+            let (build_dir, trust) = (a.build_dir.clone(), a.trust_release_sandbox);
+            let open_build = || {
+                let lookup = BuildLookup::open(&release, build_dir.as_deref())?;
+                check_release_sandbox(&lookup.manifest.build_manifest.text, &release.join("MANIFEST.json"), trust)?;
+                Ok(lookup)
+            };
+            Report::Model(model::model(&release, model_options(a), open_build, &printer)?)
+        }
+    };
+    let mut code = ExitCode::SUCCESS;
+    if let Report::Model(r) = &report
+        && r.unanswered > 0
+    {
+        // The report is still written; the exit code tells scripts it is incomplete.
+        printer.status(format!(
+            "warning: {} samples got no answer from the endpoint (see `unanswered`); run again to ask for them (stored answers are not asked again)",
+            r.unanswered
+        ));
+        code = ExitCode::from(1);
+    }
+    let (value, md) = (report.to_json()?, report.markdown());
+    if let Some(dir) = out {
+        let (json_path, md_path) = audit::write(&dir, report.name(), &value, &md)?;
+        printer.status(format!("wrote `{}` and `{}`", json_path.display(), md_path.display()));
+    }
+    if json {
+        printer.json_line(&value);
+    } else {
+        printer.out(md);
+    }
+    Ok(code)
+}
+
+/// The model audit's options from its flags (`--build-dir` and `--trust-release-sandbox` are
+/// the command's: they find and check the build).
+fn model_options(a: ModelAuditArgs) -> model::ModelOptions {
+    let ModelAuditArgs { endpoint, model, language, samples, temperature, max_tokens, seed, build_dir: _, prompts_dir, jobs, trust_release_sandbox: _, client } = a;
+    let ClientArgs { api_key_env, concurrency, max_attempts, timeout_secs, store, replay } = client;
+    let language = crate::commands::judge::language(language);
+    model::ModelOptions {
+        endpoint,
+        model,
+        language,
+        samples,
+        temperature,
+        max_tokens,
+        seed,
+        prompts_dir,
+        jobs,
+        api_key_env,
+        concurrency,
+        max_attempts,
+        timeout_secs,
+        store,
+        replay,
+    }
+}

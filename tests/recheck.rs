@@ -139,7 +139,7 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
     assert_eq!(sum_prompts, 1, "only the rewrite itself is asked for a problem whose tests are all kept");
 
     // Execute: the references first, then a correct solution of each problem.
-    let problems: Vec<Problem> = out.problems.iter().map(coreb::engine::llm::as_problem).collect();
+    let problems: Vec<Problem> = out.problems.iter().map(coreb_data::rewritten::as_problem).collect();
     let recheck: Vec<RecheckProblem> = out
         .problems
         .iter()

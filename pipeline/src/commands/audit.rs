@@ -7,11 +7,10 @@
 use std::process::ExitCode;
 
 use coreb_base::printer::Printer;
+use coreb_curation::audit::model;
 use coreb_curation::audit::{self, Report, overlap, rewrite};
 
 /// The model audit (its report is what `coreb leaderboard` reads).
-pub(crate) use coreb_curation::audit::model;
-
 use crate::cli::{AuditArgs, AuditKind, ClientArgs, ModelAuditArgs, OverlapArgs, RewriteArgs};
 use crate::engine::release_build::BuildLookup;
 use crate::manifest::check_release_sandbox;

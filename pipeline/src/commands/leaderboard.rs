@@ -57,7 +57,7 @@ mod tests {
 
     #[test]
     fn an_audit_report_as_coreb_audit_writes_it_is_read() {
-        use crate::commands::audit::model::{ModelReport, WindowPass};
+        use coreb_curation::audit::model::{ModelReport, WindowPass};
         let overall = WindowPass { window: "all".into(), problems: 10, excluded: 0, pass_at_1_original: 0.6, pass_at_1_rewritten: 0.45, drop: 0.15, relative_drop: Some(0.25) };
         let report = ModelReport {
             release: "releases/v202503".into(),

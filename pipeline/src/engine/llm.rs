@@ -21,6 +21,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use coreb_data::problem::Problem;
 use coreb_data::rewritten::RewrittenProblem;
+use coreb_data::rewritten::as_problem;
 use coreb_data::tables::ProblemWriter;
 use coreb_data::tables::references::{ReferenceRow, write_references};
 use coreb_data::tables::solutions::write_solutions;
@@ -242,8 +243,6 @@ fn announce_rejections(engine: &Engine, stage: StageName, rejected: &[Rejection]
         engine.printer.status(format!("{:>10}: … and {} more (see rejections.jsonl)", stage.as_str(), rejected.len() - 5));
     }
 }
-
-pub use coreb_data::rewritten::as_problem;
 
 pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<StageReport> {
     let stage = StageName::Rewrite;

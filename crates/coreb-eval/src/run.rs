@@ -10,6 +10,7 @@
 
 mod setup;
 
+use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
@@ -28,7 +29,7 @@ use crate::significance::BootstrapConfig;
 use setup::{DenseSetup, PromptChoice, Reranker};
 
 /// How a reranker is called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RerankApi {
     /// `POST <base>/rerank`.
     Rerank,
@@ -38,20 +39,28 @@ pub enum RerankApi {
     Listwise,
 }
 
-/// How requests reach an OpenAI-compatible endpoint (`--api-key-env` … `--replay`).
-#[derive(Debug, Clone)]
+/// How requests reach an OpenAI-compatible endpoint, shared by `coreb eval` and `coreb audit
+/// … model` (each sets its own defaults of `--concurrency`, `--timeout-secs` and `--store`).
+#[derive(Debug, Clone, Args)]
 pub struct ClientOptions {
-    /// Environment variable holding the API key (`''`: the endpoint needs none).
+    /// Environment variable holding the API key, sent only to the endpoint it is for (`''`:
+    /// the endpoint needs none).
+    #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
     /// Requests in flight at once.
+    #[arg(long, default_value_t = 4)]
     pub concurrency: usize,
-    /// Attempts per request, the first included.
+    /// Attempts per request (429, 5xx, timeouts), the first included.
+    #[arg(long, default_value_t = 6)]
     pub max_attempts: u32,
     /// Whole-request timeout in seconds.
+    #[arg(long, default_value_t = 120.0)]
     pub timeout_secs: f64,
-    /// The response store of chat answers.
+    /// The response store of chat answers: kept here, so a rerun sends nothing it already has.
+    #[arg(long, default_value = ".coreb-cache/rerank-responses")]
     pub store: PathBuf,
-    /// Serve chat answers from the store only.
+    /// Serve chat answers from the store only; a missing answer is an error (offline rerun).
+    #[arg(long)]
     pub replay: bool,
 }
 
@@ -66,83 +75,127 @@ pub struct ManifestSettings {
     pub prompts: PromptOverrides,
 }
 
-/// The options of an evaluation, one per flag of `coreb eval` (see its `--help`).
-#[derive(Debug, Clone)]
+/// The options of an evaluation: the flags of `coreb eval` (parsed by the `coreb` binary).
+#[derive(Debug, Clone, Args)]
 pub struct EvalOptions {
-    /// A release directory or a BEIR folder.
+    /// A release directory or a BEIR folder (`corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`).
     pub dir: PathBuf,
     /// Built-in retriever: `bm25` or `embed:<model>`.
+    #[arg(long, default_value = "bm25")]
     pub retriever: String,
-    /// A TREC run file evaluated instead of a retriever.
+    /// Evaluate this TREC run file instead of running a retriever. A code query's own
+    /// document (`source_doc_id`) is dropped from its ranking, as CoREB scores it.
+    #[arg(long)]
     pub run: Option<PathBuf>,
-    /// Keep a code query's own document in the `run` file's ranking.
+    /// Keep a code query's own document in a `--run` ranking (it then counts as a miss).
+    #[arg(long, requires = "run")]
     pub keep_self: bool,
-    /// Cut-offs of the @k metrics.
+    /// Cut-offs for the @k metrics.
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10")]
     pub k: Vec<usize>,
-    /// Where the JSON results, the Markdown report, the plots and the runs are written.
+    /// Write JSON results, the Markdown report and plots here.
+    #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Print the results as JSON on stdout (else Markdown).
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
     pub json: bool,
     /// Documents retrieved per query.
+    #[arg(long, default_value_t = 100)]
     pub depth: usize,
-    /// Qrels split evaluated.
+    /// Qrels split to evaluate (`qrels/<split>.tsv`).
+    #[arg(long, default_value = "test")]
     pub split: String,
-    /// Base URL of the embeddings / rerank endpoint.
+    /// Base URL of the OpenAI-compatible embeddings / rerank endpoint (with `/v1`).
+    #[arg(long, default_value = "https://api.openai.com/v1")]
     pub base_url: String,
-    /// The reranker's model, if any.
+    /// Rerank the top `--rerank-depth` documents of the first stage with this model.
+    #[arg(long)]
     pub rerank: Option<String>,
-    /// How the reranker is called.
+    /// How the reranker is called: `rerank` (`POST /rerank`: Cohere, Jina, vLLM), `score`
+    /// (vLLM's `POST /score`) or `listwise` (a chat model through the LLM gateway,
+    /// RankGPT-style sliding windows).
+    #[arg(long, value_enum, default_value = "rerank")]
     pub rerank_api: RerankApi,
-    /// Documents of the first stage reranked.
+    /// How many top documents of the first stage are reranked (the CoREB paper: 128).
+    #[arg(long, default_value_t = 128)]
     pub rerank_depth: usize,
-    /// Base URL of the reranker (default: `base_url`).
+    /// Base URL of the reranker (default: `--base-url`).
+    #[arg(long)]
     pub rerank_base_url: Option<String>,
-    /// Environment variable of the reranker's key (default: the client's).
+    /// Environment variable holding the reranker's key (default: `--api-key-env`).
+    #[arg(long)]
     pub rerank_api_key_env: Option<String>,
     /// Listwise: candidates per window.
+    #[arg(long, default_value_t = 10)]
     pub window: usize,
     /// Listwise: how far each window moves up.
+    #[arg(long, default_value_t = 5)]
     pub step: usize,
-    /// Listwise: words of each passage shown (0: all).
+    /// Listwise: words of each passage shown to the model (0: all).
+    #[arg(long, default_value_t = 300)]
     pub max_words: usize,
-    /// Query template for every task.
+    /// Query template for every task (`{text}`, optional `{instruction}`; without `{text}`:
+    /// a prefix), replacing the preset's.
+    #[arg(long)]
     pub query_prompt: Option<String>,
-    /// Document template for every task.
+    /// Document template for every task, replacing the preset's.
+    #[arg(long)]
     pub doc_prompt: Option<String>,
-    /// Preset used whatever the model.
+    /// Use this preset whatever the model (`none`: raw texts).
+    #[arg(long)]
     pub prompt_preset: Option<String>,
-    /// Preset file (default: the built-in presets).
+    /// Preset file (default: the built-in `prompts/eval/presets.toml`).
+    #[arg(long)]
     pub prompts: Option<PathBuf>,
-    /// The build manifest whose `[eval]` and `[gates]` apply (read by the loader given to
-    /// [`evaluate`]).
+    /// Take `[eval]` (prompts) and `[gates]` (thresholds) from this build manifest.
+    #[arg(long)]
     pub manifest: Option<PathBuf>,
     /// Embedding cache directory (default: `.coreb-cache/embeddings`).
+    #[arg(long, conflicts_with = "no_cache")]
     pub cache: Option<PathBuf>,
     /// Do not read or write the embedding cache.
+    #[arg(long)]
     pub no_cache: bool,
     /// Texts per embeddings request.
+    #[arg(long, default_value_t = 64)]
     pub batch_size: usize,
     /// `dimensions` asked of the embeddings endpoint.
+    #[arg(long)]
     pub dimensions: Option<u32>,
-    /// Keep vectors as returned instead of L2-normalising them.
+    /// Keep vectors as returned (dot product) instead of L2-normalising them (cosine).
+    #[arg(long)]
     pub no_normalize: bool,
-    /// Bootstrap resamples of every interval (0: none).
+    /// Bootstrap resamples of every confidence interval (0: none).
+    #[arg(long, default_value_t = 1000)]
     pub resamples: usize,
-    /// Seed of the bootstrap.
+    /// Seed of the bootstrap (recorded in the results).
+    #[arg(long, default_value_t = 20_250_101)]
     pub seed: u64,
-    /// Check the release gates and fail if any fails.
+    /// Also check the release gates (thresholds of `--manifest`, else the defaults) and fail
+    /// if any gate fails.
+    #[arg(long)]
     pub gates: bool,
-    /// Record the results in the results store.
+    /// Record the results in the results store (`<releases dir>/results`, see `--results`)
+    /// for `coreb leaderboard`: one row per task, subtask, language and metric. Recording the
+    /// same run again changes nothing. The directory must be a release or one of its tasks.
+    #[arg(long)]
     pub record: bool,
-    /// The results store (default: `results/` beside the release).
+    /// The results store `--record` writes to (default: `results/` beside the release).
+    #[arg(long, requires = "record")]
     pub results: Option<PathBuf>,
-    /// The name the leaderboard shows.
+    /// The name the leaderboard shows (default: the retriever, `bm25` or `embed:<model>`;
+    /// needed with `--run`).
+    #[arg(long, requires = "record")]
     pub model_name: Option<String>,
-    /// The model's declared training cutoff, as given.
+    /// The model's declared training cutoff, `YYYY-MM-DD` or `YYYY-MM` (its last day): the
+    /// leaderboard can average only over releases whose problems all come after it.
+    #[arg(long, requires = "record")]
     pub cutoff: Option<String>,
     /// How requests reach the endpoints.
+    #[command(flatten)]
     pub client: ClientOptions,
     /// The version of the tool, recorded with the results.
+    #[arg(skip = String::from(env!("CARGO_PKG_VERSION")))]
     pub tool_version: String,
 }
 

@@ -11,7 +11,9 @@ use coreb_curation::audit::model;
 use coreb_curation::audit::{self, Report, overlap, rewrite};
 
 /// The model audit (its report is what `coreb leaderboard` reads).
-use crate::cli::{AuditArgs, AuditKind, ClientArgs, ModelAuditArgs, OverlapArgs, RewriteArgs};
+use coreb_eval::run::ClientOptions;
+
+use crate::cli::{AuditArgs, AuditKind, ModelAuditArgs, OverlapArgs, RewriteArgs};
 use crate::engine::release_build::BuildLookup;
 use crate::manifest::check_release_sandbox;
 
@@ -66,7 +68,7 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
 /// the command's: they find and check the build).
 fn model_options(a: ModelAuditArgs) -> model::ModelOptions {
     let ModelAuditArgs { endpoint, model, language, samples, temperature, max_tokens, seed, build_dir: _, prompts_dir, jobs, trust_release_sandbox: _, client } = a;
-    let ClientArgs { api_key_env, concurrency, max_attempts, timeout_secs, store, replay } = client;
+    let ClientOptions { api_key_env, concurrency, max_attempts, timeout_secs, store, replay } = client;
     let language = crate::commands::judge::language(language);
     model::ModelOptions {
         endpoint,

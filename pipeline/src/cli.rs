@@ -396,7 +396,7 @@ pub struct AuditArgs {
 pub enum AuditKind {
     /// Exact hash hits and long n-gram overlap of a text/code corpus (JSONL or Parquet)
     /// against the release, per item, worst offenders first.
-    Overlap(OverlapArgs),
+    Overlap(coreb_curation::audit::overlap::OverlapOptions),
     /// How far each rewritten statement moved from its original (n-gram overlap between the
     /// release's `full` texts and `problems.parquet` statements); with `--tests`, how the
     /// tests were carried over (from the build's rewrite artifact).
@@ -406,45 +406,20 @@ pub enum AuditKind {
     Model(ModelAuditArgs),
 }
 
-/// Arguments of `coreb audit <release> overlap`.
-#[derive(Debug, Args)]
-pub struct OverlapArgs {
-    /// The corpus: `.jsonl` or `.parquet`.
-    pub corpus: PathBuf,
-    /// Fields (columns) to check, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "text")]
-    pub fields: Vec<String>,
-    /// The id field (default: the row number).
-    #[arg(long)]
-    pub id_field: Option<String>,
-    /// Words per n-gram.
-    #[arg(long, default_value_t = 13)]
-    pub ngram: usize,
-    /// Fraction of an item's n-grams found in one release document that flags it.
-    #[arg(long, default_value_t = 0.3)]
-    pub min_overlap: f64,
-    /// Worst offenders listed.
-    #[arg(long, default_value_t = 20)]
-    pub top: usize,
-}
-
 /// Arguments of `coreb audit <release> rewrite`.
 #[derive(Debug, Args)]
 pub struct RewriteArgs {
-    /// Words per n-gram.
-    #[arg(long, default_value_t = 5)]
-    pub ngram: usize,
-    /// Also audit the tests (kept unchanged, rewritten, bijection-mapped, counts), read from
-    /// the rewrite artifact of the build the release's MANIFEST names.
-    #[arg(long)]
-    pub tests: bool,
+    /// What the audit measures.
+    #[command(flatten)]
+    pub options: coreb_curation::audit::rewrite::RewriteOptions,
     /// The build directory holding `artifacts/rewrite` (implies `--tests`; default: the
     /// `output_dir` of the build manifest embedded in the release).
     #[arg(long)]
     pub build_dir: Option<PathBuf>,
 }
 
-/// Arguments of `coreb audit <release> model`.
+/// Arguments of `coreb audit <release> model`: the audit's options, and how the command finds
+/// and checks the build the release was made from.
 #[derive(Debug, Args)]
 #[command(
     mut_arg("concurrency", |a| a.default_value("8")),
@@ -452,45 +427,17 @@ pub struct RewriteArgs {
     mut_arg("store", |a| a.default_value(".coreb-cache/audit-responses"))
 )]
 pub struct ModelAuditArgs {
-    /// Base URL of the OpenAI-compatible chat-completions endpoint, with `/v1`
-    /// (`http://127.0.0.1:8000/v1`).
-    #[arg(long)]
-    pub endpoint: String,
-    /// The model to audit, as the endpoint names it.
-    #[arg(long)]
-    pub model: String,
-    /// The language solutions are written in.
-    #[arg(long, value_enum, default_value = "python")]
-    pub language: LangArg,
-    /// Samples per problem and version (pass@1 is the unbiased estimate over them).
-    #[arg(long, default_value_t = 1)]
-    pub samples: u32,
-    /// Sampling temperature.
-    #[arg(long, default_value_t = 0.2)]
-    pub temperature: f64,
-    /// Most tokens per answer.
-    #[arg(long, default_value_t = 4096)]
-    pub max_tokens: u32,
-    /// Seed sent with sample 0 (sample `s` gets `seed + s`).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// What the audit asks, of which endpoint, and how.
+    #[command(flatten)]
+    pub options: coreb_curation::audit::model::ModelOptions,
     /// The build directory holding `artifacts/rewrite` (default: the `output_dir` of the
     /// build manifest embedded in the release).
     #[arg(long)]
     pub build_dir: Option<PathBuf>,
-    /// Prompt templates (default: the build manifest's `prompts_dir`).
-    #[arg(long)]
-    pub prompts_dir: Option<PathBuf>,
-    /// Worker threads for execution (default: all cores). Results do not depend on it.
-    #[arg(long)]
-    pub jobs: Option<usize>,
     /// Apply the sandbox settings and the compile/run commands that the release's embedded
     /// build manifest sets in `[stages.execute]` (refused by default).
     #[arg(long)]
     pub trust_release_sandbox: bool,
-    /// How requests reach the endpoint.
-    #[command(flatten)]
-    pub client: coreb_eval::run::ClientOptions,
 }
 
 /// Arguments of `coreb corpus`.

@@ -10,10 +10,7 @@ use coreb_base::printer::Printer;
 use coreb_curation::audit::model;
 use coreb_curation::audit::{self, Report, overlap, rewrite};
 
-/// The model audit (its report is what `coreb leaderboard` reads).
-use coreb_eval::run::ClientOptions;
-
-use crate::cli::{AuditArgs, AuditKind, ModelAuditArgs, OverlapArgs, RewriteArgs};
+use crate::cli::{AuditArgs, AuditKind, RewriteArgs};
 use crate::engine::release_build::BuildLookup;
 use crate::manifest::check_release_sandbox;
 
@@ -23,11 +20,9 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(json);
     audit::check_release(&release)?;
     let report = match audit {
-        AuditKind::Overlap(OverlapArgs { corpus, fields, id_field, ngram, min_overlap, top }) => {
-            Report::Overlap(overlap::overlap(&release, &overlap::OverlapOptions { corpus, fields, id_field, ngram, min_overlap, top })?)
-        }
-        AuditKind::Rewrite(RewriteArgs { ngram, tests, build_dir }) => {
-            let options = rewrite::RewriteOptions { ngram, tests: tests || build_dir.is_some() };
+        AuditKind::Overlap(options) => Report::Overlap(overlap::overlap(&release, &options)?),
+        AuditKind::Rewrite(RewriteArgs { options, build_dir }) => {
+            let options = rewrite::RewriteOptions { tests: options.tests || build_dir.is_some(), ..options };
             Report::Rewrite(rewrite::rewrite(&release, &options, || BuildLookup::open(&release, build_dir.as_deref()), &printer)?)
         }
         AuditKind::Model(a) => {
@@ -37,7 +32,7 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
                 check_release_sandbox(&lookup.manifest.build_manifest.text, &release.join("MANIFEST.json"), trust)?;
                 Ok(lookup)
             };
-            Report::Model(model::model(&release, model_options(a), open_build, &printer)?)
+            Report::Model(model::model(&release, a.options, open_build, &printer)?)
         }
     };
     let mut code = ExitCode::SUCCESS;
@@ -62,29 +57,4 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
         printer.out(md);
     }
     Ok(code)
-}
-
-/// The model audit's options from its flags (`--build-dir` and `--trust-release-sandbox` are
-/// the command's: they find and check the build).
-fn model_options(a: ModelAuditArgs) -> model::ModelOptions {
-    let ModelAuditArgs { endpoint, model, language, samples, temperature, max_tokens, seed, build_dir: _, prompts_dir, jobs, trust_release_sandbox: _, client } = a;
-    let ClientOptions { api_key_env, concurrency, max_attempts, timeout_secs, store, replay } = client;
-    let language = crate::commands::judge::language(language);
-    model::ModelOptions {
-        endpoint,
-        model,
-        language,
-        samples,
-        temperature,
-        max_tokens,
-        seed,
-        prompts_dir,
-        jobs,
-        api_key_env,
-        concurrency,
-        max_attempts,
-        timeout_secs,
-        store,
-        replay,
-    }
 }

@@ -21,11 +21,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use clap::Args;
 use coreb_base::printer::Printer;
 use coreb_data::problem::Problem;
 use coreb_data::releases::release_name;
 use coreb_data::rewritten::{RewrittenProblem, TestOrigin, as_problem};
 use coreb_data::solution::{Language, SolutionId};
+use coreb_eval::run::ClientOptions;
 use coreb_http::RetryConfig;
 use coreb_llm::gateway::api_key_from_env;
 use coreb_llm::prompt::Prompts;
@@ -38,39 +40,45 @@ use stages::generate::{GenerateConfig, GenerateOutput, generate};
 
 use super::{ReleaseBuild, month};
 
-/// What the model audit asks, of which endpoint, and how.
-#[derive(Debug, Clone)]
+/// What the model audit asks, of which endpoint, and how (the flags of `coreb audit … model`).
+#[derive(Debug, Clone, Args)]
 pub struct ModelOptions {
-    /// Base URL of the OpenAI-compatible chat-completions endpoint, with `/v1`.
+    /// Base URL of the OpenAI-compatible chat-completions endpoint, with `/v1`
+    /// (`http://127.0.0.1:8000/v1`).
+    #[arg(long)]
     pub endpoint: String,
     /// The model to audit, as the endpoint names it.
+    #[arg(long)]
     pub model: String,
     /// The language solutions are written in.
+    #[arg(long, default_value = "python", value_parser = parse_language)]
     pub language: Language,
-    /// Samples per problem and version (at least 1).
+    /// Samples per problem and version (pass@1 is the unbiased estimate over them).
+    #[arg(long, default_value_t = 1)]
     pub samples: u32,
-    /// Sampling temperature (0–2).
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 0.2)]
     pub temperature: f64,
     /// Most tokens per answer.
+    #[arg(long, default_value_t = 4096)]
     pub max_tokens: u32,
     /// Seed sent with sample 0 (sample `s` gets `seed + s`).
+    #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Prompt templates (`None`: the build's, [`ReleaseBuild::prompts_dir`]).
+    /// Prompt templates (default: the build manifest's `prompts_dir`).
+    #[arg(long)]
     pub prompts_dir: Option<PathBuf>,
-    /// Worker threads for execution (`None`: all cores).
+    /// Worker threads for execution (default: all cores). Results do not depend on it.
+    #[arg(long)]
     pub jobs: Option<usize>,
-    /// Environment variable holding the API key (`""`: the endpoint needs none).
-    pub api_key_env: String,
-    /// Requests in flight at once (at least 1).
-    pub concurrency: usize,
-    /// Attempts per request, the first included (at least 1).
-    pub max_attempts: u32,
-    /// Whole-request timeout in seconds.
-    pub timeout_secs: f64,
-    /// The response store of chat answers.
-    pub store: PathBuf,
-    /// Serve answers from the store only (a missing answer is an error).
-    pub replay: bool,
+    /// How requests reach the endpoint.
+    #[command(flatten)]
+    pub client: ClientOptions,
+}
+
+/// `--language`: a language CoREB generates solutions in.
+fn parse_language(s: &str) -> Result<Language, String> {
+    Language::parse(s).ok_or_else(|| format!("`{s}`: one of {}", Language::ALL.map(|l| l.as_str()).join(", ")))
 }
 
 /// pass@1 of one problem in one version.
@@ -249,7 +257,7 @@ fn llm_config(args: &ModelOptions) -> anyhow::Result<LlmConfig> {
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
         bail!("`--endpoint`: not an http(s) URL: `{}`", args.endpoint);
     }
-    if args.concurrency == 0 || args.max_attempts == 0 || args.samples == 0 {
+    if args.client.concurrency == 0 || args.client.max_attempts == 0 || args.samples == 0 {
         bail!("`--concurrency`, `--max-attempts` and `--samples` must be at least 1");
     }
     if !(0.0..=2.0).contains(&args.temperature) {
@@ -257,13 +265,13 @@ fn llm_config(args: &ModelOptions) -> anyhow::Result<LlmConfig> {
     }
     let config = LlmConfig {
         base_url: endpoint.to_owned(),
-        api_key_env: args.api_key_env.clone(),
-        mode: if args.replay { StoreMode::Replay } else { StoreMode::Live },
+        api_key_env: args.client.api_key_env.clone(),
+        mode: if args.client.replay { StoreMode::Replay } else { StoreMode::Live },
         model: args.model.clone(),
         sampling: SamplingParams { temperature: args.temperature, top_p: 1.0, max_tokens: args.max_tokens, seed: Some(args.seed) },
-        concurrency: args.concurrency,
-        timeout_secs: args.timeout_secs,
-        retry: RetryConfig { max_attempts: args.max_attempts, ..RetryConfig::default() },
+        concurrency: args.client.concurrency,
+        timeout_secs: args.client.timeout_secs,
+        retry: RetryConfig { max_attempts: args.client.max_attempts, ..RetryConfig::default() },
         ..LlmConfig::default()
     };
     config.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -274,7 +282,7 @@ fn llm_config(args: &ModelOptions) -> anyhow::Result<LlmConfig> {
 /// build `open_build` finds gives the rewritten problems, the prompts and the judge's settings.
 pub fn model<B: ReleaseBuild>(release: &Path, options: ModelOptions, open_build: impl FnOnce() -> anyhow::Result<B>, printer: &Printer) -> anyhow::Result<ModelReport> {
     let config = llm_config(&options)?;
-    let ModelOptions { model, language, samples, prompts_dir, jobs, store, concurrency, .. } = options;
+    let ModelOptions { model, language, samples, prompts_dir, jobs, client: ClientOptions { store, concurrency, .. }, .. } = options;
     let lookup = open_build()?;
     let originals = coreb_data::tables::ProblemReader::read_all(&release.join("problems.parquet"))?;
     let pairs = pair(originals, lookup.rewritten()?, lookup.build_dir())?;

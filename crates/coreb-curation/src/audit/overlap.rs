@@ -1,6 +1,7 @@
 //! The overlap audit: exact hash hits and long word n-gram overlap of a corpus against a
 //! release's documents. Does NOT look at the build or run anything.
 
+use clap::Args;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -11,20 +12,25 @@ use serde::Serialize;
 use crate::ReleaseIndex;
 use crate::jsonl::for_each_json;
 
-/// What the overlap audit checks, and how.
-#[derive(Debug, Clone)]
+/// What the overlap audit checks, and how (the flags of `coreb audit … overlap`).
+#[derive(Debug, Clone, Args)]
 pub struct OverlapOptions {
     /// The corpus: `.jsonl` or `.parquet`.
     pub corpus: PathBuf,
-    /// Fields (columns) to check.
+    /// Fields (columns) to check, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "text")]
     pub fields: Vec<String>,
-    /// The id field (`None`: the row number).
+    /// The id field (default: the row number).
+    #[arg(long)]
     pub id_field: Option<String>,
-    /// Words per n-gram (at least 1).
+    /// Words per n-gram.
+    #[arg(long, default_value_t = 13)]
     pub ngram: usize,
-    /// Fraction of an item's n-grams found in one release document that flags it, in (0, 1].
+    /// Fraction of an item's n-grams found in one release document that flags it.
+    #[arg(long, default_value_t = 0.3)]
     pub min_overlap: f64,
     /// Worst offenders listed.
+    #[arg(long, default_value_t = 20)]
     pub top: usize,
 }
 

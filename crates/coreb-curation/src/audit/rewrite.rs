@@ -5,6 +5,7 @@
 //! from the build's rewrite artifact. Does NOT judge whether rewritten tests are still right
 //! (the model audit and `execute` run programs against them).
 
+use clap::Args;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -19,12 +20,15 @@ use serde::Serialize;
 use super::{ReleaseBuild, month};
 use crate::{ngram_hashes, words};
 
-/// What the rewrite audit measures.
-#[derive(Debug, Clone)]
+/// What the rewrite audit measures (the flags of `coreb audit … rewrite`).
+#[derive(Debug, Clone, Args)]
 pub struct RewriteOptions {
-    /// Words per n-gram (at least 1).
+    /// Words per n-gram.
+    #[arg(long, default_value_t = 5)]
     pub ngram: usize,
-    /// Also audit how the tests were carried over, from the build's rewrite artifact.
+    /// Also audit the tests (kept unchanged, rewritten, bijection-mapped, counts), read from
+    /// the rewrite artifact of the build the release's MANIFEST names.
+    #[arg(long)]
     pub tests: bool,
 }
 

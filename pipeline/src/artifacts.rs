@@ -223,9 +223,9 @@ pub struct FileEntry {
     pub bytes: u64,
 }
 
-/// Hash every file under `dir` (relative paths with `/`), sorted.
-pub fn hash_tree(dir: &Path) -> anyhow::Result<BTreeMap<String, FileEntry>> {
-    let mut out = BTreeMap::new();
+/// Every file under `dir`, as paths relative to it joined with `/`, sorted.
+pub fn files_below(dir: &Path) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
         for entry in fs_err::read_dir(&d)? {
@@ -233,16 +233,28 @@ pub fn hash_tree(dir: &Path) -> anyhow::Result<BTreeMap<String, FileEntry>> {
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let rel = path.strip_prefix(dir).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
-                if rel == "MANIFEST.json" {
-                    continue;
-                }
-                let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
-                out.insert(rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() });
+                out.push(path.strip_prefix(dir).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"));
             }
         }
     }
+    out.sort();
     Ok(out)
+}
+
+/// Hash every file under `dir` whose relative path `keep` accepts (paths with `/`).
+pub fn hash_files(dir: &Path, keep: impl Fn(&str) -> bool) -> anyhow::Result<BTreeMap<String, FileEntry>> {
+    let mut out = BTreeMap::new();
+    for rel in files_below(dir)?.into_iter().filter(|rel| keep(rel)) {
+        let path = dir.join(&rel);
+        let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+        out.insert(rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() });
+    }
+    Ok(out)
+}
+
+/// Hash every file of a release but its `MANIFEST.json`.
+pub fn hash_tree(dir: &Path) -> anyhow::Result<BTreeMap<String, FileEntry>> {
+    hash_files(dir, |rel| rel != "MANIFEST.json")
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 
 use coreb_base::durable;
 
-use crate::artifacts::FileEntry;
+use crate::artifacts::{FileEntry, hash_files};
 
 /// One shard of `N`, as `--shard I/N` gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,27 +97,6 @@ pub fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
     Ok(marker)
 }
 
-/// Every file under `dir` but `_SUCCESS`, relative to it, sorted.
-fn files_below(dir: &Path) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in fs_err::read_dir(&d)? {
-            let path = e?.path();
-            if path.is_dir() {
-                todo.push(path);
-            } else if let Ok(rel) = path.strip_prefix(dir) {
-                let rel = rel.to_string_lossy().into_owned();
-                if rel != "_SUCCESS" {
-                    out.push(rel);
-                }
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 /// A part being written: `<parts>/.part=III-of-NNN.tmp/`, moved to `<parts>/part=III-of-NNN/`
 /// by [`PartWriter::finish`].
 #[derive(Debug)]
@@ -147,14 +126,7 @@ impl PartWriter {
     /// part into place (every file fsynced first); returns its directory.
     pub fn finish(self, marker: &PartMarker) -> anyhow::Result<PathBuf> {
         let mut marker = marker.clone();
-        marker.files = files_below(&self.tmp)?
-            .into_iter()
-            .map(|rel| {
-                let path = self.tmp.join(&rel);
-                let sha256 = coreb_base::hashing::sha256_file(&path)?;
-                Ok((rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() }))
-            })
-            .collect::<anyhow::Result<_>>()?;
+        marker.files = hash_files(&self.tmp, |rel| rel != "_SUCCESS")?;
         durable::write(&self.tmp.join("_SUCCESS"), &serde_json::to_vec_pretty(&marker)?)?;
         durable::replace_dir(&self.tmp, &self.dir)?;
         Ok(self.dir)

@@ -47,7 +47,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use coreb_data::composition::{Code2TextPositive, Code2TextShape, Composition, ConstrainedText, CrossLang, HardNegatives, QrelsConfig, Roles, SearchPositives};
 use coreb_data::problem::ProblemId;
 use coreb_data::qrels::{CodeDoc, DocId, Qrel, QrelsOutput, QrelsStats, Query, QueryId, Relevance, Task, TaskSet, TextDoc, TextKind, code_doc_id, constrained_query, text_doc_id};
-use coreb_data::solution::{Language, SolutionId};
+use coreb_data::solution::{Language, Solution};
 
 /// A search query of one problem, as the `queries` stage writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,23 +86,22 @@ impl ProblemTexts {
     }
 }
 
-/// A solution with its execution result.
+/// A solution with its execution result (its fields read through it: `judged.code`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JudgedSolution {
-    /// The solution.
-    pub id: SolutionId,
-    /// Its problem.
-    pub problem_id: ProblemId,
-    /// The model that wrote it.
-    pub model: String,
-    /// Its language.
-    pub language: Language,
-    /// Sample index (0-based).
-    pub sample: u32,
-    /// The code.
-    pub code: String,
+    /// The solution (with `execute`'s driver around a LeetCode solution's code when
+    /// `code_document = "program"`).
+    pub solution: Solution,
     /// Did it pass every test?
     pub passed: bool,
+}
+
+impl std::ops::Deref for JudgedSolution {
+    type Target = Solution;
+
+    fn deref(&self) -> &Solution {
+        &self.solution
+    }
 }
 
 /// A small deterministic generator (splitmix64): its output is part of published releases,
@@ -645,6 +644,7 @@ impl ProblemQueries<'_> {
 mod tests {
     use super::*;
     use coreb_data::composition::Profile;
+    use coreb_data::solution::SolutionId;
 
     const ANCHOR: &str = "m-a";
 
@@ -662,15 +662,9 @@ mod tests {
 
     fn sol(p: &str, model: &str, lang: Language, passed: bool) -> JudgedSolution {
         let problem_id = ProblemId::from_question_id(p);
-        JudgedSolution {
-            id: SolutionId::new(&problem_id, model, lang, 0),
-            problem_id,
-            model: model.into(),
-            language: lang,
-            sample: 0,
-            code: format!("code {p} {model} {lang}"),
-            passed,
-        }
+        let solution =
+            Solution { id: SolutionId::new(&problem_id, model, lang, 0), problem_id, model: model.into(), language: lang, sample: 0, code: format!("code {p} {model} {lang}") };
+        JudgedSolution { solution, passed }
     }
 
     fn fixture() -> (Vec<ProblemTexts>, Vec<JudgedSolution>) {

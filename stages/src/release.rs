@@ -468,7 +468,7 @@ mod tests {
     use super::*;
     use crate::qrels::{JudgedSolution, ProblemTexts, SearchQuery, qrels};
     use coreb_data::composition::{Profile, QrelsConfig, Roles};
-    use coreb_data::solution::{Language, SolutionId};
+    use coreb_data::solution::{Language, Solution, SolutionId};
 
     fn output_of(profile: Profile) -> QrelsOutput {
         let pid = ProblemId::from_question_id("1");
@@ -482,14 +482,9 @@ mod tests {
         }];
         let solutions: Vec<JudgedSolution> = [(Language::Python, true), (Language::Cpp, true), (Language::Go, false)]
             .into_iter()
-            .map(|(l, passed)| JudgedSolution {
-                id: SolutionId::new(&pid, "m", l, 0),
-                problem_id: pid.clone(),
-                model: "m".into(),
-                language: l,
-                sample: 0,
-                code: format!("code in {l}"),
-                passed,
+            .map(|(l, passed)| {
+                let solution = Solution { id: SolutionId::new(&pid, "m", l, 0), problem_id: pid.clone(), model: "m".into(), language: l, sample: 0, code: format!("code in {l}") };
+                JudgedSolution { solution, passed }
             })
             .collect();
         qrels(&QrelsConfig { profile, ..QrelsConfig::default() }, "v202503", &Roles { anchor: "m".into(), target: "m".into() }, &problems, &solutions)

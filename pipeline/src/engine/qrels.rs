@@ -97,17 +97,11 @@ pub(super) fn run(engine: &Engine, inputs: Inputs<'_>) -> anyhow::Result<StageRe
     let solutions: Vec<JudgedSolution> = read_solutions(&engine.output(inputs.generate, "solutions")?)?
         .into_iter()
         .filter(|s| problems.iter().any(|p| p.problem_id == s.problem_id))
-        .map(|s| JudgedSolution {
-            passed: passed.get(s.id.as_str()).copied().unwrap_or(false),
-            code: match drivers.get(&s.problem_id) {
-                Some(signature) => assemble(&s.code, s.language, signature),
-                None => s.code,
-            },
-            id: s.id,
-            problem_id: s.problem_id,
-            model: s.model,
-            language: s.language,
-            sample: s.sample,
+        .map(|mut s| {
+            if let Some(signature) = drivers.get(&s.problem_id) {
+                s.code = assemble(&s.code, s.language, signature);
+            }
+            JudgedSolution { passed: passed.get(s.id.as_str()).copied().unwrap_or(false), solution: s }
         })
         .collect();
     let out = qrels(config, &engine.plan.version, &roles, &problems, &solutions);

@@ -12,6 +12,7 @@
 //! or whose outputs no longer hash to what the record says (a torn or edited file) is never
 //! taken as complete, so a killed stage simply runs again.
 
+use coreb_data::releases::FileEntry;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -212,15 +213,6 @@ pub fn file_intact(path: &Path, sha256: &str, bytes: u64) -> bool {
 pub fn read_record(path: &Path) -> anyhow::Result<StageRecord> {
     let text = fs_err::read_to_string(path)?;
     serde_json::from_str(&text).with_context(|| format!("`{}`: not a stage record", path.display()))
-}
-
-/// A published file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileEntry {
-    /// sha256.
-    pub sha256: String,
-    /// Size.
-    pub bytes: u64,
 }
 
 /// Every file under `dir`, as paths relative to it joined with `/`, sorted.

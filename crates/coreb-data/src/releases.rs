@@ -1,8 +1,70 @@
-//! Published releases on disk, as several commands read them: [`find_releases`] (export,
-//! decontamination, audits) and [`release_docs`] (the documents a training corpus or a
-//! model's output is checked against).
+//! Published releases on disk: a release's `MANIFEST.json` ([`ReleaseManifest`]), and the
+//! reads several commands share: [`find_releases`] (export, decontamination, audits, the
+//! leaderboard) and [`release_docs`] (the documents a training corpus or a model's output is
+//! checked against).
 
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+use crate::problem::DateWindow;
+
+/// `MANIFEST.json` of a release: every file's sha256 and everything needed to rebuild it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseManifest {
+    /// Format tag.
+    pub format: String,
+    /// Release version.
+    pub version: String,
+    /// coreb version that built it.
+    pub tool_version: String,
+    /// Contest-date window.
+    pub window: DateWindow,
+    /// The build manifest: its path relative to the release directory, its sha256 and text.
+    pub build_manifest: BuildManifest,
+    /// Source files by name: sha256 and size.
+    pub sources: Vec<SourcePin>,
+    /// Per stage: the parameters, prompt hashes and models it recorded.
+    pub stages: BTreeMap<String, serde_json::Value>,
+    /// Seeds used (dedup permutations, hard-negative sampling …).
+    pub seeds: BTreeMap<String, u64>,
+    /// Counts of the release.
+    pub counts: serde_json::Value,
+    /// Every published file but this one: path → sha256 and size.
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+/// The build manifest as embedded in a release.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildManifest {
+    /// Path relative to the release directory.
+    pub path: String,
+    /// sha256 of its text.
+    pub sha256: String,
+    /// Its exact text.
+    pub text: String,
+}
+
+/// A pinned source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourcePin {
+    /// Source name.
+    pub name: String,
+    /// sha256.
+    pub sha256: String,
+    /// Size.
+    pub bytes: u64,
+}
+
+/// A published file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// sha256.
+    pub sha256: String,
+    /// Size.
+    pub bytes: u64,
+}
 
 /// A document of a release to check against.
 #[derive(Debug, Clone)]

@@ -33,7 +33,7 @@ pub mod shard;
 pub mod stage;
 
 pub use overrides::PlanOverrides;
-pub use release::{ReleaseManifest, relative_path};
+pub use release::relative_path;
 
 use std::path::PathBuf;
 

@@ -7,66 +7,19 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use coreb_base::hashing::{sha256_file, sha256_hex};
-use coreb_data::problem::{DateWindow, Platform, ProblemId};
+use coreb_data::problem::{Platform, ProblemId};
 use coreb_data::qrels::{QrelsOutput, Task};
 use coreb_data::tables::published::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
 use coreb_data::tables::{ProblemReader, ProblemWriter};
 use coreb_llm::run::WrittenBy;
 use coreb_trec::Qrels;
-use serde::{Deserialize, Serialize};
 use stages::release::{CONFIGS, CardInfo, beir, check_disjoint, dataset_card, license_text};
 
 use super::stage::StageName;
 use super::{Engine, StageReport};
-use crate::artifacts::{FileEntry, StageRecord, TOOL_VERSION, hash_tree, input_key};
+use crate::artifacts::{StageRecord, TOOL_VERSION, hash_tree, input_key};
 use coreb_base::durable;
-
-/// `MANIFEST.json` of a release: every file's sha256 and everything needed to rebuild it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReleaseManifest {
-    /// Format tag.
-    pub format: String,
-    /// Release version.
-    pub version: String,
-    /// coreb version that built it.
-    pub tool_version: String,
-    /// Contest-date window.
-    pub window: DateWindow,
-    /// The build manifest: its path relative to the release directory, its sha256 and text.
-    pub build_manifest: BuildManifest,
-    /// Source files by name: sha256 and size.
-    pub sources: Vec<SourcePin>,
-    /// Per stage: the parameters, prompt hashes and models it recorded.
-    pub stages: BTreeMap<String, serde_json::Value>,
-    /// Seeds used (dedup permutations, hard-negative sampling …).
-    pub seeds: BTreeMap<String, u64>,
-    /// Counts of the release.
-    pub counts: serde_json::Value,
-    /// Every published file but this one: path → sha256 and size.
-    pub files: BTreeMap<String, FileEntry>,
-}
-
-/// The build manifest as embedded in a release.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BuildManifest {
-    /// Path relative to the release directory.
-    pub path: String,
-    /// sha256 of its text.
-    pub sha256: String,
-    /// Its exact text.
-    pub text: String,
-}
-
-/// A pinned source.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SourcePin {
-    /// Source name.
-    pub name: String,
-    /// sha256.
-    pub sha256: String,
-    /// Size.
-    pub bytes: u64,
-}
+use coreb_data::releases::{BuildManifest, ReleaseManifest, SourcePin};
 
 /// `to` relative to the directory `from` (both absolute and normalised).
 pub fn relative_path(from: &Path, to: &Path) -> String {

@@ -12,8 +12,8 @@ use coreb_data::rewritten::RewrittenProblem;
 use stages::execute::ExecuteConfig;
 
 use crate::artifacts::read_record;
-use crate::engine::ReleaseManifest;
 use crate::manifest::{ManifestFile, lexical_join};
+use coreb_data::releases::ReleaseManifest;
 
 /// Where the build a release was made from keeps its artifacts, found through the build
 /// manifest embedded in the release's `MANIFEST.json`.

@@ -26,7 +26,8 @@ use std::collections::BTreeMap;
 
 use coreb_base::durable;
 
-use crate::artifacts::{FileEntry, hash_files};
+use crate::artifacts::hash_files;
+use coreb_data::releases::FileEntry;
 
 /// One shard of `N`, as `--shard I/N` gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

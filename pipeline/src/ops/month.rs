@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
+use crate::engine::Engine;
 use crate::engine::stage::StageName;
-use crate::engine::{Engine, ReleaseManifest};
 use crate::manifest::{ManifestFile, RunPlan, SourceFile, lexical_join};
 use coreb_base::durable;
 use coreb_base::printer::Printer;
+use coreb_data::releases::ReleaseManifest;
 
 fn is_leap(y: u32) -> bool {
     (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400)

@@ -12,11 +12,12 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, bail};
 
-use crate::artifacts::{FileEntry, hash_tree};
+use crate::artifacts::hash_tree;
+use crate::engine::Engine;
 use crate::engine::stage::StageName;
-use crate::engine::{Engine, ReleaseManifest};
 use crate::manifest::{ManifestFile, RunPlan, check_release_sandbox, lexical_join};
 use coreb_base::printer::Printer;
+use coreb_data::releases::{FileEntry, ReleaseManifest};
 
 /// Differences between two file lists, one line each.
 pub fn differences(expected: &BTreeMap<String, FileEntry>, actual: &BTreeMap<String, FileEntry>) -> Vec<String> {

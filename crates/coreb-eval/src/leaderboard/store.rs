@@ -12,15 +12,14 @@
 //! The analytics are [`super`]'s (polars over the store); this module reads the releases'
 //! MANIFESTs and the audits, lists the store and writes it.
 
+use coreb_data::releases::ReleaseManifest;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use coreb_base::hashing::sha256_file;
 use coreb_base::printer::Printer;
-use coreb_data::problem::DateWindow;
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 
 use super::frames::StoreFrames;
 use super::record::{self, RecordMeta, ReleaseRef};
@@ -33,41 +32,15 @@ pub const RESULTS_DIR: &str = "results";
 /// Where model audit reports are found under the releases directory.
 pub const AUDITS_DIR: &str = "audits";
 
-/// The fields of a release's `MANIFEST.json` the store and the leaderboard read (the other
-/// fields must be there, whatever they hold).
-#[derive(Debug, Clone, Deserialize)]
-pub struct ReleaseHead {
-    /// Release version.
-    pub version: String,
-    /// Contest-date window.
-    pub window: DateWindow,
-    /// Counts of the release.
-    pub counts: serde_json::Value,
-    #[serde(rename = "format")]
-    _format: IgnoredAny,
-    #[serde(rename = "tool_version")]
-    _tool_version: IgnoredAny,
-    #[serde(rename = "build_manifest")]
-    _build_manifest: IgnoredAny,
-    #[serde(rename = "sources")]
-    _sources: IgnoredAny,
-    #[serde(rename = "stages")]
-    _stages: IgnoredAny,
-    #[serde(rename = "seeds")]
-    _seeds: IgnoredAny,
-    #[serde(rename = "files")]
-    _files: IgnoredAny,
-}
-
 /// Read a release's `MANIFEST.json`.
-fn read_manifest(path: &Path) -> anyhow::Result<ReleaseHead> {
+fn read_manifest(path: &Path) -> anyhow::Result<ReleaseManifest> {
     serde_json::from_str(&fs_err::read_to_string(path)?).with_context(|| format!("`{}`: not a release manifest", path.display()))
 }
 
 /// The release a `coreb eval` directory belongs to: the directory itself when it holds a
 /// `MANIFEST.json`, else its parent (a task's BEIR folder inside a release). Returns the
 /// release directory, its manifest and the manifest's sha256.
-pub fn release_of(dir: &Path) -> anyhow::Result<(PathBuf, ReleaseHead, String)> {
+pub fn release_of(dir: &Path) -> anyhow::Result<(PathBuf, ReleaseManifest, String)> {
     let candidates = [Some(dir), dir.parent()];
     let Some(release) = candidates.into_iter().flatten().find(|d| d.join("MANIFEST.json").is_file()) else {
         bail!("`--record`: `{}` is not a release nor a task folder of one (no `MANIFEST.json` in it or its parent)", dir.display());

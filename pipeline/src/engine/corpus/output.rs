@@ -10,7 +10,7 @@ use coreb_curation::CorpusReport;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::artifacts::FileEntry;
+use coreb_data::releases::FileEntry;
 
 /// The directory (and file) name of output shard `s`.
 pub(super) fn shard_name(s: u32) -> String {

@@ -9,10 +9,12 @@ use anyhow::Context;
 use serde::Serialize;
 use stages::corpus::curate::{Curate, Sink};
 use stages::corpus::spool::MergedSpool;
-use stages::corpus::{Dropped, Duplicates, Pair, ReleaseIndex, SimMatrix};
+use stages::corpus::duplicates::steps::SplitVerdicts;
+use stages::corpus::{Dropped, Pair, ReleaseIndex, SimMatrix};
 use stages::durable::{self, AtomicFile};
 use stages::tables::training::{RerankWriter, TrainingRecordRef, TrainingWriter};
 
+use super::Dups;
 use super::output::{marker_path, shard_name, write_marker};
 use crate::corpus_manifest::CorpusManifestFile;
 
@@ -55,7 +57,7 @@ fn similarity(embedder: Option<&Embedder>, pairs: &[Pair]) -> anyhow::Result<Sim
 
 /// Curate output shard `s` from the spool files `spools` into `out`.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn shard(f: &CorpusManifestFile, index: &ReleaseIndex, embedder: Option<&Embedder>, dups: &Duplicates, out: &Path, spools: &[PathBuf], s: u32, plan_hash: &str) -> anyhow::Result<()> {
+pub(super) fn shard(f: &CorpusManifestFile, index: &ReleaseIndex, embedder: Option<&Embedder>, dups: &Dups, out: &Path, spools: &[PathBuf], s: u32, plan_hash: &str) -> anyhow::Result<()> {
     let name = shard_name(s);
     // A stale marker must not survive a rewrite of the shard.
     let marker = marker_path(out, s);
@@ -63,8 +65,17 @@ pub(super) fn shard(f: &CorpusManifestFile, index: &ReleaseIndex, embedder: Opti
         fs_err::remove_file(&marker)?;
     }
     let mut writer = ShardWriter::create(out, &name)?;
-    let step = Curate { language: &f.language, decontaminate: &f.decontaminate, align: &f.align, negatives: &f.negatives, duplicates: dups, index };
-    let report = step.run(&mut MergedSpool::open(spools)?, |pairs| similarity(embedder, pairs), &mut writer)?;
+    let step = Curate { language: &f.language, decontaminate: &f.decontaminate, align: &f.align, negatives: &f.negatives, index };
+    let mut spool = MergedSpool::open(spools)?;
+    let report = match dups {
+        Dups::Whole(d) => step.run(&mut spool, &mut &*d, |pairs| similarity(embedder, pairs), &mut writer)?,
+        Dups::Split { exact, near, names } => {
+            let open = |p: &Path| fs_err::File::open(p).map(|f| std::io::BufReader::with_capacity(1 << 16, f));
+            let mut verdicts = SplitVerdicts::open(open(exact)?, open(near)?, names).with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?;
+            step.run(&mut spool, &mut verdicts, |pairs| similarity(embedder, pairs), &mut writer)
+                .with_context(|| format!("curating output shard {s} with the verdicts of `{}` and `{}`", exact.display(), near.display()))?
+        }
+    };
     writer.finish()?;
     durable::write(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&report)?)?;
     // Every file is fsynced by now (durable writers); the marker that vouches for them last.

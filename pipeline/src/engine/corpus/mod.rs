@@ -78,6 +78,13 @@ use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan};
 use crate::printer::Printer;
 use crate::shard::{PartMarker, PartWriter, part_done, part_name};
 
+/// The dedup verdicts the curation reads: decided in this process, or by the split steps
+/// (their files, streamed by each output shard, and the ids their drop reasons name).
+pub(super) enum Dups {
+    Whole(Duplicates),
+    Split { exact: PathBuf, near: PathBuf, names: corpus::duplicates::steps::DropNames },
+}
+
 /// What a shard process did.
 #[derive(Debug, Clone)]
 pub struct PartOutcome {
@@ -147,7 +154,7 @@ impl CorpusRun {
         }
         let sketches = scan::scan(f, &files, ShardSpec { index: 0, count: 1 }, &spool, Some(&todo), &self.printer)?;
         self.printer.status(format!("read {} pairs; finding duplicates over all of them", sketches.input_rows()));
-        let dups = corpus::find_duplicates(&f.dedup, &[&sketches])?;
+        let dups = Dups::Whole(corpus::find_duplicates(&f.dedup, &[&sketches])?);
         drop(sketches);
         self.curate(&index, &dups, &todo, |s| vec![output::spool_path(&spool, s)])?;
         fs_err::remove_dir_all(&spool)?;
@@ -215,7 +222,7 @@ impl CorpusRun {
                     .collect::<anyhow::Result<_>>()?;
                 let refs: Vec<&Sketches> = sketches.iter().collect();
                 self.printer.status(format!("merging {} shard parts: finding duplicates over {} pairs", parts.len(), refs.first().map_or(0, |s| s.input_rows())));
-                corpus::find_duplicates(&f.dedup, &refs).with_context(|| format!("merging the parts in `{}`", parts_dir.display()))?
+                Dups::Whole(corpus::find_duplicates(&f.dedup, &refs).with_context(|| format!("merging the parts in `{}`", parts_dir.display()))?)
             }
         };
         self.curate(&index, &dups, &todo, |s| parts.iter().map(|p| output::spool_path(&p.join("spool"), s)).collect())?;
@@ -250,7 +257,7 @@ impl CorpusRun {
 
     /// Curate the output shards `todo` (in parallel), reading each one's rows from the spool
     /// files `spools(shard)`.
-    fn curate(&self, index: &ReleaseIndex, dups: &Duplicates, todo: &[u32], spools: impl Fn(u32) -> Vec<PathBuf> + Sync) -> anyhow::Result<()> {
+    fn curate(&self, index: &ReleaseIndex, dups: &Dups, todo: &[u32], spools: impl Fn(u32) -> Vec<PathBuf> + Sync) -> anyhow::Result<()> {
         self.printer.status(format!("curating {} shards", todo.len()));
         let f = self.file();
         let embedder = curate::Embedder::new(f)?;

@@ -835,6 +835,20 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
     assert!(said.contains("dedup bands 1/4:") && said.contains("dedup bands 2/4:") && !said.contains("dedup bands 0/4") && !said.contains("dedup bands 3/4"), "{said}");
     assert!(!said.contains("dedup exact 0/1"), "the exact step was complete: {said}");
     assert_same_tree(&references[&3], &tree(&out), "after redoing two band tasks");
+
+    // A shard part's sketch file edited at the same size: the exact step, which reads it,
+    // refuses, naming it and the command that redoes the part.
+    std::fs::remove_dir_all(&out).unwrap();
+    ok(step(&["--shard", "0/2"]));
+    ok(step(&["--shard", "1/2"]));
+    let sketches = out.join("parts/part=001-of-002/sketches.bin");
+    let mut bytes = std::fs::read(&sketches).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&sketches, bytes).unwrap();
+    let refused = step(&["--dedup-step", "exact"]);
+    let said = text(&refused);
+    assert!(!refused.status.success() && said.contains("sketches.bin` no longer matches") && said.contains("--shard 1/2`"), "{said}");
 }
 
 /// A generated corpus of `groups` groups in `dir` (alignment and negatives off, `shards` output

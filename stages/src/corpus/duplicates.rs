@@ -474,6 +474,11 @@ impl SketchFile {
         self.columns[SEQ].1
     }
 
+    /// Shingles held (of every near sketch together).
+    pub fn shingle_count(&self) -> u64 {
+        self.columns[SHINGLES].1
+    }
+
     /// The bands the sketches were made with.
     pub fn bands(&self) -> usize {
         self.bands

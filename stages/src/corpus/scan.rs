@@ -1,5 +1,6 @@
 //! The scan step: every input row gets its position in the input (`seq`); the rows of a
-//! process's slice (all of them, or those whose id hash falls in shard `i` of `N`) are
+//! process's slice (all of them; those of its byte range of a source it reads by range,
+//! [`SourceFields::by_range`]; or those whose id hash falls in shard `i` of `N`) are
 //! sketched for deduplication ([`Sketcher`]) and encoded into the spool of their output shard
 //! (by id hash; [`super::spool`]).
 //!

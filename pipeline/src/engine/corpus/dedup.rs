@@ -110,6 +110,8 @@ fn read_file<T>(path: &Path, read: impl FnOnce(&mut BufReader<fs_err::File>) -> 
 pub(super) struct Chain {
     /// The shard parts' directories.
     parts: Vec<PathBuf>,
+    /// The sha256 of each part's sketch file, from its marker.
+    shas: Vec<String>,
     exact_key: String,
 }
 
@@ -161,7 +163,20 @@ impl CorpusRun {
             }
         };
         let (parts, shas): (Vec<PathBuf>, Vec<String>) = found.into_iter().unzip();
-        Ok(Chain { exact_key: step_key(&self.plan_hash, DedupStep::Exact, &shas), parts })
+        Ok(Chain { exact_key: step_key(&self.plan_hash, DedupStep::Exact, &shas), parts, shas })
+    }
+
+    /// Every part's sketch file is still the one its marker describes; an error naming the
+    /// command that redoes a part otherwise.
+    fn check_sketches(&self, chain: &Chain) -> anyhow::Result<()> {
+        chain.parts.par_iter().zip(&chain.shas).try_for_each(|(dir, sha)| {
+            let path = dir.join("sketches.bin");
+            if stages::hashing::sha256_file(&path)? != *sha {
+                let (i, n) = dir.file_name().and_then(|n| n.to_str()).and_then(shard::parse_part_name).unwrap_or((0, 0));
+                bail!("`{}` no longer matches the `_SUCCESS` of its part (torn or edited): run `coreb corpus {} --shard {i}/{n}`", path.display(), self.manifest.display());
+            }
+            Ok(())
+        })
     }
 
     /// The exact step's part, complete for `chain`, and the band tasks' key; an error naming
@@ -187,7 +202,11 @@ impl CorpusRun {
     /// Run one step (`task`: the band task, `0/1` for the other steps) as this process.
     pub fn dedup_step(&self, step: DedupStep, task: ShardSpec) -> anyhow::Result<StepOutcome> {
         let f = self.file();
-        let chain = self.chain(step == DedupStep::Exact)?;
+        let chain = self.chain(false)?;
+        if step == DedupStep::Exact {
+            // The files this step reads are hashed (the merge hashes every file of the parts).
+            self.check_sketches(&chain)?;
+        }
         let (key, inputs) = match step {
             DedupStep::Exact => (chain.exact_key.clone(), Vec::new()),
             DedupStep::Bands => {
@@ -249,7 +268,41 @@ impl CorpusRun {
                     }
                     Ok(())
                 };
-                let shingles = |(p, len, start): (u32, u32, u64), out: &mut Vec<u32>| files[p as usize].read_shingles(start, len, out);
+                // Pairs come in input order of their later row, so each part's sets are mostly
+                // asked for forward: a window of each part's shingles is read ahead in chunks.
+                // The rest (mostly a component's first rows, the earlier row of many pairs)
+                // go through a direct-mapped cache: a slot per 8 input rows, at most 2^20.
+                const WINDOW: u64 = 1 << 15;
+                let mut windows: Vec<(u64, Vec<u32>)> = vec![(0, Vec::new()); files.len()];
+                let slots = (exact.input_rows() / 8).next_power_of_two().clamp(1 << 10, 1 << 20) as usize;
+                let mut cache: Vec<(u64, Vec<u32>)> = vec![(u64::MAX, Vec::new()); slots];
+                let shingles = |(p, len, start): (u32, u32, u64), out: &mut Vec<u32>| {
+                    let (file, (at, window)) = (&files[p as usize], &mut windows[p as usize]);
+                    let end = start + u64::from(len);
+                    if start >= *at + window.len() as u64 {
+                        // Ahead of the window: move it here.
+                        let n = (file.shingle_count() - start).min(WINDOW.max(u64::from(len)));
+                        file.read_shingles(start, n as u32, window)?;
+                        *at = start;
+                    }
+                    let key = u64::from(p) << 48 | start;
+                    let slot = &mut cache[(key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize & (slots - 1)];
+                    if slot.0 != key {
+                        // Cached from the window too: a later row's set is soon the earlier
+                        // row of the next pairs of its component.
+                        slot.0 = u64::MAX;
+                        if start >= *at && end <= *at + window.len() as u64 {
+                            slot.1.clear();
+                            slot.1.extend_from_slice(&window[(start - *at) as usize..(end - *at) as usize]);
+                        } else {
+                            file.read_shingles(start, len, &mut slot.1)?;
+                        }
+                        slot.0 = key;
+                    }
+                    out.clear();
+                    out.extend_from_slice(&slot.1);
+                    Ok(())
+                };
                 let (near, pairs) = steps::cluster_with(&f.dedup, exact.input_rows(), candidates, locate, shingles)
                     .with_context(|| format!("clustering the candidates of `{}` over the sketches of `{}`", bands_dir.display(), self.out().join("parts").display()))?;
                 write_file(&part, "near.bin", |w| steps::write_near(w, exact.input_rows(), &near))?;

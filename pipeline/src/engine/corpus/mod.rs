@@ -8,7 +8,9 @@
 //! 1. **scan** ([`stages::corpus::scan`], run by [`scan`]): the sources are streamed once;
 //!    every row gets its position in the input (`seq`); JSONL is read in blocks parsed in
 //!    parallel, each keeping only the three wanted fields. A process keeps the rows of its slice
-//!    (all of them, or those whose id hash falls in shard `i` of `N`), sketches them for
+//!    (all of them; or, for shard `i` of `N`, the lines that start in the `i`-th of `N` byte
+//!    ranges of the plain JSONL sources, the others only counted, and the rows of gzipped,
+//!    Parquet and BEIR sources whose id hash falls in shard `i`), sketches them for
 //!    deduplication and spools them ([`stages::corpus::spool`]) into one file per output shard
 //!    (by id hash). Output: the slice's [`Sketches`] and the spool files.
 //! 2. **duplicates** ([`stages::corpus::find_duplicates`]): decides over the sketches of all

@@ -731,6 +731,71 @@ fn corpus_shard_processes_and_merge_equal_one_process() {
     assert!(!bad.status.success() && text(&bad).contains("the shard must be in 0..4"), "{}", text(&bad));
 }
 
+/// Issue 35: a shard process parses only the lines that start in its byte range of the plain
+/// JSONL sources (taken together) and counts the others, so every row keeps its position and
+/// line-number id; gzipped sources are read whole by every process and kept by id hash. The
+/// output of 2, 3 and 7 shard processes + merge is the one process's, file for file, with blank
+/// lines, a source without an id field, one without a final newline and a gzipped one.
+#[test]
+fn corpus_shard_processes_read_only_their_byte_range() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let (rows, _) = generated_corpus(30);
+    let line = |r: &Value| format!("{r}\n");
+    let third = rows.len() / 3;
+    let mut a = String::new();
+    for (i, r) in rows[..third].iter().enumerate() {
+        a.push_str(&line(r));
+        if i % 7 == 3 {
+            a.push_str("  \n\n");
+        }
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(rows[third..2 * third].iter().map(line).collect::<String>().as_bytes()).unwrap();
+    // No id field: ids are line numbers; no newline after the last line.
+    let c: String = rows[2 * third..].iter().map(|r| json!({"t": r["text"], "c": r["code"]}).to_string()).collect::<Vec<_>>().join("\n");
+    std::fs::write(dir.path().join("a.jsonl"), &a).unwrap();
+    std::fs::write(dir.path().join("b.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    std::fs::write(dir.path().join("c.jsonl"), &c).unwrap();
+    let manifest = dir.path().join("m.toml");
+    std::fs::write(
+        &manifest,
+        "[output]\ndir = \"out\"\nshards = 2\n[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n\
+         [[source]]\nname = \"a\"\nformat = \"jsonl\"\npath = \"a.jsonl\"\nid_field = \"id\"\n\
+         [[source]]\nname = \"b\"\nformat = \"jsonl\"\npath = \"b.jsonl.gz\"\nid_field = \"id\"\n\
+         [[source]]\nname = \"c\"\nformat = \"jsonl\"\npath = \"c.jsonl\"\ntext_field = \"t\"\ncode_field = \"c\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let one = run(coreb().arg("corpus").arg(&manifest));
+    assert!(one.status.success(), "{}", text(&one));
+    let reference = tree(&out);
+    assert!(reference["dropped.jsonl"].len() > 100, "a corpus with duplicates");
+    std::fs::remove_dir_all(&out).unwrap();
+    for n in [2u32, 3, 7] {
+        let mut read = 0;
+        for i in 0..n {
+            let o = run(coreb().arg("corpus").arg(&manifest).args(["--shard", &format!("{i}/{n}"), "--json"]));
+            assert!(o.status.success(), "{}", text(&o));
+            let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(v["rows_in"].as_u64(), Some(rows.len() as u64), "{v}");
+            read += v["rows"].as_u64().unwrap();
+        }
+        assert_eq!(read, rows.len() as u64, "every row in exactly one of {n} parts");
+        let merged = run(coreb().args(["merge", "corpus"]).arg(&manifest));
+        assert!(merged.status.success(), "{}", text(&merged));
+        assert_same_tree(&reference, &tree(&out), &format!("{n} shard processes reading byte ranges + merge"));
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    // A malformed line in the first half of `a.jsonl` stops the process whose range holds it,
+    // naming the file and line, and not the other: it is not parsed there.
+    std::fs::write(dir.path().join("a.jsonl"), format!("{{\"id\": \"bad\", \"text\": 1\n{}", &a)).unwrap();
+    let first = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "0/2"]));
+    assert!(!first.status.success() && text(&first).contains("a.jsonl`:1"), "{}", text(&first));
+    let second = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "1/2"]));
+    assert!(second.status.success(), "{}", text(&second));
+}
+
 /// The files of two output trees are the same, byte for byte.
 fn assert_same_tree(want: &BTreeMap<String, Vec<u8>>, got: &BTreeMap<String, Vec<u8>>, what: &str) {
     assert_eq!(want.keys().collect::<Vec<_>>(), got.keys().collect::<Vec<_>>(), "{what}");
@@ -831,6 +896,20 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
     assert!(said.contains("dedup bands 1/4:") && said.contains("dedup bands 2/4:") && !said.contains("dedup bands 0/4") && !said.contains("dedup bands 3/4"), "{said}");
     assert!(!said.contains("dedup exact 0/1"), "the exact step was complete: {said}");
     assert_same_tree(&references[&3], &tree(&out), "after redoing two band tasks");
+
+    // A shard part's sketch file edited at the same size: the exact step, which reads it,
+    // refuses, naming it and the command that redoes the part.
+    std::fs::remove_dir_all(&out).unwrap();
+    ok(step(&["--shard", "0/2"]));
+    ok(step(&["--shard", "1/2"]));
+    let sketches = out.join("parts/part=001-of-002/sketches.bin");
+    let mut bytes = std::fs::read(&sketches).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&sketches, bytes).unwrap();
+    let refused = step(&["--dedup-step", "exact"]);
+    let said = text(&refused);
+    assert!(!refused.status.success() && said.contains("sketches.bin` no longer matches") && said.contains("--shard 1/2`"), "{said}");
 }
 
 /// A generated corpus of `groups` groups in `dir` (alignment and negatives off, `shards` output

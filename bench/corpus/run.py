@@ -7,7 +7,7 @@ the duplicate sets of both compared.
     cargo build --release -p coreb
     python3 bench/corpus/run.py [--mb 64] [--shards 16] [--threads 1,2] [--work /tmp/coreb-bench-corpus]
                                 [--no-datatrove] [--tokenizers spacy,split] [--baseline OLD_COREB]
-                                [--dedup-tasks T]
+                                [--dedup-tasks T] [--no-normalise-run]
 
 The corpus repeats CoSQA pairs (tests/fixtures/data/cosqa) with variations (a row number and
 rotated words in the text, renamed identifiers such as `obj12` in the code), so about one row
@@ -18,7 +18,7 @@ negatives off). Each process's CPU seconds and peak RSS come from os.wait4; MiB 
 is the figure to trust on a shared machine. With --dedup-tasks T the split near-duplicate
 decision (issue #35) runs too, as a scheduler runs it: T shard processes, the exact step, T band
 tasks, the clustering step and the merge, each process measured on its own; its kept rows must
-equal the others. datatrove runs in bench/corpus/venv (made on first
+equal the others and every output file must be the single process's, byte for byte. datatrove runs in bench/corpus/venv (made on first
 use from bench/corpus/requirements.txt: datatrove, spaCy for its default English word
 tokenizer, whose blank pipeline needs no download, and xxhash < 4) with 5-word shingles and 32
 bands x 4 rows like coreb's defaults, once with its default tokenizer (spaCy) and once with a
@@ -91,12 +91,22 @@ def generate(path, target_bytes, seed=7):
     return rows, written
 
 
+TIME = "/usr/bin/time"
+
+
 def run_child(cmd, work, env=None):
-    """Run a command; its stdout, wall time, peak RSS (MiB) and CPU seconds (os.wait4)."""
+    """Run a command; its stdout, wall time, peak RSS (MiB) and CPU seconds.
+
+    Through GNU time when there is one: a child that this (large) Python process starts
+    directly inherits its peak RSS in ru_maxrss (vfork + exec carry the parent's high-water
+    mark over), so the small steps of the chain would read as large as the bench itself;
+    `time` forks the command from a small process and reports the command's own peak."""
     out_path = os.path.join(work, "child.out")
+    usage_path = os.path.join(work, "child.usage")
+    wrapped = [TIME, "-f", "%M %U %S", "-o", usage_path, *cmd] if os.path.exists(TIME) else cmd
     with open(out_path, "w") as out, open(os.path.join(work, "child.err"), "w") as err:
         t = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        proc = subprocess.Popen(wrapped, stdout=out, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t
     if status != 0:
@@ -105,6 +115,10 @@ def run_child(cmd, work, env=None):
         sys.exit(f"{cmd[0]} failed ({status}):\n{tail}")
     with open(out_path) as f:
         stdout = f.read()
+    if wrapped is not cmd:
+        with open(usage_path) as f:
+            kib, user, system = f.read().split()[-3:]
+        return stdout, wall, int(kib) / 1024.0, float(user) + float(system)
     return stdout, wall, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
@@ -134,8 +148,23 @@ def run_coreb(binary, a, data, shards, threads, normalise="none"):
     return collect(out_dir, {"stats": stats, "wall": wall, "rss": rss, "cpu": cpu, "shards": shards, "threads": threads})
 
 
+def tree_digest(out_dir):
+    """sha256 over every output file (path and bytes, in path order): equal outputs, byte for byte."""
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(out_dir):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            h.update(os.path.relpath(path, out_dir).encode() + b"\0")
+            with open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+    return h.hexdigest()[:16]
+
+
 def collect(out_dir, run):
-    """`run` with the kept-id digest and the dedup-dropped rows of the output in `out_dir`."""
+    """`run` with the kept-id digest, the digest of every output file and the dedup-dropped
+    rows of the output in `out_dir`."""
     kept = []
     for part in sorted(glob.glob(os.path.join(out_dir, "jsonl", "train", "*", "part.jsonl"))):
         with open(part) as f:
@@ -147,7 +176,7 @@ def collect(out_dir, run):
             if d["reason"] in ("duplicate_id", "exact_duplicate", "near_duplicate"):
                 dropped.add(int(d["id"].split(":", 1)[1]))  # the line number
     digest = hashlib.sha256("\n".join(sorted(kept)).encode()).hexdigest()[:16]
-    return dict(run, digest=digest, dedup_dropped=dropped)
+    return dict(run, digest=digest, tree=tree_digest(out_dir), dedup_dropped=dropped)
 
 
 def run_split(binary, a, data, tasks, threads):
@@ -264,6 +293,7 @@ def main():
     ap.add_argument("--tokenizers", default="spacy,split", help="datatrove word tokenizers: spacy (its default), split")
     ap.add_argument("--rerun-datatrove", action="store_true", help="run datatrove again even if a finished run on the same data is in --work")
     ap.add_argument("--baseline", help="another coreb binary (e.g. an older build) to run at 1 and N shards on the same data")
+    ap.add_argument("--no-normalise-run", action="store_true", help="skip the extra coreb run with normalise = datatrove")
     ap.add_argument("--dedup-tasks", type=int, help="also run the split decision as T shard processes, the exact step, "
                     "T band tasks, the clustering step and the merge, each process measured on its own")
     a = ap.parse_args()
@@ -284,8 +314,10 @@ def main():
         for shards in sorted({1, a.shards}):
             print(f"coreb: {shards} shards, {t} threads ...", file=sys.stderr)
             runs.append(run_coreb(a.coreb, a, data, shards, t))
-    print(f"coreb: normalise = datatrove, 1 shard, {threads[-1]} threads ...", file=sys.stderr)
-    dt_norm = run_coreb(a.coreb, a, data, 1, threads[-1], "datatrove")
+    dt_norm = None
+    if not a.no_normalise_run:
+        print(f"coreb: normalise = datatrove, 1 shard, {threads[-1]} threads ...", file=sys.stderr)
+        dt_norm = run_coreb(a.coreb, a, data, 1, threads[-1], "datatrove")
     baseline = []
     if a.baseline:
         for shards in sorted({1, a.shards}):
@@ -307,7 +339,7 @@ def main():
           f"{load_end[0]:.1f} at the end (shared machine: CPU seconds are the figure to trust)\n")
     print(f"{'coreb corpus':24} {'threads':>7} {'shards':>6} {'wall s':>7} {'cpu s':>7} {'MiB/cpu-s':>9} {'MiB/s':>7} "
           f"{'cpu s/GiB':>9} {'RSS MiB':>8} {'kept':>8} {'exact':>8} {'near':>8}  kept ids")
-    for r in runs + [dict(dt_norm, label="normalise=datatrove")] + [dict(b, label="baseline") for b in baseline]:
+    for r in runs + ([dict(dt_norm, label="normalise=datatrove")] if dt_norm else []) + [dict(b, label="baseline") for b in baseline]:
         s = r["stats"]
         print(f"{r.get('label', ''):24} {r['threads']:7} {r['shards']:6} {r['wall']:7.2f} {r['cpu']:7.2f} {size_mib / r['cpu']:9.1f} "
               f"{size_mib / r['wall']:7.1f} {r['cpu'] / size_mib * 1024:9.1f} {r['rss']:8.0f} {s['rows_out']:8} "
@@ -333,7 +365,11 @@ def main():
             print(f"  {f['step']:9} {f['tasks']:3} processes: peak RSS of the largest {f['rss']:8.0f} MiB ({f['rss'] / single['rss']:.2f} of the single process), cpu s {f['cpu']:7.2f}")
         peak = max(f["rss"] for f in split["figures"])
         cpu = sum(f["cpu"] for f in split["figures"])
-        print(f"  largest peak / single process = {peak / single['rss']:.2f}; cpu / single process = {cpu / single['cpu']:.2f}; kept {split['stats']['rows_out']} ({split['digest']})")
+        print(f"  largest peak / single process = {peak / single['rss']:.2f}; cpu / single process = {cpu / single['cpu']:.2f} "
+              f"({cpu / size_mib * 1024:.1f} against {single['cpu'] / size_mib * 1024:.1f} cpu s per GiB); kept {split['stats']['rows_out']} ({split['digest']})")
+        if split["tree"] != single["tree"]:
+            sys.exit(f"FAIL: the split decision's output files differ from the single process's ({split['tree']} vs {single['tree']})")
+        print(f"  every output file is the single process's, byte for byte ({split['tree']})")
         runs.append(split)
 
     one_thread = by.get((1, 1)) or runs[0]
@@ -342,7 +378,7 @@ def main():
               f"{size_mib / d['cpu']:.2f} MiB/cpu-s, {d['rss']:.0f} MiB peak; removed {len(d['removed'])} rows "
               f"({len(d['not_first'])} not the first of their group); coreb at {one_thread['threads']} thread: "
               f"{d['cpu'] / one_thread['cpu']:.0f}x the MiB per cpu-second")
-        for label, r in (("none", one_thread), ("datatrove", dt_norm)):
+        for label, r in (("none", one_thread), ("datatrove", dt_norm)) if dt_norm else (("none", one_thread),):
             c, t = r["dedup_dropped"], d["not_first"]
             print(f"  vs coreb normalise={label:9}: coreb {len(c)}, datatrove {len(t)}, both {len(c & t)}, "
                   f"coreb only {len(c - t)}, datatrove only {len(t - c)}, agreement {len(c & t) / max(len(c | t), 1):.3f} (Jaccard of the sets)")

@@ -448,8 +448,9 @@ pub struct CorpusArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Run as shard process `I` of `N` (`0/4` … `3/4`): read every source, keep the pairs
-    /// whose id hash falls in shard `I`, and write their sketches and records to
+    /// Run as shard process `I` of `N` (`0/4` … `3/4`): parse the lines that start in the
+    /// `I`-th of `N` byte ranges of the plain JSONL sources (counting the others) and the pairs
+    /// of other sources whose id hash falls in shard `I`, and write their sketches and records to
     /// `<output>/parts/`; then `coreb merge corpus <manifest>` curates the output.
     #[arg(long, value_name = "I/N", value_parser = ShardSpec::parse)]
     pub shard: Option<ShardSpec>,

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{AlignConfig, CorpusStats, DecontamConfig, DropReason, Dropped, Duplicates, LanguageConfig, NegativeConfig, Pair, ReleaseIndex, SimMatrix, StepOutput};
+use super::{AlignConfig, CorpusStats, DecontamConfig, DropReason, Dropped, LanguageConfig, NegativeConfig, Pair, ReleaseIndex, SimMatrix, StepOutput, Verdict};
 use crate::table::TrainingRecordRef;
 
 /// Up to this many examples per drop reason in a report.
@@ -25,6 +25,18 @@ pub trait Rows {
     /// The next row into `seq` (its position in the input) and `pair` (reused); `false` at the
     /// end.
     fn next_into(&mut self, seq: &mut u64, pair: &mut Pair) -> Result<bool, Self::Error>;
+}
+
+/// The dedup verdicts of an output shard's rows, asked for in input order (each batch after
+/// the one before): held in memory ([`super::Duplicates`]) or read as a stream from the split
+/// steps' files ([`super::duplicates::steps::SplitVerdicts`]).
+pub trait Verdicts: Sync {
+    /// Why a verdict cannot be read.
+    type Error;
+    /// Append the verdicts of `rows` (in input order, after those asked before) to `out`.
+    fn verdicts(&mut self, rows: &[(u64, Pair)], out: &mut Vec<Verdict>) -> Result<(), Self::Error>;
+    /// The id of row `seq`, which a verdict names.
+    fn name(&self, seq: u64) -> String;
 }
 
 /// Where the decisions of the step go, in the order they are made.
@@ -85,8 +97,6 @@ pub struct Curate<'a> {
     pub align: &'a AlignConfig,
     /// Negative mining.
     pub negatives: &'a NegativeConfig,
-    /// The dedup verdicts over all rows.
-    pub duplicates: &'a Duplicates,
     /// The release documents to decontaminate against.
     pub index: &'a ReleaseIndex,
 }
@@ -98,22 +108,32 @@ impl Curate<'_> {
         self.align.enabled || self.negatives.hard + self.negatives.easy > 0
     }
 
-    /// Curate the rows of one shard: every dropped pair and every record goes to `sink` as it
-    /// is decided; `similarity` gives the similarity matrix of the held pairs when a step
-    /// needs one.
-    pub fn run<R: Rows, S: Sink>(&self, rows: &mut R, similarity: impl Fn(&[Pair]) -> Result<SimMatrix, S::Error>, sink: &mut S) -> Result<CorpusReport, S::Error>
+    /// Curate the rows of one shard, with the dedup verdicts `dups` of its rows: every dropped
+    /// pair and every record goes to `sink` as it is decided; `similarity` gives the
+    /// similarity matrix of the held pairs when a step needs one.
+    pub fn run<R: Rows, V: Verdicts, S: Sink>(
+        &self,
+        rows: &mut R,
+        dups: &mut V,
+        similarity: impl Fn(&[Pair]) -> Result<SimMatrix, S::Error>,
+        sink: &mut S,
+    ) -> Result<CorpusReport, S::Error>
     where
         R::Error: Into<S::Error>,
+        V::Error: Into<S::Error>,
     {
         let mut report = CorpusReport::default();
         let mut held = Vec::new();
         let mut batch: Vec<(u64, Pair)> = Vec::with_capacity(BATCH);
+        let mut verdicts = Vec::with_capacity(BATCH);
         loop {
             let n = fill(rows, &mut batch).map_err(Into::into)?;
             if n == 0 {
                 break;
             }
-            for ((_, pair), reason) in batch[..n].iter().zip(self.check(&batch[..n])) {
+            verdicts.clear();
+            dups.verdicts(&batch[..n], &mut verdicts).map_err(Into::into)?;
+            for ((_, pair), reason) in batch[..n].iter().zip(self.check(&batch[..n], &*dups, &verdicts)) {
                 report.stats.rows_in += 1;
                 match reason {
                     Some(reason) => {
@@ -139,11 +159,12 @@ impl Curate<'_> {
     }
 
     /// Dedup verdicts, then the language filter and decontamination (per row: in parallel).
-    fn check(&self, batch: &[(u64, Pair)]) -> Vec<Option<DropReason>> {
+    fn check<V: Verdicts>(&self, batch: &[(u64, Pair)], dups: &V, verdicts: &[Verdict]) -> Vec<Option<DropReason>> {
         batch
             .par_iter()
-            .map(|(seq, pair)| {
-                self.duplicates.reason(*seq, &pair.id).or_else(|| super::check_text(self.language, &pair.text).err()).or_else(|| self.index.check(self.decontaminate, pair))
+            .zip(verdicts)
+            .map(|((_, pair), verdict)| {
+                verdict.reason(&pair.id, |s| dups.name(s)).or_else(|| super::check_text(self.language, &pair.text).err()).or_else(|| self.index.check(self.decontaminate, pair))
             })
             .collect()
     }

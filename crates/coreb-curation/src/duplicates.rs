@@ -324,6 +324,29 @@ fn read_columns<R: Read>(r: &mut R, selection: &Selection, skip: &mut dyn FnMut(
         *pos += 8 + (n * N) as u64;
         Ok(out)
     }
+    /// The keys of bands `key_bands` from the next column (`bands` keys per near sketch), a
+    /// chunk of whole sketches at a time.
+    fn band_keys<R: Read>(r: &mut R, pos: &mut u64, bands: usize, key_bands: &Range<usize>) -> std::io::Result<Vec<u32>> {
+        let n = u64_of(r)? as usize;
+        let rows = n / bands.max(1);
+        if rows * bands != n {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "the band keys are not whole sketches"));
+        }
+        let mut out = Vec::with_capacity((rows * key_bands.len()).min(1 << 24));
+        let per = (1 << 16) / bands.max(1) + 1;
+        let mut buf = vec![0u8; per * bands * 4];
+        let mut done = 0;
+        while done < rows {
+            let take = (rows - done).min(per);
+            r.read_exact(&mut buf[..take * bands * 4])?;
+            for sketch in buf[..take * bands * 4].chunks_exact(bands * 4) {
+                out.extend(sketch[key_bands.start * 4..key_bands.end * 4].chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+            }
+            done += take;
+        }
+        *pos += 8 + (n * 4) as u64;
+        Ok(out)
+    }
     /// Skip the next column of `width`-byte values; returns where its values start.
     fn skip_column<R: Read>(r: &mut R, pos: &mut u64, width: u64, skip: &mut dyn FnMut(&mut R, u64) -> std::io::Result<()>) -> std::io::Result<u64> {
         let n = u64_of(r)?;
@@ -349,7 +372,7 @@ fn read_columns<R: Read>(r: &mut R, selection: &Selection, skip: &mut dyn FnMut(
         (Vec::new(), Vec::new())
     };
     let near = column(r, p, u32::from_le_bytes, all)?;
-    let keys = column(r, p, u32::from_le_bytes, |i| key_bands.contains(&(i % bands.max(1))))?;
+    let keys = if key_bands == (0..bands) { column(r, p, u32::from_le_bytes, all)? } else { band_keys(r, p, bands, &key_bands)? };
     let shingle_ends = column(r, p, u64::from_le_bytes, all)?;
     let (shingles, shingles_at) = if selection.shingles { (column(r, p, u32::from_le_bytes, all)?, None) } else { (Vec::new(), Some(skip_column(r, p, 4, skip)?)) };
     let (id_ends, ids) = if selection.ids {
@@ -380,6 +403,243 @@ fn read_columns<R: Read>(r: &mut R, selection: &Selection, skip: &mut dyn FnMut(
 }
 
 const SKETCH_MAGIC: &[u8; 8] = b"CRBSKT01";
+
+/// The columns of a sketch file in file order, and the bytes of one value of each.
+const COLUMN_WIDTHS: [u64; 9] = [8, 8, 16, 4, 4, 8, 4, 8, 1];
+const SEQ: usize = 0;
+const NEAR: usize = 3;
+const KEYS: usize = 4;
+const SHINGLE_ENDS: usize = 5;
+const SHINGLES: usize = 6;
+const ID_ENDS: usize = 7;
+const IDS: usize = 8;
+
+/// A sketch file ([`Sketches::write_to`]) read as streams of its columns, so that a step
+/// that walks every row (the clustering step, the merge's names of kept rows) holds none of
+/// them: only where each column is.
+#[cfg(unix)]
+pub struct SketchFile {
+    file: std::fs::File,
+    bands: usize,
+    input_rows: u64,
+    /// Where the values of each column start and how many there are.
+    columns: [(u64, u64); 9],
+}
+
+#[cfg(unix)]
+impl SketchFile {
+    /// Check the file's header and the lengths of its columns against its size.
+    pub fn open(file: std::fs::File) -> Result<SketchFile, SketchError> {
+        use std::os::unix::fs::FileExt;
+        let size = file.metadata()?.len();
+        let mut head = [0u8; 24];
+        file.read_exact_at(&mut head, 0)?;
+        if &head[..8] != SKETCH_MAGIC {
+            return Err(SketchError::Format("not a coreb sketch file (or another format version)".into()));
+        }
+        let bands = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
+        let input_rows = u64::from_le_bytes(head[16..24].try_into().expect("8 bytes"));
+        let mut columns = [(0, 0); 9];
+        let mut at = 24u64;
+        for (c, &width) in COLUMN_WIDTHS.iter().enumerate() {
+            let mut n = [0u8; 8];
+            file.read_exact_at(&mut n, at)?;
+            let n = u64::from_le_bytes(n);
+            let end = n
+                .checked_mul(width)
+                .and_then(|b| b.checked_add(at + 8))
+                .filter(|&e| e <= size)
+                .ok_or_else(|| SketchError::Format("a column runs past the end of the file".into()))?;
+            columns[c] = (at + 8, n);
+            at = end;
+        }
+        if at != size {
+            return Err(SketchError::Format("bytes past the last column".into()));
+        }
+        let rows = columns[SEQ].1;
+        let fits = [1, 2, NEAR, ID_ENDS].iter().all(|&c| columns[c].1 == rows) && Some(columns[KEYS].1) == columns[SHINGLE_ENDS].1.checked_mul(bands);
+        if !fits {
+            return Err(SketchError::Format("its columns do not fit together".into()));
+        }
+        Ok(SketchFile { file, bands: bands as usize, input_rows, columns })
+    }
+
+    /// Rows of the whole input.
+    pub fn input_rows(&self) -> u64 {
+        self.input_rows
+    }
+
+    /// Rows held.
+    pub fn rows(&self) -> u64 {
+        self.columns[SEQ].1
+    }
+
+    /// Shingles held (of every near sketch together).
+    pub fn shingle_count(&self) -> u64 {
+        self.columns[SHINGLES].1
+    }
+
+    /// The bands the sketches were made with.
+    pub fn bands(&self) -> usize {
+        self.bands
+    }
+
+    /// Each row's position in the input, id hash, exact key and whether it has a near
+    /// sketch, in row order.
+    pub fn for_each_key(&self, mut f: impl FnMut(u64, u64, u128, bool) -> Result<(), SketchError>) -> Result<(), SketchError> {
+        let (mut seqs, mut hashes, mut exact, mut nears) = (self.stream(SEQ), self.stream(1), self.stream(2), self.stream(NEAR));
+        while let Some(seq) = seqs.next()? {
+            let fits = |v: Option<u64>| v.ok_or_else(|| SketchError::Format("its columns do not fit together".into()));
+            let (hash, near) = (fits(hashes.next()?)?, fits(nears.next()?)?);
+            let (lo, hi) = (fits(exact.next()?)?, fits(exact.next()?)?);
+            if seq >= self.input_rows {
+                return Err(SketchError::Coverage { seq, what: "is out of range" });
+            }
+            f(seq, hash, u128::from(lo) | u128::from(hi) << 64, near != u64::from(NO_NEAR))?;
+        }
+        Ok(())
+    }
+
+    /// The id of row `row`.
+    pub fn id(&self, row: u64) -> Result<String, SketchError> {
+        use std::os::unix::fs::FileExt;
+        let (ends, n) = self.columns[ID_ENDS];
+        if row >= n {
+            return Err(SketchError::Format(format!("no row {row}")));
+        }
+        let mut b = [0u8; 16];
+        let (at, bytes) = if row == 0 { (ends, &mut b[8..]) } else { (ends + (row - 1) * 8, &mut b[..]) };
+        self.file.read_exact_at(bytes, at)?;
+        let (start, end) = (u64::from_le_bytes(b[..8].try_into().expect("8 bytes")), u64::from_le_bytes(b[8..].try_into().expect("8 bytes")));
+        if start > end || end > self.columns[IDS].1 {
+            return Err(SketchError::Format("its ids do not fit together".into()));
+        }
+        let mut id = vec![0u8; (end - start) as usize];
+        self.file.read_exact_at(&mut id, self.columns[IDS].0 + start)?;
+        String::from_utf8(id).map_err(|_| SketchError::Format("ids are not UTF-8".into()))
+    }
+
+    fn stream(&self, column: usize) -> ColumnStream<'_> {
+        let (at, n) = self.columns[column];
+        ColumnStream { file: &self.file, at, left: n, width: COLUMN_WIDTHS[column] as usize, buf: Vec::new(), pos: 0 }
+    }
+
+    /// Each row's position in the input and where its shingle set is (`(start, len)` in
+    /// shingles; `None` for a row without a near sketch), in row order.
+    pub fn for_each_near(&self, mut f: impl FnMut(u64, Option<(u64, u32)>) -> Result<(), SketchError>) -> Result<(), SketchError> {
+        let (mut seqs, mut nears, mut ends) = (self.stream(SEQ), self.stream(NEAR), self.stream(SHINGLE_ENDS));
+        let (mut next_near, mut start) = (0u64, 0u64);
+        while let Some(seq) = seqs.next()? {
+            let near = nears.next()?.ok_or_else(|| SketchError::Format("its columns do not fit together".into()))?;
+            if seq >= self.input_rows {
+                return Err(SketchError::Coverage { seq, what: "is out of range" });
+            }
+            if near == u64::from(NO_NEAR) {
+                f(seq, None)?;
+                continue;
+            }
+            let end = ends.next()?.filter(|&e| near == next_near && e >= start && e <= self.columns[SHINGLES].1);
+            let end = end.ok_or_else(|| SketchError::Format("the near sketches are not in row order".into()))?;
+            f(seq, Some((start, (end - start) as u32)))?;
+            (next_near, start) = (next_near + 1, end);
+        }
+        Ok(())
+    }
+
+    /// The position in the input and the id of each row for which `wanted(seq)`, in row order.
+    pub fn for_each_id(&self, wanted: impl Fn(u64) -> bool, mut f: impl FnMut(u64, &str) -> Result<(), SketchError>) -> Result<(), SketchError> {
+        let (mut seqs, mut ends, mut ids) = (self.stream(SEQ), self.stream(ID_ENDS), self.stream(IDS));
+        let (mut start, mut id) = (0u64, Vec::new());
+        while let Some(seq) = seqs.next()? {
+            let end = ends.next()?.filter(|&e| e >= start && e <= self.columns[IDS].1).ok_or_else(|| SketchError::Format("its ids do not fit together".into()))?;
+            let want = wanted(seq);
+            ids.bytes(end - start, want.then_some(&mut id))?;
+            if want {
+                f(seq, std::str::from_utf8(&id).map_err(|_| SketchError::Format("ids are not UTF-8".into()))?)?;
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// The `len` shingles from shingle `start` (of [`SketchFile::for_each_near`]) into `out`.
+    pub fn read_shingles(&self, start: u64, len: u32, out: &mut Vec<u32>) -> Result<(), SketchError> {
+        use std::os::unix::fs::FileExt;
+        if start + u64::from(len) > self.columns[SHINGLES].1 {
+            return Err(SketchError::Format("a shingle set runs past its column".into()));
+        }
+        let mut bytes = vec![0u8; len as usize * 4];
+        self.file.read_exact_at(&mut bytes, self.columns[SHINGLES].0 + start * 4)?;
+        out.clear();
+        out.extend(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        Ok(())
+    }
+}
+
+/// The values of one column of a [`SketchFile`], read in chunks.
+#[cfg(unix)]
+struct ColumnStream<'a> {
+    file: &'a std::fs::File,
+    at: u64,
+    left: u64,
+    width: usize,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+#[cfg(unix)]
+impl ColumnStream<'_> {
+    fn fill(&mut self) -> Result<bool, SketchError> {
+        use std::os::unix::fs::FileExt;
+        if self.pos < self.buf.len() {
+            return Ok(true);
+        }
+        if self.left == 0 {
+            return Ok(false);
+        }
+        let take = self.left.min((1 << 16) / self.width as u64);
+        self.buf.resize(take as usize * self.width, 0);
+        self.file.read_exact_at(&mut self.buf, self.at)?;
+        self.at += self.buf.len() as u64;
+        self.left -= take;
+        self.pos = 0;
+        Ok(true)
+    }
+
+    /// The next value (of a column of 4- or 8-byte values; half of a 16-byte one).
+    fn next(&mut self) -> Result<Option<u64>, SketchError> {
+        if !self.fill()? {
+            return Ok(None);
+        }
+        // A 16-byte value comes as two calls, its low half first.
+        let step = self.width.min(8);
+        let b = &self.buf[self.pos..self.pos + step];
+        self.pos += step;
+        Ok(Some(match b.len() {
+            4 => u64::from(u32::from_le_bytes(b.try_into().expect("4 bytes"))),
+            _ => u64::from_le_bytes(b.try_into().expect("8 bytes")),
+        }))
+    }
+
+    /// Move past the next `n` bytes (of a column of bytes), copying them into `out` if given.
+    fn bytes(&mut self, mut n: u64, mut out: Option<&mut Vec<u8>>) -> Result<(), SketchError> {
+        if let Some(o) = out.as_deref_mut() {
+            o.clear();
+        }
+        while n > 0 {
+            if !self.fill()? {
+                return Err(SketchError::Format("its ids run past their column".into()));
+            }
+            let k = (self.buf.len() - self.pos).min(n as usize);
+            if let Some(o) = out.as_deref_mut() {
+                o.extend_from_slice(&self.buf[self.pos..self.pos + k]);
+            }
+            self.pos += k;
+            n -= k as u64;
+        }
+        Ok(())
+    }
+}
 
 /// Why sketches cannot be read or deduplicated.
 #[derive(Debug, thiserror::Error)]
@@ -692,13 +952,38 @@ impl Duplicates {
 
     /// Why row `seq` (whose id is `id`) is dropped, if it is.
     pub fn reason(&self, seq: u64, id: &str) -> Option<DropReason> {
-        let name = |s: u64| self.ids.get(&s).map_or_else(String::new, |i| i.to_string());
-        match self.verdict(seq) {
+        self.verdict(seq).reason(id, |s| self.name(s))
+    }
+
+    /// The id of row `seq`, when a drop reason names it.
+    pub fn name(&self, seq: u64) -> String {
+        self.ids.get(&seq).map_or_else(String::new, |i| i.to_string())
+    }
+}
+
+impl Verdict {
+    /// Why a row (whose id is `id`) with this verdict is dropped, if it is; `name(seq)` is the
+    /// id of row `seq`.
+    pub fn reason(self, id: &str, name: impl Fn(u64) -> String) -> Option<DropReason> {
+        match self {
             Verdict::Keep => None,
             Verdict::DuplicateId => Some(DropReason::DuplicateId { of: id.to_owned() }),
             Verdict::Exact { of } => Some(DropReason::ExactDuplicate { of: name(of) }),
             Verdict::Near { of, via, jaccard } => Some(DropReason::NearDuplicate { of: name(of), jaccard, via: (via != of).then(|| name(via)) }),
         }
+    }
+}
+
+impl super::curate::Verdicts for &Duplicates {
+    type Error = SketchError;
+
+    fn verdicts(&mut self, rows: &[(u64, super::Pair)], out: &mut Vec<Verdict>) -> Result<(), SketchError> {
+        out.extend(rows.iter().map(|(seq, _)| self.verdict(*seq)));
+        Ok(())
+    }
+
+    fn name(&self, seq: u64) -> String {
+        Duplicates::name(self, seq)
     }
 }
 

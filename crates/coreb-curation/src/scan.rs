@@ -1,5 +1,6 @@
 //! The scan step: every input row gets its position in the input (`seq`); the rows of a
-//! process's slice (all of them, or those whose id hash falls in shard `i` of `N`) are
+//! process's slice (all of them; those of its byte range of a source it reads by range,
+//! [`SourceFields::by_range`]; or those whose id hash falls in shard `i` of `N`) are
 //! sketched for deduplication ([`Sketcher`]) and encoded into the spool of their output shard
 //! (by id hash; [`super::spool`]).
 //!
@@ -69,6 +70,10 @@ pub struct SourceFields<'a> {
     pub code: &'a str,
     /// The id field; without one a row's id is its 0-based line number.
     pub id: Option<&'a str>,
+    /// The process reads only its byte range of this (JSONL) source, so every row of it that
+    /// it is given is in its slice; otherwise it is given every row and keeps those whose id
+    /// hash falls in its slice.
+    pub by_range: bool,
 }
 
 /// A block of input rows, processed in parallel with the other blocks of a batch.
@@ -109,8 +114,8 @@ pub struct Scan {
     sketches: Sketches,
     /// Input rows seen so far: the `seq` of the next one.
     rows: u64,
-    /// Local duplicate ids and exact keys (an id falls in one slice, so a duplicate here is
-    /// one globally).
+    /// Local duplicate ids and exact keys (a row that repeats an earlier row of the slice
+    /// repeats an earlier row of the input: it is a duplicate globally too).
     ids: HashMap<u64, u32, Prehashed>,
     collided_ids: HashSet<String>,
     exact: HashSet<u128, Prehashed>,
@@ -145,14 +150,15 @@ impl Scan {
             Block::Jsonl { bytes, .. } => bytes.len(),
             Block::Rows { rows } => rows.iter().map(|(i, t, c)| i.len() + t.len() + c.len() + 20).sum(),
         };
-        let share = (bytes / self.slice.1 as usize / self.out_shards as usize) * 9 / 8 + 1024;
+        let by_range = matches!(block, Block::Jsonl { source, .. } if sources[*source].by_range);
+        let share = (bytes / if by_range { 1 } else { self.slice.1 as usize } / self.out_shards as usize) * 9 / 8 + 1024;
         let spool = self.wanted.iter().map(|&w| if w { Vec::with_capacity(share) } else { Vec::new() }).collect();
         let mut out = BlockOut { sketches: Sketches::new(&self.dedup), spool };
         let mut sketcher = Sketcher::new(&self.dedup);
         let mut id_buf = String::new();
         let mut take = |seq: u64, id: &str, text: &str, code: &str| {
             let h = id_hash(id);
-            if shard_of_id(h, self.slice.1) == self.slice.0 {
+            if by_range || shard_of_id(h, self.slice.1) == self.slice.0 {
                 sketcher.sketch(seq, id, text, code, &mut out.sketches);
                 let shard = shard_of_id(h, self.out_shards) as usize;
                 if self.wanted[shard] {
@@ -359,7 +365,7 @@ mod tests {
     fn a_bad_row_names_its_file_line_and_field() {
         let scan = Scan::new(&CorpusDedupConfig::default(), (0, 1), vec![true]);
         let path = Path::new("src.jsonl");
-        let source = SourceFields { name: "s", path, text: "q", code: "c", id: None };
+        let source = SourceFields { name: "s", path, text: "q", code: "c", id: None, by_range: false };
         let block = |text: &str| Block::Jsonl { source: 0, first_line: 10, bytes: text.as_bytes().to_vec() };
         let ok = scan.process(&[source], &block("{\"q\":\"a\",\"x\":[1,{}],\"c\":\"b\"}\n\n{\"c\":\"d\",\"q\":7}"), 5).unwrap();
         assert_eq!(ok.sketches.len(), 2);

@@ -149,27 +149,160 @@ fn write_records<const W: usize>(w: &mut impl Write, magic: &[u8; 8], header: u6
 /// Read what [`write_records`] wrote: the header and the records; a wrong magic or a
 /// truncated file is an error, and so are bytes past the last record.
 fn read_records<const W: usize>(r: &mut impl Read, magic: &[u8; 8]) -> Result<(u64, Vec<[u64; W]>), SketchError> {
-    let mut head = [0u8; 24];
-    r.read_exact(&mut head)?;
-    if &head[..8] != magic {
-        return Err(SketchError::Format(format!("not a `{}` file (or another format version)", String::from_utf8_lossy(&magic[..6]))));
-    }
-    let word = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
-    let (header, count) = (word(8), word(16));
-    let mut out = Vec::with_capacity((count as usize).min(1 << 20));
-    let mut buf = [0u8; 8];
-    for _ in 0..count {
-        let mut rec = [0u64; W];
-        for v in &mut rec {
-            r.read_exact(&mut buf)?;
-            *v = u64::from_le_bytes(buf);
-        }
+    let mut records = RecordReader::<_, W>::open(r, magic)?;
+    let mut out = Vec::with_capacity((records.left as usize).min(1 << 20));
+    while let Some(rec) = records.next()? {
         out.push(rec);
     }
-    if r.read(&mut buf)? != 0 {
-        return Err(SketchError::Format("bytes past the last record".into()));
+    Ok((records.header, out))
+}
+
+/// The records of a file of [`write_records`], one at a time: a wrong magic or a truncated
+/// file is an error, and so are bytes past the last record.
+pub struct RecordReader<R, const W: usize> {
+    r: R,
+    header: u64,
+    left: u64,
+}
+
+impl<R: Read, const W: usize> RecordReader<R, W> {
+    fn open(mut r: R, magic: &[u8; 8]) -> Result<Self, SketchError> {
+        let mut head = [0u8; 24];
+        r.read_exact(&mut head)?;
+        if &head[..8] != magic {
+            return Err(SketchError::Format(format!("not a `{}` file (or another format version)", String::from_utf8_lossy(&magic[..6]))));
+        }
+        let word = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
+        Ok(RecordReader { header: word(8), left: word(16), r })
     }
-    Ok((header, out))
+
+    fn next(&mut self) -> Result<Option<[u64; W]>, SketchError> {
+        let mut buf = [0u8; 8];
+        if self.left == 0 {
+            if self.r.read(&mut buf)? != 0 {
+                return Err(SketchError::Format("bytes past the last record".into()));
+            }
+            return Ok(None);
+        }
+        let mut rec = [0u64; W];
+        for v in &mut rec {
+            self.r.read_exact(&mut buf)?;
+            *v = u64::from_le_bytes(buf);
+        }
+        self.left -= 1;
+        Ok(Some(rec))
+    }
+}
+
+/// The candidates of every band task's file (each in order), as one stream in order, each
+/// pair once: what [`merge_candidates`] makes of them, without holding them.
+pub struct CandidateStream<R> {
+    readers: Vec<RecordReader<R, 2>>,
+    heads: Vec<Option<Candidate>>,
+    last: Option<Candidate>,
+}
+
+impl<R: Read> CandidateStream<R> {
+    /// The candidate files (of [`write_candidates`]) `files`.
+    pub fn open(files: impl IntoIterator<Item = R>) -> Result<Self, SketchError> {
+        let mut s = CandidateStream { readers: Vec::new(), heads: Vec::new(), last: None };
+        for r in files {
+            s.readers.push(RecordReader::open(r, CANDIDATE_MAGIC)?);
+            s.heads.push(None);
+            let i = s.readers.len() - 1;
+            s.advance(i)?;
+        }
+        Ok(s)
+    }
+
+    fn advance(&mut self, i: usize) -> Result<(), SketchError> {
+        let next = self.readers[i].next()?.map(|[later, earlier]| Candidate { later, earlier });
+        if let Some(c) = next {
+            if c.earlier >= c.later {
+                return Err(SketchError::Format("a candidate pair does not join an earlier row to a later one".into()));
+            }
+            if self.heads[i].is_some_and(|h| h >= c) {
+                return Err(SketchError::Format("the candidate pairs are not in order, or repeated".into()));
+            }
+        }
+        self.heads[i] = next;
+        Ok(())
+    }
+
+    /// The next pair in `(later, earlier)` order, once however many files hold it.
+    pub fn next_pair(&mut self) -> Result<Option<Candidate>, SketchError> {
+        loop {
+            let Some((i, c)) = self.heads.iter().enumerate().filter_map(|(i, h)| h.map(|c| (i, c))).min_by_key(|&(_, c)| c) else { return Ok(None) };
+            self.advance(i)?;
+            if self.last != Some(c) {
+                self.last = Some(c);
+                return Ok(Some(c));
+            }
+        }
+    }
+}
+
+/// The rows that candidate pairs name, as a bit set over the input's rows: node `k` is the
+/// `k`-th of them in input order (a bit per input row and a count per 64 rows, not a
+/// position per pair).
+pub struct Nodes {
+    words: Vec<u64>,
+    /// Set bits before each word.
+    before: Vec<u32>,
+}
+
+impl Nodes {
+    fn new(input_rows: u64) -> Nodes {
+        Nodes { words: vec![0; input_rows.div_ceil(64) as usize], before: Vec::new() }
+    }
+
+    fn insert(&mut self, seq: u64) {
+        self.words[(seq / 64) as usize] |= 1 << (seq % 64);
+    }
+
+    fn freeze(&mut self) {
+        let mut n = 0u32;
+        self.before = self
+            .words
+            .iter()
+            .map(|w| {
+                let before = n;
+                n += w.count_ones();
+                before
+            })
+            .collect();
+    }
+
+    /// Rows named.
+    pub fn len(&self) -> usize {
+        self.before.last().map_or(0, |&b| b as usize + self.words.last().map_or(0, |w| w.count_ones() as usize))
+    }
+
+    /// Whether no row is named.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The node of row `seq`, if a pair names it.
+    pub fn index(&self, seq: u64) -> Option<u32> {
+        let (w, bit) = ((seq / 64) as usize, seq % 64);
+        let word = *self.words.get(w)?;
+        (word >> bit & 1 == 1).then(|| self.before[w] + (word & ((1u64 << bit) - 1)).count_ones())
+    }
+
+    /// The rows named, in input order.
+    fn seqs(&self) -> impl Iterator<Item = u64> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &word)| {
+            let mut word = word;
+            std::iter::from_fn(move || {
+                (word != 0).then(|| {
+                    let bit = word.trailing_zeros();
+                    word &= word - 1;
+                    w as u64 * 64 + u64::from(bit)
+                })
+            })
+        })
+    }
 }
 
 /// Where each row of the input is: `(part, row)`, by seq; an error when the parts were made
@@ -232,6 +365,100 @@ pub fn exact_step(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<Exa
     Ok(ExactDecisions { input_rows: at.len() as u64, dropped })
 }
 
+/// A bit per input row.
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(rows: u64) -> Bits {
+        Bits(vec![0; rows.div_ceil(64) as usize])
+    }
+
+    fn get(&self, i: u64) -> bool {
+        self.0[(i / 64) as usize] >> (i % 64) & 1 == 1
+    }
+
+    /// Set bit `i`; whether it was set already.
+    fn set(&mut self, i: u64) -> bool {
+        let was = self.get(i);
+        self.0[(i / 64) as usize] |= 1 << (i % 64);
+        was
+    }
+}
+
+/// Step 1 over the sketch files of every part, read as streams: what [`exact_step`]
+/// decides, holding 24 bytes per row (sorted, first the id hashes, then the exact keys)
+/// and a few bits, not the ids and two hash tables. Rows with the same id hash are told
+/// apart by their ids, read from the files.
+#[cfg(unix)]
+pub fn exact_step_files(config: &CorpusDedupConfig, parts: &[super::SketchFile]) -> Result<ExactDecisions, SketchError> {
+    if let Some(p) = parts.iter().find(|p| p.bands() != config.bands && p.rows() > 0) {
+        return Err(SketchError::Bands { expected: config.bands, found: p.bands() });
+    }
+    let total = parts.first().map_or(0, |p| p.input_rows());
+    if let Some(p) = parts.iter().find(|p| p.input_rows() != total) {
+        return Err(SketchError::InputRows(total, p.input_rows()));
+    }
+    let (mut covered, mut no_near) = (Bits::new(total), Bits::new(total));
+    // Repeated ids: (id hash, seq, part, row), sorted.
+    let mut ids: Vec<(u64, u64, u32, u32)> = Vec::with_capacity(total as usize);
+    for (pi, p) in parts.iter().enumerate() {
+        let mut row = 0u32;
+        p.for_each_key(|seq, hash, _, near| {
+            if covered.set(seq) {
+                return Err(SketchError::Coverage { seq, what: "appears twice" });
+            }
+            if !near {
+                no_near.set(seq);
+            }
+            ids.push((hash, seq, pi as u32, row));
+            row += 1;
+            Ok(())
+        })?;
+    }
+    if let Some(seq) = (0..total).find(|&s| !covered.get(s)) {
+        return Err(SketchError::Coverage { seq, what: "is missing" });
+    }
+    drop(covered);
+    ids.sort_unstable();
+    let mut repeated = Bits::new(total);
+    let mut dropped = Vec::new();
+    for group in ids.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
+        // In input order: the first row of each id is kept.
+        let mut seen: Vec<String> = Vec::new();
+        for &(_, seq, pi, row) in group {
+            let id = parts[pi as usize].id(u64::from(row))?;
+            if seen.contains(&id) {
+                repeated.set(seq);
+                dropped.push((seq, REPEATED_ID));
+            } else {
+                seen.push(id);
+            }
+        }
+    }
+    drop(ids);
+    // Exact copies among the other rows: (exact key, seq), sorted; a key's first row is kept.
+    let mut keys: Vec<(u64, u64, u64)> = Vec::with_capacity(total as usize - dropped.len());
+    for p in parts {
+        p.for_each_key(|seq, _, exact, _| {
+            if !repeated.get(seq) {
+                keys.push(((exact >> 64) as u64, exact as u64, seq));
+            }
+            Ok(())
+        })?;
+    }
+    keys.sort_unstable();
+    for group in keys.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        let first = group[0].2;
+        if no_near.get(first) {
+            return Err(SketchError::Format(format!("row {first} has no near-duplicate sketch but is no duplicate")));
+        }
+        dropped.extend(group[1..].iter().map(|k| (k.2, first)));
+    }
+    drop(keys);
+    dropped.sort_unstable();
+    Ok(ExactDecisions { input_rows: total, dropped })
+}
+
 /// Step 2, one task: the candidate pairs among the rows that `exact` keeps, found through the
 /// bands `bands` (`parts` read with at least those bands' keys), in `(later, earlier)` order.
 pub fn band_task(config: &CorpusDedupConfig, parts: &[&Sketches], exact: &ExactDecisions, bands: Range<usize>) -> Result<Vec<Candidate>, SketchError> {
@@ -245,8 +472,17 @@ pub fn band_task(config: &CorpusDedupConfig, parts: &[&Sketches], exact: &ExactD
     // The rows near-dedup compares, in input order: (seq, part, near sketch).
     let mut rows: Vec<(u64, u32, u32)> = Vec::new();
     for (pi, p) in parts.iter().enumerate() {
+        // A part's rows are in input order: walk the dropped rows beside them.
+        let ordered = p.seq.windows(2).all(|w| w[0] < w[1]);
+        let mut dropped = exact.dropped.iter().map(|d| d.0).peekable();
         for (ri, &seq) in p.seq.iter().enumerate() {
-            if exact.is_dropped(seq) {
+            let is_dropped = if ordered {
+                while dropped.next_if(|&d| d < seq).is_some() {}
+                dropped.peek() == Some(&seq)
+            } else {
+                exact.is_dropped(seq)
+            };
+            if is_dropped {
                 continue;
             }
             let near = p.near_index(ri).ok_or_else(|| SketchError::Format(format!("row {seq} has no near-duplicate sketch but is no duplicate")))?;
@@ -300,14 +536,11 @@ pub fn merge_candidates(a: Vec<Candidate>, b: Vec<Candidate>) -> Vec<Candidate> 
     }
 }
 
-/// Step 3: the candidates of every band task (`pairs`: their lists through
-/// [`merge_candidates`]), checked in `(later, earlier)` order by shingle Jaccard, skipping a
-/// pair already joined (which changes no component), and joined in one union-find over the
-/// rows they name; every row of a component but its first is dropped in favour of the first,
-/// with the row it was first joined with. `parts` (read with their row positions and
-/// near-sketch indices at least) say where each row is; `shingles(part, near, out)` puts the
-/// shingle set of near sketch `near` of part `part` into `out` (from memory, or from the file
-/// the sketches were read from); it is asked only for rows of pairs it checks.
+/// Step 3 over candidates held in memory (`pairs`: the tasks' lists through
+/// [`merge_candidates`]): [`cluster_with`], with `parts` (read with their row positions and
+/// near-sketch indices at least) saying where each row is, and `shingles(part, near, out)`
+/// putting the shingle set of near sketch `near` of part `part` into `out` (from memory, or
+/// from the file the sketches were read from).
 pub fn cluster(
     config: &CorpusDedupConfig,
     parts: &[&Sketches],
@@ -317,59 +550,114 @@ pub fn cluster(
     if pairs.windows(2).any(|w| w[0] >= w[1]) {
         return Err(SketchError::Format("the candidate pairs are not in order, or repeated".into()));
     }
-    let mut nodes: Vec<u64> = pairs.iter().flat_map(|p| [p.later, p.earlier]).collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    // Where each node's near sketch is: (part, near sketch).
-    let mut at: Vec<(u32, u32)> = vec![(u32::MAX, 0); nodes.len()];
-    for (pi, p) in parts.iter().enumerate() {
-        for (ri, &seq) in p.seq.iter().enumerate() {
-            if let Ok(i) = nodes.binary_search(&seq) {
-                let near = p.near_index(ri).ok_or_else(|| SketchError::Format(format!("row {seq} is a candidate but has no near-duplicate sketch")))?;
-                at[i] = (pi as u32, near);
+    let input_rows = parts.first().map_or(0, |p| p.input_rows);
+    let locate = |nodes: &Nodes, set: &mut dyn FnMut(u64, (u32, u32)) -> Result<(), SketchError>| {
+        for (pi, p) in parts.iter().enumerate() {
+            for (ri, &seq) in p.seq.iter().enumerate() {
+                if nodes.index(seq).is_some() {
+                    let near = p.near_index(ri).ok_or_else(|| SketchError::Format(format!("row {seq} is a candidate but has no near-duplicate sketch")))?;
+                    set(seq, (pi as u32, near))?;
+                }
             }
         }
-    }
-    if let Some(i) = at.iter().position(|a| a.0 == u32::MAX) {
-        return Err(SketchError::Coverage { seq: nodes[i], what: "is a candidate but is in no part" });
-    }
-    let mut shingles = |seq: u64, out: &mut Vec<u32>| {
-        let (p, n) = at[nodes.binary_search(&seq).expect("every candidate's rows are nodes")];
-        shingles(p as usize, n, out)
+        Ok(())
     };
-    let node = |seq: u64| nodes.binary_search(&seq).expect("every candidate's rows are nodes") as u32;
-    let mut uf = UnionFind((0..nodes.len() as u32).collect());
-    let mut link: Vec<(u32, f64)> = vec![(u32::MAX, 0.0); nodes.len()];
+    let feed = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| pairs.iter().try_for_each(|&c| f(c));
+    Ok(cluster_with(config, input_rows, feed, locate, |(p, near), out| shingles(p as usize, near, out))?.0)
+}
+
+/// Step 3: the candidates of every band task, checked in `(later, earlier)` order by
+/// shingle Jaccard, skipping a pair already joined (which changes no component), and joined
+/// in one union-find over the rows they name; every row of a component but its first is
+/// dropped in favour of the first, with the row it was first joined with. Returns the
+/// decisions and the number of pairs.
+///
+/// Nothing is held per pair: `candidates(f)` feeds every pair in order to `f` and is called
+/// twice (once to learn which rows are named, a bit per input row, then to check them).
+/// `locate(nodes, set)` calls `set(seq, at)` with where the shingle set of each row of
+/// `nodes` is; `shingles(at, out)` puts that set into `out`, and is asked only for rows of
+/// pairs it checks. Per named row it holds `at`, its union-find slot and its link.
+pub fn cluster_with<L: Copy + Default>(
+    config: &CorpusDedupConfig,
+    input_rows: u64,
+    mut candidates: impl FnMut(&mut dyn FnMut(Candidate) -> Result<(), SketchError>) -> Result<(), SketchError>,
+    locate: impl FnOnce(&Nodes, &mut dyn FnMut(u64, L) -> Result<(), SketchError>) -> Result<(), SketchError>,
+    mut shingles: impl FnMut(L, &mut Vec<u32>) -> Result<(), SketchError>,
+) -> Result<(Vec<NearDecision>, u64), SketchError> {
+    let mut nodes = Nodes::new(input_rows);
+    let (mut last, mut count) = (None::<Candidate>, 0u64);
+    candidates(&mut |c| {
+        if last.is_some_and(|l| l >= c) {
+            return Err(SketchError::Format("the candidate pairs are not in order, or repeated".into()));
+        }
+        if c.earlier >= c.later {
+            return Err(SketchError::Format("a candidate pair does not join an earlier row to a later one".into()));
+        }
+        if c.later >= input_rows {
+            return Err(SketchError::Coverage { seq: c.later, what: "is a candidate but is in no part" });
+        }
+        nodes.insert(c.later);
+        nodes.insert(c.earlier);
+        (last, count) = (Some(c), count + 1);
+        Ok(())
+    })?;
+    nodes.freeze();
+    let n = nodes.len();
+    let mut at: Vec<L> = vec![L::default(); n];
+    let mut found = vec![0u64; n.div_ceil(64)];
+    locate(&nodes, &mut |seq, l| {
+        let k = nodes.index(seq).ok_or(SketchError::Coverage { seq, what: "is no candidate" })? as usize;
+        if found[k / 64] >> (k % 64) & 1 == 1 {
+            return Err(SketchError::Coverage { seq, what: "appears twice" });
+        }
+        found[k / 64] |= 1 << (k % 64);
+        at[k] = l;
+        Ok(())
+    })?;
+    if let Some(k) = (0..n).find(|&k| found[k / 64] >> (k % 64) & 1 == 0) {
+        return Err(SketchError::Coverage { seq: nodes.seqs().nth(k).unwrap_or_default(), what: "is a candidate but is in no part" });
+    }
+    drop(found);
+    let node = |seq: u64| nodes.index(seq).ok_or(SketchError::Format("the candidate pairs changed while they were read".into()));
+    let mut uf = UnionFind((0..n as u32).collect());
+    // The node each node was first joined with, and their Jaccard in 1e-4.
+    let mut link: Vec<(u32, u32)> = vec![(u32::MAX, 0); n];
     let (mut mine, mut theirs, mut loaded) = (Vec::new(), Vec::new(), None);
-    for p in pairs {
-        let (k, c) = (node(p.later), node(p.earlier));
+    candidates(&mut |p| {
+        let (k, c) = (node(p.later)?, node(p.earlier)?);
         if uf.find(c) == uf.find(k) {
-            continue;
+            return Ok(());
         }
         if loaded != Some(p.later) {
-            shingles(p.later, &mut mine)?;
+            shingles(at[k as usize], &mut mine)?;
             loaded = Some(p.later);
         }
-        shingles(p.earlier, &mut theirs)?;
+        shingles(at[c as usize], &mut theirs)?;
         let j = sorted_jaccard(&mine, &theirs, config.threshold);
         if j < config.threshold {
-            continue;
+            return Ok(());
         }
         uf.union(c, k);
         for (x, y) in [(k, c), (c, k)] {
             if link[x as usize].0 == u32::MAX {
-                link[x as usize] = (y, (j * 1e4).round() / 1e4);
+                link[x as usize] = (y, (j * 1e4).round() as u32);
             }
         }
-    }
+        Ok(())
+    })?;
+    drop(at);
+    // The row of each node, for the components' first rows and the links.
+    let seqs: Vec<u64> = nodes.seqs().collect();
     let mut near = Vec::new();
-    for k in 0..nodes.len() {
+    for (k, &seq) in seqs.iter().enumerate() {
         let root = uf.find(k as u32);
         if root as usize != k {
-            near.push(NearDecision { seq: nodes[k], of: nodes[root as usize], via: nodes[link[k].0 as usize], jaccard: link[k].1 });
+            let (via, j) = link[k];
+            // The same value as `(j * 1e4).round() / 1e4` of the Jaccard.
+            near.push(NearDecision { seq, of: seqs[root as usize], via: seqs[via as usize], jaccard: f64::from(j) / 1e4 });
         }
     }
-    Ok(near)
+    Ok((near, count))
 }
 
 /// The rows the drop reasons name (the kept row of each exact copy and component, and each
@@ -420,9 +708,171 @@ impl Duplicates {
     }
 }
 
+/// The ids of the rows that the drop reasons name ([`referenced`]), for a merge that reads
+/// the verdicts as a stream ([`SplitVerdicts`]): the rows, and each one's id in one string.
+#[derive(Debug, Default)]
+pub struct DropNames {
+    seqs: Vec<u64>,
+    /// Where each row's id is in `names` (`u32::MAX` long: not found yet).
+    spans: Vec<(u64, u32)>,
+    names: String,
+}
+
+impl DropNames {
+    /// The rows named by the exact step's and the clustering step's files (of
+    /// [`ExactDecisions::write_to`] and [`write_near`]), read once as streams; their ids are
+    /// still to be found ([`DropNames::find_in`]).
+    pub fn referenced(exact: impl Read, near: impl Read) -> Result<DropNames, SketchError> {
+        let mut seqs = Vec::new();
+        let mut exact = RecordReader::<_, 2>::open(exact, EXACT_MAGIC)?;
+        while let Some([_, of]) = exact.next()? {
+            if of != REPEATED_ID {
+                seqs.push(of);
+            }
+        }
+        let mut near = RecordReader::<_, 4>::open(near, NEAR_MAGIC)?;
+        while let Some([_, of, via, _]) = near.next()? {
+            seqs.extend([of, via]);
+        }
+        seqs.sort_unstable();
+        seqs.dedup();
+        seqs.shrink_to_fit();
+        let spans = vec![(0, u32::MAX); seqs.len()];
+        Ok(DropNames { seqs, spans, names: String::new() })
+    }
+
+    /// Take the ids of the named rows that the sketch file `file` holds.
+    #[cfg(unix)]
+    pub fn find_in(&mut self, file: &super::SketchFile) -> Result<(), SketchError> {
+        let DropNames { seqs, spans, names } = self;
+        file.for_each_id(
+            |seq| seqs.binary_search(&seq).is_ok(),
+            |seq, id| {
+                let k = seqs.binary_search(&seq).map_err(|_| SketchError::Coverage { seq, what: "is not named" })?;
+                if spans[k].1 != u32::MAX {
+                    return Err(SketchError::Coverage { seq, what: "appears twice" });
+                }
+                spans[k] = (names.len() as u64, id.len() as u32);
+                names.push_str(id);
+                Ok(())
+            },
+        )
+    }
+
+    /// Every named row has its id.
+    pub fn check(&self) -> Result<(), SketchError> {
+        match self.spans.iter().position(|s| s.1 == u32::MAX) {
+            Some(k) => Err(SketchError::Coverage { seq: self.seqs[k], what: "has no id in the sketches" }),
+            None => Ok(()),
+        }
+    }
+
+    /// The id of row `seq`, if it is named.
+    pub fn name(&self, seq: u64) -> Option<&str> {
+        let (start, len) = self.spans[self.seqs.binary_search(&seq).ok()?];
+        self.names.get(start as usize..start as usize + len as usize)
+    }
+}
+
+/// The verdicts of the exact step's and the clustering step's files, read as streams for
+/// rows asked for in input order: what [`Duplicates::assemble`] decides, without a verdict
+/// per row in memory.
+pub struct SplitVerdicts<'a, R> {
+    exact: RecordReader<R, 2>,
+    near: RecordReader<R, 4>,
+    next_exact: Option<[u64; 2]>,
+    next_near: Option<[u64; 4]>,
+    last: Option<u64>,
+    input_rows: u64,
+    names: &'a DropNames,
+}
+
+impl<'a, R: Read> SplitVerdicts<'a, R> {
+    /// The decisions in `exact` and `near` (over the same input), with the ids `names`.
+    pub fn open(exact: R, near: R, names: &'a DropNames) -> Result<Self, SketchError> {
+        let exact = RecordReader::open(exact, EXACT_MAGIC)?;
+        let near = RecordReader::open(near, NEAR_MAGIC)?;
+        if exact.header != near.header {
+            return Err(SketchError::InputRows(exact.header, near.header));
+        }
+        let mut v = SplitVerdicts { input_rows: exact.header, exact, near, next_exact: None, next_near: None, last: None, names };
+        v.advance_exact()?;
+        v.advance_near()?;
+        Ok(v)
+    }
+
+    fn advance_exact(&mut self) -> Result<(), SketchError> {
+        let next = self.exact.next()?;
+        if let Some([seq, of]) = next {
+            let ordered = self.next_exact.is_none_or(|[before, _]| before < seq) && seq < self.input_rows && (of == REPEATED_ID || of < seq);
+            if !ordered {
+                return Err(SketchError::Format("exact decisions out of order or out of range".into()));
+            }
+        }
+        self.next_exact = next;
+        Ok(())
+    }
+
+    fn advance_near(&mut self) -> Result<(), SketchError> {
+        let next = self.near.next()?;
+        if let Some([seq, of, via, _]) = next {
+            let ordered = self.next_near.is_none_or(|[before, ..]| before < seq) && seq < self.input_rows && of < seq && via != seq;
+            if !ordered {
+                return Err(SketchError::Format("near decisions out of order or out of range".into()));
+            }
+        }
+        self.next_near = next;
+        Ok(())
+    }
+
+    /// Rows of the input.
+    pub fn input_rows(&self) -> u64 {
+        self.input_rows
+    }
+
+    /// The verdict of row `seq` (after every row asked before).
+    pub fn verdict(&mut self, seq: u64) -> Result<Verdict, SketchError> {
+        if seq >= self.input_rows {
+            return Err(SketchError::Coverage { seq, what: "is out of range" });
+        }
+        if self.last.is_some_and(|l| l >= seq) {
+            return Err(SketchError::Format(format!("row {seq} asked for after a later row")));
+        }
+        self.last = Some(seq);
+        while self.next_exact.is_some_and(|[s, _]| s < seq) {
+            self.advance_exact()?;
+        }
+        while self.next_near.is_some_and(|[s, ..]| s < seq) {
+            self.advance_near()?;
+        }
+        let exact = self.next_exact.filter(|r| r[0] == seq).map(|[_, of]| if of == REPEATED_ID { Verdict::DuplicateId } else { Verdict::Exact { of } });
+        let near = self.next_near.filter(|r| r[0] == seq).map(|[_, of, via, j]| Verdict::Near { of, via, jaccard: f64::from_bits(j) });
+        match (exact, near) {
+            (Some(_), Some(_)) => Err(SketchError::Format(format!("row {seq} is both an exact and a near duplicate: the decisions come from different inputs"))),
+            (Some(v), None) | (None, Some(v)) => Ok(v),
+            (None, None) => Ok(Verdict::Keep),
+        }
+    }
+}
+
+impl<R: Read + Sync> crate::curate::Verdicts for SplitVerdicts<'_, R> {
+    type Error = SketchError;
+
+    fn verdicts(&mut self, rows: &[(u64, crate::Pair)], out: &mut Vec<Verdict>) -> Result<(), SketchError> {
+        for (seq, _) in rows {
+            out.push(self.verdict(*seq)?);
+        }
+        Ok(())
+    }
+
+    fn name(&self, seq: u64) -> String {
+        self.names.name(seq).unwrap_or_default().to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::{Selection, Sketcher};
+    use super::super::{Selection, SketchFile, Sketcher};
     use super::*;
 
     /// The decision as one process made it before the split: exact duplicates, then every
@@ -557,8 +1007,12 @@ mod tests {
         let decisions = ExactDecisions::read_from(&mut bytes.as_slice()).unwrap();
         let whole = super::super::find_duplicates(&config, &[&all]).unwrap();
         let open: Vec<std::fs::File> = files.iter().map(|f| std::fs::File::open(f).unwrap()).collect();
+        // The steps over the files read as streams decide the same.
+        let streamed: Vec<SketchFile> = files.iter().map(|f| SketchFile::open(std::fs::File::open(f).unwrap()).unwrap()).collect();
+        assert_eq!(exact_step_files(&config, &streamed).unwrap(), decisions);
+        assert!(exact_step_files(&config, &streamed[..2]).unwrap_err().to_string().contains("is missing"));
         for tasks in [1usize, 2, 3, 8, 32] {
-            let mut outputs = Vec::new();
+            let (mut outputs, mut task_files) = (Vec::new(), Vec::new());
             for t in 0..tasks {
                 let bands = t * config.bands / tasks..(t + 1) * config.bands / tasks;
                 let parts = read(&Selection { ids: false, bands: Some(bands.clone()), shingles: false });
@@ -567,12 +1021,32 @@ mod tests {
                 let mut bytes = Vec::new();
                 write_candidates(&mut bytes, &candidates).unwrap();
                 outputs.push(read_candidates(&mut bytes.as_slice()).unwrap());
+                task_files.push(bytes);
             }
             let pairs = outputs.into_iter().fold(Vec::new(), merge_candidates);
             // The clustering step's view: positions and shingle-set offsets, the sets on disk.
             let parts = read(&Selection { ids: false, bands: Some(0..0), shingles: false });
             let part_refs: Vec<&Sketches> = parts.iter().collect();
             let near = cluster(&config, &part_refs, &pairs, |p, n, out| parts[p].read_shingles(&open[p], n, out)).unwrap();
+            // The clustering step's streams: the tasks' files merged, the parts' offsets.
+            let feed = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| {
+                let mut stream = CandidateStream::open(task_files.iter().map(Vec::as_slice))?;
+                while let Some(c) = stream.next_pair()? {
+                    f(c)?;
+                }
+                Ok(())
+            };
+            let locate = |nodes: &Nodes, set: &mut dyn FnMut(u64, (u32, u32, u64)) -> Result<(), SketchError>| {
+                for (p, file) in streamed.iter().enumerate() {
+                    file.for_each_near(|seq, at| match (nodes.index(seq), at) {
+                        (Some(_), Some((start, len))) => set(seq, (p as u32, len, start)),
+                        _ => Ok(()),
+                    })?;
+                }
+                Ok(())
+            };
+            let (from_files, count) = cluster_with(&config, rows.len() as u64, feed, locate, |(p, len, start), out| streamed[p as usize].read_shingles(start, len, out)).unwrap();
+            assert_eq!((from_files, count), (near.clone(), pairs.len() as u64), "{tasks} band tasks, streamed");
             let mut bytes = Vec::new();
             write_near(&mut bytes, rows.len() as u64, &near).unwrap();
             let (_, near) = read_near(&mut bytes.as_slice()).unwrap();

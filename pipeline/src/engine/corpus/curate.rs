@@ -8,11 +8,13 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use coreb_base::durable::{self, AtomicFile};
 use coreb_curation::curate::{Curate, Sink};
+use coreb_curation::duplicates::steps::SplitVerdicts;
 use coreb_curation::spool::MergedSpool;
 use coreb_curation::table::{RerankWriter, TrainingRecordRef, TrainingWriter};
-use coreb_curation::{Dropped, Duplicates, Pair, ReleaseIndex, SimMatrix};
+use coreb_curation::{Dropped, Pair, ReleaseIndex, SimMatrix};
 use serde::Serialize;
 
+use super::Dups;
 use super::output::{marker_path, shard_name, write_marker};
 use crate::corpus_manifest::CorpusManifestFile;
 
@@ -59,7 +61,7 @@ pub(super) fn shard(
     f: &CorpusManifestFile,
     index: &ReleaseIndex,
     embedder: Option<&Embedder>,
-    dups: &Duplicates,
+    dups: &Dups,
     out: &Path,
     spools: &[PathBuf],
     s: u32,
@@ -72,8 +74,17 @@ pub(super) fn shard(
         fs_err::remove_file(&marker)?;
     }
     let mut writer = ShardWriter::create(out, &name)?;
-    let step = Curate { language: &f.language, decontaminate: &f.decontaminate, align: &f.align, negatives: &f.negatives, duplicates: dups, index };
-    let report = step.run(&mut MergedSpool::open(spools)?, |pairs| similarity(embedder, pairs), &mut writer)?;
+    let step = Curate { language: &f.language, decontaminate: &f.decontaminate, align: &f.align, negatives: &f.negatives, index };
+    let mut spool = MergedSpool::open(spools)?;
+    let report = match dups {
+        Dups::Whole(d) => step.run(&mut spool, &mut &*d, |pairs| similarity(embedder, pairs), &mut writer)?,
+        Dups::Split { exact, near, names } => {
+            let open = |p: &Path| fs_err::File::open(p).map(|f| std::io::BufReader::with_capacity(1 << 16, f));
+            let mut verdicts = SplitVerdicts::open(open(exact)?, open(near)?, names).with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?;
+            step.run(&mut spool, &mut verdicts, |pairs| similarity(embedder, pairs), &mut writer)
+                .with_context(|| format!("curating output shard {s} with the verdicts of `{}` and `{}`", exact.display(), near.display()))?
+        }
+    };
     writer.finish()?;
     durable::write(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&report)?)?;
     // Every file is fsynced by now (durable writers); the marker that vouches for them last.

@@ -12,10 +12,14 @@
 //! the step and the sha256 of every file the step read (the sketch files, the exact step's
 //! file, the band tasks' files), so a part made from other inputs is refused, and a complete
 //! one is not redone: a killed task leaves no part (only its `.part=….tmp` directory) and a
-//! rerun redoes it alone. Each step reads only the columns of the sketch files it needs
-//! ([`Sketches::read_selected`]): the exact step the ids and exact keys, a band task the keys
-//! of its bands, the clustering step the row positions and where the shingle sets are (the
-//! two sets of a pair it checks are read from the files then).
+//! rerun redoes it alone. Each step reads only the columns of the sketch files it needs, and
+//! the exact and clustering steps read them as streams ([`SketchFile`]) rather than holding
+//! them: the exact step sorts 24 bytes per row (id hashes, then exact keys); a band task holds
+//! the keys of its bands ([`Sketches::read_selected`]); the clustering step merges the band
+//! tasks' files as streams and holds, per row that a candidate pair names, where its shingle
+//! set is, a union-find slot and a link (the two sets of a pair it checks are read from the
+//! files then). The merge streams the verdicts from the exact and clustering steps' files
+//! and holds only the ids of the rows that drop reasons name.
 //!
 //! `coreb merge corpus` uses the clustering step's result when it is complete for the current
 //! parts; with `--dedup-tasks T` it first runs the missing steps as processes of this binary
@@ -26,11 +30,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use coreb_base::durable::AtomicFile;
+use coreb_curation::duplicates::SketchFile;
 use coreb_curation::duplicates::steps::{self, ExactDecisions};
-use coreb_curation::{Duplicates, Selection, Sketches};
+use coreb_curation::{Selection, SketchError, Sketches};
 use rayon::prelude::*;
 
-use super::CorpusRun;
+use super::{CorpusRun, Dups};
 use clap::ValueEnum;
 
 use crate::engine::shard::ShardSpec;
@@ -95,6 +100,23 @@ fn read_sketches(parts: &[PathBuf], selection: &Selection) -> anyhow::Result<Vec
         .collect()
 }
 
+/// The sketch file of each shard part, opened as column streams; each must cover an input
+/// of `input_rows` rows when given.
+fn sketch_files(parts: &[PathBuf], input_rows: Option<u64>) -> anyhow::Result<Vec<SketchFile>> {
+    parts
+        .iter()
+        .map(|dir| {
+            let path = dir.join("sketches.bin");
+            let file =
+                SketchFile::open(std::fs::File::open(&path).with_context(|| format!("opening `{}`", path.display()))?).with_context(|| format!("reading `{}`", path.display()))?;
+            if let Some(rows) = input_rows.filter(|&r| r != file.input_rows()) {
+                bail!("`{}` covers {} input rows, the exact step {rows}", path.display(), file.input_rows());
+            }
+            Ok(file)
+        })
+        .collect()
+}
+
 /// Write one file of a part through the durable writer.
 fn write_file(part: &PartWriter, name: &str, write: impl FnOnce(&mut BufWriter<AtomicFile>) -> std::io::Result<()>) -> anyhow::Result<()> {
     let path = part.path(name);
@@ -113,6 +135,8 @@ fn read_file<T>(path: &Path, read: impl FnOnce(&mut BufReader<fs_err::File>) -> 
 pub(super) struct Chain {
     /// The shard parts' directories.
     parts: Vec<PathBuf>,
+    /// The sha256 of each part's sketch file, from its marker.
+    shas: Vec<String>,
     exact_key: String,
 }
 
@@ -167,7 +191,20 @@ impl CorpusRun {
             }
         };
         let (parts, shas): (Vec<PathBuf>, Vec<String>) = found.into_iter().unzip();
-        Ok(Chain { exact_key: step_key(&self.plan_hash, DedupStep::Exact, &shas), parts })
+        Ok(Chain { exact_key: step_key(&self.plan_hash, DedupStep::Exact, &shas), parts, shas })
+    }
+
+    /// Every part's sketch file is still the one its marker describes; an error naming the
+    /// command that redoes a part otherwise.
+    fn check_sketches(&self, chain: &Chain) -> anyhow::Result<()> {
+        chain.parts.par_iter().zip(&chain.shas).try_for_each(|(dir, sha)| {
+            let path = dir.join("sketches.bin");
+            if coreb_base::hashing::sha256_file(&path)? != *sha {
+                let (i, n) = dir.file_name().and_then(|n| n.to_str()).and_then(shard::parse_part_name).unwrap_or((0, 0));
+                bail!("`{}` no longer matches the `_SUCCESS` of its part (torn or edited): run `coreb corpus {} --shard {i}/{n}`", path.display(), self.manifest.display());
+            }
+            Ok(())
+        })
     }
 
     /// The exact step's part, complete for `chain`, and the band tasks' key; an error naming
@@ -193,7 +230,11 @@ impl CorpusRun {
     /// Run one step (`task`: the band task, `0/1` for the other steps) as this process.
     pub fn dedup_step(&self, step: DedupStep, task: ShardSpec) -> anyhow::Result<StepOutcome> {
         let f = self.file();
-        let chain = self.chain(step == DedupStep::Exact)?;
+        let chain = self.chain(false)?;
+        if step == DedupStep::Exact {
+            // The files this step reads are hashed (the merge hashes every file of the parts).
+            self.check_sketches(&chain)?;
+        }
         let (key, inputs) = match step {
             DedupStep::Exact => (chain.exact_key.clone(), Vec::new()),
             DedupStep::Bands => {
@@ -215,9 +256,9 @@ impl CorpusRun {
         let part = PartWriter::begin(&steps_dir, task)?;
         let facts = match step {
             DedupStep::Exact => {
-                let sketches = read_sketches(&chain.parts, &Selection { ids: true, bands: Some(0..0), shingles: false })?;
-                let refs: Vec<&Sketches> = sketches.iter().collect();
-                let exact = steps::exact_step(&f.dedup, &refs)?;
+                // Streamed: 24 bytes per row held, not the ids and exact keys of every row.
+                let files = sketch_files(&chain.parts, None)?;
+                let exact = steps::exact_step_files(&f.dedup, &files).with_context(|| format!("the exact step over the sketches of `{}`", self.out().join("parts").display()))?;
                 write_file(&part, "exact.bin", |w| exact.write_to(w))?;
                 serde_json::json!({"input_rows": exact.input_rows(), "dropped": exact.dropped()})
             }
@@ -232,22 +273,69 @@ impl CorpusRun {
             }
             DedupStep::Clusters => {
                 let exact = read_file(&self.dedup_dir(DedupStep::Exact).join(part_name(ONE)).join("exact.bin"), ExactDecisions::read_from)?;
-                let mut pairs = Vec::new();
-                for d in &inputs {
-                    pairs = steps::merge_candidates(pairs, read_file(&d.join("candidates.bin"), steps::read_candidates)?);
-                }
-                // Each part's row positions and where its shingle sets are; the sets of the
-                // pairs checked are read from the files.
-                let sketches = read_sketches(&chain.parts, &Selection { ids: false, bands: Some(0..0), shingles: false })?;
-                let files = chain
-                    .parts
-                    .iter()
-                    .map(|d| std::fs::File::open(d.join("sketches.bin")).with_context(|| format!("opening `{}`", d.join("sketches.bin").display())))
-                    .collect::<anyhow::Result<Vec<_>>>()?;
-                let parts: Vec<&Sketches> = sketches.iter().collect();
-                let near = steps::cluster(&f.dedup, &parts, &pairs, |p, near, out| sketches[p].read_shingles(&files[p], near, out))?;
+                // Nothing per pair is held: the band tasks' files are merged as streams (twice),
+                // each part's row positions and shingle offsets streamed once, and the two
+                // shingle sets of a pair checked read from the sketch files then.
+                let files = sketch_files(&chain.parts, Some(exact.input_rows()))?;
+                let bands_dir = self.dedup_dir(DedupStep::Bands);
+                let candidates = |feed: &mut dyn FnMut(steps::Candidate) -> Result<(), SketchError>| {
+                    let readers =
+                        inputs.iter().map(|d| Ok(BufReader::with_capacity(1 << 16, std::fs::File::open(d.join("candidates.bin"))?))).collect::<std::io::Result<Vec<_>>>()?;
+                    let mut stream = steps::CandidateStream::open(readers)?;
+                    while let Some(c) = stream.next_pair()? {
+                        feed(c)?;
+                    }
+                    Ok(())
+                };
+                let locate = |nodes: &steps::Nodes, set: &mut dyn FnMut(u64, (u32, u32, u64)) -> Result<(), SketchError>| {
+                    for (p, (dir, file)) in chain.parts.iter().zip(&files).enumerate() {
+                        file.for_each_near(|seq, at| match (nodes.index(seq), at) {
+                            (None, _) => Ok(()),
+                            (Some(_), Some((start, len))) => set(seq, (p as u32, len, start)),
+                            (Some(_), None) => Err(SketchError::Format(format!("row {seq} is a candidate but has no near-duplicate sketch in `{}`", dir.display()))),
+                        })?;
+                    }
+                    Ok(())
+                };
+                // Pairs come in input order of their later row, so each part's sets are mostly
+                // asked for forward: a window of each part's shingles is read ahead in chunks.
+                // The rest (mostly a component's first rows, the earlier row of many pairs)
+                // go through a direct-mapped cache: a slot per 8 input rows, at most 2^20.
+                const WINDOW: u64 = 1 << 15;
+                let mut windows: Vec<(u64, Vec<u32>)> = vec![(0, Vec::new()); files.len()];
+                let slots = (exact.input_rows() / 8).next_power_of_two().clamp(1 << 10, 1 << 20) as usize;
+                let mut cache: Vec<(u64, Vec<u32>)> = vec![(u64::MAX, Vec::new()); slots];
+                let shingles = |(p, len, start): (u32, u32, u64), out: &mut Vec<u32>| {
+                    let (file, (at, window)) = (&files[p as usize], &mut windows[p as usize]);
+                    let end = start + u64::from(len);
+                    if start >= *at + window.len() as u64 {
+                        // Ahead of the window: move it here.
+                        let n = (file.shingle_count() - start).min(WINDOW.max(u64::from(len)));
+                        file.read_shingles(start, n as u32, window)?;
+                        *at = start;
+                    }
+                    let key = u64::from(p) << 48 | start;
+                    let slot = &mut cache[(key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize & (slots - 1)];
+                    if slot.0 != key {
+                        // Cached from the window too: a later row's set is soon the earlier
+                        // row of the next pairs of its component.
+                        slot.0 = u64::MAX;
+                        if start >= *at && end <= *at + window.len() as u64 {
+                            slot.1.clear();
+                            slot.1.extend_from_slice(&window[(start - *at) as usize..(end - *at) as usize]);
+                        } else {
+                            file.read_shingles(start, len, &mut slot.1)?;
+                        }
+                        slot.0 = key;
+                    }
+                    out.clear();
+                    out.extend_from_slice(&slot.1);
+                    Ok(())
+                };
+                let (near, pairs) = steps::cluster_with(&f.dedup, exact.input_rows(), candidates, locate, shingles)
+                    .with_context(|| format!("clustering the candidates of `{}` over the sketches of `{}`", bands_dir.display(), self.out().join("parts").display()))?;
                 write_file(&part, "near.bin", |w| steps::write_near(w, exact.input_rows(), &near))?;
-                serde_json::json!({"band_tasks": inputs.len(), "candidates": pairs.len(), "near_duplicates": near.len()})
+                serde_json::json!({"band_tasks": inputs.len(), "candidates": pairs, "near_duplicates": near.len()})
             }
         };
         let facts = facts.as_object().cloned().unwrap_or_default();
@@ -257,8 +345,10 @@ impl CorpusRun {
     }
 
     /// The duplicates decided by the split steps, when the clustering step is complete for
-    /// the current shard parts; `None` when it is not.
-    pub(super) fn split_duplicates(&self, chain: &Chain) -> anyhow::Result<Option<Duplicates>> {
+    /// the current shard parts; `None` when it is not. The verdicts stay in the steps' files
+    /// (each output shard reads them as a stream); only the ids of the rows that drop reasons
+    /// name are read, from the sketch files.
+    pub(super) fn split_duplicates(&self, chain: &Chain) -> anyhow::Result<Option<Dups>> {
         let Ok((exact_dir, bands_key)) = self.bands_key(chain) else {
             return Ok(None);
         };
@@ -268,16 +358,18 @@ impl CorpusRun {
         if !part_done(&self.dedup_dir(DedupStep::Clusters), ONE, &clusters_key) {
             return Ok(None);
         }
-        let exact = read_file(&exact_dir.join("exact.bin"), ExactDecisions::read_from)?;
-        let near_path = self.dedup_dir(DedupStep::Clusters).join(part_name(ONE)).join("near.bin");
-        let (rows, near) = read_file(&near_path, steps::read_near)?;
-        if rows != exact.input_rows() {
-            bail!("`{}` covers {rows} rows, the exact step {}", near_path.display(), exact.input_rows());
+        let exact = exact_dir.join("exact.bin");
+        let near = self.dedup_dir(DedupStep::Clusters).join(part_name(ONE)).join("near.bin");
+        let open = |p: &Path| fs_err::File::open(p).map(|f| BufReader::with_capacity(1 << 16, f));
+        let mut names = steps::DropNames::referenced(open(&exact)?, open(&near)?).with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?;
+        // Both files cover the same input (checked again as each shard streams them).
+        let rows = steps::SplitVerdicts::open(open(&exact)?, open(&near)?, &names).with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?.input_rows();
+        let files = sketch_files(&chain.parts, Some(rows))?;
+        for (dir, file) in chain.parts.iter().zip(&files) {
+            names.find_in(file).with_context(|| format!("reading `{}`", dir.join("sketches.bin").display()))?;
         }
-        let sketches = read_sketches(&chain.parts, &Selection { ids: true, bands: Some(0..0), shingles: false })?;
-        let refs: Vec<&Sketches> = sketches.iter().collect();
-        let ids = steps::ids_of(&refs, &steps::referenced(&exact, &near));
-        Ok(Some(Duplicates::assemble(&exact, &near, ids)?))
+        names.check().with_context(|| format!("the drop reasons of `{}` and `{}`", exact.display(), near.display()))?;
+        Ok(Some(Dups::Split { exact, near, names }))
     }
 
     /// Run the steps not yet complete as processes of this binary: the exact step, the `tasks`

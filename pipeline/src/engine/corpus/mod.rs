@@ -8,7 +8,9 @@
 //! 1. **scan** ([`coreb_curation::scan`], run by [`scan`]): the sources are streamed once;
 //!    every row gets its position in the input (`seq`); JSONL is read in blocks parsed in
 //!    parallel, each keeping only the three wanted fields. A process keeps the rows of its slice
-//!    (all of them, or those whose id hash falls in shard `i` of `N`), sketches them for
+//!    (all of them; or, for shard `i` of `N`, the lines that start in the `i`-th of `N` byte
+//!    ranges of the plain JSONL sources, the others only counted, and the rows of gzipped,
+//!    Parquet and BEIR sources whose id hash falls in shard `i`), sketches them for
 //!    deduplication and spools them ([`coreb_curation::spool`]) into one file per output shard
 //!    (by id hash). Output: the slice's [`Sketches`] and the spool files.
 //! 2. **duplicates** ([`coreb_curation::find_duplicates`]): decides over the sketches of all
@@ -47,8 +49,8 @@
 //! processes, their parts, part markers and merge are the engine's own ([`crate::engine::shard`]:
 //! [`PartWriter`], [`crate::engine::shard::PartMarker`], [`crate::engine::shard::complete_parts`]), and an
 //! output shard's `_SUCCESS` checks its files the way the artifact store checks a stage's
-//! ([`crate::artifacts::file_intact`], [`crate::artifacts::FileEntry`]). The three steps are
-//! not [`crate::engine::stage::StageName`]s run by [`super::Engine::run_until`], because:
+//! ([`crate::artifacts::file_intact`], [`coreb_data::releases::FileEntry`]). The three steps are
+//! not [`crate::cli::StageName`]s run by [`super::Engine::run_until`], because:
 //! - the corpus has its own manifest and plan ([`CorpusPlan`]), not a release [`RunPlan`]
 //!   (crate::manifest::RunPlan): none of the build's stages runs before or after it, and the
 //!   engine's loop is the release chain `fetch` … `release` over one plan;
@@ -77,6 +79,13 @@ use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan};
 use crate::engine::shard::ShardSpec;
 use crate::engine::shard::{PartMarker, PartWriter, part_done, part_name};
 use coreb_base::printer::Printer;
+
+/// The dedup verdicts the curation reads: decided in this process, or by the split steps
+/// (their files, streamed by each output shard, and the ids their drop reasons name).
+pub(super) enum Dups {
+    Whole(Duplicates),
+    Split { exact: PathBuf, near: PathBuf, names: coreb_curation::duplicates::steps::DropNames },
+}
 
 /// What a shard process did.
 #[derive(Debug, Clone)]
@@ -147,7 +156,7 @@ impl CorpusRun {
         }
         let sketches = scan::scan(f, &files, ShardSpec { index: 0, count: 1 }, &spool, Some(&todo), &self.printer)?;
         self.printer.status(format!("read {} pairs; finding duplicates over all of them", sketches.input_rows()));
-        let dups = coreb_curation::find_duplicates(&f.dedup, &[&sketches])?;
+        let dups = Dups::Whole(coreb_curation::find_duplicates(&f.dedup, &[&sketches])?);
         drop(sketches);
         self.curate(&index, &dups, &todo, |s| vec![output::spool_path(&spool, s)])?;
         fs_err::remove_dir_all(&spool)?;
@@ -216,7 +225,7 @@ impl CorpusRun {
                     .collect::<anyhow::Result<_>>()?;
                 let refs: Vec<&Sketches> = sketches.iter().collect();
                 self.printer.status(format!("merging {} shard parts: finding duplicates over {} pairs", parts.len(), refs.first().map_or(0, |s| s.input_rows())));
-                coreb_curation::find_duplicates(&f.dedup, &refs).with_context(|| format!("merging the parts in `{}`", parts_dir.display()))?
+                Dups::Whole(coreb_curation::find_duplicates(&f.dedup, &refs).with_context(|| format!("merging the parts in `{}`", parts_dir.display()))?)
             }
         };
         self.curate(&index, &dups, &todo, |s| parts.iter().map(|p| output::spool_path(&p.join("spool"), s)).collect())?;
@@ -251,7 +260,7 @@ impl CorpusRun {
 
     /// Curate the output shards `todo` (in parallel), reading each one's rows from the spool
     /// files `spools(shard)`.
-    fn curate(&self, index: &ReleaseIndex, dups: &Duplicates, todo: &[u32], spools: impl Fn(u32) -> Vec<PathBuf> + Sync) -> anyhow::Result<()> {
+    fn curate(&self, index: &ReleaseIndex, dups: &Dups, todo: &[u32], spools: impl Fn(u32) -> Vec<PathBuf> + Sync) -> anyhow::Result<()> {
         self.printer.status(format!("curating {} shards", todo.len()));
         let f = self.file();
         let embedder = curate::Embedder::new(f)?;

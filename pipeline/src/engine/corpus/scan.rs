@@ -120,7 +120,14 @@ pub(super) fn scan(f: &CorpusManifestFile, files: &[PathBuf], slice: ShardSpec, 
         .collect::<anyhow::Result<Vec<_>>>()?;
     let total: u64 = f.sources.iter().zip(files).filter(|(s, _)| s.format == SourceFormat::Jsonl).filter_map(|(_, p)| fs_err::metadata(p).ok()).map(|m| m.len()).sum();
     let wanted = writers.iter().map(Option::is_some).collect();
-    let sources = f.sources.iter().zip(files).map(|(s, p)| SourceFields { name: &s.name, path: p, text: &s.text_field, code: &s.code_field, id: s.id_field.as_deref() }).collect();
+    let ranges = byte_ranges(f, files, slice)?;
+    let sources = f
+        .sources
+        .iter()
+        .zip(files)
+        .zip(&ranges)
+        .map(|((s, p), r)| SourceFields { name: &s.name, path: p, text: &s.text_field, code: &s.code_field, id: s.id_field.as_deref(), by_range: r.is_some() })
+        .collect();
     let mut batch = Batch {
         scan: Scan::new(&f.dedup, (slice.index, slice.count), wanted),
         sources,
@@ -129,8 +136,8 @@ pub(super) fn scan(f: &CorpusManifestFile, files: &[PathBuf], slice: ShardSpec, 
         writers,
         bar: printer.progress(Some(total), "reading", true),
     };
-    for (i, (source, path)) in f.sources.iter().zip(files).enumerate() {
-        read_source(i, source, path, &mut batch).with_context(|| format!("reading source `{}` (`{}`)", source.name, path.display()))?;
+    for (i, ((source, path), range)) in f.sources.iter().zip(files).zip(ranges).enumerate() {
+        read_source(i, source, path, range, &mut batch).with_context(|| format!("reading source `{}` (`{}`)", source.name, path.display()))?;
     }
     batch.flush()?;
     let Batch { scan, writers, bar, .. } = batch;
@@ -141,14 +148,43 @@ pub(super) fn scan(f: &CorpusManifestFile, files: &[PathBuf], slice: ShardSpec, 
     Ok(scan.finish())
 }
 
+/// Whether a JSONL source is gzipped (read whole by every shard process).
+fn gzipped(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "gz")
+}
+
+/// The byte range of each source that shard process `slice` reads (`None`: all of it, and
+/// its rows are kept by id hash). With several processes, the plain JSONL sources, taken
+/// together in manifest order, are cut into `slice.count` equal byte ranges; a process
+/// parses the lines that start in its range and only counts the others (for the rows'
+/// positions). Gzipped JSONL, Parquet and BEIR sources are read whole by every process.
+fn byte_ranges(f: &CorpusManifestFile, files: &[PathBuf], slice: ShardSpec) -> anyhow::Result<Vec<Option<(u64, u64)>>> {
+    let splits = |s: &SourceSpec, p: &Path| slice.count > 1 && s.format == SourceFormat::Jsonl && !gzipped(p);
+    let sizes = f.sources.iter().zip(files).map(|(s, p)| Ok(if splits(s, p) { Some(fs_err::metadata(p)?.len()) } else { None })).collect::<anyhow::Result<Vec<_>>>()?;
+    let total: u64 = sizes.iter().flatten().sum();
+    let at = |i: u32| (u128::from(total) * u128::from(i) / u128::from(slice.count.max(1))) as u64;
+    let (lo, hi) = (at(slice.index), at(slice.index + 1));
+    let mut start = 0u64;
+    Ok(sizes
+        .into_iter()
+        .map(|size| {
+            size.map(|size| {
+                let range = (lo.saturating_sub(start).min(size), hi.saturating_sub(start).min(size));
+                start += size;
+                range
+            })
+        })
+        .collect())
+}
+
 /// Queue the rows of one source (`source`-th of the manifest, read from `path`, its local
-/// file or folder).
-fn read_source(source: usize, s: &SourceSpec, path: &Path, batch: &mut Batch<'_>) -> anyhow::Result<()> {
+/// file or folder); of a JSONL file with a `range`, only the lines that start in it.
+fn read_source(source: usize, s: &SourceSpec, path: &Path, range: Option<(u64, u64)>, batch: &mut Batch<'_>) -> anyhow::Result<()> {
     match s.format {
         SourceFormat::Jsonl => {
             let file = fs_err::File::open(path)?;
-            let reader: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") { Box::new(flate2::read::MultiGzDecoder::new(file)) } else { Box::new(file) };
-            read_jsonl(source, path, reader, batch)
+            let reader: Box<dyn Read> = if gzipped(path) { Box::new(flate2::read::MultiGzDecoder::new(file)) } else { Box::new(file) };
+            read_jsonl(source, path, reader, range, batch)
         }
         SourceFormat::Parquet => {
             let mut cols = vec![s.text_field.as_str(), s.code_field.as_str()];
@@ -192,12 +228,19 @@ fn read_source(source: usize, s: &SourceSpec, path: &Path, batch: &mut Batch<'_>
 const BLOCK: usize = 4 << 20;
 
 /// Read JSONL in blocks of whole lines, queued for parallel parsing with the number of rows
-/// (non-blank lines) each holds, so that every row knows its position in the input.
-fn read_jsonl(source: usize, path: &Path, mut reader: Box<dyn Read>, batch: &mut Batch<'_>) -> anyhow::Result<()> {
+/// (non-blank lines) each holds, so that every row knows its position in the input. With a
+/// byte `range`, only the lines that start in it are queued; the rows of the others are only
+/// counted (queued as empty blocks), so that positions and the input's size stay those of
+/// the whole file.
+fn read_jsonl(source: usize, path: &Path, mut reader: Box<dyn Read>, range: Option<(u64, u64)>, batch: &mut Batch<'_>) -> anyhow::Result<()> {
     let mut carry: Vec<u8> = Vec::new();
-    let mut lines_before = 0usize;
+    // A block that was only counted: its buffer is reused.
+    let mut spare: Vec<u8> = Vec::new();
+    let (mut lines_before, mut offset, mut skipped) = (0usize, 0u64, 0u64);
     loop {
-        let mut buf = std::mem::take(&mut carry);
+        let mut buf = std::mem::take(&mut spare);
+        buf.clear();
+        buf.append(&mut carry);
         let mut eof = false;
         // Read until the block holds a whole line past BLOCK bytes, or the file ends.
         loop {
@@ -214,19 +257,72 @@ fn read_jsonl(source: usize, path: &Path, mut reader: Box<dyn Read>, batch: &mut
             }
         }
         if !buf.is_empty() {
-            let (mut lines, mut rows, mut start) = (0usize, 0u64, 0usize);
-            for end in memchr::memchr_iter(b'\n', &buf).chain((buf.last() != Some(&b'\n')).then_some(buf.len())) {
-                lines += 1;
-                rows += u64::from(!is_blank(&buf[start..end]));
-                start = end + 1;
+            // The lines of the block that start in the range: [mine.0, mine.1) of `buf`.
+            let mine = match range {
+                None => (0, buf.len()),
+                Some((a, b)) => (line_start_from(&buf, offset, a), line_start_from(&buf, offset, b)),
+            };
+            let (before_lines, before_rows) = count_rows(&buf[..mine.0]);
+            let (mine_lines, mine_rows) = count_rows(&buf[mine.0..mine.1]);
+            let (after_lines, after_rows) = count_rows(&buf[mine.1..]);
+            let first_line = lines_before + before_lines;
+            lines_before += before_lines + mine_lines + after_lines;
+            offset += buf.len() as u64;
+            skipped += before_rows;
+            if mine.0 < mine.1 {
+                if skipped > 0 {
+                    batch.push(Block::Rows { rows: Vec::new() }, std::mem::take(&mut skipped))?;
+                }
+                let bytes = if mine == (0, buf.len()) {
+                    buf
+                } else {
+                    let part = buf[mine.0..mine.1].to_vec();
+                    spare = buf;
+                    part
+                };
+                batch.push(Block::Jsonl { source, first_line, bytes }, mine_rows)?;
+            } else {
+                spare = buf;
             }
-            batch.push(Block::Jsonl { source, first_line: lines_before, bytes: buf }, rows)?;
-            lines_before += lines;
+            skipped += after_rows;
         }
         if eof {
-            return Ok(());
+            break;
         }
     }
+    if skipped > 0 {
+        batch.push(Block::Rows { rows: Vec::new() }, skipped)?;
+    }
+    Ok(())
+}
+
+/// The position in `buf` (whole lines, starting at byte `offset` of the file) of the first
+/// line that starts at or after byte `x` of the file (`buf.len()` when none does).
+fn line_start_from(buf: &[u8], offset: u64, x: u64) -> usize {
+    if x <= offset {
+        return 0;
+    }
+    let p = x - offset;
+    if p >= buf.len() as u64 {
+        return buf.len();
+    }
+    let p = p as usize;
+    if buf[p - 1] == b'\n' {
+        return p;
+    }
+    memchr::memchr(b'\n', &buf[p..]).map_or(buf.len(), |i| p + i + 1)
+}
+
+/// The lines of `bytes` (whole lines; the last may lack its newline at the end of the file)
+/// and how many of them are rows (not blank).
+fn count_rows(bytes: &[u8]) -> (usize, u64) {
+    let (mut lines, mut rows, mut start) = (0usize, 0u64, 0usize);
+    for end in memchr::memchr_iter(b'\n', bytes).chain((!bytes.is_empty() && bytes.last() != Some(&b'\n')).then_some(bytes.len())) {
+        lines += 1;
+        rows += u64::from(!is_blank(&bytes[start..end]));
+        start = end + 1;
+    }
+    (lines, rows)
 }
 
 /// A BEIR folder: one pair per positive qrel (`<name>:<query id>:<doc id>`, text, code), in

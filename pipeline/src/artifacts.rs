@@ -237,11 +237,16 @@ pub fn files_below(dir: &Path) -> anyhow::Result<Vec<String>> {
 pub fn hash_files(dir: &Path, keep: impl Fn(&str) -> bool) -> anyhow::Result<BTreeMap<String, FileEntry>> {
     let mut out = BTreeMap::new();
     for rel in files_below(dir)?.into_iter().filter(|rel| keep(rel)) {
-        let path = dir.join(&rel);
-        let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
-        out.insert(rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() });
+        let entry = file_entry(&dir.join(&rel))?;
+        out.insert(rel, entry);
     }
     Ok(out)
+}
+
+/// The sha256 and size of the file at `path`, as a marker or MANIFEST lists it.
+pub fn file_entry(path: &Path) -> anyhow::Result<FileEntry> {
+    let sha256 = sha256_file(path).with_context(|| format!("hashing `{}`", path.display()))?;
+    Ok(FileEntry { sha256, bytes: fs_err::metadata(path)?.len() })
 }
 
 /// Hash every file of a release but its `MANIFEST.json`.

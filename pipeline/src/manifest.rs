@@ -286,10 +286,16 @@ pub fn lexical_join(base: &Path, rel: &Path) -> PathBuf {
 }
 
 fn is_version(v: &str) -> bool {
-    v.len() == 7 && v.starts_with('v') && v[1..].bytes().all(|b| b.is_ascii_digit()) && {
+    has_version_shape(v) && {
         let month: u32 = v[5..].parse().unwrap_or(0);
         (1..=12).contains(&month)
     }
+}
+
+/// Whether a name has the shape of a release version, `v` and six digits (what a releases
+/// directory's entries are matched by; [`is_version`] also checks the month).
+pub fn has_version_shape(name: &str) -> bool {
+    name.len() == 7 && name.starts_with('v') && name[1..].bytes().all(|b| b.is_ascii_digit())
 }
 
 #[cfg(test)]

@@ -35,6 +35,37 @@ pub struct ReleaseManifest {
     pub files: BTreeMap<String, FileEntry>,
 }
 
+impl ReleaseManifest {
+    /// Read and parse the `MANIFEST.json` at `path` (the one reader every command shares).
+    pub fn read(path: &std::path::Path) -> Result<ReleaseManifest, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io { path: path.to_owned(), source })?;
+        serde_json::from_str(&text).map_err(|source| ManifestError::Parse { path: path.to_owned(), source })
+    }
+}
+
+/// A release `MANIFEST.json` that cannot be read.
+#[derive(Debug, Error)]
+pub enum ManifestError {
+    /// The file cannot be read.
+    #[error("reading `{}`", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// It is not a release MANIFEST.
+    #[error("`{}`: not a release manifest", path.display())]
+    Parse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// The build manifest as embedded in a release.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BuildManifest {

@@ -34,7 +34,7 @@ pub(super) fn earlier_releases(engine: &Engine) -> anyhow::Result<Vec<Published>
     for entry in fs_err::read_dir(dir)? {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let is_version = name.len() == 7 && name.starts_with('v') && name[1..].bytes().all(|b| b.is_ascii_digit());
+        let is_version = crate::manifest::has_version_shape(&name);
         if !is_version || name >= engine.plan.version || !entry.path().is_dir() {
             continue;
         }

@@ -34,7 +34,7 @@ impl BuildLookup {
     /// Read `release/MANIFEST.json` and resolve the build directory (`build_dir` wins).
     pub fn open(release: &Path, build_dir: Option<&Path>) -> anyhow::Result<Self> {
         let path = release.join("MANIFEST.json");
-        let manifest: ReleaseManifest = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`: not a release manifest", path.display()))?;
+        let manifest = ReleaseManifest::read(&path)?;
         let build: ManifestFile =
             toml::from_str(&manifest.build_manifest.text).map_err(|e| anyhow::anyhow!("`{}`: `build_manifest.text`: {}", path.display(), e.to_string().trim_end()))?;
         let release_abs = std::path::absolute(release).with_context(|| format!("`{}`", release.display()))?;

@@ -62,15 +62,14 @@ fn latest_release(dir: &Path, version: &str) -> anyhow::Result<Option<(PathBuf, 
     let mut best: Option<String> = None;
     for entry in fs_err::read_dir(dir)? {
         let name = entry?.file_name().to_string_lossy().into_owned();
-        let ok = name.len() == 7 && name.starts_with('v') && name[1..].bytes().all(|b| b.is_ascii_digit());
+        let ok = crate::manifest::has_version_shape(&name);
         if ok && name.as_str() < version && dir.join(&name).join("MANIFEST.json").exists() && best.as_ref().is_none_or(|b| &name > b) {
             best = Some(name);
         }
     }
     let Some(name) = best else { return Ok(None) };
     let path = dir.join(&name);
-    let manifest = serde_json::from_str(&fs_err::read_to_string(path.join("MANIFEST.json"))?)
-        .with_context(|| format!("`{}`: not a release MANIFEST", path.join("MANIFEST.json").display()))?;
+    let manifest = ReleaseManifest::read(&path.join("MANIFEST.json"))?;
     Ok(Some((path, manifest)))
 }
 

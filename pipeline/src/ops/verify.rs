@@ -40,8 +40,7 @@ pub fn differences(expected: &BTreeMap<String, FileEntry>, actual: &BTreeMap<Str
 pub fn verify(release: &std::path::Path, trust_release_sandbox: bool, printer: Printer) -> anyhow::Result<Vec<String>> {
     let dir = fs_err::canonicalize(release)?;
     let manifest_path = dir.join("MANIFEST.json");
-    let manifest: ReleaseManifest =
-        serde_json::from_str(&fs_err::read_to_string(&manifest_path)?).with_context(|| format!("`{}` is not a release MANIFEST", manifest_path.display()))?;
+    let manifest = ReleaseManifest::read(&manifest_path)?;
 
     check_release_sandbox(&manifest.build_manifest.text, &manifest_path, trust_release_sandbox)?;
     let mut problems = differences(&manifest.files, &hash_tree(&dir)?);

@@ -32,11 +32,6 @@ pub const RESULTS_DIR: &str = "results";
 /// Where model audit reports are found under the releases directory.
 pub const AUDITS_DIR: &str = "audits";
 
-/// Read a release's `MANIFEST.json`.
-fn read_manifest(path: &Path) -> anyhow::Result<ReleaseManifest> {
-    serde_json::from_str(&fs_err::read_to_string(path)?).with_context(|| format!("`{}`: not a release manifest", path.display()))
-}
-
 /// The release a `coreb eval` directory belongs to: the directory itself when it holds a
 /// `MANIFEST.json`, else its parent (a task's BEIR folder inside a release). Returns the
 /// release directory, its manifest and the manifest's sha256.
@@ -46,7 +41,7 @@ pub fn release_of(dir: &Path) -> anyhow::Result<(PathBuf, ReleaseManifest, Strin
         bail!("`--record`: `{}` is not a release nor a task folder of one (no `MANIFEST.json` in it or its parent)", dir.display());
     };
     let path = release.join("MANIFEST.json");
-    let manifest = read_manifest(&path)?;
+    let manifest = ReleaseManifest::read(&path)?;
     let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
     Ok((release.to_owned(), manifest, sha256))
 }
@@ -149,7 +144,7 @@ fn published_releases(dir: &Path) -> anyhow::Result<Vec<ReleaseInfo>> {
     let mut dirs: Vec<PathBuf> = fs_err::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("MANIFEST.json").is_file()).collect();
     dirs.sort();
     for d in dirs {
-        let m = read_manifest(&d.join("MANIFEST.json"))?;
+        let m = ReleaseManifest::read(&d.join("MANIFEST.json"))?;
         out.push(ReleaseInfo::from_manifest(&m.version, m.window.start.clone(), m.window.end.clone(), &m.counts));
     }
     Ok(out)

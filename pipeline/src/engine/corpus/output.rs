@@ -66,14 +66,7 @@ pub(super) fn shard_done(out: &Path, s: u32, plan_hash: &str) -> bool {
 /// Write the `_SUCCESS` of output shard `s` once its files are fsynced: the marker that
 /// vouches for them, last.
 pub(super) fn write_marker(out: &Path, s: u32, plan_hash: &str) -> anyhow::Result<()> {
-    let files = shard_files(s)
-        .par_iter()
-        .map(|rel| {
-            let path = out.join(rel);
-            let sha256 = coreb_base::hashing::sha256_file(&path)?;
-            Ok((rel.clone(), FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() }))
-        })
-        .collect::<anyhow::Result<_>>()?;
+    let files = shard_files(s).par_iter().map(|rel| Ok((rel.clone(), crate::artifacts::file_entry(&out.join(rel))?))).collect::<anyhow::Result<_>>()?;
     durable::write(&marker_path(out, s), &serde_json::to_vec_pretty(&ShardMarker { plan: plan_hash.to_owned(), files })?)?;
     Ok(())
 }

@@ -160,24 +160,31 @@ fn processes_of(range: std::ops::Range<u32>) -> Vec<String> {
 
 #[test]
 fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
-    hostile_suite(&[], 1_991_100_000);
+    hostile_suite(&[], 0, 1_991_100_000);
 }
 
 /// Issue #34: the hostile programs of the languages with a faster start, started that way,
 /// get the same verdicts and leave the machine alone just the same.
 #[test]
 fn hostile_programs_with_reuse() {
-    hostile_suite(&[Language::Python, Language::Ruby], 1_991_100_100);
+    hostile_suite(&[Language::Python, Language::Ruby], 0, 1_991_100_100);
+}
+
+/// Issue #34: every hostile program, judged with runs that wait giving their core to the next
+/// (`idle_slots`), gets the same verdicts and leaves the machine alone just the same.
+#[test]
+fn hostile_programs_with_idle_slots() {
+    hostile_suite(&[], 4, 1_991_100_200);
 }
 
 /// Every hostile program (of the `reuse` languages only, started faster, when `reuse` is not
-/// empty), judged on a pool of 64 uids from `uid_base`.
-fn hostile_suite(reuse: &[Language], uid_base: u32) {
+/// empty), judged with `idle_slots` on a pool of 64 uids from `uid_base`.
+fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
     // A uid range of its own, so that the leftover-process check sees only these runs.
     let sandbox_config = SandboxConfig { uid_base, uid_count: 64, ..SandboxConfig::default() };
     let sandbox = Sandbox::new(sandbox_config.clone()).unwrap();
     let root_mode = matches!(sandbox.isolation().identity, Identity::UidPool { .. });
-    let mut config = ExecuteConfig { reuse: reuse.iter().copied().collect(), ..ExecuteConfig::default() };
+    let mut config = ExecuteConfig { reuse: reuse.iter().copied().collect(), idle_slots, ..ExecuteConfig::default() };
     // Wall limits leave room for a loaded machine (CI, other jobs): a memory bomb must reach
     // its cap before the wall timer fires, or the verdict is time_limit. Seen on CI with the
     // release tests running beside: a Python memory bomb took 5.8 s of wall for 0.2 s of CPU.
@@ -844,17 +851,17 @@ fn reuse_gives_the_plain_commands_verdicts() {
     assert!(plain.results.iter().any(|r| r.passed) && plain.results.iter().any(|r| !r.passed));
 }
 
-/// Issue #34: the sample judged with `reuse` has the committed release's data files byte for
-/// byte, and its MANIFEST differs from the committed one only by the switch (and by the build
-/// manifest it embeds, which is another file here); every Python and Ruby solution of the
-/// sample started the faster way.
+/// Issue #34: the sample judged with `reuse` and `idle_slots` has the committed release's data
+/// files byte for byte, and its MANIFEST differs from the committed one only by the two
+/// switches (and by the build manifest it embeds, which is another file here); every Python
+/// and Ruby solution of the sample started the faster way.
 #[test]
-fn the_sample_judged_with_reuse_has_the_committed_data_files() {
+fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
     let dir = tempfile::tempdir().unwrap();
     let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap().replace("\"../", &format!("\"{}/", root().display()));
     assert!(!sample.contains("[stages.execute]"), "the sample manifest has an execute section now: merge the switch into it");
     let manifest = dir.path().join("sample-reuse.toml");
-    fs_err::write(&manifest, format!("{sample}\n[stages.execute]\nreuse = [\"python\", \"ruby\"]\n")).unwrap();
+    fs_err::write(&manifest, format!("{sample}\n[stages.execute]\nreuse = [\"python\", \"ruby\"]\nidle_slots = 3\n")).unwrap();
     let (build, release) = (dir.path().join("build"), dir.path().join("release"));
     let out = run(coreb().arg("build").arg(&manifest).arg("--output-dir").arg(&build).arg("--publish-dir").arg(&release));
     assert!(out.status.success(), "{}", text(&out));
@@ -864,8 +871,10 @@ fn the_sample_judged_with_reuse_has_the_committed_data_files() {
     let manifest_of = |d: &Path| -> serde_json::Value { serde_json::from_str(&fs_err::read_to_string(d.join("MANIFEST.json")).unwrap()).unwrap() };
     let (mut got, mut want) = (manifest_of(&release), manifest_of(&committed));
     assert_eq!(got["stages"]["execute"]["parameters"]["reuse"], serde_json::json!(["python", "ruby"]));
+    assert_eq!(got["stages"]["execute"]["parameters"]["idle_slots"], 3);
     for m in [&mut got, &mut want] {
         m["stages"]["execute"]["parameters"].as_object_mut().unwrap().remove("reuse");
+        m["stages"]["execute"]["parameters"].as_object_mut().unwrap().remove("idle_slots");
         m.as_object_mut().unwrap().remove("build_manifest");
         // Another machine's toolchain versions are the release tests' business.
         m["stages"]["execute"].as_object_mut().unwrap().remove("toolchains");
@@ -873,4 +882,35 @@ fn the_sample_judged_with_reuse_has_the_committed_data_files() {
     assert_eq!(got, want);
     let record: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(build.join("artifacts/execute/record.json")).unwrap()).unwrap();
     assert_eq!(record["summary"]["stats"]["fast_starts"], 40, "{:#}", record["summary"]["stats"]);
+}
+
+/// Issue #34: with `idle_slots`, tests that sleep until their wall limit give their core to
+/// the next test, and every solution gets the verdicts of the plain judge (one busy run at a
+/// time here): sleepers time out, the fixtures pass or fail as they do without the switch.
+#[test]
+fn idle_slots_let_sleeping_tests_give_way_with_the_same_verdicts() {
+    let mut problems = problems();
+    let mut solutions = fixture_solutions(&problems, &[Language::Python, Language::Cpp]);
+    let sleepy = ProblemId::from_question_id("sleepy");
+    let mut problem = hostile_problem("sleepy", "1\n", "1");
+    problem.private_tests = (0..3).map(|i| TestCase { input: format!("{i}\n"), output: i.to_string(), testtype: TestType::Stdin }).collect();
+    problems.push(problem);
+    let dir = tempfile::tempdir().unwrap();
+    let sleeper = dir.path().join("sleeper.py");
+    fs_err::write(&sleeper, "import time\nprint(input())\ntime.sleep(60)\n").unwrap();
+    solutions.push(solution(&sleepy, Language::Python, &sleeper, "sleeper"));
+    let mut config = ExecuteConfig::default();
+    config.python.limits = LimitsPatch { wall_time_ms: Some(3_000), ..LimitsPatch::default() };
+    let plain = execute(&config, &problems, &solutions, sandbox(), 1).unwrap();
+    config.idle_slots = 4;
+    let sharing = execute(&config, &problems, &solutions, sandbox(), 1).unwrap();
+    assert_eq!(plain.stats.gave_way, 0);
+    for (a, b) in plain.results.iter().zip(&sharing.results) {
+        assert_eq!((a.passed, verdicts(a)), (b.passed, verdicts(b)), "{}: {} / {}", a.solution_id, a.message, b.message);
+    }
+    let slept = sharing.results.iter().find(|r| r.model == "sleeper").unwrap();
+    assert_eq!(verdicts(slept), vec![Verdict::TimeLimit; 4]);
+    // Each of the sleeper's four tests waited, and gave way.
+    assert!(sharing.stats.gave_way >= 4, "{:?}", sharing.stats);
+    assert!(plain.results.iter().any(|r| r.passed) && plain.results.iter().any(|r| !r.passed));
 }

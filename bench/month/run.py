@@ -11,17 +11,18 @@ Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--late
    stage in pipeline order under `/usr/bin/time -v` (wall, CPU, peak RSS), then `coreb build`
    finishes the release (every stage skipped);
 4. after `execute` (and its bare-process floor), `execute` runs again with `[stages.execute]
-   reuse` (`--reuse`, default python,ruby: the faster starts of issue #34), its verdicts are
-   compared with the plain run's solution by solution, and the later stages and the rebuild
-   use that manifest;
+   reuse` (`--reuse`, default python,ruby: the faster starts of issue #34), and a third time
+   with `idle_slots` as well (`--idle-slots`, default 8: tests that wait give their core to
+   the next, issue #34); each run's verdicts are compared with the plain run's solution by
+   solution, and the later stages and the rebuild use the last run's manifest;
 5. the simulator's counters give requests and faults per stage, `verdicts.parquet` is checked
    against the planted outcome of every solution (month_lib.outcome): correct ones pass,
    wrong ones get wrong_answer, slow ones time_limit, crashing ones runtime_error, broken ones
    compile_error.
 
 Exit status 1 when any check fails: a planted fault left unanswered, an item lost or
-duplicated, a verdict against the truth, or a verdict of the reuse run other than the plain
-run's. `--python` must have pyarrow (the test venv).
+duplicated, a verdict against the truth, or a verdict of the reuse or idle-slots run other
+than the plain run's. `--python` must have pyarrow (the test venv).
 """
 import argparse
 import hashlib
@@ -152,6 +153,8 @@ def main() -> int:
                         "month from scratch in a second directory and fail unless both releases are byte-identical")
     p.add_argument("--reuse", default="python,ruby",
                    help="languages of [stages.execute] reuse for the second execute run ('' for none: one plain run only)")
+    p.add_argument("--idle-slots", type=int, default=8,
+                   help="[stages.execute] idle_slots of a third execute run, with --reuse's languages (0: no third run)")
     p.add_argument("--dir")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
@@ -228,8 +231,15 @@ def main() -> int:
                     figures["execute_over_floor"] = round(wall / floor["wall_s"], 3)
                     print(f"{'(floor)':<11} {floor['wall_s']:8.2f} {floor['cpu_s']:8.2f} {'':>12} {'':>8} {'':>6} {floor['solutions']:>7}"
                           f"   bare processes; execute/floor wall = {wall / floor['wall_s']:.2f}, pass/fail agree on {floor['agree_with_judge']}/{floor['solutions']}", flush=True)
-            if stage == "execute" and args.reuse:
-                manifest = run_with_reuse(args, work, manifest, wall, figures, failures)
+            if stage == "execute" and (args.reuse or args.idle_slots):
+                langs = [l.strip() for l in args.reuse.split(",") if l.strip()]
+                plain = verdicts_by_solution(args, os.path.join(work, "build", "artifacts", "execute", "verdicts.parquet"))
+                base = manifest
+                if langs:
+                    manifest = run_variant(args, work, base, wall, plain, "reuse", f"reuse = {json.dumps(langs)}\n", figures, failures)
+                if args.idle_slots:
+                    manifest = run_variant(args, work, base, wall, plain, "reuse_idle",
+                                           (f"reuse = {json.dumps(langs)}\n" if langs else "") + f"idle_slots = {args.idle_slots}\n", figures, failures)
         figures["peak_rss_mib"] = round(peak, 1)
         final = stats(url)
         figures["endpoint"] = final
@@ -290,50 +300,52 @@ def verdicts_by_solution(args, path):
     return json.loads(subprocess.run([args.python, "-c", VERDICTS_BY_SOLUTION, path], check=True, capture_output=True, text=True).stdout)
 
 
-def run_with_reuse(args, work, manifest, plain_wall, figures, failures):
-    """`execute` again with `reuse` (issue #34): its wall and CPU beside the plain run's and the
-    floor's, per language the summed test times of both, and every solution's verdicts compared
-    with the plain run's. Returns the manifest the rest of the month uses (the reuse one)."""
-    langs = [l.strip() for l in args.reuse.split(",") if l.strip()]
+def run_variant(args, work, manifest, plain_wall, plain, label, settings, figures, failures):
+    """`execute` again with `settings` added to `[stages.execute]` (issue #34: `reuse`,
+    `idle_slots`): its wall and CPU beside the plain run's and the floor's, per language the
+    summed test times of both, and every solution's verdicts compared with the plain run's
+    (`plain`). Returns the manifest of this run (the rest of the month uses the last one)."""
     verdicts_path = os.path.join(work, "build", "artifacts", "execute", "verdicts.parquet")
-    plain = verdicts_by_solution(args, verdicts_path)
-    reused = os.path.join(work, "month-reuse.toml")
+    variant = os.path.join(work, f"month-{label}.toml")
     with open(manifest) as f:
         text = f.read()
-    with open(reused, "w") as f:
-        f.write(text.replace("[stages.execute]\n", f"[stages.execute]\nreuse = {json.dumps(langs)}\n", 1))
-    out, wall, cpu, rss = timed([args.coreb, "execute", reused, "--json"])
+    with open(variant, "w") as f:
+        f.write(text.replace("[stages.execute]\n", f"[stages.execute]\n{settings}", 1))
+    out, wall, cpu, rss = timed([args.coreb, "execute", variant, "--json"])
     if out.returncode != 0:
-        failures.append(f"execute with reuse failed (exit {out.returncode}): {out.stderr[-2000:]}")
+        failures.append(f"execute ({label}) failed (exit {out.returncode}): {out.stderr[-2000:]}")
         return manifest
     try:
         report = json.loads(out.stdout)
     except ValueError:
         report = {}
     fast = (report.get("stats") or {}).get("fast_starts", 0)
+    record = json.load(open(os.path.join(work, "build", "artifacts", "execute", "record.json")))
+    gave_way = (record.get("local") or {}).get("tests_gave_way", 0)
     got = verdicts_by_solution(args, verdicts_path)
     differ = sorted(k for k in plain if plain[k]["verdicts"] != got.get(k, {}).get("verdicts") or plain[k]["passed"] != got.get(k, {}).get("passed"))
     differ += sorted(k for k in got if k not in plain)
     per = {}
-    for mode, rows in (("plain", plain), ("reuse", got)):
+    for mode, rows in (("plain", plain), (label, got)):
         for r in rows.values():
             c = per.setdefault(r["language"], {"solutions": 0})
             c["solutions"] += mode == "plain"
             c[f"{mode}_test_wall_s"] = round(c.get(f"{mode}_test_wall_s", 0) + r["wall_ms"] / 1000, 2)
             c[f"{mode}_test_cpu_s"] = round(c.get(f"{mode}_test_cpu_s", 0) + r["cpu_ms"] / 1000, 2)
     floor = figures.get("execute_floor", {}).get("wall_s")
-    figures["execute_reuse"] = {"languages": langs, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1), "plain_wall_s": round(plain_wall, 2),
-                                "fast_starts": fast, "solutions": len(plain), "verdicts_differ": len(differ), "per_language": per,
-                                "over_floor": round(wall / floor, 3) if floor else None}
-    ratio = f", execute(reuse)/floor wall = {wall / floor:.2f}" if floor else ""
-    print(f"{'(reuse)':<11} {wall:8.2f} {cpu:8.2f} {rss:12.1f} {'':>8} {'':>6} {len(got):>7}"
-          f"   reuse = {langs}: {fast} solutions started faster; plain/reuse wall = {plain_wall / wall:.2f}{ratio}; verdicts equal on {len(plain) - len(differ)}/{len(plain)}", flush=True)
+    figures[f"execute_{label}"] = {"settings": settings.strip().splitlines(), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1),
+                                   "plain_wall_s": round(plain_wall, 2), "fast_starts": fast, "tests_gave_way": gave_way, "solutions": len(plain),
+                                   "verdicts_differ": len(differ), "per_language": per, "over_floor": round(wall / floor, 3) if floor else None}
+    ratio = f", execute({label})/floor wall = {wall / floor:.2f}" if floor else ""
+    print(f"{'(' + label + ')':<11} {wall:8.2f} {cpu:8.2f} {rss:12.1f} {'':>8} {'':>6} {len(got):>7}"
+          f"   {'; '.join(settings.strip().splitlines())}: {fast} solutions started faster, {gave_way} tests gave way; plain/{label} wall = {plain_wall / wall:.2f}{ratio};"
+          f" verdicts equal on {len(plain) - len(differ)}/{len(plain)}", flush=True)
     for lang, c in sorted(per.items()):
-        print(f"{'':<11} {lang:<7} summed test wall s: plain {c.get('plain_test_wall_s', 0):8.2f}, reuse {c.get('reuse_test_wall_s', 0):8.2f};"
-              f" test CPU s: plain {c.get('plain_test_cpu_s', 0):8.2f}, reuse {c.get('reuse_test_cpu_s', 0):8.2f}", flush=True)
+        print(f"{'':<11} {lang:<7} summed test wall s: plain {c.get('plain_test_wall_s', 0):8.2f}, {label} {c.get(f'{label}_test_wall_s', 0):8.2f};"
+              f" test CPU s: plain {c.get('plain_test_cpu_s', 0):8.2f}, {label} {c.get(f'{label}_test_cpu_s', 0):8.2f}", flush=True)
     for k in differ[:10]:
-        failures.append(f"execute with reuse: {k}: verdicts {got.get(k, {}).get('verdicts')} against the plain run's {plain.get(k, {}).get('verdicts')}")
-    return reused
+        failures.append(f"execute ({label}): {k}: verdicts {got.get(k, {}).get('verdicts')} against the plain run's {plain.get(k, {}).get('verdicts')}")
+    return variant
 
 
 def check_verdicts(args, work, models):

@@ -47,6 +47,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+mod busy;
 mod cgroup;
 mod config;
 #[allow(unsafe_code)]
@@ -63,8 +64,10 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub use busy::BusySlots;
 pub use config::{Accounts, CgroupMode, Limits, SandboxConfig};
 
+use busy::IdleWatch;
 use cgroup::{CgroupReport, Cgroups};
 use sys::{Exec, Init, Report, UserMaps};
 use view::View;
@@ -223,6 +226,9 @@ pub struct Outcome {
     pub limit: Option<LimitHit>,
     /// What bounded the run's memory.
     pub memory_bound: MemoryBound,
+    /// Whether the run gave its busy slot back before it ended, having waited for a whole
+    /// window ([`Sandbox::run_sharing`]); always false for [`Sandbox::run`].
+    pub gave_way: bool,
 }
 
 impl Outcome {
@@ -404,6 +410,13 @@ impl Sandbox {
     /// Errors are failures of the sandbox itself (the program could not be started); a program
     /// that crashes, times out, runs out of memory or floods its output is an `Ok(Outcome)`.
     pub fn run(&self, program: &Program<'_>, limits: &Limits) -> Result<Outcome, SandboxError> {
+        self.run_sharing(program, limits, None)
+    }
+
+    /// [`run`](Self::run), as one of at most `slots.capacity()` busy runs: wait for a slot,
+    /// start, and give the slot back as soon as the run has been idle for a whole window, or
+    /// when it ends ([`BusySlots`]). The run itself is [`run`](Self::run)'s.
+    pub fn run_sharing(&self, program: &Program<'_>, limits: &Limits, slots: Option<&BusySlots>) -> Result<Outcome, SandboxError> {
         let Some(argv0) = program.argv.first() else {
             return Err(SandboxError::Invalid("empty argv".into()));
         };
@@ -423,7 +436,7 @@ impl Sandbox {
         if let (Some(uid), true) = (uid, writable) {
             sys::lchown(program.dir, uid, uid).map_err(io_err)?;
         }
-        let result = self.run_as(program, limits, argv0, uid);
+        let result = self.run_as(program, limits, argv0, uid, slots);
         if let (Some(_), true) = (uid, writable) {
             // Hand the directory (and what the program wrote) back to the judge, so a later
             // run that reuses this uid cannot change it.
@@ -433,7 +446,7 @@ impl Sandbox {
         result
     }
 
-    fn run_as(&self, program: &Program<'_>, limits: &Limits, argv0: &str, uid: Option<u32>) -> Result<Outcome, SandboxError> {
+    fn run_as(&self, program: &Program<'_>, limits: &Limits, argv0: &str, uid: Option<u32>, slots: Option<&BusySlots>) -> Result<Outcome, SandboxError> {
         let cgroup = match &self.cgroups {
             Some(c) => {
                 let bytes = limits.memory_mb.saturating_add(limits.tmp_size_mb).saturating_mul(1 << 20);
@@ -490,13 +503,17 @@ impl Sandbox {
             exec,
         };
 
+        let slot = slots.map(BusySlots::take);
         let start = Instant::now();
         let pid = sys::spawn(&init).map_err(|source| SandboxError::Setup { step: "creating the run's namespaces (clone)".into(), source })?;
         // The child's ends live on in init only.
         drop((stdin_r, stdout_w, stderr_w, report_w, sync_r));
         let go = sys::write(&sync_w, b"g");
         drop(sync_w);
-        let io = go.and_then(|_| pump(pid, program.stdin, stdin_w, stdout_r, stderr_r, report_r, limits, start));
+        let mut watch = slot.map(|slot| IdleWatch::new(slot, pid, start));
+        let io = go.and_then(|_| pump(pid, program.stdin, [stdin_w, stdout_r, stderr_r, report_r], limits, start, watch.as_mut()));
+        let gave_way = watch.as_ref().is_some_and(IdleWatch::gave_back);
+        drop(watch);
         if io.is_err() {
             // Never wait for a run nobody is watching any more.
             sys::kill(pid);
@@ -516,7 +533,7 @@ impl Sandbox {
             }
             return Err(SandboxError::Setup { step: self.describe_step(r.step, &init), source });
         }
-        Ok(self.outcome(report, (init_status, init_usage), cg, io, limits, wall_ms))
+        Ok(Outcome { gave_way, ..self.outcome(report, (init_status, init_usage), cg, io, limits, wall_ms) })
     }
 
     /// The outcome of a run that started: how the program ended (from init's report, or from
@@ -552,7 +569,7 @@ impl Sandbox {
             None if cpu_killed => Some(LimitHit::CpuTime),
             None => None,
         };
-        Outcome { status, stdout: io.stdout, stderr: io.stderr, wall_ms, cpu_ms, peak_memory_kb, memory_floor_kb, limit, memory_bound: self.isolation.memory }
+        Outcome { status, stdout: io.stdout, stderr: io.stderr, wall_ms, cpu_ms, peak_memory_kb, memory_floor_kb, limit, memory_bound: self.isolation.memory, gave_way: false }
     }
 
     fn describe_step(&self, step: u32, init: &Init<'_>) -> String {
@@ -625,10 +642,11 @@ struct Pumped {
     killed: Option<LimitHit>,
 }
 
-/// Feed stdin and read stdout, stderr and init's report on this thread until init has
-/// exited and the output pipes are drained; kill the run at the wall limit or the output cap.
-#[allow(clippy::too_many_arguments)]
-fn pump(pid: libc::pid_t, input: &[u8], stdin: OwnedFd, stdout: OwnedFd, stderr: OwnedFd, report: OwnedFd, limits: &Limits, start: Instant) -> std::io::Result<Pumped> {
+/// Feed stdin and read stdout, stderr and init's report (`pipes`, in that order) on this
+/// thread until init has exited and the output pipes are drained; kill the run at the wall
+/// limit or the output cap; let `watch` look at the run once a window.
+fn pump(pid: libc::pid_t, input: &[u8], pipes: [OwnedFd; 4], limits: &Limits, start: Instant, mut watch: Option<&mut IdleWatch<'_>>) -> std::io::Result<Pumped> {
+    let [stdin, stdout, stderr, report] = pipes;
     let cap = usize::try_from(limits.output_bytes).unwrap_or(usize::MAX);
     let deadline = start + Duration::from_millis(limits.wall_time_ms);
     for fd in [&stdin, &stdout, &stderr, &report] {
@@ -671,11 +689,14 @@ fn pump(pid: libc::pid_t, input: &[u8], stdin: OwnedFd, stdout: OwnedFd, stderr:
             sys::kill(pid);
             stopper.hard_kill_at = None;
         }
-        let wake = match (stopper.killed, drain_until) {
+        let mut wake = match (stopper.killed, drain_until) {
             (_, Some(t)) => t,
             (None, None) => deadline,
             (Some(_), None) => stopper.hard_kill_at.unwrap_or(now + Duration::from_secs(3600)),
         };
+        if let Some(at) = watch.as_ref().and_then(|w| w.wake_at()) {
+            wake = wake.min(at);
+        }
         let timeout = wake.saturating_duration_since(now).as_millis().min(i32::MAX as u128) as i32;
         match sys::poll(&mut fds, timeout) {
             Ok(_) => {}
@@ -684,6 +705,9 @@ fn pump(pid: libc::pid_t, input: &[u8], stdin: OwnedFd, stdout: OwnedFd, stderr:
         }
         if stopper.killed.is_none() && Instant::now() >= deadline {
             stopper.stop(LimitHit::WallTime);
+        }
+        if let Some(w) = watch.as_mut() {
+            w.look(Instant::now());
         }
         for (pfd, &w) in fds.iter().zip(&who) {
             if pfd.revents == 0 {

@@ -41,6 +41,13 @@ pub(crate) fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// Clock ticks per second of `/proc`'s CPU figures (100 where the system does not say).
+pub(crate) fn clock_ticks_per_second() -> u64 {
+    // SAFETY: no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as u64 } else { 100 }
+}
+
 /// The kernel release is at least `major.minor`.
 pub(crate) fn kernel_at_least(major: u32, minor: u32) -> bool {
     // SAFETY: an all-zero utsname is valid; uname fills it.

@@ -2,8 +2,9 @@
 //! and stderr out, exit codes, limits, multi-megabyte I/O, errors for missing programs.
 
 use std::path::Path;
+use std::time::Instant;
 
-use coreb_sandbox::{DirAccess, ExitStatus, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig, SandboxError};
+use coreb_sandbox::{BusySlots, DirAccess, ExitStatus, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig, SandboxError};
 
 fn sandbox() -> &'static Sandbox {
     static S: std::sync::OnceLock<Sandbox> = std::sync::OnceLock::new();
@@ -132,4 +133,54 @@ fn a_stray_holding_stdin_does_not_hold_up_the_judge() {
     assert_eq!(out.status, ExitStatus::Exited(0), "{out:?}");
     assert_eq!(out.limit, None);
     assert!(out.wall_ms < 5_000, "{} ms", out.wall_ms);
+}
+
+/// `sh -c script` as one of the runs sharing `slots`; when it returned.
+fn sh_sharing(script: &str, limits: &Limits, slots: &BusySlots) -> (Outcome, Instant) {
+    let dir = tempfile::tempdir().unwrap();
+    let program = Program {
+        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        stdin: b"",
+        dir: dir.path(),
+        access: DirAccess::ReadOnly,
+        cache: None,
+    };
+    let out = sandbox().run_sharing(&program, limits, Some(slots)).unwrap();
+    (out, Instant::now())
+}
+
+/// With one busy slot, a run that sleeps gives way to the next run, and ends as it would
+/// have (here: at its wall limit, hit by wall time).
+#[test]
+fn a_waiting_run_gives_its_slot_to_the_next() {
+    let slots = BusySlots::new(1);
+    let limits = Limits { wall_time_ms: 6_000, ..Limits::default() };
+    std::thread::scope(|s| {
+        let sleeper = s.spawn(|| sh_sharing("echo started; sleep 30", &limits, &slots));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let (quick, quick_done) = sh_sharing("echo quick", &limits, &slots);
+        let (slept, slept_done) = sleeper.join().unwrap();
+        assert_eq!(quick.stdout, b"quick\n");
+        assert!(!quick.gave_way, "a run that ended at once never waited a whole window");
+        assert!(slept.gave_way);
+        assert_eq!((slept.stdout.as_slice(), slept.limit), (&b"started\n"[..], Some(LimitHit::WallTime)));
+        assert!(quick_done + std::time::Duration::from_secs(3) < slept_done, "the quick run waited for the sleeper's end");
+    });
+}
+
+/// A run that computes keeps its slot until it ends: the next run starts only then.
+#[test]
+fn a_busy_run_keeps_its_slot() {
+    let slots = BusySlots::new(1);
+    let limits = Limits { cpu_time_ms: 1_500, wall_time_ms: 20_000, ..Limits::default() };
+    std::thread::scope(|s| {
+        let spinner = s.spawn(|| sh_sharing("while :; do :; done", &limits, &slots));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let (quick, quick_done) = sh_sharing("echo quick", &limits, &slots);
+        let (spun, spun_done) = spinner.join().unwrap();
+        assert_eq!(quick.stdout, b"quick\n");
+        assert_eq!((spun.limit, spun.gave_way), (Some(LimitHit::CpuTime), false));
+        assert!(quick_done >= spun_done, "the quick run started while the busy one held the only slot");
+    });
 }

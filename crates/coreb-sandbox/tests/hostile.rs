@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use coreb_sandbox::{DirAccess, LimitHit, Limits, MemoryBound, Outcome, Program, Sandbox, SandboxConfig};
+use coreb_sandbox::{BusySlots, DirAccess, LimitHit, Limits, MemoryBound, Outcome, Program, Sandbox, SandboxConfig};
 
 fn sandbox() -> &'static Sandbox {
     static S: std::sync::OnceLock<Sandbox> = std::sync::OnceLock::new();
@@ -21,6 +21,13 @@ fn sandbox() -> &'static Sandbox {
         eprintln!("isolation: {}; note: {:?}", s.isolation(), s.isolation().note);
         s
     })
+}
+
+/// Every run of this file shares the busy slots of a judge that lets waiting runs give way
+/// (`Sandbox::run_sharing`): the containment is the same whether or not a run is watched.
+fn run(program: &Program<'_>, limits: &Limits) -> Result<Outcome, coreb_sandbox::SandboxError> {
+    static SLOTS: std::sync::OnceLock<BusySlots> = std::sync::OnceLock::new();
+    sandbox().run_sharing(program, limits, Some(SLOTS.get_or_init(|| BusySlots::new(4))))
 }
 
 fn python(script: &str, stdin: &[u8], limits: &Limits) -> Outcome {
@@ -33,7 +40,7 @@ fn python(script: &str, stdin: &[u8], limits: &Limits) -> Outcome {
         access: DirAccess::ReadOnly,
         cache: None,
     };
-    sandbox().run(&program, limits).unwrap()
+    run(&program, limits).unwrap()
 }
 
 /// `/bin/sh -c script` in `dir`, with no stdin.
@@ -187,7 +194,7 @@ fn a_setsid_double_forked_process_dies_with_its_run() {
     let dir = tempfile::tempdir().unwrap();
     let marker = "61.4242";
     let program = shell(dir.path(), &format!("setsid sh -c 'sleep {marker} &' ; sleep 0.3; echo started"));
-    let out = sandbox().run(&program, &Limits::default()).unwrap();
+    let out = run(&program, &Limits::default()).unwrap();
     assert_eq!(text(&out.stdout), "started\n", "{out:?}");
     assert!(out.wall_ms < 5_000, "the run waited for its stray: {} ms", out.wall_ms);
     assert_eq!(processes_running(&["sleep", marker]), Vec::<u32>::new(), "the double-forked sleep outlived its run");
@@ -200,7 +207,7 @@ fn helper_judge_with_a_long_run() {
     let Ok(marker) = std::env::var("COREB_SANDBOX_HELPER_MARKER") else { return };
     let dir = tempfile::tempdir().unwrap();
     let program = shell(dir.path(), &format!("setsid sh -c 'sleep {marker} &' ; sleep {marker}1"));
-    let _ = sandbox().run(&program, &Limits { wall_time_ms: 120_000, ..Limits::default() });
+    let _ = run(&program, &Limits { wall_time_ms: 120_000, ..Limits::default() });
 }
 
 #[test]
@@ -244,7 +251,7 @@ fn helper_judge_as_pid_1() {
     for _ in 0..20 {
         // Each run leaves an orphan that exits right after its parent.
         let program = shell(dir.path(), "(sleep 0.05 &) ; exit 0");
-        assert!(sandbox().run(&program, &Limits::default()).unwrap().success());
+        assert!(run(&program, &Limits::default()).unwrap().success());
     }
     // A control: one child of our own that we do not wait for is one zombie.
     #[allow(clippy::zombie_processes)]

@@ -184,7 +184,9 @@ pub(super) fn run(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord, 
     };
     let test_check = RecheckStats::of(&checks);
     let mut stats_value = serde_json::to_value(&stats)?;
+    // Measurements, not outcomes: kept out of the fingerprinted summary.
     let cpu_ms = stats_value.as_object_mut().and_then(|s| s.remove("cpu_ms")).unwrap_or_default();
+    let gave_way = stats_value.as_object_mut().and_then(|s| s.remove("gave_way")).unwrap_or(serde_json::json!(0));
     let summary = serde_json::json!({
         "rows_in": solutions.len(),
         "rows_out": stats.solutions,
@@ -200,6 +202,7 @@ pub(super) fn run(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord, 
         "isolation": judge.sandbox.isolation().to_string(),
         "memory_bound": judge.sandbox.memory_bound(),
         "cpu_ms": cpu_ms,
+        "tests_gave_way": gave_way,
     });
     if let (StageOutput::Part(..), Some(obj)) = (&writer, local.as_object_mut()) {
         // What the merge adds up.

@@ -59,7 +59,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use coreb_sandbox::{BOX_DIR, DirAccess, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig, SandboxError};
+use coreb_sandbox::{BOX_DIR, BusySlots, DirAccess, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig, SandboxError};
 
 pub use compare::{functional_outputs_match, outputs_match};
 pub use driver::Harness;
@@ -148,6 +148,10 @@ pub struct ExecuteStats {
     /// while none did.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fast_starts: usize,
+    /// Test runs that gave their core to the next run while they waited
+    /// ([`ExecuteConfig::idle_slots`]). A measurement, like `cpu_ms`; omitted while none did.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gave_way: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -161,6 +165,8 @@ pub struct Cost {
     pub cpu_ms: u64,
     /// Its tests ran with the faster start of [`reuse`].
     pub fast_start: bool,
+    /// Its test runs that gave their core to the next run while they waited.
+    pub gave_way: usize,
 }
 
 impl AddAssign for ExecuteStats {
@@ -174,6 +180,7 @@ impl AddAssign for ExecuteStats {
         }
         self.cpu_ms += other.cpu_ms;
         self.fast_starts += other.fast_starts;
+        self.gave_way += other.gave_way;
     }
 }
 
@@ -210,6 +217,16 @@ pub struct ExecuteConfig {
     /// everywhere) and then omitted from the stage key and the MANIFEST.
     #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     pub reuse: BTreeSet<Language>,
+    /// Test runs beyond `jobs` that may be alive at once while they wait (issue #34): at most
+    /// `jobs` runs are busy, and a run that has used at most a tenth of a core over a quarter
+    /// of a second (a program sleeping or blocked until its wall limit) gives its core to the
+    /// next run ([`BusySlots`]). Each test is still a process of its own with its own limits;
+    /// only when it starts changes. A run that wakes after giving way competes with the busy
+    /// ones, so at most `jobs + idle_slots` runs compete for `jobs` cores (and memory holds up
+    /// to that many runs' limits). 0 (the default) runs `jobs` tests at once, and is then
+    /// omitted from the stage key and the MANIFEST.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub idle_slots: usize,
     /// Limits of every test run (languages may override).
     pub limits: Limits,
     /// Limits of every compile step (languages may override).
@@ -238,6 +255,7 @@ impl Default for ExecuteConfig {
             work_dir: None,
             skip_private_after_public_failure: false,
             reuse: BTreeSet::new(),
+            idle_slots: 0,
             sandbox: SandboxConfig::default(),
             python: LanguageConfig::default(),
             cpp: LanguageConfig::default(),
@@ -263,6 +281,9 @@ impl ExecuteConfig {
 
     /// Check what serde cannot: non-empty run commands, non-zero limits, sane multipliers.
     pub fn validate(&self) -> Result<(), ExecuteError> {
+        if self.idle_slots > MAX_IDLE_SLOTS {
+            return Err(ExecuteError::Config(format!("`idle_slots` is at most {MAX_IDLE_SLOTS}, not {}", self.idle_slots)));
+        }
         for language in Language::ALL {
             let t = self.toolchain(language);
             if t.run.is_empty() {
@@ -291,6 +312,9 @@ impl ExecuteConfig {
         Ok(())
     }
 }
+
+/// The most [`ExecuteConfig::idle_slots`]: each is a thread and, at worst, a run's memory.
+pub const MAX_IDLE_SLOTS: usize = 64;
 
 /// How much stderr a result keeps in its message.
 const MESSAGE_BYTES: usize = 2000;
@@ -372,13 +396,22 @@ pub struct Submission<'a> {
 struct Workspace<'a> {
     toolchain: &'a Toolchain,
     sandbox: &'a Sandbox,
+    busy: Option<&'a BusySlots>,
     dir: &'a Path,
     cache: Option<&'a Path>,
 }
 
 /// Judge one submission: assemble its program ([`Harness`]), compile once, run each test (in
-/// parallel on the current rayon pool), in the directory `s<slot>` of `work_root`.
-pub fn judge_solution(config: &ExecuteConfig, sandbox: &Sandbox, submission: &Submission<'_>, work_root: &Path, slot: usize) -> Result<(SolutionResult, Cost), ExecuteError> {
+/// parallel on the current rayon pool; with `busy`, as one of the runs sharing its slots), in
+/// the directory `s<slot>` of `work_root`.
+pub fn judge_solution(
+    config: &ExecuteConfig,
+    sandbox: &Sandbox,
+    busy: Option<&BusySlots>,
+    submission: &Submission<'_>,
+    work_root: &Path,
+    slot: usize,
+) -> Result<(SolutionResult, Cost), ExecuteError> {
     let solution = submission.solution;
     let toolchain = config.toolchain(solution.language);
     let dir = work_root.join(format!("s{slot:06}"));
@@ -398,7 +431,7 @@ pub fn judge_solution(config: &ExecuteConfig, sandbox: &Sandbox, submission: &Su
     } else {
         None
     };
-    let result = judge_in(&Workspace { toolchain: &toolchain, sandbox, dir: &dir, cache: cache.as_deref() }, submission);
+    let result = judge_in(&Workspace { toolchain: &toolchain, sandbox, busy, dir: &dir, cache: cache.as_deref() }, submission);
     // The directory is the judge's again after the compile (see `Sandbox::run`).
     std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
     result
@@ -444,7 +477,7 @@ fn all_tests(tests: &[(u32, &TestCase)], verdict: Verdict) -> Vec<TestResult> {
 /// Compile `src_inside` in the sandbox: the compiler's message when it failed (the
 /// solution's `compile_error`), and the CPU milliseconds it took.
 fn compile(ws: &Workspace<'_>, solution: &Solution, src_inside: &str, main_class: &str, env: &[(String, String)]) -> Result<(Option<String>, u64), ExecuteError> {
-    let Workspace { toolchain, sandbox, dir, cache } = *ws;
+    let Workspace { toolchain, sandbox, busy, dir, cache } = *ws;
     let limits = &toolchain.compile_limits;
     let program = Program {
         argv: toolchain.compile.iter().map(|a| fill(a, src_inside, main_class, limits.memory_mb)).collect(),
@@ -454,7 +487,7 @@ fn compile(ws: &Workspace<'_>, solution: &Solution, src_inside: &str, main_class
         access: DirAccess::Writable,
         cache,
     };
-    let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox { solution: solution.id.clone(), step: "compile".into(), source })?;
+    let outcome = sandbox.run_sharing(&program, limits, busy).map_err(|source| ExecuteError::Sandbox { solution: solution.id.clone(), step: "compile".into(), source })?;
     if outcome.success() {
         return Ok((None, outcome.cpu_ms));
     }
@@ -466,7 +499,7 @@ fn compile(ws: &Workspace<'_>, solution: &Solution, src_inside: &str, main_class
 }
 
 fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(SolutionResult, Cost), ExecuteError> {
-    let Workspace { toolchain, sandbox, dir, .. } = *ws;
+    let Workspace { toolchain, sandbox, busy, dir, .. } = *ws;
     let Submission { solution, harness, tests, gate } = *submission;
     let JudgedProgram { source_name, code, main_class } = program_of(toolchain, solution, harness);
     let fast = toolchain.fast_start.filter(|f| f.allows(&code));
@@ -501,7 +534,7 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
         let (failure, compile_ms) = compile(ws, solution, &src_inside, &main_class, &env)?;
         cpu_ms += compile_ms;
         if let Some(message) = failure {
-            return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, Cost { cpu_ms, fast_start: false }));
+            return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, Cost { cpu_ms, ..Cost::default() }));
         }
     }
 
@@ -515,7 +548,8 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
             .par_iter()
             .map(|&(i, test)| {
                 let program = Program { argv: run_argv.clone(), env: env.clone(), stdin: test.input.as_bytes(), dir, access: DirAccess::ReadOnly, cache: None };
-                let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox { solution: solution.id.clone(), step: format!("test {i}"), source })?;
+                let outcome =
+                    sandbox.run_sharing(&program, limits, busy).map_err(|source| ExecuteError::Sandbox { solution: solution.id.clone(), step: format!("test {i}"), source })?;
                 let verdict = verdict_of(&outcome, test, limits);
                 let result = TestResult { index: i, verdict, wall_ms: outcome.wall_ms, cpu_ms: outcome.cpu_ms, peak_memory_kb: outcome.peak_memory_kb };
                 Ok((result, outcome))
@@ -533,9 +567,11 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
     }
     let mut results = Vec::with_capacity(runs.len());
     let mut message = String::new();
+    let mut gave_way = 0;
     for run in runs {
         let (result, outcome) = run?;
         cpu_ms += outcome.cpu_ms;
+        gave_way += usize::from(outcome.gave_way);
         if message.is_empty() && result.verdict != Verdict::Passed {
             message = format!("test {}: {}: {}", result.index, result.verdict, excerpt(&outcome.stderr));
         }
@@ -545,7 +581,7 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
     let passed_n = results.iter().filter(|r| r.verdict == Verdict::Passed).count();
     let pass_rate = if results.is_empty() { 0.0 } else { passed_n as f64 / results.len() as f64 };
     let passed = !results.is_empty() && passed_n == results.len();
-    Ok((SolutionResult { passed, pass_rate, tests: results, message, ..base }, Cost { cpu_ms, fast_start: fast.is_some() }))
+    Ok((SolutionResult { passed, pass_rate, tests: results, message, ..base }, Cost { cpu_ms, fast_start: fast.is_some(), gave_way }))
 }
 
 /// A solution's tests, each with its index in its problem's test list.
@@ -613,10 +649,22 @@ pub fn execute_streaming(
     let base = config.work_dir.clone().unwrap_or_else(std::env::temp_dir);
     fs_err::create_dir_all(&base).map_err(|e| ExecuteError::Io { path: base.clone(), source: e })?;
     let root = tempfile::Builder::new().prefix("coreb-execute-").tempdir_in(&base).map_err(|source| ExecuteError::Io { path: base.clone(), source })?;
-    let pool =
-        rayon::ThreadPoolBuilder::new().num_threads(jobs).thread_name(|i| format!("coreb-execute-{i}")).build().map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
-    let window = 2 * pool.current_num_threads().max(1);
-    let judge = WindowJudge { config, sandbox, solutions, slots_of: &slots_of, recheck, root: root.path(), pool: &pool, progress };
+    // With idle slots, `jobs` runs may be busy and `idle_slots` more wait beside them, each on
+    // a thread of its own.
+    let (threads, busy) = match config.idle_slots {
+        0 => (jobs, None),
+        idle => {
+            let busy_runs = if jobs == 0 { std::thread::available_parallelism().map_or(1, usize::from) } else { jobs };
+            (busy_runs + idle, Some(BusySlots::new(busy_runs)))
+        }
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("coreb-execute-{i}"))
+        .build()
+        .map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
+    let window = 2 * busy.as_ref().map_or(pool.current_num_threads(), BusySlots::capacity).max(1);
+    let judge = WindowJudge { config, sandbox, busy: busy.as_ref(), solutions, slots_of: &slots_of, recheck, root: root.path(), pool: &pool, progress };
     let mut judged: Vec<Option<(SolutionResult, Cost)>> = (0..solutions.len()).map(|_| None).collect();
     let mut checks: Vec<recheck::ProblemCheck> = Vec::new();
     let mut windows = 0usize;
@@ -656,6 +704,7 @@ type Window = (Vec<(usize, Judged)>, Vec<recheck::ProblemCheck>);
 struct WindowJudge<'a, R: recheck::RecheckSource + ?Sized> {
     config: &'a ExecuteConfig,
     sandbox: &'a Sandbox,
+    busy: Option<&'a BusySlots>,
     solutions: &'a [Solution],
     /// Each problem's solutions, by their index in `solutions`.
     slots_of: &'a HashMap<&'a ProblemId, Vec<usize>>,
@@ -691,7 +740,8 @@ impl<R: recheck::RecheckSource + ?Sized> WindowJudge<'_, R> {
         let done = self.pool.install(|| {
             work.par_iter()
                 .map(|(slot, harness, tests, gate)| {
-                    let result = judge_solution(self.config, self.sandbox, &Submission { solution: &self.solutions[*slot], harness, tests, gate: *gate }, self.root, *slot);
+                    let result =
+                        judge_solution(self.config, self.sandbox, self.busy, &Submission { solution: &self.solutions[*slot], harness, tests, gate: *gate }, self.root, *slot);
                     (self.progress)();
                     (*slot, result)
                 })
@@ -712,7 +762,7 @@ impl<R: recheck::RecheckSource + ?Sized> WindowJudge<'_, R> {
         let checking: Vec<(&recheck::RecheckProblem, Vec<&TestCase>, &Harness)> = loaded.iter().zip(&wanted).map(|(r, (p, h))| (r, tests_of(p), *h)).collect();
         let references = self.root.join(format!("references-{index}"));
         fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io { path: references.clone(), source: e })?;
-        self.pool.install(|| recheck::recheck(self.config, self.sandbox, &checking, &references))
+        self.pool.install(|| recheck::recheck(self.config, self.sandbox, self.busy, &checking, &references))
     }
 }
 
@@ -732,6 +782,7 @@ fn tally(solutions: &[Solution], judged: Vec<Option<(SolutionResult, Cost)>>) ->
         stats.tests += result.tests.len();
         stats.cpu_ms += cpu.cpu_ms;
         stats.fast_starts += usize::from(cpu.fast_start);
+        stats.gave_way += cpu.gave_way;
         for t in &result.tests {
             *stats.verdicts.entry(t.verdict).or_default() += 1;
         }
@@ -844,6 +895,17 @@ mod tests {
         let err = toml_like(r#"{"reuse": ["python"], "python": {"run": ["pypy3", "{src}"]}}"#).validate().unwrap_err().to_string();
         assert!(err.contains("`python.run` does not start with `python3`"), "{err}");
         assert!(serde_json::from_str::<ExecuteConfig>(r#"{"reuse": ["cobol"]}"#).is_err());
+    }
+
+    #[test]
+    fn idle_slots_are_recorded_only_when_on_and_bounded() {
+        let cfg = toml_like(r#"{"idle_slots": 6}"#);
+        cfg.validate().unwrap();
+        assert_eq!(serde_json::to_value(&cfg).unwrap()["idle_slots"], 6);
+        assert!(serde_json::to_value(ExecuteConfig::default()).unwrap().get("idle_slots").is_none());
+        let err = toml_like(r#"{"idle_slots": 65}"#).validate().unwrap_err().to_string();
+        assert!(err.contains("`idle_slots` is at most 64, not 65"), "{err}");
+        assert!(serde_json::from_str::<ExecuteConfig>(r#"{"idle_slots": -1}"#).is_err());
     }
 
     fn toml_like(json: &str) -> ExecuteConfig {

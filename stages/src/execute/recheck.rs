@@ -25,7 +25,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use coreb_sandbox::Sandbox;
+use coreb_sandbox::{BusySlots, Sandbox};
 
 use super::driver::Harness;
 use super::{ExecuteConfig, ExecuteError, Submission, judge_solution};
@@ -236,7 +236,13 @@ fn as_solution(problem: &ProblemId, which: &str, model: &str, code: &str) -> Sol
 /// tests (public then private) and the harness its rewritten solutions run in, and decide
 /// their tests. Problems run in parallel on the current rayon pool; the result is in the order
 /// of `problems`.
-pub fn recheck(config: &ExecuteConfig, sandbox: &Sandbox, problems: &[(&RecheckProblem, Vec<&TestCase>, &Harness)], work_root: &Path) -> Result<Vec<ProblemCheck>, ExecuteError> {
+pub fn recheck(
+    config: &ExecuteConfig,
+    sandbox: &Sandbox,
+    busy: Option<&BusySlots>,
+    problems: &[(&RecheckProblem, Vec<&TestCase>, &Harness)],
+    work_root: &Path,
+) -> Result<Vec<ProblemCheck>, ExecuteError> {
     problems
         .par_iter()
         .enumerate()
@@ -247,7 +253,7 @@ pub fn recheck(config: &ExecuteConfig, sandbox: &Sandbox, problems: &[(&RecheckP
             let verdicts = |which: &str, code: &str, harness: &Harness, tests: &[&TestCase], slot: usize| -> Result<Vec<Verdict>, ExecuteError> {
                 let solution = as_solution(&p.problem_id, which, &reference.model, code);
                 let indexed: Vec<(u32, &TestCase)> = tests.iter().enumerate().map(|(i, t)| (i as u32, *t)).collect();
-                let (result, _cost) = judge_solution(config, sandbox, &Submission { solution: &solution, harness, tests: &indexed, gate: None }, work_root, slot)?;
+                let (result, _cost) = judge_solution(config, sandbox, busy, &Submission { solution: &solution, harness, tests: &indexed, gate: None }, work_root, slot)?;
                 Ok(result.tests.iter().map(|t| t.verdict).collect())
             };
             let original_tests: Vec<&TestCase> = p.original_tests.iter().collect();

@@ -156,18 +156,7 @@ pub struct DedupStats {
     pub candidate_pairs: u64,
 }
 
-impl std::ops::AddAssign for DedupStats {
-    fn add_assign(&mut self, o: Self) {
-        self.rows_in += o.rows_in;
-        self.rows_out += o.rows_out;
-        self.duplicate_ids += o.duplicate_ids;
-        self.exact_duplicates += o.exact_duplicates;
-        self.near_duplicates += o.near_duplicates;
-        self.in_earlier_release += o.in_earlier_release;
-        self.clusters += o.clusters;
-        self.candidate_pairs += o.candidate_pairs;
-    }
-}
+coreb_base::add_assign_fields!(DedupStats { rows_in, rows_out, duplicate_ids, exact_duplicates, near_duplicates, in_earlier_release, clusters, candidate_pairs });
 
 /// The result of [`dedup`].
 #[derive(Debug, Clone)]

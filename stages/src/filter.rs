@@ -93,16 +93,7 @@ pub struct FilterStats {
     pub unsupported_signature: u64,
 }
 
-impl std::ops::AddAssign for FilterStats {
-    fn add_assign(&mut self, o: Self) {
-        self.rows_in += o.rows_in;
-        self.rows_out += o.rows_out;
-        self.language += o.language;
-        self.too_short += o.too_short;
-        self.too_few_tests += o.too_few_tests;
-        self.unsupported_signature += o.unsupported_signature;
-    }
-}
+coreb_base::add_assign_fields!(FilterStats { rows_in, rows_out, language, too_short, too_few_tests, unsupported_signature });
 
 impl FilterStats {
     /// Count one decision.

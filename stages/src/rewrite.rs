@@ -73,17 +73,7 @@ pub struct RewriteStats {
     pub references_missing: u64,
 }
 
-impl std::ops::AddAssign for RewriteStats {
-    fn add_assign(&mut self, o: Self) {
-        self.llm += o.llm;
-        self.tests_kept += o.tests_kept;
-        self.tests_kept_long += o.tests_kept_long;
-        self.tests_model += o.tests_model;
-        self.tests_bijection += o.tests_bijection;
-        self.references += o.references;
-        self.references_missing += o.references_missing;
-    }
-}
+coreb_base::add_assign_fields!(RewriteStats { llm, tests_kept, tests_kept_long, tests_model, tests_bijection, references, references_missing });
 
 /// What `rewrite` returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -4,6 +4,7 @@
 //!   fsync'ed, renamed into place, the directory fsync'ed ([`durable::write`],
 //!   [`durable::AtomicFile`]).
 //! - [`hashing`]: sha256 hex digests of bytes and files.
+//! - [`counts`]: field-by-field `+=` for mergeable stats structs ([`add_assign_fields!`]).
 //! - [`errors`]: an error and its causes as one line, for places that keep an error as text.
 //! - [`printer`]: all terminal output — human lines on stderr, `--json` summaries on stdout,
 //!   progress bars (plain progress lines when stderr is not a terminal).
@@ -12,6 +13,7 @@
 //! coreb crate uses these paths directly (`coreb_base::durable`, …).
 #![deny(missing_docs)]
 
+pub mod counts;
 pub mod durable;
 pub mod errors;
 pub mod hashing;

@@ -235,21 +235,7 @@ impl CorpusStats {
     }
 }
 
-impl std::ops::AddAssign for CorpusStats {
-    fn add_assign(&mut self, o: Self) {
-        self.rows_in += o.rows_in;
-        self.duplicate_id += o.duplicate_id;
-        self.exact_duplicate += o.exact_duplicate;
-        self.near_duplicate += o.near_duplicate;
-        self.too_short += o.too_short;
-        self.url += o.url;
-        self.html += o.html;
-        self.language += o.language;
-        self.contaminated += o.contaminated;
-        self.misaligned += o.misaligned;
-        self.rows_out += o.rows_out;
-    }
-}
+coreb_base::add_assign_fields!(CorpusStats { rows_in, duplicate_id, exact_duplicate, near_duplicate, too_short, url, html, language, contaminated, misaligned, rows_out });
 
 /// Step 1: duplicate ids, exact copies and near-duplicates over `text + "\n" + code` (see
 /// [`duplicates`]): every pair is sketched, then [`find_duplicates`] decides over all of them;

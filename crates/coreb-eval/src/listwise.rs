@@ -158,18 +158,7 @@ pub struct ListwiseStats {
     pub from_endpoint: u64,
 }
 
-impl std::ops::AddAssign for ListwiseStats {
-    fn add_assign(&mut self, o: Self) {
-        self.queries += o.queries;
-        self.windows += o.windows;
-        self.exact += o.exact;
-        self.repaired += o.repaired;
-        self.unparseable += o.unparseable;
-        self.failed += o.failed;
-        self.from_store += o.from_store;
-        self.from_endpoint += o.from_endpoint;
-    }
-}
+coreb_base::add_assign_fields!(ListwiseStats { queries, windows, exact, repaired, unparseable, failed, from_store, from_endpoint });
 
 /// The passages block of a window: `[1] text`, a blank line between passages.
 fn passages(texts: &[&str], max_words: usize) -> String {

@@ -309,19 +309,8 @@ pub struct WrittenBy {
     pub imported: u64,
 }
 
-impl std::ops::AddAssign for LlmStageStats {
-    fn add_assign(&mut self, o: Self) {
-        self.items_in += o.items_in;
-        self.items_out += o.items_out;
-        self.items_rejected += o.items_rejected;
-        self.from_store += o.from_store;
-        self.from_endpoint += o.from_endpoint;
-        self.fallbacks += o.fallbacks;
-        self.written_by.endpoint += o.written_by.endpoint;
-        self.written_by.authored += o.written_by.authored;
-        self.written_by.imported += o.written_by.imported;
-    }
-}
+coreb_base::add_assign_fields!(WrittenBy { endpoint, authored, imported });
+coreb_base::add_assign_fields!(LlmStageStats { items_in, items_out, items_rejected, from_store, from_endpoint, fallbacks, written_by });
 
 impl LlmStageStats {
     /// Count where a completion came from.

@@ -41,8 +41,9 @@ pub struct Limits {
     pub stack_mb: u64,
 }
 
-/// The sandbox's defaults, for a caller that sets no limits of its own. coreb's judge does
-/// not use them: it decides every limit per language in `stages::execute::toolchain`.
+/// The sandbox's defaults, for a caller that sets no limits of its own, and for the fields a
+/// partial `Limits` table leaves out. coreb's judge starts its test runs from them
+/// (`stages::execute::toolchain::test_limits`) and decides there, per language, what changes.
 impl Default for Limits {
     fn default() -> Self {
         Limits {

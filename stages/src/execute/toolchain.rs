@@ -96,19 +96,12 @@ pub struct LanguageConfig {
 /// [`language_limits`] what each language changes of them before a manifest's
 /// `[stages.execute.<language>.limits]` / `compile_limits` do. Time limits are further
 /// scaled per language by [`default_time_multiplier`].
+///
+/// The test-run limits are the sandbox's defaults ([`Limits::default`]: 4 s CPU, 10 s wall
+/// clock, 512 MiB, 32 processes, …), the same values a partial `[stages.execute.limits]` or
+/// `compile_limits` table falls back to for the fields it leaves out.
 pub fn test_limits() -> Limits {
-    Limits {
-        cpu_time_ms: 4_000,
-        wall_time_ms: 10_000,
-        memory_mb: 512,
-        address_space_mb: None,
-        processes: 32,
-        open_files: 64,
-        output_bytes: 16 << 20,
-        file_size_bytes: 16 << 20,
-        tmp_size_mb: 64,
-        stack_mb: 256,
-    }
+    Limits::default()
 }
 
 /// The limits of a compile step (see [`test_limits`]). Generous: the first Go build of a run

@@ -384,15 +384,7 @@ pub struct IngestStats {
     pub bytes_in: u64,
 }
 
-impl std::ops::AddAssign for IngestStats {
-    fn add_assign(&mut self, o: Self) {
-        self.rows_in += o.rows_in;
-        self.rows_out += o.rows_out;
-        self.out_of_window += o.out_of_window;
-        self.rejected += o.rejected;
-        self.bytes_in += o.bytes_in;
-    }
-}
+coreb_base::add_assign_fields!(IngestStats { rows_in, rows_out, out_of_window, rejected, bytes_in });
 
 /// One line of a stream.
 #[derive(Debug)]

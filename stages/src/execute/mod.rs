@@ -663,7 +663,9 @@ pub fn execute_streaming(
         .thread_name(|i| format!("coreb-execute-{i}"))
         .build()
         .map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
-    let window = 2 * busy.as_ref().map_or(pool.current_num_threads(), BusySlots::capacity).max(1);
+    // A window ends when its slowest solution does: with idle slots, as many problems as
+    // there are threads to wait in, so that a few sleepers do not hold the cores idle.
+    let window = 2 * pool.current_num_threads().max(1);
     let judge = WindowJudge { config, sandbox, busy: busy.as_ref(), solutions, slots_of: &slots_of, recheck, root: root.path(), pool: &pool, progress };
     let mut judged: Vec<Option<(SolutionResult, Cost)>> = (0..solutions.len()).map(|_| None).collect();
     let mut checks: Vec<recheck::ProblemCheck> = Vec::new();

@@ -150,37 +150,36 @@ fn sh_sharing(script: &str, limits: &Limits, slots: &BusySlots) -> (Outcome, Ins
     (out, Instant::now())
 }
 
+/// With one busy slot: `script` starts, then (300 ms later) a run that prints at once. Both
+/// outcomes, with when each returned: `script`'s first.
+fn first_then_quick(script: &str, limits: &Limits) -> ((Outcome, Instant), (Outcome, Instant)) {
+    let slots = BusySlots::new(1);
+    std::thread::scope(|s| {
+        let first = s.spawn(|| sh_sharing(script, limits, &slots));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let quick = sh_sharing("echo quick", limits, &slots);
+        assert_eq!(quick.0.stdout, b"quick\n");
+        (first.join().unwrap(), quick)
+    })
+}
+
 /// With one busy slot, a run that sleeps gives way to the next run, and ends as it would
 /// have (here: at its wall limit, hit by wall time).
 #[test]
 fn a_waiting_run_gives_its_slot_to_the_next() {
-    let slots = BusySlots::new(1);
     let limits = Limits { wall_time_ms: 6_000, ..Limits::default() };
-    std::thread::scope(|s| {
-        let sleeper = s.spawn(|| sh_sharing("echo started; sleep 30", &limits, &slots));
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let (quick, quick_done) = sh_sharing("echo quick", &limits, &slots);
-        let (slept, slept_done) = sleeper.join().unwrap();
-        assert_eq!(quick.stdout, b"quick\n");
-        assert!(!quick.gave_way, "a run that ended at once never waited a whole window");
-        assert!(slept.gave_way);
-        assert_eq!((slept.stdout.as_slice(), slept.limit), (&b"started\n"[..], Some(LimitHit::WallTime)));
-        assert!(quick_done + std::time::Duration::from_secs(3) < slept_done, "the quick run waited for the sleeper's end");
-    });
+    let ((slept, slept_done), (quick, quick_done)) = first_then_quick("echo started; sleep 30", &limits);
+    assert!(!quick.gave_way, "a run that ended at once never waited a whole window");
+    assert!(slept.gave_way);
+    assert_eq!((slept.stdout.as_slice(), slept.limit), (&b"started\n"[..], Some(LimitHit::WallTime)));
+    assert!(quick_done + std::time::Duration::from_secs(3) < slept_done, "the quick run waited for the sleeper's end");
 }
 
 /// A run that computes keeps its slot until it ends: the next run starts only then.
 #[test]
 fn a_busy_run_keeps_its_slot() {
-    let slots = BusySlots::new(1);
     let limits = Limits { cpu_time_ms: 1_500, wall_time_ms: 20_000, ..Limits::default() };
-    std::thread::scope(|s| {
-        let spinner = s.spawn(|| sh_sharing("while :; do :; done", &limits, &slots));
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let (quick, quick_done) = sh_sharing("echo quick", &limits, &slots);
-        let (spun, spun_done) = spinner.join().unwrap();
-        assert_eq!(quick.stdout, b"quick\n");
-        assert_eq!((spun.limit, spun.gave_way), (Some(LimitHit::CpuTime), false));
-        assert!(quick_done >= spun_done, "the quick run started while the busy one held the only slot");
-    });
+    let ((spun, spun_done), (_, quick_done)) = first_then_quick("while :; do :; done", &limits);
+    assert_eq!((spun.limit, spun.gave_way), (Some(LimitHit::CpuTime), false));
+    assert!(quick_done >= spun_done, "the quick run started while the busy one held the only slot");
 }

@@ -19,7 +19,9 @@
 //! `env`, `prelude`, `compile_cache`, `time_multiplier` and limit overrides ([`toolchain`]);
 //! `reuse` lists the languages whose tests start faster where the program cannot tell
 //! ([`reuse`]: Python without `site`, Ruby without RubyGems), each test still a process of
-//! its own.
+//! its own; `idle_slots` lets that many test runs beyond `jobs` wait (sleep, block) beside
+//! the `jobs` busy ones, a run idle for a whole window giving its core to the next
+//! ([`coreb_sandbox::BusySlots`]).
 //! [`toolchain_versions`] asks each language's programs for their versions in the sandbox;
 //! the engine puts them in the stage key and the MANIFEST, and fails early, naming the
 //! Debian package, when one is missing.

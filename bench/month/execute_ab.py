@@ -63,7 +63,7 @@ def main() -> int:
             if mode != "floor":
                 got = verdicts_by_solution(args, verdicts_path)
                 passed = {k: v["passed"] for k, v in got.items()}
-                verdicts.setdefault("plain" if mode == "plain" else mode, []).append(passed)
+                verdicts.setdefault(mode, []).append(passed)
                 record = json.load(open(os.path.join(args.work, "build", "artifacts", "execute", "record.json")))
                 extra = f"  tests gave way {(record.get('local') or {}).get('tests_gave_way', 0)}"
             runs[mode].append({"round": r + 1, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "load": open("/proc/loadavg").read().split()[0]})

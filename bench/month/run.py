@@ -152,7 +152,7 @@ def main() -> int:
                    help="start `execute`, kill -9 it (with its sandboxed children) after SECS, then run it again; at the end rebuild the "
                         "month from scratch in a second directory and fail unless both releases are byte-identical")
     p.add_argument("--reuse", default="python,ruby",
-                   help="languages of [stages.execute] reuse for the second execute run ('' for none: one plain run only)")
+                   help="languages of [stages.execute] reuse for the second execute run, and the third's ('' for none: no reuse run)")
     p.add_argument("--idle-slots", type=int, default=8,
                    help="[stages.execute] idle_slots of a third execute run, with --reuse's languages (0: no third run)")
     p.add_argument("--dir")

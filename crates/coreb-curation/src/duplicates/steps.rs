@@ -246,24 +246,25 @@ impl<R: Read> CandidateStream<R> {
 /// `k`-th of them in input order (a bit per input row and a count per 64 rows, not a
 /// position per pair).
 pub struct Nodes {
-    words: Vec<u64>,
+    rows: Bits,
     /// Set bits before each word.
     before: Vec<u32>,
 }
 
 impl Nodes {
     fn new(input_rows: u64) -> Nodes {
-        Nodes { words: vec![0; input_rows.div_ceil(64) as usize], before: Vec::new() }
+        Nodes { rows: Bits::new(input_rows), before: Vec::new() }
     }
 
     fn insert(&mut self, seq: u64) {
-        self.words[(seq / 64) as usize] |= 1 << (seq % 64);
+        self.rows.set(seq);
     }
 
     fn freeze(&mut self) {
         let mut n = 0u32;
         self.before = self
-            .words
+            .rows
+            .0
             .iter()
             .map(|w| {
                 let before = n;
@@ -275,7 +276,7 @@ impl Nodes {
 
     /// Rows named.
     pub fn len(&self) -> usize {
-        self.before.last().map_or(0, |&b| b as usize + self.words.last().map_or(0, |w| w.count_ones() as usize))
+        self.before.last().map_or(0, |&b| b as usize + self.rows.0.last().map_or(0, |w| w.count_ones() as usize))
     }
 
     /// Whether no row is named.
@@ -286,13 +287,13 @@ impl Nodes {
     /// The node of row `seq`, if a pair names it.
     pub fn index(&self, seq: u64) -> Option<u32> {
         let (w, bit) = ((seq / 64) as usize, seq % 64);
-        let word = *self.words.get(w)?;
+        let word = *self.rows.0.get(w)?;
         (word >> bit & 1 == 1).then(|| self.before[w] + (word & ((1u64 << bit) - 1)).count_ones())
     }
 
     /// The rows named, in input order.
     fn seqs(&self) -> impl Iterator<Item = u64> + '_ {
-        self.words.iter().enumerate().flat_map(|(w, &word)| {
+        self.rows.0.iter().enumerate().flat_map(|(w, &word)| {
             let mut word = word;
             std::iter::from_fn(move || {
                 (word != 0).then(|| {
@@ -604,17 +605,16 @@ pub fn cluster_with<L: Copy + Default>(
     nodes.freeze();
     let n = nodes.len();
     let mut at: Vec<L> = vec![L::default(); n];
-    let mut found = vec![0u64; n.div_ceil(64)];
+    let mut found = Bits::new(n as u64);
     locate(&nodes, &mut |seq, l| {
         let k = nodes.index(seq).ok_or(SketchError::Coverage { seq, what: "is no candidate" })? as usize;
-        if found[k / 64] >> (k % 64) & 1 == 1 {
+        if found.set(k as u64) {
             return Err(SketchError::Coverage { seq, what: "appears twice" });
         }
-        found[k / 64] |= 1 << (k % 64);
         at[k] = l;
         Ok(())
     })?;
-    if let Some(k) = (0..n).find(|&k| found[k / 64] >> (k % 64) & 1 == 0) {
+    if let Some(k) = (0..n).find(|&k| !found.get(k as u64)) {
         return Err(SketchError::Coverage { seq: nodes.seqs().nth(k).unwrap_or_default(), what: "is a candidate but is in no part" });
     }
     drop(found);

@@ -50,7 +50,7 @@
 //! [`PartWriter`], [`crate::engine::shard::PartMarker`], [`crate::engine::shard::complete_parts`]), and an
 //! output shard's `_SUCCESS` checks its files the way the artifact store checks a stage's
 //! ([`crate::artifacts::file_intact`], [`coreb_data::releases::FileEntry`]). The three steps are
-//! not [`crate::cli::StageName`]s run by [`super::Engine::run_until`], because:
+//! not [`crate::engine::stage::StageName`]s run by [`super::Engine::run_until`], because:
 //! - the corpus has its own manifest and plan ([`CorpusPlan`]), not a release [`RunPlan`]
 //!   (crate::manifest::RunPlan): none of the build's stages runs before or after it, and the
 //!   engine's loop is the release chain `fetch` … `release` over one plan;

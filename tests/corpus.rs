@@ -773,15 +773,44 @@ fn corpus_shard_processes_read_only_their_byte_range() {
     assert!(reference["dropped.jsonl"].len() > 100, "a corpus with duplicates");
     std::fs::remove_dir_all(&out).unwrap();
     for n in [2u32, 3, 7] {
-        let mut read = 0;
+        let (mut read, mut counted) = (0, Vec::new());
         for i in 0..n {
             let o = run(coreb().arg("corpus").arg(&manifest).args(["--shard", &format!("{i}/{n}"), "--json"]));
             assert!(o.status.success(), "{}", text(&o));
             let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-            assert_eq!(v["rows_in"].as_u64(), Some(rows.len() as u64), "{v}");
+            counted.push(v["rows_in"].as_u64().unwrap());
             read += v["rows"].as_u64().unwrap();
         }
         assert_eq!(read, rows.len() as u64, "every row in exactly one of {n} parts");
+        // A process counts the input's rows up to where it stops reading: past its range only
+        // up to the last source read whole (`b.jsonl.gz`); the last one reads to the end.
+        assert_eq!(counted.last(), Some(&(rows.len() as u64)), "{counted:?}");
+        assert!(counted.iter().all(|&c| c <= rows.len() as u64) && counted.iter().any(|&c| c < rows.len() as u64), "{counted:?}");
+        if n == 2 {
+            // Parts whose rows do not add up to the input's are refused.
+            let marker = out.join("parts/part=000-of-002/_SUCCESS");
+            let saved = std::fs::read(&marker).unwrap();
+            let mut m: Value = serde_json::from_slice(&saved).unwrap();
+            m["rows"] = json!(m["rows"].as_u64().unwrap() + 1);
+            std::fs::write(&marker, m.to_string()).unwrap();
+            let refused = run(coreb().args(["merge", "corpus"]).arg(&manifest));
+            assert!(!refused.status.success() && text(&refused).contains("were made from different inputs"), "{}", text(&refused));
+            std::fs::write(&marker, saved).unwrap();
+            // A spool file edited at the same size is hashed as the merge streams it: the part is
+            // refused (in the words of a part whose file does not match its marker) before the
+            // output shard that read it is committed.
+            let spool = out.join("parts/part=001-of-002/spool/shard=000.bin");
+            let saved = std::fs::read(&spool).unwrap();
+            let mut bytes = saved.clone();
+            *bytes.last_mut().unwrap() ^= 1;
+            std::fs::write(&spool, bytes).unwrap();
+            let refused = run(coreb().args(["merge", "corpus"]).arg(&manifest));
+            let said = text(&refused);
+            assert!(!refused.status.success() && said.contains("cannot merge the corpus shards yet") && said.contains("shard 1/2 is damaged"), "{said}");
+            assert!(said.contains("spool/shard=000.bin` no longer matches the `_SUCCESS` of its part") && said.contains("--shard 1/2`"), "{said}");
+            assert!(!out.join("train/shard=000/_SUCCESS").exists() && !out.join("train/shard=000/part.parquet").exists(), "nothing of output shard 0 committed");
+            std::fs::write(&spool, saved).unwrap();
+        }
         let merged = run(coreb().args(["merge", "corpus"]).arg(&manifest));
         assert!(merged.status.success(), "{}", text(&merged));
         assert_same_tree(&reference, &tree(&out), &format!("{n} shard processes reading byte ranges + merge"));

@@ -155,6 +155,17 @@ impl Sketches {
         self.input_rows
     }
 
+    /// Take these sketches as a part of an input of `rows` rows: a shard process counts the
+    /// input's rows only up to where it stopped reading, and the input's count is taken from
+    /// all the parts. An error when the part counted more.
+    pub fn cover(&mut self, rows: u64) -> Result<(), SketchError> {
+        if rows < self.input_rows {
+            return Err(SketchError::Format(format!("counted {} input rows, more than the input's {rows}", self.input_rows)));
+        }
+        self.input_rows = rows;
+        Ok(())
+    }
+
     /// The position in the input of row `row`.
     pub fn seq(&self, row: usize) -> u64 {
         self.seq[row]
@@ -467,6 +478,17 @@ impl SketchFile {
     /// Rows of the whole input.
     pub fn input_rows(&self) -> u64 {
         self.input_rows
+    }
+
+    /// Take these sketches as a part of an input of `rows` rows: a shard process counts the
+    /// input's rows only up to where it stopped reading, and the input's count is taken from
+    /// all the parts. An error when the part counted more.
+    pub fn cover(&mut self, rows: u64) -> Result<(), SketchError> {
+        if rows < self.input_rows {
+            return Err(SketchError::Format(format!("counted {} input rows, more than the input's {rows}", self.input_rows)));
+        }
+        self.input_rows = rows;
+        Ok(())
     }
 
     /// Rows held.

@@ -8,6 +8,7 @@ use std::collections::BinaryHeap;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use coreb_base::hashing::HashingReader;
 use thiserror::Error;
 
 use super::Pair;
@@ -58,17 +59,40 @@ fn empty() -> Pair {
     Pair { id: String::new(), text: String::new(), code: String::new() }
 }
 
+/// A spool file as read: hashed as it is read when asked ([`MergedSpool::open_hashing`]).
+enum Source {
+    Plain(std::fs::File),
+    Hashed(HashingReader<std::fs::File>),
+}
+
+impl Read for Source {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Source::Plain(f) => f.read(buf),
+            Source::Hashed(h) => h.read(buf),
+        }
+    }
+}
+
 /// Reads a spool file back, one record at a time, into a reused [`Pair`].
 pub struct SpoolReader {
     path: PathBuf,
-    reader: BufReader<std::fs::File>,
+    reader: BufReader<Source>,
 }
 
 impl SpoolReader {
     /// Open the spool file at `path` and check its magic.
     pub fn open(path: &Path) -> Result<SpoolReader, SpoolError> {
+        SpoolReader::open_with(path, false)
+    }
+
+    /// Open the spool file at `path`, hashing every byte read from it when `hash`, and check
+    /// its magic.
+    fn open_with(path: &Path, hash: bool) -> Result<SpoolReader, SpoolError> {
         let io = |source| SpoolError::Io { path: path.to_owned(), source };
-        let mut reader = BufReader::with_capacity(1 << 16, std::fs::File::open(path).map_err(io)?);
+        let file = std::fs::File::open(path).map_err(io)?;
+        let source = if hash { Source::Hashed(HashingReader::new(file)) } else { Source::Plain(file) };
+        let mut reader = BufReader::with_capacity(1 << 16, source);
         let mut magic = [0u8; 8];
         reader.read_exact(&mut magic).map_err(io)?;
         if &magic != MAGIC {
@@ -98,6 +122,18 @@ impl SpoolReader {
         }
         Ok(true)
     }
+
+    /// The sha256 and size of the whole file when it was opened hashing (the rest of it is read
+    /// first: every byte passes through the hash once); `None` otherwise.
+    fn finish(self) -> Result<Option<(String, u64)>, SpoolError> {
+        match self.reader.into_inner() {
+            Source::Plain(_) => Ok(None),
+            Source::Hashed(mut h) => {
+                std::io::copy(&mut h, &mut std::io::sink()).map_err(|source| SpoolError::Io { path: self.path.clone(), source })?;
+                Ok(Some(h.finish()))
+            }
+        }
+    }
 }
 
 /// The records of several spool files (one per shard process) in input order.
@@ -111,9 +147,19 @@ pub struct MergedSpool {
 impl MergedSpool {
     /// Open the spool files `paths`.
     pub fn open(paths: &[PathBuf]) -> Result<MergedSpool, SpoolError> {
+        MergedSpool::open_with(paths, false)
+    }
+
+    /// Open the spool files `paths`, hashing each as it is read: [`MergedSpool::finish`] gives
+    /// their hashes, without a separate pass over them.
+    pub fn open_hashing(paths: &[PathBuf]) -> Result<MergedSpool, SpoolError> {
+        MergedSpool::open_with(paths, true)
+    }
+
+    fn open_with(paths: &[PathBuf], hash: bool) -> Result<MergedSpool, SpoolError> {
         let mut m = MergedSpool { readers: Vec::new(), heads: Vec::new(), heap: BinaryHeap::new() };
         for p in paths {
-            let mut r = SpoolReader::open(p)?;
+            let mut r = SpoolReader::open_with(p, hash)?;
             let mut head = (0, empty());
             if r.next_into(&mut head.0, &mut head.1)? {
                 m.heap.push(std::cmp::Reverse((head.0, m.readers.len())));
@@ -122,6 +168,12 @@ impl MergedSpool {
             m.heads.push(head);
         }
         Ok(m)
+    }
+
+    /// The sha256 and size of each whole file, in the order they were given (read to their
+    /// ends first, if the records were not); `None` for each unless opened hashing.
+    pub fn finish(self) -> Result<Vec<Option<(String, u64)>>, SpoolError> {
+        self.readers.into_iter().map(SpoolReader::finish).collect()
     }
 }
 
@@ -163,7 +215,7 @@ mod tests {
         let (a, b) = (dir.path().join("a.bin"), dir.path().join("b.bin"));
         write(&a, &[(0, "x"), (3, "y")]);
         write(&b, &[(1, "z"), (2, "w"), (5, "v")]);
-        let mut m = MergedSpool::open(&[a.clone(), b]).unwrap();
+        let mut m = MergedSpool::open(&[a.clone(), b.clone()]).unwrap();
         let (mut seq, mut pair, mut got) = (0, empty(), Vec::new());
         while m.next_into(&mut seq, &mut pair).unwrap() {
             got.push((seq, pair.id.clone()));
@@ -174,6 +226,16 @@ mod tests {
         let mut m = MergedSpool::open(std::slice::from_ref(&a)).unwrap();
         let err = m.next_into(&mut seq, &mut pair).unwrap_err();
         assert_eq!(err.to_string(), format!("`{}`: records out of order", a.display()));
+
+        // Hashed as read: the whole files' hashes, whether the records were all read or not.
+        write(&b, &[(1, "z"), (2, "w"), (5, "v")]);
+        let mut m = MergedSpool::open_hashing(&[a.clone(), b.clone()]).unwrap();
+        assert!(m.next_into(&mut seq, &mut pair).unwrap());
+        let file = |p: &Path| Some((coreb_base::hashing::sha256_file(p).unwrap(), std::fs::metadata(p).unwrap().len()));
+        assert_eq!(m.finish().unwrap(), vec![file(&a), file(&b)]);
+        let mut m = MergedSpool::open(std::slice::from_ref(&b)).unwrap();
+        while m.next_into(&mut seq, &mut pair).unwrap() {}
+        assert_eq!(m.finish().unwrap(), vec![None]);
 
         std::fs::write(&a, b"NOTASPOOL").unwrap();
         assert!(matches!(MergedSpool::open(&[a]), Err(SpoolError::NotSpool(_))));

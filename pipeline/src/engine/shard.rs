@@ -90,12 +90,60 @@ pub struct PartMarker {
 /// Read a part's `_SUCCESS` and check that every file it lists is still the one it
 /// describes; an error says which is not.
 pub fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
+    read_marker_checking(dir, file_verified)
+}
+
+/// Read a part's `_SUCCESS` and check only the size of every file it lists, for a reader that
+/// hashes the files as it streams them and checks the hashes ([`damaged_file`]) before it
+/// commits anything made from them.
+pub fn read_part_marker_sized(dir: &Path) -> anyhow::Result<PartMarker> {
+    read_marker_checking(dir, |path, e| fs_err::metadata(path).is_ok_and(|m| m.len() == e.bytes))
+}
+
+fn read_marker_checking(dir: &Path, intact: impl Fn(&Path, &FileEntry) -> bool) -> anyhow::Result<PartMarker> {
     let path = dir.join("_SUCCESS");
     let marker: PartMarker = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))?;
-    if let Some(rel) = marker.files.iter().find(|(rel, e)| !crate::artifacts::file_intact(&dir.join(rel), &e.sha256, e.bytes)).map(|(rel, _)| rel) {
-        bail!("`{}` no longer matches the `_SUCCESS` of its part (torn or edited)", dir.join(rel).display());
+    if let Some(rel) = marker.files.iter().find(|(rel, e)| !intact(&dir.join(rel), e)).map(|(rel, _)| rel) {
+        return Err(damaged_file(&dir.join(rel)));
     }
     Ok(marker)
+}
+
+/// The error for a part's file that is not the one its `_SUCCESS` describes.
+pub fn damaged_file(path: &Path) -> anyhow::Error {
+    anyhow::anyhow!("`{}` no longer matches the `_SUCCESS` of its part (torn or edited)", path.display())
+}
+
+/// The files this process has hashed and found as their markers describe, by path, sha256 and
+/// what `stat` says of them (device, inode, size, modification and change times): a part's
+/// file read by several checks of one process (the merge's, each step's keys) is hashed once,
+/// and a file replaced or written since is hashed again.
+static VERIFIED: std::sync::Mutex<Vec<(PathBuf, String, [i64; 5])>> = std::sync::Mutex::new(Vec::new());
+
+/// What `stat` says of a file that changes when it is written or replaced.
+fn stat_key(path: &Path) -> Option<[i64; 5]> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some([m.dev() as i64, m.ino() as i64, m.size() as i64, m.mtime() * 1_000_000_000 + m.mtime_nsec(), m.ctime() * 1_000_000_000 + m.ctime_nsec()])
+}
+
+/// Whether the file at `path` is the one `entry` describes (its size and sha256), hashing it
+/// unless this process found it so already and it has not changed since.
+pub fn file_verified(path: &Path, entry: &FileEntry) -> bool {
+    let Some(key) = stat_key(path) else { return false };
+    if key[2] as u64 != entry.bytes {
+        return false;
+    }
+    let known = |v: &Vec<(PathBuf, String, [i64; 5])>| v.iter().any(|(p, sha, k)| p == path && *sha == entry.sha256 && *k == key);
+    if known(&VERIFIED.lock().unwrap_or_else(|e| e.into_inner())) {
+        return true;
+    }
+    let intact = crate::artifacts::file_intact(path, &entry.sha256, entry.bytes);
+    // Remembered only if nothing changed it while it was hashed.
+    if intact && stat_key(path) == Some(key) {
+        VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).push((path.to_owned(), entry.sha256.clone(), key));
+    }
+    intact
 }
 
 /// A part being written: `<parts>/.part=III-of-NNN.tmp/`, moved to `<parts>/part=III-of-NNN/`
@@ -143,6 +191,17 @@ pub fn part_done(parts: &Path, slice: ShardSpec, plan: &str) -> bool {
 /// made from `plan`; otherwise an error (`cannot merge the <what> shards yet`) naming every
 /// part that is not, with `rerun(i, N)`, the command that makes it.
 pub fn complete_parts(parts_dir: &Path, plan: &str, what: &str, rerun: impl Fn(u32, u32) -> String) -> anyhow::Result<Vec<(PathBuf, PartMarker)>> {
+    complete_parts_with(parts_dir, plan, what, rerun, read_part_marker)
+}
+
+/// [`complete_parts`], reading (and checking) each part's marker with `read`.
+pub fn complete_parts_with(
+    parts_dir: &Path,
+    plan: &str,
+    what: &str,
+    rerun: impl Fn(u32, u32) -> String,
+    read: impl Fn(&Path) -> anyhow::Result<PartMarker>,
+) -> anyhow::Result<Vec<(PathBuf, PartMarker)>> {
     let mut counts = std::collections::BTreeSet::new();
     if parts_dir.exists() {
         for e in fs_err::read_dir(parts_dir)? {
@@ -164,18 +223,28 @@ pub fn complete_parts(parts_dir: &Path, plan: &str, what: &str, rerun: impl Fn(u
     let mut parts = Vec::new();
     for i in 0..n {
         let dir = parts_dir.join(part_name(ShardSpec { index: i, count: n }));
-        match read_part_marker(&dir) {
+        match read(&dir) {
             Ok(m) if m.plan == plan && m.shard == i && m.shards == n => parts.push((dir, m)),
             Ok(_) => problems.push(format!("shard {i}/{n} was made from another plan (the manifest or an upstream stage changed since): {}", rerun(i, n))),
-            Err(e) if dir.join("_SUCCESS").exists() => problems.push(format!("shard {i}/{n} is damaged ({e:#}): {}", rerun(i, n))),
+            Err(e) if dir.join("_SUCCESS").exists() => problems.push(damaged_part(i, n, &e, &rerun(i, n))),
             Err(_) if dir.exists() => problems.push(format!("shard {i}/{n} is incomplete (no `_SUCCESS` in `{}`): {}", dir.display(), rerun(i, n))),
             Err(_) => problems.push(format!("shard {i}/{n} is missing (no `{}`): {}", dir.display(), rerun(i, n))),
         }
     }
     if !problems.is_empty() {
-        bail!("cannot merge the {what} shards yet:\n  {}", problems.join("\n  "));
+        return Err(cannot_merge(what, &problems));
     }
     Ok(parts)
+}
+
+/// The problem line of part `i` of `n` that is damaged (`e` says how).
+pub fn damaged_part(i: u32, n: u32, e: &anyhow::Error, rerun: &str) -> String {
+    format!("shard {i}/{n} is damaged ({e:#}): {rerun}")
+}
+
+/// The merge's refusal, one line per problem.
+pub fn cannot_merge(what: &str, problems: &[String]) -> anyhow::Error {
+    anyhow::anyhow!("cannot merge the {what} shards yet:\n  {}", problems.join("\n  "))
 }
 
 /// An exclusive `flock` on a file, held until dropped. Processes of one build on a shared
@@ -226,6 +295,21 @@ mod tests {
             c
         });
         assert!(counts.iter().all(|&c| c > 100), "{counts:?}");
+    }
+
+    #[test]
+    fn a_verified_file_is_hashed_again_once_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.bin");
+        std::fs::write(&path, b"abcd").unwrap();
+        let entry = crate::artifacts::file_entry(&path).unwrap();
+        assert!(file_verified(&path, &entry) && file_verified(&path, &entry));
+        // The same size, written later: no longer the file the entry describes.
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        std::io::Write::write_all(&mut &file, b"abce").unwrap();
+        file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5)).unwrap();
+        drop(file);
+        assert!(!file_verified(&path, &entry));
     }
 
     #[test]

@@ -564,7 +564,13 @@ pub fn cluster(
         Ok(())
     };
     let feed = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| pairs.iter().try_for_each(|&c| f(c));
-    Ok(cluster_with(config, input_rows, feed, locate, |(p, near), out| shingles(p as usize, near, out))?.0)
+    let mut set = Vec::new();
+    let by_ref = |(p, near): (u32, u32), f: &mut dyn FnMut(&[u32])| {
+        shingles(p as usize, near, &mut set)?;
+        f(&set);
+        Ok(())
+    };
+    Ok(cluster_with(config, input_rows, feed, locate, by_ref)?.0)
 }
 
 /// Step 3: the candidates of every band task, checked in `(later, earlier)` order by
@@ -576,14 +582,14 @@ pub fn cluster(
 /// Nothing is held per pair: `candidates(f)` feeds every pair in order to `f` and is called
 /// twice (once to learn which rows are named, a bit per input row, then to check them).
 /// `locate(nodes, set)` calls `set(seq, at)` with where the shingle set of each row of
-/// `nodes` is; `shingles(at, out)` puts that set into `out`, and is asked only for rows of
-/// pairs it checks. Per named row it holds `at`, its union-find slot and its link.
+/// `nodes` is; `shingles(at, f)` calls `f` with that set (lent, not copied), and is asked only
+/// for rows of pairs it checks. Per named row it holds `at`, its union-find slot and its link.
 pub fn cluster_with<L: Copy + Default>(
     config: &CorpusDedupConfig,
     input_rows: u64,
     mut candidates: impl FnMut(&mut dyn FnMut(Candidate) -> Result<(), SketchError>) -> Result<(), SketchError>,
     locate: impl FnOnce(&Nodes, &mut dyn FnMut(u64, L) -> Result<(), SketchError>) -> Result<(), SketchError>,
-    mut shingles: impl FnMut(L, &mut Vec<u32>) -> Result<(), SketchError>,
+    mut shingles: impl FnMut(L, &mut dyn FnMut(&[u32])) -> Result<(), SketchError>,
 ) -> Result<(Vec<NearDecision>, u64), SketchError> {
     let mut nodes = Nodes::new(input_rows);
     let (mut last, mut count) = (None::<Candidate>, 0u64);
@@ -622,18 +628,22 @@ pub fn cluster_with<L: Copy + Default>(
     let mut uf = UnionFind((0..n as u32).collect());
     // The node each node was first joined with, and their Jaccard in 1e-4.
     let mut link: Vec<(u32, u32)> = vec![(u32::MAX, 0); n];
-    let (mut mine, mut theirs, mut loaded) = (Vec::new(), Vec::new(), None);
+    // The later row's set is copied once for all its pairs; the earlier row's is only lent.
+    let (mut mine, mut loaded) = (Vec::<u32>::new(), None);
     candidates(&mut |p| {
         let (k, c) = (node(p.later)?, node(p.earlier)?);
         if uf.find(c) == uf.find(k) {
             return Ok(());
         }
         if loaded != Some(p.later) {
-            shingles(at[k as usize], &mut mine)?;
+            shingles(at[k as usize], &mut |set| {
+                mine.clear();
+                mine.extend_from_slice(set);
+            })?;
             loaded = Some(p.later);
         }
-        shingles(at[c as usize], &mut theirs)?;
-        let j = sorted_jaccard(&mine, &theirs, config.threshold);
+        let mut j = 0.0;
+        shingles(at[c as usize], &mut |theirs| j = sorted_jaccard(&mine, theirs, config.threshold))?;
         if j < config.threshold {
             return Ok(());
         }
@@ -1045,7 +1055,13 @@ mod tests {
                 }
                 Ok(())
             };
-            let (from_files, count) = cluster_with(&config, rows.len() as u64, feed, locate, |(p, len, start), out| streamed[p as usize].read_shingles(start, len, out)).unwrap();
+            let mut set = Vec::new();
+            let read = |(p, len, start): (u32, u32, u64), f: &mut dyn FnMut(&[u32])| {
+                streamed[p as usize].read_shingles(start, len, &mut set)?;
+                f(&set);
+                Ok(())
+            };
+            let (from_files, count) = cluster_with(&config, rows.len() as u64, feed, locate, read).unwrap();
             assert_eq!((from_files, count), (near.clone(), pairs.len() as u64), "{tasks} band tasks, streamed");
             let mut bytes = Vec::new();
             write_near(&mut bytes, rows.len() as u64, &near).unwrap();

@@ -12,6 +12,7 @@ use coreb_curation::duplicates::steps::SplitVerdicts;
 use coreb_curation::spool::MergedSpool;
 use coreb_curation::table::{RerankWriter, TrainingRecordRef, TrainingWriter};
 use coreb_curation::{Dropped, Pair, ReleaseIndex, SimMatrix};
+use coreb_data::releases::FileEntry;
 use serde::Serialize;
 
 use super::Dups;
@@ -55,6 +56,30 @@ fn similarity(embedder: Option<&Embedder>, pairs: &[Pair]) -> anyhow::Result<Sim
     }
 }
 
+/// A spool file an output shard reads, and what it must be: a shard part's file, whose
+/// marker's size and sha256 were not checked yet, is hashed as it is read and checked before
+/// anything made from it is committed.
+pub(super) struct SpoolFile {
+    pub path: PathBuf,
+    /// The file its part's marker describes, and the error that refuses the part when the file
+    /// is not that one.
+    pub check: Option<(FileEntry, String)>,
+}
+
+/// The first of `spools` that is not the file its marker describes, as its error; `digests`
+/// (the hash and size of each whole file as it was read) when given, else each file hashed
+/// now.
+fn damaged_spool(spools: &[SpoolFile], digests: Option<&[Option<(String, u64)>]>) -> Option<anyhow::Error> {
+    spools.iter().enumerate().find_map(|(i, s)| {
+        let (entry, error) = s.check.as_ref()?;
+        let intact = match digests.and_then(|d| d.get(i)).cloned().flatten() {
+            Some((sha, bytes)) => sha == entry.sha256 && bytes == entry.bytes,
+            None => crate::engine::shard::file_verified(&s.path, entry),
+        };
+        (!intact).then(|| anyhow::anyhow!("{error}"))
+    })
+}
+
 /// Curate output shard `s` from the spool files `spools` into `out`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn shard(
@@ -63,7 +88,23 @@ pub(super) fn shard(
     embedder: Option<&Embedder>,
     dups: &Dups,
     out: &Path,
-    spools: &[PathBuf],
+    spools: &[SpoolFile],
+    s: u32,
+    plan_hash: &str,
+) -> anyhow::Result<()> {
+    // A spool file that is not its marker's refuses its part, whatever else went wrong
+    // reading it.
+    shard_from(f, index, embedder, dups, out, spools, s, plan_hash).map_err(|e| damaged_spool(spools, None).unwrap_or(e))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn shard_from(
+    f: &CorpusManifestFile,
+    index: &ReleaseIndex,
+    embedder: Option<&Embedder>,
+    dups: &Dups,
+    out: &Path,
+    spools: &[SpoolFile],
     s: u32,
     plan_hash: &str,
 ) -> anyhow::Result<()> {
@@ -75,7 +116,9 @@ pub(super) fn shard(
     }
     let mut writer = ShardWriter::create(out, &name)?;
     let step = Curate { language: &f.language, decontaminate: &f.decontaminate, align: &f.align, negatives: &f.negatives, index };
-    let mut spool = MergedSpool::open(spools)?;
+    let paths: Vec<PathBuf> = spools.iter().map(|f| f.path.clone()).collect();
+    let hash = spools.iter().any(|f| f.check.is_some());
+    let mut spool = if hash { MergedSpool::open_hashing(&paths)? } else { MergedSpool::open(&paths)? };
     let report = match dups {
         Dups::Whole(d) => step.run(&mut spool, &mut &*d, |pairs| similarity(embedder, pairs), &mut writer)?,
         Dups::Split { exact, near, names } => {
@@ -85,6 +128,10 @@ pub(super) fn shard(
                 .with_context(|| format!("curating output shard {s} with the verdicts of `{}` and `{}`", exact.display(), near.display()))?
         }
     };
+    // Every spool file read through to its end; checked before anything is committed.
+    if let Some(e) = damaged_spool(spools, Some(&spool.finish()?)) {
+        return Err(e);
+    }
     writer.finish()?;
     durable::write(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&report)?)?;
     // Every file is fsynced by now (durable writers); the marker that vouches for them last.

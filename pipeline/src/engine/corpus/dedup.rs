@@ -25,6 +25,7 @@
 //! parts; with `--dedup-tasks T` it first runs the missing steps as processes of this binary
 //! (the `T` band tasks at once), as a scheduler would run them as jobs.
 
+use std::collections::BTreeMap;
 use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 
@@ -37,6 +38,7 @@ use rayon::prelude::*;
 
 use super::{CorpusRun, Dups};
 use clap::ValueEnum;
+use coreb_data::releases::FileEntry;
 
 use crate::engine::shard::ShardSpec;
 use crate::engine::shard::{self, PartMarker, PartWriter, part_done, part_name, read_part_marker};
@@ -88,30 +90,40 @@ fn step_key(plan: &str, step: DedupStep, inputs: &[String]) -> String {
     coreb_base::hashing::sha256_hex(serde_json::json!({"plan": plan, "step": step.name(), "inputs": inputs}).to_string().as_bytes())
 }
 
-/// Read the sketch file of each shard part, only the columns `selection` names.
-fn read_sketches(parts: &[PathBuf], selection: &Selection) -> anyhow::Result<Vec<Sketches>> {
-    parts
+/// Read the sketch file of each shard part of `chain`, only the columns `selection` names, as
+/// sketches of the whole input.
+pub(super) fn read_sketches(chain: &Chain, selection: &Selection) -> anyhow::Result<Vec<Sketches>> {
+    chain
+        .parts
         .par_iter()
         .map(|dir| {
             let path = dir.join("sketches.bin");
             let mut r = BufReader::with_capacity(1 << 20, fs_err::File::open(&path)?);
-            Sketches::read_selected(&mut r, selection).with_context(|| format!("reading `{}`", path.display()))
+            let mut s = Sketches::read_selected(&mut r, selection).with_context(|| format!("reading `{}`", path.display()))?;
+            s.cover(chain.input_rows).with_context(|| format!("reading `{}`", path.display()))?;
+            Ok(s)
         })
         .collect()
 }
 
-/// The sketch file of each shard part, opened as column streams; each must cover an input
-/// of `input_rows` rows when given.
-fn sketch_files(parts: &[PathBuf], input_rows: Option<u64>) -> anyhow::Result<Vec<SketchFile>> {
-    parts
+/// The sketch file of each shard part of `chain`, opened as column streams over the whole
+/// input; its row count must be `input_rows` when given (the exact step's).
+fn sketch_files(chain: &Chain, input_rows: Option<u64>) -> anyhow::Result<Vec<SketchFile>> {
+    if let Some(rows) = input_rows.filter(|&r| r != chain.input_rows) {
+        bail!(
+            "the shard parts in `{}` cover {} input rows, the exact step {rows}",
+            chain.parts.first().and_then(|p| p.parent()).unwrap_or(Path::new("")).display(),
+            chain.input_rows
+        );
+    }
+    chain
+        .parts
         .iter()
         .map(|dir| {
             let path = dir.join("sketches.bin");
-            let file =
+            let mut file =
                 SketchFile::open(std::fs::File::open(&path).with_context(|| format!("opening `{}`", path.display()))?).with_context(|| format!("reading `{}`", path.display()))?;
-            if let Some(rows) = input_rows.filter(|&r| r != file.input_rows()) {
-                bail!("`{}` covers {} input rows, the exact step {rows}", path.display(), file.input_rows());
-            }
+            file.cover(chain.input_rows).with_context(|| format!("reading `{}`", path.display()))?;
             Ok(file)
         })
         .collect()
@@ -135,15 +147,39 @@ fn read_file<T>(path: &Path, read: impl FnOnce(&mut BufReader<fs_err::File>) -> 
 pub(super) struct Chain {
     /// The shard parts' directories.
     parts: Vec<PathBuf>,
+    /// The files each part's marker lists (only when read with `full`: empty otherwise).
+    files: Vec<BTreeMap<String, FileEntry>>,
     /// The sha256 of each part's sketch file, from its marker.
     shas: Vec<String>,
+    /// The input's row count ([`input_rows`]); each part's sketch file gives the rows it
+    /// counted, up to where it stopped reading.
+    input_rows: u64,
     exact_key: String,
+}
+
+/// The input's row count, from the shard parts' markers: a shard process counts the rows of
+/// the input up to where it stopped reading (the end of its range, or of the last source it
+/// reads whole), and the last one reads to the end. The parts must divide the input between
+/// them: every part's count within the last one's, and their rows adding up to it (each
+/// input row in exactly one part); otherwise they were made from different inputs.
+fn input_rows(parts_dir: &Path, parts: &[(PathBuf, PartMarker)]) -> anyhow::Result<u64> {
+    let fact = |m: &PartMarker, name: &str| m.facts.get(name).and_then(serde_json::Value::as_u64).with_context(|| format!("a corpus part's `_SUCCESS` without `{name}`"));
+    let counts = parts.iter().map(|(_, m)| Ok((fact(m, "input_rows")?, fact(m, "rows")?))).collect::<anyhow::Result<Vec<_>>>()?;
+    let total = counts.last().map_or(0, |c| c.0);
+    let rows: u64 = counts.iter().map(|c| c.1).sum();
+    if let Some(i) = counts.iter().position(|c| c.0 > total) {
+        bail!("the shard parts in `{}` were made from different inputs: part {i} counted {} input rows, the last part {total}", parts_dir.display(), counts[i].0);
+    }
+    if rows != total {
+        bail!("the shard parts in `{}` were made from different inputs: they hold {rows} rows of an input of {total}", parts_dir.display());
+    }
+    Ok(total)
 }
 
 /// The shard parts of one count under `parts_dir`, all complete for `plan` by their markers,
 /// with their sketch file's sha256, checked by size only (the merge and the exact step hash
 /// every file); `None` at the first doubt.
-fn parts_by_marker(parts_dir: &Path, plan: &str) -> Option<Vec<(PathBuf, String)>> {
+fn parts_by_marker(parts_dir: &Path, plan: &str) -> Option<Vec<(PathBuf, PartMarker)>> {
     let mut names: Vec<(u32, u32)> = fs_err::read_dir(parts_dir).ok()?.filter_map(|e| e.ok()?.file_name().to_str().and_then(shard::parse_part_name)).collect();
     names.sort_unstable();
     let n = names.first()?.1;
@@ -157,7 +193,7 @@ fn parts_by_marker(parts_dir: &Path, plan: &str) -> Option<Vec<(PathBuf, String)
             let marker: PartMarker = serde_json::from_str(&fs_err::read_to_string(dir.join("_SUCCESS")).ok()?).ok()?;
             let entry = marker.files.get("sketches.bin")?;
             let fits = marker.plan == plan && marker.shard == index && marker.shards == count && fs_err::metadata(dir.join("sketches.bin")).ok()?.len() == entry.bytes;
-            fits.then(|| (dir, entry.sha256.clone()))
+            fits.then_some((dir, marker))
         })
         .collect()
 }
@@ -167,6 +203,11 @@ impl Chain {
     pub(super) fn parts(&self) -> &[PathBuf] {
         &self.parts
     }
+
+    /// The file `rel` of part `p` as its marker describes it (when read with `full`).
+    pub(super) fn file(&self, p: usize, rel: &str) -> Option<&FileEntry> {
+        self.files.get(p)?.get(rel)
+    }
 }
 
 impl CorpusRun {
@@ -174,32 +215,53 @@ impl CorpusRun {
         self.out().join("dedup").join(step.name())
     }
 
-    /// The complete shard parts and the exact step's key; with `verify`, every file of every
-    /// part is hashed (as the merge does), else the markers are trusted and sizes checked.
-    pub(super) fn chain(&self, verify: bool) -> anyhow::Result<Chain> {
+    /// The complete shard parts and the exact step's key. With `full` (the merge), every
+    /// part's marker is read and every file's size checked, not its hash: the merge hashes the
+    /// sketch files up front ([`CorpusRun::check_sketches`]) and each spool file as it streams
+    /// it, checked before anything made from it is committed ([`Chain::file`]).
+    /// Otherwise the markers are trusted and sizes checked, the files hashed at the first doubt.
+    pub(super) fn chain(&self, full: bool) -> anyhow::Result<Chain> {
         let parts_dir = self.out().join("parts");
-        let found = if verify { None } else { parts_by_marker(&parts_dir, &self.plan_hash) };
+        let found = if full { None } else { parts_by_marker(&parts_dir, &self.plan_hash) };
         let found = match found {
             Some(found) => found,
             None => {
-                let rerun = |i: u32, n: u32| format!("run `coreb corpus {} --shard {i}/{n}`", self.manifest.display());
-                let parts = shard::complete_parts(&parts_dir, &self.plan_hash, "corpus", rerun)?;
-                parts
-                    .into_iter()
-                    .map(|(dir, m)| Ok((dir, m.files.get("sketches.bin").context("a corpus part without `sketches.bin`")?.sha256.clone())))
-                    .collect::<anyhow::Result<_>>()?
+                let rerun = |i: u32, n: u32| self.part_rerun(i, n);
+                if full {
+                    shard::complete_parts_with(&parts_dir, &self.plan_hash, "corpus", rerun, shard::read_part_marker_sized)?
+                } else {
+                    shard::complete_parts(&parts_dir, &self.plan_hash, "corpus", rerun)?
+                }
             }
         };
-        let (parts, shas): (Vec<PathBuf>, Vec<String>) = found.into_iter().unzip();
-        Ok(Chain { exact_key: step_key(&self.plan_hash, DedupStep::Exact, &shas), parts, shas })
+        let input_rows = input_rows(&parts_dir, &found)?;
+        let shas =
+            found.iter().map(|(_, m)| Ok(m.files.get("sketches.bin").context("a corpus part without `sketches.bin`")?.sha256.clone())).collect::<anyhow::Result<Vec<_>>>()?;
+        let (parts, files) = found.into_iter().map(|(dir, m)| (dir, if full { m.files } else { BTreeMap::new() })).unzip();
+        Ok(Chain { exact_key: step_key(&self.plan_hash, DedupStep::Exact, &shas), parts, files, shas, input_rows })
+    }
+
+    /// The command that redoes shard part `i` of `n`.
+    fn part_rerun(&self, i: u32, n: u32) -> String {
+        format!("run `coreb corpus {} --shard {i}/{n}`", self.manifest.display())
+    }
+
+    /// The merge's refusal of shard part `dir` because its file `path` is not the one its
+    /// marker describes: the words of [`shard::complete_parts`].
+    pub(super) fn damaged_part(&self, dir: &Path, path: &Path) -> anyhow::Error {
+        let (i, n) = dir.file_name().and_then(|n| n.to_str()).and_then(shard::parse_part_name).unwrap_or((0, 0));
+        shard::cannot_merge("corpus", &[shard::damaged_part(i, n, &shard::damaged_file(path), &self.part_rerun(i, n))])
     }
 
     /// Every part's sketch file is still the one its marker describes; an error naming the
-    /// command that redoes a part otherwise.
-    fn check_sketches(&self, chain: &Chain) -> anyhow::Result<()> {
+    /// command that redoes a part otherwise (in the merge's words when `merging`).
+    pub(super) fn check_sketches(&self, chain: &Chain, merging: bool) -> anyhow::Result<()> {
         chain.parts.par_iter().zip(&chain.shas).try_for_each(|(dir, sha)| {
             let path = dir.join("sketches.bin");
             if coreb_base::hashing::sha256_file(&path)? != *sha {
+                if merging {
+                    return Err(self.damaged_part(dir, &path));
+                }
                 let (i, n) = dir.file_name().and_then(|n| n.to_str()).and_then(shard::parse_part_name).unwrap_or((0, 0));
                 bail!("`{}` no longer matches the `_SUCCESS` of its part (torn or edited): run `coreb corpus {} --shard {i}/{n}`", path.display(), self.manifest.display());
             }
@@ -233,7 +295,7 @@ impl CorpusRun {
         let chain = self.chain(false)?;
         if step == DedupStep::Exact {
             // The files this step reads are hashed (the merge hashes every file of the parts).
-            self.check_sketches(&chain)?;
+            self.check_sketches(&chain, false)?;
         }
         let (key, inputs) = match step {
             DedupStep::Exact => (chain.exact_key.clone(), Vec::new()),
@@ -257,7 +319,7 @@ impl CorpusRun {
         let facts = match step {
             DedupStep::Exact => {
                 // Streamed: 24 bytes per row held, not the ids and exact keys of every row.
-                let files = sketch_files(&chain.parts, None)?;
+                let files = sketch_files(&chain, None)?;
                 let exact = steps::exact_step_files(&f.dedup, &files).with_context(|| format!("the exact step over the sketches of `{}`", self.out().join("parts").display()))?;
                 write_file(&part, "exact.bin", |w| exact.write_to(w))?;
                 serde_json::json!({"input_rows": exact.input_rows(), "dropped": exact.dropped()})
@@ -265,7 +327,7 @@ impl CorpusRun {
             DedupStep::Bands => {
                 let exact = read_file(&inputs[0].join("exact.bin"), ExactDecisions::read_from)?;
                 let bands = band_range(f.dedup.bands, task);
-                let sketches = read_sketches(&chain.parts, &Selection { ids: false, bands: Some(bands.clone()), shingles: false })?;
+                let sketches = read_sketches(&chain, &Selection { ids: false, bands: Some(bands.clone()), shingles: false })?;
                 let refs: Vec<&Sketches> = sketches.iter().collect();
                 let candidates = steps::band_task(&f.dedup, &refs, &exact, bands.clone()).with_context(|| format!("band task {}/{}", task.index, task.count))?;
                 write_file(&part, "candidates.bin", |w| steps::write_candidates(w, &candidates))?;
@@ -276,7 +338,7 @@ impl CorpusRun {
                 // Nothing per pair is held: the band tasks' files are merged as streams (twice),
                 // each part's row positions and shingle offsets streamed once, and the two
                 // shingle sets of a pair checked read from the sketch files then.
-                let files = sketch_files(&chain.parts, Some(exact.input_rows()))?;
+                let files = sketch_files(&chain, Some(exact.input_rows()))?;
                 let bands_dir = self.dedup_dir(DedupStep::Bands);
                 let candidates = |feed: &mut dyn FnMut(steps::Candidate) -> Result<(), SketchError>| {
                     let readers =
@@ -305,7 +367,7 @@ impl CorpusRun {
                 let mut windows: Vec<(u64, Vec<u32>)> = vec![(0, Vec::new()); files.len()];
                 let slots = (exact.input_rows() / 8).next_power_of_two().clamp(1 << 10, 1 << 20) as usize;
                 let mut cache: Vec<(u64, Vec<u32>)> = vec![(u64::MAX, Vec::new()); slots];
-                let shingles = |(p, len, start): (u32, u32, u64), out: &mut Vec<u32>| {
+                let shingles = |(p, len, start): (u32, u32, u64), lend: &mut dyn FnMut(&[u32])| {
                     let (file, (at, window)) = (&files[p as usize], &mut windows[p as usize]);
                     let end = start + u64::from(len);
                     if start >= *at + window.len() as u64 {
@@ -328,8 +390,7 @@ impl CorpusRun {
                         }
                         slot.0 = key;
                     }
-                    out.clear();
-                    out.extend_from_slice(&slot.1);
+                    lend(&slot.1);
                     Ok(())
                 };
                 let (near, pairs) = steps::cluster_with(&f.dedup, exact.input_rows(), candidates, locate, shingles)
@@ -364,7 +425,7 @@ impl CorpusRun {
         let mut names = steps::DropNames::referenced(open(&exact)?, open(&near)?).with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?;
         // Both files cover the same input (checked again as each shard streams them).
         let rows = steps::SplitVerdicts::open(open(&exact)?, open(&near)?, &names).with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?.input_rows();
-        let files = sketch_files(&chain.parts, Some(rows))?;
+        let files = sketch_files(chain, Some(rows))?;
         for (dir, file) in chain.parts.iter().zip(&files) {
             names.find_in(file).with_context(|| format!("reading `{}`", dir.join("sketches.bin").display()))?;
         }

@@ -9,7 +9,8 @@
 //!    every row gets its position in the input (`seq`); JSONL is read in blocks parsed in
 //!    parallel, each keeping only the three wanted fields. A process keeps the rows of its slice
 //!    (all of them; or, for shard `i` of `N`, the lines that start in the `i`-th of `N` byte
-//!    ranges of the plain JSONL sources, the others only counted, and the rows of gzipped,
+//!    ranges of the plain JSONL sources, those before it only counted (and those after it
+//!    too when a source read whole follows), and the rows of gzipped,
 //!    Parquet and BEIR sources whose id hash falls in shard `i`), sketches them for
 //!    deduplication and spools them ([`coreb_curation::spool`]) into one file per output shard
 //!    (by id hash). Output: the slice's [`Sketches`] and the spool files.
@@ -79,6 +80,7 @@ use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan};
 use crate::engine::shard::ShardSpec;
 use crate::engine::shard::{PartMarker, PartWriter, part_done, part_name};
 use coreb_base::printer::Printer;
+use coreb_data::releases::FileEntry;
 
 /// The dedup verdicts the curation reads: decided in this process, or by the split steps
 /// (their files, streamed by each output shard, and the ids their drop reasons name).
@@ -96,7 +98,8 @@ pub struct PartOutcome {
     pub already_done: bool,
     /// Its directory.
     pub dir: PathBuf,
-    /// Input rows read (all of them, in every source; 0 when already done).
+    /// Input rows counted (those up to where it stopped reading: the end of its range, or
+    /// of the last source it reads whole; all of them for the last shard; 0 when already done).
     pub input_rows: u64,
     /// Rows of its slice (0 when already done).
     pub rows: u64,
@@ -158,7 +161,7 @@ impl CorpusRun {
         self.printer.status(format!("read {} pairs; finding duplicates over all of them", sketches.input_rows()));
         let dups = Dups::Whole(coreb_curation::find_duplicates(&f.dedup, &[&sketches])?);
         drop(sketches);
-        self.curate(&index, &dups, &todo, |s| vec![output::spool_path(&spool, s)])?;
+        self.curate(&index, &dups, &todo, |s| vec![curate::SpoolFile { path: output::spool_path(&spool, s), check: None }])?;
         fs_err::remove_dir_all(&spool)?;
         output::merge_reports(self.out(), f.output.shards)
     }
@@ -202,7 +205,10 @@ impl CorpusRun {
             return self.nothing_to_do();
         }
         let parts_dir = self.out().join("parts");
+        // Every part's marker read and its files' sizes checked; the sketch files hashed now,
+        // the spool files as the curation streams them.
         let chain = self.chain(true)?;
+        self.check_sketches(&chain, true)?;
         let parts = chain.parts();
         let index = self.release_index()?;
         if let Some(tasks) = dedup_tasks {
@@ -215,20 +221,26 @@ impl CorpusRun {
             }
             None if dedup_tasks.is_some() => anyhow::bail!("the split near-duplicate steps left no complete result in `{}`", self.out().join("dedup").display()),
             None => {
-                let sketches: Vec<Sketches> = parts
-                    .par_iter()
-                    .map(|dir| {
-                        let path = dir.join("sketches.bin");
-                        let mut r = std::io::BufReader::with_capacity(1 << 20, fs_err::File::open(&path)?);
-                        Sketches::read_from(&mut r).with_context(|| format!("reading `{}`", path.display()))
-                    })
-                    .collect::<anyhow::Result<_>>()?;
+                let sketches = dedup::read_sketches(&chain, &coreb_curation::Selection::ALL)?;
                 let refs: Vec<&Sketches> = sketches.iter().collect();
                 self.printer.status(format!("merging {} shard parts: finding duplicates over {} pairs", parts.len(), refs.first().map_or(0, |s| s.input_rows())));
                 Dups::Whole(coreb_curation::find_duplicates(&f.dedup, &refs).with_context(|| format!("merging the parts in `{}`", parts_dir.display()))?)
             }
         };
-        self.curate(&index, &dups, &todo, |s| parts.iter().map(|p| output::spool_path(&p.join("spool"), s)).collect())?;
+        self.curate(&index, &dups, &todo, |s| {
+            parts
+                .iter()
+                .enumerate()
+                .map(|(p, dir)| {
+                    let path = output::spool_path(&dir.join("spool"), s);
+                    let rel = format!("spool/{}", path.file_name().and_then(|n| n.to_str()).unwrap_or_default());
+                    // A marker that does not list the file: checked as a file of another hash.
+                    let entry = chain.file(p, &rel).cloned().unwrap_or(FileEntry { sha256: String::new(), bytes: u64::MAX });
+                    let refusal = format!("{:#}", self.damaged_part(dir, &path));
+                    curate::SpoolFile { path, check: Some((entry, refusal)) }
+                })
+                .collect()
+        })?;
         fs_err::remove_dir_all(&parts_dir)?;
         let dedup_dir = self.out().join("dedup");
         if dedup_dir.exists() {
@@ -260,7 +272,7 @@ impl CorpusRun {
 
     /// Curate the output shards `todo` (in parallel), reading each one's rows from the spool
     /// files `spools(shard)`.
-    fn curate(&self, index: &ReleaseIndex, dups: &Dups, todo: &[u32], spools: impl Fn(u32) -> Vec<PathBuf> + Sync) -> anyhow::Result<()> {
+    fn curate(&self, index: &ReleaseIndex, dups: &Dups, todo: &[u32], spools: impl Fn(u32) -> Vec<curate::SpoolFile> + Sync) -> anyhow::Result<()> {
         self.printer.status(format!("curating {} shards", todo.len()));
         let f = self.file();
         let embedder = curate::Embedder::new(f)?;

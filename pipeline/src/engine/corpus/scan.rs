@@ -136,8 +136,12 @@ pub(super) fn scan(f: &CorpusManifestFile, files: &[PathBuf], slice: ShardSpec, 
         writers,
         bar: printer.progress(Some(total), "reading", true),
     };
-    for (i, ((source, path), range)) in f.sources.iter().zip(files).zip(ranges).enumerate() {
-        read_source(i, source, path, range, &mut batch).with_context(|| format!("reading source `{}` (`{}`)", source.name, path.display()))?;
+    // Where a process may stop reading a source: the end of its range, when no source after
+    // it is read whole (the rows after the range then give no row of the slice its position;
+    // the input's row count is the last process's, which reads to the end).
+    let stops: Vec<Option<u64>> = (0..ranges.len()).map(|i| if ranges[i + 1..].iter().all(Option::is_some) { ranges[i].map(|r| r.1) } else { None }).collect();
+    for (i, ((source, path), (range, stop))) in f.sources.iter().zip(files).zip(ranges.into_iter().zip(stops)).enumerate() {
+        read_source(i, source, path, range, stop, &mut batch).with_context(|| format!("reading source `{}` (`{}`)", source.name, path.display()))?;
     }
     batch.flush()?;
     let Batch { scan, writers, bar, .. } = batch;
@@ -156,8 +160,9 @@ fn gzipped(path: &Path) -> bool {
 /// The byte range of each source that shard process `slice` reads (`None`: all of it, and
 /// its rows are kept by id hash). With several processes, the plain JSONL sources, taken
 /// together in manifest order, are cut into `slice.count` equal byte ranges; a process
-/// parses the lines that start in its range and only counts the others (for the rows'
-/// positions). Gzipped JSONL, Parquet and BEIR sources are read whole by every process.
+/// parses the lines that start in its range and only counts those before it (for the rows'
+/// positions; those after it too when a source it reads whole comes later). Gzipped JSONL,
+/// Parquet and BEIR sources are read whole by every process.
 fn byte_ranges(f: &CorpusManifestFile, files: &[PathBuf], slice: ShardSpec) -> anyhow::Result<Vec<Option<(u64, u64)>>> {
     let splits = |s: &SourceSpec, p: &Path| slice.count > 1 && s.format == SourceFormat::Jsonl && !gzipped(p);
     let sizes = f.sources.iter().zip(files).map(|(s, p)| Ok(if splits(s, p) { Some(fs_err::metadata(p)?.len()) } else { None })).collect::<anyhow::Result<Vec<_>>>()?;
@@ -178,13 +183,14 @@ fn byte_ranges(f: &CorpusManifestFile, files: &[PathBuf], slice: ShardSpec) -> a
 }
 
 /// Queue the rows of one source (`source`-th of the manifest, read from `path`, its local
-/// file or folder); of a JSONL file with a `range`, only the lines that start in it.
-fn read_source(source: usize, s: &SourceSpec, path: &Path, range: Option<(u64, u64)>, batch: &mut Batch<'_>) -> anyhow::Result<()> {
+/// file or folder); of a JSONL file with a `range`, only the lines that start in it, reading
+/// no further than needed past byte `stop` when given.
+fn read_source(source: usize, s: &SourceSpec, path: &Path, range: Option<(u64, u64)>, stop: Option<u64>, batch: &mut Batch<'_>) -> anyhow::Result<()> {
     match s.format {
         SourceFormat::Jsonl => {
             let file = fs_err::File::open(path)?;
             let reader: Box<dyn Read> = if gzipped(path) { Box::new(flate2::read::MultiGzDecoder::new(file)) } else { Box::new(file) };
-            read_jsonl(source, path, reader, range, batch)
+            read_jsonl(source, path, reader, range, stop, batch)
         }
         SourceFormat::Parquet => {
             let mut cols = vec![s.text_field.as_str(), s.code_field.as_str()];
@@ -230,14 +236,19 @@ const BLOCK: usize = 4 << 20;
 /// Read JSONL in blocks of whole lines, queued for parallel parsing with the number of rows
 /// (non-blank lines) each holds, so that every row knows its position in the input. With a
 /// byte `range`, only the lines that start in it are queued; the rows of the others are only
-/// counted (queued as empty blocks), so that positions and the input's size stay those of
-/// the whole file.
-fn read_jsonl(source: usize, path: &Path, mut reader: Box<dyn Read>, range: Option<(u64, u64)>, batch: &mut Batch<'_>) -> anyhow::Result<()> {
+/// counted (queued as empty blocks), so that positions stay those of the whole file. With
+/// `stop`, reading ends with the block that holds every line starting before that byte: the
+/// rows counted are then those of the file up to there.
+fn read_jsonl(source: usize, path: &Path, mut reader: Box<dyn Read>, range: Option<(u64, u64)>, stop: Option<u64>, batch: &mut Batch<'_>) -> anyhow::Result<()> {
     let mut carry: Vec<u8> = Vec::new();
     // A block that was only counted: its buffer is reused.
     let mut spare: Vec<u8> = Vec::new();
     let (mut lines_before, mut offset, mut skipped) = (0usize, 0u64, 0u64);
     loop {
+        // Every line that starts before `stop` is read (`offset` ends a whole line).
+        if stop.is_some_and(|end| offset >= end) {
+            break;
+        }
         let mut buf = std::mem::take(&mut spare);
         buf.clear();
         buf.append(&mut carry);

@@ -180,11 +180,7 @@ impl StageWriter {
         for (role, file) in outputs {
             let path = self.tmp.join(file);
             // A table the stage wrote through `AtomicFile` was hashed as it was written.
-            let sha256 = match coreb_base::durable::sha256_as_written(&path) {
-                Some(sha256) => sha256,
-                None => sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?,
-            };
-            let bytes = fs_err::metadata(&path)?.len();
+            let FileEntry { sha256, bytes } = file_entry(&path)?;
             files.insert((*role).to_owned(), OutputFile { file: (*file).to_owned(), sha256, bytes });
         }
         let record = StageRecord {
@@ -243,9 +239,14 @@ pub fn hash_files(dir: &Path, keep: impl Fn(&str) -> bool) -> anyhow::Result<BTr
     Ok(out)
 }
 
-/// The sha256 and size of the file at `path`, as a marker or MANIFEST lists it.
+/// The sha256 and size of the file at `path`, as a marker or MANIFEST lists it: the sha256
+/// it was written with when this process committed it through `AtomicFile`
+/// ([`coreb_base::durable::sha256_as_written`]), else hashed now.
 pub fn file_entry(path: &Path) -> anyhow::Result<FileEntry> {
-    let sha256 = sha256_file(path).with_context(|| format!("hashing `{}`", path.display()))?;
+    let sha256 = match coreb_base::durable::sha256_as_written(path) {
+        Some(sha256) => sha256,
+        None => sha256_file(path).with_context(|| format!("hashing `{}`", path.display()))?,
+    };
     Ok(FileEntry { sha256, bytes: fs_err::metadata(path)?.len() })
 }
 

@@ -184,13 +184,11 @@ impl<R: Read, const W: usize> RecordReader<R, W> {
             }
             return Ok(None);
         }
-        let mut rec = [0u64; W];
-        for v in &mut rec {
-            self.r.read_exact(&mut buf)?;
-            *v = u64::from_le_bytes(buf);
-        }
+        // The record's words read at once.
+        let mut bytes = [[0u8; 8]; W];
+        self.r.read_exact(bytes.as_flattened_mut())?;
         self.left -= 1;
-        Ok(Some(rec))
+        Ok(Some(bytes.map(u64::from_le_bytes)))
     }
 }
 
@@ -198,9 +196,15 @@ impl<R: Read, const W: usize> RecordReader<R, W> {
 /// pair once: what [`merge_candidates`] makes of them, without holding them.
 pub struct CandidateStream<R> {
     readers: Vec<RecordReader<R, 2>>,
-    heads: Vec<Option<Candidate>>,
-    last: Option<Candidate>,
+    /// Each file's next pair as one key, `later` above `earlier` ([`ENDED`] when it has no
+    /// more): the smallest key is the next pair.
+    heads: Vec<u128>,
+    last: Option<u128>,
 }
+
+/// The head of a [`CandidateStream`]'s file that has no more pairs (no pair's key: its
+/// earlier row is before its later one).
+const ENDED: u128 = u128::MAX;
 
 impl<R: Read> CandidateStream<R> {
     /// The candidate files (of [`write_candidates`]) `files`.
@@ -208,7 +212,7 @@ impl<R: Read> CandidateStream<R> {
         let mut s = CandidateStream { readers: Vec::new(), heads: Vec::new(), last: None };
         for r in files {
             s.readers.push(RecordReader::open(r, CANDIDATE_MAGIC)?);
-            s.heads.push(None);
+            s.heads.push(0);
             let i = s.readers.len() - 1;
             s.advance(i)?;
         }
@@ -216,14 +220,17 @@ impl<R: Read> CandidateStream<R> {
     }
 
     fn advance(&mut self, i: usize) -> Result<(), SketchError> {
-        let next = self.readers[i].next()?.map(|[later, earlier]| Candidate { later, earlier });
-        if let Some(c) = next {
-            if c.earlier >= c.later {
-                return Err(SketchError::Format("a candidate pair does not join an earlier row to a later one".into()));
+        let next = match self.readers[i].next()? {
+            Some([later, earlier]) => {
+                if earlier >= later {
+                    return Err(SketchError::Format("a candidate pair does not join an earlier row to a later one".into()));
+                }
+                u128::from(later) << 64 | u128::from(earlier)
             }
-            if self.heads[i].is_some_and(|h| h >= c) {
-                return Err(SketchError::Format("the candidate pairs are not in order, or repeated".into()));
-            }
+            None => ENDED,
+        };
+        if next != ENDED && self.heads[i] >= next {
+            return Err(SketchError::Format("the candidate pairs are not in order, or repeated".into()));
         }
         self.heads[i] = next;
         Ok(())
@@ -232,11 +239,20 @@ impl<R: Read> CandidateStream<R> {
     /// The next pair in `(later, earlier)` order, once however many files hold it.
     pub fn next_pair(&mut self) -> Result<Option<Candidate>, SketchError> {
         loop {
-            let Some((i, c)) = self.heads.iter().enumerate().filter_map(|(i, h)| h.map(|c| (i, c))).min_by_key(|&(_, c)| c) else { return Ok(None) };
+            // The smallest head, without a branch per file.
+            let (mut i, mut min) = (0, ENDED);
+            for (j, &h) in self.heads.iter().enumerate() {
+                let smaller = h < min;
+                i = if smaller { j } else { i };
+                min = if smaller { h } else { min };
+            }
+            if min == ENDED {
+                return Ok(None);
+            }
             self.advance(i)?;
-            if self.last != Some(c) {
-                self.last = Some(c);
-                return Ok(Some(c));
+            if self.last != Some(min) {
+                self.last = Some(min);
+                return Ok(Some(Candidate { later: (min >> 64) as u64, earlier: min as u64 }));
             }
         }
     }
@@ -565,12 +581,12 @@ pub fn cluster(
     };
     let feed = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| pairs.iter().try_for_each(|&c| f(c));
     let mut set = Vec::new();
-    let by_ref = |(p, near): (u32, u32), f: &mut dyn FnMut(&[u32])| {
+    let by_ref = |&mut (p, near): &mut (u32, u32), f: &mut dyn FnMut(&[u32])| {
         shingles(p as usize, near, &mut set)?;
         f(&set);
         Ok(())
     };
-    Ok(cluster_with(config, input_rows, feed, locate, by_ref)?.0)
+    Ok(cluster_with(config, input_rows, feed, feed, locate, by_ref)?.0)
 }
 
 /// Step 3: the candidates of every band task, checked in `(later, earlier)` order by
@@ -579,24 +595,23 @@ pub fn cluster(
 /// dropped in favour of the first, with the row it was first joined with. Returns the
 /// decisions and the number of pairs.
 ///
-/// Nothing is held per pair: `candidates(f)` feeds every pair in order to `f` and is called
-/// twice (once to learn which rows are named, a bit per input row, then to check them).
+/// Nothing is held per pair: `named(f)` feeds every pair to `f` at least once, in any order,
+/// to learn which rows pairs name (a bit per input row); `candidates(f)` then feeds every
+/// pair once, in order, to check them (a pair `named` did not feed is an error).
 /// `locate(nodes, set)` calls `set(seq, at)` with where the shingle set of each row of
-/// `nodes` is; `shingles(at, f)` calls `f` with that set (lent, not copied), and is asked only
-/// for rows of pairs it checks. Per named row it holds `at`, its union-find slot and its link.
+/// `nodes` is; `shingles(at, f)` calls `f` with that set (lent, not copied; it may note in
+/// `at` where it keeps a copy, as [`SetReader`] does), and is asked only for rows of pairs it
+/// checks. Per named row it holds `at`, its union-find slot and its link.
 pub fn cluster_with<L: Copy + Default>(
     config: &CorpusDedupConfig,
     input_rows: u64,
-    mut candidates: impl FnMut(&mut dyn FnMut(Candidate) -> Result<(), SketchError>) -> Result<(), SketchError>,
+    named: impl FnOnce(&mut dyn FnMut(Candidate) -> Result<(), SketchError>) -> Result<(), SketchError>,
+    candidates: impl FnOnce(&mut dyn FnMut(Candidate) -> Result<(), SketchError>) -> Result<(), SketchError>,
     locate: impl FnOnce(&Nodes, &mut dyn FnMut(u64, L) -> Result<(), SketchError>) -> Result<(), SketchError>,
-    mut shingles: impl FnMut(L, &mut dyn FnMut(&[u32])) -> Result<(), SketchError>,
+    mut shingles: impl FnMut(&mut L, &mut dyn FnMut(&[u32])) -> Result<(), SketchError>,
 ) -> Result<(Vec<NearDecision>, u64), SketchError> {
     let mut nodes = Nodes::new(input_rows);
-    let (mut last, mut count) = (None::<Candidate>, 0u64);
-    candidates(&mut |c| {
-        if last.is_some_and(|l| l >= c) {
-            return Err(SketchError::Format("the candidate pairs are not in order, or repeated".into()));
-        }
+    named(&mut |c| {
         if c.earlier >= c.later {
             return Err(SketchError::Format("a candidate pair does not join an earlier row to a later one".into()));
         }
@@ -605,7 +620,6 @@ pub fn cluster_with<L: Copy + Default>(
         }
         nodes.insert(c.later);
         nodes.insert(c.earlier);
-        (last, count) = (Some(c), count + 1);
         Ok(())
     })?;
     nodes.freeze();
@@ -625,25 +639,30 @@ pub fn cluster_with<L: Copy + Default>(
     }
     drop(found);
     let node = |seq: u64| nodes.index(seq).ok_or(SketchError::Format("the candidate pairs changed while they were read".into()));
+    let (mut last, mut count) = (None::<Candidate>, 0u64);
     let mut uf = UnionFind((0..n as u32).collect());
     // The node each node was first joined with, and their Jaccard in 1e-4.
     let mut link: Vec<(u32, u32)> = vec![(u32::MAX, 0); n];
     // The later row's set is copied once for all its pairs; the earlier row's is only lent.
     let (mut mine, mut loaded) = (Vec::<u32>::new(), None);
     candidates(&mut |p| {
+        if last.is_some_and(|l| l >= p) {
+            return Err(SketchError::Format("the candidate pairs are not in order, or repeated".into()));
+        }
+        (last, count) = (Some(p), count + 1);
         let (k, c) = (node(p.later)?, node(p.earlier)?);
         if uf.find(c) == uf.find(k) {
             return Ok(());
         }
         if loaded != Some(p.later) {
-            shingles(at[k as usize], &mut |set| {
+            shingles(&mut at[k as usize], &mut |set| {
                 mine.clear();
                 mine.extend_from_slice(set);
             })?;
             loaded = Some(p.later);
         }
         let mut j = 0.0;
-        shingles(at[c as usize], &mut |theirs| j = sorted_jaccard(&mine, theirs, config.threshold))?;
+        shingles(&mut at[c as usize], &mut |theirs| j = sorted_jaccard(&mine, theirs, config.threshold))?;
         if j < config.threshold {
             return Ok(());
         }
@@ -668,6 +687,123 @@ pub fn cluster_with<L: Copy + Default>(
         }
     }
     Ok((near, count))
+}
+
+/// Where a named row's shingle set is in the sketch files a [`SetReader`] reads: its part,
+/// its offset and length among the part's shingles, and where the reader last copied it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetAt {
+    part: u32,
+    len: u32,
+    start: u64,
+    /// Its position in the reader's ring ([`NOWHERE`] when it was never copied there).
+    ring: u64,
+}
+
+/// No position in a [`SetReader`]'s ring.
+const NOWHERE: u64 = u64::MAX;
+
+impl Default for SetAt {
+    fn default() -> SetAt {
+        SetAt { part: 0, len: 0, start: 0, ring: NOWHERE }
+    }
+}
+
+impl SetAt {
+    /// The set of `len` shingles from offset `start` of part `part`'s shingles.
+    pub fn new(part: u32, start: u64, len: u32) -> SetAt {
+        SetAt { part, len, start, ring: NOWHERE }
+    }
+}
+
+/// The shingle sets of the sketch files of every part, lent to [`cluster_with`] (as its
+/// `shingles`) without a read per set. The pairs come in input order of their later row, so
+/// each part's sets are mostly asked for forward: a window of each part's shingles is read
+/// ahead in chunks. Every set lent is also copied into a ring of recent sets, and its place
+/// there noted in its [`SetAt`] (which the caller holds per row, so finding it again costs no
+/// lookup of its own): the rest, mostly a component's first rows that are the earlier row of
+/// many pairs, are found there again until the ring comes round; a set found in the older
+/// half of the ring is copied to its head, so that a set still in use stays. Only a set
+/// neither in the ring nor in its part's window is read from its file.
+#[cfg(unix)]
+pub struct SetReader<'a> {
+    files: &'a [super::SketchFile],
+    /// Each part's window: the offset of its first shingle, and the shingles.
+    windows: Vec<(u64, Vec<u32>)>,
+    window: u64,
+    ring: Vec<u32>,
+    /// Shingles copied into the ring so far: those at `head - ring.len()..head` are there.
+    head: u64,
+    scratch: Vec<u32>,
+}
+
+#[cfg(unix)]
+impl<'a> SetReader<'a> {
+    /// A reader of `files` with windows of `window` shingles and a ring of `ring` shingles.
+    pub fn new(files: &'a [super::SketchFile], window: u64, ring: usize) -> SetReader<'a> {
+        SetReader { files, windows: vec![(0, Vec::new()); files.len()], window: window.max(1), ring: vec![0; ring], head: 0, scratch: Vec::new() }
+    }
+
+    /// Where in the ring the set at `pos` (`len` shingles) is, if it is still there.
+    fn in_ring(&self, pos: u64, len: u32) -> Option<Range<usize>> {
+        if self.head.checked_sub(pos).is_none_or(|behind| behind > self.ring.len() as u64) {
+            return None;
+        }
+        let at = (pos % self.ring.len() as u64) as usize;
+        Some(at..at + len as usize)
+    }
+
+    /// Copy `set` to the head of the ring (after the ring's end, to its start: a set is never
+    /// cut in two); its position, or [`NOWHERE`] when it is larger than the ring.
+    fn keep(ring: &mut [u32], head: &mut u64, set: &[u32]) -> u64 {
+        let cap = ring.len() as u64;
+        let len = set.len() as u64;
+        if len > cap || cap == 0 {
+            return NOWHERE;
+        }
+        if *head % cap + len > cap {
+            *head += cap - *head % cap;
+        }
+        let (pos, at) = (*head, (*head % cap) as usize);
+        ring[at..at + set.len()].copy_from_slice(set);
+        *head += len;
+        pos
+    }
+
+    /// Lend the set at `at` to `f`, noting in `at` where the ring holds it.
+    pub fn lend(&mut self, at: &mut SetAt, f: &mut dyn FnMut(&[u32])) -> Result<(), SketchError> {
+        if let Some(range) = self.in_ring(at.ring, at.len) {
+            if self.head - at.ring <= self.ring.len() as u64 / 2 {
+                f(&self.ring[range]);
+                return Ok(());
+            }
+            // In the older half: copied to the head, so that it stays while it is in use.
+            self.scratch.clear();
+            self.scratch.extend_from_slice(&self.ring[range]);
+            at.ring = Self::keep(&mut self.ring, &mut self.head, &self.scratch);
+            f(&self.scratch);
+            return Ok(());
+        }
+        let files = self.files;
+        let file = files.get(at.part as usize).ok_or_else(|| SketchError::Format(format!("a shingle set of part {}, which does not exist", at.part)))?;
+        let (first, window) = &mut self.windows[at.part as usize];
+        let end = at.start + u64::from(at.len);
+        if at.start >= *first + window.len() as u64 {
+            // Ahead of the window: move it here.
+            let n = file.shingle_count().saturating_sub(at.start).min(self.window.max(u64::from(at.len)));
+            file.read_shingles(at.start, n as u32, window)?;
+            *first = at.start;
+        }
+        let set: &[u32] = if at.start >= *first && end <= *first + window.len() as u64 {
+            &window[(at.start - *first) as usize..(end - *first) as usize]
+        } else {
+            file.read_shingles(at.start, at.len, &mut self.scratch)?;
+            &self.scratch
+        };
+        at.ring = Self::keep(&mut self.ring, &mut self.head, set);
+        f(set);
+        Ok(())
+    }
 }
 
 /// The rows the drop reasons name (the kept row of each exact copy and component, and each
@@ -718,11 +854,39 @@ impl Duplicates {
     }
 }
 
+/// Input rows per block of [`DropNames`]' index.
+const NAME_BLOCK: u64 = 64;
+
+/// Where the rows of each block of [`NAME_BLOCK`] input rows start in `seqs` (sorted, fewer
+/// than 2^32), and where they end after the last block.
+fn name_blocks(seqs: &[u64]) -> Vec<u32> {
+    let count = seqs.last().map_or(0, |&s| s / NAME_BLOCK + 1) as usize;
+    let mut blocks = Vec::with_capacity(count + 1);
+    for (i, &seq) in seqs.iter().enumerate() {
+        while blocks.len() as u64 <= seq / NAME_BLOCK {
+            blocks.push(i as u32);
+        }
+    }
+    blocks.push(seqs.len() as u32);
+    blocks
+}
+
+/// The position of row `seq` in `seqs` (sorted, indexed by `blocks` as [`DropNames`]'), if
+/// it is there.
+fn named_position(seqs: &[u64], blocks: &[u32], seq: u64) -> Option<usize> {
+    let b = usize::try_from(seq / NAME_BLOCK).ok()?;
+    let (from, to) = (*blocks.get(b)? as usize, *blocks.get(b + 1)? as usize);
+    seqs[from..to].binary_search(&seq).ok().map(|i| from + i)
+}
+
 /// The ids of the rows that the drop reasons name ([`referenced`]), for a merge that reads
 /// the verdicts as a stream ([`SplitVerdicts`]): the rows, and each one's id in one string.
 #[derive(Debug, Default)]
 pub struct DropNames {
     seqs: Vec<u64>,
+    /// Where the rows of each block of [`NAME_BLOCK`] input rows start in `seqs` (one more
+    /// than there are blocks): a row is looked for among its block's few, not all of them.
+    blocks: Vec<u32>,
     /// Where each row's id is in `names` (`u32::MAX` long: not found yet).
     spans: Vec<(u64, u32)>,
     names: String,
@@ -747,18 +911,22 @@ impl DropNames {
         seqs.sort_unstable();
         seqs.dedup();
         seqs.shrink_to_fit();
+        if u32::try_from(seqs.len()).is_err() {
+            return Err(SketchError::Format(format!("{} rows named by drop reasons: more than this step handles", seqs.len())));
+        }
+        let blocks = name_blocks(&seqs);
         let spans = vec![(0, u32::MAX); seqs.len()];
-        Ok(DropNames { seqs, spans, names: String::new() })
+        Ok(DropNames { seqs, blocks, spans, names: String::new() })
     }
 
     /// Take the ids of the named rows that the sketch file `file` holds.
     #[cfg(unix)]
     pub fn find_in(&mut self, file: &super::SketchFile) -> Result<(), SketchError> {
-        let DropNames { seqs, spans, names } = self;
+        let DropNames { seqs, blocks, spans, names } = self;
         file.for_each_id(
-            |seq| seqs.binary_search(&seq).is_ok(),
+            |seq| named_position(seqs, blocks, seq).is_some(),
             |seq, id| {
-                let k = seqs.binary_search(&seq).map_err(|_| SketchError::Coverage { seq, what: "is not named" })?;
+                let k = named_position(seqs, blocks, seq).ok_or(SketchError::Coverage { seq, what: "is not named" })?;
                 if spans[k].1 != u32::MAX {
                     return Err(SketchError::Coverage { seq, what: "appears twice" });
                 }
@@ -779,7 +947,7 @@ impl DropNames {
 
     /// The id of row `seq`, if it is named.
     pub fn name(&self, seq: u64) -> Option<&str> {
-        let (start, len) = self.spans[self.seqs.binary_search(&seq).ok()?];
+        let (start, len) = self.spans[named_position(&self.seqs, &self.blocks, seq)?];
         self.names.get(start as usize..start as usize + len as usize)
     }
 }
@@ -974,6 +1142,105 @@ mod tests {
         rows
     }
 
+    /// A named row is found among its block's rows, whatever block it falls in: the first and
+    /// last row of a block, blocks with no named row between named ones, past the last one.
+    #[test]
+    fn named_rows_are_found_by_block() {
+        let seqs: Vec<u64> = vec![0, 1, 63, 64, 65, 127, 640, 641, 10_000, 10_047];
+        let blocks = name_blocks(&seqs);
+        assert_eq!(blocks.len() as u64, 10_047 / NAME_BLOCK + 2);
+        for seq in 0..10_200u64 {
+            assert_eq!(named_position(&seqs, &blocks, seq), seqs.binary_search(&seq).ok(), "row {seq}");
+        }
+        assert_eq!(named_position(&seqs, &blocks, u64::MAX), None);
+        assert_eq!(named_position(&[], &name_blocks(&[]), 0), None);
+    }
+
+    /// The clustering step's reader lends every set as its file holds it, in any order of
+    /// asking, whatever the sizes of its window and ring; a set asked for again while it is in
+    /// the younger half of the ring stays where it is, one found in the older half moves to
+    /// the head, and one the ring has come round over is read again.
+    #[test]
+    fn set_reader_lends_the_files_sets_through_its_window_and_ring() {
+        let config = CorpusDedupConfig::default();
+        let rows = rows();
+        let mut sketcher = Sketcher::new(&config);
+        let mut parts: Vec<Sketches> = (0..2).map(|_| Sketches::new(&config)).collect();
+        for (i, (id, text, code)) in rows.iter().enumerate() {
+            sketcher.sketch(i as u64, id, text, code, &mut parts[i % 2]);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<SketchFile> = parts
+            .iter_mut()
+            .enumerate()
+            .map(|(i, p)| {
+                p.set_input_rows(rows.len() as u64);
+                let path = dir.path().join(format!("{i}.bin"));
+                let mut bytes = Vec::new();
+                p.write_to(&mut bytes).unwrap();
+                std::fs::write(&path, bytes).unwrap();
+                SketchFile::open(std::fs::File::open(&path).unwrap()).unwrap()
+            })
+            .collect();
+        let mut sets = Vec::new();
+        for (p, file) in files.iter().enumerate() {
+            file.for_each_near(|_, at| {
+                if let Some((start, len)) = at {
+                    let mut want = Vec::new();
+                    file.read_shingles(start, len, &mut want)?;
+                    sets.push((SetAt::new(p as u32, start, len), want));
+                }
+                Ok(())
+            })
+            .unwrap();
+        }
+        let longest = sets.iter().map(|s| s.1.len()).max().unwrap();
+        assert!(sets.len() > 50 && longest > 4, "{} sets, the longest of {longest}", sets.len());
+        // Forward, backward, and a stride that jumps between parts and back.
+        let n = sets.len();
+        let order: Vec<usize> = (0..n).chain((0..n).rev()).chain((0..3 * n).map(|i| i * 7 % n)).collect();
+        for (window, ring) in [(1, 0), (3, 2 * longest), (16, 4 * longest), (1 << 15, 1 << 20)] {
+            let mut reader = SetReader::new(&files, window, ring);
+            let mut sets = sets.clone();
+            for &i in &order {
+                let (at, want) = &mut sets[i];
+                let mut got = Vec::new();
+                reader.lend(at, &mut |s| got = s.to_vec()).unwrap();
+                assert_eq!(&got, want, "set {i}, window {window}, ring {ring}");
+                if ring == 0 {
+                    assert_eq!(at.ring, NOWHERE);
+                    continue;
+                }
+                // Asked again at once: found where it is, in the younger half.
+                let kept = at.ring;
+                assert_ne!(kept, NOWHERE, "set {i} of {} shingles, ring {ring}", want.len());
+                reader.lend(at, &mut |s| got = s.to_vec()).unwrap();
+                assert_eq!((&got, at.ring), (&*want, kept), "set {i}, window {window}, ring {ring}");
+            }
+        }
+        // A set found in the older half of the ring moves to its head; once the ring has come
+        // round over it, it is read again.
+        let mut reader = SetReader::new(&files, 1, 4 * longest);
+        let mut first = sets[0].0;
+        reader.lend(&mut first, &mut |_| ()).unwrap();
+        let mut k = 1;
+        while reader.head - first.ring <= reader.ring.len() as u64 / 2 {
+            reader.lend(&mut sets[k].0, &mut |_| ()).unwrap();
+            k += 1;
+        }
+        let old = first.ring;
+        reader.lend(&mut first, &mut |_| ()).unwrap();
+        assert!(first.ring > old, "moved to the head");
+        while reader.head - first.ring <= reader.ring.len() as u64 {
+            reader.lend(&mut sets[k].0, &mut |_| ()).unwrap();
+            k += 1;
+        }
+        assert!(reader.in_ring(first.ring, first.len).is_none(), "come round over");
+        let mut got = Vec::new();
+        reader.lend(&mut first, &mut |s| got = s.to_vec()).unwrap();
+        assert_eq!(got, sets[0].1);
+    }
+
     #[test]
     fn any_band_split_and_part_split_decides_as_one_process() {
         let config = CorpusDedupConfig { threshold: 0.6, ..CorpusDedupConfig::default() };
@@ -1046,23 +1313,41 @@ mod tests {
                 }
                 Ok(())
             };
-            let locate = |nodes: &Nodes, set: &mut dyn FnMut(u64, (u32, u32, u64)) -> Result<(), SketchError>| {
+            let locate = |nodes: &Nodes, set: &mut dyn FnMut(u64, SetAt) -> Result<(), SketchError>| {
                 for (p, file) in streamed.iter().enumerate() {
                     file.for_each_near(|seq, at| match (nodes.index(seq), at) {
-                        (Some(_), Some((start, len))) => set(seq, (p as u32, len, start)),
+                        (Some(_), Some((start, len))) => set(seq, SetAt::new(p as u32, start, len)),
                         _ => Ok(()),
                     })?;
                 }
                 Ok(())
             };
             let mut set = Vec::new();
-            let read = |(p, len, start): (u32, u32, u64), f: &mut dyn FnMut(&[u32])| {
-                streamed[p as usize].read_shingles(start, len, &mut set)?;
+            let read = |at: &mut SetAt, f: &mut dyn FnMut(&[u32])| {
+                streamed[at.part as usize].read_shingles(at.start, at.len, &mut set)?;
                 f(&set);
                 Ok(())
             };
-            let (from_files, count) = cluster_with(&config, rows.len() as u64, feed, locate, read).unwrap();
+            let (from_files, count) = cluster_with(&config, rows.len() as u64, feed, feed, locate, read).unwrap();
             assert_eq!((from_files, count), (near.clone(), pairs.len() as u64), "{tasks} band tasks, streamed");
+            // Through the clustering step's reader: no ring, a ring that comes round many
+            // times (sets copied to its head, found, lost), and one that holds every set.
+            for (window, ring) in [(1, 0), (7, 64), (64, 300), (1 << 15, 1 << 20)] {
+                let mut reader = SetReader::new(&streamed, window, ring);
+                let lend = |at: &mut SetAt, f: &mut dyn FnMut(&[u32])| reader.lend(at, f);
+                // The rows named learnt from each task's file on its own, as the step does.
+                let named = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| {
+                    for file in task_files.iter().rev() {
+                        let mut stream = CandidateStream::open([file.as_slice()])?;
+                        while let Some(c) = stream.next_pair()? {
+                            f(c)?;
+                        }
+                    }
+                    Ok(())
+                };
+                let got = cluster_with(&config, rows.len() as u64, named, feed, locate, lend).unwrap();
+                assert_eq!(got, (near.clone(), pairs.len() as u64), "{tasks} band tasks, window {window}, ring {ring}");
+            }
             let mut bytes = Vec::new();
             write_near(&mut bytes, rows.len() as u64, &near).unwrap();
             let (_, near) = read_near(&mut bytes.as_slice()).unwrap();

@@ -15,10 +15,11 @@
 //! rerun redoes it alone. Each step reads only the columns of the sketch files it needs, and
 //! the exact and clustering steps read them as streams ([`SketchFile`]) rather than holding
 //! them: the exact step sorts 24 bytes per row (id hashes, then exact keys); a band task holds
-//! the keys of its bands ([`Sketches::read_selected`]); the clustering step merges the band
-//! tasks' files as streams and holds, per row that a candidate pair names, where its shingle
-//! set is, a union-find slot and a link (the two sets of a pair it checks are read from the
-//! files then). The merge streams the verdicts from the exact and clustering steps' files
+//! the keys of its bands ([`Sketches::read_selected`]); the clustering step reads the band
+//! tasks' files as streams (each on its own to learn the rows pairs name, then merged) and
+//! holds, per row that a candidate pair names, where its shingle set is, a union-find slot and
+//! a link; the two sets of a pair it checks come from read-ahead windows over the sketch files
+//! or a ring of recent sets ([`steps::SetReader`]). The merge streams the verdicts from the exact and clustering steps' files
 //! and holds only the ids of the rows that drop reasons name.
 //!
 //! `coreb merge corpus` uses the clustering step's result when it is complete for the current
@@ -335,65 +336,48 @@ impl CorpusRun {
             }
             DedupStep::Clusters => {
                 let exact = read_file(&self.dedup_dir(DedupStep::Exact).join(part_name(ONE)).join("exact.bin"), ExactDecisions::read_from)?;
-                // Nothing per pair is held: the band tasks' files are merged as streams (twice),
+                // Nothing per pair is held: the band tasks' files are read as streams (twice),
                 // each part's row positions and shingle offsets streamed once, and the two
-                // shingle sets of a pair checked read from the sketch files then.
+                // shingle sets of a pair checked lent by a `SetReader` (windows over the
+                // sketch files and a ring of recent sets).
                 let files = sketch_files(&chain, Some(exact.input_rows()))?;
                 let bands_dir = self.dedup_dir(DedupStep::Bands);
+                let open = |d: &PathBuf| -> Result<_, SketchError> { Ok(BufReader::with_capacity(1 << 16, std::fs::File::open(d.join("candidates.bin"))?)) };
+                // The rows pairs name: each task's file on its own, unmerged.
+                let named = |feed: &mut dyn FnMut(steps::Candidate) -> Result<(), SketchError>| {
+                    for d in &inputs {
+                        let mut stream = steps::CandidateStream::open([open(d)?])?;
+                        while let Some(c) = stream.next_pair()? {
+                            feed(c)?;
+                        }
+                    }
+                    Ok(())
+                };
+                // The pairs in order: the tasks' files merged.
                 let candidates = |feed: &mut dyn FnMut(steps::Candidate) -> Result<(), SketchError>| {
-                    let readers =
-                        inputs.iter().map(|d| Ok(BufReader::with_capacity(1 << 16, std::fs::File::open(d.join("candidates.bin"))?))).collect::<std::io::Result<Vec<_>>>()?;
+                    let readers = inputs.iter().map(open).collect::<Result<Vec<_>, SketchError>>()?;
                     let mut stream = steps::CandidateStream::open(readers)?;
                     while let Some(c) = stream.next_pair()? {
                         feed(c)?;
                     }
                     Ok(())
                 };
-                let locate = |nodes: &steps::Nodes, set: &mut dyn FnMut(u64, (u32, u32, u64)) -> Result<(), SketchError>| {
+                let locate = |nodes: &steps::Nodes, set: &mut dyn FnMut(u64, steps::SetAt) -> Result<(), SketchError>| {
                     for (p, (dir, file)) in chain.parts.iter().zip(&files).enumerate() {
                         file.for_each_near(|seq, at| match (nodes.index(seq), at) {
                             (None, _) => Ok(()),
-                            (Some(_), Some((start, len))) => set(seq, (p as u32, len, start)),
+                            (Some(_), Some((start, len))) => set(seq, steps::SetAt::new(p as u32, start, len)),
                             (Some(_), None) => Err(SketchError::Format(format!("row {seq} is a candidate but has no near-duplicate sketch in `{}`", dir.display()))),
                         })?;
                     }
                     Ok(())
                 };
-                // Pairs come in input order of their later row, so each part's sets are mostly
-                // asked for forward: a window of each part's shingles is read ahead in chunks.
-                // The rest (mostly a component's first rows, the earlier row of many pairs)
-                // go through a direct-mapped cache: a slot per 8 input rows, at most 2^20.
-                const WINDOW: u64 = 1 << 15;
-                let mut windows: Vec<(u64, Vec<u32>)> = vec![(0, Vec::new()); files.len()];
-                let slots = (exact.input_rows() / 8).next_power_of_two().clamp(1 << 10, 1 << 20) as usize;
-                let mut cache: Vec<(u64, Vec<u32>)> = vec![(u64::MAX, Vec::new()); slots];
-                let shingles = |(p, len, start): (u32, u32, u64), lend: &mut dyn FnMut(&[u32])| {
-                    let (file, (at, window)) = (&files[p as usize], &mut windows[p as usize]);
-                    let end = start + u64::from(len);
-                    if start >= *at + window.len() as u64 {
-                        // Ahead of the window: move it here.
-                        let n = (file.shingle_count() - start).min(WINDOW.max(u64::from(len)));
-                        file.read_shingles(start, n as u32, window)?;
-                        *at = start;
-                    }
-                    let key = u64::from(p) << 48 | start;
-                    let slot = &mut cache[(key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize & (slots - 1)];
-                    if slot.0 != key {
-                        // Cached from the window too: a later row's set is soon the earlier
-                        // row of the next pairs of its component.
-                        slot.0 = u64::MAX;
-                        if start >= *at && end <= *at + window.len() as u64 {
-                            slot.1.clear();
-                            slot.1.extend_from_slice(&window[(start - *at) as usize..(end - *at) as usize]);
-                        } else {
-                            file.read_shingles(start, len, &mut slot.1)?;
-                        }
-                        slot.0 = key;
-                    }
-                    lend(&slot.1);
-                    Ok(())
-                };
-                let (near, pairs) = steps::cluster_with(&f.dedup, exact.input_rows(), candidates, locate, shingles)
+                // Windows of 2^15 shingles per part; a ring of 8 shingles per input row, at
+                // least 2^16 and at most 2^26 (256 MiB).
+                let ring = (exact.input_rows().saturating_mul(8)).clamp(1 << 16, 1 << 26) as usize;
+                let mut reader = steps::SetReader::new(&files, 1 << 15, ring);
+                let shingles = |at: &mut steps::SetAt, lend: &mut dyn FnMut(&[u32])| reader.lend(at, lend);
+                let (near, pairs) = steps::cluster_with(&f.dedup, exact.input_rows(), named, candidates, locate, shingles)
                     .with_context(|| format!("clustering the candidates of `{}` over the sketches of `{}`", bands_dir.display(), self.out().join("parts").display()))?;
                 write_file(&part, "near.bin", |w| steps::write_near(w, exact.input_rows(), &near))?;
                 serde_json::json!({"band_tasks": inputs.len(), "candidates": pairs, "near_duplicates": near.len()})

@@ -180,10 +180,10 @@ impl CorpusRun {
         let files = scan::fetch_sources(f, &self.out().join(".sources").join(&name), &self.printer)?;
         let sketches = scan::scan(f, &files, slice, &part.path("spool"), None, &self.printer)?;
         {
+            // Hashed as it is written: the part's marker takes that hash, not a second read.
             let path = part.path("sketches.bin");
-            let mut w = std::io::BufWriter::with_capacity(1 << 20, fs_err::File::create(&path)?);
-            sketches.write_to(&mut w).with_context(|| format!("writing `{}`", path.display()))?;
-            w.into_inner().map_err(|e| e.into_error())?;
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, coreb_base::durable::AtomicFile::create(&path)?);
+            sketches.write_to(&mut w).and_then(|()| w.into_inner().map_err(|e| e.into_error())?.commit()).with_context(|| format!("writing `{}`", path.display()))?;
         }
         let (input_rows, rows) = (sketches.input_rows(), sketches.len() as u64);
         let facts = serde_json::json!({"input_rows": input_rows, "rows": rows});

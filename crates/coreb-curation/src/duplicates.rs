@@ -159,10 +159,7 @@ impl Sketches {
     /// input's rows only up to where it stopped reading, and the input's count is taken from
     /// all the parts. An error when the part counted more.
     pub fn cover(&mut self, rows: u64) -> Result<(), SketchError> {
-        if rows < self.input_rows {
-            return Err(SketchError::Format(format!("counted {} input rows, more than the input's {rows}", self.input_rows)));
-        }
-        self.input_rows = rows;
+        self.input_rows = covered(self.input_rows, rows)?;
         Ok(())
     }
 
@@ -484,10 +481,7 @@ impl SketchFile {
     /// input's rows only up to where it stopped reading, and the input's count is taken from
     /// all the parts. An error when the part counted more.
     pub fn cover(&mut self, rows: u64) -> Result<(), SketchError> {
-        if rows < self.input_rows {
-            return Err(SketchError::Format(format!("counted {} input rows, more than the input's {rows}", self.input_rows)));
-        }
-        self.input_rows = rows;
+        self.input_rows = covered(self.input_rows, rows)?;
         Ok(())
     }
 
@@ -923,6 +917,15 @@ fn sorted_jaccard(a: &[u32], b: &[u32], threshold: f64) -> f64 {
         }
     }
     inter as f64 / (a.len() + b.len() - inter) as f64
+}
+
+/// The row count of an input of `rows` rows, for a part that counted `counted` of them (up to
+/// where its shard process stopped reading); an error when it counted more.
+fn covered(counted: u64, rows: u64) -> Result<u64, SketchError> {
+    if rows < counted {
+        return Err(SketchError::Format(format!("counted {counted} input rows, more than the input's {rows}")));
+    }
+    Ok(rows)
 }
 
 /// What [`find_duplicates`] decided for one row.

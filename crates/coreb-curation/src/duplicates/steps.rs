@@ -236,6 +236,14 @@ impl<R: Read> CandidateStream<R> {
         Ok(())
     }
 
+    /// Feed every pair to `f`, in order, each once.
+    pub fn feed(mut self, f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>) -> Result<(), SketchError> {
+        while let Some(c) = self.next_pair()? {
+            f(c)?;
+        }
+        Ok(())
+    }
+
     /// The next pair in `(later, earlier)` order, once however many files hold it.
     pub fn next_pair(&mut self) -> Result<Option<Candidate>, SketchError> {
         loop {
@@ -1306,13 +1314,7 @@ mod tests {
             let part_refs: Vec<&Sketches> = parts.iter().collect();
             let near = cluster(&config, &part_refs, &pairs, |p, n, out| parts[p].read_shingles(&open[p], n, out)).unwrap();
             // The clustering step's streams: the tasks' files merged, the parts' offsets.
-            let feed = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| {
-                let mut stream = CandidateStream::open(task_files.iter().map(Vec::as_slice))?;
-                while let Some(c) = stream.next_pair()? {
-                    f(c)?;
-                }
-                Ok(())
-            };
+            let feed = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| CandidateStream::open(task_files.iter().map(Vec::as_slice))?.feed(f);
             let locate = |nodes: &Nodes, set: &mut dyn FnMut(u64, SetAt) -> Result<(), SketchError>| {
                 for (p, file) in streamed.iter().enumerate() {
                     file.for_each_near(|seq, at| match (nodes.index(seq), at) {
@@ -1336,15 +1338,8 @@ mod tests {
                 let mut reader = SetReader::new(&streamed, window, ring);
                 let lend = |at: &mut SetAt, f: &mut dyn FnMut(&[u32])| reader.lend(at, f);
                 // The rows named learnt from each task's file on its own, as the step does.
-                let named = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| {
-                    for file in task_files.iter().rev() {
-                        let mut stream = CandidateStream::open([file.as_slice()])?;
-                        while let Some(c) = stream.next_pair()? {
-                            f(c)?;
-                        }
-                    }
-                    Ok(())
-                };
+                let named =
+                    |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| task_files.iter().rev().try_for_each(|file| CandidateStream::open([file.as_slice()])?.feed(f));
                 let got = cluster_with(&config, rows.len() as u64, named, feed, locate, lend).unwrap();
                 assert_eq!(got, (near.clone(), pairs.len() as u64), "{tasks} band tasks, window {window}, ring {ring}");
             }

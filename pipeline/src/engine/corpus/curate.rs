@@ -94,48 +94,37 @@ pub(super) fn shard(
 ) -> anyhow::Result<()> {
     // A spool file that is not its marker's refuses its part, whatever else went wrong
     // reading it.
-    shard_from(f, index, embedder, dups, out, spools, s, plan_hash).map_err(|e| damaged_spool(spools, None).unwrap_or(e))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn shard_from(
-    f: &CorpusManifestFile,
-    index: &ReleaseIndex,
-    embedder: Option<&Embedder>,
-    dups: &Dups,
-    out: &Path,
-    spools: &[SpoolFile],
-    s: u32,
-    plan_hash: &str,
-) -> anyhow::Result<()> {
-    let name = shard_name(s);
-    // A stale marker must not survive a rewrite of the shard.
-    let marker = marker_path(out, s);
-    if marker.exists() {
-        fs_err::remove_file(&marker)?;
-    }
-    let mut writer = ShardWriter::create(out, &name)?;
-    let step = Curate { language: &f.language, decontaminate: &f.decontaminate, align: &f.align, negatives: &f.negatives, index };
-    let paths: Vec<PathBuf> = spools.iter().map(|f| f.path.clone()).collect();
-    let hash = spools.iter().any(|f| f.check.is_some());
-    let mut spool = if hash { MergedSpool::open_hashing(&paths)? } else { MergedSpool::open(&paths)? };
-    let report = match dups {
-        Dups::Whole(d) => step.run(&mut spool, &mut &*d, |pairs| similarity(embedder, pairs), &mut writer)?,
-        Dups::Split { exact, near, names } => {
-            let open = |p: &Path| fs_err::File::open(p).map(|f| std::io::BufReader::with_capacity(1 << 16, f));
-            let mut verdicts = SplitVerdicts::open(open(exact)?, open(near)?, names).with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?;
-            step.run(&mut spool, &mut verdicts, |pairs| similarity(embedder, pairs), &mut writer)
-                .with_context(|| format!("curating output shard {s} with the verdicts of `{}` and `{}`", exact.display(), near.display()))?
+    let curate = || -> anyhow::Result<()> {
+        let name = shard_name(s);
+        // A stale marker must not survive a rewrite of the shard.
+        let marker = marker_path(out, s);
+        if marker.exists() {
+            fs_err::remove_file(&marker)?;
         }
+        let mut writer = ShardWriter::create(out, &name)?;
+        let step = Curate { language: &f.language, decontaminate: &f.decontaminate, align: &f.align, negatives: &f.negatives, index };
+        let paths: Vec<PathBuf> = spools.iter().map(|f| f.path.clone()).collect();
+        let hash = spools.iter().any(|f| f.check.is_some());
+        let mut spool = if hash { MergedSpool::open_hashing(&paths)? } else { MergedSpool::open(&paths)? };
+        let report = match dups {
+            Dups::Whole(d) => step.run(&mut spool, &mut &*d, |pairs| similarity(embedder, pairs), &mut writer)?,
+            Dups::Split { exact, near, names } => {
+                let open = |p: &Path| fs_err::File::open(p).map(|f| std::io::BufReader::with_capacity(1 << 16, f));
+                let mut verdicts = SplitVerdicts::open(open(exact)?, open(near)?, names).with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?;
+                step.run(&mut spool, &mut verdicts, |pairs| similarity(embedder, pairs), &mut writer)
+                    .with_context(|| format!("curating output shard {s} with the verdicts of `{}` and `{}`", exact.display(), near.display()))?
+            }
+        };
+        // Every spool file read through to its end; checked before anything is committed.
+        if let Some(e) = damaged_spool(spools, Some(&spool.finish()?)) {
+            return Err(e);
+        }
+        writer.finish()?;
+        durable::write(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&report)?)?;
+        // Every file is fsynced by now (durable writers); the marker that vouches for them last.
+        write_marker(out, s, plan_hash)
     };
-    // Every spool file read through to its end; checked before anything is committed.
-    if let Some(e) = damaged_spool(spools, Some(&spool.finish()?)) {
-        return Err(e);
-    }
-    writer.finish()?;
-    durable::write(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&report)?)?;
-    // Every file is fsynced by now (durable writers); the marker that vouches for them last.
-    write_marker(out, s, plan_hash)
+    curate().map_err(|e| damaged_spool(spools, None).unwrap_or(e))
 }
 
 /// The outputs of one shard, written as records come: the training and reranker tables and

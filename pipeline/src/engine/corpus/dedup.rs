@@ -19,8 +19,8 @@
 //! tasks' files as streams (each on its own to learn the rows pairs name, then merged) and
 //! holds, per row that a candidate pair names, where its shingle set is, a union-find slot and
 //! a link; the two sets of a pair it checks come from read-ahead windows over the sketch files
-//! or a ring of recent sets ([`steps::SetReader`]). The merge streams the verdicts from the exact and clustering steps' files
-//! and holds only the ids of the rows that drop reasons name.
+//! or a ring of recent sets ([`steps::SetReader`]). The merge streams the verdicts from the
+//! exact and clustering steps' files and holds only the ids of the rows that drop reasons name.
 //!
 //! `coreb merge corpus` uses the clustering step's result when it is complete for the current
 //! parts; with `--dedup-tasks T` it first runs the missing steps as processes of this binary
@@ -250,7 +250,7 @@ impl CorpusRun {
     /// The merge's refusal of shard part `dir` because its file `path` is not the one its
     /// marker describes: the words of [`shard::complete_parts`].
     pub(super) fn damaged_part(&self, dir: &Path, path: &Path) -> anyhow::Error {
-        let (i, n) = dir.file_name().and_then(|n| n.to_str()).and_then(shard::parse_part_name).unwrap_or((0, 0));
+        let (i, n) = part_of(dir);
         shard::cannot_merge("corpus", &[shard::damaged_part(i, n, &shard::damaged_file(path), &self.part_rerun(i, n))])
     }
 
@@ -263,8 +263,8 @@ impl CorpusRun {
                 if merging {
                     return Err(self.damaged_part(dir, &path));
                 }
-                let (i, n) = dir.file_name().and_then(|n| n.to_str()).and_then(shard::parse_part_name).unwrap_or((0, 0));
-                bail!("`{}` no longer matches the `_SUCCESS` of its part (torn or edited): run `coreb corpus {} --shard {i}/{n}`", path.display(), self.manifest.display());
+                let (i, n) = part_of(dir);
+                bail!("{}: {}", shard::damaged_file(&path), self.part_rerun(i, n));
             }
             Ok(())
         })
@@ -344,23 +344,11 @@ impl CorpusRun {
                 let bands_dir = self.dedup_dir(DedupStep::Bands);
                 let open = |d: &PathBuf| -> Result<_, SketchError> { Ok(BufReader::with_capacity(1 << 16, std::fs::File::open(d.join("candidates.bin"))?)) };
                 // The rows pairs name: each task's file on its own, unmerged.
-                let named = |feed: &mut dyn FnMut(steps::Candidate) -> Result<(), SketchError>| {
-                    for d in &inputs {
-                        let mut stream = steps::CandidateStream::open([open(d)?])?;
-                        while let Some(c) = stream.next_pair()? {
-                            feed(c)?;
-                        }
-                    }
-                    Ok(())
-                };
+                let named =
+                    |feed: &mut dyn FnMut(steps::Candidate) -> Result<(), SketchError>| inputs.iter().try_for_each(|d| steps::CandidateStream::open([open(d)?])?.feed(feed));
                 // The pairs in order: the tasks' files merged.
                 let candidates = |feed: &mut dyn FnMut(steps::Candidate) -> Result<(), SketchError>| {
-                    let readers = inputs.iter().map(open).collect::<Result<Vec<_>, SketchError>>()?;
-                    let mut stream = steps::CandidateStream::open(readers)?;
-                    while let Some(c) = stream.next_pair()? {
-                        feed(c)?;
-                    }
-                    Ok(())
+                    steps::CandidateStream::open(inputs.iter().map(open).collect::<Result<Vec<_>, SketchError>>()?)?.feed(feed)
                 };
                 let locate = |nodes: &steps::Nodes, set: &mut dyn FnMut(u64, steps::SetAt) -> Result<(), SketchError>| {
                     for (p, (dir, file)) in chain.parts.iter().zip(&files).enumerate() {
@@ -485,6 +473,11 @@ impl CorpusRun {
         }
         Ok(())
     }
+}
+
+/// `(i, N)` of the shard part directory `dir` (`(0, 0)` for a name that is not a part's).
+fn part_of(dir: &Path) -> (u32, u32) {
+    dir.file_name().and_then(|n| n.to_str()).and_then(shard::parse_part_name).unwrap_or((0, 0))
 }
 
 /// The bands of task `task`: `T` contiguous ranges, as equal as they can be.

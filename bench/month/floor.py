@@ -11,7 +11,8 @@ solution inside its I/O driver). Like the judge, every test of a solution runs, 
 private; with `--gate` (the manifest's `skip_private_after_public_failure`) the private tests
 run only after every public one passed. Reads the problems `execute` judged
 (`artifacts/rewrite/problems.parquet`), prints wall and children's CPU, and the share of
-solutions whose pass/fail agrees with `artifacts/execute/verdicts.parquet`. Needs pyarrow.
+solutions whose pass/fail agrees with `artifacts/execute/verdicts.parquet`, and per language
+the summed wall seconds of compiling and of running the tests. Needs pyarrow.
 """
 import argparse
 import json
@@ -50,18 +51,21 @@ def same(got: str, want: str, functional: bool) -> bool:
 
 def judge(program, tests, public, work, wall_ms, env, gate):
     """Compile `program` (a line of `coreb programs`' index) and run it on every test; its
-    pass/fail."""
+    pass/fail, and the wall seconds of its compile and of its tests (summed)."""
     d = tempfile.mkdtemp(dir=work)
     try:
         _, compile_argv, run_argv = RECIPES[program["language"]]
         src = os.path.join(d, os.path.basename(program["file"]))
         shutil.copyfile(program["path"], src)
         fill = lambda argv: [a.replace("{src}", src).replace("{dir}", d).replace("{main_class}", program["main_class"] or "Main") for a in argv]  # noqa: E731
+        t0 = time.monotonic()
         c = subprocess.run(fill(compile_argv), cwd=d, capture_output=True, env=env)
+        compile_wall = time.monotonic() - t0
         if c.returncode != 0:
-            return False
+            return False, compile_wall, 0.0
         limit = wall_ms * MULT[program["language"]] / 1000
         passed = True
+        t0 = time.monotonic()
         for i, t in enumerate(tests):
             if gate and i == public and not passed:
                 break
@@ -71,7 +75,7 @@ def judge(program, tests, public, work, wall_ms, env, gate):
             except subprocess.TimeoutExpired:
                 ok = False
             passed = passed and ok
-        return passed
+        return passed, compile_wall, time.monotonic() - t0
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -103,16 +107,24 @@ def main() -> None:
         def one(s):
             pr = problems[s["problem_id"]]
             tests = list(pr["public_tests"]) + list(pr["private_tests"])
-            return s["solution_id"], judge(s, tests, len(pr["public_tests"]), work, args.wall_ms, env, args.gate)
-        results = list(pool.map(one, sols))
+            return (s["solution_id"], s["language"]), judge(s, tests, len(pr["public_tests"]), work, args.wall_ms, env, args.gate)
+        timed = list(pool.map(one, sols))
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(programs_dir, ignore_errors=True)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    results = [(sid, ok) for (sid, _), (ok, _, _) in timed]
     agree = sum(1 for sid, ok in results if verdicts.get(sid) == ok)
+    per = {}
+    for (_, lang), (_, compile_wall, test_wall) in timed:
+        c = per.setdefault(lang, {"solutions": 0, "compile_wall_s": 0.0, "test_wall_s": 0.0})
+        c["solutions"] += 1
+        c["compile_wall_s"] += compile_wall
+        c["test_wall_s"] += test_wall
+    per = {lang: {k: round(v, 2) for k, v in c.items()} for lang, c in sorted(per.items())}
     out = {"solutions": len(results), "passed": sum(ok for _, ok in results), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "jobs": args.jobs,
-           "agree_with_judge": agree}
+           "agree_with_judge": agree, "per_language": per}
     print(json.dumps(out))
     if args.out:
         with open(args.out, "w") as f:

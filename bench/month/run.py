@@ -3,6 +3,7 @@
 
 Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--latency-ms 20]
                           [--fault-rate 10] [--models m-alpha,m-beta] [--coreb BIN]
+                          [--reuse python,ruby] [--no-reuse-alone] [--idle-slots 8]
                           [--dir DIR] [--json FILE] [--python PY]
 
 1. `generate.py` writes an LCB-shaped JSONL of N problems (encoded private tests);
@@ -13,7 +14,7 @@ Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--late
 4. after `execute` (and its bare-process floor), `execute` runs again with `[stages.execute]
    reuse` (`--reuse`, default python,ruby: the faster starts of issue #34), and a third time
    with `idle_slots` as well (`--idle-slots`, default 8: tests that wait give their core to
-   the next, issue #34); each run's verdicts are compared with the plain run's solution by
+   the next, issue #34; `--no-reuse-alone` skips the second run); each run's verdicts are compared with the plain run's solution by
    solution, and the later stages and the rebuild use the last run's manifest;
 5. the simulator's counters give requests and faults per stage, `verdicts.parquet` is checked
    against the planted outcome of every solution (month_lib.outcome): correct ones pass,
@@ -153,6 +154,8 @@ def main() -> int:
                         "month from scratch in a second directory and fail unless both releases are byte-identical")
     p.add_argument("--reuse", default="python,ruby",
                    help="languages of [stages.execute] reuse for the second execute run, and the third's ('' for none: no reuse run)")
+    p.add_argument("--no-reuse-alone", action="store_true",
+                   help="skip the second run (reuse without idle_slots); the third still runs with --reuse's languages")
     p.add_argument("--idle-slots", type=int, default=8,
                    help="[stages.execute] idle_slots of a third execute run, with --reuse's languages (0: no third run)")
     p.add_argument("--dir")
@@ -231,11 +234,13 @@ def main() -> int:
                     figures["execute_over_floor"] = round(wall / floor["wall_s"], 3)
                     print(f"{'(floor)':<11} {floor['wall_s']:8.2f} {floor['cpu_s']:8.2f} {'':>12} {'':>8} {'':>6} {floor['solutions']:>7}"
                           f"   bare processes; execute/floor wall = {wall / floor['wall_s']:.2f}, pass/fail agree on {floor['agree_with_judge']}/{floor['solutions']}", flush=True)
+                    for lang, c in (floor.get("per_language") or {}).items():
+                        print(f"{'':<11} {lang:<7} bare processes, summed wall s: compile {c['compile_wall_s']:8.2f}, tests {c['test_wall_s']:8.2f}", flush=True)
             if stage == "execute" and (args.reuse or args.idle_slots):
                 langs = [l.strip() for l in args.reuse.split(",") if l.strip()]
                 plain = verdicts_by_solution(args, os.path.join(work, "build", "artifacts", "execute", "verdicts.parquet"))
                 base = manifest
-                if langs:
+                if langs and not args.no_reuse_alone:
                     manifest = run_variant(args, work, base, wall, plain, "reuse", f"reuse = {json.dumps(langs)}\n", figures, failures)
                 if args.idle_slots:
                     manifest = run_variant(args, work, base, wall, plain, "reuse_idle",

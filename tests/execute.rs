@@ -163,11 +163,11 @@ fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
     hostile_suite(&[], 0, 1_991_100_000);
 }
 
-/// Issue #34: the hostile programs of the languages with a faster start, started that way,
-/// get the same verdicts and leave the machine alone just the same.
+/// Issue #34: the hostile programs of the languages with a faster start or compile, started
+/// or compiled that way, get the same verdicts and leave the machine alone just the same.
 #[test]
 fn hostile_programs_with_reuse() {
-    hostile_suite(&[Language::Python, Language::Ruby], 0, 1_991_100_100);
+    hostile_suite(&[Language::Python, Language::Ruby, Language::Cpp, Language::Java], 0, 1_991_100_100);
 }
 
 /// Issue #34: every hostile program, judged with runs that wait giving their core to the next
@@ -267,10 +267,12 @@ fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
     let started = std::time::Instant::now();
     let out = execute(&config, &problems, &solutions, &sandbox, 2).unwrap();
     let elapsed = started.elapsed();
-    // With reuse, every program that built started the faster way (all are ASCII and import
-    // only the standard library).
-    let built = out.results.iter().filter(|r| r.model != "bad").count();
-    assert_eq!(out.stats.fast_starts, if reuse.is_empty() { 0 } else { built });
+    // With reuse, every Python and Ruby program that built started the faster way (all are
+    // ASCII and import only the standard library), and every C++ and Java program that built
+    // was compiled the faster way (those that did not got the plain compiler's message).
+    let built = |languages: &[Language]| out.results.iter().filter(|r| r.model != "bad" && languages.contains(&r.language)).count();
+    assert_eq!(out.stats.fast_starts, if reuse.is_empty() { 0 } else { built(&[Language::Python, Language::Ruby]) });
+    assert_eq!(out.stats.fast_compiles, if reuse.is_empty() { 0 } else { built(&[Language::Cpp, Language::Java]) });
     let mut failures = Vec::new();
     for r in &out.results {
         let allowed = expected[&r.solution_id];
@@ -833,35 +835,61 @@ puts "#{mode} #{seen ? 'seen' : 'fresh'} #{what}"
 /// the faster way.
 #[test]
 fn reuse_gives_the_plain_commands_verdicts() {
+    let reused = [Language::Python, Language::Ruby, Language::Cpp, Language::Java];
     let mut problems = problems();
-    let mut solutions = fixture_solutions(&problems, &[Language::Python, Language::Ruby]);
+    let mut solutions = fixture_solutions(&problems, &reused);
     let functional = driver_problems();
-    for language in [Language::Python, Language::Ruby] {
+    for language in reused {
         solutions.extend(driver_solutions(&functional, language));
     }
     problems.extend(functional);
+    // A C++ program that does not build (its compile is redone plainly, for the plain
+    // message), and one whose macro keeps g++ from using the precompiled header.
+    let p = &problems.iter().find(|p| p.question_id == "abc302_a").expect("the stdin fixture").id;
+    let odd = tempfile::tempdir().unwrap();
+    for (name, code) in [
+        ("broken", "#include <bits/stdc++.h>\nint main() { return undeclared; }\n"),
+        (
+            "debug",
+            "#define _GLIBCXX_DEBUG\n#include <bits/stdc++.h>\nint main() { std::vector<long long> v(2); std::cin >> v[0] >> v[1]; std::cout << (v[0] + v[1] - 1) / v[1] << \"\\n\"; }\n",
+        ),
+    ] {
+        let file = odd.path().join(format!("{name}.cpp"));
+        fs_err::write(&file, code).unwrap();
+        solutions.push(solution(p, Language::Cpp, &file, name));
+    }
     let plain = execute(&ExecuteConfig::default(), &problems, &solutions, sandbox(), 2).unwrap();
-    let config = ExecuteConfig { reuse: [Language::Python, Language::Ruby].into_iter().collect(), ..ExecuteConfig::default() };
+    let config = ExecuteConfig { reuse: reused.into_iter().collect(), ..ExecuteConfig::default() };
     let fast = execute(&config, &problems, &solutions, sandbox(), 2).unwrap();
-    assert_eq!(plain.stats.fast_starts, 0);
-    assert_eq!(fast.stats.fast_starts, solutions.len());
+    assert_eq!((plain.stats.fast_starts, plain.stats.fast_compiles), (0, 0));
+    let of = |languages: &[Language]| solutions.iter().filter(|s| languages.contains(&s.language)).count();
+    assert_eq!(fast.stats.fast_starts, of(&[Language::Python, Language::Ruby]));
+    // Every C++ and Java program built the faster way but the broken one.
+    assert_eq!(fast.stats.fast_compiles, of(&[Language::Cpp, Language::Java]) - 1);
     for (a, b) in plain.results.iter().zip(&fast.results) {
         assert_eq!((a.passed, verdicts(a)), (b.passed, verdicts(b)), "{}: {} / {}", a.solution_id, a.message, b.message);
+        if verdicts(a).contains(&Verdict::CompileError) {
+            assert_eq!(a.message, b.message);
+        }
     }
+    let broken = fast.results.iter().find(|r| r.model == "broken").unwrap();
+    assert!(broken.message.contains("undeclared"), "{}", broken.message);
+    assert!(fast.results.iter().find(|r| r.model == "debug").unwrap().passed);
     assert!(plain.results.iter().any(|r| r.passed) && plain.results.iter().any(|r| !r.passed));
 }
 
 /// Issue #34: the sample judged with `reuse` and `idle_slots` has the committed release's data
 /// files byte for byte, and its MANIFEST differs from the committed one only by the two
 /// switches (and by the build manifest it embeds, which is another file here); every Python
-/// and Ruby solution of the sample started the faster way.
+/// and Ruby solution of the sample started the faster way, every C++ and Java one that
+/// builds was compiled the faster way.
 #[test]
 fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
     let dir = tempfile::tempdir().unwrap();
     let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap().replace("\"../", &format!("\"{}/", root().display()));
     assert!(!sample.contains("[stages.execute]"), "the sample manifest has an execute section now: merge the switch into it");
     let manifest = dir.path().join("sample-reuse.toml");
-    fs_err::write(&manifest, format!("{sample}\n[stages.execute]\nreuse = [\"python\", \"ruby\"]\nidle_slots = 3\n")).unwrap();
+    fs_err::write(&manifest, format!("{sample}\n[stages.execute]\nreuse = [\"python\", \"ruby\", \"cpp\", \"java\"]\nidle_slots = 3\n")).unwrap();
     let (build, release) = (dir.path().join("build"), dir.path().join("release"));
     let out = run(coreb().arg("build").arg(&manifest).arg("--output-dir").arg(&build).arg("--publish-dir").arg(&release));
     assert!(out.status.success(), "{}", text(&out));
@@ -870,7 +898,7 @@ fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
     assert_eq!(data(&release), data(&committed));
     let manifest_of = |d: &Path| -> serde_json::Value { serde_json::from_str(&fs_err::read_to_string(d.join("MANIFEST.json")).unwrap()).unwrap() };
     let (mut got, mut want) = (manifest_of(&release), manifest_of(&committed));
-    assert_eq!(got["stages"]["execute"]["parameters"]["reuse"], serde_json::json!(["python", "ruby"]));
+    assert_eq!(got["stages"]["execute"]["parameters"]["reuse"], serde_json::json!(["python", "cpp", "java", "ruby"]));
     assert_eq!(got["stages"]["execute"]["parameters"]["idle_slots"], 3);
     for m in [&mut got, &mut want] {
         m["stages"]["execute"]["parameters"].as_object_mut().unwrap().remove("reuse");
@@ -882,6 +910,8 @@ fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
     assert_eq!(got, want);
     let record: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(build.join("artifacts/execute/record.json")).unwrap()).unwrap();
     assert_eq!(record["summary"]["stats"]["fast_starts"], 40, "{:#}", record["summary"]["stats"]);
+    // The sample's 40 C++ and Java solutions, less the one that does not compile.
+    assert_eq!(record["summary"]["stats"]["fast_compiles"], 39, "{:#}", record["summary"]["stats"]);
 }
 
 /// Issue #34: with `idle_slots`, tests that sleep until their wall limit give their core to

@@ -19,7 +19,8 @@
 //! `env`, `prelude`, `compile_cache`, `time_multiplier` and limit overrides ([`toolchain`]);
 //! `reuse` lists the languages whose tests start faster where the program cannot tell
 //! ([`reuse`]: Python without `site`, Ruby without RubyGems), each test still a process of
-//! its own; `idle_slots` lets that many test runs beyond `jobs` wait (sleep, block) beside
+//! its own, or compile faster (C++ with `<bits/stdc++.h>` precompiled, `javac` with a
+//! class-data archive, each made once per run: [`FastCompile`]); `idle_slots` lets that many test runs beyond `jobs` wait (sleep, block) beside
 //! the `jobs` busy ones, a run idle for a whole window giving its core to the next
 //! ([`coreb_sandbox::BusySlots`]).
 //! [`toolchain_versions`] asks each language's programs for their versions in the sandbox;
@@ -65,7 +66,7 @@ use coreb_sandbox::{BOX_DIR, BusySlots, DirAccess, LimitHit, Limits, Outcome, Pr
 
 pub use compare::{functional_outputs_match, outputs_match};
 pub use driver::Harness;
-pub use reuse::FastStart;
+pub use reuse::{FastCompile, FastStart};
 pub use toolchain::{LanguageConfig, LimitsPatch, Toolchain, ToolchainVersions, default_time_multiplier, java_main_class, toolchain_versions};
 
 use coreb_data::problem::{Problem, ProblemId, TestCase, TestType};
@@ -150,6 +151,10 @@ pub struct ExecuteStats {
     /// while none did.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fast_starts: usize,
+    /// Solutions compiled with their language's faster compile ([`FastCompile`]) and not
+    /// compiled again plainly; omitted while none were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fast_compiles: usize,
     /// Test runs that gave their core to the next run while they waited
     /// ([`ExecuteConfig::idle_slots`]). A measurement, like `cpu_ms`; omitted while none did.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -167,6 +172,8 @@ pub struct Cost {
     pub cpu_ms: u64,
     /// Its tests ran with the faster start of [`reuse`].
     pub fast_start: bool,
+    /// It was compiled with the faster compile of [`reuse`] ([`FastCompile`]).
+    pub fast_compile: bool,
     /// Its test runs that gave their core to the next run while they waited.
     pub gave_way: usize,
 }
@@ -182,6 +189,7 @@ impl AddAssign for ExecuteStats {
         }
         self.cpu_ms += other.cpu_ms;
         self.fast_starts += other.fast_starts;
+        self.fast_compiles += other.fast_compiles;
         self.gave_way += other.gave_way;
     }
 }
@@ -292,13 +300,14 @@ impl ExecuteConfig {
                 return Err(ExecuteError::Config(format!("`{language}.run` is empty")));
             }
             if self.reuse.contains(&language) {
-                let Some(fast) = FastStart::of(language) else {
-                    return Err(ExecuteError::Config(format!("`reuse`: {language} has no faster start (only python and ruby do)")));
+                let (step, commands, program) = match (FastStart::of(language), FastCompile::of(language)) {
+                    (Some(fast), _) => ("run", &t.run, fast.interpreter()),
+                    (None, Some(fast)) => ("compile", &t.compile, fast.compiler()),
+                    (None, None) => return Err(ExecuteError::Config(format!("`reuse`: {language} has no faster start (python, ruby, cpp and java do)"))),
                 };
-                if t.run.first().map(String::as_str) != Some(fast.interpreter()) {
+                if commands.first().map(String::as_str) != Some(program) {
                     return Err(ExecuteError::Config(format!(
-                        "`reuse` names {language}, whose `{language}.run` does not start with `{}`: drop {language} from `reuse` or use the default command",
-                        fast.interpreter()
+                        "`reuse` names {language}, whose `{language}.{step}` does not start with `{program}`: drop {language} from `reuse` or use the default command"
                     )));
                 }
             }
@@ -401,6 +410,8 @@ struct Workspace<'a> {
     busy: Option<&'a BusySlots>,
     dir: &'a Path,
     cache: Option<&'a Path>,
+    /// The language's faster compile and the directory holding what it prepared.
+    fast_compile: Option<(FastCompile, &'a Path)>,
 }
 
 /// Judge one submission: assemble its program ([`Harness`]), compile once, run each test (in
@@ -433,7 +444,9 @@ pub fn judge_solution(
     } else {
         None
     };
-    let result = judge_in(&Workspace { toolchain: &toolchain, sandbox, busy, dir: &dir, cache: cache.as_deref() }, submission);
+    let prepared = toolchain.fast_compile.map(|fast| (fast, work_root.join(format!("fast-{}", solution.language)))).filter(|(_, d)| d.join(READY).exists());
+    let fast_compile = prepared.as_ref().map(|(fast, d)| (*fast, d.as_path()));
+    let result = judge_in(&Workspace { toolchain: &toolchain, sandbox, busy, dir: &dir, cache: cache.as_deref(), fast_compile }, submission);
     // The directory is the judge's again after the compile (see `Sandbox::run`).
     std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
     result
@@ -476,28 +489,95 @@ fn all_tests(tests: &[(u32, &TestCase)], verdict: Verdict) -> Vec<TestResult> {
     tests.iter().map(|&(index, _)| TestResult { index, verdict, wall_ms: 0, cpu_ms: 0, peak_memory_kb: 0 }).collect()
 }
 
-/// Compile `src_inside` in the sandbox: the compiler's message when it failed (the
-/// solution's `compile_error`), and the CPU milliseconds it took.
-fn compile(ws: &Workspace<'_>, solution: &Solution, src_inside: &str, main_class: &str, env: &[(String, String)]) -> Result<(Option<String>, u64), ExecuteError> {
-    let Workspace { toolchain, sandbox, busy, dir, cache } = *ws;
-    let limits = &toolchain.compile_limits;
-    let program = Program {
-        argv: toolchain.compile.iter().map(|a| fill(a, src_inside, main_class, limits.memory_mb)).collect(),
-        env: env.to_vec(),
-        stdin: b"",
-        dir,
-        access: DirAccess::Writable,
-        cache,
+/// The marker of a directory whose faster compile is prepared ([`prepare_fast_compiles`]).
+const READY: &str = "ready";
+
+/// Prepare, once for this run, the faster compile of every language that has one on and at
+/// least one solution among `solutions`, under `root/fast-<language>`: its compiler, with the
+/// compile command's flags, run in the sandbox on [`FastCompile::seed`]. A preparation that
+/// fails is logged and leaves that language's compiles plain (no verdict depends on it).
+fn prepare_fast_compiles(config: &ExecuteConfig, sandbox: &Sandbox, solutions: &[Solution], root: &Path) -> Result<(), ExecuteError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| ExecuteError::Io { path, source }
     };
-    let outcome = sandbox.run_sharing(&program, limits, busy).map_err(|source| ExecuteError::Sandbox { solution: solution.id.clone(), step: "compile".into(), source })?;
+    for language in Language::ALL {
+        let toolchain = config.toolchain(language);
+        let Some(fast) = toolchain.fast_compile else { continue };
+        if !solutions.iter().any(|s| s.language == language) {
+            continue;
+        }
+        let dir = root.join(format!("fast-{language}"));
+        let (work, cache) = (dir.join("box"), dir.join("cache"));
+        let artifact = cache.join(fast.artifact());
+        let shared = artifact.parent().unwrap_or(&cache).to_path_buf();
+        for d in [&work, &cache, &shared] {
+            fs_err::create_dir_all(d).map_err(|e| ExecuteError::Io { path: d.clone(), source: e })?;
+        }
+        // Written by the preparation's uid, read by every compile's.
+        for d in [&cache, &shared] {
+            std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o777)).map_err(io(d))?;
+        }
+        let (seed_name, seed) = fast.seed();
+        std::fs::write(work.join(seed_name), seed).map_err(io(&work.join(seed_name)))?;
+        for (name, text) in fast.companions() {
+            std::fs::write(cache.join(name), text).map_err(io(&cache.join(name)))?;
+        }
+        let limits = &toolchain.compile_limits;
+        let plain: Vec<String> = toolchain.compile.iter().map(|a| fill(a, &format!("{BOX_DIR}/{seed_name}"), "Main", limits.memory_mb)).collect();
+        let program = Program {
+            argv: fast.prepare(&plain),
+            env: toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            stdin: b"",
+            dir: &work,
+            access: DirAccess::Writable,
+            cache: Some(&cache),
+        };
+        let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox {
+            solution: SolutionId::from_raw(format!("({language} compile preparation)")),
+            step: "compile".into(),
+            source,
+        })?;
+        if outcome.success() && artifact.is_file() {
+            std::fs::write(dir.join(READY), b"").map_err(io(&dir.join(READY)))?;
+        } else {
+            tracing::warn!(%language, status = ?outcome.status, stderr = %excerpt(&outcome.stderr), "the faster compile could not be prepared; compiles stay plain");
+        }
+        std::fs::remove_dir_all(&work).map_err(io(&work))?;
+    }
+    Ok(())
+}
+
+/// Compile `src_inside` in the sandbox: the compiler's message when it failed (the
+/// solution's `compile_error`), the CPU milliseconds it took, and whether the faster compile
+/// built it. A faster compile that fails is redone plainly, so the message is the plain
+/// compiler's.
+fn compile(ws: &Workspace<'_>, solution: &Solution, src_inside: &str, main_class: &str, env: &[(String, String)]) -> Result<(Option<String>, u64, bool), ExecuteError> {
+    let Workspace { toolchain, sandbox, busy, dir, cache, fast_compile } = *ws;
+    let limits = &toolchain.compile_limits;
+    let plain: Vec<String> = toolchain.compile.iter().map(|a| fill(a, src_inside, main_class, limits.memory_mb)).collect();
+    let run = |argv: Vec<String>, cache: Option<&Path>| {
+        let program = Program { argv, env: env.to_vec(), stdin: b"", dir, access: DirAccess::Writable, cache };
+        sandbox.run_sharing(&program, limits, busy).map_err(|source| ExecuteError::Sandbox { solution: solution.id.clone(), step: "compile".into(), source })
+    };
+    let mut cpu_ms = 0;
+    if let Some((fast, prepared)) = fast_compile {
+        let outcome = run(fast.command(&plain), Some(prepared.join("cache").as_path()))?;
+        cpu_ms += outcome.cpu_ms;
+        if outcome.success() {
+            return Ok((None, cpu_ms, true));
+        }
+    }
+    let outcome = run(plain, cache)?;
+    cpu_ms += outcome.cpu_ms;
     if outcome.success() {
-        return Ok((None, outcome.cpu_ms));
+        return Ok((None, cpu_ms, false));
     }
     let mut message = excerpt(&outcome.stderr);
     if message.trim().is_empty() {
         message = format!("compiler ended with {:?} (limit {:?})", outcome.status, outcome.limit);
     }
-    Ok((Some(message), outcome.cpu_ms))
+    Ok((Some(message), cpu_ms, false))
 }
 
 fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(SolutionResult, Cost), ExecuteError> {
@@ -532,9 +612,11 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
     }
     let env: Vec<(String, String)> = toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
 
+    let mut fast_compile = false;
     if !toolchain.compile.is_empty() {
-        let (failure, compile_ms) = compile(ws, solution, &src_inside, &main_class, &env)?;
+        let (failure, compile_ms, fast) = compile(ws, solution, &src_inside, &main_class, &env)?;
         cpu_ms += compile_ms;
+        fast_compile = fast;
         if let Some(message) = failure {
             return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, Cost { cpu_ms, ..Cost::default() }));
         }
@@ -583,7 +665,7 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
     let passed_n = results.iter().filter(|r| r.verdict == Verdict::Passed).count();
     let pass_rate = if results.is_empty() { 0.0 } else { passed_n as f64 / results.len() as f64 };
     let passed = !results.is_empty() && passed_n == results.len();
-    Ok((SolutionResult { passed, pass_rate, tests: results, message, ..base }, Cost { cpu_ms, fast_start: fast.is_some(), gave_way }))
+    Ok((SolutionResult { passed, pass_rate, tests: results, message, ..base }, Cost { cpu_ms, fast_start: fast.is_some(), fast_compile, gave_way }))
 }
 
 /// A solution's tests, each with its index in its problem's test list.
@@ -651,6 +733,7 @@ pub fn execute_streaming(
     let base = config.work_dir.clone().unwrap_or_else(std::env::temp_dir);
     fs_err::create_dir_all(&base).map_err(|e| ExecuteError::Io { path: base.clone(), source: e })?;
     let root = tempfile::Builder::new().prefix("coreb-execute-").tempdir_in(&base).map_err(|source| ExecuteError::Io { path: base.clone(), source })?;
+    prepare_fast_compiles(config, sandbox, solutions, root.path())?;
     // With idle slots, `jobs` runs may be busy and `idle_slots` more wait beside them, each on
     // a thread of its own.
     let (threads, busy) = match config.idle_slots {
@@ -786,6 +869,7 @@ fn tally(solutions: &[Solution], judged: Vec<Option<(SolutionResult, Cost)>>) ->
         stats.tests += result.tests.len();
         stats.cpu_ms += cpu.cpu_ms;
         stats.fast_starts += usize::from(cpu.fast_start);
+        stats.fast_compiles += usize::from(cpu.fast_compile);
         stats.gave_way += cpu.gave_way;
         for t in &result.tests {
             *stats.verdicts.entry(t.verdict).or_default() += 1;
@@ -894,8 +978,19 @@ mod tests {
         let off = ExecuteConfig::default();
         assert!(serde_json::to_value(&off).unwrap().get("reuse").is_none());
         assert!(serde_json::to_value(off.toolchain(Language::Python)).unwrap().get("fast_start").is_none());
-        let err = toml_like(r#"{"reuse": ["java"]}"#).validate().unwrap_err().to_string();
-        assert!(err.contains("java has no faster start"), "{err}");
+        assert!(off.toolchain(Language::Cpp).fast_compile.is_none());
+        assert!(serde_json::to_value(off.toolchain(Language::Java)).unwrap().get("fast_compile").is_none());
+        let err = toml_like(r#"{"reuse": ["go"]}"#).validate().unwrap_err().to_string();
+        assert!(err.contains("go has no faster start"), "{err}");
+        // The compiled languages: a faster compile, recorded in their recipes.
+        let compiled = toml_like(r#"{"reuse": ["cpp", "java"]}"#);
+        compiled.validate().unwrap();
+        assert_eq!(compiled.toolchain(Language::Cpp).fast_compile, Some(FastCompile::CppPrecompiledHeader));
+        assert_eq!(compiled.toolchain(Language::Java).fast_compile, Some(FastCompile::JavacClassData));
+        assert_eq!(compiled.toolchain(Language::Python).fast_compile, None);
+        assert_eq!(serde_json::to_value(compiled.toolchain(Language::Cpp)).unwrap()["fast_compile"], "g++ with <bits/stdc++.h> precompiled");
+        let err = toml_like(r#"{"reuse": ["cpp"], "cpp": {"compile": ["clang++", "-o", "{dir}/main", "{src}"]}}"#).validate().unwrap_err().to_string();
+        assert!(err.contains("`cpp.compile` does not start with `g++`"), "{err}");
         let err = toml_like(r#"{"reuse": ["python"], "python": {"run": ["pypy3", "{src}"]}}"#).validate().unwrap_err().to_string();
         assert!(err.contains("`python.run` does not start with `python3`"), "{err}");
         assert!(serde_json::from_str::<ExecuteConfig>(r#"{"reuse": ["cobol"]}"#).is_err());

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::ExecuteError;
-use super::reuse::FastStart;
+use super::reuse::{FastCompile, FastStart};
 use coreb_data::solution::Language;
 
 /// Optional overrides of [`Limits`] (a `[stages.execute.<lang>.limits]` table).
@@ -173,6 +173,10 @@ pub struct Toolchain {
     /// the program allows it: [`FastStart::allows`]); absent from the stage key when off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fast_start: Option<FastStart>,
+    /// The faster compile, where `[stages.execute] reuse` names the language
+    /// ([`FastCompile::of`]); absent from the stage key when off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_compile: Option<FastCompile>,
 }
 
 fn argv(items: &[&str]) -> Vec<String> {
@@ -236,6 +240,7 @@ impl LanguageConfig {
             compile_cache: self.compile_cache.unwrap_or(language == Language::Go),
             time_multiplier,
             fast_start: if reuse { FastStart::of(language) } else { None },
+            fast_compile: if reuse { FastCompile::of(language) } else { None },
         }
     }
 }

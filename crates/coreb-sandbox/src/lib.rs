@@ -50,6 +50,7 @@
 mod busy;
 mod cgroup;
 mod config;
+mod plan;
 #[allow(unsafe_code)]
 mod sys;
 mod uid;
@@ -69,7 +70,7 @@ pub use config::{Accounts, CgroupMode, Limits, SandboxConfig};
 
 use busy::IdleWatch;
 use cgroup::{CgroupReport, Cgroups};
-use sys::{Exec, Init, Report, UserMaps};
+use sys::{Exec, Init, Reexec, Report, UserMaps};
 use view::View;
 
 /// Where the program's own directory appears inside the sandbox.
@@ -316,6 +317,8 @@ impl Sandbox {
     /// reason is in [`Isolation::note`]).
     pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
         config.validate(&Accounts::from_system())?;
+        // The hook a re-executed init starts from must be in this binary.
+        std::hint::black_box(sys::init_hook_linked());
         let root = sys::effective_uid() == 0;
         if root {
             uid::prepare_lock_dir(&config.lock_dir)?;
@@ -488,9 +491,14 @@ impl Sandbox {
         if user.is_some() {
             namespaces |= libc::CLONE_NEWUSER;
         }
+        // As root, init re-executes this binary rather than living on in a copy of the judge
+        // (`sys::Reexec`). In a user namespace it cannot: the capabilities it holds there as
+        // the namespace's creator would not survive its `execve` (it is not uid 0 inside).
+        let plan = if user.is_none() { Some(pipe()?) } else { None };
         let init = Init {
             namespaces,
             user,
+            reexec: plan.as_ref().map(|(plan_r, _)| Reexec::new(plan_r.as_raw_fd())),
             keep,
             sync: sync_r.as_raw_fd(),
             report: report_w.as_raw_fd(),
@@ -503,12 +511,25 @@ impl Sandbox {
             exec,
         };
 
+        let plan_bytes = plan.as_ref().map(|_| plan::encode(&init));
         let slot = slots.map(BusySlots::take);
         let start = Instant::now();
         let pid = sys::spawn(&init).map_err(|source| SandboxError::Setup { step: "creating the run's namespaces (clone)".into(), source })?;
+        if let Some(errno) = init.reexec.as_ref().and_then(Reexec::failed) {
+            let _ = sys::wait(pid);
+            return Err(SandboxError::Setup { step: self.describe_step(sys::step::INIT_EXEC, &init), source: std::io::Error::from_raw_os_error(errno) });
+        }
         // The child's ends live on in init only.
         drop((stdin_r, stdout_w, stderr_w, report_w, sync_r));
-        let go = sys::write(&sync_w, b"g");
+        // A re-executed init reads its plan first (to its end: our end closes here).
+        let sent = match (plan, plan_bytes) {
+            (Some((plan_r, plan_w)), Some(bytes)) => {
+                drop(plan_r);
+                sys::write_all(&plan_w, &bytes)
+            }
+            _ => Ok(()),
+        };
+        let go = sent.and_then(|_| sys::write(&sync_w, b"g"));
         drop(sync_w);
         let mut watch = slot.map(|slot| IdleWatch::new(slot, pid, start));
         let io = go.and_then(|_| pump(pid, program.stdin, [stdin_w, stdout_r, stderr_r, report_r], limits, start, watch.as_mut()));
@@ -576,6 +597,7 @@ impl Sandbox {
         let all = init.steps[0].iter().chain(init.steps[1]);
         match step {
             sys::step::USER_MAPS => "writing the user namespace's uid/gid maps".into(),
+            sys::step::INIT_EXEC => "starting the run's init (execve of /proc/self/exe)".into(),
             sys::step::PRIVATE => "making the mounts private".into(),
             sys::step::PIVOT => "switching root into the new filesystem".into(),
             sys::step::ROOT => "making the new root read-only".into(),

@@ -1,17 +1,20 @@
 //! Every `unsafe` of the crate: thin wrappers of the system calls the judge side makes, and
 //! the code of the sandbox's init process and of the program's last steps before `execve`.
 //!
-//! A run is started by [`spawn`]: a raw `clone` (fork semantics) of the judge with fresh PID,
-//! mount, network, IPC and UTS namespaces (and a user namespace when unprivileged). The
-//! child is the PID namespace's init ([`init_main`]); it builds the filesystem view, switches
-//! root into it, then starts the program ([`program_main`]) with `clone(CLONE_VM |
-//! CLONE_VFORK)` on a stack of its own, waits for it while reaping every orphan, reports how
-//! it ended on a pipe, and exits — at which point the kernel kills whatever else is left in
-//! the namespace.
+//! A run is started by [`spawn`], with fresh PID, mount, network, IPC and UTS namespaces
+//! (and a user namespace when unprivileged). As root, the child of `clone(CLONE_VM |
+//! CLONE_VFORK)` re-executes the judge's own binary ([`Reexec`]), which reads its plan
+//! ([`crate::plan`]) in [`init_hook`] before `main`; unprivileged, it is a raw `clone` with
+//! fork semantics of the judge (a re-executed init would lose the capabilities it holds in its
+//! user namespace). Either way the child is the PID namespace's init ([`init_main`]); it
+//! builds the filesystem view, switches root into it, then starts the program
+//! ([`program_main`]) with `clone(CLONE_VM | CLONE_VFORK)` on a stack of its own, waits for it
+//! while reaping every orphan, reports how it ended on a pipe, and exits — at which point the
+//! kernel kills whatever else is left in the namespace.
 //!
-//! Both run between `fork` and `exec` of a multi-threaded parent, so they only make raw
-//! system calls on data prepared beforehand ([`Init`] holds every C string and pointer array):
-//! they never allocate, lock, log or format.
+//! The code before an `execve` runs in a copy of a multi-threaded parent or in its very
+//! memory, so it only makes raw system calls on data prepared beforehand ([`Init`] holds
+//! every C string and pointer array): it never allocates, locks, logs or formats.
 
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::fs::File;
@@ -128,6 +131,18 @@ pub(crate) fn write(fd: &OwnedFd, buf: &[u8]) -> io::Result<usize> {
     if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
 }
 
+/// Write all of `buf`, retrying short writes and EINTR.
+pub(crate) fn write_all(fd: &OwnedFd, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match write(fd, buf) {
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// SIGKILL one process (our unreaped child, so the pid cannot have been reused).
 pub(crate) fn kill(pid: libc::pid_t) {
     // SAFETY: no memory is involved; `pid` is our child.
@@ -207,8 +222,8 @@ pub(crate) struct Exec {
     /// Candidate paths of the executable (`argv[0]` itself, or along `PATH`).
     pub(crate) paths: Vec<CString>,
     /// Owners of the strings `argv_ptrs` and `env_ptrs` point into.
-    _argv: Vec<CString>,
-    _env: Vec<CString>,
+    pub(crate) argv: Vec<CString>,
+    pub(crate) env: Vec<CString>,
     argv_ptrs: Vec<*const c_char>,
     env_ptrs: Vec<*const c_char>,
     /// Set by the program's process when it fails before or at `execve`.
@@ -242,8 +257,8 @@ impl Exec {
             open_umask,
             cwd,
             paths,
-            _argv: argv,
-            _env: env,
+            argv,
+            env,
             argv_ptrs,
             env_ptrs,
             failed_errno: AtomicI32::new(0),
@@ -259,6 +274,9 @@ pub(crate) struct Init<'a> {
     pub(crate) namespaces: c_int,
     /// Set in unprivileged mode.
     pub(crate) user: Option<UserMaps>,
+    /// Set where init re-executes the judge's binary instead of living on in a copy of it
+    /// (root mode; see [`spawn`]).
+    pub(crate) reexec: Option<Reexec>,
     /// Descriptors init keeps (everything else it inherited from the judge is closed).
     pub(crate) keep: Vec<RawFd>,
     /// The judge writes one byte here once it is ready (EOF: the judge died).
@@ -305,6 +323,53 @@ pub(crate) mod step {
     pub(crate) const CHDIR: u32 = 20_005;
     /// `execve` itself.
     pub(crate) const EXEC: u32 = 20_006;
+    /// init's own `execve` of the judge's binary (root mode, [`super::Reexec`]).
+    pub(crate) const INIT_EXEC: u32 = 10_005;
+}
+
+/// `argv[0]` of the judge's binary started again as a run's init ([`init_hook`]).
+pub(crate) const INIT_ARGV0: &std::ffi::CStr = c"coreb-sandbox-init";
+
+/// How a run's init becomes a process of its own instead of a copy of the judge: the
+/// child of `clone(CLONE_VM | CLONE_VFORK)` with the run's namespaces runs
+/// [`reexec_main`] on `stack` in the judge's memory (the judge's thread waits meanwhile),
+/// keeps init's descriptors and `plan_fd` open across `execve`, and executes
+/// `/proc/self/exe` as [`INIT_ARGV0`] `plan_fd`; [`init_hook`] then reads the plan
+/// ([`crate::plan`]) before `main` and runs [`init_main`]. Copying the page tables of a
+/// judge holding hundreds of MiB (a month's `execute`) cost every run tens of milliseconds
+/// of CPU; an `execve` costs about one.
+pub(crate) struct Reexec {
+    exe: CString,
+    /// Read end of the pipe the judge writes the plan into once init has started.
+    plan_fd: RawFd,
+    _argv: Vec<CString>,
+    argv_ptrs: Vec<*const c_char>,
+    env_ptrs: Vec<*const c_char>,
+    /// Set by the pre-exec child when it fails.
+    failed_errno: AtomicI32,
+    stack: Vec<u8>,
+}
+
+impl Reexec {
+    pub(crate) fn new(plan_fd: RawFd) -> Reexec {
+        let argv = vec![INIT_ARGV0.to_owned(), CString::new(plan_fd.to_string()).expect("digits")];
+        let argv_ptrs = argv.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
+        Reexec {
+            exe: c"/proc/self/exe".to_owned(),
+            plan_fd,
+            _argv: argv,
+            argv_ptrs,
+            env_ptrs: vec![std::ptr::null()],
+            failed_errno: AtomicI32::new(0),
+            stack: vec![0u8; 64 * 1024],
+        }
+    }
+
+    /// The errno of the pre-exec child's failure (clearing close-on-exec, `execve`), if it
+    /// failed; read after [`spawn`] returned.
+    pub(crate) fn failed(&self) -> Option<c_int> {
+        Some(self.failed_errno.load(Ordering::SeqCst)).filter(|&e| e != 0)
+    }
 }
 
 /// What init writes on its report pipe (one `write`, under `PIPE_BUF`).
@@ -347,8 +412,30 @@ impl Report {
     }
 }
 
-/// Start init. Returns its pid (in the judge's namespace).
+/// Start init. Returns its pid (in the judge's namespace). With [`Init::reexec`], init
+/// re-executes the judge's binary ([`Reexec`]); check [`Reexec::failed`] afterwards.
 pub(crate) fn spawn(init: &Init<'_>) -> io::Result<libc::pid_t> {
+    if let Some(reexec) = &init.reexec {
+        let flags = init.namespaces | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+        let top = reexec.stack.as_ptr().wrapping_add(reexec.stack.len());
+        let top = ((top as usize) & !15) as *mut c_void;
+        // Every signal blocked until the child has left our memory (as posix_spawn does): no
+        // handler of the judge may run in it. init unblocks them after its execve.
+        // SAFETY: all-zero sigsets are valid; sigfillset fills one.
+        let (mut all, mut before): (libc::sigset_t, libc::sigset_t) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+        // SAFETY: the child runs `reexec_main` on a stack of its own and leaves our memory
+        // by `execve` or `_exit`; until then this thread waits (CLONE_VFORK), so the data it
+        // reads (`init`, alive for this call) does not change, and its errno is ours.
+        let result = unsafe {
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut before);
+            let pid = libc::clone(reexec_main, top, flags, (init as *const Init<'_>).cast_mut().cast());
+            let result = if pid == -1 { Err(io::Error::last_os_error()) } else { Ok(pid) };
+            libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+            result
+        };
+        return result;
+    }
     let flags = (init.namespaces | libc::SIGCHLD) as libc::c_ulong;
     // SAFETY: a raw clone with fork semantics (no new stack). The child runs only
     // `init_main`, which makes raw system calls on `init` (its copy, at the same address)
@@ -684,6 +771,72 @@ unsafe fn init_main(init: &Init<'_>) -> ! {
             },
         )
     }
+}
+
+/// The run's init until it re-executes the judge's binary ([`Reexec`]): in the judge's
+/// memory, on its own stack, while the judge's thread waits. Raw system calls only.
+extern "C" fn reexec_main(arg: *mut c_void) -> c_int {
+    // SAFETY (whole body): `arg` is the judge's `Init`, alive and unchanged while we run.
+    unsafe {
+        let init = &*(arg as *const Init<'_>);
+        let Some(reexec) = &init.reexec else { libc::_exit(127) };
+        let fail = |e: c_int| -> c_int {
+            reexec.failed_errno.store(e.max(1), Ordering::SeqCst);
+            libc::_exit(127)
+        };
+        // Die with the judge's thread (kept across execve).
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+        // Only init's own descriptors stay open across execve (every other one of the
+        // judge's is close-on-exec, and init closes any that is not).
+        for &fd in init.keep.iter().chain(std::iter::once(&reexec.plan_fd)) {
+            if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                fail(errno());
+            }
+        }
+        libc::execve(reexec.exe.as_ptr(), reexec.argv_ptrs.as_ptr(), reexec.env_ptrs.as_ptr());
+        fail(errno())
+    }
+}
+
+/// Run from `.init_array` of every binary that links this crate, before `main`: when the
+/// process is a run's init started by [`reexec_main`] (`argv` is exactly [`INIT_ARGV0`] and
+/// a descriptor, the environment empty), read the plan, become init and never return;
+/// otherwise return at once.
+extern "C" fn init_hook(argc: c_int, argv: *const *const c_char, envp: *const *const c_char) {
+    // SAFETY: glibc passes `main`'s argc, argv and envp to `.init_array` functions: argv
+    // holds argc strings then NULL, envp is NULL-terminated.
+    unsafe {
+        if argc != 2 || argv.is_null() || envp.is_null() || !(*envp).is_null() || std::ffi::CStr::from_ptr(*argv) != INIT_ARGV0 {
+            return;
+        }
+        let Some(fd) = std::ffi::CStr::from_ptr(*argv.add(1)).to_str().ok().and_then(|s| s.parse::<RawFd>().ok()) else { libc::_exit(125) };
+        // A process of its own now, single-threaded: reading and allocating are fine. The
+        // judge blocked every signal around the clone; the handlers are the defaults now.
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        let mut bytes = Vec::new();
+        let read = std::io::Read::read_to_end(&mut File::from_raw_fd(fd), &mut bytes);
+        let mut plan = match read.ok().and_then(|_| crate::plan::decode(&bytes)) {
+            Some(plan) => plan,
+            // The judge went away before sending the whole plan.
+            None => libc::_exit(125),
+        };
+        match plan.init() {
+            Some(init) => init_main(&init),
+            None => libc::_exit(125),
+        }
+    }
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT_HOOK: extern "C" fn(c_int, *const *const c_char, *const *const c_char) = init_hook;
+
+/// Keeps [`INIT_HOOK`] in every binary that starts runs (its object is linked with
+/// [`spawn`]'s caller).
+pub(crate) fn init_hook_linked() -> usize {
+    std::hint::black_box(&INIT_HOOK) as *const _ as usize
 }
 
 /// The program's process until `execve`: runs on its own stack in init's memory (init waits

@@ -162,8 +162,10 @@ fn host_unix_sockets_are_unreachable() {
 
 #[test]
 fn the_judges_environment_and_memory_are_unreadable() {
-    // The judge's (this test's) environment holds CARGO_MANIFEST_DIR; init is a copy of the
-    // judge, so its /proc/1/environ and /proc/1/mem would show it, as would the judge's own.
+    // The judge's (this test's) environment holds CARGO_MANIFEST_DIR; where init is a copy of
+    // the judge (unprivileged), its /proc/1/environ and /proc/1/mem would show it, as would
+    // the judge's own. As root, init is the judge's binary started again, with an empty
+    // environment and none of the judge's memory.
     let secret = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it");
     let script = "import os, sys\njudge = sys.stdin.read().strip()\nfound = []\nfor pid in sorted(set(os.listdir('/proc')) | {judge, '1'}):\n    if not pid.isdigit():\n        continue\n    for f in ('environ', 'mem', 'cmdline'):\n        try:\n            with open('/proc/%s/%s' % (pid, f), 'rb') as h:\n                data = h.read(1 << 20) if f != 'mem' else b'readable'\n            found.append('%s/%s:%s' % (pid, f, data.decode('latin-1')))\n        except OSError as e:\n            found.append('%s/%s:denied %d' % (pid, f, e.errno))\nprint('\\n'.join(found))";
     let out = python(script, std::process::id().to_string().as_bytes(), &Limits::default());
@@ -173,6 +175,9 @@ fn the_judges_environment_and_memory_are_unreadable() {
     assert!(stdout.contains("1/environ:denied"), "{stdout}");
     assert!(stdout.contains("1/mem:denied"), "{stdout}");
     assert!(stdout.contains(&format!("{}/environ:denied 2", std::process::id())), "the judge's pid is visible:\n{stdout}");
+    if root() {
+        assert!(stdout.contains("1/cmdline:coreb-sandbox-init\0"), "init is not the re-executed judge binary:\n{stdout}");
+    }
 }
 
 /// Host processes whose command line is exactly `argv`.

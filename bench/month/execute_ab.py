@@ -3,7 +3,8 @@
 run one after another, R rounds, each round in another order, so that a machine whose load
 drifts (a build beside it) weighs on every mode alike.
 
-Usage: execute_ab.py WORK --coreb BIN [--rounds 2] [--python PY] [--json FILE]
+Usage: execute_ab.py WORK --coreb BIN [--baseline BIN] [--modes plain,reuse_idle] [--rounds 2]
+                     [--python PY] [--json FILE]
 
 WORK is the directory of a finished `bench/month/run.py --dir WORK` run (its `month.toml`,
 and the variant manifests it wrote: `month-reuse.toml`, `month-reuse_idle.toml`; only the
@@ -12,6 +13,10 @@ store and the build directory, so nothing is asked of an endpoint); the floor is
 on the same build, with the gate when the manifest sets it. Prints every run's wall and CPU,
 then per mode the median wall and its ratio to the median floor, and per round the ratio to
 that round's floor. Fails when a mode's pass/fail differs from the plain run's.
+
+With `--baseline BIN` every mode also runs with that other build of coreb (labelled
+`MODE@baseline`) in the same rounds: a change to the judge measured beside the judge before it.
+`--modes` picks the modes (default: every one present; `floor` always runs).
 """
 import argparse
 import json
@@ -32,14 +37,24 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--python", default=os.environ.get("COREB_PYTHON", sys.executable))
     p.add_argument("--wall-ms", type=int, default=4000)
+    p.add_argument("--baseline", help="another coreb binary: every mode runs with it too, as MODE@baseline")
+    p.add_argument("--modes", help="comma-separated modes to run (plain, reuse, reuse_idle; default: all present)")
     p.add_argument("--json")
     args = p.parse_args()
     base = os.path.join(args.work, "month.toml")
-    modes = {"plain": base}
+    modes = {"plain": (base, args.coreb)}
     for label in ("reuse", "reuse_idle"):
         path = os.path.join(args.work, f"month-{label}.toml")
         if os.path.exists(path):
-            modes[label] = path
+            modes[label] = (path, args.coreb)
+    if args.modes:
+        wanted = [m.strip() for m in args.modes.split(",") if m.strip()]
+        unknown = [m for m in wanted if m not in modes]
+        if unknown:
+            p.error(f"--modes: {unknown} not among the modes of {args.work}: {sorted(modes)}")
+        modes = {m: modes[m] for m in wanted}
+    if args.baseline:
+        modes.update({f"{m}@baseline": (path, args.baseline) for m, (path, _) in list(modes.items())})
     gate = "skip_private_after_public_failure = true" in open(base).read()
     verdicts_path = os.path.join(args.work, "build", "artifacts", "execute", "verdicts.parquet")
     order = ["floor", *modes]
@@ -54,7 +69,8 @@ def main() -> int:
                 cmd = [args.python, os.path.join(HERE, "floor.py"), os.path.join(args.work, "build"), "--wall-ms", str(args.wall_ms), "--jobs", str(os.cpu_count()),
                        "--coreb", args.coreb, "--manifest", base] + (["--gate"] if gate else [])
             else:
-                cmd = [args.coreb, "execute", modes[mode], "--json"]
+                manifest, coreb = modes[mode]
+                cmd = [coreb, "execute", manifest, "--json"]
             out, wall, cpu, _ = timed(cmd)
             if out.returncode != 0:
                 failures.append(f"{mode} (round {r + 1}) failed: {out.stderr[-1500:]}")
@@ -68,7 +84,7 @@ def main() -> int:
                 extra = f"  tests gave way {(record.get('local') or {}).get('tests_gave_way', 0)}"
             runs[mode].append({"round": r + 1, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "load": open("/proc/loadavg").read().split()[0]})
             print(f"round {r + 1}  {mode:<11} wall {wall:8.2f} s  cpu {cpu:8.2f} s  load {runs[mode][-1]['load']}{extra}", flush=True)
-    plain = verdicts.get("plain", [None])[0]
+    plain = (verdicts.get("plain") or verdicts.get("plain@baseline") or [None])[0]
     for mode, seen in verdicts.items():
         for v in seen:
             if plain is not None and v != plain:

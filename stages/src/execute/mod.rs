@@ -221,7 +221,8 @@ pub struct ExecuteConfig {
     /// stage key and the MANIFEST while off.
     #[serde(skip_serializing_if = "is_false")]
     pub skip_private_after_public_failure: bool,
-    /// The languages whose tests start faster (issue #34, [`reuse`]): `["python", "ruby"]`.
+    /// The languages whose tests start faster or that compile faster (issue #34, [`reuse`]):
+    /// `["python", "ruby"]` start faster, `["cpp", "java"]` compile faster ([`FastCompile`]).
     /// Every test is still a process of its own with its own limits; a program that could
     /// notice the difference gets the plain command. Empty by default (the plain command
     /// everywhere) and then omitted from the stage key and the MANIFEST.

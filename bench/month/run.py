@@ -325,6 +325,7 @@ def run_variant(args, work, manifest, plain_wall, plain, label, settings, figure
     except ValueError:
         report = {}
     fast = (report.get("stats") or {}).get("fast_starts", 0)
+    compiled = (report.get("stats") or {}).get("fast_compiles", 0)
     record = json.load(open(os.path.join(work, "build", "artifacts", "execute", "record.json")))
     gave_way = (record.get("local") or {}).get("tests_gave_way", 0)
     got = verdicts_by_solution(args, verdicts_path)
@@ -339,11 +340,11 @@ def run_variant(args, work, manifest, plain_wall, plain, label, settings, figure
             c[f"{mode}_test_cpu_s"] = round(c.get(f"{mode}_test_cpu_s", 0) + r["cpu_ms"] / 1000, 2)
     floor = figures.get("execute_floor", {}).get("wall_s")
     figures[f"execute_{label}"] = {"settings": settings.strip().splitlines(), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1),
-                                   "plain_wall_s": round(plain_wall, 2), "fast_starts": fast, "tests_gave_way": gave_way, "solutions": len(plain),
+                                   "plain_wall_s": round(plain_wall, 2), "fast_starts": fast, "fast_compiles": compiled, "tests_gave_way": gave_way, "solutions": len(plain),
                                    "verdicts_differ": len(differ), "per_language": per, "over_floor": round(wall / floor, 3) if floor else None}
     ratio = f", execute({label})/floor wall = {wall / floor:.2f}" if floor else ""
     print(f"{'(' + label + ')':<11} {wall:8.2f} {cpu:8.2f} {rss:12.1f} {'':>8} {'':>6} {len(got):>7}"
-          f"   {'; '.join(settings.strip().splitlines())}: {fast} solutions started faster, {gave_way} tests gave way; plain/{label} wall = {plain_wall / wall:.2f}{ratio};"
+          f"   {'; '.join(settings.strip().splitlines())}: {fast} solutions started faster, {compiled} compiled faster, {gave_way} tests gave way; plain/{label} wall = {plain_wall / wall:.2f}{ratio};"
           f" verdicts equal on {len(plain) - len(differ)}/{len(plain)}", flush=True)
     for lang, c in sorted(per.items()):
         print(f"{'':<11} {lang:<7} summed test wall s: plain {c.get('plain_test_wall_s', 0):8.2f}, {label} {c.get(f'{label}_test_wall_s', 0):8.2f};"

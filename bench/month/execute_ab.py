@@ -12,7 +12,8 @@ ones present are run). `execute` is re-run with each (its upstream stages come f
 store and the build directory, so nothing is asked of an endpoint); the floor is `floor.py`
 on the same build, with the gate when the manifest sets it. Prints every run's wall and CPU,
 then per mode the median wall and its ratio to the median floor, and per round the ratio to
-that round's floor. Fails when a mode's pass/fail differs from the plain run's.
+that round's floor. Fails when a mode's pass/fail differs from the plain run's (without a
+plain mode, from the first run's).
 
 With `--baseline BIN` every mode also runs with that other build of coreb (labelled
 `MODE@baseline`) in the same rounds: a change to the judge measured beside the judge before it.
@@ -84,7 +85,8 @@ def main() -> int:
                 extra = f"  tests gave way {(record.get('local') or {}).get('tests_gave_way', 0)}"
             runs[mode].append({"round": r + 1, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "load": open("/proc/loadavg").read().split()[0]})
             print(f"round {r + 1}  {mode:<11} wall {wall:8.2f} s  cpu {cpu:8.2f} s  load {runs[mode][-1]['load']}{extra}", flush=True)
-    plain = (verdicts.get("plain") or verdicts.get("plain@baseline") or [None])[0]
+    # Against the plain run's pass/fail; without a plain mode, against the first run's.
+    plain = (verdicts.get("plain") or verdicts.get("plain@baseline") or next(iter(verdicts.values()), [None]))[0]
     for mode, seen in verdicts.items():
         for v in seen:
             if plain is not None and v != plain:

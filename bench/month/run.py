@@ -4,7 +4,7 @@
 Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--latency-ms 20]
                           [--fault-rate 10] [--models m-alpha,m-beta] [--coreb BIN]
                           [--reuse python,ruby] [--no-reuse-alone] [--idle-slots 8]
-                          [--dir DIR] [--json FILE] [--python PY]
+                          [--dir DIR] [--data JSONL] [--json FILE] [--python PY]
 
 1. `generate.py` writes an LCB-shaped JSONL of N problems (encoded private tests);
 2. `simulator.py` serves the stages on 127.0.0.1 (latency, faults);
@@ -159,15 +159,18 @@ def main() -> int:
     p.add_argument("--idle-slots", type=int, default=8,
                    help="[stages.execute] idle_slots of a third execute run, with --reuse's languages (0: no third run)")
     p.add_argument("--dir")
+    p.add_argument("--data", help="an LCB-shaped JSONL written beforehand by generate.py with the same --n, --tests and --max-elements "
+                                   "(and --month 2025-05), used instead of generating one; generate_wall_s is then 0")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
 
     work = args.dir or tempfile.mkdtemp(prefix="month-")
     os.makedirs(work, exist_ok=True)
-    data = os.path.join(work, "month.jsonl")
+    data = os.path.abspath(args.data) if args.data else os.path.join(work, "month.jsonl")
     month = "2025-05"
     t0 = time.monotonic()
-    subprocess.run([sys.executable, os.path.join(HERE, "generate.py"), data, str(args.n), "--tests", str(args.tests), "--max-elements", str(args.max_elements), "--month", month], check=True)
+    if not args.data:
+        subprocess.run([sys.executable, os.path.join(HERE, "generate.py"), data, str(args.n), "--tests", str(args.tests), "--max-elements", str(args.max_elements), "--month", month], check=True)
     gen_wall = time.monotonic() - t0
     port_file = os.path.join(work, "port")
     if os.path.exists(port_file):

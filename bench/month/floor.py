@@ -15,6 +15,7 @@ solutions whose pass/fail agrees with `artifacts/execute/verdicts.parquet`, and 
 the summed wall seconds of compiling and of running the tests. Needs pyarrow.
 """
 import argparse
+import gzip
 import json
 import os
 import resource
@@ -88,6 +89,8 @@ def main() -> None:
     p.add_argument("--coreb", required=True)
     p.add_argument("--manifest", required=True)
     p.add_argument("--gate", action="store_true", help="run private tests only after every public one passed")
+    p.add_argument("--verdicts", help="the judge's pass/fail to compare with: a verdicts.parquet, or a plain run recorded by "
+                                      "`run.py --save-plain` (.json.gz); default: the build's artifacts/execute/verdicts.parquet")
     p.add_argument("--out")
     args = p.parse_args()
     art = os.path.join(args.build, "artifacts")
@@ -98,7 +101,12 @@ def main() -> None:
     for s in sols:
         s["path"] = os.path.join(programs_dir, s["file"])
     problems = {r["id"]: r for r in pq.read_table(os.path.join(art, "rewrite", "problems.parquet")).to_pylist()}
-    verdicts = {r["solution_id"]: r["passed"] for r in pq.read_table(os.path.join(art, "execute", "verdicts.parquet"), columns=["solution_id", "passed"]).to_pylist()}
+    if args.verdicts and args.verdicts.endswith(".json.gz"):
+        with gzip.open(args.verdicts, "rt") as f:
+            verdicts = {sid: v["passed"] for sid, v in json.load(f)["verdicts"].items()}
+    else:
+        path = args.verdicts or os.path.join(art, "execute", "verdicts.parquet")
+        verdicts = {r["solution_id"]: r["passed"] for r in pq.read_table(path, columns=["solution_id", "passed"]).to_pylist()}
     work = tempfile.mkdtemp(prefix="floor-")
     env = dict(os.environ, GOCACHE=os.path.join(work, ".gocache"), GOPATH=os.path.join(work, ".gopath"), CGO_ENABLED="0", GO111MODULE="off")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -5,6 +5,7 @@ Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--late
                           [--fault-rate 10] [--models m-alpha,m-beta] [--coreb BIN]
                           [--reuse python,ruby] [--no-reuse-alone] [--idle-slots 8]
                           [--dir DIR] [--data JSONL] [--json FILE] [--python PY]
+                          [--save-plain FILE.json.gz | --plain-from FILE.json.gz]
 
 1. `generate.py` writes an LCB-shaped JSONL of N problems (encoded private tests);
 2. `simulator.py` serves the stages on 127.0.0.1 (latency, faults);
@@ -26,6 +27,7 @@ duplicated, a verdict against the truth, or a verdict of the reuse or idle-slots
 than the plain run's. `--python` must have pyarrow (the test venv).
 """
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -161,8 +163,15 @@ def main() -> int:
     p.add_argument("--dir")
     p.add_argument("--data", help="an LCB-shaped JSONL written beforehand by generate.py with the same --n, --tests and --max-elements "
                                    "(and --month 2025-05), used instead of generating one; generate_wall_s is then 0")
+    p.add_argument("--save-plain", metavar="FILE.json.gz",
+                   help="write the plain `execute` run (its wall, CPU, and every solution's verdicts) and a digest of what it judged here")
+    p.add_argument("--plain-from", metavar="FILE.json.gz",
+                   help="take the plain run from a --save-plain file instead of running it (the floor and the variant runs still run); "
+                        "fails unless every output of the stages before `execute` and the parameters are those of the recorded run")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
+    if args.plain_from and not (args.idle_slots or (args.reuse and not args.no_reuse_alone)):
+        p.error("--plain-from needs a variant run (--reuse or --idle-slots) to write the month's verdicts")
 
     work = args.dir or tempfile.mkdtemp(prefix="month-")
     os.makedirs(work, exist_ok=True)
@@ -200,34 +209,47 @@ def main() -> int:
         for stage in STAGES:
             if stage == "execute" and args.kill_execute_after:
                 figures["killed_execute_after_s"] = kill_during([args.coreb, stage, manifest], args.kill_execute_after)
-            out, wall, cpu, rss = timed([args.coreb, stage, manifest, "--json"])
+            recorded = None
+            if stage == "execute" and args.plain_from:
+                recorded = load_recorded_plain(args, work)
+                if isinstance(recorded, str):
+                    failures.append(recorded)
+                    break
+                wall, cpu, rss, report = recorded["wall_s"], recorded["cpu_s"], recorded["peak_rss_mib"], {"test_check": recorded["test_check"]}
+            else:
+                out, wall, cpu, rss = timed([args.coreb, stage, manifest, "--json"])
+                if out.returncode != 0:
+                    print(out.stdout[-4000:], out.stderr[-4000:], file=sys.stderr)
+                    failures.append(f"stage {stage} failed (exit {out.returncode})")
+                    break
+                try:
+                    report = json.loads(out.stdout)
+                except ValueError:
+                    report = {}
             peak = max(peak, rss)
-            if out.returncode != 0:
-                print(out.stdout[-4000:], out.stderr[-4000:], file=sys.stderr)
-                failures.append(f"stage {stage} failed (exit {out.returncode})")
-                break
-            try:
-                report = json.loads(out.stdout)
-            except ValueError:
-                report = {}
             after = stats(url)
             names = [stage] + (["rewrite_tests", "reference", "adapt_reference"] if stage == "rewrite" else [])
             req = sum(after.get(s, {}).get("requests", 0) - before.get(s, {}).get("requests", 0) for s in names)
             faults = sum(sum(after.get(s, {}).get("faults", {}).values()) - sum(before.get(s, {}).get("faults", {}).values()) for s in names)
             before = after
             rows = rows_of(report)
-            figures["stages"].append({"stage": stage, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1), "requests": req, "faults": faults, "rows": rows})
-            print(f"{stage:<11} {wall:8.2f} {cpu:8.2f} {rss:12.1f} {req:8} {faults:6} {rows if rows is not None else '-':>7}", flush=True)
+            figures["stages"].append({"stage": stage, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1), "requests": req, "faults": faults, "rows": rows}
+                                     | ({"recorded": args.plain_from} if recorded else {}))
+            print(f"{stage:<11} {wall:8.2f} {cpu:8.2f} {rss:12.1f} {req:8} {faults:6} {rows if rows is not None else '-':>7}"
+                  + (f"   recorded plain run ({args.plain_from}), not run here" if recorded else ""), flush=True)
             if stage == "execute":
                 # The month's rewrites keep the task: every changed test passes its reference.
                 check = report.get("test_check") or {}
                 figures["test_check"] = check
                 if not check.get("problems") or check.get("tests_rejected") or check.get("tests_unchecked"):
                     failures.append(f"execute: changed tests re-checked against their reference: {check}")
+                if args.save_plain and not recorded:
+                    save_plain(args, work, wall, cpu, rss, check)
             if stage == "execute" and not args.no_floor:
                 # The floor, in the same run: the same solutions and tests as bare processes.
                 fl = subprocess.run([args.python, os.path.join(HERE, "floor.py"), os.path.join(work, "build"), "--wall-ms", str(args.wall_ms), "--jobs", str(os.cpu_count()),
-                                     "--coreb", args.coreb, "--manifest", manifest] + (["--gate"] if args.skip_private_after_public_failure else []),
+                                     "--coreb", args.coreb, "--manifest", manifest] + (["--gate"] if args.skip_private_after_public_failure else [])
+                                    + (["--verdicts", args.plain_from] if recorded else []),
                                     capture_output=True, text=True)
                 if fl.returncode != 0:
                     failures.append("floor.py failed: " + fl.stderr[-2000:])
@@ -241,7 +263,7 @@ def main() -> int:
                         print(f"{'':<11} {lang:<7} bare processes, summed wall s: compile {c['compile_wall_s']:8.2f}, tests {c['test_wall_s']:8.2f}", flush=True)
             if stage == "execute" and (args.reuse or args.idle_slots):
                 langs = [l.strip() for l in args.reuse.split(",") if l.strip()]
-                plain = verdicts_by_solution(args, os.path.join(work, "build", "artifacts", "execute", "verdicts.parquet"))
+                plain = recorded["verdicts"] if recorded else verdicts_by_solution(args, os.path.join(work, "build", "artifacts", "execute", "verdicts.parquet"))
                 base = manifest
                 if langs and not args.no_reuse_alone:
                     manifest = run_variant(args, work, base, wall, plain, "reuse", f"reuse = {json.dumps(langs)}\n", figures, failures)
@@ -306,6 +328,55 @@ print(json.dumps(out))
 def verdicts_by_solution(args, path):
     """solution id -> language, passed, [index, verdict] per test, summed test wall and CPU ms."""
     return json.loads(subprocess.run([args.python, "-c", VERDICTS_BY_SOLUTION, path], check=True, capture_output=True, text=True).stdout)
+
+
+def recorded_params(args):
+    """What a recorded plain run must share with this one besides its inputs."""
+    return {"n": args.n, "tests": args.tests, "max_elements": args.max_elements, "models": args.models, "cpu_ms": args.cpu_ms, "wall_ms": args.wall_ms,
+            "gate": args.skip_private_after_public_failure}
+
+
+def upstream_digest(work):
+    """stage/file -> sha256 of every output of the stages before `execute`, from their
+    record.json: what `execute` judges (solutions, tests, references)."""
+    out = {}
+    for s in STAGES[:STAGES.index("execute")]:
+        rec = os.path.join(work, "build", "artifacts", s, "record.json")
+        if os.path.exists(rec):
+            with open(rec) as f:
+                for o in json.load(f).get("outputs", {}).values():
+                    out[f"{s}/{o['file']}"] = o["sha256"]
+    return out
+
+
+def save_plain(args, work, wall, cpu, rss, check):
+    """--save-plain: the plain run's figures and verdicts, and what it judged, gzipped JSON
+    (written to a temporary name and renamed)."""
+    verdicts = verdicts_by_solution(args, os.path.join(work, "build", "artifacts", "execute", "verdicts.parquet"))
+    body = {"params": recorded_params(args), "upstream": upstream_digest(work), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "peak_rss_mib": round(rss, 1), "test_check": check, "verdicts": verdicts,
+            "tool_fingerprint": json.load(open(os.path.join(work, "build", "artifacts", "execute", "record.json"))).get("tool_fingerprint")}
+    tmp = args.save_plain + ".tmp"
+    with gzip.open(tmp, "wt") as f:
+        json.dump(body, f, sort_keys=True, separators=(",", ":"))
+    os.replace(tmp, args.save_plain)
+
+
+def load_recorded_plain(args, work):
+    """--plain-from: the recorded plain run, or why it does not apply to this month."""
+    with gzip.open(args.plain_from, "rt") as f:
+        rec = json.load(f)
+    if rec["params"] != recorded_params(args):
+        return f"--plain-from {args.plain_from}: recorded with {rec['params']}, this run has {recorded_params(args)}"
+    with open(os.path.join(work, "build", "artifacts", "generate", "record.json")) as f:
+        tool = json.load(f).get("tool_fingerprint")
+    if rec.get("tool_fingerprint") != tool:
+        return f"--plain-from {args.plain_from}: recorded by coreb {rec.get('tool_fingerprint')}, this run's is {tool} (another judge may judge otherwise)"
+    now = upstream_digest(work)
+    differ = sorted(k for k in set(now) | set(rec["upstream"]) if now.get(k) != rec["upstream"].get(k))
+    if differ:
+        return f"--plain-from {args.plain_from}: the stages before execute wrote other outputs than the recorded run's: {differ[:6]}"
+    return rec
 
 
 def run_variant(args, work, manifest, plain_wall, plain, label, settings, figures, failures):

@@ -211,9 +211,10 @@ def main() -> int:
                 figures["killed_execute_after_s"] = kill_during([args.coreb, stage, manifest], args.kill_execute_after)
             recorded = None
             if stage == "execute" and args.plain_from:
-                recorded = load_recorded_plain(args, work)
-                if isinstance(recorded, str):
-                    failures.append(recorded)
+                try:
+                    recorded = load_recorded_plain(args, work)
+                except ValueError as e:
+                    failures.append(str(e))
                     break
                 wall, cpu, rss, report = recorded["wall_s"], recorded["cpu_s"], recorded["peak_rss_mib"], {"test_check": recorded["test_check"]}
             else:
@@ -263,7 +264,7 @@ def main() -> int:
                         print(f"{'':<11} {lang:<7} bare processes, summed wall s: compile {c['compile_wall_s']:8.2f}, tests {c['test_wall_s']:8.2f}", flush=True)
             if stage == "execute" and (args.reuse or args.idle_slots):
                 langs = [l.strip() for l in args.reuse.split(",") if l.strip()]
-                plain = recorded["verdicts"] if recorded else verdicts_by_solution(args, os.path.join(work, "build", "artifacts", "execute", "verdicts.parquet"))
+                plain = recorded["verdicts"] if recorded else verdicts_by_solution(args, artifact(work, "execute", "verdicts.parquet"))
                 base = manifest
                 if langs and not args.no_reuse_alone:
                     manifest = run_variant(args, work, base, wall, plain, "reuse", f"reuse = {json.dumps(langs)}\n", figures, failures)
@@ -330,6 +331,11 @@ def verdicts_by_solution(args, path):
     return json.loads(subprocess.run([args.python, "-c", VERDICTS_BY_SOLUTION, path], check=True, capture_output=True, text=True).stdout)
 
 
+def artifact(work, stage, name):
+    """A file of a stage's artifacts in the month's build directory."""
+    return os.path.join(work, "build", "artifacts", stage, name)
+
+
 def recorded_params(args):
     """What a recorded plain run must share with this one besides its inputs."""
     return {"n": args.n, "tests": args.tests, "max_elements": args.max_elements, "models": args.models, "cpu_ms": args.cpu_ms, "wall_ms": args.wall_ms,
@@ -341,7 +347,7 @@ def upstream_digest(work):
     record.json: what `execute` judges (solutions, tests, references)."""
     out = {}
     for s in STAGES[:STAGES.index("execute")]:
-        rec = os.path.join(work, "build", "artifacts", s, "record.json")
+        rec = artifact(work, s, "record.json")
         if os.path.exists(rec):
             with open(rec) as f:
                 for o in json.load(f).get("outputs", {}).values():
@@ -352,30 +358,37 @@ def upstream_digest(work):
 def save_plain(args, work, wall, cpu, rss, check):
     """--save-plain: the plain run's figures and verdicts, and what it judged, gzipped JSON
     (written to a temporary name and renamed)."""
-    verdicts = verdicts_by_solution(args, os.path.join(work, "build", "artifacts", "execute", "verdicts.parquet"))
+    verdicts = verdicts_by_solution(args, artifact(work, "execute", "verdicts.parquet"))
     body = {"params": recorded_params(args), "upstream": upstream_digest(work), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
             "peak_rss_mib": round(rss, 1), "test_check": check, "verdicts": verdicts,
-            "tool_fingerprint": json.load(open(os.path.join(work, "build", "artifacts", "execute", "record.json"))).get("tool_fingerprint")}
+            "tool_fingerprint": tool_fingerprint(work)}
     tmp = args.save_plain + ".tmp"
     with gzip.open(tmp, "wt") as f:
         json.dump(body, f, sort_keys=True, separators=(",", ":"))
     os.replace(tmp, args.save_plain)
 
 
+def tool_fingerprint(work):
+    """The source fingerprint of the coreb that built this month (from `generate`'s record)."""
+    with open(artifact(work, "generate", "record.json")) as f:
+        return json.load(f).get("tool_fingerprint")
+
+
 def load_recorded_plain(args, work):
-    """--plain-from: the recorded plain run, or why it does not apply to this month."""
+    """--plain-from: the recorded plain run; ValueError naming why when it does not apply to
+    this month."""
     with gzip.open(args.plain_from, "rt") as f:
         rec = json.load(f)
-    if rec["params"] != recorded_params(args):
-        return f"--plain-from {args.plain_from}: recorded with {rec['params']}, this run has {recorded_params(args)}"
-    with open(os.path.join(work, "build", "artifacts", "generate", "record.json")) as f:
-        tool = json.load(f).get("tool_fingerprint")
+    params = recorded_params(args)
+    if rec["params"] != params:
+        raise ValueError(f"--plain-from {args.plain_from}: recorded with {rec['params']}, this run has {params}")
+    tool = tool_fingerprint(work)
     if rec.get("tool_fingerprint") != tool:
-        return f"--plain-from {args.plain_from}: recorded by coreb {rec.get('tool_fingerprint')}, this run's is {tool} (another judge may judge otherwise)"
+        raise ValueError(f"--plain-from {args.plain_from}: recorded by coreb {rec.get('tool_fingerprint')}, this run's is {tool} (another judge may judge otherwise)")
     now = upstream_digest(work)
     differ = sorted(k for k in set(now) | set(rec["upstream"]) if now.get(k) != rec["upstream"].get(k))
     if differ:
-        return f"--plain-from {args.plain_from}: the stages before execute wrote other outputs than the recorded run's: {differ[:6]}"
+        raise ValueError(f"--plain-from {args.plain_from}: the stages before execute wrote other outputs than the recorded run's: {differ[:6]}")
     return rec
 
 
@@ -384,7 +397,7 @@ def run_variant(args, work, manifest, plain_wall, plain, label, settings, figure
     `idle_slots`): its wall and CPU beside the plain run's and the floor's, per language the
     summed test times of both, and every solution's verdicts compared with the plain run's
     (`plain`). Returns the manifest of this run (the rest of the month uses the last one)."""
-    verdicts_path = os.path.join(work, "build", "artifacts", "execute", "verdicts.parquet")
+    verdicts_path = artifact(work, "execute", "verdicts.parquet")
     variant = os.path.join(work, f"month-{label}.toml")
     with open(manifest) as f:
         text = f.read()
@@ -400,7 +413,7 @@ def run_variant(args, work, manifest, plain_wall, plain, label, settings, figure
         report = {}
     fast = (report.get("stats") or {}).get("fast_starts", 0)
     compiled = (report.get("stats") or {}).get("fast_compiles", 0)
-    record = json.load(open(os.path.join(work, "build", "artifacts", "execute", "record.json")))
+    record = json.load(open(artifact(work, "execute", "record.json")))
     gave_way = (record.get("local") or {}).get("tests_gave_way", 0)
     got = verdicts_by_solution(args, verdicts_path)
     differ = sorted(k for k in plain if plain[k]["verdicts"] != got.get(k, {}).get("verdicts") or plain[k]["passed"] != got.get(k, {}).get("passed"))
@@ -441,7 +454,7 @@ for r in t:
                 "verdicts": sorted({x["verdict"] for x in tests})})
 print(json.dumps(out))
 """
-    path = os.path.join(work, "build", "artifacts", "execute", "verdicts.parquet")
+    path = artifact(work, "execute", "verdicts.parquet")
     rows = json.loads(subprocess.run([args.python, "-c", script, path], check=True, capture_output=True, text=True).stdout)
     by = {}
     failures = []

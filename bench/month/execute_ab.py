@@ -28,7 +28,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run import timed, verdicts_by_solution  # noqa: E402
+from run import artifact, timed, verdicts_by_solution  # noqa: E402
 
 
 def main() -> int:
@@ -57,7 +57,7 @@ def main() -> int:
     if args.baseline:
         modes.update({f"{m}@baseline": (path, args.baseline) for m, (path, _) in list(modes.items())})
     gate = "skip_private_after_public_failure = true" in open(base).read()
-    verdicts_path = os.path.join(args.work, "build", "artifacts", "execute", "verdicts.parquet")
+    verdicts_path = artifact(args.work, "execute", "verdicts.parquet")
     order = ["floor", *modes]
     runs = {m: [] for m in order}
     failures = []
@@ -81,7 +81,7 @@ def main() -> int:
                 got = verdicts_by_solution(args, verdicts_path)
                 passed = {k: v["passed"] for k, v in got.items()}
                 verdicts.setdefault(mode, []).append(passed)
-                record = json.load(open(os.path.join(args.work, "build", "artifacts", "execute", "record.json")))
+                record = json.load(open(artifact(args.work, "execute", "record.json")))
                 extra = f"  tests gave way {(record.get('local') or {}).get('tests_gave_way', 0)}"
             runs[mode].append({"round": r + 1, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "load": open("/proc/loadavg").read().split()[0]})
             print(f"round {r + 1}  {mode:<11} wall {wall:8.2f} s  cpu {cpu:8.2f} s  load {runs[mode][-1]['load']}{extra}", flush=True)

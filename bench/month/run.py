@@ -244,8 +244,13 @@ def main() -> int:
                 figures["test_check"] = check
                 if not check.get("problems") or check.get("tests_rejected") or check.get("tests_unchecked"):
                     failures.append(f"execute: changed tests re-checked against their reference: {check}")
+                # The plain run's verdicts, read once: recorded, saved, and what the variants are compared with.
+                if recorded:
+                    plain = recorded["verdicts"]
+                elif args.save_plain or args.reuse or args.idle_slots:
+                    plain = verdicts_by_solution(args, artifact(work, "execute", "verdicts.parquet"))
                 if args.save_plain and not recorded:
-                    save_plain(args, work, wall, cpu, rss, check)
+                    save_plain(args, work, wall, cpu, rss, check, plain)
             if stage == "execute" and not args.no_floor:
                 # The floor, in the same run: the same solutions and tests as bare processes.
                 fl = subprocess.run([args.python, os.path.join(HERE, "floor.py"), os.path.join(work, "build"), "--wall-ms", str(args.wall_ms), "--jobs", str(os.cpu_count()),
@@ -264,7 +269,6 @@ def main() -> int:
                         print(f"{'':<11} {lang:<7} bare processes, summed wall s: compile {c['compile_wall_s']:8.2f}, tests {c['test_wall_s']:8.2f}", flush=True)
             if stage == "execute" and (args.reuse or args.idle_slots):
                 langs = [l.strip() for l in args.reuse.split(",") if l.strip()]
-                plain = recorded["verdicts"] if recorded else verdicts_by_solution(args, artifact(work, "execute", "verdicts.parquet"))
                 base = manifest
                 if langs and not args.no_reuse_alone:
                     manifest = run_variant(args, work, base, wall, plain, "reuse", f"reuse = {json.dumps(langs)}\n", figures, failures)
@@ -355,10 +359,9 @@ def upstream_digest(work):
     return out
 
 
-def save_plain(args, work, wall, cpu, rss, check):
-    """--save-plain: the plain run's figures and verdicts, and what it judged, gzipped JSON
-    (written to a temporary name and renamed)."""
-    verdicts = verdicts_by_solution(args, artifact(work, "execute", "verdicts.parquet"))
+def save_plain(args, work, wall, cpu, rss, check, verdicts):
+    """--save-plain: the plain run's figures and `verdicts` (verdicts_by_solution), and what
+    it judged, gzipped JSON (written to a temporary name and renamed)."""
     body = {"params": recorded_params(args), "upstream": upstream_digest(work), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
             "peak_rss_mib": round(rss, 1), "test_check": check, "verdicts": verdicts,
             "tool_fingerprint": tool_fingerprint(work)}

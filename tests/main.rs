@@ -14,6 +14,8 @@
 //! - `recheck` (issue #12): rewritten tests re-checked against a reference solution: `rewrite`
 //!   against a loopback endpoint asks for the reference, `execute` runs it in the sandbox and
 //!   rejects a bijected or model-rewritten test it fails.
+//! - `interrupt` (issue "A real month survives its operator"): the sample's `execute` stopped
+//!   part-way by SIGINT, SIGTERM and `kill -9`; the rerun judges only what was not committed.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
@@ -51,6 +53,7 @@ mod execute;
 mod fetch;
 mod fidelity;
 mod ingest;
+mod interrupt;
 mod layout;
 mod leaderboard;
 mod live;

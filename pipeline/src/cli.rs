@@ -166,7 +166,7 @@ pub struct BuildArgs {
     /// Stop after this stage.
     #[arg(long, value_enum)]
     pub until: Option<StageName>,
-    /// Worker threads (default: all cores). Outputs do not depend on it.
+    /// Worker threads (default, and 0: every core). Outputs do not depend on it.
     #[arg(long)]
     pub jobs: Option<usize>,
     /// Print the resolved plan and exit without running anything.
@@ -189,7 +189,7 @@ pub struct BuildArgs {
 pub struct StageArgs {
     /// The build manifest (TOML).
     pub manifest: PathBuf,
-    /// Worker threads (default: all cores). Outputs do not depend on it.
+    /// Worker threads (default, and 0: every core). Outputs do not depend on it.
     #[arg(long)]
     pub jobs: Option<usize>,
     /// Print one JSON summary object on stdout.

@@ -11,13 +11,42 @@ fn main() -> ExitCode {
         Err(err) => err.exit(),
     };
     coreb::init_logging();
+    if let Err(e) = coreb_base::interrupt::install() {
+        eprintln!("warning: SIGINT and SIGTERM will end coreb at once (no handler: {e})");
+    }
     match coreb::run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(2)
+            let status = exit_status(&err);
+            if interrupted(&err).is_some() {
+                // One line: what was kept and how to resume (the signal is in it).
+                eprintln!("{err}");
+            } else {
+                eprintln!("error: {err:#}");
+            }
+            status
         }
     }
+}
+
+/// The signal that stopped the work, if one did.
+fn interrupted(err: &anyhow::Error) -> Option<coreb_base::interrupt::Interrupted> {
+    use coreb_base::interrupt::Interrupted;
+    err.downcast_ref::<Interrupted>().or_else(|| err.chain().find_map(|e| e.downcast_ref::<Interrupted>())).copied()
+}
+
+/// 0 done, 1 the work failed (a stage, a gate, a check), 2 the command was wrong (a usage
+/// error: [`coreb_base::errors::Usage`] anywhere in the chain), 128 + the signal when a signal
+/// stopped the work ([`coreb_base::interrupt::Interrupted`]).
+fn exit_status(err: &anyhow::Error) -> ExitCode {
+    use coreb_base::errors::Usage;
+    if let Some(i) = interrupted(err) {
+        return ExitCode::from(i.exit_status());
+    }
+    if err.downcast_ref::<Usage>().is_some() || err.chain().any(|e| e.is::<Usage>()) {
+        return ExitCode::from(2);
+    }
+    ExitCode::from(1)
 }
 
 /// Keep freed multi-megabyte buffers in the heap instead of giving them back to the kernel.

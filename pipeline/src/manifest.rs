@@ -171,9 +171,11 @@ pub struct RunPlan {
 impl RunPlan {
     /// Read, parse and resolve a manifest.
     pub fn load(path: &Path, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
-        let text = fs_err::read_to_string(path)?;
-        let file: ManifestFile = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
-        let mut plan = Self::resolve(path, file, jobs).with_context(|| format!("resolving manifest `{}`", path.display()))?;
+        // A manifest that cannot be read, parsed or resolved is the command's mistake (exit 2).
+        let usage = |e: anyhow::Error| anyhow::Error::new(coreb_base::errors::Usage(format!("{e:#}")));
+        let text = fs_err::read_to_string(path).map_err(|e| usage(e.into()))?;
+        let file: ManifestFile = toml::from_str(&text).map_err(|e| usage(anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end())))?;
+        let mut plan = Self::resolve(path, file, jobs).with_context(|| format!("resolving manifest `{}`", path.display())).map_err(usage)?;
         plan.manifest_text = text;
         Ok(plan)
     }
@@ -204,7 +206,8 @@ impl RunPlan {
         stages.filter.validate().map_err(|e| anyhow::anyhow!("`stages.filter`: {e}"))?;
         llm.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
         let output_dir = lexical_join(&base, &output_dir);
-        let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+        // `--jobs 0` (or none) means every core.
+        let jobs = jobs.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let releases_dir = lexical_join(&base, &releases_dir.unwrap_or_else(|| PathBuf::from("../releases")));
         Ok(RunPlan {
             publish_dir: releases_dir.join(&version),

@@ -6,6 +6,8 @@
 //! - [`hashing`]: sha256 hex digests of bytes and files.
 //! - [`counts`]: field-by-field `+=` for mergeable stats structs ([`add_assign_fields!`]).
 //! - [`errors`]: an error and its causes as one line, for places that keep an error as text.
+//! - [`interrupt`]: SIGINT and SIGTERM as a flag that long work reads between its units, so
+//!   that it starts nothing new, commits what finished and stops ([`interrupt::Interrupted`]).
 //! - [`printer`]: all terminal output — human lines on stderr, `--json` summaries on stdout,
 //!   progress bars (plain progress lines when stderr is not a terminal).
 //!
@@ -17,4 +19,5 @@ pub mod counts;
 pub mod durable;
 pub mod errors;
 pub mod hashing;
+pub mod interrupt;
 pub mod printer;

@@ -24,8 +24,9 @@ use coreb_data::tables::verdicts::{read_verdicts, write_verdicts};
 use coreb_data::verdict::TestCheck;
 use coreb_sandbox::Sandbox;
 use stages::execute::driver::Harness;
+use stages::execute::journal::{DirJournal, Journal};
 use stages::execute::recheck::{ProblemCheck, RecheckProblem, RecheckSource, RecheckStats};
-use stages::execute::{ExecuteConfig, ExecuteError, ExecuteStats, ToolchainVersions, toolchain_versions};
+use stages::execute::{ExecuteConfig, ExecuteError, ExecuteStats, Hooks, ToolchainVersions, toolchain_versions};
 
 use super::{Engine, StageOutput, StageReport};
 use crate::artifacts::{StageRecord, input_key};
@@ -166,6 +167,8 @@ pub(super) fn run(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord, 
     let mut solutions = read_solutions(&engine.output(generate, "solutions")?)?;
     let verdicts = writer.path("verdicts.parquet");
     let checks_path = writer.path("test_checks.parquet");
+    // Solutions taken from the journal of an interrupted run, those judged now, and the journal.
+    let mut resumed = None;
     let (stats, without_problem, checks) = match parts {
         Some(parts) => merge_parts(&solutions, &parts, &verdicts, &checks_path)?,
         None => {
@@ -173,12 +176,42 @@ pub(super) fn run(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord, 
             // Problems stream from their table: only those being judged are in memory.
             let problems = coreb_data::tables::ProblemReader::open(&engine.output(rewrite, "problems")?)?.map(|p| p.map_err(ExecuteError::from));
             let recheck = TableRecheck::open(engine, filter, rewrite)?;
+            let journal = DirJournal::open(&journal_dir(engine), &key)?;
             let bar = engine.printer.progress(Some(solutions.len() as u64), "execute", false);
-            let output = stages::execute::execute_streaming(config, problems, &recheck, &solutions, &judge.sandbox, engine.plan.jobs, &|| bar.inc(1))?;
+            let hooks = Hooks { progress: &|| bar.inc(1), journal: &journal };
+            let listening = coreb_base::interrupt::listen();
+            let judged = stages::execute::execute_resumable(config, problems, &recheck, &solutions, &judge.sandbox, engine.plan.jobs, &hooks);
+            drop(listening);
             bar.finish_and_clear();
+            let output = match judged {
+                Ok(output) => output,
+                Err(ExecuteError::Interrupted(signal)) => {
+                    let _ = std::fs::remove_dir_all(writer.path(""));
+                    let kept: usize = journal.committed()?.iter().map(|p| p.solutions.len()).sum();
+                    return Err(anyhow::Error::new(signal).context(format!(
+                        "execute stopped by {}: {kept} of {} solutions judged are kept in `{}`; run the same command again (`coreb build {}`) to judge the other {}",
+                        signal.name(),
+                        solutions.len(),
+                        journal.dir().display(),
+                        engine.plan.manifest_path.display(),
+                        solutions.len() - kept,
+                    )));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            if output.resumed > 0 {
+                engine.printer.status(format!(
+                    "{:>10}: {} solutions judged by an interrupted run were kept (`{}`), {} judged now",
+                    "execute",
+                    output.resumed,
+                    journal.dir().display(),
+                    output.results.len() - output.resumed
+                ));
+            }
             write_verdicts(&verdicts, &output.results)?;
             let rows: Vec<TestCheck> = output.checks.iter().flat_map(|c| c.tests.iter().cloned()).collect();
             write_test_checks(&checks_path, &rows)?;
+            resumed = Some((output.resumed, output.results.len() - output.resumed, journal));
             (output.stats, output.without_problem, output.checks)
         }
     };
@@ -204,13 +237,32 @@ pub(super) fn run(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord, 
         "cpu_ms": cpu_ms,
         "tests_gave_way": gave_way,
     });
+    if let (Some((kept, now, _)), Some(obj)) = (&resumed, local.as_object_mut()) {
+        // What this run judged, and what it took from an interrupted one's journal.
+        obj.insert("solutions_judged".into(), serde_json::json!(now));
+        obj.insert("solutions_resumed".into(), serde_json::json!(kept));
+    }
     if let (StageOutput::Part(..), Some(obj)) = (&writer, local.as_object_mut()) {
         // What the merge adds up.
         obj.insert("part".into(), serde_json::json!({"stats": stats, "without_problem": without_problem}));
     }
     let report = writer.commit(engine, stage, &key, &[("verdicts", "verdicts.parquet"), ("test_checks", "test_checks.parquet")], summary, local)?;
+    if let Some((_, _, journal)) = resumed {
+        // Committed: the journal's work is in the stage's output now.
+        journal.remove()?;
+    }
     announce_check(engine, &report);
     Ok(report)
+}
+
+/// Where this process's run of `execute` commits judged problems as it goes
+/// ([`stages::execute::journal`]): `artifacts/.journal/execute`, or one directory per shard.
+fn journal_dir(engine: &Engine) -> PathBuf {
+    let name = match engine.slice_of(StageName::Execute) {
+        Some(slice) => format!("execute-{}", crate::engine::shard::part_name(slice)),
+        None => "execute".to_owned(),
+    };
+    engine.store().stage_dir(".journal").join(name)
 }
 
 /// The build's line about the re-check of changed tests (from the stage's summary).

@@ -50,6 +50,7 @@
 
 pub mod compare;
 pub mod driver;
+pub mod journal;
 pub mod recheck;
 pub mod reuse;
 pub mod toolchain;
@@ -129,6 +130,10 @@ pub enum ExecuteError {
     /// The inputs of the re-check of changed tests are inconsistent.
     #[error("re-checking changed tests: {0}")]
     Recheck(String),
+    /// A signal asked the run to stop ([`coreb_base::interrupt`]): what was committed to the
+    /// [`journal`] is kept.
+    #[error(transparent)]
+    Interrupted(#[from] coreb_base::interrupt::Interrupted),
 }
 
 /// Counts of one execute run; mergeable.
@@ -166,7 +171,7 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// What judging one solution cost.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cost {
     /// CPU milliseconds of its sandboxed runs (compile and tests).
     pub cpu_ms: u64,
@@ -207,6 +212,9 @@ pub struct ExecuteOutput {
     /// The re-check of every problem with a changed test that a solution needed, in problem
     /// order ([`recheck`]).
     pub checks: Vec<recheck::ProblemCheck>,
+    /// Solutions whose results an earlier, interrupted run committed to the [`journal`]
+    /// (not judged again).
+    pub resumed: usize,
 }
 
 /// `[stages.execute]`.
@@ -632,6 +640,8 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
         tests
             .par_iter()
             .map(|&(i, test)| {
+                // Once a signal asked to stop, no test starts.
+                coreb_base::interrupt::check()?;
                 let program = Program { argv: run_argv.clone(), env: env.clone(), stdin: test.input.as_bytes(), dir, access: DirAccess::ReadOnly, cache: None };
                 let outcome =
                     sandbox.run_sharing(&program, limits, busy).map_err(|source| ExecuteError::Sandbox { solution: solution.id.clone(), step: format!("test {i}"), source })?;
@@ -726,6 +736,36 @@ pub fn execute_streaming(
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<ExecuteOutput, ExecuteError> {
+    execute_resumable(config, problems, recheck, solutions, sandbox, jobs, &Hooks { progress, journal: &journal::NoJournal })
+}
+
+/// What a resumable run reports to, and commits to.
+pub struct Hooks<'a> {
+    /// Called once per judged solution (from the worker threads).
+    pub progress: &'a (dyn Fn() + Sync),
+    /// Where each window's judged problems are committed, and where an earlier run's are
+    /// found ([`journal`]).
+    pub journal: &'a dyn journal::Journal,
+}
+
+/// [`execute_streaming`] that resumes: the problems `hooks.journal` holds from an earlier run
+/// of the same inputs are not judged again (their results and checks are taken as
+/// committed), and each window's problems are committed to it as the window finishes.
+///
+/// Between units it reads [`coreb_base::interrupt::requested`]: once a signal has asked to
+/// stop, no solution or test starts, the window running is not committed (a test that a
+/// signal reached could have a verdict the signal made), and the run returns
+/// [`ExecuteError::Interrupted`]; every window finished before stays committed.
+pub fn execute_resumable(
+    config: &ExecuteConfig,
+    problems: impl Iterator<Item = Result<Problem, ExecuteError>>,
+    recheck: &(impl recheck::RecheckSource + ?Sized),
+    solutions: &[Solution],
+    sandbox: &Sandbox,
+    jobs: usize,
+    hooks: &Hooks<'_>,
+) -> Result<ExecuteOutput, ExecuteError> {
+    let progress = hooks.progress;
     config.validate()?;
     let mut slots_of: HashMap<&ProblemId, Vec<usize>> = HashMap::new();
     for (i, s) in solutions.iter().enumerate() {
@@ -755,19 +795,53 @@ pub fn execute_streaming(
     let judge = WindowJudge { config, sandbox, busy: busy.as_ref(), solutions, slots_of: &slots_of, recheck, root: root.path(), pool: &pool, progress };
     let mut judged: Vec<Option<(SolutionResult, Cost)>> = (0..solutions.len()).map(|_| None).collect();
     let mut checks: Vec<recheck::ProblemCheck> = Vec::new();
+    // What an earlier run committed: taken as judged, and its problems skipped below.
+    let mut seen: HashSet<ProblemId> = HashSet::new();
+    let mut resumed = 0usize;
+    for p in resume(hooks.journal.committed()?, solutions, &slots_of) {
+        resumed += p.solutions.len();
+        (0..p.solutions.len()).for_each(|_| progress());
+        for ((result, cost), slot) in p.solutions.into_iter().zip(&slots_of[&p.problem_id]) {
+            judged[*slot] = Some((result, cost));
+        }
+        checks.extend(p.check);
+        seen.insert(p.problem_id);
+    }
     let mut windows = 0usize;
     let mut judge_window = |batch: &mut Vec<Problem>| -> Result<(), ExecuteError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        coreb_base::interrupt::check()?;
         let (done, window_checks) = judge.window(batch, windows)?;
         windows += 1;
-        for (slot, result) in done {
-            judged[slot] = Some(result?);
+        let mut by_slot: HashMap<usize, Judged> = done.into_iter().collect();
+        let mut check_of: HashMap<ProblemId, recheck::ProblemCheck> =
+            window_checks.into_iter().filter_map(|c| c.tests.first().map(|t| t.problem_id.clone()).map(|id| (id, c))).collect();
+        let mut commit = Vec::with_capacity(batch.len());
+        for p in batch.iter() {
+            let check = check_of.remove(&p.id);
+            let whole = check.as_ref().is_some_and(|c| c.rejected_whole);
+            let mut results = Vec::new();
+            for slot in slots_of[&p.id].iter().filter(|_| !whole) {
+                match by_slot.remove(slot) {
+                    Some(result) => results.push((*slot, result?)),
+                    None => return Err(ExecuteError::Recheck(format!("solution `{}` was not judged", solutions[*slot].id))),
+                }
+            }
+            for (slot, result) in &results {
+                judged[*slot] = Some(result.clone());
+            }
+            commit.push(journal::JudgedProblem { problem_id: p.id.clone(), check: check.clone(), solutions: results.into_iter().map(|(_, r)| r).collect() });
+            checks.extend(check);
         }
-        checks.extend(window_checks);
+        // A window that a signal reached is not committed: its verdicts could be the signal's.
+        coreb_base::interrupt::check()?;
+        hooks.journal.commit(&commit)?;
         batch.clear();
         Ok(())
     };
     let mut batch = Vec::with_capacity(window);
-    let mut seen: HashSet<ProblemId> = HashSet::new();
     for problem in problems {
         let problem = problem?;
         if !slots_of.contains_key(&problem.id) || !seen.insert(problem.id.clone()) {
@@ -782,7 +856,23 @@ pub fn execute_streaming(
     // The checks by problem id, whatever the order problems came in.
     checks.sort_by(|a, b| a.tests.first().map(|t| &t.problem_id).cmp(&b.tests.first().map(|t| &t.problem_id)));
     let (results, without_problem, stats) = tally(solutions, judged);
-    Ok(ExecuteOutput { results, without_problem, stats, checks })
+    Ok(ExecuteOutput { results, without_problem, stats, checks, resumed })
+}
+
+/// The committed problems that still hold for `solutions`: each once, with a result for
+/// exactly its solutions (in their order) or rejected whole by its re-check. Anything else
+/// (a journal of other solutions) is judged again.
+fn resume(committed: Vec<journal::JudgedProblem>, solutions: &[Solution], slots_of: &HashMap<&ProblemId, Vec<usize>>) -> Vec<journal::JudgedProblem> {
+    let mut taken = HashSet::new();
+    committed
+        .into_iter()
+        .filter(|p| {
+            let Some(slots) = slots_of.get(&p.problem_id) else { return false };
+            let whole = p.check.as_ref().is_some_and(|c| c.rejected_whole);
+            let exact = p.solutions.len() == slots.len() && p.solutions.iter().zip(slots).all(|((r, _), &slot)| r.solution_id == solutions[slot].id);
+            ((whole && p.solutions.is_empty()) || (!whole && exact)) && taken.insert(p.problem_id.clone())
+        })
+        .collect()
 }
 
 /// A window's results (by index in `solutions`) and its problems' checks.
@@ -828,9 +918,13 @@ impl<R: recheck::RecheckSource + ?Sized> WindowJudge<'_, R> {
         let done = self.pool.install(|| {
             work.par_iter()
                 .map(|(slot, harness, tests, gate)| {
-                    let result =
-                        judge_solution(self.config, self.sandbox, self.busy, &Submission { solution: &self.solutions[*slot], harness, tests, gate: *gate }, self.root, *slot);
-                    (self.progress)();
+                    // Once a signal asked to stop, no solution starts.
+                    let result = coreb_base::interrupt::check().map_err(ExecuteError::from).and_then(|()| {
+                        judge_solution(self.config, self.sandbox, self.busy, &Submission { solution: &self.solutions[*slot], harness, tests, gate: *gate }, self.root, *slot)
+                    });
+                    if result.is_ok() {
+                        (self.progress)();
+                    }
                     (*slot, result)
                 })
                 .collect()

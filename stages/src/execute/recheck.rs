@@ -82,7 +82,7 @@ impl RecheckSource for [RecheckProblem] {
 }
 
 /// What the check decided for one problem.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProblemCheck {
     /// One row per test.
     pub tests: Vec<TestCheck>,

@@ -16,6 +16,8 @@
 //!   rejects a bijected or model-rewritten test it fails.
 //! - `interrupt` (issue "A real month survives its operator"): the sample's `execute` stopped
 //!   part-way by SIGINT, SIGTERM and `kill -9`; the rerun judges only what was not committed.
+//! - `operate` (issue "A real month survives its operator"): `build --check` and the preflight,
+//!   exit codes, `--jobs 0`, a waiting build naming the lock's holder, `coreb plan --out` paths.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
@@ -59,6 +61,7 @@ mod leaderboard;
 mod live;
 mod llm;
 mod month;
+mod operate;
 mod recheck;
 mod release;
 mod scaleout;

@@ -172,6 +172,14 @@ pub struct BuildArgs {
     /// Print the resolved plan and exit without running anything.
     #[arg(long)]
     pub show_plan: bool,
+    /// Run the preflight checks alone (directories writable, the API key of a live build,
+    /// the endpoint's settings, the judge's toolchains, the composition) and print the
+    /// stages the build would run; exit 0 when it could run, 1 naming every problem.
+    #[arg(long, conflicts_with = "show_plan")]
+    pub check: bool,
+    /// No status lines or progress on stderr (errors are still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
     /// Print one JSON summary object per stage on stdout.
     #[arg(long)]
     pub json: bool,
@@ -195,6 +203,9 @@ pub struct StageArgs {
     /// Print one JSON summary object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// No status lines or progress on stderr (errors are still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
     /// Keep build artifacts here instead of the manifest's `output_dir`.
     #[arg(long)]
     pub output_dir: Option<PathBuf>,

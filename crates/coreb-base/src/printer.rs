@@ -17,17 +17,24 @@ pub const PROGRESS_EVERY: Duration = Duration::from_secs(30);
 pub struct Printer {
     /// `--json`: machine-readable summaries on stdout, human lines suppressed.
     pub json: bool,
+    /// `-q/--quiet`: no status lines or progress on stderr (errors are still printed).
+    pub quiet: bool,
 }
 
 impl Printer {
     /// A printer for a command run with or without `--json`.
     pub fn new(json: bool) -> Self {
-        Printer { json }
+        Printer { json, quiet: false }
+    }
+
+    /// The same printer, without status lines and progress when `quiet` (`-q`).
+    pub fn quiet(self, quiet: bool) -> Self {
+        Printer { quiet, ..self }
     }
 
     /// A human-facing status line (stderr), hidden under `--json`.
     pub fn status(&self, line: impl std::fmt::Display) {
-        if !self.json {
+        if !self.json && !self.quiet {
             eprintln!("{line}");
         }
     }
@@ -62,7 +69,7 @@ impl Printer {
             bar.set_style(style.progress_chars("=> "));
         }
         bar.set_message(message.to_owned());
-        if self.json {
+        if self.json || self.quiet {
             bar.set_draw_target(ProgressDrawTarget::hidden());
         } else if !std::io::stderr().is_terminal() {
             progress_lines(&bar, bytes, PROGRESS_EVERY, |line| eprintln!("{line}"));

@@ -10,14 +10,21 @@ use coreb_base::printer::Printer;
 
 /// Run `coreb build`.
 pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
-    let BuildArgs { manifest, until, jobs, show_plan, json, output_dir, publish_dir } = args;
+    let BuildArgs { manifest, until, jobs, show_plan, check, quiet, json, output_dir, publish_dir } = args;
     let plan = PlanOverrides { output_dir, publish_dir }.load(&manifest, jobs)?;
-    let printer = Printer::new(json);
+    let printer = Printer::new(json).quiet(quiet);
     if show_plan {
         printer.out(serde_json::to_string_pretty(&plan)?);
         return Ok(ExitCode::SUCCESS);
     }
     let until = until.unwrap_or(StageName::Release);
+    if check {
+        let engine = Engine::new(plan, printer, false)?;
+        for line in engine.check(until)? {
+            printer.out(line);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let engine = Engine::new(plan, printer, true)?;
     let reports = engine.run_until(until)?;
     if let Some(release) = reports.iter().find(|r| r.stage == StageName::Release) {
@@ -28,9 +35,9 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
 
 /// Run one stage command (with `--shard i/N`: one shard process of it).
 pub fn stage(stage: StageName, args: StageArgs) -> anyhow::Result<ExitCode> {
-    let StageArgs { manifest, jobs, json, output_dir, shard } = args;
+    let StageArgs { manifest, jobs, json, quiet, output_dir, shard } = args;
     let plan = PlanOverrides { output_dir, publish_dir: None }.load(&manifest, jobs)?;
-    let printer = Printer::new(json);
+    let printer = Printer::new(json).quiet(quiet);
     let engine = Engine::new(plan, printer, false)?.with_shard(shard);
     let reports = engine.run_until(stage)?;
     if let Some(last) = reports.last() {

@@ -26,6 +26,7 @@ mod filter;
 mod ingest;
 pub mod llm;
 mod overrides;
+pub mod preflight;
 mod qrels;
 mod release;
 pub mod release_build;
@@ -262,7 +263,8 @@ impl Engine {
 
     /// The lock that serialises writers of this build's artifact store.
     fn lock(&self) -> anyhow::Result<Lock> {
-        Lock::exclusive(&self.store.stage_dir(".lock"))
+        let path = self.store.stage_dir(".lock");
+        Lock::exclusive(&path, |holder| self.printer.status(format!("waiting for the lock on the build directory `{}`, held by {holder}", self.plan.output_dir.display())))
     }
 
     /// Answer LLM requests with `gateway` instead of the manifest's endpoint and store.
@@ -315,9 +317,7 @@ impl Engine {
                 slice.count
             );
         }
-        if until >= StageName::Execute {
-            self.judge()?;
-        }
+        self.preflight(until)?;
         let mut lock = Some(self.lock()?);
         let mut reports: Vec<StageReport> = Vec::new();
         // `ingest`, when it ran together with `fetch`, and how long it took.
@@ -384,6 +384,37 @@ impl Engine {
         }
         drop(lock);
         Ok(reports)
+    }
+
+    /// Check, before any stage runs, what the build up to `until` needs
+    /// ([`preflight::Preflight`]), and the judge's toolchains when it reaches `execute`.
+    fn preflight(&self, until: StageName) -> anyhow::Result<()> {
+        preflight::Preflight { plan: &self.plan, until, own_gateway: self.gateway.is_some() }.check()?;
+        if until >= StageName::Execute {
+            self.judge()?;
+        }
+        Ok(())
+    }
+
+    /// `coreb build --check`: the preflight alone, then the plan: one line per stage up to
+    /// `until`, saying whether the artifact store holds a record of it (a recorded stage whose
+    /// inputs are unchanged is skipped).
+    pub fn check(&self, until: StageName) -> anyhow::Result<Vec<String>> {
+        self.preflight(until)?;
+        let plan = &self.plan;
+        let mut lines = vec![
+            format!("preflight passed: `{}` can build `{}` ({} worker threads, LLM mode {:?})", plan.manifest_path.display(), plan.version, plan.jobs, plan.llm.mode),
+            format!("  artifacts: {}", self.store.stage_dir("").display()),
+            format!("  publishes: {}", plan.publish_dir.display()),
+        ];
+        for stage in StageName::ALL.into_iter().filter(|s| *s <= until) {
+            let state = match self.store.record(stage.as_str())? {
+                Some(_) => "recorded: skipped if its inputs are unchanged",
+                None => "not built yet: runs",
+            };
+            lines.push(format!("{:>12}  {state}", stage.as_str()));
+        }
+        Ok(lines)
     }
 
     fn announce(&self, report: &StageReport, wall: std::time::Duration) {

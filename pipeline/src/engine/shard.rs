@@ -256,22 +256,38 @@ pub struct Lock {
 }
 
 impl Lock {
-    /// Wait for the lock on `path` (made if missing).
-    pub fn exclusive(path: &Path) -> anyhow::Result<Lock> {
+    /// Take the lock on `path` (made if missing). When another process holds it, call
+    /// `waiting` once with what the holder wrote of itself (its pid and command line), then
+    /// wait. The holder's line is written into the lock file once it is taken.
+    pub fn exclusive(path: &Path, waiting: impl FnOnce(&str)) -> anyhow::Result<Lock> {
         if let Some(dir) = path.parent() {
             fs_err::create_dir_all(dir)?;
         }
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).with_context(|| format!("opening the lock `{}`", path.display()))?;
-        loop {
+        let mut file =
+            std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).with_context(|| format!("opening the lock `{}`", path.display()))?;
+        let flock = |file: &std::fs::File, how: i32| loop {
             // SAFETY: `flock` on a file descriptor this function owns.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                return Ok(Lock { _file: file });
+            if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
+                return Ok(true);
             }
             let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(e).with_context(|| format!("locking `{}`", path.display()));
+            match e.kind() {
+                std::io::ErrorKind::Interrupted => continue,
+                std::io::ErrorKind::WouldBlock => return Ok(false),
+                _ => return Err(e).with_context(|| format!("locking `{}`", path.display())),
             }
+        };
+        if !flock(&file, libc::LOCK_EX | libc::LOCK_NB)? {
+            let holder = std::fs::read_to_string(path).unwrap_or_default();
+            let holder = holder.trim();
+            waiting(if holder.is_empty() { "another coreb process" } else { holder });
+            flock(&file, libc::LOCK_EX)?;
         }
+        // Who holds it now, for the next one to wait.
+        use std::io::{Seek, Write};
+        let me = format!("pid {} (`{}`)", std::process::id(), std::env::args().collect::<Vec<_>>().join(" "));
+        let _ = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| file.write_all(me.as_bytes()));
+        Ok(Lock { _file: file })
     }
 }
 

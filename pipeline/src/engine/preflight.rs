@@ -1,0 +1,177 @@
+//! The checks a build makes before its first stage, so that what would fail late fails at
+//! once: the directories it writes are writable, the API key of a live build is set, the
+//! composition can be made from the models and languages configured. (The judge's
+//! toolchains are checked by [`super::execute::preflight`] in the same place.)
+//!
+//! Every problem found is one line naming the setting and the manifest file; all of them are
+//! reported together. `coreb build --check` runs these checks alone.
+
+use std::path::{Path, PathBuf};
+
+use coreb_llm::{LlmStage, StoreMode};
+
+use crate::engine::stage::StageName;
+use crate::manifest::RunPlan;
+
+/// What the checks need beyond the plan.
+pub struct Preflight<'a> {
+    /// The plan.
+    pub plan: &'a RunPlan,
+    /// The last stage the build runs.
+    pub until: StageName,
+    /// A gateway is given in place of the manifest's endpoint (no key, no store needed).
+    pub own_gateway: bool,
+}
+
+impl Preflight<'_> {
+    /// Every problem found, one line each (empty: none).
+    pub fn problems(&self) -> Vec<String> {
+        let plan = self.plan;
+        let file = plan.manifest_path.display();
+        let mut problems = Vec::new();
+        if let Err(e) = writable(&plan.output_dir) {
+            problems.push(format!("`output_dir` = `{}` (in `{file}`, or `--output-dir`): {e}", plan.output_dir.display()));
+        }
+        let llm = self.until >= StageName::Rewrite && !self.own_gateway;
+        if llm {
+            match plan.llm.mode {
+                StoreMode::Replay if !plan.response_store.is_dir() => problems.push(format!(
+                    "`response_store` = `{}` (in `{file}`): `llm.mode = \"replay\"` answers from this store only, and it does not exist",
+                    plan.response_store.display()
+                )),
+                StoreMode::Replay => {}
+                StoreMode::Live | StoreMode::RecordOnly => {
+                    if let Err(e) = writable(&plan.response_store) {
+                        problems.push(format!("`response_store` = `{}` (in `{file}`): {e}", plan.response_store.display()));
+                    }
+                    if let Err(e) = coreb_llm::gateway::api_key_from_env(&plan.llm) {
+                        problems.push(format!("`llm.api_key_env` = `{}` (in `{file}`): {e}", plan.llm.api_key_env));
+                    }
+                }
+            }
+        }
+        if self.until >= StageName::Release {
+            let releases = plan.publish_dir.parent().unwrap_or(&plan.publish_dir);
+            if let Err(e) = writable(releases) {
+                problems.push(format!("`releases_dir` = `{}` (in `{file}`, or `--publish-dir`): {e}", releases.display()));
+            }
+        }
+        if self.until >= StageName::Qrels {
+            problems.extend(composition(plan));
+        }
+        problems
+    }
+
+    /// Run the checks: an error listing every problem, one per line.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let problems = self.problems();
+        if problems.is_empty() {
+            return Ok(());
+        }
+        anyhow::bail!("preflight: the build would fail; nothing was run:\n  {}", problems.join("\n  "))
+    }
+}
+
+/// Whether the composition of the series can be made from what the manifest generates.
+fn composition(plan: &RunPlan) -> Vec<String> {
+    let file = plan.manifest_path.display();
+    let models = plan.llm.models(LlmStage::Generate);
+    let languages = &plan.stages.generate.languages;
+    let qrels = &plan.stages.qrels;
+    let mut problems = Vec::new();
+    for (key, model) in [("anchor_model", &qrels.anchor_model), ("target_model", &qrels.target_model)] {
+        if let Some(m) = model.as_ref().filter(|m| !models.contains(m)) {
+            problems.push(format!("`stages.qrels.{key}` = `{m}` (in `{file}`) is not among the generating models ({})", models.join(", ")));
+        }
+    }
+    if !languages.contains(&qrels.anchor_language) {
+        problems.push(format!("`stages.qrels.anchor_language` = `{}` (in `{file}`) is not among `stages.generate.languages`", qrels.anchor_language));
+    }
+    let waived = plan.gates.waive.iter().any(|g| g == "hard_negatives");
+    if models.len() < 2 && plan.gates.min_hard_negative_share > 0.0 && !waived {
+        problems.push(format!(
+            "`llm.stages.generate.models` (in `{file}`) names one model ({}): hard negatives are solutions of another model, so the `hard_negatives` gate (`gates.min_hard_negative_share` = {}) would refuse the release; name a second model",
+            models.join(", "),
+            plan.gates.min_hard_negative_share
+        ));
+    }
+    problems
+}
+
+/// Whether files can be made in `dir` (or, while it does not exist, in its nearest existing
+/// ancestor, where it would be made).
+fn writable(dir: &Path) -> Result<(), String> {
+    let mut at: PathBuf = dir.to_owned();
+    while !at.exists() {
+        match at.parent() {
+            Some(p) => at = p.to_owned(),
+            None => return Err("no existing directory above it".into()),
+        }
+    }
+    if !at.is_dir() {
+        return Err(format!("`{}` is not a directory", at.display()));
+    }
+    tempfile::Builder::new().prefix(".coreb-preflight-").tempfile_in(&at).map(drop).map_err(|e| format!("cannot write in `{}`: {e}", at.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> RunPlan {
+        RunPlan::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/sample.toml"), Some(1)).unwrap()
+    }
+
+    fn problems(plan: &RunPlan, until: StageName) -> Vec<String> {
+        Preflight { plan, until, own_gateway: false }.problems()
+    }
+
+    #[test]
+    fn the_sample_passes() {
+        assert_eq!(problems(&sample(), StageName::Release), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_unwritable_releases_dir_is_named_before_any_stage() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("a-file");
+        std::fs::write(&file, "").unwrap();
+        let mut plan = sample();
+        plan.publish_dir = file.join("v202503");
+        let found = problems(&plan, StageName::Release);
+        assert!(found.len() == 1 && found[0].starts_with("`releases_dir`") && found[0].contains("is not a directory"), "{found:?}");
+        // A build that stops before `release` does not need it.
+        assert!(problems(&plan, StageName::Qrels).is_empty());
+        plan.output_dir = file.join("build");
+        assert!(problems(&plan, StageName::Fetch)[0].starts_with("`output_dir`"));
+    }
+
+    #[test]
+    fn a_live_build_needs_its_key_and_a_replay_its_store() {
+        let mut plan = sample();
+        plan.llm.mode = StoreMode::Live;
+        plan.llm.api_key_env = "COREB_PREFLIGHT_TEST_KEY_THAT_IS_NOT_SET".into();
+        let found = problems(&plan, StageName::Rewrite);
+        assert!(found.len() == 1 && found[0].contains("COREB_PREFLIGHT_TEST_KEY_THAT_IS_NOT_SET") && found[0].contains("sample.toml"), "{found:?}");
+        // Before the LLM stages, or with a gateway of the caller's, no key is needed.
+        assert!(problems(&plan, StageName::Filter).is_empty());
+        assert!(Preflight { plan: &plan, until: StageName::Release, own_gateway: true }.problems().is_empty());
+        let mut replay = sample();
+        replay.response_store = replay.output_dir.join("no-such-store");
+        assert!(problems(&replay, StageName::Rewrite)[0].contains("does not exist"));
+    }
+
+    #[test]
+    fn a_composition_the_models_cannot_make_is_named() {
+        let mut plan = sample();
+        plan.llm.stages.entry(LlmStage::Generate).or_default().models = vec!["only-one".into()];
+        let found = problems(&plan, StageName::Release);
+        assert!(found.len() == 1 && found[0].contains("names one model (only-one)") && found[0].contains("min_hard_negative_share"), "{found:?}");
+        assert!(problems(&plan, StageName::Execute).is_empty(), "checked only for builds that compose the qrels");
+        plan.gates.waive.push("hard_negatives".into());
+        assert!(problems(&plan, StageName::Release).is_empty());
+        let mut plan = sample();
+        plan.stages.qrels.target_model = Some("not-a-model".into());
+        assert!(problems(&plan, StageName::Release)[0].starts_with("`stages.qrels.target_model` = `not-a-model`"));
+    }
+}

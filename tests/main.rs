@@ -14,6 +14,9 @@
 //! - `recheck` (issue #12): rewritten tests re-checked against a reference solution: `rewrite`
 //!   against a loopback endpoint asks for the reference, `execute` runs it in the sandbox and
 //!   rejects a bijected or model-rewritten test it fails.
+//! - `regeneration` (issue 48): results know their release (`eval --run`, `--allow-partial`,
+//!   `compare`, the leaderboard), audits and `programs` read the build that made the release, and
+//!   the help texts, `store stats`, `export` and `trec-eval` on a release's BEIR qrels.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
@@ -57,6 +60,7 @@ mod live;
 mod llm;
 mod month;
 mod recheck;
+mod regeneration;
 mod release;
 mod scaleout;
 mod series;

@@ -18,6 +18,9 @@
 //!   part-way by SIGINT, SIGTERM and `kill -9`; the rerun judges only what was not committed.
 //! - `operate` (issue "A real month survives its operator"): `build --check` and the preflight,
 //!   exit codes, `--jobs 0`, a waiting build naming the lock's holder, `coreb plan --out` paths.
+//! - `regeneration` (issue 48): results know their release (`eval --run`, `--allow-partial`,
+//!   `compare`, the leaderboard), audits and `programs` read the build that made the release, and
+//!   the help texts, `store stats`, `export` and `trec-eval` on a release's BEIR qrels.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
@@ -63,6 +66,7 @@ mod llm;
 mod month;
 mod operate;
 mod recheck;
+mod regeneration;
 mod release;
 mod scaleout;
 mod series;

@@ -101,6 +101,11 @@ impl ArtifactStore {
         Ok(ArtifactStore { root: root.to_owned() })
     }
 
+    /// The store at `root` for reading only: nothing is created; `None` when it does not exist.
+    pub fn existing(root: &Path) -> Option<Self> {
+        root.is_dir().then(|| ArtifactStore { root: root.to_owned() })
+    }
+
     /// The directory of a completed stage.
     pub fn stage_dir(&self, stage: &str) -> PathBuf {
         self.root.join(stage)

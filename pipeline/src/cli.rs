@@ -55,13 +55,13 @@ pub enum Command {
     #[command(after_help = BUILD_EXAMPLES)]
     Build(BuildArgs),
     /// Download (or hash in place) the source files of a manifest.
-    Fetch(StageArgs),
+    Fetch(PlainStageArgs),
     /// Decode LiveCodeBench JSONL into the typed `problems` table.
-    Ingest(StageArgs),
+    Ingest(PlainStageArgs),
     /// Remove exact and near-duplicate problems, also against earlier releases.
-    Dedup(StageArgs),
+    Dedup(PlainStageArgs),
     /// Keep problems with an English statement, enough text and at least one test.
-    Filter(StageArgs),
+    Filter(PlainStageArgs),
     /// Rewrite problems counterfactually through an LLM.
     Rewrite(StageArgs),
     /// Write four distractor statements per problem.
@@ -75,9 +75,9 @@ pub enum Command {
     /// Write developer-style search queries.
     Queries(StageArgs),
     /// Assign graded relevance judgements.
-    Qrels(StageArgs),
+    Qrels(PlainStageArgs),
     /// Publish the release directory and its MANIFEST.
-    Release(StageArgs),
+    Release(PlainStageArgs),
     /// Rebuild a published release and compare every checksum.
     Verify(VerifyArgs),
     /// Check a release's validity from its files alone: ids, judgements, self-retrieval,
@@ -155,7 +155,7 @@ The problem file is LiveCodeBench JSONL (public and private tests); the solution
 
 const EXPORT_EXAMPLES: &str = "Examples:
   coreb export --layout hf-coreb releases/sample /tmp/coreb-hf
-      then: load_dataset(\"/tmp/coreb-hf\", \"code_corpus\", split=\"release_v202503\")
+      then: load_dataset(\"/tmp/coreb-hf\", \"code_corpus\", split=\"release_v2503\")
   coreb export releases /tmp/coreb-hf && huggingface-cli upload <you>/coreb /tmp/coreb-hf --repo-type dataset";
 
 /// Arguments of `coreb build`.
@@ -217,6 +217,29 @@ pub struct StageArgs {
     /// later stage or build, combines the parts once all `N` are complete.
     #[arg(long, value_name = "I/N", value_parser = ShardSpec::parse)]
     pub shard: Option<ShardSpec>,
+}
+
+/// Arguments of the stage commands that do not run as shard processes (`fetch`, `ingest`,
+/// `dedup`, `filter`, `qrels`, `release`): [`StageArgs`] without `--shard`.
+#[derive(Debug, Args)]
+pub struct PlainStageArgs {
+    /// The build manifest (TOML).
+    pub manifest: PathBuf,
+    /// Worker threads (default: all cores). Outputs do not depend on it.
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Print one JSON summary object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Keep build artifacts here instead of the manifest's `output_dir`.
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+}
+
+impl From<PlainStageArgs> for StageArgs {
+    fn from(a: PlainStageArgs) -> StageArgs {
+        StageArgs { manifest: a.manifest, jobs: a.jobs, json: a.json, output_dir: a.output_dir, shard: None }
+    }
 }
 
 /// Arguments of `coreb verify`.
@@ -281,7 +304,8 @@ pub struct ExportArgs {
     /// The layout to write.
     #[arg(long, value_enum, default_value = "hf-coreb")]
     pub layout: ExportLayout,
-    /// The directory whose releases (subdirectories with a MANIFEST.json) are exported.
+    /// A release (a directory with a MANIFEST.json), or the directory whose releases (its
+    /// subdirectories with one) are exported.
     pub releases_dir: PathBuf,
     /// The dataset folder to write (an earlier export there is replaced).
     pub out: PathBuf,
@@ -371,7 +395,7 @@ pub enum LangArg {
 /// Arguments of `coreb judge`.
 #[derive(Debug, Args)]
 pub struct JudgeArgs {
-    /// A JSONL file in LiveCodeBench layout; the first row (or `--problem`) is judged.
+    /// A JSONL file in LiveCodeBench layout; the first row (or the one `--problem-id` names) is judged.
     pub problem: PathBuf,
     /// The solution's source file.
     pub solution: PathBuf,
@@ -565,6 +589,10 @@ pub struct PlanArgs {
 pub struct ProgramsArgs {
     /// The build manifest; its `rewrite` and `generate` stages must have run.
     pub manifest: PathBuf,
+    /// The build directory whose artifacts are read, as `coreb build --output-dir` was given
+    /// (default: the manifest's `output_dir`). Only read: nothing is created there.
+    #[arg(long, visible_alias = "build-dir")]
+    pub output_dir: Option<PathBuf>,
     /// Where to write `<solution id>/<source file>` and `index.jsonl` (one line per program:
     /// solution_id, problem_id, language, file, main_class).
     #[arg(long)]

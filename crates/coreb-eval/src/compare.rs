@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::beir;
-use crate::report::{self, GroupComparisons, QueryScores, measure};
+use crate::leaderboard::store::release_identity;
+use crate::report::{self, GroupComparisons, QueryScores, ReleaseIdentity, measure};
 use crate::run::{dataset_dirs, drop_own_documents};
 use crate::significance::{BootstrapConfig, PairedComparison, RANDOMIZATION_ROUNDS};
 use anyhow::{Context as _, bail};
@@ -22,6 +23,9 @@ struct ResultsFile {
     retriever: String,
     ks: Vec<usize>,
     tasks: Vec<ResultsTask>,
+    /// Absent from results of an older coreb, `null` for a bare BEIR folder.
+    #[serde(default)]
+    release: Option<ReleaseIdentity>,
 }
 
 #[derive(Deserialize)]
@@ -36,6 +40,8 @@ struct ResultsTask {
 struct Side {
     label: String,
     tasks: BTreeMap<String, Vec<QueryScores>>,
+    /// The release it was evaluated on, when known.
+    release: Option<ReleaseIdentity>,
 }
 
 /// One task's comparison.
@@ -62,6 +68,9 @@ pub struct Comparison {
     pub bootstrap: BootstrapConfig,
     /// Rounds of the randomisation test.
     pub randomization_rounds: usize,
+    /// The release both were evaluated on (`null` when a side does not record it: results of
+    /// a bare BEIR folder or of an older coreb).
+    pub release: Option<ReleaseIdentity>,
     /// Per task, in name order.
     pub tasks: Vec<TaskComparison>,
 }
@@ -95,7 +104,7 @@ fn load(path: &Path, release: Option<&Path>, name: &str, k: usize) -> anyhow::Re
             };
             tasks.insert(t.task, queries.iter().map(|q| pick(q, name, i)).collect());
         }
-        return Ok(Side { label: file.retriever, tasks });
+        return Ok(Side { label: file.retriever, tasks, release: file.release });
     }
     let Some(release) = release else {
         bail!("`{}` is a run file: `--release` names the release it is evaluated on", path.display());
@@ -111,7 +120,7 @@ fn load(path: &Path, release: Option<&Path>, name: &str, k: usize) -> anyhow::Re
         let task = report::task_report(&data, &results, &cfg.ks, cfg.level);
         tasks.insert(data.name.clone(), task.queries.iter().map(|q| pick(q, name, 0)).collect());
     }
-    Ok(Side { label: format!("run:{}", path.display()), tasks })
+    Ok(Side { label: format!("run:{}", path.display()), tasks, release: release_identity(release)? })
 }
 
 /// What to compare.
@@ -136,6 +145,12 @@ pub fn compare(opts: &CompareOptions) -> anyhow::Result<Comparison> {
     let (name, k) = parse_metric(&opts.metric)?;
     let side_a = load(&opts.a, opts.release.as_deref(), &name, k)?;
     let side_b = load(&opts.b, opts.release.as_deref(), &name, k)?;
+    if let (Some(ra), Some(rb)) = (&side_a.release, &side_b.release)
+        && ra != rb
+    {
+        bail!("A (`{}`) was evaluated on {ra} and B (`{}`) on {rb}: results of different releases are not compared", opts.a.display(), opts.b.display());
+    }
+    let release = side_a.release.clone().filter(|_| side_b.release.is_some());
     if side_a.tasks.keys().ne(side_b.tasks.keys()) {
         bail!("A has tasks {:?} and B {:?}: not results on the same release", side_a.tasks.keys().collect::<Vec<_>>(), side_b.tasks.keys().collect::<Vec<_>>());
     }
@@ -147,7 +162,7 @@ pub fn compare(opts: &CompareOptions) -> anyhow::Result<Comparison> {
             report::compare_queries(qa, qb, "ndcg", 1, &bootstrap).map_err(|e| anyhow::anyhow!("task `{task}`: {e}: not results on the same release"))?;
         tasks.push(TaskComparison { task: task.clone(), overall: overall.remove(0), by_subtask: by_subtask.into_iter().map(|(s, mut v)| (s, v.remove(0))).collect() });
     }
-    Ok(Comparison { metric: format!("{name}@{k}"), a: side_a.label, b: side_b.label, bootstrap, randomization_rounds: RANDOMIZATION_ROUNDS, tasks })
+    Ok(Comparison { metric: format!("{name}@{k}"), a: side_a.label, b: side_b.label, bootstrap, randomization_rounds: RANDOMIZATION_ROUNDS, release, tasks })
 }
 
 /// The comparison as Markdown: one table row per task and group.
@@ -162,6 +177,12 @@ pub fn to_markdown(c: &Comparison) -> String {
         c.bootstrap.seed,
         c.randomization_rounds
     );
+    match &c.release {
+        Some(r) => {
+            let _ = writeln!(out, "Both on {r}.\n");
+        }
+        None => out.push_str("The release of A or B is not recorded (a bare BEIR folder, or results of an older coreb): queries are paired by id only.\n\n"),
+    }
     out.push_str("| task | group | queries | A | B | Δ | 95 % CI | Wilcoxon p | randomisation p |\n|---|---|---:|---:|---:|---:|---|---:|---:|\n");
     let p = |p: Option<f64>| p.map_or_else(|| "–".to_owned(), |p| if p < 1e-4 { format!("{p:.1e}") } else { format!("{p:.4}") });
     for t in &c.tasks {

@@ -215,6 +215,40 @@ pub struct EvalReport {
     /// How the run was reranked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rerank: Option<RerankInfo>,
+    /// The release evaluated: its version and the sha256 of its `MANIFEST.json`; `null` for a
+    /// BEIR folder that is no release (no `MANIFEST.json` in it or its parent).
+    pub release: Option<ReleaseIdentity>,
+    /// How many of the evaluated queries a `--run` file ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_coverage: Option<RunCoverage>,
+}
+
+/// Which release results were computed on: results of two releases are never paired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ReleaseIdentity {
+    /// Release version (`v202503`).
+    pub version: String,
+    /// sha256 of its `MANIFEST.json` (which holds the sha256 of every file of the release).
+    pub manifest_sha256: String,
+}
+
+impl std::fmt::Display for ReleaseIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "release `{}` (MANIFEST sha256 `{}`)", self.version, self.manifest_sha256)
+    }
+}
+
+/// How a `--run` file's query ids meet the evaluated queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RunCoverage {
+    /// Evaluated queries (those with judgements) the run ranks: the queries scored.
+    pub matched: usize,
+    /// Evaluated queries.
+    pub queries: usize,
+    /// Query ids of the run that are no query of the release.
+    pub unknown: usize,
+    /// Whether only the matched queries were scored (`--allow-partial`).
+    pub partial: bool,
 }
 
 /// Group query results by the dataset's query metadata.
@@ -286,6 +320,19 @@ fn table(out: &mut String, label: &str, ks: &[usize], rows: &[(String, &Summary)
 /// The Markdown report.
 pub fn to_markdown(report: &EvalReport) -> String {
     let mut out = format!("# Evaluation: `{}`\n\n", report.retriever);
+    match &report.release {
+        Some(r) => {
+            let _ = writeln!(out, "On {r}.\n");
+        }
+        None => out.push_str("On a BEIR folder without a `MANIFEST.json`: no release is recorded.\n\n"),
+    }
+    if let Some(c) = &report.run_coverage.filter(|c| c.partial) {
+        let _ = writeln!(
+            out,
+            "Partial run (`--allow-partial`): {} of {} queries scored (those the run ranks); {} query ids of the run are no query of the release.\n",
+            c.matched, c.queries, c.unknown
+        );
+    }
     out.push_str(
         "Graded qrels: relevance 2 counts as relevant and relevance 1 (hard negative) earns no \
          gain in nDCG; binary qrels (0/1): relevance 1 is relevant. \
@@ -535,7 +582,8 @@ mod tests {
         let mut t = t;
         let b = BootstrapConfig::default();
         t.ci = Some(task_intervals(&t, cfg.ks.len(), &b));
-        let report = EvalReport { retriever: "bm25".into(), ks: cfg.ks.clone(), tasks: vec![t], bootstrap: Some(b), prompts: None, rerank: None };
+        let report =
+            EvalReport { retriever: "bm25".into(), ks: cfg.ks.clone(), tasks: vec![t], bootstrap: Some(b), prompts: None, rerank: None, release: None, run_coverage: None };
         let md = to_markdown(&report);
         assert!(md.contains("| canonical | 1 | 1.0000 |"), "{md}");
         let svg = ndcg_svg(&report);

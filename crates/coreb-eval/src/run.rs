@@ -22,9 +22,9 @@ use coreb_trec::coreb::{CorebConfig, evaluate as score, summarize};
 use crate::beir::{self, Dataset};
 use crate::bm25::Bm25Config;
 use crate::gates::GatesConfig;
-use crate::leaderboard::store::{RecordRequest, record, release_of};
+use crate::leaderboard::store::{RecordRequest, find_release, record, release_identity, release_of};
 use crate::prompts::{PromptOverrides, PromptsUsed};
-use crate::report::{self, EvalReport, RerankDelta};
+use crate::report::{self, EvalReport, ReleaseIdentity, RerankDelta, RunCoverage};
 use crate::significance::BootstrapConfig;
 use setup::{DenseSetup, PromptChoice, Reranker};
 
@@ -90,6 +90,11 @@ pub struct EvalOptions {
     /// Keep a code query's own document in a `--run` ranking (it then counts as a miss).
     #[arg(long, requires = "run")]
     pub keep_self: bool,
+    /// Score only the queries a `--run` file ranks, when it does not rank every query of the
+    /// release (by default such a run, of another release or cut short, is refused); the
+    /// counts are in the output and `results.json` (`run_coverage`). Not with `--record`.
+    #[arg(long, requires = "run", conflicts_with = "record")]
+    pub allow_partial: bool,
     /// Cut-offs for the @k metrics.
     #[arg(long, value_delimiter = ',', default_value = "1,5,10")]
     pub k: Vec<usize>,
@@ -240,6 +245,10 @@ struct Setup {
     dirs: Vec<PathBuf>,
     /// The `--run` file, read.
     external: Option<Run>,
+    /// How the `--run` file meets the evaluated queries (checked before any task is scored).
+    coverage: Option<RunCoverage>,
+    /// The release evaluated (`None`: a bare BEIR folder).
+    release: Option<ReleaseIdentity>,
     runtime: tokio::runtime::Runtime,
     dense: Option<DenseSetup>,
     reranker: Option<Reranker>,
@@ -284,7 +293,22 @@ pub fn evaluate(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Res
         Some(r) => format!("{}+{}", setup.first_label, r.label()),
         None => setup.first_label.clone(),
     };
-    let report = EvalReport { retriever: label, ks: setup.k.clone(), tasks, bootstrap: setup.bootstrap, prompts: prompts_used, rerank: rerank_info };
+    let report = EvalReport {
+        retriever: label,
+        ks: setup.k.clone(),
+        tasks,
+        bootstrap: setup.bootstrap,
+        prompts: prompts_used,
+        rerank: rerank_info,
+        release: setup.release.clone(),
+        run_coverage: setup.coverage,
+    };
+    match (&report.release, &report.run_coverage) {
+        (None, _) => printer.status(format!("note: `{}` has no `MANIFEST.json` (nor its parent): the results record no release", args.dir.display())),
+        (Some(_), Some(c)) if c.partial => printer
+            .status(format!("partial run: {} of {} queries scored (`--allow-partial`); {} query ids of the run are no query of the release", c.matched, c.queries, c.unknown)),
+        _ => {}
+    }
     if args.record {
         setup.record(args, &report, &runs, printer)?;
     }
@@ -334,6 +358,11 @@ impl Setup {
             Retriever::RunFile(p) => Some(Run::read(p).with_context(|| format!("reading run `{}`", p.display()))?),
             _ => None,
         };
+        let coverage = match (&retriever, &external) {
+            (Retriever::RunFile(path), Some(run)) => Some(run_coverage(run, path, &args.dir, &dirs, &args.split, args.allow_partial)?),
+            _ => None,
+        };
+        let release = release_identity(&args.dir)?;
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
         let dense = match &retriever {
             Retriever::Embed { model } => Some(DenseSetup::new(model, args, prompts)?),
@@ -351,6 +380,8 @@ impl Setup {
             gates,
             dirs,
             external,
+            coverage,
+            release,
             runtime,
             dense,
             reranker,
@@ -369,6 +400,13 @@ impl Setup {
             && let Some(graded) = beir::release_qrels(d).with_context(|| format!("reading the graded qrels beside `{}`", d.display()))?
         {
             data.qrels = graded;
+        }
+        if let (Some(run), Some(c)) = (&self.external, &self.coverage)
+            && c.partial
+        {
+            // `--allow-partial`: only the queries the run ranks are scored.
+            data.qrels.queries.retain(|qid, _| run.queries.contains_key(qid));
+            data.queries.retain(|q| run.queries.contains_key(&q.id));
         }
         printer.status(format!("{}: {} docs, {} queries", data.name, data.corpus.len(), data.queries.len()));
         let first = self.first_stage(&data, printer, prompts_used)?;
@@ -514,6 +552,55 @@ fn check_gates(data: &Dataset, run: &Run, run_is_bm25: bool, gates: &GatesConfig
         crate::bm25_ndcg10(data)
     };
     crate::gates::check_task(data, ndcg10, gates)
+}
+
+/// How the query ids of `run` (the `--run` file `path`) meet the queries judged in the `split`
+/// qrels of the BEIR folders `dirs` evaluated from `dir`. A run must rank every evaluated
+/// query and name no query the release lacks (the queries of every task of the release count,
+/// so a run of all tasks scores one task folder); otherwise it is refused, unless `partial`
+/// (`--allow-partial`), which scores the matched queries and needs at least one.
+fn run_coverage(run: &Run, path: &Path, dir: &Path, dirs: &[PathBuf], split: &str, partial: bool) -> anyhow::Result<RunCoverage> {
+    let mut judged = std::collections::BTreeSet::new();
+    for d in dirs {
+        let qrels_path = d.join("qrels").join(format!("{split}.tsv"));
+        let text = fs_err::read_to_string(&qrels_path)?;
+        judged.extend(beir::parse_qrels(&text, &qrels_path)?.queries.into_keys());
+    }
+    // Every query of the release (or of the folders evaluated, outside a release).
+    let release_dirs = match find_release(dir)? {
+        Some((release, _, _)) if release != dir => dataset_dirs(&release)?,
+        _ => dirs.to_vec(),
+    };
+    let mut known = judged.clone();
+    for d in &release_dirs {
+        let queries_path = d.join("queries.jsonl");
+        let text = fs_err::read_to_string(&queries_path)?;
+        known.extend(beir::parse_queries(&text, &queries_path)?.into_iter().map(|q| q.id));
+    }
+    let matched = judged.iter().filter(|q| run.queries.contains_key(*q)).count();
+    let unknown: Vec<&String> = run.queries.keys().filter(|q| !known.contains(*q)).collect();
+    let coverage = RunCoverage { matched, queries: judged.len(), unknown: unknown.len(), partial };
+    if matched == judged.len() && unknown.is_empty() {
+        return Ok(RunCoverage { partial: false, ..coverage });
+    }
+    let examples: Vec<String> = unknown.iter().take(3).map(|q| format!("`{q}`")).collect();
+    let foreign = if unknown.is_empty() {
+        String::new()
+    } else {
+        format!("; {} of its {} query ids are no query of `{}` (such as {})", unknown.len(), run.queries.len(), dir.display(), examples.join(", "))
+    };
+    if matched == 0 {
+        bail!("run `{}` ranks none of the {} queries of `{}`{foreign}: a run of another release?", path.display(), judged.len(), dir.display());
+    }
+    if !partial {
+        bail!(
+            "run `{}` ranks {matched} of the {} queries of `{}`{foreign}: a run of another release, or cut short? (`--allow-partial` scores the {matched} it ranks)",
+            path.display(),
+            judged.len(),
+            dir.display()
+        );
+    }
+    Ok(coverage)
 }
 
 /// The BEIR folders to evaluate: `dir` itself, or its BEIR subfolders in name order.

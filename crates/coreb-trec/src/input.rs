@@ -125,8 +125,14 @@ fn parse_qrels_chunk(chunk: &str, base: usize) -> Result<QrelsGroups<'_>, ChunkE
         if qid.starts_with('#') {
             continue;
         }
-        let (Some(_iter), Some(doc), Some(rel), None) = (fields.next(), fields.next(), fields.next(), fields.next()) else {
-            return Err(ChunkError { offset: base + offset, why: "expected 4 fields `qid iter docno rel`".into() });
+        // A BEIR `qrels/<split>.tsv` (a CoREB release's): its header line, then 3 fields.
+        if base + offset == 0 && qid == "query-id" {
+            continue;
+        }
+        let (doc, rel) = match (fields.next(), fields.next(), fields.next(), fields.next()) {
+            (Some(_iter), Some(doc), Some(rel), None) => (doc, rel),
+            (Some(doc), Some(rel), None, None) => (doc, rel),
+            _ => return Err(ChunkError { offset: base + offset, why: "expected 4 fields `qid iter docno rel` (or BEIR's 3, `query-id corpus-id score`)".into() }),
         };
         let rel: Relevance = rel.parse().map_err(|_| ChunkError { offset: base + offset, why: format!("relevance `{rel}` is not an integer") })?;
         // Lines of one query are usually consecutive: a new group only when the query changes.

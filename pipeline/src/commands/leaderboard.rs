@@ -18,6 +18,13 @@ pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
     let results = results.unwrap_or_else(|| releases_dir.join(RESULTS_DIR));
     let (lb, frames) = store::load(&releases_dir, &results, &audits, &printer)?;
     let view = board::view(&lb, &frames, &ViewSpec { from, to, after_cutoff, metric })?;
+    if lb.models.is_empty() {
+        anyhow::bail!(
+            "no results recorded in `{}` (the results store of `--releases-dir {}`; `--results` names another): record one with `coreb eval <release> --record`",
+            results.display(),
+            releases_dir.display()
+        );
+    }
     let out = match (out, json) {
         (Some(o), _) => Some(o),
         (None, false) => Some(PathBuf::from("build/leaderboard")),

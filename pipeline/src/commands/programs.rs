@@ -1,12 +1,13 @@
 //! `coreb programs`: write the exact source the judge compiles and runs for every solution of
 //! a build — the language's prelude, and a LeetCode solution inside its I/O driver — so that
 //! a verdict can be reproduced by hand, and `bench/month/floor.py` runs the same programs as
-//! bare processes.
+//! bare processes. It reads the build of `--output-dir` (else the manifest's `output_dir`)
+//! and creates nothing there.
 
 use std::collections::HashMap;
 use std::process::ExitCode;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use coreb_data::problem::ProblemId;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::solutions::read_solutions;
@@ -14,7 +15,7 @@ use stages::execute::{Harness, JudgedProgram, program_of};
 
 use crate::artifacts::ArtifactStore;
 use crate::cli::ProgramsArgs;
-use crate::manifest::RunPlan;
+use crate::engine::PlanOverrides;
 
 #[derive(serde::Serialize)]
 struct IndexLine<'a> {
@@ -27,8 +28,12 @@ struct IndexLine<'a> {
 
 /// Run `coreb programs`.
 pub fn programs(args: ProgramsArgs) -> anyhow::Result<ExitCode> {
-    let plan = RunPlan::load(&args.manifest, None)?;
-    let store = ArtifactStore::open(&plan.output_dir.join("artifacts"))?;
+    let plan = PlanOverrides { output_dir: args.output_dir.clone(), publish_dir: None }.load(&args.manifest, None)?;
+    let root = plan.output_dir.join("artifacts");
+    let Some(store) = ArtifactStore::existing(&root) else {
+        let from = if args.output_dir.is_some() { "`--output-dir`".to_owned() } else { format!("the `output_dir` of `{}`", args.manifest.display()) };
+        bail!("no build at `{}` ({from}): build up to `generate` first, or pass `--output-dir` with the directory it was built in", root.display());
+    };
     let output = |stage: &str, role: &str| -> anyhow::Result<std::path::PathBuf> {
         let record = store.record(stage)?.with_context(|| format!("stage `{stage}` has not run for `{}`: build up to `generate` first", args.manifest.display()))?;
         store.output(&record, role)
@@ -48,7 +53,7 @@ pub fn programs(args: ProgramsArgs) -> anyhow::Result<ExitCode> {
         let JudgedProgram { source_name, code, main_class } = program_of(&plan.stages.execute.toolchain(s.language), s, h);
         let dir = args.out.join(s.id.as_str());
         fs_err::create_dir_all(&dir)?;
-        fs_err::write(dir.join(&source_name), code)?;
+        coreb_base::durable::write(&dir.join(&source_name), code.as_bytes())?;
         let line = IndexLine {
             solution_id: s.id.as_str(),
             problem_id: s.problem_id.as_str(),

@@ -2,6 +2,7 @@
 //! hidden `bench` that measures the gateway against a local server and the store's serving
 //! time ([`crate::ops::store_bench`], see `bench/llm/`).
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -10,11 +11,20 @@ use coreb_llm::ResponseStore;
 use crate::cli::{StoreArgs, StoreCommand};
 use coreb_base::printer::Printer;
 
+/// Refuse a store that is not there: reading it would report an empty store.
+fn existing(store: &Path) -> anyhow::Result<()> {
+    if !store.is_dir() {
+        anyhow::bail!("`{}`: no response store there (no such directory)", store.display());
+    }
+    Ok(())
+}
+
 /// Run `coreb store`.
 pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         StoreCommand::Stats { store, json } => {
             let printer = Printer::new(json);
+            existing(&store)?;
             let stats = ResponseStore::open(&store).stats().with_context(|| format!("reading the store `{}`", store.display()))?;
             if json {
                 printer.json_line(&serde_json::to_value(&stats)?);
@@ -41,6 +51,7 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         StoreCommand::Export { store, out } => {
+            existing(&store)?;
             let n = ResponseStore::open(&store).export(&out).with_context(|| format!("exporting the store `{}`", store.display()))?;
             Printer::new(false).status(format!("exported {n} entries to `{}`", out.display()));
             Ok(ExitCode::SUCCESS)

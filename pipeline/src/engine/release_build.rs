@@ -1,8 +1,14 @@
 //! The build a published release was made from, found again for `coreb audit` (the
-//! [`ReleaseBuild`] its rewrite and model audits read): the build manifest embedded in the
-//! release's `MANIFEST.json` names the build directory, whose `rewrite` artifact holds the
-//! rewritten problems with their tests. Does NOT rebuild a missing artifact: the error says
-//! which file is missing and how to make it.
+//! [`ReleaseBuild`] its rewrite and model audits read): `--build-dir`, else the `output_dir`
+//! of the build manifest embedded in the release's `MANIFEST.json`, whose `rewrite` artifact
+//! holds the rewritten problems with their tests. Does NOT rebuild a missing artifact: the
+//! error says which file is missing and how to make it.
+//!
+//! A build directory is read only when it is the build of this release: where it holds a
+//! `release` record, the MANIFEST that record published must be the release's (same
+//! sha256); and its `rewrite` record must carry the parameters, prompts and models the
+//! MANIFEST records for `rewrite`. A build made elsewhere (`--output-dir`), or another build
+//! in the directory the manifest names, is refused with both sides named, never read.
 
 use std::path::{Path, PathBuf};
 
@@ -11,7 +17,7 @@ use coreb_curation::audit::ReleaseBuild;
 use coreb_data::rewritten::RewrittenProblem;
 use stages::execute::ExecuteConfig;
 
-use crate::artifacts::read_record;
+use crate::artifacts::{StageRecord, read_record};
 use crate::manifest::{ManifestFile, lexical_join};
 use coreb_data::releases::ReleaseManifest;
 
@@ -28,6 +34,12 @@ pub struct BuildLookup {
     pub manifest_dir: PathBuf,
     /// The build directory (`output_dir`, or `--build-dir`).
     pub build_dir: PathBuf,
+    /// Whether `build_dir` was given (`--build-dir`) rather than found through the manifest.
+    pub given: bool,
+    /// sha256 of the release's `MANIFEST.json`.
+    pub manifest_sha256: String,
+    /// The release's `MANIFEST.json`.
+    pub manifest_file: PathBuf,
 }
 
 impl BuildLookup {
@@ -40,11 +52,59 @@ impl BuildLookup {
         let release_abs = std::path::absolute(release).with_context(|| format!("`{}`", release.display()))?;
         let manifest_path = lexical_join(&release_abs, Path::new(&manifest.build_manifest.path));
         let manifest_dir = manifest_path.parent().map_or_else(|| release_abs.clone(), Path::to_owned);
+        let given = build_dir.is_some();
         let build_dir = match build_dir {
             Some(d) => std::path::absolute(d).with_context(|| format!("`{}`", d.display()))?,
             None => lexical_join(&manifest_dir, &build.output_dir),
         };
-        Ok(BuildLookup { manifest, build, manifest_path, manifest_dir, build_dir })
+        let manifest_sha256 = coreb_base::hashing::sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+        Ok(BuildLookup { manifest, build, manifest_path, manifest_dir, build_dir, given, manifest_sha256, manifest_file: path })
+    }
+
+    /// Where the build directory came from, for messages.
+    fn origin(&self) -> String {
+        if self.given {
+            format!("the build directory `{}` (`--build-dir`)", self.build_dir.display())
+        } else {
+            format!("the build directory `{}` (the `output_dir` of the release's build manifest `{}`)", self.build_dir.display(), self.manifest_path.display())
+        }
+    }
+
+    /// Refuse a build directory that did not make this release: its `release` record (when
+    /// the build went that far) published another MANIFEST, or its `rewrite` record (`rewrite`)
+    /// has other parameters, prompts or models than the MANIFEST records for `rewrite`.
+    fn check_same_build(&self, rewrite: &StageRecord, rewrite_record: &Path) -> anyhow::Result<()> {
+        let hint = "pass `--build-dir` with the directory this release was built in (`coreb build … --output-dir`)";
+        let release_record = self.build_dir.join("artifacts/release/record.json");
+        if release_record.exists() {
+            let record = read_record(&release_record)?;
+            let published = record.outputs.get("manifest").map(|m| m.sha256.as_str()).unwrap_or("");
+            if published != self.manifest_sha256 {
+                bail!(
+                    "{} holds another build: its release record `{}` published a MANIFEST with sha256 `{published}`, but `{}` has sha256 `{}`; {hint}",
+                    self.origin(),
+                    release_record.display(),
+                    self.manifest_file.display(),
+                    self.manifest_sha256
+                );
+            }
+        }
+        let facts = self.manifest.stages.get("rewrite").and_then(|f| f.as_object());
+        let Some(facts) = facts else {
+            bail!("`{}`: records nothing of the `rewrite` stage, so no build can be matched to it", self.manifest_file.display());
+        };
+        for (key, value) in facts {
+            let built = rewrite.summary.get(key).unwrap_or(&serde_json::Value::Null);
+            if built != value {
+                bail!(
+                    "{} holds another build: its rewrite record `{}` has `{key}` = {built}, but `{}` records {value} for `rewrite`; {hint}",
+                    self.origin(),
+                    rewrite_record.display(),
+                    self.manifest_file.display()
+                );
+            }
+        }
+        Ok(())
     }
 }
 
@@ -66,6 +126,7 @@ impl ReleaseBuild for BuildLookup {
             );
         }
         let record = read_record(&record_path)?;
+        self.check_same_build(&record, &record_path)?;
         let Some(output) = record.outputs.get("rewritten") else {
             bail!("`{}`: no `rewritten` output", record_path.display());
         };

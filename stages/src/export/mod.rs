@@ -25,7 +25,7 @@ use coreb_data::tables::columns::{self, Column};
 #[derive(Debug, Error)]
 pub enum ExportError {
     /// No release (a directory with a `MANIFEST.json`) under the releases directory.
-    #[error("no release under `{0}` (a release is a directory holding MANIFEST.json)")]
+    #[error("no release under `{0}`: pass a release (a directory holding MANIFEST.json, such as `releases/sample/v202503`) or the directory holding releases (`releases/sample`)")]
     NoRelease(PathBuf),
     /// A release lacks a config file.
     #[error("release `{release}` has no `{file}`")]
@@ -109,10 +109,11 @@ struct Found {
     facts: published::ReleaseFacts,
 }
 
-/// The releases of a directory: its subdirectories with a `MANIFEST.json`
-/// ([`coreb_data::releases::find_releases`] one level down), by version.
+/// The releases of a directory: the directory itself when it is a release (holds a
+/// `MANIFEST.json`), else its subdirectories with one
+/// ([`coreb_data::releases::find_releases`] up to one level down), by version.
 fn releases_by_version(releases_dir: &Path) -> Result<Vec<Found>, ExportError> {
-    let found = coreb_data::releases::find_releases(releases_dir, 1..=1).map_err(|e| ExportError::Io { path: e.path, source: e.source })?;
+    let found = coreb_data::releases::find_releases(releases_dir, 0..=1).map_err(|e| ExportError::Io { path: e.path, source: e.source })?;
     let mut out = Vec::new();
     for path in found {
         let manifest = path.join("MANIFEST.json");

@@ -60,6 +60,19 @@ pub struct StoredRelease {
     pub window_end: Option<String>,
 }
 
+/// The records of one MANIFEST of a release in the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReleaseDigest {
+    /// Release version.
+    pub release: String,
+    /// sha256 of the `MANIFEST.json` the records were evaluated on.
+    pub manifest_sha256: String,
+    /// Records made on it.
+    pub records: u64,
+    /// One of them (the first by id), to name in a message.
+    pub example_record: String,
+}
+
 /// A model of the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRow {
@@ -138,8 +151,23 @@ fn by_recording(e: Expr) -> Expr {
 }
 
 /// The columns the leaderboard reads.
-const COLUMNS: [&str; 14] =
-    ["record_id", "recorded_at", "model", "retriever", "cutoff", "release", "window_start", "window_end", "task", "subtask", "language", "metric", "value", "num_queries"];
+const COLUMNS: [&str; 15] = [
+    "record_id",
+    "recorded_at",
+    "model",
+    "retriever",
+    "cutoff",
+    "release",
+    "release_manifest_sha256",
+    "window_start",
+    "window_end",
+    "task",
+    "subtask",
+    "language",
+    "metric",
+    "value",
+    "num_queries",
+];
 
 impl StoreFrames {
     /// Read the store made of these record files (one scan of them all).
@@ -209,6 +237,22 @@ impl StoreFrames {
             .collect()?;
         let (release, start, end) = (strings(&df, "release")?, optional_strings(&df, "window_start")?, optional_strings(&df, "window_end")?);
         Ok((0..df.height()).map(|i| StoredRelease { release: release[i].clone(), window_start: start[i].clone(), window_end: end[i].clone() }).collect())
+    }
+
+    /// Every (release, MANIFEST sha256) of the store with its record count, sorted: a release
+    /// rebuilt into other bytes appears twice.
+    pub fn digests(&self) -> Result<Vec<ReleaseDigest>> {
+        let Some(all) = self.scan() else { return Ok(Vec::new()) };
+        let df = all
+            .group_by([col("release"), col("release_manifest_sha256")])
+            .agg([col("record_id").n_unique().alias("records"), col("record_id").min().alias("example_record")])
+            .sort(["release", "release_manifest_sha256"], SortMultipleOptions::default())
+            .collect()?;
+        let (release, sha, example) = (strings(&df, "release")?, strings(&df, "release_manifest_sha256")?, strings(&df, "example_record")?);
+        let records = counts(&df, "records")?;
+        Ok((0..df.height())
+            .map(|i| ReleaseDigest { release: release[i].clone(), manifest_sha256: sha[i].clone(), records: records[i], example_record: example[i].clone() })
+            .collect())
     }
 
     /// Every model with its latest retriever and cutoff and its record counts, by name.

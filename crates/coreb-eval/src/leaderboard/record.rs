@@ -290,7 +290,7 @@ mod tests {
         let all =
             AtKIntervals { ndcg: vec![iv, None], map: vec![None, None], recall: vec![None, None], precision: vec![None, None], mrr: vec![None, None], r_cap: vec![None, None] };
         task.ci = Some(TaskIntervals { overall: all, ..Default::default() });
-        EvalReport { retriever: "bm25".into(), ks: vec![1, 10], tasks: vec![task], bootstrap: None, prompts: None, rerank: None }
+        EvalReport { retriever: "bm25".into(), ks: vec![1, 10], tasks: vec![task], bootstrap: None, prompts: None, rerank: None, release: None, run_coverage: None }
     }
 
     fn meta() -> RecordMeta {

@@ -24,7 +24,7 @@ use serde::Deserialize;
 use super::frames::StoreFrames;
 use super::record::{self, RecordMeta, ReleaseRef};
 use super::{AuditFigure, Leaderboard, ReleaseInfo, View};
-use crate::report::EvalReport;
+use crate::report::{EvalReport, ReleaseIdentity};
 
 /// The store's directory name under the releases directory.
 pub const RESULTS_DIR: &str = "results";
@@ -36,14 +36,29 @@ pub const AUDITS_DIR: &str = "audits";
 /// `MANIFEST.json`, else its parent (a task's BEIR folder inside a release). Returns the
 /// release directory, its manifest and the manifest's sha256.
 pub fn release_of(dir: &Path) -> anyhow::Result<(PathBuf, ReleaseManifest, String)> {
+    match find_release(dir)? {
+        Some(found) => Ok(found),
+        None => bail!("`--record`: `{}` is not a release nor a task folder of one (no `MANIFEST.json` in it or its parent)", dir.display()),
+    }
+}
+
+/// Like [`release_of`], but `None` for a directory that belongs to no release (a bare BEIR
+/// folder).
+pub fn find_release(dir: &Path) -> anyhow::Result<Option<(PathBuf, ReleaseManifest, String)>> {
     let candidates = [Some(dir), dir.parent()];
     let Some(release) = candidates.into_iter().flatten().find(|d| d.join("MANIFEST.json").is_file()) else {
-        bail!("`--record`: `{}` is not a release nor a task folder of one (no `MANIFEST.json` in it or its parent)", dir.display());
+        return Ok(None);
     };
     let path = release.join("MANIFEST.json");
     let manifest = ReleaseManifest::read(&path)?;
     let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
-    Ok((release.to_owned(), manifest, sha256))
+    Ok(Some((release.to_owned(), manifest, sha256)))
+}
+
+/// The identity results on `dir` record: its release's version and MANIFEST sha256, `None`
+/// for a bare BEIR folder.
+pub fn release_identity(dir: &Path) -> anyhow::Result<Option<ReleaseIdentity>> {
+    Ok(find_release(dir)?.map(|(_, manifest, manifest_sha256)| ReleaseIdentity { version: manifest.version, manifest_sha256 }))
 }
 
 /// Now, as RFC 3339 UTC to the second (the only clock reading of the store: the record order).
@@ -135,8 +150,9 @@ fn store_files(store: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Every release under `dir`: its subdirectories with a `MANIFEST.json`.
-fn published_releases(dir: &Path) -> anyhow::Result<Vec<ReleaseInfo>> {
+/// Every release under `dir`: its subdirectories with a `MANIFEST.json`, with that file's
+/// sha256.
+fn published_releases(dir: &Path) -> anyhow::Result<Vec<(ReleaseInfo, String)>> {
     let mut out = Vec::new();
     if !dir.is_dir() {
         bail!("`{}`: no such releases directory", dir.display());
@@ -144,10 +160,50 @@ fn published_releases(dir: &Path) -> anyhow::Result<Vec<ReleaseInfo>> {
     let mut dirs: Vec<PathBuf> = fs_err::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("MANIFEST.json").is_file()).collect();
     dirs.sort();
     for d in dirs {
-        let m = ReleaseManifest::read(&d.join("MANIFEST.json"))?;
-        out.push(ReleaseInfo::from_manifest(&m.version, m.window.start.clone(), m.window.end.clone(), &m.counts));
+        let path = d.join("MANIFEST.json");
+        let m = ReleaseManifest::read(&path)?;
+        let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+        out.push((ReleaseInfo::from_manifest(&m.version, m.window.start.clone(), m.window.end.clone(), &m.counts), sha256));
     }
     Ok(out)
+}
+
+/// Refuse a store that would mix two builds of one release: records of one version made on
+/// two `MANIFEST.json`s, or on another MANIFEST than the one published under `releases_dir`.
+/// The leaderboard never averages numbers of different bytes under one version's name.
+fn check_digests(store: &StoreFrames, results: &Path, published: &[(ReleaseInfo, String)]) -> anyhow::Result<()> {
+    let digests = store.digests()?;
+    let record_file = |d: &super::frames::ReleaseDigest| results.join(&d.release).join(format!("{}.parquet", d.example_record));
+    for pair in digests.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if a.release == b.release {
+            bail!(
+                "the results store `{}` holds records of release `{}` made on two different MANIFESTs: {} record(s) on sha256 `{}` (such as `{}`) and {} on `{}` (such as `{}`); the release was rebuilt into other bytes. Move the records of the stale build out of the store (or record into another `--results`), then run again",
+                results.display(),
+                a.release,
+                a.records,
+                a.manifest_sha256,
+                record_file(a).display(),
+                b.records,
+                b.manifest_sha256,
+                record_file(b).display()
+            );
+        }
+    }
+    for d in &digests {
+        if let Some((_, sha)) = published.iter().find(|(info, sha)| info.version == d.release && *sha != d.manifest_sha256) {
+            bail!(
+                "the results store `{}` holds {} record(s) of release `{}` made on a MANIFEST with sha256 `{}` (such as `{}`), but the published `{}` has sha256 `{sha}`: they are results of another build of the release. Evaluate the published release again, or move those records out of the store",
+                results.display(),
+                d.records,
+                d.release,
+                d.manifest_sha256,
+                record_file(d).display(),
+                d.release
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The fields of a `coreb audit <release> model` report that the leaderboard shows.
@@ -227,7 +283,8 @@ pub fn attach_audits(releases: &mut [ReleaseInfo], files: &[PathBuf], printer: &
 pub fn load(releases_dir: &Path, results: &Path, audits: &[PathBuf], printer: &Printer) -> anyhow::Result<(Leaderboard, StoreFrames)> {
     let published = published_releases(releases_dir)?;
     let store = StoreFrames::open(&store_files(results)?).with_context(|| format!("reading the results store `{}`", results.display()))?;
-    let mut lb = super::build(published, &store)?;
+    check_digests(&store, results, &published)?;
+    let mut lb = super::build(published.into_iter().map(|(info, _)| info).collect(), &store)?;
     let mut audit_files = find_audits(&releases_dir.join(AUDITS_DIR))?;
     audit_files.extend(audits.iter().cloned());
     attach_audits(&mut lb.releases, &audit_files, printer)?;

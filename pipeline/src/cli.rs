@@ -231,6 +231,9 @@ pub struct PlainStageArgs {
     /// Print one JSON summary object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// No status lines or progress on stderr (errors are still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
     /// Keep build artifacts here instead of the manifest's `output_dir`.
     #[arg(long)]
     pub output_dir: Option<PathBuf>,
@@ -238,7 +241,7 @@ pub struct PlainStageArgs {
 
 impl From<PlainStageArgs> for StageArgs {
     fn from(a: PlainStageArgs) -> StageArgs {
-        StageArgs { manifest: a.manifest, jobs: a.jobs, json: a.json, output_dir: a.output_dir, shard: None }
+        StageArgs { manifest: a.manifest, jobs: a.jobs, json: a.json, quiet: a.quiet, output_dir: a.output_dir, shard: None }
     }
 }
 

@@ -68,12 +68,12 @@ pub fn word_diff(a: &str, b: &str) -> Vec<Segment> {
             if i < ma.len() && j < mb.len() && ma[i] == mb[j] {
                 push('=', ma[i]);
                 (i, j) = (i + 1, j + 1);
-            } else if j < mb.len() && (i == ma.len() || lcs[i * w + j + 1] >= lcs[(i + 1) * w + j]) {
-                push('+', mb[j]);
-                j += 1;
-            } else {
+            } else if i < ma.len() && (j == mb.len() || lcs[(i + 1) * w + j] >= lcs[i * w + j + 1]) {
                 push('-', ma[i]);
                 i += 1;
+            } else {
+                push('+', mb[j]);
+                j += 1;
             }
         }
     }

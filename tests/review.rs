@@ -67,12 +67,18 @@ fn browser(args: &[&std::ffi::OsStr]) -> Value {
 fn answer(r: usize, i: usize, q: usize) -> Option<&'static str> {
     let a = ["yes", "no", "unsure"];
     match r {
-        0 => Some(if (i + q) % 4 == 0 { "no" } else if (i * q) % 5 == 3 { "unsure" } else { "yes" }),
+        0 => Some(if (i + q).is_multiple_of(4) {
+            "no"
+        } else if (i * q) % 5 == 3 {
+            "unsure"
+        } else {
+            "yes"
+        }),
         1 => {
             let mine = answer(0, i, q).unwrap();
-            Some(if (i + 2 * q) % 3 == 0 { a[(a.iter().position(|x| *x == mine).unwrap() + 1) % 3] } else { mine })
+            Some(if (i + 2 * q).is_multiple_of(3) { a[(a.iter().position(|x| *x == mine).unwrap() + 1) % 3] } else { mine })
         }
-        _ => ((i + q) % 5 != 0).then_some(if (i + q) % 3 == 1 { "no" } else { "yes" }),
+        _ => (!(i + q).is_multiple_of(5)).then_some(if (i + q) % 3 == 1 { "no" } else { "yes" }),
     }
 }
 
@@ -157,9 +163,13 @@ fn reviewers_in_chromium_and_the_report_against_reference_implementations() {
     let review = report(&b.release, &two, &tmp.path().join("two"), &[]);
     against_reference(&review, &two);
     assert!(review["questions"][0]["cohen_kappa"].is_number() && review["questions"][0]["fleiss_kappa"].is_null());
-    let expected: Vec<(String, &str)> =
-        ids.iter().enumerate().flat_map(|(i, id)| QUESTIONS.iter().enumerate().filter(move |(q, _)| answer(0, i, *q) != answer(1, i, *q)).map(move |(_, k)| (id.clone(), *k))).collect();
-    let listed: Vec<(String, &str)> = review["disagreements"].as_array().unwrap().iter().map(|d| (d["problem_id"].as_str().unwrap().to_owned(), d["question"].as_str().unwrap())).collect();
+    let expected: Vec<(String, &str)> = ids
+        .iter()
+        .enumerate()
+        .flat_map(|(i, id)| QUESTIONS.iter().enumerate().filter(move |(q, _)| answer(0, i, *q) != answer(1, i, *q)).map(move |(_, k)| (id.clone(), *k)))
+        .collect();
+    let listed: Vec<(String, &str)> =
+        review["disagreements"].as_array().unwrap().iter().map(|d| (d["problem_id"].as_str().unwrap().to_owned(), d["question"].as_str().unwrap())).collect();
     assert!(!expected.is_empty());
     assert_eq!(listed, expected);
     let md = fs_err::read_to_string(tmp.path().join("two/review.md")).unwrap();
@@ -198,11 +208,13 @@ fn the_same_seed_writes_the_same_folder_byte_for_byte() {
     page(&b.release, &b.build, "5", "11", &tmp.path().join("b"));
     assert_eq!(tree_sha256(&tmp.path().join("a")), tree_sha256(&tmp.path().join("b")));
     let ids = |dir: &str| page_data(&fs_err::read_to_string(tmp.path().join(dir).join("index.html")).unwrap())["ids"].clone();
-    let others: std::collections::BTreeSet<String> = (0..6).map(|s| {
-        let dir = format!("s{s}");
-        page(&b.release, &b.build, "5", &s.to_string(), &tmp.path().join(&dir));
-        ids(&dir).to_string()
-    }).collect();
+    let others: std::collections::BTreeSet<String> = (0..6)
+        .map(|s| {
+            let dir = format!("s{s}");
+            page(&b.release, &b.build, "5", &s.to_string(), &tmp.path().join(&dir));
+            ids(&dir).to_string()
+        })
+        .collect();
     assert!(others.len() > 1, "the seed does not change the draw");
 }
 
@@ -275,5 +287,8 @@ fn hostile_statements_and_code_show_as_text_and_run_nothing() {
     assert_eq!(xss["pwned"], Value::Null, "the payload ran");
     assert_eq!((xss["images"].as_u64(), xss["scripts"].as_u64()), (Some(0), Some(2)));
     let shown = xss["text"].as_str().unwrap();
-    assert!(shown.contains("<img src=x onerror=\"window.pwned = 'img'\"> & done") && shown.contains("print('<script>window.pwned = 1</script>')"), "the payload is not shown as text");
+    assert!(
+        shown.contains("<img src=x onerror=\"window.pwned = 'img'\"> & done") && shown.contains("print('<script>window.pwned = 1</script>')"),
+        "the payload is not shown as text"
+    );
 }

@@ -23,7 +23,15 @@ pub struct Segment {
 pub fn tokens(s: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
-    let class = |c: char| if c.is_alphanumeric() || c == '_' { 0 } else if c.is_whitespace() { 1 } else { 2 };
+    let class = |c: char| {
+        if c.is_alphanumeric() || c == '_' {
+            0
+        } else if c.is_whitespace() {
+            1
+        } else {
+            2
+        }
+    };
     let mut prev: Option<u8> = None;
     for (i, c) in s.char_indices() {
         let k = class(c);

@@ -164,8 +164,11 @@ pub fn write_page(release: &Path, build: &impl ReleaseBuild, n: usize, seed: u64
             distractors.entry(d.problem_id.as_str().to_owned()).or_default().push([d.kind.as_str().to_owned(), d.statement]);
         }
     }
-    let summaries: BTreeMap<String, String> =
-        read_rows::<Summary>(&build.artifact("abbreviate", "summaries")?)?.into_iter().filter(|s| wanted.contains(s.problem_id.as_str())).map(|s| (s.problem_id.as_str().to_owned(), s.text)).collect();
+    let summaries: BTreeMap<String, String> = read_rows::<Summary>(&build.artifact("abbreviate", "summaries")?)?
+        .into_iter()
+        .filter(|s| wanted.contains(s.problem_id.as_str()))
+        .map(|s| (s.problem_id.as_str().to_owned(), s.text))
+        .collect();
     let mut checks: BTreeMap<String, BTreeMap<u32, [String; 2]>> = BTreeMap::new();
     for c in read_test_checks(&build.artifact("execute", "test_checks")?)? {
         if wanted.contains(c.problem_id.as_str()) {

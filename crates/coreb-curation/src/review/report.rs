@@ -122,11 +122,16 @@ pub fn default_out(release: &Path, version: &str) -> PathBuf {
     review_path(release, version).parent().map(Path::to_owned).unwrap_or_default()
 }
 
+/// (reviewer, problem, question).
+type AnswerKey = (String, String, &'static str);
+/// (answer category, note, `file:line` where it was given).
+type Given = (Option<usize>, String, String);
+
 struct Loaded {
     // The first line's draw, where it is, and the digest it was given on.
     draw: Option<(Draw, String, String)>,
     // (reviewer, problem, question) → (answer, note, where).
-    answers: BTreeMap<(String, String, &'static str), (Option<usize>, String, String)>,
+    answers: BTreeMap<AnswerKey, Given>,
 }
 
 fn read_file(path: &Path, version: &str, accepted: &BTreeSet<String>, current: &str, loaded: &mut Loaded) -> anyhow::Result<()> {
@@ -237,10 +242,7 @@ fn compute(version: &str, reviewed: &str, draw: Draw, ids: Vec<String>, reviewer
     let mut disagreements = Vec::new();
     let mut notes = Vec::new();
     for (key, question) in QUESTIONS {
-        let units: Vec<Vec<Option<usize>>> = ids
-            .iter()
-            .map(|id| reviewers.iter().map(|r| loaded.answers.get(&(r.clone(), id.clone(), key)).and_then(|a| a.0)).collect())
-            .collect();
+        let units: Vec<Vec<Option<usize>>> = ids.iter().map(|id| reviewers.iter().map(|r| loaded.answers.get(&(r.clone(), id.clone(), key)).and_then(|a| a.0)).collect()).collect();
         let mut counts: BTreeMap<&'static str, usize> = ANSWERS.iter().map(|a| (*a, 0)).collect();
         for v in units.iter().flatten().flatten() {
             *counts.get_mut(ANSWERS[*v]).expect("a category") += 1;
@@ -253,11 +255,8 @@ fn compute(version: &str, reviewed: &str, draw: Draw, ids: Vec<String>, reviewer
             cohen_items = pairs.len();
             cohen = cohen_kappa(&pairs, ANSWERS.len());
         } else if reviewers.len() >= 3 {
-            let table: Vec<Vec<usize>> = units
-                .iter()
-                .filter(|u| u.iter().all(Option::is_some))
-                .map(|u| (0..ANSWERS.len()).map(|c| u.iter().filter(|v| **v == Some(c)).count()).collect())
-                .collect();
+            let table: Vec<Vec<usize>> =
+                units.iter().filter(|u| u.iter().all(Option::is_some)).map(|u| (0..ANSWERS.len()).map(|c| u.iter().filter(|v| **v == Some(c)).count()).collect()).collect();
             fleiss_items = table.len();
             fleiss = fleiss_kappa(&table);
         }

@@ -22,6 +22,10 @@
 //!   `compare`, the leaderboard), audits and `programs` read the build that made the release, and
 //!   the help texts, `store stats`, `export` and `trec-eval` on a release's BEIR qrels.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
+//! - `review` (issue #50): `coreb review`: the sample's review page in headless Chromium
+//!   (three reviewers, answers kept over a reload, exported), `coreb review report` against
+//!   scikit-learn, statsmodels and krippendorff, byte-identical pages, refused files, hostile
+//!   text shown as text; the card's Human validation section.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
 //!   and `/score`, listwise reranking against a reference, `coreb compare` and CIs against numpy/scipy.
@@ -68,6 +72,7 @@ mod operate;
 mod recheck;
 mod regeneration;
 mod release;
+mod review;
 mod scaleout;
 mod series;
 mod trec_eval;

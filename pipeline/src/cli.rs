@@ -23,7 +23,7 @@ pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
     ("Build a release and its stages", &["build", "plan", "fetch", "ingest", "dedup", "filter", "rewrite", "distract", "abbreviate", "generate", "execute", "queries", "qrels"]),
     ("Publish and check", &["release", "export", "check", "verify"]),
     ("Evaluate and compare", &["eval", "compare", "leaderboard", "trec-eval"]),
-    ("Curate and audit", &["corpus", "merge", "audit"]),
+    ("Curate and audit", &["corpus", "merge", "audit", "review"]),
     ("Operate", &["store", "programs", "judge"]),
 ];
 
@@ -107,6 +107,9 @@ pub enum Command {
     Judge(JudgeArgs),
     /// Contamination audits of a release.
     Audit(AuditArgs),
+    /// Human validation of the rewrites: a review page of a sample, and the report of the
+    /// reviewers' answers (`coreb review report`).
+    Review(crate::commands::review::ReviewArgs),
     /// Curate text–code training pairs from the sources of a corpus manifest, decontaminated
     /// against every published release.
     Corpus(CorpusArgs),

@@ -55,6 +55,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::TrecEval(args) => commands::trec_eval::trec_eval(args),
         Command::Judge(args) => commands::judge::judge(args),
         Command::Audit(args) => commands::audit::audit(args),
+        Command::Review(args) => commands::review::review(args),
         Command::Corpus(args) => commands::corpus::corpus(args),
         Command::Merge(args) => match args.stage {
             cli::MergeStage::Corpus => commands::corpus::merge(args),

@@ -37,7 +37,8 @@
 //!
 //! [`audit`] holds the contamination audits of `coreb audit` (overlap of a corpus with a
 //! release, how far the rewrites moved, a model's pass@1 on originals against rewrites);
-//! [`jsonl`] reads JSONL input row by row for them and the corpus runner.
+//! [`jsonl`] reads JSONL input row by row for them and the corpus runner. [`review`] is
+//! `coreb review`: the human validation of the rewrites (the review page, its report).
 
 #![deny(missing_docs)]
 
@@ -53,6 +54,7 @@ pub mod audit;
 pub mod curate;
 pub mod duplicates;
 pub mod jsonl;
+pub mod review;
 pub mod scan;
 pub mod spool;
 pub mod table;

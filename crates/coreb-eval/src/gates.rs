@@ -35,6 +35,56 @@ pub struct GatesConfig {
     /// `constrained_text = "same"` fails `language_named` and `duplicate_texts` by design).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub waive: Vec<String>,
+    /// `review = { min_reviewed = 50, min_intent = 0.95 }`: publish only with a recorded
+    /// human review ([`review_path`]) of at least this many problems whose share of "yes" on
+    /// the intent question reaches `min_intent` (`coreb check`'s `review`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewGate>,
+}
+
+/// The review gate's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewGate {
+    /// Fewest problems with an answer to the intent question.
+    pub min_reviewed: usize,
+    /// Lowest share of "yes" among the intent answers.
+    pub min_intent: f64,
+}
+
+/// What a recorded review says, as the review gate reads it (`figures` of `review.json`,
+/// written by `coreb review report`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReviewFigures {
+    /// The release version reviewed.
+    pub release: String,
+    /// Problems with at least one answer to the intent question.
+    pub reviewed: usize,
+    /// "yes" answers to the intent question.
+    pub intent_yes: usize,
+    /// Answers to the intent question (yes, no, unsure).
+    pub intent_answers: usize,
+}
+
+/// Where the review of release `version` published in `release_dir` is recorded:
+/// `<release_dir>/../reviews/<version>/review.json`, beside the releases.
+pub fn review_path(release_dir: &std::path::Path, version: &str) -> std::path::PathBuf {
+    let parent = release_dir.parent().unwrap_or(std::path::Path::new("."));
+    parent.join("reviews").join(version).join("review.json")
+}
+
+/// The review gate on the recorded figures (`None`: no review recorded, or one of another
+/// release): `(figure, share, passed)`.
+pub fn review_gate(gate: &ReviewGate, version: &str, figures: Option<&ReviewFigures>) -> (String, f64, bool) {
+    match figures {
+        None => ("no review recorded".to_owned(), 0.0, false),
+        Some(f) if f.release != version => (format!("the recorded review is of `{}`", f.release), 0.0, false),
+        Some(f) => {
+            let share = if f.intent_answers == 0 { 0.0 } else { f.intent_yes as f64 / f.intent_answers as f64 };
+            let passed = f.reviewed >= gate.min_reviewed && share >= gate.min_intent;
+            (format!("{} problems reviewed, intent kept {share:.4} ({} of {})", f.reviewed, f.intent_yes, f.intent_answers), share, passed)
+        }
+    }
 }
 
 impl Default for GatesConfig {
@@ -47,6 +97,7 @@ impl Default for GatesConfig {
             max_single_language_share: 0.5,
             max_text_chars: 100_000,
             waive: Vec::new(),
+            review: None,
         }
     }
 }
@@ -305,5 +356,23 @@ mod tests {
         assert_eq!(c.bm25_ndcg10_max, 0.9);
         assert_eq!(c.max_examples, 5);
         assert!(serde_json::from_str::<GatesConfig>(r#"{"bm25_max": 0.9}"#).is_err());
+    }
+
+    #[test]
+    fn the_review_gate_refuses_below_its_figures() {
+        let gate = ReviewGate { min_reviewed: 50, min_intent: 0.95 };
+        let figures = |reviewed, intent_yes, intent_answers| ReviewFigures { release: "v202503".into(), reviewed, intent_yes, intent_answers };
+        assert!(review_gate(&gate, "v202503", Some(&figures(50, 96, 100))).2);
+        assert!(review_gate(&gate, "v202503", Some(&figures(60, 95, 100))).2, "0.95 itself passes");
+        let (figure, share, passed) = review_gate(&gate, "v202503", Some(&figures(60, 94, 100)));
+        assert!(!passed && (share - 0.94).abs() < 1e-12 && figure.contains("intent kept 0.9400 (94 of 100)"), "{figure}");
+        assert!(!review_gate(&gate, "v202503", Some(&figures(49, 49, 49))).2, "too few reviewed");
+        assert_eq!(review_gate(&gate, "v202503", None), ("no review recorded".to_owned(), 0.0, false));
+        assert!(!review_gate(&gate, "v202504", Some(&figures(60, 60, 60))).2, "another release's review");
+        // The manifest's spelling.
+        let cfg: GatesConfig = toml::from_str("review = { min_reviewed = 50, min_intent = 0.95 }").unwrap();
+        assert_eq!(cfg.review, Some(gate));
+        assert!(toml::from_str::<GatesConfig>("review = { min_reviewed = 50 }").is_err());
+        assert_eq!(review_path(std::path::Path::new("/r/v202503"), "v202503"), std::path::Path::new("/r/reviews/v202503/review.json"));
     }
 }

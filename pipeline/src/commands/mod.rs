@@ -11,6 +11,7 @@ pub mod judge;
 pub mod leaderboard;
 pub mod plan;
 pub mod programs;
+pub mod review;
 pub mod store;
 pub mod trec_eval;
 pub mod verify;

@@ -1,7 +1,8 @@
 //! The build a published release was made from, found again for `coreb audit` (the
 //! [`ReleaseBuild`] its rewrite and model audits read): `--build-dir`, else the `output_dir`
 //! of the build manifest embedded in the release's `MANIFEST.json`, whose `rewrite` artifact
-//! holds the rewritten problems with their tests. Does NOT rebuild a missing artifact: the
+//! holds the rewritten problems with their tests (and the other stages' artifacts the review
+//! page reads, [`ReleaseBuild::artifact`]). Does NOT rebuild a missing artifact: the
 //! error says which file is missing and how to make it.
 //!
 //! A build directory is read only when it is the build of this release: where it holds a
@@ -114,11 +115,15 @@ impl ReleaseBuild for BuildLookup {
     }
 
     fn rewritten(&self) -> anyhow::Result<Vec<RewrittenProblem>> {
-        let dir = self.build_dir.join("artifacts/rewrite");
+        crate::engine::llm::read_jsonl(&self.artifact("rewrite", "rewritten")?)
+    }
+
+    fn artifact(&self, stage: &str, output: &str) -> anyhow::Result<PathBuf> {
+        let dir = self.build_dir.join("artifacts").join(stage);
         let record_path = dir.join("record.json");
         if !record_path.exists() {
             bail!(
-                "the build's rewrite artifact is missing: `{}` does not exist (the build directory `{}` is the `output_dir` of the release's build manifest `{}`, or `--build-dir`); run `coreb build {} --until rewrite`, or pass `--build-dir` with the directory the release was built in",
+                "the build's {stage} artifact is missing: `{}` does not exist (the build directory `{}` is the `output_dir` of the release's build manifest `{}`, or `--build-dir`); run `coreb build {} --until {stage}`, or pass `--build-dir` with the directory the release was built in",
                 record_path.display(),
                 self.build_dir.display(),
                 self.manifest_path.display(),
@@ -126,16 +131,22 @@ impl ReleaseBuild for BuildLookup {
             );
         }
         let record = read_record(&record_path)?;
-        self.check_same_build(&record, &record_path)?;
-        let Some(output) = record.outputs.get("rewritten") else {
-            bail!("`{}`: no `rewritten` output", record_path.display());
-        };
-        let path = dir.join(&output.file);
-        let sha256 = coreb_base::hashing::sha256_file(&path).with_context(|| format!("the build's rewrite artifact: hashing `{}`", path.display()))?;
-        if sha256 != output.sha256 {
-            bail!("`{}`: sha256 `{sha256}` differs from the `{}` its record `{}` holds; rebuild the stage", path.display(), output.sha256, record_path.display());
+        // Only the build of this release is read (its rewrite record decides).
+        if stage == "rewrite" {
+            self.check_same_build(&record, &record_path)?;
+        } else {
+            let rewrite_record = self.build_dir.join("artifacts/rewrite/record.json");
+            self.check_same_build(&read_record(&rewrite_record)?, &rewrite_record)?;
         }
-        crate::engine::llm::read_jsonl(&path)
+        let Some(entry) = record.outputs.get(output) else {
+            bail!("`{}`: no `{output}` output", record_path.display());
+        };
+        let path = dir.join(&entry.file);
+        let sha256 = coreb_base::hashing::sha256_file(&path).with_context(|| format!("the build's {stage} artifact: hashing `{}`", path.display()))?;
+        if sha256 != entry.sha256 {
+            bail!("`{}`: sha256 `{sha256}` differs from the `{}` its record `{}` holds; rebuild the stage", path.display(), entry.sha256, record_path.display());
+        }
+        Ok(path)
     }
 
     fn prompts_dir(&self) -> PathBuf {

@@ -35,6 +35,9 @@ pub trait ReleaseBuild {
     fn build_dir(&self) -> &Path;
     /// The rewritten problems of the build's `rewrite` artifact, checked against its record.
     fn rewritten(&self) -> anyhow::Result<Vec<RewrittenProblem>>;
+    /// The file of output `output` of the build's `stage` artifact, checked against its
+    /// record (an error naming the missing file and how to make it).
+    fn artifact(&self, stage: &str, output: &str) -> anyhow::Result<PathBuf>;
     /// The build's prompt templates (its manifest's `prompts_dir`).
     fn prompts_dir(&self) -> PathBuf;
     /// sha256 of the `generate` prompt the release was built with, when its manifest says.

@@ -59,6 +59,14 @@ pub enum CheckError {
     /// The evaluator refused the judgements or the run.
     #[error(transparent)]
     Eval(#[from] EvalError),
+    /// A recorded review could not be read.
+    #[error("`{path}`: {reason}")]
+    Review {
+        /// The `review.json`.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// `[gates] waive` names no check.
     #[error("`gates.waive`: no check is named `{name}` (the checks: {known})")]
     UnknownCheck {
@@ -103,11 +111,13 @@ pub enum Check {
     Lengths,
     /// BEIR and Parquet mean the same.
     BeirParquetEquivalence,
+    /// A recorded human review meets `[gates] review` (only when it is set).
+    Review,
 }
 
 impl Check {
     /// Every check, in print order.
-    pub const ALL: [Check; 15] = [
+    pub const ALL: [Check; 16] = [
         Check::IdUnique,
         Check::IdFormat,
         Check::IdEarlierReleases,
@@ -123,6 +133,7 @@ impl Check {
         Check::DuplicateTexts,
         Check::Lengths,
         Check::BeirParquetEquivalence,
+        Check::Review,
     ];
 
     /// The snake_case name.
@@ -143,6 +154,7 @@ impl Check {
             Check::DuplicateTexts => "duplicate_texts",
             Check::Lengths => "lengths",
             Check::BeirParquetEquivalence => "beir_parquet_equivalence",
+            Check::Review => "review",
         }
     }
 }
@@ -345,8 +357,28 @@ pub fn check_release(dir: &Path, version: &str, others: &[PathBuf], cfg: &GatesC
         let figure = format!("{} mismatches, max metric difference {diff:.1e}", offending.len());
         r.push(Check::BeirParquetEquivalence, task.as_str(), figure, diff, "identical, ≤ 1e-9".into(), passed, offending);
     }
+    if let Some(gate) = &cfg.review {
+        let path = crate::gates::review_path(dir, version);
+        let figures = read_review_figures(&path)?;
+        let (figure, share, passed) = crate::gates::review_gate(gate, version, figures.as_ref());
+        let threshold = format!("≥ {} reviewed, intent ≥ {:.2}, recorded in `{}`", gate.min_reviewed, gate.min_intent, path.display());
+        r.push(Check::Review, "release", figure, share, threshold, passed, Vec::new());
+    }
     let compared_with = others.iter().map(|o| o.display().to_string()).collect();
     Ok(CheckReport { version: version.to_owned(), compared_with, results: r.out })
+}
+
+/// The `figures` of a recorded `review.json`; `None` when there is none.
+fn read_review_figures(path: &Path) -> Result<Option<crate::gates::ReviewFigures>, CheckError> {
+    let bad = |reason: String| CheckError::Review { path: path.to_owned(), reason };
+    let text = match fs_err::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(bad(e.to_string())),
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let figures = value.get("figures").cloned().ok_or_else(|| bad("no `figures`".into()))?;
+    serde_json::from_value(figures).map(Some).map_err(|e| bad(format!("`figures`: {e}")))
 }
 
 enum Equivalence {

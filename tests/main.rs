@@ -14,6 +14,8 @@
 //! - `recheck` (issue #12): rewritten tests re-checked against a reference solution: `rewrite`
 //!   against a loopback endpoint asks for the reference, `execute` runs it in the sandbox and
 //!   rejects a bijected or model-rewritten test it fails.
+//! - `regeneration` (issues #47, #48): a published release is immutable unless `--replace`d;
+//!   `verify --checksums` and `coreb check` name a damaged file.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
@@ -57,6 +59,7 @@ mod live;
 mod llm;
 mod month;
 mod recheck;
+mod regeneration;
 mod release;
 mod scaleout;
 mod series;

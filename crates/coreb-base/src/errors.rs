@@ -1,6 +1,11 @@
 //! Rendering errors for reports: one line with every cause, for places that keep an error as
 //! text (a retry reason, an invalid store entry) rather than as a value.
 
+/// An error in how a command was called (exit 2): a wrong argument, a manifest that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
 /// `e` and its chain of sources, joined with `: `.
 pub fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();

@@ -116,6 +116,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     fs_err::write(tmp.join("README.md"), dataset_card(&info, &out))?;
     fs_err::write(tmp.join("LICENSE"), license_text(&info))?;
 
+    write_kit(engine, &tmp, others, stages.get("execute").and_then(|e| e.get("toolchains")))?;
     let (bm25, checks_passed) = gate(engine, &tmp, &out)?;
 
     let sources: Vec<SourcePin> = serde_json::from_value(fetch.summary.get("sources").cloned().unwrap_or_default())?;
@@ -170,6 +171,81 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     let local = serde_json::json!({ "published": plan.publish_dir });
     let record = writer.commit_with_local(&key, &[("manifest", "MANIFEST.json")], summary, local)?;
     Ok(StageReport { stage: StageName::Release, skipped: false, record })
+}
+
+/// The folder of a release that holds its regeneration kit.
+pub const KIT_DIR: &str = "regeneration";
+
+/// The kit's files (under [`KIT_DIR`]): the answers, the build manifest, the versions.
+pub const KIT_ANSWERS: &str = "answers.jsonl.gz";
+/// The build manifest with its paths relative to the kit.
+pub const KIT_MANIFEST: &str = "build.toml";
+/// coreb's version and the toolchains' versions.
+pub const KIT_VERSIONS: &str = "versions.json";
+
+/// The release's regeneration kit, under `regeneration/`: what a stranger needs besides the
+/// public sources (which the MANIFEST names by sha256) to rebuild it — exactly the LLM answers
+/// the build used (`answers.jsonl.gz`: the response store's entries, one compact JSON object
+/// a line sorted by key, the format of `coreb store export`), the build manifest with its
+/// paths relative to the kit (`build.toml`), the prompts (`prompts/`), and the versions of
+/// coreb and of the toolchains (`versions.json`). Every byte depends on the build's inputs
+/// alone, so a rebuild writes the same kit.
+fn write_kit(engine: &Engine, tmp: &Path, llm_records: &[&StageRecord], toolchains: Option<&serde_json::Value>) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let plan = &engine.plan;
+    let kit = tmp.join(KIT_DIR);
+    fs_err::create_dir_all(kit.join("prompts"))?;
+
+    let mut keys = BTreeSet::new();
+    for r in llm_records.iter().filter(|r| r.outputs.contains_key("answer_keys")) {
+        let path = engine.output(r, "answer_keys")?;
+        keys.extend(fs_err::read_to_string(&path)?.lines().filter(|l| !l.is_empty()).map(str::to_owned));
+    }
+    let store = coreb_llm::ResponseStore::open(&plan.response_store);
+    let mut gz = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::best());
+    for key in &keys {
+        let entry = store.get(key)?.with_context(|| format!("the build used the answer `{key}`, which the response store `{}` does not hold", plan.response_store.display()))?;
+        gz.write_all(serde_json::to_string(&entry)?.as_bytes())?;
+        gz.write_all(b"\n")?;
+    }
+    fs_err::write(kit.join(KIT_ANSWERS), gz.finish()?)?;
+
+    for stage in coreb_llm::LlmStage::ALL {
+        for name in [format!("{stage}.toml"), format!("{stage}.schema.json")] {
+            let from = plan.prompts_dir.join(&name);
+            if from.is_file() {
+                fs_err::copy(&from, kit.join("prompts").join(&name))?;
+            }
+        }
+    }
+    fs_err::write(kit.join(KIT_MANIFEST), kit_manifest(&plan.manifest_text)?)?;
+    let versions = serde_json::json!({ "coreb": TOOL_VERSION, "toolchains": toolchains.cloned().unwrap_or_default() });
+    fs_err::write(kit.join(KIT_VERSIONS), serde_json::to_string_pretty(&versions)? + "\n")?;
+    Ok(())
+}
+
+/// The build manifest with its paths relative to the kit: the response store `store/` (made
+/// from `answers.jsonl.gz` with `coreb store import`), the prompts `prompts/`, artifacts in
+/// `build/`, the release in `releases/`; a local source is looked for in `sources/` (a source
+/// with a URL keeps it).
+pub fn kit_manifest(text: &str) -> anyhow::Result<String> {
+    let mut table: toml::Table = text.parse().context("the build manifest")?;
+    for (key, value) in [("output_dir", "build"), ("releases_dir", "releases"), ("response_store", "store"), ("prompts_dir", "prompts")] {
+        table.insert(key.to_owned(), toml::Value::String(value.to_owned()));
+    }
+    if let Some(sources) = table.get_mut("sources").and_then(toml::Value::as_array_mut) {
+        for source in sources.iter_mut().filter_map(toml::Value::as_table_mut) {
+            let Some(url) = source.get("url").and_then(toml::Value::as_str) else { continue };
+            if !url.contains("://") {
+                let file = Path::new(url).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                source.insert("url".to_owned(), toml::Value::String(format!("sources/{file}")));
+            }
+        }
+    }
+    Ok(format!(
+        "# The build manifest of this release, its paths relative to this folder (`regeneration/`).\n# `coreb verify <release> --sources <dir>` rebuilds from it; see docs/releases.md.\n{}",
+        toml::to_string(&table)?
+    ))
 }
 
 /// Why a release that is already published with other content is not replaced: the

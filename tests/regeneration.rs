@@ -123,7 +123,7 @@ fn check_names_a_truncated_table_in_its_json() {
     fs_err::write(&table, &bytes[..bytes.len() / 2]).unwrap();
     for with_manifest in [true, false] {
         if !with_manifest {
-            // Without its MANIFEST, the table is found unreadable.
+            // Without its MANIFEST, the table is found unreadable all the same.
             fs_err::remove_file(release.join("MANIFEST.json")).unwrap();
         }
         let out = run(coreb().args(["check", "--json"]).arg(&release));
@@ -134,7 +134,7 @@ fn check_names_a_truncated_table_in_its_json() {
         let damaged = report["damaged"].as_array().unwrap();
         assert_eq!(damaged.len(), 1, "{report}");
         assert_eq!(damaged[0]["file"], "text2code_qrels.parquet", "{report}");
-        assert_eq!(damaged[0]["kind"], if with_manifest { "differs" } else { "unreadable" }, "{report}");
+        assert_eq!(damaged[0]["kind"], "unreadable", "{report}");
         assert!(report["error"].as_str().unwrap().contains("text2code_qrels.parquet"), "{report}");
     }
     // Without `--json`, stderr names it, once.
@@ -143,4 +143,14 @@ fn check_names_a_truncated_table_in_its_json() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("damaged: unreadable text2code_qrels.parquet: not a readable Parquet table"), "{err}");
     assert_eq!(err.matches("not a readable Parquet table").count(), 1, "{err}");
+
+    // A readable table that differs from its MANIFEST is named, the checks still run on it,
+    // and the check fails.
+    let (_dir, release) = sample_copy();
+    fs_err::write(release.join("README.md"), "edited").unwrap();
+    let out = run(coreb().args(["check", "--json"]).arg(&release));
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["damaged"][0]["file"], "README.md", "{report}");
+    assert!(report["results"].as_array().unwrap().len() >= 15, "{report}");
 }

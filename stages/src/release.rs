@@ -432,7 +432,7 @@ fn card_layout_and_terms(s: &mut String, info: &CardInfo<'_>) {
          problem-disjoint).\n- `MANIFEST.json`: sha256 of every file and everything needed to rebuild \
          (`coreb verify`).\n- `regeneration/`: the regeneration kit (not a config): the LLM answers the build used, \
          its build manifest and prompts, the versions of coreb and the toolchains; with the public sources, \
-         `coreb verify <release> --sources <dir>` rebuilds the release from it.\n",
+         `coreb build regeneration/build.toml` rebuilds the release from it offline.\n",
     );
     s.push_str(
         "\n## Loading\n\n\

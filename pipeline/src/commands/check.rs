@@ -30,23 +30,33 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         }
         None => sibling_releases(&release),
     };
-    // A damaged or missing file is named before any check reads it.
-    let damaged = damaged_files(&release)?;
-    if !damaged.is_empty() {
+    // A table the checks cannot read is named, and no check runs; a file that differs from
+    // its MANIFEST (a table edited on purpose, say) is named, and the checks run on it.
+    let (unreadable, altered) = damaged_files(&release)?;
+    if !unreadable.is_empty() {
+        let mut damaged = unreadable;
+        damaged.extend(altered);
         let error = format!("`{}`: {} damaged or missing file(s): {}", release.display(), damaged.len(), damaged.iter().map(|d| d.file.as_str()).collect::<Vec<_>>().join(", "));
         return not_checked(&printer, json, &version, &error, &damaged);
     }
     let report = match check_release(&release, &version, &others, &gates, &composition) {
         Ok(report) => report,
-        Err(e) => return not_checked(&printer, json, &version, &format!("checking `{}`: {}", release.display(), coreb_base::errors::chain(&e)), &[]),
+        Err(e) => return not_checked(&printer, json, &version, &format!("checking `{}`: {}", release.display(), coreb_base::errors::chain(&e)), &altered),
     };
     if json {
-        printer.out(serde_json::to_string_pretty(&report)?);
+        let mut value = serde_json::to_value(&report)?;
+        if let (Some(obj), false) = (value.as_object_mut(), altered.is_empty()) {
+            obj.insert("damaged".into(), serde_json::to_value(&altered)?);
+        }
+        printer.out(serde_json::to_string_pretty(&value)?);
     } else {
         printer.out(report.to_table().trim_end());
     }
+    for d in &altered {
+        printer.status(format!("damaged: {d} (as MANIFEST.json lists it)"));
+    }
     let failed = report.failures();
-    if failed.is_empty() {
+    if failed.is_empty() && altered.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
     for f in &failed {
@@ -68,28 +78,27 @@ fn not_checked(printer: &Printer, json: bool, version: &str, error: &str, damage
     Ok(ExitCode::FAILURE)
 }
 
-/// The files of the release that are not as published: against the sha256 its
-/// `MANIFEST.json` lists when it has one; and every Parquet table the checks read (the eight
-/// configs and `problems.parquet`) missing or unreadable.
-fn damaged_files(release: &std::path::Path) -> anyhow::Result<Vec<Damage>> {
-    let mut damaged = if release.join("MANIFEST.json").is_file() { crate::ops::verify::checksums(release)?.1 } else { Vec::new() };
+/// The files of the release that are not as published: first every Parquet table the checks
+/// read (the eight configs and `problems.parquet`) that is missing or unreadable; then, when it
+/// has a `MANIFEST.json`, every other file whose sha256 differs from it, missing or extra.
+fn damaged_files(release: &std::path::Path) -> anyhow::Result<(Vec<Damage>, Vec<Damage>)> {
+    let mut unreadable = Vec::new();
     for name in CONFIGS.iter().map(|c| format!("{c}.parquet")).chain(["problems.parquet".to_owned()]) {
-        if damaged.iter().any(|d| d.file == name) {
-            continue;
-        }
         let path = release.join(&name);
         if !path.is_file() {
-            damaged.push(Damage { file: name, kind: "missing", detail: String::new() });
+            unreadable.push(Damage { file: name, kind: "missing", detail: String::new() });
             continue;
         }
         let read = coreb_data::tables::read_batches(&path, 8192).and_then(|mut batches| batches.try_for_each(|b| b.map(drop)));
         if let Err(e) = read {
             // The error names the path; the file is named already.
             let detail = std::error::Error::source(&e).map_or_else(|| e.to_string(), coreb_base::errors::chain);
-            damaged.push(Damage { file: name, kind: "unreadable", detail: format!("not a readable Parquet table ({detail})") });
+            unreadable.push(Damage { file: name, kind: "unreadable", detail: format!("not a readable Parquet table ({detail})") });
         }
     }
-    Ok(damaged)
+    let mut altered = if release.join("MANIFEST.json").is_file() { crate::ops::verify::checksums(release)?.1 } else { Vec::new() };
+    altered.retain(|d| !unreadable.iter().any(|u| u.file == d.file));
+    Ok((unreadable, altered))
 }
 
 /// The version and gate thresholds recorded in the release's `MANIFEST.json`; without one,

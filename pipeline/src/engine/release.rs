@@ -243,7 +243,7 @@ pub fn kit_manifest(text: &str) -> anyhow::Result<String> {
         }
     }
     Ok(format!(
-        "# The build manifest of this release, its paths relative to this folder (`regeneration/`).\n# `coreb verify <release> --sources <dir>` rebuilds from it; see docs/releases.md.\n{}",
+        "# The build manifest of this release, its paths relative to this folder (`regeneration/`).\n# Put the source files in `sources/`, `coreb store import store answers.jsonl` (gunzipped),\n# then `coreb build build.toml` rebuilds the release offline.\n{}",
         toml::to_string(&table)?
     ))
 }

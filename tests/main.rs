@@ -21,6 +21,8 @@
 //! - `regeneration` (issue 48): results know their release (`eval --run`, `--allow-partial`,
 //!   `compare`, the leaderboard), audits and `programs` read the build that made the release, and
 //!   the help texts, `store stats`, `export` and `trec-eval` on a release's BEIR qrels.
+//! - `publish` (issues #47, #48): a published release is immutable unless `--replace`d;
+//!   `verify --checksums` and `coreb check` name a damaged file.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `review` (issue #50): `coreb review`: the sample's review page in headless Chromium
 //!   (three reviewers, answers kept over a reload, exported), `coreb review report` against
@@ -69,6 +71,7 @@ mod live;
 mod llm;
 mod month;
 mod operate;
+mod publish;
 mod recheck;
 mod regeneration;
 mod release;

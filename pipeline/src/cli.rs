@@ -76,8 +76,9 @@ pub enum Command {
     Queries(StageArgs),
     /// Assign graded relevance judgements.
     Qrels(PlainStageArgs),
-    /// Publish the release directory and its MANIFEST.
-    Release(PlainStageArgs),
+    /// Publish the release directory and its MANIFEST (a published version never changes
+    /// unless `--replace` is given).
+    Release(ReleaseArgs),
     /// Rebuild a published release and compare every checksum.
     Verify(VerifyArgs),
     /// Check a release's validity from its files alone: ids, judgements, self-retrieval,
@@ -193,6 +194,23 @@ pub struct BuildArgs {
     /// and its MANIFEST are the same bytes either way).
     #[arg(long)]
     pub publish_dir: Option<PathBuf>,
+    /// Replace the release if this version is already published with other content (else
+    /// the build refuses: published releases are immutable).
+    #[arg(long)]
+    pub replace: bool,
+}
+
+/// Arguments of `coreb release`.
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// What every stage command takes.
+    #[command(flatten)]
+    pub stage: PlainStageArgs,
+    /// Replace the release if this version is already published with other content (else
+    /// `release` refuses: published releases are immutable); the new MANIFEST records the
+    /// sha256 of the MANIFEST it replaced.
+    #[arg(long)]
+    pub replace: bool,
 }
 
 /// Arguments shared by the single-stage commands.
@@ -258,6 +276,10 @@ pub struct VerifyArgs {
     /// could weaken the sandbox or choose what the judge runs).
     #[arg(long)]
     pub trust_release_sandbox: bool,
+    /// Only check every file against the sha256 its MANIFEST lists (no rebuild): names each
+    /// damaged, missing or extra file.
+    #[arg(long)]
+    pub checksums: bool,
 }
 
 /// Arguments of `coreb leaderboard`.

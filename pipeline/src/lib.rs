@@ -45,7 +45,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Execute(args) => commands::build::stage(StageName::Execute, args),
         Command::Queries(args) => commands::build::stage(StageName::Queries, args),
         Command::Qrels(args) => commands::build::stage(StageName::Qrels, args.into()),
-        Command::Release(args) => commands::build::stage(StageName::Release, args.into()),
+        Command::Release(args) => commands::build::release(args),
         Command::Verify(args) => commands::verify::verify(args),
         Command::Check(args) => commands::check::check(args),
         Command::Eval(args) => commands::eval::eval(*args),

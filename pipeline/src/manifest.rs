@@ -166,6 +166,9 @@ pub struct RunPlan {
     /// The manifest's exact text (embedded in the release MANIFEST).
     #[serde(skip)]
     pub manifest_text: String,
+    /// `--replace`: `release` may replace a published release of this version that holds
+    /// other content (else it refuses: published releases are immutable).
+    pub replace: bool,
 }
 
 impl RunPlan {
@@ -212,6 +215,7 @@ impl RunPlan {
         Ok(RunPlan {
             publish_dir: releases_dir.join(&version),
             manifest_text: String::new(),
+            replace: false,
             manifest_path: base.join(path.file_name().unwrap_or_default()),
             version,
             window,

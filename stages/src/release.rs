@@ -449,7 +449,9 @@ fn card_layout_and_terms(s: &mut String, info: &CardInfo<'_>) {
          front matter).\n- `text2code/`, `code2code/`, `code2text/`: BEIR layout (`corpus.jsonl`, `queries.jsonl`, \
          `qrels/test.tsv`) for `beir` and `mteb`.\n- `problems.parquet`: the source problems (keeps later releases \
          problem-disjoint).\n- `MANIFEST.json`: sha256 of every file and everything needed to rebuild \
-         (`coreb verify`).\n",
+         (`coreb verify`).\n- `regeneration/`: the regeneration kit (not a config): the LLM answers the build used, \
+         its build manifest and prompts, the versions of coreb and the toolchains; with the public sources, \
+         `coreb build regeneration/build.toml` rebuilds the release from it offline.\n",
     );
     s.push_str(
         "\n## Loading\n\n\

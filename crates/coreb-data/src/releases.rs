@@ -33,6 +33,17 @@ pub struct ReleaseManifest {
     pub counts: serde_json::Value,
     /// Every published file but this one: path → sha256 and size.
     pub files: BTreeMap<String, FileEntry>,
+    /// The release this one replaced under the same version (`--replace`); absent for a
+    /// release published once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<Replaced>,
+}
+
+/// The release a `--replace` publish put aside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replaced {
+    /// sha256 of its `MANIFEST.json` (`None`: the directory held no MANIFEST).
+    pub manifest_sha256: Option<String>,
 }
 
 impl ReleaseManifest {

@@ -665,6 +665,10 @@ impl LlmGateway for BatchGateway {
     fn usage(&self) -> Vec<UsageRow> {
         self.inner.accounting().rows()
     }
+
+    fn answers_used(&self, stage: crate::LlmStage) -> Vec<String> {
+        self.inner.answers_used(stage)
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use futures_util::future::BoxFuture;
 
 use super::accounting::{Accounting, Event};
 use super::client::{Attempt, HttpClient};
-use super::config::{LlmConfig, StoreMode};
+use super::config::{LlmConfig, LlmStage, StoreMode};
 use super::store::{ResponseStore, StoreEntry, StoredResponse};
 use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, Provenance, TokenUsage, UsageRow};
 use coreb_http::RetryConfig;
@@ -34,6 +34,8 @@ pub struct Gateway {
     limits: Limits,
     accounting: Accounting,
     stopped: AtomicBool,
+    /// The store keys answered, by stage ([`LlmGateway::answers_used`]).
+    used: std::sync::Mutex<std::collections::BTreeMap<LlmStage, std::collections::BTreeSet<String>>>,
 }
 
 /// Read the API key named by `config.api_key_env`, when the mode can send anything.
@@ -62,6 +64,7 @@ impl Gateway {
             limits: Limits::new(config.concurrency, u64::from(config.requests_per_minute), config.tokens_per_minute),
             accounting: Accounting::new(config.prices.clone()),
             stopped: AtomicBool::new(false),
+            used: Default::default(),
         })
     }
 
@@ -128,6 +131,10 @@ impl Gateway {
         None
     }
 
+    fn used(&self, stage: LlmStage, key: &str) {
+        self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(stage).or_default().insert(key.to_owned());
+    }
+
     /// One request's answer, complete or not: from the store, else from the endpoint (and
     /// then stored, whatever its finish reason, so that no rerun asks it again).
     async fn answer(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
@@ -143,6 +150,7 @@ impl Gateway {
             let stored = tokio::task::spawn_blocking(move || store.get(&lookup)).await.map_err(|e| join_error(&self.store, &key, e))??;
             match stored {
                 Some(entry) => {
+                    self.used(request.stage, &key);
                     let r = entry.response;
                     self.accounting.record(request.stage, &request.model, Event::FromStore(r.usage));
                     if !r.finish_reason.is_complete() {
@@ -166,6 +174,7 @@ impl Gateway {
         let entry = StoreEntry::of(request, StoredResponse { text, finish_reason, usage, provenance: Provenance::Endpoint });
         let store = self.store.clone();
         let entry = tokio::task::spawn_blocking(move || store.put(&entry).map(|()| entry)).await.map_err(|e| join_error(&self.store, &key, e))??;
+        self.used(request.stage, &key);
         let event = if entry.response.finish_reason.is_complete() { Event::FromEndpoint } else { Event::Incomplete };
         self.accounting.record(request.stage, &request.model, event);
         let StoreEntry { response, .. } = entry;
@@ -217,5 +226,9 @@ impl LlmGateway for Gateway {
 
     fn usage(&self) -> Vec<UsageRow> {
         self.accounting.rows()
+    }
+
+    fn answers_used(&self, stage: LlmStage) -> Vec<String> {
+        self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&stage).map(|k| k.iter().cloned().collect()).unwrap_or_default()
     }
 }

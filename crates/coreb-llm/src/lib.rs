@@ -514,6 +514,14 @@ pub trait LlmGateway: Send + Sync {
     fn usage(&self) -> Vec<UsageRow> {
         Vec::new()
     }
+
+    /// The store keys of every answer `stage` was given so far (from the store or the
+    /// endpoint, complete or not: a replay asks for each), sorted; empty for gateways that
+    /// keep no store.
+    fn answers_used(&self, stage: LlmStage) -> Vec<String> {
+        let _ = stage;
+        Vec::new()
+    }
 }
 
 /// A gateway that calls `progress` after every request it completes or fails (progress bars
@@ -536,5 +544,9 @@ impl LlmGateway for Counted<'_> {
 
     fn usage(&self) -> Vec<UsageRow> {
         self.inner.usage()
+    }
+
+    fn answers_used(&self, stage: LlmStage) -> Vec<String> {
+        self.inner.answers_used(stage)
     }
 }

@@ -3,15 +3,16 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{BuildArgs, MergeArgs, StageArgs};
+use crate::cli::{BuildArgs, MergeArgs, ReleaseArgs, StageArgs};
 use crate::engine::stage::StageName;
 use crate::engine::{Engine, PlanOverrides};
 use coreb_base::printer::Printer;
 
 /// Run `coreb build`.
 pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
-    let BuildArgs { manifest, until, jobs, show_plan, check, quiet, json, output_dir, publish_dir } = args;
-    let plan = PlanOverrides { output_dir, publish_dir }.load(&manifest, jobs)?;
+    let BuildArgs { manifest, until, jobs, show_plan, check, quiet, json, output_dir, publish_dir, replace } = args;
+    let mut plan = PlanOverrides { output_dir, publish_dir }.load(&manifest, jobs)?;
+    plan.replace = replace;
     let printer = Printer::new(json).quiet(quiet);
     if show_plan {
         printer.out(serde_json::to_string_pretty(&plan)?);
@@ -33,10 +34,20 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Run `coreb release` (with `--replace`: it may replace a published release).
+pub fn release(args: ReleaseArgs) -> anyhow::Result<ExitCode> {
+    stage_replacing(StageName::Release, args.stage.into(), args.replace)
+}
+
 /// Run one stage command (with `--shard i/N`: one shard process of it).
 pub fn stage(stage: StageName, args: StageArgs) -> anyhow::Result<ExitCode> {
+    stage_replacing(stage, args, false)
+}
+
+fn stage_replacing(stage: StageName, args: StageArgs, replace: bool) -> anyhow::Result<ExitCode> {
     let StageArgs { manifest, jobs, json, quiet, output_dir, shard } = args;
-    let plan = PlanOverrides { output_dir, publish_dir: None }.load(&manifest, jobs)?;
+    let mut plan = PlanOverrides { output_dir, publish_dir: None }.load(&manifest, jobs)?;
+    plan.replace = replace;
     let printer = Printer::new(json).quiet(quiet);
     let engine = Engine::new(plan, printer, false)?.with_shard(shard);
     let reports = engine.run_until(stage)?;

@@ -1,5 +1,6 @@
 //! `coreb verify <release>`: rebuild a published release and compare every checksum
-//! ([`crate::ops::verify`]); exit 1 on any difference.
+//! ([`crate::ops::verify`]); with `--checksums`, only compare its files with the sha256 its
+//! MANIFEST lists. Exit 1 on any difference.
 
 use std::process::ExitCode;
 
@@ -9,6 +10,20 @@ use crate::cli::VerifyArgs;
 
 /// Run `coreb verify`.
 pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let differences = crate::ops::verify::verify(&args.release, args.trust_release_sandbox, Printer::new(false))?;
+    let printer = Printer::new(false);
+    let differences = if args.checksums {
+        let (manifest, differences) = crate::ops::verify::checksums(&args.release)?;
+        for d in &differences {
+            printer.out(format!("published: {d}"));
+        }
+        if differences.is_empty() {
+            printer.out(format!("{}: {} files match the sha256 in MANIFEST.json", manifest.version, manifest.files.len()));
+        } else {
+            printer.out(format!("{}: {} difference(s) from MANIFEST.json", manifest.version, differences.len()));
+        }
+        differences.iter().map(ToString::to_string).collect()
+    } else {
+        crate::ops::verify::verify(&args.release, args.trust_release_sandbox, printer)?
+    };
     Ok(if differences.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

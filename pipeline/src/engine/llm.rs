@@ -147,9 +147,13 @@ fn read_jsonl_map<T: DeserializeOwned, U>(path: &Path, mut f: impl FnMut(T) -> U
     Ok(rows)
 }
 
-/// A cached LLM stage is reused only when it rejected nothing.
+/// The output of an LLM stage listing the store keys of the answers it used, one a line.
+pub const ANSWER_KEYS: &str = "answer_keys.txt";
+
+/// A cached LLM stage is reused only when it rejected nothing (and recorded the answers it
+/// used: one cached before they were recorded runs again, from the store).
 fn reusable(engine: &Engine, stage: StageName, key: &str) -> anyhow::Result<Option<StageReport>> {
-    Ok(engine.cached(stage, key)?.filter(|r| r.record.summary.get("rejected").and_then(serde_json::Value::as_u64) == Some(0)))
+    Ok(engine.cached(stage, key)?.filter(|r| r.record.summary.get("rejected").and_then(serde_json::Value::as_u64) == Some(0) && r.record.outputs.contains_key("answer_keys")))
 }
 
 /// What of `[llm]` and the prompts decides a stage's answers: per LLM stage its models,
@@ -223,8 +227,13 @@ fn commit_llm(
         obj.insert("rejected".into(), serde_json::json!(rejected.len()));
         obj.insert("rejections_by_reason".into(), serde_json::json!(count_by_reason(rejected)));
     }
+    // The store keys of every answer this stage was given: what a release's regeneration kit
+    // carries of the response store.
+    let keys: std::collections::BTreeSet<String> = llm.iter().flat_map(|s| ctx.gateway.answers_used(*s)).collect();
+    fs_err::write(writer.path(ANSWER_KEYS), keys.iter().map(|k| format!("{k}\n")).collect::<String>())?;
     let mut outputs = outputs.to_vec();
     outputs.push(("rejections", "rejections.jsonl"));
+    outputs.push(("answer_keys", ANSWER_KEYS));
     let mut local = run_facts(&mut summary);
     if let (Some(obj), Some(requests)) = (local.as_object_mut(), ctx.requests(llm)) {
         obj.insert("requests".into(), requests);

@@ -19,7 +19,7 @@ use super::stage::StageName;
 use super::{Engine, StageReport};
 use crate::artifacts::{StageRecord, TOOL_VERSION, hash_tree, input_key};
 use coreb_base::durable;
-use coreb_data::releases::{BuildManifest, ReleaseManifest, SourcePin};
+use coreb_data::releases::{BuildManifest, ReleaseManifest, Replaced, SourcePin};
 
 /// `to` relative to the directory `from` (both absolute and normalised).
 pub fn relative_path(from: &Path, to: &Path) -> String {
@@ -116,10 +116,11 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     fs_err::write(tmp.join("README.md"), dataset_card(&info, &out))?;
     fs_err::write(tmp.join("LICENSE"), license_text(&info))?;
 
+    write_kit(engine, &tmp, others, stages.get("execute").and_then(|e| e.get("toolchains")))?;
     let (bm25, checks_passed) = gate(engine, &tmp, &out)?;
 
     let sources: Vec<SourcePin> = serde_json::from_value(fetch.summary.get("sources").cloned().unwrap_or_default())?;
-    let manifest = ReleaseManifest {
+    let mut manifest = ReleaseManifest {
         format: "coreb-release-manifest/1".into(),
         version: plan.version.clone(),
         tool_version: TOOL_VERSION.into(),
@@ -130,12 +131,33 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         seeds: BTreeMap::from([("dedup".to_owned(), plan.stages.dedup.seed), ("qrels".to_owned(), plan.stages.qrels.seed)]),
         counts: serde_json::json!({ "llm_answers_written_by": written_by, "qrels": out.stats, "bm25_ndcg10": bm25, "gates": plan.gates, "checks_passed": checks_passed }),
         files: hash_tree(&tmp)?,
+        replaces: None,
     };
-    let text = serde_json::to_string_pretty(&manifest)? + "\n";
-    durable::write(&tmp.join("MANIFEST.json"), text.as_bytes())?;
-
-    // Every published file is on disk before the release appears under its name.
-    durable::replace_dir(&tmp, &plan.publish_dir)?;
+    let mut text = serde_json::to_string_pretty(&manifest)? + "\n";
+    let publish = match published_state(&plan.publish_dir, &manifest.files, &text)? {
+        Published::Absent => true,
+        Published::Same(existing) => {
+            // The same release again: nothing to publish (a replaced one keeps its record).
+            text = existing;
+            false
+        }
+        Published::Other { changes, manifest_sha256 } => {
+            if !plan.replace {
+                fs_err::remove_dir_all(&tmp)?;
+                return Err(release_exists(&plan.version, &plan.publish_dir, &changes));
+            }
+            manifest.replaces = Some(Replaced { manifest_sha256 });
+            text = serde_json::to_string_pretty(&manifest)? + "\n";
+            true
+        }
+    };
+    if publish {
+        durable::write(&tmp.join("MANIFEST.json"), text.as_bytes())?;
+        // Every published file is on disk before the release appears under its name.
+        durable::replace_dir(&tmp, &plan.publish_dir)?;
+    } else {
+        fs_err::remove_dir_all(&tmp)?;
+    }
     let writer = engine.store.begin(StageName::Release.as_str())?;
     fs_err::write(writer.path("MANIFEST.json"), &text)?;
     let summary = serde_json::json!({
@@ -149,6 +171,153 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     let local = serde_json::json!({ "published": plan.publish_dir });
     let record = writer.commit_with_local(&key, &[("manifest", "MANIFEST.json")], summary, local)?;
     Ok(StageReport { stage: StageName::Release, skipped: false, record })
+}
+
+/// The folder of a release that holds its regeneration kit.
+pub const KIT_DIR: &str = "regeneration";
+
+/// The kit's files (under [`KIT_DIR`]): the answers, the build manifest, the versions.
+pub const KIT_ANSWERS: &str = "answers.jsonl.gz";
+/// The build manifest with its paths relative to the kit.
+pub const KIT_MANIFEST: &str = "build.toml";
+/// coreb's version and the toolchains' versions.
+pub const KIT_VERSIONS: &str = "versions.json";
+
+/// The release's regeneration kit, under `regeneration/`: what a stranger needs besides the
+/// public sources (which the MANIFEST names by sha256) to rebuild it — exactly the LLM answers
+/// the build used (`answers.jsonl.gz`: the response store's entries, one compact JSON object
+/// a line sorted by key, the format of `coreb store export`), the build manifest with its
+/// paths relative to the kit (`build.toml`), the prompts (`prompts/`), and the versions of
+/// coreb and of the toolchains (`versions.json`). Every byte depends on the build's inputs
+/// alone, so a rebuild writes the same kit.
+fn write_kit(engine: &Engine, tmp: &Path, llm_records: &[&StageRecord], toolchains: Option<&serde_json::Value>) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let plan = &engine.plan;
+    let kit = tmp.join(KIT_DIR);
+    fs_err::create_dir_all(kit.join("prompts"))?;
+
+    let mut keys = BTreeSet::new();
+    for r in llm_records.iter().filter(|r| r.outputs.contains_key("answer_keys")) {
+        let path = engine.output(r, "answer_keys")?;
+        keys.extend(fs_err::read_to_string(&path)?.lines().filter(|l| !l.is_empty()).map(str::to_owned));
+    }
+    let store = coreb_llm::ResponseStore::open(&plan.response_store);
+    let mut gz = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::best());
+    for key in &keys {
+        let entry = store.get(key)?.with_context(|| format!("the build used the answer `{key}`, which the response store `{}` does not hold", plan.response_store.display()))?;
+        gz.write_all(serde_json::to_string(&entry)?.as_bytes())?;
+        gz.write_all(b"\n")?;
+    }
+    fs_err::write(kit.join(KIT_ANSWERS), gz.finish()?)?;
+
+    for stage in coreb_llm::LlmStage::ALL {
+        for name in [format!("{stage}.toml"), format!("{stage}.schema.json")] {
+            let from = plan.prompts_dir.join(&name);
+            if from.is_file() {
+                fs_err::copy(&from, kit.join("prompts").join(&name))?;
+            }
+        }
+    }
+    fs_err::write(kit.join(KIT_MANIFEST), kit_manifest(&plan.manifest_text)?)?;
+    let versions = serde_json::json!({ "coreb": TOOL_VERSION, "toolchains": toolchains.cloned().unwrap_or_default() });
+    fs_err::write(kit.join(KIT_VERSIONS), serde_json::to_string_pretty(&versions)? + "\n")?;
+    Ok(())
+}
+
+/// The build manifest with its paths relative to the kit: the response store `store/` (made
+/// from `answers.jsonl.gz` with `coreb store import`), the prompts `prompts/`, artifacts in
+/// `build/`, the release in `releases/`; a local source is looked for in `sources/` (a source
+/// with a URL keeps it).
+pub fn kit_manifest(text: &str) -> anyhow::Result<String> {
+    let mut table: toml::Table = text.parse().context("the build manifest")?;
+    for (key, value) in [("output_dir", "build"), ("releases_dir", "releases"), ("response_store", "store"), ("prompts_dir", "prompts")] {
+        table.insert(key.to_owned(), toml::Value::String(value.to_owned()));
+    }
+    if let Some(sources) = table.get_mut("sources").and_then(toml::Value::as_array_mut) {
+        for source in sources.iter_mut().filter_map(toml::Value::as_table_mut) {
+            let Some(url) = source.get("url").and_then(toml::Value::as_str) else { continue };
+            if !url.contains("://") {
+                let file = Path::new(url).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                source.insert("url".to_owned(), toml::Value::String(format!("sources/{file}")));
+            }
+        }
+    }
+    Ok(format!(
+        "# The build manifest of this release, its paths relative to this folder (`regeneration/`).\n# Put the source files in `sources/`, `coreb store import store answers.jsonl` (gunzipped),\n# then `coreb build build.toml` rebuilds the release offline.\n{}",
+        toml::to_string(&table)?
+    ))
+}
+
+/// Why a release that is already published with other content is not replaced: the
+/// files that would change, and what to do.
+fn release_exists(version: &str, dir: &Path, changes: &[String]) -> anyhow::Error {
+    let list: Vec<String> = changes.iter().map(|c| format!("  {c}")).collect();
+    anyhow::anyhow!(
+        "release `{version}` is already published in `{}` with other content: published releases are immutable, and publishing would change {} file(s):\n{}\npublish it under another version, or pass `--replace` to replace it (the new MANIFEST records the sha256 of the MANIFEST it replaces)",
+        dir.display(),
+        changes.len(),
+        list.join("\n")
+    )
+}
+
+/// What the publish directory holds, against the release about to be published.
+enum Published {
+    /// Nothing: publish.
+    Absent,
+    /// This release, byte for byte (its MANIFEST may also record what it replaced): its
+    /// MANIFEST text.
+    Same(String),
+    /// Another release (or other files).
+    Other {
+        /// One line per file that would be added, removed or changed.
+        changes: Vec<String>,
+        /// sha256 of its `MANIFEST.json`, if it has one.
+        manifest_sha256: Option<String>,
+    },
+}
+
+/// Compare the directory `dir` with the release whose files are `files` and whose MANIFEST
+/// is `manifest`.
+fn published_state(dir: &Path, files: &BTreeMap<String, coreb_data::releases::FileEntry>, manifest: &str) -> anyhow::Result<Published> {
+    if !dir.exists() {
+        return Ok(Published::Absent);
+    }
+    let existing = crate::artifacts::hash_files(dir, |_| true)?;
+    let manifest_path = dir.join("MANIFEST.json");
+    let (old_text, manifest_sha256) = if manifest_path.is_file() {
+        let bytes = fs_err::read(&manifest_path)?;
+        (String::from_utf8(bytes.clone()).ok(), Some(sha256_hex(&bytes)))
+    } else {
+        (None, None)
+    };
+    let mut changes = Vec::new();
+    for (path, entry) in files {
+        match existing.get(path) {
+            None => changes.push(format!("added   {path}")),
+            Some(e) if e.sha256 != entry.sha256 => changes.push(format!("changed {path}")),
+            Some(_) => {}
+        }
+    }
+    for path in existing.keys().filter(|p| *p != "MANIFEST.json" && !files.contains_key(*p)) {
+        changes.push(format!("removed {path}"));
+    }
+    let same_manifest = old_text.as_deref().is_some_and(|old| without_replaces(old) == without_replaces(manifest));
+    if !same_manifest {
+        changes.push(format!("{} MANIFEST.json", if manifest_sha256.is_some() { "changed" } else { "added  " }));
+    }
+    Ok(match (changes.is_empty(), old_text) {
+        (true, Some(old)) => Published::Same(old),
+        _ => Published::Other { changes, manifest_sha256 },
+    })
+}
+
+/// A MANIFEST's JSON without its `replaces` record (`None`: not JSON).
+fn without_replaces(text: &str) -> Option<serde_json::Value> {
+    let mut value: serde_json::Value = serde_json::from_str(text).ok()?;
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove("replaces");
+    }
+    Some(value)
 }
 
 /// What the MANIFEST records of each stage (parameters, prompts, models, and for execute the

@@ -19,20 +19,88 @@ use crate::manifest::{ManifestFile, RunPlan, check_release_sandbox, lexical_join
 use coreb_base::printer::Printer;
 use coreb_data::releases::{FileEntry, ReleaseManifest};
 
-/// Differences between two file lists, one line each.
-pub fn differences(expected: &BTreeMap<String, FileEntry>, actual: &BTreeMap<String, FileEntry>) -> Vec<String> {
+/// A file of a release that is not as its MANIFEST says: missing, different, extra, not a
+/// plain file, or (for `coreb check`) not readable as the table it should be.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Damage {
+    /// Its path in the release (with `/`).
+    pub file: String,
+    /// `missing`, `differs`, `extra`, `not a file` or `unreadable`.
+    pub kind: &'static str,
+    /// What differs (the two sha256), what it is instead of a file, why it cannot be read.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:<9} {}", self.kind, self.file)?;
+        if !self.detail.is_empty() {
+            write!(f, ": {}", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+/// Differences between two file lists, file by file.
+pub fn damage(expected: &BTreeMap<String, FileEntry>, actual: &BTreeMap<String, FileEntry>) -> Vec<Damage> {
+    let at = |file: &str, kind, detail| Damage { file: file.to_owned(), kind, detail };
     let mut out = Vec::new();
     for (path, e) in expected {
         match actual.get(path) {
-            None => out.push(format!("missing   {path}")),
-            Some(a) if a.sha256 != e.sha256 => out.push(format!("differs   {path}: expected sha256 {}, got {}", e.sha256, a.sha256)),
+            None => out.push(at(path, "missing", String::new())),
+            Some(a) if a.sha256 != e.sha256 => out.push(at(path, "differs", format!("expected sha256 {}, got {}", e.sha256, a.sha256))),
             Some(_) => {}
         }
     }
     for path in actual.keys().filter(|p| !expected.contains_key(*p)) {
-        out.push(format!("extra     {path}"));
+        out.push(at(path, "extra", String::new()));
     }
     out
+}
+
+/// Differences between two file lists, one line each.
+pub fn differences(expected: &BTreeMap<String, FileEntry>, actual: &BTreeMap<String, FileEntry>) -> Vec<String> {
+    damage(expected, actual).iter().map(ToString::to_string).collect()
+}
+
+/// What a directory holds, read without following a link: each plain file's path (with
+/// `/`) → sha256 and size, and the entries that are neither a file nor a directory (a
+/// symbolic link, a device …). A downloaded release is untrusted: nothing here leaves the
+/// directory.
+pub fn list_release(dir: &std::path::Path) -> anyhow::Result<(BTreeMap<String, FileEntry>, Vec<Damage>)> {
+    let mut files = BTreeMap::new();
+    let mut odd = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in fs_err::read_dir(&d)? {
+            let path = entry?.path();
+            let rel = path.strip_prefix(dir).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+            let kind = fs_err::symlink_metadata(&path)?.file_type();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() {
+                let sha256 = coreb_base::hashing::sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+                files.insert(rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() });
+            } else {
+                let what = if kind.is_symlink() { "a symbolic link" } else { "not a regular file" };
+                odd.push(Damage { file: rel, kind: "not a file", detail: what.into() });
+            }
+        }
+    }
+    odd.sort_by(|a, b| a.file.cmp(&b.file));
+    Ok((files, odd))
+}
+
+/// Every file of the release at `release` against the sha256 its MANIFEST lists, without
+/// rebuilding: the MANIFEST and each damaged, missing or extra file (none: intact).
+pub fn checksums(release: &std::path::Path) -> anyhow::Result<(ReleaseManifest, Vec<Damage>)> {
+    let manifest = ReleaseManifest::read(&release.join("MANIFEST.json"))?;
+    let (mut files, odd) = list_release(release)?;
+    files.remove("MANIFEST.json");
+    let mut problems = damage(&manifest.files, &files);
+    problems.extend(odd);
+    Ok((manifest, problems))
 }
 
 /// Check the release at `release` against its MANIFEST, rebuild it and compare every
@@ -40,10 +108,10 @@ pub fn differences(expected: &BTreeMap<String, FileEntry>, actual: &BTreeMap<Str
 pub fn verify(release: &std::path::Path, trust_release_sandbox: bool, printer: Printer) -> anyhow::Result<Vec<String>> {
     let dir = fs_err::canonicalize(release)?;
     let manifest_path = dir.join("MANIFEST.json");
-    let manifest = ReleaseManifest::read(&manifest_path)?;
+    let (manifest, damaged) = checksums(&dir)?;
+    let mut problems: Vec<String> = damaged.iter().map(ToString::to_string).collect();
 
     check_release_sandbox(&manifest.build_manifest.text, &manifest_path, trust_release_sandbox)?;
-    let mut problems = differences(&manifest.files, &hash_tree(&dir)?);
     for p in &problems {
         printer.out(format!("published: {p}"));
     }

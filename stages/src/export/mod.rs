@@ -302,6 +302,11 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
             rows.insert(*c, cols.first().map_or(0, Column::len));
             schemas.insert(*c, columns::schema(cols));
         }
+        // The release's regeneration kit rides along, per release (no config reads it).
+        let kit = dir.join("regeneration");
+        if kit.is_dir() {
+            copy_files(&kit, &tmp.join("regeneration").join(version))?;
+        }
         let license = std::fs::read_to_string(dir.join("LICENSE")).unwrap_or_default();
         exported.push(ExportedRelease { version: version.clone(), rows, license, schemas, bytes, subtasks });
     }
@@ -315,6 +320,28 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
     write(".coreb-export", "hf-coreb\n")?;
     coreb_base::durable::replace_dir(&tmp, out).map_err(io(out))?;
     Ok(exported)
+}
+
+/// Copy the plain files and directories below `from` to `to` (a link is not followed: it is
+/// left out).
+fn copy_files(from: &Path, to: &Path) -> Result<(), ExportError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| ExportError::Io { path, source }
+    };
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    let mut entries: Vec<_> = std::fs::read_dir(from).map_err(io(from))?.collect::<Result<_, _>>().map_err(io(from))?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for e in entries {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let kind = e.file_type().map_err(io(&src))?;
+        if kind.is_dir() {
+            copy_files(&src, &dst)?;
+        } else if kind.is_file() {
+            std::fs::copy(&src, &dst).map_err(io(&src))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

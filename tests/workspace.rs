@@ -19,7 +19,19 @@ fn a_workspace_builds_plans_evaluates_and_exports_the_sample() {
     let ws = tmp.path().join("bench");
     let out = run(coreb().arg("init").arg(&ws));
     assert!(out.status.success(), "{}", text(&out));
-    for file in ["README.md", ".gitignore", "manifests/sample.toml", "manifests/month.example.toml", "prompts/rewrite.toml", "prompts/eval/presets.toml", "tests/fixtures/sample/problems.jsonl", "scripts/monthly.sh", "schedule/crontab", "schedule/coreb-monthly.timer", "schedule/monthly.sbatch"] {
+    for file in [
+        "README.md",
+        ".gitignore",
+        "manifests/sample.toml",
+        "manifests/month.example.toml",
+        "prompts/rewrite.toml",
+        "prompts/eval/presets.toml",
+        "tests/fixtures/sample/problems.jsonl",
+        "scripts/monthly.sh",
+        "schedule/crontab",
+        "schedule/coreb-monthly.timer",
+        "schedule/monthly.sbatch",
+    ] {
         assert!(ws.join(file).is_file(), "no {file} in the workspace");
     }
     assert!(ws.join("releases").is_dir());

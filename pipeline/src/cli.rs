@@ -20,7 +20,10 @@ pub struct Cli {
 /// `coreb --help` lists the commands in these groups, as users think of them (every
 /// subcommand is in exactly one: a test checks it).
 pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
-    ("Build a release and its stages", &["init", "build", "plan", "fetch", "ingest", "dedup", "filter", "rewrite", "distract", "abbreviate", "generate", "execute", "queries", "qrels"]),
+    (
+        "Build a release and its stages",
+        &["init", "build", "plan", "fetch", "ingest", "dedup", "filter", "rewrite", "distract", "abbreviate", "generate", "execute", "queries", "qrels"],
+    ),
     ("Publish and check", &["release", "export", "check", "verify"]),
     ("Evaluate and compare", &["eval", "compare", "leaderboard", "trec-eval"]),
     ("Curate and audit", &["corpus", "merge", "audit"]),

@@ -93,7 +93,15 @@ mod tests {
     fn carries_the_prompts_the_sample_and_its_store() {
         let files = workspace_files();
         let has = |p: &str| files.iter().any(|(f, _, _)| *f == p);
-        for p in ["prompts/rewrite.toml", "prompts/rewrite.schema.json", "prompts/eval/presets.toml", "manifests/sample.toml", "tests/fixtures/sample/problems.jsonl", "README.md", ".gitignore"] {
+        for p in [
+            "prompts/rewrite.toml",
+            "prompts/rewrite.schema.json",
+            "prompts/eval/presets.toml",
+            "manifests/sample.toml",
+            "tests/fixtures/sample/problems.jsonl",
+            "README.md",
+            ".gitignore",
+        ] {
             assert!(has(p), "no `{p}` in the workspace");
         }
         let store = files.iter().filter(|(f, _, _)| f.starts_with("tests/fixtures/sample/store/")).count();

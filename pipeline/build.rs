@@ -10,6 +10,10 @@
 //! (tables, hashing, the sandbox, the manifest's defaults) that a per-stage file list would
 //! miss, and a needless rerun costs time while a stale artifact costs a wrong release.
 //! Paths that do not exist (a packaged crate) are skipped.
+//!
+//! It also writes `$OUT_DIR/workspace_files.rs`, the table of the repository files that
+//! `coreb init` writes into a new workspace ([`WORKSPACE`]), each `include_bytes!`d so that
+//! the binary carries them.
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +25,43 @@ const SOURCES: &[&str] = &["pipeline", "stages", "crates", "vendor/whatlang-fast
 /// The judge's driver templates (`include_str!`d into the binary): every file, whatever its
 /// extension.
 const DRIVERS: &str = "stages/src/execute/drivers";
+
+/// What `coreb init` copies from the repository into a workspace, at the same relative path:
+/// the prompts and schemas, the sample's manifest, and the sample's problems and response
+/// store (at the path the manifest, and so the published sample's MANIFEST, names).
+const WORKSPACE: &[&str] =
+    &["prompts", "manifests/sample.toml", "tests/fixtures/sample/README.md", "tests/fixtures/sample/problems.jsonl", "tests/fixtures/sample/store", "scripts/monthly.sh"];
+
+/// Every file under `rel` (or `rel` itself), relative to `root`.
+fn files_under(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+    let path = root.join(rel);
+    if path.is_file() {
+        out.push(rel.to_owned());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(&path) else { return };
+    for entry in entries.flatten() {
+        files_under(root, &rel.join(entry.file_name()), out);
+    }
+}
+
+/// `$OUT_DIR/workspace_files.rs`: `WORKSPACE_FILES`, (path, bytes) sorted by path.
+fn workspace_table(root: &Path) {
+    let mut files = Vec::new();
+    for rel in WORKSPACE {
+        println!("cargo:rerun-if-changed={}", root.join(rel).display());
+        files_under(root, Path::new(rel), &mut files);
+    }
+    files.sort();
+    let mut table = String::from("/// The files `coreb init` writes, from the repository: (path, bytes).\npub const WORKSPACE_FILES: &[(&str, &[u8])] = &[\n");
+    for rel in &files {
+        let name = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        table.push_str(&format!("    ({name:?}, include_bytes!({:?})),\n", root.join(rel).display().to_string()));
+    }
+    table.push_str("];\n");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("workspace_files.rs");
+    std::fs::write(out, table).expect("writing workspace_files.rs");
+}
 
 fn collect(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
     let path = root.join(rel);
@@ -68,4 +109,5 @@ fn main() {
     let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
     println!("cargo:rustc-env=COREB_SOURCE_SHA256={digest}");
     println!("cargo:rustc-env=COREB_SOURCE_FILES={}", files.len());
+    workspace_table(&root);
 }

@@ -52,6 +52,8 @@
 //! - `zero_glue` (issue #15): the sample through `datasets`, BEIR and MTEB with no glue (MTEB's
 //!   nDCG@10 = `coreb eval --run` on its predictions); `coreb export --layout hf-coreb` read as the
 //!   published dataset; `scripts/setup`; no test file refers outside the repository.
+//! - `workspace` (issue #51): `coreb init` makes a workspace elsewhere; there the binary alone
+//!   builds the sample byte for byte, plans the next month, evaluates and exports.
 
 mod support;
 
@@ -80,4 +82,5 @@ mod scaleout;
 mod series;
 mod trec_eval;
 mod validity;
+mod workspace;
 mod zero_glue;

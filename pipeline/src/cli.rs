@@ -20,7 +20,10 @@ pub struct Cli {
 /// `coreb --help` lists the commands in these groups, as users think of them (every
 /// subcommand is in exactly one: a test checks it).
 pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
-    ("Build a release and its stages", &["build", "plan", "fetch", "ingest", "dedup", "filter", "rewrite", "distract", "abbreviate", "generate", "execute", "queries", "qrels"]),
+    (
+        "Build a release and its stages",
+        &["init", "build", "plan", "fetch", "ingest", "dedup", "filter", "rewrite", "distract", "abbreviate", "generate", "execute", "queries", "qrels"],
+    ),
     ("Publish and check", &["release", "export", "check", "verify"]),
     ("Evaluate and compare", &["eval", "compare", "leaderboard", "trec-eval"]),
     ("Curate and audit", &["corpus", "merge", "audit", "review"]),
@@ -51,6 +54,9 @@ pub fn command() -> clap::Command {
 /// The subcommands of `coreb`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Make a benchmark workspace in a new directory: the sample (manifest, problems, response
+    /// store), prompts, a month template, releases/, a README and schedules.
+    Init(InitArgs),
     /// Run the stages of a manifest in order, skipping those whose inputs are unchanged.
     #[command(after_help = BUILD_EXAMPLES)]
     Build(BuildArgs),
@@ -588,6 +594,13 @@ pub struct MergeArgs {
     /// processes (see `coreb corpus --dedup-tasks`); the output is the same for every `T`.
     #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..))]
     pub dedup_tasks: Option<u32>,
+}
+
+/// Arguments of `coreb init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The workspace to make: a new or empty directory (a non-empty one is refused).
+    pub dir: PathBuf,
 }
 
 /// Arguments of `coreb plan`.

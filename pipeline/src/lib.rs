@@ -33,6 +33,7 @@ pub fn init_logging() {
 /// Run one command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Init(args) => commands::init::init(args),
         Command::Build(args) => commands::build::build(args),
         Command::Fetch(args) => commands::build::stage(StageName::Fetch, args.into()),
         Command::Ingest(args) => commands::build::stage(StageName::Ingest, args.into()),

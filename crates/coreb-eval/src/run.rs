@@ -270,6 +270,43 @@ struct TaskOutcome {
 /// `load_manifest`, evaluate every task, then record (`record`), write (`out`) and print the
 /// report; fails when a listwise window got no answer or a release gate fails.
 pub fn evaluate(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>, printer: &Printer) -> anyhow::Result<()> {
+    let (setup, report, runs, gate_failures) = run_tasks(args, load_manifest, printer)?;
+    match (&report.release, &report.run_coverage) {
+        (None, _) => printer.status(format!("note: `{}` has no `MANIFEST.json` (nor its parent): the results record no release", args.dir.display())),
+        (Some(_), Some(c)) if c.partial => printer
+            .status(format!("partial run: {} of {} queries scored (`--allow-partial`); {} query ids of the run are no query of the release", c.matched, c.queries, c.unknown)),
+        _ => {}
+    }
+    if args.record {
+        setup.record(args, &report, &runs, printer)?;
+    }
+    setup.write(args.out.as_deref(), args.json, &report, &runs, printer)?;
+    if setup.gates.is_some() {
+        if gate_failures.is_empty() {
+            printer.status("all release gates passed");
+        } else {
+            for f in &gate_failures {
+                eprintln!("{f}");
+            }
+            bail!("{} release gate(s) failed", gate_failures.len());
+        }
+    }
+    Ok(())
+}
+
+/// The report [`evaluate`] makes, returned: nothing recorded, written or printed, no gate
+/// enforced (the Python module's `evaluate_release` is `coreb eval --run` through this).
+pub fn report(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>, printer: &Printer) -> anyhow::Result<EvalReport> {
+    Ok(run_tasks(args, load_manifest, printer)?.1)
+}
+
+/// Every task evaluated: the setup, the report, the runs made and the gates failed.
+#[allow(clippy::type_complexity)]
+fn run_tasks(
+    args: &EvalOptions,
+    load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>,
+    printer: &Printer,
+) -> anyhow::Result<(Setup, EvalReport, Vec<(String, Run)>, Vec<crate::gates::GateFailure>)> {
     let setup = Setup::new(args, load_manifest)?;
     let mut tasks = Vec::new();
     let mut runs = Vec::new();
@@ -303,27 +340,7 @@ pub fn evaluate(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Res
         release: setup.release.clone(),
         run_coverage: setup.coverage,
     };
-    match (&report.release, &report.run_coverage) {
-        (None, _) => printer.status(format!("note: `{}` has no `MANIFEST.json` (nor its parent): the results record no release", args.dir.display())),
-        (Some(_), Some(c)) if c.partial => printer
-            .status(format!("partial run: {} of {} queries scored (`--allow-partial`); {} query ids of the run are no query of the release", c.matched, c.queries, c.unknown)),
-        _ => {}
-    }
-    if args.record {
-        setup.record(args, &report, &runs, printer)?;
-    }
-    setup.write(args.out.as_deref(), args.json, &report, &runs, printer)?;
-    if setup.gates.is_some() {
-        if gate_failures.is_empty() {
-            printer.status("all release gates passed");
-        } else {
-            for f in &gate_failures {
-                eprintln!("{f}");
-            }
-            bail!("{} release gate(s) failed", gate_failures.len());
-        }
-    }
-    Ok(())
+    Ok((setup, report, runs, gate_failures))
 }
 
 impl Setup {

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod corpus;
 pub mod eval;
 pub mod export;
+pub mod init;
 pub mod judge;
 pub mod leaderboard;
 pub mod plan;

@@ -1,8 +1,10 @@
 //! What commands do beyond running a build's stages, as library functions the commands call
-//! (`commands/` only parse arguments and print): planning a month's manifest ([`month`]),
+//! (`commands/` only parse arguments and print): making a workspace ([`init`]), planning a
+//! month's manifest ([`month`]),
 //! verifying a published release by rebuilding it ([`verify`]) and measuring the LLM
 //! gateway and response store ([`store_bench`]).
 
+pub mod init;
 pub mod month;
 pub mod store_bench;
 pub mod verify;

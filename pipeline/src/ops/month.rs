@@ -73,6 +73,22 @@ fn latest_release(dir: &Path, version: &str) -> anyhow::Result<Option<(PathBuf, 
     Ok(Some((path, manifest)))
 }
 
+/// The subdirectories of `dir` that hold a release before `version` (`releases/sample`
+/// holding `v202503`), as `--releases-dir` hints; empty when there is none.
+fn series_hint(dir: &Path, version: &str) -> String {
+    let Ok(entries) = fs_err::read_dir(dir) else { return String::new() };
+    let mut found: Vec<String> = Vec::new();
+    for entry in entries.flatten() {
+        let sub = entry.path();
+        if let Ok(Some((release, _))) = latest_release(&sub, version) {
+            let name = release.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            found.push(format!("`--releases-dir {}` (it holds `{name}`)", sub.display()));
+        }
+    }
+    found.sort();
+    if found.is_empty() { String::new() } else { format!(", or {}", found.join(", or ")) }
+}
+
 /// Re-express a local source URL relative to the manifest's new directory.
 fn rebase_url(url: &str, from_dir: &Path, to_dir: &Path) -> String {
     if url.contains("://") {
@@ -118,7 +134,7 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
             let path = lexical_join(dir, Path::new(&manifest.build_manifest.path));
             (manifest.build_manifest.text.clone(), path.parent().map(Path::to_owned).unwrap_or_default())
         }
-        (None, None) => bail!("no release before `{version}` under `{}`: pass `--from <manifest>`", releases_dir.display()),
+        (None, None) => bail!("no release before `{version}` under `{}`: pass `--from <manifest>`{}", releases_dir.display(), series_hint(&releases_dir, &version)),
     };
     let mut file: ManifestFile = toml::from_str(&base_text).context("parsing the base manifest")?;
 

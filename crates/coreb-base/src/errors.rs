@@ -18,11 +18,6 @@ pub fn chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// An error in how a command was called (exit 2): a wrong argument, a manifest that does not parse.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Usage(pub String);
-
 #[cfg(test)]
 mod tests {
     #[test]

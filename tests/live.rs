@@ -39,7 +39,9 @@ fn live_manifest(dir: &Path, url: &str, extra_llm: &str) -> PathBuf {
         .replace("prompts_dir = \"../prompts\"", &format!("prompts_dir = \"{}\"", r.join("prompts").display()))
         .replace("url = \"../tests/fixtures/sample/problems.jsonl\"", &format!("url = \"{}\"", r.join("tests/fixtures/sample/problems.jsonl").display()));
     let manifest = dir.join("live.toml");
-    let llm = format!("\n[llm]\nmode = \"live\"\nbase_url = \"{url}\"\napi_key_env = \"\"\nmodel = \"small\"\nconcurrency = 2\ntimeout_secs = 10\n{extra_llm}\n[llm.stages.generate]\nmodels = [\"small\", \"small-2\"]\n");
+    let llm = format!(
+        "\n[llm]\nmode = \"live\"\nbase_url = \"{url}\"\napi_key_env = \"\"\nmodel = \"small\"\nconcurrency = 2\ntimeout_secs = 10\n{extra_llm}\n[llm.stages.generate]\nmodels = [\"small\", \"small-2\"]\n"
+    );
     fs_err::write(&manifest, format!("{head}{llm}")).unwrap();
     manifest
 }

@@ -8,6 +8,11 @@
 //! interpreter re-judges everything) and of its summary, which the release copies into its
 //! MANIFEST with the per-language time limits.
 //!
+//! Judged problems are committed as each window finishes to the journal of this run
+//! (`artifacts/.journal/execute`, [`stages::execute::journal`]): after SIGINT, SIGTERM or
+//! `kill -9` the same command judges only what was not committed, and the record counts
+//! what it took (`local.solutions_resumed`) and judged (`local.solutions_judged`).
+//!
 //! The summary holds only what the inputs determine; what a run measured (CPU time) or where
 //! it ran (isolation, memory bound) is kept outside the fingerprint, so that downstream stages
 //! are not re-run for a re-measurement.

@@ -418,12 +418,15 @@ fn a_build_killed_while_its_batch_is_in_flight_resumes_the_same_batch() {
     assert_eq!(fs_err::read_dir(&states).unwrap().count(), 0);
 
     // The same release, byte for byte, but for the build manifest the MANIFEST quotes (its
-    // text names the transport and this test's temporary paths).
-    let files = |d: &Path| tree_sha256(&d.join("releases")).into_iter().filter(|(p, _)| !p.ends_with("MANIFEST.json")).collect::<Vec<_>>();
+    // text names the transport and this test's temporary paths) and the regeneration kit,
+    // which carries that manifest and the answers as stored (batch entries say how they came).
+    let files = |d: &Path| tree_sha256(&d.join("releases")).into_iter().filter(|(p, _)| !p.ends_with("MANIFEST.json") && !p.contains("/regeneration/")).collect::<Vec<_>>();
     assert_eq!(files(dir.path()), files(sync_dir.path()), "the same release files");
     let manifest_of = |d: &Path| {
         let mut m: Value = serde_json::from_str(&fs_err::read_to_string(d.join("releases/v202503/MANIFEST.json")).unwrap()).unwrap();
         let quoted = m.as_object_mut().unwrap().remove("build_manifest").unwrap();
+        // The kit's entries: it quotes that manifest and the answers as stored.
+        m["files"].as_object_mut().unwrap().retain(|k, _| !k.starts_with("regeneration/"));
         (m, quoted["text"].as_str().unwrap().replace(&d.display().to_string(), "<dir>"))
     };
     let ((batch_manifest_json, batch_text), (sync_manifest_json, sync_text)) = (manifest_of(dir.path()), manifest_of(sync_dir.path()));

@@ -42,7 +42,7 @@ fn find_problem(path: &std::path::Path, wanted: Option<&str>) -> anyhow::Result<
         }
     }
     match wanted {
-        Some(w) => return Err(coreb_base::errors::Usage(format!("`{}`: no problem with question_id `{w}` (`--problem-id`)", path.display())).into()),
+        Some(w) => Err(coreb_base::errors::Usage(format!("`{}`: no problem with question_id `{w}` (`--problem-id`)", path.display())).into()),
         None => bail!("`{}`: no problems", path.display()),
     }
 }

@@ -219,23 +219,12 @@ pub struct ReleaseArgs {
     pub replace: bool,
 }
 
-/// Arguments shared by the single-stage commands.
+/// Arguments shared by the single-stage commands: [`PlainStageArgs`] and `--shard`.
 #[derive(Debug, Args)]
 pub struct StageArgs {
-    /// The build manifest (TOML).
-    pub manifest: PathBuf,
-    /// Worker threads (default, and 0: every core). Outputs do not depend on it.
-    #[arg(long)]
-    pub jobs: Option<usize>,
-    /// Print one JSON summary object on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// No status lines or progress on stderr (errors are still printed).
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// Keep build artifacts here instead of the manifest's `output_dir`.
-    #[arg(long)]
-    pub output_dir: Option<PathBuf>,
+    /// The manifest, threads, output.
+    #[command(flatten)]
+    pub common: PlainStageArgs,
     /// Run as shard process `I` of `N` (`0/4` … `3/4`; `rewrite`, `distract`, `abbreviate`,
     /// `generate`, `execute`, `queries`): the stages before this one run as usual (one process
     /// at a time, under a lock on the artifact store), then this stage handles the problems
@@ -252,7 +241,7 @@ pub struct StageArgs {
 pub struct PlainStageArgs {
     /// The build manifest (TOML).
     pub manifest: PathBuf,
-    /// Worker threads (default: all cores). Outputs do not depend on it.
+    /// Worker threads (default, and 0: every core). Outputs do not depend on it.
     #[arg(long)]
     pub jobs: Option<usize>,
     /// Print one JSON summary object on stdout.
@@ -268,7 +257,7 @@ pub struct PlainStageArgs {
 
 impl From<PlainStageArgs> for StageArgs {
     fn from(a: PlainStageArgs) -> StageArgs {
-        StageArgs { manifest: a.manifest, jobs: a.jobs, json: a.json, quiet: a.quiet, output_dir: a.output_dir, shard: None }
+        StageArgs { common: a, shard: None }
     }
 }
 

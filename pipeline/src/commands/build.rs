@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{BuildArgs, MergeArgs, ReleaseArgs, StageArgs};
+use crate::cli::{BuildArgs, MergeArgs, PlainStageArgs, ReleaseArgs, StageArgs};
 use crate::engine::stage::StageName;
 use crate::engine::{Engine, PlanOverrides};
 use coreb_base::printer::Printer;
@@ -45,7 +45,7 @@ pub fn stage(stage: StageName, args: StageArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn stage_replacing(stage: StageName, args: StageArgs, replace: bool) -> anyhow::Result<ExitCode> {
-    let StageArgs { manifest, jobs, json, quiet, output_dir, shard } = args;
+    let StageArgs { common: PlainStageArgs { manifest, jobs, json, quiet, output_dir }, shard } = args;
     let mut plan = PlanOverrides { output_dir, publish_dir: None }.load(&manifest, jobs)?;
     plan.replace = replace;
     let printer = Printer::new(json).quiet(quiet);

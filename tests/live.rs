@@ -2,6 +2,13 @@
 //! loopback server whose answers the rewrite stage rejects stops right after `rewrite` with
 //! the cause, and a rerun asks nothing again; the real-model smoke test
 //! (`scripts/smoke-live`, opt-in with `COREB_SMOKE=1`).
+//!
+//! Issue #47, a broken endpoint fails fast: refused connections, a 500 storm and a storm of
+//! 200s that are not chat completions open the endpoint's circuit and stop the build within
+//! seconds with one message naming the URL and counts equal to what the server received;
+//! nothing of theirs is stored, and a rerun against a good server asks exactly what is
+//! missing; 401 and an unknown model stop at once; `coreb store prune` makes a rerun ask
+//! rejected answers again.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
+use crate::support::http::{Reply, serve};
 use crate::support::{coreb, root, run, text};
 
 /// A loopback chat endpoint ([`crate::support::http`]) answering every request with
@@ -27,8 +35,13 @@ fn endpoint(answer: fn(&Value) -> (String, &'static str)) -> (String, Arc<Atomic
     (format!("{}/v1", server.url()), hits)
 }
 
-/// The sample's manifest, live against `url`, building into `dir`.
+/// The sample's manifest, live against `url` (no API key, concurrency 2), building into `dir`.
 fn live_manifest(dir: &Path, url: &str, extra_llm: &str) -> PathBuf {
+    manifest_with_llm(dir, &format!("mode = \"live\"\nbase_url = \"{url}\"\napi_key_env = \"\"\nmodel = \"small\"\nconcurrency = 2\ntimeout_secs = 10\n{extra_llm}"))
+}
+
+/// The sample's manifest with this `[llm]` section, building into `dir`.
+fn manifest_with_llm(dir: &Path, llm: &str) -> PathBuf {
     let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap();
     let head = sample.split("\n[llm]").next().unwrap();
     let r = root();
@@ -39,10 +52,7 @@ fn live_manifest(dir: &Path, url: &str, extra_llm: &str) -> PathBuf {
         .replace("prompts_dir = \"../prompts\"", &format!("prompts_dir = \"{}\"", r.join("prompts").display()))
         .replace("url = \"../tests/fixtures/sample/problems.jsonl\"", &format!("url = \"{}\"", r.join("tests/fixtures/sample/problems.jsonl").display()));
     let manifest = dir.join("live.toml");
-    let llm = format!(
-        "\n[llm]\nmode = \"live\"\nbase_url = \"{url}\"\napi_key_env = \"\"\nmodel = \"small\"\nconcurrency = 2\ntimeout_secs = 10\n{extra_llm}\n[llm.stages.generate]\nmodels = [\"small\", \"small-2\"]\n"
-    );
-    fs_err::write(&manifest, format!("{head}{llm}")).unwrap();
+    fs_err::write(&manifest, format!("{head}\n[llm]\n{llm}\n[llm.stages.generate]\nmodels = [\"small\", \"small-2\"]\n")).unwrap();
     manifest
 }
 
@@ -108,4 +118,217 @@ fn real_model_smoke_build() {
     let figures: Value = serde_json::from_str(&fs_err::read_to_string(dir.path().join("smoke/figures.json")).unwrap()).unwrap();
     assert_eq!(figures["server_requests"]["build2"], 0);
     eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue #47: a broken endpoint fails fast, with honest counts, and stores nothing.
+
+/// A named fault: what the server answers, and what the build's message must say.
+type Case = (&'static str, fn() -> Reply, &'static str);
+
+/// The number before `label` in `text` (`12 requests sent` → 12 for `" requests sent"`).
+fn number_before(text: &str, label: &str) -> Option<u64> {
+    let at = text.find(label)?;
+    let digits: String = text[..at].chars().rev().take_while(char::is_ascii_digit).collect();
+    digits.chars().rev().collect::<String>().parse().ok()
+}
+
+/// Entries in the response store of a build in `dir`.
+fn stored(dir: &Path) -> Vec<Value> {
+    let store = dir.join("store");
+    let Ok(shards) = std::fs::read_dir(&store) else { return Vec::new() };
+    let mut out = Vec::new();
+    for shard in shards.flatten() {
+        for f in std::fs::read_dir(shard.path()).into_iter().flatten().flatten() {
+            if f.file_name().to_string_lossy().ends_with(".json") {
+                out.push(serde_json::from_str(&fs_err::read_to_string(f.path()).unwrap()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// A rewrite answer the schema rejects (it lacks the statement): one request per item.
+fn schema_less(body: &Value) -> Reply {
+    let (content, finish) = rejected_rewrites(body);
+    let content = if finish == "stop" { content } else { json!({"title": "t", "starter_code": ""}).to_string() };
+    Reply::json(&json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10}}))
+}
+
+/// Closed port: nothing listens on it. The build stops within seconds (the circuit opens
+/// after 5 refused attempts in a row; after a 5 s pause 2 probe requests fail 2 attempts
+/// each: the defaults), with one
+/// message naming the URL and the error, after far fewer attempts than 10 items × 6.
+#[test]
+fn refused_connections_stop_a_live_build_within_seconds_naming_the_url() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = live_manifest(dir.path(), &url, "");
+    let started = std::time::Instant::now();
+    let out = run(coreb().arg("build").arg(&manifest));
+    let wall = started.elapsed();
+    assert!(!out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(wall < std::time::Duration::from_secs(20), "{wall:?}: {stderr}");
+    assert_eq!(stderr.matches("looks down").count(), 1, "one message: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the endpoint `{url}/chat/completions` looks down: 5 attempts in a row got no answer, and so did 2 probe requests after a 5 s pause (2 attempts each)"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("connection failed"), "the error is named: {stderr}");
+    assert!(stderr.contains("in this run: 0 requests sent"), "{stderr}");
+    let attempts = number_before(&stderr, " attempts could not connect)").unwrap_or_else(|| panic!("{stderr}"));
+    assert!((9..=16).contains(&attempts), "{attempts} attempts, against 60 without the circuit: {stderr}");
+    assert_eq!(number_before(&stderr, " failures (").unwrap(), attempts, "{stderr}");
+    assert!(stored(dir.path()).is_empty());
+}
+
+/// A server that answers every request with a 500, or with a 200 that is not a chat
+/// completion: the circuit opens after 10 in a row, the probes fail, the build stops; the
+/// message's count of requests sent is the server's own, and nothing is stored.
+#[test]
+fn a_500_storm_and_a_non_json_storm_stop_a_live_build_with_the_servers_count() {
+    let storms: [Case; 2] = [
+        ("500", || Reply::new("500 Internal Server Error", "upstream exploded"), "HTTP 500: upstream exploded"),
+        ("non-JSON 200", || Reply::new("200 OK", "<html><body>Welcome to our proxy</body></html>").header("Content-Type: text/html"), "HTTP 200, not a chat completion"),
+    ];
+    for (name, reply, error) in storms {
+        let server = serve(move |_| reply());
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = live_manifest(dir.path(), &format!("{}/v1", server.url()), "[llm.circuit]\nopen_secs = 1");
+        let started = std::time::Instant::now();
+        let out = run(coreb().arg("build").arg(&manifest));
+        assert!(!out.status.success(), "{name}: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{name}: {stderr}");
+        assert_eq!(stderr.matches("looks down").count(), 1, "{name}: {stderr}");
+        assert!(
+            stderr.contains(&format!("the endpoint `{}/v1/chat/completions` looks down: 10 answers in a row were server errors or not chat completions", server.url())),
+            "{name}: {stderr}"
+        );
+        assert!(stderr.contains(error), "{name}: {stderr}");
+        let sent = number_before(&stderr, " requests sent, ").unwrap_or_else(|| panic!("{name}: {stderr}"));
+        assert_eq!(sent, server.hits() as u64, "{name}: the count is what the server received: {stderr}");
+        assert_eq!(number_before(&stderr, " failures;").unwrap(), sent, "{name}: {stderr}");
+        assert!((14..=20).contains(&sent), "{name}: {sent} requests, against 60 without the circuit");
+        assert!(stored(dir.path()).is_empty(), "{name}: nothing that is not an answer is stored");
+    }
+}
+
+/// The endpoint answers 4 requests, then goes down: the build stops, the 4 answers (which
+/// the schema rejects) are stored as rejections with their reason; a rerun against a server
+/// that is back asks exactly the 6 missing ones. `coreb store prune` then removes the
+/// rejected answers (a dry run first), and the next rerun asks all 10 again.
+#[test]
+fn a_rerun_asks_only_what_is_missing_and_store_prune_makes_it_ask_rejections_again() {
+    let answered = Arc::new(AtomicU64::new(0));
+    let counter = answered.clone();
+    let down_after_4 = serve(move |request| if counter.fetch_add(1, Ordering::SeqCst) < 4 { schema_less(&request.json()) } else { Reply::new("503 Service Unavailable", "down") });
+    let dir = tempfile::tempdir().unwrap();
+    let circuit = "[llm.circuit]\nopen_secs = 0.5";
+    let out = run(coreb().arg("build").arg(live_manifest(dir.path(), &format!("{}/v1", down_after_4.url()), circuit)));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("looks down") && stderr.contains("HTTP 503: down"), "{stderr}");
+    assert_eq!(number_before(&stderr, " requests sent, ").unwrap(), down_after_4.hits() as u64, "{stderr}");
+    let entries = stored(dir.path());
+    assert_eq!(entries.len(), 4, "only the answers are stored");
+    for e in &entries {
+        assert_eq!(e["rejected"]["kind"], "schema", "{e:#}");
+        assert_eq!(e["rejected"]["detail"], "answer does not follow the schema: `/`: required property `statement` is missing", "{e:#}");
+    }
+
+    // Back up: the rerun asks the 6 items that have no answer, nothing else.
+    let back = serve(|request| schema_less(&request.json()));
+    let manifest = live_manifest(dir.path(), &format!("{}/v1", back.url()), circuit);
+    let again = run(coreb().arg("build").arg(&manifest));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("it kept 0 of its 10 items"), "{stderr}");
+    assert_eq!(back.hits(), 6, "{stderr}");
+    assert!(stderr.contains("6 requests sent, 4 answers from the store"), "{stderr}");
+    assert_eq!(stored(dir.path()).len(), 10);
+
+    // Prune: a dry run lists them and removes nothing; other stages and reasons match none.
+    let store = dir.path().join("store");
+    let dry = run(coreb().args(["store", "prune"]).arg(&store).args(["--stage", "rewrite", "--reason", "schema", "--dry-run"]));
+    assert!(dry.status.success(), "{}", text(&dry));
+    let listed = String::from_utf8_lossy(&dry.stdout);
+    assert_eq!(
+        listed.lines().filter(|l| l.starts_with("would remove ") && l.contains("(rewrite, `lcb_") && l.contains(": schema: answer does not follow")).count(),
+        10,
+        "{listed}"
+    );
+    assert!(String::from_utf8_lossy(&dry.stderr).contains("would remove 10 entries (schema 10)"), "{}", text(&dry));
+    assert_eq!(stored(dir.path()).len(), 10);
+    for args in [["--stage", "distract"], ["--reason", "truncated"]] {
+        let none = run(coreb().args(["store", "prune"]).arg(&store).args(args));
+        assert!(none.status.success() && String::from_utf8_lossy(&none.stderr).contains("removed 0 entries"), "{}", text(&none));
+    }
+    let bad = run(coreb().args(["store", "prune"]).arg(&store).args(["--stage", "rewrit"]));
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("not an LLM stage: `rewrit`"), "{}", text(&bad));
+    let pruned = run(coreb().args(["store", "prune"]).arg(&store).args(["--reason", "schema"]));
+    assert!(pruned.status.success(), "{}", text(&pruned));
+    assert!(String::from_utf8_lossy(&pruned.stderr).contains("removed 10 entries (schema 10); a rerun asks them again"), "{}", text(&pruned));
+    assert!(stored(dir.path()).is_empty());
+    let third = run(coreb().arg("build").arg(&manifest));
+    assert!(String::from_utf8_lossy(&third.stderr).contains("10 requests sent, 0 answers from the store"), "{}", text(&third));
+    assert_eq!(back.hits(), 16);
+}
+
+/// A flaky endpoint (every other request a 503) never opens the circuit, and the stage's
+/// "requests sent" counts every request the server received, retries included.
+#[test]
+fn requests_sent_counts_retries_as_the_server_received_them() {
+    let hits = Arc::new(AtomicU64::new(0));
+    let counter = hits.clone();
+    let server =
+        serve(move |request| if counter.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) { Reply::new("503 Service Unavailable", "busy") } else { schema_less(&request.json()) });
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(coreb().arg("build").arg(live_manifest(dir.path(), &format!("{}/v1", server.url()), "")));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("it kept 0 of its 10 items") && !stderr.contains("looks down"), "{stderr}");
+    let line = stderr.lines().find(|l| l.contains("rewrite: done in")).unwrap_or_else(|| panic!("{stderr}"));
+    let sent = number_before(line, " requests sent").unwrap();
+    assert_eq!(sent, server.hits() as u64, "{line}");
+    assert!(sent >= 19, "10 answers and the 503s before them: {line}");
+    assert_eq!(stored(dir.path()).len(), 10, "the 503s are not stored");
+}
+
+/// 401: one request, the build stops at once, naming the URL; an unknown model likewise.
+#[test]
+fn a_401_and_an_unknown_model_stop_a_live_build_at_once() {
+    let cases: [Case; 2] = [
+        ("401", || Reply::new("401 Unauthorized", "{\"error\": {\"message\": \"Incorrect API key provided\"}}"), "refused the credentials (HTTP 401); check the API key variable"),
+        (
+            "unknown model",
+            || Reply::new("404 Not Found", "{\"error\": {\"message\": \"The model `small` does not exist or you do not have access to it.\", \"code\": \"model_not_found\"}}"),
+            "does not know model `small` (HTTP 404: ",
+        ),
+    ];
+    for (name, reply, says) in cases {
+        let server = serve(move |request| {
+            assert_eq!(request.header("authorization"), Some("Bearer sk-test"), "the key goes as a bearer token");
+            reply()
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("{}/v1", server.url());
+        let manifest =
+            manifest_with_llm(dir.path(), &format!("mode = \"live\"\nbase_url = \"{url}\"\napi_key_env = \"COREB_TEST_LIVE_KEY\"\nmodel = \"small\"\nconcurrency = 1\n"));
+        let started = std::time::Instant::now();
+        let out = run(coreb().arg("build").arg(&manifest).env("COREB_TEST_LIVE_KEY", "sk-test"));
+        assert!(!out.status.success(), "{name}: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says) && stderr.contains(&format!("`{url}/chat/completions`")), "{name}: {stderr}");
+        assert_eq!(server.hits(), 1, "{name}: nothing is sent after it: {stderr}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{name}");
+        assert!(!stderr.contains("looks down") && stderr.matches("error:").count() == 1, "{name}: {stderr}");
+        assert!(stored(dir.path()).is_empty(), "{name}");
+    }
 }

@@ -2,7 +2,9 @@
 //! 127.0.0.1 (raw tokio, started by each test): retries, Retry-After, timeouts, broken and
 //! non-JSON bodies, 401, `finish_reason: length`, per-item parse failures, the response
 //! store (rerun sends nothing, replay misses name the request, record-only refreshes, a
-//! killed writer never leaves half an entry) and `coreb store stats|export|import`.
+//! killed writer never leaves half an entry) and `coreb store stats|export|import`; the
+//! endpoint's circuit (timeouts in a row stop the stage; the faults above, each on a first
+//! attempt, never open it) and the stops at once (401, an unknown model, a wrong URL).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -346,6 +348,62 @@ async fn unauthorized_stops_the_whole_run() {
     assert!(format!("{:#}", anyhow::Error::from(err)).contains("refused the credentials"));
     assert_eq!(server.hits(), 1, "nothing is sent after a 401");
     assert!(server.seen.lock().unwrap()[0].auth, "the key is sent as a bearer token");
+}
+
+/// A hanging endpoint: every attempt times out. Three in a row open the circuit, the two
+/// probe requests time out too, and every request fails with one error whose counts are the
+/// server's (a timed-out request reached it); far fewer attempts than 8 items × 4, nothing
+/// stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_in_a_row_open_the_circuit_and_stop_the_stage() {
+    let server = Server::start(|_, _, _| Reply::Hang).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&server.url, StoreMode::Live);
+    cfg.circuit = coreb_http::CircuitConfig { transport_failures: 3, open_secs: 0.2, ..Default::default() };
+    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+    let p = prompts();
+    let problems: Vec<Problem> = (0..8).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
+    let started = Instant::now();
+    let err = rewrite(&RewriteConfig::default(), &plans(&cfg), &RewritePrompts::of(&p), problems, &gateway).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    let LlmStageError::Gateway { source: LlmError::EndpointDown { url, .. }, .. } = &err else { panic!("{err:?}") };
+    assert_eq!(url, &format!("{}/chat/completions", server.url));
+    let message = format!("{:#}", anyhow::Error::from(err));
+    let hits = server.hits();
+    assert!(
+        message.contains("looks down: 3 attempts in a row got no answer, and so did 2 probe requests after a 0.2 s pause (2 attempts each); last error: timed out"),
+        "{message}"
+    );
+    assert!(message.contains(&format!("in this run: {hits} requests sent, {hits} failures; nothing more is sent")), "{message}");
+    assert!((7..=10).contains(&hits), "{hits}: 4 in flight and 2 attempts of each probe request");
+    let report = gateway.circuit().report();
+    assert_eq!((report.tally.attempts, report.tally.reached, report.tally.failed, report.tripped), (hits, hits, hits, true));
+    assert_eq!(gateway.accounting().stage_rows(LlmStage::Rewrite)[0].sent, hits, "`sent` is what the server received");
+    assert!(ResponseStore::open(dir.path()).keys().unwrap().is_empty());
+}
+
+/// A 404 naming the model stops the run at once; so does a 400 that says the model is
+/// unknown, and a 404 that names none says the URL has no chat endpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_model_or_a_wrong_url_stops_the_run_at_once() {
+    let p = prompts();
+    let problems: Vec<Problem> = (0..6).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
+    let cases = [
+        (404, "{\"error\": \"model \\\"model-a\\\" not found, try pulling it first\"}", "does not know model `model-a` (HTTP 404"),
+        (400, "{\"error\": {\"message\": \"Invalid model name passed in model=model-a\"}}", "does not know model `model-a` (HTTP 400"),
+        (404, "<html>404 page not found</html>", "answered HTTP 404 (<html>404 page not found</html>): no chat-completions endpoint there; check `llm.base_url`"),
+    ];
+    for (code, body, says) in cases {
+        let server = Server::start(move |_, _, _| Reply::Status { code, retry_after: None, body: body.into() }).await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(&server.url, StoreMode::Live);
+        cfg.concurrency = 1;
+        let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+        let err = rewrite(&RewriteConfig { concurrency: 1, ..RewriteConfig::default() }, &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway).await.unwrap_err();
+        let message = format!("{:#}", anyhow::Error::from(err));
+        assert!(message.contains(says) && message.contains(&server.url), "{message}");
+        assert_eq!(server.hits(), 1, "{message}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -127,7 +127,7 @@ pub enum Command {
     /// Write the manifest of a month's release: window after the latest release, sources
     /// pinned by sha256, models and prompts as before.
     Plan(PlanArgs),
-    /// Inspect, export or import an LLM response store.
+    /// Inspect, export, import or prune an LLM response store.
     Store(StoreArgs),
     /// Write the programs the judge compiles and runs for a build's solutions (a LeetCode
     /// solution inside its language's I/O driver), to run or read them outside coreb.
@@ -629,6 +629,14 @@ pub struct ProgramsArgs {
     pub out: PathBuf,
 }
 
+/// An LLM stage by its name (`rewrite`, `rewrite_tests`, `generate` …).
+fn llm_stage(name: &str) -> Result<coreb_llm::LlmStage, String> {
+    coreb_llm::LlmStage::ALL
+        .into_iter()
+        .find(|s| s.as_str() == name)
+        .ok_or_else(|| format!("not an LLM stage: `{name}` (one of {})", coreb_llm::LlmStage::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")))
+}
+
 /// Arguments of `coreb store`.
 #[derive(Debug, Args)]
 pub struct StoreArgs {
@@ -667,6 +675,22 @@ pub enum StoreCommand {
         /// Print the report as one JSON object.
         #[arg(long)]
         json: bool,
+    },
+    /// Remove the entries a stage could not use (rejected answers, recorded with their
+    /// reason; cut or filtered ones), so that a rerun asks them again. Answers in use stay.
+    Prune {
+        /// The store directory.
+        store: PathBuf,
+        /// Only entries first asked by this LLM stage (`rewrite`, `rewrite_tests`, `generate` …).
+        #[arg(long, value_parser = llm_stage)]
+        stage: Option<coreb_llm::LlmStage>,
+        /// Only entries rejected for this reason kind (`schema`, `not_json`, `no_code`,
+        /// `truncated`, `content_filter` … as in `rejections.jsonl` and `coreb store stats`).
+        #[arg(long)]
+        reason: Option<String>,
+        /// List what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Write the store of a manifest from authored answers (the bundled sample's content).
     #[command(hide = true)]

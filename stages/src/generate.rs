@@ -101,8 +101,10 @@ pub async fn generate(
                 // anything runs, so the judge runs exactly what is published.
                 let code = strip_comments(&extract_code(&completion.text), language);
                 if code.is_empty() {
+                    gateway.verdict(&completion, Some(&RejectReason::NoCode)).await;
                     Err((Rejection { item: id.to_string(), model: model.to_owned(), key: Some(completion.key.clone()), reason: RejectReason::NoCode }, Some(completion)))
                 } else {
+                    gateway.verdict(&completion, None).await;
                     Ok((Solution { id, problem_id: p.id.clone(), model: model.to_owned(), language, sample, code }, completion))
                 }
             }

@@ -3,15 +3,21 @@
 //! - [`retry`]: the retry loop ([`retry::send_with_retries`]): limits taken before every
 //!   attempt, exponential backoff with jitter ([`RetryConfig`]), `Retry-After` honoured.
 //! - [`limiter`]: the requests- and tokens-per-minute buckets that make up [`retry::Limits`].
+//! - [`circuit`]: a circuit breaker per endpoint ([`CircuitConfig`]): attempts in a row that
+//!   got no answer, or server errors in a row, across requests, pause the endpoint's requests
+//!   for a probe request and, when the probes fail too, stop them with one report.
 //!
 //! Its callers — the LLM gateway (`coreb-llm`), the embeddings and rerank client
 //! (`coreb-eval`) and the downloads of `fetch` (`coreb-stages`) — say what an attempt is and
-//! how its answer is classified; this crate decides only when to try again.
+//! how its answer is classified; this crate decides only when to try again
+//! (and, through a [`circuit::Circuit`], when an endpoint is down).
 #![deny(missing_docs)]
 
+pub mod circuit;
 pub mod limiter;
 pub mod retry;
 
+pub use circuit::CircuitConfig;
 pub use retry::RetryConfig;
 
 use std::time::Duration;

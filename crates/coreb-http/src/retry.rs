@@ -6,7 +6,8 @@
 //! The LLM chat gateway (`coreb_llm::Gateway`), the embeddings/rerank client
 //! (`coreb_eval::embed`) and the downloads of `fetch` all send through [`send_with_retries`], each with its own
 //! limits and settings; what an attempt is and how its answer is classified stays with the
-//! caller. Does NOT talk HTTP itself.
+//! caller. The gateway sends through [`send_through`]: the same loop, each attempt admitted
+//! first by the endpoint's circuit ([`crate::circuit`]). Does NOT talk HTTP itself.
 
 use std::future::Future;
 use std::time::Duration;
@@ -97,6 +98,46 @@ where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = Step<T, E>>,
 {
+    retry_loop(retry, limits, estimated_tokens, |_| async { Ok::<(), E>(()) }, |()| true, |n, ()| attempt(n)).await
+}
+
+/// [`send_with_retries`] through an endpoint's circuit: before each attempt (and before its
+/// limits are taken, so that requests waiting for the circuit hold no slot) `ticket` admits
+/// it ([`crate::circuit::Ticket::admit`]); `attempt` gets the permit and records the outcome
+/// on it. A tripped circuit ends the request with `tripped()`.
+pub async fn send_through<'c, T, E, F, Fut>(
+    retry: &RetryConfig,
+    limits: &Limits,
+    ticket: &crate::circuit::Ticket<'c>,
+    estimated_tokens: u64,
+    tripped: impl Fn() -> E,
+    attempt: F,
+) -> Result<T, GaveUp<E>>
+where
+    F: FnMut(u32, crate::circuit::Permit<'c>) -> Fut,
+    Fut: Future<Output = Step<T, E>>,
+{
+    let tripped = &tripped;
+    retry_loop(retry, limits, estimated_tokens, |n| async move { ticket.admit(n).await.map_err(|_| tripped()) }, crate::circuit::Permit::is_current, attempt).await
+}
+
+/// The loop: `gate(n)` lets attempt `n` go (or ends the request), then the limits are taken
+/// and, when the pass is `current` still (the circuit may have opened while the attempt waited
+/// for a slot: then it goes back to the gate), `attempt(n, pass)` runs.
+async fn retry_loop<T, E, P, G, GFut, F, Fut>(
+    retry: &RetryConfig,
+    limits: &Limits,
+    estimated_tokens: u64,
+    mut gate: G,
+    current: impl Fn(&P) -> bool,
+    mut attempt: F,
+) -> Result<T, GaveUp<E>>
+where
+    G: FnMut(u32) -> GFut,
+    GFut: Future<Output = Result<P, E>>,
+    F: FnMut(u32, P) -> Fut,
+    Fut: Future<Output = Step<T, E>>,
+{
     let mut delays = ExponentialBuilder::default()
         .with_min_delay(Duration::from_millis(retry.min_delay_ms))
         .with_max_delay(Duration::from_millis(retry.max_delay_ms))
@@ -105,17 +146,21 @@ where
         .build();
     let mut attempts = 0u32;
     loop {
+        let pass = gate(attempts + 1).await.map_err(GaveUp::Failed)?;
         if let Some(bucket) = &limits.requests {
             bucket.acquire(1).await;
         }
         if let Some(bucket) = &limits.tokens {
             bucket.acquire(estimated_tokens).await;
         }
-        attempts += 1;
         let step = {
             // The semaphore is never closed, so acquiring cannot fail.
             let _slot = limits.slots.acquire().await.ok();
-            attempt(attempts).await
+            if !current(&pass) {
+                continue;
+            }
+            attempts += 1;
+            attempt(attempts, pass).await
         };
         match step {
             Step::Done(value) => return Ok(value),

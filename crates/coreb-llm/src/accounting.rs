@@ -22,9 +22,11 @@ pub struct UsageRow {
     pub from_store: u64,
     /// Completions received from the endpoint (usable ones).
     pub from_endpoint: u64,
-    /// Requests sent to the endpoint (each once, however many attempts it took).
+    /// Requests the endpoint received: every attempt that reached it, retries included (an
+    /// attempt that could not connect is not one); for the batch transport, each line
+    /// submitted once.
     pub sent: u64,
-    /// HTTP attempts made (retries included).
+    /// HTTP attempts made (retries included, and those that could not connect).
     pub attempts: u64,
     /// Answers that stopped for `length` or `content_filter` (from the endpoint or the store).
     pub incomplete: u64,
@@ -58,7 +60,7 @@ pub struct Accounting {
 pub enum Event {
     /// A completion served from the store.
     FromStore(TokenUsage),
-    /// A request sent (its first attempt).
+    /// A request the endpoint received (an attempt that reached it; a batch line).
     Sent,
     /// One HTTP attempt made.
     Attempt,

@@ -341,7 +341,13 @@ impl BatchGateway {
                 tracing::info!(stage = %request.stage, item = %request.item, %reason, "not answered by the batch; sending it synchronously");
                 self.inner.complete(request).await
             }
-            Outcome::Unauthorized(status) => Err(LlmError::Unauthorized { stage: request.stage, item: request.item.clone(), model: request.model.clone(), status }),
+            Outcome::Unauthorized(status) => Err(LlmError::Unauthorized {
+                stage: request.stage,
+                item: request.item.clone(),
+                model: request.model.clone(),
+                url: format!("{} (Batch API)", self.inner.url()),
+                status,
+            }),
             Outcome::Failed { attempts, reason } => {
                 self.inner.accounting().record(request.stage, &request.model, Event::Failed);
                 Err(LlmError::RetriesExhausted { stage: request.stage, item: request.item.clone(), model: request.model.clone(), attempts, last: reason })
@@ -642,7 +648,7 @@ fn read_line(line: &str) -> Option<(String, Option<Outcome>)> {
             let body = r.get("body").map(Value::to_string).unwrap_or_default();
             match classify(200, None, &body) {
                 Attempt::Answer { text, finish_reason, usage } => Outcome::Answered { text, finish_reason, usage },
-                Attempt::Retry { reason, .. } | Attempt::Rejected { body: reason, .. } => Outcome::Synchronous(reason),
+                Attempt::Retry { reason, .. } | Attempt::Rejected { body: reason, .. } | Attempt::NotFound { body: reason } => Outcome::Synchronous(reason),
                 Attempt::Unauthorized { status } => Outcome::Unauthorized(status),
             }
         }
@@ -668,6 +674,10 @@ impl LlmGateway for BatchGateway {
 
     fn answers_used(&self, stage: crate::LlmStage) -> Vec<String> {
         self.inner.answers_used(stage)
+    }
+
+    fn verdict<'a>(&'a self, completion: &'a Completion, rejection: Option<&'a crate::run::RejectReason>) -> BoxFuture<'a, ()> {
+        self.inner.verdict(completion, rejection)
     }
 }
 

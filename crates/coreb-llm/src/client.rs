@@ -3,8 +3,10 @@
 //! Every outcome the endpoint (or the network) can produce maps to one [`Attempt`]:
 //! a usable answer, a retryable failure (429, 408, 409, 5xx, timeouts, refused or cut
 //! connections, bodies that are not a chat completion such as HTML from a proxy or truncated
-//! JSON), an authorisation failure (401/403, which stops the run) or a rejection (other 4xx,
-//! which loses the item). The retry loop itself lives in [`super::gateway`].
+//! JSON) of one [`Failure`] kind (which the endpoint's circuit counts), an authorisation
+//! failure (401/403, which stops the run), a 404 (no such model, or no chat endpoint at that
+//! URL: stops the run too) or a rejection (other 4xx, which loses the item). The retry loop
+//! itself lives in [`super::gateway`].
 //!
 //! This module does not retry, wait, or touch the store.
 
@@ -33,11 +35,18 @@ pub enum Attempt {
         reason: String,
         /// The server's `Retry-After` / `retry-after-ms`, if any.
         after: Option<Duration>,
+        /// What kind of failure.
+        failure: Failure,
     },
     /// 401 or 403.
     Unauthorized {
         /// The status.
         status: u16,
+    },
+    /// 404: the model or the chat endpoint itself does not exist; no request can succeed.
+    NotFound {
+        /// The start of the body.
+        body: String,
     },
     /// Any other 4xx: the request itself is wrong; retrying will not help.
     Rejected {
@@ -46,6 +55,39 @@ pub enum Attempt {
         /// The start of the body.
         body: String,
     },
+}
+
+/// The kind of a retryable failure, as the endpoint's circuit counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The request never reached the endpoint: connection refused, DNS, TLS, a connect
+    /// timeout.
+    Unreached,
+    /// Sent, but no answer came: a timeout, a connection cut before or during the body.
+    Transport,
+    /// A 5xx.
+    ServerError,
+    /// A 2xx whose body is not a chat completion (HTML from a proxy, broken JSON, no choices).
+    NotProtocol,
+    /// 429, 408, 409, 425: throttled, the endpoint is up.
+    Throttled,
+}
+
+impl Failure {
+    /// Did the request reach the endpoint (is it one the server received)?
+    pub fn reached(self) -> bool {
+        self != Failure::Unreached
+    }
+
+    /// What the endpoint's circuit makes of it.
+    pub fn outcome(self) -> coreb_http::circuit::Outcome {
+        use coreb_http::circuit::Outcome;
+        match self {
+            Failure::Unreached | Failure::Transport => Outcome::Transport,
+            Failure::ServerError | Failure::NotProtocol => Outcome::ServerError,
+            Failure::Throttled => Outcome::Throttled,
+        }
+    }
 }
 
 /// A chat-completions client for one endpoint.
@@ -115,6 +157,11 @@ impl HttpClient {
         Ok(HttpClient { http, url: format!("{base_url}/chat/completions"), api_key })
     }
 
+    /// The URL requests are posted to (`<base_url>/chat/completions`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// Send one request and classify what comes back.
     pub async fn attempt(&self, request: &ChatRequest) -> Attempt {
         let body = match wire_body(request) {
@@ -127,13 +174,16 @@ impl HttpClient {
         }
         let response = match builder.send().await {
             Ok(r) => r,
-            Err(e) => return Attempt::Retry { reason: describe(&e), after: None },
+            Err(e) => {
+                let failure = if e.is_connect() { Failure::Unreached } else { Failure::Transport };
+                return Attempt::Retry { reason: describe(&e), after: None, failure };
+            }
         };
         let status = response.status().as_u16();
         let after = retry_after(response.headers());
         let text = match response.text().await {
             Ok(t) => t,
-            Err(e) => return Attempt::Retry { reason: format!("HTTP {status}, body cut: {}", describe(&e)), after },
+            Err(e) => return Attempt::Retry { reason: format!("HTTP {status}, body cut: {}", describe(&e)), after, failure: Failure::Transport },
         };
         classify(status, after, &text)
     }
@@ -169,14 +219,29 @@ pub fn classify(status: u16, after: Option<Duration>, body: &str) -> Attempt {
                     finish_reason: FinishReason::parse(choice.finish_reason.as_deref()),
                     usage: r.usage.map(|u| TokenUsage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens }).unwrap_or_default(),
                 },
-                None => Attempt::Retry { reason: format!("HTTP {status} with no choices"), after },
+                None => Attempt::Retry { reason: format!("HTTP {status} with no choices"), after, failure: Failure::NotProtocol },
             },
-            Err(e) => Attempt::Retry { reason: format!("HTTP {status}, not a chat completion ({e}): {}", snippet(body)), after },
+            Err(e) => Attempt::Retry { reason: format!("HTTP {status}, not a chat completion ({e}): {}", snippet(body)), after, failure: Failure::NotProtocol },
         },
         401 | 403 => Attempt::Unauthorized { status },
-        s if coreb_http::retry::is_retryable_status(s) => Attempt::Retry { reason: format!("HTTP {status}: {}", snippet(body)), after },
+        404 => Attempt::NotFound { body: snippet(body) },
+        s if coreb_http::retry::is_retryable_status(s) => {
+            let failure = if s >= 500 { Failure::ServerError } else { Failure::Throttled };
+            Attempt::Retry { reason: format!("HTTP {status}: {}", snippet(body)), after, failure }
+        }
         _ => Attempt::Rejected { status, body: snippet(body) },
     }
+}
+
+/// Does an error body say that `model` is unknown? OpenAI's `model_not_found`, vLLM's "The
+/// model `m` does not exist", Ollama's "model \"m\" not found", Gemini's "models/m is not
+/// found", LiteLLM's "Invalid model name" …
+pub fn names_unknown_model(body: &str, model: &str) -> bool {
+    let lower = body.to_lowercase();
+    if ["model_not_found", "model not found", "invalid model", "unknown model", "no such model", "model does not exist"].iter().any(|p| lower.contains(p)) {
+        return true;
+    }
+    !model.is_empty() && body.contains(model) && ["not found", "does not exist"].iter().any(|p| lower.contains(p))
 }
 
 fn snippet(body: &str) -> String {
@@ -211,14 +276,44 @@ mod tests {
         assert_eq!(classify(200, None, ok), Attempt::Answer { text: "hi".into(), finish_reason: FinishReason::Stop, usage: TokenUsage { prompt_tokens: 5, completion_tokens: 1 } });
         let len = ok.replace("\"stop\"", "\"length\"");
         assert!(matches!(classify(200, None, &len), Attempt::Answer { finish_reason: FinishReason::Length, .. }));
-        assert!(matches!(classify(200, None, "<html><body>Bad gateway</body></html>"), Attempt::Retry { .. }));
-        assert!(matches!(classify(200, None, "{\"choices\": [{\"mess"), Attempt::Retry { .. }));
-        assert!(matches!(classify(200, None, "{\"choices\": []}"), Attempt::Retry { .. }));
-        assert!(matches!(classify(429, Some(Duration::from_secs(2)), "{\"error\":{\"code\":429}}"), Attempt::Retry { after: Some(_), .. }));
-        assert!(matches!(classify(503, None, "<html>"), Attempt::Retry { .. }));
+        let not_protocol = |body: &str| matches!(classify(200, None, body), Attempt::Retry { failure: Failure::NotProtocol, .. });
+        assert!(not_protocol("<html><body>Bad gateway</body></html>"));
+        assert!(not_protocol("{\"choices\": [{\"mess"));
+        assert!(not_protocol("{\"choices\": []}"));
+        assert!(matches!(classify(429, Some(Duration::from_secs(2)), "{\"error\":{\"code\":429}}"), Attempt::Retry { after: Some(_), failure: Failure::Throttled, .. }));
+        assert!(matches!(classify(503, None, "<html>"), Attempt::Retry { failure: Failure::ServerError, .. }));
         assert_eq!(classify(401, None, ""), Attempt::Unauthorized { status: 401 });
         assert_eq!(classify(403, None, ""), Attempt::Unauthorized { status: 403 });
+        assert!(matches!(classify(404, None, "{\"error\": \"model 'm' not found\"}"), Attempt::NotFound { .. }));
         assert!(matches!(classify(400, None, "bad model"), Attempt::Rejected { status: 400, .. }));
+        use coreb_http::circuit::Outcome;
+        assert_eq!(
+            [Failure::Unreached, Failure::Transport, Failure::ServerError, Failure::NotProtocol, Failure::Throttled].map(|f| (f.reached(), f.outcome())),
+            [(false, Outcome::Transport), (true, Outcome::Transport), (true, Outcome::ServerError), (true, Outcome::ServerError), (true, Outcome::Throttled)]
+        );
+    }
+
+    #[test]
+    fn unknown_models_as_endpoints_word_them() {
+        let m = "gpt-5-nano";
+        for body in [
+            r#"{"error": {"message": "The model `gpt-5-nano` does not exist or you do not have access to it.", "type": "invalid_request_error", "code": "model_not_found"}}"#,
+            r#"{"object": "error", "message": "The model `gpt-5-nano` does not exist.", "type": "NotFoundError", "code": 404}"#,
+            r#"{"error": "model \"gpt-5-nano\" not found, try pulling it first"}"#,
+            r#"{"error": {"code": 404, "message": "models/gpt-5-nano is not found for API version v1beta", "status": "NOT_FOUND"}}"#,
+            r#"{"error": {"message": "Invalid model name passed in model=gpt-5-nano"}}"#,
+        ] {
+            assert!(names_unknown_model(body, m), "{body}");
+        }
+        for body in [
+            "<html>404 Not Found</html>",
+            r#"{"error": "messages: too long"}"#,
+            r#"{"detail": "Not Found"}"#,
+            r#"{"error": {"message": "Unknown parameter 'seed' for gpt-5-nano"}}"#,
+            r#"{"error": {"message": "This model's maximum context length is 8192 tokens (gpt-5-nano)"}}"#,
+        ] {
+            assert!(!names_unknown_model(body, m), "{body}");
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use coreb_http::RetryConfig;
+use coreb_http::{CircuitConfig, RetryConfig};
 use serde::{Deserialize, Serialize};
 
 use super::SamplingParams;
@@ -155,6 +155,9 @@ pub struct LlmConfig {
     pub timeout_secs: f64,
     /// Retry policy.
     pub retry: RetryConfig,
+    /// `[llm.circuit]`: when the endpoint counts as down (consecutive failures across
+    /// requests), the pause before a probe, and how many probes before the run stops.
+    pub circuit: CircuitConfig,
     /// Prices per model, for the cost report.
     pub prices: BTreeMap<String, ModelPrice>,
     /// How requests missing from the store reach the endpoint: `sync` (one chat-completions
@@ -214,6 +217,7 @@ impl Default for LlmConfig {
             tokens_per_minute: 0,
             timeout_secs: 300.0,
             retry: RetryConfig::default(),
+            circuit: CircuitConfig::default(),
             prices: BTreeMap::new(),
             transport: Transport::Sync,
             batch: BatchConfig::default(),
@@ -261,6 +265,7 @@ impl LlmConfig {
         if self.retry.max_attempts == 0 {
             return Err("`llm.retry.max_attempts`: must be at least 1".into());
         }
+        self.circuit.validate("llm.circuit")?;
         if !(0.0..=1.0).contains(&self.min_kept_share) {
             return Err(format!("`llm.min_kept_share`: `{}` is outside 0–1", self.min_kept_share));
         }
@@ -360,5 +365,16 @@ mod tests {
         assert_eq!(zero.validate().unwrap_err(), "`llm.batch.poll_interval_secs`: must be positive, not `0`");
         let refresh: LlmConfig = toml::from_str("transport = \"batch\"\nmode = \"record-only\"").unwrap();
         assert!(refresh.validate().unwrap_err().contains("record-only"));
+    }
+
+    #[test]
+    fn the_circuit_has_defaults_and_takes_overrides() {
+        assert_eq!(LlmConfig::default().circuit, CircuitConfig::default());
+        let cfg: LlmConfig = toml::from_str("[circuit]\ntransport_failures = 3\nopen_secs = 0.5").unwrap();
+        cfg.validate().unwrap();
+        assert_eq!((cfg.circuit.transport_failures, cfg.circuit.server_errors, cfg.circuit.open_secs, cfg.circuit.probes), (3, 10, 0.5, 2));
+        assert!(toml::from_str::<LlmConfig>("[circuit]\nfailures = 3").is_err());
+        let bad: LlmConfig = toml::from_str("[circuit]\nopen_secs = -1").unwrap();
+        assert_eq!(bad.validate().unwrap_err(), "`llm.circuit.open_secs`: must be 0 or more, not `-1`");
     }
 }

@@ -6,7 +6,13 @@
 //!
 //! - [`store`]: every response is kept under the sha256 of its canonical request
 //!   ([`key::request_key`]), one pretty JSON file per entry, written atomically; a rerun
-//!   serves stored responses and sends nothing ([`StoreMode`]).
+//!   serves stored responses and sends nothing ([`StoreMode`]). Only answers are stored (a
+//!   failed attempt never is); a stage's rejection of an answer is recorded in its entry
+//!   ([`LlmGateway::verdict`]), for `coreb store prune`.
+//! - a circuit per endpoint (`coreb_http::circuit`, `[llm.circuit]`): attempts in a row
+//!   across requests that got no answer, or server errors in a row, pause the endpoint for
+//!   probe requests, and stop the run with one message ([`LlmError::EndpointDown`]) when the
+//!   probes fail too. 401/403 and an unknown model stop it at once.
 //! - [`client`]: one POST to `<base_url>/chat/completions` with reqwest, classified into
 //!   success / retryable / fatal; coreb's own retry policy (exponential backoff with jitter
 //!   through `backon`, honouring `Retry-After`) wraps each call.
@@ -71,7 +77,7 @@ pub use batch::BatchGateway;
 pub use config::{BatchConfig, LlmConfig, LlmStage, ModelPrice, StageModels, StoreMode, Transport};
 pub use gateway::Gateway;
 pub use schema::{JsonSchema, StructuredOutput};
-pub use store::{ResponseStore, StoreEntry, StoreError, StoreStats};
+pub use store::{PruneFilter, ResponseStore, StoreEntry, StoreError, StoreStats};
 
 /// Who speaks a chat message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -314,7 +320,7 @@ pub struct Completion {
 #[derive(Debug, Error)]
 pub enum LlmError {
     /// The endpoint refused the credentials (401/403): the whole run stops.
-    #[error("stage `{stage}`, item `{item}`, model `{model}`: the endpoint refused the credentials (HTTP {status}); check the API key variable; the run stops")]
+    #[error("stage `{stage}`, item `{item}`, model `{model}`: `{url}` refused the credentials (HTTP {status}); check the API key variable; the run stops")]
     Unauthorized {
         /// Stage.
         stage: LlmStage,
@@ -322,11 +328,62 @@ pub enum LlmError {
         item: String,
         /// Model.
         model: String,
+        /// Where the request went.
+        url: String,
         /// 401 or 403.
         status: u16,
     },
-    /// An earlier request was refused its credentials; nothing more is sent.
-    #[error("stage `{stage}`, item `{item}`: not sent, the run stopped after an authorisation failure")]
+    /// The endpoint does not know the model (a 404, or a rejection naming the model as
+    /// unknown): no request for it can succeed, the whole run stops.
+    #[error("stage `{stage}`, item `{item}`: `{url}` does not know model `{model}` (HTTP {status}: {body}); check `llm.model` and `llm.stages.<stage>.models`; the run stops")]
+    UnknownModel {
+        /// Stage.
+        stage: LlmStage,
+        /// Item.
+        item: String,
+        /// Model.
+        model: String,
+        /// Where the request went.
+        url: String,
+        /// The status.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// A 404 that does not name the model: there is no chat-completions endpoint at that URL;
+    /// the whole run stops.
+    #[error(
+        "stage `{stage}`, item `{item}`, model `{model}`: `{url}` answered HTTP 404 ({body}): no chat-completions endpoint there; check `llm.base_url` (most servers want it to end in `/v1`); the run stops"
+    )]
+    NoEndpoint {
+        /// Stage.
+        stage: LlmStage,
+        /// Item.
+        item: String,
+        /// Model.
+        model: String,
+        /// Where the request went.
+        url: String,
+        /// The start of the body.
+        body: String,
+    },
+    /// The endpoint's circuit tripped: attempts in a row across requests failed, and so did
+    /// the probe requests after a pause; nothing more is sent, the whole run stops. The counts
+    /// are read when the error is shown, so they include attempts that were in flight.
+    #[error("{}", endpoint_down(.url, .circuit))]
+    EndpointDown {
+        /// Stage.
+        stage: LlmStage,
+        /// Item.
+        item: String,
+        /// Where the requests went.
+        url: String,
+        /// The endpoint's circuit.
+        circuit: std::sync::Arc<coreb_http::circuit::Circuit>,
+    },
+    /// An earlier request stopped the run (credentials refused, unknown model, endpoint
+    /// down); nothing more is sent.
+    #[error("stage `{stage}`, item `{item}`: not sent, the run stopped after an earlier request's failure")]
     Stopped {
         /// Stage.
         stage: LlmStage,
@@ -440,6 +497,33 @@ impl LlmError {
     }
 }
 
+/// What [`LlmError::EndpointDown`] says: the URL, why the circuit opened, the last error and
+/// the counts of the run.
+fn endpoint_down(url: &str, circuit: &coreb_http::circuit::Circuit) -> String {
+    use coreb_http::circuit::Opened;
+    let r = circuit.report();
+    let why = match r.opened {
+        Some(Opened::Transport(n)) => format!("{n} attempts in a row got no answer"),
+        Some(Opened::ServerErrors(n)) => format!("{n} answers in a row were server errors or not chat completions"),
+        None => "its attempts failed".to_owned(),
+    };
+    let (wait, each) = (circuit.config().open_secs, circuit.config().probe_attempts);
+    let probes = match r.failed_probes {
+        0 => String::new(),
+        1 => format!(", and so did the probe request after a {wait} s pause ({each} attempts)"),
+        n => format!(", and so did {n} probe requests after a {wait} s pause ({each} attempts each)"),
+    };
+    let t = r.tally;
+    let unreached = t.attempts - t.reached;
+    let unreached = if unreached > 0 { format!(" ({unreached} of {} attempts could not connect)", t.attempts) } else { String::new() };
+    format!(
+        "the endpoint `{url}` looks down: {why}{probes}; last error: {}; in this run: {} requests sent, {} failures{unreached}; nothing more is sent, the run stops (when an endpoint counts as down: `llm.circuit`)",
+        r.last_failure.as_deref().unwrap_or("none"),
+        t.reached,
+        t.failed,
+    )
+}
+
 /// What an incomplete answer's rejection says: each `max_tokens` tried and what would help.
 fn incomplete_reason(stage: &LlmStage, finish: &FinishReason, max_tokens: &[u32]) -> String {
     let tries = match max_tokens {
@@ -522,6 +606,16 @@ pub trait LlmGateway: Send + Sync {
         let _ = stage;
         Vec::new()
     }
+
+    /// What the stage made of `completion`: `Some(reason)` when it rejected the answer (a JSON
+    /// answer that does not follow its schema, one without code …), `None` when it used it. A
+    /// gateway with a response store records the rejection in the answer's entry
+    /// (`coreb store prune` removes such entries so that a rerun asks again) and clears one
+    /// recorded earlier once the answer is used; others ignore it.
+    fn verdict<'a>(&'a self, completion: &'a Completion, rejection: Option<&'a run::RejectReason>) -> BoxFuture<'a, ()> {
+        let _ = (completion, rejection);
+        Box::pin(async {})
+    }
 }
 
 /// A gateway that calls `progress` after every request it completes or fails (progress bars
@@ -548,5 +642,9 @@ impl LlmGateway for Counted<'_> {
 
     fn answers_used(&self, stage: LlmStage) -> Vec<String> {
         self.inner.answers_used(stage)
+    }
+
+    fn verdict<'a>(&'a self, completion: &'a Completion, rejection: Option<&'a run::RejectReason>) -> BoxFuture<'a, ()> {
+        self.inner.verdict(completion, rejection)
     }
 }

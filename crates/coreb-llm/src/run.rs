@@ -356,7 +356,8 @@ pub async fn ask(gateway: &dyn LlmGateway, request: &ChatRequest) -> Result<Resu
 ///
 /// When the prompt has a schema, the endpoint is asked to follow it and the answer is
 /// checked against it before `parse` sees it. Returns the parsed value with the model that
-/// wrote it, or every model's rejection.
+/// wrote it, or every model's rejection. The gateway is told each verdict
+/// ([`LlmGateway::verdict`]): a rejected answer is recorded as such in the store.
 #[allow(clippy::too_many_arguments)]
 pub async fn ask_models<T>(
     gateway: &dyn LlmGateway,
@@ -380,10 +381,15 @@ pub async fn ask_models<T>(
                 };
                 match checked.and_then(|()| parse(&completion.text)) {
                     Ok(value) => {
+                        gateway.verdict(&completion, None).await;
                         stats.fallbacks += u64::from(i > 0);
                         return Ok(Ok((value, model.clone())));
                     }
-                    Err(reason) => rejections.push(Rejection { item: item.to_owned(), model: model.clone(), key: Some(completion.key), reason }),
+                    Err(reason) => {
+                        // Recorded beside the stored answer (`coreb store prune --reason`).
+                        gateway.verdict(&completion, Some(&reason)).await;
+                        rejections.push(Rejection { item: item.to_owned(), model: model.clone(), key: Some(completion.key), reason })
+                    }
                 }
             }
             Err(rejection) => rejections.push(rejection),
@@ -432,7 +438,7 @@ mod tests {
     fn settle_reports_the_cause_not_the_stop() {
         let stage = LlmStage::Generate;
         let stopped = |item: &str| Err(LlmStageError::Gateway { stage, source: LlmError::Stopped { stage, item: item.into() } });
-        let refused = Err(LlmStageError::Gateway { stage, source: LlmError::Unauthorized { stage, item: "b".into(), model: "m".into(), status: 401 } });
+        let refused = Err(LlmStageError::Gateway { stage, source: LlmError::Unauthorized { stage, item: "b".into(), model: "m".into(), url: "u".into(), status: 401 } });
         let e = settle::<u8>(vec![Ok(1), stopped("a"), refused, stopped("c")]).unwrap_err();
         assert!(matches!(e, LlmStageError::Gateway { source: LlmError::Unauthorized { ref item, .. }, .. } if item == "b"), "{e:?}");
         let e = settle::<u8>(vec![Ok(1), stopped("a"), stopped("c")]).unwrap_err();

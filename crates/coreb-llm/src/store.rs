@@ -2,12 +2,16 @@
 //!
 //! An entry ([`StoreEntry`]) holds the format tag, its key, the stage and item that first
 //! asked (informational, not keyed), the keyed request ([`KeyedRequest`]) and the response
-//! (message text, finish reason, token usage). Files are written to a temporary name in the
-//! same directory and renamed into place, so a reader (or a run killed with `kill -9`) never
-//! sees half an entry; leftover temporary files start with `.` and are ignored by readers
-//! and counted by [`ResponseStore::stats`]. Reading checks that the file's key matches both
-//! its name and the sha256 of its request, so an edited or misplaced entry is an error
-//! naming the file, never a silently wrong answer.
+//! (message text, finish reason, token usage), and, when a stage could not use the answer (a
+//! JSON answer that does not follow its schema …), why ([`StoredRejection`]; not keyed).
+//! Only answers are stored: a failed attempt (refused, timed out, a 5xx, a body that is not a
+//! chat completion) never is, so a rerun asks it again. [`ResponseStore::prune`] removes the
+//! entries a stage could not use (rejected, cut or filtered), so that a rerun asks again.
+//! Files are written to a temporary name in the same directory and renamed into place, so a
+//! reader (or a run killed with `kill -9`) never sees half an entry; leftover temporary files
+//! start with `.` and are ignored by readers and counted by [`ResponseStore::stats`]. Reading
+//! checks that the file's key matches both its name and the sha256 of its request, so an
+//! edited or misplaced entry is an error naming the file, never a silently wrong answer.
 //!
 //! One file per entry keeps the store diff-friendly in git (adding responses adds files,
 //! never rewrites others) and deterministic (serde field order, two-space indent, trailing
@@ -46,13 +50,71 @@ pub struct StoreEntry {
     pub request: KeyedRequest,
     /// The answer.
     pub response: StoredResponse,
+    /// Why the stage rejected the answer, when it did (left out otherwise, so that entries of
+    /// used answers keep their byte form).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<StoredRejection>,
 }
 
 impl StoreEntry {
     /// The entry of `request` answered with `response`, stored under the request's key.
     pub fn of(request: &super::ChatRequest, response: StoredResponse) -> StoreEntry {
-        StoreEntry { format: FORMAT.to_owned(), key: request.key(), stage: request.stage, item: request.item.clone(), request: KeyedRequest::of(request), response }
+        StoreEntry { format: FORMAT.to_owned(), key: request.key(), stage: request.stage, item: request.item.clone(), request: KeyedRequest::of(request), response, rejected: None }
     }
+
+    /// Why a stage could not use this answer, if it could not: its recorded rejection, else
+    /// `truncated` / `content_filter` / `unfinished` for an answer that did not stop. `None`
+    /// for an answer in use.
+    pub fn unusable(&self) -> Option<StoredRejection> {
+        if let Some(r) = &self.rejected {
+            return Some(r.clone());
+        }
+        let kind = match &self.response.finish_reason {
+            FinishReason::Stop => return None,
+            FinishReason::Length => "truncated",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(_) => "unfinished",
+        };
+        Some(StoredRejection { kind: kind.to_owned(), detail: format!("finish_reason `{}`", self.response.finish_reason.as_str()) })
+    }
+}
+
+/// Why a stage rejected a stored answer: the kind (`schema`, `not_json`, `no_code` … as in
+/// `rejections.jsonl`) and the reason in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoredRejection {
+    /// The reason's kind.
+    pub kind: String,
+    /// The reason in words.
+    pub detail: String,
+}
+
+/// Which entries [`ResponseStore::prune`] removes: those a stage could not use, of this
+/// stage and this reason kind when given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PruneFilter {
+    /// Only entries first asked by this stage.
+    pub stage: Option<LlmStage>,
+    /// Only entries whose reason is of this kind (`schema`, `truncated` …).
+    pub reason: Option<String>,
+}
+
+/// One entry [`ResponseStore::prune`] removed (or would remove).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pruned {
+    /// Its key.
+    pub key: String,
+    /// The stage that first asked.
+    pub stage: LlmStage,
+    /// The item that first asked.
+    pub item: String,
+    /// The model.
+    pub model: String,
+    /// The reason's kind.
+    pub kind: String,
+    /// The reason in words.
+    pub detail: String,
 }
 
 /// The answer part of an entry.
@@ -121,6 +183,9 @@ pub struct StoreStats {
     pub per_model: BTreeMap<String, u64>,
     /// Entries per finish reason.
     pub per_finish_reason: BTreeMap<String, u64>,
+    /// Entries a stage could not use, per reason kind (`schema`, `truncated` …: what
+    /// `coreb store prune --reason` takes).
+    pub unusable: BTreeMap<String, u64>,
     /// Prompt tokens over all entries.
     pub prompt_tokens: u64,
     /// Completion tokens over all entries.
@@ -184,6 +249,42 @@ impl ResponseStore {
         coreb_base::durable::write(&path, entry_text(entry).as_bytes()).map_err(|source| StoreError::Io { action: "writing", path: path.clone(), source })
     }
 
+    /// Record (or, with `None`, clear) why a stage rejected the answer stored under `key`.
+    /// Returns whether the entry changed (nothing is written when it holds that already, or
+    /// when there is no such entry).
+    pub fn set_rejected(&self, key: &str, rejected: Option<StoredRejection>) -> Result<bool, StoreError> {
+        let Some(mut entry) = self.get(key)? else { return Ok(false) };
+        if entry.rejected == rejected {
+            return Ok(false);
+        }
+        entry.rejected = rejected;
+        self.put(&entry)?;
+        Ok(true)
+    }
+
+    /// Remove the entries a stage could not use ([`StoreEntry::unusable`]) that `filter`
+    /// matches, or with `dry_run` only list them; sorted by key. A rerun then asks them
+    /// again. Answers in use are never removed; an invalid file is an error naming it.
+    pub fn prune(&self, filter: &PruneFilter, dry_run: bool) -> Result<Vec<Pruned>, StoreError> {
+        let mut out = Vec::new();
+        for key in self.keys()? {
+            let Some(entry) = self.get(&key)? else { continue };
+            let Some(why) = entry.unusable() else { continue };
+            if filter.stage.is_some_and(|s| s != entry.stage) || filter.reason.as_ref().is_some_and(|r| *r != why.kind) {
+                continue;
+            }
+            if !dry_run {
+                let path = self.path_of(&key);
+                std::fs::remove_file(&path).map_err(|source| StoreError::Io { action: "removing", path: path.clone(), source })?;
+                if let Some(dir) = path.parent() {
+                    coreb_base::durable::sync_dir(dir).map_err(|source| StoreError::Io { action: "syncing", path: dir.to_owned(), source })?;
+                }
+            }
+            out.push(Pruned { key, stage: entry.stage, item: entry.item, model: entry.request.model, kind: why.kind, detail: why.detail });
+        }
+        Ok(out)
+    }
+
     /// Every stored key, sorted.
     pub fn keys(&self) -> Result<Vec<String>, StoreError> {
         let mut keys = Vec::new();
@@ -225,6 +326,9 @@ impl ResponseStore {
             *stats.per_stage.entry(entry.stage.to_string()).or_default() += 1;
             *stats.per_model.entry(entry.request.model.clone()).or_default() += 1;
             *stats.per_finish_reason.entry(finish_name(&entry.response.finish_reason)).or_default() += 1;
+            if let Some(why) = entry.unusable() {
+                *stats.unusable.entry(why.kind).or_default() += 1;
+            }
             stats.prompt_tokens += entry.response.usage.prompt_tokens;
             stats.completion_tokens += entry.response.usage.completion_tokens;
         }
@@ -414,5 +518,43 @@ mod tests {
         assert!(err.contains(&entry(5).key), "{err}");
         let stats = store.stats().unwrap();
         assert_eq!((stats.entries, stats.temporary_files, stats.invalid.len()), (1, 1, 1));
+    }
+
+    #[test]
+    fn rejections_are_recorded_beside_the_answer_and_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ResponseStore::open(dir.path());
+        for i in 0..6 {
+            store.put(&entry(i)).unwrap();
+        }
+        let plain = std::fs::read_to_string(store.path_of(&entry(0).key)).unwrap();
+        assert!(!plain.contains("rejected"), "an answer in use keeps its byte form");
+        let schema = StoredRejection { kind: "schema".into(), detail: "`/`: required property `statement` is missing".into() };
+        assert!(store.set_rejected(&entry(1).key, Some(schema.clone())).unwrap());
+        assert!(!store.set_rejected(&entry(1).key, Some(schema.clone())).unwrap(), "unchanged: not written again");
+        assert!(store.set_rejected(&entry(2).key, Some(StoredRejection { kind: "not_json".into(), detail: "no JSON value".into() })).unwrap());
+        assert!(!store.set_rejected(&"0".repeat(64), Some(schema.clone())).unwrap());
+        // Cleared again when a stage uses it after all.
+        assert!(store.set_rejected(&entry(3).key, Some(schema.clone())).unwrap());
+        assert!(store.set_rejected(&entry(3).key, None).unwrap());
+        assert_eq!(std::fs::read_to_string(store.path_of(&entry(3).key)).unwrap(), entry_text(&entry(3)), "back to its byte form");
+        let mut cut = entry(4);
+        cut.response.finish_reason = FinishReason::Length;
+        store.put(&cut).unwrap();
+        assert_eq!(store.get(&entry(1).key).unwrap().unwrap().rejected, Some(schema));
+        let stats = store.stats().unwrap();
+        assert_eq!(stats.unusable, BTreeMap::from([("not_json".to_owned(), 1), ("schema".to_owned(), 1), ("truncated".to_owned(), 1)]));
+
+        let kinds = |p: &[Pruned]| p.iter().map(|p| (p.item.clone(), p.kind.clone())).collect::<Vec<_>>();
+        let only_schema = PruneFilter { reason: Some("schema".into()), ..PruneFilter::default() };
+        assert_eq!(kinds(&store.prune(&only_schema, true).unwrap()), [("lcb_1".to_owned(), "schema".to_owned())]);
+        assert_eq!(store.keys().unwrap().len(), 6, "a dry run removes nothing");
+        let other_stage = PruneFilter { stage: Some(LlmStage::Rewrite), ..PruneFilter::default() };
+        assert!(store.prune(&other_stage, false).unwrap().is_empty());
+        let mut all = kinds(&store.prune(&PruneFilter::default(), false).unwrap());
+        all.sort();
+        assert_eq!(all, [("lcb_1".to_owned(), "schema".to_owned()), ("lcb_2".to_owned(), "not_json".to_owned()), ("lcb_4".to_owned(), "truncated".to_owned())]);
+        assert_eq!(store.keys().unwrap().len(), 3, "answers in use stay");
+        assert!(store.prune(&PruneFilter::default(), false).unwrap().is_empty());
     }
 }

@@ -1,4 +1,4 @@
-//! `coreb store stats|export|import <store-dir>`: look after an LLM response store; plus a
+//! `coreb store stats|export|import|prune <store-dir>`: look after an LLM response store; plus a
 //! hidden `bench` that measures the gateway against a local server and the store's serving
 //! time ([`crate::ops::store_bench`], see `bench/llm/`).
 
@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use coreb_llm::ResponseStore;
+use coreb_llm::{PruneFilter, ResponseStore};
 
 use crate::cli::{StoreArgs, StoreCommand};
 use coreb_base::printer::Printer;
@@ -31,7 +31,7 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
             } else {
                 printer.out(format!("store `{}`: {} entries, {} bytes", store.display(), stats.entries, stats.bytes));
                 printer.out(format!("tokens: {} prompt, {} completion", stats.prompt_tokens, stats.completion_tokens));
-                for (name, map) in [("stage", &stats.per_stage), ("model", &stats.per_model), ("finish_reason", &stats.per_finish_reason)] {
+                for (name, map) in [("stage", &stats.per_stage), ("model", &stats.per_model), ("finish_reason", &stats.per_finish_reason), ("unusable", &stats.unusable)] {
                     for (k, v) in map {
                         printer.out(format!("{name} {k}: {v}"));
                     }
@@ -44,6 +44,24 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
                 }
             }
             Ok(if stats.invalid.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        StoreCommand::Prune { store, stage, reason, dry_run } => {
+            let printer = Printer::new(false);
+            let filter = PruneFilter { stage, reason };
+            let pruned = ResponseStore::open(&store).prune(&filter, dry_run).with_context(|| format!("pruning the store `{}`", store.display()))?;
+            let verb = if dry_run { "would remove" } else { "removed" };
+            for p in &pruned {
+                printer.out(format!("{verb} {} ({}, `{}`, {}): {}: {}", p.key, p.stage, p.item, p.model, p.kind, p.detail));
+            }
+            let mut by_kind = std::collections::BTreeMap::<&str, u64>::new();
+            for p in &pruned {
+                *by_kind.entry(p.kind.as_str()).or_default() += 1;
+            }
+            let kinds = by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ");
+            let kinds = if kinds.is_empty() { String::new() } else { format!(" ({kinds})") };
+            let after = if dry_run || pruned.is_empty() { "" } else { "; a rerun asks them again" };
+            printer.status(format!("store `{}`: {verb} {} entries{kinds}{after}", store.display(), pruned.len()));
+            Ok(ExitCode::SUCCESS)
         }
         StoreCommand::Author { manifest, authored } => {
             let n = crate::authoring::author(&manifest, &authored, coreb_base::printer::Printer::new(false))?;

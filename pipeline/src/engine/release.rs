@@ -204,7 +204,10 @@ fn write_kit(engine: &Engine, tmp: &Path, llm_records: &[&StageRecord], toolchai
     let store = coreb_llm::ResponseStore::open(&plan.response_store);
     let mut gz = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::best());
     for key in &keys {
-        let entry = store.get(key)?.with_context(|| format!("the build used the answer `{key}`, which the response store `{}` does not hold", plan.response_store.display()))?;
+        let mut entry =
+            store.get(key)?.with_context(|| format!("the build used the answer `{key}`, which the response store `{}` does not hold", plan.response_store.display()))?;
+        // What a stage made of the answer is not an input: the rebuild's stages decide again.
+        entry.rejected = None;
         gz.write_all(serde_json::to_string(&entry)?.as_bytes())?;
         gz.write_all(b"\n")?;
     }

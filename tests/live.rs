@@ -8,7 +8,8 @@
 //! seconds with one message naming the URL and counts equal to what the server received;
 //! nothing of theirs is stored, and a rerun against a good server asks exactly what is
 //! missing; 401 and an unknown model stop at once; `coreb store prune` makes a rerun ask
-//! rejected answers again.
+//! rejected answers again. The preflight asks the endpoint once (`GET /models`) before any
+//! stage: unreachable, refused credentials and a model it does not serve stop the build there.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::support::http::{Reply, serve};
+use crate::support::http::{Reply, model_list, serve, serve_listing};
 use crate::support::{coreb, root, run, text};
 
 /// A loopback chat endpoint ([`crate::support::http`]) answering every request with
@@ -156,17 +157,99 @@ fn schema_less(body: &Value) -> Reply {
         "usage": {"prompt_tokens": 100, "completion_tokens": 10}}))
 }
 
-/// Closed port: nothing listens on it. The build stops within seconds (the circuit opens
-/// after 5 refused attempts in a row; after a 5 s pause 2 probe requests fail 2 attempts
-/// each: the defaults), with one
-/// message naming the URL and the error, after far fewer attempts than 10 items × 6.
+/// A port that answers one request, the preflight's `GET /models`, listing the models of
+/// [`live_manifest`], and then refuses every connection: an endpoint that goes down after
+/// the build started.
+fn up_for_the_preflight_only() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+            head.push(byte[0]);
+        }
+        assert!(head.starts_with(b"GET /v1/models "), "{}", String::from_utf8_lossy(&head));
+        let body = r#"{"object":"list","data":[{"id":"small","object":"model"},{"id":"small-2","object":"model"}]}"#;
+        let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        // The listener is dropped here: from now on the port refuses.
+    });
+    format!("http://127.0.0.1:{port}/v1")
+}
+
+/// An endpoint down from the start: the preflight's one request finds it before any stage
+/// runs, naming the URL and the error; nothing is built or stored.
 #[test]
-fn refused_connections_stop_a_live_build_within_seconds_naming_the_url() {
+fn an_unreachable_endpoint_stops_a_live_build_in_the_preflight() {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
     let url = format!("http://127.0.0.1:{port}/v1");
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = live_manifest(dir.path(), &url, "");
+    let started = std::time::Instant::now();
+    let out = run(coreb().arg("build").arg(&manifest));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("preflight: the build would fail; nothing was run"), "{stderr}");
+    assert!(stderr.contains(&format!("`llm.base_url` = `{url}` (in `{}`): `{url}/models` cannot be reached: connection failed", manifest.display())), "{stderr}");
+    assert!(!dir.path().join("build/artifacts/fetch").exists(), "no stage ran");
+    assert!(stored(dir.path()).is_empty());
+}
+
+/// The preflight's `GET /models`: a model the endpoint does not list is named with its
+/// setting, refused credentials name the key variable, and nothing else is sent; with every
+/// model listed, or no list to check (a 404), `coreb build --check` passes (the 404 noted).
+#[test]
+fn the_preflight_asks_the_endpoint_once_which_models_it_serves() {
+    type Listing = fn() -> Reply;
+    let cases: [(&str, Listing, Option<&str>); 4] = [
+        ("one model missing", || model_list(&["small", "other"]), Some("`llm.stages.generate.models` names `small-2` (in `")),
+        ("credentials refused", || Reply::new("401 Unauthorized", "{\"error\": {\"message\": \"Incorrect API key provided\"}}"), Some("`llm.api_key_env` is empty (in `")),
+        ("every model listed", || model_list(&["small-2", "small"]), None),
+        ("no list", || Reply::new("404 Not Found", "not here"), None),
+    ];
+    for (name, listing, refused) in cases {
+        let server = serve_listing(listing(), |_| Reply::new("500 Internal Server Error", "nothing is asked"));
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("{}/v1", server.url());
+        let manifest = live_manifest(dir.path(), &url, "");
+        let out = run(coreb().arg("build").arg(&manifest).arg("--check"));
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(server.listings(), 1, "{name}: one request: {stderr}");
+        assert_eq!(server.hits(), 0, "{name}: no chat request: {stderr}");
+        match refused {
+            Some(says) => {
+                assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out));
+                assert!(stderr.contains(says), "{name}: {stderr}");
+                if name == "one model missing" {
+                    assert!(stderr.contains(&format!("which `{url}/models` does not list (it lists: other, small)")), "{stderr}");
+                    assert_eq!(stderr.matches("does not list").count(), 1, "`small` is served: {stderr}");
+                } else {
+                    assert!(stderr.contains("refused the credentials (HTTP 401)"), "{stderr}");
+                }
+            }
+            None => {
+                assert!(out.status.success(), "{name}: {}", text(&out));
+                assert!(stdout.contains("preflight passed"), "{name}: {stdout}");
+                assert_eq!(stdout.contains(&format!("`{url}/models` answered HTTP 404: the models the manifest names are not checked")), name == "no list", "{name}: {stdout}");
+            }
+        }
+    }
+}
+
+/// Refused connections once the build runs (the endpoint answered the preflight, then went
+/// down). The build stops within seconds (the circuit opens
+/// after 5 refused attempts in a row; after a 5 s pause 2 probe requests fail 2 attempts
+/// each: the defaults), with one
+/// message naming the URL and the error, after far fewer attempts than 10 items × 6.
+#[test]
+fn refused_connections_stop_a_live_build_within_seconds_naming_the_url() {
+    let url = up_for_the_preflight_only();
     let dir = tempfile::tempdir().unwrap();
     let manifest = live_manifest(dir.path(), &url, "");
     let started = std::time::Instant::now();

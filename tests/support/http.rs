@@ -5,6 +5,12 @@
 //! request ([`Request`]), asks the test's `respond` what to do ([`Reply`]) and does it, then
 //! closes the connection. Faults are replies too: a body cut after some bytes, a stall, a
 //! hang. Nothing here reaches outside the machine.
+//!
+//! A `GET …/models` (what a build's preflight asks an OpenAI-compatible endpoint) is answered
+//! by the server itself and counted apart ([`Server::listings`]), never passed to `respond`
+//! nor counted in [`Server::hits`]: with the reply given to [`serve_listing`] (e.g.
+//! [`model_list`]), or a 404 (a server with no list, whose models the preflight cannot check)
+//! for [`serve`].
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -117,6 +123,7 @@ pub struct Server {
     /// `127.0.0.1:<port>`.
     pub addr: SocketAddr,
     hits: Arc<AtomicUsize>,
+    listings: Arc<AtomicUsize>,
 }
 
 impl Server {
@@ -129,27 +136,50 @@ impl Server {
     pub fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
     }
+
+    /// `GET …/models` requests answered so far.
+    pub fn listings(&self) -> usize {
+        self.listings.load(Ordering::SeqCst)
+    }
 }
 
-/// Start a server answering every request with `respond(request)`.
+/// Start a server answering every request with `respond(request)` (and `GET …/models` with
+/// a 404).
 pub fn serve(respond: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
+    serve_listing(Reply::new("404 Not Found", "{\"error\": \"not found\"}"), respond)
+}
+
+/// OpenAI's answer to `GET /v1/models` listing `ids`.
+pub fn model_list(ids: &[&str]) -> Reply {
+    Reply::json(&serde_json::json!({"object": "list", "data": ids.iter().map(|id| serde_json::json!({"id": id, "object": "model"})).collect::<Vec<_>>()}))
+}
+
+/// Start a server answering `GET …/models` with `listing` (e.g. [`model_list`]) and every
+/// other request with `respond(request)`.
+pub fn serve_listing(listing: Reply, respond: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     let addr = listener.local_addr().expect("local address");
-    let hits = Arc::new(AtomicUsize::new(0));
+    let (hits, listings) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let respond = Arc::new(respond);
-    let counter = Arc::clone(&hits);
+    let list = Arc::new(listing);
+    let (counter, listed) = (Arc::clone(&hits), Arc::clone(&listings));
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
-            let (respond, counter) = (Arc::clone(&respond), Arc::clone(&counter));
+            let (respond, counter, listed, list) = (Arc::clone(&respond), Arc::clone(&counter), Arc::clone(&listed), Arc::clone(&list));
             std::thread::spawn(move || {
                 let Some(request) = read_request(&stream) else { return };
+                let path = request.line.split(' ').nth(1).unwrap_or_default();
+                if request.line.starts_with("GET ") && path.ends_with("/models") {
+                    listed.fetch_add(1, Ordering::SeqCst);
+                    return answer(stream, list.as_ref().clone());
+                }
                 counter.fetch_add(1, Ordering::SeqCst);
                 answer(stream, respond(&request));
             });
         }
     });
-    Server { addr, hits }
+    Server { addr, hits, listings }
 }
 
 fn answer(mut stream: TcpStream, reply: Reply) {

@@ -233,6 +233,76 @@ pub fn classify(status: u16, after: Option<Duration>, body: &str) -> Attempt {
     }
 }
 
+/// What one `GET <base_url>/models` said about the models an endpoint serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelListing {
+    /// The ids it lists (OpenAI's `{"data": [{"id": …}, …]}`), sorted.
+    Served(Vec<String>),
+    /// It answered, but not with a list of models (a 404, another status, a body of another
+    /// shape): some OpenAI-compatible servers have no `/models`, so nothing can be checked.
+    Unlisted(String),
+}
+
+/// Why `GET <base_url>/models` says the endpoint cannot serve a build.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ListingError {
+    /// No answer: refused, DNS, TLS, a timeout.
+    #[error("`{url}` cannot be reached: {error}")]
+    Unreachable {
+        /// The URL asked.
+        url: String,
+        /// What failed.
+        error: String,
+    },
+    /// 401 or 403: the credentials are refused.
+    #[error("`{url}` refused the credentials (HTTP {status}): {body}")]
+    Credentials {
+        /// The URL asked.
+        url: String,
+        /// The status.
+        status: u16,
+        /// The start of the answer.
+        body: String,
+    },
+}
+
+/// Ask `<base_url>/models` (one request, no retry) which models the endpoint serves.
+pub async fn list_models(base_url: &str, api_key: Option<&str>, timeout: Duration) -> Result<ModelListing, ListingError> {
+    let url = format!("{base_url}/models");
+    let unreachable = |e: &reqwest::Error| ListingError::Unreachable { url: url.clone(), error: describe(e) };
+    let http = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout).build().map_err(|e| unreachable(&e))?;
+    let mut builder = http.get(&url);
+    if let Some(key) = api_key {
+        builder = builder.bearer_auth(key);
+    }
+    let response = builder.send().await.map_err(|e| unreachable(&e))?;
+    let status = response.status().as_u16();
+    let body = response.text().await.map_err(|e| unreachable(&e))?;
+    if status == 401 || status == 403 {
+        return Err(ListingError::Credentials { url, status, body: snippet(&body) });
+    }
+    if status != 200 {
+        return Ok(ModelListing::Unlisted(format!("HTTP {status}")));
+    }
+    #[derive(Deserialize)]
+    struct List {
+        data: Vec<Entry>,
+    }
+    #[derive(Deserialize)]
+    struct Entry {
+        id: String,
+    }
+    match serde_json::from_str::<List>(&body) {
+        Ok(list) => {
+            let mut ids: Vec<String> = list.data.into_iter().map(|e| e.id).collect();
+            ids.sort();
+            ids.dedup();
+            Ok(ModelListing::Served(ids))
+        }
+        Err(_) => Ok(ModelListing::Unlisted("HTTP 200, not a list of models".into())),
+    }
+}
+
 /// Does an error body say that `model` is unknown? OpenAI's `model_not_found`, vLLM's "The
 /// model `m` does not exist", Ollama's "model \"m\" not found", Gemini's "models/m is not
 /// found", LiteLLM's "Invalid model name" …

@@ -317,7 +317,9 @@ impl Engine {
                 slice.count
             );
         }
-        self.preflight(until)?;
+        for note in self.preflight(until)? {
+            self.printer.status(note);
+        }
         let mut lock = Some(self.lock()?);
         let mut reports: Vec<StageReport> = Vec::new();
         // `ingest`, when it ran together with `fetch`, and how long it took.
@@ -388,25 +390,28 @@ impl Engine {
 
     /// Check, before any stage runs, what the build up to `until` needs
     /// ([`preflight::Preflight`]), and the judge's toolchains when it reaches `execute`.
-    fn preflight(&self, until: StageName) -> anyhow::Result<()> {
-        preflight::Preflight { plan: &self.plan, until, own_gateway: self.gateway.is_some() }.check()?;
+    fn preflight(&self, until: StageName) -> anyhow::Result<Vec<String>> {
+        let llm = [StageName::Rewrite, StageName::Distract, StageName::Abbreviate, StageName::Generate, StageName::Queries];
+        let llm_recorded = llm.into_iter().filter(|s| *s <= until).all(|s| matches!(self.store.record(s.as_str()), Ok(Some(_))));
+        let notes = preflight::Preflight { plan: &self.plan, until, own_gateway: self.gateway.is_some(), llm_recorded }.check()?;
         if until >= StageName::Execute {
             self.judge()?;
         }
-        Ok(())
+        Ok(notes)
     }
 
     /// `coreb build --check`: the preflight alone, then the plan: one line per stage up to
     /// `until`, saying whether the artifact store holds a record of it (a recorded stage whose
     /// inputs are unchanged is skipped).
     pub fn check(&self, until: StageName) -> anyhow::Result<Vec<String>> {
-        self.preflight(until)?;
+        let notes = self.preflight(until)?;
         let plan = &self.plan;
         let mut lines = vec![
             format!("preflight passed: `{}` can build `{}` ({} worker threads, LLM mode {:?})", plan.manifest_path.display(), plan.version, plan.jobs, plan.llm.mode),
             format!("  artifacts: {}", self.store.stage_dir("").display()),
             format!("  publishes: {}", plan.publish_dir.display()),
         ];
+        lines.extend(notes.into_iter().map(|n| format!("  {n}")));
         for stage in StageName::ALL.into_iter().filter(|s| *s <= until) {
             let state = match self.store.record(stage.as_str())? {
                 Some(_) => "recorded: skipped if its inputs are unchanged",

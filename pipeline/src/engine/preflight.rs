@@ -1,7 +1,8 @@
 //! The checks a build makes before its first stage, so that what would fail late fails at
-//! once: the directories it writes are writable, the API key of a live build is set, the
-//! composition can be made from the models and languages configured. (The judge's
-//! toolchains are checked by [`super::execute::preflight`] in the same place.)
+//! once: the directories it writes are writable, the API key of a live build is set, its
+//! endpoint answers and serves every model the manifest names (one `GET <base_url>/models`;
+//! none in replay), the composition can be made from the models and languages configured.
+//! (The judge's toolchains are checked by [`super::execute::preflight`] in the same place.)
 //!
 //! Every problem found is one line naming the setting and the manifest file; all of them are
 //! reported together. `coreb build --check` runs these checks alone.
@@ -21,6 +22,9 @@ pub struct Preflight<'a> {
     pub until: StageName,
     /// A gateway is given in place of the manifest's endpoint (no key, no store needed).
     pub own_gateway: bool,
+    /// Every LLM stage up to `until` has a record already (a rerun that will most likely
+    /// send nothing: its endpoint is not asked, so that it runs while the endpoint is down).
+    pub llm_recorded: bool,
 }
 
 impl Preflight<'_> {
@@ -62,14 +66,78 @@ impl Preflight<'_> {
         problems
     }
 
-    /// Run the checks: an error listing every problem, one per line.
-    pub fn check(&self) -> anyhow::Result<()> {
-        let problems = self.problems();
+    /// Whether the build sends requests to its endpoint.
+    fn sends(&self) -> bool {
+        self.until >= StageName::Rewrite && !self.own_gateway && !self.llm_recorded && matches!(self.plan.llm.mode, StoreMode::Live | StoreMode::RecordOnly)
+    }
+
+    /// Ask the endpoint of a build that sends requests which models it serves (one request):
+    /// the problems found (unreachable, credentials refused, a model it does not list), and
+    /// a note when it has no list to check against.
+    pub fn endpoint(&self) -> (Vec<String>, Option<String>) {
+        let plan = self.plan;
+        let file = plan.manifest_path.display();
+        let base = plan.llm.base_url.trim_end_matches('/');
+        let Ok(key) = coreb_llm::gateway::api_key_from_env(&plan.llm) else { return (Vec::new(), None) };
+        let timeout = std::time::Duration::from_secs_f64(plan.llm.timeout_secs.clamp(1.0, 30.0));
+        let asked = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| coreb_llm::client::ListingError::Unreachable { url: format!("{base}/models"), error: e.to_string() })
+            .and_then(|rt| rt.block_on(coreb_llm::client::list_models(base, key.as_deref(), timeout)));
+        match asked {
+            Err(e @ coreb_llm::client::ListingError::Unreachable { .. }) => (vec![format!("`llm.base_url` = `{base}` (in `{file}`): {e}")], None),
+            Err(e @ coreb_llm::client::ListingError::Credentials { .. }) if plan.llm.api_key_env.is_empty() => {
+                (vec![format!("`llm.api_key_env` is empty (in `{file}`), so no key is sent: {e}")], None)
+            }
+            Err(e @ coreb_llm::client::ListingError::Credentials { .. }) => (vec![format!("`llm.api_key_env` = `{}` (in `{file}`): {e}", plan.llm.api_key_env)], None),
+            Ok(coreb_llm::client::ModelListing::Unlisted(why)) => {
+                (Vec::new(), Some(format!("preflight: `{base}/models` answered {why}: the models the manifest names are not checked before the build")))
+            }
+            Ok(coreb_llm::client::ModelListing::Served(ids)) => (unserved(plan, &ids), None),
+        }
+    }
+
+    /// Run the checks: an error listing every problem, one per line; else the notes (a check
+    /// that could not be made).
+    pub fn check(&self) -> anyhow::Result<Vec<String>> {
+        let mut problems = self.problems();
+        let mut notes = Vec::new();
+        if self.sends() && coreb_llm::gateway::api_key_from_env(&self.plan.llm).is_ok() {
+            let (found, note) = self.endpoint();
+            problems.extend(found);
+            notes.extend(note);
+        }
         if problems.is_empty() {
-            return Ok(());
+            return Ok(notes);
         }
         anyhow::bail!("preflight: the build would fail; nothing was run:\n  {}", problems.join("\n  "))
     }
+}
+
+/// The models the manifest names that `served` (an endpoint's list) lacks, one line each,
+/// naming the setting.
+fn unserved(plan: &RunPlan, served: &[String]) -> Vec<String> {
+    let file = plan.manifest_path.display();
+    let listed = || {
+        let shown: Vec<&str> = served.iter().take(8).map(String::as_str).collect();
+        let more = served.len().saturating_sub(shown.len());
+        if more > 0 { format!("{}, … ({more} more)", shown.join(", ")) } else { shown.join(", ") }
+    };
+    let mut named: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    named.insert(plan.llm.model.clone(), "llm.model".into());
+    for stage in LlmStage::ALL {
+        if let Some(s) = plan.llm.stages.get(&stage).filter(|s| !s.models.is_empty()) {
+            for m in &s.models {
+                named.entry(m.clone()).or_insert_with(|| format!("llm.stages.{stage}.models"));
+            }
+        }
+    }
+    named
+        .into_iter()
+        .filter(|(m, _)| !served.contains(m))
+        .map(|(m, setting)| format!("`{setting}` names `{m}` (in `{file}`), which `{}/models` does not list (it lists: {})", plan.llm.base_url.trim_end_matches('/'), listed()))
+        .collect()
 }
 
 /// Whether the composition of the series can be made from what the manifest generates.
@@ -123,7 +191,7 @@ mod tests {
     }
 
     fn problems(plan: &RunPlan, until: StageName) -> Vec<String> {
-        Preflight { plan, until, own_gateway: false }.problems()
+        Preflight { plan, until, own_gateway: false, llm_recorded: false }.problems()
     }
 
     #[test]
@@ -155,7 +223,7 @@ mod tests {
         assert!(found.len() == 1 && found[0].contains("COREB_PREFLIGHT_TEST_KEY_THAT_IS_NOT_SET") && found[0].contains("sample.toml"), "{found:?}");
         // Before the LLM stages, or with a gateway of the caller's, no key is needed.
         assert!(problems(&plan, StageName::Filter).is_empty());
-        assert!(Preflight { plan: &plan, until: StageName::Release, own_gateway: true }.problems().is_empty());
+        assert!(Preflight { plan: &plan, until: StageName::Release, own_gateway: true, llm_recorded: false }.problems().is_empty());
         let mut replay = sample();
         replay.response_store = replay.output_dir.join("no-such-store");
         assert!(problems(&replay, StageName::Rewrite)[0].contains("does not exist"));

@@ -3,7 +3,7 @@
 //! The binary is thin (`main.rs`); [`run`] dispatches a parsed [`cli::Cli`]. The engine
 //! ([`engine`]) resolves a manifest ([`manifest`]) into a plan, runs the stages of the
 //! `stages` crate in order and keeps their outputs in the artifact store ([`artifacts`]), skipping
-//! a stage whose inputs are unchanged. All terminal output goes through [`printer::Printer`].
+//! a stage whose inputs are unchanged. All terminal output goes through [`coreb_base::printer::Printer`].
 
 pub mod artifacts;
 pub mod authoring;

@@ -104,21 +104,17 @@ impl std::ops::Deref for JudgedSolution {
     }
 }
 
-/// A small deterministic generator (splitmix64): its output is part of published releases,
-/// so it must never change with a dependency upgrade.
-struct SplitMix(u64);
+/// The seeded draw of hard negatives: the workspace's SplitMix64 seeded with the xxh3 of
+/// `seed:key`, reduced by `% n` (its output is part of published releases).
+struct SplitMix(coreb_base::seeded::SplitMix64);
 
 impl SplitMix {
     fn for_key(seed: u64, key: &str) -> Self {
-        SplitMix(xxh3_64(format!("{seed}:{key}").as_bytes()))
+        SplitMix(coreb_base::seeded::SplitMix64::new(xxh3_64(format!("{seed}:{key}").as_bytes())))
     }
 
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// `k` items of `items`, chosen uniformly, in their original order.
@@ -982,7 +978,7 @@ mod tests {
         }
         assert!(counts.iter().all(|&c| (2700..3300).contains(&c)), "{counts:?}");
         // Pinned: a change here changes published releases.
-        let mut rng = SplitMix(0);
+        let mut rng = SplitMix(coreb_base::seeded::SplitMix64::new(0));
         assert_eq!([rng.next(), rng.next()], [0xE220_A839_7B1D_CDAF, 0x6E78_9E6A_A1B9_65F4]);
     }
 }

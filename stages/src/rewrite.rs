@@ -470,14 +470,8 @@ pub fn is_context_independent(text: &str) -> bool {
 /// splitmix64 seeded with the first 8 bytes of sha256(problem id).
 pub fn letter_bijection(problem_id: &str) -> [u8; 26] {
     let digest = coreb_base::hashing::sha256_hex(problem_id.as_bytes());
-    let mut state = u64::from_str_radix(&digest[..16], 16).unwrap_or(0);
-    let mut next = || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mut rng = coreb_base::seeded::SplitMix64::new(u64::from_str_radix(&digest[..16], 16).unwrap_or(0));
+    let mut next = || rng.next_u64();
     let mut perm: [u8; 26] = std::array::from_fn(|i| b'a' + i as u8);
     for i in (1..26).rev() {
         let j = (next() % (i as u64 + 1)) as usize;

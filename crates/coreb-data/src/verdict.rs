@@ -3,11 +3,40 @@
 //! (`tables::verdicts`) stores them, the engine's `qrels` runner reads them; none of those is
 //! needed to name them (so `execute` and `tables` do not import each other).
 
-use coreb_sandbox::MemoryBound;
 use serde::{Deserialize, Serialize};
 
 use crate::problem::ProblemId;
 use crate::solution::{Language, SolutionId};
+
+/// What held the memory of a solution's runs, as the verdicts table records it (the judge
+/// maps its sandbox's isolation onto it; the data layer does not depend on the sandbox).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryBound {
+    /// A cgroup v2 of its own.
+    CgroupV2,
+    /// A cgroup v1 memory (and pids) group of its own.
+    CgroupV1,
+    /// No cgroup: per-process resource limits.
+    Rlimit,
+}
+
+impl MemoryBound {
+    /// `cgroup_v2`, `cgroup_v1` or `rlimit`: the column's values.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryBound::CgroupV2 => "cgroup_v2",
+            MemoryBound::CgroupV1 => "cgroup_v1",
+            MemoryBound::Rlimit => "rlimit",
+        }
+    }
+}
+
+impl std::fmt::Display for MemoryBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// How one test (or a solution that does not compile) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

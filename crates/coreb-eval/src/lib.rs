@@ -13,7 +13,7 @@
 //! - [`check`]: `coreb check`, a release's validity checks (polars analytics over its Parquet
 //!   configs, BEIR folders scored by the evaluator).
 //! - [`leaderboard`]: the results store's records, its files ([`leaderboard::store`]), its
-//!   analytics and the static site; [`results`]: its Parquet table.
+//!   analytics and the static site, and its Parquet table ([`leaderboard::table`]).
 //! - [`run`]: the evaluation loop of `coreb eval` (datasets, retrievers, rerankers, prompts,
 //!   gates, reports, recording).
 //! - [`compare`]: two systems compared on the same release (`coreb compare`).
@@ -33,7 +33,6 @@ pub mod leaderboard;
 pub mod listwise;
 pub mod prompts;
 pub mod report;
-pub mod results;
 pub mod run;
 pub mod significance;
 

@@ -10,6 +10,7 @@
 
 mod setup;
 
+#[cfg(feature = "clap")]
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 
@@ -29,7 +30,8 @@ use crate::significance::BootstrapConfig;
 use setup::{DenseSetup, PromptChoice, Reranker};
 
 /// How a reranker is called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(ValueEnum))]
 pub enum RerankApi {
     /// `POST <base>/rerank`.
     Rerank,
@@ -41,26 +43,27 @@ pub enum RerankApi {
 
 /// How requests reach an OpenAI-compatible endpoint, shared by `coreb eval` and `coreb audit
 /// … model` (each sets its own defaults of `--concurrency`, `--timeout-secs` and `--store`).
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(Args))]
 pub struct ClientOptions {
     /// Environment variable holding the API key, sent only to the endpoint it is for (`''`:
     /// the endpoint needs none).
-    #[arg(long, default_value = "OPENAI_API_KEY")]
+    #[cfg_attr(feature = "clap", arg(long, default_value = "OPENAI_API_KEY"))]
     pub api_key_env: String,
     /// Requests in flight at once.
-    #[arg(long, default_value_t = 4)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 4))]
     pub concurrency: usize,
     /// Attempts per request (429, 5xx, timeouts), the first included.
-    #[arg(long, default_value_t = 6)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 6))]
     pub max_attempts: u32,
     /// Whole-request timeout in seconds.
-    #[arg(long, default_value_t = 120.0)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 120.0))]
     pub timeout_secs: f64,
     /// The response store of chat answers: kept here, so a rerun sends nothing it already has.
-    #[arg(long, default_value = ".coreb-cache/rerank-responses")]
+    #[cfg_attr(feature = "clap", arg(long, default_value = ".coreb-cache/rerank-responses"))]
     pub store: PathBuf,
     /// Serve chat answers from the store only; a missing answer is an error (offline rerun).
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub replay: bool,
 }
 
@@ -76,131 +79,132 @@ pub struct ManifestSettings {
 }
 
 /// The options of an evaluation: the flags of `coreb eval` (parsed by the `coreb` binary).
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(Args))]
 pub struct EvalOptions {
     /// A release directory or a BEIR folder (`corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`).
     pub dir: PathBuf,
     /// Built-in retriever: `bm25` or `embed:<model>`.
-    #[arg(long, default_value = "bm25")]
+    #[cfg_attr(feature = "clap", arg(long, default_value = "bm25"))]
     pub retriever: String,
     /// Evaluate this TREC run file instead of running a retriever. A code query's own
     /// document (`source_doc_id`) is dropped from its ranking, as CoREB scores it.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub run: Option<PathBuf>,
     /// Keep a code query's own document in a `--run` ranking (it then counts as a miss).
-    #[arg(long, requires = "run")]
+    #[cfg_attr(feature = "clap", arg(long, requires = "run"))]
     pub keep_self: bool,
     /// Score only the queries a `--run` file ranks, when it does not rank every query of the
     /// release (by default such a run, of another release or cut short, is refused); the
     /// counts are in the output and `results.json` (`run_coverage`). Not with `--record`.
-    #[arg(long, requires = "run", conflicts_with = "record")]
+    #[cfg_attr(feature = "clap", arg(long, requires = "run", conflicts_with = "record"))]
     pub allow_partial: bool,
     /// Cut-offs for the @k metrics.
-    #[arg(long, value_delimiter = ',', default_value = "1,5,10")]
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "1,5,10"))]
     pub k: Vec<usize>,
     /// Write JSON results, the Markdown report and plots here.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub out: Option<PathBuf>,
     /// Print the results as JSON on stdout.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub json: bool,
     /// Documents retrieved per query.
-    #[arg(long, default_value_t = 100)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 100))]
     pub depth: usize,
     /// Qrels split to evaluate (`qrels/<split>.tsv`).
-    #[arg(long, default_value = "test")]
+    #[cfg_attr(feature = "clap", arg(long, default_value = "test"))]
     pub split: String,
     /// Base URL of the OpenAI-compatible embeddings / rerank endpoint (with `/v1`).
-    #[arg(long, default_value = "https://api.openai.com/v1")]
+    #[cfg_attr(feature = "clap", arg(long, default_value = "https://api.openai.com/v1"))]
     pub base_url: String,
     /// Rerank the top `--rerank-depth` documents of the first stage with this model.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub rerank: Option<String>,
     /// How the reranker is called: `rerank` (`POST /rerank`: Cohere, Jina, vLLM), `score`
     /// (vLLM's `POST /score`) or `listwise` (a chat model through the LLM gateway,
     /// RankGPT-style sliding windows).
-    #[arg(long, value_enum, default_value = "rerank")]
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "rerank"))]
     pub rerank_api: RerankApi,
     /// How many top documents of the first stage are reranked (the CoREB paper: 128).
-    #[arg(long, default_value_t = 128)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 128))]
     pub rerank_depth: usize,
     /// Base URL of the reranker (default: `--base-url`).
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub rerank_base_url: Option<String>,
     /// Environment variable holding the reranker's key (default: `--api-key-env`).
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub rerank_api_key_env: Option<String>,
     /// Listwise: candidates per window.
-    #[arg(long, default_value_t = 10)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 10))]
     pub window: usize,
     /// Listwise: how far each window moves up.
-    #[arg(long, default_value_t = 5)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 5))]
     pub step: usize,
     /// Listwise: words of each passage shown to the model (0: all).
-    #[arg(long, default_value_t = 300)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 300))]
     pub max_words: usize,
     /// Query template for every task (`{text}`, optional `{instruction}`; without `{text}`:
     /// a prefix), replacing the preset's.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub query_prompt: Option<String>,
     /// Document template for every task, replacing the preset's.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub doc_prompt: Option<String>,
     /// Use this preset whatever the model (`none`: raw texts).
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub prompt_preset: Option<String>,
     /// Preset file (default: the built-in `prompts/eval/presets.toml`).
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub prompts: Option<PathBuf>,
     /// Take `[eval]` (prompts) and `[gates]` (thresholds) from this build manifest.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub manifest: Option<PathBuf>,
     /// Embedding cache directory (default: `.coreb-cache/embeddings`).
-    #[arg(long, conflicts_with = "no_cache")]
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with = "no_cache"))]
     pub cache: Option<PathBuf>,
     /// Do not read or write the embedding cache.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub no_cache: bool,
     /// Texts per embeddings request.
-    #[arg(long, default_value_t = 64)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 64))]
     pub batch_size: usize,
     /// `dimensions` asked of the embeddings endpoint.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub dimensions: Option<u32>,
     /// Keep vectors as returned (dot product) instead of L2-normalising them (cosine).
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub no_normalize: bool,
     /// Bootstrap resamples of every confidence interval (0: none).
-    #[arg(long, default_value_t = 1000)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1000))]
     pub resamples: usize,
     /// Seed of the bootstrap (recorded in the results).
-    #[arg(long, default_value_t = 20_250_101)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 20_250_101))]
     pub seed: u64,
     /// Also check the release gates (thresholds of `--manifest`, else the defaults) and fail
     /// if any gate fails.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub gates: bool,
     /// Record the results in the results store (`<releases dir>/results`, see `--results`)
     /// for `coreb leaderboard`: one row per task, subtask, language and metric. Recording the
     /// same run again changes nothing. The directory must be a release or one of its tasks.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub record: bool,
     /// The results store `--record` writes to (default: `results/` beside the release).
-    #[arg(long, requires = "record")]
+    #[cfg_attr(feature = "clap", arg(long, requires = "record"))]
     pub results: Option<PathBuf>,
     /// The name the leaderboard shows (default: the retriever, `bm25` or `embed:<model>`;
     /// needed with `--run`).
-    #[arg(long, requires = "record")]
+    #[cfg_attr(feature = "clap", arg(long, requires = "record"))]
     pub model_name: Option<String>,
     /// The model's declared training cutoff, `YYYY-MM-DD` or `YYYY-MM` (its last day): the
     /// leaderboard can average only over releases whose problems all come after it.
-    #[arg(long, requires = "record")]
+    #[cfg_attr(feature = "clap", arg(long, requires = "record"))]
     pub cutoff: Option<String>,
     /// How requests reach the endpoints.
-    #[command(flatten)]
+    #[cfg_attr(feature = "clap", command(flatten))]
     pub client: ClientOptions,
     /// The version of the tool, recorded with the results.
-    #[arg(skip = String::from(env!("CARGO_PKG_VERSION")))]
+    #[cfg_attr(feature = "clap", arg(skip = String::from(env!("CARGO_PKG_VERSION"))))]
     pub tool_version: String,
 }
 

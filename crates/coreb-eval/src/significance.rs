@@ -22,30 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The SplitMix64 generator (Steele, Lea and Flood 2014).
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A stream seeded with `seed`.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// An index in `0..n` (multiply-shift).
-    pub fn index(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-}
+pub use coreb_base::seeded::SplitMix64;
 
 /// Bootstrap settings (recorded with the results).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -255,15 +232,6 @@ pub fn compare(a: &[f64], b: &[f64], cfg: &BootstrapConfig) -> PairedComparison 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splitmix_reference_values() {
-        // The reference sequence of SplitMix64 seeded with 1234567.
-        let mut r = SplitMix64::new(1_234_567);
-        assert_eq!(r.next_u64(), 6_457_827_717_110_365_317);
-        assert_eq!(r.next_u64(), 3_203_168_211_198_807_973);
-        assert!((0..1000).all(|_| r.index(7) < 7));
-    }
 
     #[test]
     fn bootstrap_is_seeded_and_brackets_the_mean() {

@@ -171,7 +171,7 @@ mod tests {
             pass_rate: 1.0,
             tests: vec![TestResult { index: 0, verdict: Verdict::Passed, wall_ms: 3, cpu_ms: 2, peak_memory_kb: 1 }],
             message: String::new(),
-            memory_bound: coreb_sandbox::MemoryBound::Rlimit,
+            memory_bound: coreb_data::verdict::MemoryBound::Rlimit,
         };
         JudgedProblem { problem_id: ProblemId::from_raw(problem.into()), check: None, solutions: vec![(result, Cost { cpu_ms: 2, ..Cost::default() })] }
     }

@@ -27,11 +27,14 @@
 //! the engine puts them in the stage key and the MANIFEST, and fails early, naming the
 //! Debian package, when one is missing.
 //!
-//! For the engine: [`execute_tables`]`(problems.parquet, solutions.parquet, verdicts.parquet,
-//! &config, &sandbox, jobs)` reads both tables, judges and writes the verdicts table
-//! atomically, returning the stats for the `--json` summary (`rows_in` = solutions,
-//! `rows_out` = judged, `rejected` = `without_problem`). [`execute`] is the pure form. Tests
-//! are borrowed from the problems, never copied per solution or per run.
+//! For the engine: [`execute_resumable`] judges the solutions in windows, handing each
+//! window's judged problems to its [`Hooks`] (the engine commits them to its journal, so an
+//! interrupted build resumes) and skipping those a journal holds already.
+//! [`execute_tables`]`(problems.parquet, solutions.parquet, verdicts.parquet, &config,
+//! &sandbox, jobs)` is the one-call form over tables (benches, tests), returning the stats for
+//! the `--json` summary (`rows_in` = solutions, `rows_out` = judged, `rejected` =
+//! `without_problem`); [`execute`] is the pure form. Tests are borrowed from the problems,
+//! never copied per solution or per run.
 //!
 //! A functional (LeetCode) problem's solution is the solution only; the judge adds its
 //! language's I/O driver, made from the problem's signature ([`driver`]), and compiles the
@@ -606,7 +609,7 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
         pass_rate: 0.0,
         tests: Vec::new(),
         message: String::new(),
-        memory_bound: sandbox.memory_bound(),
+        memory_bound: recorded_bound(sandbox.memory_bound()),
     };
     if let Harness::Unsupported(e) = harness {
         let message = format!("no driver for this problem's signature: {e}");
@@ -981,6 +984,15 @@ type Judged = Result<(SolutionResult, Cost), ExecuteError>;
 /// A problem's tests, public then private, borrowed.
 fn tests_of(p: &Problem) -> Vec<&TestCase> {
     p.public_tests.iter().chain(&p.private_tests).collect()
+}
+
+/// The verdicts table's name for what held a run's memory.
+fn recorded_bound(bound: coreb_sandbox::MemoryBound) -> coreb_data::verdict::MemoryBound {
+    match bound {
+        coreb_sandbox::MemoryBound::CgroupV2 => coreb_data::verdict::MemoryBound::CgroupV2,
+        coreb_sandbox::MemoryBound::CgroupV1 => coreb_data::verdict::MemoryBound::CgroupV1,
+        coreb_sandbox::MemoryBound::Rlimit => coreb_data::verdict::MemoryBound::Rlimit,
+    }
 }
 
 /// What [`execute_tables`] did.

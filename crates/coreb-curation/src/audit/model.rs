@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+#[cfg(feature = "clap")]
 use clap::Args;
 use coreb_base::printer::Printer;
 use coreb_data::problem::Problem;
@@ -41,42 +42,44 @@ use stages::generate::{GenerateConfig, GenerateOutput, generate};
 use super::{ReleaseBuild, month};
 
 /// What the model audit asks, of which endpoint, and how (the flags of `coreb audit … model`).
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(Args))]
 pub struct ModelOptions {
     /// Base URL of the OpenAI-compatible chat-completions endpoint, with `/v1`
     /// (`http://127.0.0.1:8000/v1`).
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub endpoint: String,
     /// The model to audit, as the endpoint names it.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub model: String,
     /// The language solutions are written in.
-    #[arg(long, default_value = "python", value_parser = parse_language)]
+    #[cfg_attr(feature = "clap", arg(long, default_value = "python", value_parser = parse_language))]
     pub language: Language,
     /// Samples per problem and version (pass@1 is the unbiased estimate over them).
-    #[arg(long, default_value_t = 1)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1))]
     pub samples: u32,
     /// Sampling temperature.
-    #[arg(long, default_value_t = 0.2)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.2))]
     pub temperature: f64,
     /// Most tokens per answer.
-    #[arg(long, default_value_t = 4096)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 4096))]
     pub max_tokens: u32,
     /// Seed sent with sample 0 (sample `s` gets `seed + s`).
-    #[arg(long, default_value_t = 0)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0))]
     pub seed: u64,
     /// Prompt templates (default: the build manifest's `prompts_dir`).
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub prompts_dir: Option<PathBuf>,
     /// Worker threads for execution (default: all cores). Results do not depend on it.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub jobs: Option<usize>,
     /// How requests reach the endpoint.
-    #[command(flatten)]
+    #[cfg_attr(feature = "clap", command(flatten))]
     pub client: ClientOptions,
 }
 
 /// `--language`: a language CoREB generates solutions in.
+#[cfg(feature = "clap")]
 fn parse_language(s: &str) -> Result<Language, String> {
     Language::parse(s).ok_or_else(|| format!("`{s}`: one of {}", Language::ALL.map(|l| l.as_str()).join(", ")))
 }

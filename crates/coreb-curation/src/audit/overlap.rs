@@ -1,6 +1,7 @@
 //! The overlap audit: exact hash hits and long word n-gram overlap of a corpus against a
 //! release's documents. Does NOT look at the build or run anything.
 
+#[cfg(feature = "clap")]
 use clap::Args;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,24 +14,25 @@ use crate::ReleaseIndex;
 use crate::jsonl::for_each_json;
 
 /// What the overlap audit checks, and how (the flags of `coreb audit … overlap`).
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(Args))]
 pub struct OverlapOptions {
     /// The corpus: `.jsonl` or `.parquet`.
     pub corpus: PathBuf,
     /// Fields (columns) to check, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "text")]
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "text"))]
     pub fields: Vec<String>,
     /// The id field (default: the row number).
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub id_field: Option<String>,
     /// Words per n-gram.
-    #[arg(long, default_value_t = 13)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 13))]
     pub ngram: usize,
     /// Fraction of an item's n-grams found in one release document that flags it.
-    #[arg(long, default_value_t = 0.3)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.3))]
     pub min_overlap: f64,
     /// Worst offenders listed.
-    #[arg(long, default_value_t = 20)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 20))]
     pub top: usize,
 }
 

@@ -5,6 +5,7 @@
 //! from the build's rewrite artifact. Does NOT judge whether rewritten tests are still right
 //! (the model audit and `execute` run programs against them).
 
+#[cfg(feature = "clap")]
 use clap::Args;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -21,14 +22,15 @@ use super::{ReleaseBuild, month};
 use crate::{ngram_hashes, words};
 
 /// What the rewrite audit measures (the flags of `coreb audit … rewrite`).
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(Args))]
 pub struct RewriteOptions {
     /// Words per n-gram.
-    #[arg(long, default_value_t = 5)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 5))]
     pub ngram: usize,
     /// Also audit the tests (kept unchanged, rewritten, bijection-mapped, counts), read from
     /// the rewrite artifact of the build the release's MANIFEST names.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub tests: bool,
 }
 

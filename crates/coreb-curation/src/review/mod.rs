@@ -2,7 +2,7 @@
 //! problems, the original beside the rewrite, and answers fixed questions about each.
 //!
 //! - [`sample`]: the draw — `N` problems of the release, stratified by platform and
-//!   difficulty, seeded (the repository's one SplitMix64, `coreb_eval::significance`).
+//!   difficulty, seeded (the repository's one SplitMix64, `coreb_base::seeded`).
 //! - [`diff`]: the word-level diff (LCS over tokens) that marks what the rewrite changed.
 //! - [`page`]: the review page: one self-contained HTML file (script, style and data inline;
 //!   the data as JSON in a `<script type="application/json">`, rendered with `textContent`

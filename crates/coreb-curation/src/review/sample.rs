@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use coreb_eval::significance::SplitMix64;
+use coreb_base::seeded::SplitMix64;
 
 /// A problem as the draw sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use arrow_array::{Array, ArrayRef, BooleanArray, Float64Array, ListArray, Record
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 
-use coreb_sandbox::MemoryBound;
+use crate::verdict::MemoryBound;
 
 use super::TableError;
 use crate::problem::ProblemId;

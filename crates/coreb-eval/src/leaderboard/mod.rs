@@ -24,14 +24,17 @@
 //!
 //! - [`store`]: the results store on disk (`coreb eval --record` writes it), the releases'
 //!   MANIFESTs and the audit reports read beside it.
+//! - [`table`]: one record's rows as a Parquet file (the Arrow schema and its writer), which
+//!   [`store`] writes.
 //!
-//! Only [`store`] reads and writes files: it reads the releases' MANIFESTs and audits and lists
+//! Only [`store`] reads and writes files (through [`table`]): it reads the releases' MANIFESTs and audits and lists
 //! the store's files; [`frames`] scans those files.
 
 pub mod frames;
 pub mod record;
 pub mod site;
 pub mod store;
+pub mod table;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -9,7 +9,7 @@
 //! `hn_intrusion` (the hard-negative intrusion rate, where the task has hard negatives).
 //!
 //! Pure: builds rows and ids from a report and what the caller read. Does NOT write (see
-//! [`crate::results`]) nor read the clock (the caller passes `recorded_at`).
+//! [`super::table`]) nor read the clock (the caller passes `recorded_at`).
 
 use std::collections::BTreeMap;
 

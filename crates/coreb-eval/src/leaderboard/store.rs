@@ -123,7 +123,7 @@ pub fn record(report: &EvalReport, req: RecordRequest<'_>) -> anyhow::Result<(Pa
     }
     fs_err::create_dir_all(path.parent().unwrap_or(&store))?;
     let rows = record::rows(report, &meta, &utc_now());
-    crate::results::write_results(&path, &rows).with_context(|| format!("writing the results store `{}`", store.display()))?;
+    super::table::write_results(&path, &rows).with_context(|| format!("writing the results store `{}`", store.display()))?;
     Ok((path, true))
 }
 

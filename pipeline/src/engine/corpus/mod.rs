@@ -3,8 +3,8 @@
 //! `coreb merge corpus` ([`crate::commands::corpus`]) only parse arguments and print.
 //!
 //! `http(s)` sources are first downloaded into `<out>/.sources/` by the fetch stage (resumed,
-//! retried, checked against their `sha256` pin). Then three steps, each a stage function of
-//! the `stages` crate with typed inputs and outputs, driven here:
+//! retried, checked against their `sha256` pin). Then three steps, each a function of
+//! `coreb_curation` with typed inputs and outputs, driven here:
 //! 1. **scan** ([`coreb_curation::scan`], run by [`scan`]): the sources are streamed once;
 //!    every row gets its position in the input (`seq`); JSONL is read in blocks parsed in
 //!    parallel, each keeping only the three wanted fields. A process keeps the rows of its slice

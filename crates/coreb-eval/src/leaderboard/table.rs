@@ -1,7 +1,7 @@
 //! One record of the results store (`<releases_dir>/results/<release>/<record_id>.parquet`):
-//! the rows of [`crate::leaderboard::record`], one file per `coreb eval --record`. Files are
+//! the rows of [`super::record`], one file per `coreb eval --record`. Files are
 //! written once and never changed (append-only); the leaderboard reads them all with polars
-//! ([`crate::leaderboard::frames`]), and so can duckdb, pandas or Spark:
+//! ([`super::frames`]), and so can duckdb, pandas or Spark:
 //! `pd.read_parquet("releases/results")`.
 
 use std::path::Path;
@@ -11,7 +11,7 @@ use arrow_array::builder::{Float64Builder, StringBuilder, UInt64Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use crate::leaderboard::record::ResultRow;
+use super::record::ResultRow;
 use coreb_data::tables::TableError;
 
 /// The store's columns, in order.

@@ -3,14 +3,15 @@
 # default command makes a workspace with `coreb init /work` and builds the sample release in it.
 #
 #   podman build -t coreb .            (or docker build)
-#   podman run --rm --security-opt seccomp=unconfined --security-opt unmask=ALL coreb
+#   podman run --rm --security-opt unmask=ALL coreb
 #   docker run --rm --security-opt seccomp=unconfined --security-opt systempaths=unconfined \
 #              --security-opt apparmor=unconfined coreb
 #
-# The judge creates user, PID, mount and network namespaces and mounts a fresh /proc: the
-# engines' default seccomp profile refuses the namespaces and their masked /proc paths refuse
-# the mount, hence the options (or --privileged). The release ends up in /work/releases inside
-# the container; mount a volume at /work to keep it (`-v "$PWD/bench:/work"`, an empty folder).
+# The judge runs as the user `coreb` and makes user, PID, mount and network namespaces with a
+# fresh /proc for each run: podman's masked /proc paths refuse that /proc (hence unmask=ALL);
+# Docker's seccomp and AppArmor profiles also refuse the namespaces (or run with --privileged).
+# The workspace and its release are /work inside the container; to keep them, mount an empty
+# folder there that uid 1000 can write (podman: `-v "$PWD/bench:/work:U"`).
 #
 # Build arguments:
 #   BUILD_IMAGE    the build stage's base: Rust and a C compiler on Debian bookworm
@@ -49,5 +50,9 @@ RUN sed -i -E '/^[[:space:]]*(python3-venv|chromium|chromium-driver|slurm-wlm|mu
     && mkdir -p /usr/share/man/man1
 RUN scripts/setup && apt-get clean && rm -rf /var/lib/apt/lists/*
 COPY --from=binary /out/coreb /usr/local/bin/coreb
-WORKDIR /
+# Not root: the judge then puts each run in a user namespace of its own (its unprivileged mode),
+# which needs no added capability; as root it would need CAP_SYS_ADMIN for its namespaces.
+RUN useradd --create-home --uid 1000 coreb && install -d -o coreb -g coreb /work
+USER coreb
+WORKDIR /home/coreb
 CMD ["sh", "-c", "coreb init /work && cd /work && coreb build manifests/sample.toml"]

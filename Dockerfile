@@ -18,11 +18,14 @@
 #   RUNTIME_IMAGE  the runtime's base: Debian bookworm (the judge's packages are bookworm's)
 #   BINARY         `build` (default): the build stage compiles coreb; `prebuilt`: the binary
 #                  comes from the named build context `coreb-bin` (a folder holding `coreb`,
-#                  a release binary built from this checkout), and the build stage is skipped:
+#                  built from this checkout on bookworm or older, glibc <= 2.36), and the build
+#                  stage is skipped (Docker: `docker buildx build`, which has --build-context):
 #                    podman build --build-arg BINARY=prebuilt --build-context coreb-bin=DIR -t coreb .
 # scripts/container builds and runs it, and makes both base images from Debian's packages
-# where no image registry can be reached (--base). Tested with podman: docs/benchmarks.md,
-# "The container".
+# where no image registry can be reached (--base). Tested with podman (docs/benchmarks.md,
+# "The container"): the runtime stage and the default command, with BINARY=prebuilt; the build
+# stage's base was checked (its cargo and rustc, a compile and link), its full release build
+# was not run there.
 ARG BUILD_IMAGE=rust:1.95-bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
 ARG BINARY=build

@@ -1,6 +1,7 @@
-//! `coreb verify <release>`: rebuild a published release and compare every checksum
+//! `coreb verify <release> [--sources DIR]`: rebuild a published release from its
+//! regeneration kit in a temporary directory and compare every checksum
 //! ([`crate::ops::verify`]); with `--checksums`, only compare its files with the sha256 its
-//! MANIFEST lists. Exit 1 on any difference.
+//! MANIFEST lists. Exit 1 on any difference, and on a damaged or hostile kit.
 
 use std::process::ExitCode;
 
@@ -23,7 +24,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         differences.iter().map(ToString::to_string).collect()
     } else {
-        crate::ops::verify::verify(&args.release, args.trust_release_sandbox, printer)?
+        crate::ops::verify::verify(&args.release, args.sources.as_deref(), args.trust_release_sandbox, printer)?
     };
     Ok(if differences.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -118,6 +118,8 @@ fn the_kit_folder_of_an_export_rebuilds_the_release_and_its_exported_tables() {
     assert!(out.status.success(), "{}", text(&out));
     let kit = export.join("regeneration/v202503");
     assert!(kit.join("MANIFEST.json").is_file() && kit.join("answers.jsonl.gz").is_file(), "the export carries the kit and its MANIFEST");
+    let out = run(coreb().args(["verify", "--checksums"]).arg(&kit));
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("15 files match"), "{}", text(&out));
     // Only the export is left: the release folder it came from is gone.
     fs_err::remove_dir_all(dirs.release.parent().unwrap()).unwrap();
     let before = tree_sha256(&export);

@@ -13,12 +13,12 @@ use crate::cli::VerifyArgs;
 pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(false);
     let differences = if args.checksums {
-        let (manifest, differences) = crate::ops::verify::checksums(&args.release)?;
+        let (manifest, differences, checked) = crate::ops::verify::checksums_of(&args.release)?;
         for d in &differences {
             printer.out(format!("published: {d}"));
         }
         if differences.is_empty() {
-            printer.out(format!("{}: {} files match the sha256 in MANIFEST.json", manifest.version, manifest.files.len()));
+            printer.out(format!("{}: {checked} files match the sha256 in MANIFEST.json", manifest.version));
         } else {
             printer.out(format!("{}: {} difference(s) from MANIFEST.json", manifest.version, differences.len()));
         }

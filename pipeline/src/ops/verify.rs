@@ -309,6 +309,38 @@ fn place(from: &Path, to: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The files of an exported kit folder (`<export>/regeneration/<version>/`, with the
+/// release's MANIFEST) against the MANIFEST's `regeneration/` entries, named as in the release.
+fn exported_kit_checksums(dir: &Path, manifest: &ReleaseManifest) -> anyhow::Result<Vec<Damage>> {
+    let prefix = format!("{KIT_DIR}/");
+    let (files, odd) = list_release(dir)?;
+    let actual: BTreeMap<String, FileEntry> = files.into_iter().filter(|(p, _)| p != "MANIFEST.json").map(|(p, e)| (format!("{prefix}{p}"), e)).collect();
+    let expected: BTreeMap<String, FileEntry> = manifest.files.iter().filter(|(p, _)| p.starts_with(&prefix)).map(|(p, e)| (p.clone(), e.clone())).collect();
+    let mut damaged = damage(&expected, &actual);
+    damaged.extend(odd.into_iter().map(|d| Damage { file: format!("{prefix}{}", d.file), ..d }));
+    Ok(damaged)
+}
+
+/// `coreb verify --checksums`: [`checksums`] of a release folder, or of the kit folder of a
+/// release in `coreb export`'s output (its kit files only: the export holds no other file of
+/// the release as published). Also returns how many of the MANIFEST's files it checked.
+pub fn checksums_of(path: &Path) -> anyhow::Result<(ReleaseManifest, Vec<Damage>, usize)> {
+    let (dir, located) = locate(&fs_err::canonicalize(path)?)?;
+    match located {
+        Located::Release => {
+            let (manifest, damaged) = checksums(&dir)?;
+            let n = manifest.files.len();
+            Ok((manifest, damaged, n))
+        }
+        Located::ExportedKit { .. } => {
+            let manifest = ReleaseManifest::read(&dir.join("MANIFEST.json"))?;
+            let damaged = exported_kit_checksums(&dir, &manifest)?;
+            let n = manifest.files.keys().filter(|p| p.starts_with(&format!("{KIT_DIR}/"))).count();
+            Ok((manifest, damaged, n))
+        }
+    }
+}
+
 /// Rebuild the release whose MANIFEST is at `dir/MANIFEST.json` from its regeneration kit, in
 /// a temporary directory, and compare every checksum. `export` is `None` for a release
 /// folder (its kit is `dir/regeneration/`), and `Some` for an exported kit folder (`dir`
@@ -336,14 +368,7 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
             let (_, damaged) = checksums(dir)?;
             (dir.join(KIT_DIR), damaged)
         }
-        Some(_) => {
-            let (files, odd) = list_release(dir)?;
-            let actual: BTreeMap<String, FileEntry> = files.into_iter().filter(|(p, _)| p != "MANIFEST.json").map(|(p, e)| (format!("{kit_prefix}{p}"), e)).collect();
-            let expected: BTreeMap<String, FileEntry> = manifest.files.iter().filter(|(p, _)| p.starts_with(&kit_prefix)).map(|(p, e)| (p.clone(), e.clone())).collect();
-            let mut damaged = damage(&expected, &actual);
-            damaged.extend(odd.into_iter().map(|d| Damage { file: format!("{kit_prefix}{}", d.file), ..d }));
-            (dir.to_owned(), damaged)
-        }
+        Some(_) => (dir.to_owned(), exported_kit_checksums(dir, &manifest)?),
     };
     for d in &damaged {
         printer.out(format!("published: {d}"));

@@ -263,20 +263,16 @@ impl From<PlainStageArgs> for StageArgs {
 
 /// Arguments of `coreb verify`.
 #[derive(Debug, Args)]
-#[command(
-    long_about = "Rebuild a published release from its regeneration kit and compare every checksum.\n\n\
-        The release folder (as downloaded, anywhere) is checked against its MANIFEST first; then its kit \
-        (`regeneration/`: the LLM answers, the build manifest, the prompts) is copied into a temporary \
-        directory, the answers imported into a response store there, the sources put beside it, and the \
-        release rebuilt offline (every LLM answer replayed from the kit, no endpoint) and compared file \
-        by file; a differing Parquet table is named with its first differing row and column. Nothing is \
-        written outside the temporary directory. Exit 0 verified, 1 on any difference or a damaged or \
-        hostile kit.",
-    after_help = "Examples:\n  coreb verify v202503 --sources ~/downloads       # sources found by sha256 in ~/downloads\n  \
+#[command(after_help = "The release folder (as downloaded, anywhere) is checked against its MANIFEST first; then its kit \
+        (`regeneration/`: the LLM answers, the build manifest, the prompts) is copied into a temporary directory, \
+        the answers imported into a response store there, the sources put beside it, and the release rebuilt \
+        offline (every LLM answer replayed from the kit, no endpoint) and compared file by file; a differing \
+        Parquet table is named with its first differing row and column. Nothing is written outside the temporary \
+        directory. Exit 0 verified, 1 on any difference or a damaged or hostile kit.\n\n\
+        Examples:\n  coreb verify v202503 --sources ~/downloads       # sources found by sha256 in ~/downloads\n  \
         coreb verify v202503                             # sources downloaded from their pinned URLs\n  \
         coreb verify v202503 --checksums                 # the files against the MANIFEST, no rebuild\n  \
-        coreb verify coreb-hf/regeneration/v202503 --sources ~/downloads   # a release in `coreb export`'s output"
-)]
+        coreb verify coreb-hf/regeneration/v202503 --sources ~/downloads   # a release in `coreb export`'s output")]
 pub struct VerifyArgs {
     /// The release folder (`releases/v202504`, or a copy anywhere), or the kit folder of a
     /// release in `coreb export`'s output (`<export>/regeneration/<version>`).

@@ -484,7 +484,7 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
     if let Some(Some(export)) = &export {
         problems.extend(compare_export(export, &rebuilt, &manifest.version, scratch.path(), &printer)?);
     }
-    let what = if export.is_some() { "kit files and exported tables" } else { "files" };
+    let what = if export.is_some() { "kit files and exported tables".to_owned() } else { format!("{} files", manifest.files.len() + 1) };
     if problems.is_empty() {
         printer.out(format!("{}: {what} verified, rebuilt byte-identical from its regeneration kit", manifest.version));
     } else {

@@ -23,6 +23,9 @@
 //!   the help texts, `store stats`, `export` and `trec-eval` on a release's BEIR qrels.
 //! - `publish` (issues #47, #48): a published release is immutable unless `--replace`d;
 //!   `verify --checksums` and `coreb check` name a damaged file.
+//! - `verify_kit` (issue 48): `coreb verify RELEASE --sources DIR` from anywhere: a copy of the
+//!   sample (and its kit folder in `coreb export`'s output) rebuilt from its regeneration kit
+//!   byte for byte; hostile and damaged kits refused, the entry named, nothing written outside.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `review` (issue #50): `coreb review`: the sample's review page in headless Chromium
 //!   (three reviewers, answers kept over a reload, exported), `coreb review report` against
@@ -82,5 +85,6 @@ mod scaleout;
 mod series;
 mod trec_eval;
 mod validity;
+mod verify_kit;
 mod workspace;
 mod zero_glue;

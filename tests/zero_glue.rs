@@ -190,8 +190,11 @@ fn the_published_layout_export_loads_like_the_published_dataset() {
     assert!(out_dir.join("data/code2text_queries/release_v2503.parquet").is_file());
     // Unchanged configs are the release's bytes.
     assert_eq!(fs_err::read(out_dir.join("data/text2code_qrels/release_v2503.parquet")).unwrap(), fs_err::read(committed().join("text2code_qrels.parquet")).unwrap());
-    // The release's regeneration kit rides along, byte for byte.
-    assert_eq!(tree_sha256(&out_dir.join("regeneration/v202503")), tree_sha256(&committed().join("regeneration")));
+    // The release's regeneration kit rides along, byte for byte, with the release's MANIFEST.
+    let mut kit = tree_sha256(&committed().join("regeneration"));
+    kit.push(("MANIFEST.json".into(), coreb_base::hashing::sha256_file(&committed().join("MANIFEST.json")).unwrap()));
+    kit.sort();
+    assert_eq!(tree_sha256(&out_dir.join("regeneration/v202503")), kit);
     // A second export replaces the first, byte for byte; a directory that is not an export is refused.
     let first = tree_sha256(&out_dir);
     let again = export(&out_dir);

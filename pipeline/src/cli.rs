@@ -263,17 +263,34 @@ impl From<PlainStageArgs> for StageArgs {
 
 /// Arguments of `coreb verify`.
 #[derive(Debug, Args)]
+#[command(after_help = "The release folder (as downloaded, anywhere) is checked against its MANIFEST first; then its kit \
+        (`regeneration/`: the LLM answers, the build manifest, the prompts) is copied into a temporary directory, \
+        the answers imported into a response store there, the sources put beside it, and the release rebuilt \
+        offline (every LLM answer replayed from the kit, no endpoint) and compared file by file; a differing \
+        Parquet table is named with its first differing row and column. Nothing is written outside the temporary \
+        directory. Exit 0 verified, 1 on any difference or a damaged or hostile kit.\n\n\
+        Examples:\n  coreb verify v202503 --sources ~/downloads       # sources found by sha256 in ~/downloads\n  \
+        coreb verify v202503                             # sources downloaded from their pinned URLs\n  \
+        coreb verify v202503 --checksums                 # the files against the MANIFEST, no rebuild\n  \
+        coreb verify coreb-hf/regeneration/v202503 --sources ~/downloads   # a release in `coreb export`'s output")]
 pub struct VerifyArgs {
-    /// The release directory, e.g. `releases/v202504`.
+    /// The release folder (`releases/v202504`, or a copy anywhere), or the kit folder of a
+    /// release in `coreb export`'s output (`<export>/regeneration/<version>`).
     pub release: PathBuf,
+    /// A folder holding the release's source files, found by sha256 among its files (any
+    /// names, subfolders too). A source not there is downloaded from its pinned URL. Without
+    /// it, sources with a URL are downloaded (sha256 checked), and a local source is looked for
+    /// where the release's build manifest names it (the checkout that built it).
+    #[arg(long, value_name = "DIR")]
+    pub sources: Option<PathBuf>,
     /// Apply the sandbox settings and the compile/run commands that the release's embedded
-    /// build manifest sets in `[stages.execute]` (refused by default: a downloaded release
-    /// could weaken the sandbox or choose what the judge runs).
+    /// build manifest (or its kit's `build.toml`) sets in `[stages.execute]` (refused by
+    /// default: a downloaded release could weaken the sandbox or choose what the judge runs).
     #[arg(long)]
     pub trust_release_sandbox: bool,
     /// Only check every file against the sha256 its MANIFEST lists (no rebuild): names each
     /// damaged, missing or extra file.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sources")]
     pub checksums: bool,
 }
 

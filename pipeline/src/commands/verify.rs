@@ -1,6 +1,7 @@
-//! `coreb verify <release>`: rebuild a published release and compare every checksum
+//! `coreb verify <release> [--sources DIR]`: rebuild a published release from its
+//! regeneration kit in a temporary directory and compare every checksum
 //! ([`crate::ops::verify`]); with `--checksums`, only compare its files with the sha256 its
-//! MANIFEST lists. Exit 1 on any difference.
+//! MANIFEST lists. Exit 1 on any difference, and on a damaged or hostile kit.
 
 use std::process::ExitCode;
 
@@ -12,18 +13,18 @@ use crate::cli::VerifyArgs;
 pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(false);
     let differences = if args.checksums {
-        let (manifest, differences) = crate::ops::verify::checksums(&args.release)?;
+        let (manifest, differences, checked) = crate::ops::verify::checksums_of(&args.release)?;
         for d in &differences {
             printer.out(format!("published: {d}"));
         }
         if differences.is_empty() {
-            printer.out(format!("{}: {} files match the sha256 in MANIFEST.json", manifest.version, manifest.files.len()));
+            printer.out(format!("{}: {checked} files match the sha256 in MANIFEST.json", manifest.version));
         } else {
             printer.out(format!("{}: {} difference(s) from MANIFEST.json", manifest.version, differences.len()));
         }
         differences.iter().map(ToString::to_string).collect()
     } else {
-        crate::ops::verify::verify(&args.release, args.trust_release_sandbox, printer)?
+        crate::ops::verify::verify(&args.release, args.sources.as_deref(), args.trust_release_sandbox, printer)?
     };
     Ok(if differences.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -1,14 +1,28 @@
-//! Verify a release (`coreb verify <release>`): check the published files against the release's MANIFEST, then
-//! rebuild the release from the MANIFEST (build manifest, pinned sources, response store in
-//! replay mode) into a temporary directory and compare every checksum.
+//! Verify a release (`coreb verify <release>`): check the published files against the
+//! release's MANIFEST, then rebuild the release into a temporary directory and compare every
+//! checksum.
 //!
-//! The embedded build manifest is the release author's: its sandbox settings and the
-//! commands it would have the judge run are refused unless `--trust-release-sandbox` is given
-//! ([`check_release_sandbox`]). A machine whose toolchains differ from the ones the MANIFEST
-//! records (`stages.execute.toolchains`) can still reproduce every file: that difference alone
-//! is reported, not counted as a failure; any verdict it changes shows up in the data files.
+//! A release carries its regeneration kit (`regeneration/`: the answers, the build manifest
+//! with the kit's paths, the prompts, the versions; [`crate::engine::release`]), so it is
+//! rebuilt from the kit alone, wherever it lies: the kit copied into a temporary directory,
+//! its answers imported into a response store there, the sources found by sha256 among the
+//! files of `--sources DIR` (or downloaded from their pinned URLs), the build run offline in
+//! replay mode. A difference names the file and, for a Parquet table, the first differing row
+//! and column ([`first_table_difference`]). A release without a kit is rebuilt where it was
+//! built, from its build manifest's relative paths.
+//!
+//! A downloaded release is untrusted input. The embedded build manifest is the release
+//! author's: its sandbox settings and the commands it would have the judge run are refused
+//! unless `--trust-release-sandbox` is given ([`check_release_sandbox`]), in the kit's
+//! `build.toml` too; the kit's directories are its own (a `build.toml` pointing one elsewhere
+//! is refused); no name of the release reaches outside its folder or the temporary directory
+//! (links are never followed, `..` and absolute names are refused). A machine whose
+//! toolchains differ from the ones the MANIFEST records (`stages.execute.toolchains`) can
+//! still reproduce every file: that difference alone is reported, not counted as a failure;
+//! any verdict it changes shows up in the data files.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
@@ -18,6 +32,15 @@ use crate::engine::stage::StageName;
 use crate::manifest::{ManifestFile, RunPlan, check_release_sandbox, lexical_join};
 use coreb_base::printer::Printer;
 use coreb_data::releases::{FileEntry, ReleaseManifest};
+
+// The kit's names, as the release stage writes them (`engine::release::{KIT_DIR, KIT_ANSWERS,
+// KIT_MANIFEST}`, private to the engine); a test builds the sample and checks they hold.
+/// The folder of a release that holds its regeneration kit.
+pub const KIT_DIR: &str = "regeneration";
+/// The kit's answers.
+pub const KIT_ANSWERS: &str = "answers.jsonl.gz";
+/// The kit's build manifest.
+pub const KIT_MANIFEST: &str = "build.toml";
 
 /// A file of a release that is not as its MANIFEST says: missing, different, extra, not a
 /// plain file, or (for `coreb check`) not readable as the table it should be.
@@ -103,25 +126,519 @@ pub fn checksums(release: &std::path::Path) -> anyhow::Result<(ReleaseManifest, 
     Ok((manifest, problems))
 }
 
+/// Where a release to verify was found: a release folder, or the kit folder of one release in
+/// `coreb export`'s output (`<export>/regeneration/<version>/`, which holds its MANIFEST).
+enum Located {
+    /// A release folder (`MANIFEST.json` and every file it lists).
+    Release,
+    /// An exported release's kit folder, and the export it belongs to (`None`: not inside one).
+    ExportedKit { export: Option<PathBuf> },
+}
+
+/// What `dir` (canonical) holds: a release, an exported kit, or an export with one release.
+fn locate(dir: &Path) -> anyhow::Result<(PathBuf, Located)> {
+    if dir.join(".coreb-export").is_file() {
+        // An export: its single release's kit, or the list to choose from.
+        let kits: Vec<PathBuf> = match fs_err::read_dir(dir.join(KIT_DIR)) {
+            Ok(rd) => {
+                let mut v: Vec<PathBuf> = rd.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.join("MANIFEST.json").is_file()).collect();
+                v.sort();
+                v
+            }
+            Err(_) => Vec::new(),
+        };
+        return match kits.as_slice() {
+            [one] => Ok((one.clone(), Located::ExportedKit { export: Some(dir.to_owned()) })),
+            [] => bail!("`{}` is a `coreb export` holding no release with its MANIFEST (`{KIT_DIR}/<version>/MANIFEST.json`): export it again with this coreb", dir.display()),
+            many => {
+                let list: Vec<String> = many.iter().map(|p| format!("`{}`", p.display())).collect();
+                bail!("`{}` is a `coreb export` of {} releases: verify one of them: {}", dir.display(), many.len(), list.join(", "))
+            }
+        };
+    }
+    if !dir.join("MANIFEST.json").is_file() {
+        bail!(
+            "`{}` holds no `MANIFEST.json`: pass a release folder (`releases/<version>`) or the kit of one in `coreb export`'s output (`<export>/{KIT_DIR}/<version>`)",
+            dir.display()
+        );
+    }
+    if dir.join(KIT_MANIFEST).is_file() && !dir.join(KIT_DIR).exists() {
+        let export = dir.parent().and_then(Path::parent).filter(|e| e.join(".coreb-export").is_file()).map(Path::to_owned);
+        return Ok((dir.to_owned(), Located::ExportedKit { export }));
+    }
+    Ok((dir.to_owned(), Located::Release))
+}
+
 /// Check the release at `release` against its MANIFEST, rebuild it and compare every
 /// checksum; each difference is printed and returned, one line each (none: verified).
-pub fn verify(release: &std::path::Path, trust_release_sandbox: bool, printer: Printer) -> anyhow::Result<Vec<String>> {
-    let dir = fs_err::canonicalize(release)?;
+///
+/// A release that carries its regeneration kit (`regeneration/`) is rebuilt from the kit
+/// alone in a temporary directory ([`rebuild_from_kit`]), wherever it lies; the kit folder of
+/// a release in `coreb export`'s output is verified the same way, and the export's data
+/// files of that release compared with the rebuilt release's export. A release without a
+/// kit is rebuilt where it was built, from its build manifest's paths.
+pub fn verify(release: &Path, sources: Option<&Path>, trust_release_sandbox: bool, printer: Printer) -> anyhow::Result<Vec<String>> {
+    let given = fs_err::canonicalize(release)?;
+    let (dir, located) = locate(&given)?;
+    match located {
+        Located::Release if fs_err::symlink_metadata(dir.join(KIT_DIR)).is_ok() => rebuild_from_kit(&dir, None, sources, trust_release_sandbox, printer),
+        Located::Release => {
+            if sources.is_some() {
+                bail!(
+                    "`{}` carries no regeneration kit (`{KIT_DIR}/`): `--sources` rebuilds from a kit; without it the release is rebuilt from its build manifest's paths",
+                    dir.display()
+                );
+            }
+            rebuild_where_built(&dir, trust_release_sandbox, printer)
+        }
+        Located::ExportedKit { export } => rebuild_from_kit(&dir, Some(export), sources, trust_release_sandbox, printer),
+    }
+}
+
+/// A path of a release's file list as plain components (no `..`, no root, nothing empty),
+/// else an error naming it: a name in a downloaded release never reaches outside its folder.
+fn safe_relative(name: &str, what: &str) -> anyhow::Result<PathBuf> {
+    use std::path::Component;
+    let path = Path::new(name);
+    let plain = !name.is_empty() && !name.contains('\\') && path.components().all(|c| matches!(c, Component::Normal(_))) && !name.split('/').any(str::is_empty);
+    if !plain {
+        bail!("{what} names `{name}`: not a plain relative path inside the release folder (refused: it could reach outside it)");
+    }
+    Ok(path.to_owned())
+}
+
+/// The kit's `build.toml`, checked: parsed (a damaged file is an error with its line), its
+/// four directories the kit's own (`build`, `releases`, `store`, `prompts`), its local
+/// sources in `sources/`, no sandbox settings unless trusted.
+fn check_kit_manifest(path: &Path, trusted: bool) -> anyhow::Result<()> {
+    let bytes = fs_err::read(path)?;
+    let text = String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("`{}`: not UTF-8 text (byte {})", path.display(), e.utf8_error().valid_up_to()))?;
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| anyhow::anyhow!("`{}`: {}", path.display(), e.to_string().trim_end()))?;
+    for (key, kit_value) in [("output_dir", "build"), ("releases_dir", "releases"), ("response_store", "store"), ("prompts_dir", "prompts")] {
+        match table.get(key) {
+            Some(toml::Value::String(v)) if v == kit_value => {}
+            Some(v) => bail!(
+                "`{}`: `{key} = {v}`: a kit's `{key}` is `\"{kit_value}\"`, inside the kit (refused: a kit never points a rebuild outside the temporary directory it is rebuilt in)",
+                path.display()
+            ),
+            None => bail!("`{}`: no `{key}` (a kit's is `\"{kit_value}\"`)", path.display()),
+        }
+    }
+    for (i, source) in table.get("sources").and_then(toml::Value::as_array).into_iter().flatten().enumerate() {
+        let Some(url) = source.get("url").and_then(toml::Value::as_str) else { continue };
+        if url.contains("://") {
+            continue;
+        }
+        let file = url.strip_prefix("sources/").filter(|f| !f.is_empty() && !f.contains('/') && *f != ".." && *f != ".");
+        if file.is_none() {
+            bail!("`{}`: `sources[{i}].url = \"{url}\"`: a kit's local source is `sources/<file>` (refused: it would reach outside the kit)", path.display());
+        }
+    }
+    // Whether it says what the embedded manifest says is checked by the rebuild: the rebuilt
+    // kit's `build.toml` is made from the embedded manifest, and compared.
+    check_release_sandbox(&text, path, trusted)
+}
+
+/// Decompress the kit's answers (`answers.jsonl.gz`) and import them into the response
+/// store `store` (the store's own import: every key checked against its request). A
+/// truncated or corrupt file, or an entry that is not a valid one, is an error naming
+/// `shown` (the file in the release) and the line. Returns the number of answers.
+pub fn import_answers(gz: &Path, shown: &Path, work: &Path, store: &Path) -> anyhow::Result<u64> {
+    use std::io::{BufRead as _, Write as _};
+    let jsonl = work.join("answers.jsonl");
+    let mut reader = std::io::BufReader::new(flate2::read::GzDecoder::new(fs_err::File::open(gz)?));
+    let mut out = std::io::BufWriter::new(fs_err::File::create(&jsonl)?);
+    let mut line = Vec::new();
+    let mut n = 0usize;
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) if line.last() != Some(&b'\n') => bail!("`{}`, line {}: the file ends inside the line (truncated)", shown.display(), n + 1),
+            Ok(_) => {
+                n += 1;
+                out.write_all(&line)?;
+            }
+            Err(e) => bail!("`{}`, line {}: truncated or corrupt gzip data ({e})", shown.display(), n + 1),
+        }
+    }
+    out.flush()?;
+    drop(out);
+    fs_err::create_dir_all(store)?;
+    let at = |line: Option<usize>| line.map(|l| format!(", line {l}")).unwrap_or_default();
+    let report = coreb_llm::ResponseStore::open(store).import(&jsonl, false).map_err(|e| match e {
+        coreb_llm::StoreError::Parse { line, source, .. } => anyhow::anyhow!("`{}`{}: not a valid response-store entry: {source}", shown.display(), at(line)),
+        coreb_llm::StoreError::Inconsistent { line, problem, .. } => anyhow::anyhow!("`{}`{}: {problem}", shown.display(), at(line)),
+        other => anyhow::Error::new(other).context(format!("importing the answers of `{}`", shown.display())),
+    })?;
+    if let Some(key) = report.conflicts.first() {
+        bail!("`{}`: the answer `{key}` is given twice, with different content ({} such key(s))", shown.display(), report.conflicts.len());
+    }
+    Ok(report.added + report.unchanged)
+}
+
+/// Every plain file below `dir` (links followed: the folder is the user's), by sha256.
+fn files_by_sha256(dir: &Path) -> anyhow::Result<BTreeMap<String, PathBuf>> {
+    let mut found = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    let mut all = Vec::new();
+    while let Some(d) = stack.pop() {
+        for entry in fs_err::read_dir(&d)? {
+            let path = entry?.path();
+            let meta = fs_err::metadata(&path)?;
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.is_file() {
+                all.push(path);
+            }
+        }
+    }
+    all.sort();
+    for path in all {
+        let sha = coreb_base::hashing::sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+        found.entry(sha).or_insert(path);
+    }
+    Ok(found)
+}
+
+/// Put `from` at `to` (a hard link where the file system allows, else a copy).
+fn place(from: &Path, to: &Path) -> anyhow::Result<()> {
+    if std::fs::hard_link(from, to).is_err() {
+        fs_err::copy(from, to)?;
+    }
+    Ok(())
+}
+
+/// The files of an exported kit folder (`<export>/regeneration/<version>/`, with the
+/// release's MANIFEST) against the MANIFEST's `regeneration/` entries, named as in the release.
+fn exported_kit_checksums(dir: &Path, manifest: &ReleaseManifest) -> anyhow::Result<Vec<Damage>> {
+    let prefix = format!("{KIT_DIR}/");
+    let (files, odd) = list_release(dir)?;
+    let actual: BTreeMap<String, FileEntry> = files.into_iter().filter(|(p, _)| p != "MANIFEST.json").map(|(p, e)| (format!("{prefix}{p}"), e)).collect();
+    let expected: BTreeMap<String, FileEntry> = manifest.files.iter().filter(|(p, _)| p.starts_with(&prefix)).map(|(p, e)| (p.clone(), e.clone())).collect();
+    let mut damaged = damage(&expected, &actual);
+    damaged.extend(odd.into_iter().map(|d| Damage { file: format!("{prefix}{}", d.file), ..d }));
+    Ok(damaged)
+}
+
+/// `coreb verify --checksums`: [`checksums`] of a release folder, or of the kit folder of a
+/// release in `coreb export`'s output (its kit files only: the export holds no other file of
+/// the release as published). Also returns how many of the MANIFEST's files it checked.
+pub fn checksums_of(path: &Path) -> anyhow::Result<(ReleaseManifest, Vec<Damage>, usize)> {
+    let (dir, located) = locate(&fs_err::canonicalize(path)?)?;
+    match located {
+        Located::Release => {
+            let (manifest, damaged) = checksums(&dir)?;
+            let n = manifest.files.len();
+            Ok((manifest, damaged, n))
+        }
+        Located::ExportedKit { .. } => {
+            let manifest = ReleaseManifest::read(&dir.join("MANIFEST.json"))?;
+            let damaged = exported_kit_checksums(&dir, &manifest)?;
+            let n = manifest.files.keys().filter(|p| p.starts_with(&format!("{KIT_DIR}/"))).count();
+            Ok((manifest, damaged, n))
+        }
+    }
+}
+
+/// Rebuild the release whose MANIFEST is at `dir/MANIFEST.json` from its regeneration kit, in
+/// a temporary directory, and compare every checksum. `export` is `None` for a release
+/// folder (its kit is `dir/regeneration/`), and `Some` for an exported kit folder (`dir`
+/// itself; the export it is in, when it is in one).
+///
+/// A downloaded release is untrusted: nothing of it is followed or opened outside `dir`
+/// (its file list is read without following a link, every listed name must be a plain
+/// relative path); a damaged kit, a kit manifest that points a directory outside the kit or
+/// sets sandbox settings (unless `trusted`), a truncated answers file are errors naming the
+/// entry; nothing is written outside the temporary directory. The sources are found by
+/// sha256 among the files of `sources`; one not there is downloaded from its pinned URL
+/// (the fetch stage, sha256 checked); without `sources`, a local source is looked for where
+/// the build manifest names it, relative to the release, and taken only if its sha256 is
+/// the pinned one (so a release verifies in the checkout that built it).
+fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option<&Path>, trusted: bool, printer: Printer) -> anyhow::Result<Vec<String>> {
     let manifest_path = dir.join("MANIFEST.json");
-    let (manifest, damaged) = checksums(&dir)?;
+    let manifest = ReleaseManifest::read(&manifest_path)?;
+    for name in manifest.files.keys() {
+        safe_relative(name, &format!("`{}`: `files`", manifest_path.display()))?;
+    }
+    // 1. Checksums first: every file of the release (of the kit, for an exported kit).
+    let kit_prefix = format!("{KIT_DIR}/");
+    let (kit_dir, damaged) = match export {
+        None => {
+            let (_, damaged) = checksums(dir)?;
+            (dir.join(KIT_DIR), damaged)
+        }
+        Some(_) => (dir.to_owned(), exported_kit_checksums(dir, &manifest)?),
+    };
+    for d in &damaged {
+        printer.out(format!("published: {d}"));
+    }
+    let kit_damage: Vec<String> = damaged.iter().filter(|d| d.file == KIT_DIR || d.file.starts_with(&kit_prefix)).map(ToString::to_string).collect();
+    if !kit_damage.is_empty() {
+        bail!("the regeneration kit of `{}` is not as its MANIFEST lists it; refusing to rebuild from it:\n  {}", dir.display(), kit_damage.join("\n  "));
+    }
+    let mut problems: Vec<String> = damaged.iter().map(ToString::to_string).collect();
+
+    // 2. The manifests: the embedded one and the kit's, neither loosening the sandbox.
+    check_release_sandbox(&manifest.build_manifest.text, &manifest_path, trusted)?;
+    check_kit_manifest(&kit_dir.join(KIT_MANIFEST), trusted)?;
+    let mut file: ManifestFile =
+        toml::from_str(&manifest.build_manifest.text).map_err(|e| anyhow::anyhow!("the build manifest embedded in `{}`: {}", manifest_path.display(), e.to_string().trim_end()))?;
+
+    // 3. The kit, copied file by file (as listed, links never followed) into the scratch.
+    let scratch = tempfile::tempdir()?;
+    let kit = scratch.path().join("kit");
+    fs_err::create_dir_all(&kit)?;
+    for name in manifest.files.keys().filter(|p| p.starts_with(&kit_prefix)) {
+        let rel = safe_relative(&name[kit_prefix.len()..], "the kit")?;
+        let to = kit.join(&rel);
+        if let Some(parent) = to.parent() {
+            fs_err::create_dir_all(parent)?;
+        }
+        fs_err::copy(kit_dir.join(&rel), &to)?;
+    }
+    let shown = |f: &str| kit_dir.join(f);
+    let answers = import_answers(&kit.join(KIT_ANSWERS), &shown(KIT_ANSWERS), scratch.path(), &kit.join("store"))?;
+    printer.status(format!("imported {answers} answers from `{}`", shown(KIT_ANSWERS).display()));
+
+    // 4. The sources, by sha256.
+    let index = match sources {
+        Some(s) => files_by_sha256(s).with_context(|| format!("reading `--sources {}`", s.display()))?,
+        None => BTreeMap::new(),
+    };
+    fs_err::create_dir_all(kit.join("sources"))?;
+    let builder_dir = lexical_join(dir, Path::new(&manifest.build_manifest.path)).parent().map(Path::to_owned).unwrap_or_else(|| dir.to_owned());
+    for (i, source) in file.sources.iter_mut().enumerate() {
+        // The name becomes a file name in the scratch: the fetch stage's own rule first.
+        stages::fetch::Source::resolve(&source.name, "x", source.sha256.as_deref(), &kit).map_err(|e| anyhow::anyhow!("`{}`: `sources[{i}]`: {e}", manifest_path.display()))?;
+        let pin = source.sha256.as_deref().map(str::to_ascii_lowercase);
+        let local = kit.join("sources").join(&source.name);
+        let is_url = source.url.starts_with("http://") || source.url.starts_with("https://");
+        if let Some(found) = pin.as_deref().and_then(|p| index.get(p)) {
+            printer.status(format!("source `{}`: `{}` (sha256 {})", source.name, found.display(), pin.as_deref().unwrap_or_default()));
+            place(found, &local)?;
+        } else if is_url {
+            printer.status(format!("source `{}`: downloading {} (its sha256 pin checked)", source.name, source.url));
+            continue;
+        } else if let Some(dir) = sources {
+            match &pin {
+                Some(p) => bail!("source `{}` (sha256 {p}) is not among the files of `{}`", source.name, dir.display()),
+                None => bail!("source `{}` has no sha256 pin in the build manifest: it cannot be found among the files of `{}`", source.name, dir.display()),
+            }
+        } else {
+            let Some(p) = &pin else { bail!("source `{}` is a local file with no sha256 pin: pass `--sources DIR`", source.name) };
+            let path = match source.url.strip_prefix("file://") {
+                Some(abs) => PathBuf::from(abs),
+                None => lexical_join(&builder_dir, Path::new(&source.url)),
+            };
+            let matches = fs_err::metadata(&path).is_ok_and(|m| m.is_file()) && coreb_base::hashing::sha256_file(&path).is_ok_and(|h| &h == p);
+            if !matches {
+                bail!(
+                    "source `{}` is a local file of the release's builder (`{}`), not here with sha256 {p}: pass `--sources DIR`, a folder holding it (found by sha256)",
+                    source.name,
+                    source.url
+                );
+            }
+            printer.status(format!("source `{}`: `{}` (where the build manifest names it; sha256 {p})", source.name, path.display()));
+            place(&path, &local)?;
+        }
+        source.url = format!("sources/{}", source.name);
+    }
+
+    // 5. The plan: every directory in the scratch; earlier releases read beside the release.
+    let releases_dir = match (&export, dir.parent()) {
+        (None, Some(parent)) => parent.to_owned(),
+        _ => scratch.path().join("earlier"),
+    };
+    file.output_dir = PathBuf::from("build");
+    file.prompts_dir = Some(PathBuf::from("prompts"));
+    file.response_store = Some(PathBuf::from("store"));
+    file.releases_dir = Some(releases_dir);
+    file.eval.prompts_file = None;
+    let mut plan = RunPlan::resolve(&kit.join(KIT_MANIFEST), file, None).with_context(|| format!("the build manifest embedded in `{}`", manifest_path.display()))?;
+    plan.manifest_text = manifest.build_manifest.text.clone();
+    // Recorded as the builder recorded it: relative to where the release belongs. Only named,
+    // never opened.
+    plan.manifest_path = lexical_join(&plan.releases_dir.join(&plan.version), Path::new(&manifest.build_manifest.path));
+    // A rebuild never calls an endpoint: every answer must come from the kit.
+    plan.llm.mode = coreb_llm::StoreMode::Replay;
+    plan.publish_dir = scratch.path().join("rebuilt").join(&plan.version);
+    printer.status(format!("rebuilding `{}` from its kit in {}", manifest.version, scratch.path().display()));
+    let rebuilt = plan.publish_dir.clone();
+    let engine = Engine::new(plan, printer, false)?;
+    engine.run_until(StageName::Release)?;
+
+    // 6. Every checksum.
+    let mut diffs = damage(&manifest.files, &hash_tree(&rebuilt)?);
+    for d in &mut diffs {
+        let published = dir.join(&d.file);
+        if d.kind == "differs" && d.file.ends_with(".parquet") && export.is_none() {
+            d.detail = format!("{}; {}", d.detail, describe_table_difference(&published, &rebuilt.join(&d.file)));
+        }
+    }
+    for d in &diffs {
+        printer.out(format!("rebuilt:   {d}"));
+    }
+    problems.extend(diffs.iter().map(ToString::to_string));
+    compare_manifests(&fs_err::read(&manifest_path)?, &fs_err::read(rebuilt.join("MANIFEST.json"))?, &mut problems, &printer);
+    if let Some(Some(export)) = &export {
+        problems.extend(compare_export(export, &rebuilt, &manifest.version, scratch.path(), &printer)?);
+    }
+    let what = if export.is_some() { "kit files and exported tables".to_owned() } else { format!("{} files", manifest.files.len() + 1) };
+    if problems.is_empty() {
+        printer.out(format!("{}: {what} verified, rebuilt byte-identical from its regeneration kit", manifest.version));
+    } else {
+        printer.out(format!("{}: {} difference(s)", manifest.version, problems.len()));
+    }
+    Ok(problems)
+}
+
+/// The rebuilt release exported as `coreb export` writes it, against the export's data files
+/// of its split (`data/<config>/<split>.parquet`): one line per difference.
+fn compare_export(export: &Path, rebuilt: &Path, version: &str, scratch: &Path, printer: &Printer) -> anyhow::Result<Vec<String>> {
+    let out = scratch.join("export");
+    stages::export::export_hf_coreb(rebuilt, &out).with_context(|| format!("exporting the rebuilt release `{version}`"))?;
+    let split = stages::export::split_name(version);
+    let mut problems = Vec::new();
+    for config in stages::release::CONFIGS {
+        let rel = format!("data/{config}/{split}.parquet");
+        let (published, again) = (export.join(&rel), out.join(&rel));
+        let line = match fs_err::symlink_metadata(&published) {
+            Err(_) => Some(format!("missing   {rel}")),
+            Ok(m) if !m.is_file() => Some(format!("not a file {rel}")),
+            Ok(_) if coreb_base::hashing::sha256_file(&published)? == coreb_base::hashing::sha256_file(&again)? => None,
+            Ok(_) => Some(format!("differs   {rel}: {}", describe_table_difference(&published, &again))),
+        };
+        if let Some(l) = line {
+            printer.out(format!("exported:  {l}"));
+            problems.push(l);
+        }
+    }
+    Ok(problems)
+}
+
+/// The published and the rebuilt MANIFEST: the same, or different only in the toolchain
+/// versions (reported, not counted), or a difference.
+fn compare_manifests(published: &[u8], rebuilt: &[u8], problems: &mut Vec<String>, printer: &Printer) {
+    if rebuilt == published {
+        return;
+    }
+    match toolchain_difference(published, rebuilt) {
+        Some(notes) => {
+            for n in notes {
+                printer.out(format!("toolchain: {n}"));
+            }
+            printer.out("rebuilt:   MANIFEST.json differs only in the toolchain versions it records");
+        }
+        None => {
+            problems.push("MANIFEST.json differs".into());
+            printer.out("rebuilt:   differs   MANIFEST.json");
+        }
+    }
+}
+
+/// Where two Parquet tables first differ, in words (for a `differs` line).
+pub fn describe_table_difference(published: &Path, rebuilt: &Path) -> String {
+    match first_table_difference(published, rebuilt) {
+        Ok(Some(d)) => d,
+        Ok(None) => "the same rows and columns (the files differ in their encoding)".into(),
+        Err(e) => format!("cannot compare the tables: {e:#}"),
+    }
+}
+
+/// The first row and column where the Parquet table at `rebuilt` differs from the one at
+/// `published` ("row 3, column `text`: published …, rebuilt …"), or how their columns or row
+/// counts differ; `None` when they hold the same values.
+pub fn first_table_difference(published: &Path, rebuilt: &Path) -> anyhow::Result<Option<String>> {
+    let read = |path: &Path| -> anyhow::Result<arrow_array::RecordBatch> {
+        let batches: Vec<arrow_array::RecordBatch> =
+            coreb_data::tables::read_batches(path, 8192)?.collect::<Result<_, _>>().with_context(|| format!("reading `{}` as Parquet", path.display()))?;
+        let schema = match batches.first() {
+            Some(b) => b.schema(),
+            None => return Ok(arrow_array::RecordBatch::new_empty(std::sync::Arc::new(arrow_schema::Schema::empty()))),
+        };
+        Ok(arrow_select::concat::concat_batches(&schema, &batches)?)
+    };
+    let (a, b) = (read(published).context("the published table")?, read(rebuilt).context("the rebuilt table")?);
+    let fields = |batch: &arrow_array::RecordBatch| batch.schema().fields().iter().map(|f| format!("{}: {}", f.name(), f.data_type())).collect::<Vec<_>>();
+    if a.schema().fields() != b.schema().fields() {
+        let (fa, fb) = (fields(&a), fields(&b));
+        let first = fa.iter().zip(&fb).position(|(x, y)| x != y).unwrap_or(fa.len().min(fb.len()));
+        let at = |f: &[String]| f.get(first).map_or_else(|| "none".to_owned(), |s| format!("`{s}`"));
+        return Ok(Some(format!("columns differ from column {first}: published {}, rebuilt {}", at(&fa), at(&fb))));
+    }
+    let rows = a.num_rows().min(b.num_rows());
+    let mut first: Option<(usize, usize)> = None;
+    for (j, (ca, cb)) in a.columns().iter().zip(b.columns()).enumerate() {
+        let limit = first.map_or(rows, |(r, _)| r);
+        if ca.slice(0, limit).to_data() == cb.slice(0, limit).to_data() {
+            continue;
+        }
+        // The first differing row of this column: halve the prefix that still differs.
+        let (mut lo, mut hi) = (0, limit);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if ca.slice(0, mid).to_data() == cb.slice(0, mid).to_data() {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let row = lo;
+        if first.is_none_or(|(r, _)| row < r) {
+            first = Some((row, j));
+        }
+    }
+    let schema = a.schema();
+    if let Some((row, j)) = first {
+        let name = schema.field(j).name();
+        return Ok(Some(format!("first difference at row {row}, column `{name}`: published {}, rebuilt {}", cell(a.column(j), row), cell(b.column(j), row))));
+    }
+    if a.num_rows() != b.num_rows() {
+        return Ok(Some(format!("the first {rows} rows are the same; published {} rows, rebuilt {} (first differing row {rows})", a.num_rows(), b.num_rows())));
+    }
+    Ok(None)
+}
+
+/// One cell, shown briefly: a string or number as such, anything else by its type.
+fn cell(array: &arrow_array::ArrayRef, row: usize) -> String {
+    use arrow_array::Array as _;
+    if array.is_null(row) {
+        return "null".into();
+    }
+    let any = array.as_any();
+    let shown = if let Some(s) = any.downcast_ref::<arrow_array::StringArray>() {
+        format!("{:?}", s.value(row))
+    } else if let Some(s) = any.downcast_ref::<arrow_array::LargeStringArray>() {
+        format!("{:?}", s.value(row))
+    } else if let Some(v) = any.downcast_ref::<arrow_array::Int64Array>() {
+        v.value(row).to_string()
+    } else if let Some(v) = any.downcast_ref::<arrow_array::Int32Array>() {
+        v.value(row).to_string()
+    } else if let Some(v) = any.downcast_ref::<arrow_array::BooleanArray>() {
+        v.value(row).to_string()
+    } else {
+        return format!("a {} value", array.data_type());
+    };
+    if shown.chars().count() > 80 { format!("{}…", shown.chars().take(80).collect::<String>()) } else { shown }
+}
+
+/// Rebuild a release without a kit where it was built: the embedded build manifest resolved
+/// from the release's location, so that its relative paths (sources, response store) mean
+/// the same; output in a temporary directory.
+fn rebuild_where_built(dir: &Path, trust_release_sandbox: bool, printer: Printer) -> anyhow::Result<Vec<String>> {
+    let manifest_path = dir.join("MANIFEST.json");
+    let (manifest, damaged) = checksums(dir)?;
     let mut problems: Vec<String> = damaged.iter().map(ToString::to_string).collect();
 
     check_release_sandbox(&manifest.build_manifest.text, &manifest_path, trust_release_sandbox)?;
     for p in &problems {
         printer.out(format!("published: {p}"));
     }
-
-    // Rebuild from the embedded build manifest, resolved where the original lives so that
-    // its relative paths (sources, response store) mean the same.
-    let build_path = lexical_join(&dir, std::path::Path::new(&manifest.build_manifest.path));
+    let build_path = lexical_join(dir, Path::new(&manifest.build_manifest.path));
     let base = build_path.parent().context("the build manifest path has no parent")?;
     if !base.is_dir() {
-        bail!("cannot rebuild: the build manifest's directory `{}` does not exist", base.display());
+        bail!("cannot rebuild: the release carries no regeneration kit and the build manifest's directory `{}` does not exist", base.display());
     }
     let file: ManifestFile = toml::from_str(&manifest.build_manifest.text).with_context(|| format!("the build manifest embedded in `{}`", manifest_path.display()))?;
     let scratch = tempfile::tempdir()?;
@@ -136,27 +653,15 @@ pub fn verify(release: &std::path::Path, trust_release_sandbox: bool, printer: P
     engine.run_until(StageName::Release)?;
 
     let rebuilt = scratch.path().join("release");
-    let rebuilt_manifest = fs_err::read(rebuilt.join("MANIFEST.json"))?;
-    let diffs = differences(&manifest.files, &hash_tree(&rebuilt)?);
+    let mut diffs = damage(&manifest.files, &hash_tree(&rebuilt)?);
+    for d in diffs.iter_mut().filter(|d| d.kind == "differs" && d.file.ends_with(".parquet")) {
+        d.detail = format!("{}; {}", d.detail, describe_table_difference(&dir.join(&d.file), &rebuilt.join(&d.file)));
+    }
     for d in &diffs {
         printer.out(format!("rebuilt:   {d}"));
     }
-    problems.extend(diffs);
-    let published_manifest = fs_err::read(&manifest_path)?;
-    if rebuilt_manifest != published_manifest {
-        match toolchain_difference(&published_manifest, &rebuilt_manifest) {
-            Some(notes) => {
-                for n in notes {
-                    printer.out(format!("toolchain: {n}"));
-                }
-                printer.out("rebuilt:   MANIFEST.json differs only in the toolchain versions it records");
-            }
-            None => {
-                problems.push("MANIFEST.json differs".into());
-                printer.out("rebuilt:   differs   MANIFEST.json");
-            }
-        }
-    }
+    problems.extend(diffs.iter().map(ToString::to_string));
+    compare_manifests(&fs_err::read(&manifest_path)?, &fs_err::read(rebuilt.join("MANIFEST.json"))?, &mut problems, &printer);
     if problems.is_empty() {
         printer.out(format!("{}: {} files verified, rebuilt byte-identical", manifest.version, manifest.files.len() + 1));
     } else {
@@ -208,6 +713,60 @@ mod tests {
         let actual = BTreeMap::from([("a".to_owned(), entry("1")), ("b".to_owned(), entry("9")), ("d".to_owned(), entry("4"))]);
         assert_eq!(differences(&expected, &actual), ["differs   b: expected sha256 2, got 9", "missing   c", "extra     d"]);
         assert!(differences(&expected, &expected).is_empty());
+    }
+
+    #[test]
+    fn a_differing_table_names_its_first_differing_row_and_column() {
+        use coreb_data::tables::columns::{Column, write};
+        let dir = tempfile::tempdir().unwrap();
+        let table = |name: &str, texts: &[&str], ids: &[i64]| {
+            let path = dir.path().join(name);
+            let texts = texts.iter().map(|t| Some((*t).to_owned())).collect();
+            write(&path, &[Column::int("id", ids.iter().copied().map(Some).collect()), Column::str("text", texts)]).unwrap();
+            path
+        };
+        let published = table("a.parquet", &["x", "y", "z", "w"], &[1, 2, 3, 4]);
+        assert_eq!(first_table_difference(&published, &published).unwrap(), None);
+        // Row 2 differs in `text`, row 3 in `id`: the first row wins.
+        let rebuilt = table("b.parquet", &["x", "y", "Z", "w"], &[1, 2, 3, 5]);
+        assert_eq!(first_table_difference(&published, &rebuilt).unwrap().as_deref(), Some("first difference at row 2, column `text`: published \"z\", rebuilt \"Z\""));
+        // At one row, the first column in the table's order.
+        let both = table("c.parquet", &["x", "Y", "z", "w"], &[1, 9, 3, 4]);
+        assert_eq!(first_table_difference(&published, &both).unwrap().as_deref(), Some("first difference at row 1, column `id`: published 2, rebuilt 9"));
+        let shorter = table("d.parquet", &["x", "y", "z"], &[1, 2, 3]);
+        assert_eq!(first_table_difference(&published, &shorter).unwrap().as_deref(), Some("the first 3 rows are the same; published 4 rows, rebuilt 3 (first differing row 3)"));
+        let other = dir.path().join("e.parquet");
+        write(&other, &[Column::int("id", vec![Some(1)]), Column::int("text", vec![Some(1)])]).unwrap();
+        assert_eq!(first_table_difference(&published, &other).unwrap().as_deref(), Some("columns differ from column 1: published `text: Utf8`, rebuilt `text: Int64`"));
+        // A truncated file: the comparison says it cannot read it, naming it.
+        let bytes = fs_err::read(&published).unwrap();
+        let damaged = dir.path().join("damaged.parquet");
+        fs_err::write(&damaged, &bytes[..bytes.len() / 2]).unwrap();
+        let said = describe_table_difference(&damaged, &published);
+        assert!(said.starts_with("cannot compare the tables") && said.contains("damaged.parquet"), "{said}");
+    }
+
+    #[test]
+    fn names_of_a_release_stay_inside_it() {
+        for bad in ["../x", "a/../../x", "/etc/passwd", "", "a//b", "a\\..\\b", "./a"] {
+            assert!(safe_relative(bad, "`files`").is_err(), "{bad}");
+        }
+        assert_eq!(safe_relative("regeneration/prompts/a.toml", "`files`").unwrap(), PathBuf::from("regeneration/prompts/a.toml"));
+    }
+
+    #[test]
+    fn answers_import_names_the_line_of_a_bad_entry() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let gz = dir.path().join("answers.jsonl.gz");
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(b"{\"format\": 1}\n").unwrap();
+        fs_err::write(&gz, enc.finish().unwrap()).unwrap();
+        let err = import_answers(&gz, Path::new("kit/answers.jsonl.gz"), dir.path(), &dir.path().join("store")).unwrap_err();
+        assert!(format!("{err:#}").starts_with("`kit/answers.jsonl.gz`, line 1: not a valid response-store entry"), "{err:#}");
+        fs_err::write(&gz, b"not gzip").unwrap();
+        let err = import_answers(&gz, Path::new("kit/answers.jsonl.gz"), dir.path(), &dir.path().join("store")).unwrap_err();
+        assert!(format!("{err:#}").starts_with("`kit/answers.jsonl.gz`, line 1: truncated or corrupt gzip data"), "{err:#}");
     }
 
     #[test]

@@ -302,10 +302,14 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
             rows.insert(*c, cols.first().map_or(0, Column::len));
             schemas.insert(*c, columns::schema(cols));
         }
-        // The release's regeneration kit rides along, per release (no config reads it).
+        // The release's regeneration kit rides along, per release (no config reads it), with
+        // the release's MANIFEST, which names every file's sha256 and the sources: what
+        // `coreb verify <export>/regeneration/<version>` rebuilds the release from.
         let kit = dir.join("regeneration");
         if kit.is_dir() {
-            copy_files(&kit, &tmp.join("regeneration").join(version))?;
+            let to = tmp.join("regeneration").join(version);
+            copy_files(&kit, &to)?;
+            std::fs::copy(dir.join("MANIFEST.json"), to.join("MANIFEST.json")).map_err(io(&dir.join("MANIFEST.json")))?;
         }
         let license = std::fs::read_to_string(dir.join("LICENSE")).unwrap_or_default();
         exported.push(ExportedRelease { version: version.clone(), rows, license, schemas, bytes, subtasks });

@@ -18,6 +18,7 @@
 //! stops the build there with its rejections counted by reason and the path of its
 //! `rejections.jsonl`, rather than letting later stages run on nothing.
 
+pub mod control;
 pub mod corpus;
 mod dedup;
 pub mod execute;
@@ -350,6 +351,7 @@ impl Engine {
                 },
                 StageName::Dedup => dedup::run(self, upstream(StageName::Ingest)?)?,
                 StageName::Filter => filter::run(self, upstream(StageName::Dedup)?)?,
+                StageName::Rewrite if self.plan.control.is_some() => control::rewrite(self, upstream(StageName::Filter)?)?,
                 StageName::Rewrite => llm::rewrite(self, upstream(StageName::Filter)?)?,
                 StageName::Distract => llm::distract(self, upstream(StageName::Rewrite)?)?,
                 StageName::Abbreviate => llm::abbreviate(self, upstream(StageName::Rewrite)?)?,

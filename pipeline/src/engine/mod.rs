@@ -392,6 +392,8 @@ impl Engine {
     /// ([`preflight::Preflight`]), and the judge's toolchains when it reaches `execute`.
     fn preflight(&self, until: StageName) -> anyhow::Result<()> {
         preflight::Preflight { plan: &self.plan, until, own_gateway: self.gateway.is_some() }.check()?;
+        // A control build (`[control]`) needs its published release before any stage runs.
+        control::controlled(self)?;
         if until >= StageName::Execute {
             self.judge()?;
         }

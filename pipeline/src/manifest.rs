@@ -235,7 +235,11 @@ impl RunPlan {
         if let Some(of) = &control
             && of.parent() == Some(releases_dir.as_path())
         {
-            bail!("`control.of`: the control of `{}` is published in a `releases_dir` of its own (e.g. `{}`), not beside the releases of the series, whose problems it repeats", of.display(), releases_dir.join("control").display());
+            bail!(
+                "`control.of`: the control of `{}` is published in a `releases_dir` of its own (e.g. `{}`), not beside the releases of the series, whose problems it repeats",
+                of.display(),
+                releases_dir.join("control").display()
+            );
         }
         Ok(RunPlan {
             control,

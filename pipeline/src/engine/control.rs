@@ -54,10 +54,22 @@ pub fn controlled(engine: &Engine) -> anyhow::Result<Option<Controlled>> {
     }
     let manifest = ReleaseManifest::read(&path)?;
     if manifest.version != plan.version {
-        anyhow::bail!("`control.of`: `{}` is release `{}`, but this manifest builds `{}`: a control is of the same month (set `version = \"{}\"`)", dir.display(), manifest.version, plan.version, manifest.version);
+        anyhow::bail!(
+            "`control.of`: `{}` is release `{}`, but this manifest builds `{}`: a control is of the same month (set `version = \"{}\"`)",
+            dir.display(),
+            manifest.version,
+            plan.version,
+            manifest.version
+        );
     }
     if manifest.window != plan.window {
-        anyhow::bail!("`control.of`: release `{}` (`{}`) has the window {:?}, this manifest {:?}: a control covers the same contest days", manifest.version, dir.display(), manifest.window, plan.window);
+        anyhow::bail!(
+            "`control.of`: release `{}` (`{}`) has the window {:?}, this manifest {:?}: a control covers the same contest days",
+            manifest.version,
+            dir.display(),
+            manifest.window,
+            plan.window
+        );
     }
     if manifest.controls.is_some() {
         anyhow::bail!("`control.of`: `{}` is itself a control release; name the release it controls", dir.display());
@@ -93,7 +105,8 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
     let stage = StageName::Rewrite;
     let controlled = controlled(engine)?.context("not a control build")?;
     let published = controlled.dir.join("problems.parquet");
-    let keep: BTreeSet<ProblemId> = ProblemReader::open(&published)?.map(|p| p.map(|p| p.id)).collect::<Result<_, _>>().with_context(|| format!("reading `{}`", published.display()))?;
+    let keep: BTreeSet<ProblemId> =
+        ProblemReader::open(&published)?.map(|p| p.map(|p| p.id)).collect::<Result<_, _>>().with_context(|| format!("reading `{}`", published.display()))?;
     let key = input_key(stage.as_str(), &("control", &controlled.of.version, sha256_file(&published)?), &[filter])?;
     if let Some(hit) = engine.cached(stage, &key)? {
         return Ok(hit);
@@ -148,7 +161,12 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
         ("rejections", "rejections.jsonl"),
         ("answer_keys", ANSWER_KEYS),
     ];
-    engine.printer.status(format!("{:>10}: control of `{}`: {kept} problems kept as they are (not rewritten), {} not in the release", stage.as_str(), controlled.of.version, rows_in - kept));
+    engine.printer.status(format!(
+        "{:>10}: control of `{}`: {kept} problems kept as they are (not rewritten), {} not in the release",
+        stage.as_str(),
+        controlled.of.version,
+        rows_in - kept
+    ));
     writer.commit(engine, stage, &key, &outputs, summary, serde_json::json!({}))
 }
 

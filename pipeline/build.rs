@@ -28,9 +28,17 @@ const DRIVERS: &str = "stages/src/execute/drivers";
 
 /// What `coreb init` copies from the repository into a workspace, at the same relative path:
 /// the prompts and schemas, the sample's manifest, and the sample's problems and response
-/// store (at the path the manifest, and so the published sample's MANIFEST, names).
-const WORKSPACE: &[&str] =
-    &["prompts", "manifests/sample.toml", "tests/fixtures/sample/README.md", "tests/fixtures/sample/problems.jsonl", "tests/fixtures/sample/store", "scripts/monthly.sh"];
+/// store (at the path the manifest, and so the published sample's MANIFEST, names), and the
+/// sample's recorded review (its card shows it: the `release` stage reads it).
+const WORKSPACE: &[&str] = &[
+    "prompts",
+    "manifests/sample.toml",
+    "tests/fixtures/sample/README.md",
+    "tests/fixtures/sample/problems.jsonl",
+    "tests/fixtures/sample/store",
+    "releases/sample/reviews",
+    "scripts/monthly.sh",
+];
 
 /// Every file under `rel` (or `rel` itself), relative to `root`.
 fn files_under(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {

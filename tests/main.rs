@@ -31,6 +31,8 @@
 //!   (three reviewers, answers kept over a reload, exported), `coreb review report` against
 //!   scikit-learn, statsmodels and krippendorff, byte-identical pages, refused files, hostile
 //!   text shown as text; the card's Human validation section.
+//! - `control` (issue #50): the sample's control release (no rewrite) rebuilds byte-identical,
+//!   names its release, and `coreb compare` pairs BM25 on the two per query.
 //! - `eval`: `coreb eval`: BM25 on CoSQA, release folders, reports, dense retrieval via a local server.
 //! - `eval_protocol`: the paper's protocol: prompts per task/side, cache keys, duplicates, `/rerank`
 //!   and `/score`, listwise reranking against a reference, `coreb compare` and CIs against numpy/scipy.
@@ -62,6 +64,7 @@ mod support;
 
 mod audit;
 mod batch;
+mod control;
 mod corpus;
 mod eval;
 mod eval_protocol;

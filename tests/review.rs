@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::support::{coreb, python, root, run, text, tree_sha256};
+use crate::support::{coreb, python, root, run, same_release_as, text, tree_sha256};
 
 const QUESTIONS: [&str; 5] = ["intent", "tests", "disguise", "distractors", "summary"];
 
@@ -291,4 +291,75 @@ fn hostile_statements_and_code_show_as_text_and_run_nothing() {
         shown.contains("<img src=x onerror=\"window.pwned = 'img'\"> & done") && shown.contains("print('<script>window.pwned = 1</script>')"),
         "the payload is not shown as text"
     );
+}
+
+/// The sample's manifest with its paths made absolute and `extra` appended, at `path`.
+fn sample_manifest_with(path: &Path, extra: &str) -> PathBuf {
+    let text = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap();
+    fs_err::write(path, text.replace("\"../", &format!("\"{}/", root().display())) + extra).unwrap();
+    path.to_owned()
+}
+
+#[test]
+fn the_review_gate_refuses_to_publish_below_the_recorded_review_and_publishes_at_it() {
+    let b = built();
+    let tmp = tempfile::tempdir().unwrap();
+    // The sample's recorded review (made-up answers of two example reviewers: 10 problems,
+    // intent 19 "yes" of 20 = 0.95), beside the releases this build publishes into.
+    let releases = tmp.path().join("releases");
+    copy_tree(&root().join("releases/sample/reviews"), &releases.join("reviews"));
+    let figures: Value = serde_json::from_str(&fs_err::read_to_string(releases.join("reviews/v202503/review.json")).unwrap()).unwrap();
+    assert_eq!((figures["figures"]["reviewed"].as_u64(), figures["figures"]["intent_yes"].as_u64(), figures["figures"]["intent_answers"].as_u64()), (Some(10), Some(19), Some(20)));
+    // The built sample's stages, so that only `release` runs again.
+    let build = tmp.path().join("build");
+    copy_tree(&b.build, &build);
+    let publish = releases.join("v202503");
+    let build_with = |name: &str, gate: &str| {
+        let manifest = sample_manifest_with(&tmp.path().join(name), &format!("\n[gates]\nreview = {gate}\n"));
+        run(coreb().arg("build").arg(manifest).arg("--output-dir").arg(&build).arg("--publish-dir").arg(&publish))
+    };
+    for (name, gate, threshold) in [
+        ("few.toml", "{ min_reviewed = 11, min_intent = 0.9 }", "≥ 11 reviewed, intent ≥ 0.90"),
+        ("strict.toml", "{ min_reviewed = 10, min_intent = 0.96 }", "≥ 10 reviewed, intent ≥ 0.96"),
+    ] {
+        let out = build_with(name, gate);
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("release `v202503` not published") && err.contains("check `review` failed"), "{name}: {err}");
+        assert!(err.contains("10 problems reviewed, intent kept 0.9500 (19 of 20)") && err.contains(threshold), "{name}: {err}");
+        assert!(!publish.exists(), "{name}: something was published");
+    }
+    let out = build_with("at.toml", "{ min_reviewed = 10, min_intent = 0.95 }");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(publish.join("MANIFEST.json").is_file() && String::from_utf8_lossy(&out.stderr).contains("all release gates passed"), "{}", text(&out));
+}
+
+#[test]
+fn the_committed_sample_card_shows_its_recorded_review_and_a_rebuild_keeps_it() {
+    let b = built();
+    let committed = root().join("releases/sample/v202503");
+    let card = fs_err::read_to_string(committed.join("README.md")).unwrap();
+    let section = fs_err::read_to_string(root().join("releases/sample/reviews/v202503/card.md")).unwrap();
+    assert!(card.contains(section.trim_end()) && section.starts_with("## Human validation"), "{card}");
+    // The build (with `--publish-dir` elsewhere) publishes the same card and MANIFEST.
+    same_release_as(&committed, &b.release, "the sample built with its recorded review");
+    let review: Value = serde_json::from_str(&fs_err::read_to_string(root().join("releases/sample/reviews/v202503/review.json")).unwrap()).unwrap();
+    assert_eq!(review["published_sha256"].as_str().unwrap(), coreb_base::hashing::sha256_file(&committed.join("MANIFEST.json")).unwrap());
+    // A review of another build of the month (here another manifest, and another MANIFEST
+    // reviewed) is not shown.
+    let tmp = tempfile::tempdir().unwrap();
+    let releases = tmp.path().join("releases");
+    copy_tree(&root().join("releases/sample/reviews"), &releases.join("reviews"));
+    let json = releases.join("reviews/v202503/review.json");
+    let other = fs_err::read_to_string(&json).unwrap().replace(review["release_sha256"].as_str().unwrap(), &"1".repeat(64));
+    fs_err::write(&json, other).unwrap();
+    let manifest = sample_manifest_with(&tmp.path().join("m.toml"), "");
+    let text_of = fs_err::read_to_string(&manifest).unwrap().replace(&format!("\"{}/releases/sample\"", root().display()), &format!("\"{}\"", releases.display()));
+    fs_err::write(&manifest, text_of).unwrap();
+    let build = tmp.path().join("build");
+    copy_tree(&b.build, &build);
+    let out = run(coreb().arg("build").arg(&manifest).arg("--output-dir").arg(&build));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is of another build of `v202503`"), "{}", text(&out));
+    assert!(!fs_err::read_to_string(releases.join("v202503/README.md")).unwrap().contains("## Human validation"));
 }

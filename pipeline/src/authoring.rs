@@ -31,7 +31,9 @@ use coreb_base::printer::Printer;
 #[derive(Deserialize)]
 struct Authored {
     question_id: String,
-    rewrite: AuthoredRewrite,
+    /// Absent in the answers of a control build (`[control]`), which rewrites nothing.
+    #[serde(default)]
+    rewrite: Option<AuthoredRewrite>,
     /// A Python solution of the original problem and the same program adapted to the rewrite
     /// (only for a problem with a rewritten test).
     #[serde(default)]
@@ -81,14 +83,38 @@ struct AuthoredSolution {
 fn answers_for(a: &Authored, problem: &Problem, plan: &RunPlan, out: &mut BTreeMap<(LlmStage, String), String>) -> anyhow::Result<()> {
     let pid = ProblemId::from_question_id(&a.question_id);
     let id = pid.as_str().to_owned();
-    let rewrite = serde_json::json!({"title": a.rewrite.title, "statement": a.rewrite.statement, "starter_code": a.rewrite.starter_code});
-    out.insert((LlmStage::Rewrite, id.clone()), rewrite.to_string());
+    match (&a.rewrite, plan.control.is_some()) {
+        (Some(rw), false) => rewrite_answers(a, rw, problem, plan, &id, out)?,
+        (None, true) => {}
+        (Some(_), true) => anyhow::bail!("`{}`: a `rewrite` is authored, but the manifest builds a control (`[control]`), which rewrites nothing", a.question_id),
+        (None, false) => anyhow::bail!("`{}`: no `rewrite` authored", a.question_id),
+    }
+    let mut kinds = serde_json::Map::new();
+    for d in &a.distractors {
+        kinds.insert(d.kind.clone(), serde_json::Value::String(d.statement.clone()));
+    }
+    out.insert((LlmStage::Distract, id.clone()), serde_json::Value::Object(kinds).to_string());
+    out.insert((LlmStage::Abbreviate, id.clone()), a.summary.clone());
+    out.insert((LlmStage::Queries, id.clone()), serde_json::json!({ "queries": a.queries }).to_string());
+    for s in &a.solutions {
+        let language = Language::parse(&s.language).with_context(|| format!("`{}`: unknown language `{}`", a.question_id, s.language))?;
+        let item = SolutionId::new(&pid, &s.model, language, 0);
+        out.insert((LlmStage::Generate, item.as_str().to_owned()), s.response.clone());
+    }
+    Ok(())
+}
+
+/// The answers of the rewrite stage's prompts: the rewrite, its test batches and, when a test
+/// is rewritten, the reference solution.
+fn rewrite_answers(a: &Authored, rw: &AuthoredRewrite, problem: &Problem, plan: &RunPlan, id: &str, out: &mut BTreeMap<(LlmStage, String), String>) -> anyhow::Result<()> {
+    let rewrite = serde_json::json!({"title": rw.title, "statement": rw.statement, "starter_code": rw.starter_code});
+    out.insert((LlmStage::Rewrite, id.to_owned()), rewrite.to_string());
 
     // The tests the rewrite stage sends to the model, batched as it batches them.
     let config = &plan.stages.rewrite;
     let all: Vec<&TestCase> = problem.public_tests.iter().chain(&problem.private_tests).collect();
-    if all.len() != a.rewrite.tests.len() {
-        anyhow::bail!("`{}`: {} authored tests for {} tests", a.question_id, a.rewrite.tests.len(), all.len());
+    if all.len() != rw.tests.len() {
+        anyhow::bail!("`{}`: {} authored tests for {} tests", a.question_id, rw.tests.len(), all.len());
     }
     let for_model: Vec<usize> = (0..all.len())
         .filter(|&i| {
@@ -97,7 +123,7 @@ fn answers_for(a: &Authored, problem: &Problem, plan: &RunPlan, out: &mut BTreeM
         })
         .collect();
     for (b, batch) in for_model.chunks(config.test_batch_size.max(1)).enumerate() {
-        let tests: Vec<serde_json::Value> = batch.iter().map(|&i| serde_json::json!({"input": a.rewrite.tests[i].input, "output": a.rewrite.tests[i].output})).collect();
+        let tests: Vec<serde_json::Value> = batch.iter().map(|&i| serde_json::json!({"input": rw.tests[i].input, "output": rw.tests[i].output})).collect();
         out.insert((LlmStage::RewriteTests, format!("{id}/tests/{b}")), serde_json::json!({ "tests": tests }).to_string());
     }
     // The reference the rewrite stage asks for when a test was rewritten (a long one by the
@@ -111,19 +137,6 @@ fn answers_for(a: &Authored, problem: &Problem, plan: &RunPlan, out: &mut BTreeM
         }
         (Some(_), false) => anyhow::bail!("`{}`: a `reference` is authored but no test of the problem is rewritten (the rewrite stage never asks for it)", a.question_id),
         (None, _) => {}
-    }
-
-    let mut kinds = serde_json::Map::new();
-    for d in &a.distractors {
-        kinds.insert(d.kind.clone(), serde_json::Value::String(d.statement.clone()));
-    }
-    out.insert((LlmStage::Distract, id.clone()), serde_json::Value::Object(kinds).to_string());
-    out.insert((LlmStage::Abbreviate, id.clone()), a.summary.clone());
-    out.insert((LlmStage::Queries, id.clone()), serde_json::json!({ "queries": a.queries }).to_string());
-    for s in &a.solutions {
-        let language = Language::parse(&s.language).with_context(|| format!("`{}`: unknown language `{}`", a.question_id, s.language))?;
-        let item = SolutionId::new(&pid, &s.model, language, 0);
-        out.insert((LlmStage::Generate, item.as_str().to_owned()), s.response.clone());
     }
     Ok(())
 }

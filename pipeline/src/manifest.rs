@@ -56,6 +56,23 @@ pub struct ManifestFile {
     /// `[eval]`: how `coreb eval --manifest` evaluates (and checks the gates of) the release.
     #[serde(default)]
     pub eval: EvalFile,
+    /// `[control]`: build this month as the control of a published release (no
+    /// counterfactual rewrite; see [`ControlFile`]).
+    #[serde(default)]
+    pub control: Option<ControlFile>,
+}
+
+/// `[control] of = "<release directory>"`: the build is the control release of that
+/// published release: the same month without the counterfactual rewrite. `rewrite` passes the
+/// original statements, starter code and tests through unchanged (no LLM request), keeping
+/// only the problems the release published; every later stage runs on them as usual; the
+/// `release` stage checks that its queries map one to one onto the release's and records the
+/// release's version and MANIFEST sha256 under `controls` in its own MANIFEST.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlFile {
+    /// The release controlled (relative to the manifest), e.g. `"../releases/sample/v202503"`.
+    pub of: PathBuf,
 }
 
 /// `[eval]`: the prompts `coreb eval --manifest <this>` gives a dense retriever; the
@@ -169,6 +186,8 @@ pub struct RunPlan {
     /// `--replace`: `release` may replace a published release of this version that holds
     /// other content (else it refuses: published releases are immutable).
     pub replace: bool,
+    /// `[control] of`, absolute: the release this build is the control of.
+    pub control: Option<PathBuf>,
 }
 
 impl RunPlan {
@@ -185,7 +204,7 @@ impl RunPlan {
 
     /// Validate a parsed manifest and apply defaults.
     pub fn resolve(path: &Path, file: ManifestFile, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
-        let ManifestFile { version, window, output_dir, releases_dir, sources, stages, llm, gates, prompts_dir, response_store, eval } = file;
+        let ManifestFile { version, window, output_dir, releases_dir, sources, stages, llm, gates, prompts_dir, response_store, eval, control } = file;
         coreb_eval::check::check_waivers(&gates)?;
         if !is_version(&version) {
             bail!("`version`: expected `vYYYYMM`, got `{version}`");
@@ -212,7 +231,18 @@ impl RunPlan {
         // `--jobs 0` (or none) means every core.
         let jobs = jobs.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let releases_dir = lexical_join(&base, &releases_dir.unwrap_or_else(|| PathBuf::from("../releases")));
+        let control = control.map(|c| lexical_join(&base, &c.of));
+        if let Some(of) = &control
+            && of.parent() == Some(releases_dir.as_path())
+        {
+            bail!(
+                "`control.of`: the control of `{}` is published in a `releases_dir` of its own (e.g. `{}`), not beside the releases of the series, whose problems it repeats",
+                of.display(),
+                releases_dir.join("control").display()
+            );
+        }
         Ok(RunPlan {
+            control,
             publish_dir: releases_dir.join(&version),
             manifest_text: String::new(),
             replace: false,

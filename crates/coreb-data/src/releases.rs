@@ -37,6 +37,20 @@ pub struct ReleaseManifest {
     /// release published once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<Replaced>,
+    /// The release this one is the control of (`[control]` of the build manifest: the same
+    /// month built without the counterfactual rewrite); absent for any other release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controls: Option<ControlOf>,
+}
+
+/// The release a control release controls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlOf {
+    /// Its version (the control's own: the same month).
+    pub version: String,
+    /// sha256 of its `MANIFEST.json`.
+    pub manifest_sha256: String,
 }
 
 /// The release a `--replace` publish put aside.

@@ -71,8 +71,23 @@ pub struct Comparison {
     /// The release both were evaluated on (`null` when a side does not record it: results of
     /// a bare BEIR folder or of an older coreb).
     pub release: Option<ReleaseIdentity>,
+    /// When A and B are a release and its control release: which is which (queries are
+    /// paired by id, which a control shares with its release).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlPair>,
     /// Per task, in name order.
     pub tasks: Vec<TaskComparison>,
+}
+
+/// A comparison of results on a release and on its control release.
+#[derive(Debug, Clone, Serialize)]
+pub struct ControlPair {
+    /// The release (rewritten problems).
+    pub release: ReleaseIdentity,
+    /// Its control (the same month, not rewritten).
+    pub control: ReleaseIdentity,
+    /// Which side was evaluated on the control: `A` or `B`.
+    pub control_side: String,
 }
 
 fn parse_metric(metric: &str) -> anyhow::Result<(String, usize)> {
@@ -145,12 +160,36 @@ pub fn compare(opts: &CompareOptions) -> anyhow::Result<Comparison> {
     let (name, k) = parse_metric(&opts.metric)?;
     let side_a = load(&opts.a, opts.release.as_deref(), &name, k)?;
     let side_b = load(&opts.b, opts.release.as_deref(), &name, k)?;
+    let (mut side_a, mut side_b) = (side_a, side_b);
+    let mut control = None;
     if let (Some(ra), Some(rb)) = (&side_a.release, &side_b.release)
         && ra != rb
     {
-        bail!("A (`{}`) was evaluated on {ra} and B (`{}`) on {rb}: results of different releases are not compared", opts.a.display(), opts.b.display());
+        // A release and its declared control (issue 50): the one pair of releases compared.
+        let pair = if rb.is_control_of(ra) {
+            Some((ra.clone(), rb.clone(), "B"))
+        } else if ra.is_control_of(rb) {
+            Some((rb.clone(), ra.clone(), "A"))
+        } else {
+            None
+        };
+        let Some((release, of, which)) = pair else {
+            bail!(
+                "A (`{}`) was evaluated on {ra} and B (`{}`) on {rb}: results of different releases are not compared (only a release and its control release, whose MANIFEST names it under `controls`)",
+                opts.a.display(),
+                opts.b.display()
+            );
+        };
+        // The release's queries about problems the control leaves out have no pair.
+        let (on_release, on_control) = if which == "B" { (&mut side_a, &side_b) } else { (&mut side_b, &side_a) };
+        for (task, queries) in on_release.tasks.iter_mut() {
+            let Some(ours) = on_control.tasks.get(task) else { continue };
+            let ids: std::collections::BTreeSet<&str> = ours.iter().map(|q| q.qid.as_str()).collect();
+            queries.retain(|q| ids.contains(q.qid.as_str()));
+        }
+        control = Some(ControlPair { release, control: of, control_side: which.to_owned() });
     }
-    let release = side_a.release.clone().filter(|_| side_b.release.is_some());
+    let release = side_a.release.clone().filter(|_| side_b.release.is_some() && control.is_none());
     if side_a.tasks.keys().ne(side_b.tasks.keys()) {
         bail!("A has tasks {:?} and B {:?}: not results on the same release", side_a.tasks.keys().collect::<Vec<_>>(), side_b.tasks.keys().collect::<Vec<_>>());
     }
@@ -162,7 +201,7 @@ pub fn compare(opts: &CompareOptions) -> anyhow::Result<Comparison> {
             report::compare_queries(qa, qb, "ndcg", 1, &bootstrap).map_err(|e| anyhow::anyhow!("task `{task}`: {e}: not results on the same release"))?;
         tasks.push(TaskComparison { task: task.clone(), overall: overall.remove(0), by_subtask: by_subtask.into_iter().map(|(s, mut v)| (s, v.remove(0))).collect() });
     }
-    Ok(Comparison { metric: format!("{name}@{k}"), a: side_a.label, b: side_b.label, bootstrap, randomization_rounds: RANDOMIZATION_ROUNDS, release, tasks })
+    Ok(Comparison { metric: format!("{name}@{k}"), a: side_a.label, b: side_b.label, bootstrap, randomization_rounds: RANDOMIZATION_ROUNDS, release, control, tasks })
 }
 
 /// The comparison as Markdown: one table row per task and group.
@@ -177,11 +216,22 @@ pub fn to_markdown(c: &Comparison) -> String {
         c.bootstrap.seed,
         c.randomization_rounds
     );
-    match &c.release {
-        Some(r) => {
+    match (&c.release, &c.control) {
+        (_, Some(p)) => {
+            let other = if p.control_side == "B" { "A" } else { "B" };
+            let _ = writeln!(
+                out,
+                "{other} on {}, {} on its control release (the same month without the counterfactual rewrite, MANIFEST sha256 `{}`): queries paired by id (same problem, subtask and language), so B − A is what {}.\n",
+                p.release,
+                p.control_side,
+                p.control.manifest_sha256,
+                if p.control_side == "B" { "undoing the rewrite changes" } else { "the rewrite changes" }
+            );
+        }
+        (Some(r), None) => {
             let _ = writeln!(out, "Both on {r}.\n");
         }
-        None => out.push_str("The release of A or B is not recorded (a bare BEIR folder, or results of an older coreb): queries are paired by id only.\n\n"),
+        (None, None) => out.push_str("The release of A or B is not recorded (a bare BEIR folder, or results of an older coreb): queries are paired by id only.\n\n"),
     }
     out.push_str("| task | group | queries | A | B | Δ | 95 % CI | Wilcoxon p | randomisation p |\n|---|---|---:|---:|---:|---:|---|---:|---:|\n");
     let p = |p: Option<f64>| p.map_or_else(|| "–".to_owned(), |p| if p < 1e-4 { format!("{p:.1e}") } else { format!("{p:.4}") });

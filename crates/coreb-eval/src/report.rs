@@ -230,11 +230,34 @@ pub struct ReleaseIdentity {
     pub version: String,
     /// sha256 of its `MANIFEST.json` (which holds the sha256 of every file of the release).
     pub manifest_sha256: String,
+    /// For a control release: the release it controls (its MANIFEST's `controls`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controls: Option<ControlledRelease>,
+}
+
+/// The release a control release controls: its version and MANIFEST sha256.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ControlledRelease {
+    /// Release version.
+    pub version: String,
+    /// sha256 of its `MANIFEST.json`.
+    pub manifest_sha256: String,
+}
+
+impl ReleaseIdentity {
+    /// Whether this is the control release of `other` (`other` is no control itself).
+    pub fn is_control_of(&self, other: &ReleaseIdentity) -> bool {
+        other.controls.is_none() && self.controls.as_ref().is_some_and(|c| c.version == other.version && c.manifest_sha256 == other.manifest_sha256)
+    }
 }
 
 impl std::fmt::Display for ReleaseIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "release `{}` (MANIFEST sha256 `{}`)", self.version, self.manifest_sha256)
+        write!(f, "release `{}` (MANIFEST sha256 `{}`)", self.version, self.manifest_sha256)?;
+        match &self.controls {
+            Some(c) => write!(f, ", the control of the release with MANIFEST sha256 `{}`", c.manifest_sha256),
+            None => Ok(()),
+        }
     }
 }
 

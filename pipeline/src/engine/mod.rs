@@ -18,6 +18,7 @@
 //! stops the build there with its rejections counted by reason and the path of its
 //! `rejections.jsonl`, rather than letting later stages run on nothing.
 
+pub mod control;
 pub mod corpus;
 mod dedup;
 pub mod execute;
@@ -352,6 +353,7 @@ impl Engine {
                 },
                 StageName::Dedup => dedup::run(self, upstream(StageName::Ingest)?)?,
                 StageName::Filter => filter::run(self, upstream(StageName::Dedup)?)?,
+                StageName::Rewrite if self.plan.control.is_some() => control::rewrite(self, upstream(StageName::Filter)?)?,
                 StageName::Rewrite => llm::rewrite(self, upstream(StageName::Filter)?)?,
                 StageName::Distract => llm::distract(self, upstream(StageName::Rewrite)?)?,
                 StageName::Abbreviate => llm::abbreviate(self, upstream(StageName::Rewrite)?)?,
@@ -394,6 +396,8 @@ impl Engine {
         let llm = [StageName::Rewrite, StageName::Distract, StageName::Abbreviate, StageName::Generate, StageName::Queries];
         let llm_recorded = llm.into_iter().filter(|s| *s <= until).all(|s| matches!(self.store.record(s.as_str()), Ok(Some(_))));
         let notes = preflight::Preflight { plan: &self.plan, until, own_gateway: self.gateway.is_some(), llm_recorded }.check()?;
+        // A control build (`[control]`) needs its published release before any stage runs.
+        control::controlled(self)?;
         if until >= StageName::Execute {
             self.judge()?;
         }

@@ -77,7 +77,13 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     // the same path.
     let manifest_rel = relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path);
     let (stages, models) = stage_facts(others.iter().copied().chain([filter, qrels]));
-    let key = input_key(StageName::Release.as_str(), &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text, &plan.gates, &stages), &[fetch, filter, qrels])?;
+    let controlled = super::control::controlled(engine)?;
+    let review = recorded_review(&plan.releases_dir, &plan.version)?;
+    let key = input_key(
+        StageName::Release.as_str(),
+        &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text, &plan.gates, &stages, controlled.as_ref().map(|c| &c.of), &review),
+        &[fetch, filter, qrels],
+    )?;
     if let Some(hit) = engine.cached(StageName::Release, &key)? {
         // Skipped only while the published copy is still the one this record describes.
         let published = plan.publish_dir.join("MANIFEST.json");
@@ -113,11 +119,21 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         written_by,
         config_bytes: CONFIGS.into_iter().map(|c| Ok((c, fs_err::metadata(tmp.join(format!("{c}.parquet")))?.len()))).collect::<std::io::Result<_>>()?,
     };
-    fs_err::write(tmp.join("README.md"), dataset_card(&info, &out))?;
+    let mut card = dataset_card(&info, &out);
+    if let Some(c) = &controlled {
+        card.push_str(&super::control::card_section(&c.of));
+    }
+    fs_err::write(tmp.join("README.md"), card)?;
     fs_err::write(tmp.join("LICENSE"), license_text(&info))?;
 
     write_kit(engine, &tmp, others, stages.get("execute").and_then(|e| e.get("toolchains")))?;
     let (bm25, checks_passed) = gate(engine, &tmp, &out)?;
+    if let Some(c) = &controlled {
+        let (paired, problems) = super::control::check_queries(&tmp, c).inspect_err(|_| {
+            let _ = fs_err::remove_dir_all(&tmp);
+        })?;
+        engine.printer.status(format!("   release: the control of `{}`: {paired} queries on {problems} problems map one to one onto the release's", c.of.version));
+    }
 
     let sources: Vec<SourcePin> = serde_json::from_value(fetch.summary.get("sources").cloned().unwrap_or_default())?;
     let mut manifest = ReleaseManifest {
@@ -132,8 +148,27 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         counts: serde_json::json!({ "llm_answers_written_by": written_by, "qrels": out.stats, "bm25_ndcg10": bm25, "gates": plan.gates, "checks_passed": checks_passed }),
         files: hash_tree(&tmp)?,
         replaces: None,
+        controls: controlled.map(|c| c.of),
     };
     let mut text = serde_json::to_string_pretty(&manifest)? + "\n";
+    if let Some(r) = &review {
+        // The card as `coreb review report --record` re-published it: only when the review is
+        // of the release this build makes (its MANIFEST before the card changed).
+        if r.reviewed_sha256 == sha256_hex(text.as_bytes()) {
+            let card = stages::release::with_human_validation(&fs_err::read_to_string(tmp.join("README.md"))?, &r.section);
+            fs_err::write(tmp.join("README.md"), &card)?;
+            manifest.files.insert("README.md".into(), coreb_data::releases::FileEntry { sha256: sha256_hex(card.as_bytes()), bytes: card.len() as u64 });
+            text = serde_json::to_string_pretty(&manifest)? + "\n";
+            engine.printer.status(format!("   release: the card shows the human review recorded in `{}`", r.dir.display()));
+        } else {
+            engine.printer.status(format!(
+                "   release: the human review recorded in `{}` is of another build of `{}` (MANIFEST sha256 `{}`): the card does not show it",
+                r.dir.display(),
+                plan.version,
+                r.reviewed_sha256
+            ));
+        }
+    }
     let publish = match published_state(&plan.publish_dir, &manifest.files, &text)? {
         Published::Absent => true,
         Published::Same(existing) => {
@@ -171,6 +206,37 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     let local = serde_json::json!({ "published": plan.publish_dir });
     let record = writer.commit_with_local(&key, &[("manifest", "MANIFEST.json")], summary, local)?;
     Ok(StageReport { stage: StageName::Release, skipped: false, record })
+}
+
+/// A human review recorded by `coreb review report --record` for release `version` of
+/// `releases_dir`: its card section and the MANIFEST sha256 of the release it reviewed.
+#[derive(Debug, serde::Serialize)]
+struct RecordedReview {
+    /// `<releases_dir>/reviews/<version>/`.
+    #[serde(skip)]
+    dir: PathBuf,
+    /// The card's "Human validation" section (`card.md`).
+    section: String,
+    /// `release_sha256` of `review.json`.
+    reviewed_sha256: String,
+}
+
+/// The review recorded beside the releases (`<releases_dir>/reviews/<version>/card.md` and
+/// `review.json`), if any: the `release` stage puts its section into the card again, so that
+/// a rebuild of a reviewed release publishes the card the review re-published.
+fn recorded_review(releases_dir: &Path, version: &str) -> anyhow::Result<Option<RecordedReview>> {
+    let json = coreb_eval::gates::review_path(&releases_dir.join(version), version);
+    let dir = json.parent().map(Path::to_owned).unwrap_or_default();
+    let card = dir.join(coreb_curation::review::report::CARD_SECTION);
+    if !card.is_file() {
+        return Ok(None);
+    }
+    let value: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&json)?).with_context(|| format!("reading `{}`", json.display()))?;
+    let reviewed_sha256 = value["release_sha256"].as_str().with_context(|| format!("`{}`: no `release_sha256`", json.display()))?.to_owned();
+    if value["release"].as_str() != Some(version) {
+        anyhow::bail!("`{}` is a review of `{}`, not of `{version}`", json.display(), value["release"]);
+    }
+    Ok(Some(RecordedReview { section: fs_err::read_to_string(&card)?, reviewed_sha256, dir }))
 }
 
 /// The folder of a release that holds its regeneration kit.

@@ -231,6 +231,9 @@ pub fn report(release: &Path, files: &[PathBuf], out: Option<&Path>, record: boo
     durable::write(&out.join("review.json"), json.as_bytes())?;
     durable::write(&out.join("review.md"), markdown(&report).as_bytes())?;
     if let Some((card, manifest)) = card_update {
+        // The section beside the report: the `release` stage puts it into the card of every
+        // rebuild of this release, so that a rebuild publishes the same card.
+        durable::write(&out.join(CARD_SECTION), card_section(&report).as_bytes())?;
         durable::write(&release.join("README.md"), card.as_bytes())?;
         durable::write(&release.join("MANIFEST.json"), manifest.as_bytes())?;
     }
@@ -356,6 +359,10 @@ pub fn markdown(r: &ReviewReport) -> String {
     }
     s
 }
+
+/// The file beside `review.json` holding the card's section of a recorded review (written by
+/// `record`; read by the `release` stage of a rebuild).
+pub const CARD_SECTION: &str = "card.md";
 
 /// The card's section.
 pub fn card_section(r: &ReviewReport) -> String {

@@ -58,7 +58,11 @@ pub fn find_release(dir: &Path) -> anyhow::Result<Option<(PathBuf, ReleaseManife
 /// The identity results on `dir` record: its release's version and MANIFEST sha256, `None`
 /// for a bare BEIR folder.
 pub fn release_identity(dir: &Path) -> anyhow::Result<Option<ReleaseIdentity>> {
-    Ok(find_release(dir)?.map(|(_, manifest, manifest_sha256)| ReleaseIdentity { version: manifest.version, manifest_sha256 }))
+    Ok(find_release(dir)?.map(|(_, manifest, manifest_sha256)| ReleaseIdentity {
+        version: manifest.version,
+        manifest_sha256,
+        controls: manifest.controls.map(|c| crate::report::ControlledRelease { version: c.version, manifest_sha256: c.manifest_sha256 }),
+    }))
 }
 
 /// Now, as RFC 3339 UTC to the second (the only clock reading of the store: the record order).

@@ -1,0 +1,238 @@
+//! The control release (`[control] of = "<release>"`, issue 50): the same month built without
+//! the counterfactual rewrite, so that a retriever's scores on the release and on its control
+//! show, per query, what the rewriting changes.
+//!
+//! - [`rewrite`] replaces the `rewrite` stage: each problem the controlled release published
+//!   goes on with its original title, statement, starter code and tests (every test `kept`, no
+//!   reference, no LLM request); problems the release did not publish are dropped, so both
+//!   builds judge and compose the same problems. `distract`, `abbreviate`, `generate`,
+//!   `execute`, `queries` and `qrels` then run on the originals as in any build (their LLM
+//!   requests are new ones: the statements differ).
+//! - [`controlled`] reads the controlled release: it must be published, of the same version
+//!   and window, and be no control itself; the control's MANIFEST records its version and
+//!   MANIFEST sha256 (`controls`).
+//! - [`check_queries`] holds the control's queries to the release's before it is published:
+//!   query ids carry the version, problem, subtask and language, so a query of the control
+//!   and its counterpart in the release have the same id; every query of the control must be
+//!   a query of the release with the same problem, subtask and language, and every query of
+//!   the release about a problem of the control a query of the control. `coreb compare` pairs
+//!   results on the two by these ids (`coreb_eval::compare`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use anyhow::Context;
+use coreb_base::hashing::sha256_file;
+use coreb_data::problem::ProblemId;
+use coreb_data::qrels::Task;
+use coreb_data::releases::{ControlOf, ReleaseManifest};
+use coreb_data::rewritten::{RewrittenProblem, TestOrigin, as_problem};
+use coreb_data::tables::references::{ReferenceRow, write_references};
+use coreb_data::tables::{ProblemReader, ProblemWriter};
+
+use super::llm::{ANSWER_KEYS, write_jsonl};
+use super::stage::StageName;
+use super::{Engine, StageReport};
+use crate::artifacts::{StageRecord, input_key};
+
+/// The release a control build controls: its directory, and what the control's MANIFEST
+/// records of it.
+pub struct Controlled {
+    /// Its published directory.
+    pub dir: std::path::PathBuf,
+    /// Its version and MANIFEST sha256.
+    pub of: ControlOf,
+}
+
+/// Read the release that `[control] of` names, and check that this build can be its control.
+pub fn controlled(engine: &Engine) -> anyhow::Result<Option<Controlled>> {
+    let plan = engine.plan();
+    let Some(dir) = &plan.control else { return Ok(None) };
+    let path = dir.join("MANIFEST.json");
+    if !path.is_file() {
+        anyhow::bail!("`control.of`: `{}` holds no `MANIFEST.json`: build and publish the release first, then its control", dir.display());
+    }
+    let manifest = ReleaseManifest::read(&path)?;
+    if manifest.version != plan.version {
+        anyhow::bail!(
+            "`control.of`: `{}` is release `{}`, but this manifest builds `{}`: a control is of the same month (set `version = \"{}\"`)",
+            dir.display(),
+            manifest.version,
+            plan.version,
+            manifest.version
+        );
+    }
+    if manifest.window != plan.window {
+        anyhow::bail!(
+            "`control.of`: release `{}` (`{}`) has the window {:?}, this manifest {:?}: a control covers the same contest days",
+            manifest.version,
+            dir.display(),
+            manifest.window,
+            plan.window
+        );
+    }
+    if manifest.controls.is_some() {
+        anyhow::bail!("`control.of`: `{}` is itself a control release; name the release it controls", dir.display());
+    }
+    let manifest_sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+    Ok(Some(Controlled { dir: dir.clone(), of: ControlOf { version: manifest.version, manifest_sha256 } }))
+}
+
+/// A problem as it is, as the rewrite stage's output: original title, statement, starter
+/// code and tests, every test kept.
+fn unrewritten(p: coreb_data::problem::Problem) -> RewrittenProblem {
+    let tests = p.public_tests.len() + p.private_tests.len();
+    RewrittenProblem {
+        id: p.id,
+        title: p.question_title,
+        statement: p.question_content,
+        starter_code: p.starter_code,
+        func_name: p.func_name,
+        platform: p.platform,
+        difficulty: p.difficulty,
+        contest_date: p.contest_date,
+        public_tests: p.public_tests,
+        private_tests: p.private_tests,
+        model: String::new(),
+        test_origins: vec![TestOrigin::Kept; tests],
+        reference: None,
+    }
+}
+
+/// `rewrite` of a control build: the filtered problems the controlled release published, not
+/// rewritten (the same outputs as the rewrite stage's, so the later stages read them alike).
+pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<StageReport> {
+    let stage = StageName::Rewrite;
+    let controlled = controlled(engine)?.context("not a control build")?;
+    let published = controlled.dir.join("problems.parquet");
+    let keep: BTreeSet<ProblemId> =
+        ProblemReader::open(&published)?.map(|p| p.map(|p| p.id)).collect::<Result<_, _>>().with_context(|| format!("reading `{}`", published.display()))?;
+    let key = input_key(stage.as_str(), &("control", &controlled.of.version, sha256_file(&published)?), &[filter])?;
+    if let Some(hit) = engine.cached(stage, &key)? {
+        return Ok(hit);
+    }
+    let writer = engine.begin(stage)?;
+    let mut jsonl = coreb_base::durable::AtomicFile::create(&writer.path("rewritten.jsonl"))?;
+    let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
+    let mut references = Vec::new();
+    let (mut rows_in, mut tests_kept) = (0usize, 0u64);
+    for p in ProblemReader::open(&engine.output(filter, "problems")?)? {
+        let p = p?;
+        rows_in += 1;
+        if !keep.contains(&p.id) {
+            continue;
+        }
+        let r = unrewritten(p);
+        tests_kept += r.test_origins.len() as u64;
+        serde_json::to_writer(&mut jsonl, &r)?;
+        std::io::Write::write_all(&mut jsonl, b"\n")?;
+        references.push(ReferenceRow::of(&r));
+        table.write(as_problem(&r))?;
+    }
+    jsonl.commit()?;
+    table.finish()?;
+    let kept = references.len();
+    let missing: Vec<&str> = keep.iter().filter(|id| !references.iter().any(|r| &r.problem_id == *id)).map(ProblemId::as_str).collect();
+    if !missing.is_empty() {
+        anyhow::bail!(
+            "the control of release `{}` lacks problem(s) {} that the release published: its `filter` stage did not keep them (are the manifests' sources, window, dedup and filter the release's?)",
+            controlled.of.version,
+            missing.join(", ")
+        );
+    }
+    write_references(&writer.path("references.parquet"), &references)?;
+    write_jsonl::<serde_json::Value>(&writer.path("reference_failures.jsonl"), &[])?;
+    write_jsonl::<serde_json::Value>(&writer.path("rejections.jsonl"), &[])?;
+    fs_err::write(writer.path(ANSWER_KEYS), "")?;
+    let summary = serde_json::json!({
+        "rows_in": rows_in,
+        "rows_out": kept,
+        "rejected": 0,
+        "not_in_release": rows_in - kept,
+        "stats": { "tests_kept": tests_kept, "tests_model": 0, "tests_bijection": 0 },
+        "parameters": { "control_of": controlled.of },
+        "models": [],
+    });
+    let outputs = [
+        ("rewritten", "rewritten.jsonl"),
+        ("problems", "problems.parquet"),
+        ("references", "references.parquet"),
+        ("reference_failures", "reference_failures.jsonl"),
+        ("rejections", "rejections.jsonl"),
+        ("answer_keys", ANSWER_KEYS),
+    ];
+    engine.printer.status(format!(
+        "{:>10}: control of `{}`: {kept} problems kept as they are (not rewritten), {} not in the release",
+        stage.as_str(),
+        controlled.of.version,
+        rows_in - kept
+    ));
+    writer.commit(engine, stage, &key, &outputs, summary, serde_json::json!({}))
+}
+
+/// A query as the mapping compares it: (problem, subtask, language).
+type QueryKey = (String, String, String);
+
+/// The queries of each task's BEIR folder under `release`: id → (problem, subtask, language).
+fn release_queries(release: &Path) -> anyhow::Result<BTreeMap<Task, BTreeMap<String, QueryKey>>> {
+    let mut out = BTreeMap::new();
+    for task in Task::ALL {
+        let path = release.join(task.as_str()).join("queries.jsonl");
+        let mut queries = BTreeMap::new();
+        for (i, line) in fs_err::read_to_string(&path)?.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let v: serde_json::Value = serde_json::from_str(line).with_context(|| format!("`{}`:{}", path.display(), i + 1))?;
+            let field = |k: &str| v.get(k).and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
+            queries.insert(field("_id"), (field("source_problem_id"), field("subtask"), field("language_constraint")));
+        }
+        out.insert(task, queries);
+    }
+    Ok(out)
+}
+
+/// The control (about to be published in `control`) against the release it controls: its
+/// queries map one to one onto the release's queries of the same problems. Returns the
+/// number of queries paired and of the release's problems the control holds.
+pub fn check_queries(control: &Path, controlled: &Controlled) -> anyhow::Result<(usize, usize)> {
+    let ours = release_queries(control)?;
+    let theirs = release_queries(&controlled.dir)?;
+    let problems: BTreeSet<&str> = ours.values().flat_map(|q| q.values().map(|k| k.0.as_str())).collect();
+    let mut faults = Vec::new();
+    let mut paired = 0;
+    for (task, queries) in &ours {
+        let other = &theirs[task];
+        for (id, k) in queries {
+            match other.get(id) {
+                Some(o) if o == k => paired += 1,
+                Some(o) => faults.push(format!("{} query `{id}` is about {k:?} in the control, {o:?} in the release", task.as_str())),
+                None => faults.push(format!("{} query `{id}` of the control is no query of the release", task.as_str())),
+            }
+        }
+        for (id, k) in other.iter().filter(|(id, k)| problems.contains(k.0.as_str()) && !queries.contains_key(*id)) {
+            faults.push(format!("{} query `{id}` of the release (problem `{}`) has no counterpart in the control", task.as_str(), k.0));
+        }
+    }
+    if !faults.is_empty() {
+        let n = faults.len();
+        faults.truncate(10);
+        anyhow::bail!(
+            "the control's queries do not map one to one onto those of release `{}` (`{}`): {n} fault(s):\n  {}",
+            controlled.of.version,
+            controlled.dir.display(),
+            faults.join("\n  ")
+        );
+    }
+    Ok((paired, problems.len()))
+}
+
+/// The section a control's card ends with: what it is the control of, and that its problems
+/// were not rewritten.
+pub fn card_section(of: &ControlOf) -> String {
+    format!(
+        "\n## Control release\n\nThis release is the **control** of release `{}` (MANIFEST sha256 `{}`): the same month built \
+         without the counterfactual rewrite. Its problems are the originals, statements and tests as the contest sites published \
+         them; the distractors, summaries, queries and solutions were made for the originals. Where the text above says the \
+         problems were rewritten, it does not apply here. Its query ids are those of the release (same problem, subtask and \
+         language), so `coreb compare` pairs a retriever's results on the two per query.\n",
+        of.version, of.manifest_sha256
+    )
+}

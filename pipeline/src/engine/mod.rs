@@ -35,7 +35,7 @@ pub mod shard;
 pub mod stage;
 
 pub use overrides::PlanOverrides;
-pub use release::relative_path;
+pub use release::{KIT_ANSWERS, KIT_DIR, KIT_MANIFEST, relative_path};
 
 use std::path::PathBuf;
 

@@ -33,14 +33,7 @@ use crate::manifest::{ManifestFile, RunPlan, check_release_sandbox, lexical_join
 use coreb_base::printer::Printer;
 use coreb_data::releases::{FileEntry, ReleaseManifest};
 
-// The kit's names, as the release stage writes them (`engine::release::{KIT_DIR, KIT_ANSWERS,
-// KIT_MANIFEST}`, private to the engine); a test builds the sample and checks they hold.
-/// The folder of a release that holds its regeneration kit.
-pub const KIT_DIR: &str = "regeneration";
-/// The kit's answers.
-pub const KIT_ANSWERS: &str = "answers.jsonl.gz";
-/// The kit's build manifest.
-pub const KIT_MANIFEST: &str = "build.toml";
+pub use crate::engine::{KIT_ANSWERS, KIT_DIR, KIT_MANIFEST};
 
 /// A file of a release that is not as its MANIFEST says: missing, different, extra, not a
 /// plain file, or (for `coreb check`) not readable as the table it should be.

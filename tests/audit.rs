@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::support::{coreb, root, run, text};
+use crate::support::{copy_tree, coreb, root, run, text};
 
 const KEY: &str = "sk-audit-secret-7c1d";
 
@@ -328,14 +328,6 @@ fn model_audit_stops_on_401_with_a_clear_error() {
     let out = run(cmd.env_remove("AUDIT_KEY_UNSET"));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("`AUDIT_KEY_UNSET` is not set"), "{}", text(&out));
-}
-
-/// Copy a directory tree.
-fn copy_tree(from: &Path, to: &Path) {
-    for (rel, p) in files(from) {
-        fs_err::create_dir_all(to.join(&rel).parent().unwrap()).unwrap();
-        fs_err::copy(&p, to.join(rel)).unwrap();
-    }
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{coreb, root, run, same_release_as, text};
+use crate::support::{copy_tree, coreb, root, run, same_release_as, text};
 
 fn release() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -113,17 +113,4 @@ fn compare_pairs_bm25_on_the_release_and_on_its_control() {
     let out = run(coreb().arg("compare").arg(&on_release).arg(results(tmp.path(), &forged, "forged")));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("different releases are not compared"), "{}", text(&out));
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs_err::create_dir_all(to).unwrap();
-    for e in fs_err::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_tree(&p, &dest);
-        } else {
-            fs_err::copy(&p, &dest).unwrap();
-        }
-    }
 }

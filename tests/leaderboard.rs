@@ -10,21 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{coreb, python, root, run, text};
-
-/// Copy a directory tree.
-fn copy_tree(from: &Path, to: &Path) {
-    fs_err::create_dir_all(to).unwrap();
-    for e in fs_err::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_tree(&p, &dest);
-        } else {
-            fs_err::copy(&p, &dest).unwrap();
-        }
-    }
-}
+use crate::support::{copy_tree, coreb, python, root, run, text};
 
 /// The sample's manifest made into `version`, covering `[start, end]` only (so: the sample's
 /// problems of that month), with absolute paths, its own empty releases directory and its own

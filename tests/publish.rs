@@ -4,31 +4,17 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{coreb, root, run, text, tree_sha256};
+use crate::support::{copy_tree, coreb, root, run, text, tree_sha256};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")
-}
-
-/// Copy the directory `from` to `to` (plain files and directories).
-fn copy_dir(from: &Path, to: &Path) {
-    fs_err::create_dir_all(to).unwrap();
-    for e in fs_err::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let target = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &target);
-        } else {
-            fs_err::copy(&p, &target).unwrap();
-        }
-    }
 }
 
 /// A copy of the committed sample release in a fresh temporary directory.
 fn sample_copy() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let release = dir.path().join("v202503");
-    copy_dir(&committed(), &release);
+    copy_tree(&committed(), &release);
     (dir, release)
 }
 
@@ -40,7 +26,7 @@ fn stdout(out: &std::process::Output) -> String {
 fn a_published_release_is_not_rewritten_unless_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let publish = dir.path().join("release");
-    copy_dir(&committed(), &publish);
+    copy_tree(&committed(), &publish);
     let before = tree_sha256(&publish);
     // The sample's manifest with another hard-negative seed, beside it (its paths are relative).
     let manifest = root().join("manifests/.immutable-test.toml");

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::support::{coreb, python, root, run, same_release_as, text, tree_sha256};
+use crate::support::{copy_tree, coreb, python, root, run, same_release_as, text, tree_sha256};
 
 const QUESTIONS: [&str; 5] = ["intent", "tests", "disguise", "distractors", "summary"];
 
@@ -28,15 +28,6 @@ fn built() -> &'static Built {
         assert!(out.status.success(), "{}", text(&out));
         Built { _dir: dir, release, build }
     })
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs_err::create_dir_all(to).unwrap();
-    for e in fs_err::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() { copy_tree(&p, &dest) } else { fs_err::copy(&p, &dest).map(drop).unwrap() }
-    }
 }
 
 fn page(release: &Path, build: &Path, n: &str, seed: &str, out: &Path) -> String {

@@ -9,24 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::support::{coreb, root, run, text, tree_sha256};
+use crate::support::{copy_tree, coreb, root, run, text, tree_sha256};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")
-}
-
-/// Copy the plain files and directories of `from` to `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    fs_err::create_dir_all(to).unwrap();
-    for e in fs_err::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let target = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &target);
-        } else {
-            fs_err::copy(&p, &target).unwrap();
-        }
-    }
 }
 
 /// Three fresh temporary directories: the release copy's, the sources', an empty working one.
@@ -42,7 +28,7 @@ impl Dirs {
     fn new() -> Dirs {
         let tmp = tempfile::tempdir().unwrap();
         let (release, sources, cwd, outside) = (tmp.path().join("a/v202503"), tmp.path().join("b"), tmp.path().join("c"), tmp.path().join("outside"));
-        copy_dir(&committed(), &release);
+        copy_tree(&committed(), &release);
         // The source file under another name, in a subfolder among other files.
         fs_err::create_dir_all(sources.join("lcb")).unwrap();
         fs_err::copy(root().join("tests/fixtures/sample/problems.jsonl"), sources.join("lcb/downloaded-2025.jsonl")).unwrap();
@@ -119,7 +105,7 @@ fn the_kit_folder_of_an_export_rebuilds_the_release_and_its_exported_tables() {
     let kit = export.join("regeneration/v202503");
     assert!(kit.join("MANIFEST.json").is_file() && kit.join("answers.jsonl.gz").is_file(), "the export carries the kit and its MANIFEST");
     let out = run(coreb().args(["verify", "--checksums"]).arg(&kit));
-    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("15 files match"), "{}", text(&out));
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("16 files match"), "{}", text(&out));
     // Only the export is left: the release folder it came from is gone.
     fs_err::remove_dir_all(dirs.release.parent().unwrap()).unwrap();
     let before = tree_sha256(&export);
@@ -207,7 +193,7 @@ fn names_that_leave_the_release_and_links_in_it_are_refused() {
     fs_err::copy(&target, &prompt).unwrap();
     // The whole kit a link to a copy outside.
     let kit = dirs.release.join("regeneration");
-    copy_dir(&kit, &dirs.outside.join("kit"));
+    copy_tree(&kit, &dirs.outside.join("kit"));
     fs_err::remove_dir_all(&kit).unwrap();
     std::os::unix::fs::symlink(dirs.outside.join("kit"), &kit).unwrap();
     let before = tree_sha256(&dirs.outside);

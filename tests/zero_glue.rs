@@ -193,6 +193,7 @@ fn the_published_layout_export_loads_like_the_published_dataset() {
     // The release's regeneration kit rides along, byte for byte, with the release's MANIFEST.
     let mut kit = tree_sha256(&committed().join("regeneration"));
     kit.push(("MANIFEST.json".into(), coreb_base::hashing::sha256_file(&committed().join("MANIFEST.json")).unwrap()));
+    kit.push(("README.md".into(), coreb_base::hashing::sha256_file(&committed().join("README.md")).unwrap()));
     kit.sort();
     assert_eq!(tree_sha256(&out_dir.join("regeneration/v202503")), kit);
     // A second export replaces the first, byte for byte; a directory that is not an export is refused.

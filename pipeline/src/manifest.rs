@@ -188,6 +188,11 @@ pub struct RunPlan {
     pub replace: bool,
     /// `[control] of`, absolute: the release this build is the control of.
     pub control: Option<PathBuf>,
+    /// Where `release` looks for the human review recorded for this version (`None`:
+    /// `<releases_dir>/reviews/<version>/`, where `coreb review report --record` puts it);
+    /// `verify` points it at the review a release's kit carries.
+    #[serde(skip)]
+    pub review_dir: Option<PathBuf>,
 }
 
 impl RunPlan {
@@ -243,6 +248,7 @@ impl RunPlan {
         }
         Ok(RunPlan {
             control,
+            review_dir: None,
             publish_dir: releases_dir.join(&version),
             manifest_text: String::new(),
             replace: false,

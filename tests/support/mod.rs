@@ -47,6 +47,20 @@ pub fn text(out: &Output) -> String {
     format!("status: {}\nstdout:\n{}\nstderr:\n{}", out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
+/// Copy the directory tree `from` to `to` (plain files and directories; `to` is made).
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    fs_err::create_dir_all(to).unwrap();
+    for e in fs_err::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_tree(&p, &dest);
+        } else {
+            fs_err::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
 /// sha256 of every file under `dir`, relative paths sorted.
 pub fn tree_sha256(dir: &std::path::Path) -> Vec<(String, String)> {
     let mut out = Vec::new();

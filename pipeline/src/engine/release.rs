@@ -78,7 +78,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
     let manifest_rel = relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path);
     let (stages, models) = stage_facts(others.iter().copied().chain([filter, qrels]));
     let controlled = super::control::controlled(engine)?;
-    let review = recorded_review(&plan.releases_dir, &plan.version)?;
+    let review = recorded_review(&plan.releases_dir, &plan.version, plan.review_dir.as_deref())?;
     let key = input_key(
         StageName::Release.as_str(),
         &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text, &plan.gates, &stages, controlled.as_ref().map(|c| &c.of), &review),
@@ -224,8 +224,11 @@ struct RecordedReview {
 /// The review recorded beside the releases (`<releases_dir>/reviews/<version>/card.md` and
 /// `review.json`), if any: the `release` stage puts its section into the card again, so that
 /// a rebuild of a reviewed release publishes the card the review re-published.
-fn recorded_review(releases_dir: &Path, version: &str) -> anyhow::Result<Option<RecordedReview>> {
-    let json = coreb_eval::gates::review_path(&releases_dir.join(version), version);
+fn recorded_review(releases_dir: &Path, version: &str, review_dir: Option<&Path>) -> anyhow::Result<Option<RecordedReview>> {
+    let json = match review_dir {
+        Some(dir) => dir.join("review.json"),
+        None => coreb_eval::gates::review_path(&releases_dir.join(version), version),
+    };
     let dir = json.parent().map(Path::to_owned).unwrap_or_default();
     let card = dir.join(coreb_curation::review::report::CARD_SECTION);
     if !card.is_file() {

@@ -236,17 +236,61 @@ fn check_kit_manifest(path: &Path, trusted: bool) -> anyhow::Result<()> {
 /// store `store` (the store's own import: every key checked against its request). A
 /// truncated or corrupt file, or an entry that is not a valid one, is an error naming
 /// `shown` (the file in the release) and the line. Returns the number of answers.
+///
+/// A downloaded kit is untrusted: JSON answers compress 5-20x, so data that decompresses to
+/// more than [`ANSWERS_MAX_RATIO`] times its compressed size (at least 64 MiB) is refused
+/// before it fills the disk or the memory.
 pub fn import_answers(gz: &Path, shown: &Path, work: &Path, store: &Path) -> anyhow::Result<u64> {
-    use std::io::{BufRead as _, Write as _};
+    let cap = fs_err::metadata(gz)?.len().saturating_mul(ANSWERS_MAX_RATIO).max(64 << 20);
+    import_answers_capped(gz, shown, work, store, cap)
+}
+
+/// The human review a published card carries (`coreb review report --record` adds its
+/// section; it is a person's input, not a build output, so the kit does not hold it): written
+/// into `to` as the `release` stage reads a recorded review (`card.md`, and `review.json`
+/// naming the MANIFEST the review was of: the published one with the card before the
+/// section). `None` when the card has no such section, or it is not the last one (then the
+/// rebuild's card lacks it and the comparison says so).
+fn recorded_review(release: &Path, manifest: &ReleaseManifest, to: &Path) -> anyhow::Result<Option<PathBuf>> {
+    let heading = format!("\n{}\n", stages::release::HUMAN_VALIDATION);
+    let Ok(card) = fs_err::read_to_string(release.join("README.md")) else { return Ok(None) };
+    let Some(at) = card.find(&heading) else { return Ok(None) };
+    let (before, section) = (&card[..at], &card[at + 1..]);
+    if stages::release::with_human_validation(before, section) != card {
+        return Ok(None);
+    }
+    let mut reviewed = manifest.clone();
+    reviewed.files.insert("README.md".into(), FileEntry { sha256: coreb_base::hashing::sha256_hex(before.as_bytes()), bytes: before.len() as u64 });
+    let digest = coreb_base::hashing::sha256_hex((serde_json::to_string_pretty(&reviewed)? + "\n").as_bytes());
+    fs_err::create_dir_all(to)?;
+    fs_err::write(to.join(coreb_curation::review::report::CARD_SECTION), section)?;
+    fs_err::write(to.join("review.json"), serde_json::to_string_pretty(&serde_json::json!({ "release": manifest.version, "release_sha256": digest }))? + "\n")?;
+    Ok(Some(to.to_owned()))
+}
+
+/// How many times its compressed size a kit's answers may decompress to.
+pub const ANSWERS_MAX_RATIO: u64 = 200;
+
+fn import_answers_capped(gz: &Path, shown: &Path, work: &Path, store: &Path, cap: u64) -> anyhow::Result<u64> {
+    use std::io::{BufRead as _, Read as _, Write as _};
     let jsonl = work.join("answers.jsonl");
-    let mut reader = std::io::BufReader::new(flate2::read::GzDecoder::new(fs_err::File::open(gz)?));
+    let mut reader = std::io::BufReader::new(flate2::read::GzDecoder::new(fs_err::File::open(gz)?).take(cap.saturating_add(1)));
     let mut out = std::io::BufWriter::new(fs_err::File::create(&jsonl)?);
     let mut line = Vec::new();
     let mut n = 0usize;
+    let mut read = 0u64;
     loop {
         line.clear();
         match reader.read_until(b'\n', &mut line) {
             Ok(0) => break,
+            Ok(got)
+                if {
+                    read += got as u64;
+                    read > cap
+                } =>
+            {
+                bail!("`{}`, line {}: decompresses to more than {cap} bytes ({ANSWERS_MAX_RATIO}x its size, at least 64 MiB): refused", shown.display(), n + 1)
+            }
             Ok(_) if line.last() != Some(&b'\n') => bail!("`{}`, line {}: the file ends inside the line (truncated)", shown.display(), n + 1),
             Ok(_) => {
                 n += 1;
@@ -307,8 +351,10 @@ fn place(from: &Path, to: &Path) -> anyhow::Result<()> {
 fn exported_kit_checksums(dir: &Path, manifest: &ReleaseManifest) -> anyhow::Result<Vec<Damage>> {
     let prefix = format!("{KIT_DIR}/");
     let (files, odd) = list_release(dir)?;
-    let actual: BTreeMap<String, FileEntry> = files.into_iter().filter(|(p, _)| p != "MANIFEST.json").map(|(p, e)| (format!("{prefix}{p}"), e)).collect();
-    let expected: BTreeMap<String, FileEntry> = manifest.files.iter().filter(|(p, _)| p.starts_with(&prefix)).map(|(p, e)| (p.clone(), e.clone())).collect();
+    // The kit's files, and the release's card (`README.md`) beside them.
+    let actual: BTreeMap<String, FileEntry> =
+        files.into_iter().filter(|(p, _)| p != "MANIFEST.json").map(|(p, e)| (if p == "README.md" { p } else { format!("{prefix}{p}") }, e)).collect();
+    let expected: BTreeMap<String, FileEntry> = manifest.files.iter().filter(|(p, _)| p.starts_with(&prefix) || *p == "README.md").map(|(p, e)| (p.clone(), e.clone())).collect();
     let mut damaged = damage(&expected, &actual);
     damaged.extend(odd.into_iter().map(|d| Damage { file: format!("{prefix}{}", d.file), ..d }));
     Ok(damaged)
@@ -328,7 +374,7 @@ pub fn checksums_of(path: &Path) -> anyhow::Result<(ReleaseManifest, Vec<Damage>
         Located::ExportedKit { .. } => {
             let manifest = ReleaseManifest::read(&dir.join("MANIFEST.json"))?;
             let damaged = exported_kit_checksums(&dir, &manifest)?;
-            let n = manifest.files.keys().filter(|p| p.starts_with(&format!("{KIT_DIR}/"))).count();
+            let n = manifest.files.keys().filter(|p| p.starts_with(&format!("{KIT_DIR}/")) || *p == "README.md").count();
             Ok((manifest, damaged, n))
         }
     }
@@ -456,6 +502,10 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
     // A rebuild never calls an endpoint: every answer must come from the kit.
     plan.llm.mode = coreb_llm::StoreMode::Replay;
     plan.publish_dir = scratch.path().join("rebuilt").join(&plan.version);
+    if let Some(review) = recorded_review(dir, &manifest, &scratch.path().join("review"))? {
+        printer.status(format!("the card carries a recorded human review: its section is taken from the published `README.md` ({})", review.display()));
+        plan.review_dir = Some(review);
+    }
     printer.status(format!("rebuilding `{}` from its kit in {}", manifest.version, scratch.path().display()));
     let rebuilt = plan.publish_dir.clone();
     let engine = Engine::new(plan, printer, false)?;
@@ -760,6 +810,27 @@ mod tests {
         fs_err::write(&gz, b"not gzip").unwrap();
         let err = import_answers(&gz, Path::new("kit/answers.jsonl.gz"), dir.path(), &dir.path().join("store")).unwrap_err();
         assert!(format!("{err:#}").starts_with("`kit/answers.jsonl.gz`, line 1: truncated or corrupt gzip data"), "{err:#}");
+    }
+
+    /// A gzip bomb: more than the cap decompressed is refused, naming the line, whether the
+    /// data has newlines or is one endless line; nothing of it is imported.
+    #[test]
+    fn answers_that_decompress_past_the_cap_are_refused() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let gz = dir.path().join("answers.jsonl.gz");
+        for (body, line) in [(b"{}\n".repeat(4000), 2049), (vec![b' '; 12_000], 1)] {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            enc.write_all(&body).unwrap();
+            fs_err::write(&gz, enc.finish().unwrap()).unwrap();
+            let store = dir.path().join("store");
+            let err = import_answers_capped(&gz, Path::new("kit/answers.jsonl.gz"), dir.path(), &store, 6_144).unwrap_err();
+            assert_eq!(
+                format!("{err:#}"),
+                format!("`kit/answers.jsonl.gz`, line {line}: decompresses to more than 6144 bytes ({ANSWERS_MAX_RATIO}x its size, at least 64 MiB): refused")
+            );
+            assert!(!store.exists(), "nothing imported");
+        }
     }
 
     #[test]

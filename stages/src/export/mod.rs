@@ -303,13 +303,16 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
             schemas.insert(*c, columns::schema(cols));
         }
         // The release's regeneration kit rides along, per release (no config reads it), with
-        // the release's MANIFEST, which names every file's sha256 and the sources: what
+        // the release's MANIFEST and card, which names every file's sha256 and the sources: what
         // `coreb verify <export>/regeneration/<version>` rebuilds the release from.
         let kit = dir.join("regeneration");
         if kit.is_dir() {
             let to = tmp.join("regeneration").join(version);
             copy_files(&kit, &to)?;
             std::fs::copy(dir.join("MANIFEST.json"), to.join("MANIFEST.json")).map_err(io(&dir.join("MANIFEST.json")))?;
+            // The release's card: a recorded human review's section in it is a person's
+            // input, which a rebuild takes from the published card.
+            std::fs::copy(dir.join("README.md"), to.join("README.md")).map_err(io(&dir.join("README.md")))?;
         }
         let license = std::fs::read_to_string(dir.join("LICENSE")).unwrap_or_default();
         exported.push(ExportedRelease { version: version.clone(), rows, license, schemas, bytes, subtasks });

@@ -2,7 +2,7 @@
 //! immutable unless replaced on purpose; `coreb verify --checksums` and `coreb check` name a
 //! damaged file without rebuilding.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::support::{copy_tree, coreb, root, run, text, tree_sha256};
 

@@ -73,7 +73,8 @@ impl Preflight<'_> {
 
     /// Ask the endpoint of a build that sends requests which models it serves (one request):
     /// the problems found (unreachable, credentials refused, a model it does not list), and
-    /// a note when it has no list to check against.
+    /// a note when it has no list to check against. Nothing is asked without the API key
+    /// ([`Preflight::problems`] names that).
     pub fn endpoint(&self) -> (Vec<String>, Option<String>) {
         let plan = self.plan;
         let file = plan.manifest_path.display();
@@ -94,7 +95,7 @@ impl Preflight<'_> {
             Ok(coreb_llm::client::ModelListing::Unlisted(why)) => {
                 (Vec::new(), Some(format!("preflight: `{base}/models` answered {why}: the models the manifest names are not checked before the build")))
             }
-            Ok(coreb_llm::client::ModelListing::Served(ids)) => (unserved(plan, &ids), None),
+            Ok(coreb_llm::client::ModelListing::Served(ids)) => (unserved(plan, base, &ids), None),
         }
     }
 
@@ -103,7 +104,7 @@ impl Preflight<'_> {
     pub fn check(&self) -> anyhow::Result<Vec<String>> {
         let mut problems = self.problems();
         let mut notes = Vec::new();
-        if self.sends() && coreb_llm::gateway::api_key_from_env(&self.plan.llm).is_ok() {
+        if self.sends() {
             let (found, note) = self.endpoint();
             problems.extend(found);
             notes.extend(note);
@@ -115,9 +116,9 @@ impl Preflight<'_> {
     }
 }
 
-/// The models the manifest names that `served` (an endpoint's list) lacks, one line each,
-/// naming the setting.
-fn unserved(plan: &RunPlan, served: &[String]) -> Vec<String> {
+/// The models the manifest names that `served` (the list of the endpoint at `base`) lacks,
+/// one line each, naming the setting.
+fn unserved(plan: &RunPlan, base: &str, served: &[String]) -> Vec<String> {
     let file = plan.manifest_path.display();
     let listed = || {
         let shown: Vec<&str> = served.iter().take(8).map(String::as_str).collect();
@@ -136,7 +137,7 @@ fn unserved(plan: &RunPlan, served: &[String]) -> Vec<String> {
     named
         .into_iter()
         .filter(|(m, _)| !served.contains(m))
-        .map(|(m, setting)| format!("`{setting}` names `{m}` (in `{file}`), which `{}/models` does not list (it lists: {})", plan.llm.base_url.trim_end_matches('/'), listed()))
+        .map(|(m, setting)| format!("`{setting}` names `{m}` (in `{file}`), which `{base}/models` does not list (it lists: {})", listed()))
         .collect()
 }
 

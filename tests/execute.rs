@@ -894,9 +894,18 @@ fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
     let out = run(coreb().arg("build").arg(&manifest).arg("--output-dir").arg(&build).arg("--publish-dir").arg(&release));
     assert!(out.status.success(), "{}", text(&out));
     let committed = root().join("releases/sample/v202503");
-    // The regeneration kit carries the build manifest, which differs here by design.
-    let data = |d: &Path| tree_sha256(d).into_iter().filter(|(p, _)| p != "MANIFEST.json" && !p.starts_with("regeneration/")).collect::<Vec<_>>();
+    // The regeneration kit carries the build manifest, which differs here by design; the card
+    // is compared below.
+    let data = |d: &Path| tree_sha256(d).into_iter().filter(|(p, _)| p != "MANIFEST.json" && p != "README.md" && !p.starts_with("regeneration/")).collect::<Vec<_>>();
     assert_eq!(data(&release), data(&committed));
+    // The sample's recorded human review is of the committed build (its MANIFEST sha256), not
+    // of this one, whose MANIFEST records the two switches: the card is the committed card
+    // without its "Human validation" section, and the build says why.
+    assert!(text(&out).contains("is of another build of `v202503`"), "{}", text(&out));
+    let section = fs_err::read_to_string(root().join("releases/sample/reviews/v202503/card.md")).unwrap();
+    let card = fs_err::read_to_string(release.join("README.md")).unwrap();
+    assert!(!card.contains("## Human validation"));
+    assert_eq!(format!("{}\n\n{}\n", card.trim_end_matches('\n'), section.trim_end_matches('\n')), fs_err::read_to_string(committed.join("README.md")).unwrap());
     let manifest_of = |d: &Path| -> serde_json::Value { serde_json::from_str(&fs_err::read_to_string(d.join("MANIFEST.json")).unwrap()).unwrap() };
     let (mut got, mut want) = (manifest_of(&release), manifest_of(&committed));
     assert_eq!(got["stages"]["execute"]["parameters"]["reuse"], serde_json::json!(["python", "cpp", "java", "ruby"]));
@@ -905,8 +914,9 @@ fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
         m["stages"]["execute"]["parameters"].as_object_mut().unwrap().remove("reuse");
         m["stages"]["execute"]["parameters"].as_object_mut().unwrap().remove("idle_slots");
         m.as_object_mut().unwrap().remove("build_manifest");
-        // The kit's entries: it carries the build manifest, which differs by design.
-        m["files"].as_object_mut().unwrap().retain(|k, _| !k.starts_with("regeneration/"));
+        // The kit's entries: it carries the build manifest, which differs by design; the card,
+        // compared above.
+        m["files"].as_object_mut().unwrap().retain(|k, _| !k.starts_with("regeneration/") && k != "README.md");
         // Another machine's toolchain versions are the release tests' business.
         m["stages"]["execute"].as_object_mut().unwrap().remove("toolchains");
     }

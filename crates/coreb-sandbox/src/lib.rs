@@ -50,6 +50,8 @@
 mod busy;
 mod cgroup;
 mod config;
+#[allow(unsafe_code)]
+mod hook;
 mod plan;
 #[allow(unsafe_code)]
 mod sys;
@@ -318,7 +320,7 @@ impl Sandbox {
     pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
         config.validate(&Accounts::from_system())?;
         // The hook a re-executed init starts from must be in this binary.
-        std::hint::black_box(sys::init_hook_linked());
+        std::hint::black_box(hook::init_hook_linked());
         let root = sys::effective_uid() == 0;
         if root {
             uid::prepare_lock_dir(&config.lock_dir)?;

@@ -1,10 +1,11 @@
-//! Every `unsafe` of the crate: thin wrappers of the system calls the judge side makes, and
-//! the code of the sandbox's init process and of the program's last steps before `execve`.
+//! Every `unsafe` of the crate but the pre-`main` hook ([`crate::hook`]): thin wrappers of
+//! the system calls the judge side makes, and the code of the sandbox's init process and of
+//! the program's last steps before `execve`.
 //!
 //! A run is started by [`spawn`], with fresh PID, mount, network, IPC and UTS namespaces
 //! (and a user namespace when unprivileged). As root, the child of `clone(CLONE_VM |
-//! CLONE_VFORK)` re-executes the judge's own binary ([`Reexec`]), which reads its plan
-//! ([`crate::plan`]) in [`init_hook`] before `main`; unprivileged, it is a raw `clone` with
+//! CLONE_VFORK)` re-executes the judge's own binary ([`Reexec`]), whose hook
+//! ([`crate::hook`]) reads its plan ([`crate::plan`]) before `main`; unprivileged, it is a raw `clone` with
 //! fork semantics of the judge (a re-executed init would lose the capabilities it holds in its
 //! user namespace). Either way the child is the PID namespace's init ([`init_main`]); it
 //! builds the filesystem view, switches root into it, then starts the program
@@ -327,15 +328,15 @@ pub(crate) mod step {
     pub(crate) const INIT_EXEC: u32 = 10_005;
 }
 
-/// `argv[0]` of the judge's binary started again as a run's init ([`init_hook`]).
+/// `argv[0]` of the judge's binary started again as a run's init ([`crate::hook`]).
 pub(crate) const INIT_ARGV0: &std::ffi::CStr = c"coreb-sandbox-init";
 
 /// How a run's init becomes a process of its own instead of a copy of the judge: the
 /// child of `clone(CLONE_VM | CLONE_VFORK)` with the run's namespaces runs
 /// [`reexec_main`] on `stack` in the judge's memory (the judge's thread waits meanwhile),
 /// keeps init's descriptors and `plan_fd` open across `execve`, and executes
-/// `/proc/self/exe` as [`INIT_ARGV0`] `plan_fd`; [`init_hook`] then reads the plan
-/// ([`crate::plan`]) before `main` and runs [`init_main`]. Copying the page tables of a
+/// `/proc/self/exe` as [`INIT_ARGV0`] `plan_fd`; the hook ([`crate::hook`]) then reads the
+/// plan before `main` and runs [`init_main`]. Copying the page tables of a
 /// judge holding hundreds of MiB (a month's `execute`) cost every run tens of milliseconds
 /// of CPU; an `execve` costs about one.
 pub(crate) struct Reexec {
@@ -649,7 +650,7 @@ unsafe fn resident_kb(statm: &CString) -> u64 {
 /// death signal before waiting for the go, non-dumpable only after the id maps, mounts before
 /// the root switch, then the reaping loop. Split into functions, that order would be spread
 /// over several `unsafe fn`s that a reviewer must still read as one.
-unsafe fn init_main(init: &Init<'_>) -> ! {
+pub(crate) unsafe fn init_main(init: &Init<'_>) -> ! {
     // SAFETY (whole body): raw system calls on prepared data; see the module doc.
     unsafe {
         // Copies of other runs' pipes, inherited from the judge, must not stay open here.
@@ -796,47 +797,6 @@ extern "C" fn reexec_main(arg: *mut c_void) -> c_int {
         libc::execve(reexec.exe.as_ptr(), reexec.argv_ptrs.as_ptr(), reexec.env_ptrs.as_ptr());
         fail(errno())
     }
-}
-
-/// Run from `.init_array` of every binary that links this crate, before `main`: when the
-/// process is a run's init started by [`reexec_main`] (`argv` is exactly [`INIT_ARGV0`] and
-/// a descriptor, the environment empty), read the plan, become init and never return;
-/// otherwise return at once.
-extern "C" fn init_hook(argc: c_int, argv: *const *const c_char, envp: *const *const c_char) {
-    // SAFETY: glibc passes `main`'s argc, argv and envp to `.init_array` functions: argv
-    // holds argc strings then NULL, envp is NULL-terminated.
-    unsafe {
-        if argc != 2 || argv.is_null() || envp.is_null() || !(*envp).is_null() || std::ffi::CStr::from_ptr(*argv) != INIT_ARGV0 {
-            return;
-        }
-        let Some(fd) = std::ffi::CStr::from_ptr(*argv.add(1)).to_str().ok().and_then(|s| s.parse::<RawFd>().ok()) else { libc::_exit(125) };
-        // A process of its own now, single-threaded: reading and allocating are fine. The
-        // judge blocked every signal around the clone; the handlers are the defaults now.
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        let mut bytes = Vec::new();
-        let read = std::io::Read::read_to_end(&mut File::from_raw_fd(fd), &mut bytes);
-        let mut plan = match read.ok().and_then(|_| crate::plan::decode(&bytes)) {
-            Some(plan) => plan,
-            // The judge went away before sending the whole plan.
-            None => libc::_exit(125),
-        };
-        match plan.init() {
-            Some(init) => init_main(&init),
-            None => libc::_exit(125),
-        }
-    }
-}
-
-#[used]
-#[unsafe(link_section = ".init_array")]
-static INIT_HOOK: extern "C" fn(c_int, *const *const c_char, *const *const c_char) = init_hook;
-
-/// Keeps [`INIT_HOOK`] in every binary that starts runs (its object is linked with
-/// [`spawn`]'s caller).
-pub(crate) fn init_hook_linked() -> usize {
-    std::hint::black_box(&INIT_HOOK) as *const _ as usize
 }
 
 /// The program's process until `execve`: runs on its own stack in init's memory (init waits

@@ -129,22 +129,13 @@ pub fn write_jsonl<T: Serialize>(path: &Path, rows: &[T]) -> anyhow::Result<()> 
 
 /// Read one JSON object per line.
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
-    read_jsonl_map(path, |row| row)
+    Ok(coreb_base::jsonl::read(path)?)
 }
 
 /// Read one JSON object per line, a line at a time, keeping what `f` makes of each: only
 /// one line and the kept rows are in memory.
 fn read_jsonl_map<T: DeserializeOwned, U>(path: &Path, mut f: impl FnMut(T) -> U) -> anyhow::Result<Vec<U>> {
-    use std::io::BufRead;
-    let mut rows = Vec::new();
-    for (i, line) in std::io::BufReader::new(fs_err::File::open(path)?).lines().enumerate() {
-        let line = line.with_context(|| format!("reading `{}`", path.display()))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        rows.push(f(serde_json::from_str(&line).with_context(|| format!("`{}`:{}", path.display(), i + 1))?));
-    }
-    Ok(rows)
+    Ok(coreb_base::jsonl::rows(path)?.map(|row| row.map(&mut f)).collect::<Result<_, _>>()?)
 }
 
 /// The output of an LLM stage listing the store keys of the answers it used, one a line.

@@ -16,7 +16,6 @@ use super::output::spool_path;
 use crate::corpus_manifest::{CorpusManifestFile, SourceFormat, SourceSpec};
 use crate::engine::shard::ShardSpec;
 use coreb_base::printer::Printer;
-use coreb_curation::jsonl::for_each_json;
 
 /// The local file (or BEIR folder) of every source, in manifest order: `url` sources are
 /// downloaded into `cache` with the fetch stage, and a `sha256` pin is checked either way.
@@ -370,12 +369,14 @@ fn read_beir(s: &SourceSpec, dir: &Path) -> anyhow::Result<Vec<(String, String, 
 /// is `wanted`.
 fn read_beir_texts(path: &Path, wanted: &HashSet<&str>) -> anyhow::Result<HashMap<String, String>> {
     let mut texts = HashMap::new();
-    for_each_json(path, |line, obj| {
-        let id = field(&obj, "_id", path, line)?;
+    for line in coreb_base::jsonl::lines(path)? {
+        let line = line?;
+        let line_no = line.number as usize;
+        let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&line.text).with_context(|| format!("{}: not a JSON object", line.at(path)))?;
+        let id = field(&obj, "_id", path, line_no)?;
         if wanted.contains(id.as_str()) {
-            texts.insert(id, field(&obj, "text", path, line)?);
+            texts.insert(id, field(&obj, "text", path, line_no)?);
         }
-        Ok(())
-    })?;
+    }
     Ok(texts)
 }

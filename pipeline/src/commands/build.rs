@@ -56,7 +56,7 @@ fn stage_replacing(stage: StageName, args: StageArgs, replace: bool) -> anyhow::
         if let (Some(slice), Some(obj)) = (shard, line.as_object_mut()) {
             obj.insert("shard".into(), serde_json::json!(slice.index));
             obj.insert("shards".into(), serde_json::json!(slice.count));
-            obj.insert("outputs".into(), serde_json::json!([engine.parts_dir(stage).join(crate::engine::shard::part_name(slice))]));
+            obj.insert("outputs".into(), serde_json::json!([engine.parts_dir(stage).join(crate::shard::part_name(slice))]));
         }
         printer.json_line(&line);
     }

@@ -35,9 +35,9 @@ use stages::execute::{ExecuteConfig, ExecuteError, ExecuteStats, Hooks, Toolchai
 
 use super::{Engine, StageOutput, StageReport};
 use crate::artifacts::{StageRecord, input_key};
-use crate::engine::shard::PartMarker;
 use crate::engine::stage::StageName;
 use crate::manifest::RunPlan;
+use crate::shard::PartMarker;
 
 /// The sandbox of a build and the toolchains it found.
 #[derive(Debug)]
@@ -264,7 +264,7 @@ pub(super) fn run(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord, 
 /// ([`stages::execute::journal`]): `artifacts/.journal/execute`, or one directory per shard.
 fn journal_dir(engine: &Engine) -> PathBuf {
     let name = match engine.slice_of(StageName::Execute) {
-        Some(slice) => format!("execute-{}", crate::engine::shard::part_name(slice)),
+        Some(slice) => format!("execute-{}", crate::shard::part_name(slice)),
         None => "execute".to_owned(),
     };
     engine.store().stage_dir(".journal").join(name)

@@ -9,9 +9,8 @@
 //! [`release_build`] finds the build a published release was made from again, for the
 //! audits of `coreb audit`.
 //!
-//! [`corpus`] is the runner of the corpus curation (`coreb corpus`): the same shard parts and
-//! markers, stage functions of the `stages` crate, but its own manifest and output, so not a
-//! stage of this loop (its module doc says why).
+//! The corpus runner of `coreb corpus` is not part of the engine ([`crate::corpus`]); both use
+//! [`crate::shard`] for shard processes and their parts.
 //!
 //! After each stage the engine checks what it left ([`Engine::check_kept`]): a stage that
 //! leaves nothing, or an LLM stage that keeps less than `llm.min_kept_share` of its items,
@@ -19,7 +18,6 @@
 //! `rejections.jsonl`, rather than letting later stages run on nothing.
 
 pub mod control;
-pub mod corpus;
 mod dedup;
 pub mod execute;
 mod fetch;
@@ -31,7 +29,6 @@ pub mod preflight;
 mod qrels;
 mod release;
 pub mod release_build;
-pub mod shard;
 pub mod stage;
 
 pub use overrides::PlanOverrides;
@@ -40,9 +37,9 @@ pub use release::{KIT_ANSWERS, KIT_DIR, KIT_MANIFEST, relative_path};
 use std::path::PathBuf;
 
 use crate::artifacts::{ArtifactStore, StageRecord, StageWriter};
-use crate::engine::shard::{Lock, PartMarker, PartWriter};
-use crate::engine::{shard::ShardSpec, stage::StageName};
+use crate::engine::stage::StageName;
 use crate::manifest::RunPlan;
+use crate::shard::{Lock, PartMarker, PartWriter, ShardSpec};
 use coreb_base::printer::Printer;
 
 /// What one stage did in a build.
@@ -220,7 +217,7 @@ impl Engine {
     /// Whether item `id` is handled by this process in `stage` (all are, but in a shard
     /// process).
     pub fn handles(&self, stage: StageName, id: &str) -> bool {
-        self.slice_of(stage).is_none_or(|slice| crate::engine::shard::in_slice(id, slice))
+        self.slice_of(stage).is_none_or(|slice| crate::shard::in_slice(id, slice))
     }
 
     /// Where `stage` writes in this process.
@@ -235,12 +232,12 @@ impl Engine {
     /// `key`.
     fn part_hit(&self, stage: StageName, key: &str) -> anyhow::Result<Option<StageReport>> {
         let Some(slice) = self.slice_of(stage) else { return Ok(None) };
-        let dir = self.parts_dir(stage).join(crate::engine::shard::part_name(slice));
-        if !crate::engine::shard::part_done(&self.parts_dir(stage), slice, key) {
+        let dir = self.parts_dir(stage).join(crate::shard::part_name(slice));
+        if !crate::shard::part_done(&self.parts_dir(stage), slice, key) {
             return Ok(None);
         }
         self.printer.status(format!("{:>10}: shard {}/{} is complete (`{}`); nothing to do", stage.as_str(), slice.index, slice.count, dir.display()));
-        let mut report = part_report(stage, crate::engine::shard::read_part_marker(&dir)?);
+        let mut report = part_report(stage, crate::shard::read_part_marker(&dir)?);
         report.skipped = true;
         Ok(Some(report))
     }
@@ -252,12 +249,12 @@ impl Engine {
             return Ok(None);
         }
         let dir = self.parts_dir(stage);
-        let any = dir.exists() && fs_err::read_dir(&dir)?.any(|e| e.is_ok_and(|e| e.file_name().to_str().and_then(crate::engine::shard::parse_part_name).is_some()));
+        let any = dir.exists() && fs_err::read_dir(&dir)?.any(|e| e.is_ok_and(|e| e.file_name().to_str().and_then(crate::shard::parse_part_name).is_some()));
         if !any && self.merging != Some(stage) {
             return Ok(None);
         }
         let rerun = |i: u32, n: u32| format!("run `coreb {stage} {} --shard {i}/{n}`", self.plan.manifest_path.display());
-        let parts = crate::engine::shard::complete_parts(&dir, key, stage.as_str(), rerun)?;
+        let parts = crate::shard::complete_parts(&dir, key, stage.as_str(), rerun)?;
         self.printer.status(format!("{:>10}: merging {} shard parts from `{}`", stage.as_str(), parts.len(), dir.display()));
         Ok(Some(parts))
     }

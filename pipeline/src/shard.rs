@@ -1,5 +1,7 @@
-//! Shard processes (`--shard i/N`) and their merge, shared by `coreb corpus` and the build
-//! stages (`rewrite`, `distract`, `abbreviate`, `generate`, `execute`, `queries`).
+//! Shard processes (`--shard i/N`) and their merge, shared by the corpus runner
+//! ([`crate::corpus`]) and the build engine's shardable stages ([`crate::engine`]: `rewrite`,
+//! `distract`, `abbreviate`, `generate`, `execute`, `queries`); neither reaches into the
+//! other for them.
 //!
 //! One convention for all of them:
 //! - a shard process keeps the items whose id hash ([`in_slice`]: [`coreb_base::shard`], xxh3

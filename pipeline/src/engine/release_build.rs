@@ -18,6 +18,8 @@ use coreb_curation::audit::ReleaseBuild;
 use coreb_data::rewritten::RewrittenProblem;
 use stages::execute::ExecuteConfig;
 
+use super::rewrite::RewriteSummary;
+use super::summary::{StageFacts, Summary};
 use crate::artifacts::{StageRecord, read_record};
 use crate::manifest::{ManifestFile, lexical_join};
 use coreb_data::releases::ReleaseManifest;
@@ -41,6 +43,8 @@ pub struct BuildLookup {
     pub manifest_sha256: String,
     /// The release's `MANIFEST.json`.
     pub manifest_file: PathBuf,
+    /// What the MANIFEST records of `generate`.
+    generate: Option<StageFacts>,
 }
 
 impl BuildLookup {
@@ -59,7 +63,8 @@ impl BuildLookup {
             None => lexical_join(&manifest_dir, &build.output_dir),
         };
         let manifest_sha256 = coreb_base::hashing::sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
-        Ok(BuildLookup { manifest, build, manifest_path, manifest_dir, build_dir, given, manifest_sha256, manifest_file: path })
+        let generate = manifest.stages.get("generate").and_then(|g| serde_json::from_value(g.clone()).ok());
+        Ok(BuildLookup { manifest, build, manifest_path, manifest_dir, build_dir, given, manifest_sha256, manifest_file: path, generate })
     }
 
     /// Where the build directory came from, for messages.
@@ -94,8 +99,11 @@ impl BuildLookup {
         let Some(facts) = facts else {
             bail!("`{}`: records nothing of the `rewrite` stage, so no build can be matched to it", self.manifest_file.display());
         };
+        // What the build's rewrite record would give the MANIFEST, against what it gave.
+        let summary: RewriteSummary = serde_json::from_value(rewrite.summary.clone()).with_context(|| format!("`{}`: not a `rewrite` record", rewrite_record.display()))?;
+        let built = serde_json::to_value(summary.facts().unwrap_or_default())?;
         for (key, value) in facts {
-            let built = rewrite.summary.get(key).unwrap_or(&serde_json::Value::Null);
+            let built = built.get(key).unwrap_or(&serde_json::Value::Null);
             if built != value {
                 bail!(
                     "{} holds another build: its rewrite record `{}` has `{key}` = {built}, but `{}` records {value} for `rewrite`; {hint}",
@@ -115,7 +123,7 @@ impl ReleaseBuild for BuildLookup {
     }
 
     fn rewritten(&self) -> anyhow::Result<Vec<RewrittenProblem>> {
-        crate::engine::llm::read_jsonl(&self.artifact("rewrite", "rewritten")?)
+        Ok(coreb_base::jsonl::read(&self.artifact("rewrite", "rewritten")?)?)
     }
 
     fn artifact(&self, stage: &str, output: &str) -> anyhow::Result<PathBuf> {
@@ -154,7 +162,7 @@ impl ReleaseBuild for BuildLookup {
     }
 
     fn generate_prompt_sha256(&self) -> Option<&str> {
-        self.manifest.stages.get("generate").and_then(|g| g["prompts"]["generate"].as_str())
+        self.generate.as_ref()?.prompts.as_ref()?.get("generate").map(String::as_str)
     }
 
     fn execute(&self) -> &ExecuteConfig {

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use crate::engine::Engine;
 use crate::engine::stage::StageName;
+use crate::engine::{Engine, FetchSummary};
 use crate::manifest::{ManifestFile, RunPlan, SourceFile, lexical_join};
 use coreb_base::durable;
 use coreb_base::printer::Printer;
@@ -187,10 +187,9 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
         let plan = RunPlan::load(&out, None)?;
         let engine = Engine::new(plan, printer, false)?;
         let reports = engine.run_until(StageName::Fetch)?;
-        let pins = &reports[0].record.summary["sources"];
+        let pins = &reports[0].summary_as::<FetchSummary>()?.sources;
         for s in &mut file.sources {
-            let sha = pins.as_array().into_iter().flatten().find(|p| p["name"] == s.name.as_str()).and_then(|p| p["sha256"].as_str());
-            s.sha256 = sha.map(str::to_owned);
+            s.sha256 = pins.iter().find(|p| p.name == s.name).map(|p| p.sha256.clone());
         }
         durable::write(&out, toml::to_string_pretty(&file)?.as_bytes())?;
     }

@@ -1,6 +1,6 @@
 //! The build a published release was made from, found again for `coreb audit` (the
 //! [`ReleaseBuild`] its rewrite and model audits read): `--build-dir`, else the `output_dir`
-//! of the build manifest embedded in the release's `MANIFEST.json`, whose `rewrite` artifact
+//! of the build manifest embedded in the release's `MANIFEST.json` ([`EmbeddedManifest`]), whose `rewrite` artifact
 //! holds the rewritten problems with their tests (and the other stages' artifacts the review
 //! page reads, [`ReleaseBuild::artifact`]). Does NOT rebuild a missing artifact: the
 //! error says which file is missing and how to make it.
@@ -21,7 +21,7 @@ use stages::execute::ExecuteConfig;
 use super::rewrite::RewriteSummary;
 use super::summary::{StageFacts, Summary};
 use crate::artifacts::{StageRecord, read_record};
-use crate::manifest::{ManifestFile, lexical_join};
+use crate::manifest::{EmbeddedManifest, ManifestFile, lexical_join};
 use coreb_data::releases::ReleaseManifest;
 
 /// Where the build a release was made from keeps its artifacts, found through the build
@@ -50,21 +50,22 @@ pub struct BuildLookup {
 impl BuildLookup {
     /// Read `release/MANIFEST.json` and resolve the build directory (`build_dir` wins).
     pub fn open(release: &Path, build_dir: Option<&Path>) -> anyhow::Result<Self> {
-        let path = release.join("MANIFEST.json");
-        let manifest = ReleaseManifest::read(&path)?;
-        let build: ManifestFile =
-            toml::from_str(&manifest.build_manifest.text).map_err(|e| anyhow::anyhow!("`{}`: `build_manifest.text`: {}", path.display(), e.to_string().trim_end()))?;
-        let release_abs = std::path::absolute(release).with_context(|| format!("`{}`", release.display()))?;
-        let manifest_path = lexical_join(&release_abs, Path::new(&manifest.build_manifest.path));
-        let manifest_dir = manifest_path.parent().map_or_else(|| release_abs.clone(), Path::to_owned);
+        let EmbeddedManifest { manifest_file, release: manifest, file: build, path: manifest_path } = EmbeddedManifest::read(release)?;
+        let manifest_dir = manifest_path.parent().map_or_else(|| manifest_path.clone(), Path::to_owned);
         let given = build_dir.is_some();
         let build_dir = match build_dir {
             Some(d) => std::path::absolute(d).with_context(|| format!("`{}`", d.display()))?,
             None => lexical_join(&manifest_dir, &build.output_dir),
         };
-        let manifest_sha256 = coreb_base::hashing::sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+        let manifest_sha256 = coreb_base::hashing::sha256_file(&manifest_file).with_context(|| format!("hashing `{}`", manifest_file.display()))?;
         let generate = manifest.stages.get("generate").and_then(|g| serde_json::from_value(g.clone()).ok());
-        Ok(BuildLookup { manifest, build, manifest_path, manifest_dir, build_dir, given, manifest_sha256, manifest_file: path, generate })
+        Ok(BuildLookup { manifest, build, manifest_path, manifest_dir, build_dir, given, manifest_sha256, manifest_file, generate })
+    }
+
+    /// Refuse to run the judge of a build manifest that sets the sandbox's settings, unless
+    /// `trusted` (`--trust-release-sandbox`).
+    pub fn check_sandbox(&self, trusted: bool) -> anyhow::Result<()> {
+        crate::manifest::check_release_sandbox(&self.manifest.build_manifest.text, &self.manifest_file, trusted)
     }
 
     /// Where the build directory came from, for messages.

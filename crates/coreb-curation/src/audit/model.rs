@@ -7,7 +7,7 @@
 //! Reuses the build's stages unchanged: solutions come from [`stages::generate::generate`]
 //! with the `generate` prompt through the LLM [`Gateway`] and a response store (a rerun sends
 //! nothing it already has; `--replay` never sends), verdicts from
-//! [`stages::execute::execute_with_progress`] in the sandbox, with the release's
+//! [`coreb_judge::execute_with_progress`] in the sandbox, with the release's
 //! `[stages.execute]` configuration. pass@1 per problem is the unbiased estimator over the N
 //! samples, `c / n` (1 − C(n−c, 1) / C(n, 1)); a window's pass@1 is the mean over its problems.
 //!
@@ -30,13 +30,13 @@ use coreb_data::rewritten::{RewrittenProblem, TestOrigin, as_problem};
 use coreb_data::solution::{Language, SolutionId};
 use coreb_eval::run::ClientOptions;
 use coreb_http::RetryConfig;
+use coreb_judge::ExecuteOutput;
 use coreb_llm::gateway::api_key_from_env;
 use coreb_llm::prompt::Prompts;
 use coreb_llm::run::{ModelPlan, RejectReason};
 use coreb_llm::{Counted, Gateway, LlmConfig, LlmFailureKind, ResponseStore, SamplingParams, StoreMode};
 use coreb_sandbox::Sandbox;
 use serde::Serialize;
-use stages::execute::ExecuteOutput;
 use stages::generate::{GenerateConfig, GenerateOutput, generate};
 
 use super::{ReleaseBuild, month};
@@ -329,15 +329,15 @@ pub fn model<B: ReleaseBuild>(release: &Path, options: ModelOptions, open_build:
 
     let execute = lookup.execute();
     let sandbox = Sandbox::new(execute.sandbox.clone()).context("setting up the sandbox")?;
-    stages::execute::toolchain_versions(execute, &sandbox, &[language]).context("checking the toolchain")?;
+    coreb_judge::toolchain_versions(execute, &sandbox, &[language]).context("checking the toolchain")?;
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let bar = printer.progress(Some((gen_original.solutions.len() + gen_rewritten.solutions.len()) as u64), "execute", false);
     let tick = || bar.inc(1);
     let original_problems: Vec<Problem> = pairs.iter().map(|(p, _)| p.clone()).collect();
-    let exec_original = stages::execute::execute_with_progress(execute, &original_problems, &gen_original.solutions, &sandbox, jobs, &tick)
+    let exec_original = coreb_judge::execute_with_progress(execute, &original_problems, &gen_original.solutions, &sandbox, jobs, &tick)
         .context("judging the solutions to the original problems")?;
     let rewritten_problems: Vec<Problem> = rewrites.iter().map(as_problem).collect();
-    let exec_rewritten = stages::execute::execute_with_progress(execute, &rewritten_problems, &gen_rewritten.solutions, &sandbox, jobs, &tick)
+    let exec_rewritten = coreb_judge::execute_with_progress(execute, &rewritten_problems, &gen_rewritten.solutions, &sandbox, jobs, &tick)
         .context("judging the solutions to the rewritten problems")?;
     bar.finish_and_clear();
     let judged = exec_original.stats.solutions + exec_rewritten.stats.solutions;

@@ -54,17 +54,6 @@ pub struct GenerateOutput {
     pub prompt_sha256: String,
 }
 
-/// The name a prompt uses for a language.
-pub fn language_name(language: Language) -> &'static str {
-    match language {
-        Language::Python => "Python 3",
-        Language::Cpp => "C++17",
-        Language::Java => "Java 17",
-        Language::Go => "Go",
-        Language::Ruby => "Ruby",
-    }
-}
-
 /// Generate every solution.
 pub async fn generate(
     config: &GenerateConfig,
@@ -158,7 +147,7 @@ fn render(prompt: &Prompt, p: &RewrittenProblem, language: Language) -> Result<V
     prompt.render(&[
         ("title", &p.title),
         ("statement", &p.statement),
-        ("language_name", language_name(language)),
+        ("language_name", language.versioned_name()),
         ("task_instructions", prompt.fragment(task)?.trim()),
         ("language_instructions", prompt.fragment(&instructions)?.trim()),
         ("io_instructions", prompt.fragment(io)?.trim()),

@@ -9,12 +9,12 @@ use coreb_data::problem::ProblemId;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::solutions::read_solutions;
 use coreb_data::tables::verdicts::read_verdicts;
+use coreb_data::texts::Distractor;
+use coreb_data::texts::Summary;
 use coreb_judge::Harness;
 use coreb_judge::driver::assemble;
 use coreb_judge::signature::Signature;
 use coreb_llm::LlmStage;
-use stages::abbreviate::Summary;
-use stages::distract::Distractor;
 use stages::qrels::{JudgedSolution, ProblemTexts, SearchQuery, qrels};
 use stages::queries::Query;
 

@@ -8,6 +8,8 @@
 //! - [`errors`]: an error and its causes as one line, for places that keep an error as text.
 //! - [`interrupt`]: SIGINT and SIGTERM as a flag that long work reads between its units, so
 //!   that it starts nothing new, commits what finished and stops ([`interrupt::Interrupted`]).
+//! - [`minhash`]: what the two MinHash-LSH deduplicators share (normalisation, parameters,
+//!   the union-find).
 //! - [`seeded`]: the one seeded generator (SplitMix64) whose draws releases and results
 //!   publish.
 //! - [`printer`]: all terminal output — human lines on stderr, `--json` summaries on stdout,
@@ -22,5 +24,6 @@ pub mod durable;
 pub mod errors;
 pub mod hashing;
 pub mod interrupt;
+pub mod minhash;
 pub mod printer;
 pub mod seeded;

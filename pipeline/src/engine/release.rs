@@ -155,7 +155,7 @@ pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qr
         // The card as `coreb review report --record` re-published it: only when the review is
         // of the release this build makes (its MANIFEST before the card changed).
         if r.reviewed_sha256 == sha256_hex(text.as_bytes()) {
-            let card = stages::release::with_human_validation(&fs_err::read_to_string(tmp.join("README.md"))?, &r.section);
+            let card = coreb_data::releases::with_human_validation(&fs_err::read_to_string(tmp.join("README.md"))?, &r.section);
             fs_err::write(tmp.join("README.md"), &card)?;
             manifest.files.insert("README.md".into(), coreb_data::releases::FileEntry { sha256: sha256_hex(card.as_bytes()), bytes: card.len() as u64 });
             text = serde_json::to_string_pretty(&manifest)? + "\n";

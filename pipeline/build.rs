@@ -3,7 +3,7 @@
 //! Every stage key holds `COREB_SOURCE_SHA256`: the sha256 over the path and content of each
 //! `.rs` and `.toml` file of the crates linked into the binary (`pipeline`, `stages`,
 //! `crates/*`, `vendor/whatlang-fast`), the prompts compiled in (`prompts/eval`), the judge's
-//! driver templates (`stages/src/execute/drivers`, every file),
+//! driver templates (`crates/coreb-judge/src/drivers`, every file),
 //! and the workspace's `Cargo.toml` and `Cargo.lock` (dependency versions). So a build made
 //! by changed code never reuses an artifact made by the old code, even at the same
 //! `CARGO_PKG_VERSION`. Coarse on purpose: a stage's output also depends on shared code
@@ -24,7 +24,7 @@ const SOURCES: &[&str] = &["pipeline", "stages", "crates", "vendor/whatlang-fast
 
 /// The judge's driver templates (`include_str!`d into the binary): every file, whatever its
 /// extension.
-const DRIVERS: &str = "stages/src/execute/drivers";
+const DRIVERS: &str = "crates/coreb-judge/src/drivers";
 
 /// What `coreb init` copies from the repository into a workspace, at the same relative path:
 /// the prompts and schemas, the sample's manifest, and the sample's problems and response

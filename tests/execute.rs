@@ -11,9 +11,10 @@ use std::sync::OnceLock;
 
 use coreb_data::problem::{Platform, Problem, ProblemId, TestCase, TestType};
 use coreb_data::solution::{Language, Solution, SolutionId};
+use coreb_judge::reuse::{FastStart, PYTHON_MODULES, PYTHON_NAMES, RUBY_LIBRARIES, RUBY_NAMES};
+use coreb_judge::{ExecuteConfig, LimitsPatch, SolutionResult, Verdict, execute};
 use coreb_sandbox::{DirAccess, Identity, Limits, Program, Sandbox, SandboxConfig};
-use stages::execute::reuse::{FastStart, PYTHON_MODULES, PYTHON_NAMES, RUBY_LIBRARIES, RUBY_NAMES};
-use stages::execute::{ExecuteConfig, LimitsPatch, SolutionResult, Verdict, execute, execute_tables};
+use stages::execute::execute_tables;
 use stages::ingest::{IngestConfig, decode_row};
 
 use crate::support::{coreb, root, run, text, tree_sha256};
@@ -545,7 +546,7 @@ fn the_manifest_records_toolchains_and_time_limits() {
         let versions = execute["toolchains"][language.as_str()].as_object().unwrap_or_else(|| panic!("no toolchains for {language}"));
         assert!(!versions.is_empty() && versions.values().all(|v| v.as_str().is_some_and(|s| !s.is_empty())), "{language}: {versions:?}");
         let limits = &execute["time_limits"][language.as_str()];
-        assert_eq!(limits["time_multiplier"].as_f64(), Some(stages::execute::default_time_multiplier(language)), "{language}");
+        assert_eq!(limits["time_multiplier"].as_f64(), Some(coreb_judge::default_time_multiplier(language)), "{language}");
     }
     assert!(execute["toolchains"]["cpp"]["g++"].as_str().unwrap().starts_with("g++"));
     assert!(execute["toolchains"]["java"]["javac"].as_str().unwrap().starts_with("javac"));

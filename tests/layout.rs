@@ -82,3 +82,19 @@ fn the_readme_crate_table_and_picture_match_cargo_metadata() {
         }
     }
 }
+
+/// The cuts of issue "the house, step two": curation sits beside the stages, not above them
+/// (it runs no stage: the model audit's run is the binary's), and the judge is a library of
+/// its own that no build stage is needed for.
+#[test]
+fn curation_depends_on_no_stage_and_the_judge_only_on_what_judging_needs() {
+    let crates = workspace();
+    let (_, curation) = &crates["coreb-curation"];
+    assert!(!curation.contains("coreb-stages"), "coreb-curation depends on coreb-stages again: {curation:?}");
+    let (path, judge) = &crates["coreb-judge"];
+    assert_eq!(path, "crates/coreb-judge");
+    assert_eq!(judge.iter().map(String::as_str).collect::<Vec<_>>(), ["coreb-base", "coreb-data", "coreb-sandbox"]);
+    for user in ["coreb", "coreb-stages"] {
+        assert!(crates[user].1.contains("coreb-judge"), "{user} judges through coreb-judge");
+    }
+}

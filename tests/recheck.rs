@@ -13,12 +13,12 @@ use coreb_data::rewritten::TestOrigin;
 use coreb_data::solution::{Language, Solution, SolutionId};
 use coreb_data::verdict::{CheckOutcome, Verdict};
 use coreb_http::RetryConfig;
+use coreb_judge::driver::Harness;
+use coreb_judge::recheck::{RecheckProblem, RecheckStats};
+use coreb_judge::{ExecuteConfig, execute_checked};
 use coreb_llm::prompt::Prompts;
 use coreb_llm::{Gateway, LlmConfig, ResponseStore, StoreMode};
 use serde_json::{Value, json};
-use stages::execute::driver::Harness;
-use stages::execute::recheck::{RecheckProblem, RecheckStats};
-use stages::execute::{ExecuteConfig, execute_checked};
 use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, apply_bijection_keeping, letter_bijection, rewrite};
 
 use crate::support::{root, stdin_problem};
@@ -192,7 +192,7 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
     assert_eq!(verdicts(1), [(0, Verdict::Passed)]);
     assert_eq!(verdicts(2), [(0, Verdict::Passed), (1, Verdict::Passed)]);
     // Without the re-check (today's judge) the same correct solutions fail the broken tests.
-    let unchecked = stages::execute::execute(&config, &problems, &solutions, &sandbox, 2).unwrap();
+    let unchecked = coreb_judge::execute(&config, &problems, &solutions, &sandbox, 2).unwrap();
     assert_eq!(unchecked.results.iter().map(|r| r.passed).collect::<Vec<_>>(), [false, false, true, true]);
     drop(server);
 }

@@ -123,7 +123,7 @@ fn package_list() -> Vec<String> {
 fn every_package_the_judge_can_ask_for_is_in_the_one_list() {
     let list = package_list();
     for program in ["python3", "g++", "javac", "java", "go", "ruby"] {
-        let package = stages::execute::toolchain::debian_package(program).unwrap();
+        let package = coreb_judge::toolchain::debian_package(program).unwrap();
         assert!(list.iter().any(|p| p == package), "`{package}` (for `{program}`) is not in scripts/debian-packages.txt: {list:?}");
     }
     assert!(list.iter().any(|p| p == "util-linux") && list.iter().any(|p| p == "python3-venv"), "{list:?}");

@@ -4,7 +4,7 @@
 //! all five languages, each repeated as several samples, each problem's tests repeated, so a
 //! few hundred solution × test pairs. Both judges run the same pairs on a pool of `--jobs`
 //! workers (default: all cores):
-//! - `coreb`: [`stages::execute::execute`]: compile once per solution, every test sandboxed;
+//! - `coreb`: [`coreb_judge::execute`]: compile once per solution, every test sandboxed;
 //! - `naive`: like the reference CoREB harness, one unsandboxed process per test that also
 //!   recompiles per test (`python3 f.py`, `g++ -O2` + run, `javac` + `java`, `go run`, `ruby`).
 //!
@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 
 use coreb_data::problem::{Problem, TestCase, TestType};
 use coreb_data::solution::{Language, Solution, SolutionId};
+use coreb_judge::driver::assemble;
+use coreb_judge::{ExecuteConfig, Harness, execute, functional_outputs_match, outputs_match};
 use coreb_sandbox::{Sandbox, SandboxConfig};
 use rayon::prelude::*;
-use stages::execute::driver::assemble;
-use stages::execute::{ExecuteConfig, Harness, execute, functional_outputs_match, outputs_match};
 use stages::ingest::{IngestConfig, decode_row};
 
 fn fixtures() -> PathBuf {
@@ -68,7 +68,7 @@ impl Figures {
 /// problem the solution inside its language's driver.
 fn naive_test(solution: &Solution, program: &str, test: &TestCase) -> bool {
     let Ok(dir) = tempfile::tempdir() else { return false };
-    let main_class = stages::execute::java_main_class(program);
+    let main_class = coreb_judge::java_main_class(program);
     let file = match solution.language {
         Language::Java => format!("{main_class}.java"),
         l => format!("main.{}", l.extension()),
@@ -158,7 +158,7 @@ fn main() {
     let ours = Figures {
         name: "coreb",
         pairs: out.stats.tests,
-        passed: out.stats.verdicts.get(&stages::execute::Verdict::Passed).copied().unwrap_or(0),
+        passed: out.stats.verdicts.get(&coreb_judge::Verdict::Passed).copied().unwrap_or(0),
         wall: t0.elapsed(),
         cpu: children_cpu() - cpu0,
     };

@@ -6,25 +6,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use coreb_data::problem::ProblemId;
 use coreb_data::rewritten::RewrittenProblem;
+use coreb_data::texts::Summary;
 use coreb_llm::prompt::Prompt;
 use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
 use coreb_llm::text::{clean_markdown, word_count};
 use coreb_llm::{LlmGateway, LlmStage};
-
-/// A problem's canonical summary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Summary {
-    /// The problem.
-    pub problem_id: ProblemId,
-    /// The summary text.
-    pub text: String,
-    /// Its word count.
-    pub words: usize,
-    /// The model that wrote it.
-    pub model: String,
-}
 
 /// `[stages.abbreviate]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

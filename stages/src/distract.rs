@@ -12,54 +12,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use coreb_data::problem::ProblemId;
 use coreb_data::rewritten::RewrittenProblem;
+use coreb_data::texts::{Distractor, DistractorKind};
 use coreb_llm::prompt::Prompt;
 use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
 use coreb_llm::text::word_count;
 use coreb_llm::{LlmGateway, LlmStage};
-
-/// The four kinds of distractor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DistractorKind {
-    /// The core operation changes (count instead of enumerate, max instead of sum).
-    OperationType,
-    /// What is optimised changes (minimise instead of maximise).
-    OptimisationObjective,
-    /// A different algorithmic technique is needed.
-    AlgorithmicApproach,
-    /// The underlying structure changes (sequence → tree).
-    ProblemDomain,
-}
-
-impl DistractorKind {
-    /// All four, in order.
-    pub const ALL: [DistractorKind; 4] = [DistractorKind::OperationType, DistractorKind::OptimisationObjective, DistractorKind::AlgorithmicApproach, DistractorKind::ProblemDomain];
-
-    /// The JSON key of the kind.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DistractorKind::OperationType => "operation_type",
-            DistractorKind::OptimisationObjective => "optimisation_objective",
-            DistractorKind::AlgorithmicApproach => "algorithmic_approach",
-            DistractorKind::ProblemDomain => "problem_domain",
-        }
-    }
-}
-
-/// One distractor statement.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Distractor {
-    /// The problem it imitates.
-    pub problem_id: ProblemId,
-    /// Its kind.
-    pub kind: DistractorKind,
-    /// The statement.
-    pub statement: String,
-    /// The model that wrote it.
-    pub model: String,
-}
 
 /// `[stages.distract]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

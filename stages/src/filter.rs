@@ -1,13 +1,13 @@
 //! `filter`: keep problems whose statement is in the wanted language (whatlang), long
 //! enough, that have at least the minimum number of tests, and (functional problems) whose
-//! starter gives a signature the judge's drivers can call ([`crate::signature`]: `TreeNode`,
-//! `ListNode`, `Optional[…]` … are rejected, naming the type). Pure; every rejection carries
-//! a typed reason.
+//! starter gives a signature the judge's drivers can call ([`coreb_judge::signature`]:
+//! `TreeNode`, `ListNode`, `Optional[…]` … are rejected, naming the type). Pure; every
+//! rejection carries a typed reason.
 
 use serde::{Deserialize, Serialize};
 
-use crate::signature::{self, SignatureError};
 use coreb_data::problem::Problem;
+use coreb_judge::signature::{self, SignatureError};
 
 /// `[stages.filter]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,9 +4,9 @@
 //! (fragments `task_program`, `language_<lang>`, `io_stdin`). A LeetCode (call-based)
 //! problem asks for the solution only (`task_solution`, `solution_<lang>`, `io_functional`):
 //! the class or function of the skeleton with its helpers and imports, no entry point and no
-//! I/O, since the judge adds the I/O driver ([`crate::execute::driver`]). The skeleton is
+//! I/O, since the judge adds the I/O driver ([`coreb_judge::driver`]). The skeleton is
 //! the Python starter for Python and, for the other languages, the one rendered from the
-//! starter's signature ([`crate::signature`], 64-bit integers); a starter without a usable
+//! starter's signature ([`coreb_judge::signature`], 64-bit integers); a starter without a usable
 //! signature (which `filter` rejects) is shown as it is. Sample `s` is sent with seed `seed + s` so that samples differ on
 //! endpoints that honour seeds; the sample index is part of the request key either way.
 //! The code is extracted with [`extract_code`] (first `<code>…</code>`, else an unclosed
@@ -52,17 +52,6 @@ pub struct GenerateOutput {
     pub stats: LlmStageStats,
     /// sha256 of the prompt.
     pub prompt_sha256: String,
-}
-
-/// The name a prompt uses for a language.
-pub fn language_name(language: Language) -> &'static str {
-    match language {
-        Language::Python => "Python 3",
-        Language::Cpp => "C++17",
-        Language::Java => "Java 17",
-        Language::Go => "Go",
-        Language::Ruby => "Ruby",
-    }
 }
 
 /// Generate every solution.
@@ -147,7 +136,7 @@ fn render(prompt: &Prompt, p: &RewrittenProblem, language: Language) -> Result<V
     let starter = if p.starter_code.trim().is_empty() {
         prompt.fragment("starter_none")?.trim()
     } else {
-        match crate::signature::parse(&p.starter_code) {
+        match coreb_judge::signature::parse(&p.starter_code) {
             Ok(signature) if functional && language != Language::Python => {
                 skeleton = signature.skeleton(language);
                 skeleton.as_str()
@@ -158,7 +147,7 @@ fn render(prompt: &Prompt, p: &RewrittenProblem, language: Language) -> Result<V
     prompt.render(&[
         ("title", &p.title),
         ("statement", &p.statement),
-        ("language_name", language_name(language)),
+        ("language_name", language.versioned_name()),
         ("task_instructions", prompt.fragment(task)?.trim()),
         ("language_instructions", prompt.fragment(&instructions)?.trim()),
         ("io_instructions", prompt.fragment(io)?.trim()),

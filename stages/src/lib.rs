@@ -6,10 +6,11 @@
 //!
 //! In build order: [`fetch`] (the one stage whose job *is* I/O: downloads), [`ingest`],
 //! [`dedup`], [`filter`], the LLM stages [`rewrite`], [`distract`], [`abbreviate`],
-//! [`queries`] and [`generate`] (through `coreb_llm`'s gateway), [`execute`] (the judge,
-//! through `coreb_sandbox`), [`qrels`] and [`release`]; [`export`] writes a release in the
-//! published dataset's layout. [`signature`] and [`strip`] are the code helpers `filter`,
-//! `generate` and `execute` share.
+//! [`queries`] and [`generate`] (through `coreb_llm`'s gateway), [`execute`] (through the judge
+//! of `coreb_judge`, in `coreb_sandbox`), [`qrels`] and [`release`]; [`export`] writes a
+//! release in the published dataset's layout. [`strip`] is the code helper `generate` uses;
+//! the typed signature of a LeetCode problem that `filter`, `rewrite`, `generate` and the
+//! judge's drivers share is `coreb_judge::signature`.
 //!
 //! What the stages exchange — problems, solutions, verdicts, qrels and their tables — is
 //! `coreb_data`'s; evaluating a release (`coreb check`, the gates, `coreb eval`) is
@@ -32,5 +33,4 @@ pub mod qrels;
 pub mod queries;
 pub mod release;
 pub mod rewrite;
-pub mod signature;
 pub mod strip;

@@ -317,25 +317,6 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
     s
 }
 
-/// The heading of the card's section that a recorded human review adds.
-pub const HUMAN_VALIDATION: &str = "## Human validation";
-
-/// `card` with its "Human validation" section set to `section` (which starts with
-/// [`HUMAN_VALIDATION`]): an earlier one replaced in place, else appended at the end. The rest
-/// of the card is unchanged byte for byte.
-pub fn with_human_validation(card: &str, section: &str) -> String {
-    let body = section.trim_end_matches('\n');
-    let start = card.find(&format!("\n{HUMAN_VALIDATION}\n")).map(|i| i + 1);
-    match start {
-        Some(start) => {
-            let end = card[start + HUMAN_VALIDATION.len()..].find("\n## ").map_or(card.len(), |i| start + HUMAN_VALIDATION.len() + i + 1);
-            let tail = &card[end..];
-            format!("{}{body}\n{}{tail}", &card[..start], if tail.is_empty() { "" } else { "\n" })
-        }
-        None => format!("{}\n\n{body}\n", card.trim_end_matches('\n')),
-    }
-}
-
 /// The card's YAML front matter: tags, the eight configs and their features, sizes and rows.
 fn card_front_matter(s: &mut String, info: &CardInfo<'_>, out: &QrelsOutput) {
     let largest = CONFIGS.iter().map(|c| config_rows(c, out)).max().unwrap_or(0);
@@ -595,16 +576,5 @@ mod tests {
         let earlier = vec![("v202502".to_owned(), [ProblemId::from_question_id("2")].into())];
         let err = check_disjoint(&ids, &earlier).unwrap_err();
         assert!(err.to_string().contains("v202502") && err.to_string().contains("lcb_2"));
-    }
-
-    #[test]
-    fn the_human_validation_section_is_added_then_replaced() {
-        let card = "# v1\n\n## Licence\n\nterms.\n";
-        let once = with_human_validation(card, "## Human validation\n\nfirst.\n");
-        assert_eq!(once, "# v1\n\n## Licence\n\nterms.\n\n## Human validation\n\nfirst.\n");
-        assert_eq!(with_human_validation(&once, "## Human validation\n\nsecond.\n"), "# v1\n\n## Licence\n\nterms.\n\n## Human validation\n\nsecond.\n");
-        // A section followed by another keeps what follows.
-        let middle = "# v1\n\n## Human validation\n\nold.\n\n## Licence\n\nterms.\n";
-        assert_eq!(with_human_validation(middle, "## Human validation\n\nnew.\n"), "# v1\n\n## Human validation\n\nnew.\n\n## Licence\n\nterms.\n");
     }
 }

@@ -17,7 +17,7 @@
 //! `reference`), then that program adapted to the rewrite (prompt `adapt_reference`: same
 //! algorithm, only the names and literal strings the story changed). The problem carries both
 //! ([`Reference`]); `execute` runs them to re-check the rewritten tests
-//! ([`crate::execute::recheck`]). A reference that cannot be had leaves the problem without
+//! ([`coreb_judge::recheck`]). A reference that cannot be had leaves the problem without
 //! one (its tests are then `unchecked`), it does not reject the problem.
 //!
 //! A problem with any unusable rewrite answer is rejected whole, with the reason. The stage
@@ -402,9 +402,9 @@ fn normalise(s: &str) -> String {
 /// the judge's driver converts each argument by them ([`crate::signature`]). An original
 /// without a usable signature (a stdin problem, or one `filter` would reject) is not checked.
 fn same_signature_types(original: &str, rewritten: &str) -> Result<(), RejectReason> {
-    let Ok(before) = crate::signature::parse(original) else { return Ok(()) };
-    let after = crate::signature::parse(rewritten).map_err(|e| RejectReason::SignatureChanged { detail: e.to_string() })?;
-    let types = |s: &crate::signature::Signature| s.params.iter().map(|p| p.ty.to_string()).collect::<Vec<_>>().join(", ");
+    let Ok(before) = coreb_judge::signature::parse(original) else { return Ok(()) };
+    let after = coreb_judge::signature::parse(rewritten).map_err(|e| RejectReason::SignatureChanged { detail: e.to_string() })?;
+    let types = |s: &coreb_judge::signature::Signature| s.params.iter().map(|p| p.ty.to_string()).collect::<Vec<_>>().join(", ");
     if types(&before) != types(&after) || before.returns != after.returns {
         return Err(RejectReason::SignatureChanged { detail: format!("({}) -> {} became ({}) -> {}", types(&before), before.returns, types(&after), after.returns) });
     }

@@ -8,6 +8,8 @@
 //! - [`errors`]: an error and its causes as one line, for places that keep an error as text.
 //! - [`interrupt`]: SIGINT and SIGTERM as a flag that long work reads between its units, so
 //!   that it starts nothing new, commits what finished and stops ([`interrupt::Interrupted`]).
+//! - [`minhash`]: what the two MinHash-LSH deduplicators share (normalisation, parameters,
+//!   the union-find).
 //! - [`seeded`]: the one seeded generator (SplitMix64) whose draws releases and results
 //!   publish.
 //! - [`printer`]: all terminal output — human lines on stderr, `--json` summaries on stdout,
@@ -27,6 +29,7 @@ pub mod errors;
 pub mod hashing;
 pub mod interrupt;
 pub mod jsonl;
+pub mod minhash;
 pub mod printer;
 pub mod seeded;
 pub mod shard;

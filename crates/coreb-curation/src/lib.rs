@@ -47,8 +47,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::{xxh3_64_with_seed, xxh3_128};
 
+use coreb_base::minhash::normalise;
 use coreb_data::releases::ReleaseDoc;
-use stages::dedup::normalise;
 
 pub mod audit;
 pub mod curate;

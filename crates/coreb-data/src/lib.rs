@@ -7,7 +7,9 @@
 //!   [`composition`]: how a release composes them (`[stages.qrels]`'s profile and switches).
 //! - [`tables`]: the Parquet codecs of these types (the build's tables and a release's
 //!   published configs); every arrow/parquet call of the project lives there.
-//! - [`releases`]: published releases on disk, as several commands find and read them.
+//! - [`texts`]: the summary and distractor statements the LLM stages write about a problem.
+//! - [`releases`]: published releases on disk, as several commands find and read them, and
+//!   the one edit of a published card ([`releases::with_human_validation`]).
 //!
 //! Only types, their codecs and their ids: no stage, evaluation or curation logic, so every
 //! other coreb crate can sit above it and none of it imports them.
@@ -25,4 +27,5 @@ pub mod releases;
 pub mod rewritten;
 pub mod solution;
 pub mod tables;
+pub mod texts;
 pub mod verdict;

@@ -1,7 +1,9 @@
 //! Published releases on disk: a release's `MANIFEST.json` ([`ReleaseManifest`]), and the
 //! reads several commands share: [`find_releases`] (export, decontamination, audits, the
 //! leaderboard) and [`release_docs`] (the documents a training corpus or a model's output is
-//! checked against).
+//! checked against); and the one edit a published card gets after its build,
+//! [`with_human_validation`], which the release's publish (a recorded review), `coreb review
+//! report` and `coreb verify` (taking the review back out) all make the same way.
 
 use std::collections::BTreeMap;
 
@@ -191,4 +193,39 @@ pub fn release_docs(dir: &std::path::Path) -> Result<Vec<ReleaseDoc>, crate::tab
         })?;
     }
     Ok(docs)
+}
+
+/// The heading of the card's section that a recorded human review adds.
+pub const HUMAN_VALIDATION: &str = "## Human validation";
+
+/// `card` with its "Human validation" section set to `section` (which starts with
+/// [`HUMAN_VALIDATION`]): an earlier one replaced in place, else appended at the end. The rest
+/// of the card is unchanged byte for byte.
+pub fn with_human_validation(card: &str, section: &str) -> String {
+    let body = section.trim_end_matches('\n');
+    let start = card.find(&format!("\n{HUMAN_VALIDATION}\n")).map(|i| i + 1);
+    match start {
+        Some(start) => {
+            let end = card[start + HUMAN_VALIDATION.len()..].find("\n## ").map_or(card.len(), |i| start + HUMAN_VALIDATION.len() + i + 1);
+            let tail = &card[end..];
+            format!("{}{body}\n{}{tail}", &card[..start], if tail.is_empty() { "" } else { "\n" })
+        }
+        None => format!("{}\n\n{body}\n", card.trim_end_matches('\n')),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_human_validation_section_is_added_then_replaced() {
+        let card = "# v1\n\n## Licence\n\nterms.\n";
+        let once = with_human_validation(card, "## Human validation\n\nfirst.\n");
+        assert_eq!(once, "# v1\n\n## Licence\n\nterms.\n\n## Human validation\n\nfirst.\n");
+        assert_eq!(with_human_validation(&once, "## Human validation\n\nsecond.\n"), "# v1\n\n## Licence\n\nterms.\n\n## Human validation\n\nsecond.\n");
+        // A section followed by another keeps what follows.
+        let middle = "# v1\n\n## Human validation\n\nold.\n\n## Licence\n\nterms.\n";
+        assert_eq!(with_human_validation(middle, "## Human validation\n\nnew.\n"), "# v1\n\n## Human validation\n\nnew.\n\n## Licence\n\nterms.\n");
+    }
 }

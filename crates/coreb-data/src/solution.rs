@@ -52,6 +52,18 @@ impl Language {
         }
     }
 
+    /// The name with the version the judge runs (`Python 3`, `C++17`, `Java 17`, `Go`,
+    /// `Ruby`): what the `generate` prompt asks for, and what the model audit's report says.
+    pub fn versioned_name(self) -> &'static str {
+        match self {
+            Language::Python => "Python 3",
+            Language::Cpp => "C++17",
+            Language::Java => "Java 17",
+            Language::Go => "Go",
+            Language::Ruby => "Ruby",
+        }
+    }
+
     /// The usual source file extension (`py`, `cpp`, `java`, `go`, `rb`).
     pub fn extension(self) -> &'static str {
         match self {

@@ -131,7 +131,7 @@ pub struct SolutionResult {
 }
 
 /// What the re-check of a rewritten problem's tests against its reference solution found for
-/// one test (see `execute::recheck`).
+/// one test (see `coreb_judge::recheck`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckOutcome {

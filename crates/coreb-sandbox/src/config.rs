@@ -43,7 +43,7 @@ pub struct Limits {
 
 /// The sandbox's defaults, for a caller that sets no limits of its own, and for the fields a
 /// partial `Limits` table leaves out. coreb's judge starts its test runs from them
-/// (`stages::execute::toolchain::test_limits`) and decides there, per language, what changes.
+/// (`coreb_judge::toolchain::test_limits`) and decides there, per language, what changes.
 impl Default for Limits {
     fn default() -> Self {
         Limits {

@@ -1,5 +1,6 @@
 //! `coreb audit <release> <audit>`: contamination audits of a published release — `overlap
-//! <corpus>`, `rewrite` and `model`, in [`coreb_curation::audit`]. This command turns the flags
+//! <corpus>`, `rewrite` and `model`, in [`coreb_curation::audit`] (`model` run by
+//! [`crate::ops::model_audit`]). This command turns the flags
 //! into the audits' options, finds the build the release was made from
 //! ([`BuildLookup`], checking the release's sandbox settings for `model`), writes `--out` and
 //! prints the report.
@@ -7,7 +8,6 @@
 use std::process::ExitCode;
 
 use coreb_base::printer::Printer;
-use coreb_curation::audit::model;
 use coreb_curation::audit::{self, Report, overlap, rewrite};
 
 use crate::cli::{AuditArgs, AuditKind, RewriteArgs};
@@ -31,7 +31,8 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
                 lookup.check_sandbox(trust)?;
                 Ok(lookup)
             };
-            Report::Model(model::model(&release, a.options, open_build, &printer)?)
+            let runtime = super::runtime()?;
+            Report::Model(crate::ops::model_audit::model_audit(&release, a.options, open_build, &printer, runtime.handle())?)
         }
     };
     let mut code = ExitCode::SUCCESS;

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use coreb_data::problem::Problem;
 use coreb_data::solution::{Language, Solution, SolutionId};
+use coreb_judge::{ExecuteConfig, execute};
 use coreb_sandbox::Sandbox;
-use stages::execute::{ExecuteConfig, execute};
 use stages::ingest::{IngestConfig, decode_row};
 
 use crate::cli::{JudgeArgs, LangArg};
@@ -52,12 +52,12 @@ pub fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
     let solution = Solution { id: SolutionId::new(&problem.id, "local", language, 0), problem_id: problem.id.clone(), model: "local".into(), language, sample: 0, code };
     let config = ExecuteConfig::default();
     let sandbox = Sandbox::new(config.sandbox.clone()).context("setting up the sandbox")?;
-    stages::execute::toolchain_versions(&config, &sandbox, &[language]).context("checking the toolchain")?;
+    coreb_judge::toolchain_versions(&config, &sandbox, &[language]).context("checking the toolchain")?;
     let output = execute(&config, std::slice::from_ref(&problem), std::slice::from_ref(&solution), &sandbox, 0).context("judging")?;
     let Some(result) = output.results.into_iter().next() else {
         bail!("problem `{}` was not judged", problem.id);
     };
-    let passed_n = result.tests.iter().filter(|t| t.verdict == stages::execute::Verdict::Passed).count();
+    let passed_n = result.tests.iter().filter(|t| t.verdict == coreb_judge::Verdict::Passed).count();
     for t in &result.tests {
         printer.status(format_args!("test {:>3}: {:<13} {:>6} ms wall {:>6} ms cpu {:>8} KiB", t.index, t.verdict.as_str(), t.wall_ms, t.cpu_ms, t.peak_memory_kb));
     }

@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use coreb_data::problem::ProblemId;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::solutions::read_solutions;
-use stages::execute::{Harness, JudgedProgram, program_of};
+use coreb_judge::{Harness, JudgedProgram, program_of};
 
 use crate::artifacts::ArtifactStore;
 use crate::cli::ProgramsArgs;

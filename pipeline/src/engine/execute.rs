@@ -28,14 +28,15 @@ use coreb_data::tables::solutions::read_solutions;
 use coreb_data::tables::test_checks::{read_test_checks, write_test_checks};
 use coreb_data::tables::verdicts::{read_verdicts, write_verdicts};
 use coreb_data::verdict::TestCheck;
+use coreb_judge::driver::Harness;
+use coreb_judge::recheck::{ProblemCheck, RecheckProblem, RecheckSource, RecheckStats};
+use coreb_judge::{ExecuteConfig, ExecuteError, ExecuteStats, ToolchainVersions, toolchain_versions};
 use coreb_sandbox::Sandbox;
-use stages::execute::driver::Harness;
+use stages::execute::Hooks;
 use stages::execute::journal::{DirJournal, Journal};
-use stages::execute::recheck::{ProblemCheck, RecheckProblem, RecheckSource, RecheckStats};
-use stages::execute::{ExecuteConfig, ExecuteError, ExecuteStats, Hooks, ToolchainVersions, toolchain_versions};
 
+use coreb_judge::Verdict;
 use serde::{Deserialize, Serialize};
-use stages::execute::Verdict;
 
 use super::context::{PartFacts, StageContext, StageOutput};
 use super::stage::{Done, Stage, StageName, StageReport, Upstream};
@@ -455,7 +456,7 @@ fn merge_parts(solutions: &[Solution], parts: &[(PathBuf, PartMarker)], out: &Pa
     }
     anyhow::ensure!(by_id.is_empty() && without.is_empty(), "the shard parts judged solutions that `generate` did not write (rerun the shards)");
     write_verdicts(out, &results)?;
-    let checks = stages::execute::recheck::group(check_rows);
+    let checks = coreb_judge::recheck::group(check_rows);
     let rows: Vec<TestCheck> = checks.iter().flat_map(|c| c.tests.iter().cloned()).collect();
     write_test_checks(checks_out, &rows)?;
     Ok((stats, without_problem, checks))

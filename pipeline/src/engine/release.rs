@@ -12,10 +12,10 @@ use coreb_data::qrels::{QrelsOutput, QrelsStats, Task};
 use coreb_data::tables::published::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
 use coreb_data::tables::{ProblemReader, ProblemWriter};
 use coreb_eval::gates::GatesConfig;
+use coreb_judge::ToolchainVersions;
 use coreb_llm::run::WrittenBy;
 use coreb_trec::Qrels;
 use serde::{Deserialize, Serialize};
-use stages::execute::ToolchainVersions;
 use stages::release::{CONFIGS, CardInfo, beir, check_disjoint, dataset_card, license_text};
 
 use super::context::{StageContext, StageOutput};
@@ -227,7 +227,7 @@ impl Stage for Release {
             // The card as `coreb review report --record` re-published it: only when the review is
             // of the release this build makes (its MANIFEST before the card changed).
             if r.reviewed_sha256 == sha256_hex(text.as_bytes()) {
-                let card = stages::release::with_human_validation(&fs_err::read_to_string(tmp.join("README.md"))?, &r.section);
+                let card = coreb_data::releases::with_human_validation(&fs_err::read_to_string(tmp.join("README.md"))?, &r.section);
                 fs_err::write(tmp.join("README.md"), &card)?;
                 manifest.files.insert("README.md".into(), coreb_data::releases::FileEntry { sha256: sha256_hex(card.as_bytes()), bytes: card.len() as u64 });
                 text = serde_json::to_string_pretty(&manifest)? + "\n";

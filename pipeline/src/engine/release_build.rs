@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use coreb_curation::audit::ReleaseBuild;
 use coreb_data::rewritten::RewrittenProblem;
-use stages::execute::ExecuteConfig;
+use coreb_judge::ExecuteConfig;
 
 use super::rewrite::RewriteSummary;
 use super::summary::{StageFacts, Summary};

@@ -11,11 +11,11 @@ use std::any::Any;
 use std::collections::BTreeMap;
 
 use coreb_data::composition::{Composition, Roles};
+use coreb_judge::ToolchainVersions;
+use coreb_judge::recheck::RecheckStats;
 use coreb_llm::StructuredOutput;
 use coreb_llm::run::WrittenBy;
 use serde::{Deserialize, Serialize};
-use stages::execute::ToolchainVersions;
-use stages::execute::recheck::RecheckStats;
 
 /// Items in, items out and items rejected by a stage (0 where it keeps no such count).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

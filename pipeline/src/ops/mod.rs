@@ -1,10 +1,12 @@
 //! What commands do beyond running a build's stages, as library functions the commands call
 //! (`commands/` only parse arguments and print): making a workspace ([`init`]), planning a
 //! month's manifest ([`month`]),
-//! verifying a published release by rebuilding it ([`verify`]) and measuring the LLM
-//! gateway and response store ([`store_bench`]).
+//! verifying a published release by rebuilding it ([`verify`]), running the model audit
+//! of a release through the build's `generate` stage and the judge ([`model_audit`]) and
+//! measuring the LLM gateway and response store ([`store_bench`]).
 
 pub mod init;
+pub mod model_audit;
 pub mod month;
 pub mod store_bench;
 pub mod verify;

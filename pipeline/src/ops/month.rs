@@ -202,7 +202,7 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
 /// The `execute` switches a month gets unless its base manifest chose its own: those that
 /// leave every verdict as it is and give `bench/month` its best time (`reuse` of the four
 /// languages that have a faster start or compile, `idle_slots = 8`).
-pub fn fast_by_default(execute: &mut stages::execute::ExecuteConfig) {
+pub fn fast_by_default(execute: &mut coreb_judge::ExecuteConfig) {
     use coreb_data::solution::Language;
     if execute.reuse.is_empty() {
         execute.reuse = [Language::Python, Language::Ruby, Language::Cpp, Language::Java].into_iter().collect();

@@ -252,11 +252,11 @@ pub fn import_answers(gz: &Path, shown: &Path, work: &Path, store: &Path) -> any
 /// section). `None` when the card has no such section, or it is not the last one (then the
 /// rebuild's card lacks it and the comparison says so).
 fn recorded_review(release: &Path, manifest: &ReleaseManifest, to: &Path) -> anyhow::Result<Option<PathBuf>> {
-    let heading = format!("\n{}\n", stages::release::HUMAN_VALIDATION);
+    let heading = format!("\n{}\n", coreb_data::releases::HUMAN_VALIDATION);
     let Ok(card) = fs_err::read_to_string(release.join("README.md")) else { return Ok(None) };
     let Some(at) = card.find(&heading) else { return Ok(None) };
     let (before, section) = (&card[..at], &card[at + 1..]);
-    if stages::release::with_human_validation(before, section) != card {
+    if coreb_data::releases::with_human_validation(before, section) != card {
         return Ok(None);
     }
     let mut reviewed = manifest.clone();

@@ -3,9 +3,9 @@
 //! kill) is resumed by the next run of the same inputs, which judges only what was not
 //! committed.
 //!
-//! The unit of a commit is a problem: its re-check ([`ProblemCheck`], when it has changed
-//! tests) and the result of every one of its solutions, with what judging each cost (the
-//! stage's counts are made from those, so a resumed run counts exactly what an uninterrupted
+//! The unit of a commit is a problem, as the judge hands it back ([`JudgedProblem`]): its
+//! re-check ([`coreb_judge::recheck::ProblemCheck`], when it has changed tests) and the
+//! result of every one of its solutions, with what judging each cost (the stage's counts are made from those, so a resumed run counts exactly what an uninterrupted
 //! one does). A problem is committed only whole: one whose solutions were not all judged
 //! before a signal is judged again by the next run.
 //!
@@ -24,23 +24,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
-
-use super::recheck::ProblemCheck;
-use super::{Cost, ExecuteError, SolutionResult};
-use coreb_data::problem::ProblemId;
-
-/// One problem, judged: what a commit holds of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JudgedProblem {
-    /// The problem.
-    pub problem_id: ProblemId,
-    /// The re-check of its changed tests, when it has any.
-    pub check: Option<ProblemCheck>,
-    /// Every one of its solutions with what judging it cost (none for a problem rejected
-    /// whole by the re-check), in the order of the stage's solutions.
-    pub solutions: Vec<(SolutionResult, Cost)>,
-}
+use coreb_judge::{ExecuteError, JudgedProblem};
 
 /// Where a run of `execute` commits judged problems and finds those an earlier run of the
 /// same inputs committed.
@@ -158,8 +142,10 @@ impl Journal for DirJournal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use coreb_data::problem::ProblemId;
     use coreb_data::solution::{Language, SolutionId};
     use coreb_data::verdict::{TestResult, Verdict};
+    use coreb_judge::{Cost, SolutionResult};
 
     fn judged(problem: &str, solution: &str) -> JudgedProblem {
         let result = SolutionResult {

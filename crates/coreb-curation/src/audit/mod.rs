@@ -10,7 +10,8 @@
 //! - [`model`]: pass@1 of a model endpoint on the original problems (with their tests) against
 //!   the rewritten ones (with the rewritten tests), per contest month: the drop is CoREB's
 //!   contamination signal. Solutions come from the `generate` stage through the LLM gateway
-//!   and a response store, verdicts from the `execute` stage's sandbox.
+//!   and a response store, verdicts from the judge (`coreb_judge`) in the sandbox; the binary
+//!   runs both (`coreb::ops::model_audit`), this module holds the audit's own part.
 //!
 //! The release alone holds the source problems and their tests; the rewritten problems with
 //! their tests live in the build's artifact store, which the engine finds (through the build
@@ -26,7 +27,7 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 use coreb_base::durable;
 use coreb_data::rewritten::RewrittenProblem;
-use stages::execute::ExecuteConfig;
+use coreb_judge::ExecuteConfig;
 
 /// The build a release was made from, as the audits that need its artifacts read it. The
 /// engine implements it (it knows the manifests and the artifact store).
@@ -42,7 +43,8 @@ pub trait ReleaseBuild {
     fn prompts_dir(&self) -> PathBuf;
     /// sha256 of the `generate` prompt the release was built with, when its manifest says.
     fn generate_prompt_sha256(&self) -> Option<&str>;
-    /// The build's `[stages.execute]` configuration.
+    /// The build's `[stages.execute]` configuration: the judge's settings, which the model
+    /// audit judges with.
     fn execute(&self) -> &ExecuteConfig;
 }
 

@@ -4,11 +4,13 @@
 //! seen the originals in training tends to solve them more often than their counterfactual
 //! rewrites; the drop is the contamination signal CoREB reports per window.
 //!
-//! Reuses the build's stages unchanged: solutions come from [`stages::generate::generate`]
-//! with the `generate` prompt through the LLM [`Gateway`] and a response store (a rerun sends
-//! nothing it already has; `--replay` never sends), verdicts from
-//! [`stages::execute::execute_with_progress`] in the sandbox, with the release's
-//! `[stages.execute]` configuration. pass@1 per problem is the unbiased estimator over the N
+//! This module is the audit's own part: its options ([`ModelOptions`], checked into the LLM
+//! settings by [`llm_config`]), the release's problems paired with their rewrites
+//! ([`pair`], [`as_original`]), the count of each version's samples ([`tally`]), pass@1 per
+//! problem, per window and overall ([`rows`]) and the report ([`ModelReport`],
+//! [`markdown`]). Running it, which asks the endpoint through the `generate` stage and judges
+//! the answers with `coreb_judge`, is the binary's (`coreb::ops::model_audit`): this crate
+//! sits below the build's stages. pass@1 per problem is the unbiased estimator over the N
 //! samples, `c / n` (1 − C(n−c, 1) / C(n, 1)); a window's pass@1 is the mean over its problems.
 //!
 //! Samples the endpoint gave no answer for (retries exhausted, request rejected) are
@@ -20,26 +22,20 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 #[cfg(feature = "clap")]
 use clap::Args;
-use coreb_base::printer::Printer;
 use coreb_data::problem::Problem;
-use coreb_data::releases::release_name;
-use coreb_data::rewritten::{RewrittenProblem, TestOrigin, as_problem};
+use coreb_data::rewritten::{RewrittenProblem, TestOrigin};
 use coreb_data::solution::{Language, SolutionId};
+use coreb_data::verdict::SolutionResult;
 use coreb_eval::run::ClientOptions;
 use coreb_http::RetryConfig;
-use coreb_llm::gateway::api_key_from_env;
-use coreb_llm::prompt::Prompts;
-use coreb_llm::run::{ModelPlan, RejectReason};
-use coreb_llm::{Counted, Gateway, LlmConfig, LlmFailureKind, ResponseStore, SamplingParams, StoreMode};
-use coreb_sandbox::Sandbox;
+use coreb_llm::run::{RejectReason, Rejection};
+use coreb_llm::{LlmConfig, LlmFailureKind, SamplingParams, StoreMode};
 use serde::Serialize;
-use stages::execute::ExecuteOutput;
-use stages::generate::{GenerateConfig, GenerateOutput, generate};
 
-use super::{ReleaseBuild, month};
+use super::month;
 
 /// What the model audit asks, of which endpoint, and how (the flags of `coreb audit … model`).
 #[derive(Debug, Clone)]
@@ -174,7 +170,7 @@ fn window(name: String, rows: &[&ProblemPass]) -> WindowPass {
 }
 
 /// An original problem in the shape `generate` takes: its own statement and tests.
-fn as_original(p: &Problem) -> RewrittenProblem {
+pub fn as_original(p: &Problem) -> RewrittenProblem {
     RewrittenProblem {
         id: p.id.clone(),
         title: p.question_title.clone(),
@@ -194,7 +190,7 @@ fn as_original(p: &Problem) -> RewrittenProblem {
 
 /// Every release problem with its rewrite, in id order; a problem without one is an error
 /// (the artifact belongs to another build).
-fn pair(originals: Vec<Problem>, rewritten: Vec<RewrittenProblem>, build_dir: &Path) -> anyhow::Result<Vec<(Problem, RewrittenProblem)>> {
+pub fn pair(originals: Vec<Problem>, rewritten: Vec<RewrittenProblem>, build_dir: &Path) -> anyhow::Result<Vec<(Problem, RewrittenProblem)>> {
     let mut by_id: BTreeMap<String, RewrittenProblem> = rewritten.into_iter().map(|r| (r.id.as_str().to_owned(), r)).collect();
     let mut pairs = Vec::new();
     let mut missing = Vec::new();
@@ -216,14 +212,17 @@ fn pair(originals: Vec<Problem>, rewritten: Vec<RewrittenProblem>, build_dir: &P
     Ok(pairs)
 }
 
-/// Count answered and passing samples per problem of one version.
-fn tally(
+/// Count answered and passing samples per problem of one version: `rejected`, the samples
+/// `generate` could not make (only those the endpoint did not answer are left out of `n`; an
+/// answer without code, or one cut by length or the content filter, is the model's failure),
+/// and `results`, the judge's verdicts on the others.
+pub fn tally(
     problems: &[(Problem, RewrittenProblem)],
     model: &str,
     language: Language,
     samples: u32,
-    generated: &GenerateOutput,
-    executed: &ExecuteOutput,
+    rejected: &[Rejection],
+    results: &[SolutionResult],
 ) -> BTreeMap<String, SidePass> {
     let mut owner: HashMap<String, String> = HashMap::new();
     let mut sides: BTreeMap<String, SidePass> = BTreeMap::new();
@@ -233,7 +232,7 @@ fn tally(
         }
         sides.insert(p.id.as_str().to_owned(), SidePass { samples, answered: samples, ..Default::default() });
     }
-    for r in &generated.rejected {
+    for r in rejected {
         // No code, or an answer cut by length or the content filter: the model failed.
         let models_fault = match &r.reason {
             RejectReason::Llm { failure } => matches!(failure.kind, LlmFailureKind::Truncated | LlmFailureKind::ContentFilter),
@@ -243,7 +242,7 @@ fn tally(
             side.answered -= 1;
         }
     }
-    for result in &executed.results {
+    for result in results {
         if let (true, Some(side)) = (result.passed, sides.get_mut(result.problem_id.as_str())) {
             side.passed += 1;
         }
@@ -255,7 +254,7 @@ fn tally(
 }
 
 /// The LLM settings of the audit, validated, from the options.
-fn llm_config(args: &ModelOptions) -> anyhow::Result<LlmConfig> {
+pub fn llm_config(args: &ModelOptions) -> anyhow::Result<LlmConfig> {
     let endpoint = args.endpoint.trim_end_matches('/');
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
         bail!("`--endpoint`: not an http(s) URL: `{}`", args.endpoint);
@@ -281,71 +280,22 @@ fn llm_config(args: &ModelOptions) -> anyhow::Result<LlmConfig> {
     Ok(config)
 }
 
-/// Audit `release` with the model `options` names: the options are checked first, then the
-/// build `open_build` finds gives the rewritten problems, the prompts and the judge's settings.
-pub fn model<B: ReleaseBuild>(release: &Path, options: ModelOptions, open_build: impl FnOnce() -> anyhow::Result<B>, printer: &Printer) -> anyhow::Result<ModelReport> {
-    let config = llm_config(&options)?;
-    let ModelOptions { model, language, samples, prompts_dir, jobs, client: ClientOptions { store, concurrency, .. }, .. } = options;
-    let lookup = open_build()?;
-    let originals = coreb_data::tables::ProblemReader::read_all(&release.join("problems.parquet"))?;
-    let pairs = pair(originals, lookup.rewritten()?, lookup.build_dir())?;
-    let prompts_dir = prompts_dir.unwrap_or_else(|| lookup.prompts_dir());
-    let prompts = Prompts::load(&prompts_dir).with_context(|| format!("loading prompts from `{}` (or pass `--prompts-dir`)", prompts_dir.display()))?;
+/// The rows of a [`ModelReport`] from the tallies of both versions ([`tally`]).
+#[derive(Debug, Clone)]
+pub struct Rows {
+    /// Per problem, in the order of the pairs.
+    pub problems: Vec<ProblemPass>,
+    /// Per contest month, in order.
+    pub windows: Vec<WindowPass>,
+    /// Over every problem.
+    pub overall: WindowPass,
+    /// Samples without an answer.
+    pub unanswered: u32,
+}
 
-    let built_with = lookup.generate_prompt_sha256();
-    if built_with.is_some_and(|sha| sha != prompts.generate.sha256) {
-        printer.status(format!("note: the `generate` prompt in `{}` differs from the one the release was built with", prompts_dir.display()));
-    }
-    let key = api_key_from_env(&config).with_context(|| "`--api-key-env` names the variable holding the key; `--api-key-env ''` for an endpoint without one")?;
-    let gateway = Gateway::new(&config, ResponseStore::open(&store), key)?;
-    let plan = ModelPlan::single(&model, config.sampling.clone());
-    let gen_config = GenerateConfig { concurrency, languages: vec![language], samples };
-    let originals: Vec<RewrittenProblem> = pairs.iter().map(|(p, _)| as_original(p)).collect();
-    let rewrites: Vec<RewrittenProblem> = pairs.iter().map(|(_, r)| r.clone()).collect();
-    let per_side = pairs.len() as u64 * u64::from(samples);
-    printer.status(format!(
-        "asking `{model}` at `{}` for {} {language} solutions ({} problems × 2 versions × {samples} samples; store `{}`)",
-        config.base_url,
-        2 * per_side,
-        pairs.len(),
-        store.display()
-    ));
-    let bar = printer.progress(Some(2 * per_side), "generate", false);
-    let tick = || bar.inc(1);
-    let observed = Counted { inner: &gateway, progress: &tick };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let generated = runtime.block_on(async {
-        let o = generate(&gen_config, &plan, &prompts.generate, &originals, &observed).await.context("generating solutions to the original problems")?;
-        let r = generate(&gen_config, &plan, &prompts.generate, &rewrites, &observed).await.context("generating solutions to the rewritten problems")?;
-        anyhow::Ok((o, r))
-    });
-    let (gen_original, gen_rewritten) = generated.with_context(|| format!("asking `{model}` at `{}`", config.base_url))?;
-    bar.finish_and_clear();
-    let (store_hits, sent) = (gen_original.stats.from_store + gen_rewritten.stats.from_store, gen_original.stats.from_endpoint + gen_rewritten.stats.from_endpoint);
-    printer.status(format!(
-        "generate: {store_hits} answers from the store, {sent} from the endpoint, {} without code or answer",
-        gen_original.rejected.len() + gen_rewritten.rejected.len()
-    ));
-
-    let execute = lookup.execute();
-    let sandbox = Sandbox::new(execute.sandbox.clone()).context("setting up the sandbox")?;
-    stages::execute::toolchain_versions(execute, &sandbox, &[language]).context("checking the toolchain")?;
-    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    let bar = printer.progress(Some((gen_original.solutions.len() + gen_rewritten.solutions.len()) as u64), "execute", false);
-    let tick = || bar.inc(1);
-    let original_problems: Vec<Problem> = pairs.iter().map(|(p, _)| p.clone()).collect();
-    let exec_original = stages::execute::execute_with_progress(execute, &original_problems, &gen_original.solutions, &sandbox, jobs, &tick)
-        .context("judging the solutions to the original problems")?;
-    let rewritten_problems: Vec<Problem> = rewrites.iter().map(as_problem).collect();
-    let exec_rewritten = stages::execute::execute_with_progress(execute, &rewritten_problems, &gen_rewritten.solutions, &sandbox, jobs, &tick)
-        .context("judging the solutions to the rewritten problems")?;
-    bar.finish_and_clear();
-    let judged = exec_original.stats.solutions + exec_rewritten.stats.solutions;
-    let passed = exec_original.stats.solutions_passed + exec_rewritten.stats.solutions_passed;
-    printer.status(format!("execute: {judged} solutions judged, {passed} passed ({})", sandbox.isolation()));
-
-    let mut original = tally(&pairs, &model, language, samples, &gen_original, &exec_original);
-    let mut rewritten = tally(&pairs, &model, language, samples, &gen_rewritten, &exec_rewritten);
+/// Per problem, per contest month and overall, from each version's tally ([`tally`]) of the
+/// release's `pairs` ([`pair`]).
+pub fn rows(pairs: &[(Problem, RewrittenProblem)], mut original: BTreeMap<String, SidePass>, mut rewritten: BTreeMap<String, SidePass>) -> Rows {
     let problems: Vec<ProblemPass> = pairs
         .iter()
         .map(|(p, _)| {
@@ -362,19 +312,7 @@ pub fn model<B: ReleaseBuild>(release: &Path, options: ModelOptions, open_build:
     let windows = by_window.iter().map(|(w, rows)| window((*w).to_owned(), rows)).collect();
     let overall = window("all".into(), &problems.iter().collect::<Vec<_>>());
     let unanswered = problems.iter().map(|p| (p.original.samples - p.original.answered) + (p.rewritten.samples - p.rewritten.answered)).sum();
-    Ok(ModelReport {
-        release: release_name(release),
-        model,
-        endpoint: config.base_url.clone(),
-        language,
-        samples,
-        sampling: config.sampling.clone(),
-        prompt_sha256: prompts.generate.sha256.clone(),
-        windows,
-        overall,
-        problems,
-        unanswered,
-    })
+    Rows { problems, windows, overall, unanswered }
 }
 
 fn rate(x: Option<f64>) -> String {
@@ -390,7 +328,7 @@ pub fn markdown(r: &ModelReport) -> String {
          | window | problems | pass@1 original | pass@1 rewritten | drop | relative drop |\n|---|---:|---:|---:|---:|---:|\n",
         r.model,
         r.release,
-        stages::generate::language_name(r.language),
+        r.language.versioned_name(),
         r.samples,
         r.sampling.temperature,
         r.endpoint

@@ -24,8 +24,9 @@ use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::ops::Range;
 
-use super::{CorpusDedupConfig, Duplicates, IdKey, SketchError, Sketches, UnionFind, Verdict, band_neighbours, sorted_jaccard};
+use super::{CorpusDedupConfig, Duplicates, IdKey, SketchError, Sketches, Verdict, band_neighbours, sorted_jaccard};
 use crate::Prehashed;
+use coreb_base::minhash::UnionFind;
 
 /// `of` of a row dropped for a repeated id in [`ExactDecisions`].
 const REPEATED_ID: u64 = u64::MAX;
@@ -648,7 +649,7 @@ pub fn cluster_with<L: Copy + Default>(
     drop(found);
     let node = |seq: u64| nodes.index(seq).ok_or(SketchError::Format("the candidate pairs changed while they were read".into()));
     let (mut last, mut count) = (None::<Candidate>, 0u64);
-    let mut uf = UnionFind((0..n as u32).collect());
+    let mut uf = UnionFind::new(n);
     // The node each node was first joined with, and their Jaccard in 1e-4.
     let mut link: Vec<(u32, u32)> = vec![(u32::MAX, 0); n];
     // The later row's set is copied once for all its pairs; the earlier row's is only lent.
@@ -1079,7 +1080,7 @@ mod tests {
             }
         }
         let sketch = |k: usize| s.near_sketch(rows[k]).unwrap();
-        let mut uf = UnionFind((0..rows.len() as u32).collect());
+        let mut uf = UnionFind::new(rows.len());
         let mut link = vec![(u32::MAX, 0.0); rows.len()];
         let previous = band_neighbours(rows.len(), 0..config.bands, |k, b| sketch(k).0[b]);
         for k in 0..rows.len() {

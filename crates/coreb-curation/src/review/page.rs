@@ -22,9 +22,9 @@ use coreb_data::problem::{Problem, TestCase};
 use coreb_data::rewritten::RewrittenProblem;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::test_checks::read_test_checks;
+use coreb_data::texts::Distractor;
+use coreb_data::texts::Summary;
 use serde::Serialize;
-use stages::abbreviate::Summary;
-use stages::distract::Distractor;
 
 use super::diff::{Segment, word_diff};
 use super::sample::{Candidate, draw};

@@ -368,7 +368,7 @@ pub const CARD_SECTION: &str = "card.md";
 pub fn card_section(r: &ReviewReport) -> String {
     format!(
         "{}\n\n{}\n{}\nReviewers disagree on {} (problem, question) pairs; the full report, with them and the reviewers' notes, is `review.json`/`review.md` of `coreb review report`.\n",
-        stages::release::HUMAN_VALIDATION,
+        coreb_data::releases::HUMAN_VALIDATION,
         intro(r),
         table(r),
         r.disagreements.len()
@@ -389,7 +389,7 @@ fn card_update(release: &Path, r: &ReviewReport) -> anyhow::Result<(String, Stri
         Some(e) if e.sha256 == sha256_file(&card_path)? => {}
         _ => bail!("`{}` does not match its entry in `{}`; refusing to re-publish it", card_path.display(), manifest_path.display()),
     }
-    let card = stages::release::with_human_validation(&card, &card_section(r));
+    let card = coreb_data::releases::with_human_validation(&card, &card_section(r));
     manifest.files.insert("README.md".into(), FileEntry { sha256: sha256_hex(card.as_bytes()), bytes: card.len() as u64 });
     Ok((card, serde_json::to_string_pretty(&manifest)? + "\n"))
 }

@@ -1,4 +1,6 @@
-//! `execute`: judge solutions against their problem's tests in the [`Sandbox`].
+//! `coreb-judge`: the judge. It compiles and runs solutions against their problem's tests in
+//! the [`Sandbox`] and says what each test came to; the `execute` stage (coreb-stages), `coreb
+//! judge`, `coreb programs` and the model audit all judge through it.
 //!
 //! Each solution is written to a directory of its own and compiled once (C++ `g++ -O2`,
 //! Java `javac`, Go `go build`; a syntax check for Python and Ruby), then every test runs
@@ -11,9 +13,10 @@
 //! textual match falls back to comparing both sides as JSON values ([`compare`]). A solution
 //! passes only if every test passes. A solution the judge cannot even write to disk (its
 //! Java class name makes a file name too long, …) gets `compile_error`: one solution's
-//! failure is never the stage's.
+//! failure is never the run's.
 //!
-//! Configuration is [`ExecuteConfig`] (`[stages.execute]` of a manifest; unknown keys are
+//! Configuration is [`ExecuteConfig`] (`[stages.execute]` of a manifest, the section the
+//! judge's settings keep their name from; unknown keys are
 //! errors): global `limits` and `compile_limits`, `[stages.execute.sandbox]`, and one section
 //! per language (`[stages.execute.java]` …) with `compile`/`run` argv templates, `source`,
 //! `env`, `prelude`, `compile_cache`, `time_multiplier` and limit overrides ([`toolchain`]);
@@ -27,18 +30,15 @@
 //! the engine puts them in the stage key and the MANIFEST, and fails early, naming the
 //! Debian package, when one is missing.
 //!
-//! For the engine: [`execute_resumable`] judges the solutions in windows, handing each
-//! window's judged problems to its [`Hooks`] (the engine commits them to its journal, so an
-//! interrupted build resumes) and skipping those a journal holds already.
-//! [`execute_tables`]`(problems.parquet, solutions.parquet, verdicts.parquet, &config,
-//! &sandbox, jobs)` is the one-call form over tables (benches, tests), returning the stats for
-//! the `--json` summary (`rows_in` = solutions, `rows_out` = judged, `rejected` =
-//! `without_problem`); [`execute`] is the pure form. Tests are borrowed from the problems,
-//! never copied per solution or per run.
+//! One solution: [`judge_solution`] (the program it runs: [`program_of`]). A set of
+//! solutions: [`execute`] over problems in memory, or a [`Judging`] run that takes problems
+//! as they come, a window at a time, and hands each window's judged problems back ([`run`]:
+//! the `execute` stage streams its tables through one and commits each window to its
+//! journal). Tests are borrowed from the problems, never copied per solution or per run.
 //!
 //! A functional (LeetCode) problem's solution is the solution only; the judge adds its
-//! language's I/O driver, made from the problem's signature ([`driver`]), and compiles the
-//! two as one program. A stdin problem's solution runs as written.
+//! language's I/O driver, made from the problem's signature ([`signature`], [`driver`]), and
+//! compiles the two as one program. A stdin problem's solution runs as written.
 //!
 //! Before judging, the tests `rewrite` changed are re-checked against each problem's
 //! reference solution ([`recheck`], [`execute_checked`]): a changed test the adapted reference
@@ -46,19 +46,21 @@
 //! test list), and a problem left with no test is rejected whole (its solutions are not
 //! judged, like a solution without a problem).
 //!
-//! What it does NOT do: read or write tables itself (the engine, or [`execute_tables`] for
-//! the one-call form, does), inject anything into a stdin program (only a configured
+//! What it does NOT do: read or write tables, or keep a journal (the `execute` stage does),
+//! inject anything into a stdin program (only a configured
 //! `prelude`), or retry flaky runs. Wall and CPU times and peak memory are measured, so those columns differ
 //! from run to run; verdicts do not (for programs well inside their limits).
+#![deny(missing_docs)]
 
 pub mod compare;
 pub mod driver;
-pub mod journal;
 pub mod recheck;
 pub mod reuse;
+pub mod run;
+pub mod signature;
 pub mod toolchain;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::AddAssign;
 use std::path::{Path, PathBuf};
 
@@ -71,9 +73,10 @@ use coreb_sandbox::{BOX_DIR, BusySlots, DirAccess, LimitHit, Limits, Outcome, Pr
 pub use compare::{functional_outputs_match, outputs_match};
 pub use driver::Harness;
 pub use reuse::{FastCompile, FastStart};
+pub use run::{ExecuteOutput, JudgedProblem, Judging, execute, execute_checked, execute_with_progress};
 pub use toolchain::{LanguageConfig, LimitsPatch, Toolchain, ToolchainVersions, default_time_multiplier, java_main_class, toolchain_versions};
 
-use coreb_data::problem::{Problem, ProblemId, TestCase, TestType};
+use coreb_data::problem::{TestCase, TestType};
 use coreb_data::solution::{Language, Solution, SolutionId};
 pub use coreb_data::verdict::{SolutionResult, TestResult, Verdict};
 use toolchain::fill;
@@ -133,13 +136,13 @@ pub enum ExecuteError {
     /// The inputs of the re-check of changed tests are inconsistent.
     #[error("re-checking changed tests: {0}")]
     Recheck(String),
-    /// A signal asked the run to stop ([`coreb_base::interrupt`]): what was committed to the
-    /// [`journal`] is kept.
+    /// A signal asked the run to stop ([`coreb_base::interrupt`]): the windows a [`Judging`]
+    /// run handed on before are kept by its caller.
     #[error(transparent)]
     Interrupted(#[from] coreb_base::interrupt::Interrupted),
 }
 
-/// Counts of one execute run; mergeable.
+/// Counts of one run of the judge; mergeable.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecuteStats {
     /// Solutions judged.
@@ -200,24 +203,6 @@ impl AddAssign for ExecuteStats {
         self.fast_compiles += other.fast_compiles;
         self.gave_way += other.gave_way;
     }
-}
-
-/// What [`execute`] returns.
-#[derive(Debug, Clone)]
-pub struct ExecuteOutput {
-    /// One result per judged solution, in input order.
-    pub results: Vec<SolutionResult>,
-    /// Solutions whose problem was missing or rejected whole by the re-check (listed, not
-    /// judged).
-    pub without_problem: Vec<SolutionId>,
-    /// Counts.
-    pub stats: ExecuteStats,
-    /// The re-check of every problem with a changed test that a solution needed, in problem
-    /// order ([`recheck`]).
-    pub checks: Vec<recheck::ProblemCheck>,
-    /// Solutions whose results an earlier, interrupted run committed to the [`journal`]
-    /// (not judged again).
-    pub resumed: usize,
 }
 
 /// `[stages.execute]`.
@@ -508,7 +493,7 @@ const READY: &str = "ready";
 /// least one solution among `solutions`, under `root/fast-<language>`: its compiler, with the
 /// compile command's flags, run in the sandbox on [`FastCompile::seed`]. A preparation that
 /// fails is logged and leaves that language's compiles plain (no verdict depends on it).
-fn prepare_fast_compiles(config: &ExecuteConfig, sandbox: &Sandbox, solutions: &[Solution], root: &Path) -> Result<(), ExecuteError> {
+pub(crate) fn prepare_fast_compiles(config: &ExecuteConfig, sandbox: &Sandbox, solutions: &[Solution], root: &Path) -> Result<(), ExecuteError> {
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| ExecuteError::Io { path, source }
@@ -682,310 +667,6 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
     Ok((SolutionResult { passed, pass_rate, tests: results, message, ..base }, Cost { cpu_ms, fast_start: fast.is_some(), fast_compile, gave_way }))
 }
 
-/// A solution's tests, each with its index in its problem's test list.
-type IndexedTests<'a> = Vec<(u32, &'a TestCase)>;
-
-/// The stage: judge every solution against its problem's tests (public, then private).
-///
-/// Runs on a pool of `jobs` threads (`0` = all cores); results are in input order.
-pub fn execute(config: &ExecuteConfig, problems: &[Problem], solutions: &[Solution], sandbox: &Sandbox, jobs: usize) -> Result<ExecuteOutput, ExecuteError> {
-    execute_with_progress(config, problems, solutions, sandbox, jobs, &|| {})
-}
-
-/// [`execute`], calling `progress` once per judged solution (from the worker threads).
-pub fn execute_with_progress(
-    config: &ExecuteConfig,
-    problems: &[Problem],
-    solutions: &[Solution],
-    sandbox: &Sandbox,
-    jobs: usize,
-    progress: &(dyn Fn() + Sync),
-) -> Result<ExecuteOutput, ExecuteError> {
-    execute_checked(config, problems, &[], solutions, sandbox, jobs, progress)
-}
-
-/// [`execute_with_progress`] after re-checking the changed tests of `recheck`'s problems
-/// against their references ([`recheck::recheck`]; only problems a solution needs): no
-/// solution is judged on a rejected test, and the solutions of a problem rejected whole are
-/// not judged at all (listed in `without_problem`).
-pub fn execute_checked(
-    config: &ExecuteConfig,
-    problems: &[Problem],
-    recheck: &[recheck::RecheckProblem],
-    solutions: &[Solution],
-    sandbox: &Sandbox,
-    jobs: usize,
-    progress: &(dyn Fn() + Sync),
-) -> Result<ExecuteOutput, ExecuteError> {
-    execute_streaming(config, problems.iter().cloned().map(Ok), recheck, solutions, sandbox, jobs, progress)
-}
-
-/// [`execute_checked`] over problems read one at a time (a table reader): only the problems
-/// being judged are in memory, never the whole month's tests, so memory does not grow with
-/// the number of problems or solutions (issue #13).
-///
-/// Problems are taken in the order they come, a window at a time (twice the threads, so that a
-/// slow solution of one problem overlaps with the others); the window's problems are
-/// re-checked, then their solutions judged on the pool; a problem without solutions is
-/// dropped as soon as it is read. Results (and checks, by problem id) come back in the order
-/// of `solutions` whatever the order of judging, so the output does not depend on the thread
-/// count.
-pub fn execute_streaming(
-    config: &ExecuteConfig,
-    problems: impl Iterator<Item = Result<Problem, ExecuteError>>,
-    recheck: &(impl recheck::RecheckSource + ?Sized),
-    solutions: &[Solution],
-    sandbox: &Sandbox,
-    jobs: usize,
-    progress: &(dyn Fn() + Sync),
-) -> Result<ExecuteOutput, ExecuteError> {
-    execute_resumable(config, problems, recheck, solutions, sandbox, jobs, &Hooks { progress, journal: &journal::NoJournal })
-}
-
-/// What a resumable run reports to, and commits to.
-pub struct Hooks<'a> {
-    /// Called once per judged solution (from the worker threads).
-    pub progress: &'a (dyn Fn() + Sync),
-    /// Where each window's judged problems are committed, and where an earlier run's are
-    /// found ([`journal`]).
-    pub journal: &'a dyn journal::Journal,
-}
-
-/// [`execute_streaming`] that resumes: the problems `hooks.journal` holds from an earlier run
-/// of the same inputs are not judged again (their results and checks are taken as
-/// committed), and each window's problems are committed to it as the window finishes.
-///
-/// Between units it reads [`coreb_base::interrupt::requested`]: once a signal has asked to
-/// stop, no solution or test starts, the window running is not committed (a test that a
-/// signal reached could have a verdict the signal made), and the run returns
-/// [`ExecuteError::Interrupted`]; every window finished before stays committed.
-pub fn execute_resumable(
-    config: &ExecuteConfig,
-    problems: impl Iterator<Item = Result<Problem, ExecuteError>>,
-    recheck: &(impl recheck::RecheckSource + ?Sized),
-    solutions: &[Solution],
-    sandbox: &Sandbox,
-    jobs: usize,
-    hooks: &Hooks<'_>,
-) -> Result<ExecuteOutput, ExecuteError> {
-    let progress = hooks.progress;
-    config.validate()?;
-    let mut slots_of: HashMap<&ProblemId, Vec<usize>> = HashMap::new();
-    for (i, s) in solutions.iter().enumerate() {
-        slots_of.entry(&s.problem_id).or_default().push(i);
-    }
-    let base = config.work_dir.clone().unwrap_or_else(std::env::temp_dir);
-    fs_err::create_dir_all(&base).map_err(|e| ExecuteError::Io { path: base.clone(), source: e })?;
-    let root = tempfile::Builder::new().prefix("coreb-execute-").tempdir_in(&base).map_err(|source| ExecuteError::Io { path: base.clone(), source })?;
-    prepare_fast_compiles(config, sandbox, solutions, root.path())?;
-    // With idle slots, `jobs` runs may be busy and `idle_slots` more wait beside them, each on
-    // a thread of its own.
-    let (threads, busy) = match config.idle_slots {
-        0 => (jobs, None),
-        idle => {
-            let busy_runs = if jobs == 0 { std::thread::available_parallelism().map_or(1, usize::from) } else { jobs };
-            (busy_runs + idle, Some(BusySlots::new(busy_runs)))
-        }
-    };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("coreb-execute-{i}"))
-        .build()
-        .map_err(|e| ExecuteError::Config(format!("thread pool: {e}")))?;
-    // A window ends when its slowest solution does: with idle slots, as many problems as
-    // there are threads to wait in, so that a few sleepers do not hold the cores idle.
-    let window = 2 * pool.current_num_threads().max(1);
-    let judge = WindowJudge { config, sandbox, busy: busy.as_ref(), solutions, slots_of: &slots_of, recheck, root: root.path(), pool: &pool, progress };
-    let mut judged: Vec<Option<(SolutionResult, Cost)>> = (0..solutions.len()).map(|_| None).collect();
-    let mut checks: Vec<recheck::ProblemCheck> = Vec::new();
-    // What an earlier run committed: taken as judged, and its problems skipped below.
-    let mut seen: HashSet<ProblemId> = HashSet::new();
-    let mut resumed = 0usize;
-    for p in resume(hooks.journal.committed()?, solutions, &slots_of) {
-        resumed += p.solutions.len();
-        (0..p.solutions.len()).for_each(|_| progress());
-        for ((result, cost), slot) in p.solutions.into_iter().zip(&slots_of[&p.problem_id]) {
-            judged[*slot] = Some((result, cost));
-        }
-        checks.extend(p.check);
-        seen.insert(p.problem_id);
-    }
-    let mut windows = 0usize;
-    let mut judge_window = |batch: &mut Vec<Problem>| -> Result<(), ExecuteError> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        coreb_base::interrupt::check()?;
-        let (done, window_checks) = judge.window(batch, windows)?;
-        windows += 1;
-        let mut by_slot: HashMap<usize, Judged> = done.into_iter().collect();
-        let mut check_of: HashMap<ProblemId, recheck::ProblemCheck> =
-            window_checks.into_iter().filter_map(|c| c.tests.first().map(|t| t.problem_id.clone()).map(|id| (id, c))).collect();
-        let mut commit = Vec::with_capacity(batch.len());
-        for p in batch.iter() {
-            let check = check_of.remove(&p.id);
-            let whole = check.as_ref().is_some_and(|c| c.rejected_whole);
-            let mut results = Vec::new();
-            for slot in slots_of[&p.id].iter().filter(|_| !whole) {
-                match by_slot.remove(slot) {
-                    Some(result) => results.push((*slot, result?)),
-                    None => return Err(ExecuteError::Recheck(format!("solution `{}` was not judged", solutions[*slot].id))),
-                }
-            }
-            for (slot, result) in &results {
-                judged[*slot] = Some(result.clone());
-            }
-            commit.push(journal::JudgedProblem { problem_id: p.id.clone(), check: check.clone(), solutions: results.into_iter().map(|(_, r)| r).collect() });
-            checks.extend(check);
-        }
-        // A window that a signal reached is not committed: its verdicts could be the signal's.
-        coreb_base::interrupt::check()?;
-        hooks.journal.commit(&commit)?;
-        batch.clear();
-        Ok(())
-    };
-    let mut batch = Vec::with_capacity(window);
-    for problem in problems {
-        let problem = problem?;
-        if !slots_of.contains_key(&problem.id) || !seen.insert(problem.id.clone()) {
-            continue;
-        }
-        batch.push(problem);
-        if batch.len() >= window {
-            judge_window(&mut batch)?;
-        }
-    }
-    judge_window(&mut batch)?;
-    // The checks by problem id, whatever the order problems came in.
-    checks.sort_by(|a, b| a.tests.first().map(|t| &t.problem_id).cmp(&b.tests.first().map(|t| &t.problem_id)));
-    let (results, without_problem, stats) = tally(solutions, judged);
-    Ok(ExecuteOutput { results, without_problem, stats, checks, resumed })
-}
-
-/// The committed problems that still hold for `solutions`: each once, with a result for
-/// exactly its solutions (in their order) or rejected whole by its re-check. Anything else
-/// (a journal of other solutions) is judged again.
-fn resume(committed: Vec<journal::JudgedProblem>, solutions: &[Solution], slots_of: &HashMap<&ProblemId, Vec<usize>>) -> Vec<journal::JudgedProblem> {
-    let mut taken = HashSet::new();
-    committed
-        .into_iter()
-        .filter(|p| {
-            let Some(slots) = slots_of.get(&p.problem_id) else { return false };
-            let whole = p.check.as_ref().is_some_and(|c| c.rejected_whole);
-            let exact = p.solutions.len() == slots.len() && p.solutions.iter().zip(slots).all(|((r, _), &slot)| r.solution_id == solutions[slot].id);
-            ((whole && p.solutions.is_empty()) || (!whole && exact)) && taken.insert(p.problem_id.clone())
-        })
-        .collect()
-}
-
-/// A window's results (by index in `solutions`) and its problems' checks.
-type Window = (Vec<(usize, Judged)>, Vec<recheck::ProblemCheck>);
-
-/// What judging one window of problems needs.
-struct WindowJudge<'a, R: recheck::RecheckSource + ?Sized> {
-    config: &'a ExecuteConfig,
-    sandbox: &'a Sandbox,
-    busy: Option<&'a BusySlots>,
-    solutions: &'a [Solution],
-    /// Each problem's solutions, by their index in `solutions`.
-    slots_of: &'a HashMap<&'a ProblemId, Vec<usize>>,
-    /// The problems whose changed tests are re-checked, and what their check needs.
-    recheck: &'a R,
-    root: &'a Path,
-    pool: &'a rayon::ThreadPool,
-    progress: &'a (dyn Fn() + Sync),
-}
-
-impl<R: recheck::RecheckSource + ?Sized> WindowJudge<'_, R> {
-    /// Re-check the window's problems, then judge their solutions on the tests left: each
-    /// solution's result by its index in `solutions`, and the window's checks.
-    fn window(&self, batch: &[Problem], index: usize) -> Result<Window, ExecuteError> {
-        let harnesses: Vec<Harness> = batch.iter().map(Harness::of).collect();
-        let checks = self.recheck(batch, &harnesses, index)?;
-        let checked: HashMap<&ProblemId, &recheck::ProblemCheck> = checks.iter().filter_map(|c| c.tests.first().map(|t| (&t.problem_id, c))).collect();
-        // Each solution borrows its problem's tests (one pointer per test, no copies), less the
-        // tests the re-check rejected; a problem rejected whole judges none of its solutions.
-        let mut work: Vec<(usize, &Harness, IndexedTests, Option<u32>)> = Vec::new();
-        for (p, harness) in batch.iter().zip(&harnesses) {
-            let check = checked.get(&p.id);
-            if check.is_some_and(|c| c.rejected_whole) {
-                continue;
-            }
-            let rejected = check.map(|c| c.rejected()).unwrap_or_default();
-            let tests: IndexedTests = tests_of(p).into_iter().enumerate().map(|(i, t)| (i as u32, t)).filter(|(i, _)| !rejected.contains(i)).collect();
-            for &slot in self.slots_of.get(&p.id).into_iter().flatten() {
-                let gate = self.config.skip_private_after_public_failure.then_some(p.public_tests.len() as u32);
-                work.push((slot, harness, tests.clone(), gate));
-            }
-        }
-        let done = self.pool.install(|| {
-            work.par_iter()
-                .map(|(slot, harness, tests, gate)| {
-                    // Once a signal asked to stop, no solution starts.
-                    let result = coreb_base::interrupt::check().map_err(ExecuteError::from).and_then(|()| {
-                        judge_solution(self.config, self.sandbox, self.busy, &Submission { solution: &self.solutions[*slot], harness, tests, gate: *gate }, self.root, *slot)
-                    });
-                    if result.is_ok() {
-                        (self.progress)();
-                    }
-                    (*slot, result)
-                })
-                .collect()
-        });
-        drop(checked);
-        Ok((done, checks))
-    }
-
-    /// The re-check of the window's problems that have changed tests (in window order).
-    fn recheck(&self, batch: &[Problem], harnesses: &[Harness], index: usize) -> Result<Vec<recheck::ProblemCheck>, ExecuteError> {
-        let wanted: Vec<(&Problem, &Harness)> = batch.iter().zip(harnesses).filter(|(p, _)| self.recheck.wants(&p.id)).collect();
-        if wanted.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Only this window's original tests are loaded, and dropped with the window.
-        let loaded = self.recheck.load(&wanted.iter().map(|(p, _)| &p.id).collect::<Vec<_>>())?;
-        let checking: Vec<(&recheck::RecheckProblem, Vec<&TestCase>, &Harness)> = loaded.iter().zip(&wanted).map(|(r, (p, h))| (r, tests_of(p), *h)).collect();
-        let references = self.root.join(format!("references-{index}"));
-        fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io { path: references.clone(), source: e })?;
-        self.pool.install(|| recheck::recheck(self.config, self.sandbox, self.busy, &checking, &references))
-    }
-}
-
-/// The results in the order of `solutions` (those never judged: without a problem, or of a
-/// problem rejected whole) and their counts.
-fn tally(solutions: &[Solution], judged: Vec<Option<(SolutionResult, Cost)>>) -> (Vec<SolutionResult>, Vec<SolutionId>, ExecuteStats) {
-    let mut stats = ExecuteStats::default();
-    let mut results = Vec::with_capacity(solutions.len());
-    let mut without_problem = Vec::new();
-    for (s, j) in solutions.iter().zip(judged) {
-        let Some((result, cpu)) = j else {
-            without_problem.push(s.id.clone());
-            continue;
-        };
-        stats.solutions += 1;
-        stats.solutions_passed += usize::from(result.passed);
-        stats.tests += result.tests.len();
-        stats.cpu_ms += cpu.cpu_ms;
-        stats.fast_starts += usize::from(cpu.fast_start);
-        stats.fast_compiles += usize::from(cpu.fast_compile);
-        stats.gave_way += cpu.gave_way;
-        for t in &result.tests {
-            *stats.verdicts.entry(t.verdict).or_default() += 1;
-        }
-        results.push(result);
-    }
-    stats.solutions_without_problem = without_problem.len();
-    (results, without_problem, stats)
-}
-
-/// One solution's result and what judging it cost, or the stage's error.
-type Judged = Result<(SolutionResult, Cost), ExecuteError>;
-
-/// A problem's tests, public then private, borrowed.
-fn tests_of(p: &Problem) -> Vec<&TestCase> {
-    p.public_tests.iter().chain(&p.private_tests).collect()
-}
-
 /// The verdicts table's name for what held a run's memory.
 fn recorded_bound(bound: coreb_sandbox::MemoryBound) -> coreb_data::verdict::MemoryBound {
     match bound {
@@ -993,35 +674,6 @@ fn recorded_bound(bound: coreb_sandbox::MemoryBound) -> coreb_data::verdict::Mem
         coreb_sandbox::MemoryBound::CgroupV1 => coreb_data::verdict::MemoryBound::CgroupV1,
         coreb_sandbox::MemoryBound::Rlimit => coreb_data::verdict::MemoryBound::Rlimit,
     }
-}
-
-/// What [`execute_tables`] did.
-#[derive(Debug, Clone)]
-pub struct ExecuteTablesReport {
-    /// Counts.
-    pub stats: ExecuteStats,
-    /// Solutions whose problem was missing.
-    pub without_problem: Vec<SolutionId>,
-    /// The isolation the sandbox achieved.
-    pub isolation: String,
-}
-
-/// The engine's one call: read the problems and solutions tables, judge (calling `progress`
-/// once per judged solution), write the verdicts table atomically (`<out>.tmp`, then rename).
-pub fn execute_tables(
-    problems: &Path,
-    solutions: &Path,
-    out: &Path,
-    config: &ExecuteConfig,
-    sandbox: &Sandbox,
-    jobs: usize,
-    progress: &(dyn Fn() + Sync),
-) -> Result<ExecuteTablesReport, ExecuteError> {
-    let solutions = coreb_data::tables::solutions::read_solutions(solutions)?;
-    let problems = coreb_data::tables::ProblemReader::open(problems)?.map(|p| p.map_err(ExecuteError::from));
-    let output = execute_streaming(config, problems, &[] as &[recheck::RecheckProblem], &solutions, sandbox, jobs, progress)?;
-    coreb_data::tables::verdicts::write_verdicts(out, &output.results)?;
-    Ok(ExecuteTablesReport { stats: output.stats, without_problem: output.without_problem, isolation: sandbox.isolation().to_string() })
 }
 
 #[cfg(test)]

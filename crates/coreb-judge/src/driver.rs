@@ -5,7 +5,7 @@
 //! skeleton ([`Signature::skeleton`]) with its helpers and imports, no entry point, no I/O —
 //! and the judge adds the I/O driver of its language: a program part that reads one JSON
 //! value per stdin line, converts each to the parameter's type, calls the method and prints
-//! the result as compact JSON (what [`super::functional_outputs_match`] compares).
+//! the result as compact JSON (what [`crate::functional_outputs_match`] compares).
 //!
 //! The drivers are templates, one file per language in `drivers/` (placeholders
 //! `{{solution}}`, `{{method}}`, `{{arity}}`, `{{types}}`), and every identifier they add is
@@ -124,7 +124,7 @@ mod tests {
         let java = assemble("import java.util.*;\n\npublic class Solution {\n    public long maxHaul(long[][] s, double k) { return 1; }\n}\n", Language::Java, &sig);
         assert!(java.starts_with("import java.util.*;\n\nclass Solution {"), "{java}");
         assert!(java.contains("m.getName().equals(\"maxHaul\") && m.getParameterCount() == 2"));
-        assert_eq!(super::super::java_main_class(&java), "CorebMain");
+        assert_eq!(crate::java_main_class(&java), "CorebMain");
         let cpp = assemble("class Solution { public: long long maxHaul(vector<vector<long long>>& s, double k) { return 1; } };", Language::Cpp, &sig);
         assert!(cpp.contains("&Solution::maxHaul") && cpp.contains("k < 2 &&"), "{cpp}");
         // A solution's own text is never substituted.

@@ -9,8 +9,8 @@ use coreb_sandbox::{BOX_DIR, CACHE_DIR, DirAccess, Limits, Program, Sandbox, San
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::ExecuteError;
-use super::reuse::{FastCompile, FastStart};
+use crate::ExecuteError;
+use crate::reuse::{FastCompile, FastStart};
 use coreb_data::solution::Language;
 
 /// Optional overrides of [`Limits`] (a `[stages.execute.<lang>.limits]` table).
@@ -365,7 +365,7 @@ pub type ToolchainVersions = BTreeMap<Language, BTreeMap<String, String>>;
 /// Ask every program of `languages` for its version, in the sandbox (so a toolchain that the
 /// sandbox's filesystem view hides counts as missing). A program that cannot be started is
 /// [`ExecuteError::MissingToolchain`], naming the Debian package to install.
-pub fn toolchain_versions(config: &super::ExecuteConfig, sandbox: &Sandbox, languages: &[Language]) -> Result<ToolchainVersions, ExecuteError> {
+pub fn toolchain_versions(config: &crate::ExecuteConfig, sandbox: &Sandbox, languages: &[Language]) -> Result<ToolchainVersions, ExecuteError> {
     let dir = tempfile::Builder::new().prefix("coreb-toolchains-").tempdir().map_err(|source| ExecuteError::Io { path: std::env::temp_dir(), source })?;
     // (language, program, environment) of every program to ask.
     let mut asks = Vec::new();

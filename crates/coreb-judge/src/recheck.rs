@@ -16,7 +16,7 @@
 //!    passes is `passed`; a problem left with no test is rejected whole.
 //!
 //! [`decide`] is that decision over the verdicts of the runs; [`recheck`] makes the runs
-//! (through [`super::judge_solution`], exactly as a generated Python solution is judged, with
+//! (through [`crate::judge_solution`], exactly as a generated Python solution is judged, with
 //! the same [`ExecuteConfig`] limits). A reference is never compared with the generated
 //! solutions: a wrong majority cannot reject a correct test.
 
@@ -27,8 +27,8 @@ use rayon::prelude::*;
 
 use coreb_sandbox::{BusySlots, Sandbox};
 
-use super::driver::Harness;
-use super::{ExecuteConfig, ExecuteError, Submission, judge_solution};
+use crate::driver::Harness;
+use crate::{ExecuteConfig, ExecuteError, Submission, judge_solution};
 use coreb_data::problem::{ProblemId, TestCase};
 use coreb_data::rewritten::{Reference, TestOrigin};
 use coreb_data::solution::{Language, Solution, SolutionId};

@@ -1,7 +1,7 @@
 //! Fingerprints the source the `coreb` binary is built from, for the stage keys.
 //!
 //! Every stage key holds `COREB_SOURCE_SHA256`: the sha256 over the path and content of each
-//! `.rs` and `.toml` file of the crates linked into the binary (`pipeline`, `stages`,
+//! `.rs` and `.toml` file of the crates linked into the binary (`pipeline`,
 //! `crates/*`, `vendor/whatlang-fast`), the prompts compiled in (`prompts/eval`), the judge's
 //! driver templates (`crates/coreb-judge/src/drivers`, every file),
 //! and the workspace's `Cargo.toml` and `Cargo.lock` (dependency versions). So a build made
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 /// Directories and files hashed, relative to the workspace root.
-const SOURCES: &[&str] = &["pipeline", "stages", "crates", "vendor/whatlang-fast", "prompts/eval", "Cargo.toml", "Cargo.lock"];
+const SOURCES: &[&str] = &["pipeline", "crates", "vendor/whatlang-fast", "prompts/eval", "Cargo.toml", "Cargo.lock"];
 
 /// The judge's driver templates (`include_str!`d into the binary): every file, whatever its
 /// extension.

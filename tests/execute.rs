@@ -14,8 +14,8 @@ use coreb_data::solution::{Language, Solution, SolutionId};
 use coreb_judge::reuse::{FastStart, PYTHON_MODULES, PYTHON_NAMES, RUBY_LIBRARIES, RUBY_NAMES};
 use coreb_judge::{ExecuteConfig, LimitsPatch, SolutionResult, Verdict, execute};
 use coreb_sandbox::{DirAccess, Identity, Limits, Program, Sandbox, SandboxConfig};
-use stages::execute::execute_tables;
-use stages::ingest::{IngestConfig, decode_row};
+use coreb_stages::execute::execute_tables;
+use coreb_stages::ingest::{IngestConfig, decode_row};
 
 use crate::support::{coreb, root, run, text, tree_sha256};
 

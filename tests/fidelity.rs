@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use coreb_data::solution::Language;
-use stages::strip::has_comments;
+use coreb_stages::strip::has_comments;
 
 use crate::support::root;
 
@@ -98,7 +98,7 @@ fn sample_search_queries_are_natural_language_and_name_their_language() {
     assert!(words.iter().all(|w| (15..=40).contains(w)), "{words:?}");
     for q in &search {
         let text = q["text"].as_str().unwrap();
-        assert_eq!(stages::queries::placeholder_variable(text), None, "{text}");
+        assert_eq!(coreb_stages::queries::placeholder_variable(text), None, "{text}");
     }
     // Every constrained query of every subtask names its language in its text.
     let mut constrained = 0;
@@ -109,7 +109,7 @@ fn sample_search_queries_are_natural_language_and_name_their_language() {
         }
         constrained += 1;
         let language = Language::parse(c).unwrap();
-        assert!(stages::queries::names_language(q["text"].as_str().unwrap(), language), "{} does not name {c}", q["_id"]);
+        assert!(coreb_stages::queries::names_language(q["text"].as_str().unwrap(), language), "{} does not name {c}", q["_id"]);
     }
     assert_eq!(constrained, 250);
 }
@@ -128,7 +128,7 @@ fn sample_distractors_are_complete_statements_of_comparable_length() {
         let text = d["text"].as_str().unwrap();
         let (words, of) = (text.split_whitespace().count(), statement_words(&d["problem_id"]));
         assert!(words as f64 >= 0.6 * of as f64, "{}: {words} words for a statement of {of}", d["_id"]);
-        assert_eq!(stages::distract::missing_section(text), None, "{}", d["_id"]);
+        assert_eq!(coreb_stages::distract::missing_section(text), None, "{}", d["_id"]);
         seen += 1;
     }
     assert_eq!(seen, 40);

@@ -1,17 +1,24 @@
 //! The README's architecture picture and crate table against `cargo metadata` (issue #33): every
 //! workspace crate in the table with its path and the coreb crates it depends on, and in the
-//! picture on a layer above every crate it depends on (no arrow runs back up).
+//! picture on a layer above every crate it depends on (no arrow runs back up); and every
+//! crate where its name says (`crates/<package>`, but the binary's `pipeline/`), its library
+//! named as its package (issue #49).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::support::root;
 
+/// `cargo metadata` of the workspace's own packages.
+fn metadata() -> serde_json::Value {
+    let out = std::process::Command::new(env!("CARGO")).args(["metadata", "--no-deps", "--format-version", "1", "--offline"]).current_dir(root()).output().unwrap();
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Each workspace crate: its path relative to the root (`pipeline/`, `crates/coreb-data`) and
 /// the coreb crates it depends on (normal dependencies).
 fn workspace() -> BTreeMap<String, (String, BTreeSet<String>)> {
-    let out = std::process::Command::new(env!("CARGO")).args(["metadata", "--no-deps", "--format-version", "1", "--offline"]).current_dir(root()).output().unwrap();
-    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let meta = metadata();
     let root = root();
     meta["packages"]
         .as_array()
@@ -97,4 +104,33 @@ fn curation_depends_on_no_stage_and_the_judge_only_on_what_judging_needs() {
     for user in ["coreb", "coreb-stages"] {
         assert!(crates[user].1.contains("coreb-judge"), "{user} judges through coreb-judge");
     }
+}
+
+/// Package, folder and library agree (issue #49): every crate but the binary's lives in
+/// `crates/<package>`, and a Rust library is named as its package with `-` as `_`
+/// (`coreb-stages` → `coreb_stages`), so a `use` names the crate `Cargo.toml` lists. The one
+/// library that is not a Rust library, coreb-py's Python extension, is named as Python imports
+/// it (`coreb_rs`, the module of the `coreb-rs` wheel).
+#[test]
+fn every_crate_lives_in_its_folder_and_its_library_is_named_as_its_package() {
+    for (name, (path, _)) in workspace() {
+        let expected = if name == "coreb" { "pipeline".to_owned() } else { format!("crates/{name}") };
+        assert_eq!(path, expected, "the folder of `{name}`");
+    }
+    let meta = metadata();
+    let mut libraries = 0;
+    for p in meta["packages"].as_array().unwrap() {
+        let package = p["name"].as_str().unwrap();
+        for t in p["targets"].as_array().unwrap() {
+            let kinds: Vec<&str> = t["kind"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+            let lib = t["name"].as_str().unwrap();
+            if kinds.iter().any(|k| ["lib", "rlib", "proc-macro"].contains(k)) {
+                libraries += 1;
+                assert_eq!(lib, package.replace('-', "_"), "the library of `{package}` is not named as its package");
+            } else if kinds.contains(&"cdylib") {
+                assert_eq!((package, lib), ("coreb-py", "coreb_rs"), "a Python extension other than coreb-py's");
+            }
+        }
+    }
+    assert!(libraries >= 10, "{libraries} Rust libraries in the workspace");
 }

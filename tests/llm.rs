@@ -19,12 +19,12 @@ use coreb_http::RetryConfig;
 use coreb_llm::prompt::Prompts;
 use coreb_llm::run::{LlmStageError, ModelPlan, RejectReason};
 use coreb_llm::{Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, SamplingParams, StageModels, StoreMode, StructuredOutput};
+use coreb_stages::abbreviate::{AbbreviateConfig, abbreviate};
+use coreb_stages::distract::{DistractConfig, distract};
+use coreb_stages::generate::{GenerateConfig, generate};
+use coreb_stages::queries::{QueriesConfig, queries};
+use coreb_stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, rewrite};
 use serde_json::{Value, json};
-use stages::abbreviate::{AbbreviateConfig, abbreviate};
-use stages::distract::{DistractConfig, distract};
-use stages::generate::{GenerateConfig, generate};
-use stages::queries::{QueriesConfig, queries};
-use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, rewrite};
 
 use crate::support::{coreb, root, run, text};
 

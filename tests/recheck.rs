@@ -18,8 +18,8 @@ use coreb_judge::recheck::{RecheckProblem, RecheckStats};
 use coreb_judge::{ExecuteConfig, execute_checked};
 use coreb_llm::prompt::Prompts;
 use coreb_llm::{Gateway, LlmConfig, ResponseStore, StoreMode};
+use coreb_stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, apply_bijection_keeping, letter_bijection, rewrite};
 use serde_json::{Value, json};
-use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, apply_bijection_keeping, letter_bijection, rewrite};
 
 use crate::support::{root, stdin_problem};
 
@@ -206,7 +206,7 @@ fn a_problem_left_without_tests_is_rejected_whole() {
     let original = stdin_problem("910", "Smallest word", "SMALLEST", &[(&format!("2\n{wx} {wy}\n"), &format!("{wx}\n"))]);
     let perm = letter_bijection("lcb_910");
     let mut rewritten = original.clone();
-    rewritten.public_tests = vec![stages::rewrite::biject_test(&original.public_tests[0], &perm)];
+    rewritten.public_tests = vec![coreb_stages::rewrite::biject_test(&original.public_tests[0], &perm)];
     let reference = coreb_data::rewritten::Reference { model: "m".into(), original: SMALLEST.into(), adapted: SMALLEST.into() };
     let recheck = [RecheckProblem {
         problem_id: original.id.clone(),

@@ -23,11 +23,11 @@ use coreb_data::solution::{Language, Solution, SolutionId};
 use coreb_judge::driver::assemble;
 use coreb_judge::{ExecuteConfig, Harness, execute, functional_outputs_match, outputs_match};
 use coreb_sandbox::{Sandbox, SandboxConfig};
+use coreb_stages::ingest::{IngestConfig, decode_row};
 use rayon::prelude::*;
-use stages::ingest::{IngestConfig, decode_row};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/execute")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/execute")
 }
 
 fn children_cpu() -> Duration {

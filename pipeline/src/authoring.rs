@@ -20,8 +20,8 @@ use coreb_data::solution::{Language, SolutionId};
 use coreb_llm::LlmStage;
 use coreb_llm::authored::AuthoredGateway;
 use coreb_llm::store::ResponseStore;
+use coreb_stages::rewrite::is_context_independent;
 use serde::Deserialize;
-use stages::rewrite::is_context_independent;
 
 use crate::engine::Engine;
 use crate::engine::stage::StageName;

@@ -12,16 +12,16 @@ use coreb_data::releases::ReleaseManifest;
 use coreb_eval::gates::GatesConfig;
 use coreb_judge::ExecuteConfig;
 use coreb_llm::LlmConfig;
+use coreb_stages::abbreviate::AbbreviateConfig;
+use coreb_stages::dedup::DedupConfig;
+use coreb_stages::distract::DistractConfig;
+use coreb_stages::fetch::{FetchConfig, Source};
+use coreb_stages::filter::FilterConfig;
+use coreb_stages::generate::GenerateConfig;
+use coreb_stages::ingest::IngestConfig;
+use coreb_stages::queries::QueriesConfig;
+use coreb_stages::rewrite::RewriteConfig;
 use serde::{Deserialize, Serialize};
-use stages::abbreviate::AbbreviateConfig;
-use stages::dedup::DedupConfig;
-use stages::distract::DistractConfig;
-use stages::fetch::{FetchConfig, Source};
-use stages::filter::FilterConfig;
-use stages::generate::GenerateConfig;
-use stages::ingest::IngestConfig;
-use stages::queries::QueriesConfig;
-use stages::rewrite::RewriteConfig;
 
 /// A manifest exactly as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -2,7 +2,7 @@
 //! ([`normalise`]), the parameters and their check ([`Params`]), and the union-find that
 //! joins confirmed pairs into clusters ([`UnionFind`]).
 //!
-//! The two are the `dedup` stage (`stages::dedup`: a month's problems, thousands of
+//! The two are the `dedup` stage (`coreb_stages::dedup`: a month's problems, thousands of
 //! statements, against every earlier release) and the training-corpus deduplication
 //! (`coreb_curation::duplicates`: millions of text–code pairs, split over processes, its
 //! normalisation datatrove's when asked). They share these pieces and nothing above them: the

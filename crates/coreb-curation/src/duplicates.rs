@@ -21,7 +21,7 @@
 //!
 //! The normalisation, the parameters' check and the union-find are shared with the build's
 //! `dedup` stage ([`coreb_base::minhash`]); the sketch is this module's own. Why not the
-//! stage's (`stages::dedup`: 128 seeded xxh3 hashes of every shingle, 64-bit shingle hashes
+//! stage's (`coreb_stages::dedup`: 128 seeded xxh3 hashes of every shingle, 64-bit shingle hashes
 //! in hash sets, every pair of a bucket a candidate), measured on the 1,048 statements of
 //! `tests/ingest.rs`'s planted set (268 words each on average): its signatures take 128 hash
 //! calls per shingle against one (32,464 against 253 a row), 25–127× the time (120–134 ms

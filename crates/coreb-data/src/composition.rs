@@ -8,7 +8,7 @@
 //! default; profile `coreb` sets every switch to coreb's earlier composition.
 //! `docs/reference-vs-coreb.md` lists each switch with its effect on the sample's BM25 nDCG@10.
 //!
-//! This module only names and resolves the choices; the `qrels` stage (`stages::qrels`)
+//! This module only names and resolves the choices; the `qrels` stage (`coreb_stages::qrels`)
 //! applies them.
 
 use serde::{Deserialize, Serialize};

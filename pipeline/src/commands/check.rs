@@ -13,7 +13,7 @@ use crate::cli::CheckArgs;
 use crate::ops::verify::Damage;
 use coreb_base::errors::Usage;
 use coreb_base::printer::Printer;
-use stages::release::CONFIGS;
+use coreb_stages::release::CONFIGS;
 
 /// Run `coreb check`.
 pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {

@@ -9,7 +9,7 @@ use coreb_data::problem::Problem;
 use coreb_data::solution::{Language, Solution, SolutionId};
 use coreb_judge::{ExecuteConfig, execute};
 use coreb_sandbox::Sandbox;
-use stages::ingest::{IngestConfig, decode_row};
+use coreb_stages::ingest::{IngestConfig, decode_row};
 
 use crate::cli::{JudgeArgs, LangArg};
 use coreb_base::printer::Printer;

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use coreb_curation::Sketches;
 use coreb_curation::scan::{Block, BlockOut, Scan, SourceFields, field, is_blank};
+use coreb_stages::fetch::{FetchConfig, Location, Source, fetch_source};
 use rayon::prelude::*;
-use stages::fetch::{FetchConfig, Location, Source, fetch_source};
 
 use super::output::spool_path;
 use crate::corpus_manifest::{CorpusManifestFile, SourceFormat, SourceSpec};

@@ -1,5 +1,5 @@
 //! `dedup`: reads the ingested problems and every earlier release's problems, calls
-//! [`stages::dedup::dedup`], writes the kept problems and the duplicates report.
+//! [`coreb_stages::dedup::dedup`], writes the kept problems and the duplicates report.
 
 use std::path::PathBuf;
 
@@ -8,8 +8,8 @@ use coreb_base::hashing::sha256_file;
 use coreb_data::problem::Problem;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
+use coreb_stages::dedup::{DedupConfig, DedupOutput, DedupStats, Item, Origin, dedup};
 use serde::{Deserialize, Serialize};
-use stages::dedup::{DedupConfig, DedupOutput, DedupStats, Item, Origin, dedup};
 
 use super::context::{StageContext, StageOutput};
 use super::stage::{Done, Stage, StageName, Upstream};

@@ -9,7 +9,7 @@
 //! MANIFEST with the per-language time limits.
 //!
 //! Judged problems are committed as each window finishes to the journal of this run
-//! (`artifacts/.journal/execute`, [`stages::execute::journal`]): after SIGINT, SIGTERM or
+//! (`artifacts/.journal/execute`, [`coreb_stages::execute::journal`]): after SIGINT, SIGTERM or
 //! `kill -9` the same command judges only what was not committed, and the record counts
 //! what it took (`local.solutions_resumed`) and judged (`local.solutions_judged`).
 //!
@@ -32,8 +32,8 @@ use coreb_judge::driver::Harness;
 use coreb_judge::recheck::{ProblemCheck, RecheckProblem, RecheckSource, RecheckStats};
 use coreb_judge::{ExecuteConfig, ExecuteError, ExecuteStats, ToolchainVersions, toolchain_versions};
 use coreb_sandbox::Sandbox;
-use stages::execute::Hooks;
-use stages::execute::journal::{DirJournal, Journal};
+use coreb_stages::execute::Hooks;
+use coreb_stages::execute::journal::{DirJournal, Journal};
 
 use coreb_judge::Verdict;
 use serde::{Deserialize, Serialize};
@@ -307,7 +307,7 @@ impl Stage for Execute {
         let bar = cx.printer().progress(Some(solutions.len() as u64), "execute", false);
         let hooks = Hooks { progress: &|| bar.inc(1), journal: &journal };
         let listening = coreb_base::interrupt::listen();
-        let judged = stages::execute::execute_resumable(config, problems, &recheck, &solutions, &judge.sandbox, cx.plan().jobs, &hooks);
+        let judged = coreb_stages::execute::execute_resumable(config, problems, &recheck, &solutions, &judge.sandbox, cx.plan().jobs, &hooks);
         drop(listening);
         bar.finish_and_clear();
         let output = match judged {
@@ -402,7 +402,7 @@ fn done(
 }
 
 /// Where this process's run of `execute` commits judged problems as it goes
-/// ([`stages::execute::journal`]): `artifacts/.journal/execute`, or one directory per shard.
+/// ([`coreb_stages::execute::journal`]): `artifacts/.journal/execute`, or one directory per shard.
 fn journal_dir(cx: &StageContext) -> PathBuf {
     let name = match cx.slice_of(StageName::Execute) {
         Some(slice) => format!("execute-{}", crate::shard::part_name(slice)),

@@ -6,8 +6,8 @@
 
 use anyhow::Context as _;
 use coreb_data::releases::SourcePin;
+use coreb_stages::fetch::{Fetched, Location, fetch_source};
 use serde::{Deserialize, Serialize};
-use stages::fetch::{Fetched, Location, fetch_source};
 
 use super::context::{StageContext, StageOutput};
 use super::ingest;
@@ -119,7 +119,7 @@ fn fetch_with_ingest(cx: &StageContext) -> anyhow::Result<Done<FetchSummary, Fet
     };
     let mut fetched_files = Vec::with_capacity(sources.len());
     for (source, (sha256, bytes)) in sources.iter().zip(hashes) {
-        let f = stages::fetch::hashed_in_place(source, sha256, bytes).context("a local source")?.with_context(|| format!("fetching source `{}`", source.name))?;
+        let f = coreb_stages::fetch::hashed_in_place(source, sha256, bytes).context("a local source")?.with_context(|| format!("fetching source `{}`", source.name))?;
         fetched_files.push(f);
     }
     let mut done = fetched(cx, fetched_files)?;

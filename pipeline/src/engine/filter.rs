@@ -1,13 +1,13 @@
 //! `filter`: streams the deduplicated problems, without their test bodies, through
-//! [`stages::filter::filter_problem`], copies the kept rows whole and writes a rejections
+//! [`coreb_stages::filter::filter_problem`], copies the kept rows whole and writes a rejections
 //! report (one JSON object per rejected problem).
 
 use std::io::Write;
 
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
+use coreb_stages::filter::{FilterConfig, FilterStats, filter_problem};
 use serde::{Deserialize, Serialize};
-use stages::filter::{FilterConfig, FilterStats, filter_problem};
 
 use super::context::{StageContext, StageOutput};
 use super::stage::{Done, Stage, StageName, Upstream};

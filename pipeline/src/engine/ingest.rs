@@ -14,8 +14,8 @@ use anyhow::{Context, bail};
 use coreb_base::hashing::HashingReader;
 use coreb_data::problem::DateWindow;
 use coreb_data::tables::ProblemWriter;
-use stages::fetch::Location;
-use stages::ingest::{BadRows, IngestConfig, IngestStats, Line, LineReader, RowError, RowOutcome, ingest_row};
+use coreb_stages::fetch::Location;
+use coreb_stages::ingest::{BadRows, IngestConfig, IngestStats, Line, LineReader, RowError, RowOutcome, ingest_row};
 
 use super::context::{StageContext, StageOutput};
 use super::fetch::FetchLocal;

@@ -7,7 +7,7 @@
 //! stored record of that key (reused) → parts of its shard processes (merged) or a run →
 //! commit through a [`StageWriter`](crate::artifacts::StageWriter) or a part
 //! ([`crate::shard::PartWriter`]). A stage's run loads its inputs from the artifact store,
-//! calls its functions of the `stages` crate (pure: no I/O) and writes its outputs; the stage
+//! calls its functions of the `coreb-stages` crate (pure: no I/O) and writes its outputs; the stage
 //! modules are the only place where stages meet files. They are given a
 //! [`context::StageContext`] (plan, store, printer, worker threads, async runtime, LLM gateway
 //! and prompts, judge, shard state), never the engine.

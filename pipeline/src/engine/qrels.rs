@@ -1,5 +1,5 @@
 //! `qrels`: gathers the rewritten problems, summaries, distractors, queries, solutions
-//! and verdicts into [`stages::qrels::qrels`] and stores its output (`qrels.json`). A problem
+//! and verdicts into [`coreb_stages::qrels::qrels`] and stores its output (`qrels.json`). A problem
 //! whose every test `execute`'s re-check rejected is left out (`problems_without_tests`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,9 +16,9 @@ use coreb_judge::Harness;
 use coreb_judge::driver::assemble;
 use coreb_judge::signature::Signature;
 use coreb_llm::LlmStage;
+use coreb_stages::qrels::{JudgedSolution, ProblemTexts, SearchQuery, qrels};
+use coreb_stages::queries::Query;
 use serde::{Deserialize, Serialize};
-use stages::qrels::{JudgedSolution, ProblemTexts, SearchQuery, qrels};
-use stages::queries::Query;
 
 use super::context::{StageContext, StageOutput};
 use super::execute::ExecuteSummary;

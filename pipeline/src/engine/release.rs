@@ -14,9 +14,9 @@ use coreb_data::tables::{ProblemReader, ProblemWriter};
 use coreb_eval::gates::GatesConfig;
 use coreb_judge::ToolchainVersions;
 use coreb_llm::run::WrittenBy;
+use coreb_stages::release::{CONFIGS, CardInfo, beir, check_disjoint, dataset_card, license_text};
 use coreb_trec::Qrels;
 use serde::{Deserialize, Serialize};
-use stages::release::{CONFIGS, CardInfo, beir, check_disjoint, dataset_card, license_text};
 
 use super::context::{StageContext, StageOutput};
 use super::control::Controlled;

@@ -12,8 +12,8 @@ use coreb_data::tables::ProblemWriter;
 use coreb_data::tables::references::{ReferenceRow, write_references};
 use coreb_llm::LlmStage;
 use coreb_llm::run::{Rejection, WrittenBy};
+use coreb_stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, RewriteStats};
 use serde::{Deserialize, Serialize};
-use stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, RewriteStats};
 
 use super::context::{StageContext, StageOutput};
 use super::control::{self, ControlSummary};
@@ -164,7 +164,7 @@ fn rewrite(cx: &StageContext, up: &Upstream<'_>, out: &StageOutput) -> anyhow::R
             if window.is_empty() {
                 return Ok(());
             }
-            sink.add(stages::rewrite::rewrite(&run_config, &plans, &prompts, window, g).await?)?;
+            sink.add(coreb_stages::rewrite::rewrite(&run_config, &plans, &prompts, window, g).await?)?;
         }
     })??;
     let RewriteSink { jsonl, table, references, reference_failures, rejected, stats, written } = sink;
@@ -232,7 +232,7 @@ impl RewriteSink {
         })
     }
 
-    fn add(&mut self, out: stages::rewrite::RewriteOutput) -> anyhow::Result<()> {
+    fn add(&mut self, out: coreb_stages::rewrite::RewriteOutput) -> anyhow::Result<()> {
         for p in out.problems {
             serde_json::to_writer(&mut self.jsonl, &p)?;
             self.jsonl.write_all(b"\n")?;

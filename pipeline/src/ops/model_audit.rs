@@ -1,6 +1,6 @@
 //! Run the model audit (`coreb audit <release> model`): ask the endpoint for solutions to
 //! each problem of the release in both versions, the original and the rewrite, through the
-//! `generate` stage ([`stages::generate::generate`], the `generate` prompt, the LLM
+//! `generate` stage ([`coreb_stages::generate::generate`], the `generate` prompt, the LLM
 //! [`Gateway`] and a response store: a rerun sends nothing it already has, `--replay` never
 //! sends), then judge them with [`coreb_judge::execute_with_progress`] in the sandbox, with
 //! the release's `[stages.execute]` configuration, and count pass@1 as
@@ -25,7 +25,7 @@ use coreb_llm::prompt::Prompts;
 use coreb_llm::run::ModelPlan;
 use coreb_llm::{Counted, Gateway, ResponseStore};
 use coreb_sandbox::Sandbox;
-use stages::generate::{GenerateConfig, generate};
+use coreb_stages::generate::{GenerateConfig, generate};
 
 /// Audit `release` with the model `options` names (asked on `runtime`): the options are
 /// checked first, then the build `open_build` finds gives the rewritten problems, the prompts

@@ -449,7 +449,8 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
     let builder_dir = embedded.dir().to_owned();
     for (i, source) in file.sources.iter_mut().enumerate() {
         // The name becomes a file name in the scratch: the fetch stage's own rule first.
-        stages::fetch::Source::resolve(&source.name, "x", source.sha256.as_deref(), &kit).map_err(|e| anyhow::anyhow!("`{}`: `sources[{i}]`: {e}", manifest_path.display()))?;
+        coreb_stages::fetch::Source::resolve(&source.name, "x", source.sha256.as_deref(), &kit)
+            .map_err(|e| anyhow::anyhow!("`{}`: `sources[{i}]`: {e}", manifest_path.display()))?;
         let pin = source.sha256.as_deref().map(str::to_ascii_lowercase);
         let local = kit.join("sources").join(&source.name);
         let is_url = source.url.starts_with("http://") || source.url.starts_with("https://");
@@ -540,10 +541,10 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
 /// of its split (`data/<config>/<split>.parquet`): one line per difference.
 fn compare_export(export: &Path, rebuilt: &Path, version: &str, scratch: &Path, printer: &Printer) -> anyhow::Result<Vec<String>> {
     let out = scratch.join("export");
-    stages::export::export_hf_coreb(rebuilt, &out).with_context(|| format!("exporting the rebuilt release `{version}`"))?;
-    let split = stages::export::split_name(version);
+    coreb_stages::export::export_hf_coreb(rebuilt, &out).with_context(|| format!("exporting the rebuilt release `{version}`"))?;
+    let split = coreb_stages::export::split_name(version);
     let mut problems = Vec::new();
-    for config in stages::release::CONFIGS {
+    for config in coreb_stages::release::CONFIGS {
         let rel = format!("data/{config}/{split}.parquet");
         let (published, again) = (export.join(&rel), out.join(&rel));
         let line = match fs_err::symlink_metadata(&published) {

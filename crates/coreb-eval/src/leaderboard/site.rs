@@ -8,7 +8,7 @@
 
 use super::Leaderboard;
 
-/// The page (built into the binary from `stages/src/leaderboard/index.html`).
+/// The page (built into the binary from `crates/coreb-eval/src/leaderboard/index.html`).
 pub const INDEX_HTML: &str = include_str!("index.html");
 
 /// The files of the site, `(name, content)`, in the order they should be written (the data

@@ -504,7 +504,7 @@ impl<R: Read> LineReader<R> {
 mod tests {
     use super::*;
 
-    const BLOB_1873_A: &str = include_str!("../../../tests/fixtures/ingest/private_tests_blob_1873_A.json");
+    const BLOB_1873_A: &str = include_str!("../../../../tests/fixtures/ingest/private_tests_blob_1873_A.json");
 
     #[derive(Deserialize)]
     struct Blob {

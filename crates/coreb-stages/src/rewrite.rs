@@ -595,7 +595,7 @@ mod tests {
 
     #[tokio::test]
     async fn long_tests_use_the_bijection_only_when_the_output_needs_it() {
-        let prompts = coreb_llm::prompt::Prompts::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prompts")).unwrap();
+        let prompts = coreb_llm::prompt::Prompts::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts")).unwrap();
         let long_word = "apple".repeat(500);
         let test = |i: &str, o: &str| TestCase { input: i.into(), output: o.into(), testtype: coreb_data::problem::TestType::Functional };
         let problem = Problem {

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use coreb_data::solution::Language;
-use coreb_stages::strip::has_comments;
+use coreb_data::strip::has_comments;
 
 use crate::support::root;
 

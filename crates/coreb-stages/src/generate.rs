@@ -15,9 +15,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::strip::strip_comments;
 use coreb_data::rewritten::RewrittenProblem;
 use coreb_data::solution::{Language, Solution, SolutionId};
+use coreb_data::strip::strip_comments;
 use coreb_llm::prompt::Prompt;
 use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
 use coreb_llm::text::extract_code;

@@ -1,4 +1,4 @@
-//! The stages of a CoREB build, fetch through release, and the export beside release.
+//! The stages of a CoREB build, fetch through release.
 //!
 //! Each stage module is a function from typed inputs to typed outputs; the engine in the
 //! `coreb` crate loads input artifacts, calls the stage and writes its outputs. Stages that
@@ -7,10 +7,11 @@
 //! In build order: [`fetch`] (the one stage whose job *is* I/O: downloads), [`ingest`],
 //! [`dedup`], [`filter`], the LLM stages [`rewrite`], [`distract`], [`abbreviate`],
 //! [`queries`] and [`generate`] (through `coreb_llm`'s gateway), [`execute`] (through the judge
-//! of `coreb_judge`, in `coreb_sandbox`), [`qrels`] and [`release`]; [`export`] writes a
-//! release in the published dataset's layout. [`strip`] is the code helper `generate` uses;
-//! the typed signature of a LeetCode problem that `filter`, `rewrite`, `generate` and the
-//! judge's drivers share is `coreb_judge::signature`.
+//! of `coreb_judge`, in `coreb_sandbox`), [`qrels`] and [`release`]. Writing releases in the
+//! published dataset's layout is not a stage: it is the binary's (`coreb::ops::export`, `coreb
+//! export`). The comment stripper `generate` applies is `coreb_data::strip`; the typed
+//! signature of a LeetCode problem that `filter`, `rewrite`, `generate` and the judge's drivers
+//! share is `coreb_judge::signature`.
 //!
 //! What the stages exchange — problems, solutions, verdicts, qrels and their tables — is
 //! `coreb_data`'s; evaluating a release (`coreb check`, the gates, `coreb eval`) is
@@ -24,7 +25,6 @@ pub mod abbreviate;
 pub mod dedup;
 pub mod distract;
 pub mod execute;
-pub mod export;
 pub mod fetch;
 pub mod filter;
 pub mod generate;
@@ -33,4 +33,3 @@ pub mod qrels;
 pub mod queries;
 pub mod release;
 pub mod rewrite;
-pub mod strip;

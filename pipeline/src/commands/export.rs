@@ -1,5 +1,5 @@
 //! `coreb export --layout hf-coreb <releases_dir> <out>`: every release as one Hugging Face
-//! dataset folder in the published CoREB layout ([`coreb_stages::export`]).
+//! dataset folder in the published CoREB layout ([`crate::ops::export`]).
 
 use std::process::ExitCode;
 
@@ -14,7 +14,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(false);
     match layout {
         ExportLayout::HfCoreb => {
-            let releases = coreb_stages::export::export_hf_coreb(&releases_dir, &out).with_context(|| format!("exporting `{}` to `{}`", releases_dir.display(), out.display()))?;
+            let releases = crate::ops::export::export_hf_coreb(&releases_dir, &out).with_context(|| format!("exporting `{}` to `{}`", releases_dir.display(), out.display()))?;
             for r in &releases {
                 let rows: Vec<String> = r.rows.iter().map(|(c, n)| format!("{c} {n}")).collect();
                 printer.status(format!("{}: {}", r.split(), rows.join(", ")));

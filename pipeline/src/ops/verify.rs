@@ -541,8 +541,8 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
 /// of its split (`data/<config>/<split>.parquet`): one line per difference.
 fn compare_export(export: &Path, rebuilt: &Path, version: &str, scratch: &Path, printer: &Printer) -> anyhow::Result<Vec<String>> {
     let out = scratch.join("export");
-    coreb_stages::export::export_hf_coreb(rebuilt, &out).with_context(|| format!("exporting the rebuilt release `{version}`"))?;
-    let split = coreb_stages::export::split_name(version);
+    crate::ops::export::export_hf_coreb(rebuilt, &out).with_context(|| format!("exporting the rebuilt release `{version}`"))?;
+    let split = crate::ops::export::split_name(version);
     let mut problems = Vec::new();
     for config in coreb_stages::release::CONFIGS {
         let rel = format!("data/{config}/{split}.parquet");

@@ -20,7 +20,7 @@
 //! "stripping changes it". The stripper never fails: unterminated literals or comments run to
 //! the end of the text (the compiler reports them; `execute` runs the stripped code).
 
-use coreb_data::solution::Language;
+use crate::solution::Language;
 
 /// Marks the place of a removed comment (never in real source text).
 const GAP: char = '\u{0}';

@@ -28,8 +28,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::queries::QueryType;
 use coreb_data::tables::columns::{Column, Values, find};
+use coreb_stages::queries::QueryType;
 
 /// Why a release's table cannot be exported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use crate::release::{CONFIGS, size_category};
 use coreb_data::tables::TableError;
 use coreb_data::tables::columns::{self, Column};
+use coreb_stages::release::{CONFIGS, size_category};
 
 /// Why an export failed.
 #[derive(Debug, Error)]
@@ -171,7 +171,7 @@ pub fn card(releases: &[ExportedRelease]) -> String {
         "---\npretty_name: CoREB (coreb build)\nlicense: other\nlicense_name: {}\nlicense_link: LICENSE\n\
          task_categories:\n- text-retrieval\ntask_ids:\n- document-retrieval\nlanguage:\n- en\n- code\n\
          size_categories:\n- {}\ntags:\n- code-retrieval\n- reranking\n- benchmark\n- coreb\nconfigs:\n",
-        crate::release::LICENSE_NAME,
+        coreb_stages::release::LICENSE_NAME,
         size_category(largest)
     );
     for c in CONFIGS {

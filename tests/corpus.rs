@@ -628,7 +628,7 @@ fn sorted_lines(paths: impl IntoIterator<Item = std::path::PathBuf>) -> Vec<Stri
 /// globally too.
 #[test]
 fn corpus_keeps_the_same_rows_at_any_shard_and_thread_count() {
-    use coreb_curation::{id_hash, shard_of_id};
+    use coreb_base::shard::{id_hash, shard_of_id};
     let dir = tempfile::tempdir().unwrap();
     let (manifest, rows, expected) = write_generated(dir.path(), 40, 1, "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n");
     let base_text = std::fs::read_to_string(&manifest).unwrap();

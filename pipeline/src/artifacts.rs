@@ -175,12 +175,13 @@ impl StageWriter {
     }
 
     /// Hash the outputs, write the record and move the stage into place.
-    pub fn commit(self, key: &str, outputs: &[(&str, &str)], summary: serde_json::Value) -> anyhow::Result<StageRecord> {
-        self.commit_with_local(key, outputs, summary, serde_json::Value::Null)
+    pub fn commit(self, key: &str, outputs: &[(&str, &str)], summary: &impl Serialize) -> anyhow::Result<StageRecord> {
+        self.commit_with_local(key, outputs, summary, &())
     }
 
     /// [`commit`](Self::commit), also recording machine-specific facts outside the fingerprint.
-    pub fn commit_with_local(self, key: &str, outputs: &[(&str, &str)], summary: serde_json::Value, local: serde_json::Value) -> anyhow::Result<StageRecord> {
+    /// Both are stored as JSON values, whose maps sort their keys.
+    pub fn commit_with_local(self, key: &str, outputs: &[(&str, &str)], summary: &impl Serialize, local: &impl Serialize) -> anyhow::Result<StageRecord> {
         let mut files = BTreeMap::new();
         for (role, file) in outputs {
             let path = self.tmp.join(file);
@@ -194,8 +195,8 @@ impl StageWriter {
             tool_version: TOOL_VERSION.to_owned(),
             tool_fingerprint: TOOL_FINGERPRINT.to_owned(),
             outputs: files,
-            summary,
-            local,
+            summary: serde_json::to_value(summary)?,
+            local: serde_json::to_value(local)?,
         };
         coreb_base::durable::write(&self.tmp.join("record.json"), serde_json::to_string_pretty(&record)?.as_bytes())?;
         // Every output is on disk before the directory, record included, becomes visible.
@@ -273,7 +274,7 @@ mod tests {
 
         let w = store.begin("ingest").unwrap();
         fs_err::write(w.path("out.txt"), "hello").unwrap();
-        let rec = w.commit(&key, &[("out", "out.txt")], serde_json::json!({"rows_out": 1})).unwrap();
+        let rec = w.commit(&key, &[("out", "out.txt")], &serde_json::json!({"rows_out": 1})).unwrap();
         assert_eq!(rec.outputs["out"].bytes, 5);
         assert_eq!(store.lookup("ingest", &key).unwrap(), Some(rec.clone()));
 
@@ -320,7 +321,7 @@ mod tests {
         let store = ArtifactStore::open(dir.path()).unwrap();
         let w = store.begin("ingest").unwrap();
         fs_err::write(w.path("out.txt"), "hello").unwrap();
-        w.commit(&key, &[("out", "out.txt")], serde_json::json!({})).unwrap();
+        w.commit(&key, &[("out", "out.txt")], &serde_json::json!({})).unwrap();
         assert!(store.lookup("ingest", &key).unwrap().is_some());
         let path = store.stage_dir("ingest").join("record.json");
         let mut record: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();

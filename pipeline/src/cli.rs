@@ -1,8 +1,8 @@
 //! The command line: clap derive, doc comments are the help text.
 
-use crate::engine::corpus::dedup::DedupStep;
-use crate::engine::shard::ShardSpec;
+use crate::corpus::dedup::DedupStep;
 use crate::engine::stage::StageName;
+use crate::shard::ShardSpec;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};

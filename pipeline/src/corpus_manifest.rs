@@ -21,7 +21,7 @@
 //! code_field = "code"
 //! id_field = "id"                # optional: the row number otherwise
 //! ```
-//! Does NOT read the sources (see `engine::corpus`).
+//! Does NOT read the sources (see [`crate::corpus`]).
 
 use std::path::{Path, PathBuf};
 

@@ -1,18 +1,22 @@
 //! `coreb`: the engine and command line of the CoREB release pipeline.
 //!
-//! The binary is thin (`main.rs`); [`run`] dispatches a parsed [`cli::Cli`]. The engine
-//! ([`engine`]) resolves a manifest ([`manifest`]) into a plan, runs the stages of the
-//! `stages` crate in order and keeps their outputs in the artifact store ([`artifacts`]), skipping
-//! a stage whose inputs are unchanged. All terminal output goes through [`coreb_base::printer::Printer`].
+//! The binary is thin (`main.rs`); [`run`] dispatches a parsed [`cli::Cli`]. The build engine
+//! ([`engine`]) runs the stages of a plan resolved from a manifest ([`manifest`]) in the order
+//! of its table and keeps their outputs in the artifact store ([`artifacts`]), skipping a stage
+//! whose inputs are unchanged. Beside it, the corpus runner ([`corpus`]) curates training
+//! pairs; both split work into shard processes the same way ([`shard`]). All terminal output
+//! goes through [`coreb_base::printer::Printer`].
 
 pub mod artifacts;
 pub mod authoring;
 pub mod cli;
 pub mod commands;
+pub mod corpus;
 pub mod corpus_manifest;
 pub mod engine;
 pub mod manifest;
 pub mod ops;
+pub mod shard;
 
 use std::process::ExitCode;
 

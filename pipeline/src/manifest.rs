@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use coreb_data::composition::QrelsConfig;
 use coreb_data::problem::DateWindow;
+use coreb_data::releases::ReleaseManifest;
 use coreb_eval::gates::GatesConfig;
 use coreb_judge::ExecuteConfig;
 use coreb_llm::LlmConfig;
@@ -266,6 +267,54 @@ impl RunPlan {
             stages,
             jobs,
         })
+    }
+}
+
+/// The build manifest a published release embeds in its `MANIFEST.json`, as every command
+/// that goes back from a release to its build reads it (`coreb verify`, `coreb audit`,
+/// `coreb review`, `coreb plan`): the release's MANIFEST, the build manifest parsed, and where
+/// that manifest was when the release was built. Does NOT check the sandbox settings it may
+/// carry: a caller that would run its judge asks [`EmbeddedManifest::check_sandbox`].
+#[derive(Debug, Clone)]
+pub struct EmbeddedManifest {
+    /// The release's `MANIFEST.json`.
+    pub manifest_file: PathBuf,
+    /// Its contents.
+    pub release: ReleaseManifest,
+    /// The embedded build manifest (`build_manifest.text`), parsed.
+    pub file: ManifestFile,
+    /// Where the build manifest was: the release directory, made absolute, joined with
+    /// `build_manifest.path` (the manifest's relative paths start from its parent).
+    pub path: PathBuf,
+}
+
+impl EmbeddedManifest {
+    /// Read `<release>/MANIFEST.json` and parse the build manifest it embeds; an error names
+    /// the MANIFEST.
+    pub fn read(release: &Path) -> anyhow::Result<EmbeddedManifest> {
+        let manifest_file = release.join("MANIFEST.json");
+        let manifest = ReleaseManifest::read(&manifest_file)?;
+        let file: ManifestFile = toml::from_str(&manifest.build_manifest.text)
+            .map_err(|e| anyhow::anyhow!("the build manifest embedded in `{}` (`build_manifest.text`): {}", manifest_file.display(), e.to_string().trim_end()))?;
+        let release_abs = std::path::absolute(release).with_context(|| format!("`{}`", release.display()))?;
+        let path = lexical_join(&release_abs, Path::new(&manifest.build_manifest.path));
+        Ok(EmbeddedManifest { manifest_file, release: manifest, file, path })
+    }
+
+    /// The build manifest's exact text.
+    pub fn text(&self) -> &str {
+        &self.release.build_manifest.text
+    }
+
+    /// The directory the build manifest's relative paths start from.
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("/"))
+    }
+
+    /// Refuse a build manifest that sets the judge's sandbox ([`sandbox_settings`]), unless
+    /// `trusted` (`--trust-release-sandbox`).
+    pub fn check_sandbox(&self, trusted: bool) -> anyhow::Result<()> {
+        check_release_sandbox(self.text(), &self.manifest_file, trusted)
     }
 }
 

@@ -14,6 +14,10 @@
 //!   publish.
 //! - [`printer`]: all terminal output — human lines on stderr, `--json` summaries on stdout,
 //!   progress bars (plain progress lines when stderr is not a terminal).
+//! - [`jsonl`]: JSON Lines read a line at a time (a bad line named by file and line) and
+//!   written.
+//! - [`shard`]: which of `N` shards an id falls in (xxh3 of the id), for every process that
+//!   splits work by id.
 //!
 //! What it must not know: anything of CoREB itself (releases, stages, models). Every other
 //! coreb crate uses these paths directly (`coreb_base::durable`, …).
@@ -24,6 +28,8 @@ pub mod durable;
 pub mod errors;
 pub mod hashing;
 pub mod interrupt;
+pub mod jsonl;
 pub mod minhash;
 pub mod printer;
 pub mod seeded;
+pub mod shard;

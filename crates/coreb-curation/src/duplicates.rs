@@ -43,6 +43,7 @@ use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed, xxh3_128};
 
 use super::{Case, DropReason, fmix64, normalise_into, word_spans};
 use coreb_base::minhash::Params;
+use coreb_base::shard::id_hash;
 
 pub mod steps;
 
@@ -133,19 +134,6 @@ pub struct Sketches {
 }
 
 const NO_NEAR: u32 = u32::MAX;
-
-/// The id hash of [`Sketches`] and [`shard_of_id`]: xxh3 of the pair id.
-pub fn id_hash(id: &str) -> u64 {
-    xxh3_64(id.as_bytes())
-}
-
-/// The shard (of `shards`) of a pair, from its id hash ([`id_hash`]): the slice of a shard
-/// process and the output partition.
-pub fn shard_of_id(id_hash: u64, shards: u32) -> u32 {
-    // The high bits, mixed: the low bits of xxh3 are fine too, but this keeps the shard of a
-    // row independent of the hash-map bucket it falls into.
-    ((u128::from(fmix64(id_hash)) * u128::from(shards.max(1))) >> 64) as u32
-}
 
 impl Sketches {
     /// Empty sketches for `config`.

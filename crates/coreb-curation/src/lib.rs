@@ -27,9 +27,9 @@
 //! text is hashed through reused buffers with ASCII fast paths (checked against the plain
 //! definitions in the tests), so a row costs no allocation.
 //!
-//! The stage functions the engine's corpus runner (`coreb::engine::corpus`) drives over
-//! corpora too large to hold: [`scan`] (blocks of source rows → sketches and spool records
-//! per output shard, [`shard_of_id`]), [`find_duplicates`] (all sketches → verdicts) and
+//! The steps the corpus runner of `coreb corpus` (`coreb::corpus`) drives over corpora too
+//! large to hold: [`scan`] (blocks of source rows → sketches and spool records per output
+//! shard, [`coreb_base::shard::shard_of_id`]), [`find_duplicates`] (all sketches → verdicts) and
 //! [`curate`] (one output shard's rows, in input order → dropped pairs and training records,
 //! steps 2–5). [`spool`] is the file format between scan and curate, the one file this module
 //! reads; otherwise it reads and writes nothing: the runner streams the sources and writes
@@ -37,7 +37,7 @@
 //!
 //! [`audit`] holds the contamination audits of `coreb audit` (overlap of a corpus with a
 //! release, how far the rewrites moved, a model's pass@1 on originals against rewrites);
-//! [`jsonl`] reads JSONL input row by row for them and the corpus runner. [`review`] is
+//! they read JSONL input with [`coreb_base::jsonl`]. [`review`] is
 //! `coreb review`: the human validation of the rewrites (the review page, its report).
 
 #![deny(missing_docs)]
@@ -53,14 +53,13 @@ use coreb_data::releases::ReleaseDoc;
 pub mod audit;
 pub mod curate;
 pub mod duplicates;
-pub mod jsonl;
 pub mod review;
 pub mod scan;
 pub mod spool;
 pub mod table;
 use coreb_eval::bm25::{Bm25Config, tokenize};
 pub use curate::CorpusReport;
-pub use duplicates::{CorpusDedupConfig, Duplicates, NearNormalisation, Selection, SketchError, Sketcher, Sketches, Verdict, find_duplicates, id_hash, shard_of_id};
+pub use duplicates::{CorpusDedupConfig, Duplicates, NearNormalisation, Selection, SketchError, Sketcher, Sketches, Verdict, find_duplicates};
 
 /// A text–code pair of a training corpus.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

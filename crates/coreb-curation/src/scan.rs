@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use thiserror::Error;
 
-use super::duplicates::{CorpusDedupConfig, Sketcher, Sketches, id_hash, shard_of_id};
+use super::duplicates::{CorpusDedupConfig, Sketcher, Sketches};
 use super::{Prehashed, spool};
+use coreb_base::shard::{id_hash, shard_of_id};
 
 /// A source row that cannot be read; names the file, the line and the field.
 #[derive(Debug, Error)]

@@ -253,7 +253,8 @@ struct Setup {
     coverage: Option<RunCoverage>,
     /// The release evaluated (`None`: a bare BEIR folder).
     release: Option<ReleaseIdentity>,
-    runtime: tokio::runtime::Runtime,
+    /// The runtime the endpoints are asked on (the caller's).
+    runtime: tokio::runtime::Handle,
     dense: Option<DenseSetup>,
     reranker: Option<Reranker>,
     /// Depth of the first-stage run (deeper when a reranker reads it).
@@ -271,10 +272,11 @@ struct TaskOutcome {
 }
 
 /// Evaluate: check the options (the `record` ones before any work), read the manifest through
-/// `load_manifest`, evaluate every task, then record (`record`), write (`out`) and print the
-/// report; fails when a listwise window got no answer or a release gate fails.
-pub fn evaluate(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>, printer: &Printer) -> anyhow::Result<()> {
-    let (setup, report, runs, gate_failures) = run_tasks(args, load_manifest, printer)?;
+/// `load_manifest`, evaluate every task (an endpoint asked on `runtime`), then record
+/// (`record`), write (`out`) and print the report; fails when a listwise window got no answer
+/// or a release gate fails.
+pub fn evaluate(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>, printer: &Printer, runtime: &tokio::runtime::Handle) -> anyhow::Result<()> {
+    let (setup, report, runs, gate_failures) = run_tasks(args, load_manifest, printer, runtime)?;
     match (&report.release, &report.run_coverage) {
         (None, _) => printer.status(format!("note: `{}` has no `MANIFEST.json` (nor its parent): the results record no release", args.dir.display())),
         (Some(_), Some(c)) if c.partial => printer
@@ -300,8 +302,13 @@ pub fn evaluate(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Res
 
 /// The report [`evaluate`] makes, returned: nothing recorded, written or printed, no gate
 /// enforced (the Python module's `evaluate_release` is `coreb eval --run` through this).
-pub fn report(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>, printer: &Printer) -> anyhow::Result<EvalReport> {
-    Ok(run_tasks(args, load_manifest, printer)?.1)
+pub fn report(
+    args: &EvalOptions,
+    load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>,
+    printer: &Printer,
+    runtime: &tokio::runtime::Handle,
+) -> anyhow::Result<EvalReport> {
+    Ok(run_tasks(args, load_manifest, printer, runtime)?.1)
 }
 
 /// Every task evaluated: the setup, the report, the runs made and the gates failed.
@@ -310,8 +317,9 @@ fn run_tasks(
     args: &EvalOptions,
     load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>,
     printer: &Printer,
+    runtime: &tokio::runtime::Handle,
 ) -> anyhow::Result<(Setup, EvalReport, Vec<(String, Run)>, Vec<crate::gates::GateFailure>)> {
-    let setup = Setup::new(args, load_manifest)?;
+    let setup = Setup::new(args, load_manifest, runtime.clone())?;
     let mut tasks = Vec::new();
     let mut runs = Vec::new();
     let mut gate_failures = Vec::new();
@@ -350,7 +358,7 @@ fn run_tasks(
 impl Setup {
     /// Check the arguments (the `--record` ones before any work), load the manifest's gates
     /// and prompts, find the BEIR folders and set up the retriever and the reranker.
-    fn new(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>) -> anyhow::Result<Setup> {
+    fn new(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>, runtime: tokio::runtime::Handle) -> anyhow::Result<Setup> {
         if args.k.is_empty() || args.k.contains(&0) {
             bail!("`--k`: cut-offs must be positive integers");
         }
@@ -384,7 +392,6 @@ impl Setup {
             _ => None,
         };
         let release = release_identity(&args.dir)?;
-        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
         let dense = match &retriever {
             Retriever::Embed { model } => Some(DenseSetup::new(model, args, prompts)?),
             _ => None,

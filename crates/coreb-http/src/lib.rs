@@ -6,7 +6,9 @@
 //! - [`circuit`]: a circuit breaker per endpoint ([`CircuitConfig`]): attempts in a row that
 //!   got no answer, or server errors in a row, across requests, pause the endpoint's requests
 //!   for a probe request and, when the probes fail too, stop them with one report.
-//!
+//! - [`runtime()`]: the async runtime those calls run on, built in this one place: a build's
+//!   engine holds one, a command that calls an endpoint asks for one, and library code is given
+//!   its [`tokio::runtime::Handle`].
 //! - [`client_builder`]: the one way to make a `reqwest` client, with rustls over ring's
 //!   crypto installed.
 //!
@@ -45,6 +47,18 @@ pub fn client_builder() -> reqwest::ClientBuilder {
 /// or infinite saturates (never the panic of `Duration::from_secs_f64`).
 pub fn secs(s: f64) -> Duration {
     Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
+}
+
+/// The async runtime coreb's HTTP calls run on, made here and nowhere else: multi-threaded,
+/// with `workers` worker threads (at least one; `None`: one per core), I/O and timers
+/// enabled. Blocking callers enter it with `block_on`, from any number of threads at once
+/// (the corpus's output shards embed their pairs in parallel).
+pub fn runtime(workers: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = workers {
+        builder.worker_threads(n.max(1));
+    }
+    builder.enable_all().build()
 }
 
 #[cfg(test)]

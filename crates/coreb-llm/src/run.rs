@@ -299,7 +299,7 @@ pub struct LlmStageStats {
 }
 
 /// Answers counted by [`super::Provenance`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct WrittenBy {
     /// Written by a model behind an endpoint.
     pub endpoint: u64,

@@ -12,7 +12,6 @@ use coreb_curation::audit::{self, Report, overlap, rewrite};
 
 use crate::cli::{AuditArgs, AuditKind, RewriteArgs};
 use crate::engine::release_build::BuildLookup;
-use crate::manifest::check_release_sandbox;
 
 /// Run `coreb audit`.
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
@@ -29,10 +28,11 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
             let (build_dir, trust) = (a.build_dir.clone(), a.trust_release_sandbox);
             let open_build = || {
                 let lookup = BuildLookup::open(&release, build_dir.as_deref())?;
-                check_release_sandbox(&lookup.manifest.build_manifest.text, &release.join("MANIFEST.json"), trust)?;
+                lookup.check_sandbox(trust)?;
                 Ok(lookup)
             };
-            Report::Model(crate::ops::model_audit::model_audit(&release, a.options, open_build, &printer)?)
+            let runtime = super::runtime()?;
+            Report::Model(crate::ops::model_audit::model_audit(&release, a.options, open_build, &printer, runtime.handle())?)
         }
     };
     let mut code = ExitCode::SUCCESS;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use crate::cli::{BuildArgs, MergeArgs, PlainStageArgs, ReleaseArgs, StageArgs};
 use crate::engine::stage::StageName;
-use crate::engine::{Engine, PlanOverrides};
+use crate::engine::{Engine, PlanOverrides, ReleaseSummary};
 use coreb_base::printer::Printer;
 
 /// Run `coreb build`.
@@ -29,7 +29,7 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let engine = Engine::new(plan, printer, true)?;
     let reports = engine.run_until(until)?;
     if let Some(release) = reports.iter().find(|r| r.stage == StageName::Release) {
-        headline(&printer, &engine.plan().publish_dir, &release.record.summary);
+        headline(&printer, &engine.plan().publish_dir, release.summary_as::<ReleaseSummary>()?);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -56,7 +56,7 @@ fn stage_replacing(stage: StageName, args: StageArgs, replace: bool) -> anyhow::
         if let (Some(slice), Some(obj)) = (shard, line.as_object_mut()) {
             obj.insert("shard".into(), serde_json::json!(slice.index));
             obj.insert("shards".into(), serde_json::json!(slice.count));
-            obj.insert("outputs".into(), serde_json::json!([engine.parts_dir(stage).join(crate::engine::shard::part_name(slice))]));
+            obj.insert("outputs".into(), serde_json::json!([engine.parts_dir(stage).join(crate::shard::part_name(slice))]));
         }
         printer.json_line(&line);
     }
@@ -82,24 +82,20 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Where the release is and its headline numbers.
-fn headline(printer: &Printer, dir: &std::path::Path, summary: &serde_json::Value) {
-    let counts = &summary["counts"];
-    let queries = counts["queries"].as_object().map(|q| q.values().filter_map(serde_json::Value::as_u64).sum::<u64>()).unwrap_or(0);
+fn headline(printer: &Printer, dir: &std::path::Path, summary: &ReleaseSummary) {
+    let counts = &summary.counts;
+    let queries: u64 = counts.queries.values().sum();
     printer.status(format!(
         "\nrelease `{}` published in {}\n  {} problems, {} code documents, {} text documents, {queries} queries",
-        summary["release"].as_str().unwrap_or("?"),
+        summary.release,
         dir.display(),
-        counts["problems"],
-        counts["code_docs"],
-        counts["text_docs"],
+        counts.problems,
+        counts.code_docs,
+        counts.text_docs,
     ));
-    if let Some(per) = counts["queries"].as_object() {
-        for (k, v) in per {
-            printer.status(format!("    {k:<22} {v}"));
-        }
+    for (k, v) in &counts.queries {
+        printer.status(format!("    {k:<22} {v}"));
     }
-    if let Some(bm25) = summary["bm25_ndcg10"].as_object() {
-        let line: Vec<String> = bm25.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        printer.status(format!("  BM25 nDCG@10: {}  (all release gates passed)", line.join(", ")));
-    }
+    let line: Vec<String> = summary.bm25_ndcg10.iter().map(|(k, v)| format!("{k} {}", serde_json::json!(v))).collect();
+    printer.status(format!("  BM25 nDCG@10: {}  (all release gates passed)", line.join(", ")));
 }

@@ -1,21 +1,22 @@
 //! `coreb corpus <manifest>` and `coreb merge corpus <manifest>`: the command line of the
-//! corpus runner ([`crate::engine::corpus`], which documents the steps and the output).
+//! corpus runner ([`crate::corpus`], which documents the steps and the output).
 
 use std::process::ExitCode;
 
 use coreb_curation::CorpusReport;
 
 use crate::cli::{CorpusArgs, MergeArgs};
-use crate::engine::corpus::dedup::DedupStep;
-use crate::engine::corpus::{CorpusRun, peak_rss_mib};
-use crate::engine::shard::ShardSpec;
+use crate::corpus::dedup::DedupStep;
+use crate::corpus::{CorpusRun, peak_rss_mib};
+use crate::shard::ShardSpec;
 use coreb_base::printer::Printer;
 
 /// Run `coreb corpus`: everything in this process, or (`--shard i/N`) one shard process.
 pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
     let CorpusArgs { manifest, json, shard, dedup_tasks, dedup_step, task } = args;
     let printer = Printer::new(json);
-    let run = CorpusRun::load(&manifest, printer)?;
+    let runtime = super::runtime()?;
+    let run = CorpusRun::load(&manifest, printer, runtime.handle().clone())?;
     if let Some(step) = dedup_step {
         return dedup_step_command(&run, step, task, &printer);
     }
@@ -69,7 +70,8 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("`--output-dir` and `--jobs` are for the build stages; the corpus manifest sets `[output] dir`");
     }
     let printer = Printer::new(json);
-    summary(&CorpusRun::load(&manifest, printer)?.merge(dedup_tasks)?, &printer)?;
+    let runtime = super::runtime()?;
+    summary(&CorpusRun::load(&manifest, printer, runtime.handle().clone())?.merge(dedup_tasks)?, &printer)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -13,7 +13,8 @@ use crate::manifest::RunPlan;
 /// Run `coreb eval`.
 pub fn eval(options: EvalOptions) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(options.json);
-    coreb_eval::run::evaluate(&options, &load_manifest, &printer)?;
+    let runtime = super::runtime()?;
+    coreb_eval::run::evaluate(&options, &load_manifest, &printer, runtime.handle())?;
     Ok(ExitCode::SUCCESS)
 }
 

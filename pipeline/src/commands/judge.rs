@@ -2,7 +2,6 @@
 //! sandbox, print a verdict per test and a summary. Exit 0 when every test passes, 1 when
 //! not (2 on errors), so scripts can use it as a check.
 
-use std::io::BufRead;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -27,14 +26,10 @@ pub(crate) fn language(arg: LangArg) -> Language {
 
 /// The first row of `path`, or the row whose `question_id` (or `lcb_` id) is `wanted`.
 fn find_problem(path: &std::path::Path, wanted: Option<&str>) -> anyhow::Result<Problem> {
-    let file = fs_err::File::open(path)?;
     let config = IngestConfig::default();
-    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.with_context(|| format!("reading `{}`", path.display()))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let problem = decode_row(line.as_bytes(), &config).with_context(|| format!("`{}`:{}", path.display(), n + 1))?;
+    for line in coreb_base::jsonl::lines(path)? {
+        let line = line?;
+        let problem = decode_row(line.text.as_bytes(), &config).with_context(|| line.at(path))?;
         match wanted {
             None => return Ok(problem),
             Some(w) if problem.question_id == w || problem.id.as_str() == w => return Ok(problem),

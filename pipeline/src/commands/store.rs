@@ -85,7 +85,7 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
             Ok(if report.conflicts.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         StoreCommand::Bench { dir, requests, delay_ms, concurrency, stored } => {
-            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let runtime = super::runtime()?;
             runtime.block_on(crate::ops::store_bench::bench(&dir, requests, delay_ms, concurrency, stored))?;
             Ok(ExitCode::SUCCESS)
         }

@@ -2,7 +2,7 @@
 //! the counterfactual rewrite, so that a retriever's scores on the release and on its control
 //! show, per query, what the rewriting changes.
 //!
-//! - [`rewrite`] replaces the `rewrite` stage: each problem the controlled release published
+//! - [`rewrite`] replaces the models' rewrite in the `rewrite` stage ([`super::rewrite`]): each problem the controlled release published
 //!   goes on with its original title, statement, starter code and tests (every test `kept`, no
 //!   reference, no LLM request); problems the release did not publish are dropped, so both
 //!   builds judge and compose the same problems. `distract`, `abbreviate`, `generate`,
@@ -29,11 +29,14 @@ use coreb_data::releases::{ControlOf, ReleaseManifest};
 use coreb_data::rewritten::{RewrittenProblem, TestOrigin, as_problem};
 use coreb_data::tables::references::{ReferenceRow, write_references};
 use coreb_data::tables::{ProblemReader, ProblemWriter};
+use serde::{Deserialize, Serialize};
 
-use super::llm::{ANSWER_KEYS, write_jsonl};
-use super::stage::StageName;
-use super::{Engine, StageReport};
+use super::context::{StageContext, StageOutput};
+use super::llm::{ANSWER_KEYS, LlmLocal};
+use super::stage::{Done, StageName};
+use super::summary::{Counts, Reasons, StageFacts, Summary};
 use crate::artifacts::{StageRecord, input_key};
+use crate::manifest::RunPlan;
 
 /// The release a control build controls: its directory, and what the control's MANIFEST
 /// records of it.
@@ -45,8 +48,7 @@ pub struct Controlled {
 }
 
 /// Read the release that `[control] of` names, and check that this build can be its control.
-pub fn controlled(engine: &Engine) -> anyhow::Result<Option<Controlled>> {
-    let plan = engine.plan();
+pub fn controlled(plan: &RunPlan) -> anyhow::Result<Option<Controlled>> {
     let Some(dir) = &plan.control else { return Ok(None) };
     let path = dir.join("MANIFEST.json");
     if !path.is_file() {
@@ -99,24 +101,86 @@ fn unrewritten(p: coreb_data::problem::Problem) -> RewrittenProblem {
     }
 }
 
-/// `rewrite` of a control build: the filtered problems the controlled release published, not
-/// rewritten (the same outputs as the rewrite stage's, so the later stages read them alike).
-pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<StageReport> {
-    let stage = StageName::Rewrite;
-    let controlled = controlled(engine)?.context("not a control build")?;
+/// A control build's `rewrite` summary: the problems it passed on, and what it is the control
+/// of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlSummary {
+    /// Filtered problems in.
+    pub rows_in: u64,
+    /// Problems passed on: those the release published.
+    pub rows_out: u64,
+    /// Always 0.
+    pub rejected: u64,
+    /// Filtered problems the release did not publish.
+    pub not_in_release: u64,
+    /// How the tests were carried over (every one kept).
+    pub stats: ControlCounts,
+    /// What it is the control of.
+    pub parameters: ControlParameters,
+    /// No model is asked: empty.
+    pub models: Vec<String>,
+}
+
+/// How a control build's tests were carried over: kept, every one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlCounts {
+    /// Tests kept.
+    pub tests_kept: u64,
+    /// Tests rewritten by a model: 0.
+    pub tests_model: u64,
+    /// Tests mapped by the bijection: 0.
+    pub tests_bijection: u64,
+}
+
+/// The parameters of a control build's `rewrite` (the release's MANIFEST records them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlParameters {
+    /// The release it is the control of.
+    pub control_of: ControlOf,
+}
+
+impl Summary for ControlSummary {
+    fn counts(&self) -> Counts {
+        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+    }
+
+    fn reasons(&self) -> Reasons {
+        Reasons::Counts(vec![("not_in_release", self.not_in_release), ("rejected", self.rejected)])
+    }
+
+    fn facts(&self) -> Option<StageFacts> {
+        Some(StageFacts { parameters: serde_json::to_value(&self.parameters).ok(), models: Some(self.models.clone()), ..StageFacts::default() })
+    }
+}
+
+/// What a control build's `rewrite` reads before its key: the release, and the problems it
+/// published.
+pub struct Prepared {
+    controlled: Controlled,
+    keep: BTreeSet<ProblemId>,
+}
+
+/// The key of a control build's `rewrite` (after `filter`): the release's version and the
+/// sha256 of the problems it published.
+pub(super) fn key(cx: &StageContext, filter: &StageRecord) -> anyhow::Result<(String, Prepared)> {
+    let controlled = controlled(cx.plan())?.context("not a control build")?;
     let published = controlled.dir.join("problems.parquet");
     let keep: BTreeSet<ProblemId> =
         ProblemReader::open(&published)?.map(|p| p.map(|p| p.id)).collect::<Result<_, _>>().with_context(|| format!("reading `{}`", published.display()))?;
-    let key = input_key(stage.as_str(), &("control", &controlled.of.version, sha256_file(&published)?), &[filter])?;
-    if let Some(hit) = engine.cached(stage, &key)? {
-        return Ok(hit);
-    }
-    let writer = engine.begin(stage)?;
-    let mut jsonl = coreb_base::durable::AtomicFile::create(&writer.path("rewritten.jsonl"))?;
-    let mut table = ProblemWriter::create(&writer.path("problems.parquet"))?;
+    let key = input_key(StageName::Rewrite.as_str(), &("control", &controlled.of.version, sha256_file(&published)?), &[filter])?;
+    Ok((key, Prepared { controlled, keep }))
+}
+
+/// `rewrite` of a control build: the filtered problems the controlled release published, not
+/// rewritten (the same outputs as the rewrite stage's, so the later stages read them alike).
+pub(super) fn rewrite(cx: &StageContext, filter: &StageRecord, prepared: Prepared, out: &StageOutput) -> anyhow::Result<Done<ControlSummary, LlmLocal>> {
+    let stage = StageName::Rewrite;
+    let Prepared { controlled, keep } = prepared;
+    let mut jsonl = coreb_base::durable::AtomicFile::create(&out.path("rewritten.jsonl"))?;
+    let mut table = ProblemWriter::create(&out.path("problems.parquet"))?;
     let mut references = Vec::new();
-    let (mut rows_in, mut tests_kept) = (0usize, 0u64);
-    for p in ProblemReader::open(&engine.output(filter, "problems")?)? {
+    let (mut rows_in, mut tests_kept) = (0u64, 0u64);
+    for p in ProblemReader::open(&cx.output(filter, "problems")?)? {
         let p = p?;
         rows_in += 1;
         if !keep.contains(&p.id) {
@@ -131,7 +195,7 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
     }
     jsonl.commit()?;
     table.finish()?;
-    let kept = references.len();
+    let kept = references.len() as u64;
     let missing: Vec<&str> = keep.iter().filter(|id| !references.iter().any(|r| &r.problem_id == *id)).map(ProblemId::as_str).collect();
     if !missing.is_empty() {
         anyhow::bail!(
@@ -140,19 +204,19 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
             missing.join(", ")
         );
     }
-    write_references(&writer.path("references.parquet"), &references)?;
-    write_jsonl::<serde_json::Value>(&writer.path("reference_failures.jsonl"), &[])?;
-    write_jsonl::<serde_json::Value>(&writer.path("rejections.jsonl"), &[])?;
-    fs_err::write(writer.path(ANSWER_KEYS), "")?;
-    let summary = serde_json::json!({
-        "rows_in": rows_in,
-        "rows_out": kept,
-        "rejected": 0,
-        "not_in_release": rows_in - kept,
-        "stats": { "tests_kept": tests_kept, "tests_model": 0, "tests_bijection": 0 },
-        "parameters": { "control_of": controlled.of },
-        "models": [],
-    });
+    write_references(&out.path("references.parquet"), &references)?;
+    coreb_base::jsonl::write::<()>(&out.path("reference_failures.jsonl"), &[])?;
+    coreb_base::jsonl::write::<()>(&out.path("rejections.jsonl"), &[])?;
+    fs_err::write(out.path(ANSWER_KEYS), "")?;
+    let summary = ControlSummary {
+        rows_in,
+        rows_out: kept,
+        rejected: 0,
+        not_in_release: rows_in - kept,
+        stats: ControlCounts { tests_kept, tests_model: 0, tests_bijection: 0 },
+        parameters: ControlParameters { control_of: controlled.of.clone() },
+        models: Vec::new(),
+    };
     let outputs = [
         ("rewritten", "rewritten.jsonl"),
         ("problems", "problems.parquet"),
@@ -161,17 +225,30 @@ pub(super) fn rewrite(engine: &Engine, filter: &StageRecord) -> anyhow::Result<S
         ("rejections", "rejections.jsonl"),
         ("answer_keys", ANSWER_KEYS),
     ];
-    engine.printer.status(format!(
+    cx.printer().status(format!(
         "{:>10}: control of `{}`: {kept} problems kept as they are (not rewritten), {} not in the release",
         stage.as_str(),
         controlled.of.version,
         rows_in - kept
     ));
-    writer.commit(engine, stage, &key, &outputs, summary, serde_json::json!({}))
+    Ok(Done::new(&outputs, summary, LlmLocal::default()))
 }
 
 /// A query as the mapping compares it: (problem, subtask, language).
 type QueryKey = (String, String, String);
+
+/// A query of a release's BEIR folder, as the mapping reads it.
+#[derive(Deserialize)]
+struct BeirQuery {
+    #[serde(rename = "_id", default)]
+    id: Option<String>,
+    #[serde(default)]
+    source_problem_id: Option<String>,
+    #[serde(default)]
+    subtask: Option<String>,
+    #[serde(default)]
+    language_constraint: Option<String>,
+}
 
 /// The queries of each task's BEIR folder under `release`: id → (problem, subtask, language).
 fn release_queries(release: &Path) -> anyhow::Result<BTreeMap<Task, BTreeMap<String, QueryKey>>> {
@@ -179,10 +256,9 @@ fn release_queries(release: &Path) -> anyhow::Result<BTreeMap<Task, BTreeMap<Str
     for task in Task::ALL {
         let path = release.join(task.as_str()).join("queries.jsonl");
         let mut queries = BTreeMap::new();
-        for (i, line) in fs_err::read_to_string(&path)?.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let v: serde_json::Value = serde_json::from_str(line).with_context(|| format!("`{}`:{}", path.display(), i + 1))?;
-            let field = |k: &str| v.get(k).and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
-            queries.insert(field("_id"), (field("source_problem_id"), field("subtask"), field("language_constraint")));
+        for q in coreb_base::jsonl::rows::<BeirQuery>(&path)? {
+            let q = q?;
+            queries.insert(q.id.unwrap_or_default(), (q.source_problem_id.unwrap_or_default(), q.subtask.unwrap_or_default(), q.language_constraint.unwrap_or_default()));
         }
         out.insert(task, queries);
     }

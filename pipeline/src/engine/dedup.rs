@@ -1,4 +1,4 @@
-//! Runs `dedup`: reads the ingested problems and every earlier release's problems, calls
+//! `dedup`: reads the ingested problems and every earlier release's problems, calls
 //! [`stages::dedup::dedup`], writes the kept problems and the duplicates report.
 
 use std::path::PathBuf;
@@ -8,16 +8,19 @@ use coreb_base::hashing::sha256_file;
 use coreb_data::problem::Problem;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
-use stages::dedup::{DedupOutput, Item, Origin, dedup};
+use serde::{Deserialize, Serialize};
+use stages::dedup::{DedupConfig, DedupOutput, DedupStats, Item, Origin, dedup};
 
-use super::{Engine, StageReport};
-use crate::artifacts::{StageRecord, input_key};
-use crate::engine::stage::StageName;
+use super::context::{StageContext, StageOutput};
+use super::stage::{Done, Stage, StageName, Upstream};
+use super::summary::{Counts, Reasons, Summary};
+use crate::artifacts::input_key;
+use crate::manifest::RunPlan;
 use coreb_base::durable;
 
 /// An earlier release's problems table.
 #[derive(Debug, serde::Serialize)]
-pub(super) struct Published {
+pub struct Published {
     pub(super) version: String,
     sha256: String,
     #[serde(skip)]
@@ -25,8 +28,8 @@ pub(super) struct Published {
 }
 
 /// Earlier releases under `releases_dir`: `vYYYYMM` directories before this version.
-pub(super) fn earlier_releases(engine: &Engine) -> anyhow::Result<Vec<Published>> {
-    let dir = &engine.plan.releases_dir;
+pub(super) fn earlier_releases(plan: &RunPlan) -> anyhow::Result<Vec<Published>> {
+    let dir = &plan.releases_dir;
     if !dir.exists() {
         return Ok(Vec::new());
     }
@@ -35,7 +38,7 @@ pub(super) fn earlier_releases(engine: &Engine) -> anyhow::Result<Vec<Published>
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let is_version = crate::manifest::has_version_shape(&name);
-        if !is_version || name >= engine.plan.version || !entry.path().is_dir() {
+        if !is_version || name >= plan.version || !entry.path().is_dir() {
             continue;
         }
         let path = entry.path().join("problems.parquet");
@@ -53,39 +56,77 @@ fn item(p: Problem, origin: Origin) -> Item {
     Item { id: p.id, contest_date: p.contest_date, statement: p.question_content, origin }
 }
 
-pub(super) fn run(engine: &Engine, ingest: &StageRecord) -> anyhow::Result<StageReport> {
-    let config = &engine.plan.stages.dedup;
-    let published = earlier_releases(engine)?;
-    let key = input_key(StageName::Dedup.as_str(), &(config, &published), &[ingest])?;
-    if let Some(hit) = engine.cached(StageName::Dedup, &key)? {
-        return Ok(hit);
-    }
-    let input = engine.output(ingest, "problems")?;
-    // Statements only: the tests are copied with the kept rows, never decoded here.
-    let current: Vec<Item> = ProblemReader::open_without_test_bodies(&input)?.map(|p| p.map(|p| item(p, Origin::Current))).collect::<Result<_, _>>()?;
-    let mut earlier = Vec::new();
-    for release in &published {
-        for p in ProblemReader::open_without_test_bodies(&release.path)? {
-            earlier.push(item(p?, Origin::Release(release.version.clone())));
-        }
-    }
-    let DedupOutput { kept_rows, clusters, stats } = engine.pool.install(|| dedup(config, &current, &earlier));
-    drop(current);
+/// The `dedup` stage.
+pub struct Dedup;
 
-    let writer = engine.store.begin(StageName::Dedup.as_str())?;
-    copy_rows(&input, &writer.path("problems.parquet"), |row| kept_rows.binary_search(&row).is_ok())?;
-    let report = serde_json::json!({
-        "parameters": config,
-        "earlier_releases": published,
-        "stats": stats,
-        "clusters": clusters,
-    });
-    durable::write(&writer.path("duplicates.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
-    let mut summary = serde_json::to_value(stats)?;
-    if let Some(obj) = summary.as_object_mut() {
-        obj.insert("rejected".into(), serde_json::json!(stats.rows_in - stats.rows_out));
-        obj.insert("parameters".into(), serde_json::to_value(config)?);
+/// What `dedup` kept and dropped, and with what parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DedupSummary {
+    /// Its counts.
+    #[serde(flatten)]
+    pub stats: DedupStats,
+    /// Problems dropped.
+    pub rejected: u64,
+    /// `[stages.dedup]`.
+    pub parameters: DedupConfig,
+}
+
+impl Summary for DedupSummary {
+    fn counts(&self) -> Counts {
+        Counts { rows_in: self.stats.rows_in, rows_out: self.stats.rows_out, rejected: self.rejected }
     }
-    let record = writer.commit(&key, &[("problems", "problems.parquet"), ("duplicates", "duplicates.json")], summary)?;
-    Ok(StageReport { stage: StageName::Dedup, skipped: false, record })
+
+    fn reasons(&self) -> Reasons {
+        let s = &self.stats;
+        Reasons::Counts(vec![
+            ("candidate_pairs", s.candidate_pairs),
+            ("clusters", s.clusters),
+            ("duplicate_ids", s.duplicate_ids),
+            ("exact_duplicates", s.exact_duplicates),
+            ("in_earlier_release", s.in_earlier_release),
+            ("near_duplicates", s.near_duplicates),
+            ("rejected", self.rejected),
+        ])
+    }
+}
+
+impl Stage for Dedup {
+    const NAME: StageName = StageName::Dedup;
+    const UPSTREAM: &'static [StageName] = &[StageName::Ingest];
+    type Summary = DedupSummary;
+    type Local = ();
+    /// The earlier releases' problems.
+    type Prepared = Vec<Published>;
+
+    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, Vec<Published>)> {
+        let published = earlier_releases(cx.plan())?;
+        let key = input_key(StageName::Dedup.as_str(), &(&cx.plan().stages.dedup, &published), &[up.record(StageName::Ingest)?])?;
+        Ok((key, published))
+    }
+
+    fn run(&self, cx: &StageContext, up: &Upstream<'_>, published: Vec<Published>, out: &StageOutput) -> anyhow::Result<Done<DedupSummary, ()>> {
+        let config = &cx.plan().stages.dedup;
+        let input = cx.output(up.record(StageName::Ingest)?, "problems")?;
+        // Statements only: the tests are copied with the kept rows, never decoded here.
+        let current: Vec<Item> = ProblemReader::open_without_test_bodies(&input)?.map(|p| p.map(|p| item(p, Origin::Current))).collect::<Result<_, _>>()?;
+        let mut earlier = Vec::new();
+        for release in &published {
+            for p in ProblemReader::open_without_test_bodies(&release.path)? {
+                earlier.push(item(p?, Origin::Release(release.version.clone())));
+            }
+        }
+        let DedupOutput { kept_rows, clusters, stats } = cx.pool().install(|| dedup(config, &current, &earlier));
+        drop(current);
+
+        copy_rows(&input, &out.path("problems.parquet"), |row| kept_rows.binary_search(&row).is_ok())?;
+        let report = serde_json::json!({
+            "parameters": config,
+            "earlier_releases": published,
+            "stats": stats,
+            "clusters": clusters,
+        });
+        durable::write(&out.path("duplicates.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
+        let summary = DedupSummary { stats, rejected: stats.rows_in - stats.rows_out, parameters: config.clone() };
+        Ok(Done::new(&[("problems", "problems.parquet"), ("duplicates", "duplicates.json")], summary, ()))
+    }
 }

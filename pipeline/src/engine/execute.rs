@@ -1,4 +1,4 @@
-//! Runs `execute`, and the build's toolchain preflight.
+//! `execute`, and the build's toolchain preflight.
 //!
 //! Before any stage of a build that reaches `execute` runs, [`preflight`] sets up the sandbox
 //! and asks every program the manifest's languages (`stages.generate.languages`) need for its
@@ -17,6 +17,7 @@
 //! it ran (isolation, memory bound) is kept outside the fingerprint, so that downstream stages
 //! are not re-run for a re-measurement.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -34,11 +35,15 @@ use coreb_sandbox::Sandbox;
 use stages::execute::Hooks;
 use stages::execute::journal::{DirJournal, Journal};
 
-use super::{Engine, StageOutput, StageReport};
+use coreb_judge::Verdict;
+use serde::{Deserialize, Serialize};
+
+use super::context::{PartFacts, StageContext, StageOutput};
+use super::stage::{Done, Stage, StageName, StageReport, Upstream};
+use super::summary::{Counts, Reasons, StageFacts, Summary, TimeLimits};
 use crate::artifacts::{StageRecord, input_key};
-use crate::engine::shard::PartMarker;
-use crate::engine::stage::StageName;
 use crate::manifest::RunPlan;
+use crate::shard::PartMarker;
 
 /// The sandbox of a build and the toolchains it found.
 #[derive(Debug)]
@@ -68,24 +73,17 @@ pub fn preflight(plan: &RunPlan) -> anyhow::Result<Judge> {
 
 /// Per language: the time-limit multiplier and the resulting test-run limits (for the
 /// MANIFEST).
-fn time_limits(plan: &RunPlan) -> serde_json::Value {
+fn time_limits(plan: &RunPlan) -> BTreeMap<String, TimeLimits> {
     let config = &plan.stages.execute;
-    let per: serde_json::Map<String, serde_json::Value> = plan
-        .stages
+    plan.stages
         .generate
         .languages
         .iter()
         .map(|&l| {
             let t = config.toolchain(l);
-            let v = serde_json::json!({
-                "time_multiplier": t.time_multiplier,
-                "cpu_time_ms": t.limits.cpu_time_ms,
-                "wall_time_ms": t.limits.wall_time_ms,
-            });
-            (l.as_str().to_owned(), v)
+            (l.as_str().to_owned(), TimeLimits { time_multiplier: t.time_multiplier, cpu_time_ms: t.limits.cpu_time_ms, wall_time_ms: t.limits.wall_time_ms })
         })
-        .collect();
-    serde_json::Value::Object(per)
+        .collect()
 }
 
 /// The stage key: its configuration, each language's resolved recipe (so that a changed
@@ -106,13 +104,10 @@ struct TableRecheck {
 }
 
 impl TableRecheck {
-    fn open(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord) -> anyhow::Result<TableRecheck> {
-        let originals = engine.output(filter, "problems")?;
-        let mut refs: std::collections::HashMap<ProblemId, ReferenceRow> = read_references(&engine.output(rewrite, "references")?)?
-            .into_iter()
-            .filter(|r| r.test_origins.iter().any(|o| o.rewritten()))
-            .map(|r| (r.problem_id.clone(), r))
-            .collect();
+    fn open(cx: &StageContext, filter: &StageRecord, rewrite: &StageRecord) -> anyhow::Result<TableRecheck> {
+        let originals = cx.output(filter, "problems")?;
+        let mut refs: std::collections::HashMap<ProblemId, ReferenceRow> =
+            read_references(&cx.output(rewrite, "references")?)?.into_iter().filter(|r| r.test_origins.iter().any(|o| o.rewritten())).map(|r| (r.problem_id.clone(), r)).collect();
         let mut wanted = std::collections::HashMap::new();
         if !refs.is_empty() {
             for (row, p) in coreb_data::tables::ProblemReader::open_without_test_bodies(&originals)?.enumerate() {
@@ -154,141 +149,280 @@ impl RecheckSource for TableRecheck {
     }
 }
 
-/// Run `execute`: every solution (a whole run), the solutions of this process's slice (a
+/// The `execute` stage: every solution (a whole run), the solutions of this process's slice (a
 /// shard process: `--shard i/N`, by solution id hash), or the verdicts of complete shard
 /// parts combined in the solutions' order (a merge: nothing is judged again). Before judging,
 /// the tests `rewrite` changed are re-checked against each problem's reference
 /// (`test_checks.parquet`, counts under `test_check` in the summary and the MANIFEST).
-pub(super) fn run(engine: &Engine, filter: &StageRecord, rewrite: &StageRecord, generate: &StageRecord) -> anyhow::Result<StageReport> {
-    let stage = StageName::Execute;
-    let config = &engine.plan.stages.execute;
-    let judge = engine.judge()?;
-    let key = key(config, &judge.versions, &[filter, rewrite, generate])?;
-    if let Some(hit) = engine.cached(stage, &key)? {
-        announce_check(engine, &hit);
-        return Ok(hit);
-    }
-    let parts = engine.shard_parts(stage, &key)?;
-    let writer = engine.begin(stage)?;
-    let mut solutions = read_solutions(&engine.output(generate, "solutions")?)?;
-    let verdicts = writer.path("verdicts.parquet");
-    let checks_path = writer.path("test_checks.parquet");
-    // Solutions taken from the journal of an interrupted run, those judged now, and the journal.
-    let mut resumed = None;
-    let (stats, without_problem, checks) = match parts {
-        Some(parts) => merge_parts(&solutions, &parts, &verdicts, &checks_path)?,
-        None => {
-            solutions.retain(|s| engine.handles(stage, s.id.as_str()));
-            // Problems stream from their table: only those being judged are in memory.
-            let problems = coreb_data::tables::ProblemReader::open(&engine.output(rewrite, "problems")?)?.map(|p| p.map_err(ExecuteError::from));
-            let recheck = TableRecheck::open(engine, filter, rewrite)?;
-            let journal = DirJournal::open(&journal_dir(engine), &key)?;
-            let bar = engine.printer.progress(Some(solutions.len() as u64), "execute", false);
-            let hooks = Hooks { progress: &|| bar.inc(1), journal: &journal };
-            let listening = coreb_base::interrupt::listen();
-            let judged = stages::execute::execute_resumable(config, problems, &recheck, &solutions, &judge.sandbox, engine.plan.jobs, &hooks);
-            drop(listening);
-            bar.finish_and_clear();
-            let output = match judged {
-                Ok(output) => output,
-                Err(ExecuteError::Interrupted(signal)) => {
-                    let _ = std::fs::remove_dir_all(writer.path(""));
-                    let kept: usize = journal.committed()?.iter().map(|p| p.solutions.len()).sum();
-                    return Err(anyhow::Error::new(signal).context(format!(
-                        "execute stopped by {}: {kept} of {} solutions judged are kept in `{}`; run the same command again (`coreb build {}`) to judge the other {}",
-                        signal.name(),
-                        solutions.len(),
-                        journal.dir().display(),
-                        engine.plan.manifest_path.display(),
-                        solutions.len() - kept,
-                    )));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            if output.resumed > 0 {
-                engine.printer.status(format!(
-                    "{:>10}: {} solutions judged by an interrupted run were kept (`{}`), {} judged now",
-                    "execute",
-                    output.resumed,
-                    journal.dir().display(),
-                    output.results.len() - output.resumed
-                ));
-            }
-            write_verdicts(&verdicts, &output.results)?;
-            let rows: Vec<TestCheck> = output.checks.iter().flat_map(|c| c.tests.iter().cloned()).collect();
-            write_test_checks(&checks_path, &rows)?;
-            resumed = Some((output.resumed, output.results.len() - output.resumed, journal));
-            (output.stats, output.without_problem, output.checks)
+pub struct Execute;
+
+/// What `execute`'s summary records of its counts: outcomes only ([`ExecuteStats`] less the CPU
+/// time and the runs that gave way, measurements kept in [`ExecuteLocal`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecuteCounts {
+    /// Solutions judged.
+    pub solutions: usize,
+    /// Solutions that passed every test.
+    pub solutions_passed: usize,
+    /// Solutions whose problem was not among the problems given (not judged).
+    pub solutions_without_problem: usize,
+    /// Tests run (or marked compile_error).
+    pub tests: usize,
+    /// Tests per verdict.
+    pub verdicts: BTreeMap<Verdict, usize>,
+    /// Solutions whose tests ran with their language's faster start; omitted while none did.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fast_starts: usize,
+    /// Solutions compiled with their language's faster compile; omitted while none were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fast_compiles: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl ExecuteCounts {
+    /// The outcomes of `stats`.
+    fn of(stats: &ExecuteStats) -> ExecuteCounts {
+        let ExecuteStats { solutions, solutions_passed, solutions_without_problem, tests, verdicts, cpu_ms: _, fast_starts, fast_compiles, gave_way: _ } = stats;
+        ExecuteCounts {
+            solutions: *solutions,
+            solutions_passed: *solutions_passed,
+            solutions_without_problem: *solutions_without_problem,
+            tests: *tests,
+            verdicts: verdicts.clone(),
+            fast_starts: *fast_starts,
+            fast_compiles: *fast_compiles,
         }
-    };
-    let test_check = RecheckStats::of(&checks);
-    let mut stats_value = serde_json::to_value(&stats)?;
-    // Measurements, not outcomes: kept out of the fingerprinted summary.
-    let cpu_ms = stats_value.as_object_mut().and_then(|s| s.remove("cpu_ms")).unwrap_or_default();
-    let gave_way = stats_value.as_object_mut().and_then(|s| s.remove("gave_way")).unwrap_or(serde_json::json!(0));
-    let summary = serde_json::json!({
-        "rows_in": solutions.len(),
-        "rows_out": stats.solutions,
-        "rejected": without_problem.len(),
-        "passed": stats.solutions_passed,
-        "stats": stats_value,
-        "test_check": test_check,
-        "parameters": config,
-        "toolchains": judge.versions,
-        "time_limits": time_limits(&engine.plan),
-    });
-    let mut local = serde_json::json!({
-        "isolation": judge.sandbox.isolation().to_string(),
-        "memory_bound": judge.sandbox.memory_bound(),
-        "cpu_ms": cpu_ms,
-        "tests_gave_way": gave_way,
-    });
-    if let (Some((kept, now, _)), Some(obj)) = (&resumed, local.as_object_mut()) {
+    }
+}
+
+/// `execute`'s summary: what was judged and passed, the re-check of changed tests, and what the
+/// verdicts depend on (configuration, toolchain versions, time limits).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecuteSummary {
+    /// Solutions given.
+    pub rows_in: u64,
+    /// Solutions judged.
+    pub rows_out: u64,
+    /// Solutions without their problem (not judged).
+    pub rejected: u64,
+    /// Solutions that passed every test.
+    pub passed: u64,
+    /// Its counts.
+    pub stats: ExecuteCounts,
+    /// The re-check of the tests `rewrite` changed.
+    pub test_check: RecheckStats,
+    /// `[stages.execute]`.
+    pub parameters: ExecuteConfig,
+    /// Each language's programs and their versions.
+    pub toolchains: ToolchainVersions,
+    /// Each language's time limits.
+    pub time_limits: BTreeMap<String, TimeLimits>,
+}
+
+impl Summary for ExecuteSummary {
+    fn counts(&self) -> Counts {
+        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+    }
+
+    fn passed(&self) -> Option<u64> {
+        Some(self.passed)
+    }
+
+    fn reasons(&self) -> Reasons {
+        Reasons::Counts(vec![("passed", self.passed), ("rejected", self.rejected)])
+    }
+
+    fn facts(&self) -> Option<StageFacts> {
+        Some(StageFacts {
+            parameters: serde_json::to_value(&self.parameters).ok(),
+            toolchains: Some(self.toolchains.clone()),
+            time_limits: Some(self.time_limits.clone()),
+            test_check: Some(self.test_check.clone()),
+            ..StageFacts::default()
+        })
+    }
+}
+
+/// What `execute`'s record keeps outside its fingerprint: where it ran and what it measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecuteLocal {
+    /// The sandbox's isolation, in words.
+    pub isolation: String,
+    /// What held the memory of a run.
+    pub memory_bound: coreb_sandbox::MemoryBound,
+    /// CPU time of every sandboxed program, ms.
+    pub cpu_ms: u64,
+    /// Test runs that gave their core to the next run while they waited.
+    pub tests_gave_way: usize,
+    /// Solutions this run judged (absent in a merge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solutions_judged: Option<usize>,
+    /// Solutions taken from an interrupted run's journal (absent in a merge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solutions_resumed: Option<usize>,
+    /// A shard process's part: what the merge adds up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<PartCounts>,
+}
+
+/// What a part of `execute` adds to the merge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartCounts {
+    /// Its counts.
+    pub stats: ExecuteStats,
+    /// Its solutions without their problem.
+    pub without_problem: Vec<SolutionId>,
+}
+
+impl Stage for Execute {
+    const NAME: StageName = StageName::Execute;
+    const UPSTREAM: &'static [StageName] = &[StageName::Filter, StageName::Rewrite, StageName::Generate];
+    const SHARDABLE: bool = true;
+    type Summary = ExecuteSummary;
+    type Local = ExecuteLocal;
+    /// The key, for the journal.
+    type Prepared = String;
+
+    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, String)> {
+        let judge = cx.judge()?;
+        let upstream = [up.record(StageName::Filter)?, up.record(StageName::Rewrite)?, up.record(StageName::Generate)?];
+        let key = key(&cx.plan().stages.execute, &judge.versions, &upstream)?;
+        Ok((key.clone(), key))
+    }
+
+    fn run(&self, cx: &StageContext, up: &Upstream<'_>, key: String, out: &StageOutput) -> anyhow::Result<Done<ExecuteSummary, ExecuteLocal>> {
+        let stage = StageName::Execute;
+        let config = &cx.plan().stages.execute;
+        let judge = cx.judge()?;
+        let (filter, rewrite) = (up.record(StageName::Filter)?, up.record(StageName::Rewrite)?);
+        let mut solutions = read_solutions(&cx.output(up.record(StageName::Generate)?, "solutions")?)?;
+        solutions.retain(|s| cx.handles(stage, s.id.as_str()));
+        // Problems stream from their table: only those being judged are in memory.
+        let problems = coreb_data::tables::ProblemReader::open(&cx.output(rewrite, "problems")?)?.map(|p| p.map_err(ExecuteError::from));
+        let recheck = TableRecheck::open(cx, filter, rewrite)?;
+        let journal = DirJournal::open(&journal_dir(cx), &key)?;
+        let bar = cx.printer().progress(Some(solutions.len() as u64), "execute", false);
+        let hooks = Hooks { progress: &|| bar.inc(1), journal: &journal };
+        let listening = coreb_base::interrupt::listen();
+        let judged = stages::execute::execute_resumable(config, problems, &recheck, &solutions, &judge.sandbox, cx.plan().jobs, &hooks);
+        drop(listening);
+        bar.finish_and_clear();
+        let output = match judged {
+            Ok(output) => output,
+            Err(ExecuteError::Interrupted(signal)) => {
+                let _ = std::fs::remove_dir_all(out.path(""));
+                let kept: usize = journal.committed()?.iter().map(|p| p.solutions.len()).sum();
+                return Err(anyhow::Error::new(signal).context(format!(
+                    "execute stopped by {}: {kept} of {} solutions judged are kept in `{}`; run the same command again (`coreb build {}`) to judge the other {}",
+                    signal.name(),
+                    solutions.len(),
+                    journal.dir().display(),
+                    cx.plan().manifest_path.display(),
+                    solutions.len() - kept,
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if output.resumed > 0 {
+            cx.printer().status(format!(
+                "{:>10}: {} solutions judged by an interrupted run were kept (`{}`), {} judged now",
+                "execute",
+                output.resumed,
+                journal.dir().display(),
+                output.results.len() - output.resumed
+            ));
+        }
+        write_verdicts(&out.path("verdicts.parquet"), &output.results)?;
+        let rows: Vec<TestCheck> = output.checks.iter().flat_map(|c| c.tests.iter().cloned()).collect();
+        write_test_checks(&out.path("test_checks.parquet"), &rows)?;
+        let judged_now = output.results.len() - output.resumed;
+        let mut done = done(cx, judge, solutions.len(), output.stats, output.without_problem, &output.checks, out);
         // What this run judged, and what it took from an interrupted one's journal.
-        obj.insert("solutions_judged".into(), serde_json::json!(now));
-        obj.insert("solutions_resumed".into(), serde_json::json!(kept));
+        done.local.solutions_judged = Some(judged_now);
+        done.local.solutions_resumed = Some(output.resumed);
+        // Once committed, the journal's work is in the stage's output.
+        done.on_commit = Some(Box::new(move || Ok(journal.remove()?)));
+        Ok(done)
     }
-    if let (StageOutput::Part(..), Some(obj)) = (&writer, local.as_object_mut()) {
-        // What the merge adds up.
-        obj.insert("part".into(), serde_json::json!({"stats": stats, "without_problem": without_problem}));
+
+    fn merge(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+        _key: String,
+        parts: Vec<(PathBuf, PartMarker)>,
+        out: &StageOutput,
+    ) -> anyhow::Result<Done<ExecuteSummary, ExecuteLocal>> {
+        let solutions = read_solutions(&cx.output(up.record(StageName::Generate)?, "solutions")?)?;
+        let (stats, without_problem, checks) = merge_parts(&solutions, &parts, &out.path("verdicts.parquet"), &out.path("test_checks.parquet"))?;
+        Ok(done(cx, cx.judge()?, solutions.len(), stats, without_problem, &checks, out))
     }
-    let report = writer.commit(engine, stage, &key, &[("verdicts", "verdicts.parquet"), ("test_checks", "test_checks.parquet")], summary, local)?;
-    if let Some((_, _, journal)) = resumed {
-        // Committed: the journal's work is in the stage's output now.
-        journal.remove()?;
+
+    fn announce(&self, cx: &StageContext, report: &StageReport) {
+        announce_check(cx, report);
     }
-    announce_check(engine, &report);
-    Ok(report)
+}
+
+/// `execute`'s summary and local facts, from its counts over `solutions` solutions.
+fn done(
+    cx: &StageContext,
+    judge: &Judge,
+    solutions: usize,
+    stats: ExecuteStats,
+    without_problem: Vec<SolutionId>,
+    checks: &[ProblemCheck],
+    out: &StageOutput,
+) -> Done<ExecuteSummary, ExecuteLocal> {
+    let plan = cx.plan();
+    let summary = ExecuteSummary {
+        rows_in: solutions as u64,
+        rows_out: stats.solutions as u64,
+        rejected: without_problem.len() as u64,
+        passed: stats.solutions_passed as u64,
+        stats: ExecuteCounts::of(&stats),
+        test_check: RecheckStats::of(checks),
+        parameters: plan.stages.execute.clone(),
+        toolchains: judge.versions.clone(),
+        time_limits: time_limits(plan),
+    };
+    // Measurements, not outcomes: kept out of the fingerprinted summary.
+    let local = ExecuteLocal {
+        isolation: judge.sandbox.isolation().to_string(),
+        memory_bound: judge.sandbox.memory_bound(),
+        cpu_ms: stats.cpu_ms,
+        tests_gave_way: stats.gave_way,
+        solutions_judged: None,
+        solutions_resumed: None,
+        part: out.is_part().then(|| PartCounts { stats: stats.clone(), without_problem }),
+    };
+    Done::new(&[("verdicts", "verdicts.parquet"), ("test_checks", "test_checks.parquet")], summary, local)
 }
 
 /// Where this process's run of `execute` commits judged problems as it goes
 /// ([`stages::execute::journal`]): `artifacts/.journal/execute`, or one directory per shard.
-fn journal_dir(engine: &Engine) -> PathBuf {
-    let name = match engine.slice_of(StageName::Execute) {
-        Some(slice) => format!("execute-{}", crate::engine::shard::part_name(slice)),
+fn journal_dir(cx: &StageContext) -> PathBuf {
+    let name = match cx.slice_of(StageName::Execute) {
+        Some(slice) => format!("execute-{}", crate::shard::part_name(slice)),
         None => "execute".to_owned(),
     };
-    engine.store().stage_dir(".journal").join(name)
+    cx.store().stage_dir(".journal").join(name)
 }
 
 /// The build's line about the re-check of changed tests (from the stage's summary).
-fn announce_check(engine: &Engine, report: &StageReport) {
-    let Some(check) = report.record.summary.get("test_check").and_then(|c| serde_json::from_value::<RecheckStats>(c.clone()).ok()) else { return };
+fn announce_check(cx: &StageContext, report: &StageReport) {
+    let Ok(summary) = report.summary_as::<ExecuteSummary>() else { return };
+    let check = &summary.test_check;
     if check.problems == 0 {
         return;
     }
-    let path = engine.output(&report.record, "test_checks").map(|p| p.display().to_string()).unwrap_or_default();
-    engine.printer.status(format!(
+    let path = cx.output(&report.record, "test_checks").map(|p| p.display().to_string()).unwrap_or_default();
+    cx.printer().status(format!(
         "{:>10}: changed tests re-checked against a reference for {} problems: {} passed, {} rejected, {} unchecked; {} problems unchecked, {} rejected whole  ({path})",
         "execute", check.problems, check.tests_passed, check.tests_rejected, check.tests_unchecked, check.problems_unchecked, check.problems_rejected,
     ));
-}
-
-/// What a part of `execute` adds to the merge.
-#[derive(serde::Deserialize)]
-struct PartFacts {
-    stats: ExecuteStats,
-    without_problem: Vec<SolutionId>,
 }
 
 /// Combine the verdicts of complete parts into `out`, in the order of `solutions` (the order
@@ -300,8 +434,8 @@ fn merge_parts(solutions: &[Solution], parts: &[(PathBuf, PartMarker)], out: &Pa
     let mut without = std::collections::HashSet::new();
     let mut check_rows = Vec::new();
     for (dir, marker) in parts {
-        let facts = marker.facts.get("local").and_then(|l| l.get("part")).cloned().with_context(|| format!("`{}`: the part's marker has no counts", dir.display()))?;
-        let facts: PartFacts = serde_json::from_value(facts).with_context(|| format!("`{}`: the part's counts", dir.join("_SUCCESS").display()))?;
+        let local: ExecuteLocal = serde_json::from_value(PartFacts::of(marker)?.local).with_context(|| format!("`{}`: the part's counts", dir.join("_SUCCESS").display()))?;
+        let facts = local.part.with_context(|| format!("`{}`: the part's marker has no counts", dir.display()))?;
         stats += facts.stats;
         without.extend(facts.without_problem);
         for r in read_verdicts(&dir.join("verdicts.parquet"))? {

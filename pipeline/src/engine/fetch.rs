@@ -1,58 +1,146 @@
-//! Runs `fetch`: every source downloaded (or hashed in place). Always runs, because a local
-//! file may have changed; downstream stages skip when the hashes are the same. On a first
-//! build of local files, `ingest` hashes them as it reads them and records this stage
-//! ([`super::ingest::run_with_fetch`]).
+//! `fetch`: every source downloaded (or hashed in place). Always runs, because a local file
+//! may have changed; downstream stages skip when the hashes are the same. On a first build of
+//! local files that goes on to `ingest`, the sources are hashed as `ingest` decodes them, in
+//! one pass ([`super::ingest::decode_with_hashes`]): `ingest`'s table is then written ahead of
+//! its turn and handed to it through the context.
 
-use anyhow::Context;
-use stages::fetch::{Fetched, fetch_source};
+use anyhow::Context as _;
+use coreb_data::releases::SourcePin;
+use serde::{Deserialize, Serialize};
+use stages::fetch::{Fetched, Location, fetch_source};
 
-use super::{Engine, StageReport};
+use super::context::{StageContext, StageOutput};
+use super::ingest;
+use super::stage::{Done, Stage, StageName, StageReport, Upstream};
+use super::summary::{Counts, Reasons, Summary};
 use crate::artifacts::input_key;
-use crate::engine::stage::StageName;
 
-pub(super) fn run(engine: &Engine) -> anyhow::Result<StageReport> {
-    let plan = &engine.plan;
-    let config = &plan.stages.fetch;
+/// The `fetch` stage.
+pub struct Fetch;
+
+/// What `fetch` fetched: names, hashes and sizes (downstream keys hold them), never how or
+/// where.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchSummary {
+    /// The sources of the manifest.
+    pub rows_in: u64,
+    /// The sources fetched.
+    pub rows_out: u64,
+    /// Always 0.
+    pub rejected: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Each source's name, sha256 and size, in manifest order (the release MANIFEST's pins).
+    pub sources: Vec<SourcePin>,
+}
+
+/// Where the fetched files are on this machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchLocal {
+    /// The fetched files, in manifest order.
+    pub sources: Vec<Fetched>,
+}
+
+impl Summary for FetchSummary {
+    fn counts(&self) -> Counts {
+        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+    }
+
+    fn reasons(&self) -> Reasons {
+        Reasons::Counts(vec![("rejected", self.rejected)])
+    }
+}
+
+impl Stage for Fetch {
+    const NAME: StageName = StageName::Fetch;
+    const UPSTREAM: &'static [StageName] = &[];
+    type Summary = FetchSummary;
+    type Local = FetchLocal;
+    type Prepared = ();
+
+    fn key(&self, cx: &StageContext, _up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
+        let plan = cx.plan();
+        Ok((input_key(StageName::Fetch.as_str(), &(&plan.sources, &plan.stages.fetch), &[])?, ()))
+    }
+
+    /// A record is never reused: a local file may have changed since.
+    fn reuse(&self, _cx: &StageContext, _hit: &StageReport) -> anyhow::Result<bool> {
+        Ok(false)
+    }
+
+    fn run(&self, cx: &StageContext, up: &Upstream<'_>, (): (), _out: &StageOutput) -> anyhow::Result<Done<FetchSummary, FetchLocal>> {
+        if up.until() >= StageName::Ingest && ingest::reads_sources_once(cx)? {
+            return fetch_with_ingest(cx);
+        }
+        fetched(cx, fetch(cx)?)
+    }
+}
+
+/// Download (or hash) every source.
+fn fetch(cx: &StageContext) -> anyhow::Result<Vec<Fetched>> {
+    let plan = cx.plan();
     let downloads = plan.output_dir.join("downloads");
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = cx.runtime()?;
     let mut fetched: Vec<Fetched> = Vec::with_capacity(plan.sources.len());
     for source in &plan.sources {
-        let bar = engine.printer.progress(None, &source.name, true);
-        let f = runtime.block_on(fetch_source(config, source, &downloads, &bar)).with_context(|| format!("fetching source `{}`", source.name))?;
+        let bar = cx.printer().progress(None, &source.name, true);
+        let f = runtime.block_on(fetch_source(&plan.stages.fetch, source, &downloads, &bar)).with_context(|| format!("fetching source `{}`", source.name))?;
         bar.finish_and_clear();
         fetched.push(f);
     }
-    commit(engine, fetched)
+    Ok(fetched)
 }
 
-/// Record what was fetched as the `fetch` stage (also called by `ingest`, which hashes local
-/// sources itself on a first build).
-pub(super) fn commit(engine: &Engine, fetched: Vec<Fetched>) -> anyhow::Result<StageReport> {
-    let plan = &engine.plan;
-    let config = &plan.stages.fetch;
+/// `fetch` and `ingest` in one pass over local sources, each file read once: hashed as it is
+/// decoded, instead of hashed whole before decoding starts (at 2 GB that first pass was 1.5 s
+/// with one core idle, issue #13). `fetch` is recorded from the hashes, with the time until
+/// the last byte was read; `ingest`'s table waits in the context for `ingest`'s turn. Any
+/// failure is reported as a build that fetches first would: `fetch`'s error (a missing file, a
+/// wrong checksum) before a bad row's, which `ingest` reports at its turn.
+fn fetch_with_ingest(cx: &StageContext) -> anyhow::Result<Done<FetchSummary, FetchLocal>> {
+    let started = std::time::Instant::now();
+    let sources = &cx.plan().sources;
+    let decoded = sources
+        .iter()
+        .map(|s| match &s.location {
+            Location::Local(path) => Ok(ingest::Input { bytes: fs_err::metadata(path)?.len(), path: path.clone() }),
+            Location::Http(_) => anyhow::bail!("source `{}` is not a local file", s.name),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()
+        .and_then(|inputs| ingest::decode_with_hashes(cx, &inputs, started));
+    let (hashes, read) = match decoded {
+        Ok((hashes, read)) if hashes.len() == sources.len() => (hashes, read),
+        Ok(_) => anyhow::bail!("ingest stopped before the end of its input without an error (a bug in coreb)"),
+        Err(e) => {
+            let done = fetched(cx, fetch(cx)?)?;
+            cx.put_ahead::<ingest::Ahead>(StageName::Ingest, Err(e));
+            return Ok(done);
+        }
+    };
+    let mut fetched_files = Vec::with_capacity(sources.len());
+    for (source, (sha256, bytes)) in sources.iter().zip(hashes) {
+        let f = stages::fetch::hashed_in_place(source, sha256, bytes).context("a local source")?.with_context(|| format!("fetching source `{}`", source.name))?;
+        fetched_files.push(f);
+    }
+    let mut done = fetched(cx, fetched_files)?;
+    done.wall = Some(read);
+    Ok(done)
+}
+
+/// What was fetched, as the stage's summary and local facts.
+fn fetched(cx: &StageContext, fetched: Vec<Fetched>) -> anyhow::Result<Done<FetchSummary, FetchLocal>> {
+    let plan = cx.plan();
     let downloaded: u64 = fetched.iter().map(|f| f.downloaded).sum();
     if downloaded > 0 {
-        engine.printer.status(format!("{:>10}: downloaded {downloaded} bytes", "fetch"));
+        cx.printer().status(format!("{:>10}: downloaded {downloaded} bytes", "fetch"));
     }
-    // The summary feeds downstream keys: it holds what was fetched (names, hashes, sizes),
-    // not how or where; the local paths go outside the fingerprint.
-    let pins: Vec<serde_json::Value> = fetched.iter().map(|f| serde_json::json!({"name": f.name, "sha256": f.sha256, "bytes": f.bytes})).collect();
-    let summary = serde_json::json!({
-        "rows_in": plan.sources.len(),
-        "rows_out": fetched.len(),
-        "rejected": 0,
-        "bytes": fetched.iter().map(|f| f.bytes).sum::<u64>(),
-        "sources": pins,
-    });
-    let local: Vec<Fetched> = fetched.into_iter().map(|f| Fetched { downloaded: 0, ..f }).collect();
-    let key = input_key(StageName::Fetch.as_str(), &(&plan.sources, config), &[])?;
-    let writer = engine.store.begin(StageName::Fetch.as_str())?;
-    let record = writer.commit_with_local(&key, &[], summary, serde_json::json!({ "sources": local }))?;
-    Ok(StageReport { stage: StageName::Fetch, skipped: false, record })
-}
-
-/// The fetched files a fetch record lists, in manifest order.
-pub(super) fn files(record: &crate::artifacts::StageRecord) -> anyhow::Result<Vec<Fetched>> {
-    let sources = record.local.get("sources").cloned().unwrap_or_default();
-    serde_json::from_value(sources).context("the fetch record lists no sources")
+    let summary = FetchSummary {
+        rows_in: plan.sources.len() as u64,
+        rows_out: fetched.len() as u64,
+        rejected: 0,
+        bytes: fetched.iter().map(|f| f.bytes).sum(),
+        sources: fetched.iter().map(|f| SourcePin { name: f.name.clone(), sha256: f.sha256.clone(), bytes: f.bytes }).collect(),
+    };
+    let local = FetchLocal { sources: fetched.into_iter().map(|f| Fetched { downloaded: 0, ..f }).collect() };
+    Ok(Done::new(&[], summary, local))
 }

@@ -1,4 +1,4 @@
-//! Runs `filter`: streams the deduplicated problems, without their test bodies, through
+//! `filter`: streams the deduplicated problems, without their test bodies, through
 //! [`stages::filter::filter_problem`], copies the kept rows whole and writes a rejections
 //! report (one JSON object per rejected problem).
 
@@ -6,41 +6,81 @@ use std::io::Write;
 
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
-use stages::filter::{FilterStats, filter_problem};
+use serde::{Deserialize, Serialize};
+use stages::filter::{FilterConfig, FilterStats, filter_problem};
 
-use super::{Engine, StageReport};
-use crate::artifacts::{StageRecord, input_key};
-use crate::engine::stage::StageName;
+use super::context::{StageContext, StageOutput};
+use super::stage::{Done, Stage, StageName, Upstream};
+use super::summary::{Counts, Reasons, StageFacts, Summary};
+use crate::artifacts::input_key;
 
-pub(super) fn run(engine: &Engine, dedup: &StageRecord) -> anyhow::Result<StageReport> {
-    let config = &engine.plan.stages.filter;
-    let key = input_key(StageName::Filter.as_str(), config, &[dedup])?;
-    if let Some(hit) = engine.cached(StageName::Filter, &key)? {
-        return Ok(hit);
+/// The `filter` stage.
+pub struct Filter;
+
+/// What `filter` kept and why it rejected the others, and with what parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilterSummary {
+    /// Its counts, rejections by reason among them.
+    #[serde(flatten)]
+    pub stats: FilterStats,
+    /// Problems rejected.
+    pub rejected: u64,
+    /// `[stages.filter]`.
+    pub parameters: FilterConfig,
+}
+
+impl Summary for FilterSummary {
+    fn counts(&self) -> Counts {
+        Counts { rows_in: self.stats.rows_in, rows_out: self.stats.rows_out, rejected: self.rejected }
     }
-    let input = engine.output(dedup, "problems")?;
-    let writer = engine.store.begin(StageName::Filter.as_str())?;
-    let mut rejections = fs_err::File::create(writer.path("rejections.jsonl"))?;
-    let mut stats = FilterStats::default();
-    let mut kept = Vec::new();
-    for problem in ProblemReader::open_without_test_bodies(&input)? {
-        let problem = problem?;
-        let decision = filter_problem(config, &problem);
-        stats.record(&decision);
-        kept.push(decision.is_ok());
-        if let Err(reason) = decision {
-            let line = serde_json::json!({ "id": problem.id, "rejection": reason });
-            writeln!(rejections, "{line}")?;
+
+    fn reasons(&self) -> Reasons {
+        let s = &self.stats;
+        Reasons::Counts(vec![
+            ("language", s.language),
+            ("rejected", self.rejected),
+            ("too_few_tests", s.too_few_tests),
+            ("too_short", s.too_short),
+            ("unsupported_signature", s.unsupported_signature),
+        ])
+    }
+
+    fn facts(&self) -> Option<StageFacts> {
+        Some(StageFacts { parameters: serde_json::to_value(&self.parameters).ok(), ..StageFacts::default() })
+    }
+}
+
+impl Stage for Filter {
+    const NAME: StageName = StageName::Filter;
+    const UPSTREAM: &'static [StageName] = &[StageName::Dedup];
+    type Summary = FilterSummary;
+    type Local = ();
+    type Prepared = ();
+
+    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
+        Ok((input_key(StageName::Filter.as_str(), &cx.plan().stages.filter, &[up.record(StageName::Dedup)?])?, ()))
+    }
+
+    fn run(&self, cx: &StageContext, up: &Upstream<'_>, (): (), out: &StageOutput) -> anyhow::Result<Done<FilterSummary, ()>> {
+        let config = &cx.plan().stages.filter;
+        let input = cx.output(up.record(StageName::Dedup)?, "problems")?;
+        let mut rejections = fs_err::File::create(out.path("rejections.jsonl"))?;
+        let mut stats = FilterStats::default();
+        let mut kept = Vec::new();
+        for problem in ProblemReader::open_without_test_bodies(&input)? {
+            let problem = problem?;
+            let decision = filter_problem(config, &problem);
+            stats.record(&decision);
+            kept.push(decision.is_ok());
+            if let Err(reason) = decision {
+                let line = serde_json::json!({ "id": problem.id, "rejection": reason });
+                writeln!(rejections, "{line}")?;
+            }
         }
+        copy_rows(&input, &out.path("problems.parquet"), |row| kept.get(row).copied().unwrap_or(false))?;
+        rejections.sync_all()?;
+        drop(rejections);
+        let summary = FilterSummary { stats, rejected: stats.rows_in - stats.rows_out, parameters: config.clone() };
+        Ok(Done::new(&[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")], summary, ()))
     }
-    copy_rows(&input, &writer.path("problems.parquet"), |row| kept.get(row).copied().unwrap_or(false))?;
-    rejections.sync_all()?;
-    drop(rejections);
-    let mut summary = serde_json::to_value(stats)?;
-    if let Some(obj) = summary.as_object_mut() {
-        obj.insert("rejected".into(), serde_json::json!(stats.rows_in - stats.rows_out));
-        obj.insert("parameters".into(), serde_json::to_value(config)?);
-    }
-    let record = writer.commit(&key, &[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")], summary)?;
-    Ok(StageReport { stage: StageName::Filter, skipped: false, record })
 }

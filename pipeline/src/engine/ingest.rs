@@ -1,9 +1,9 @@
-//! Runs `ingest`: streams every fetched file through a pipeline — this thread reads lines,
+//! `ingest`: streams every fetched file through a pipeline — this thread reads lines,
 //! `jobs` workers decode them, one writer thread puts the problems in input order and encodes
 //! the table — so decoding never waits for a batch's slowest row. At most
 //! [`in_flight`] lines are between reader and writer, so memory does not grow with the input.
 //! On a first build of local files the reader also hashes them, and `fetch` is recorded from
-//! those hashes ([`run_with_fetch`]): each file is read once.
+//! those hashes ([`decode_with_hashes`]): each file is read once.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -17,9 +17,11 @@ use coreb_data::tables::ProblemWriter;
 use stages::fetch::Location;
 use stages::ingest::{BadRows, IngestConfig, IngestStats, Line, LineReader, RowError, RowOutcome, ingest_row};
 
-use super::{Engine, StageReport};
-use crate::artifacts::{StageRecord, input_key};
-use crate::engine::stage::StageName;
+use super::context::{StageContext, StageOutput};
+use super::fetch::FetchLocal;
+use super::stage::{Done, Stage, StageName, Upstream};
+use super::summary::{Counts, Reasons, Summary};
+use crate::artifacts::input_key;
 
 /// Lines read but not yet written: enough to keep every worker busy while the writer waits
 /// for the next row in input order.
@@ -45,74 +47,93 @@ struct Job<T> {
     item: Result<T, RowError>,
 }
 
-pub(super) fn run(engine: &Engine, fetch: &StageRecord) -> anyhow::Result<StageReport> {
-    let key = key(engine, fetch)?;
-    if let Some(hit) = engine.cached(StageName::Ingest, &key)? {
-        return Ok(hit);
+/// The `ingest` stage.
+pub struct Ingest;
+
+/// `ingest` decoded while `fetch` hashed the local sources ([`super::fetch`]): its output,
+/// what it counted, and when the pass started; or the pass's error, reported at `ingest`'s
+/// turn.
+pub(super) type Ahead = anyhow::Result<Fused>;
+
+/// `ingest`'s work done in `fetch`'s pass.
+pub struct Fused {
+    /// Where the table was written (taken by [`Stage::output`]).
+    out: Option<StageOutput>,
+    decoded: Decoded,
+    started: std::time::Instant,
+}
+
+impl Summary for IngestStats {
+    fn counts(&self) -> Counts {
+        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
     }
-    let inputs: Vec<Input> = super::fetch::files(fetch)?.into_iter().map(|f| Input { bytes: f.bytes, path: f.path }).collect();
-    let decoded = decode(engine, &inputs, false)?;
-    decoded.commit(&key)
+
+    fn reasons(&self) -> Reasons {
+        Reasons::Counts(vec![("out_of_window", self.out_of_window), ("rejected", self.rejected)])
+    }
 }
 
-fn key(engine: &Engine, fetch: &StageRecord) -> anyhow::Result<String> {
-    input_key(StageName::Ingest.as_str(), &(&engine.plan.stages.ingest, &engine.plan.window), &[fetch])
-}
+impl Stage for Ingest {
+    const NAME: StageName = StageName::Ingest;
+    const UPSTREAM: &'static [StageName] = &[StageName::Fetch];
+    type Summary = IngestStats;
+    type Local = ();
+    type Prepared = Option<Fused>;
 
-/// May this build fetch and ingest in one pass ([`run_with_fetch`])? Only when every source
-/// is a local file (a download is hashed as it arrives) and no stored `ingest` could be
-/// reused: a rerun hashes first, so that an unchanged input skips decoding.
-pub(super) fn reads_sources_once(engine: &Engine) -> anyhow::Result<bool> {
-    let local = engine.plan.sources.iter().all(|s| matches!(s.location, Location::Local(_)));
-    Ok(local && !engine.store.holds_reusable(StageName::Ingest.as_str())?)
-}
+    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, Option<Fused>)> {
+        let fused = cx.take_ahead::<Ahead>(StageName::Ingest).transpose()?;
+        let plan = cx.plan();
+        let key = input_key(StageName::Ingest.as_str(), &(&plan.stages.ingest, &plan.window), &[up.record(StageName::Fetch)?])?;
+        Ok((key, fused))
+    }
 
-/// `fetch` and `ingest` in one pass over local sources, each file read once: hashed as it is
-/// decoded, instead of hashed whole before decoding starts (at 2 GB that first pass was 1.5 s
-/// with one core idle, issue #13). Records both stages as the two runs in turn would; returns
-/// them with the time `fetch`'s part took (until the last byte was read). Any failure is
-/// reported as a build that fetches first would: `fetch`'s error (a missing file, a wrong
-/// checksum) before a bad row's.
-pub(super) fn run_with_fetch(engine: &Engine) -> anyhow::Result<(StageReport, std::time::Duration, StageReport)> {
-    let sources = &engine.plan.sources;
-    let decoded = sources
-        .iter()
-        .map(|s| match &s.location {
-            Location::Local(path) => Ok(Input { bytes: fs_err::metadata(path)?.len(), path: path.clone() }),
-            Location::Http(_) => bail!("source `{}` is not a local file", s.name),
-        })
-        .collect::<anyhow::Result<Vec<Input>>>()
-        .and_then(|inputs| decode(engine, &inputs, true));
-    let decoded = match decoded {
-        Ok(decoded) if decoded.hashes.len() == sources.len() => decoded,
-        Ok(_) => bail!("ingest stopped before the end of its input without an error (a bug in coreb)"),
-        Err(e) => {
-            super::fetch::run(engine)?;
-            return Err(e);
+    fn output(&self, cx: &StageContext, fused: &mut Option<Fused>) -> anyhow::Result<StageOutput> {
+        match fused.as_mut().and_then(|f| f.out.take()) {
+            Some(out) => Ok(out),
+            None => cx.begin(StageName::Ingest),
         }
-    };
-    let mut fetched = Vec::with_capacity(sources.len());
-    for (source, (sha256, bytes)) in sources.iter().zip(decoded.hashes.iter().cloned()) {
-        let f = stages::fetch::hashed_in_place(source, sha256, bytes).context("a local source")?.with_context(|| format!("fetching source `{}`", source.name))?;
-        fetched.push(f);
     }
-    let fetch = super::fetch::commit(engine, fetched)?;
-    let key = key(engine, &fetch.record)?;
-    let read = decoded.read;
-    let ingest = decoded.commit(&key)?;
-    Ok((fetch, read, ingest))
+
+    fn run(&self, cx: &StageContext, up: &Upstream<'_>, fused: Option<Fused>, out: &StageOutput) -> anyhow::Result<Done<IngestStats, ()>> {
+        if let Some(Fused { decoded, started, .. }) = fused {
+            let mut done = decoded.done();
+            // Both ran from the start of `fetch`: `ingest` until its table was written.
+            done.wall = Some(started.elapsed());
+            return Ok(done);
+        }
+        let fetched = up.report(StageName::Fetch)?.local_as::<FetchLocal>().context("the fetch record lists no sources")?;
+        let inputs: Vec<Input> = fetched.sources.iter().map(|f| Input { bytes: f.bytes, path: f.path.clone() }).collect();
+        Ok(decode(cx, &inputs, false, out)?.done())
+    }
+}
+
+/// May this build fetch and ingest in one pass ([`decode_with_hashes`])? Only when every
+/// source is a local file (a download is hashed as it arrives) and no stored `ingest` could be
+/// reused: a rerun hashes first, so that an unchanged input skips decoding.
+pub(super) fn reads_sources_once(cx: &StageContext) -> anyhow::Result<bool> {
+    let local = cx.plan().sources.iter().all(|s| matches!(s.location, Location::Local(_)));
+    Ok(local && !cx.store().holds_reusable(StageName::Ingest.as_str())?)
+}
+
+/// Decode every input into a new `ingest` output, hashing each as it is read (for `fetch`),
+/// and keep it for `ingest`'s turn ([`Ahead`]); returns what was decoded.
+pub(super) fn decode_with_hashes(cx: &StageContext, inputs: &[Input], started: std::time::Instant) -> anyhow::Result<(Vec<(String, u64)>, std::time::Duration)> {
+    let out = cx.begin(StageName::Ingest)?;
+    let decoded = decode(cx, inputs, true, &out)?;
+    let found = (decoded.hashes.clone(), decoded.read);
+    cx.put_ahead::<Ahead>(StageName::Ingest, Ok(Fused { out: Some(out), decoded, started }));
+    Ok(found)
 }
 
 /// A file to ingest.
-struct Input {
-    path: std::path::PathBuf,
+pub(super) struct Input {
+    pub(super) path: std::path::PathBuf,
     /// Its size, for progress.
-    bytes: u64,
+    pub(super) bytes: u64,
 }
 
 /// A decoded input, its table written but not yet committed.
-struct Decoded {
-    writer: crate::artifacts::StageWriter,
+pub struct Decoded {
     stats: IngestStats,
     /// The sha256 and length of each input, when asked for.
     hashes: Vec<(String, u64)>,
@@ -121,26 +142,20 @@ struct Decoded {
 }
 
 impl Decoded {
-    fn commit(self, key: &str) -> anyhow::Result<StageReport> {
-        let summary = serde_json::to_value(self.stats)?;
-        let record = self.writer.commit(key, &[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")], summary)?;
-        Ok(StageReport { stage: StageName::Ingest, skipped: false, record })
+    fn done(self) -> Done<IngestStats, ()> {
+        Done::new(&[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")], self.stats, ())
     }
 }
 
-/// Decode every input into a new `ingest` directory; hash the inputs too when `hash`.
-fn decode(engine: &Engine, inputs: &[Input], hash: bool) -> anyhow::Result<Decoded> {
-    let plan = &engine.plan;
+/// Decode every input into `out`; hash the inputs too when `hash`.
+fn decode(cx: &StageContext, inputs: &[Input], hash: bool, out: &StageOutput) -> anyhow::Result<Decoded> {
+    let plan = cx.plan();
     let config = &plan.stages.ingest;
     let labels: Vec<String> = inputs.iter().map(|f| f.path.display().to_string()).collect();
-    let writer = engine.store.begin(StageName::Ingest.as_str())?;
-    let output = Output {
-        table: ProblemWriter::create(&writer.path("problems.parquet"))?,
-        rejections: fs_err::File::create(writer.path("rejections.jsonl"))?,
-        stats: IngestStats::default(),
-    };
+    let output =
+        Output { table: ProblemWriter::create(&out.path("problems.parquet"))?, rejections: fs_err::File::create(out.path("rejections.jsonl"))?, stats: IngestStats::default() };
     let total: u64 = inputs.iter().map(|f| f.bytes).sum();
-    let bar = engine.printer.progress(Some(total), "ingest", true);
+    let bar = cx.printer().progress(Some(total), "ingest", true);
 
     let workers = plan.jobs.max(1);
     let (to_workers, lines) = sync_channel::<Job<Vec<u8>>>(workers);
@@ -173,7 +188,7 @@ fn decode(engine: &Engine, inputs: &[Input], hash: bool) -> anyhow::Result<Decod
     rejections.sync_all()?;
     drop(rejections);
     bar.finish_and_clear();
-    Ok(Decoded { writer, stats, hashes, read })
+    Ok(Decoded { stats, hashes, read })
 }
 
 /// What the writer thread owns.

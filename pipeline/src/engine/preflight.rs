@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use coreb_llm::{LlmStage, StoreMode};
 
-use crate::engine::stage::StageName;
+use super::stage::StageName;
 use crate::manifest::RunPlan;
 
 /// What the checks need beyond the plan.
@@ -75,17 +75,13 @@ impl Preflight<'_> {
     /// the problems found (unreachable, credentials refused, a model it does not list), and
     /// a note when it has no list to check against. Nothing is asked without the API key
     /// ([`Preflight::problems`] names that).
-    pub fn endpoint(&self) -> (Vec<String>, Option<String>) {
+    pub fn endpoint(&self, runtime: &tokio::runtime::Handle) -> (Vec<String>, Option<String>) {
         let plan = self.plan;
         let file = plan.manifest_path.display();
         let base = plan.llm.base_url.trim_end_matches('/');
         let Ok(key) = coreb_llm::gateway::api_key_from_env(&plan.llm) else { return (Vec::new(), None) };
         let timeout = std::time::Duration::from_secs_f64(plan.llm.timeout_secs.clamp(1.0, 30.0));
-        let asked = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| coreb_llm::client::ListingError::Unreachable { url: format!("{base}/models"), error: e.to_string() })
-            .and_then(|rt| rt.block_on(coreb_llm::client::list_models(base, key.as_deref(), timeout)));
+        let asked = runtime.block_on(coreb_llm::client::list_models(base, key.as_deref(), timeout));
         match asked {
             Err(e @ coreb_llm::client::ListingError::Unreachable { .. }) => (vec![format!("`llm.base_url` = `{base}` (in `{file}`): {e}")], None),
             Err(e @ coreb_llm::client::ListingError::Credentials { .. }) if plan.llm.api_key_env.is_empty() => {
@@ -99,13 +95,14 @@ impl Preflight<'_> {
         }
     }
 
-    /// Run the checks: an error listing every problem, one per line; else the notes (a check
-    /// that could not be made).
-    pub fn check(&self) -> anyhow::Result<Vec<String>> {
+    /// Run the checks (the endpoint's on the runtime `runtime` gives, when it is asked): an
+    /// error listing every problem, one per line; else the notes (a check that could not be
+    /// made).
+    pub fn check(&self, runtime: impl FnOnce() -> anyhow::Result<tokio::runtime::Handle>) -> anyhow::Result<Vec<String>> {
         let mut problems = self.problems();
         let mut notes = Vec::new();
         if self.sends() {
-            let (found, note) = self.endpoint();
+            let (found, note) = self.endpoint(&runtime()?);
             problems.extend(found);
             notes.extend(note);
         }

@@ -1,4 +1,4 @@
-//! Runs `release`: publishes `<releases_dir>/<version>/` — the eight Parquet configs, the
+//! `release`: publishes `<releases_dir>/<version>/` — the eight Parquet configs, the
 //! BEIR folder of each task, the source problems, the dataset card and `MANIFEST.json` — into
 //! a temporary directory that is renamed into place only when complete.
 
@@ -8,18 +8,26 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use coreb_base::hashing::{sha256_file, sha256_hex};
 use coreb_data::problem::{Platform, ProblemId};
-use coreb_data::qrels::{QrelsOutput, Task};
+use coreb_data::qrels::{QrelsOutput, QrelsStats, Task};
 use coreb_data::tables::published::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
 use coreb_data::tables::{ProblemReader, ProblemWriter};
+use coreb_eval::gates::GatesConfig;
+use coreb_judge::ToolchainVersions;
 use coreb_llm::run::WrittenBy;
 use coreb_trec::Qrels;
+use serde::{Deserialize, Serialize};
 use stages::release::{CONFIGS, CardInfo, beir, check_disjoint, dataset_card, license_text};
 
-use super::stage::StageName;
-use super::{Engine, StageReport};
-use crate::artifacts::{StageRecord, TOOL_VERSION, hash_tree, input_key};
+use super::context::{StageContext, StageOutput};
+use super::control::Controlled;
+use super::execute::ExecuteSummary;
+use super::fetch::FetchSummary;
+use super::stage::{Done, Stage, StageName, StageReport, Upstream};
+use super::summary::{Counts, Reasons, StageFacts, Summary};
+use crate::artifacts::{TOOL_VERSION, hash_tree, input_key};
+use crate::manifest::RunPlan;
 use coreb_base::durable;
-use coreb_data::releases::{BuildManifest, ReleaseManifest, Replaced, SourcePin};
+use coreb_data::releases::{BuildManifest, ReleaseManifest, Replaced};
 
 /// `to` relative to the directory `from` (both absolute and normalised).
 pub fn relative_path(from: &Path, to: &Path) -> String {
@@ -37,175 +45,231 @@ pub fn relative_path(from: &Path, to: &Path) -> String {
 }
 
 /// Problem ids of every release before this one (from their `problems.parquet`).
-fn earlier_problem_ids(engine: &Engine) -> anyhow::Result<Vec<(String, BTreeSet<ProblemId>)>> {
+fn earlier_problem_ids(plan: &RunPlan) -> anyhow::Result<Vec<(String, BTreeSet<ProblemId>)>> {
     let mut out = Vec::new();
-    for release in super::dedup::earlier_releases(engine)? {
+    for release in super::dedup::earlier_releases(plan)? {
         let ids = ProblemReader::open(&release.path)?.map(|p| p.map(|p| p.id)).collect::<Result<_, _>>()?;
         out.push((release.version, ids));
     }
     Ok(out)
 }
 
-/// Who wrote the LLM answers the release's stages used: the `written_by` counts of every
-/// stage's statistics, summed (see [`coreb_llm::Provenance`]).
-fn written_by(records: &[&StageRecord]) -> WrittenBy {
-    fn walk(v: &serde_json::Value, sum: &mut WrittenBy) {
-        let Some(obj) = v.as_object() else { return };
-        for (k, child) in obj {
-            if k == "written_by" {
-                let n = |f: &str| child.get(f).and_then(serde_json::Value::as_u64).unwrap_or(0);
-                sum.endpoint += n("endpoint");
-                sum.authored += n("authored");
-                sum.imported += n("imported");
-            } else {
-                walk(child, sum);
-            }
-        }
-    }
-    let mut sum = WrittenBy::default();
-    for r in records {
-        if let Some(stats) = r.summary.get("stats") {
-            walk(stats, &mut sum);
-        }
-    }
-    sum
+/// The `release` stage.
+pub struct Release;
+
+/// The stages whose LLM answers the release's regeneration kit carries, and whose authors
+/// its card counts.
+const ANSWERED: [StageName; 6] = [StageName::Rewrite, StageName::Distract, StageName::Abbreviate, StageName::Generate, StageName::Execute, StageName::Queries];
+
+/// What `release` published: the version, its counts and BM25's nDCG@10 per task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseSummary {
+    /// Problems published.
+    pub rows_in: u64,
+    /// Problems published.
+    pub rows_out: u64,
+    /// Always 0.
+    pub rejected: u64,
+    /// The version.
+    pub release: String,
+    /// The composition's counts.
+    pub counts: QrelsStats,
+    /// BM25's nDCG@10 per task (4 decimals).
+    pub bm25_ndcg10: BTreeMap<String, f64>,
 }
 
-pub(super) fn run(engine: &Engine, fetch: &StageRecord, filter: &StageRecord, qrels: &StageRecord, others: &[&StageRecord]) -> anyhow::Result<StageReport> {
-    let plan = &engine.plan;
-    // Relative to where the release belongs, so that a rebuild elsewhere (`verify`) records
-    // the same path.
-    let manifest_rel = relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path);
-    let (stages, models) = stage_facts(others.iter().copied().chain([filter, qrels]));
-    let controlled = super::control::controlled(engine)?;
-    let review = recorded_review(&plan.releases_dir, &plan.version, plan.review_dir.as_deref())?;
-    let key = input_key(
-        StageName::Release.as_str(),
-        &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text, &plan.gates, &stages, controlled.as_ref().map(|c| &c.of), &review),
-        &[fetch, filter, qrels],
-    )?;
-    if let Some(hit) = engine.cached(StageName::Release, &key)? {
-        // Skipped only while the published copy is still the one this record describes.
-        let published = plan.publish_dir.join("MANIFEST.json");
-        if published.exists() && hit.record.outputs.get("manifest").map(|m| m.sha256.as_str()) == Some(sha256_file(&published)?.as_str()) {
-            return Ok(hit);
+impl Summary for ReleaseSummary {
+    fn counts(&self) -> Counts {
+        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+    }
+
+    fn reasons(&self) -> Reasons {
+        Reasons::Counts(vec![("rejected", self.rejected)])
+    }
+}
+
+/// Where the release was published on this machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseLocal {
+    /// The publish directory.
+    pub published: PathBuf,
+}
+
+/// The MANIFEST's `counts`.
+#[derive(Serialize)]
+struct ReleaseCounts<'a> {
+    llm_answers_written_by: WrittenBy,
+    qrels: &'a QrelsStats,
+    bm25_ndcg10: &'a BTreeMap<String, f64>,
+    gates: &'a GatesConfig,
+    checks_passed: usize,
+}
+
+/// What the release's key was made of that its run needs again.
+pub struct Prepared {
+    /// The build manifest's path relative to where the release belongs.
+    manifest_rel: String,
+    stages: BTreeMap<String, StageFacts>,
+    models: BTreeSet<String>,
+    controlled: Option<Controlled>,
+    review: Option<RecordedReview>,
+}
+
+impl Stage for Release {
+    const NAME: StageName = StageName::Release;
+    const UPSTREAM: &'static [StageName] = &[
+        StageName::Fetch,
+        StageName::Filter,
+        StageName::Rewrite,
+        StageName::Distract,
+        StageName::Abbreviate,
+        StageName::Generate,
+        StageName::Execute,
+        StageName::Queries,
+        StageName::Qrels,
+    ];
+    type Summary = ReleaseSummary;
+    type Local = ReleaseLocal;
+    type Prepared = Prepared;
+
+    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, Prepared)> {
+        let plan = cx.plan();
+        // Relative to where the release belongs, so that a rebuild elsewhere (`verify`) records
+        // the same path.
+        let manifest_rel = relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path);
+        let recorded = ANSWERED.into_iter().chain([StageName::Filter, StageName::Qrels]).map(|s| up.report(s)).collect::<anyhow::Result<Vec<_>>>()?;
+        let (stages, models) = stage_facts(&recorded);
+        let controlled = super::control::controlled(plan)?;
+        let review = recorded_review(&plan.releases_dir, &plan.version, plan.review_dir.as_deref())?;
+        let key = input_key(
+            StageName::Release.as_str(),
+            &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text, &plan.gates, &stages, controlled.as_ref().map(|c| &c.of), &review),
+            &[up.record(StageName::Fetch)?, up.record(StageName::Filter)?, up.record(StageName::Qrels)?],
+        )?;
+        Ok((key, Prepared { manifest_rel, stages, models, controlled, review }))
+    }
+
+    /// Skipped only while the published copy is still the one this record describes.
+    fn reuse(&self, cx: &StageContext, hit: &StageReport) -> anyhow::Result<bool> {
+        let published = cx.plan().publish_dir.join("MANIFEST.json");
+        Ok(published.exists() && hit.record.outputs.get("manifest").map(|m| m.sha256.as_str()) == Some(sha256_file(&published)?.as_str()))
+    }
+
+    fn run(&self, cx: &StageContext, up: &Upstream<'_>, prepared: Prepared, out: &StageOutput) -> anyhow::Result<Done<ReleaseSummary, ReleaseLocal>> {
+        let plan = cx.plan();
+        let Prepared { manifest_rel, stages, models, controlled, review } = prepared;
+        let out_qrels: QrelsOutput = {
+            let path = cx.output(up.record(StageName::Qrels)?, "qrels")?;
+            serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("reading `{}`", path.display()))?
+        };
+        let ids: BTreeSet<ProblemId> = out_qrels.tasks.values().flat_map(|t| t.queries.iter().map(|q| q.source_problem_id.clone())).collect();
+        check_disjoint(&ids, &earlier_problem_ids(plan)?)?;
+
+        let parent = plan.publish_dir.parent().context("the publish directory has no parent")?;
+        fs_err::create_dir_all(parent)?;
+        let tmp = parent.join(format!(".{}.tmp", plan.version));
+        if tmp.exists() {
+            fs_err::remove_dir_all(&tmp)?;
         }
-    }
-    let out: QrelsOutput = {
-        let path = engine.output(qrels, "qrels")?;
-        serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("reading `{}`", path.display()))?
-    };
-    let ids: BTreeSet<ProblemId> = out.tasks.values().flat_map(|t| t.queries.iter().map(|q| q.source_problem_id.clone())).collect();
-    check_disjoint(&ids, &earlier_problem_ids(engine)?)?;
+        fs_err::create_dir_all(&tmp)?;
+        write_tables(&tmp, &plan.version, &out_qrels)?;
+        let platforms = write_source_problems(&cx.output(up.record(StageName::Filter)?, "problems")?, &tmp, &ids)?;
 
-    let parent = plan.publish_dir.parent().context("the publish directory has no parent")?;
-    fs_err::create_dir_all(parent)?;
-    let tmp = parent.join(format!(".{}.tmp", plan.version));
-    if tmp.exists() {
-        fs_err::remove_dir_all(&tmp)?;
-    }
-    fs_err::create_dir_all(&tmp)?;
-    write_tables(&tmp, &plan.version, &out)?;
-    let platforms = write_source_problems(&engine.output(filter, "problems")?, &tmp, &ids)?;
-
-    let written_by = written_by(others);
-    let info = CardInfo {
-        version: &plan.version,
-        window: &plan.window,
-        models: models.into_iter().collect(),
-        problems: ids.len(),
-        tool_version: TOOL_VERSION,
-        platforms: platforms.into_iter().collect(),
-        written_by,
-        config_bytes: CONFIGS.into_iter().map(|c| Ok((c, fs_err::metadata(tmp.join(format!("{c}.parquet")))?.len()))).collect::<std::io::Result<_>>()?,
-    };
-    let mut card = dataset_card(&info, &out);
-    if let Some(c) = &controlled {
-        card.push_str(&super::control::card_section(&c.of));
-    }
-    fs_err::write(tmp.join("README.md"), card)?;
-    fs_err::write(tmp.join("LICENSE"), license_text(&info))?;
-
-    write_kit(engine, &tmp, others, stages.get("execute").and_then(|e| e.get("toolchains")))?;
-    let (bm25, checks_passed) = gate(engine, &tmp, &out)?;
-    if let Some(c) = &controlled {
-        let (paired, problems) = super::control::check_queries(&tmp, c).inspect_err(|_| {
-            let _ = fs_err::remove_dir_all(&tmp);
-        })?;
-        engine.printer.status(format!("   release: the control of `{}`: {paired} queries on {problems} problems map one to one onto the release's", c.of.version));
-    }
-
-    let sources: Vec<SourcePin> = serde_json::from_value(fetch.summary.get("sources").cloned().unwrap_or_default())?;
-    let mut manifest = ReleaseManifest {
-        format: "coreb-release-manifest/1".into(),
-        version: plan.version.clone(),
-        tool_version: TOOL_VERSION.into(),
-        window: plan.window.clone(),
-        build_manifest: BuildManifest { path: manifest_rel, sha256: sha256_hex(plan.manifest_text.as_bytes()), text: plan.manifest_text.clone() },
-        sources,
-        stages,
-        seeds: BTreeMap::from([("dedup".to_owned(), plan.stages.dedup.seed), ("qrels".to_owned(), plan.stages.qrels.seed)]),
-        counts: serde_json::json!({ "llm_answers_written_by": written_by, "qrels": out.stats, "bm25_ndcg10": bm25, "gates": plan.gates, "checks_passed": checks_passed }),
-        files: hash_tree(&tmp)?,
-        replaces: None,
-        controls: controlled.map(|c| c.of),
-    };
-    let mut text = serde_json::to_string_pretty(&manifest)? + "\n";
-    if let Some(r) = &review {
-        // The card as `coreb review report --record` re-published it: only when the review is
-        // of the release this build makes (its MANIFEST before the card changed).
-        if r.reviewed_sha256 == sha256_hex(text.as_bytes()) {
-            let card = coreb_data::releases::with_human_validation(&fs_err::read_to_string(tmp.join("README.md"))?, &r.section);
-            fs_err::write(tmp.join("README.md"), &card)?;
-            manifest.files.insert("README.md".into(), coreb_data::releases::FileEntry { sha256: sha256_hex(card.as_bytes()), bytes: card.len() as u64 });
-            text = serde_json::to_string_pretty(&manifest)? + "\n";
-            engine.printer.status(format!("   release: the card shows the human review recorded in `{}`", r.dir.display()));
-        } else {
-            engine.printer.status(format!(
-                "   release: the human review recorded in `{}` is of another build of `{}` (MANIFEST sha256 `{}`): the card does not show it",
-                r.dir.display(),
-                plan.version,
-                r.reviewed_sha256
-            ));
+        let answered = ANSWERED.into_iter().map(|s| up.report(s)).collect::<anyhow::Result<Vec<_>>>()?;
+        let written_by = answered.iter().fold(WrittenBy::default(), |mut sum, r| {
+            sum += r.summary().written_by();
+            sum
+        });
+        let info = CardInfo {
+            version: &plan.version,
+            window: &plan.window,
+            models: models.into_iter().collect(),
+            problems: ids.len(),
+            tool_version: TOOL_VERSION,
+            platforms: platforms.into_iter().collect(),
+            written_by,
+            config_bytes: CONFIGS.into_iter().map(|c| Ok((c, fs_err::metadata(tmp.join(format!("{c}.parquet")))?.len()))).collect::<std::io::Result<_>>()?,
+        };
+        let mut card = dataset_card(&info, &out_qrels);
+        if let Some(c) = &controlled {
+            card.push_str(&super::control::card_section(&c.of));
         }
-    }
-    let publish = match published_state(&plan.publish_dir, &manifest.files, &text)? {
-        Published::Absent => true,
-        Published::Same(existing) => {
-            // The same release again: nothing to publish (a replaced one keeps its record).
-            text = existing;
-            false
+        fs_err::write(tmp.join("README.md"), card)?;
+        fs_err::write(tmp.join("LICENSE"), license_text(&info))?;
+
+        let toolchains = &up.summary::<ExecuteSummary>(StageName::Execute)?.toolchains;
+        write_kit(cx, &tmp, &answered, toolchains)?;
+        let (bm25, checks_passed) = gate(plan, &tmp, &out_qrels)?;
+        if let Some(c) = &controlled {
+            let (paired, problems) = super::control::check_queries(&tmp, c).inspect_err(|_| {
+                let _ = fs_err::remove_dir_all(&tmp);
+            })?;
+            cx.printer().status(format!("   release: the control of `{}`: {paired} queries on {problems} problems map one to one onto the release's", c.of.version));
         }
-        Published::Other { changes, manifest_sha256 } => {
-            if !plan.replace {
-                fs_err::remove_dir_all(&tmp)?;
-                return Err(release_exists(&plan.version, &plan.publish_dir, &changes));
+
+        let counts = ReleaseCounts { llm_answers_written_by: written_by, qrels: &out_qrels.stats, bm25_ndcg10: &bm25, gates: &plan.gates, checks_passed };
+        let mut manifest = ReleaseManifest {
+            format: "coreb-release-manifest/1".into(),
+            version: plan.version.clone(),
+            tool_version: TOOL_VERSION.into(),
+            window: plan.window.clone(),
+            build_manifest: BuildManifest { path: manifest_rel, sha256: sha256_hex(plan.manifest_text.as_bytes()), text: plan.manifest_text.clone() },
+            sources: up.summary::<FetchSummary>(StageName::Fetch)?.sources.clone(),
+            stages: stages.into_iter().map(|(stage, facts)| Ok((stage, serde_json::to_value(facts)?))).collect::<serde_json::Result<_>>()?,
+            seeds: BTreeMap::from([("dedup".to_owned(), plan.stages.dedup.seed), ("qrels".to_owned(), plan.stages.qrels.seed)]),
+            counts: serde_json::to_value(&counts)?,
+            files: hash_tree(&tmp)?,
+            replaces: None,
+            controls: controlled.map(|c| c.of),
+        };
+        let mut text = serde_json::to_string_pretty(&manifest)? + "\n";
+        if let Some(r) = &review {
+            // The card as `coreb review report --record` re-published it: only when the review is
+            // of the release this build makes (its MANIFEST before the card changed).
+            if r.reviewed_sha256 == sha256_hex(text.as_bytes()) {
+                let card = coreb_data::releases::with_human_validation(&fs_err::read_to_string(tmp.join("README.md"))?, &r.section);
+                fs_err::write(tmp.join("README.md"), &card)?;
+                manifest.files.insert("README.md".into(), coreb_data::releases::FileEntry { sha256: sha256_hex(card.as_bytes()), bytes: card.len() as u64 });
+                text = serde_json::to_string_pretty(&manifest)? + "\n";
+                cx.printer().status(format!("   release: the card shows the human review recorded in `{}`", r.dir.display()));
+            } else {
+                cx.printer().status(format!(
+                    "   release: the human review recorded in `{}` is of another build of `{}` (MANIFEST sha256 `{}`): the card does not show it",
+                    r.dir.display(),
+                    plan.version,
+                    r.reviewed_sha256
+                ));
             }
-            manifest.replaces = Some(Replaced { manifest_sha256 });
-            text = serde_json::to_string_pretty(&manifest)? + "\n";
-            true
         }
-    };
-    if publish {
-        durable::write(&tmp.join("MANIFEST.json"), text.as_bytes())?;
-        // Every published file is on disk before the release appears under its name.
-        durable::replace_dir(&tmp, &plan.publish_dir)?;
-    } else {
-        fs_err::remove_dir_all(&tmp)?;
+        let publish = match published_state(&plan.publish_dir, &manifest.files, &text)? {
+            Published::Absent => true,
+            Published::Same(existing) => {
+                // The same release again: nothing to publish (a replaced one keeps its record).
+                text = existing;
+                false
+            }
+            Published::Other { changes, manifest_sha256 } => {
+                if !plan.replace {
+                    fs_err::remove_dir_all(&tmp)?;
+                    return Err(release_exists(&plan.version, &plan.publish_dir, &changes));
+                }
+                manifest.replaces = Some(Replaced { manifest_sha256 });
+                text = serde_json::to_string_pretty(&manifest)? + "\n";
+                true
+            }
+        };
+        if publish {
+            durable::write(&tmp.join("MANIFEST.json"), text.as_bytes())?;
+            // Every published file is on disk before the release appears under its name.
+            durable::replace_dir(&tmp, &plan.publish_dir)?;
+        } else {
+            fs_err::remove_dir_all(&tmp)?;
+        }
+        fs_err::write(out.path("MANIFEST.json"), &text)?;
+        let summary =
+            ReleaseSummary { rows_in: ids.len() as u64, rows_out: ids.len() as u64, rejected: 0, release: plan.version.clone(), counts: out_qrels.stats, bm25_ndcg10: bm25 };
+        Ok(Done::new(&[("manifest", "MANIFEST.json")], summary, ReleaseLocal { published: plan.publish_dir.clone() }))
     }
-    let writer = engine.store.begin(StageName::Release.as_str())?;
-    fs_err::write(writer.path("MANIFEST.json"), &text)?;
-    let summary = serde_json::json!({
-        "rows_in": ids.len(),
-        "rows_out": ids.len(),
-        "rejected": 0,
-        "release": plan.version,
-        "counts": out.stats,
-        "bm25_ndcg10": bm25,
-    });
-    let local = serde_json::json!({ "published": plan.publish_dir });
-    let record = writer.commit_with_local(&key, &[("manifest", "MANIFEST.json")], summary, local)?;
-    Ok(StageReport { stage: StageName::Release, skipped: false, record })
 }
 
 /// A human review recorded by `coreb review report --record` for release `version` of
@@ -221,6 +285,15 @@ struct RecordedReview {
     reviewed_sha256: String,
 }
 
+/// What the release stage reads of a recorded review's `review.json`: which release it is of.
+#[derive(Deserialize)]
+struct ReviewOf {
+    /// The release's version.
+    release: Option<String>,
+    /// The sha256 of the MANIFEST reviewed.
+    release_sha256: Option<String>,
+}
+
 /// The review recorded beside the releases (`<releases_dir>/reviews/<version>/card.md` and
 /// `review.json`), if any: the `release` stage puts its section into the card again, so that
 /// a rebuild of a reviewed release publishes the card the review re-published.
@@ -234,10 +307,10 @@ fn recorded_review(releases_dir: &Path, version: &str, review_dir: Option<&Path>
     if !card.is_file() {
         return Ok(None);
     }
-    let value: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&json)?).with_context(|| format!("reading `{}`", json.display()))?;
-    let reviewed_sha256 = value["release_sha256"].as_str().with_context(|| format!("`{}`: no `release_sha256`", json.display()))?.to_owned();
-    if value["release"].as_str() != Some(version) {
-        anyhow::bail!("`{}` is a review of `{}`, not of `{version}`", json.display(), value["release"]);
+    let review: ReviewOf = serde_json::from_str(&fs_err::read_to_string(&json)?).with_context(|| format!("reading `{}`", json.display()))?;
+    let reviewed_sha256 = review.release_sha256.with_context(|| format!("`{}`: no `release_sha256`", json.display()))?;
+    if review.release.as_deref() != Some(version) {
+        anyhow::bail!("`{}` is a review of `{}`, not of `{version}`", json.display(), review.release.unwrap_or_default());
     }
     Ok(Some(RecordedReview { section: fs_err::read_to_string(&card)?, reviewed_sha256, dir }))
 }
@@ -247,6 +320,15 @@ pub const KIT_DIR: &str = "regeneration";
 
 /// The kit's files (under [`KIT_DIR`]): the answers, the build manifest, the versions.
 pub const KIT_ANSWERS: &str = "answers.jsonl.gz";
+/// The kit's `versions.json`.
+#[derive(Serialize)]
+struct KitVersions<'a> {
+    /// coreb's version.
+    coreb: &'a str,
+    /// Each language's programs and their versions.
+    toolchains: &'a ToolchainVersions,
+}
+
 /// The build manifest with its paths relative to the kit.
 pub const KIT_MANIFEST: &str = "build.toml";
 /// coreb's version and the toolchains' versions.
@@ -259,15 +341,15 @@ pub const KIT_VERSIONS: &str = "versions.json";
 /// paths relative to the kit (`build.toml`), the prompts (`prompts/`), and the versions of
 /// coreb and of the toolchains (`versions.json`). Every byte depends on the build's inputs
 /// alone, so a rebuild writes the same kit.
-fn write_kit(engine: &Engine, tmp: &Path, llm_records: &[&StageRecord], toolchains: Option<&serde_json::Value>) -> anyhow::Result<()> {
+fn write_kit(cx: &StageContext, tmp: &Path, llm_stages: &[&StageReport], toolchains: &ToolchainVersions) -> anyhow::Result<()> {
     use std::io::Write as _;
-    let plan = &engine.plan;
+    let plan = cx.plan();
     let kit = tmp.join(KIT_DIR);
     fs_err::create_dir_all(kit.join("prompts"))?;
 
     let mut keys = BTreeSet::new();
-    for r in llm_records.iter().filter(|r| r.outputs.contains_key("answer_keys")) {
-        let path = engine.output(r, "answer_keys")?;
+    for r in llm_stages.iter().map(|r| &r.record).filter(|r| r.outputs.contains_key("answer_keys")) {
+        let path = cx.output(r, "answer_keys")?;
         keys.extend(fs_err::read_to_string(&path)?.lines().filter(|l| !l.is_empty()).map(str::to_owned));
     }
     let store = coreb_llm::ResponseStore::open(&plan.response_store);
@@ -291,8 +373,9 @@ fn write_kit(engine: &Engine, tmp: &Path, llm_records: &[&StageRecord], toolchai
         }
     }
     fs_err::write(kit.join(KIT_MANIFEST), kit_manifest(&plan.manifest_text)?)?;
-    let versions = serde_json::json!({ "coreb": TOOL_VERSION, "toolchains": toolchains.cloned().unwrap_or_default() });
-    fs_err::write(kit.join(KIT_VERSIONS), serde_json::to_string_pretty(&versions)? + "\n")?;
+    let versions = KitVersions { coreb: TOOL_VERSION, toolchains };
+    // Through a JSON value, whose maps sort their keys: the languages by name.
+    fs_err::write(kit.join(KIT_VERSIONS), serde_json::to_string_pretty(&serde_json::to_value(&versions)?)? + "\n")?;
     Ok(())
 }
 
@@ -383,33 +466,24 @@ fn published_state(dir: &Path, files: &BTreeMap<String, coreb_data::releases::Fi
     })
 }
 
-/// A MANIFEST's JSON without its `replaces` record (`None`: not JSON).
-fn without_replaces(text: &str) -> Option<serde_json::Value> {
-    let mut value: serde_json::Value = serde_json::from_str(text).ok()?;
-    if let Some(obj) = value.as_object_mut() {
-        obj.remove("replaces");
-    }
-    Some(value)
+/// A MANIFEST without its `replaces` record (`None`: not a MANIFEST).
+fn without_replaces(text: &str) -> Option<ReleaseManifest> {
+    let mut manifest: ReleaseManifest = serde_json::from_str(text).ok()?;
+    manifest.replaces = None;
+    Some(manifest)
 }
 
-/// What the MANIFEST records of each stage (parameters, prompts, models, and for execute the
-/// toolchain versions, time limits and the counts of the re-check of changed tests), by stage name, and every model named. Part of the
-/// release's key: a new compiler version that changes no verdict still changes the MANIFEST.
-fn stage_facts<'a>(records: impl Iterator<Item = &'a StageRecord>) -> (BTreeMap<String, serde_json::Value>, BTreeSet<String>) {
+/// What the MANIFEST records of each stage ([`StageFacts`]: parameters, prompts, models, and
+/// for execute the toolchain versions, time limits and the counts of the re-check of changed
+/// tests), by stage name, and every model named. Part of the release's key: a new compiler
+/// version that changes no verdict still changes the MANIFEST.
+fn stage_facts(reports: &[&StageReport]) -> (BTreeMap<String, StageFacts>, BTreeSet<String>) {
     let mut stages = BTreeMap::new();
     let mut models: BTreeSet<String> = BTreeSet::new();
-    for r in records {
-        let s = &r.summary;
-        let mut facts = serde_json::Map::new();
-        for k in ["parameters", "composition", "roles", "prompts", "schemas", "structured_output", "models", "toolchains", "time_limits", "test_check"] {
-            if let Some(v) = s.get(k) {
-                facts.insert(k.to_owned(), v.clone());
-            }
-        }
-        if let Some(list) = s.get("models").and_then(|m| m.as_array()) {
-            models.extend(list.iter().filter_map(|m| m.as_str().map(str::to_owned)));
-        }
-        stages.insert(r.stage.clone(), serde_json::Value::Object(facts));
+    for r in reports {
+        let facts = r.summary().facts().unwrap_or_default();
+        models.extend(facts.models.iter().flatten().cloned());
+        stages.insert(r.stage.as_str().to_owned(), facts);
     }
     (stages, models)
 }
@@ -456,8 +530,7 @@ fn write_source_problems(filtered: &Path, tmp: &Path, ids: &BTreeSet<ProblemId>)
 /// `coreb check` on the release files. On a failure the temporary directory is removed and
 /// the error lists every failed gate; else returns BM25's nDCG@10 per task (4 decimals) and
 /// the number of checks passed.
-fn gate(engine: &Engine, tmp: &Path, out: &QrelsOutput) -> anyhow::Result<(BTreeMap<&'static str, f64>, usize)> {
-    let plan = &engine.plan;
+fn gate(plan: &RunPlan, tmp: &Path, out: &QrelsOutput) -> anyhow::Result<(BTreeMap<String, f64>, usize)> {
     let mut failures = Vec::new();
     let mut bm25 = BTreeMap::new();
     for task in Task::ALL {
@@ -465,10 +538,10 @@ fn gate(engine: &Engine, tmp: &Path, out: &QrelsOutput) -> anyhow::Result<(BTree
         let graded = out.tasks.get(&task).map(|t| t.qrels.iter().map(|r| (r.query_id.0.as_str(), r.doc_id.0.as_str(), i64::from(r.relevance.0))).collect::<Vec<_>>());
         data.qrels = Qrels::from_triples(graded.unwrap_or_default())?;
         let ndcg10 = coreb_eval::bm25_ndcg10(&data);
-        bm25.insert(task.as_str(), (ndcg10 * 1e4).round() / 1e4);
+        bm25.insert(task.as_str().to_owned(), (ndcg10 * 1e4).round() / 1e4);
         failures.extend(coreb_eval::gates::check_task(&data, ndcg10, &plan.gates).iter().map(ToString::to_string));
     }
-    let earlier: Vec<PathBuf> = super::dedup::earlier_releases(engine)?.into_iter().filter_map(|r| r.path.parent().map(Path::to_owned)).collect();
+    let earlier: Vec<PathBuf> = super::dedup::earlier_releases(plan)?.into_iter().filter_map(|r| r.path.parent().map(Path::to_owned)).collect();
     let checks = coreb_eval::check::check_release(tmp, &plan.version, &earlier, &plan.gates, &plan.stages.qrels.composition())?;
     failures.extend(checks.failures().iter().map(ToString::to_string));
     if !failures.is_empty() {

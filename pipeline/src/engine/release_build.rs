@@ -1,6 +1,6 @@
 //! The build a published release was made from, found again for `coreb audit` (the
 //! [`ReleaseBuild`] its rewrite and model audits read): `--build-dir`, else the `output_dir`
-//! of the build manifest embedded in the release's `MANIFEST.json`, whose `rewrite` artifact
+//! of the build manifest embedded in the release's `MANIFEST.json` ([`EmbeddedManifest`]), whose `rewrite` artifact
 //! holds the rewritten problems with their tests (and the other stages' artifacts the review
 //! page reads, [`ReleaseBuild::artifact`]). Does NOT rebuild a missing artifact: the
 //! error says which file is missing and how to make it.
@@ -18,8 +18,10 @@ use coreb_curation::audit::ReleaseBuild;
 use coreb_data::rewritten::RewrittenProblem;
 use coreb_judge::ExecuteConfig;
 
+use super::rewrite::RewriteSummary;
+use super::summary::{StageFacts, Summary};
 use crate::artifacts::{StageRecord, read_record};
-use crate::manifest::{ManifestFile, lexical_join};
+use crate::manifest::{EmbeddedManifest, ManifestFile, lexical_join};
 use coreb_data::releases::ReleaseManifest;
 
 /// Where the build a release was made from keeps its artifacts, found through the build
@@ -41,25 +43,29 @@ pub struct BuildLookup {
     pub manifest_sha256: String,
     /// The release's `MANIFEST.json`.
     pub manifest_file: PathBuf,
+    /// What the MANIFEST records of `generate`.
+    generate: Option<StageFacts>,
 }
 
 impl BuildLookup {
     /// Read `release/MANIFEST.json` and resolve the build directory (`build_dir` wins).
     pub fn open(release: &Path, build_dir: Option<&Path>) -> anyhow::Result<Self> {
-        let path = release.join("MANIFEST.json");
-        let manifest = ReleaseManifest::read(&path)?;
-        let build: ManifestFile =
-            toml::from_str(&manifest.build_manifest.text).map_err(|e| anyhow::anyhow!("`{}`: `build_manifest.text`: {}", path.display(), e.to_string().trim_end()))?;
-        let release_abs = std::path::absolute(release).with_context(|| format!("`{}`", release.display()))?;
-        let manifest_path = lexical_join(&release_abs, Path::new(&manifest.build_manifest.path));
-        let manifest_dir = manifest_path.parent().map_or_else(|| release_abs.clone(), Path::to_owned);
+        let EmbeddedManifest { manifest_file, release: manifest, file: build, path: manifest_path } = EmbeddedManifest::read(release)?;
+        let manifest_dir = manifest_path.parent().map_or_else(|| manifest_path.clone(), Path::to_owned);
         let given = build_dir.is_some();
         let build_dir = match build_dir {
             Some(d) => std::path::absolute(d).with_context(|| format!("`{}`", d.display()))?,
             None => lexical_join(&manifest_dir, &build.output_dir),
         };
-        let manifest_sha256 = coreb_base::hashing::sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
-        Ok(BuildLookup { manifest, build, manifest_path, manifest_dir, build_dir, given, manifest_sha256, manifest_file: path })
+        let manifest_sha256 = coreb_base::hashing::sha256_file(&manifest_file).with_context(|| format!("hashing `{}`", manifest_file.display()))?;
+        let generate = manifest.stages.get("generate").and_then(|g| serde_json::from_value(g.clone()).ok());
+        Ok(BuildLookup { manifest, build, manifest_path, manifest_dir, build_dir, given, manifest_sha256, manifest_file, generate })
+    }
+
+    /// Refuse to run the judge of a build manifest that sets the sandbox's settings, unless
+    /// `trusted` (`--trust-release-sandbox`).
+    pub fn check_sandbox(&self, trusted: bool) -> anyhow::Result<()> {
+        crate::manifest::check_release_sandbox(&self.manifest.build_manifest.text, &self.manifest_file, trusted)
     }
 
     /// Where the build directory came from, for messages.
@@ -94,8 +100,11 @@ impl BuildLookup {
         let Some(facts) = facts else {
             bail!("`{}`: records nothing of the `rewrite` stage, so no build can be matched to it", self.manifest_file.display());
         };
+        // What the build's rewrite record would give the MANIFEST, against what it gave.
+        let summary: RewriteSummary = serde_json::from_value(rewrite.summary.clone()).with_context(|| format!("`{}`: not a `rewrite` record", rewrite_record.display()))?;
+        let built = serde_json::to_value(summary.facts().unwrap_or_default())?;
         for (key, value) in facts {
-            let built = rewrite.summary.get(key).unwrap_or(&serde_json::Value::Null);
+            let built = built.get(key).unwrap_or(&serde_json::Value::Null);
             if built != value {
                 bail!(
                     "{} holds another build: its rewrite record `{}` has `{key}` = {built}, but `{}` records {value} for `rewrite`; {hint}",
@@ -115,7 +124,7 @@ impl ReleaseBuild for BuildLookup {
     }
 
     fn rewritten(&self) -> anyhow::Result<Vec<RewrittenProblem>> {
-        crate::engine::llm::read_jsonl(&self.artifact("rewrite", "rewritten")?)
+        Ok(coreb_base::jsonl::read(&self.artifact("rewrite", "rewritten")?)?)
     }
 
     fn artifact(&self, stage: &str, output: &str) -> anyhow::Result<PathBuf> {
@@ -154,7 +163,7 @@ impl ReleaseBuild for BuildLookup {
     }
 
     fn generate_prompt_sha256(&self) -> Option<&str> {
-        self.manifest.stages.get("generate").and_then(|g| g["prompts"]["generate"].as_str())
+        self.generate.as_ref()?.prompts.as_ref()?.get("generate").map(String::as_str)
     }
 
     fn execute(&self) -> &ExecuteConfig {

@@ -1,7 +1,23 @@
-//! The build's stages by name: their order, their names on the command line, in manifests
-//! and under `artifacts/`, and which of them run as shard processes.
+//! What a stage is to the engine: its name ([`StageName`]: on the command line, in manifests
+//! and under `artifacts/`), and the [`Stage`] trait each stage module implements — the stages
+//! it reads, its key, its run, its merge of shard parts and its typed summary. The engine
+//! walks its table of stages ([`super::STAGES`]) and runs each through [`Runner`], the one
+//! copy of look up → merge or run → commit.
 
+use std::any::Any;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
 use clap::ValueEnum;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::context::{StageContext, StageOutput};
+use super::summary::Summary;
+use crate::artifacts::{ArtifactStore, StageRecord};
+use crate::shard::PartMarker;
 
 /// Which stage a build stops after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
@@ -33,7 +49,7 @@ pub enum StageName {
 }
 
 impl StageName {
-    /// Every stage in pipeline order.
+    /// Every stage in pipeline order (the order of the engine's table, [`super::STAGES`]).
     pub const ALL: [StageName; 12] = [
         StageName::Fetch,
         StageName::Ingest,
@@ -66,6 +82,16 @@ impl StageName {
             StageName::Release => "release",
         }
     }
+
+    /// Whether the stage runs as shard processes (`--shard i/N`): its row of the table says.
+    pub fn shardable(self) -> bool {
+        super::runner(self).shardable()
+    }
+
+    /// Whether the stage asks models (an LLM stage): its row of the table says.
+    pub fn asks_models(self) -> bool {
+        super::runner(self).asks_models()
+    }
 }
 
 impl std::fmt::Display for StageName {
@@ -74,9 +100,263 @@ impl std::fmt::Display for StageName {
     }
 }
 
-impl StageName {
-    /// Whether the stage runs as shard processes (`--shard i/N`).
-    pub fn shardable(self) -> bool {
-        matches!(self, StageName::Rewrite | StageName::Distract | StageName::Abbreviate | StageName::Generate | StageName::Execute | StageName::Queries)
+/// One stage of the build: a unit struct in its own module, one row of the engine's table.
+///
+/// The engine ([`Runner::run`]) computes the stage's [`key`](Stage::key); reuses the stored
+/// record of that key (unless [`reuse`](Stage::reuse) refuses it); otherwise gives the stage
+/// where to write ([`output`](Stage::output)) and calls [`run`](Stage::run), or
+/// [`merge`](Stage::merge) when the stage's shard processes left their parts; commits what it
+/// returns ([`Done`]: output files, typed summary, local facts) as the stage's record (or, in a
+/// shard process, as its part); then lets the stage [`announce`](Stage::announce) it. A stage
+/// reads and writes through the [`StageContext`] it is given, never through the engine.
+pub trait Stage: Sync + 'static {
+    /// Its name.
+    const NAME: StageName;
+    /// The stages whose records it reads (each runs, or is found unchanged, before it).
+    const UPSTREAM: &'static [StageName];
+    /// Whether it runs as shard processes (`--shard i/N`), each on the items whose id hash
+    /// falls in its shard ([`StageContext::handles`]).
+    const SHARDABLE: bool = false;
+    /// Whether it asks models (an LLM stage: `llm.min_kept_share` applies, the preflight asks
+    /// its endpoint).
+    const ASKS_MODELS: bool = false;
+    /// Its summary: what it produced, counted, and the facts downstream keys and the release
+    /// MANIFEST read. Part of the record's fingerprint, so it holds nothing of the machine or
+    /// the run.
+    type Summary: Summary + Serialize + DeserializeOwned;
+    /// What its record keeps outside the fingerprint: where it ran, what the run measured
+    /// (`()` for nothing: `null` in `record.json`).
+    type Local: Serialize + DeserializeOwned + Send + Sync + 'static;
+    /// What the key was made of that the run needs again (read once, used twice).
+    type Prepared;
+
+    /// The stage's input key (its configuration and the fingerprints of its upstream records,
+    /// [`crate::artifacts::input_key`]), and what the run needs of what went into it.
+    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, Self::Prepared)>;
+
+    /// Whether a stored record of this key may stand for a run (default: yes).
+    fn reuse(&self, _cx: &StageContext, _hit: &StageReport) -> anyhow::Result<bool> {
+        Ok(true)
+    }
+
+    /// Where the run writes (default: a fresh directory of the stage, or of its part in a
+    /// shard process).
+    fn output(&self, cx: &StageContext, _prepared: &mut Self::Prepared) -> anyhow::Result<StageOutput> {
+        cx.begin(Self::NAME)
+    }
+
+    /// Run the stage: write its outputs into `out` and say what they are.
+    fn run(&self, cx: &StageContext, up: &Upstream<'_>, prepared: Self::Prepared, out: &StageOutput) -> anyhow::Result<Done<Self::Summary, Self::Local>>;
+
+    /// Combine the complete parts of its shard processes into `out` (default: run it whole,
+    /// as the LLM stages do: the response store answers what the shards asked).
+    fn merge(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+        prepared: Self::Prepared,
+        _parts: Vec<(PathBuf, PartMarker)>,
+        out: &StageOutput,
+    ) -> anyhow::Result<Done<Self::Summary, Self::Local>> {
+        self.run(cx, up, prepared, out)
+    }
+
+    /// Lines of its own after it ran or was found unchanged (before the engine's line).
+    fn announce(&self, _cx: &StageContext, _report: &StageReport) {}
+}
+
+/// What a stage's run made, for the engine to commit.
+pub struct Done<S, L> {
+    /// Its output files: (role, file name).
+    pub outputs: Vec<(&'static str, &'static str)>,
+    /// Its summary.
+    pub summary: S,
+    /// Its local facts.
+    pub local: L,
+    /// How long it took, when not the time its run took (a stage run ahead of its turn).
+    pub wall: Option<Duration>,
+    /// What to do once it is committed (a journal whose work is in the outputs now).
+    pub on_commit: Option<Box<dyn FnOnce() -> anyhow::Result<()>>>,
+}
+
+impl<S, L> Done<S, L> {
+    /// Outputs, summary and local facts, nothing else.
+    pub fn new(outputs: &[(&'static str, &'static str)], summary: S, local: L) -> Self {
+        Done { outputs: outputs.to_vec(), summary, local, wall: None, on_commit: None }
+    }
+}
+
+/// What one stage did in a build: its record as stored, and its summary and local facts typed.
+#[derive(Clone)]
+pub struct StageReport {
+    /// The stage.
+    pub stage: StageName,
+    /// Skipped because its inputs were unchanged.
+    pub skipped: bool,
+    /// Its record (outputs, summary, local facts) as `record.json` holds it.
+    pub record: StageRecord,
+    summary: Arc<dyn Summary>,
+    local: Arc<dyn Any + Send + Sync>,
+    wall: Option<Duration>,
+}
+
+impl std::fmt::Debug for StageReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StageReport").field("stage", &self.stage).field("skipped", &self.skipped).field("summary", &self.summary).finish_non_exhaustive()
+    }
+}
+
+impl StageReport {
+    /// The report of stage `T` from its record (stored, or a part's), its summary and local
+    /// facts read back as `T`'s types.
+    pub fn of<T: Stage>(skipped: bool, record: StageRecord) -> anyhow::Result<StageReport> {
+        let what = |part: &str| format!("the `{part}` of the `{}` record", T::NAME);
+        let summary: T::Summary = serde_json::from_value(record.summary.clone()).with_context(|| what("summary"))?;
+        let local: T::Local = serde_json::from_value(record.local.clone()).with_context(|| what("local"))?;
+        Ok(StageReport { stage: T::NAME, skipped, record, summary: Arc::new(summary), local: Arc::new(local), wall: None })
+    }
+
+    /// Its summary, as every stage's reads (counts, MANIFEST facts).
+    pub fn summary(&self) -> &dyn Summary {
+        self.summary.as_ref()
+    }
+
+    /// Its summary as stage type `S` (an error names the stage when it is another's).
+    pub fn summary_as<S: Summary>(&self) -> anyhow::Result<&S> {
+        let any: &dyn Any = self.summary.as_ref();
+        any.downcast_ref().with_context(|| format!("the summary of `{}` is not a `{}`", self.stage, std::any::type_name::<S>()))
+    }
+
+    /// Its local facts as type `L` (`None`: the stage keeps others).
+    pub fn local_as<L: 'static>(&self) -> Option<&L> {
+        self.local.downcast_ref()
+    }
+
+    /// How long it took, when its run said (a stage run ahead of its turn).
+    pub fn wall(&self) -> Option<Duration> {
+        self.wall
+    }
+
+    /// The `--json` summary: `stage`, `skipped`, `outputs`, the summary's keys, the local
+    /// facts (shown, though kept out of fingerprints), and `rows_in`, `rows_out`, `rejected`
+    /// (0 where the stage has none).
+    pub fn to_json(&self, store: &ArtifactStore) -> serde_json::Value {
+        let dir = store.stage_dir(self.stage.as_str());
+        let mut line = serde_json::json!({
+            "stage": self.stage.as_str(),
+            "skipped": self.skipped,
+            "outputs": self.record.outputs.values().map(|o| dir.join(&o.file)).collect::<Vec<_>>(),
+        });
+        if let (Some(obj), Some(summary)) = (line.as_object_mut(), self.record.summary.as_object()) {
+            for (k, v) in summary {
+                obj.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            for (k, v) in self.record.local.as_object().into_iter().flatten() {
+                obj.insert(k.clone(), v.clone());
+            }
+            let counts = self.summary.counts();
+            for (k, n) in [("rows_in", counts.rows_in), ("rows_out", counts.rows_out), ("rejected", counts.rejected)] {
+                obj.entry(k).or_insert(serde_json::json!(n));
+            }
+        }
+        line
+    }
+}
+
+/// The records of the stages a stage reads, and how far the build goes.
+pub struct Upstream<'a> {
+    /// The stage being run.
+    stage: StageName,
+    /// The stages that ran (or were found unchanged) before it.
+    reports: &'a [StageReport],
+    /// The last stage of the build.
+    until: StageName,
+}
+
+impl<'a> Upstream<'a> {
+    /// What stage `stage` reads: the reports of the build so far.
+    pub fn new(stage: StageName, reports: &'a [StageReport], until: StageName) -> Self {
+        Upstream { stage, reports, until }
+    }
+
+    /// The last stage of the build.
+    pub fn until(&self) -> StageName {
+        self.until
+    }
+
+    /// The report of upstream stage `name`.
+    pub fn report(&self, name: StageName) -> anyhow::Result<&'a StageReport> {
+        self.reports.iter().find(|r| r.stage == name).with_context(|| format!("stage `{name}` did not run before `{}`", self.stage))
+    }
+
+    /// The record of upstream stage `name`.
+    pub fn record(&self, name: StageName) -> anyhow::Result<&'a StageRecord> {
+        Ok(&self.report(name)?.record)
+    }
+
+    /// The summary of upstream stage `name`, as its type `S`.
+    pub fn summary<S: Summary>(&self, name: StageName) -> anyhow::Result<&'a S> {
+        self.report(name)?.summary_as()
+    }
+}
+
+/// A row of the engine's table: a [`Stage`] behind one object-safe face, and the one copy of
+/// look up → (merge or run) → commit that every stage goes through.
+pub trait Runner: Sync {
+    /// The stage's name.
+    fn name(&self) -> StageName;
+    /// The stages it reads.
+    fn upstream(&self) -> &'static [StageName];
+    /// Whether it runs as shard processes.
+    fn shardable(&self) -> bool;
+    /// Whether it asks models.
+    fn asks_models(&self) -> bool;
+    /// Run it (or find it unchanged) after the stages of `up`.
+    fn run(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<StageReport>;
+}
+
+impl<T: Stage> Runner for T {
+    fn name(&self) -> StageName {
+        T::NAME
+    }
+
+    fn upstream(&self) -> &'static [StageName] {
+        T::UPSTREAM
+    }
+
+    fn shardable(&self) -> bool {
+        T::SHARDABLE
+    }
+
+    fn asks_models(&self) -> bool {
+        T::ASKS_MODELS
+    }
+
+    fn run(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<StageReport> {
+        for name in T::UPSTREAM {
+            up.report(*name)?;
+        }
+        let (key, mut prepared) = self.key(cx, up)?;
+        if let Some(record) = cx.cached(T::NAME, &key)? {
+            let hit = StageReport::of::<T>(true, record)?;
+            if self.reuse(cx, &hit)? {
+                self.announce(cx, &hit);
+                return Ok(hit);
+            }
+        }
+        let parts = cx.shard_parts(T::NAME, &key)?;
+        let out = self.output(cx, &mut prepared)?;
+        let done = match parts {
+            Some(parts) => self.merge(cx, up, prepared, parts, &out)?,
+            None => self.run(cx, up, prepared, &out)?,
+        };
+        let Done { outputs, summary, local, wall, on_commit } = done;
+        let record = out.commit(cx, T::NAME, &key, &outputs, &summary, &local)?;
+        if let Some(then) = on_commit {
+            then()?;
+        }
+        let report = StageReport { stage: T::NAME, skipped: false, record, summary: Arc::new(summary), local: Arc::new(local), wall };
+        self.announce(cx, &report);
+        Ok(report)
     }
 }

@@ -27,9 +27,16 @@ use coreb_llm::{Counted, Gateway, ResponseStore};
 use coreb_sandbox::Sandbox;
 use stages::generate::{GenerateConfig, generate};
 
-/// Audit `release` with the model `options` names: the options are checked first, then the
-/// build `open_build` finds gives the rewritten problems, the prompts and the judge's settings.
-pub fn model_audit<B: ReleaseBuild>(release: &Path, options: ModelOptions, open_build: impl FnOnce() -> anyhow::Result<B>, printer: &Printer) -> anyhow::Result<ModelReport> {
+/// Audit `release` with the model `options` names (asked on `runtime`): the options are
+/// checked first, then the build `open_build` finds gives the rewritten problems, the prompts
+/// and the judge's settings.
+pub fn model_audit<B: ReleaseBuild>(
+    release: &Path,
+    options: ModelOptions,
+    open_build: impl FnOnce() -> anyhow::Result<B>,
+    printer: &Printer,
+    runtime: &tokio::runtime::Handle,
+) -> anyhow::Result<ModelReport> {
     let config = llm_config(&options)?;
     let ModelOptions { model, language, samples, prompts_dir, jobs, client: ClientOptions { store, concurrency, .. }, .. } = options;
     let lookup = open_build()?;
@@ -59,7 +66,6 @@ pub fn model_audit<B: ReleaseBuild>(release: &Path, options: ModelOptions, open_
     let bar = printer.progress(Some(2 * per_side), "generate", false);
     let tick = || bar.inc(1);
     let observed = Counted { inner: &gateway, progress: &tick };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let generated = runtime.block_on(async {
         let o = generate(&gen_config, &plan, &prompts.generate, &originals, &observed).await.context("generating solutions to the original problems")?;
         let r = generate(&gen_config, &plan, &prompts.generate, &rewrites, &observed).await.context("generating solutions to the rewritten problems")?;

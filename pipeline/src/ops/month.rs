@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use crate::engine::Engine;
 use crate::engine::stage::StageName;
-use crate::manifest::{ManifestFile, RunPlan, SourceFile, lexical_join};
+use crate::engine::{Engine, FetchSummary};
+use crate::manifest::{EmbeddedManifest, ManifestFile, RunPlan, SourceFile, lexical_join};
 use coreb_base::durable;
 use coreb_base::printer::Printer;
 use coreb_data::releases::ReleaseManifest;
@@ -125,18 +125,19 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
     let latest = latest_release(&releases_dir, &version)?;
 
     // The base manifest: --from, else the latest release's own build manifest.
-    let (base_text, base_dir) = match (&from, &latest) {
+    let (mut file, base_dir) = match (&from, &latest) {
         (Some(path), _) => {
             let path = std::path::absolute(path)?;
-            (fs_err::read_to_string(&path)?, path.parent().map(Path::to_owned).unwrap_or_default())
+            let file: ManifestFile = toml::from_str(&fs_err::read_to_string(&path)?).context("parsing the base manifest")?;
+            (file, path.parent().map(Path::to_owned).unwrap_or_default())
         }
-        (None, Some((dir, manifest))) => {
-            let path = lexical_join(dir, Path::new(&manifest.build_manifest.path));
-            (manifest.build_manifest.text.clone(), path.parent().map(Path::to_owned).unwrap_or_default())
+        (None, Some((dir, _))) => {
+            let embedded = EmbeddedManifest::read(dir)?;
+            let base_dir = embedded.dir().to_owned();
+            (embedded.file, base_dir)
         }
         (None, None) => bail!("no release before `{version}` under `{}`: pass `--from <manifest>`{}", releases_dir.display(), series_hint(&releases_dir, &version)),
     };
-    let mut file: ManifestFile = toml::from_str(&base_text).context("parsing the base manifest")?;
 
     let out = std::path::absolute(out.unwrap_or_else(|| PathBuf::from(format!("manifests/{version}.toml"))))?;
     let out_dir = out.parent().context("--out has no parent directory")?.to_owned();
@@ -187,10 +188,9 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
         let plan = RunPlan::load(&out, None)?;
         let engine = Engine::new(plan, printer, false)?;
         let reports = engine.run_until(StageName::Fetch)?;
-        let pins = &reports[0].record.summary["sources"];
+        let pins = &reports[0].summary_as::<FetchSummary>()?.sources;
         for s in &mut file.sources {
-            let sha = pins.as_array().into_iter().flatten().find(|p| p["name"] == s.name.as_str()).and_then(|p| p["sha256"].as_str());
-            s.sha256 = sha.map(str::to_owned);
+            s.sha256 = pins.iter().find(|p| p.name == s.name).map(|p| p.sha256.clone());
         }
         durable::write(&out, toml::to_string_pretty(&file)?.as_bytes())?;
     }

@@ -29,7 +29,7 @@ use anyhow::{Context, bail};
 use crate::artifacts::hash_tree;
 use crate::engine::Engine;
 use crate::engine::stage::StageName;
-use crate::manifest::{ManifestFile, RunPlan, check_release_sandbox, lexical_join};
+use crate::manifest::{EmbeddedManifest, ManifestFile, RunPlan, check_release_sandbox, lexical_join};
 use coreb_base::printer::Printer;
 use coreb_data::releases::{FileEntry, ReleaseManifest};
 
@@ -395,8 +395,9 @@ pub fn checksums_of(path: &Path) -> anyhow::Result<(ReleaseManifest, Vec<Damage>
 /// the build manifest names it, relative to the release, and taken only if its sha256 is
 /// the pinned one (so a release verifies in the checkout that built it).
 fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option<&Path>, trusted: bool, printer: Printer) -> anyhow::Result<Vec<String>> {
-    let manifest_path = dir.join("MANIFEST.json");
-    let manifest = ReleaseManifest::read(&manifest_path)?;
+    let embedded = EmbeddedManifest::read(dir)?;
+    let manifest_path = embedded.manifest_file.clone();
+    let manifest = &embedded.release;
     for name in manifest.files.keys() {
         safe_relative(name, &format!("`{}`: `files`", manifest_path.display()))?;
     }
@@ -407,7 +408,7 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
             let (_, damaged) = checksums(dir)?;
             (dir.join(KIT_DIR), damaged)
         }
-        Some(_) => (dir.to_owned(), exported_kit_checksums(dir, &manifest)?),
+        Some(_) => (dir.to_owned(), exported_kit_checksums(dir, manifest)?),
     };
     for d in &damaged {
         printer.out(format!("published: {d}"));
@@ -419,10 +420,9 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
     let mut problems: Vec<String> = damaged.iter().map(ToString::to_string).collect();
 
     // 2. The manifests: the embedded one and the kit's, neither loosening the sandbox.
-    check_release_sandbox(&manifest.build_manifest.text, &manifest_path, trusted)?;
+    embedded.check_sandbox(trusted)?;
     check_kit_manifest(&kit_dir.join(KIT_MANIFEST), trusted)?;
-    let mut file: ManifestFile =
-        toml::from_str(&manifest.build_manifest.text).map_err(|e| anyhow::anyhow!("the build manifest embedded in `{}`: {}", manifest_path.display(), e.to_string().trim_end()))?;
+    let mut file: ManifestFile = embedded.file.clone();
 
     // 3. The kit, copied file by file (as listed, links never followed) into the scratch.
     let scratch = tempfile::tempdir()?;
@@ -446,7 +446,7 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
         None => BTreeMap::new(),
     };
     fs_err::create_dir_all(kit.join("sources"))?;
-    let builder_dir = lexical_join(dir, Path::new(&manifest.build_manifest.path)).parent().map(Path::to_owned).unwrap_or_else(|| dir.to_owned());
+    let builder_dir = embedded.dir().to_owned();
     for (i, source) in file.sources.iter_mut().enumerate() {
         // The name becomes a file name in the scratch: the fetch stage's own rule first.
         stages::fetch::Source::resolve(&source.name, "x", source.sha256.as_deref(), &kit).map_err(|e| anyhow::anyhow!("`{}`: `sources[{i}]`: {e}", manifest_path.display()))?;
@@ -502,7 +502,7 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
     // A rebuild never calls an endpoint: every answer must come from the kit.
     plan.llm.mode = coreb_llm::StoreMode::Replay;
     plan.publish_dir = scratch.path().join("rebuilt").join(&plan.version);
-    if let Some(review) = recorded_review(dir, &manifest, &scratch.path().join("review"))? {
+    if let Some(review) = recorded_review(dir, manifest, &scratch.path().join("review"))? {
         printer.status(format!("the card carries a recorded human review: its section is taken from the published `README.md` ({})", review.display()));
         plan.review_dir = Some(review);
     }
@@ -670,22 +670,20 @@ fn cell(array: &arrow_array::ArrayRef, row: usize) -> String {
 /// from the release's location, so that its relative paths (sources, response store) mean
 /// the same; output in a temporary directory.
 fn rebuild_where_built(dir: &Path, trust_release_sandbox: bool, printer: Printer) -> anyhow::Result<Vec<String>> {
-    let manifest_path = dir.join("MANIFEST.json");
     let (manifest, damaged) = checksums(dir)?;
     let mut problems: Vec<String> = damaged.iter().map(ToString::to_string).collect();
 
-    check_release_sandbox(&manifest.build_manifest.text, &manifest_path, trust_release_sandbox)?;
+    let embedded = EmbeddedManifest::read(dir)?;
+    embedded.check_sandbox(trust_release_sandbox)?;
     for p in &problems {
         printer.out(format!("published: {p}"));
     }
-    let build_path = lexical_join(dir, Path::new(&manifest.build_manifest.path));
-    let base = build_path.parent().context("the build manifest path has no parent")?;
+    let base = embedded.dir();
     if !base.is_dir() {
         bail!("cannot rebuild: the release carries no regeneration kit and the build manifest's directory `{}` does not exist", base.display());
     }
-    let file: ManifestFile = toml::from_str(&manifest.build_manifest.text).with_context(|| format!("the build manifest embedded in `{}`", manifest_path.display()))?;
     let scratch = tempfile::tempdir()?;
-    let mut plan = RunPlan::resolve(&build_path, file, None)?;
+    let mut plan = RunPlan::resolve(&embedded.path, embedded.file.clone(), None)?;
     plan.manifest_text = manifest.build_manifest.text.clone();
     // A rebuild never calls an endpoint: every answer must come from the response store.
     plan.llm.mode = coreb_llm::StoreMode::Replay;
@@ -704,7 +702,7 @@ fn rebuild_where_built(dir: &Path, trust_release_sandbox: bool, printer: Printer
         printer.out(format!("rebuilt:   {d}"));
     }
     problems.extend(diffs.iter().map(ToString::to_string));
-    compare_manifests(&fs_err::read(&manifest_path)?, &fs_err::read(rebuilt.join("MANIFEST.json"))?, &mut problems, &printer);
+    compare_manifests(&fs_err::read(&embedded.manifest_file)?, &fs_err::read(rebuilt.join("MANIFEST.json"))?, &mut problems, &printer);
     if problems.is_empty() {
         printer.out(format!("{}: {} files verified, rebuilt byte-identical", manifest.version, manifest.files.len() + 1));
     } else {

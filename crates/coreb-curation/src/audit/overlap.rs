@@ -11,7 +11,6 @@ use coreb_data::releases::{release_docs, release_name};
 use serde::Serialize;
 
 use crate::ReleaseIndex;
-use crate::jsonl::for_each_json;
 
 /// What the overlap audit checks, and how (the flags of `coreb audit … overlap`).
 #[derive(Debug, Clone)]
@@ -99,22 +98,26 @@ pub fn overlap(release: &Path, options: &OverlapOptions) -> anyhow::Result<Overl
             items.push((id, v));
         })?;
     } else {
-        for_each_json(corpus, |line, obj| {
-            let get = |name: &str| -> anyhow::Result<String> {
-                match obj.get(name) {
-                    Some(serde_json::Value::String(s)) => Ok(s.clone()),
-                    Some(serde_json::Value::Number(n)) => Ok(n.to_string()),
-                    _ => bail!("`{}`:{line}: field `{name}` is missing or not a string", corpus.display()),
-                }
-            };
-            let id = match id_field {
-                Some(f) => get(f)?,
-                None => (line - 1).to_string(),
-            };
-            items.push((id, fields.iter().map(|f| get(f)).collect::<anyhow::Result<_>>()?));
+        let mut read = || -> anyhow::Result<()> {
+            for line in coreb_base::jsonl::lines(corpus)? {
+                let line = line?;
+                let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&line.text).with_context(|| format!("{}: not a JSON object", line.at(corpus)))?;
+                let get = |name: &str| -> anyhow::Result<String> {
+                    match obj.get(name) {
+                        Some(serde_json::Value::String(s)) => Ok(s.clone()),
+                        Some(serde_json::Value::Number(n)) => Ok(n.to_string()),
+                        _ => bail!("{}: field `{name}` is missing or not a string", line.at(corpus)),
+                    }
+                };
+                let id = match id_field {
+                    Some(f) => get(f)?,
+                    None => (line.number - 1).to_string(),
+                };
+                items.push((id, fields.iter().map(|f| get(f)).collect::<anyhow::Result<_>>()?));
+            }
             Ok(())
-        })
-        .with_context(|| format!("reading corpus `{}`", corpus.display()))?;
+        };
+        read().with_context(|| format!("reading corpus `{}`", corpus.display()))?;
     }
     let mut worst_per_item = Vec::new();
     let mut histogram: BTreeMap<String, usize> = BTreeMap::new();

@@ -132,12 +132,7 @@ fn tests_of(original: &Problem, rewritten: Option<&RewrittenProblem>, checks: &B
 }
 
 fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
-    let mut rows = Vec::new();
-    crate::jsonl::for_each_json(path, |line, obj| {
-        rows.push(serde_json::from_value(serde_json::Value::Object(obj)).with_context(|| format!("`{}`:{line}", path.display()))?);
-        Ok(())
-    })?;
-    Ok(rows)
+    Ok(coreb_base::jsonl::read(path)?)
 }
 
 /// Draw `n` problems of `release` with `seed` and write the review page, `out/index.html`.

@@ -136,9 +136,10 @@ struct Loaded {
 
 fn read_file(path: &Path, version: &str, accepted: &BTreeSet<String>, current: &str, loaded: &mut Loaded) -> anyhow::Result<()> {
     let mut lines = 0;
-    crate::jsonl::for_each_json(path, |line, obj| {
-        let at = format!("`{}`:{line}", path.display());
-        let a: AnswerLine = serde_json::from_value(serde_json::Value::Object(obj)).with_context(|| format!("{at}: not an answer line"))?;
+    for line in coreb_base::jsonl::lines(path)? {
+        let line = line?;
+        let at = line.at(path);
+        let a: AnswerLine = serde_json::from_str(&line.text).with_context(|| format!("{at}: not an answer line"))?;
         if a.format != ANSWER_FORMAT {
             bail!("{at}: `format` is `{}`, not `{ANSWER_FORMAT}`", a.format);
         }
@@ -179,8 +180,7 @@ fn read_file(path: &Path, version: &str, accepted: &BTreeSet<String>, current: &
         }
         loaded.answers.insert(key, (answer, a.note, at));
         lines += 1;
-        Ok(())
-    })?;
+    }
     if lines == 0 {
         bail!("`{}`: no answers", path.display());
     }

@@ -115,7 +115,7 @@ impl DenseSetup {
     }
 
     /// The run of one task and the prompts it used.
-    pub fn run(&self, runtime: &tokio::runtime::Runtime, printer: &Printer, data: &Dataset, depth: usize) -> anyhow::Result<(Run, TaskPrompts)> {
+    pub fn run(&self, runtime: &tokio::runtime::Handle, printer: &Printer, data: &Dataset, depth: usize) -> anyhow::Result<(Run, TaskPrompts)> {
         let prompts = task_prompts(&self.prompts.presets, &self.preset, &self.prompts.overrides, data)?;
         let bar = printer.progress(Some((data.corpus.len() + data.queries.len()) as u64), "embed", false);
         let tick = |n: u64| bar.inc(n);
@@ -220,7 +220,7 @@ impl Reranker {
     }
 
     /// Rerank one task's first-stage run.
-    pub fn rerank(&self, runtime: &tokio::runtime::Runtime, printer: &Printer, data: &Dataset, first: &Run) -> anyhow::Result<Run> {
+    pub fn rerank(&self, runtime: &tokio::runtime::Handle, printer: &Printer, data: &Dataset, first: &Run) -> anyhow::Result<Run> {
         match self {
             Reranker::Pointwise { client, api, model, depth } => {
                 let bar = printer.progress(Some(data.queries.len() as u64), "rerank", false);

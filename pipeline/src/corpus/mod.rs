@@ -1,6 +1,7 @@
-//! The corpus runner: curate text–code training pairs from a corpus manifest, in one process
-//! or as shard processes (`--shard i/N`) followed by a merge. `coreb corpus` and
-//! `coreb merge corpus` ([`crate::commands::corpus`]) only parse arguments and print.
+//! The corpus runner, beside the build engine: curate text–code training pairs from a corpus
+//! manifest, in one process or as shard processes (`--shard i/N`) followed by a merge.
+//! `coreb corpus` and `coreb merge corpus` ([`crate::commands::corpus`]) only parse arguments
+//! and print.
 //!
 //! `http(s)` sources are first downloaded into `<out>/.sources/` by the fetch stage (resumed,
 //! retried, checked against their `sha256` pin). Then three steps, each a function of
@@ -46,15 +47,16 @@
 //! endpoint (the shared embeddings client: cache, retries) when the manifest has one, else
 //! from the lexical TF-IDF fallback.
 //!
-//! **What it shares with the build's stage graph, and why it is not in it.** The shard
-//! processes, their parts, part markers and merge are the engine's own ([`crate::engine::shard`]:
-//! [`PartWriter`], [`crate::engine::shard::PartMarker`], [`crate::engine::shard::complete_parts`]), and an
+//! **What it shares with the build, and why it is not a stage of it.** Shard processes, their
+//! parts, part markers, merge and locks are [`crate::shard`]'s, which the build engine uses
+//! too ([`PartWriter`], [`crate::shard::PartMarker`], [`crate::shard::complete_parts`]), and an
 //! output shard's `_SUCCESS` checks its files the way the artifact store checks a stage's
-//! ([`crate::artifacts::file_intact`], [`coreb_data::releases::FileEntry`]). The three steps are
-//! not [`crate::engine::stage::StageName`]s run by [`super::Engine::run_until`], because:
-//! - the corpus has its own manifest and plan ([`CorpusPlan`]), not a release [`RunPlan`]
-//!   (crate::manifest::RunPlan): none of the build's stages runs before or after it, and the
-//!   engine's loop is the release chain `fetch` … `release` over one plan;
+//! ([`crate::artifacts::file_intact`], [`coreb_data::releases::FileEntry`]). Nothing else of
+//! the build engine ([`crate::engine`]) is used here, and the engine uses nothing of this
+//! module. Its steps are not stages of the engine's table, because:
+//! - the corpus has its own manifest and plan ([`CorpusPlan`]), not a release `RunPlan`
+//!   ([`crate::manifest::RunPlan`]): none of the build's stages runs before or after it, and
+//!   the engine's table is the release chain `fetch` … `release` over one plan;
 //! - its output is a Hive-partitioned dataset at `[output] dir` that other tools read, not
 //!   stage directories of the artifact store with a `record.json`, and it must stay
 //!   byte-identical;
@@ -62,6 +64,8 @@
 //!   files' hashes), finer than a stage: a whole run keeps no scan or duplicates output (the
 //!   spool is as large as the input and is deleted after the curation), so a per-step record
 //!   would skip nothing that the shard markers do not already skip.
+//!
+//! Downloads and embeddings run on the runtime the caller gives ([`CorpusRun::load`]).
 
 mod curate;
 pub mod dedup;
@@ -77,8 +81,8 @@ use coreb_curation::{CorpusReport, Duplicates, ReleaseIndex, Sketches};
 use rayon::prelude::*;
 
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan};
-use crate::engine::shard::ShardSpec;
-use crate::engine::shard::{PartMarker, PartWriter, part_done, part_name};
+use crate::shard::ShardSpec;
+use crate::shard::{PartMarker, PartWriter, part_done, part_name};
 use coreb_base::printer::Printer;
 use coreb_data::releases::FileEntry;
 
@@ -113,14 +117,17 @@ pub struct CorpusRun {
     /// or refused.
     plan_hash: String,
     printer: Printer,
+    /// Where downloads and embedding requests run.
+    runtime: tokio::runtime::Handle,
 }
 
 impl CorpusRun {
-    /// Load and check the corpus manifest at `manifest`.
-    pub fn load(manifest: &Path, printer: Printer) -> anyhow::Result<CorpusRun> {
+    /// Load and check the corpus manifest at `manifest`; downloads and embeddings will run on
+    /// `runtime`.
+    pub fn load(manifest: &Path, printer: Printer, runtime: tokio::runtime::Handle) -> anyhow::Result<CorpusRun> {
         let plan = CorpusPlan::load(manifest).with_context(|| format!("loading corpus manifest `{}`", manifest.display()))?;
         let plan_hash = coreb_base::hashing::sha256_hex(serde_json::to_string(&plan.file)?.as_bytes());
-        Ok(CorpusRun { manifest: manifest.to_owned(), plan, plan_hash, printer })
+        Ok(CorpusRun { manifest: manifest.to_owned(), plan, plan_hash, printer, runtime })
     }
 
     fn file(&self) -> &CorpusManifestFile {
@@ -152,7 +159,7 @@ impl CorpusRun {
             return self.merge(dedup_tasks);
         }
         let index = self.release_index()?;
-        let files = scan::fetch_sources(f, &self.out().join(".sources"), &self.printer)?;
+        let files = scan::fetch_sources(f, &self.out().join(".sources"), &self.printer, &self.runtime)?;
         let spool = self.out().join(".spool");
         if spool.exists() {
             fs_err::remove_dir_all(&spool)?;
@@ -177,7 +184,7 @@ impl CorpusRun {
         let part = PartWriter::begin(&parts, slice)?;
         // Each shard process downloads into its own cache: processes running at once on a
         // shared file system never write the same download.
-        let files = scan::fetch_sources(f, &self.out().join(".sources").join(&name), &self.printer)?;
+        let files = scan::fetch_sources(f, &self.out().join(".sources").join(&name), &self.printer, &self.runtime)?;
         let sketches = scan::scan(f, &files, slice, &part.path("spool"), None, &self.printer)?;
         {
             // Hashed as it is written: the part's marker takes that hash, not a second read.
@@ -275,7 +282,7 @@ impl CorpusRun {
     fn curate(&self, index: &ReleaseIndex, dups: &Dups, todo: &[u32], spools: impl Fn(u32) -> Vec<curate::SpoolFile> + Sync) -> anyhow::Result<()> {
         self.printer.status(format!("curating {} shards", todo.len()));
         let f = self.file();
-        let embedder = curate::Embedder::new(f)?;
+        let embedder = curate::Embedder::new(f, &self.runtime)?;
         todo.par_iter().try_for_each(|&s| curate::shard(f, index, embedder.as_ref(), dups, self.out(), &spools(s), s, &self.plan_hash))
     }
 }

@@ -1,9 +1,12 @@
-//! Shard processes (`--shard i/N`) and their merge, shared by `coreb corpus` and the build
-//! stages (`rewrite`, `distract`, `abbreviate`, `generate`, `execute`, `queries`).
+//! Shard processes (`--shard i/N`) and their merge, shared by the corpus runner
+//! ([`crate::corpus`]) and the build engine's shardable stages ([`crate::engine`]: `rewrite`,
+//! `distract`, `abbreviate`, `generate`, `execute`, `queries`); neither reaches into the
+//! other for them.
 //!
 //! One convention for all of them:
-//! - a shard process keeps the items whose id hash ([`in_slice`]: xxh3 of the id, the same
-//!   hash the corpus partitions by) falls in shard `i` of `N`, never by position;
+//! - a shard process keeps the items whose id hash ([`in_slice`]: [`coreb_base::shard`], xxh3
+//!   of the id, the hash the corpus's scan partitions by too) falls in shard `i` of `N`, never
+//!   by position;
 //! - it writes its part to `…/parts/part=III-of-NNN/`, through a `.part=III-of-NNN.tmp`
 //!   directory renamed into place once its `_SUCCESS` marker ([`PartMarker`]: the plan hash,
 //!   `i`, `N`, counts, the sha256 and size of every file of the part) is written after its
@@ -53,7 +56,7 @@ impl ShardSpec {
 
 /// Whether the item `id` belongs to shard `slice` (all items belong to `0/1`).
 pub fn in_slice(id: &str, slice: ShardSpec) -> bool {
-    coreb_curation::shard_of_id(coreb_curation::id_hash(id), slice.count) == slice.index
+    coreb_base::shard::shard_of_id(coreb_base::shard::id_hash(id), slice.count) == slice.index
 }
 
 /// The directory name of a shard process's part.

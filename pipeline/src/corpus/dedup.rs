@@ -41,8 +41,8 @@ use super::{CorpusRun, Dups};
 use clap::ValueEnum;
 use coreb_data::releases::FileEntry;
 
-use crate::engine::shard::ShardSpec;
-use crate::engine::shard::{self, PartMarker, PartWriter, part_done, part_name, read_part_marker};
+use crate::shard::ShardSpec;
+use crate::shard::{self, PartMarker, PartWriter, part_done, part_name, read_part_marker};
 
 /// A step of the split near-duplicate decision of `coreb corpus` (`--dedup-step`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

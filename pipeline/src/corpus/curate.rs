@@ -19,23 +19,22 @@ use super::Dups;
 use super::output::{marker_path, shard_name, write_marker};
 use crate::corpus_manifest::CorpusManifestFile;
 
-/// The embeddings endpoint of `[embed]` and a runtime to call it from the shard threads.
+/// The embeddings endpoint of `[embed]` and the runtime the shard threads call it on.
 pub(super) struct Embedder {
     client: coreb_eval::embed::EmbedClient,
     model: String,
-    runtime: tokio::runtime::Runtime,
+    runtime: tokio::runtime::Handle,
 }
 
 impl Embedder {
-    /// The manifest's endpoint, if it has one.
-    pub(super) fn new(f: &CorpusManifestFile) -> anyhow::Result<Option<Embedder>> {
+    /// The manifest's endpoint, if it has one, asked on `runtime`.
+    pub(super) fn new(f: &CorpusManifestFile, runtime: &tokio::runtime::Handle) -> anyhow::Result<Option<Embedder>> {
         let Some(e) = &f.embed else { return Ok(None) };
         let mut cfg = coreb_eval::embed::EmbedConfig::new(e.base_url.clone());
         cfg.api_key = std::env::var(&e.api_key_env).ok().filter(|k| !k.is_empty());
         cfg.cache_dir = e.cache_dir.clone();
         let client = coreb_eval::embed::EmbedClient::new(cfg).context("embeddings client")?;
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
-        Ok(Some(Embedder { client, model: e.model.clone(), runtime }))
+        Ok(Some(Embedder { client, model: e.model.clone(), runtime: runtime.clone() }))
     }
 
     /// Cosine similarities of the pairs' texts to their codes.
@@ -74,7 +73,7 @@ fn damaged_spool(spools: &[SpoolFile], digests: Option<&[Option<(String, u64)>]>
         let (entry, error) = s.check.as_ref()?;
         let intact = match digests.and_then(|d| d.get(i)).cloned().flatten() {
             Some((sha, bytes)) => sha == entry.sha256 && bytes == entry.bytes,
-            None => crate::engine::shard::file_verified(&s.path, entry),
+            None => crate::shard::file_verified(&s.path, entry),
         };
         (!intact).then(|| anyhow::anyhow!("{error}"))
     })

@@ -14,15 +14,14 @@ use stages::fetch::{FetchConfig, Location, Source, fetch_source};
 
 use super::output::spool_path;
 use crate::corpus_manifest::{CorpusManifestFile, SourceFormat, SourceSpec};
-use crate::engine::shard::ShardSpec;
+use crate::shard::ShardSpec;
 use coreb_base::printer::Printer;
-use coreb_curation::jsonl::for_each_json;
 
 /// The local file (or BEIR folder) of every source, in manifest order: `url` sources are
-/// downloaded into `cache` with the fetch stage, and a `sha256` pin is checked either way.
-pub(super) fn fetch_sources(f: &CorpusManifestFile, cache: &Path, printer: &Printer) -> anyhow::Result<Vec<PathBuf>> {
+/// downloaded into `cache` with the fetch stage (on `runtime`), and a `sha256` pin is checked
+/// either way.
+pub(super) fn fetch_sources(f: &CorpusManifestFile, cache: &Path, printer: &Printer, runtime: &tokio::runtime::Handle) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::with_capacity(f.sources.len());
-    let mut runtime = None;
     for s in &f.sources {
         let location = match (&s.url, &s.path) {
             (Some(url), _) => Location::Http(url.clone()),
@@ -44,10 +43,6 @@ pub(super) fn fetch_sources(f: &CorpusManifestFile, cache: &Path, printer: &Prin
         let tag = &coreb_base::hashing::sha256_hex(s.name.as_bytes())[..8];
         let name = format!("{safe}-{tag}{}", if what.ends_with(".gz") { ".gz" } else { "" });
         let source = Source { name, location, sha256: s.sha256.clone() };
-        let runtime = match &mut runtime {
-            Some(r) => r,
-            None => runtime.insert(tokio::runtime::Builder::new_current_thread().enable_all().build()?),
-        };
         let bar = printer.progress(None, &s.name, true);
         let fetched = runtime.block_on(fetch_source(&FetchConfig::default(), &source, cache, &bar)).with_context(|| format!("fetching source `{}` (`{what}`)", s.name))?;
         bar.finish_and_clear();
@@ -370,12 +365,14 @@ fn read_beir(s: &SourceSpec, dir: &Path) -> anyhow::Result<Vec<(String, String, 
 /// is `wanted`.
 fn read_beir_texts(path: &Path, wanted: &HashSet<&str>) -> anyhow::Result<HashMap<String, String>> {
     let mut texts = HashMap::new();
-    for_each_json(path, |line, obj| {
-        let id = field(&obj, "_id", path, line)?;
+    for line in coreb_base::jsonl::lines(path)? {
+        let line = line?;
+        let line_no = line.number as usize;
+        let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&line.text).with_context(|| format!("{}: not a JSON object", line.at(path)))?;
+        let id = field(&obj, "_id", path, line_no)?;
         if wanted.contains(id.as_str()) {
-            texts.insert(id, field(&obj, "text", path, line)?);
+            texts.insert(id, field(&obj, "text", path, line_no)?);
         }
-        Ok(())
-    })?;
+    }
     Ok(texts)
 }

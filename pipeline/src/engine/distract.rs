@@ -1,0 +1,54 @@
+//! `distract`: distractor statements of each rewritten problem of this process (all, or
+//! its shard's), asked of the models through the gateway ([`super::llm`]).
+
+use std::collections::BTreeMap;
+
+use coreb_llm::LlmStage;
+use coreb_llm::run::ModelPlan;
+use stages::distract::DistractConfig;
+
+use super::context::{StageContext, StageOutput};
+use super::llm::{Asked, LlmCounts, LlmLocal, LlmSummary, as_run, finish, key_after_rewrite, reusable, rewritten};
+use super::stage::{Done, Stage, StageName, StageReport, Upstream};
+
+/// The `distract` stage.
+pub struct Distract;
+
+impl Stage for Distract {
+    const NAME: StageName = StageName::Distract;
+    const UPSTREAM: &'static [StageName] = &[StageName::Rewrite];
+    const SHARDABLE: bool = true;
+    const ASKS_MODELS: bool = true;
+    type Summary = LlmSummary<LlmCounts, DistractConfig>;
+    type Local = LlmLocal;
+    type Prepared = ();
+
+    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
+        key_after_rewrite(cx, up, Self::NAME, &cx.plan().stages.distract, LlmStage::Distract)
+    }
+
+    fn reuse(&self, _cx: &StageContext, hit: &StageReport) -> anyhow::Result<bool> {
+        Ok(reusable(hit))
+    }
+
+    fn run(&self, cx: &StageContext, up: &Upstream<'_>, (): (), out: &StageOutput) -> anyhow::Result<Done<Self::Summary, LlmLocal>> {
+        let ctx = cx.llm()?;
+        let config = &cx.plan().stages.distract;
+        let mut problems = rewritten(cx, up.record(StageName::Rewrite)?)?;
+        problems.retain(|p| cx.handles(Self::NAME, p.id.as_str()));
+        let plan = ModelPlan::for_stage(&cx.plan().llm, LlmStage::Distract);
+        let run_config = as_run(cx.plan(), config, |c| &mut c.concurrency);
+        let asked = ctx.run(cx, Self::NAME, async |g| stages::distract::distract(&run_config, &plan, &ctx.prompts.distract, &problems, g).await)??;
+        coreb_base::jsonl::write(&out.path("distractors.jsonl"), &asked.distractors)?;
+        let done = Asked {
+            rows_in: asked.stats.items_in,
+            rows_out: asked.distractors.len(),
+            rejected: &asked.rejected,
+            stats: LlmCounts::of(asked.stats),
+            parameters: config.clone(),
+            prompts: BTreeMap::from([("distractors".to_owned(), asked.prompt_sha256.clone())]),
+            dropped_queries: None,
+        };
+        finish(cx, Self::NAME, &[LlmStage::Distract], out, &[("distractors", "distractors.jsonl")], done)
+    }
+}

@@ -1,0 +1,56 @@
+//! `generate`: solutions of each rewritten problem of this process (all, or its shard's), in
+//! every language of `stages.generate.languages`, asked of the models through the gateway
+//! ([`super::llm`]).
+
+use std::collections::BTreeMap;
+
+use coreb_data::tables::solutions::write_solutions;
+use coreb_llm::LlmStage;
+use coreb_llm::run::ModelPlan;
+use stages::generate::GenerateConfig;
+
+use super::context::{StageContext, StageOutput};
+use super::llm::{Asked, LlmCounts, LlmLocal, LlmSummary, as_run, finish, key_after_rewrite, reusable, rewritten};
+use super::stage::{Done, Stage, StageName, StageReport, Upstream};
+
+/// The `generate` stage.
+pub struct Generate;
+
+impl Stage for Generate {
+    const NAME: StageName = StageName::Generate;
+    const UPSTREAM: &'static [StageName] = &[StageName::Rewrite];
+    const SHARDABLE: bool = true;
+    const ASKS_MODELS: bool = true;
+    type Summary = LlmSummary<LlmCounts, GenerateConfig>;
+    type Local = LlmLocal;
+    type Prepared = ();
+
+    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
+        key_after_rewrite(cx, up, Self::NAME, &cx.plan().stages.generate, LlmStage::Generate)
+    }
+
+    fn reuse(&self, _cx: &StageContext, hit: &StageReport) -> anyhow::Result<bool> {
+        Ok(reusable(hit))
+    }
+
+    fn run(&self, cx: &StageContext, up: &Upstream<'_>, (): (), out: &StageOutput) -> anyhow::Result<Done<Self::Summary, LlmLocal>> {
+        let ctx = cx.llm()?;
+        let config = &cx.plan().stages.generate;
+        let mut problems = rewritten(cx, up.record(StageName::Rewrite)?)?;
+        problems.retain(|p| cx.handles(Self::NAME, p.id.as_str()));
+        let plan = ModelPlan::for_stage(&cx.plan().llm, LlmStage::Generate);
+        let run_config = as_run(cx.plan(), config, |c| &mut c.concurrency);
+        let asked = ctx.run(cx, Self::NAME, async |g| stages::generate::generate(&run_config, &plan, &ctx.prompts.generate, &problems, g).await)??;
+        write_solutions(&out.path("solutions.parquet"), &asked.solutions)?;
+        let done = Asked {
+            rows_in: asked.stats.items_in,
+            rows_out: asked.solutions.len(),
+            rejected: &asked.rejected,
+            stats: LlmCounts::of(asked.stats),
+            parameters: config.clone(),
+            prompts: BTreeMap::from([("generate".to_owned(), asked.prompt_sha256.clone())]),
+            dropped_queries: None,
+        };
+        finish(cx, Self::NAME, &[LlmStage::Generate], out, &[("solutions", "solutions.parquet")], done)
+    }
+}

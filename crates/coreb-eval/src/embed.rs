@@ -256,7 +256,7 @@ fn normalize(v: &mut [f32]) {
 impl EmbedClient {
     /// A client for `cfg`.
     pub fn new(cfg: EmbedConfig) -> Result<EmbedClient, EmbedError> {
-        let http = reqwest::Client::builder()
+        let http = coreb_http::client_builder()
             .timeout(cfg.timeout)
             .connect_timeout(cfg.timeout.min(Duration::from_secs(30)))
             .redirect(reqwest::redirect::Policy::none())

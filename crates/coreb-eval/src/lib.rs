@@ -12,6 +12,8 @@
 //! - [`gates`]: the bounds a release's baseline numbers must meet before it is published.
 //! - [`check`]: `coreb check`, a release's validity checks (polars analytics over its Parquet
 //!   configs, BEIR folders scored by the evaluator).
+//! - [`frames`]: Parquet tables as polars frames (the Arrow reader's batches converted), for
+//!   the analytics of [`check`] and [`leaderboard`].
 //! - [`leaderboard`]: the results store's records, its files ([`leaderboard::store`]), its
 //!   analytics and the static site, and its Parquet table ([`leaderboard::table`]).
 //! - [`run`]: the evaluation loop of `coreb eval` (datasets, retrievers, rerankers, prompts,
@@ -28,6 +30,7 @@ pub mod check;
 pub mod compare;
 pub mod dense;
 pub mod embed;
+pub mod frames;
 pub mod gates;
 pub mod leaderboard;
 pub mod listwise;

@@ -9,6 +9,8 @@
 //! - [`runtime()`]: the async runtime those calls run on, built in this one place: a build's
 //!   engine holds one, a command that calls an endpoint asks for one, and library code is given
 //!   its [`tokio::runtime::Handle`].
+//! - [`client_builder`]: the one way to make a `reqwest` client, with rustls over ring's
+//!   crypto installed.
 //!
 //! Its callers — the LLM gateway (`coreb-llm`), the embeddings and rerank client
 //! (`coreb-eval`) and the downloads of `fetch` (`coreb-stages`) — say what an attempt is and
@@ -23,7 +25,23 @@ pub mod retry;
 pub use circuit::CircuitConfig;
 pub use retry::RetryConfig;
 
+use std::sync::Once;
 use std::time::Duration;
+
+/// A `reqwest` client builder whose TLS is rustls with ring's crypto provider: every client
+/// coreb makes comes from here. reqwest is built with `rustls-no-provider` (so that
+/// aws-lc-rs, a long C build, is not), and a client built before a provider is installed
+/// panics; this installs ring's as the process default first (once; a provider installed
+/// already by someone else is kept).
+pub fn client_builder() -> reqwest::ClientBuilder {
+    static PROVIDER: Once = Once::new();
+    PROVIDER.call_once(|| {
+        // An error means a provider is installed already: clients use that one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    #[expect(clippy::disallowed_methods, reason = "the one place a client builder is made")]
+    reqwest::Client::builder()
+}
 
 /// Seconds as a [`Duration`] (for configs in seconds): negative or NaN is zero, too large
 /// or infinite saturates (never the panic of `Duration::from_secs_f64`).
@@ -41,4 +59,17 @@ pub fn runtime(workers: Option<usize>) -> std::io::Result<tokio::runtime::Runtim
         builder.worker_threads(n.max(1));
     }
     builder.enable_all().build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builder_installs_a_provider_once_and_builds_clients() {
+        let first = client_builder().build().expect("a client");
+        let second = client_builder().timeout(Duration::from_secs(1)).https_only(true).build().expect("a second client");
+        assert!(rustls::crypto::CryptoProvider::get_default().is_some());
+        drop((first, second));
+    }
 }

@@ -304,7 +304,7 @@ impl BatchGateway {
     /// submissions kept in `states` (see [`state_dir_of`]).
     pub fn new(config: &LlmConfig, inner: Gateway, api_key: Option<String>, states: PathBuf) -> Result<Self, LlmError> {
         let timeout = secs(config.timeout_secs);
-        let http = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(30))).build().map_err(LlmError::Client)?;
+        let http = coreb_http::client_builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(30))).build().map_err(LlmError::Client)?;
         let api =
             Api { http, base: config.base_url.clone(), api_key, retry: config.retry.clone(), limits: Limits::new(config.concurrency, u64::from(config.requests_per_minute), 0) };
         let shared = Shared { pending: BTreeMap::new(), in_flight: BTreeSet::new(), last_arrival: Instant::now(), leading: false, done: HashMap::new() };

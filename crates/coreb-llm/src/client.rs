@@ -153,7 +153,7 @@ struct WireUsage {
 impl HttpClient {
     /// A client for `base_url` (including `/v1`) with a whole-request timeout.
     pub fn new(base_url: &str, api_key: Option<String>, timeout: Duration) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(30))).build()?;
+        let http = coreb_http::client_builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(30))).build()?;
         Ok(HttpClient { http, url: format!("{base_url}/chat/completions"), api_key })
     }
 
@@ -270,7 +270,7 @@ pub enum ListingError {
 pub async fn list_models(base_url: &str, api_key: Option<&str>, timeout: Duration) -> Result<ModelListing, ListingError> {
     let url = format!("{base_url}/models");
     let unreachable = |e: &reqwest::Error| ListingError::Unreachable { url: url.clone(), error: describe(e) };
-    let http = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout).build().map_err(|e| unreachable(&e))?;
+    let http = coreb_http::client_builder().timeout(timeout).connect_timeout(timeout).build().map_err(|e| unreachable(&e))?;
     let mut builder = http.get(&url);
     if let Some(key) = api_key {
         builder = builder.bearer_auth(key);

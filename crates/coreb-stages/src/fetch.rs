@@ -311,7 +311,7 @@ async fn fetch_http(config: &FetchConfig, source: &Source, url: &str, dir: &Path
         }
     }
     let download = Download {
-        client: reqwest::Client::builder()
+        client: coreb_http::client_builder()
             .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
             .read_timeout(Duration::from_secs(config.read_timeout_secs))
             .user_agent(concat!("coreb/", env!("CARGO_PKG_VERSION")))

@@ -1,5 +1,7 @@
 //! Parquet tables exchanged between stages. Every arrow/parquet call of the project lives
-//! under this module, one file per table (the polars analytics over them live in
+//! under this module, one file per table, but the results store's table
+//! (`coreb_eval::leaderboard::table`) and the reader that hands tables to polars
+//! (`coreb_eval::frames`; the polars analytics over them live in
 //! `coreb_eval::check::frames`, what `coreb check` runs over published tables, and
 //! `coreb_eval::leaderboard::frames`, over the results store).
 

@@ -1,6 +1,7 @@
 //! Every polars call of the validity checks: lazy queries over a release's Parquet configs that
 //! the checks ([`super`]) read their figures from (the results store's are in
-//! [`crate::leaderboard::frames`], which shares this module's error and column reader). Each function builds one lazy plan
+//! [`crate::leaderboard::frames`], which shares this module's column reader). The configs are
+//! scanned by [`crate::frames::scan_parquet`]. Each function builds one lazy plan
 //! (scans, joins, group-bys), collects it and hands back plain Rust values, so nothing
 //! outside this module sees a polars type (polars changes its API several times a year).
 
@@ -11,16 +12,7 @@ use polars::prelude::*;
 use coreb_data::composition::SearchPositives;
 use coreb_data::qrels::Task;
 
-/// A polars failure, as text (the error names the file or column involved).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct FrameError(String);
-
-impl From<PolarsError> for FrameError {
-    fn from(e: PolarsError) -> Self {
-        FrameError(e.to_string())
-    }
-}
+pub use crate::frames::FrameError;
 
 type Result<T> = std::result::Result<T, FrameError>;
 
@@ -95,10 +87,9 @@ impl Frames {
     fn scan(&self, config: &str) -> Result<LazyFrame> {
         let path = self.dir.join(format!("{config}.parquet"));
         if !path.is_file() {
-            return Err(FrameError(format!("`{}`: missing (a release has eight Parquet configs)", path.display())));
+            return Err(FrameError::new(format!("`{}`: missing (a release has eight Parquet configs)", path.display())));
         }
-        let path = PlRefPath::try_from_path(&path)?;
-        Ok(LazyFrame::scan_parquet(path, ScanArgsParquet::default())?)
+        crate::frames::scan_parquet(&path)
     }
 
     fn queries(&self, task: Task) -> Result<LazyFrame> {

@@ -49,7 +49,7 @@ pub enum CheckError {
     Frames {
         /// The release directory.
         release: PathBuf,
-        /// The polars error.
+        /// The read or polars error.
         #[source]
         source: FrameError,
     },

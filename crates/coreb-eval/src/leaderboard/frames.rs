@@ -13,13 +13,15 @@
 use std::path::PathBuf;
 
 use polars::prelude::*;
+use rayon::prelude::*;
 
 pub use crate::check::frames::FrameError;
 use crate::check::frames::strings;
 
 type Result<T> = std::result::Result<T, FrameError>;
 
-/// The results store, read once: every row of every record, and the rows of the latest
+/// The results store, read once (the leaderboard's columns of every file, by
+/// [`crate::frames::read_parquet`]): every row of every record, and the rows of the latest
 /// record of each (model, release, task).
 pub struct StoreFrames {
     /// Every row (the columns the leaderboard uses); `None` for an empty store.
@@ -175,8 +177,10 @@ impl StoreFrames {
         if files.is_empty() {
             return Ok(StoreFrames { all: None, latest: None });
         }
-        let paths = files.iter().map(|f| PlRefPath::try_from_path(f)).collect::<PolarsResult<Vec<_>>>()?;
-        let all = LazyFrame::scan_parquet_files(paths.into(), ScanArgsParquet::default())?.select(COLUMNS.map(col)).collect()?;
+        // The files are read in parallel (each is small: one record's rows).
+        let records = files.par_iter().map(|f| Ok(crate::frames::read_parquet(f, Some(&COLUMNS), None)?.lazy())).collect::<Result<Vec<_>>>()?;
+        // One chunk, not one per file: the group-bys below are faster over it.
+        let all = concat(records, UnionArgs { rechunk: true, ..UnionArgs::default() })?.collect()?;
         let keys = [col("model"), col("release"), col("task")];
         let current = all.clone().lazy().group_by(keys.clone()).agg([by_recording(col("record_id")).last().alias("record_id")]);
         let cutoffs = all.clone().lazy().group_by([col("model")]).agg([by_recording(col("cutoff")).last().alias("model_cutoff")]);

@@ -1,7 +1,7 @@
 //! One record of the results store (`<releases_dir>/results/<release>/<record_id>.parquet`):
 //! the rows of [`super::record`], one file per `coreb eval --record`. Files are
-//! written once and never changed (append-only); the leaderboard reads them all with polars
-//! ([`super::frames`]), and so can duckdb, pandas or Spark:
+//! written once and never changed (append-only); the leaderboard reads them all into polars
+//! ([`super::frames`], through [`crate::frames::read_parquet`]), and so can duckdb, pandas or Spark:
 //! `pd.read_parquet("releases/results")`.
 
 use std::path::Path;

@@ -488,7 +488,7 @@ fn a_missing_toolchain_stops_the_build_before_any_stage() {
     // Without Go in the languages, the same PATH passes the preflight.
     let manifest = ManifestCopy::new("no-go-languages", "[stages.execute.go.env]\nPATH = \"/usr/local/bin\"\n[stages.generate]\nlanguages = [\"python\", \"cpp\"]\n");
     let plan = coreb::manifest::RunPlan::load(&manifest.0, Some(1)).unwrap();
-    let judge = coreb::engine::execute::preflight(&plan).unwrap();
+    let judge = coreb::engine::judge::preflight(&plan).unwrap();
     assert_eq!(judge.versions.keys().copied().collect::<Vec<_>>(), [Language::Python, Language::Cpp]);
     assert!(judge.versions[&Language::Python]["python3"].starts_with("Python 3."), "{:?}", judge.versions);
 }

@@ -24,7 +24,7 @@ use coreb_stages::rewrite::is_context_independent;
 use serde::Deserialize;
 
 use crate::engine::Engine;
-use crate::engine::stage::StageName;
+use crate::engine::stage_name::StageName;
 use crate::manifest::RunPlan;
 use coreb_base::printer::Printer;
 

@@ -1,7 +1,7 @@
 //! The command line: clap derive, doc comments are the help text.
 
 use crate::corpus::dedup::DedupStep;
-use crate::engine::stage::StageName;
+use crate::engine::stage_name::StageName;
 use crate::shard::ShardSpec;
 use std::path::PathBuf;
 

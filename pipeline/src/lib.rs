@@ -21,7 +21,7 @@ pub mod shard;
 use std::process::ExitCode;
 
 use cli::{Cli, Command};
-use engine::stage::StageName;
+use engine::stage_name::StageName;
 
 /// Log through `tracing` to stderr, filtered by `RUST_LOG` (default: warnings), in colour only
 /// on a terminal.

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use crate::cli::{BuildArgs, MergeArgs, PlainStageArgs, ReleaseArgs, StageArgs};
-use crate::engine::stage::StageName;
+use crate::engine::stage_name::StageName;
 use crate::engine::{Engine, PlanOverrides, ReleaseSummary};
 use coreb_base::printer::Printer;
 

@@ -9,7 +9,8 @@ use coreb_stages::abbreviate::AbbreviateConfig;
 
 use super::context::{StageContext, StageOutput};
 use super::llm::{Asked, LlmCounts, LlmLocal, LlmSummary, as_run, finish, key_after_rewrite, reusable, rewritten};
-use super::stage::{Done, Stage, StageName, StageReport, Upstream};
+use super::stage::{Done, Stage, StageReport, Upstream};
+use super::stage_name::StageName;
 
 /// The `abbreviate` stage.
 pub struct Abbreviate;
@@ -38,7 +39,8 @@ impl Stage for Abbreviate {
         problems.retain(|p| cx.handles(Self::NAME, p.id.as_str()));
         let plan = ModelPlan::for_stage(&cx.plan().llm, LlmStage::Abbreviate);
         let run_config = as_run(cx.plan(), config, |c| &mut c.concurrency);
-        let asked = ctx.run(cx, Self::NAME, async |g| coreb_stages::abbreviate::abbreviate(&run_config, &plan, &ctx.prompts.abbreviate, &problems, g).await)??;
+        let asked =
+            ctx.run(cx.runtime()?, cx.printer(), Self::NAME, async |g| coreb_stages::abbreviate::abbreviate(&run_config, &plan, &ctx.prompts.abbreviate, &problems, g).await)?;
         coreb_base::jsonl::write(&out.path("summaries.jsonl"), &asked.summaries)?;
         let done = Asked {
             rows_in: asked.stats.items_in,

@@ -12,9 +12,9 @@ use anyhow::Context as _;
 use coreb_base::printer::Printer;
 use serde::{Deserialize, Serialize};
 
-use super::execute::Judge;
-use super::llm::LlmContext;
-use super::stage::StageName;
+use super::gateway::LlmContext;
+use super::judge::{Judge, preflight};
+use super::stage_name::StageName;
 use crate::artifacts::{ArtifactStore, StageRecord, StageWriter, TOOL_FINGERPRINT, TOOL_VERSION};
 use crate::manifest::RunPlan;
 use crate::shard::{Lock, PartMarker, PartWriter, ShardSpec, complete_parts, in_slice, parse_part_name, part_done, part_name, read_part_marker};
@@ -121,13 +121,12 @@ impl StageContext {
         Ok(self.llm.get_or_init(|| ctx))
     }
 
-    /// The sandbox and toolchains, set up (and checked: [`super::execute::preflight`]) on
-    /// first use.
+    /// The sandbox and toolchains, set up (and checked: [`preflight`]) on first use.
     pub fn judge(&self) -> anyhow::Result<&Judge> {
         if let Some(j) = self.judge.get() {
             return Ok(j);
         }
-        let judge = super::execute::preflight(&self.plan)?;
+        let judge = preflight(&self.plan)?;
         Ok(self.judge.get_or_init(|| judge))
     }
 

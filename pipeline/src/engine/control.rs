@@ -33,7 +33,8 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{StageContext, StageOutput};
 use super::llm::{ANSWER_KEYS, LlmLocal};
-use super::stage::{Done, StageName};
+use super::stage::Done;
+use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, StageFacts, Summary};
 use crate::artifacts::{StageRecord, input_key};
 use crate::manifest::RunPlan;

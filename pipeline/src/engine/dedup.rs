@@ -12,7 +12,8 @@ use coreb_stages::dedup::{DedupConfig, DedupOutput, DedupStats, Item, Origin, de
 use serde::{Deserialize, Serialize};
 
 use super::context::{StageContext, StageOutput};
-use super::stage::{Done, Stage, StageName, Upstream};
+use super::stage::{Done, Stage, Upstream};
+use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, Summary};
 use crate::artifacts::input_key;
 use crate::manifest::RunPlan;

@@ -1,12 +1,7 @@
-//! `execute`, and the build's toolchain preflight.
-//!
-//! Before any stage of a build that reaches `execute` runs, [`preflight`] sets up the sandbox
-//! and asks every program the manifest's languages (`stages.generate.languages`) need for its
-//! version, inside the sandbox. A missing one stops the build at once, naming the Debian
-//! package to install and the manifest key that drops the language — instead of failing half
-//! way through `execute`. The versions are part of `execute`'s key (a changed compiler or
-//! interpreter re-judges everything) and of its summary, which the release copies into its
-//! MANIFEST with the per-language time limits.
+//! `execute`: every solution judged in the sandbox, with the toolchains the build's preflight
+//! found ([`super::judge`]). The toolchain versions are part of `execute`'s key (a changed
+//! compiler or interpreter re-judges everything) and of its summary, which the release copies
+//! into its MANIFEST with the per-language time limits.
 //!
 //! Judged problems are committed as each window finishes to the journal of this run
 //! (`artifacts/.journal/execute`, [`coreb_stages::execute::journal`]): after SIGINT, SIGTERM or
@@ -30,8 +25,7 @@ use coreb_data::tables::verdicts::{read_verdicts, write_verdicts};
 use coreb_data::verdict::TestCheck;
 use coreb_judge::driver::Harness;
 use coreb_judge::recheck::{ProblemCheck, RecheckProblem, RecheckSource, RecheckStats};
-use coreb_judge::{ExecuteConfig, ExecuteError, ExecuteStats, ToolchainVersions, toolchain_versions};
-use coreb_sandbox::Sandbox;
+use coreb_judge::{ExecuteConfig, ExecuteError, ExecuteStats, ToolchainVersions};
 use coreb_stages::execute::Hooks;
 use coreb_stages::execute::journal::{DirJournal, Journal};
 
@@ -39,37 +33,13 @@ use coreb_judge::Verdict;
 use serde::{Deserialize, Serialize};
 
 use super::context::{PartFacts, StageContext, StageOutput};
-use super::stage::{Done, Stage, StageName, StageReport, Upstream};
+use super::judge::Judge;
+use super::stage::{Done, Stage, StageReport, Upstream};
+use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, StageFacts, Summary, TimeLimits};
 use crate::artifacts::{StageRecord, input_key};
 use crate::manifest::RunPlan;
 use crate::shard::PartMarker;
-
-/// The sandbox of a build and the toolchains it found.
-#[derive(Debug)]
-pub struct Judge {
-    /// The sandbox every solution runs in.
-    pub sandbox: Sandbox,
-    /// Per language: program → version.
-    pub versions: ToolchainVersions,
-}
-
-/// Set up the sandbox and check the toolchains of the plan's languages.
-pub fn preflight(plan: &RunPlan) -> anyhow::Result<Judge> {
-    let config = &plan.stages.execute;
-    config.validate()?;
-    let sandbox = Sandbox::new(config.sandbox.clone()).context("setting up the sandbox")?;
-    let languages = &plan.stages.generate.languages;
-    let versions = toolchain_versions(config, &sandbox, languages).map_err(|e| match e {
-        ExecuteError::MissingToolchain { language, .. } => anyhow::anyhow!(
-            "preflight: {e} (`scripts/setup` installs every toolchain the judge runs, from \
-             scripts/debian-packages.txt); or remove `{language}` from `stages.generate.languages` in `{}`",
-            plan.manifest_path.display()
-        ),
-        e => anyhow::Error::new(e).context("preflight: asking the toolchains for their versions"),
-    })?;
-    Ok(Judge { sandbox, versions })
-}
 
 /// Per language: the time-limit multiplier and the resulting test-run limits (for the
 /// MANIFEST).

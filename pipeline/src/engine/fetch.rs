@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{StageContext, StageOutput};
 use super::ingest;
-use super::stage::{Done, Stage, StageName, StageReport, Upstream};
+use super::stage::{Done, Stage, StageReport, Upstream};
+use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, Summary};
 use crate::artifacts::input_key;
 

@@ -10,7 +10,8 @@ use coreb_stages::filter::{FilterConfig, FilterStats, filter_problem};
 use serde::{Deserialize, Serialize};
 
 use super::context::{StageContext, StageOutput};
-use super::stage::{Done, Stage, StageName, Upstream};
+use super::stage::{Done, Stage, Upstream};
+use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, StageFacts, Summary};
 use crate::artifacts::input_key;
 

@@ -11,7 +11,8 @@ use coreb_stages::generate::GenerateConfig;
 
 use super::context::{StageContext, StageOutput};
 use super::llm::{Asked, LlmCounts, LlmLocal, LlmSummary, as_run, finish, key_after_rewrite, reusable, rewritten};
-use super::stage::{Done, Stage, StageName, StageReport, Upstream};
+use super::stage::{Done, Stage, StageReport, Upstream};
+use super::stage_name::StageName;
 
 /// The `generate` stage.
 pub struct Generate;
@@ -40,7 +41,7 @@ impl Stage for Generate {
         problems.retain(|p| cx.handles(Self::NAME, p.id.as_str()));
         let plan = ModelPlan::for_stage(&cx.plan().llm, LlmStage::Generate);
         let run_config = as_run(cx.plan(), config, |c| &mut c.concurrency);
-        let asked = ctx.run(cx, Self::NAME, async |g| coreb_stages::generate::generate(&run_config, &plan, &ctx.prompts.generate, &problems, g).await)??;
+        let asked = ctx.run(cx.runtime()?, cx.printer(), Self::NAME, async |g| coreb_stages::generate::generate(&run_config, &plan, &ctx.prompts.generate, &problems, g).await)?;
         write_solutions(&out.path("solutions.parquet"), &asked.solutions)?;
         let done = Asked {
             rows_in: asked.stats.items_in,

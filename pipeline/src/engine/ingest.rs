@@ -19,7 +19,8 @@ use coreb_stages::ingest::{BadRows, IngestConfig, IngestStats, Line, LineReader,
 
 use super::context::{StageContext, StageOutput};
 use super::fetch::FetchLocal;
-use super::stage::{Done, Stage, StageName, Upstream};
+use super::stage::{Done, Stage, Upstream};
+use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, Summary};
 use crate::artifacts::input_key;
 

@@ -1,6 +1,7 @@
-//! What the LLM stages (`rewrite`, `distract`, `abbreviate`, `generate`, `queries`) share: one
-//! gateway and response store with the prompts ([`LlmContext`]), their key, their summary
-//! ([`LlmSummary`]) and local facts ([`LlmLocal`]), and the end of their run ([`finish`]).
+//! What the LLM stages (`rewrite`, `distract`, `abbreviate`, `generate`, `queries`) share
+//! besides their gateway and prompts ([`LlmContext`], of [`super::gateway`]): their key, their
+//! summary ([`LlmSummary`]) and local facts ([`LlmLocal`]), and the end of their run
+//! ([`finish`]).
 //!
 //! Each LLM stage's key holds its configuration, the models and sampling of its stage, the
 //! hashes of its prompts and schemas, the structured-output mode of its JSON answers and the
@@ -16,115 +17,19 @@
 //! leaves downstream stages untouched.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use anyhow::Context;
 use coreb_data::rewritten::RewrittenProblem;
-use coreb_llm::batch::state_dir_of;
-use coreb_llm::gateway::{Gateway, api_key_from_env};
-use coreb_llm::prompt::Prompts;
 use coreb_llm::run::{LlmStageStats, Rejection, WrittenBy, count_by_reason};
-use coreb_llm::store::ResponseStore;
-use coreb_llm::{BatchGateway, Counted, LlmGateway, LlmStage, StructuredOutput, Transport};
+use coreb_llm::{LlmStage, StructuredOutput, Transport};
 use serde::{Deserialize, Serialize};
 
 use super::context::{StageContext, StageOutput};
-use super::stage::{Done, StageName, StageReport, Upstream};
+use super::gateway::{LlmContext, Requests};
+use super::stage::{Done, StageReport, Upstream};
+use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, StageFacts, Summary};
 use crate::artifacts::{StageRecord, input_key};
 use crate::manifest::RunPlan;
-
-/// The gateway and prompts the LLM stages share.
-pub struct LlmContext {
-    gateway: Arc<dyn LlmGateway>,
-    /// The prompts of every LLM stage.
-    pub prompts: Prompts,
-}
-
-impl LlmContext {
-    /// The context of a plan: its prompts, and `gateway` or else a [`Gateway`] over its store.
-    pub fn new(plan: &RunPlan, gateway: Option<Arc<dyn LlmGateway>>) -> anyhow::Result<Self> {
-        let prompts = Prompts::load(&plan.prompts_dir).with_context(|| format!("loading prompts from `{}`", plan.prompts_dir.display()))?;
-        let gateway: Arc<dyn LlmGateway> = match gateway {
-            Some(g) => g,
-            None => {
-                let key = api_key_from_env(&plan.llm)?;
-                let gateway = Gateway::new(&plan.llm, ResponseStore::open(&plan.response_store), key.clone())?;
-                match plan.llm.transport {
-                    Transport::Sync => Arc::new(gateway),
-                    Transport::Batch => Arc::new(BatchGateway::new(&plan.llm, gateway, key, state_dir_of(&plan.response_store))?),
-                }
-            }
-        };
-        Ok(LlmContext { gateway, prompts })
-    }
-
-    /// Run one LLM stage's future on the context's runtime with a progress bar counting its
-    /// requests (answers from the store count too; on a terminal a bar, elsewhere a line now
-    /// and then).
-    pub fn run<T>(&self, cx: &StageContext, stage: StageName, f: impl AsyncFnOnce(&dyn LlmGateway) -> T) -> anyhow::Result<T> {
-        let runtime = cx.runtime()?;
-        let bar = cx.printer().progress(None, stage.as_str(), false);
-        let tick = || bar.inc(1);
-        let counted = Counted { inner: self.gateway.as_ref(), progress: &tick };
-        let out = runtime.block_on(f(&counted));
-        bar.finish_and_clear();
-        Ok(out)
-    }
-
-    /// What the gateway did for `stages` in this run: requests sent, HTTP attempts, answers
-    /// from the store, cut or filtered answers, failures, tokens and cost (each LLM stage
-    /// runs once per build, so the gateway's totals of its stages are this run's).
-    /// `None` for a gateway that keeps no accounts (authoring the sample's store).
-    fn requests(&self, stages: &[LlmStage]) -> Option<Requests> {
-        let usage = self.gateway.usage();
-        if usage.is_empty() {
-            return None;
-        }
-        let rows: Vec<_> = usage.into_iter().filter(|r| stages.iter().any(|s| s.as_str() == r.stage)).collect();
-        let sum = |f: fn(&coreb_llm::UsageRow) -> u64| rows.iter().map(f).sum::<u64>();
-        Some(Requests {
-            sent: sum(|r| r.sent),
-            attempts: sum(|r| r.attempts),
-            from_store: sum(|r| r.from_store),
-            from_endpoint: sum(|r| r.from_endpoint),
-            incomplete: sum(|r| r.incomplete),
-            failed: sum(|r| r.failed),
-            prompt_tokens: sum(|r| r.prompt_tokens),
-            completion_tokens: sum(|r| r.completion_tokens),
-            cost: rows.iter().map(|r| r.cost).fold(0.0, |a, b| a + b),
-            from_batch: sum(|r| r.from_batch),
-            batch_cost: rows.iter().map(|r| r.batch_cost).fold(0.0, |a, b| a + b),
-        })
-    }
-}
-
-/// What the gateway did for a stage in this run (the record's `local.requests`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Requests {
-    /// Requests sent to the endpoint.
-    pub sent: u64,
-    /// HTTP attempts.
-    pub attempts: u64,
-    /// Answers from the response store.
-    pub from_store: u64,
-    /// Answers from the endpoint.
-    pub from_endpoint: u64,
-    /// Cut or filtered answers.
-    pub incomplete: u64,
-    /// Requests that got no answer.
-    pub failed: u64,
-    /// Prompt tokens.
-    pub prompt_tokens: u64,
-    /// Completion tokens.
-    pub completion_tokens: u64,
-    /// Cost at the models' prices.
-    pub cost: f64,
-    /// Answers that came by batch.
-    pub from_batch: u64,
-    /// Their cost at the batch price.
-    pub batch_cost: f64,
-}
 
 /// What an LLM stage's record keeps outside its fingerprint: where its answers came from, and
 /// what the gateway did (absent where there is none: the control build's `rewrite`, a gateway

@@ -29,8 +29,10 @@ mod distract;
 pub mod execute;
 mod fetch;
 mod filter;
+pub mod gateway;
 mod generate;
 mod ingest;
+pub mod judge;
 pub mod llm;
 mod overrides;
 pub mod preflight;
@@ -40,6 +42,7 @@ mod release;
 pub mod release_build;
 mod rewrite;
 pub mod stage;
+pub mod stage_name;
 pub mod summary;
 
 pub use fetch::FetchSummary;
@@ -48,7 +51,8 @@ pub use release::{KIT_ANSWERS, KIT_DIR, KIT_MANIFEST, ReleaseSummary, relative_p
 pub use stage::StageReport;
 
 use context::StageContext;
-use stage::{Runner, StageName, Upstream};
+use stage::{Runner, Upstream};
+use stage_name::StageName;
 use summary::{Counts, Reasons};
 
 use crate::artifacts::ArtifactStore;

@@ -2,7 +2,7 @@
 //! once: the directories it writes are writable, the API key of a live build is set, its
 //! endpoint answers and serves every model the manifest names (one `GET <base_url>/models`;
 //! none in replay), the composition can be made from the models and languages configured.
-//! (The judge's toolchains are checked by [`super::execute::preflight`] in the same place.)
+//! (The judge's toolchains are checked by [`super::judge::preflight`] in the same place.)
 //!
 //! Every problem found is one line naming the setting and the manifest file; all of them are
 //! reported together. `coreb build --check` runs these checks alone.
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use coreb_llm::{LlmStage, StoreMode};
 
-use super::stage::StageName;
+use super::stage_name::StageName;
 use crate::manifest::RunPlan;
 
 /// What the checks need beyond the plan.

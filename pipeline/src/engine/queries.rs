@@ -12,7 +12,8 @@ use coreb_stages::queries::QueriesConfig;
 
 use super::context::{StageContext, StageOutput};
 use super::llm::{Asked, LlmCounts, LlmLocal, LlmSummary, finish, key_after_rewrite, reusable, rewritten};
-use super::stage::{Done, Stage, StageName, StageReport, Upstream};
+use super::stage::{Done, Stage, StageReport, Upstream};
+use super::stage_name::StageName;
 
 /// The `queries` stage.
 pub struct Queries;
@@ -40,7 +41,8 @@ impl Stage for Queries {
         let problems = rewritten(cx, up.record(StageName::Rewrite)?)?;
         let handled = |id: &ProblemId| cx.handles(Self::NAME, id.as_str());
         let plan = ModelPlan::for_stage(&cx.plan().llm, LlmStage::Queries);
-        let asked = ctx.run(cx, Self::NAME, async |g| coreb_stages::queries::queries(config, &plan, &ctx.prompts.queries, &problems, Some(&handled), g).await)??;
+        let asked =
+            ctx.run(cx.runtime()?, cx.printer(), Self::NAME, async |g| coreb_stages::queries::queries(config, &plan, &ctx.prompts.queries, &problems, Some(&handled), g).await)?;
         coreb_base::jsonl::write(&out.path("queries.jsonl"), &asked.queries)?;
         let done = Asked {
             rows_in: asked.stats.items_in,

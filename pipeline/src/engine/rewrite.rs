@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 use super::context::{StageContext, StageOutput};
 use super::control::{self, ControlSummary};
 use super::llm::{Asked, LlmCounts, LlmLocal, LlmStats, LlmSummary, as_run, finish, llm_key, reusable};
-use super::stage::{Done, Stage, StageName, StageReport, Upstream};
+use super::stage::{Done, Stage, StageReport, Upstream};
+use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, StageFacts, Summary};
 use crate::artifacts::input_key;
 
@@ -157,7 +158,7 @@ fn rewrite(cx: &StageContext, up: &Upstream<'_>, out: &StageOutput) -> anyhow::R
     // The problems go through the model a window at a time and their rewrites are written as
     // they come: only a window's tests are in memory, never the month's (issue #13).
     let mut sink = RewriteSink::create(out)?;
-    ctx.run(cx, stage, async |g| -> anyhow::Result<()> {
+    ctx.run(cx.runtime()?, cx.printer(), stage, async |g| -> anyhow::Result<()> {
         let mut problems = coreb_data::tables::ProblemReader::open(&input)?.filter(|p| p.as_ref().map_or(true, |p| cx.handles(stage, p.id.as_str())));
         loop {
             let window = rewrite_window(&mut problems)?;
@@ -166,7 +167,7 @@ fn rewrite(cx: &StageContext, up: &Upstream<'_>, out: &StageOutput) -> anyhow::R
             }
             sink.add(coreb_stages::rewrite::rewrite(&run_config, &plans, &prompts, window, g).await?)?;
         }
-    })??;
+    })?;
     let RewriteSink { jsonl, table, references, reference_failures, rejected, stats, written } = sink;
     jsonl.commit()?;
     table.finish()?;

@@ -1,8 +1,8 @@
-//! What a stage is to the engine: its name ([`StageName`]: on the command line, in manifests
-//! and under `artifacts/`), and the [`Stage`] trait each stage module implements — the stages
-//! it reads, its key, its run, its merge of shard parts and its typed summary. The engine
-//! walks its table of stages ([`super::STAGES`]) and runs each through [`Runner`], the one
-//! copy of look up → merge or run → commit.
+//! What a stage is to the engine: the [`Stage`] trait each stage module implements — its name
+//! ([`StageName`], of [`super::stage_name`]), the stages it reads, its key, its run, its merge
+//! of shard parts and its typed summary. The engine walks its table of stages
+//! ([`super::STAGES`]) and runs each through [`Runner`], the one copy of look up → merge or
+//! run → commit.
 
 use std::any::Any;
 use std::path::PathBuf;
@@ -10,95 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use clap::ValueEnum;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::context::{StageContext, StageOutput};
+use super::stage_name::StageName;
 use super::summary::Summary;
 use crate::artifacts::{ArtifactStore, StageRecord};
 use crate::shard::PartMarker;
-
-/// Which stage a build stops after.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
-pub enum StageName {
-    /// Download sources.
-    Fetch,
-    /// Decode problems.
-    Ingest,
-    /// Deduplicate problems.
-    Dedup,
-    /// Filter problems.
-    Filter,
-    /// Counterfactual rewrite.
-    Rewrite,
-    /// Distractor statements.
-    Distract,
-    /// Canonical summaries.
-    Abbreviate,
-    /// Solution generation.
-    Generate,
-    /// Sandboxed execution.
-    Execute,
-    /// Search queries.
-    Queries,
-    /// Graded qrels.
-    Qrels,
-    /// Publish.
-    Release,
-}
-
-impl StageName {
-    /// Every stage in pipeline order (the order of the engine's table, [`super::STAGES`]).
-    pub const ALL: [StageName; 12] = [
-        StageName::Fetch,
-        StageName::Ingest,
-        StageName::Dedup,
-        StageName::Filter,
-        StageName::Rewrite,
-        StageName::Distract,
-        StageName::Abbreviate,
-        StageName::Generate,
-        StageName::Execute,
-        StageName::Queries,
-        StageName::Qrels,
-        StageName::Release,
-    ];
-
-    /// The stage's name as used on the command line, in manifests and under `artifacts/`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StageName::Fetch => "fetch",
-            StageName::Ingest => "ingest",
-            StageName::Dedup => "dedup",
-            StageName::Filter => "filter",
-            StageName::Rewrite => "rewrite",
-            StageName::Distract => "distract",
-            StageName::Abbreviate => "abbreviate",
-            StageName::Generate => "generate",
-            StageName::Execute => "execute",
-            StageName::Queries => "queries",
-            StageName::Qrels => "qrels",
-            StageName::Release => "release",
-        }
-    }
-
-    /// Whether the stage runs as shard processes (`--shard i/N`): its row of the table says.
-    pub fn shardable(self) -> bool {
-        super::runner(self).shardable()
-    }
-
-    /// Whether the stage asks models (an LLM stage): its row of the table says.
-    pub fn asks_models(self) -> bool {
-        super::runner(self).asks_models()
-    }
-}
-
-impl std::fmt::Display for StageName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// One stage of the build: a unit struct in its own module, one row of the engine's table.
 ///

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use crate::engine::stage::StageName;
+use crate::engine::stage_name::StageName;
 use crate::engine::{Engine, FetchSummary};
 use crate::manifest::{EmbeddedManifest, ManifestFile, RunPlan, SourceFile, lexical_join};
 use coreb_base::durable;

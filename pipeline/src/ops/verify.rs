@@ -28,7 +28,7 @@ use anyhow::{Context, bail};
 
 use crate::artifacts::hash_tree;
 use crate::engine::Engine;
-use crate::engine::stage::StageName;
+use crate::engine::stage_name::StageName;
 use crate::manifest::{EmbeddedManifest, ManifestFile, RunPlan, check_release_sandbox, lexical_join};
 use coreb_base::printer::Printer;
 use coreb_data::releases::{FileEntry, ReleaseManifest};

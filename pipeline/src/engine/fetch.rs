@@ -10,7 +10,7 @@ use coreb_stages::fetch::{Fetched, Location, fetch_source};
 use serde::{Deserialize, Serialize};
 
 use super::context::{StageContext, StageOutput};
-use super::ingest;
+use super::ingest::{self, FetchLocal};
 use super::stage::{Done, Stage, StageReport, Upstream};
 use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, Summary};
@@ -33,13 +33,6 @@ pub struct FetchSummary {
     pub bytes: u64,
     /// Each source's name, sha256 and size, in manifest order (the release MANIFEST's pins).
     pub sources: Vec<SourcePin>,
-}
-
-/// Where the fetched files are on this machine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FetchLocal {
-    /// The fetched files, in manifest order.
-    pub sources: Vec<Fetched>,
 }
 
 impl Summary for FetchSummary {

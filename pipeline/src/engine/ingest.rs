@@ -14,11 +14,10 @@ use anyhow::{Context, bail};
 use coreb_base::hashing::HashingReader;
 use coreb_data::problem::DateWindow;
 use coreb_data::tables::ProblemWriter;
-use coreb_stages::fetch::Location;
+use coreb_stages::fetch::{Fetched, Location};
 use coreb_stages::ingest::{BadRows, IngestConfig, IngestStats, Line, LineReader, RowError, RowOutcome, ingest_row};
 
 use super::context::{StageContext, StageOutput};
-use super::fetch::FetchLocal;
 use super::stage::{Done, Stage, Upstream};
 use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, Summary};
@@ -124,6 +123,13 @@ pub(super) fn decode_with_hashes(cx: &StageContext, inputs: &[Input], started: s
     let found = (decoded.hashes.clone(), decoded.read);
     cx.put_ahead::<Ahead>(StageName::Ingest, Ok(Fused { out: Some(out), decoded, started }));
     Ok(found)
+}
+
+/// Where the fetched files are on this machine: `fetch`'s local facts, as `ingest` reads them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FetchLocal {
+    /// The fetched files, in manifest order.
+    pub sources: Vec<Fetched>,
 }
 
 /// A file to ingest.

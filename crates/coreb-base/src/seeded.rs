@@ -32,6 +32,17 @@ impl SplitMix64 {
     }
 }
 
+/// MurmurHash3's 64-bit finaliser: a cheap bijective mixer of a 64-bit value. What it mixes is
+/// published too (which shard an id falls in, [`crate::shard`]; the curation's MinHash
+/// sketches), so it is written here once, beside the generator.
+pub fn fmix64(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,8 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::seeded::fmix64;
+
 /// The hash of an id: xxh3 of its bytes.
 pub fn id_hash(id: &str) -> u64 {
     xxh3_64(id.as_bytes())
@@ -14,15 +16,6 @@ pub fn shard_of_id(id_hash: u64, shards: u32) -> u32 {
     // The high bits, mixed: the low bits of xxh3 are fine too, but this keeps the shard of a
     // row independent of the hash-map bucket it falls into.
     ((u128::from(fmix64(id_hash)) * u128::from(shards.max(1))) >> 64) as u32
-}
-
-/// MurmurHash3's 64-bit finaliser.
-fn fmix64(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
 }
 
 #[cfg(test)]

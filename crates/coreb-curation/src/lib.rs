@@ -48,6 +48,7 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::{xxh3_64_with_seed, xxh3_128};
 
 use coreb_base::minhash::normalise;
+use coreb_base::seeded::fmix64;
 use coreb_data::releases::ReleaseDoc;
 
 pub mod audit;
@@ -292,15 +293,6 @@ impl std::hash::BuildHasher for Prehashed {
     fn build_hasher(&self) -> PrehashedHasher {
         PrehashedHasher(0)
     }
-}
-
-/// The 64-bit finaliser of MurmurHash3: a cheap bijective mixer.
-fn fmix64(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
 }
 
 /// `char::is_whitespace` for an ASCII byte (note: includes the vertical tab, unlike

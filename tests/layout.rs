@@ -134,3 +134,48 @@ fn every_crate_lives_in_its_folder_and_its_library_is_named_as_its_package() {
     }
     assert!(libraries >= 10, "{libraries} Rust libraries in the workspace");
 }
+
+/// Library crates never print (issue #49): they tell a `coreb_base::report::Report` what they
+/// have to say and the binary renders it. No library crate depends on the terminal's crate
+/// (`indicatif`) or on `clap` but behind a feature (coreb-py, a front end like the binary, parses
+/// `coreb eval`'s arguments with it), and no library source prints outside its tests and its
+/// binaries (`src/main.rs`, `src/bin/`).
+#[test]
+fn library_crates_report_through_a_sink_and_never_print() {
+    let meta = metadata();
+    for p in meta["packages"].as_array().unwrap() {
+        let package = p["name"].as_str().unwrap();
+        if package == "coreb" {
+            continue;
+        }
+        for d in p["dependencies"].as_array().unwrap() {
+            let (name, optional) = (d["name"].as_str().unwrap(), d["optional"].as_bool().unwrap_or(false));
+            let normal = d["kind"].is_null();
+            assert!(!(normal && name == "indicatif"), "`{package}` depends on indicatif: libraries report through coreb_base::report");
+            assert!(!(normal && name == "clap" && !optional && package != "coreb-py"), "`{package}` depends on clap unconditionally");
+        }
+        let src = std::path::Path::new(p["manifest_path"].as_str().unwrap()).parent().unwrap().join("src");
+        let mut stack = vec![src.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                let rel = path.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+                if path.is_dir() {
+                    if rel != "bin" {
+                        stack.push(path);
+                    }
+                    continue;
+                }
+                if rel == "main.rs" || path.extension().is_none_or(|e| e != "rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = text.split("#[cfg(test)]").next().unwrap();
+                for (n, line) in code.lines().enumerate() {
+                    let printing = ["println!(", "eprintln!(", "print!(", "eprint!("].iter().any(|m| line.contains(m));
+                    assert!(!printing || line.trim_start().starts_with("//"), "{}:{}: a library prints: {line}", path.display(), n + 1);
+                }
+            }
+        }
+    }
+}

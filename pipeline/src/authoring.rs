@@ -26,7 +26,7 @@ use serde::Deserialize;
 use crate::engine::Engine;
 use crate::engine::stage_name::StageName;
 use crate::manifest::RunPlan;
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 
 #[derive(Deserialize)]
 struct Authored {

@@ -5,7 +5,8 @@
 //! of its table and keeps their outputs in the artifact store ([`artifacts`]), skipping a stage
 //! whose inputs are unchanged. Beside it, the corpus runner ([`corpus`]) curates training
 //! pairs; both split work into shard processes the same way ([`shard`]). All terminal output
-//! goes through [`coreb_base::printer::Printer`].
+//! goes through [`printer::Printer`], which also renders what the library crates say
+//! ([`coreb_base::report::Report`]).
 
 pub mod artifacts;
 pub mod authoring;
@@ -16,6 +17,7 @@ pub mod corpus_manifest;
 pub mod engine;
 pub mod manifest;
 pub mod ops;
+pub mod printer;
 pub mod shard;
 
 use std::process::ExitCode;

@@ -12,8 +12,8 @@
 //!   the union-find).
 //! - [`seeded`]: the one seeded generator (SplitMix64) whose draws releases and results
 //!   publish.
-//! - [`printer`]: all terminal output — human lines on stderr, `--json` summaries on stdout,
-//!   progress bars (plain progress lines when stderr is not a terminal).
+//! - [`report`]: what a library says while it works ([`report::Report`]: status lines, results,
+//!   progress meters), rendered by its caller; libraries never print.
 //! - [`jsonl`]: JSON Lines read a line at a time (a bad line named by file and line) and
 //!   written.
 //! - [`shard`]: which of `N` shards an id falls in (xxh3 of the id), for every process that
@@ -30,6 +30,6 @@ pub mod hashing;
 pub mod interrupt;
 pub mod jsonl;
 pub mod minhash;
-pub mod printer;
+pub mod report;
 pub mod seeded;
 pub mod shard;

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use coreb_base::durable;
-use coreb_base::printer::Printer;
+use coreb_base::report::Report;
 use coreb_trec::Run;
 use coreb_trec::coreb::{CorebConfig, evaluate as score, summarize};
 
@@ -275,26 +275,24 @@ struct TaskOutcome {
 /// `load_manifest`, evaluate every task (an endpoint asked on `runtime`), then record
 /// (`record`), write (`out`) and print the report; fails when a listwise window got no answer
 /// or a release gate fails.
-pub fn evaluate(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>, printer: &Printer, runtime: &tokio::runtime::Handle) -> anyhow::Result<()> {
-    let (setup, report, runs, gate_failures) = run_tasks(args, load_manifest, printer, runtime)?;
+pub fn evaluate(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>, sink: &dyn Report, runtime: &tokio::runtime::Handle) -> anyhow::Result<()> {
+    let (setup, report, runs, gate_failures) = run_tasks(args, load_manifest, sink, runtime)?;
     match (&report.release, &report.run_coverage) {
-        (None, _) => printer.status(format!("note: `{}` has no `MANIFEST.json` (nor its parent): the results record no release", args.dir.display())),
-        (Some(_), Some(c)) if c.partial => printer
-            .status(format!("partial run: {} of {} queries scored (`--allow-partial`); {} query ids of the run are no query of the release", c.matched, c.queries, c.unknown)),
+        (None, _) => sink.status(&format!("note: `{}` has no `MANIFEST.json` (nor its parent): the results record no release", args.dir.display())),
+        (Some(_), Some(c)) if c.partial => sink
+            .status(&format!("partial run: {} of {} queries scored (`--allow-partial`); {} query ids of the run are no query of the release", c.matched, c.queries, c.unknown)),
         _ => {}
     }
     if args.record {
-        setup.record(args, &report, &runs, printer)?;
+        setup.record(args, &report, &runs, sink)?;
     }
-    setup.write(args.out.as_deref(), args.json, &report, &runs, printer)?;
+    setup.write(args.out.as_deref(), args.json, &report, &runs, sink)?;
     if setup.gates.is_some() {
         if gate_failures.is_empty() {
-            printer.status("all release gates passed");
+            sink.status("all release gates passed");
         } else {
-            for f in &gate_failures {
-                eprintln!("{f}");
-            }
-            bail!("{} release gate(s) failed", gate_failures.len());
+            let list: Vec<String> = gate_failures.iter().map(ToString::to_string).collect();
+            bail!("{} release gate(s) failed:\n{}", gate_failures.len(), list.join("\n"));
         }
     }
     Ok(())
@@ -305,10 +303,10 @@ pub fn evaluate(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Res
 pub fn report(
     args: &EvalOptions,
     load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>,
-    printer: &Printer,
+    sink: &dyn Report,
     runtime: &tokio::runtime::Handle,
 ) -> anyhow::Result<EvalReport> {
-    Ok(run_tasks(args, load_manifest, printer, runtime)?.1)
+    Ok(run_tasks(args, load_manifest, sink, runtime)?.1)
 }
 
 /// Every task evaluated: the setup, the report, the runs made and the gates failed.
@@ -316,7 +314,7 @@ pub fn report(
 fn run_tasks(
     args: &EvalOptions,
     load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>,
-    printer: &Printer,
+    sink: &dyn Report,
     runtime: &tokio::runtime::Handle,
 ) -> anyhow::Result<(Setup, EvalReport, Vec<(String, Run)>, Vec<crate::gates::GateFailure>)> {
     let setup = Setup::new(args, load_manifest, runtime.clone())?;
@@ -325,7 +323,7 @@ fn run_tasks(
     let mut gate_failures = Vec::new();
     let mut prompts_used = setup.dense.as_ref().map(DenseSetup::prompts_used);
     for d in &setup.dirs {
-        let outcome = setup.evaluate_dir(d, printer, &mut prompts_used)?;
+        let outcome = setup.evaluate_dir(d, sink, &mut prompts_used)?;
         tasks.push(outcome.report);
         runs.extend(outcome.runs);
         gate_failures.extend(outcome.gate_failures);
@@ -420,7 +418,7 @@ impl Setup {
 
     /// Evaluate the BEIR folder `d`: its first-stage run, reranked when asked, scored (with
     /// intervals, and against the first stage when reranked) and gated when asked.
-    fn evaluate_dir(&self, d: &Path, printer: &Printer, prompts_used: &mut Option<PromptsUsed>) -> anyhow::Result<TaskOutcome> {
+    fn evaluate_dir(&self, d: &Path, sink: &dyn Report, prompts_used: &mut Option<PromptsUsed>) -> anyhow::Result<TaskOutcome> {
         let mut data = beir::read_dir(d, &self.split).with_context(|| format!("reading BEIR folder `{}`", d.display()))?;
         // A release's BEIR qrels hold the positives only; its Parquet qrels add the hard
         // negatives (relevance 1) that the intrusion rate and the gates need.
@@ -436,10 +434,10 @@ impl Setup {
             data.qrels.queries.retain(|qid, _| run.queries.contains_key(qid));
             data.queries.retain(|q| run.queries.contains_key(&q.id));
         }
-        printer.status(format!("{}: {} docs, {} queries", data.name, data.corpus.len(), data.queries.len()));
-        let first = self.first_stage(&data, printer, prompts_used)?;
+        sink.status(&format!("{}: {} docs, {} queries", data.name, data.corpus.len(), data.queries.len()));
+        let first = self.first_stage(&data, sink, prompts_used)?;
         let run = match &self.reranker {
-            Some(r) => r.rerank(&self.runtime, printer, &data, &first)?,
+            Some(r) => r.rerank(&self.runtime, sink, &data, &first)?,
             None => first.clone(),
         };
         let gate_failures = match &self.gates {
@@ -466,19 +464,19 @@ impl Setup {
 
     /// The first-stage run of one task: the `--run` file's (without the queries' own
     /// documents unless `--keep-self`), BM25's or the dense retriever's.
-    fn first_stage(&self, data: &Dataset, printer: &Printer, prompts_used: &mut Option<PromptsUsed>) -> anyhow::Result<Run> {
+    fn first_stage(&self, data: &Dataset, sink: &dyn Report, prompts_used: &mut Option<PromptsUsed>) -> anyhow::Result<Run> {
         Ok(match (&self.retriever, &self.external, &self.dense) {
             (_, Some(r), _) if self.keep_self => r.clone(),
             (_, Some(r), _) => {
                 let (kept, dropped) = drop_own_documents(data, r);
                 if dropped > 0 {
-                    printer.status(format!("{}: dropped {dropped} own document(s) of code queries from the run (--keep-self keeps them)", data.name));
+                    sink.status(&format!("{}: dropped {dropped} own document(s) of code queries from the run (--keep-self keeps them)", data.name));
                 }
                 kept
             }
             (Retriever::Bm25, _, _) => crate::bm25_run(data, Bm25Config::default(), self.first_depth),
             (_, _, Some(setup)) => {
-                let (run, task_prompts) = setup.run(&self.runtime, printer, data, self.first_depth)?;
+                let (run, task_prompts) = setup.run(&self.runtime, sink, data, self.first_depth)?;
                 if let Some(used) = prompts_used {
                     used.tasks.insert(data.name.clone(), task_prompts);
                 }
@@ -489,7 +487,7 @@ impl Setup {
     }
 
     /// `--record`: add the report to the results store, with the sha256 of each task's run.
-    fn record(&self, args: &EvalOptions, report: &EvalReport, runs: &[(String, Run)], printer: &Printer) -> anyhow::Result<()> {
+    fn record(&self, args: &EvalOptions, report: &EvalReport, runs: &[(String, Run)], sink: &dyn Report) -> anyhow::Result<()> {
         let run_sha256 = runs
             .iter()
             .filter(|(name, _)| !name.ends_with(".first"))
@@ -518,13 +516,13 @@ impl Setup {
             tool_version: args.tool_version.clone(),
         };
         let (path, written) = record(report, request)?;
-        printer.status(if written { format!("recorded in `{}`", path.display()) } else { format!("already recorded: `{}` (nothing written)", path.display()) });
+        sink.status(&if written { format!("recorded in `{}`", path.display()) } else { format!("already recorded: `{}` (nothing written)", path.display()) });
         Ok(())
     }
 
     /// `--out`: the JSON, the Markdown, the plots and the runs coreb made; then the report on
     /// stdout (JSON with `--json`, else Markdown).
-    fn write(&self, out: Option<&Path>, json: bool, report: &EvalReport, runs: &[(String, Run)], printer: &Printer) -> anyhow::Result<()> {
+    fn write(&self, out: Option<&Path>, json: bool, report: &EvalReport, runs: &[(String, Run)], sink: &dyn Report) -> anyhow::Result<()> {
         let json_text = serde_json::to_string_pretty(report)?;
         let markdown = report::to_markdown(report);
         if let Some(out) = out {
@@ -539,12 +537,12 @@ impl Setup {
                     durable::write(&out.join(format!("{name}.run.trec")), run.to_trec(self.first_depth).as_bytes())?;
                 }
             }
-            printer.status(format!("wrote {}", out.display()));
+            sink.status(&format!("wrote {}", out.display()));
         }
         if json {
-            printer.out(json_text);
+            sink.result(&json_text);
         } else {
-            printer.out(markdown.trim_end());
+            sink.result(markdown.trim_end());
         }
         Ok(())
     }

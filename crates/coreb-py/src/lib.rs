@@ -134,7 +134,7 @@ fn evaluate_release<'py>(py: Python<'py>, release: PathBuf, run: &Bound<'py, PyA
     let parsed = EvalArgs::try_parse_from(args).map_err(|e| value_error(e.to_string().trim_end()))?;
     let no_manifest = |_: &std::path::Path| -> anyhow::Result<coreb_eval::run::ManifestSettings> { anyhow::bail!("no manifest is read here") };
     let runtime = coreb_http::runtime(Some(1)).map_err(value_error)?;
-    let report = coreb_eval::run::report(&parsed.options, &no_manifest, &coreb_base::printer::Printer::new(true), runtime.handle()).map_err(|e| value_error(format!("{e:#}")))?;
+    let report = coreb_eval::run::report(&parsed.options, &no_manifest, &coreb_base::report::Silent, runtime.handle()).map_err(|e| value_error(format!("{e:#}")))?;
     let text = serde_json::to_string(&report).map_err(value_error)?;
     py.import("json")?.call_method1("loads", (text,))
 }

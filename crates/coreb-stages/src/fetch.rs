@@ -18,7 +18,7 @@ use std::time::Duration;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::StreamExt;
-use indicatif::ProgressBar;
+use coreb_base::report::Meter;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
@@ -181,14 +181,14 @@ pub enum FetchError {
 }
 
 /// Fetch one source. HTTP downloads go to `dir`; local files stay where they are.
-pub async fn fetch_source(config: &FetchConfig, source: &Source, dir: &Path, bar: &ProgressBar) -> Result<Fetched, FetchError> {
+pub async fn fetch_source(config: &FetchConfig, source: &Source, dir: &Path, bar: &dyn Meter) -> Result<Fetched, FetchError> {
     match &source.location {
         Location::Local(path) => fetch_local(source, path, bar).await,
         Location::Http(url) => fetch_http(config, source, url, dir, bar).await,
     }
 }
 
-async fn fetch_local(source: &Source, path: &Path, bar: &ProgressBar) -> Result<Fetched, FetchError> {
+async fn fetch_local(source: &Source, path: &Path, bar: &dyn Meter) -> Result<Fetched, FetchError> {
     let local = |e| FetchError::Local { name: source.name.clone(), path: path.to_owned(), source: e };
     let meta = tokio::fs::metadata(path).await.map_err(local)?;
     bar.set_length(meta.len());
@@ -287,12 +287,12 @@ struct Download<'a> {
     url: &'a str,
     part: PathBuf,
     state: PathBuf,
-    bar: &'a ProgressBar,
+    bar: &'a dyn Meter,
     /// Bytes received over the network, over all attempts.
     downloaded: AtomicU64,
 }
 
-async fn fetch_http(config: &FetchConfig, source: &Source, url: &str, dir: &Path, bar: &ProgressBar) -> Result<Fetched, FetchError> {
+async fn fetch_http(config: &FetchConfig, source: &Source, url: &str, dir: &Path, bar: &dyn Meter) -> Result<Fetched, FetchError> {
     let name = &source.name;
     let final_path = dir.join(name);
     let origin = dir.join(format!("{name}.url"));

@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 use coreb_curation::audit::{self, Report, overlap, rewrite};
 
 use crate::cli::{AuditArgs, AuditKind, RewriteArgs};

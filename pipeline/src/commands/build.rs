@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use crate::cli::{BuildArgs, MergeArgs, PlainStageArgs, ReleaseArgs, StageArgs};
 use crate::engine::stage_name::StageName;
 use crate::engine::{Engine, PlanOverrides, ReleaseSummary};
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 
 /// Run `coreb build`.
 pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {

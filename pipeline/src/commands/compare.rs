@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 use coreb_eval::compare::{CompareOptions, to_markdown};
 
 use crate::cli::CompareArgs;

@@ -9,7 +9,7 @@ use crate::cli::{CorpusArgs, MergeArgs};
 use crate::corpus::dedup::DedupStep;
 use crate::corpus::{CorpusRun, peak_rss_mib};
 use crate::shard::ShardSpec;
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 
 /// Run `coreb corpus`: everything in this process, or (`--shard i/N`) one shard process.
 pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 use coreb_eval::run::{EvalOptions, ManifestSettings};
 
 use crate::manifest::RunPlan;

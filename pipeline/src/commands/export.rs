@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use crate::cli::{ExportArgs, ExportLayout};
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 
 /// Run `coreb export`.
 pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 
 use crate::cli::InitArgs;
 

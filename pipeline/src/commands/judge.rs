@@ -12,7 +12,7 @@ use coreb_sandbox::Sandbox;
 use coreb_stages::ingest::{IngestConfig, decode_row};
 
 use crate::cli::{JudgeArgs, LangArg};
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 
 pub(crate) fn language(arg: LangArg) -> Language {
     match arg {

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 use coreb_eval::leaderboard::store::{self, RESULTS_DIR};
 use coreb_eval::leaderboard::{self as board, Leaderboard, View, ViewSpec};
 
@@ -58,7 +58,7 @@ pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use coreb_base::printer::Printer;
+    use crate::printer::Printer;
     use coreb_eval::leaderboard::ReleaseInfo;
     use coreb_eval::leaderboard::store::attach_audits;
 

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use coreb_base::errors::Usage;
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 use coreb_curation::review::{page, report};
 
 use crate::engine::release_build::BuildLookup;

@@ -9,7 +9,7 @@ use anyhow::Context;
 use coreb_llm::{PruneFilter, ResponseStore};
 
 use crate::cli::{StoreArgs, StoreCommand};
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 
 /// Refuse a store that is not there: reading it would report an empty store.
 fn existing(store: &Path) -> anyhow::Result<()> {
@@ -64,7 +64,7 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         StoreCommand::Author { manifest, authored } => {
-            let n = crate::authoring::author(&manifest, &authored, coreb_base::printer::Printer::new(false))?;
+            let n = crate::authoring::author(&manifest, &authored, crate::printer::Printer::new(false))?;
             println!("{n} authored answers offered to the LLM stages");
             Ok(ExitCode::SUCCESS)
         }

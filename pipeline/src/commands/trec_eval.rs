@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use coreb_trec::command::{TrecEvalArgs as Args, trec_eval as run};
 
 use crate::cli::TrecEvalArgs;
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 
 /// Run `coreb trec-eval`.
 pub fn trec_eval(args: TrecEvalArgs) -> anyhow::Result<ExitCode> {

@@ -83,7 +83,7 @@ use rayon::prelude::*;
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan};
 use crate::shard::ShardSpec;
 use crate::shard::{PartMarker, PartWriter, part_done, part_name};
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 use coreb_data::releases::FileEntry;
 
 /// The dedup verdicts the curation reads: decided in this process, or by the split steps

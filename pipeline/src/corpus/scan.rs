@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use super::output::spool_path;
 use crate::corpus_manifest::{CorpusManifestFile, SourceFormat, SourceSpec};
 use crate::shard::ShardSpec;
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 
 /// The local file (or BEIR folder) of every source, in manifest order: `url` sources are
 /// downloaded into `cache` with the fetch stage (on `runtime`), and a `sha256` pin is checked
@@ -43,9 +43,9 @@ pub(super) fn fetch_sources(f: &CorpusManifestFile, cache: &Path, printer: &Prin
         let tag = &coreb_base::hashing::sha256_hex(s.name.as_bytes())[..8];
         let name = format!("{safe}-{tag}{}", if what.ends_with(".gz") { ".gz" } else { "" });
         let source = Source { name, location, sha256: s.sha256.clone() };
-        let bar = printer.progress(None, &s.name, true);
+        let bar = crate::printer::Bar(printer.progress(None, &s.name, true));
         let fetched = runtime.block_on(fetch_source(&FetchConfig::default(), &source, cache, &bar)).with_context(|| format!("fetching source `{}` (`{what}`)", s.name))?;
-        bar.finish_and_clear();
+        drop(bar);
         if fetched.downloaded > 0 {
             printer.status(format!("downloaded source `{}`: {} bytes", s.name, fetched.downloaded));
         }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::Context as _;
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 use serde::{Deserialize, Serialize};
 
 use super::gateway::LlmContext;

@@ -77,9 +77,9 @@ fn fetch(cx: &StageContext) -> anyhow::Result<Vec<Fetched>> {
     let runtime = cx.runtime()?;
     let mut fetched: Vec<Fetched> = Vec::with_capacity(plan.sources.len());
     for source in &plan.sources {
-        let bar = cx.printer().progress(None, &source.name, true);
+        let bar = crate::printer::Bar(cx.printer().progress(None, &source.name, true));
         let f = runtime.block_on(fetch_source(&plan.stages.fetch, source, &downloads, &bar)).with_context(|| format!("fetching source `{}`", source.name))?;
-        bar.finish_and_clear();
+        drop(bar);
         fetched.push(f);
     }
     Ok(fetched)

@@ -57,7 +57,7 @@ use summary::{Counts, Reasons};
 
 use crate::artifacts::ArtifactStore;
 use crate::manifest::RunPlan;
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 
 /// The build, in order: one row per stage. Adding a stage is one module implementing
 /// [`stage::Stage`] and one row here (and its name in [`StageName`], in the same place).

@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 use coreb_curation::audit::ReleaseBuild;
 use coreb_curation::audit::model::{ModelOptions, ModelReport, Rows, as_original, llm_config, pair, rows, tally};
 use coreb_data::problem::Problem;

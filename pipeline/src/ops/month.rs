@@ -12,7 +12,7 @@ use crate::engine::stage_name::StageName;
 use crate::engine::{Engine, FetchSummary};
 use crate::manifest::{EmbeddedManifest, ManifestFile, RunPlan, SourceFile, lexical_join};
 use coreb_base::durable;
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 use coreb_data::releases::ReleaseManifest;
 
 fn is_leap(y: u32) -> bool {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 use coreb_llm::run;
 use coreb_llm::{Gateway, LlmConfig, LlmGateway, LlmStage, ResponseStore, Role, SamplingParams, StoreMode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

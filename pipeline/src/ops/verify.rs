@@ -30,7 +30,7 @@ use crate::artifacts::hash_tree;
 use crate::engine::Engine;
 use crate::engine::stage_name::StageName;
 use crate::manifest::{EmbeddedManifest, ManifestFile, RunPlan, check_release_sandbox, lexical_join};
-use coreb_base::printer::Printer;
+use crate::printer::Printer;
 use coreb_data::releases::{FileEntry, ReleaseManifest};
 
 pub use crate::engine::{KIT_ANSWERS, KIT_DIR, KIT_MANIFEST};

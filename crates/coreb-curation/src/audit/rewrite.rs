@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::bail;
-use coreb_base::printer::Printer;
+use coreb_base::report::Report;
 use coreb_data::problem::Problem;
 use coreb_data::releases::release_name;
 use coreb_data::rewritten::{RewrittenProblem, TestOrigin};
@@ -167,14 +167,14 @@ fn set_jaccard(a: &BTreeSet<u64>, b: &BTreeSet<u64>) -> f64 {
 
 /// Audit the rewrites of `release`; with `options.tests`, the build `open_build` finds (called
 /// only then) gives the rewritten tests.
-pub fn rewrite<B: ReleaseBuild>(release: &Path, options: &RewriteOptions, open_build: impl FnOnce() -> anyhow::Result<B>, printer: &Printer) -> anyhow::Result<RewriteReport> {
+pub fn rewrite<B: ReleaseBuild>(release: &Path, options: &RewriteOptions, open_build: impl FnOnce() -> anyhow::Result<B>, sink: &dyn Report) -> anyhow::Result<RewriteReport> {
     let RewriteOptions { ngram, tests } = options;
     if *ngram == 0 {
         bail!("`--ngram` must be at least 1");
     }
     let rewritten: Option<BTreeMap<String, RewrittenProblem>> = if *tests {
         let lookup = open_build()?;
-        printer.status(format!("reading rewritten tests from `{}`", lookup.build_dir().join("artifacts/rewrite").display()));
+        sink.status(&format!("reading rewritten tests from `{}`", lookup.build_dir().join("artifacts/rewrite").display()));
         Some(lookup.rewritten()?.into_iter().map(|r| (r.id.as_str().to_owned(), r)).collect())
     } else {
         None

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use coreb_base::hashing::sha256_file;
-use coreb_base::printer::Printer;
+use coreb_base::report::Report;
 use serde::Deserialize;
 
 use super::frames::StoreFrames;
@@ -253,12 +253,12 @@ fn find_audits(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 /// Attach each audit report (`model.json` of `coreb audit <release> model`) to its release
 /// (by the last component of its `release` field); a report of no release in `releases` is
 /// a warning, the same report twice is shown once.
-pub fn attach_audits(releases: &mut [ReleaseInfo], files: &[PathBuf], printer: &Printer) -> anyhow::Result<()> {
+pub fn attach_audits(releases: &mut [ReleaseInfo], files: &[PathBuf], sink: &dyn Report) -> anyhow::Result<()> {
     for path in files {
         let report: AuditReport = serde_json::from_str(&fs_err::read_to_string(path)?).with_context(|| format!("`{}`: not a `coreb audit … model` report", path.display()))?;
         let version = report.release.rsplit('/').next().unwrap_or(&report.release);
         let Some(release) = releases.iter_mut().find(|r| r.version == version) else {
-            printer.status(format!("warning: `{}` audits release `{}`, which is neither published nor recorded: not shown", path.display(), report.release));
+            sink.status(&format!("warning: `{}` audits release `{}`, which is neither published nor recorded: not shown", path.display(), report.release));
             continue;
         };
         let o = report.overall;
@@ -284,14 +284,14 @@ pub fn attach_audits(releases: &mut [ReleaseInfo], files: &[PathBuf], printer: &
 
 /// The leaderboard and its store: the releases published under `releases_dir`, the records
 /// of the store `results`, the audits under `<releases_dir>/audits/` and `audits`.
-pub fn load(releases_dir: &Path, results: &Path, audits: &[PathBuf], printer: &Printer) -> anyhow::Result<(Leaderboard, StoreFrames)> {
+pub fn load(releases_dir: &Path, results: &Path, audits: &[PathBuf], sink: &dyn Report) -> anyhow::Result<(Leaderboard, StoreFrames)> {
     let published = published_releases(releases_dir)?;
     let store = StoreFrames::open(&store_files(results)?).with_context(|| format!("reading the results store `{}`", results.display()))?;
     check_digests(&store, results, &published)?;
     let mut lb = super::build(published.into_iter().map(|(info, _)| info).collect(), &store)?;
     let mut audit_files = find_audits(&releases_dir.join(AUDITS_DIR))?;
     audit_files.extend(audits.iter().cloned());
-    attach_audits(&mut lb.releases, &audit_files, printer)?;
+    attach_audits(&mut lb.releases, &audit_files, sink)?;
     Ok((lb, store))
 }
 

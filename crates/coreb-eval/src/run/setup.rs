@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
-use coreb_base::printer::Printer;
+use coreb_base::report::Report;
 use coreb_http::RetryConfig;
 use coreb_llm::prompt::Prompt;
 use coreb_llm::{Gateway, LlmConfig, ResponseStore, SamplingParams, StoreMode};
@@ -115,17 +115,17 @@ impl DenseSetup {
     }
 
     /// The run of one task and the prompts it used.
-    pub fn run(&self, runtime: &tokio::runtime::Handle, printer: &Printer, data: &Dataset, depth: usize) -> anyhow::Result<(Run, TaskPrompts)> {
+    pub fn run(&self, runtime: &tokio::runtime::Handle, sink: &dyn Report, data: &Dataset, depth: usize) -> anyhow::Result<(Run, TaskPrompts)> {
         let prompts = task_prompts(&self.prompts.presets, &self.preset, &self.prompts.overrides, data)?;
-        let bar = printer.progress(Some((data.corpus.len() + data.queries.len()) as u64), "embed", false);
+        let bar = sink.meter(Some((data.corpus.len() + data.queries.len()) as u64), "embed", false);
         let tick = |n: u64| bar.inc(n);
         let run = runtime
             .block_on(crate::dense::dense_run(&self.client, &self.model, data, &prompts, depth, &tick))
             .with_context(|| format!("dense retrieval with `{}` on `{}`", self.model, data.name))?;
-        bar.finish_and_clear();
+        drop(bar);
         let s = &self.client.stats;
         let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-        printer.status(format!(
+        sink.status(&format!(
             "{}: embeddings: {} texts embedded, {} repeats sent once, {} from the cache, {} requests ({} retries)",
             data.name,
             load(&s.embedded),
@@ -220,26 +220,26 @@ impl Reranker {
     }
 
     /// Rerank one task's first-stage run.
-    pub fn rerank(&self, runtime: &tokio::runtime::Handle, printer: &Printer, data: &Dataset, first: &Run) -> anyhow::Result<Run> {
+    pub fn rerank(&self, runtime: &tokio::runtime::Handle, sink: &dyn Report, data: &Dataset, first: &Run) -> anyhow::Result<Run> {
         match self {
             Reranker::Pointwise { client, api, model, depth } => {
-                let bar = printer.progress(Some(data.queries.len() as u64), "rerank", false);
+                let bar = sink.meter(Some(data.queries.len() as u64), "rerank", false);
                 let tick = |n: u64| bar.inc(n);
                 let run = runtime
                     .block_on(crate::dense::rerank_run(client, *api, model, data, first, *depth, &tick))
                     .with_context(|| format!("reranking with `{model}` on `{}`", data.name))?;
-                bar.finish_and_clear();
+                drop(bar);
                 Ok(run)
             }
             Reranker::Listwise { gateway, prompt, config, stats } => {
                 let total: usize = data.queries.iter().map(|q| listwise::window_count(first.ranked(&q.id).len(), config)).sum();
-                let bar = printer.progress(Some(total as u64), "listwise", false);
+                let bar = sink.meter(Some(total as u64), "listwise", false);
                 let tick = || bar.inc(1);
                 let (run, s) = runtime
                     .block_on(listwise::listwise_run(gateway.as_ref(), prompt, config, data, first, &tick))
                     .with_context(|| format!("listwise reranking with `{}` on `{}`", config.model, data.name))?;
-                bar.finish_and_clear();
-                printer.status(format!(
+                drop(bar);
+                sink.status(&format!(
                     "{}: listwise: {} windows, {} exact, {} repaired, {} unparseable, {} failed; {} from the store, {} from the endpoint",
                     data.name, s.windows, s.exact, s.repaired, s.unparseable, s.failed, s.from_store, s.from_endpoint
                 ));

@@ -1,4 +1,5 @@
-//! All terminal output: human lines on stderr, `--json` summaries on stdout, progress bars.
+//! All terminal output: human lines on stderr, `--json` summaries on stdout, progress bars;
+//! and what the library crates say ([`Report`]), rendered the same way.
 //!
 //! A progress bar is drawn only on a terminal; when stderr is a file or a pipe (a cron job's
 //! log, CI), a plain line saying where the work stands is written every
@@ -7,6 +8,7 @@
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
+use coreb_base::report::{Meter, Report};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How often a progress line is written when stderr is not a terminal.
@@ -75,6 +77,39 @@ impl Printer {
             progress_lines(&bar, bytes, PROGRESS_EVERY, |line| eprintln!("{line}"));
         }
         bar
+    }
+}
+
+impl Report for Printer {
+    fn status(&self, line: &str) {
+        Printer::status(self, line);
+    }
+    fn result(&self, text: &str) {
+        self.out(text);
+    }
+    fn meter(&self, len: Option<u64>, label: &str, bytes: bool) -> Box<dyn Meter> {
+        Box::new(Bar(self.progress(len, label, bytes)))
+    }
+}
+
+/// A progress bar as a library's [`Meter`]; cleared when dropped.
+pub struct Bar(pub ProgressBar);
+
+impl Meter for Bar {
+    fn set_length(&self, len: u64) {
+        self.0.set_length(len);
+    }
+    fn set_position(&self, pos: u64) {
+        self.0.set_position(pos);
+    }
+    fn inc(&self, n: u64) {
+        self.0.inc(n);
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
     }
 }
 

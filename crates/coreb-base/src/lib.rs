@@ -5,6 +5,8 @@
 //!   [`durable::AtomicFile`]).
 //! - [`hashing`]: sha256 hex digests of bytes and files.
 //! - [`counts`]: field-by-field `+=` for mergeable stats structs ([`add_assign_fields!`]).
+//! - [`names`]: `Display` as a value's name for the enums written as names
+//!   ([`display_as_str!`]).
 //! - [`errors`]: an error and its causes as one line, for places that keep an error as text.
 //! - [`interrupt`]: SIGINT and SIGTERM as a flag that long work reads between its units, so
 //!   that it starts nothing new, commits what finished and stops ([`interrupt::Interrupted`]).
@@ -30,6 +32,7 @@ pub mod hashing;
 pub mod interrupt;
 pub mod jsonl;
 pub mod minhash;
+pub mod names;
 pub mod report;
 pub mod seeded;
 pub mod shard;

@@ -32,11 +32,7 @@ impl MemoryBound {
     }
 }
 
-impl std::fmt::Display for MemoryBound {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+coreb_base::display_as_str!(MemoryBound);
 
 /// How one test (or a solution that does not compile) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -86,11 +82,7 @@ impl Verdict {
     }
 }
 
-impl std::fmt::Display for Verdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+coreb_base::display_as_str!(Verdict);
 
 /// The result of one test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,11 +156,7 @@ impl CheckOutcome {
     }
 }
 
-impl std::fmt::Display for CheckOutcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+coreb_base::display_as_str!(CheckOutcome);
 
 /// One test of a re-checked problem: how it was carried over and what the check found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -71,11 +71,7 @@ impl LlmStage {
     }
 }
 
-impl std::fmt::Display for LlmStage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+coreb_base::display_as_str!(LlmStage);
 
 /// What the gateway does with the response store.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

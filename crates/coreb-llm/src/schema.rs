@@ -62,11 +62,7 @@ impl StructuredOutput {
     }
 }
 
-impl std::fmt::Display for StructuredOutput {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+coreb_base::display_as_str!(StructuredOutput);
 
 /// A loaded schema.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -79,8 +79,4 @@ impl StageName {
     }
 }
 
-impl std::fmt::Display for StageName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+coreb_base::display_as_str!(StageName);

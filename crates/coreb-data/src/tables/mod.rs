@@ -212,3 +212,22 @@ pub fn write_atomic(path: &std::path::Path, schema: arrow_schema::SchemaRef, bat
     }
     table.finish()
 }
+
+/// What every table's tests check first: `rows` written to a fresh file named `name` and read
+/// back equal, nothing but the table left in its folder (no temporary file). The folder (kept
+/// alive) and the file's path, for what a test checks next.
+#[cfg(test)]
+pub(crate) fn assert_round_trip<T: PartialEq + std::fmt::Debug, W>(
+    name: &str,
+    rows: &[T],
+    write: impl Fn(&std::path::Path, &[T]) -> Result<W, TableError>,
+    read: impl Fn(&std::path::Path) -> Result<Vec<T>, TableError>,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    write(&path, rows).unwrap();
+    assert_eq!(read(&path).unwrap(), rows);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, [name], "no temporary file is left");
+    (dir, path)
+}

@@ -109,18 +109,15 @@ mod tests {
 
     #[test]
     fn qrels_table_has_the_published_columns() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("q.parquet");
         let rows = vec![
             Qrel { query_id: QueryId("q_full_0001".into()), doc_id: DocId("code_v1_00000".into()), relevance: Relevance(2) },
             Qrel { query_id: QueryId("q_full_0001".into()), doc_id: DocId("code_v1_00001".into()), relevance: Relevance(1) },
         ];
-        write_qrels(&path, &rows).unwrap();
+        let (_dir, path) = super::super::assert_round_trip("q.parquet", &rows, write_qrels, read_qrels);
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
         let names: Vec<String> = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
         assert_eq!(names, ["query_id", "doc_id", "relevance"]);
         let batch = reader.build().unwrap().next().unwrap().unwrap();
         assert_eq!(batch.num_rows(), 2);
-        assert_eq!(read_qrels(&path).unwrap(), rows);
     }
 }

@@ -80,8 +80,6 @@ mod tests {
 
     #[test]
     fn round_trip_and_bad_values_are_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("references.parquet");
         let rows = vec![
             ReferenceRow {
                 problem_id: ProblemId::from_question_id("1"),
@@ -91,8 +89,7 @@ mod tests {
             ReferenceRow { problem_id: ProblemId::from_question_id("2"), test_origins: vec![TestOrigin::Kept], reference: None },
             ReferenceRow { problem_id: ProblemId::from_question_id("3"), test_origins: vec![], reference: None },
         ];
-        write_references(&path, &rows).unwrap();
-        assert_eq!(read_references(&path).unwrap(), rows);
+        let (_dir, path) = super::super::assert_round_trip("references.parquet", &rows, write_references, read_references);
         let half = vec![
             Column::str("problem_id", vec![Some("lcb_1".into())]),
             Column::str("test_origins", vec![Some("kept,model".into())]),

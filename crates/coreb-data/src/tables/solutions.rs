@@ -70,8 +70,6 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.parquet");
         let rows: Vec<Solution> = (0..2500)
             .map(|i| {
                 let p = ProblemId::from_question_id(&format!("{}", i % 7));
@@ -79,9 +77,6 @@ mod tests {
                 Solution { id: SolutionId::new(&p, "m", lang, i as u32), problem_id: p, model: "m".into(), language: lang, sample: i as u32, code: format!("print({i})") }
             })
             .collect();
-        write_solutions(&path, &rows).unwrap();
-        assert_eq!(read_solutions(&path).unwrap(), rows);
-        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(left, ["s.parquet"], "no temporary file is left");
+        super::super::assert_round_trip("s.parquet", &rows, write_solutions, read_solutions);
     }
 }

@@ -59,8 +59,6 @@ mod tests {
 
     #[test]
     fn round_trip_and_bad_values_are_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("test_checks.parquet");
         let rows = vec![
             TestCheck { problem_id: ProblemId::from_question_id("1"), test_index: 0, origin: TestOrigin::Kept, outcome: CheckOutcome::Passed, reason: String::new() },
             TestCheck {
@@ -71,8 +69,7 @@ mod tests {
                 reason: "wrong_answer".into(),
             },
         ];
-        write_test_checks(&path, &rows).unwrap();
-        assert_eq!(read_test_checks(&path).unwrap(), rows);
+        let (_dir, path) = super::super::assert_round_trip("test_checks.parquet", &rows, write_test_checks, read_test_checks);
         write_test_checks(&path, &[]).unwrap();
         assert_eq!(read_test_checks(&path).unwrap(), []);
         columns::write(

@@ -144,8 +144,6 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v.parquet");
         let rows: Vec<SolutionResult> = (0..1500)
             .map(|i| {
                 let p = ProblemId::from_question_id(&format!("{}", i % 3));
@@ -164,7 +162,6 @@ mod tests {
                 }
             })
             .collect();
-        write_verdicts(&path, &rows).unwrap();
-        assert_eq!(read_verdicts(&path).unwrap(), rows);
+        super::super::assert_round_trip("v.parquet", &rows, write_verdicts, read_verdicts);
     }
 }

@@ -159,11 +159,7 @@ impl Check {
     }
 }
 
-impl std::fmt::Display for Check {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+coreb_base::display_as_str!(Check);
 
 /// One check on one scope (the release, a task, or a text column).
 #[derive(Debug, Clone, PartialEq, Serialize)]

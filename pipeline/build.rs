@@ -40,38 +40,9 @@ const WORKSPACE: &[&str] = &[
     "scripts/monthly.sh",
 ];
 
-/// Every file under `rel` (or `rel` itself), relative to `root`.
-fn files_under(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
-    let path = root.join(rel);
-    if path.is_file() {
-        out.push(rel.to_owned());
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(&path) else { return };
-    for entry in entries.flatten() {
-        files_under(root, &rel.join(entry.file_name()), out);
-    }
-}
-
-/// `$OUT_DIR/workspace_files.rs`: `WORKSPACE_FILES`, (path, bytes) sorted by path.
-fn workspace_table(root: &Path) {
-    let mut files = Vec::new();
-    for rel in WORKSPACE {
-        println!("cargo:rerun-if-changed={}", root.join(rel).display());
-        files_under(root, Path::new(rel), &mut files);
-    }
-    files.sort();
-    let mut table = String::from("/// The files `coreb init` writes, from the repository: (path, bytes).\npub const WORKSPACE_FILES: &[(&str, &[u8])] = &[\n");
-    for rel in &files {
-        let name = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
-        table.push_str(&format!("    ({name:?}, include_bytes!({:?})),\n", root.join(rel).display().to_string()));
-    }
-    table.push_str("];\n");
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("workspace_files.rs");
-    std::fs::write(out, table).expect("writing workspace_files.rs");
-}
-
-fn collect(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+/// `rel` itself when it is a file, else every file under it that `keep` keeps, relative to
+/// `root`, in no order; folders named `target` or starting with `.` are not entered.
+fn files_under(root: &Path, rel: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
     let path = root.join(rel);
     if path.is_file() {
         out.push(rel.to_owned());
@@ -84,12 +55,35 @@ fn collect(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
         let Ok(kind) = entry.file_type() else { continue };
         if kind.is_dir() {
             if name != "target" && !name.to_string_lossy().starts_with('.') {
-                collect(root, &child, out);
+                files_under(root, &child, keep, out);
             }
-        } else if kind.is_file() && (matches!(child.extension().and_then(|e| e.to_str()), Some("rs" | "toml")) || child.starts_with(DRIVERS)) {
+        } else if kind.is_file() && keep(&child) {
             out.push(child);
         }
     }
+}
+
+/// `$OUT_DIR/workspace_files.rs`: `WORKSPACE_FILES`, (path, bytes) sorted by path.
+fn workspace_table(root: &Path) {
+    let mut files = Vec::new();
+    for rel in WORKSPACE {
+        println!("cargo:rerun-if-changed={}", root.join(rel).display());
+        files_under(root, Path::new(rel), &|_| true, &mut files);
+    }
+    files.sort();
+    let mut table = String::from("/// The files `coreb init` writes, from the repository: (path, bytes).\npub const WORKSPACE_FILES: &[(&str, &[u8])] = &[\n");
+    for rel in &files {
+        let name = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        table.push_str(&format!("    ({name:?}, include_bytes!({:?})),\n", root.join(rel).display().to_string()));
+    }
+    table.push_str("];\n");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("workspace_files.rs");
+    std::fs::write(out, table).expect("writing workspace_files.rs");
+}
+
+/// A file the source fingerprint covers: Rust and TOML, and every file of the judge's drivers.
+fn is_source(rel: &Path) -> bool {
+    matches!(rel.extension().and_then(|e| e.to_str()), Some("rs" | "toml")) || rel.starts_with(DRIVERS)
 }
 
 fn main() {
@@ -100,7 +94,7 @@ fn main() {
         let rel = Path::new(source);
         if root.join(rel).exists() {
             println!("cargo:rerun-if-changed={}", root.join(rel).display());
-            collect(&root, rel, &mut files);
+            files_under(&root, rel, &is_source, &mut files);
         }
     }
     files.sort();

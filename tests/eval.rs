@@ -32,16 +32,7 @@ fn bm25_on_cosqa_reaches_034_and_agrees_with_trec_eval() {
     // The run written in TREC format gives the same number through `coreb trec-eval`.
     let run_file = out_dir.path().join("cosqa.run.trec");
     let qrels = out_dir.path().join("qrels.trec");
-    let tsv = fs_err::read_to_string(dir.join("qrels/test.tsv")).unwrap();
-    let trec: String = tsv
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            format!("{} 0 {} {}\n", f[0], f[1], f[2])
-        })
-        .collect();
-    fs_err::write(&qrels, trec).unwrap();
+    fs_err::write(&qrels, crate::support::trec_qrels(&dir.join("qrels/test.tsv"))).unwrap();
     let out = run(coreb().args(["trec-eval", "-m", "ndcg_cut.10", "-c"]).arg(&qrels).arg(&run_file));
     assert!(out.status.success(), "{}", text(&out));
     let line = String::from_utf8_lossy(&out.stdout).to_string();

@@ -312,15 +312,7 @@ fn trec_eval_reads_a_releases_beir_qrels() {
     let task = sample().join("text2code");
     let tsv = task.join("qrels/test.tsv");
     // The same judgements in trec_eval's own four columns.
-    let trec: String = fs_err::read_to_string(&tsv)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            format!("{} 0 {} {}\n", f[0], f[1], f[2])
-        })
-        .collect();
+    let trec = crate::support::trec_qrels(&tsv);
     let qrels = tmp.path().join("qrels.trec");
     fs_err::write(&qrels, trec).unwrap();
     let out_dir = tmp.path().join("bm25");

@@ -95,6 +95,19 @@ class Browser:
             raise RuntimeError(f"{expression[:80]}: {r['exceptionDetails']}")
         return r["result"].get("value")
 
+    def load(self, url=None, what="the page"):
+        """Open `url` (reload the page when None) and wait until it says it is ready."""
+        if url:
+            self.call("Page.navigate", url=url)
+        else:
+            self.call("Page.reload")
+        self.wait_event("Page.loadEventFired")
+        deadline = time.time() + 20
+        while self.eval("document.body.dataset.ready") != "true":
+            if time.time() > deadline:
+                raise SystemExit(f"{what} never became ready")
+            time.sleep(0.05)
+
     def center(self, selector):
         rect = self.eval(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView({{block: 'center'}}); const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; }})()")
         return rect
@@ -229,13 +242,7 @@ def main():
             browser.call(f"{domain}.enable")
         browser.call("Emulation.setDeviceMetricsOverride", width=1280, height=1000, deviceScaleFactor=1, mobile=False)
         url = "file://" + os.path.abspath(os.path.join(args.site, "index.html"))
-        browser.call("Page.navigate", url=url)
-        browser.wait_event("Page.loadEventFired")
-        deadline = time.time() + 20
-        while browser.eval("document.body.dataset.ready") != "true":
-            if time.time() > deadline:
-                raise SystemExit("the page never became ready")
-            time.sleep(0.05)
+        browser.load(url)
 
         # The UI steps: (name, action). Each state is read back and recomputed from the store.
         steps = [

@@ -20,20 +20,9 @@ import argparse
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from leaderboard_browser import Browser  # noqa: E402
-
-
-def open_page(browser, url):
-    browser.call("Page.navigate", url=url)
-    browser.wait_event("Page.loadEventFired")
-    deadline = time.time() + 20
-    while browser.eval("document.body.dataset.ready") != "true":
-        if time.time() > deadline:
-            raise SystemExit("the page never became ready")
-        time.sleep(0.05)
 
 
 def radio(problem, question, answer):
@@ -46,7 +35,7 @@ def type_into(browser, selector, text):
 
 
 def review(browser, url, plan):
-    open_page(browser, url)
+    browser.load(url)
     type_into(browser, "#reviewer", plan["reviewer"])
     for problem, answers in plan["answers"].items():
         for question, answer in answers.items():
@@ -55,13 +44,7 @@ def review(browser, url, plan):
         for question, note in notes.items():
             type_into(browser, f'input.note[data-problem={json.dumps(problem)}][data-question={json.dumps(question)}]', note)
     # A reload: everything must come back.
-    browser.call("Page.reload")
-    browser.wait_event("Page.loadEventFired")
-    deadline = time.time() + 20
-    while browser.eval("document.body.dataset.ready") != "true":
-        if time.time() > deadline:
-            raise SystemExit("the page never became ready after the reload")
-        time.sleep(0.05)
+    browser.load(what="the page after the reload")
     restored = browser.eval("""(() => {
       const out = {};
       for (const r of document.querySelectorAll('input[type=radio]:checked')) {
@@ -91,7 +74,7 @@ def main():
             for domain in ("Page", "Runtime", "Network", "Log"):
                 browser.call(f"{domain}.enable")
             if args.xss:
-                open_page(browser, url)
+                browser.load(url)
                 result["xss"] = browser.eval("""({
                   pwned: typeof window.pwned === 'undefined' ? null : String(window.pwned),
                   images: document.querySelectorAll('img').length,

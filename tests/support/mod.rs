@@ -115,3 +115,17 @@ pub fn stdin_problem(id: &str, title: &str, statement: &str, tests: &[(&str, &st
         metadata: "{}".into(),
     }
 }
+
+/// A BEIR `qrels/*.tsv` (`query-id corpus-id score`, a header line) in trec_eval's four
+/// columns (`query 0 doc relevance`).
+pub fn trec_qrels(tsv: &std::path::Path) -> String {
+    fs_err::read_to_string(tsv)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            format!("{} 0 {} {}\n", f[0], f[1], f[2])
+        })
+        .collect()
+}

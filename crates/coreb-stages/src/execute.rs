@@ -2,12 +2,11 @@
 //! the judge of [`coreb_judge`] (toolchains, drivers, comparison, the re-check of changed
 //! tests, and the judging itself live there).
 //!
-//! What the stage adds: problems streamed from their table ([`execute_streaming`]: only the
+//! What the stage adds ([`execute_resumable`]): problems streamed from their table (only the
 //! problems being judged are in memory, never the whole month's tests, so memory does not
-//! grow with the number of problems or solutions, issue #13), and resuming
-//! ([`execute_resumable`]): each window of judged problems is committed to a [`journal`]
-//! as it finishes, and the problems a journal holds from an earlier, interrupted run of the
-//! same inputs are not judged again. [`execute_tables`]`(problems.parquet, solutions.parquet,
+//! grow with the number of problems or solutions, issue #13), and resuming: each window of
+//! judged problems is committed to a [`journal`] as it finishes, and the problems a journal
+//! holds from an earlier, interrupted run of the same inputs are not judged again. [`execute_tables`]`(problems.parquet, solutions.parquet,
 //! verdicts.parquet, &config, &sandbox, jobs)` is the one-call form over tables (benches,
 //! tests), returning the stats for the `--json` summary (`rows_in` = solutions, `rows_out` =
 //! judged, `rejected` = `without_problem`).
@@ -26,20 +25,6 @@ use coreb_judge::recheck::{RecheckProblem, RecheckSource};
 use coreb_judge::{ExecuteConfig, ExecuteError, ExecuteOutput, ExecuteStats, JudgedProblem, Judging};
 use coreb_sandbox::Sandbox;
 
-/// [`coreb_judge::execute_checked`] over problems read one at a time (a table reader), with
-/// the re-check's inputs from `recheck` (read a window at a time): see the module doc.
-pub fn execute_streaming(
-    config: &ExecuteConfig,
-    problems: impl Iterator<Item = Result<Problem, ExecuteError>>,
-    recheck: &(impl RecheckSource + ?Sized),
-    solutions: &[Solution],
-    sandbox: &Sandbox,
-    jobs: usize,
-    progress: &(dyn Fn() + Sync),
-) -> Result<ExecuteOutput, ExecuteError> {
-    execute_resumable(config, problems, recheck, solutions, sandbox, jobs, &Hooks { progress, journal: &journal::NoJournal })
-}
-
 /// What a resumable run reports to, and commits to.
 pub struct Hooks<'a> {
     /// Called once per judged solution (from the worker threads).
@@ -49,9 +34,11 @@ pub struct Hooks<'a> {
     pub journal: &'a dyn journal::Journal,
 }
 
-/// [`execute_streaming`] that resumes: the problems `hooks.journal` holds from an earlier run
-/// of the same inputs are not judged again (their results and checks are taken as
-/// committed), and each window's problems are committed to it as the window finishes.
+/// [`coreb_judge::execute_checked`] over problems read one at a time (a table reader), with
+/// the re-check's inputs from `recheck` (read a window at a time), resuming: the problems
+/// `hooks.journal` holds from an earlier run of the same inputs are not judged again (their
+/// results and checks are taken as committed), and each window's problems are committed to it
+/// as the window finishes ([`journal::NoJournal`]: nothing is kept).
 ///
 /// Between units the judge reads [`coreb_base::interrupt::requested`]: once a signal has
 /// asked to stop, no solution or test starts, the window running is not committed (a test
@@ -98,8 +85,8 @@ pub struct ExecuteTablesReport {
     pub isolation: String,
 }
 
-/// The engine's one call: read the problems and solutions tables, judge (calling `progress`
-/// once per judged solution), write the verdicts table atomically (`<out>.tmp`, then rename).
+/// The one-call form over tables (benches, tests): read the problems and solutions tables,
+/// judge (calling `progress` once per judged solution), write the verdicts table atomically.
 pub fn execute_tables(
     problems: &Path,
     solutions: &Path,
@@ -111,7 +98,8 @@ pub fn execute_tables(
 ) -> Result<ExecuteTablesReport, ExecuteError> {
     let solutions = coreb_data::tables::solutions::read_solutions(solutions)?;
     let problems = coreb_data::tables::ProblemReader::open(problems)?.map(|p| p.map_err(ExecuteError::from));
-    let output = execute_streaming(config, problems, &[] as &[RecheckProblem], &solutions, sandbox, jobs, progress)?;
+    let hooks = Hooks { progress, journal: &journal::NoJournal };
+    let output = execute_resumable(config, problems, &[] as &[RecheckProblem], &solutions, sandbox, jobs, &hooks)?;
     coreb_data::tables::verdicts::write_verdicts(out, &output.results)?;
     Ok(ExecuteTablesReport { stats: output.stats, without_problem: output.without_problem, isolation: sandbox.isolation().to_string() })
 }

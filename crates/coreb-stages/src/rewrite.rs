@@ -53,11 +53,13 @@ impl Default for RewriteConfig {
     }
 }
 
-/// Counts of `rewrite`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct RewriteStats {
+/// Counts of `rewrite`: its answers' (`L`: the gateway's [`LlmStageStats`] here; the build
+/// engine's summary keeps them without where the answers came from) and how each test was
+/// carried over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewriteStats<L = LlmStageStats> {
     /// Items, requests, rejections.
-    pub llm: LlmStageStats,
+    pub llm: L,
     /// Tests kept unchanged.
     pub tests_kept: u64,
     /// Long tests kept unchanged.
@@ -71,6 +73,14 @@ pub struct RewriteStats {
     /// Problems with a rewritten test whose reference could not be had (see
     /// `reference_failures`).
     pub references_missing: u64,
+}
+
+impl<L> RewriteStats<L> {
+    /// The same counts with the answers' counted as `f` counts them.
+    pub fn map_llm<M>(self, f: impl FnOnce(L) -> M) -> RewriteStats<M> {
+        let RewriteStats { llm, tests_kept, tests_kept_long, tests_model, tests_bijection, references, references_missing } = self;
+        RewriteStats { llm: f(llm), tests_kept, tests_kept_long, tests_model, tests_bijection, references, references_missing }
+    }
 }
 
 coreb_base::add_assign_fields!(RewriteStats { llm, tests_kept, tests_kept_long, tests_model, tests_bijection, references, references_missing });

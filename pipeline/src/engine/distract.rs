@@ -1,55 +1,37 @@
 //! `distract`: distractor statements of each rewritten problem of this process (all, or
-//! its shard's), asked of the models through the gateway ([`super::llm`]).
+//! its shard's), asked of the models through the gateway ([`super::ask_each`]).
 
-use std::collections::BTreeMap;
+use std::path::Path;
 
 use coreb_llm::LlmStage;
-use coreb_llm::run::ModelPlan;
-use coreb_stages::distract::DistractConfig;
+use coreb_stages::distract::{DistractConfig, distract};
 
-use super::context::{StageContext, StageOutput};
-use super::llm::{Asked, LlmCounts, LlmLocal, LlmSummary, as_run, finish, key_after_rewrite, reusable, rewritten};
-use super::stage::{Done, Stage, StageReport, Upstream};
+use super::ask_each::{Answered, Asking, Question};
 use super::stage_name::StageName;
+use crate::manifest::RunPlan;
 
-/// The `distract` stage.
+/// The `distract` stage's question.
 pub struct Distract;
 
-impl Stage for Distract {
+impl Question for Distract {
     const NAME: StageName = StageName::Distract;
-    const UPSTREAM: &'static [StageName] = &[StageName::Rewrite];
-    const SHARDABLE: bool = true;
-    const ASKS_MODELS: bool = true;
-    type Summary = LlmSummary<LlmCounts, DistractConfig>;
-    type Local = LlmLocal;
-    type Prepared = ();
+    const LLM: LlmStage = LlmStage::Distract;
+    const OUTPUT: (&'static str, &'static str) = ("distractors", "distractors.jsonl");
+    const PROMPT: &'static str = "distractors";
+    type Config = DistractConfig;
 
-    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
-        key_after_rewrite(cx, up, Self::NAME, &cx.plan().stages.distract, LlmStage::Distract)
+    fn config(plan: &RunPlan) -> &DistractConfig {
+        &plan.stages.distract
     }
 
-    fn reuse(&self, _cx: &StageContext, hit: &StageReport) -> anyhow::Result<bool> {
-        Ok(reusable(hit))
+    fn concurrency(config: &mut DistractConfig) -> &mut usize {
+        &mut config.concurrency
     }
 
-    fn run(&self, cx: &StageContext, up: &Upstream<'_>, (): (), out: &StageOutput) -> anyhow::Result<Done<Self::Summary, LlmLocal>> {
-        let ctx = cx.llm()?;
-        let config = &cx.plan().stages.distract;
-        let mut problems = rewritten(cx, up.record(StageName::Rewrite)?)?;
-        problems.retain(|p| cx.handles(Self::NAME, p.id.as_str()));
-        let plan = ModelPlan::for_stage(&cx.plan().llm, LlmStage::Distract);
-        let run_config = as_run(cx.plan(), config, |c| &mut c.concurrency);
-        let asked = ctx.run(cx.runtime()?, cx.printer(), Self::NAME, async |g| coreb_stages::distract::distract(&run_config, &plan, &ctx.prompts.distract, &problems, g).await)?;
-        coreb_base::jsonl::write(&out.path("distractors.jsonl"), &asked.distractors)?;
-        let done = Asked {
-            rows_in: asked.stats.items_in,
-            rows_out: asked.distractors.len(),
-            rejected: &asked.rejected,
-            stats: LlmCounts::of(asked.stats),
-            parameters: config.clone(),
-            prompts: BTreeMap::from([("distractors".to_owned(), asked.prompt_sha256.clone())]),
-            dropped_queries: None,
-        };
-        finish(cx, Self::NAME, &[LlmStage::Distract], out, &[("distractors", "distractors.jsonl")], done)
+    fn ask(a: &Asking<'_, DistractConfig>, path: &Path) -> anyhow::Result<Answered> {
+        let mine = a.mine(Self::NAME);
+        let got = a.run(Self::NAME, async |g| distract(&a.config, &a.models, &a.llm.prompts.distract, &mine, g).await)??;
+        coreb_base::jsonl::write(path, &got.distractors)?;
+        Ok(Answered { rows_out: got.distractors.len(), rejected: got.rejected, stats: got.stats, prompt_sha256: got.prompt_sha256, dropped_queries: None })
     }
 }

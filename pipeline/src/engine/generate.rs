@@ -1,57 +1,39 @@
 //! `generate`: solutions of each rewritten problem of this process (all, or its shard's), in
 //! every language of `stages.generate.languages`, asked of the models through the gateway
-//! ([`super::llm`]).
+//! ([`super::ask_each`]).
 
-use std::collections::BTreeMap;
+use std::path::Path;
 
 use coreb_data::tables::solutions::write_solutions;
 use coreb_llm::LlmStage;
-use coreb_llm::run::ModelPlan;
-use coreb_stages::generate::GenerateConfig;
+use coreb_stages::generate::{GenerateConfig, generate};
 
-use super::context::{StageContext, StageOutput};
-use super::llm::{Asked, LlmCounts, LlmLocal, LlmSummary, as_run, finish, key_after_rewrite, reusable, rewritten};
-use super::stage::{Done, Stage, StageReport, Upstream};
+use super::ask_each::{Answered, Asking, Question};
 use super::stage_name::StageName;
+use crate::manifest::RunPlan;
 
-/// The `generate` stage.
+/// The `generate` stage's question.
 pub struct Generate;
 
-impl Stage for Generate {
+impl Question for Generate {
     const NAME: StageName = StageName::Generate;
-    const UPSTREAM: &'static [StageName] = &[StageName::Rewrite];
-    const SHARDABLE: bool = true;
-    const ASKS_MODELS: bool = true;
-    type Summary = LlmSummary<LlmCounts, GenerateConfig>;
-    type Local = LlmLocal;
-    type Prepared = ();
+    const LLM: LlmStage = LlmStage::Generate;
+    const OUTPUT: (&'static str, &'static str) = ("solutions", "solutions.parquet");
+    const PROMPT: &'static str = "generate";
+    type Config = GenerateConfig;
 
-    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
-        key_after_rewrite(cx, up, Self::NAME, &cx.plan().stages.generate, LlmStage::Generate)
+    fn config(plan: &RunPlan) -> &GenerateConfig {
+        &plan.stages.generate
     }
 
-    fn reuse(&self, _cx: &StageContext, hit: &StageReport) -> anyhow::Result<bool> {
-        Ok(reusable(hit))
+    fn concurrency(config: &mut GenerateConfig) -> &mut usize {
+        &mut config.concurrency
     }
 
-    fn run(&self, cx: &StageContext, up: &Upstream<'_>, (): (), out: &StageOutput) -> anyhow::Result<Done<Self::Summary, LlmLocal>> {
-        let ctx = cx.llm()?;
-        let config = &cx.plan().stages.generate;
-        let mut problems = rewritten(cx, up.record(StageName::Rewrite)?)?;
-        problems.retain(|p| cx.handles(Self::NAME, p.id.as_str()));
-        let plan = ModelPlan::for_stage(&cx.plan().llm, LlmStage::Generate);
-        let run_config = as_run(cx.plan(), config, |c| &mut c.concurrency);
-        let asked = ctx.run(cx.runtime()?, cx.printer(), Self::NAME, async |g| coreb_stages::generate::generate(&run_config, &plan, &ctx.prompts.generate, &problems, g).await)?;
-        write_solutions(&out.path("solutions.parquet"), &asked.solutions)?;
-        let done = Asked {
-            rows_in: asked.stats.items_in,
-            rows_out: asked.solutions.len(),
-            rejected: &asked.rejected,
-            stats: LlmCounts::of(asked.stats),
-            parameters: config.clone(),
-            prompts: BTreeMap::from([("generate".to_owned(), asked.prompt_sha256.clone())]),
-            dropped_queries: None,
-        };
-        finish(cx, Self::NAME, &[LlmStage::Generate], out, &[("solutions", "solutions.parquet")], done)
+    fn ask(a: &Asking<'_, GenerateConfig>, path: &Path) -> anyhow::Result<Answered> {
+        let mine = a.mine(Self::NAME);
+        let got = a.run(Self::NAME, async |g| generate(&a.config, &a.models, &a.llm.prompts.generate, &mine, g).await)??;
+        write_solutions(path, &got.solutions)?;
+        Ok(Answered { rows_out: got.solutions.len(), rejected: got.rejected, stats: got.stats, prompt_sha256: got.prompt_sha256, dropped_queries: None })
     }
 }

@@ -22,6 +22,7 @@
 //! `rejections.jsonl`, rather than letting later stages run on nothing.
 
 mod abbreviate;
+pub mod ask_each;
 pub mod context;
 mod control;
 mod dedup;
@@ -67,11 +68,11 @@ pub const STAGES: [&dyn Runner; 12] = [
     &dedup::Dedup,
     &filter::Filter,
     &rewrite::Rewrite,
-    &distract::Distract,
-    &abbreviate::Abbreviate,
-    &generate::Generate,
+    &ask_each::AskEach::<distract::Distract>::STAGE,
+    &ask_each::AskEach::<abbreviate::Abbreviate>::STAGE,
+    &ask_each::AskEach::<generate::Generate>::STAGE,
     &execute::Execute,
-    &queries::Queries,
+    &ask_each::AskEach::<queries::Queries>::STAGE,
     &qrels::Qrels,
     &release::Release,
 ];

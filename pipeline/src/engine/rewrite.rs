@@ -27,31 +27,17 @@ use crate::artifacts::input_key;
 pub struct Rewrite;
 
 /// `rewrite`'s counts: its answers' ([`LlmCounts`]) and how each test was carried over.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RewriteCounts {
-    /// Items, answers, rejections.
-    pub llm: LlmCounts,
-    /// Tests kept unchanged.
-    pub tests_kept: u64,
-    /// Long tests kept unchanged.
-    pub tests_kept_long: u64,
-    /// Tests rewritten by the model.
-    pub tests_model: u64,
-    /// Tests mapped by the bijection.
-    pub tests_bijection: u64,
-    /// Problems with a rewritten test that got a reference.
-    pub references: u64,
-    /// Problems with a rewritten test whose reference could not be had.
-    pub references_missing: u64,
-}
+pub type RewriteCounts = RewriteStats<LlmCounts>;
 
-impl RewriteCounts {
-    /// The counts of `stats`, and where its answers came from: (store, endpoint).
-    fn of(stats: RewriteStats) -> (RewriteCounts, (u64, u64)) {
-        let RewriteStats { llm, tests_kept, tests_kept_long, tests_model, tests_bijection, references, references_missing } = stats;
-        let (llm, answered) = LlmCounts::of(llm);
-        (RewriteCounts { llm, tests_kept, tests_kept_long, tests_model, tests_bijection, references, references_missing }, answered)
-    }
+/// The counts of `stats`, and where its answers came from: (store, endpoint).
+fn counts_of(stats: RewriteStats) -> (RewriteCounts, (u64, u64)) {
+    let mut answered = (0, 0);
+    let counts = stats.map_llm(|llm| {
+        let (counts, from) = LlmCounts::of(llm);
+        answered = from;
+        counts
+    });
+    (counts, answered)
 }
 
 impl LlmStats for RewriteCounts {
@@ -186,7 +172,7 @@ fn rewrite(cx: &StageContext, up: &Upstream<'_>, out: &StageOutput) -> anyhow::R
         ("adapt_reference".to_owned(), ctx.prompts.adapt_reference.sha256.clone()),
     ]);
     let asked =
-        Asked { rows_in: stats.llm.items_in, rows_out: written, rejected: &rejected, stats: RewriteCounts::of(stats), parameters: config.clone(), prompts, dropped_queries: None };
+        Asked { rows_in: stats.llm.items_in, rows_out: written, rejected: &rejected, stats: counts_of(stats), parameters: config.clone(), prompts, dropped_queries: None };
     let outputs = [("rewritten", "rewritten.jsonl"), ("problems", "problems.parquet"), ("references", "references.parquet"), ("reference_failures", "reference_failures.jsonl")];
     finish(cx, stage, &LLM, out, &outputs, asked)
 }

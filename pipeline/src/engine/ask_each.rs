@@ -1,0 +1,144 @@
+//! The stages that ask the models one thing of each rewritten problem, after `rewrite`
+//! (`distract`, `abbreviate`, `generate`, `queries`): one [`Stage`] for them all
+//! ([`AskEach`]), each of them only its [`Question`] (what it asks, where the answers go).
+//!
+//! [`AskEach`] keys the stage on its configuration, its models, prompt and schema and
+//! `rewrite`'s fingerprint ([`key_after_rewrite`]); reads the rewritten problems; leaves to the
+//! question the problems this process handles (its shard's, [`StageContext::handles`]); and
+//! ends the run as every LLM stage does ([`finish`]). Under the batch transport every item is
+//! in flight at once ([`as_run`]).
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::path::Path;
+
+use coreb_data::problem::ProblemId;
+use coreb_data::rewritten::RewrittenProblem;
+use coreb_llm::LlmStage;
+use coreb_llm::run::{LlmStageStats, ModelPlan, Rejection};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::context::{StageContext, StageOutput};
+use super::gateway::LlmContext;
+use super::llm::{Asked, LlmCounts, LlmLocal, LlmSummary, as_run, finish, key_after_rewrite, reusable, rewritten};
+use super::stage::{Done, Stage, StageReport, Upstream};
+use super::stage_name::StageName;
+use crate::manifest::RunPlan;
+
+/// What a stage asks of each rewritten problem, and where it writes the answers.
+pub trait Question: Sync + 'static {
+    /// The stage.
+    const NAME: StageName;
+    /// The prompt it asks with (its models, sampling, prompt and schema).
+    const LLM: LlmStage;
+    /// Its output: the name in the record, and the file.
+    const OUTPUT: (&'static str, &'static str);
+    /// Its prompt's name in the summary.
+    const PROMPT: &'static str;
+    /// Its configuration (`[stages.<stage>]`).
+    type Config: Clone + Serialize + DeserializeOwned + Send + Sync + std::fmt::Debug + 'static;
+
+    /// Its configuration in `plan`.
+    fn config(plan: &RunPlan) -> &Self::Config;
+
+    /// The problems in flight at once, in its configuration.
+    fn concurrency(config: &mut Self::Config) -> &mut usize;
+
+    /// Ask about the problems `asking` hands it and write the answers to `path`.
+    fn ask(asking: &Asking<'_, Self::Config>, path: &Path) -> anyhow::Result<Answered>;
+}
+
+/// What a [`Question`] asks with.
+pub struct Asking<'a, C> {
+    /// The stage's context (its runtime and printer: [`Asking::run`]).
+    pub cx: &'a StageContext,
+    /// The gateway and the prompts.
+    pub llm: &'a LlmContext,
+    /// Its configuration as it runs ([`as_run`]).
+    pub config: C,
+    /// The models asked and their sampling.
+    pub models: ModelPlan,
+    /// Every rewritten problem of the build (a question may look at them all, as `queries`
+    /// does for similar problems).
+    pub problems: Vec<RewrittenProblem>,
+}
+
+impl<C> Asking<'_, C> {
+    /// Whether this process asks about problem `id` (every problem, or its shard's).
+    pub fn handles(&self, stage: StageName, id: &ProblemId) -> bool {
+        self.cx.handles(stage, id.as_str())
+    }
+
+    /// The problems this process asks about.
+    pub fn mine(&self, stage: StageName) -> Vec<RewrittenProblem> {
+        self.problems.iter().filter(|p| self.handles(stage, &p.id)).cloned().collect()
+    }
+
+    /// Run `f` with the gateway, counting its answers on the stage's progress line.
+    pub fn run<T>(&self, stage: StageName, f: impl AsyncFnOnce(&dyn coreb_llm::LlmGateway) -> T) -> anyhow::Result<T> {
+        Ok(self.llm.run(self.cx.runtime()?, self.cx.printer(), stage, f))
+    }
+}
+
+/// What a [`Question`] got: rows written, rejections, counts, its prompt's hash.
+pub struct Answered {
+    /// Rows written.
+    pub rows_out: usize,
+    /// Its rejections.
+    pub rejected: Vec<Rejection>,
+    /// Its counts.
+    pub stats: LlmStageStats,
+    /// The sha256 of its prompt.
+    pub prompt_sha256: String,
+    /// `queries`: search queries dropped.
+    pub dropped_queries: Option<u64>,
+}
+
+/// The stage of a [`Question`]: a row of the build's table ([`super::STAGES`]).
+pub struct AskEach<Q>(PhantomData<Q>);
+
+impl<Q> AskEach<Q> {
+    /// The stage.
+    pub const STAGE: Self = AskEach(PhantomData);
+}
+
+impl<Q: Question> Stage for AskEach<Q> {
+    const NAME: StageName = Q::NAME;
+    const UPSTREAM: &'static [StageName] = &[StageName::Rewrite];
+    const SHARDABLE: bool = true;
+    const ASKS_MODELS: bool = true;
+    type Summary = LlmSummary<LlmCounts, Q::Config>;
+    type Local = LlmLocal;
+    type Prepared = ();
+
+    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
+        key_after_rewrite(cx, up, Q::NAME, Q::config(cx.plan()), Q::LLM)
+    }
+
+    fn reuse(&self, _cx: &StageContext, hit: &StageReport) -> anyhow::Result<bool> {
+        Ok(reusable(hit))
+    }
+
+    fn run(&self, cx: &StageContext, up: &Upstream<'_>, (): (), out: &StageOutput) -> anyhow::Result<Done<Self::Summary, LlmLocal>> {
+        let config = Q::config(cx.plan());
+        let asking = Asking {
+            cx,
+            llm: cx.llm()?,
+            config: as_run(cx.plan(), config, Q::concurrency),
+            models: ModelPlan::for_stage(&cx.plan().llm, Q::LLM),
+            problems: rewritten(cx, up.record(StageName::Rewrite)?)?,
+        };
+        let answered = Q::ask(&asking, &out.path(Q::OUTPUT.1))?;
+        let done = Asked {
+            rows_in: answered.stats.items_in,
+            rows_out: answered.rows_out,
+            rejected: &answered.rejected,
+            stats: LlmCounts::of(answered.stats),
+            parameters: config.clone(),
+            prompts: BTreeMap::from([(Q::PROMPT.to_owned(), answered.prompt_sha256.clone())]),
+            dropped_queries: answered.dropped_queries,
+        };
+        finish(cx, Q::NAME, &[Q::LLM], out, &[Q::OUTPUT], done)
+    }
+}

@@ -466,14 +466,14 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
     let gcfg = GenerateConfig { concurrency: 8, languages: Language::ALL.to_vec(), samples: 2 };
     let plan = ModelPlan::for_stage(&cfg, LlmStage::Generate);
     let out = generate(&gcfg, &plan, &p.generate, &problems, &gateway).await.unwrap();
-    assert_eq!(out.solutions.len() + out.rejected.len(), 2 * 2 * 5 * 2);
+    assert_eq!(out.rows.len() + out.rejected.len(), 2 * 2 * 5 * 2);
     assert_eq!(out.rejected.len(), 4, "ruby of problem 2: 2 models × 2 samples");
     assert!(out.rejected.iter().all(|r| r.reason == RejectReason::NoCode && r.item.starts_with("lcb_2/") && r.item.contains("/ruby/")));
-    let first = &out.solutions[0];
+    let first = &out.rows[0];
     assert_eq!(first.id.as_str(), "lcb_1/model-a/python/0");
     // A Python solution: its `#` line is a comment and is stripped (`//` is not Python's).
     assert!(first.code.starts_with("// Python 3 by model-a\nint main()") && !first.code.contains("#include"), "{}", first.code);
-    let ids: Vec<&str> = out.solutions.iter().map(|s| s.id.as_str()).collect();
+    let ids: Vec<&str> = out.rows.iter().map(|s| s.id.as_str()).collect();
     let mut sorted = ids.clone();
     sorted.sort();
     sorted.dedup();
@@ -514,16 +514,16 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
     // The canned distractors are one-liners: the length and section rules are tested in distract.rs.
     let dcfg = DistractConfig { min_length_ratio: 0.0, require_sections: false, ..DistractConfig::default() };
     let d = distract(&dcfg, &ModelPlan::for_stage(&cfg, LlmStage::Distract), &p.distract, &problems, &gateway).await.unwrap();
-    assert_eq!(d.distractors.len(), 4);
-    assert_eq!(d.distractors.iter().map(|x| x.kind.as_str()).collect::<Vec<_>>(), ["operation_type", "optimisation_objective", "algorithmic_approach", "problem_domain"]);
+    assert_eq!(d.rows.len(), 4);
+    assert_eq!(d.rows.iter().map(|x| x.kind.as_str()).collect::<Vec<_>>(), ["operation_type", "optimisation_objective", "algorithmic_approach", "problem_domain"]);
     assert!(
         matches!(&d.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::Schema { detail: "`/`: required property `optimisation_objective` is missing".into() })
     );
 
     let a = abbreviate(&AbbreviateConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate), &p.abbreviate, &problems, &gateway).await.unwrap();
-    assert_eq!(a.summaries.len(), 1);
-    assert_eq!(a.summaries[0].words, 60);
-    assert!(!a.summaries[0].text.starts_with("Summary:"));
+    assert_eq!(a.rows.len(), 1);
+    assert_eq!(a.rows[0].words, 60);
+    assert!(!a.rows[0].text.starts_with("Summary:"));
     assert!(matches!(&a.rejected[..], [r] if r.reason == RejectReason::WordCount { words: 10, min: 50, max: Some(150) }));
 
     // One problem at a time: the other would be listed as contrast, markers included.
@@ -593,7 +593,7 @@ async fn fallback_model_takes_over_a_failing_item() {
     let plan = ModelPlan { models: vec!["bad".into(), "good".into()], ..ModelPlan::single("bad", SamplingParams::default()) };
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
     let out = abbreviate(&AbbreviateConfig::default(), &plan, &prompts().abbreviate, &[rewritten(1, "Crates", false)], &gateway).await.unwrap();
-    assert_eq!(out.summaries[0].model, "good");
+    assert_eq!(out.rows[0].model, "good");
     assert_eq!(out.stats.fallbacks, 1);
     let rows = gateway.accounting().rows();
     assert_eq!(rows.iter().map(|r| (r.model.as_str(), r.attempts, r.failed)).collect::<Vec<_>>(), [("bad", 2, 1), ("good", 1, 0)]);
@@ -675,17 +675,17 @@ async fn only_a_stage_that_samples_takes_another_sample_for_a_cut_answer() {
         }
     };
     let out = run(2, 0.8).await;
-    assert_eq!((out.solutions.len(), out.rejected.len(), server.hits()), (2, 0, 3), "sample 0 was replaced by sample 2 (seed 2)");
+    assert_eq!((out.rows.len(), out.rejected.len(), server.hits()), (2, 0, 3), "sample 0 was replaced by sample 2 (seed 2)");
     let seeds: std::collections::BTreeSet<u64> = server.seen.lock().unwrap().iter().filter_map(|s| s.seed).collect();
     assert_eq!(seeds, [0, 1, 2].into_iter().collect());
-    assert_eq!(out.solutions[0].id.as_str(), "lcb_1/model-a/python/0", "the solution keeps its sample id");
+    assert_eq!(out.rows[0].id.as_str(), "lcb_1/model-a/python/0", "the solution keeps its sample id");
 
     let before = server.hits();
     let out = run(1, 0.8).await;
-    assert_eq!((out.solutions.len(), out.rejected.len(), server.hits() - before), (0, 1, 1), "one sample asked for: no other sample");
+    assert_eq!((out.rows.len(), out.rejected.len(), server.hits() - before), (0, 1, 1), "one sample asked for: no other sample");
     let before = server.hits();
     let out = run(2, 0.0).await;
-    assert_eq!((out.solutions.len(), out.rejected.len(), server.hits() - before), (1, 1, 2), "temperature 0: another seed is futile");
+    assert_eq!((out.rows.len(), out.rejected.len(), server.hits() - before), (1, 1, 2), "temperature 0: another seed is futile");
     assert!(matches!(&out.rejected[0].reason, RejectReason::Llm { failure } if failure.kind == LlmFailureKind::Truncated));
 }
 
@@ -879,10 +879,10 @@ async fn authored_answers_are_recorded_then_replayed() {
     let plan = ModelPlan::single("author", SamplingParams::default());
     let authored = coreb_llm::AuthoredGateway::new(answers, ResponseStore::open(dir.path()));
     let first = abbreviate(&AbbreviateConfig::default(), &plan, &p.abbreviate, &problems, &authored).await.unwrap();
-    assert_eq!(first.summaries.len(), 1);
+    assert_eq!(first.rows.len(), 1);
     assert!(matches!(&first.rejected[..], [r] if r.item == "lcb_2" && matches!(&r.reason, RejectReason::Llm { failure } if failure.kind == LlmFailureKind::NotAuthored)));
     let replay = Gateway::new(&config("http://127.0.0.1:9/v1", StoreMode::Replay), ResponseStore::open(dir.path()), None).unwrap();
     let again = abbreviate(&AbbreviateConfig::default(), &plan, &p.abbreviate, &problems[..1], &replay).await.unwrap();
-    assert_eq!(again.summaries, first.summaries);
+    assert_eq!(again.rows, first.rows);
     assert_eq!(again.stats.from_store, 1);
 }

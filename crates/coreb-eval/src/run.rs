@@ -279,8 +279,9 @@ pub fn evaluate(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Res
     let (setup, report, runs, gate_failures) = run_tasks(args, load_manifest, sink, runtime)?;
     match (&report.release, &report.run_coverage) {
         (None, _) => sink.status(&format!("note: `{}` has no `MANIFEST.json` (nor its parent): the results record no release", args.dir.display())),
-        (Some(_), Some(c)) if c.partial => sink
-            .status(&format!("partial run: {} of {} queries scored (`--allow-partial`); {} query ids of the run are no query of the release", c.matched, c.queries, c.unknown)),
+        (Some(_), Some(c)) if c.partial => {
+            sink.status(&format!("partial run: {} of {} queries scored (`--allow-partial`); {} query ids of the run are no query of the release", c.matched, c.queries, c.unknown))
+        }
         _ => {}
     }
     if args.record {

@@ -279,6 +279,46 @@ pub struct Rejection {
     pub reason: RejectReason,
 }
 
+/// What a stage that asks one thing of each item returns (`distract`, `abbreviate`,
+/// `generate`): its rows, the items without one (with the reasons), its counts and the hash
+/// of its prompt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Answers<T> {
+    /// The rows made of the answers, in item order.
+    pub rows: Vec<T>,
+    /// Items that produced nothing, with the reasons.
+    pub rejected: Vec<Rejection>,
+    /// Counts.
+    pub stats: LlmStageStats,
+    /// sha256 of the prompt.
+    pub prompt_sha256: String,
+}
+
+impl<T> Answers<T> {
+    /// No answer yet, of `items_in` items, asked with the prompt of sha256 `prompt_sha256`.
+    pub fn new(items_in: u64, prompt_sha256: &str) -> Self {
+        Answers { rows: Vec::new(), rejected: Vec::new(), stats: LlmStageStats { items_in, ..LlmStageStats::default() }, prompt_sha256: prompt_sha256.to_owned() }
+    }
+
+    /// Add each item's outcome ([`settle`]d, in item order): its counts, and the rows that
+    /// `rows` makes of its answer and the model that gave it, or its rejections.
+    pub fn add<I, A>(&mut self, outcomes: Vec<(I, Result<(A, String), Vec<Rejection>>, LlmStageStats)>, mut rows: impl FnMut(I, A, String, &mut Vec<T>)) {
+        for (item, outcome, stats) in outcomes {
+            self.stats += stats;
+            match outcome {
+                Ok((answer, model)) => {
+                    self.stats.items_out += 1;
+                    rows(item, answer, model, &mut self.rows);
+                }
+                Err(rejections) => {
+                    self.stats.items_rejected += 1;
+                    self.rejected.extend(rejections);
+                }
+            }
+        }
+    }
+}
+
 /// Counts every LLM stage reports; mergeable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct LlmStageStats {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use coreb_data::rewritten::RewrittenProblem;
 use coreb_data::texts::Summary;
 use coreb_llm::prompt::Prompt;
-use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
+use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason};
 use coreb_llm::text::{clean_markdown, word_count};
 use coreb_llm::{LlmGateway, LlmStage};
 
@@ -31,18 +31,8 @@ impl Default for AbbreviateConfig {
     }
 }
 
-/// What `abbreviate` returns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AbbreviateOutput {
-    /// One per accepted problem, in problem order.
-    pub summaries: Vec<Summary>,
-    /// Problems without a summary, with the reasons.
-    pub rejected: Vec<Rejection>,
-    /// Counts.
-    pub stats: LlmStageStats,
-    /// sha256 of the prompt.
-    pub prompt_sha256: String,
-}
+/// What `abbreviate` returns: one summary per accepted problem, in problem order.
+pub type AbbreviateOutput = run::Answers<Summary>;
 
 /// Summarise every problem.
 pub async fn abbreviate(
@@ -63,21 +53,8 @@ pub async fn abbreviate(
         Ok::<_, LlmStageError>((p, r, stats))
     })
     .await;
-    let mut out = AbbreviateOutput { summaries: Vec::new(), rejected: Vec::new(), stats: LlmStageStats::default(), prompt_sha256: prompt.sha256.clone() };
-    out.stats.items_in = problems.len() as u64;
-    for (p, r, stats) in run::settle(results)? {
-        out.stats += stats;
-        match r {
-            Ok((text, model)) => {
-                out.stats.items_out += 1;
-                out.summaries.push(Summary { problem_id: p.id.clone(), words: word_count(&text), text, model });
-            }
-            Err(rejections) => {
-                out.stats.items_rejected += 1;
-                out.rejected.extend(rejections);
-            }
-        }
-    }
+    let mut out = AbbreviateOutput::new(problems.len() as u64, &prompt.sha256);
+    out.add(run::settle(results)?, |p, text, model, rows| rows.push(Summary { problem_id: p.id.clone(), words: word_count(&text), text, model }));
     Ok(out)
 }
 

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use coreb_data::rewritten::RewrittenProblem;
 use coreb_data::texts::{Distractor, DistractorKind};
 use coreb_llm::prompt::Prompt;
-use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
+use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason};
 use coreb_llm::text::word_count;
 use coreb_llm::{LlmGateway, LlmStage};
 
@@ -40,18 +40,9 @@ impl Default for DistractConfig {
     }
 }
 
-/// What `distract` returns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DistractOutput {
-    /// Four per accepted problem, in problem order then kind order.
-    pub distractors: Vec<Distractor>,
-    /// Problems without distractors, with the reasons.
-    pub rejected: Vec<Rejection>,
-    /// Counts.
-    pub stats: LlmStageStats,
-    /// sha256 of the prompt.
-    pub prompt_sha256: String,
-}
+/// What `distract` returns: four distractors per accepted problem, in problem order then kind
+/// order.
+pub type DistractOutput = run::Answers<Distractor>;
 
 /// Write four distractors for every problem.
 pub async fn distract(
@@ -69,23 +60,12 @@ pub async fn distract(
         Ok::<_, LlmStageError>((p, r, stats))
     })
     .await;
-    let mut out = DistractOutput { distractors: Vec::new(), rejected: Vec::new(), stats: LlmStageStats::default(), prompt_sha256: prompt.sha256.clone() };
-    out.stats.items_in = problems.len() as u64;
-    for (p, r, stats) in run::settle(results)? {
-        out.stats += stats;
-        match r {
-            Ok((statements, model)) => {
-                out.stats.items_out += 1;
-                for (kind, statement) in DistractorKind::ALL.into_iter().zip(statements) {
-                    out.distractors.push(Distractor { problem_id: p.id.clone(), kind, statement, model: model.clone() });
-                }
-            }
-            Err(rejections) => {
-                out.stats.items_rejected += 1;
-                out.rejected.extend(rejections);
-            }
+    let mut out = DistractOutput::new(problems.len() as u64, &prompt.sha256);
+    out.add(run::settle(results)?, |p, statements, model, rows| {
+        for (kind, statement) in DistractorKind::ALL.into_iter().zip(statements) {
+            rows.push(Distractor { problem_id: p.id.clone(), kind, statement, model: model.clone() });
         }
-    }
+    });
     Ok(out)
 }
 
@@ -159,12 +139,17 @@ mod tests {
 
     #[test]
     fn labels_are_stripped_and_text_kept() {
-        assert_eq!(strip_label("Modified Problem Description:\nA kingdom has N towns."), "A kingdom has N towns.");
-        assert_eq!(strip_label("**Distractor 4 (problem domain):**\n\nA tree has N nodes."), "A tree has N nodes.");
-        assert_eq!(strip_label("Modified Problem Description: A kingdom has N towns."), "A kingdom has N towns.");
-        // A first line that is content, not a label, stays.
-        assert_eq!(strip_label("Input: N and M.\nOutput: one line."), "Input: N and M.\nOutput: one line.");
-        assert_eq!(strip_label("A story about towns.\nInput\nN"), "A story about towns.\nInput\nN");
+        let cases = [
+            ("Modified Problem Description:\nA kingdom has N towns.", "A kingdom has N towns."),
+            ("**Distractor 4 (problem domain):**\n\nA tree has N nodes.", "A tree has N nodes."),
+            ("Modified Problem Description: A kingdom has N towns.", "A kingdom has N towns."),
+            // A first line that is content, not a label, stays.
+            ("Input: N and M.\nOutput: one line.", "Input: N and M.\nOutput: one line."),
+            ("A story about towns.\nInput\nN", "A story about towns.\nInput\nN"),
+        ];
+        for (text, stripped) in cases {
+            assert_eq!(strip_label(text), stripped, "{text:?}");
+        }
     }
 
     #[test]

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures_util::StreamExt;
 use coreb_base::report::Meter;
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;

@@ -19,7 +19,7 @@ use coreb_data::rewritten::RewrittenProblem;
 use coreb_data::solution::{Language, Solution, SolutionId};
 use coreb_data::strip::strip_comments;
 use coreb_llm::prompt::Prompt;
-use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
+use coreb_llm::run::{self, LlmStageError, ModelPlan, RejectReason, Rejection};
 use coreb_llm::text::extract_code;
 use coreb_llm::{LlmGateway, LlmStage};
 
@@ -41,18 +41,9 @@ impl Default for GenerateConfig {
     }
 }
 
-/// What `generate` returns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GenerateOutput {
-    /// Solutions in (problem, model, language, sample) order.
-    pub solutions: Vec<Solution>,
-    /// Solutions that could not be generated, with the reason (item = solution id).
-    pub rejected: Vec<Rejection>,
-    /// Counts (items are solutions).
-    pub stats: LlmStageStats,
-    /// sha256 of the prompt.
-    pub prompt_sha256: String,
-}
+/// What `generate` returns: solutions in (problem, model, language, sample) order; a rejection's
+/// item is a solution id and the counts count solutions.
+pub type GenerateOutput = run::Answers<Solution>;
 
 /// Generate every solution.
 pub async fn generate(
@@ -102,13 +93,12 @@ pub async fn generate(
         Ok::<_, LlmStageError>(outcome)
     })
     .await;
-    let mut out = GenerateOutput { solutions: Vec::new(), rejected: Vec::new(), stats: LlmStageStats::default(), prompt_sha256: prompt.sha256.clone() };
-    out.stats.items_in = n;
+    let mut out = GenerateOutput::new(n, &prompt.sha256);
     for result in run::settle(results)? {
         match result {
             Ok((solution, completion)) => {
                 out.stats.count(&completion);
-                out.solutions.push(solution);
+                out.rows.push(solution);
             }
             Err((rejection, completion)) => {
                 if let Some(c) = completion {
@@ -119,7 +109,7 @@ pub async fn generate(
             }
         }
     }
-    out.stats.items_out = out.solutions.len() as u64;
+    out.stats.items_out = out.rows.len() as u64;
     Ok(out)
 }
 

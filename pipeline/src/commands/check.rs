@@ -11,8 +11,8 @@ use coreb_eval::gates::GatesConfig;
 
 use crate::cli::CheckArgs;
 use crate::ops::verify::Damage;
-use coreb_base::errors::Usage;
 use crate::printer::Printer;
+use coreb_base::errors::Usage;
 use coreb_stages::release::CONFIGS;
 
 /// Run `coreb check`.

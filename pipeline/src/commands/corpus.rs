@@ -8,8 +8,8 @@ use coreb_curation::CorpusReport;
 use crate::cli::{CorpusArgs, MergeArgs};
 use crate::corpus::dedup::DedupStep;
 use crate::corpus::{CorpusRun, peak_rss_mib};
-use crate::shard::ShardSpec;
 use crate::printer::Printer;
+use crate::shard::ShardSpec;
 
 /// Run `coreb corpus`: everything in this process, or (`--shard i/N`) one shard process.
 pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {

@@ -9,9 +9,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::printer::Printer;
 use clap::{Args, Subcommand};
 use coreb_base::errors::Usage;
-use crate::printer::Printer;
 use coreb_curation::review::{page, report};
 
 use crate::engine::release_build::BuildLookup;

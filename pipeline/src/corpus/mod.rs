@@ -81,9 +81,9 @@ use coreb_curation::{CorpusReport, Duplicates, ReleaseIndex, Sketches};
 use rayon::prelude::*;
 
 use crate::corpus_manifest::{CorpusManifestFile, CorpusPlan};
+use crate::printer::Printer;
 use crate::shard::ShardSpec;
 use crate::shard::{PartMarker, PartWriter, part_done, part_name};
-use crate::printer::Printer;
 use coreb_data::releases::FileEntry;
 
 /// The dedup verdicts the curation reads: decided in this process, or by the split steps

@@ -14,8 +14,8 @@ use rayon::prelude::*;
 
 use super::output::spool_path;
 use crate::corpus_manifest::{CorpusManifestFile, SourceFormat, SourceSpec};
-use crate::shard::ShardSpec;
 use crate::printer::Printer;
+use crate::shard::ShardSpec;
 
 /// The local file (or BEIR folder) of every source, in manifest order: `url` sources are
 /// downloaded into `cache` with the fetch stage (on `runtime`), and a `sha256` pin is checked

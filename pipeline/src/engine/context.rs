@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use anyhow::Context as _;
 use crate::printer::Printer;
+use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use super::gateway::LlmContext;

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use anyhow::Context;
 use crate::printer::Printer;
+use anyhow::Context;
 use coreb_llm::batch::state_dir_of;
 use coreb_llm::gateway::{Gateway, api_key_from_env};
 use coreb_llm::prompt::Prompts;

@@ -171,8 +171,7 @@ fn rewrite(cx: &StageContext, up: &Upstream<'_>, out: &StageOutput) -> anyhow::R
         ("reference".to_owned(), ctx.prompts.reference.sha256.clone()),
         ("adapt_reference".to_owned(), ctx.prompts.adapt_reference.sha256.clone()),
     ]);
-    let asked =
-        Asked { rows_in: stats.llm.items_in, rows_out: written, rejected: &rejected, stats: counts_of(stats), parameters: config.clone(), prompts, dropped_queries: None };
+    let asked = Asked { rows_in: stats.llm.items_in, rows_out: written, rejected: &rejected, stats: counts_of(stats), parameters: config.clone(), prompts, dropped_queries: None };
     let outputs = [("rewritten", "rewritten.jsonl"), ("problems", "problems.parquet"), ("references", "references.parquet"), ("reference_failures", "reference_failures.jsonl")];
     finish(cx, stage, &LLM, out, &outputs, asked)
 }

@@ -12,8 +12,8 @@
 
 use std::path::Path;
 
-use anyhow::Context;
 use crate::printer::Printer;
+use anyhow::Context;
 use coreb_curation::audit::ReleaseBuild;
 use coreb_curation::audit::model::{ModelOptions, ModelReport, Rows, as_original, llm_config, pair, rows, tally};
 use coreb_data::problem::Problem;
@@ -83,14 +83,14 @@ pub fn model_audit<B: ReleaseBuild>(
     let sandbox = Sandbox::new(execute.sandbox.clone()).context("setting up the sandbox")?;
     coreb_judge::toolchain_versions(execute, &sandbox, &[language]).context("checking the toolchain")?;
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    let bar = printer.progress(Some((gen_original.solutions.len() + gen_rewritten.solutions.len()) as u64), "execute", false);
+    let bar = printer.progress(Some((gen_original.rows.len() + gen_rewritten.rows.len()) as u64), "execute", false);
     let tick = || bar.inc(1);
     let original_problems: Vec<Problem> = pairs.iter().map(|(p, _)| p.clone()).collect();
-    let exec_original = coreb_judge::execute_with_progress(execute, &original_problems, &gen_original.solutions, &sandbox, jobs, &tick)
-        .context("judging the solutions to the original problems")?;
+    let exec_original =
+        coreb_judge::execute_with_progress(execute, &original_problems, &gen_original.rows, &sandbox, jobs, &tick).context("judging the solutions to the original problems")?;
     let rewritten_problems: Vec<Problem> = rewrites.iter().map(as_problem).collect();
-    let exec_rewritten = coreb_judge::execute_with_progress(execute, &rewritten_problems, &gen_rewritten.solutions, &sandbox, jobs, &tick)
-        .context("judging the solutions to the rewritten problems")?;
+    let exec_rewritten =
+        coreb_judge::execute_with_progress(execute, &rewritten_problems, &gen_rewritten.rows, &sandbox, jobs, &tick).context("judging the solutions to the rewritten problems")?;
     bar.finish_and_clear();
     let judged = exec_original.stats.solutions + exec_rewritten.stats.solutions;
     let passed = exec_original.stats.solutions_passed + exec_rewritten.stats.solutions_passed;

@@ -11,8 +11,8 @@ use anyhow::{Context, bail};
 use crate::engine::stage_name::StageName;
 use crate::engine::{Engine, FetchSummary};
 use crate::manifest::{EmbeddedManifest, ManifestFile, RunPlan, SourceFile, lexical_join};
-use coreb_base::durable;
 use crate::printer::Printer;
+use coreb_base::durable;
 use coreb_data::releases::ReleaseManifest;
 
 fn is_leap(y: u32) -> bool {

@@ -302,7 +302,7 @@ impl<T> Answers<T> {
 
     /// Add each item's outcome ([`settle`]d, in item order): its counts, and the rows that
     /// `rows` makes of its answer and the model that gave it, or its rejections.
-    pub fn add<I, A>(&mut self, outcomes: Vec<(I, Result<(A, String), Vec<Rejection>>, LlmStageStats)>, mut rows: impl FnMut(I, A, String, &mut Vec<T>)) {
+    pub fn add<I, A>(&mut self, outcomes: Vec<ItemOutcome<I, A>>, mut rows: impl FnMut(I, A, String, &mut Vec<T>)) {
         for (item, outcome, stats) in outcomes {
             self.stats += stats;
             match outcome {
@@ -318,6 +318,10 @@ impl<T> Answers<T> {
         }
     }
 }
+
+/// One item's outcome: the item, its answer and the model that gave it (or its rejections),
+/// and its counts.
+pub type ItemOutcome<I, A> = (I, Result<(A, String), Vec<Rejection>>, LlmStageStats);
 
 /// Counts every LLM stage reports; mergeable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -385,7 +385,7 @@ fn is_version(v: &str) -> bool {
 }
 
 /// Whether a name has the shape of a release version, `v` and six digits (what a releases
-/// directory's entries are matched by; [`is_version`] also checks the month).
+/// directory's entries are matched by; `is_version` also checks the month).
 pub fn has_version_shape(name: &str) -> bool {
     name.len() == 7 && name.starts_with('v') && name[1..].bytes().all(|b| b.is_ascii_digit())
 }

@@ -8,7 +8,7 @@
 //! data (a stage's `record.json`, a shard's `_SUCCESS`, a release's `MANIFEST.json`) never
 //! vouches for data that is not on disk yet.
 //!
-//! - [`write`]: bytes at once; [`AtomicFile`]: a streamed file (it is `Write`, so a Parquet
+//! - [`write()`]: bytes at once; [`AtomicFile`]: a streamed file (it is `Write`, so a Parquet
 //!   or JSONL writer can sit on it), committed by [`AtomicFile::commit`], removed if dropped.
 //! - [`replace_dir`]: a directory written under a temporary name (a stage's outputs, a
 //!   release, a shard process's part) synced file by file and renamed into place.

@@ -5,7 +5,7 @@
 //!   reader that decodes a line its own way (a LiveCodeBench row, a JSON object whose field
 //!   names a manifest chooses).
 //! - [`rows`]: the lines decoded as `T`; [`read`] collects them.
-//! - [`write`]: rows as JSON lines.
+//! - [`write()`]: rows as JSON lines.
 //!
 //! Every error names the file, and the line where there is one: ``reading `a.jsonl` ``,
 //! `` `a.jsonl`:12: expected value at line 1 column 3 ``. Blank lines are skipped (and

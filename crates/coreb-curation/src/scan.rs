@@ -6,7 +6,7 @@
 //!
 //! The engine reads the sources into [`Block`]s (whole JSONL lines, or rows already read from
 //! Parquet or BEIR), processes a batch of blocks in parallel with [`Scan::process`] (pure: a
-//! JSONL line is parsed keeping only the three wanted fields, [`Wanted`]) and takes the results
+//! JSONL line is parsed keeping only the three wanted fields, `Wanted`) and takes the results
 //! in input order with [`Scan::append`], writing each block's spool bytes itself. Reads and
 //! writes nothing.
 

@@ -218,7 +218,7 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// The result of [`qrels`].
+/// The result of `qrels`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QrelsOutput {
     /// Every solution, passing or not.

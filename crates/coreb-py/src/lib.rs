@@ -1,13 +1,13 @@
 //! `coreb_rs`: coreb's evaluator for Python, in the `coreb-rs` wheel beside the `coreb`
 //! command (`scripts/wheel`).
 //!
-//! - [`RelevanceEvaluator`]: pytrec_eval's interface over `coreb-trec`, which is trec_eval
+//! - `RelevanceEvaluator`: pytrec_eval's interface over `coreb-trec`, which is trec_eval
 //!   10.0 byte for byte: `RelevanceEvaluator(qrels, measures, relevance_level=1)
 //!   .evaluate(run)` gives `{query: {measure: value}}` under trec_eval's printed names
 //!   (`P_5`, `ndcg_cut_10`, `map` ...), for the queries both in the qrels and in the run, as
 //!   `trec_eval -q` evaluates them (`relstring` is a string; `runid` is left out, as
 //!   pytrec_eval does).
-//! - [`evaluate_release`]: a run (a TREC file or a `{query: {doc: score}}` dict) scored
+//! - `evaluate_release`: a run (a TREC file or a `{query: {doc: score}}` dict) scored
 //!   against a release folder or one BEIR folder exactly as `coreb eval --run` scores it (a
 //!   code query's own document dropped unless `keep_self`), returned as the report `coreb
 //!   eval --run --json` prints.

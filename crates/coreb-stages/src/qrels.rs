@@ -36,7 +36,7 @@
 //! `code_<version>_<problem>_<model>_<language>_<sample>`, `text_<version>_<problem>_<kind>`,
 //! queries `t2c_<version>_<problem>_<subtask><index>_<constraint>`,
 //! `c2c_<version>_<anchor>_<subtask>`, `c2t_<version>_<code>` (`describe`) and
-//! `c2t_<version>_<problem>_<subtask>_<constraint>` (see [`model_slug`]).
+//! `c2t_<version>_<problem>_<subtask>_<constraint>` (see [`coreb_data::qrels::model_slug`]).
 //!
 //! Pure: it assigns ids and judgements; the release stage writes the tables.
 

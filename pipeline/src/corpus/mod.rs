@@ -6,7 +6,7 @@
 //! `http(s)` sources are first downloaded into `<out>/.sources/` by the fetch stage (resumed,
 //! retried, checked against their `sha256` pin). Then three steps, each a function of
 //! `coreb_curation` with typed inputs and outputs, driven here:
-//! 1. **scan** ([`coreb_curation::scan`], run by [`scan`]): the sources are streamed once;
+//! 1. **scan** ([`coreb_curation::scan`], run by `scan`): the sources are streamed once;
 //!    every row gets its position in the input (`seq`); JSONL is read in blocks parsed in
 //!    parallel, each keeping only the three wanted fields. A process keeps the rows of its slice
 //!    (all of them; or, for shard `i` of `N`, the lines that start in the `i`-th of `N` byte
@@ -21,7 +21,7 @@
 //!    the [`Duplicates`] verdicts. With `--dedup-tasks T` (or the `--dedup-step` processes a
 //!    scheduler runs) the same verdicts come from an exact step, `T` band-range tasks and a
 //!    clustering step in separate processes, none holding every sketch ([`dedup`]).
-//! 3. **curate** ([`coreb_curation::curate`], run by [`curate`]): each output shard streams its
+//! 3. **curate** ([`coreb_curation::curate`], run by `curate`): each output shard streams its
 //!    spool (merged across shard processes by `seq`) through the dedup verdicts → language →
 //!    decontaminate, in parallel batches, and writes its records batch by batch. Only
 //!    alignment and negatives, whose similarity matrix is quadratic, hold the shard's kept

@@ -3,10 +3,10 @@
 //! ([`AskEach`]), each of them only its [`Question`] (what it asks, where the answers go).
 //!
 //! [`AskEach`] keys the stage on its configuration, its models, prompt and schema and
-//! `rewrite`'s fingerprint ([`key_after_rewrite`]); reads the rewritten problems; leaves to the
+//! `rewrite`'s fingerprint (`key_after_rewrite`); reads the rewritten problems; leaves to the
 //! question the problems this process handles (its shard's, [`StageContext::handles`]); and
-//! ends the run as every LLM stage does ([`finish`]). Under the batch transport every item is
-//! in flight at once ([`as_run`]).
+//! ends the run as every LLM stage does (`finish`). Under the batch transport every item is
+//! in flight at once (`as_run`).
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
@@ -55,7 +55,7 @@ pub struct Asking<'a, C> {
     pub cx: &'a StageContext,
     /// The gateway and the prompts.
     pub llm: &'a LlmContext,
-    /// Its configuration as it runs ([`as_run`]).
+    /// Its configuration as it runs (`as_run`).
     pub config: C,
     /// The models asked and their sampling.
     pub models: ModelPlan,

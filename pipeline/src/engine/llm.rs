@@ -1,7 +1,7 @@
 //! What the LLM stages (`rewrite`, `distract`, `abbreviate`, `generate`, `queries`) share
 //! besides their gateway and prompts ([`LlmContext`], of [`super::gateway`]): their key, their
 //! summary ([`LlmSummary`]) and local facts ([`LlmLocal`]), and the end of their run
-//! ([`finish`]).
+//! (`finish`).
 //!
 //! Each LLM stage's key holds its configuration, the models and sampling of its stage, the
 //! hashes of its prompts and schemas, the structured-output mode of its JSON answers and the

@@ -3,7 +3,7 @@
 //! checksum.
 //!
 //! A release carries its regeneration kit (`regeneration/`: the answers, the build manifest
-//! with the kit's paths, the prompts, the versions; [`crate::engine::release`]), so it is
+//! with the kit's paths, the prompts, the versions; the `release` stage), so it is
 //! rebuilt from the kit alone, wherever it lies: the kit copied into a temporary directory,
 //! its answers imported into a response store there, the sources found by sha256 among the
 //! files of `--sources DIR` (or downloaded from their pinned URLs), the build run offline in
@@ -166,7 +166,7 @@ fn locate(dir: &Path) -> anyhow::Result<(PathBuf, Located)> {
 /// checksum; each difference is printed and returned, one line each (none: verified).
 ///
 /// A release that carries its regeneration kit (`regeneration/`) is rebuilt from the kit
-/// alone in a temporary directory ([`rebuild_from_kit`]), wherever it lies; the kit folder of
+/// alone in a temporary directory (`rebuild_from_kit`), wherever it lies; the kit folder of
 /// a release in `coreb export`'s output is verified the same way, and the export's data
 /// files of that release compared with the rebuilt release's export. A release without a
 /// kit is rebuilt where it was built, from its build manifest's paths.

@@ -158,7 +158,7 @@ fn read_records<const W: usize>(r: &mut impl Read, magic: &[u8; 8]) -> Result<(u
     Ok((records.header, out))
 }
 
-/// The records of a file of [`write_records`], one at a time: a wrong magic or a truncated
+/// The records of a file of `write_records`, one at a time: a wrong magic or a truncated
 /// file is an error, and so are bytes past the last record.
 pub struct RecordReader<R, const W: usize> {
     r: R,

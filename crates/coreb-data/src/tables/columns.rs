@@ -1,7 +1,7 @@
 //! Whole tables as named, typed columns: what `coreb export` reads from a release and writes
 //! in another layout. A [`Column`] holds one column's values (strings, integers, booleans, or
 //! a struct of columns, like the published dataset's `meta`); [`read`] loads a Parquet table
-//! into columns and [`write`] writes columns as one (a null anywhere makes the field nullable).
+//! into columns and [`write()`] writes columns as one (a null anywhere makes the field nullable).
 
 use std::path::Path;
 use std::sync::Arc;

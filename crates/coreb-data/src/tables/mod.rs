@@ -143,7 +143,7 @@ impl GroupedTableFile {
     }
 
     /// Write the batch that `build` makes as the next row group. `build` and the encoding
-    /// run on another thread; this waits only while [`GROUPS_IN_FLIGHT`] groups are encoding.
+    /// run on another thread; this waits only while `GROUPS_IN_FLIGHT` groups are encoding.
     pub fn write_group(&mut self, build: impl FnOnce() -> arrow_array::RecordBatch + Send + 'static) -> Result<(), TableError> {
         while self.encoding.len() >= GROUPS_IN_FLIGHT {
             self.append_oldest()?;

@@ -112,8 +112,8 @@ fn problems_properties() -> parquet::file::properties::WriterProperties {
     props.build()
 }
 
-/// Streams problems into a Parquet file, a row group of [`BATCH_ROWS`] rows or
-/// [`GROUP_BYTES`] of text at a time, each encoded beside the caller
+/// Streams problems into a Parquet file, a row group of `BATCH_ROWS` rows or
+/// `GROUP_BYTES` of text at a time, each encoded beside the caller
 /// ([`super::GroupedTableFile`]).
 pub struct ProblemWriter {
     table: super::GroupedTableFile,
@@ -272,8 +272,8 @@ pub struct ProblemReader {
 impl ProblemReader {
     /// Open the table at `path`.
     ///
-    /// A batch holds as many rows as fit in [`BATCH_BYTES`] by the file's own row-group sizes
-    /// (1 to [`BATCH_ROWS`]): a month's problems carry MBs of tests each, and a reader that took
+    /// A batch holds as many rows as fit in `BATCH_BYTES` by the file's own row-group sizes
+    /// (1 to `BATCH_ROWS`): a month's problems carry MBs of tests each, and a reader that took
     /// a fixed 256 rows would hold a whole month in memory (and overflow a string column's
     /// 32-bit offsets past 2 GiB).
     pub fn open(path: &Path) -> Result<Self, TableError> {

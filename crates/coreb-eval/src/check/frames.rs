@@ -111,7 +111,7 @@ impl Frames {
         ))
     }
 
-    /// The ids of [`Frames::anchors`], sorted.
+    /// The ids of `Frames::anchors`, sorted.
     pub fn unjudged_anchors(&self) -> Result<Vec<String>> {
         Ok(sorted(strings(&self.anchors()?.collect()?, "doc_id")?))
     }

@@ -1,6 +1,6 @@
 //! The results store under the releases directory and what the leaderboard reads beside it:
 //! the releases' MANIFESTs and the model audit reports. `coreb eval --record` writes through
-//! [`record`], `coreb leaderboard` reads through [`load`].
+//! [`record()`], `coreb leaderboard` reads through [`load`].
 //!
 //! The store (`<releases_dir>/results/`) holds one Parquet file per recorded evaluation,
 //! `<release>/<record_id>.parquet`, written once through a temporary file and never changed:

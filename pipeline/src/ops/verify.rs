@@ -3,7 +3,7 @@
 //! checksum.
 //!
 //! A release carries its regeneration kit (`regeneration/`: the answers, the build manifest
-//! with the kit's paths, the prompts, the versions; the `release` stage), so it is
+//! with the kit's paths, the prompts, the versions; the `release` stage writes it), so it is
 //! rebuilt from the kit alone, wherever it lies: the kit copied into a temporary directory,
 //! its answers imported into a response store there, the sources found by sha256 among the
 //! files of `--sources DIR` (or downloaded from their pinned URLs), the build run offline in

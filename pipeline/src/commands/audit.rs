@@ -7,11 +7,11 @@
 
 use std::process::ExitCode;
 
-use crate::printer::Printer;
 use coreb_curation::audit::{self, Report, overlap, rewrite};
 
 use crate::cli::{AuditArgs, AuditKind, RewriteArgs};
 use crate::engine::release_build::BuildLookup;
+use crate::printer::Printer;
 
 /// Run `coreb audit`.
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {

@@ -3,10 +3,10 @@
 
 use std::process::ExitCode;
 
-use crate::printer::Printer;
 use coreb_eval::compare::{CompareOptions, to_markdown};
 
 use crate::cli::CompareArgs;
+use crate::printer::Printer;
 
 /// Run `coreb compare`.
 pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {

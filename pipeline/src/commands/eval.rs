@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::printer::Printer;
 use coreb_eval::run::{EvalOptions, ManifestSettings};
 
 use crate::manifest::RunPlan;
+use crate::printer::Printer;
 
 /// Run `coreb eval`.
 pub fn eval(options: EvalOptions) -> anyhow::Result<ExitCode> {

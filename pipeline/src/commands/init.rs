@@ -2,9 +2,8 @@
 
 use std::process::ExitCode;
 
-use crate::printer::Printer;
-
 use crate::cli::InitArgs;
+use crate::printer::Printer;
 
 /// Run `coreb init`.
 pub fn init(args: InitArgs) -> anyhow::Result<ExitCode> {

@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::printer::Printer;
 use coreb_eval::leaderboard::store::{self, RESULTS_DIR};
 use coreb_eval::leaderboard::{self as board, Leaderboard, View, ViewSpec};
 
 use crate::cli::LeaderboardArgs;
+use crate::printer::Printer;
 
 /// Run `coreb leaderboard`.
 pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {

@@ -2,10 +2,9 @@
 
 use std::process::ExitCode;
 
-use crate::printer::Printer;
-
 use crate::cli::PlanArgs;
 use crate::ops::month::{MonthRequest, plan_month};
+use crate::printer::Printer;
 
 /// Run `coreb plan`.
 pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {

@@ -9,12 +9,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::printer::Printer;
 use clap::{Args, Subcommand};
 use coreb_base::errors::Usage;
 use coreb_curation::review::{page, report};
 
 use crate::engine::release_build::BuildLookup;
+use crate::printer::Printer;
 
 /// Arguments of `coreb review`.
 #[derive(Debug, Args)]

@@ -5,9 +5,8 @@
 
 use std::process::ExitCode;
 
-use crate::printer::Printer;
-
 use crate::cli::VerifyArgs;
+use crate::printer::Printer;
 
 /// Run `coreb verify`.
 pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::printer::Printer;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +16,7 @@ use super::judge::{Judge, preflight};
 use super::stage_name::StageName;
 use crate::artifacts::{ArtifactStore, StageRecord, StageWriter, TOOL_FINGERPRINT, TOOL_VERSION};
 use crate::manifest::RunPlan;
+use crate::printer::Printer;
 use crate::shard::{Lock, PartMarker, PartWriter, ShardSpec, complete_parts, in_slice, parse_part_name, part_done, part_name, read_part_marker};
 
 /// Everything a stage runs with; the engine makes one per build and hands it to each stage.

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use crate::printer::Printer;
 use anyhow::Context;
 use coreb_llm::batch::state_dir_of;
 use coreb_llm::gateway::{Gateway, api_key_from_env};
@@ -16,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::stage_name::StageName;
 use crate::manifest::RunPlan;
+use crate::printer::Printer;
 
 /// The gateway and prompts the LLM stages share.
 pub struct LlmContext {

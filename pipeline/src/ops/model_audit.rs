@@ -12,7 +12,6 @@
 
 use std::path::Path;
 
-use crate::printer::Printer;
 use anyhow::Context;
 use coreb_curation::audit::ReleaseBuild;
 use coreb_curation::audit::model::{ModelOptions, ModelReport, Rows, as_original, llm_config, pair, rows, tally};
@@ -26,6 +25,8 @@ use coreb_llm::run::ModelPlan;
 use coreb_llm::{Counted, Gateway, ResponseStore};
 use coreb_sandbox::Sandbox;
 use coreb_stages::generate::{GenerateConfig, generate};
+
+use crate::printer::Printer;
 
 /// Audit `release` with the model `options` names (asked on `runtime`): the options are
 /// checked first, then the build `open_build` finds gives the rewritten problems, the prompts

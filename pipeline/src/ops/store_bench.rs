@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::printer::Printer;
 use coreb_llm::run;
 use coreb_llm::{Gateway, LlmConfig, LlmGateway, LlmStage, ResponseStore, Role, SamplingParams, StoreMode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::printer::Printer;
 
 /// A loopback server answering every chat request after a fixed delay (keep-alive).
 async fn delayed_server(delay: Duration, hits: Arc<AtomicU64>) -> anyhow::Result<String> {

@@ -93,7 +93,7 @@ impl Report for Printer {
 }
 
 /// A progress bar as a library's [`Meter`]; cleared when dropped.
-pub struct Bar(pub ProgressBar);
+struct Bar(ProgressBar);
 
 impl Meter for Bar {
     fn set_length(&self, len: u64) {

@@ -58,7 +58,7 @@ pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use crate::printer::Printer;
+    use coreb_base::report::{Recorded, Said};
     use coreb_eval::leaderboard::ReleaseInfo;
     use coreb_eval::leaderboard::store::attach_audits;
 
@@ -83,10 +83,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("model.json");
         fs_err::write(&path, &text).unwrap();
+        let elsewhere = dir.path().join("elsewhere.json");
+        fs_err::write(&elsewhere, text.replace("releases/v202503", "releases/v209912")).unwrap();
         let mut releases = vec![ReleaseInfo::from_store("v202503", None, None), ReleaseInfo::from_store("v202504", None, None)];
-        attach_audits(&mut releases, &[path.clone(), path], &Printer::new(true)).unwrap();
+        let said = Recorded::default();
+        attach_audits(&mut releases, &[path.clone(), path, elsewhere.clone()], &said).unwrap();
         assert_eq!(releases[0].audits.len(), 1, "the same report given twice is shown once");
         assert_eq!((releases[0].audits[0].drop, releases[0].audits[0].relative_drop), (0.15, Some(0.25)));
         assert!(releases[1].audits.is_empty());
+        // An audit of a release neither published nor recorded is not shown, and said so.
+        let warning = format!("warning: `{}` audits release `releases/v209912`, which is neither published nor recorded: not shown", elsewhere.display());
+        assert_eq!(said.said(), [Said::Status(warning)]);
     }
 }

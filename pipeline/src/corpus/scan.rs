@@ -7,6 +7,7 @@ use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use coreb_base::report::Report as _;
 use coreb_curation::Sketches;
 use coreb_curation::scan::{Block, BlockOut, Scan, SourceFields, field, is_blank};
 use coreb_stages::fetch::{FetchConfig, Location, Source, fetch_source};
@@ -43,8 +44,8 @@ pub(super) fn fetch_sources(f: &CorpusManifestFile, cache: &Path, printer: &Prin
         let tag = &coreb_base::hashing::sha256_hex(s.name.as_bytes())[..8];
         let name = format!("{safe}-{tag}{}", if what.ends_with(".gz") { ".gz" } else { "" });
         let source = Source { name, location, sha256: s.sha256.clone() };
-        let bar = crate::printer::Bar(printer.progress(None, &s.name, true));
-        let fetched = runtime.block_on(fetch_source(&FetchConfig::default(), &source, cache, &bar)).with_context(|| format!("fetching source `{}` (`{what}`)", s.name))?;
+        let bar = printer.meter(None, &s.name, true);
+        let fetched = runtime.block_on(fetch_source(&FetchConfig::default(), &source, cache, bar.as_ref())).with_context(|| format!("fetching source `{}` (`{what}`)", s.name))?;
         drop(bar);
         if fetched.downloaded > 0 {
             printer.status(format!("downloaded source `{}`: {} bytes", s.name, fetched.downloaded));

@@ -29,9 +29,9 @@ impl Question for Abbreviate {
     }
 
     fn ask(a: &Asking<'_, AbbreviateConfig>, path: &Path) -> anyhow::Result<Answered> {
-        let mine = a.mine(Self::NAME);
-        let got = a.run(Self::NAME, async |g| abbreviate(&a.config, &a.models, &a.llm.prompts.abbreviate, &mine, g).await)??;
+        let mine = a.mine();
+        let got = a.run(async |g| abbreviate(&a.config, &a.models, &a.llm.prompts.abbreviate, &mine, g).await)??;
         coreb_base::jsonl::write(path, &got.rows)?;
-        Ok(Answered { rows_out: got.rows.len(), rejected: got.rejected, stats: got.stats, prompt_sha256: got.prompt_sha256, dropped_queries: None })
+        Ok(Answered::of(got))
     }
 }

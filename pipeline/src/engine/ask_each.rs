@@ -2,8 +2,8 @@
 //! (`distract`, `abbreviate`, `generate`, `queries`): one [`Stage`] for them all
 //! ([`AskEach`]), each of them only its [`Question`] (what it asks, where the answers go).
 //!
-//! [`AskEach`] keys the stage on its configuration, its models, prompt and schema and
-//! `rewrite`'s fingerprint (`key_after_rewrite`); reads the rewritten problems; leaves to the
+//! [`AskEach`] keys the stage on its configuration, its models, prompt and schema
+//! (`llm_key`) and `rewrite`'s fingerprint; reads the rewritten problems; leaves to the
 //! question the problems this process handles (its shard's, [`StageContext::handles`]); and
 //! ends the run as every LLM stage does (`finish`). Under the batch transport every item is
 //! in flight at once (`as_run`).
@@ -15,15 +15,16 @@ use std::path::Path;
 use coreb_data::problem::ProblemId;
 use coreb_data::rewritten::RewrittenProblem;
 use coreb_llm::LlmStage;
-use coreb_llm::run::{LlmStageStats, ModelPlan, Rejection};
+use coreb_llm::run::{Answers, LlmStageStats, ModelPlan, Rejection};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::context::{StageContext, StageOutput};
 use super::gateway::LlmContext;
-use super::llm::{Asked, LlmCounts, LlmLocal, LlmSummary, as_run, finish, key_after_rewrite, reusable, rewritten};
+use super::llm::{Asked, LlmCounts, LlmLocal, LlmSummary, as_run, finish, llm_key, reusable, rewritten};
 use super::stage::{Done, Stage, StageReport, Upstream};
 use super::stage_name::StageName;
+use crate::artifacts::input_key;
 use crate::manifest::RunPlan;
 
 /// What a stage asks of each rewritten problem, and where it writes the answers.
@@ -51,6 +52,8 @@ pub trait Question: Sync + 'static {
 
 /// What a [`Question`] asks with.
 pub struct Asking<'a, C> {
+    /// The stage asking.
+    pub stage: StageName,
     /// The stage's context (its runtime and printer: [`Asking::run`]).
     pub cx: &'a StageContext,
     /// The gateway and the prompts.
@@ -66,18 +69,18 @@ pub struct Asking<'a, C> {
 
 impl<C> Asking<'_, C> {
     /// Whether this process asks about problem `id` (every problem, or its shard's).
-    pub fn handles(&self, stage: StageName, id: &ProblemId) -> bool {
-        self.cx.handles(stage, id.as_str())
+    pub fn handles(&self, id: &ProblemId) -> bool {
+        self.cx.handles(self.stage, id.as_str())
     }
 
     /// The problems this process asks about.
-    pub fn mine(&self, stage: StageName) -> Vec<RewrittenProblem> {
-        self.problems.iter().filter(|p| self.handles(stage, &p.id)).cloned().collect()
+    pub fn mine(&self) -> Vec<RewrittenProblem> {
+        self.problems.iter().filter(|p| self.handles(&p.id)).cloned().collect()
     }
 
     /// Run `f` with the gateway, counting its answers on the stage's progress line.
-    pub fn run<T>(&self, stage: StageName, f: impl AsyncFnOnce(&dyn coreb_llm::LlmGateway) -> T) -> anyhow::Result<T> {
-        Ok(self.llm.run(self.cx.runtime()?, self.cx.printer(), stage, f))
+    pub fn run<T>(&self, f: impl AsyncFnOnce(&dyn coreb_llm::LlmGateway) -> T) -> anyhow::Result<T> {
+        Ok(self.llm.run(self.cx.runtime()?, self.cx.printer(), self.stage, f))
     }
 }
 
@@ -93,6 +96,13 @@ pub struct Answered {
     pub prompt_sha256: String,
     /// `queries`: search queries dropped.
     pub dropped_queries: Option<u64>,
+}
+
+impl Answered {
+    /// What `answers` (its rows written) amount to.
+    pub fn of<T>(answers: Answers<T>) -> Self {
+        Answered { rows_out: answers.rows.len(), rejected: answers.rejected, stats: answers.stats, prompt_sha256: answers.prompt_sha256, dropped_queries: None }
+    }
 }
 
 /// The stage of a [`Question`]: a row of the build's table ([`super::STAGES`]).
@@ -113,7 +123,8 @@ impl<Q: Question> Stage for AskEach<Q> {
     type Prepared = ();
 
     fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
-        key_after_rewrite(cx, up, Q::NAME, Q::config(cx.plan()), Q::LLM)
+        let key = (Q::config(cx.plan()), llm_key(cx.plan(), cx.llm()?, &[Q::LLM]));
+        Ok((input_key(Q::NAME.as_str(), &key, &[up.record(StageName::Rewrite)?])?, ()))
     }
 
     fn reuse(&self, _cx: &StageContext, hit: &StageReport) -> anyhow::Result<bool> {
@@ -123,6 +134,7 @@ impl<Q: Question> Stage for AskEach<Q> {
     fn run(&self, cx: &StageContext, up: &Upstream<'_>, (): (), out: &StageOutput) -> anyhow::Result<Done<Self::Summary, LlmLocal>> {
         let config = Q::config(cx.plan());
         let asking = Asking {
+            stage: Q::NAME,
             cx,
             llm: cx.llm()?,
             config: as_run(cx.plan(), config, Q::concurrency),

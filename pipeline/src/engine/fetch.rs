@@ -5,6 +5,7 @@
 //! its turn and handed to it through the context.
 
 use anyhow::Context as _;
+use coreb_base::report::Report as _;
 use coreb_data::releases::SourcePin;
 use coreb_stages::fetch::{Fetched, Location, fetch_source};
 use serde::{Deserialize, Serialize};
@@ -77,8 +78,8 @@ fn fetch(cx: &StageContext) -> anyhow::Result<Vec<Fetched>> {
     let runtime = cx.runtime()?;
     let mut fetched: Vec<Fetched> = Vec::with_capacity(plan.sources.len());
     for source in &plan.sources {
-        let bar = crate::printer::Bar(cx.printer().progress(None, &source.name, true));
-        let f = runtime.block_on(fetch_source(&plan.stages.fetch, source, &downloads, &bar)).with_context(|| format!("fetching source `{}`", source.name))?;
+        let bar = cx.printer().meter(None, &source.name, true);
+        let f = runtime.block_on(fetch_source(&plan.stages.fetch, source, &downloads, bar.as_ref())).with_context(|| format!("fetching source `{}`", source.name))?;
         drop(bar);
         fetched.push(f);
     }

@@ -31,9 +31,9 @@ impl Question for Generate {
     }
 
     fn ask(a: &Asking<'_, GenerateConfig>, path: &Path) -> anyhow::Result<Answered> {
-        let mine = a.mine(Self::NAME);
-        let got = a.run(Self::NAME, async |g| generate(&a.config, &a.models, &a.llm.prompts.generate, &mine, g).await)??;
+        let mine = a.mine();
+        let got = a.run(async |g| generate(&a.config, &a.models, &a.llm.prompts.generate, &mine, g).await)??;
         write_solutions(path, &got.rows)?;
-        Ok(Answered { rows_out: got.rows.len(), rejected: got.rejected, stats: got.stats, prompt_sha256: got.prompt_sha256, dropped_queries: None })
+        Ok(Answered::of(got))
     }
 }

@@ -25,10 +25,10 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{StageContext, StageOutput};
 use super::gateway::{LlmContext, Requests};
-use super::stage::{Done, StageReport, Upstream};
+use super::stage::{Done, StageReport};
 use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, StageFacts, Summary};
-use crate::artifacts::{StageRecord, input_key};
+use crate::artifacts::StageRecord;
 use crate::manifest::RunPlan;
 
 /// What an LLM stage's record keeps outside its fingerprint: where its answers came from, and
@@ -172,13 +172,6 @@ pub(super) fn llm_key(plan: &RunPlan, ctx: &LlmContext, stages: &[LlmStage]) -> 
     stages.iter().map(|s| keyed(*s)).collect::<Vec<_>>()
 }
 
-/// The key of an LLM stage `stage` that reads `rewrite`'s problems: its configuration, what
-/// decides the answers of `llm` ([`llm_key`]) and `rewrite`'s fingerprint.
-pub(super) fn key_after_rewrite(cx: &StageContext, up: &Upstream<'_>, stage: StageName, config: &impl Serialize, llm: LlmStage) -> anyhow::Result<(String, ())> {
-    let key = input_key(stage.as_str(), &(config, llm_key(cx.plan(), cx.llm()?, &[llm])), &[up.record(StageName::Rewrite)?])?;
-    Ok((key, ()))
-}
-
 /// What an LLM stage's run made, for [`finish`].
 pub(super) struct Asked<'a, S, C> {
     /// Items given to the stage.
@@ -268,7 +261,7 @@ pub fn rewritten(cx: &StageContext, rewrite: &StageRecord) -> anyhow::Result<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::artifacts::ArtifactStore;
+    use crate::artifacts::{ArtifactStore, input_key};
 
     /// Issue #22: a stage re-run that got its answers from the store instead of the endpoint
     /// produced the same files, but its record's fingerprint changed with the counts, so

@@ -468,51 +468,6 @@ mod tests {
         assert_eq!(c.lock().state, State::Closed);
     }
 
-    /// What the model audit's test server does: every request's first two attempts get a 500
-    /// and one request never gets an answer. The circuit opens (the first attempts are 500s in
-    /// a row), but the most-retried request answers as the probe, so it never trips and every
-    /// other request is answered within its 3 attempts.
-    #[tokio::test(start_paused = true)]
-    async fn an_endpoint_that_answers_only_retries_pauses_but_never_trips() {
-        use crate::retry::{GaveUp, Limits, RetryConfig, Step, send_through};
-        let c = Arc::new(Circuit::new("test", CircuitConfig::default()));
-        let limits = Arc::new(Limits::new(8, 0, 0));
-        let retry = RetryConfig { max_attempts: 3, ..RetryConfig::default() };
-        let mut requests = Vec::new();
-        for r in 0..20u32 {
-            let (c, limits, retry) = (c.clone(), limits.clone(), retry.clone());
-            requests.push(tokio::spawn(async move {
-                let ticket = c.ticket();
-                let result: Result<u32, GaveUp<()>> = send_through(
-                    &retry,
-                    &limits,
-                    &ticket,
-                    0,
-                    || (),
-                    |n, p| async move {
-                        if n <= 2 || r == 7 {
-                            p.record(Outcome::ServerError, true, "500");
-                            Step::Retry { reason: "500".into(), after: None }
-                        } else {
-                            p.record(Outcome::Answered, true, "");
-                            Step::Done(n)
-                        }
-                    },
-                )
-                .await;
-                result.is_ok()
-            }));
-        }
-        let mut answered = 0;
-        for r in requests {
-            answered += u32::from(r.await.unwrap());
-        }
-        assert_eq!(answered, 19);
-        let report = c.report();
-        assert!(!report.tripped && report.opened.is_some(), "{report:?}");
-        assert_eq!(report.tally.attempts, 60, "the circuit never costs a request an attempt");
-    }
-
     #[tokio::test(start_paused = true)]
     async fn no_probes_trip_it_at_once_and_zero_thresholds_never_open_it() {
         let c = circuit(2, 0, 0, 1);

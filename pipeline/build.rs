@@ -20,7 +20,14 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 /// Directories and files hashed, relative to the workspace root.
-const SOURCES: &[&str] = &["pipeline", "crates", "vendor/whatlang-fast", "prompts/eval", "Cargo.toml", "Cargo.lock"];
+const SOURCES: &[&str] = &[
+    "pipeline",
+    "crates",
+    "vendor/whatlang-fast",
+    "prompts/eval",
+    "Cargo.toml",
+    "Cargo.lock",
+];
 
 /// The judge's driver templates (`include_str!`d into the binary): every file, whatever its
 /// extension.
@@ -48,11 +55,15 @@ fn files_under(root: &Path, rel: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut 
         out.push(rel.to_owned());
         return;
     }
-    let Ok(entries) = std::fs::read_dir(&path) else { return };
+    let Ok(entries) = std::fs::read_dir(&path) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let child = rel.join(&name);
-        let Ok(kind) = entry.file_type() else { continue };
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         if kind.is_dir() {
             if name != "target" && !name.to_string_lossy().starts_with('.') {
                 files_under(root, &child, keep, out);
@@ -71,23 +82,38 @@ fn workspace_table(root: &Path) {
         files_under(root, Path::new(rel), &|_| true, &mut files);
     }
     files.sort();
-    let mut table = String::from("/// The files `coreb init` writes, from the repository: (path, bytes).\npub const WORKSPACE_FILES: &[(&str, &[u8])] = &[\n");
+    let mut table = String::from(
+        "/// The files `coreb init` writes, from the repository: (path, bytes).\npub const WORKSPACE_FILES: &[(&str, &[u8])] = &[\n",
+    );
     for rel in &files {
-        let name = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
-        table.push_str(&format!("    ({name:?}, include_bytes!({:?})),\n", root.join(rel).display().to_string()));
+        let name = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        table.push_str(&format!(
+            "    ({name:?}, include_bytes!({:?})),\n",
+            root.join(rel).display().to_string()
+        ));
     }
     table.push_str("];\n");
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("workspace_files.rs");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
+        .join("workspace_files.rs");
     std::fs::write(out, table).expect("writing workspace_files.rs");
 }
 
 /// A file the source fingerprint covers: Rust and TOML, and every file of the judge's drivers.
 fn is_source(rel: &Path) -> bool {
-    matches!(rel.extension().and_then(|e| e.to_str()), Some("rs" | "toml")) || rel.starts_with(DRIVERS)
+    matches!(
+        rel.extension().and_then(|e| e.to_str()),
+        Some("rs" | "toml")
+    ) || rel.starts_with(DRIVERS)
 }
 
 fn main() {
-    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest_dir = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+    );
     let root = manifest_dir.parent().unwrap_or(&manifest_dir).to_owned();
     let mut files = Vec::new();
     for source in SOURCES {
@@ -100,15 +126,25 @@ fn main() {
     files.sort();
     let mut hasher = Sha256::new();
     for rel in &files {
-        let Ok(content) = std::fs::read(root.join(rel)) else { continue };
+        let Ok(content) = std::fs::read(root.join(rel)) else {
+            continue;
+        };
         // Paths with `/` whatever the platform; each part length-prefixed.
-        let name = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        let name = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
         hasher.update((name.len() as u64).to_le_bytes());
         hasher.update(name.as_bytes());
         hasher.update((content.len() as u64).to_le_bytes());
         hasher.update(&content);
     }
-    let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let digest: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     println!("cargo:rustc-env=COREB_SOURCE_SHA256={digest}");
     println!("cargo:rustc-env=COREB_SOURCE_FILES={}", files.len());
     workspace_table(&root);

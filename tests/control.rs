@@ -21,20 +21,38 @@ fn control() -> PathBuf {
 /// `coreb eval <dir> --out <tmp>/<name>`: its `results.json`.
 fn results(tmp: &Path, dir: &Path, name: &str) -> PathBuf {
     let out_dir = tmp.join(name);
-    let out = run(coreb().arg("eval").arg(dir).args(["--resamples", "0", "--out"]).arg(&out_dir));
+    let out = run(coreb()
+        .arg("eval")
+        .arg(dir)
+        .args(["--resamples", "0", "--out"])
+        .arg(&out_dir));
     assert!(out.status.success(), "{}", text(&out));
     out_dir.join("results.json")
 }
 
 #[test]
 fn the_control_rebuilds_byte_identical_and_names_its_release() {
-    let manifest: Value = serde_json::from_str(&fs_err::read_to_string(control().join("MANIFEST.json")).unwrap()).unwrap();
+    let manifest: Value =
+        serde_json::from_str(&fs_err::read_to_string(control().join("MANIFEST.json")).unwrap())
+            .unwrap();
     let sha = coreb_base::hashing::sha256_file(&release().join("MANIFEST.json")).unwrap();
-    assert_eq!(manifest["controls"], serde_json::json!({"version": "v202503", "manifest_sha256": sha}), "the control's MANIFEST names the committed release");
+    assert_eq!(
+        manifest["controls"],
+        serde_json::json!({"version": "v202503", "manifest_sha256": sha}),
+        "the control's MANIFEST names the committed release"
+    );
     // No LLM request rewrote anything, and no test was changed.
-    assert_eq!(manifest["stages"]["rewrite"]["models"], serde_json::json!([]), "{}", manifest["stages"]["rewrite"]);
+    assert_eq!(
+        manifest["stages"]["rewrite"]["models"],
+        serde_json::json!([]),
+        "{}",
+        manifest["stages"]["rewrite"]
+    );
     let card = fs_err::read_to_string(control().join("README.md")).unwrap();
-    assert!(card.contains("## Control release") && card.contains(&sha), "the card says what it controls");
+    assert!(
+        card.contains("## Control release") && card.contains(&sha),
+        "the card says what it controls"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let out = run(coreb()
@@ -46,8 +64,16 @@ fn the_control_rebuilds_byte_identical_and_names_its_release() {
         .arg(dir.path().join("release")));
     assert!(out.status.success(), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("kept as they are (not rewritten)") && stderr.contains("map one to one onto the release's"), "{stderr}");
-    same_release_as(&control(), &dir.path().join("release"), "the control release");
+    assert!(
+        stderr.contains("kept as they are (not rewritten)")
+            && stderr.contains("map one to one onto the release's"),
+        "{stderr}"
+    );
+    same_release_as(
+        &control(),
+        &dir.path().join("release"),
+        "the control release",
+    );
 }
 
 #[test]
@@ -57,23 +83,60 @@ fn a_control_is_built_only_of_a_published_release_of_its_month() {
     // The manifest's paths made absolute, so that its variants can live in the temp dir.
     let write = |name: &str, body: String| {
         let path = dir.path().join(name);
-        fs_err::write(&path, body.replace("\"../", &format!("\"{}/", root().display()))).unwrap();
+        fs_err::write(
+            &path,
+            body.replace("\"../", &format!("\"{}/", root().display())),
+        )
+        .unwrap();
         path
     };
-    let missing = write("missing.toml", text_of.replace("releases/sample/v202503\"", "releases/sample/v209912\""));
-    let out = run(coreb().arg("build").arg(&missing).arg("--output-dir").arg(dir.path().join("b1")));
+    let missing = write(
+        "missing.toml",
+        text_of.replace("releases/sample/v202503\"", "releases/sample/v209912\""),
+    );
+    let out = run(coreb()
+        .arg("build")
+        .arg(&missing)
+        .arg("--output-dir")
+        .arg(dir.path().join("b1")));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no `MANIFEST.json`"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("holds no `MANIFEST.json`"),
+        "{}",
+        text(&out)
+    );
 
-    let other_month = write("month.toml", text_of.replace("version = \"v202503\"", "version = \"v202504\""));
-    let out = run(coreb().arg("build").arg(&other_month).arg("--output-dir").arg(dir.path().join("b2")));
+    let other_month = write(
+        "month.toml",
+        text_of.replace("version = \"v202503\"", "version = \"v202504\""),
+    );
+    let out = run(coreb()
+        .arg("build")
+        .arg(&other_month)
+        .arg("--output-dir")
+        .arg(dir.path().join("b2")));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("a control is of the same month"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("a control is of the same month"),
+        "{}",
+        text(&out)
+    );
 
-    let beside = write("beside.toml", text_of.replace("releases/sample/control\"", "releases/sample\""));
-    let out = run(coreb().arg("build").arg(&beside).arg("--output-dir").arg(dir.path().join("b3")));
+    let beside = write(
+        "beside.toml",
+        text_of.replace("releases/sample/control\"", "releases/sample\""),
+    );
+    let out = run(coreb()
+        .arg("build")
+        .arg(&beside)
+        .arg("--output-dir")
+        .arg(dir.path().join("b3")));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("`releases_dir` of its own"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("`releases_dir` of its own"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
@@ -81,27 +144,56 @@ fn compare_pairs_bm25_on_the_release_and_on_its_control() {
     let tmp = tempfile::tempdir().unwrap();
     let on_release = results(tmp.path(), &release(), "release");
     let on_control = results(tmp.path(), &control(), "control");
-    let out = run(coreb().arg("compare").arg(&on_release).arg(&on_control).arg("--json"));
+    let out = run(coreb()
+        .arg("compare")
+        .arg(&on_release)
+        .arg(&on_control)
+        .arg("--json"));
     assert!(out.status.success(), "{}", text(&out));
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(c["control"]["control_side"], "B", "{c}");
     assert_eq!(c["control"]["release"]["version"], "v202503");
     let tasks = c["tasks"].as_array().unwrap();
-    assert_eq!(tasks.iter().map(|t| t["task"].as_str().unwrap()).collect::<Vec<_>>(), ["code2code", "code2text", "text2code"]);
+    assert_eq!(
+        tasks
+            .iter()
+            .map(|t| t["task"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["code2code", "code2text", "text2code"]
+    );
     // Every query of the control is paired with the release's query of the same id.
-    let queries = |dir: &Path, task: &str| fs_err::read_to_string(dir.join(task).join("queries.jsonl")).unwrap().lines().count() as u64;
+    let queries = |dir: &Path, task: &str| {
+        fs_err::read_to_string(dir.join(task).join("queries.jsonl"))
+            .unwrap()
+            .lines()
+            .count() as u64
+    };
     for t in tasks {
         let task = t["task"].as_str().unwrap();
-        assert_eq!(t["overall"]["queries"].as_u64(), Some(queries(&control(), task)), "{task}: {t}");
-        assert!(t["by_subtask"].as_object().is_some_and(|s| !s.is_empty()), "{t}");
-        let (a, b, d) = (t["overall"]["mean_a"].as_f64().unwrap(), t["overall"]["mean_b"].as_f64().unwrap(), t["overall"]["difference"].as_f64().unwrap());
+        assert_eq!(
+            t["overall"]["queries"].as_u64(),
+            Some(queries(&control(), task)),
+            "{task}: {t}"
+        );
+        assert!(
+            t["by_subtask"].as_object().is_some_and(|s| !s.is_empty()),
+            "{t}"
+        );
+        let (a, b, d) = (
+            t["overall"]["mean_a"].as_f64().unwrap(),
+            t["overall"]["mean_b"].as_f64().unwrap(),
+            t["overall"]["difference"].as_f64().unwrap(),
+        );
         assert!((b - a - d).abs() < 1e-9, "{t}");
     }
     // The same, as Markdown, says which side is the control; swapped sides pair too.
     let out = run(coreb().arg("compare").arg(&on_control).arg(&on_release));
     assert!(out.status.success(), "{}", text(&out));
     let md = String::from_utf8_lossy(&out.stdout);
-    assert!(md.contains("A on its control release") && md.contains("queries paired by id"), "{md}");
+    assert!(
+        md.contains("A on its control release") && md.contains("queries paired by id"),
+        "{md}"
+    );
 
     // A control of another release (its `controls` sha256 altered) is refused like any
     // unrelated release.
@@ -109,8 +201,20 @@ fn compare_pairs_bm25_on_the_release_and_on_its_control() {
     copy_tree(&control(), &forged);
     let m = fs_err::read_to_string(forged.join("MANIFEST.json")).unwrap();
     let sha = coreb_base::hashing::sha256_file(&release().join("MANIFEST.json")).unwrap();
-    fs_err::write(forged.join("MANIFEST.json"), m.replace(&sha, &"0".repeat(64))).unwrap();
-    let out = run(coreb().arg("compare").arg(&on_release).arg(results(tmp.path(), &forged, "forged")));
+    fs_err::write(
+        forged.join("MANIFEST.json"),
+        m.replace(&sha, &"0".repeat(64)),
+    )
+    .unwrap();
+    let out =
+        run(coreb()
+            .arg("compare")
+            .arg(&on_release)
+            .arg(results(tmp.path(), &forged, "forged")));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("different releases are not compared"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("different releases are not compared"),
+        "{}",
+        text(&out)
+    );
 }

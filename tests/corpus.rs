@@ -20,7 +20,14 @@ fn read_jsonl(path: &Path) -> Vec<Value> {
 }
 
 fn by_id(rows: Vec<Value>) -> BTreeMap<String, String> {
-    rows.into_iter().map(|r| (r["_id"].as_str().unwrap().to_owned(), r["text"].as_str().unwrap().to_owned())).collect()
+    rows.into_iter()
+        .map(|r| {
+            (
+                r["_id"].as_str().unwrap().to_owned(),
+                r["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
 }
 
 const SAMPLE: &str = "releases/sample/v202503";
@@ -35,7 +42,12 @@ fn cosqa_pairs() -> Vec<(String, String, String, String)> {
         .skip(1)
         .map(|l| {
             let c: Vec<&str> = l.split('\t').collect();
-            (c[0].to_owned(), c[1].to_owned(), queries[c[0]].clone(), docs[c[1]].clone())
+            (
+                c[0].to_owned(),
+                c[1].to_owned(),
+                queries[c[0]].clone(),
+                docs[c[1]].clone(),
+            )
         })
         .collect()
 }
@@ -48,18 +60,28 @@ fn planted() -> (Vec<Value>, Expected) {
     let pairs = cosqa_pairs();
     let cosqa_id = |p: &(String, String, String, String)| format!("cosqa:{}:{}", p.0, p.1);
     // Long codes, so that a one-word edit stays above the Jaccard threshold.
-    let mut long: Vec<&(String, String, String, String)> = pairs.iter().filter(|p| p.3.split_whitespace().count() > 60 && p.3.contains("return")).collect();
+    let mut long: Vec<&(String, String, String, String)> = pairs
+        .iter()
+        .filter(|p| p.3.split_whitespace().count() > 60 && p.3.contains("return"))
+        .collect();
     long.sort_by_key(|p| p.0.clone());
     let (a, b, c) = (long[0], long[1], long[2]);
     let release_code = read_jsonl(&root().join(SAMPLE).join("text2code/corpus.jsonl"));
     let release_text = read_jsonl(&root().join(SAMPLE).join("code2text/corpus.jsonl"));
     let code0 = release_code[0]["text"].as_str().unwrap().to_owned();
     let code1 = release_code[17]["text"].as_str().unwrap().to_owned();
-    let full: Vec<String> = release_text.iter().filter(|t| t["kind"] == "full").map(|t| t["text"].as_str().unwrap().to_owned()).collect();
+    let full: Vec<String> = release_text
+        .iter()
+        .filter(|t| t["kind"] == "full")
+        .map(|t| t["text"].as_str().unwrap().to_owned())
+        .collect();
     let problems_statement_prefix: String = {
         // A long stretch of a release text (not the whole), inside a new text.
         let words: Vec<&str> = full[3].split_whitespace().collect();
-        format!("Here is a task I found online. {} Write a fast solution for it.", words[..words.len() * 2 / 3].join(" "))
+        format!(
+            "Here is a task I found online. {} Write a fast solution for it.",
+            words[..words.len() * 2 / 3].join(" ")
+        )
     };
     let edited = b.3.replacen("return", "yield", 1);
     assert_ne!(edited, b.3, "the planted edit changes the code");
@@ -77,9 +99,18 @@ fn planted() -> (Vec<Value>, Expected) {
         json!({"id": "rel_text_part", "text": problems_statement_prefix, "code": "def solve():\n    pass"}),
     ];
     let mut expected = BTreeMap::new();
-    expected.insert("planted:exact".to_owned(), ("exact_duplicate", Some(cosqa_id(a))));
-    expected.insert("planted:case_ws".to_owned(), ("near_duplicate", Some(cosqa_id(a))));
-    expected.insert("planted:edit".to_owned(), ("near_duplicate", Some(cosqa_id(b))));
+    expected.insert(
+        "planted:exact".to_owned(),
+        ("exact_duplicate", Some(cosqa_id(a))),
+    );
+    expected.insert(
+        "planted:case_ws".to_owned(),
+        ("near_duplicate", Some(cosqa_id(a))),
+    );
+    expected.insert(
+        "planted:edit".to_owned(),
+        ("near_duplicate", Some(cosqa_id(b))),
+    );
     expected.insert("planted:url".to_owned(), ("url", None));
     expected.insert("planted:html".to_owned(), ("html", None));
     expected.insert("planted:german".to_owned(), ("language", None));
@@ -93,7 +124,11 @@ fn planted() -> (Vec<Value>, Expected) {
 fn write_corpus(dir: &Path) -> (std::path::PathBuf, Expected) {
     let (rows, expected) = planted();
     let planted_path = dir.join("planted.jsonl");
-    std::fs::write(&planted_path, rows.iter().map(|r| format!("{r}\n")).collect::<String>()).unwrap();
+    std::fs::write(
+        &planted_path,
+        rows.iter().map(|r| format!("{r}\n")).collect::<String>(),
+    )
+    .unwrap();
     let manifest = dir.join("corpus.toml");
     std::fs::write(
         &manifest,
@@ -117,9 +152,14 @@ fn corpus_catches_every_planted_item_and_resumes_by_shard() {
     assert_eq!(stats["rows_in"], 511, "{}", text(&out));
 
     let dropped = read_jsonl(&dir.path().join("out/dropped.jsonl"));
-    let reason_of: BTreeMap<String, &Value> = dropped.iter().map(|d| (d["id"].as_str().unwrap().to_owned(), d)).collect();
+    let reason_of: BTreeMap<String, &Value> = dropped
+        .iter()
+        .map(|d| (d["id"].as_str().unwrap().to_owned(), d))
+        .collect();
     for (id, (reason, of)) in &expected {
-        let d = reason_of.get(id).unwrap_or_else(|| panic!("planted `{id}` was not dropped"));
+        let d = reason_of
+            .get(id)
+            .unwrap_or_else(|| panic!("planted `{id}` was not dropped"));
         assert_eq!(d["reason"], *reason, "{id}: {d}");
         if let Some(of) = of {
             assert_eq!(d["of"], *of, "{id}: {d}");
@@ -127,30 +167,84 @@ fn corpus_catches_every_planted_item_and_resumes_by_shard() {
     }
     // Exactly the planted items are contaminated or fail the language filter: CoSQA has none.
     let ids_with = |reasons: &[&str]| -> BTreeSet<String> {
-        dropped.iter().filter(|d| reasons.contains(&d["reason"].as_str().unwrap())).map(|d| d["id"].as_str().unwrap().to_owned()).collect()
+        dropped
+            .iter()
+            .filter(|d| reasons.contains(&d["reason"].as_str().unwrap()))
+            .map(|d| d["id"].as_str().unwrap().to_owned())
+            .collect()
     };
-    let planted_with = |reasons: &[&str]| -> BTreeSet<String> { expected.iter().filter(|(_, (r, _))| reasons.contains(r)).map(|(id, _)| id.clone()).collect() };
+    let planted_with = |reasons: &[&str]| -> BTreeSet<String> {
+        expected
+            .iter()
+            .filter(|(_, (r, _))| reasons.contains(r))
+            .map(|(id, _)| id.clone())
+            .collect()
+    };
     assert_eq!(ids_with(&["contaminated"]), planted_with(&["contaminated"]));
-    assert_eq!(ids_with(&["url", "html", "language", "too_short"]), planted_with(&["url", "html", "language", "too_short"]));
-    let hash_hits: BTreeSet<&str> = dropped.iter().filter(|d| d["kind"] == "hash").map(|d| d["id"].as_str().unwrap()).collect();
-    assert_eq!(hash_hits, BTreeSet::from(["planted:rel_code", "planted:rel_code_ws", "planted:rel_text"]));
+    assert_eq!(
+        ids_with(&["url", "html", "language", "too_short"]),
+        planted_with(&["url", "html", "language", "too_short"])
+    );
+    let hash_hits: BTreeSet<&str> = dropped
+        .iter()
+        .filter(|d| d["kind"] == "hash")
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        hash_hits,
+        BTreeSet::from([
+            "planted:rel_code",
+            "planted:rel_code_ws",
+            "planted:rel_text"
+        ])
+    );
     let part = reason_of["planted:rel_text_part"];
     assert_eq!(part["kind"], "ngram", "{part}");
-    assert!(part["doc"].as_str().unwrap().starts_with("text_v202503_"), "{part}");
+    assert!(
+        part["doc"].as_str().unwrap().starts_with("text_v202503_"),
+        "{part}"
+    );
 
     // Records: one per kept pair, negatives never the positive, every partition present.
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/report.json")).unwrap()).unwrap();
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/report.json")).unwrap())
+            .unwrap();
     let rows_out = report["stats"]["rows_out"].as_u64().unwrap();
     assert!(rows_out > 200, "{report}");
-    assert_eq!(report["stats"]["rows_in"].as_u64().unwrap(), rows_out + dropped.len() as u64);
+    assert_eq!(
+        report["stats"]["rows_in"].as_u64().unwrap(),
+        rows_out + dropped.len() as u64
+    );
     let mut records = 0;
     for s in 0..4 {
         let shard = format!("shard={s:03}");
-        assert!(dir.path().join("out/train").join(&shard).join("part.parquet").exists());
-        assert!(dir.path().join("out/rerank").join(&shard).join("part.parquet").exists());
-        for r in read_jsonl(&dir.path().join("out/jsonl/train").join(&shard).join("part.jsonl")) {
+        assert!(
+            dir.path()
+                .join("out/train")
+                .join(&shard)
+                .join("part.parquet")
+                .exists()
+        );
+        assert!(
+            dir.path()
+                .join("out/rerank")
+                .join(&shard)
+                .join("part.parquet")
+                .exists()
+        );
+        for r in read_jsonl(
+            &dir.path()
+                .join("out/jsonl/train")
+                .join(&shard)
+                .join("part.jsonl"),
+        ) {
             records += 1;
-            let negs: Vec<&Value> = r["hard_neg"].as_array().unwrap().iter().chain(r["easy_neg"].as_array().unwrap()).collect();
+            let negs: Vec<&Value> = r["hard_neg"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .chain(r["easy_neg"].as_array().unwrap())
+                .collect();
             assert!(!negs.is_empty());
             assert!(negs.iter().all(|n| *n != &r["pos"]), "{r}");
         }
@@ -163,13 +257,27 @@ fn corpus_catches_every_planted_item_and_resumes_by_shard() {
     // Resume: a rerun does nothing; a shard without its marker is redone, identically.
     let before = std::fs::read(dir.path().join("out/report.json")).unwrap();
     let again = run(coreb().arg("corpus").arg(&manifest));
-    assert!(again.status.success() && text(&again).contains("all 4 shards complete"), "{}", text(&again));
+    assert!(
+        again.status.success() && text(&again).contains("all 4 shards complete"),
+        "{}",
+        text(&again)
+    );
     std::fs::remove_file(dir.path().join("out/train/shard=002/_SUCCESS")).unwrap();
     let parquet = std::fs::read(dir.path().join("out/train/shard=002/part.parquet")).unwrap();
     let redo = run(coreb().arg("corpus").arg(&manifest));
-    assert!(redo.status.success() && text(&redo).contains("curating 1 shards"), "{}", text(&redo));
-    assert_eq!(std::fs::read(dir.path().join("out/report.json")).unwrap(), before);
-    assert_eq!(std::fs::read(dir.path().join("out/train/shard=002/part.parquet")).unwrap(), parquet);
+    assert!(
+        redo.status.success() && text(&redo).contains("curating 1 shards"),
+        "{}",
+        text(&redo)
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("out/report.json")).unwrap(),
+        before
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("out/train/shard=002/part.parquet")).unwrap(),
+        parquet
+    );
 
     // A torn shard whose marker survived (a power cut before the data reached the disk) is
     // detected by the sizes and sha256s its `_SUCCESS` records, and redone: one truncated,
@@ -183,10 +291,17 @@ fn corpus_catches_every_planted_item_and_resumes_by_shard() {
     flipped[10] ^= 0x20;
     std::fs::write(&edited, &flipped).unwrap();
     let redo = run(coreb().arg("corpus").arg(&manifest));
-    assert!(redo.status.success() && text(&redo).contains("curating 2 shards"), "{}", text(&redo));
+    assert!(
+        redo.status.success() && text(&redo).contains("curating 2 shards"),
+        "{}",
+        text(&redo)
+    );
     assert_eq!(std::fs::read(&torn).unwrap(), rerank);
     assert_eq!(std::fs::read(&edited).unwrap(), jsonl);
-    assert_eq!(std::fs::read(dir.path().join("out/report.json")).unwrap(), before);
+    assert_eq!(
+        std::fs::read(dir.path().join("out/report.json")).unwrap(),
+        before
+    );
 }
 
 #[test]
@@ -198,10 +313,18 @@ fn corpus_manifest_errors_name_the_field() {
     assert!(!out.status.success());
     assert!(text(&out).contains("shard"), "{}", text(&out));
     std::fs::write(&manifest, "[output]\ndir = \"out\"\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\npath = \"x.jsonl\"\n").unwrap();
-    std::fs::write(dir.path().join("x.jsonl"), "{\"text\": \"read a file in python\"}\n").unwrap();
+    std::fs::write(
+        dir.path().join("x.jsonl"),
+        "{\"text\": \"read a file in python\"}\n",
+    )
+    .unwrap();
     let out = run(coreb().arg("corpus").arg(&manifest));
     assert!(!out.status.success());
-    assert!(text(&out).contains("x.jsonl`:1: field `code` is missing"), "{}", text(&out));
+    assert!(
+        text(&out).contains("x.jsonl`:1: field `code` is missing"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
@@ -213,12 +336,28 @@ fn audit_overlap_flags_exactly_the_planted_release_copies() {
         .arg(root().join(SAMPLE))
         .args(["overlap"])
         .arg(dir.path().join("planted.jsonl"))
-        .args(["--fields", "text,code", "--id-field", "id", "--json", "--out"])
+        .args([
+            "--fields",
+            "text,code",
+            "--id-field",
+            "id",
+            "--json",
+            "--out",
+        ])
         .arg(dir.path().join("audit")));
     assert!(out.status.success(), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let flagged: BTreeSet<String> = report["flagged"].as_array().unwrap().iter().map(|h| format!("planted:{}", h["id"].as_str().unwrap())).collect();
-    let contaminated: BTreeSet<String> = expected.iter().filter(|(_, (r, _))| *r == "contaminated").map(|(id, _)| id.clone()).collect();
+    let flagged: BTreeSet<String> = report["flagged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| format!("planted:{}", h["id"].as_str().unwrap()))
+        .collect();
+    let contaminated: BTreeSet<String> = expected
+        .iter()
+        .filter(|(_, (r, _))| *r == "contaminated")
+        .map(|(id, _)| id.clone())
+        .collect();
     assert_eq!(flagged, contaminated);
     assert_eq!(report["hash_hits"], 3);
     assert_eq!(report["ngram_hits"], 1);
@@ -231,29 +370,54 @@ fn audit_overlap_flags_exactly_the_planted_release_copies() {
 #[test]
 fn audit_rewrite_measures_every_rewritten_statement() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(coreb().arg("audit").arg(root().join(SAMPLE)).args(["rewrite", "--json", "--out"]).arg(dir.path()));
+    let out = run(coreb()
+        .arg("audit")
+        .arg(root().join(SAMPLE))
+        .args(["rewrite", "--json", "--out"])
+        .arg(dir.path()));
     assert!(out.status.success(), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["problems"], 10, "{report}");
     assert_eq!(report["missing"].as_array().unwrap().len(), 0);
     let distances = report["distances"].as_array().unwrap();
-    let c: Vec<f64> = distances.iter().map(|d| d["containment"].as_f64().unwrap()).collect();
+    let c: Vec<f64> = distances
+        .iter()
+        .map(|d| d["containment"].as_f64().unwrap())
+        .collect();
     // Rewrites moved (no rewrite is a copy) but describe the same task (some overlap remains).
     assert!(c.iter().all(|&x| x > 0.0 && x < 0.9), "{c:?}");
-    assert!(c.windows(2).all(|w| w[0] >= w[1]), "least moved first: {c:?}");
-    assert!(report["tests_kept"].as_str().unwrap().starts_with("not audited"));
+    assert!(
+        c.windows(2).all(|w| w[0] >= w[1]),
+        "least moved first: {c:?}"
+    );
+    assert!(
+        report["tests_kept"]
+            .as_str()
+            .unwrap()
+            .starts_with("not audited")
+    );
     let md = std::fs::read_to_string(dir.path().join("rewrite.md")).unwrap();
     assert!(md.contains("# Rewrite audit: `sample/v202503`"), "{md}");
     // Not a release.
     let bad = run(coreb().arg("audit").arg(dir.path()).arg("rewrite"));
-    assert!(!bad.status.success() && text(&bad).contains("not a release directory"), "{}", text(&bad));
+    assert!(
+        !bad.status.success() && text(&bad).contains("not a release directory"),
+        "{}",
+        text(&bad)
+    );
 }
 
 /// A deterministic bag-of-words embedding: one dimension per hashed lower-case word.
 fn toy_embed(text: &str) -> Vec<f32> {
     let mut v = vec![0.0f32; 64];
-    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        let h = w.to_lowercase().bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+    for w in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let h = w
+            .to_lowercase()
+            .bytes()
+            .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
         v[(h % 64) as usize] += 1.0;
     }
     v
@@ -261,7 +425,9 @@ fn toy_embed(text: &str) -> Vec<f32> {
 
 /// A loopback HTTP server ([`crate::support::http`]) answering each request with
 /// `respond(request) → (status, body)`; returns `http://127.0.0.1:<port>`.
-fn loopback(respond: impl Fn(&crate::support::Request) -> (&'static str, Vec<u8>) + Send + Sync + 'static) -> String {
+fn loopback(
+    respond: impl Fn(&crate::support::Request) -> (&'static str, Vec<u8>) + Send + Sync + 'static,
+) -> String {
     crate::support::http::serve(move |request| {
         let (status, body) = respond(request);
         crate::support::Reply::new(status, body)
@@ -274,9 +440,16 @@ fn embed_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let c2 = std::sync::Arc::clone(&count);
     let base = loopback(move |request| {
-        let inputs = request.json()["input"].as_array().cloned().unwrap_or_default();
+        let inputs = request.json()["input"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         c2.fetch_add(inputs.len(), std::sync::atomic::Ordering::SeqCst);
-        let data: Vec<Value> = inputs.iter().enumerate().map(|(i, t)| json!({"index": i, "embedding": toy_embed(t.as_str().unwrap_or(""))})).collect();
+        let data: Vec<Value> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| json!({"index": i, "embedding": toy_embed(t.as_str().unwrap_or(""))}))
+            .collect();
         ("200 OK", json!({"data": data}).to_string().into_bytes())
     });
     (format!("{base}/v1"), count)
@@ -302,19 +475,45 @@ fn alignment_uses_the_embeddings_endpoint_when_configured() {
     // texts again, which the client embeds once per run.
     let dropped = read_jsonl(&dir.path().join("out/dropped.jsonl"));
     let pairs = cosqa_pairs();
-    let duplicates: BTreeSet<&str> = dropped.iter().filter(|d| d["reason"] == "exact_duplicate" || d["reason"] == "near_duplicate").filter_map(|d| d["id"].as_str()).collect();
-    let distinct: BTreeSet<&String> = pairs.iter().filter(|p| !duplicates.contains(format!("cosqa:{}:{}", p.0, p.1).as_str())).flat_map(|p| [&p.2, &p.3]).collect();
-    assert_eq!(500 - duplicates.len() as u64, 500 - stats["near_duplicate"].as_u64().unwrap() - stats["exact_duplicate"].as_u64().unwrap());
-    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), distinct.len(), "{stats}");
+    let duplicates: BTreeSet<&str> = dropped
+        .iter()
+        .filter(|d| d["reason"] == "exact_duplicate" || d["reason"] == "near_duplicate")
+        .filter_map(|d| d["id"].as_str())
+        .collect();
+    let distinct: BTreeSet<&String> = pairs
+        .iter()
+        .filter(|p| !duplicates.contains(format!("cosqa:{}:{}", p.0, p.1).as_str()))
+        .flat_map(|p| [&p.2, &p.3])
+        .collect();
+    assert_eq!(
+        500 - duplicates.len() as u64,
+        500 - stats["near_duplicate"].as_u64().unwrap()
+            - stats["exact_duplicate"].as_u64().unwrap()
+    );
+    assert_eq!(
+        count.load(std::sync::atomic::Ordering::SeqCst),
+        distinct.len(),
+        "{stats}"
+    );
     // The reported similarity of a misaligned pair is the cosine of the endpoint's vectors.
     let mut checked = 0;
-    for d in dropped.iter().filter(|d| d["reason"] == "misaligned").take(5) {
+    for d in dropped
+        .iter()
+        .filter(|d| d["reason"] == "misaligned")
+        .take(5)
+    {
         let id = d["id"].as_str().unwrap();
-        let p = pairs.iter().find(|p| format!("cosqa:{}:{}", p.0, p.1) == id).unwrap();
+        let p = pairs
+            .iter()
+            .find(|p| format!("cosqa:{}:{}", p.0, p.1) == id)
+            .unwrap();
         let (a, b) = (toy_embed(&p.2), toy_embed(&p.3));
         let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
         let cos = a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>() / (norm(&a) * norm(&b));
-        assert!((d["similarity"].as_f64().unwrap() as f32 - cos).abs() < 1e-4, "{d} vs {cos}");
+        assert!(
+            (d["similarity"].as_f64().unwrap() as f32 - cos).abs() < 1e-4,
+            "{d} vs {cos}"
+        );
         checked += 1;
     }
     assert!(checked > 0);
@@ -330,7 +529,10 @@ fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                files.insert(p.strip_prefix(dir).unwrap().display().to_string(), std::fs::read(&p).unwrap());
+                files.insert(
+                    p.strip_prefix(dir).unwrap().display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                );
             }
         }
     }
@@ -343,16 +545,30 @@ fn corpus_output_is_byte_identical_whatever_the_thread_count() {
     let (manifest, _) = write_corpus(dir.path());
     let mut trees = Vec::new();
     for threads in ["1", "3"] {
-        let out = run(coreb().arg("corpus").arg(&manifest).env("RAYON_NUM_THREADS", threads));
+        let out = run(coreb()
+            .arg("corpus")
+            .arg(&manifest)
+            .env("RAYON_NUM_THREADS", threads));
         assert!(out.status.success(), "{}", text(&out));
         trees.push(tree(&dir.path().join("out")));
         std::fs::remove_dir_all(dir.path().join("out")).unwrap();
     }
-    assert!(trees[0].contains_key("dropped.jsonl") && trees[0].keys().any(|k| k.ends_with("part.parquet")), "{:?}", trees[0].keys());
-    assert_eq!(trees[0].keys().collect::<Vec<_>>(), trees[1].keys().collect::<Vec<_>>());
+    assert!(
+        trees[0].contains_key("dropped.jsonl")
+            && trees[0].keys().any(|k| k.ends_with("part.parquet")),
+        "{:?}",
+        trees[0].keys()
+    );
+    assert_eq!(
+        trees[0].keys().collect::<Vec<_>>(),
+        trees[1].keys().collect::<Vec<_>>()
+    );
     for (name, bytes) in &trees[0] {
         if trees[1][name] != *bytes {
-            let (a, b) = (String::from_utf8_lossy(bytes), String::from_utf8_lossy(&trees[1][name]));
+            let (a, b) = (
+                String::from_utf8_lossy(bytes),
+                String::from_utf8_lossy(&trees[1][name]),
+            );
             let first = a.lines().zip(b.lines()).find(|(x, y)| x != y);
             panic!("`{name}` differs between 1 and 3 threads: {first:?}");
         }
@@ -378,15 +594,35 @@ fn jsonl_rows_with_extra_fields_escapes_and_numeric_ids_are_read_like_json() {
     let out = run(coreb().arg("corpus").arg(&manifest));
     assert!(out.status.success(), "{}", text(&out));
     let records = read_jsonl(&dir.path().join("out/jsonl/train/shard=000/part.jsonl"));
-    let got: Vec<(String, String, String)> =
-        records.iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["query"].as_str().unwrap().to_owned(), r["pos"].as_str().unwrap().to_owned())).collect();
+    let got: Vec<(String, String, String)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_owned(),
+                r["query"].as_str().unwrap().to_owned(),
+                r["pos"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
     assert_eq!(
         got,
         [
-            ("x:7".to_owned(), "read a json file in python".to_owned(), "import json\njson.load(f)".to_owned()),
-            ("x:x\"y".to_owned(), "add two numbers in python é".to_owned(), "def add(a, b):\n    return a + b".to_owned()),
+            (
+                "x:7".to_owned(),
+                "read a json file in python".to_owned(),
+                "import json\njson.load(f)".to_owned()
+            ),
+            (
+                "x:x\"y".to_owned(),
+                "add two numbers in python é".to_owned(),
+                "def add(a, b):\n    return a + b".to_owned()
+            ),
             // A repeated key: the last value, as serde_json's map keeps it.
-            ("x:-3".to_owned(), "reverse a python list in place".to_owned(), "xs.reverse()".to_owned()),
+            (
+                "x:-3".to_owned(),
+                "reverse a python list in place".to_owned(),
+                "xs.reverse()".to_owned()
+            ),
         ]
     );
     // A field of the wrong type is reported with its file, line and value.
@@ -394,11 +630,17 @@ fn jsonl_rows_with_extra_fields_escapes_and_numeric_ids_are_read_like_json() {
     std::fs::write(dir.path().join("x.jsonl"), "{\"id\": 1, \"text\": \"a text long enough\", \"code\": \"x\"}\n{\"id\": true, \"text\": \"t\", \"code\": \"c\"}\n").unwrap();
     let out = run(coreb().arg("corpus").arg(&manifest));
     assert!(!out.status.success());
-    assert!(text(&out).contains("x.jsonl`:2: field `id`: expected a string, found `true`"), "{}", text(&out));
+    assert!(
+        text(&out).contains("x.jsonl`:2: field `id`: expected a string, found `true`"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// A loopback file server: `path → body`; anything else is a 404. Counts the requests.
-fn file_server(files: Vec<(&'static str, Vec<u8>)>) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+fn file_server(
+    files: Vec<(&'static str, Vec<u8>)>,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let h2 = std::sync::Arc::clone(&hits);
     let base = loopback(move |request| {
@@ -424,7 +666,10 @@ fn http_sources_are_downloaded_checked_and_read_plain_or_gzipped() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(rows.as_bytes()).unwrap();
     let gz = gz.finish().unwrap();
-    let (base, hits) = file_server(vec![("/pairs.jsonl", rows.clone().into_bytes()), ("/pairs.jsonl.gz", gz.clone())]);
+    let (base, hits) = file_server(vec![
+        ("/pairs.jsonl", rows.clone().into_bytes()),
+        ("/pairs.jsonl.gz", gz.clone()),
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let manifest = dir.path().join("c.toml");
     let write = |plain: &str, gz_sha: &str| {
@@ -452,7 +697,10 @@ fn http_sources_are_downloaded_checked_and_read_plain_or_gzipped() {
         std::fs::read_dir(&cache)
             .unwrap()
             .map(|e| e.unwrap().path())
-            .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with(prefix) && p.extension().is_none_or(|e| e != "url"))
+            .filter(|p| {
+                p.file_name().unwrap().to_str().unwrap().starts_with(prefix)
+                    && p.extension().is_none_or(|e| e != "url")
+            })
             .collect()
     };
     let (plain, packed) = (cached("plain-"), cached("packed-"));
@@ -473,7 +721,13 @@ fn http_sources_are_downloaded_checked_and_read_plain_or_gzipped() {
     let out = run(coreb().arg("corpus").arg(&manifest));
     assert!(!out.status.success());
     let msg = text(&out);
-    assert!(msg.contains("fetching source `packed`") && msg.contains("checksum mismatch") && msg.contains(&wrong) && msg.contains(&sha256(&gz)), "{msg}");
+    assert!(
+        msg.contains("fetching source `packed`")
+            && msg.contains("checksum mismatch")
+            && msg.contains(&wrong)
+            && msg.contains(&sha256(&gz)),
+        "{msg}"
+    );
     assert!(cached("packed-").is_empty(), "{:?}", cached("packed-"));
 
     // A 404 fails at once, naming the source and the URL.
@@ -481,15 +735,29 @@ fn http_sources_are_downloaded_checked_and_read_plain_or_gzipped() {
     let out = run(coreb().arg("corpus").arg(&manifest));
     assert!(!out.status.success());
     let msg = text(&out);
-    assert!(msg.contains("fetching source `plain`") && msg.contains(&format!("`{base}/missing.jsonl` answered HTTP 404")), "{msg}");
+    assert!(
+        msg.contains("fetching source `plain`")
+            && msg.contains(&format!("`{base}/missing.jsonl` answered HTTP 404")),
+        "{msg}"
+    );
 
     // `path` and `url` together, or a URL of another scheme, are manifest errors.
     std::fs::write(&manifest, "[output]\ndir = \"out\"\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\npath = \"x.jsonl\"\nurl = \"http://127.0.0.1:1/x\"\n").unwrap();
     let out = run(coreb().arg("corpus").arg(&manifest));
-    assert!(!out.status.success() && text(&out).contains("source `x`: `path`: give exactly one of `path` and `url`"), "{}", text(&out));
+    assert!(
+        !out.status.success()
+            && text(&out).contains("source `x`: `path`: give exactly one of `path` and `url`"),
+        "{}",
+        text(&out)
+    );
     std::fs::write(&manifest, "[output]\ndir = \"out\"\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\nurl = \"ftp://h/x\"\n").unwrap();
     let out = run(coreb().arg("corpus").arg(&manifest));
-    assert!(!out.status.success() && text(&out).contains("`url`: `ftp://h/x` is not an http:// or https:// URL"), "{}", text(&out));
+    assert!(
+        !out.status.success()
+            && text(&out).contains("`url`: `ftp://h/x` is not an http:// or https:// URL"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// A small deterministic generator (xorshift) for test corpora.
@@ -574,15 +842,32 @@ fn generated_corpus(groups: usize) -> (Vec<Value>, BTreeMap<String, (&'static st
     let mut bases = Vec::new();
     for g in 0..groups {
         let text: Vec<&str> = (0..16).map(|_| rng.pick(ENGLISH)).collect();
-        let code: Vec<String> = (0..70).map(|i| format!("{}_{}", rng.pick(ENGLISH), (rng.next() % 1000) + i)).collect();
-        bases.push((format!("g{g}"), text.join(" "), format!("def f{g}({}):\n    return {}", code[..3].join(", "), code[3..].join(" + "))));
+        let code: Vec<String> = (0..70)
+            .map(|i| format!("{}_{}", rng.pick(ENGLISH), (rng.next() % 1000) + i))
+            .collect();
+        bases.push((
+            format!("g{g}"),
+            text.join(" "),
+            format!(
+                "def f{g}({}):\n    return {}",
+                code[..3].join(", "),
+                code[3..].join(" + ")
+            ),
+        ));
     }
-    let mut rows: Vec<Value> = bases.iter().map(|(id, t, c)| json!({"id": id, "text": t, "code": c})).collect();
+    let mut rows: Vec<Value> = bases
+        .iter()
+        .map(|(id, t, c)| json!({"id": id, "text": t, "code": c}))
+        .collect();
     let mut later = Vec::new();
     let mut expected = BTreeMap::new();
     for (id, text, code) in &bases {
         let mut words: Vec<&str> = text.split(' ').collect();
-        words[7] = if words[7] == "quickly" { "safely" } else { "quickly" };
+        words[7] = if words[7] == "quickly" {
+            "safely"
+        } else {
+            "quickly"
+        };
         let edited = words.join(" ");
         let first = code.split(['(', ',', ' ']).nth(1).unwrap().to_owned();
         let renamed = code.replacen(&first, "renamed_value", 1);
@@ -602,9 +887,22 @@ fn generated_corpus(groups: usize) -> (Vec<Value>, BTreeMap<String, (&'static st
     (rows, expected)
 }
 
-fn write_generated(dir: &Path, groups: usize, shards: u32, extra: &str) -> (std::path::PathBuf, Vec<Value>, BTreeMap<String, (&'static str, String)>) {
+fn write_generated(
+    dir: &Path,
+    groups: usize,
+    shards: u32,
+    extra: &str,
+) -> (
+    std::path::PathBuf,
+    Vec<Value>,
+    BTreeMap<String, (&'static str, String)>,
+) {
     let (rows, expected) = generated_corpus(groups);
-    std::fs::write(dir.join("gen.jsonl"), rows.iter().map(|r| format!("{r}\n")).collect::<String>()).unwrap();
+    std::fs::write(
+        dir.join("gen.jsonl"),
+        rows.iter().map(|r| format!("{r}\n")).collect::<String>(),
+    )
+    .unwrap();
     let manifest = dir.join("gen.toml");
     std::fs::write(
         &manifest,
@@ -617,7 +915,16 @@ fn write_generated(dir: &Path, groups: usize, shards: u32, extra: &str) -> (std:
 /// The lines of every file matching `out/<dir>/*/<file>` (or of one file), sorted: the
 /// records whatever the partitioning.
 fn sorted_lines(paths: impl IntoIterator<Item = std::path::PathBuf>) -> Vec<String> {
-    let mut lines: Vec<String> = paths.into_iter().flat_map(|p| std::fs::read_to_string(&p).unwrap().lines().map(str::to_owned).collect::<Vec<_>>()).collect();
+    let mut lines: Vec<String> = paths
+        .into_iter()
+        .flat_map(|p| {
+            std::fs::read_to_string(&p)
+                .unwrap()
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
     lines.sort();
     lines
 }
@@ -630,51 +937,104 @@ fn sorted_lines(paths: impl IntoIterator<Item = std::path::PathBuf>) -> Vec<Stri
 fn corpus_keeps_the_same_rows_at_any_shard_and_thread_count() {
     use coreb_base::shard::{id_hash, shard_of_id};
     let dir = tempfile::tempdir().unwrap();
-    let (manifest, rows, expected) = write_generated(dir.path(), 40, 1, "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n");
+    let (manifest, rows, expected) = write_generated(
+        dir.path(),
+        40,
+        1,
+        "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n",
+    );
     let base_text = std::fs::read_to_string(&manifest).unwrap();
     // The planted copies really are spread: most sit in another shard than their original.
     let shard = |id: &str, n: u32| shard_of_id(id_hash(id), n);
-    let apart = expected.iter().filter(|(id, (_, of))| shard(id, 16) != shard(of, 16)).count();
-    assert!(apart * 10 > expected.len() * 8, "{apart} of {} copies in another shard", expected.len());
+    let apart = expected
+        .iter()
+        .filter(|(id, (_, of))| shard(id, 16) != shard(of, 16))
+        .count();
+    assert!(
+        apart * 10 > expected.len() * 8,
+        "{apart} of {} copies in another shard",
+        expected.len()
+    );
 
     let mut reference: Option<(Vec<String>, Vec<String>, Value)> = None;
     for shards in [1u32, 2, 7, 16] {
-        std::fs::write(&manifest, base_text.replace("shards = 1\n", &format!("shards = {shards}\n"))).unwrap();
+        std::fs::write(
+            &manifest,
+            base_text.replace("shards = 1\n", &format!("shards = {shards}\n")),
+        )
+        .unwrap();
         let mut trees = Vec::new();
         for threads in ["1", "2"] {
-            let out = run(coreb().arg("corpus").arg(&manifest).arg("--json").env("RAYON_NUM_THREADS", threads));
+            let out = run(coreb()
+                .arg("corpus")
+                .arg(&manifest)
+                .arg("--json")
+                .env("RAYON_NUM_THREADS", threads));
             assert!(out.status.success(), "{}", text(&out));
             trees.push(tree(&dir.path().join("out")));
-            let records = sorted_lines((0..shards).map(|s| dir.path().join(format!("out/jsonl/train/shard={s:03}/part.jsonl"))));
+            let records = sorted_lines((0..shards).map(|s| {
+                dir.path()
+                    .join(format!("out/jsonl/train/shard={s:03}/part.jsonl"))
+            }));
             let dropped = sorted_lines([dir.path().join("out/dropped.jsonl")]);
-            let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/report.json")).unwrap()).unwrap();
+            let report: Value = serde_json::from_str(
+                &std::fs::read_to_string(dir.path().join("out/report.json")).unwrap(),
+            )
+            .unwrap();
             let got = (records, dropped, report["stats"].clone());
             match &reference {
                 None => reference = Some(got),
                 Some(r) => {
                     assert_eq!(r.2, got.2, "counts at {shards} shards, {threads} threads");
-                    assert!(r.0 == got.0, "the kept records differ at {shards} shards, {threads} threads");
-                    assert!(r.1 == got.1, "the dropped pairs differ at {shards} shards, {threads} threads");
+                    assert!(
+                        r.0 == got.0,
+                        "the kept records differ at {shards} shards, {threads} threads"
+                    );
+                    assert!(
+                        r.1 == got.1,
+                        "the dropped pairs differ at {shards} shards, {threads} threads"
+                    );
                 }
             }
             std::fs::remove_dir_all(dir.path().join("out")).unwrap();
         }
-        assert!(trees[0] == trees[1], "the output differs between 1 and 2 threads at {shards} shards");
+        assert!(
+            trees[0] == trees[1],
+            "the output differs between 1 and 2 threads at {shards} shards"
+        );
     }
     let (records, dropped, stats) = reference.unwrap();
     assert_eq!(records.len() + dropped.len(), rows.len());
     // Every planted copy is dropped for its reason, in favour of its original.
-    let dropped: BTreeMap<String, Value> = dropped.iter().map(|l| serde_json::from_str::<Value>(l).unwrap()).map(|d| (d["id"].as_str().unwrap().to_owned(), d)).collect();
+    let dropped: BTreeMap<String, Value> = dropped
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|d| (d["id"].as_str().unwrap().to_owned(), d))
+        .collect();
     for (id, (reason, of)) in &expected {
         let d = dropped.get(id).unwrap_or_else(|| panic!("`{id}` was kept"));
-        assert_eq!((d["reason"].as_str().unwrap(), d["of"].as_str().unwrap()), (*reason, of.as_str()), "{d}");
+        assert_eq!(
+            (d["reason"].as_str().unwrap(), d["of"].as_str().unwrap()),
+            (*reason, of.as_str()),
+            "{d}"
+        );
     }
     assert_eq!(stats["rows_in"], rows.len());
     assert_eq!(stats["duplicate_id"], 40, "{stats}");
     assert_eq!(stats["exact_duplicate"], 40, "{stats}");
     assert_eq!(stats["near_duplicate"], 80, "{stats}");
     // Only originals are kept.
-    assert!(records.iter().all(|r| serde_json::from_str::<Value>(r).unwrap()["id"].as_str().unwrap().chars().skip(5).all(|c| c.is_ascii_digit())), "{records:?}");
+    assert!(
+        records
+            .iter()
+            .all(|r| serde_json::from_str::<Value>(r).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .chars()
+                .skip(5)
+                .all(|c| c.is_ascii_digit())),
+        "{records:?}"
+    );
 }
 
 /// Issue 16: `coreb corpus --shard i/N` in separate processes, then `coreb merge corpus`, writes
@@ -688,47 +1048,100 @@ fn corpus_shard_processes_and_merge_equal_one_process() {
     let out = run(coreb().arg("corpus").arg(&manifest));
     assert!(out.status.success(), "{}", text(&out));
     let one = tree(&dir.path().join("out"));
-    assert!(one.contains_key("train/shard=002/part.parquet") && one.contains_key("dropped.jsonl"), "{:?}", one.keys());
+    assert!(
+        one.contains_key("train/shard=002/part.parquet") && one.contains_key("dropped.jsonl"),
+        "{:?}",
+        one.keys()
+    );
     std::fs::remove_dir_all(dir.path().join("out")).unwrap();
 
     let shard = |i: u32, manifest: &Path| {
-        let out = run(coreb().arg("corpus").arg(manifest).args(["--shard", &format!("{i}/4"), "--json"]));
+        let out =
+            run(coreb()
+                .arg("corpus")
+                .arg(manifest)
+                .args(["--shard", &format!("{i}/4"), "--json"]));
         assert!(out.status.success(), "{}", text(&out));
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["shard"], i, "{v}");
         v
     };
-    let merge = || run(coreb().args(["merge", "corpus"]).arg(&manifest).arg("--json"));
+    let merge = || {
+        run(coreb()
+            .args(["merge", "corpus"])
+            .arg(&manifest)
+            .arg("--json"))
+    };
     let nothing = merge();
-    assert!(!nothing.status.success() && text(&nothing).contains("no shard parts in"), "{}", text(&nothing));
+    assert!(
+        !nothing.status.success() && text(&nothing).contains("no shard parts in"),
+        "{}",
+        text(&nothing)
+    );
     let mut read = 0;
     for i in [0, 1, 3] {
         read += shard(i, &manifest)["rows"].as_u64().unwrap();
     }
     let missing = merge();
-    assert!(!missing.status.success() && text(&missing).contains("shard 2/4 is missing"), "{}", text(&missing));
+    assert!(
+        !missing.status.success() && text(&missing).contains("shard 2/4 is missing"),
+        "{}",
+        text(&missing)
+    );
     read += shard(2, &manifest)["rows"].as_u64().unwrap();
     assert_eq!(read, 150);
     // A part made from another plan (here another threshold) is refused.
     let other = dir.path().join("other.toml");
-    std::fs::write(&other, std::fs::read_to_string(&manifest).unwrap().replace("[[source]]", "[dedup]\nthreshold = 0.8\n[[source]]")).unwrap();
+    std::fs::write(
+        &other,
+        std::fs::read_to_string(&manifest)
+            .unwrap()
+            .replace("[[source]]", "[dedup]\nthreshold = 0.8\n[[source]]"),
+    )
+    .unwrap();
     shard(1, &other);
     let stale = merge();
-    assert!(!stale.status.success() && text(&stale).contains("shard 1/4 was made from another plan"), "{}", text(&stale));
+    assert!(
+        !stale.status.success() && text(&stale).contains("shard 1/4 was made from another plan"),
+        "{}",
+        text(&stale)
+    );
     shard(1, &manifest);
     // A complete part is not redone.
-    let again = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "1/4"]));
-    assert!(again.status.success() && text(&again).contains("is complete (`") && text(&again).contains("nothing to do"), "{}", text(&again));
+    let again = run(coreb()
+        .arg("corpus")
+        .arg(&manifest)
+        .args(["--shard", "1/4"]));
+    assert!(
+        again.status.success()
+            && text(&again).contains("is complete (`")
+            && text(&again).contains("nothing to do"),
+        "{}",
+        text(&again)
+    );
     let merged = merge();
     assert!(merged.status.success(), "{}", text(&merged));
     let four = tree(&dir.path().join("out"));
-    assert_eq!(one.keys().collect::<Vec<_>>(), four.keys().collect::<Vec<_>>());
+    assert_eq!(
+        one.keys().collect::<Vec<_>>(),
+        four.keys().collect::<Vec<_>>()
+    );
     for (name, bytes) in &one {
-        assert!(four[name] == *bytes, "`{name}` differs between one process and 4 shard processes + merge");
+        assert!(
+            four[name] == *bytes,
+            "`{name}` differs between one process and 4 shard processes + merge"
+        );
     }
     // Bad shard specs are refused by the command line.
-    let bad = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "4/4"]));
-    assert!(!bad.status.success() && text(&bad).contains("the shard must be in 0..4"), "{}", text(&bad));
+    let bad = run(coreb()
+        .arg("corpus")
+        .arg(&manifest)
+        .args(["--shard", "4/4"]));
+    assert!(
+        !bad.status.success() && text(&bad).contains("the shard must be in 0..4"),
+        "{}",
+        text(&bad)
+    );
 }
 
 /// Issue 35: a shard process parses only the lines that start in its byte range of the plain
@@ -751,9 +1164,20 @@ fn corpus_shard_processes_read_only_their_byte_range() {
         }
     }
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(rows[third..2 * third].iter().map(line).collect::<String>().as_bytes()).unwrap();
+    gz.write_all(
+        rows[third..2 * third]
+            .iter()
+            .map(line)
+            .collect::<String>()
+            .as_bytes(),
+    )
+    .unwrap();
     // No id field: ids are line numbers; no newline after the last line.
-    let c: String = rows[2 * third..].iter().map(|r| json!({"t": r["text"], "c": r["code"]}).to_string()).collect::<Vec<_>>().join("\n");
+    let c: String = rows[2 * third..]
+        .iter()
+        .map(|r| json!({"t": r["text"], "c": r["code"]}).to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
     std::fs::write(dir.path().join("a.jsonl"), &a).unwrap();
     std::fs::write(dir.path().join("b.jsonl.gz"), gz.finish().unwrap()).unwrap();
     std::fs::write(dir.path().join("c.jsonl"), &c).unwrap();
@@ -770,22 +1194,37 @@ fn corpus_shard_processes_read_only_their_byte_range() {
     let one = run(coreb().arg("corpus").arg(&manifest));
     assert!(one.status.success(), "{}", text(&one));
     let reference = tree(&out);
-    assert!(reference["dropped.jsonl"].len() > 100, "a corpus with duplicates");
+    assert!(
+        reference["dropped.jsonl"].len() > 100,
+        "a corpus with duplicates"
+    );
     std::fs::remove_dir_all(&out).unwrap();
     for n in [2u32, 3, 7] {
         let (mut read, mut counted) = (0, Vec::new());
         for i in 0..n {
-            let o = run(coreb().arg("corpus").arg(&manifest).args(["--shard", &format!("{i}/{n}"), "--json"]));
+            let o = run(coreb().arg("corpus").arg(&manifest).args([
+                "--shard",
+                &format!("{i}/{n}"),
+                "--json",
+            ]));
             assert!(o.status.success(), "{}", text(&o));
             let v: Value = serde_json::from_slice(&o.stdout).unwrap();
             counted.push(v["rows_in"].as_u64().unwrap());
             read += v["rows"].as_u64().unwrap();
         }
-        assert_eq!(read, rows.len() as u64, "every row in exactly one of {n} parts");
+        assert_eq!(
+            read,
+            rows.len() as u64,
+            "every row in exactly one of {n} parts"
+        );
         // A process counts the input's rows up to where it stops reading: past its range only
         // up to the last source read whole (`b.jsonl.gz`); the last one reads to the end.
         assert_eq!(counted.last(), Some(&(rows.len() as u64)), "{counted:?}");
-        assert!(counted.iter().all(|&c| c <= rows.len() as u64) && counted.iter().any(|&c| c < rows.len() as u64), "{counted:?}");
+        assert!(
+            counted.iter().all(|&c| c <= rows.len() as u64)
+                && counted.iter().any(|&c| c < rows.len() as u64),
+            "{counted:?}"
+        );
         if n == 2 {
             // Parts whose rows do not add up to the input's are refused.
             let marker = out.join("parts/part=000-of-002/_SUCCESS");
@@ -794,7 +1233,12 @@ fn corpus_shard_processes_read_only_their_byte_range() {
             m["rows"] = json!(m["rows"].as_u64().unwrap() + 1);
             std::fs::write(&marker, m.to_string()).unwrap();
             let refused = run(coreb().args(["merge", "corpus"]).arg(&manifest));
-            assert!(!refused.status.success() && text(&refused).contains("were made from different inputs"), "{}", text(&refused));
+            assert!(
+                !refused.status.success()
+                    && text(&refused).contains("were made from different inputs"),
+                "{}",
+                text(&refused)
+            );
             std::fs::write(&marker, saved).unwrap();
             // A spool file edited at the same size is hashed as the merge streams it: the part is
             // refused (in the words of a part whose file does not match its marker) before the
@@ -806,28 +1250,63 @@ fn corpus_shard_processes_read_only_their_byte_range() {
             std::fs::write(&spool, bytes).unwrap();
             let refused = run(coreb().args(["merge", "corpus"]).arg(&manifest));
             let said = text(&refused);
-            assert!(!refused.status.success() && said.contains("cannot merge the corpus shards yet") && said.contains("shard 1/2 is damaged"), "{said}");
-            assert!(said.contains("spool/shard=000.bin` no longer matches the `_SUCCESS` of its part") && said.contains("--shard 1/2`"), "{said}");
-            assert!(!out.join("train/shard=000/_SUCCESS").exists() && !out.join("train/shard=000/part.parquet").exists(), "nothing of output shard 0 committed");
+            assert!(
+                !refused.status.success()
+                    && said.contains("cannot merge the corpus shards yet")
+                    && said.contains("shard 1/2 is damaged"),
+                "{said}"
+            );
+            assert!(
+                said.contains("spool/shard=000.bin` no longer matches the `_SUCCESS` of its part")
+                    && said.contains("--shard 1/2`"),
+                "{said}"
+            );
+            assert!(
+                !out.join("train/shard=000/_SUCCESS").exists()
+                    && !out.join("train/shard=000/part.parquet").exists(),
+                "nothing of output shard 0 committed"
+            );
             std::fs::write(&spool, saved).unwrap();
         }
         let merged = run(coreb().args(["merge", "corpus"]).arg(&manifest));
         assert!(merged.status.success(), "{}", text(&merged));
-        assert_same_tree(&reference, &tree(&out), &format!("{n} shard processes reading byte ranges + merge"));
+        assert_same_tree(
+            &reference,
+            &tree(&out),
+            &format!("{n} shard processes reading byte ranges + merge"),
+        );
         std::fs::remove_dir_all(&out).unwrap();
     }
     // A malformed line in the first half of `a.jsonl` stops the process whose range holds it,
     // naming the file and line, and not the other: it is not parsed there.
-    std::fs::write(dir.path().join("a.jsonl"), format!("{{\"id\": \"bad\", \"text\": 1\n{}", &a)).unwrap();
-    let first = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "0/2"]));
-    assert!(!first.status.success() && text(&first).contains("a.jsonl`:1"), "{}", text(&first));
-    let second = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "1/2"]));
+    std::fs::write(
+        dir.path().join("a.jsonl"),
+        format!("{{\"id\": \"bad\", \"text\": 1\n{}", &a),
+    )
+    .unwrap();
+    let first = run(coreb()
+        .arg("corpus")
+        .arg(&manifest)
+        .args(["--shard", "0/2"]));
+    assert!(
+        !first.status.success() && text(&first).contains("a.jsonl`:1"),
+        "{}",
+        text(&first)
+    );
+    let second = run(coreb()
+        .arg("corpus")
+        .arg(&manifest)
+        .args(["--shard", "1/2"]));
     assert!(second.status.success(), "{}", text(&second));
 }
 
 /// The files of two output trees are the same, byte for byte.
 fn assert_same_tree(want: &BTreeMap<String, Vec<u8>>, got: &BTreeMap<String, Vec<u8>>, what: &str) {
-    assert_eq!(want.keys().collect::<Vec<_>>(), got.keys().collect::<Vec<_>>(), "{what}");
+    assert_eq!(
+        want.keys().collect::<Vec<_>>(),
+        got.keys().collect::<Vec<_>>(),
+        "{what}"
+    );
     for (name, bytes) in want {
         assert!(got[name] == *bytes, "`{name}` differs: {what}");
     }
@@ -843,22 +1322,47 @@ fn assert_same_tree(want: &BTreeMap<String, Vec<u8>>, got: &BTreeMap<String, Vec
 #[test]
 fn corpus_split_dedup_equals_one_process_for_any_task_count() {
     let dir = tempfile::tempdir().unwrap();
-    let (manifest, rows, _) = write_generated(dir.path(), 40, 1, "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n");
+    let (manifest, rows, _) = write_generated(
+        dir.path(),
+        40,
+        1,
+        "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n",
+    );
     let base_text = std::fs::read_to_string(&manifest).unwrap();
     let out = dir.path().join("out");
     let mut references = BTreeMap::new();
     for shards in [1u32, 3] {
-        std::fs::write(&manifest, base_text.replace("shards = 1\n", &format!("shards = {shards}\n"))).unwrap();
+        std::fs::write(
+            &manifest,
+            base_text.replace("shards = 1\n", &format!("shards = {shards}\n")),
+        )
+        .unwrap();
         let one = run(coreb().arg("corpus").arg(&manifest));
         assert!(one.status.success(), "{}", text(&one));
         let reference = tree(&out);
         std::fs::remove_dir_all(&out).unwrap();
         for tasks in [1, 2, 8] {
-            let split = run(coreb().arg("corpus").arg(&manifest).args(["--dedup-tasks", &tasks.to_string()]));
+            let split = run(coreb()
+                .arg("corpus")
+                .arg(&manifest)
+                .args(["--dedup-tasks", &tasks.to_string()]));
             assert!(split.status.success(), "{}", text(&split));
-            assert!(text(&split).contains(&format!("near-duplicates in {tasks} band tasks: {tasks} to run, 0 complete")), "{}", text(&split));
-            assert!(!out.join("dedup").exists() && !out.join("parts").exists(), "the steps' files are removed");
-            assert_same_tree(&reference, &tree(&out), &format!("{tasks} band tasks vs one process at {shards} output shards"));
+            assert!(
+                text(&split).contains(&format!(
+                    "near-duplicates in {tasks} band tasks: {tasks} to run, 0 complete"
+                )),
+                "{}",
+                text(&split)
+            );
+            assert!(
+                !out.join("dedup").exists() && !out.join("parts").exists(),
+                "the steps' files are removed"
+            );
+            assert_same_tree(
+                &reference,
+                &tree(&out),
+                &format!("{tasks} band tasks vs one process at {shards} output shards"),
+            );
             std::fs::remove_dir_all(&out).unwrap();
         }
         references.insert(shards, reference);
@@ -867,17 +1371,32 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
         let mut lines: Vec<String> = t
             .iter()
             .filter(|(k, _)| k.starts_with("jsonl/train/"))
-            .flat_map(|(_, v)| String::from_utf8(v.clone()).unwrap().lines().map(str::to_owned).collect::<Vec<_>>())
+            .flat_map(|(_, v)| {
+                String::from_utf8(v.clone())
+                    .unwrap()
+                    .lines()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
             .collect();
         lines.sort();
         lines
     };
     let (one_shard, three_shards) = (kept(&references[&1]), kept(&references[&3]));
-    assert!(!one_shard.is_empty() && one_shard.len() < rows.len() && one_shard == three_shards, "the kept records at 1 and 3 output shards");
+    assert!(
+        !one_shard.is_empty() && one_shard.len() < rows.len() && one_shard == three_shards,
+        "the kept records at 1 and 3 output shards"
+    );
 
     // Step by step, as a scheduler runs them: 2 shard processes, the exact step, 4 band
     // tasks, the clustering step, then the merge, which uses their result.
-    let step = |args: &[&str]| run(coreb().arg("corpus").arg(&manifest).args(args).arg("--json"));
+    let step = |args: &[&str]| {
+        run(coreb()
+            .arg("corpus")
+            .arg(&manifest)
+            .args(args)
+            .arg("--json"))
+    };
     let ok = |o: std::process::Output| {
         assert!(o.status.success(), "{}", text(&o));
         serde_json::from_slice::<Value>(&o.stdout).unwrap()
@@ -886,12 +1405,28 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
         ok(step(&["--shard", "0/2"]));
         ok(step(&["--shard", "1/2"]));
         let early = step(&["--dedup-step", "bands", "--task", "0/4"]);
-        assert!(!early.status.success() && text(&early).contains("--dedup-step exact`"), "{}", text(&early));
+        assert!(
+            !early.status.success() && text(&early).contains("--dedup-step exact`"),
+            "{}",
+            text(&early)
+        );
         let exact = ok(step(&["--dedup-step", "exact"]));
-        assert_eq!((exact["input_rows"].as_u64(), exact["dropped"].as_u64()), (Some(rows.len() as u64), Some(80)), "{exact}");
+        assert_eq!(
+            (exact["input_rows"].as_u64(), exact["dropped"].as_u64()),
+            (Some(rows.len() as u64), Some(80)),
+            "{exact}"
+        );
         for i in 0..bands_tasks {
-            let v = ok(step(&["--dedup-step", "bands", "--task", &format!("{i}/{bands_tasks}")]));
-            assert!(v["peak_rss_mib"].as_f64().unwrap() > 0.0 && v["candidates"].as_u64().is_some(), "{v}");
+            let v = ok(step(&[
+                "--dedup-step",
+                "bands",
+                "--task",
+                &format!("{i}/{bands_tasks}"),
+            ]));
+            assert!(
+                v["peak_rss_mib"].as_f64().unwrap() > 0.0 && v["candidates"].as_u64().is_some(),
+                "{v}"
+            );
         }
     };
     std::fs::write(&manifest, base_text.replace("shards = 1\n", "shards = 3\n")).unwrap();
@@ -901,8 +1436,16 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
     let again = ok(step(&["--dedup-step", "clusters"]));
     assert_eq!(again["done"], true, "{again}");
     let merged = run(coreb().args(["merge", "corpus"]).arg(&manifest));
-    assert!(merged.status.success() && text(&merged).contains("with the duplicates of the split steps"), "{}", text(&merged));
-    assert_same_tree(&references[&3], &tree(&out), "the steps run one by one, then the merge");
+    assert!(
+        merged.status.success() && text(&merged).contains("with the duplicates of the split steps"),
+        "{}",
+        text(&merged)
+    );
+    assert_same_tree(
+        &references[&3],
+        &tree(&out),
+        "the steps run one by one, then the merge",
+    );
     std::fs::remove_dir_all(&out).unwrap();
 
     // A killed band task and a damaged one.
@@ -917,13 +1460,37 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
     std::fs::write(&damaged, bytes).unwrap();
     let refused = step(&["--dedup-step", "clusters"]);
     let said = text(&refused);
-    assert!(!refused.status.success() && said.contains("shard 1/4 is damaged") && said.contains("--dedup-step bands --task 1/4`"), "{said}");
-    assert!(said.contains("shard 2/4 is missing") && said.contains("--dedup-step bands --task 2/4`"), "{said}");
-    let rerun = run(coreb().args(["merge", "corpus"]).arg(&manifest).args(["--dedup-tasks", "4"]));
+    assert!(
+        !refused.status.success()
+            && said.contains("shard 1/4 is damaged")
+            && said.contains("--dedup-step bands --task 1/4`"),
+        "{said}"
+    );
+    assert!(
+        said.contains("shard 2/4 is missing") && said.contains("--dedup-step bands --task 2/4`"),
+        "{said}"
+    );
+    let rerun = run(coreb()
+        .args(["merge", "corpus"])
+        .arg(&manifest)
+        .args(["--dedup-tasks", "4"]));
     let said = text(&rerun);
-    assert!(rerun.status.success() && said.contains("near-duplicates in 4 band tasks: 2 to run, 2 complete"), "{said}");
-    assert!(said.contains("dedup bands 1/4:") && said.contains("dedup bands 2/4:") && !said.contains("dedup bands 0/4") && !said.contains("dedup bands 3/4"), "{said}");
-    assert!(!said.contains("dedup exact 0/1"), "the exact step was complete: {said}");
+    assert!(
+        rerun.status.success()
+            && said.contains("near-duplicates in 4 band tasks: 2 to run, 2 complete"),
+        "{said}"
+    );
+    assert!(
+        said.contains("dedup bands 1/4:")
+            && said.contains("dedup bands 2/4:")
+            && !said.contains("dedup bands 0/4")
+            && !said.contains("dedup bands 3/4"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("dedup exact 0/1"),
+        "the exact step was complete: {said}"
+    );
     assert_same_tree(&references[&3], &tree(&out), "after redoing two band tasks");
 
     // A shard part's sketch file edited at the same size: the exact step, which reads it,
@@ -938,14 +1505,32 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
     std::fs::write(&sketches, bytes).unwrap();
     let refused = step(&["--dedup-step", "exact"]);
     let said = text(&refused);
-    assert!(!refused.status.success() && said.contains("sketches.bin` no longer matches") && said.contains("--shard 1/2`"), "{said}");
+    assert!(
+        !refused.status.success()
+            && said.contains("sketches.bin` no longer matches")
+            && said.contains("--shard 1/2`"),
+        "{said}"
+    );
 }
 
 /// A generated corpus of `groups` groups in `dir` (alignment and negatives off, `shards` output
 /// shards) curated by one process: its manifest, its output directory (removed again) and the
 /// files that were in it.
-fn one_process_output(dir: &Path, groups: usize, shards: u32) -> (std::path::PathBuf, std::path::PathBuf, BTreeMap<String, Vec<u8>>) {
-    let (manifest, _, _) = write_generated(dir, groups, shards, "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n");
+fn one_process_output(
+    dir: &Path,
+    groups: usize,
+    shards: u32,
+) -> (
+    std::path::PathBuf,
+    std::path::PathBuf,
+    BTreeMap<String, Vec<u8>>,
+) {
+    let (manifest, _, _) = write_generated(
+        dir,
+        groups,
+        shards,
+        "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n",
+    );
     let out = dir.join("out");
     let one = run(coreb().arg("corpus").arg(&manifest));
     assert!(one.status.success(), "{}", text(&one));
@@ -979,19 +1564,40 @@ fn corpus_slurm_recipe_writes_the_one_process_output() {
     };
     let shell = recipe(&[], "shell");
     let said = text(&shell);
-    assert!(shell.status.success() && said.contains("with the duplicates of the split steps"), "{said}");
+    assert!(
+        shell.status.success() && said.contains("with the duplicates of the split steps"),
+        "{said}"
+    );
     for (step, tasks) in [("shard", 2), ("bands", 4)] {
         for i in 0..tasks {
-            let line = if step == "shard" { format!("shard {i}/2: ") } else { format!("dedup bands {i}/4 written to") };
+            let line = if step == "shard" {
+                format!("shard {i}/2: ")
+            } else {
+                format!("dedup bands {i}/4 written to")
+            };
             assert!(said.contains(&line), "{step} {i} did not run: {said}");
         }
     }
-    assert_same_tree(&reference, &tree(&out), "the corpus recipe's shell fallback vs one process");
+    assert_same_tree(
+        &reference,
+        &tree(&out),
+        "the corpus recipe's shell fallback vs one process",
+    );
     std::fs::remove_dir_all(&out).unwrap();
 
-    let slurm = recipe(&[root().join("scripts/slurm/single-node.sh"), dir.path().join("slurm"), "bash".into()], "slurm");
+    let slurm = recipe(
+        &[
+            root().join("scripts/slurm/single-node.sh"),
+            dir.path().join("slurm"),
+            "bash".into(),
+        ],
+        "slurm",
+    );
     if slurm.status.code() == Some(3) {
-        eprintln!("no single-node Slurm here, so only the shell fallback ran: {}", text(&slurm));
+        eprintln!(
+            "no single-node Slurm here, so only the shell fallback ran: {}",
+            text(&slurm)
+        );
         return;
     }
     let logs = || {
@@ -999,24 +1605,55 @@ fn corpus_slurm_recipe_writes_the_one_process_output() {
         for entry in std::fs::read_dir(dir.path()).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "log") {
-                all += &format!("== {}\n{}\n", path.display(), std::fs::read_to_string(&path).unwrap_or_default());
+                all += &format!(
+                    "== {}\n{}\n",
+                    path.display(),
+                    std::fs::read_to_string(&path).unwrap_or_default()
+                );
             }
         }
         all
     };
     assert!(slurm.status.success(), "{}\n{}", text(&slurm), logs());
     let stderr = String::from_utf8_lossy(&slurm.stderr);
-    let job = |step: &str| stderr.lines().find_map(|l| l.strip_prefix(&format!("{step}: job "))).unwrap_or_else(|| panic!("no {step} job: {stderr}")).trim().to_owned();
+    let job = |step: &str| {
+        stderr
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{step}: job ")))
+            .unwrap_or_else(|| panic!("no {step} job: {stderr}"))
+            .trim()
+            .to_owned()
+    };
     for i in 0..4 {
-        let log = std::fs::read_to_string(dir.path().join(format!("coreb-coreb-corpus-bands-{}_{i}.log", job("bands")))).unwrap_or_default();
-        assert!(log.contains(&format!("dedup bands {i}/4 written to")), "band task {i}:\n{log}\n{}", logs());
+        let log = std::fs::read_to_string(
+            dir.path()
+                .join(format!("coreb-coreb-corpus-bands-{}_{i}.log", job("bands"))),
+        )
+        .unwrap_or_default();
+        assert!(
+            log.contains(&format!("dedup bands {i}/4 written to")),
+            "band task {i}:\n{log}\n{}",
+            logs()
+        );
     }
-    let merge = std::fs::read_to_string(dir.path().join(format!("coreb-coreb-corpus-merge-{}.log", job("merge")))).unwrap_or_default();
-    assert!(merge.contains("with the duplicates of the split steps"), "{merge}\n{}", logs());
+    let merge = std::fs::read_to_string(
+        dir.path()
+            .join(format!("coreb-coreb-corpus-merge-{}.log", job("merge"))),
+    )
+    .unwrap_or_default();
+    assert!(
+        merge.contains("with the duplicates of the split steps"),
+        "{merge}\n{}",
+        logs()
+    );
     for step in ["shard", "exact", "clusters"] {
         job(step);
     }
-    assert_same_tree(&reference, &tree(&out), "the corpus recipe through Slurm vs one process");
+    assert_same_tree(
+        &reference,
+        &tree(&out),
+        "the corpus recipe through Slurm vs one process",
+    );
 }
 
 /// Issue 35: `kill -9` of two of four band tasks while they run (as soon as their temporary
@@ -1026,7 +1663,11 @@ fn corpus_slurm_recipe_writes_the_one_process_output() {
 fn kill_9_of_band_tasks_then_a_rerun_redoes_only_their_parts() {
     let dir = tempfile::tempdir().unwrap();
     let (manifest, out, reference) = one_process_output(dir.path(), 2000, 2);
-    for args in [&["--shard", "0/2"][..], &["--shard", "1/2"], &["--dedup-step", "exact"]] {
+    for args in [
+        &["--shard", "0/2"][..],
+        &["--shard", "1/2"],
+        &["--dedup-step", "exact"],
+    ] {
         let o = run(coreb().arg("corpus").arg(&manifest).args(args));
         assert!(o.status.success(), "{}", text(&o));
     }
@@ -1053,18 +1694,45 @@ fn kill_9_of_band_tasks_then_a_rerun_redoes_only_their_parts() {
         let status = child.wait().unwrap();
         assert!(i == 1 || i == 2 || status.success(), "band task {i} failed");
         if !bands.join(format!("part={i:03}-of-004/_SUCCESS")).exists() {
-            assert!(!status.success(), "task {i} exited successfully without its part");
+            assert!(
+                !status.success(),
+                "task {i} exited successfully without its part"
+            );
             killed.push(i);
         }
     }
-    assert!(!killed.is_empty(), "no band task was killed before it finished: make the corpus larger");
-    let rerun = run(coreb().args(["merge", "corpus"]).arg(&manifest).args(["--dedup-tasks", "4"]));
+    assert!(
+        !killed.is_empty(),
+        "no band task was killed before it finished: make the corpus larger"
+    );
+    let rerun = run(coreb()
+        .args(["merge", "corpus"])
+        .arg(&manifest)
+        .args(["--dedup-tasks", "4"]));
     let said = text(&rerun);
     assert!(rerun.status.success(), "{said}");
-    assert!(said.contains(&format!("near-duplicates in 4 band tasks: {} to run, {} complete", killed.len(), 4 - killed.len())), "{killed:?}: {said}");
+    assert!(
+        said.contains(&format!(
+            "near-duplicates in 4 band tasks: {} to run, {} complete",
+            killed.len(),
+            4 - killed.len()
+        )),
+        "{killed:?}: {said}"
+    );
     for i in 0..4 {
-        assert_eq!(said.contains(&format!("dedup bands {i}/4:")), killed.contains(&i), "task {i} (killed: {killed:?}): {said}");
+        assert_eq!(
+            said.contains(&format!("dedup bands {i}/4:")),
+            killed.contains(&i),
+            "task {i} (killed: {killed:?}): {said}"
+        );
     }
-    assert!(!said.contains("dedup exact 0/1"), "the exact step was complete: {said}");
-    assert_same_tree(&reference, &tree(&out), "after kill -9 of band tasks and a rerun");
+    assert!(
+        !said.contains("dedup exact 0/1"),
+        "the exact step was complete: {said}"
+    );
+    assert_same_tree(
+        &reference,
+        &tree(&out),
+        "after kill -9 of band tasks and a rerun",
+    );
 }

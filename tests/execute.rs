@@ -25,7 +25,9 @@ fn fixture(rel: &str) -> PathBuf {
 
 fn problems() -> Vec<Problem> {
     let text = std::fs::read_to_string(fixture("problems.jsonl")).unwrap();
-    text.lines().map(|l| decode_row(l.as_bytes(), &IngestConfig::default()).unwrap()).collect()
+    text.lines()
+        .map(|l| decode_row(l.as_bytes(), &IngestConfig::default()).unwrap())
+        .collect()
 }
 
 fn solution(problem: &ProblemId, language: Language, file: &Path, model: &str) -> Solution {
@@ -45,7 +47,11 @@ fn fixture_solutions(problems: &[Problem], languages: &[Language]) -> Vec<Soluti
     for p in problems {
         for &language in languages {
             for kind in ["ok", "wrong"] {
-                let file = fixture(&format!("solutions/{}/{kind}.{}", p.question_id, language.extension()));
+                let file = fixture(&format!(
+                    "solutions/{}/{kind}.{}",
+                    p.question_id,
+                    language.extension()
+                ));
                 solutions.push(solution(&p.id, language, &file, kind));
             }
         }
@@ -80,14 +86,23 @@ fn correct_and_wrong_solutions_in_five_languages() {
         } else {
             assert!(!r.passed, "{what}");
             assert!(verdicts(r).contains(&Verdict::WrongAnswer), "{what}");
-            assert!(verdicts(r).iter().all(|v| matches!(v, Verdict::Passed | Verdict::WrongAnswer)), "{what}");
+            assert!(
+                verdicts(r)
+                    .iter()
+                    .all(|v| matches!(v, Verdict::Passed | Verdict::WrongAnswer)),
+                "{what}"
+            );
         }
         for t in &r.tests {
             assert!(t.peak_memory_kb > 0, "{what}");
         }
     }
     // The wrong distinct-difference solutions are right on the first example only.
-    for r in out.results.iter().filter(|r| r.problem_id.as_str() == "lcb_2777" && r.model == "wrong") {
+    for r in out
+        .results
+        .iter()
+        .filter(|r| r.problem_id.as_str() == "lcb_2777" && r.model == "wrong")
+    {
         assert_eq!(r.pass_rate, 0.5, "{}", r.solution_id);
     }
     assert_eq!(out.stats.solutions, 40);
@@ -101,10 +116,18 @@ fn verdicts_do_not_depend_on_jobs_and_round_trip_through_parquet() {
     let mut solutions = fixture_solutions(&problems, &[Language::Python, Language::Cpp]);
     // A solution whose problem is missing is listed, not judged.
     let orphan = ProblemId::from_question_id("nope");
-    solutions.push(solution(&orphan, Language::Python, &fixture("solutions/abc302_a/ok.py"), "ok"));
+    solutions.push(solution(
+        &orphan,
+        Language::Python,
+        &fixture("solutions/abc302_a/ok.py"),
+        "ok",
+    ));
 
     let dir = tempfile::tempdir().unwrap();
-    let (pp, sp) = (dir.path().join("problems.parquet"), dir.path().join("solutions.parquet"));
+    let (pp, sp) = (
+        dir.path().join("problems.parquet"),
+        dir.path().join("solutions.parquet"),
+    );
     let mut w = coreb_data::tables::ProblemWriter::create(&pp).unwrap();
     for p in &problems {
         w.write(p.clone()).unwrap();
@@ -117,10 +140,17 @@ fn verdicts_do_not_depend_on_jobs_and_round_trip_through_parquet() {
     for jobs in [1, 3] {
         let out = dir.path().join(format!("verdicts-{jobs}.parquet"));
         let report = execute_tables(&pp, &sp, &out, &config, sandbox(), jobs, &|| {}).unwrap();
-        assert_eq!(report.without_problem, vec![SolutionId::new(&orphan, "ok", Language::Python, 0)]);
+        assert_eq!(
+            report.without_problem,
+            vec![SolutionId::new(&orphan, "ok", Language::Python, 0)]
+        );
         assert_eq!(report.stats.solutions, 16);
         let rows = coreb_data::tables::verdicts::read_verdicts(&out).unwrap();
-        seen.push(rows.iter().map(|r| (r.solution_id.clone(), r.passed, verdicts(r))).collect::<Vec<_>>());
+        seen.push(
+            rows.iter()
+                .map(|r| (r.solution_id.clone(), r.passed, verdicts(r)))
+                .collect::<Vec<_>>(),
+        );
     }
     assert_eq!(seen[0], seen[1]);
     assert_eq!(seen[0].iter().filter(|r| r.1).count(), 8);
@@ -138,7 +168,11 @@ fn hostile_problem(name: &str, input: &str, output: &str) -> Problem {
         contest_date: "2025-01-01T00:00:00".into(),
         starter_code: String::new(),
         difficulty: "easy".into(),
-        public_tests: vec![TestCase { input: input.into(), output: output.into(), testtype: TestType::Stdin }],
+        public_tests: vec![TestCase {
+            input: input.into(),
+            output: output.into(),
+            testtype: TestType::Stdin,
+        }],
         private_tests: vec![],
         func_name: None,
         metadata: "{}".into(),
@@ -149,11 +183,23 @@ fn hostile_problem(name: &str, input: &str, output: &str) -> Problem {
 fn processes_of(range: std::ops::Range<u32>) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else { continue };
-        let uid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().next()).and_then(|u| u.parse::<u32>().ok());
-        let zombie = status.lines().any(|l| l.starts_with("State:") && l.contains('Z'));
+        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
+            continue;
+        };
+        let uid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|u| u.parse::<u32>().ok());
+        let zombie = status
+            .lines()
+            .any(|l| l.starts_with("State:") && l.contains('Z'));
         if uid.is_some_and(|u| range.contains(&u)) && !zombie {
-            found.push(format!("{:?} {}", entry.file_name(), status.lines().next().unwrap_or("")));
+            found.push(format!(
+                "{:?} {}",
+                entry.file_name(),
+                status.lines().next().unwrap_or("")
+            ));
         }
     }
     found
@@ -168,7 +214,16 @@ fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
 /// or compiled that way, get the same verdicts and leave the machine alone just the same.
 #[test]
 fn hostile_programs_with_reuse() {
-    hostile_suite(&[Language::Python, Language::Ruby, Language::Cpp, Language::Java], 0, 1_991_100_100);
+    hostile_suite(
+        &[
+            Language::Python,
+            Language::Ruby,
+            Language::Cpp,
+            Language::Java,
+        ],
+        0,
+        1_991_100_100,
+    );
 }
 
 /// Issue #34: every hostile program, judged with runs that wait giving their core to the next
@@ -182,69 +237,225 @@ fn hostile_programs_with_idle_slots() {
 /// empty), judged with `idle_slots` on a pool of 64 uids from `uid_base`.
 fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
     // A uid range of its own, so that the leftover-process check sees only these runs.
-    let sandbox_config = SandboxConfig { uid_base, uid_count: 64, ..SandboxConfig::default() };
+    let sandbox_config = SandboxConfig {
+        uid_base,
+        uid_count: 64,
+        ..SandboxConfig::default()
+    };
     let sandbox = Sandbox::new(sandbox_config.clone()).unwrap();
     let root_mode = matches!(sandbox.isolation().identity, Identity::UidPool { .. });
-    let mut config = ExecuteConfig { reuse: reuse.iter().copied().collect(), idle_slots, ..ExecuteConfig::default() };
+    let mut config = ExecuteConfig {
+        reuse: reuse.iter().copied().collect(),
+        idle_slots,
+        ..ExecuteConfig::default()
+    };
     // Wall limits leave room for a loaded machine (CI, other jobs): a memory bomb must reach
     // its cap before the wall timer fires, or the verdict is time_limit. Seen on CI with the
     // release tests running beside: a Python memory bomb took 5.8 s of wall for 0.2 s of CPU.
-    let tight =
-        LimitsPatch { cpu_time_ms: Some(1_000), wall_time_ms: Some(20_000), memory_mb: Some(256), processes: Some(32), output_bytes: Some(1 << 20), ..LimitsPatch::default() };
+    let tight = LimitsPatch {
+        cpu_time_ms: Some(1_000),
+        wall_time_ms: Some(20_000),
+        memory_mb: Some(256),
+        processes: Some(32),
+        output_bytes: Some(1 << 20),
+        ..LimitsPatch::default()
+    };
     config.python.limits = tight.clone();
     config.ruby.limits = tight.clone();
     config.cpp.limits = tight.clone();
-    config.go.limits = LimitsPatch { memory_mb: Some(256), processes: Some(48), cpu_time_ms: Some(3_000), ..tight.clone() };
-    config.java.limits = LimitsPatch { memory_mb: Some(1024), processes: Some(64), cpu_time_ms: Some(3_000), ..tight };
+    config.go.limits = LimitsPatch {
+        memory_mb: Some(256),
+        processes: Some(48),
+        cpu_time_ms: Some(3_000),
+        ..tight.clone()
+    };
+    config.java.limits = LimitsPatch {
+        memory_mb: Some(1024),
+        processes: Some(64),
+        cpu_time_ms: Some(3_000),
+        ..tight
+    };
 
     // Host places the programs try to write: a world-writable directory outside the sandbox,
     // the host /tmp, and /etc.
-    let open_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("execute-escape-{}-{uid_base}", std::process::id()));
+    let open_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("execute-escape-{}-{uid_base}", std::process::id()));
     std::fs::create_dir_all(&open_dir).unwrap();
-    std::fs::set_permissions(&open_dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    let targets = [open_dir.join("planted.txt"), std::env::temp_dir().join(format!("coreb-escape-{}.txt", std::process::id())), PathBuf::from("/etc/coreb-escape.txt")];
-    let escape_input: String = targets.iter().map(|p| format!("{}\n", p.display())).collect();
+    std::fs::set_permissions(
+        &open_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let targets = [
+        open_dir.join("planted.txt"),
+        std::env::temp_dir().join(format!("coreb-escape-{}.txt", std::process::id())),
+        PathBuf::from("/etc/coreb-escape.txt"),
+    ];
+    let escape_input: String = targets
+        .iter()
+        .map(|p| format!("{}\n", p.display()))
+        .collect();
     // A listener on the host's loopback: the sandbox has its own network stack.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port().to_string();
 
     type Case = (&'static str, Language, &'static [Verdict]);
-    let any_failure: &[Verdict] = &[Verdict::TimeLimit, Verdict::RuntimeError, Verdict::MemoryLimit];
+    let any_failure: &[Verdict] = &[
+        Verdict::TimeLimit,
+        Verdict::RuntimeError,
+        Verdict::MemoryLimit,
+    ];
     let cases: Vec<(Case, String, String)> = vec![
-        (("loop", Language::Python, &[Verdict::TimeLimit]), String::new(), "x".into()),
-        (("loop", Language::Cpp, &[Verdict::TimeLimit]), String::new(), "x".into()),
-        (("loop", Language::Ruby, &[Verdict::TimeLimit]), String::new(), "x".into()),
-        (("fork", Language::Python, any_failure), String::new(), "x".into()),
-        (("fork", Language::Cpp, any_failure), String::new(), "x".into()),
-        (("fork", Language::Java, any_failure), String::new(), "x".into()),
-        (("fork", Language::Go, any_failure), String::new(), "x".into()),
-        (("fork", Language::Ruby, any_failure), String::new(), "x".into()),
+        (
+            ("loop", Language::Python, &[Verdict::TimeLimit]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("loop", Language::Cpp, &[Verdict::TimeLimit]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("loop", Language::Ruby, &[Verdict::TimeLimit]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("fork", Language::Python, any_failure),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("fork", Language::Cpp, any_failure),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("fork", Language::Java, any_failure),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("fork", Language::Go, any_failure),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("fork", Language::Ruby, any_failure),
+            String::new(),
+            "x".into(),
+        ),
         // RLIMIT_NPROC on the run's own uid: 32 processes in all, so 31 children.
-        (("nproc", Language::Python, &[Verdict::Passed]), String::new(), "31".into()),
-        (("mem", Language::Python, &[Verdict::MemoryLimit]), String::new(), "x".into()),
-        (("mem", Language::Cpp, &[Verdict::MemoryLimit]), String::new(), "x".into()),
-        (("mem", Language::Java, &[Verdict::MemoryLimit]), String::new(), "x".into()),
-        (("mem", Language::Go, &[Verdict::MemoryLimit]), String::new(), "x".into()),
-        (("mem", Language::Ruby, &[Verdict::MemoryLimit]), String::new(), "x".into()),
-        (("output", Language::Python, &[Verdict::OutputLimit]), String::new(), "x".into()),
-        (("output", Language::Cpp, &[Verdict::OutputLimit]), String::new(), "x".into()),
-        (("output", Language::Ruby, &[Verdict::OutputLimit]), String::new(), "x".into()),
+        (
+            ("nproc", Language::Python, &[Verdict::Passed]),
+            String::new(),
+            "31".into(),
+        ),
+        (
+            ("mem", Language::Python, &[Verdict::MemoryLimit]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("mem", Language::Cpp, &[Verdict::MemoryLimit]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("mem", Language::Java, &[Verdict::MemoryLimit]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("mem", Language::Go, &[Verdict::MemoryLimit]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("mem", Language::Ruby, &[Verdict::MemoryLimit]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("output", Language::Python, &[Verdict::OutputLimit]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("output", Language::Cpp, &[Verdict::OutputLimit]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("output", Language::Ruby, &[Verdict::OutputLimit]),
+            String::new(),
+            "x".into(),
+        ),
         // /etc/shadow is unreadable (not root); /root does not exist (not in the allowlist).
-        (("secrets", Language::Python, &[Verdict::Passed]), String::new(), "shadow-denied root-denied".into()),
-        (("secrets", Language::Cpp, &[Verdict::Passed]), String::new(), "shadow-denied root-denied".into()),
-        (("network", Language::Python, &[Verdict::Passed]), port.clone(), "blocked blocked blocked".into()),
-        (("network", Language::Cpp, &[Verdict::Passed]), port.clone(), "blocked blocked".into()),
+        (
+            ("secrets", Language::Python, &[Verdict::Passed]),
+            String::new(),
+            "shadow-denied root-denied".into(),
+        ),
+        (
+            ("secrets", Language::Cpp, &[Verdict::Passed]),
+            String::new(),
+            "shadow-denied root-denied".into(),
+        ),
+        (
+            ("network", Language::Python, &[Verdict::Passed]),
+            port.clone(),
+            "blocked blocked blocked".into(),
+        ),
+        (
+            ("network", Language::Cpp, &[Verdict::Passed]),
+            port.clone(),
+            "blocked blocked".into(),
+        ),
         // Each host target refused except /tmp, which is the sandbox's private tmpfs; its own
         // directory refused; the scratch directory writable.
-        (("escape", Language::Python, &[Verdict::Passed]), escape_input.clone(), "refused wrote refused refused wrote".into()),
-        (("escape", Language::Cpp, &[Verdict::Passed]), escape_input.clone(), "refused wrote refused refused wrote".into()),
-        (("escape", Language::Ruby, &[Verdict::Passed]), escape_input.clone(), "refused wrote refused refused wrote".into()),
-        (("bad", Language::Python, &[Verdict::CompileError]), String::new(), "x".into()),
-        (("bad", Language::Cpp, &[Verdict::CompileError]), String::new(), "x".into()),
-        (("bad", Language::Java, &[Verdict::CompileError]), String::new(), "x".into()),
-        (("bad", Language::Go, &[Verdict::CompileError]), String::new(), "x".into()),
-        (("bad", Language::Ruby, &[Verdict::CompileError]), String::new(), "x".into()),
+        (
+            ("escape", Language::Python, &[Verdict::Passed]),
+            escape_input.clone(),
+            "refused wrote refused refused wrote".into(),
+        ),
+        (
+            ("escape", Language::Cpp, &[Verdict::Passed]),
+            escape_input.clone(),
+            "refused wrote refused refused wrote".into(),
+        ),
+        (
+            ("escape", Language::Ruby, &[Verdict::Passed]),
+            escape_input.clone(),
+            "refused wrote refused refused wrote".into(),
+        ),
+        (
+            ("bad", Language::Python, &[Verdict::CompileError]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("bad", Language::Cpp, &[Verdict::CompileError]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("bad", Language::Java, &[Verdict::CompileError]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("bad", Language::Go, &[Verdict::CompileError]),
+            String::new(),
+            "x".into(),
+        ),
+        (
+            ("bad", Language::Ruby, &[Verdict::CompileError]),
+            String::new(),
+            "x".into(),
+        ),
     ];
     let mut problems = Vec::new();
     let mut solutions = Vec::new();
@@ -260,7 +471,12 @@ fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
             continue;
         }
         let problem = hostile_problem(&format!("{name}_{language}"), input, output);
-        let s = solution(&problem.id, *language, &fixture(&format!("hostile/{name}.{}", language.extension())), name);
+        let s = solution(
+            &problem.id,
+            *language,
+            &fixture(&format!("hostile/{name}.{}", language.extension())),
+            name,
+        );
         expected.insert(s.id.clone(), *allowed);
         solutions.push(s);
         problems.push(problem);
@@ -271,31 +487,76 @@ fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
     // With reuse, every Python and Ruby program that built started the faster way (all are
     // ASCII and import only the standard library), and every C++ and Java program that built
     // was compiled the faster way (those that did not got the plain compiler's message).
-    let built = |languages: &[Language]| out.results.iter().filter(|r| r.model != "bad" && languages.contains(&r.language)).count();
-    assert_eq!(out.stats.fast_starts, if reuse.is_empty() { 0 } else { built(&[Language::Python, Language::Ruby]) });
-    assert_eq!(out.stats.fast_compiles, if reuse.is_empty() { 0 } else { built(&[Language::Cpp, Language::Java]) });
+    let built = |languages: &[Language]| {
+        out.results
+            .iter()
+            .filter(|r| r.model != "bad" && languages.contains(&r.language))
+            .count()
+    };
+    assert_eq!(
+        out.stats.fast_starts,
+        if reuse.is_empty() {
+            0
+        } else {
+            built(&[Language::Python, Language::Ruby])
+        }
+    );
+    assert_eq!(
+        out.stats.fast_compiles,
+        if reuse.is_empty() {
+            0
+        } else {
+            built(&[Language::Cpp, Language::Java])
+        }
+    );
     let mut failures = Vec::new();
     for r in &out.results {
         let allowed = expected[&r.solution_id];
         let v = r.tests[0].verdict;
         let t = &r.tests[0];
-        eprintln!("{:<32} {:<13} wall {:>5} ms cpu {:>5} ms peak {:>7} KiB", r.solution_id.as_str(), v.as_str(), t.wall_ms, t.cpu_ms, t.peak_memory_kb);
+        eprintln!(
+            "{:<32} {:<13} wall {:>5} ms cpu {:>5} ms peak {:>7} KiB",
+            r.solution_id.as_str(),
+            v.as_str(),
+            t.wall_ms,
+            t.cpu_ms,
+            t.peak_memory_kb
+        );
         if !allowed.contains(&v) {
-            failures.push(format!("{}: {v} not in {allowed:?}: {}", r.solution_id, r.message));
+            failures.push(format!(
+                "{}: {v} not in {allowed:?}: {}",
+                r.solution_id, r.message
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // Limits held: the memory bombs stayed under their cap, the floods were cut.
     for r in out.results.iter().filter(|r| r.model == "mem") {
-        let cap_kb = if r.language == Language::Java { 1024 } else { 256 } * 1024;
-        assert!(r.tests[0].peak_memory_kb <= cap_kb + 64 * 1024, "{}: {} KiB", r.solution_id, r.tests[0].peak_memory_kb);
+        let cap_kb = if r.language == Language::Java {
+            1024
+        } else {
+            256
+        } * 1024;
+        assert!(
+            r.tests[0].peak_memory_kb <= cap_kb + 64 * 1024,
+            "{}: {} KiB",
+            r.solution_id,
+            r.tests[0].peak_memory_kb
+        );
     }
     assert!(elapsed.as_secs() < 180, "hostile suite took {elapsed:?}");
     // Nothing outside the sandbox changed, nobody connected, nothing is left running.
     for t in &targets {
-        assert!(!t.exists(), "{} was created outside the sandbox", t.display());
+        assert!(
+            !t.exists(),
+            "{} was created outside the sandbox",
+            t.display()
+        );
     }
-    assert!(listener.accept().is_err(), "a sandboxed program reached the host's loopback");
+    assert!(
+        listener.accept().is_err(),
+        "a sandboxed program reached the host's loopback"
+    );
     if root_mode {
         let base = sandbox_config.uid_base;
         // SIGKILLed processes take a moment to exit (many-threaded Go processes especially).
@@ -315,7 +576,11 @@ fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
 #[test]
 fn judge_command_prints_verdicts_and_exits_by_result() {
     let problems = fixture("problems.jsonl");
-    let ok = run(coreb().arg("judge").arg(&problems).arg(fixture("solutions/2777/ok.rb")).args(["--lang", "ruby", "--problem-id", "2777", "--json"]));
+    let ok = run(coreb()
+        .arg("judge")
+        .arg(&problems)
+        .arg(fixture("solutions/2777/ok.rb"))
+        .args(["--lang", "ruby", "--problem-id", "2777", "--json"]));
     assert!(ok.status.success(), "{}", text(&ok));
     let v: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
     assert_eq!(v["passed"], true);
@@ -323,20 +588,31 @@ fn judge_command_prints_verdicts_and_exits_by_result() {
     assert_eq!(v["tests"].as_array().unwrap().len(), 2);
     assert_eq!(v["tests"][0]["verdict"], "passed");
 
-    let wrong = run(coreb().arg("judge").arg(&problems).arg(fixture("solutions/abc303_a/wrong.cpp")).args(["--lang", "cpp", "--problem-id", "abc303_a"]));
+    let wrong = run(coreb()
+        .arg("judge")
+        .arg(&problems)
+        .arg(fixture("solutions/abc303_a/wrong.cpp"))
+        .args(["--lang", "cpp", "--problem-id", "abc303_a"]));
     assert_eq!(wrong.status.code(), Some(1), "{}", text(&wrong));
     let err = String::from_utf8_lossy(&wrong.stderr);
     assert!(err.contains("wrong_answer"), "{err}");
     assert!(err.contains("FAILED 1/3"), "{err}");
 
-    let missing = run(coreb().arg("judge").arg(&problems).arg(fixture("solutions/abc303_a/ok.cpp")).args(["--lang", "cpp", "--problem-id", "abc999_z"]));
+    let missing = run(coreb()
+        .arg("judge")
+        .arg(&problems)
+        .arg(fixture("solutions/abc303_a/ok.cpp"))
+        .args(["--lang", "cpp", "--problem-id", "abc999_z"]));
     assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("abc999_z"));
 }
 
 /// A LiveCodeBench row (stdin problem) with the given tests, as `coreb judge` reads it.
 fn lcb_row(question_id: &str, tests: &[(&str, &str)]) -> String {
-    let public: Vec<serde_json::Value> = tests.iter().map(|(i, o)| serde_json::json!({"input": i, "output": o, "testtype": "stdin"})).collect();
+    let public: Vec<serde_json::Value> = tests
+        .iter()
+        .map(|(i, o)| serde_json::json!({"input": i, "output": o, "testtype": "stdin"}))
+        .collect();
     serde_json::json!({
         "question_title": question_id, "question_content": "Print it.", "platform": "atcoder",
         "question_id": question_id, "contest_id": "abc000", "contest_date": "2025-01-01T00:00:00",
@@ -353,12 +629,22 @@ fn lcb_row(question_id: &str, tests: &[(&str, &str)]) -> String {
 fn a_wrong_answer_near_1e20_is_wrong_answer() {
     let dir = tempfile::tempdir().unwrap();
     let problems = dir.path().join("big.jsonl");
-    let rows = [lcb_row("big", &[("", "123456789987197523861\n")]), lcb_row("float", &[("", "0.333333333\n")])].join("\n");
+    let rows = [
+        lcb_row("big", &[("", "123456789987197523861\n")]),
+        lcb_row("float", &[("", "0.333333333\n")]),
+    ]
+    .join("\n");
     std::fs::write(&problems, rows).unwrap();
     let judge = |id: &str, code: &str| {
         let file = dir.path().join(format!("{}.py", code.len()));
         std::fs::write(&file, code).unwrap();
-        run(coreb().arg("judge").arg(&problems).arg(&file).args(["--lang", "python", "--problem-id", id, "--json"]))
+        run(coreb().arg("judge").arg(&problems).arg(&file).args([
+            "--lang",
+            "python",
+            "--problem-id",
+            id,
+            "--json",
+        ]))
     };
     let wrong = judge("big", "print(123456789987197523860)\n");
     assert_eq!(wrong.status.code(), Some(1), "{}", text(&wrong));
@@ -369,7 +655,11 @@ fn a_wrong_answer_near_1e20_is_wrong_answer() {
     let right = judge("big", "print(123456789987197523861)\n");
     assert!(right.status.success(), "{}", text(&right));
     let close = judge("float", "print(1/3)\n");
-    assert!(close.status.success(), "a float within 1e-6 passes: {}", text(&close));
+    assert!(
+        close.status.success(),
+        "a float within 1e-6 passes: {}",
+        text(&close)
+    );
     let far = judge("float", "print(0.3334)\n");
     assert_eq!(far.status.code(), Some(1), "{}", text(&far));
 }
@@ -379,13 +669,40 @@ fn per_language_time_limits_apply() {
     // About 1.6 s of CPU: over a 1 s limit, under Python's 3 × 1 s.
     let problem = hostile_problem("slow", "", "done");
     let code = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.6:\n    pass\nprint('done')\n";
-    let slow = Solution { code: code.into(), ..solution(&problem.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), "slow") };
+    let slow = Solution {
+        code: code.into(),
+        ..solution(
+            &problem.id,
+            Language::Python,
+            &fixture("solutions/abc302_a/ok.py"),
+            "slow",
+        )
+    };
     let mut config = ExecuteConfig::default();
     config.limits.cpu_time_ms = 1_000;
-    let out = execute(&config, std::slice::from_ref(&problem), std::slice::from_ref(&slow), sandbox(), 1).unwrap();
-    assert_eq!(verdicts(&out.results[0]), [Verdict::Passed], "{}", out.results[0].message);
+    let out = execute(
+        &config,
+        std::slice::from_ref(&problem),
+        std::slice::from_ref(&slow),
+        sandbox(),
+        1,
+    )
+    .unwrap();
+    assert_eq!(
+        verdicts(&out.results[0]),
+        [Verdict::Passed],
+        "{}",
+        out.results[0].message
+    );
     config.python.time_multiplier = Some(1.0);
-    let out = execute(&config, std::slice::from_ref(&problem), std::slice::from_ref(&slow), sandbox(), 1).unwrap();
+    let out = execute(
+        &config,
+        std::slice::from_ref(&problem),
+        std::slice::from_ref(&slow),
+        sandbox(),
+        1,
+    )
+    .unwrap();
     assert_eq!(verdicts(&out.results[0]), [Verdict::TimeLimit]);
 }
 
@@ -394,24 +711,76 @@ fn per_language_time_limits_apply() {
 #[test]
 fn private_tests_can_be_skipped_after_a_public_failure() {
     let mut problem = hostile_problem("gate", "1\n", "1\n");
-    problem.public_tests.push(TestCase { input: "2\n".into(), output: "2\n".into(), testtype: TestType::Stdin });
-    problem.private_tests = (3..6).map(|n| TestCase { input: format!("{n}\n"), output: format!("{n}\n"), testtype: TestType::Stdin }).collect();
-    let with = |name: &str, code: &str| Solution { code: code.into(), ..solution(&problem.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), name) };
+    problem.public_tests.push(TestCase {
+        input: "2\n".into(),
+        output: "2\n".into(),
+        testtype: TestType::Stdin,
+    });
+    problem.private_tests = (3..6)
+        .map(|n| TestCase {
+            input: format!("{n}\n"),
+            output: format!("{n}\n"),
+            testtype: TestType::Stdin,
+        })
+        .collect();
+    let with = |name: &str, code: &str| Solution {
+        code: code.into(),
+        ..solution(
+            &problem.id,
+            Language::Python,
+            &fixture("solutions/abc302_a/ok.py"),
+            name,
+        )
+    };
     // Echoes its input, except that it sleeps past the limit on 2 (a public test).
-    let slow = with("slow", "import time\nn = input()\nif n == '2':\n    time.sleep(30)\nprint(n)\n");
+    let slow = with(
+        "slow",
+        "import time\nn = input()\nif n == '2':\n    time.sleep(30)\nprint(n)\n",
+    );
     let echo = with("echo", "print(input())\n");
     let mut config = ExecuteConfig::default();
     config.limits.wall_time_ms = 1_000;
     config.python.time_multiplier = Some(1.0);
     let solutions = [slow, echo];
-    let out = execute(&config, std::slice::from_ref(&problem), &solutions, sandbox(), 2).unwrap();
+    let out = execute(
+        &config,
+        std::slice::from_ref(&problem),
+        &solutions,
+        sandbox(),
+        2,
+    )
+    .unwrap();
     use Verdict::{NotRun, Passed, TimeLimit};
-    assert_eq!(verdicts(&out.results[0]), [Passed, TimeLimit, Passed, Passed, Passed]);
+    assert_eq!(
+        verdicts(&out.results[0]),
+        [Passed, TimeLimit, Passed, Passed, Passed]
+    );
     config.skip_private_after_public_failure = true;
-    let out = execute(&config, std::slice::from_ref(&problem), &solutions, sandbox(), 2).unwrap();
-    assert_eq!(verdicts(&out.results[0]), [Passed, TimeLimit, NotRun, NotRun, NotRun]);
-    assert_eq!(out.results[0].tests.iter().map(|t| t.index).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
-    assert!(!out.results[0].passed && out.results[0].message.contains("test 1: time_limit"), "{}", out.results[0].message);
+    let out = execute(
+        &config,
+        std::slice::from_ref(&problem),
+        &solutions,
+        sandbox(),
+        2,
+    )
+    .unwrap();
+    assert_eq!(
+        verdicts(&out.results[0]),
+        [Passed, TimeLimit, NotRun, NotRun, NotRun]
+    );
+    assert_eq!(
+        out.results[0]
+            .tests
+            .iter()
+            .map(|t| t.index)
+            .collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4]
+    );
+    assert!(
+        !out.results[0].passed && out.results[0].message.contains("test 1: time_limit"),
+        "{}",
+        out.results[0].message
+    );
     assert_eq!(verdicts(&out.results[1]), [Passed; 5]);
     assert!(out.results[1].passed);
     assert_eq!(out.stats.verdicts.get(&NotRun), Some(&3));
@@ -421,17 +790,53 @@ fn private_tests_can_be_skipped_after_a_public_failure() {
 #[test]
 fn multi_megabyte_tests_are_judged() {
     let line: String = (0..1000).map(|i| (b'a' + (i % 26) as u8) as char).collect();
-    let big: String = std::iter::repeat_n(line.as_str(), 6000).collect::<Vec<_>>().join("\n") + "\n";
+    let big: String = std::iter::repeat_n(line.as_str(), 6000)
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
     assert!(big.len() > 6_000_000);
     let mut problem = hostile_problem("echo", &big, &big);
-    problem.public_tests.push(TestCase { input: big.clone(), output: big.to_uppercase(), testtype: TestType::Stdin });
-    let py = Solution { code: "import sys\nsys.stdout.write(sys.stdin.read())\n".into(), ..solution(&problem.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), "echo") };
+    problem.public_tests.push(TestCase {
+        input: big.clone(),
+        output: big.to_uppercase(),
+        testtype: TestType::Stdin,
+    });
+    let py = Solution {
+        code: "import sys\nsys.stdout.write(sys.stdin.read())\n".into(),
+        ..solution(
+            &problem.id,
+            Language::Python,
+            &fixture("solutions/abc302_a/ok.py"),
+            "echo",
+        )
+    };
     let cpp_code = "#include <iostream>\n#include <string>\nint main(){std::ios::sync_with_stdio(false);std::string l;while(std::getline(std::cin,l))std::cout<<l<<'\\n';}\n";
-    let cpp = Solution { code: cpp_code.into(), ..solution(&problem.id, Language::Cpp, &fixture("solutions/abc302_a/ok.cpp"), "echo") };
+    let cpp = Solution {
+        code: cpp_code.into(),
+        ..solution(
+            &problem.id,
+            Language::Cpp,
+            &fixture("solutions/abc302_a/ok.cpp"),
+            "echo",
+        )
+    };
     let config = ExecuteConfig::default();
-    let out = execute(&config, std::slice::from_ref(&problem), &[py, cpp], sandbox(), 2).unwrap();
+    let out = execute(
+        &config,
+        std::slice::from_ref(&problem),
+        &[py, cpp],
+        sandbox(),
+        2,
+    )
+    .unwrap();
     for r in &out.results {
-        assert_eq!(verdicts(r), [Verdict::Passed, Verdict::WrongAnswer], "{}: {}", r.solution_id, r.message);
+        assert_eq!(
+            verdicts(r),
+            [Verdict::Passed, Verdict::WrongAnswer],
+            "{}: {}",
+            r.solution_id,
+            r.message
+        );
     }
 }
 
@@ -439,16 +844,51 @@ fn multi_megabyte_tests_are_judged() {
 #[test]
 fn a_solution_the_judge_cannot_write_is_its_own_verdict() {
     let problems = problems();
-    let p = problems.iter().find(|p| p.question_id == "abc302_a").unwrap();
+    let p = problems
+        .iter()
+        .find(|p| p.question_id == "abc302_a")
+        .unwrap();
     let long = "A".repeat(300);
     let bad = Solution {
-        code: format!("public class {long} {{ public static void main(String[] a) {{ System.out.println(1); }} }}\n"),
-        ..solution(&p.id, Language::Java, &fixture("solutions/abc302_a/ok.java"), "bad")
+        code: format!(
+            "public class {long} {{ public static void main(String[] a) {{ System.out.println(1); }} }}\n"
+        ),
+        ..solution(
+            &p.id,
+            Language::Java,
+            &fixture("solutions/abc302_a/ok.java"),
+            "bad",
+        )
     };
-    let good = solution(&p.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), "ok");
-    let out = execute(&ExecuteConfig::default(), &problems, &[bad, good], sandbox(), 2).unwrap();
-    assert!(out.results[0].tests.iter().all(|t| t.verdict == Verdict::CompileError), "{:?}", out.results[0]);
-    assert!(out.results[0].message.contains("could not write the source file"), "{}", out.results[0].message);
+    let good = solution(
+        &p.id,
+        Language::Python,
+        &fixture("solutions/abc302_a/ok.py"),
+        "ok",
+    );
+    let out = execute(
+        &ExecuteConfig::default(),
+        &problems,
+        &[bad, good],
+        sandbox(),
+        2,
+    )
+    .unwrap();
+    assert!(
+        out.results[0]
+            .tests
+            .iter()
+            .all(|t| t.verdict == Verdict::CompileError),
+        "{:?}",
+        out.results[0]
+    );
+    assert!(
+        out.results[0]
+            .message
+            .contains("could not write the source file"),
+        "{}",
+        out.results[0].message
+    );
     assert!(out.results[1].passed, "{}", out.results[1].message);
 }
 
@@ -477,20 +917,51 @@ impl Drop for ManifestCopy {
 fn a_missing_toolchain_stops_the_build_before_any_stage() {
     let dir = tempfile::tempdir().unwrap();
     // A PATH without `go` for Go's build and run.
-    let manifest = ManifestCopy::new("no-go", "[stages.execute.go.env]\nPATH = \"/usr/local/bin\"\n");
-    let out = run(coreb().arg("build").arg(&manifest.0).arg("--output-dir").arg(dir.path().join("build")).arg("--publish-dir").arg(dir.path().join("release")));
+    let manifest = ManifestCopy::new(
+        "no-go",
+        "[stages.execute.go.env]\nPATH = \"/usr/local/bin\"\n",
+    );
+    let out = run(coreb()
+        .arg("build")
+        .arg(&manifest.0)
+        .arg("--output-dir")
+        .arg(dir.path().join("build"))
+        .arg("--publish-dir")
+        .arg(dir.path().join("release")));
     assert!(!out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("`go` (needed for go solutions) is not installed"), "{err}");
-    assert!(err.contains("`golang-go`") && err.contains("remove `go` from `stages.generate.languages`"), "{err}");
-    assert!(err.contains("`scripts/setup` installs every toolchain"), "the error points to the setup script: {err}");
-    assert!(!dir.path().join("build/artifacts/fetch").exists(), "a stage ran before the preflight failed");
+    assert!(
+        err.contains("`go` (needed for go solutions) is not installed"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`golang-go`") && err.contains("remove `go` from `stages.generate.languages`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`scripts/setup` installs every toolchain"),
+        "the error points to the setup script: {err}"
+    );
+    assert!(
+        !dir.path().join("build/artifacts/fetch").exists(),
+        "a stage ran before the preflight failed"
+    );
     // Without Go in the languages, the same PATH passes the preflight.
-    let manifest = ManifestCopy::new("no-go-languages", "[stages.execute.go.env]\nPATH = \"/usr/local/bin\"\n[stages.generate]\nlanguages = [\"python\", \"cpp\"]\n");
+    let manifest = ManifestCopy::new(
+        "no-go-languages",
+        "[stages.execute.go.env]\nPATH = \"/usr/local/bin\"\n[stages.generate]\nlanguages = [\"python\", \"cpp\"]\n",
+    );
     let plan = coreb::manifest::RunPlan::load(&manifest.0, Some(1)).unwrap();
     let judge = coreb::engine::judge::preflight(&plan).unwrap();
-    assert_eq!(judge.versions.keys().copied().collect::<Vec<_>>(), [Language::Python, Language::Cpp]);
-    assert!(judge.versions[&Language::Python]["python3"].starts_with("Python 3."), "{:?}", judge.versions);
+    assert_eq!(
+        judge.versions.keys().copied().collect::<Vec<_>>(),
+        [Language::Python, Language::Cpp]
+    );
+    assert!(
+        judge.versions[&Language::Python]["python3"].starts_with("Python 3."),
+        "{:?}",
+        judge.versions
+    );
 }
 
 /// A copy of the committed sample release whose embedded build manifest also carries `extra`,
@@ -499,12 +970,25 @@ struct ReleaseCopy(PathBuf);
 
 impl ReleaseCopy {
     fn new(extra: &str) -> ReleaseCopy {
-        let dir = root().join(format!("releases/sample/.trust-test-{}", std::process::id()));
+        let dir = root().join(format!(
+            "releases/sample/.trust-test-{}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root().join("releases/sample/v202503/MANIFEST.json")).unwrap()).unwrap();
-        let text = manifest["build_manifest"]["text"].as_str().unwrap().to_owned();
+        let mut manifest: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(root().join("releases/sample/v202503/MANIFEST.json")).unwrap(),
+        )
+        .unwrap();
+        let text = manifest["build_manifest"]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         manifest["build_manifest"]["text"] = format!("{text}\n{extra}").into();
-        std::fs::write(dir.join("MANIFEST.json"), serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+        std::fs::write(
+            dir.join("MANIFEST.json"),
+            serde_json::to_string_pretty(&manifest).unwrap(),
+        )
+        .unwrap();
         ReleaseCopy(dir)
     }
 }
@@ -520,36 +1004,84 @@ impl Drop for ReleaseCopy {
 /// the user passes `--trust-release-sandbox` — and even then the pool is checked.
 #[test]
 fn a_release_that_sets_sandbox_settings_is_refused_without_the_flag() {
-    let release = ReleaseCopy::new("[stages.execute.sandbox]\nuid_base = 0\n[stages.execute.python]\nrun = [\"sh\", \"-c\", \"id\"]\n");
+    let release = ReleaseCopy::new(
+        "[stages.execute.sandbox]\nuid_base = 0\n[stages.execute.python]\nrun = [\"sh\", \"-c\", \"id\"]\n",
+    );
     let out = run(coreb().arg("verify").arg(&release.0));
     assert!(!out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("`stages.execute.sandbox.uid_base`") && err.contains("`stages.execute.python.run`"), "{err}");
+    assert!(
+        err.contains("`stages.execute.sandbox.uid_base`")
+            && err.contains("`stages.execute.python.run`"),
+        "{err}"
+    );
     assert!(err.contains("--trust-release-sandbox"), "{err}");
-    let audit = run(coreb().arg("audit").arg(&release.0).args(["model", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--api-key-env", ""]));
+    let audit = run(coreb().arg("audit").arg(&release.0).args([
+        "model",
+        "--endpoint",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--api-key-env",
+        "",
+    ]));
     assert!(!audit.status.success(), "{}", text(&audit));
-    assert!(String::from_utf8_lossy(&audit.stderr).contains("--trust-release-sandbox"), "{}", text(&audit));
+    assert!(
+        String::from_utf8_lossy(&audit.stderr).contains("--trust-release-sandbox"),
+        "{}",
+        text(&audit)
+    );
     // Trusted, the settings are applied — and a pool containing root is still rejected.
-    let trusted = run(coreb().arg("verify").arg(&release.0).arg("--trust-release-sandbox"));
+    let trusted = run(coreb()
+        .arg("verify")
+        .arg(&release.0)
+        .arg("--trust-release-sandbox"));
     assert!(!trusted.status.success(), "{}", text(&trusted));
-    assert!(String::from_utf8_lossy(&trusted.stderr).contains("contains uid 0 (root)"), "{}", text(&trusted));
+    assert!(
+        String::from_utf8_lossy(&trusted.stderr).contains("contains uid 0 (root)"),
+        "{}",
+        text(&trusted)
+    );
 }
 
 /// Issue #12: the release MANIFEST records each language's toolchain versions and its time
 /// limits (the byte-identity tests in `release` make sure the build writes exactly this file).
 #[test]
 fn the_manifest_records_toolchains_and_time_limits() {
-    let text = std::fs::read_to_string(root().join("releases/sample/v202503/MANIFEST.json")).unwrap();
+    let text =
+        std::fs::read_to_string(root().join("releases/sample/v202503/MANIFEST.json")).unwrap();
     let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
     let execute = &manifest["stages"]["execute"];
     for language in Language::ALL {
-        let versions = execute["toolchains"][language.as_str()].as_object().unwrap_or_else(|| panic!("no toolchains for {language}"));
-        assert!(!versions.is_empty() && versions.values().all(|v| v.as_str().is_some_and(|s| !s.is_empty())), "{language}: {versions:?}");
+        let versions = execute["toolchains"][language.as_str()]
+            .as_object()
+            .unwrap_or_else(|| panic!("no toolchains for {language}"));
+        assert!(
+            !versions.is_empty()
+                && versions
+                    .values()
+                    .all(|v| v.as_str().is_some_and(|s| !s.is_empty())),
+            "{language}: {versions:?}"
+        );
         let limits = &execute["time_limits"][language.as_str()];
-        assert_eq!(limits["time_multiplier"].as_f64(), Some(coreb_judge::default_time_multiplier(language)), "{language}");
+        assert_eq!(
+            limits["time_multiplier"].as_f64(),
+            Some(coreb_judge::default_time_multiplier(language)),
+            "{language}"
+        );
     }
-    assert!(execute["toolchains"]["cpp"]["g++"].as_str().unwrap().starts_with("g++"));
-    assert!(execute["toolchains"]["java"]["javac"].as_str().unwrap().starts_with("javac"));
+    assert!(
+        execute["toolchains"]["cpp"]["g++"]
+            .as_str()
+            .unwrap()
+            .starts_with("g++")
+    );
+    assert!(
+        execute["toolchains"]["java"]["javac"]
+            .as_str()
+            .unwrap()
+            .starts_with("javac")
+    );
     assert_eq!(execute["time_limits"]["python"]["cpu_time_ms"], 12_000);
     assert_eq!(execute["time_limits"]["cpp"]["cpu_time_ms"], 4_000);
 }
@@ -566,7 +1098,14 @@ fn functional_problem(name: &str, starter: &str, tests: &[(&str, &str)]) -> Prob
         contest_date: "2025-01-01T00:00:00".into(),
         starter_code: starter.into(),
         difficulty: "easy".into(),
-        public_tests: tests.iter().map(|(i, o)| TestCase { input: (*i).into(), output: (*o).into(), testtype: TestType::Functional }).collect(),
+        public_tests: tests
+            .iter()
+            .map(|(i, o)| TestCase {
+                input: (*i).into(),
+                output: (*o).into(),
+                testtype: TestType::Functional,
+            })
+            .collect(),
         private_tests: vec![],
         func_name: Some(name.into()),
         metadata: "{}".into(),
@@ -583,7 +1122,14 @@ fn drivers_judge(language: Language) {
     let problems = driver_problems();
     let solutions = driver_solutions(&problems, language);
     assert_eq!(solutions.len(), 5, "four correct solutions and a wrong one");
-    let out = execute(&ExecuteConfig::default(), &problems, &solutions, sandbox(), 2).unwrap();
+    let out = execute(
+        &ExecuteConfig::default(),
+        &problems,
+        &solutions,
+        sandbox(),
+        2,
+    )
+    .unwrap();
     for (s, r) in solutions.iter().zip(&out.results) {
         let what = format!("{} ({}): {:?} {}", s.id, s.model, verdicts(r), r.message);
         if s.model == "ok" {
@@ -599,7 +1145,11 @@ fn driver_solutions(problems: &[Problem], language: Language) -> Vec<Solution> {
     let mut solutions = Vec::new();
     for p in problems {
         for kind in ["ok", "wrong"] {
-            let file = fixture(&format!("drivers/{}/{kind}.{}", p.question_id, language.extension()));
+            let file = fixture(&format!(
+                "drivers/{}/{kind}.{}",
+                p.question_id,
+                language.extension()
+            ));
             if file.exists() {
                 solutions.push(solution(&p.id, language, &file, kind));
             }
@@ -614,14 +1164,26 @@ fn driver_problems() -> [Problem; 4] {
         functional_problem(
             "bigSum",
             "class Solution:\n    def bigSum(self, nums: List[int], k: int) -> int:\n        ",
-            &[("[4611686018427387904,4611686018427387903]\n-5", "9223372036854775802"), ("[-4611686018427387904,-4611686018427387904]\n0", "-9223372036854775808")],
+            &[
+                (
+                    "[4611686018427387904,4611686018427387903]\n-5",
+                    "9223372036854775802",
+                ),
+                (
+                    "[-4611686018427387904,-4611686018427387904]\n0",
+                    "-9223372036854775808",
+                ),
+            ],
         ),
         functional_problem(
             "tagWords",
             "class Solution:\n    def tagWords(self, words: List[str], flag: bool) -> List[str]:\n        ",
             &[
                 (
-                    concat!(r#"["a\"b","c\\d","é☃😀","\u00e9\ud83d\ude00","x/y<&>","tab\tnew\nline"]"#, "\ntrue"),
+                    concat!(
+                        r#"["a\"b","c\\d","é☃😀","\u00e9\ud83d\ude00","x/y<&>","tab\tnew\nline"]"#,
+                        "\ntrue"
+                    ),
                     r#"["tab\tnew\nline","x/y<&>","\u00e9\ud83d\ude00","\u00e9\u2603\ud83d\ude00","c\\d","a\"b"]"#,
                 ),
                 ("[]\nfalse", "[]"),
@@ -631,9 +1193,17 @@ fn driver_problems() -> [Problem; 4] {
         functional_problem(
             "scaleGrid",
             "class Solution:\n    def scaleGrid(self, grid: List[List[int]], x: float) -> List[List[float]]:\n        ",
-            &[("[[1,2],[3]]\n0.5", "[[0.5,1.0],[1.5]]"), ("[[1],[],[2,4]]\n2", "[[2.0],[],[4.0,8.0]]"), ("[[3]]\n0.1", "[[0.30000000000000004]]")],
+            &[
+                ("[[1,2],[3]]\n0.5", "[[0.5,1.0],[1.5]]"),
+                ("[[1],[],[2,4]]\n2", "[[2.0],[],[4.0,8.0]]"),
+                ("[[3]]\n0.1", "[[0.30000000000000004]]"),
+            ],
         ),
-        functional_problem("allEven", "class Solution:\n    def allEven(self, nums: List[int]) -> bool:\n        ", &[("[2,4,6]", "true"), ("[2,3]", "false"), ("[]", "true")]),
+        functional_problem(
+            "allEven",
+            "class Solution:\n    def allEven(self, nums: List[int]) -> bool:\n        ",
+            &[("[2,4,6]", "true"), ("[2,3]", "false"), ("[]", "true")],
+        ),
     ]
 }
 
@@ -670,14 +1240,47 @@ fn driver_ruby() {
 fn reuse_lists_hold_on_the_installed_interpreters() {
     let dir = tempfile::tempdir().unwrap();
     let run_in_sandbox = |language: Language, argv: Vec<String>| -> String {
-        let env: Vec<(String, String)> = ExecuteConfig::default().toolchain(language).env.into_iter().collect();
-        let program = Program { argv: argv.clone(), env, stdin: b"", dir: dir.path(), access: DirAccess::ReadOnly, cache: None };
-        let o = sandbox().run(&program, &Limits { memory_mb: 1024, ..Limits::default() }).unwrap();
-        assert!(o.success(), "{argv:?}: {:?} {}", o.status, String::from_utf8_lossy(&o.stderr));
+        let env: Vec<(String, String)> = ExecuteConfig::default()
+            .toolchain(language)
+            .env
+            .into_iter()
+            .collect();
+        let program = Program {
+            argv: argv.clone(),
+            env,
+            stdin: b"",
+            dir: dir.path(),
+            access: DirAccess::ReadOnly,
+            cache: None,
+        };
+        let o = sandbox()
+            .run(
+                &program,
+                &Limits {
+                    memory_mb: 1024,
+                    ..Limits::default()
+                },
+            )
+            .unwrap();
+        assert!(
+            o.success(),
+            "{argv:?}: {:?} {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
         String::from_utf8(o.stdout).unwrap()
     };
-    let words = |text: &str| text.split_whitespace().map(str::to_owned).collect::<std::collections::BTreeSet<String>>();
-    let argv = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<String>>();
+    let words = |text: &str| {
+        text.split_whitespace()
+            .map(str::to_owned)
+            .collect::<std::collections::BTreeSet<String>>()
+    };
+    let argv = |items: &[&str]| {
+        items
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect::<Vec<String>>()
+    };
 
     // (language, its faster start, the flag running a script, a script printing the names
     // defined at start, one that loads every listed module and prints the file it came from,
@@ -707,29 +1310,67 @@ fn reuse_lists_hold_on_the_installed_interpreters() {
         ),
     ];
     for (language, fast, flag, names, loads, known, listed) in cases {
-        let listed_modules = if language == Language::Python { PYTHON_MODULES.len() } else { RUBY_LIBRARIES.len() };
+        let listed_modules = if language == Language::Python {
+            PYTHON_MODULES.len()
+        } else {
+            RUBY_LIBRARIES.len()
+        };
         let interpreter = fast.interpreter();
         let script = format!("{names}{loads}");
-        let plain = words(&run_in_sandbox(language, argv(&[interpreter, flag, &script])));
-        let started = words(&run_in_sandbox(language, fast.command(&argv(&[interpreter, flag, &script]))));
-        let missing: Vec<&String> = started.iter().filter(|w| w.starts_with("missing:")).collect();
+        let plain = words(&run_in_sandbox(
+            language,
+            argv(&[interpreter, flag, &script]),
+        ));
+        let started = words(&run_in_sandbox(
+            language,
+            fast.command(&argv(&[interpreter, flag, &script])),
+        ));
+        let missing: Vec<&String> = started
+            .iter()
+            .filter(|w| w.starts_with("missing:"))
+            .collect();
         assert!(missing.is_empty(), "{fast:?} cannot load {missing:?}");
         // Each listed module comes from the same file either way (no site-packages or gem
         // directory shadows it under the plain start).
-        let loaded = |ws: &std::collections::BTreeSet<String>| ws.iter().filter(|w| w.starts_with("loaded:")).cloned().collect::<Vec<String>>();
-        assert_eq!(loaded(&started), loaded(&plain), "{language}: modules loaded from other files");
+        let loaded = |ws: &std::collections::BTreeSet<String>| {
+            ws.iter()
+                .filter(|w| w.starts_with("loaded:"))
+                .cloned()
+                .collect::<Vec<String>>()
+        };
+        assert_eq!(
+            loaded(&started),
+            loaded(&plain),
+            "{language}: modules loaded from other files"
+        );
         assert_eq!(loaded(&started).len(), listed_modules, "{language}");
         let only_plain: Vec<&String> = plain.difference(&started).collect();
-        assert!(only_plain.iter().any(|w| *w == known), "the plain start of {language} defines `{known}`: {only_plain:?}");
-        let unlisted: Vec<&&String> = only_plain.iter().filter(|w| !listed.contains(&w.as_str())).collect();
-        assert!(unlisted.is_empty(), "the plain start of {language} defines {unlisted:?}, which the list of names does not hold");
+        assert!(
+            only_plain.iter().any(|w| *w == known),
+            "the plain start of {language} defines `{known}`: {only_plain:?}"
+        );
+        let unlisted: Vec<&&String> = only_plain
+            .iter()
+            .filter(|w| !listed.contains(&w.as_str()))
+            .collect();
+        assert!(
+            unlisted.is_empty(),
+            "the plain start of {language} defines {unlisted:?}, which the list of names does not hold"
+        );
     }
 }
 
 /// A stdin problem with one test per input; each expects `<fast|plain> fresh <input>`.
 fn state_problem(name: &str, inputs: &[&str], mode: &str) -> Problem {
     let mut p = hostile_problem(name, "", "");
-    p.public_tests = inputs.iter().map(|i| TestCase { input: format!("{i}\n"), output: format!("{mode} fresh {i}"), testtype: TestType::Stdin }).collect();
+    p.public_tests = inputs
+        .iter()
+        .map(|i| TestCase {
+            input: format!("{i}\n"),
+            output: format!("{mode} fresh {i}"),
+            testtype: TestType::Stdin,
+        })
+        .collect();
     p
 }
 
@@ -739,8 +1380,17 @@ fn state_problem(name: &str, inputs: &[&str], mode: &str) -> Problem {
 /// while the tests after it pass. The tests of the solution run one after another (`jobs` 1).
 fn reuse_keeps_each_test_in_its_own_process(language: Language, code: &str) {
     let inputs = ["a", "cpu", "b", "mem", "c", "out", "d", "sleep", "e"];
-    let expected =
-        [Verdict::Passed, Verdict::TimeLimit, Verdict::Passed, Verdict::MemoryLimit, Verdict::Passed, Verdict::OutputLimit, Verdict::Passed, Verdict::TimeLimit, Verdict::Passed];
+    let expected = [
+        Verdict::Passed,
+        Verdict::TimeLimit,
+        Verdict::Passed,
+        Verdict::MemoryLimit,
+        Verdict::Passed,
+        Verdict::OutputLimit,
+        Verdict::Passed,
+        Verdict::TimeLimit,
+        Verdict::Passed,
+    ];
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join(format!("state.{}", language.extension()));
     std::fs::write(&file, code).unwrap();
@@ -752,14 +1402,24 @@ fn reuse_keeps_each_test_in_its_own_process(language: Language, code: &str) {
         if reuse {
             config.reuse.insert(language);
         }
-        let limits = LimitsPatch { cpu_time_ms: Some(1_000), wall_time_ms: Some(8_000), memory_mb: Some(256), output_bytes: Some(1 << 16), ..LimitsPatch::default() };
+        let limits = LimitsPatch {
+            cpu_time_ms: Some(1_000),
+            wall_time_ms: Some(8_000),
+            memory_mb: Some(256),
+            output_bytes: Some(1 << 16),
+            ..LimitsPatch::default()
+        };
         match language {
             Language::Python => config.python.limits = limits,
             _ => config.ruby.limits = limits,
         }
         let out = execute(&config, &[problem], &[s], sandbox(), 1).unwrap();
         let r = &out.results[0];
-        assert_eq!(out.stats.fast_starts, usize::from(reuse), "{language} {mode}");
+        assert_eq!(
+            out.stats.fast_starts,
+            usize::from(reuse),
+            "{language} {mode}"
+        );
         assert_eq!(verdicts(r), expected, "{language} {mode}: {}", r.message);
         seen.push(verdicts(r));
     }
@@ -836,7 +1496,12 @@ puts "#{mode} #{seen ? 'seen' : 'fresh'} #{what}"
 /// the faster way.
 #[test]
 fn reuse_gives_the_plain_commands_verdicts() {
-    let reused = [Language::Python, Language::Ruby, Language::Cpp, Language::Java];
+    let reused = [
+        Language::Python,
+        Language::Ruby,
+        Language::Cpp,
+        Language::Java,
+    ];
     let mut problems = problems();
     let mut solutions = fixture_solutions(&problems, &reused);
     let functional = driver_problems();
@@ -846,10 +1511,17 @@ fn reuse_gives_the_plain_commands_verdicts() {
     problems.extend(functional);
     // A C++ program that does not build (its compile is redone plainly, for the plain
     // message), and one whose macro keeps g++ from using the precompiled header.
-    let p = &problems.iter().find(|p| p.question_id == "abc302_a").expect("the stdin fixture").id;
+    let p = &problems
+        .iter()
+        .find(|p| p.question_id == "abc302_a")
+        .expect("the stdin fixture")
+        .id;
     let odd = tempfile::tempdir().unwrap();
     for (name, code) in [
-        ("broken", "#include <bits/stdc++.h>\nint main() { return undeclared; }\n"),
+        (
+            "broken",
+            "#include <bits/stdc++.h>\nint main() { return undeclared; }\n",
+        ),
         (
             "debug",
             "#define _GLIBCXX_DEBUG\n#include <bits/stdc++.h>\nint main() { std::vector<long long> v(2); std::cin >> v[0] >> v[1]; std::cout << (v[0] + v[1] - 1) / v[1] << \"\\n\"; }\n",
@@ -859,23 +1531,57 @@ fn reuse_gives_the_plain_commands_verdicts() {
         fs_err::write(&file, code).unwrap();
         solutions.push(solution(p, Language::Cpp, &file, name));
     }
-    let plain = execute(&ExecuteConfig::default(), &problems, &solutions, sandbox(), 2).unwrap();
-    let config = ExecuteConfig { reuse: reused.into_iter().collect(), ..ExecuteConfig::default() };
+    let plain = execute(
+        &ExecuteConfig::default(),
+        &problems,
+        &solutions,
+        sandbox(),
+        2,
+    )
+    .unwrap();
+    let config = ExecuteConfig {
+        reuse: reused.into_iter().collect(),
+        ..ExecuteConfig::default()
+    };
     let fast = execute(&config, &problems, &solutions, sandbox(), 2).unwrap();
     assert_eq!((plain.stats.fast_starts, plain.stats.fast_compiles), (0, 0));
-    let of = |languages: &[Language]| solutions.iter().filter(|s| languages.contains(&s.language)).count();
-    assert_eq!(fast.stats.fast_starts, of(&[Language::Python, Language::Ruby]));
+    let of = |languages: &[Language]| {
+        solutions
+            .iter()
+            .filter(|s| languages.contains(&s.language))
+            .count()
+    };
+    assert_eq!(
+        fast.stats.fast_starts,
+        of(&[Language::Python, Language::Ruby])
+    );
     // Every C++ and Java program built the faster way but the broken one.
-    assert_eq!(fast.stats.fast_compiles, of(&[Language::Cpp, Language::Java]) - 1);
+    assert_eq!(
+        fast.stats.fast_compiles,
+        of(&[Language::Cpp, Language::Java]) - 1
+    );
     for (a, b) in plain.results.iter().zip(&fast.results) {
-        assert_eq!((a.passed, verdicts(a)), (b.passed, verdicts(b)), "{}: {} / {}", a.solution_id, a.message, b.message);
+        assert_eq!(
+            (a.passed, verdicts(a)),
+            (b.passed, verdicts(b)),
+            "{}: {} / {}",
+            a.solution_id,
+            a.message,
+            b.message
+        );
         if verdicts(a).contains(&Verdict::CompileError) {
             assert_eq!(a.message, b.message);
         }
     }
     let broken = fast.results.iter().find(|r| r.model == "broken").unwrap();
     assert!(broken.message.contains("undeclared"), "{}", broken.message);
-    assert!(fast.results.iter().find(|r| r.model == "debug").unwrap().passed);
+    assert!(
+        fast.results
+            .iter()
+            .find(|r| r.model == "debug")
+            .unwrap()
+            .passed
+    );
     assert!(plain.results.iter().any(|r| r.passed) && plain.results.iter().any(|r| !r.passed));
 }
 
@@ -887,45 +1593,103 @@ fn reuse_gives_the_plain_commands_verdicts() {
 #[test]
 fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
     let dir = tempfile::tempdir().unwrap();
-    let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap().replace("\"../", &format!("\"{}/", root().display()));
-    assert!(!sample.contains("[stages.execute]"), "the sample manifest has an execute section now: merge the switch into it");
+    let sample = fs_err::read_to_string(root().join("manifests/sample.toml"))
+        .unwrap()
+        .replace("\"../", &format!("\"{}/", root().display()));
+    assert!(
+        !sample.contains("[stages.execute]"),
+        "the sample manifest has an execute section now: merge the switch into it"
+    );
     let manifest = dir.path().join("sample-reuse.toml");
     fs_err::write(&manifest, format!("{sample}\n[stages.execute]\nreuse = [\"python\", \"ruby\", \"cpp\", \"java\"]\nidle_slots = 3\n")).unwrap();
     let (build, release) = (dir.path().join("build"), dir.path().join("release"));
-    let out = run(coreb().arg("build").arg(&manifest).arg("--output-dir").arg(&build).arg("--publish-dir").arg(&release));
+    let out = run(coreb()
+        .arg("build")
+        .arg(&manifest)
+        .arg("--output-dir")
+        .arg(&build)
+        .arg("--publish-dir")
+        .arg(&release));
     assert!(out.status.success(), "{}", text(&out));
     let committed = root().join("releases/sample/v202503");
     // The regeneration kit carries the build manifest, which differs here by design; the card
     // is compared below.
-    let data = |d: &Path| tree_sha256(d).into_iter().filter(|(p, _)| p != "MANIFEST.json" && p != "README.md" && !p.starts_with("regeneration/")).collect::<Vec<_>>();
+    let data = |d: &Path| {
+        tree_sha256(d)
+            .into_iter()
+            .filter(|(p, _)| {
+                p != "MANIFEST.json" && p != "README.md" && !p.starts_with("regeneration/")
+            })
+            .collect::<Vec<_>>()
+    };
     assert_eq!(data(&release), data(&committed));
     // The sample's recorded human review is of the committed build (its MANIFEST sha256), not
     // of this one, whose MANIFEST records the two switches: the card is the committed card
     // without its "Human validation" section, and the build says why.
-    assert!(text(&out).contains("is of another build of `v202503`"), "{}", text(&out));
-    let section = fs_err::read_to_string(root().join("releases/sample/reviews/v202503/card.md")).unwrap();
+    assert!(
+        text(&out).contains("is of another build of `v202503`"),
+        "{}",
+        text(&out)
+    );
+    let section =
+        fs_err::read_to_string(root().join("releases/sample/reviews/v202503/card.md")).unwrap();
     let card = fs_err::read_to_string(release.join("README.md")).unwrap();
     assert!(!card.contains("## Human validation"));
-    assert_eq!(format!("{}\n\n{}\n", card.trim_end_matches('\n'), section.trim_end_matches('\n')), fs_err::read_to_string(committed.join("README.md")).unwrap());
-    let manifest_of = |d: &Path| -> serde_json::Value { serde_json::from_str(&fs_err::read_to_string(d.join("MANIFEST.json")).unwrap()).unwrap() };
+    assert_eq!(
+        format!(
+            "{}\n\n{}\n",
+            card.trim_end_matches('\n'),
+            section.trim_end_matches('\n')
+        ),
+        fs_err::read_to_string(committed.join("README.md")).unwrap()
+    );
+    let manifest_of = |d: &Path| -> serde_json::Value {
+        serde_json::from_str(&fs_err::read_to_string(d.join("MANIFEST.json")).unwrap()).unwrap()
+    };
     let (mut got, mut want) = (manifest_of(&release), manifest_of(&committed));
-    assert_eq!(got["stages"]["execute"]["parameters"]["reuse"], serde_json::json!(["python", "cpp", "java", "ruby"]));
+    assert_eq!(
+        got["stages"]["execute"]["parameters"]["reuse"],
+        serde_json::json!(["python", "cpp", "java", "ruby"])
+    );
     assert_eq!(got["stages"]["execute"]["parameters"]["idle_slots"], 3);
     for m in [&mut got, &mut want] {
-        m["stages"]["execute"]["parameters"].as_object_mut().unwrap().remove("reuse");
-        m["stages"]["execute"]["parameters"].as_object_mut().unwrap().remove("idle_slots");
+        m["stages"]["execute"]["parameters"]
+            .as_object_mut()
+            .unwrap()
+            .remove("reuse");
+        m["stages"]["execute"]["parameters"]
+            .as_object_mut()
+            .unwrap()
+            .remove("idle_slots");
         m.as_object_mut().unwrap().remove("build_manifest");
         // The kit's entries: it carries the build manifest, which differs by design; the card,
         // compared above.
-        m["files"].as_object_mut().unwrap().retain(|k, _| !k.starts_with("regeneration/") && k != "README.md");
+        m["files"]
+            .as_object_mut()
+            .unwrap()
+            .retain(|k, _| !k.starts_with("regeneration/") && k != "README.md");
         // Another machine's toolchain versions are the release tests' business.
-        m["stages"]["execute"].as_object_mut().unwrap().remove("toolchains");
+        m["stages"]["execute"]
+            .as_object_mut()
+            .unwrap()
+            .remove("toolchains");
     }
     assert_eq!(got, want);
-    let record: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(build.join("artifacts/execute/record.json")).unwrap()).unwrap();
-    assert_eq!(record["summary"]["stats"]["fast_starts"], 40, "{:#}", record["summary"]["stats"]);
+    let record: serde_json::Value = serde_json::from_str(
+        &fs_err::read_to_string(build.join("artifacts/execute/record.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        record["summary"]["stats"]["fast_starts"], 40,
+        "{:#}",
+        record["summary"]["stats"]
+    );
     // The sample's 40 C++ and Java solutions, less the one that does not compile.
-    assert_eq!(record["summary"]["stats"]["fast_compiles"], 39, "{:#}", record["summary"]["stats"]);
+    assert_eq!(
+        record["summary"]["stats"]["fast_compiles"], 39,
+        "{:#}",
+        record["summary"]["stats"]
+    );
 }
 
 /// Issue #34: with `idle_slots`, tests that sleep until their wall limit give their core to
@@ -937,22 +1701,42 @@ fn idle_slots_let_sleeping_tests_give_way_with_the_same_verdicts() {
     let mut solutions = fixture_solutions(&problems, &[Language::Python, Language::Cpp]);
     let sleepy = ProblemId::from_question_id("sleepy");
     let mut problem = hostile_problem("sleepy", "1\n", "1");
-    problem.private_tests = (0..3).map(|i| TestCase { input: format!("{i}\n"), output: i.to_string(), testtype: TestType::Stdin }).collect();
+    problem.private_tests = (0..3)
+        .map(|i| TestCase {
+            input: format!("{i}\n"),
+            output: i.to_string(),
+            testtype: TestType::Stdin,
+        })
+        .collect();
     problems.push(problem);
     let dir = tempfile::tempdir().unwrap();
     let sleeper = dir.path().join("sleeper.py");
     fs_err::write(&sleeper, "import time\nprint(input())\ntime.sleep(60)\n").unwrap();
     solutions.push(solution(&sleepy, Language::Python, &sleeper, "sleeper"));
     let mut config = ExecuteConfig::default();
-    config.python.limits = LimitsPatch { wall_time_ms: Some(3_000), ..LimitsPatch::default() };
+    config.python.limits = LimitsPatch {
+        wall_time_ms: Some(3_000),
+        ..LimitsPatch::default()
+    };
     let plain = execute(&config, &problems, &solutions, sandbox(), 1).unwrap();
     config.idle_slots = 4;
     let sharing = execute(&config, &problems, &solutions, sandbox(), 1).unwrap();
     assert_eq!(plain.stats.gave_way, 0);
     for (a, b) in plain.results.iter().zip(&sharing.results) {
-        assert_eq!((a.passed, verdicts(a)), (b.passed, verdicts(b)), "{}: {} / {}", a.solution_id, a.message, b.message);
+        assert_eq!(
+            (a.passed, verdicts(a)),
+            (b.passed, verdicts(b)),
+            "{}: {} / {}",
+            a.solution_id,
+            a.message,
+            b.message
+        );
     }
-    let slept = sharing.results.iter().find(|r| r.model == "sleeper").unwrap();
+    let slept = sharing
+        .results
+        .iter()
+        .find(|r| r.model == "sleeper")
+        .unwrap();
     assert_eq!(verdicts(slept), vec![Verdict::TimeLimit; 4]);
     // Each of the sleeper's four tests waited, and gave way.
     assert!(sharing.stats.gave_way >= 4, "{:?}", sharing.stats);

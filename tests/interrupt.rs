@@ -10,7 +10,12 @@ use crate::support::{coreb, root, run, same_release_as, text};
 
 fn build(out: &Path, until: Option<&str>) -> Command {
     let mut cmd = coreb();
-    cmd.arg("build").arg(root().join("manifests/sample.toml")).args(["--jobs", "1", "--output-dir"]).arg(out.join("build")).arg("--publish-dir").arg(out.join("release"));
+    cmd.arg("build")
+        .arg(root().join("manifests/sample.toml"))
+        .args(["--jobs", "1", "--output-dir"])
+        .arg(out.join("build"))
+        .arg("--publish-dir")
+        .arg(out.join("release"));
     if let Some(stage) = until {
         cmd.args(["--until", stage]);
     }
@@ -26,9 +31,18 @@ fn committed(out: &Path) -> usize {
     let mut n = 0;
     for entry in fs_err::read_dir(journal(out)).unwrap() {
         let path = entry.unwrap().path();
-        if path.file_name().unwrap().to_string_lossy().starts_with("commit-") {
-            let problems: Vec<serde_json::Value> = serde_json::from_slice(&fs_err::read(&path).unwrap()).unwrap();
-            n += problems.iter().map(|p| p["solutions"].as_array().unwrap().len()).sum::<usize>();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("commit-")
+        {
+            let problems: Vec<serde_json::Value> =
+                serde_json::from_slice(&fs_err::read(&path).unwrap()).unwrap();
+            n += problems
+                .iter()
+                .map(|p| p["solutions"].as_array().unwrap().len())
+                .sum::<usize>();
         }
     }
     n
@@ -38,11 +52,18 @@ fn committed(out: &Path) -> usize {
 fn stop_part_way(out: &Path, signal: i32) -> std::process::Output {
     let ready = run(&mut build(out, Some("generate")));
     assert!(ready.status.success(), "{}", text(&ready));
-    let child = build(out, Some("execute")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = build(out, Some("execute"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let first = journal(out).join("commit-000001.json");
     let start = Instant::now();
     while !first.exists() {
-        assert!(start.elapsed() < Duration::from_secs(120), "execute committed nothing in 120 s");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "execute committed nothing in 120 s"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: a signal to our own child.
@@ -51,32 +72,86 @@ fn stop_part_way(out: &Path, signal: i32) -> std::process::Output {
 }
 
 fn resume_and_check(out: &Path, kept: usize, what: &str) {
-    assert!(kept > 0 && kept < 100, "{what}: not part-way: {kept} of 100 solutions committed");
+    assert!(
+        kept > 0 && kept < 100,
+        "{what}: not part-way: {kept} of 100 solutions committed"
+    );
     let again = run(&mut build(out, None));
     assert!(again.status.success(), "{what}: {}", text(&again));
-    let record: serde_json::Value = serde_json::from_slice(&fs_err::read(out.join("build/artifacts/execute/record.json")).unwrap()).unwrap();
-    let (resumed, judged) = (record["local"]["solutions_resumed"].as_u64(), record["local"]["solutions_judged"].as_u64());
-    assert_eq!(resumed, Some(kept as u64), "{what}: the rerun judged committed solutions again: {}", record["local"]);
-    assert_eq!(judged.unwrap() + resumed.unwrap(), record["summary"]["rows_out"].as_u64().unwrap(), "{what}: {}", record["local"]);
-    assert!(String::from_utf8_lossy(&again.stderr).contains(&format!("{kept} solutions judged by an interrupted run were kept")), "{what}: {}", text(&again));
-    assert!(!journal(out).exists(), "{what}: the journal outlives the committed stage");
-    same_release_as(&root().join("releases/sample/v202503"), &out.join("release"), what);
+    let record: serde_json::Value = serde_json::from_slice(
+        &fs_err::read(out.join("build/artifacts/execute/record.json")).unwrap(),
+    )
+    .unwrap();
+    let (resumed, judged) = (
+        record["local"]["solutions_resumed"].as_u64(),
+        record["local"]["solutions_judged"].as_u64(),
+    );
+    assert_eq!(
+        resumed,
+        Some(kept as u64),
+        "{what}: the rerun judged committed solutions again: {}",
+        record["local"]
+    );
+    assert_eq!(
+        judged.unwrap() + resumed.unwrap(),
+        record["summary"]["rows_out"].as_u64().unwrap(),
+        "{what}: {}",
+        record["local"]
+    );
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains(&format!(
+            "{kept} solutions judged by an interrupted run were kept"
+        )),
+        "{what}: {}",
+        text(&again)
+    );
+    assert!(
+        !journal(out).exists(),
+        "{what}: the journal outlives the committed stage"
+    );
+    same_release_as(
+        &root().join("releases/sample/v202503"),
+        &out.join("release"),
+        what,
+    );
 }
 
 #[test]
 fn sigint_and_sigterm_stop_execute_cleanly_and_the_rerun_resumes() {
-    for (signal, status, name) in [(libc::SIGINT, 130, "SIGINT"), (libc::SIGTERM, 143, "SIGTERM")] {
+    for (signal, status, name) in [
+        (libc::SIGINT, 130, "SIGINT"),
+        (libc::SIGTERM, 143, "SIGTERM"),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let stopped = stop_part_way(dir.path(), signal);
-        assert_eq!(stopped.status.code(), Some(status), "{name}: {}", text(&stopped));
+        assert_eq!(
+            stopped.status.code(),
+            Some(status),
+            "{name}: {}",
+            text(&stopped)
+        );
         let stderr = String::from_utf8_lossy(&stopped.stderr);
         let kept = committed(dir.path());
         // One line: the signal, what was kept, how to resume.
-        let line = stderr.lines().find(|l| l.starts_with("execute stopped by")).unwrap_or_else(|| panic!("{name}: no line says what was kept: {stderr}"));
-        assert!(line.contains(name) && line.contains(&format!("{kept} of 100 solutions judged are kept")) && line.contains("run the same command again"), "{line}");
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with("execute stopped by"))
+            .unwrap_or_else(|| panic!("{name}: no line says what was kept: {stderr}"));
+        assert!(
+            line.contains(name)
+                && line.contains(&format!("{kept} of 100 solutions judged are kept"))
+                && line.contains("run the same command again"),
+            "{line}"
+        );
         // The stage's working directory is not left for a later run to mistake.
-        assert!(!dir.path().join("build/artifacts/.execute.tmp").exists(), "{name}");
-        assert!(!dir.path().join("build/artifacts/execute").exists(), "{name}: an interrupted execute was committed");
+        assert!(
+            !dir.path().join("build/artifacts/.execute.tmp").exists(),
+            "{name}"
+        );
+        assert!(
+            !dir.path().join("build/artifacts/execute").exists(),
+            "{name}: an interrupted execute was committed"
+        );
         resume_and_check(dir.path(), kept, name);
     }
 }

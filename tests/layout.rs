@@ -10,8 +10,22 @@ use crate::support::root;
 
 /// `cargo metadata` of the workspace's own packages.
 fn metadata() -> serde_json::Value {
-    let out = std::process::Command::new(env!("CARGO")).args(["metadata", "--no-deps", "--format-version", "1", "--offline"]).current_dir(root()).output().unwrap();
-    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -25,8 +39,15 @@ fn workspace() -> BTreeMap<String, (String, BTreeSet<String>)> {
         .unwrap()
         .iter()
         .map(|p| {
-            let dir = std::path::Path::new(p["manifest_path"].as_str().unwrap()).parent().unwrap().to_owned();
-            let rel = dir.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+            let dir = std::path::Path::new(p["manifest_path"].as_str().unwrap())
+                .parent()
+                .unwrap()
+                .to_owned();
+            let rel = dir
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             let deps = p["dependencies"]
                 .as_array()
                 .unwrap()
@@ -40,7 +61,9 @@ fn workspace() -> BTreeMap<String, (String, BTreeSet<String>)> {
 }
 
 fn layout_section(readme: &str) -> &str {
-    let start = readme.find("\n## Layout").expect("README has a `## Layout` section");
+    let start = readme
+        .find("\n## Layout")
+        .expect("README has a `## Layout` section");
     let rest = &readme[start + 1..];
     &rest[..rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3)]
 }
@@ -56,7 +79,12 @@ fn the_readme_crate_table_and_picture_match_cargo_metadata() {
     for line in section.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
         let name = cells[0].split('`').nth(1).unwrap().to_owned();
-        let path = cells[0].split('`').nth(3).unwrap().trim_end_matches('/').to_owned();
+        let path = cells[0]
+            .split('`')
+            .nth(3)
+            .unwrap()
+            .trim_end_matches('/')
+            .to_owned();
         let deps: BTreeSet<String> = match cells[2] {
             "—" => BTreeSet::new(),
             "all below" => crates.keys().filter(|k| **k != name).cloned().collect(),
@@ -64,28 +92,59 @@ fn the_readme_crate_table_and_picture_match_cargo_metadata() {
         };
         table.insert(name, (path, deps));
     }
-    assert_eq!(table.keys().collect::<Vec<_>>(), crates.keys().collect::<Vec<_>>(), "the README's crate table lists other crates than the workspace");
+    assert_eq!(
+        table.keys().collect::<Vec<_>>(),
+        crates.keys().collect::<Vec<_>>(),
+        "the README's crate table lists other crates than the workspace"
+    );
     for (name, (path, deps)) in &crates {
         let (readme_path, readme_deps) = &table[name];
         assert_eq!(readme_path, path, "README: the path of `{name}`");
-        assert_eq!(readme_deps, deps, "README: the coreb crates `{name}` depends on");
+        assert_eq!(
+            readme_deps, deps,
+            "README: the coreb crates `{name}` depends on"
+        );
     }
 
     // The picture: a `text` block, one layer a line from the top, crates joined by ` · `,
     // `↓` lines between layers.
-    let picture = section.split("```text\n").nth(1).expect("a ```text picture in `## Layout`").split("```").next().unwrap();
+    let picture = section
+        .split("```text\n")
+        .nth(1)
+        .expect("a ```text picture in `## Layout`")
+        .split("```")
+        .next()
+        .unwrap();
     let mut layer_of = BTreeMap::new();
-    for (layer, line) in picture.lines().map(str::trim).filter(|l| !l.is_empty() && *l != "↓").enumerate() {
+    for (layer, line) in picture
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != "↓")
+        .enumerate()
+    {
         let names = line.split("  ").next().unwrap();
         for name in names.split(" · ").map(str::trim) {
-            assert!(crates.contains_key(name), "the picture names `{name}`, which is not a workspace crate");
-            assert!(layer_of.insert(name.to_owned(), layer).is_none(), "`{name}` stands twice in the picture");
+            assert!(
+                crates.contains_key(name),
+                "the picture names `{name}`, which is not a workspace crate"
+            );
+            assert!(
+                layer_of.insert(name.to_owned(), layer).is_none(),
+                "`{name}` stands twice in the picture"
+            );
         }
     }
-    assert_eq!(layer_of.len(), crates.len(), "the picture leaves out a crate: {layer_of:?}");
+    assert_eq!(
+        layer_of.len(),
+        crates.len(),
+        "the picture leaves out a crate: {layer_of:?}"
+    );
     for (name, (_, deps)) in &crates {
         for dep in deps {
-            assert!(layer_of[dep] > layer_of[name], "`{name}` depends on `{dep}`, which the picture does not draw below it");
+            assert!(
+                layer_of[dep] > layer_of[name],
+                "`{name}` depends on `{dep}`, which the picture does not draw below it"
+            );
         }
     }
 }
@@ -97,12 +156,21 @@ fn the_readme_crate_table_and_picture_match_cargo_metadata() {
 fn curation_depends_on_no_stage_and_the_judge_only_on_what_judging_needs() {
     let crates = workspace();
     let (_, curation) = &crates["coreb-curation"];
-    assert!(!curation.contains("coreb-stages"), "coreb-curation depends on coreb-stages again: {curation:?}");
+    assert!(
+        !curation.contains("coreb-stages"),
+        "coreb-curation depends on coreb-stages again: {curation:?}"
+    );
     let (path, judge) = &crates["coreb-judge"];
     assert_eq!(path, "crates/coreb-judge");
-    assert_eq!(judge.iter().map(String::as_str).collect::<Vec<_>>(), ["coreb-base", "coreb-data", "coreb-sandbox"]);
+    assert_eq!(
+        judge.iter().map(String::as_str).collect::<Vec<_>>(),
+        ["coreb-base", "coreb-data", "coreb-sandbox"]
+    );
     for user in ["coreb", "coreb-stages"] {
-        assert!(crates[user].1.contains("coreb-judge"), "{user} judges through coreb-judge");
+        assert!(
+            crates[user].1.contains("coreb-judge"),
+            "{user} judges through coreb-judge"
+        );
     }
 }
 
@@ -114,7 +182,11 @@ fn curation_depends_on_no_stage_and_the_judge_only_on_what_judging_needs() {
 #[test]
 fn every_crate_lives_in_its_folder_and_its_library_is_named_as_its_package() {
     for (name, (path, _)) in workspace() {
-        let expected = if name == "coreb" { "pipeline".to_owned() } else { format!("crates/{name}") };
+        let expected = if name == "coreb" {
+            "pipeline".to_owned()
+        } else {
+            format!("crates/{name}")
+        };
         assert_eq!(path, expected, "the folder of `{name}`");
     }
     let meta = metadata();
@@ -122,17 +194,36 @@ fn every_crate_lives_in_its_folder_and_its_library_is_named_as_its_package() {
     for p in meta["packages"].as_array().unwrap() {
         let package = p["name"].as_str().unwrap();
         for t in p["targets"].as_array().unwrap() {
-            let kinds: Vec<&str> = t["kind"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+            let kinds: Vec<&str> = t["kind"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k.as_str().unwrap())
+                .collect();
             let lib = t["name"].as_str().unwrap();
-            if kinds.iter().any(|k| ["lib", "rlib", "proc-macro"].contains(k)) {
+            if kinds
+                .iter()
+                .any(|k| ["lib", "rlib", "proc-macro"].contains(k))
+            {
                 libraries += 1;
-                assert_eq!(lib, package.replace('-', "_"), "the library of `{package}` is not named as its package");
+                assert_eq!(
+                    lib,
+                    package.replace('-', "_"),
+                    "the library of `{package}` is not named as its package"
+                );
             } else if kinds.contains(&"cdylib") {
-                assert_eq!((package, lib), ("coreb-py", "coreb_rs"), "a Python extension other than coreb-py's");
+                assert_eq!(
+                    (package, lib),
+                    ("coreb-py", "coreb_rs"),
+                    "a Python extension other than coreb-py's"
+                );
             }
         }
     }
-    assert!(libraries >= 10, "{libraries} Rust libraries in the workspace");
+    assert!(
+        libraries >= 10,
+        "{libraries} Rust libraries in the workspace"
+    );
 }
 
 /// Library crates never print (issue #49): they tell a `coreb_base::report::Report` what they
@@ -149,17 +240,33 @@ fn library_crates_report_through_a_sink_and_never_print() {
             continue;
         }
         for d in p["dependencies"].as_array().unwrap() {
-            let (name, optional) = (d["name"].as_str().unwrap(), d["optional"].as_bool().unwrap_or(false));
+            let (name, optional) = (
+                d["name"].as_str().unwrap(),
+                d["optional"].as_bool().unwrap_or(false),
+            );
             let normal = d["kind"].is_null();
-            assert!(!(normal && name == "indicatif"), "`{package}` depends on indicatif: libraries report through coreb_base::report");
-            assert!(!(normal && name == "clap" && !optional && package != "coreb-py"), "`{package}` depends on clap unconditionally");
+            assert!(
+                !(normal && name == "indicatif"),
+                "`{package}` depends on indicatif: libraries report through coreb_base::report"
+            );
+            assert!(
+                !(normal && name == "clap" && !optional && package != "coreb-py"),
+                "`{package}` depends on clap unconditionally"
+            );
         }
-        let src = std::path::Path::new(p["manifest_path"].as_str().unwrap()).parent().unwrap().join("src");
+        let src = std::path::Path::new(p["manifest_path"].as_str().unwrap())
+            .parent()
+            .unwrap()
+            .join("src");
         let mut stack = vec![src.clone()];
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir).unwrap() {
                 let path = entry.unwrap().path();
-                let rel = path.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+                let rel = path
+                    .strip_prefix(&src)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
                 if path.is_dir() {
                     if rel != "bin" {
                         stack.push(path);
@@ -172,8 +279,15 @@ fn library_crates_report_through_a_sink_and_never_print() {
                 let text = std::fs::read_to_string(&path).unwrap();
                 let code = text.split("#[cfg(test)]").next().unwrap();
                 for (n, line) in code.lines().enumerate() {
-                    let printing = ["println!(", "eprintln!(", "print!(", "eprint!("].iter().any(|m| line.contains(m));
-                    assert!(!printing || line.trim_start().starts_with("//"), "{}:{}: a library prints: {line}", path.display(), n + 1);
+                    let printing = ["println!(", "eprintln!(", "print!(", "eprint!("]
+                        .iter()
+                        .any(|m| line.contains(m));
+                    assert!(
+                        !printing || line.trim_start().starts_with("//"),
+                        "{}:{}: a library prints: {line}",
+                        path.display(),
+                        n + 1
+                    );
                 }
             }
         }

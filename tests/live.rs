@@ -38,7 +38,12 @@ fn endpoint(answer: fn(&Value) -> (String, &'static str)) -> (String, Arc<Atomic
 
 /// The sample's manifest, live against `url` (no API key, concurrency 2), building into `dir`.
 fn live_manifest(dir: &Path, url: &str, extra_llm: &str) -> PathBuf {
-    manifest_with_llm(dir, &format!("mode = \"live\"\nbase_url = \"{url}\"\napi_key_env = \"\"\nmodel = \"small\"\nconcurrency = 2\ntimeout_secs = 10\n{extra_llm}"))
+    manifest_with_llm(
+        dir,
+        &format!(
+            "mode = \"live\"\nbase_url = \"{url}\"\napi_key_env = \"\"\nmodel = \"small\"\nconcurrency = 2\ntimeout_secs = 10\n{extra_llm}"
+        ),
+    )
 }
 
 /// The sample's manifest with this `[llm]` section, building into `dir`.
@@ -47,13 +52,35 @@ fn manifest_with_llm(dir: &Path, llm: &str) -> PathBuf {
     let head = sample.split("\n[llm]").next().unwrap();
     let r = root();
     let head = head
-        .replace("output_dir = \"../build/sample\"", &format!("output_dir = \"{}\"", dir.join("build").display()))
-        .replace("releases_dir = \"../releases/sample\"", &format!("releases_dir = \"{}\"", dir.join("releases").display()))
-        .replace("response_store = \"../tests/fixtures/sample/store\"", &format!("response_store = \"{}\"", dir.join("store").display()))
-        .replace("prompts_dir = \"../prompts\"", &format!("prompts_dir = \"{}\"", r.join("prompts").display()))
-        .replace("url = \"../tests/fixtures/sample/problems.jsonl\"", &format!("url = \"{}\"", r.join("tests/fixtures/sample/problems.jsonl").display()));
+        .replace(
+            "output_dir = \"../build/sample\"",
+            &format!("output_dir = \"{}\"", dir.join("build").display()),
+        )
+        .replace(
+            "releases_dir = \"../releases/sample\"",
+            &format!("releases_dir = \"{}\"", dir.join("releases").display()),
+        )
+        .replace(
+            "response_store = \"../tests/fixtures/sample/store\"",
+            &format!("response_store = \"{}\"", dir.join("store").display()),
+        )
+        .replace(
+            "prompts_dir = \"../prompts\"",
+            &format!("prompts_dir = \"{}\"", r.join("prompts").display()),
+        )
+        .replace(
+            "url = \"../tests/fixtures/sample/problems.jsonl\"",
+            &format!(
+                "url = \"{}\"",
+                r.join("tests/fixtures/sample/problems.jsonl").display()
+            ),
+        );
     let manifest = dir.join("live.toml");
-    fs_err::write(&manifest, format!("{head}\n[llm]\n{llm}\n[llm.stages.generate]\nmodels = [\"small\", \"small-2\"]\n")).unwrap();
+    fs_err::write(
+        &manifest,
+        format!("{head}\n[llm]\n{llm}\n[llm.stages.generate]\nmodels = [\"small\", \"small-2\"]\n"),
+    )
+    .unwrap();
     manifest
 }
 
@@ -61,8 +88,19 @@ fn manifest_with_llm(dir: &Path, llm: &str) -> PathBuf {
 /// rejects them), half are cut at `max_tokens` even with the longer try.
 fn rejected_rewrites(body: &Value) -> (String, &'static str) {
     let user = body["messages"][1]["content"].as_str().unwrap_or_default();
-    let title = user.split("\nTitle: ").nth(1).and_then(|t| t.lines().next()).unwrap_or_default();
-    if title.len().is_multiple_of(2) { (json!({"title": title, "starter_code": ""}).to_string(), "stop") } else { ("{\"title\": \"cut".into(), "length") }
+    let title = user
+        .split("\nTitle: ")
+        .nth(1)
+        .and_then(|t| t.lines().next())
+        .unwrap_or_default();
+    if title.len().is_multiple_of(2) {
+        (
+            json!({"title": title, "starter_code": ""}).to_string(),
+            "stop",
+        )
+    } else {
+        ("{\"title\": \"cut".into(), "length")
+    }
 }
 
 /// A build whose rewrite stage rejects everything stops after `rewrite`, naming the stage,
@@ -76,24 +114,76 @@ fn a_build_whose_rewrite_rejects_everything_stops_there_with_the_cause() {
     let out = run(coreb().arg("build").arg(&manifest));
     assert!(!out.status.success(), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("error: the build stops after stage `rewrite`: it kept 0 of its 10 items: none are left"), "{stderr}");
-    let reasons = stderr.lines().find(|l| l.trim_start().starts_with("rejections by reason:")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        stderr.contains(
+            "error: the build stops after stage `rewrite`: it kept 0 of its 10 items: none are left"
+        ),
+        "{stderr}"
+    );
+    let reasons = stderr
+        .lines()
+        .find(|l| l.trim_start().starts_with("rejections by reason:"))
+        .unwrap_or_else(|| panic!("{stderr}"));
     let rejections = dir.path().join("build/artifacts/rewrite/rejections.jsonl");
-    assert!(stderr.contains(&format!("every rejection with its reason: {}", rejections.display())), "{stderr}");
-    let lines: Vec<Value> = fs_err::read_to_string(&rejections).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        stderr.contains(&format!(
+            "every rejection with its reason: {}",
+            rejections.display()
+        )),
+        "{stderr}"
+    );
+    let lines: Vec<Value> = fs_err::read_to_string(&rejections)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 10);
-    let schema = lines.iter().filter(|l| l["reason"]["kind"] == "schema").count();
-    let truncated = lines.iter().filter(|l| l["reason"]["kind"] == "llm" && l["reason"]["failure"]["kind"] == "truncated").count();
-    assert_eq!((schema, truncated), (5, 5), "titles of even length get schema-less JSON, the others cut answers: {lines:#?}");
-    assert_eq!(reasons.trim(), format!("rejections by reason: schema {schema}, truncated {truncated}"));
+    let schema = lines
+        .iter()
+        .filter(|l| l["reason"]["kind"] == "schema")
+        .count();
+    let truncated = lines
+        .iter()
+        .filter(|l| l["reason"]["kind"] == "llm" && l["reason"]["failure"]["kind"] == "truncated")
+        .count();
+    assert_eq!(
+        (schema, truncated),
+        (5, 5),
+        "titles of even length get schema-less JSON, the others cut answers: {lines:#?}"
+    );
+    assert_eq!(
+        reasons.trim(),
+        format!("rejections by reason: schema {schema}, truncated {truncated}")
+    );
     // Human reasons, no Rust debug text, no negative zero, nothing after rewrite.
-    assert!(stderr.contains("rewrite: rejected `lcb_") && stderr.contains("answer does not follow the schema: `/`: required property `statement` is missing"), "{stderr}");
-    assert!(stderr.contains("the answer was cut at `max_tokens` = 4096, then 8192"), "{stderr}");
-    for bad in ["Llm {", "LlmFailure", "NotJson {", "-0.0000", "18446744073709551615", "distract:", "\x1b["] {
+    assert!(
+        stderr.contains("rewrite: rejected `lcb_")
+            && stderr.contains(
+                "answer does not follow the schema: `/`: required property `statement` is missing"
+            ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the answer was cut at `max_tokens` = 4096, then 8192"),
+        "{stderr}"
+    );
+    for bad in [
+        "Llm {",
+        "LlmFailure",
+        "NotJson {",
+        "-0.0000",
+        "18446744073709551615",
+        "distract:",
+        "\x1b[",
+    ] {
         assert!(!stderr.contains(bad), "`{bad}` in:\n{stderr}");
     }
     let sent = hits.load(Ordering::SeqCst);
-    assert_eq!(sent, schema as u64 + 2 * truncated as u64, "a schema rejection once, a cut answer twice");
+    assert_eq!(
+        sent,
+        schema as u64 + 2 * truncated as u64,
+        "a schema rejection once, a cut answer twice"
+    );
 
     // The rerun serves every answer from the store and stops the same way.
     let again = run(coreb().arg("build").arg(&manifest));
@@ -101,7 +191,10 @@ fn a_build_whose_rewrite_rejects_everything_stops_there_with_the_cause() {
     assert_eq!(hits.load(Ordering::SeqCst), sent, "{}", text(&again));
     let stderr2 = String::from_utf8_lossy(&again.stderr);
     assert!(stderr2.contains(reasons.trim()), "{stderr2}");
-    assert!(stderr2.contains(&format!("0 requests sent, {sent} answers from the store")), "{stderr2}");
+    assert!(
+        stderr2.contains(&format!("0 requests sent, {sent} answers from the store")),
+        "{stderr2}"
+    );
 }
 
 /// The real model: `scripts/smoke-live` (installs llama-cpp-python and the SmolLM2 GGUF in
@@ -114,9 +207,16 @@ fn real_model_smoke_build() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = run(std::process::Command::new(root().join("scripts/smoke-live")).arg(dir.path().join("smoke")).env("COREB", env!("CARGO_BIN_EXE_coreb")));
+    let out = run(
+        std::process::Command::new(root().join("scripts/smoke-live"))
+            .arg(dir.path().join("smoke"))
+            .env("COREB", env!("CARGO_BIN_EXE_coreb")),
+    );
     assert!(out.status.success(), "{}", text(&out));
-    let figures: Value = serde_json::from_str(&fs_err::read_to_string(dir.path().join("smoke/figures.json")).unwrap()).unwrap();
+    let figures: Value = serde_json::from_str(
+        &fs_err::read_to_string(dir.path().join("smoke/figures.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(figures["server_requests"]["build2"], 0);
     eprintln!("{}", String::from_utf8_lossy(&out.stdout));
 }
@@ -130,17 +230,27 @@ type Case = (&'static str, fn() -> Reply, &'static str);
 /// The number before `label` in `text` (`12 requests sent` → 12 for `" requests sent"`).
 fn number_before(text: &str, label: &str) -> Option<u64> {
     let at = text.find(label)?;
-    let digits: String = text[..at].chars().rev().take_while(char::is_ascii_digit).collect();
+    let digits: String = text[..at]
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect();
     digits.chars().rev().collect::<String>().parse().ok()
 }
 
 /// Entries in the response store of a build in `dir`.
 fn stored(dir: &Path) -> Vec<Value> {
     let store = dir.join("store");
-    let Ok(shards) = std::fs::read_dir(&store) else { return Vec::new() };
+    let Ok(shards) = std::fs::read_dir(&store) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for shard in shards.flatten() {
-        for f in std::fs::read_dir(shard.path()).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(shard.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             if f.file_name().to_string_lossy().ends_with(".json") {
                 out.push(serde_json::from_str(&fs_err::read_to_string(f.path()).unwrap()).unwrap());
             }
@@ -152,9 +262,15 @@ fn stored(dir: &Path) -> Vec<Value> {
 /// A rewrite answer the schema rejects (it lacks the statement): one request per item.
 fn schema_less(body: &Value) -> Reply {
     let (content, finish) = rejected_rewrites(body);
-    let content = if finish == "stop" { content } else { json!({"title": "t", "starter_code": ""}).to_string() };
-    Reply::json(&json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 10}}))
+    let content = if finish == "stop" {
+        content
+    } else {
+        json!({"title": "t", "starter_code": ""}).to_string()
+    };
+    Reply::json(
+        &json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10}}),
+    )
 }
 
 /// A port that answers one request, the preflight's `GET /models`, listing the models of
@@ -171,9 +287,17 @@ fn up_for_the_preflight_only() -> String {
         while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
             head.push(byte[0]);
         }
-        assert!(head.starts_with(b"GET /v1/models "), "{}", String::from_utf8_lossy(&head));
+        assert!(
+            head.starts_with(b"GET /v1/models "),
+            "{}",
+            String::from_utf8_lossy(&head)
+        );
         let body = r#"{"object":"list","data":[{"id":"small","object":"model"},{"id":"small-2","object":"model"}]}"#;
-        let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
         // The listener is dropped here: from now on the port refuses.
     });
     format!("http://127.0.0.1:{port}/v1")
@@ -195,9 +319,15 @@ fn an_unreachable_endpoint_stops_a_live_build_in_the_preflight() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("preflight: the build would fail; nothing was run"), "{stderr}");
+    assert!(
+        stderr.contains("preflight: the build would fail; nothing was run"),
+        "{stderr}"
+    );
     assert!(stderr.contains(&format!("`llm.base_url` = `{url}` (in `{}`): `{url}/models` cannot be reached: connection failed", manifest.display())), "{stderr}");
-    assert!(!dir.path().join("build/artifacts/fetch").exists(), "no stage ran");
+    assert!(
+        !dir.path().join("build/artifacts/fetch").exists(),
+        "no stage ran"
+    );
     assert!(stored(dir.path()).is_empty());
 }
 
@@ -208,18 +338,40 @@ fn an_unreachable_endpoint_stops_a_live_build_in_the_preflight() {
 fn the_preflight_asks_the_endpoint_once_which_models_it_serves() {
     type Listing = fn() -> Reply;
     let cases: [(&str, Listing, Option<&str>); 4] = [
-        ("one model missing", || model_list(&["small", "other"]), Some("`llm.stages.generate.models` names `small-2` (in `")),
-        ("credentials refused", || Reply::new("401 Unauthorized", "{\"error\": {\"message\": \"Incorrect API key provided\"}}"), Some("`llm.api_key_env` is empty (in `")),
-        ("every model listed", || model_list(&["small-2", "small"]), None),
+        (
+            "one model missing",
+            || model_list(&["small", "other"]),
+            Some("`llm.stages.generate.models` names `small-2` (in `"),
+        ),
+        (
+            "credentials refused",
+            || {
+                Reply::new(
+                    "401 Unauthorized",
+                    "{\"error\": {\"message\": \"Incorrect API key provided\"}}",
+                )
+            },
+            Some("`llm.api_key_env` is empty (in `"),
+        ),
+        (
+            "every model listed",
+            || model_list(&["small-2", "small"]),
+            None,
+        ),
         ("no list", || Reply::new("404 Not Found", "not here"), None),
     ];
     for (name, listing, refused) in cases {
-        let server = serve_listing(listing(), |_| Reply::new("500 Internal Server Error", "nothing is asked"));
+        let server = serve_listing(listing(), |_| {
+            Reply::new("500 Internal Server Error", "nothing is asked")
+        });
         let dir = tempfile::tempdir().unwrap();
         let url = format!("{}/v1", server.url());
         let manifest = live_manifest(dir.path(), &url, "");
         let out = run(coreb().arg("build").arg(&manifest).arg("--check"));
-        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
         assert_eq!(server.listings(), 1, "{name}: one request: {stderr}");
         assert_eq!(server.hits(), 0, "{name}: no chat request: {stderr}");
         match refused {
@@ -227,10 +379,22 @@ fn the_preflight_asks_the_endpoint_once_which_models_it_serves() {
                 assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out));
                 assert!(stderr.contains(says), "{name}: {stderr}");
                 if name == "one model missing" {
-                    assert!(stderr.contains(&format!("which `{url}/models` does not list (it lists: other, small)")), "{stderr}");
-                    assert_eq!(stderr.matches("does not list").count(), 1, "`small` is served: {stderr}");
+                    assert!(
+                        stderr.contains(&format!(
+                            "which `{url}/models` does not list (it lists: other, small)"
+                        )),
+                        "{stderr}"
+                    );
+                    assert_eq!(
+                        stderr.matches("does not list").count(),
+                        1,
+                        "`small` is served: {stderr}"
+                    );
                 } else {
-                    assert!(stderr.contains("refused the credentials (HTTP 401)"), "{stderr}");
+                    assert!(
+                        stderr.contains("refused the credentials (HTTP 401)"),
+                        "{stderr}"
+                    );
                 }
             }
             None => {
@@ -257,19 +421,37 @@ fn refused_connections_stop_a_live_build_within_seconds_naming_the_url() {
     let wall = started.elapsed();
     assert!(!out.status.success(), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(wall < std::time::Duration::from_secs(20), "{wall:?}: {stderr}");
-    assert_eq!(stderr.matches("looks down").count(), 1, "one message: {stderr}");
+    assert!(
+        wall < std::time::Duration::from_secs(20),
+        "{wall:?}: {stderr}"
+    );
+    assert_eq!(
+        stderr.matches("looks down").count(),
+        1,
+        "one message: {stderr}"
+    );
     assert!(
         stderr.contains(&format!(
             "the endpoint `{url}/chat/completions` looks down: 5 attempts in a row got no answer, and so did 2 probe requests after a 5 s pause (2 attempts each)"
         )),
         "{stderr}"
     );
-    assert!(stderr.contains("connection failed"), "the error is named: {stderr}");
+    assert!(
+        stderr.contains("connection failed"),
+        "the error is named: {stderr}"
+    );
     assert!(stderr.contains("in this run: 0 requests sent"), "{stderr}");
-    let attempts = number_before(&stderr, " attempts could not connect)").unwrap_or_else(|| panic!("{stderr}"));
-    assert!((9..=16).contains(&attempts), "{attempts} attempts, against 60 without the circuit: {stderr}");
-    assert_eq!(number_before(&stderr, " failures (").unwrap(), attempts, "{stderr}");
+    let attempts = number_before(&stderr, " attempts could not connect)")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        (9..=16).contains(&attempts),
+        "{attempts} attempts, against 60 without the circuit: {stderr}"
+    );
+    assert_eq!(
+        number_before(&stderr, " failures (").unwrap(),
+        attempts,
+        "{stderr}"
+    );
     assert!(stored(dir.path()).is_empty());
 }
 
@@ -279,29 +461,62 @@ fn refused_connections_stop_a_live_build_within_seconds_naming_the_url() {
 #[test]
 fn a_500_storm_and_a_non_json_storm_stop_a_live_build_with_the_servers_count() {
     let storms: [Case; 2] = [
-        ("500", || Reply::new("500 Internal Server Error", "upstream exploded"), "HTTP 500: upstream exploded"),
-        ("non-JSON 200", || Reply::new("200 OK", "<html><body>Welcome to our proxy</body></html>").header("Content-Type: text/html"), "HTTP 200, not a chat completion"),
+        (
+            "500",
+            || Reply::new("500 Internal Server Error", "upstream exploded"),
+            "HTTP 500: upstream exploded",
+        ),
+        (
+            "non-JSON 200",
+            || {
+                Reply::new("200 OK", "<html><body>Welcome to our proxy</body></html>")
+                    .header("Content-Type: text/html")
+            },
+            "HTTP 200, not a chat completion",
+        ),
     ];
     for (name, reply, error) in storms {
         let server = serve(move |_| reply());
         let dir = tempfile::tempdir().unwrap();
-        let manifest = live_manifest(dir.path(), &format!("{}/v1", server.url()), "[llm.circuit]\nopen_secs = 1");
+        let manifest = live_manifest(
+            dir.path(),
+            &format!("{}/v1", server.url()),
+            "[llm.circuit]\nopen_secs = 1",
+        );
         let started = std::time::Instant::now();
         let out = run(coreb().arg("build").arg(&manifest));
         assert!(!out.status.success(), "{name}: {}", text(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{name}: {stderr}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{name}: {stderr}"
+        );
         assert_eq!(stderr.matches("looks down").count(), 1, "{name}: {stderr}");
         assert!(
             stderr.contains(&format!("the endpoint `{}/v1/chat/completions` looks down: 10 answers in a row were server errors or not chat completions", server.url())),
             "{name}: {stderr}"
         );
         assert!(stderr.contains(error), "{name}: {stderr}");
-        let sent = number_before(&stderr, " requests sent, ").unwrap_or_else(|| panic!("{name}: {stderr}"));
-        assert_eq!(sent, server.hits() as u64, "{name}: the count is what the server received: {stderr}");
-        assert_eq!(number_before(&stderr, " failures;").unwrap(), sent, "{name}: {stderr}");
-        assert!((14..=20).contains(&sent), "{name}: {sent} requests, against 60 without the circuit");
-        assert!(stored(dir.path()).is_empty(), "{name}: nothing that is not an answer is stored");
+        let sent = number_before(&stderr, " requests sent, ")
+            .unwrap_or_else(|| panic!("{name}: {stderr}"));
+        assert_eq!(
+            sent,
+            server.hits() as u64,
+            "{name}: the count is what the server received: {stderr}"
+        );
+        assert_eq!(
+            number_before(&stderr, " failures;").unwrap(),
+            sent,
+            "{name}: {stderr}"
+        );
+        assert!(
+            (14..=20).contains(&sent),
+            "{name}: {sent} requests, against 60 without the circuit"
+        );
+        assert!(
+            stored(dir.path()).is_empty(),
+            "{name}: nothing that is not an answer is stored"
+        );
     }
 }
 
@@ -313,19 +528,40 @@ fn a_500_storm_and_a_non_json_storm_stop_a_live_build_with_the_servers_count() {
 fn a_rerun_asks_only_what_is_missing_and_store_prune_makes_it_ask_rejections_again() {
     let answered = Arc::new(AtomicU64::new(0));
     let counter = answered.clone();
-    let down_after_4 = serve(move |request| if counter.fetch_add(1, Ordering::SeqCst) < 4 { schema_less(&request.json()) } else { Reply::new("503 Service Unavailable", "down") });
+    let down_after_4 = serve(move |request| {
+        if counter.fetch_add(1, Ordering::SeqCst) < 4 {
+            schema_less(&request.json())
+        } else {
+            Reply::new("503 Service Unavailable", "down")
+        }
+    });
     let dir = tempfile::tempdir().unwrap();
     let circuit = "[llm.circuit]\nopen_secs = 0.5";
-    let out = run(coreb().arg("build").arg(live_manifest(dir.path(), &format!("{}/v1", down_after_4.url()), circuit)));
+    let out = run(coreb().arg("build").arg(live_manifest(
+        dir.path(),
+        &format!("{}/v1", down_after_4.url()),
+        circuit,
+    )));
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("looks down") && stderr.contains("HTTP 503: down"), "{stderr}");
-    assert_eq!(number_before(&stderr, " requests sent, ").unwrap(), down_after_4.hits() as u64, "{stderr}");
+    assert!(
+        stderr.contains("looks down") && stderr.contains("HTTP 503: down"),
+        "{stderr}"
+    );
+    assert_eq!(
+        number_before(&stderr, " requests sent, ").unwrap(),
+        down_after_4.hits() as u64,
+        "{stderr}"
+    );
     let entries = stored(dir.path());
     assert_eq!(entries.len(), 4, "only the answers are stored");
     for e in &entries {
         assert_eq!(e["rejected"]["kind"], "schema", "{e:#}");
-        assert_eq!(e["rejected"]["detail"], "answer does not follow the schema: `/`: required property `statement` is missing", "{e:#}");
+        assert_eq!(
+            e["rejected"]["detail"],
+            "answer does not follow the schema: `/`: required property `statement` is missing",
+            "{e:#}"
+        );
     }
 
     // Back up: the rerun asks the 6 items that have no answer, nothing else.
@@ -335,33 +571,77 @@ fn a_rerun_asks_only_what_is_missing_and_store_prune_makes_it_ask_rejections_aga
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(stderr.contains("it kept 0 of its 10 items"), "{stderr}");
     assert_eq!(back.hits(), 6, "{stderr}");
-    assert!(stderr.contains("6 requests sent, 4 answers from the store"), "{stderr}");
+    assert!(
+        stderr.contains("6 requests sent, 4 answers from the store"),
+        "{stderr}"
+    );
     assert_eq!(stored(dir.path()).len(), 10);
 
     // Prune: a dry run lists them and removes nothing; other stages and reasons match none.
     let store = dir.path().join("store");
-    let dry = run(coreb().args(["store", "prune"]).arg(&store).args(["--stage", "rewrite", "--reason", "schema", "--dry-run"]));
+    let dry = run(coreb().args(["store", "prune"]).arg(&store).args([
+        "--stage",
+        "rewrite",
+        "--reason",
+        "schema",
+        "--dry-run",
+    ]));
     assert!(dry.status.success(), "{}", text(&dry));
     let listed = String::from_utf8_lossy(&dry.stdout);
     assert_eq!(
-        listed.lines().filter(|l| l.starts_with("would remove ") && l.contains("(rewrite, `lcb_") && l.contains(": schema: answer does not follow")).count(),
+        listed
+            .lines()
+            .filter(|l| l.starts_with("would remove ")
+                && l.contains("(rewrite, `lcb_")
+                && l.contains(": schema: answer does not follow"))
+            .count(),
         10,
         "{listed}"
     );
-    assert!(String::from_utf8_lossy(&dry.stderr).contains("would remove 10 entries (schema 10)"), "{}", text(&dry));
+    assert!(
+        String::from_utf8_lossy(&dry.stderr).contains("would remove 10 entries (schema 10)"),
+        "{}",
+        text(&dry)
+    );
     assert_eq!(stored(dir.path()).len(), 10);
     for args in [["--stage", "distract"], ["--reason", "truncated"]] {
         let none = run(coreb().args(["store", "prune"]).arg(&store).args(args));
-        assert!(none.status.success() && String::from_utf8_lossy(&none.stderr).contains("removed 0 entries"), "{}", text(&none));
+        assert!(
+            none.status.success()
+                && String::from_utf8_lossy(&none.stderr).contains("removed 0 entries"),
+            "{}",
+            text(&none)
+        );
     }
-    let bad = run(coreb().args(["store", "prune"]).arg(&store).args(["--stage", "rewrit"]));
-    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("not an LLM stage: `rewrit`"), "{}", text(&bad));
-    let pruned = run(coreb().args(["store", "prune"]).arg(&store).args(["--reason", "schema"]));
+    let bad = run(coreb()
+        .args(["store", "prune"])
+        .arg(&store)
+        .args(["--stage", "rewrit"]));
+    assert!(
+        !bad.status.success()
+            && String::from_utf8_lossy(&bad.stderr).contains("not an LLM stage: `rewrit`"),
+        "{}",
+        text(&bad)
+    );
+    let pruned = run(coreb()
+        .args(["store", "prune"])
+        .arg(&store)
+        .args(["--reason", "schema"]));
     assert!(pruned.status.success(), "{}", text(&pruned));
-    assert!(String::from_utf8_lossy(&pruned.stderr).contains("removed 10 entries (schema 10); a rerun asks them again"), "{}", text(&pruned));
+    assert!(
+        String::from_utf8_lossy(&pruned.stderr)
+            .contains("removed 10 entries (schema 10); a rerun asks them again"),
+        "{}",
+        text(&pruned)
+    );
     assert!(stored(dir.path()).is_empty());
     let third = run(coreb().arg("build").arg(&manifest));
-    assert!(String::from_utf8_lossy(&third.stderr).contains("10 requests sent, 0 answers from the store"), "{}", text(&third));
+    assert!(
+        String::from_utf8_lossy(&third.stderr)
+            .contains("10 requests sent, 0 answers from the store"),
+        "{}",
+        text(&third)
+    );
     assert_eq!(back.hits(), 16);
 }
 
@@ -371,13 +651,28 @@ fn a_rerun_asks_only_what_is_missing_and_store_prune_makes_it_ask_rejections_aga
 fn requests_sent_counts_retries_as_the_server_received_them() {
     let hits = Arc::new(AtomicU64::new(0));
     let counter = hits.clone();
-    let server =
-        serve(move |request| if counter.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) { Reply::new("503 Service Unavailable", "busy") } else { schema_less(&request.json()) });
+    let server = serve(move |request| {
+        if counter.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
+            Reply::new("503 Service Unavailable", "busy")
+        } else {
+            schema_less(&request.json())
+        }
+    });
     let dir = tempfile::tempdir().unwrap();
-    let out = run(coreb().arg("build").arg(live_manifest(dir.path(), &format!("{}/v1", server.url()), "")));
+    let out = run(coreb().arg("build").arg(live_manifest(
+        dir.path(),
+        &format!("{}/v1", server.url()),
+        "",
+    )));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("it kept 0 of its 10 items") && !stderr.contains("looks down"), "{stderr}");
-    let line = stderr.lines().find(|l| l.contains("rewrite: done in")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        stderr.contains("it kept 0 of its 10 items") && !stderr.contains("looks down"),
+        "{stderr}"
+    );
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("rewrite: done in"))
+        .unwrap_or_else(|| panic!("{stderr}"));
     let sent = number_before(line, " requests sent").unwrap();
     assert_eq!(sent, server.hits() as u64, "{line}");
     assert!(sent >= 19, "10 answers and the 503s before them: {line}");
@@ -388,30 +683,68 @@ fn requests_sent_counts_retries_as_the_server_received_them() {
 #[test]
 fn a_401_and_an_unknown_model_stop_a_live_build_at_once() {
     let cases: [Case; 2] = [
-        ("401", || Reply::new("401 Unauthorized", "{\"error\": {\"message\": \"Incorrect API key provided\"}}"), "refused the credentials (HTTP 401); check the API key variable"),
+        (
+            "401",
+            || {
+                Reply::new(
+                    "401 Unauthorized",
+                    "{\"error\": {\"message\": \"Incorrect API key provided\"}}",
+                )
+            },
+            "refused the credentials (HTTP 401); check the API key variable",
+        ),
         (
             "unknown model",
-            || Reply::new("404 Not Found", "{\"error\": {\"message\": \"The model `small` does not exist or you do not have access to it.\", \"code\": \"model_not_found\"}}"),
+            || {
+                Reply::new(
+                    "404 Not Found",
+                    "{\"error\": {\"message\": \"The model `small` does not exist or you do not have access to it.\", \"code\": \"model_not_found\"}}",
+                )
+            },
             "does not know model `small` (HTTP 404: ",
         ),
     ];
     for (name, reply, says) in cases {
         let server = serve(move |request| {
-            assert_eq!(request.header("authorization"), Some("Bearer sk-test"), "the key goes as a bearer token");
+            assert_eq!(
+                request.header("authorization"),
+                Some("Bearer sk-test"),
+                "the key goes as a bearer token"
+            );
             reply()
         });
         let dir = tempfile::tempdir().unwrap();
         let url = format!("{}/v1", server.url());
-        let manifest =
-            manifest_with_llm(dir.path(), &format!("mode = \"live\"\nbase_url = \"{url}\"\napi_key_env = \"COREB_TEST_LIVE_KEY\"\nmodel = \"small\"\nconcurrency = 1\n"));
+        let manifest = manifest_with_llm(
+            dir.path(),
+            &format!(
+                "mode = \"live\"\nbase_url = \"{url}\"\napi_key_env = \"COREB_TEST_LIVE_KEY\"\nmodel = \"small\"\nconcurrency = 1\n"
+            ),
+        );
         let started = std::time::Instant::now();
-        let out = run(coreb().arg("build").arg(&manifest).env("COREB_TEST_LIVE_KEY", "sk-test"));
+        let out = run(coreb()
+            .arg("build")
+            .arg(&manifest)
+            .env("COREB_TEST_LIVE_KEY", "sk-test"));
         assert!(!out.status.success(), "{name}: {}", text(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(says) && stderr.contains(&format!("`{url}/chat/completions`")), "{name}: {stderr}");
-        assert_eq!(server.hits(), 1, "{name}: nothing is sent after it: {stderr}");
-        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{name}");
-        assert!(!stderr.contains("looks down") && stderr.matches("error:").count() == 1, "{name}: {stderr}");
+        assert!(
+            stderr.contains(says) && stderr.contains(&format!("`{url}/chat/completions`")),
+            "{name}: {stderr}"
+        );
+        assert_eq!(
+            server.hits(),
+            1,
+            "{name}: nothing is sent after it: {stderr}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{name}"
+        );
+        assert!(
+            !stderr.contains("looks down") && stderr.matches("error:").count() == 1,
+            "{name}: {stderr}"
+        );
         assert!(stored(dir.path()).is_empty(), "{name}");
     }
 }

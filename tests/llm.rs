@@ -18,7 +18,10 @@ use coreb_data::solution::Language;
 use coreb_http::RetryConfig;
 use coreb_llm::prompt::Prompts;
 use coreb_llm::run::{LlmStageError, ModelPlan, RejectReason};
-use coreb_llm::{Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, SamplingParams, StageModels, StoreMode, StructuredOutput};
+use coreb_llm::{
+    Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, SamplingParams,
+    StageModels, StoreMode, StructuredOutput,
+};
 use coreb_stages::abbreviate::{AbbreviateConfig, abbreviate};
 use coreb_stages::distract::{DistractConfig, distract};
 use coreb_stages::generate::{GenerateConfig, generate};
@@ -37,7 +40,11 @@ enum Reply {
     /// 200 with a chat completion.
     Answer { text: String, finish: &'static str },
     /// A status with an optional Retry-After and a body.
-    Status { code: u16, retry_after: Option<u64>, body: String },
+    Status {
+        code: u16,
+        retry_after: Option<u64>,
+        body: String,
+    },
     /// 200 with this raw body (malformed JSON, HTML).
     Raw(String),
     /// Never answer.
@@ -74,7 +81,9 @@ impl Server {
     }
 
     /// [`Server::start`] with a script that also sees the request body.
-    async fn start_with_body(script: impl Fn(&str, &str, u32, &Value) -> Reply + Send + Sync + 'static) -> Server {
+    async fn start_with_body(
+        script: impl Fn(&str, &str, u32, &Value) -> Reply + Send + Sync + 'static,
+    ) -> Server {
         let hits = Arc::new(AtomicU64::new(0));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let attempts: Mutex<BTreeMap<String, u32>> = Mutex::default();
@@ -83,7 +92,11 @@ impl Server {
             h.fetch_add(1, Ordering::SeqCst);
             answer(request, &s, &attempts, &script)
         });
-        Server { url: format!("{}/v1", server.url()), hits, seen }
+        Server {
+            url: format!("{}/v1", server.url()),
+            hits,
+            seen,
+        }
     }
 
     fn hits(&self) -> u64 {
@@ -91,21 +104,44 @@ impl Server {
     }
 }
 
-fn answer(request: &crate::support::Request, seen: &Mutex<Vec<Seen>>, attempts: &Mutex<BTreeMap<String, u32>>, script: &Script) -> crate::support::Reply {
+fn answer(
+    request: &crate::support::Request,
+    seen: &Mutex<Vec<Seen>>,
+    attempts: &Mutex<BTreeMap<String, u32>>,
+    script: &Script,
+) -> crate::support::Reply {
     use crate::support::Reply as Http;
     let body = request.json();
-    let user = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned();
+    let user = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
     let model = body["model"].as_str().unwrap_or_default().to_owned();
     let seed = body["seed"].as_u64();
-    let auth = request.header("authorization").is_some_and(|v| v.eq_ignore_ascii_case("bearer test-key"));
-    seen.lock().unwrap().push(Seen { user: user.clone(), model: model.clone(), seed, at: Instant::now(), auth, body: body.clone() });
+    let auth = request
+        .header("authorization")
+        .is_some_and(|v| v.eq_ignore_ascii_case("bearer test-key"));
+    seen.lock().unwrap().push(Seen {
+        user: user.clone(),
+        model: model.clone(),
+        seed,
+        at: Instant::now(),
+        auth,
+        body: body.clone(),
+    });
     let attempt = {
         let mut a = attempts.lock().unwrap();
-        let n = a.entry(format!("{model}\u{0}{seed:?}\u{0}{}", body["messages"])).or_insert(0);
+        let n = a
+            .entry(format!("{model}\u{0}{seed:?}\u{0}{}", body["messages"]))
+            .or_insert(0);
         *n += 1;
         *n
     };
-    let json = |status: u16, payload: String| Http::new(&format!("{status} X"), payload).header("content-type: application/json");
+    let json = |status: u16, payload: String| {
+        Http::new(&format!("{status} X"), payload).header("content-type: application/json")
+    };
     match script(&user, &model, attempt, &body) {
         Reply::Answer { text, finish } => {
             let b = json!({"id": "x", "object": "chat.completion", "created": 1, "model": model,
@@ -113,7 +149,11 @@ fn answer(request: &crate::support::Request, seen: &Mutex<Vec<Seen>>, attempts: 
                 "usage": {"prompt_tokens": user.len() / 4, "completion_tokens": 7, "total_tokens": 7 + user.len() / 4}});
             json(200, b.to_string())
         }
-        Reply::Status { code, retry_after, body } => match retry_after {
+        Reply::Status {
+            code,
+            retry_after,
+            body,
+        } => match retry_after {
             Some(s) => json(code, body).header(format!("retry-after: {s}")),
             None => json(code, body),
         },
@@ -136,9 +176,17 @@ fn words(n: usize, word: &str) -> String {
 
 fn good_answer(user: &str, model: &str) -> String {
     if user.contains("Rewrite the problem below") {
-        let title = user.split("\nTitle: ").nth(1).and_then(|s| s.lines().next()).unwrap_or("?");
+        let title = user
+            .split("\nTitle: ")
+            .nth(1)
+            .and_then(|s| s.lines().next())
+            .unwrap_or("?");
         let starter = user.split("Starter code:\n").nth(1).unwrap_or("").trim();
-        let starter_code = if starter == "(none)" { String::new() } else { "class Solution:\n    def countCrates(self, xs):\n        pass".into() };
+        let starter_code = if starter == "(none)" {
+            String::new()
+        } else {
+            "class Solution:\n    def countCrates(self, xs):\n        pass".into()
+        };
         json!({"title": format!("Crates of {title}"), "statement": format!("## Story\nIn the **warehouse**, {}", words(30, "crate")), "starter_code": starter_code}).to_string()
     } else if user.contains("test cases, as a JSON array") {
         let tail = user.split("objects:\n").nth(1).unwrap_or("[]");
@@ -152,8 +200,14 @@ fn good_answer(user: &str, model: &str) -> String {
     } else if user.contains("Summarise the problem") {
         format!("Summary: {}", words(60, "summary"))
     } else if user.contains("Solve the problem below in") {
-        let lang = user.split("Solve the problem below in ").nth(1).and_then(|s| s.split('.').next()).unwrap_or("?");
-        format!("Sure.\n<code>\n#include <bits/stdc++.h>\n// {lang} by {model}\nint main() {{ return 0; }}\n</code>\nDone.")
+        let lang = user
+            .split("Solve the problem below in ")
+            .nth(1)
+            .and_then(|s| s.split('.').next())
+            .unwrap_or("?");
+        format!(
+            "Sure.\n<code>\n#include <bits/stdc++.h>\n// {lang} by {model}\nint main() {{ return 0; }}\n</code>\nDone."
+        )
     } else if user.contains("search queries") {
         let q = "how to count the crates stored in each warehouse aisle quickly when there are up to 100000 aisles and crates";
         let variants = json!({"python": format!("{q} in Python"), "cpp": format!("{q} in C++"), "java": format!("{q} please"), "go": format!("{q} in Go"), "ruby": "ruby crates"});
@@ -172,13 +226,24 @@ fn good_answer(user: &str, model: &str) -> String {
 
 /// The default script: faults by marker, good answers otherwise.
 fn faulty(user: &str, model: &str, attempt: u32) -> Reply {
-    let ok = || Reply::Answer { text: good_answer(user, model), finish: "stop" };
+    let ok = || Reply::Answer {
+        text: good_answer(user, model),
+        finish: "stop",
+    };
     let first = attempt == 1;
     if user.contains("MARK429") && first {
-        return Reply::Status { code: 429, retry_after: Some(1), body: "{\"error\": {\"message\": \"slow down\", \"code\": 429}}".into() };
+        return Reply::Status {
+            code: 429,
+            retry_after: Some(1),
+            body: "{\"error\": {\"message\": \"slow down\", \"code\": 429}}".into(),
+        };
     }
     if user.contains("MARK500TWICE") && attempt <= 2 {
-        return Reply::Status { code: 503, retry_after: None, body: "<html><body>upstream down</body></html>".into() };
+        return Reply::Status {
+            code: 503,
+            retry_after: None,
+            body: "<html><body>upstream down</body></html>".into(),
+        };
     }
     if user.contains("MARKHANG") && first {
         return Reply::Hang;
@@ -193,34 +258,65 @@ fn faulty(user: &str, model: &str, attempt: u32) -> Reply {
         return Reply::Cut;
     }
     if user.contains("MARKLENGTHONCE") && first {
-        return Reply::Answer { text: "{\"title\": \"cut".into(), finish: "length" };
+        return Reply::Answer {
+            text: "{\"title\": \"cut".into(),
+            finish: "length",
+        };
     }
     if user.contains("MARKLENGTHALWAYS") {
-        return Reply::Answer { text: "{\"title\": \"cut".into(), finish: "length" };
+        return Reply::Answer {
+            text: "{\"title\": \"cut".into(),
+            finish: "length",
+        };
     }
     if user.contains("MARK500ALWAYS") {
-        return Reply::Status { code: 500, retry_after: None, body: "internal".into() };
+        return Reply::Status {
+            code: 500,
+            retry_after: None,
+            body: "internal".into(),
+        };
     }
     if user.contains("MARKNOKEY") && user.contains("Rewrite the problem below") {
-        return Reply::Answer { text: "{\"title\": \"t\", \"starter_code\": \"\"}".into(), finish: "stop" };
+        return Reply::Answer {
+            text: "{\"title\": \"t\", \"starter_code\": \"\"}".into(),
+            finish: "stop",
+        };
     }
     if user.contains("MARKTESTCOUNT") && user.contains("test cases, as a JSON array") {
-        return Reply::Answer { text: "{\"tests\": [{\"input\": \"crate\", \"output\": \"1\"}]}".into(), finish: "stop" };
+        return Reply::Answer {
+            text: "{\"tests\": [{\"input\": \"crate\", \"output\": \"1\"}]}".into(),
+            finish: "stop",
+        };
     }
     if user.contains("MARKNOCODE") && user.contains("Solve the problem below in Ruby") {
-        return Reply::Answer { text: "<code>\n\n</code>".into(), finish: "stop" };
+        return Reply::Answer {
+            text: "<code>\n\n</code>".into(),
+            finish: "stop",
+        };
     }
     if user.contains("MARKSHORT") && user.contains("Summarise the problem") {
-        return Reply::Answer { text: words(10, "short"), finish: "stop" };
+        return Reply::Answer {
+            text: words(10, "short"),
+            finish: "stop",
+        };
     }
     if user.contains("MARKNOQUERIES") && user.contains("search queries") {
-        return Reply::Answer { text: "{\"queries\": []}".into(), finish: "stop" };
+        return Reply::Answer {
+            text: "{\"queries\": []}".into(),
+            finish: "stop",
+        };
     }
     if user.contains("MARKBADQUERIES") && user.contains("search queries") {
-        return Reply::Answer { text: "{\"queries\": \"graph search\"}".into(), finish: "stop" };
+        return Reply::Answer {
+            text: "{\"queries\": \"graph search\"}".into(),
+            finish: "stop",
+        };
     }
     if user.contains("MARKDISTRACTKEY") && user.contains("Write four new problem statements") {
-        return Reply::Answer { text: json!({"operation_type": words(25, "op")}).to_string(), finish: "stop" };
+        return Reply::Answer {
+            text: json!({"operation_type": words(25, "op")}).to_string(),
+            finish: "stop",
+        };
     }
     ok()
 }
@@ -236,7 +332,13 @@ fn config(url: &str, mode: StoreMode) -> LlmConfig {
         model: "model-a".into(),
         concurrency: 4,
         timeout_secs: 1.0,
-        retry: RetryConfig { max_attempts: 4, min_delay_ms: 10, max_delay_ms: 100, max_retry_after_secs: 5, resample_attempts: 1 },
+        retry: RetryConfig {
+            max_attempts: 4,
+            min_delay_ms: 10,
+            max_delay_ms: 100,
+            max_retry_after_secs: 5,
+            resample_attempts: 1,
+        },
         // A cut answer gets one longer try.
         max_tokens_ceiling: Some(8192),
         ..LlmConfig::default()
@@ -255,15 +357,52 @@ fn plans(config: &LlmConfig) -> RewritePlans {
     RewritePlans::for_config(config)
 }
 
-const MARKS: [&str; 11] =
-    ["MARK429", "MARK500TWICE", "MARKHANG", "MARKMALFORMED", "MARKHTML", "MARKCUT", "MARKLENGTHONCE", "MARKLENGTHALWAYS", "MARK500ALWAYS", "MARKNOKEY", "plain"];
+const MARKS: [&str; 11] = [
+    "MARK429",
+    "MARK500TWICE",
+    "MARKHANG",
+    "MARKMALFORMED",
+    "MARKHTML",
+    "MARKCUT",
+    "MARKLENGTHONCE",
+    "MARKLENGTHALWAYS",
+    "MARK500ALWAYS",
+    "MARKNOKEY",
+    "plain",
+];
 
 fn fault_problems() -> Vec<Problem> {
-    let mut problems: Vec<Problem> =
-        MARKS.iter().enumerate().map(|(i, m)| problem(i as u32, &format!("Apples {m}"), "Count the apples. Print a number.", vec![("3\n1 2 3", "6")])).collect();
+    let mut problems: Vec<Problem> = MARKS
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            problem(
+                i as u32,
+                &format!("Apples {m}"),
+                "Count the apples. Print a number.",
+                vec![("3\n1 2 3", "6")],
+            )
+        })
+        .collect();
     // Word tests: rewritten by the model in batches of two.
-    problems.push(problem(50, "Apple words", "Given a word, print its length.", vec![("apple", "5"), ("apples", "6"), ("3 4", "7"), ("big apple", "9"), ("Yes", "No")]));
-    problems.push(problem(51, "Apple words again", "MARKTESTCOUNT Given a word, print its length.", vec![("apple", "5"), ("pear", "4")]));
+    problems.push(problem(
+        50,
+        "Apple words",
+        "Given a word, print its length.",
+        vec![
+            ("apple", "5"),
+            ("apples", "6"),
+            ("3 4", "7"),
+            ("big apple", "9"),
+            ("Yes", "No"),
+        ],
+    ));
+    problems.push(problem(
+        51,
+        "Apple words again",
+        "MARKTESTCOUNT Given a word, print its length.",
+        vec![("apple", "5"), ("pear", "4")],
+    ));
     problems
 }
 
@@ -276,42 +415,109 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&server.url, StoreMode::Live);
     let p = prompts();
-    let rcfg = RewriteConfig { concurrency: 6, test_batch_size: 2, max_test_chars: 2000 };
+    let rcfg = RewriteConfig {
+        concurrency: 6,
+        test_batch_size: 2,
+        max_test_chars: 2000,
+    };
     let problems = fault_problems();
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path().join("store")), None).unwrap();
-    let out = rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway).await.unwrap();
+    let out = rewrite(
+        &rcfg,
+        &plans(&cfg),
+        &RewritePrompts::of(&p),
+        problems.clone(),
+        &gateway,
+    )
+    .await
+    .unwrap();
 
     // Every problem is either rewritten or rejected, exactly once.
-    let mut seen: Vec<String> = out.problems.iter().map(|p| p.id.to_string()).chain(out.rejected.iter().map(|r| r.item.split("/tests/").next().unwrap().to_owned())).collect();
+    let mut seen: Vec<String> = out
+        .problems
+        .iter()
+        .map(|p| p.id.to_string())
+        .chain(
+            out.rejected
+                .iter()
+                .map(|r| r.item.split("/tests/").next().unwrap().to_owned()),
+        )
+        .collect();
     seen.sort();
     let mut all: Vec<String> = problems.iter().map(|p| p.id.to_string()).collect();
     all.sort();
     assert_eq!(seen, all, "{:#?}", out.rejected);
-    let reason = |id: &str| out.rejected.iter().find(|r| r.item.starts_with(id)).map(|r| r.reason.clone());
+    let reason = |id: &str| {
+        out.rejected
+            .iter()
+            .find(|r| r.item.starts_with(id))
+            .map(|r| r.reason.clone())
+    };
     let id = |m: &str| format!("lcb_{}", MARKS.iter().position(|x| *x == m).unwrap());
-    assert!(matches!(reason(&id("MARKLENGTHALWAYS")), Some(RejectReason::Llm { failure }) if failure.kind == LlmFailureKind::Truncated));
+    assert!(
+        matches!(reason(&id("MARKLENGTHALWAYS")), Some(RejectReason::Llm { failure }) if failure.kind == LlmFailureKind::Truncated)
+    );
     assert!(
         matches!(reason(&id("MARK500ALWAYS")), Some(RejectReason::Llm { failure }) if failure.kind == LlmFailureKind::RetriesExhausted && failure.detail.contains("4 attempts"))
     );
-    assert!(matches!(reason(&id("MARKNOKEY")), Some(RejectReason::Schema { detail }) if detail == "`/`: required property `statement` is missing"));
-    assert!(matches!(reason("lcb_51"), Some(RejectReason::TestCount { expected: 2, got: 1 })));
+    assert!(
+        matches!(reason(&id("MARKNOKEY")), Some(RejectReason::Schema { detail }) if detail == "`/`: required property `statement` is missing")
+    );
+    assert!(matches!(
+        reason("lcb_51"),
+        Some(RejectReason::TestCount {
+            expected: 2,
+            got: 1
+        })
+    ));
     assert_eq!(out.rejected.len(), 4, "{:#?}", out.rejected);
     assert_eq!(out.problems.len(), problems.len() - 4);
-    assert_eq!((out.stats.llm.items_in, out.stats.llm.items_out, out.stats.llm.items_rejected), (13, 9, 4));
+    assert_eq!(
+        (
+            out.stats.llm.items_in,
+            out.stats.llm.items_out,
+            out.stats.llm.items_rejected
+        ),
+        (13, 9, 4)
+    );
 
     // Markdown artefacts are gone; tests are carried over by the rules.
-    let words_problem: &RewrittenProblem = out.problems.iter().find(|p| p.id.as_str() == "lcb_50").unwrap();
-    assert!(words_problem.statement.starts_with("Story\nIn the warehouse, crate"), "{}", words_problem.statement);
+    let words_problem: &RewrittenProblem = out
+        .problems
+        .iter()
+        .find(|p| p.id.as_str() == "lcb_50")
+        .unwrap();
+    assert!(
+        words_problem
+            .statement
+            .starts_with("Story\nIn the warehouse, crate"),
+        "{}",
+        words_problem.statement
+    );
     assert_eq!(words_problem.public_tests[0].input, "crate");
     assert_eq!(words_problem.public_tests[2].input, "3 4");
     assert_eq!(words_problem.public_tests[4].output, "No");
     use TestOrigin::*;
-    assert_eq!(words_problem.test_origins, [Model, Model, Kept, Model, Kept]);
+    assert_eq!(
+        words_problem.test_origins,
+        [Model, Model, Kept, Model, Kept]
+    );
 
     // Retry-After was honoured: the retry of the 429 came at least a second later.
-    let times: Vec<Instant> = server.seen.lock().unwrap().iter().filter(|s| s.user.contains("MARK429") && s.user.contains("Rewrite the problem")).map(|s| s.at).collect();
+    let times: Vec<Instant> = server
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.user.contains("MARK429") && s.user.contains("Rewrite the problem"))
+        .map(|s| s.at)
+        .collect();
     assert_eq!(times.len(), 2);
-    assert!(times[1].duration_since(times[0]) >= Duration::from_millis(990), "{:?}", times[1].duration_since(times[0]));
+    assert!(
+        times[1].duration_since(times[0]) >= Duration::from_millis(990),
+        "{:?}",
+        times[1].duration_since(times[0])
+    );
     let rows = gateway.accounting().stage_rows(LlmStage::Rewrite);
     assert_eq!(rows[0].failed, 2);
     assert!(rows[0].attempts >= 20, "{rows:?}");
@@ -320,15 +526,28 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     // that never got an answer (500-always: 4 attempts).
     let before = server.hits();
     let gateway2 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("store")), None).unwrap();
-    let mut again = rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway2).await.unwrap();
+    let mut again = rewrite(
+        &rcfg,
+        &plans(&cfg),
+        &RewritePrompts::of(&p),
+        problems.clone(),
+        &gateway2,
+    )
+    .await
+    .unwrap();
     assert_eq!(server.hits() - before, 4);
     again.stats = out.stats;
     assert_eq!(again.problems, out.problems);
 
     // Without the failing problems, a rerun sends zero requests.
-    let ok: Vec<Problem> = problems.into_iter().filter(|p| out.problems.iter().any(|q| q.id == p.id)).collect();
+    let ok: Vec<Problem> = problems
+        .into_iter()
+        .filter(|p| out.problems.iter().any(|q| q.id == p.id))
+        .collect();
     let before = server.hits();
-    let third = rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), ok, &gateway2).await.unwrap();
+    let third = rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), ok, &gateway2)
+        .await
+        .unwrap();
     assert_eq!(server.hits(), before);
     assert_eq!(third.problems, out.problems);
     assert_eq!(third.stats.llm.from_endpoint, 0);
@@ -336,18 +555,50 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthorized_stops_the_whole_run() {
-    let server = Server::start(|_, _, _| Reply::Status { code: 401, retry_after: None, body: "{\"error\": \"bad key\"}".into() }).await;
+    let server = Server::start(|_, _, _| Reply::Status {
+        code: 401,
+        retry_after: None,
+        body: "{\"error\": \"bad key\"}".into(),
+    })
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&server.url, StoreMode::Live);
     cfg.concurrency = 1;
-    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), Some("test-key".into())).unwrap();
+    let gateway = Gateway::new(
+        &cfg,
+        ResponseStore::open(dir.path()),
+        Some("test-key".into()),
+    )
+    .unwrap();
     let p = prompts();
-    let problems: Vec<Problem> = (0..10).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
-    let err = rewrite(&RewriteConfig { concurrency: 1, ..RewriteConfig::default() }, &plans(&cfg), &RewritePrompts::of(&p), problems, &gateway).await.unwrap_err();
-    let LlmStageError::Gateway { source: LlmError::Unauthorized { status: 401, .. }, .. } = &err else { panic!("{err:?}") };
+    let problems: Vec<Problem> = (0..10)
+        .map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")]))
+        .collect();
+    let err = rewrite(
+        &RewriteConfig {
+            concurrency: 1,
+            ..RewriteConfig::default()
+        },
+        &plans(&cfg),
+        &RewritePrompts::of(&p),
+        problems,
+        &gateway,
+    )
+    .await
+    .unwrap_err();
+    let LlmStageError::Gateway {
+        source: LlmError::Unauthorized { status: 401, .. },
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
     assert!(format!("{:#}", anyhow::Error::from(err)).contains("refused the credentials"));
     assert_eq!(server.hits(), 1, "nothing is sent after a 401");
-    assert!(server.seen.lock().unwrap()[0].auth, "the key is sent as a bearer token");
+    assert!(
+        server.seen.lock().unwrap()[0].auth,
+        "the key is sent as a bearer token"
+    );
 }
 
 /// A hanging endpoint: every attempt times out. Three in a row open the circuit, the two
@@ -359,14 +610,38 @@ async fn timeouts_in_a_row_open_the_circuit_and_stop_the_stage() {
     let server = Server::start(|_, _, _| Reply::Hang).await;
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&server.url, StoreMode::Live);
-    cfg.circuit = coreb_http::CircuitConfig { transport_failures: 3, open_secs: 0.2, ..Default::default() };
+    cfg.circuit = coreb_http::CircuitConfig {
+        transport_failures: 3,
+        open_secs: 0.2,
+        ..Default::default()
+    };
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
     let p = prompts();
-    let problems: Vec<Problem> = (0..8).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
+    let problems: Vec<Problem> = (0..8)
+        .map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")]))
+        .collect();
     let started = Instant::now();
-    let err = rewrite(&RewriteConfig::default(), &plans(&cfg), &RewritePrompts::of(&p), problems, &gateway).await.unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
-    let LlmStageError::Gateway { source: LlmError::EndpointDown { url, .. }, .. } = &err else { panic!("{err:?}") };
+    let err = rewrite(
+        &RewriteConfig::default(),
+        &plans(&cfg),
+        &RewritePrompts::of(&p),
+        problems,
+        &gateway,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    let LlmStageError::Gateway {
+        source: LlmError::EndpointDown { url, .. },
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
     assert_eq!(url, &format!("{}/chat/completions", server.url));
     let message = format!("{:#}", anyhow::Error::from(err));
     let hits = server.hits();
@@ -374,11 +649,31 @@ async fn timeouts_in_a_row_open_the_circuit_and_stop_the_stage() {
         message.contains("looks down: 3 attempts in a row got no answer, and so did 2 probe requests after a 0.2 s pause (2 attempts each); last error: timed out"),
         "{message}"
     );
-    assert!(message.contains(&format!("in this run: {hits} requests sent, {hits} failures; nothing more is sent")), "{message}");
-    assert!((7..=10).contains(&hits), "{hits}: 4 in flight and 2 attempts of each probe request");
+    assert!(
+        message.contains(&format!(
+            "in this run: {hits} requests sent, {hits} failures; nothing more is sent"
+        )),
+        "{message}"
+    );
+    assert!(
+        (7..=10).contains(&hits),
+        "{hits}: 4 in flight and 2 attempts of each probe request"
+    );
     let report = gateway.circuit().report();
-    assert_eq!((report.tally.attempts, report.tally.reached, report.tally.failed, report.tripped), (hits, hits, hits, true));
-    assert_eq!(gateway.accounting().stage_rows(LlmStage::Rewrite)[0].sent, hits, "`sent` is what the server received");
+    assert_eq!(
+        (
+            report.tally.attempts,
+            report.tally.reached,
+            report.tally.failed,
+            report.tripped
+        ),
+        (hits, hits, hits, true)
+    );
+    assert_eq!(
+        gateway.accounting().stage_rows(LlmStage::Rewrite)[0].sent,
+        hits,
+        "`sent` is what the server received"
+    );
     assert!(ResponseStore::open(dir.path()).keys().unwrap().is_empty());
 }
 
@@ -387,21 +682,54 @@ async fn timeouts_in_a_row_open_the_circuit_and_stop_the_stage() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_model_or_a_wrong_url_stops_the_run_at_once() {
     let p = prompts();
-    let problems: Vec<Problem> = (0..6).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
+    let problems: Vec<Problem> = (0..6)
+        .map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")]))
+        .collect();
     let cases = [
-        (404, "{\"error\": \"model \\\"model-a\\\" not found, try pulling it first\"}", "does not know model `model-a` (HTTP 404"),
-        (400, "{\"error\": {\"message\": \"Invalid model name passed in model=model-a\"}}", "does not know model `model-a` (HTTP 400"),
-        (404, "<html>404 page not found</html>", "answered HTTP 404 (<html>404 page not found</html>): no chat-completions endpoint there; check `llm.base_url`"),
+        (
+            404,
+            "{\"error\": \"model \\\"model-a\\\" not found, try pulling it first\"}",
+            "does not know model `model-a` (HTTP 404",
+        ),
+        (
+            400,
+            "{\"error\": {\"message\": \"Invalid model name passed in model=model-a\"}}",
+            "does not know model `model-a` (HTTP 400",
+        ),
+        (
+            404,
+            "<html>404 page not found</html>",
+            "answered HTTP 404 (<html>404 page not found</html>): no chat-completions endpoint there; check `llm.base_url`",
+        ),
     ];
     for (code, body, says) in cases {
-        let server = Server::start(move |_, _, _| Reply::Status { code, retry_after: None, body: body.into() }).await;
+        let server = Server::start(move |_, _, _| Reply::Status {
+            code,
+            retry_after: None,
+            body: body.into(),
+        })
+        .await;
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = config(&server.url, StoreMode::Live);
         cfg.concurrency = 1;
         let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-        let err = rewrite(&RewriteConfig { concurrency: 1, ..RewriteConfig::default() }, &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway).await.unwrap_err();
+        let err = rewrite(
+            &RewriteConfig {
+                concurrency: 1,
+                ..RewriteConfig::default()
+            },
+            &plans(&cfg),
+            &RewritePrompts::of(&p),
+            problems.clone(),
+            &gateway,
+        )
+        .await
+        .unwrap_err();
         let message = format!("{:#}", anyhow::Error::from(err));
-        assert!(message.contains(says) && message.contains(&server.url), "{message}");
+        assert!(
+            message.contains(says) && message.contains(&server.url),
+            "{message}"
+        );
         assert_eq!(server.hits(), 1, "{message}");
     }
 }
@@ -413,9 +741,22 @@ async fn replay_miss_names_the_request_and_sends_nothing() {
     let cfg = config(&server.url, StoreMode::Replay);
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
     let p = prompts();
-    let err = rewrite(&RewriteConfig::default(), &plans(&cfg), &RewritePrompts::of(&p), vec![problem(7, "t", "s", vec![])], &gateway).await.unwrap_err();
+    let err = rewrite(
+        &RewriteConfig::default(),
+        &plans(&cfg),
+        &RewritePrompts::of(&p),
+        vec![problem(7, "t", "s", vec![])],
+        &gateway,
+    )
+    .await
+    .unwrap_err();
     let message = format!("{:#}", anyhow::Error::from(err));
-    assert!(message.contains("replay: no stored response for stage `rewrite`, item `lcb_7`, model `model-a`, key `"), "{message}");
+    assert!(
+        message.contains(
+            "replay: no stored response for stage `rewrite`, item `lcb_7`, model `model-a`, key `"
+        ),
+        "{message}"
+    );
     assert_eq!(server.hits(), 0);
 }
 
@@ -425,10 +766,23 @@ async fn record_only_refreshes_stored_responses() {
     let dir = tempfile::tempdir().unwrap();
     let p = prompts();
     let problems = vec![problem(1, "t", "Count. Print a number.", vec![("1", "1")])];
-    for (mode, expected_hits) in [(StoreMode::Live, 1), (StoreMode::Live, 1), (StoreMode::RecordOnly, 2), (StoreMode::Replay, 2)] {
+    for (mode, expected_hits) in [
+        (StoreMode::Live, 1),
+        (StoreMode::Live, 1),
+        (StoreMode::RecordOnly, 2),
+        (StoreMode::Replay, 2),
+    ] {
         let cfg = config(&server.url, mode);
         let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-        let out = rewrite(&RewriteConfig::default(), &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway).await.unwrap();
+        let out = rewrite(
+            &RewriteConfig::default(),
+            &plans(&cfg),
+            &RewritePrompts::of(&p),
+            problems.clone(),
+            &gateway,
+        )
+        .await
+        .unwrap();
         assert_eq!(out.problems.len(), 1);
         assert_eq!(server.hits(), expected_hits, "{mode:?}");
     }
@@ -439,9 +793,18 @@ fn rewritten(n: u32, title: &str, functional: bool) -> RewrittenProblem {
         id: ProblemId::from_question_id(&n.to_string()),
         title: title.into(),
         statement: "In the warehouse, count crates.".into(),
-        starter_code: if functional { "class Solution:\n    def countCrates(self, xs: List[int]) -> int:\n        pass\n".into() } else { String::new() },
+        starter_code: if functional {
+            "class Solution:\n    def countCrates(self, xs: List[int]) -> int:\n        pass\n"
+                .into()
+        } else {
+            String::new()
+        },
         func_name: functional.then(|| "countCrates".into()),
-        platform: if functional { Platform::Leetcode } else { Platform::Atcoder },
+        platform: if functional {
+            Platform::Leetcode
+        } else {
+            Platform::Atcoder
+        },
         difficulty: "easy".into(),
         contest_date: "2025-01-04T00:00:00".into(),
         public_tests: vec![],
@@ -457,22 +820,55 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
     let server = Server::start(faulty).await;
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&server.url, StoreMode::Live);
-    cfg.stages.insert(LlmStage::Generate, coreb_llm::StageModels { models: vec!["model-a".into(), "model-b".into()], temperature: Some(0.8), ..Default::default() });
+    cfg.stages.insert(
+        LlmStage::Generate,
+        coreb_llm::StageModels {
+            models: vec!["model-a".into(), "model-b".into()],
+            temperature: Some(0.8),
+            ..Default::default()
+        },
+    );
     cfg.concurrency = 8;
-    cfg.prices.insert("model-b".into(), coreb_llm::ModelPrice { input_per_million: 2.0, output_per_million: 10.0 });
+    cfg.prices.insert(
+        "model-b".into(),
+        coreb_llm::ModelPrice {
+            input_per_million: 2.0,
+            output_per_million: 10.0,
+        },
+    );
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
     let p = prompts();
-    let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Crates MARKNOCODE", true)];
-    let gcfg = GenerateConfig { concurrency: 8, languages: Language::ALL.to_vec(), samples: 2 };
+    let problems = vec![
+        rewritten(1, "Crates", false),
+        rewritten(2, "Crates MARKNOCODE", true),
+    ];
+    let gcfg = GenerateConfig {
+        concurrency: 8,
+        languages: Language::ALL.to_vec(),
+        samples: 2,
+    };
     let plan = ModelPlan::for_stage(&cfg, LlmStage::Generate);
-    let out = generate(&gcfg, &plan, &p.generate, &problems, &gateway).await.unwrap();
+    let out = generate(&gcfg, &plan, &p.generate, &problems, &gateway)
+        .await
+        .unwrap();
     assert_eq!(out.rows.len() + out.rejected.len(), 2 * 2 * 5 * 2);
-    assert_eq!(out.rejected.len(), 4, "ruby of problem 2: 2 models × 2 samples");
-    assert!(out.rejected.iter().all(|r| r.reason == RejectReason::NoCode && r.item.starts_with("lcb_2/") && r.item.contains("/ruby/")));
+    assert_eq!(
+        out.rejected.len(),
+        4,
+        "ruby of problem 2: 2 models × 2 samples"
+    );
+    assert!(out.rejected.iter().all(|r| r.reason == RejectReason::NoCode
+        && r.item.starts_with("lcb_2/")
+        && r.item.contains("/ruby/")));
     let first = &out.rows[0];
     assert_eq!(first.id.as_str(), "lcb_1/model-a/python/0");
     // A Python solution: its `#` line is a comment and is stripped (`//` is not Python's).
-    assert!(first.code.starts_with("// Python 3 by model-a\nint main()") && !first.code.contains("#include"), "{}", first.code);
+    assert!(
+        first.code.starts_with("// Python 3 by model-a\nint main()")
+            && !first.code.contains("#include"),
+        "{}",
+        first.code
+    );
     let ids: Vec<&str> = out.rows.iter().map(|s| s.id.as_str()).collect();
     let mut sorted = ids.clone();
     sorted.sort();
@@ -483,23 +879,50 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
     let seen = server.seen.lock().unwrap().clone();
     let seeds: std::collections::BTreeSet<Option<u64>> = seen.iter().map(|s| s.seed).collect();
     assert_eq!(seeds, [Some(0), Some(1)].into_iter().collect());
-    let functional: Vec<_> = seen.iter().filter(|s| s.user.contains("MARKNOCODE")).collect();
-    assert!(!functional.is_empty() && functional.iter().all(|s| s.user.contains("Write the solution only") && !s.user.contains("standard input")));
-    assert!(functional.iter().any(|s| s.user.contains("Solve the problem below in C++17") && s.user.contains("long long countCrates(vector<long long>& xs)")));
-    assert!(functional.iter().any(|s| s.user.contains("Solve the problem below in Ruby") && s.user.contains("def count_crates(xs)")));
+    let functional: Vec<_> = seen
+        .iter()
+        .filter(|s| s.user.contains("MARKNOCODE"))
+        .collect();
+    assert!(
+        !functional.is_empty()
+            && functional
+                .iter()
+                .all(|s| s.user.contains("Write the solution only")
+                    && !s.user.contains("standard input"))
+    );
+    assert!(functional.iter().any(|s| {
+        s.user.contains("Solve the problem below in C++17")
+            && s.user
+                .contains("long long countCrates(vector<long long>& xs)")
+    }));
+    assert!(
+        functional
+            .iter()
+            .any(|s| s.user.contains("Solve the problem below in Ruby")
+                && s.user.contains("def count_crates(xs)"))
+    );
     assert!(
         seen.iter()
             .filter(|s| !s.user.contains("MARKNOCODE"))
-            .all(|s| s.user.contains("exactly as the statement describes") && s.user.contains("reads its input from standard input"))
+            .all(|s| s.user.contains("exactly as the statement describes")
+                && s.user.contains("reads its input from standard input"))
     );
     assert_eq!(seen.iter().filter(|s| s.model == "model-b").count(), 20);
     assert_eq!(out.stats.from_endpoint, 40);
     // Tokens and cost per stage and model, from the usage the server reported.
     let rows = gateway.accounting().stage_rows(LlmStage::Generate);
-    assert_eq!(rows.iter().map(|r| (r.model.as_str(), r.from_endpoint, r.completion_tokens)).collect::<Vec<_>>(), [("model-a", 20, 140), ("model-b", 20, 140)]);
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r.model.as_str(), r.from_endpoint, r.completion_tokens))
+            .collect::<Vec<_>>(),
+        [("model-a", 20, 140), ("model-b", 20, 140)]
+    );
     let b = &rows[1];
     let expected = (b.prompt_tokens as f64 * 2.0 + b.completion_tokens as f64 * 10.0) / 1e6;
-    assert!(b.prompt_tokens > 0 && (b.cost - expected).abs() < 1e-12 && rows[0].cost == 0.0, "{rows:?}");
+    assert!(
+        b.prompt_tokens > 0 && (b.cost - expected).abs() < 1e-12 && rows[0].cost == 0.0,
+        "{rows:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -509,26 +932,72 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
     let cfg = config(&server.url, StoreMode::Live);
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
     let p = prompts();
-    let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Crates MARKDISTRACTKEY MARKSHORT MARKNOQUERIES", false)];
+    let problems = vec![
+        rewritten(1, "Crates", false),
+        rewritten(2, "Crates MARKDISTRACTKEY MARKSHORT MARKNOQUERIES", false),
+    ];
 
     // The canned distractors are one-liners: the length and section rules are tested in distract.rs.
-    let dcfg = DistractConfig { min_length_ratio: 0.0, require_sections: false, ..DistractConfig::default() };
-    let d = distract(&dcfg, &ModelPlan::for_stage(&cfg, LlmStage::Distract), &p.distract, &problems, &gateway).await.unwrap();
+    let dcfg = DistractConfig {
+        min_length_ratio: 0.0,
+        require_sections: false,
+        ..DistractConfig::default()
+    };
+    let d = distract(
+        &dcfg,
+        &ModelPlan::for_stage(&cfg, LlmStage::Distract),
+        &p.distract,
+        &problems,
+        &gateway,
+    )
+    .await
+    .unwrap();
     assert_eq!(d.rows.len(), 4);
-    assert_eq!(d.rows.iter().map(|x| x.kind.as_str()).collect::<Vec<_>>(), ["operation_type", "optimisation_objective", "algorithmic_approach", "problem_domain"]);
+    assert_eq!(
+        d.rows.iter().map(|x| x.kind.as_str()).collect::<Vec<_>>(),
+        [
+            "operation_type",
+            "optimisation_objective",
+            "algorithmic_approach",
+            "problem_domain"
+        ]
+    );
     assert!(
         matches!(&d.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::Schema { detail: "`/`: required property `optimisation_objective` is missing".into() })
     );
 
-    let a = abbreviate(&AbbreviateConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate), &p.abbreviate, &problems, &gateway).await.unwrap();
+    let a = abbreviate(
+        &AbbreviateConfig::default(),
+        &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate),
+        &p.abbreviate,
+        &problems,
+        &gateway,
+    )
+    .await
+    .unwrap();
     assert_eq!(a.rows.len(), 1);
     assert_eq!(a.rows[0].words, 60);
     assert!(!a.rows[0].text.starts_with("Summary:"));
-    assert!(matches!(&a.rejected[..], [r] if r.reason == RejectReason::WordCount { words: 10, min: 50, max: Some(150) }));
+    assert!(
+        matches!(&a.rejected[..], [r] if r.reason == RejectReason::WordCount { words: 10, min: 50, max: Some(150) })
+    );
 
     // One problem at a time: the other would be listed as contrast, markers included.
-    let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems[..1], None, &gateway).await.unwrap();
-    let got: Vec<(u32, Option<Language>, &str)> = q.queries.iter().map(|x| (x.index, x.language, x.text.split(" aisle").next().unwrap())).collect();
+    let q = queries(
+        &QueriesConfig::default(),
+        &ModelPlan::for_stage(&cfg, LlmStage::Queries),
+        &p.queries,
+        &problems[..1],
+        None,
+        &gateway,
+    )
+    .await
+    .unwrap();
+    let got: Vec<(u32, Option<Language>, &str)> = q
+        .queries
+        .iter()
+        .map(|x| (x.index, x.language, x.text.split(" aisle").next().unwrap()))
+        .collect();
     let title = "how to count the crates stored in each warehouse";
     assert_eq!(
         got,
@@ -537,22 +1006,84 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
             (0, Some(Language::Python), title),
             (0, Some(Language::Cpp), title),
             (0, Some(Language::Go), title),
-            (2, None, "which prefix sum technique counts warehouse crates per")
+            (
+                2,
+                None,
+                "which prefix sum technique counts warehouse crates per"
+            )
         ]
     );
-    assert_eq!(q.queries[1].text, "how to count the crates stored in each warehouse aisle quickly when there are up to 100000 aisles and crates in Python");
+    assert_eq!(
+        q.queries[1].text,
+        "how to count the crates stored in each warehouse aisle quickly when there are up to 100000 aisles and crates in Python"
+    );
     // Every dropped query or variant is reported with its reason; the problem without any usable query is rejected.
-    let dropped: Vec<(&str, String)> = q.rejected.iter().filter(|r| r.item.starts_with("lcb_1/")).map(|r| (r.item.as_str(), r.reason.to_string())).collect();
+    let dropped: Vec<(&str, String)> = q
+        .rejected
+        .iter()
+        .filter(|r| r.item.starts_with("lcb_1/"))
+        .map(|r| (r.item.as_str(), r.reason.to_string()))
+        .collect();
     assert_eq!(dropped.len() as u64, q.dropped_queries);
-    assert!(dropped.contains(&("lcb_1/title_search/java", "the java variant does not name its language".into())), "{dropped:?}");
-    assert!(dropped.contains(&("lcb_1/title_search/ruby", "2 words, expected 15–40".into())), "{dropped:?}");
-    assert!(dropped.contains(&("lcb_1/description_search", "uses the bare variable `n` instead of saying what it is".into())), "{dropped:?}");
-    assert!(dropped.iter().filter(|(i, _)| i.starts_with("lcb_1/algorithm_search")).any(|(_, r)| r == "repeats another query of the answer"), "{dropped:?}");
-    assert!(dropped.contains(&("lcb_1/algorithm_search/go", "1 words, expected 15–40".into())), "{dropped:?}");
-    assert_eq!((q.stats.items_in, q.stats.items_out, q.stats.items_rejected), (1, 1, 0));
-    let none = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems[1..], None, &gateway).await.unwrap();
-    assert!(matches!(&none.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::NoQueries), "{:?}", none.rejected);
-    assert_eq!((none.stats.items_in, none.stats.items_out, none.stats.items_rejected), (1, 0, 1));
+    assert!(
+        dropped.contains(&(
+            "lcb_1/title_search/java",
+            "the java variant does not name its language".into()
+        )),
+        "{dropped:?}"
+    );
+    assert!(
+        dropped.contains(&("lcb_1/title_search/ruby", "2 words, expected 15–40".into())),
+        "{dropped:?}"
+    );
+    assert!(
+        dropped.contains(&(
+            "lcb_1/description_search",
+            "uses the bare variable `n` instead of saying what it is".into()
+        )),
+        "{dropped:?}"
+    );
+    assert!(
+        dropped
+            .iter()
+            .filter(|(i, _)| i.starts_with("lcb_1/algorithm_search"))
+            .any(|(_, r)| r == "repeats another query of the answer"),
+        "{dropped:?}"
+    );
+    assert!(
+        dropped.contains(&(
+            "lcb_1/algorithm_search/go",
+            "1 words, expected 15–40".into()
+        )),
+        "{dropped:?}"
+    );
+    assert_eq!(
+        (q.stats.items_in, q.stats.items_out, q.stats.items_rejected),
+        (1, 1, 0)
+    );
+    let none = queries(
+        &QueriesConfig::default(),
+        &ModelPlan::for_stage(&cfg, LlmStage::Queries),
+        &p.queries,
+        &problems[1..],
+        None,
+        &gateway,
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(&none.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::NoQueries),
+        "{:?}",
+        none.rejected
+    );
+    assert_eq!(
+        (
+            none.stats.items_in,
+            none.stats.items_out,
+            none.stats.items_rejected
+        ),
+        (1, 0, 1)
+    );
     assert_eq!(q.prompt_sha256, p.queries.sha256);
 }
 
@@ -565,38 +1096,90 @@ async fn queries_prompts_contrast_the_target_with_its_most_similar_other_problem
     let cfg = config(&server.url, StoreMode::Live);
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
     let p = prompts();
-    let mut problems = vec![rewritten(1, "Crates", false), rewritten(2, "Barrels", false), rewritten(3, "Tulips", false)];
+    let mut problems = vec![
+        rewritten(1, "Crates", false),
+        rewritten(2, "Barrels", false),
+        rewritten(3, "Tulips", false),
+    ];
     problems[0].statement = "Count the crates of a warehouse aisle by aisle.".into();
     problems[1].statement = "Count the barrels of a warehouse aisle by aisle.".into();
     problems[2].statement = "Water tulips in a greenhouse.".into();
-    let qcfg = QueriesConfig { similar: 1, ..QueriesConfig::default() };
+    let qcfg = QueriesConfig {
+        similar: 1,
+        ..QueriesConfig::default()
+    };
     let plan = ModelPlan::for_stage(&cfg, LlmStage::Queries);
     let only_first = |id: &ProblemId| id.as_str() == "lcb_1";
-    let q = queries(&qcfg, &plan, &p.queries, &problems, Some(&only_first), &gateway).await.unwrap();
+    let q = queries(
+        &qcfg,
+        &plan,
+        &p.queries,
+        &problems,
+        Some(&only_first),
+        &gateway,
+    )
+    .await
+    .unwrap();
     assert_eq!(q.stats.items_in, 1, "only the shard's problem is asked for");
     let user = server.seen.lock().unwrap().last().unwrap().user.clone();
-    let contrast = user.split("Similar problems").nth(1).expect("a contrast section");
-    assert!(contrast.contains("1. Barrels: Count the barrels of a warehouse aisle by aisle."), "{contrast}");
-    assert!(!contrast.contains("Crates") && !contrast.contains("Tulips"), "{contrast}");
-    assert!(user.contains("python, cpp, java, go, ruby"), "the languages of the variants are named");
+    let contrast = user
+        .split("Similar problems")
+        .nth(1)
+        .expect("a contrast section");
+    assert!(
+        contrast.contains("1. Barrels: Count the barrels of a warehouse aisle by aisle."),
+        "{contrast}"
+    );
+    assert!(
+        !contrast.contains("Crates") && !contrast.contains("Tulips"),
+        "{contrast}"
+    );
+    assert!(
+        user.contains("python, cpp, java, go, ruby"),
+        "the languages of the variants are named"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fallback_model_takes_over_a_failing_item() {
-    let server = Server::start(
-        |user: &str, model: &str, attempt| if model == "bad" { Reply::Status { code: 500, retry_after: None, body: String::new() } } else { faulty(user, model, attempt) },
-    )
+    let server = Server::start(|user: &str, model: &str, attempt| {
+        if model == "bad" {
+            Reply::Status {
+                code: 500,
+                retry_after: None,
+                body: String::new(),
+            }
+        } else {
+            faulty(user, model, attempt)
+        }
+    })
     .await;
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&server.url, StoreMode::Live);
     cfg.retry.max_attempts = 2;
-    let plan = ModelPlan { models: vec!["bad".into(), "good".into()], ..ModelPlan::single("bad", SamplingParams::default()) };
+    let plan = ModelPlan {
+        models: vec!["bad".into(), "good".into()],
+        ..ModelPlan::single("bad", SamplingParams::default())
+    };
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-    let out = abbreviate(&AbbreviateConfig::default(), &plan, &prompts().abbreviate, &[rewritten(1, "Crates", false)], &gateway).await.unwrap();
+    let out = abbreviate(
+        &AbbreviateConfig::default(),
+        &plan,
+        &prompts().abbreviate,
+        &[rewritten(1, "Crates", false)],
+        &gateway,
+    )
+    .await
+    .unwrap();
     assert_eq!(out.rows[0].model, "good");
     assert_eq!(out.stats.fallbacks, 1);
     let rows = gateway.accounting().rows();
-    assert_eq!(rows.iter().map(|r| (r.model.as_str(), r.attempts, r.failed)).collect::<Vec<_>>(), [("bad", 2, 1), ("good", 1, 0)]);
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r.model.as_str(), r.attempts, r.failed))
+            .collect::<Vec<_>>(),
+        [("bad", 2, 1), ("good", 1, 0)]
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -607,46 +1190,120 @@ async fn fallback_model_takes_over_a_failing_item() {
 /// nothing again because cut answers are stored as what they are.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_again() {
-    let server = Server::start(|_, _, _| Reply::Answer { text: "{\"title\": \"cut".into(), finish: "length" }).await;
+    let server = Server::start(|_, _, _| Reply::Answer {
+        text: "{\"title\": \"cut".into(),
+        finish: "length",
+    })
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&server.url, StoreMode::Live);
-    cfg.stages.insert(LlmStage::Rewrite, StageModels { max_tokens: Some(100), max_tokens_ceiling: Some(400), ..Default::default() });
+    cfg.stages.insert(
+        LlmStage::Rewrite,
+        StageModels {
+            max_tokens: Some(100),
+            max_tokens_ceiling: Some(400),
+            ..Default::default()
+        },
+    );
     cfg.validate().unwrap();
     let p = prompts();
-    let problems: Vec<Problem> = (0..3).map(|i| problem(i, &format!("t{i}"), "Count. Print a number.", vec![("1", "1")])).collect();
+    let problems: Vec<Problem> = (0..3)
+        .map(|i| {
+            problem(
+                i,
+                &format!("t{i}"),
+                "Count. Print a number.",
+                vec![("1", "1")],
+            )
+        })
+        .collect();
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path().join("a")), None).unwrap();
-    let out = rewrite(&RewriteConfig::default(), &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway).await.unwrap();
+    let out = rewrite(
+        &RewriteConfig::default(),
+        &plans(&cfg),
+        &RewritePrompts::of(&p),
+        problems.clone(),
+        &gateway,
+    )
+    .await
+    .unwrap();
     assert_eq!(server.hits(), 6, "each item twice");
     let seen = server.seen.lock().unwrap().clone();
     for i in 0..3 {
-        let limits: Vec<u64> = seen.iter().filter(|s| s.user.contains(&format!("Title: t{i}\n"))).map(|s| s.body["max_tokens"].as_u64().unwrap()).collect();
+        let limits: Vec<u64> = seen
+            .iter()
+            .filter(|s| s.user.contains(&format!("Title: t{i}\n")))
+            .map(|s| s.body["max_tokens"].as_u64().unwrap())
+            .collect();
         assert_eq!(limits, [100, 400], "item {i}");
     }
     assert_eq!(out.rejected.len(), 3);
     for r in &out.rejected {
-        let RejectReason::Llm { failure } = &r.reason else { panic!("{r:?}") };
-        assert_eq!((failure.kind, failure.detail.as_str()), (LlmFailureKind::Truncated, "the answer was cut at `max_tokens` = 100, then 400"));
-        assert_eq!(r.reason.to_string(), "the answer was cut at `max_tokens` = 100, then 400", "a human reason, no Rust debug text");
+        let RejectReason::Llm { failure } = &r.reason else {
+            panic!("{r:?}")
+        };
+        assert_eq!(
+            (failure.kind, failure.detail.as_str()),
+            (
+                LlmFailureKind::Truncated,
+                "the answer was cut at `max_tokens` = 100, then 400"
+            )
+        );
+        assert_eq!(
+            r.reason.to_string(),
+            "the answer was cut at `max_tokens` = 100, then 400",
+            "a human reason, no Rust debug text"
+        );
     }
     let rows = gateway.accounting().stage_rows(LlmStage::Rewrite);
-    assert_eq!((rows[0].sent, rows[0].incomplete, rows[0].failed), (6, 6, 3));
+    assert_eq!(
+        (rows[0].sent, rows[0].incomplete, rows[0].failed),
+        (6, 6, 3)
+    );
 
     // A rerun over the same store sends nothing and ends the same way.
     let gateway2 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("a")), None).unwrap();
-    let again = rewrite(&RewriteConfig::default(), &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway2).await.unwrap();
+    let again = rewrite(
+        &RewriteConfig::default(),
+        &plans(&cfg),
+        &RewritePrompts::of(&p),
+        problems.clone(),
+        &gateway2,
+    )
+    .await
+    .unwrap();
     assert_eq!(server.hits(), 6);
     assert_eq!(again.rejected, out.rejected);
-    assert_eq!(gateway2.accounting().stage_rows(LlmStage::Rewrite)[0].from_store, 6);
+    assert_eq!(
+        gateway2.accounting().stage_rows(LlmStage::Rewrite)[0].from_store,
+        6
+    );
 
     // Without a ceiling, one request per item, and the rejection says what would help.
     cfg.stages.clear();
     cfg.max_tokens_ceiling = None;
     let gateway3 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("b")), None).unwrap();
-    let out = rewrite(&RewriteConfig::default(), &plans(&cfg), &RewritePrompts::of(&p), problems, &gateway3).await.unwrap();
+    let out = rewrite(
+        &RewriteConfig::default(),
+        &plans(&cfg),
+        &RewritePrompts::of(&p),
+        problems,
+        &gateway3,
+    )
+    .await
+    .unwrap();
     assert_eq!(server.hits(), 9);
-    let RejectReason::Llm { failure } = &out.rejected[0].reason else { panic!() };
+    let RejectReason::Llm { failure } = &out.rejected[0].reason else {
+        panic!()
+    };
     assert_eq!(failure.kind, LlmFailureKind::Truncated);
-    assert!(failure.detail.starts_with("the answer was cut at `max_tokens` = 4096; set `llm.stages.rewrite.max_tokens_ceiling`"), "{}", failure.detail);
+    assert!(
+        failure.detail.starts_with(
+            "the answer was cut at `max_tokens` = 4096; set `llm.stages.rewrite.max_tokens_ceiling`"
+        ),
+        "{}",
+        failure.detail
+    );
 }
 
 /// Another sample replaces a cut answer only in a stage that asks for several samples at a
@@ -654,11 +1311,16 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_a_stage_that_samples_takes_another_sample_for_a_cut_answer() {
     // Every answer with seed 0 is cut.
-    let server = Server::start_with_body(
-        |user, model, attempt, body| {
-            if body["seed"] == 0 { Reply::Answer { text: "<code>\nint main(".into(), finish: "length" } } else { faulty(user, model, attempt) }
-        },
-    )
+    let server = Server::start_with_body(|user, model, attempt, body| {
+        if body["seed"] == 0 {
+            Reply::Answer {
+                text: "<code>\nint main(".into(),
+                finish: "length",
+            }
+        } else {
+            faulty(user, model, attempt)
+        }
+    })
     .await;
     let p = prompts();
     let problems = vec![rewritten(1, "Crates", false)];
@@ -668,25 +1330,67 @@ async fn only_a_stage_that_samples_takes_another_sample_for_a_cut_answer() {
             let dir = tempfile::tempdir().unwrap();
             let mut cfg = config(&url, StoreMode::Live);
             cfg.max_tokens_ceiling = None;
-            cfg.stages.insert(LlmStage::Generate, StageModels { temperature: Some(temperature), ..Default::default() });
+            cfg.stages.insert(
+                LlmStage::Generate,
+                StageModels {
+                    temperature: Some(temperature),
+                    ..Default::default()
+                },
+            );
             let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-            let gcfg = GenerateConfig { concurrency: 2, languages: vec![Language::Python], samples };
-            generate(&gcfg, &ModelPlan::for_stage(&cfg, LlmStage::Generate), &p.generate, &problems, &gateway).await.unwrap()
+            let gcfg = GenerateConfig {
+                concurrency: 2,
+                languages: vec![Language::Python],
+                samples,
+            };
+            generate(
+                &gcfg,
+                &ModelPlan::for_stage(&cfg, LlmStage::Generate),
+                &p.generate,
+                &problems,
+                &gateway,
+            )
+            .await
+            .unwrap()
         }
     };
     let out = run(2, 0.8).await;
-    assert_eq!((out.rows.len(), out.rejected.len(), server.hits()), (2, 0, 3), "sample 0 was replaced by sample 2 (seed 2)");
-    let seeds: std::collections::BTreeSet<u64> = server.seen.lock().unwrap().iter().filter_map(|s| s.seed).collect();
+    assert_eq!(
+        (out.rows.len(), out.rejected.len(), server.hits()),
+        (2, 0, 3),
+        "sample 0 was replaced by sample 2 (seed 2)"
+    );
+    let seeds: std::collections::BTreeSet<u64> = server
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.seed)
+        .collect();
     assert_eq!(seeds, [0, 1, 2].into_iter().collect());
-    assert_eq!(out.rows[0].id.as_str(), "lcb_1/model-a/python/0", "the solution keeps its sample id");
+    assert_eq!(
+        out.rows[0].id.as_str(),
+        "lcb_1/model-a/python/0",
+        "the solution keeps its sample id"
+    );
 
     let before = server.hits();
     let out = run(1, 0.8).await;
-    assert_eq!((out.rows.len(), out.rejected.len(), server.hits() - before), (0, 1, 1), "one sample asked for: no other sample");
+    assert_eq!(
+        (out.rows.len(), out.rejected.len(), server.hits() - before),
+        (0, 1, 1),
+        "one sample asked for: no other sample"
+    );
     let before = server.hits();
     let out = run(2, 0.0).await;
-    assert_eq!((out.rows.len(), out.rejected.len(), server.hits() - before), (1, 1, 2), "temperature 0: another seed is futile");
-    assert!(matches!(&out.rejected[0].reason, RejectReason::Llm { failure } if failure.kind == LlmFailureKind::Truncated));
+    assert_eq!(
+        (out.rows.len(), out.rejected.len(), server.hits() - before),
+        (1, 1, 2),
+        "temperature 0: another seed is futile"
+    );
+    assert!(
+        matches!(&out.rejected[0].reason, RejectReason::Llm { failure } if failure.kind == LlmFailureKind::Truncated)
+    );
 }
 
 /// A JSON answer's request carries the stage's schema in the form the manifest names, the
@@ -699,45 +1403,130 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
     let p = prompts();
     let schema = p.queries.schema.clone().expect("queries has a schema");
     let problems = vec![rewritten(1, "Crates", false)];
-    let modes = [StructuredOutput::JsonSchema, StructuredOutput::JsonObjectSchema, StructuredOutput::GuidedJson, StructuredOutput::None];
+    let modes = [
+        StructuredOutput::JsonSchema,
+        StructuredOutput::JsonObjectSchema,
+        StructuredOutput::GuidedJson,
+        StructuredOutput::None,
+    ];
     for (i, mode) in modes.into_iter().enumerate() {
         let mut cfg = config(&server.url, StoreMode::Live);
         cfg.structured_output = mode;
         let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-        let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems, None, &gateway).await.unwrap();
-        assert_eq!(q.queries.len(), 5, "{mode:?}: two usable queries, three variants of the first");
+        let q = queries(
+            &QueriesConfig::default(),
+            &ModelPlan::for_stage(&cfg, LlmStage::Queries),
+            &p.queries,
+            &problems,
+            None,
+            &gateway,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            q.queries.len(),
+            5,
+            "{mode:?}: two usable queries, three variants of the first"
+        );
         assert_eq!(server.hits(), i as u64 + 1, "{mode:?} is another request");
         let body = server.seen.lock().unwrap().last().unwrap().body.clone();
         match mode {
             StructuredOutput::JsonSchema => {
-                assert_eq!(body["response_format"], json!({"type": "json_schema", "json_schema": {"name": "queries", "strict": true, "schema": schema.value}}));
+                assert_eq!(
+                    body["response_format"],
+                    json!({"type": "json_schema", "json_schema": {"name": "queries", "strict": true, "schema": schema.value}})
+                );
             }
-            StructuredOutput::JsonObjectSchema => assert_eq!(body["response_format"], json!({"type": "json_object", "schema": schema.value})),
-            StructuredOutput::GuidedJson => assert_eq!((body["guided_json"].clone(), body.get("response_format")), (schema.value.clone(), None)),
-            StructuredOutput::None => assert!(body.get("response_format").is_none() && body.get("guided_json").is_none(), "{body}"),
+            StructuredOutput::JsonObjectSchema => assert_eq!(
+                body["response_format"],
+                json!({"type": "json_object", "schema": schema.value})
+            ),
+            StructuredOutput::GuidedJson => assert_eq!(
+                (body["guided_json"].clone(), body.get("response_format")),
+                (schema.value.clone(), None)
+            ),
+            StructuredOutput::None => assert!(
+                body.get("response_format").is_none() && body.get("guided_json").is_none(),
+                "{body}"
+            ),
         }
     }
     // Each entry records its mode and the schema's hash with the request.
     let store = ResponseStore::open(dir.path());
-    let formats: Vec<_> = store.keys().unwrap().iter().map(|k| store.get(k).unwrap().unwrap().request.response_format.unwrap()).collect();
-    assert_eq!(formats.iter().map(|f| f.mode).collect::<std::collections::BTreeSet<_>>(), modes.into_iter().collect());
+    let formats: Vec<_> = store
+        .keys()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            store
+                .get(k)
+                .unwrap()
+                .unwrap()
+                .request
+                .response_format
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        formats
+            .iter()
+            .map(|f| f.mode)
+            .collect::<std::collections::BTreeSet<_>>(),
+        modes.into_iter().collect()
+    );
     assert!(formats.iter().all(|f| f.schema_sha256 == schema.sha256));
     // The same mode again: served from the store.
     let cfg = config(&server.url, StoreMode::Live);
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-    queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &problems, None, &gateway).await.unwrap();
+    queries(
+        &QueriesConfig::default(),
+        &ModelPlan::for_stage(&cfg, LlmStage::Queries),
+        &p.queries,
+        &problems,
+        None,
+        &gateway,
+    )
+    .await
+    .unwrap();
     assert_eq!(server.hits(), 4);
 
     // Prose answers carry no schema.
-    abbreviate(&AbbreviateConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate), &p.abbreviate, &problems, &gateway).await.unwrap();
+    abbreviate(
+        &AbbreviateConfig::default(),
+        &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate),
+        &p.abbreviate,
+        &problems,
+        &gateway,
+    )
+    .await
+    .unwrap();
     let body = server.seen.lock().unwrap().last().unwrap().body.clone();
-    assert!(body.get("response_format").is_none() && body.get("guided_json").is_none(), "{body}");
+    assert!(
+        body.get("response_format").is_none() && body.get("guided_json").is_none(),
+        "{body}"
+    );
 
     // JSON that does not follow the schema is rejected for it, not for its syntax.
     let bad = vec![rewritten(2, "Crates MARKBADQUERIES", false)];
-    let q = queries(&QueriesConfig::default(), &ModelPlan::for_stage(&cfg, LlmStage::Queries), &p.queries, &bad, None, &gateway).await.unwrap();
-    assert!(matches!(&q.rejected[..], [r] if r.reason == RejectReason::Schema { detail: "`/queries`: expected array, found string".into() }), "{:?}", q.rejected);
-    assert_eq!(q.rejected[0].reason.to_string(), "answer does not follow the schema: `/queries`: expected array, found string");
+    let q = queries(
+        &QueriesConfig::default(),
+        &ModelPlan::for_stage(&cfg, LlmStage::Queries),
+        &p.queries,
+        &bad,
+        None,
+        &gateway,
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(&q.rejected[..], [r] if r.reason == RejectReason::Schema { detail: "`/queries`: expected array, found string".into() }),
+        "{:?}",
+        q.rejected
+    );
+    assert_eq!(
+        q.rejected[0].reason.to_string(),
+        "answer does not follow the schema: `/queries`: expected array, found string"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -751,7 +1540,10 @@ fn write_export(path: &Path, n: u32) {
             LlmStage::Queries,
             &format!("lcb_{i}"),
             "m",
-            vec![coreb_llm::ChatMessage { role: coreb_llm::Role::User, content: format!("q {i}") }],
+            vec![coreb_llm::ChatMessage {
+                role: coreb_llm::Role::User,
+                content: format!("q {i}"),
+            }],
             &SamplingParams::default(),
             0,
             "p",
@@ -774,29 +1566,64 @@ fn store_command_stats_export_import() {
     let export = dir.path().join("in.jsonl");
     write_export(&export, 20);
     let store = dir.path().join("store");
-    let out = run(coreb().args(["store", "import"]).arg(&store).arg(&export).arg("--json"));
+    let out = run(coreb()
+        .args(["store", "import"])
+        .arg(&store)
+        .arg(&export)
+        .arg("--json"));
     assert!(out.status.success(), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["added"], 20);
     let out = run(coreb().args(["store", "stats"]).arg(&store).arg("--json"));
     assert!(out.status.success(), "{}", text(&out));
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((stats["entries"].as_u64(), stats["per_stage"]["queries"].as_u64(), stats["prompt_tokens"].as_u64()), (Some(20), Some(20), Some(60)));
+    assert_eq!(
+        (
+            stats["entries"].as_u64(),
+            stats["per_stage"]["queries"].as_u64(),
+            stats["prompt_tokens"].as_u64()
+        ),
+        (Some(20), Some(20), Some(60))
+    );
     // Export is sorted by key and round-trips byte for byte through another store.
     let again = dir.path().join("out.jsonl");
-    assert!(run(coreb().args(["store", "export"]).arg(&store).arg(&again)).status.success());
+    assert!(
+        run(coreb().args(["store", "export"]).arg(&store).arg(&again))
+            .status
+            .success()
+    );
     let store2 = dir.path().join("store2");
-    assert!(run(coreb().args(["store", "import"]).arg(&store2).arg(&again)).status.success());
+    assert!(
+        run(coreb().args(["store", "import"]).arg(&store2).arg(&again))
+            .status
+            .success()
+    );
     let again2 = dir.path().join("out2.jsonl");
-    assert!(run(coreb().args(["store", "export"]).arg(&store2).arg(&again2)).status.success());
-    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&again2).unwrap());
+    assert!(
+        run(coreb().args(["store", "export"]).arg(&store2).arg(&again2))
+            .status
+            .success()
+    );
+    assert_eq!(
+        std::fs::read(&again).unwrap(),
+        std::fs::read(&again2).unwrap()
+    );
     // An entry whose key does not match its request is refused, naming file and line.
     let bad = dir.path().join("bad.jsonl");
-    let line = std::fs::read_to_string(&again).unwrap().lines().next().unwrap().replace("\"sample\":0", "\"sample\":1");
+    let line = std::fs::read_to_string(&again)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .replace("\"sample\":0", "\"sample\":1");
     std::fs::write(&bad, format!("{line}\n")).unwrap();
     let out = run(coreb().args(["store", "import"]).arg(&store).arg(&bad));
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl`:1: key `"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("bad.jsonl`:1: key `"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
@@ -805,7 +1632,13 @@ fn a_killed_import_never_leaves_half_an_entry() {
     let export = dir.path().join("in.jsonl");
     write_export(&export, 2000);
     let store = dir.path().join("store");
-    let mut child = coreb().args(["store", "import"]).arg(&store).arg(&export).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = coreb()
+        .args(["store", "import"])
+        .arg(&store)
+        .arg(&export)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     // Kill it (SIGKILL) once it has written some entries but not all.
     let started = Instant::now();
     loop {
@@ -817,17 +1650,27 @@ fn a_killed_import_never_leaves_half_an_entry() {
     }
     child.kill().unwrap();
     let status = child.wait().unwrap();
-    assert!(!status.success(), "the import finished before it could be killed");
+    assert!(
+        !status.success(),
+        "the import finished before it could be killed"
+    );
     let out = run(coreb().args(["store", "stats"]).arg(&store).arg("--json"));
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(stats["invalid"], json!([]), "{}", text(&out));
     let written = stats["entries"].as_u64().unwrap();
     assert!(written > 0 && written < 2000, "{written}");
     // Resuming adds exactly the rest.
-    let out = run(coreb().args(["store", "import"]).arg(&store).arg(&export).arg("--json"));
+    let out = run(coreb()
+        .args(["store", "import"])
+        .arg(&store)
+        .arg(&export)
+        .arg("--json"));
     assert!(out.status.success(), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["added"].as_u64().unwrap() + report["unchanged"].as_u64().unwrap(), 2000);
+    assert_eq!(
+        report["added"].as_u64().unwrap() + report["unchanged"].as_u64().unwrap(),
+        2000
+    );
     assert_eq!(report["unchanged"].as_u64().unwrap(), written);
 }
 
@@ -842,10 +1685,21 @@ fn python_reference_entries_match_the_rust_store_byte_for_byte() {
     assert_eq!(keys.len(), 3);
     for key in &keys {
         let entry = store.get(key).unwrap().unwrap();
-        assert_eq!(coreb_llm::store::entry_text(&entry), std::fs::read_to_string(store.path_of(key)).unwrap());
+        assert_eq!(
+            coreb_llm::store::entry_text(&entry),
+            std::fs::read_to_string(store.path_of(key)).unwrap()
+        );
         // Only the schema's hash is keyed.
-        let schema =
-            entry.request.response_format.as_ref().map(|f| (f.mode, coreb_llm::JsonSchema { name: entry.stage.to_string(), value: Value::Null, sha256: f.schema_sha256.clone() }));
+        let schema = entry.request.response_format.as_ref().map(|f| {
+            (
+                f.mode,
+                coreb_llm::JsonSchema {
+                    name: entry.stage.to_string(),
+                    value: Value::Null,
+                    sha256: f.schema_sha256.clone(),
+                },
+            )
+        });
         let request = coreb_llm::run::request(
             entry.stage,
             &entry.item,
@@ -864,8 +1718,18 @@ fn python_reference_entries_match_the_rust_store_byte_for_byte() {
     let out = run(coreb().args(["store", "stats"]).arg(&fixture).arg("--json"));
     assert!(out.status.success(), "{}", text(&out));
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((stats["entries"].as_u64(), stats["invalid"].as_array().map(Vec::len)), (Some(3), Some(0)));
-    assert_eq!(stats["per_finish_reason"]["length"].as_u64(), Some(1), "a cut answer is an entry like any other");
+    assert_eq!(
+        (
+            stats["entries"].as_u64(),
+            stats["invalid"].as_array().map(Vec::len)
+        ),
+        (Some(3), Some(0))
+    );
+    assert_eq!(
+        stats["per_finish_reason"]["length"].as_u64(),
+        Some(1),
+        "a cut answer is an entry like any other"
+    );
 }
 
 /// Authored answers become store entries by running the stage once; replay then serves
@@ -875,14 +1739,40 @@ async fn authored_answers_are_recorded_then_replayed() {
     let dir = tempfile::tempdir().unwrap();
     let p = prompts();
     let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Boxes", false)];
-    let answers = BTreeMap::from([((LlmStage::Abbreviate, "lcb_1".to_owned()), words(55, "crate"))]);
+    let answers = BTreeMap::from([(
+        (LlmStage::Abbreviate, "lcb_1".to_owned()),
+        words(55, "crate"),
+    )]);
     let plan = ModelPlan::single("author", SamplingParams::default());
     let authored = coreb_llm::AuthoredGateway::new(answers, ResponseStore::open(dir.path()));
-    let first = abbreviate(&AbbreviateConfig::default(), &plan, &p.abbreviate, &problems, &authored).await.unwrap();
+    let first = abbreviate(
+        &AbbreviateConfig::default(),
+        &plan,
+        &p.abbreviate,
+        &problems,
+        &authored,
+    )
+    .await
+    .unwrap();
     assert_eq!(first.rows.len(), 1);
-    assert!(matches!(&first.rejected[..], [r] if r.item == "lcb_2" && matches!(&r.reason, RejectReason::Llm { failure } if failure.kind == LlmFailureKind::NotAuthored)));
-    let replay = Gateway::new(&config("http://127.0.0.1:9/v1", StoreMode::Replay), ResponseStore::open(dir.path()), None).unwrap();
-    let again = abbreviate(&AbbreviateConfig::default(), &plan, &p.abbreviate, &problems[..1], &replay).await.unwrap();
+    assert!(
+        matches!(&first.rejected[..], [r] if r.item == "lcb_2" && matches!(&r.reason, RejectReason::Llm { failure } if failure.kind == LlmFailureKind::NotAuthored))
+    );
+    let replay = Gateway::new(
+        &config("http://127.0.0.1:9/v1", StoreMode::Replay),
+        ResponseStore::open(dir.path()),
+        None,
+    )
+    .unwrap();
+    let again = abbreviate(
+        &AbbreviateConfig::default(),
+        &plan,
+        &p.abbreviate,
+        &problems[..1],
+        &replay,
+    )
+    .await
+    .unwrap();
     assert_eq!(again.rows, first.rows);
     assert_eq!(again.stats.from_store, 1);
 }

@@ -18,8 +18,33 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
     let figures = dir.path().join("figures.json");
     let mut cmd = python();
     cmd.arg(root().join("bench/month/run.py"))
-        .args(["--n", "6", "--tests", "4", "--max-elements", "3000", "--latency-ms", "5", "--fault-rate", "35", "--stall-secs", "3", "--timeout", "2"])
-        .args(["--models", "m-alpha", "--cpu-ms", "1000", "--wall-ms", "2000", "--concurrency", "4", "--skip-private-after-public-failure"])
+        .args([
+            "--n",
+            "6",
+            "--tests",
+            "4",
+            "--max-elements",
+            "3000",
+            "--latency-ms",
+            "5",
+            "--fault-rate",
+            "35",
+            "--stall-secs",
+            "3",
+            "--timeout",
+            "2",
+        ])
+        .args([
+            "--models",
+            "m-alpha",
+            "--cpu-ms",
+            "1000",
+            "--wall-ms",
+            "2000",
+            "--concurrency",
+            "4",
+            "--skip-private-after-public-failure",
+        ])
         .arg("--coreb")
         .arg(env!("CARGO_BIN_EXE_coreb"))
         .arg("--dir")
@@ -32,15 +57,39 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
     assert_eq!(f["failures"], serde_json::json!([]), "{f:#}");
     // Faults were planted and every one was retried: each stage that asked got its answers.
     let endpoint = f["endpoint"].as_object().unwrap();
-    let faults: u64 = endpoint.values().flat_map(|s| s["faults"].as_object().unwrap().values()).map(|v| v.as_u64().unwrap()).sum();
-    assert!(faults >= 5, "too few planted faults to mean anything: {f:#}");
-    for stage in ["rewrite", "reference", "adapt_reference", "distract", "abbreviate", "queries", "generate"] {
+    let faults: u64 = endpoint
+        .values()
+        .flat_map(|s| s["faults"].as_object().unwrap().values())
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert!(
+        faults >= 5,
+        "too few planted faults to mean anything: {f:#}"
+    );
+    for stage in [
+        "rewrite",
+        "reference",
+        "adapt_reference",
+        "distract",
+        "abbreviate",
+        "queries",
+        "generate",
+    ] {
         let s = &endpoint[stage];
         // Problems with rewritten tests (word tests) get a reference and its adaptation.
-        assert!(s["answered"].as_u64().unwrap_or(0) > 0, "{stage} answered nothing: {f:#}");
+        assert!(
+            s["answered"].as_u64().unwrap_or(0) > 0,
+            "{stage} answered nothing: {f:#}"
+        );
         assert_eq!(
             s["requests"].as_u64().unwrap(),
-            s["answered"].as_u64().unwrap() + s["faults"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>(),
+            s["answered"].as_u64().unwrap()
+                + s["faults"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .map(|v| v.as_u64().unwrap())
+                    .sum::<u64>(),
             "{stage}: {f:#}"
         );
     }
@@ -59,5 +108,8 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
     // solution the plain run's verdicts, and the faster starts were taken.
     assert_eq!(f["execute_reuse"]["solutions"], 30, "{f:#}");
     assert_eq!(f["execute_reuse"]["verdicts_differ"], 0, "{f:#}");
-    assert!(f["execute_reuse"]["fast_starts"].as_u64().unwrap() > 0, "{f:#}");
+    assert!(
+        f["execute_reuse"]["fast_starts"].as_u64().unwrap() > 0,
+        "{f:#}"
+    );
 }

@@ -16,12 +16,27 @@ fn sample() -> std::path::PathBuf {
 #[test]
 fn build_check_runs_the_preflight_alone_and_prints_the_plan() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(coreb().arg("build").arg(sample()).arg("--check").arg("--output-dir").arg(dir.path().join("build")).arg("--publish-dir").arg(dir.path().join("r/v202503")));
+    let out = run(coreb()
+        .arg("build")
+        .arg(sample())
+        .arg("--check")
+        .arg("--output-dir")
+        .arg(dir.path().join("build"))
+        .arg("--publish-dir")
+        .arg(dir.path().join("r/v202503")));
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("preflight passed") && stdout.contains("v202503"), "{stdout}");
+    assert!(
+        stdout.contains("preflight passed") && stdout.contains("v202503"),
+        "{stdout}"
+    );
     for stage in ["fetch", "execute", "release"] {
-        assert!(stdout.lines().any(|l| l.trim_start().starts_with(stage) && l.contains("not built yet")), "{stage}: {stdout}");
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(stage) && l.contains("not built yet")),
+            "{stage}: {stdout}"
+        );
     }
     // Nothing was built.
     assert!(!dir.path().join("build/artifacts/fetch").exists() && !dir.path().join("r").exists());
@@ -32,13 +47,34 @@ fn an_unwritable_releases_dir_fails_before_the_first_stage_with_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("not-a-dir");
     fs_err::write(&file, "").unwrap();
-    let out = run(coreb().arg("build").arg(sample()).arg("--output-dir").arg(dir.path().join("build")).arg("--publish-dir").arg(file.join("v202503")));
+    let out = run(coreb()
+        .arg("build")
+        .arg(sample())
+        .arg("--output-dir")
+        .arg(dir.path().join("build"))
+        .arg("--publish-dir")
+        .arg(file.join("v202503")));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("preflight") && stderr.contains("`releases_dir`") && stderr.contains("not-a-dir"), "{stderr}");
-    assert!(!dir.path().join("build/artifacts/fetch").exists(), "a stage ran before the preflight failed");
+    assert!(
+        stderr.contains("preflight")
+            && stderr.contains("`releases_dir`")
+            && stderr.contains("not-a-dir"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("build/artifacts/fetch").exists(),
+        "a stage ran before the preflight failed"
+    );
     // `--check` says the same, with the same status.
-    let check = run(coreb().arg("build").arg(sample()).arg("--check").arg("--output-dir").arg(dir.path().join("build")).arg("--publish-dir").arg(file.join("v202503")));
+    let check = run(coreb()
+        .arg("build")
+        .arg(sample())
+        .arg("--check")
+        .arg("--output-dir")
+        .arg(dir.path().join("build"))
+        .arg("--publish-dir")
+        .arg(file.join("v202503")));
     assert_eq!(check.status.code(), Some(1), "{}", text(&check));
 }
 
@@ -51,12 +87,19 @@ fn usage_errors_exit_2_and_failed_work_exits_1() {
     fs_err::write(&bad, "version = \"v2025\"\n").unwrap();
     let out = run(coreb().arg("build").arg(&bad));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.toml"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("bad.toml"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
 fn jobs_0_means_every_core() {
-    let out = run(coreb().arg("build").arg(sample()).args(["--jobs", "0", "--show-plan"]));
+    let out = run(coreb()
+        .arg("build")
+        .arg(sample())
+        .args(["--jobs", "0", "--show-plan"]));
     assert!(out.status.success(), "{}", text(&out));
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let cores = std::thread::available_parallelism().unwrap().get() as u64;
@@ -70,27 +113,49 @@ fn a_build_waiting_for_the_lock_names_its_holder() {
     fs_err::create_dir_all(&artifacts).unwrap();
     let lock = artifacts.join(".lock");
     fs_err::write(&lock, "pid 4242 (`coreb build other.toml`)").unwrap();
-    let held = std::fs::OpenOptions::new().read(true).write(true).open(&lock).unwrap();
+    let held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&lock)
+        .unwrap();
     // SAFETY: flock on a descriptor this test owns.
     assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
-    let mut child =
-        coreb().arg("build").arg(sample()).args(["--until", "fetch", "--output-dir"]).arg(dir.path().join("build")).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = coreb()
+        .arg("build")
+        .arg(sample())
+        .args(["--until", "fetch", "--output-dir"])
+        .arg(dir.path().join("build"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let stderr = child.stderr.take().unwrap();
     let (found, said) = std::sync::mpsc::channel();
     // Reads every line (a closed pipe would fail the build's later lines).
     let reader = std::thread::spawn(move || {
         use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
             if line.contains("waiting for the lock") {
                 let _ = found.send(line);
             }
         }
     });
-    let line = said.recv_timeout(Duration::from_secs(60)).expect("no line says the build waits");
-    assert!(child.try_wait().unwrap().is_none(), "the build went on while the lock was held");
+    let line = said
+        .recv_timeout(Duration::from_secs(60))
+        .expect("no line says the build waits");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the build went on while the lock was held"
+    );
     drop(held);
     reader.join().unwrap();
-    assert!(line.contains("pid 4242") && line.contains("coreb build other.toml"), "{line}");
+    assert!(
+        line.contains("pid 4242") && line.contains("coreb build other.toml"),
+        "{line}"
+    );
     assert!(child.wait().unwrap().success());
 }
 
@@ -99,17 +164,36 @@ fn plan_out_writes_a_manifest_whose_paths_resolve_from_its_place_and_sets_the_fa
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("elsewhere/manifests");
     let out_path = ws.join("v202505.toml");
-    let out = run(coreb().args(["plan", "2025-05", "--no-pin", "--from"]).arg(sample()).arg("--releases-dir").arg(root().join("releases/sample")).arg("--out").arg(&out_path));
+    let out = run(coreb()
+        .args(["plan", "2025-05", "--no-pin", "--from"])
+        .arg(sample())
+        .arg("--releases-dir")
+        .arg(root().join("releases/sample"))
+        .arg("--out")
+        .arg(&out_path));
     assert!(out.status.success(), "{}", text(&out));
     let shown = run(coreb().arg("build").arg(&out_path).arg("--show-plan"));
     assert!(shown.status.success(), "{}", text(&shown));
     let plan: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
     let canonical = |p: &Path| fs_err::canonicalize(p).unwrap();
     // The same prompts and builds directory the sample's manifest names, from the new place.
-    assert_eq!(canonical(Path::new(plan["prompts_dir"].as_str().unwrap())), canonical(&root().join("prompts")));
-    assert_eq!(Path::new(plan["output_dir"].as_str().unwrap()), root().join("build/v202505"));
-    assert_eq!(canonical(Path::new(plan["releases_dir"].as_str().unwrap())), canonical(&root().join("releases/sample")));
+    assert_eq!(
+        canonical(Path::new(plan["prompts_dir"].as_str().unwrap())),
+        canonical(&root().join("prompts"))
+    );
+    assert_eq!(
+        Path::new(plan["output_dir"].as_str().unwrap()),
+        root().join("build/v202505")
+    );
+    assert_eq!(
+        canonical(Path::new(plan["releases_dir"].as_str().unwrap())),
+        canonical(&root().join("releases/sample"))
+    );
     let execute = &plan["stages"]["execute"];
     assert_eq!(execute["idle_slots"].as_u64(), Some(8), "{execute}");
-    assert_eq!(execute["reuse"].as_array().map(Vec::len), Some(4), "{execute}");
+    assert_eq!(
+        execute["reuse"].as_array().map(Vec::len),
+        Some(4),
+        "{execute}"
+    );
 }

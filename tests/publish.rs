@@ -32,10 +32,19 @@ fn a_published_release_is_not_rewritten_unless_replaced() {
     let manifest = root().join("manifests/.immutable-test.toml");
     let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap();
     assert!(sample.contains("seed = 20250101"));
-    fs_err::write(&manifest, sample.replace("seed = 20250101", "seed = 20250102")).unwrap();
+    fs_err::write(
+        &manifest,
+        sample.replace("seed = 20250101", "seed = 20250102"),
+    )
+    .unwrap();
     let build = |replace: bool| {
         let mut cmd = coreb();
-        cmd.arg("build").arg(&manifest).arg("--output-dir").arg(dir.path().join("build")).arg("--publish-dir").arg(&publish);
+        cmd.arg("build")
+            .arg(&manifest)
+            .arg("--output-dir")
+            .arg(dir.path().join("build"))
+            .arg("--publish-dir")
+            .arg(&publish);
         if replace {
             cmd.arg("--replace");
         }
@@ -53,20 +62,41 @@ fn a_published_release_is_not_rewritten_unless_replaced() {
 
     assert_ne!(refused.status.code(), Some(0), "{}", text(&refused));
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.contains("release `v202503` is already published") && err.contains("--replace"), "{err}");
+    assert!(
+        err.contains("release `v202503` is already published") && err.contains("--replace"),
+        "{err}"
+    );
     assert!(err.contains("changed MANIFEST.json"), "{err}");
-    assert!(err.lines().any(|l| l.trim_start().starts_with("changed ") && l.contains("_qrels.parquet")), "the changed qrels are named: {err}");
-    assert_eq!(after_refusal, before, "a refused publish leaves the release byte-identical");
+    assert!(
+        err.lines()
+            .any(|l| l.trim_start().starts_with("changed ") && l.contains("_qrels.parquet")),
+        "the changed qrels are named: {err}"
+    );
+    assert_eq!(
+        after_refusal, before,
+        "a refused publish leaves the release byte-identical"
+    );
     assert!(!dir.path().join(".v202503.tmp").exists());
 
     assert!(replaced.status.success(), "{}", text(&replaced));
-    let new: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(publish.join("MANIFEST.json")).unwrap()).unwrap();
+    let new: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(publish.join("MANIFEST.json")).unwrap())
+            .unwrap();
     let old_sha = coreb_base::hashing::sha256_file(&committed().join("MANIFEST.json")).unwrap();
-    assert_eq!(new["replaces"]["manifest_sha256"], serde_json::json!(old_sha), "{}", new["replaces"]);
+    assert_eq!(
+        new["replaces"]["manifest_sha256"],
+        serde_json::json!(old_sha),
+        "{}",
+        new["replaces"]
+    );
     assert_eq!(new["seeds"]["qrels"], 20250102);
     assert_ne!(after_replace, before);
     assert!(again.status.success(), "{}", text(&again));
-    assert_eq!(tree_sha256(&publish), after_replace, "the same content is a no-op");
+    assert_eq!(
+        tree_sha256(&publish),
+        after_replace,
+        "the same content is a no-op"
+    );
 }
 
 #[test]
@@ -75,8 +105,16 @@ fn verify_checksums_names_a_damaged_file_without_rebuilding() {
     let started = std::time::Instant::now();
     let out = run(coreb().args(["verify", "--checksums"]).arg(&release));
     assert!(out.status.success(), "{}", text(&out));
-    assert!(stdout(&out).contains("files match the sha256 in MANIFEST.json"), "{}", text(&out));
-    assert!(started.elapsed().as_secs_f64() < 10.0, "no rebuild: {:?}", started.elapsed());
+    assert!(
+        stdout(&out).contains("files match the sha256 in MANIFEST.json"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        started.elapsed().as_secs_f64() < 10.0,
+        "no rebuild: {:?}",
+        started.elapsed()
+    );
 
     // One byte flipped in the middle of a table, a file added, one removed, a link planted.
     let table = release.join("code2text_qrels.parquet");
@@ -114,21 +152,40 @@ fn check_names_a_truncated_table_in_its_json() {
         }
         let out = run(coreb().args(["check", "--json"]).arg(&release));
         assert_ne!(out.status.code(), Some(0), "{}", text(&out));
-        assert_ne!(out.status.code(), Some(2), "a damaged file is a failed check, not a usage error: {}", text(&out));
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out)));
+        assert_ne!(
+            out.status.code(),
+            Some(2),
+            "a damaged file is a failed check, not a usage error: {}",
+            text(&out)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out)));
         assert_eq!(report["passed"], false);
         let damaged = report["damaged"].as_array().unwrap();
         assert_eq!(damaged.len(), 1, "{report}");
         assert_eq!(damaged[0]["file"], "text2code_qrels.parquet", "{report}");
         assert_eq!(damaged[0]["kind"], "unreadable", "{report}");
-        assert!(report["error"].as_str().unwrap().contains("text2code_qrels.parquet"), "{report}");
+        assert!(
+            report["error"]
+                .as_str()
+                .unwrap()
+                .contains("text2code_qrels.parquet"),
+            "{report}"
+        );
     }
     // Without `--json`, stderr names it, once.
     let out = run(coreb().arg("check").arg(&release));
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("damaged: unreadable text2code_qrels.parquet: not a readable Parquet table"), "{err}");
-    assert_eq!(err.matches("not a readable Parquet table").count(), 1, "{err}");
+    assert!(
+        err.contains("damaged: unreadable text2code_qrels.parquet: not a readable Parquet table"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("not a readable Parquet table").count(),
+        1,
+        "{err}"
+    );
 
     // A readable table that differs from its MANIFEST is named, the checks still run on it,
     // and the check fails.
@@ -138,5 +195,8 @@ fn check_names_a_truncated_table_in_its_json() {
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["damaged"][0]["file"], "README.md", "{report}");
-    assert!(report["results"].as_array().unwrap().len() >= 15, "{report}");
+    assert!(
+        report["results"].as_array().unwrap().len() >= 15,
+        "{report}"
+    );
 }

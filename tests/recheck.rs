@@ -18,7 +18,9 @@ use coreb_judge::recheck::{RecheckProblem, RecheckStats};
 use coreb_judge::{ExecuteConfig, execute_checked};
 use coreb_llm::prompt::Prompts;
 use coreb_llm::{Gateway, LlmConfig, ResponseStore, StoreMode};
-use coreb_stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, apply_bijection_keeping, letter_bijection, rewrite};
+use coreb_stages::rewrite::{
+    RewriteConfig, RewritePlans, RewritePrompts, apply_bijection_keeping, letter_bijection, rewrite,
+};
 use serde_json::{Value, json};
 
 use crate::support::{root, stdin_problem};
@@ -41,16 +43,30 @@ const SMALLEST: &str = "import sys\ndata = sys.stdin.read().split()\nprint(min(d
 
 /// What the loopback model answers, by the problem's marker word in the prompt.
 fn answer(body: &Value) -> String {
-    let text = |role: &str| body["messages"].as_array().into_iter().flatten().filter(|m| m["role"] == role).filter_map(|m| m["content"].as_str()).collect::<Vec<_>>().join("\n");
+    let text = |role: &str| {
+        body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == role)
+            .filter_map(|m| m["content"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     let (system, user) = (text("system"), text("user"));
-    let problem = ["SMALLEST", "UPCCODE", "PALINDROME", "SUMTWO"].into_iter().find(|m| user.contains(m)).unwrap_or("?");
+    let problem = ["SMALLEST", "UPCCODE", "PALINDROME", "SUMTWO"]
+        .into_iter()
+        .find(|m| user.contains(m))
+        .unwrap_or("?");
     let code = |c: &str| format!("Here is the program.\n<code>\n{c}</code>");
     if system.contains("You adapt a program") {
         return code(match problem {
             "SMALLEST" => SMALLEST,
             "UPCCODE" => "s = input().strip()\nprint(s[0] + \"CYC\")\n",
             // A broken adaptation: refuses the digit palindromes a verbatim test holds.
-            "PALINDROME" => "s = input().strip()\nprint(\"Yes\" if s.isalpha() and s == s[::-1] else \"No\")\n",
+            "PALINDROME" => {
+                "s = input().strip()\nprint(\"Yes\" if s.isalpha() and s == s[::-1] else \"No\")\n"
+            }
             other => panic!("no adaptation is asked for {other}"),
         });
     }
@@ -65,14 +81,17 @@ fn answer(body: &Value) -> String {
     if system.contains("adapt test cases") {
         let tests = match problem {
             // The second test renames the town in the input only: inconsistent.
-            "UPCCODE" => json!([{"input": "Lisbon\n", "output": "LCYC\n"}, {"input": "Ghent\n", "output": "TCYC\n"}]),
+            "UPCCODE" => {
+                json!([{"input": "Lisbon\n", "output": "LCYC\n"}, {"input": "Ghent\n", "output": "TCYC\n"}])
+            }
             "PALINDROME" => json!([{"input": "deed\n", "output": "Yes\n"}]),
             other => panic!("no test of {other} goes to the model"),
         };
         return json!({ "tests": tests }).to_string();
     }
     let statement = format!("In the harbour story, the task of {problem} is told anew.");
-    json!({"title": format!("Harbour {problem}"), "statement": statement, "starter_code": ""}).to_string()
+    json!({"title": format!("Harbour {problem}"), "statement": statement, "starter_code": ""})
+        .to_string()
 }
 
 #[test]
@@ -99,12 +118,31 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
         "900",
         "Smallest word",
         "SMALLEST: given N words, print the lexicographically smallest one.",
-        &[(&flipped_input, &format!("{wx}\n")), (&single_input, &format!("{word}\n")), ("1\nYes\n", "Yes\n")],
+        &[
+            (&flipped_input, &format!("{wx}\n")),
+            (&single_input, &format!("{word}\n")),
+            ("1\nYes\n", "Yes\n"),
+        ],
     );
-    let upc = stdin_problem("901", "Code", "UPCCODE: print the first letter of S followed by UPC.", &[("Kyoto\n", "KUPC\n"), ("Tohoku\n", "TUPC\n")]);
-    let palindrome = stdin_problem("902", "Palindrome", "PALINDROME: print Yes if S reads the same backwards, else No.", &[("abba\n", "Yes\n"), ("12321\n", "Yes\n")]);
+    let upc = stdin_problem(
+        "901",
+        "Code",
+        "UPCCODE: print the first letter of S followed by UPC.",
+        &[("Kyoto\n", "KUPC\n"), ("Tohoku\n", "TUPC\n")],
+    );
+    let palindrome = stdin_problem(
+        "902",
+        "Palindrome",
+        "PALINDROME: print Yes if S reads the same backwards, else No.",
+        &[("abba\n", "Yes\n"), ("12321\n", "Yes\n")],
+    );
     let sum = stdin_problem("903", "Sum", "SUMTWO: print A + B.", &[("1 2\n", "3\n")]);
-    let originals = vec![smallest.clone(), upc.clone(), palindrome.clone(), sum.clone()];
+    let originals = vec![
+        smallest.clone(),
+        upc.clone(),
+        palindrome.clone(),
+        sum.clone(),
+    ];
 
     let dir = tempfile::tempdir().unwrap();
     let config = LlmConfig {
@@ -113,33 +151,90 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
         mode: StoreMode::Live,
         model: "model-r".into(),
         timeout_secs: 10.0,
-        retry: RetryConfig { max_attempts: 2, min_delay_ms: 10, max_delay_ms: 50, max_retry_after_secs: 1, resample_attempts: 1 },
+        retry: RetryConfig {
+            max_attempts: 2,
+            min_delay_ms: 10,
+            max_delay_ms: 50,
+            max_retry_after_secs: 1,
+            resample_attempts: 1,
+        },
         ..LlmConfig::default()
     };
     let prompts = Prompts::load(&root().join("prompts")).unwrap();
-    let gateway = Gateway::new(&config, ResponseStore::open(dir.path().join("store")), None).unwrap();
-    let rconfig = RewriteConfig { max_test_chars: 40, ..RewriteConfig::default() };
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let out = runtime.block_on(rewrite(&rconfig, &RewritePlans::for_config(&config), &RewritePrompts::of(&prompts), originals.clone(), &gateway)).unwrap();
-    assert!(out.rejected.is_empty() && out.reference_failures.is_empty(), "{:#?}", (out.rejected, out.reference_failures));
-    let origins: Vec<Vec<TestOrigin>> = out.problems.iter().map(|p| p.test_origins.clone()).collect();
+    let gateway =
+        Gateway::new(&config, ResponseStore::open(dir.path().join("store")), None).unwrap();
+    let rconfig = RewriteConfig {
+        max_test_chars: 40,
+        ..RewriteConfig::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let out = runtime
+        .block_on(rewrite(
+            &rconfig,
+            &RewritePlans::for_config(&config),
+            &RewritePrompts::of(&prompts),
+            originals.clone(),
+            &gateway,
+        ))
+        .unwrap();
+    assert!(
+        out.rejected.is_empty() && out.reference_failures.is_empty(),
+        "{:#?}",
+        (out.rejected, out.reference_failures)
+    );
+    let origins: Vec<Vec<TestOrigin>> = out
+        .problems
+        .iter()
+        .map(|p| p.test_origins.clone())
+        .collect();
     use TestOrigin::{Bijection, Kept, Model};
-    assert_eq!(origins, [vec![Bijection, Bijection, Kept], vec![Model, Model], vec![Model, Kept], vec![Kept]]);
+    assert_eq!(
+        origins,
+        [
+            vec![Bijection, Bijection, Kept],
+            vec![Model, Model],
+            vec![Model, Kept],
+            vec![Kept]
+        ]
+    );
     // The bijected flip is wrong for the rewrite: its output is the image of the word that now
     // sorts last.
     let perm = letter_bijection("lcb_900");
     let image = |w: &str| apply_bijection_keeping(w, &perm, &[]);
-    assert_eq!(out.problems[0].public_tests[0].output, format!("{}\n", image(&wx)));
+    assert_eq!(
+        out.problems[0].public_tests[0].output,
+        format!("{}\n", image(&wx))
+    );
     assert!(image(&wx) > image(&wy));
     // References were asked of the rewrite's model, for the three problems with a changed test only.
-    let references: Vec<&str> = out.problems.iter().map(|p| p.reference.as_ref().map_or("-", |r| r.model.as_str())).collect();
+    let references: Vec<&str> = out
+        .problems
+        .iter()
+        .map(|p| p.reference.as_ref().map_or("-", |r| r.model.as_str()))
+        .collect();
     assert_eq!(references, ["model-r", "model-r", "model-r", "-"]);
     assert_eq!((out.stats.references, out.stats.references_missing), (3, 0));
-    let sum_prompts = asked.lock().unwrap().iter().filter(|b| b.to_string().contains("SUMTWO")).count();
-    assert_eq!(sum_prompts, 1, "only the rewrite itself is asked for a problem whose tests are all kept");
+    let sum_prompts = asked
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|b| b.to_string().contains("SUMTWO"))
+        .count();
+    assert_eq!(
+        sum_prompts, 1,
+        "only the rewrite itself is asked for a problem whose tests are all kept"
+    );
 
     // Execute: the references first, then a correct solution of each problem.
-    let problems: Vec<Problem> = out.problems.iter().map(coreb_data::rewritten::as_problem).collect();
+    let problems: Vec<Problem> = out
+        .problems
+        .iter()
+        .map(coreb_data::rewritten::as_problem)
+        .collect();
     let recheck: Vec<RecheckProblem> = out
         .problems
         .iter()
@@ -170,30 +265,95 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
             code: code.into(),
         })
         .collect();
-    let sandbox = coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");
+    let sandbox =
+        coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");
     let config = ExecuteConfig::default();
-    let judged = execute_checked(&config, &problems, &recheck, &solutions, &sandbox, 2, &|| {}).unwrap();
+    let judged = execute_checked(
+        &config,
+        &problems,
+        &recheck,
+        &solutions,
+        &sandbox,
+        2,
+        &|| {},
+    )
+    .unwrap();
 
-    let rows = |i: usize| judged.checks[i].tests.iter().map(|t| (t.test_index, t.origin, t.outcome)).collect::<Vec<_>>();
+    let rows = |i: usize| {
+        judged.checks[i]
+            .tests
+            .iter()
+            .map(|t| (t.test_index, t.origin, t.outcome))
+            .collect::<Vec<_>>()
+    };
     use CheckOutcome::{Passed, Rejected, Unchecked};
-    assert_eq!(judged.checks.len(), 3, "the problem without a changed test is not re-checked");
-    assert_eq!(rows(0), [(0, Bijection, Rejected), (1, Bijection, Passed), (2, Kept, Passed)]);
-    assert!(judged.checks[0].tests[0].reason.contains("wrong_answer"), "{:?}", judged.checks[0].tests[0]);
+    assert_eq!(
+        judged.checks.len(),
+        3,
+        "the problem without a changed test is not re-checked"
+    );
+    assert_eq!(
+        rows(0),
+        [
+            (0, Bijection, Rejected),
+            (1, Bijection, Passed),
+            (2, Kept, Passed)
+        ]
+    );
+    assert!(
+        judged.checks[0].tests[0].reason.contains("wrong_answer"),
+        "{:?}",
+        judged.checks[0].tests[0]
+    );
     assert_eq!(rows(1), [(0, Model, Passed), (1, Model, Rejected)]);
     assert_eq!(rows(2), [(0, Model, Unchecked), (1, Kept, Unchecked)]);
-    assert!(judged.checks[2].tests[0].reason.contains("adaptation is broken") && judged.checks[2].tests[0].reason.contains("verbatim test 1"), "{:?}", judged.checks[2]);
+    assert!(
+        judged.checks[2].tests[0]
+            .reason
+            .contains("adaptation is broken")
+            && judged.checks[2].tests[0].reason.contains("verbatim test 1"),
+        "{:?}",
+        judged.checks[2]
+    );
     let stats = RecheckStats::of(&judged.checks);
-    assert_eq!((stats.problems, stats.tests_passed, stats.tests_rejected, stats.tests_unchecked, stats.problems_unchecked, stats.problems_rejected), (3, 3, 2, 2, 1, 0));
+    assert_eq!(
+        (
+            stats.problems,
+            stats.tests_passed,
+            stats.tests_rejected,
+            stats.tests_unchecked,
+            stats.problems_unchecked,
+            stats.problems_rejected
+        ),
+        (3, 3, 2, 2, 1, 0)
+    );
 
     // Every correct solution passes: not judged on a rejected test, whose index is left out.
-    let verdicts = |i: usize| judged.results[i].tests.iter().map(|t| (t.index, t.verdict)).collect::<Vec<_>>();
-    assert!(judged.results.iter().all(|r| r.passed), "{:#?}", judged.results);
+    let verdicts = |i: usize| {
+        judged.results[i]
+            .tests
+            .iter()
+            .map(|t| (t.index, t.verdict))
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        judged.results.iter().all(|r| r.passed),
+        "{:#?}",
+        judged.results
+    );
     assert_eq!(verdicts(0), [(1, Verdict::Passed), (2, Verdict::Passed)]);
     assert_eq!(verdicts(1), [(0, Verdict::Passed)]);
     assert_eq!(verdicts(2), [(0, Verdict::Passed), (1, Verdict::Passed)]);
     // Without the re-check (today's judge) the same correct solutions fail the broken tests.
     let unchecked = coreb_judge::execute(&config, &problems, &solutions, &sandbox, 2).unwrap();
-    assert_eq!(unchecked.results.iter().map(|r| r.passed).collect::<Vec<_>>(), [false, false, true, true]);
+    assert_eq!(
+        unchecked
+            .results
+            .iter()
+            .map(|r| r.passed)
+            .collect::<Vec<_>>(),
+        [false, false, true, true]
+    );
     drop(server);
 }
 
@@ -203,11 +363,23 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
 fn a_problem_left_without_tests_is_rejected_whole() {
     let (x, y) = flipped_pair("lcb_910");
     let (wx, wy) = (x.to_string().repeat(30), y.to_string().repeat(30));
-    let original = stdin_problem("910", "Smallest word", "SMALLEST", &[(&format!("2\n{wx} {wy}\n"), &format!("{wx}\n"))]);
+    let original = stdin_problem(
+        "910",
+        "Smallest word",
+        "SMALLEST",
+        &[(&format!("2\n{wx} {wy}\n"), &format!("{wx}\n"))],
+    );
     let perm = letter_bijection("lcb_910");
     let mut rewritten = original.clone();
-    rewritten.public_tests = vec![coreb_stages::rewrite::biject_test(&original.public_tests[0], &perm)];
-    let reference = coreb_data::rewritten::Reference { model: "m".into(), original: SMALLEST.into(), adapted: SMALLEST.into() };
+    rewritten.public_tests = vec![coreb_stages::rewrite::biject_test(
+        &original.public_tests[0],
+        &perm,
+    )];
+    let reference = coreb_data::rewritten::Reference {
+        model: "m".into(),
+        original: SMALLEST.into(),
+        adapted: SMALLEST.into(),
+    };
     let recheck = [RecheckProblem {
         problem_id: original.id.clone(),
         test_origins: vec![TestOrigin::Bijection],
@@ -223,10 +395,23 @@ fn a_problem_left_without_tests_is_rejected_whole() {
         sample: 0,
         code: SMALLEST.into(),
     };
-    let sandbox = coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");
-    let judged = execute_checked(&ExecuteConfig::default(), &[rewritten], &recheck, std::slice::from_ref(&solution), &sandbox, 1, &|| {}).unwrap();
+    let sandbox =
+        coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");
+    let judged = execute_checked(
+        &ExecuteConfig::default(),
+        &[rewritten],
+        &recheck,
+        std::slice::from_ref(&solution),
+        &sandbox,
+        1,
+        &|| {},
+    )
+    .unwrap();
     assert!(judged.checks[0].rejected_whole);
     assert!(judged.results.is_empty());
     assert_eq!(judged.without_problem, [solution.id]);
-    assert_eq!(RecheckStats::of(&judged.checks).rejected_problems, [original.id]);
+    assert_eq!(
+        RecheckStats::of(&judged.checks).rejected_problems,
+        [original.id]
+    );
 }

@@ -37,30 +37,69 @@ fn the_sample_as_three_shard_processes_is_the_release_of_one_process() {
     let out = run(&mut submit(&sharded, 3));
     assert!(out.status.success(), "{}", text(&out));
     let log = String::from_utf8_lossy(&out.stderr);
-    for stage in ["rewrite", "distract", "abbreviate", "generate", "execute", "queries"] {
+    for stage in [
+        "rewrite",
+        "distract",
+        "abbreviate",
+        "generate",
+        "execute",
+        "queries",
+    ] {
         for i in 0..3 {
-            assert!(log.contains(&format!("{stage}: shard {i}/3 written to")), "{stage} shard {i}/3 did not run:\n{log}");
+            assert!(
+                log.contains(&format!("{stage}: shard {i}/3 written to")),
+                "{stage} shard {i}/3 did not run:\n{log}"
+            );
         }
-        assert!(log.contains(&format!("{stage}: merging 3 shard parts")), "{stage} was not merged from its parts:\n{log}");
+        assert!(
+            log.contains(&format!("{stage}: merging 3 shard parts")),
+            "{stage} was not merged from its parts:\n{log}"
+        );
     }
     // The merged LLM stages asked the endpoint nothing: every answer was in the store.
-    for line in log.lines().filter(|l| l.contains(": done in") && l.contains("requests sent")) {
+    for line in log
+        .lines()
+        .filter(|l| l.contains(": done in") && l.contains("requests sent"))
+    {
         assert!(line.contains(" 0 requests sent"), "{line}");
     }
 
     let single = dir.path().join("single");
     let mut one = coreb();
-    one.arg("build").arg(sample_manifest()).args(["--jobs", "1", "--output-dir"]).arg(single.join("build")).arg("--publish-dir").arg(single.join("release"));
+    one.arg("build")
+        .arg(sample_manifest())
+        .args(["--jobs", "1", "--output-dir"])
+        .arg(single.join("build"))
+        .arg("--publish-dir")
+        .arg(single.join("release"));
     let out = run(&mut one);
     assert!(out.status.success(), "{}", text(&out));
-    let (a, b) = (tree_sha256(&sharded.join("release")), tree_sha256(&single.join("release")));
+    let (a, b) = (
+        tree_sha256(&sharded.join("release")),
+        tree_sha256(&single.join("release")),
+    );
     assert!(a.len() >= 20, "{a:?}");
-    assert_eq!(a, b, "3 shard processes + merge vs 1 process: the releases differ");
+    assert_eq!(
+        a, b,
+        "3 shard processes + merge vs 1 process: the releases differ"
+    );
     // The LLM stages' and qrels' artifacts too (the records hold keys and fingerprints;
     // `execute`'s verdicts hold each test's measured wall and CPU time, which differ from run
     // to run however it is run — what the release takes from them is compared above).
-    for stage in ["rewrite", "distract", "abbreviate", "generate", "queries", "qrels"] {
-        let files = |d: &Path| tree_sha256(&d.join("build/artifacts").join(stage)).into_iter().filter(|(p, _)| p != "record.json").collect::<Vec<_>>();
+    for stage in [
+        "rewrite",
+        "distract",
+        "abbreviate",
+        "generate",
+        "queries",
+        "qrels",
+    ] {
+        let files = |d: &Path| {
+            tree_sha256(&d.join("build/artifacts").join(stage))
+                .into_iter()
+                .filter(|(p, _)| p != "record.json")
+                .collect::<Vec<_>>()
+        };
         assert_eq!(files(&sharded), files(&single), "artifacts of `{stage}`");
     }
 }
@@ -91,7 +130,10 @@ fn the_slurm_recipe_on_a_real_single_node_slurm_builds_the_committed_release() {
         .env("COREB_PUBLISH_DIR", out.join("release"));
     let result = run(&mut cmd);
     if result.status.code() == Some(3) {
-        eprintln!("no single-node Slurm here, so only the shell fallback ran: {}", text(&result));
+        eprintln!(
+            "no single-node Slurm here, so only the shell fallback ran: {}",
+            text(&result)
+        );
         return;
     }
     let logs = || {
@@ -99,7 +141,11 @@ fn the_slurm_recipe_on_a_real_single_node_slurm_builds_the_committed_release() {
         for entry in fs_err::read_dir(dir.path()).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "log") {
-                all += &format!("== {}\n{}\n", path.display(), fs_err::read_to_string(&path).unwrap_or_default());
+                all += &format!(
+                    "== {}\n{}\n",
+                    path.display(),
+                    fs_err::read_to_string(&path).unwrap_or_default()
+                );
             }
         }
         all
@@ -107,22 +153,57 @@ fn the_slurm_recipe_on_a_real_single_node_slurm_builds_the_committed_release() {
     assert!(result.status.success(), "{}\n{}", text(&result), logs());
     // Each array task wrote its own Slurm log (`coreb-<job name>-<array job>_<task>.log`).
     let stderr = String::from_utf8_lossy(&result.stderr);
-    for (stage, line) in ["rewrite", "distract", "abbreviate", "generate", "execute", "queries"]
-        .iter()
-        .filter_map(|s| stderr.lines().find(|l| l.starts_with(&format!("{s}: array job "))).map(|l| (*s, l)))
-    {
+    for (stage, line) in [
+        "rewrite",
+        "distract",
+        "abbreviate",
+        "generate",
+        "execute",
+        "queries",
+    ]
+    .iter()
+    .filter_map(|s| {
+        stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("{s}: array job ")))
+            .map(|l| (*s, l))
+    }) {
         let job = line.rsplit(' ').next().unwrap();
         for task in 0..3 {
-            let log = fs_err::read_to_string(dir.path().join(format!("coreb-coreb-shard-{job}_{task}.log"))).unwrap_or_default();
-            assert!(log.contains(&format!("{stage}: shard {task}/3 written to")), "{stage} task {task} (array job {job}):\n{log}\n{}", logs());
+            let log = fs_err::read_to_string(
+                dir.path()
+                    .join(format!("coreb-coreb-shard-{job}_{task}.log")),
+            )
+            .unwrap_or_default();
+            assert!(
+                log.contains(&format!("{stage}: shard {task}/3 written to")),
+                "{stage} task {task} (array job {job}):\n{log}\n{}",
+                logs()
+            );
         }
     }
-    assert_eq!(stderr.lines().filter(|l| l.contains(": array job ")).count(), 6, "{stderr}");
-    same_release_as(&root().join("releases/sample/v202503"), &out.join("release"), &format!("the release built through Slurm is not the committed one\n{}", logs()));
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.contains(": array job "))
+            .count(),
+        6,
+        "{stderr}"
+    );
+    same_release_as(
+        &root().join("releases/sample/v202503"),
+        &out.join("release"),
+        &format!(
+            "the release built through Slurm is not the committed one\n{}",
+            logs()
+        ),
+    );
 }
 
 fn manifest_copy(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
-    let text = fs_err::read_to_string(sample_manifest()).unwrap().replace("\"../", &format!("\"{}/", root().display()));
+    let text = fs_err::read_to_string(sample_manifest())
+        .unwrap()
+        .replace("\"../", &format!("\"{}/", root().display()));
     let path = dir.join("other.toml");
     let edited = edit(text.clone());
     assert_ne!(edited, text, "the edit changed nothing");
@@ -142,9 +223,17 @@ fn a_merge_refuses_a_missing_shard_and_one_from_another_plan() {
     let m = sample_manifest();
     // Only the stages that shard take `--shard` (the others do not offer it).
     let out = stage(&m, &["filter", "--shard", "0/3"]);
-    assert!(!out.status.success() && text(&out).contains("unexpected argument '--shard'"), "{}", text(&out));
+    assert!(
+        !out.status.success() && text(&out).contains("unexpected argument '--shard'"),
+        "{}",
+        text(&out)
+    );
     let out = stage(&m, &["merge", "rewrite"]);
-    assert!(!out.status.success() && text(&out).contains("no shard parts in"), "{}", text(&out));
+    assert!(
+        !out.status.success() && text(&out).contains("no shard parts in"),
+        "{}",
+        text(&out)
+    );
 
     for i in ["0/3", "2/3"] {
         let out = stage(&m, &["rewrite", "--shard", i, "--json"]);
@@ -154,24 +243,45 @@ fn a_merge_refuses_a_missing_shard_and_one_from_another_plan() {
     }
     // A rerun of a complete shard does nothing.
     let out = stage(&m, &["rewrite", "--shard", "2/3"]);
-    assert!(out.status.success() && text(&out).contains("shard 2/3 is complete"), "{}", text(&out));
+    assert!(
+        out.status.success() && text(&out).contains("shard 2/3 is complete"),
+        "{}",
+        text(&out)
+    );
 
     let missing = stage(&m, &["merge", "rewrite"]);
     let msg = text(&missing);
-    assert!(!missing.status.success() && msg.contains("shard 1/3 is missing") && msg.contains("--shard 1/3`"), "{msg}");
-    assert!(!msg.contains("shard 0/3") && !msg.contains("shard 2/3"), "{msg}");
+    assert!(
+        !missing.status.success()
+            && msg.contains("shard 1/3 is missing")
+            && msg.contains("--shard 1/3`"),
+        "{msg}"
+    );
+    assert!(
+        !msg.contains("shard 0/3") && !msg.contains("shard 2/3"),
+        "{msg}"
+    );
     // Nor does a later stage go on without it.
     let later = stage(&m, &["generate"]);
-    assert!(!later.status.success() && text(&later).contains("shard 1/3 is missing"), "{}", text(&later));
+    assert!(
+        !later.status.success() && text(&later).contains("shard 1/3 is missing"),
+        "{}",
+        text(&later)
+    );
 
     // Shard 1 made from another plan: a changed filter setting changes the key of rewrite
     // (its upstream fingerprint), though the problems and answers stay the same.
-    let other = manifest_copy(dir.path(), |t| t.replace("min_confidence = 0.25", "min_confidence = 0.24"));
+    let other = manifest_copy(dir.path(), |t| {
+        t.replace("min_confidence = 0.25", "min_confidence = 0.24")
+    });
     let out = stage(&other, &["rewrite", "--shard", "1/3"]);
     assert!(out.status.success(), "{}", text(&out));
     let stale = stage(&m, &["merge", "rewrite"]);
     let msg = text(&stale);
-    assert!(!stale.status.success() && msg.contains("shard 1/3 was made from another plan"), "{msg}");
+    assert!(
+        !stale.status.success() && msg.contains("shard 1/3 was made from another plan"),
+        "{msg}"
+    );
 
     // Made again from this plan, the shards merge.
     let out = stage(&m, &["rewrite", "--shard", "1/3"]);
@@ -179,6 +289,13 @@ fn a_merge_refuses_a_missing_shard_and_one_from_another_plan() {
     let merged = stage(&m, &["merge", "rewrite", "--json"]);
     assert!(merged.status.success(), "{}", text(&merged));
     let line: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
-    assert_eq!((line["stage"].as_str(), line["rows_out"].as_u64()), (Some("rewrite"), Some(10)), "{line}");
-    assert!(!build.join("artifacts/parts/rewrite").exists(), "the merged parts are left behind");
+    assert_eq!(
+        (line["stage"].as_str(), line["rows_out"].as_u64()),
+        (Some("rewrite"), Some(10)),
+        "{line}"
+    );
+    assert!(
+        !build.join("artifacts/parts/rewrite").exists(),
+        "the merged parts are left behind"
+    );
 }

@@ -15,7 +15,9 @@ use crate::support::{coreb, python, root, run, text};
 /// `[stages.qrels]`, and the two checks a release with the series' constrained texts fails by
 /// design waived.
 fn manifest(dir: &Path, name: &str, qrels: &str) -> PathBuf {
-    let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap().replace("\"../", &format!("\"{}/", root().display()));
+    let sample = fs_err::read_to_string(root().join("manifests/sample.toml"))
+        .unwrap()
+        .replace("\"../", &format!("\"{}/", root().display()));
     let mut text = String::new();
     for line in sample.lines() {
         let line = match line.split(" = ").next() {
@@ -29,7 +31,10 @@ fn manifest(dir: &Path, name: &str, qrels: &str) -> PathBuf {
             text.push_str(qrels);
         }
     }
-    assert!(text.contains(qrels), "no [stages.qrels] in the sample manifest");
+    assert!(
+        text.contains(qrels),
+        "no [stages.qrels] in the sample manifest"
+    );
     text.push_str("\n[gates]\nwaive = [\"language_named\", \"duplicate_texts\"]\n");
     let path = dir.join(format!("{name}.toml"));
     fs_err::write(&path, text).unwrap();
@@ -45,15 +50,28 @@ fn build(manifest: &Path, dir: &Path, name: &str) -> PathBuf {
 }
 
 /// Run the conformance script; its report and whether it passed.
-fn conformance(dir: &Path, release: &Path, work: &str, cap: usize, uncapped: Option<&Path>) -> (Value, std::process::Output) {
+fn conformance(
+    dir: &Path,
+    release: &Path,
+    work: &str,
+    cap: usize,
+    uncapped: Option<&Path>,
+) -> (Value, std::process::Output) {
     let mut cmd = python();
-    cmd.arg(root().join("tests/python/series_conformance.py")).arg(release).arg(dir.join("build/artifacts")).arg(dir.join(work)).arg(cap.to_string());
+    cmd.arg(root().join("tests/python/series_conformance.py"))
+        .arg(release)
+        .arg(dir.join("build/artifacts"))
+        .arg(dir.join(work))
+        .arg(cap.to_string());
     if let Some(u) = uncapped {
         cmd.arg(u);
     }
-    cmd.env("HF_HUB_OFFLINE", "1").env("TRANSFORMERS_OFFLINE", "1").env("HF_HOME", dir.join("hf"));
+    cmd.env("HF_HUB_OFFLINE", "1")
+        .env("TRANSFORMERS_OFFLINE", "1")
+        .env("HF_HOME", dir.join("hf"));
     let out = cmd.output().unwrap();
-    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("a JSON report on stdout: {e}\n{}", text(&out)));
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("a JSON report on stdout: {e}\n{}", text(&out)));
     (report, out)
 }
 
@@ -68,7 +86,10 @@ fn the_series_composition_matches_the_authors_maker_but_for_its_listed_defects()
     assert!(out.status.success(), "{}", text(&out));
     let counts = &report["counts"]["queries"];
     for task in ["text2code", "code2code", "code2text"] {
-        assert_eq!(counts[task]["coreb"], counts[task]["maker"], "{task}: query counts per subtask");
+        assert_eq!(
+            counts[task]["coreb"], counts[task]["maker"],
+            "{task}: query counts per subtask"
+        );
     }
     // The sample's shape: 10 problems solved in five languages.
     assert_eq!(counts["text2code"]["coreb"]["search_any"], 30);
@@ -76,55 +97,120 @@ fn the_series_composition_matches_the_authors_maker_but_for_its_listed_defects()
     assert_eq!(counts["code2text"]["coreb"]["canonical_retro_any"], 10);
     // The listed defects are there, and nothing else differs.
     let listed = &report["listed_differences"];
-    assert!(listed["search_per_language_variant"].as_u64().unwrap() > 0, "{report}");
-    assert!(listed["cross_lang_earlier_translations"].as_u64().unwrap() > 0, "{report}");
+    assert!(
+        listed["search_per_language_variant"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    assert!(
+        listed["cross_lang_earlier_translations"].as_u64().unwrap() > 0,
+        "{report}"
+    );
     let draws = &report["counts"]["pooled_draws"];
-    assert!(draws["coreb"].as_u64().unwrap() > 0 && draws["maker"].as_u64().unwrap() > 0, "both draw hard negatives from the pooled tiers: {draws}");
+    assert!(
+        draws["coreb"].as_u64().unwrap() > 0 && draws["maker"].as_u64().unwrap() > 0,
+        "both draw hard negatives from the pooled tiers: {draws}"
+    );
     let uncapped = d.join("uncapped.json");
     fs_err::write(&uncapped, serde_json::to_vec(&report).unwrap()).unwrap();
 
     // The cap: every search subtask holds min(cap, candidates); the maker, sampling its
     // dropped per-language keys with the rest, keeps fewer real `any` queries.
-    let capped = build(&manifest(d, "capped", "constrained_text = \"same\"\nmax_queries_per_type = 20\n"), d, "capped");
+    let capped = build(
+        &manifest(
+            d,
+            "capped",
+            "constrained_text = \"same\"\nmax_queries_per_type = 20\n",
+        ),
+        d,
+        "capped",
+    );
     let (report, out) = conformance(d, &capped, "maker-capped", 20, Some(&uncapped));
     assert!(out.status.success(), "{}", text(&out));
     let any = &report["capped"]["search_any"];
-    assert_eq!((any["candidates"].as_u64(), any["coreb"].as_u64()), (Some(30), Some(20)), "{report}");
+    assert_eq!(
+        (any["candidates"].as_u64(), any["coreb"].as_u64()),
+        (Some(30), Some(20)),
+        "{report}"
+    );
     assert!(any["maker"].as_u64().unwrap() < 20, "{report}");
 
     // `profile = "coreb"` rebuilds the sample as coreb composed it before it followed the
     // series: every data file of that release, byte for byte (its sha256s are a fixture; only
     // the MANIFEST, which records the switches, the card, and the regeneration kit, which
     // quotes the build manifest, differ).
-    let earlier = build(&manifest(d, "earlier", "profile = \"coreb\"\n"), d, "earlier");
-    let want = fs_err::read_to_string(root().join("tests/fixtures/sample/coreb-profile-v202503.sha256")).unwrap();
-    let got: Vec<(String, String)> =
-        crate::support::tree_sha256(&earlier).into_iter().filter(|(f, _)| f != "MANIFEST.json" && f != "README.md" && !f.starts_with("regeneration/")).collect();
-    let mut want: Vec<(String, String)> = want.lines().map(|l| l.split_once("  ").map(|(h, f)| (f.to_owned(), h.to_owned())).unwrap()).collect();
+    let earlier = build(
+        &manifest(d, "earlier", "profile = \"coreb\"\n"),
+        d,
+        "earlier",
+    );
+    let want =
+        fs_err::read_to_string(root().join("tests/fixtures/sample/coreb-profile-v202503.sha256"))
+            .unwrap();
+    let got: Vec<(String, String)> = crate::support::tree_sha256(&earlier)
+        .into_iter()
+        .filter(|(f, _)| {
+            f != "MANIFEST.json" && f != "README.md" && !f.starts_with("regeneration/")
+        })
+        .collect();
+    let mut want: Vec<(String, String)> = want
+        .lines()
+        .map(|l| {
+            l.split_once("  ")
+                .map(|(h, f)| (f.to_owned(), h.to_owned()))
+                .unwrap()
+        })
+        .collect();
     want.sort();
-    assert_eq!(got, want, "profile = \"coreb\" no longer rebuilds the earlier sample release");
+    assert_eq!(
+        got, want,
+        "profile = \"coreb\" no longer rebuilds the earlier sample release"
+    );
 
     // `code_document = "program"`: a functional problem's documents are whole programs, the
     // solution inside the judge's driver (a `main` reading stdin), as the series' are; a stdin
     // problem's documents do not change.
-    let programs = build(&manifest(d, "programs", "code_document = \"program\"\n"), d, "programs");
-    let problems = coreb_data::tables::ProblemReader::read_all(&programs.join("problems.parquet")).unwrap();
-    let functional: std::collections::BTreeSet<String> = problems.iter().filter(|p| p.is_functional()).map(|p| p.id.to_string()).collect();
+    let programs = build(
+        &manifest(d, "programs", "code_document = \"program\"\n"),
+        d,
+        "programs",
+    );
+    let problems =
+        coreb_data::tables::ProblemReader::read_all(&programs.join("problems.parquet")).unwrap();
+    let functional: std::collections::BTreeSet<String> = problems
+        .iter()
+        .filter(|p| p.is_functional())
+        .map(|p| p.id.to_string())
+        .collect();
     let code = |release: &Path| -> std::collections::BTreeMap<String, (String, String)> {
         fs_err::read_to_string(release.join("text2code/corpus.jsonl"))
             .unwrap()
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .map(|d| (d["_id"].as_str().unwrap().to_owned(), (d["problem_id"].as_str().unwrap().to_owned(), d["text"].as_str().unwrap().to_owned())))
+            .map(|d| {
+                (
+                    d["_id"].as_str().unwrap().to_owned(),
+                    (
+                        d["problem_id"].as_str().unwrap().to_owned(),
+                        d["text"].as_str().unwrap().to_owned(),
+                    ),
+                )
+            })
             .collect()
     };
     let (whole, solutions) = (code(&programs), code(&release));
-    assert_eq!(whole.keys().collect::<Vec<_>>(), solutions.keys().collect::<Vec<_>>());
+    assert_eq!(
+        whole.keys().collect::<Vec<_>>(),
+        solutions.keys().collect::<Vec<_>>()
+    );
     let mut wrapped = 0;
     for (id, (problem, text)) in &whole {
         let solution = &solutions[id].1;
         if functional.contains(problem) {
-            assert!(text.len() > solution.len() && (text.contains(solution.trim()) || text.contains("main")), "{id}: not a whole program:\n{text}");
+            assert!(
+                text.len() > solution.len()
+                    && (text.contains(solution.trim()) || text.contains("main")),
+                "{id}: not a whole program:\n{text}"
+            );
             wrapped += 1;
         } else {
             assert_eq!(text, solution, "{id}: a stdin problem's document changed");
@@ -133,8 +219,18 @@ fn the_series_composition_matches_the_authors_maker_but_for_its_listed_defects()
     assert!(wrapped >= 50, "{wrapped} functional documents");
 
     // A definition set back to coreb's earlier one is caught, by subtask.
-    let anchored = build(&manifest(d, "anchored", &format!("{series}cross_lang = \"anchor\"\n")), d, "anchored");
+    let anchored = build(
+        &manifest(d, "anchored", &format!("{series}cross_lang = \"anchor\"\n")),
+        d,
+        "anchored",
+    );
     let (_, out) = conformance(d, &anchored, "maker-anchored", 1000, None);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("difference(s) the issue does not list") && stderr.contains("cross_lang"), "{}", text(&out));
+    assert!(
+        !out.status.success()
+            && stderr.contains("difference(s) the issue does not list")
+            && stderr.contains("cross_lang"),
+        "{}",
+        text(&out)
+    );
 }

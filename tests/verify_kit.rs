@@ -27,26 +27,55 @@ struct Dirs {
 impl Dirs {
     fn new() -> Dirs {
         let tmp = tempfile::tempdir().unwrap();
-        let (release, sources, cwd, outside) = (tmp.path().join("a/v202503"), tmp.path().join("b"), tmp.path().join("c"), tmp.path().join("outside"));
+        let (release, sources, cwd, outside) = (
+            tmp.path().join("a/v202503"),
+            tmp.path().join("b"),
+            tmp.path().join("c"),
+            tmp.path().join("outside"),
+        );
         copy_tree(&committed(), &release);
         // The source file under another name, in a subfolder among other files.
         fs_err::create_dir_all(sources.join("lcb")).unwrap();
-        fs_err::copy(root().join("tests/fixtures/sample/problems.jsonl"), sources.join("lcb/downloaded-2025.jsonl")).unwrap();
+        fs_err::copy(
+            root().join("tests/fixtures/sample/problems.jsonl"),
+            sources.join("lcb/downloaded-2025.jsonl"),
+        )
+        .unwrap();
         fs_err::write(sources.join("notes.txt"), "not a source\n").unwrap();
         fs_err::create_dir_all(&cwd).unwrap();
-        Dirs { _tmp: tmp, release, sources, cwd, outside }
+        Dirs {
+            _tmp: tmp,
+            release,
+            sources,
+            cwd,
+            outside,
+        }
     }
 
     /// `coreb verify <release> --sources <dir>` run from the empty working directory, with
     /// no API key in the environment.
     fn verify(&self, release: &Path, extra: &[&str]) -> Output {
-        run(coreb().current_dir(&self.cwd).env_remove("OPENAI_API_KEY").arg("verify").arg(release).arg("--sources").arg(&self.sources).args(extra))
+        run(coreb()
+            .current_dir(&self.cwd)
+            .env_remove("OPENAI_API_KEY")
+            .arg("verify")
+            .arg(release)
+            .arg("--sources")
+            .arg(&self.sources)
+            .args(extra))
     }
 
     /// Nothing was written in the working directory or outside.
     fn nothing_written_outside(&self) {
-        assert!(fs_err::read_dir(&self.cwd).unwrap().next().is_none(), "verify wrote into its working directory");
-        assert!(!self.outside.exists(), "verify wrote `{}`", self.outside.display());
+        assert!(
+            fs_err::read_dir(&self.cwd).unwrap().next().is_none(),
+            "verify wrote into its working directory"
+        );
+        assert!(
+            !self.outside.exists(),
+            "verify wrote `{}`",
+            self.outside.display()
+        );
     }
 }
 
@@ -56,9 +85,14 @@ fn rewrite_kit_file(release: &Path, name: &str, bytes: &[u8]) {
     let path = release.join(name);
     fs_err::write(&path, bytes).unwrap();
     let manifest_path = release.join("MANIFEST.json");
-    let mut manifest: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&manifest_path).unwrap()).unwrap();
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&manifest_path).unwrap()).unwrap();
     manifest["files"][name] = serde_json::json!({ "sha256": coreb_base::hashing::sha256_hex(bytes), "bytes": bytes.len() });
-    fs_err::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap() + "\n").unwrap();
+    fs_err::write(
+        &manifest_path,
+        serde_json::to_string_pretty(&manifest).unwrap() + "\n",
+    )
+    .unwrap();
 }
 
 fn stderr(out: &Output) -> String {
@@ -73,7 +107,11 @@ fn refused(out: &Output, needles: &[&str]) {
         assert!(err.contains(n), "`{n}` not in the error: {}", text(out));
     }
     assert!(!err.contains("panicked"), "{}", text(out));
-    assert!(!err.contains("rebuilding"), "a refused kit was rebuilt: {}", text(out));
+    assert!(
+        !err.contains("rebuilding"),
+        "a refused kit was rebuilt: {}",
+        text(out)
+    );
 }
 
 #[test]
@@ -83,36 +121,76 @@ fn a_copied_release_rebuilds_byte_for_byte_from_its_kit_with_its_source_found_by
     let out = dirs.verify(&dirs.release, &[]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("rebuilt byte-identical from its regeneration kit"), "{}", text(&out));
+    assert!(
+        stdout.contains("rebuilt byte-identical from its regeneration kit"),
+        "{}",
+        text(&out)
+    );
     assert!(!stdout.contains("differs"), "{}", text(&out));
-    assert!(stderr(&out).contains("downloaded-2025.jsonl"), "the source is found by sha256 under its other name: {}", text(&out));
-    assert_eq!(tree_sha256(&dirs.release), before, "verify changed the release");
-    assert_eq!(tree_sha256(&dirs.sources), sources_before, "verify changed the sources");
+    assert!(
+        stderr(&out).contains("downloaded-2025.jsonl"),
+        "the source is found by sha256 under its other name: {}",
+        text(&out)
+    );
+    assert_eq!(
+        tree_sha256(&dirs.release),
+        before,
+        "verify changed the release"
+    );
+    assert_eq!(
+        tree_sha256(&dirs.sources),
+        sources_before,
+        "verify changed the sources"
+    );
     dirs.nothing_written_outside();
 
     // Without the source: named, with its sha256.
     fs_err::remove_dir_all(dirs.sources.join("lcb")).unwrap();
     let out = dirs.verify(&dirs.release, &[]);
-    refused(&out, &["source `sample`", "d462574dd9d000ac8e75d72ebf2c7a4757493d4648fdd0728a3c19b3b1b815a0", "is not among the files of"]);
+    refused(
+        &out,
+        &[
+            "source `sample`",
+            "d462574dd9d000ac8e75d72ebf2c7a4757493d4648fdd0728a3c19b3b1b815a0",
+            "is not among the files of",
+        ],
+    );
 }
 
 #[test]
 fn the_kit_folder_of_an_export_rebuilds_the_release_and_its_exported_tables() {
     let dirs = Dirs::new();
-    let export = dirs.release.parent().unwrap().parent().unwrap().join("export");
+    let export = dirs
+        .release
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("export");
     let out = run(coreb().arg("export").arg(&dirs.release).arg(&export));
     assert!(out.status.success(), "{}", text(&out));
     let kit = export.join("regeneration/v202503");
-    assert!(kit.join("MANIFEST.json").is_file() && kit.join("answers.jsonl.gz").is_file(), "the export carries the kit and its MANIFEST");
+    assert!(
+        kit.join("MANIFEST.json").is_file() && kit.join("answers.jsonl.gz").is_file(),
+        "the export carries the kit and its MANIFEST"
+    );
     let out = run(coreb().args(["verify", "--checksums"]).arg(&kit));
-    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("16 files match"), "{}", text(&out));
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("16 files match"),
+        "{}",
+        text(&out)
+    );
     // Only the export is left: the release folder it came from is gone.
     fs_err::remove_dir_all(dirs.release.parent().unwrap()).unwrap();
     let before = tree_sha256(&export);
     let out = dirs.verify(&kit, &[]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("kit files and exported tables verified, rebuilt byte-identical"), "{}", text(&out));
+    assert!(
+        stdout.contains("kit files and exported tables verified, rebuilt byte-identical"),
+        "{}",
+        text(&out)
+    );
     assert_eq!(tree_sha256(&export), before, "verify changed the export");
     dirs.nothing_written_outside();
 
@@ -121,7 +199,13 @@ fn the_kit_folder_of_an_export_rebuilds_the_release_and_its_exported_tables() {
     let mut bytes = fs_err::read(&prompt).unwrap();
     bytes.push(b'#');
     fs_err::write(&prompt, bytes).unwrap();
-    refused(&dirs.verify(&export, &[]), &["differs   regeneration/prompts/rewrite.toml", "refusing to rebuild"]);
+    refused(
+        &dirs.verify(&export, &[]),
+        &[
+            "differs   regeneration/prompts/rewrite.toml",
+            "refusing to rebuild",
+        ],
+    );
 }
 
 #[test]
@@ -130,7 +214,12 @@ fn a_kit_manifest_pointing_outside_the_temporary_directory_is_refused() {
     let build_toml = dirs.release.join("regeneration/build.toml");
     let original = fs_err::read_to_string(&build_toml).unwrap();
     let outside = dirs.outside.display().to_string();
-    for (key, value) in [("response_store", outside.as_str()), ("output_dir", "../.."), ("prompts_dir", "/etc"), ("releases_dir", "../../releases")] {
+    for (key, value) in [
+        ("response_store", outside.as_str()),
+        ("output_dir", "../.."),
+        ("prompts_dir", "/etc"),
+        ("releases_dir", "../../releases"),
+    ] {
         let kit_value = match key {
             "response_store" => "store",
             "output_dir" => "build",
@@ -139,17 +228,50 @@ fn a_kit_manifest_pointing_outside_the_temporary_directory_is_refused() {
         };
         let from = format!("{key} = \"{kit_value}\"");
         assert!(original.contains(&from), "{original}");
-        rewrite_kit_file(&dirs.release, "regeneration/build.toml", original.replace(&from, &format!("{key} = \"{value}\"")).as_bytes());
-        refused(&dirs.verify(&dirs.release, &[]), &["regeneration/build.toml", &format!("`{key} = \"{value}\"`"), "outside the temporary directory"]);
+        rewrite_kit_file(
+            &dirs.release,
+            "regeneration/build.toml",
+            original
+                .replace(&from, &format!("{key} = \"{value}\""))
+                .as_bytes(),
+        );
+        refused(
+            &dirs.verify(&dirs.release, &[]),
+            &[
+                "regeneration/build.toml",
+                &format!("`{key} = \"{value}\"`"),
+                "outside the temporary directory",
+            ],
+        );
     }
     // A local source outside `sources/`.
     let source = "url = \"sources/problems.jsonl\"";
     assert!(original.contains(source));
-    rewrite_kit_file(&dirs.release, "regeneration/build.toml", original.replace(source, "url = \"sources/../../../x.jsonl\"").as_bytes());
-    refused(&dirs.verify(&dirs.release, &[]), &["regeneration/build.toml", "sources[0].url", "outside the kit"]);
+    rewrite_kit_file(
+        &dirs.release,
+        "regeneration/build.toml",
+        original
+            .replace(source, "url = \"sources/../../../x.jsonl\"")
+            .as_bytes(),
+    );
+    refused(
+        &dirs.verify(&dirs.release, &[]),
+        &[
+            "regeneration/build.toml",
+            "sources[0].url",
+            "outside the kit",
+        ],
+    );
     // A damaged manifest: named with its line.
-    rewrite_kit_file(&dirs.release, "regeneration/build.toml", original.replace("[window]", "[window").as_bytes());
-    refused(&dirs.verify(&dirs.release, &[]), &["regeneration/build.toml", "line "]);
+    rewrite_kit_file(
+        &dirs.release,
+        "regeneration/build.toml",
+        original.replace("[window]", "[window").as_bytes(),
+    );
+    refused(
+        &dirs.verify(&dirs.release, &[]),
+        &["regeneration/build.toml", "line "],
+    );
     dirs.nothing_written_outside();
 }
 
@@ -158,9 +280,19 @@ fn a_kit_manifest_that_loosens_the_sandbox_is_refused_unless_trusted() {
     let dirs = Dirs::new();
     let build_toml = dirs.release.join("regeneration/build.toml");
     let original = fs_err::read_to_string(&build_toml).unwrap();
-    let hostile = format!("{original}\n[stages.execute.sandbox]\nuid_base = 0\n\n[stages.execute.python]\nrun = [\"sh\", \"-c\", \"id\"]\n");
+    let hostile = format!(
+        "{original}\n[stages.execute.sandbox]\nuid_base = 0\n\n[stages.execute.python]\nrun = [\"sh\", \"-c\", \"id\"]\n"
+    );
     rewrite_kit_file(&dirs.release, "regeneration/build.toml", hostile.as_bytes());
-    refused(&dirs.verify(&dirs.release, &[]), &["regeneration/build.toml", "`stages.execute.sandbox.uid_base`", "`stages.execute.python.run`", "--trust-release-sandbox"]);
+    refused(
+        &dirs.verify(&dirs.release, &[]),
+        &[
+            "regeneration/build.toml",
+            "`stages.execute.sandbox.uid_base`",
+            "`stages.execute.python.run`",
+            "--trust-release-sandbox",
+        ],
+    );
     dirs.nothing_written_outside();
 }
 
@@ -173,22 +305,51 @@ fn names_that_leave_the_release_and_links_in_it_are_refused() {
     let mut manifest: serde_json::Value = serde_json::from_str(&original).unwrap();
     let entry = manifest["files"]["regeneration/prompts/rewrite.toml"].clone();
     manifest["files"]["regeneration/prompts/../../../escape.toml"] = entry.clone();
-    fs_err::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
-    refused(&dirs.verify(&dirs.release, &[]), &["MANIFEST.json", "`regeneration/prompts/../../../escape.toml`", "not a plain relative path"]);
-    manifest["files"].as_object_mut().unwrap().remove("regeneration/prompts/../../../escape.toml");
+    fs_err::write(
+        &manifest_path,
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+    refused(
+        &dirs.verify(&dirs.release, &[]),
+        &[
+            "MANIFEST.json",
+            "`regeneration/prompts/../../../escape.toml`",
+            "not a plain relative path",
+        ],
+    );
+    manifest["files"]
+        .as_object_mut()
+        .unwrap()
+        .remove("regeneration/prompts/../../../escape.toml");
     manifest["files"]["/etc/passwd"] = entry;
-    fs_err::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    fs_err::write(
+        &manifest_path,
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
     refused(&dirs.verify(&dirs.release, &[]), &["`/etc/passwd`"]);
     fs_err::write(&manifest_path, &original).unwrap();
 
     // A prompt that is a link to a file outside the release: never followed.
     fs_err::create_dir_all(&dirs.outside).unwrap();
     let target = dirs.outside.join("rewrite.toml");
-    fs_err::copy(dirs.release.join("regeneration/prompts/rewrite.toml"), &target).unwrap();
+    fs_err::copy(
+        dirs.release.join("regeneration/prompts/rewrite.toml"),
+        &target,
+    )
+    .unwrap();
     let prompt = dirs.release.join("regeneration/prompts/rewrite.toml");
     fs_err::remove_file(&prompt).unwrap();
     std::os::unix::fs::symlink(&target, &prompt).unwrap();
-    refused(&dirs.verify(&dirs.release, &[]), &["regeneration/prompts/rewrite.toml", "a symbolic link", "refusing to rebuild"]);
+    refused(
+        &dirs.verify(&dirs.release, &[]),
+        &[
+            "regeneration/prompts/rewrite.toml",
+            "a symbolic link",
+            "refusing to rebuild",
+        ],
+    );
     fs_err::remove_file(&prompt).unwrap();
     fs_err::copy(&target, &prompt).unwrap();
     // The whole kit a link to a copy outside.
@@ -197,7 +358,10 @@ fn names_that_leave_the_release_and_links_in_it_are_refused() {
     fs_err::remove_dir_all(&kit).unwrap();
     std::os::unix::fs::symlink(dirs.outside.join("kit"), &kit).unwrap();
     let before = tree_sha256(&dirs.outside);
-    refused(&dirs.verify(&dirs.release, &[]), &["not a file regeneration", "a symbolic link"]);
+    refused(
+        &dirs.verify(&dirs.release, &[]),
+        &["not a file regeneration", "a symbolic link"],
+    );
     assert_eq!(tree_sha256(&dirs.outside), before);
     assert!(fs_err::read_dir(&dirs.cwd).unwrap().next().is_none());
 }
@@ -209,10 +373,19 @@ fn a_truncated_or_corrupt_answers_file_is_refused_with_its_line() {
     let gz = fs_err::read(dirs.release.join(name)).unwrap();
     // Truncated, its MANIFEST entry untouched: a damaged kit file.
     fs_err::write(dirs.release.join(name), &gz[..gz.len() / 2]).unwrap();
-    refused(&dirs.verify(&dirs.release, &[]), &["differs   regeneration/answers.jsonl.gz", "refusing to rebuild"]);
+    refused(
+        &dirs.verify(&dirs.release, &[]),
+        &[
+            "differs   regeneration/answers.jsonl.gz",
+            "refusing to rebuild",
+        ],
+    );
     // Truncated by its author, the MANIFEST agreeing: the gzip stream ends early.
     rewrite_kit_file(&dirs.release, name, &gz[..gz.len() / 2]);
-    refused(&dirs.verify(&dirs.release, &[]), &["regeneration/answers.jsonl.gz`, line ", "truncated"]);
+    refused(
+        &dirs.verify(&dirs.release, &[]),
+        &["regeneration/answers.jsonl.gz`, line ", "truncated"],
+    );
     // A complete gzip file whose second line is cut short.
     let mut text = String::new();
     std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
@@ -221,7 +394,10 @@ fn a_truncated_or_corrupt_answers_file_is_refused_with_its_line() {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     std::io::Write::write_all(&mut enc, damaged.as_bytes()).unwrap();
     rewrite_kit_file(&dirs.release, name, &enc.finish().unwrap());
-    refused(&dirs.verify(&dirs.release, &[]), &["regeneration/answers.jsonl.gz`, line 2: not a valid response-store entry"]);
+    refused(
+        &dirs.verify(&dirs.release, &[]),
+        &["regeneration/answers.jsonl.gz`, line 2: not a valid response-store entry"],
+    );
     // An entry whose answer was edited: its key no longer matches.
     let edited = lines[0].replacen("\"request\":{", "\"request\":{\"temperature\":1.5,", 1);
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());

@@ -34,7 +34,9 @@ fn children_cpu() -> Duration {
     // SAFETY: an all-zero rusage is valid and getrusage fills it.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
-    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
     tv(u.ru_utime) + tv(u.ru_stime)
 }
 
@@ -67,7 +69,9 @@ impl Figures {
 /// `program` is what the judge compiles for `solution`: the solution itself, or for a LeetCode
 /// problem the solution inside its language's driver.
 fn naive_test(solution: &Solution, program: &str, test: &TestCase) -> bool {
-    let Ok(dir) = tempfile::tempdir() else { return false };
+    let Ok(dir) = tempfile::tempdir() else {
+        return false;
+    };
     let main_class = coreb_judge::java_main_class(program);
     let file = match solution.language {
         Language::Java => format!("{main_class}.java"),
@@ -83,12 +87,20 @@ fn naive_test(solution: &Solution, program: &str, test: &TestCase) -> bool {
         Language::Go => format!("go run {file}"),
         Language::Ruby => format!("ruby {file}"),
     };
-    let child = Command::new("/bin/sh").args(["-c", &script]).current_dir(dir.path()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn();
+    let child = Command::new("/bin/sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
     let Ok(mut child) = child else { return false };
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(test.input.as_bytes());
     }
-    let Ok(out) = child.wait_with_output() else { return false };
+    let Ok(out) = child.wait_with_output() else {
+        return false;
+    };
     let actual = String::from_utf8_lossy(&out.stdout);
     out.status.success()
         && match test.testtype {
@@ -112,12 +124,20 @@ fn main() {
             "--jobs" => jobs = value().expect("--jobs N"),
             _ => {} // cargo bench passes `--bench`.
         }
-        i += if args[i].starts_with("--") && value().is_some() { 2 } else { 1 };
+        i += if args[i].starts_with("--") && value().is_some() {
+            2
+        } else {
+            1
+        };
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
 
-    let text = std::fs::read_to_string(fixtures().join("problems.jsonl")).expect("fixture problems");
-    let mut problems: Vec<Problem> = text.lines().map(|l| decode_row(l.as_bytes(), &IngestConfig::default()).expect("row")).collect();
+    let text =
+        std::fs::read_to_string(fixtures().join("problems.jsonl")).expect("fixture problems");
+    let mut problems: Vec<Problem> = text
+        .lines()
+        .map(|l| decode_row(l.as_bytes(), &IngestConfig::default()).expect("row"))
+        .collect();
     for p in &mut problems {
         let tests = p.public_tests.clone();
         for _ in 1..copies {
@@ -127,7 +147,11 @@ fn main() {
     let mut solutions = Vec::new();
     for p in &problems {
         for language in Language::ALL {
-            let file = fixtures().join(format!("solutions/{}/ok.{}", p.question_id, language.extension()));
+            let file = fixtures().join(format!(
+                "solutions/{}/ok.{}",
+                p.question_id,
+                language.extension()
+            ));
             let code = std::fs::read_to_string(&file).expect("fixture solution");
             for sample in 0..samples as u32 {
                 solutions.push(Solution {
@@ -144,11 +168,18 @@ fn main() {
     let pairs: Vec<(&Solution, &TestCase)> = solutions
         .iter()
         .flat_map(|s| {
-            let p = problems.iter().find(|p| p.id == s.problem_id).expect("problem");
+            let p = problems
+                .iter()
+                .find(|p| p.id == s.problem_id)
+                .expect("problem");
             p.public_tests.iter().map(move |t| (s, t))
         })
         .collect();
-    println!("workload: {} solutions, {} solution x test pairs, jobs {jobs}, {cores} cores", solutions.len(), pairs.len());
+    println!(
+        "workload: {} solutions, {} solution x test pairs, jobs {jobs}, {cores} cores",
+        solutions.len(),
+        pairs.len()
+    );
 
     let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
     println!("isolation: {}", sandbox.isolation());
@@ -158,7 +189,12 @@ fn main() {
     let ours = Figures {
         name: "coreb",
         pairs: out.stats.tests,
-        passed: out.stats.verdicts.get(&coreb_judge::Verdict::Passed).copied().unwrap_or(0),
+        passed: out
+            .stats
+            .verdicts
+            .get(&coreb_judge::Verdict::Passed)
+            .copied()
+            .unwrap_or(0),
         wall: t0.elapsed(),
         cpu: children_cpu() - cpu0,
     };
@@ -168,16 +204,34 @@ fn main() {
         return;
     }
     // The same programs the judge compiles (a LeetCode solution inside its driver).
-    let harness: std::collections::HashMap<_, _> = problems.iter().map(|p| (p.id.clone(), Harness::of(p))).collect();
+    let harness: std::collections::HashMap<_, _> = problems
+        .iter()
+        .map(|p| (p.id.clone(), Harness::of(p)))
+        .collect();
     let program = |s: &Solution| match harness.get(&s.problem_id) {
         Some(Harness::Driver(signature)) => assemble(&s.code, s.language, signature),
         _ => s.code.clone(),
     };
-    let pairs: Vec<(&Solution, String, &TestCase)> = pairs.iter().map(|(s, t)| (*s, program(s), *t)).collect();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build().expect("pool");
+    let pairs: Vec<(&Solution, String, &TestCase)> =
+        pairs.iter().map(|(s, t)| (*s, program(s), *t)).collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .expect("pool");
     let (cpu0, t0) = (children_cpu(), Instant::now());
-    let passed = pool.install(|| pairs.par_iter().filter(|(s, p, t)| naive_test(s, p, t)).count());
-    let naive = Figures { name: "naive", pairs: pairs.len(), passed, wall: t0.elapsed(), cpu: children_cpu() - cpu0 };
+    let passed = pool.install(|| {
+        pairs
+            .par_iter()
+            .filter(|(s, p, t)| naive_test(s, p, t))
+            .count()
+    });
+    let naive = Figures {
+        name: "naive",
+        pairs: pairs.len(),
+        passed,
+        wall: t0.elapsed(),
+        cpu: children_cpu() - cpu0,
+    };
 
     naive.print(cores);
     println!(
@@ -187,11 +241,16 @@ fn main() {
     );
     let mut per_language = std::collections::BTreeMap::new();
     for r in &out.results {
-        let e = per_language.entry(r.language.as_str()).or_insert((0usize, 0u64));
+        let e = per_language
+            .entry(r.language.as_str())
+            .or_insert((0usize, 0u64));
         e.0 += r.tests.len();
         e.1 += r.tests.iter().map(|t| t.wall_ms).sum::<u64>();
     }
     for (lang, (n, ms)) in per_language {
-        println!("coreb {lang:<6} {n:>4} tests, mean test wall {:>6.1} ms", ms as f64 / n as f64);
+        println!(
+            "coreb {lang:<6} {n:>4} tests, mean test wall {:>6.1} ms",
+            ms as f64 / n as f64
+        );
     }
 }

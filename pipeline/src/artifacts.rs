@@ -27,7 +27,8 @@ pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// What built an artifact: the version and the sha256 of the source of every crate linked
 /// into the binary (`build.rs`). Part of every stage key; not of releases, whose files are
 /// compared by content.
-pub const TOOL_FINGERPRINT: &str = concat!(env!("CARGO_PKG_VERSION"), "+", env!("COREB_SOURCE_SHA256"));
+pub const TOOL_FINGERPRINT: &str =
+    concat!(env!("CARGO_PKG_VERSION"), "+", env!("COREB_SOURCE_SHA256"));
 
 /// One output file of a stage.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,12 +74,21 @@ impl StageRecord {
 }
 
 /// The input key of a stage run.
-pub fn input_key(stage: &str, config: &impl Serialize, upstream: &[&StageRecord]) -> anyhow::Result<String> {
+pub fn input_key(
+    stage: &str,
+    config: &impl Serialize,
+    upstream: &[&StageRecord],
+) -> anyhow::Result<String> {
     key_of(TOOL_FINGERPRINT, stage, config, upstream)
 }
 
 /// [`input_key`] as a binary with the fingerprint `tool` computes it.
-fn key_of(tool: &str, stage: &str, config: &impl Serialize, upstream: &[&StageRecord]) -> anyhow::Result<String> {
+fn key_of(
+    tool: &str,
+    stage: &str,
+    config: &impl Serialize,
+    upstream: &[&StageRecord],
+) -> anyhow::Result<String> {
     let value = serde_json::json!({
         "stage": stage,
         "tool": tool,
@@ -98,12 +108,16 @@ impl ArtifactStore {
     /// Open (create) the store.
     pub fn open(root: &Path) -> anyhow::Result<Self> {
         fs_err::create_dir_all(root)?;
-        Ok(ArtifactStore { root: root.to_owned() })
+        Ok(ArtifactStore {
+            root: root.to_owned(),
+        })
     }
 
     /// The store at `root` for reading only: nothing is created; `None` when it does not exist.
     pub fn existing(root: &Path) -> Option<Self> {
-        root.is_dir().then(|| ArtifactStore { root: root.to_owned() })
+        root.is_dir().then(|| ArtifactStore {
+            root: root.to_owned(),
+        })
     }
 
     /// The directory of a completed stage.
@@ -113,7 +127,10 @@ impl ArtifactStore {
 
     /// The path of one output (`role`) of a completed stage.
     pub fn output(&self, record: &StageRecord, role: &str) -> anyhow::Result<PathBuf> {
-        let file = record.outputs.get(role).ok_or_else(|| anyhow::anyhow!("stage `{}` has no `{role}` output", record.stage))?;
+        let file = record
+            .outputs
+            .get(role)
+            .ok_or_else(|| anyhow::anyhow!("stage `{}` has no `{role}` output", record.stage))?;
         Ok(self.stage_dir(&record.stage).join(&file.file))
     }
 
@@ -130,21 +147,31 @@ impl ArtifactStore {
     /// record of it built by this binary? (A stage that knows it will miss can start before
     /// its key is known.)
     pub fn holds_reusable(&self, stage: &str) -> anyhow::Result<bool> {
-        Ok(self.record(stage)?.is_some_and(|r| r.tool_fingerprint == TOOL_FINGERPRINT))
+        Ok(self
+            .record(stage)?
+            .is_some_and(|r| r.tool_fingerprint == TOOL_FINGERPRINT))
     }
 
     /// The record of a stage built from exactly `key` by this binary, if every output is
     /// still what it recorded: each file is hashed again (in parallel), so a torn, truncated
     /// or edited output means a miss and the stage runs again.
     pub fn lookup(&self, stage: &str, key: &str) -> anyhow::Result<Option<StageRecord>> {
-        let Some(record) = self.record(stage)? else { return Ok(None) };
+        let Some(record) = self.record(stage)? else {
+            return Ok(None);
+        };
         if record.key != key || record.tool_fingerprint != TOOL_FINGERPRINT {
             return Ok(None);
         }
         let dir = self.stage_dir(stage);
-        let intact = record.outputs.par_iter().all(|(_, o)| file_intact(&dir.join(&o.file), &o.sha256, o.bytes));
+        let intact = record
+            .outputs
+            .par_iter()
+            .all(|(_, o)| file_intact(&dir.join(&o.file), &o.sha256, o.bytes));
         if !intact {
-            tracing::warn!(stage, "an output of the stored `{stage}` no longer matches its record; running the stage again");
+            tracing::warn!(
+                stage,
+                "an output of the stored `{stage}` no longer matches its record; running the stage again"
+            );
         }
         Ok(intact.then_some(record))
     }
@@ -156,7 +183,11 @@ impl ArtifactStore {
             fs_err::remove_dir_all(&tmp)?;
         }
         fs_err::create_dir_all(&tmp)?;
-        Ok(StageWriter { stage: stage.to_owned(), tmp, dir: self.stage_dir(stage) })
+        Ok(StageWriter {
+            stage: stage.to_owned(),
+            tmp,
+            dir: self.stage_dir(stage),
+        })
     }
 }
 
@@ -175,19 +206,37 @@ impl StageWriter {
     }
 
     /// Hash the outputs, write the record and move the stage into place.
-    pub fn commit(self, key: &str, outputs: &[(&str, &str)], summary: &impl Serialize) -> anyhow::Result<StageRecord> {
+    pub fn commit(
+        self,
+        key: &str,
+        outputs: &[(&str, &str)],
+        summary: &impl Serialize,
+    ) -> anyhow::Result<StageRecord> {
         self.commit_with_local(key, outputs, summary, &())
     }
 
     /// [`commit`](Self::commit), also recording machine-specific facts outside the fingerprint.
     /// Both are stored as JSON values, whose maps sort their keys.
-    pub fn commit_with_local(self, key: &str, outputs: &[(&str, &str)], summary: &impl Serialize, local: &impl Serialize) -> anyhow::Result<StageRecord> {
+    pub fn commit_with_local(
+        self,
+        key: &str,
+        outputs: &[(&str, &str)],
+        summary: &impl Serialize,
+        local: &impl Serialize,
+    ) -> anyhow::Result<StageRecord> {
         let mut files = BTreeMap::new();
         for (role, file) in outputs {
             let path = self.tmp.join(file);
             // A table the stage wrote through `AtomicFile` was hashed as it was written.
             let FileEntry { sha256, bytes } = file_entry(&path)?;
-            files.insert((*role).to_owned(), OutputFile { file: (*file).to_owned(), sha256, bytes });
+            files.insert(
+                (*role).to_owned(),
+                OutputFile {
+                    file: (*file).to_owned(),
+                    sha256,
+                    bytes,
+                },
+            );
         }
         let record = StageRecord {
             stage: self.stage.clone(),
@@ -198,7 +247,10 @@ impl StageWriter {
             summary: serde_json::to_value(summary)?,
             local: serde_json::to_value(local)?,
         };
-        coreb_base::durable::write(&self.tmp.join("record.json"), serde_json::to_string_pretty(&record)?.as_bytes())?;
+        coreb_base::durable::write(
+            &self.tmp.join("record.json"),
+            serde_json::to_string_pretty(&record)?.as_bytes(),
+        )?;
         // Every output is on disk before the directory, record included, becomes visible.
         coreb_base::durable::replace_dir(&self.tmp, &self.dir)?;
         Ok(record)
@@ -208,7 +260,8 @@ impl StageWriter {
 /// Is the file at `path` still `bytes` long with this sha256? (The size first: a truncated
 /// file is caught without reading it.)
 pub fn file_intact(path: &Path, sha256: &str, bytes: u64) -> bool {
-    fs_err::metadata(path).is_ok_and(|m| m.len() == bytes) && sha256_file(path).is_ok_and(|sha| sha == sha256)
+    fs_err::metadata(path).is_ok_and(|m| m.len() == bytes)
+        && sha256_file(path).is_ok_and(|sha| sha == sha256)
 }
 
 /// Read a stage's `record.json`.
@@ -227,7 +280,14 @@ pub fn files_below(dir: &Path) -> anyhow::Result<Vec<String>> {
             if path.is_dir() {
                 stack.push(path);
             } else {
-                out.push(path.strip_prefix(dir).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"));
+                out.push(
+                    path.strip_prefix(dir)
+                        .unwrap_or(&path)
+                        .components()
+                        .map(|c| c.as_os_str().to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join("/"),
+                );
             }
         }
     }
@@ -236,7 +296,10 @@ pub fn files_below(dir: &Path) -> anyhow::Result<Vec<String>> {
 }
 
 /// Hash every file under `dir` whose relative path `keep` accepts (paths with `/`).
-pub fn hash_files(dir: &Path, keep: impl Fn(&str) -> bool) -> anyhow::Result<BTreeMap<String, FileEntry>> {
+pub fn hash_files(
+    dir: &Path,
+    keep: impl Fn(&str) -> bool,
+) -> anyhow::Result<BTreeMap<String, FileEntry>> {
     let mut out = BTreeMap::new();
     for rel in files_below(dir)?.into_iter().filter(|rel| keep(rel)) {
         let entry = file_entry(&dir.join(&rel))?;
@@ -253,7 +316,10 @@ pub fn file_entry(path: &Path) -> anyhow::Result<FileEntry> {
         Some(sha256) => sha256,
         None => sha256_file(path).with_context(|| format!("hashing `{}`", path.display()))?,
     };
-    Ok(FileEntry { sha256, bytes: fs_err::metadata(path)?.len() })
+    Ok(FileEntry {
+        sha256,
+        bytes: fs_err::metadata(path)?.len(),
+    })
 }
 
 /// Hash every file of a release but its `MANIFEST.json`.
@@ -274,7 +340,13 @@ mod tests {
 
         let w = store.begin("ingest").unwrap();
         fs_err::write(w.path("out.txt"), "hello").unwrap();
-        let rec = w.commit(&key, &[("out", "out.txt")], &serde_json::json!({"rows_out": 1})).unwrap();
+        let rec = w
+            .commit(
+                &key,
+                &[("out", "out.txt")],
+                &serde_json::json!({"rows_out": 1}),
+            )
+            .unwrap();
         assert_eq!(rec.outputs["out"].bytes, 5);
         assert_eq!(store.lookup("ingest", &key).unwrap(), Some(rec.clone()));
 
@@ -283,7 +355,10 @@ mod tests {
         assert_ne!(key, other);
         assert!(store.lookup("ingest", &other).unwrap().is_none());
         // Upstream fingerprints are part of the key.
-        assert_ne!(input_key("dedup", &(), &[&rec]).unwrap(), input_key("dedup", &(), &[]).unwrap());
+        assert_ne!(
+            input_key("dedup", &(), &[&rec]).unwrap(),
+            input_key("dedup", &(), &[]).unwrap()
+        );
 
         // A damaged output is not taken as complete: truncated, or edited at the same size.
         fs_err::write(store.stage_dir("ingest").join("out.txt"), "hellp").unwrap();
@@ -306,7 +381,10 @@ mod tests {
         // The fingerprint holds the sha256 of the source the binary was built from.
         let (version, source) = TOOL_FINGERPRINT.split_once('+').unwrap();
         assert_eq!(version, TOOL_VERSION);
-        assert!(coreb_base::hashing::is_sha256_hex(source), "{TOOL_FINGERPRINT}");
+        assert!(
+            coreb_base::hashing::is_sha256_hex(source),
+            "{TOOL_FINGERPRINT}"
+        );
         assert!(env!("COREB_SOURCE_FILES").parse::<usize>().unwrap() > 50);
 
         let config = serde_json::json!({"a": 1});
@@ -321,10 +399,12 @@ mod tests {
         let store = ArtifactStore::open(dir.path()).unwrap();
         let w = store.begin("ingest").unwrap();
         fs_err::write(w.path("out.txt"), "hello").unwrap();
-        w.commit(&key, &[("out", "out.txt")], &serde_json::json!({})).unwrap();
+        w.commit(&key, &[("out", "out.txt")], &serde_json::json!({}))
+            .unwrap();
         assert!(store.lookup("ingest", &key).unwrap().is_some());
         let path = store.stage_dir("ingest").join("record.json");
-        let mut record: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
+        let mut record: serde_json::Value =
+            serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
         record["tool_fingerprint"] = other_code.into();
         fs_err::write(&path, record.to_string()).unwrap();
         assert!(store.lookup("ingest", &key).unwrap().is_none());

@@ -80,62 +80,117 @@ struct AuthoredSolution {
 }
 
 /// The answers of one authored problem, keyed by (stage, item).
-fn answers_for(a: &Authored, problem: &Problem, plan: &RunPlan, out: &mut BTreeMap<(LlmStage, String), String>) -> anyhow::Result<()> {
+fn answers_for(
+    a: &Authored,
+    problem: &Problem,
+    plan: &RunPlan,
+    out: &mut BTreeMap<(LlmStage, String), String>,
+) -> anyhow::Result<()> {
     let pid = ProblemId::from_question_id(&a.question_id);
     let id = pid.as_str().to_owned();
     match (&a.rewrite, plan.control.is_some()) {
         (Some(rw), false) => rewrite_answers(a, rw, problem, plan, &id, out)?,
         (None, true) => {}
-        (Some(_), true) => anyhow::bail!("`{}`: a `rewrite` is authored, but the manifest builds a control (`[control]`), which rewrites nothing", a.question_id),
+        (Some(_), true) => anyhow::bail!(
+            "`{}`: a `rewrite` is authored, but the manifest builds a control (`[control]`), which rewrites nothing",
+            a.question_id
+        ),
         (None, false) => anyhow::bail!("`{}`: no `rewrite` authored", a.question_id),
     }
     let mut kinds = serde_json::Map::new();
     for d in &a.distractors {
-        kinds.insert(d.kind.clone(), serde_json::Value::String(d.statement.clone()));
+        kinds.insert(
+            d.kind.clone(),
+            serde_json::Value::String(d.statement.clone()),
+        );
     }
-    out.insert((LlmStage::Distract, id.clone()), serde_json::Value::Object(kinds).to_string());
+    out.insert(
+        (LlmStage::Distract, id.clone()),
+        serde_json::Value::Object(kinds).to_string(),
+    );
     out.insert((LlmStage::Abbreviate, id.clone()), a.summary.clone());
-    out.insert((LlmStage::Queries, id.clone()), serde_json::json!({ "queries": a.queries }).to_string());
+    out.insert(
+        (LlmStage::Queries, id.clone()),
+        serde_json::json!({ "queries": a.queries }).to_string(),
+    );
     for s in &a.solutions {
-        let language = Language::parse(&s.language).with_context(|| format!("`{}`: unknown language `{}`", a.question_id, s.language))?;
+        let language = Language::parse(&s.language)
+            .with_context(|| format!("`{}`: unknown language `{}`", a.question_id, s.language))?;
         let item = SolutionId::new(&pid, &s.model, language, 0);
-        out.insert((LlmStage::Generate, item.as_str().to_owned()), s.response.clone());
+        out.insert(
+            (LlmStage::Generate, item.as_str().to_owned()),
+            s.response.clone(),
+        );
     }
     Ok(())
 }
 
 /// The answers of the rewrite stage's prompts: the rewrite, its test batches and, when a test
 /// is rewritten, the reference solution.
-fn rewrite_answers(a: &Authored, rw: &AuthoredRewrite, problem: &Problem, plan: &RunPlan, id: &str, out: &mut BTreeMap<(LlmStage, String), String>) -> anyhow::Result<()> {
+fn rewrite_answers(
+    a: &Authored,
+    rw: &AuthoredRewrite,
+    problem: &Problem,
+    plan: &RunPlan,
+    id: &str,
+    out: &mut BTreeMap<(LlmStage, String), String>,
+) -> anyhow::Result<()> {
     let rewrite = serde_json::json!({"title": rw.title, "statement": rw.statement, "starter_code": rw.starter_code});
     out.insert((LlmStage::Rewrite, id.to_owned()), rewrite.to_string());
 
     // The tests the rewrite stage sends to the model, batched as it batches them.
     let config = &plan.stages.rewrite;
-    let all: Vec<&TestCase> = problem.public_tests.iter().chain(&problem.private_tests).collect();
+    let all: Vec<&TestCase> = problem
+        .public_tests
+        .iter()
+        .chain(&problem.private_tests)
+        .collect();
     if all.len() != rw.tests.len() {
-        anyhow::bail!("`{}`: {} authored tests for {} tests", a.question_id, rw.tests.len(), all.len());
+        anyhow::bail!(
+            "`{}`: {} authored tests for {} tests",
+            a.question_id,
+            rw.tests.len(),
+            all.len()
+        );
     }
     let for_model: Vec<usize> = (0..all.len())
         .filter(|&i| {
             let t = all[i];
-            !(is_context_independent(&t.input) && is_context_independent(&t.output)) && t.input.len() + t.output.len() <= config.max_test_chars
+            !(is_context_independent(&t.input) && is_context_independent(&t.output))
+                && t.input.len() + t.output.len() <= config.max_test_chars
         })
         .collect();
     for (b, batch) in for_model.chunks(config.test_batch_size.max(1)).enumerate() {
-        let tests: Vec<serde_json::Value> = batch.iter().map(|&i| serde_json::json!({"input": rw.tests[i].input, "output": rw.tests[i].output})).collect();
-        out.insert((LlmStage::RewriteTests, format!("{id}/tests/{b}")), serde_json::json!({ "tests": tests }).to_string());
+        let tests: Vec<serde_json::Value> = batch
+            .iter()
+            .map(|&i| serde_json::json!({"input": rw.tests[i].input, "output": rw.tests[i].output}))
+            .collect();
+        out.insert(
+            (LlmStage::RewriteTests, format!("{id}/tests/{b}")),
+            serde_json::json!({ "tests": tests }).to_string(),
+        );
     }
     // The reference the rewrite stage asks for when a test was rewritten (a long one by the
     // bijection counts too), as a model answers: the program between code tags.
-    let rewritten_test = all.iter().any(|t| !(is_context_independent(&t.input) && is_context_independent(&t.output)));
+    let rewritten_test = all
+        .iter()
+        .any(|t| !(is_context_independent(&t.input) && is_context_independent(&t.output)));
     match (&a.reference, rewritten_test) {
         (Some(r), true) => {
             let item = format!("{id}/reference");
-            out.insert((LlmStage::Reference, item.clone()), format!("<code>\n{}</code>", r.original));
-            out.insert((LlmStage::AdaptReference, item), format!("<code>\n{}</code>", r.adapted));
+            out.insert(
+                (LlmStage::Reference, item.clone()),
+                format!("<code>\n{}</code>", r.original),
+            );
+            out.insert(
+                (LlmStage::AdaptReference, item),
+                format!("<code>\n{}</code>", r.adapted),
+            );
         }
-        (Some(_), false) => anyhow::bail!("`{}`: a `reference` is authored but no test of the problem is rewritten (the rewrite stage never asks for it)", a.question_id),
+        (Some(_), false) => anyhow::bail!(
+            "`{}`: a `reference` is authored but no test of the problem is rewritten (the rewrite stage never asks for it)",
+            a.question_id
+        ),
         (None, _) => {}
     }
     Ok(())
@@ -148,7 +203,11 @@ pub fn author(manifest: &Path, authored: &Path, printer: Printer) -> anyhow::Res
     let engine = Engine::new(plan.clone(), printer, false)?;
     engine.run_until(StageName::Filter)?;
     let filtered = engine.store().stage_dir("filter").join("problems.parquet");
-    let problems: BTreeMap<ProblemId, Problem> = coreb_data::tables::ProblemReader::read_all(&filtered)?.into_iter().map(|p| (p.id.clone(), p)).collect();
+    let problems: BTreeMap<ProblemId, Problem> =
+        coreb_data::tables::ProblemReader::read_all(&filtered)?
+            .into_iter()
+            .map(|p| (p.id.clone(), p))
+            .collect();
 
     let mut answers = BTreeMap::new();
     let mut files: Vec<_> = fs_err::read_dir(authored)?.collect::<Result<Vec<_>, _>>()?;
@@ -158,9 +217,14 @@ pub fn author(manifest: &Path, authored: &Path, printer: Printer) -> anyhow::Res
         if path.extension().and_then(|e| e.to_str()) != Some("json") {
             continue;
         }
-        let a: Authored = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("reading `{}`", path.display()))?;
+        let a: Authored = serde_json::from_str(&fs_err::read_to_string(&path)?)
+            .with_context(|| format!("reading `{}`", path.display()))?;
         let Some(problem) = problems.get(&ProblemId::from_question_id(&a.question_id)) else {
-            anyhow::bail!("`{}`: problem `{}` is not among the manifest's filtered problems", path.display(), a.question_id);
+            anyhow::bail!(
+                "`{}`: problem `{}` is not among the manifest's filtered problems",
+                path.display(),
+                a.question_id
+            );
         };
         answers_for(&a, problem, &plan, &mut answers)?;
     }

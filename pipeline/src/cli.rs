@@ -22,10 +22,31 @@ pub struct Cli {
 pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
     (
         "Build a release and its stages",
-        &["init", "build", "plan", "fetch", "ingest", "dedup", "filter", "rewrite", "distract", "abbreviate", "generate", "execute", "queries", "qrels"],
+        &[
+            "init",
+            "build",
+            "plan",
+            "fetch",
+            "ingest",
+            "dedup",
+            "filter",
+            "rewrite",
+            "distract",
+            "abbreviate",
+            "generate",
+            "execute",
+            "queries",
+            "qrels",
+        ],
     ),
-    ("Publish and check", &["release", "export", "check", "verify"]),
-    ("Evaluate and compare", &["eval", "compare", "leaderboard", "trec-eval"]),
+    (
+        "Publish and check",
+        &["release", "export", "check", "verify"],
+    ),
+    (
+        "Evaluate and compare",
+        &["eval", "compare", "leaderboard", "trec-eval"],
+    ),
     ("Curate and audit", &["corpus", "merge", "audit", "review"]),
     ("Operate", &["store", "programs", "judge"]),
 ];
@@ -35,8 +56,15 @@ pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
 pub fn command() -> clap::Command {
     use clap::CommandFactory;
     let cmd = Cli::command();
-    let about: std::collections::BTreeMap<String, String> =
-        cmd.get_subcommands().map(|s| (s.get_name().to_owned(), s.get_about().map(|a| a.to_string()).unwrap_or_default())).collect();
+    let about: std::collections::BTreeMap<String, String> = cmd
+        .get_subcommands()
+        .map(|s| {
+            (
+                s.get_name().to_owned(),
+                s.get_about().map(|a| a.to_string()).unwrap_or_default(),
+            )
+        })
+        .collect();
     let width = about.keys().map(String::len).max().unwrap_or(0);
     let mut listing = String::new();
     for (group, names) in COMMAND_GROUPS {
@@ -257,13 +285,17 @@ pub struct PlainStageArgs {
 
 impl From<PlainStageArgs> for StageArgs {
     fn from(a: PlainStageArgs) -> StageArgs {
-        StageArgs { common: a, shard: None }
+        StageArgs {
+            common: a,
+            shard: None,
+        }
     }
 }
 
 /// Arguments of `coreb verify`.
 #[derive(Debug, Args)]
-#[command(after_help = "The release folder (as downloaded, anywhere) is checked against its MANIFEST first; then its kit \
+#[command(
+    after_help = "The release folder (as downloaded, anywhere) is checked against its MANIFEST first; then its kit \
         (`regeneration/`: the LLM answers, the build manifest, the prompts) is copied into a temporary directory, \
         the answers imported into a response store there, the sources put beside it, and the release rebuilt \
         offline (every LLM answer replayed from the kit, no endpoint) and compared file by file; a differing \
@@ -272,7 +304,8 @@ impl From<PlainStageArgs> for StageArgs {
         Examples:\n  coreb verify v202503 --sources ~/downloads       # sources found by sha256 in ~/downloads\n  \
         coreb verify v202503                             # sources downloaded from their pinned URLs\n  \
         coreb verify v202503 --checksums                 # the files against the MANIFEST, no rebuild\n  \
-        coreb verify coreb-hf/regeneration/v202503 --sources ~/downloads   # a release in `coreb export`'s output")]
+        coreb verify coreb-hf/regeneration/v202503 --sources ~/downloads   # a release in `coreb export`'s output"
+)]
 pub struct VerifyArgs {
     /// The release folder (`releases/v202504`, or a copy anywhere), or the kit folder of a
     /// release in `coreb export`'s output (`<export>/regeneration/<version>`).
@@ -563,8 +596,18 @@ impl MergeStage {
         match StageName::ALL.into_iter().find(|stage| stage.as_str() == s) {
             Some(stage) if stage.shardable() => Ok(MergeStage::Build(stage)),
             _ => {
-                let names: Vec<&str> = std::iter::once("corpus").chain(StageName::ALL.into_iter().filter(|st| st.shardable()).map(StageName::as_str)).collect();
-                Err(format!("`{s}` has no shard processes to merge; one of: {}", names.join(", ")))
+                let names: Vec<&str> = std::iter::once("corpus")
+                    .chain(
+                        StageName::ALL
+                            .into_iter()
+                            .filter(|st| st.shardable())
+                            .map(StageName::as_str),
+                    )
+                    .collect();
+                Err(format!(
+                    "`{s}` has no shard processes to merge; one of: {}",
+                    names.join(", ")
+                ))
             }
         }
     }
@@ -651,7 +694,16 @@ fn llm_stage(name: &str) -> Result<coreb_llm::LlmStage, String> {
     coreb_llm::LlmStage::ALL
         .into_iter()
         .find(|s| s.as_str() == name)
-        .ok_or_else(|| format!("not an LLM stage: `{name}` (one of {})", coreb_llm::LlmStage::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")))
+        .ok_or_else(|| {
+            format!(
+                "not an LLM stage: `{name}` (one of {})",
+                coreb_llm::LlmStage::ALL
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
 }
 
 /// Arguments of `coreb store`.
@@ -744,28 +796,47 @@ mod help_tests {
     #[test]
     fn every_command_is_in_exactly_one_group_and_help_lists_them_by_group() {
         use clap::CommandFactory;
-        let names: Vec<String> = Cli::command().get_subcommands().map(|s| s.get_name().to_owned()).collect();
+        let names: Vec<String> = Cli::command()
+            .get_subcommands()
+            .map(|s| s.get_name().to_owned())
+            .collect();
         for name in &names {
-            let n = COMMAND_GROUPS.iter().filter(|(_, g)| g.contains(&name.as_str())).count();
+            let n = COMMAND_GROUPS
+                .iter()
+                .filter(|(_, g)| g.contains(&name.as_str()))
+                .count();
             assert_eq!(n, 1, "`{name}` is in {n} groups of COMMAND_GROUPS");
         }
         for (group, g) in COMMAND_GROUPS {
             for name in *g {
-                assert!(names.iter().any(|n| n == name), "group `{group}` lists `{name}`, which is not a command");
+                assert!(
+                    names.iter().any(|n| n == name),
+                    "group `{group}` lists `{name}`, which is not a command"
+                );
             }
         }
         let help = command().render_help().to_string();
         let mut at = 0;
         for (group, g) in COMMAND_GROUPS {
-            let pos = help.find(&format!("{group}:")).unwrap_or_else(|| panic!("no `{group}:` in\n{help}"));
+            let pos = help
+                .find(&format!("{group}:"))
+                .unwrap_or_else(|| panic!("no `{group}:` in\n{help}"));
             assert!(pos >= at, "groups out of order in\n{help}");
             at = pos;
             let section = &help[pos..];
             let end = section.find("\n\n").unwrap_or(section.len());
             for name in *g {
-                assert!(section[..end].lines().any(|l| l.trim_start().starts_with(&format!("{name} "))), "`{name}` not under `{group}`:\n{help}");
+                assert!(
+                    section[..end]
+                        .lines()
+                        .any(|l| l.trim_start().starts_with(&format!("{name} "))),
+                    "`{name}` not under `{group}`:\n{help}"
+                );
             }
         }
-        assert!(help.contains("Options:") && help.contains("--help"), "{help}");
+        assert!(
+            help.contains("Options:") && help.contains("--help"),
+            "{help}"
+        );
     }
 }

@@ -26,7 +26,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use coreb_curation::{AlignConfig, CorpusDedupConfig, DecontamConfig, LanguageConfig, NegativeConfig};
+use coreb_curation::{
+    AlignConfig, CorpusDedupConfig, DecontamConfig, LanguageConfig, NegativeConfig,
+};
 use serde::{Deserialize, Serialize};
 
 /// A corpus manifest as written.
@@ -153,14 +155,19 @@ pub struct CorpusPlan {
 
 /// `p` made absolute against `base` (the manifest's directory).
 fn absolute(base: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() { p.to_owned() } else { base.join(p) }
+    if p.is_absolute() {
+        p.to_owned()
+    } else {
+        base.join(p)
+    }
 }
 
 impl CorpusPlan {
     /// Read, parse and validate a corpus manifest.
     pub fn load(path: &Path) -> anyhow::Result<CorpusPlan> {
         let text = fs_err::read_to_string(path)?;
-        let mut file: CorpusManifestFile = toml::from_str(&text).with_context(|| format!("parsing corpus manifest `{}`", path.display()))?;
+        let mut file: CorpusManifestFile = toml::from_str(&text)
+            .with_context(|| format!("parsing corpus manifest `{}`", path.display()))?;
         let base = path.parent().unwrap_or(Path::new(".")).to_owned();
         let abs = |p: &Path| absolute(&base, p);
         file.output.dir = absolute(&base, &file.output.dir);
@@ -169,21 +176,39 @@ impl CorpusPlan {
             e.cache_dir = e.cache_dir.as_deref().map(abs);
         }
         if file.sources.is_empty() {
-            bail!("`{}`: `source`: at least one `[[source]]` is needed", path.display());
+            bail!(
+                "`{}`: `source`: at least one `[[source]]` is needed",
+                path.display()
+            );
         }
         let mut names = std::collections::BTreeSet::new();
         for s in &mut file.sources {
             if s.name.is_empty() || s.name.contains([':', '/']) {
-                bail!("`{}`: `source.name`: `{}` must be non-empty without `:` or `/`", path.display(), s.name);
+                bail!(
+                    "`{}`: `source.name`: `{}` must be non-empty without `:` or `/`",
+                    path.display(),
+                    s.name
+                );
             }
             s.path = s.path.as_deref().map(abs);
-            let where_ = |field: &str| format!("`{}`: source `{}`: `{field}`", path.display(), s.name);
+            let where_ =
+                |field: &str| format!("`{}`: source `{}`: `{field}`", path.display(), s.name);
             match (&s.path, &s.url) {
-                (Some(_), Some(_)) | (None, None) => bail!("{}: give exactly one of `path` and `url`", where_("path")),
-                (None, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
-                    bail!("{}: `{url}` is not an http:// or https:// URL", where_("url"))
+                (Some(_), Some(_)) | (None, None) => {
+                    bail!("{}: give exactly one of `path` and `url`", where_("path"))
                 }
-                (None, Some(_)) if s.format == SourceFormat::Beir => bail!("{}: a BEIR folder cannot be downloaded; give a `path`", where_("url")),
+                (None, Some(url))
+                    if !(url.starts_with("http://") || url.starts_with("https://")) =>
+                {
+                    bail!(
+                        "{}: `{url}` is not an http:// or https:// URL",
+                        where_("url")
+                    )
+                }
+                (None, Some(_)) if s.format == SourceFormat::Beir => bail!(
+                    "{}: a BEIR folder cannot be downloaded; give a `path`",
+                    where_("url")
+                ),
                 _ => {}
             }
             if let Some(h) = &s.sha256 {
@@ -195,13 +220,23 @@ impl CorpusPlan {
                 }
             }
             if !names.insert(s.name.clone()) {
-                bail!("`{}`: `source.name`: `{}` appears twice", path.display(), s.name);
+                bail!(
+                    "`{}`: `source.name`: `{}` appears twice",
+                    path.display(),
+                    s.name
+                );
             }
         }
         if file.output.shards == 0 || file.output.shards > 10_000 {
-            bail!("`{}`: `output.shards`: must be in 1..=10000, got `{}`", path.display(), file.output.shards);
+            bail!(
+                "`{}`: `output.shards`: must be in 1..=10000, got `{}`",
+                path.display(),
+                file.output.shards
+            );
         }
-        let check = |section: &str, r: Result<(), String>| r.map_err(|e| anyhow::anyhow!("`{}`: `{section}`: {e}", path.display()));
+        let check = |section: &str, r: Result<(), String>| {
+            r.map_err(|e| anyhow::anyhow!("`{}`: `{section}`: {e}", path.display()))
+        };
         check("dedup", file.dedup.validate())?;
         check("language", file.language.validate())?;
         check("decontaminate", file.decontaminate.validate())?;

@@ -32,7 +32,9 @@ fn main() -> ExitCode {
 /// The signal that stopped the work, if one did.
 fn interrupted(err: &anyhow::Error) -> Option<coreb_base::interrupt::Interrupted> {
     use coreb_base::interrupt::Interrupted;
-    err.downcast_ref::<Interrupted>().or_else(|| err.chain().find_map(|e| e.downcast_ref::<Interrupted>())).copied()
+    err.downcast_ref::<Interrupted>()
+        .or_else(|| err.chain().find_map(|e| e.downcast_ref::<Interrupted>()))
+        .copied()
 }
 
 /// 0 done, 1 the work failed (a stage, a gate, a check), 2 the command was wrong (a usage

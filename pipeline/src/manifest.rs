@@ -200,43 +200,95 @@ impl RunPlan {
     /// Read, parse and resolve a manifest.
     pub fn load(path: &Path, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
         // A manifest that cannot be read, parsed or resolved is the command's mistake (exit 2).
-        let usage = |e: anyhow::Error| anyhow::Error::new(coreb_base::errors::Usage(format!("{e:#}")));
+        let usage =
+            |e: anyhow::Error| anyhow::Error::new(coreb_base::errors::Usage(format!("{e:#}")));
         let text = fs_err::read_to_string(path).map_err(|e| usage(e.into()))?;
-        let file: ManifestFile = toml::from_str(&text).map_err(|e| usage(anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end())))?;
-        let mut plan = Self::resolve(path, file, jobs).with_context(|| format!("resolving manifest `{}`", path.display())).map_err(usage)?;
+        let file: ManifestFile = toml::from_str(&text).map_err(|e| {
+            usage(anyhow::anyhow!(
+                "{}: {}",
+                path.display(),
+                e.to_string().trim_end()
+            ))
+        })?;
+        let mut plan = Self::resolve(path, file, jobs)
+            .with_context(|| format!("resolving manifest `{}`", path.display()))
+            .map_err(usage)?;
         plan.manifest_text = text;
         Ok(plan)
     }
 
     /// Validate a parsed manifest and apply defaults.
-    pub fn resolve(path: &Path, file: ManifestFile, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
-        let ManifestFile { version, window, output_dir, releases_dir, sources, stages, llm, gates, prompts_dir, response_store, eval, control } = file;
+    pub fn resolve(
+        path: &Path,
+        file: ManifestFile,
+        jobs: Option<usize>,
+    ) -> anyhow::Result<RunPlan> {
+        let ManifestFile {
+            version,
+            window,
+            output_dir,
+            releases_dir,
+            sources,
+            stages,
+            llm,
+            gates,
+            prompts_dir,
+            response_store,
+            eval,
+            control,
+        } = file;
         coreb_eval::check::check_waivers(&gates)?;
         if !is_version(&version) {
             bail!("`version`: expected `vYYYYMM`, got `{version}`");
         }
-        let base = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p }).unwrap_or(Path::new("."));
+        let base = path
+            .parent()
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+            .unwrap_or(Path::new("."));
         let base = fs_err::canonicalize(base)?;
-        let window = DateWindow::new(window.start.as_deref(), window.end.as_deref()).map_err(|e| anyhow::anyhow!("`window`: {e}"))?;
+        let window = DateWindow::new(window.start.as_deref(), window.end.as_deref())
+            .map_err(|e| anyhow::anyhow!("`window`: {e}"))?;
         if sources.is_empty() {
             bail!("`sources`: at least one source is needed");
         }
         let mut resolved = Vec::with_capacity(sources.len());
         for (i, s) in sources.into_iter().enumerate() {
-            let url = if s.url.contains("://") { s.url.clone() } else { lexical_join(&base, Path::new(&s.url)).display().to_string() };
-            let source = Source::resolve(&s.name, &url, s.sha256.as_deref(), &base).map_err(|e| anyhow::anyhow!("`sources[{i}]`: {e}"))?;
+            let url = if s.url.contains("://") {
+                s.url.clone()
+            } else {
+                lexical_join(&base, Path::new(&s.url)).display().to_string()
+            };
+            let source = Source::resolve(&s.name, &url, s.sha256.as_deref(), &base)
+                .map_err(|e| anyhow::anyhow!("`sources[{i}]`: {e}"))?;
             if resolved.iter().any(|r: &Source| r.name == source.name) {
                 bail!("`sources[{i}].name`: duplicate name `{}`", source.name);
             }
             resolved.push(source);
         }
-        stages.dedup.validate().map_err(|e| anyhow::anyhow!("`stages.dedup`: {e}"))?;
-        stages.filter.validate().map_err(|e| anyhow::anyhow!("`stages.filter`: {e}"))?;
+        stages
+            .dedup
+            .validate()
+            .map_err(|e| anyhow::anyhow!("`stages.dedup`: {e}"))?;
+        stages
+            .filter
+            .validate()
+            .map_err(|e| anyhow::anyhow!("`stages.filter`: {e}"))?;
         llm.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
         let output_dir = lexical_join(&base, &output_dir);
         // `--jobs 0` (or none) means every core.
-        let jobs = jobs.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let releases_dir = lexical_join(&base, &releases_dir.unwrap_or_else(|| PathBuf::from("../releases")));
+        let jobs = jobs
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let releases_dir = lexical_join(
+            &base,
+            &releases_dir.unwrap_or_else(|| PathBuf::from("../releases")),
+        );
         let control = control.map(|c| lexical_join(&base, &c.of));
         if let Some(of) = &control
             && of.parent() == Some(releases_dir.as_path())
@@ -256,9 +308,16 @@ impl RunPlan {
             manifest_path: base.join(path.file_name().unwrap_or_default()),
             version,
             window,
-            prompts_dir: lexical_join(&base, &prompts_dir.unwrap_or_else(|| PathBuf::from("../prompts"))),
-            response_store: response_store.map_or_else(|| output_dir.join("responses"), |p| lexical_join(&base, &p)),
-            eval: EvalFile { prompts_file: eval.prompts_file.map(|p| lexical_join(&base, &p)), prompts: eval.prompts },
+            prompts_dir: lexical_join(
+                &base,
+                &prompts_dir.unwrap_or_else(|| PathBuf::from("../prompts")),
+            ),
+            response_store: response_store
+                .map_or_else(|| output_dir.join("responses"), |p| lexical_join(&base, &p)),
+            eval: EvalFile {
+                prompts_file: eval.prompts_file.map(|p| lexical_join(&base, &p)),
+                prompts: eval.prompts,
+            },
             output_dir,
             llm,
             gates,
@@ -294,11 +353,22 @@ impl EmbeddedManifest {
     pub fn read(release: &Path) -> anyhow::Result<EmbeddedManifest> {
         let manifest_file = release.join("MANIFEST.json");
         let manifest = ReleaseManifest::read(&manifest_file)?;
-        let file: ManifestFile = toml::from_str(&manifest.build_manifest.text)
-            .map_err(|e| anyhow::anyhow!("the build manifest embedded in `{}` (`build_manifest.text`): {}", manifest_file.display(), e.to_string().trim_end()))?;
-        let release_abs = std::path::absolute(release).with_context(|| format!("`{}`", release.display()))?;
+        let file: ManifestFile = toml::from_str(&manifest.build_manifest.text).map_err(|e| {
+            anyhow::anyhow!(
+                "the build manifest embedded in `{}` (`build_manifest.text`): {}",
+                manifest_file.display(),
+                e.to_string().trim_end()
+            )
+        })?;
+        let release_abs =
+            std::path::absolute(release).with_context(|| format!("`{}`", release.display()))?;
         let path = lexical_join(&release_abs, Path::new(&manifest.build_manifest.path));
-        Ok(EmbeddedManifest { manifest_file, release: manifest, file, path })
+        Ok(EmbeddedManifest {
+            manifest_file,
+            release: manifest,
+            file,
+            path,
+        })
     }
 
     /// The build manifest's exact text.
@@ -326,16 +396,33 @@ impl EmbeddedManifest {
 /// the visible host paths, and the commands that run. Limits and time multipliers are not in
 /// the list (they change verdicts, not the sandbox).
 pub fn sandbox_settings(manifest_text: &str) -> Vec<String> {
-    let Ok(value) = manifest_text.parse::<toml::Table>() else { return Vec::new() };
-    let Some(execute) = value.get("stages").and_then(|s| s.get("execute")).and_then(toml::Value::as_table) else { return Vec::new() };
+    let Ok(value) = manifest_text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let Some(execute) = value
+        .get("stages")
+        .and_then(|s| s.get("execute"))
+        .and_then(toml::Value::as_table)
+    else {
+        return Vec::new();
+    };
     let mut found = Vec::new();
     for (key, v) in execute {
         match (key.as_str(), v.as_table()) {
-            ("sandbox", Some(t)) if !t.is_empty() => found.extend(t.keys().map(|k| format!("stages.execute.sandbox.{k}"))),
+            ("sandbox", Some(t)) if !t.is_empty() => {
+                found.extend(t.keys().map(|k| format!("stages.execute.sandbox.{k}")))
+            }
             ("sandbox", _) => found.push("stages.execute.sandbox".into()),
             ("work_dir", _) => found.push("stages.execute.work_dir".into()),
             (lang, Some(t)) => {
-                for k in ["compile", "run", "env", "prelude", "source", "compile_cache"] {
+                for k in [
+                    "compile",
+                    "run",
+                    "env",
+                    "prelude",
+                    "source",
+                    "compile_cache",
+                ] {
                     if t.contains_key(k) {
                         found.push(format!("stages.execute.{lang}.{k}"));
                     }
@@ -348,7 +435,11 @@ pub fn sandbox_settings(manifest_text: &str) -> Vec<String> {
 }
 
 /// Refuse a release's embedded manifest that sets [`sandbox_settings`], unless trusted.
-pub fn check_release_sandbox(manifest_text: &str, where_: &Path, trusted: bool) -> anyhow::Result<()> {
+pub fn check_release_sandbox(
+    manifest_text: &str,
+    where_: &Path,
+    trusted: bool,
+) -> anyhow::Result<()> {
     let found = sandbox_settings(manifest_text);
     if found.is_empty() || trusted {
         return Ok(());
@@ -415,32 +506,58 @@ url = "data.jsonl"
 
     #[test]
     fn unknown_keys_are_errors() {
-        let err = parse(&format!("{MINIMAL}\n[stages.dedup]\nshingle = 3\n")).unwrap_err().to_string();
+        let err = parse(&format!("{MINIMAL}\n[stages.dedup]\nshingle = 3\n"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("unknown field `shingle`"), "{err}");
         assert!(err.contains("line 9"), "{err}");
-        let err = parse(&format!("colour = 1\n{MINIMAL}")).unwrap_err().to_string();
+        let err = parse(&format!("colour = 1\n{MINIMAL}"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("unknown field `colour`"), "{err}");
     }
 
     #[test]
     fn paths_are_normalised() {
-        assert_eq!(lexical_join(Path::new("/p/manifests"), Path::new("../build/x")), PathBuf::from("/p/build/x"));
-        assert_eq!(lexical_join(Path::new("/p/manifests"), Path::new("/abs/./y")), PathBuf::from("/abs/y"));
+        assert_eq!(
+            lexical_join(Path::new("/p/manifests"), Path::new("../build/x")),
+            PathBuf::from("/p/build/x")
+        );
+        assert_eq!(
+            lexical_join(Path::new("/p/manifests"), Path::new("/abs/./y")),
+            PathBuf::from("/abs/y")
+        );
     }
 
     #[test]
     fn sandbox_settings_of_a_release_are_found() {
         assert!(sandbox_settings(MINIMAL).is_empty());
-        let limits_only = format!("{MINIMAL}\n[stages.execute.limits]\ncpu_time_ms = 1000\n[stages.execute.python]\ntime_multiplier = 2.0\n");
+        let limits_only = format!(
+            "{MINIMAL}\n[stages.execute.limits]\ncpu_time_ms = 1000\n[stages.execute.python]\ntime_multiplier = 2.0\n"
+        );
         assert!(sandbox_settings(&limits_only).is_empty());
         let hostile = format!(
             "{MINIMAL}\n[stages.execute]\nwork_dir = \"/etc\"\n[stages.execute.sandbox]\nuid_base = 0\nvisible_paths = [\"/home\"]\n[stages.execute.python]\nrun = [\"sh\", \"-c\", \"curl x\"]\n"
         );
         let mut found = sandbox_settings(&hostile);
         found.sort();
-        assert_eq!(found, ["stages.execute.python.run", "stages.execute.sandbox.uid_base", "stages.execute.sandbox.visible_paths", "stages.execute.work_dir"]);
-        let err = check_release_sandbox(&hostile, Path::new("r/MANIFEST.json"), false).unwrap_err().to_string();
-        assert!(err.contains("`stages.execute.sandbox.uid_base`") && err.contains("--trust-release-sandbox"), "{err}");
+        assert_eq!(
+            found,
+            [
+                "stages.execute.python.run",
+                "stages.execute.sandbox.uid_base",
+                "stages.execute.sandbox.visible_paths",
+                "stages.execute.work_dir"
+            ]
+        );
+        let err = check_release_sandbox(&hostile, Path::new("r/MANIFEST.json"), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`stages.execute.sandbox.uid_base`")
+                && err.contains("--trust-release-sandbox"),
+            "{err}"
+        );
         check_release_sandbox(&hostile, Path::new("r/MANIFEST.json"), true).unwrap();
     }
 

@@ -115,7 +115,12 @@ impl Drop for Bar {
 
 /// While `bar` lives and is unfinished, hand `emit` a line saying where it stands every
 /// `every` (from a thread of its own that ends with the bar).
-pub fn progress_lines(bar: &ProgressBar, bytes: bool, every: Duration, emit: impl Fn(String) + Send + 'static) {
+pub fn progress_lines(
+    bar: &ProgressBar,
+    bytes: bool,
+    every: Duration,
+    emit: impl Fn(String) + Send + 'static,
+) {
     let weak = bar.downgrade();
     std::thread::spawn(move || {
         let tick = every.min(Duration::from_millis(200));
@@ -128,18 +133,41 @@ pub fn progress_lines(bar: &ProgressBar, bytes: bool, every: Duration, emit: imp
             }
             if last.elapsed() >= every {
                 last = Instant::now();
-                emit(progress_line(&bar.message(), bar.position(), bar.length(), bar.elapsed(), bytes));
+                emit(progress_line(
+                    &bar.message(),
+                    bar.position(),
+                    bar.length(),
+                    bar.elapsed(),
+                    bytes,
+                ));
             }
         }
     });
 }
 
 /// One progress line: `   generate: 12 of 92 (13%) after 3 min 12 s`.
-pub fn progress_line(message: &str, position: u64, length: Option<u64>, elapsed: Duration, bytes: bool) -> String {
-    let amount = |n: u64| if bytes { indicatif::HumanBytes(n).to_string() } else { n.to_string() };
+pub fn progress_line(
+    message: &str,
+    position: u64,
+    length: Option<u64>,
+    elapsed: Duration,
+    bytes: bool,
+) -> String {
+    let amount = |n: u64| {
+        if bytes {
+            indicatif::HumanBytes(n).to_string()
+        } else {
+            n.to_string()
+        }
+    };
     let after = duration(elapsed);
     match length {
-        Some(len) if len > 0 => format!("{message:>10}: {} of {} ({}%) after {after}", amount(position), amount(len), 100 * position.min(len) / len),
+        Some(len) if len > 0 => format!(
+            "{message:>10}: {} of {} ({}%) after {after}",
+            amount(position),
+            amount(len),
+            100 * position.min(len) / len
+        ),
         _ => format!("{message:>10}: {} done after {after}", amount(position)),
     }
 }
@@ -162,9 +190,18 @@ mod tests {
 
     #[test]
     fn lines_say_where_the_work_stands() {
-        assert_eq!(progress_line("generate", 12, Some(92), Duration::from_secs(192), false), "  generate: 12 of 92 (13%) after 3 min 12 s");
-        assert_eq!(progress_line("rewrite", 4, None, Duration::from_secs(9), false), "   rewrite: 4 done after 9 s");
-        assert_eq!(progress_line("test6", 1536, Some(3072), Duration::from_secs(3725), true), "     test6: 1.50 KiB of 3.00 KiB (50%) after 1 h 02 min");
+        assert_eq!(
+            progress_line("generate", 12, Some(92), Duration::from_secs(192), false),
+            "  generate: 12 of 92 (13%) after 3 min 12 s"
+        );
+        assert_eq!(
+            progress_line("rewrite", 4, None, Duration::from_secs(9), false),
+            "   rewrite: 4 done after 9 s"
+        );
+        assert_eq!(
+            progress_line("test6", 1536, Some(3072), Duration::from_secs(3725), true),
+            "     test6: 1.50 KiB of 3.00 KiB (50%) after 1 h 02 min"
+        );
     }
 
     #[test]
@@ -174,15 +211,25 @@ mod tests {
         bar.set_message("execute");
         let lines = Arc::new(Mutex::new(Vec::new()));
         let sink = lines.clone();
-        progress_lines(&bar, false, Duration::from_millis(30), move |l| sink.lock().unwrap().push(l));
+        progress_lines(&bar, false, Duration::from_millis(30), move |l| {
+            sink.lock().unwrap().push(l)
+        });
         bar.inc(3);
         std::thread::sleep(Duration::from_millis(400));
         bar.finish_and_clear();
         std::thread::sleep(Duration::from_millis(200));
         let n = lines.lock().unwrap().len();
         assert!(n >= 2, "{:?}", lines.lock().unwrap());
-        assert!(lines.lock().unwrap()[0].starts_with("   execute: 3 of 10 (30%) after"), "{:?}", lines.lock().unwrap());
+        assert!(
+            lines.lock().unwrap()[0].starts_with("   execute: 3 of 10 (30%) after"),
+            "{:?}",
+            lines.lock().unwrap()
+        );
         std::thread::sleep(Duration::from_millis(200));
-        assert_eq!(lines.lock().unwrap().len(), n, "no line after the bar finished");
+        assert_eq!(
+            lines.lock().unwrap().len(),
+            n,
+            "no line after the bar finished"
+        );
     }
 }

@@ -44,11 +44,21 @@ pub struct ShardSpec {
 impl ShardSpec {
     /// Parse `I/N` with `I < N`.
     pub fn parse(s: &str) -> Result<ShardSpec, String> {
-        let (i, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: expected `I/N`, e.g. `0/4`"))?;
-        let index: u32 = i.trim().parse().map_err(|_| format!("`{s}`: `{i}` is not a shard number"))?;
-        let count: u32 = n.trim().parse().map_err(|_| format!("`{s}`: `{n}` is not a shard count"))?;
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("`{s}`: expected `I/N`, e.g. `0/4`"))?;
+        let index: u32 = i
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}`: `{i}` is not a shard number"))?;
+        let count: u32 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}`: `{n}` is not a shard count"))?;
         if count == 0 || index >= count {
-            return Err(format!("`{s}`: the shard must be in 0..{count} and the count at least 1"));
+            return Err(format!(
+                "`{s}`: the shard must be in 0..{count} and the count at least 1"
+            ));
         }
         Ok(ShardSpec { index, count })
     }
@@ -100,13 +110,24 @@ pub fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
 /// hashes the files as it streams them and checks the hashes ([`damaged_file`]) before it
 /// commits anything made from them.
 pub fn read_part_marker_sized(dir: &Path) -> anyhow::Result<PartMarker> {
-    read_marker_checking(dir, |path, e| fs_err::metadata(path).is_ok_and(|m| m.len() == e.bytes))
+    read_marker_checking(dir, |path, e| {
+        fs_err::metadata(path).is_ok_and(|m| m.len() == e.bytes)
+    })
 }
 
-fn read_marker_checking(dir: &Path, intact: impl Fn(&Path, &FileEntry) -> bool) -> anyhow::Result<PartMarker> {
+fn read_marker_checking(
+    dir: &Path,
+    intact: impl Fn(&Path, &FileEntry) -> bool,
+) -> anyhow::Result<PartMarker> {
     let path = dir.join("_SUCCESS");
-    let marker: PartMarker = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))?;
-    if let Some(rel) = marker.files.iter().find(|(rel, e)| !intact(&dir.join(rel), e)).map(|(rel, _)| rel) {
+    let marker: PartMarker = serde_json::from_str(&fs_err::read_to_string(&path)?)
+        .with_context(|| format!("`{}`", path.display()))?;
+    if let Some(rel) = marker
+        .files
+        .iter()
+        .find(|(rel, e)| !intact(&dir.join(rel), e))
+        .map(|(rel, _)| rel)
+    {
         return Err(damaged_file(&dir.join(rel)));
     }
     Ok(marker)
@@ -114,37 +135,56 @@ fn read_marker_checking(dir: &Path, intact: impl Fn(&Path, &FileEntry) -> bool) 
 
 /// The error for a part's file that is not the one its `_SUCCESS` describes.
 pub fn damaged_file(path: &Path) -> anyhow::Error {
-    anyhow::anyhow!("`{}` no longer matches the `_SUCCESS` of its part (torn or edited)", path.display())
+    anyhow::anyhow!(
+        "`{}` no longer matches the `_SUCCESS` of its part (torn or edited)",
+        path.display()
+    )
 }
 
 /// The files this process has hashed and found as their markers describe, by path, sha256 and
 /// what `stat` says of them (device, inode, size, modification and change times): a part's
 /// file read by several checks of one process (the merge's, each step's keys) is hashed once,
 /// and a file replaced or written since is hashed again.
-static VERIFIED: std::sync::Mutex<Vec<(PathBuf, String, [i64; 5])>> = std::sync::Mutex::new(Vec::new());
+static VERIFIED: std::sync::Mutex<Vec<(PathBuf, String, [i64; 5])>> =
+    std::sync::Mutex::new(Vec::new());
 
 /// What `stat` says of a file that changes when it is written or replaced.
 fn stat_key(path: &Path) -> Option<[i64; 5]> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
-    Some([m.dev() as i64, m.ino() as i64, m.size() as i64, m.mtime() * 1_000_000_000 + m.mtime_nsec(), m.ctime() * 1_000_000_000 + m.ctime_nsec()])
+    Some([
+        m.dev() as i64,
+        m.ino() as i64,
+        m.size() as i64,
+        m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+        m.ctime() * 1_000_000_000 + m.ctime_nsec(),
+    ])
 }
 
 /// Whether the file at `path` is the one `entry` describes (its size and sha256), hashing it
 /// unless this process found it so already and it has not changed since.
 pub fn file_verified(path: &Path, entry: &FileEntry) -> bool {
-    let Some(key) = stat_key(path) else { return false };
+    let Some(key) = stat_key(path) else {
+        return false;
+    };
     if key[2] as u64 != entry.bytes {
         return false;
     }
-    let known = |v: &Vec<(PathBuf, String, [i64; 5])>| v.iter().any(|(p, sha, k)| p == path && *sha == entry.sha256 && *k == key);
+    let known = |v: &Vec<(PathBuf, String, [i64; 5])>| {
+        v.iter()
+            .any(|(p, sha, k)| p == path && *sha == entry.sha256 && *k == key)
+    };
     if known(&VERIFIED.lock().unwrap_or_else(|e| e.into_inner())) {
         return true;
     }
     let intact = crate::artifacts::file_intact(path, &entry.sha256, entry.bytes);
     // Remembered only if nothing changed it while it was hashed.
     if intact && stat_key(path) == Some(key) {
-        VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).push((path.to_owned(), entry.sha256.clone(), key));
+        VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).push((
+            path.to_owned(),
+            entry.sha256.clone(),
+            key,
+        ));
     }
     intact
 }
@@ -166,7 +206,10 @@ impl PartWriter {
             fs_err::remove_dir_all(&tmp)?;
         }
         fs_err::create_dir_all(&tmp)?;
-        Ok(PartWriter { tmp, dir: parts.join(name) })
+        Ok(PartWriter {
+            tmp,
+            dir: parts.join(name),
+        })
     }
 
     /// Where to write a file of the part.
@@ -179,7 +222,10 @@ impl PartWriter {
     pub fn finish(self, marker: &PartMarker) -> anyhow::Result<PathBuf> {
         let mut marker = marker.clone();
         marker.files = hash_files(&self.tmp, |rel| rel != "_SUCCESS")?;
-        durable::write(&self.tmp.join("_SUCCESS"), &serde_json::to_vec_pretty(&marker)?)?;
+        durable::write(
+            &self.tmp.join("_SUCCESS"),
+            &serde_json::to_vec_pretty(&marker)?,
+        )?;
         durable::replace_dir(&self.tmp, &self.dir)?;
         Ok(self.dir)
     }
@@ -187,13 +233,19 @@ impl PartWriter {
 
 /// Whether part `slice` under `parts` is complete for `plan`.
 pub fn part_done(parts: &Path, slice: ShardSpec, plan: &str) -> bool {
-    read_part_marker(&parts.join(part_name(slice))).is_ok_and(|m| m.plan == plan && m.shard == slice.index && m.shards == slice.count)
+    read_part_marker(&parts.join(part_name(slice)))
+        .is_ok_and(|m| m.plan == plan && m.shard == slice.index && m.shards == slice.count)
 }
 
 /// The directories of parts `0..N` of one shard count under `parts_dir`, each complete and
 /// made from `plan`; otherwise an error (`cannot merge the <what> shards yet`) naming every
 /// part that is not, with `rerun(i, N)`, the command that makes it.
-pub fn complete_parts(parts_dir: &Path, plan: &str, what: &str, rerun: impl Fn(u32, u32) -> String) -> anyhow::Result<Vec<(PathBuf, PartMarker)>> {
+pub fn complete_parts(
+    parts_dir: &Path,
+    plan: &str,
+    what: &str,
+    rerun: impl Fn(u32, u32) -> String,
+) -> anyhow::Result<Vec<(PathBuf, PartMarker)>> {
     complete_parts_with(parts_dir, plan, what, rerun, read_part_marker)
 }
 
@@ -214,12 +266,20 @@ pub fn complete_parts_with(
         }
     }
     let n = match counts.len() {
-        0 => bail!("no shard parts in `{}`: {} for every i in 0..N first", parts_dir.display(), rerun(0, 1).replace("0/1", "i/N")),
+        0 => bail!(
+            "no shard parts in `{}`: {} for every i in 0..N first",
+            parts_dir.display(),
+            rerun(0, 1).replace("0/1", "i/N")
+        ),
         1 => *counts.first().expect("one count"),
         _ => bail!(
             "`{}` holds parts of different shard counts ({}): remove the stale ones",
             parts_dir.display(),
-            counts.iter().map(|n| format!("of {n}")).collect::<Vec<_>>().join(", ")
+            counts
+                .iter()
+                .map(|n| format!("of {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     };
     let mut problems = Vec::new();
@@ -247,7 +307,10 @@ pub fn damaged_part(i: u32, n: u32, e: &anyhow::Error, rerun: &str) -> String {
 
 /// The merge's refusal, one line per problem.
 pub fn cannot_merge(what: &str, problems: &[String]) -> anyhow::Error {
-    anyhow::anyhow!("cannot merge the {what} shards yet:\n  {}", problems.join("\n  "))
+    anyhow::anyhow!(
+        "cannot merge the {what} shards yet:\n  {}",
+        problems.join("\n  ")
+    )
 }
 
 /// An exclusive `flock` on a file, held until dropped. Processes of one build on a shared
@@ -266,8 +329,13 @@ impl Lock {
         if let Some(dir) = path.parent() {
             fs_err::create_dir_all(dir)?;
         }
-        let mut file =
-            std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).with_context(|| format!("opening the lock `{}`", path.display()))?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("opening the lock `{}`", path.display()))?;
         let flock = |file: &std::fs::File, how: i32| loop {
             // SAFETY: `flock` on a file descriptor this function owns.
             if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
@@ -283,13 +351,24 @@ impl Lock {
         if !flock(&file, libc::LOCK_EX | libc::LOCK_NB)? {
             let holder = std::fs::read_to_string(path).unwrap_or_default();
             let holder = holder.trim();
-            waiting(if holder.is_empty() { "another coreb process" } else { holder });
+            waiting(if holder.is_empty() {
+                "another coreb process"
+            } else {
+                holder
+            });
             flock(&file, libc::LOCK_EX)?;
         }
         // Who holds it now, for the next one to wait.
         use std::io::{Seek, Write};
-        let me = format!("pid {} (`{}`)", std::process::id(), std::env::args().collect::<Vec<_>>().join(" "));
-        let _ = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| file.write_all(me.as_bytes()));
+        let me = format!(
+            "pid {} (`{}`)",
+            std::process::id(),
+            std::env::args().collect::<Vec<_>>().join(" ")
+        );
+        let _ = file
+            .set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| file.write_all(me.as_bytes()));
         Ok(Lock { _file: file })
     }
 }
@@ -303,12 +382,18 @@ mod tests {
         let ids: Vec<String> = (0..500).map(|i| format!("lcb_{i}")).collect();
         for n in [1, 2, 3, 7] {
             for id in &ids {
-                let owners = (0..n).filter(|&i| in_slice(id, ShardSpec { index: i, count: n })).count();
+                let owners = (0..n)
+                    .filter(|&i| in_slice(id, ShardSpec { index: i, count: n }))
+                    .count();
                 assert_eq!(owners, 1, "{id} of {n}");
             }
         }
         // Not by position: the shard of an id does not depend on the others.
-        let three = |id: &str| (0..3).find(|&i| in_slice(id, ShardSpec { index: i, count: 3 })).unwrap();
+        let three = |id: &str| {
+            (0..3)
+                .find(|&i| in_slice(id, ShardSpec { index: i, count: 3 }))
+                .unwrap()
+        };
         let counts = ids.iter().fold([0; 3], |mut c, id| {
             c[three(id) as usize] += 1;
             c
@@ -326,7 +411,8 @@ mod tests {
         // The same size, written later: no longer the file the entry describes.
         let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         std::io::Write::write_all(&mut &file, b"abce").unwrap();
-        file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5)).unwrap();
+        file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+            .unwrap();
         drop(file);
         assert!(!file_verified(&path, &entry));
     }
@@ -335,16 +421,36 @@ mod tests {
     fn merge_names_missing_incomplete_and_stale_parts() {
         let dir = tempfile::tempdir().unwrap();
         let parts = dir.path();
-        let marker = |plan: &str, i: u32| PartMarker { plan: plan.into(), shard: i, shards: 4, files: Default::default(), facts: Default::default() };
+        let marker = |plan: &str, i: u32| PartMarker {
+            plan: plan.into(),
+            shard: i,
+            shards: 4,
+            files: Default::default(),
+            facts: Default::default(),
+        };
         for (i, plan) in [(0, "p"), (1, "old")] {
-            PartWriter::begin(parts, ShardSpec { index: i, count: 4 }).unwrap().finish(&marker(plan, i)).unwrap();
+            PartWriter::begin(parts, ShardSpec { index: i, count: 4 })
+                .unwrap()
+                .finish(&marker(plan, i))
+                .unwrap();
         }
         fs_err::create_dir_all(parts.join("part=002-of-004")).unwrap();
         let rerun = |i: u32, n: u32| format!("run `x --shard {i}/{n}`");
-        let e = complete_parts(parts, "p", "test", rerun).unwrap_err().to_string();
-        assert!(e.contains("shard 1/4 was made from another plan") && e.contains("run `x --shard 1/4`"), "{e}");
-        assert!(e.contains("shard 2/4 is incomplete") && e.contains("shard 3/4 is missing"), "{e}");
+        let e = complete_parts(parts, "p", "test", rerun)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("shard 1/4 was made from another plan") && e.contains("run `x --shard 1/4`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("shard 2/4 is incomplete") && e.contains("shard 3/4 is missing"),
+            "{e}"
+        );
         assert!(!e.contains("shard 0/4"), "{e}");
-        assert!(part_done(parts, ShardSpec { index: 0, count: 4 }, "p") && !part_done(parts, ShardSpec { index: 1, count: 4 }, "p"));
+        assert!(
+            part_done(parts, ShardSpec { index: 0, count: 4 }, "p")
+                && !part_done(parts, ShardSpec { index: 1, count: 4 }, "p")
+        );
     }
 }

@@ -59,8 +59,15 @@ fn read_request(stream: &TcpStream) -> Option<Request> {
         }
         headers.push(h.trim().to_owned());
     }
-    let mut req = Request { line: line.trim().to_owned(), headers, body: Vec::new() };
-    let len: usize = req.header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut req = Request {
+        line: line.trim().to_owned(),
+        headers,
+        body: Vec::new(),
+    };
+    let len: usize = req
+        .header("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     req.body = vec![0u8; len];
     reader.read_exact(&mut req.body).ok()?;
     Some(req)
@@ -70,12 +77,27 @@ fn read_request(stream: &TcpStream) -> Option<Request> {
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// A whole response: status line (`200 OK`), extra header lines, body.
-    Full { status: String, headers: Vec<String>, body: Vec<u8> },
+    Full {
+        status: String,
+        headers: Vec<String>,
+        body: Vec<u8>,
+    },
     /// The headers of a full response (its whole `Content-Length`), `sent` bytes of the
     /// body, then the connection is closed.
-    Cut { status: String, headers: Vec<String>, body: Vec<u8>, sent: usize },
+    Cut {
+        status: String,
+        headers: Vec<String>,
+        body: Vec<u8>,
+        sent: usize,
+    },
     /// The headers, `sent` bytes of the body, then silence for `stall`, then close.
-    Stall { status: String, headers: Vec<String>, body: Vec<u8>, sent: usize, stall: Duration },
+    Stall {
+        status: String,
+        headers: Vec<String>,
+        body: Vec<u8>,
+        sent: usize,
+        stall: Duration,
+    },
     /// No answer at all for this long, then close.
     Hang(Duration),
 }
@@ -83,7 +105,11 @@ pub enum Reply {
 impl Reply {
     /// A whole response with no extra headers.
     pub fn new(status: &str, body: impl Into<Vec<u8>>) -> Reply {
-        Reply::Full { status: status.to_owned(), headers: Vec::new(), body: body.into() }
+        Reply::Full {
+            status: status.to_owned(),
+            headers: Vec::new(),
+            body: body.into(),
+        }
     }
 
     /// `200 OK` with a JSON body.
@@ -94,7 +120,9 @@ impl Reply {
     /// The same reply with one more header line (`Name: value`).
     pub fn header(mut self, line: impl Into<String>) -> Reply {
         match &mut self {
-            Reply::Full { headers, .. } | Reply::Cut { headers, .. } | Reply::Stall { headers, .. } => headers.push(line.into()),
+            Reply::Full { headers, .. }
+            | Reply::Cut { headers, .. }
+            | Reply::Stall { headers, .. } => headers.push(line.into()),
             Reply::Hang(_) => {}
         }
         self
@@ -103,7 +131,16 @@ impl Reply {
     /// The same reply with its body cut after `sent` bytes.
     pub fn cut_after(self, sent: usize) -> Reply {
         match self {
-            Reply::Full { status, headers, body } => Reply::Cut { status, headers, body, sent },
+            Reply::Full {
+                status,
+                headers,
+                body,
+            } => Reply::Cut {
+                status,
+                headers,
+                body,
+                sent,
+            },
             other => other,
         }
     }
@@ -111,7 +148,17 @@ impl Reply {
     /// The same reply going silent for `stall` after `sent` bytes of its body.
     pub fn stall_after(self, sent: usize, stall: Duration) -> Reply {
         match self {
-            Reply::Full { status, headers, body } => Reply::Stall { status, headers, body, sent, stall },
+            Reply::Full {
+                status,
+                headers,
+                body,
+            } => Reply::Stall {
+                status,
+                headers,
+                body,
+                sent,
+                stall,
+            },
             other => other,
         }
     }
@@ -146,17 +193,25 @@ impl Server {
 /// Start a server answering every request with `respond(request)` (and `GET …/models` with
 /// a 404).
 pub fn serve(respond: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
-    serve_listing(Reply::new("404 Not Found", "{\"error\": \"not found\"}"), respond)
+    serve_listing(
+        Reply::new("404 Not Found", "{\"error\": \"not found\"}"),
+        respond,
+    )
 }
 
 /// OpenAI's answer to `GET /v1/models` listing `ids`.
 pub fn model_list(ids: &[&str]) -> Reply {
-    Reply::json(&serde_json::json!({"object": "list", "data": ids.iter().map(|id| serde_json::json!({"id": id, "object": "model"})).collect::<Vec<_>>()}))
+    Reply::json(
+        &serde_json::json!({"object": "list", "data": ids.iter().map(|id| serde_json::json!({"id": id, "object": "model"})).collect::<Vec<_>>()}),
+    )
 }
 
 /// Start a server answering `GET …/models` with `listing` (e.g. [`model_list`]) and every
 /// other request with `respond(request)`.
-pub fn serve_listing(listing: Reply, respond: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
+pub fn serve_listing(
+    listing: Reply,
+    respond: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     let addr = listener.local_addr().expect("local address");
     let (hits, listings) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
@@ -166,9 +221,16 @@ pub fn serve_listing(listing: Reply, respond: impl Fn(&Request) -> Reply + Send 
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
-            let (respond, counter, listed, list) = (Arc::clone(&respond), Arc::clone(&counter), Arc::clone(&listed), Arc::clone(&list));
+            let (respond, counter, listed, list) = (
+                Arc::clone(&respond),
+                Arc::clone(&counter),
+                Arc::clone(&listed),
+                Arc::clone(&list),
+            );
             std::thread::spawn(move || {
-                let Some(request) = read_request(&stream) else { return };
+                let Some(request) = read_request(&stream) else {
+                    return;
+                };
                 let path = request.line.split(' ').nth(1).unwrap_or_default();
                 if request.line.starts_with("GET ") && path.ends_with("/models") {
                     listed.fetch_add(1, Ordering::SeqCst);
@@ -179,7 +241,11 @@ pub fn serve_listing(listing: Reply, respond: impl Fn(&Request) -> Reply + Send 
             });
         }
     });
-    Server { addr, hits, listings }
+    Server {
+        addr,
+        hits,
+        listings,
+    }
 }
 
 fn answer(mut stream: TcpStream, reply: Reply) {
@@ -188,16 +254,31 @@ fn answer(mut stream: TcpStream, reply: Reply) {
         format!("HTTP/1.1 {status}\r\n{extra}Content-Length: {len}\r\nConnection: close\r\n\r\n")
     };
     match reply {
-        Reply::Full { status, headers, body } => {
+        Reply::Full {
+            status,
+            headers,
+            body,
+        } => {
             let _ = stream.write_all(head(&status, &headers, body.len()).as_bytes());
             let _ = stream.write_all(&body);
         }
-        Reply::Cut { status, headers, body, sent } => {
+        Reply::Cut {
+            status,
+            headers,
+            body,
+            sent,
+        } => {
             let _ = stream.write_all(head(&status, &headers, body.len()).as_bytes());
             let _ = stream.write_all(&body[..sent.min(body.len())]);
             let _ = stream.flush();
         }
-        Reply::Stall { status, headers, body, sent, stall } => {
+        Reply::Stall {
+            status,
+            headers,
+            body,
+            sent,
+            stall,
+        } => {
             let _ = stream.write_all(head(&status, &headers, body.len()).as_bytes());
             let _ = stream.write_all(&body[..sent.min(body.len())]);
             let _ = stream.flush();

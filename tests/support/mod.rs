@@ -15,7 +15,10 @@ pub fn coreb() -> Command {
 
 /// The project root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("pipeline/ has a parent").to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("pipeline/ has a parent")
+        .to_owned()
 }
 
 /// `tests/fixtures/data/<rel>`: public test data copied into the repository (its README gives
@@ -32,8 +35,14 @@ pub fn fixture_data(rel: &str) -> PathBuf {
 /// that): `$COREB_PYTHON` if set, else `<root>/.venv/bin/python`. Panics with the command to
 /// run when neither exists, so a missing client is a clear failure, never a silent skip.
 pub fn python() -> Command {
-    let path = std::env::var_os("COREB_PYTHON").map(PathBuf::from).unwrap_or_else(|| root().join(".venv/bin/python"));
-    assert!(path.exists(), "no test venv at `{}`: run `scripts/setup-python` (or set COREB_PYTHON)", path.display());
+    let path = std::env::var_os("COREB_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join(".venv/bin/python"));
+    assert!(
+        path.exists(),
+        "no test venv at `{}`: run `scripts/setup-python` (or set COREB_PYTHON)",
+        path.display()
+    );
     Command::new(path)
 }
 
@@ -44,7 +53,12 @@ pub fn run(cmd: &mut Command) -> Output {
 
 /// stdout + stderr as text, for assertion messages.
 pub fn text(out: &Output) -> String {
-    format!("status: {}\nstdout:\n{}\nstderr:\n{}", out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "status: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// Copy the directory tree `from` to `to` (plain files and directories; `to` is made).
@@ -88,16 +102,28 @@ pub fn same_release_as(committed: &std::path::Path, built: &std::path::Path, wha
     if got == expected {
         return;
     }
-    let others = |t: Vec<(String, String)>| t.into_iter().filter(|(p, _)| p != "MANIFEST.json").collect::<Vec<_>>();
+    let others = |t: Vec<(String, String)>| {
+        t.into_iter()
+            .filter(|(p, _)| p != "MANIFEST.json")
+            .collect::<Vec<_>>()
+    };
     assert_eq!(others(got), others(expected), "{what}");
     let read = |d: &std::path::Path| fs_err::read(d.join("MANIFEST.json")).unwrap();
     let notes = coreb::ops::verify::toolchain_difference(&read(committed), &read(built));
-    let notes = notes.unwrap_or_else(|| panic!("{what}: MANIFEST.json differs beyond the toolchain versions"));
-    eprintln!("{what}: MANIFEST.json differs only in the toolchain versions of this machine: {notes:?}");
+    let notes = notes
+        .unwrap_or_else(|| panic!("{what}: MANIFEST.json differs beyond the toolchain versions"));
+    eprintln!(
+        "{what}: MANIFEST.json differs only in the toolchain versions of this machine: {notes:?}"
+    );
 }
 
 /// An AtCoder-style (stdin) problem `lcb_<id>` with these public tests.
-pub fn stdin_problem(id: &str, title: &str, statement: &str, tests: &[(&str, &str)]) -> coreb_data::problem::Problem {
+pub fn stdin_problem(
+    id: &str,
+    title: &str,
+    statement: &str,
+    tests: &[(&str, &str)],
+) -> coreb_data::problem::Problem {
     use coreb_data::problem::{Platform, Problem, ProblemId, TestCase, TestType};
     Problem {
         id: ProblemId::from_question_id(id),
@@ -109,7 +135,14 @@ pub fn stdin_problem(id: &str, title: &str, statement: &str, tests: &[(&str, &st
         contest_date: "2025-01-04T00:00:00".into(),
         starter_code: String::new(),
         difficulty: "easy".into(),
-        public_tests: tests.iter().map(|(i, o)| TestCase { input: (*i).into(), output: (*o).into(), testtype: TestType::Stdin }).collect(),
+        public_tests: tests
+            .iter()
+            .map(|(i, o)| TestCase {
+                input: (*i).into(),
+                output: (*o).into(),
+                testtype: TestType::Stdin,
+            })
+            .collect(),
         private_tests: Vec::new(),
         func_name: None,
         metadata: "{}".into(),

@@ -29,6 +29,9 @@ mod tests {
         #[error("stage `ingest`")]
         struct Outer(#[source] Wrap);
         assert_eq!(super::chain(&std::io::Error::other("gone")), "gone");
-        assert_eq!(super::chain(&Outer(Wrap(std::io::Error::other("gone")))), "stage `ingest`: reading `x`: gone");
+        assert_eq!(
+            super::chain(&Outer(Wrap(std::io::Error::other("gone")))),
+            "stage `ingest`: reading `x`: gone"
+        );
     }
 }

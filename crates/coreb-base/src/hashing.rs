@@ -29,7 +29,11 @@ pub struct HashingReader<R> {
 impl<R: Read> HashingReader<R> {
     /// Wrap `inner`.
     pub fn new(inner: R) -> Self {
-        HashingReader { inner, hasher: Sha256::new(), bytes: 0 }
+        HashingReader {
+            inner,
+            hasher: Sha256::new(),
+            bytes: 0,
+        }
     }
 
     /// The hex sha256 and length of what was read so far (the whole input once it is at its end).
@@ -80,7 +84,10 @@ mod tests {
 
     #[test]
     fn known_digest() {
-        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
         assert!(is_sha256_hex(&sha256_hex(b"")));
         assert!(!is_sha256_hex("abc"));
     }

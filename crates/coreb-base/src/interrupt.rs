@@ -59,7 +59,9 @@ pub fn install() -> std::io::Result<()> {
         // async-signal-safe.
         unsafe {
             signal_hook::low_level::register(signal, move || {
-                let first = SIGNAL.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+                let first = SIGNAL
+                    .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok();
                 if !first || LISTENERS.load(Ordering::SeqCst) == 0 {
                     signal_hook::low_level::exit(128 + signal);
                 }
@@ -105,8 +107,26 @@ mod tests {
 
     #[test]
     fn exit_statuses_are_the_shells() {
-        assert_eq!(Interrupted { signal: libc::SIGINT }.exit_status(), 130);
-        assert_eq!(Interrupted { signal: libc::SIGTERM }.exit_status(), 143);
-        assert_eq!(Interrupted { signal: libc::SIGTERM }.to_string(), "interrupted by SIGTERM");
+        assert_eq!(
+            Interrupted {
+                signal: libc::SIGINT
+            }
+            .exit_status(),
+            130
+        );
+        assert_eq!(
+            Interrupted {
+                signal: libc::SIGTERM
+            }
+            .exit_status(),
+            143
+        );
+        assert_eq!(
+            Interrupted {
+                signal: libc::SIGTERM
+            }
+            .to_string(),
+            "interrupted by SIGTERM"
+        );
     }
 }

@@ -57,7 +57,11 @@ pub struct Line {
 impl Line {
     /// The line decoded as `T`; the error names `path` and the line.
     pub fn parse<T: DeserializeOwned>(&self, path: &Path) -> Result<T, JsonlError> {
-        serde_json::from_str(&self.text).map_err(|source| JsonlError::Parse { path: path.to_owned(), line: self.number, source })
+        serde_json::from_str(&self.text).map_err(|source| JsonlError::Parse {
+            path: path.to_owned(),
+            line: self.number,
+            source,
+        })
     }
 
     /// `` `path`:N `` for an error of the caller's about this line.
@@ -89,7 +93,13 @@ impl Iterator for Lines {
             match self.reader.read_line(&mut text) {
                 Ok(0) => return None,
                 Ok(_) => {}
-                Err(source) => return Some(Err(JsonlError::Io { path: self.path.clone(), writing: false, source })),
+                Err(source) => {
+                    return Some(Err(JsonlError::Io {
+                        path: self.path.clone(),
+                        writing: false,
+                        source,
+                    }));
+                }
             }
             self.number += 1;
             if text.trim().is_empty() {
@@ -101,15 +111,26 @@ impl Iterator for Lines {
                     text.pop();
                 }
             }
-            return Some(Ok(Line { number: self.number, text }));
+            return Some(Ok(Line {
+                number: self.number,
+                text,
+            }));
         }
     }
 }
 
 /// Open `path` for reading its lines.
 pub fn lines(path: &Path) -> Result<Lines, JsonlError> {
-    let file = fs_err::File::open(path).map_err(|source| JsonlError::Io { path: path.to_owned(), writing: false, source })?;
-    Ok(Lines { path: path.to_owned(), reader: BufReader::new(file), number: 0 })
+    let file = fs_err::File::open(path).map_err(|source| JsonlError::Io {
+        path: path.to_owned(),
+        writing: false,
+        source,
+    })?;
+    Ok(Lines {
+        path: path.to_owned(),
+        reader: BufReader::new(file),
+        number: 0,
+    })
 }
 
 /// The rows of a file decoded as `T`, in order ([`rows`]).
@@ -129,7 +150,10 @@ impl<T: DeserializeOwned> Iterator for Rows<T> {
 
 /// Open `path` for reading its rows as `T`, one a line.
 pub fn rows<T: DeserializeOwned>(path: &Path) -> Result<Rows<T>, JsonlError> {
-    Ok(Rows { lines: lines(path)?, row: PhantomData })
+    Ok(Rows {
+        lines: lines(path)?,
+        row: PhantomData,
+    })
 }
 
 /// Every row of `path` as `T`.
@@ -139,13 +163,20 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, JsonlError> {
 
 /// Write `rows` to `path`, one compact JSON value a line, and `fsync` the file.
 pub fn write<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), JsonlError> {
-    let io = |source: std::io::Error| JsonlError::Io { path: path.to_owned(), writing: true, source };
+    let io = |source: std::io::Error| JsonlError::Io {
+        path: path.to_owned(),
+        writing: true,
+        source,
+    };
     let mut out = BufWriter::new(fs_err::File::create(path).map_err(io)?);
     for r in rows {
         serde_json::to_writer(&mut out, r).map_err(|e| io(e.into()))?;
         out.write_all(b"\n").map_err(io)?;
     }
-    out.into_inner().map_err(|e| io(e.into_error()))?.sync_all().map_err(io)
+    out.into_inner()
+        .map_err(|e| io(e.into_error()))?
+        .sync_all()
+        .map_err(io)
 }
 
 #[cfg(test)]
@@ -156,8 +187,15 @@ mod tests {
     fn rows_skip_blank_lines_and_a_bad_line_is_named_by_file_and_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rows.jsonl");
-        write(&path, &[serde_json::json!({"a": 1}), serde_json::json!({"a": 2})]).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n{\"a\":2}\n");
+        write(
+            &path,
+            &[serde_json::json!({"a": 1}), serde_json::json!({"a": 2})],
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"a\":2}\n"
+        );
         std::fs::write(&path, "{\"a\":1}\n\n  \r\n{\"a\":2}\r\n{\"a\":\n").unwrap();
         let mut it = rows::<serde_json::Map<String, serde_json::Value>>(&path).unwrap();
         assert_eq!(it.next().unwrap().unwrap()["a"], 1);
@@ -167,7 +205,12 @@ mod tests {
         assert!(it.next().is_none());
         let numbers: Vec<u64> = lines(&path).unwrap().map(|l| l.unwrap().number).collect();
         assert_eq!(numbers, [1, 4, 5]);
-        let missing = read::<u32>(&dir.path().join("none.jsonl")).unwrap_err().to_string();
-        assert!(missing.starts_with("reading `") && missing.contains("none.jsonl"), "{missing}");
+        let missing = read::<u32>(&dir.path().join("none.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            missing.starts_with("reading `") && missing.contains("none.jsonl"),
+            "{missing}"
+        );
     }
 }

@@ -107,7 +107,13 @@ mod tests {
     fn a_recorded_report_keeps_lines_and_results_in_order() {
         let r = Recorded::default();
         work(&r);
-        assert_eq!(r.said(), vec![Said::Status("two of three".into()), Said::Result("done".into())]);
+        assert_eq!(
+            r.said(),
+            vec![
+                Said::Status("two of three".into()),
+                Said::Result("done".into())
+            ]
+        );
         work(&Silent);
     }
 }

@@ -9,7 +9,10 @@ use std::collections::{BTreeMap, HashMap};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{AlignConfig, CorpusStats, DecontamConfig, DropReason, Dropped, LanguageConfig, NegativeConfig, Pair, ReleaseIndex, SimMatrix, StepOutput, Verdict};
+use super::{
+    AlignConfig, CorpusStats, DecontamConfig, DropReason, Dropped, LanguageConfig, NegativeConfig,
+    Pair, ReleaseIndex, SimMatrix, StepOutput, Verdict,
+};
 use crate::table::TrainingRecordRef;
 
 /// Up to this many examples per drop reason in a report.
@@ -34,7 +37,8 @@ pub trait Verdicts: Sync {
     /// Why a verdict cannot be read.
     type Error;
     /// Append the verdicts of `rows` (in input order, after those asked before) to `out`.
-    fn verdicts(&mut self, rows: &[(u64, Pair)], out: &mut Vec<Verdict>) -> Result<(), Self::Error>;
+    fn verdicts(&mut self, rows: &[(u64, Pair)], out: &mut Vec<Verdict>)
+    -> Result<(), Self::Error>;
     /// The id of row `seq`, which a verdict names.
     fn name(&self, seq: u64) -> String;
 }
@@ -75,7 +79,10 @@ impl CorpusReport {
         self.stats.record(d);
         let ex = self.examples.entry(d.reason.name().to_owned()).or_default();
         if ex.len() < EXAMPLES {
-            ex.push(Example { dropped: d.clone(), text: snippet(text) });
+            ex.push(Example {
+                dropped: d.clone(),
+                text: snippet(text),
+            });
         }
     }
 }
@@ -83,7 +90,11 @@ impl CorpusReport {
 /// The start of a text, for an example.
 fn snippet(text: &str) -> String {
     let s: String = text.chars().take(120).collect();
-    if s.len() < text.len() { format!("{s}…") } else { s }
+    if s.len() < text.len() {
+        format!("{s}…")
+    } else {
+        s
+    }
 }
 
 /// The curation of one output shard: the configs of its steps and what the global steps
@@ -132,18 +143,32 @@ impl Curate<'_> {
                 break;
             }
             verdicts.clear();
-            dups.verdicts(&batch[..n], &mut verdicts).map_err(Into::into)?;
-            for ((_, pair), reason) in batch[..n].iter().zip(self.check(&batch[..n], &*dups, &verdicts)) {
+            dups.verdicts(&batch[..n], &mut verdicts)
+                .map_err(Into::into)?;
+            for ((_, pair), reason) in
+                batch[..n]
+                    .iter()
+                    .zip(self.check(&batch[..n], &*dups, &verdicts))
+            {
                 report.stats.rows_in += 1;
                 match reason {
                     Some(reason) => {
-                        let d = Dropped { id: pair.id.clone(), reason };
+                        let d = Dropped {
+                            id: pair.id.clone(),
+                            reason,
+                        };
                         report.note(&d, &pair.text);
                         sink.dropped(&d)?;
                     }
                     None if self.holds() => held.push(pair.clone()),
                     None => {
-                        sink.record(&TrainingRecordRef { id: &pair.id, query: &pair.text, pos: &pair.code, hard_neg: &[], easy_neg: &[] })?;
+                        sink.record(&TrainingRecordRef {
+                            id: &pair.id,
+                            query: &pair.text,
+                            pos: &pair.code,
+                            hard_neg: &[],
+                            easy_neg: &[],
+                        })?;
                         report.stats.rows_out += 1;
                     }
                 }
@@ -159,12 +184,20 @@ impl Curate<'_> {
     }
 
     /// Dedup verdicts, then the language filter and decontamination (per row: in parallel).
-    fn check<V: Verdicts>(&self, batch: &[(u64, Pair)], dups: &V, verdicts: &[Verdict]) -> Vec<Option<DropReason>> {
+    fn check<V: Verdicts>(
+        &self,
+        batch: &[(u64, Pair)],
+        dups: &V,
+        verdicts: &[Verdict],
+    ) -> Vec<Option<DropReason>> {
         batch
             .par_iter()
             .zip(verdicts)
             .map(|((_, pair), verdict)| {
-                verdict.reason(&pair.id, |s| dups.name(s)).or_else(|| super::check_text(self.language, &pair.text).err()).or_else(|| self.index.check(self.decontaminate, pair))
+                verdict
+                    .reason(&pair.id, |s| dups.name(s))
+                    .or_else(|| super::check_text(self.language, &pair.text).err())
+                    .or_else(|| self.index.check(self.decontaminate, pair))
             })
             .collect()
     }
@@ -177,16 +210,27 @@ impl Curate<'_> {
         sink: &mut S,
         report: &mut CorpusReport,
     ) -> Result<(), S::Error> {
-        let texts: HashMap<String, String> = held.iter().map(|p| (p.id.clone(), p.text.clone())).collect();
+        let texts: HashMap<String, String> = held
+            .iter()
+            .map(|p| (p.id.clone(), p.text.clone()))
+            .collect();
         // The similarity matrix is quadratic in the shard: build it only when a step needs it.
         let empty = SimMatrix::from_embeddings(&[], &[]);
-        let sim = if self.align.enabled { similarity(&held)? } else { empty.clone() };
+        let sim = if self.align.enabled {
+            similarity(&held)?
+        } else {
+            empty.clone()
+        };
         let StepOutput { kept, dropped } = super::align(self.align, held, &sim);
         for d in dropped {
             report.note(&d, texts.get(&d.id).map_or("", String::as_str));
             sink.dropped(&d)?;
         }
-        let sim = if self.negatives.hard + self.negatives.easy > 0 { similarity(&kept)? } else { empty };
+        let sim = if self.negatives.hard + self.negatives.easy > 0 {
+            similarity(&kept)?
+        } else {
+            empty
+        };
         for r in super::mine_negatives(self.negatives, &kept, &sim) {
             sink.record(&TrainingRecordRef::from(&r))?;
             report.stats.rows_out += 1;
@@ -200,7 +244,14 @@ fn fill<R: Rows>(rows: &mut R, batch: &mut Vec<(u64, Pair)>) -> Result<usize, R:
     let mut n = 0;
     while n < BATCH {
         if n == batch.len() {
-            batch.push((0, Pair { id: String::new(), text: String::new(), code: String::new() }));
+            batch.push((
+                0,
+                Pair {
+                    id: String::new(),
+                    text: String::new(),
+                    code: String::new(),
+                },
+            ));
         }
         let (seq, pair) = &mut batch[n];
         if !rows.next_into(seq, pair)? {
@@ -224,7 +275,8 @@ pub fn merge(into: &mut CorpusReport, shard: CorpusReport) {
 /// A report as Markdown: the drops per step and reason, then the examples.
 pub fn markdown(r: &CorpusReport) -> String {
     let s = &r.stats;
-    let mut md = String::from("# Corpus curation report\n\n| step | reason | dropped |\n|---|---|---:|\n");
+    let mut md =
+        String::from("# Corpus curation report\n\n| step | reason | dropped |\n|---|---|---:|\n");
     for (step, reason, n) in [
         ("dedup", "duplicate_id", s.duplicate_id),
         ("dedup", "exact_duplicate", s.exact_duplicate),
@@ -238,12 +290,20 @@ pub fn markdown(r: &CorpusReport) -> String {
     ] {
         md.push_str(&format!("| {step} | {reason} | {n} |\n"));
     }
-    md.push_str(&format!("\nPairs in: {}. Training records out: {}.\n\n## Examples\n", s.rows_in, s.rows_out));
+    md.push_str(&format!(
+        "\nPairs in: {}. Training records out: {}.\n\n## Examples\n",
+        s.rows_in, s.rows_out
+    ));
     for (reason, ex) in &r.examples {
         md.push_str(&format!("\n### {reason}\n\n"));
         for e in ex {
             let detail = serde_json::to_string(&e.dropped.reason).unwrap_or_default();
-            md.push_str(&format!("- `{}` {}: {}\n", e.dropped.id, detail, e.text.replace('\n', " ")));
+            md.push_str(&format!(
+                "- `{}` {}: {}\n",
+                e.dropped.id,
+                detail,
+                e.text.replace('\n', " ")
+            ));
         }
     }
     md

@@ -84,15 +84,34 @@ pub struct CorpusDedupConfig {
 
 impl Default for CorpusDedupConfig {
     fn default() -> Self {
-        let Params { shingle_words, num_perm, bands, threshold, seed } = Params::default();
-        CorpusDedupConfig { shingle_words, num_perm, bands, threshold, seed, normalise: NearNormalisation::None }
+        let Params {
+            shingle_words,
+            num_perm,
+            bands,
+            threshold,
+            seed,
+        } = Params::default();
+        CorpusDedupConfig {
+            shingle_words,
+            num_perm,
+            bands,
+            threshold,
+            seed,
+            normalise: NearNormalisation::None,
+        }
     }
 }
 
 impl CorpusDedupConfig {
     /// The parameters as the shared MinHash pieces take them.
     pub fn params(&self) -> Params {
-        Params { shingle_words: self.shingle_words, num_perm: self.num_perm, bands: self.bands, threshold: self.threshold, seed: self.seed }
+        Params {
+            shingle_words: self.shingle_words,
+            num_perm: self.num_perm,
+            bands: self.bands,
+            threshold: self.threshold,
+            seed: self.seed,
+        }
     }
 
     /// Check that the parameters fit together ([`Params::validate`]).
@@ -138,7 +157,11 @@ const NO_NEAR: u32 = u32::MAX;
 impl Sketches {
     /// Empty sketches for `config`.
     pub fn new(config: &CorpusDedupConfig) -> Sketches {
-        Sketches { bands: config.bands, key_bands: 0..config.bands, ..Sketches::default() }
+        Sketches {
+            bands: config.bands,
+            key_bands: 0..config.bands,
+            ..Sketches::default()
+        }
     }
 
     /// Rows held.
@@ -176,7 +199,11 @@ impl Sketches {
 
     /// The id of row `row`.
     pub fn id(&self, row: usize) -> &str {
-        let start = if row == 0 { 0 } else { self.id_ends[row - 1] as usize };
+        let start = if row == 0 {
+            0
+        } else {
+            self.id_ends[row - 1] as usize
+        };
         &self.ids[start..self.id_ends[row] as usize]
     }
 
@@ -197,9 +224,18 @@ impl Sketches {
     /// The band keys (of the bands read) and shingle set of near sketch `n`.
     fn near_sketch_at(&self, n: u32) -> (&[u32], &[u32]) {
         let n = n as usize;
-        let start = if n == 0 { 0 } else { self.shingle_ends[n - 1] as usize };
+        let start = if n == 0 {
+            0
+        } else {
+            self.shingle_ends[n - 1] as usize
+        };
         let width = self.key_bands.len();
-        (&self.keys[n * width..(n + 1) * width], self.shingles.get(start..self.shingle_ends[n] as usize).unwrap_or_default())
+        (
+            &self.keys[n * width..(n + 1) * width],
+            self.shingles
+                .get(start..self.shingle_ends[n] as usize)
+                .unwrap_or_default(),
+        )
     }
 
     /// Append row `row` of `other`, with its near sketch only if `near` (a row already known
@@ -224,13 +260,22 @@ impl Sketches {
     /// Write in a versioned little-endian binary layout ([`Sketches::read_from`] reads it).
     /// Only whole sketches are written (not those read in part).
     pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
-        if self.key_bands != (0..self.bands) || self.shingles_at.is_some() || self.id_ends.len() != self.seq.len() {
-            return Err(std::io::Error::other("only whole sketches can be written, not some of their columns"));
+        if self.key_bands != (0..self.bands)
+            || self.shingles_at.is_some()
+            || self.id_ends.len() != self.seq.len()
+        {
+            return Err(std::io::Error::other(
+                "only whole sketches can be written, not some of their columns",
+            ));
         }
         w.write_all(SKETCH_MAGIC)?;
         w.write_all(&(self.bands as u64).to_le_bytes())?;
         w.write_all(&self.input_rows.to_le_bytes())?;
-        fn column<T: Copy, const N: usize>(w: &mut impl Write, values: &[T], bytes: impl Fn(T) -> [u8; N]) -> std::io::Result<()> {
+        fn column<T: Copy, const N: usize>(
+            w: &mut impl Write,
+            values: &[T],
+            bytes: impl Fn(T) -> [u8; N],
+        ) -> std::io::Result<()> {
             w.write_all(&(values.len() as u64).to_le_bytes())?;
             let mut buf = Vec::with_capacity(values.len().min(1 << 16) * N);
             for chunk in values.chunks(1 << 16) {
@@ -257,30 +302,49 @@ impl Sketches {
     /// Read what [`Sketches::write_to`] wrote; a wrong magic, a truncated or inconsistent file
     /// is an error.
     pub fn read_from(r: &mut impl Read) -> Result<Sketches, SketchError> {
-        read_columns(r, &Selection::ALL, &mut |r, n| std::io::copy(&mut r.take(n), &mut std::io::sink()).map(drop))
+        read_columns(r, &Selection::ALL, &mut |r, n| {
+            std::io::copy(&mut r.take(n), &mut std::io::sink()).map(drop)
+        })
     }
 
     /// Read only the columns `selection` asks for, seeking past the others: the row columns,
     /// and per [`Selection`] the ids, the keys of some bands and the shingle sets. Shingle
     /// sets left on disk are read row by row by [`Sketches::read_shingles`].
-    pub fn read_selected<R: Read + Seek>(r: &mut R, selection: &Selection) -> Result<Sketches, SketchError> {
+    pub fn read_selected<R: Read + Seek>(
+        r: &mut R,
+        selection: &Selection,
+    ) -> Result<Sketches, SketchError> {
         read_columns(r, selection, &mut |r, n| r.seek_relative(n as i64))
     }
 
     /// Read near sketch `near`'s shingle set, left in `file` by [`Sketches::read_selected`],
     /// into `out`.
     #[cfg(unix)]
-    pub fn read_shingles(&self, file: &std::fs::File, near: u32, out: &mut Vec<u32>) -> Result<(), SketchError> {
+    pub fn read_shingles(
+        &self,
+        file: &std::fs::File,
+        near: u32,
+        out: &mut Vec<u32>,
+    ) -> Result<(), SketchError> {
         use std::os::unix::fs::FileExt;
         let n = near as usize;
-        let (start, end) = (if n == 0 { 0 } else { self.shingle_ends[n - 1] }, self.shingle_ends[n]);
+        let (start, end) = (
+            if n == 0 { 0 } else { self.shingle_ends[n - 1] },
+            self.shingle_ends[n],
+        );
         let Some(at) = self.shingles_at else {
-            return Err(SketchError::Format("the shingle sets were not left on disk".into()));
+            return Err(SketchError::Format(
+                "the shingle sets were not left on disk".into(),
+            ));
         };
         let mut bytes = vec![0u8; ((end - start) * 4) as usize];
         file.read_exact_at(&mut bytes, at + start * 4)?;
         out.clear();
-        out.extend(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        out.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
         Ok(())
     }
 
@@ -304,14 +368,24 @@ pub struct Selection {
 
 impl Selection {
     /// Every column.
-    pub const ALL: Selection = Selection { ids: true, bands: None, shingles: true };
+    pub const ALL: Selection = Selection {
+        ids: true,
+        bands: None,
+        shingles: true,
+    };
 }
 
-fn read_columns<R: Read>(r: &mut R, selection: &Selection, skip: &mut dyn FnMut(&mut R, u64) -> std::io::Result<()>) -> Result<Sketches, SketchError> {
+fn read_columns<R: Read>(
+    r: &mut R,
+    selection: &Selection,
+    skip: &mut dyn FnMut(&mut R, u64) -> std::io::Result<()>,
+) -> Result<Sketches, SketchError> {
     let mut magic = [0u8; 8];
     r.read_exact(&mut magic)?;
     if &magic != SKETCH_MAGIC {
-        return Err(SketchError::Format("not a coreb sketch file (or another format version)".into()));
+        return Err(SketchError::Format(
+            "not a coreb sketch file (or another format version)".into(),
+        ));
     }
     fn u64_of(r: &mut impl Read) -> std::io::Result<u64> {
         let mut b = [0u8; 8];
@@ -320,7 +394,12 @@ fn read_columns<R: Read>(r: &mut R, selection: &Selection, skip: &mut dyn FnMut(
     }
     /// The values `i` of the next column for which `keep(i)`, after its length; `pos` moves
     /// past it.
-    fn column<R: Read, T, const N: usize>(r: &mut R, pos: &mut u64, from: impl Fn([u8; N]) -> T, mut keep: impl FnMut(usize) -> bool) -> std::io::Result<Vec<T>> {
+    fn column<R: Read, T, const N: usize>(
+        r: &mut R,
+        pos: &mut u64,
+        from: impl Fn([u8; N]) -> T,
+        mut keep: impl FnMut(usize) -> bool,
+    ) -> std::io::Result<Vec<T>> {
         let n = u64_of(r)? as usize;
         let mut out = Vec::with_capacity(n.min(1 << 24));
         let mut buf = vec![0u8; (1 << 16) * N];
@@ -340,11 +419,19 @@ fn read_columns<R: Read>(r: &mut R, selection: &Selection, skip: &mut dyn FnMut(
     }
     /// The keys of bands `key_bands` from the next column (`bands` keys per near sketch), a
     /// chunk of whole sketches at a time.
-    fn band_keys<R: Read>(r: &mut R, pos: &mut u64, bands: usize, key_bands: &Range<usize>) -> std::io::Result<Vec<u32>> {
+    fn band_keys<R: Read>(
+        r: &mut R,
+        pos: &mut u64,
+        bands: usize,
+        key_bands: &Range<usize>,
+    ) -> std::io::Result<Vec<u32>> {
         let n = u64_of(r)? as usize;
         let rows = n / bands.max(1);
         if rows * bands != n {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "the band keys are not whole sketches"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the band keys are not whole sketches",
+            ));
         }
         let mut out = Vec::with_capacity((rows * key_bands.len()).min(1 << 24));
         let per = (1 << 16) / bands.max(1) + 1;
@@ -354,7 +441,11 @@ fn read_columns<R: Read>(r: &mut R, selection: &Selection, skip: &mut dyn FnMut(
             let take = (rows - done).min(per);
             r.read_exact(&mut buf[..take * bands * 4])?;
             for sketch in buf[..take * bands * 4].chunks_exact(bands * 4) {
-                out.extend(sketch[key_bands.start * 4..key_bands.end * 4].chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+                out.extend(
+                    sketch[key_bands.start * 4..key_bands.end * 4]
+                        .chunks_exact(4)
+                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                );
             }
             done += take;
         }
@@ -362,7 +453,12 @@ fn read_columns<R: Read>(r: &mut R, selection: &Selection, skip: &mut dyn FnMut(
         Ok(out)
     }
     /// Skip the next column of `width`-byte values; returns where its values start.
-    fn skip_column<R: Read>(r: &mut R, pos: &mut u64, width: u64, skip: &mut dyn FnMut(&mut R, u64) -> std::io::Result<()>) -> std::io::Result<u64> {
+    fn skip_column<R: Read>(
+        r: &mut R,
+        pos: &mut u64,
+        width: u64,
+        skip: &mut dyn FnMut(&mut R, u64) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
         let n = u64_of(r)?;
         skip(r, n * width)?;
         *pos += 8 + n * width;
@@ -373,45 +469,88 @@ fn read_columns<R: Read>(r: &mut R, selection: &Selection, skip: &mut dyn FnMut(
     let input_rows = u64_of(r)?;
     let key_bands = selection.bands.clone().unwrap_or(0..bands);
     if key_bands.end > bands {
-        return Err(SketchError::Bands { expected: key_bands.end, found: bands });
+        return Err(SketchError::Bands {
+            expected: key_bands.end,
+            found: bands,
+        });
     }
     let mut pos = 24;
     let p = &mut pos;
     let seq = column(r, p, u64::from_le_bytes, all)?;
     let (id_hash, exact) = if selection.ids {
-        (column(r, p, u64::from_le_bytes, all)?, column(r, p, u128::from_le_bytes, all)?)
+        (
+            column(r, p, u64::from_le_bytes, all)?,
+            column(r, p, u128::from_le_bytes, all)?,
+        )
     } else {
         skip_column(r, p, 8, skip)?;
         skip_column(r, p, 16, skip)?;
         (Vec::new(), Vec::new())
     };
     let near = column(r, p, u32::from_le_bytes, all)?;
-    let keys = if key_bands == (0..bands) { column(r, p, u32::from_le_bytes, all)? } else { band_keys(r, p, bands, &key_bands)? };
+    let keys = if key_bands == (0..bands) {
+        column(r, p, u32::from_le_bytes, all)?
+    } else {
+        band_keys(r, p, bands, &key_bands)?
+    };
     let shingle_ends = column(r, p, u64::from_le_bytes, all)?;
-    let (shingles, shingles_at) = if selection.shingles { (column(r, p, u32::from_le_bytes, all)?, None) } else { (Vec::new(), Some(skip_column(r, p, 4, skip)?)) };
+    let (shingles, shingles_at) = if selection.shingles {
+        (column(r, p, u32::from_le_bytes, all)?, None)
+    } else {
+        (Vec::new(), Some(skip_column(r, p, 4, skip)?))
+    };
     let (id_ends, ids) = if selection.ids {
         let ends = column(r, p, u64::from_le_bytes, all)?;
-        (ends, String::from_utf8(column(r, p, |b: [u8; 1]| b[0], all)?).map_err(|_| SketchError::Format("ids are not UTF-8".into()))?)
+        (
+            ends,
+            String::from_utf8(column(r, p, |b: [u8; 1]| b[0], all)?)
+                .map_err(|_| SketchError::Format("ids are not UTF-8".into()))?,
+        )
     } else {
         (Vec::new(), String::new())
     };
-    let s = Sketches { bands, key_bands, input_rows, seq, id_hash, exact, near, keys, shingle_ends, shingles, shingles_at, id_ends, ids };
+    let s = Sketches {
+        bands,
+        key_bands,
+        input_rows,
+        seq,
+        id_hash,
+        exact,
+        near,
+        keys,
+        shingle_ends,
+        shingles,
+        shingles_at,
+        id_ends,
+        ids,
+    };
     let rows = s.seq.len();
     let near_rows = s.shingle_ends.len();
     let ids_fit = !selection.ids
-        || ([s.id_hash.len(), s.exact.len(), s.id_ends.len()].iter().all(|&n| n == rows)
+        || ([s.id_hash.len(), s.exact.len(), s.id_ends.len()]
+            .iter()
+            .all(|&n| n == rows)
             && s.id_ends.windows(2).all(|w| w[0] <= w[1])
             && s.id_ends.last().is_none_or(|&e| e as usize == s.ids.len())
-            && s.id_ends.iter().all(|&e| s.ids.is_char_boundary(e as usize)));
+            && s.id_ends
+                .iter()
+                .all(|&e| s.ids.is_char_boundary(e as usize)));
     let consistent = ids_fit
         && s.near.len() == rows
         && s.keys.len() == near_rows * s.key_bands.len()
-        && s.near.iter().all(|&n| n == NO_NEAR || (n as usize) < near_rows)
+        && s.near
+            .iter()
+            .all(|&n| n == NO_NEAR || (n as usize) < near_rows)
         && s.shingle_ends.windows(2).all(|w| w[0] <= w[1])
-        && (!selection.shingles || s.shingle_ends.last().is_none_or(|&e| e as usize == s.shingles.len()))
+        && (!selection.shingles
+            || s.shingle_ends
+                .last()
+                .is_none_or(|&e| e as usize == s.shingles.len()))
         && s.seq.iter().all(|&q| q < input_rows);
     if !consistent {
-        return Err(SketchError::Format("its columns do not fit together".into()));
+        return Err(SketchError::Format(
+            "its columns do not fit together".into(),
+        ));
     }
     Ok(s)
 }
@@ -449,7 +588,9 @@ impl SketchFile {
         let mut head = [0u8; 24];
         file.read_exact_at(&mut head, 0)?;
         if &head[..8] != SKETCH_MAGIC {
-            return Err(SketchError::Format("not a coreb sketch file (or another format version)".into()));
+            return Err(SketchError::Format(
+                "not a coreb sketch file (or another format version)".into(),
+            ));
         }
         let bands = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
         let input_rows = u64::from_le_bytes(head[16..24].try_into().expect("8 bytes"));
@@ -463,7 +604,9 @@ impl SketchFile {
                 .checked_mul(width)
                 .and_then(|b| b.checked_add(at + 8))
                 .filter(|&e| e <= size)
-                .ok_or_else(|| SketchError::Format("a column runs past the end of the file".into()))?;
+                .ok_or_else(|| {
+                    SketchError::Format("a column runs past the end of the file".into())
+                })?;
             columns[c] = (at + 8, n);
             at = end;
         }
@@ -471,11 +614,19 @@ impl SketchFile {
             return Err(SketchError::Format("bytes past the last column".into()));
         }
         let rows = columns[SEQ].1;
-        let fits = [1, 2, NEAR, ID_ENDS].iter().all(|&c| columns[c].1 == rows) && Some(columns[KEYS].1) == columns[SHINGLE_ENDS].1.checked_mul(bands);
+        let fits = [1, 2, NEAR, ID_ENDS].iter().all(|&c| columns[c].1 == rows)
+            && Some(columns[KEYS].1) == columns[SHINGLE_ENDS].1.checked_mul(bands);
         if !fits {
-            return Err(SketchError::Format("its columns do not fit together".into()));
+            return Err(SketchError::Format(
+                "its columns do not fit together".into(),
+            ));
         }
-        Ok(SketchFile { file, bands: bands as usize, input_rows, columns })
+        Ok(SketchFile {
+            file,
+            bands: bands as usize,
+            input_rows,
+            columns,
+        })
     }
 
     /// Rows of the whole input.
@@ -508,16 +659,34 @@ impl SketchFile {
 
     /// Each row's position in the input, id hash, exact key and whether it has a near
     /// sketch, in row order.
-    pub fn for_each_key(&self, mut f: impl FnMut(u64, u64, u128, bool) -> Result<(), SketchError>) -> Result<(), SketchError> {
-        let (mut seqs, mut hashes, mut exact, mut nears) = (self.stream(SEQ), self.stream(1), self.stream(2), self.stream(NEAR));
+    pub fn for_each_key(
+        &self,
+        mut f: impl FnMut(u64, u64, u128, bool) -> Result<(), SketchError>,
+    ) -> Result<(), SketchError> {
+        let (mut seqs, mut hashes, mut exact, mut nears) = (
+            self.stream(SEQ),
+            self.stream(1),
+            self.stream(2),
+            self.stream(NEAR),
+        );
         while let Some(seq) = seqs.next()? {
-            let fits = |v: Option<u64>| v.ok_or_else(|| SketchError::Format("its columns do not fit together".into()));
+            let fits = |v: Option<u64>| {
+                v.ok_or_else(|| SketchError::Format("its columns do not fit together".into()))
+            };
             let (hash, near) = (fits(hashes.next()?)?, fits(nears.next()?)?);
             let (lo, hi) = (fits(exact.next()?)?, fits(exact.next()?)?);
             if seq >= self.input_rows {
-                return Err(SketchError::Coverage { seq, what: "is out of range" });
+                return Err(SketchError::Coverage {
+                    seq,
+                    what: "is out of range",
+                });
             }
-            f(seq, hash, u128::from(lo) | u128::from(hi) << 64, near != u64::from(NO_NEAR))?;
+            f(
+                seq,
+                hash,
+                u128::from(lo) | u128::from(hi) << 64,
+                near != u64::from(NO_NEAR),
+            )?;
         }
         Ok(())
     }
@@ -530,38 +699,69 @@ impl SketchFile {
             return Err(SketchError::Format(format!("no row {row}")));
         }
         let mut b = [0u8; 16];
-        let (at, bytes) = if row == 0 { (ends, &mut b[8..]) } else { (ends + (row - 1) * 8, &mut b[..]) };
+        let (at, bytes) = if row == 0 {
+            (ends, &mut b[8..])
+        } else {
+            (ends + (row - 1) * 8, &mut b[..])
+        };
         self.file.read_exact_at(bytes, at)?;
-        let (start, end) = (u64::from_le_bytes(b[..8].try_into().expect("8 bytes")), u64::from_le_bytes(b[8..].try_into().expect("8 bytes")));
+        let (start, end) = (
+            u64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
+            u64::from_le_bytes(b[8..].try_into().expect("8 bytes")),
+        );
         if start > end || end > self.columns[IDS].1 {
             return Err(SketchError::Format("its ids do not fit together".into()));
         }
         let mut id = vec![0u8; (end - start) as usize];
-        self.file.read_exact_at(&mut id, self.columns[IDS].0 + start)?;
+        self.file
+            .read_exact_at(&mut id, self.columns[IDS].0 + start)?;
         String::from_utf8(id).map_err(|_| SketchError::Format("ids are not UTF-8".into()))
     }
 
     fn stream(&self, column: usize) -> ColumnStream<'_> {
         let (at, n) = self.columns[column];
-        ColumnStream { file: &self.file, at, left: n, width: COLUMN_WIDTHS[column] as usize, buf: Vec::new(), pos: 0 }
+        ColumnStream {
+            file: &self.file,
+            at,
+            left: n,
+            width: COLUMN_WIDTHS[column] as usize,
+            buf: Vec::new(),
+            pos: 0,
+        }
     }
 
     /// Each row's position in the input and where its shingle set is (`(start, len)` in
     /// shingles; `None` for a row without a near sketch), in row order.
-    pub fn for_each_near(&self, mut f: impl FnMut(u64, Option<(u64, u32)>) -> Result<(), SketchError>) -> Result<(), SketchError> {
-        let (mut seqs, mut nears, mut ends) = (self.stream(SEQ), self.stream(NEAR), self.stream(SHINGLE_ENDS));
+    pub fn for_each_near(
+        &self,
+        mut f: impl FnMut(u64, Option<(u64, u32)>) -> Result<(), SketchError>,
+    ) -> Result<(), SketchError> {
+        let (mut seqs, mut nears, mut ends) = (
+            self.stream(SEQ),
+            self.stream(NEAR),
+            self.stream(SHINGLE_ENDS),
+        );
         let (mut next_near, mut start) = (0u64, 0u64);
         while let Some(seq) = seqs.next()? {
-            let near = nears.next()?.ok_or_else(|| SketchError::Format("its columns do not fit together".into()))?;
+            let near = nears
+                .next()?
+                .ok_or_else(|| SketchError::Format("its columns do not fit together".into()))?;
             if seq >= self.input_rows {
-                return Err(SketchError::Coverage { seq, what: "is out of range" });
+                return Err(SketchError::Coverage {
+                    seq,
+                    what: "is out of range",
+                });
             }
             if near == u64::from(NO_NEAR) {
                 f(seq, None)?;
                 continue;
             }
-            let end = ends.next()?.filter(|&e| near == next_near && e >= start && e <= self.columns[SHINGLES].1);
-            let end = end.ok_or_else(|| SketchError::Format("the near sketches are not in row order".into()))?;
+            let end = ends
+                .next()?
+                .filter(|&e| near == next_near && e >= start && e <= self.columns[SHINGLES].1);
+            let end = end.ok_or_else(|| {
+                SketchError::Format("the near sketches are not in row order".into())
+            })?;
             f(seq, Some((start, (end - start) as u32)))?;
             (next_near, start) = (next_near + 1, end);
         }
@@ -569,15 +769,27 @@ impl SketchFile {
     }
 
     /// The position in the input and the id of each row for which `wanted(seq)`, in row order.
-    pub fn for_each_id(&self, wanted: impl Fn(u64) -> bool, mut f: impl FnMut(u64, &str) -> Result<(), SketchError>) -> Result<(), SketchError> {
-        let (mut seqs, mut ends, mut ids) = (self.stream(SEQ), self.stream(ID_ENDS), self.stream(IDS));
+    pub fn for_each_id(
+        &self,
+        wanted: impl Fn(u64) -> bool,
+        mut f: impl FnMut(u64, &str) -> Result<(), SketchError>,
+    ) -> Result<(), SketchError> {
+        let (mut seqs, mut ends, mut ids) =
+            (self.stream(SEQ), self.stream(ID_ENDS), self.stream(IDS));
         let (mut start, mut id) = (0u64, Vec::new());
         while let Some(seq) = seqs.next()? {
-            let end = ends.next()?.filter(|&e| e >= start && e <= self.columns[IDS].1).ok_or_else(|| SketchError::Format("its ids do not fit together".into()))?;
+            let end = ends
+                .next()?
+                .filter(|&e| e >= start && e <= self.columns[IDS].1)
+                .ok_or_else(|| SketchError::Format("its ids do not fit together".into()))?;
             let want = wanted(seq);
             ids.bytes(end - start, want.then_some(&mut id))?;
             if want {
-                f(seq, std::str::from_utf8(&id).map_err(|_| SketchError::Format("ids are not UTF-8".into()))?)?;
+                f(
+                    seq,
+                    std::str::from_utf8(&id)
+                        .map_err(|_| SketchError::Format("ids are not UTF-8".into()))?,
+                )?;
             }
             start = end;
         }
@@ -585,15 +797,27 @@ impl SketchFile {
     }
 
     /// The `len` shingles from shingle `start` (of [`SketchFile::for_each_near`]) into `out`.
-    pub fn read_shingles(&self, start: u64, len: u32, out: &mut Vec<u32>) -> Result<(), SketchError> {
+    pub fn read_shingles(
+        &self,
+        start: u64,
+        len: u32,
+        out: &mut Vec<u32>,
+    ) -> Result<(), SketchError> {
         use std::os::unix::fs::FileExt;
         if start + u64::from(len) > self.columns[SHINGLES].1 {
-            return Err(SketchError::Format("a shingle set runs past its column".into()));
+            return Err(SketchError::Format(
+                "a shingle set runs past its column".into(),
+            ));
         }
         let mut bytes = vec![0u8; len as usize * 4];
-        self.file.read_exact_at(&mut bytes, self.columns[SHINGLES].0 + start * 4)?;
+        self.file
+            .read_exact_at(&mut bytes, self.columns[SHINGLES].0 + start * 4)?;
         out.clear();
-        out.extend(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        out.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
         Ok(())
     }
 }
@@ -711,7 +935,12 @@ impl Sketcher {
     /// A sketcher for `config` (assumed valid).
     pub fn new(config: &CorpusDedupConfig) -> Sketcher {
         Sketcher {
-            probes: (0..config.num_perm).flat_map(|i| (0..PROBES).map(move |t| probe(config.seed, config.num_perm, i, t as u64) as u32)).collect(),
+            probes: (0..config.num_perm)
+                .flat_map(|i| {
+                    (0..PROBES)
+                        .map(move |t| probe(config.seed, config.num_perm, i, t as u64) as u32)
+                })
+                .collect(),
             config: config.clone(),
             text: String::new(),
             simple: String::new(),
@@ -740,25 +969,57 @@ impl Sketcher {
                 }
                 if self.text.is_ascii() {
                     // The same words as `word_spans`, split on bytes.
-                    let words = self.text.as_bytes().split(|b| !b.is_ascii_alphanumeric()).filter(|w| !w.is_empty());
-                    shingle_hashes(words, self.config.shingle_words, &mut self.words, &mut self.shingles);
+                    let words = self
+                        .text
+                        .as_bytes()
+                        .split(|b| !b.is_ascii_alphanumeric())
+                        .filter(|w| !w.is_empty());
+                    shingle_hashes(
+                        words,
+                        self.config.shingle_words,
+                        &mut self.words,
+                        &mut self.shingles,
+                    );
                 } else {
-                    shingle_hashes(word_spans(&self.text).map(str::as_bytes), self.config.shingle_words, &mut self.words, &mut self.shingles);
+                    shingle_hashes(
+                        word_spans(&self.text).map(str::as_bytes),
+                        self.config.shingle_words,
+                        &mut self.words,
+                        &mut self.shingles,
+                    );
                 }
             }
             NearNormalisation::Datatrove => {
                 simplify_like_datatrove(&self.text, &mut self.simple);
-                shingle_hashes(self.simple.split(' ').filter(|w| !w.is_empty()).map(str::as_bytes), self.config.shingle_words, &mut self.words, &mut self.shingles);
+                shingle_hashes(
+                    self.simple
+                        .split(' ')
+                        .filter(|w| !w.is_empty())
+                        .map(str::as_bytes),
+                    self.config.shingle_words,
+                    &mut self.words,
+                    &mut self.shingles,
+                );
             }
         }
-        one_permutation_signature(&self.shingles, self.config.num_perm, self.config.seed, &self.probes, &mut self.sig, &mut self.filled);
+        one_permutation_signature(
+            &self.shingles,
+            self.config.num_perm,
+            self.config.seed,
+            &self.probes,
+            &mut self.sig,
+            &mut self.filled,
+        );
         self.short.clear();
         self.short.extend(self.shingles.iter().map(|&h| h as u32));
         self.short.sort_unstable();
         self.short.dedup();
         out.near.push(out.shingle_ends.len() as u32);
         for (b, band) in self.sig.chunks(self.config.rows_per_band()).enumerate() {
-            let key = band.iter().fold(fmix64(self.config.seed ^ (b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)), |h, &v| fmix64(h ^ u64::from(v)));
+            let key = band.iter().fold(
+                fmix64(self.config.seed ^ (b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                |h, &v| fmix64(h ^ u64::from(v)),
+            );
             out.keys.push(key as u32);
         }
         out.shingles.extend_from_slice(&self.short);
@@ -772,7 +1033,10 @@ const DATATROVE_PUNCTUATION: &str = "—”％１〈、━【「」，】；“�
 
 fn datatrove_punctuation(c: char) -> bool {
     let u = c as u32;
-    c.is_ascii_punctuation() || (u < 32 && c != '\t' && c != '\n') || (127..160).contains(&u) || (u > 127 && DATATROVE_PUNCTUATION.contains(c))
+    c.is_ascii_punctuation()
+        || (u < 32 && c != '\t' && c != '\n')
+        || (127..160).contains(&u)
+        || (u > 127 && DATATROVE_PUNCTUATION.contains(c))
 }
 
 /// `datatrove.utils.text.simplify_text(text)` at its default `TextNormConfig` into `out`:
@@ -823,11 +1087,15 @@ fn simplify_like_datatrove(text: &str, out: &mut String) {
 fn simplify_general(text: &str, out: &mut String) {
     static NUMBERS: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     static MARKS: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    let numbers = NUMBERS.get_or_init(|| Regex::new(r"\p{Nd}+([.,،٫⎖⎗⎘]\p{Nd}+)?").expect("valid pattern"));
+    let numbers =
+        NUMBERS.get_or_init(|| Regex::new(r"\p{Nd}+([.,،٫⎖⎗⎘]\p{Nd}+)?").expect("valid pattern"));
     let marks = MARKS.get_or_init(|| Regex::new(r"\p{Mn}").expect("valid pattern"));
     let lower = text.to_lowercase();
     let folded = numbers.replace_all(&lower, "0");
-    let spaced: String = folded.chars().map(|c| if datatrove_punctuation(c) { ' ' } else { c }).collect();
+    let spaced: String = folded
+        .chars()
+        .map(|c| if datatrove_punctuation(c) { ' ' } else { c })
+        .collect();
     let words = spaced.split_whitespace().collect::<Vec<_>>().join(" ");
     let nfd: String = words.nfd().collect();
     out.push_str(marks.replace_all(&nfd, "").trim());
@@ -835,7 +1103,12 @@ fn simplify_general(text: &str, out: &mut String) {
 
 /// Hashes of the `k`-word shingles of `words` (one shingle of all words when there are at
 /// most `k`). A shingle hashes the xxh3 hashes of its words, so no shingle string is built.
-fn shingle_hashes<'a>(words: impl Iterator<Item = &'a [u8]>, k: usize, buf: &mut Vec<u8>, out: &mut Vec<u64>) {
+fn shingle_hashes<'a>(
+    words: impl Iterator<Item = &'a [u8]>,
+    k: usize,
+    buf: &mut Vec<u8>,
+    out: &mut Vec<u64>,
+) {
     buf.clear();
     for w in words {
         buf.extend_from_slice(&xxh3_64(w).to_le_bytes());
@@ -846,7 +1119,11 @@ fn shingle_hashes<'a>(words: impl Iterator<Item = &'a [u8]>, k: usize, buf: &mut
     if n <= k {
         out.push(xxh3_64_with_seed(buf, n as u64));
     } else {
-        out.extend(buf.windows(8 * k).step_by(8).map(|w| xxh3_64_with_seed(w, k as u64)));
+        out.extend(
+            buf.windows(8 * k)
+                .step_by(8)
+                .map(|w| xxh3_64_with_seed(w, k as u64)),
+        );
     }
 }
 
@@ -857,7 +1134,14 @@ fn shingle_hashes<'a>(words: impl Iterator<Item = &'a [u8]>, k: usize, buf: &mut
 /// bin come precomputed in `probes` when given), so two sets agree on bin `i` with probability
 /// ≈ their Jaccard similarity. (Densification by rotation is cheaper but lost about 1 % of
 /// the near-duplicates of the benchmark corpus.)
-fn one_permutation_signature(shingles: &[u64], bins: usize, seed: u64, probes: &[u32], sig: &mut Vec<u32>, filled: &mut Vec<bool>) {
+fn one_permutation_signature(
+    shingles: &[u64],
+    bins: usize,
+    seed: u64,
+    probes: &[u32],
+    sig: &mut Vec<u32>,
+    filled: &mut Vec<bool>,
+) {
     sig.clear();
     sig.resize(bins, u32::MAX);
     filled.clear();
@@ -877,7 +1161,11 @@ fn one_permutation_signature(shingles: &[u64], bins: usize, seed: u64, probes: &
         }
         let mut attempt = 0usize;
         let j = loop {
-            let j = if attempt < PROBES && probes.len() == bins * PROBES { probes[i * PROBES + attempt] as usize } else { probe(seed, bins, i, attempt as u64) };
+            let j = if attempt < PROBES && probes.len() == bins * PROBES {
+                probes[i * PROBES + attempt] as usize
+            } else {
+                probe(seed, bins, i, attempt as u64)
+            };
             if filled[j] {
                 break j;
             }
@@ -929,7 +1217,9 @@ fn sorted_jaccard(a: &[u32], b: &[u32], threshold: f64) -> f64 {
 /// where its shard process stopped reading); an error when it counted more.
 fn covered(counted: u64, rows: u64) -> Result<u64, SketchError> {
     if rows < counted {
-        return Err(SketchError::Format(format!("counted {counted} input rows, more than the input's {rows}")));
+        return Err(SketchError::Format(format!(
+            "counted {counted} input rows, more than the input's {rows}"
+        )));
     }
     Ok(rows)
 }
@@ -988,7 +1278,9 @@ impl Duplicates {
 
     /// The id of row `seq`, when a drop reason names it.
     pub fn name(&self, seq: u64) -> String {
-        self.ids.get(&seq).map_or_else(String::new, |i| i.to_string())
+        self.ids
+            .get(&seq)
+            .map_or_else(String::new, |i| i.to_string())
     }
 }
 
@@ -1000,7 +1292,11 @@ impl Verdict {
             Verdict::Keep => None,
             Verdict::DuplicateId => Some(DropReason::DuplicateId { of: id.to_owned() }),
             Verdict::Exact { of } => Some(DropReason::ExactDuplicate { of: name(of) }),
-            Verdict::Near { of, via, jaccard } => Some(DropReason::NearDuplicate { of: name(of), jaccard, via: (via != of).then(|| name(via)) }),
+            Verdict::Near { of, via, jaccard } => Some(DropReason::NearDuplicate {
+                of: name(of),
+                jaccard,
+                via: (via != of).then(|| name(via)),
+            }),
         }
     }
 }
@@ -1008,7 +1304,11 @@ impl Verdict {
 impl super::curate::Verdicts for &Duplicates {
     type Error = SketchError;
 
-    fn verdicts(&mut self, rows: &[(u64, super::Pair)], out: &mut Vec<Verdict>) -> Result<(), SketchError> {
+    fn verdicts(
+        &mut self,
+        rows: &[(u64, super::Pair)],
+        out: &mut Vec<Verdict>,
+    ) -> Result<(), SketchError> {
         out.extend(rows.iter().map(|(seq, _)| self.verdict(*seq)));
         Ok(())
     }
@@ -1038,7 +1338,10 @@ impl std::hash::Hash for IdKey<'_> {
 /// module doc): the steps of [`steps`] in one process, the band step over every band.
 /// Parallel over bands (rayon); the result does not depend on the split into parts or on the
 /// thread count.
-pub fn find_duplicates(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<Duplicates, SketchError> {
+pub fn find_duplicates(
+    config: &CorpusDedupConfig,
+    parts: &[&Sketches],
+) -> Result<Duplicates, SketchError> {
     let exact = steps::exact_step(config, parts)?;
     let candidates = steps::band_task(config, parts, &exact, 0..config.bands)?;
     let near = steps::cluster(config, parts, &candidates, |part, near, out| {
@@ -1055,12 +1358,18 @@ pub fn find_duplicates(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Resul
 /// band key; the members of a bucket are then consecutive, in input order, and each is a
 /// candidate of the member before it (as datatrove's bucket stage pairs neighbours in sorted
 /// order). `[band][row]` is that neighbour (the row itself when it has none).
-fn band_neighbours(rows: usize, bands: Range<usize>, key: impl Fn(usize, usize) -> u32 + Sync) -> Vec<Vec<u32>> {
+fn band_neighbours(
+    rows: usize,
+    bands: Range<usize>,
+    key: impl Fn(usize, usize) -> u32 + Sync,
+) -> Vec<Vec<u32>> {
     use rayon::prelude::*;
     bands
         .into_par_iter()
         .map(|b| {
-            let mut v: Vec<u64> = (0..rows).map(|k| (u64::from(key(k, b)) << 32) | k as u64).collect();
+            let mut v: Vec<u64> = (0..rows)
+                .map(|k| (u64::from(key(k, b)) << 32) | k as u64)
+                .collect();
             v.sort_unstable();
             let mut prev: Vec<u32> = (0..rows as u32).collect();
             for w in v.windows(2) {
@@ -1100,7 +1409,11 @@ mod tests {
         assert_eq!(out, "große andern cafe 0 items");
     }
 
-    fn sketches(config: &CorpusDedupConfig, rows: &[(&str, &str, &str)], seqs: impl Iterator<Item = usize>) -> Sketches {
+    fn sketches(
+        config: &CorpusDedupConfig,
+        rows: &[(&str, &str, &str)],
+        seqs: impl Iterator<Item = usize>,
+    ) -> Sketches {
         let mut s = Sketches::new(config);
         s.set_input_rows(rows.len() as u64);
         let mut sk = Sketcher::new(config);
@@ -1119,11 +1432,11 @@ mod tests {
         let long = words.join(" ");
         let rows = [
             ("a", "read a json config file", base),
-            ("b", "read a json config file", base),                   // exact copy of a
-            ("c", "Read A JSON config file", base),                   // near a
+            ("b", "read a json config file", base), // exact copy of a
+            ("c", "Read A JSON config file", base), // near a
             ("a", "another text entirely, with a reused id", "pass"), // duplicate id
-            ("d", long.as_str(), "x"),                                // kept
-            ("e", "something else", "def f(x):\n    return x"),       // kept
+            ("d", long.as_str(), "x"),              // kept
+            ("e", "something else", "def f(x):\n    return x"), // kept
         ];
         let all = sketches(&config, &rows, 0..rows.len());
         let one = find_duplicates(&config, &[&all]).unwrap();
@@ -1134,51 +1447,100 @@ mod tests {
             assert_eq!(one.verdict(seq), two.verdict(seq), "row {seq}");
         }
         assert_eq!(one.verdict(0), Verdict::Keep);
-        assert_eq!(one.reason(1, "b"), Some(DropReason::ExactDuplicate { of: "a".into() }));
-        assert!(matches!(one.reason(2, "c"), Some(DropReason::NearDuplicate { ref of, via: None, .. }) if of == "a"));
-        assert_eq!(one.reason(3, "a"), Some(DropReason::DuplicateId { of: "a".into() }));
+        assert_eq!(
+            one.reason(1, "b"),
+            Some(DropReason::ExactDuplicate { of: "a".into() })
+        );
+        assert!(
+            matches!(one.reason(2, "c"), Some(DropReason::NearDuplicate { ref of, via: None, .. }) if of == "a")
+        );
+        assert_eq!(
+            one.reason(3, "a"),
+            Some(DropReason::DuplicateId { of: "a".into() })
+        );
         assert_eq!(one.verdict(4), Verdict::Keep);
         assert_eq!(one.verdict(5), Verdict::Keep);
         // A missing part is an error naming the first missing row; a part given twice too.
-        assert_eq!(find_duplicates(&config, &[&evens]).unwrap_err().to_string(), "row 1 of the input is missing");
-        assert_eq!(find_duplicates(&config, &[&evens, &odds, &evens]).unwrap_err().to_string(), "row 0 of the input appears twice");
+        assert_eq!(
+            find_duplicates(&config, &[&evens]).unwrap_err().to_string(),
+            "row 1 of the input is missing"
+        );
+        assert_eq!(
+            find_duplicates(&config, &[&evens, &odds, &evens])
+                .unwrap_err()
+                .to_string(),
+            "row 0 of the input appears twice"
+        );
     }
 
     #[test]
     fn a_chain_of_near_copies_is_one_component_kept_at_its_first_row() {
         // Each row drops one word of the previous one and adds another: neighbours are near
         // copies, the ends of the chain are not; the whole chain is one component.
-        let config = CorpusDedupConfig { threshold: 0.8, ..CorpusDedupConfig::default() };
+        let config = CorpusDedupConfig {
+            threshold: 0.8,
+            ..CorpusDedupConfig::default()
+        };
         let words: Vec<String> = (0..200).map(|i| format!("t{i}")).collect();
-        let texts: Vec<String> = (0..12).map(|s| words[s * 4..s * 4 + 100].join(" ")).collect();
+        let texts: Vec<String> = (0..12)
+            .map(|s| words[s * 4..s * 4 + 100].join(" "))
+            .collect();
         let ids: Vec<String> = (0..texts.len()).map(|i| format!("r{i}")).collect();
-        let rows: Vec<(&str, &str, &str)> = ids.iter().zip(&texts).map(|(i, t)| (i.as_str(), t.as_str(), "")).collect();
+        let rows: Vec<(&str, &str, &str)> = ids
+            .iter()
+            .zip(&texts)
+            .map(|(i, t)| (i.as_str(), t.as_str(), ""))
+            .collect();
         let all = sketches(&config, &rows, 0..rows.len());
         let d = find_duplicates(&config, &[&all]).unwrap();
         assert_eq!(d.verdict(0), Verdict::Keep);
         let last = d.reason(rows.len() as u64 - 1, "r11").unwrap();
         // The last row is far from the first, and joined through a neighbour.
-        assert!(matches!(last, DropReason::NearDuplicate { ref of, via: Some(_), jaccard } if of == "r0" && jaccard >= 0.8), "{last:?}");
+        assert!(
+            matches!(last, DropReason::NearDuplicate { ref of, via: Some(_), jaccard } if of == "r0" && jaccard >= 0.8),
+            "{last:?}"
+        );
     }
 
     #[test]
     fn datatrove_normalisation_folds_digits_and_punctuation() {
         // The same code with other numbers in every identifier and other punctuation: a
         // different text for `none`, the same one for `datatrove`.
-        let a: String = (0..30).map(|i| format!("obj{i}.value = obj{}[{i}];\n", i + 1)).collect();
-        let b: String = (0..30).map(|i| format!("obj{}.value := obj{}({});\n", i + 50, i + 77, i * 3)).collect();
-        let rows = [("a", "copy the values", a.as_str()), ("b", "copy the values!", b.as_str())];
-        for (normalise, dropped) in [(NearNormalisation::None, false), (NearNormalisation::Datatrove, true)] {
-            let config = CorpusDedupConfig { normalise, ..CorpusDedupConfig::default() };
+        let a: String = (0..30)
+            .map(|i| format!("obj{i}.value = obj{}[{i}];\n", i + 1))
+            .collect();
+        let b: String = (0..30)
+            .map(|i| format!("obj{}.value := obj{}({});\n", i + 50, i + 77, i * 3))
+            .collect();
+        let rows = [
+            ("a", "copy the values", a.as_str()),
+            ("b", "copy the values!", b.as_str()),
+        ];
+        for (normalise, dropped) in [
+            (NearNormalisation::None, false),
+            (NearNormalisation::Datatrove, true),
+        ] {
+            let config = CorpusDedupConfig {
+                normalise,
+                ..CorpusDedupConfig::default()
+            };
             let d = find_duplicates(&config, &[&sketches(&config, &rows, 0..2)]).unwrap();
-            assert_eq!(d.verdict(1) != Verdict::Keep, dropped, "{normalise:?}: {:?}", d.verdict(1));
+            assert_eq!(
+                d.verdict(1) != Verdict::Keep,
+                dropped,
+                "{normalise:?}: {:?}",
+                d.verdict(1)
+            );
         }
     }
 
     #[test]
     fn sketches_round_trip_and_corruption_is_caught() {
         let config = CorpusDedupConfig::default();
-        let rows = [("x:1", "read a file", "open(p).read()"), ("x:2", "Größe ändern", "resize()")];
+        let rows = [
+            ("x:1", "read a file", "open(p).read()"),
+            ("x:2", "Größe ändern", "resize()"),
+        ];
         let s = sketches(&config, &rows, 0..2);
         let mut bytes = Vec::new();
         s.write_to(&mut bytes).unwrap();
@@ -1186,7 +1548,12 @@ mod tests {
         assert!(Sketches::read_from(&mut &bytes[..bytes.len() - 3]).is_err());
         let mut bad = bytes.clone();
         bad[0] = b'X';
-        assert!(Sketches::read_from(&mut bad.as_slice()).unwrap_err().to_string().contains("not a coreb sketch file"));
+        assert!(
+            Sketches::read_from(&mut bad.as_slice())
+                .unwrap_err()
+                .to_string()
+                .contains("not a coreb sketch file")
+        );
     }
 
     #[test]
@@ -1206,7 +1573,10 @@ mod tests {
         let est = equal as f64 / total as f64;
         assert!((est - j).abs() < 0.05, "estimate {est} vs {j}");
         // The precomputed probes give the same signature as computing them.
-        let s = Sketcher::new(&CorpusDedupConfig { seed: 5, ..CorpusDedupConfig::default() });
+        let s = Sketcher::new(&CorpusDedupConfig {
+            seed: 5,
+            ..CorpusDedupConfig::default()
+        });
         let mut with = Vec::new();
         one_permutation_signature(&a[..9], 128, 5, &s.probes, &mut with, &mut filled);
         one_permutation_signature(&a[..9], 128, 5, &[], &mut sa, &mut filled);

@@ -60,7 +60,10 @@ pub mod spool;
 pub mod table;
 use coreb_eval::bm25::{Bm25Config, tokenize};
 pub use curate::CorpusReport;
-pub use duplicates::{CorpusDedupConfig, Duplicates, NearNormalisation, Selection, SketchError, Sketcher, Sketches, Verdict, find_duplicates};
+pub use duplicates::{
+    CorpusDedupConfig, Duplicates, NearNormalisation, Selection, SketchError, Sketcher, Sketches,
+    Verdict, find_duplicates,
+};
 
 /// A text–code pair of a training corpus.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -237,7 +240,19 @@ impl CorpusStats {
     }
 }
 
-coreb_base::add_assign_fields!(CorpusStats { rows_in, duplicate_id, exact_duplicate, near_duplicate, too_short, url, html, language, contaminated, misaligned, rows_out });
+coreb_base::add_assign_fields!(CorpusStats {
+    rows_in,
+    duplicate_id,
+    exact_duplicate,
+    near_duplicate,
+    too_short,
+    url,
+    html,
+    language,
+    contaminated,
+    misaligned,
+    rows_out
+});
 
 /// Step 1: duplicate ids, exact copies and near-duplicates over `text + "\n" + code` (see
 /// [`duplicates`]): every pair is sketched, then [`find_duplicates`] decides over all of them;
@@ -249,7 +264,8 @@ pub fn dedup_pairs(config: &CorpusDedupConfig, pairs: Vec<Pair>) -> StepOutput {
     for (i, p) in pairs.iter().enumerate() {
         sketcher.sketch(i as u64, &p.id, &p.text, &p.code, &mut sketches);
     }
-    let found = find_duplicates(config, &[&sketches]).expect("the sketches of every pair, each once");
+    let found =
+        find_duplicates(config, &[&sketches]).expect("the sketches of every pair, each once");
     let mut result = StepOutput::default();
     for (i, p) in pairs.into_iter().enumerate() {
         match found.reason(i as u64, &p.id) {
@@ -352,7 +368,8 @@ fn normalise_into(parts: &[&str], case: Case, out: &mut String) {
 
 /// The alphanumeric words of `text` (split as [`words`] splits).
 fn word_spans(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
 }
 
 /// `[language]`: the natural-language filter.
@@ -367,7 +384,10 @@ pub struct LanguageConfig {
 
 impl Default for LanguageConfig {
     fn default() -> Self {
-        LanguageConfig { language: "eng".into(), min_chars: 10 }
+        LanguageConfig {
+            language: "eng".into(),
+            min_chars: 10,
+        }
     }
 }
 
@@ -375,7 +395,10 @@ impl LanguageConfig {
     /// Check the language code.
     pub fn validate(&self) -> Result<(), String> {
         if whatlang::Lang::from_code(&self.language).is_none() {
-            return Err(format!("`language`: unknown ISO 639-3 code `{}`", self.language));
+            return Err(format!(
+                "`language`: unknown ISO 639-3 code `{}`",
+                self.language
+            ));
         }
         Ok(())
     }
@@ -384,7 +407,11 @@ impl LanguageConfig {
 fn has_url(text: &str) -> bool {
     if text.is_ascii() {
         // Lower-casing ASCII only changes ASCII letters: compare without building a copy.
-        let has = |needle: &[u8]| text.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle));
+        let has = |needle: &[u8]| {
+            text.as_bytes()
+                .windows(needle.len())
+                .any(|w| w.eq_ignore_ascii_case(needle))
+        };
         return (text.contains(':') && (has(b"http://") || has(b"https://"))) || has(b"www.");
     }
     let lower = text.to_lowercase();
@@ -396,19 +423,31 @@ fn has_html(text: &str) -> bool {
     bytes.windows(2).enumerate().any(|(i, w)| {
         w[0] == b'<'
             && (w[1].is_ascii_alphabetic() || w[1] == b'/' || w[1] == b'!')
-            && bytes[i + 1..].iter().take(64).position(|&b| b == b'>').is_some_and(|end| {
-                let inner = &bytes[i + 1..i + 1 + end];
-                let name: Vec<u8> = inner.iter().copied().skip_while(|&b| b == b'/' || b == b'!').take_while(u8::is_ascii_alphanumeric).collect();
-                !name.is_empty() && HTML_TAGS.contains(&String::from_utf8_lossy(&name).to_lowercase().as_str())
-            })
+            && bytes[i + 1..]
+                .iter()
+                .take(64)
+                .position(|&b| b == b'>')
+                .is_some_and(|end| {
+                    let inner = &bytes[i + 1..i + 1 + end];
+                    let name: Vec<u8> = inner
+                        .iter()
+                        .copied()
+                        .skip_while(|&b| b == b'/' || b == b'!')
+                        .take_while(u8::is_ascii_alphanumeric)
+                        .collect();
+                    !name.is_empty()
+                        && HTML_TAGS
+                            .contains(&String::from_utf8_lossy(&name).to_lowercase().as_str())
+                })
     }) || text.contains("&nbsp;")
         || text.contains("&lt;")
         || text.contains("&gt;")
 }
 
 const HTML_TAGS: &[&str] = &[
-    "a", "b", "i", "p", "br", "hr", "div", "span", "img", "ul", "ol", "li", "table", "tr", "td", "th", "html", "body", "head", "script", "style", "pre", "code", "em", "strong",
-    "h1", "h2", "h3", "h4", "doctype", "sup", "sub",
+    "a", "b", "i", "p", "br", "hr", "div", "span", "img", "ul", "ol", "li", "table", "tr", "td",
+    "th", "html", "body", "head", "script", "style", "pre", "code", "em", "strong", "h1", "h2",
+    "h3", "h4", "doctype", "sup", "sub",
 ];
 
 /// Characters of `normalise(text)`, without building it for ASCII text.
@@ -446,7 +485,9 @@ pub fn check_text(config: &LanguageConfig, text: &str) -> Result<(), DropReason>
     if let Some(info) = whatlang_fast::detect(text) {
         let code = info.lang().code();
         if code != config.language && info.is_reliable() {
-            return Err(DropReason::Language { detected: code.to_owned() });
+            return Err(DropReason::Language {
+                detected: code.to_owned(),
+            });
         }
     }
     Ok(())
@@ -477,7 +518,10 @@ pub struct DecontamConfig {
 
 impl Default for DecontamConfig {
     fn default() -> Self {
-        DecontamConfig { ngram: 13, min_overlap: 0.3 }
+        DecontamConfig {
+            ngram: 13,
+            min_overlap: 0.3,
+        }
     }
 }
 
@@ -488,7 +532,10 @@ impl DecontamConfig {
             return Err("`ngram` must be at least 1".into());
         }
         if !(self.min_overlap > 0.0 && self.min_overlap <= 1.0) {
-            return Err(format!("`min_overlap` must be in (0, 1], got `{}`", self.min_overlap));
+            return Err(format!(
+                "`min_overlap` must be in (0, 1], got `{}`",
+                self.min_overlap
+            ));
         }
         Ok(())
     }
@@ -496,7 +543,10 @@ impl DecontamConfig {
 
 /// Lower-cased word tokens (letter/digit runs).
 pub fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// Hashes of the word n-grams of a text, in order (duplicates kept).
@@ -546,7 +596,8 @@ impl NgramScratch {
                 if !self.lower.is_empty() {
                     self.lower.push(' ');
                 }
-                self.spans.push((self.lower.len(), self.lower.len() + w.len()));
+                self.spans
+                    .push((self.lower.len(), self.lower.len() + w.len()));
                 self.lower.push_str(&w);
             }
         }
@@ -559,7 +610,8 @@ impl NgramScratch {
         self.bad.push(0);
         for g in self.spans.windows(2) {
             let single = g[1].0 == g[0].1 + 1 && bytes[g[0].1] == b' ';
-            self.bad.push(self.bad.last().copied().unwrap_or(0) + u32::from(!single));
+            self.bad
+                .push(self.bad.last().copied().unwrap_or(0) + u32::from(!single));
         }
         for w in 0..=self.spans.len() - n {
             let (start, end) = (self.spans[w].0, self.spans[w + n - 1].1);
@@ -602,7 +654,11 @@ pub struct Overlap {
 impl Overlap {
     /// Fraction of the text's n-grams found in the best document (0 when it has none).
     pub fn fraction(&self) -> f64 {
-        if self.total == 0 { 0.0 } else { self.matched as f64 / self.total as f64 }
+        if self.total == 0 {
+            0.0
+        } else {
+            self.matched as f64 / self.total as f64
+        }
     }
 }
 
@@ -626,7 +682,9 @@ impl ReleaseIndex {
         let mut ngrams: HashMap<u64, Vec<u32>, Prehashed> = HashMap::default();
         let mut buf = String::new();
         for (i, d) in docs.iter().enumerate() {
-            hashes.entry(normalised_hash(&d.text, &mut buf)).or_insert(i);
+            hashes
+                .entry(normalised_hash(&d.text, &mut buf))
+                .or_insert(i);
             for h in ngram_hashes(&d.text, ngram) {
                 let list = ngrams.entry(h).or_default();
                 if list.last() != Some(&(i as u32)) {
@@ -634,7 +692,12 @@ impl ReleaseIndex {
                 }
             }
         }
-        ReleaseIndex { docs, hashes, ngrams, ngram }
+        ReleaseIndex {
+            docs,
+            hashes,
+            ngrams,
+            ngram,
+        }
     }
 
     /// The indexed documents.
@@ -658,8 +721,16 @@ impl ReleaseIndex {
                 }
             }
             // Most matches, then the lowest document index: deterministic.
-            let best = per_doc.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(&d, &m)| (d as usize, m));
-            Overlap { hash_hit, best_doc: best.map(|b| b.0), matched: best.map_or(0, |b| b.1), total: grams.len() }
+            let best = per_doc
+                .iter()
+                .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+                .map(|(&d, &m)| (d as usize, m));
+            Overlap {
+                hash_hit,
+                best_doc: best.map(|b| b.0),
+                matched: best.map_or(0, |b| b.1),
+                total: grams.len(),
+            }
         })
     }
 
@@ -670,11 +741,26 @@ impl ReleaseIndex {
             let o = self.overlap(text);
             if let Some(d) = o.hash_hit {
                 let doc = &self.docs[d];
-                return Some(DropReason::Contaminated { side, kind: MatchKind::Hash, release: doc.release.clone(), doc: doc.doc.clone(), overlap: 1.0 });
+                return Some(DropReason::Contaminated {
+                    side,
+                    kind: MatchKind::Hash,
+                    release: doc.release.clone(),
+                    doc: doc.doc.clone(),
+                    overlap: 1.0,
+                });
             }
-            if let Some(d) = o.best_doc.filter(|_| ngram_hit.is_none() && o.fraction() >= config.min_overlap) {
+            if let Some(d) = o
+                .best_doc
+                .filter(|_| ngram_hit.is_none() && o.fraction() >= config.min_overlap)
+            {
                 let doc = &self.docs[d];
-                ngram_hit = Some(DropReason::Contaminated { side, kind: MatchKind::Ngram, release: doc.release.clone(), doc: doc.doc.clone(), overlap: o.fraction() });
+                ngram_hit = Some(DropReason::Contaminated {
+                    side,
+                    kind: MatchKind::Ngram,
+                    release: doc.release.clone(),
+                    doc: doc.doc.clone(),
+                    overlap: o.fraction(),
+                });
             }
         }
         ngram_hit
@@ -682,7 +768,11 @@ impl ReleaseIndex {
 }
 
 /// Step 3: drop pairs that match a release.
-pub fn decontaminate(config: &DecontamConfig, index: &ReleaseIndex, pairs: Vec<Pair>) -> StepOutput {
+pub fn decontaminate(
+    config: &DecontamConfig,
+    index: &ReleaseIndex,
+    pairs: Vec<Pair>,
+) -> StepOutput {
     let mut out = StepOutput::default();
     for p in pairs {
         match index.check(config, &p) {
@@ -753,7 +843,17 @@ impl SimMatrix {
         }
         let docs = (2 * n) as f32;
         let weigh = |doc: &BTreeMap<String, f32>| -> HashMap<String, f32> {
-            let w: Vec<(&String, f32)> = doc.iter().map(|(t, &tf)| (t, (1.0 + tf.ln()) * ((1.0 + docs) / (1.0 + df.get(t.as_str()).copied().unwrap_or(0.0))).ln())).collect();
+            let w: Vec<(&String, f32)> = doc
+                .iter()
+                .map(|(t, &tf)| {
+                    (
+                        t,
+                        (1.0 + tf.ln())
+                            * ((1.0 + docs) / (1.0 + df.get(t.as_str()).copied().unwrap_or(0.0)))
+                                .ln(),
+                    )
+                })
+                .collect();
             // Summed in term order (not a HashMap's): the same f32 norm on every run.
             let norm = w.iter().map(|(_, x)| x * x).sum::<f32>().sqrt().max(1e-12);
             w.into_iter().map(|(t, x)| (t.clone(), x / norm)).collect()
@@ -799,7 +899,11 @@ pub struct AlignConfig {
 
 impl Default for AlignConfig {
     fn default() -> Self {
-        AlignConfig { enabled: true, top_k: 2, threshold: 0.05 }
+        AlignConfig {
+            enabled: true,
+            top_k: 2,
+            threshold: 0.05,
+        }
     }
 }
 
@@ -807,7 +911,11 @@ impl Default for AlignConfig {
 fn rank_of(target: usize, scores: impl Iterator<Item = f32>) -> usize {
     let scores: Vec<f32> = scores.collect();
     let s = scores[target];
-    1 + scores.iter().enumerate().filter(|&(i, &x)| i != target && (x > s || (x == s && i < target))).count()
+    1 + scores
+        .iter()
+        .enumerate()
+        .filter(|&(i, &x)| i != target && (x > s || (x == s && i < target)))
+        .count()
 }
 
 /// Step 4: keep a pair only if text and code rank each other within `top_k` and their
@@ -823,10 +931,18 @@ pub fn align(config: &AlignConfig, pairs: Vec<Pair>, sim: &SimMatrix) -> StepOut
         let code_rank = rank_of(i, (0..n).map(|c| sim.get(i, c)));
         let text_rank = rank_of(i, (0..n).map(|t| sim.get(t, i)));
         let similarity = sim.get(i, i);
-        if code_rank <= config.top_k && text_rank <= config.top_k && similarity >= config.threshold {
+        if code_rank <= config.top_k && text_rank <= config.top_k && similarity >= config.threshold
+        {
             out.kept.push(p);
         } else {
-            out.dropped.push(Dropped { id: p.id, reason: DropReason::Misaligned { code_rank, text_rank, similarity } });
+            out.dropped.push(Dropped {
+                id: p.id,
+                reason: DropReason::Misaligned {
+                    code_rank,
+                    text_rank,
+                    similarity,
+                },
+            });
         }
     }
     out
@@ -851,7 +967,13 @@ pub struct NegativeConfig {
 
 impl Default for NegativeConfig {
     fn default() -> Self {
-        NegativeConfig { hard: 3, easy: 3, temperature: 0.05, false_negative_ratio: 0.95, seed: 0xC0DE_2025 }
+        NegativeConfig {
+            hard: 3,
+            easy: 3,
+            temperature: 0.05,
+            false_negative_ratio: 0.95,
+            seed: 0xC0DE_2025,
+        }
     }
 }
 
@@ -892,12 +1014,25 @@ fn uniform(seed: u64, record: &str, candidate: usize) -> f64 {
 /// softmax). Easy: the remaining candidates with the smallest uniform keys. Deterministic for a
 /// seed, whatever the order of evaluation. Without negatives asked for, or with a matrix not
 /// over `pairs`, the records carry positives only.
-pub fn mine_negatives(config: &NegativeConfig, pairs: &[Pair], sim: &SimMatrix) -> Vec<TrainingRecord> {
+pub fn mine_negatives(
+    config: &NegativeConfig,
+    pairs: &[Pair],
+    sim: &SimMatrix,
+) -> Vec<TrainingRecord> {
     let n = pairs.len();
     let t = config.temperature.max(1e-6) as f64;
     if config.hard + config.easy == 0 || sim.len() != n {
         // No negatives asked for (or no matrix over these pairs): positives only.
-        return pairs.iter().map(|p| TrainingRecord { id: p.id.clone(), query: p.text.clone(), pos: p.code.clone(), hard_neg: Vec::new(), easy_neg: Vec::new() }).collect();
+        return pairs
+            .iter()
+            .map(|p| TrainingRecord {
+                id: p.id.clone(),
+                query: p.text.clone(),
+                pos: p.code.clone(),
+                hard_neg: Vec::new(),
+                easy_neg: Vec::new(),
+            })
+            .collect();
     }
     pairs
         .iter()
@@ -906,7 +1041,9 @@ pub fn mine_negatives(config: &NegativeConfig, pairs: &[Pair], sim: &SimMatrix) 
             let pos = sim.get(i, i);
             let cut = config.false_negative_ratio * pos;
             let mut hard: Vec<(f64, usize)> = (0..n)
-                .filter(|&c| c != i && pairs[c].code != p.code && !(pos > 0.0 && sim.get(i, c) >= cut))
+                .filter(|&c| {
+                    c != i && pairs[c].code != p.code && !(pos > 0.0 && sim.get(i, c) >= cut)
+                })
                 .map(|c| {
                     let g = -(-uniform(config.seed, &p.id, c).ln()).ln();
                     (f64::from(sim.get(i, c)) / t + g, c)
@@ -915,7 +1052,12 @@ pub fn mine_negatives(config: &NegativeConfig, pairs: &[Pair], sim: &SimMatrix) 
             hard.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             let chosen: Vec<usize> = hard.iter().take(config.hard).map(|x| x.1).collect();
             let mut easy: Vec<(f64, usize)> = (0..n)
-                .filter(|&c| c != i && !chosen.contains(&c) && pairs[c].code != p.code && !(pos > 0.0 && sim.get(i, c) >= cut))
+                .filter(|&c| {
+                    c != i
+                        && !chosen.contains(&c)
+                        && pairs[c].code != p.code
+                        && !(pos > 0.0 && sim.get(i, c) >= cut)
+                })
                 .map(|c| (uniform(config.seed ^ 0xEA5E, &p.id, c), c))
                 .collect();
             easy.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -924,7 +1066,11 @@ pub fn mine_negatives(config: &NegativeConfig, pairs: &[Pair], sim: &SimMatrix) 
                 query: p.text.clone(),
                 pos: p.code.clone(),
                 hard_neg: chosen.iter().map(|&c| pairs[c].code.clone()).collect(),
-                easy_neg: easy.iter().take(config.easy).map(|x| pairs[x.1].code.clone()).collect(),
+                easy_neg: easy
+                    .iter()
+                    .take(config.easy)
+                    .map(|x| pairs[x.1].code.clone())
+                    .collect(),
             }
         })
         .collect()
@@ -934,9 +1080,17 @@ pub fn mine_negatives(config: &NegativeConfig, pairs: &[Pair], sim: &SimMatrix) 
 pub fn rerank_records(records: &[TrainingRecord]) -> Vec<RerankRecord> {
     let mut out = Vec::new();
     for r in records {
-        out.push(RerankRecord { query: r.query.clone(), doc: r.pos.clone(), label: 1 });
+        out.push(RerankRecord {
+            query: r.query.clone(),
+            doc: r.pos.clone(),
+            label: 1,
+        });
         for d in r.hard_neg.iter().chain(&r.easy_neg) {
-            out.push(RerankRecord { query: r.query.clone(), doc: d.clone(), label: 0 });
+            out.push(RerankRecord {
+                query: r.query.clone(),
+                doc: d.clone(),
+                label: 0,
+            });
         }
     }
     out
@@ -947,25 +1101,41 @@ mod tests {
     use super::*;
 
     fn pair(id: &str, text: &str, code: &str) -> Pair {
-        Pair { id: id.into(), text: text.into(), code: code.into() }
+        Pair {
+            id: id.into(),
+            text: text.into(),
+            code: code.into(),
+        }
     }
 
-    const CODE: &str =
-        "def read_config(path):\n    with open(path) as handle:\n        data = json.load(handle)\n    return data['settings']['values'] if 'settings' in data else {}";
+    const CODE: &str = "def read_config(path):\n    with open(path) as handle:\n        data = json.load(handle)\n    return data['settings']['values'] if 'settings' in data else {}";
 
     #[test]
     fn dedup_catches_exact_case_and_whitespace_copies() {
         let pairs = vec![
             pair("a", "read a json config file in python", CODE),
             pair("b", "read a json config file in python", CODE),
-            pair("c", "Read A JSON   config file in Python", &CODE.replace("    ", "  ")),
-            pair("d", "sort a list of tuples by second element", "def f(xs):\n    return sorted(xs, key=lambda t: t[1])"),
+            pair(
+                "c",
+                "Read A JSON   config file in Python",
+                &CODE.replace("    ", "  "),
+            ),
+            pair(
+                "d",
+                "sort a list of tuples by second element",
+                "def f(xs):\n    return sorted(xs, key=lambda t: t[1])",
+            ),
         ];
         let out = dedup_pairs(&CorpusDedupConfig::default(), pairs);
         let ids: Vec<&str> = out.kept.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(ids, ["a", "d"]);
-        assert_eq!(out.dropped[0].reason, DropReason::ExactDuplicate { of: "a".into() });
-        assert!(matches!(out.dropped[1].reason, DropReason::NearDuplicate { ref of, .. } if of == "a"));
+        assert_eq!(
+            out.dropped[0].reason,
+            DropReason::ExactDuplicate { of: "a".into() }
+        );
+        assert!(
+            matches!(out.dropped[1].reason, DropReason::NearDuplicate { ref of, .. } if of == "a")
+        );
     }
 
     /// Texts that exercise the ASCII fast paths and the Unicode fallbacks.
@@ -988,13 +1158,23 @@ mod tests {
         for t in TEXTS {
             assert_eq!(normalised_chars(t), normalise(t).chars().count(), "{t:?}");
             let lower = t.to_lowercase();
-            assert_eq!(has_url(t), lower.contains("http://") || lower.contains("https://") || lower.contains("www."), "{t:?}");
+            assert_eq!(
+                has_url(t),
+                lower.contains("http://") || lower.contains("https://") || lower.contains("www."),
+                "{t:?}"
+            );
             let mut buf = String::new();
             normalise_into(&[t, "\n", "X  y"], Case::Kept, &mut buf);
             assert_eq!(buf, normalise(&format!("{t}\nX  y")), "{t:?}");
             for n in [1, 2, 3, 13] {
                 let w = words(t);
-                let expected: Vec<u64> = if w.len() < n { Vec::new() } else { w.windows(n).map(|g| xxh3_64_with_seed(g.join(" ").as_bytes(), n as u64)).collect() };
+                let expected: Vec<u64> = if w.len() < n {
+                    Vec::new()
+                } else {
+                    w.windows(n)
+                        .map(|g| xxh3_64_with_seed(g.join(" ").as_bytes(), n as u64))
+                        .collect()
+                };
                 scratch.hashes(t, n, &mut out);
                 assert_eq!(out, expected, "{t:?} n={n}");
             }
@@ -1083,8 +1263,16 @@ mod tests {
         for t in &texts {
             let (a, b) = (whatlang::detect(t), whatlang_fast::detect(t));
             assert_eq!(
-                a.map(|i| (i.lang().code(), format!("{:?}", i.script()), i.confidence().to_bits())),
-                b.map(|i| (i.lang().code(), format!("{:?}", i.script()), i.confidence().to_bits())),
+                a.map(|i| (
+                    i.lang().code(),
+                    format!("{:?}", i.script()),
+                    i.confidence().to_bits()
+                )),
+                b.map(|i| (
+                    i.lang().code(),
+                    format!("{:?}", i.script()),
+                    i.confidence().to_bits()
+                )),
                 "{t:?}"
             );
         }
@@ -1093,31 +1281,80 @@ mod tests {
     #[test]
     fn language_filter_reasons() {
         let cfg = LanguageConfig::default();
-        assert_eq!(check_text(&cfg, "sort"), Err(DropReason::TooShort { chars: 4 }));
-        assert_eq!(check_text(&cfg, "see https://example.org for the answer"), Err(DropReason::Url));
-        assert_eq!(check_text(&cfg, "how to parse <div class=x> tags"), Err(DropReason::Html));
+        assert_eq!(
+            check_text(&cfg, "sort"),
+            Err(DropReason::TooShort { chars: 4 })
+        );
+        assert_eq!(
+            check_text(&cfg, "see https://example.org for the answer"),
+            Err(DropReason::Url)
+        );
+        assert_eq!(
+            check_text(&cfg, "how to parse <div class=x> tags"),
+            Err(DropReason::Html)
+        );
         assert!(matches!(
-            check_text(&cfg, "Wie kann ich eine Datei in Python lesen und den Inhalt ausgeben, ohne dass die Zeilen verloren gehen?"),
+            check_text(
+                &cfg,
+                "Wie kann ich eine Datei in Python lesen und den Inhalt ausgeben, ohne dass die Zeilen verloren gehen?"
+            ),
             Err(DropReason::Language { .. })
         ));
-        assert_eq!(check_text(&cfg, "python check if a file is readonly"), Ok(()));
-        assert_eq!(check_text(&cfg, "compare a < b and c > d in python"), Ok(()));
+        assert_eq!(
+            check_text(&cfg, "python check if a file is readonly"),
+            Ok(())
+        );
+        assert_eq!(
+            check_text(&cfg, "compare a < b and c > d in python"),
+            Ok(())
+        );
     }
 
     #[test]
     fn alignment_and_negatives() {
         let pairs = vec![
-            pair("1", "read json config file", "def read_json_config(path): return json.load(open(path))"),
-            pair("2", "sort list by second element", "def sort_by_second(xs): return sorted(xs, key=lambda x: x[1])"),
-            pair("3", "reverse a string", "def reverse_string(s): return s[::-1]"),
-            pair("4", "download a web page", "def parse_csv_rows(f): return list(csv.reader(f))"),
+            pair(
+                "1",
+                "read json config file",
+                "def read_json_config(path): return json.load(open(path))",
+            ),
+            pair(
+                "2",
+                "sort list by second element",
+                "def sort_by_second(xs): return sorted(xs, key=lambda x: x[1])",
+            ),
+            pair(
+                "3",
+                "reverse a string",
+                "def reverse_string(s): return s[::-1]",
+            ),
+            pair(
+                "4",
+                "download a web page",
+                "def parse_csv_rows(f): return list(csv.reader(f))",
+            ),
         ];
         let sim = SimMatrix::lexical(&pairs);
-        let out = align(&AlignConfig { enabled: true, top_k: 1, threshold: 0.05 }, pairs.clone(), &sim);
+        let out = align(
+            &AlignConfig {
+                enabled: true,
+                top_k: 1,
+                threshold: 0.05,
+            },
+            pairs.clone(),
+            &sim,
+        );
         let kept: Vec<&str> = out.kept.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(kept, ["1", "2", "3"]);
-        assert!(matches!(out.dropped[0].reason, DropReason::Misaligned { .. }));
-        let cfg = NegativeConfig { hard: 1, easy: 1, ..NegativeConfig::default() };
+        assert!(matches!(
+            out.dropped[0].reason,
+            DropReason::Misaligned { .. }
+        ));
+        let cfg = NegativeConfig {
+            hard: 1,
+            easy: 1,
+            ..NegativeConfig::default()
+        };
         let a = mine_negatives(&cfg, &pairs, &sim);
         assert_eq!(a, mine_negatives(&cfg, &pairs, &sim));
         for r in &a {
@@ -1131,14 +1368,51 @@ mod tests {
 
     #[test]
     fn release_index_hash_and_ngram_hits() {
-        let statement =
-            "You are given an integer array nums of length n and an integer k. Return the number of subarrays whose sum is divisible by k, modulo ten to the ninth plus seven.";
-        let index = ReleaseIndex::build(8, vec![ReleaseDoc { release: "v1".into(), doc: "problems:lcb_1".into(), text: statement.into() }]);
-        let cfg = DecontamConfig { ngram: 8, min_overlap: 0.3 };
-        let hit = index.check(&cfg, &pair("x", &format!("  {}  ", statement.replace(' ', "\n")), "pass")).unwrap();
-        assert!(matches!(hit, DropReason::Contaminated { kind: MatchKind::Hash, side: Side::Text, .. }));
+        let statement = "You are given an integer array nums of length n and an integer k. Return the number of subarrays whose sum is divisible by k, modulo ten to the ninth plus seven.";
+        let index = ReleaseIndex::build(
+            8,
+            vec![ReleaseDoc {
+                release: "v1".into(),
+                doc: "problems:lcb_1".into(),
+                text: statement.into(),
+            }],
+        );
+        let cfg = DecontamConfig {
+            ngram: 8,
+            min_overlap: 0.3,
+        };
+        let hit = index
+            .check(
+                &cfg,
+                &pair(
+                    "x",
+                    &format!("  {}  ", statement.replace(' ', "\n")),
+                    "pass",
+                ),
+            )
+            .unwrap();
+        assert!(matches!(
+            hit,
+            DropReason::Contaminated {
+                kind: MatchKind::Hash,
+                side: Side::Text,
+                ..
+            }
+        ));
         let half = format!("{} and then print it twice", &statement[..90]);
-        assert!(matches!(index.check(&cfg, &pair("y", &half, "pass")), Some(DropReason::Contaminated { kind: MatchKind::Ngram, .. })));
-        assert_eq!(index.check(&cfg, &pair("z", "sort a list of tuples by the second element", "pass")), None);
+        assert!(matches!(
+            index.check(&cfg, &pair("y", &half, "pass")),
+            Some(DropReason::Contaminated {
+                kind: MatchKind::Ngram,
+                ..
+            })
+        ));
+        assert_eq!(
+            index.check(
+                &cfg,
+                &pair("z", "sort a list of tuples by the second element", "pass")
+            ),
+            None
+        );
     }
 }

@@ -145,16 +145,41 @@ impl Scan {
     }
 
     /// Sketch and spool every row of one block whose first row is input row `seq`.
-    pub fn process(&self, sources: &[SourceFields<'_>], block: &Block, seq: u64) -> Result<BlockOut, RowError> {
+    pub fn process(
+        &self,
+        sources: &[SourceFields<'_>],
+        block: &Block,
+        seq: u64,
+    ) -> Result<BlockOut, RowError> {
         // Each shard's buffer sized for its share of the block (plus slack), so that it rarely grows.
         let bytes = match block {
             Block::Jsonl { bytes, .. } => bytes.len(),
-            Block::Rows { rows } => rows.iter().map(|(i, t, c)| i.len() + t.len() + c.len() + 20).sum(),
+            Block::Rows { rows } => rows
+                .iter()
+                .map(|(i, t, c)| i.len() + t.len() + c.len() + 20)
+                .sum(),
         };
         let by_range = matches!(block, Block::Jsonl { source, .. } if sources[*source].by_range);
-        let share = (bytes / if by_range { 1 } else { self.slice.1 as usize } / self.out_shards as usize) * 9 / 8 + 1024;
-        let spool = self.wanted.iter().map(|&w| if w { Vec::with_capacity(share) } else { Vec::new() }).collect();
-        let mut out = BlockOut { sketches: Sketches::new(&self.dedup), spool };
+        let share =
+            (bytes / if by_range { 1 } else { self.slice.1 as usize } / self.out_shards as usize)
+                * 9
+                / 8
+                + 1024;
+        let spool = self
+            .wanted
+            .iter()
+            .map(|&w| {
+                if w {
+                    Vec::with_capacity(share)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        let mut out = BlockOut {
+            sketches: Sketches::new(&self.dedup),
+            spool,
+        };
         let mut sketcher = Sketcher::new(&self.dedup);
         let mut id_buf = String::new();
         let mut take = |seq: u64, id: &str, text: &str, code: &str| {
@@ -173,9 +198,17 @@ impl Scan {
                     take(seq + i as u64, id, text, code);
                 }
             }
-            Block::Jsonl { source, first_line, bytes } => {
+            Block::Jsonl {
+                source,
+                first_line,
+                bytes,
+            } => {
                 let s = sources[*source];
-                let names = Wanted { text: s.text, code: s.code, id: s.id };
+                let names = Wanted {
+                    text: s.text,
+                    code: s.code,
+                    id: s.id,
+                };
                 let mut row = 0u64;
                 for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
                     let number = first_line + i + 1;
@@ -184,11 +217,18 @@ impl Scan {
                         continue;
                     }
                     let mut de = serde_json::Deserializer::from_slice(line);
-                    let (text, code, id) = match serde::de::DeserializeSeed::deserialize(names, &mut de).and_then(|r| de.end().map(|()| r)) {
-                        Ok(WantedRow { text: Some(text), code: Some(code), id }) if id.is_some() || names.id.is_none() => (text, code, id),
-                        // Anything unusual: the generic path reports it with the file, line and field.
-                        _ => slow_row(&s, number, line)?,
-                    };
+                    let (text, code, id) =
+                        match serde::de::DeserializeSeed::deserialize(names, &mut de)
+                            .and_then(|r| de.end().map(|()| r))
+                        {
+                            Ok(WantedRow {
+                                text: Some(text),
+                                code: Some(code),
+                                id,
+                            }) if id.is_some() || names.id.is_none() => (text, code, id),
+                            // Anything unusual: the generic path reports it with the file, line and field.
+                            _ => slow_row(&s, number, line)?,
+                        };
                     id_buf.clear();
                     id_buf.push_str(s.name);
                     id_buf.push(':');
@@ -222,7 +262,9 @@ impl Scan {
                 e.insert(self.sketches.len() as u32);
             }
             std::collections::hash_map::Entry::Occupied(e) => {
-                if self.sketches.id(*e.get() as usize) == id || !self.collided_ids.insert(id.to_owned()) {
+                if self.sketches.id(*e.get() as usize) == id
+                    || !self.collided_ids.insert(id.to_owned())
+                {
                     return true;
                 }
             }
@@ -244,21 +286,50 @@ pub fn is_blank(line: &[u8]) -> bool {
 
 /// A string field of a JSON object (numbers are turned into text, for ids); `line` of `path`
 /// for the message.
-pub fn field(obj: &serde_json::Map<String, serde_json::Value>, name: &str, path: &Path, line: usize) -> Result<String, RowError> {
+pub fn field(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    name: &str,
+    path: &Path,
+    line: usize,
+) -> Result<String, RowError> {
     match obj.get(name) {
         Some(serde_json::Value::String(s)) => Ok(s.clone()),
         Some(serde_json::Value::Number(n)) => Ok(n.to_string()),
-        Some(other) => Err(RowError::NotText { path: path.to_owned(), line, field: name.to_owned(), found: other.to_string() }),
-        None => Err(RowError::Missing { path: path.to_owned(), line, field: name.to_owned() }),
+        Some(other) => Err(RowError::NotText {
+            path: path.to_owned(),
+            line,
+            field: name.to_owned(),
+            found: other.to_string(),
+        }),
+        None => Err(RowError::Missing {
+            path: path.to_owned(),
+            line,
+            field: name.to_owned(),
+        }),
     }
 }
 
 /// A row that the fast parser did not take: parse it as a JSON object and read its fields
 /// with the messages of [`field`].
-fn slow_row(s: &SourceFields<'_>, line: usize, bytes: &[u8]) -> Result<(String, String, Option<String>), RowError> {
-    let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(bytes).map_err(|source| RowError::NotObject { path: s.path.to_owned(), line, source })?;
-    let id = s.id.map(|name| field(&obj, name, s.path, line)).transpose()?;
-    Ok((field(&obj, s.text, s.path, line)?, field(&obj, s.code, s.path, line)?, id))
+fn slow_row(
+    s: &SourceFields<'_>,
+    line: usize,
+    bytes: &[u8],
+) -> Result<(String, String, Option<String>), RowError> {
+    let obj: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(bytes).map_err(|source| RowError::NotObject {
+            path: s.path.to_owned(),
+            line,
+            source,
+        })?;
+    let id =
+        s.id.map(|name| field(&obj, name, s.path, line))
+            .transpose()?;
+    Ok((
+        field(&obj, s.text, s.path, line)?,
+        field(&obj, s.code, s.path, line)?,
+        id,
+    ))
 }
 
 /// The names of the fields to keep from a JSONL row; every other field is skipped unparsed.
@@ -292,7 +363,11 @@ impl<'de> serde::de::Visitor<'de> for Wanted<'_> {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<WantedRow, A::Error> {
         let mut row = WantedRow::default();
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            let slots = [(self.text == key, &mut row.text), (self.code == key, &mut row.code), (self.id == Some(&*key), &mut row.id)];
+            let slots = [
+                (self.text == key, &mut row.text),
+                (self.code == key, &mut row.code),
+                (self.id == Some(&*key), &mut row.id),
+            ];
             if !slots.iter().any(|s| s.0) {
                 map.next_value::<serde::de::IgnoredAny>()?;
                 continue;
@@ -366,15 +441,48 @@ mod tests {
     fn a_bad_row_names_its_file_line_and_field() {
         let scan = Scan::new(&CorpusDedupConfig::default(), (0, 1), vec![true]);
         let path = Path::new("src.jsonl");
-        let source = SourceFields { name: "s", path, text: "q", code: "c", id: None, by_range: false };
-        let block = |text: &str| Block::Jsonl { source: 0, first_line: 10, bytes: text.as_bytes().to_vec() };
-        let ok = scan.process(&[source], &block("{\"q\":\"a\",\"x\":[1,{}],\"c\":\"b\"}\n\n{\"c\":\"d\",\"q\":7}"), 5).unwrap();
+        let source = SourceFields {
+            name: "s",
+            path,
+            text: "q",
+            code: "c",
+            id: None,
+            by_range: false,
+        };
+        let block = |text: &str| Block::Jsonl {
+            source: 0,
+            first_line: 10,
+            bytes: text.as_bytes().to_vec(),
+        };
+        let ok = scan
+            .process(
+                &[source],
+                &block("{\"q\":\"a\",\"x\":[1,{}],\"c\":\"b\"}\n\n{\"c\":\"d\",\"q\":7}"),
+                5,
+            )
+            .unwrap();
         assert_eq!(ok.sketches.len(), 2);
-        let err = scan.process(&[source], &block("{\"q\":\"a\",\"c\":\"b\"}\n{\"q\":\"a\"}"), 0).err().expect("an error");
+        let err = scan
+            .process(
+                &[source],
+                &block("{\"q\":\"a\",\"c\":\"b\"}\n{\"q\":\"a\"}"),
+                0,
+            )
+            .err()
+            .expect("an error");
         assert_eq!(err.to_string(), "`src.jsonl`:12: field `c` is missing");
-        let err = scan.process(&[source], &block("{\"q\":[1],\"c\":\"b\"}"), 0).err().expect("an error");
-        assert_eq!(err.to_string(), "`src.jsonl`:11: field `q`: expected a string, found `[1]`");
-        let err = scan.process(&[source], &block("[]"), 0).err().expect("an error");
+        let err = scan
+            .process(&[source], &block("{\"q\":[1],\"c\":\"b\"}"), 0)
+            .err()
+            .expect("an error");
+        assert_eq!(
+            err.to_string(),
+            "`src.jsonl`:11: field `q`: expected a string, found `[1]`"
+        );
+        let err = scan
+            .process(&[source], &block("[]"), 0)
+            .err()
+            .expect("an error");
         assert!(matches!(err, RowError::NotObject { line: 11, .. }), "{err}");
     }
 }

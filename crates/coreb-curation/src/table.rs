@@ -14,7 +14,11 @@ use crate::TrainingRecord;
 use coreb_data::tables::TableError;
 
 fn list_field(name: &str) -> Field {
-    Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), false)
+    Field::new(
+        name,
+        DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+        false,
+    )
 }
 
 /// Rows buffered before they are handed to the Parquet writer as one batch.
@@ -30,12 +34,19 @@ struct Streaming {
 
 impl Streaming {
     fn create(path: &Path, schema: SchemaRef) -> Result<Streaming, TableError> {
-        let props = coreb_data::tables::writer_properties().into_builder().set_max_row_group_row_count(Some(ROW_GROUP_ROWS)).build();
-        Ok(Streaming { table: coreb_data::tables::TableFile::create(path, schema.clone(), props)?, schema })
+        let props = coreb_data::tables::writer_properties()
+            .into_builder()
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+            .build();
+        Ok(Streaming {
+            table: coreb_data::tables::TableFile::create(path, schema.clone(), props)?,
+            schema,
+        })
     }
 
     fn write(&mut self, arrays: Vec<ArrayRef>) -> Result<(), TableError> {
-        let batch = RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| self.table.parquet(e.into()))?;
+        let batch = RecordBatch::try_new(self.schema.clone(), arrays)
+            .map_err(|e| self.table.parquet(e.into()))?;
         self.table.write(&batch)
     }
 
@@ -92,13 +103,22 @@ impl TrainingWriter {
         }
         self.easy.append(true);
         self.rows += 1;
-        if self.rows == BATCH_ROWS { self.flush() } else { Ok(()) }
+        if self.rows == BATCH_ROWS {
+            self.flush()
+        } else {
+            Ok(())
+        }
     }
 
     fn flush(&mut self) -> Result<(), TableError> {
         self.rows = 0;
-        let arrays: Vec<ArrayRef> =
-            vec![Arc::new(self.id.finish()), Arc::new(self.query.finish()), Arc::new(self.pos.finish()), Arc::new(self.hard.finish()), Arc::new(self.easy.finish())];
+        let arrays: Vec<ArrayRef> = vec![
+            Arc::new(self.id.finish()),
+            Arc::new(self.query.finish()),
+            Arc::new(self.pos.finish()),
+            Arc::new(self.hard.finish()),
+            Arc::new(self.easy.finish()),
+        ];
         self.file.write(arrays)
     }
 
@@ -127,7 +147,13 @@ pub struct TrainingRecordRef<'a> {
 
 impl<'a> From<&'a TrainingRecord> for TrainingRecordRef<'a> {
     fn from(r: &'a TrainingRecord) -> Self {
-        TrainingRecordRef { id: &r.id, query: &r.query, pos: &r.pos, hard_neg: &r.hard_neg, easy_neg: &r.easy_neg }
+        TrainingRecordRef {
+            id: &r.id,
+            query: &r.query,
+            pos: &r.pos,
+            hard_neg: &r.hard_neg,
+            easy_neg: &r.easy_neg,
+        }
     }
 }
 
@@ -143,8 +169,18 @@ pub struct RerankWriter {
 impl RerankWriter {
     /// Start the table at `path` (invisible under that name until `finish`).
     pub fn create(path: &Path) -> Result<RerankWriter, TableError> {
-        let schema = Arc::new(Schema::new(vec![Field::new("query", DataType::Utf8, false), Field::new("doc", DataType::Utf8, false), Field::new("label", DataType::Int64, false)]));
-        Ok(RerankWriter { file: Streaming::create(path, schema)?, query: StringBuilder::new(), doc: StringBuilder::new(), label: Int64Builder::new(), rows: 0 })
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("query", DataType::Utf8, false),
+            Field::new("doc", DataType::Utf8, false),
+            Field::new("label", DataType::Int64, false),
+        ]));
+        Ok(RerankWriter {
+            file: Streaming::create(path, schema)?,
+            query: StringBuilder::new(),
+            doc: StringBuilder::new(),
+            label: Int64Builder::new(),
+            rows: 0,
+        })
     }
 
     /// Add one record.
@@ -153,12 +189,20 @@ impl RerankWriter {
         self.doc.append_value(doc);
         self.label.append_value(i64::from(label));
         self.rows += 1;
-        if self.rows == BATCH_ROWS { self.flush() } else { Ok(()) }
+        if self.rows == BATCH_ROWS {
+            self.flush()
+        } else {
+            Ok(())
+        }
     }
 
     fn flush(&mut self) -> Result<(), TableError> {
         self.rows = 0;
-        let arrays: Vec<ArrayRef> = vec![Arc::new(self.query.finish()), Arc::new(self.doc.finish()), Arc::new(self.label.finish())];
+        let arrays: Vec<ArrayRef> = vec![
+            Arc::new(self.query.finish()),
+            Arc::new(self.doc.finish()),
+            Arc::new(self.label.finish()),
+        ];
         self.file.write(arrays)
     }
 

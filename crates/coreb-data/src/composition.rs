@@ -238,7 +238,8 @@ impl Composition {
 
     /// Are the canonical summaries documents of the text corpus?
     pub fn summaries_are_documents(&self) -> bool {
-        self.code2text == Code2TextShape::Describe || self.code2text_positive == Code2TextPositive::FullAndSummary
+        self.code2text == Code2TextShape::Describe
+            || self.code2text_positive == Code2TextPositive::FullAndSummary
     }
 }
 
@@ -248,7 +249,9 @@ impl QrelsConfig {
         let base = Composition::of(self.profile);
         Composition {
             profile: self.profile,
-            max_queries_per_type: self.max_queries_per_type.unwrap_or(base.max_queries_per_type),
+            max_queries_per_type: self
+                .max_queries_per_type
+                .unwrap_or(base.max_queries_per_type),
             search_positives: self.search_positives.unwrap_or(base.search_positives),
             hard_negatives: self.hard_negatives.unwrap_or(base.hard_negatives),
             cross_lang: self.cross_lang.unwrap_or(base.cross_lang),
@@ -281,9 +284,14 @@ mod tests {
         let toml = "profile = \"coreb\"\nhard_negatives = \"pooled\"\nmax_queries_per_type = 7\n";
         let c: QrelsConfig = toml::from_str(toml).unwrap();
         let r = c.composition();
-        assert_eq!((r.hard_negatives, r.max_queries_per_type, r.cross_lang), (HardNegatives::Pooled, 7, CrossLang::Anchor));
+        assert_eq!(
+            (r.hard_negatives, r.max_queries_per_type, r.cross_lang),
+            (HardNegatives::Pooled, 7, CrossLang::Anchor)
+        );
         assert!(r.summaries_are_documents());
-        let err = toml::from_str::<QrelsConfig>("cross_lang = \"all\"\n").unwrap_err().to_string();
+        let err = toml::from_str::<QrelsConfig>("cross_lang = \"all\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("pairs") && err.contains("anchor"), "{err}");
     }
 }

@@ -148,7 +148,12 @@ impl Problem {
     /// Is the problem call-based (LeetCode: a `func_name`, or functional tests)? Its
     /// solutions are then the solution only, and the judge adds a driver.
     pub fn is_functional(&self) -> bool {
-        self.func_name.is_some() || self.public_tests.iter().chain(&self.private_tests).any(|t| t.testtype == TestType::Functional)
+        self.func_name.is_some()
+            || self
+                .public_tests
+                .iter()
+                .chain(&self.private_tests)
+                .any(|t| t.testtype == TestType::Functional)
     }
 }
 
@@ -174,13 +179,17 @@ impl DateWindow {
         {
             return Err(format!("start `{s}` is after end `{e}`"));
         }
-        Ok(DateWindow { start: start.map(str::to_owned), end: end.map(str::to_owned) })
+        Ok(DateWindow {
+            start: start.map(str::to_owned),
+            end: end.map(str::to_owned),
+        })
     }
 
     /// Does a contest day (`YYYY-MM-DD…`) fall inside the window?
     pub fn contains(&self, day: &str) -> bool {
         let day = day.get(..10).unwrap_or(day);
-        self.start.as_deref().is_none_or(|s| day >= s) && self.end.as_deref().is_none_or(|e| day <= e)
+        self.start.as_deref().is_none_or(|s| day >= s)
+            && self.end.as_deref().is_none_or(|e| day <= e)
     }
 }
 
@@ -190,7 +199,13 @@ pub fn is_iso_day(s: &str) -> bool {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return false;
     }
-    let digits = |r: std::ops::Range<usize>| b[r.clone()].iter().all(u8::is_ascii_digit).then(|| s[r].parse::<u32>().ok()).flatten();
+    let digits = |r: std::ops::Range<usize>| {
+        b[r.clone()]
+            .iter()
+            .all(u8::is_ascii_digit)
+            .then(|| s[r].parse::<u32>().ok())
+            .flatten()
+    };
     matches!((digits(0..4), digits(5..7), digits(8..10)), (Some(_), Some(m), Some(d)) if (1..=12).contains(&m) && (1..=31).contains(&d))
 }
 

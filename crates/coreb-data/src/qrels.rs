@@ -68,7 +68,10 @@ pub struct Relevance(pub u8);
 /// `org-model-tag` never meet. Depends on the name alone, so adding a model never changes
 /// another model's ids.
 pub fn model_slug(model: &str) -> String {
-    let clean = !model.is_empty() && model.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+    let clean = !model.is_empty()
+        && model
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
     if clean {
         return model.to_owned();
     }
@@ -85,8 +88,17 @@ pub fn model_slug(model: &str) -> String {
 }
 
 /// The id of a code document.
-pub fn code_doc_id(version: &str, problem: &ProblemId, model: &str, language: Language, sample: u32) -> DocId {
-    DocId(format!("code_{version}_{problem}_{}_{language}_{sample}", model_slug(model)))
+pub fn code_doc_id(
+    version: &str,
+    problem: &ProblemId,
+    model: &str,
+    language: Language,
+    sample: u32,
+) -> DocId {
+    DocId(format!(
+        "code_{version}_{problem}_{}_{language}_{sample}",
+        model_slug(model)
+    ))
 }
 
 /// The id of a text document: kind `full`, `canonical` or `distractor<i>`.
@@ -234,15 +246,30 @@ pub struct QrelsOutput {
 impl QrelsOutput {
     /// The code documents that are code2code queries (their anchors).
     pub fn code2code_sources(&self) -> BTreeSet<&DocId> {
-        self.tasks.get(&Task::Code2Code).map(|t| t.queries.iter().filter_map(|q| q.source_doc_id.as_ref()).collect()).unwrap_or_default()
+        self.tasks
+            .get(&Task::Code2Code)
+            .map(|t| {
+                t.queries
+                    .iter()
+                    .filter_map(|q| q.source_doc_id.as_ref())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The anchors that no code2code query judges: the code2code corpus leaves them out, so
     /// a client that does not drop a query's own document still cannot retrieve it. (With
     /// `cross_lang = "anchor"` that is every anchor; with `"pairs"`, role A's.)
     pub fn code2code_unjudged_anchors(&self) -> BTreeSet<&DocId> {
-        let judged: BTreeSet<&DocId> = self.tasks.get(&Task::Code2Code).map(|t| t.qrels.iter().map(|r| &r.doc_id).collect()).unwrap_or_default();
-        self.code2code_sources().into_iter().filter(|d| !judged.contains(d)).collect()
+        let judged: BTreeSet<&DocId> = self
+            .tasks
+            .get(&Task::Code2Code)
+            .map(|t| t.qrels.iter().map(|r| &r.doc_id).collect())
+            .unwrap_or_default();
+        self.code2code_sources()
+            .into_iter()
+            .filter(|d| !judged.contains(d))
+            .collect()
     }
 }
 
@@ -252,10 +279,19 @@ mod tests {
 
     #[test]
     fn model_slugs() {
-        assert_eq!(model_slug("gpt-4o-mini-2024-07-18"), "gpt-4o-mini-2024-07-18");
-        assert_eq!(model_slug("Qwen2.5-Coder-32B-Instruct"), "Qwen2.5-Coder-32B-Instruct");
+        assert_eq!(
+            model_slug("gpt-4o-mini-2024-07-18"),
+            "gpt-4o-mini-2024-07-18"
+        );
+        assert_eq!(
+            model_slug("Qwen2.5-Coder-32B-Instruct"),
+            "Qwen2.5-Coder-32B-Instruct"
+        );
         let s = model_slug("org/model:tag");
-        assert!(s.starts_with("org-model-tag-") && s.len() == "org-model-tag-".len() + 8, "{s}");
+        assert!(
+            s.starts_with("org-model-tag-") && s.len() == "org-model-tag-".len() + 8,
+            "{s}"
+        );
         assert_ne!(model_slug("a b"), model_slug("a_b"));
         assert!(!model_slug("a b").contains(' '));
     }

@@ -65,8 +65,14 @@ pub struct Replaced {
 impl ReleaseManifest {
     /// Read and parse the `MANIFEST.json` at `path` (the one reader every command shares).
     pub fn read(path: &std::path::Path) -> Result<ReleaseManifest, ManifestError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io { path: path.to_owned(), source })?;
-        serde_json::from_str(&text).map_err(|source| ManifestError::Parse { path: path.to_owned(), source })
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| ManifestError::Parse {
+            path: path.to_owned(),
+            source,
+        })
     }
 }
 
@@ -149,7 +155,10 @@ pub struct FindError {
 /// Every release (a directory holding a `MANIFEST.json`) from `levels.start()` to
 /// `levels.end()` levels below `dir` (`0` is `dir` itself), sorted by path; a release's own
 /// subdirectories are not searched.
-pub fn find_releases(dir: &std::path::Path, levels: std::ops::RangeInclusive<usize>) -> Result<Vec<std::path::PathBuf>, FindError> {
+pub fn find_releases(
+    dir: &std::path::Path,
+    levels: std::ops::RangeInclusive<usize>,
+) -> Result<Vec<std::path::PathBuf>, FindError> {
     let mut found = Vec::new();
     let mut stack = vec![(dir.to_owned(), 0)];
     while let Some((d, depth)) = stack.pop() {
@@ -160,7 +169,10 @@ pub fn find_releases(dir: &std::path::Path, levels: std::ops::RangeInclusive<usi
         if depth >= *levels.end() {
             continue;
         }
-        let io = |source| FindError { path: d.clone(), source };
+        let io = |source| FindError {
+            path: d.clone(),
+            source,
+        };
         for entry in std::fs::read_dir(&d).map_err(io)? {
             let entry = entry.map_err(io)?;
             if entry.file_type().map_err(io)?.is_dir() {
@@ -174,7 +186,12 @@ pub fn find_releases(dir: &std::path::Path, levels: std::ops::RangeInclusive<usi
 
 /// The release's name in reports: its last two path components (`sample/v202503`).
 pub fn release_name(dir: &std::path::Path) -> String {
-    let parts: Vec<String> = dir.components().rev().take(2).map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let parts: Vec<String> = dir
+        .components()
+        .rev()
+        .take(2)
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
     parts.into_iter().rev().collect::<Vec<_>>().join("/")
 }
 
@@ -184,12 +201,23 @@ pub fn release_docs(dir: &std::path::Path) -> Result<Vec<ReleaseDoc>, crate::tab
     let mut docs = Vec::new();
     for p in crate::tables::ProblemReader::open(&dir.join("problems.parquet"))? {
         let p = p?;
-        docs.push(ReleaseDoc { release: release.clone(), doc: format!("problems:{}", p.id.as_str()), text: p.question_content });
+        docs.push(ReleaseDoc {
+            release: release.clone(),
+            doc: format!("problems:{}", p.id.as_str()),
+            text: p.question_content,
+        });
     }
-    for (table, id, text) in [("text_corpus.parquet", "text_id", "text"), ("code_corpus.parquet", "code_id", "code")] {
+    for (table, id, text) in [
+        ("text_corpus.parquet", "text_id", "text"),
+        ("code_corpus.parquet", "code_id", "code"),
+    ] {
         crate::tables::columns::for_each_row(&dir.join(table), &[id, text], |_, mut v| {
             let text = v.remove(1);
-            docs.push(ReleaseDoc { release: release.clone(), doc: v.remove(0), text });
+            docs.push(ReleaseDoc {
+                release: release.clone(),
+                doc: v.remove(0),
+                text,
+            });
         })?;
     }
     Ok(docs)
@@ -206,9 +234,15 @@ pub fn with_human_validation(card: &str, section: &str) -> String {
     let start = card.find(&format!("\n{HUMAN_VALIDATION}\n")).map(|i| i + 1);
     match start {
         Some(start) => {
-            let end = card[start + HUMAN_VALIDATION.len()..].find("\n## ").map_or(card.len(), |i| start + HUMAN_VALIDATION.len() + i + 1);
+            let end = card[start + HUMAN_VALIDATION.len()..]
+                .find("\n## ")
+                .map_or(card.len(), |i| start + HUMAN_VALIDATION.len() + i + 1);
             let tail = &card[end..];
-            format!("{}{body}\n{}{tail}", &card[..start], if tail.is_empty() { "" } else { "\n" })
+            format!(
+                "{}{body}\n{}{tail}",
+                &card[..start],
+                if tail.is_empty() { "" } else { "\n" }
+            )
         }
         None => format!("{}\n\n{body}\n", card.trim_end_matches('\n')),
     }
@@ -222,10 +256,19 @@ mod tests {
     fn the_human_validation_section_is_added_then_replaced() {
         let card = "# v1\n\n## Licence\n\nterms.\n";
         let once = with_human_validation(card, "## Human validation\n\nfirst.\n");
-        assert_eq!(once, "# v1\n\n## Licence\n\nterms.\n\n## Human validation\n\nfirst.\n");
-        assert_eq!(with_human_validation(&once, "## Human validation\n\nsecond.\n"), "# v1\n\n## Licence\n\nterms.\n\n## Human validation\n\nsecond.\n");
+        assert_eq!(
+            once,
+            "# v1\n\n## Licence\n\nterms.\n\n## Human validation\n\nfirst.\n"
+        );
+        assert_eq!(
+            with_human_validation(&once, "## Human validation\n\nsecond.\n"),
+            "# v1\n\n## Licence\n\nterms.\n\n## Human validation\n\nsecond.\n"
+        );
         // A section followed by another keeps what follows.
         let middle = "# v1\n\n## Human validation\n\nold.\n\n## Licence\n\nterms.\n";
-        assert_eq!(with_human_validation(middle, "## Human validation\n\nnew.\n"), "# v1\n\n## Human validation\n\nnew.\n\n## Licence\n\nterms.\n");
+        assert_eq!(
+            with_human_validation(middle, "## Human validation\n\nnew.\n"),
+            "# v1\n\n## Human validation\n\nnew.\n\n## Licence\n\nterms.\n"
+        );
     }
 }

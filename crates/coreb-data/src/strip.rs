@@ -34,7 +34,11 @@ pub fn strip_comments(code: &str, language: Language) -> String {
         return code.to_owned();
     }
     let chars: Vec<char> = code.chars().collect();
-    let mut lexer = Lexer { s: &chars, i: 0, out: String::with_capacity(code.len()) };
+    let mut lexer = Lexer {
+        s: &chars,
+        i: 0,
+        out: String::with_capacity(code.len()),
+    };
     match language {
         Language::Cpp | Language::Java | Language::Go => lexer.c_like(language),
         Language::Python => lexer.python(),
@@ -145,7 +149,11 @@ impl Lexer<'_> {
                 self.block_comment(2, "*/");
             } else if language == Language::Java && self.starts("\"\"\"") {
                 self.raw_until(3, "\"\"\"");
-            } else if language == Language::Cpp && c == 'R' && self.at(1) == Some('"') && !self.prev_is_ident() {
+            } else if language == Language::Cpp
+                && c == 'R'
+                && self.at(1) == Some('"')
+                && !self.prev_is_ident()
+            {
                 // R"delim( … )delim"
                 let mut k = 2;
                 let mut delim = String::new();
@@ -167,7 +175,11 @@ impl Lexer<'_> {
                 self.quoted('"', false);
             } else if c == '\'' {
                 // C++14 digit separators (1'000'000) are not character literals.
-                if language == Language::Cpp && self.i > 0 && self.s[self.i - 1].is_ascii_hexdigit() && self.at(1).is_some_and(|d| d.is_ascii_hexdigit()) {
+                if language == Language::Cpp
+                    && self.i > 0
+                    && self.s[self.i - 1].is_ascii_hexdigit()
+                    && self.at(1).is_some_and(|d| d.is_ascii_hexdigit())
+                {
                     self.take();
                 } else {
                     self.quoted('\'', false);
@@ -227,7 +239,11 @@ impl Lexer<'_> {
                             self.quoted(quote, false);
                         }
                         // A docstring: a string that is a whole statement on its own lines.
-                        if !line_has_code && depth == 0 && self.rest_of_line_is_blank() && self.line_before_is_blank(start) {
+                        if !line_has_code
+                            && depth == 0
+                            && self.rest_of_line_is_blank()
+                            && self.line_before_is_blank(start)
+                        {
                             self.out.truncate(mark);
                             while self.at(0).is_some_and(|c| c != '\n' && c != '#') {
                                 self.i += 1;
@@ -275,7 +291,11 @@ impl Lexer<'_> {
     }
 
     fn line_before_is_blank(&self, start: usize) -> bool {
-        self.s[..start].iter().rev().take_while(|&&c| c != '\n').all(|c| c.is_whitespace())
+        self.s[..start]
+            .iter()
+            .rev()
+            .take_while(|&&c| c != '\n')
+            .all(|c| c.is_whitespace())
     }
 
     fn at_line_start(&self) -> bool {
@@ -286,16 +306,26 @@ impl Lexer<'_> {
     fn ruby(&mut self, interpolation: bool) {
         let mut braces = 0usize;
         while let Some(c) = self.at(0) {
-            if self.at_line_start() && self.starts("=begin") && self.at(6).is_none_or(char::is_whitespace) {
+            if self.at_line_start()
+                && self.starts("=begin")
+                && self.at(6).is_none_or(char::is_whitespace)
+            {
                 // Up to and including the `=end` line.
-                while self.at(0).is_some() && !(self.at_line_start() && self.starts("=end") && self.at(4).is_none_or(char::is_whitespace)) {
+                while self.at(0).is_some()
+                    && !(self.at_line_start()
+                        && self.starts("=end")
+                        && self.at(4).is_none_or(char::is_whitespace))
+                {
                     self.i += 1;
                 }
                 while self.at(0).is_some_and(|c| c != '\n') {
                     self.i += 1;
                 }
                 self.out.push(GAP);
-            } else if self.at_line_start() && self.starts("__END__") && self.at(7).is_none_or(|c| c == '\n' || c == '\r') {
+            } else if self.at_line_start()
+                && self.starts("__END__")
+                && self.at(7).is_none_or(|c| c == '\n' || c == '\r')
+            {
                 while self.at(0).is_some() {
                     self.take();
                 }
@@ -307,14 +337,20 @@ impl Lexer<'_> {
                 self.quoted('\'', true);
             } else if c == '?'
                 && self.at(1).is_some_and(|d| !d.is_whitespace())
-                && self.at(2).is_none_or(|d| !(d.is_alphanumeric() || d == '_'))
+                && self
+                    .at(2)
+                    .is_none_or(|d| !(d.is_alphanumeric() || d == '_'))
                 && !self.prev_is_ident()
                 && self.i > 0
                 && !matches!(self.s[self.i - 1], ')' | ']')
             {
                 // A character literal such as ?# or ?a (not the ternary `x ? a : b`).
                 self.take_n(2);
-            } else if c == '%' && !self.prev_is_ident() && !(self.i > 0 && matches!(self.s[self.i - 1], ')' | ']' | '}')) && self.percent_literal() {
+            } else if c == '%'
+                && !self.prev_is_ident()
+                && !(self.i > 0 && matches!(self.s[self.i - 1], ')' | ']' | '}'))
+                && self.percent_literal()
+            {
                 // handled
             } else if c == '{' {
                 braces += 1;
@@ -365,7 +401,9 @@ impl Lexer<'_> {
             Some(k) if "wWiIqQ".contains(k) => (Some(k), 2),
             _ => (None, 1),
         };
-        let Some(open) = self.at(at) else { return false };
+        let Some(open) = self.at(at) else {
+            return false;
+        };
         let close = match open {
             '(' => ')',
             '[' => ']',
@@ -396,7 +434,9 @@ fn tidy(marked: &str) -> String {
         for (k, &c) in bytes.iter().enumerate() {
             if c == GAP || c == DOC {
                 let before = text.chars().last().is_some_and(|p| !p.is_whitespace());
-                let after = bytes.get(k + 1).is_some_and(|n| !n.is_whitespace() && *n != GAP && *n != DOC);
+                let after = bytes
+                    .get(k + 1)
+                    .is_some_and(|n| !n.is_whitespace() && *n != GAP && *n != DOC);
                 if before && after {
                     text.push(' ');
                 }
@@ -407,9 +447,17 @@ fn tidy(marked: &str) -> String {
         if marked_gap {
             let trimmed = text.trim_end().to_owned();
             let empty = trimmed.trim().is_empty();
-            lines.push((if empty { String::new() } else { trimmed }, empty, doc && empty));
+            lines.push((
+                if empty { String::new() } else { trimmed },
+                empty,
+                doc && empty,
+            ));
         } else {
-            lines.push((line.strip_suffix('\n').unwrap_or(line).to_owned(), false, false));
+            lines.push((
+                line.strip_suffix('\n').unwrap_or(line).to_owned(),
+                false,
+                false,
+            ));
         }
     }
     // Python: a docstring that was a block's only statement becomes `pass`.
@@ -417,13 +465,18 @@ fn tidy(marked: &str) -> String {
         if !lines[k].2 {
             continue;
         }
-        let prev = lines[..k].iter().rev().find(|l| !l.1 && !l.0.trim().is_empty());
+        let prev = lines[..k]
+            .iter()
+            .rev()
+            .find(|l| !l.1 && !l.0.trim().is_empty());
         let opens_block = prev.is_some_and(|p| p.0.trim_end().ends_with(':'));
         if !opens_block {
             continue;
         }
         let prev_indent = indent(&prev.unwrap().0);
-        let next = lines[k + 1..].iter().find(|l| !l.1 && !l.0.trim().is_empty());
+        let next = lines[k + 1..]
+            .iter()
+            .find(|l| !l.1 && !l.0.trim().is_empty());
         if next.is_none_or(|n| indent(&n.0) <= prev_indent) {
             // The docstring's own indentation: the block's.
             let own = marked.lines().nth(k).map(indent).unwrap_or(prev_indent + 4);
@@ -431,7 +484,11 @@ fn tidy(marked: &str) -> String {
         }
     }
     let ends_with_newline = marked.ends_with('\n');
-    let kept: Vec<&str> = lines.iter().filter(|l| !l.1).map(|l| l.0.as_str()).collect();
+    let kept: Vec<&str> = lines
+        .iter()
+        .filter(|l| !l.1)
+        .map(|l| l.0.as_str())
+        .collect();
     let mut out = kept.join("\n");
     if ends_with_newline && !kept.is_empty() {
         out.push('\n');

@@ -37,7 +37,12 @@ pub enum DistractorKind {
 
 impl DistractorKind {
     /// All four, in order.
-    pub const ALL: [DistractorKind; 4] = [DistractorKind::OperationType, DistractorKind::OptimisationObjective, DistractorKind::AlgorithmicApproach, DistractorKind::ProblemDomain];
+    pub const ALL: [DistractorKind; 4] = [
+        DistractorKind::OperationType,
+        DistractorKind::OptimisationObjective,
+        DistractorKind::AlgorithmicApproach,
+        DistractorKind::ProblemDomain,
+    ];
 
     /// The JSON key of the kind.
     pub fn as_str(self) -> &'static str {

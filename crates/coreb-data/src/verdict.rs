@@ -59,8 +59,16 @@ pub enum Verdict {
 
 impl Verdict {
     /// Every verdict, in a fixed order.
-    pub const ALL: [Verdict; 8] =
-        [Verdict::Passed, Verdict::WrongAnswer, Verdict::TimeLimit, Verdict::MemoryLimit, Verdict::RuntimeError, Verdict::CompileError, Verdict::OutputLimit, Verdict::NotRun];
+    pub const ALL: [Verdict; 8] = [
+        Verdict::Passed,
+        Verdict::WrongAnswer,
+        Verdict::TimeLimit,
+        Verdict::MemoryLimit,
+        Verdict::RuntimeError,
+        Verdict::CompileError,
+        Verdict::OutputLimit,
+        Verdict::NotRun,
+    ];
 
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {
@@ -139,7 +147,11 @@ pub enum CheckOutcome {
 
 impl CheckOutcome {
     /// Every outcome.
-    pub const ALL: [CheckOutcome; 3] = [CheckOutcome::Passed, CheckOutcome::Rejected, CheckOutcome::Unchecked];
+    pub const ALL: [CheckOutcome; 3] = [
+        CheckOutcome::Passed,
+        CheckOutcome::Rejected,
+        CheckOutcome::Unchecked,
+    ];
 
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {

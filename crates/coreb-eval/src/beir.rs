@@ -65,7 +65,11 @@ pub struct Doc {
 impl Doc {
     /// Title and text, as retrievers see them.
     pub fn full_text(&self) -> String {
-        if self.title.is_empty() { self.text.clone() } else { format!("{}\n{}", self.title, self.text) }
+        if self.title.is_empty() {
+            self.text.clone()
+        } else {
+            format!("{}\n{}", self.title, self.text)
+        }
     }
 }
 
@@ -106,7 +110,13 @@ fn parse_jsonl<T: for<'de> Deserialize<'de>>(text: &str, path: &Path) -> Result<
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| serde_json::from_str(l).map_err(|source| BeirError::Json { path: path.to_owned(), line: i + 1, source }))
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|source| BeirError::Json {
+                path: path.to_owned(),
+                line: i + 1,
+                source,
+            })
+        })
         .collect()
 }
 
@@ -128,14 +138,28 @@ pub fn parse_qrels(text: &str, path: &Path) -> Result<Qrels, BeirError> {
             continue;
         }
         let f: Vec<&str> = line.split('\t').collect();
-        let bad = |why: String| BeirError::Qrels { path: path.to_owned(), line: i + 1, why };
+        let bad = |why: String| BeirError::Qrels {
+            path: path.to_owned(),
+            line: i + 1,
+            why,
+        };
         if f.len() != 3 {
-            return Err(bad(format!("expected 3 tab-separated fields, found {}", f.len())));
+            return Err(bad(format!(
+                "expected 3 tab-separated fields, found {}",
+                f.len()
+            )));
         }
-        let rel: i64 = f[2].trim().parse().map_err(|_| bad(format!("score `{}` is not an integer", f[2])))?;
+        let rel: i64 = f[2]
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("score `{}` is not an integer", f[2])))?;
         triples.push((f[0].to_owned(), f[1].to_owned(), rel));
     }
-    Qrels::from_triples(triples).map_err(|e| BeirError::Qrels { path: path.to_owned(), line: 0, why: e.to_string() })
+    Qrels::from_triples(triples).map_err(|e| BeirError::Qrels {
+        path: path.to_owned(),
+        line: 0,
+        why: e.to_string(),
+    })
 }
 
 /// The corpus of a BEIR folder: its own `corpus.jsonl`, or its parent's for a split folder
@@ -159,24 +183,41 @@ pub fn is_beir_dir(dir: &Path) -> bool {
 /// `None` for any other folder. A release's `qrels/test.tsv` lists the positives only, so
 /// this is where the hard negatives are found.
 pub fn release_qrels(dir: &Path) -> Result<Option<Qrels>, BeirError> {
-    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else { return Ok(None) };
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return Ok(None);
+    };
     let path = parent.join(format!("{}_qrels.parquet", name.to_string_lossy()));
     if !path.is_file() {
         return Ok(None);
     }
     let rows = coreb_data::tables::published::read_qrels(&path)?;
-    let triples = rows.into_iter().map(|r| (r.query_id.0, r.doc_id.0, i64::from(r.relevance.0)));
-    Qrels::from_triples(triples).map(Some).map_err(|e| BeirError::Qrels { path, line: 0, why: e.to_string() })
+    let triples = rows
+        .into_iter()
+        .map(|r| (r.query_id.0, r.doc_id.0, i64::from(r.relevance.0)));
+    Qrels::from_triples(triples)
+        .map(Some)
+        .map_err(|e| BeirError::Qrels {
+            path,
+            line: 0,
+            why: e.to_string(),
+        })
 }
 
 /// Read a BEIR folder with the `split` qrels (`test`).
 pub fn read_dir(dir: &Path, split: &str) -> Result<Dataset, BeirError> {
-    let read = |p: PathBuf| fs_err::read_to_string(&p).map_err(BeirError::Io).map(|t| (t, p));
+    let read = |p: PathBuf| {
+        fs_err::read_to_string(&p)
+            .map_err(BeirError::Io)
+            .map(|t| (t, p))
+    };
     let (corpus, cp) = read(corpus_path(dir).unwrap_or_else(|| dir.join("corpus.jsonl")))?;
     let (queries, qp) = read(dir.join("queries.jsonl"))?;
     let (qrels, rp) = read(dir.join("qrels").join(format!("{split}.tsv")))?;
     Ok(Dataset {
-        name: dir.file_name().map_or_else(|| "dataset".to_owned(), |n| n.to_string_lossy().into_owned()),
+        name: dir.file_name().map_or_else(
+            || "dataset".to_owned(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
         corpus: parse_corpus(&corpus, &cp)?,
         queries: parse_queries(&queries, &qp)?,
         qrels: parse_qrels(&qrels, &rp)?,
@@ -189,7 +230,11 @@ mod tests {
 
     #[test]
     fn parses_and_reports_lines() {
-        let docs = parse_corpus("{\"_id\":\"d1\",\"text\":\"x\",\"problem_id\":\"p\"}\n", Path::new("c")).unwrap();
+        let docs = parse_corpus(
+            "{\"_id\":\"d1\",\"text\":\"x\",\"problem_id\":\"p\"}\n",
+            Path::new("c"),
+        )
+        .unwrap();
         assert_eq!(docs[0].problem_id.as_deref(), Some("p"));
         let e = parse_queries("{\"_id\":\"q\"}\n{oops}\n", Path::new("queries.jsonl")).unwrap_err();
         assert!(e.to_string().starts_with("queries.jsonl:2:"), "{e}");

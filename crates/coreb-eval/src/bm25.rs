@@ -28,13 +28,19 @@ pub struct Bm25Config {
 
 impl Default for Bm25Config {
     fn default() -> Self {
-        Bm25Config { k1: 1.2, b: 0.75, split_identifiers: true, stop_words: false }
+        Bm25Config {
+            k1: 1.2,
+            b: 0.75,
+            split_identifiers: true,
+            stop_words: false,
+        }
     }
 }
 
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "i", "in", "is", "it", "of", "on", "or", "that", "the", "this", "to", "was", "what", "when", "where",
-    "which", "with", "do", "does", "can", "my", "me", "using", "use",
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "i", "in", "is", "it",
+    "of", "on", "or", "that", "the", "this", "to", "was", "what", "when", "where", "which", "with",
+    "do", "does", "can", "my", "me", "using", "use",
 ];
 
 /// Split `text` into code-aware tokens (see the module doc).
@@ -45,7 +51,11 @@ pub fn tokenize(text: &str, cfg: &Bm25Config) -> Vec<String> {
             continue;
         }
         let whole = piece.to_lowercase();
-        let parts = if cfg.split_identifiers { split_compound(piece) } else { Vec::new() };
+        let parts = if cfg.split_identifiers {
+            split_compound(piece)
+        } else {
+            Vec::new()
+        };
         if !(cfg.stop_words && STOP_WORDS.contains(&whole.as_str())) {
             out.push(whole);
         }
@@ -118,8 +128,18 @@ impl Bm25Index {
                 postings[id as usize].push((d as u32, n));
             }
         }
-        let avg_len = if doc_len.is_empty() { 0.0 } else { doc_len.iter().sum::<f32>() / doc_len.len() as f32 };
-        Bm25Index { cfg, terms, postings, doc_len, avg_len }
+        let avg_len = if doc_len.is_empty() {
+            0.0
+        } else {
+            doc_len.iter().sum::<f32>() / doc_len.len() as f32
+        };
+        Bm25Index {
+            cfg,
+            terms,
+            postings,
+            doc_len,
+            avg_len,
+        }
     }
 
     /// Number of indexed documents.
@@ -139,13 +159,16 @@ impl Bm25Index {
         let mut scores = vec![0f32; self.doc_len.len()];
         let mut touched = Vec::new();
         for t in tokenize(query, &self.cfg) {
-            let Some(&id) = self.terms.get(&t) else { continue };
+            let Some(&id) = self.terms.get(&t) else {
+                continue;
+            };
             let plist = &self.postings[id as usize];
             let df = plist.len() as f32;
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
             for &(d, tf) in plist {
                 let tf = tf as f32;
-                let norm = self.cfg.k1 * (1.0 - self.cfg.b + self.cfg.b * self.doc_len[d as usize] / self.avg_len);
+                let norm = self.cfg.k1
+                    * (1.0 - self.cfg.b + self.cfg.b * self.doc_len[d as usize] / self.avg_len);
                 if scores[d as usize] == 0.0 {
                     touched.push(d as usize);
                 }
@@ -170,15 +193,39 @@ mod tests {
 
     #[test]
     fn code_tokens() {
-        let cfg = Bm25Config { stop_words: true, ..Bm25Config::default() };
-        assert_eq!(tokenize("def getHTTPResponse2(self, max_len):", &cfg), ["def", "gethttpresponse2", "get", "http", "response", "2", "self", "max", "len"]);
-        let plain = Bm25Config { split_identifiers: false, stop_words: false, ..cfg };
+        let cfg = Bm25Config {
+            stop_words: true,
+            ..Bm25Config::default()
+        };
+        assert_eq!(
+            tokenize("def getHTTPResponse2(self, max_len):", &cfg),
+            [
+                "def",
+                "gethttpresponse2",
+                "get",
+                "http",
+                "response",
+                "2",
+                "self",
+                "max",
+                "len"
+            ]
+        );
+        let plain = Bm25Config {
+            split_identifiers: false,
+            stop_words: false,
+            ..cfg
+        };
         assert_eq!(tokenize("the fooBar", &plain), ["the", "foobar"]);
     }
 
     #[test]
     fn ranks_matching_doc_first() {
-        let docs = ["def read_json(path): return json.load(open(path))", "def sortList(xs): return sorted(xs)", "x = 1"];
+        let docs = [
+            "def read_json(path): return json.load(open(path))",
+            "def sortList(xs): return sorted(xs)",
+            "x = 1",
+        ];
         let idx = Bm25Index::build(Bm25Config::default(), docs);
         let hits = idx.search("python sort a list", 10);
         assert_eq!(hits[0].0, 1);

@@ -91,7 +91,11 @@ pub struct ControlPair {
 }
 
 fn parse_metric(metric: &str) -> anyhow::Result<(String, usize)> {
-    let bad = || anyhow::anyhow!("`--metric`: expected `<measure>@<k>` with measure ndcg, map, recall, p, mrr or r_cap, got `{metric}`");
+    let bad = || {
+        anyhow::anyhow!(
+            "`--metric`: expected `<measure>@<k>` with measure ndcg, map, recall, p, mrr or r_cap, got `{metric}`"
+        )
+    };
     let (name, k) = metric.split_once('@').ok_or_else(bad)?;
     let name = name.to_ascii_lowercase();
     let k: usize = k.parse().map_err(|_| bad())?;
@@ -101,41 +105,74 @@ fn parse_metric(metric: &str) -> anyhow::Result<(String, usize)> {
 
 /// Keep only the value at cut-off index `i` of measure `name`, as nDCG of a one-k `AtK`.
 fn pick(q: &QueryScores, name: &str, i: usize) -> QueryScores {
-    let v = measure(&q.at_k, name).and_then(|v| v.get(i).copied()).unwrap_or(0.0);
-    QueryScores { at_k: AtK { ndcg: vec![v], ..AtK::default() }, ..q.clone() }
+    let v = measure(&q.at_k, name)
+        .and_then(|v| v.get(i).copied())
+        .unwrap_or(0.0);
+    QueryScores {
+        at_k: AtK {
+            ndcg: vec![v],
+            ..AtK::default()
+        },
+        ..q.clone()
+    }
 }
 
 fn load(path: &Path, release: Option<&Path>, name: &str, k: usize) -> anyhow::Result<Side> {
     let text = fs_err::read_to_string(path)?;
     if text.trim_start().starts_with('{') {
-        let file: ResultsFile = serde_json::from_str(&text).with_context(|| format!("`{}`: not a results file of `coreb eval`", path.display()))?;
+        let file: ResultsFile = serde_json::from_str(&text)
+            .with_context(|| format!("`{}`: not a results file of `coreb eval`", path.display()))?;
         let Some(i) = file.ks.iter().position(|x| *x == k) else {
-            bail!("`{}`: evaluated at k = {:?}, not {k}", path.display(), file.ks);
+            bail!(
+                "`{}`: evaluated at k = {:?}, not {k}",
+                path.display(),
+                file.ks
+            );
         };
         let mut tasks = BTreeMap::new();
         for t in file.tasks {
             let Some(queries) = t.queries else {
-                bail!("`{}`: task `{}` has no per-query measures (written by an older coreb); evaluate again", path.display(), t.task);
+                bail!(
+                    "`{}`: task `{}` has no per-query measures (written by an older coreb); evaluate again",
+                    path.display(),
+                    t.task
+                );
             };
             tasks.insert(t.task, queries.iter().map(|q| pick(q, name, i)).collect());
         }
-        return Ok(Side { label: file.retriever, tasks, release: file.release });
+        return Ok(Side {
+            label: file.retriever,
+            tasks,
+            release: file.release,
+        });
     }
     let Some(release) = release else {
-        bail!("`{}` is a run file: `--release` names the release it is evaluated on", path.display());
+        bail!(
+            "`{}` is a run file: `--release` names the release it is evaluated on",
+            path.display()
+        );
     };
-    let run = Run::parse_owned(text, path).with_context(|| format!("reading run `{}`", path.display()))?;
+    let run = Run::parse_owned(text, path)
+        .with_context(|| format!("reading run `{}`", path.display()))?;
     let mut tasks = BTreeMap::new();
     for dir in dataset_dirs(release)? {
-        let data = beir::read_dir(&dir, "test").with_context(|| format!("reading BEIR folder `{}`", dir.display()))?;
+        let data = beir::read_dir(&dir, "test")
+            .with_context(|| format!("reading BEIR folder `{}`", dir.display()))?;
         let cfg = CorebConfig::for_qrels(&data.qrels, vec![k]);
         // As `coreb eval --run` scores it: a code query's own document is not ranked.
         let (run, _) = drop_own_documents(&data, &run);
         let results = evaluate(&data.qrels, &run, &cfg);
         let task = report::task_report(&data, &results, &cfg.ks, cfg.level);
-        tasks.insert(data.name.clone(), task.queries.iter().map(|q| pick(q, name, 0)).collect());
+        tasks.insert(
+            data.name.clone(),
+            task.queries.iter().map(|q| pick(q, name, 0)).collect(),
+        );
     }
-    Ok(Side { label: format!("run:{}", path.display()), tasks, release: release_identity(release)? })
+    Ok(Side {
+        label: format!("run:{}", path.display()),
+        tasks,
+        release: release_identity(release)?,
+    })
 }
 
 /// What to compare.
@@ -181,27 +218,68 @@ pub fn compare(opts: &CompareOptions) -> anyhow::Result<Comparison> {
             );
         };
         // The release's queries about problems the control leaves out have no pair.
-        let (on_release, on_control) = if which == "B" { (&mut side_a, &side_b) } else { (&mut side_b, &side_a) };
+        let (on_release, on_control) = if which == "B" {
+            (&mut side_a, &side_b)
+        } else {
+            (&mut side_b, &side_a)
+        };
         for (task, queries) in on_release.tasks.iter_mut() {
-            let Some(ours) = on_control.tasks.get(task) else { continue };
-            let ids: std::collections::BTreeSet<&str> = ours.iter().map(|q| q.qid.as_str()).collect();
+            let Some(ours) = on_control.tasks.get(task) else {
+                continue;
+            };
+            let ids: std::collections::BTreeSet<&str> =
+                ours.iter().map(|q| q.qid.as_str()).collect();
             queries.retain(|q| ids.contains(q.qid.as_str()));
         }
-        control = Some(ControlPair { release, control: of, control_side: which.to_owned() });
+        control = Some(ControlPair {
+            release,
+            control: of,
+            control_side: which.to_owned(),
+        });
     }
-    let release = side_a.release.clone().filter(|_| side_b.release.is_some() && control.is_none());
+    let release = side_a
+        .release
+        .clone()
+        .filter(|_| side_b.release.is_some() && control.is_none());
     if side_a.tasks.keys().ne(side_b.tasks.keys()) {
-        bail!("A has tasks {:?} and B {:?}: not results on the same release", side_a.tasks.keys().collect::<Vec<_>>(), side_b.tasks.keys().collect::<Vec<_>>());
+        bail!(
+            "A has tasks {:?} and B {:?}: not results on the same release",
+            side_a.tasks.keys().collect::<Vec<_>>(),
+            side_b.tasks.keys().collect::<Vec<_>>()
+        );
     }
-    let bootstrap = BootstrapConfig { resamples: opts.resamples, seed: opts.seed, ..BootstrapConfig::default() };
+    let bootstrap = BootstrapConfig {
+        resamples: opts.resamples,
+        seed: opts.seed,
+        ..BootstrapConfig::default()
+    };
     let mut tasks = Vec::new();
     for (task, qa) in &side_a.tasks {
         let qb = &side_b.tasks[task];
-        let GroupComparisons { mut overall, by_subtask } =
-            report::compare_queries(qa, qb, "ndcg", 1, &bootstrap).map_err(|e| anyhow::anyhow!("task `{task}`: {e}: not results on the same release"))?;
-        tasks.push(TaskComparison { task: task.clone(), overall: overall.remove(0), by_subtask: by_subtask.into_iter().map(|(s, mut v)| (s, v.remove(0))).collect() });
+        let GroupComparisons {
+            mut overall,
+            by_subtask,
+        } = report::compare_queries(qa, qb, "ndcg", 1, &bootstrap)
+            .map_err(|e| anyhow::anyhow!("task `{task}`: {e}: not results on the same release"))?;
+        tasks.push(TaskComparison {
+            task: task.clone(),
+            overall: overall.remove(0),
+            by_subtask: by_subtask
+                .into_iter()
+                .map(|(s, mut v)| (s, v.remove(0)))
+                .collect(),
+        });
     }
-    Ok(Comparison { metric: format!("{name}@{k}"), a: side_a.label, b: side_b.label, bootstrap, randomization_rounds: RANDOMIZATION_ROUNDS, release, control, tasks })
+    Ok(Comparison {
+        metric: format!("{name}@{k}"),
+        a: side_a.label,
+        b: side_b.label,
+        bootstrap,
+        randomization_rounds: RANDOMIZATION_ROUNDS,
+        release,
+        control,
+        tasks,
+    })
 }
 
 /// The comparison as Markdown: one table row per task and group.
@@ -234,10 +312,26 @@ pub fn to_markdown(c: &Comparison) -> String {
         (None, None) => out.push_str("The release of A or B is not recorded (a bare BEIR folder, or results of an older coreb): queries are paired by id only.\n\n"),
     }
     out.push_str("| task | group | queries | A | B | Δ | 95 % CI | Wilcoxon p | randomisation p |\n|---|---|---:|---:|---:|---:|---|---:|---:|\n");
-    let p = |p: Option<f64>| p.map_or_else(|| "–".to_owned(), |p| if p < 1e-4 { format!("{p:.1e}") } else { format!("{p:.4}") });
+    let p = |p: Option<f64>| {
+        p.map_or_else(
+            || "–".to_owned(),
+            |p| {
+                if p < 1e-4 {
+                    format!("{p:.1e}")
+                } else {
+                    format!("{p:.4}")
+                }
+            },
+        )
+    };
     for t in &c.tasks {
-        for (group, r) in std::iter::once(("all", &t.overall)).chain(t.by_subtask.iter().map(|(g, r)| (g.as_str(), r))) {
-            let ci = r.ci.map_or_else(|| "–".to_owned(), |ci| format!("[{:+.4}, {:+.4}]", ci.low, ci.high));
+        for (group, r) in std::iter::once(("all", &t.overall))
+            .chain(t.by_subtask.iter().map(|(g, r)| (g.as_str(), r)))
+        {
+            let ci = r.ci.map_or_else(
+                || "–".to_owned(),
+                |ci| format!("[{:+.4}, {:+.4}]", ci.low, ci.high),
+            );
             let _ = writeln!(
                 out,
                 "| {} | {group} | {} | {:.4} | {:.4} | {:+.4} | {ci} | {} | {} |",

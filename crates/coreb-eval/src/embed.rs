@@ -31,7 +31,9 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use coreb_http::RetryConfig;
-use coreb_http::retry::{GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries};
+use coreb_http::retry::{
+    GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries,
+};
 
 /// Errors of the embedding/rerank client.
 #[derive(Debug, thiserror::Error)]
@@ -224,7 +226,10 @@ pub fn cache_key(parts: &KeyParts<'_>, text: &str) -> String {
     put(&VERSION.to_le_bytes());
     put(parts.endpoint.as_bytes());
     put(parts.model.as_bytes());
-    put(parts.dimensions.map_or_else(String::new, |d| d.to_string()).as_bytes());
+    put(parts
+        .dimensions
+        .map_or_else(String::new, |d| d.to_string())
+        .as_bytes());
     put(if parts.normalize { b"l2" } else { b"raw" });
     for (k, v) in parts.fields {
         put(k.as_bytes());
@@ -263,7 +268,13 @@ impl EmbedClient {
             .build()
             .map_err(EmbedError::Client)?;
         let limits = Limits::new(cfg.concurrency, cfg.requests_per_minute, 0);
-        Ok(EmbedClient { cfg, http, limits, memo: Mutex::new(HashMap::new()), stats: EmbedStats::default() })
+        Ok(EmbedClient {
+            cfg,
+            http,
+            limits,
+            memo: Mutex::new(HashMap::new()),
+            stats: EmbedStats::default(),
+        })
     }
 
     /// The settings.
@@ -272,11 +283,16 @@ impl EmbedClient {
     }
 
     fn cache_path(&self, key: &str) -> Option<PathBuf> {
-        self.cfg.cache_dir.as_ref().map(|d| d.join(&key[..2]).join(format!("{key}.emb")))
+        self.cfg
+            .cache_dir
+            .as_ref()
+            .map(|d| d.join(&key[..2]).join(format!("{key}.emb")))
     }
 
     fn cache_get(&self, key: &str) -> Result<Option<Vec<f32>>, EmbedError> {
-        let Some(path) = self.cache_path(key) else { return Ok(None) };
+        let Some(path) = self.cache_path(key) else {
+            return Ok(None);
+        };
         let bytes = match fs_err::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -289,33 +305,59 @@ impl EmbedClient {
         if bytes.len() != 12 + 4 * dim {
             return Ok(None);
         }
-        Ok(Some(bytes[12..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()))
+        Ok(Some(
+            bytes[12..]
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        ))
     }
 
     /// Write the cache entries of `vectors` (durably: a torn entry never appears under its
     /// name), off the async threads since every entry is fsynced.
     async fn cache_put(&self, vectors: &[(String, Vec<f32>)]) -> Result<(), EmbedError> {
-        let entries: Vec<(PathBuf, Vec<u8>)> = vectors.iter().filter_map(|(key, v)| Some((self.cache_path(key)?, encode_entry(v)))).collect();
+        let entries: Vec<(PathBuf, Vec<u8>)> = vectors
+            .iter()
+            .filter_map(|(key, v)| Some((self.cache_path(key)?, encode_entry(v))))
+            .collect();
         if entries.is_empty() {
             return Ok(());
         }
-        tokio::task::spawn_blocking(move || entries.iter().try_for_each(|(path, bytes)| coreb_base::durable::write(path, bytes)))
-            .await
-            .map_err(|e| EmbedError::Cache(std::io::Error::other(e)))?
-            .map_err(EmbedError::Cache)
+        tokio::task::spawn_blocking(move || {
+            entries
+                .iter()
+                .try_for_each(|(path, bytes)| coreb_base::durable::write(path, bytes))
+        })
+        .await
+        .map_err(|e| EmbedError::Cache(std::io::Error::other(e)))?
+        .map_err(EmbedError::Cache)
     }
 
     /// Embeddings of `texts` (in order) with no provider fields; see [`EmbedClient::embed_with`].
     pub async fn embed(&self, model: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let out = self.embed_with(model, &RequestFields::new(), texts, &|_| {}).await?;
+        let out = self
+            .embed_with(model, &RequestFields::new(), texts, &|_| {})
+            .await?;
         Ok(out.into_iter().map(|v| v.as_ref().clone()).collect())
     }
 
     /// Embeddings of `texts` (in order), each distinct text sent once, from the run's memory
     /// or the cache where possible; `fields` go into every request; `progress` is told how
     /// many texts each finished request (or cache lookup) settled.
-    pub async fn embed_with(&self, model: &str, fields: &RequestFields, texts: &[String], progress: &(dyn Fn(u64) + Sync)) -> Result<Vec<std::sync::Arc<Vec<f32>>>, EmbedError> {
-        let parts = KeyParts { endpoint: &self.cfg.base_url, model, dimensions: self.cfg.dimensions, normalize: self.cfg.normalize, fields };
+    pub async fn embed_with(
+        &self,
+        model: &str,
+        fields: &RequestFields,
+        texts: &[String],
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<Vec<std::sync::Arc<Vec<f32>>>, EmbedError> {
+        let parts = KeyParts {
+            endpoint: &self.cfg.base_url,
+            model,
+            dimensions: self.cfg.dimensions,
+            normalize: self.cfg.normalize,
+            fields,
+        };
         let keys: Vec<String> = texts.iter().map(|t| cache_key(&parts, t)).collect();
         // First occurrence of each key, in order.
         let mut first: HashMap<&str, usize> = HashMap::new();
@@ -325,18 +367,28 @@ impl EmbedClient {
                 distinct.push(i);
             }
         }
-        self.stats.duplicates.fetch_add((texts.len() - distinct.len()) as u64, Ordering::Relaxed);
+        self.stats
+            .duplicates
+            .fetch_add((texts.len() - distinct.len()) as u64, Ordering::Relaxed);
         let mut missing = Vec::new();
         let mut settled = 0u64;
         for &i in &distinct {
-            if self.memo.lock().map_err(|_| self.poisoned())?.contains_key(&keys[i]) {
+            if self
+                .memo
+                .lock()
+                .map_err(|_| self.poisoned())?
+                .contains_key(&keys[i])
+            {
                 settled += 1;
                 continue;
             }
             match self.cache_get(&keys[i])? {
                 Some(v) => {
                     self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    self.memo.lock().map_err(|_| self.poisoned())?.insert(keys[i].clone(), std::sync::Arc::new(v));
+                    self.memo
+                        .lock()
+                        .map_err(|_| self.poisoned())?
+                        .insert(keys[i].clone(), std::sync::Arc::new(v));
                     settled += 1;
                 }
                 None => missing.push(i),
@@ -359,21 +411,36 @@ impl EmbedClient {
                 }
                 let estimate = input.iter().map(|t| t.len() as u64 / 4 + 1).sum();
                 let bytes = self.post(&url, &body, estimate).await?;
-                let resp: EmbeddingsResponse = serde_json::from_slice(&bytes).map_err(|e| EmbedError::Response { url: url.clone(), why: e.to_string() })?;
+                let resp: EmbeddingsResponse =
+                    serde_json::from_slice(&bytes).map_err(|e| EmbedError::Response {
+                        url: url.clone(),
+                        why: e.to_string(),
+                    })?;
                 if resp.data.len() != batch.len() {
-                    return Err(EmbedError::Response { url, why: format!("{} embeddings for {} inputs", resp.data.len(), batch.len()) });
+                    return Err(EmbedError::Response {
+                        url,
+                        why: format!("{} embeddings for {} inputs", resp.data.len(), batch.len()),
+                    });
                 }
                 let mut got: Vec<Option<Vec<f32>>> = vec![None; batch.len()];
                 for (pos, item) in resp.data.into_iter().enumerate() {
                     let slot = item.index.unwrap_or(pos);
                     match got.get_mut(slot) {
                         Some(s @ None) => *s = Some(item.embedding),
-                        _ => return Err(EmbedError::Response { url, why: format!("index {slot} out of range or repeated") }),
+                        _ => {
+                            return Err(EmbedError::Response {
+                                url,
+                                why: format!("index {slot} out of range or repeated"),
+                            });
+                        }
                     }
                 }
                 let mut out = Vec::with_capacity(batch.len());
                 for (&i, v) in batch.iter().zip(got) {
-                    let mut v = v.ok_or_else(|| EmbedError::Response { url: url.clone(), why: "an input got no embedding".into() })?;
+                    let mut v = v.ok_or_else(|| EmbedError::Response {
+                        url: url.clone(),
+                        why: "an input got no embedding".into(),
+                    })?;
                     if self.cfg.normalize {
                         normalize(&mut v);
                     }
@@ -386,7 +453,9 @@ impl EmbedClient {
         .buffer_unordered(self.cfg.concurrency.max(1));
         while let Some(done) = stream.next().await {
             let done = done?;
-            self.stats.embedded.fetch_add(done.len() as u64, Ordering::Relaxed);
+            self.stats
+                .embedded
+                .fetch_add(done.len() as u64, Ordering::Relaxed);
             progress(done.len() as u64);
             let mut memo = self.memo.lock().map_err(|_| self.poisoned())?;
             for (k, v) in done {
@@ -394,36 +463,84 @@ impl EmbedClient {
             }
         }
         let memo = self.memo.lock().map_err(|_| self.poisoned())?;
-        keys.iter().enumerate().map(|(i, k)| memo.get(k).cloned().ok_or_else(|| EmbedError::Response { url: url.clone(), why: format!("no embedding for input {i}") })).collect()
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| {
+                memo.get(k).cloned().ok_or_else(|| EmbedError::Response {
+                    url: url.clone(),
+                    why: format!("no embedding for input {i}"),
+                })
+            })
+            .collect()
     }
 
     fn poisoned(&self) -> EmbedError {
-        EmbedError::Response { url: self.cfg.base_url.clone(), why: "a request task panicked".into() }
+        EmbedError::Response {
+            url: self.cfg.base_url.clone(),
+            why: "a request task panicked".into(),
+        }
     }
 
     /// Rerank `documents` for `query` through `/rerank` (Cohere, Jina, vLLM): `(document
     /// index, relevance score)` for every document.
-    pub async fn rerank(&self, model: &str, query: &str, documents: &[String]) -> Result<Vec<(usize, f64)>, EmbedError> {
+    pub async fn rerank(
+        &self,
+        model: &str,
+        query: &str,
+        documents: &[String],
+    ) -> Result<Vec<(usize, f64)>, EmbedError> {
         let url = format!("{}/rerank", self.cfg.base_url);
         let body = serde_json::json!({ "model": model, "query": query, "documents": documents, "top_n": documents.len() });
         let bytes = self.post(&url, &body, estimate(query, documents)).await?;
-        let resp: RerankResponse = serde_json::from_slice(&bytes).map_err(|e| EmbedError::Response { url: url.clone(), why: e.to_string() })?;
-        every_index(&url, resp.results.into_iter().map(|r| (r.index, r.relevance_score)).collect(), documents.len())
+        let resp: RerankResponse =
+            serde_json::from_slice(&bytes).map_err(|e| EmbedError::Response {
+                url: url.clone(),
+                why: e.to_string(),
+            })?;
+        every_index(
+            &url,
+            resp.results
+                .into_iter()
+                .map(|r| (r.index, r.relevance_score))
+                .collect(),
+            documents.len(),
+        )
     }
 
     /// Score `documents` against `query` through vLLM's `/score` (`text_1`, `text_2`):
     /// `(document index, score)` for every document.
-    pub async fn score(&self, model: &str, query: &str, documents: &[String]) -> Result<Vec<(usize, f64)>, EmbedError> {
+    pub async fn score(
+        &self,
+        model: &str,
+        query: &str,
+        documents: &[String],
+    ) -> Result<Vec<(usize, f64)>, EmbedError> {
         let url = format!("{}/score", self.cfg.base_url);
         let body = serde_json::json!({ "model": model, "text_1": query, "text_2": documents });
         let bytes = self.post(&url, &body, estimate(query, documents)).await?;
-        let resp: ScoreResponse = serde_json::from_slice(&bytes).map_err(|e| EmbedError::Response { url: url.clone(), why: e.to_string() })?;
-        every_index(&url, resp.data.into_iter().map(|r| (r.index, r.score)).collect(), documents.len())
+        let resp: ScoreResponse =
+            serde_json::from_slice(&bytes).map_err(|e| EmbedError::Response {
+                url: url.clone(),
+                why: e.to_string(),
+            })?;
+        every_index(
+            &url,
+            resp.data.into_iter().map(|r| (r.index, r.score)).collect(),
+            documents.len(),
+        )
     }
 
     /// One POST under the gateway's retry loop and this client's limits.
-    async fn post(&self, url: &str, body: &serde_json::Value, estimated_tokens: u64) -> Result<Vec<u8>, EmbedError> {
-        let payload = serde_json::to_vec(body).map_err(|e| EmbedError::Response { url: url.to_owned(), why: e.to_string() })?;
+    async fn post(
+        &self,
+        url: &str,
+        body: &serde_json::Value,
+        estimated_tokens: u64,
+    ) -> Result<Vec<u8>, EmbedError> {
+        let payload = serde_json::to_vec(body).map_err(|e| EmbedError::Response {
+            url: url.to_owned(),
+            why: e.to_string(),
+        })?;
         let outcome = send_with_retries(&self.cfg.retry, &self.limits, estimated_tokens, |attempt| {
             let payload = payload.clone();
             async move {
@@ -469,7 +586,11 @@ impl EmbedClient {
         .await;
         outcome.map_err(|g| match g {
             GaveUp::Failed(e) => e,
-            GaveUp::Exhausted { attempts, last } => EmbedError::RetriesExhausted { url: url.to_owned(), attempts, last },
+            GaveUp::Exhausted { attempts, last } => EmbedError::RetriesExhausted {
+                url: url.to_owned(),
+                attempts,
+                last,
+            },
         })
     }
 }
@@ -479,16 +600,28 @@ fn estimate(query: &str, documents: &[String]) -> u64 {
 }
 
 /// Check that a reranker scored every document exactly once.
-fn every_index(url: &str, scored: Vec<(usize, f64)>, n: usize) -> Result<Vec<(usize, f64)>, EmbedError> {
+fn every_index(
+    url: &str,
+    scored: Vec<(usize, f64)>,
+    n: usize,
+) -> Result<Vec<(usize, f64)>, EmbedError> {
     let mut seen = vec![false; n];
     for &(i, _) in &scored {
         match seen.get_mut(i) {
             Some(s @ false) => *s = true,
-            _ => return Err(EmbedError::Response { url: url.to_owned(), why: format!("index {i} out of range or repeated") }),
+            _ => {
+                return Err(EmbedError::Response {
+                    url: url.to_owned(),
+                    why: format!("index {i} out of range or repeated"),
+                });
+            }
         }
     }
     if scored.len() != n {
-        return Err(EmbedError::Response { url: url.to_owned(), why: format!("{} scores for {n} documents", scored.len()) });
+        return Err(EmbedError::Response {
+            url: url.to_owned(),
+            why: format!("{} scores for {n} documents", scored.len()),
+        });
     }
     Ok(scored)
 }
@@ -506,14 +639,41 @@ mod tests {
         let c = EmbedClient::new(cfg).unwrap();
         let none = RequestFields::new();
         let query = RequestFields::from([("input_type".to_owned(), "query".to_owned())]);
-        let parts = |endpoint, model, dimensions, normalize, fields| KeyParts { endpoint, model, dimensions, normalize, fields };
+        let parts = |endpoint, model, dimensions, normalize, fields| KeyParts {
+            endpoint,
+            model,
+            dimensions,
+            normalize,
+            fields,
+        };
         let k = cache_key(&parts("http://a/v1", "m", None, true, &none), "hello");
-        assert_ne!(k, cache_key(&parts("http://a/v1", "m2", None, true, &none), "hello"));
-        assert_ne!(k, cache_key(&parts("http://b/v1", "m", None, true, &none), "hello"));
-        assert_ne!(k, cache_key(&parts("http://a/v1", "m", Some(256), true, &none), "hello"));
-        assert_ne!(k, cache_key(&parts("http://a/v1", "m", None, false, &none), "hello"));
-        assert_ne!(k, cache_key(&parts("http://a/v1", "m", None, true, &query), "hello"));
-        assert_ne!(k, cache_key(&parts("http://a/v1", "m", None, true, &none), "query: hello"));
+        assert_ne!(
+            k,
+            cache_key(&parts("http://a/v1", "m2", None, true, &none), "hello")
+        );
+        assert_ne!(
+            k,
+            cache_key(&parts("http://b/v1", "m", None, true, &none), "hello")
+        );
+        assert_ne!(
+            k,
+            cache_key(&parts("http://a/v1", "m", Some(256), true, &none), "hello")
+        );
+        assert_ne!(
+            k,
+            cache_key(&parts("http://a/v1", "m", None, false, &none), "hello")
+        );
+        assert_ne!(
+            k,
+            cache_key(&parts("http://a/v1", "m", None, true, &query), "hello")
+        );
+        assert_ne!(
+            k,
+            cache_key(
+                &parts("http://a/v1", "m", None, true, &none),
+                "query: hello"
+            )
+        );
         assert_eq!(c.cache_get(&k).unwrap(), None);
         c.cache_put(&[(k.clone(), vec![1.0, -2.5])]).await.unwrap();
         assert_eq!(c.cache_get(&k).unwrap(), Some(vec![1.0, -2.5]));
@@ -522,8 +682,18 @@ mod tests {
     #[test]
     fn rerankers_must_score_every_document_once() {
         assert!(every_index("u", vec![(1, 0.5), (0, 0.1)], 2).is_ok());
-        assert!(every_index("u", vec![(1, 0.5)], 2).unwrap_err().to_string().contains("1 scores for 2"));
-        assert!(every_index("u", vec![(1, 0.5), (1, 0.4)], 2).unwrap_err().to_string().contains("repeated"));
+        assert!(
+            every_index("u", vec![(1, 0.5)], 2)
+                .unwrap_err()
+                .to_string()
+                .contains("1 scores for 2")
+        );
+        assert!(
+            every_index("u", vec![(1, 0.5), (1, 0.4)], 2)
+                .unwrap_err()
+                .to_string()
+                .contains("repeated")
+        );
         assert!(every_index("u", vec![(2, 0.5), (0, 0.4)], 2).is_err());
     }
 }

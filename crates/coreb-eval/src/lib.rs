@@ -53,7 +53,11 @@ pub fn bm25_run(data: &Dataset, cfg: Bm25Config, depth: usize) -> Run {
     let mut run = Run::new("bm25");
     for (q, hits) in data.queries.iter().zip(hits) {
         let own = q.source_doc_id.as_deref();
-        for (d, score) in hits.into_iter().filter(|(d, _)| Some(data.corpus[*d].id.as_str()) != own).take(depth) {
+        for (d, score) in hits
+            .into_iter()
+            .filter(|(d, _)| Some(data.corpus[*d].id.as_str()) != own)
+            .take(depth)
+        {
             run.push(&q.id, &data.corpus[d].id, f64::from(score));
         }
     }
@@ -78,11 +82,26 @@ mod tests {
 
     #[test]
     fn a_code_query_is_never_ranked_for_itself() {
-        let doc = |id: &str, text: &str| Doc { id: id.into(), title: String::new(), text: text.into(), problem_id: None };
+        let doc = |id: &str, text: &str| Doc {
+            id: id.into(),
+            title: String::new(),
+            text: text.into(),
+            problem_id: None,
+        };
         let data = Dataset {
             name: "code2code".into(),
-            corpus: vec![doc("c0", "fn sum of pairs"), doc("c1", "def sum of pairs"), doc("c2", "print hello")],
-            queries: vec![Query { id: "q1".into(), text: "fn sum of pairs".into(), subtask: None, language_constraint: None, source_doc_id: Some("c0".into()) }],
+            corpus: vec![
+                doc("c0", "fn sum of pairs"),
+                doc("c1", "def sum of pairs"),
+                doc("c2", "print hello"),
+            ],
+            queries: vec![Query {
+                id: "q1".into(),
+                text: "fn sum of pairs".into(),
+                subtask: None,
+                language_constraint: None,
+                source_doc_id: Some("c0".into()),
+            }],
             qrels: Qrels::from_triples([("q1", "c1", 2)]).unwrap(),
         };
         let run = bm25_run(&data, Bm25Config::default(), 10);

@@ -21,7 +21,12 @@ use serde::{Deserialize, Serialize};
 impl Preset {
     /// The preset's own templates, as the scope below every task override.
     pub fn defaults(&self) -> Templates {
-        Templates { query: self.query.clone(), document: self.document.clone(), query_fields: self.query_fields.clone(), document_fields: self.document_fields.clone() }
+        Templates {
+            query: self.query.clone(),
+            document: self.document.clone(),
+            query_fields: self.query_fields.clone(),
+            document_fields: self.document_fields.clone(),
+        }
     }
 }
 
@@ -171,15 +176,21 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
 fn check_template(t: &str, what: &str) -> Result<(), String> {
     match t.matches("{text}").count() {
         1 => Ok(()),
-        n => Err(format!("{what}: `{t}` holds `{{text}}` {n} times, expected once")),
+        n => Err(format!(
+            "{what}: `{t}` holds `{{text}}` {n} times, expected once"
+        )),
     }
 }
 
 impl Presets {
     /// Parse a preset file's text; `source_name` names it in errors.
     pub fn parse(text: &str, source_name: &str) -> Result<Presets, PresetError> {
-        let err = |why: String| PresetError { source_name: source_name.to_owned(), why };
-        let file: PresetFile = toml::from_str(text).map_err(|e| err(e.to_string().trim().to_owned()))?;
+        let err = |why: String| PresetError {
+            source_name: source_name.to_owned(),
+            why,
+        };
+        let file: PresetFile =
+            toml::from_str(text).map_err(|e| err(e.to_string().trim().to_owned()))?;
         if file.format != 1 {
             return Err(err(format!("`format`: expected 1, got {}", file.format)));
         }
@@ -189,44 +200,81 @@ impl Presets {
             }
             let defaults = p.defaults();
             let mut scopes = vec![(format!("preset `{}`", p.name), &defaults)];
-            scopes.extend(p.tasks.iter().map(|(k, t)| (format!("preset `{}`, task `{k}`", p.name), t)));
+            scopes.extend(
+                p.tasks
+                    .iter()
+                    .map(|(k, t)| (format!("preset `{}`, task `{k}`", p.name), t)),
+            );
             for (what, t) in scopes {
                 for template in [&t.query, &t.document].into_iter().flatten() {
                     check_template(template, &what).map_err(&err)?;
                 }
                 if what.contains('/') && (t.document.is_some() || t.document_fields.is_some()) {
-                    return Err(err(format!("{what}: documents are prompted per task, not per subtask")));
+                    return Err(err(format!(
+                        "{what}: documents are prompted per task, not per subtask"
+                    )));
                 }
             }
         }
-        if file.presets.iter().enumerate().any(|(i, p)| file.presets[..i].iter().any(|q| q.name == p.name)) {
+        if file
+            .presets
+            .iter()
+            .enumerate()
+            .any(|(i, p)| file.presets[..i].iter().any(|q| q.name == p.name))
+        {
             return Err(err("two presets share a name".into()));
         }
-        Ok(Presets { source_name: source_name.to_owned(), instructions: file.instructions, presets: file.presets })
+        Ok(Presets {
+            source_name: source_name.to_owned(),
+            instructions: file.instructions,
+            presets: file.presets,
+        })
     }
 
     /// The built-in presets.
     pub fn builtin() -> Presets {
-        Presets::parse(BUILTIN, "built-in presets").unwrap_or_else(|e| panic!("the built-in presets are valid: {e}"))
+        Presets::parse(BUILTIN, "built-in presets")
+            .unwrap_or_else(|e| panic!("the built-in presets are valid: {e}"))
     }
 
     /// The preset for `model`: the one named by `name`, else the first whose glob matches.
     pub fn select(&self, model: &str, name: Option<&str>) -> Result<&Preset, PresetError> {
         let found = match name {
             Some(n) => self.presets.iter().find(|p| p.name == n),
-            None => self.presets.iter().find(|p| p.models.iter().any(|g| glob_match(g, model))),
+            None => self
+                .presets
+                .iter()
+                .find(|p| p.models.iter().any(|g| glob_match(g, model))),
         };
         found.ok_or_else(|| PresetError {
             source_name: self.source_name.clone(),
             why: match name {
-                Some(n) => format!("no preset named `{n}` (known: {})", self.presets.iter().map(|p| format!("`{}`", p.name)).collect::<Vec<_>>().join(", ")),
-                None => format!("no preset matches model `{model}` (add a `models = [\"*\"]` preset)"),
+                Some(n) => format!(
+                    "no preset named `{n}` (known: {})",
+                    self.presets
+                        .iter()
+                        .map(|p| format!("`{}`", p.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => {
+                    format!("no preset matches model `{model}` (add a `models = [\"*\"]` preset)")
+                }
             },
         })
     }
 
-    fn instruction<'a>(&'a self, preset: &'a Preset, task: &str, subtask: Option<&str>) -> Option<&'a str> {
-        let keys: Vec<String> = subtask.map(|s| format!("{task}/{s}")).into_iter().chain([task.to_owned()]).collect();
+    fn instruction<'a>(
+        &'a self,
+        preset: &'a Preset,
+        task: &str,
+        subtask: Option<&str>,
+    ) -> Option<&'a str> {
+        let keys: Vec<String> = subtask
+            .map(|s| format!("{task}/{s}"))
+            .into_iter()
+            .chain([task.to_owned()])
+            .collect();
         keys.iter()
             .find_map(|k| preset.instructions.get(k))
             .or_else(|| keys.iter().find_map(|k| self.instructions.get(k)))
@@ -234,37 +282,97 @@ impl Presets {
             .map(String::as_str)
     }
 
-    fn side(&self, preset: &Preset, template: String, fields: BTreeMap<String, String>, task: &str, subtask: Option<&str>) -> Result<Side, PresetError> {
-        let err = |why: String| PresetError { source_name: self.source_name.clone(), why };
-        let template = if template.contains("{text}") { template } else { format!("{template}{{text}}") };
+    fn side(
+        &self,
+        preset: &Preset,
+        template: String,
+        fields: BTreeMap<String, String>,
+        task: &str,
+        subtask: Option<&str>,
+    ) -> Result<Side, PresetError> {
+        let err = |why: String| PresetError {
+            source_name: self.source_name.clone(),
+            why,
+        };
+        let template = if template.contains("{text}") {
+            template
+        } else {
+            format!("{template}{{text}}")
+        };
         check_template(&template, &format!("task `{task}`")).map_err(&err)?;
         let template = if template.contains("{instruction}") {
             let Some(instruction) = self.instruction(preset, task, subtask) else {
-                return Err(err(format!("preset `{}`: no instruction for task `{task}`", preset.name)));
+                return Err(err(format!(
+                    "preset `{}`: no instruction for task `{task}`",
+                    preset.name
+                )));
             };
             template.replace("{instruction}", instruction)
         } else {
             template
         };
-        let (prefix, suffix) = template.split_once("{text}").map(|(a, b)| (a.to_owned(), b.to_owned())).unwrap_or_default();
-        Ok(Side { template, fields, prefix, suffix })
+        let (prefix, suffix) = template
+            .split_once("{text}")
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+            .unwrap_or_default();
+        Ok(Side {
+            template,
+            fields,
+            prefix,
+            suffix,
+        })
     }
 
     /// The prompt of a query of `task` (and `subtask`) under `preset`, with `overrides`.
-    pub fn query_side(&self, preset: &Preset, task: &str, subtask: Option<&str>, overrides: &PromptOverrides) -> Result<Side, PresetError> {
+    pub fn query_side(
+        &self,
+        preset: &Preset,
+        task: &str,
+        subtask: Option<&str>,
+        overrides: &PromptOverrides,
+    ) -> Result<Side, PresetError> {
         let defaults = preset.defaults();
-        let scopes: Vec<&Templates> = subtask.and_then(|s| preset.tasks.get(&format!("{task}/{s}"))).into_iter().chain(preset.tasks.get(task)).chain([&defaults]).collect();
-        let template = overrides.query.clone().or_else(|| scopes.iter().find_map(|t| t.query.clone())).unwrap_or_else(|| "{text}".into());
-        let fields = scopes.iter().find_map(|t| t.query_fields.clone()).unwrap_or_default();
+        let scopes: Vec<&Templates> = subtask
+            .and_then(|s| preset.tasks.get(&format!("{task}/{s}")))
+            .into_iter()
+            .chain(preset.tasks.get(task))
+            .chain([&defaults])
+            .collect();
+        let template = overrides
+            .query
+            .clone()
+            .or_else(|| scopes.iter().find_map(|t| t.query.clone()))
+            .unwrap_or_else(|| "{text}".into());
+        let fields = scopes
+            .iter()
+            .find_map(|t| t.query_fields.clone())
+            .unwrap_or_default();
         self.side(preset, template, fields, task, subtask)
     }
 
     /// The prompt of a document of `task` under `preset`, with `overrides`.
-    pub fn document_side(&self, preset: &Preset, task: &str, overrides: &PromptOverrides) -> Result<Side, PresetError> {
+    pub fn document_side(
+        &self,
+        preset: &Preset,
+        task: &str,
+        overrides: &PromptOverrides,
+    ) -> Result<Side, PresetError> {
         let defaults = preset.defaults();
-        let scopes: Vec<&Templates> = preset.tasks.get(task).into_iter().chain([&defaults]).collect();
-        let template = overrides.document.clone().or_else(|| scopes.iter().find_map(|t| t.document.clone())).unwrap_or_else(|| "{text}".into());
-        let fields = scopes.iter().find_map(|t| t.document_fields.clone()).unwrap_or_default();
+        let scopes: Vec<&Templates> = preset
+            .tasks
+            .get(task)
+            .into_iter()
+            .chain([&defaults])
+            .collect();
+        let template = overrides
+            .document
+            .clone()
+            .or_else(|| scopes.iter().find_map(|t| t.document.clone()))
+            .unwrap_or_else(|| "{text}".into());
+        let fields = scopes
+            .iter()
+            .find_map(|t| t.document_fields.clone())
+            .unwrap_or_default();
         self.side(preset, template, fields, task, None)
     }
 }
@@ -301,39 +409,116 @@ mod tests {
         let none = PromptOverrides::default();
         let c2llm = p.select("codefuse-ai/C2LLM-7B", None).unwrap();
         assert_eq!(c2llm.name, "c2llm");
-        let q = p.query_side(c2llm, "text2code", Some("search"), &none).unwrap();
-        assert_eq!(q.render("sort a list"), "Retrieve the most relevant code implementation for the given problem description.\nsort a list");
-        assert_eq!(p.document_side(c2llm, "text2code", &none).unwrap().render("x = 1"), "Retrieved Answer:x = 1");
+        let q = p
+            .query_side(c2llm, "text2code", Some("search"), &none)
+            .unwrap();
+        assert_eq!(
+            q.render("sort a list"),
+            "Retrieve the most relevant code implementation for the given problem description.\nsort a list"
+        );
+        assert_eq!(
+            p.document_side(c2llm, "text2code", &none)
+                .unwrap()
+                .render("x = 1"),
+            "Retrieved Answer:x = 1"
+        );
         let qwen = p.select("Qwen/Qwen3-Embedding-8B", None).unwrap();
-        assert_eq!(p.query_side(qwen, "code2code", None, &none).unwrap().render("f()"), "Instruct: Retrieve equivalent code implementations across languages.\nQuery:f()");
-        assert_eq!(p.document_side(qwen, "code2code", &none).unwrap().render("g()"), "g()");
+        assert_eq!(
+            p.query_side(qwen, "code2code", None, &none)
+                .unwrap()
+                .render("f()"),
+            "Instruct: Retrieve equivalent code implementations across languages.\nQuery:f()"
+        );
+        assert_eq!(
+            p.document_side(qwen, "code2code", &none)
+                .unwrap()
+                .render("g()"),
+            "g()"
+        );
         assert_eq!(p.select("intfloat/e5-base-v2", None).unwrap().name, "e5");
-        assert_eq!(p.select("intfloat/e5-mistral-7b-instruct", None).unwrap().name, "e5-instruct");
+        assert_eq!(
+            p.select("intfloat/e5-mistral-7b-instruct", None)
+                .unwrap()
+                .name,
+            "e5-instruct"
+        );
         let jina = p.select("jinaai/jina-code-embeddings-1.5b", None).unwrap();
-        assert!(p.document_side(jina, "code2text", &none).unwrap().render("t").starts_with("Candidate comment:\n"));
-        assert!(p.document_side(jina, "text2code", &none).unwrap().render("t").starts_with("Candidate code snippet:\n"));
+        assert!(
+            p.document_side(jina, "code2text", &none)
+                .unwrap()
+                .render("t")
+                .starts_with("Candidate comment:\n")
+        );
+        assert!(
+            p.document_side(jina, "text2code", &none)
+                .unwrap()
+                .render("t")
+                .starts_with("Candidate code snippet:\n")
+        );
         let cohere = p.select("embed-english-v3.0", None).unwrap();
-        assert_eq!(p.query_side(cohere, "text2code", None, &none).unwrap().fields["input_type"], "search_query");
-        assert_eq!(p.document_side(cohere, "text2code", &none).unwrap().fields["input_type"], "search_document");
+        assert_eq!(
+            p.query_side(cohere, "text2code", None, &none)
+                .unwrap()
+                .fields["input_type"],
+            "search_query"
+        );
+        assert_eq!(
+            p.document_side(cohere, "text2code", &none).unwrap().fields["input_type"],
+            "search_document"
+        );
         let raw = p.select("all-MiniLM-L6-v2", None).unwrap();
         assert_eq!(raw.name, "none");
-        assert_eq!(p.query_side(raw, "cosqa", None, &none).unwrap().render("q"), "q");
+        assert_eq!(
+            p.query_side(raw, "cosqa", None, &none).unwrap().render("q"),
+            "q"
+        );
         // Overrides: a prefix without `{text}`, an instruction in an override, a named preset.
-        let o = PromptOverrides { preset: None, query: Some("query: ".into()), document: Some("<{instruction}> {text} </>".into()) };
-        assert_eq!(p.query_side(raw, "text2code", None, &o).unwrap().render("q"), "query: q");
-        assert_eq!(p.document_side(raw, "code2code", &o).unwrap().render("d"), "<Retrieve equivalent code implementations across languages.> d </>");
-        assert_eq!(p.document_side(raw, "cosqa", &o).unwrap().template, "<Given a query, retrieve relevant documents that answer the query.> {text} </>");
+        let o = PromptOverrides {
+            preset: None,
+            query: Some("query: ".into()),
+            document: Some("<{instruction}> {text} </>".into()),
+        };
+        assert_eq!(
+            p.query_side(raw, "text2code", None, &o)
+                .unwrap()
+                .render("q"),
+            "query: q"
+        );
+        assert_eq!(
+            p.document_side(raw, "code2code", &o).unwrap().render("d"),
+            "<Retrieve equivalent code implementations across languages.> d </>"
+        );
+        assert_eq!(
+            p.document_side(raw, "cosqa", &o).unwrap().template,
+            "<Given a query, retrieve relevant documents that answer the query.> {text} </>"
+        );
         assert_eq!(p.select("anything", Some("e5")).unwrap().name, "e5");
-        assert!(p.select("anything", Some("nope")).unwrap_err().to_string().contains("no preset named `nope`"));
+        assert!(
+            p.select("anything", Some("nope"))
+                .unwrap_err()
+                .to_string()
+                .contains("no preset named `nope`")
+        );
     }
 
     #[test]
     fn bad_files_are_refused_with_the_reason() {
-        let e = Presets::parse("format = 1\n[[preset]]\nname = \"a\"\nmodels = [\"*\"]\nquery = \"{text} {text}\"\n", "p.toml").unwrap_err();
-        assert!(e.to_string().contains("p.toml: preset `a`") && e.to_string().contains("2 times"), "{e}");
+        let e = Presets::parse(
+            "format = 1\n[[preset]]\nname = \"a\"\nmodels = [\"*\"]\nquery = \"{text} {text}\"\n",
+            "p.toml",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("p.toml: preset `a`") && e.to_string().contains("2 times"),
+            "{e}"
+        );
         let e = Presets::parse("format = 1\n[[preset]]\nname = \"a\"\nmodels = [\"*\"]\n[preset.tasks.\"t/s\"]\ndocument = \"{text}\"\n", "p.toml").unwrap_err();
         assert!(e.to_string().contains("per task, not per subtask"), "{e}");
-        let e = Presets::parse("format = 1\n[[preset]]\nname = \"a\"\nmodel = [\"*\"]\n", "p.toml").unwrap_err();
+        let e = Presets::parse(
+            "format = 1\n[[preset]]\nname = \"a\"\nmodel = [\"*\"]\n",
+            "p.toml",
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("unknown field `model`"), "{e}");
         let p = Presets::parse(
             "format = 1\n[[preset]]\nname = \"a\"\nmodels = [\"*\"]\nquery = \"{instruction}{text}\"\n[preset.instructions]\n\"t/s\" = \"S\"\n\"t\" = \"T\"\n",
@@ -342,9 +527,26 @@ mod tests {
         .unwrap();
         let a = &p.presets[0];
         let none = PromptOverrides::default();
-        assert_eq!(p.query_side(a, "t", Some("s"), &none).unwrap().render("x"), "Sx");
-        assert_eq!(p.query_side(a, "t", Some("other"), &none).unwrap().render("x"), "Tx");
-        assert!(p.query_side(a, "u", None, &none).unwrap_err().to_string().contains("no instruction for task `u`"));
-        assert!(glob_match("*c2llm*", "codefuse-ai/C2LLM-0.5B") && glob_match("a?c", "abc") && !glob_match("a?c", "abbc"));
+        assert_eq!(
+            p.query_side(a, "t", Some("s"), &none).unwrap().render("x"),
+            "Sx"
+        );
+        assert_eq!(
+            p.query_side(a, "t", Some("other"), &none)
+                .unwrap()
+                .render("x"),
+            "Tx"
+        );
+        assert!(
+            p.query_side(a, "u", None, &none)
+                .unwrap_err()
+                .to_string()
+                .contains("no instruction for task `u`")
+        );
+        assert!(
+            glob_match("*c2llm*", "codefuse-ai/C2LLM-0.5B")
+                && glob_match("a?c", "abc")
+                && !glob_match("a?c", "abbc")
+        );
     }
 }

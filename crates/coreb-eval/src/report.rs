@@ -73,7 +73,16 @@ pub fn measure<'a>(at_k: &'a AtK, name: &str) -> Option<&'a Vec<f64>> {
 }
 
 fn intervals(queries: &[&QueryScores], ks: usize, cfg: &BootstrapConfig) -> AtKIntervals {
-    let per = |f: &dyn Fn(&AtK) -> &Vec<f64>| -> Vec<Option<Interval>> { (0..ks).map(|i| bootstrap_ci(&queries.iter().map(|q| f(&q.at_k)[i]).collect::<Vec<_>>(), cfg)).collect() };
+    let per = |f: &dyn Fn(&AtK) -> &Vec<f64>| -> Vec<Option<Interval>> {
+        (0..ks)
+            .map(|i| {
+                bootstrap_ci(
+                    &queries.iter().map(|q| f(&q.at_k)[i]).collect::<Vec<_>>(),
+                    cfg,
+                )
+            })
+            .collect()
+    };
     AtKIntervals {
         ndcg: per(&|a| &a.ndcg),
         map: per(&|a| &a.map),
@@ -106,8 +115,14 @@ pub fn task_intervals(task: &TaskReport, ks: usize, cfg: &BootstrapConfig) -> Ta
     let (all, subtasks, languages) = groups(&task.queries);
     TaskIntervals {
         overall: intervals(&all, ks, cfg),
-        by_subtask: subtasks.iter().map(|(k, v)| (k.clone(), intervals(v, ks, cfg))).collect(),
-        by_language: languages.iter().map(|(k, v)| (k.clone(), intervals(v, ks, cfg))).collect(),
+        by_subtask: subtasks
+            .iter()
+            .map(|(k, v)| (k.clone(), intervals(v, ks, cfg)))
+            .collect(),
+        by_language: languages
+            .iter()
+            .map(|(k, v)| (k.clone(), intervals(v, ks, cfg)))
+            .collect(),
     }
 }
 
@@ -121,10 +136,20 @@ pub struct GroupComparisons {
 }
 
 /// Compare `metric` of `a` and `b` (matched by query id; both must hold the same queries).
-pub fn compare_queries(a: &[QueryScores], b: &[QueryScores], metric: &str, ks: usize, cfg: &BootstrapConfig) -> Result<GroupComparisons, String> {
+pub fn compare_queries(
+    a: &[QueryScores],
+    b: &[QueryScores],
+    metric: &str,
+    ks: usize,
+    cfg: &BootstrapConfig,
+) -> Result<GroupComparisons, String> {
     let index: BTreeMap<&str, &QueryScores> = b.iter().map(|q| (q.qid.as_str(), q)).collect();
     if a.len() != b.len() || a.iter().any(|q| !index.contains_key(q.qid.as_str())) {
-        return Err(format!("the two sides hold different queries ({} and {})", a.len(), b.len()));
+        return Err(format!(
+            "the two sides hold different queries ({} and {})",
+            a.len(),
+            b.len()
+        ));
     }
     let pick = |q: &QueryScores, i: usize| measure(&q.at_k, metric).and_then(|v| v.get(i).copied());
     let cmp = |qs: &[&QueryScores]| -> Result<Vec<PairedComparison>, String> {
@@ -134,14 +159,23 @@ pub fn compare_queries(a: &[QueryScores], b: &[QueryScores], metric: &str, ks: u
                 let mut vb = Vec::with_capacity(qs.len());
                 for q in qs {
                     va.push(pick(q, i).ok_or_else(|| format!("unknown measure `{metric}`"))?);
-                    vb.push(pick(index[q.qid.as_str()], i).ok_or_else(|| format!("unknown measure `{metric}`"))?);
+                    vb.push(
+                        pick(index[q.qid.as_str()], i)
+                            .ok_or_else(|| format!("unknown measure `{metric}`"))?,
+                    );
                 }
                 Ok(compare(&va, &vb, cfg))
             })
             .collect()
     };
     let (all, subtasks, _) = groups(a);
-    Ok(GroupComparisons { overall: cmp(&all)?, by_subtask: subtasks.iter().map(|(k, v)| Ok((k.clone(), cmp(v)?))).collect::<Result<_, String>>()? })
+    Ok(GroupComparisons {
+        overall: cmp(&all)?,
+        by_subtask: subtasks
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), cmp(v)?)))
+            .collect::<Result<_, String>>()?,
+    })
 }
 
 /// The reranking of a task against its first stage.
@@ -247,15 +281,26 @@ pub struct ControlledRelease {
 impl ReleaseIdentity {
     /// Whether this is the control release of `other` (`other` is no control itself).
     pub fn is_control_of(&self, other: &ReleaseIdentity) -> bool {
-        other.controls.is_none() && self.controls.as_ref().is_some_and(|c| c.version == other.version && c.manifest_sha256 == other.manifest_sha256)
+        other.controls.is_none()
+            && self.controls.as_ref().is_some_and(|c| {
+                c.version == other.version && c.manifest_sha256 == other.manifest_sha256
+            })
     }
 }
 
 impl std::fmt::Display for ReleaseIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "release `{}` (MANIFEST sha256 `{}`)", self.version, self.manifest_sha256)?;
+        write!(
+            f,
+            "release `{}` (MANIFEST sha256 `{}`)",
+            self.version, self.manifest_sha256
+        )?;
         match &self.controls {
-            Some(c) => write!(f, ", the control of the release with MANIFEST sha256 `{}`", c.manifest_sha256),
+            Some(c) => write!(
+                f,
+                ", the control of the release with MANIFEST sha256 `{}`",
+                c.manifest_sha256
+            ),
             None => Ok(()),
         }
     }
@@ -275,8 +320,22 @@ pub struct RunCoverage {
 }
 
 /// Group query results by the dataset's query metadata.
-pub fn task_report(data: &Dataset, results: &[QueryResult], ks: &[usize], level: i64) -> TaskReport {
-    let meta: BTreeMap<&str, (Option<&str>, Option<&str>)> = data.queries.iter().map(|q| (q.id.as_str(), (q.subtask.as_deref(), q.language_constraint.as_deref()))).collect();
+pub fn task_report(
+    data: &Dataset,
+    results: &[QueryResult],
+    ks: &[usize],
+    level: i64,
+) -> TaskReport {
+    let meta: BTreeMap<&str, (Option<&str>, Option<&str>)> = data
+        .queries
+        .iter()
+        .map(|q| {
+            (
+                q.id.as_str(),
+                (q.subtask.as_deref(), q.language_constraint.as_deref()),
+            )
+        })
+        .collect();
     let mut subtasks: BTreeMap<String, Vec<&QueryResult>> = BTreeMap::new();
     let mut languages: BTreeMap<String, Vec<&QueryResult>> = BTreeMap::new();
     for r in results {
@@ -293,7 +352,13 @@ pub fn task_report(data: &Dataset, results: &[QueryResult], ks: &[usize], level:
         .iter()
         .map(|r| {
             let (subtask, language) = meta.get(r.qid.as_str()).copied().unwrap_or((None, None));
-            QueryScores { qid: r.qid.clone(), subtask: subtask.map(str::to_owned), language: language.map(str::to_owned), missing: r.missing, at_k: r.at_k.clone() }
+            QueryScores {
+                qid: r.qid.clone(),
+                subtask: subtask.map(str::to_owned),
+                language: language.map(str::to_owned),
+                missing: r.missing,
+                at_k: r.at_k.clone(),
+            }
         })
         .collect();
     TaskReport {
@@ -301,8 +366,14 @@ pub fn task_report(data: &Dataset, results: &[QueryResult], ks: &[usize], level:
         num_docs: data.corpus.len(),
         level,
         overall: summarize(ks, results),
-        by_subtask: subtasks.into_iter().map(|(k, v)| (k, summarize(ks, v))).collect(),
-        by_language: languages.into_iter().map(|(k, v)| (k, summarize(ks, v))).collect(),
+        by_subtask: subtasks
+            .into_iter()
+            .map(|(k, v)| (k, summarize(ks, v)))
+            .collect(),
+        by_language: languages
+            .into_iter()
+            .map(|(k, v)| (k, summarize(ks, v)))
+            .collect(),
         ci: None,
         rerank: None,
         queries,
@@ -323,7 +394,14 @@ fn table(out: &mut String, label: &str, ks: &[usize], rows: &[(String, &Summary)
     let _ = writeln!(out, "{head}\n{rule}");
     for (name, s) in rows {
         let _ = write!(out, "| {name} | {} |", s.num_queries);
-        for vals in [&s.at_k.ndcg, &s.at_k.map, &s.at_k.recall, &s.at_k.precision, &s.at_k.mrr, &s.at_k.r_cap] {
+        for vals in [
+            &s.at_k.ndcg,
+            &s.at_k.map,
+            &s.at_k.recall,
+            &s.at_k.precision,
+            &s.at_k.mrr,
+            &s.at_k.r_cap,
+        ] {
             for v in vals {
                 let _ = write!(out, " {v:.4} |");
             }
@@ -347,7 +425,9 @@ pub fn to_markdown(report: &EvalReport) -> String {
         Some(r) => {
             let _ = writeln!(out, "On {r}.\n");
         }
-        None => out.push_str("On a BEIR folder without a `MANIFEST.json`: no release is recorded.\n\n"),
+        None => {
+            out.push_str("On a BEIR folder without a `MANIFEST.json`: no release is recorded.\n\n")
+        }
     }
     if let Some(c) = &report.run_coverage.filter(|c| c.partial) {
         let _ = writeln!(
@@ -363,22 +443,32 @@ pub fn to_markdown(report: &EvalReport) -> String {
          negative where one ranks above the best positive (queries with hard negatives in \
          brackets).\n\n",
     );
-    let overall: Vec<(String, &Summary)> = report.tasks.iter().map(|t| (t.task.clone(), &t.overall)).collect();
+    let overall: Vec<(String, &Summary)> = report
+        .tasks
+        .iter()
+        .map(|t| (t.task.clone(), &t.overall))
+        .collect();
     out.push_str("## Tasks\n\n");
     table(&mut out, "task", &report.ks, &overall);
     for t in &report.tasks {
         if !t.by_subtask.is_empty() {
             let _ = writeln!(out, "## {}: by subtask\n", t.task);
-            let rows: Vec<(String, &Summary)> = t.by_subtask.iter().map(|(k, v)| (k.clone(), v)).collect();
+            let rows: Vec<(String, &Summary)> =
+                t.by_subtask.iter().map(|(k, v)| (k.clone(), v)).collect();
             table(&mut out, "subtask", &report.ks, &rows);
         }
         if !t.by_language.is_empty() {
             let _ = writeln!(out, "## {}: by language\n", t.task);
-            let rows: Vec<(String, &Summary)> = t.by_language.iter().map(|(k, v)| (k.clone(), v)).collect();
+            let rows: Vec<(String, &Summary)> =
+                t.by_language.iter().map(|(k, v)| (k.clone(), v)).collect();
             table(&mut out, "language", &report.ks, &rows);
         }
         if t.overall.missing > 0 {
-            let _ = writeln!(out, "{}: {} queries had no results and score 0.\n", t.task, t.overall.missing);
+            let _ = writeln!(
+                out,
+                "{}: {} queries had no results and score 0.\n",
+                t.task, t.overall.missing
+            );
         }
     }
     if let Some(b) = &report.bootstrap {
@@ -388,13 +478,31 @@ pub fn to_markdown(report: &EvalReport) -> String {
         rerank_markdown(&mut out, report, r);
     }
     if let Some(p) = &report.prompts {
-        let _ = writeln!(out, "## Prompts\n\nPreset `{}` from {}.\n\n| task | side | template | request fields |\n|---|---|---|---|", p.preset, p.source);
+        let _ = writeln!(
+            out,
+            "## Prompts\n\nPreset `{}` from {}.\n\n| task | side | template | request fields |\n|---|---|---|---|",
+            p.preset, p.source
+        );
         let show = |t: &str| t.replace('\n', "\\n").replace('|', "\\|");
         for (task, tp) in &p.tasks {
-            let _ = writeln!(out, "| {task} | documents | `{}` | {:?} |", show(&tp.document.template), tp.document.fields);
+            let _ = writeln!(
+                out,
+                "| {task} | documents | `{}` | {:?} |",
+                show(&tp.document.template),
+                tp.document.fields
+            );
             for (sub, q) in &tp.queries {
-                let label = if sub.is_empty() { "queries".to_owned() } else { format!("queries ({sub})") };
-                let _ = writeln!(out, "| {task} | {label} | `{}` | {:?} |", show(&q.template), q.fields);
+                let label = if sub.is_empty() {
+                    "queries".to_owned()
+                } else {
+                    format!("queries ({sub})")
+                };
+                let _ = writeln!(
+                    out,
+                    "| {task} | {label} | `{}` | {:?} |",
+                    show(&q.template),
+                    q.fields
+                );
             }
         }
         out.push('\n');
@@ -403,15 +511,33 @@ pub fn to_markdown(report: &EvalReport) -> String {
 }
 
 fn fmt_ci(ci: Option<&Interval>) -> String {
-    ci.map_or_else(|| "–".to_owned(), |c| format!("[{:.4}, {:.4}]", c.low, c.high))
+    ci.map_or_else(
+        || "–".to_owned(),
+        |c| format!("[{:.4}, {:.4}]", c.low, c.high),
+    )
 }
 
 fn fmt_p(p: Option<f64>) -> String {
-    p.map_or_else(|| "–".to_owned(), |p| if p < 1e-4 { format!("{p:.1e}") } else { format!("{p:.4}") })
+    p.map_or_else(
+        || "–".to_owned(),
+        |p| {
+            if p < 1e-4 {
+                format!("{p:.1e}")
+            } else {
+                format!("{p:.4}")
+            }
+        },
+    )
 }
 
 fn intervals_markdown(out: &mut String, report: &EvalReport, b: &BootstrapConfig) {
-    let _ = writeln!(out, "## nDCG with {:.0} % bootstrap intervals\n\nPercentile bootstrap over queries: {} resamples, seed {}.\n", b.confidence * 100.0, b.resamples, b.seed);
+    let _ = writeln!(
+        out,
+        "## nDCG with {:.0} % bootstrap intervals\n\nPercentile bootstrap over queries: {} resamples, seed {}.\n",
+        b.confidence * 100.0,
+        b.resamples,
+        b.seed
+    );
     let mut head = String::from("| task | group | queries |");
     let mut rule = String::from("|---|---|---:|");
     for k in &report.ks {
@@ -422,7 +548,11 @@ fn intervals_markdown(out: &mut String, report: &EvalReport, b: &BootstrapConfig
     for t in &report.tasks {
         let Some(ci) = &t.ci else { continue };
         let mut rows = vec![("all".to_owned(), &t.overall, &ci.overall)];
-        rows.extend(t.by_subtask.iter().filter_map(|(k, s)| Some((k.clone(), s, ci.by_subtask.get(k)?))));
+        rows.extend(
+            t.by_subtask
+                .iter()
+                .filter_map(|(k, s)| Some((k.clone(), s, ci.by_subtask.get(k)?))),
+        );
         for (group, s, c) in rows {
             let _ = write!(out, "| {} | {group} | {} |", t.task, s.num_queries);
             for (v, i) in s.at_k.ndcg.iter().zip(&c.ndcg) {
@@ -435,18 +565,34 @@ fn intervals_markdown(out: &mut String, report: &EvalReport, b: &BootstrapConfig
 }
 
 fn rerank_markdown(out: &mut String, report: &EvalReport, r: &RerankInfo) {
-    let Some(last) = report.ks.len().checked_sub(1) else { return };
+    let Some(last) = report.ks.len().checked_sub(1) else {
+        return;
+    };
     let k = report.ks[last];
     let _ = writeln!(
         out,
         "## ΔnDCG@{k} of reranking\n\n`{}` reranked the top {} of `{}` through `{}`. Δ = reranked − first stage; the interval is the paired bootstrap of the mean difference, the p-values the paired Wilcoxon signed-rank and randomisation tests.\n",
         r.model, r.depth, r.first_stage, r.api
     );
-    let _ = writeln!(out, "| task | group | queries | first stage | reranked | Δ | 95 % CI | Wilcoxon p | randomisation p |\n|---|---|---:|---:|---:|---:|---|---:|---:|");
+    let _ = writeln!(
+        out,
+        "| task | group | queries | first stage | reranked | Δ | 95 % CI | Wilcoxon p | randomisation p |\n|---|---|---:|---:|---:|---:|---|---:|---:|"
+    );
     for t in &report.tasks {
         let Some(d) = &t.rerank else { continue };
-        let mut rows: Vec<(String, &PairedComparison)> = d.ndcg.overall.get(last).map(|c| ("all".to_owned(), c)).into_iter().collect();
-        rows.extend(d.ndcg.by_subtask.iter().filter_map(|(g, v)| Some((g.clone(), v.get(last)?))));
+        let mut rows: Vec<(String, &PairedComparison)> = d
+            .ndcg
+            .overall
+            .get(last)
+            .map(|c| ("all".to_owned(), c))
+            .into_iter()
+            .collect();
+        rows.extend(
+            d.ndcg
+                .by_subtask
+                .iter()
+                .filter_map(|(g, v)| Some((g.clone(), v.get(last)?))),
+        );
         for (group, c) in rows {
             let _ = writeln!(
                 out,
@@ -466,42 +612,92 @@ fn rerank_markdown(out: &mut String, report: &EvalReport, r: &RerankInfo) {
         let _ = writeln!(
             out,
             "\nListwise: {} windows over {} queries; answers exact {}, repaired {}, unparseable {}, failed {}; {} from the response store, {} from the endpoint.",
-            s.windows, s.queries, s.exact, s.repaired, s.unparseable, s.failed, s.from_store, s.from_endpoint
+            s.windows,
+            s.queries,
+            s.exact,
+            s.repaired,
+            s.unparseable,
+            s.failed,
+            s.from_store,
+            s.from_endpoint
         );
     }
     out.push('\n');
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
-const COLORS: &[&str] = &["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948"];
+const COLORS: &[&str] = &[
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948",
+];
 
 /// Grouped bars: `groups` of `(label, values)` with one bar per series, values in [0, `max`].
-fn bar_chart(title: &str, series: &[String], groups: &[(String, Vec<f64>)], max: f64, fmt: &dyn Fn(f64) -> String) -> String {
+fn bar_chart(
+    title: &str,
+    series: &[String],
+    groups: &[(String, Vec<f64>)],
+    max: f64,
+    fmt: &dyn Fn(f64) -> String,
+) -> String {
     let (w, h, left, right, top, bottom) = (760.0, 400.0, 56.0, 16.0, 68.0, 88.0);
     let plot_w = w - left - right;
     let plot_h = h - top - bottom;
     let mut s = String::new();
-    let _ = writeln!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#);
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
+    );
     let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(s, r#"<text x="{}" y="22" text-anchor="middle" font-size="15" font-weight="bold">{}</text>"#, w / 2.0, esc(title));
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="22" text-anchor="middle" font-size="15" font-weight="bold">{}</text>"#,
+        w / 2.0,
+        esc(title)
+    );
     for i in 0..=5 {
         let v = max * f64::from(i) / 5.0;
         let y = top + plot_h - plot_h * f64::from(i) / 5.0;
-        let _ = writeln!(s, r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/>"##, w - right);
-        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#, left - 6.0, y + 4.0, fmt(v));
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/>"##,
+            w - right
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            left - 6.0,
+            y + 4.0,
+            fmt(v)
+        );
     }
-    let _ = writeln!(s, r#"<line x1="{left}" y1="{top}" x2="{left}" y2="{:.1}" stroke="black"/>"#, top + plot_h);
-    let _ = writeln!(s, r#"<line x1="{left}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>"#, top + plot_h, w - right, top + plot_h);
+    let _ = writeln!(
+        s,
+        r#"<line x1="{left}" y1="{top}" x2="{left}" y2="{:.1}" stroke="black"/>"#,
+        top + plot_h
+    );
+    let _ = writeln!(
+        s,
+        r#"<line x1="{left}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>"#,
+        top + plot_h,
+        w - right,
+        top + plot_h
+    );
     let n = groups.len().max(1) as f64;
     let group_w = plot_w / n;
     let bar_w = (group_w * 0.8 / series.len().max(1) as f64).min(48.0);
     for (gi, (label, vals)) in groups.iter().enumerate() {
         let gx = left + group_w * gi as f64 + (group_w - bar_w * vals.len() as f64) / 2.0;
         for (si, v) in vals.iter().enumerate() {
-            let bh = if max > 0.0 { (v / max).clamp(0.0, 1.0) * plot_h } else { 0.0 };
+            let bh = if max > 0.0 {
+                (v / max).clamp(0.0, 1.0) * plot_h
+            } else {
+                0.0
+            };
             let x = gx + bar_w * si as f64;
             let y = top + plot_h - bh;
             let color = COLORS[si % COLORS.len()];
@@ -514,16 +710,32 @@ fn bar_chart(title: &str, series: &[String], groups: &[(String, Vec<f64>)], max:
                 fmt(*v)
             );
             if bar_w >= 22.0 {
-                let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="9">{}</text>"#, x + bar_w / 2.0 - 1.0, y - 3.0, fmt(*v));
+                let _ = writeln!(
+                    s,
+                    r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="9">{}</text>"#,
+                    x + bar_w / 2.0 - 1.0,
+                    y - 3.0,
+                    fmt(*v)
+                );
             }
         }
         let cx = left + group_w * (gi as f64 + 0.5);
         let ly = top + plot_h + 14.0;
-        let _ = writeln!(s, r#"<text x="{cx:.1}" y="{ly:.1}" text-anchor="end" transform="rotate(-30 {cx:.1} {ly:.1})">{}</text>"#, esc(label));
+        let _ = writeln!(
+            s,
+            r#"<text x="{cx:.1}" y="{ly:.1}" text-anchor="end" transform="rotate(-30 {cx:.1} {ly:.1})">{}</text>"#,
+            esc(label)
+        );
     }
     let mut lx = left;
     for (si, name) in series.iter().enumerate() {
-        let _ = writeln!(s, r#"<rect x="{lx:.1}" y="34" width="10" height="10" fill="{}"/><text x="{:.1}" y="43">{}</text>"#, COLORS[si % COLORS.len()], lx + 14.0, esc(name));
+        let _ = writeln!(
+            s,
+            r#"<rect x="{lx:.1}" y="34" width="10" height="10" fill="{}"/><text x="{:.1}" y="43">{}</text>"#,
+            COLORS[si % COLORS.len()],
+            lx + 14.0,
+            esc(name)
+        );
         lx += 34.0 + 7.5 * name.len() as f64;
     }
     s.push_str("</svg>\n");
@@ -539,7 +751,14 @@ fn plot_groups(report: &EvalReport) -> Vec<(String, &Summary)> {
             groups.push((t.task.clone(), &t.overall));
         } else {
             for (st, s) in &t.by_subtask {
-                groups.push((if multi { format!("{}/{st}", t.task) } else { st.clone() }, s));
+                groups.push((
+                    if multi {
+                        format!("{}/{st}", t.task)
+                    } else {
+                        st.clone()
+                    },
+                    s,
+                ));
             }
         }
     }
@@ -549,17 +768,35 @@ fn plot_groups(report: &EvalReport) -> Vec<(String, &Summary)> {
 /// Grouped bars of nDCG@k (one bar per k) per subtask.
 pub fn ndcg_svg(report: &EvalReport) -> String {
     let series: Vec<String> = report.ks.iter().map(|k| format!("nDCG@{k}")).collect();
-    let groups: Vec<(String, Vec<f64>)> = plot_groups(report).into_iter().map(|(l, s)| (l, s.at_k.ndcg.clone())).collect();
-    bar_chart(&format!("nDCG@k per subtask — {}", report.retriever), &series, &groups, 1.0, &|v| format!("{v:.2}"))
+    let groups: Vec<(String, Vec<f64>)> = plot_groups(report)
+        .into_iter()
+        .map(|(l, s)| (l, s.at_k.ndcg.clone()))
+        .collect();
+    bar_chart(
+        &format!("nDCG@k per subtask — {}", report.retriever),
+        &series,
+        &groups,
+        1.0,
+        &|v| format!("{v:.2}"),
+    )
 }
 
 /// Bars of the number of queries per subtask.
 pub fn query_distribution_svg(report: &EvalReport) -> String {
-    let groups: Vec<(String, Vec<f64>)> = plot_groups(report).into_iter().map(|(l, s)| (l, vec![s.num_queries as f64])).collect();
+    let groups: Vec<(String, Vec<f64>)> = plot_groups(report)
+        .into_iter()
+        .map(|(l, s)| (l, vec![s.num_queries as f64]))
+        .collect();
     let max = groups.iter().map(|g| g.1[0]).fold(0.0, f64::max);
     // At least 5 so that the five grid steps fall on whole queries.
     let max = if max <= 5.0 { 5.0 } else { nice_ceiling(max) };
-    bar_chart("Queries per subtask", &["queries".to_owned()], &groups, max, &|v| format!("{v:.0}"))
+    bar_chart(
+        "Queries per subtask",
+        &["queries".to_owned()],
+        &groups,
+        max,
+        &|v| format!("{v:.0}"),
+    )
 }
 
 fn nice_ceiling(v: f64) -> f64 {
@@ -581,13 +818,23 @@ mod tests {
 
     #[test]
     fn breakdowns_markdown_and_svg() {
-        let q =
-            |id: &str, st: &str, lang: &str| Query { id: id.into(), text: String::new(), subtask: Some(st.into()), language_constraint: Some(lang.into()), source_doc_id: None };
+        let q = |id: &str, st: &str, lang: &str| Query {
+            id: id.into(),
+            text: String::new(),
+            subtask: Some(st.into()),
+            language_constraint: Some(lang.into()),
+            source_doc_id: None,
+        };
         let data = Dataset {
             name: "text2code".into(),
             corpus: vec![],
-            queries: vec![q("q1", "canonical", "python"), q("q2", "full", "python"), q("q3", "full", "cpp")],
-            qrels: Qrels::from_triples([("q1", "d1", 2), ("q2", "d2", 2), ("q3", "d3", 2)]).unwrap(),
+            queries: vec![
+                q("q1", "canonical", "python"),
+                q("q2", "full", "python"),
+                q("q3", "full", "cpp"),
+            ],
+            qrels: Qrels::from_triples([("q1", "d1", 2), ("q2", "d2", 2), ("q3", "d3", 2)])
+                .unwrap(),
         };
         let mut run = Run::new("t");
         run.push("q1", "d1", 1.0);
@@ -605,13 +852,28 @@ mod tests {
         let mut t = t;
         let b = BootstrapConfig::default();
         t.ci = Some(task_intervals(&t, cfg.ks.len(), &b));
-        let report =
-            EvalReport { retriever: "bm25".into(), ks: cfg.ks.clone(), tasks: vec![t], bootstrap: Some(b), prompts: None, rerank: None, release: None, run_coverage: None };
+        let report = EvalReport {
+            retriever: "bm25".into(),
+            ks: cfg.ks.clone(),
+            tasks: vec![t],
+            bootstrap: Some(b),
+            prompts: None,
+            rerank: None,
+            release: None,
+            run_coverage: None,
+        };
         let md = to_markdown(&report);
         assert!(md.contains("| canonical | 1 | 1.0000 |"), "{md}");
         let svg = ndcg_svg(&report);
-        assert!(svg.starts_with("<svg") && svg.contains("nDCG@10") && svg.contains(">full<"), "{svg}");
-        assert_eq!(svg.matches("<rect x=").count(), 6 + 3, "2 groups × 3 ks + 3 legend boxes");
+        assert!(
+            svg.starts_with("<svg") && svg.contains("nDCG@10") && svg.contains(">full<"),
+            "{svg}"
+        );
+        assert_eq!(
+            svg.matches("<rect x=").count(),
+            6 + 3,
+            "2 groups × 3 ks + 3 legend boxes"
+        );
         assert!(query_distribution_svg(&report).contains("Queries per subtask"));
     }
 }

@@ -23,7 +23,9 @@ use coreb_trec::coreb::{CorebConfig, evaluate as score, summarize};
 use crate::beir::{self, Dataset};
 use crate::bm25::Bm25Config;
 use crate::gates::GatesConfig;
-use crate::leaderboard::store::{RecordRequest, find_release, record, release_identity, release_of};
+use crate::leaderboard::store::{
+    RecordRequest, find_release, record, release_identity, release_of,
+};
 use crate::prompts::{PromptOverrides, PromptsUsed};
 use crate::report::{self, EvalReport, ReleaseIdentity, RerankDelta, RunCoverage};
 use crate::significance::BootstrapConfig;
@@ -60,7 +62,10 @@ pub struct ClientOptions {
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 120.0))]
     pub timeout_secs: f64,
     /// The response store of chat answers: kept here, so a rerun sends nothing it already has.
-    #[cfg_attr(feature = "clap", arg(long, default_value = ".coreb-cache/rerank-responses"))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, default_value = ".coreb-cache/rerank-responses")
+    )]
     pub store: PathBuf,
     /// Serve chat answers from the store only; a missing answer is an error (offline rerun).
     #[cfg_attr(feature = "clap", arg(long))]
@@ -97,10 +102,16 @@ pub struct EvalOptions {
     /// Score only the queries a `--run` file ranks, when it does not rank every query of the
     /// release (by default such a run, of another release or cut short, is refused); the
     /// counts are in the output and `results.json` (`run_coverage`). Not with `--record`.
-    #[cfg_attr(feature = "clap", arg(long, requires = "run", conflicts_with = "record"))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, requires = "run", conflicts_with = "record")
+    )]
     pub allow_partial: bool,
     /// Cut-offs for the @k metrics.
-    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "1,5,10"))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_delimiter = ',', default_value = "1,5,10")
+    )]
     pub k: Vec<usize>,
     /// Write JSON results, the Markdown report and plots here.
     #[cfg_attr(feature = "clap", arg(long))]
@@ -115,7 +126,10 @@ pub struct EvalOptions {
     #[cfg_attr(feature = "clap", arg(long, default_value = "test"))]
     pub split: String,
     /// Base URL of the OpenAI-compatible embeddings / rerank endpoint (with `/v1`).
-    #[cfg_attr(feature = "clap", arg(long, default_value = "https://api.openai.com/v1"))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, default_value = "https://api.openai.com/v1")
+    )]
     pub base_url: String,
     /// Rerank the top `--rerank-depth` documents of the first stage with this model.
     #[cfg_attr(feature = "clap", arg(long))]
@@ -222,7 +236,9 @@ impl Retriever {
             (Some(path), _) => Retriever::RunFile(path.clone()),
             (None, "bm25") => Retriever::Bm25,
             (None, r) => match r.strip_prefix("embed:") {
-                Some(model) if !model.is_empty() => Retriever::Embed { model: model.to_owned() },
+                Some(model) if !model.is_empty() => Retriever::Embed {
+                    model: model.to_owned(),
+                },
                 _ => bail!("`--retriever`: expected `bm25` or `embed:<model>`, got `{r}`"),
             },
         })
@@ -275,7 +291,12 @@ struct TaskOutcome {
 /// `load_manifest`, evaluate every task (an endpoint asked on `runtime`), then record
 /// (`record`), write (`out`) and print the report; fails when a listwise window got no answer
 /// or a release gate fails.
-pub fn evaluate(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>, sink: &dyn Report, runtime: &tokio::runtime::Handle) -> anyhow::Result<()> {
+pub fn evaluate(
+    args: &EvalOptions,
+    load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>,
+    sink: &dyn Report,
+    runtime: &tokio::runtime::Handle,
+) -> anyhow::Result<()> {
     let (setup, report, runs, gate_failures) = run_tasks(args, load_manifest, sink, runtime)?;
     match (&report.release, &report.run_coverage) {
         (None, _) => sink.status(&format!("note: `{}` has no `MANIFEST.json` (nor its parent): the results record no release", args.dir.display())),
@@ -293,7 +314,11 @@ pub fn evaluate(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Res
             sink.status("all release gates passed");
         } else {
             let list: Vec<String> = gate_failures.iter().map(ToString::to_string).collect();
-            bail!("{} release gate(s) failed:\n{}", gate_failures.len(), list.join("\n"));
+            bail!(
+                "{} release gate(s) failed:\n{}",
+                gate_failures.len(),
+                list.join("\n")
+            );
         }
     }
     Ok(())
@@ -317,7 +342,12 @@ fn run_tasks(
     load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>,
     sink: &dyn Report,
     runtime: &tokio::runtime::Handle,
-) -> anyhow::Result<(Setup, EvalReport, Vec<(String, Run)>, Vec<crate::gates::GateFailure>)> {
+) -> anyhow::Result<(
+    Setup,
+    EvalReport,
+    Vec<(String, Run)>,
+    Vec<crate::gates::GateFailure>,
+)> {
     let setup = Setup::new(args, load_manifest, runtime.clone())?;
     let mut tasks = Vec::new();
     let mut runs = Vec::new();
@@ -330,7 +360,11 @@ fn run_tasks(
         gate_failures.extend(outcome.gate_failures);
     }
     let rerank_info = setup.reranker.as_ref().map(|r| r.info(&setup.first_label));
-    if let Some(stats) = rerank_info.as_ref().and_then(|r| r.listwise_stats).filter(|s| s.failed > 0) {
+    if let Some(stats) = rerank_info
+        .as_ref()
+        .and_then(|r| r.listwise_stats)
+        .filter(|s| s.failed > 0)
+    {
         bail!(
             "listwise reranking: {} of {} windows got no answer (kept in first-stage order); nothing written. A rerun asks only for those (answers are in the store)",
             stats.failed,
@@ -357,7 +391,11 @@ fn run_tasks(
 impl Setup {
     /// Check the arguments (the `--record` ones before any work), load the manifest's gates
     /// and prompts, find the BEIR folders and set up the retriever and the reranker.
-    fn new(args: &EvalOptions, load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>, runtime: tokio::runtime::Handle) -> anyhow::Result<Setup> {
+    fn new(
+        args: &EvalOptions,
+        load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>,
+        runtime: tokio::runtime::Handle,
+    ) -> anyhow::Result<Setup> {
         if args.k.is_empty() || args.k.contains(&0) {
             bail!("`--k`: cut-offs must be positive integers");
         }
@@ -373,21 +411,39 @@ impl Setup {
             }
         }
         let manifest = match &args.manifest {
-            Some(path) => Some(load_manifest(path).with_context(|| format!("loading `{}`", path.display()))?),
+            Some(path) => {
+                Some(load_manifest(path).with_context(|| format!("loading `{}`", path.display()))?)
+            }
             None => None,
         };
-        let gates = args.gates.then(|| manifest.as_ref().map(|m| m.gates.clone()).unwrap_or_default());
+        let gates = args.gates.then(|| {
+            manifest
+                .as_ref()
+                .map(|m| m.gates.clone())
+                .unwrap_or_default()
+        });
         let prompts = PromptChoice::resolve(args, manifest.as_ref())?;
         if !matches!(retriever, Retriever::Embed { .. }) && prompts.given_on_command_line {
-            bail!("`--query-prompt`, `--doc-prompt` and `--prompt-preset` apply to `--retriever embed:<model>`");
+            bail!(
+                "`--query-prompt`, `--doc-prompt` and `--prompt-preset` apply to `--retriever embed:<model>`"
+            );
         }
         let dirs = dataset_dirs(&args.dir)?;
         let external = match &retriever {
-            Retriever::RunFile(p) => Some(Run::read(p).with_context(|| format!("reading run `{}`", p.display()))?),
+            Retriever::RunFile(p) => {
+                Some(Run::read(p).with_context(|| format!("reading run `{}`", p.display()))?)
+            }
             _ => None,
         };
         let coverage = match (&retriever, &external) {
-            (Retriever::RunFile(path), Some(run)) => Some(run_coverage(run, path, &args.dir, &dirs, &args.split, args.allow_partial)?),
+            (Retriever::RunFile(path), Some(run)) => Some(run_coverage(
+                run,
+                path,
+                &args.dir,
+                &dirs,
+                &args.split,
+                args.allow_partial,
+            )?),
             _ => None,
         };
         let release = release_identity(&args.dir)?;
@@ -396,8 +452,16 @@ impl Setup {
             _ => None,
         };
         let reranker = Reranker::new(args)?;
-        let first_depth = if reranker.is_some() { args.depth.max(args.rerank_depth) } else { args.depth };
-        let bootstrap = (args.resamples > 0).then_some(BootstrapConfig { resamples: args.resamples, seed: args.seed, ..BootstrapConfig::default() });
+        let first_depth = if reranker.is_some() {
+            args.depth.max(args.rerank_depth)
+        } else {
+            args.depth
+        };
+        let bootstrap = (args.resamples > 0).then_some(BootstrapConfig {
+            resamples: args.resamples,
+            seed: args.seed,
+            ..BootstrapConfig::default()
+        });
         Ok(Setup {
             first_label: retriever.label(),
             retriever,
@@ -419,12 +483,19 @@ impl Setup {
 
     /// Evaluate the BEIR folder `d`: its first-stage run, reranked when asked, scored (with
     /// intervals, and against the first stage when reranked) and gated when asked.
-    fn evaluate_dir(&self, d: &Path, sink: &dyn Report, prompts_used: &mut Option<PromptsUsed>) -> anyhow::Result<TaskOutcome> {
-        let mut data = beir::read_dir(d, &self.split).with_context(|| format!("reading BEIR folder `{}`", d.display()))?;
+    fn evaluate_dir(
+        &self,
+        d: &Path,
+        sink: &dyn Report,
+        prompts_used: &mut Option<PromptsUsed>,
+    ) -> anyhow::Result<TaskOutcome> {
+        let mut data = beir::read_dir(d, &self.split)
+            .with_context(|| format!("reading BEIR folder `{}`", d.display()))?;
         // A release's BEIR qrels hold the positives only; its Parquet qrels add the hard
         // negatives (relevance 1) that the intrusion rate and the gates need.
         if self.split == "test"
-            && let Some(graded) = beir::release_qrels(d).with_context(|| format!("reading the graded qrels beside `{}`", d.display()))?
+            && let Some(graded) = beir::release_qrels(d)
+                .with_context(|| format!("reading the graded qrels beside `{}`", d.display()))?
         {
             data.qrels = graded;
         }
@@ -432,17 +503,29 @@ impl Setup {
             && c.partial
         {
             // `--allow-partial`: only the queries the run ranks are scored.
-            data.qrels.queries.retain(|qid, _| run.queries.contains_key(qid));
+            data.qrels
+                .queries
+                .retain(|qid, _| run.queries.contains_key(qid));
             data.queries.retain(|q| run.queries.contains_key(&q.id));
         }
-        sink.status(&format!("{}: {} docs, {} queries", data.name, data.corpus.len(), data.queries.len()));
+        sink.status(&format!(
+            "{}: {} docs, {} queries",
+            data.name,
+            data.corpus.len(),
+            data.queries.len()
+        ));
         let first = self.first_stage(&data, sink, prompts_used)?;
         let run = match &self.reranker {
             Some(r) => r.rerank(&self.runtime, sink, &data, &first)?,
             None => first.clone(),
         };
         let gate_failures = match &self.gates {
-            Some(config) => check_gates(&data, &run, matches!(self.retriever, Retriever::Bm25) && self.reranker.is_none(), config),
+            Some(config) => check_gates(
+                &data,
+                &run,
+                matches!(self.retriever, Retriever::Bm25) && self.reranker.is_none(),
+                config,
+            ),
             None => Vec::new(),
         };
         let cfg = CorebConfig::for_qrels(&data.qrels, self.k.clone());
@@ -455,17 +538,36 @@ impl Setup {
         if self.reranker.is_some() {
             let first_results = score(&data.qrels, &first, &cfg);
             let first_task = report::task_report(&data, &first_results, &cfg.ks, cfg.level);
-            let ndcg = report::compare_queries(&first_task.queries, &task.queries, "ndcg", cfg.ks.len(), &self.bootstrap.unwrap_or_default()).map_err(anyhow::Error::msg)?;
-            task.rerank = Some(RerankDelta { first_stage: summarize(&cfg.ks, &first_results), ndcg });
+            let ndcg = report::compare_queries(
+                &first_task.queries,
+                &task.queries,
+                "ndcg",
+                cfg.ks.len(),
+                &self.bootstrap.unwrap_or_default(),
+            )
+            .map_err(anyhow::Error::msg)?;
+            task.rerank = Some(RerankDelta {
+                first_stage: summarize(&cfg.ks, &first_results),
+                ndcg,
+            });
             runs.push((format!("{}.first", data.name), first));
         }
         runs.push((data.name.clone(), run));
-        Ok(TaskOutcome { report: task, runs, gate_failures })
+        Ok(TaskOutcome {
+            report: task,
+            runs,
+            gate_failures,
+        })
     }
 
     /// The first-stage run of one task: the `--run` file's (without the queries' own
     /// documents unless `--keep-self`), BM25's or the dense retriever's.
-    fn first_stage(&self, data: &Dataset, sink: &dyn Report, prompts_used: &mut Option<PromptsUsed>) -> anyhow::Result<Run> {
+    fn first_stage(
+        &self,
+        data: &Dataset,
+        sink: &dyn Report,
+        prompts_used: &mut Option<PromptsUsed>,
+    ) -> anyhow::Result<Run> {
         Ok(match (&self.retriever, &self.external, &self.dense) {
             (_, Some(r), _) if self.keep_self => r.clone(),
             (_, Some(r), _) => {
@@ -475,7 +577,9 @@ impl Setup {
                 }
                 kept
             }
-            (Retriever::Bm25, _, _) => crate::bm25_run(data, Bm25Config::default(), self.first_depth),
+            (Retriever::Bm25, _, _) => {
+                crate::bm25_run(data, Bm25Config::default(), self.first_depth)
+            }
             (_, _, Some(setup)) => {
                 let (run, task_prompts) = setup.run(&self.runtime, sink, data, self.first_depth)?;
                 if let Some(used) = prompts_used {
@@ -488,14 +592,21 @@ impl Setup {
     }
 
     /// `--record`: add the report to the results store, with the sha256 of each task's run.
-    fn record(&self, args: &EvalOptions, report: &EvalReport, runs: &[(String, Run)], sink: &dyn Report) -> anyhow::Result<()> {
+    fn record(
+        &self,
+        args: &EvalOptions,
+        report: &EvalReport,
+        runs: &[(String, Run)],
+        sink: &dyn Report,
+    ) -> anyhow::Result<()> {
         let run_sha256 = runs
             .iter()
             .filter(|(name, _)| !name.ends_with(".first"))
             .map(|(name, run)| -> anyhow::Result<(String, String)> {
                 let sha = match (&self.retriever, &self.reranker) {
                     // The user's own file, as given.
-                    (Retriever::RunFile(path), None) => coreb_base::hashing::sha256_file(path).with_context(|| format!("hashing `{}`", path.display()))?,
+                    (Retriever::RunFile(path), None) => coreb_base::hashing::sha256_file(path)
+                        .with_context(|| format!("hashing `{}`", path.display()))?,
                     // The run coreb made, as `--out` writes it.
                     _ => coreb_base::hashing::sha256_hex(run.to_trec(self.first_depth).as_bytes()),
                 };
@@ -504,7 +615,9 @@ impl Setup {
             .collect::<anyhow::Result<_>>()?;
         let model = match (&args.model_name, &self.retriever) {
             (Some(name), _) => name.clone(),
-            (None, Retriever::RunFile(_)) => bail!("`--record` with `--run`: name the model with `--model-name`"),
+            (None, Retriever::RunFile(_)) => {
+                bail!("`--record` with `--run`: name the model with `--model-name`")
+            }
             (None, _) => report.retriever.clone(),
         };
         let request = RecordRequest {
@@ -517,13 +630,24 @@ impl Setup {
             tool_version: args.tool_version.clone(),
         };
         let (path, written) = record(report, request)?;
-        sink.status(&if written { format!("recorded in `{}`", path.display()) } else { format!("already recorded: `{}` (nothing written)", path.display()) });
+        sink.status(&if written {
+            format!("recorded in `{}`", path.display())
+        } else {
+            format!("already recorded: `{}` (nothing written)", path.display())
+        });
         Ok(())
     }
 
     /// `--out`: the JSON, the Markdown, the plots and the runs coreb made; then the report on
     /// stdout (JSON with `--json`, else Markdown).
-    fn write(&self, out: Option<&Path>, json: bool, report: &EvalReport, runs: &[(String, Run)], sink: &dyn Report) -> anyhow::Result<()> {
+    fn write(
+        &self,
+        out: Option<&Path>,
+        json: bool,
+        report: &EvalReport,
+        runs: &[(String, Run)],
+        sink: &dyn Report,
+    ) -> anyhow::Result<()> {
         let json_text = serde_json::to_string_pretty(report)?;
         let markdown = report::to_markdown(report);
         if let Some(out) = out {
@@ -531,11 +655,18 @@ impl Setup {
             durable::write(&out.join("results.json"), json_text.as_bytes())?;
             durable::write(&out.join("report.md"), markdown.as_bytes())?;
             durable::write(&out.join("ndcg.svg"), report::ndcg_svg(report).as_bytes())?;
-            durable::write(&out.join("queries.svg"), report::query_distribution_svg(report).as_bytes())?;
+            durable::write(
+                &out.join("queries.svg"),
+                report::query_distribution_svg(report).as_bytes(),
+            )?;
             for (name, run) in runs {
                 // An external run is the user's own file: only what coreb made is written.
-                if self.external.is_none() || (self.reranker.is_some() && !name.ends_with(".first")) {
-                    durable::write(&out.join(format!("{name}.run.trec")), run.to_trec(self.first_depth).as_bytes())?;
+                if self.external.is_none() || (self.reranker.is_some() && !name.ends_with(".first"))
+                {
+                    durable::write(
+                        &out.join(format!("{name}.run.trec")),
+                        run.to_trec(self.first_depth).as_bytes(),
+                    )?;
                 }
             }
             sink.status(&format!("wrote {}", out.display()));
@@ -552,7 +683,11 @@ impl Setup {
 /// `run` without each query's own document (a code query's `source_doc_id`): CoREB never
 /// ranks a query for itself. Returns the run and how many entries were dropped.
 pub fn drop_own_documents(data: &Dataset, run: &Run) -> (Run, usize) {
-    let own: std::collections::HashMap<&str, &str> = data.queries.iter().filter_map(|q| q.source_doc_id.as_deref().map(|d| (q.id.as_str(), d))).collect();
+    let own: std::collections::HashMap<&str, &str> = data
+        .queries
+        .iter()
+        .filter_map(|q| q.source_doc_id.as_deref().map(|d| (q.id.as_str(), d)))
+        .collect();
     let mut kept = Run::new(run.run_id.clone());
     let mut dropped = 0;
     for (qid, entries) in &run.queries {
@@ -570,7 +705,12 @@ pub fn drop_own_documents(data: &Dataset, run: &Run) -> (Run, usize) {
 
 /// The release gates of one task; BM25 nDCG@10 comes from `run` when it is the plain BM25
 /// run, else from a fresh BM25 run.
-fn check_gates(data: &Dataset, run: &Run, run_is_bm25: bool, gates: &GatesConfig) -> Vec<crate::gates::GateFailure> {
+fn check_gates(
+    data: &Dataset,
+    run: &Run,
+    run_is_bm25: bool,
+    gates: &GatesConfig,
+) -> Vec<crate::gates::GateFailure> {
     let ndcg10 = if run_is_bm25 {
         let cfg = CorebConfig::for_qrels(&data.qrels, vec![10]);
         let results = score(&data.qrels, run, &cfg);
@@ -586,7 +726,14 @@ fn check_gates(data: &Dataset, run: &Run, run_is_bm25: bool, gates: &GatesConfig
 /// query and name no query the release lacks (the queries of every task of the release count,
 /// so a run of all tasks scores one task folder); otherwise it is refused, unless `partial`
 /// (`--allow-partial`), which scores the matched queries and needs at least one.
-fn run_coverage(run: &Run, path: &Path, dir: &Path, dirs: &[PathBuf], split: &str, partial: bool) -> anyhow::Result<RunCoverage> {
+fn run_coverage(
+    run: &Run,
+    path: &Path,
+    dir: &Path,
+    dirs: &[PathBuf],
+    split: &str,
+    partial: bool,
+) -> anyhow::Result<RunCoverage> {
     let mut judged = std::collections::BTreeSet::new();
     for d in dirs {
         let qrels_path = d.join("qrels").join(format!("{split}.tsv"));
@@ -602,22 +749,48 @@ fn run_coverage(run: &Run, path: &Path, dir: &Path, dirs: &[PathBuf], split: &st
     for d in &release_dirs {
         let queries_path = d.join("queries.jsonl");
         let text = fs_err::read_to_string(&queries_path)?;
-        known.extend(beir::parse_queries(&text, &queries_path)?.into_iter().map(|q| q.id));
+        known.extend(
+            beir::parse_queries(&text, &queries_path)?
+                .into_iter()
+                .map(|q| q.id),
+        );
     }
-    let matched = judged.iter().filter(|q| run.queries.contains_key(*q)).count();
+    let matched = judged
+        .iter()
+        .filter(|q| run.queries.contains_key(*q))
+        .count();
     let unknown: Vec<&String> = run.queries.keys().filter(|q| !known.contains(*q)).collect();
-    let coverage = RunCoverage { matched, queries: judged.len(), unknown: unknown.len(), partial };
+    let coverage = RunCoverage {
+        matched,
+        queries: judged.len(),
+        unknown: unknown.len(),
+        partial,
+    };
     if matched == judged.len() && unknown.is_empty() {
-        return Ok(RunCoverage { partial: false, ..coverage });
+        return Ok(RunCoverage {
+            partial: false,
+            ..coverage
+        });
     }
     let examples: Vec<String> = unknown.iter().take(3).map(|q| format!("`{q}`")).collect();
     let foreign = if unknown.is_empty() {
         String::new()
     } else {
-        format!("; {} of its {} query ids are no query of `{}` (such as {})", unknown.len(), run.queries.len(), dir.display(), examples.join(", "))
+        format!(
+            "; {} of its {} query ids are no query of `{}` (such as {})",
+            unknown.len(),
+            run.queries.len(),
+            dir.display(),
+            examples.join(", ")
+        )
     };
     if matched == 0 {
-        bail!("run `{}` ranks none of the {} queries of `{}`{foreign}: a run of another release?", path.display(), judged.len(), dir.display());
+        bail!(
+            "run `{}` ranks none of the {} queries of `{}`{foreign}: a run of another release?",
+            path.display(),
+            judged.len(),
+            dir.display()
+        );
     }
     if !partial {
         bail!(
@@ -635,10 +808,16 @@ pub fn dataset_dirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     if beir::is_beir_dir(dir) {
         return Ok(vec![dir.to_owned()]);
     }
-    let mut subs: Vec<PathBuf> = fs_err::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| beir::is_beir_dir(p)).collect();
+    let mut subs: Vec<PathBuf> = fs_err::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| beir::is_beir_dir(p))
+        .collect();
     subs.sort();
     if subs.is_empty() {
-        bail!("`{}`: not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) and holds none", dir.display());
+        bail!(
+            "`{}`: not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) and holds none",
+            dir.display()
+        );
     }
     Ok(subs)
 }

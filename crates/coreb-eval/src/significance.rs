@@ -38,7 +38,11 @@ pub struct BootstrapConfig {
 impl Default for BootstrapConfig {
     /// 1,000 resamples, seed 20250101, 95 %.
     fn default() -> Self {
-        BootstrapConfig { resamples: 1000, seed: 20_250_101, confidence: 0.95 }
+        BootstrapConfig {
+            resamples: 1000,
+            seed: 20_250_101,
+            confidence: 0.95,
+        }
     }
 }
 
@@ -70,10 +74,15 @@ pub fn bootstrap_ci(values: &[f64], cfg: &BootstrapConfig) -> Option<Interval> {
         return None;
     }
     let mut rng = SplitMix64::new(cfg.seed);
-    let mut means: Vec<f64> = (0..cfg.resamples).map(|_| (0..n).map(|_| values[rng.index(n)]).sum::<f64>() / n as f64).collect();
+    let mut means: Vec<f64> = (0..cfg.resamples)
+        .map(|_| (0..n).map(|_| values[rng.index(n)]).sum::<f64>() / n as f64)
+        .collect();
     means.sort_by(f64::total_cmp);
     let alpha = (1.0 - cfg.confidence) / 2.0;
-    Some(Interval { low: quantile(&means, alpha), high: quantile(&means, 1.0 - alpha) })
+    Some(Interval {
+        low: quantile(&means, alpha),
+        high: quantile(&means, 1.0 - alpha),
+    })
 }
 
 /// Average ranks (1-based) of `values`, ties sharing the mean rank, and the tie-group sizes.
@@ -103,8 +112,18 @@ fn r_plus(d: &[f64]) -> (f64, f64, usize, Vec<usize>) {
     let nonzero: Vec<f64> = d.iter().copied().filter(|x| *x != 0.0).collect();
     let abs: Vec<f64> = nonzero.iter().map(|x| x.abs()).collect();
     let (ranks, groups) = average_ranks(&abs);
-    let plus: f64 = nonzero.iter().zip(&ranks).filter(|(x, _)| **x > 0.0).map(|(_, r)| r).sum();
-    let minus: f64 = nonzero.iter().zip(&ranks).filter(|(x, _)| **x < 0.0).map(|(_, r)| r).sum();
+    let plus: f64 = nonzero
+        .iter()
+        .zip(&ranks)
+        .filter(|(x, _)| **x > 0.0)
+        .map(|(_, r)| r)
+        .sum();
+    let minus: f64 = nonzero
+        .iter()
+        .zip(&ranks)
+        .filter(|(x, _)| **x < 0.0)
+        .map(|(_, r)| r)
+        .sum();
     (plus, minus, nonzero.len(), groups)
 }
 
@@ -147,9 +166,23 @@ pub fn wilcoxon(a: &[f64], b: &[f64]) -> Option<f64> {
         let mean_stat = (count * (count + 1)) as f64 / 4.0;
         let k = plus.round() as usize;
         let cdf_raw = |k: usize| pmf[..=k.min(pmf.len() - 1)].iter().sum::<f64>();
-        let sf_raw = |k: usize| if k >= pmf.len() { 0.0 } else { pmf[k..].iter().sum::<f64>() };
-        let cdf = if k as f64 <= mean_stat { cdf_raw(k) } else { 1.0 - sf_raw(k + 1) };
-        let sf = if k as f64 <= mean_stat { sf_raw(k) } else { 1.0 - if k == 0 { 0.0 } else { cdf_raw(k - 1) } };
+        let sf_raw = |k: usize| {
+            if k >= pmf.len() {
+                0.0
+            } else {
+                pmf[k..].iter().sum::<f64>()
+            }
+        };
+        let cdf = if k as f64 <= mean_stat {
+            cdf_raw(k)
+        } else {
+            1.0 - sf_raw(k + 1)
+        };
+        let sf = if k as f64 <= mean_stat {
+            sf_raw(k)
+        } else {
+            1.0 - if k == 0 { 0.0 } else { cdf_raw(k - 1) }
+        };
         return Some((2.0 * sf.min(cdf)).clamp(0.0, 1.0));
     }
     if n <= 13 {
@@ -159,7 +192,11 @@ pub fn wilcoxon(a: &[f64], b: &[f64]) -> Option<f64> {
         let total = 1u64 << n;
         let (mut less, mut greater) = (0u64, 0u64);
         for mask in 0..total {
-            let flipped: Vec<f64> = d.iter().enumerate().map(|(i, x)| if mask >> i & 1 == 1 { -x } else { *x }).collect();
+            let flipped: Vec<f64> = d
+                .iter()
+                .enumerate()
+                .map(|(i, x)| if mask >> i & 1 == 1 { -x } else { *x })
+                .collect();
             let stat = r_plus(&flipped).0;
             less += u64::from(stat <= observed + gamma);
             greater += u64::from(stat >= observed - gamma);
@@ -185,7 +222,10 @@ pub fn randomization(a: &[f64], b: &[f64], rounds: usize, seed: u64) -> Option<f
     let mut rng = SplitMix64::new(seed);
     let mut hits = 0usize;
     for _ in 0..rounds {
-        let s: f64 = d.iter().map(|x| if rng.next_u64() >> 63 == 1 { -x } else { *x }).sum();
+        let s: f64 = d
+            .iter()
+            .map(|x| if rng.next_u64() >> 63 == 1 { -x } else { *x })
+            .sum();
         // A relative tolerance so that the observed assignment itself always counts.
         hits += usize::from((s / d.len() as f64).abs() >= observed - 1e-12 * observed.max(1e-300));
     }
@@ -241,8 +281,17 @@ mod tests {
         assert_eq!(Some(ci), bootstrap_ci(&v, &cfg));
         let m = mean(&v);
         assert!(ci.low < m && m < ci.high, "{ci:?} {m}");
-        assert_ne!(Some(ci), bootstrap_ci(&v, &BootstrapConfig { seed: 1, ..cfg }));
-        assert_eq!(bootstrap_ci(&[0.5], &cfg), Some(Interval { low: 0.5, high: 0.5 }));
+        assert_ne!(
+            Some(ci),
+            bootstrap_ci(&v, &BootstrapConfig { seed: 1, ..cfg })
+        );
+        assert_eq!(
+            bootstrap_ci(&[0.5], &cfg),
+            Some(Interval {
+                low: 0.5,
+                high: 0.5
+            })
+        );
         assert_eq!(bootstrap_ci(&[], &cfg), None);
     }
 

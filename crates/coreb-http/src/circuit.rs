@@ -61,7 +61,13 @@ pub struct CircuitConfig {
 
 impl Default for CircuitConfig {
     fn default() -> Self {
-        CircuitConfig { transport_failures: 5, server_errors: 10, open_secs: 5.0, probes: 2, probe_attempts: 2 }
+        CircuitConfig {
+            transport_failures: 5,
+            server_errors: 10,
+            open_secs: 5.0,
+            probes: 2,
+            probe_attempts: 2,
+        }
     }
 }
 
@@ -69,7 +75,10 @@ impl CircuitConfig {
     /// Check what serde cannot; messages name the field under `prefix` (`llm.circuit`).
     pub fn validate(&self, prefix: &str) -> Result<(), String> {
         if self.open_secs.is_nan() || self.open_secs < 0.0 {
-            return Err(format!("`{prefix}.open_secs`: must be 0 or more, not `{}`", self.open_secs));
+            return Err(format!(
+                "`{prefix}.open_secs`: must be 0 or more, not `{}`",
+                self.open_secs
+            ));
         }
         if self.probe_attempts == 0 {
             return Err(format!("`{prefix}.probe_attempts`: must be at least 1"));
@@ -199,7 +208,11 @@ impl Circuit {
             next_ticket: 0,
             waiting: BTreeMap::new(),
         };
-        Circuit { endpoint: endpoint.into(), config, inner: Mutex::new(inner) }
+        Circuit {
+            endpoint: endpoint.into(),
+            config,
+            inner: Mutex::new(inner),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -210,7 +223,10 @@ impl Circuit {
     pub fn ticket(&self) -> Ticket<'_> {
         let mut inner = self.lock();
         inner.next_ticket += 1;
-        Ticket { circuit: self, id: inner.next_ticket }
+        Ticket {
+            circuit: self,
+            id: inner.next_ticket,
+        }
     }
 
     /// Is the circuit tripped for good?
@@ -221,7 +237,13 @@ impl Circuit {
     /// The counts and the cause so far.
     pub fn report(&self) -> Report {
         let inner = self.lock();
-        Report { tally: inner.tally, opened: inner.opened, failed_probes: inner.failed_probes, last_failure: inner.last_failure.clone(), tripped: inner.state == State::Tripped }
+        Report {
+            tally: inner.tally,
+            opened: inner.opened,
+            failed_probes: inner.failed_probes,
+            last_failure: inner.last_failure.clone(),
+            tripped: inner.state == State::Tripped,
+        }
     }
 
     /// The configuration.
@@ -237,12 +259,19 @@ impl Circuit {
                 if let State::Open { until } = inner.state
                     && Instant::now() >= until
                 {
-                    inner.state = State::Probing { prober: None, failures: 0 };
+                    inner.state = State::Probing {
+                        prober: None,
+                        failures: 0,
+                    };
                 }
                 match inner.state {
                     State::Closed => {
                         inner.waiting.remove(&id);
-                        return Ok(Permit { circuit: self, id, probe: false });
+                        return Ok(Permit {
+                            circuit: self,
+                            id,
+                            probe: false,
+                        });
                     }
                     State::Tripped => {
                         inner.waiting.remove(&id);
@@ -255,11 +284,21 @@ impl Circuit {
                     State::Probing { prober, failures } => {
                         inner.waiting.insert(id, attempt);
                         // The next probe: the waiting request retried most (the earliest of those).
-                        let prober = prober.or_else(|| inner.waiting.iter().max_by_key(|(t, a)| (**a, std::cmp::Reverse(**t))).map(|(t, _)| *t));
+                        let prober = prober.or_else(|| {
+                            inner
+                                .waiting
+                                .iter()
+                                .max_by_key(|(t, a)| (**a, std::cmp::Reverse(**t)))
+                                .map(|(t, _)| *t)
+                        });
                         inner.state = State::Probing { prober, failures };
                         if prober == Some(id) {
                             inner.waiting.remove(&id);
-                            return Ok(Permit { circuit: self, id, probe: true });
+                            return Ok(Permit {
+                                circuit: self,
+                                id,
+                                probe: true,
+                            });
                         }
                         POLL
                     }
@@ -274,7 +313,10 @@ impl Circuit {
         inner.tally.attempts += 1;
         inner.tally.reached += u64::from(reached);
         let probing = match inner.state {
-            State::Probing { prober: Some(p), failures } if probe && p == id => Some(failures),
+            State::Probing {
+                prober: Some(p),
+                failures,
+            } if probe && p == id => Some(failures),
             _ => None,
         };
         match outcome {
@@ -296,23 +338,40 @@ impl Circuit {
                 inner.last_failure = Some(detail.to_owned());
                 let (run, limit, opened) = if outcome == Outcome::Transport {
                     inner.transport_run += 1;
-                    (inner.transport_run, self.config.transport_failures, Opened::Transport(inner.transport_run))
+                    (
+                        inner.transport_run,
+                        self.config.transport_failures,
+                        Opened::Transport(inner.transport_run),
+                    )
                 } else {
                     inner.transport_run = 0;
                     inner.server_run += 1;
-                    (inner.server_run, self.config.server_errors, Opened::ServerErrors(inner.server_run))
+                    (
+                        inner.server_run,
+                        self.config.server_errors,
+                        Opened::ServerErrors(inner.server_run),
+                    )
                 };
                 if let Some(failures) = probing {
                     if failures + 1 >= self.config.probe_attempts {
                         self.failed_probe(&mut inner);
                     } else {
-                        inner.state = State::Probing { prober: Some(id), failures: failures + 1 };
+                        inner.state = State::Probing {
+                            prober: Some(id),
+                            failures: failures + 1,
+                        };
                     }
                 } else if inner.state == State::Closed && limit > 0 && run >= limit {
                     inner.opened = Some(opened);
                     inner.failed_probes = 0;
                     tracing::info!(endpoint = %self.endpoint, ?opened, last = %detail, pause_secs = self.config.open_secs, "circuit opened: requests wait for a probe");
-                    inner.state = if self.config.probes == 0 { State::Tripped } else { State::Open { until: Instant::now() + crate::secs(self.config.open_secs) } };
+                    inner.state = if self.config.probes == 0 {
+                        State::Tripped
+                    } else {
+                        State::Open {
+                            until: Instant::now() + crate::secs(self.config.open_secs),
+                        }
+                    };
                 }
             }
         }
@@ -321,7 +380,14 @@ impl Circuit {
     /// The probe request failed: the next one probes, or, after `probes` of them, trip.
     fn failed_probe(&self, inner: &mut Inner) {
         inner.failed_probes += 1;
-        inner.state = if inner.failed_probes >= self.config.probes { State::Tripped } else { State::Probing { prober: None, failures: 0 } };
+        inner.state = if inner.failed_probes >= self.config.probes {
+            State::Tripped
+        } else {
+            State::Probing {
+                prober: None,
+                failures: 0,
+            }
+        };
     }
 
     fn close(&self, inner: &mut Inner) {
@@ -360,7 +426,9 @@ impl Permit<'_> {
     pub fn is_current(&self) -> bool {
         match self.circuit.lock().state {
             State::Closed => true,
-            State::Probing { prober: Some(p), .. } => self.probe && p == self.id,
+            State::Probing {
+                prober: Some(p), ..
+            } => self.probe && p == self.id,
             State::Open { .. } | State::Probing { prober: None, .. } | State::Tripped => false,
         }
     }
@@ -368,7 +436,8 @@ impl Permit<'_> {
     /// Count the attempt's outcome; `reached`: the request got to the endpoint (everything but
     /// a failure to connect); `detail`: what went wrong, for the report.
     pub fn record(self, outcome: Outcome, reached: bool, detail: &str) {
-        self.circuit.record(self.id, self.probe, outcome, reached, detail);
+        self.circuit
+            .record(self.id, self.probe, outcome, reached, detail);
     }
 }
 
@@ -377,13 +446,30 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    fn circuit(transport_failures: u32, server_errors: u32, probes: u32, probe_attempts: u32) -> Circuit {
-        Circuit::new("test", CircuitConfig { transport_failures, server_errors, open_secs: 5.0, probes, probe_attempts })
+    fn circuit(
+        transport_failures: u32,
+        server_errors: u32,
+        probes: u32,
+        probe_attempts: u32,
+    ) -> Circuit {
+        Circuit::new(
+            "test",
+            CircuitConfig {
+                transport_failures,
+                server_errors,
+                open_secs: 5.0,
+                probes,
+                probe_attempts,
+            },
+        )
     }
 
     /// One request's single attempt.
     async fn attempt(c: &Circuit, outcome: Outcome) -> Result<(), Tripped> {
-        c.ticket().admit(1).await?.record(outcome, outcome != Outcome::Transport, "x");
+        c.ticket()
+            .admit(1)
+            .await?
+            .record(outcome, outcome != Outcome::Transport, "x");
         Ok(())
     }
 
@@ -404,17 +490,42 @@ mod tests {
         assert!(p.probe);
         p.record(Outcome::Transport, false, "refused");
         assert!(!c.is_tripped());
-        first.admit(3).await.unwrap().record(Outcome::Transport, false, "refused");
+        first
+            .admit(3)
+            .await
+            .unwrap()
+            .record(Outcome::Transport, false, "refused");
         // Its two attempts failed: the next request probes, at once.
         let second = c.ticket();
-        second.admit(1).await.unwrap().record(Outcome::Transport, false, "refused");
+        second
+            .admit(1)
+            .await
+            .unwrap()
+            .record(Outcome::Transport, false, "refused");
         assert_eq!(started.elapsed().as_secs(), 5);
         // The probe request gives up (its retries are spent): that is its failed probe too.
         drop(second);
         assert!(c.is_tripped());
         assert_eq!(attempt(&c, Outcome::Answered).await, Err(Tripped));
         let r = c.report();
-        assert_eq!((r.tally, r.opened, r.failed_probes, r.last_failure.as_deref()), (Tally { attempts: 6, reached: 0, failed: 6 }, Some(Opened::Transport(3)), 2, Some("refused")));
+        assert_eq!(
+            (
+                r.tally,
+                r.opened,
+                r.failed_probes,
+                r.last_failure.as_deref()
+            ),
+            (
+                Tally {
+                    attempts: 6,
+                    reached: 0,
+                    failed: 6
+                },
+                Some(Opened::Transport(3)),
+                2,
+                Some("refused")
+            )
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -429,10 +540,23 @@ mod tests {
             attempt(&c, Outcome::Throttled).await.unwrap();
         }
         assert_eq!(c.lock().state, State::Closed);
-        assert_eq!(c.report().tally, Tally { attempts: 500, reached: 400, failed: 300 });
+        assert_eq!(
+            c.report().tally,
+            Tally {
+                attempts: 500,
+                reached: 400,
+                failed: 300
+            }
+        );
         // A 5xx resets the transport run (the endpoint is reachable), not the other way round.
         let c = circuit(2, 3, 1, 1);
-        for o in [Outcome::Transport, Outcome::ServerError, Outcome::Transport, Outcome::ServerError, Outcome::Transport] {
+        for o in [
+            Outcome::Transport,
+            Outcome::ServerError,
+            Outcome::Transport,
+            Outcome::ServerError,
+            Outcome::Transport,
+        ] {
             attempt(&c, o).await.unwrap();
         }
         assert_eq!(c.lock().state, State::Closed);
@@ -515,10 +639,47 @@ mod tests {
     #[test]
     fn config_defaults_and_checks() {
         let c = CircuitConfig::default();
-        assert_eq!((c.transport_failures, c.server_errors, c.open_secs, c.probes, c.probe_attempts), (5, 10, 5.0, 2, 2));
-        assert!(CircuitConfig { open_secs: -1.0, ..c.clone() }.validate("llm.circuit").unwrap_err().contains("`llm.circuit.open_secs`"));
-        assert!(CircuitConfig { open_secs: f64::NAN, ..c.clone() }.validate("llm.circuit").is_err());
-        assert_eq!(CircuitConfig { probe_attempts: 0, ..c.clone() }.validate("llm.circuit").unwrap_err(), "`llm.circuit.probe_attempts`: must be at least 1");
-        CircuitConfig { open_secs: 0.0, ..c }.validate("llm.circuit").unwrap();
+        assert_eq!(
+            (
+                c.transport_failures,
+                c.server_errors,
+                c.open_secs,
+                c.probes,
+                c.probe_attempts
+            ),
+            (5, 10, 5.0, 2, 2)
+        );
+        assert!(
+            CircuitConfig {
+                open_secs: -1.0,
+                ..c.clone()
+            }
+            .validate("llm.circuit")
+            .unwrap_err()
+            .contains("`llm.circuit.open_secs`")
+        );
+        assert!(
+            CircuitConfig {
+                open_secs: f64::NAN,
+                ..c.clone()
+            }
+            .validate("llm.circuit")
+            .is_err()
+        );
+        assert_eq!(
+            CircuitConfig {
+                probe_attempts: 0,
+                ..c.clone()
+            }
+            .validate("llm.circuit")
+            .unwrap_err(),
+            "`llm.circuit.probe_attempts`: must be at least 1"
+        );
+        CircuitConfig {
+            open_secs: 0.0,
+            ..c
+        }
+        .validate("llm.circuit")
+        .unwrap();
     }
 }

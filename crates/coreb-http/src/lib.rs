@@ -39,7 +39,10 @@ pub fn client_builder() -> reqwest::ClientBuilder {
         // An error means a provider is installed already: clients use that one.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
-    #[expect(clippy::disallowed_methods, reason = "the one place a client builder is made")]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the one place a client builder is made"
+    )]
     reqwest::Client::builder()
 }
 
@@ -68,7 +71,11 @@ mod tests {
     #[test]
     fn the_builder_installs_a_provider_once_and_builds_clients() {
         let first = client_builder().build().expect("a client");
-        let second = client_builder().timeout(Duration::from_secs(1)).https_only(true).build().expect("a second client");
+        let second = client_builder()
+            .timeout(Duration::from_secs(1))
+            .https_only(true)
+            .build()
+            .expect("a second client");
         assert!(rustls::crypto::CryptoProvider::get_default().is_some());
         drop((first, second));
     }

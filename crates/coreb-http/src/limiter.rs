@@ -22,7 +22,11 @@ impl Bucket {
     pub fn per_minute(per_minute: u64) -> Option<Self> {
         (per_minute > 0).then(|| {
             let capacity = per_minute as f64;
-            Bucket { capacity, per_second: capacity / 60.0, state: Mutex::new((capacity, Instant::now())) }
+            Bucket {
+                capacity,
+                per_second: capacity / 60.0,
+                state: Mutex::new((capacity, Instant::now())),
+            }
         })
     }
 

@@ -40,7 +40,13 @@ pub struct RetryConfig {
 
 impl Default for RetryConfig {
     fn default() -> Self {
-        RetryConfig { max_attempts: 6, min_delay_ms: 500, max_delay_ms: 60_000, max_retry_after_secs: 300, resample_attempts: 1 }
+        RetryConfig {
+            max_attempts: 6,
+            min_delay_ms: 500,
+            max_delay_ms: 60_000,
+            max_retry_after_secs: 300,
+            resample_attempts: 1,
+        }
     }
 }
 
@@ -56,7 +62,11 @@ impl Limits {
     /// At most `concurrency` attempts in flight, `requests_per_minute` and `tokens_per_minute`
     /// (0: unlimited).
     pub fn new(concurrency: usize, requests_per_minute: u64, tokens_per_minute: u64) -> Self {
-        Limits { slots: Semaphore::new(concurrency.max(1)), requests: Bucket::per_minute(requests_per_minute), tokens: Bucket::per_minute(tokens_per_minute) }
+        Limits {
+            slots: Semaphore::new(concurrency.max(1)),
+            requests: Bucket::per_minute(requests_per_minute),
+            tokens: Bucket::per_minute(tokens_per_minute),
+        }
     }
 }
 
@@ -93,12 +103,25 @@ pub enum GaveUp<E> {
 /// Run `attempt` (given the 1-based attempt number) under `limits` until it is done, fails,
 /// or `retry.max_attempts` attempts asked for a retry. `estimated_tokens` is taken from the
 /// tokens-per-minute bucket before each attempt.
-pub async fn send_with_retries<T, E, F, Fut>(retry: &RetryConfig, limits: &Limits, estimated_tokens: u64, mut attempt: F) -> Result<T, GaveUp<E>>
+pub async fn send_with_retries<T, E, F, Fut>(
+    retry: &RetryConfig,
+    limits: &Limits,
+    estimated_tokens: u64,
+    mut attempt: F,
+) -> Result<T, GaveUp<E>>
 where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = Step<T, E>>,
 {
-    retry_loop(retry, limits, estimated_tokens, |_| async { Ok::<(), E>(()) }, |()| true, |n, ()| attempt(n)).await
+    retry_loop(
+        retry,
+        limits,
+        estimated_tokens,
+        |_| async { Ok::<(), E>(()) },
+        |()| true,
+        |n, ()| attempt(n),
+    )
+    .await
 }
 
 /// [`send_with_retries`] through an endpoint's circuit: before each attempt (and before its
@@ -118,7 +141,15 @@ where
     Fut: Future<Output = Step<T, E>>,
 {
     let tripped = &tripped;
-    retry_loop(retry, limits, estimated_tokens, |n| async move { ticket.admit(n).await.map_err(|_| tripped()) }, crate::circuit::Permit::is_current, attempt).await
+    retry_loop(
+        retry,
+        limits,
+        estimated_tokens,
+        |n| async move { ticket.admit(n).await.map_err(|_| tripped()) },
+        crate::circuit::Permit::is_current,
+        attempt,
+    )
+    .await
 }
 
 /// The loop: `gate(n)` lets attempt `n` go (or ends the request), then the limits are taken
@@ -167,10 +198,15 @@ where
             Step::Fail(e) => return Err(GaveUp::Failed(e)),
             Step::Retry { reason, after } => {
                 let Some(backoff) = delays.next() else {
-                    return Err(GaveUp::Exhausted { attempts, last: reason });
+                    return Err(GaveUp::Exhausted {
+                        attempts,
+                        last: reason,
+                    });
                 };
                 // The server's `Retry-After` wins over our own schedule (capped).
-                let wait = after.map_or(backoff, |a| a.min(Duration::from_secs(retry.max_retry_after_secs)));
+                let wait = after.map_or(backoff, |a| {
+                    a.min(Duration::from_secs(retry.max_retry_after_secs))
+                });
                 tracing::info!(attempt = attempts, ?wait, %reason, "retrying");
                 tokio::time::sleep(wait).await;
             }
@@ -191,8 +227,15 @@ pub fn is_retryable_status(status: u16) -> bool {
 /// our own backoff applies), a huge one saturates (the retry loop caps every wait at
 /// `max_retry_after_secs`), and a date in the past means no wait.
 pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = text("retry-after-ms").and_then(|v| decimal_delay(v, Duration::from_millis(1))) {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) =
+        text("retry-after-ms").and_then(|v| decimal_delay(v, Duration::from_millis(1)))
+    {
         return Some(ms);
     }
     let value = text("retry-after")?;
@@ -200,7 +243,10 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         return Some(s);
     }
     let at = http_date(value)?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs();
     Some(Duration::from_secs(at.saturating_sub(now)))
 }
 
@@ -212,10 +258,17 @@ fn decimal_delay(value: &str, unit: Duration) -> Option<Duration> {
     if !digits(whole) || (value.contains('.') && !digits(fraction)) {
         return None;
     }
-    let whole = whole.bytes().fold(0u64, |n, b| n.saturating_mul(10).saturating_add(u64::from(b - b'0')));
+    let whole = whole.bytes().fold(0u64, |n, b| {
+        n.saturating_mul(10).saturating_add(u64::from(b - b'0'))
+    });
     // The fraction in billionths of a unit (digits past the ninth are dropped).
-    let billionths = fraction.bytes().chain(std::iter::repeat(b'0')).take(9).fold(0u64, |n, b| n * 10 + u64::from(b - b'0'));
-    let nanos = u128::from(whole) * unit.as_nanos() + u128::from(billionths) * unit.as_nanos() / 1_000_000_000;
+    let billionths = fraction
+        .bytes()
+        .chain(std::iter::repeat(b'0'))
+        .take(9)
+        .fold(0u64, |n, b| n * 10 + u64::from(b - b'0'));
+    let nanos = u128::from(whole) * unit.as_nanos()
+        + u128::from(billionths) * unit.as_nanos() / 1_000_000_000;
     let secs = u64::try_from(nanos / 1_000_000_000).unwrap_or(u64::MAX);
     Some(Duration::new(secs, (nanos % 1_000_000_000) as u32))
 }
@@ -224,10 +277,20 @@ fn decimal_delay(value: &str, unit: Duration) -> Option<Duration> {
 /// date form RFC 9110 requires senders to use.
 pub fn http_date(s: &str) -> Option<u64> {
     let parts: Vec<&str> = s.split_whitespace().collect();
-    let [_, day, month, year, time, "GMT"] = parts[..] else { return None };
-    let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"].iter().position(|m| *m == month)? as u64 + 1;
+    let [_, day, month, year, time, "GMT"] = parts[..] else {
+        return None;
+    };
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| *m == month)? as u64
+        + 1;
     let (day, year): (u64, i64) = (day.parse().ok()?, year.parse().ok()?);
-    let hms: Vec<u64> = time.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
+    let hms: Vec<u64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
     let [h, m, sec] = hms[..] else { return None };
     if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 || !(0..=9999).contains(&year) {
         return None;
@@ -240,7 +303,9 @@ pub fn http_date(s: &str) -> Option<u64> {
     let doy = (153 * mp + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe as i64 - 719_468;
-    u64::try_from(days).ok().map(|d| d * 86_400 + h * 3600 + m * 60 + sec)
+    u64::try_from(days)
+        .ok()
+        .map(|d| d * 86_400 + h * 3600 + m * 60 + sec)
 }
 
 #[cfg(test)]
@@ -249,17 +314,42 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn retries_until_done_or_exhausted() {
-        let retry = RetryConfig { max_attempts: 3, min_delay_ms: 10, max_delay_ms: 20, ..RetryConfig::default() };
+        let retry = RetryConfig {
+            max_attempts: 3,
+            min_delay_ms: 10,
+            max_delay_ms: 20,
+            ..RetryConfig::default()
+        };
         let limits = Limits::new(1, 0, 0);
-        let r: Result<u32, GaveUp<()>> =
-            send_with_retries(&retry, &limits, 0, |n| async move { if n < 3 { Step::Retry { reason: format!("try {n}"), after: None } } else { Step::Done(n) } }).await;
+        let r: Result<u32, GaveUp<()>> = send_with_retries(&retry, &limits, 0, |n| async move {
+            if n < 3 {
+                Step::Retry {
+                    reason: format!("try {n}"),
+                    after: None,
+                }
+            } else {
+                Step::Done(n)
+            }
+        })
+        .await;
         assert_eq!(r.unwrap(), 3);
-        let r: Result<u32, GaveUp<()>> =
-            send_with_retries(&retry, &limits, 0, |n| async move { Step::Retry { reason: format!("try {n}"), after: Some(Duration::from_secs(1)) } }).await;
+        let r: Result<u32, GaveUp<()>> = send_with_retries(&retry, &limits, 0, |n| async move {
+            Step::Retry {
+                reason: format!("try {n}"),
+                after: Some(Duration::from_secs(1)),
+            }
+        })
+        .await;
         assert!(matches!(r, Err(GaveUp::Exhausted { attempts: 3, ref last }) if last == "try 3"));
-        let r: Result<u32, GaveUp<&str>> = send_with_retries(&retry, &limits, 0, |_| async { Step::Fail("no") }).await;
+        let r: Result<u32, GaveUp<&str>> =
+            send_with_retries(&retry, &limits, 0, |_| async { Step::Fail("no") }).await;
         assert!(matches!(r, Err(GaveUp::Failed("no"))));
-        assert!(is_retryable_status(429) && is_retryable_status(503) && !is_retryable_status(400) && !is_retryable_status(401));
+        assert!(
+            is_retryable_status(429)
+                && is_retryable_status(503)
+                && !is_retryable_status(400)
+                && !is_retryable_status(401)
+        );
     }
 
     fn headers(pairs: &[(&'static str, &[u8])]) -> reqwest::header::HeaderMap {
@@ -277,7 +367,10 @@ mod tests {
         let after = |v: &str| retry_after(&headers(&[("retry-after", v.as_bytes())]));
         let after_ms = |v: &str| retry_after(&headers(&[("retry-after-ms", v.as_bytes())]));
         // What `Duration::from_secs_f64` panicked on before: not numbers a server may send.
-        for v in ["inf", "-inf", "Infinity", "NaN", "-5", "-0.5", "1e30", "1E3", "0x10", "+3", "", " ", "soon", "1.", ".5", "1.2.3", "١٢"] {
+        for v in [
+            "inf", "-inf", "Infinity", "NaN", "-5", "-0.5", "1e30", "1E3", "0x10", "+3", "", " ",
+            "soon", "1.", ".5", "1.2.3", "١٢",
+        ] {
             assert_eq!(after(v), None, "Retry-After: {v:?}");
             assert_eq!(after_ms(v), None, "retry-after-ms: {v:?}");
         }
@@ -288,13 +381,27 @@ mod tests {
         // Huge but well-formed: saturates (the retry loop caps it).
         let huge = "1".repeat(400);
         assert_eq!(after(&huge), Some(Duration::new(u64::MAX, 0)));
-        assert_eq!(after(&format!("{huge}.999999999999")).map(|d| d.as_secs()), Some(u64::MAX));
+        assert_eq!(
+            after(&format!("{huge}.999999999999")).map(|d| d.as_secs()),
+            Some(u64::MAX)
+        );
         assert_eq!(after_ms(&huge).map(|d| d.as_secs()), Some(u64::MAX / 1000));
-        assert_eq!(after("18446744073709551616"), Some(Duration::new(u64::MAX, 0)));
+        assert_eq!(
+            after("18446744073709551616"),
+            Some(Duration::new(u64::MAX, 0))
+        );
         // Dates: the past means no wait, the far future is a long wait, nonsense is ignored.
         assert_eq!(after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
-        assert!(after("Fri, 31 Dec 9999 23:59:59 GMT").is_some_and(|d| d > Duration::from_secs(200 * 365 * 86_400)));
-        for v in ["Wed, 21 Oct 99999999999 07:28:00 GMT", "Wed, 99 Oct 2015 07:28:00 GMT", "Wed, 21 Oct -2015 07:28:00 GMT", "Wed, 21 Oct 2015 25:00:00 GMT"] {
+        assert!(
+            after("Fri, 31 Dec 9999 23:59:59 GMT")
+                .is_some_and(|d| d > Duration::from_secs(200 * 365 * 86_400))
+        );
+        for v in [
+            "Wed, 21 Oct 99999999999 07:28:00 GMT",
+            "Wed, 99 Oct 2015 07:28:00 GMT",
+            "Wed, 21 Oct -2015 07:28:00 GMT",
+            "Wed, 21 Oct 2015 25:00:00 GMT",
+        ] {
             assert_eq!(after(v), None, "{v}");
         }
         // Seconds from configs and flags saturate the same way.
@@ -303,14 +410,39 @@ mod tests {
         assert_eq!(crate::secs(f64::NAN), Duration::ZERO);
         assert_eq!(crate::secs(-3.0), Duration::ZERO);
         // A bad `retry-after-ms` falls back to `Retry-After`.
-        assert_eq!(retry_after(&headers(&[("retry-after-ms", b"inf"), ("retry-after", b"2")])), Some(Duration::from_secs(2)));
+        assert_eq!(
+            retry_after(&headers(&[
+                ("retry-after-ms", b"inf"),
+                ("retry-after", b"2")
+            ])),
+            Some(Duration::from_secs(2))
+        );
     }
 
     #[test]
     fn fuzzed_retry_after_headers_never_panic() {
         // A deterministic generator (xorshift) of header values built from digits, signs,
         // dots, exponents, letters and date pieces.
-        let pieces: &[&[u8]] = &[b"0", b"9", b"1", b".", b"-", b"+", b"e", b"E", b"inf", b"nan", b" ", b"GMT", b"Oct", b"Wed,", b":", b"99999999999", b"\xff", b"\t"];
+        let pieces: &[&[u8]] = &[
+            b"0",
+            b"9",
+            b"1",
+            b".",
+            b"-",
+            b"+",
+            b"e",
+            b"E",
+            b"inf",
+            b"nan",
+            b" ",
+            b"GMT",
+            b"Oct",
+            b"Wed,",
+            b":",
+            b"99999999999",
+            b"\xff",
+            b"\t",
+        ];
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         for _ in 0..20_000 {
             let mut value = Vec::new();
@@ -318,7 +450,8 @@ mod tests {
             state ^= state >> 7;
             state ^= state << 17;
             for k in 0..(state % 12) {
-                value.extend_from_slice(pieces[((state >> (4 * k)) % pieces.len() as u64) as usize]);
+                value
+                    .extend_from_slice(pieces[((state >> (4 * k)) % pieces.len() as u64) as usize]);
             }
             for name in ["retry-after", "retry-after-ms"] {
                 // The result may be anything; the call must return, and the retry loop caps it.
@@ -330,15 +463,25 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_huge_retry_after_waits_only_up_to_the_cap() {
-        let retry = RetryConfig { max_attempts: 2, min_delay_ms: 10, max_delay_ms: 20, max_retry_after_secs: 7, ..RetryConfig::default() };
+        let retry = RetryConfig {
+            max_attempts: 2,
+            min_delay_ms: 10,
+            max_delay_ms: 20,
+            max_retry_after_secs: 7,
+            ..RetryConfig::default()
+        };
         let started = tokio::time::Instant::now();
         let r: Result<u32, GaveUp<()>> =
-            send_with_retries(
-                &retry,
-                &Limits::new(1, 0, 0),
-                0,
-                |n| async move { if n < 2 { Step::Retry { reason: "429".into(), after: Some(Duration::MAX) } } else { Step::Done(n) } },
-            )
+            send_with_retries(&retry, &Limits::new(1, 0, 0), 0, |n| async move {
+                if n < 2 {
+                    Step::Retry {
+                        reason: "429".into(),
+                        after: Some(Duration::MAX),
+                    }
+                } else {
+                    Step::Done(n)
+                }
+            })
             .await;
         assert_eq!(r.unwrap(), 2);
         assert_eq!(started.elapsed().as_secs(), 7);
@@ -354,7 +497,10 @@ mod tests {
         use std::sync::Arc;
         let c = Arc::new(Circuit::new("test", CircuitConfig::default()));
         let limits = Arc::new(Limits::new(8, 0, 0));
-        let retry = RetryConfig { max_attempts: 3, ..RetryConfig::default() };
+        let retry = RetryConfig {
+            max_attempts: 3,
+            ..RetryConfig::default()
+        };
         let mut requests = Vec::new();
         for r in 0..20u32 {
             let (c, limits, retry) = (c.clone(), limits.clone(), retry.clone());
@@ -369,7 +515,10 @@ mod tests {
                     |n, p| async move {
                         if n <= 2 || r == 7 {
                             p.record(Outcome::ServerError, true, "500");
-                            Step::Retry { reason: "500".into(), after: None }
+                            Step::Retry {
+                                reason: "500".into(),
+                                after: None,
+                            }
                         } else {
                             p.record(Outcome::Answered, true, "");
                             Step::Done(n)
@@ -387,6 +536,9 @@ mod tests {
         assert_eq!(answered, 19);
         let report = c.report();
         assert!(!report.tripped && report.opened.is_some(), "{report:?}");
-        assert_eq!(report.tally.attempts, 60, "the circuit never costs a request an attempt");
+        assert_eq!(
+            report.tally.attempts, 60,
+            "the circuit never costs a request an attempt"
+        );
     }
 }

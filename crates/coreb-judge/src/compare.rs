@@ -38,7 +38,9 @@ fn tokens_match(expected: &str, actual: &str) -> bool {
     if expected == actual {
         return true;
     }
-    let (Some(e), Some(a)) = (Decimal::parse(expected), Decimal::parse(actual)) else { return false };
+    let (Some(e), Some(a)) = (Decimal::parse(expected), Decimal::parse(actual)) else {
+        return false;
+    };
     if e.same_value(&a) {
         return true;
     }
@@ -46,7 +48,9 @@ fn tokens_match(expected: &str, actual: &str) -> bool {
         return false;
     }
     match (expected.parse::<f64>(), actual.parse::<f64>()) {
-        (Ok(x), Ok(y)) if x.is_finite() && y.is_finite() => (x - y).abs() <= TOLERANCE * x.abs().max(1.0),
+        (Ok(x), Ok(y)) if x.is_finite() && y.is_finite() => {
+            (x - y).abs() <= TOLERANCE * x.abs().max(1.0)
+        }
         _ => false,
     }
 }
@@ -109,7 +113,8 @@ impl Decimal {
             }
             let rest = &s[i + 1..];
             let digits = rest.strip_prefix(['+', '-']).unwrap_or(rest);
-            if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|c| c.is_ascii_digit()) {
+            if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|c| c.is_ascii_digit())
+            {
                 return None;
             }
             exponent = rest.parse().ok()?;
@@ -123,14 +128,26 @@ impl Decimal {
         }
         let integer_literal = !seen_point && !has_exponent;
         if mantissa.is_empty() {
-            return Some(Decimal { negative: false, digits: mantissa, exponent: 0, integer_literal });
+            return Some(Decimal {
+                negative: false,
+                digits: mantissa,
+                exponent: 0,
+                integer_literal,
+            });
         }
-        Some(Decimal { negative, digits: mantissa, exponent, integer_literal })
+        Some(Decimal {
+            negative,
+            digits: mantissa,
+            exponent,
+            integer_literal,
+        })
     }
 
     /// The same number (however it was written).
     fn same_value(&self, other: &Decimal) -> bool {
-        self.negative == other.negative && self.digits == other.digits && self.exponent == other.exponent
+        self.negative == other.negative
+            && self.digits == other.digits
+            && self.exponent == other.exponent
     }
 }
 
@@ -149,8 +166,17 @@ fn json_match(e: &json::Value, a: &json::Value) -> bool {
     use json::Value;
     match (e, a) {
         (Value::Number(x), Value::Number(y)) => tokens_match(x, y),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_match(x, y)),
-        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.iter().find(|(k2, _)| k2 == k).is_some_and(|(_, w)| json_match(v, w))),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_match(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter().all(|(k, v)| {
+                    y.iter()
+                        .find(|(k2, _)| k2 == k)
+                        .is_some_and(|(_, w)| json_match(v, w))
+                })
+        }
         _ => e == a,
     }
 }
@@ -171,7 +197,11 @@ mod json {
 
     /// Parse one complete JSON text (nothing but whitespace after it).
     pub(super) fn parse(text: &str) -> Option<Value> {
-        let mut p = Parser { s: text.as_bytes(), i: 0, text };
+        let mut p = Parser {
+            s: text.as_bytes(),
+            i: 0,
+            text,
+        };
         let v = p.value(0)?;
         p.ws();
         (p.i == p.s.len()).then_some(v)
@@ -253,7 +283,12 @@ mod json {
                 }
                 b'-' | b'0'..=b'9' => {
                     let start = self.i;
-                    while self.i < self.s.len() && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    while self.i < self.s.len()
+                        && matches!(
+                            self.s[self.i],
+                            b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
+                        )
+                    {
                         self.i += 1;
                     }
                     let number = &self.text[start..self.i];
@@ -303,18 +338,30 @@ mod tests {
     #[test]
     fn integers_compare_exactly_whatever_their_size() {
         // Issue #12: through f64 these two are the same number.
-        assert!(!outputs_match("123456789987197523861", "123456789987197523860"));
-        assert!(!outputs_match("123456789987197523861", "123456789987197523860.0"));
+        assert!(!outputs_match(
+            "123456789987197523861",
+            "123456789987197523860"
+        ));
+        assert!(!outputs_match(
+            "123456789987197523861",
+            "123456789987197523860.0"
+        ));
         assert!(!outputs_match("9007199254740993", "9007199254740992"));
         assert!(!outputs_match("1000000", "1000000.5"));
         assert!(!outputs_match("2", "2.0000001"));
-        assert!(outputs_match("123456789987197523861", "123456789987197523861"));
+        assert!(outputs_match(
+            "123456789987197523861",
+            "123456789987197523861"
+        ));
         // Equal as decimals: the same number written differently.
         assert!(outputs_match("5", "5.0"));
         assert!(outputs_match("007", "7"));
         assert!(outputs_match("-0", "0"));
         assert!(outputs_match("1000", "1e3"));
-        assert!(outputs_match("12345678901234567890123", "1.2345678901234567890123E22"));
+        assert!(outputs_match(
+            "12345678901234567890123",
+            "1.2345678901234567890123E22"
+        ));
     }
 
     #[test]
@@ -331,28 +378,55 @@ mod tests {
 
     #[test]
     fn decimal_canonical_form() {
-        let d = |s: &str| Decimal::parse(s).map(|d| (d.negative, d.digits, d.exponent, d.integer_literal));
+        let d = |s: &str| {
+            Decimal::parse(s).map(|d| (d.negative, d.digits, d.exponent, d.integer_literal))
+        };
         assert_eq!(d("120"), Some((false, vec![1, 2], 1, true)));
         assert_eq!(d("-0.0120"), Some((true, vec![1, 2], -3, false)));
         assert_eq!(d("+1.2e3"), Some((false, vec![1, 2], 2, false)));
         assert_eq!(d("0.000"), Some((false, vec![], 0, false)));
         assert_eq!(d(".5"), Some((false, vec![5], -1, false)));
         assert_eq!(d("5."), Some((false, vec![5], 0, false)));
-        for bad in ["", "-", ".", "1e", "1e+", "e5", "0x10", "1,5", "1.2.3", "1e9999999999", "12a"] {
+        for bad in [
+            "",
+            "-",
+            ".",
+            "1e",
+            "1e+",
+            "e5",
+            "0x10",
+            "1,5",
+            "1.2.3",
+            "1e9999999999",
+            "12a",
+        ] {
             assert_eq!(d(bad), None, "{bad}");
         }
-        assert!(Decimal::parse("1.50").unwrap().same_value(&Decimal::parse("15e-1").unwrap()));
+        assert!(
+            Decimal::parse("1.50")
+                .unwrap()
+                .same_value(&Decimal::parse("15e-1").unwrap())
+        );
     }
 
     #[test]
     fn functional_outputs_as_json() {
-        assert!(functional_outputs_match("[-3,-1,1,3,5]", "[-3, -1, 1, 3, 5]\n"));
+        assert!(functional_outputs_match(
+            "[-3,-1,1,3,5]",
+            "[-3, -1, 1, 3, 5]\n"
+        ));
         assert!(functional_outputs_match("1.5", "1.5000001"));
         assert!(!functional_outputs_match("[1,2]", "[2,1]"));
         assert!(functional_outputs_match("\"abc\"", "\"abc\""));
         assert!(functional_outputs_match("\"A\"", "\"\\u0041\""));
-        assert!(functional_outputs_match("{\"a\": 1, \"b\": [true, null]}", "{\"b\":[true,null],\"a\":1}"));
-        assert!(!functional_outputs_match("[123456789987197523861]", "[123456789987197523860]"));
+        assert!(functional_outputs_match(
+            "{\"a\": 1, \"b\": [true, null]}",
+            "{\"b\":[true,null],\"a\":1}"
+        ));
+        assert!(!functional_outputs_match(
+            "[123456789987197523861]",
+            "[123456789987197523860]"
+        ));
         assert!(!functional_outputs_match("[1]", "[1] x"));
         assert!(!functional_outputs_match("[1]", "[1"));
         // Identical text matches, JSON or not.

@@ -77,7 +77,10 @@ pub fn assemble(code: &str, language: Language, signature: &Signature) -> String
     let filled = template(language)
         .replace("{{method}}", &signature.callable(language))
         .replace("{{arity}}", &signature.params.len().to_string())
-        .replace("{{types}}", &serde_json::to_string(&types).unwrap_or_default());
+        .replace(
+            "{{types}}",
+            &serde_json::to_string(&types).unwrap_or_default(),
+        );
     let (before, after) = filled.split_once("{{solution}}").unwrap_or((&filled, ""));
     let code = match language {
         Language::Go => without_package_clause(code),
@@ -88,7 +91,10 @@ pub fn assemble(code: &str, language: Language, signature: &Signature) -> String
 }
 
 /// A top-level `public class Solution` (the file belongs to the driver's public class).
-static JAVA_PUBLIC_SOLUTION: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^public\s+((?:(?:final|abstract|strictfp)\s+)*class\s+Solution\b)").expect("valid regex"));
+static JAVA_PUBLIC_SOLUTION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^public\s+((?:(?:final|abstract|strictfp)\s+)*class\s+Solution\b)")
+        .expect("valid regex")
+});
 
 /// Go code without its `package` line (the driver's `package main` comes first); the line
 /// stays, empty, so that line numbers after it do not move.
@@ -112,23 +118,52 @@ mod tests {
 
     #[test]
     fn assembly_places_the_solution_and_fills_the_driver() {
-        let sig = signature::parse("class Solution:\n    def maxHaul(self, shelves: List[List[int]], k: float) -> int:\n").unwrap();
-        let py = assemble("class Solution:\n    def maxHaul(self, shelves, k):\n        return 1\n", Language::Python, &sig);
+        let sig = signature::parse(
+            "class Solution:\n    def maxHaul(self, shelves: List[List[int]], k: float) -> int:\n",
+        )
+        .unwrap();
+        let py = assemble(
+            "class Solution:\n    def maxHaul(self, shelves, k):\n        return 1\n",
+            Language::Python,
+            &sig,
+        );
         assert!(py.contains("kinds = [\"list:list:int\",\"float\"]"), "{py}");
         assert!(py.contains("Solution().maxHaul(*args)"));
         let rb = assemble("def max_haul(s, k)\n  1\nend\n", Language::Ruby, &sig);
         assert!(rb.contains("send(:max_haul, *args)"), "{rb}");
-        let go = assemble("package main\n\nimport \"sort\"\n\nfunc maxHaul(s [][]int, k float64) int { sort.Ints(nil); return 1 }\n", Language::Go, &sig);
+        let go = assemble(
+            "package main\n\nimport \"sort\"\n\nfunc maxHaul(s [][]int, k float64) int { sort.Ints(nil); return 1 }\n",
+            Language::Go,
+            &sig,
+        );
         assert_eq!(go.matches("package main").count(), 1, "{go}");
         assert!(go.contains("corebreflect.ValueOf(maxHaul)"));
-        let java = assemble("import java.util.*;\n\npublic class Solution {\n    public long maxHaul(long[][] s, double k) { return 1; }\n}\n", Language::Java, &sig);
-        assert!(java.starts_with("import java.util.*;\n\nclass Solution {"), "{java}");
+        let java = assemble(
+            "import java.util.*;\n\npublic class Solution {\n    public long maxHaul(long[][] s, double k) { return 1; }\n}\n",
+            Language::Java,
+            &sig,
+        );
+        assert!(
+            java.starts_with("import java.util.*;\n\nclass Solution {"),
+            "{java}"
+        );
         assert!(java.contains("m.getName().equals(\"maxHaul\") && m.getParameterCount() == 2"));
         assert_eq!(crate::java_main_class(&java), "CorebMain");
-        let cpp = assemble("class Solution { public: long long maxHaul(vector<vector<long long>>& s, double k) { return 1; } };", Language::Cpp, &sig);
-        assert!(cpp.contains("&Solution::maxHaul") && cpp.contains("k < 2 &&"), "{cpp}");
+        let cpp = assemble(
+            "class Solution { public: long long maxHaul(vector<vector<long long>>& s, double k) { return 1; } };",
+            Language::Cpp,
+            &sig,
+        );
+        assert!(
+            cpp.contains("&Solution::maxHaul") && cpp.contains("k < 2 &&"),
+            "{cpp}"
+        );
         // A solution's own text is never substituted.
-        let odd = assemble("class Solution:\n    def maxHaul(self, a, b):\n        return '{{method}}'\n", Language::Python, &sig);
+        let odd = assemble(
+            "class Solution:\n    def maxHaul(self, a, b):\n        return '{{method}}'\n",
+            Language::Python,
+            &sig,
+        );
         assert!(odd.contains("return '{{method}}'"));
     }
 }

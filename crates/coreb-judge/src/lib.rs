@@ -68,13 +68,21 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use coreb_sandbox::{BOX_DIR, BusySlots, DirAccess, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig, SandboxError};
+use coreb_sandbox::{
+    BOX_DIR, BusySlots, DirAccess, LimitHit, Limits, Outcome, Program, Sandbox, SandboxConfig,
+    SandboxError,
+};
 
 pub use compare::{functional_outputs_match, outputs_match};
 pub use driver::Harness;
 pub use reuse::{FastCompile, FastStart};
-pub use run::{ExecuteOutput, JudgedProblem, Judging, execute, execute_checked, execute_with_progress};
-pub use toolchain::{LanguageConfig, LimitsPatch, Toolchain, ToolchainVersions, default_time_multiplier, java_main_class, toolchain_versions};
+pub use run::{
+    ExecuteOutput, JudgedProblem, Judging, execute, execute_checked, execute_with_progress,
+};
+pub use toolchain::{
+    LanguageConfig, LimitsPatch, Toolchain, ToolchainVersions, default_time_multiplier,
+    java_main_class, toolchain_versions,
+};
 
 use coreb_data::problem::{TestCase, TestType};
 use coreb_data::solution::{Language, Solution, SolutionId};
@@ -283,13 +291,21 @@ impl ExecuteConfig {
             Language::Go => &self.go,
             Language::Ruby => &self.ruby,
         };
-        section.resolve(language, &self.limits, &self.compile_limits, self.reuse.contains(&language))
+        section.resolve(
+            language,
+            &self.limits,
+            &self.compile_limits,
+            self.reuse.contains(&language),
+        )
     }
 
     /// Check what serde cannot: non-empty run commands, non-zero limits, sane multipliers.
     pub fn validate(&self) -> Result<(), ExecuteError> {
         if self.idle_slots > MAX_IDLE_SLOTS {
-            return Err(ExecuteError::Config(format!("`idle_slots` is at most {MAX_IDLE_SLOTS}, not {}", self.idle_slots)));
+            return Err(ExecuteError::Config(format!(
+                "`idle_slots` is at most {MAX_IDLE_SLOTS}, not {}",
+                self.idle_slots
+            )));
         }
         for language in Language::ALL {
             let t = self.toolchain(language);
@@ -297,10 +313,17 @@ impl ExecuteConfig {
                 return Err(ExecuteError::Config(format!("`{language}.run` is empty")));
             }
             if self.reuse.contains(&language) {
-                let (step, commands, program) = match (FastStart::of(language), FastCompile::of(language)) {
+                let (step, commands, program) = match (
+                    FastStart::of(language),
+                    FastCompile::of(language),
+                ) {
                     (Some(fast), _) => ("run", &t.run, fast.interpreter()),
                     (None, Some(fast)) => ("compile", &t.compile, fast.compiler()),
-                    (None, None) => return Err(ExecuteError::Config(format!("`reuse`: {language} has no faster start (python, ruby, cpp and java do)"))),
+                    (None, None) => {
+                        return Err(ExecuteError::Config(format!(
+                            "`reuse`: {language} has no faster start (python, ruby, cpp and java do)"
+                        )));
+                    }
                 };
                 if commands.first().map(String::as_str) != Some(program) {
                     return Err(ExecuteError::Config(format!(
@@ -308,12 +331,25 @@ impl ExecuteConfig {
                     )));
                 }
             }
-            if !(t.time_multiplier.is_finite() && t.time_multiplier > 0.0 && t.time_multiplier <= 100.0) {
-                return Err(ExecuteError::Config(format!("`{language}.time_multiplier` must be in (0, 100], not {}", t.time_multiplier)));
+            if !(t.time_multiplier.is_finite()
+                && t.time_multiplier > 0.0
+                && t.time_multiplier <= 100.0)
+            {
+                return Err(ExecuteError::Config(format!(
+                    "`{language}.time_multiplier` must be in (0, 100], not {}",
+                    t.time_multiplier
+                )));
             }
             for (what, l) in [("limits", &t.limits), ("compile_limits", &t.compile_limits)] {
-                if l.cpu_time_ms == 0 || l.wall_time_ms == 0 || l.memory_mb == 0 || l.processes == 0 || l.open_files < 4 {
-                    return Err(ExecuteError::Config(format!("`{language}.{what}`: a limit is zero (or open_files < 4)")));
+                if l.cpu_time_ms == 0
+                    || l.wall_time_ms == 0
+                    || l.memory_mb == 0
+                    || l.processes == 0
+                    || l.open_files < 4
+                {
+                    return Err(ExecuteError::Config(format!(
+                        "`{language}.{what}`: a limit is zero (or open_files < 4)"
+                    )));
                 }
             }
         }
@@ -353,7 +389,8 @@ const OOM_MARKERS: [&str; 9] = [
 /// cgroup's peak, or a `ru_maxrss` above what the process started with (see
 /// [`Outcome::memory_floor_kb`]).
 fn near_memory_limit(outcome: &Outcome, limits: &Limits) -> bool {
-    outcome.peak_memory_kb > outcome.memory_floor_kb && outcome.peak_memory_kb >= limits.memory_mb * 1024 * 9 / 10
+    outcome.peak_memory_kb > outcome.memory_floor_kb
+        && outcome.peak_memory_kb >= limits.memory_mb * 1024 * 9 / 10
 }
 
 /// The verdict of one test run.
@@ -369,19 +406,31 @@ pub fn verdict_of(outcome: &Outcome, test: &TestCase, limits: &Limits) -> Verdic
         Some(LimitHit::Memory) => return Verdict::MemoryLimit,
         // A program that ran out of memory and was then slow to die is a memory failure.
         Some(LimitHit::WallTime | LimitHit::CpuTime) => {
-            return if oom() { Verdict::MemoryLimit } else { Verdict::TimeLimit };
+            return if oom() {
+                Verdict::MemoryLimit
+            } else {
+                Verdict::TimeLimit
+            };
         }
         None => {}
     }
     if !outcome.success() {
-        return if near_memory_limit(outcome, limits) || oom() { Verdict::MemoryLimit } else { Verdict::RuntimeError };
+        return if near_memory_limit(outcome, limits) || oom() {
+            Verdict::MemoryLimit
+        } else {
+            Verdict::RuntimeError
+        };
     }
     let actual = String::from_utf8_lossy(&outcome.stdout);
     let matches = match test.testtype {
         TestType::Stdin => outputs_match(&test.output, &actual),
         TestType::Functional => functional_outputs_match(&test.output, &actual),
     };
-    if matches { Verdict::Passed } else { Verdict::WrongAnswer }
+    if matches {
+        Verdict::Passed
+    } else {
+        Verdict::WrongAnswer
+    }
 }
 
 /// What the judge is given for one solution.
@@ -429,21 +478,46 @@ pub fn judge_solution(
         let path = path.to_owned();
         move |source| ExecuteError::Io { path, source }
     };
-    fs_err::create_dir_all(&dir).map_err(|e| ExecuteError::Io { path: dir.clone(), source: e })?;
+    fs_err::create_dir_all(&dir).map_err(|e| ExecuteError::Io {
+        path: dir.clone(),
+        source: e,
+    })?;
     let cache = if toolchain.compile_cache {
         let cache = work_root.join(format!("cache-{}", solution.language));
         match fs_err::create_dir(&cache) {
-            Ok(()) => std::fs::set_permissions(&cache, std::os::unix::fs::PermissionsExt::from_mode(0o777)).map_err(io_err(&cache))?,
+            Ok(()) => std::fs::set_permissions(
+                &cache,
+                std::os::unix::fs::PermissionsExt::from_mode(0o777),
+            )
+            .map_err(io_err(&cache))?,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(ExecuteError::Io { path: cache, source: e }),
+            Err(e) => {
+                return Err(ExecuteError::Io {
+                    path: cache,
+                    source: e,
+                });
+            }
         }
         Some(cache)
     } else {
         None
     };
-    let prepared = toolchain.fast_compile.map(|fast| (fast, work_root.join(format!("fast-{}", solution.language)))).filter(|(_, d)| d.join(READY).exists());
+    let prepared = toolchain
+        .fast_compile
+        .map(|fast| (fast, work_root.join(format!("fast-{}", solution.language))))
+        .filter(|(_, d)| d.join(READY).exists());
     let fast_compile = prepared.as_ref().map(|(fast, d)| (*fast, d.as_path()));
-    let result = judge_in(&Workspace { toolchain: &toolchain, sandbox, busy, dir: &dir, cache: cache.as_deref(), fast_compile }, submission);
+    let result = judge_in(
+        &Workspace {
+            toolchain: &toolchain,
+            sandbox,
+            busy,
+            dir: &dir,
+            cache: cache.as_deref(),
+            fast_compile,
+        },
+        submission,
+    );
     // The directory is the judge's again after the compile (see `Sandbox::run`).
     std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
     result
@@ -467,23 +541,53 @@ pub struct JudgedProgram {
 pub fn program_of(toolchain: &Toolchain, solution: &Solution, harness: &Harness) -> JudgedProgram {
     let program = match harness {
         Harness::Program => solution.code.clone(),
-        Harness::Driver(signature) => driver::assemble(&solution.code, solution.language, signature),
+        Harness::Driver(signature) => {
+            driver::assemble(&solution.code, solution.language, signature)
+        }
         Harness::Unsupported(_) => String::new(),
     };
-    let main_class = if solution.language == Language::Java { java_main_class(&program) } else { String::new() };
+    let main_class = if solution.language == Language::Java {
+        java_main_class(&program)
+    } else {
+        String::new()
+    };
     let source_name = fill(&toolchain.source, "", &main_class, 0);
-    JudgedProgram { source_name, code: format!("{}{}", toolchain.prelude, program), main_class }
+    JudgedProgram {
+        source_name,
+        code: format!("{}{}", toolchain.prelude, program),
+        main_class,
+    }
 }
 
 /// Errors of writing a solution's files that are the machine's fault (the stage stops);
 /// any other (a file name too long, an invalid name) is the solution's.
 fn machine_fault(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT | libc::EIO | libc::EROFS | libc::ENOMEM | libc::EMFILE | libc::ENFILE))
+    matches!(
+        e.raw_os_error(),
+        Some(
+            libc::ENOSPC
+                | libc::EDQUOT
+                | libc::EIO
+                | libc::EROFS
+                | libc::ENOMEM
+                | libc::EMFILE
+                | libc::ENFILE
+        )
+    )
 }
 
 /// Every test of a solution with one verdict (a solution that did not build).
 fn all_tests(tests: &[(u32, &TestCase)], verdict: Verdict) -> Vec<TestResult> {
-    tests.iter().map(|&(index, _)| TestResult { index, verdict, wall_ms: 0, cpu_ms: 0, peak_memory_kb: 0 }).collect()
+    tests
+        .iter()
+        .map(|&(index, _)| TestResult {
+            index,
+            verdict,
+            wall_ms: 0,
+            cpu_ms: 0,
+            peak_memory_kb: 0,
+        })
+        .collect()
 }
 
 /// The marker of a directory whose faster compile is prepared ([`prepare_fast_compiles`]).
@@ -493,14 +597,21 @@ const READY: &str = "ready";
 /// least one solution among `solutions`, under `root/fast-<language>`: its compiler, with the
 /// compile command's flags, run in the sandbox on [`FastCompile::seed`]. A preparation that
 /// fails is logged and leaves that language's compiles plain (no verdict depends on it).
-pub(crate) fn prepare_fast_compiles(config: &ExecuteConfig, sandbox: &Sandbox, solutions: &[Solution], root: &Path) -> Result<(), ExecuteError> {
+pub(crate) fn prepare_fast_compiles(
+    config: &ExecuteConfig,
+    sandbox: &Sandbox,
+    solutions: &[Solution],
+    root: &Path,
+) -> Result<(), ExecuteError> {
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| ExecuteError::Io { path, source }
     };
     for language in Language::ALL {
         let toolchain = config.toolchain(language);
-        let Some(fast) = toolchain.fast_compile else { continue };
+        let Some(fast) = toolchain.fast_compile else {
+            continue;
+        };
         if !solutions.iter().any(|s| s.language == language) {
             continue;
         }
@@ -509,11 +620,15 @@ pub(crate) fn prepare_fast_compiles(config: &ExecuteConfig, sandbox: &Sandbox, s
         let artifact = cache.join(fast.artifact());
         let shared = artifact.parent().unwrap_or(&cache).to_path_buf();
         for d in [&work, &cache, &shared] {
-            fs_err::create_dir_all(d).map_err(|e| ExecuteError::Io { path: d.clone(), source: e })?;
+            fs_err::create_dir_all(d).map_err(|e| ExecuteError::Io {
+                path: d.clone(),
+                source: e,
+            })?;
         }
         // Written by the preparation's uid, read by every compile's.
         for d in [&cache, &shared] {
-            std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o777)).map_err(io(d))?;
+            std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+                .map_err(io(d))?;
         }
         let (seed_name, seed) = fast.seed();
         std::fs::write(work.join(seed_name), seed).map_err(io(&work.join(seed_name)))?;
@@ -521,20 +636,37 @@ pub(crate) fn prepare_fast_compiles(config: &ExecuteConfig, sandbox: &Sandbox, s
             std::fs::write(cache.join(name), text).map_err(io(&cache.join(name)))?;
         }
         let limits = &toolchain.compile_limits;
-        let plain: Vec<String> = toolchain.compile.iter().map(|a| fill(a, &format!("{BOX_DIR}/{seed_name}"), "Main", limits.memory_mb)).collect();
+        let plain: Vec<String> = toolchain
+            .compile
+            .iter()
+            .map(|a| {
+                fill(
+                    a,
+                    &format!("{BOX_DIR}/{seed_name}"),
+                    "Main",
+                    limits.memory_mb,
+                )
+            })
+            .collect();
         let program = Program {
             argv: fast.prepare(&plain),
-            env: toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            env: toolchain
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             stdin: b"",
             dir: &work,
             access: DirAccess::Writable,
             cache: Some(&cache),
         };
-        let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox {
-            solution: SolutionId::from_raw(format!("({language} compile preparation)")),
-            step: "compile".into(),
-            source,
-        })?;
+        let outcome = sandbox
+            .run(&program, limits)
+            .map_err(|source| ExecuteError::Sandbox {
+                solution: SolutionId::from_raw(format!("({language} compile preparation)")),
+                step: "compile".into(),
+                source,
+            })?;
         if outcome.success() && artifact.is_file() {
             std::fs::write(dir.join(READY), b"").map_err(io(&dir.join(READY)))?;
         } else {
@@ -549,13 +681,43 @@ pub(crate) fn prepare_fast_compiles(config: &ExecuteConfig, sandbox: &Sandbox, s
 /// solution's `compile_error`), the CPU milliseconds it took, and whether the faster compile
 /// built it. A faster compile that fails is redone plainly, so the message is the plain
 /// compiler's.
-fn compile(ws: &Workspace<'_>, solution: &Solution, src_inside: &str, main_class: &str, env: &[(String, String)]) -> Result<(Option<String>, u64, bool), ExecuteError> {
-    let Workspace { toolchain, sandbox, busy, dir, cache, fast_compile } = *ws;
+fn compile(
+    ws: &Workspace<'_>,
+    solution: &Solution,
+    src_inside: &str,
+    main_class: &str,
+    env: &[(String, String)],
+) -> Result<(Option<String>, u64, bool), ExecuteError> {
+    let Workspace {
+        toolchain,
+        sandbox,
+        busy,
+        dir,
+        cache,
+        fast_compile,
+    } = *ws;
     let limits = &toolchain.compile_limits;
-    let plain: Vec<String> = toolchain.compile.iter().map(|a| fill(a, src_inside, main_class, limits.memory_mb)).collect();
+    let plain: Vec<String> = toolchain
+        .compile
+        .iter()
+        .map(|a| fill(a, src_inside, main_class, limits.memory_mb))
+        .collect();
     let run = |argv: Vec<String>, cache: Option<&Path>| {
-        let program = Program { argv, env: env.to_vec(), stdin: b"", dir, access: DirAccess::Writable, cache };
-        sandbox.run_sharing(&program, limits, busy).map_err(|source| ExecuteError::Sandbox { solution: solution.id.clone(), step: "compile".into(), source })
+        let program = Program {
+            argv,
+            env: env.to_vec(),
+            stdin: b"",
+            dir,
+            access: DirAccess::Writable,
+            cache,
+        };
+        sandbox
+            .run_sharing(&program, limits, busy)
+            .map_err(|source| ExecuteError::Sandbox {
+                solution: solution.id.clone(),
+                step: "compile".into(),
+                source,
+            })
     };
     let mut cpu_ms = 0;
     if let Some((fast, prepared)) = fast_compile {
@@ -572,15 +734,36 @@ fn compile(ws: &Workspace<'_>, solution: &Solution, src_inside: &str, main_class
     }
     let mut message = excerpt(&outcome.stderr);
     if message.trim().is_empty() {
-        message = format!("compiler ended with {:?} (limit {:?})", outcome.status, outcome.limit);
+        message = format!(
+            "compiler ended with {:?} (limit {:?})",
+            outcome.status, outcome.limit
+        );
     }
     Ok((Some(message), cpu_ms, false))
 }
 
-fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(SolutionResult, Cost), ExecuteError> {
-    let Workspace { toolchain, sandbox, busy, dir, .. } = *ws;
-    let Submission { solution, harness, tests, gate } = *submission;
-    let JudgedProgram { source_name, code, main_class } = program_of(toolchain, solution, harness);
+fn judge_in(
+    ws: &Workspace<'_>,
+    submission: &Submission<'_>,
+) -> Result<(SolutionResult, Cost), ExecuteError> {
+    let Workspace {
+        toolchain,
+        sandbox,
+        busy,
+        dir,
+        ..
+    } = *ws;
+    let Submission {
+        solution,
+        harness,
+        tests,
+        gate,
+    } = *submission;
+    let JudgedProgram {
+        source_name,
+        code,
+        main_class,
+    } = program_of(toolchain, solution, harness);
     let fast = toolchain.fast_start.filter(|f| f.allows(&code));
     let src_inside = format!("{BOX_DIR}/{source_name}");
     let src_host = dir.join(&source_name);
@@ -598,16 +781,37 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
     };
     if let Harness::Unsupported(e) = harness {
         let message = format!("no driver for this problem's signature: {e}");
-        return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, Cost::default()));
+        return Ok((
+            SolutionResult {
+                tests: all_tests(tests, Verdict::CompileError),
+                message,
+                ..base
+            },
+            Cost::default(),
+        ));
     }
     if let Err(e) = std::fs::write(&src_host, code) {
         if machine_fault(&e) {
-            return Err(ExecuteError::Io { path: src_host, source: e });
+            return Err(ExecuteError::Io {
+                path: src_host,
+                source: e,
+            });
         }
         let message = format!("the judge could not write the source file `{source_name}`: {e}");
-        return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, Cost::default()));
+        return Ok((
+            SolutionResult {
+                tests: all_tests(tests, Verdict::CompileError),
+                message,
+                ..base
+            },
+            Cost::default(),
+        ));
     }
-    let env: Vec<(String, String)> = toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let env: Vec<(String, String)> = toolchain
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
 
     let mut fast_compile = false;
     if !toolchain.compile.is_empty() {
@@ -615,12 +819,26 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
         cpu_ms += compile_ms;
         fast_compile = fast;
         if let Some(message) = failure {
-            return Ok((SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base }, Cost { cpu_ms, ..Cost::default() }));
+            return Ok((
+                SolutionResult {
+                    tests: all_tests(tests, Verdict::CompileError),
+                    message,
+                    ..base
+                },
+                Cost {
+                    cpu_ms,
+                    ..Cost::default()
+                },
+            ));
         }
     }
 
     let limits = &toolchain.limits;
-    let mut run_argv: Vec<String> = toolchain.run.iter().map(|a| fill(a, &src_inside, &main_class, limits.memory_mb)).collect();
+    let mut run_argv: Vec<String> = toolchain
+        .run
+        .iter()
+        .map(|a| fill(a, &src_inside, &main_class, limits.memory_mb))
+        .collect();
     if let Some(fast) = fast {
         run_argv = fast.command(&run_argv);
     }
@@ -630,11 +848,29 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
             .map(|&(i, test)| {
                 // Once a signal asked to stop, no test starts.
                 coreb_base::interrupt::check()?;
-                let program = Program { argv: run_argv.clone(), env: env.clone(), stdin: test.input.as_bytes(), dir, access: DirAccess::ReadOnly, cache: None };
-                let outcome =
-                    sandbox.run_sharing(&program, limits, busy).map_err(|source| ExecuteError::Sandbox { solution: solution.id.clone(), step: format!("test {i}"), source })?;
+                let program = Program {
+                    argv: run_argv.clone(),
+                    env: env.clone(),
+                    stdin: test.input.as_bytes(),
+                    dir,
+                    access: DirAccess::ReadOnly,
+                    cache: None,
+                };
+                let outcome = sandbox
+                    .run_sharing(&program, limits, busy)
+                    .map_err(|source| ExecuteError::Sandbox {
+                        solution: solution.id.clone(),
+                        step: format!("test {i}"),
+                        source,
+                    })?;
                 let verdict = verdict_of(&outcome, test, limits);
-                let result = TestResult { index: i, verdict, wall_ms: outcome.wall_ms, cpu_ms: outcome.cpu_ms, peak_memory_kb: outcome.peak_memory_kb };
+                let result = TestResult {
+                    index: i,
+                    verdict,
+                    wall_ms: outcome.wall_ms,
+                    cpu_ms: outcome.cpu_ms,
+                    peak_memory_kb: outcome.peak_memory_kb,
+                };
                 Ok((result, outcome))
             })
             .collect()
@@ -643,7 +879,9 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
     // every one of those passed.
     let split = gate.map_or(tests.len(), |g| tests.partition_point(|(i, _)| *i < g));
     let mut runs = run_all(&tests[..split]);
-    let gated = runs.iter().any(|r| r.as_ref().is_ok_and(|(t, _)| t.verdict != Verdict::Passed));
+    let gated = runs
+        .iter()
+        .any(|r| r.as_ref().is_ok_and(|(t, _)| t.verdict != Verdict::Passed));
     let not_run = if gated { &tests[split..] } else { &[][..] };
     if !gated {
         runs.extend(run_all(&tests[split..]));
@@ -656,15 +894,47 @@ fn judge_in(ws: &Workspace<'_>, submission: &Submission<'_>) -> Result<(Solution
         cpu_ms += outcome.cpu_ms;
         gave_way += usize::from(outcome.gave_way);
         if message.is_empty() && result.verdict != Verdict::Passed {
-            message = format!("test {}: {}: {}", result.index, result.verdict, excerpt(&outcome.stderr));
+            message = format!(
+                "test {}: {}: {}",
+                result.index,
+                result.verdict,
+                excerpt(&outcome.stderr)
+            );
         }
         results.push(result);
     }
-    results.extend(not_run.iter().map(|&(index, _)| TestResult { index, verdict: Verdict::NotRun, wall_ms: 0, cpu_ms: 0, peak_memory_kb: 0 }));
-    let passed_n = results.iter().filter(|r| r.verdict == Verdict::Passed).count();
-    let pass_rate = if results.is_empty() { 0.0 } else { passed_n as f64 / results.len() as f64 };
+    results.extend(not_run.iter().map(|&(index, _)| TestResult {
+        index,
+        verdict: Verdict::NotRun,
+        wall_ms: 0,
+        cpu_ms: 0,
+        peak_memory_kb: 0,
+    }));
+    let passed_n = results
+        .iter()
+        .filter(|r| r.verdict == Verdict::Passed)
+        .count();
+    let pass_rate = if results.is_empty() {
+        0.0
+    } else {
+        passed_n as f64 / results.len() as f64
+    };
     let passed = !results.is_empty() && passed_n == results.len();
-    Ok((SolutionResult { passed, pass_rate, tests: results, message, ..base }, Cost { cpu_ms, fast_start: fast.is_some(), fast_compile, gave_way }))
+    Ok((
+        SolutionResult {
+            passed,
+            pass_rate,
+            tests: results,
+            message,
+            ..base
+        },
+        Cost {
+            cpu_ms,
+            fast_start: fast.is_some(),
+            fast_compile,
+            gave_way,
+        },
+    ))
 }
 
 /// The verdicts table's name for what held a run's memory.
@@ -682,44 +952,70 @@ mod tests {
 
     #[test]
     fn java_main_class_found() {
-        assert_eq!(java_main_class("public class Main { public static void main(String[] a) {} }"), "Main");
+        assert_eq!(
+            java_main_class("public class Main { public static void main(String[] a) {} }"),
+            "Main"
+        );
         let code = "import java.util.*;\n// class Fake\nclass Helper { static class Pair {} }\npublic class Solution {\n  static class Node { }\n  String s = \"class X {\";\n  public static void main(String[] args) { }\n}\n";
         assert_eq!(java_main_class(code), "Solution");
-        assert_eq!(java_main_class("class A {}\nclass B { public static void main(String[] x) {} }"), "B");
+        assert_eq!(
+            java_main_class("class A {}\nclass B { public static void main(String[] x) {} }"),
+            "B"
+        );
         assert_eq!(java_main_class("class A {}"), "Main");
     }
 
     #[test]
     fn config_rejects_unknown_keys_and_patches_limits() {
-        let cfg: ExecuteConfig = toml_like(r#"{"java": {"limits": {"memory_mb": 3000}}, "limits": {"cpu_time_ms": 1000}}"#);
+        let cfg: ExecuteConfig = toml_like(
+            r#"{"java": {"limits": {"memory_mb": 3000}}, "limits": {"cpu_time_ms": 1000}}"#,
+        );
         let java = cfg.toolchain(Language::Java);
         assert_eq!(java.limits.memory_mb, 3000);
         // Java's default multiplier (2) scales the global CPU limit.
         assert_eq!(java.limits.cpu_time_ms, 2000);
         assert_eq!(cfg.toolchain(Language::Cpp).limits.memory_mb, 512);
         assert!(serde_json::from_str::<ExecuteConfig>(r#"{"pyhton": {}}"#).is_err());
-        assert!(serde_json::from_str::<ExecuteConfig>(r#"{"cpp": {"compiler": "clang"}}"#).is_err());
+        assert!(
+            serde_json::from_str::<ExecuteConfig>(r#"{"cpp": {"compiler": "clang"}}"#).is_err()
+        );
     }
 
     #[test]
     fn per_language_time_multipliers() {
         let cfg = ExecuteConfig::default();
-        let limit = |l: Language| (cfg.toolchain(l).limits.cpu_time_ms, cfg.toolchain(l).limits.wall_time_ms);
+        let limit = |l: Language| {
+            (
+                cfg.toolchain(l).limits.cpu_time_ms,
+                cfg.toolchain(l).limits.wall_time_ms,
+            )
+        };
         assert_eq!(limit(Language::Cpp), (4_000, 10_000));
         assert_eq!(limit(Language::Go), (4_000, 10_000));
         assert_eq!(limit(Language::Java), (8_000, 20_000));
         assert_eq!(limit(Language::Python), (12_000, 30_000));
         assert_eq!(limit(Language::Ruby), (12_000, 30_000));
         // Compiles are not scaled.
-        assert_eq!(cfg.toolchain(Language::Python).compile_limits.cpu_time_ms, 60_000);
+        assert_eq!(
+            cfg.toolchain(Language::Python).compile_limits.cpu_time_ms,
+            60_000
+        );
         // A section's multiplier, and its absolute limits, win.
-        let cfg = toml_like(r#"{"python": {"time_multiplier": 1.5}, "ruby": {"time_multiplier": 5, "limits": {"cpu_time_ms": 700}}}"#);
+        let cfg = toml_like(
+            r#"{"python": {"time_multiplier": 1.5}, "ruby": {"time_multiplier": 5, "limits": {"cpu_time_ms": 700}}}"#,
+        );
         assert_eq!(cfg.toolchain(Language::Python).limits.cpu_time_ms, 6_000);
         assert_eq!(cfg.toolchain(Language::Ruby).limits.cpu_time_ms, 700);
         assert_eq!(cfg.toolchain(Language::Ruby).limits.wall_time_ms, 50_000);
         for bad in ["0", "-1", "1000"] {
             let cfg = toml_like(&format!(r#"{{"go": {{"time_multiplier": {bad}}}}}"#));
-            assert!(cfg.validate().unwrap_err().to_string().contains("go.time_multiplier"), "{bad}");
+            assert!(
+                cfg.validate()
+                    .unwrap_err()
+                    .to_string()
+                    .contains("go.time_multiplier"),
+                "{bad}"
+            );
         }
     }
 
@@ -727,31 +1023,79 @@ mod tests {
     fn reuse_is_per_language_recorded_only_when_on_and_checked() {
         let cfg = toml_like(r#"{"reuse": ["ruby", "python"]}"#);
         cfg.validate().unwrap();
-        assert_eq!(cfg.toolchain(Language::Python).fast_start, Some(FastStart::PythonNoSite));
-        assert_eq!(cfg.toolchain(Language::Ruby).fast_start, Some(FastStart::RubyNoGems));
+        assert_eq!(
+            cfg.toolchain(Language::Python).fast_start,
+            Some(FastStart::PythonNoSite)
+        );
+        assert_eq!(
+            cfg.toolchain(Language::Ruby).fast_start,
+            Some(FastStart::RubyNoGems)
+        );
         assert_eq!(cfg.toolchain(Language::Java).fast_start, None);
-        assert_eq!(serde_json::to_value(&cfg).unwrap()["reuse"], serde_json::json!(["python", "ruby"]));
-        assert_eq!(serde_json::to_value(cfg.toolchain(Language::Ruby)).unwrap()["fast_start"], "ruby --disable-gems -rdid_you_mean -rerror_highlight");
+        assert_eq!(
+            serde_json::to_value(&cfg).unwrap()["reuse"],
+            serde_json::json!(["python", "ruby"])
+        );
+        assert_eq!(
+            serde_json::to_value(cfg.toolchain(Language::Ruby)).unwrap()["fast_start"],
+            "ruby --disable-gems -rdid_you_mean -rerror_highlight"
+        );
         // Off: neither the configuration nor a recipe says a word of it (stage key and MANIFEST
         // as before the switch existed).
         let off = ExecuteConfig::default();
         assert!(serde_json::to_value(&off).unwrap().get("reuse").is_none());
-        assert!(serde_json::to_value(off.toolchain(Language::Python)).unwrap().get("fast_start").is_none());
+        assert!(
+            serde_json::to_value(off.toolchain(Language::Python))
+                .unwrap()
+                .get("fast_start")
+                .is_none()
+        );
         assert!(off.toolchain(Language::Cpp).fast_compile.is_none());
-        assert!(serde_json::to_value(off.toolchain(Language::Java)).unwrap().get("fast_compile").is_none());
-        let err = toml_like(r#"{"reuse": ["go"]}"#).validate().unwrap_err().to_string();
+        assert!(
+            serde_json::to_value(off.toolchain(Language::Java))
+                .unwrap()
+                .get("fast_compile")
+                .is_none()
+        );
+        let err = toml_like(r#"{"reuse": ["go"]}"#)
+            .validate()
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("go has no faster start"), "{err}");
         // The compiled languages: a faster compile, recorded in their recipes.
         let compiled = toml_like(r#"{"reuse": ["cpp", "java"]}"#);
         compiled.validate().unwrap();
-        assert_eq!(compiled.toolchain(Language::Cpp).fast_compile, Some(FastCompile::CppPrecompiledHeader));
-        assert_eq!(compiled.toolchain(Language::Java).fast_compile, Some(FastCompile::JavacClassData));
+        assert_eq!(
+            compiled.toolchain(Language::Cpp).fast_compile,
+            Some(FastCompile::CppPrecompiledHeader)
+        );
+        assert_eq!(
+            compiled.toolchain(Language::Java).fast_compile,
+            Some(FastCompile::JavacClassData)
+        );
         assert_eq!(compiled.toolchain(Language::Python).fast_compile, None);
-        assert_eq!(serde_json::to_value(compiled.toolchain(Language::Cpp)).unwrap()["fast_compile"], "g++ with <bits/stdc++.h> precompiled");
-        let err = toml_like(r#"{"reuse": ["cpp"], "cpp": {"compile": ["clang++", "-o", "{dir}/main", "{src}"]}}"#).validate().unwrap_err().to_string();
-        assert!(err.contains("`cpp.compile` does not start with `g++`"), "{err}");
-        let err = toml_like(r#"{"reuse": ["python"], "python": {"run": ["pypy3", "{src}"]}}"#).validate().unwrap_err().to_string();
-        assert!(err.contains("`python.run` does not start with `python3`"), "{err}");
+        assert_eq!(
+            serde_json::to_value(compiled.toolchain(Language::Cpp)).unwrap()["fast_compile"],
+            "g++ with <bits/stdc++.h> precompiled"
+        );
+        let err = toml_like(
+            r#"{"reuse": ["cpp"], "cpp": {"compile": ["clang++", "-o", "{dir}/main", "{src}"]}}"#,
+        )
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("`cpp.compile` does not start with `g++`"),
+            "{err}"
+        );
+        let err = toml_like(r#"{"reuse": ["python"], "python": {"run": ["pypy3", "{src}"]}}"#)
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`python.run` does not start with `python3`"),
+            "{err}"
+        );
         assert!(serde_json::from_str::<ExecuteConfig>(r#"{"reuse": ["cobol"]}"#).is_err());
     }
 
@@ -760,8 +1104,16 @@ mod tests {
         let cfg = toml_like(r#"{"idle_slots": 6}"#);
         cfg.validate().unwrap();
         assert_eq!(serde_json::to_value(&cfg).unwrap()["idle_slots"], 6);
-        assert!(serde_json::to_value(ExecuteConfig::default()).unwrap().get("idle_slots").is_none());
-        let err = toml_like(r#"{"idle_slots": 65}"#).validate().unwrap_err().to_string();
+        assert!(
+            serde_json::to_value(ExecuteConfig::default())
+                .unwrap()
+                .get("idle_slots")
+                .is_none()
+        );
+        let err = toml_like(r#"{"idle_slots": 65}"#)
+            .validate()
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`idle_slots` is at most 64, not 65"), "{err}");
         assert!(serde_json::from_str::<ExecuteConfig>(r#"{"idle_slots": -1}"#).is_err());
     }

@@ -65,7 +65,8 @@ pub trait RecheckSource: Sync {
 /// Problems given whole, in memory (tests, small runs).
 impl RecheckSource for [RecheckProblem] {
     fn wants(&self, problem: &ProblemId) -> bool {
-        self.iter().any(|r| &r.problem_id == problem && r.test_origins.iter().any(|o| o.rewritten()))
+        self.iter()
+            .any(|r| &r.problem_id == problem && r.test_origins.iter().any(|o| o.rewritten()))
     }
 
     fn load(&self, problems: &[&ProblemId]) -> Result<Vec<RecheckProblem>, ExecuteError> {
@@ -75,7 +76,9 @@ impl RecheckSource for [RecheckProblem] {
                 self.iter()
                     .find(|r| &r.problem_id == *id && r.test_origins.iter().any(|o| o.rewritten()))
                     .cloned()
-                    .ok_or_else(|| ExecuteError::Recheck(format!("problem `{id}` has nothing to re-check")))
+                    .ok_or_else(|| {
+                        ExecuteError::Recheck(format!("problem `{id}` has nothing to re-check"))
+                    })
             })
             .collect()
     }
@@ -93,7 +96,11 @@ pub struct ProblemCheck {
 impl ProblemCheck {
     /// The indices of the rejected tests.
     pub fn rejected(&self) -> BTreeSet<u32> {
-        self.tests.iter().filter(|t| t.outcome == CheckOutcome::Rejected).map(|t| t.test_index).collect()
+        self.tests
+            .iter()
+            .filter(|t| t.outcome == CheckOutcome::Rejected)
+            .map(|t| t.test_index)
+            .collect()
     }
 }
 
@@ -114,30 +121,70 @@ pub enum ReferenceRuns {
 }
 
 /// Decide every test of a problem from the runs of its reference (see the module's rules).
-pub fn decide(problem_id: &ProblemId, origins: &[TestOrigin], runs: &ReferenceRuns) -> ProblemCheck {
+pub fn decide(
+    problem_id: &ProblemId,
+    origins: &[TestOrigin],
+    runs: &ReferenceRuns,
+) -> ProblemCheck {
     let all = |outcome: CheckOutcome, reason: String| ProblemCheck {
-        tests: origins.iter().enumerate().map(|(i, &origin)| TestCheck { problem_id: problem_id.clone(), test_index: i as u32, origin, outcome, reason: reason.clone() }).collect(),
+        tests: origins
+            .iter()
+            .enumerate()
+            .map(|(i, &origin)| TestCheck {
+                problem_id: problem_id.clone(),
+                test_index: i as u32,
+                origin,
+                outcome,
+                reason: reason.clone(),
+            })
+            .collect(),
         rejected_whole: false,
     };
-    let first_failure = |verdicts: &[Verdict], which: &dyn Fn(usize) -> bool| verdicts.iter().enumerate().find(|&(i, v)| which(i) && *v != Verdict::Passed).map(|(i, v)| (i, *v));
+    let first_failure = |verdicts: &[Verdict], which: &dyn Fn(usize) -> bool| {
+        verdicts
+            .iter()
+            .enumerate()
+            .find(|&(i, v)| which(i) && *v != Verdict::Passed)
+            .map(|(i, v)| (i, *v))
+    };
     let (original, adapted) = match runs {
-        ReferenceRuns::Missing => return all(CheckOutcome::Unchecked, "no reference solution (the model gave no usable program)".into()),
+        ReferenceRuns::Missing => {
+            return all(
+                CheckOutcome::Unchecked,
+                "no reference solution (the model gave no usable program)".into(),
+            );
+        }
         ReferenceRuns::Ran { original, adapted } => (original, adapted),
     };
     if original.is_empty() {
-        return all(CheckOutcome::Unchecked, "the original problem has no test to check the reference on".into());
+        return all(
+            CheckOutcome::Unchecked,
+            "the original problem has no test to check the reference on".into(),
+        );
     }
     if let Some((i, v)) = first_failure(original, &|_| true) {
-        return all(CheckOutcome::Unchecked, format!("the reference fails the original: original test {i}: {v}"));
+        return all(
+            CheckOutcome::Unchecked,
+            format!("the reference fails the original: original test {i}: {v}"),
+        );
     }
     let Some(adapted) = adapted.as_deref().filter(|a| a.len() == origins.len()) else {
-        return all(CheckOutcome::Unchecked, "the adapted reference was not run on every rewritten test".into());
+        return all(
+            CheckOutcome::Unchecked,
+            "the adapted reference was not run on every rewritten test".into(),
+        );
     };
     if adapted.contains(&Verdict::CompileError) {
-        return all(CheckOutcome::Unchecked, "the adapted reference does not build".into());
+        return all(
+            CheckOutcome::Unchecked,
+            "the adapted reference does not build".into(),
+        );
     }
     if let Some((i, v)) = first_failure(adapted, &|i| !origins[i].rewritten()) {
-        return all(CheckOutcome::Unchecked, format!("the adaptation is broken: the adapted reference fails verbatim test {i}: {v}"));
+        return all(
+            CheckOutcome::Unchecked,
+            format!("the adaptation is broken: the adapted reference fails verbatim test {i}: {v}"),
+        );
     }
     let tests: Vec<TestCheck> = origins
         .iter()
@@ -151,8 +198,12 @@ pub fn decide(problem_id: &ProblemId, origins: &[TestOrigin], runs: &ReferenceRu
             TestCheck { problem_id: problem_id.clone(), test_index: i as u32, origin, outcome, reason }
         })
         .collect();
-    let rejected_whole = !tests.is_empty() && tests.iter().all(|t| t.outcome == CheckOutcome::Rejected);
-    ProblemCheck { tests, rejected_whole }
+    let rejected_whole =
+        !tests.is_empty() && tests.iter().all(|t| t.outcome == CheckOutcome::Rejected);
+    ProblemCheck {
+        tests,
+        rejected_whole,
+    }
 }
 
 /// Counts of the check, from its rows (so that shard parts add up without double counting).
@@ -207,15 +258,22 @@ impl RecheckStats {
 /// Group check rows (as read back from a table, any order) into one [`ProblemCheck`] per
 /// problem, sorted by problem and test.
 pub fn group(rows: impl IntoIterator<Item = TestCheck>) -> Vec<ProblemCheck> {
-    let mut by: std::collections::BTreeMap<ProblemId, std::collections::BTreeMap<u32, TestCheck>> = Default::default();
+    let mut by: std::collections::BTreeMap<ProblemId, std::collections::BTreeMap<u32, TestCheck>> =
+        Default::default();
     for r in rows {
-        by.entry(r.problem_id.clone()).or_default().insert(r.test_index, r);
+        by.entry(r.problem_id.clone())
+            .or_default()
+            .insert(r.test_index, r);
     }
     by.into_values()
         .map(|tests| {
             let tests: Vec<TestCheck> = tests.into_values().collect();
-            let rejected_whole = !tests.is_empty() && tests.iter().all(|t| t.outcome == CheckOutcome::Rejected);
-            ProblemCheck { tests, rejected_whole }
+            let rejected_whole =
+                !tests.is_empty() && tests.iter().all(|t| t.outcome == CheckOutcome::Rejected);
+            ProblemCheck {
+                tests,
+                rejected_whole,
+            }
         })
         .collect()
 }
@@ -248,22 +306,68 @@ pub fn recheck(
         .enumerate()
         .map(|(slot, (p, rewritten_tests, rewritten_harness))| {
             let Some(reference) = &p.reference else {
-                return Ok(decide(&p.problem_id, &p.test_origins, &ReferenceRuns::Missing));
+                return Ok(decide(
+                    &p.problem_id,
+                    &p.test_origins,
+                    &ReferenceRuns::Missing,
+                ));
             };
-            let verdicts = |which: &str, code: &str, harness: &Harness, tests: &[&TestCase], slot: usize| -> Result<Vec<Verdict>, ExecuteError> {
+            let verdicts = |which: &str,
+                            code: &str,
+                            harness: &Harness,
+                            tests: &[&TestCase],
+                            slot: usize|
+             -> Result<Vec<Verdict>, ExecuteError> {
                 let solution = as_solution(&p.problem_id, which, &reference.model, code);
-                let indexed: Vec<(u32, &TestCase)> = tests.iter().enumerate().map(|(i, t)| (i as u32, *t)).collect();
-                let (result, _cost) = judge_solution(config, sandbox, busy, &Submission { solution: &solution, harness, tests: &indexed, gate: None }, work_root, slot)?;
+                let indexed: Vec<(u32, &TestCase)> = tests
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (i as u32, *t))
+                    .collect();
+                let (result, _cost) = judge_solution(
+                    config,
+                    sandbox,
+                    busy,
+                    &Submission {
+                        solution: &solution,
+                        harness,
+                        tests: &indexed,
+                        gate: None,
+                    },
+                    work_root,
+                    slot,
+                )?;
                 Ok(result.tests.iter().map(|t| t.verdict).collect())
             };
             let original_tests: Vec<&TestCase> = p.original_tests.iter().collect();
-            let original = if original_tests.is_empty() { Vec::new() } else { verdicts("original", &reference.original, &p.original_harness, &original_tests, 2 * slot)? };
-            let adapted = if !original.is_empty() && original.iter().all(|v| *v == Verdict::Passed) {
-                Some(verdicts("adapted", &reference.adapted, rewritten_harness, rewritten_tests, 2 * slot + 1)?)
+            let original = if original_tests.is_empty() {
+                Vec::new()
+            } else {
+                verdicts(
+                    "original",
+                    &reference.original,
+                    &p.original_harness,
+                    &original_tests,
+                    2 * slot,
+                )?
+            };
+            let adapted = if !original.is_empty() && original.iter().all(|v| *v == Verdict::Passed)
+            {
+                Some(verdicts(
+                    "adapted",
+                    &reference.adapted,
+                    rewritten_harness,
+                    rewritten_tests,
+                    2 * slot + 1,
+                )?)
             } else {
                 None
             };
-            Ok(decide(&p.problem_id, &p.test_origins, &ReferenceRuns::Ran { original, adapted }))
+            Ok(decide(
+                &p.problem_id,
+                &p.test_origins,
+                &ReferenceRuns::Ran { original, adapted },
+            ))
         })
         .collect()
 }
@@ -280,18 +384,33 @@ mod tests {
     }
 
     fn ran(original: &[Verdict], adapted: Option<&[Verdict]>) -> ReferenceRuns {
-        ReferenceRuns::Ran { original: original.to_vec(), adapted: adapted.map(<[Verdict]>::to_vec) }
+        ReferenceRuns::Ran {
+            original: original.to_vec(),
+            adapted: adapted.map(<[Verdict]>::to_vec),
+        }
     }
 
     #[test]
     fn a_rewritten_test_the_adapted_reference_fails_is_rejected() {
         let id = ProblemId::from_question_id("1");
         let origins = [Kept, Bijection, Bijection, Model, KeptLong];
-        let c = decide(&id, &origins, &ran(&[Passed, Passed], Some(&[Passed, WrongAnswer, Passed, Verdict::RuntimeError, Passed])));
+        let c = decide(
+            &id,
+            &origins,
+            &ran(
+                &[Passed, Passed],
+                Some(&[Passed, WrongAnswer, Passed, Verdict::RuntimeError, Passed]),
+            ),
+        );
         assert_eq!(outcomes(&c), [P, R, P, R, P]);
         assert_eq!(c.rejected(), BTreeSet::from([1, 3]));
         assert!(!c.rejected_whole);
-        assert!(c.tests[1].reason.contains("wrong_answer") && c.tests[3].reason.contains("runtime_error"), "{:?}", c.tests);
+        assert!(
+            c.tests[1].reason.contains("wrong_answer")
+                && c.tests[3].reason.contains("runtime_error"),
+            "{:?}",
+            c.tests
+        );
         assert_eq!(c.tests[3].origin, Model);
     }
 
@@ -300,7 +419,13 @@ mod tests {
         let id = ProblemId::from_question_id("1");
         let c = decide(&id, &[Kept, Model], &ran(&[Passed, WrongAnswer], None));
         assert_eq!(outcomes(&c), [U, U]);
-        assert!(c.tests[0].reason.contains("the reference fails the original: original test 1: wrong_answer"), "{}", c.tests[0].reason);
+        assert!(
+            c.tests[0]
+                .reason
+                .contains("the reference fails the original: original test 1: wrong_answer"),
+            "{}",
+            c.tests[0].reason
+        );
         assert!(c.rejected().is_empty());
         let c = decide(&id, &[Model], &ReferenceRuns::Missing);
         assert_eq!(outcomes(&c), [U]);
@@ -312,11 +437,24 @@ mod tests {
     #[test]
     fn an_adaptation_that_breaks_a_verbatim_test_marks_the_problem_unchecked() {
         let id = ProblemId::from_question_id("1");
-        let c = decide(&id, &[Kept, Model, KeptLong], &ran(&[Passed], Some(&[Passed, WrongAnswer, WrongAnswer])));
+        let c = decide(
+            &id,
+            &[Kept, Model, KeptLong],
+            &ran(&[Passed], Some(&[Passed, WrongAnswer, WrongAnswer])),
+        );
         assert_eq!(outcomes(&c), [U, U, U]);
-        assert!(c.tests[1].reason.contains("adaptation is broken") && c.tests[1].reason.contains("verbatim test 2"), "{}", c.tests[1].reason);
+        assert!(
+            c.tests[1].reason.contains("adaptation is broken")
+                && c.tests[1].reason.contains("verbatim test 2"),
+            "{}",
+            c.tests[1].reason
+        );
         // One that does not build proves nothing either, verbatim tests or not.
-        let c = decide(&id, &[Model, Bijection], &ran(&[Passed], Some(&[CompileError, CompileError])));
+        let c = decide(
+            &id,
+            &[Model, Bijection],
+            &ran(&[Passed], Some(&[CompileError, CompileError])),
+        );
         assert_eq!(outcomes(&c), [U, U]);
         // Runs that do not cover the tests decide nothing.
         let c = decide(&id, &[Model, Bijection], &ran(&[Passed], Some(&[Passed])));
@@ -326,15 +464,41 @@ mod tests {
     #[test]
     fn a_problem_left_without_tests_is_rejected_whole_and_counted() {
         let id = ProblemId::from_question_id("1");
-        let whole = decide(&id, &[Model, Bijection], &ran(&[Passed], Some(&[WrongAnswer, WrongAnswer])));
+        let whole = decide(
+            &id,
+            &[Model, Bijection],
+            &ran(&[Passed], Some(&[WrongAnswer, WrongAnswer])),
+        );
         assert!(whole.rejected_whole);
-        let fine = decide(&ProblemId::from_question_id("2"), &[Kept, Model], &ran(&[Passed], Some(&[Passed, Passed])));
-        let unchecked = decide(&ProblemId::from_question_id("3"), &[Kept, Model], &ReferenceRuns::Missing);
+        let fine = decide(
+            &ProblemId::from_question_id("2"),
+            &[Kept, Model],
+            &ran(&[Passed], Some(&[Passed, Passed])),
+        );
+        let unchecked = decide(
+            &ProblemId::from_question_id("3"),
+            &[Kept, Model],
+            &ReferenceRuns::Missing,
+        );
         let s = RecheckStats::of([&whole, &fine, &unchecked]);
-        assert_eq!((s.problems, s.problems_checked, s.problems_unchecked, s.problems_rejected, s.tests_passed, s.tests_rejected, s.tests_unchecked), (3, 2, 1, 1, 2, 2, 2));
+        assert_eq!(
+            (
+                s.problems,
+                s.problems_checked,
+                s.problems_unchecked,
+                s.problems_rejected,
+                s.tests_passed,
+                s.tests_rejected,
+                s.tests_unchecked
+            ),
+            (3, 2, 1, 1, 2, 2, 2)
+        );
         assert_eq!(s.rejected_problems, [id]);
         // Rows read back in any order group into the same checks.
-        let mut rows: Vec<TestCheck> = [&unchecked, &whole, &fine].iter().flat_map(|c| c.tests.clone()).collect();
+        let mut rows: Vec<TestCheck> = [&unchecked, &whole, &fine]
+            .iter()
+            .flat_map(|c| c.tests.clone())
+            .collect();
         rows.reverse();
         assert_eq!(group(rows), [whole, fine, unchecked]);
     }

@@ -266,7 +266,8 @@ fn tokens(code: &str, ruby: bool) -> Vec<Token<'_>> {
             while i < b.len() && word(b[i]) {
                 i += 1;
             }
-            if ruby && i < b.len() && (b[i] == b'?' || b[i] == b'!') && b.get(i + 1) != Some(&b'=') {
+            if ruby && i < b.len() && (b[i] == b'?' || b[i] == b'!') && b.get(i + 1) != Some(&b'=')
+            {
                 i += 1;
             }
             out.push(Token::Word(&code[start..i], i));
@@ -280,10 +281,14 @@ fn tokens(code: &str, ruby: bool) -> Vec<Token<'_>> {
 
 /// A dotted name at `toks[at..]`: its first component and the index after it.
 fn dotted<'a>(toks: &[Token<'a>], mut at: usize) -> Option<(&'a str, usize)> {
-    let Some(Token::Word(first, _)) = toks.get(at) else { return None };
+    let Some(Token::Word(first, _)) = toks.get(at) else {
+        return None;
+    };
     at += 1;
     while toks.get(at) == Some(&Token::Mark(b'.')) {
-        let Some(Token::Word(..)) = toks.get(at + 1) else { return None };
+        let Some(Token::Word(..)) = toks.get(at + 1) else {
+            return None;
+        };
         at += 2;
     }
     Some((first, at))
@@ -372,7 +377,9 @@ impl FastCompile {
     /// reads the header of the directory the precompiled one is in.
     pub fn companions(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            FastCompile::CppPrecompiledHeader => &[("bits/stdc++.h", "#include_next <bits/stdc++.h>\n")],
+            FastCompile::CppPrecompiledHeader => {
+                &[("bits/stdc++.h", "#include_next <bits/stdc++.h>\n")]
+            }
             FastCompile::JavacClassData => &[],
         }
     }
@@ -412,7 +419,9 @@ impl FastCompile {
     pub fn command(self, plain: &[String]) -> Vec<String> {
         let flag = match self {
             FastCompile::CppPrecompiledHeader => format!("-I{CACHE_DIR}"),
-            FastCompile::JavacClassData => format!("-J-XX:SharedArchiveFile={CACHE_DIR}/{}", self.artifact()),
+            FastCompile::JavacClassData => {
+                format!("-J-XX:SharedArchiveFile={CACHE_DIR}/{}", self.artifact())
+            }
         };
         let mut out = Vec::with_capacity(plain.len() + 1);
         out.extend(plain.first().cloned());
@@ -455,13 +464,17 @@ fn python_allows(code: &str) -> bool {
                 // `import a.b [as c], d …`
                 let mut at = i + 1;
                 loop {
-                    let Some((module, after)) = dotted(&toks, at) else { return false };
+                    let Some((module, after)) = dotted(&toks, at) else {
+                        return false;
+                    };
                     if !allowed(module) {
                         return false;
                     }
                     at = after;
                     if matches!(toks.get(at), Some(Token::Word("as", _))) {
-                        let Some(Token::Word(..)) = toks.get(at + 1) else { return false };
+                        let Some(Token::Word(..)) = toks.get(at + 1) else {
+                            return false;
+                        };
                         at += 2;
                     }
                     if toks.get(at) != Some(&Token::Mark(b',')) {
@@ -480,12 +493,16 @@ fn python_allows(code: &str) -> bool {
 /// `require("x")`, without interpolation or escapes.
 fn required_name(code: &str, end: usize) -> Option<&str> {
     let rest = code[end..].trim_start_matches([' ', '\t']);
-    let rest = rest.strip_prefix('(').map_or(rest, |r| r.trim_start_matches([' ', '\t']));
+    let rest = rest
+        .strip_prefix('(')
+        .map_or(rest, |r| r.trim_start_matches([' ', '\t']));
     let quote = rest.chars().next().filter(|q| *q == '\'' || *q == '"')?;
     let body = &rest[1..];
     let close = body.find(quote)?;
     let name = &body[..close];
-    name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'/' | b'-')).then_some(name)
+    name.bytes()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'/' | b'-'))
+        .then_some(name)
 }
 
 fn ruby_allows(code: &str) -> bool {
@@ -494,7 +511,9 @@ fn ruby_allows(code: &str) -> bool {
         if RUBY_NAMES.contains(&w) {
             return false;
         }
-        if w == "require" && !required_name(code, end).is_some_and(|name| RUBY_LIBRARIES.contains(&name)) {
+        if w == "require"
+            && !required_name(code, end).is_some_and(|name| RUBY_LIBRARIES.contains(&name))
+        {
             return false;
         }
     }
@@ -505,17 +524,80 @@ fn ruby_allows(code: &str) -> bool {
 mod tests {
     #[test]
     fn faster_compiles_keep_the_compilers_flags() {
-        let cpp: Vec<String> = ["g++", "-std=c++17", "-O2", "-pipe", "-o", "/tmp/box/main", "/tmp/box/stdc++.h"].map(String::from).to_vec();
+        let cpp: Vec<String> = [
+            "g++",
+            "-std=c++17",
+            "-O2",
+            "-pipe",
+            "-o",
+            "/tmp/box/main",
+            "/tmp/box/stdc++.h",
+        ]
+        .map(String::from)
+        .to_vec();
         let fast = FastCompile::CppPrecompiledHeader;
-        assert_eq!(fast.prepare(&cpp), ["g++", "-x", "c++-header", "-std=c++17", "-O2", "-pipe", "-o", "/tmp/cache/bits/stdc++.h.gch", "/tmp/box/stdc++.h"]);
-        assert_eq!(fast.command(&cpp), ["g++", "-I/tmp/cache", "-std=c++17", "-O2", "-pipe", "-o", "/tmp/box/main", "/tmp/box/stdc++.h"]);
+        assert_eq!(
+            fast.prepare(&cpp),
+            [
+                "g++",
+                "-x",
+                "c++-header",
+                "-std=c++17",
+                "-O2",
+                "-pipe",
+                "-o",
+                "/tmp/cache/bits/stdc++.h.gch",
+                "/tmp/box/stdc++.h"
+            ]
+        );
+        assert_eq!(
+            fast.command(&cpp),
+            [
+                "g++",
+                "-I/tmp/cache",
+                "-std=c++17",
+                "-O2",
+                "-pipe",
+                "-o",
+                "/tmp/box/main",
+                "/tmp/box/stdc++.h"
+            ]
+        );
         // No `-o`: the header is still written where the compiles look for it.
-        let bare: Vec<String> = ["g++", "-O2", "/tmp/box/stdc++.h"].map(String::from).to_vec();
-        assert_eq!(fast.prepare(&bare), ["g++", "-x", "c++-header", "-O2", "/tmp/box/stdc++.h", "-o", "/tmp/cache/bits/stdc++.h.gch"]);
-        let javac: Vec<String> = ["javac", "-encoding", "UTF-8", "-d", "/tmp/box", "/tmp/box/Main.java"].map(String::from).to_vec();
+        let bare: Vec<String> = ["g++", "-O2", "/tmp/box/stdc++.h"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            fast.prepare(&bare),
+            [
+                "g++",
+                "-x",
+                "c++-header",
+                "-O2",
+                "/tmp/box/stdc++.h",
+                "-o",
+                "/tmp/cache/bits/stdc++.h.gch"
+            ]
+        );
+        let javac: Vec<String> = [
+            "javac",
+            "-encoding",
+            "UTF-8",
+            "-d",
+            "/tmp/box",
+            "/tmp/box/Main.java",
+        ]
+        .map(String::from)
+        .to_vec();
         let fast = FastCompile::JavacClassData;
-        assert_eq!(fast.prepare(&javac)[..2], ["javac", "-J-XX:ArchiveClassesAtExit=/tmp/cache/javac.jsa"]);
-        assert_eq!(fast.command(&javac)[..2], ["javac", "-J-XX:SharedArchiveFile=/tmp/cache/javac.jsa"]);
+        assert_eq!(
+            fast.prepare(&javac)[..2],
+            ["javac", "-J-XX:ArchiveClassesAtExit=/tmp/cache/javac.jsa"]
+        );
+        assert_eq!(
+            fast.command(&javac)[..2],
+            ["javac", "-J-XX:SharedArchiveFile=/tmp/cache/javac.jsa"]
+        );
         assert_eq!(fast.command(&javac)[2..], javac[1..]);
         assert_eq!(FastCompile::of(Language::Go), None);
         assert_eq!(FastCompile::of(Language::Python), None);
@@ -533,9 +615,15 @@ mod tests {
 
     #[test]
     fn python_programs_of_the_standard_library_start_without_site() {
-        assert!(py("import sys\nn = int(sys.stdin.readline())\nprint(n * 2)\n"));
-        assert!(py("import sys, math as m\nfrom collections import deque, Counter\nfrom os.path import join\nsys.exit(0)\n"));
-        assert!(py("from typing import *\nimport json as _j\ndef f():\n    yield from range(3)\ntry:\n    pass\nexcept E as e:\n    raise ValueError('x') from e\n"));
+        assert!(py(
+            "import sys\nn = int(sys.stdin.readline())\nprint(n * 2)\n"
+        ));
+        assert!(py(
+            "import sys, math as m\nfrom collections import deque, Counter\nfrom os.path import join\nsys.exit(0)\n"
+        ));
+        assert!(py(
+            "from typing import *\nimport json as _j\ndef f():\n    yield from range(3)\ntry:\n    pass\nexcept E as e:\n    raise ValueError('x') from e\n"
+        ));
         assert!(py("import heapq,\\\n  bisect\nx = 1e9 + 3.5\n"));
         assert!(py(""));
     }
@@ -568,10 +656,14 @@ mod tests {
     #[test]
     fn ruby_programs_of_the_standard_library_start_without_gems() {
         assert!(rb("n = gets.to_i\nputs n * 2\n"));
-        assert!(rb("require 'set'\nrequire \"json\"\nrequire('bigdecimal/util')\ns = Set.new\nputs s.empty?\n"));
+        assert!(rb(
+            "require 'set'\nrequire \"json\"\nrequire('bigdecimal/util')\ns = Set.new\nputs s.empty?\n"
+        ));
         assert!(rb("x = [1, 2].map { |v| v * 2 }\nputs x.sum\n"));
         // The functional driver calls the solution by a literal name.
-        assert!(rb("require 'json'\nresult = target.send(:twoSum, *args) if respond_to?(:twoSum, true)\n"));
+        assert!(rb(
+            "require 'json'\nresult = target.send(:twoSum, *args) if respond_to?(:twoSum, true)\n"
+        ));
     }
 
     #[test]
@@ -601,9 +693,21 @@ mod tests {
     #[test]
     fn the_fast_command_puts_the_flags_after_the_interpreter() {
         let plain = vec!["ruby".to_owned(), "/tmp/box/main.rb".to_owned()];
-        assert_eq!(FastStart::RubyNoGems.command(&plain), ["ruby", "--disable-gems", "-rdid_you_mean", "-rerror_highlight", "/tmp/box/main.rb"]);
+        assert_eq!(
+            FastStart::RubyNoGems.command(&plain),
+            [
+                "ruby",
+                "--disable-gems",
+                "-rdid_you_mean",
+                "-rerror_highlight",
+                "/tmp/box/main.rb"
+            ]
+        );
         let plain = vec!["python3".to_owned(), "/tmp/box/main.py".to_owned()];
-        assert_eq!(FastStart::PythonNoSite.command(&plain), ["python3", "-S", "/tmp/box/main.py"]);
+        assert_eq!(
+            FastStart::PythonNoSite.command(&plain),
+            ["python3", "-S", "/tmp/box/main.py"]
+        );
         assert_eq!(FastStart::of(Language::Java), None);
     }
 }

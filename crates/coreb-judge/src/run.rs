@@ -29,7 +29,10 @@ use coreb_sandbox::{BusySlots, Sandbox};
 
 use crate::driver::Harness;
 use crate::recheck::{self, ProblemCheck, RecheckProblem, RecheckSource};
-use crate::{Cost, ExecuteConfig, ExecuteError, ExecuteStats, Submission, judge_solution, prepare_fast_compiles};
+use crate::{
+    Cost, ExecuteConfig, ExecuteError, ExecuteStats, Submission, judge_solution,
+    prepare_fast_compiles,
+};
 
 /// What a set of solutions came to.
 #[derive(Debug, Clone)]
@@ -64,7 +67,13 @@ pub struct JudgedProblem {
 /// The judge: every solution against its problem's tests (public, then private).
 ///
 /// Runs on a pool of `jobs` threads (`0` = all cores); results are in input order.
-pub fn execute(config: &ExecuteConfig, problems: &[Problem], solutions: &[Solution], sandbox: &Sandbox, jobs: usize) -> Result<ExecuteOutput, ExecuteError> {
+pub fn execute(
+    config: &ExecuteConfig,
+    problems: &[Problem],
+    solutions: &[Solution],
+    sandbox: &Sandbox,
+    jobs: usize,
+) -> Result<ExecuteOutput, ExecuteError> {
     execute_with_progress(config, problems, solutions, sandbox, jobs, &|| {})
 }
 
@@ -95,10 +104,16 @@ pub fn execute_checked(
 ) -> Result<ExecuteOutput, ExecuteError> {
     let judging = Judging::new(config, sandbox, solutions, jobs)?;
     let mut judged = Vec::new();
-    judging.run(problems.iter().cloned().map(Ok), recheck, &HashSet::new(), progress, &mut |window| {
-        judged.extend(window);
-        Ok(())
-    })?;
+    judging.run(
+        problems.iter().cloned().map(Ok),
+        recheck,
+        &HashSet::new(),
+        progress,
+        &mut |window| {
+            judged.extend(window);
+            Ok(())
+        },
+    )?;
     judging.output(judged, 0)
 }
 
@@ -122,22 +137,40 @@ pub struct Judging<'a> {
 impl<'a> Judging<'a> {
     /// Set up a run judging `solutions` on `jobs` threads (`0` = all cores), with `idle_slots`
     /// more where the configuration asks.
-    pub fn new(config: &'a ExecuteConfig, sandbox: &'a Sandbox, solutions: &'a [Solution], jobs: usize) -> Result<Judging<'a>, ExecuteError> {
+    pub fn new(
+        config: &'a ExecuteConfig,
+        sandbox: &'a Sandbox,
+        solutions: &'a [Solution],
+        jobs: usize,
+    ) -> Result<Judging<'a>, ExecuteError> {
         config.validate()?;
         let mut slots_of: HashMap<&ProblemId, Vec<usize>> = HashMap::new();
         for (i, s) in solutions.iter().enumerate() {
             slots_of.entry(&s.problem_id).or_default().push(i);
         }
         let base = config.work_dir.clone().unwrap_or_else(std::env::temp_dir);
-        fs_err::create_dir_all(&base).map_err(|e| ExecuteError::Io { path: base.clone(), source: e })?;
-        let root = tempfile::Builder::new().prefix("coreb-execute-").tempdir_in(&base).map_err(|source| ExecuteError::Io { path: base.clone(), source })?;
+        fs_err::create_dir_all(&base).map_err(|e| ExecuteError::Io {
+            path: base.clone(),
+            source: e,
+        })?;
+        let root = tempfile::Builder::new()
+            .prefix("coreb-execute-")
+            .tempdir_in(&base)
+            .map_err(|source| ExecuteError::Io {
+                path: base.clone(),
+                source,
+            })?;
         prepare_fast_compiles(config, sandbox, solutions, root.path())?;
         // With idle slots, `jobs` runs may be busy and `idle_slots` more wait beside them, each
         // on a thread of its own.
         let (threads, busy) = match config.idle_slots {
             0 => (jobs, None),
             idle => {
-                let busy_runs = if jobs == 0 { std::thread::available_parallelism().map_or(1, usize::from) } else { jobs };
+                let busy_runs = if jobs == 0 {
+                    std::thread::available_parallelism().map_or(1, usize::from)
+                } else {
+                    jobs
+                };
                 (busy_runs + idle, Some(BusySlots::new(busy_runs)))
             }
         };
@@ -149,15 +182,31 @@ impl<'a> Judging<'a> {
         // A window ends when its slowest solution does: with idle slots, as many problems as
         // there are threads to wait in, so that a few sleepers do not hold the cores idle.
         let window = 2 * pool.current_num_threads().max(1);
-        Ok(Judging { config, sandbox, busy, solutions, slots_of, root, pool, window })
+        Ok(Judging {
+            config,
+            sandbox,
+            busy,
+            solutions,
+            slots_of,
+            root,
+            pool,
+            window,
+        })
     }
 
     /// Whether `judged` (of an earlier run) still holds for this run's solutions: a result for
     /// exactly its solutions, in their order, or rejected whole by its re-check with none.
     pub fn holds(&self, judged: &JudgedProblem) -> bool {
-        let Some(slots) = self.slots_of.get(&judged.problem_id) else { return false };
+        let Some(slots) = self.slots_of.get(&judged.problem_id) else {
+            return false;
+        };
         let whole = judged.check.as_ref().is_some_and(|c| c.rejected_whole);
-        let exact = judged.solutions.len() == slots.len() && judged.solutions.iter().zip(slots).all(|((r, _), &slot)| r.solution_id == self.solutions[slot].id);
+        let exact = judged.solutions.len() == slots.len()
+            && judged
+                .solutions
+                .iter()
+                .zip(slots)
+                .all(|((r, _), &slot)| r.solution_id == self.solutions[slot].id);
         (whole && judged.solutions.is_empty()) || (!whole && exact)
     }
 
@@ -183,8 +232,15 @@ impl<'a> Judging<'a> {
             let (done, window_checks) = self.window(batch, recheck, windows, progress)?;
             windows += 1;
             let mut by_slot: HashMap<usize, Judged> = done.into_iter().collect();
-            let mut check_of: HashMap<ProblemId, ProblemCheck> =
-                window_checks.into_iter().filter_map(|c| c.tests.first().map(|t| t.problem_id.clone()).map(|id| (id, c))).collect();
+            let mut check_of: HashMap<ProblemId, ProblemCheck> = window_checks
+                .into_iter()
+                .filter_map(|c| {
+                    c.tests
+                        .first()
+                        .map(|t| t.problem_id.clone())
+                        .map(|id| (id, c))
+                })
+                .collect();
             let mut judged = Vec::with_capacity(batch.len());
             for p in batch.iter() {
                 let check = check_of.remove(&p.id);
@@ -193,10 +249,19 @@ impl<'a> Judging<'a> {
                 for slot in self.slots_of[&p.id].iter().filter(|_| !whole) {
                     match by_slot.remove(slot) {
                         Some(result) => results.push(result?),
-                        None => return Err(ExecuteError::Recheck(format!("solution `{}` was not judged", self.solutions[*slot].id))),
+                        None => {
+                            return Err(ExecuteError::Recheck(format!(
+                                "solution `{}` was not judged",
+                                self.solutions[*slot].id
+                            )));
+                        }
                     }
                 }
-                judged.push(JudgedProblem { problem_id: p.id.clone(), check, solutions: results });
+                judged.push(JudgedProblem {
+                    problem_id: p.id.clone(),
+                    check,
+                    solutions: results,
+                });
             }
             // A window that a signal reached is not handed on: its verdicts could be the signal's.
             coreb_base::interrupt::check()?;
@@ -207,7 +272,10 @@ impl<'a> Judging<'a> {
         let mut batch = Vec::with_capacity(self.window);
         for problem in problems {
             let problem = problem?;
-            if !self.slots_of.contains_key(&problem.id) || skip.contains(&problem.id) || !seen.insert(problem.id.clone()) {
+            if !self.slots_of.contains_key(&problem.id)
+                || skip.contains(&problem.id)
+                || !seen.insert(problem.id.clone())
+            {
                 continue;
             }
             batch.push(problem);
@@ -221,28 +289,58 @@ impl<'a> Judging<'a> {
     /// The run's output from its judged problems (those `resumed` solutions among them judged
     /// by an earlier run): results in the order of the solutions (those never judged, without
     /// a problem or of a problem rejected whole, listed apart), checks by problem id, counts.
-    pub fn output(&self, judged: Vec<JudgedProblem>, resumed: usize) -> Result<ExecuteOutput, ExecuteError> {
-        let mut by_slot: Vec<Option<(SolutionResult, Cost)>> = (0..self.solutions.len()).map(|_| None).collect();
+    pub fn output(
+        &self,
+        judged: Vec<JudgedProblem>,
+        resumed: usize,
+    ) -> Result<ExecuteOutput, ExecuteError> {
+        let mut by_slot: Vec<Option<(SolutionResult, Cost)>> =
+            (0..self.solutions.len()).map(|_| None).collect();
         let mut checks = Vec::new();
         for p in judged {
-            let slots = self.slots_of.get(&p.problem_id).ok_or_else(|| ExecuteError::Recheck(format!("problem `{}` has no solution to judge", p.problem_id)))?;
+            let slots = self.slots_of.get(&p.problem_id).ok_or_else(|| {
+                ExecuteError::Recheck(format!(
+                    "problem `{}` has no solution to judge",
+                    p.problem_id
+                ))
+            })?;
             for (result, slot) in p.solutions.into_iter().zip(slots) {
                 by_slot[*slot] = Some(result);
             }
             checks.extend(p.check);
         }
         // The checks by problem id, whatever the order problems came in.
-        checks.sort_by(|a, b| a.tests.first().map(|t| &t.problem_id).cmp(&b.tests.first().map(|t| &t.problem_id)));
+        checks.sort_by(|a, b| {
+            a.tests
+                .first()
+                .map(|t| &t.problem_id)
+                .cmp(&b.tests.first().map(|t| &t.problem_id))
+        });
         let (results, without_problem, stats) = tally(self.solutions, by_slot);
-        Ok(ExecuteOutput { results, without_problem, stats, checks, resumed })
+        Ok(ExecuteOutput {
+            results,
+            without_problem,
+            stats,
+            checks,
+            resumed,
+        })
     }
 
     /// Re-check the window's problems, then judge their solutions on the tests left: each
     /// solution's result by its index in `solutions`, and the window's checks.
-    fn window(&self, batch: &[Problem], recheck: &(impl RecheckSource + ?Sized), index: usize, progress: &(dyn Fn() + Sync)) -> Result<Window, ExecuteError> {
+    fn window(
+        &self,
+        batch: &[Problem],
+        recheck: &(impl RecheckSource + ?Sized),
+        index: usize,
+        progress: &(dyn Fn() + Sync),
+    ) -> Result<Window, ExecuteError> {
         let harnesses: Vec<Harness> = batch.iter().map(Harness::of).collect();
         let checks = self.recheck(batch, &harnesses, recheck, index)?;
-        let checked: HashMap<&ProblemId, &ProblemCheck> = checks.iter().filter_map(|c| c.tests.first().map(|t| (&t.problem_id, c))).collect();
+        let checked: HashMap<&ProblemId, &ProblemCheck> = checks
+            .iter()
+            .filter_map(|c| c.tests.first().map(|t| (&t.problem_id, c)))
+            .collect();
         // Each solution borrows its problem's tests (one pointer per test, no copies), less the
         // tests the re-check rejected; a problem rejected whole judges none of its solutions.
         let mut work: Vec<(usize, &Harness, IndexedTests, Option<u32>)> = Vec::new();
@@ -252,9 +350,17 @@ impl<'a> Judging<'a> {
                 continue;
             }
             let rejected = check.map(|c| c.rejected()).unwrap_or_default();
-            let tests: IndexedTests = tests_of(p).into_iter().enumerate().map(|(i, t)| (i as u32, t)).filter(|(i, _)| !rejected.contains(i)).collect();
+            let tests: IndexedTests = tests_of(p)
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| (i as u32, t))
+                .filter(|(i, _)| !rejected.contains(i))
+                .collect();
             for &slot in self.slots_of.get(&p.id).into_iter().flatten() {
-                let gate = self.config.skip_private_after_public_failure.then_some(p.public_tests.len() as u32);
+                let gate = self
+                    .config
+                    .skip_private_after_public_failure
+                    .then_some(p.public_tests.len() as u32);
                 work.push((slot, harness, tests.clone(), gate));
             }
         }
@@ -262,10 +368,24 @@ impl<'a> Judging<'a> {
             work.par_iter()
                 .map(|(slot, harness, tests, gate)| {
                     // Once a signal asked to stop, no solution starts.
-                    let result = coreb_base::interrupt::check().map_err(ExecuteError::from).and_then(|()| {
-                        let submission = Submission { solution: &self.solutions[*slot], harness, tests, gate: *gate };
-                        judge_solution(self.config, self.sandbox, self.busy.as_ref(), &submission, self.root.path(), *slot)
-                    });
+                    let result = coreb_base::interrupt::check()
+                        .map_err(ExecuteError::from)
+                        .and_then(|()| {
+                            let submission = Submission {
+                                solution: &self.solutions[*slot],
+                                harness,
+                                tests,
+                                gate: *gate,
+                            };
+                            judge_solution(
+                                self.config,
+                                self.sandbox,
+                                self.busy.as_ref(),
+                                &submission,
+                                self.root.path(),
+                                *slot,
+                            )
+                        });
                     if result.is_ok() {
                         progress();
                     }
@@ -278,17 +398,42 @@ impl<'a> Judging<'a> {
     }
 
     /// The re-check of the window's problems that have changed tests (in window order).
-    fn recheck(&self, batch: &[Problem], harnesses: &[Harness], source: &(impl RecheckSource + ?Sized), index: usize) -> Result<Vec<ProblemCheck>, ExecuteError> {
-        let wanted: Vec<(&Problem, &Harness)> = batch.iter().zip(harnesses).filter(|(p, _)| source.wants(&p.id)).collect();
+    fn recheck(
+        &self,
+        batch: &[Problem],
+        harnesses: &[Harness],
+        source: &(impl RecheckSource + ?Sized),
+        index: usize,
+    ) -> Result<Vec<ProblemCheck>, ExecuteError> {
+        let wanted: Vec<(&Problem, &Harness)> = batch
+            .iter()
+            .zip(harnesses)
+            .filter(|(p, _)| source.wants(&p.id))
+            .collect();
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
         // Only this window's original tests are loaded, and dropped with the window.
         let loaded = source.load(&wanted.iter().map(|(p, _)| &p.id).collect::<Vec<_>>())?;
-        let checking: Vec<(&RecheckProblem, Vec<&TestCase>, &Harness)> = loaded.iter().zip(&wanted).map(|(r, (p, h))| (r, tests_of(p), *h)).collect();
+        let checking: Vec<(&RecheckProblem, Vec<&TestCase>, &Harness)> = loaded
+            .iter()
+            .zip(&wanted)
+            .map(|(r, (p, h))| (r, tests_of(p), *h))
+            .collect();
         let references = self.root.path().join(format!("references-{index}"));
-        fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io { path: references.clone(), source: e })?;
-        self.pool.install(|| recheck::recheck(self.config, self.sandbox, self.busy.as_ref(), &checking, &references))
+        fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io {
+            path: references.clone(),
+            source: e,
+        })?;
+        self.pool.install(|| {
+            recheck::recheck(
+                self.config,
+                self.sandbox,
+                self.busy.as_ref(),
+                &checking,
+                &references,
+            )
+        })
     }
 }
 
@@ -303,7 +448,10 @@ type Judged = Result<(SolutionResult, Cost), ExecuteError>;
 
 /// The results in the order of `solutions` (those never judged: without a problem, or of a
 /// problem rejected whole) and their counts.
-fn tally(solutions: &[Solution], judged: Vec<Option<(SolutionResult, Cost)>>) -> (Vec<SolutionResult>, Vec<SolutionId>, ExecuteStats) {
+fn tally(
+    solutions: &[Solution],
+    judged: Vec<Option<(SolutionResult, Cost)>>,
+) -> (Vec<SolutionResult>, Vec<SolutionId>, ExecuteStats) {
     let mut stats = ExecuteStats::default();
     let mut results = Vec::with_capacity(solutions.len());
     let mut without_problem = Vec::new();

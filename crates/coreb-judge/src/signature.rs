@@ -83,13 +83,17 @@ pub enum SignatureError {
         param: String,
     },
     /// The method declares no return type (or `-> None`).
-    #[error("`{method}` returns nothing (`-> None` or no annotation): there is no result to compare")]
+    #[error(
+        "`{method}` returns nothing (`-> None` or no annotation): there is no result to compare"
+    )]
     NoReturn {
         /// The method.
         method: String,
     },
     /// A type the drivers cannot read or write.
-    #[error("unsupported type `{ty}` ({place} of `{method}`): only int, float, bool, str and List[...] of them have drivers")]
+    #[error(
+        "unsupported type `{ty}` ({place} of `{method}`): only int, float, bool, str and List[...] of them have drivers"
+    )]
     Unsupported {
         /// The method.
         method: String,
@@ -102,7 +106,10 @@ pub enum SignatureError {
 
 /// Parse the first method (or function) of a Python starter.
 pub fn parse(starter: &str) -> Result<Signature, SignatureError> {
-    let def = starter.find("def ").filter(|&i| i == 0 || !is_ident(starter.as_bytes()[i - 1])).ok_or(SignatureError::NoMethod)?;
+    let def = starter
+        .find("def ")
+        .filter(|&i| i == 0 || !is_ident(starter.as_bytes()[i - 1]))
+        .ok_or(SignatureError::NoMethod)?;
     let rest = &starter[def + 4..];
     let open = rest.find('(').ok_or(SignatureError::NoMethod)?;
     let method = rest[..open].trim().to_owned();
@@ -122,16 +129,36 @@ pub fn parse(starter: &str) -> Result<Signature, SignatureError> {
         }
         let (name, ty) = match part.split_once(':') {
             Some((n, t)) => (n.trim(), t.split('=').next().unwrap_or("").trim()),
-            None => return Err(SignatureError::Unannotated { method, param: part.split('=').next().unwrap_or(part).trim().to_owned() }),
+            None => {
+                return Err(SignatureError::Unannotated {
+                    method,
+                    param: part.split('=').next().unwrap_or(part).trim().to_owned(),
+                });
+            }
         };
-        let ty = parse_type(ty).ok_or_else(|| SignatureError::Unsupported { method: method.clone(), place: format!("parameter `{name}`"), ty: ty.to_owned() })?;
-        params.push(Param { name: name.to_owned(), ty });
+        let ty = parse_type(ty).ok_or_else(|| SignatureError::Unsupported {
+            method: method.clone(),
+            place: format!("parameter `{name}`"),
+            ty: ty.to_owned(),
+        })?;
+        params.push(Param {
+            name: name.to_owned(),
+            ty,
+        });
     }
     let returns = match annotation.strip_prefix("->").map(str::trim) {
         None | Some("None") => return Err(SignatureError::NoReturn { method }),
-        Some(t) => parse_type(t).ok_or_else(|| SignatureError::Unsupported { method: method.clone(), place: "return type".into(), ty: t.to_owned() })?,
+        Some(t) => parse_type(t).ok_or_else(|| SignatureError::Unsupported {
+            method: method.clone(),
+            place: "return type".into(),
+            ty: t.to_owned(),
+        })?,
     };
-    Ok(Signature { method, params, returns })
+    Ok(Signature {
+        method,
+        params,
+        returns,
+    })
 }
 
 fn is_ident(b: u8) -> bool {
@@ -164,7 +191,10 @@ fn parse_type(t: &str) -> Option<Type> {
         "bool" => Type::Bool,
         "str" => Type::Str,
         _ => {
-            let inner = t.strip_prefix("List[").or_else(|| t.strip_prefix("list["))?.strip_suffix(']')?;
+            let inner = t
+                .strip_prefix("List[")
+                .or_else(|| t.strip_prefix("list["))?
+                .strip_suffix(']')?;
             Type::List(Box::new(parse_type(inner)?))
         }
     })
@@ -324,8 +354,10 @@ fn reserved(language: Language, name: &str) -> bool {
         "var",
     ];
     const RUBY: &[&str] = &[
-        "alias", "and", "begin", "break", "case", "class", "def", "defined?", "do", "else", "elsif", "end", "ensure", "false", "for", "if", "in", "module", "next", "nil", "not",
-        "or", "redo", "rescue", "retry", "return", "self", "super", "then", "true", "undef", "unless", "until", "when", "while", "yield",
+        "alias", "and", "begin", "break", "case", "class", "def", "defined?", "do", "else",
+        "elsif", "end", "ensure", "false", "for", "if", "in", "module", "next", "nil", "not", "or",
+        "redo", "rescue", "retry", "return", "self", "super", "then", "true", "undef", "unless",
+        "until", "when", "while", "yield",
     ];
     match language {
         Language::Python => false,
@@ -376,28 +408,50 @@ impl Type {
 impl Signature {
     /// The name of the method (or function) in `language`: Ruby's is snake_case.
     pub fn callable(&self, language: Language) -> String {
-        if language == Language::Ruby { snake_case(&self.method) } else { self.method.clone() }
+        if language == Language::Ruby {
+            snake_case(&self.method)
+        } else {
+            self.method.clone()
+        }
     }
 
     /// A parameter's name in `language` (snake_case in Ruby; a reserved word gets `_`).
     pub fn param_name(&self, index: usize, language: Language) -> String {
         let name = &self.params[index].name;
-        let name = if language == Language::Ruby { snake_case(name) } else { name.clone() };
-        if reserved(language, &name) { format!("{name}_") } else { name }
+        let name = if language == Language::Ruby {
+            snake_case(name)
+        } else {
+            name.clone()
+        };
+        if reserved(language, &name) {
+            format!("{name}_")
+        } else {
+            name
+        }
     }
 
     /// The skeleton a solution in `language` implements (the driver calls exactly this).
     /// Python's is the starter itself, which the caller keeps.
     pub fn skeleton(&self, language: Language) -> String {
-        let names: Vec<String> = (0..self.params.len()).map(|i| self.param_name(i, language)).collect();
+        let names: Vec<String> = (0..self.params.len())
+            .map(|i| self.param_name(i, language))
+            .collect();
         let typed = |sep: &str, by_ref: bool| -> String {
             self.params
                 .iter()
                 .zip(&names)
                 .map(|(p, n)| {
                     let t = p.ty.in_language(language);
-                    let amp = if by_ref && matches!(p.ty, Type::List(_)) { "&" } else { "" };
-                    if sep.is_empty() { format!("{t}{amp} {n}") } else { format!("{n}{sep}{t}") }
+                    let amp = if by_ref && matches!(p.ty, Type::List(_)) {
+                        "&"
+                    } else {
+                        ""
+                    };
+                    if sep.is_empty() {
+                        format!("{t}{amp} {n}")
+                    } else {
+                        format!("{n}{sep}{t}")
+                    }
                 })
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -406,16 +460,36 @@ impl Signature {
         let m = self.callable(language);
         match language {
             Language::Python => {
-                let params: Vec<String> = self.params.iter().map(|p| format!(", {}: {}", p.name, p.ty)).collect();
-                format!("class Solution:\n    def {m}(self{}) -> {}:\n        ", params.concat(), self.returns)
+                let params: Vec<String> = self
+                    .params
+                    .iter()
+                    .map(|p| format!(", {}: {}", p.name, p.ty))
+                    .collect();
+                format!(
+                    "class Solution:\n    def {m}(self{}) -> {}:\n        ",
+                    params.concat(),
+                    self.returns
+                )
             }
-            Language::Cpp => format!("class Solution {{\npublic:\n    {ret} {m}({}) {{\n        \n    }}\n}};\n", typed("", true)),
-            Language::Java => format!("class Solution {{\n    public {ret} {m}({}) {{\n        \n    }}\n}}\n", typed("", false)),
-            Language::Go => format!("package main\n\nfunc {m}({}) {ret} {{\n\t\n}}\n", typed(" ", false)),
+            Language::Cpp => format!(
+                "class Solution {{\npublic:\n    {ret} {m}({}) {{\n        \n    }}\n}};\n",
+                typed("", true)
+            ),
+            Language::Java => format!(
+                "class Solution {{\n    public {ret} {m}({}) {{\n        \n    }}\n}}\n",
+                typed("", false)
+            ),
+            Language::Go => format!(
+                "package main\n\nfunc {m}({}) {ret} {{\n\t\n}}\n",
+                typed(" ", false)
+            ),
             Language::Ruby => {
                 let mut doc = String::new();
                 for (p, n) in self.params.iter().zip(&names) {
-                    doc.push_str(&format!("# @param {{{}}} {n}\n", p.ty.in_language(language)));
+                    doc.push_str(&format!(
+                        "# @param {{{}}} {n}\n",
+                        p.ty.in_language(language)
+                    ));
                 }
                 doc.push_str(&format!("# @return {{{ret}}}\n"));
                 format!("{doc}def {m}({})\n  \nend\n", names.join(", "))
@@ -437,8 +511,15 @@ mod tests {
         let s = parse("class Solution:\n    def maxHaul(self, shelves: List[List[int]], caps: List[int], k: int) -> int:\n        ").unwrap();
         assert_eq!(s.method, "maxHaul");
         assert_eq!(
-            s.params.iter().map(|p| (p.name.as_str(), p.ty.clone())).collect::<Vec<_>>(),
-            vec![("shelves", list(list(Type::Int))), ("caps", list(Type::Int)), ("k", Type::Int)]
+            s.params
+                .iter()
+                .map(|p| (p.name.as_str(), p.ty.clone()))
+                .collect::<Vec<_>>(),
+            vec![
+                ("shelves", list(list(Type::Int))),
+                ("caps", list(Type::Int)),
+                ("k", Type::Int)
+            ]
         );
         assert_eq!(s.returns, Type::Int);
         // Spread over lines, lower-case `list`, every scalar type.
@@ -454,20 +535,57 @@ mod tests {
     #[test]
     fn errors_name_the_type_and_the_place() {
         let e = parse("class Solution:\n    def invertTree(self, root: Optional[TreeNode]) -> Optional[TreeNode]:\n").unwrap_err();
-        assert_eq!(e, SignatureError::Unsupported { method: "invertTree".into(), place: "parameter `root`".into(), ty: "Optional[TreeNode]".into() });
+        assert_eq!(
+            e,
+            SignatureError::Unsupported {
+                method: "invertTree".into(),
+                place: "parameter `root`".into(),
+                ty: "Optional[TreeNode]".into()
+            }
+        );
         assert!(e.to_string().contains("`Optional[TreeNode]`"), "{e}");
         let e = parse("class Solution:\n    def f(self, head: ListNode) -> int:\n").unwrap_err();
-        assert!(e.to_string().contains("unsupported type `ListNode` (parameter `head` of `f`)"), "{e}");
-        let e = parse("class Solution:\n    def f(self, a: List[int]) -> Dict[int, int]:\n").unwrap_err();
-        assert_eq!(e, SignatureError::Unsupported { method: "f".into(), place: "return type".into(), ty: "Dict[int, int]".into() });
-        assert_eq!(parse("class Solution:\n    def f(self, a: List[int]) -> None:\n").unwrap_err(), SignatureError::NoReturn { method: "f".into() });
-        assert_eq!(parse("class Solution:\n    def f(self, a: List[int]):\n").unwrap_err(), SignatureError::NoReturn { method: "f".into() });
-        assert_eq!(parse("class Solution:\n    def f(self, a, b: int) -> int:\n").unwrap_err(), SignatureError::Unannotated { method: "f".into(), param: "a".into() });
+        assert!(
+            e.to_string()
+                .contains("unsupported type `ListNode` (parameter `head` of `f`)"),
+            "{e}"
+        );
+        let e = parse("class Solution:\n    def f(self, a: List[int]) -> Dict[int, int]:\n")
+            .unwrap_err();
+        assert_eq!(
+            e,
+            SignatureError::Unsupported {
+                method: "f".into(),
+                place: "return type".into(),
+                ty: "Dict[int, int]".into()
+            }
+        );
+        assert_eq!(
+            parse("class Solution:\n    def f(self, a: List[int]) -> None:\n").unwrap_err(),
+            SignatureError::NoReturn { method: "f".into() }
+        );
+        assert_eq!(
+            parse("class Solution:\n    def f(self, a: List[int]):\n").unwrap_err(),
+            SignatureError::NoReturn { method: "f".into() }
+        );
+        assert_eq!(
+            parse("class Solution:\n    def f(self, a, b: int) -> int:\n").unwrap_err(),
+            SignatureError::Unannotated {
+                method: "f".into(),
+                param: "a".into()
+            }
+        );
         assert_eq!(parse("").unwrap_err(), SignatureError::NoMethod);
-        assert_eq!(parse("class Solution:\n    pass\n").unwrap_err(), SignatureError::NoMethod);
+        assert_eq!(
+            parse("class Solution:\n    pass\n").unwrap_err(),
+            SignatureError::NoMethod
+        );
         // `undef ` is not `def `.
         assert_eq!(parse("undef x(").unwrap_err(), SignatureError::NoMethod);
-        assert!(matches!(parse("class Solution:\n    def f(self, a: List[int) -> int:\n").unwrap_err(), SignatureError::Unsupported { .. }));
+        assert!(matches!(
+            parse("class Solution:\n    def f(self, a: List[int) -> int:\n").unwrap_err(),
+            SignatureError::Unsupported { .. }
+        ));
     }
 
     #[test]
@@ -477,13 +595,21 @@ mod tests {
             s.skeleton(Language::Cpp),
             "class Solution {\npublic:\n    vector<bool> maxHaul(vector<vector<long long>>& shelves, vector<string>& new_, long long k) {\n        \n    }\n};\n"
         );
-        assert_eq!(s.skeleton(Language::Java), "class Solution {\n    public boolean[] maxHaul(long[][] shelves, String[] new_, long k) {\n        \n    }\n}\n");
-        assert_eq!(s.skeleton(Language::Go), "package main\n\nfunc maxHaul(shelves [][]int, new []string, k int) []bool {\n\t\n}\n");
+        assert_eq!(
+            s.skeleton(Language::Java),
+            "class Solution {\n    public boolean[] maxHaul(long[][] shelves, String[] new_, long k) {\n        \n    }\n}\n"
+        );
+        assert_eq!(
+            s.skeleton(Language::Go),
+            "package main\n\nfunc maxHaul(shelves [][]int, new []string, k int) []bool {\n\t\n}\n"
+        );
         assert_eq!(
             s.skeleton(Language::Ruby),
             "# @param {Integer[][]} shelves\n# @param {String[]} new\n# @param {Integer} k\n# @return {Boolean[]}\ndef max_haul(shelves, new, k)\n  \nend\n"
         );
-        assert!(s.skeleton(Language::Python).contains("def maxHaul(self, shelves: List[List[int]], new: List[str], k: int) -> List[bool]:"));
+        assert!(s.skeleton(Language::Python).contains(
+            "def maxHaul(self, shelves: List[List[int]], new: List[str], k: int) -> List[bool]:"
+        ));
         assert_eq!(snake_case("nearestTwinStops"), "nearest_twin_stops");
         assert_eq!(snake_case("already_snake"), "already_snake");
     }

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use coreb_sandbox::{BOX_DIR, CACHE_DIR, DirAccess, Limits, Program, Sandbox, SandboxError, WORK_DIR};
+use coreb_sandbox::{
+    BOX_DIR, CACHE_DIR, DirAccess, Limits, Program, Sandbox, SandboxError, WORK_DIR,
+};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -126,9 +128,21 @@ pub fn compile_limits() -> Limits {
 /// more memory and threads; Ruby's runtime starts threads.
 pub fn language_limits(language: Language) -> (LimitsPatch, LimitsPatch) {
     let run = match language {
-        Language::Java => LimitsPatch { memory_mb: Some(1536), processes: Some(128), open_files: Some(256), ..LimitsPatch::default() },
-        Language::Go => LimitsPatch { memory_mb: Some(1024), processes: Some(64), ..LimitsPatch::default() },
-        Language::Ruby => LimitsPatch { processes: Some(64), ..LimitsPatch::default() },
+        Language::Java => LimitsPatch {
+            memory_mb: Some(1536),
+            processes: Some(128),
+            open_files: Some(256),
+            ..LimitsPatch::default()
+        },
+        Language::Go => LimitsPatch {
+            memory_mb: Some(1024),
+            processes: Some(64),
+            ..LimitsPatch::default()
+        },
+        Language::Ruby => LimitsPatch {
+            processes: Some(64),
+            ..LimitsPatch::default()
+        },
         Language::Python | Language::Cpp => LimitsPatch::default(),
     };
     (run, LimitsPatch::default())
@@ -186,19 +200,55 @@ fn argv(items: &[&str]) -> Vec<String> {
 impl LanguageConfig {
     /// The recipe of `language`: defaults, then this section's settings; with `reuse`, the
     /// language's faster start of tests ([`FastStart::of`]).
-    pub fn resolve(&self, language: Language, limits: &Limits, compile_limits: &Limits, reuse: bool) -> Toolchain {
-        let mut env: BTreeMap<String, String> = [("PATH", "/usr/local/bin:/usr/bin:/bin"), ("LANG", "C.UTF-8"), ("LC_ALL", "C.UTF-8"), ("HOME", WORK_DIR)]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
+    pub fn resolve(
+        &self,
+        language: Language,
+        limits: &Limits,
+        compile_limits: &Limits,
+        reuse: bool,
+    ) -> Toolchain {
+        let mut env: BTreeMap<String, String> = [
+            ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C.UTF-8"),
+            ("HOME", WORK_DIR),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
         // Language defaults: (source, compile, run); limits: [`language_limits`].
         let (lang_limits, lang_compile) = language_limits(language);
         let (source, compile, run) = match language {
-            Language::Python => ("main.py", argv(&["python3", "-m", "py_compile", "{src}"]), argv(&["python3", "{src}"])),
-            Language::Cpp => ("main.cpp", argv(&["g++", "-std=c++17", "-O2", "-pipe", "-o", "{dir}/main", "{src}"]), argv(&["{dir}/main"])),
+            Language::Python => (
+                "main.py",
+                argv(&["python3", "-m", "py_compile", "{src}"]),
+                argv(&["python3", "{src}"]),
+            ),
+            Language::Cpp => (
+                "main.cpp",
+                argv(&[
+                    "g++",
+                    "-std=c++17",
+                    "-O2",
+                    "-pipe",
+                    "-o",
+                    "{dir}/main",
+                    "{src}",
+                ]),
+                argv(&["{dir}/main"]),
+            ),
             Language::Java => (
                 "{main_class}.java",
-                argv(&["javac", "-encoding", "UTF-8", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-d", "{dir}", "{src}"]),
+                argv(&[
+                    "javac",
+                    "-encoding",
+                    "UTF-8",
+                    "-J-XX:+UseSerialGC",
+                    "-J-XX:TieredStopAtLevel=1",
+                    "-d",
+                    "{dir}",
+                    "{src}",
+                ]),
                 argv(&[
                     "java",
                     "-XX:MaxRAM={memory_mb}m",
@@ -216,18 +266,41 @@ impl LanguageConfig {
                     "{main_class}",
                 ]),
             ),
-            Language::Go => ("main.go", argv(&["go", "build", "-o", "{dir}/main", "{src}"]), argv(&["{dir}/main"])),
-            Language::Ruby => ("main.rb", argv(&["ruby", "-c", "{src}"]), argv(&["ruby", "{src}"])),
+            Language::Go => (
+                "main.go",
+                argv(&["go", "build", "-o", "{dir}/main", "{src}"]),
+                argv(&["{dir}/main"]),
+            ),
+            Language::Ruby => (
+                "main.rb",
+                argv(&["ruby", "-c", "{src}"]),
+                argv(&["ruby", "{src}"]),
+            ),
         };
         if language == Language::Go {
-            for (k, v) in [("GOCACHE", CACHE_DIR), ("GOPATH", "/tmp/gopath"), ("CGO_ENABLED", "0"), ("GO111MODULE", "off")] {
+            for (k, v) in [
+                ("GOCACHE", CACHE_DIR),
+                ("GOPATH", "/tmp/gopath"),
+                ("CGO_ENABLED", "0"),
+                ("GO111MODULE", "off"),
+            ] {
                 env.insert(k.to_owned(), v.to_owned());
             }
         }
         env.extend(self.env.clone());
-        let time_multiplier = self.time_multiplier.unwrap_or_else(|| default_time_multiplier(language));
-        let scale = |ms: u64| (ms as f64 * time_multiplier).round().clamp(1.0, u64::MAX as f64) as u64;
-        let scaled = Limits { cpu_time_ms: scale(limits.cpu_time_ms), wall_time_ms: scale(limits.wall_time_ms), ..limits.clone() };
+        let time_multiplier = self
+            .time_multiplier
+            .unwrap_or_else(|| default_time_multiplier(language));
+        let scale = |ms: u64| {
+            (ms as f64 * time_multiplier)
+                .round()
+                .clamp(1.0, u64::MAX as f64) as u64
+        };
+        let scaled = Limits {
+            cpu_time_ms: scale(limits.cpu_time_ms),
+            wall_time_ms: scale(limits.wall_time_ms),
+            ..limits.clone()
+        };
         Toolchain {
             language,
             source: self.source.clone().unwrap_or_else(|| source.to_owned()),
@@ -236,11 +309,17 @@ impl LanguageConfig {
             env,
             prelude: self.prelude.clone().unwrap_or_default(),
             limits: self.limits.apply(&lang_limits.apply(&scaled)),
-            compile_limits: self.compile_limits.apply(&lang_compile.apply(compile_limits)),
+            compile_limits: self
+                .compile_limits
+                .apply(&lang_compile.apply(compile_limits)),
             compile_cache: self.compile_cache.unwrap_or(language == Language::Go),
             time_multiplier,
             fast_start: if reuse { FastStart::of(language) } else { None },
-            fast_compile: if reuse { FastCompile::of(language) } else { None },
+            fast_compile: if reuse {
+                FastCompile::of(language)
+            } else {
+                None
+            },
         }
     }
 }
@@ -254,9 +333,14 @@ pub fn java_main_class(code: &str) -> String {
     while i < bytes.len() {
         let rest = &bytes[i..];
         let end = if rest.starts_with(b"//") {
-            bytes[i..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |p| i + p)
+            bytes[i..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |p| i + p)
         } else if rest.starts_with(b"/*") {
-            code[i + 2..].find("*/").map_or(bytes.len(), |p| i + 2 + p + 2)
+            code[i + 2..]
+                .find("*/")
+                .map_or(bytes.len(), |p| i + 2 + p + 2)
         } else if rest[0] == b'"' || rest[0] == b'\'' {
             let q = rest[0];
             let mut j = i + 1;
@@ -276,8 +360,12 @@ pub fn java_main_class(code: &str) -> String {
         i = end.max(i + 1);
     }
     let clean = String::from_utf8_lossy(&clean).into_owned();
-    let class_re = regex::Regex::new(r"\b(?:(public)\s+)?(?:(?:final|abstract|static)\s+)*class\s+([A-Za-z_$][\w$]*)").expect("valid regex");
-    let main_re = regex::Regex::new(r"\bstatic\s+(?:final\s+)?void\s+main\s*\(").expect("valid regex");
+    let class_re = regex::Regex::new(
+        r"\b(?:(public)\s+)?(?:(?:final|abstract|static)\s+)*class\s+([A-Za-z_$][\w$]*)",
+    )
+    .expect("valid regex");
+    let main_re =
+        regex::Regex::new(r"\bstatic\s+(?:final\s+)?void\s+main\s*\(").expect("valid regex");
     // Top-level classes with their body spans.
     let mut depth = 0usize;
     let mut depth_at = Vec::with_capacity(clean.len() + 1);
@@ -305,7 +393,8 @@ pub fn java_main_class(code: &str) -> String {
             // The class's body: from its `{` to the matching `}`.
             let open = clean[whole..].find('{').map(|p| whole + p);
             if let Some(open) = open {
-                let close = (open + 1..clean.len()).find(|&k| depth_at[k + 1] == 0 && clean.as_bytes()[k] == b'}');
+                let close = (open + 1..clean.len())
+                    .find(|&k| depth_at[k + 1] == 0 && clean.as_bytes()[k] == b'}');
                 if m > open && close.is_none_or(|c| m < c) {
                     return name;
                 }
@@ -317,7 +406,10 @@ pub fn java_main_class(code: &str) -> String {
 
 /// Substitute placeholders in one argument.
 pub(super) fn fill(arg: &str, src: &str, main_class: &str, memory_mb: u64) -> String {
-    arg.replace("{src}", src).replace("{dir}", BOX_DIR).replace("{main_class}", main_class).replace("{memory_mb}", &memory_mb.to_string())
+    arg.replace("{src}", src)
+        .replace("{dir}", BOX_DIR)
+        .replace("{main_class}", main_class)
+        .replace("{memory_mb}", &memory_mb.to_string())
 }
 
 /// The Debian package that provides a program, for "install it" messages.
@@ -365,34 +457,83 @@ pub type ToolchainVersions = BTreeMap<Language, BTreeMap<String, String>>;
 /// Ask every program of `languages` for its version, in the sandbox (so a toolchain that the
 /// sandbox's filesystem view hides counts as missing). A program that cannot be started is
 /// [`ExecuteError::MissingToolchain`], naming the Debian package to install.
-pub fn toolchain_versions(config: &crate::ExecuteConfig, sandbox: &Sandbox, languages: &[Language]) -> Result<ToolchainVersions, ExecuteError> {
-    let dir = tempfile::Builder::new().prefix("coreb-toolchains-").tempdir().map_err(|source| ExecuteError::Io { path: std::env::temp_dir(), source })?;
+pub fn toolchain_versions(
+    config: &crate::ExecuteConfig,
+    sandbox: &Sandbox,
+    languages: &[Language],
+) -> Result<ToolchainVersions, ExecuteError> {
+    let dir = tempfile::Builder::new()
+        .prefix("coreb-toolchains-")
+        .tempdir()
+        .map_err(|source| ExecuteError::Io {
+            path: std::env::temp_dir(),
+            source,
+        })?;
     // (language, program, environment) of every program to ask.
     let mut asks = Vec::new();
     for &language in languages {
         let t = config.toolchain(language);
-        let env: Vec<(String, String)> = t.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let env: Vec<(String, String)> =
+            t.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         for program in programs(&t) {
             asks.push((language, program, env.clone()));
         }
     }
-    let limits = Limits { memory_mb: 2048, processes: 256, open_files: 1024, cpu_time_ms: 30_000, wall_time_ms: 60_000, ..Limits::default() };
+    let limits = Limits {
+        memory_mb: 2048,
+        processes: 256,
+        open_files: 1024,
+        cpu_time_ms: 30_000,
+        wall_time_ms: 60_000,
+        ..Limits::default()
+    };
     let answers: Vec<Result<(Language, String, String), ExecuteError>> = asks
         .par_iter()
         .map(|(language, program, env)| {
             let mut argv = vec![program.clone()];
             argv.extend(version_args(program).iter().map(|a| (*a).to_owned()));
-            let run = Program { argv, env: env.clone(), stdin: b"", dir: dir.path(), access: DirAccess::ReadOnly, cache: None };
+            let run = Program {
+                argv,
+                env: env.clone(),
+                stdin: b"",
+                dir: dir.path(),
+                access: DirAccess::ReadOnly,
+                cache: None,
+            };
             let outcome = sandbox.run(&run, &limits).map_err(|e| match e {
-                SandboxError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                    ExecuteError::MissingToolchain { language: *language, program: program.clone(), package: debian_package(program) }
+                SandboxError::Spawn { source, .. }
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    ExecuteError::MissingToolchain {
+                        language: *language,
+                        program: program.clone(),
+                        package: debian_package(program),
+                    }
                 }
-                source => ExecuteError::Version { program: program.clone(), source },
+                source => ExecuteError::Version {
+                    program: program.clone(),
+                    source,
+                },
             })?;
-            let text = String::from_utf8_lossy(if outcome.stdout.iter().any(|b| !b.is_ascii_whitespace()) { &outcome.stdout } else { &outcome.stderr }).into_owned();
-            let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+            let text = String::from_utf8_lossy(
+                if outcome.stdout.iter().any(|b| !b.is_ascii_whitespace()) {
+                    &outcome.stdout
+                } else {
+                    &outcome.stderr
+                },
+            )
+            .into_owned();
+            let lines: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
             let Some(first) = lines.first() else {
-                return Err(ExecuteError::Config(format!("`{program} {}` printed no version ({:?})", version_args(program).join(" "), outcome.status)));
+                return Err(ExecuteError::Config(format!(
+                    "`{program} {}` printed no version ({:?})",
+                    version_args(program).join(" "),
+                    outcome.status
+                )));
             };
             let mut version = (*first).to_owned();
             if let Some(build) = lines.iter().take(3).skip(1).find(|l| l.contains("build")) {

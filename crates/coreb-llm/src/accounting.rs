@@ -80,13 +80,22 @@ pub enum Event {
 impl Accounting {
     /// Totals with these prices.
     pub fn new(prices: BTreeMap<String, ModelPrice>) -> Self {
-        Accounting { rows: Mutex::new(BTreeMap::new()), prices }
+        Accounting {
+            rows: Mutex::new(BTreeMap::new()),
+            prices,
+        }
     }
 
     /// Count one event.
     pub fn record(&self, stage: LlmStage, model: &str, event: Event) {
         let mut rows = self.rows.lock().unwrap_or_else(|p| p.into_inner());
-        let row = rows.entry((stage, model.to_owned())).or_insert_with(|| UsageRow { stage: stage.to_string(), model: model.to_owned(), ..UsageRow::default() });
+        let row = rows
+            .entry((stage, model.to_owned()))
+            .or_insert_with(|| UsageRow {
+                stage: stage.to_string(),
+                model: model.to_owned(),
+                ..UsageRow::default()
+            });
         match event {
             Event::FromStore(u) => {
                 row.from_store += 1;
@@ -99,14 +108,19 @@ impl Accounting {
                 row.prompt_tokens += u.prompt_tokens;
                 row.completion_tokens += u.completion_tokens;
                 let price = self.prices.get(model).copied().unwrap_or_default();
-                row.cost += (u.prompt_tokens as f64 * price.input_per_million + u.completion_tokens as f64 * price.output_per_million) / 1e6;
+                row.cost += (u.prompt_tokens as f64 * price.input_per_million
+                    + u.completion_tokens as f64 * price.output_per_million)
+                    / 1e6;
             }
             Event::BatchPaid(u, factor) => {
                 row.from_batch += 1;
                 row.prompt_tokens += u.prompt_tokens;
                 row.completion_tokens += u.completion_tokens;
                 let price = self.prices.get(model).copied().unwrap_or_default();
-                let cost = factor * (u.prompt_tokens as f64 * price.input_per_million + u.completion_tokens as f64 * price.output_per_million) / 1e6;
+                let cost = factor
+                    * (u.prompt_tokens as f64 * price.input_per_million
+                        + u.completion_tokens as f64 * price.output_per_million)
+                    / 1e6;
                 row.cost += cost;
                 row.batch_cost += cost;
             }
@@ -117,12 +131,20 @@ impl Accounting {
 
     /// Every row, sorted by stage then model.
     pub fn rows(&self) -> Vec<UsageRow> {
-        self.rows.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+        self.rows
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// The rows of one stage.
     pub fn stage_rows(&self, stage: LlmStage) -> Vec<UsageRow> {
-        self.rows().into_iter().filter(|r| r.stage == stage.as_str()).collect()
+        self.rows()
+            .into_iter()
+            .filter(|r| r.stage == stage.as_str())
+            .collect()
     }
 }
 
@@ -132,11 +154,38 @@ mod tests {
 
     #[test]
     fn cost_from_prices() {
-        let prices = BTreeMap::from([("m".to_owned(), ModelPrice { input_per_million: 1.0, output_per_million: 4.0 })]);
+        let prices = BTreeMap::from([(
+            "m".to_owned(),
+            ModelPrice {
+                input_per_million: 1.0,
+                output_per_million: 4.0,
+            },
+        )]);
         let acc = Accounting::new(prices);
-        acc.record(LlmStage::Rewrite, "m", Event::Paid(TokenUsage { prompt_tokens: 500_000, completion_tokens: 250_000 }));
-        acc.record(LlmStage::Rewrite, "m", Event::FromStore(TokenUsage { prompt_tokens: 10, completion_tokens: 5 }));
-        acc.record(LlmStage::Generate, "free", Event::Paid(TokenUsage { prompt_tokens: 9, completion_tokens: 9 }));
+        acc.record(
+            LlmStage::Rewrite,
+            "m",
+            Event::Paid(TokenUsage {
+                prompt_tokens: 500_000,
+                completion_tokens: 250_000,
+            }),
+        );
+        acc.record(
+            LlmStage::Rewrite,
+            "m",
+            Event::FromStore(TokenUsage {
+                prompt_tokens: 10,
+                completion_tokens: 5,
+            }),
+        );
+        acc.record(
+            LlmStage::Generate,
+            "free",
+            Event::Paid(TokenUsage {
+                prompt_tokens: 9,
+                completion_tokens: 9,
+            }),
+        );
         let rows = acc.rows();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].stage, "rewrite");
@@ -144,9 +193,22 @@ mod tests {
         assert_eq!(rows[0].stored_tokens, 15);
         assert_eq!(rows[1].cost, 0.0);
         // A batch answer costs the batch share of the price and is shown as such.
-        acc.record(LlmStage::Rewrite, "m", Event::BatchPaid(TokenUsage { prompt_tokens: 500_000, completion_tokens: 250_000 }, 0.5));
+        acc.record(
+            LlmStage::Rewrite,
+            "m",
+            Event::BatchPaid(
+                TokenUsage {
+                    prompt_tokens: 500_000,
+                    completion_tokens: 250_000,
+                },
+                0.5,
+            ),
+        );
         let row = &acc.rows()[0];
-        assert!((row.cost - 2.25).abs() < 1e-12 && (row.batch_cost - 0.75).abs() < 1e-12, "{row:?}");
+        assert!(
+            (row.cost - 2.25).abs() < 1e-12 && (row.batch_cost - 0.75).abs() < 1e-12,
+            "{row:?}"
+        );
         assert_eq!(row.from_batch, 1);
     }
 }

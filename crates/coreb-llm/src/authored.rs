@@ -16,7 +16,10 @@ use std::collections::BTreeMap;
 use futures_util::future::BoxFuture;
 
 use super::store::{ResponseStore, StoreEntry, StoredResponse};
-use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, LlmStage, Origin, Provenance, TokenUsage};
+use super::{
+    ChatRequest, Completion, FinishReason, LlmError, LlmGateway, LlmStage, Origin, Provenance,
+    TokenUsage,
+};
 
 /// A gateway over authored answers that records them in a store.
 #[derive(Debug)]
@@ -33,16 +36,38 @@ impl AuthoredGateway {
 }
 
 impl LlmGateway for AuthoredGateway {
-    fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(async move {
             let Some(text) = self.answers.get(&(request.stage, request.item.clone())) else {
-                return Err(LlmError::NotAuthored { stage: request.stage, item: request.item.clone(), model: request.model.clone() });
+                return Err(LlmError::NotAuthored {
+                    stage: request.stage,
+                    item: request.item.clone(),
+                    model: request.model.clone(),
+                });
             };
             // No endpoint was asked: no token counts, and the entry says who wrote it.
             let usage = TokenUsage::default();
-            let entry = StoreEntry::of(request, StoredResponse { text: text.clone(), finish_reason: FinishReason::Stop, usage, provenance: Provenance::Authored });
+            let entry = StoreEntry::of(
+                request,
+                StoredResponse {
+                    text: text.clone(),
+                    finish_reason: FinishReason::Stop,
+                    usage,
+                    provenance: Provenance::Authored,
+                },
+            );
             self.store.put(&entry)?;
-            Ok(Completion { key: entry.key, text: text.clone(), finish_reason: FinishReason::Stop, usage, origin: Origin::Endpoint, provenance: Provenance::Authored })
+            Ok(Completion {
+                key: entry.key,
+                text: text.clone(),
+                finish_reason: FinishReason::Stop,
+                usage,
+                origin: Origin::Endpoint,
+                provenance: Provenance::Authored,
+            })
         })
     }
 }
@@ -59,16 +84,33 @@ mod tests {
     #[tokio::test]
     async fn counted_ticks_per_request_and_passes_answers_through() {
         let dir = tempfile::tempdir().unwrap();
-        let answers = BTreeMap::from([((LlmStage::Generate, "a".to_owned()), "print(1)".to_owned())]);
+        let answers =
+            BTreeMap::from([((LlmStage::Generate, "a".to_owned()), "print(1)".to_owned())]);
         let inner = AuthoredGateway::new(answers, ResponseStore::open(dir.path()));
         let n = AtomicUsize::new(0);
         let tick = || {
             n.fetch_add(1, Ordering::SeqCst);
         };
-        let counted = Counted { inner: &inner, progress: &tick };
-        let ask = |item: &str| request(LlmStage::Generate, item, "m", Vec::new(), &SamplingParams::default(), 0, "p");
+        let counted = Counted {
+            inner: &inner,
+            progress: &tick,
+        };
+        let ask = |item: &str| {
+            request(
+                LlmStage::Generate,
+                item,
+                "m",
+                Vec::new(),
+                &SamplingParams::default(),
+                0,
+                "p",
+            )
+        };
         assert_eq!(counted.complete(&ask("a")).await.unwrap().text, "print(1)");
-        assert!(matches!(counted.complete(&ask("b")).await, Err(LlmError::NotAuthored { .. })));
+        assert!(matches!(
+            counted.complete(&ask("b")).await,
+            Err(LlmError::NotAuthored { .. })
+        ));
         assert_eq!(n.load(Ordering::SeqCst), 2);
     }
 }

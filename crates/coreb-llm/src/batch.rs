@@ -45,9 +45,14 @@ use super::client::{Attempt, classify, wire_body};
 use super::config::{BatchConfig, LlmConfig, StoreMode};
 use super::gateway::Gateway;
 use super::store::{StoreEntry, StoredResponse};
-use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, Provenance, TokenUsage, UsageRow};
+use super::{
+    ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, Provenance, TokenUsage,
+    UsageRow,
+};
 use coreb_http::RetryConfig;
-use coreb_http::retry::{GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries};
+use coreb_http::retry::{
+    GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries,
+};
 use coreb_http::secs;
 
 /// The format tag of a persisted submission.
@@ -56,7 +61,10 @@ const FORMAT: &str = "coreb-llm-batch/1";
 /// Where the submissions of the batches feeding the store at `store` are kept: beside it,
 /// `<store>.batches`.
 pub fn state_dir_of(store: &Path) -> PathBuf {
-    let mut name = store.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = store
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
     name.push(".batches");
     store.with_file_name(name)
 }
@@ -83,7 +91,17 @@ impl Submission {
         requests.sort_by_key(ChatRequest::key);
         let jsonl = jsonl(&requests)?;
         let submission = coreb_base::hashing::sha256_hex(&jsonl);
-        Ok((Submission { format: FORMAT.into(), submission, round, input_file_id: None, batch_id: None, requests }, jsonl))
+        Ok((
+            Submission {
+                format: FORMAT.into(),
+                submission,
+                round,
+                input_file_id: None,
+                batch_id: None,
+                requests,
+            },
+            jsonl,
+        ))
     }
 }
 
@@ -91,7 +109,9 @@ impl Submission {
 fn jsonl(requests: &[ChatRequest]) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     for r in requests {
-        let body: Value = wire_body(r).and_then(|b| serde_json::from_slice(&b)).map_err(|e| format!("cannot encode request `{}`: {e}", r.key()))?;
+        let body: Value = wire_body(r)
+            .and_then(|b| serde_json::from_slice(&b))
+            .map_err(|e| format!("cannot encode request `{}`: {e}", r.key()))?;
         let line = serde_json::json!({"custom_id": r.key(), "method": "POST", "url": "/v1/chat/completions", "body": body});
         out.extend_from_slice(line.to_string().as_bytes());
         out.push(b'\n');
@@ -103,7 +123,11 @@ fn jsonl(requests: &[ChatRequest]) -> Result<Vec<u8>, String> {
 #[derive(Debug, Clone)]
 enum Outcome {
     /// Answered (and stored).
-    Answered { text: String, finish_reason: FinishReason, usage: TokenUsage },
+    Answered {
+        text: String,
+        finish_reason: FinishReason,
+        usage: TokenUsage,
+    },
     /// Not answered by the batch: send it synchronously.
     Synchronous(String),
     /// The endpoint refused the credentials.
@@ -124,7 +148,10 @@ impl ApiError {
     fn outcome(&self, what: &str) -> Outcome {
         match self {
             ApiError::Unauthorized(status) => Outcome::Unauthorized(*status),
-            ApiError::Failed { attempts, reason } => Outcome::Failed { attempts: *attempts, reason: format!("Batch API, {what}: {reason}") },
+            ApiError::Failed { attempts, reason } => Outcome::Failed {
+                attempts: *attempts,
+                reason: format!("Batch API, {what}: {reason}"),
+            },
         }
     }
 }
@@ -156,13 +183,19 @@ struct Api {
 impl std::fmt::Debug for Api {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the key.
-        f.debug_struct("Api").field("base", &self.base).field("api_key", &self.api_key.as_ref().map(|_| "<set>")).finish()
+        f.debug_struct("Api")
+            .field("base", &self.base)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .finish()
     }
 }
 
 impl Api {
     /// One call: `make` builds the request afresh for every attempt.
-    async fn call(&self, make: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder) -> Result<Vec<u8>, ApiError> {
+    async fn call(
+        &self,
+        make: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+    ) -> Result<Vec<u8>, ApiError> {
         let make = &make;
         let outcome = send_with_retries(&self.retry, &self.limits, 0, |_| async move {
             let mut builder = make(&self.http);
@@ -171,45 +204,87 @@ impl Api {
             }
             let response = match builder.send().await {
                 Ok(r) => r,
-                Err(e) => return Step::Retry { reason: coreb_base::errors::chain(&e), after: None },
+                Err(e) => {
+                    return Step::Retry {
+                        reason: coreb_base::errors::chain(&e),
+                        after: None,
+                    };
+                }
             };
             let status = response.status().as_u16();
             let after = retry_after(response.headers());
             let body = match response.bytes().await {
                 Ok(b) => b.to_vec(),
-                Err(e) => return Step::Retry { reason: format!("HTTP {status}, body cut: {}", coreb_base::errors::chain(&e)), after },
+                Err(e) => {
+                    return Step::Retry {
+                        reason: format!(
+                            "HTTP {status}, body cut: {}",
+                            coreb_base::errors::chain(&e)
+                        ),
+                        after,
+                    };
+                }
             };
             match status {
                 200..=299 => Step::Done(body),
                 401 | 403 => Step::Fail(ApiError::Unauthorized(status)),
-                s if is_retryable_status(s) => Step::Retry { reason: format!("HTTP {status}: {}", snippet(&body)), after },
-                _ => Step::Fail(ApiError::Failed { attempts: 1, reason: format!("HTTP {status}: {}", snippet(&body)) }),
+                s if is_retryable_status(s) => Step::Retry {
+                    reason: format!("HTTP {status}: {}", snippet(&body)),
+                    after,
+                },
+                _ => Step::Fail(ApiError::Failed {
+                    attempts: 1,
+                    reason: format!("HTTP {status}: {}", snippet(&body)),
+                }),
             }
         })
         .await;
         outcome.map_err(|gave_up| match gave_up {
             GaveUp::Failed(e) => e,
-            GaveUp::Exhausted { attempts, last } => ApiError::Failed { attempts, reason: format!("gave up after {attempts} attempts; last error: {last}") },
+            GaveUp::Exhausted { attempts, last } => ApiError::Failed {
+                attempts,
+                reason: format!("gave up after {attempts} attempts; last error: {last}"),
+            },
         })
     }
 
-    async fn json<T: serde::de::DeserializeOwned>(&self, make: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder) -> Result<T, ApiError> {
+    async fn json<T: serde::de::DeserializeOwned>(
+        &self,
+        make: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+    ) -> Result<T, ApiError> {
         let body = self.call(make).await?;
-        serde_json::from_slice(&body).map_err(|e| ApiError::Failed { attempts: 1, reason: format!("unexpected answer ({e}): {}", snippet(&body)) })
+        serde_json::from_slice(&body).map_err(|e| ApiError::Failed {
+            attempts: 1,
+            reason: format!("unexpected answer ({e}): {}", snippet(&body)),
+        })
     }
 
     /// `POST /files` (multipart, `purpose=batch`): the file's id.
     async fn upload(&self, submission: &str, jsonl: &[u8]) -> Result<String, ApiError> {
         let boundary = format!("coreb-batch-{}", &submission[..16.min(submission.len())]);
         let mut body = Vec::with_capacity(jsonl.len() + 512);
-        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n").as_bytes());
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n"
+            )
+            .as_bytes(),
+        );
         body.extend_from_slice(
             format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"coreb-{submission}.jsonl\"\r\nContent-Type: application/jsonl\r\n\r\n").as_bytes(),
         );
         body.extend_from_slice(jsonl);
         body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
         let url = format!("{}/files", self.base);
-        let file: Value = self.json(|http| http.post(&url).header(reqwest::header::CONTENT_TYPE, format!("multipart/form-data; boundary={boundary}")).body(body.clone())).await?;
+        let file: Value = self
+            .json(|http| {
+                http.post(&url)
+                    .header(
+                        reqwest::header::CONTENT_TYPE,
+                        format!("multipart/form-data; boundary={boundary}"),
+                    )
+                    .body(body.clone())
+            })
+            .await?;
         id_of(&file)
     }
 
@@ -221,16 +296,32 @@ impl Api {
         }
         let url = format!("{}/batches?limit=100", self.base);
         let page: Page = self.json(|http| http.get(&url)).await?;
-        Ok(page.data.into_iter().find(|b| b.metadata.as_ref().and_then(|m| m.get("coreb_submission")).and_then(Value::as_str) == Some(submission)))
+        Ok(page.data.into_iter().find(|b| {
+            b.metadata
+                .as_ref()
+                .and_then(|m| m.get("coreb_submission"))
+                .and_then(Value::as_str)
+                == Some(submission)
+        }))
     }
 
     /// `POST /batches`.
-    async fn create(&self, input_file_id: &str, submission: &str, window: &str) -> Result<BatchObject, ApiError> {
+    async fn create(
+        &self,
+        input_file_id: &str,
+        submission: &str,
+        window: &str,
+    ) -> Result<BatchObject, ApiError> {
         let url = format!("{}/batches", self.base);
         let body = serde_json::json!({"input_file_id": input_file_id, "endpoint": "/v1/chat/completions", "completion_window": window,
             "metadata": {"coreb_submission": submission}});
         let body = body.to_string();
-        self.json(|http| http.post(&url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.clone())).await
+        self.json(|http| {
+            http.post(&url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone())
+        })
+        .await
     }
 
     /// `GET /batches/{id}`.
@@ -247,7 +338,13 @@ impl Api {
 }
 
 fn id_of(v: &Value) -> Result<String, ApiError> {
-    v.get("id").and_then(Value::as_str).map(str::to_owned).ok_or_else(|| ApiError::Failed { attempts: 1, reason: format!("no `id` in {}", snippet(v.to_string().as_bytes())) })
+    v.get("id")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ApiError::Failed {
+            attempts: 1,
+            reason: format!("no `id` in {}", snippet(v.to_string().as_bytes())),
+        })
 }
 
 fn snippet(body: &[u8]) -> String {
@@ -302,13 +399,41 @@ impl Drop for Leading<'_> {
 impl BatchGateway {
     /// The batch transport of `config` in front of `inner` (built from the same config), its
     /// submissions kept in `states` (see [`state_dir_of`]).
-    pub fn new(config: &LlmConfig, inner: Gateway, api_key: Option<String>, states: PathBuf) -> Result<Self, LlmError> {
+    pub fn new(
+        config: &LlmConfig,
+        inner: Gateway,
+        api_key: Option<String>,
+        states: PathBuf,
+    ) -> Result<Self, LlmError> {
         let timeout = secs(config.timeout_secs);
-        let http = coreb_http::client_builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(30))).build().map_err(LlmError::Client)?;
-        let api =
-            Api { http, base: config.base_url.clone(), api_key, retry: config.retry.clone(), limits: Limits::new(config.concurrency, u64::from(config.requests_per_minute), 0) };
-        let shared = Shared { pending: BTreeMap::new(), in_flight: BTreeSet::new(), last_arrival: Instant::now(), leading: false, done: HashMap::new() };
-        Ok(BatchGateway { inner, api, config: config.batch.clone(), mode: config.mode, states, shared: Mutex::new(shared), wake: Notify::new() })
+        let http = coreb_http::client_builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(30)))
+            .build()
+            .map_err(LlmError::Client)?;
+        let api = Api {
+            http,
+            base: config.base_url.clone(),
+            api_key,
+            retry: config.retry.clone(),
+            limits: Limits::new(config.concurrency, u64::from(config.requests_per_minute), 0),
+        };
+        let shared = Shared {
+            pending: BTreeMap::new(),
+            in_flight: BTreeSet::new(),
+            last_arrival: Instant::now(),
+            leading: false,
+            done: HashMap::new(),
+        };
+        Ok(BatchGateway {
+            inner,
+            api,
+            config: config.batch.clone(),
+            mode: config.mode,
+            states,
+            shared: Mutex::new(shared),
+            wake: Notify::new(),
+        })
     }
 
     /// The synchronous gateway behind it (its store and accounting).
@@ -326,16 +451,31 @@ impl BatchGateway {
             return self.inner.complete(request).await;
         }
         match self.wait_for(request, &key).await {
-            Outcome::Answered { text, finish_reason, usage } => {
+            Outcome::Answered {
+                text,
+                finish_reason,
+                usage,
+            } => {
                 let accounting = self.inner.accounting();
-                accounting.record(request.stage, &request.model, Event::BatchPaid(usage, self.config.price_factor));
+                accounting.record(
+                    request.stage,
+                    &request.model,
+                    Event::BatchPaid(usage, self.config.price_factor),
+                );
                 if !finish_reason.is_complete() {
                     // Stored as it came; the gateway applies the policy for cut answers (a
                     // longer try or another sample, sent synchronously) or reports it.
                     return self.inner.complete(request).await;
                 }
                 accounting.record(request.stage, &request.model, Event::FromEndpoint);
-                Ok(Completion { key, text, finish_reason, usage, origin: Origin::Endpoint, provenance: Provenance::Endpoint })
+                Ok(Completion {
+                    key,
+                    text,
+                    finish_reason,
+                    usage,
+                    origin: Origin::Endpoint,
+                    provenance: Provenance::Endpoint,
+                })
             }
             Outcome::Synchronous(reason) => {
                 tracing::info!(stage = %request.stage, item = %request.item, %reason, "not answered by the batch; sending it synchronously");
@@ -349,8 +489,16 @@ impl BatchGateway {
                 status,
             }),
             Outcome::Failed { attempts, reason } => {
-                self.inner.accounting().record(request.stage, &request.model, Event::Failed);
-                Err(LlmError::RetriesExhausted { stage: request.stage, item: request.item.clone(), model: request.model.clone(), attempts, last: reason })
+                self.inner
+                    .accounting()
+                    .record(request.stage, &request.model, Event::Failed);
+                Err(LlmError::RetriesExhausted {
+                    stage: request.stage,
+                    item: request.item.clone(),
+                    model: request.model.clone(),
+                    attempts,
+                    last: reason,
+                })
             }
         }
     }
@@ -406,7 +554,9 @@ impl BatchGateway {
         };
         let mut outcomes = self.run_round(round.clone()).await;
         for key in round.keys() {
-            outcomes.entry(key.clone()).or_insert_with(|| Outcome::Synchronous("no outcome from the batch".into()));
+            outcomes
+                .entry(key.clone())
+                .or_insert_with(|| Outcome::Synchronous("no outcome from the batch".into()));
         }
         self.lock().done.extend(outcomes);
         drop(guard);
@@ -439,7 +589,9 @@ impl BatchGateway {
             match Submission::new(requests.clone(), 0) {
                 Ok((sub, jsonl)) => {
                     for r in &sub.requests {
-                        self.inner.accounting().record(r.stage, &r.model, Event::Sent);
+                        self.inner
+                            .accounting()
+                            .record(r.stage, &r.model, Event::Sent);
                     }
                     self.drive(None, sub, jsonl, &mut outcomes).await;
                 }
@@ -455,8 +607,13 @@ impl BatchGateway {
 
     /// The submissions on disk (unreadable ones are skipped with a warning).
     fn persisted(&self) -> Vec<(PathBuf, Submission)> {
-        let Ok(dir) = std::fs::read_dir(&self.states) else { return Vec::new() };
-        let mut paths: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+        let Ok(dir) = std::fs::read_dir(&self.states) else {
+            return Vec::new();
+        };
+        let mut paths: Vec<PathBuf> = dir
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
         paths.sort();
         paths
             .into_iter()
@@ -478,13 +635,22 @@ impl BatchGateway {
         let path = self.states.join(format!("{}.json", sub.submission));
         let mut text = serde_json::to_string_pretty(sub).unwrap_or_default();
         text.push('\n');
-        coreb_base::durable::write(&path, text.as_bytes()).map_err(|e| ApiError::Failed { attempts: 1, reason: format!("writing `{}`: {e}", path.display()) })?;
+        coreb_base::durable::write(&path, text.as_bytes()).map_err(|e| ApiError::Failed {
+            attempts: 1,
+            reason: format!("writing `{}`: {e}", path.display()),
+        })?;
         Ok(path)
     }
 
     /// Take one submission to its end: upload, create, poll, read its files, store the
     /// answers; an expired batch's unanswered requests go round again.
-    async fn drive(&self, mut path: Option<PathBuf>, mut sub: Submission, mut jsonl: Vec<u8>, outcomes: &mut HashMap<String, Outcome>) {
+    async fn drive(
+        &self,
+        mut path: Option<PathBuf>,
+        mut sub: Submission,
+        mut jsonl: Vec<u8>,
+        outcomes: &mut HashMap<String, Outcome>,
+    ) {
         loop {
             let keys: Vec<String> = sub.requests.iter().map(ChatRequest::key).collect();
             let fail = |outcomes: &mut HashMap<String, Outcome>, o: Outcome| {
@@ -498,37 +664,78 @@ impl BatchGateway {
             };
             let ended = match self.poll(&batch).await {
                 Ok(b) => b,
-                Err(e) => return fail(outcomes, e.outcome(&format!("polling batch `{batch}` (a rerun resumes it)"))),
+                Err(e) => {
+                    return fail(
+                        outcomes,
+                        e.outcome(&format!("polling batch `{batch}` (a rerun resumes it)")),
+                    );
+                }
             };
             let unanswered = match self.ingest(&ended, &sub, outcomes).await {
                 Ok(u) => u,
-                Err(e) => return fail(outcomes, e.outcome(&format!("reading the files of batch `{batch}` (a rerun resumes it)"))),
+                Err(e) => {
+                    return fail(
+                        outcomes,
+                        e.outcome(&format!(
+                            "reading the files of batch `{batch}` (a rerun resumes it)"
+                        )),
+                    );
+                }
             };
-            let leftover: Vec<ChatRequest> = sub.requests.iter().filter(|r| unanswered.contains(&r.key())).cloned().collect();
+            let leftover: Vec<ChatRequest> = sub
+                .requests
+                .iter()
+                .filter(|r| unanswered.contains(&r.key()))
+                .cloned()
+                .collect();
             let next = match ended.status.as_str() {
-                "expired" if !leftover.is_empty() && sub.round < self.config.max_resubmits => Submission::new(leftover, sub.round + 1).ok(),
+                "expired" if !leftover.is_empty() && sub.round < self.config.max_resubmits => {
+                    Submission::new(leftover, sub.round + 1).ok()
+                }
                 "expired" => {
                     for r in &leftover {
-                        outcomes.insert(r.key(), Outcome::Synchronous(format!("batch `{batch}` expired {} times", sub.round + 1)));
+                        outcomes.insert(
+                            r.key(),
+                            Outcome::Synchronous(format!(
+                                "batch `{batch}` expired {} times",
+                                sub.round + 1
+                            )),
+                        );
                     }
                     None
                 }
                 "cancelled" => {
                     for r in &leftover {
-                        outcomes.insert(r.key(), Outcome::Failed { attempts: 1, reason: format!("batch `{batch}` was cancelled") });
+                        outcomes.insert(
+                            r.key(),
+                            Outcome::Failed {
+                                attempts: 1,
+                                reason: format!("batch `{batch}` was cancelled"),
+                            },
+                        );
                     }
                     None
                 }
                 "failed" => {
-                    let why = ended.errors.as_ref().map(|e| snippet(e.to_string().as_bytes())).unwrap_or_default();
+                    let why = ended
+                        .errors
+                        .as_ref()
+                        .map(|e| snippet(e.to_string().as_bytes()))
+                        .unwrap_or_default();
                     for r in &leftover {
-                        outcomes.insert(r.key(), Outcome::Synchronous(format!("batch `{batch}` failed: {why}")));
+                        outcomes.insert(
+                            r.key(),
+                            Outcome::Synchronous(format!("batch `{batch}` failed: {why}")),
+                        );
                     }
                     None
                 }
                 _ => {
                     for r in &leftover {
-                        outcomes.insert(r.key(), Outcome::Synchronous(format!("not in the output of batch `{batch}`")));
+                        outcomes.insert(
+                            r.key(),
+                            Outcome::Synchronous(format!("not in the output of batch `{batch}`")),
+                        );
                     }
                     None
                 }
@@ -562,7 +769,12 @@ impl BatchGateway {
     }
 
     /// Upload and create as far as not done yet, recording each step durably; the batch id.
-    async fn submit(&self, path: &mut Option<PathBuf>, sub: &mut Submission, jsonl: &[u8]) -> Result<String, ApiError> {
+    async fn submit(
+        &self,
+        path: &mut Option<PathBuf>,
+        sub: &mut Submission,
+        jsonl: &[u8],
+    ) -> Result<String, ApiError> {
         if let Some(id) = &sub.batch_id {
             return Ok(id.clone());
         }
@@ -579,7 +791,10 @@ impl BatchGateway {
             self.persist(sub)?;
         }
         let file = sub.input_file_id.clone().unwrap_or_default();
-        let created = self.api.create(&file, &sub.submission, &self.config.completion_window).await?;
+        let created = self
+            .api
+            .create(&file, &sub.submission, &self.config.completion_window)
+            .await?;
         tracing::info!(batch = %created.id, requests = sub.requests.len(), "batch created");
         sub.batch_id = Some(created.id.clone());
         self.persist(sub)?;
@@ -603,10 +818,19 @@ impl BatchGateway {
 
     /// Read the output and error files of an ended batch: store each answer, note each error;
     /// the keys neither file settled.
-    async fn ingest(&self, batch: &BatchObject, sub: &Submission, outcomes: &mut HashMap<String, Outcome>) -> Result<BTreeSet<String>, ApiError> {
-        let by_key: HashMap<String, &ChatRequest> = sub.requests.iter().map(|r| (r.key(), r)).collect();
+    async fn ingest(
+        &self,
+        batch: &BatchObject,
+        sub: &Submission,
+        outcomes: &mut HashMap<String, Outcome>,
+    ) -> Result<BTreeSet<String>, ApiError> {
+        let by_key: HashMap<String, &ChatRequest> =
+            sub.requests.iter().map(|r| (r.key(), r)).collect();
         let mut unanswered: BTreeSet<String> = by_key.keys().cloned().collect();
-        for file in [&batch.output_file_id, &batch.error_file_id].into_iter().flatten() {
+        for file in [&batch.output_file_id, &batch.error_file_id]
+            .into_iter()
+            .flatten()
+        {
             let bytes = self.api.content(file).await?;
             for (n, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
                 if line.trim().is_empty() {
@@ -616,17 +840,34 @@ impl BatchGateway {
                     tracing::warn!(file = %file, line = n + 1, "skipping a batch result line that is not JSON with a custom_id");
                     continue;
                 };
-                let Some(request) = by_key.get(&key) else { continue };
+                let Some(request) = by_key.get(&key) else {
+                    continue;
+                };
                 // `batch_expired`: not run before the batch expired; it stays unanswered.
                 let Some(outcome) = settled else { continue };
                 if !unanswered.remove(&key) {
                     continue;
                 }
-                if let Outcome::Answered { text, finish_reason, usage } = &outcome {
-                    let entry =
-                        StoreEntry::of(request, StoredResponse { text: text.clone(), finish_reason: finish_reason.clone(), usage: *usage, provenance: Provenance::Endpoint });
+                if let Outcome::Answered {
+                    text,
+                    finish_reason,
+                    usage,
+                } = &outcome
+                {
+                    let entry = StoreEntry::of(
+                        request,
+                        StoredResponse {
+                            text: text.clone(),
+                            finish_reason: finish_reason.clone(),
+                            usage: *usage,
+                            provenance: Provenance::Endpoint,
+                        },
+                    );
                     if let Err(e) = self.inner.store().put(&entry) {
-                        return Err(ApiError::Failed { attempts: 1, reason: format!("storing the answer of `{key}`: {e}") });
+                        return Err(ApiError::Failed {
+                            attempts: 1,
+                            reason: format!("storing the answer of `{key}`: {e}"),
+                        });
                     }
                 }
                 outcomes.insert(key, outcome);
@@ -642,29 +883,55 @@ fn read_line(line: &str) -> Option<(String, Option<Outcome>)> {
     let v: Value = serde_json::from_str(line).ok()?;
     let key = v.get("custom_id")?.as_str()?.to_owned();
     let response = v.get("response").filter(|r| !r.is_null());
-    let status = response.and_then(|r| r.get("status_code")).and_then(Value::as_u64).unwrap_or(0);
+    let status = response
+        .and_then(|r| r.get("status_code"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     let outcome = match (response, v.get("error").filter(|e| !e.is_null())) {
         (Some(r), None) if status == 200 => {
             let body = r.get("body").map(Value::to_string).unwrap_or_default();
             match classify(200, None, &body) {
-                Attempt::Answer { text, finish_reason, usage } => Outcome::Answered { text, finish_reason, usage },
-                Attempt::Retry { reason, .. } | Attempt::Rejected { body: reason, .. } | Attempt::NotFound { body: reason } => Outcome::Synchronous(reason),
+                Attempt::Answer {
+                    text,
+                    finish_reason,
+                    usage,
+                } => Outcome::Answered {
+                    text,
+                    finish_reason,
+                    usage,
+                },
+                Attempt::Retry { reason, .. }
+                | Attempt::Rejected { body: reason, .. }
+                | Attempt::NotFound { body: reason } => Outcome::Synchronous(reason),
                 Attempt::Unauthorized { status } => Outcome::Unauthorized(status),
             }
         }
-        (_, Some(e)) if e.get("code").and_then(Value::as_str) == Some("batch_expired") => return Some((key, None)),
+        (_, Some(e)) if e.get("code").and_then(Value::as_str) == Some("batch_expired") => {
+            return Some((key, None));
+        }
         (_, Some(e)) => Outcome::Synchronous(format!(
             "batch error `{}`: {}",
             e.get("code").and_then(Value::as_str).unwrap_or("?"),
             e.get("message").and_then(Value::as_str).unwrap_or_default()
         )),
-        (r, None) => Outcome::Synchronous(format!("HTTP {status} in the batch: {}", snippet(r.and_then(|r| r.get("body")).map(Value::to_string).unwrap_or_default().as_bytes()))),
+        (r, None) => Outcome::Synchronous(format!(
+            "HTTP {status} in the batch: {}",
+            snippet(
+                r.and_then(|r| r.get("body"))
+                    .map(Value::to_string)
+                    .unwrap_or_default()
+                    .as_bytes()
+            )
+        )),
     };
     Some((key, Some(outcome)))
 }
 
 impl LlmGateway for BatchGateway {
-    fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(self.complete_inner(request))
     }
 
@@ -676,7 +943,11 @@ impl LlmGateway for BatchGateway {
         self.inner.answers_used(stage)
     }
 
-    fn verdict<'a>(&'a self, completion: &'a Completion, rejection: Option<&'a crate::run::RejectReason>) -> BoxFuture<'a, ()> {
+    fn verdict<'a>(
+        &'a self,
+        completion: &'a Completion,
+        rejection: Option<&'a crate::run::RejectReason>,
+    ) -> BoxFuture<'a, ()> {
         self.inner.verdict(completion, rejection)
     }
 }
@@ -696,18 +967,34 @@ mod tests {
             "{o:?}"
         );
         let cut = ok.replace("\"stop\"", "\"length\"");
-        assert!(matches!(read(&cut).unwrap().1, Outcome::Answered { finish_reason: FinishReason::Length, .. }));
+        assert!(matches!(
+            read(&cut).unwrap().1,
+            Outcome::Answered {
+                finish_reason: FinishReason::Length,
+                ..
+            }
+        ));
         let server_error = r#"{"custom_id":"k2","response":{"status_code":500,"body":{"error":{"message":"boom"}}},"error":null}"#;
-        assert!(matches!(read(server_error).unwrap().1, Outcome::Synchronous(ref r) if r.contains("HTTP 500") && r.contains("boom")));
+        assert!(
+            matches!(read(server_error).unwrap().1, Outcome::Synchronous(ref r) if r.contains("HTTP 500") && r.contains("boom"))
+        );
         let error_line = r#"{"custom_id":"k3","response":null,"error":{"code":"invalid_request","message":"bad model"}}"#;
-        assert!(matches!(read(error_line).unwrap().1, Outcome::Synchronous(ref r) if r == "batch error `invalid_request`: bad model"));
+        assert!(
+            matches!(read(error_line).unwrap().1, Outcome::Synchronous(ref r) if r == "batch error `invalid_request`: bad model")
+        );
         let expired = r#"{"custom_id":"k4","response":null,"error":{"code":"batch_expired","message":"not run in time"}}"#;
-        assert!(matches!(read_line(expired), Some((ref k, None)) if k == "k4"), "left for the resubmission");
+        assert!(
+            matches!(read_line(expired), Some((ref k, None)) if k == "k4"),
+            "left for the resubmission"
+        );
         assert!(read_line("{\"custom_id\": 3}").is_none() && read_line("not json").is_none());
     }
 
     #[test]
     fn the_state_dir_sits_beside_the_store() {
-        assert_eq!(state_dir_of(Path::new("/a/b/store")), Path::new("/a/b/store.batches"));
+        assert_eq!(
+            state_dir_of(Path::new("/a/b/store")),
+            Path::new("/a/b/store.batches")
+        );
     }
 }

@@ -100,7 +100,10 @@ pub struct HttpClient {
 impl std::fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the key.
-        f.debug_struct("HttpClient").field("url", &self.url).field("api_key", &self.api_key.as_ref().map(|_| "<set>")).finish()
+        f.debug_struct("HttpClient")
+            .field("url", &self.url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .finish()
     }
 }
 
@@ -152,9 +155,20 @@ struct WireUsage {
 
 impl HttpClient {
     /// A client for `base_url` (including `/v1`) with a whole-request timeout.
-    pub fn new(base_url: &str, api_key: Option<String>, timeout: Duration) -> Result<Self, reqwest::Error> {
-        let http = coreb_http::client_builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(30))).build()?;
-        Ok(HttpClient { http, url: format!("{base_url}/chat/completions"), api_key })
+    pub fn new(
+        base_url: &str,
+        api_key: Option<String>,
+        timeout: Duration,
+    ) -> Result<Self, reqwest::Error> {
+        let http = coreb_http::client_builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(30)))
+            .build()?;
+        Ok(HttpClient {
+            http,
+            url: format!("{base_url}/chat/completions"),
+            api_key,
+        })
     }
 
     /// The URL requests are posted to (`<base_url>/chat/completions`).
@@ -166,24 +180,47 @@ impl HttpClient {
     pub async fn attempt(&self, request: &ChatRequest) -> Attempt {
         let body = match wire_body(request) {
             Ok(b) => b,
-            Err(e) => return Attempt::Rejected { status: 0, body: format!("cannot encode the request: {e}") },
+            Err(e) => {
+                return Attempt::Rejected {
+                    status: 0,
+                    body: format!("cannot encode the request: {e}"),
+                };
+            }
         };
-        let mut builder = self.http.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body);
+        let mut builder = self
+            .http
+            .post(&self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
         let response = match builder.send().await {
             Ok(r) => r,
             Err(e) => {
-                let failure = if e.is_connect() { Failure::Unreached } else { Failure::Transport };
-                return Attempt::Retry { reason: describe(&e), after: None, failure };
+                let failure = if e.is_connect() {
+                    Failure::Unreached
+                } else {
+                    Failure::Transport
+                };
+                return Attempt::Retry {
+                    reason: describe(&e),
+                    after: None,
+                    failure,
+                };
             }
         };
         let status = response.status().as_u16();
         let after = retry_after(response.headers());
         let text = match response.text().await {
             Ok(t) => t,
-            Err(e) => return Attempt::Retry { reason: format!("HTTP {status}, body cut: {}", describe(&e)), after, failure: Failure::Transport },
+            Err(e) => {
+                return Attempt::Retry {
+                    reason: format!("HTTP {status}, body cut: {}", describe(&e)),
+                    after,
+                    failure: Failure::Transport,
+                };
+            }
         };
         classify(status, after, &text)
     }
@@ -217,19 +254,49 @@ pub fn classify(status: u16, after: Option<Duration>, body: &str) -> Attempt {
                 Some(choice) => Attempt::Answer {
                     text: choice.message.content.unwrap_or_default(),
                     finish_reason: FinishReason::parse(choice.finish_reason.as_deref()),
-                    usage: r.usage.map(|u| TokenUsage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens }).unwrap_or_default(),
+                    usage: r
+                        .usage
+                        .map(|u| TokenUsage {
+                            prompt_tokens: u.prompt_tokens,
+                            completion_tokens: u.completion_tokens,
+                        })
+                        .unwrap_or_default(),
                 },
-                None => Attempt::Retry { reason: format!("HTTP {status} with no choices"), after, failure: Failure::NotProtocol },
+                None => Attempt::Retry {
+                    reason: format!("HTTP {status} with no choices"),
+                    after,
+                    failure: Failure::NotProtocol,
+                },
             },
-            Err(e) => Attempt::Retry { reason: format!("HTTP {status}, not a chat completion ({e}): {}", snippet(body)), after, failure: Failure::NotProtocol },
+            Err(e) => Attempt::Retry {
+                reason: format!(
+                    "HTTP {status}, not a chat completion ({e}): {}",
+                    snippet(body)
+                ),
+                after,
+                failure: Failure::NotProtocol,
+            },
         },
         401 | 403 => Attempt::Unauthorized { status },
-        404 => Attempt::NotFound { body: snippet(body) },
+        404 => Attempt::NotFound {
+            body: snippet(body),
+        },
         s if coreb_http::retry::is_retryable_status(s) => {
-            let failure = if s >= 500 { Failure::ServerError } else { Failure::Throttled };
-            Attempt::Retry { reason: format!("HTTP {status}: {}", snippet(body)), after, failure }
+            let failure = if s >= 500 {
+                Failure::ServerError
+            } else {
+                Failure::Throttled
+            };
+            Attempt::Retry {
+                reason: format!("HTTP {status}: {}", snippet(body)),
+                after,
+                failure,
+            }
         }
-        _ => Attempt::Rejected { status, body: snippet(body) },
+        _ => Attempt::Rejected {
+            status,
+            body: snippet(body),
+        },
     }
 }
 
@@ -267,10 +334,21 @@ pub enum ListingError {
 }
 
 /// Ask `<base_url>/models` (one request, no retry) which models the endpoint serves.
-pub async fn list_models(base_url: &str, api_key: Option<&str>, timeout: Duration) -> Result<ModelListing, ListingError> {
+pub async fn list_models(
+    base_url: &str,
+    api_key: Option<&str>,
+    timeout: Duration,
+) -> Result<ModelListing, ListingError> {
     let url = format!("{base_url}/models");
-    let unreachable = |e: &reqwest::Error| ListingError::Unreachable { url: url.clone(), error: describe(e) };
-    let http = coreb_http::client_builder().timeout(timeout).connect_timeout(timeout).build().map_err(|e| unreachable(&e))?;
+    let unreachable = |e: &reqwest::Error| ListingError::Unreachable {
+        url: url.clone(),
+        error: describe(e),
+    };
+    let http = coreb_http::client_builder()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .build()
+        .map_err(|e| unreachable(&e))?;
     let mut builder = http.get(&url);
     if let Some(key) = api_key {
         builder = builder.bearer_auth(key);
@@ -279,7 +357,11 @@ pub async fn list_models(base_url: &str, api_key: Option<&str>, timeout: Duratio
     let status = response.status().as_u16();
     let body = response.text().await.map_err(|e| unreachable(&e))?;
     if status == 401 || status == 403 {
-        return Err(ListingError::Credentials { url, status, body: snippet(&body) });
+        return Err(ListingError::Credentials {
+            url,
+            status,
+            body: snippet(&body),
+        });
     }
     if status != 200 {
         return Ok(ModelListing::Unlisted(format!("HTTP {status}")));
@@ -299,7 +381,9 @@ pub async fn list_models(base_url: &str, api_key: Option<&str>, timeout: Duratio
             ids.dedup();
             Ok(ModelListing::Served(ids))
         }
-        Err(_) => Ok(ModelListing::Unlisted("HTTP 200, not a list of models".into())),
+        Err(_) => Ok(ModelListing::Unlisted(
+            "HTTP 200, not a list of models".into(),
+        )),
     }
 }
 
@@ -308,10 +392,24 @@ pub async fn list_models(base_url: &str, api_key: Option<&str>, timeout: Duratio
 /// found", LiteLLM's "Invalid model name" …
 pub fn names_unknown_model(body: &str, model: &str) -> bool {
     let lower = body.to_lowercase();
-    if ["model_not_found", "model not found", "invalid model", "unknown model", "no such model", "model does not exist"].iter().any(|p| lower.contains(p)) {
+    if [
+        "model_not_found",
+        "model not found",
+        "invalid model",
+        "unknown model",
+        "no such model",
+        "model does not exist",
+    ]
+    .iter()
+    .any(|p| lower.contains(p))
+    {
         return true;
     }
-    !model.is_empty() && body.contains(model) && ["not found", "does not exist"].iter().any(|p| lower.contains(p))
+    !model.is_empty()
+        && body.contains(model)
+        && ["not found", "does not exist"]
+            .iter()
+            .any(|p| lower.contains(p))
 }
 
 fn snippet(body: &str) -> String {
@@ -343,23 +441,89 @@ mod tests {
     #[test]
     fn classification() {
         let ok = r#"{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}"#;
-        assert_eq!(classify(200, None, ok), Attempt::Answer { text: "hi".into(), finish_reason: FinishReason::Stop, usage: TokenUsage { prompt_tokens: 5, completion_tokens: 1 } });
+        assert_eq!(
+            classify(200, None, ok),
+            Attempt::Answer {
+                text: "hi".into(),
+                finish_reason: FinishReason::Stop,
+                usage: TokenUsage {
+                    prompt_tokens: 5,
+                    completion_tokens: 1
+                }
+            }
+        );
         let len = ok.replace("\"stop\"", "\"length\"");
-        assert!(matches!(classify(200, None, &len), Attempt::Answer { finish_reason: FinishReason::Length, .. }));
-        let not_protocol = |body: &str| matches!(classify(200, None, body), Attempt::Retry { failure: Failure::NotProtocol, .. });
+        assert!(matches!(
+            classify(200, None, &len),
+            Attempt::Answer {
+                finish_reason: FinishReason::Length,
+                ..
+            }
+        ));
+        let not_protocol = |body: &str| {
+            matches!(
+                classify(200, None, body),
+                Attempt::Retry {
+                    failure: Failure::NotProtocol,
+                    ..
+                }
+            )
+        };
         assert!(not_protocol("<html><body>Bad gateway</body></html>"));
         assert!(not_protocol("{\"choices\": [{\"mess"));
         assert!(not_protocol("{\"choices\": []}"));
-        assert!(matches!(classify(429, Some(Duration::from_secs(2)), "{\"error\":{\"code\":429}}"), Attempt::Retry { after: Some(_), failure: Failure::Throttled, .. }));
-        assert!(matches!(classify(503, None, "<html>"), Attempt::Retry { failure: Failure::ServerError, .. }));
-        assert_eq!(classify(401, None, ""), Attempt::Unauthorized { status: 401 });
-        assert_eq!(classify(403, None, ""), Attempt::Unauthorized { status: 403 });
-        assert!(matches!(classify(404, None, "{\"error\": \"model 'm' not found\"}"), Attempt::NotFound { .. }));
-        assert!(matches!(classify(400, None, "bad model"), Attempt::Rejected { status: 400, .. }));
+        assert!(matches!(
+            classify(
+                429,
+                Some(Duration::from_secs(2)),
+                "{\"error\":{\"code\":429}}"
+            ),
+            Attempt::Retry {
+                after: Some(_),
+                failure: Failure::Throttled,
+                ..
+            }
+        ));
+        assert!(matches!(
+            classify(503, None, "<html>"),
+            Attempt::Retry {
+                failure: Failure::ServerError,
+                ..
+            }
+        ));
+        assert_eq!(
+            classify(401, None, ""),
+            Attempt::Unauthorized { status: 401 }
+        );
+        assert_eq!(
+            classify(403, None, ""),
+            Attempt::Unauthorized { status: 403 }
+        );
+        assert!(matches!(
+            classify(404, None, "{\"error\": \"model 'm' not found\"}"),
+            Attempt::NotFound { .. }
+        ));
+        assert!(matches!(
+            classify(400, None, "bad model"),
+            Attempt::Rejected { status: 400, .. }
+        ));
         use coreb_http::circuit::Outcome;
         assert_eq!(
-            [Failure::Unreached, Failure::Transport, Failure::ServerError, Failure::NotProtocol, Failure::Throttled].map(|f| (f.reached(), f.outcome())),
-            [(false, Outcome::Transport), (true, Outcome::Transport), (true, Outcome::ServerError), (true, Outcome::ServerError), (true, Outcome::Throttled)]
+            [
+                Failure::Unreached,
+                Failure::Transport,
+                Failure::ServerError,
+                Failure::NotProtocol,
+                Failure::Throttled
+            ]
+            .map(|f| (f.reached(), f.outcome())),
+            [
+                (false, Outcome::Transport),
+                (true, Outcome::Transport),
+                (true, Outcome::ServerError),
+                (true, Outcome::ServerError),
+                (true, Outcome::Throttled)
+            ]
         );
     }
 
@@ -389,28 +553,77 @@ mod tests {
     #[test]
     fn the_schema_goes_on_the_wire_in_the_mode_asked() {
         use crate::{JsonSchema, LlmStage, SamplingParams, StructuredOutput};
-        let schema = JsonSchema::parse("rewrite", std::path::Path::new("s"), r#"{"type": "object", "properties": {}, "additionalProperties": false}"#).unwrap();
-        let plain = crate::run::request(LlmStage::Rewrite, "i", "m", Vec::new(), &SamplingParams::default(), 0, "p");
-        let body = |r: &ChatRequest| serde_json::from_slice::<serde_json::Value>(&wire_body(r).unwrap()).unwrap();
+        let schema = JsonSchema::parse(
+            "rewrite",
+            std::path::Path::new("s"),
+            r#"{"type": "object", "properties": {}, "additionalProperties": false}"#,
+        )
+        .unwrap();
+        let plain = crate::run::request(
+            LlmStage::Rewrite,
+            "i",
+            "m",
+            Vec::new(),
+            &SamplingParams::default(),
+            0,
+            "p",
+        );
+        let body = |r: &ChatRequest| {
+            serde_json::from_slice::<serde_json::Value>(&wire_body(r).unwrap()).unwrap()
+        };
         let b = body(&plain);
-        assert!(b.get("response_format").is_none() && b.get("guided_json").is_none(), "{b}");
-        let b = body(&plain.clone().with_schema(Some(&schema), StructuredOutput::JsonSchema));
+        assert!(
+            b.get("response_format").is_none() && b.get("guided_json").is_none(),
+            "{b}"
+        );
+        let b = body(
+            &plain
+                .clone()
+                .with_schema(Some(&schema), StructuredOutput::JsonSchema),
+        );
         assert_eq!(b["response_format"]["type"], "json_schema");
         assert_eq!(b["response_format"]["json_schema"]["name"], "rewrite");
         assert_eq!(b["response_format"]["json_schema"]["schema"], schema.value);
-        let b = body(&plain.clone().with_schema(Some(&schema), StructuredOutput::JsonObjectSchema));
-        assert_eq!(b["response_format"], serde_json::json!({"type": "json_object", "schema": schema.value}));
-        let b = body(&plain.clone().with_schema(Some(&schema), StructuredOutput::GuidedJson));
-        assert_eq!((b["guided_json"].clone(), b.get("response_format")), (schema.value.clone(), None));
-        let b = body(&plain.clone().with_schema(Some(&schema), StructuredOutput::None));
-        assert!(b.get("response_format").is_none() && b.get("guided_json").is_none(), "{b}");
+        let b = body(
+            &plain
+                .clone()
+                .with_schema(Some(&schema), StructuredOutput::JsonObjectSchema),
+        );
+        assert_eq!(
+            b["response_format"],
+            serde_json::json!({"type": "json_object", "schema": schema.value})
+        );
+        let b = body(
+            &plain
+                .clone()
+                .with_schema(Some(&schema), StructuredOutput::GuidedJson),
+        );
+        assert_eq!(
+            (b["guided_json"].clone(), b.get("response_format")),
+            (schema.value.clone(), None)
+        );
+        let b = body(
+            &plain
+                .clone()
+                .with_schema(Some(&schema), StructuredOutput::None),
+        );
+        assert!(
+            b.get("response_format").is_none() && b.get("guided_json").is_none(),
+            "{b}"
+        );
     }
 
     #[test]
     fn retry_after_forms() {
-        assert_eq!(http_date("Wed, 21 Oct 2015 07:28:00 GMT"), Some(1_445_412_480));
+        assert_eq!(
+            http_date("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(1_445_412_480)
+        );
         assert_eq!(http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
-        assert_eq!(http_date("Tue, 29 Feb 2028 12:00:00 GMT"), Some(1_835_438_400));
+        assert_eq!(
+            http_date("Tue, 29 Feb 2028 12:00:00 GMT"),
+            Some(1_835_438_400)
+        );
         assert_eq!(http_date("soon"), None);
         let mut h = reqwest::header::HeaderMap::new();
         h.insert("retry-after", "3".parse().unwrap());
@@ -418,7 +631,10 @@ mod tests {
         h.insert("retry-after-ms", "250".parse().unwrap());
         assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
         let mut past = reqwest::header::HeaderMap::new();
-        past.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        past.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
         assert_eq!(retry_after(&past), Some(Duration::ZERO));
     }
 }

@@ -52,7 +52,10 @@ impl LlmStage {
 
     /// Is the stage's answer a JSON object (with a schema beside its prompt)?
     pub fn answers_json(self) -> bool {
-        matches!(self, LlmStage::Rewrite | LlmStage::RewriteTests | LlmStage::Distract | LlmStage::Queries)
+        matches!(
+            self,
+            LlmStage::Rewrite | LlmStage::RewriteTests | LlmStage::Distract | LlmStage::Queries
+        )
     }
 
     /// The snake_case name (also the prompt's file stem).
@@ -192,7 +195,13 @@ pub struct BatchConfig {
 
 impl Default for BatchConfig {
     fn default() -> Self {
-        BatchConfig { completion_window: "24h".into(), poll_interval_secs: 60.0, collect_ms: 500, price_factor: 0.5, max_resubmits: 3 }
+        BatchConfig {
+            completion_window: "24h".into(),
+            poll_interval_secs: 60.0,
+            collect_ms: 500,
+            price_factor: 0.5,
+            max_resubmits: 3,
+        }
     }
 }
 
@@ -244,16 +253,25 @@ impl LlmConfig {
 
     /// The `max_tokens` of the one longer try a cut answer of `stage` gets, if any.
     pub fn max_tokens_ceiling(&self, stage: LlmStage) -> Option<u32> {
-        self.stages.get(&stage).and_then(|s| s.max_tokens_ceiling).or(self.max_tokens_ceiling)
+        self.stages
+            .get(&stage)
+            .and_then(|s| s.max_tokens_ceiling)
+            .or(self.max_tokens_ceiling)
     }
 
     /// Check what serde cannot; each message names the field (`llm.<field>`).
     pub fn validate(&self) -> Result<(), String> {
         if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
-            return Err(format!("`llm.base_url`: not an http(s) URL: `{}`", self.base_url));
+            return Err(format!(
+                "`llm.base_url`: not an http(s) URL: `{}`",
+                self.base_url
+            ));
         }
         if self.base_url.ends_with('/') {
-            return Err(format!("`llm.base_url`: drop the trailing slash: `{}`", self.base_url));
+            return Err(format!(
+                "`llm.base_url`: drop the trailing slash: `{}`",
+                self.base_url
+            ));
         }
         if self.concurrency == 0 {
             return Err("`llm.concurrency`: must be at least 1".into());
@@ -263,34 +281,61 @@ impl LlmConfig {
         }
         self.circuit.validate("llm.circuit")?;
         if !(0.0..=1.0).contains(&self.min_kept_share) {
-            return Err(format!("`llm.min_kept_share`: `{}` is outside 0–1", self.min_kept_share));
+            return Err(format!(
+                "`llm.min_kept_share`: `{}` is outside 0–1",
+                self.min_kept_share
+            ));
         }
         if self.timeout_secs.is_nan() || self.timeout_secs <= 0.0 {
-            return Err(format!("`llm.timeout_secs`: must be positive, not `{}`", self.timeout_secs));
+            return Err(format!(
+                "`llm.timeout_secs`: must be positive, not `{}`",
+                self.timeout_secs
+            ));
         }
         if self.batch.poll_interval_secs.is_nan() || self.batch.poll_interval_secs <= 0.0 {
-            return Err(format!("`llm.batch.poll_interval_secs`: must be positive, not `{}`", self.batch.poll_interval_secs));
+            return Err(format!(
+                "`llm.batch.poll_interval_secs`: must be positive, not `{}`",
+                self.batch.poll_interval_secs
+            ));
         }
         if !(0.0..=1.0).contains(&self.batch.price_factor) {
-            return Err(format!("`llm.batch.price_factor`: `{}` is outside 0–1", self.batch.price_factor));
+            return Err(format!(
+                "`llm.batch.price_factor`: `{}` is outside 0–1",
+                self.batch.price_factor
+            ));
         }
         if self.transport == Transport::Batch && self.mode == StoreMode::RecordOnly {
             return Err("`llm.transport = \"batch\"`: not with `mode = \"record-only\"` (a batch fills only what the store lacks)".into());
         }
         for (stage, s) in &self.stages {
             if let Some(t) = s.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
-                return Err(format!("`llm.stages.{stage}.temperature`: `{t}` is outside 0–2"));
+                return Err(format!(
+                    "`llm.stages.{stage}.temperature`: `{t}` is outside 0–2"
+                ));
             }
             if s.models.iter().any(|m| m.trim().is_empty()) {
                 return Err(format!("`llm.stages.{stage}.models`: empty model name"));
             }
         }
         for stage in LlmStage::ALL {
-            let (max, ceiling) = (self.sampling(stage).max_tokens, self.max_tokens_ceiling(stage));
+            let (max, ceiling) = (
+                self.sampling(stage).max_tokens,
+                self.max_tokens_ceiling(stage),
+            );
             if let Some(c) = ceiling.filter(|c| *c <= max) {
-                let field =
-                    if self.stages.get(&stage).and_then(|s| s.max_tokens_ceiling).is_some() { format!("stages.{stage}.max_tokens_ceiling") } else { "max_tokens_ceiling".into() };
-                return Err(format!("`llm.{field}`: `{c}` must be above the `max_tokens` of stage `{stage}` (`{max}`)"));
+                let field = if self
+                    .stages
+                    .get(&stage)
+                    .and_then(|s| s.max_tokens_ceiling)
+                    .is_some()
+                {
+                    format!("stages.{stage}.max_tokens_ceiling")
+                } else {
+                    "max_tokens_ceiling".into()
+                };
+                return Err(format!(
+                    "`llm.{field}`: `{c}` must be above the `max_tokens` of stage `{stage}` (`{max}`)"
+                ));
             }
         }
         Ok(())
@@ -322,8 +367,17 @@ mod tests {
         cfg.validate().unwrap();
         assert!(toml::from_str::<LlmConfig>("modle = \"x\"").is_err());
         assert!(toml::from_str::<LlmConfig>("[stages.rewrit]\nmodels=[]").is_err());
-        assert!(toml::from_str::<LlmConfig>("mode = \"replay\"").unwrap().mode == StoreMode::Replay);
-        assert_eq!(cfg.structured_output, StructuredOutput::JsonSchema, "the default");
+        assert!(
+            toml::from_str::<LlmConfig>("mode = \"replay\"")
+                .unwrap()
+                .mode
+                == StoreMode::Replay
+        );
+        assert_eq!(
+            cfg.structured_output,
+            StructuredOutput::JsonSchema,
+            "the default"
+        );
     }
 
     #[test]
@@ -342,35 +396,74 @@ mod tests {
         .unwrap();
         cfg.validate().unwrap();
         assert_eq!(cfg.structured_output, StructuredOutput::JsonObjectSchema);
-        assert_eq!((cfg.max_tokens_ceiling(LlmStage::Generate), cfg.max_tokens_ceiling(LlmStage::Rewrite)), (Some(4096), Some(8192)));
+        assert_eq!(
+            (
+                cfg.max_tokens_ceiling(LlmStage::Generate),
+                cfg.max_tokens_ceiling(LlmStage::Rewrite)
+            ),
+            (Some(4096), Some(8192))
+        );
         let low: LlmConfig = toml::from_str("[stages.queries]\nmax_tokens_ceiling = 100").unwrap();
-        assert_eq!(low.validate().unwrap_err(), "`llm.stages.queries.max_tokens_ceiling`: `100` must be above the `max_tokens` of stage `queries` (`4096`)");
+        assert_eq!(
+            low.validate().unwrap_err(),
+            "`llm.stages.queries.max_tokens_ceiling`: `100` must be above the `max_tokens` of stage `queries` (`4096`)"
+        );
         assert!(toml::from_str::<LlmConfig>("structured_output = \"json\"").is_err());
-        assert!(toml::from_str::<LlmConfig>("[retry]\nincomplete_attempts = 2").is_err(), "identical retries are gone");
+        assert!(
+            toml::from_str::<LlmConfig>("[retry]\nincomplete_attempts = 2").is_err(),
+            "identical retries are gone"
+        );
     }
 
     #[test]
     fn the_batch_transport_and_its_checks() {
-        let cfg: LlmConfig = toml::from_str("transport = \"batch\"\n[batch]\npoll_interval_secs = 5\ncollect_ms = 10").unwrap();
+        let cfg: LlmConfig = toml::from_str(
+            "transport = \"batch\"\n[batch]\npoll_interval_secs = 5\ncollect_ms = 10",
+        )
+        .unwrap();
         cfg.validate().unwrap();
-        assert_eq!((cfg.transport, cfg.batch.poll_interval_secs, cfg.batch.price_factor, cfg.batch.completion_window.as_str()), (Transport::Batch, 5.0, 0.5, "24h"));
+        assert_eq!(
+            (
+                cfg.transport,
+                cfg.batch.poll_interval_secs,
+                cfg.batch.price_factor,
+                cfg.batch.completion_window.as_str()
+            ),
+            (Transport::Batch, 5.0, 0.5, "24h")
+        );
         assert_eq!(LlmConfig::default().transport, Transport::Sync);
         assert!(toml::from_str::<LlmConfig>("transport = \"batches\"").is_err());
         assert!(toml::from_str::<LlmConfig>("[batch]\npoll_every = 3").is_err());
         let zero: LlmConfig = toml::from_str("[batch]\npoll_interval_secs = 0").unwrap();
-        assert_eq!(zero.validate().unwrap_err(), "`llm.batch.poll_interval_secs`: must be positive, not `0`");
-        let refresh: LlmConfig = toml::from_str("transport = \"batch\"\nmode = \"record-only\"").unwrap();
+        assert_eq!(
+            zero.validate().unwrap_err(),
+            "`llm.batch.poll_interval_secs`: must be positive, not `0`"
+        );
+        let refresh: LlmConfig =
+            toml::from_str("transport = \"batch\"\nmode = \"record-only\"").unwrap();
         assert!(refresh.validate().unwrap_err().contains("record-only"));
     }
 
     #[test]
     fn the_circuit_has_defaults_and_takes_overrides() {
         assert_eq!(LlmConfig::default().circuit, CircuitConfig::default());
-        let cfg: LlmConfig = toml::from_str("[circuit]\ntransport_failures = 3\nopen_secs = 0.5").unwrap();
+        let cfg: LlmConfig =
+            toml::from_str("[circuit]\ntransport_failures = 3\nopen_secs = 0.5").unwrap();
         cfg.validate().unwrap();
-        assert_eq!((cfg.circuit.transport_failures, cfg.circuit.server_errors, cfg.circuit.open_secs, cfg.circuit.probes), (3, 10, 0.5, 2));
+        assert_eq!(
+            (
+                cfg.circuit.transport_failures,
+                cfg.circuit.server_errors,
+                cfg.circuit.open_secs,
+                cfg.circuit.probes
+            ),
+            (3, 10, 0.5, 2)
+        );
         assert!(toml::from_str::<LlmConfig>("[circuit]\nfailures = 3").is_err());
         let bad: LlmConfig = toml::from_str("[circuit]\nopen_secs = -1").unwrap();
-        assert_eq!(bad.validate().unwrap_err(), "`llm.circuit.open_secs`: must be 0 or more, not `-1`");
+        assert_eq!(
+            bad.validate().unwrap_err(),
+            "`llm.circuit.open_secs`: must be 0 or more, not `-1`"
+        );
     }
 }

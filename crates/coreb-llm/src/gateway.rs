@@ -30,7 +30,10 @@ use super::client::{Attempt, HttpClient, names_unknown_model};
 use super::config::{LlmConfig, LlmStage, StoreMode};
 use super::run::RejectReason;
 use super::store::{ResponseStore, StoreEntry, StoredRejection, StoredResponse};
-use super::{ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, Provenance, TokenUsage, UsageRow};
+use super::{
+    ChatRequest, Completion, FinishReason, LlmError, LlmGateway, Origin, Provenance, TokenUsage,
+    UsageRow,
+};
 use coreb_http::RetryConfig;
 use coreb_http::circuit::{Circuit, Outcome};
 use coreb_http::retry::{GaveUp, Limits, Step, send_through};
@@ -48,7 +51,8 @@ pub struct Gateway {
     accounting: Accounting,
     stopped: AtomicBool,
     /// The store keys answered, by stage ([`LlmGateway::answers_used`]).
-    used: std::sync::Mutex<std::collections::BTreeMap<LlmStage, std::collections::BTreeSet<String>>>,
+    used:
+        std::sync::Mutex<std::collections::BTreeMap<LlmStage, std::collections::BTreeSet<String>>>,
     /// Keys served from the store with a recorded rejection (cleared if a stage now uses them).
     marked: Mutex<HashSet<String>>,
 }
@@ -69,15 +73,24 @@ pub fn api_key_from_env(config: &LlmConfig) -> Result<Option<String>, LlmError> 
 
 impl Gateway {
     /// A gateway for a validated config, a store and the API key (see [`api_key_from_env`]).
-    pub fn new(config: &LlmConfig, store: ResponseStore, api_key: Option<String>) -> Result<Self, LlmError> {
-        let client = HttpClient::new(&config.base_url, api_key, secs(config.timeout_secs)).map_err(LlmError::Client)?;
+    pub fn new(
+        config: &LlmConfig,
+        store: ResponseStore,
+        api_key: Option<String>,
+    ) -> Result<Self, LlmError> {
+        let client = HttpClient::new(&config.base_url, api_key, secs(config.timeout_secs))
+            .map_err(LlmError::Client)?;
         let circuit = Arc::new(Circuit::new(client.url(), config.circuit.clone()));
         Ok(Gateway {
             mode: config.mode,
             store: Arc::new(store),
             client,
             retry: config.retry.clone(),
-            limits: Limits::new(config.concurrency, u64::from(config.requests_per_minute), config.tokens_per_minute),
+            limits: Limits::new(
+                config.concurrency,
+                u64::from(config.requests_per_minute),
+                config.tokens_per_minute,
+            ),
             circuit,
             accounting: Accounting::new(config.prices.clone()),
             stopped: AtomicBool::new(false),
@@ -123,7 +136,8 @@ impl Gateway {
                     current = next;
                 }
                 None => {
-                    self.accounting.record(request.stage, &request.model, Event::Failed);
+                    self.accounting
+                        .record(request.stage, &request.model, Event::Failed);
                     return Err(LlmError::Incomplete {
                         stage: request.stage,
                         item: request.item.clone(),
@@ -139,35 +153,57 @@ impl Gateway {
     /// The try after an answer that stopped for `finish` (never the identical request): one
     /// longer `max_tokens` for a cut answer when the policy has a ceiling above the limit
     /// tried; else, in a stage that samples at a temperature above 0, the next sample.
-    fn next_try(&self, original: &ChatRequest, current: &ChatRequest, finish: &FinishReason, resampled: &mut u32) -> Option<ChatRequest> {
+    fn next_try(
+        &self,
+        original: &ChatRequest,
+        current: &ChatRequest,
+        finish: &FinishReason,
+        resampled: &mut u32,
+    ) -> Option<ChatRequest> {
         let policy = original.on_incomplete;
         if *finish == FinishReason::Length
-            && let Some(ceiling) = policy.max_tokens_ceiling.filter(|c| *c > current.params.max_tokens)
+            && let Some(ceiling) = policy
+                .max_tokens_ceiling
+                .filter(|c| *c > current.params.max_tokens)
         {
             let mut next = current.clone();
             next.params.max_tokens = ceiling;
             return Some(next);
         }
-        if policy.samples > 1 && original.params.temperature > 0.0 && *resampled < self.retry.resample_attempts {
+        if policy.samples > 1
+            && original.params.temperature > 0.0
+            && *resampled < self.retry.resample_attempts
+        {
             *resampled += 1;
             let step = policy.samples.saturating_mul(*resampled);
             let mut next = current.clone();
             next.sample = original.sample.saturating_add(step);
-            next.params.seed = original.params.seed.map(|s| s.wrapping_add(u64::from(step)));
+            next.params.seed = original
+                .params
+                .seed
+                .map(|s| s.wrapping_add(u64::from(step)));
             return Some(next);
         }
         None
     }
 
     fn used(&self, stage: LlmStage, key: &str) {
-        self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(stage).or_default().insert(key.to_owned());
+        self.used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(stage)
+            .or_default()
+            .insert(key.to_owned());
     }
 
     /// One request's answer, complete or not: from the store, else from the endpoint (and
     /// then stored, whatever its finish reason, so that no rerun asks it again).
     async fn answer(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         if self.stopped.load(Ordering::SeqCst) {
-            return Err(LlmError::Stopped { stage: request.stage, item: request.item.clone() });
+            return Err(LlmError::Stopped {
+                stage: request.stage,
+                item: request.item.clone(),
+            });
         }
         let key = request.key();
         if self.mode != StoreMode::RecordOnly {
@@ -175,22 +211,44 @@ impl Gateway {
             // runtime's workers, so it never stalls requests in flight.
             let store = self.store.clone();
             let lookup = key.clone();
-            let stored = tokio::task::spawn_blocking(move || store.get(&lookup)).await.map_err(|e| join_error(&self.store, &key, e))??;
+            let stored = tokio::task::spawn_blocking(move || store.get(&lookup))
+                .await
+                .map_err(|e| join_error(&self.store, &key, e))??;
             match stored {
                 Some(entry) => {
                     self.used(request.stage, &key);
                     if entry.rejected.is_some() {
-                        self.marked.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone());
+                        self.marked
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(key.clone());
                     }
                     let r = entry.response;
-                    self.accounting.record(request.stage, &request.model, Event::FromStore(r.usage));
+                    self.accounting.record(
+                        request.stage,
+                        &request.model,
+                        Event::FromStore(r.usage),
+                    );
                     if !r.finish_reason.is_complete() {
-                        self.accounting.record(request.stage, &request.model, Event::Incomplete);
+                        self.accounting
+                            .record(request.stage, &request.model, Event::Incomplete);
                     }
-                    return Ok(Completion { key, text: r.text, finish_reason: r.finish_reason, usage: r.usage, origin: Origin::Store, provenance: r.provenance });
+                    return Ok(Completion {
+                        key,
+                        text: r.text,
+                        finish_reason: r.finish_reason,
+                        usage: r.usage,
+                        origin: Origin::Store,
+                        provenance: r.provenance,
+                    });
                 }
                 None if self.mode == StoreMode::Replay => {
-                    return Err(LlmError::ReplayMiss { stage: request.stage, item: request.item.clone(), model: request.model.clone(), key });
+                    return Err(LlmError::ReplayMiss {
+                        stage: request.stage,
+                        item: request.item.clone(),
+                        model: request.model.clone(),
+                        key,
+                    });
                 }
                 None => {}
             }
@@ -198,25 +256,55 @@ impl Gateway {
         let (text, finish_reason, usage) = match self.send(request).await {
             Ok(answer) => answer,
             Err(e) => {
-                self.accounting.record(request.stage, &request.model, Event::Failed);
+                self.accounting
+                    .record(request.stage, &request.model, Event::Failed);
                 return Err(e);
             }
         };
-        let entry = StoreEntry::of(request, StoredResponse { text, finish_reason, usage, provenance: Provenance::Endpoint });
+        let entry = StoreEntry::of(
+            request,
+            StoredResponse {
+                text,
+                finish_reason,
+                usage,
+                provenance: Provenance::Endpoint,
+            },
+        );
         let store = self.store.clone();
-        let entry = tokio::task::spawn_blocking(move || store.put(&entry).map(|()| entry)).await.map_err(|e| join_error(&self.store, &key, e))??;
+        let entry = tokio::task::spawn_blocking(move || store.put(&entry).map(|()| entry))
+            .await
+            .map_err(|e| join_error(&self.store, &key, e))??;
         self.used(request.stage, &key);
-        let event = if entry.response.finish_reason.is_complete() { Event::FromEndpoint } else { Event::Incomplete };
+        let event = if entry.response.finish_reason.is_complete() {
+            Event::FromEndpoint
+        } else {
+            Event::Incomplete
+        };
         self.accounting.record(request.stage, &request.model, event);
         let StoreEntry { response, .. } = entry;
-        Ok(Completion { key, text: response.text, finish_reason: response.finish_reason, usage: response.usage, origin: Origin::Endpoint, provenance: Provenance::Endpoint })
+        Ok(Completion {
+            key,
+            text: response.text,
+            finish_reason: response.finish_reason,
+            usage: response.usage,
+            origin: Origin::Endpoint,
+            provenance: Provenance::Endpoint,
+        })
     }
 
     /// Send under the limits, the retry policy and the endpoint's circuit until an answer
     /// (complete or not) comes.
-    async fn send(&self, request: &ChatRequest) -> Result<(String, FinishReason, TokenUsage), LlmError> {
+    async fn send(
+        &self,
+        request: &ChatRequest,
+    ) -> Result<(String, FinishReason, TokenUsage), LlmError> {
         let ticket = self.circuit.ticket();
-        let down = || LlmError::EndpointDown { stage: request.stage, item: request.item.clone(), url: self.url().to_owned(), circuit: self.circuit.clone() };
+        let down = || LlmError::EndpointDown {
+            stage: request.stage,
+            item: request.item.clone(),
+            url: self.url().to_owned(),
+            circuit: self.circuit.clone(),
+        };
         let outcome = send_through(&self.retry, &self.limits, &ticket, request.estimated_tokens(), down, |attempt, permit| async move {
             // Another request may have stopped the run (while this one waited, too).
             if self.stopped.load(Ordering::SeqCst) {
@@ -267,7 +355,13 @@ impl Gateway {
         .await;
         outcome.map_err(|gave_up| match gave_up {
             GaveUp::Failed(e) => e,
-            GaveUp::Exhausted { attempts, last } => LlmError::RetriesExhausted { stage: request.stage, item: request.item.clone(), model: request.model.clone(), attempts, last },
+            GaveUp::Exhausted { attempts, last } => LlmError::RetriesExhausted {
+                stage: request.stage,
+                item: request.item.clone(),
+                model: request.model.clone(),
+                attempts,
+                last,
+            },
         })
     }
 
@@ -278,25 +372,45 @@ impl Gateway {
         if self.mode == StoreMode::Replay {
             return;
         }
-        let rejected = rejection.map(|r| StoredRejection { kind: r.kind().to_owned(), detail: r.to_string() });
-        if rejected.is_none() && !self.marked.lock().unwrap_or_else(|p| p.into_inner()).remove(&completion.key) {
+        let rejected = rejection.map(|r| StoredRejection {
+            kind: r.kind().to_owned(),
+            detail: r.to_string(),
+        });
+        if rejected.is_none()
+            && !self
+                .marked
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&completion.key)
+        {
             return;
         }
         let (store, key) = (self.store.clone(), completion.key.clone());
         match tokio::task::spawn_blocking(move || store.set_rejected(&key, rejected)).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!(key = %completion.key, error = %coreb_base::errors::chain(&e), "could not record a rejection in the response store"),
-            Err(e) => tracing::warn!(key = %completion.key, error = %e, "could not record a rejection in the response store"),
+            Ok(Err(e)) => {
+                tracing::warn!(key = %completion.key, error = %coreb_base::errors::chain(&e), "could not record a rejection in the response store")
+            }
+            Err(e) => {
+                tracing::warn!(key = %completion.key, error = %e, "could not record a rejection in the response store")
+            }
         }
     }
 }
 
 fn join_error(store: &ResponseStore, key: &str, e: tokio::task::JoinError) -> LlmError {
-    LlmError::Store(super::StoreError::Io { action: "accessing", path: store.path_of(key), source: std::io::Error::other(e.to_string()) })
+    LlmError::Store(super::StoreError::Io {
+        action: "accessing",
+        path: store.path_of(key),
+        source: std::io::Error::other(e.to_string()),
+    })
 }
 
 impl LlmGateway for Gateway {
-    fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(self.complete_inner(request))
     }
 
@@ -305,10 +419,19 @@ impl LlmGateway for Gateway {
     }
 
     fn answers_used(&self, stage: LlmStage) -> Vec<String> {
-        self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&stage).map(|k| k.iter().cloned().collect()).unwrap_or_default()
+        self.used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&stage)
+            .map(|k| k.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
-    fn verdict<'a>(&'a self, completion: &'a Completion, rejection: Option<&'a RejectReason>) -> BoxFuture<'a, ()> {
+    fn verdict<'a>(
+        &'a self,
+        completion: &'a Completion,
+        rejection: Option<&'a RejectReason>,
+    ) -> BoxFuture<'a, ()> {
         Box::pin(self.record_verdict(completion, rejection))
     }
 }

@@ -118,7 +118,12 @@ pub struct SamplingParams {
 
 impl Default for SamplingParams {
     fn default() -> Self {
-        SamplingParams { temperature: 0.0, top_p: 1.0, max_tokens: 4096, seed: Some(0) }
+        SamplingParams {
+            temperature: 0.0,
+            top_p: 1.0,
+            max_tokens: 4096,
+            seed: Some(0),
+        }
     }
 }
 
@@ -174,14 +179,20 @@ pub struct IncompletePolicy {
 
 impl Default for IncompletePolicy {
     fn default() -> Self {
-        IncompletePolicy { max_tokens_ceiling: None, samples: 1 }
+        IncompletePolicy {
+            max_tokens_ceiling: None,
+            samples: 1,
+        }
     }
 }
 
 impl ChatRequest {
     /// Ask for `schema` (when there is one) in `mode`.
     pub fn with_schema(mut self, schema: Option<&JsonSchema>, mode: StructuredOutput) -> Self {
-        self.response_format = schema.map(|s| ResponseFormat { mode, schema: s.clone() });
+        self.response_format = schema.map(|s| ResponseFormat {
+            mode,
+            schema: s.clone(),
+        });
         self
     }
 
@@ -320,7 +331,9 @@ pub struct Completion {
 #[derive(Debug, Error)]
 pub enum LlmError {
     /// The endpoint refused the credentials (401/403): the whole run stops.
-    #[error("stage `{stage}`, item `{item}`, model `{model}`: `{url}` refused the credentials (HTTP {status}); check the API key variable; the run stops")]
+    #[error(
+        "stage `{stage}`, item `{item}`, model `{model}`: `{url}` refused the credentials (HTTP {status}); check the API key variable; the run stops"
+    )]
     Unauthorized {
         /// Stage.
         stage: LlmStage,
@@ -335,7 +348,9 @@ pub enum LlmError {
     },
     /// The endpoint does not know the model (a 404, or a rejection naming the model as
     /// unknown): no request for it can succeed, the whole run stops.
-    #[error("stage `{stage}`, item `{item}`: `{url}` does not know model `{model}` (HTTP {status}: {body}); check `llm.model` and `llm.stages.<stage>.models`; the run stops")]
+    #[error(
+        "stage `{stage}`, item `{item}`: `{url}` does not know model `{model}` (HTTP {status}: {body}); check `llm.model` and `llm.stages.<stage>.models`; the run stops"
+    )]
     UnknownModel {
         /// Stage.
         stage: LlmStage,
@@ -383,7 +398,9 @@ pub enum LlmError {
     },
     /// An earlier request stopped the run (credentials refused, unknown model, endpoint
     /// down); nothing more is sent.
-    #[error("stage `{stage}`, item `{item}`: not sent, the run stopped after an earlier request's failure")]
+    #[error(
+        "stage `{stage}`, item `{item}`: not sent, the run stopped after an earlier request's failure"
+    )]
     Stopped {
         /// Stage.
         stage: LlmStage,
@@ -391,7 +408,9 @@ pub enum LlmError {
         item: String,
     },
     /// Replay mode and the store holds no response for this request.
-    #[error("replay: no stored response for stage `{stage}`, item `{item}`, model `{model}`, key `{key}`")]
+    #[error(
+        "replay: no stored response for stage `{stage}`, item `{item}`, model `{model}`, key `{key}`"
+    )]
     ReplayMiss {
         /// Stage.
         stage: LlmStage,
@@ -403,7 +422,9 @@ pub enum LlmError {
         key: String,
     },
     /// Every attempt failed with a retryable error.
-    #[error("stage `{stage}`, item `{item}`, model `{model}`: gave up after {attempts} attempts; last error: {last}")]
+    #[error(
+        "stage `{stage}`, item `{item}`, model `{model}`: gave up after {attempts} attempts; last error: {last}"
+    )]
     RetriesExhausted {
         /// Stage.
         stage: LlmStage,
@@ -417,7 +438,9 @@ pub enum LlmError {
         last: String,
     },
     /// The endpoint rejected the request itself (a 4xx other than 401/403/408/409/429).
-    #[error("stage `{stage}`, item `{item}`, model `{model}`: the endpoint rejected the request (HTTP {status}): {body}")]
+    #[error(
+        "stage `{stage}`, item `{item}`, model `{model}`: the endpoint rejected the request (HTTP {status}): {body}"
+    )]
     Rejected {
         /// Stage.
         stage: LlmStage,
@@ -468,15 +491,30 @@ pub enum LlmError {
 impl LlmError {
     /// Does this error stop the whole run (rather than losing one item)?
     pub fn is_fatal(&self) -> bool {
-        !matches!(self, LlmError::RetriesExhausted { .. } | LlmError::Rejected { .. } | LlmError::Incomplete { .. } | LlmError::NotAuthored { .. })
+        !matches!(
+            self,
+            LlmError::RetriesExhausted { .. }
+                | LlmError::Rejected { .. }
+                | LlmError::Incomplete { .. }
+                | LlmError::NotAuthored { .. }
+        )
     }
 
     /// Why the item failed, without the stage, item and model that a rejection lists apart.
     pub fn reason(&self) -> String {
         match self {
-            LlmError::RetriesExhausted { attempts, last, .. } => format!("gave up after {attempts} attempts; last error: {last}"),
-            LlmError::Rejected { status, body, .. } => format!("the endpoint rejected the request (HTTP {status}): {body}"),
-            LlmError::Incomplete { stage, finish_reason, max_tokens, .. } => incomplete_reason(stage, finish_reason, max_tokens),
+            LlmError::RetriesExhausted { attempts, last, .. } => {
+                format!("gave up after {attempts} attempts; last error: {last}")
+            }
+            LlmError::Rejected { status, body, .. } => {
+                format!("the endpoint rejected the request (HTTP {status}): {body}")
+            }
+            LlmError::Incomplete {
+                stage,
+                finish_reason,
+                max_tokens,
+                ..
+            } => incomplete_reason(stage, finish_reason, max_tokens),
             LlmError::NotAuthored { .. } => "no authored answer".into(),
             other => other.to_string(),
         }
@@ -487,13 +525,22 @@ impl LlmError {
         let kind = match self {
             LlmError::RetriesExhausted { .. } => LlmFailureKind::RetriesExhausted,
             LlmError::Rejected { .. } => LlmFailureKind::Rejected,
-            LlmError::Incomplete { finish_reason: FinishReason::ContentFilter, .. } => LlmFailureKind::ContentFilter,
-            LlmError::Incomplete { finish_reason: FinishReason::Length, .. } => LlmFailureKind::Truncated,
+            LlmError::Incomplete {
+                finish_reason: FinishReason::ContentFilter,
+                ..
+            } => LlmFailureKind::ContentFilter,
+            LlmError::Incomplete {
+                finish_reason: FinishReason::Length,
+                ..
+            } => LlmFailureKind::Truncated,
             LlmError::Incomplete { .. } => LlmFailureKind::Unfinished,
             LlmError::NotAuthored { .. } => LlmFailureKind::NotAuthored,
             _ => LlmFailureKind::Fatal,
         };
-        LlmFailure { kind, detail: self.reason() }
+        LlmFailure {
+            kind,
+            detail: self.reason(),
+        }
     }
 }
 
@@ -504,18 +551,29 @@ fn endpoint_down(url: &str, circuit: &coreb_http::circuit::Circuit) -> String {
     let r = circuit.report();
     let why = match r.opened {
         Some(Opened::Transport(n)) => format!("{n} attempts in a row got no answer"),
-        Some(Opened::ServerErrors(n)) => format!("{n} answers in a row were server errors or not chat completions"),
+        Some(Opened::ServerErrors(n)) => {
+            format!("{n} answers in a row were server errors or not chat completions")
+        }
         None => "its attempts failed".to_owned(),
     };
     let (wait, each) = (circuit.config().open_secs, circuit.config().probe_attempts);
     let probes = match r.failed_probes {
         0 => String::new(),
         1 => format!(", and so did the probe request after a {wait} s pause ({each} attempts)"),
-        n => format!(", and so did {n} probe requests after a {wait} s pause ({each} attempts each)"),
+        n => {
+            format!(", and so did {n} probe requests after a {wait} s pause ({each} attempts each)")
+        }
     };
     let t = r.tally;
     let unreached = t.attempts - t.reached;
-    let unreached = if unreached > 0 { format!(" ({unreached} of {} attempts could not connect)", t.attempts) } else { String::new() };
+    let unreached = if unreached > 0 {
+        format!(
+            " ({unreached} of {} attempts could not connect)",
+            t.attempts
+        )
+    } else {
+        String::new()
+    };
     format!(
         "the endpoint `{url}` looks down: {why}{probes}; last error: {}; in this run: {} requests sent, {} failures{unreached}; nothing more is sent, the run stops (when an endpoint counts as down: `llm.circuit`)",
         r.last_failure.as_deref().unwrap_or("none"),
@@ -528,16 +586,33 @@ fn endpoint_down(url: &str, circuit: &coreb_http::circuit::Circuit) -> String {
 fn incomplete_reason(stage: &LlmStage, finish: &FinishReason, max_tokens: &[u32]) -> String {
     let tries = match max_tokens {
         [one] => format!("`max_tokens` = {one}"),
-        [first, rest @ ..] if rest.iter().all(|m| m == first) => format!("`max_tokens` = {first}, in each of {} tries", max_tokens.len()),
-        _ => format!("`max_tokens` = {}", max_tokens.iter().map(u32::to_string).collect::<Vec<_>>().join(", then ")),
+        [first, rest @ ..] if rest.iter().all(|m| m == first) => format!(
+            "`max_tokens` = {first}, in each of {} tries",
+            max_tokens.len()
+        ),
+        _ => format!(
+            "`max_tokens` = {}",
+            max_tokens
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", then ")
+        ),
     };
     match finish {
         FinishReason::Length if max_tokens.len() == 1 => {
-            format!("the answer was cut at {tries}; set `llm.stages.{stage}.max_tokens_ceiling` (or `llm.max_tokens_ceiling`) to allow one longer try, or raise `max_tokens`")
+            format!(
+                "the answer was cut at {tries}; set `llm.stages.{stage}.max_tokens_ceiling` (or `llm.max_tokens_ceiling`) to allow one longer try, or raise `max_tokens`"
+            )
         }
         FinishReason::Length => format!("the answer was cut at {tries}"),
-        FinishReason::ContentFilter => format!("the endpoint's content filter stopped the answer ({tries})"),
-        other => format!("the answer stopped with finish_reason `{}` ({tries})", other.as_str()),
+        FinishReason::ContentFilter => {
+            format!("the endpoint's content filter stopped the answer ({tries})")
+        }
+        other => format!(
+            "the answer stopped with finish_reason `{}` ({tries})",
+            other.as_str()
+        ),
     }
 }
 
@@ -591,7 +666,10 @@ pub struct LlmFailure {
 pub trait LlmGateway: Send + Sync {
     /// Complete one request: from the store, or from the endpoint under the retry policy.
     /// A returned completion always finished with [`FinishReason::Stop`].
-    fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>>;
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>>;
 
     /// Requests, tokens and cost so far, per stage and model (empty for gateways that keep
     /// no accounts).
@@ -612,7 +690,11 @@ pub trait LlmGateway: Send + Sync {
     /// gateway with a response store records the rejection in the answer's entry
     /// (`coreb store prune` removes such entries so that a rerun asks again) and clears one
     /// recorded earlier once the answer is used; others ignore it.
-    fn verdict<'a>(&'a self, completion: &'a Completion, rejection: Option<&'a run::RejectReason>) -> BoxFuture<'a, ()> {
+    fn verdict<'a>(
+        &'a self,
+        completion: &'a Completion,
+        rejection: Option<&'a run::RejectReason>,
+    ) -> BoxFuture<'a, ()> {
         let _ = (completion, rejection);
         Box::pin(async {})
     }
@@ -628,7 +710,10 @@ pub struct Counted<'g> {
 }
 
 impl LlmGateway for Counted<'_> {
-    fn complete<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(async move {
             let result = self.inner.complete(request).await;
             (self.progress)();
@@ -644,7 +729,11 @@ impl LlmGateway for Counted<'_> {
         self.inner.answers_used(stage)
     }
 
-    fn verdict<'a>(&'a self, completion: &'a Completion, rejection: Option<&'a run::RejectReason>) -> BoxFuture<'a, ()> {
+    fn verdict<'a>(
+        &'a self,
+        completion: &'a Completion,
+        rejection: Option<&'a run::RejectReason>,
+    ) -> BoxFuture<'a, ()> {
         self.inner.verdict(completion, rejection)
     }
 }

@@ -103,21 +103,39 @@ pub enum PromptError {
     },
 }
 
-static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\{\{([a-z][a-z0-9_]*)\}\}").expect("placeholder regex"));
+static PLACEHOLDER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\{\{([a-z][a-z0-9_]*)\}\}").expect("placeholder regex"));
 
 impl Prompt {
     /// Parse a prompt file's text; `path` names it in errors.
     pub fn parse(path: &Path, text: &str) -> Result<Self, PromptError> {
-        let file: PromptFile = toml::from_str(text).map_err(|e| PromptError::Invalid { path: path.to_owned(), message: e.to_string().trim().to_owned() })?;
+        let file: PromptFile = toml::from_str(text).map_err(|e| PromptError::Invalid {
+            path: path.to_owned(),
+            message: e.to_string().trim().to_owned(),
+        })?;
         if file.user.trim().is_empty() {
-            return Err(PromptError::Invalid { path: path.to_owned(), message: "`user` is empty".into() });
+            return Err(PromptError::Invalid {
+                path: path.to_owned(),
+                message: "`user` is empty".into(),
+            });
         }
-        Ok(Prompt { id: file.id, version: file.version, system: file.system, user: file.user, fragments: file.fragments, sha256: sha256_hex(text.as_bytes()), schema: None })
+        Ok(Prompt {
+            id: file.id,
+            version: file.version,
+            system: file.system,
+            user: file.user,
+            fragments: file.fragments,
+            sha256: sha256_hex(text.as_bytes()),
+            schema: None,
+        })
     }
 
     /// Read and parse a prompt file.
     pub fn load(path: &Path) -> Result<Self, PromptError> {
-        let text = fs_err::read_to_string(path).map_err(|source| PromptError::Read { path: path.to_owned(), source })?;
+        let text = fs_err::read_to_string(path).map_err(|source| PromptError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
         Self::parse(path, &text)
     }
 
@@ -132,7 +150,13 @@ impl Prompt {
 
     /// A named fragment.
     pub fn fragment(&self, name: &str) -> Result<&str, PromptError> {
-        self.fragments.get(name).map(String::as_str).ok_or_else(|| PromptError::MissingFragment { prompt: self.id.clone(), name: name.to_owned() })
+        self.fragments
+            .get(name)
+            .map(String::as_str)
+            .ok_or_else(|| PromptError::MissingFragment {
+                prompt: self.id.clone(),
+                name: name.to_owned(),
+            })
     }
 
     /// The messages with every placeholder replaced; every value must be used.
@@ -140,17 +164,35 @@ impl Prompt {
         let given: BTreeMap<&str, &str> = values.iter().copied().collect();
         let used = self.placeholders();
         if let Some(name) = used.iter().find(|n| !given.contains_key(n.as_str())) {
-            return Err(PromptError::MissingValue { prompt: self.id.clone(), name: name.clone() });
+            return Err(PromptError::MissingValue {
+                prompt: self.id.clone(),
+                name: name.clone(),
+            });
         }
         if let Some(name) = given.keys().find(|n| !used.contains(**n)) {
-            return Err(PromptError::UnusedValue { prompt: self.id.clone(), name: (*name).to_owned() });
+            return Err(PromptError::UnusedValue {
+                prompt: self.id.clone(),
+                name: (*name).to_owned(),
+            });
         }
-        let fill = |text: &str| PLACEHOLDER.replace_all(text, |c: &regex::Captures| given.get(&c[1]).copied().unwrap_or_default().to_owned()).into_owned();
+        let fill = |text: &str| {
+            PLACEHOLDER
+                .replace_all(text, |c: &regex::Captures| {
+                    given.get(&c[1]).copied().unwrap_or_default().to_owned()
+                })
+                .into_owned()
+        };
         let mut messages = Vec::new();
         if let Some(system) = &self.system {
-            messages.push(ChatMessage { role: Role::System, content: fill(system) });
+            messages.push(ChatMessage {
+                role: Role::System,
+                content: fill(system),
+            });
         }
-        messages.push(ChatMessage { role: Role::User, content: fill(&self.user) });
+        messages.push(ChatMessage {
+            role: Role::User,
+            content: fill(&self.user),
+        });
         Ok(messages)
     }
 }
@@ -184,18 +226,36 @@ impl Prompts {
             let path = dir.join(format!("{stage}.toml"));
             let mut prompt = Prompt::load(&path)?;
             if prompt.id != stage.as_str() {
-                return Err(PromptError::Invalid { path, message: format!("`id` is `{}`, expected `{stage}`", prompt.id) });
+                return Err(PromptError::Invalid {
+                    path,
+                    message: format!("`id` is `{}`, expected `{stage}`", prompt.id),
+                });
             }
             let schema_path = dir.join(format!("{stage}.schema.json"));
             match (stage.answers_json(), schema_path.exists()) {
                 (true, _) => {
-                    let text = fs_err::read_to_string(&schema_path).map_err(|source| PromptError::Read { path: schema_path.clone(), source })?;
-                    let schema = JsonSchema::parse(stage.as_str(), &schema_path, &text).map_err(|message| PromptError::Invalid { path: schema_path.clone(), message })?;
+                    let text = fs_err::read_to_string(&schema_path).map_err(|source| {
+                        PromptError::Read {
+                            path: schema_path.clone(),
+                            source,
+                        }
+                    })?;
+                    let schema = JsonSchema::parse(stage.as_str(), &schema_path, &text).map_err(
+                        |message| PromptError::Invalid {
+                            path: schema_path.clone(),
+                            message,
+                        },
+                    )?;
                     prompt.schema = Some(schema);
                 }
                 (false, true) => {
-                    let message = format!("stage `{stage}` answers in prose or code, not JSON: remove this schema, it would never be used");
-                    return Err(PromptError::Invalid { path: schema_path, message });
+                    let message = format!(
+                        "stage `{stage}` answers in prose or code, not JSON: remove this schema, it would never be used"
+                    );
+                    return Err(PromptError::Invalid {
+                        path: schema_path,
+                        message,
+                    });
                 }
                 (false, false) => {}
             }
@@ -230,12 +290,20 @@ impl Prompts {
 
     /// (id, sha256) of every prompt, for a manifest.
     pub fn hashes(&self) -> BTreeMap<String, String> {
-        LlmStage::ALL.into_iter().filter_map(|s| self.of(s)).map(|p| (p.id.clone(), p.sha256.clone())).collect()
+        LlmStage::ALL
+            .into_iter()
+            .filter_map(|s| self.of(s))
+            .map(|p| (p.id.clone(), p.sha256.clone()))
+            .collect()
     }
 
     /// (id, sha256) of every schema, for a manifest.
     pub fn schema_hashes(&self) -> BTreeMap<String, String> {
-        LlmStage::ALL.into_iter().filter_map(|s| self.of(s)).filter_map(|p| p.schema.as_ref().map(|s| (p.id.clone(), s.sha256.clone()))).collect()
+        LlmStage::ALL
+            .into_iter()
+            .filter_map(|s| self.of(s))
+            .filter_map(|p| p.schema.as_ref().map(|s| (p.id.clone(), s.sha256.clone())))
+            .collect()
     }
 }
 
@@ -254,14 +322,25 @@ mod tests {
             }
         }
         Prompts::load(dir.path()).unwrap();
-        fs_err::write(dir.path().join("abbreviate.schema.json"), "{\"type\": \"object\"}").unwrap();
+        fs_err::write(
+            dir.path().join("abbreviate.schema.json"),
+            "{\"type\": \"object\"}",
+        )
+        .unwrap();
         let e = Prompts::load(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("abbreviate.schema.json") && e.contains("not JSON"), "{e}");
+        assert!(
+            e.contains("abbreviate.schema.json") && e.contains("not JSON"),
+            "{e}"
+        );
         fs_err::remove_file(dir.path().join("abbreviate.schema.json")).unwrap();
         fs_err::remove_file(dir.path().join("queries.schema.json")).unwrap();
         let e = Prompts::load(dir.path()).unwrap_err().to_string();
         assert!(e.contains("queries.schema.json"), "{e}");
-        fs_err::write(dir.path().join("queries.schema.json"), "{\"type\": \"object\", \"format\": \"x\"}").unwrap();
+        fs_err::write(
+            dir.path().join("queries.schema.json"),
+            "{\"type\": \"object\", \"format\": \"x\"}",
+        )
+        .unwrap();
         let e = coreb_base::errors::chain(&Prompts::load(dir.path()).unwrap_err());
         assert!(e.contains("keyword `format` is not supported"), "{e}");
     }
@@ -276,11 +355,21 @@ mod tests {
         let m = p.render(&[("tone", "calm"), ("task", "{{tone}}")]).unwrap();
         assert_eq!(m[0].content, "be calm");
         assert_eq!(m[1].content, "Do {{tone}} with calm.");
-        assert!(matches!(p.render(&[("tone", "x")]), Err(PromptError::MissingValue { name, .. }) if name == "task"));
-        assert!(matches!(p.render(&[("tone", "x"), ("task", "y"), ("extra", "z")]), Err(PromptError::UnusedValue { name, .. }) if name == "extra"));
+        assert!(
+            matches!(p.render(&[("tone", "x")]), Err(PromptError::MissingValue { name, .. }) if name == "task")
+        );
+        assert!(
+            matches!(p.render(&[("tone", "x"), ("task", "y"), ("extra", "z")]), Err(PromptError::UnusedValue { name, .. }) if name == "extra")
+        );
         assert_eq!(p.fragment("x").unwrap(), "y");
         assert!(p.fragment("z").is_err());
-        assert!(Prompt::parse(Path::new("t.toml"), "id = \"t\"\nversion = 1\nuser = \"x\"\nextra = 1\n").is_err());
+        assert!(
+            Prompt::parse(
+                Path::new("t.toml"),
+                "id = \"t\"\nversion = 1\nuser = \"x\"\nextra = 1\n"
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -288,7 +377,10 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
         let prompts = Prompts::load(&dir).unwrap();
         assert_eq!(prompts.hashes().len(), 8);
-        assert_eq!(prompts.schema_hashes().keys().collect::<Vec<_>>(), ["distract", "queries", "rewrite", "rewrite_tests"]);
+        assert_eq!(
+            prompts.schema_hashes().keys().collect::<Vec<_>>(),
+            ["distract", "queries", "rewrite", "rewrite_tests"]
+        );
         // That every language of coreb has its `language_<name>` fragment is checked where
         // languages are known (`coreb_data::solution`).
     }

@@ -14,7 +14,10 @@ use serde::Serialize;
 use thiserror::Error;
 
 use super::config::{LlmConfig, LlmStage};
-use super::{ChatMessage, ChatRequest, Completion, IncompletePolicy, JsonSchema, LlmError, LlmFailure, LlmGateway, SamplingParams, StructuredOutput};
+use super::{
+    ChatMessage, ChatRequest, Completion, IncompletePolicy, JsonSchema, LlmError, LlmFailure,
+    LlmGateway, SamplingParams, StructuredOutput,
+};
 use crate::prompt::{Prompt, PromptError};
 
 /// Run `f` over `items` with at most `concurrency` in flight; results in item order.
@@ -23,14 +26,25 @@ where
     F: Fn(T) -> Fut,
     Fut: Future<Output = R>,
 {
-    stream::iter(items.into_iter().map(f)).buffered(concurrency.max(1)).collect().await
+    stream::iter(items.into_iter().map(f))
+        .buffered(concurrency.max(1))
+        .collect()
+        .await
 }
 
 /// The items' results, or the error that stopped the stage. When several items failed (a
 /// refused credential stops every request in flight), the cause is reported, not the first
 /// item's "not sent, the run stopped".
 pub fn settle<T>(results: Vec<Result<T, LlmStageError>>) -> Result<Vec<T>, LlmStageError> {
-    let is_stopped = |e: &LlmStageError| matches!(e, LlmStageError::Gateway { source: LlmError::Stopped { .. }, .. });
+    let is_stopped = |e: &LlmStageError| {
+        matches!(
+            e,
+            LlmStageError::Gateway {
+                source: LlmError::Stopped { .. },
+                ..
+            }
+        )
+    };
     let mut first_stopped = None;
     let mut out = Vec::with_capacity(results.len());
     for r in results {
@@ -68,19 +82,45 @@ impl ModelPlan {
             models: config.models(stage),
             sampling: config.sampling(stage),
             structured_output: config.structured_output,
-            on_incomplete: IncompletePolicy { max_tokens_ceiling: config.max_tokens_ceiling(stage), samples: 1 },
+            on_incomplete: IncompletePolicy {
+                max_tokens_ceiling: config.max_tokens_ceiling(stage),
+                samples: 1,
+            },
         }
     }
 
     /// One model with the given sampling, the default structured output and no longer try
     /// for cut answers (tests, benchmarks, the model audit).
     pub fn single(model: &str, sampling: SamplingParams) -> Self {
-        ModelPlan { models: vec![model.to_owned()], sampling, structured_output: StructuredOutput::default(), on_incomplete: IncompletePolicy::default() }
+        ModelPlan {
+            models: vec![model.to_owned()],
+            sampling,
+            structured_output: StructuredOutput::default(),
+            on_incomplete: IncompletePolicy::default(),
+        }
     }
 
     /// The request for `model` with this plan's sampling, schema form and cut-answer policy.
-    pub fn request(&self, stage: LlmStage, item: &str, model: &str, messages: Vec<ChatMessage>, sample: u32, prompt: &Prompt) -> ChatRequest {
-        request(stage, item, model, messages, &self.sampling, sample, &prompt.sha256).with_schema(prompt.schema.as_ref(), self.structured_output).with_policy(self.on_incomplete)
+    pub fn request(
+        &self,
+        stage: LlmStage,
+        item: &str,
+        model: &str,
+        messages: Vec<ChatMessage>,
+        sample: u32,
+        prompt: &Prompt,
+    ) -> ChatRequest {
+        request(
+            stage,
+            item,
+            model,
+            messages,
+            &self.sampling,
+            sample,
+            &prompt.sha256,
+        )
+        .with_schema(prompt.schema.as_ref(), self.structured_output)
+        .with_policy(self.on_incomplete)
     }
 }
 
@@ -211,22 +251,45 @@ impl std::fmt::Display for RejectReason {
         match self {
             RejectReason::Llm { failure } => write!(f, "{}", failure.detail),
             RejectReason::NotJson { detail } => write!(f, "answer is not JSON: {detail}"),
-            RejectReason::Schema { detail } => write!(f, "answer does not follow the schema: {detail}"),
+            RejectReason::Schema { detail } => {
+                write!(f, "answer does not follow the schema: {detail}")
+            }
             RejectReason::MissingField { field } => write!(f, "answer lacks `{field}`"),
             RejectReason::EmptyField { field } => write!(f, "`{field}` is empty"),
-            RejectReason::Unchanged { field } => write!(f, "`{field}` is unchanged from the original"),
-            RejectReason::TestCount { expected, got } => write!(f, "{got} tests came back for {expected} sent"),
+            RejectReason::Unchanged { field } => {
+                write!(f, "`{field}` is unchanged from the original")
+            }
+            RejectReason::TestCount { expected, got } => {
+                write!(f, "{got} tests came back for {expected} sent")
+            }
             RejectReason::TestShape { test, detail } => write!(f, "test {test}: {detail}"),
             RejectReason::NoMethod => write!(f, "the rewritten starter code has no method"),
-            RejectReason::SignatureChanged { detail } => write!(f, "the rewritten starter's signature changed: {detail}"),
-            RejectReason::WordCount { words, min, max: Some(max) } => write!(f, "{words} words, expected {min}–{max}"),
-            RejectReason::WordCount { words, min, max: None } => write!(f, "{words} words, expected at least {min}"),
+            RejectReason::SignatureChanged { detail } => {
+                write!(f, "the rewritten starter's signature changed: {detail}")
+            }
+            RejectReason::WordCount {
+                words,
+                min,
+                max: Some(max),
+            } => write!(f, "{words} words, expected {min}–{max}"),
+            RejectReason::WordCount {
+                words,
+                min,
+                max: None,
+            } => write!(f, "{words} words, expected at least {min}"),
             RejectReason::NoCode => write!(f, "no code in the answer"),
             RejectReason::NoQueries => write!(f, "no usable query in the answer"),
-            RejectReason::PlaceholderVariable { variable } => write!(f, "uses the bare variable `{variable}` instead of saying what it is"),
+            RejectReason::PlaceholderVariable { variable } => write!(
+                f,
+                "uses the bare variable `{variable}` instead of saying what it is"
+            ),
             RejectReason::Repeat => write!(f, "repeats another query of the answer"),
-            RejectReason::LanguageNotNamed { language } => write!(f, "the {language} variant does not name its language"),
-            RejectReason::MissingSection { field, section } => write!(f, "`{field}` has no {section} section"),
+            RejectReason::LanguageNotNamed { language } => {
+                write!(f, "the {language} variant does not name its language")
+            }
+            RejectReason::MissingSection { field, section } => {
+                write!(f, "`{field}` has no {section} section")
+            }
         }
     }
 }
@@ -297,12 +360,24 @@ pub struct Answers<T> {
 impl<T> Answers<T> {
     /// No answer yet, of `items_in` items, asked with the prompt of sha256 `prompt_sha256`.
     pub fn new(items_in: u64, prompt_sha256: &str) -> Self {
-        Answers { rows: Vec::new(), rejected: Vec::new(), stats: LlmStageStats { items_in, ..LlmStageStats::default() }, prompt_sha256: prompt_sha256.to_owned() }
+        Answers {
+            rows: Vec::new(),
+            rejected: Vec::new(),
+            stats: LlmStageStats {
+                items_in,
+                ..LlmStageStats::default()
+            },
+            prompt_sha256: prompt_sha256.to_owned(),
+        }
     }
 
     /// Add each item's outcome ([`settle`]d, in item order): its counts, and the rows that
     /// `rows` makes of its answer and the model that gave it, or its rejections.
-    pub fn add<I, A>(&mut self, outcomes: Vec<ItemOutcome<I, A>>, mut rows: impl FnMut(I, A, String, &mut Vec<T>)) {
+    pub fn add<I, A>(
+        &mut self,
+        outcomes: Vec<ItemOutcome<I, A>>,
+        mut rows: impl FnMut(I, A, String, &mut Vec<T>),
+    ) {
         for (item, outcome, stats) in outcomes {
             self.stats += stats;
             match outcome {
@@ -353,8 +428,20 @@ pub struct WrittenBy {
     pub imported: u64,
 }
 
-coreb_base::add_assign_fields!(WrittenBy { endpoint, authored, imported });
-coreb_base::add_assign_fields!(LlmStageStats { items_in, items_out, items_rejected, from_store, from_endpoint, fallbacks, written_by });
+coreb_base::add_assign_fields!(WrittenBy {
+    endpoint,
+    authored,
+    imported
+});
+coreb_base::add_assign_fields!(LlmStageStats {
+    items_in,
+    items_out,
+    items_rejected,
+    from_store,
+    from_endpoint,
+    fallbacks,
+    written_by
+});
 
 impl LlmStageStats {
     /// Count where a completion came from.
@@ -373,7 +460,15 @@ impl LlmStageStats {
 
 /// Build a request for an answer in prose or code (see [`ChatRequest::with_schema`] and
 /// [`ModelPlan::request`] for JSON answers).
-pub fn request(stage: LlmStage, item: &str, model: &str, messages: Vec<ChatMessage>, sampling: &SamplingParams, sample: u32, prompt_sha256: &str) -> ChatRequest {
+pub fn request(
+    stage: LlmStage,
+    item: &str,
+    model: &str,
+    messages: Vec<ChatMessage>,
+    sampling: &SamplingParams,
+    sample: u32,
+    prompt_sha256: &str,
+) -> ChatRequest {
     ChatRequest {
         stage,
         item: item.to_owned(),
@@ -388,11 +483,24 @@ pub fn request(stage: LlmStage, item: &str, model: &str, messages: Vec<ChatMessa
 }
 
 /// Ask the gateway; a fatal error stops the stage, a per-item one becomes a rejection.
-pub async fn ask(gateway: &dyn LlmGateway, request: &ChatRequest) -> Result<Result<Completion, Rejection>, LlmStageError> {
+pub async fn ask(
+    gateway: &dyn LlmGateway,
+    request: &ChatRequest,
+) -> Result<Result<Completion, Rejection>, LlmStageError> {
     match gateway.complete(request).await {
         Ok(c) => Ok(Ok(c)),
-        Err(e) if e.is_fatal() => Err(LlmStageError::Gateway { stage: request.stage, source: e }),
-        Err(e) => Ok(Err(Rejection { item: request.item.clone(), model: request.model.clone(), key: Some(request.key()), reason: RejectReason::Llm { failure: e.to_failure() } })),
+        Err(e) if e.is_fatal() => Err(LlmStageError::Gateway {
+            stage: request.stage,
+            source: e,
+        }),
+        Err(e) => Ok(Err(Rejection {
+            item: request.item.clone(),
+            model: request.model.clone(),
+            key: Some(request.key()),
+            reason: RejectReason::Llm {
+                failure: e.to_failure(),
+            },
+        })),
     }
 }
 
@@ -432,7 +540,12 @@ pub async fn ask_models<T>(
                     Err(reason) => {
                         // Recorded beside the stored answer (`coreb store prune --reason`).
                         gateway.verdict(&completion, Some(&reason)).await;
-                        rejections.push(Rejection { item: item.to_owned(), model: model.clone(), key: Some(completion.key), reason })
+                        rejections.push(Rejection {
+                            item: item.to_owned(),
+                            model: model.clone(),
+                            key: Some(completion.key),
+                            reason,
+                        })
                     }
                 }
             }
@@ -444,11 +557,28 @@ pub async fn ask_models<T>(
 
 /// A string field of a JSON object, cleaned of markdown artefacts; missing → `MissingField`,
 /// empty after cleaning → `EmptyField` unless `allow_empty`.
-pub fn json_text(value: &serde_json::Value, field: &str, allow_empty: bool, clean: bool) -> Result<String, RejectReason> {
-    let raw = value.get(field).and_then(|v| v.as_str()).ok_or_else(|| RejectReason::MissingField { field: field.to_owned() })?;
-    let text = if clean { super::text::clean_markdown(raw) } else { raw.trim_matches('\n').to_owned() };
+pub fn json_text(
+    value: &serde_json::Value,
+    field: &str,
+    allow_empty: bool,
+    clean: bool,
+) -> Result<String, RejectReason> {
+    let raw =
+        value
+            .get(field)
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| RejectReason::MissingField {
+                field: field.to_owned(),
+            })?;
+    let text = if clean {
+        super::text::clean_markdown(raw)
+    } else {
+        raw.trim_matches('\n').to_owned()
+    };
     if text.trim().is_empty() && !allow_empty {
-        return Err(RejectReason::EmptyField { field: field.to_owned() });
+        return Err(RejectReason::EmptyField {
+            field: field.to_owned(),
+        });
     }
     Ok(text)
 }
@@ -460,7 +590,9 @@ pub fn json_answer(text: &str) -> Result<serde_json::Value, RejectReason> {
 
 /// Is the answer JSON that follows `schema`?
 pub fn follows_schema(text: &str, schema: &JsonSchema) -> Result<(), RejectReason> {
-    schema.validate(&json_answer(text)?).map_err(|detail| RejectReason::Schema { detail })
+    schema
+        .validate(&json_answer(text)?)
+        .map_err(|detail| RejectReason::Schema { detail })
 }
 
 #[cfg(test)]
@@ -481,12 +613,35 @@ mod tests {
     #[test]
     fn settle_reports_the_cause_not_the_stop() {
         let stage = LlmStage::Generate;
-        let stopped = |item: &str| Err(LlmStageError::Gateway { stage, source: LlmError::Stopped { stage, item: item.into() } });
-        let refused = Err(LlmStageError::Gateway { stage, source: LlmError::Unauthorized { stage, item: "b".into(), model: "m".into(), url: "u".into(), status: 401 } });
+        let stopped = |item: &str| {
+            Err(LlmStageError::Gateway {
+                stage,
+                source: LlmError::Stopped {
+                    stage,
+                    item: item.into(),
+                },
+            })
+        };
+        let refused = Err(LlmStageError::Gateway {
+            stage,
+            source: LlmError::Unauthorized {
+                stage,
+                item: "b".into(),
+                model: "m".into(),
+                url: "u".into(),
+                status: 401,
+            },
+        });
         let e = settle::<u8>(vec![Ok(1), stopped("a"), refused, stopped("c")]).unwrap_err();
-        assert!(matches!(e, LlmStageError::Gateway { source: LlmError::Unauthorized { ref item, .. }, .. } if item == "b"), "{e:?}");
+        assert!(
+            matches!(e, LlmStageError::Gateway { source: LlmError::Unauthorized { ref item, .. }, .. } if item == "b"),
+            "{e:?}"
+        );
         let e = settle::<u8>(vec![Ok(1), stopped("a"), stopped("c")]).unwrap_err();
-        assert!(matches!(e, LlmStageError::Gateway { source: LlmError::Stopped { ref item, .. }, .. } if item == "a"), "{e:?}");
+        assert!(
+            matches!(e, LlmStageError::Gateway { source: LlmError::Stopped { ref item, .. }, .. } if item == "a"),
+            "{e:?}"
+        );
         assert_eq!(settle::<u8>(vec![Ok(1), Ok(2)]).unwrap(), vec![1, 2]);
     }
 }

@@ -24,7 +24,9 @@ use serde_json::{Map, Value};
 use coreb_base::hashing::sha256_hex;
 
 /// How an endpoint is asked for JSON that follows a schema (`llm.structured_output`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum StructuredOutput {
     /// OpenAI's `response_format: {"type": "json_schema", "json_schema": {"name", "strict": true,
@@ -54,8 +56,16 @@ impl StructuredOutput {
     /// The request fields that ask for `schema` in this mode: `(response_format, guided_json)`.
     pub fn wire(self, schema: &JsonSchema) -> (Option<Value>, Option<Value>) {
         match self {
-            StructuredOutput::JsonSchema => (Some(serde_json::json!({"type": "json_schema", "json_schema": {"name": schema.name, "strict": true, "schema": schema.value}})), None),
-            StructuredOutput::JsonObjectSchema => (Some(serde_json::json!({"type": "json_object", "schema": schema.value})), None),
+            StructuredOutput::JsonSchema => (
+                Some(
+                    serde_json::json!({"type": "json_schema", "json_schema": {"name": schema.name, "strict": true, "schema": schema.value}}),
+                ),
+                None,
+            ),
+            StructuredOutput::JsonObjectSchema => (
+                Some(serde_json::json!({"type": "json_object", "schema": schema.value})),
+                None,
+            ),
             StructuredOutput::GuidedJson => (None, Some(schema.value.clone())),
             StructuredOutput::None => (None, None),
         }
@@ -76,16 +86,36 @@ pub struct JsonSchema {
 }
 
 /// Keywords [`JsonSchema::validate`] enforces or that carry no rule.
-const KEYWORDS: &[&str] = &["type", "properties", "required", "additionalProperties", "items", "enum", "minItems", "maxItems", "minLength", "maxLength", "title", "description"];
-const TYPES: &[&str] = &["object", "array", "string", "number", "integer", "boolean", "null"];
+const KEYWORDS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+    "title",
+    "description",
+];
+const TYPES: &[&str] = &[
+    "object", "array", "string", "number", "integer", "boolean", "null",
+];
 
 impl JsonSchema {
     /// Parse a schema file's text (`path` names it in errors) and check that it uses only the
     /// supported keywords.
     pub fn parse(name: &str, path: &Path, text: &str) -> Result<Self, String> {
-        let value: Value = serde_json::from_str(text).map_err(|e| format!("`{}`: not JSON: {e}", path.display()))?;
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| format!("`{}`: not JSON: {e}", path.display()))?;
         check_schema(&value, "").map_err(|e| format!("`{}`: {e}", path.display()))?;
-        Ok(JsonSchema { name: name.to_owned(), value, sha256: sha256_hex(text.as_bytes()) })
+        Ok(JsonSchema {
+            name: name.to_owned(),
+            value,
+            sha256: sha256_hex(text.as_bytes()),
+        })
     }
 
     /// Does `answer` follow the schema? The error names the first place that does not
@@ -96,19 +126,33 @@ impl JsonSchema {
 }
 
 fn check_schema(schema: &Value, at: &str) -> Result<(), String> {
-    let Value::Object(map) = schema else { return Err(format!("`{}`: a schema must be a JSON object", pointer(at))) };
+    let Value::Object(map) = schema else {
+        return Err(format!("`{}`: a schema must be a JSON object", pointer(at)));
+    };
     for key in map.keys() {
         if !KEYWORDS.contains(&key.as_str()) {
-            return Err(format!("`{}`: keyword `{key}` is not supported (supported: {})", pointer(at), KEYWORDS.join(", ")));
+            return Err(format!(
+                "`{}`: keyword `{key}` is not supported (supported: {})",
+                pointer(at),
+                KEYWORDS.join(", ")
+            ));
         }
     }
     match map.get("type") {
         Some(Value::String(t)) if TYPES.contains(&t.as_str()) => {}
-        Some(other) => return Err(format!("`{}/type`: expected one of {}, not {other}", at, TYPES.join(", "))),
+        Some(other) => {
+            return Err(format!(
+                "`{}/type`: expected one of {}, not {other}",
+                at,
+                TYPES.join(", ")
+            ));
+        }
         None => return Err(format!("`{}`: `type` is missing", pointer(at))),
     }
     if let Some(props) = map.get("properties") {
-        let Value::Object(props) = props else { return Err(format!("`{at}/properties`: must be an object")) };
+        let Value::Object(props) = props else {
+            return Err(format!("`{at}/properties`: must be an object"));
+        };
         for (name, sub) in props {
             check_schema(sub, &format!("{at}/properties/{name}"))?;
         }
@@ -117,15 +161,30 @@ fn check_schema(schema: &Value, at: &str) -> Result<(), String> {
         check_schema(items, &format!("{at}/items"))?;
     }
     if let Some(required) = map.get("required") {
-        let names = required.as_array().filter(|a| a.iter().all(Value::is_string));
-        let Some(names) = names else { return Err(format!("`{at}/required`: must be a list of property names")) };
+        let names = required
+            .as_array()
+            .filter(|a| a.iter().all(Value::is_string));
+        let Some(names) = names else {
+            return Err(format!("`{at}/required`: must be a list of property names"));
+        };
         let props = map.get("properties").and_then(Value::as_object);
-        if let Some(missing) = names.iter().filter_map(Value::as_str).find(|n| !props.is_some_and(|p| p.contains_key(*n))) {
-            return Err(format!("`{at}/required`: `{missing}` is not among the `properties`"));
+        if let Some(missing) = names
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|n| !props.is_some_and(|p| p.contains_key(*n)))
+        {
+            return Err(format!(
+                "`{at}/required`: `{missing}` is not among the `properties`"
+            ));
         }
     }
-    if map.get("additionalProperties").is_some_and(|v| !v.is_boolean()) {
-        return Err(format!("`{at}/additionalProperties`: only `true` or `false` is supported"));
+    if map
+        .get("additionalProperties")
+        .is_some_and(|v| !v.is_boolean())
+    {
+        return Err(format!(
+            "`{at}/additionalProperties`: only `true` or `false` is supported"
+        ));
     }
     if map.get("enum").is_some_and(|v| !v.is_array()) {
         return Err(format!("`{at}/enum`: must be a list"));
@@ -168,12 +227,24 @@ fn validate(schema: &Value, value: &Value, at: &mut String) -> Result<(), String
     if let Some(options) = s.get("enum").and_then(Value::as_array)
         && !options.contains(value)
     {
-        return fail(at, format!("{value} is not one of {}", Value::Array(options.clone())));
+        return fail(
+            at,
+            format!("{value} is not one of {}", Value::Array(options.clone())),
+        );
     }
     match value {
         Value::Object(obj) => {
-            let props = s.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-            for name in s.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+            let props = s
+                .get("properties")
+                .and_then(Value::as_object)
+                .unwrap_or(&empty);
+            for name in s
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
                 if !obj.contains_key(name) {
                     return fail(at, format!("required property `{name}` is missing"));
                 }
@@ -184,7 +255,9 @@ fn validate(schema: &Value, value: &Value, at: &mut String) -> Result<(), String
                 at.push_str(name);
                 match props.get(name) {
                     Some(sub) => validate(sub, v, at)?,
-                    None if s.get("additionalProperties") == Some(&Value::Bool(false)) => return fail(at, "property not allowed by the schema".into()),
+                    None if s.get("additionalProperties") == Some(&Value::Bool(false)) => {
+                        return fail(at, "property not allowed by the schema".into());
+                    }
                     None => {}
                 }
                 at.truncate(len);
@@ -242,38 +315,91 @@ mod tests {
             "required": ["title", "tests"],
             "additionalProperties": false
         }));
-        assert_eq!(s.validate(&json!({"title": "x", "tests": [{"input": "1"}], "kind": "a", "score": 3})), Ok(()));
+        assert_eq!(
+            s.validate(&json!({"title": "x", "tests": [{"input": "1"}], "kind": "a", "score": 3})),
+            Ok(())
+        );
         let err = |v: Value| s.validate(&v).unwrap_err();
         assert_eq!(err(json!([])), "`/`: expected object, found array");
-        assert_eq!(err(json!({"tests": []})), "`/`: required property `title` is missing");
-        assert_eq!(err(json!({"title": "", "tests": []})), "`/title`: 0 characters, fewer than 1");
-        assert_eq!(err(json!({"title": "x", "tests": [{"input": 5}]})), "`/tests/0/input`: expected string, found integer");
-        assert_eq!(err(json!({"title": "x", "tests": [{"input": "1", "extra": 1}]})), "`/tests/0/extra`: property not allowed by the schema");
-        assert_eq!(err(json!({"title": "x", "tests": [{"input": "1"}, {"input": "2"}, {"input": "3"}]})), "`/tests`: 3 items, more than 2");
-        assert_eq!(err(json!({"title": "x", "tests": [], "kind": "c"})), "`/kind`: \"c\" is not one of [\"a\",\"b\"]");
-        assert_eq!(err(json!({"title": "x", "tests": [], "other": 1})), "`/other`: property not allowed by the schema");
+        assert_eq!(
+            err(json!({"tests": []})),
+            "`/`: required property `title` is missing"
+        );
+        assert_eq!(
+            err(json!({"title": "", "tests": []})),
+            "`/title`: 0 characters, fewer than 1"
+        );
+        assert_eq!(
+            err(json!({"title": "x", "tests": [{"input": 5}]})),
+            "`/tests/0/input`: expected string, found integer"
+        );
+        assert_eq!(
+            err(json!({"title": "x", "tests": [{"input": "1", "extra": 1}]})),
+            "`/tests/0/extra`: property not allowed by the schema"
+        );
+        assert_eq!(
+            err(json!({"title": "x", "tests": [{"input": "1"}, {"input": "2"}, {"input": "3"}]})),
+            "`/tests`: 3 items, more than 2"
+        );
+        assert_eq!(
+            err(json!({"title": "x", "tests": [], "kind": "c"})),
+            "`/kind`: \"c\" is not one of [\"a\",\"b\"]"
+        );
+        assert_eq!(
+            err(json!({"title": "x", "tests": [], "other": 1})),
+            "`/other`: property not allowed by the schema"
+        );
     }
 
     #[test]
     fn unsupported_keywords_are_refused_at_load() {
-        let bad = |v: Value| JsonSchema::parse("t", Path::new("p/t.schema.json"), &v.to_string()).unwrap_err();
-        let e = bad(json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}}));
-        assert!(e.starts_with("`p/t.schema.json`: `/properties/a`: keyword `pattern` is not supported"), "{e}");
+        let bad = |v: Value| {
+            JsonSchema::parse("t", Path::new("p/t.schema.json"), &v.to_string()).unwrap_err()
+        };
+        let e = bad(
+            json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}}),
+        );
+        assert!(
+            e.starts_with("`p/t.schema.json`: `/properties/a`: keyword `pattern` is not supported"),
+            "{e}"
+        );
         assert!(bad(json!({"type": ["string", "null"]})).contains("`/type`: expected one of"));
-        assert!(bad(json!({"type": "object", "required": ["a"]})).contains("`a` is not among the `properties`"));
-        assert!(bad(json!({"type": "object", "additionalProperties": {"type": "string"}})).contains("only `true` or `false`"));
+        assert!(
+            bad(json!({"type": "object", "required": ["a"]}))
+                .contains("`a` is not among the `properties`")
+        );
+        assert!(
+            bad(json!({"type": "object", "additionalProperties": {"type": "string"}}))
+                .contains("only `true` or `false`")
+        );
         assert!(bad(json!({"properties": {}})).contains("`type` is missing"));
-        assert!(JsonSchema::parse("t", Path::new("t"), "{").unwrap_err().contains("not JSON"));
+        assert!(
+            JsonSchema::parse("t", Path::new("t"), "{")
+                .unwrap_err()
+                .contains("not JSON")
+        );
     }
 
     #[test]
     fn wire_forms_of_each_mode() {
         let s = schema(json!({"type": "object", "properties": {}, "additionalProperties": false}));
         let (rf, guided) = StructuredOutput::JsonSchema.wire(&s);
-        assert_eq!(rf.unwrap(), json!({"type": "json_schema", "json_schema": {"name": "t", "strict": true, "schema": s.value}}));
+        assert_eq!(
+            rf.unwrap(),
+            json!({"type": "json_schema", "json_schema": {"name": "t", "strict": true, "schema": s.value}})
+        );
         assert!(guided.is_none());
-        assert_eq!(StructuredOutput::JsonObjectSchema.wire(&s), (Some(json!({"type": "json_object", "schema": s.value})), None));
-        assert_eq!(StructuredOutput::GuidedJson.wire(&s), (None, Some(s.value.clone())));
+        assert_eq!(
+            StructuredOutput::JsonObjectSchema.wire(&s),
+            (
+                Some(json!({"type": "json_object", "schema": s.value})),
+                None
+            )
+        );
+        assert_eq!(
+            StructuredOutput::GuidedJson.wire(&s),
+            (None, Some(s.value.clone()))
+        );
         assert_eq!(StructuredOutput::None.wire(&s), (None, None));
         let parsed: StructuredOutput = serde_json::from_str("\"json_object_schema\"").unwrap();
         assert_eq!(parsed, StructuredOutput::JsonObjectSchema);

@@ -59,7 +59,15 @@ pub struct StoreEntry {
 impl StoreEntry {
     /// The entry of `request` answered with `response`, stored under the request's key.
     pub fn of(request: &super::ChatRequest, response: StoredResponse) -> StoreEntry {
-        StoreEntry { format: FORMAT.to_owned(), key: request.key(), stage: request.stage, item: request.item.clone(), request: KeyedRequest::of(request), response, rejected: None }
+        StoreEntry {
+            format: FORMAT.to_owned(),
+            key: request.key(),
+            stage: request.stage,
+            item: request.item.clone(),
+            request: KeyedRequest::of(request),
+            response,
+            rejected: None,
+        }
     }
 
     /// Why a stage could not use this answer, if it could not: its recorded rejection, else
@@ -75,7 +83,10 @@ impl StoreEntry {
             FinishReason::ContentFilter => "content_filter",
             FinishReason::Other(_) => "unfinished",
         };
-        Some(StoredRejection { kind: kind.to_owned(), detail: format!("finish_reason `{}`", self.response.finish_reason.as_str()) })
+        Some(StoredRejection {
+            kind: kind.to_owned(),
+            detail: format!("finish_reason `{}`", self.response.finish_reason.as_str()),
+        })
     }
 }
 
@@ -225,11 +236,21 @@ impl ResponseStore {
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(StoreError::Io { action: "reading", path, source }),
+            Err(source) => {
+                return Err(StoreError::Io {
+                    action: "reading",
+                    path,
+                    source,
+                });
+            }
         };
         let entry = parse_entry(&bytes, &path, None)?;
         if entry.key != key {
-            return Err(StoreError::Inconsistent { path, line: None, problem: format!("holds key `{}`, not `{key}`", entry.key) });
+            return Err(StoreError::Inconsistent {
+                path,
+                line: None,
+                problem: format!("holds key `{}`, not `{key}`", entry.key),
+            });
         }
         check_key(&entry, &path, None)?;
         Ok(Some(entry))
@@ -246,14 +267,26 @@ impl ResponseStore {
     pub fn put(&self, entry: &StoreEntry) -> Result<(), StoreError> {
         let path = self.path_of(&entry.key);
         check_key(entry, &path, None)?;
-        coreb_base::durable::write(&path, entry_text(entry).as_bytes()).map_err(|source| StoreError::Io { action: "writing", path: path.clone(), source })
+        coreb_base::durable::write(&path, entry_text(entry).as_bytes()).map_err(|source| {
+            StoreError::Io {
+                action: "writing",
+                path: path.clone(),
+                source,
+            }
+        })
     }
 
     /// Record (or, with `None`, clear) why a stage rejected the answer stored under `key`.
     /// Returns whether the entry changed (nothing is written when it holds that already, or
     /// when there is no such entry).
-    pub fn set_rejected(&self, key: &str, rejected: Option<StoredRejection>) -> Result<bool, StoreError> {
-        let Some(mut entry) = self.get(key)? else { return Ok(false) };
+    pub fn set_rejected(
+        &self,
+        key: &str,
+        rejected: Option<StoredRejection>,
+    ) -> Result<bool, StoreError> {
+        let Some(mut entry) = self.get(key)? else {
+            return Ok(false);
+        };
         if entry.rejected == rejected {
             return Ok(false);
         }
@@ -268,19 +301,40 @@ impl ResponseStore {
     pub fn prune(&self, filter: &PruneFilter, dry_run: bool) -> Result<Vec<Pruned>, StoreError> {
         let mut out = Vec::new();
         for key in self.keys()? {
-            let Some(entry) = self.get(&key)? else { continue };
-            let Some(why) = entry.unusable() else { continue };
-            if filter.stage.is_some_and(|s| s != entry.stage) || filter.reason.as_ref().is_some_and(|r| *r != why.kind) {
+            let Some(entry) = self.get(&key)? else {
+                continue;
+            };
+            let Some(why) = entry.unusable() else {
+                continue;
+            };
+            if filter.stage.is_some_and(|s| s != entry.stage)
+                || filter.reason.as_ref().is_some_and(|r| *r != why.kind)
+            {
                 continue;
             }
             if !dry_run {
                 let path = self.path_of(&key);
-                std::fs::remove_file(&path).map_err(|source| StoreError::Io { action: "removing", path: path.clone(), source })?;
+                std::fs::remove_file(&path).map_err(|source| StoreError::Io {
+                    action: "removing",
+                    path: path.clone(),
+                    source,
+                })?;
                 if let Some(dir) = path.parent() {
-                    coreb_base::durable::sync_dir(dir).map_err(|source| StoreError::Io { action: "syncing", path: dir.to_owned(), source })?;
+                    coreb_base::durable::sync_dir(dir).map_err(|source| StoreError::Io {
+                        action: "syncing",
+                        path: dir.to_owned(),
+                        source,
+                    })?;
                 }
             }
-            out.push(Pruned { key, stage: entry.stage, item: entry.item, model: entry.request.model, kind: why.kind, detail: why.detail });
+            out.push(Pruned {
+                key,
+                stage: entry.stage,
+                item: entry.item,
+                model: entry.request.model,
+                kind: why.kind,
+                detail: why.detail,
+            });
         }
         Ok(out)
     }
@@ -306,12 +360,20 @@ impl ResponseStore {
                 stats.temporary_files += u64::from(name.ends_with(".tmp"));
                 continue;
             }
-            let bytes = std::fs::read(&path).map_err(|source| StoreError::Io { action: "reading", path: path.clone(), source })?;
+            let bytes = std::fs::read(&path).map_err(|source| StoreError::Io {
+                action: "reading",
+                path: path.clone(),
+                source,
+            })?;
             let entry = match parse_entry(&bytes, &path, None).and_then(|e| {
                 check_key(&e, &path, None)?;
                 let expected = format!("{}.json", e.key);
                 if name != expected {
-                    return Err(StoreError::Inconsistent { path: path.clone(), line: None, problem: format!("holds key `{}` under another name", e.key) });
+                    return Err(StoreError::Inconsistent {
+                        path: path.clone(),
+                        line: None,
+                        problem: format!("holds key `{}` under another name", e.key),
+                    });
                 }
                 Ok(e)
             }) {
@@ -324,8 +386,14 @@ impl ResponseStore {
             stats.entries += 1;
             stats.bytes += bytes.len() as u64;
             *stats.per_stage.entry(entry.stage.to_string()).or_default() += 1;
-            *stats.per_model.entry(entry.request.model.clone()).or_default() += 1;
-            *stats.per_finish_reason.entry(finish_name(&entry.response.finish_reason)).or_default() += 1;
+            *stats
+                .per_model
+                .entry(entry.request.model.clone())
+                .or_default() += 1;
+            *stats
+                .per_finish_reason
+                .entry(finish_name(&entry.response.finish_reason))
+                .or_default() += 1;
             if let Some(why) = entry.unusable() {
                 *stats.unusable.entry(why.kind).or_default() += 1;
             }
@@ -338,12 +406,23 @@ impl ResponseStore {
     /// Write every entry, sorted by key, as one compact JSON object per line. Returns the
     /// number written. The output is written atomically too.
     pub fn export(&self, out: &Path) -> Result<u64, StoreError> {
-        let io = |action, source| StoreError::Io { action, path: out.to_owned(), source };
-        let mut writer = coreb_base::durable::AtomicFile::create(out).map_err(|e| io("creating", e))?;
+        let io = |action, source| StoreError::Io {
+            action,
+            path: out.to_owned(),
+            source,
+        };
+        let mut writer =
+            coreb_base::durable::AtomicFile::create(out).map_err(|e| io("creating", e))?;
         let mut n = 0;
         for key in self.keys()? {
-            let Some(entry) = self.get(&key)? else { continue };
-            let line = serde_json::to_string(&entry).map_err(|source| StoreError::Parse { path: out.to_owned(), line: None, source })?;
+            let Some(entry) = self.get(&key)? else {
+                continue;
+            };
+            let line = serde_json::to_string(&entry).map_err(|source| StoreError::Parse {
+                path: out.to_owned(),
+                line: None,
+                source,
+            })?;
             writeln!(writer, "{line}").map_err(|e| io("writing", e))?;
             n += 1;
         }
@@ -355,10 +434,18 @@ impl ResponseStore {
     /// with identical content is left alone; a different one is replaced only when
     /// `overwrite` is set and otherwise counted as a conflict.
     pub fn import(&self, input: &Path, overwrite: bool) -> Result<ImportReport, StoreError> {
-        let file = std::fs::File::open(input).map_err(|source| StoreError::Io { action: "opening", path: input.to_owned(), source })?;
+        let file = std::fs::File::open(input).map_err(|source| StoreError::Io {
+            action: "opening",
+            path: input.to_owned(),
+            source,
+        })?;
         let mut report = ImportReport::default();
         for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-            let line = line.map_err(|source| StoreError::Io { action: "reading", path: input.to_owned(), source })?;
+            let line = line.map_err(|source| StoreError::Io {
+                action: "reading",
+                path: input.to_owned(),
+                source,
+            })?;
             if line.trim().is_empty() {
                 continue;
             }
@@ -384,9 +471,19 @@ impl ResponseStore {
     fn files(&self) -> Result<Vec<(PathBuf, String)>, StoreError> {
         let read_dir = |path: &Path| -> Result<Vec<std::fs::DirEntry>, StoreError> {
             match std::fs::read_dir(path) {
-                Ok(rd) => rd.collect::<Result<Vec<_>, _>>().map_err(|source| StoreError::Io { action: "listing", path: path.to_owned(), source }),
+                Ok(rd) => rd
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|source| StoreError::Io {
+                        action: "listing",
+                        path: path.to_owned(),
+                        source,
+                    }),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-                Err(source) => Err(StoreError::Io { action: "listing", path: path.to_owned(), source }),
+                Err(source) => Err(StoreError::Io {
+                    action: "listing",
+                    path: path.to_owned(),
+                    source,
+                }),
             }
         };
         let mut out = Vec::new();
@@ -425,9 +522,17 @@ pub fn entry_text(entry: &StoreEntry) -> String {
 }
 
 fn parse_entry(bytes: &[u8], path: &Path, line: Option<usize>) -> Result<StoreEntry, StoreError> {
-    let entry: StoreEntry = serde_json::from_slice(bytes).map_err(|source| StoreError::Parse { path: path.to_owned(), line, source })?;
+    let entry: StoreEntry = serde_json::from_slice(bytes).map_err(|source| StoreError::Parse {
+        path: path.to_owned(),
+        line,
+        source,
+    })?;
     if entry.format != FORMAT {
-        return Err(StoreError::Inconsistent { path: path.to_owned(), line, problem: format!("format `{}`, expected `{FORMAT}`", entry.format) });
+        return Err(StoreError::Inconsistent {
+            path: path.to_owned(),
+            line,
+            problem: format!("format `{}`, expected `{FORMAT}`", entry.format),
+        });
     }
     Ok(entry)
 }
@@ -435,13 +540,23 @@ fn parse_entry(bytes: &[u8], path: &Path, line: Option<usize>) -> Result<StoreEn
 fn check_key(entry: &StoreEntry, path: &Path, line: Option<usize>) -> Result<(), StoreError> {
     let computed = entry.request.key();
     if computed != entry.key {
-        return Err(StoreError::Inconsistent { path: path.to_owned(), line, problem: format!("key `{}` is not the sha256 of its request (`{computed}`)", entry.key) });
+        return Err(StoreError::Inconsistent {
+            path: path.to_owned(),
+            line,
+            problem: format!(
+                "key `{}` is not the sha256 of its request (`{computed}`)",
+                entry.key
+            ),
+        });
     }
     Ok(())
 }
 
 fn finish_name(f: &FinishReason) -> String {
-    serde_json::to_value(f).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| format!("{f:?}"))
+    serde_json::to_value(f)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{f:?}"))
 }
 
 #[cfg(test)]
@@ -454,7 +569,10 @@ mod tests {
             stage: LlmStage::Queries,
             item: format!("lcb_{i}"),
             model: "m".into(),
-            messages: vec![ChatMessage { role: Role::User, content: format!("q{i}") }],
+            messages: vec![ChatMessage {
+                role: Role::User,
+                content: format!("q{i}"),
+            }],
             params: SamplingParams::default(),
             sample: 0,
             prompt_sha256: "p".into(),
@@ -466,7 +584,10 @@ mod tests {
             StoredResponse {
                 text: format!("answer {i}"),
                 finish_reason: FinishReason::Stop,
-                usage: TokenUsage { prompt_tokens: 3, completion_tokens: 2 },
+                usage: TokenUsage {
+                    prompt_tokens: 3,
+                    completion_tokens: 2,
+                },
                 provenance: Default::default(),
             },
         )
@@ -483,9 +604,19 @@ mod tests {
         assert_eq!(store.get(&e.key).unwrap().unwrap(), e);
         assert!(store.get(&"0".repeat(64)).unwrap().is_none());
         let text = std::fs::read_to_string(store.path_of(&e.key)).unwrap();
-        assert!(text.starts_with("{\n  \"format\": \"coreb-llm-response/1\",\n  \"key\": "), "{text}");
+        assert!(
+            text.starts_with("{\n  \"format\": \"coreb-llm-response/1\",\n  \"key\": "),
+            "{text}"
+        );
         let stats = store.stats().unwrap();
-        assert_eq!((stats.entries, stats.prompt_tokens, stats.per_stage["queries"]), (5, 15, 5));
+        assert_eq!(
+            (
+                stats.entries,
+                stats.prompt_tokens,
+                stats.per_stage["queries"]
+            ),
+            (5, 15, 5)
+        );
 
         let out = dir.path().join("x.jsonl");
         assert_eq!(store.export(&out).unwrap(), 5);
@@ -505,10 +636,17 @@ mod tests {
         store.put(&e).unwrap();
         let mut wrong = entry(2);
         wrong.request.sample = 9; // key no longer matches the request
-        assert!(matches!(store.put(&wrong), Err(StoreError::Inconsistent { .. })));
+        assert!(matches!(
+            store.put(&wrong),
+            Err(StoreError::Inconsistent { .. })
+        ));
         // A half-written file under a temporary name is invisible to readers.
         let shard = store.path_of(&e.key).parent().unwrap().to_owned();
-        std::fs::write(shard.join(format!(".{}.1.0.tmp", entry(4).key)), "{\"format\": \"coreb").unwrap();
+        std::fs::write(
+            shard.join(format!(".{}.1.0.tmp", entry(4).key)),
+            "{\"format\": \"coreb",
+        )
+        .unwrap();
         assert!(store.get(&entry(4).key).unwrap().is_none());
         // A truncated entry under its real name is an error naming the file.
         let bad = store.path_of(&entry(5).key);
@@ -517,7 +655,10 @@ mod tests {
         let err = store.get(&entry(5).key).unwrap_err().to_string();
         assert!(err.contains(&entry(5).key), "{err}");
         let stats = store.stats().unwrap();
-        assert_eq!((stats.entries, stats.temporary_files, stats.invalid.len()), (1, 1, 1));
+        assert_eq!(
+            (stats.entries, stats.temporary_files, stats.invalid.len()),
+            (1, 1, 1)
+        );
     }
 
     #[test]
@@ -528,33 +669,105 @@ mod tests {
             store.put(&entry(i)).unwrap();
         }
         let plain = std::fs::read_to_string(store.path_of(&entry(0).key)).unwrap();
-        assert!(!plain.contains("rejected"), "an answer in use keeps its byte form");
-        let schema = StoredRejection { kind: "schema".into(), detail: "`/`: required property `statement` is missing".into() };
-        assert!(store.set_rejected(&entry(1).key, Some(schema.clone())).unwrap());
-        assert!(!store.set_rejected(&entry(1).key, Some(schema.clone())).unwrap(), "unchanged: not written again");
-        assert!(store.set_rejected(&entry(2).key, Some(StoredRejection { kind: "not_json".into(), detail: "no JSON value".into() })).unwrap());
-        assert!(!store.set_rejected(&"0".repeat(64), Some(schema.clone())).unwrap());
+        assert!(
+            !plain.contains("rejected"),
+            "an answer in use keeps its byte form"
+        );
+        let schema = StoredRejection {
+            kind: "schema".into(),
+            detail: "`/`: required property `statement` is missing".into(),
+        };
+        assert!(
+            store
+                .set_rejected(&entry(1).key, Some(schema.clone()))
+                .unwrap()
+        );
+        assert!(
+            !store
+                .set_rejected(&entry(1).key, Some(schema.clone()))
+                .unwrap(),
+            "unchanged: not written again"
+        );
+        assert!(
+            store
+                .set_rejected(
+                    &entry(2).key,
+                    Some(StoredRejection {
+                        kind: "not_json".into(),
+                        detail: "no JSON value".into()
+                    })
+                )
+                .unwrap()
+        );
+        assert!(
+            !store
+                .set_rejected(&"0".repeat(64), Some(schema.clone()))
+                .unwrap()
+        );
         // Cleared again when a stage uses it after all.
-        assert!(store.set_rejected(&entry(3).key, Some(schema.clone())).unwrap());
+        assert!(
+            store
+                .set_rejected(&entry(3).key, Some(schema.clone()))
+                .unwrap()
+        );
         assert!(store.set_rejected(&entry(3).key, None).unwrap());
-        assert_eq!(std::fs::read_to_string(store.path_of(&entry(3).key)).unwrap(), entry_text(&entry(3)), "back to its byte form");
+        assert_eq!(
+            std::fs::read_to_string(store.path_of(&entry(3).key)).unwrap(),
+            entry_text(&entry(3)),
+            "back to its byte form"
+        );
         let mut cut = entry(4);
         cut.response.finish_reason = FinishReason::Length;
         store.put(&cut).unwrap();
-        assert_eq!(store.get(&entry(1).key).unwrap().unwrap().rejected, Some(schema));
+        assert_eq!(
+            store.get(&entry(1).key).unwrap().unwrap().rejected,
+            Some(schema)
+        );
         let stats = store.stats().unwrap();
-        assert_eq!(stats.unusable, BTreeMap::from([("not_json".to_owned(), 1), ("schema".to_owned(), 1), ("truncated".to_owned(), 1)]));
+        assert_eq!(
+            stats.unusable,
+            BTreeMap::from([
+                ("not_json".to_owned(), 1),
+                ("schema".to_owned(), 1),
+                ("truncated".to_owned(), 1)
+            ])
+        );
 
-        let kinds = |p: &[Pruned]| p.iter().map(|p| (p.item.clone(), p.kind.clone())).collect::<Vec<_>>();
-        let only_schema = PruneFilter { reason: Some("schema".into()), ..PruneFilter::default() };
-        assert_eq!(kinds(&store.prune(&only_schema, true).unwrap()), [("lcb_1".to_owned(), "schema".to_owned())]);
+        let kinds = |p: &[Pruned]| {
+            p.iter()
+                .map(|p| (p.item.clone(), p.kind.clone()))
+                .collect::<Vec<_>>()
+        };
+        let only_schema = PruneFilter {
+            reason: Some("schema".into()),
+            ..PruneFilter::default()
+        };
+        assert_eq!(
+            kinds(&store.prune(&only_schema, true).unwrap()),
+            [("lcb_1".to_owned(), "schema".to_owned())]
+        );
         assert_eq!(store.keys().unwrap().len(), 6, "a dry run removes nothing");
-        let other_stage = PruneFilter { stage: Some(LlmStage::Rewrite), ..PruneFilter::default() };
+        let other_stage = PruneFilter {
+            stage: Some(LlmStage::Rewrite),
+            ..PruneFilter::default()
+        };
         assert!(store.prune(&other_stage, false).unwrap().is_empty());
         let mut all = kinds(&store.prune(&PruneFilter::default(), false).unwrap());
         all.sort();
-        assert_eq!(all, [("lcb_1".to_owned(), "schema".to_owned()), ("lcb_2".to_owned(), "not_json".to_owned()), ("lcb_4".to_owned(), "truncated".to_owned())]);
+        assert_eq!(
+            all,
+            [
+                ("lcb_1".to_owned(), "schema".to_owned()),
+                ("lcb_2".to_owned(), "not_json".to_owned()),
+                ("lcb_4".to_owned(), "truncated".to_owned())
+            ]
+        );
         assert_eq!(store.keys().unwrap().len(), 3, "answers in use stay");
-        assert!(store.prune(&PruneFilter::default(), false).unwrap().is_empty());
+        assert!(
+            store
+                .prune(&PruneFilter::default(), false)
+                .unwrap()
+                .is_empty()
+        );
     }
 }

@@ -27,7 +27,8 @@ pub fn extract_json(text: &str) -> Result<serde_json::Value, String> {
 /// `text` with every control character inside a JSON string literal escaped, or `None` when
 /// there is none.
 fn escape_raw_controls(text: &str) -> Option<String> {
-    let (mut out, mut in_string, mut escaped, mut changed) = (String::with_capacity(text.len()), false, false, false);
+    let (mut out, mut in_string, mut escaped, mut changed) =
+        (String::with_capacity(text.len()), false, false, false);
     for c in text.chars() {
         if in_string && !escaped && (c as u32) < 0x20 {
             changed = true;
@@ -59,7 +60,9 @@ fn extract_strict(text: &str) -> Result<serde_json::Value, String> {
     if let Ok(v) = serde_json::from_str(trimmed) {
         return Ok(v);
     }
-    static FENCE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)```[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)```").expect("fence regex"));
+    static FENCE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?s)```[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)```").expect("fence regex")
+    });
     for cap in FENCE.captures_iter(trimmed) {
         if let Ok(v) = serde_json::from_str(cap[1].trim()) {
             return Ok(v);
@@ -73,7 +76,10 @@ fn extract_strict(text: &str) -> Result<serde_json::Value, String> {
             return Ok(v);
         }
     }
-    let err = serde_json::from_str::<serde_json::Value>(trimmed).err().map(|e| e.to_string()).unwrap_or_default();
+    let err = serde_json::from_str::<serde_json::Value>(trimmed)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     Err(format!("no JSON value found ({err})"))
 }
 
@@ -92,29 +98,50 @@ pub fn extract_code(text: &str) -> String {
     } else {
         text
     };
-    let code = first_fence(code).filter(|_| code.trim_start().starts_with("```")).unwrap_or(code);
+    let code = first_fence(code)
+        .filter(|_| code.trim_start().starts_with("```"))
+        .unwrap_or(code);
     let mut out = code.trim_matches(|c| c == '\n' || c == '\r').to_owned();
     if !out.is_empty() {
         out.push('\n');
     }
-    if out.trim().is_empty() { String::new() } else { out }
+    if out.trim().is_empty() {
+        String::new()
+    } else {
+        out
+    }
 }
 
 fn first_fence(text: &str) -> Option<&str> {
-    static FENCE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)```[A-Za-z0-9_+#.-]*[ \t]*\r?\n(.*?)(?:```|\z)").expect("fence regex"));
-    FENCE.captures(text).and_then(|c| c.get(1)).map(|m| m.as_str())
+    static FENCE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?s)```[A-Za-z0-9_+#.-]*[ \t]*\r?\n(.*?)(?:```|\z)").expect("fence regex")
+    });
+    FENCE
+        .captures(text)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str())
 }
 
 /// Strip markdown headers and formatting artefacts from prose: leading `#` header marks,
 /// `**bold**` (not `__x__`, which is a Python name more often than bold), a wrapping code fence, `Title:`/`Statement:` labels that models
 /// put on the first line, and runs of blank lines. Inline code and LaTeX are kept.
 pub fn clean_markdown(text: &str) -> String {
-    static HEADER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^[ \t]{0,3}#{1,6}[ \t]+").expect("header regex"));
-    static BOLD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\*\*([^*\n]+)\*\*").expect("bold regex"));
-    static LABEL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)\A\s*(?:problem\s+)?(?:title|statement|summary)\s*:\s*").expect("label regex"));
-    static WRAP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)\A\s*```[A-Za-z]*[ \t]*\r?\n(.*?)\n?```\s*\z").expect("wrap regex"));
-    static BLANKS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\n[ \t]*\n(?:[ \t]*\n)+").expect("blank regex"));
-    static RULE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^[ \t]*(?:-{3,}|\*{3,}|_{3,})[ \t]*$\n?").expect("rule regex"));
+    static HEADER: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?m)^[ \t]{0,3}#{1,6}[ \t]+").expect("header regex"));
+    static BOLD: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\*\*([^*\n]+)\*\*").expect("bold regex"));
+    static LABEL: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\A\s*(?:problem\s+)?(?:title|statement|summary)\s*:\s*")
+            .expect("label regex")
+    });
+    static WRAP: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?s)\A\s*```[A-Za-z]*[ \t]*\r?\n(.*?)\n?```\s*\z").expect("wrap regex")
+    });
+    static BLANKS: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\n[ \t]*\n(?:[ \t]*\n)+").expect("blank regex"));
+    static RULE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?m)^[ \t]*(?:-{3,}|\*{3,}|_{3,})[ \t]*$\n?").expect("rule regex")
+    });
     let text = text.replace("\r\n", "\n");
     let text = WRAP.replace(&text, "$1");
     let text = LABEL.replace(&text, "");
@@ -137,14 +164,20 @@ mod tests {
     #[test]
     fn json_in_prose_and_fences() {
         assert_eq!(extract_json("{\"a\": 1}").unwrap()["a"], 1);
-        assert_eq!(extract_json("Sure!\n```json\n{\"a\": 2}\n```\nDone").unwrap()["a"], 2);
+        assert_eq!(
+            extract_json("Sure!\n```json\n{\"a\": 2}\n```\nDone").unwrap()["a"],
+            2
+        );
         assert_eq!(extract_json("Here: [\"x\", \"y\"] ok").unwrap()[1], "y");
         assert!(extract_json("no json here").is_err());
     }
 
     #[test]
     fn raw_control_characters_in_strings_are_read_as_escapes() {
-        let v = extract_json("{ \"statement\": \"line one\nline\ttwo \\\"q\\\"\u{1}\" ,\"k\": \"a\\\\\"}").unwrap();
+        let v = extract_json(
+            "{ \"statement\": \"line one\nline\ttwo \\\"q\\\"\u{1}\" ,\"k\": \"a\\\\\"}",
+        )
+        .unwrap();
         assert_eq!(v["statement"], "line one\nline\ttwo \"q\"\u{1}");
         assert_eq!(v["k"], "a\\");
         // Outside strings a newline is whitespace, as ever; broken JSON stays broken.
@@ -154,18 +187,34 @@ mod tests {
 
     #[test]
     fn code_extraction_order() {
-        assert_eq!(extract_code("text <code>\n#include <x>\nint main(){}\n</code> more <code>b</code>"), "#include <x>\nint main(){}\n");
+        assert_eq!(
+            extract_code("text <code>\n#include <x>\nint main(){}\n</code> more <code>b</code>"),
+            "#include <x>\nint main(){}\n"
+        );
         assert_eq!(extract_code("<code>\nprint(1)\n"), "print(1)\n");
-        assert_eq!(extract_code("Here:\n```cpp\n#include <bits/stdc++.h>\nint main(){}\n```\n```py\nx\n```"), "#include <bits/stdc++.h>\nint main(){}\n");
-        assert_eq!(extract_code("<code>\n```python\nprint(2)\n```\n</code>"), "print(2)\n");
+        assert_eq!(
+            extract_code(
+                "Here:\n```cpp\n#include <bits/stdc++.h>\nint main(){}\n```\n```py\nx\n```"
+            ),
+            "#include <bits/stdc++.h>\nint main(){}\n"
+        );
+        assert_eq!(
+            extract_code("<code>\n```python\nprint(2)\n```\n</code>"),
+            "print(2)\n"
+        );
         assert_eq!(extract_code("print(3)"), "print(3)\n");
         assert_eq!(extract_code("<code>\n  \n</code>"), "");
     }
 
     #[test]
     fn markdown_artefacts_go() {
-        let s = clean_markdown("Title: x\n## Problem\n\nYou are **given** an array.\n\n\n\n---\n### Input\n`n` numbers");
-        assert_eq!(s, "x\nProblem\n\nYou are given an array.\n\nInput\n`n` numbers");
+        let s = clean_markdown(
+            "Title: x\n## Problem\n\nYou are **given** an array.\n\n\n\n---\n### Input\n`n` numbers",
+        );
+        assert_eq!(
+            s,
+            "x\nProblem\n\nYou are given an array.\n\nInput\n`n` numbers"
+        );
         assert_eq!(clean_markdown("```\nplain\n```"), "plain");
         assert_eq!(word_count(" a b\nc "), 3);
     }

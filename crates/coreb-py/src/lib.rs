@@ -43,7 +43,11 @@ impl RelevanceEvaluator {
     /// relevant by binary measures.
     #[new]
     #[pyo3(signature = (query_relevance, measures, relevance_level = 1))]
-    fn new(query_relevance: BTreeMap<String, BTreeMap<String, i64>>, measures: &Bound<'_, PyAny>, relevance_level: i64) -> PyResult<Self> {
+    fn new(
+        query_relevance: BTreeMap<String, BTreeMap<String, i64>>,
+        measures: &Bound<'_, PyAny>,
+        relevance_level: i64,
+    ) -> PyResult<Self> {
         let measures: Vec<String> = if measures.is_instance_of::<PyString>() {
             vec![measures.extract()?]
         } else {
@@ -54,18 +58,26 @@ impl RelevanceEvaluator {
             out
         };
         if measures.is_empty() {
-            return Err(value_error("measures: none given (trec_eval's default is `official`)"));
+            return Err(value_error(
+                "measures: none given (trec_eval's default is `official`)",
+            ));
         }
         let mut options = TrecOptions::from_args(&measures).map_err(value_error)?;
         options.level = relevance_level;
-        let triples = query_relevance.into_iter().flat_map(|(q, docs)| docs.into_iter().map(move |(d, r)| (q.clone(), d, r)));
+        let triples = query_relevance
+            .into_iter()
+            .flat_map(|(q, docs)| docs.into_iter().map(move |(d, r)| (q.clone(), d, r)));
         let qrels = Qrels::from_triples(triples).map_err(value_error)?;
         Ok(RelevanceEvaluator { qrels, options })
     }
 
     /// `run`: `{query: {doc: score}}`. Returns `{query: {measure: value}}` for every query
     /// of the run that has judgements (none: `{}`).
-    fn evaluate<'py>(&self, py: Python<'py>, run: BTreeMap<String, BTreeMap<String, f64>>) -> PyResult<Bound<'py, PyDict>> {
+    fn evaluate<'py>(
+        &self,
+        py: Python<'py>,
+        run: BTreeMap<String, BTreeMap<String, f64>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let mut trec_run = Run::new("coreb_rs");
         for (q, docs) in &run {
             for (d, score) in docs {
@@ -83,7 +95,9 @@ impl RelevanceEvaluator {
             for (m, vals) in report.measures.iter().zip(&q.values) {
                 match m.combine() {
                     Combine::RunId => {}
-                    Combine::None => values.set_item(&m.names[0], q.relstring.as_deref().unwrap_or(""))?,
+                    Combine::None => {
+                        values.set_item(&m.names[0], q.relstring.as_deref().unwrap_or(""))?
+                    }
                     _ => {
                         for (name, v) in m.names.iter().zip(vals) {
                             values.set_item(name, *v)?;
@@ -110,7 +124,13 @@ struct EvalArgs {
 /// returns the report `--json` prints (a dict: `retriever`, `ks`, `tasks` ...).
 #[pyfunction]
 #[pyo3(signature = (release, run, k = vec![1, 5, 10], keep_self = false))]
-fn evaluate_release<'py>(py: Python<'py>, release: PathBuf, run: &Bound<'py, PyAny>, k: Vec<usize>, keep_self: bool) -> PyResult<Bound<'py, PyAny>> {
+fn evaluate_release<'py>(
+    py: Python<'py>,
+    release: PathBuf,
+    run: &Bound<'py, PyAny>,
+    k: Vec<usize>,
+    keep_self: bool,
+) -> PyResult<Bound<'py, PyAny>> {
     let scratch = tempfile::tempdir().map_err(value_error)?;
     let run_path = if run.is_instance_of::<PyDict>() {
         let queries: BTreeMap<String, BTreeMap<String, f64>> = run.extract()?;
@@ -121,20 +141,36 @@ fn evaluate_release<'py>(py: Python<'py>, release: PathBuf, run: &Bound<'py, PyA
             }
         }
         let path = scratch.path().join("run.trec");
-        coreb_base::durable::write(&path, trec_run.to_trec(usize::MAX).as_bytes()).map_err(value_error)?;
+        coreb_base::durable::write(&path, trec_run.to_trec(usize::MAX).as_bytes())
+            .map_err(value_error)?;
         path
     } else {
         run.extract::<PathBuf>()?
     };
     let ks: Vec<String> = k.iter().map(usize::to_string).collect();
-    let mut args = vec![release.into_os_string(), "--run".into(), run_path.into_os_string(), "--k".into(), ks.join(",").into()];
+    let mut args = vec![
+        release.into_os_string(),
+        "--run".into(),
+        run_path.into_os_string(),
+        "--k".into(),
+        ks.join(",").into(),
+    ];
     if keep_self {
         args.push("--keep-self".into());
     }
-    let parsed = EvalArgs::try_parse_from(args).map_err(|e| value_error(e.to_string().trim_end()))?;
-    let no_manifest = |_: &std::path::Path| -> anyhow::Result<coreb_eval::run::ManifestSettings> { anyhow::bail!("no manifest is read here") };
+    let parsed =
+        EvalArgs::try_parse_from(args).map_err(|e| value_error(e.to_string().trim_end()))?;
+    let no_manifest = |_: &std::path::Path| -> anyhow::Result<coreb_eval::run::ManifestSettings> {
+        anyhow::bail!("no manifest is read here")
+    };
     let runtime = coreb_http::runtime(Some(1)).map_err(value_error)?;
-    let report = coreb_eval::run::report(&parsed.options, &no_manifest, &coreb_base::report::Silent, runtime.handle()).map_err(|e| value_error(format!("{e:#}")))?;
+    let report = coreb_eval::run::report(
+        &parsed.options,
+        &no_manifest,
+        &coreb_base::report::Silent,
+        runtime.handle(),
+    )
+    .map_err(|e| value_error(format!("{e:#}")))?;
     let text = serde_json::to_string(&report).map_err(value_error)?;
     py.import("json")?.call_method1("loads", (text,))
 }

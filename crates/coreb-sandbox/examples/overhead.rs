@@ -13,7 +13,14 @@ use coreb_sandbox::{DirAccess, Limits, Program, Sandbox, SandboxConfig};
 /// Busy jiffies (user, nice, system, irq, softirq, steal) of all CPUs.
 fn busy_ms() -> f64 {
     let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
-    let cpu: Vec<u64> = stat.lines().next().expect("cpu line").split_whitespace().skip(1).map(|x| x.parse().expect("jiffies")).collect();
+    let cpu: Vec<u64> = stat
+        .lines()
+        .next()
+        .expect("cpu line")
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().expect("jiffies"))
+        .collect();
     let busy = cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6] + cpu[7];
     busy as f64 * 1000.0 / 100.0
 }
@@ -30,10 +37,19 @@ fn main() {
     let ballast: Vec<u8> = (0..ballast_mib << 20).map(|i| i as u8).collect();
 
     let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
-    eprintln!("isolation: {}; {runs} runs of {cmd:?}; ballast {ballast_mib} MiB", sandbox.isolation());
+    eprintln!(
+        "isolation: {}; {runs} runs of {cmd:?}; ballast {ballast_mib} MiB",
+        sandbox.isolation()
+    );
     let dir = tempfile::tempdir().expect("tempdir");
-    let program =
-        Program { argv: cmd.clone(), env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())], stdin: b"", dir: dir.path(), access: DirAccess::ReadOnly, cache: None };
+    let program = Program {
+        argv: cmd.clone(),
+        env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
+        stdin: b"",
+        dir: dir.path(),
+        access: DirAccess::ReadOnly,
+        cache: None,
+    };
     let limits = Limits::default();
 
     let measure = |label: &str, run: &dyn Fn()| {
@@ -43,10 +59,17 @@ fn main() {
             run();
         }
         let (wall, cpu) = (t.elapsed().as_secs_f64() * 1000.0, busy_ms() - c);
-        println!("{label:<10} wall {:7.2} ms/run   machine CPU {:7.2} ms/run", wall / runs as f64, cpu / runs as f64);
+        println!(
+            "{label:<10} wall {:7.2} ms/run   machine CPU {:7.2} ms/run",
+            wall / runs as f64,
+            cpu / runs as f64
+        );
     };
     measure("bare", &|| {
-        let status = Command::new(&cmd[0]).args(&cmd[1..]).status().expect("bare run");
+        let status = Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .status()
+            .expect("bare run");
         assert!(status.success() || cmd[0] != "/bin/true");
     });
     measure("sandboxed", &|| {

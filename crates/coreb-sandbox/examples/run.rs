@@ -21,12 +21,25 @@ fn main() {
     let sandbox = Sandbox::new(SandboxConfig::default()).expect("sandbox");
     eprintln!("isolation: {}", sandbox.isolation());
     let dir = tempfile::tempdir().unwrap();
-    let program = Program { argv: args, env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())], stdin: b"", dir: dir.path(), access: DirAccess::ReadOnly, cache: None };
+    let program = Program {
+        argv: args,
+        env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
+        stdin: b"",
+        dir: dir.path(),
+        access: DirAccess::ReadOnly,
+        cache: None,
+    };
     let out = sandbox.run(&program, &limits).expect("run");
     print!("{}", String::from_utf8_lossy(&out.stdout));
     eprint!("{}", String::from_utf8_lossy(&out.stderr));
     eprintln!(
         "status {:?} limit {:?} wall {} ms cpu {} ms peak {} KiB (floor {}) bound {}",
-        out.status, out.limit, out.wall_ms, out.cpu_ms, out.peak_memory_kb, out.memory_floor_kb, out.memory_bound
+        out.status,
+        out.limit,
+        out.wall_ms,
+        out.cpu_ms,
+        out.peak_memory_kb,
+        out.memory_floor_kb,
+        out.memory_bound
     );
 }

@@ -67,13 +67,20 @@ struct Mount {
 fn parse_mountinfo(text: &str) -> Vec<Mount> {
     let mut out = Vec::new();
     for line in text.lines() {
-        let Some((left, right)) = line.split_once(" - ") else { continue };
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
         let fields: Vec<&str> = left.split(' ').collect();
         let rest: Vec<&str> = right.split(' ').collect();
         if fields.len() < 5 || rest.len() < 3 {
             continue;
         }
-        let unescape = |s: &str| s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\");
+        let unescape = |s: &str| {
+            s.replace("\\040", " ")
+                .replace("\\011", "\t")
+                .replace("\\012", "\n")
+                .replace("\\134", "\\")
+        };
         out.push(Mount {
             root: PathBuf::from(unescape(fields[3])),
             mount_point: PathBuf::from(unescape(fields[4])),
@@ -90,7 +97,11 @@ fn parse_proc_cgroup(text: &str) -> Vec<(String, Vec<String>, PathBuf)> {
         .filter_map(|l| {
             let mut parts = l.splitn(3, ':');
             let (id, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-            let controllers = controllers.split(',').filter(|c| !c.is_empty()).map(str::to_owned).collect();
+            let controllers = controllers
+                .split(',')
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned)
+                .collect();
             Some((id.to_owned(), controllers, PathBuf::from(path)))
         })
         .collect()
@@ -103,13 +114,19 @@ fn host_dir(mount: &Mount, path: &Path) -> Option<PathBuf> {
 }
 
 fn has_words(path: &Path, words: &[&str]) -> bool {
-    std::fs::read_to_string(path).is_ok_and(|t| words.iter().all(|w| t.split_whitespace().any(|x| x == *w)))
+    std::fs::read_to_string(path)
+        .is_ok_and(|t| words.iter().all(|w| t.split_whitespace().any(|x| x == *w)))
 }
 
 /// Where run cgroups can be made, from the process's mountinfo and cgroup membership.
 /// `parent` overrides the v2 parent. Pure over its inputs (except for reading the candidate
 /// directories' control files), so tests can give it a fake tree.
-pub(crate) fn locate(mountinfo: &str, proc_cgroup: &str, parent: Option<&Path>, root: bool) -> Option<Hierarchy> {
+pub(crate) fn locate(
+    mountinfo: &str,
+    proc_cgroup: &str,
+    parent: Option<&Path>,
+    root: bool,
+) -> Option<Hierarchy> {
     let mounts = parse_mountinfo(mountinfo);
     let membership = parse_proc_cgroup(proc_cgroup);
     // cgroup v2.
@@ -117,7 +134,11 @@ pub(crate) fn locate(mountinfo: &str, proc_cgroup: &str, parent: Option<&Path>, 
     let v2_parent = match parent {
         Some(p) => Some(p.to_owned()),
         None => unified.and_then(|m| {
-            let own = membership.iter().find(|(id, c, _)| id == "0" && c.is_empty())?.2.clone();
+            let own = membership
+                .iter()
+                .find(|(id, c, _)| id == "0" && c.is_empty())?
+                .2
+                .clone();
             host_dir(m, own.parent()?)
         }),
     };
@@ -131,8 +152,13 @@ pub(crate) fn locate(mountinfo: &str, proc_cgroup: &str, parent: Option<&Path>, 
         return None;
     }
     let v1 = |controller: &str| -> Option<PathBuf> {
-        let mount = mounts.iter().find(|m| m.fstype == "cgroup" && m.super_options.iter().any(|o| o == controller))?;
-        let own = &membership.iter().find(|(_, c, _)| c.iter().any(|x| x == controller))?.2;
+        let mount = mounts
+            .iter()
+            .find(|m| m.fstype == "cgroup" && m.super_options.iter().any(|o| o == controller))?;
+        let own = &membership
+            .iter()
+            .find(|(_, c, _)| c.iter().any(|x| x == controller))?
+            .2;
         let dir = host_dir(mount, own)?;
         dir.join("cgroup.procs").exists().then_some(dir)
     };
@@ -140,7 +166,10 @@ pub(crate) fn locate(mountinfo: &str, proc_cgroup: &str, parent: Option<&Path>, 
     if !memory.join("memory.limit_in_bytes").exists() {
         return None;
     }
-    Some(Hierarchy::V1 { memory, pids: v1("pids") })
+    Some(Hierarchy::V1 {
+        memory,
+        pids: v1("pids"),
+    })
 }
 
 /// Numbers run cgroups within this process.
@@ -173,14 +202,24 @@ impl Cgroups {
     fn parents(&self) -> Vec<PathBuf> {
         match &self.hierarchy {
             Hierarchy::V2 { parent } => vec![parent.clone()],
-            Hierarchy::V1 { memory, pids } => std::iter::once(memory.clone()).chain(pids.clone()).collect(),
+            Hierarchy::V1 { memory, pids } => std::iter::once(memory.clone())
+                .chain(pids.clone())
+                .collect(),
         }
     }
 
     /// Make the cgroup of one run, holding it to `memory_bytes` and `processes`.
     pub(crate) fn create(&self, memory_bytes: u64, processes: u64) -> std::io::Result<RunCgroup> {
-        let name = format!("{PREFIX}{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        let mut run = RunCgroup { dirs: Vec::new(), procs: Vec::new(), hierarchy: self.hierarchy.clone() };
+        let name = format!(
+            "{PREFIX}{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut run = RunCgroup {
+            dirs: Vec::new(),
+            procs: Vec::new(),
+            hierarchy: self.hierarchy.clone(),
+        };
         for parent in self.parents() {
             let dir = parent.join(&name);
             match fs_err::create_dir(&dir) {
@@ -211,7 +250,12 @@ impl Cgroups {
             }
         }
         for dir in &run.dirs {
-            run.procs.push(fs_err::OpenOptions::new().write(true).open(dir.join("cgroup.procs"))?.into());
+            run.procs.push(
+                fs_err::OpenOptions::new()
+                    .write(true)
+                    .open(dir.join("cgroup.procs"))?
+                    .into(),
+            );
         }
         Ok(run)
     }
@@ -223,16 +267,26 @@ fn write(path: &Path, value: &str) -> std::io::Result<()> {
 }
 
 fn write_if_present(path: &Path, value: &str) -> std::io::Result<()> {
-    if path.exists() { write(path, value) } else { Ok(()) }
+    if path.exists() {
+        write(path, value)
+    } else {
+        Ok(())
+    }
 }
 
 /// Remove the empty run cgroups under `parent` whose judge process is gone.
 fn remove_stale(parent: &Path) {
-    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else { continue };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
         if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = std::fs::remove_dir(entry.path());
         }
@@ -257,7 +311,8 @@ pub(crate) struct CgroupReport {
 }
 
 fn key_value(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
 }
 
 impl RunCgroup {
@@ -268,14 +323,17 @@ impl RunCgroup {
 
     /// Read the run's figures (after every process of it has exited).
     pub(crate) fn report(&self) -> CgroupReport {
-        let read = |name: &str| std::fs::read_to_string(self.dirs[0].join(name)).unwrap_or_default();
+        let read =
+            |name: &str| std::fs::read_to_string(self.dirs[0].join(name)).unwrap_or_default();
         match self.hierarchy {
-            Hierarchy::V2 { .. } => {
-                CgroupReport { peak_bytes: read("memory.peak").trim().parse().ok(), oom_killed: key_value(&read("memory.events"), "oom_kill ").is_some_and(|n| n > 0) }
-            }
+            Hierarchy::V2 { .. } => CgroupReport {
+                peak_bytes: read("memory.peak").trim().parse().ok(),
+                oom_killed: key_value(&read("memory.events"), "oom_kill ").is_some_and(|n| n > 0),
+            },
             Hierarchy::V1 { .. } => CgroupReport {
                 peak_bytes: read("memory.max_usage_in_bytes").trim().parse().ok(),
-                oom_killed: key_value(&read("memory.oom_control"), "oom_kill ").is_some_and(|n| n > 0),
+                oom_killed: key_value(&read("memory.oom_control"), "oom_kill ")
+                    .is_some_and(|n| n > 0),
             },
         }
     }
@@ -314,10 +372,20 @@ mod tests {
     fn parses_mountinfo_and_membership() {
         let mounts = parse_mountinfo(HYBRID);
         assert_eq!(mounts.len(), 4);
-        assert_eq!(mounts[1].mount_point, PathBuf::from("/sys/fs/cgroup/memory"));
+        assert_eq!(
+            mounts[1].mount_point,
+            PathBuf::from("/sys/fs/cgroup/memory")
+        );
         assert_eq!(mounts[1].super_options, ["rw", "memory"]);
         let m = parse_proc_cgroup("4:memory:/process_api/abc\n8:pids:/\n0::/\n");
-        assert_eq!(m[0], ("4".into(), vec!["memory".into()], PathBuf::from("/process_api/abc")));
+        assert_eq!(
+            m[0],
+            (
+                "4".into(),
+                vec!["memory".into()],
+                PathBuf::from("/process_api/abc")
+            )
+        );
         assert_eq!(m[2], ("0".into(), vec![], PathBuf::from("/")));
     }
 
@@ -325,7 +393,14 @@ mod tests {
     fn fake(v2_controllers: &str) -> (tempfile::TempDir, String) {
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
-        for (dir, files) in [("memory/judges/me", vec!["cgroup.procs", "memory.limit_in_bytes"]), ("pids", vec!["cgroup.procs"]), ("unified/service", vec!["cgroup.procs"])] {
+        for (dir, files) in [
+            (
+                "memory/judges/me",
+                vec!["cgroup.procs", "memory.limit_in_bytes"],
+            ),
+            ("pids", vec!["cgroup.procs"]),
+            ("unified/service", vec!["cgroup.procs"]),
+        ] {
             std::fs::create_dir_all(r.join(dir)).unwrap();
             for f in files {
                 std::fs::write(r.join(dir).join(f), "").unwrap();
@@ -343,12 +418,26 @@ mod tests {
     fn delegated_v2_is_preferred_then_v1() {
         let membership = "4:memory:/judges/me\n8:pids:/\n0::/service\n";
         let (root, info) = fake("cpu memory pids\n");
-        assert_eq!(locate(&info, membership, None, true), Some(Hierarchy::V2 { parent: root.path().join("unified") }));
+        assert_eq!(
+            locate(&info, membership, None, true),
+            Some(Hierarchy::V2 {
+                parent: root.path().join("unified")
+            })
+        );
         // v2 without the controllers delegated: v1 memory (the judge's own cgroup) and pids.
         let (root, info) = fake("cpu\n");
-        assert_eq!(locate(&info, membership, None, true), Some(Hierarchy::V1 { memory: root.path().join("memory/judges/me"), pids: Some(root.path().join("pids")) }));
+        assert_eq!(
+            locate(&info, membership, None, true),
+            Some(Hierarchy::V1 {
+                memory: root.path().join("memory/judges/me"),
+                pids: Some(root.path().join("pids"))
+            })
+        );
         // An explicit v2 parent without the controllers does not count either.
-        assert!(matches!(locate(&info, membership, Some(&root.path().join("unified")), true), Some(Hierarchy::V1 { .. })));
+        assert!(matches!(
+            locate(&info, membership, Some(&root.path().join("unified")), true),
+            Some(Hierarchy::V1 { .. })
+        ));
         // v1 is for root only; nothing usable at all.
         assert_eq!(locate(&info, membership, None, false), None);
         assert_eq!(locate("", "0::/\n", None, true), None);
@@ -359,14 +448,45 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().to_owned();
         std::fs::write(d.join("memory.max_usage_in_bytes"), "1048576\n").unwrap();
-        std::fs::write(d.join("memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n").unwrap();
+        std::fs::write(
+            d.join("memory.oom_control"),
+            "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
+        )
+        .unwrap();
         std::fs::write(d.join("memory.peak"), "2097152\n").unwrap();
-        std::fs::write(d.join("memory.events"), "low 0\nhigh 0\nmax 5\noom 1\noom_kill 0\n").unwrap();
-        let v1 = RunCgroup { dirs: vec![d.clone()], procs: vec![], hierarchy: Hierarchy::V1 { memory: d.clone(), pids: None } };
-        assert_eq!(v1.report(), CgroupReport { peak_bytes: Some(1 << 20), oom_killed: true });
+        std::fs::write(
+            d.join("memory.events"),
+            "low 0\nhigh 0\nmax 5\noom 1\noom_kill 0\n",
+        )
+        .unwrap();
+        let v1 = RunCgroup {
+            dirs: vec![d.clone()],
+            procs: vec![],
+            hierarchy: Hierarchy::V1 {
+                memory: d.clone(),
+                pids: None,
+            },
+        };
+        assert_eq!(
+            v1.report(),
+            CgroupReport {
+                peak_bytes: Some(1 << 20),
+                oom_killed: true
+            }
+        );
         std::mem::forget(v1);
-        let v2 = RunCgroup { dirs: vec![d.clone()], procs: vec![], hierarchy: Hierarchy::V2 { parent: d.clone() } };
-        assert_eq!(v2.report(), CgroupReport { peak_bytes: Some(2 << 20), oom_killed: false });
+        let v2 = RunCgroup {
+            dirs: vec![d.clone()],
+            procs: vec![],
+            hierarchy: Hierarchy::V2 { parent: d.clone() },
+        };
+        assert_eq!(
+            v2.report(),
+            CgroupReport {
+                peak_bytes: Some(2 << 20),
+                oom_killed: false
+            }
+        );
         std::mem::forget(v2);
     }
 }

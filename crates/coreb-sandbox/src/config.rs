@@ -103,7 +103,12 @@ impl Default for SandboxConfig {
             // a range with them would let them kill this judge's runs.
             uid_base: 1_991_000_000,
             uid_count: 256,
-            visible_paths: ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"].into_iter().map(PathBuf::from).collect(),
+            visible_paths: [
+                "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+            ]
+            .into_iter()
+            .map(PathBuf::from)
+            .collect(),
             lock_dir: PathBuf::from("/run/coreb-sandbox"),
             cgroup: CgroupMode::Auto,
             cgroup_parent: None,
@@ -128,7 +133,12 @@ impl Accounts {
     /// Read them from `/etc` (a missing file reads as empty).
     pub fn from_system() -> Accounts {
         let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-        Accounts { passwd: read("/etc/passwd"), group: read("/etc/group"), subuid: read("/etc/subuid"), subgid: read("/etc/subgid") }
+        Accounts {
+            passwd: read("/etc/passwd"),
+            group: read("/etc/group"),
+            subuid: read("/etc/subuid"),
+            subgid: read("/etc/subgid"),
+        }
     }
 }
 
@@ -138,7 +148,8 @@ const OWN_PATHS: [&str; 4] = ["/proc", "/dev", "/tmp", "/sys"];
 impl SandboxConfig {
     /// The last uid of the pool.
     pub fn uid_last(&self) -> u32 {
-        self.uid_base.saturating_add(self.uid_count.saturating_sub(1))
+        self.uid_base
+            .saturating_add(self.uid_count.saturating_sub(1))
     }
 
     /// Check the pool and the allowlist against the system's accounts (see [`Accounts`]).
@@ -158,33 +169,68 @@ impl SandboxConfig {
             return bad(format!("`uid_count` {} is more than 65536", self.uid_count));
         }
         let Some(end) = self.uid_base.checked_add(self.uid_count - 1) else {
-            return bad(format!("uid pool `uid_base` {} + `uid_count` {} wraps around past 4294967295", self.uid_base, self.uid_count));
+            return bad(format!(
+                "uid pool `uid_base` {} + `uid_count` {} wraps around past 4294967295",
+                self.uid_base, self.uid_count
+            ));
         };
         let range = self.uid_base..=end;
-        for (uid, why) in [(0, "root"), (65_535, "the 16-bit \"no uid\""), (u32::MAX - 1, "the overflow uid"), (u32::MAX, "the \"no uid\" value -1")] {
+        for (uid, why) in [
+            (0, "root"),
+            (65_535, "the 16-bit \"no uid\""),
+            (u32::MAX - 1, "the overflow uid"),
+            (u32::MAX, "the \"no uid\" value -1"),
+        ] {
             if range.contains(&uid) {
-                return bad(format!("uid pool {}..={end} contains uid {uid} ({why})", self.uid_base));
+                return bad(format!(
+                    "uid pool {}..={end} contains uid {uid} ({why})",
+                    self.uid_base
+                ));
             }
         }
-        for (file, text) in [("/etc/passwd", &accounts.passwd), ("/etc/group", &accounts.group)] {
+        for (file, text) in [
+            ("/etc/passwd", &accounts.passwd),
+            ("/etc/group", &accounts.group),
+        ] {
             for line in text.lines() {
                 let mut fields = line.split(':');
-                let (Some(name), Some(_), Some(id)) = (fields.next(), fields.next(), fields.next()) else { continue };
+                let (Some(name), Some(_), Some(id)) = (fields.next(), fields.next(), fields.next())
+                else {
+                    continue;
+                };
                 if let Ok(id) = id.trim().parse::<u32>()
                     && range.contains(&id)
                 {
-                    return bad(format!("uid pool {}..={end} overlaps id {id} of `{name}` in {file}: choose a `uid_base` no account uses", self.uid_base));
+                    return bad(format!(
+                        "uid pool {}..={end} overlaps id {id} of `{name}` in {file}: choose a `uid_base` no account uses",
+                        self.uid_base
+                    ));
                 }
             }
         }
-        for (file, text) in [("/etc/subuid", &accounts.subuid), ("/etc/subgid", &accounts.subgid)] {
+        for (file, text) in [
+            ("/etc/subuid", &accounts.subuid),
+            ("/etc/subgid", &accounts.subgid),
+        ] {
             for line in text.lines() {
                 let mut fields = line.split(':');
-                let (Some(name), Some(start), Some(count)) = (fields.next(), fields.next(), fields.next()) else { continue };
-                let (Ok(start), Ok(count)) = (start.trim().parse::<u64>(), count.trim().parse::<u64>()) else { continue };
+                let (Some(name), Some(start), Some(count)) =
+                    (fields.next(), fields.next(), fields.next())
+                else {
+                    continue;
+                };
+                let (Ok(start), Ok(count)) =
+                    (start.trim().parse::<u64>(), count.trim().parse::<u64>())
+                else {
+                    continue;
+                };
                 let (lo, hi) = (u64::from(self.uid_base), u64::from(end));
                 if count > 0 && start <= hi && lo < start + count {
-                    return bad(format!("uid pool {}..={end} overlaps the subordinate ids {start}..{} of `{name}` in {file}", self.uid_base, start + count - 1));
+                    return bad(format!(
+                        "uid pool {}..={end} overlaps the subordinate ids {start}..{} of `{name}` in {file}",
+                        self.uid_base,
+                        start + count - 1
+                    ));
                 }
             }
         }
@@ -192,18 +238,29 @@ impl SandboxConfig {
             check_visible(path)?;
         }
         if !self.lock_dir.is_absolute() {
-            return bad(format!("`lock_dir` `{}` is not an absolute path", self.lock_dir.display()));
+            return bad(format!(
+                "`lock_dir` `{}` is not an absolute path",
+                self.lock_dir.display()
+            ));
         }
         Ok(())
     }
 }
 
 fn check_visible(path: &Path) -> Result<(), SandboxError> {
-    let bad = |why: &str| Err(SandboxError::Config(format!("`visible_paths`: `{}` {why}", path.display())));
+    let bad = |why: &str| {
+        Err(SandboxError::Config(format!(
+            "`visible_paths`: `{}` {why}",
+            path.display()
+        )))
+    };
     if !path.is_absolute() {
         return bad("is not an absolute path");
     }
-    if path.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
+    if path
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+    {
         return bad("holds `.` or `..`");
     }
     if path.parent().is_none() {
@@ -212,7 +269,10 @@ fn check_visible(path: &Path) -> Result<(), SandboxError> {
     for own in OWN_PATHS {
         let own = Path::new(own);
         if path.starts_with(own) || own.starts_with(path) {
-            return bad(&format!("overlaps `{}`, which the sandbox provides itself", own.display()));
+            return bad(&format!(
+                "overlaps `{}`, which the sandbox provides itself",
+                own.display()
+            ));
         }
     }
     Ok(())
@@ -232,7 +292,12 @@ mod tests {
     }
 
     fn pool(base: u32, count: u32) -> Result<(), SandboxError> {
-        SandboxConfig { uid_base: base, uid_count: count, ..SandboxConfig::default() }.validate(&accounts())
+        SandboxConfig {
+            uid_base: base,
+            uid_count: count,
+            ..SandboxConfig::default()
+        }
+        .validate(&accounts())
     }
 
     fn message(r: Result<(), SandboxError>) -> String {
@@ -242,7 +307,9 @@ mod tests {
     #[test]
     fn the_default_pool_is_valid() {
         pool(1_991_000_000, 256).unwrap();
-        SandboxConfig::default().validate(&Accounts::from_system()).unwrap();
+        SandboxConfig::default()
+            .validate(&Accounts::from_system())
+            .unwrap();
     }
 
     #[test]
@@ -255,14 +322,23 @@ mod tests {
         assert!(message(pool(990, 20)).contains("id 1000 of `alice` in /etc/passwd"));
         assert!(message(pool(65_534, 1)).contains("`nobody`"));
         assert!(message(pool(2_999_999_999, 2)).contains("`big` in /etc/group"));
-        assert!(message(pool(165_000, 10)).contains("subordinate ids 100000..165535 of `alice` in /etc/subuid"));
+        assert!(
+            message(pool(165_000, 10))
+                .contains("subordinate ids 100000..165535 of `alice` in /etc/subuid")
+        );
         assert!(message(pool(5000, 0)).contains("at least 1"));
         pool(165_536, 10).unwrap();
     }
 
     #[test]
     fn visible_paths_must_be_narrow_and_absolute() {
-        let with = |p: &str| SandboxConfig { visible_paths: vec![PathBuf::from(p)], ..SandboxConfig::default() }.validate(&accounts());
+        let with = |p: &str| {
+            SandboxConfig {
+                visible_paths: vec![PathBuf::from(p)],
+                ..SandboxConfig::default()
+            }
+            .validate(&accounts())
+        };
         assert!(message(with("/")).contains("whole filesystem"));
         assert!(message(with("usr")).contains("absolute"));
         assert!(message(with("/usr/../run")).contains("`..`"));

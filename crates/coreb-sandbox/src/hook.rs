@@ -17,10 +17,21 @@ extern "C" fn init_hook(argc: c_int, argv: *const *const c_char, envp: *const *c
     // SAFETY: glibc passes `main`'s argc, argv and envp to `.init_array` functions: argv
     // holds argc strings then NULL, envp is NULL-terminated.
     unsafe {
-        if argc != 2 || argv.is_null() || envp.is_null() || !(*envp).is_null() || std::ffi::CStr::from_ptr(*argv) != crate::sys::INIT_ARGV0 {
+        if argc != 2
+            || argv.is_null()
+            || envp.is_null()
+            || !(*envp).is_null()
+            || std::ffi::CStr::from_ptr(*argv) != crate::sys::INIT_ARGV0
+        {
             return;
         }
-        let Some(fd) = std::ffi::CStr::from_ptr(*argv.add(1)).to_str().ok().and_then(|s| s.parse::<RawFd>().ok()) else { libc::_exit(125) };
+        let Some(fd) = std::ffi::CStr::from_ptr(*argv.add(1))
+            .to_str()
+            .ok()
+            .and_then(|s| s.parse::<RawFd>().ok())
+        else {
+            libc::_exit(125)
+        };
         // A process of its own now, single-threaded: reading and allocating are fine. The
         // judge blocked every signal around the clone; the handlers are the defaults now.
         let mut none: libc::sigset_t = std::mem::zeroed();

@@ -273,7 +273,9 @@ impl std::fmt::Display for Isolation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("namespaces pid+mount+net+ipc+uts")?;
         match self.identity {
-            Identity::UidPool { uid_base, uid_last } => write!(f, ", uid {uid_base}..={uid_last} per run")?,
+            Identity::UidPool { uid_base, uid_last } => {
+                write!(f, ", uid {uid_base}..={uid_last} per run")?
+            }
             Identity::UserNamespace => f.write_str("+user (not root)")?,
         }
         f.write_str(", filesystem allowlist, memory bound ")?;
@@ -308,7 +310,8 @@ fn cstring(s: &str) -> Result<CString, SandboxError> {
 }
 
 fn path_cstring(p: &Path) -> Result<CString, SandboxError> {
-    CString::new(p.as_os_str().as_bytes()).map_err(|_| SandboxError::Invalid(format!("NUL byte in `{}`", p.display())))
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| SandboxError::Invalid(format!("NUL byte in `{}`", p.display())))
 }
 
 impl Sandbox {
@@ -325,15 +328,39 @@ impl Sandbox {
         if root {
             uid::prepare_lock_dir(&config.lock_dir)?;
         }
-        let stage = tempfile::Builder::new().prefix("coreb-sandbox-root-").tempdir().map_err(|source| SandboxError::Io { path: std::env::temp_dir(), source })?;
+        let stage = tempfile::Builder::new()
+            .prefix("coreb-sandbox-root-")
+            .tempdir()
+            .map_err(|source| SandboxError::Io {
+                path: std::env::temp_dir(),
+                source,
+            })?;
         let view = View::new(stage.path(), &config.visible_paths)?;
-        let identity = if root { Identity::UidPool { uid_base: config.uid_base, uid_last: config.uid_last() } } else { Identity::UserNamespace };
+        let identity = if root {
+            Identity::UidPool {
+                uid_base: config.uid_base,
+                uid_last: config.uid_last(),
+            }
+        } else {
+            Identity::UserNamespace
+        };
         let process_limit = root || sys::kernel_at_least(5, 14);
         let cgroups = match config.cgroup {
             CgroupMode::Auto => Cgroups::discover(config.cgroup_parent.as_deref(), root),
             CgroupMode::None => None,
         };
-        let mut sandbox = Sandbox { isolation: Isolation { identity, memory: MemoryBound::Rlimit, process_limit, note: None }, config, cgroups: None, view, _stage: stage };
+        let mut sandbox = Sandbox {
+            isolation: Isolation {
+                identity,
+                memory: MemoryBound::Rlimit,
+                process_limit,
+                note: None,
+            },
+            config,
+            cgroups: None,
+            view,
+            _stage: stage,
+        };
         if let Some(cgroups) = cgroups {
             let bound = cgroups.bound();
             sandbox.cgroups = Some(cgroups);
@@ -350,8 +377,11 @@ impl Sandbox {
                 sandbox.isolation.note = Some(format!("{bound} unusable ({chain})"));
             }
         } else if sandbox.config.cgroup == CgroupMode::Auto {
-            sandbox.isolation.note =
-                Some(if root { "no delegated cgroup v2 and no cgroup v1 memory hierarchy".into() } else { "no delegated cgroup v2 (cgroup v1 needs root)".into() });
+            sandbox.isolation.note = Some(if root {
+                "no delegated cgroup v2 and no cgroup v1 memory hierarchy".into()
+            } else {
+                "no delegated cgroup v2 (cgroup v1 needs root)".into()
+            });
         }
         if sandbox.cgroups.is_none() {
             sandbox.probe()?;
@@ -360,13 +390,30 @@ impl Sandbox {
     }
 
     fn probe(&self) -> Result<(), SandboxError> {
-        let dir = tempfile::Builder::new().prefix("coreb-sandbox-probe-").tempdir().map_err(|source| SandboxError::Io { path: std::env::temp_dir(), source })?;
-        let probe = Program { argv: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()], env: vec![], stdin: b"", dir: dir.path(), access: DirAccess::ReadOnly, cache: None };
+        let dir = tempfile::Builder::new()
+            .prefix("coreb-sandbox-probe-")
+            .tempdir()
+            .map_err(|source| SandboxError::Io {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        let probe = Program {
+            argv: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()],
+            env: vec![],
+            stdin: b"",
+            dir: dir.path(),
+            access: DirAccess::ReadOnly,
+            cache: None,
+        };
         let outcome = self.run(&probe, &Limits::default())?;
         if !outcome.success() {
             return Err(SandboxError::Spawn {
                 program: "/bin/sh".into(),
-                source: std::io::Error::other(format!("sandbox probe failed: {:?}: {}", outcome.status, String::from_utf8_lossy(&outcome.stderr))),
+                source: std::io::Error::other(format!(
+                    "sandbox probe failed: {:?}: {}",
+                    outcome.status,
+                    String::from_utf8_lossy(&outcome.stderr)
+                )),
             });
         }
         Ok(())
@@ -421,23 +468,36 @@ impl Sandbox {
     /// [`run`](Self::run), as one of at most `slots.capacity()` busy runs: wait for a slot,
     /// start, and give the slot back as soon as the run has been idle for a whole window, or
     /// when it ends ([`BusySlots`]). The run itself is [`run`](Self::run)'s.
-    pub fn run_sharing(&self, program: &Program<'_>, limits: &Limits, slots: Option<&BusySlots>) -> Result<Outcome, SandboxError> {
+    pub fn run_sharing(
+        &self,
+        program: &Program<'_>,
+        limits: &Limits,
+        slots: Option<&BusySlots>,
+    ) -> Result<Outcome, SandboxError> {
         let Some(argv0) = program.argv.first() else {
             return Err(SandboxError::Invalid("empty argv".into()));
         };
         for dir in std::iter::once(program.dir).chain(program.cache) {
             if !dir.is_dir() {
                 let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory");
-                return Err(SandboxError::Io { path: dir.to_owned(), source });
+                return Err(SandboxError::Io {
+                    path: dir.to_owned(),
+                    source,
+                });
             }
         }
         let lease = match self.isolation.identity {
-            Identity::UidPool { uid_base, uid_last } => Some(uid::lease(&self.config.lock_dir, uid_base, uid_last)?),
+            Identity::UidPool { uid_base, uid_last } => {
+                Some(uid::lease(&self.config.lock_dir, uid_base, uid_last)?)
+            }
             Identity::UserNamespace => None,
         };
         let uid = lease.as_ref().map(|l| l.uid);
         let writable = program.access == DirAccess::Writable;
-        let io_err = |source| SandboxError::Io { path: program.dir.to_owned(), source };
+        let io_err = |source| SandboxError::Io {
+            path: program.dir.to_owned(),
+            source,
+        };
         if let (Some(uid), true) = (uid, writable) {
             sys::lchown(program.dir, uid, uid).map_err(io_err)?;
         }
@@ -451,15 +511,36 @@ impl Sandbox {
         result
     }
 
-    fn run_as(&self, program: &Program<'_>, limits: &Limits, argv0: &str, uid: Option<u32>, slots: Option<&BusySlots>) -> Result<Outcome, SandboxError> {
+    fn run_as(
+        &self,
+        program: &Program<'_>,
+        limits: &Limits,
+        argv0: &str,
+        uid: Option<u32>,
+        slots: Option<&BusySlots>,
+    ) -> Result<Outcome, SandboxError> {
         let cgroup = match &self.cgroups {
             Some(c) => {
-                let bytes = limits.memory_mb.saturating_add(limits.tmp_size_mb).saturating_mul(1 << 20);
-                Some(c.create(bytes, limits.processes).map_err(|source| SandboxError::Setup { step: "creating the run's cgroup".into(), source })?)
+                let bytes = limits
+                    .memory_mb
+                    .saturating_add(limits.tmp_size_mb)
+                    .saturating_mul(1 << 20);
+                Some(
+                    c.create(bytes, limits.processes)
+                        .map_err(|source| SandboxError::Setup {
+                            step: "creating the run's cgroup".into(),
+                            source,
+                        })?,
+                )
             }
             None => None,
         };
-        let pipe = || sys::pipe().map_err(|source| SandboxError::Setup { step: "creating pipes".into(), source });
+        let pipe = || {
+            sys::pipe().map_err(|source| SandboxError::Setup {
+                step: "creating pipes".into(),
+                source,
+            })
+        };
         let (stdin_r, stdin_w) = pipe()?;
         let (stdout_r, stdout_w) = pipe()?;
         let (stderr_r, stderr_w) = pipe()?;
@@ -470,26 +551,60 @@ impl Sandbox {
         }
 
         let writable = program.access == DirAccess::Writable;
-        let run_steps = self.view.run_steps(program.dir, writable, program.cache, limits.tmp_size_mb, uid)?;
+        let run_steps = self.view.run_steps(
+            program.dir,
+            writable,
+            program.cache,
+            limits.tmp_size_mb,
+            uid,
+        )?;
         let paths = exec_paths(argv0, program)?;
         let cgroup_fds = cgroup.as_ref().map(|c| c.procs_fds()).unwrap_or_default();
         let exec = Exec::new(
-            [stdin_r.as_raw_fd(), stdout_w.as_raw_fd(), stderr_w.as_raw_fd()],
+            [
+                stdin_r.as_raw_fd(),
+                stdout_w.as_raw_fd(),
+                stderr_w.as_raw_fd(),
+            ],
             cgroup_fds.clone(),
             self.rlimits(limits),
             uid,
             program.cache.is_some(),
             cstring(if writable { BOX_DIR } else { WORK_DIR })?,
             paths,
-            program.argv.iter().map(|a| cstring(a)).collect::<Result<_, _>>()?,
-            program.env.iter().map(|(k, v)| cstring(&format!("{k}={v}"))).collect::<Result<_, _>>()?,
+            program
+                .argv
+                .iter()
+                .map(|a| cstring(a))
+                .collect::<Result<_, _>>()?,
+            program
+                .env
+                .iter()
+                .map(|(k, v)| cstring(&format!("{k}={v}")))
+                .collect::<Result<_, _>>()?,
         );
-        let user = if uid.is_some() { None } else { Some(user_maps()?) };
+        let user = if uid.is_some() {
+            None
+        } else {
+            Some(user_maps()?)
+        };
         let sysctls = ipc_sysctls(limits)?;
-        let mut keep: Vec<i32> =
-            [stdin_r.as_raw_fd(), stdout_w.as_raw_fd(), stderr_w.as_raw_fd(), report_w.as_raw_fd(), sync_r.as_raw_fd()].into_iter().chain(cgroup_fds).collect();
+        let mut keep: Vec<i32> = [
+            stdin_r.as_raw_fd(),
+            stdout_w.as_raw_fd(),
+            stderr_w.as_raw_fd(),
+            report_w.as_raw_fd(),
+            sync_r.as_raw_fd(),
+        ]
+        .into_iter()
+        .chain(cgroup_fds)
+        .collect();
         keep.sort_unstable();
-        let mut namespaces = libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+        let mut namespaces = libc::CLONE_NEWPID
+            | libc::CLONE_NEWNS
+            | libc::CLONE_NEWNET
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_NEWUTS;
         if user.is_some() {
             namespaces |= libc::CLONE_NEWUSER;
         }
@@ -500,7 +615,9 @@ impl Sandbox {
         let init = Init {
             namespaces,
             user,
-            reexec: plan.as_ref().map(|(plan_r, _)| Reexec::new(plan_r.as_raw_fd())),
+            reexec: plan
+                .as_ref()
+                .map(|(plan_r, _)| Reexec::new(plan_r.as_raw_fd())),
             keep,
             sync: sync_r.as_raw_fd(),
             report: report_w.as_raw_fd(),
@@ -516,10 +633,16 @@ impl Sandbox {
         let plan_bytes = plan.as_ref().map(|_| plan::encode(&init));
         let slot = slots.map(BusySlots::take);
         let start = Instant::now();
-        let pid = sys::spawn(&init).map_err(|source| SandboxError::Setup { step: "creating the run's namespaces (clone)".into(), source })?;
+        let pid = sys::spawn(&init).map_err(|source| SandboxError::Setup {
+            step: "creating the run's namespaces (clone)".into(),
+            source,
+        })?;
         if let Some(errno) = init.reexec.as_ref().and_then(Reexec::failed) {
             let _ = sys::wait(pid);
-            return Err(SandboxError::Setup { step: self.describe_step(sys::step::INIT_EXEC, &init), source: std::io::Error::from_raw_os_error(errno) });
+            return Err(SandboxError::Setup {
+                step: self.describe_step(sys::step::INIT_EXEC, &init),
+                source: std::io::Error::from_raw_os_error(errno),
+            });
         }
         // The child's ends live on in init only.
         drop((stdin_r, stdout_w, stderr_w, report_w, sync_r));
@@ -534,7 +657,16 @@ impl Sandbox {
         let go = sent.and_then(|_| sys::write(&sync_w, b"g"));
         drop(sync_w);
         let mut watch = slot.map(|slot| IdleWatch::new(slot, pid, start));
-        let io = go.and_then(|_| pump(pid, program.stdin, [stdin_w, stdout_r, stderr_r, report_r], limits, start, watch.as_mut()));
+        let io = go.and_then(|_| {
+            pump(
+                pid,
+                program.stdin,
+                [stdin_w, stdout_r, stderr_r, report_r],
+                limits,
+                start,
+                watch.as_mut(),
+            )
+        });
         let gave_way = watch.as_ref().is_some_and(IdleWatch::gave_back);
         drop(watch);
         if io.is_err() {
@@ -543,8 +675,14 @@ impl Sandbox {
         }
         let waited = sys::wait(pid);
         let wall_ms = start.elapsed().as_millis() as u64;
-        let io = io.map_err(|source| SandboxError::Setup { step: "feeding and reading the program".into(), source })?;
-        let (init_status, init_usage) = waited.map_err(|source| SandboxError::Setup { step: "waiting for the run".into(), source })?;
+        let io = io.map_err(|source| SandboxError::Setup {
+            step: "feeding and reading the program".into(),
+            source,
+        })?;
+        let (init_status, init_usage) = waited.map_err(|source| SandboxError::Setup {
+            step: "waiting for the run".into(),
+            source,
+        })?;
         let cg: CgroupReport = cgroup.as_ref().map(|c| c.report()).unwrap_or_default();
         drop(cgroup);
 
@@ -552,21 +690,45 @@ impl Sandbox {
         if let Some(r) = report.filter(|r| r.kind == Report::FAILED) {
             let source = std::io::Error::from_raw_os_error(r.errno);
             if r.step == sys::step::EXEC {
-                return Err(SandboxError::Spawn { program: argv0.to_owned(), source });
+                return Err(SandboxError::Spawn {
+                    program: argv0.to_owned(),
+                    source,
+                });
             }
-            return Err(SandboxError::Setup { step: self.describe_step(r.step, &init), source });
+            return Err(SandboxError::Setup {
+                step: self.describe_step(r.step, &init),
+                source,
+            });
         }
-        Ok(Outcome { gave_way, ..self.outcome(report, (init_status, init_usage), cg, io, limits, wall_ms) })
+        Ok(Outcome {
+            gave_way,
+            ..self.outcome(report, (init_status, init_usage), cg, io, limits, wall_ms)
+        })
     }
 
     /// The outcome of a run that started: how the program ended (from init's report, or from
     /// init's own status when the run's group was killed), its CPU time and peak memory, and
     /// which limit ended it.
-    fn outcome(&self, report: Option<Report>, (init_status, init_usage): (i32, libc::rusage), cg: CgroupReport, io: Pumped, limits: &Limits, wall_ms: u64) -> Outcome {
+    fn outcome(
+        &self,
+        report: Option<Report>,
+        (init_status, init_usage): (i32, libc::rusage),
+        cg: CgroupReport,
+        io: Pumped,
+        limits: &Limits,
+        wall_ms: u64,
+    ) -> Outcome {
         let ms = |us: u64| us / 1000;
-        let tv_ms = |t: libc::timeval| t.tv_sec.max(0) as u64 * 1000 + t.tv_usec.max(0) as u64 / 1000;
-        let (status, cpu_ms, maxrss_kb, floor_kb) = match report.filter(|r| r.kind == Report::ENDED) {
-            Some(r) => (decode_status(r.status), ms(r.utime_us) + ms(r.stime_us), r.maxrss_kb, r.baseline_kb),
+        let tv_ms =
+            |t: libc::timeval| t.tv_sec.max(0) as u64 * 1000 + t.tv_usec.max(0) as u64 / 1000;
+        let (status, cpu_ms, maxrss_kb, floor_kb) = match report.filter(|r| r.kind == Report::ENDED)
+        {
+            Some(r) => (
+                decode_status(r.status),
+                ms(r.utime_us) + ms(r.stime_us),
+                r.maxrss_kb,
+                r.baseline_kb,
+            ),
             // Init was killed (by the timer, the output cap, or an out-of-memory kill of the
             // whole group): the program died with it.
             None => {
@@ -574,7 +736,12 @@ impl Sandbox {
                     ExitStatus::Exited(_) => ExitStatus::Signaled(libc::SIGKILL),
                     s => s,
                 };
-                (status, tv_ms(init_usage.ru_utime) + tv_ms(init_usage.ru_stime), init_usage.ru_maxrss.max(0) as u64, 0)
+                (
+                    status,
+                    tv_ms(init_usage.ru_utime) + tv_ms(init_usage.ru_stime),
+                    init_usage.ru_maxrss.max(0) as u64,
+                    0,
+                )
             }
         };
         let (peak_memory_kb, memory_floor_kb) = match cg.peak_bytes {
@@ -584,15 +751,27 @@ impl Sandbox {
         // RLIMIT_CPU counts in whole seconds on the kernel's tick; rusage is finer, so allow
         // a little slack when deciding that a SIGKILL came from the hard CPU limit.
         let cpu_limit_ms = limits.cpu_time_ms.div_ceil(1000).max(1) * 1000;
-        let cpu_killed =
-            matches!(status, ExitStatus::Signaled(s) if s == libc::SIGXCPU) || (matches!(status, ExitStatus::Signaled(s) if s == libc::SIGKILL) && cpu_ms + 100 >= cpu_limit_ms);
+        let cpu_killed = matches!(status, ExitStatus::Signaled(s) if s == libc::SIGXCPU)
+            || (matches!(status, ExitStatus::Signaled(s) if s == libc::SIGKILL)
+                && cpu_ms + 100 >= cpu_limit_ms);
         let limit = match io.killed {
             Some(hit) => Some(hit),
             None if cg.oom_killed => Some(LimitHit::Memory),
             None if cpu_killed => Some(LimitHit::CpuTime),
             None => None,
         };
-        Outcome { status, stdout: io.stdout, stderr: io.stderr, wall_ms, cpu_ms, peak_memory_kb, memory_floor_kb, limit, memory_bound: self.isolation.memory, gave_way: false }
+        Outcome {
+            status,
+            stdout: io.stdout,
+            stderr: io.stderr,
+            wall_ms,
+            cpu_ms,
+            peak_memory_kb,
+            memory_floor_kb,
+            limit,
+            memory_bound: self.isolation.memory,
+            gave_way: false,
+        }
     }
 
     fn describe_step(&self, step: u32, init: &Init<'_>) -> String {
@@ -610,7 +789,10 @@ impl Sandbox {
             sys::step::RLIMIT => "setting resource limits".into(),
             sys::step::SETUID => "dropping to the run's uid".into(),
             sys::step::CHDIR => "entering the working directory".into(),
-            n => all.clone().nth(n as usize).map_or_else(|| format!("step {n}"), view::Step::describe),
+            n => all
+                .clone()
+                .nth(n as usize)
+                .map_or_else(|| format!("step {n}"), view::Step::describe),
         }
     }
 }
@@ -621,8 +803,16 @@ fn exec_paths(argv0: &str, program: &Program<'_>) -> Result<Vec<CString>, Sandbo
     if argv0.contains('/') {
         return Ok(vec![cstring(argv0)?]);
     }
-    let env_path = program.env.iter().find(|(k, _)| k == "PATH").map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
-    env_path.split(':').filter(|d| !d.is_empty()).map(|d| cstring(&format!("{d}/{argv0}"))).collect()
+    let env_path = program
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+    env_path
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| cstring(&format!("{d}/{argv0}")))
+        .collect()
 }
 
 /// The user namespace's maps when the judge is not root: the judge's own uid and gid become
@@ -644,7 +834,10 @@ fn user_maps() -> Result<UserMaps, SandboxError> {
 fn ipc_sysctls(limits: &Limits) -> Result<Vec<(CString, CString)>, SandboxError> {
     let shm_pages = limits.memory_mb.saturating_mul(256).max(1);
     [
-        ("/proc/sys/kernel/shmmax", limits.memory_mb.saturating_mul(1 << 20).to_string()),
+        (
+            "/proc/sys/kernel/shmmax",
+            limits.memory_mb.saturating_mul(1 << 20).to_string(),
+        ),
         ("/proc/sys/kernel/shmall", shm_pages.to_string()),
         ("/proc/sys/kernel/shmmni", "64".to_owned()),
         ("/proc/sys/kernel/msgmni", "16".to_owned()),
@@ -655,7 +848,11 @@ fn ipc_sysctls(limits: &Limits) -> Result<Vec<(CString, CString)>, SandboxError>
 }
 
 fn decode_status(status: i32) -> ExitStatus {
-    if libc::WIFSIGNALED(status) { ExitStatus::Signaled(libc::WTERMSIG(status)) } else { ExitStatus::Exited(libc::WEXITSTATUS(status)) }
+    if libc::WIFSIGNALED(status) {
+        ExitStatus::Signaled(libc::WTERMSIG(status))
+    } else {
+        ExitStatus::Exited(libc::WEXITSTATUS(status))
+    }
 }
 
 /// What the poll loop collected.
@@ -669,7 +866,14 @@ struct Pumped {
 /// Feed stdin and read stdout, stderr and init's report (`pipes`, in that order) on this
 /// thread until init has exited and the output pipes are drained; kill the run at the wall
 /// limit or the output cap; let `watch` look at the run once a window.
-fn pump(pid: libc::pid_t, input: &[u8], pipes: [OwnedFd; 4], limits: &Limits, start: Instant, mut watch: Option<&mut IdleWatch<'_>>) -> std::io::Result<Pumped> {
+fn pump(
+    pid: libc::pid_t,
+    input: &[u8],
+    pipes: [OwnedFd; 4],
+    limits: &Limits,
+    start: Instant,
+    mut watch: Option<&mut IdleWatch<'_>>,
+) -> std::io::Result<Pumped> {
     let [stdin, stdout, stderr, report] = pipes;
     let cap = usize::try_from(limits.output_bytes).unwrap_or(usize::MAX);
     let deadline = start + Duration::from_millis(limits.wall_time_ms);
@@ -678,8 +882,16 @@ fn pump(pid: libc::pid_t, input: &[u8], pipes: [OwnedFd; 4], limits: &Limits, st
     }
     let mut stdin = (!input.is_empty()).then_some(stdin);
     let mut fed = 0usize;
-    let mut streams: [(Option<OwnedFd>, Vec<u8>); 3] = [(Some(stdout), Vec::new()), (Some(stderr), Vec::new()), (Some(report), Vec::new())];
-    let mut stopper = Stopper { pid, killed: None, hard_kill_at: None };
+    let mut streams: [(Option<OwnedFd>, Vec<u8>); 3] = [
+        (Some(stdout), Vec::new()),
+        (Some(stderr), Vec::new()),
+        (Some(report), Vec::new()),
+    ];
+    let mut stopper = Stopper {
+        pid,
+        killed: None,
+        hard_kill_at: None,
+    };
     // Once init is gone, every writer of the pipes is gone too; this only guards against a
     // descriptor that leaked to another process anyway.
     let mut drain_until: Option<Instant> = None;
@@ -687,12 +899,20 @@ fn pump(pid: libc::pid_t, input: &[u8], pipes: [OwnedFd; 4], limits: &Limits, st
         let mut fds: Vec<libc::pollfd> = Vec::with_capacity(4);
         let mut who: Vec<usize> = Vec::with_capacity(4);
         if let Some(fd) = &stdin {
-            fds.push(libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLOUT, revents: 0 });
+            fds.push(libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLOUT,
+                revents: 0,
+            });
             who.push(3);
         }
         for (i, (fd, _)) in streams.iter().enumerate() {
             if let Some(fd) = fd {
-                fds.push(libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+                fds.push(libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
                 who.push(i);
             }
         }
@@ -716,12 +936,17 @@ fn pump(pid: libc::pid_t, input: &[u8], pipes: [OwnedFd; 4], limits: &Limits, st
         let mut wake = match (stopper.killed, drain_until) {
             (_, Some(t)) => t,
             (None, None) => deadline,
-            (Some(_), None) => stopper.hard_kill_at.unwrap_or(now + Duration::from_secs(3600)),
+            (Some(_), None) => stopper
+                .hard_kill_at
+                .unwrap_or(now + Duration::from_secs(3600)),
         };
         if let Some(at) = watch.as_ref().and_then(|w| w.wake_at()) {
             wake = wake.min(at);
         }
-        let timeout = wake.saturating_duration_since(now).as_millis().min(i32::MAX as u128) as i32;
+        let timeout = wake
+            .saturating_duration_since(now)
+            .as_millis()
+            .min(i32::MAX as u128) as i32;
         match sys::poll(&mut fds, timeout) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -750,7 +975,12 @@ fn pump(pid: libc::pid_t, input: &[u8], pipes: [OwnedFd; 4], limits: &Limits, st
         }
     }
     let [(_, stdout), (_, stderr), (_, report)] = streams;
-    Ok(Pumped { stdout, stderr, report, killed: stopper.killed })
+    Ok(Pumped {
+        stdout,
+        stderr,
+        report,
+        killed: stopper.killed,
+    })
 }
 
 /// Bytes written to stdin or read from an output pipe at a time, at most.
@@ -768,7 +998,9 @@ fn feed_stdin(stdin: &mut Option<OwnedFd>, input: &[u8], fed: &mut usize) {
                 *stdin = None;
             }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {}
+        Err(e)
+            if e.kind() == std::io::ErrorKind::WouldBlock
+                || e.kind() == std::io::ErrorKind::Interrupted => {}
         // EPIPE: the program closed its stdin (or ended); it has what it wanted.
         Err(_) => *stdin = None,
     }
@@ -783,7 +1015,9 @@ fn read_stream(fd: &mut Option<OwnedFd>, buf: &mut Vec<u8>) -> bool {
     match sys::read_append(f, buf, want) {
         Ok(0) => *fd = None,
         Ok(_) => return true,
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {}
+        Err(e)
+            if e.kind() == std::io::ErrorKind::WouldBlock
+                || e.kind() == std::io::ErrorKind::Interrupted => {}
         Err(_) => *fd = None,
     }
     false

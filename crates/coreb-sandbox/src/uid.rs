@@ -27,19 +27,33 @@ struct Pool {
     held: Vec<(u32, File)>,
 }
 
-static POOL: Mutex<Pool> = Mutex::new(Pool { free: Vec::new(), held: Vec::new() });
+static POOL: Mutex<Pool> = Mutex::new(Pool {
+    free: Vec::new(),
+    held: Vec::new(),
+});
 static RETURNED: Condvar = Condvar::new();
 
 /// Make sure the lock directory exists, is a real directory owned by root, and is writable by
 /// root only.
 pub(crate) fn prepare_lock_dir(dir: &Path) -> Result<(), SandboxError> {
-    let io = |source| SandboxError::Io { path: dir.to_owned(), source };
+    let io = |source| SandboxError::Io {
+        path: dir.to_owned(),
+        source,
+    };
     if std::fs::symlink_metadata(dir).is_err() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io)?;
     }
     let meta = std::fs::symlink_metadata(dir).map_err(io)?;
-    let unsafe_dir =
-        |why: &str| Err(SandboxError::Config(format!("uid lock directory `{}` {why}: it must be a directory owned by root and writable by root only (`lock_dir`)", dir.display())));
+    let unsafe_dir = |why: &str| {
+        Err(SandboxError::Config(format!(
+            "uid lock directory `{}` {why}: it must be a directory owned by root and writable by root only (`lock_dir`)",
+            dir.display()
+        )))
+    };
     if meta.file_type().is_symlink() || !meta.is_dir() {
         return unsafe_dir("is not a directory");
     }
@@ -54,14 +68,24 @@ pub(crate) fn prepare_lock_dir(dir: &Path) -> Result<(), SandboxError> {
 
 /// Does any process (zombies included) have `uid` as a real, effective or saved uid?
 pub(crate) fn uid_in_use(uid: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return true;
+    };
     entries.flatten().any(|e| {
         let name = e.file_name();
         if !name.as_encoded_bytes().iter().all(u8::is_ascii_digit) {
             return false;
         }
-        std::fs::read_to_string(e.path().join("status"))
-            .is_ok_and(|status| status.lines().find_map(|l| l.strip_prefix("Uid:")).is_some_and(|l| l.split_whitespace().take(3).any(|u| u.parse::<u32>() == Ok(uid))))
+        std::fs::read_to_string(e.path().join("status")).is_ok_and(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .is_some_and(|l| {
+                    l.split_whitespace()
+                        .take(3)
+                        .any(|u| u.parse::<u32>() == Ok(uid))
+                })
+        })
     })
 }
 
@@ -73,7 +97,13 @@ impl Pool {
                 continue;
             }
             let path = lock_dir.join(format!("uid-{uid}.lock"));
-            let Ok(file) = std::fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(&path) else {
+            let Ok(file) = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .open(&path)
+            else {
                 continue;
             };
             if sys::try_lock(&file) && !uid_in_use(uid) {
@@ -107,15 +137,23 @@ pub(crate) fn lease(lock_dir: &Path, base: u32, last: u32) -> Result<UidLease, S
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if let Some(i) = pool.free.iter().position(in_range) {
-            return Ok(UidLease { uid: pool.free.swap_remove(i) });
+            return Ok(UidLease {
+                uid: pool.free.swap_remove(i),
+            });
         }
         if let Some(uid) = pool.claim(lock_dir, base, last) {
             return Ok(UidLease { uid });
         }
         if !pool.held.iter().any(|(u, _)| in_range(u)) && Instant::now() >= deadline {
-            return Err(SandboxError::Config(format!("every uid in {base}..={last} is held by other processes or in use (see `{}`)", lock_dir.display())));
+            return Err(SandboxError::Config(format!(
+                "every uid in {base}..={last} is held by other processes or in use (see `{}`)",
+                lock_dir.display()
+            )));
         }
-        pool = RETURNED.wait_timeout(pool, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner()).0;
+        pool = RETURNED
+            .wait_timeout(pool, Duration::from_millis(100))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
     }
 }
 
@@ -139,12 +177,20 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let good = base.path().join("locks");
         prepare_lock_dir(&good).unwrap();
-        assert_eq!(std::fs::metadata(&good).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(
+            std::fs::metadata(&good).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
         std::fs::set_permissions(&good, std::fs::Permissions::from_mode(0o1777)).unwrap();
         let err = prepare_lock_dir(&good).unwrap_err().to_string();
         assert!(err.contains("writable by group or others"), "{err}");
         let link = base.path().join("link");
         std::os::unix::fs::symlink(&good, &link).unwrap();
-        assert!(prepare_lock_dir(&link).unwrap_err().to_string().contains("not a directory"));
+        assert!(
+            prepare_lock_dir(&link)
+                .unwrap_err()
+                .to_string()
+                .contains("not a directory")
+        );
     }
 }

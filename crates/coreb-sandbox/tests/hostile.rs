@@ -12,13 +12,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use coreb_sandbox::{BusySlots, DirAccess, LimitHit, Limits, MemoryBound, Outcome, Program, Sandbox, SandboxConfig};
+use coreb_sandbox::{
+    BusySlots, DirAccess, LimitHit, Limits, MemoryBound, Outcome, Program, Sandbox, SandboxConfig,
+};
 
 fn sandbox() -> &'static Sandbox {
     static S: std::sync::OnceLock<Sandbox> = std::sync::OnceLock::new();
     S.get_or_init(|| {
         let s = Sandbox::new(SandboxConfig::default()).expect("sandbox");
-        eprintln!("isolation: {}; note: {:?}", s.isolation(), s.isolation().note);
+        eprintln!(
+            "isolation: {}; note: {:?}",
+            s.isolation(),
+            s.isolation().note
+        );
         s
     })
 }
@@ -27,7 +33,11 @@ fn sandbox() -> &'static Sandbox {
 /// (`Sandbox::run_sharing`): the containment is the same whether or not a run is watched.
 fn run(program: &Program<'_>, limits: &Limits) -> Result<Outcome, coreb_sandbox::SandboxError> {
     static SLOTS: std::sync::OnceLock<BusySlots> = std::sync::OnceLock::new();
-    sandbox().run_sharing(program, limits, Some(SLOTS.get_or_init(|| BusySlots::new(4))))
+    sandbox().run_sharing(
+        program,
+        limits,
+        Some(SLOTS.get_or_init(|| BusySlots::new(4))),
+    )
 }
 
 fn python(script: &str, stdin: &[u8], limits: &Limits) -> Outcome {
@@ -60,12 +70,21 @@ fn text(b: &[u8]) -> String {
 }
 
 fn root() -> bool {
-    std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap_or(false)
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
 }
 
 /// Limits for memory bombs: 256 MiB (+ a 32 MiB tmpfs) for the run.
 fn bomb_limits() -> Limits {
-    Limits { memory_mb: 256, tmp_size_mb: 32, wall_time_ms: 30_000, cpu_time_ms: 20_000, processes: 16, ..Limits::default() }
+    Limits {
+        memory_mb: 256,
+        tmp_size_mb: 32,
+        wall_time_ms: 30_000,
+        cpu_time_ms: 20_000,
+        processes: 16,
+        ..Limits::default()
+    }
 }
 
 /// The run's memory stayed within the bound (with a little slack for accounting granularity).
@@ -73,19 +92,34 @@ fn assert_bounded(out: &Outcome, what: &str) {
     let cap_kb = (256 + 32 + 16) * 1024;
     assert!(!out.success(), "{what}: the bomb finished: {out:?}");
     if out.memory_bound != MemoryBound::Rlimit {
-        assert!(out.peak_memory_kb <= cap_kb, "{what}: peak {} KiB over the bound", out.peak_memory_kb);
+        assert!(
+            out.peak_memory_kb <= cap_kb,
+            "{what}: peak {} KiB over the bound",
+            out.peak_memory_kb
+        );
     }
-    eprintln!("{what}: {:?} {:?}, peak {} KiB, bound {}", out.status, out.limit, out.peak_memory_kb, out.memory_bound);
+    eprintln!(
+        "{what}: {:?} {:?}, peak {} KiB, bound {}",
+        out.status, out.limit, out.peak_memory_kb, out.memory_bound
+    );
 }
 
 #[test]
 fn shared_memory_bomb_is_stopped_by_the_runs_bound() {
     // 3 GiB of MAP_SHARED|MAP_ANONYMOUS memory, touched page by page: RLIMIT_DATA does not
     // count it; a cgroup does, and the fallback's RLIMIT_AS refuses the mapping.
-    let out = python("import mmap\nm = mmap.mmap(-1, 3 << 30)\nfor i in range(0, 3 << 30, 4096):\n    m[i] = 1\nprint('survived')", b"", &bomb_limits());
+    let out = python(
+        "import mmap\nm = mmap.mmap(-1, 3 << 30)\nfor i in range(0, 3 << 30, 4096):\n    m[i] = 1\nprint('survived')",
+        b"",
+        &bomb_limits(),
+    );
     assert_bounded(&out, "shared-memory bomb");
     match out.memory_bound {
-        MemoryBound::Rlimit => assert!(text(&out.stderr).contains("Cannot allocate memory"), "{}", text(&out.stderr)),
+        MemoryBound::Rlimit => assert!(
+            text(&out.stderr).contains("Cannot allocate memory"),
+            "{}",
+            text(&out.stderr)
+        ),
         _ => assert_eq!(out.limit, Some(LimitHit::Memory), "{}", text(&out.stderr)),
     }
 }
@@ -93,19 +127,32 @@ fn shared_memory_bomb_is_stopped_by_the_runs_bound() {
 #[test]
 fn memfd_bomb_is_stopped_by_the_runs_bound() {
     if sandbox().memory_bound() == MemoryBound::Rlimit {
-        eprintln!("skipped: memfd pages are no process's memory; only a cgroup bounds them, and this run has none ({:?})", sandbox().isolation().note);
+        eprintln!(
+            "skipped: memfd pages are no process's memory; only a cgroup bounds them, and this run has none ({:?})",
+            sandbox().isolation().note
+        );
         return;
     }
     // File size limit out of the way: the memory bound alone must stop it.
-    let limits = Limits { file_size_bytes: 8 << 30, ..bomb_limits() };
-    let out = python("import os\nfd = os.memfd_create('bomb')\nchunk = b'x' * (1 << 20)\nfor _ in range(3072):\n    os.write(fd, chunk)\nprint('survived')", b"", &limits);
+    let limits = Limits {
+        file_size_bytes: 8 << 30,
+        ..bomb_limits()
+    };
+    let out = python(
+        "import os\nfd = os.memfd_create('bomb')\nchunk = b'x' * (1 << 20)\nfor _ in range(3072):\n    os.write(fd, chunk)\nprint('survived')",
+        b"",
+        &limits,
+    );
     assert_bounded(&out, "memfd bomb");
 }
 
 #[test]
 fn multi_process_bomb_is_stopped_by_the_runs_bound() {
     if sandbox().memory_bound() == MemoryBound::Rlimit {
-        eprintln!("skipped: without a cgroup memory is bounded per process (RLIMIT_AS x processes), not per run ({:?})", sandbox().isolation().note);
+        eprintln!(
+            "skipped: without a cgroup memory is bounded per process (RLIMIT_AS x processes), not per run ({:?})",
+            sandbox().isolation().note
+        );
         return;
     }
     // Eight processes of 200 MiB each: every one is within its RLIMIT_DATA (256 MiB).
@@ -121,7 +168,10 @@ fn multi_process_bomb_is_stopped_by_the_runs_bound() {
 #[test]
 fn host_unix_sockets_are_unreachable() {
     let me = std::process::id();
-    let mut places: Vec<PathBuf> = vec![std::env::temp_dir().join(format!("coreb-hostile-{me}.sock")), PathBuf::from(format!("/var/tmp/coreb-hostile-{me}.sock"))];
+    let mut places: Vec<PathBuf> = vec![
+        std::env::temp_dir().join(format!("coreb-hostile-{me}.sock")),
+        PathBuf::from(format!("/var/tmp/coreb-hostile-{me}.sock")),
+    ];
     if root() {
         places.push(PathBuf::from(format!("/run/coreb-hostile-{me}.sock")));
     }
@@ -138,12 +188,17 @@ fn host_unix_sockets_are_unreachable() {
     let abstract_name = format!("coreb-hostile-{me}");
     let abstract_listener = {
         use std::os::linux::net::SocketAddrExt;
-        let addr = std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
+        let addr =
+            std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
         let l = UnixListener::bind_addr(&addr).unwrap();
         l.set_nonblocking(true).unwrap();
         l
     };
-    let input: String = places.iter().map(|p| format!("{}\n", p.display())).chain([format!("@{abstract_name}\n")]).collect();
+    let input: String = places
+        .iter()
+        .map(|p| format!("{}\n", p.display()))
+        .chain([format!("@{abstract_name}\n")])
+        .collect();
     let out = python(
         "import socket, sys\nfor line in sys.stdin.read().split():\n    s = socket.socket(socket.AF_UNIX)\n    addr = '\\0' + line[1:] if line.startswith('@') else line\n    try:\n        s.connect(addr)\n        print('connected', line)\n    except OSError as e:\n        print('refused', line, e.errno)",
         input.as_bytes(),
@@ -151,9 +206,16 @@ fn host_unix_sockets_are_unreachable() {
     );
     let stdout = text(&out.stdout);
     assert!(out.success(), "{out:?}");
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("refused")).count(), places.len() + 1, "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("refused")).count(),
+        places.len() + 1,
+        "{stdout}"
+    );
     for l in listeners.iter().chain([&abstract_listener]) {
-        assert!(l.accept().is_err(), "a sandboxed program reached a host socket: {stdout}");
+        assert!(
+            l.accept().is_err(),
+            "a sandboxed program reached a host socket: {stdout}"
+        );
     }
     for p in &places {
         let _ = std::fs::remove_file(p);
@@ -168,15 +230,28 @@ fn the_judges_environment_and_memory_are_unreadable() {
     // environment and none of the judge's memory.
     let secret = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it");
     let script = "import os, sys\njudge = sys.stdin.read().strip()\nfound = []\nfor pid in sorted(set(os.listdir('/proc')) | {judge, '1'}):\n    if not pid.isdigit():\n        continue\n    for f in ('environ', 'mem', 'cmdline'):\n        try:\n            with open('/proc/%s/%s' % (pid, f), 'rb') as h:\n                data = h.read(1 << 20) if f != 'mem' else b'readable'\n            found.append('%s/%s:%s' % (pid, f, data.decode('latin-1')))\n        except OSError as e:\n            found.append('%s/%s:denied %d' % (pid, f, e.errno))\nprint('\\n'.join(found))";
-    let out = python(script, std::process::id().to_string().as_bytes(), &Limits::default());
+    let out = python(
+        script,
+        std::process::id().to_string().as_bytes(),
+        &Limits::default(),
+    );
     let stdout = text(&out.stdout);
     assert!(out.success(), "{out:?}");
-    assert!(!stdout.contains(&secret), "the judge's environment leaked:\n{stdout}");
+    assert!(
+        !stdout.contains(&secret),
+        "the judge's environment leaked:\n{stdout}"
+    );
     assert!(stdout.contains("1/environ:denied"), "{stdout}");
     assert!(stdout.contains("1/mem:denied"), "{stdout}");
-    assert!(stdout.contains(&format!("{}/environ:denied 2", std::process::id())), "the judge's pid is visible:\n{stdout}");
+    assert!(
+        stdout.contains(&format!("{}/environ:denied 2", std::process::id())),
+        "the judge's pid is visible:\n{stdout}"
+    );
     if root() {
-        assert!(stdout.contains("1/cmdline:coreb-sandbox-init\0"), "init is not the re-executed judge binary:\n{stdout}");
+        assert!(
+            stdout.contains("1/cmdline:coreb-sandbox-init\0"),
+            "init is not the re-executed judge binary:\n{stdout}"
+        );
     }
 }
 
@@ -198,28 +273,55 @@ fn processes_running(argv: &[&str]) -> Vec<u32> {
 fn a_setsid_double_forked_process_dies_with_its_run() {
     let dir = tempfile::tempdir().unwrap();
     let marker = "61.4242";
-    let program = shell(dir.path(), &format!("setsid sh -c 'sleep {marker} &' ; sleep 0.3; echo started"));
+    let program = shell(
+        dir.path(),
+        &format!("setsid sh -c 'sleep {marker} &' ; sleep 0.3; echo started"),
+    );
     let out = run(&program, &Limits::default()).unwrap();
     assert_eq!(text(&out.stdout), "started\n", "{out:?}");
-    assert!(out.wall_ms < 5_000, "the run waited for its stray: {} ms", out.wall_ms);
-    assert_eq!(processes_running(&["sleep", marker]), Vec::<u32>::new(), "the double-forked sleep outlived its run");
+    assert!(
+        out.wall_ms < 5_000,
+        "the run waited for its stray: {} ms",
+        out.wall_ms
+    );
+    assert_eq!(
+        processes_running(&["sleep", marker]),
+        Vec::<u32>::new(),
+        "the double-forked sleep outlived its run"
+    );
 }
 
 /// Not a test by itself: the judge that `a_killed_judge_takes_its_runs_with_it` kills.
 #[test]
 #[ignore = "helper: run by a_killed_judge_takes_its_runs_with_it"]
 fn helper_judge_with_a_long_run() {
-    let Ok(marker) = std::env::var("COREB_SANDBOX_HELPER_MARKER") else { return };
+    let Ok(marker) = std::env::var("COREB_SANDBOX_HELPER_MARKER") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
-    let program = shell(dir.path(), &format!("setsid sh -c 'sleep {marker} &' ; sleep {marker}1"));
-    let _ = run(&program, &Limits { wall_time_ms: 120_000, ..Limits::default() });
+    let program = shell(
+        dir.path(),
+        &format!("setsid sh -c 'sleep {marker} &' ; sleep {marker}1"),
+    );
+    let _ = run(
+        &program,
+        &Limits {
+            wall_time_ms: 120_000,
+            ..Limits::default()
+        },
+    );
 }
 
 #[test]
 fn a_killed_judge_takes_its_runs_with_it() {
     let marker = format!("62.{}", std::process::id());
     let mut judge = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "helper_judge_with_a_long_run", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            "helper_judge_with_a_long_run",
+            "--ignored",
+            "--nocapture",
+        ])
         .env("COREB_SANDBOX_HELPER_MARKER", &marker)
         .env_remove("COREB_SANDBOX_NESTED")
         .stdout(std::process::Stdio::null())
@@ -230,16 +332,26 @@ fn a_killed_judge_takes_its_runs_with_it() {
     let stray = ["sleep", marker.as_str()];
     let main = format!("{marker}1");
     while processes_running(&stray).is_empty() || processes_running(&["sleep", &main]).is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(60), "the helper judge never started its run");
-        assert!(judge.try_wait().unwrap().is_none(), "the helper judge ended early");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the helper judge never started its run"
+        );
+        assert!(
+            judge.try_wait().unwrap().is_none(),
+            "the helper judge ended early"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // SIGKILL: no destructor, no cleanup in the judge.
     judge.kill().unwrap();
     judge.wait().unwrap();
     let killed = Instant::now();
-    while !(processes_running(&stray).is_empty() && processes_running(&["sleep", &main]).is_empty()) {
-        assert!(killed.elapsed() < Duration::from_secs(10), "processes of a killed judge's run are still running");
+    while !(processes_running(&stray).is_empty() && processes_running(&["sleep", &main]).is_empty())
+    {
+        assert!(
+            killed.elapsed() < Duration::from_secs(10),
+            "processes of a killed judge's run are still running"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -268,7 +380,14 @@ fn helper_judge_as_pid_1() {
         .flatten()
         .filter(|e| {
             let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
-            let field = |k: &str| status.lines().find_map(|l| l.strip_prefix(k)).map(str::trim).unwrap_or("").to_owned();
+            let field = |k: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(k))
+                    .map(str::trim)
+                    .unwrap_or("")
+                    .to_owned()
+            };
             field("PPid:") == me && field("State:").starts_with('Z')
         })
         .count();
@@ -278,7 +397,9 @@ fn helper_judge_as_pid_1() {
 #[test]
 fn a_judge_that_is_pid_1_collects_no_zombies() {
     if !root() {
-        eprintln!("skipped: making the judge PID 1 of a namespace needs root here (the uid pool's lock directory belongs to root)");
+        eprintln!(
+            "skipped: making the judge PID 1 of a namespace needs root here (the uid pool's lock directory belongs to root)"
+        );
         return;
     }
     let Ok(unshare) = which("unshare") else {
@@ -288,7 +409,12 @@ fn a_judge_that_is_pid_1_collects_no_zombies() {
     let out = Command::new(unshare)
         .args(["--pid", "--fork", "--mount-proc", "--"])
         .arg(std::env::current_exe().unwrap())
-        .args(["--exact", "helper_judge_as_pid_1", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            "helper_judge_as_pid_1",
+            "--ignored",
+            "--nocapture",
+        ])
         .env("COREB_SANDBOX_HELPER_PID1", "1")
         .output()
         .unwrap();
@@ -301,7 +427,10 @@ fn a_judge_that_is_pid_1_collects_no_zombies() {
 #[test]
 fn host_files_outside_the_allowlist_are_invisible() {
     // A build directory with expected outputs, outside /tmp, and one in the host's /tmp.
-    let build = tempfile::Builder::new().prefix("coreb-hostile-build-").tempdir_in("/var/tmp").unwrap();
+    let build = tempfile::Builder::new()
+        .prefix("coreb-hostile-build-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
     let expected = build.path().join("artifacts/rewrite/expected.txt");
     std::fs::create_dir_all(expected.parent().unwrap()).unwrap();
     std::fs::write(&expected, "the answer is 42").unwrap();
@@ -314,18 +443,52 @@ fn host_files_outside_the_allowlist_are_invisible() {
     let stdout = text(&out.stdout);
     assert!(out.success(), "{out:?}");
     assert!(!stdout.contains("answer"), "{stdout}");
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("missing 2")).count(), 2, "{stdout}");
-    let listed: Vec<&str> = stdout.lines().find_map(|l| l.strip_prefix("root ")).unwrap().split(' ').collect();
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("missing 2"))
+            .count(),
+        2,
+        "{stdout}"
+    );
+    let listed: Vec<&str> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("root "))
+        .unwrap()
+        .split(' ')
+        .collect();
     for name in &listed {
-        assert!(["bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp", "usr"].contains(name), "`/{name}` is visible: {stdout}");
+        assert!(
+            [
+                "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp",
+                "usr"
+            ]
+            .contains(name),
+            "`/{name}` is visible: {stdout}"
+        );
     }
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("refused")).count(), 4, "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("refused")).count(),
+        4,
+        "{stdout}"
+    );
 }
 
 #[test]
 fn uid_pools_that_would_run_code_as_root_are_refused() {
-    for (base, count, says) in [(0, 16, "contains uid 0"), (65_530, 5, "`nobody`"), (u32::MAX - 2, 5, "wraps around"), (u32::MAX, 1, "4294967295")] {
-        let err = Sandbox::new(SandboxConfig { uid_base: base, uid_count: count, ..SandboxConfig::default() }).unwrap_err().to_string();
+    for (base, count, says) in [
+        (0, 16, "contains uid 0"),
+        (65_530, 5, "`nobody`"),
+        (u32::MAX - 2, 5, "wraps around"),
+        (u32::MAX, 1, "4294967295"),
+    ] {
+        let err = Sandbox::new(SandboxConfig {
+            uid_base: base,
+            uid_count: count,
+            ..SandboxConfig::default()
+        })
+        .unwrap_err()
+        .to_string();
         assert!(err.contains(says), "{base}+{count}: {err}");
     }
 }
@@ -343,23 +506,54 @@ fn runs_unprivileged_too() {
         eprintln!("skipped: no `setpriv` to run the tests as nobody");
         return;
     };
-    let userns = Command::new(&setpriv).args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "unshare", "--user", "true"]).output();
+    let userns = Command::new(&setpriv)
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            "unshare",
+            "--user",
+            "true",
+        ])
+        .output();
     if !userns.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: this kernel refuses user namespaces to unprivileged users, so the sandbox cannot run unprivileged here");
+        eprintln!(
+            "skipped: this kernel refuses user namespaces to unprivileged users, so the sandbox cannot run unprivileged here"
+        );
         return;
     }
     let exe = std::env::current_exe().unwrap();
     // The nested tests start this binary again as nobody (the killed-judge helper): every
     // directory above it must let nobody through (a checkout under a 0700 `mktemp -d` does not).
-    let reachable = Command::new(&setpriv).args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "test", "-x"]).arg(&exe).status();
+    let reachable = Command::new(&setpriv)
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            "test",
+            "-x",
+        ])
+        .arg(&exe)
+        .status();
     if !reachable.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: nobody cannot reach this test binary ({}): a directory above it is closed to other users", exe.display());
+        eprintln!(
+            "skipped: nobody cannot reach this test binary ({}): a directory above it is closed to other users",
+            exe.display()
+        );
         return;
     }
     let out = Command::new(setpriv)
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&exe)
-        .args(["--skip", "runs_unprivileged_too", "--test-threads", "2", "--nocapture"])
+        .args([
+            "--skip",
+            "runs_unprivileged_too",
+            "--test-threads",
+            "2",
+            "--nocapture",
+        ])
         .env("COREB_SANDBOX_NESTED", "1")
         .env("TMPDIR", "/tmp")
         .current_dir("/")
@@ -372,5 +566,10 @@ fn runs_unprivileged_too() {
 }
 
 fn which(name: &str) -> Result<PathBuf, ()> {
-    std::env::var("PATH").unwrap_or_default().split(':').map(|d| Path::new(d).join(name)).find(|p| p.is_file()).ok_or(())
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+        .ok_or(())
 }

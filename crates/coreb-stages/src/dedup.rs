@@ -51,15 +51,33 @@ pub struct DedupConfig {
 
 impl Default for DedupConfig {
     fn default() -> Self {
-        let Params { shingle_words, num_perm, bands, threshold, seed } = Params::default();
-        DedupConfig { shingle_words, num_perm, bands, threshold, seed }
+        let Params {
+            shingle_words,
+            num_perm,
+            bands,
+            threshold,
+            seed,
+        } = Params::default();
+        DedupConfig {
+            shingle_words,
+            num_perm,
+            bands,
+            threshold,
+            seed,
+        }
     }
 }
 
 impl DedupConfig {
     /// The parameters as the shared MinHash pieces take them.
     pub fn params(&self) -> Params {
-        Params { shingle_words: self.shingle_words, num_perm: self.num_perm, bands: self.bands, threshold: self.threshold, seed: self.seed }
+        Params {
+            shingle_words: self.shingle_words,
+            num_perm: self.num_perm,
+            bands: self.bands,
+            threshold: self.threshold,
+            seed: self.seed,
+        }
     }
 
     /// Check the parameters fit together ([`Params::validate`]).
@@ -167,7 +185,16 @@ pub struct DedupStats {
     pub candidate_pairs: u64,
 }
 
-coreb_base::add_assign_fields!(DedupStats { rows_in, rows_out, duplicate_ids, exact_duplicates, near_duplicates, in_earlier_release, clusters, candidate_pairs });
+coreb_base::add_assign_fields!(DedupStats {
+    rows_in,
+    rows_out,
+    duplicate_ids,
+    exact_duplicates,
+    near_duplicates,
+    in_earlier_release,
+    clusters,
+    candidate_pairs
+});
 
 /// The result of [`dedup`].
 #[derive(Debug, Clone)]
@@ -188,19 +215,32 @@ pub fn statement_hash(text: &str) -> String {
 /// Hashes of the lower-cased word shingles of a text.
 pub fn shingles(text: &str, k: usize) -> HashSet<u64> {
     let lower = normalise(text).to_lowercase();
-    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
     if words.len() <= k {
         return std::iter::once(xxh3_64(words.join(" ").as_bytes())).collect();
     }
-    words.windows(k).map(|w| xxh3_64(w.join(" ").as_bytes())).collect()
+    words
+        .windows(k)
+        .map(|w| xxh3_64(w.join(" ").as_bytes()))
+        .collect()
 }
 
 /// The MinHash signature of a shingle set.
 pub fn signature(shingles: &HashSet<u64>, config: &DedupConfig) -> Vec<u64> {
     (0..config.num_perm)
         .map(|i| {
-            let seed = config.seed.wrapping_add(i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            shingles.iter().map(|&s| xxh3_64_with_seed(&s.to_le_bytes(), seed)).min().unwrap_or(u64::MAX)
+            let seed = config
+                .seed
+                .wrapping_add(i as u64)
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            shingles
+                .iter()
+                .map(|&s| xxh3_64_with_seed(&s.to_le_bytes(), seed))
+                .min()
+                .unwrap_or(u64::MAX)
         })
         .collect()
 }
@@ -220,12 +260,18 @@ pub fn dedup(config: &DedupConfig, current: &[Item], published: &[Item]) -> Dedu
     let pool = Pool {
         offset: published.len(),
         hashes: items.iter().map(|i| statement_hash(&i.statement)).collect(),
-        sets: items.iter().map(|i| shingles(&i.statement, config.shingle_words)).collect(),
+        sets: items
+            .iter()
+            .map(|i| shingles(&i.statement, config.shingle_words))
+            .collect(),
         items,
     };
     // The smallest index is a cluster's root, so roots do not depend on pair order.
     let mut uf = UnionFind::new(pool.items.len());
-    let mut stats = DedupStats { rows_in: current.len() as u64, ..DedupStats::default() };
+    let mut stats = DedupStats {
+        rows_in: current.len() as u64,
+        ..DedupStats::default()
+    };
 
     join_same_id_or_hash(&pool, &mut uf);
     // LSH over MinHash signatures, confirmed by exact Jaccard.
@@ -246,7 +292,11 @@ pub fn dedup(config: &DedupConfig, current: &[Item], published: &[Item]) -> Dedu
     let mut kept_rows = Vec::new();
     let mut clusters = Vec::new();
     for members in groups.into_values() {
-        let new: Vec<usize> = members.iter().copied().filter(|&i| i >= pool.offset).collect();
+        let new: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&i| i >= pool.offset)
+            .collect();
         if new.is_empty() {
             continue;
         }
@@ -255,11 +305,21 @@ pub fn dedup(config: &DedupConfig, current: &[Item], published: &[Item]) -> Dedu
             continue;
         }
         stats.clusters += 1;
-        clusters.push(resolve_cluster(&pool, &members, &new, &mut kept_rows, &mut stats));
+        clusters.push(resolve_cluster(
+            &pool,
+            &members,
+            &new,
+            &mut kept_rows,
+            &mut stats,
+        ));
     }
     kept_rows.sort_unstable();
     stats.rows_out = kept_rows.len() as u64;
-    DedupOutput { kept_rows, clusters, stats }
+    DedupOutput {
+        kept_rows,
+        clusters,
+        stats,
+    }
 }
 
 /// The items of one dedup run: the published ones first (`offset` of them), then the
@@ -320,7 +380,13 @@ fn lsh_candidate_pairs(sets: &[HashSet<u64>], config: &DedupConfig) -> Vec<(usiz
 /// published, every new one is dropped as already published; else the earliest (by
 /// contest date, then id, then row) is kept (pushed to `kept_rows`) and the others are
 /// dropped with their reason.
-fn resolve_cluster(pool: &Pool, members: &[usize], new: &[usize], kept_rows: &mut Vec<usize>, stats: &mut DedupStats) -> Cluster {
+fn resolve_cluster(
+    pool: &Pool,
+    members: &[usize],
+    new: &[usize],
+    kept_rows: &mut Vec<usize>,
+    stats: &mut DedupStats,
+) -> Cluster {
     let (items, offset, hashes, sets) = (&pool.items, pool.offset, &pool.hashes, &pool.sets);
     let published: Vec<(String, ProblemId)> = members
         .iter()
@@ -334,16 +400,36 @@ fn resolve_cluster(pool: &Pool, members: &[usize], new: &[usize], kept_rows: &mu
     let (kept, kept_because) = if let Some((release, of)) = published.first() {
         for &i in new {
             stats.in_earlier_release += 1;
-            dropped.push(Dropped { id: items[i].id.clone(), row: i - offset, reason: DropReason::InEarlierRelease { release: release.clone(), of: of.clone() } });
+            dropped.push(Dropped {
+                id: items[i].id.clone(),
+                row: i - offset,
+                reason: DropReason::InEarlierRelease {
+                    release: release.clone(),
+                    of: of.clone(),
+                },
+            });
         }
-        (None, format!("already published in release `{release}` as `{of}`"))
+        (
+            None,
+            format!("already published in release `{release}` as `{of}`"),
+        )
     } else {
         let &keep = new
             .iter()
-            .min_by(|&&a, &&b| (items[a].contest_date.as_str(), items[a].id.as_str(), a).cmp(&(items[b].contest_date.as_str(), items[b].id.as_str(), b)))
+            .min_by(|&&a, &&b| {
+                (items[a].contest_date.as_str(), items[a].id.as_str(), a).cmp(&(
+                    items[b].contest_date.as_str(),
+                    items[b].id.as_str(),
+                    b,
+                ))
+            })
             .unwrap_or(&new[0]);
         kept_rows.push(keep - offset);
-        let tie = new.iter().filter(|&&i| items[i].contest_date == items[keep].contest_date).count() > 1;
+        let tie = new
+            .iter()
+            .filter(|&&i| items[i].contest_date == items[keep].contest_date)
+            .count()
+            > 1;
         for &i in new.iter().filter(|&&i| i != keep) {
             let of = items[keep].id.clone();
             let reason = if items[i].id == items[keep].id {
@@ -357,12 +443,25 @@ fn resolve_cluster(pool: &Pool, members: &[usize], new: &[usize], kept_rows: &mu
                 let j = (jaccard(&sets[i], &sets[keep]) * 1e4).round() / 1e4;
                 DropReason::NearDuplicate { of, jaccard: j }
             };
-            dropped.push(Dropped { id: items[i].id.clone(), row: i - offset, reason });
+            dropped.push(Dropped {
+                id: items[i].id.clone(),
+                row: i - offset,
+                reason,
+            });
         }
-        let because = if tie { "earliest contest_date, then lowest id (then first row)" } else { "earliest contest_date" };
+        let because = if tie {
+            "earliest contest_date, then lowest id (then first row)"
+        } else {
+            "earliest contest_date"
+        };
         (Some(items[keep].id.clone()), because.to_owned())
     };
-    Cluster { kept, kept_because, published, dropped }
+    Cluster {
+        kept,
+        kept_because,
+        published,
+        dropped,
+    }
 }
 
 #[cfg(test)]
@@ -370,11 +469,15 @@ mod tests {
     use super::*;
 
     fn item(id: &str, date: &str, text: &str) -> Item {
-        Item { id: ProblemId::from_question_id(id), contest_date: date.into(), statement: text.into(), origin: Origin::Current }
+        Item {
+            id: ProblemId::from_question_id(id),
+            contest_date: date.into(),
+            statement: text.into(),
+            origin: Origin::Current,
+        }
     }
 
-    const A: &str =
-        "You are given an array of integers nums and an integer k. Return the number of subarrays whose sum is divisible by k. Each subarray must be contiguous and non-empty.";
+    const A: &str = "You are given an array of integers nums and an integer k. Return the number of subarrays whose sum is divisible by k. Each subarray must be contiguous and non-empty.";
     const B: &str = "Takahashi has N cards with numbers written on them. He picks two cards at random; print the probability that their product is a perfect square, as an irreducible fraction.";
 
     #[test]
@@ -383,7 +486,10 @@ mod tests {
         assert_eq!(statement_hash("a  b"), statement_hash("a\nb"));
         assert_ne!(statement_hash("a b"), statement_hash("A b"));
         // NFC: e + combining acute == precomposed é.
-        assert_eq!(statement_hash("caf\u{65}\u{301}"), statement_hash("caf\u{e9}"));
+        assert_eq!(
+            statement_hash("caf\u{65}\u{301}"),
+            statement_hash("caf\u{e9}")
+        );
     }
 
     #[test]
@@ -394,10 +500,14 @@ mod tests {
         let current = vec![
             item("1", "2025-01-05", A),
             item("2", "2025-01-01", B),
-            item("1", "2025-01-05", A),                                             // duplicated row
-            item("3", "2025-01-09", &spaced),                                       // whitespace variant → exact
-            item("4", "2025-01-02", &upper),                                        // case variant → near
-            item("5", "2025-02-01", &format!("{A} Note: answers fit in 64 bits.")), // re-identified
+            item("1", "2025-01-05", A),       // duplicated row
+            item("3", "2025-01-09", &spaced), // whitespace variant → exact
+            item("4", "2025-01-02", &upper),  // case variant → near
+            item(
+                "5",
+                "2025-02-01",
+                &format!("{A} Note: answers fit in 64 bits."),
+            ), // re-identified
         ];
         let out = dedup(&cfg, &current, &[]);
         assert_eq!(out.kept_rows, vec![1, 4]);
@@ -411,19 +521,44 @@ mod tests {
         assert_eq!(out.stats.near_duplicates, 4);
         // Keeping the upper-case variant is what "earliest contest date" says; with equal dates
         // the exact duplicates are reported as such.
-        let same_day = vec![item("1", "2025-01-05", A), item("1", "2025-01-05", A), item("3", "2025-01-05", &spaced)];
+        let same_day = vec![
+            item("1", "2025-01-05", A),
+            item("1", "2025-01-05", A),
+            item("3", "2025-01-05", &spaced),
+        ];
         let out = dedup(&cfg, &same_day, &[]);
         assert_eq!(out.kept_rows, vec![0]);
-        let r: Vec<_> = out.clusters[0].dropped.iter().map(|d| d.reason.clone()).collect();
-        assert_eq!(r[0], DropReason::DuplicateId { of: ProblemId::from_question_id("1") });
-        assert_eq!(r[1], DropReason::ExactDuplicate { of: ProblemId::from_question_id("1") });
+        let r: Vec<_> = out.clusters[0]
+            .dropped
+            .iter()
+            .map(|d| d.reason.clone())
+            .collect();
+        assert_eq!(
+            r[0],
+            DropReason::DuplicateId {
+                of: ProblemId::from_question_id("1")
+            }
+        );
+        assert_eq!(
+            r[1],
+            DropReason::ExactDuplicate {
+                of: ProblemId::from_question_id("1")
+            }
+        );
     }
 
     #[test]
     fn earlier_release_wins() {
         let cfg = DedupConfig::default();
-        let published = vec![Item { origin: Origin::Release("v202412".into()), ..item("9", "2024-12-01", A) }];
-        let out = dedup(&cfg, &[item("1", "2025-01-05", A), item("2", "2025-01-01", B)], &published);
+        let published = vec![Item {
+            origin: Origin::Release("v202412".into()),
+            ..item("9", "2024-12-01", A)
+        }];
+        let out = dedup(
+            &cfg,
+            &[item("1", "2025-01-05", A), item("2", "2025-01-01", B)],
+            &published,
+        );
         assert_eq!(out.kept_rows, vec![1]);
         assert_eq!(out.stats.in_earlier_release, 1);
         assert!(out.clusters[0].kept.is_none());
@@ -431,15 +566,33 @@ mod tests {
 
     #[test]
     fn distinct_problems_stay() {
-        let out = dedup(&DedupConfig::default(), &[item("1", "d", A), item("2", "d", B)], &[]);
+        let out = dedup(
+            &DedupConfig::default(),
+            &[item("1", "d", A), item("2", "d", B)],
+            &[],
+        );
         assert_eq!(out.kept_rows, vec![0, 1]);
         assert!(out.clusters.is_empty());
     }
 
     #[test]
     fn config_is_checked() {
-        assert!(DedupConfig { bands: 5, ..DedupConfig::default() }.validate().is_err());
-        assert!(DedupConfig { threshold: 0.0, ..DedupConfig::default() }.validate().is_err());
+        assert!(
+            DedupConfig {
+                bands: 5,
+                ..DedupConfig::default()
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            DedupConfig {
+                threshold: 0.0,
+                ..DedupConfig::default()
+            }
+            .validate()
+            .is_err()
+        );
         assert!(DedupConfig::default().validate().is_ok());
     }
 }

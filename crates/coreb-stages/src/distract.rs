@@ -36,7 +36,12 @@ pub struct DistractConfig {
 
 impl Default for DistractConfig {
     fn default() -> Self {
-        DistractConfig { concurrency: 8, min_words: 20, min_length_ratio: 0.6, require_sections: true }
+        DistractConfig {
+            concurrency: 8,
+            min_words: 20,
+            min_length_ratio: 0.6,
+            require_sections: true,
+        }
     }
 }
 
@@ -53,41 +58,83 @@ pub async fn distract(
     gateway: &dyn LlmGateway,
 ) -> Result<DistractOutput, LlmStageError> {
     let stage = LlmStage::Distract;
-    let results = run::ordered(problems.iter().collect(), config.concurrency, |p| async move {
-        let mut stats = LlmStageStats::default();
-        let messages = prompt.render(&[("title", &p.title), ("statement", &p.statement)]).map_err(|source| LlmStageError::Prompt { stage, source })?;
-        let r = run::ask_models(gateway, stage, p.id.as_str(), plan, &messages, prompt, &mut stats, |text| parse(text, p, config)).await?;
-        Ok::<_, LlmStageError>((p, r, stats))
-    })
+    let results = run::ordered(
+        problems.iter().collect(),
+        config.concurrency,
+        |p| async move {
+            let mut stats = LlmStageStats::default();
+            let messages = prompt
+                .render(&[("title", &p.title), ("statement", &p.statement)])
+                .map_err(|source| LlmStageError::Prompt { stage, source })?;
+            let r = run::ask_models(
+                gateway,
+                stage,
+                p.id.as_str(),
+                plan,
+                &messages,
+                prompt,
+                &mut stats,
+                |text| parse(text, p, config),
+            )
+            .await?;
+            Ok::<_, LlmStageError>((p, r, stats))
+        },
+    )
     .await;
     let mut out = DistractOutput::new(problems.len() as u64, &prompt.sha256);
     out.add(run::settle(results)?, |p, statements, model, rows| {
         for (kind, statement) in DistractorKind::ALL.into_iter().zip(statements) {
-            rows.push(Distractor { problem_id: p.id.clone(), kind, statement, model: model.clone() });
+            rows.push(Distractor {
+                problem_id: p.id.clone(),
+                kind,
+                statement,
+                model: model.clone(),
+            });
         }
     });
     Ok(out)
 }
 
-fn parse(text: &str, problem: &RewrittenProblem, config: &DistractConfig) -> Result<Vec<String>, RejectReason> {
+fn parse(
+    text: &str,
+    problem: &RewrittenProblem,
+    config: &DistractConfig,
+) -> Result<Vec<String>, RejectReason> {
     let v = run::json_answer(text)?;
-    let original = problem.statement.split_whitespace().collect::<Vec<_>>().join(" ");
-    let min_words = config.min_words.max((word_count(&problem.statement) as f64 * config.min_length_ratio).ceil() as usize);
+    let original = problem
+        .statement
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let min_words = config
+        .min_words
+        .max((word_count(&problem.statement) as f64 * config.min_length_ratio).ceil() as usize);
     let mut out = Vec::with_capacity(4);
     for kind in DistractorKind::ALL {
         let statement = strip_label(&run::json_text(&v, kind.as_str(), false, true)?);
         if statement.is_empty() {
-            return Err(RejectReason::EmptyField { field: kind.as_str().into() });
+            return Err(RejectReason::EmptyField {
+                field: kind.as_str().into(),
+            });
         }
         if statement.split_whitespace().collect::<Vec<_>>().join(" ") == original {
-            return Err(RejectReason::Unchanged { field: kind.as_str().into() });
+            return Err(RejectReason::Unchanged {
+                field: kind.as_str().into(),
+            });
         }
         let words = word_count(&statement);
         if words < min_words {
-            return Err(RejectReason::WordCount { words, min: min_words, max: None });
+            return Err(RejectReason::WordCount {
+                words,
+                min: min_words,
+                max: None,
+            });
         }
         if let Some(section) = missing_section(&statement).filter(|_| config.require_sections) {
-            return Err(RejectReason::MissingSection { field: kind.as_str().into(), section: section.into() });
+            return Err(RejectReason::MissingSection {
+                field: kind.as_str().into(),
+                section: section.into(),
+            });
         }
         out.push(statement);
     }
@@ -98,11 +145,22 @@ fn parse(text: &str, problem: &RewrittenProblem, config: &DistractConfig) -> Res
 /// `statement` does not mention, if any.
 pub fn missing_section(statement: &str) -> Option<&'static str> {
     let lower = statement.to_lowercase();
-    let has = |w: &str| lower.match_indices(w).any(|(i, _)| !lower[..i].ends_with(|c: char| c.is_alphanumeric()));
-    [("input", has("input")), ("output", has("output") || has("print") || has("return")), ("constraints", has("constraint") || lower.contains('≤') || lower.contains("<="))]
-        .into_iter()
-        .find(|(_, ok)| !ok)
-        .map(|(name, _)| name)
+    let has = |w: &str| {
+        lower
+            .match_indices(w)
+            .any(|(i, _)| !lower[..i].ends_with(|c: char| c.is_alphanumeric()))
+    };
+    [
+        ("input", has("input")),
+        ("output", has("output") || has("print") || has("return")),
+        (
+            "constraints",
+            has("constraint") || lower.contains('≤') || lower.contains("<="),
+        ),
+    ]
+    .into_iter()
+    .find(|(_, ok)| !ok)
+    .map(|(name, _)| name)
 }
 
 /// `statement` without a leading label line a model may put first ("Modified Problem
@@ -111,9 +169,20 @@ pub fn strip_label(statement: &str) -> String {
     let mut rest = statement.trim();
     loop {
         let (first, tail) = rest.split_once('\n').unwrap_or((rest, ""));
-        let bare = first.trim().trim_matches(|c| c == '*' || c == '#' || c == '_').trim();
-        let Some(head) = bare.strip_suffix(':').or_else(|| bare.split_once(':').filter(|(_, after)| after.trim().is_empty()).map(|(h, _)| h)) else { break };
-        if !LABEL_WORDS.iter().any(|w| head.to_lowercase().contains(w)) || head.split_whitespace().count() > 8 {
+        let bare = first
+            .trim()
+            .trim_matches(|c| c == '*' || c == '#' || c == '_')
+            .trim();
+        let Some(head) = bare.strip_suffix(':').or_else(|| {
+            bare.split_once(':')
+                .filter(|(_, after)| after.trim().is_empty())
+                .map(|(h, _)| h)
+        }) else {
+            break;
+        };
+        if !LABEL_WORDS.iter().any(|w| head.to_lowercase().contains(w))
+            || head.split_whitespace().count() > 8
+        {
             break;
         }
         rest = tail.trim_start();
@@ -122,8 +191,18 @@ pub fn strip_label(statement: &str) -> String {
         }
     }
     // An inline label: "Modified Problem Description: In a kingdom …".
-    for w in ["modified problem description:", "modified problem:", "problem description:", "problem statement:", "new problem:"] {
-        if rest.len() > w.len() && rest.get(..w.len()).is_some_and(|h| h.eq_ignore_ascii_case(w)) {
+    for w in [
+        "modified problem description:",
+        "modified problem:",
+        "problem description:",
+        "problem statement:",
+        "new problem:",
+    ] {
+        if rest.len() > w.len()
+            && rest
+                .get(..w.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(w))
+        {
             rest = rest[w.len()..].trim_start();
         }
     }
@@ -131,7 +210,14 @@ pub fn strip_label(statement: &str) -> String {
 }
 
 /// Words of a label line.
-const LABEL_WORDS: [&str; 6] = ["problem", "distractor", "statement", "description", "variant", "version"];
+const LABEL_WORDS: [&str; 6] = [
+    "problem",
+    "distractor",
+    "statement",
+    "description",
+    "variant",
+    "version",
+];
 
 #[cfg(test)]
 mod tests {
@@ -140,12 +226,27 @@ mod tests {
     #[test]
     fn labels_are_stripped_and_text_kept() {
         let cases = [
-            ("Modified Problem Description:\nA kingdom has N towns.", "A kingdom has N towns."),
-            ("**Distractor 4 (problem domain):**\n\nA tree has N nodes.", "A tree has N nodes."),
-            ("Modified Problem Description: A kingdom has N towns.", "A kingdom has N towns."),
+            (
+                "Modified Problem Description:\nA kingdom has N towns.",
+                "A kingdom has N towns.",
+            ),
+            (
+                "**Distractor 4 (problem domain):**\n\nA tree has N nodes.",
+                "A tree has N nodes.",
+            ),
+            (
+                "Modified Problem Description: A kingdom has N towns.",
+                "A kingdom has N towns.",
+            ),
             // A first line that is content, not a label, stays.
-            ("Input: N and M.\nOutput: one line.", "Input: N and M.\nOutput: one line."),
-            ("A story about towns.\nInput\nN", "A story about towns.\nInput\nN"),
+            (
+                "Input: N and M.\nOutput: one line.",
+                "Input: N and M.\nOutput: one line.",
+            ),
+            (
+                "A story about towns.\nInput\nN",
+                "A story about towns.\nInput\nN",
+            ),
         ];
         for (text, stripped) in cases {
             assert_eq!(strip_label(text), stripped, "{text:?}");
@@ -154,9 +255,23 @@ mod tests {
 
     #[test]
     fn complete_statements_need_input_output_and_constraints() {
-        assert_eq!(missing_section("Count the towns. Input: N. Output: the count. Constraints: 1 ≤ N ≤ 10."), None);
-        assert_eq!(missing_section("Count the towns. Print the count."), Some("input"));
-        assert_eq!(missing_section("Count the towns. The input is N; print the count."), Some("constraints"));
-        assert_eq!(missing_section("Given the input N, 1 <= N <= 5, think."), Some("output"));
+        assert_eq!(
+            missing_section(
+                "Count the towns. Input: N. Output: the count. Constraints: 1 ≤ N ≤ 10."
+            ),
+            None
+        );
+        assert_eq!(
+            missing_section("Count the towns. Print the count."),
+            Some("input")
+        );
+        assert_eq!(
+            missing_section("Count the towns. The input is N; print the count."),
+            Some("constraints")
+        );
+        assert_eq!(
+            missing_section("Given the input N, 1 <= N <= 5, think."),
+            Some("output")
+        );
     }
 }

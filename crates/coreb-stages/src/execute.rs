@@ -22,7 +22,9 @@ use std::path::Path;
 use coreb_data::problem::{Problem, ProblemId};
 use coreb_data::solution::{Solution, SolutionId};
 use coreb_judge::recheck::{RecheckProblem, RecheckSource};
-use coreb_judge::{ExecuteConfig, ExecuteError, ExecuteOutput, ExecuteStats, JudgedProblem, Judging};
+use coreb_judge::{
+    ExecuteConfig, ExecuteError, ExecuteOutput, ExecuteStats, JudgedProblem, Judging,
+};
 use coreb_sandbox::Sandbox;
 
 /// What a resumable run reports to, and commits to.
@@ -71,7 +73,10 @@ pub fn execute_resumable(
 /// once. Anything else (a journal of other solutions) is judged again.
 fn resume(committed: Vec<JudgedProblem>, judging: &Judging<'_>) -> Vec<JudgedProblem> {
     let mut taken = HashSet::new();
-    committed.into_iter().filter(|p| judging.holds(p) && taken.insert(p.problem_id.clone())).collect()
+    committed
+        .into_iter()
+        .filter(|p| judging.holds(p) && taken.insert(p.problem_id.clone()))
+        .collect()
 }
 
 /// What [`execute_tables`] did.
@@ -97,9 +102,25 @@ pub fn execute_tables(
     progress: &(dyn Fn() + Sync),
 ) -> Result<ExecuteTablesReport, ExecuteError> {
     let solutions = coreb_data::tables::solutions::read_solutions(solutions)?;
-    let problems = coreb_data::tables::ProblemReader::open(problems)?.map(|p| p.map_err(ExecuteError::from));
-    let hooks = Hooks { progress, journal: &journal::NoJournal };
-    let output = execute_resumable(config, problems, &[] as &[RecheckProblem], &solutions, sandbox, jobs, &hooks)?;
+    let problems =
+        coreb_data::tables::ProblemReader::open(problems)?.map(|p| p.map_err(ExecuteError::from));
+    let hooks = Hooks {
+        progress,
+        journal: &journal::NoJournal,
+    };
+    let output = execute_resumable(
+        config,
+        problems,
+        &[] as &[RecheckProblem],
+        &solutions,
+        sandbox,
+        jobs,
+        &hooks,
+    )?;
     coreb_data::tables::verdicts::write_verdicts(out, &output.results)?;
-    Ok(ExecuteTablesReport { stats: output.stats, without_problem: output.without_problem, isolation: sandbox.isolation().to_string() })
+    Ok(ExecuteTablesReport {
+        stats: output.stats,
+        without_problem: output.without_problem,
+        isolation: sandbox.isolation().to_string(),
+    })
 }

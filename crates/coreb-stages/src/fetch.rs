@@ -27,7 +27,9 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 use coreb_base::durable;
 use coreb_base::hashing::{is_sha256_hex, sha256_file};
 use coreb_http::RetryConfig;
-use coreb_http::retry::{GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries};
+use coreb_http::retry::{
+    GaveUp, Limits, Step, is_retryable_status, retry_after, send_with_retries,
+};
 
 /// `[stages.fetch]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,7 +51,14 @@ pub struct FetchConfig {
 
 impl Default for FetchConfig {
     fn default() -> Self {
-        FetchConfig { retries: 8, initial_backoff_ms: 500, max_backoff_ms: 30_000, connect_timeout_secs: 30, read_timeout_secs: 60, max_retry_after_secs: 300 }
+        FetchConfig {
+            retries: 8,
+            initial_backoff_ms: 500,
+            max_backoff_ms: 30_000,
+            connect_timeout_secs: 30,
+            read_timeout_secs: 60,
+            max_retry_after_secs: 300,
+        }
     }
 }
 
@@ -76,9 +85,21 @@ pub struct Source {
 
 impl Source {
     /// Resolve a manifest entry; relative paths are taken from `base`.
-    pub fn resolve(name: &str, url: &str, sha256: Option<&str>, base: &Path) -> Result<Source, String> {
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) || name.starts_with('.') {
-            return Err(format!("`name`: `{name}` must be letters, digits, `.`, `_` or `-`"));
+    pub fn resolve(
+        name: &str,
+        url: &str,
+        sha256: Option<&str>,
+        base: &Path,
+    ) -> Result<Source, String> {
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+            || name.starts_with('.')
+        {
+            return Err(format!(
+                "`name`: `{name}` must be letters, digits, `.`, `_` or `-`"
+            ));
         }
         if let Some(h) = sha256
             && !is_sha256_hex(h)
@@ -89,15 +110,23 @@ impl Source {
             Location::Http(url.to_owned())
         } else if let Some(path) = url.strip_prefix("file://") {
             if !path.starts_with('/') {
-                return Err(format!("`url`: `{url}`: a file:// URL needs an absolute path"));
+                return Err(format!(
+                    "`url`: `{url}`: a file:// URL needs an absolute path"
+                ));
             }
             Location::Local(PathBuf::from(path))
         } else if url.contains("://") {
-            return Err(format!("`url`: `{url}`: only http, https and file URLs are supported"));
+            return Err(format!(
+                "`url`: `{url}`: only http, https and file URLs are supported"
+            ));
         } else {
             Location::Local(base.join(url))
         };
-        Ok(Source { name: name.to_owned(), location, sha256: sha256.map(str::to_ascii_lowercase) })
+        Ok(Source {
+            name: name.to_owned(),
+            location,
+            sha256: sha256.map(str::to_ascii_lowercase),
+        })
     }
 }
 
@@ -181,7 +210,12 @@ pub enum FetchError {
 }
 
 /// Fetch one source. HTTP downloads go to `dir`; local files stay where they are.
-pub async fn fetch_source(config: &FetchConfig, source: &Source, dir: &Path, bar: &dyn Meter) -> Result<Fetched, FetchError> {
+pub async fn fetch_source(
+    config: &FetchConfig,
+    source: &Source,
+    dir: &Path,
+    bar: &dyn Meter,
+) -> Result<Fetched, FetchError> {
     match &source.location {
         Location::Local(path) => fetch_local(source, path, bar).await,
         Location::Http(url) => fetch_http(config, source, url, dir, bar).await,
@@ -189,11 +223,18 @@ pub async fn fetch_source(config: &FetchConfig, source: &Source, dir: &Path, bar
 }
 
 async fn fetch_local(source: &Source, path: &Path, bar: &dyn Meter) -> Result<Fetched, FetchError> {
-    let local = |e| FetchError::Local { name: source.name.clone(), path: path.to_owned(), source: e };
+    let local = |e| FetchError::Local {
+        name: source.name.clone(),
+        path: path.to_owned(),
+        source: e,
+    };
     let meta = tokio::fs::metadata(path).await.map_err(local)?;
     bar.set_length(meta.len());
     let p = path.to_owned();
-    let sha = tokio::task::spawn_blocking(move || sha256_file(&p)).await.map_err(|e| local(std::io::Error::other(e)))?.map_err(local)?;
+    let sha = tokio::task::spawn_blocking(move || sha256_file(&p))
+        .await
+        .map_err(|e| local(std::io::Error::other(e)))?
+        .map_err(local)?;
     bar.set_position(meta.len());
     checked_in_place(source, path, sha, meta.len())
 }
@@ -202,22 +243,42 @@ async fn fetch_local(source: &Source, path: &Path, bar: &dyn Meter) -> Result<Fe
 /// first build, so the file is read once): the [`Fetched`] that [`fetch_source`] gives for it,
 /// checked against the manifest's sha256 pin the same way. `None` for a source that is not a
 /// local file.
-pub fn hashed_in_place(source: &Source, sha256: String, bytes: u64) -> Option<Result<Fetched, FetchError>> {
-    let Location::Local(path) = &source.location else { return None };
+pub fn hashed_in_place(
+    source: &Source,
+    sha256: String,
+    bytes: u64,
+) -> Option<Result<Fetched, FetchError>> {
+    let Location::Local(path) = &source.location else {
+        return None;
+    };
     Some(checked_in_place(source, path, sha256, bytes))
 }
 
 /// The local file `path` of `source`, hashed, once checked against the manifest's pin.
-fn checked_in_place(source: &Source, path: &Path, sha256: String, bytes: u64) -> Result<Fetched, FetchError> {
+fn checked_in_place(
+    source: &Source,
+    path: &Path,
+    sha256: String,
+    bytes: u64,
+) -> Result<Fetched, FetchError> {
     check(source, path, &sha256)?;
-    Ok(Fetched { name: source.name.clone(), path: path.to_owned(), sha256, bytes, downloaded: 0 })
+    Ok(Fetched {
+        name: source.name.clone(),
+        path: path.to_owned(),
+        sha256,
+        bytes,
+        downloaded: 0,
+    })
 }
 
 fn check(source: &Source, path: &Path, actual: &str) -> Result<(), FetchError> {
     match &source.sha256 {
-        Some(expected) if expected != actual => {
-            Err(FetchError::Checksum { name: source.name.clone(), path: path.to_owned(), expected: expected.clone(), actual: actual.to_owned() })
-        }
+        Some(expected) if expected != actual => Err(FetchError::Checksum {
+            name: source.name.clone(),
+            path: path.to_owned(),
+            expected: expected.clone(),
+            actual: actual.to_owned(),
+        }),
         _ => Ok(()),
     }
 }
@@ -242,10 +303,24 @@ impl PartState {
     /// The state of a new download from the headers of a full (200) response: its strong
     /// `ETag` (a weak one cannot be used in `If-Range`), else its `Last-Modified`.
     fn of(headers: &reqwest::header::HeaderMap) -> PartState {
-        let text = |name| headers.get(name).and_then(|v| v.to_str().ok()).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let text = |name| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
         let etag = text(reqwest::header::ETAG).filter(|e| !e.starts_with("W/"));
-        let last_modified = if etag.is_some() { None } else { text(reqwest::header::LAST_MODIFIED) };
-        PartState { etag, last_modified, synced: 0 }
+        let last_modified = if etag.is_some() {
+            None
+        } else {
+            text(reqwest::header::LAST_MODIFIED)
+        };
+        PartState {
+            etag,
+            last_modified,
+            synced: 0,
+        }
     }
 
     /// The `If-Range` value, if the version is known.
@@ -256,7 +331,12 @@ impl PartState {
     /// Does a 206 answer describe the same version? A server that ignored `If-Range` but
     /// names another version is caught here; one that names none is taken at its word.
     fn same_version(&self, headers: &reqwest::header::HeaderMap) -> bool {
-        let text = |name| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+        let text = |name| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+        };
         match (&self.etag, &self.last_modified) {
             (Some(etag), _) => text(reqwest::header::ETAG).is_none_or(|e| e == etag),
             (None, Some(date)) => text(reqwest::header::LAST_MODIFIED).is_none_or(|d| d == date),
@@ -292,22 +372,45 @@ struct Download<'a> {
     downloaded: AtomicU64,
 }
 
-async fn fetch_http(config: &FetchConfig, source: &Source, url: &str, dir: &Path, bar: &dyn Meter) -> Result<Fetched, FetchError> {
+async fn fetch_http(
+    config: &FetchConfig,
+    source: &Source,
+    url: &str,
+    dir: &Path,
+    bar: &dyn Meter,
+) -> Result<Fetched, FetchError> {
     let name = &source.name;
     let final_path = dir.join(name);
     let origin = dir.join(format!("{name}.url"));
-    let write_err = |path: &Path, e| FetchError::Write { name: name.clone(), path: path.to_owned(), source: e };
-    tokio::fs::create_dir_all(dir).await.map_err(|e| write_err(dir, e))?;
+    let write_err = |path: &Path, e| FetchError::Write {
+        name: name.clone(),
+        path: path.to_owned(),
+        source: e,
+    };
+    tokio::fs::create_dir_all(dir)
+        .await
+        .map_err(|e| write_err(dir, e))?;
 
     // A finished download of the same URL is reused when its checksum still holds.
-    let same_origin = tokio::fs::read_to_string(&origin).await.is_ok_and(|u| u == url);
+    let same_origin = tokio::fs::read_to_string(&origin)
+        .await
+        .is_ok_and(|u| u == url);
     if same_origin && final_path.exists() {
         let p = final_path.clone();
         if let Ok(Ok(sha)) = tokio::task::spawn_blocking(move || sha256_file(&p)).await
             && source.sha256.as_deref().is_none_or(|e| e == sha)
         {
-            let bytes = tokio::fs::metadata(&final_path).await.map_err(|e| write_err(&final_path, e))?.len();
-            return Ok(Fetched { name: name.clone(), path: final_path, sha256: sha, bytes, downloaded: 0 });
+            let bytes = tokio::fs::metadata(&final_path)
+                .await
+                .map_err(|e| write_err(&final_path, e))?
+                .len();
+            return Ok(Fetched {
+                name: name.clone(),
+                path: final_path,
+                sha256: sha,
+                bytes,
+                downloaded: 0,
+            });
         }
     }
     let download = Download {
@@ -330,10 +433,18 @@ async fn fetch_http(config: &FetchConfig, source: &Source, url: &str, dir: &Path
         durable::write(&origin, url.as_bytes()).map_err(|e| write_err(&origin, e))?;
     }
 
-    let outcome = send_with_retries(&retry_config(config), &Limits::new(1, 0, 0), 0, |_| download.attempt()).await;
+    let outcome = send_with_retries(&retry_config(config), &Limits::new(1, 0, 0), 0, |_| {
+        download.attempt()
+    })
+    .await;
     let hasher = outcome.map_err(|g| match g {
         GaveUp::Failed(e) => e,
-        GaveUp::Exhausted { attempts, last } => FetchError::GaveUp { name: name.clone(), url: url.to_owned(), attempts, last },
+        GaveUp::Exhausted { attempts, last } => FetchError::GaveUp {
+            name: name.clone(),
+            url: url.to_owned(),
+            attempts,
+            last,
+        },
     })?;
     let sha = hex::encode(hasher.finalize());
     let part = &download.part;
@@ -342,23 +453,40 @@ async fn fetch_http(config: &FetchConfig, source: &Source, url: &str, dir: &Path
         download.restart().await?;
         return Err(e);
     }
-    tokio::fs::rename(part, &final_path).await.map_err(|e| write_err(&final_path, e))?;
+    tokio::fs::rename(part, &final_path)
+        .await
+        .map_err(|e| write_err(&final_path, e))?;
     durable::sync_dir(dir).map_err(|e| write_err(dir, e))?;
     let _ = tokio::fs::remove_file(&download.state).await;
-    let bytes = tokio::fs::metadata(&final_path).await.map_err(|e| write_err(&final_path, e))?.len();
-    Ok(Fetched { name: name.clone(), path: final_path, sha256: sha, bytes, downloaded: download.downloaded.into_inner() })
+    let bytes = tokio::fs::metadata(&final_path)
+        .await
+        .map_err(|e| write_err(&final_path, e))?
+        .len();
+    Ok(Fetched {
+        name: name.clone(),
+        path: final_path,
+        sha256: sha,
+        bytes,
+        downloaded: download.downloaded.into_inner(),
+    })
 }
 
 impl Download<'_> {
     fn write_err(&self, path: &Path, source: std::io::Error) -> FetchError {
-        FetchError::Write { name: self.source.name.clone(), path: path.to_owned(), source }
+        FetchError::Write {
+            name: self.source.name.clone(),
+            path: path.to_owned(),
+            source,
+        }
     }
 
     /// Forget the partial file and its state: the next attempt starts from byte 0.
     async fn restart(&self) -> Result<(), FetchError> {
         for path in [&self.part, &self.state] {
             match tokio::fs::remove_file(path).await {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(self.write_err(path, e)),
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(self.write_err(path, e));
+                }
                 _ => {}
             }
         }
@@ -371,7 +499,8 @@ impl Download<'_> {
     }
 
     fn save_state(&self, state: &PartState) -> Result<(), FetchError> {
-        durable::write(&self.state, &serde_json::to_vec(state).unwrap_or_default()).map_err(|e| self.write_err(&self.state, e))
+        durable::write(&self.state, &serde_json::to_vec(state).unwrap_or_default())
+            .map_err(|e| self.write_err(&self.state, e))
     }
 
     /// One request; see [`Download::try_attempt`].
@@ -407,11 +536,20 @@ impl Download<'_> {
     /// saved state.
     async fn resumable(&self) -> Result<(u64, Option<PartState>), FetchError> {
         let source = self.source;
-        let on_disk = tokio::fs::metadata(&self.part).await.map(|m| m.len()).unwrap_or(0);
-        let saved = if on_disk > 0 { self.saved_state().await } else { None };
+        let on_disk = tokio::fs::metadata(&self.part)
+            .await
+            .map(|m| m.len())
+            .unwrap_or(0);
+        let saved = if on_disk > 0 {
+            self.saved_state().await
+        } else {
+            None
+        };
         let have = match &saved {
             // Only what was fsynced: a tail torn by a power cut is fetched again.
-            Some(state) if state.if_range().is_some() || source.sha256.is_some() => on_disk.min(state.synced),
+            Some(state) if state.if_range().is_some() || source.sha256.is_some() => {
+                on_disk.min(state.synced)
+            }
             // A partial file of an unknown version: only a sha256 pin can catch a splice.
             _ if source.sha256.is_some() => on_disk,
             _ => 0,
@@ -426,7 +564,11 @@ impl Download<'_> {
     /// Send the request (a range from `have` when resuming) and sort its response: `Ok(Err)`
     /// is the step to take instead of reading a body (a retry, or a restart for a range the
     /// server does not recognise or that belongs to another version).
-    async fn request(&self, have: u64, saved: Option<&PartState>) -> Result<Result<reqwest::Response, Step<Sha256, FetchError>>, FetchError> {
+    async fn request(
+        &self,
+        have: u64,
+        saved: Option<&PartState>,
+    ) -> Result<Result<reqwest::Response, Step<Sha256, FetchError>>, FetchError> {
         let mut request = self.client.get(self.url);
         if have > 0 {
             request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
@@ -436,35 +578,65 @@ impl Download<'_> {
         }
         let response = match request.send().await {
             Ok(r) => r,
-            Err(e) => return Ok(Err(Step::Retry { reason: coreb_base::errors::chain(&e), after: None })),
+            Err(e) => {
+                return Ok(Err(Step::Retry {
+                    reason: coreb_base::errors::chain(&e),
+                    after: None,
+                }));
+            }
         };
         let status = response.status();
         if is_retryable_status(status.as_u16()) {
-            return Ok(Err(Step::Retry { reason: format!("HTTP {status}"), after: retry_after(response.headers()) }));
+            return Ok(Err(Step::Retry {
+                reason: format!("HTTP {status}"),
+                after: retry_after(response.headers()),
+            }));
         }
         if status.as_u16() == 416 {
             // Our partial file is not a prefix the server recognises: start over.
             self.restart().await?;
-            return Ok(Err(Step::Retry { reason: "HTTP 416 for a resumed range; restarting".into(), after: None }));
+            return Ok(Err(Step::Retry {
+                reason: "HTTP 416 for a resumed range; restarting".into(),
+                after: None,
+            }));
         }
         if !status.is_success() {
-            return Err(FetchError::Status { name: self.source.name.clone(), url: self.url.to_owned(), status: status.as_u16() });
+            return Err(FetchError::Status {
+                name: self.source.name.clone(),
+                url: self.url.to_owned(),
+                status: status.as_u16(),
+            });
         }
         let same = saved.is_none_or(|s| s.same_version(response.headers()));
-        if status.as_u16() == 206 && !(have > 0 && content_range_start(&response) == Some(have) && same) {
+        if status.as_u16() == 206
+            && !(have > 0 && content_range_start(&response) == Some(have) && same)
+        {
             // A range we did not ask for, or of another version of the file: never splice.
             self.restart().await?;
-            return Ok(Err(Step::Retry { reason: "HTTP 206 for another range or version of the file; restarting".into(), after: None }));
+            return Ok(Err(Step::Retry {
+                reason: "HTTP 206 for another range or version of the file; restarting".into(),
+                after: None,
+            }));
         }
         Ok(Ok(response))
     }
 
     /// The partial file opened for writing: from `have` with the hash of the bytes kept
     /// (a torn tail dropped) when resuming, else empty.
-    async fn open_part(&self, resumed: bool, have: u64) -> Result<(tokio::fs::File, Sha256), FetchError> {
+    async fn open_part(
+        &self,
+        resumed: bool,
+        have: u64,
+    ) -> Result<(tokio::fs::File, Sha256), FetchError> {
         let part = &self.part;
         let write_err = |e| self.write_err(part, e);
-        let mut file = tokio::fs::OpenOptions::new().create(true).write(true).truncate(!resumed).open(part).await.map_err(write_err)?;
+        let mut file = tokio::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(!resumed)
+            .open(part)
+            .await
+            .map_err(write_err)?;
         let mut hasher = Sha256::new();
         if resumed {
             // Drop a torn tail, then hash what we keep so that the digest covers the whole file.
@@ -478,7 +650,9 @@ impl Download<'_> {
                 }
                 hasher.update(&buf[..n]);
             }
-            file.seek(std::io::SeekFrom::Start(have)).await.map_err(write_err)?;
+            file.seek(std::io::SeekFrom::Start(have))
+                .await
+                .map_err(write_err)?;
         }
         Ok((file, hasher))
     }
@@ -512,13 +686,20 @@ impl Download<'_> {
                     file.sync_data().await.map_err(write_err)?;
                     state.synced = written;
                     self.save_state(&state)?;
-                    return Ok(Step::Retry { reason: format!("connection broken after {written} bytes: {}", coreb_base::errors::chain(&e)), after: None });
+                    return Ok(Step::Retry {
+                        reason: format!(
+                            "connection broken after {written} bytes: {}",
+                            coreb_base::errors::chain(&e)
+                        ),
+                        after: None,
+                    });
                 }
             };
             file.write_all(&chunk).await.map_err(write_err)?;
             hasher.update(&chunk);
             written += chunk.len() as u64;
-            self.downloaded.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            self.downloaded
+                .fetch_add(chunk.len() as u64, Ordering::Relaxed);
             self.bar.set_position(written);
             if written - state.synced >= SYNC_EVERY {
                 file.sync_data().await.map_err(write_err)?;
@@ -533,14 +714,21 @@ impl Download<'_> {
         {
             state.synced = written;
             self.save_state(&state)?;
-            return Ok(Step::Retry { reason: format!("body ended after {written} of {total} bytes"), after: None });
+            return Ok(Step::Retry {
+                reason: format!("body ended after {written} of {total} bytes"),
+                after: None,
+            });
         }
         Ok(Step::Done(hasher))
     }
 }
 
 fn content_range_start(response: &reqwest::Response) -> Option<u64> {
-    let v = response.headers().get(reqwest::header::CONTENT_RANGE)?.to_str().ok()?;
+    let v = response
+        .headers()
+        .get(reqwest::header::CONTENT_RANGE)?
+        .to_str()
+        .ok()?;
     let range = v.strip_prefix("bytes ")?;
     range.split('-').next()?.trim().parse().ok()
 }
@@ -553,7 +741,10 @@ mod tests {
     fn resolves_locations() {
         let base = Path::new("/m");
         let s = Source::resolve("a", "data/x.jsonl", None, base).unwrap();
-        assert_eq!(s.location, Location::Local(PathBuf::from("/m/data/x.jsonl")));
+        assert_eq!(
+            s.location,
+            Location::Local(PathBuf::from("/m/data/x.jsonl"))
+        );
         let s = Source::resolve("a", "file:///d/x.jsonl", None, base).unwrap();
         assert_eq!(s.location, Location::Local(PathBuf::from("/d/x.jsonl")));
         let s = Source::resolve("a", "https://h/x", Some(&"AB".repeat(32)), base).unwrap();
@@ -561,6 +752,10 @@ mod tests {
         assert_eq!(s.sha256.unwrap(), "ab".repeat(32));
         assert!(Source::resolve("a", "ftp://h/x", None, base).is_err());
         assert!(Source::resolve("../a", "x", None, base).is_err());
-        assert!(Source::resolve("a", "x", Some("123"), base).unwrap_err().contains("sha256"));
+        assert!(
+            Source::resolve("a", "x", Some("123"), base)
+                .unwrap_err()
+                .contains("sha256")
+        );
     }
 }

@@ -27,7 +27,12 @@ pub struct FilterConfig {
 
 impl Default for FilterConfig {
     fn default() -> Self {
-        FilterConfig { language: "eng".into(), min_confidence: 0.25, min_statement_chars: 100, min_tests: 1 }
+        FilterConfig {
+            language: "eng".into(),
+            min_confidence: 0.25,
+            min_statement_chars: 100,
+            min_tests: 1,
+        }
     }
 }
 
@@ -35,10 +40,16 @@ impl FilterConfig {
     /// Check the language code and bounds.
     pub fn validate(&self) -> Result<(), String> {
         if whatlang::Lang::from_code(&self.language).is_none() {
-            return Err(format!("`language`: unknown ISO 639-3 code `{}`", self.language));
+            return Err(format!(
+                "`language`: unknown ISO 639-3 code `{}`",
+                self.language
+            ));
         }
         if !(0.0..=1.0).contains(&self.min_confidence) {
-            return Err(format!("`min_confidence` must be in [0, 1], got `{}`", self.min_confidence));
+            return Err(format!(
+                "`min_confidence` must be in [0, 1], got `{}`",
+                self.min_confidence
+            ));
         }
         Ok(())
     }
@@ -93,7 +104,14 @@ pub struct FilterStats {
     pub unsupported_signature: u64,
 }
 
-coreb_base::add_assign_fields!(FilterStats { rows_in, rows_out, language, too_short, too_few_tests, unsupported_signature });
+coreb_base::add_assign_fields!(FilterStats {
+    rows_in,
+    rows_out,
+    language,
+    too_short,
+    too_few_tests,
+    unsupported_signature
+});
 
 impl FilterStats {
     /// Count one decision.
@@ -113,19 +131,31 @@ impl FilterStats {
 pub fn filter_problem(config: &FilterConfig, problem: &Problem) -> Result<(), RejectReason> {
     let tests = problem.test_count();
     if tests < config.min_tests {
-        return Err(RejectReason::TooFewTests { tests, min: config.min_tests });
+        return Err(RejectReason::TooFewTests {
+            tests,
+            min: config.min_tests,
+        });
     }
     if problem.is_functional() {
-        signature::parse(&problem.starter_code).map_err(|signature| RejectReason::UnsupportedSignature { signature })?;
+        signature::parse(&problem.starter_code)
+            .map_err(|signature| RejectReason::UnsupportedSignature { signature })?;
     }
     let chars = problem.question_content.chars().count();
     if chars < config.min_statement_chars {
-        return Err(RejectReason::TooShort { chars, min: config.min_statement_chars });
+        return Err(RejectReason::TooShort {
+            chars,
+            min: config.min_statement_chars,
+        });
     }
     let info = whatlang::detect(&problem.question_content);
-    let (detected, confidence) = info.map_or((None, 0.0), |i| (Some(i.lang().code().to_owned()), i.confidence()));
+    let (detected, confidence) = info.map_or((None, 0.0), |i| {
+        (Some(i.lang().code().to_owned()), i.confidence())
+    });
     if detected.as_deref() != Some(config.language.as_str()) || confidence < config.min_confidence {
-        return Err(RejectReason::Language { detected, confidence: (confidence * 1e4).round() / 1e4 });
+        return Err(RejectReason::Language {
+            detected,
+            confidence: (confidence * 1e4).round() / 1e4,
+        });
     }
     Ok(())
 }
@@ -146,7 +176,14 @@ mod tests {
             contest_date: "2025-01-01T00:00:00".into(),
             starter_code: String::new(),
             difficulty: "easy".into(),
-            public_tests: vec![TestCase { input: "1".into(), output: "1".into(), testtype: TestType::Stdin }; tests],
+            public_tests: vec![
+                TestCase {
+                    input: "1".into(),
+                    output: "1".into(),
+                    testtype: TestType::Stdin
+                };
+                tests
+            ],
             private_tests: vec![],
             func_name: None,
             metadata: "{}".into(),
@@ -154,20 +191,38 @@ mod tests {
     }
 
     const EN: &str = "You are given a string S of length N consisting of lowercase English letters. Print the number of distinct substrings of S that are palindromes.";
-    const DE: &str =
-        "Gegeben ist eine Zeichenkette S der Länge N, die aus Kleinbuchstaben besteht. Geben Sie die Anzahl der verschiedenen Teilzeichenketten von S aus, die Palindrome sind.";
+    const DE: &str = "Gegeben ist eine Zeichenkette S der Länge N, die aus Kleinbuchstaben besteht. Geben Sie die Anzahl der verschiedenen Teilzeichenketten von S aus, die Palindrome sind.";
 
     #[test]
     fn reasons() {
         let cfg = FilterConfig::default();
         assert_eq!(filter_problem(&cfg, &problem(EN, 1)), Ok(()));
-        assert_eq!(filter_problem(&cfg, &problem(EN, 0)), Err(RejectReason::TooFewTests { tests: 0, min: 1 }));
-        assert!(matches!(filter_problem(&cfg, &problem("short", 1)), Err(RejectReason::TooShort { chars: 5, .. })));
+        assert_eq!(
+            filter_problem(&cfg, &problem(EN, 0)),
+            Err(RejectReason::TooFewTests { tests: 0, min: 1 })
+        );
+        assert!(matches!(
+            filter_problem(&cfg, &problem("short", 1)),
+            Err(RejectReason::TooShort { chars: 5, .. })
+        ));
         let de = filter_problem(&cfg, &problem(DE, 1)).unwrap_err();
-        assert!(matches!(&de, RejectReason::Language { detected: Some(l), .. } if l == "deu"), "{de:?}");
-        let german = FilterConfig { language: "deu".into(), ..cfg };
+        assert!(
+            matches!(&de, RejectReason::Language { detected: Some(l), .. } if l == "deu"),
+            "{de:?}"
+        );
+        let german = FilterConfig {
+            language: "deu".into(),
+            ..cfg
+        };
         assert_eq!(filter_problem(&german, &problem(DE, 1)), Ok(()));
-        assert!(FilterConfig { language: "xx".into(), ..FilterConfig::default() }.validate().is_err());
+        assert!(
+            FilterConfig {
+                language: "xx".into(),
+                ..FilterConfig::default()
+            }
+            .validate()
+            .is_err()
+        );
     }
 
     #[test]
@@ -176,16 +231,43 @@ mod tests {
         let leetcode = |starter: &str| Problem {
             starter_code: starter.into(),
             func_name: Some("f".into()),
-            public_tests: vec![TestCase { input: "[1]".into(), output: "1".into(), testtype: TestType::Functional }],
+            public_tests: vec![TestCase {
+                input: "[1]".into(),
+                output: "1".into(),
+                testtype: TestType::Functional,
+            }],
             ..problem(EN, 1)
         };
-        assert_eq!(filter_problem(&cfg, &leetcode("class Solution:\n    def f(self, nums: List[int], k: int) -> int:\n        ")), Ok(()));
-        let tree = filter_problem(&cfg, &leetcode("class Solution:\n    def f(self, root: Optional[TreeNode]) -> int:\n        ")).unwrap_err();
-        let RejectReason::UnsupportedSignature { signature } = &tree else { panic!("{tree:?}") };
-        assert!(signature.to_string().contains("`Optional[TreeNode]`"), "{signature}");
+        assert_eq!(
+            filter_problem(
+                &cfg,
+                &leetcode(
+                    "class Solution:\n    def f(self, nums: List[int], k: int) -> int:\n        "
+                )
+            ),
+            Ok(())
+        );
+        let tree = filter_problem(
+            &cfg,
+            &leetcode(
+                "class Solution:\n    def f(self, root: Optional[TreeNode]) -> int:\n        ",
+            ),
+        )
+        .unwrap_err();
+        let RejectReason::UnsupportedSignature { signature } = &tree else {
+            panic!("{tree:?}")
+        };
+        assert!(
+            signature.to_string().contains("`Optional[TreeNode]`"),
+            "{signature}"
+        );
         // The rejection names the type in rejections.jsonl.
         let line = serde_json::to_string(&tree).unwrap();
-        assert!(line.contains(r#""reason":"unsupported_signature""#) && line.contains(r#""ty":"Optional[TreeNode]""#), "{line}");
+        assert!(
+            line.contains(r#""reason":"unsupported_signature""#)
+                && line.contains(r#""ty":"Optional[TreeNode]""#),
+            "{line}"
+        );
         let mut stats = FilterStats::default();
         stats.record(&Err(tree));
         assert_eq!(stats.unsupported_signature, 1);

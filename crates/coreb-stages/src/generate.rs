@@ -37,7 +37,11 @@ pub struct GenerateConfig {
 
 impl Default for GenerateConfig {
     fn default() -> Self {
-        GenerateConfig { concurrency: 16, languages: Language::ALL.to_vec(), samples: 1 }
+        GenerateConfig {
+            concurrency: 16,
+            languages: Language::ALL.to_vec(),
+            samples: 1,
+        }
     }
 }
 
@@ -55,7 +59,10 @@ pub async fn generate(
 ) -> Result<GenerateOutput, LlmStageError> {
     let stage = LlmStage::Generate;
     if config.languages.is_empty() || config.samples == 0 {
-        return Err(LlmStageError::Config { stage, message: "`languages` and `samples` must not be empty".into() });
+        return Err(LlmStageError::Config {
+            stage,
+            message: "`languages` and `samples` must not be empty".into(),
+        });
     }
     let mut items = Vec::new();
     for p in problems {
@@ -68,30 +75,58 @@ pub async fn generate(
         }
     }
     let n = items.len() as u64;
-    let results = run::ordered(items, config.concurrency, |(p, model, language, sample)| async move {
-        let id = SolutionId::new(&p.id, model, language, sample);
-        let messages = render(prompt, p, language).map_err(|source| LlmStageError::Prompt { stage, source })?;
-        let mut request = plan.request(stage, id.as_str(), model, messages, sample, prompt);
-        request.params.seed = request.params.seed.map(|s| s.wrapping_add(u64::from(sample)));
-        // Several samples at a temperature above 0: a cut answer may give way to another one.
-        request.on_incomplete.samples = config.samples;
-        let outcome = match run::ask(gateway, &request).await? {
-            Ok(completion) => {
-                // The code document is the solution only: comments and docstrings go before
-                // anything runs, so the judge runs exactly what is published.
-                let code = strip_comments(&extract_code(&completion.text), language);
-                if code.is_empty() {
-                    gateway.verdict(&completion, Some(&RejectReason::NoCode)).await;
-                    Err((Rejection { item: id.to_string(), model: model.to_owned(), key: Some(completion.key.clone()), reason: RejectReason::NoCode }, Some(completion)))
-                } else {
-                    gateway.verdict(&completion, None).await;
-                    Ok((Solution { id, problem_id: p.id.clone(), model: model.to_owned(), language, sample, code }, completion))
+    let results = run::ordered(
+        items,
+        config.concurrency,
+        |(p, model, language, sample)| async move {
+            let id = SolutionId::new(&p.id, model, language, sample);
+            let messages = render(prompt, p, language)
+                .map_err(|source| LlmStageError::Prompt { stage, source })?;
+            let mut request = plan.request(stage, id.as_str(), model, messages, sample, prompt);
+            request.params.seed = request
+                .params
+                .seed
+                .map(|s| s.wrapping_add(u64::from(sample)));
+            // Several samples at a temperature above 0: a cut answer may give way to another one.
+            request.on_incomplete.samples = config.samples;
+            let outcome = match run::ask(gateway, &request).await? {
+                Ok(completion) => {
+                    // The code document is the solution only: comments and docstrings go before
+                    // anything runs, so the judge runs exactly what is published.
+                    let code = strip_comments(&extract_code(&completion.text), language);
+                    if code.is_empty() {
+                        gateway
+                            .verdict(&completion, Some(&RejectReason::NoCode))
+                            .await;
+                        Err((
+                            Rejection {
+                                item: id.to_string(),
+                                model: model.to_owned(),
+                                key: Some(completion.key.clone()),
+                                reason: RejectReason::NoCode,
+                            },
+                            Some(completion),
+                        ))
+                    } else {
+                        gateway.verdict(&completion, None).await;
+                        Ok((
+                            Solution {
+                                id,
+                                problem_id: p.id.clone(),
+                                model: model.to_owned(),
+                                language,
+                                sample,
+                                code,
+                            },
+                            completion,
+                        ))
+                    }
                 }
-            }
-            Err(rejection) => Err((rejection, None)),
-        };
-        Ok::<_, LlmStageError>(outcome)
-    })
+                Err(rejection) => Err((rejection, None)),
+            };
+            Ok::<_, LlmStageError>(outcome)
+        },
+    )
     .await;
     let mut out = GenerateOutput::new(n, &prompt.sha256);
     for result in run::settle(results)? {
@@ -115,13 +150,28 @@ pub async fn generate(
 
 /// Is the problem call-based (LeetCode functional tests)?
 fn is_functional(p: &RewrittenProblem) -> bool {
-    p.func_name.is_some() || p.public_tests.iter().chain(&p.private_tests).any(|t| t.testtype == coreb_data::problem::TestType::Functional)
+    p.func_name.is_some()
+        || p.public_tests
+            .iter()
+            .chain(&p.private_tests)
+            .any(|t| t.testtype == coreb_data::problem::TestType::Functional)
 }
 
-fn render(prompt: &Prompt, p: &RewrittenProblem, language: Language) -> Result<Vec<coreb_llm::ChatMessage>, coreb_llm::prompt::PromptError> {
+fn render(
+    prompt: &Prompt,
+    p: &RewrittenProblem,
+    language: Language,
+) -> Result<Vec<coreb_llm::ChatMessage>, coreb_llm::prompt::PromptError> {
     let functional = is_functional(p);
-    let (task, instructions, io) =
-        if functional { ("task_solution", format!("solution_{language}"), "io_functional") } else { ("task_program", format!("language_{language}"), "io_stdin") };
+    let (task, instructions, io) = if functional {
+        (
+            "task_solution",
+            format!("solution_{language}"),
+            "io_functional",
+        )
+    } else {
+        ("task_program", format!("language_{language}"), "io_stdin")
+    };
     let skeleton;
     let starter = if p.starter_code.trim().is_empty() {
         prompt.fragment("starter_none")?.trim()
@@ -139,7 +189,10 @@ fn render(prompt: &Prompt, p: &RewrittenProblem, language: Language) -> Result<V
         ("statement", &p.statement),
         ("language_name", language.versioned_name()),
         ("task_instructions", prompt.fragment(task)?.trim()),
-        ("language_instructions", prompt.fragment(&instructions)?.trim()),
+        (
+            "language_instructions",
+            prompt.fragment(&instructions)?.trim(),
+        ),
         ("io_instructions", prompt.fragment(io)?.trim()),
         ("starter_code", starter),
     ])

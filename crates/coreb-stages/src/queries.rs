@@ -39,7 +39,11 @@ pub enum QueryType {
 
 impl QueryType {
     /// All types, in index order.
-    pub const ALL: [QueryType; 3] = [QueryType::TitleSearch, QueryType::DescriptionSearch, QueryType::AlgorithmSearch];
+    pub const ALL: [QueryType; 3] = [
+        QueryType::TitleSearch,
+        QueryType::DescriptionSearch,
+        QueryType::AlgorithmSearch,
+    ];
 
     /// The JSON name (`title_search` …).
     pub fn as_str(self) -> &'static str {
@@ -94,7 +98,13 @@ pub struct QueriesConfig {
 
 impl Default for QueriesConfig {
     fn default() -> Self {
-        QueriesConfig { concurrency: 8, similar: 5, similar_words: 60, min_words: 15, max_words: 40 }
+        QueriesConfig {
+            concurrency: 8,
+            similar: 5,
+            similar_words: 60,
+            min_words: 15,
+            max_words: 40,
+        }
     }
 }
 
@@ -118,14 +128,30 @@ pub struct QueriesOutput {
 /// [`Bm25Index`]) over title and statement, the problem's own title and statement as the
 /// query; score descending, ties by problem id. Deterministic.
 pub fn similar_problems(problems: &[RewrittenProblem], k: usize) -> Vec<Vec<usize>> {
-    let texts: Vec<String> = problems.iter().map(|p| format!("{}\n{}", p.title, p.statement)).collect();
-    let index = Bm25Index::build(Bm25Config { stop_words: true, ..Bm25Config::default() }, texts.iter().map(String::as_str));
+    let texts: Vec<String> = problems
+        .iter()
+        .map(|p| format!("{}\n{}", p.title, p.statement))
+        .collect();
+    let index = Bm25Index::build(
+        Bm25Config {
+            stop_words: true,
+            ..Bm25Config::default()
+        },
+        texts.iter().map(String::as_str),
+    );
     texts
         .iter()
         .enumerate()
         .map(|(i, text)| {
-            let mut hits: Vec<(usize, f32)> = index.search(text, problems.len()).into_iter().filter(|&(d, _)| d != i).collect();
-            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| problems[a.0].id.cmp(&problems[b.0].id)));
+            let mut hits: Vec<(usize, f32)> = index
+                .search(text, problems.len())
+                .into_iter()
+                .filter(|&(d, _)| d != i)
+                .collect();
+            hits.sort_by(|a, b| {
+                b.1.total_cmp(&a.1)
+                    .then_with(|| problems[a.0].id.cmp(&problems[b.0].id))
+            });
             hits.into_iter().take(k).map(|(d, _)| d).collect()
         })
         .collect()
@@ -162,8 +188,12 @@ pub fn placeholder_variable(text: &str) -> Option<String> {
         while i < chars.len() && word(chars[i]) {
             i += 1;
         }
-        if i - start == 1 && chars[start].is_alphabetic() && !matches!(chars[start], 'a' | 'A' | 'I') {
-            let lang = matches!(chars[start], 'C' | 'c' | 'F') && matches!(chars.get(i), Some('+' | '#'));
+        if i - start == 1
+            && chars[start].is_alphabetic()
+            && !matches!(chars[start], 'a' | 'A' | 'I')
+        {
+            let lang =
+                matches!(chars[start], 'C' | 'c' | 'F') && matches!(chars.get(i), Some('+' | '#'));
             if !lang {
                 return Some(chars[start].to_string());
             }
@@ -187,7 +217,8 @@ pub fn names_language(text: &str, language: Language) -> bool {
         lower.match_indices(n).any(|(i, _)| {
             let before = lower[..i].chars().next_back();
             let after = lower[i + n.len()..].chars().next();
-            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(|c| c.is_alphanumeric() || c == '+')
+            !before.is_some_and(char::is_alphanumeric)
+                && !after.is_some_and(|c| c.is_alphanumeric() || c == '+')
         })
     })
 }
@@ -202,7 +233,12 @@ fn similar_block(problems: &[RewrittenProblem], similar: &[usize], words: usize)
         let p = &problems[i];
         let all: Vec<&str> = p.statement.split_whitespace().collect();
         let more = if all.len() > words { " …" } else { "" };
-        out.push_str(&format!("{}. {}: {}{more}\n", n + 1, p.title, all[..all.len().min(words)].join(" ")));
+        out.push_str(&format!(
+            "{}. {}: {}{more}\n",
+            n + 1,
+            p.title,
+            all[..all.len().min(words)].join(" ")
+        ));
     }
     out.trim_end().to_owned()
 }
@@ -220,24 +256,56 @@ pub async fn queries(
 ) -> Result<QueriesOutput, LlmStageError> {
     let stage = LlmStage::Queries;
     if config.min_words > config.max_words {
-        return Err(LlmStageError::Config { stage, message: "`min_words` is larger than `max_words`".into() });
+        return Err(LlmStageError::Config {
+            stage,
+            message: "`min_words` is larger than `max_words`".into(),
+        });
     }
     let similar = similar_problems(problems, config.similar);
-    let languages = Language::ALL.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(", ");
+    let languages = Language::ALL
+        .iter()
+        .map(|l| l.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
     let languages = languages.as_str();
-    let work: Vec<(usize, &RewrittenProblem)> = problems.iter().enumerate().filter(|(_, p)| asked.is_none_or(|f| f(&p.id))).collect();
+    let work: Vec<(usize, &RewrittenProblem)> = problems
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| asked.is_none_or(|f| f(&p.id)))
+        .collect();
     let similar = &similar;
     let results = run::ordered(work, config.concurrency, |(i, p)| async move {
         let mut stats = LlmStageStats::default();
         let contrast = similar_block(problems, &similar[i], config.similar_words);
         let messages = prompt
-            .render(&[("title", &p.title), ("statement", &p.statement), ("similar", &contrast), ("languages", languages)])
+            .render(&[
+                ("title", &p.title),
+                ("statement", &p.statement),
+                ("similar", &contrast),
+                ("languages", languages),
+            ])
             .map_err(|source| LlmStageError::Prompt { stage, source })?;
-        let r = run::ask_models(gateway, stage, p.id.as_str(), plan, &messages, prompt, &mut stats, |text| parse(text, config)).await?;
+        let r = run::ask_models(
+            gateway,
+            stage,
+            p.id.as_str(),
+            plan,
+            &messages,
+            prompt,
+            &mut stats,
+            |text| parse(text, config),
+        )
+        .await?;
         Ok::<_, LlmStageError>((p, r, stats))
     })
     .await;
-    let mut out = QueriesOutput { queries: Vec::new(), rejected: Vec::new(), stats: LlmStageStats::default(), dropped_queries: 0, prompt_sha256: prompt.sha256.clone() };
+    let mut out = QueriesOutput {
+        queries: Vec::new(),
+        rejected: Vec::new(),
+        stats: LlmStageStats::default(),
+        dropped_queries: 0,
+        prompt_sha256: prompt.sha256.clone(),
+    };
     for (p, r, stats) in run::settle(results)? {
         out.stats += stats;
         out.stats.items_in += 1;
@@ -246,13 +314,35 @@ pub async fn queries(
                 out.stats.items_out += 1;
                 for (suffix, reason) in parsed.dropped {
                     out.dropped_queries += 1;
-                    out.rejected.push(Rejection { item: format!("{}/{suffix}", p.id), model: model.clone(), key: None, reason });
+                    out.rejected.push(Rejection {
+                        item: format!("{}/{suffix}", p.id),
+                        model: model.clone(),
+                        key: None,
+                        reason,
+                    });
                 }
                 for (t, text, variants) in parsed.kept {
-                    let index = QueryType::ALL.iter().position(|x| *x == t).unwrap_or_default() as u32;
-                    out.queries.push(Query { problem_id: p.id.clone(), index, query_type: t, text, model: model.clone(), language: None });
+                    let index = QueryType::ALL
+                        .iter()
+                        .position(|x| *x == t)
+                        .unwrap_or_default() as u32;
+                    out.queries.push(Query {
+                        problem_id: p.id.clone(),
+                        index,
+                        query_type: t,
+                        text,
+                        model: model.clone(),
+                        language: None,
+                    });
                     for (l, text) in variants {
-                        out.queries.push(Query { problem_id: p.id.clone(), index, query_type: t, text, model: model.clone(), language: Some(l) });
+                        out.queries.push(Query {
+                            problem_id: p.id.clone(),
+                            index,
+                            query_type: t,
+                            text,
+                            model: model.clone(),
+                            language: Some(l),
+                        });
                     }
                 }
             }
@@ -276,7 +366,11 @@ struct Parsed {
 fn check_query(text: &str, seen: &[String], config: &QueriesConfig) -> Option<RejectReason> {
     let words = word_count(text);
     if words < config.min_words || words > config.max_words {
-        return Some(RejectReason::WordCount { words, min: config.min_words, max: Some(config.max_words) });
+        return Some(RejectReason::WordCount {
+            words,
+            min: config.min_words,
+            max: Some(config.max_words),
+        });
     }
     if let Some(variable) = placeholder_variable(text) {
         return Some(RejectReason::PlaceholderVariable { variable });
@@ -288,24 +382,46 @@ fn check_query(text: &str, seen: &[String], config: &QueriesConfig) -> Option<Re
 }
 
 fn clean(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ").trim_matches(|c| c == '"' || c == '`').to_owned()
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_matches(|c| c == '"' || c == '`')
+        .to_owned()
 }
 
 fn parse(text: &str, config: &QueriesConfig) -> Result<Parsed, RejectReason> {
     let v = run::json_answer(text)?;
-    let list = v.get("queries").and_then(|q| q.as_array()).ok_or(RejectReason::MissingField { field: "queries".into() })?;
+    let list = v
+        .get("queries")
+        .and_then(|q| q.as_array())
+        .ok_or(RejectReason::MissingField {
+            field: "queries".into(),
+        })?;
     let mut out = Parsed::default();
     let mut seen: Vec<String> = Vec::new();
     for item in list {
-        let Some(t) = item.get("type").and_then(|t| t.as_str()).and_then(QueryType::parse) else {
-            out.dropped.push(("?".into(), RejectReason::MissingField { field: "type".into() }));
+        let Some(t) = item
+            .get("type")
+            .and_then(|t| t.as_str())
+            .and_then(QueryType::parse)
+        else {
+            out.dropped.push((
+                "?".into(),
+                RejectReason::MissingField {
+                    field: "type".into(),
+                },
+            ));
             continue;
         };
         if out.kept.iter().any(|(k, _, _)| *k == t) {
             out.dropped.push((t.as_str().into(), RejectReason::Repeat));
             continue;
         }
-        let query = clean(item.get("query").and_then(|q| q.as_str()).unwrap_or_default());
+        let query = clean(
+            item.get("query")
+                .and_then(|q| q.as_str())
+                .unwrap_or_default(),
+        );
         if let Some(reason) = check_query(&query, &seen, config) {
             out.dropped.push((t.as_str().into(), reason));
             continue;
@@ -313,12 +429,25 @@ fn parse(text: &str, config: &QueriesConfig) -> Result<Parsed, RejectReason> {
         seen.push(query.clone());
         let mut variants = BTreeMap::new();
         for l in Language::ALL {
-            let Some(raw) = item.get("variants").and_then(|v| v.get(l.as_str())).and_then(|v| v.as_str()) else {
-                out.dropped.push((format!("{}/{l}", t.as_str()), RejectReason::MissingField { field: format!("variants.{l}") }));
+            let Some(raw) = item
+                .get("variants")
+                .and_then(|v| v.get(l.as_str()))
+                .and_then(|v| v.as_str())
+            else {
+                out.dropped.push((
+                    format!("{}/{l}", t.as_str()),
+                    RejectReason::MissingField {
+                        field: format!("variants.{l}"),
+                    },
+                ));
                 continue;
             };
             let variant = clean(raw);
-            let reason = check_query(&variant, &seen, config).or_else(|| (!names_language(&variant, l)).then(|| RejectReason::LanguageNotNamed { language: l.as_str().into() }));
+            let reason = check_query(&variant, &seen, config).or_else(|| {
+                (!names_language(&variant, l)).then(|| RejectReason::LanguageNotNamed {
+                    language: l.as_str().into(),
+                })
+            });
             match reason {
                 Some(reason) => out.dropped.push((format!("{}/{l}", t.as_str()), reason)),
                 None => {
@@ -341,17 +470,40 @@ mod tests {
 
     #[test]
     fn placeholders_are_found_and_languages_and_complexity_are_not() {
-        assert_eq!(placeholder_variable("count pairs among n numbers up to k"), Some("n".into()));
-        assert_eq!(placeholder_variable("a C++ or C# solution that doesn't use I/O tricks, in O(n log n) time"), None);
-        assert_eq!(placeholder_variable("answer t test cases"), Some("t".into()));
-        assert_eq!(placeholder_variable("up to 200000 numbers, each below one billion"), None);
-        assert_eq!(placeholder_variable("in Ruby using gets.to_f and puts"), None);
+        assert_eq!(
+            placeholder_variable("count pairs among n numbers up to k"),
+            Some("n".into())
+        );
+        assert_eq!(
+            placeholder_variable(
+                "a C++ or C# solution that doesn't use I/O tricks, in O(n log n) time"
+            ),
+            None
+        );
+        assert_eq!(
+            placeholder_variable("answer t test cases"),
+            Some("t".into())
+        );
+        assert_eq!(
+            placeholder_variable("up to 200000 numbers, each below one billion"),
+            None
+        );
+        assert_eq!(
+            placeholder_variable("in Ruby using gets.to_f and puts"),
+            None
+        );
     }
 
     #[test]
     fn language_names_are_whole_words() {
-        assert!(names_language("a Go program that reads stdin", Language::Go));
-        assert!(!names_language("a good algorithm to go over the list", Language::Java));
+        assert!(names_language(
+            "a Go program that reads stdin",
+            Language::Go
+        ));
+        assert!(!names_language(
+            "a good algorithm to go over the list",
+            Language::Java
+        ));
         assert!(!names_language("going through the grid", Language::Go));
         assert!(names_language("C++ function", Language::Cpp));
         assert!(!names_language("use c++ here", Language::Go));
@@ -378,7 +530,11 @@ mod tests {
     #[test]
     fn similar_problems_exclude_self_rank_by_bm25_and_break_ties_by_id() {
         let ps = vec![
-            problem("a", "graph", "shortest path in a weighted graph with dijkstra"),
+            problem(
+                "a",
+                "graph",
+                "shortest path in a weighted graph with dijkstra",
+            ),
             problem("b", "path", "shortest path in a grid"),
             problem("c", "strings", "reverse a string of letters"),
             problem("d", "strings too", "reverse a string of letters"),
@@ -389,7 +545,11 @@ mod tests {
         assert!(!s[2].contains(&2) && s[2][0] == 3);
         assert_eq!(s, similar_problems(&ps, 2), "deterministic");
         // Identical texts tie: the lower id comes first.
-        let twins = vec![problem("z", "t", "same words here"), problem("y", "t", "same words here"), problem("x", "t", "same words here")];
+        let twins = vec![
+            problem("z", "t", "same words here"),
+            problem("y", "t", "same words here"),
+            problem("x", "t", "same words here"),
+        ];
         assert_eq!(similar_problems(&twins, 2)[0], [2, 1]);
     }
 
@@ -405,13 +565,35 @@ mod tests {
         ]});
         let p = parse(&answer.to_string(), &cfg).unwrap();
         assert_eq!(p.kept.len(), 1);
-        assert_eq!(p.kept[0].2.keys().copied().collect::<Vec<_>>(), [Language::Python, Language::Cpp, Language::Ruby]);
-        let reasons: Vec<(&str, &str)> = p.dropped.iter().map(|(s, r)| (s.as_str(), r.kind())).collect();
-        assert_eq!(reasons, [("title_search/java", "repeat"), ("title_search/go", "word_count"), ("description_search", "placeholder_variable"), ("algorithm_search", "repeat")]);
+        assert_eq!(
+            p.kept[0].2.keys().copied().collect::<Vec<_>>(),
+            [Language::Python, Language::Cpp, Language::Ruby]
+        );
+        let reasons: Vec<(&str, &str)> = p
+            .dropped
+            .iter()
+            .map(|(s, r)| (s.as_str(), r.kind()))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                ("title_search/java", "repeat"),
+                ("title_search/go", "word_count"),
+                ("description_search", "placeholder_variable"),
+                ("algorithm_search", "repeat")
+            ]
+        );
         let java = serde_json::json!({"queries": [{"type": "title_search", "query": long, "variants": {"java": format!("{long} please")}}]});
         let p = parse(&java.to_string(), &cfg).unwrap();
-        assert!(matches!(&p.dropped[..], [_, _, (s, RejectReason::LanguageNotNamed { .. }), ..] if s == "title_search/java"), "{:?}", p.dropped);
+        assert!(
+            matches!(&p.dropped[..], [_, _, (s, RejectReason::LanguageNotNamed { .. }), ..] if s == "title_search/java"),
+            "{:?}",
+            p.dropped
+        );
         let none = serde_json::json!({"queries": [{"type": "title_search", "query": "sort numbers", "variants": {}}]});
-        assert_eq!(parse(&none.to_string(), &cfg).unwrap_err(), RejectReason::NoQueries);
+        assert_eq!(
+            parse(&none.to_string(), &cfg).unwrap_err(),
+            RejectReason::NoQueries
+        );
     }
 }

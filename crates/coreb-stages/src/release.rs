@@ -18,8 +18,16 @@ use coreb_data::problem::{DateWindow, Platform, ProblemId};
 use coreb_data::qrels::{QrelsOutput, Task, TaskSet};
 
 /// The eight Parquet configs, in card order.
-pub const CONFIGS: [&str; 8] =
-    ["code_corpus", "text_corpus", "text2code_queries", "text2code_qrels", "code2code_queries", "code2code_qrels", "code2text_queries", "code2text_qrels"];
+pub const CONFIGS: [&str; 8] = [
+    "code_corpus",
+    "text_corpus",
+    "text2code_queries",
+    "text2code_qrels",
+    "code2code_queries",
+    "code2code_qrels",
+    "code2text_queries",
+    "code2text_qrels",
+];
 
 /// The columns of each Parquet config with their Hugging Face `dtype`, as the engine writes
 /// them (the card's `dataset_info`; `datasets` checks a loaded table against it).
@@ -34,12 +42,27 @@ pub fn config_features(config: &str) -> &'static [(&'static str, &'static str)] 
         ("source_doc_id", "string"),
         ("num_relevant_docs", "int64"),
     ];
-    const QRELS: &[(&str, &str)] = &[("query_id", "string"), ("doc_id", "string"), ("relevance", "int64")];
+    const QRELS: &[(&str, &str)] = &[
+        ("query_id", "string"),
+        ("doc_id", "string"),
+        ("relevance", "int64"),
+    ];
     match config {
-        "code_corpus" => {
-            &[("code_id", "string"), ("code", "string"), ("language", "string"), ("model", "string"), ("problem_id", "string"), ("solution_id", "string"), ("passed", "bool")]
-        }
-        "text_corpus" => &[("text_id", "string"), ("text", "string"), ("kind", "string"), ("problem_id", "string")],
+        "code_corpus" => &[
+            ("code_id", "string"),
+            ("code", "string"),
+            ("language", "string"),
+            ("model", "string"),
+            ("problem_id", "string"),
+            ("solution_id", "string"),
+            ("passed", "bool"),
+        ],
+        "text_corpus" => &[
+            ("text_id", "string"),
+            ("text", "string"),
+            ("kind", "string"),
+            ("problem_id", "string"),
+        ],
         c if c.ends_with("_queries") => QUERIES,
         c if c.ends_with("_qrels") => QRELS,
         _ => &[],
@@ -48,7 +71,12 @@ pub fn config_features(config: &str) -> &'static [(&'static str, &'static str)] 
 
 /// Rows of each Parquet config of a release.
 fn config_rows(config: &str, out: &QrelsOutput) -> usize {
-    let task = |name: &str| Task::ALL.into_iter().find(|t| t.as_str() == name).and_then(|t| out.tasks.get(&t));
+    let task = |name: &str| {
+        Task::ALL
+            .into_iter()
+            .find(|t| t.as_str() == name)
+            .and_then(|t| out.tasks.get(&t))
+    };
     match config.rsplit_once('_') {
         _ if config == "code_corpus" => out.code_corpus.len(),
         _ if config == "text_corpus" => out.text_corpus.len(),
@@ -136,11 +164,17 @@ pub enum ReleaseError {
 }
 
 /// Refuse a release that shares a problem with an earlier one.
-pub fn check_disjoint(ids: &BTreeSet<ProblemId>, earlier: &[(String, BTreeSet<ProblemId>)]) -> Result<(), ReleaseError> {
+pub fn check_disjoint(
+    ids: &BTreeSet<ProblemId>,
+    earlier: &[(String, BTreeSet<ProblemId>)],
+) -> Result<(), ReleaseError> {
     for (release, theirs) in earlier {
         let shared: Vec<ProblemId> = ids.intersection(theirs).cloned().collect();
         if !shared.is_empty() {
-            return Err(ReleaseError::NotDisjoint { release: release.clone(), ids: shared });
+            return Err(ReleaseError::NotDisjoint {
+                release: release.clone(),
+                ids: shared,
+            });
         }
     }
     Ok(())
@@ -152,10 +186,18 @@ fn corpus_lines(task: Task, out: &QrelsOutput) -> String {
     // BEIR reads `_id`, `title` and `text`; the other fields ride along for breakdowns and
     // gates (and are ignored by `beir` and `mteb`).
     let mut s = String::new();
-    let anchors = if task == Task::Code2Code { out.code2code_unjudged_anchors() } else { BTreeSet::new() };
+    let anchors = if task == Task::Code2Code {
+        out.code2code_unjudged_anchors()
+    } else {
+        BTreeSet::new()
+    };
     match task {
         Task::Text2Code | Task::Code2Code => {
-            for d in out.code_corpus.iter().filter(|d| !anchors.contains(&d.code_id)) {
+            for d in out
+                .code_corpus
+                .iter()
+                .filter(|d| !anchors.contains(&d.code_id))
+            {
                 push_json(
                     &mut s,
                     &serde_json::json!({
@@ -167,7 +209,10 @@ fn corpus_lines(task: Task, out: &QrelsOutput) -> String {
         }
         Task::Code2Text => {
             for d in &out.text_corpus {
-                push_json(&mut s, &serde_json::json!({"_id": d.text_id, "title": "", "text": d.text, "problem_id": d.problem_id, "kind": d.kind}));
+                push_json(
+                    &mut s,
+                    &serde_json::json!({"_id": d.text_id, "title": "", "text": d.text, "problem_id": d.problem_id, "kind": d.kind}),
+                );
             }
         }
     }
@@ -253,9 +298,22 @@ pub fn beir(task: Task, version: &str, out: &QrelsOutput) -> BeirFiles {
     let mut qrels_jsonl = String::new();
     for r in set.qrels.iter().filter(|r| r.relevance.0 >= 2) {
         let _ = writeln!(qrels, "{}\t{}\t{}", r.query_id.0, r.doc_id.0, r.relevance.0);
-        push_json(&mut qrels_jsonl, &QrelRow { query_id: &r.query_id.0, corpus_id: &r.doc_id.0, score: r.relevance.0 });
+        push_json(
+            &mut qrels_jsonl,
+            &QrelRow {
+                query_id: &r.query_id.0,
+                corpus_id: &r.doc_id.0,
+                score: r.relevance.0,
+            },
+        );
     }
-    BeirFiles { corpus: corpus_lines(task, out), queries, qrels, qrels_jsonl, card: task_card(task, version) }
+    BeirFiles {
+        corpus: corpus_lines(task, out),
+        queries,
+        qrels,
+        qrels_jsonl,
+        card: task_card(task, version),
+    }
 }
 
 /// What the dataset card says about the build.
@@ -294,7 +352,10 @@ fn origin_note(w: &coreb_llm::run::WrittenBy) -> String {
     }
     let mut parts = Vec::new();
     for (n, what) in [
-        (w.endpoint, "written by the models named above through their endpoints"),
+        (
+            w.endpoint,
+            "written by the models named above through their endpoints",
+        ),
         (w.authored, "written by hand, offline (no model)"),
         (w.imported, "imported from elsewhere (origin not recorded)"),
     ] {
@@ -302,7 +363,10 @@ fn origin_note(w: &coreb_llm::run::WrittenBy) -> String {
             parts.push(format!("{n} {what}"));
         }
     }
-    format!("of the LLM stages' {total} answers (rewrites, reference solutions, distractors, summaries, queries and solutions), {}", parts.join("; "))
+    format!(
+        "of the LLM stages' {total} answers (rewrites, reference solutions, distractors, summaries, queries and solutions), {}",
+        parts.join("; ")
+    )
 }
 
 /// The dataset card (`README.md`): Hugging Face front matter with the eight configs, then
@@ -319,7 +383,11 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
 
 /// The card's YAML front matter: tags, the eight configs and their features, sizes and rows.
 fn card_front_matter(s: &mut String, info: &CardInfo<'_>, out: &QrelsOutput) {
-    let largest = CONFIGS.iter().map(|c| config_rows(c, out)).max().unwrap_or(0);
+    let largest = CONFIGS
+        .iter()
+        .map(|c| config_rows(c, out))
+        .max()
+        .unwrap_or(0);
     let _ = write!(
         s,
         "---\npretty_name: CoREB {}\nlicense: other\nlicense_name: {LICENSE_NAME}\nlicense_link: LICENSE\n\
@@ -330,8 +398,15 @@ fn card_front_matter(s: &mut String, info: &CardInfo<'_>, out: &QrelsOutput) {
     );
     for c in CONFIGS {
         // `load_dataset(<release>)` with no config name loads the code corpus.
-        let default = if c == CONFIGS[0] { "  default: true\n" } else { "" };
-        let _ = writeln!(s, "- config_name: {c}\n{default}  data_files:\n  - split: test\n    path: {c}.parquet");
+        let default = if c == CONFIGS[0] {
+            "  default: true\n"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            "- config_name: {c}\n{default}  data_files:\n  - split: test\n    path: {c}.parquet"
+        );
     }
     s.push_str("dataset_info:\n");
     for c in CONFIGS {
@@ -340,14 +415,22 @@ fn card_front_matter(s: &mut String, info: &CardInfo<'_>, out: &QrelsOutput) {
             let _ = writeln!(s, "  - name: {name}\n    dtype: {dtype}");
         }
         let bytes = info.config_bytes.get(c).copied().unwrap_or(0);
-        let _ = writeln!(s, "  splits:\n  - name: test\n    num_bytes: {bytes}\n    num_examples: {}", config_rows(c, out));
+        let _ = writeln!(
+            s,
+            "  splits:\n  - name: test\n    num_bytes: {bytes}\n    num_examples: {}",
+            config_rows(c, out)
+        );
     }
     s.push_str("---\n\n");
 }
 
 /// The card's title, what the release is and how relevance is graded.
 fn card_intro(s: &mut String, info: &CardInfo<'_>) {
-    let window = format!("{} … {}", info.window.start.as_deref().unwrap_or("(open)"), info.window.end.as_deref().unwrap_or("(open)"));
+    let window = format!(
+        "{} … {}",
+        info.window.start.as_deref().unwrap_or("(open)"),
+        info.window.end.as_deref().unwrap_or("(open)")
+    );
     let _ = writeln!(s, "# CoREB release `{}`\n", info.version);
     let _ = writeln!(
         s,
@@ -356,7 +439,15 @@ fn card_intro(s: &mut String, info: &CardInfo<'_>) {
          counterfactually, solved by {} in five languages and judged by execution.\n",
         info.tool_version,
         info.problems,
-        if info.models.is_empty() { "no model".to_owned() } else { info.models.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ") }
+        if info.models.is_empty() {
+            "no model".to_owned()
+        } else {
+            info.models
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
     );
     s.push_str(
         "## Relevance\n\n2 = positive (a passing solution, or a true description of the problem), 1 = hard \
@@ -378,47 +469,83 @@ fn card_intro(s: &mut String, info: &CardInfo<'_>) {
 fn card_corpora(s: &mut String, out: &QrelsOutput) {
     s.push_str("## Corpora\n\n| corpus | documents | passing | failing |\n|---|---:|---:|---:|\n");
     let passing = out.code_corpus.iter().filter(|d| d.passed).count();
-    let _ = writeln!(s, "| code_corpus | {} | {passing} | {} |", out.code_corpus.len(), out.code_corpus.len() - passing);
+    let _ = writeln!(
+        s,
+        "| code_corpus | {} | {passing} | {} |",
+        out.code_corpus.len(),
+        out.code_corpus.len() - passing
+    );
     let _ = writeln!(s, "| text_corpus | {} | | |", out.text_corpus.len());
-    let _ = writeln!(s, "| code2code candidates | {} | | |\n", out.code_corpus.len() - out.code2code_unjudged_anchors().len());
+    let _ = writeln!(
+        s,
+        "| code2code candidates | {} | | |\n",
+        out.code_corpus.len() - out.code2code_unjudged_anchors().len()
+    );
 
     let mut by_lang: BTreeMap<&str, usize> = BTreeMap::new();
     for d in &out.code_corpus {
         *by_lang.entry(d.language.as_str()).or_default() += 1;
     }
     s.push_str("Code documents per language: ");
-    s.push_str(&by_lang.iter().map(|(l, n)| format!("{l} {n}")).collect::<Vec<_>>().join(", "));
+    s.push_str(
+        &by_lang
+            .iter()
+            .map(|(l, n)| format!("{l} {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
     s.push_str(".\n\n## Queries\n\n| task | subtask | language | queries | qrels (rel 2) | qrels (rel 1) | mean relevant docs |\n|---|---|---|---:|---:|---:|---:|\n");
 }
 
 /// The card's queries per task, subtask and language, and their distribution over tasks.
 fn card_queries(s: &mut String, out: &QrelsOutput) {
     for task in Task::ALL {
-        let Some(set) = out.tasks.get(&task) else { continue };
+        let Some(set) = out.tasks.get(&task) else {
+            continue;
+        };
         let mut groups: BTreeMap<(&str, &str), (usize, usize, usize, usize)> = BTreeMap::new();
         let mut of_query: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
         for q in &set.queries {
-            let g = groups.entry((q.subtask.as_str(), q.language_constraint.as_str())).or_default();
+            let g = groups
+                .entry((q.subtask.as_str(), q.language_constraint.as_str()))
+                .or_default();
             g.0 += 1;
             g.3 += q.num_relevant_docs;
-            of_query.insert(q.query_id.0.as_str(), (q.subtask.as_str(), q.language_constraint.as_str()));
+            of_query.insert(
+                q.query_id.0.as_str(),
+                (q.subtask.as_str(), q.language_constraint.as_str()),
+            );
         }
         for r in &set.qrels {
             if let Some(key) = of_query.get(r.query_id.0.as_str())
                 && let Some(g) = groups.get_mut(key)
             {
-                if r.relevance.0 >= 2 { g.1 += 1 } else { g.2 += 1 }
+                if r.relevance.0 >= 2 {
+                    g.1 += 1
+                } else {
+                    g.2 += 1
+                }
             }
         }
         for ((subtask, lang), (n, pos, neg, rel)) in groups {
-            let _ = writeln!(s, "| {} | {subtask} | {lang} | {n} | {pos} | {neg} | {:.2} |", task.as_str(), rel as f64 / n.max(1) as f64);
+            let _ = writeln!(
+                s,
+                "| {} | {subtask} | {lang} | {n} | {pos} | {neg} | {:.2} |",
+                task.as_str(),
+                rel as f64 / n.max(1) as f64
+            );
         }
     }
     s.push_str("\n## Query distribution\n\n| task | queries | share |\n|---|---:|---:|\n");
     let total: usize = out.tasks.values().map(|t| t.queries.len()).sum();
     for task in Task::ALL {
         let n = out.tasks.get(&task).map_or(0, |t| t.queries.len());
-        let _ = writeln!(s, "| {} | {n} | {:.1}% |", task.as_str(), 100.0 * n as f64 / total.max(1) as f64);
+        let _ = writeln!(
+            s,
+            "| {} | {n} | {:.1}% |",
+            task.as_str(),
+            100.0 * n as f64 / total.max(1) as f64
+        );
     }
 }
 
@@ -460,9 +587,17 @@ fn card_layout_and_terms(s: &mut String, info: &CardInfo<'_>) {
          statements and everything rewritten from them stay subject to those platforms' terms. Who wrote \
          the rewritten statements, summaries, distractors, queries and solutions is under Content origin \
          below; what a model wrote stays under its provider's terms. Use for evaluation and research.",
-        if platforms.is_empty() { "no platform".to_owned() } else { platforms.join(", ") }
+        if platforms.is_empty() {
+            "no platform".to_owned()
+        } else {
+            platforms.join(", ")
+        }
     );
-    let _ = writeln!(s, "\n## Content origin\n\nAs the response store records it (MANIFEST `counts.llm_answers_written_by`), {}.", origin_note(&info.written_by));
+    let _ = writeln!(
+        s,
+        "\n## Content origin\n\nAs the response store records it (MANIFEST `counts.llm_answers_written_by`), {}.",
+        origin_note(&info.written_by)
+    );
 }
 
 #[cfg(test)]
@@ -480,16 +615,43 @@ mod tests {
             statement: "S".into(),
             canonical: "C".into(),
             distractors: vec!["D1".into(), "D2".into(), "D3".into(), "D4".into()],
-            search_queries: vec![SearchQuery { index: 0, text: "q".into(), language: None }],
+            search_queries: vec![SearchQuery {
+                index: 0,
+                text: "q".into(),
+                language: None,
+            }],
         }];
-        let solutions: Vec<JudgedSolution> = [(Language::Python, true), (Language::Cpp, true), (Language::Go, false)]
-            .into_iter()
-            .map(|(l, passed)| {
-                let solution = Solution { id: SolutionId::new(&pid, "m", l, 0), problem_id: pid.clone(), model: "m".into(), language: l, sample: 0, code: format!("code in {l}") };
-                JudgedSolution { solution, passed }
-            })
-            .collect();
-        qrels(&QrelsConfig { profile, ..QrelsConfig::default() }, "v202503", &Roles { anchor: "m".into(), target: "m".into() }, &problems, &solutions)
+        let solutions: Vec<JudgedSolution> = [
+            (Language::Python, true),
+            (Language::Cpp, true),
+            (Language::Go, false),
+        ]
+        .into_iter()
+        .map(|(l, passed)| {
+            let solution = Solution {
+                id: SolutionId::new(&pid, "m", l, 0),
+                problem_id: pid.clone(),
+                model: "m".into(),
+                language: l,
+                sample: 0,
+                code: format!("code in {l}"),
+            };
+            JudgedSolution { solution, passed }
+        })
+        .collect();
+        qrels(
+            &QrelsConfig {
+                profile,
+                ..QrelsConfig::default()
+            },
+            "v202503",
+            &Roles {
+                anchor: "m".into(),
+                target: "m".into(),
+            },
+            &problems,
+            &solutions,
+        )
     }
 
     fn output() -> QrelsOutput {
@@ -500,35 +662,83 @@ mod tests {
     fn beir_files_parse_back() {
         let out = output();
         let files = beir(Task::Text2Code, "v202503", &out);
-        let corpus: Vec<serde_json::Value> = files.corpus.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let corpus: Vec<serde_json::Value> = files
+            .corpus
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(corpus.len(), 3);
         assert_eq!(corpus[0]["_id"], "code_v202503_lcb_1_m_cpp_0");
-        let queries: Vec<serde_json::Value> = files.queries.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let queries: Vec<serde_json::Value> = files
+            .queries
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(queries.len(), out.tasks[&Task::Text2Code].queries.len());
         let mut lines = files.qrels.lines();
         assert_eq!(lines.next(), Some("query-id\tcorpus-id\tscore"));
         let rows: Vec<Vec<&str>> = lines.map(|l| l.split('\t').collect()).collect();
-        assert!(rows.iter().all(|f| f.len() == 3 && f[2] == "2"), "positives only: {rows:?}");
-        let jsonl: Vec<serde_json::Value> = files.qrels_jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert!(
+            rows.iter().all(|f| f.len() == 3 && f[2] == "2"),
+            "positives only: {rows:?}"
+        );
+        let jsonl: Vec<serde_json::Value> = files
+            .qrels_jsonl
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(jsonl.len(), rows.len());
-        assert_eq!((jsonl[0]["query-id"].as_str(), jsonl[0]["corpus-id"].as_str(), jsonl[0]["score"].as_i64()), (Some(rows[0][0]), Some(rows[0][1]), Some(2)));
-        assert!(files.card.contains("config_name: corpus") && files.card.contains("path: qrels/test.jsonl"));
+        assert_eq!(
+            (
+                jsonl[0]["query-id"].as_str(),
+                jsonl[0]["corpus-id"].as_str(),
+                jsonl[0]["score"].as_i64()
+            ),
+            (Some(rows[0][0]), Some(rows[0][1]), Some(2))
+        );
+        assert!(
+            files.card.contains("config_name: corpus")
+                && files.card.contains("path: qrels/test.jsonl")
+        );
         let graded = &out.tasks[&Task::Text2Code].qrels;
-        assert_eq!(rows.len(), graded.iter().filter(|r| r.relevance.0 == 2).count());
-        assert!(graded.iter().any(|r| r.relevance.0 == 1), "the hard negatives stay in the Parquet qrels");
+        assert_eq!(
+            rows.len(),
+            graded.iter().filter(|r| r.relevance.0 == 2).count()
+        );
+        assert!(
+            graded.iter().any(|r| r.relevance.0 == 1),
+            "the hard negatives stay in the Parquet qrels"
+        );
         let c2t = beir(Task::Code2Text, "v202503", &out);
-        assert_eq!(c2t.corpus.lines().count(), 5, "full and four distractors: the series' summaries are queries, not documents");
+        assert_eq!(
+            c2t.corpus.lines().count(),
+            5,
+            "full and four distractors: the series' summaries are queries, not documents"
+        );
         // The series' code2code with one model: only `cross_lang`, the cpp → python pair; cpp,
         // an anchor no query judges, leaves the corpus; queries name their own document.
         let c2c = beir(Task::Code2Code, "v202503", &out);
         assert_eq!(c2c.corpus.lines().count(), 2);
         assert!(!c2c.corpus.contains("code_v202503_lcb_1_m_cpp_0"));
-        assert!(c2c.queries.lines().all(|q| serde_json::from_str::<serde_json::Value>(q).unwrap()["source_doc_id"].is_string()));
+        assert!(c2c.queries.lines().all(|q| {
+            serde_json::from_str::<serde_json::Value>(q).unwrap()["source_doc_id"].is_string()
+        }));
         // coreb's profile: the anchors are never judged, and the corpus leaves them out.
         let old = output_of(Profile::Coreb);
-        assert_eq!(beir(Task::Code2Text, "v202503", &old).corpus.lines().count(), 6, "full, canonical and four distractors");
+        assert_eq!(
+            beir(Task::Code2Text, "v202503", &old)
+                .corpus
+                .lines()
+                .count(),
+            6,
+            "full, canonical and four distractors"
+        );
         let c2c = beir(Task::Code2Code, "v202503", &old);
-        let ids: Vec<serde_json::Value> = c2c.corpus.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["_id"].clone()).collect();
+        let ids: Vec<serde_json::Value> = c2c
+            .corpus
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["_id"].clone())
+            .collect();
         assert_eq!(ids.len(), 2);
         for q in c2c.queries.lines() {
             let q: serde_json::Value = serde_json::from_str(q).unwrap();
@@ -547,33 +757,80 @@ mod tests {
             problems: 1,
             tool_version: "0.1.0",
             platforms: vec![Platform::Atcoder],
-            written_by: coreb_llm::run::WrittenBy { endpoint: 0, authored: 3, imported: 0 },
+            written_by: coreb_llm::run::WrittenBy {
+                endpoint: 0,
+                authored: 3,
+                imported: 0,
+            },
             config_bytes: [("code_corpus", 1234)].into_iter().collect(),
         };
         let card = dataset_card(&info, &out);
-        assert!(card.contains("  - name: test\n    num_bytes: 1234\n    num_examples:"), "{card}");
+        assert!(
+            card.contains("  - name: test\n    num_bytes: 1234\n    num_examples:"),
+            "{card}"
+        );
         assert!(card.starts_with("---\n"));
-        assert_eq!(card.matches("config_name:").count(), 16, "8 configs and their dataset_info");
-        for key in ["pretty_name: CoREB v202503\n", "license_name: coreb-release-terms\n", "license_link: LICENSE\n", "- n<1K\n", "  default: true\n"] {
+        assert_eq!(
+            card.matches("config_name:").count(),
+            16,
+            "8 configs and their dataset_info"
+        );
+        for key in [
+            "pretty_name: CoREB v202503\n",
+            "license_name: coreb-release-terms\n",
+            "license_link: LICENSE\n",
+            "- n<1K\n",
+            "  default: true\n",
+        ] {
             assert!(card.contains(key), "{key}: {card}");
         }
-        assert!(card.contains("AtCoder (https://atcoder.jp/tos)") && !card.contains("LeetCode"), "{card}");
+        assert!(
+            card.contains("AtCoder (https://atcoder.jp/tos)") && !card.contains("LeetCode"),
+            "{card}"
+        );
         let license = license_text(&info);
-        assert!(license.contains("AtCoder: https://atcoder.jp/tos") && license.contains("   - m\n"), "{license}");
+        assert!(
+            license.contains("AtCoder: https://atcoder.jp/tos") && license.contains("   - m\n"),
+            "{license}"
+        );
         assert!(card.contains("| code_corpus | 3 | 2 | 1 |"), "{card}");
         assert!(card.contains("| code2code candidates | 2 | | |"), "{card}");
         assert!(card.contains("2025-01-01 … 2025-03-31"));
-        assert!(card.contains("all 3 of the LLM stages' answers") && card.contains("written by hand") && !card.contains("generated by the models"), "{card}");
-        let mixed = origin_note(&coreb_llm::run::WrittenBy { endpoint: 5, authored: 0, imported: 2 });
-        assert!(mixed.contains("5 written by the models") && mixed.contains("2 imported") && !mixed.contains("by hand"), "{mixed}");
+        assert!(
+            card.contains("all 3 of the LLM stages' answers")
+                && card.contains("written by hand")
+                && !card.contains("generated by the models"),
+            "{card}"
+        );
+        let mixed = origin_note(&coreb_llm::run::WrittenBy {
+            endpoint: 5,
+            authored: 0,
+            imported: 2,
+        });
+        assert!(
+            mixed.contains("5 written by the models")
+                && mixed.contains("2 imported")
+                && !mixed.contains("by hand"),
+            "{mixed}"
+        );
     }
 
     #[test]
     fn disjointness() {
-        let ids: BTreeSet<ProblemId> = [ProblemId::from_question_id("1"), ProblemId::from_question_id("2")].into();
-        let earlier = vec![("v202501".to_owned(), [ProblemId::from_question_id("3")].into())];
+        let ids: BTreeSet<ProblemId> = [
+            ProblemId::from_question_id("1"),
+            ProblemId::from_question_id("2"),
+        ]
+        .into();
+        let earlier = vec![(
+            "v202501".to_owned(),
+            [ProblemId::from_question_id("3")].into(),
+        )];
         assert_eq!(check_disjoint(&ids, &earlier), Ok(()));
-        let earlier = vec![("v202502".to_owned(), [ProblemId::from_question_id("2")].into())];
+        let earlier = vec![(
+            "v202502".to_owned(),
+            [ProblemId::from_question_id("2")].into(),
+        )];
         let err = check_disjoint(&ids, &earlier).unwrap_err();
         assert!(err.to_string().contains("v202502") && err.to_string().contains("lcb_2"));
     }

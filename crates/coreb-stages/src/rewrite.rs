@@ -49,7 +49,11 @@ pub struct RewriteConfig {
 
 impl Default for RewriteConfig {
     fn default() -> Self {
-        RewriteConfig { concurrency: 8, test_batch_size: 8, max_test_chars: 2_000 }
+        RewriteConfig {
+            concurrency: 8,
+            test_batch_size: 8,
+            max_test_chars: 2_000,
+        }
     }
 }
 
@@ -78,12 +82,36 @@ pub struct RewriteStats<L = LlmStageStats> {
 impl<L> RewriteStats<L> {
     /// The same counts with the answers' counted as `f` counts them.
     pub fn map_llm<M>(self, f: impl FnOnce(L) -> M) -> RewriteStats<M> {
-        let RewriteStats { llm, tests_kept, tests_kept_long, tests_model, tests_bijection, references, references_missing } = self;
-        RewriteStats { llm: f(llm), tests_kept, tests_kept_long, tests_model, tests_bijection, references, references_missing }
+        let RewriteStats {
+            llm,
+            tests_kept,
+            tests_kept_long,
+            tests_model,
+            tests_bijection,
+            references,
+            references_missing,
+        } = self;
+        RewriteStats {
+            llm: f(llm),
+            tests_kept,
+            tests_kept_long,
+            tests_model,
+            tests_bijection,
+            references,
+            references_missing,
+        }
     }
 }
 
-coreb_base::add_assign_fields!(RewriteStats { llm, tests_kept, tests_kept_long, tests_model, tests_bijection, references, references_missing });
+coreb_base::add_assign_fields!(RewriteStats {
+    llm,
+    tests_kept,
+    tests_kept_long,
+    tests_model,
+    tests_bijection,
+    references,
+    references_missing
+});
 
 /// What `rewrite` returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -128,7 +156,12 @@ impl RewritePlans {
 
     /// Every plan the same (tests, benchmarks).
     pub fn all(plan: ModelPlan) -> Self {
-        RewritePlans { rewrite: plan.clone(), tests: plan.clone(), reference: plan.clone(), adapt_reference: plan }
+        RewritePlans {
+            rewrite: plan.clone(),
+            tests: plan.clone(),
+            reference: plan.clone(),
+            adapt_reference: plan,
+        }
     }
 }
 
@@ -148,7 +181,12 @@ pub struct RewritePrompts<'a> {
 impl<'a> RewritePrompts<'a> {
     /// The rewrite stage's prompts among a build's.
     pub fn of(prompts: &'a coreb_llm::prompt::Prompts) -> Self {
-        RewritePrompts { rewrite: &prompts.rewrite, tests: &prompts.rewrite_tests, reference: &prompts.reference, adapt_reference: &prompts.adapt_reference }
+        RewritePrompts {
+            rewrite: &prompts.rewrite,
+            tests: &prompts.rewrite_tests,
+            reference: &prompts.reference,
+            adapt_reference: &prompts.adapt_reference,
+        }
     }
 }
 
@@ -161,7 +199,10 @@ pub async fn rewrite(
     gateway: &dyn LlmGateway,
 ) -> Result<RewriteOutput, LlmStageError> {
     let n = problems.len() as u64;
-    let results = run::ordered(problems, config.concurrency, |p| rewrite_one(config, plans, prompts, p, gateway)).await;
+    let results = run::ordered(problems, config.concurrency, |p| {
+        rewrite_one(config, plans, prompts, p, gateway)
+    })
+    .await;
     let mut out = RewriteOutput {
         problems: Vec::new(),
         rejected: Vec::new(),
@@ -186,25 +227,57 @@ pub async fn rewrite(
     Ok(out)
 }
 
-type One = (Result<RewrittenProblem, Vec<Rejection>>, RewriteStats, Vec<Rejection>);
+type One = (
+    Result<RewrittenProblem, Vec<Rejection>>,
+    RewriteStats,
+    Vec<Rejection>,
+);
 
-async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompts: &RewritePrompts<'_>, problem: Problem, gateway: &dyn LlmGateway) -> Result<One, LlmStageError> {
+async fn rewrite_one(
+    config: &RewriteConfig,
+    plans: &RewritePlans,
+    prompts: &RewritePrompts<'_>,
+    problem: Problem,
+    gateway: &dyn LlmGateway,
+) -> Result<One, LlmStageError> {
     let (prompt, tests_prompt) = (prompts.rewrite, prompts.tests);
     let mut stats = RewriteStats::default();
     let stage = LlmStage::Rewrite;
-    let starter = if problem.starter_code.trim().is_empty() { "(none)" } else { problem.starter_code.as_str() };
+    let starter = if problem.starter_code.trim().is_empty() {
+        "(none)"
+    } else {
+        problem.starter_code.as_str()
+    };
     let messages = prompt
-        .render(&[("question_title", &problem.question_title), ("question_content", &problem.question_content), ("starter_code", starter)])
+        .render(&[
+            ("question_title", &problem.question_title),
+            ("question_content", &problem.question_content),
+            ("starter_code", starter),
+        ])
         .map_err(|source| LlmStageError::Prompt { stage, source })?;
     let has_starter = !problem.starter_code.trim().is_empty();
-    let parsed = run::ask_models(gateway, stage, problem.id.as_str(), &plans.rewrite, &messages, prompt, &mut stats.llm, |text| parse_rewrite(text, &problem, has_starter)).await?;
+    let parsed = run::ask_models(
+        gateway,
+        stage,
+        problem.id.as_str(),
+        &plans.rewrite,
+        &messages,
+        prompt,
+        &mut stats.llm,
+        |text| parse_rewrite(text, &problem, has_starter),
+    )
+    .await?;
     let ((title, statement, starter_code, func_name), model) = match parsed {
         Ok(v) => v,
         Err(rejections) => return Ok((Err(rejections), stats, Vec::new())),
     };
 
     // Tests: classify, then rewrite the ones that need the model in batches.
-    let all: Vec<&TestCase> = problem.public_tests.iter().chain(&problem.private_tests).collect();
+    let all: Vec<&TestCase> = problem
+        .public_tests
+        .iter()
+        .chain(&problem.private_tests)
+        .collect();
     let mut new_tests: Vec<Option<TestCase>> = vec![None; all.len()];
     let mut origins = vec![TestOrigin::Kept; all.len()];
     let mut for_model = Vec::new();
@@ -228,10 +301,22 @@ async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompts: &Rew
             origins[i] = TestOrigin::Model;
         }
     }
-    let batches: Vec<Vec<usize>> = for_model.chunks(config.test_batch_size.max(1)).map(<[usize]>::to_vec).collect();
+    let batches: Vec<Vec<usize>> = for_model
+        .chunks(config.test_batch_size.max(1))
+        .map(<[usize]>::to_vec)
+        .collect();
     let futures = batches.iter().enumerate().map(|(b, idx)| {
         let tests: Vec<&TestCase> = idx.iter().map(|&i| all[i]).collect();
-        rewrite_batch(plans, tests_prompt, &problem, &statement, b, idx, tests, gateway)
+        rewrite_batch(
+            plans,
+            tests_prompt,
+            &problem,
+            &statement,
+            b,
+            idx,
+            tests,
+            gateway,
+        )
     });
     let results = futures_util::future::join_all(futures).await;
     for (idx, (result, llm)) in batches.iter().zip(run::settle(results)?) {
@@ -248,7 +333,17 @@ async fn rewrite_one(config: &RewriteConfig, plans: &RewritePlans, prompts: &Rew
     }
     let mut failures = Vec::new();
     let reference = if origins.iter().any(|o| o.rewritten()) {
-        let asked = ask_reference(plans, prompts, &problem, &statement, &starter_code, &model, gateway, &mut stats.llm).await?;
+        let asked = ask_reference(
+            plans,
+            prompts,
+            &problem,
+            &statement,
+            &starter_code,
+            &model,
+            gateway,
+            &mut stats.llm,
+        )
+        .await?;
         match asked {
             Ok(r) => {
                 stats.references += 1;
@@ -300,25 +395,70 @@ async fn ask_reference(
     let item = format!("{}/reference", problem.id);
     let code = |text: &str| {
         let code = extract_code(text);
-        if code.trim().is_empty() { Err(RejectReason::NoCode) } else { Ok(code) }
+        if code.trim().is_empty() {
+            Err(RejectReason::NoCode)
+        } else {
+            Ok(code)
+        }
     };
     let prompt = prompts.reference;
     let prompt_err = |stage| move |source| LlmStageError::Prompt { stage, source };
-    let fragment = |name: &str| prompt.fragment(name).map(str::trim).map_err(prompt_err(LlmStage::Reference));
-    let functional = problem.func_name.is_some() || problem.public_tests.iter().chain(&problem.private_tests).any(|t| t.testtype == coreb_data::problem::TestType::Functional);
-    let task = fragment(if functional { "task_solution" } else { "task_program" })?;
+    let fragment = |name: &str| {
+        prompt
+            .fragment(name)
+            .map(str::trim)
+            .map_err(prompt_err(LlmStage::Reference))
+    };
+    let functional = problem.func_name.is_some()
+        || problem
+            .public_tests
+            .iter()
+            .chain(&problem.private_tests)
+            .any(|t| t.testtype == coreb_data::problem::TestType::Functional);
+    let task = fragment(if functional {
+        "task_solution"
+    } else {
+        "task_program"
+    })?;
     let none = fragment("starter_none")?;
-    let original_starter = if problem.starter_code.trim().is_empty() { none } else { problem.starter_code.as_str() };
+    let original_starter = if problem.starter_code.trim().is_empty() {
+        none
+    } else {
+        problem.starter_code.as_str()
+    };
     let messages = prompt
-        .render(&[("title", &problem.question_title), ("statement", &problem.question_content), ("task_instructions", task), ("starter_code", original_starter)])
+        .render(&[
+            ("title", &problem.question_title),
+            ("statement", &problem.question_content),
+            ("task_instructions", task),
+            ("starter_code", original_starter),
+        ])
         .map_err(prompt_err(LlmStage::Reference))?;
-    let plan = ModelPlan { models: vec![model.to_owned()], ..plans.reference.clone() };
-    let original = match run::ask_models(gateway, LlmStage::Reference, &item, &plan, &messages, prompt, stats, code).await? {
+    let plan = ModelPlan {
+        models: vec![model.to_owned()],
+        ..plans.reference.clone()
+    };
+    let original = match run::ask_models(
+        gateway,
+        LlmStage::Reference,
+        &item,
+        &plan,
+        &messages,
+        prompt,
+        stats,
+        code,
+    )
+    .await?
+    {
         Ok((code, _)) => code,
         Err(rejections) => return Ok(Err(rejections)),
     };
     let prompt = prompts.adapt_reference;
-    let starter = if starter_code.trim().is_empty() { none } else { starter_code };
+    let starter = if starter_code.trim().is_empty() {
+        none
+    } else {
+        starter_code
+    };
     let messages = prompt
         .render(&[
             ("original_statement", &problem.question_content),
@@ -328,11 +468,31 @@ async fn ask_reference(
             ("reference", &original),
         ])
         .map_err(prompt_err(LlmStage::AdaptReference))?;
-    let plan = ModelPlan { models: vec![model.to_owned()], ..plans.adapt_reference.clone() };
-    Ok(match run::ask_models(gateway, LlmStage::AdaptReference, &item, &plan, &messages, prompt, stats, code).await? {
-        Ok((adapted, _)) => Ok(Reference { model: model.to_owned(), original, adapted }),
-        Err(rejections) => Err(rejections),
-    })
+    let plan = ModelPlan {
+        models: vec![model.to_owned()],
+        ..plans.adapt_reference.clone()
+    };
+    Ok(
+        match run::ask_models(
+            gateway,
+            LlmStage::AdaptReference,
+            &item,
+            &plan,
+            &messages,
+            prompt,
+            stats,
+            code,
+        )
+        .await?
+        {
+            Ok((adapted, _)) => Ok(Reference {
+                model: model.to_owned(),
+                original,
+                adapted,
+            }),
+            Err(rejections) => Err(rejections),
+        },
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -348,26 +508,54 @@ async fn rewrite_batch(
 ) -> Result<(Result<Vec<TestCase>, Vec<Rejection>>, LlmStageStats), LlmStageError> {
     let stage = LlmStage::RewriteTests;
     let mut stats = LlmStageStats::default();
-    let wire: Vec<serde_json::Value> = tests.iter().map(|t| serde_json::json!({"input": t.input, "output": t.output})).collect();
+    let wire: Vec<serde_json::Value> = tests
+        .iter()
+        .map(|t| serde_json::json!({"input": t.input, "output": t.output}))
+        .collect();
     let tests_json = serde_json::to_string_pretty(&wire).unwrap_or_default();
     let count = tests.len().to_string();
     let messages = prompt
-        .render(&[("original_statement", &problem.question_content), ("statement", statement), ("tests_json", &tests_json), ("count", &count)])
+        .render(&[
+            ("original_statement", &problem.question_content),
+            ("statement", statement),
+            ("tests_json", &tests_json),
+            ("count", &count),
+        ])
         .map_err(|source| LlmStageError::Prompt { stage, source })?;
     let item = format!("{}/tests/{batch}", problem.id);
-    let parsed = run::ask_models(gateway, stage, &item, &plans.tests, &messages, prompt, &mut stats, |text| parse_tests(text, indices, &tests)).await?;
+    let parsed = run::ask_models(
+        gateway,
+        stage,
+        &item,
+        &plans.tests,
+        &messages,
+        prompt,
+        &mut stats,
+        |text| parse_tests(text, indices, &tests),
+    )
+    .await?;
     Ok((parsed.map(|(t, _)| t), stats))
 }
 
-fn parse_rewrite(text: &str, problem: &Problem, has_starter: bool) -> Result<(String, String, String, Option<String>), RejectReason> {
+fn parse_rewrite(
+    text: &str,
+    problem: &Problem,
+    has_starter: bool,
+) -> Result<(String, String, String, Option<String>), RejectReason> {
     let v = run::json_answer(text)?;
     let title = run::json_text(&v, "title", false, true)?;
     let statement = run::json_text(&v, "statement", false, true)?;
     let starter_code = run::json_text(&v, "starter_code", !has_starter, false)?;
     if normalise(&statement) == normalise(&problem.question_content) {
-        return Err(RejectReason::Unchanged { field: "statement".into() });
+        return Err(RejectReason::Unchanged {
+            field: "statement".into(),
+        });
     }
-    let starter_code = if has_starter { format!("{}\n", starter_code.trim_end()) } else { String::new() };
+    let starter_code = if has_starter {
+        format!("{}\n", starter_code.trim_end())
+    } else {
+        String::new()
+    };
     let func_name = match &problem.func_name {
         Some(_) => Some(method_name(&starter_code).ok_or(RejectReason::NoMethod)?),
         None => None,
@@ -376,11 +564,24 @@ fn parse_rewrite(text: &str, problem: &Problem, has_starter: bool) -> Result<(St
     Ok((title, statement, starter_code, func_name))
 }
 
-fn parse_tests(text: &str, indices: &[usize], sent: &[&TestCase]) -> Result<Vec<TestCase>, RejectReason> {
+fn parse_tests(
+    text: &str,
+    indices: &[usize],
+    sent: &[&TestCase],
+) -> Result<Vec<TestCase>, RejectReason> {
     let v = run::json_answer(text)?;
-    let list = v.get("tests").and_then(|t| t.as_array()).or_else(|| v.as_array()).ok_or(RejectReason::MissingField { field: "tests".into() })?;
+    let list = v
+        .get("tests")
+        .and_then(|t| t.as_array())
+        .or_else(|| v.as_array())
+        .ok_or(RejectReason::MissingField {
+            field: "tests".into(),
+        })?;
     if list.len() != sent.len() {
-        return Err(RejectReason::TestCount { expected: sent.len(), got: list.len() });
+        return Err(RejectReason::TestCount {
+            expected: sent.len(),
+            got: list.len(),
+        });
     }
     let mut out = Vec::with_capacity(list.len());
     for ((item, original), &index) in list.iter().zip(sent).zip(indices) {
@@ -389,14 +590,29 @@ fn parse_tests(text: &str, indices: &[usize], sent: &[&TestCase]) -> Result<Vec<
                 Some(serde_json::Value::String(s)) => Ok(s.clone()),
                 // Models sometimes unquote a JSON value; keep its compact text.
                 Some(other) if !other.is_null() => Ok(other.to_string()),
-                _ => Err(RejectReason::MissingField { field: format!("tests[{}].{name}", out.len()) }),
+                _ => Err(RejectReason::MissingField {
+                    field: format!("tests[{}].{name}", out.len()),
+                }),
             }
         };
-        let test = TestCase { input: field("input")?, output: field("output")?, testtype: original.testtype };
-        for (what, new, old) in [("input", &test.input, &original.input), ("output", &test.output, &original.output)] {
-            let (a, b) = (new.trim_end().lines().count(), old.trim_end().lines().count());
+        let test = TestCase {
+            input: field("input")?,
+            output: field("output")?,
+            testtype: original.testtype,
+        };
+        for (what, new, old) in [
+            ("input", &test.input, &original.input),
+            ("output", &test.output, &original.output),
+        ] {
+            let (a, b) = (
+                new.trim_end().lines().count(),
+                old.trim_end().lines().count(),
+            );
             if a != b {
-                return Err(RejectReason::TestShape { test: index, detail: format!("{what} has {a} lines, the original {b}") });
+                return Err(RejectReason::TestShape {
+                    test: index,
+                    detail: format!("{what} has {a} lines, the original {b}"),
+                });
             }
         }
         out.push(test);
@@ -412,20 +628,46 @@ fn normalise(s: &str) -> String {
 /// the judge's driver converts each argument by them ([`crate::signature`]). An original
 /// without a usable signature (a stdin problem, or one `filter` would reject) is not checked.
 fn same_signature_types(original: &str, rewritten: &str) -> Result<(), RejectReason> {
-    let Ok(before) = coreb_judge::signature::parse(original) else { return Ok(()) };
-    let after = coreb_judge::signature::parse(rewritten).map_err(|e| RejectReason::SignatureChanged { detail: e.to_string() })?;
-    let types = |s: &coreb_judge::signature::Signature| s.params.iter().map(|p| p.ty.to_string()).collect::<Vec<_>>().join(", ");
+    let Ok(before) = coreb_judge::signature::parse(original) else {
+        return Ok(());
+    };
+    let after =
+        coreb_judge::signature::parse(rewritten).map_err(|e| RejectReason::SignatureChanged {
+            detail: e.to_string(),
+        })?;
+    let types = |s: &coreb_judge::signature::Signature| {
+        s.params
+            .iter()
+            .map(|p| p.ty.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     if types(&before) != types(&after) || before.returns != after.returns {
-        return Err(RejectReason::SignatureChanged { detail: format!("({}) -> {} became ({}) -> {}", types(&before), before.returns, types(&after), after.returns) });
+        return Err(RejectReason::SignatureChanged {
+            detail: format!(
+                "({}) -> {} became ({}) -> {}",
+                types(&before),
+                before.returns,
+                types(&after),
+                after.returns
+            ),
+        });
     }
     Ok(())
 }
 
 /// The first method of a starter class (`def name(self, …)`), or the first function.
 pub fn method_name(starter_code: &str) -> Option<String> {
-    static METHOD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*self\b").expect("method regex"));
-    static FUNC: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(").expect("function regex"));
-    METHOD.captures(starter_code).or_else(|| FUNC.captures(starter_code)).map(|c| c[1].to_owned())
+    static METHOD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*self\b").expect("method regex")
+    });
+    static FUNC: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(").expect("function regex")
+    });
+    METHOD
+        .captures(starter_code)
+        .or_else(|| FUNC.captures(starter_code))
+        .map(|c| c[1].to_owned())
 }
 
 const KEYWORDS: &[&str] = &[
@@ -470,17 +712,25 @@ const GRID: &str = ".#*@+-|/\\_=<>^~?!";
 /// JSON punctuation (`[]{},:"`) separates tokens, so `[1,2,3]` and `true` qualify but
 /// `"abc"` does not.
 pub fn is_context_independent(text: &str) -> bool {
-    static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$").expect("number regex"));
+    static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$").expect("number regex")
+    });
     text.split(|c: char| c.is_whitespace() || "[]{},:\"'()".contains(c))
         .filter(|t| !t.is_empty())
-        .all(|t| NUMBER.is_match(t) || KEYWORDS.contains(&t) || t.strip_prefix('-').is_some_and(|k| KEYWORDS.contains(&k)) || t.chars().all(|c| GRID.contains(c)))
+        .all(|t| {
+            NUMBER.is_match(t)
+                || KEYWORDS.contains(&t)
+                || t.strip_prefix('-').is_some_and(|k| KEYWORDS.contains(&k))
+                || t.chars().all(|c| GRID.contains(c))
+        })
 }
 
 /// The letter permutation of a problem: a Fisher–Yates shuffle of `a..z` driven by
 /// splitmix64 seeded with the first 8 bytes of sha256(problem id).
 pub fn letter_bijection(problem_id: &str) -> [u8; 26] {
     let digest = coreb_base::hashing::sha256_hex(problem_id.as_bytes());
-    let mut rng = coreb_base::seeded::SplitMix64::new(u64::from_str_radix(&digest[..16], 16).unwrap_or(0));
+    let mut rng =
+        coreb_base::seeded::SplitMix64::new(u64::from_str_radix(&digest[..16], 16).unwrap_or(0));
     let mut next = || rng.next_u64();
     let mut perm: [u8; 26] = std::array::from_fn(|i| b'a' + i as u8);
     for i in (1..26).rev() {
@@ -496,12 +746,22 @@ pub fn letter_bijection(problem_id: &str) -> [u8; 26] {
 /// output alike. (Keeping keywords everywhere broke a test whose data held `no` while the
 /// output, mapped, was derived from it.)
 pub fn biject_test(t: &TestCase, perm: &[u8; 26]) -> TestCase {
-    let keep: Vec<String> = letter_runs(&t.output).into_iter().filter(|r| KEYWORDS.contains(&r.as_str())).collect();
-    TestCase { input: apply_bijection_keeping(&t.input, perm, &keep), output: apply_bijection_keeping(&t.output, perm, &keep), testtype: t.testtype }
+    let keep: Vec<String> = letter_runs(&t.output)
+        .into_iter()
+        .filter(|r| KEYWORDS.contains(&r.as_str()))
+        .collect();
+    TestCase {
+        input: apply_bijection_keeping(&t.input, perm, &keep),
+        output: apply_bijection_keeping(&t.output, perm, &keep),
+        testtype: t.testtype,
+    }
 }
 
 fn letter_runs(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_ascii_alphabetic()).filter(|r| !r.is_empty()).map(str::to_owned).collect()
+    text.split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Map every ASCII letter through `perm` (case kept), except in runs that are keywords.
@@ -521,7 +781,11 @@ pub fn apply_bijection_keeping(text: &str, perm: &[u8; 26], keep: &[String]) -> 
             out.extend(run.chars().map(|c| {
                 let lower = c.to_ascii_lowercase();
                 let mapped = perm[(lower as u8 - b'a') as usize] as char;
-                if c.is_ascii_uppercase() { mapped.to_ascii_uppercase() } else { mapped }
+                if c.is_ascii_uppercase() {
+                    mapped.to_ascii_uppercase()
+                } else {
+                    mapped
+                }
             }));
         }
         run.clear();
@@ -545,7 +809,17 @@ mod tests {
 
     #[test]
     fn context_independence() {
-        for yes in ["3\n1 2 3\n", "Yes", "-1", "[1,2,3]\n[[0,1],[2]]", "true", "#.#\n..*", "1.5e-3 inf", "IMPOSSIBLE", "-inf"] {
+        for yes in [
+            "3\n1 2 3\n",
+            "Yes",
+            "-1",
+            "[1,2,3]\n[[0,1],[2]]",
+            "true",
+            "#.#\n..*",
+            "1.5e-3 inf",
+            "IMPOSSIBLE",
+            "-inf",
+        ] {
             assert!(is_context_independent(yes), "{yes:?}");
         }
         for no in ["\"abc\"", "Alice", "3\nabc", "apple 3"] {
@@ -572,13 +846,21 @@ mod tests {
     fn bijected_tests_map_keywords_consistently() {
         let p = letter_bijection("lcb_1");
         // `no` is data here: mapped in the input as the output's words are.
-        let t = TestCase { input: "\"no\"\n\"on\"".into(), output: "\"on\"".into(), testtype: coreb_data::problem::TestType::Functional };
+        let t = TestCase {
+            input: "\"no\"\n\"on\"".into(),
+            output: "\"on\"".into(),
+            testtype: coreb_data::problem::TestType::Functional,
+        };
         let b = biject_test(&t, &p);
         let image = |w: &str| apply_bijection_keeping(w, &p, &[]);
         assert_eq!(b.input, format!("\"{}\"\n\"{}\"", image("no"), image("on")));
         assert_eq!(b.output, format!("\"{}\"", image("on")));
         // A verdict keyword in the output stays, in the input too.
-        let t = TestCase { input: "abc Yes".into(), output: "Yes".into(), testtype: coreb_data::problem::TestType::Stdin };
+        let t = TestCase {
+            input: "abc Yes".into(),
+            output: "Yes".into(),
+            testtype: coreb_data::problem::TestType::Stdin,
+        };
         let b = biject_test(&t, &p);
         assert_eq!(b.output, "Yes");
         assert_eq!(b.input, format!("{} Yes", image("abc")));
@@ -588,7 +870,11 @@ mod tests {
     struct Canned(fn(&coreb_llm::ChatRequest) -> String);
 
     impl coreb_llm::LlmGateway for Canned {
-        fn complete<'a>(&'a self, request: &'a coreb_llm::ChatRequest) -> futures_util::future::BoxFuture<'a, Result<coreb_llm::Completion, coreb_llm::LlmError>> {
+        fn complete<'a>(
+            &'a self,
+            request: &'a coreb_llm::ChatRequest,
+        ) -> futures_util::future::BoxFuture<'a, Result<coreb_llm::Completion, coreb_llm::LlmError>>
+        {
             let text = (self.0)(request);
             Box::pin(async move {
                 Ok(coreb_llm::Completion {
@@ -605,9 +891,16 @@ mod tests {
 
     #[tokio::test]
     async fn long_tests_use_the_bijection_only_when_the_output_needs_it() {
-        let prompts = coreb_llm::prompt::Prompts::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts")).unwrap();
+        let prompts = coreb_llm::prompt::Prompts::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"),
+        )
+        .unwrap();
         let long_word = "apple".repeat(500);
-        let test = |i: &str, o: &str| TestCase { input: i.into(), output: o.into(), testtype: coreb_data::problem::TestType::Functional };
+        let test = |i: &str, o: &str| TestCase {
+            input: i.into(),
+            output: o.into(),
+            testtype: coreb_data::problem::TestType::Functional,
+        };
         let problem = Problem {
             id: ProblemId::from_question_id("9"),
             question_title: "apples".into(),
@@ -616,14 +909,19 @@ mod tests {
             question_id: "9".into(),
             contest_id: "w1".into(),
             contest_date: "2025-01-01T00:00:00".into(),
-            starter_code: "class Solution:\n    def reverseWord(self, s: str) -> str:\n        ".into(),
+            starter_code: "class Solution:\n    def reverseWord(self, s: str) -> str:\n        "
+                .into(),
             difficulty: "easy".into(),
-            public_tests: vec![test(&format!("\"{long_word}\""), &format!("\"{long_word}\"")), test(&format!("\"{long_word}\""), "2500")],
+            public_tests: vec![
+                test(&format!("\"{long_word}\""), &format!("\"{long_word}\"")),
+                test(&format!("\"{long_word}\""), "2500"),
+            ],
             private_tests: vec![test("[1,2]", "true")],
             func_name: Some("reverseWord".into()),
             metadata: "{}".into(),
         };
-        let gateway = Canned(|r| match r.stage {
+        let gateway = Canned(|r| {
+            match r.stage {
             LlmStage::Rewrite => {
                 r#"{"title": "Crates", "statement": "**Flip** the crate label.", "starter_code": "class Solution:\n    def flipLabel(self, label: str) -> str:\n        "}"#.into()
             }
@@ -639,40 +937,97 @@ mod tests {
                 "```python\nprint('adapted')\n```".into()
             }
             other => panic!("no test may reach the model ({other})"),
+        }
         });
         let plan = ModelPlan::single("m", Default::default());
-        let out = rewrite(&RewriteConfig::default(), &RewritePlans::all(plan), &RewritePrompts::of(&prompts), vec![problem.clone()], &gateway).await.unwrap();
+        let out = rewrite(
+            &RewriteConfig::default(),
+            &RewritePlans::all(plan),
+            &RewritePrompts::of(&prompts),
+            vec![problem.clone()],
+            &gateway,
+        )
+        .await
+        .unwrap();
         let p = &out.problems[0];
         assert_eq!(p.statement, "Flip the crate label.");
         assert_eq!(p.func_name.as_deref(), Some("flipLabel"));
-        assert_eq!(p.test_origins, [TestOrigin::Bijection, TestOrigin::KeptLong, TestOrigin::Kept]);
+        assert_eq!(
+            p.test_origins,
+            [
+                TestOrigin::Bijection,
+                TestOrigin::KeptLong,
+                TestOrigin::Kept
+            ]
+        );
         let perm = letter_bijection("lcb_9");
-        assert_eq!(p.public_tests[0], biject_test(&problem.public_tests[0], &perm));
+        assert_eq!(
+            p.public_tests[0],
+            biject_test(&problem.public_tests[0], &perm)
+        );
         assert_ne!(p.public_tests[0].input, problem.public_tests[0].input);
         assert_eq!(p.public_tests[1], problem.public_tests[1]);
         assert_eq!(p.private_tests, problem.private_tests);
-        assert_eq!((out.stats.tests_bijection, out.stats.tests_kept_long, out.stats.tests_kept), (1, 1, 1));
-        let reference = p.reference.as_ref().expect("a rewritten test brings a reference");
-        assert_eq!((reference.model.as_str(), reference.original.as_str(), reference.adapted.as_str()), ("m", "print('original')\n", "print('adapted')\n"));
+        assert_eq!(
+            (
+                out.stats.tests_bijection,
+                out.stats.tests_kept_long,
+                out.stats.tests_kept
+            ),
+            (1, 1, 1)
+        );
+        let reference = p
+            .reference
+            .as_ref()
+            .expect("a rewritten test brings a reference");
+        assert_eq!(
+            (
+                reference.model.as_str(),
+                reference.original.as_str(),
+                reference.adapted.as_str()
+            ),
+            ("m", "print('original')\n", "print('adapted')\n")
+        );
         assert_eq!((out.stats.references, out.stats.references_missing), (1, 0));
     }
 
     #[test]
     fn a_rewritten_starter_keeps_the_signature_types() {
-        let original = "class Solution:\n    def countWays(self, nums: List[int], k: int) -> int:\n";
-        assert_eq!(same_signature_types(original, "class Solution:\n    def countCrates(self, crates: List[int], limit: int) -> int:\n"), Ok(()));
+        let original =
+            "class Solution:\n    def countWays(self, nums: List[int], k: int) -> int:\n";
         assert_eq!(
-            same_signature_types(original, "class Solution:\n    def countCrates(self, crates: List[str], limit: int) -> int:\n"),
-            Err(RejectReason::SignatureChanged { detail: "(List[int], int) -> int became (List[str], int) -> int".into() })
+            same_signature_types(
+                original,
+                "class Solution:\n    def countCrates(self, crates: List[int], limit: int) -> int:\n"
+            ),
+            Ok(())
         );
-        assert!(matches!(same_signature_types(original, "class Solution:\n    def countCrates(self, crates, limit):\n"), Err(RejectReason::SignatureChanged { .. })));
+        assert_eq!(
+            same_signature_types(
+                original,
+                "class Solution:\n    def countCrates(self, crates: List[str], limit: int) -> int:\n"
+            ),
+            Err(RejectReason::SignatureChanged {
+                detail: "(List[int], int) -> int became (List[str], int) -> int".into()
+            })
+        );
+        assert!(matches!(
+            same_signature_types(
+                original,
+                "class Solution:\n    def countCrates(self, crates, limit):\n"
+            ),
+            Err(RejectReason::SignatureChanged { .. })
+        ));
         // Nothing to keep: a stdin problem.
         assert_eq!(same_signature_types("", ""), Ok(()));
     }
 
     #[test]
     fn method_names() {
-        assert_eq!(method_name("class Solution:\n    def countWays(self, n: int) -> int:\n"), Some("countWays".into()));
+        assert_eq!(
+            method_name("class Solution:\n    def countWays(self, n: int) -> int:\n"),
+            Some("countWays".into())
+        );
         assert_eq!(method_name(""), None);
     }
 }

@@ -60,8 +60,14 @@ pub fn trec_eval(args: &TrecEvalArgs) -> Result<String, CommandError> {
     opts.level = args.level;
     opts.max_retrieved = args.max_retrieved;
     opts.complete = args.complete;
-    let qrels = Qrels::read(&args.qrels).map_err(|source| CommandError::Qrels { path: args.qrels.clone(), source })?;
-    let run = Run::read(&args.run).map_err(|source| CommandError::Run { path: args.run.clone(), source })?;
+    let qrels = Qrels::read(&args.qrels).map_err(|source| CommandError::Qrels {
+        path: args.qrels.clone(),
+        source,
+    })?;
+    let run = Run::read(&args.run).map_err(|source| CommandError::Run {
+        path: args.run.clone(),
+        source,
+    })?;
     let report = evaluate(&qrels, &run, &opts)?;
     Ok(report.to_text(args.per_query))
 }
@@ -69,7 +75,15 @@ pub fn trec_eval(args: &TrecEvalArgs) -> Result<String, CommandError> {
 /// Parses trec_eval's own command line (`-q`, `-c`, `-M N`/`-MN`, `-l N`/`-lN`,
 /// `-m M`/`-mM`, then the qrels and run paths); `Err` holds the message for a usage error.
 pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<TrecEvalArgs, String> {
-    let mut out = TrecEvalArgs { per_query: false, complete: false, max_retrieved: None, level: 1, measures: Vec::new(), qrels: PathBuf::new(), run: PathBuf::new() };
+    let mut out = TrecEvalArgs {
+        per_query: false,
+        complete: false,
+        max_retrieved: None,
+        level: 1,
+        measures: Vec::new(),
+        qrels: PathBuf::new(),
+        run: PathBuf::new(),
+    };
     let mut paths = Vec::new();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -80,8 +94,13 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<TrecEvalArg
         let mut chars = flag.chars();
         let name = chars.next().map(String::from).unwrap_or_default();
         let inline = chars.as_str();
-        let mut value =
-            |what: &str| -> Result<String, String> { if inline.is_empty() { args.next().ok_or_else(|| format!("-{name} needs {what}")) } else { Ok(inline.to_owned()) } };
+        let mut value = |what: &str| -> Result<String, String> {
+            if inline.is_empty() {
+                args.next().ok_or_else(|| format!("-{name} needs {what}"))
+            } else {
+                Ok(inline.to_owned())
+            }
+        };
         match name.as_str() {
             "q" if inline.is_empty() => out.per_query = true,
             "c" if inline.is_empty() => out.complete = true,
@@ -91,14 +110,20 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<TrecEvalArg
             _ => return Err(format!("unknown option `{arg}`")),
         }
     }
-    let [qrels, run] = <[PathBuf; 2]>::try_from(paths).map_err(|p| format!("expected a qrels file and a run file, got {} paths", p.len()))?;
+    let [qrels, run] = <[PathBuf; 2]>::try_from(paths).map_err(|p| {
+        format!(
+            "expected a qrels file and a run file, got {} paths",
+            p.len()
+        )
+    })?;
     out.qrels = qrels;
     out.run = run;
     Ok(out)
 }
 
 fn parse_number<T: std::str::FromStr>(text: &str, flag: &str) -> Result<T, String> {
-    text.parse().map_err(|_| format!("-{flag}: `{text}` is not a number"))
+    text.parse()
+        .map_err(|_| format!("-{flag}: `{text}` is not a number"))
 }
 
 #[cfg(test)]
@@ -113,20 +138,43 @@ mod tests {
 
     #[test]
     fn parses_trec_eval_flags_joined_and_separate() {
-        let a = parse(&["-q", "-c", "-M100", "-l", "2", "-m", "all_trec", "-mrelstring.20", "qrels", "run"]).unwrap();
+        let a = parse(&[
+            "-q",
+            "-c",
+            "-M100",
+            "-l",
+            "2",
+            "-m",
+            "all_trec",
+            "-mrelstring.20",
+            "qrels",
+            "run",
+        ])
+        .unwrap();
         assert!(a.per_query && a.complete);
         assert_eq!(a.max_retrieved, Some(100));
         assert_eq!(a.level, 2);
         assert_eq!(a.measures, ["all_trec", "relstring.20"]);
-        assert_eq!((a.qrels.as_path(), a.run.as_path()), (Path::new("qrels"), Path::new("run")));
+        assert_eq!(
+            (a.qrels.as_path(), a.run.as_path()),
+            (Path::new("qrels"), Path::new("run"))
+        );
     }
 
     #[test]
     fn usage_errors_say_what_is_wrong() {
         assert!(parse(&["qrels"]).unwrap_err().contains("got 1 paths"));
         assert!(parse(&["-x", "qrels", "run"]).unwrap_err().contains("`-x`"));
-        assert!(parse(&["-M", "ten", "qrels", "run"]).unwrap_err().contains("`ten` is not a number"));
-        assert!(parse(&["qrels", "run", "-m"]).unwrap_err().contains("-m needs a measure"));
+        assert!(
+            parse(&["-M", "ten", "qrels", "run"])
+                .unwrap_err()
+                .contains("`ten` is not a number")
+        );
+        assert!(
+            parse(&["qrels", "run", "-m"])
+                .unwrap_err()
+                .contains("-m needs a measure")
+        );
     }
 
     #[test]
@@ -134,10 +182,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("qrels"), "1 0 a 1\n1 0 b\n").unwrap();
         std::fs::write(dir.path().join("run"), "1 Q0 a 1 2.0 r\n").unwrap();
-        let args = parse_args([dir.path().join("qrels"), dir.path().join("run")].map(|p| p.display().to_string())).unwrap();
+        let args = parse_args(
+            [dir.path().join("qrels"), dir.path().join("run")].map(|p| p.display().to_string()),
+        )
+        .unwrap();
         let err = trec_eval(&args).unwrap_err();
         assert!(matches!(err, CommandError::Qrels { .. }), "{err:?}");
         let source = std::error::Error::source(&err).unwrap().to_string();
-        assert!(source.contains("qrels:2") && source.contains("malformed"), "{source}");
+        assert!(
+            source.contains("qrels:2") && source.contains("malformed"),
+            "{source}"
+        );
     }
 }

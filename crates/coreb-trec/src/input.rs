@@ -26,7 +26,11 @@ impl std::hash::Hasher for Fnv {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
         for &b in bytes {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0000_0100_0000_01b3);
@@ -51,7 +55,10 @@ pub struct QueryQrels {
 impl QueryQrels {
     /// The relevance of `doc`, if judged.
     pub fn relevance(&self, doc: &str) -> Option<Relevance> {
-        self.judged.binary_search_by(|(d, _)| d.as_str().cmp(doc)).ok().map(|i| self.judged[i].1)
+        self.judged
+            .binary_search_by(|(d, _)| d.as_str().cmp(doc))
+            .ok()
+            .map(|i| self.judged[i].1)
     }
 }
 
@@ -72,10 +79,16 @@ impl Qrels {
     {
         let mut queries: BTreeMap<String, Vec<(String, Relevance, usize)>> = BTreeMap::new();
         for (n, (q, d, r)) in triples.into_iter().enumerate() {
-            queries.entry(q.into()).or_default().push((d.into(), r, n + 1));
+            queries
+                .entry(q.into())
+                .or_default()
+                .push((d.into(), r, n + 1));
         }
         let path = Path::new("<memory>");
-        let queries = queries.into_iter().map(|(qid, rows)| finish_query(qid, rows, |n| n, path)).collect::<Result<_, _>>()?;
+        let queries = queries
+            .into_iter()
+            .map(|(qid, rows)| finish_query(qid, rows, |n| n, path))
+            .collect::<Result<_, _>>()?;
         Ok(Qrels { queries })
     }
 
@@ -83,7 +96,10 @@ impl Qrels {
     /// in parallel.
     pub fn parse(text: &str, path: &Path) -> Result<Qrels, EvalError> {
         let chunks = line_chunks(text, rayon::current_num_threads() * 4);
-        let parsed: Vec<Result<QrelsGroups<'_>, ChunkError>> = chunks.par_iter().map(|(base, chunk)| parse_qrels_chunk(chunk, *base)).collect();
+        let parsed: Vec<Result<QrelsGroups<'_>, ChunkError>> = chunks
+            .par_iter()
+            .map(|(base, chunk)| parse_qrels_chunk(chunk, *base))
+            .collect();
         let mut queries: BTreeMap<&str, Vec<(&str, Relevance, usize)>> = BTreeMap::new();
         for groups in parsed {
             let groups = groups.map_err(|e| malformed(path, line_of(text, e.offset), &e.why))?;
@@ -91,9 +107,13 @@ impl Qrels {
                 queries.entry(qid).or_default().append(&mut rows);
             }
         }
-        let finished: Vec<Result<(String, QueryQrels), EvalError>> =
-            queries.into_par_iter().map(|(qid, rows)| finish_query(qid, rows, |offset| line_of(text, offset), path)).collect();
-        Ok(Qrels { queries: finished.into_iter().collect::<Result<_, _>>()? })
+        let finished: Vec<Result<(String, QueryQrels), EvalError>> = queries
+            .into_par_iter()
+            .map(|(qid, rows)| finish_query(qid, rows, |offset| line_of(text, offset), path))
+            .collect();
+        Ok(Qrels {
+            queries: finished.into_iter().collect::<Result<_, _>>()?,
+        })
     }
 
     /// Read and parse a qrels file.
@@ -134,7 +154,10 @@ fn parse_qrels_chunk(chunk: &str, base: usize) -> Result<QrelsGroups<'_>, ChunkE
             (Some(doc), Some(rel), None, None) => (doc, rel),
             _ => return Err(ChunkError { offset: base + offset, why: "expected 4 fields `qid iter docno rel` (or BEIR's 3, `query-id corpus-id score`)".into() }),
         };
-        let rel: Relevance = rel.parse().map_err(|_| ChunkError { offset: base + offset, why: format!("relevance `{rel}` is not an integer") })?;
+        let rel: Relevance = rel.parse().map_err(|_| ChunkError {
+            offset: base + offset,
+            why: format!("relevance `{rel}` is not an integer"),
+        })?;
         // Lines of one query are usually consecutive: a new group only when the query changes.
         match groups.last_mut() {
             Some((q, rows)) if *q == qid => rows.push((doc, rel, base + offset)),
@@ -146,7 +169,12 @@ fn parse_qrels_chunk(chunk: &str, base: usize) -> Result<QrelsGroups<'_>, ChunkE
 
 /// Sort one query's judgements by doc id and reject a repeated doc; `line` turns a row's
 /// position into the line number errors name.
-fn finish_query<S: AsRef<str>>(qid: S, mut rows: Vec<(S, Relevance, usize)>, line: impl Fn(usize) -> usize, path: &Path) -> Result<(String, QueryQrels), EvalError> {
+fn finish_query<S: AsRef<str>>(
+    qid: S,
+    mut rows: Vec<(S, Relevance, usize)>,
+    line: impl Fn(usize) -> usize,
+    path: &Path,
+) -> Result<(String, QueryQrels), EvalError> {
     rows.sort_unstable_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()).then(a.2.cmp(&b.2)));
     if let Some(w) = rows.windows(2).find(|w| w[0].0.as_ref() == w[1].0.as_ref()) {
         return Err(EvalError::DuplicateDoc {
@@ -157,7 +185,10 @@ fn finish_query<S: AsRef<str>>(qid: S, mut rows: Vec<(S, Relevance, usize)>, lin
             doc: w[1].0.as_ref().to_owned(),
         });
     }
-    let judged = rows.into_iter().map(|(d, r, _)| (d.as_ref().to_owned(), r)).collect();
+    let judged = rows
+        .into_iter()
+        .map(|(d, r, _)| (d.as_ref().to_owned(), r))
+        .collect();
     Ok((qid.as_ref().to_owned(), QueryQrels { judged }))
 }
 
@@ -173,7 +204,8 @@ fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
         if offset >= text.len() {
             return None;
         }
-        let end = memchr::memchr(b'\n', &text.as_bytes()[offset..]).map_or(text.len(), |i| offset + i);
+        let end =
+            memchr::memchr(b'\n', &text.as_bytes()[offset..]).map_or(text.len(), |i| offset + i);
         let line = (offset, &text[offset..end]);
         offset = end + 1;
         Some(line)
@@ -181,7 +213,11 @@ fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 }
 
 fn malformed(path: &Path, line: usize, why: &str) -> EvalError {
-    EvalError::Malformed { path: path.to_owned(), line, why: why.to_owned() }
+    EvalError::Malformed {
+        path: path.to_owned(),
+        line,
+        why: why.to_owned(),
+    }
 }
 
 /// One retrieved document of a query: a span of the run's text arena and a score.
@@ -243,7 +279,11 @@ impl Arena {
 pub(crate) fn descending_key(x: f64) -> u64 {
     let x = if x == 0.0 { 0.0 } else { x };
     let bits = x.to_bits();
-    let ascending = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+    let ascending = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    };
     !ascending
 }
 
@@ -288,7 +328,9 @@ impl<'a> Iterator for Fields<'a> {
 /// 15 digits (`[+-]?d*[.d*]`): the digits as an integer, exactly representable, divided by an
 /// exact power of ten, which IEEE division rounds correctly, so the result is the same double.
 fn parse_score(s: &str) -> Option<f64> {
-    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
     let b = s.as_bytes();
     let (negative, digits) = match b.first() {
         Some(b'-') => (true, &b[1..]),
@@ -318,7 +360,10 @@ fn parse_score(s: &str) -> Option<f64> {
 }
 
 /// Parse one chunk of whole lines; `base` is the chunk's offset in the arena.
-fn parse_chunk<'a>(chunk: &'a str, base: usize) -> Result<(ChunkQueries<'a>, Option<&'a str>), ChunkError> {
+fn parse_chunk<'a>(
+    chunk: &'a str,
+    base: usize,
+) -> Result<(ChunkQueries<'a>, Option<&'a str>), ChunkError> {
     let mut out: ChunkQueries<'a> = Vec::new();
     let mut index: HashMap<&'a str, usize, FnvBuild> = HashMap::default();
     let mut last_tag = None;
@@ -329,13 +374,25 @@ fn parse_chunk<'a>(chunk: &'a str, base: usize) -> Result<(ChunkQueries<'a>, Opt
         if qid.starts_with('#') {
             continue;
         }
-        let (Some(_iter), Some(doc), Some(_rank), Some(score), Some(tag)) = (f.next(), f.next(), f.next(), f.next(), f.next()) else {
-            return Err(ChunkError { offset: line_offset, why: "expected 6 fields `qid Q0 docno rank score run_id`".into() });
+        let (Some(_iter), Some(doc), Some(_rank), Some(score), Some(tag)) =
+            (f.next(), f.next(), f.next(), f.next(), f.next())
+        else {
+            return Err(ChunkError {
+                offset: line_offset,
+                why: "expected 6 fields `qid Q0 docno rank score run_id`".into(),
+            });
         };
-        let score = parse_score(score).ok_or_else(|| ChunkError { offset: line_offset, why: format!("score `{score}` is not a number") })?;
+        let score = parse_score(score).ok_or_else(|| ChunkError {
+            offset: line_offset,
+            why: format!("score `{score}` is not a number"),
+        })?;
         last_tag = Some(tag);
         let start = base + line_start + (doc.as_ptr() as usize - line.as_ptr() as usize);
-        let entry = RunEntry { start: start as u32, len: doc.len() as u32, score };
+        let entry = RunEntry {
+            start: start as u32,
+            len: doc.len() as u32,
+            score,
+        };
         // Lines of one query are usually consecutive: check the last query first.
         match out.last_mut() {
             Some((q, v)) if *q == qid => v.push(entry),
@@ -370,7 +427,10 @@ fn line_chunks(text: &str, n: usize) -> Vec<(usize, &str)> {
 impl Run {
     /// An empty run named `run_id`.
     pub fn new(run_id: impl Into<String>) -> Run {
-        Run { run_id: run_id.into(), ..Run::default() }
+        Run {
+            run_id: run_id.into(),
+            ..Run::default()
+        }
     }
 
     /// The document id of an entry.
@@ -380,7 +440,11 @@ impl Run {
 
     /// Add one scored document; duplicates are detected by [`Run::check_duplicates`].
     pub fn push(&mut self, query: &str, doc: &str, score: f64) {
-        let entry = RunEntry { start: self.arena.as_str().len() as u32, len: doc.len() as u32, score };
+        let entry = RunEntry {
+            start: self.arena.as_str().len() as u32,
+            len: doc.len() as u32,
+            score,
+        };
         self.arena.push_str(doc);
         match self.queries.get_mut(query) {
             Some(v) => v.push(entry),
@@ -403,10 +467,17 @@ impl Run {
     fn parse_arena(arena: Arena, path: &Path) -> Result<Run, EvalError> {
         let text = arena.as_str();
         if text.len() >= u32::MAX as usize {
-            return Err(malformed(path, 0, "run files of 4 GiB or more are not supported"));
+            return Err(malformed(
+                path,
+                0,
+                "run files of 4 GiB or more are not supported",
+            ));
         }
         let chunks = line_chunks(text, rayon::current_num_threads() * 4);
-        let parsed: Vec<Result<(ChunkQueries<'_>, Option<&str>), ChunkError>> = chunks.par_iter().map(|(base, chunk)| parse_chunk(chunk, *base)).collect();
+        let parsed: Vec<Result<(ChunkQueries<'_>, Option<&str>), ChunkError>> = chunks
+            .par_iter()
+            .map(|(base, chunk)| parse_chunk(chunk, *base))
+            .collect();
         let mut order: Vec<(String, Vec<RunEntry>)> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut run_id = String::new();
@@ -430,7 +501,11 @@ impl Run {
                 }
             }
         }
-        let run = Run { run_id, queries: order.into_iter().collect(), arena };
+        let run = Run {
+            run_id,
+            queries: order.into_iter().collect(),
+            arena,
+        };
         if let Some((qid, doc)) = run.first_duplicate() {
             // Split as the parser split them, so the lines found are the ones it read.
             let lines: Vec<usize> = lines(run.arena.as_str())
@@ -462,10 +537,19 @@ impl Run {
         // Populated: the file is read whole anyway, and one call beats a fault per page.
         // SAFETY: the map is read-only and lives as long as the run; a run file changed
         // while it is evaluated is outside what this reader promises.
-        let map = unsafe { memmap2::MmapOptions::new().populate().map(file.file()) }
-            .map_err(|e| EvalError::Io(std::io::Error::new(e.kind(), format!("mapping `{}`: {e}", path.display()))))?;
+        let map =
+            unsafe { memmap2::MmapOptions::new().populate().map(file.file()) }.map_err(|e| {
+                EvalError::Io(std::io::Error::new(
+                    e.kind(),
+                    format!("mapping `{}`: {e}", path.display()),
+                ))
+            })?;
         if let Err(e) = std::str::from_utf8(&map) {
-            let line = map[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+            let line = map[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
             return Err(malformed(path, line, "not UTF-8"));
         }
         Run::parse_arena(Arena::Mapped(std::sync::Arc::new(map)), path)
@@ -477,8 +561,15 @@ impl Run {
             .queries
             .par_iter()
             .map(|(qid, entries)| {
-                let mut seen: std::collections::HashSet<&str, FnvBuild> = std::collections::HashSet::with_capacity_and_hasher(entries.len(), FnvBuild::default());
-                entries.iter().find(|e| !seen.insert(self.doc(e))).map(|e| (qid.clone(), self.doc(e).to_owned()))
+                let mut seen: std::collections::HashSet<&str, FnvBuild> =
+                    std::collections::HashSet::with_capacity_and_hasher(
+                        entries.len(),
+                        FnvBuild::default(),
+                    );
+                entries
+                    .iter()
+                    .find(|e| !seen.insert(self.doc(e)))
+                    .map(|e| (qid.clone(), self.doc(e).to_owned()))
             })
             .collect();
         found.into_iter().flatten().next()
@@ -488,7 +579,13 @@ impl Run {
     pub fn check_duplicates(&self) -> Result<(), EvalError> {
         match self.first_duplicate() {
             None => Ok(()),
-            Some((query, doc)) => Err(EvalError::DuplicateDoc { path: PathBuf::from("<memory>"), line: 0, first_line: 0, query, doc }),
+            Some((query, doc)) => Err(EvalError::DuplicateDoc {
+                path: PathBuf::from("<memory>"),
+                line: 0,
+                first_line: 0,
+                query,
+                doc,
+            }),
         }
     }
 
@@ -503,7 +600,11 @@ impl Run {
     /// Sort entries into trec_eval rank order. Scores are sorted as integer keys (fast), and only
     /// groups of tied scores compare document ids.
     pub fn sort_ranked(&self, v: &mut [RunEntry]) {
-        let mut keys: Vec<(u64, u32)> = v.iter().enumerate().map(|(i, e)| (descending_key(e.score), i as u32)).collect();
+        let mut keys: Vec<(u64, u32)> = v
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (descending_key(e.score), i as u32))
+            .collect();
         keys.sort_unstable();
         let mut i = 0;
         while i < keys.len() {
@@ -512,7 +613,9 @@ impl Run {
                 j += 1;
             }
             if j - i > 1 {
-                keys[i..j].sort_unstable_by(|a, b| self.doc(&v[b.1 as usize]).cmp(self.doc(&v[a.1 as usize])));
+                keys[i..j].sort_unstable_by(|a, b| {
+                    self.doc(&v[b.1 as usize]).cmp(self.doc(&v[a.1 as usize]))
+                });
             }
             i = j;
         }
@@ -526,7 +629,14 @@ impl Run {
         let mut out = String::new();
         for qid in self.queries.keys() {
             for (rank, e) in self.ranked(qid).iter().take(depth).enumerate() {
-                let _ = writeln!(out, "{qid} Q0 {} {} {} {}", self.doc(e), rank + 1, e.score, self.run_id);
+                let _ = writeln!(
+                    out,
+                    "{qid} Q0 {} {} {} {}",
+                    self.doc(e),
+                    rank + 1,
+                    e.score,
+                    self.run_id
+                );
             }
         }
         out
@@ -583,35 +693,69 @@ mod tests {
             x ^= x << 17;
             let digits = (x % 10_u64.pow(1 + (x >> 60) as u32 % 15)).to_string();
             let dot = (x >> 40) as usize % (digits.len() + 1);
-            let s = format!("{}{}.{}", if x & 1 == 1 { "-" } else { "" }, &digits[..dot], &digits[dot..]);
-            assert_eq!(parse_score(&s).map(f64::to_bits), s.parse::<f64>().ok().map(f64::to_bits), "`{s}`");
+            let s = format!(
+                "{}{}.{}",
+                if x & 1 == 1 { "-" } else { "" },
+                &digits[..dot],
+                &digits[dot..]
+            );
+            assert_eq!(
+                parse_score(&s).map(f64::to_bits),
+                s.parse::<f64>().ok().map(f64::to_bits),
+                "`{s}`"
+            );
         }
     }
 
     #[test]
     fn qrels_parse_and_errors() {
         let q = Qrels::parse("# c\n1 0 b 2\n1 0 a 0\n\n2 0 x -1\n", Path::new("q")).unwrap();
-        assert_eq!(q.queries["1"].judged, vec![("a".into(), 0), ("b".into(), 2)]);
+        assert_eq!(
+            q.queries["1"].judged,
+            vec![("a".into(), 0), ("b".into(), 2)]
+        );
         assert_eq!(q.queries["2"].relevance("x"), Some(-1));
-        let e = Qrels::parse("1 0 a\n", Path::new("q.txt")).unwrap_err().to_string();
+        let e = Qrels::parse("1 0 a\n", Path::new("q.txt"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("q.txt:1"), "{e}");
-        let e = Qrels::parse("1 0 a 1\n1 0 a 2\n", Path::new("q.txt")).unwrap_err().to_string();
+        let e = Qrels::parse("1 0 a 1\n1 0 a 2\n", Path::new("q.txt"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("q.txt:2") && e.contains("`a`"), "{e}");
     }
 
     #[test]
     fn run_parse_rank_and_duplicates() {
-        let r = Run::parse("1 Q0 a 1 1.0 x\n1 Q0 b 2 1.0 x\n2 Q0 a 1 3 y junk\n1 Q0 c 3 2 x\n", Path::new("r")).unwrap();
+        let r = Run::parse(
+            "1 Q0 a 1 1.0 x\n1 Q0 b 2 1.0 x\n2 Q0 a 1 3 y junk\n1 Q0 c 3 2 x\n",
+            Path::new("r"),
+        )
+        .unwrap();
         assert_eq!(r.run_id, "x", "the last line names the run");
         let ranked: Vec<&str> = r.ranked("1").iter().map(|e| r.doc(e)).collect();
         assert_eq!(ranked, ["c", "b", "a"]);
-        let e = Run::parse("1 Q0 a 1 1 x\n2 Q0 a 1 1 x\n1 Q0 a 2 0.5 x\n", Path::new("run.trec")).unwrap_err().to_string();
+        let e = Run::parse(
+            "1 Q0 a 1 1 x\n2 Q0 a 1 1 x\n1 Q0 a 2 0.5 x\n",
+            Path::new("run.trec"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("run.trec:3") && e.contains("line 1"), "{e}");
-        let e = Run::parse("1 Q0 a 1 high x\n", Path::new("r")).unwrap_err().to_string();
+        let e = Run::parse("1 Q0 a 1 high x\n", Path::new("r"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`high`"), "{e}");
-        let e = Run::parse("1 Q0 a 1 1 x\n\t \r\n# c\n1 Q0 b 2 1.2.3 x\n", Path::new("r")).unwrap_err().to_string();
+        let e = Run::parse(
+            "1 Q0 a 1 1 x\n\t \r\n# c\n1 Q0 b 2 1.2.3 x\n",
+            Path::new("r"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("r:4") && e.contains("`1.2.3`"), "{e}");
-        let e = Run::parse("1 Q0 a 1 1\n", Path::new("r")).unwrap_err().to_string();
+        let e = Run::parse("1 Q0 a 1 1\n", Path::new("r"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("r:1") && e.contains("6 fields"), "{e}");
     }
 }

@@ -216,7 +216,9 @@ impl Kind {
         match self {
             Kind::RunId => Combine::RunId,
             Kind::NumQ => Combine::Count,
-            Kind::NumRet | Kind::NumRel | Kind::NumRelRet | Kind::NumNonrelJudgedRet => Combine::SumLong,
+            Kind::NumRet | Kind::NumRel | Kind::NumRelRet | Kind::NumNonrelJudgedRet => {
+                Combine::SumLong
+            }
             Kind::GmMap | Kind::GmBpref => Combine::Geometric,
             Kind::Relstring => Combine::None,
             _ => Combine::Mean,
@@ -226,8 +228,33 @@ impl Kind {
 
 /// The members of a trec_eval measure nickname (`official`, `set`, `all_trec`).
 pub fn nickname(name: &str) -> Option<&'static [&'static str]> {
-    const OFFICIAL: &[&str] = &["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"];
-    const SET: &[&str] = &["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P", "set_map", "set_F"];
+    const OFFICIAL: &[&str] = &[
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "map",
+        "gm_map",
+        "Rprec",
+        "bpref",
+        "recip_rank",
+        "iprec_at_recall",
+        "P",
+    ];
+    const SET: &[&str] = &[
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "utility",
+        "set_P",
+        "set_recall",
+        "set_relative_P",
+        "set_map",
+        "set_F",
+    ];
     const ALL_TREC: &[&str] = &[
         "runid",
         "num_q",
@@ -320,7 +347,10 @@ fn c_long(s: &str) -> i64 {
 /// C `atof`-like: the longest leading prefix of `s` that is a number (0 when none).
 fn c_double(s: &str) -> f64 {
     let s = s.trim_start();
-    let mut end = s.char_indices().find(|(_, c)| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'))).map_or(s.len(), |(i, _)| i);
+    let mut end = s
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+        .map_or(s.len(), |(i, _)| i);
     while end > 0 {
         if let Ok(v) = s[..end].parse::<f64>() {
             return v;
@@ -333,11 +363,20 @@ fn c_double(s: &str) -> f64 {
 impl Measure {
     /// Resolve `kind` with the parameter text given after its `.` on the command line.
     pub fn new(kind: Kind, param_text: Option<&str>) -> Result<Measure, EvalError> {
-        let bad = |why: &str| EvalError::Measure { measure: kind.name().to_owned(), why: why.to_owned() };
+        let bad = |why: &str| EvalError::Measure {
+            measure: kind.name().to_owned(),
+            why: why.to_owned(),
+        };
         let base = kind.name();
         let list = |t: &str| t.split(',').map(str::to_owned).collect::<Vec<_>>();
         let params = match kind {
-            Kind::P | Kind::Recall | Kind::NdcgCut | Kind::MapCut | Kind::RelativeP | Kind::Success | Kind::Unj => {
+            Kind::P
+            | Kind::Recall
+            | Kind::NdcgCut
+            | Kind::MapCut
+            | Kind::RelativeP
+            | Kind::Success
+            | Kind::Unj => {
                 let mut cuts: Vec<i64> = match param_text {
                     Some(t) => list(t).iter().map(|c| c_long(c)).collect(),
                     None => match kind {
@@ -411,7 +450,12 @@ impl Measure {
                 None => base.to_owned(),
             }],
         };
-        Ok(Measure { kind, params, printable, names })
+        Ok(Measure {
+            kind,
+            params,
+            printable,
+            names,
+        })
     }
 
     /// How this measure's values combine over queries.
@@ -471,7 +515,11 @@ impl Measure {
                 } else {
                     0.0
                 };
-                out.push(if self.kind == Kind::GmMap { ap.max(MIN_GEO_MEAN).ln() } else { ap });
+                out.push(if self.kind == Kind::GmMap {
+                    ap.max(MIN_GEO_MEAN).ln()
+                } else {
+                    ap
+                });
             }
             Kind::Rprec => {
                 let n = num_ret.min(r.num_rel) as usize;
@@ -483,7 +531,12 @@ impl Measure {
                 }
             }
             Kind::Bpref | Kind::GmBpref => {
-                let num_nonrel: i64 = r.rel_levels.iter().filter(|l| l.0 < level).map(|l| l.1).sum();
+                let num_nonrel: i64 = r
+                    .rel_levels
+                    .iter()
+                    .filter(|l| l.0 < level)
+                    .map(|l| l.1)
+                    .sum();
                 let (mut nonrel, mut bpref) = (0i64, 0.0);
                 for &x in rels {
                     if x < 0 {
@@ -492,7 +545,8 @@ impl Measure {
                     if x < level {
                         nonrel += 1;
                     } else if nonrel > 0 {
-                        bpref += 1.0 - nonrel.min(r.num_rel) as f64 / num_nonrel.min(r.num_rel) as f64;
+                        bpref +=
+                            1.0 - nonrel.min(r.num_rel) as f64 / num_nonrel.min(r.num_rel) as f64;
                     } else {
                         bpref += 1.0;
                     }
@@ -500,15 +554,26 @@ impl Measure {
                 if r.num_rel > 0 {
                     bpref /= r.num_rel as f64;
                 }
-                out.push(if self.kind == Kind::GmBpref { bpref.max(MIN_GEO_MEAN).ln() } else { bpref });
+                out.push(if self.kind == Kind::GmBpref {
+                    bpref.max(MIN_GEO_MEAN).ln()
+                } else {
+                    bpref
+                });
             }
             Kind::RecipRank => {
-                out.push(rels.iter().position(|&x| is_rel(x)).map_or(0.0, |i| 1.0 / (i + 1) as f64));
+                out.push(
+                    rels.iter()
+                        .position(|&x| is_rel(x))
+                        .map_or(0.0, |i| 1.0 / (i + 1) as f64),
+                );
             }
             Kind::IprecAtRecall | Kind::ElevenPtAvg => {
                 let pts = self.reals();
                 let mut vals = vec![0.0; pts.len()];
-                let cutoffs: Vec<i64> = pts.iter().map(|p| (p * r.num_rel as f64).round() as i64).collect();
+                let cutoffs: Vec<i64> = pts
+                    .iter()
+                    .map(|p| (p * r.num_rel as f64).round() as i64)
+                    .collect();
                 let mut cur = pts.len() as isize - 1;
                 while cur >= 0 && cutoffs[cur as usize] > r.num_rel_ret {
                     cur -= 1;
@@ -541,9 +606,13 @@ impl Measure {
                     out.push(sum / pts.len() as f64);
                 }
             }
-            Kind::P | Kind::Recall | Kind::RelativeP | Kind::Success | Kind::MapCut | Kind::Unj => self.cutoff_family(r, level, out),
+            Kind::P | Kind::Recall | Kind::RelativeP | Kind::Success | Kind::MapCut | Kind::Unj => {
+                self.cutoff_family(r, level, out)
+            }
             Kind::Relstring => {
-                let len = (self.reals().first().copied().unwrap_or(10.0) as i64).min(num_ret).max(0) as usize;
+                let len = (self.reals().first().copied().unwrap_or(10.0) as i64)
+                    .min(num_ret)
+                    .max(0) as usize;
                 let s: String = rels[..len]
                     .iter()
                     .map(|&x| match x {
@@ -576,7 +645,9 @@ impl Measure {
                         } else {
                             let fj = j as f64;
                             ap += 1.0 / (fj + 1.0)
-                                + (fj / (fj + 1.0)) * ((rel - 1 + nonrel + unjudged) as f64 / fj) * ((rel - 1) as f64 + INFAP_EPSILON)
+                                + (fj / (fj + 1.0))
+                                    * ((rel - 1 + nonrel + unjudged) as f64 / fj)
+                                    * ((rel - 1) as f64 + INFAP_EPSILON)
                                     / ((rel - 1 + nonrel) as f64 + 2.0 * INFAP_EPSILON);
                         }
                     }
@@ -589,7 +660,10 @@ impl Measure {
             Kind::RprecMult => {
                 let pts = self.reals();
                 let mut vals = vec![0.0; pts.len()];
-                let cutoffs: Vec<i64> = pts.iter().map(|p| (p * r.num_rel as f64 + 0.9) as i64).collect();
+                let cutoffs: Vec<i64> = pts
+                    .iter()
+                    .map(|p| (p * r.num_rel as f64 + 0.9) as i64)
+                    .collect();
                 let mut cur = pts.len() as isize - 1;
                 while cur >= 0 && cutoffs[cur as usize] > num_ret {
                     vals[cur as usize] = r.num_rel_ret as f64 / cutoffs[cur as usize] as f64;
@@ -626,17 +700,37 @@ impl Measure {
                         sum += 1.0 / ((3 + i as i64 - so_far) as f64).log2();
                     }
                 }
-                out.push(if so_far > 0 { sum / r.num_rel as f64 } else { 0.0 });
+                out.push(if so_far > 0 {
+                    sum / r.num_rel as f64
+                } else {
+                    0.0
+                });
             }
             Kind::G => out.push(g_measure(r, &Gains::new(self.pairs(), r))),
             Kind::Ndcg => out.push(ndcg(r, &Gains::new(self.pairs(), r))),
             Kind::NdcgRel => out.push(ndcg_rel(r, &Gains::new(self.pairs(), r))),
             Kind::Rndcg => out.push(rndcg(r, &Gains::new(self.pairs(), r))),
             Kind::NdcgCut => ndcg_cut(r, self.cuts(), out),
-            Kind::SetP => out.push(if num_ret > 0 { r.num_rel_ret as f64 / num_ret as f64 } else { 0.0 }),
-            Kind::SetRelativeP => out.push(if num_ret > 0 && r.num_rel > 0 { r.num_rel_ret as f64 / num_ret.min(r.num_rel) as f64 } else { 0.0 }),
-            Kind::SetRecall => out.push(if r.num_rel > 0 { r.num_rel_ret as f64 / r.num_rel as f64 } else { 0.0 }),
-            Kind::SetMap => out.push(if num_ret > 0 && r.num_rel > 0 { (r.num_rel_ret as f64 * r.num_rel_ret as f64) / (num_ret as f64 * r.num_rel as f64) } else { 0.0 }),
+            Kind::SetP => out.push(if num_ret > 0 {
+                r.num_rel_ret as f64 / num_ret as f64
+            } else {
+                0.0
+            }),
+            Kind::SetRelativeP => out.push(if num_ret > 0 && r.num_rel > 0 {
+                r.num_rel_ret as f64 / num_ret.min(r.num_rel) as f64
+            } else {
+                0.0
+            }),
+            Kind::SetRecall => out.push(if r.num_rel > 0 {
+                r.num_rel_ret as f64 / r.num_rel as f64
+            } else {
+                0.0
+            }),
+            Kind::SetMap => out.push(if num_ret > 0 && r.num_rel > 0 {
+                (r.num_rel_ret as f64 * r.num_rel_ret as f64) / (num_ret as f64 * r.num_rel as f64)
+            } else {
+                0.0
+            }),
             Kind::SetF => {
                 if r.num_rel_ret > 0 {
                     let p = r.num_rel_ret as f64 / num_ret as f64;
@@ -647,7 +741,9 @@ impl Measure {
                     out.push(0.0);
                 }
             }
-            Kind::NumNonrelJudgedRet => out.push((num_ret - r.num_nonpool - r.num_unjudged - r.num_rel_ret) as f64),
+            Kind::NumNonrelJudgedRet => {
+                out.push((num_ret - r.num_nonpool - r.num_unjudged - r.num_rel_ret) as f64)
+            }
             Kind::Rbp => out.push(rbp(r, self.pairs())),
             Kind::RbpResid => {
                 let p = 0.9;
@@ -659,7 +755,11 @@ impl Measure {
                     }
                     cur_p *= p;
                 }
-                out.push(if unj > 0 { cur_p + (1.0 - p) * sum } else { 0.0 });
+                out.push(if unj > 0 {
+                    cur_p + (1.0 - p) * sum
+                } else {
+                    0.0
+                });
             }
         }
     }
@@ -677,7 +777,9 @@ impl Measure {
             match kind {
                 Kind::P | Kind::Unj => count as f64 / at as f64,
                 Kind::Recall => count as f64 / r.num_rel as f64,
-                Kind::RelativeP => count as f64 / (if at > r.num_rel { r.num_rel } else { at }) as f64,
+                Kind::RelativeP => {
+                    count as f64 / (if at > r.num_rel { r.num_rel } else { at }) as f64
+                }
                 Kind::Success => {
                     if count > 0 {
                         1.0
@@ -697,7 +799,11 @@ impl Measure {
                     break;
                 }
             }
-            let hit = if kind == Kind::Unj { x == NONPOOL || x == UNJUDGED } else { x >= level };
+            let hit = if kind == Kind::Unj {
+                x == NONPOOL || x == UNJUDGED
+            } else {
+                x >= level
+            };
             if hit {
                 count += 1;
                 sum += count as f64 / (i + 1) as f64;
@@ -778,9 +884,16 @@ impl<'a> Ideal<'a> {
         // When an unlisted level (no doc) has the highest gain, the walk starts on it, as
         // trec_eval's does: its gain is the first one tested, and the first step leaves it.
         let listed_top = g.levels.last().map(|l| l.1);
-        let unlisted_on_top = g.unlisted.is_some_and(|(_, high)| listed_top.is_none_or(|top| high > top));
+        let unlisted_on_top = g
+            .unlisted
+            .is_some_and(|(_, high)| listed_top.is_none_or(|top| high > top));
         let cur = g.levels.len() as isize - if unlisted_on_top { 0 } else { 1 };
-        Ideal { levels: &g.levels, cur, at_level: 0, gain: g.top() }
+        Ideal {
+            levels: &g.levels,
+            cur,
+            at_level: 0,
+            gain: g.top(),
+        }
     }
 
     /// Docs at the level `cur` (none at the unlisted top, one past the listed ones).
@@ -793,7 +906,11 @@ impl<'a> Ideal<'a> {
         while self.cur >= 0 && self.at_level > self.count() {
             self.at_level = 1;
             self.cur -= 1;
-            self.gain = if self.cur >= 0 { self.levels[self.cur as usize].1 } else { 0.0 };
+            self.gain = if self.cur >= 0 {
+                self.levels[self.cur as usize].1
+            } else {
+                0.0
+            };
         }
     }
 }
@@ -947,7 +1064,11 @@ fn g_measure(r: &Ranked, g: &Gains) -> f64 {
         if ideal.gain > 0.0 {
             sum_ideal += ideal.gain;
         }
-        sum_cost += if ideal.gain >= min_cost { ideal.gain } else { min_cost };
+        sum_cost += if ideal.gain >= min_cost {
+            ideal.gain
+        } else {
+            min_cost
+        };
         if rg != 0.0 {
             results_g += rg / (2.0 + sum_cost - sum_results).log2();
         }
@@ -968,7 +1089,11 @@ fn g_measure(r: &Ranked, g: &Gains) -> f64 {
             sum_ideal += ideal.gain;
         }
     }
-    if sum_ideal > 0.0 { results_g / sum_ideal } else { 0.0 }
+    if sum_ideal > 0.0 {
+        results_g / sum_ideal
+    } else {
+        0.0
+    }
 }
 
 fn ndcg_cut(r: &Ranked, cuts: &[i64], out: &mut Vec<f64>) {
@@ -1020,9 +1145,14 @@ fn ndcg_cut(r: &Ranked, cuts: &[i64], out: &mut Vec<f64>) {
 }
 
 fn rbp(r: &Ranked, pairs: &[(String, f64)]) -> f64 {
-    let p = pairs.iter().find(|(n, _)| n == "p").map_or(0.9, |(_, v)| *v);
+    let p = pairs
+        .iter()
+        .find(|(n, _)| n == "p")
+        .map_or(0.9, |(_, v)| *v);
     let mut g = Gains::new(pairs, r);
-    let unlisted = g.unlisted.map_or([f64::INFINITY, f64::NEG_INFINITY], |(lo, hi)| [lo, hi]);
+    let unlisted = g
+        .unlisted
+        .map_or([f64::INFINITY, f64::NEG_INFINITY], |(lo, hi)| [lo, hi]);
     let min = g.levels.iter().map(|l| l.1).fold(unlisted[0], f64::min);
     let max = g.levels.iter().map(|l| l.1).fold(unlisted[1], f64::max);
     if min < 0.0 || max > 1.0 {
@@ -1102,7 +1232,10 @@ mod tests {
         assert_eq!(r.rel_levels, [(0, 1), (1, 1), (huge, 1)]);
         let ideal = huge as f64 + 1.0 / 3f64.log2();
         let ndcg = value("ndcg", None, &r)[0];
-        assert!((ndcg - huge as f64 / 3f64.log2() / ideal).abs() < 1e-12, "{ndcg}");
+        assert!(
+            (ndcg - huge as f64 / 3f64.log2() / ideal).abs() < 1e-12,
+            "{ndcg}"
+        );
         let cut = value("ndcg_cut", Some("1,5"), &r);
         assert!((cut[1] - ndcg).abs() < 1e-12 && cut[0] == 0.0, "{cut:?}");
         for m in ["bpref", "rbp", "Rndcg", "G", "ndcg_rel", "map", "infAP"] {
@@ -1126,7 +1259,10 @@ mod tests {
         let m = Measure::new(Kind::NdcgCut, Some("10,20,23.4")).unwrap();
         assert_eq!(m.names, ["ndcg_cut_10", "ndcg_cut_20", "ndcg_cut_23"]);
         let m = Measure::new(Kind::RprecMult, Some("5.0,0.2,0.35")).unwrap();
-        assert_eq!(m.names, ["Rprec_mult_0.20", "Rprec_mult_0.35", "Rprec_mult_5.00"]);
+        assert_eq!(
+            m.names,
+            ["Rprec_mult_0.20", "Rprec_mult_0.35", "Rprec_mult_5.00"]
+        );
         let m = Measure::new(Kind::Ndcg, Some("1=3,2=9,4=4.5")).unwrap();
         assert_eq!(m.names, ["ndcg_1=3,2=9,4=4.5"]);
         assert!(Measure::new(Kind::P, Some("5,5")).is_err());

@@ -45,14 +45,20 @@ impl TrecOptions {
                 None => (arg.as_str(), None),
             };
             if p == Some("") {
-                return Err(EvalError::Measure { measure: arg.clone(), why: "empty parameters".into() });
+                return Err(EvalError::Measure {
+                    measure: arg.clone(),
+                    why: "empty parameters".into(),
+                });
             }
             let kinds: Vec<Kind> = match super::measures::nickname(name) {
                 Some(list) => list.iter().filter_map(|n| Kind::from_name(n)).collect(),
                 None => match Kind::from_name(name) {
                     Some(k) => vec![k],
                     None => {
-                        return Err(EvalError::Measure { measure: arg.clone(), why: "unknown measure".into() });
+                        return Err(EvalError::Measure {
+                            measure: arg.clone(),
+                            why: "unknown measure".into(),
+                        });
                     }
                 },
             };
@@ -67,11 +73,19 @@ impl TrecOptions {
         let mut measures = Vec::new();
         for &k in Kind::all() {
             if marked.contains(&k) {
-                let p = params.iter().find(|(pk, _)| *pk == k).map(|(_, p)| p.as_str());
+                let p = params
+                    .iter()
+                    .find(|(pk, _)| *pk == k)
+                    .map(|(_, p)| p.as_str());
                 measures.push(Measure::new(k, p)?);
             }
         }
-        Ok(TrecOptions { measures, level: 1, max_retrieved: None, complete: false })
+        Ok(TrecOptions {
+            measures,
+            level: 1,
+            max_retrieved: None,
+            complete: false,
+        })
     }
 
     /// Options for the given `-m` arguments and trec_eval's defaults otherwise.
@@ -120,8 +134,14 @@ impl TrecReport {
     pub fn to_text(&self, per_query: bool) -> String {
         let mut out = String::new();
         if per_query {
-            let blocks: Vec<String> = self.queries.par_iter().map(|q| self.query_text(q)).collect();
-            out.reserve_exact(blocks.iter().map(String::len).sum::<usize>() + 64 * self.measures.len());
+            let blocks: Vec<String> = self
+                .queries
+                .par_iter()
+                .map(|q| self.query_text(q))
+                .collect();
+            out.reserve_exact(
+                blocks.iter().map(String::len).sum::<usize>() + 64 * self.measures.len(),
+            );
             out.extend(blocks);
         }
         for (m, vals) in self.measures.iter().zip(&self.summary.values) {
@@ -130,7 +150,9 @@ impl TrecReport {
                 Combine::RunId => {
                     let _ = writeln!(out, "{:<22}\tall\t{}", m.names[0], self.run_id);
                 }
-                Combine::Count | Combine::SumLong => line_long(&mut out, &m.names[0], "all", vals[0]),
+                Combine::Count | Combine::SumLong => {
+                    line_long(&mut out, &m.names[0], "all", vals[0])
+                }
                 Combine::Mean | Combine::Geometric => {
                     for (n, v) in m.names.iter().zip(vals) {
                         line_float(&mut out, n, "all", *v);
@@ -149,7 +171,13 @@ impl TrecReport {
             match m.combine() {
                 Combine::RunId | Combine::Count | Combine::Geometric => {}
                 Combine::None => {
-                    let _ = writeln!(out, "{:<22}\t{}\t'{}'", m.names[0], q.qid, q.relstring.as_deref().unwrap_or(""));
+                    let _ = writeln!(
+                        out,
+                        "{:<22}\t{}\t'{}'",
+                        m.names[0],
+                        q.qid,
+                        q.relstring.as_deref().unwrap_or("")
+                    );
                 }
                 Combine::SumLong => line_long(&mut out, &m.names[0], &q.qid, vals[0]),
                 Combine::Mean => {
@@ -238,13 +266,20 @@ fn push_fixed4(out: &mut String, v: f64) -> bool {
 /// Reduce one query's ranked results to relevance values (trec_eval `form_res_rels`).
 pub fn form_ranked(qrels: &QueryQrels, ranked: &[(&str, f64)], level: i64) -> Ranked {
     let judged = judged_map(qrels);
-    let rels = ranked.iter().map(|(doc, _)| relevance_of(&judged, doc)).collect();
+    let rels = ranked
+        .iter()
+        .map(|(doc, _)| relevance_of(&judged, doc))
+        .collect();
     ranked_from_rels(qrels, rels, level)
 }
 
 /// Doc id → relevance of one query's judgements.
 fn judged_map(qrels: &QueryQrels) -> std::collections::HashMap<&str, i64, FnvBuild> {
-    qrels.judged.iter().map(|(d, rel)| (d.as_str(), *rel)).collect()
+    qrels
+        .judged
+        .iter()
+        .map(|(d, rel)| (d.as_str(), *rel))
+        .collect()
 }
 
 /// trec_eval's relevance of a retrieved document: [`NONPOOL`] outside the qrels,
@@ -270,7 +305,11 @@ fn ranked_from_rels(qrels: &QueryQrels, rels: Vec<i64>, level: i64) -> Ranked {
         }
     }
     r.rels = rels;
-    r.num_rel = rel_levels.iter().filter(|l| l.0 >= level).map(|l| l.1).sum();
+    r.num_rel = rel_levels
+        .iter()
+        .filter(|l| l.0 >= level)
+        .map(|l| l.1)
+        .sum();
     r.rel_levels = rel_levels;
     r
 }
@@ -284,7 +323,12 @@ fn ranked_from_rels(qrels: &QueryQrels, rels: Vec<i64>, level: i64) -> Ranked {
 /// the judged ones it falls in, by a binary search on the score, comparing doc ids only on a
 /// tied score. This is the rank order a full sort gives, at a fraction of its cost
 /// (`Run::sort_ranked` remains the full sort where doc ids are wanted).
-fn rank_rels(run: &Run, qrels: &QueryQrels, entries: &[RunEntry], max_retrieved: Option<usize>) -> Vec<i64> {
+fn rank_rels(
+    run: &Run,
+    qrels: &QueryQrels,
+    entries: &[RunEntry],
+    max_retrieved: Option<usize>,
+) -> Vec<i64> {
     let judged = judged_map(qrels);
     let mut hits: Vec<(u64, &str, i64)> = Vec::new();
     let mut others: Vec<(u64, u32)> = Vec::with_capacity(entries.len());
@@ -310,7 +354,10 @@ fn rank_rels(run: &Run, qrels: &QueryQrels, entries: &[RunEntry], max_retrieved:
     }
     let total = max_retrieved.map_or(entries.len(), |m| m.min(entries.len()));
     let mut rels = Vec::with_capacity(total);
-    for (gap, hit) in gaps.iter().zip(hits.iter().map(|h| Some(h.2)).chain(std::iter::once(None))) {
+    for (gap, hit) in gaps
+        .iter()
+        .zip(hits.iter().map(|h| Some(h.2)).chain(std::iter::once(None)))
+    {
         rels.extend(std::iter::repeat_n(NONPOOL, *gap));
         rels.extend(hit);
         if rels.len() >= total {
@@ -342,7 +389,11 @@ const BOGUS_DOC: &str = "ceci_nest_pas_un_docno";
 /// trec_eval's summary `num_rel` under `-c`: the judgements above 0 of every qrels query,
 /// counted afresh from the qrels whatever `-l` says (trec_eval 10.0 `te_calc_avg_num_rel`).
 fn complete_num_rel(qrels: &Qrels) -> f64 {
-    qrels.queries.values().map(|q| q.judged.iter().filter(|(_, r)| *r > 0).count()).sum::<usize>() as f64
+    qrels
+        .queries
+        .values()
+        .map(|q| q.judged.iter().filter(|(_, r)| *r > 0).count())
+        .sum::<usize>() as f64
 }
 
 /// Evaluate `run` against `qrels` the way trec_eval does.
@@ -362,7 +413,14 @@ pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecRepo
         .par_iter()
         .map(|(qid, qq, res)| {
             let (r, bogus) = match res {
-                Some(entries) => (ranked_from_rels(qq, rank_rels(run, qq, entries, opts.max_retrieved), opts.level), false),
+                Some(entries) => (
+                    ranked_from_rels(
+                        qq,
+                        rank_rels(run, qq, entries, opts.max_retrieved),
+                        opts.level,
+                    ),
+                    false,
+                ),
                 None => (form_ranked(qq, &[(BOGUS_DOC, 1.0)], opts.level), true),
             };
             let mut values = Vec::with_capacity(opts.measures.len());
@@ -373,7 +431,11 @@ pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecRepo
                 if bogus {
                     // trec_eval's clean-up of a missing query's leftovers, by value name.
                     for (n, v) in m.names.iter().zip(out.iter_mut()) {
-                        if n == "num_ret" || n == "utility" || n.starts_with("unj") || n == "rbp_resid" {
+                        if n == "num_ret"
+                            || n == "utility"
+                            || n.starts_with("unj")
+                            || n == "rbp_resid"
+                        {
                             *v = 0.0;
                         }
                         if n == "relstring" {
@@ -383,7 +445,11 @@ pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecRepo
                 }
                 values.push(out);
             }
-            QueryValues { qid: (*qid).clone(), values, relstring }
+            QueryValues {
+                qid: (*qid).clone(),
+                values,
+                relstring,
+            }
         })
         .collect();
     let n = queries.len() as f64;
@@ -406,7 +472,16 @@ pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecRepo
         }
         summary.push(acc);
     }
-    Ok(TrecReport { measures: opts.measures.clone(), queries, summary: QueryValues { qid: "all".into(), values: summary, relstring: None }, run_id: run.run_id.clone() })
+    Ok(TrecReport {
+        measures: opts.measures.clone(),
+        queries,
+        summary: QueryValues {
+            qid: "all".into(),
+            values: summary,
+            relstring: None,
+        },
+        run_id: run.run_id.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -416,7 +491,25 @@ mod tests {
     /// The fast `%6.4f` writes exactly what the exact formatter writes, near ties included.
     #[test]
     fn fixed4_is_the_exact_format() {
-        let mut values = vec![0.0, -0.0, 1.0, 0.5, 0.00005, 0.00015, 0.12345, 1.00005, 2.5e-5, 999_999.999_95, 12.0, 1e6, 3e7, -0.25, f64::INFINITY, f64::NEG_INFINITY, 1e-300];
+        let mut values = vec![
+            0.0,
+            -0.0,
+            1.0,
+            0.5,
+            0.00005,
+            0.00015,
+            0.12345,
+            1.00005,
+            2.5e-5,
+            999_999.999_95,
+            12.0,
+            1e6,
+            3e7,
+            -0.25,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e-300,
+        ];
         for den in 1..400u32 {
             for num in 0..=den.min(60) {
                 values.push(f64::from(num) / f64::from(den));
@@ -428,7 +521,9 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            values.push(f64::from_bits(0x3f00_0000_0000_0000 + x % 0x0200_0000_0000_0000));
+            values.push(f64::from_bits(
+                0x3f00_0000_0000_0000 + x % 0x0200_0000_0000_0000,
+            ));
             values.push((x % 20_000_000) as f64 / 20_000.0 + 0.00005);
         }
         let mut fast = 0;
@@ -446,19 +541,38 @@ mod tests {
     /// level, as trec_eval 10.0 does; without `-c` it stays the sum over evaluated queries.
     #[test]
     fn complete_num_rel_counts_every_positive_judgement() {
-        let qrels = Qrels::from_triples([("a", "d1", 2), ("a", "d2", 1), ("a", "d3", 0), ("b", "d1", 1), ("c", "d9", 2)]).unwrap();
+        let qrels = Qrels::from_triples([
+            ("a", "d1", 2),
+            ("a", "d2", 1),
+            ("a", "d3", 0),
+            ("b", "d1", 1),
+            ("c", "d9", 2),
+        ])
+        .unwrap();
         let mut run = Run::new("r");
         run.push("a", "d1", 1.0);
         run.push("b", "d1", 1.0);
         let mut opts = TrecOptions::with_measures(&["num_rel", "num_q"]).unwrap();
         opts.level = 2;
         let plain = evaluate(&qrels, &run, &opts).unwrap();
-        assert_eq!(plain.summary_value("num_rel"), Some(1.0), "a's rel-2 document only");
+        assert_eq!(
+            plain.summary_value("num_rel"),
+            Some(1.0),
+            "a's rel-2 document only"
+        );
         opts.complete = true;
         let complete = evaluate(&qrels, &run, &opts).unwrap();
-        assert_eq!(complete.summary_value("num_rel"), Some(4.0), "every judgement above 0 of a, b and c");
+        assert_eq!(
+            complete.summary_value("num_rel"),
+            Some(4.0),
+            "every judgement above 0 of a, b and c"
+        );
         assert_eq!(complete.summary_value("num_q"), Some(3.0));
-        assert_eq!(complete.query_value("c", "num_rel"), Some(1.0), "per-query values keep the level");
+        assert_eq!(
+            complete.query_value("c", "num_rel"),
+            Some(1.0),
+            "per-query values keep the level"
+        );
         assert_eq!(complete.query_value("b", "num_rel"), Some(0.0));
     }
 
@@ -467,7 +581,11 @@ mod tests {
         let keys = [1u64, 3, 3, 3, 7, 9, 9, 20];
         for n in 0..=keys.len() {
             for k in 0..22 {
-                assert_eq!(count_below(&keys[..n], k), keys[..n].partition_point(|&x| x < k), "n {n} k {k}");
+                assert_eq!(
+                    count_below(&keys[..n], k),
+                    keys[..n].partition_point(|&x| x < k),
+                    "n {n} k {k}"
+                );
             }
         }
     }
@@ -478,7 +596,9 @@ mod tests {
     fn rank_rels_matches_full_sort() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = |m: u64| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             (state >> 33) % m
         };
         for round in 0..200 {
@@ -487,7 +607,8 @@ mod tests {
             let mut triples = Vec::new();
             for d in 0..n {
                 let doc = format!("d{}", next(1000) * 100 + d as u64);
-                let score = [0.0, -0.0, 1.5, 2.0, -3.0][next(5) as usize] + if next(3) == 0 { next(4) as f64 } else { 0.0 };
+                let score = [0.0, -0.0, 1.5, 2.0, -3.0][next(5) as usize]
+                    + if next(3) == 0 { next(4) as f64 } else { 0.0 };
                 run.push("q", &doc, score);
                 if next(3) == 0 {
                     triples.push(("q", doc, next(5) as i64 - 1));
@@ -497,13 +618,21 @@ mod tests {
             let qrels = Qrels::from_triples(triples).unwrap();
             let qq = &qrels.queries["q"];
             let entries = &run.queries["q"];
-            let full: Vec<(&str, f64)> = run.ranked("q").iter().map(|e| (run.doc(e), e.score)).collect();
+            let full: Vec<(&str, f64)> = run
+                .ranked("q")
+                .iter()
+                .map(|e| (run.doc(e), e.score))
+                .collect();
             for cut in [None, Some(0), Some(1), Some(n / 2), Some(n + 3)] {
                 let mut want = form_ranked(qq, &full, 1).rels;
                 if let Some(m) = cut {
                     want.truncate(m);
                 }
-                assert_eq!(rank_rels(&run, qq, entries, cut), want, "round {round} cut {cut:?}");
+                assert_eq!(
+                    rank_rels(&run, qq, entries, cut),
+                    want,
+                    "round {round} cut {cut:?}"
+                );
             }
         }
     }

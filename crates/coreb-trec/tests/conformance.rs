@@ -13,25 +13,65 @@ fn fixtures() -> PathBuf {
 
 fn args(flags: &[&str], qrels: &str, results: &str) -> Vec<String> {
     let dir = fixtures();
-    flags.iter().map(|f| f.to_string()).chain([qrels, results].map(|f| dir.join(f).display().to_string())).collect()
+    flags
+        .iter()
+        .map(|f| f.to_string())
+        .chain([qrels, results].map(|f| dir.join(f).display().to_string()))
+        .collect()
 }
 
 fn assert_same(got: &str, expected: &str) {
     let want = std::fs::read_to_string(fixtures().join(expected)).expect("expected output");
     if got != want {
-        let diff: Vec<String> = got.lines().zip(want.lines()).filter(|(g, w)| g != w).take(10).map(|(g, w)| format!("got  {g}\nwant {w}")).collect();
-        panic!("{expected}: output differs ({} vs {} lines)\n{}", got.lines().count(), want.lines().count(), diff.join("\n"));
+        let diff: Vec<String> = got
+            .lines()
+            .zip(want.lines())
+            .filter(|(g, w)| g != w)
+            .take(10)
+            .map(|(g, w)| format!("got  {g}\nwant {w}"))
+            .collect();
+        panic!(
+            "{expected}: output differs ({} vs {} lines)\n{}",
+            got.lines().count(),
+            want.lines().count(),
+            diff.join("\n")
+        );
     }
 }
 
 /// Each `make quicktest` case: trec_eval's flags, qrels, results, expected output.
 const CASES: &[(&[&str], &str, &str, &str)] = &[
     (&[], "qrels.test", "results.test", "out.test"),
-    (&["-m", "all_trec"], "qrels.test", "results.test", "out.test.a"),
-    (&["-m", "all_trec", "-q"], "qrels.test", "results.test", "out.test.aq"),
-    (&["-m", "all_trec", "-q", "-c"], "qrels.test", "results.trunc", "out.test.aqc"),
-    (&["-m", "all_trec", "-q", "-c", "-M100"], "qrels.test", "results.trunc", "out.test.aqcM"),
-    (&["-m", "all_trec", "-mrelstring.20", "-q", "-l2"], "qrels.rel_level", "results.test", "out.test.aql"),
+    (
+        &["-m", "all_trec"],
+        "qrels.test",
+        "results.test",
+        "out.test.a",
+    ),
+    (
+        &["-m", "all_trec", "-q"],
+        "qrels.test",
+        "results.test",
+        "out.test.aq",
+    ),
+    (
+        &["-m", "all_trec", "-q", "-c"],
+        "qrels.test",
+        "results.trunc",
+        "out.test.aqc",
+    ),
+    (
+        &["-m", "all_trec", "-q", "-c", "-M100"],
+        "qrels.test",
+        "results.trunc",
+        "out.test.aqcM",
+    ),
+    (
+        &["-m", "all_trec", "-mrelstring.20", "-q", "-l2"],
+        "qrels.rel_level",
+        "results.test",
+        "out.test.aql",
+    ),
     (
         &[
             "-q",
@@ -67,19 +107,38 @@ fn library_matches_every_quicktest_output() {
 #[test]
 fn binary_matches_trec_eval_and_names_bad_input() {
     let (flags, qrels, results, expected) = CASES[5];
-    let out = Command::new(env!("CARGO_BIN_EXE_coreb-trec")).args(args(flags, qrels, results)).output().expect("run coreb-trec");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_coreb-trec"))
+        .args(args(flags, qrels, results))
+        .output()
+        .expect("run coreb-trec");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_same(&String::from_utf8_lossy(&out.stdout), expected);
 
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("qrels"), "1 0 a 1\n").unwrap();
     std::fs::write(dir.path().join("run"), "1 Q0 a 1 2.0 r\n1 Q0 b 2 x r\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_coreb-trec")).arg(dir.path().join("qrels")).arg(dir.path().join("run")).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_coreb-trec"))
+        .arg(dir.path().join("qrels"))
+        .arg(dir.path().join("run"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("reading run") && err.contains("run:2") && err.contains("`x`"), "{err}");
+    assert!(
+        err.contains("reading run") && err.contains("run:2") && err.contains("`x`"),
+        "{err}"
+    );
 
-    let out = Command::new(env!("CARGO_BIN_EXE_coreb-trec")).arg("-Z").arg("q").arg("r").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_coreb-trec"))
+        .arg("-Z")
+        .arg("q")
+        .arg("r")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "a usage error exits 2");
 }
 
@@ -87,5 +146,8 @@ fn binary_matches_trec_eval_and_names_bad_input() {
 fn unknown_measure_is_refused_before_reading() {
     let parsed = parse_args(args(&["-m", "nosuch"], "qrels.test", "results.test")).unwrap();
     let err = trec_eval(&parsed).unwrap_err();
-    assert!(matches!(err, CommandError::Eval(_)) && err.to_string().contains("nosuch"), "{err}");
+    assert!(
+        matches!(err, CommandError::Eval(_)) && err.to_string().contains("nosuch"),
+        "{err}"
+    );
 }

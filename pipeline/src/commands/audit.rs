@@ -15,14 +15,27 @@ use crate::printer::Printer;
 
 /// Run `coreb audit`.
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
-    let AuditArgs { release, audit, out, json } = args;
+    let AuditArgs {
+        release,
+        audit,
+        out,
+        json,
+    } = args;
     let printer = Printer::new(json);
     audit::check_release(&release)?;
     let report = match audit {
         AuditKind::Overlap(options) => Report::Overlap(overlap::overlap(&release, &options)?),
         AuditKind::Rewrite(RewriteArgs { options, build_dir }) => {
-            let options = rewrite::RewriteOptions { tests: options.tests || build_dir.is_some(), ..options };
-            Report::Rewrite(rewrite::rewrite(&release, &options, || BuildLookup::open(&release, build_dir.as_deref()), &printer)?)
+            let options = rewrite::RewriteOptions {
+                tests: options.tests || build_dir.is_some(),
+                ..options
+            };
+            Report::Rewrite(rewrite::rewrite(
+                &release,
+                &options,
+                || BuildLookup::open(&release, build_dir.as_deref()),
+                &printer,
+            )?)
         }
         AuditKind::Model(a) => {
             let (build_dir, trust) = (a.build_dir.clone(), a.trust_release_sandbox);
@@ -32,7 +45,13 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
                 Ok(lookup)
             };
             let runtime = super::runtime()?;
-            Report::Model(crate::ops::model_audit::model_audit(&release, a.options, open_build, &printer, runtime.handle())?)
+            Report::Model(crate::ops::model_audit::model_audit(
+                &release,
+                a.options,
+                open_build,
+                &printer,
+                runtime.handle(),
+            )?)
         }
     };
     let mut code = ExitCode::SUCCESS;
@@ -49,7 +68,11 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let (value, md) = (report.to_json()?, report.markdown());
     if let Some(dir) = out {
         let (json_path, md_path) = audit::write(&dir, report.name(), &value, &md)?;
-        printer.status(format!("wrote `{}` and `{}`", json_path.display(), md_path.display()));
+        printer.status(format!(
+            "wrote `{}` and `{}`",
+            json_path.display(),
+            md_path.display()
+        ));
     }
     if json {
         printer.json_line(&value);

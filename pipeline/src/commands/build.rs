@@ -10,8 +10,23 @@ use crate::printer::Printer;
 
 /// Run `coreb build`.
 pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
-    let BuildArgs { manifest, until, jobs, show_plan, check, quiet, json, output_dir, publish_dir, replace } = args;
-    let mut plan = PlanOverrides { output_dir, publish_dir }.load(&manifest, jobs)?;
+    let BuildArgs {
+        manifest,
+        until,
+        jobs,
+        show_plan,
+        check,
+        quiet,
+        json,
+        output_dir,
+        publish_dir,
+        replace,
+    } = args;
+    let mut plan = PlanOverrides {
+        output_dir,
+        publish_dir,
+    }
+    .load(&manifest, jobs)?;
     plan.replace = replace;
     let printer = Printer::new(json).quiet(quiet);
     if show_plan {
@@ -29,7 +44,11 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let engine = Engine::new(plan, printer, true)?;
     let reports = engine.run_until(until)?;
     if let Some(release) = reports.iter().find(|r| r.stage == StageName::Release) {
-        headline(&printer, &engine.plan().publish_dir, release.summary_as::<ReleaseSummary>()?);
+        headline(
+            &printer,
+            &engine.plan().publish_dir,
+            release.summary_as::<ReleaseSummary>()?,
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -45,8 +64,22 @@ pub fn stage(stage: StageName, args: StageArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn stage_replacing(stage: StageName, args: StageArgs, replace: bool) -> anyhow::Result<ExitCode> {
-    let StageArgs { common: PlainStageArgs { manifest, jobs, json, quiet, output_dir }, shard } = args;
-    let mut plan = PlanOverrides { output_dir, publish_dir: None }.load(&manifest, jobs)?;
+    let StageArgs {
+        common:
+            PlainStageArgs {
+                manifest,
+                jobs,
+                json,
+                quiet,
+                output_dir,
+            },
+        shard,
+    } = args;
+    let mut plan = PlanOverrides {
+        output_dir,
+        publish_dir: None,
+    }
+    .load(&manifest, jobs)?;
     plan.replace = replace;
     let printer = Printer::new(json).quiet(quiet);
     let engine = Engine::new(plan, printer, false)?.with_shard(shard);
@@ -56,7 +89,10 @@ fn stage_replacing(stage: StageName, args: StageArgs, replace: bool) -> anyhow::
         if let (Some(slice), Some(obj)) = (shard, line.as_object_mut()) {
             obj.insert("shard".into(), serde_json::json!(slice.index));
             obj.insert("shards".into(), serde_json::json!(slice.count));
-            obj.insert("outputs".into(), serde_json::json!([engine.parts_dir(stage).join(crate::shard::part_name(slice))]));
+            obj.insert(
+                "outputs".into(),
+                serde_json::json!([engine.parts_dir(stage).join(crate::shard::part_name(slice))]),
+            );
         }
         printer.json_line(&line);
     }
@@ -66,12 +102,25 @@ fn stage_replacing(stage: StageName, args: StageArgs, replace: bool) -> anyhow::
 /// Run `coreb merge <stage>` for a build stage: the stages up to it, where it combines the
 /// complete parts of its shard processes (refusing while one is missing or stale).
 pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let MergeArgs { stage, manifest, json, output_dir, jobs, dedup_tasks } = args;
-    let stage = stage.build_stage().ok_or_else(|| anyhow::anyhow!("`coreb merge corpus` is not a build stage"))?;
+    let MergeArgs {
+        stage,
+        manifest,
+        json,
+        output_dir,
+        jobs,
+        dedup_tasks,
+    } = args;
+    let stage = stage
+        .build_stage()
+        .ok_or_else(|| anyhow::anyhow!("`coreb merge corpus` is not a build stage"))?;
     if dedup_tasks.is_some() {
         anyhow::bail!("`--dedup-tasks` is for `coreb merge corpus`");
     }
-    let plan = PlanOverrides { output_dir, publish_dir: None }.load(&manifest, jobs)?;
+    let plan = PlanOverrides {
+        output_dir,
+        publish_dir: None,
+    }
+    .load(&manifest, jobs)?;
     let printer = Printer::new(json);
     let engine = Engine::new(plan, printer, false)?.merging(stage);
     let reports = engine.run_until(stage)?;
@@ -96,6 +145,13 @@ fn headline(printer: &Printer, dir: &std::path::Path, summary: &ReleaseSummary) 
     for (k, v) in &counts.queries {
         printer.status(format!("    {k:<22} {v}"));
     }
-    let line: Vec<String> = summary.bm25_ndcg10.iter().map(|(k, v)| format!("{k} {}", serde_json::json!(v))).collect();
-    printer.status(format!("  BM25 nDCG@10: {}  (all release gates passed)", line.join(", ")));
+    let line: Vec<String> = summary
+        .bm25_ndcg10
+        .iter()
+        .map(|(k, v)| format!("{k} {}", serde_json::json!(v)))
+        .collect();
+    printer.status(format!(
+        "  BM25 nDCG@10: {}  (all release gates passed)",
+        line.join(", ")
+    ));
 }

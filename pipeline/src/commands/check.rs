@@ -17,10 +17,18 @@ use coreb_stages::release::CONFIGS;
 
 /// Run `coreb check`.
 pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let CheckArgs { release, releases_dir, json } = args;
+    let CheckArgs {
+        release,
+        releases_dir,
+        json,
+    } = args;
     let printer = Printer::new(json);
     if !release.join("code_corpus.parquet").is_file() && !release.join("MANIFEST.json").is_file() {
-        return Err(Usage(format!("`{}`: not a release directory (no `code_corpus.parquet`, no `MANIFEST.json`)", release.display())).into());
+        return Err(Usage(format!(
+            "`{}`: not a release directory (no `code_corpus.parquet`, no `MANIFEST.json`)",
+            release.display()
+        ))
+        .into());
     }
     let (version, gates, composition) = manifest_facts(&release)?;
     let others: Vec<PathBuf> = match releases_dir {
@@ -36,12 +44,33 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     if !unreadable.is_empty() {
         let mut damaged = unreadable;
         damaged.extend(altered);
-        let error = format!("`{}`: {} damaged or missing file(s): {}", release.display(), damaged.len(), damaged.iter().map(|d| d.file.as_str()).collect::<Vec<_>>().join(", "));
+        let error = format!(
+            "`{}`: {} damaged or missing file(s): {}",
+            release.display(),
+            damaged.len(),
+            damaged
+                .iter()
+                .map(|d| d.file.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         return not_checked(&printer, json, &version, &error, &damaged);
     }
     let report = match check_release(&release, &version, &others, &gates, &composition) {
         Ok(report) => report,
-        Err(e) => return not_checked(&printer, json, &version, &format!("checking `{}`: {}", release.display(), coreb_base::errors::chain(&e)), &altered),
+        Err(e) => {
+            return not_checked(
+                &printer,
+                json,
+                &version,
+                &format!(
+                    "checking `{}`: {}",
+                    release.display(),
+                    coreb_base::errors::chain(&e)
+                ),
+                &altered,
+            );
+        }
     };
     if json {
         let mut value = serde_json::to_value(&report)?;
@@ -67,7 +96,13 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
 
 /// The checks could not run: the error on stderr, and with `--json` one object on stdout
 /// (`version`, `error`, the `damaged` files, no `results`); exit 1.
-fn not_checked(printer: &Printer, json: bool, version: &str, error: &str, damaged: &[Damage]) -> anyhow::Result<ExitCode> {
+fn not_checked(
+    printer: &Printer,
+    json: bool,
+    version: &str,
+    error: &str,
+    damaged: &[Damage],
+) -> anyhow::Result<ExitCode> {
     if json {
         printer.out(serde_json::to_string_pretty(&serde_json::json!({ "version": version, "passed": false, "error": error, "damaged": damaged, "results": [] }))?);
     }
@@ -83,20 +118,38 @@ fn not_checked(printer: &Printer, json: bool, version: &str, error: &str, damage
 /// has a `MANIFEST.json`, every other file whose sha256 differs from it, missing or extra.
 fn damaged_files(release: &std::path::Path) -> anyhow::Result<(Vec<Damage>, Vec<Damage>)> {
     let mut unreadable = Vec::new();
-    for name in CONFIGS.iter().map(|c| format!("{c}.parquet")).chain(["problems.parquet".to_owned()]) {
+    for name in CONFIGS
+        .iter()
+        .map(|c| format!("{c}.parquet"))
+        .chain(["problems.parquet".to_owned()])
+    {
         let path = release.join(&name);
         if !path.is_file() {
-            unreadable.push(Damage { file: name, kind: "missing", detail: String::new() });
+            unreadable.push(Damage {
+                file: name,
+                kind: "missing",
+                detail: String::new(),
+            });
             continue;
         }
-        let read = coreb_data::tables::read_batches(&path, 8192).and_then(|mut batches| batches.try_for_each(|b| b.map(drop)));
+        let read = coreb_data::tables::read_batches(&path, 8192)
+            .and_then(|mut batches| batches.try_for_each(|b| b.map(drop)));
         if let Err(e) = read {
             // The error names the path; the file is named already.
-            let detail = std::error::Error::source(&e).map_or_else(|| e.to_string(), coreb_base::errors::chain);
-            unreadable.push(Damage { file: name, kind: "unreadable", detail: format!("not a readable Parquet table ({detail})") });
+            let detail = std::error::Error::source(&e)
+                .map_or_else(|| e.to_string(), coreb_base::errors::chain);
+            unreadable.push(Damage {
+                file: name,
+                kind: "unreadable",
+                detail: format!("not a readable Parquet table ({detail})"),
+            });
         }
     }
-    let mut altered = if release.join("MANIFEST.json").is_file() { crate::ops::verify::checksums(release)?.1 } else { Vec::new() };
+    let mut altered = if release.join("MANIFEST.json").is_file() {
+        crate::ops::verify::checksums(release)?.1
+    } else {
+        Vec::new()
+    };
     altered.retain(|d| !unreadable.iter().any(|u| u.file == d.file));
     Ok((unreadable, altered))
 }
@@ -105,19 +158,34 @@ fn damaged_files(release: &std::path::Path) -> anyhow::Result<(Vec<Damage>, Vec<
 /// the directory name and the default thresholds.
 fn manifest_facts(release: &std::path::Path) -> anyhow::Result<(String, GatesConfig, Composition)> {
     let path = release.join("MANIFEST.json");
-    let dir_name = || release.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir_name = || {
+        release
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
     if !path.is_file() {
-        return Ok((dir_name(), GatesConfig::default(), Composition::of(Profile::Series)));
+        return Ok((
+            dir_name(),
+            GatesConfig::default(),
+            Composition::of(Profile::Series),
+        ));
     }
-    let manifest: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("reading `{}`", path.display()))?;
-    let version = manifest.get("version").and_then(|v| v.as_str()).map_or_else(dir_name, str::to_owned);
+    let manifest: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&path)?)
+        .with_context(|| format!("reading `{}`", path.display()))?;
+    let version = manifest
+        .get("version")
+        .and_then(|v| v.as_str())
+        .map_or_else(dir_name, str::to_owned);
     let gates = match manifest.pointer("/counts/gates") {
-        Some(g) => serde_json::from_value(g.clone()).with_context(|| format!("`{}`: `counts.gates`", path.display()))?,
+        Some(g) => serde_json::from_value(g.clone())
+            .with_context(|| format!("`{}`: `counts.gates`", path.display()))?,
         None => GatesConfig::default(),
     };
     // A release from before the series' composition records none: it was coreb's.
     let composition = match manifest.pointer("/stages/qrels/composition") {
-        Some(c) => serde_json::from_value(c.clone()).with_context(|| format!("`{}`: `stages.qrels.composition`", path.display()))?,
+        Some(c) => serde_json::from_value(c.clone())
+            .with_context(|| format!("`{}`: `stages.qrels.composition`", path.display()))?,
         None => Composition::of(Profile::Coreb),
     };
     Ok((version, gates, composition))

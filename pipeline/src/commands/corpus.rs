@@ -13,7 +13,14 @@ use crate::shard::ShardSpec;
 
 /// Run `coreb corpus`: everything in this process, or (`--shard i/N`) one shard process.
 pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
-    let CorpusArgs { manifest, json, shard, dedup_tasks, dedup_step, task } = args;
+    let CorpusArgs {
+        manifest,
+        json,
+        shard,
+        dedup_tasks,
+        dedup_step,
+        task,
+    } = args;
     let printer = Printer::new(json);
     let runtime = super::runtime()?;
     let run = CorpusRun::load(&manifest, printer, runtime.handle().clone())?;
@@ -27,7 +34,10 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
     let part = run.part(slice)?;
     let (i, n) = (slice.index, slice.count);
     if part.already_done {
-        printer.status(format!("shard {i}/{n} is complete (`{}`); nothing to do", part.dir.display()));
+        printer.status(format!(
+            "shard {i}/{n} is complete (`{}`); nothing to do",
+            part.dir.display()
+        ));
         printer.json_line(&serde_json::json!({"shard": i, "shards": n, "done": true}));
     } else {
         let (input_rows, rows) = (part.input_rows, part.rows);
@@ -36,14 +46,21 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
             part.dir.display(),
             manifest.display()
         ));
-        printer.json_line(&serde_json::json!({"shard": i, "shards": n, "rows_in": input_rows, "rows": rows}));
+        printer.json_line(
+            &serde_json::json!({"shard": i, "shards": n, "rows_in": input_rows, "rows": rows}),
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Run `coreb corpus --dedup-step <step> [--task I/T]`: one step of the split near-duplicate
 /// decision; prints what it found and its peak memory.
-fn dedup_step_command(run: &CorpusRun, step: DedupStep, task: Option<ShardSpec>, printer: &Printer) -> anyhow::Result<ExitCode> {
+fn dedup_step_command(
+    run: &CorpusRun,
+    step: DedupStep,
+    task: Option<ShardSpec>,
+    printer: &Printer,
+) -> anyhow::Result<ExitCode> {
     let task = match (step, task) {
         (DedupStep::Bands, None) => anyhow::bail!("`--dedup-step bands` needs `--task I/T`"),
         (_, task) => task.unwrap_or(ShardSpec { index: 0, count: 1 }),
@@ -55,9 +72,17 @@ fn dedup_step_command(run: &CorpusRun, step: DedupStep, task: Option<ShardSpec>,
         obj.extend(outcome.facts);
     }
     if outcome.already_done {
-        printer.status(format!("dedup {} {i}/{n} is complete (`{}`); nothing to do", step.name(), outcome.dir.display()));
+        printer.status(format!(
+            "dedup {} {i}/{n} is complete (`{}`); nothing to do",
+            step.name(),
+            outcome.dir.display()
+        ));
     } else {
-        printer.status(format!("dedup {} {i}/{n} written to `{}`", step.name(), outcome.dir.display()));
+        printer.status(format!(
+            "dedup {} {i}/{n} written to `{}`",
+            step.name(),
+            outcome.dir.display()
+        ));
     }
     printer.json_line(&line);
     Ok(ExitCode::SUCCESS)
@@ -65,13 +90,25 @@ fn dedup_step_command(run: &CorpusRun, step: DedupStep, task: Option<ShardSpec>,
 
 /// Run `coreb merge corpus`: combine the parts of `coreb corpus --shard i/N` into the output.
 pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let MergeArgs { stage: _, manifest, json, output_dir, jobs, dedup_tasks } = args;
+    let MergeArgs {
+        stage: _,
+        manifest,
+        json,
+        output_dir,
+        jobs,
+        dedup_tasks,
+    } = args;
     if output_dir.is_some() || jobs.is_some() {
-        anyhow::bail!("`--output-dir` and `--jobs` are for the build stages; the corpus manifest sets `[output] dir`");
+        anyhow::bail!(
+            "`--output-dir` and `--jobs` are for the build stages; the corpus manifest sets `[output] dir`"
+        );
     }
     let printer = Printer::new(json);
     let runtime = super::runtime()?;
-    summary(&CorpusRun::load(&manifest, printer, runtime.handle().clone())?.merge(dedup_tasks)?, &printer)?;
+    summary(
+        &CorpusRun::load(&manifest, printer, runtime.handle().clone())?.merge(dedup_tasks)?,
+        &printer,
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

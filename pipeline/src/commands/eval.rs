@@ -21,5 +21,9 @@ pub fn eval(options: EvalOptions) -> anyhow::Result<ExitCode> {
 /// What `coreb eval` reads of a build manifest.
 fn load_manifest(path: &Path) -> anyhow::Result<ManifestSettings> {
     let plan = RunPlan::load(path, None)?;
-    Ok(ManifestSettings { gates: plan.gates, prompts_file: plan.eval.prompts_file, prompts: plan.eval.prompts })
+    Ok(ManifestSettings {
+        gates: plan.gates,
+        prompts_file: plan.eval.prompts_file,
+        prompts: plan.eval.prompts,
+    })
 }

@@ -37,34 +37,77 @@ fn find_problem(path: &std::path::Path, wanted: Option<&str>) -> anyhow::Result<
         }
     }
     match wanted {
-        Some(w) => Err(coreb_base::errors::Usage(format!("`{}`: no problem with question_id `{w}` (`--problem-id`)", path.display())).into()),
+        Some(w) => Err(coreb_base::errors::Usage(format!(
+            "`{}`: no problem with question_id `{w}` (`--problem-id`)",
+            path.display()
+        ))
+        .into()),
         None => bail!("`{}`: no problems", path.display()),
     }
 }
 
 /// Run `coreb judge`.
 pub fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
-    let JudgeArgs { problem, solution, lang, problem_id, json } = args;
+    let JudgeArgs {
+        problem,
+        solution,
+        lang,
+        problem_id,
+        json,
+    } = args;
     let printer = Printer::new(json);
     let problem = find_problem(&problem, problem_id.as_deref())?;
     let code = fs_err::read_to_string(&solution)?;
     let language = language(lang);
-    let solution = Solution { id: SolutionId::new(&problem.id, "local", language, 0), problem_id: problem.id.clone(), model: "local".into(), language, sample: 0, code };
+    let solution = Solution {
+        id: SolutionId::new(&problem.id, "local", language, 0),
+        problem_id: problem.id.clone(),
+        model: "local".into(),
+        language,
+        sample: 0,
+        code,
+    };
     let config = ExecuteConfig::default();
     let sandbox = Sandbox::new(config.sandbox.clone()).context("setting up the sandbox")?;
-    coreb_judge::toolchain_versions(&config, &sandbox, &[language]).context("checking the toolchain")?;
-    let output = execute(&config, std::slice::from_ref(&problem), std::slice::from_ref(&solution), &sandbox, 0).context("judging")?;
+    coreb_judge::toolchain_versions(&config, &sandbox, &[language])
+        .context("checking the toolchain")?;
+    let output = execute(
+        &config,
+        std::slice::from_ref(&problem),
+        std::slice::from_ref(&solution),
+        &sandbox,
+        0,
+    )
+    .context("judging")?;
     let Some(result) = output.results.into_iter().next() else {
         bail!("problem `{}` was not judged", problem.id);
     };
-    let passed_n = result.tests.iter().filter(|t| t.verdict == coreb_judge::Verdict::Passed).count();
+    let passed_n = result
+        .tests
+        .iter()
+        .filter(|t| t.verdict == coreb_judge::Verdict::Passed)
+        .count();
     for t in &result.tests {
-        printer.status(format_args!("test {:>3}: {:<13} {:>6} ms wall {:>6} ms cpu {:>8} KiB", t.index, t.verdict.as_str(), t.wall_ms, t.cpu_ms, t.peak_memory_kb));
+        printer.status(format_args!(
+            "test {:>3}: {:<13} {:>6} ms wall {:>6} ms cpu {:>8} KiB",
+            t.index,
+            t.verdict.as_str(),
+            t.wall_ms,
+            t.cpu_ms,
+            t.peak_memory_kb
+        ));
     }
     if !result.message.is_empty() {
         printer.status(format_args!("{}", result.message.trim_end()));
     }
-    printer.status(format_args!("{}: {} {}/{} tests passed ({})", problem.id, if result.passed { "PASSED" } else { "FAILED" }, passed_n, result.tests.len(), sandbox.isolation()));
+    printer.status(format_args!(
+        "{}: {} {}/{} tests passed ({})",
+        problem.id,
+        if result.passed { "PASSED" } else { "FAILED" },
+        passed_n,
+        result.tests.len(),
+        sandbox.isolation()
+    ));
     printer.json_line(&serde_json::json!({
         "problem_id": problem.id.as_str(),
         "language": language.as_str(),
@@ -74,5 +117,9 @@ pub fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
         "message": result.message,
         "isolation": sandbox.isolation().to_string(),
     }));
-    Ok(if result.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if result.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -13,11 +13,30 @@ use crate::printer::Printer;
 
 /// Run `coreb leaderboard`.
 pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
-    let LeaderboardArgs { releases_dir, results, out, audits, json, from, to, after_cutoff, metric } = args;
+    let LeaderboardArgs {
+        releases_dir,
+        results,
+        out,
+        audits,
+        json,
+        from,
+        to,
+        after_cutoff,
+        metric,
+    } = args;
     let printer = Printer::new(json);
     let results = results.unwrap_or_else(|| releases_dir.join(RESULTS_DIR));
     let (lb, frames) = store::load(&releases_dir, &results, &audits, &printer)?;
-    let view = board::view(&lb, &frames, &ViewSpec { from, to, after_cutoff, metric })?;
+    let view = board::view(
+        &lb,
+        &frames,
+        &ViewSpec {
+            from,
+            to,
+            after_cutoff,
+            metric,
+        },
+    )?;
     if lb.models.is_empty() {
         anyhow::bail!(
             "no results recorded in `{}` (the results store of `--releases-dir {}`; `--results` names another): record one with `coreb eval <release> --record`",
@@ -49,7 +68,10 @@ pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
             leaderboard: &'a Leaderboard,
             view: &'a View,
         }
-        printer.out(serde_json::to_string_pretty(&Printed { leaderboard: &lb, view: &view })?);
+        printer.out(serde_json::to_string_pretty(&Printed {
+            leaderboard: &lb,
+            view: &view,
+        })?);
     } else {
         printer.out(store::markdown(&lb, &view).trim_end());
     }
@@ -65,7 +87,15 @@ mod tests {
     #[test]
     fn an_audit_report_as_coreb_audit_writes_it_is_read() {
         use coreb_curation::audit::model::{ModelReport, WindowPass};
-        let overall = WindowPass { window: "all".into(), problems: 10, excluded: 0, pass_at_1_original: 0.6, pass_at_1_rewritten: 0.45, drop: 0.15, relative_drop: Some(0.25) };
+        let overall = WindowPass {
+            window: "all".into(),
+            problems: 10,
+            excluded: 0,
+            pass_at_1_original: 0.6,
+            pass_at_1_rewritten: 0.45,
+            drop: 0.15,
+            relative_drop: Some(0.25),
+        };
         let report = ModelReport {
             release: "releases/v202503".into(),
             model: "m".into(),
@@ -84,15 +114,40 @@ mod tests {
         let path = dir.path().join("model.json");
         fs_err::write(&path, &text).unwrap();
         let elsewhere = dir.path().join("elsewhere.json");
-        fs_err::write(&elsewhere, text.replace("releases/v202503", "releases/v209912")).unwrap();
-        let mut releases = vec![ReleaseInfo::from_store("v202503", None, None), ReleaseInfo::from_store("v202504", None, None)];
+        fs_err::write(
+            &elsewhere,
+            text.replace("releases/v202503", "releases/v209912"),
+        )
+        .unwrap();
+        let mut releases = vec![
+            ReleaseInfo::from_store("v202503", None, None),
+            ReleaseInfo::from_store("v202504", None, None),
+        ];
         let said = Recorded::default();
-        attach_audits(&mut releases, &[path.clone(), path, elsewhere.clone()], &said).unwrap();
-        assert_eq!(releases[0].audits.len(), 1, "the same report given twice is shown once");
-        assert_eq!((releases[0].audits[0].drop, releases[0].audits[0].relative_drop), (0.15, Some(0.25)));
+        attach_audits(
+            &mut releases,
+            &[path.clone(), path, elsewhere.clone()],
+            &said,
+        )
+        .unwrap();
+        assert_eq!(
+            releases[0].audits.len(),
+            1,
+            "the same report given twice is shown once"
+        );
+        assert_eq!(
+            (
+                releases[0].audits[0].drop,
+                releases[0].audits[0].relative_drop
+            ),
+            (0.15, Some(0.25))
+        );
         assert!(releases[1].audits.is_empty());
         // An audit of a release neither published nor recorded is not shown, and said so.
-        let warning = format!("warning: `{}` audits release `releases/v209912`, which is neither published nor recorded: not shown", elsewhere.display());
+        let warning = format!(
+            "warning: `{}` audits release `releases/v209912`, which is neither published nor recorded: not shown",
+            elsewhere.display()
+        );
         assert_eq!(said.said(), [Said::Status(warning)]);
     }
 }

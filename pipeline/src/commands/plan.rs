@@ -8,7 +8,24 @@ use crate::printer::Printer;
 
 /// Run `coreb plan`.
 pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let PlanArgs { month, releases_dir, from, out, sources, no_pin } = args;
-    plan_month(MonthRequest { month, releases_dir, from, out, sources, no_pin }, Printer::new(false))?;
+    let PlanArgs {
+        month,
+        releases_dir,
+        from,
+        out,
+        sources,
+        no_pin,
+    } = args;
+    plan_month(
+        MonthRequest {
+            month,
+            releases_dir,
+            from,
+            out,
+            sources,
+            no_pin,
+        },
+        Printer::new(false),
+    )?;
     Ok(ExitCode::SUCCESS)
 }

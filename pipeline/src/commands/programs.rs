@@ -28,14 +28,30 @@ struct IndexLine<'a> {
 
 /// Run `coreb programs`.
 pub fn programs(args: ProgramsArgs) -> anyhow::Result<ExitCode> {
-    let plan = PlanOverrides { output_dir: args.output_dir.clone(), publish_dir: None }.load(&args.manifest, None)?;
+    let plan = PlanOverrides {
+        output_dir: args.output_dir.clone(),
+        publish_dir: None,
+    }
+    .load(&args.manifest, None)?;
     let root = plan.output_dir.join("artifacts");
     let Some(store) = ArtifactStore::existing(&root) else {
-        let from = if args.output_dir.is_some() { "`--output-dir`".to_owned() } else { format!("the `output_dir` of `{}`", args.manifest.display()) };
-        bail!("no build at `{}` ({from}): build up to `generate` first, or pass `--output-dir` with the directory it was built in", root.display());
+        let from = if args.output_dir.is_some() {
+            "`--output-dir`".to_owned()
+        } else {
+            format!("the `output_dir` of `{}`", args.manifest.display())
+        };
+        bail!(
+            "no build at `{}` ({from}): build up to `generate` first, or pass `--output-dir` with the directory it was built in",
+            root.display()
+        );
     };
     let output = |stage: &str, role: &str| -> anyhow::Result<std::path::PathBuf> {
-        let record = store.record(stage)?.with_context(|| format!("stage `{stage}` has not run for `{}`: build up to `generate` first", args.manifest.display()))?;
+        let record = store.record(stage)?.with_context(|| {
+            format!(
+                "stage `{stage}` has not run for `{}`: build up to `generate` first",
+                args.manifest.display()
+            )
+        })?;
         store.output(&record, role)
     };
     // Harnesses come from the starters: the tests are never read.
@@ -49,8 +65,14 @@ pub fn programs(args: ProgramsArgs) -> anyhow::Result<ExitCode> {
     let mut index = Vec::new();
     let mut written = 0usize;
     for s in &solutions {
-        let Some(h) = harness.get(&s.problem_id) else { continue };
-        let JudgedProgram { source_name, code, main_class } = program_of(&plan.stages.execute.toolchain(s.language), s, h);
+        let Some(h) = harness.get(&s.problem_id) else {
+            continue;
+        };
+        let JudgedProgram {
+            source_name,
+            code,
+            main_class,
+        } = program_of(&plan.stages.execute.toolchain(s.language), s, h);
         let dir = args.out.join(s.id.as_str());
         fs_err::create_dir_all(&dir)?;
         coreb_base::durable::write(&dir.join(&source_name), code.as_bytes())?;
@@ -67,6 +89,10 @@ pub fn programs(args: ProgramsArgs) -> anyhow::Result<ExitCode> {
     }
     // The index last: a directory with an index is complete.
     coreb_base::durable::write(&args.out.join("index.jsonl"), &index)?;
-    eprintln!("{written} programs of {} solutions written to `{}`", solutions.len(), args.out.display());
+    eprintln!(
+        "{written} programs of {} solutions written to `{}`",
+        solutions.len(),
+        args.out.display()
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -73,15 +73,25 @@ pub fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(false);
     if let Some(ReviewCommand::Report(a)) = args.command {
         let w = report::report(&a.release, &a.files, a.out.as_deref(), a.record)?;
-        printer.status(format!("wrote `{}` and `{}`", w.out.join("review.json").display(), w.out.join("review.md").display()));
+        printer.status(format!(
+            "wrote `{}` and `{}`",
+            w.out.join("review.json").display(),
+            w.out.join("review.md").display()
+        ));
         if w.recorded {
-            printer.status(format!("re-published the card `{}` with its Human validation section", a.release.join("README.md").display()));
+            printer.status(format!(
+                "re-published the card `{}` with its Human validation section",
+                a.release.join("README.md").display()
+            ));
         }
         printer.out(report::markdown(&w.report));
         return Ok(ExitCode::SUCCESS);
     }
-    let missing = || Usage("`coreb review RELEASE --sample N --seed S --out DIR`: give all four".into());
-    let (Some(release), Some(n), Some(seed), Some(out)) = (args.release, args.sample, args.seed, args.out) else {
+    let missing =
+        || Usage("`coreb review RELEASE --sample N --seed S --out DIR`: give all four".into());
+    let (Some(release), Some(n), Some(seed), Some(out)) =
+        (args.release, args.sample, args.seed, args.out)
+    else {
         return Err(missing().into());
     };
     if n == 0 {
@@ -90,7 +100,12 @@ pub fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {
     coreb_curation::audit::check_release(&release)?;
     let build = BuildLookup::open(&release, args.build_dir.as_deref())?;
     let s = page::write_page(&release, &build, n, seed, &out)?;
-    printer.status(format!("drew {} problems of `{}` (seed {seed}, N = {n}; MANIFEST sha256 {})", s.ids.len(), s.release, s.release_sha256));
+    printer.status(format!(
+        "drew {} problems of `{}` (seed {seed}, N = {n}; MANIFEST sha256 {})",
+        s.ids.len(),
+        s.release,
+        s.release_sha256
+    ));
     printer.out(format!("wrote `{}`", s.path.display()));
     Ok(ExitCode::SUCCESS)
 }

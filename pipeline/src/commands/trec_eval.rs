@@ -10,8 +10,25 @@ use crate::printer::Printer;
 
 /// Run `coreb trec-eval`.
 pub fn trec_eval(args: TrecEvalArgs) -> anyhow::Result<ExitCode> {
-    let TrecEvalArgs { help: _, per_query, complete, max_retrieved, level, measures, qrels, run: run_file } = args;
-    let text = run(&Args { per_query, complete, max_retrieved, level, measures, qrels, run: run_file })?;
+    let TrecEvalArgs {
+        help: _,
+        per_query,
+        complete,
+        max_retrieved,
+        level,
+        measures,
+        qrels,
+        run: run_file,
+    } = args;
+    let text = run(&Args {
+        per_query,
+        complete,
+        max_retrieved,
+        level,
+        measures,
+        qrels,
+        run: run_file,
+    })?;
     Printer::new(false).out(text.trim_end_matches('\n'));
     Ok(ExitCode::SUCCESS)
 }

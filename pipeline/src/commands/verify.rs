@@ -17,13 +17,29 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             printer.out(format!("published: {d}"));
         }
         if differences.is_empty() {
-            printer.out(format!("{}: {checked} files match the sha256 in MANIFEST.json", manifest.version));
+            printer.out(format!(
+                "{}: {checked} files match the sha256 in MANIFEST.json",
+                manifest.version
+            ));
         } else {
-            printer.out(format!("{}: {} difference(s) from MANIFEST.json", manifest.version, differences.len()));
+            printer.out(format!(
+                "{}: {} difference(s) from MANIFEST.json",
+                manifest.version,
+                differences.len()
+            ));
         }
         differences.iter().map(ToString::to_string).collect()
     } else {
-        crate::ops::verify::verify(&args.release, args.sources.as_deref(), args.trust_release_sandbox, printer)?
+        crate::ops::verify::verify(
+            &args.release,
+            args.sources.as_deref(),
+            args.trust_release_sandbox,
+            printer,
+        )?
     };
-    Ok(if differences.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if differences.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -28,21 +28,34 @@ pub(super) struct Embedder {
 
 impl Embedder {
     /// The manifest's endpoint, if it has one, asked on `runtime`.
-    pub(super) fn new(f: &CorpusManifestFile, runtime: &tokio::runtime::Handle) -> anyhow::Result<Option<Embedder>> {
+    pub(super) fn new(
+        f: &CorpusManifestFile,
+        runtime: &tokio::runtime::Handle,
+    ) -> anyhow::Result<Option<Embedder>> {
         let Some(e) = &f.embed else { return Ok(None) };
         let mut cfg = coreb_eval::embed::EmbedConfig::new(e.base_url.clone());
         cfg.api_key = std::env::var(&e.api_key_env).ok().filter(|k| !k.is_empty());
         cfg.cache_dir = e.cache_dir.clone();
         let client = coreb_eval::embed::EmbedClient::new(cfg).context("embeddings client")?;
-        Ok(Some(Embedder { client, model: e.model.clone(), runtime: runtime.clone() }))
+        Ok(Some(Embedder {
+            client,
+            model: e.model.clone(),
+            runtime: runtime.clone(),
+        }))
     }
 
     /// Cosine similarities of the pairs' texts to their codes.
     fn similarity(&self, pairs: &[Pair]) -> anyhow::Result<SimMatrix> {
         let texts: Vec<String> = pairs.iter().map(|p| p.text.clone()).collect();
         let codes: Vec<String> = pairs.iter().map(|p| p.code.clone()).collect();
-        let t = self.runtime.block_on(self.client.embed(&self.model, &texts)).with_context(|| format!("embedding {} texts with `{}`", texts.len(), self.model))?;
-        let c = self.runtime.block_on(self.client.embed(&self.model, &codes)).with_context(|| format!("embedding {} codes with `{}`", codes.len(), self.model))?;
+        let t = self
+            .runtime
+            .block_on(self.client.embed(&self.model, &texts))
+            .with_context(|| format!("embedding {} texts with `{}`", texts.len(), self.model))?;
+        let c = self
+            .runtime
+            .block_on(self.client.embed(&self.model, &codes))
+            .with_context(|| format!("embedding {} codes with `{}`", codes.len(), self.model))?;
         Ok(SimMatrix::from_embeddings(&t, &c))
     }
 }
@@ -68,7 +81,10 @@ pub(super) struct SpoolFile {
 /// The first of `spools` that is not the file its marker describes, as its error; `digests`
 /// (the hash and size of each whole file as it was read) when given, else each file hashed
 /// now.
-fn damaged_spool(spools: &[SpoolFile], digests: Option<&[Option<(String, u64)>]>) -> Option<anyhow::Error> {
+fn damaged_spool(
+    spools: &[SpoolFile],
+    digests: Option<&[Option<(String, u64)>]>,
+) -> Option<anyhow::Error> {
     spools.iter().enumerate().find_map(|(i, s)| {
         let (entry, error) = s.check.as_ref()?;
         let intact = match digests.and_then(|d| d.get(i)).cloned().flatten() {
@@ -101,17 +117,48 @@ pub(super) fn shard(
             fs_err::remove_file(&marker)?;
         }
         let mut writer = ShardWriter::create(out, &name)?;
-        let step = Curate { language: &f.language, decontaminate: &f.decontaminate, align: &f.align, negatives: &f.negatives, index };
+        let step = Curate {
+            language: &f.language,
+            decontaminate: &f.decontaminate,
+            align: &f.align,
+            negatives: &f.negatives,
+            index,
+        };
         let paths: Vec<PathBuf> = spools.iter().map(|f| f.path.clone()).collect();
         let hash = spools.iter().any(|f| f.check.is_some());
-        let mut spool = if hash { MergedSpool::open_hashing(&paths)? } else { MergedSpool::open(&paths)? };
+        let mut spool = if hash {
+            MergedSpool::open_hashing(&paths)?
+        } else {
+            MergedSpool::open(&paths)?
+        };
         let report = match dups {
-            Dups::Whole(d) => step.run(&mut spool, &mut &*d, |pairs| similarity(embedder, pairs), &mut writer)?,
+            Dups::Whole(d) => step.run(
+                &mut spool,
+                &mut &*d,
+                |pairs| similarity(embedder, pairs),
+                &mut writer,
+            )?,
             Dups::Split { exact, near, names } => {
-                let open = |p: &Path| fs_err::File::open(p).map(|f| std::io::BufReader::with_capacity(1 << 16, f));
-                let mut verdicts = SplitVerdicts::open(open(exact)?, open(near)?, names).with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?;
-                step.run(&mut spool, &mut verdicts, |pairs| similarity(embedder, pairs), &mut writer)
-                    .with_context(|| format!("curating output shard {s} with the verdicts of `{}` and `{}`", exact.display(), near.display()))?
+                let open = |p: &Path| {
+                    fs_err::File::open(p).map(|f| std::io::BufReader::with_capacity(1 << 16, f))
+                };
+                let mut verdicts = SplitVerdicts::open(open(exact)?, open(near)?, names)
+                    .with_context(|| {
+                        format!("reading `{}` and `{}`", exact.display(), near.display())
+                    })?;
+                step.run(
+                    &mut spool,
+                    &mut verdicts,
+                    |pairs| similarity(embedder, pairs),
+                    &mut writer,
+                )
+                .with_context(|| {
+                    format!(
+                        "curating output shard {s} with the verdicts of `{}` and `{}`",
+                        exact.display(),
+                        near.display()
+                    )
+                })?
             }
         };
         // Every spool file read through to its end; checked before anything is committed.
@@ -119,7 +166,10 @@ pub(super) fn shard(
             return Err(e);
         }
         writer.finish()?;
-        durable::write(&out.join("reports").join(format!("{name}.json")), &serde_json::to_vec_pretty(&report)?)?;
+        durable::write(
+            &out.join("reports").join(format!("{name}.json")),
+            &serde_json::to_vec_pretty(&report)?,
+        )?;
         // Every file is fsynced by now (durable writers); the marker that vouches for them last.
         write_marker(out, s, plan_hash)
     };
@@ -138,7 +188,8 @@ struct ShardWriter {
 
 impl ShardWriter {
     fn create(out: &Path, name: &str) -> anyhow::Result<ShardWriter> {
-        let dropped = AtomicFile::create(&out.join("reports").join(format!("{name}.dropped.jsonl")))?;
+        let dropped =
+            AtomicFile::create(&out.join("reports").join(format!("{name}.dropped.jsonl")))?;
         let train_dir = out.join("train").join(name);
         let rerank_dir = out.join("rerank").join(name);
         fs_err::create_dir_all(&train_dir)?;
@@ -146,8 +197,12 @@ impl ShardWriter {
         Ok(ShardWriter {
             train: TrainingWriter::create(&train_dir.join("part.parquet"))?,
             rerank: RerankWriter::create(&rerank_dir.join("part.parquet"))?,
-            train_jsonl: AtomicFile::create(&out.join("jsonl/train").join(name).join("part.jsonl"))?,
-            rerank_jsonl: AtomicFile::create(&out.join("jsonl/rerank").join(name).join("part.jsonl"))?,
+            train_jsonl: AtomicFile::create(
+                &out.join("jsonl/train").join(name).join("part.jsonl"),
+            )?,
+            rerank_jsonl: AtomicFile::create(
+                &out.join("jsonl/rerank").join(name).join("part.jsonl"),
+            )?,
             dropped,
         })
     }
@@ -173,9 +228,18 @@ impl Sink for ShardWriter {
     fn record(&mut self, r: &TrainingRecordRef<'_>) -> anyhow::Result<()> {
         self.train.push(r)?;
         json_line(&mut self.train_jsonl, r)?;
-        for (doc, label) in std::iter::once((r.pos, 1u8)).chain(r.hard_neg.iter().chain(r.easy_neg).map(|d| (d.as_str(), 0))) {
+        for (doc, label) in std::iter::once((r.pos, 1u8))
+            .chain(r.hard_neg.iter().chain(r.easy_neg).map(|d| (d.as_str(), 0)))
+        {
             self.rerank.push(r.query, doc, label)?;
-            json_line(&mut self.rerank_jsonl, &RerankRef { query: r.query, doc, label })?;
+            json_line(
+                &mut self.rerank_jsonl,
+                &RerankRef {
+                    query: r.query,
+                    doc,
+                    label,
+                },
+            )?;
         }
         Ok(())
     }

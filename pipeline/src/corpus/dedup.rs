@@ -83,12 +83,21 @@ const ONE: ShardSpec = ShardSpec { index: 0, count: 1 };
 /// The sha256 of a part's file, from its checked marker.
 fn file_sha(dir: &Path, file: &str) -> anyhow::Result<String> {
     let marker = read_part_marker(dir)?;
-    Ok(marker.files.get(file).with_context(|| format!("`{}` lists no `{file}`", dir.join("_SUCCESS").display()))?.sha256.clone())
+    Ok(marker
+        .files
+        .get(file)
+        .with_context(|| format!("`{}` lists no `{file}`", dir.join("_SUCCESS").display()))?
+        .sha256
+        .clone())
 }
 
 /// The key of a step's parts: the plan hash, the step and the sha256 of each file it reads.
 fn step_key(plan: &str, step: DedupStep, inputs: &[String]) -> String {
-    coreb_base::hashing::sha256_hex(serde_json::json!({"plan": plan, "step": step.name(), "inputs": inputs}).to_string().as_bytes())
+    coreb_base::hashing::sha256_hex(
+        serde_json::json!({"plan": plan, "step": step.name(), "inputs": inputs})
+            .to_string()
+            .as_bytes(),
+    )
 }
 
 /// Read the sketch file of each shard part of `chain`, only the columns `selection` names, as
@@ -100,8 +109,10 @@ pub(super) fn read_sketches(chain: &Chain, selection: &Selection) -> anyhow::Res
         .map(|dir| {
             let path = dir.join("sketches.bin");
             let mut r = BufReader::with_capacity(1 << 20, fs_err::File::open(&path)?);
-            let mut s = Sketches::read_selected(&mut r, selection).with_context(|| format!("reading `{}`", path.display()))?;
-            s.cover(chain.input_rows).with_context(|| format!("reading `{}`", path.display()))?;
+            let mut s = Sketches::read_selected(&mut r, selection)
+                .with_context(|| format!("reading `{}`", path.display()))?;
+            s.cover(chain.input_rows)
+                .with_context(|| format!("reading `{}`", path.display()))?;
             Ok(s)
         })
         .collect()
@@ -113,7 +124,12 @@ fn sketch_files(chain: &Chain, input_rows: Option<u64>) -> anyhow::Result<Vec<Sk
     if let Some(rows) = input_rows.filter(|&r| r != chain.input_rows) {
         bail!(
             "the shard parts in `{}` cover {} input rows, the exact step {rows}",
-            chain.parts.first().and_then(|p| p.parent()).unwrap_or(Path::new("")).display(),
+            chain
+                .parts
+                .first()
+                .and_then(|p| p.parent())
+                .unwrap_or(Path::new(""))
+                .display(),
             chain.input_rows
         );
     }
@@ -122,23 +138,36 @@ fn sketch_files(chain: &Chain, input_rows: Option<u64>) -> anyhow::Result<Vec<Sk
         .iter()
         .map(|dir| {
             let path = dir.join("sketches.bin");
-            let mut file =
-                SketchFile::open(std::fs::File::open(&path).with_context(|| format!("opening `{}`", path.display()))?).with_context(|| format!("reading `{}`", path.display()))?;
-            file.cover(chain.input_rows).with_context(|| format!("reading `{}`", path.display()))?;
+            let mut file = SketchFile::open(
+                std::fs::File::open(&path)
+                    .with_context(|| format!("opening `{}`", path.display()))?,
+            )
+            .with_context(|| format!("reading `{}`", path.display()))?;
+            file.cover(chain.input_rows)
+                .with_context(|| format!("reading `{}`", path.display()))?;
             Ok(file)
         })
         .collect()
 }
 
 /// Write one file of a part through the durable writer.
-fn write_file(part: &PartWriter, name: &str, write: impl FnOnce(&mut BufWriter<AtomicFile>) -> std::io::Result<()>) -> anyhow::Result<()> {
+fn write_file(
+    part: &PartWriter,
+    name: &str,
+    write: impl FnOnce(&mut BufWriter<AtomicFile>) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     let path = part.path(name);
     let mut w = BufWriter::with_capacity(1 << 20, AtomicFile::create(&path)?);
-    write(&mut w).and_then(|()| w.into_inner().map_err(|e| e.into_error())?.commit()).with_context(|| format!("writing `{}`", path.display()))
+    write(&mut w)
+        .and_then(|()| w.into_inner().map_err(|e| e.into_error())?.commit())
+        .with_context(|| format!("writing `{}`", path.display()))
 }
 
 /// Read one file of a part.
-fn read_file<T>(path: &Path, read: impl FnOnce(&mut BufReader<fs_err::File>) -> Result<T, coreb_curation::SketchError>) -> anyhow::Result<T> {
+fn read_file<T>(
+    path: &Path,
+    read: impl FnOnce(&mut BufReader<fs_err::File>) -> Result<T, coreb_curation::SketchError>,
+) -> anyhow::Result<T> {
     let mut r = BufReader::with_capacity(1 << 20, fs_err::File::open(path)?);
     read(&mut r).with_context(|| format!("reading `{}`", path.display()))
 }
@@ -164,15 +193,30 @@ pub(super) struct Chain {
 /// them: every part's count within the last one's, and their rows adding up to it (each
 /// input row in exactly one part); otherwise they were made from different inputs.
 fn input_rows(parts_dir: &Path, parts: &[(PathBuf, PartMarker)]) -> anyhow::Result<u64> {
-    let fact = |m: &PartMarker, name: &str| m.facts.get(name).and_then(serde_json::Value::as_u64).with_context(|| format!("a corpus part's `_SUCCESS` without `{name}`"));
-    let counts = parts.iter().map(|(_, m)| Ok((fact(m, "input_rows")?, fact(m, "rows")?))).collect::<anyhow::Result<Vec<_>>>()?;
+    let fact = |m: &PartMarker, name: &str| {
+        m.facts
+            .get(name)
+            .and_then(serde_json::Value::as_u64)
+            .with_context(|| format!("a corpus part's `_SUCCESS` without `{name}`"))
+    };
+    let counts = parts
+        .iter()
+        .map(|(_, m)| Ok((fact(m, "input_rows")?, fact(m, "rows")?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let total = counts.last().map_or(0, |c| c.0);
     let rows: u64 = counts.iter().map(|c| c.1).sum();
     if let Some(i) = counts.iter().position(|c| c.0 > total) {
-        bail!("the shard parts in `{}` were made from different inputs: part {i} counted {} input rows, the last part {total}", parts_dir.display(), counts[i].0);
+        bail!(
+            "the shard parts in `{}` were made from different inputs: part {i} counted {} input rows, the last part {total}",
+            parts_dir.display(),
+            counts[i].0
+        );
     }
     if rows != total {
-        bail!("the shard parts in `{}` were made from different inputs: they hold {rows} rows of an input of {total}", parts_dir.display());
+        bail!(
+            "the shard parts in `{}` were made from different inputs: they hold {rows} rows of an input of {total}",
+            parts_dir.display()
+        );
     }
     Ok(total)
 }
@@ -181,19 +225,36 @@ fn input_rows(parts_dir: &Path, parts: &[(PathBuf, PartMarker)]) -> anyhow::Resu
 /// with their sketch file's sha256, checked by size only (the merge and the exact step hash
 /// every file); `None` at the first doubt.
 fn parts_by_marker(parts_dir: &Path, plan: &str) -> Option<Vec<(PathBuf, PartMarker)>> {
-    let mut names: Vec<(u32, u32)> = fs_err::read_dir(parts_dir).ok()?.filter_map(|e| e.ok()?.file_name().to_str().and_then(shard::parse_part_name)).collect();
+    let mut names: Vec<(u32, u32)> = fs_err::read_dir(parts_dir)
+        .ok()?
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()
+                .and_then(shard::parse_part_name)
+        })
+        .collect();
     names.sort_unstable();
     let n = names.first()?.1;
-    if names.iter().enumerate().any(|(i, &(index, count))| index as usize != i || count != n) || names.len() != n as usize {
+    if names
+        .iter()
+        .enumerate()
+        .any(|(i, &(index, count))| index as usize != i || count != n)
+        || names.len() != n as usize
+    {
         return None;
     }
     names
         .into_iter()
         .map(|(index, count)| {
             let dir = parts_dir.join(part_name(ShardSpec { index, count }));
-            let marker: PartMarker = serde_json::from_str(&fs_err::read_to_string(dir.join("_SUCCESS")).ok()?).ok()?;
+            let marker: PartMarker =
+                serde_json::from_str(&fs_err::read_to_string(dir.join("_SUCCESS")).ok()?).ok()?;
             let entry = marker.files.get("sketches.bin")?;
-            let fits = marker.plan == plan && marker.shard == index && marker.shards == count && fs_err::metadata(dir.join("sketches.bin")).ok()?.len() == entry.bytes;
+            let fits = marker.plan == plan
+                && marker.shard == index
+                && marker.shards == count
+                && fs_err::metadata(dir.join("sketches.bin")).ok()?.len() == entry.bytes;
             fits.then_some((dir, marker))
         })
         .collect()
@@ -223,51 +284,93 @@ impl CorpusRun {
     /// Otherwise the markers are trusted and sizes checked, the files hashed at the first doubt.
     pub(super) fn chain(&self, full: bool) -> anyhow::Result<Chain> {
         let parts_dir = self.out().join("parts");
-        let found = if full { None } else { parts_by_marker(&parts_dir, &self.plan_hash) };
+        let found = if full {
+            None
+        } else {
+            parts_by_marker(&parts_dir, &self.plan_hash)
+        };
         let found = match found {
             Some(found) => found,
             None => {
                 let rerun = |i: u32, n: u32| self.part_rerun(i, n);
                 if full {
-                    shard::complete_parts_with(&parts_dir, &self.plan_hash, "corpus", rerun, shard::read_part_marker_sized)?
+                    shard::complete_parts_with(
+                        &parts_dir,
+                        &self.plan_hash,
+                        "corpus",
+                        rerun,
+                        shard::read_part_marker_sized,
+                    )?
                 } else {
                     shard::complete_parts(&parts_dir, &self.plan_hash, "corpus", rerun)?
                 }
             }
         };
         let input_rows = input_rows(&parts_dir, &found)?;
-        let shas =
-            found.iter().map(|(_, m)| Ok(m.files.get("sketches.bin").context("a corpus part without `sketches.bin`")?.sha256.clone())).collect::<anyhow::Result<Vec<_>>>()?;
-        let (parts, files) = found.into_iter().map(|(dir, m)| (dir, if full { m.files } else { BTreeMap::new() })).unzip();
-        Ok(Chain { exact_key: step_key(&self.plan_hash, DedupStep::Exact, &shas), parts, files, shas, input_rows })
+        let shas = found
+            .iter()
+            .map(|(_, m)| {
+                Ok(m.files
+                    .get("sketches.bin")
+                    .context("a corpus part without `sketches.bin`")?
+                    .sha256
+                    .clone())
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let (parts, files) = found
+            .into_iter()
+            .map(|(dir, m)| (dir, if full { m.files } else { BTreeMap::new() }))
+            .unzip();
+        Ok(Chain {
+            exact_key: step_key(&self.plan_hash, DedupStep::Exact, &shas),
+            parts,
+            files,
+            shas,
+            input_rows,
+        })
     }
 
     /// The command that redoes shard part `i` of `n`.
     fn part_rerun(&self, i: u32, n: u32) -> String {
-        format!("run `coreb corpus {} --shard {i}/{n}`", self.manifest.display())
+        format!(
+            "run `coreb corpus {} --shard {i}/{n}`",
+            self.manifest.display()
+        )
     }
 
     /// The merge's refusal of shard part `dir` because its file `path` is not the one its
     /// marker describes: the words of [`shard::complete_parts`].
     pub(super) fn damaged_part(&self, dir: &Path, path: &Path) -> anyhow::Error {
         let (i, n) = part_of(dir);
-        shard::cannot_merge("corpus", &[shard::damaged_part(i, n, &shard::damaged_file(path), &self.part_rerun(i, n))])
+        shard::cannot_merge(
+            "corpus",
+            &[shard::damaged_part(
+                i,
+                n,
+                &shard::damaged_file(path),
+                &self.part_rerun(i, n),
+            )],
+        )
     }
 
     /// Every part's sketch file is still the one its marker describes; an error naming the
     /// command that redoes a part otherwise (in the merge's words when `merging`).
     pub(super) fn check_sketches(&self, chain: &Chain, merging: bool) -> anyhow::Result<()> {
-        chain.parts.par_iter().zip(&chain.shas).try_for_each(|(dir, sha)| {
-            let path = dir.join("sketches.bin");
-            if coreb_base::hashing::sha256_file(&path)? != *sha {
-                if merging {
-                    return Err(self.damaged_part(dir, &path));
+        chain
+            .parts
+            .par_iter()
+            .zip(&chain.shas)
+            .try_for_each(|(dir, sha)| {
+                let path = dir.join("sketches.bin");
+                if coreb_base::hashing::sha256_file(&path)? != *sha {
+                    if merging {
+                        return Err(self.damaged_part(dir, &path));
+                    }
+                    let (i, n) = part_of(dir);
+                    bail!("{}: {}", shard::damaged_file(&path), self.part_rerun(i, n));
                 }
-                let (i, n) = part_of(dir);
-                bail!("{}: {}", shard::damaged_file(&path), self.part_rerun(i, n));
-            }
-            Ok(())
-        })
+                Ok(())
+            })
     }
 
     /// The exact step's part, complete for `chain`, and the band tasks' key; an error naming
@@ -275,17 +378,41 @@ impl CorpusRun {
     fn bands_key(&self, chain: &Chain) -> anyhow::Result<(PathBuf, String)> {
         let dir = self.dedup_dir(DedupStep::Exact).join(part_name(ONE));
         if !part_done(&self.dedup_dir(DedupStep::Exact), ONE, &chain.exact_key) {
-            bail!("the exact step is missing, incomplete or was made from other parts (`{}`): run `coreb corpus {} --dedup-step exact`", dir.display(), self.manifest.display());
+            bail!(
+                "the exact step is missing, incomplete or was made from other parts (`{}`): run `coreb corpus {} --dedup-step exact`",
+                dir.display(),
+                self.manifest.display()
+            );
         }
-        let key = step_key(&self.plan_hash, DedupStep::Bands, &[file_sha(&dir, "exact.bin")?]);
+        let key = step_key(
+            &self.plan_hash,
+            DedupStep::Bands,
+            &[file_sha(&dir, "exact.bin")?],
+        );
         Ok((dir, key))
     }
 
     /// The band tasks' complete parts (one task count) and the clustering step's key.
     fn clusters_key(&self, bands_key: &str) -> anyhow::Result<(Vec<PathBuf>, String)> {
-        let rerun = |i: u32, n: u32| format!("run `coreb corpus {} --dedup-step bands --task {i}/{n}`", self.manifest.display());
-        let parts: Vec<PathBuf> = shard::complete_parts(&self.dedup_dir(DedupStep::Bands), bands_key, "dedup band", rerun)?.into_iter().map(|(d, _)| d).collect();
-        let mut shas = parts.iter().map(|d| file_sha(d, "candidates.bin")).collect::<anyhow::Result<Vec<_>>>()?;
+        let rerun = |i: u32, n: u32| {
+            format!(
+                "run `coreb corpus {} --dedup-step bands --task {i}/{n}`",
+                self.manifest.display()
+            )
+        };
+        let parts: Vec<PathBuf> = shard::complete_parts(
+            &self.dedup_dir(DedupStep::Bands),
+            bands_key,
+            "dedup band",
+            rerun,
+        )?
+        .into_iter()
+        .map(|(d, _)| d)
+        .collect();
+        let mut shas = parts
+            .iter()
+            .map(|d| file_sha(d, "candidates.bin"))
+            .collect::<anyhow::Result<Vec<_>>>()?;
         shas.push(bands_key.to_owned());
         Ok((parts, step_key(&self.plan_hash, DedupStep::Clusters, &shas)))
     }
@@ -302,54 +429,99 @@ impl CorpusRun {
             DedupStep::Exact => (chain.exact_key.clone(), Vec::new()),
             DedupStep::Bands => {
                 if task.count as usize > f.dedup.bands {
-                    bail!("{} band tasks for {} bands: give at most one task per band", task.count, f.dedup.bands);
+                    bail!(
+                        "{} band tasks for {} bands: give at most one task per band",
+                        task.count,
+                        f.dedup.bands
+                    );
                 }
                 let (dir, key) = self.bands_key(&chain)?;
                 (key, vec![dir])
             }
-            DedupStep::Clusters => self.clusters_key(&self.bands_key(&chain)?.1).map(|(parts, key)| (key, parts))?,
+            DedupStep::Clusters => self
+                .clusters_key(&self.bands_key(&chain)?.1)
+                .map(|(parts, key)| (key, parts))?,
         };
         if step != DedupStep::Bands && task != ONE {
             bail!("`--task` is for `--dedup-step bands`");
         }
         let steps_dir = self.dedup_dir(step);
         if part_done(&steps_dir, task, &key) {
-            return Ok(StepOutcome { already_done: true, dir: steps_dir.join(part_name(task)), facts: Default::default() });
+            return Ok(StepOutcome {
+                already_done: true,
+                dir: steps_dir.join(part_name(task)),
+                facts: Default::default(),
+            });
         }
         let part = PartWriter::begin(&steps_dir, task)?;
         let facts = match step {
             DedupStep::Exact => {
                 // Streamed: 24 bytes per row held, not the ids and exact keys of every row.
                 let files = sketch_files(&chain, None)?;
-                let exact = steps::exact_step_files(&f.dedup, &files).with_context(|| format!("the exact step over the sketches of `{}`", self.out().join("parts").display()))?;
+                let exact = steps::exact_step_files(&f.dedup, &files).with_context(|| {
+                    format!(
+                        "the exact step over the sketches of `{}`",
+                        self.out().join("parts").display()
+                    )
+                })?;
                 write_file(&part, "exact.bin", |w| exact.write_to(w))?;
                 serde_json::json!({"input_rows": exact.input_rows(), "dropped": exact.dropped()})
             }
             DedupStep::Bands => {
                 let exact = read_file(&inputs[0].join("exact.bin"), ExactDecisions::read_from)?;
                 let bands = band_range(f.dedup.bands, task);
-                let sketches = read_sketches(&chain, &Selection { ids: false, bands: Some(bands.clone()), shingles: false })?;
+                let sketches = read_sketches(
+                    &chain,
+                    &Selection {
+                        ids: false,
+                        bands: Some(bands.clone()),
+                        shingles: false,
+                    },
+                )?;
                 let refs: Vec<&Sketches> = sketches.iter().collect();
-                let candidates = steps::band_task(&f.dedup, &refs, &exact, bands.clone()).with_context(|| format!("band task {}/{}", task.index, task.count))?;
-                write_file(&part, "candidates.bin", |w| steps::write_candidates(w, &candidates))?;
+                let candidates = steps::band_task(&f.dedup, &refs, &exact, bands.clone())
+                    .with_context(|| format!("band task {}/{}", task.index, task.count))?;
+                write_file(&part, "candidates.bin", |w| {
+                    steps::write_candidates(w, &candidates)
+                })?;
                 serde_json::json!({"bands": [bands.start, bands.end], "candidates": candidates.len()})
             }
             DedupStep::Clusters => {
-                let exact = read_file(&self.dedup_dir(DedupStep::Exact).join(part_name(ONE)).join("exact.bin"), ExactDecisions::read_from)?;
+                let exact = read_file(
+                    &self
+                        .dedup_dir(DedupStep::Exact)
+                        .join(part_name(ONE))
+                        .join("exact.bin"),
+                    ExactDecisions::read_from,
+                )?;
                 // Nothing per pair is held: the band tasks' files are read as streams (twice),
                 // each part's row positions and shingle offsets streamed once, and the two
                 // shingle sets of a pair checked lent by a `SetReader` (windows over the
                 // sketch files and a ring of recent sets).
                 let files = sketch_files(&chain, Some(exact.input_rows()))?;
                 let bands_dir = self.dedup_dir(DedupStep::Bands);
-                let open = |d: &PathBuf| -> Result<_, SketchError> { Ok(BufReader::with_capacity(1 << 16, std::fs::File::open(d.join("candidates.bin"))?)) };
-                // The rows pairs name: each task's file on its own, unmerged.
-                let named =
-                    |feed: &mut dyn FnMut(steps::Candidate) -> Result<(), SketchError>| inputs.iter().try_for_each(|d| steps::CandidateStream::open([open(d)?])?.feed(feed));
-                // The pairs in order: the tasks' files merged.
-                let candidates = |feed: &mut dyn FnMut(steps::Candidate) -> Result<(), SketchError>| {
-                    steps::CandidateStream::open(inputs.iter().map(open).collect::<Result<Vec<_>, SketchError>>()?)?.feed(feed)
+                let open = |d: &PathBuf| -> Result<_, SketchError> {
+                    Ok(BufReader::with_capacity(
+                        1 << 16,
+                        std::fs::File::open(d.join("candidates.bin"))?,
+                    ))
                 };
+                // The rows pairs name: each task's file on its own, unmerged.
+                let named = |feed: &mut dyn FnMut(steps::Candidate) -> Result<(), SketchError>| {
+                    inputs
+                        .iter()
+                        .try_for_each(|d| steps::CandidateStream::open([open(d)?])?.feed(feed))
+                };
+                // The pairs in order: the tasks' files merged.
+                let candidates =
+                    |feed: &mut dyn FnMut(steps::Candidate) -> Result<(), SketchError>| {
+                        steps::CandidateStream::open(inputs.iter().map(open).collect::<Result<
+                            Vec<_>,
+                            SketchError,
+                        >>(
+                        )?)?
+                        .feed(feed)
+                    };
                 let locate = |nodes: &steps::Nodes, set: &mut dyn FnMut(u64, steps::SetAt) -> Result<(), SketchError>| {
                     for (p, (dir, file)) in chain.parts.iter().zip(&files).enumerate() {
                         file.for_each_near(|seq, at| match (nodes.index(seq), at) {
@@ -364,17 +536,43 @@ impl CorpusRun {
                 // least 2^16 and at most 2^26 (256 MiB).
                 let ring = (exact.input_rows().saturating_mul(8)).clamp(1 << 16, 1 << 26) as usize;
                 let mut reader = steps::SetReader::new(&files, 1 << 15, ring);
-                let shingles = |at: &mut steps::SetAt, lend: &mut dyn FnMut(&[u32])| reader.lend(at, lend);
-                let (near, pairs) = steps::cluster_with(&f.dedup, exact.input_rows(), named, candidates, locate, shingles)
-                    .with_context(|| format!("clustering the candidates of `{}` over the sketches of `{}`", bands_dir.display(), self.out().join("parts").display()))?;
-                write_file(&part, "near.bin", |w| steps::write_near(w, exact.input_rows(), &near))?;
+                let shingles =
+                    |at: &mut steps::SetAt, lend: &mut dyn FnMut(&[u32])| reader.lend(at, lend);
+                let (near, pairs) = steps::cluster_with(
+                    &f.dedup,
+                    exact.input_rows(),
+                    named,
+                    candidates,
+                    locate,
+                    shingles,
+                )
+                .with_context(|| {
+                    format!(
+                        "clustering the candidates of `{}` over the sketches of `{}`",
+                        bands_dir.display(),
+                        self.out().join("parts").display()
+                    )
+                })?;
+                write_file(&part, "near.bin", |w| {
+                    steps::write_near(w, exact.input_rows(), &near)
+                })?;
                 serde_json::json!({"band_tasks": inputs.len(), "candidates": pairs, "near_duplicates": near.len()})
             }
         };
         let facts = facts.as_object().cloned().unwrap_or_default();
-        let marker = PartMarker { plan: key, shard: task.index, shards: task.count, files: Default::default(), facts: facts.clone() };
+        let marker = PartMarker {
+            plan: key,
+            shard: task.index,
+            shards: task.count,
+            files: Default::default(),
+            facts: facts.clone(),
+        };
         let dir = part.finish(&marker)?;
-        Ok(StepOutcome { already_done: false, dir, facts })
+        Ok(StepOutcome {
+            already_done: false,
+            dir,
+            facts,
+        })
     }
 
     /// The duplicates decided by the split steps, when the clustering step is complete for
@@ -392,16 +590,30 @@ impl CorpusRun {
             return Ok(None);
         }
         let exact = exact_dir.join("exact.bin");
-        let near = self.dedup_dir(DedupStep::Clusters).join(part_name(ONE)).join("near.bin");
+        let near = self
+            .dedup_dir(DedupStep::Clusters)
+            .join(part_name(ONE))
+            .join("near.bin");
         let open = |p: &Path| fs_err::File::open(p).map(|f| BufReader::with_capacity(1 << 16, f));
-        let mut names = steps::DropNames::referenced(open(&exact)?, open(&near)?).with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?;
+        let mut names = steps::DropNames::referenced(open(&exact)?, open(&near)?)
+            .with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?;
         // Both files cover the same input (checked again as each shard streams them).
-        let rows = steps::SplitVerdicts::open(open(&exact)?, open(&near)?, &names).with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?.input_rows();
+        let rows = steps::SplitVerdicts::open(open(&exact)?, open(&near)?, &names)
+            .with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?
+            .input_rows();
         let files = sketch_files(chain, Some(rows))?;
         for (dir, file) in chain.parts.iter().zip(&files) {
-            names.find_in(file).with_context(|| format!("reading `{}`", dir.join("sketches.bin").display()))?;
+            names
+                .find_in(file)
+                .with_context(|| format!("reading `{}`", dir.join("sketches.bin").display()))?;
         }
-        names.check().with_context(|| format!("the drop reasons of `{}` and `{}`", exact.display(), near.display()))?;
+        names.check().with_context(|| {
+            format!(
+                "the drop reasons of `{}` and `{}`",
+                exact.display(),
+                near.display()
+            )
+        })?;
         Ok(Some(Dups::Split { exact, near, names }))
     }
 
@@ -409,7 +621,10 @@ impl CorpusRun {
     /// band tasks at once, the clustering step. Band parts of another task count are removed.
     pub(super) fn run_dedup_tasks(&self, chain: &Chain, tasks: u32) -> anyhow::Result<()> {
         if tasks as usize > self.file().dedup.bands {
-            bail!("{tasks} band tasks for {} bands: give at most one task per band", self.file().dedup.bands);
+            bail!(
+                "{tasks} band tasks for {} bands: give at most one task per band",
+                self.file().dedup.bands
+            );
         }
         if !part_done(&self.dedup_dir(DedupStep::Exact), ONE, &chain.exact_key) {
             self.spawn_steps(DedupStep::Exact, &[ONE])?;
@@ -419,14 +634,28 @@ impl CorpusRun {
         if bands_dir.exists() {
             for e in fs_err::read_dir(&bands_dir)? {
                 let e = e?;
-                let other = e.file_name().to_str().and_then(shard::parse_part_name).is_some_and(|(_, n)| n != tasks);
+                let other = e
+                    .file_name()
+                    .to_str()
+                    .and_then(shard::parse_part_name)
+                    .is_some_and(|(_, n)| n != tasks);
                 if other {
                     fs_err::remove_dir_all(e.path())?;
                 }
             }
         }
-        let todo: Vec<ShardSpec> = (0..tasks).map(|index| ShardSpec { index, count: tasks }).filter(|&t| !part_done(&bands_dir, t, &bands_key)).collect();
-        self.printer.status(format!("near-duplicates in {tasks} band tasks: {} to run, {} complete", todo.len(), tasks as usize - todo.len()));
+        let todo: Vec<ShardSpec> = (0..tasks)
+            .map(|index| ShardSpec {
+                index,
+                count: tasks,
+            })
+            .filter(|&t| !part_done(&bands_dir, t, &bands_key))
+            .collect();
+        self.printer.status(format!(
+            "near-duplicates in {tasks} band tasks: {} to run, {} complete",
+            todo.len(),
+            tasks as usize - todo.len()
+        ));
         self.spawn_steps(DedupStep::Bands, &todo)?;
         let (_, clusters_key) = self.clusters_key(&bands_key)?;
         if !part_done(&self.dedup_dir(DedupStep::Clusters), ONE, &clusters_key) {
@@ -445,14 +674,20 @@ impl CorpusRun {
             .iter()
             .map(|t| {
                 let mut cmd = std::process::Command::new(&exe);
-                cmd.arg("corpus").arg(&self.manifest).args(["--dedup-step", step.name(), "--json"]);
+                cmd.arg("corpus")
+                    .arg(&self.manifest)
+                    .args(["--dedup-step", step.name(), "--json"]);
                 if step == DedupStep::Bands {
                     cmd.args(["--task", &format!("{}/{}", t.index, t.count)]);
                 }
                 if std::env::var_os("RAYON_NUM_THREADS").is_none() {
                     cmd.env("RAYON_NUM_THREADS", threads.to_string());
                 }
-                let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().with_context(|| format!("starting `{}`", exe.display()))?;
+                let child = cmd
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .with_context(|| format!("starting `{}`", exe.display()))?;
                 Ok((*t, child))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -462,7 +697,11 @@ impl CorpusRun {
             let what = format!("dedup {} {}/{}", step.name(), t.index, t.count);
             if !out.status.success() {
                 let err = String::from_utf8_lossy(&out.stderr);
-                failed.push(format!("{what} failed ({}): {}", out.status, err.trim().lines().last().unwrap_or_default()));
+                failed.push(format!(
+                    "{what} failed ({}): {}",
+                    out.status,
+                    err.trim().lines().last().unwrap_or_default()
+                ));
                 continue;
             }
             let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
@@ -477,7 +716,10 @@ impl CorpusRun {
 
 /// `(i, N)` of the shard part directory `dir` (`(0, 0)` for a name that is not a part's).
 fn part_of(dir: &Path) -> (u32, u32) {
-    dir.file_name().and_then(|n| n.to_str()).and_then(shard::parse_part_name).unwrap_or((0, 0))
+    dir.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(shard::parse_part_name)
+        .unwrap_or((0, 0))
 }
 
 /// The bands of task `task`: `T` contiguous ranges, as equal as they can be.

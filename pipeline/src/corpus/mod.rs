@@ -90,7 +90,11 @@ use coreb_data::releases::FileEntry;
 /// (their files, streamed by each output shard, and the ids their drop reasons name).
 pub(super) enum Dups {
     Whole(Duplicates),
-    Split { exact: PathBuf, near: PathBuf, names: coreb_curation::duplicates::steps::DropNames },
+    Split {
+        exact: PathBuf,
+        near: PathBuf,
+        names: coreb_curation::duplicates::steps::DropNames,
+    },
 }
 
 /// What a shard process did.
@@ -124,10 +128,22 @@ pub struct CorpusRun {
 impl CorpusRun {
     /// Load and check the corpus manifest at `manifest`; downloads and embeddings will run on
     /// `runtime`.
-    pub fn load(manifest: &Path, printer: Printer, runtime: tokio::runtime::Handle) -> anyhow::Result<CorpusRun> {
-        let plan = CorpusPlan::load(manifest).with_context(|| format!("loading corpus manifest `{}`", manifest.display()))?;
-        let plan_hash = coreb_base::hashing::sha256_hex(serde_json::to_string(&plan.file)?.as_bytes());
-        Ok(CorpusRun { manifest: manifest.to_owned(), plan, plan_hash, printer, runtime })
+    pub fn load(
+        manifest: &Path,
+        printer: Printer,
+        runtime: tokio::runtime::Handle,
+    ) -> anyhow::Result<CorpusRun> {
+        let plan = CorpusPlan::load(manifest)
+            .with_context(|| format!("loading corpus manifest `{}`", manifest.display()))?;
+        let plan_hash =
+            coreb_base::hashing::sha256_hex(serde_json::to_string(&plan.file)?.as_bytes());
+        Ok(CorpusRun {
+            manifest: manifest.to_owned(),
+            plan,
+            plan_hash,
+            printer,
+            runtime,
+        })
     }
 
     fn file(&self) -> &CorpusManifestFile {
@@ -141,7 +157,9 @@ impl CorpusRun {
     /// Output shards not yet complete for this plan.
     fn todo(&self) -> anyhow::Result<Vec<u32>> {
         fs_err::create_dir_all(self.out())?;
-        Ok((0..self.file().output.shards).filter(|&s| !output::shard_done(self.out(), s, &self.plan_hash)).collect())
+        Ok((0..self.file().output.shards)
+            .filter(|&s| !output::shard_done(self.out(), s, &self.plan_hash))
+            .collect())
     }
 
     /// All of it in one process: scan every row, find the duplicates, curate. With
@@ -159,16 +177,36 @@ impl CorpusRun {
             return self.merge(dedup_tasks);
         }
         let index = self.release_index()?;
-        let files = scan::fetch_sources(f, &self.out().join(".sources"), &self.printer, &self.runtime)?;
+        let files = scan::fetch_sources(
+            f,
+            &self.out().join(".sources"),
+            &self.printer,
+            &self.runtime,
+        )?;
         let spool = self.out().join(".spool");
         if spool.exists() {
             fs_err::remove_dir_all(&spool)?;
         }
-        let sketches = scan::scan(f, &files, ShardSpec { index: 0, count: 1 }, &spool, Some(&todo), &self.printer)?;
-        self.printer.status(format!("read {} pairs; finding duplicates over all of them", sketches.input_rows()));
+        let sketches = scan::scan(
+            f,
+            &files,
+            ShardSpec { index: 0, count: 1 },
+            &spool,
+            Some(&todo),
+            &self.printer,
+        )?;
+        self.printer.status(format!(
+            "read {} pairs; finding duplicates over all of them",
+            sketches.input_rows()
+        ));
         let dups = Dups::Whole(coreb_curation::find_duplicates(&f.dedup, &[&sketches])?);
         drop(sketches);
-        self.curate(&index, &dups, &todo, |s| vec![curate::SpoolFile { path: output::spool_path(&spool, s), check: None }])?;
+        self.curate(&index, &dups, &todo, |s| {
+            vec![curate::SpoolFile {
+                path: output::spool_path(&spool, s),
+                check: None,
+            }]
+        })?;
         fs_err::remove_dir_all(&spool)?;
         output::merge_reports(self.out(), f.output.shards)
     }
@@ -179,25 +217,53 @@ impl CorpusRun {
         let name = part_name(slice);
         let parts = self.out().join("parts");
         if part_done(&parts, slice, &self.plan_hash) {
-            return Ok(PartOutcome { slice, already_done: true, dir: parts.join(&name), input_rows: 0, rows: 0 });
+            return Ok(PartOutcome {
+                slice,
+                already_done: true,
+                dir: parts.join(&name),
+                input_rows: 0,
+                rows: 0,
+            });
         }
         let part = PartWriter::begin(&parts, slice)?;
         // Each shard process downloads into its own cache: processes running at once on a
         // shared file system never write the same download.
-        let files = scan::fetch_sources(f, &self.out().join(".sources").join(&name), &self.printer, &self.runtime)?;
+        let files = scan::fetch_sources(
+            f,
+            &self.out().join(".sources").join(&name),
+            &self.printer,
+            &self.runtime,
+        )?;
         let sketches = scan::scan(f, &files, slice, &part.path("spool"), None, &self.printer)?;
         {
             // Hashed as it is written: the part's marker takes that hash, not a second read.
             let path = part.path("sketches.bin");
-            let mut w = std::io::BufWriter::with_capacity(1 << 20, coreb_base::durable::AtomicFile::create(&path)?);
-            sketches.write_to(&mut w).and_then(|()| w.into_inner().map_err(|e| e.into_error())?.commit()).with_context(|| format!("writing `{}`", path.display()))?;
+            let mut w = std::io::BufWriter::with_capacity(
+                1 << 20,
+                coreb_base::durable::AtomicFile::create(&path)?,
+            );
+            sketches
+                .write_to(&mut w)
+                .and_then(|()| w.into_inner().map_err(|e| e.into_error())?.commit())
+                .with_context(|| format!("writing `{}`", path.display()))?;
         }
         let (input_rows, rows) = (sketches.input_rows(), sketches.len() as u64);
         let facts = serde_json::json!({"input_rows": input_rows, "rows": rows});
-        let marker =
-            PartMarker { plan: self.plan_hash.clone(), shard: slice.index, shards: slice.count, files: Default::default(), facts: facts.as_object().cloned().unwrap_or_default() };
+        let marker = PartMarker {
+            plan: self.plan_hash.clone(),
+            shard: slice.index,
+            shards: slice.count,
+            files: Default::default(),
+            facts: facts.as_object().cloned().unwrap_or_default(),
+        };
         let dir = part.finish(&marker)?;
-        Ok(PartOutcome { slice, already_done: false, dir, input_rows, rows })
+        Ok(PartOutcome {
+            slice,
+            already_done: false,
+            dir,
+            input_rows,
+            rows,
+        })
     }
 
     /// Combine the complete parts of every shard process: refuse while one is missing,
@@ -223,15 +289,30 @@ impl CorpusRun {
         }
         let dups = match self.split_duplicates(&chain)? {
             Some(dups) => {
-                self.printer.status(format!("merging {} shard parts with the duplicates of the split steps in `{}`", parts.len(), self.out().join("dedup").display()));
+                self.printer.status(format!(
+                    "merging {} shard parts with the duplicates of the split steps in `{}`",
+                    parts.len(),
+                    self.out().join("dedup").display()
+                ));
                 dups
             }
-            None if dedup_tasks.is_some() => anyhow::bail!("the split near-duplicate steps left no complete result in `{}`", self.out().join("dedup").display()),
+            None if dedup_tasks.is_some() => anyhow::bail!(
+                "the split near-duplicate steps left no complete result in `{}`",
+                self.out().join("dedup").display()
+            ),
             None => {
                 let sketches = dedup::read_sketches(&chain, &coreb_curation::Selection::ALL)?;
                 let refs: Vec<&Sketches> = sketches.iter().collect();
-                self.printer.status(format!("merging {} shard parts: finding duplicates over {} pairs", parts.len(), refs.first().map_or(0, |s| s.input_rows())));
-                Dups::Whole(coreb_curation::find_duplicates(&f.dedup, &refs).with_context(|| format!("merging the parts in `{}`", parts_dir.display()))?)
+                self.printer.status(format!(
+                    "merging {} shard parts: finding duplicates over {} pairs",
+                    parts.len(),
+                    refs.first().map_or(0, |s| s.input_rows())
+                ));
+                Dups::Whole(
+                    coreb_curation::find_duplicates(&f.dedup, &refs).with_context(|| {
+                        format!("merging the parts in `{}`", parts_dir.display())
+                    })?,
+                )
             }
         };
         self.curate(&index, &dups, &todo, |s| {
@@ -240,11 +321,22 @@ impl CorpusRun {
                 .enumerate()
                 .map(|(p, dir)| {
                     let path = output::spool_path(&dir.join("spool"), s);
-                    let rel = format!("spool/{}", path.file_name().and_then(|n| n.to_str()).unwrap_or_default());
+                    let rel = format!(
+                        "spool/{}",
+                        path.file_name()
+                            .and_then(|n| n.to_str())
+                            .unwrap_or_default()
+                    );
                     // A marker that does not list the file: checked as a file of another hash.
-                    let entry = chain.file(p, &rel).cloned().unwrap_or(FileEntry { sha256: String::new(), bytes: u64::MAX });
+                    let entry = chain.file(p, &rel).cloned().unwrap_or(FileEntry {
+                        sha256: String::new(),
+                        bytes: u64::MAX,
+                    });
                     let refusal = format!("{:#}", self.damaged_part(dir, &path));
-                    curate::SpoolFile { path, check: Some((entry, refusal)) }
+                    curate::SpoolFile {
+                        path,
+                        check: Some((entry, refusal)),
+                    }
                 })
                 .collect()
         })?;
@@ -259,7 +351,8 @@ impl CorpusRun {
     /// Every output shard is complete: only the merged report is (re)written.
     fn nothing_to_do(&self) -> anyhow::Result<CorpusReport> {
         let shards = self.file().output.shards;
-        self.printer.status(format!("all {shards} shards complete; nothing to do"));
+        self.printer
+            .status(format!("all {shards} shards complete; nothing to do"));
         output::merge_reports(self.out(), shards)
     }
 
@@ -273,16 +366,35 @@ impl CorpusRun {
             }
         }
         let index = ReleaseIndex::build(f.decontaminate.ngram, docs);
-        self.printer.status(format!("indexed {} release documents", index.docs().len()));
+        self.printer
+            .status(format!("indexed {} release documents", index.docs().len()));
         Ok(index)
     }
 
     /// Curate the output shards `todo` (in parallel), reading each one's rows from the spool
     /// files `spools(shard)`.
-    fn curate(&self, index: &ReleaseIndex, dups: &Dups, todo: &[u32], spools: impl Fn(u32) -> Vec<curate::SpoolFile> + Sync) -> anyhow::Result<()> {
-        self.printer.status(format!("curating {} shards", todo.len()));
+    fn curate(
+        &self,
+        index: &ReleaseIndex,
+        dups: &Dups,
+        todo: &[u32],
+        spools: impl Fn(u32) -> Vec<curate::SpoolFile> + Sync,
+    ) -> anyhow::Result<()> {
+        self.printer
+            .status(format!("curating {} shards", todo.len()));
         let f = self.file();
         let embedder = curate::Embedder::new(f, &self.runtime)?;
-        todo.par_iter().try_for_each(|&s| curate::shard(f, index, embedder.as_ref(), dups, self.out(), &spools(s), s, &self.plan_hash))
+        todo.par_iter().try_for_each(|&s| {
+            curate::shard(
+                f,
+                index,
+                embedder.as_ref(),
+                dups,
+                self.out(),
+                &spools(s),
+                s,
+                &self.plan_hash,
+            )
+        })
     }
 }

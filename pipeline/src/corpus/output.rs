@@ -51,14 +51,25 @@ struct ShardMarker {
 /// Is output shard `s` complete for this plan: a `_SUCCESS` of this plan, and every file it
 /// lists still the one it describes (a torn or edited file redoes the shard).
 pub(super) fn shard_done(out: &Path, s: u32, plan_hash: &str) -> bool {
-    let Some(marker) = fs_err::read_to_string(marker_path(out, s)).ok().and_then(|t| serde_json::from_str::<ShardMarker>(&t).ok()) else { return false };
+    let Some(marker) = fs_err::read_to_string(marker_path(out, s))
+        .ok()
+        .and_then(|t| serde_json::from_str::<ShardMarker>(&t).ok())
+    else {
+        return false;
+    };
     if marker.plan != plan_hash {
         return false;
     }
     let listed = shard_files(s).iter().all(|f| marker.files.contains_key(f));
-    let intact = listed && marker.files.par_iter().all(|(rel, e)| crate::artifacts::file_intact(&out.join(rel), &e.sha256, e.bytes));
+    let intact = listed
+        && marker
+            .files
+            .par_iter()
+            .all(|(rel, e)| crate::artifacts::file_intact(&out.join(rel), &e.sha256, e.bytes));
     if !intact {
-        tracing::warn!("output shard {s}: a file no longer matches its `_SUCCESS`; redoing the shard");
+        tracing::warn!(
+            "output shard {s}: a file no longer matches its `_SUCCESS`; redoing the shard"
+        );
     }
     intact
 }
@@ -66,8 +77,17 @@ pub(super) fn shard_done(out: &Path, s: u32, plan_hash: &str) -> bool {
 /// Write the `_SUCCESS` of output shard `s` once its files are fsynced: the marker that
 /// vouches for them, last.
 pub(super) fn write_marker(out: &Path, s: u32, plan_hash: &str) -> anyhow::Result<()> {
-    let files = shard_files(s).par_iter().map(|rel| Ok((rel.clone(), crate::artifacts::file_entry(&out.join(rel))?))).collect::<anyhow::Result<_>>()?;
-    durable::write(&marker_path(out, s), &serde_json::to_vec_pretty(&ShardMarker { plan: plan_hash.to_owned(), files })?)?;
+    let files = shard_files(s)
+        .par_iter()
+        .map(|rel| Ok((rel.clone(), crate::artifacts::file_entry(&out.join(rel))?)))
+        .collect::<anyhow::Result<_>>()?;
+    durable::write(
+        &marker_path(out, s),
+        &serde_json::to_vec_pretty(&ShardMarker {
+            plan: plan_hash.to_owned(),
+            files,
+        })?,
+    )?;
     Ok(())
 }
 
@@ -78,13 +98,23 @@ pub(super) fn merge_reports(out: &Path, shards: u32) -> anyhow::Result<CorpusRep
     let mut dropped = AtomicFile::create(&out.join("dropped.jsonl"))?;
     for s in 0..shards {
         let path: PathBuf = out.join("reports").join(format!("{}.json", shard_name(s)));
-        let r: CorpusReport = serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("`{}`", path.display()))?;
+        let r: CorpusReport = serde_json::from_str(&fs_err::read_to_string(&path)?)
+            .with_context(|| format!("`{}`", path.display()))?;
         coreb_curation::curate::merge(&mut merged, r);
-        let mut part = fs_err::File::open(out.join("reports").join(format!("{}.dropped.jsonl", shard_name(s))))?;
+        let mut part = fs_err::File::open(
+            out.join("reports")
+                .join(format!("{}.dropped.jsonl", shard_name(s))),
+        )?;
         std::io::copy(&mut part, &mut dropped)?;
     }
     dropped.commit()?;
-    durable::write(&out.join("report.json"), &serde_json::to_vec_pretty(&merged)?)?;
-    durable::write(&out.join("report.md"), coreb_curation::curate::markdown(&merged).as_bytes())?;
+    durable::write(
+        &out.join("report.json"),
+        &serde_json::to_vec_pretty(&merged)?,
+    )?;
+    durable::write(
+        &out.join("report.md"),
+        coreb_curation::curate::markdown(&merged).as_bytes(),
+    )?;
     Ok(merged)
 }

@@ -21,7 +21,9 @@ use serde::de::DeserializeOwned;
 
 use super::context::{StageContext, StageOutput};
 use super::gateway::LlmContext;
-use super::llm::{Asked, LlmCounts, LlmLocal, LlmSummary, as_run, finish, llm_key, reusable, rewritten};
+use super::llm::{
+    Asked, LlmCounts, LlmLocal, LlmSummary, as_run, finish, llm_key, reusable, rewritten,
+};
 use super::stage::{Done, Stage, StageReport, Upstream};
 use super::stage_name::StageName;
 use crate::artifacts::input_key;
@@ -75,12 +77,21 @@ impl<C> Asking<'_, C> {
 
     /// The problems this process asks about.
     pub fn mine(&self) -> Vec<RewrittenProblem> {
-        self.problems.iter().filter(|p| self.handles(&p.id)).cloned().collect()
+        self.problems
+            .iter()
+            .filter(|p| self.handles(&p.id))
+            .cloned()
+            .collect()
     }
 
     /// Run `f` with the gateway, counting its answers on the stage's progress line.
-    pub fn run<T>(&self, f: impl AsyncFnOnce(&dyn coreb_llm::LlmGateway) -> T) -> anyhow::Result<T> {
-        Ok(self.llm.run(self.cx.runtime()?, self.cx.printer(), self.stage, f))
+    pub fn run<T>(
+        &self,
+        f: impl AsyncFnOnce(&dyn coreb_llm::LlmGateway) -> T,
+    ) -> anyhow::Result<T> {
+        Ok(self
+            .llm
+            .run(self.cx.runtime()?, self.cx.printer(), self.stage, f))
     }
 }
 
@@ -101,7 +112,13 @@ pub struct Answered {
 impl Answered {
     /// What `answers` (its rows written) amount to.
     pub fn of<T>(answers: Answers<T>) -> Self {
-        Answered { rows_out: answers.rows.len(), rejected: answers.rejected, stats: answers.stats, prompt_sha256: answers.prompt_sha256, dropped_queries: None }
+        Answered {
+            rows_out: answers.rows.len(),
+            rejected: answers.rejected,
+            stats: answers.stats,
+            prompt_sha256: answers.prompt_sha256,
+            dropped_queries: None,
+        }
     }
 }
 
@@ -123,15 +140,27 @@ impl<Q: Question> Stage for AskEach<Q> {
     type Prepared = ();
 
     fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
-        let key = (Q::config(cx.plan()), llm_key(cx.plan(), cx.llm()?, &[Q::LLM]));
-        Ok((input_key(Q::NAME.as_str(), &key, &[up.record(StageName::Rewrite)?])?, ()))
+        let key = (
+            Q::config(cx.plan()),
+            llm_key(cx.plan(), cx.llm()?, &[Q::LLM]),
+        );
+        Ok((
+            input_key(Q::NAME.as_str(), &key, &[up.record(StageName::Rewrite)?])?,
+            (),
+        ))
     }
 
     fn reuse(&self, _cx: &StageContext, hit: &StageReport) -> anyhow::Result<bool> {
         Ok(reusable(hit))
     }
 
-    fn run(&self, cx: &StageContext, up: &Upstream<'_>, (): (), out: &StageOutput) -> anyhow::Result<Done<Self::Summary, LlmLocal>> {
+    fn run(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+        (): (),
+        out: &StageOutput,
+    ) -> anyhow::Result<Done<Self::Summary, LlmLocal>> {
         let config = Q::config(cx.plan());
         let asking = Asking {
             stage: Q::NAME,

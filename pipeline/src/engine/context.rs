@@ -17,7 +17,10 @@ use super::stage_name::StageName;
 use crate::artifacts::{ArtifactStore, StageRecord, StageWriter, TOOL_FINGERPRINT, TOOL_VERSION};
 use crate::manifest::RunPlan;
 use crate::printer::Printer;
-use crate::shard::{Lock, PartMarker, PartWriter, ShardSpec, complete_parts, in_slice, parse_part_name, part_done, part_name, read_part_marker};
+use crate::shard::{
+    Lock, PartMarker, PartWriter, ShardSpec, complete_parts, in_slice, parse_part_name, part_done,
+    part_name, read_part_marker,
+};
 
 /// Everything a stage runs with; the engine makes one per build and hands it to each stage.
 pub struct StageContext {
@@ -46,7 +49,9 @@ impl StageContext {
     /// The context of a build of `plan`: its artifact store opened, `plan.jobs` worker threads.
     pub fn new(plan: RunPlan, printer: Printer) -> anyhow::Result<Self> {
         let store = ArtifactStore::open(&plan.output_dir.join("artifacts"))?;
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build()?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(plan.jobs)
+            .build()?;
         Ok(StageContext {
             plan,
             store,
@@ -176,7 +181,9 @@ impl StageContext {
     /// Where `stage` writes in this process.
     pub fn begin(&self, stage: StageName) -> anyhow::Result<StageOutput> {
         Ok(match self.slice_of(stage) {
-            Some(slice) => StageOutput::Part(PartWriter::begin(&self.parts_dir(stage), slice)?, slice),
+            Some(slice) => {
+                StageOutput::Part(PartWriter::begin(&self.parts_dir(stage), slice)?, slice)
+            }
             None => StageOutput::Whole(self.store.begin(stage.as_str())?),
         })
     }
@@ -192,36 +199,66 @@ impl StageContext {
         if let Some(record) = self.store.lookup(stage.as_str(), key)? {
             return Ok(Some(record));
         }
-        let Some(slice) = self.slice_of(stage) else { return Ok(None) };
+        let Some(slice) = self.slice_of(stage) else {
+            return Ok(None);
+        };
         let dir = self.parts_dir(stage).join(part_name(slice));
         if !part_done(&self.parts_dir(stage), slice, key) {
             return Ok(None);
         }
-        self.printer.status(format!("{:>10}: shard {}/{} is complete (`{}`); nothing to do", stage.as_str(), slice.index, slice.count, dir.display()));
+        self.printer.status(format!(
+            "{:>10}: shard {}/{} is complete (`{}`); nothing to do",
+            stage.as_str(),
+            slice.index,
+            slice.count,
+            dir.display()
+        ));
         Ok(Some(part_record(stage, read_part_marker(&dir)?)?))
     }
 
     /// In a whole run of `stage` (key `key`): the complete parts of its shard processes, if
     /// there are any; an error naming each missing, incomplete or stale part.
-    pub fn shard_parts(&self, stage: StageName, key: &str) -> anyhow::Result<Option<Vec<(PathBuf, PartMarker)>>> {
+    pub fn shard_parts(
+        &self,
+        stage: StageName,
+        key: &str,
+    ) -> anyhow::Result<Option<Vec<(PathBuf, PartMarker)>>> {
         if self.slice_of(stage).is_some() {
             return Ok(None);
         }
         let dir = self.parts_dir(stage);
-        let any = dir.exists() && fs_err::read_dir(&dir)?.any(|e| e.is_ok_and(|e| e.file_name().to_str().and_then(parse_part_name).is_some()));
+        let any = dir.exists()
+            && fs_err::read_dir(&dir)?.any(|e| {
+                e.is_ok_and(|e| e.file_name().to_str().and_then(parse_part_name).is_some())
+            });
         if !any && self.merging != Some(stage) {
             return Ok(None);
         }
-        let rerun = |i: u32, n: u32| format!("run `coreb {stage} {} --shard {i}/{n}`", self.plan.manifest_path.display());
+        let rerun = |i: u32, n: u32| {
+            format!(
+                "run `coreb {stage} {} --shard {i}/{n}`",
+                self.plan.manifest_path.display()
+            )
+        };
         let parts = complete_parts(&dir, key, stage.as_str(), rerun)?;
-        self.printer.status(format!("{:>10}: merging {} shard parts from `{}`", stage.as_str(), parts.len(), dir.display()));
+        self.printer.status(format!(
+            "{:>10}: merging {} shard parts from `{}`",
+            stage.as_str(),
+            parts.len(),
+            dir.display()
+        ));
         Ok(Some(parts))
     }
 
     /// The lock that serialises writers of this build's artifact store.
     pub(super) fn lock(&self) -> anyhow::Result<Lock> {
         let path = self.store.stage_dir(".lock");
-        Lock::exclusive(&path, |holder| self.printer.status(format!("waiting for the lock on the build directory `{}`, held by {holder}", self.plan.output_dir.display())))
+        Lock::exclusive(&path, |holder| {
+            self.printer.status(format!(
+                "waiting for the lock on the build directory `{}`, held by {holder}",
+                self.plan.output_dir.display()
+            ))
+        })
     }
 }
 
@@ -243,7 +280,8 @@ pub struct PartFacts {
 impl PartFacts {
     /// The facts of a part's marker.
     pub fn of(marker: &PartMarker) -> anyhow::Result<PartFacts> {
-        serde_json::from_value(serde_json::Value::Object(marker.facts.clone())).context("a part's `_SUCCESS`: its summary")
+        serde_json::from_value(serde_json::Value::Object(marker.facts.clone()))
+            .context("a part's `_SUCCESS`: its summary")
     }
 }
 
@@ -286,7 +324,15 @@ impl StageOutput {
 
     /// Commit the stage (its record; the parts it merged are removed), or finish the part (its
     /// marker holds the key, the summary and the local facts); returns the record.
-    pub fn commit(self, cx: &StageContext, stage: StageName, key: &str, outputs: &[(&str, &str)], summary: &impl Serialize, local: &impl Serialize) -> anyhow::Result<StageRecord> {
+    pub fn commit(
+        self,
+        cx: &StageContext,
+        stage: StageName,
+        key: &str,
+        outputs: &[(&str, &str)],
+        summary: &impl Serialize,
+        local: &impl Serialize,
+    ) -> anyhow::Result<StageRecord> {
         match self {
             StageOutput::Whole(w) => {
                 let record = w.commit_with_local(key, outputs, summary, local)?;
@@ -297,10 +343,26 @@ impl StageOutput {
                 Ok(record)
             }
             StageOutput::Part(p, slice) => {
-                let outputs = outputs.iter().map(|(r, f)| ((*r).to_owned(), (*f).to_owned())).collect();
-                let facts = PartFacts { local: serde_json::to_value(local)?, outputs, summary: serde_json::to_value(summary)? };
-                let facts = serde_json::to_value(facts)?.as_object().cloned().unwrap_or_default();
-                let marker = PartMarker { plan: key.to_owned(), shard: slice.index, shards: slice.count, files: Default::default(), facts };
+                let outputs = outputs
+                    .iter()
+                    .map(|(r, f)| ((*r).to_owned(), (*f).to_owned()))
+                    .collect();
+                let facts = PartFacts {
+                    local: serde_json::to_value(local)?,
+                    outputs,
+                    summary: serde_json::to_value(summary)?,
+                };
+                let facts = serde_json::to_value(facts)?
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default();
+                let marker = PartMarker {
+                    plan: key.to_owned(),
+                    shard: slice.index,
+                    shards: slice.count,
+                    files: Default::default(),
+                    facts,
+                };
                 let dir = p.finish(&marker)?;
                 cx.printer.status(format!(
                     "{:>10}: shard {}/{} written to `{}`; `coreb merge {stage} {}` (or any later stage) combines the shards once all are complete",

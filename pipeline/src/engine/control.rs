@@ -50,10 +50,15 @@ pub struct Controlled {
 
 /// Read the release that `[control] of` names, and check that this build can be its control.
 pub fn controlled(plan: &RunPlan) -> anyhow::Result<Option<Controlled>> {
-    let Some(dir) = &plan.control else { return Ok(None) };
+    let Some(dir) = &plan.control else {
+        return Ok(None);
+    };
     let path = dir.join("MANIFEST.json");
     if !path.is_file() {
-        anyhow::bail!("`control.of`: `{}` holds no `MANIFEST.json`: build and publish the release first, then its control", dir.display());
+        anyhow::bail!(
+            "`control.of`: `{}` holds no `MANIFEST.json`: build and publish the release first, then its control",
+            dir.display()
+        );
     }
     let manifest = ReleaseManifest::read(&path)?;
     if manifest.version != plan.version {
@@ -75,10 +80,20 @@ pub fn controlled(plan: &RunPlan) -> anyhow::Result<Option<Controlled>> {
         );
     }
     if manifest.controls.is_some() {
-        anyhow::bail!("`control.of`: `{}` is itself a control release; name the release it controls", dir.display());
+        anyhow::bail!(
+            "`control.of`: `{}` is itself a control release; name the release it controls",
+            dir.display()
+        );
     }
-    let manifest_sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
-    Ok(Some(Controlled { dir: dir.clone(), of: ControlOf { version: manifest.version, manifest_sha256 } }))
+    let manifest_sha256 =
+        sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+    Ok(Some(Controlled {
+        dir: dir.clone(),
+        of: ControlOf {
+            version: manifest.version,
+            manifest_sha256,
+        },
+    }))
 }
 
 /// A problem as it is, as the rewrite stage's output: original title, statement, starter
@@ -142,15 +157,26 @@ pub struct ControlParameters {
 
 impl Summary for ControlSummary {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+        Counts {
+            rows_in: self.rows_in,
+            rows_out: self.rows_out,
+            rejected: self.rejected,
+        }
     }
 
     fn reasons(&self) -> Reasons {
-        Reasons::Counts(vec![("not_in_release", self.not_in_release), ("rejected", self.rejected)])
+        Reasons::Counts(vec![
+            ("not_in_release", self.not_in_release),
+            ("rejected", self.rejected),
+        ])
     }
 
     fn facts(&self) -> Option<StageFacts> {
-        Some(StageFacts { parameters: serde_json::to_value(&self.parameters).ok(), models: Some(self.models.clone()), ..StageFacts::default() })
+        Some(StageFacts {
+            parameters: serde_json::to_value(&self.parameters).ok(),
+            models: Some(self.models.clone()),
+            ..StageFacts::default()
+        })
     }
 }
 
@@ -166,15 +192,26 @@ pub struct Prepared {
 pub(super) fn key(cx: &StageContext, filter: &StageRecord) -> anyhow::Result<(String, Prepared)> {
     let controlled = controlled(cx.plan())?.context("not a control build")?;
     let published = controlled.dir.join("problems.parquet");
-    let keep: BTreeSet<ProblemId> =
-        ProblemReader::open(&published)?.map(|p| p.map(|p| p.id)).collect::<Result<_, _>>().with_context(|| format!("reading `{}`", published.display()))?;
-    let key = input_key(StageName::Rewrite.as_str(), &("control", &controlled.of.version, sha256_file(&published)?), &[filter])?;
+    let keep: BTreeSet<ProblemId> = ProblemReader::open(&published)?
+        .map(|p| p.map(|p| p.id))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("reading `{}`", published.display()))?;
+    let key = input_key(
+        StageName::Rewrite.as_str(),
+        &("control", &controlled.of.version, sha256_file(&published)?),
+        &[filter],
+    )?;
     Ok((key, Prepared { controlled, keep }))
 }
 
 /// `rewrite` of a control build: the filtered problems the controlled release published, not
 /// rewritten (the same outputs as the rewrite stage's, so the later stages read them alike).
-pub(super) fn rewrite(cx: &StageContext, filter: &StageRecord, prepared: Prepared, out: &StageOutput) -> anyhow::Result<Done<ControlSummary, LlmLocal>> {
+pub(super) fn rewrite(
+    cx: &StageContext,
+    filter: &StageRecord,
+    prepared: Prepared,
+    out: &StageOutput,
+) -> anyhow::Result<Done<ControlSummary, LlmLocal>> {
     let stage = StageName::Rewrite;
     let Prepared { controlled, keep } = prepared;
     let mut jsonl = coreb_base::durable::AtomicFile::create(&out.path("rewritten.jsonl"))?;
@@ -197,7 +234,11 @@ pub(super) fn rewrite(cx: &StageContext, filter: &StageRecord, prepared: Prepare
     jsonl.commit()?;
     table.finish()?;
     let kept = references.len() as u64;
-    let missing: Vec<&str> = keep.iter().filter(|id| !references.iter().any(|r| &r.problem_id == *id)).map(ProblemId::as_str).collect();
+    let missing: Vec<&str> = keep
+        .iter()
+        .filter(|id| !references.iter().any(|r| &r.problem_id == *id))
+        .map(ProblemId::as_str)
+        .collect();
     if !missing.is_empty() {
         anyhow::bail!(
             "the control of release `{}` lacks problem(s) {} that the release published: its `filter` stage did not keep them (are the manifests' sources, window, dedup and filter the release's?)",
@@ -214,8 +255,14 @@ pub(super) fn rewrite(cx: &StageContext, filter: &StageRecord, prepared: Prepare
         rows_out: kept,
         rejected: 0,
         not_in_release: rows_in - kept,
-        stats: ControlCounts { tests_kept, tests_model: 0, tests_bijection: 0 },
-        parameters: ControlParameters { control_of: controlled.of.clone() },
+        stats: ControlCounts {
+            tests_kept,
+            tests_model: 0,
+            tests_bijection: 0,
+        },
+        parameters: ControlParameters {
+            control_of: controlled.of.clone(),
+        },
         models: Vec::new(),
     };
     let outputs = [
@@ -259,7 +306,14 @@ fn release_queries(release: &Path) -> anyhow::Result<BTreeMap<Task, BTreeMap<Str
         let mut queries = BTreeMap::new();
         for q in coreb_base::jsonl::rows::<BeirQuery>(&path)? {
             let q = q?;
-            queries.insert(q.id.unwrap_or_default(), (q.source_problem_id.unwrap_or_default(), q.subtask.unwrap_or_default(), q.language_constraint.unwrap_or_default()));
+            queries.insert(
+                q.id.unwrap_or_default(),
+                (
+                    q.source_problem_id.unwrap_or_default(),
+                    q.subtask.unwrap_or_default(),
+                    q.language_constraint.unwrap_or_default(),
+                ),
+            );
         }
         out.insert(task, queries);
     }
@@ -272,7 +326,10 @@ fn release_queries(release: &Path) -> anyhow::Result<BTreeMap<Task, BTreeMap<Str
 pub fn check_queries(control: &Path, controlled: &Controlled) -> anyhow::Result<(usize, usize)> {
     let ours = release_queries(control)?;
     let theirs = release_queries(&controlled.dir)?;
-    let problems: BTreeSet<&str> = ours.values().flat_map(|q| q.values().map(|k| k.0.as_str())).collect();
+    let problems: BTreeSet<&str> = ours
+        .values()
+        .flat_map(|q| q.values().map(|k| k.0.as_str()))
+        .collect();
     let mut faults = Vec::new();
     let mut paired = 0;
     for (task, queries) in &ours {
@@ -280,12 +337,25 @@ pub fn check_queries(control: &Path, controlled: &Controlled) -> anyhow::Result<
         for (id, k) in queries {
             match other.get(id) {
                 Some(o) if o == k => paired += 1,
-                Some(o) => faults.push(format!("{} query `{id}` is about {k:?} in the control, {o:?} in the release", task.as_str())),
-                None => faults.push(format!("{} query `{id}` of the control is no query of the release", task.as_str())),
+                Some(o) => faults.push(format!(
+                    "{} query `{id}` is about {k:?} in the control, {o:?} in the release",
+                    task.as_str()
+                )),
+                None => faults.push(format!(
+                    "{} query `{id}` of the control is no query of the release",
+                    task.as_str()
+                )),
             }
         }
-        for (id, k) in other.iter().filter(|(id, k)| problems.contains(k.0.as_str()) && !queries.contains_key(*id)) {
-            faults.push(format!("{} query `{id}` of the release (problem `{}`) has no counterpart in the control", task.as_str(), k.0));
+        for (id, k) in other
+            .iter()
+            .filter(|(id, k)| problems.contains(k.0.as_str()) && !queries.contains_key(*id))
+        {
+            faults.push(format!(
+                "{} query `{id}` of the release (problem `{}`) has no counterpart in the control",
+                task.as_str(),
+                k.0
+            ));
         }
     }
     if !faults.is_empty() {

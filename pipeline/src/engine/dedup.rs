@@ -44,17 +44,29 @@ pub(super) fn earlier_releases(plan: &RunPlan) -> anyhow::Result<Vec<Published>>
         }
         let path = entry.path().join("problems.parquet");
         if !path.exists() {
-            bail!("release `{}` has no `problems.parquet`: cannot check that this release is problem-disjoint from it", entry.path().display());
+            bail!(
+                "release `{}` has no `problems.parquet`: cannot check that this release is problem-disjoint from it",
+                entry.path().display()
+            );
         }
         let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
-        found.push(Published { version: name, sha256, path });
+        found.push(Published {
+            version: name,
+            sha256,
+            path,
+        });
     }
     found.sort_by(|a, b| a.version.cmp(&b.version));
     Ok(found)
 }
 
 fn item(p: Problem, origin: Origin) -> Item {
-    Item { id: p.id, contest_date: p.contest_date, statement: p.question_content, origin }
+    Item {
+        id: p.id,
+        contest_date: p.contest_date,
+        statement: p.question_content,
+        origin,
+    }
 }
 
 /// The `dedup` stage.
@@ -74,7 +86,11 @@ pub struct DedupSummary {
 
 impl Summary for DedupSummary {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.stats.rows_in, rows_out: self.stats.rows_out, rejected: self.rejected }
+        Counts {
+            rows_in: self.stats.rows_in,
+            rows_out: self.stats.rows_out,
+            rejected: self.rejected,
+        }
     }
 
     fn reasons(&self) -> Reasons {
@@ -99,35 +115,71 @@ impl Stage for Dedup {
     /// The earlier releases' problems.
     type Prepared = Vec<Published>;
 
-    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, Vec<Published>)> {
+    fn key(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+    ) -> anyhow::Result<(String, Vec<Published>)> {
         let published = earlier_releases(cx.plan())?;
-        let key = input_key(StageName::Dedup.as_str(), &(&cx.plan().stages.dedup, &published), &[up.record(StageName::Ingest)?])?;
+        let key = input_key(
+            StageName::Dedup.as_str(),
+            &(&cx.plan().stages.dedup, &published),
+            &[up.record(StageName::Ingest)?],
+        )?;
         Ok((key, published))
     }
 
-    fn run(&self, cx: &StageContext, up: &Upstream<'_>, published: Vec<Published>, out: &StageOutput) -> anyhow::Result<Done<DedupSummary, ()>> {
+    fn run(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+        published: Vec<Published>,
+        out: &StageOutput,
+    ) -> anyhow::Result<Done<DedupSummary, ()>> {
         let config = &cx.plan().stages.dedup;
         let input = cx.output(up.record(StageName::Ingest)?, "problems")?;
         // Statements only: the tests are copied with the kept rows, never decoded here.
-        let current: Vec<Item> = ProblemReader::open_without_test_bodies(&input)?.map(|p| p.map(|p| item(p, Origin::Current))).collect::<Result<_, _>>()?;
+        let current: Vec<Item> = ProblemReader::open_without_test_bodies(&input)?
+            .map(|p| p.map(|p| item(p, Origin::Current)))
+            .collect::<Result<_, _>>()?;
         let mut earlier = Vec::new();
         for release in &published {
             for p in ProblemReader::open_without_test_bodies(&release.path)? {
                 earlier.push(item(p?, Origin::Release(release.version.clone())));
             }
         }
-        let DedupOutput { kept_rows, clusters, stats } = cx.pool().install(|| dedup(config, &current, &earlier));
+        let DedupOutput {
+            kept_rows,
+            clusters,
+            stats,
+        } = cx.pool().install(|| dedup(config, &current, &earlier));
         drop(current);
 
-        copy_rows(&input, &out.path("problems.parquet"), |row| kept_rows.binary_search(&row).is_ok())?;
+        copy_rows(&input, &out.path("problems.parquet"), |row| {
+            kept_rows.binary_search(&row).is_ok()
+        })?;
         let report = serde_json::json!({
             "parameters": config,
             "earlier_releases": published,
             "stats": stats,
             "clusters": clusters,
         });
-        durable::write(&out.path("duplicates.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
-        let summary = DedupSummary { stats, rejected: stats.rows_in - stats.rows_out, parameters: config.clone() };
-        Ok(Done::new(&[("problems", "problems.parquet"), ("duplicates", "duplicates.json")], summary, ()))
+        durable::write(
+            &out.path("duplicates.json"),
+            serde_json::to_string_pretty(&report)?.as_bytes(),
+        )?;
+        let summary = DedupSummary {
+            stats,
+            rejected: stats.rows_in - stats.rows_out,
+            parameters: config.clone(),
+        };
+        Ok(Done::new(
+            &[
+                ("problems", "problems.parquet"),
+                ("duplicates", "duplicates.json"),
+            ],
+            summary,
+            (),
+        ))
     }
 }

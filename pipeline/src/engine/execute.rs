@@ -51,16 +51,34 @@ fn time_limits(plan: &RunPlan) -> BTreeMap<String, TimeLimits> {
         .iter()
         .map(|&l| {
             let t = config.toolchain(l);
-            (l.as_str().to_owned(), TimeLimits { time_multiplier: t.time_multiplier, cpu_time_ms: t.limits.cpu_time_ms, wall_time_ms: t.limits.wall_time_ms })
+            (
+                l.as_str().to_owned(),
+                TimeLimits {
+                    time_multiplier: t.time_multiplier,
+                    cpu_time_ms: t.limits.cpu_time_ms,
+                    wall_time_ms: t.limits.wall_time_ms,
+                },
+            )
         })
         .collect()
 }
 
 /// The stage key: its configuration, each language's resolved recipe (so that a changed
 /// default command or limit re-judges), the toolchain versions, the upstream fingerprints.
-fn key(config: &ExecuteConfig, versions: &ToolchainVersions, upstream: &[&StageRecord]) -> anyhow::Result<String> {
-    let recipes: Vec<_> = Language::ALL.into_iter().map(|l| config.toolchain(l)).collect();
-    input_key(StageName::Execute.as_str(), &(config, &recipes, versions), upstream)
+fn key(
+    config: &ExecuteConfig,
+    versions: &ToolchainVersions,
+    upstream: &[&StageRecord],
+) -> anyhow::Result<String> {
+    let recipes: Vec<_> = Language::ALL
+        .into_iter()
+        .map(|l| config.toolchain(l))
+        .collect();
+    input_key(
+        StageName::Execute.as_str(),
+        &(config, &recipes, versions),
+        upstream,
+    )
 }
 
 /// The re-check's inputs, read from the tables a window at a time: the references of the
@@ -74,13 +92,23 @@ struct TableRecheck {
 }
 
 impl TableRecheck {
-    fn open(cx: &StageContext, filter: &StageRecord, rewrite: &StageRecord) -> anyhow::Result<TableRecheck> {
+    fn open(
+        cx: &StageContext,
+        filter: &StageRecord,
+        rewrite: &StageRecord,
+    ) -> anyhow::Result<TableRecheck> {
         let originals = cx.output(filter, "problems")?;
         let mut refs: std::collections::HashMap<ProblemId, ReferenceRow> =
-            read_references(&cx.output(rewrite, "references")?)?.into_iter().filter(|r| r.test_origins.iter().any(|o| o.rewritten())).map(|r| (r.problem_id.clone(), r)).collect();
+            read_references(&cx.output(rewrite, "references")?)?
+                .into_iter()
+                .filter(|r| r.test_origins.iter().any(|o| o.rewritten()))
+                .map(|r| (r.problem_id.clone(), r))
+                .collect();
         let mut wanted = std::collections::HashMap::new();
         if !refs.is_empty() {
-            for (row, p) in coreb_data::tables::ProblemReader::open_without_test_bodies(&originals)?.enumerate() {
+            for (row, p) in
+                coreb_data::tables::ProblemReader::open_without_test_bodies(&originals)?.enumerate()
+            {
                 let id = p?.id;
                 if let Some(r) = refs.remove(&id) {
                     wanted.insert(id, (r, row));
@@ -100,20 +128,42 @@ impl RecheckSource for TableRecheck {
     }
 
     fn load(&self, problems: &[&ProblemId]) -> Result<Vec<RecheckProblem>, ExecuteError> {
-        let at = |id: &ProblemId| self.wanted.get(id).ok_or_else(|| ExecuteError::Recheck(format!("problem `{id}` has nothing to re-check")));
-        let mut rows = problems.iter().map(|id| at(id).map(|(_, row)| *row)).collect::<Result<Vec<_>, _>>()?;
+        let at = |id: &ProblemId| {
+            self.wanted.get(id).ok_or_else(|| {
+                ExecuteError::Recheck(format!("problem `{id}` has nothing to re-check"))
+            })
+        };
+        let mut rows = problems
+            .iter()
+            .map(|id| at(id).map(|(_, row)| *row))
+            .collect::<Result<Vec<_>, _>>()?;
         rows.sort_unstable();
         rows.dedup();
         let mut originals: std::collections::HashMap<ProblemId, Problem> =
-            coreb_data::tables::problems::read_rows(&self.originals, &rows)?.into_iter().map(|p| (p.id.clone(), p)).collect();
+            coreb_data::tables::problems::read_rows(&self.originals, &rows)?
+                .into_iter()
+                .map(|p| (p.id.clone(), p))
+                .collect();
         problems
             .iter()
             .map(|id| {
                 let (r, _) = at(id)?;
-                let original = originals.remove(*id).ok_or_else(|| ExecuteError::Recheck(format!("problem `{id}` asked for twice in one window")))?;
+                let original = originals.remove(*id).ok_or_else(|| {
+                    ExecuteError::Recheck(format!("problem `{id}` asked for twice in one window"))
+                })?;
                 let original_harness = Harness::of(&original);
-                let original_tests = original.public_tests.into_iter().chain(original.private_tests).collect();
-                Ok(RecheckProblem { problem_id: r.problem_id.clone(), test_origins: r.test_origins.clone(), reference: r.reference.clone(), original_tests, original_harness })
+                let original_tests = original
+                    .public_tests
+                    .into_iter()
+                    .chain(original.private_tests)
+                    .collect();
+                Ok(RecheckProblem {
+                    problem_id: r.problem_id.clone(),
+                    test_origins: r.test_origins.clone(),
+                    reference: r.reference.clone(),
+                    original_tests,
+                    original_harness,
+                })
             })
             .collect()
     }
@@ -155,7 +205,17 @@ fn is_zero(n: &usize) -> bool {
 impl ExecuteCounts {
     /// The outcomes of `stats`.
     fn of(stats: &ExecuteStats) -> ExecuteCounts {
-        let ExecuteStats { solutions, solutions_passed, solutions_without_problem, tests, verdicts, cpu_ms: _, fast_starts, fast_compiles, gave_way: _ } = stats;
+        let ExecuteStats {
+            solutions,
+            solutions_passed,
+            solutions_without_problem,
+            tests,
+            verdicts,
+            cpu_ms: _,
+            fast_starts,
+            fast_compiles,
+            gave_way: _,
+        } = stats;
         ExecuteCounts {
             solutions: *solutions,
             solutions_passed: *solutions_passed,
@@ -194,7 +254,11 @@ pub struct ExecuteSummary {
 
 impl Summary for ExecuteSummary {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+        Counts {
+            rows_in: self.rows_in,
+            rows_out: self.rows_out,
+            rejected: self.rejected,
+        }
     }
 
     fn passed(&self) -> Option<u64> {
@@ -249,7 +313,8 @@ pub struct PartCounts {
 
 impl Stage for Execute {
     const NAME: StageName = StageName::Execute;
-    const UPSTREAM: &'static [StageName] = &[StageName::Filter, StageName::Rewrite, StageName::Generate];
+    const UPSTREAM: &'static [StageName] =
+        &[StageName::Filter, StageName::Rewrite, StageName::Generate];
     const SHARDABLE: bool = true;
     type Summary = ExecuteSummary;
     type Local = ExecuteLocal;
@@ -258,26 +323,54 @@ impl Stage for Execute {
 
     fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, String)> {
         let judge = cx.judge()?;
-        let upstream = [up.record(StageName::Filter)?, up.record(StageName::Rewrite)?, up.record(StageName::Generate)?];
+        let upstream = [
+            up.record(StageName::Filter)?,
+            up.record(StageName::Rewrite)?,
+            up.record(StageName::Generate)?,
+        ];
         let key = key(&cx.plan().stages.execute, &judge.versions, &upstream)?;
         Ok((key.clone(), key))
     }
 
-    fn run(&self, cx: &StageContext, up: &Upstream<'_>, key: String, out: &StageOutput) -> anyhow::Result<Done<ExecuteSummary, ExecuteLocal>> {
+    fn run(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+        key: String,
+        out: &StageOutput,
+    ) -> anyhow::Result<Done<ExecuteSummary, ExecuteLocal>> {
         let stage = StageName::Execute;
         let config = &cx.plan().stages.execute;
         let judge = cx.judge()?;
-        let (filter, rewrite) = (up.record(StageName::Filter)?, up.record(StageName::Rewrite)?);
-        let mut solutions = read_solutions(&cx.output(up.record(StageName::Generate)?, "solutions")?)?;
+        let (filter, rewrite) = (
+            up.record(StageName::Filter)?,
+            up.record(StageName::Rewrite)?,
+        );
+        let mut solutions =
+            read_solutions(&cx.output(up.record(StageName::Generate)?, "solutions")?)?;
         solutions.retain(|s| cx.handles(stage, s.id.as_str()));
         // Problems stream from their table: only those being judged are in memory.
-        let problems = coreb_data::tables::ProblemReader::open(&cx.output(rewrite, "problems")?)?.map(|p| p.map_err(ExecuteError::from));
+        let problems = coreb_data::tables::ProblemReader::open(&cx.output(rewrite, "problems")?)?
+            .map(|p| p.map_err(ExecuteError::from));
         let recheck = TableRecheck::open(cx, filter, rewrite)?;
         let journal = DirJournal::open(&journal_dir(cx), &key)?;
-        let bar = cx.printer().progress(Some(solutions.len() as u64), "execute", false);
-        let hooks = Hooks { progress: &|| bar.inc(1), journal: &journal };
+        let bar = cx
+            .printer()
+            .progress(Some(solutions.len() as u64), "execute", false);
+        let hooks = Hooks {
+            progress: &|| bar.inc(1),
+            journal: &journal,
+        };
         let listening = coreb_base::interrupt::listen();
-        let judged = coreb_stages::execute::execute_resumable(config, problems, &recheck, &solutions, &judge.sandbox, cx.plan().jobs, &hooks);
+        let judged = coreb_stages::execute::execute_resumable(
+            config,
+            problems,
+            &recheck,
+            &solutions,
+            &judge.sandbox,
+            cx.plan().jobs,
+            &hooks,
+        );
         drop(listening);
         bar.finish_and_clear();
         let output = match judged {
@@ -306,10 +399,22 @@ impl Stage for Execute {
             ));
         }
         write_verdicts(&out.path("verdicts.parquet"), &output.results)?;
-        let rows: Vec<TestCheck> = output.checks.iter().flat_map(|c| c.tests.iter().cloned()).collect();
+        let rows: Vec<TestCheck> = output
+            .checks
+            .iter()
+            .flat_map(|c| c.tests.iter().cloned())
+            .collect();
         write_test_checks(&out.path("test_checks.parquet"), &rows)?;
         let judged_now = output.results.len() - output.resumed;
-        let mut done = done(cx, judge, solutions.len(), output.stats, output.without_problem, &output.checks, out);
+        let mut done = done(
+            cx,
+            judge,
+            solutions.len(),
+            output.stats,
+            output.without_problem,
+            &output.checks,
+            out,
+        );
         // What this run judged, and what it took from an interrupted one's journal.
         done.local.solutions_judged = Some(judged_now);
         done.local.solutions_resumed = Some(output.resumed);
@@ -327,8 +432,21 @@ impl Stage for Execute {
         out: &StageOutput,
     ) -> anyhow::Result<Done<ExecuteSummary, ExecuteLocal>> {
         let solutions = read_solutions(&cx.output(up.record(StageName::Generate)?, "solutions")?)?;
-        let (stats, without_problem, checks) = merge_parts(&solutions, &parts, &out.path("verdicts.parquet"), &out.path("test_checks.parquet"))?;
-        Ok(done(cx, cx.judge()?, solutions.len(), stats, without_problem, &checks, out))
+        let (stats, without_problem, checks) = merge_parts(
+            &solutions,
+            &parts,
+            &out.path("verdicts.parquet"),
+            &out.path("test_checks.parquet"),
+        )?;
+        Ok(done(
+            cx,
+            cx.judge()?,
+            solutions.len(),
+            stats,
+            without_problem,
+            &checks,
+            out,
+        ))
     }
 
     fn announce(&self, cx: &StageContext, report: &StageReport) {
@@ -366,9 +484,19 @@ fn done(
         tests_gave_way: stats.gave_way,
         solutions_judged: None,
         solutions_resumed: None,
-        part: out.is_part().then(|| PartCounts { stats: stats.clone(), without_problem }),
+        part: out.is_part().then(|| PartCounts {
+            stats: stats.clone(),
+            without_problem,
+        }),
     };
-    Done::new(&[("verdicts", "verdicts.parquet"), ("test_checks", "test_checks.parquet")], summary, local)
+    Done::new(
+        &[
+            ("verdicts", "verdicts.parquet"),
+            ("test_checks", "test_checks.parquet"),
+        ],
+        summary,
+        local,
+    )
 }
 
 /// Where this process's run of `execute` commits judged problems as it goes
@@ -383,12 +511,17 @@ fn journal_dir(cx: &StageContext) -> PathBuf {
 
 /// The build's line about the re-check of changed tests (from the stage's summary).
 fn announce_check(cx: &StageContext, report: &StageReport) {
-    let Ok(summary) = report.summary_as::<ExecuteSummary>() else { return };
+    let Ok(summary) = report.summary_as::<ExecuteSummary>() else {
+        return;
+    };
     let check = &summary.test_check;
     if check.problems == 0 {
         return;
     }
-    let path = cx.output(&report.record, "test_checks").map(|p| p.display().to_string()).unwrap_or_default();
+    let path = cx
+        .output(&report.record, "test_checks")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     cx.printer().status(format!(
         "{:>10}: changed tests re-checked against a reference for {} problems: {} passed, {} rejected, {} unchecked; {} problems unchecked, {} rejected whole  ({path})",
         "execute", check.problems, check.tests_passed, check.tests_rejected, check.tests_unchecked, check.problems_unchecked, check.problems_rejected,
@@ -398,14 +531,22 @@ fn announce_check(cx: &StageContext, report: &StageReport) {
 /// Combine the verdicts of complete parts into `out`, in the order of `solutions` (the order
 /// one process writes), and their re-check rows into `checks_out` (a problem several parts
 /// checked once: the check is deterministic); add up their counts.
-fn merge_parts(solutions: &[Solution], parts: &[(PathBuf, PartMarker)], out: &Path, checks_out: &Path) -> anyhow::Result<(ExecuteStats, Vec<SolutionId>, Vec<ProblemCheck>)> {
+fn merge_parts(
+    solutions: &[Solution],
+    parts: &[(PathBuf, PartMarker)],
+    out: &Path,
+    checks_out: &Path,
+) -> anyhow::Result<(ExecuteStats, Vec<SolutionId>, Vec<ProblemCheck>)> {
     let mut stats = ExecuteStats::default();
     let mut by_id = std::collections::HashMap::new();
     let mut without = std::collections::HashSet::new();
     let mut check_rows = Vec::new();
     for (dir, marker) in parts {
-        let local: ExecuteLocal = serde_json::from_value(PartFacts::of(marker)?.local).with_context(|| format!("`{}`: the part's counts", dir.join("_SUCCESS").display()))?;
-        let facts = local.part.with_context(|| format!("`{}`: the part's marker has no counts", dir.display()))?;
+        let local: ExecuteLocal = serde_json::from_value(PartFacts::of(marker)?.local)
+            .with_context(|| format!("`{}`: the part's counts", dir.join("_SUCCESS").display()))?;
+        let facts = local
+            .part
+            .with_context(|| format!("`{}`: the part's marker has no counts", dir.display()))?;
         stats += facts.stats;
         without.extend(facts.without_problem);
         for r in read_verdicts(&dir.join("verdicts.parquet"))? {
@@ -421,13 +562,22 @@ fn merge_parts(solutions: &[Solution], parts: &[(PathBuf, PartMarker)], out: &Pa
         } else if without.remove(&s.id) {
             without_problem.push(s.id.clone());
         } else {
-            anyhow::bail!("no shard part judged solution `{}`: the parts do not cover the solutions of `generate` (rerun the shards)", s.id.as_str());
+            anyhow::bail!(
+                "no shard part judged solution `{}`: the parts do not cover the solutions of `generate` (rerun the shards)",
+                s.id.as_str()
+            );
         }
     }
-    anyhow::ensure!(by_id.is_empty() && without.is_empty(), "the shard parts judged solutions that `generate` did not write (rerun the shards)");
+    anyhow::ensure!(
+        by_id.is_empty() && without.is_empty(),
+        "the shard parts judged solutions that `generate` did not write (rerun the shards)"
+    );
     write_verdicts(out, &results)?;
     let checks = coreb_judge::recheck::group(check_rows);
-    let rows: Vec<TestCheck> = checks.iter().flat_map(|c| c.tests.iter().cloned()).collect();
+    let rows: Vec<TestCheck> = checks
+        .iter()
+        .flat_map(|c| c.tests.iter().cloned())
+        .collect();
     write_test_checks(checks_out, &rows)?;
     Ok((stats, without_problem, checks))
 }
@@ -439,16 +589,40 @@ mod tests {
     #[test]
     fn a_toolchain_change_changes_the_key() {
         let config = ExecuteConfig::default();
-        let versions = |gpp: &str| -> ToolchainVersions { [(Language::Cpp, [("g++".to_owned(), gpp.to_owned())].into_iter().collect())].into_iter().collect() };
+        let versions = |gpp: &str| -> ToolchainVersions {
+            [(
+                Language::Cpp,
+                [("g++".to_owned(), gpp.to_owned())].into_iter().collect(),
+            )]
+            .into_iter()
+            .collect()
+        };
         let before = key(&config, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap();
-        assert_eq!(before, key(&config, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
-        assert_ne!(before, key(&config, &versions("g++ (Debian 12.2.0-14+deb12u1) 12.2.0"), &[]).unwrap());
+        assert_eq!(
+            before,
+            key(&config, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap()
+        );
+        assert_ne!(
+            before,
+            key(
+                &config,
+                &versions("g++ (Debian 12.2.0-14+deb12u1) 12.2.0"),
+                &[]
+            )
+            .unwrap()
+        );
         let mut slower = config.clone();
         slower.python.time_multiplier = Some(5.0);
-        assert_ne!(before, key(&slower, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
+        assert_ne!(
+            before,
+            key(&slower, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap()
+        );
         // Issue #34: the faster starts re-judge (their switch is part of the key).
         let mut reused = config.clone();
         reused.reuse.insert(Language::Ruby);
-        assert_ne!(before, key(&reused, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
+        assert_ne!(
+            before,
+            key(&reused, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap()
+        );
     }
 }

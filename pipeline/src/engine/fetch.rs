@@ -38,7 +38,11 @@ pub struct FetchSummary {
 
 impl Summary for FetchSummary {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+        Counts {
+            rows_in: self.rows_in,
+            rows_out: self.rows_out,
+            rejected: self.rejected,
+        }
     }
 
     fn reasons(&self) -> Reasons {
@@ -55,7 +59,14 @@ impl Stage for Fetch {
 
     fn key(&self, cx: &StageContext, _up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
         let plan = cx.plan();
-        Ok((input_key(StageName::Fetch.as_str(), &(&plan.sources, &plan.stages.fetch), &[])?, ()))
+        Ok((
+            input_key(
+                StageName::Fetch.as_str(),
+                &(&plan.sources, &plan.stages.fetch),
+                &[],
+            )?,
+            (),
+        ))
     }
 
     /// A record is never reused: a local file may have changed since.
@@ -63,7 +74,13 @@ impl Stage for Fetch {
         Ok(false)
     }
 
-    fn run(&self, cx: &StageContext, up: &Upstream<'_>, (): (), _out: &StageOutput) -> anyhow::Result<Done<FetchSummary, FetchLocal>> {
+    fn run(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+        (): (),
+        _out: &StageOutput,
+    ) -> anyhow::Result<Done<FetchSummary, FetchLocal>> {
         if up.until() >= StageName::Ingest && ingest::reads_sources_once(cx)? {
             return fetch_with_ingest(cx);
         }
@@ -79,7 +96,14 @@ fn fetch(cx: &StageContext) -> anyhow::Result<Vec<Fetched>> {
     let mut fetched: Vec<Fetched> = Vec::with_capacity(plan.sources.len());
     for source in &plan.sources {
         let bar = cx.printer().meter(None, &source.name, true);
-        let f = runtime.block_on(fetch_source(&plan.stages.fetch, source, &downloads, bar.as_ref())).with_context(|| format!("fetching source `{}`", source.name))?;
+        let f = runtime
+            .block_on(fetch_source(
+                &plan.stages.fetch,
+                source,
+                &downloads,
+                bar.as_ref(),
+            ))
+            .with_context(|| format!("fetching source `{}`", source.name))?;
         drop(bar);
         fetched.push(f);
     }
@@ -98,14 +122,19 @@ fn fetch_with_ingest(cx: &StageContext) -> anyhow::Result<Done<FetchSummary, Fet
     let decoded = sources
         .iter()
         .map(|s| match &s.location {
-            Location::Local(path) => Ok(ingest::Input { bytes: fs_err::metadata(path)?.len(), path: path.clone() }),
+            Location::Local(path) => Ok(ingest::Input {
+                bytes: fs_err::metadata(path)?.len(),
+                path: path.clone(),
+            }),
             Location::Http(_) => anyhow::bail!("source `{}` is not a local file", s.name),
         })
         .collect::<anyhow::Result<Vec<_>>>()
         .and_then(|inputs| ingest::decode_with_hashes(cx, &inputs, started));
     let (hashes, read) = match decoded {
         Ok((hashes, read)) if hashes.len() == sources.len() => (hashes, read),
-        Ok(_) => anyhow::bail!("ingest stopped before the end of its input without an error (a bug in coreb)"),
+        Ok(_) => anyhow::bail!(
+            "ingest stopped before the end of its input without an error (a bug in coreb)"
+        ),
         Err(e) => {
             let done = fetched(cx, fetch(cx)?)?;
             cx.put_ahead::<ingest::Ahead>(StageName::Ingest, Err(e));
@@ -114,7 +143,9 @@ fn fetch_with_ingest(cx: &StageContext) -> anyhow::Result<Done<FetchSummary, Fet
     };
     let mut fetched_files = Vec::with_capacity(sources.len());
     for (source, (sha256, bytes)) in sources.iter().zip(hashes) {
-        let f = coreb_stages::fetch::hashed_in_place(source, sha256, bytes).context("a local source")?.with_context(|| format!("fetching source `{}`", source.name))?;
+        let f = coreb_stages::fetch::hashed_in_place(source, sha256, bytes)
+            .context("a local source")?
+            .with_context(|| format!("fetching source `{}`", source.name))?;
         fetched_files.push(f);
     }
     let mut done = fetched(cx, fetched_files)?;
@@ -123,19 +154,35 @@ fn fetch_with_ingest(cx: &StageContext) -> anyhow::Result<Done<FetchSummary, Fet
 }
 
 /// What was fetched, as the stage's summary and local facts.
-fn fetched(cx: &StageContext, fetched: Vec<Fetched>) -> anyhow::Result<Done<FetchSummary, FetchLocal>> {
+fn fetched(
+    cx: &StageContext,
+    fetched: Vec<Fetched>,
+) -> anyhow::Result<Done<FetchSummary, FetchLocal>> {
     let plan = cx.plan();
     let downloaded: u64 = fetched.iter().map(|f| f.downloaded).sum();
     if downloaded > 0 {
-        cx.printer().status(format!("{:>10}: downloaded {downloaded} bytes", "fetch"));
+        cx.printer()
+            .status(format!("{:>10}: downloaded {downloaded} bytes", "fetch"));
     }
     let summary = FetchSummary {
         rows_in: plan.sources.len() as u64,
         rows_out: fetched.len() as u64,
         rejected: 0,
         bytes: fetched.iter().map(|f| f.bytes).sum(),
-        sources: fetched.iter().map(|f| SourcePin { name: f.name.clone(), sha256: f.sha256.clone(), bytes: f.bytes }).collect(),
+        sources: fetched
+            .iter()
+            .map(|f| SourcePin {
+                name: f.name.clone(),
+                sha256: f.sha256.clone(),
+                bytes: f.bytes,
+            })
+            .collect(),
     };
-    let local = FetchLocal { sources: fetched.into_iter().map(|f| Fetched { downloaded: 0, ..f }).collect() };
+    let local = FetchLocal {
+        sources: fetched
+            .into_iter()
+            .map(|f| Fetched { downloaded: 0, ..f })
+            .collect(),
+    };
     Ok(Done::new(&[], summary, local))
 }

@@ -32,7 +32,11 @@ pub struct FilterSummary {
 
 impl Summary for FilterSummary {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.stats.rows_in, rows_out: self.stats.rows_out, rejected: self.rejected }
+        Counts {
+            rows_in: self.stats.rows_in,
+            rows_out: self.stats.rows_out,
+            rejected: self.rejected,
+        }
     }
 
     fn reasons(&self) -> Reasons {
@@ -47,7 +51,10 @@ impl Summary for FilterSummary {
     }
 
     fn facts(&self) -> Option<StageFacts> {
-        Some(StageFacts { parameters: serde_json::to_value(&self.parameters).ok(), ..StageFacts::default() })
+        Some(StageFacts {
+            parameters: serde_json::to_value(&self.parameters).ok(),
+            ..StageFacts::default()
+        })
     }
 }
 
@@ -59,10 +66,23 @@ impl Stage for Filter {
     type Prepared = ();
 
     fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
-        Ok((input_key(StageName::Filter.as_str(), &cx.plan().stages.filter, &[up.record(StageName::Dedup)?])?, ()))
+        Ok((
+            input_key(
+                StageName::Filter.as_str(),
+                &cx.plan().stages.filter,
+                &[up.record(StageName::Dedup)?],
+            )?,
+            (),
+        ))
     }
 
-    fn run(&self, cx: &StageContext, up: &Upstream<'_>, (): (), out: &StageOutput) -> anyhow::Result<Done<FilterSummary, ()>> {
+    fn run(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+        (): (),
+        out: &StageOutput,
+    ) -> anyhow::Result<Done<FilterSummary, ()>> {
         let config = &cx.plan().stages.filter;
         let input = cx.output(up.record(StageName::Dedup)?, "problems")?;
         let mut rejections = fs_err::File::create(out.path("rejections.jsonl"))?;
@@ -78,10 +98,23 @@ impl Stage for Filter {
                 writeln!(rejections, "{line}")?;
             }
         }
-        copy_rows(&input, &out.path("problems.parquet"), |row| kept.get(row).copied().unwrap_or(false))?;
+        copy_rows(&input, &out.path("problems.parquet"), |row| {
+            kept.get(row).copied().unwrap_or(false)
+        })?;
         rejections.sync_all()?;
         drop(rejections);
-        let summary = FilterSummary { stats, rejected: stats.rows_in - stats.rows_out, parameters: config.clone() };
-        Ok(Done::new(&[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")], summary, ()))
+        let summary = FilterSummary {
+            stats,
+            rejected: stats.rows_in - stats.rows_out,
+            parameters: config.clone(),
+        };
+        Ok(Done::new(
+            &[
+                ("problems", "problems.parquet"),
+                ("rejections", "rejections.jsonl"),
+            ],
+            summary,
+            (),
+        ))
     }
 }

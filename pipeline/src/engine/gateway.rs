@@ -28,15 +28,25 @@ pub struct LlmContext {
 impl LlmContext {
     /// The context of a plan: its prompts, and `gateway` or else a [`Gateway`] over its store.
     pub fn new(plan: &RunPlan, gateway: Option<Arc<dyn LlmGateway>>) -> anyhow::Result<Self> {
-        let prompts = Prompts::load(&plan.prompts_dir).with_context(|| format!("loading prompts from `{}`", plan.prompts_dir.display()))?;
+        let prompts = Prompts::load(&plan.prompts_dir)
+            .with_context(|| format!("loading prompts from `{}`", plan.prompts_dir.display()))?;
         let gateway: Arc<dyn LlmGateway> = match gateway {
             Some(g) => g,
             None => {
                 let key = api_key_from_env(&plan.llm)?;
-                let gateway = Gateway::new(&plan.llm, ResponseStore::open(&plan.response_store), key.clone())?;
+                let gateway = Gateway::new(
+                    &plan.llm,
+                    ResponseStore::open(&plan.response_store),
+                    key.clone(),
+                )?;
                 match plan.llm.transport {
                     Transport::Sync => Arc::new(gateway),
-                    Transport::Batch => Arc::new(BatchGateway::new(&plan.llm, gateway, key, state_dir_of(&plan.response_store))?),
+                    Transport::Batch => Arc::new(BatchGateway::new(
+                        &plan.llm,
+                        gateway,
+                        key,
+                        state_dir_of(&plan.response_store),
+                    )?),
                 }
             }
         };
@@ -46,10 +56,19 @@ impl LlmContext {
     /// Run one LLM stage's future on `runtime` (the build's) with a progress bar of `printer`
     /// counting its requests (answers from the store count too; on a terminal a bar, elsewhere
     /// a line now and then).
-    pub fn run<T>(&self, runtime: &tokio::runtime::Runtime, printer: &Printer, stage: StageName, f: impl AsyncFnOnce(&dyn LlmGateway) -> T) -> T {
+    pub fn run<T>(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        printer: &Printer,
+        stage: StageName,
+        f: impl AsyncFnOnce(&dyn LlmGateway) -> T,
+    ) -> T {
         let bar = printer.progress(None, stage.as_str(), false);
         let tick = || bar.inc(1);
-        let counted = Counted { inner: self.gateway.as_ref(), progress: &tick };
+        let counted = Counted {
+            inner: self.gateway.as_ref(),
+            progress: &tick,
+        };
         let out = runtime.block_on(f(&counted));
         bar.finish_and_clear();
         out
@@ -64,7 +83,10 @@ impl LlmContext {
         if usage.is_empty() {
             return None;
         }
-        let rows: Vec<_> = usage.into_iter().filter(|r| stages.iter().any(|s| s.as_str() == r.stage)).collect();
+        let rows: Vec<_> = usage
+            .into_iter()
+            .filter(|r| stages.iter().any(|s| s.as_str() == r.stage))
+            .collect();
         let sum = |f: fn(&coreb_llm::UsageRow) -> u64| rows.iter().map(f).sum::<u64>();
         Some(Requests {
             sent: sum(|r| r.sent),

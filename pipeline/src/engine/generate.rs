@@ -32,7 +32,9 @@ impl Question for Generate {
 
     fn ask(a: &Asking<'_, GenerateConfig>, path: &Path) -> anyhow::Result<Answered> {
         let mine = a.mine();
-        let got = a.run(async |g| generate(&a.config, &a.models, &a.llm.prompts.generate, &mine, g).await)??;
+        let got = a.run(async |g| {
+            generate(&a.config, &a.models, &a.llm.prompts.generate, &mine, g).await
+        })??;
         write_solutions(path, &got.rows)?;
         Ok(Answered::of(got))
     }

@@ -15,7 +15,9 @@ use coreb_base::hashing::HashingReader;
 use coreb_data::problem::DateWindow;
 use coreb_data::tables::ProblemWriter;
 use coreb_stages::fetch::{Fetched, Location};
-use coreb_stages::ingest::{BadRows, IngestConfig, IngestStats, Line, LineReader, RowError, RowOutcome, ingest_row};
+use coreb_stages::ingest::{
+    BadRows, IngestConfig, IngestStats, Line, LineReader, RowError, RowOutcome, ingest_row,
+};
 
 use super::context::{StageContext, StageOutput};
 use super::stage::{Done, Stage, Upstream};
@@ -65,11 +67,18 @@ pub struct Fused {
 
 impl Summary for IngestStats {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+        Counts {
+            rows_in: self.rows_in,
+            rows_out: self.rows_out,
+            rejected: self.rejected,
+        }
     }
 
     fn reasons(&self) -> Reasons {
-        Reasons::Counts(vec![("out_of_window", self.out_of_window), ("rejected", self.rejected)])
+        Reasons::Counts(vec![
+            ("out_of_window", self.out_of_window),
+            ("rejected", self.rejected),
+        ])
     }
 }
 
@@ -83,7 +92,11 @@ impl Stage for Ingest {
     fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, Option<Fused>)> {
         let fused = cx.take_ahead::<Ahead>(StageName::Ingest).transpose()?;
         let plan = cx.plan();
-        let key = input_key(StageName::Ingest.as_str(), &(&plan.stages.ingest, &plan.window), &[up.record(StageName::Fetch)?])?;
+        let key = input_key(
+            StageName::Ingest.as_str(),
+            &(&plan.stages.ingest, &plan.window),
+            &[up.record(StageName::Fetch)?],
+        )?;
         Ok((key, fused))
     }
 
@@ -94,15 +107,34 @@ impl Stage for Ingest {
         }
     }
 
-    fn run(&self, cx: &StageContext, up: &Upstream<'_>, fused: Option<Fused>, out: &StageOutput) -> anyhow::Result<Done<IngestStats, ()>> {
-        if let Some(Fused { decoded, started, .. }) = fused {
+    fn run(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+        fused: Option<Fused>,
+        out: &StageOutput,
+    ) -> anyhow::Result<Done<IngestStats, ()>> {
+        if let Some(Fused {
+            decoded, started, ..
+        }) = fused
+        {
             let mut done = decoded.done();
             // Both ran from the start of `fetch`: `ingest` until its table was written.
             done.wall = Some(started.elapsed());
             return Ok(done);
         }
-        let fetched = up.report(StageName::Fetch)?.local_as::<FetchLocal>().context("the fetch record lists no sources")?;
-        let inputs: Vec<Input> = fetched.sources.iter().map(|f| Input { bytes: f.bytes, path: f.path.clone() }).collect();
+        let fetched = up
+            .report(StageName::Fetch)?
+            .local_as::<FetchLocal>()
+            .context("the fetch record lists no sources")?;
+        let inputs: Vec<Input> = fetched
+            .sources
+            .iter()
+            .map(|f| Input {
+                bytes: f.bytes,
+                path: f.path.clone(),
+            })
+            .collect();
         Ok(decode(cx, &inputs, false, out)?.done())
     }
 }
@@ -111,17 +143,32 @@ impl Stage for Ingest {
 /// source is a local file (a download is hashed as it arrives) and no stored `ingest` could be
 /// reused: a rerun hashes first, so that an unchanged input skips decoding.
 pub(super) fn reads_sources_once(cx: &StageContext) -> anyhow::Result<bool> {
-    let local = cx.plan().sources.iter().all(|s| matches!(s.location, Location::Local(_)));
+    let local = cx
+        .plan()
+        .sources
+        .iter()
+        .all(|s| matches!(s.location, Location::Local(_)));
     Ok(local && !cx.store().holds_reusable(StageName::Ingest.as_str())?)
 }
 
 /// Decode every input into a new `ingest` output, hashing each as it is read (for `fetch`),
 /// and keep it for `ingest`'s turn ([`Ahead`]); returns what was decoded.
-pub(super) fn decode_with_hashes(cx: &StageContext, inputs: &[Input], started: std::time::Instant) -> anyhow::Result<(Vec<(String, u64)>, std::time::Duration)> {
+pub(super) fn decode_with_hashes(
+    cx: &StageContext,
+    inputs: &[Input],
+    started: std::time::Instant,
+) -> anyhow::Result<(Vec<(String, u64)>, std::time::Duration)> {
     let out = cx.begin(StageName::Ingest)?;
     let decoded = decode(cx, inputs, true, &out)?;
     let found = (decoded.hashes.clone(), decoded.read);
-    cx.put_ahead::<Ahead>(StageName::Ingest, Ok(Fused { out: Some(out), decoded, started }));
+    cx.put_ahead::<Ahead>(
+        StageName::Ingest,
+        Ok(Fused {
+            out: Some(out),
+            decoded,
+            started,
+        }),
+    );
     Ok(found)
 }
 
@@ -150,17 +197,35 @@ pub struct Decoded {
 
 impl Decoded {
     fn done(self) -> Done<IngestStats, ()> {
-        Done::new(&[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")], self.stats, ())
+        Done::new(
+            &[
+                ("problems", "problems.parquet"),
+                ("rejections", "rejections.jsonl"),
+            ],
+            self.stats,
+            (),
+        )
     }
 }
 
 /// Decode every input into `out`; hash the inputs too when `hash`.
-fn decode(cx: &StageContext, inputs: &[Input], hash: bool, out: &StageOutput) -> anyhow::Result<Decoded> {
+fn decode(
+    cx: &StageContext,
+    inputs: &[Input],
+    hash: bool,
+    out: &StageOutput,
+) -> anyhow::Result<Decoded> {
     let plan = cx.plan();
     let config = &plan.stages.ingest;
-    let labels: Vec<String> = inputs.iter().map(|f| f.path.display().to_string()).collect();
-    let output =
-        Output { table: ProblemWriter::create(&out.path("problems.parquet"))?, rejections: fs_err::File::create(out.path("rejections.jsonl"))?, stats: IngestStats::default() };
+    let labels: Vec<String> = inputs
+        .iter()
+        .map(|f| f.path.display().to_string())
+        .collect();
+    let output = Output {
+        table: ProblemWriter::create(&out.path("problems.parquet"))?,
+        rejections: fs_err::File::create(out.path("rejections.jsonl"))?,
+        stats: IngestStats::default(),
+    };
     let total: u64 = inputs.iter().map(|f| f.bytes).sum();
     let bar = cx.printer().progress(Some(total), "ingest", true);
 
@@ -181,21 +246,33 @@ fn decode(cx: &StageContext, inputs: &[Input], hash: bool, out: &StageOutput) ->
         }
         drop(to_writer);
         let labels = &labels;
-        let writer_thread = scope.spawn(move || write_in_order(decoded, free, output, config, labels));
-        let read = read_lines(inputs, labels, hash, config, to_workers, &slots, &bar).map(|r| (r, started.elapsed()));
-        let written = writer_thread.join().map_err(|_| anyhow::anyhow!("the ingest writer thread panicked"));
+        let writer_thread =
+            scope.spawn(move || write_in_order(decoded, free, output, config, labels));
+        let read = read_lines(inputs, labels, hash, config, to_workers, &slots, &bar)
+            .map(|r| (r, started.elapsed()));
+        let written = writer_thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the ingest writer thread panicked"));
         (read, written)
     });
     // The writer's error wins: it names the first bad row in input order; a reader that
     // stopped because the writer did has nothing to add.
-    let Output { table, rejections, mut stats } = written??;
+    let Output {
+        table,
+        rejections,
+        mut stats,
+    } = written??;
     let (Reading { bytes, hashes }, read) = read?;
     stats.bytes_in = bytes;
     table.finish()?;
     rejections.sync_all()?;
     drop(rejections);
     bar.finish_and_clear();
-    Ok(Decoded { stats, hashes, read })
+    Ok(Decoded {
+        stats,
+        hashes,
+        read,
+    })
 }
 
 /// What the writer thread owns.
@@ -224,7 +301,14 @@ fn read_lines(
     slots: &Receiver<()>,
     bar: &indicatif::ProgressBar,
 ) -> anyhow::Result<Reading> {
-    let mut sender = Sender { seq: 0, done_bytes: 0, to_workers, slots, bar, config };
+    let mut sender = Sender {
+        seq: 0,
+        done_bytes: 0,
+        to_workers,
+        slots,
+        bar,
+        config,
+    };
     let mut hashes = Vec::new();
     for (file, input) in inputs.iter().enumerate() {
         let reader = fs_err::File::open(&input.path)?;
@@ -242,7 +326,10 @@ fn read_lines(
             break;
         }
     }
-    Ok(Reading { bytes: sender.done_bytes, hashes })
+    Ok(Reading {
+        bytes: sender.done_bytes,
+        hashes,
+    })
 }
 
 /// The reader's side of the pipeline.
@@ -259,7 +346,12 @@ struct Sender<'a> {
 impl Sender<'_> {
     /// Hand every line read from one file to the workers; returns the line reader, and false
     /// when the writer stopped first.
-    fn send_file<R: std::io::Read>(&mut self, file: usize, label: &str, reader: R) -> anyhow::Result<(LineReader<R>, bool)> {
+    fn send_file<R: std::io::Read>(
+        &mut self,
+        file: usize,
+        label: &str,
+        reader: R,
+    ) -> anyhow::Result<(LineReader<R>, bool)> {
         let mut lines = LineReader::new(reader, self.config.max_line_bytes);
         let finished = self.send_lines(file, label, &mut lines)?;
         self.done_bytes += lines.bytes;
@@ -267,18 +359,42 @@ impl Sender<'_> {
     }
 
     /// Hand every line of one file to the workers; false when the writer stopped first.
-    fn send_lines<R: std::io::Read>(&mut self, file: usize, label: &str, lines: &mut LineReader<R>) -> anyhow::Result<bool> {
+    fn send_lines<R: std::io::Read>(
+        &mut self,
+        file: usize,
+        label: &str,
+        lines: &mut LineReader<R>,
+    ) -> anyhow::Result<bool> {
         let max_line_bytes = self.config.max_line_bytes;
         loop {
-            let item = match lines.next_line().with_context(|| format!("reading `{label}`"))? {
+            let item = match lines
+                .next_line()
+                .with_context(|| format!("reading `{label}`"))?
+            {
                 None => return Ok(true),
                 Some(Line::Text(_, text)) if text.iter().all(u8::is_ascii_whitespace) => continue,
                 Some(Line::Text(n, text)) => (n, Ok(text)),
-                Some(Line::TooLong(n, len)) => {
-                    (n, Err(RowError { field: "(line)".into(), reason: format!("line of {len} bytes is longer than `max_line_bytes` ({max_line_bytes})") }))
-                }
+                Some(Line::TooLong(n, len)) => (
+                    n,
+                    Err(RowError {
+                        field: "(line)".into(),
+                        reason: format!(
+                            "line of {len} bytes is longer than `max_line_bytes` ({max_line_bytes})"
+                        ),
+                    }),
+                ),
             };
-            if self.slots.recv().is_err() || self.to_workers.send(Job { seq: self.seq, file, line: item.0, item: item.1 }).is_err() {
+            if self.slots.recv().is_err()
+                || self
+                    .to_workers
+                    .send(Job {
+                        seq: self.seq,
+                        file,
+                        line: item.0,
+                        item: item.1,
+                    })
+                    .is_err()
+            {
                 return Ok(false);
             }
             self.seq += 1;
@@ -289,27 +405,64 @@ impl Sender<'_> {
 
 /// A worker: decode lines until the reader is done. Once the writer has stopped, results
 /// are dropped but lines are still taken, so the reader never blocks on a full channel.
-fn decode_lines(lines: &Mutex<Receiver<Job<Vec<u8>>>>, to_writer: &SyncSender<Job<RowOutcome>>, config: &IngestConfig, window: &DateWindow) {
+fn decode_lines(
+    lines: &Mutex<Receiver<Job<Vec<u8>>>>,
+    to_writer: &SyncSender<Job<RowOutcome>>,
+    config: &IngestConfig,
+    window: &DateWindow,
+) {
     loop {
-        let next = lines.lock().map_err(|_| ()).and_then(|rx| rx.recv().map_err(|_| ()));
-        let Ok(Job { seq, file, line, item }) = next else { return };
+        let next = lines
+            .lock()
+            .map_err(|_| ())
+            .and_then(|rx| rx.recv().map_err(|_| ()));
+        let Ok(Job {
+            seq,
+            file,
+            line,
+            item,
+        }) = next
+        else {
+            return;
+        };
         // A decoder panic would leave a hole the writer waits on forever: make it the row's error.
         let item = item.and_then(|text| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ingest_row(&text, config, window)))
-                .unwrap_or_else(|_| Err(RowError { field: "(line)".into(), reason: "the decoder panicked on this row (a bug in coreb)".into() }))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                ingest_row(&text, config, window)
+            }))
+            .unwrap_or_else(|_| {
+                Err(RowError {
+                    field: "(line)".into(),
+                    reason: "the decoder panicked on this row (a bug in coreb)".into(),
+                })
+            })
         });
-        let _ = to_writer.send(Job { seq, file, line, item });
+        let _ = to_writer.send(Job {
+            seq,
+            file,
+            line,
+            item,
+        });
     }
 }
 
 /// The writer: take decoded rows as they come, put them back in input order, count them,
 /// write kept problems and list rejected rows; frees a slot for every row written.
-fn write_in_order(decoded: Receiver<Job<RowOutcome>>, free: SyncSender<()>, mut out: Output, config: &IngestConfig, labels: &[String]) -> anyhow::Result<Output> {
+fn write_in_order(
+    decoded: Receiver<Job<RowOutcome>>,
+    free: SyncSender<()>,
+    mut out: Output,
+    config: &IngestConfig,
+    labels: &[String],
+) -> anyhow::Result<Output> {
     let mut waiting = BTreeMap::new();
     let mut next = 0u64;
     for job in decoded {
         waiting.insert(job.seq, job);
-        while let Some(Job { file, line, item, .. }) = waiting.remove(&next) {
+        while let Some(Job {
+            file, line, item, ..
+        }) = waiting.remove(&next)
+        {
             next += 1;
             out.stats.rows_in += 1;
             match item {
@@ -322,7 +475,12 @@ fn write_in_order(decoded: Receiver<Job<RowOutcome>>, free: SyncSender<()>, mut 
                     BadRows::Error => bail!("{}:{line}: `{}`: {}", labels[file], e.field, e.reason),
                     BadRows::Skip => {
                         out.stats.rejected += 1;
-                        let r = Rejection { file: &labels[file], line, field: &e.field, reason: &e.reason };
+                        let r = Rejection {
+                            file: &labels[file],
+                            line,
+                            field: &e.field,
+                            reason: &e.reason,
+                        };
                         serde_json::to_writer(&mut out.rejections, &r)?;
                         out.rejections.write_all(b"\n")?;
                     }

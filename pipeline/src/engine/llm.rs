@@ -67,13 +67,32 @@ pub struct LlmCounts {
 impl LlmCounts {
     /// The counts of `stats`, and where its answers came from: (store, endpoint).
     pub fn of(stats: LlmStageStats) -> (LlmCounts, (u64, u64)) {
-        let LlmStageStats { items_in, items_out, items_rejected, from_store, from_endpoint, fallbacks, written_by } = stats;
-        (LlmCounts { items_in, items_out, items_rejected, fallbacks, written_by }, (from_store, from_endpoint))
+        let LlmStageStats {
+            items_in,
+            items_out,
+            items_rejected,
+            from_store,
+            from_endpoint,
+            fallbacks,
+            written_by,
+        } = stats;
+        (
+            LlmCounts {
+                items_in,
+                items_out,
+                items_rejected,
+                fallbacks,
+                written_by,
+            },
+            (from_store, from_endpoint),
+        )
     }
 }
 
 /// Counts of an LLM stage that say who wrote its answers.
-pub trait LlmStats: Serialize + serde::de::DeserializeOwned + Send + Sync + std::fmt::Debug + 'static {
+pub trait LlmStats:
+    Serialize + serde::de::DeserializeOwned + Send + Sync + std::fmt::Debug + 'static
+{
     /// Who wrote the answers the stage used or rejected.
     fn written_by(&self) -> WrittenBy;
 }
@@ -115,9 +134,17 @@ pub struct LlmSummary<S, C> {
     pub dropped_queries: Option<u64>,
 }
 
-impl<S: LlmStats, C: Serialize + serde::de::DeserializeOwned + Send + Sync + std::fmt::Debug + 'static> Summary for LlmSummary<S, C> {
+impl<
+    S: LlmStats,
+    C: Serialize + serde::de::DeserializeOwned + Send + Sync + std::fmt::Debug + 'static,
+> Summary for LlmSummary<S, C>
+{
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+        Counts {
+            rows_in: self.rows_in,
+            rows_out: self.rows_out,
+            rejected: self.rejected,
+        }
     }
 
     fn reasons(&self) -> Reasons {
@@ -143,7 +170,11 @@ impl<S: LlmStats, C: Serialize + serde::de::DeserializeOwned + Send + Sync + std
 /// A stage's config as it runs: under the batch transport every item is in flight at once,
 /// so that a stage's missing requests make one batch (its concurrency setting bounds
 /// synchronous calls only, and is still the one keyed and recorded).
-pub(super) fn as_run<C: Clone>(plan: &RunPlan, config: &C, concurrency: impl FnOnce(&mut C) -> &mut usize) -> C {
+pub(super) fn as_run<C: Clone>(
+    plan: &RunPlan,
+    config: &C,
+    concurrency: impl FnOnce(&mut C) -> &mut usize,
+) -> C {
     let mut run = config.clone();
     if plan.llm.transport == Transport::Batch {
         *concurrency(&mut run) = usize::MAX;
@@ -166,8 +197,16 @@ pub(super) fn llm_key(plan: &RunPlan, ctx: &LlmContext, stages: &[LlmStage]) -> 
     let llm = &plan.llm;
     let keyed = |s: LlmStage| {
         let prompt = ctx.prompts.of(s);
-        let schema = prompt.and_then(|p| p.schema.as_ref()).map(|schema| (llm.structured_output, schema.sha256.clone()));
-        (s.as_str(), llm.models(s), llm.sampling(s), prompt.map(|p| p.sha256.clone()), schema)
+        let schema = prompt
+            .and_then(|p| p.schema.as_ref())
+            .map(|schema| (llm.structured_output, schema.sha256.clone()));
+        (
+            s.as_str(),
+            llm.models(s),
+            llm.sampling(s),
+            prompt.map(|p| p.sha256.clone()),
+            schema,
+        )
     };
     stages.iter().map(|s| keyed(*s)).collect::<Vec<_>>()
 }
@@ -202,22 +241,48 @@ pub(super) fn finish<S, C>(
     asked: Asked<'_, S, C>,
 ) -> anyhow::Result<Done<LlmSummary<S, C>, LlmLocal>> {
     let ctx = cx.llm()?;
-    let Asked { rows_in, rows_out, rejected, stats: (stats, (from_store, from_endpoint)), parameters, prompts, dropped_queries } = asked;
+    let Asked {
+        rows_in,
+        rows_out,
+        rejected,
+        stats: (stats, (from_store, from_endpoint)),
+        parameters,
+        prompts,
+        dropped_queries,
+    } = asked;
     coreb_base::jsonl::write(&out.path("rejections.jsonl"), rejected)?;
     // The store keys of every answer this stage was given: what a release's regeneration kit
     // carries of the response store.
-    let keys: std::collections::BTreeSet<String> = llm.iter().flat_map(|s| ctx.gateway.answers_used(*s)).collect();
-    fs_err::write(out.path(ANSWER_KEYS), keys.iter().map(|k| format!("{k}\n")).collect::<String>())?;
+    let keys: std::collections::BTreeSet<String> = llm
+        .iter()
+        .flat_map(|s| ctx.gateway.answers_used(*s))
+        .collect();
+    fs_err::write(
+        out.path(ANSWER_KEYS),
+        keys.iter().map(|k| format!("{k}\n")).collect::<String>(),
+    )?;
     let mut outputs = outputs.to_vec();
     outputs.push(("rejections", "rejections.jsonl"));
     outputs.push(("answer_keys", ANSWER_KEYS));
-    let schemas: BTreeMap<String, String> = llm.iter().filter_map(|s| ctx.prompts.of(*s)?.schema.as_ref().map(|schema| (s.as_str().to_owned(), schema.sha256.clone()))).collect();
+    let schemas: BTreeMap<String, String> = llm
+        .iter()
+        .filter_map(|s| {
+            ctx.prompts
+                .of(*s)?
+                .schema
+                .as_ref()
+                .map(|schema| (s.as_str().to_owned(), schema.sha256.clone()))
+        })
+        .collect();
     let json_answers = !schemas.is_empty();
     let summary = LlmSummary {
         rows_in,
         rows_out: rows_out as u64,
         rejected: rejected.len() as u64,
-        rejections_by_reason: count_by_reason(rejected).into_iter().map(|(k, n)| (k.to_owned(), n)).collect(),
+        rejections_by_reason: count_by_reason(rejected)
+            .into_iter()
+            .map(|(k, n)| (k.to_owned(), n))
+            .collect(),
         stats,
         parameters,
         prompts,
@@ -226,18 +291,38 @@ pub(super) fn finish<S, C>(
         structured_output: json_answers.then_some(cx.plan().llm.structured_output),
         dropped_queries,
     };
-    let local = LlmLocal { from_store: Some(from_store), from_endpoint: Some(from_endpoint), requests: ctx.requests(llm) };
+    let local = LlmLocal {
+        from_store: Some(from_store),
+        from_endpoint: Some(from_endpoint),
+        requests: ctx.requests(llm),
+    };
     announce_rejections(cx, stage, rejected);
-    Ok(Done { outputs, summary, local, wall: None, on_commit: None })
+    Ok(Done {
+        outputs,
+        summary,
+        local,
+        wall: None,
+        on_commit: None,
+    })
 }
 
 /// Show the first rejections (all are in the stage's `rejections.jsonl`).
 fn announce_rejections(cx: &StageContext, stage: StageName, rejected: &[Rejection]) {
     for r in rejected.iter().take(5) {
-        cx.printer().status(format!("{:>10}: rejected `{}` ({}): {}", stage.as_str(), r.item, r.model, r.reason));
+        cx.printer().status(format!(
+            "{:>10}: rejected `{}` ({}): {}",
+            stage.as_str(),
+            r.item,
+            r.model,
+            r.reason
+        ));
     }
     if rejected.len() > 5 {
-        cx.printer().status(format!("{:>10}: … and {} more (see rejections.jsonl)", stage.as_str(), rejected.len() - 5));
+        cx.printer().status(format!(
+            "{:>10}: … and {} more (see rejections.jsonl)",
+            stage.as_str(),
+            rejected.len() - 5
+        ));
     }
 }
 
@@ -246,7 +331,10 @@ fn announce_rejections(cx: &StageContext, stage: StageName, rejected: &[Rejectio
 /// starters and test types; the tests themselves are in the record's `problems` table, for
 /// `execute`. Read a line at a time, so a month's tests (GBs of JSON at N = 200) are never
 /// in memory at once (issue #13).
-pub fn rewritten(cx: &StageContext, rewrite: &StageRecord) -> anyhow::Result<Vec<RewrittenProblem>> {
+pub fn rewritten(
+    cx: &StageContext,
+    rewrite: &StageRecord,
+) -> anyhow::Result<Vec<RewrittenProblem>> {
     let mut problems = Vec::new();
     for p in coreb_base::jsonl::rows::<RewrittenProblem>(&cx.output(rewrite, "rewritten")?)? {
         let mut p = p?;
@@ -273,7 +361,13 @@ mod tests {
         let commit = |from_store: u64, from_endpoint: u64| {
             let writer = store.begin("generate").unwrap();
             fs_err::write(writer.path("solutions.parquet"), "same solutions").unwrap();
-            let stats = LlmStageStats { items_in: 4, items_out: 4, from_store, from_endpoint, ..LlmStageStats::default() };
+            let stats = LlmStageStats {
+                items_in: 4,
+                items_out: 4,
+                from_store,
+                from_endpoint,
+                ..LlmStageStats::default()
+            };
             let (counts, (from_store, from_endpoint)) = LlmCounts::of(stats);
             let summary = LlmSummary {
                 rows_in: 4,
@@ -288,14 +382,26 @@ mod tests {
                 structured_output: None,
                 dropped_queries: None,
             };
-            let local = LlmLocal { from_store: Some(from_store), from_endpoint: Some(from_endpoint), requests: None };
-            writer.commit_with_local("k", &[("solutions", "solutions.parquet")], &summary, &local).unwrap()
+            let local = LlmLocal {
+                from_store: Some(from_store),
+                from_endpoint: Some(from_endpoint),
+                requests: None,
+            };
+            writer
+                .commit_with_local("k", &[("solutions", "solutions.parquet")], &summary, &local)
+                .unwrap()
         };
         let live = commit(0, 4);
         let replayed = commit(4, 0);
         assert_eq!(live.fingerprint(), replayed.fingerprint());
-        assert_eq!(input_key("execute", &(), &[&live]).unwrap(), input_key("execute", &(), &[&replayed]).unwrap());
-        assert_eq!(replayed.local, serde_json::json!({"from_store": 4, "from_endpoint": 0}));
+        assert_eq!(
+            input_key("execute", &(), &[&live]).unwrap(),
+            input_key("execute", &(), &[&replayed]).unwrap()
+        );
+        assert_eq!(
+            replayed.local,
+            serde_json::json!({"from_store": 4, "from_endpoint": 0})
+        );
         assert!(replayed.summary["stats"].get("from_store").is_none());
         assert_eq!(replayed.summary["stats"]["items_out"], 4);
     }

@@ -79,7 +79,10 @@ pub const STAGES: [&dyn Runner; 12] = [
 
 /// The row of stage `name`.
 pub fn runner(name: StageName) -> &'static dyn Runner {
-    STAGES[StageName::ALL.iter().position(|s| *s == name).unwrap_or_default()]
+    STAGES[StageName::ALL
+        .iter()
+        .position(|s| *s == name)
+        .unwrap_or_default()]
 }
 
 /// Runs the stages of one plan.
@@ -92,7 +95,10 @@ pub struct Engine {
 impl Engine {
     /// An engine over `plan`'s output directory.
     pub fn new(plan: RunPlan, printer: Printer, json_every_stage: bool) -> anyhow::Result<Self> {
-        Ok(Engine { cx: StageContext::new(plan, printer)?, json_every_stage })
+        Ok(Engine {
+            cx: StageContext::new(plan, printer)?,
+            json_every_stage,
+        })
     }
 
     /// Run the last stage as shard process `slice` (`--shard i/N`).
@@ -172,8 +178,16 @@ impl Engine {
     /// ([`preflight::Preflight`]), and the judge's toolchains when it reaches `execute`.
     fn preflight(&self, until: StageName) -> anyhow::Result<Vec<String>> {
         let store = self.cx.store();
-        let llm_recorded = STAGES.into_iter().filter(|r| r.asks_models() && r.name() <= until).all(|r| matches!(store.record(r.name().as_str()), Ok(Some(_))));
-        let check = preflight::Preflight { plan: self.cx.plan(), until, own_gateway: self.cx.own_gateway(), llm_recorded };
+        let llm_recorded = STAGES
+            .into_iter()
+            .filter(|r| r.asks_models() && r.name() <= until)
+            .all(|r| matches!(store.record(r.name().as_str()), Ok(Some(_))));
+        let check = preflight::Preflight {
+            plan: self.cx.plan(),
+            until,
+            own_gateway: self.cx.own_gateway(),
+            llm_recorded,
+        };
         let notes = check.check(|| Ok(self.cx.runtime()?.handle().clone()))?;
         // A control build (`[control]`) needs its published release before any stage runs.
         control::controlled(self.cx.plan())?;
@@ -190,7 +204,13 @@ impl Engine {
         let notes = self.preflight(until)?;
         let plan = self.cx.plan();
         let mut lines = vec![
-            format!("preflight passed: `{}` can build `{}` ({} worker threads, LLM mode {:?})", plan.manifest_path.display(), plan.version, plan.jobs, plan.llm.mode),
+            format!(
+                "preflight passed: `{}` can build `{}` ({} worker threads, LLM mode {:?})",
+                plan.manifest_path.display(),
+                plan.version,
+                plan.jobs,
+                plan.llm.mode
+            ),
             format!("  artifacts: {}", self.cx.store().stage_dir("").display()),
             format!("  publishes: {}", plan.publish_dir.display()),
         ];
@@ -209,17 +229,38 @@ impl Engine {
     /// requests it sent; with `--json`, its JSON summary too.
     fn announce(&self, report: &StageReport, wall: std::time::Duration) {
         let summary = report.summary();
-        let Counts { rows_in, rows_out, rejected } = summary.counts();
-        let what = if report.skipped { "unchanged, skipped".to_owned() } else { format!("done in {:.1} s", wall.as_secs_f64()) };
+        let Counts {
+            rows_in,
+            rows_out,
+            rejected,
+        } = summary.counts();
+        let what = if report.skipped {
+            "unchanged, skipped".to_owned()
+        } else {
+            format!("done in {:.1} s", wall.as_secs_f64())
+        };
         // Stages that judge say how many passed: "0 of 92 passed" is the news.
-        let passed = summary.passed().map(|p| format!(", {p} of {rows_out} passed")).unwrap_or_default();
-        let requests = match report.local_as::<llm::LlmLocal>().and_then(|l| l.requests.as_ref()).filter(|_| !report.skipped) {
+        let passed = summary
+            .passed()
+            .map(|p| format!(", {p} of {rows_out} passed"))
+            .unwrap_or_default();
+        let requests = match report
+            .local_as::<llm::LlmLocal>()
+            .and_then(|l| l.requests.as_ref())
+            .filter(|_| !report.skipped)
+        {
             Some(r) => {
                 let batch = match r.from_batch {
                     0 => String::new(),
-                    n => format!(", {n} answers by batch (cost {:.6} at the batch price)", r.batch_cost),
+                    n => format!(
+                        ", {n} answers by batch (cost {:.6} at the batch price)",
+                        r.batch_cost
+                    ),
                 };
-                format!(", {} requests sent, {} answers from the store{batch}", r.sent, r.from_store)
+                format!(
+                    ", {} requests sent, {} answers from the store{batch}",
+                    r.sent, r.from_store
+                )
             }
             None => String::new(),
         };
@@ -232,7 +273,10 @@ impl Engine {
         if self.json_every_stage {
             let mut line = report.to_json(store);
             if let Some(obj) = line.as_object_mut() {
-                obj.insert("wall_secs".into(), serde_json::json!((wall.as_secs_f64() * 1e3).round() / 1e3));
+                obj.insert(
+                    "wall_secs".into(),
+                    serde_json::json!((wall.as_secs_f64() * 1e3).round() / 1e3),
+                );
             }
             self.cx.printer().json_line(&line);
         }
@@ -243,27 +287,46 @@ impl Engine {
     /// rejections by reason and its `rejections.jsonl`.
     pub fn check_kept(&self, report: &StageReport) -> anyhow::Result<()> {
         let summary = report.summary();
-        let Counts { rows_in, rows_out, .. } = summary.counts();
+        let Counts {
+            rows_in, rows_out, ..
+        } = summary.counts();
         let share = self.cx.plan().llm.min_kept_share;
         let llm_stage = report.stage.asks_models();
         let why = match report.stage {
             StageName::Fetch | StageName::Release => return Ok(()),
             _ if rows_out == 0 => "none are left".to_owned(),
-            _ if llm_stage && (rows_out as f64) < share * rows_in as f64 => format!("fewer than `llm.min_kept_share` = {share} of them"),
+            _ if llm_stage && (rows_out as f64) < share * rows_in as f64 => {
+                format!("fewer than `llm.min_kept_share` = {share} of them")
+            }
             _ => return Ok(()),
         };
         let stage = report.stage.as_str();
-        let mut message = format!("the build stops after stage `{stage}`: it kept {rows_out} of its {rows_in} items: {why}");
+        let mut message = format!(
+            "the build stops after stage `{stage}`: it kept {rows_out} of its {rows_in} items: {why}"
+        );
         let (label, reasons): (&str, Vec<String>) = match summary.reasons() {
-            Reasons::ByReason(by) => ("rejections by reason", by.iter().map(|(k, n)| format!("{k} {n}")).collect()),
+            Reasons::ByReason(by) => (
+                "rejections by reason",
+                by.iter().map(|(k, n)| format!("{k} {n}")).collect(),
+            ),
             // Stages without typed rejections: their other counts (out of window, language …).
-            Reasons::Counts(counts) => ("counts", counts.into_iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect()),
+            Reasons::Counts(counts) => (
+                "counts",
+                counts
+                    .into_iter()
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect(),
+            ),
         };
         if !reasons.is_empty() {
             message.push_str(&format!("\n  {label}: {}", reasons.join(", ")));
         }
         if report.record.outputs.contains_key("rejections") {
-            message.push_str(&format!("\n  every rejection with its reason: {}", self.cx.output(&report.record, "rejections")?.display()));
+            message.push_str(&format!(
+                "\n  every rejection with its reason: {}",
+                self.cx.output(&report.record, "rejections")?.display()
+            ));
         }
         if llm_stage {
             message.push_str("\n  (answers already received are stored: a rerun asks only what is still missing)");
@@ -274,7 +337,11 @@ impl Engine {
 
 /// The stages that run as shard processes, for messages: `a, b and c`.
 fn shardable_list() -> String {
-    let names: Vec<&str> = STAGES.into_iter().filter(|r| r.shardable()).map(|r| r.name().as_str()).collect();
+    let names: Vec<&str> = STAGES
+        .into_iter()
+        .filter(|r| r.shardable())
+        .map(|r| r.name().as_str())
+        .collect();
     match names.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
         _ => names.join(""),
@@ -291,11 +358,30 @@ mod tests {
         assert_eq!(names, StageName::ALL);
         for row in STAGES {
             for up in row.upstream() {
-                assert!(*up < row.name(), "`{}` reads `{up}`, which runs after it", row.name());
+                assert!(
+                    *up < row.name(),
+                    "`{}` reads `{up}`, which runs after it",
+                    row.name()
+                );
             }
         }
-        assert_eq!(shardable_list(), "rewrite, distract, abbreviate, generate, execute and queries");
-        let llm: Vec<StageName> = StageName::ALL.into_iter().filter(|s| s.asks_models()).collect();
-        assert_eq!(llm, [StageName::Rewrite, StageName::Distract, StageName::Abbreviate, StageName::Generate, StageName::Queries]);
+        assert_eq!(
+            shardable_list(),
+            "rewrite, distract, abbreviate, generate, execute and queries"
+        );
+        let llm: Vec<StageName> = StageName::ALL
+            .into_iter()
+            .filter(|s| s.asks_models())
+            .collect();
+        assert_eq!(
+            llm,
+            [
+                StageName::Rewrite,
+                StageName::Distract,
+                StageName::Abbreviate,
+                StageName::Generate,
+                StageName::Queries
+            ]
+        );
     }
 }

@@ -44,11 +44,27 @@ mod tests {
     fn overrides_replace_only_what_they_name_and_are_made_absolute() {
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/sample.toml");
         let plain = PlanOverrides::default().load(&manifest, Some(1)).unwrap();
-        let moved = PlanOverrides { output_dir: Some("elsewhere/build".into()), publish_dir: None }.load(&manifest, Some(1)).unwrap();
-        assert_eq!(moved.output_dir, std::env::current_dir().unwrap().join("elsewhere/build"));
+        let moved = PlanOverrides {
+            output_dir: Some("elsewhere/build".into()),
+            publish_dir: None,
+        }
+        .load(&manifest, Some(1))
+        .unwrap();
+        assert_eq!(
+            moved.output_dir,
+            std::env::current_dir().unwrap().join("elsewhere/build")
+        );
         assert_eq!(moved.publish_dir, plain.publish_dir);
         assert_ne!(plain.output_dir, moved.output_dir);
-        let published = PlanOverrides { output_dir: None, publish_dir: Some("/tmp/r".into()) }.load(&manifest, Some(1)).unwrap();
-        assert_eq!((published.output_dir, published.publish_dir), (plain.output_dir, PathBuf::from("/tmp/r")));
+        let published = PlanOverrides {
+            output_dir: None,
+            publish_dir: Some("/tmp/r".into()),
+        }
+        .load(&manifest, Some(1))
+        .unwrap();
+        assert_eq!(
+            (published.output_dir, published.publish_dir),
+            (plain.output_dir, PathBuf::from("/tmp/r"))
+        );
     }
 }

@@ -34,7 +34,10 @@ impl Preflight<'_> {
         let file = plan.manifest_path.display();
         let mut problems = Vec::new();
         if let Err(e) = writable(&plan.output_dir) {
-            problems.push(format!("`output_dir` = `{}` (in `{file}`, or `--output-dir`): {e}", plan.output_dir.display()));
+            problems.push(format!(
+                "`output_dir` = `{}` (in `{file}`, or `--output-dir`): {e}",
+                plan.output_dir.display()
+            ));
         }
         let llm = self.until >= StageName::Rewrite && !self.own_gateway;
         if llm {
@@ -57,7 +60,10 @@ impl Preflight<'_> {
         if self.until >= StageName::Release {
             let releases = plan.publish_dir.parent().unwrap_or(&plan.publish_dir);
             if let Err(e) = writable(releases) {
-                problems.push(format!("`releases_dir` = `{}` (in `{file}`, or `--publish-dir`): {e}", releases.display()));
+                problems.push(format!(
+                    "`releases_dir` = `{}` (in `{file}`, or `--publish-dir`): {e}",
+                    releases.display()
+                ));
             }
         }
         if self.until >= StageName::Qrels {
@@ -68,7 +74,10 @@ impl Preflight<'_> {
 
     /// Whether the build sends requests to its endpoint.
     fn sends(&self) -> bool {
-        self.until >= StageName::Rewrite && !self.own_gateway && !self.llm_recorded && matches!(self.plan.llm.mode, StoreMode::Live | StoreMode::RecordOnly)
+        self.until >= StageName::Rewrite
+            && !self.own_gateway
+            && !self.llm_recorded
+            && matches!(self.plan.llm.mode, StoreMode::Live | StoreMode::RecordOnly)
     }
 
     /// Ask the endpoint of a build that sends requests which models it serves (one request):
@@ -79,18 +88,43 @@ impl Preflight<'_> {
         let plan = self.plan;
         let file = plan.manifest_path.display();
         let base = plan.llm.base_url.trim_end_matches('/');
-        let Ok(key) = coreb_llm::gateway::api_key_from_env(&plan.llm) else { return (Vec::new(), None) };
+        let Ok(key) = coreb_llm::gateway::api_key_from_env(&plan.llm) else {
+            return (Vec::new(), None);
+        };
         let timeout = std::time::Duration::from_secs_f64(plan.llm.timeout_secs.clamp(1.0, 30.0));
-        let asked = runtime.block_on(coreb_llm::client::list_models(base, key.as_deref(), timeout));
+        let asked = runtime.block_on(coreb_llm::client::list_models(
+            base,
+            key.as_deref(),
+            timeout,
+        ));
         match asked {
-            Err(e @ coreb_llm::client::ListingError::Unreachable { .. }) => (vec![format!("`llm.base_url` = `{base}` (in `{file}`): {e}")], None),
-            Err(e @ coreb_llm::client::ListingError::Credentials { .. }) if plan.llm.api_key_env.is_empty() => {
-                (vec![format!("`llm.api_key_env` is empty (in `{file}`), so no key is sent: {e}")], None)
+            Err(e @ coreb_llm::client::ListingError::Unreachable { .. }) => (
+                vec![format!("`llm.base_url` = `{base}` (in `{file}`): {e}")],
+                None,
+            ),
+            Err(e @ coreb_llm::client::ListingError::Credentials { .. })
+                if plan.llm.api_key_env.is_empty() =>
+            {
+                (
+                    vec![format!(
+                        "`llm.api_key_env` is empty (in `{file}`), so no key is sent: {e}"
+                    )],
+                    None,
+                )
             }
-            Err(e @ coreb_llm::client::ListingError::Credentials { .. }) => (vec![format!("`llm.api_key_env` = `{}` (in `{file}`): {e}", plan.llm.api_key_env)], None),
-            Ok(coreb_llm::client::ModelListing::Unlisted(why)) => {
-                (Vec::new(), Some(format!("preflight: `{base}/models` answered {why}: the models the manifest names are not checked before the build")))
-            }
+            Err(e @ coreb_llm::client::ListingError::Credentials { .. }) => (
+                vec![format!(
+                    "`llm.api_key_env` = `{}` (in `{file}`): {e}",
+                    plan.llm.api_key_env
+                )],
+                None,
+            ),
+            Ok(coreb_llm::client::ModelListing::Unlisted(why)) => (
+                Vec::new(),
+                Some(format!(
+                    "preflight: `{base}/models` answered {why}: the models the manifest names are not checked before the build"
+                )),
+            ),
             Ok(coreb_llm::client::ModelListing::Served(ids)) => (unserved(plan, base, &ids), None),
         }
     }
@@ -98,7 +132,10 @@ impl Preflight<'_> {
     /// Run the checks (the endpoint's on the runtime `runtime` gives, when it is asked): an
     /// error listing every problem, one per line; else the notes (a check that could not be
     /// made).
-    pub fn check(&self, runtime: impl FnOnce() -> anyhow::Result<tokio::runtime::Handle>) -> anyhow::Result<Vec<String>> {
+    pub fn check(
+        &self,
+        runtime: impl FnOnce() -> anyhow::Result<tokio::runtime::Handle>,
+    ) -> anyhow::Result<Vec<String>> {
         let mut problems = self.problems();
         let mut notes = Vec::new();
         if self.sends() {
@@ -109,7 +146,10 @@ impl Preflight<'_> {
         if problems.is_empty() {
             return Ok(notes);
         }
-        anyhow::bail!("preflight: the build would fail; nothing was run:\n  {}", problems.join("\n  "))
+        anyhow::bail!(
+            "preflight: the build would fail; nothing was run:\n  {}",
+            problems.join("\n  ")
+        )
     }
 }
 
@@ -120,14 +160,20 @@ fn unserved(plan: &RunPlan, base: &str, served: &[String]) -> Vec<String> {
     let listed = || {
         let shown: Vec<&str> = served.iter().take(8).map(String::as_str).collect();
         let more = served.len().saturating_sub(shown.len());
-        if more > 0 { format!("{}, … ({more} more)", shown.join(", ")) } else { shown.join(", ") }
+        if more > 0 {
+            format!("{}, … ({more} more)", shown.join(", "))
+        } else {
+            shown.join(", ")
+        }
     };
     let mut named: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
     named.insert(plan.llm.model.clone(), "llm.model".into());
     for stage in LlmStage::ALL {
         if let Some(s) = plan.llm.stages.get(&stage).filter(|s| !s.models.is_empty()) {
             for m in &s.models {
-                named.entry(m.clone()).or_insert_with(|| format!("llm.stages.{stage}.models"));
+                named
+                    .entry(m.clone())
+                    .or_insert_with(|| format!("llm.stages.{stage}.models"));
             }
         }
     }
@@ -145,7 +191,10 @@ fn composition(plan: &RunPlan) -> Vec<String> {
     let languages = &plan.stages.generate.languages;
     let qrels = &plan.stages.qrels;
     let mut problems = Vec::new();
-    for (key, model) in [("anchor_model", &qrels.anchor_model), ("target_model", &qrels.target_model)] {
+    for (key, model) in [
+        ("anchor_model", &qrels.anchor_model),
+        ("target_model", &qrels.target_model),
+    ] {
         if let Some(m) = model.as_ref().filter(|m| !models.contains(m)) {
             problems.push(format!("`stages.qrels.{key}` = `{m}` (in `{file}`) is not among the generating models ({})", models.join(", ")));
         }
@@ -177,7 +226,11 @@ fn writable(dir: &Path) -> Result<(), String> {
     if !at.is_dir() {
         return Err(format!("`{}` is not a directory", at.display()));
     }
-    tempfile::Builder::new().prefix(".coreb-preflight-").tempfile_in(&at).map(drop).map_err(|e| format!("cannot write in `{}`: {e}", at.display()))
+    tempfile::Builder::new()
+        .prefix(".coreb-preflight-")
+        .tempfile_in(&at)
+        .map(drop)
+        .map_err(|e| format!("cannot write in `{}`: {e}", at.display()))
 }
 
 #[cfg(test)]
@@ -185,16 +238,29 @@ mod tests {
     use super::*;
 
     fn sample() -> RunPlan {
-        RunPlan::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/sample.toml"), Some(1)).unwrap()
+        RunPlan::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/sample.toml"),
+            Some(1),
+        )
+        .unwrap()
     }
 
     fn problems(plan: &RunPlan, until: StageName) -> Vec<String> {
-        Preflight { plan, until, own_gateway: false, llm_recorded: false }.problems()
+        Preflight {
+            plan,
+            until,
+            own_gateway: false,
+            llm_recorded: false,
+        }
+        .problems()
     }
 
     #[test]
     fn the_sample_passes() {
-        assert_eq!(problems(&sample(), StageName::Release), Vec::<String>::new());
+        assert_eq!(
+            problems(&sample(), StageName::Release),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
@@ -205,7 +271,12 @@ mod tests {
         let mut plan = sample();
         plan.publish_dir = file.join("v202503");
         let found = problems(&plan, StageName::Release);
-        assert!(found.len() == 1 && found[0].starts_with("`releases_dir`") && found[0].contains("is not a directory"), "{found:?}");
+        assert!(
+            found.len() == 1
+                && found[0].starts_with("`releases_dir`")
+                && found[0].contains("is not a directory"),
+            "{found:?}"
+        );
         // A build that stops before `release` does not need it.
         assert!(problems(&plan, StageName::Qrels).is_empty());
         plan.output_dir = file.join("build");
@@ -218,10 +289,24 @@ mod tests {
         plan.llm.mode = StoreMode::Live;
         plan.llm.api_key_env = "COREB_PREFLIGHT_TEST_KEY_THAT_IS_NOT_SET".into();
         let found = problems(&plan, StageName::Rewrite);
-        assert!(found.len() == 1 && found[0].contains("COREB_PREFLIGHT_TEST_KEY_THAT_IS_NOT_SET") && found[0].contains("sample.toml"), "{found:?}");
+        assert!(
+            found.len() == 1
+                && found[0].contains("COREB_PREFLIGHT_TEST_KEY_THAT_IS_NOT_SET")
+                && found[0].contains("sample.toml"),
+            "{found:?}"
+        );
         // Before the LLM stages, or with a gateway of the caller's, no key is needed.
         assert!(problems(&plan, StageName::Filter).is_empty());
-        assert!(Preflight { plan: &plan, until: StageName::Release, own_gateway: true, llm_recorded: false }.problems().is_empty());
+        assert!(
+            Preflight {
+                plan: &plan,
+                until: StageName::Release,
+                own_gateway: true,
+                llm_recorded: false
+            }
+            .problems()
+            .is_empty()
+        );
         let mut replay = sample();
         replay.response_store = replay.output_dir.join("no-such-store");
         assert!(problems(&replay, StageName::Rewrite)[0].contains("does not exist"));
@@ -230,14 +315,29 @@ mod tests {
     #[test]
     fn a_composition_the_models_cannot_make_is_named() {
         let mut plan = sample();
-        plan.llm.stages.entry(LlmStage::Generate).or_default().models = vec!["only-one".into()];
+        plan.llm
+            .stages
+            .entry(LlmStage::Generate)
+            .or_default()
+            .models = vec!["only-one".into()];
         let found = problems(&plan, StageName::Release);
-        assert!(found.len() == 1 && found[0].contains("names one model (only-one)") && found[0].contains("min_hard_negative_share"), "{found:?}");
-        assert!(problems(&plan, StageName::Execute).is_empty(), "checked only for builds that compose the qrels");
+        assert!(
+            found.len() == 1
+                && found[0].contains("names one model (only-one)")
+                && found[0].contains("min_hard_negative_share"),
+            "{found:?}"
+        );
+        assert!(
+            problems(&plan, StageName::Execute).is_empty(),
+            "checked only for builds that compose the qrels"
+        );
         plan.gates.waive.push("hard_negatives".into());
         assert!(problems(&plan, StageName::Release).is_empty());
         let mut plan = sample();
         plan.stages.qrels.target_model = Some("not-a-model".into());
-        assert!(problems(&plan, StageName::Release)[0].starts_with("`stages.qrels.target_model` = `not-a-model`"));
+        assert!(
+            problems(&plan, StageName::Release)[0]
+                .starts_with("`stages.qrels.target_model` = `not-a-model`")
+        );
     }
 }

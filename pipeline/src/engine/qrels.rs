@@ -62,7 +62,11 @@ pub struct QrelsSummary {
 
 impl Summary for QrelsSummary {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+        Counts {
+            rows_in: self.rows_in,
+            rows_out: self.rows_out,
+            rejected: self.rejected,
+        }
     }
 
     fn reasons(&self) -> Reasons {
@@ -70,7 +74,12 @@ impl Summary for QrelsSummary {
     }
 
     fn facts(&self) -> Option<StageFacts> {
-        Some(StageFacts { parameters: serde_json::to_value(&self.parameters).ok(), composition: Some(self.composition), roles: Some(self.roles.clone()), ..StageFacts::default() })
+        Some(StageFacts {
+            parameters: serde_json::to_value(&self.parameters).ok(),
+            composition: Some(self.composition),
+            roles: Some(self.roles.clone()),
+            ..StageFacts::default()
+        })
     }
 }
 
@@ -84,7 +93,14 @@ pub struct Prepared {
 
 impl Stage for Qrels {
     const NAME: StageName = StageName::Qrels;
-    const UPSTREAM: &'static [StageName] = &[StageName::Rewrite, StageName::Distract, StageName::Abbreviate, StageName::Generate, StageName::Execute, StageName::Queries];
+    const UPSTREAM: &'static [StageName] = &[
+        StageName::Rewrite,
+        StageName::Distract,
+        StageName::Abbreviate,
+        StageName::Generate,
+        StageName::Execute,
+        StageName::Queries,
+    ];
     type Summary = QrelsSummary;
     type Local = ();
     type Prepared = Prepared;
@@ -95,33 +111,89 @@ impl Stage for Qrels {
         // Execute's verdict table holds timings that differ run to run: key on its pass/fail
         // facts instead of its bytes.
         let verdicts = read_verdicts(&cx.output(up.record(StageName::Execute)?, "verdicts")?)?;
-        let passed: BTreeMap<String, bool> = verdicts.iter().map(|v| (v.solution_id.as_str().to_owned(), v.passed)).collect();
+        let passed: BTreeMap<String, bool> = verdicts
+            .iter()
+            .map(|v| (v.solution_id.as_str().to_owned(), v.passed))
+            .collect();
         let roles = roles(plan)?;
         let composition = config.composition();
         // Problems whose every test the re-check against their reference rejected: left out.
-        let tests_rejected: BTreeSet<ProblemId> = up.summary::<ExecuteSummary>(StageName::Execute)?.test_check.rejected_problems.iter().cloned().collect();
-        let upstream = [StageName::Rewrite, StageName::Distract, StageName::Abbreviate, StageName::Generate, StageName::Queries].map(|s| up.record(s));
+        let tests_rejected: BTreeSet<ProblemId> = up
+            .summary::<ExecuteSummary>(StageName::Execute)?
+            .test_check
+            .rejected_problems
+            .iter()
+            .cloned()
+            .collect();
+        let upstream = [
+            StageName::Rewrite,
+            StageName::Distract,
+            StageName::Abbreviate,
+            StageName::Generate,
+            StageName::Queries,
+        ]
+        .map(|s| up.record(s));
         let upstream = upstream.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-        let key = input_key(StageName::Qrels.as_str(), &(config, &composition, &plan.version, &roles, &passed, &tests_rejected), &upstream)?;
-        Ok((key, Prepared { passed, roles, composition, tests_rejected }))
+        let key = input_key(
+            StageName::Qrels.as_str(),
+            &(
+                config,
+                &composition,
+                &plan.version,
+                &roles,
+                &passed,
+                &tests_rejected,
+            ),
+            &upstream,
+        )?;
+        Ok((
+            key,
+            Prepared {
+                passed,
+                roles,
+                composition,
+                tests_rejected,
+            },
+        ))
     }
 
-    fn run(&self, cx: &StageContext, up: &Upstream<'_>, prepared: Prepared, out: &StageOutput) -> anyhow::Result<Done<QrelsSummary, ()>> {
-        let Prepared { passed, roles, composition, tests_rejected } = prepared;
+    fn run(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+        prepared: Prepared,
+        out: &StageOutput,
+    ) -> anyhow::Result<Done<QrelsSummary, ()>> {
+        let Prepared {
+            passed,
+            roles,
+            composition,
+            tests_rejected,
+        } = prepared;
         let plan = cx.plan();
         let config = &plan.stages.qrels;
         let output = |stage: StageName, role: &str| cx.output(up.record(stage)?, role);
         let summaries: BTreeMap<ProblemId, String> =
-            jsonl::read::<CanonicalSummary>(&output(StageName::Abbreviate, "summaries")?)?.into_iter().map(|s| (s.problem_id, s.text)).collect();
+            jsonl::read::<CanonicalSummary>(&output(StageName::Abbreviate, "summaries")?)?
+                .into_iter()
+                .map(|s| (s.problem_id, s.text))
+                .collect();
         let mut distractors: BTreeMap<ProblemId, Vec<String>> = BTreeMap::new();
         for d in jsonl::rows::<Distractor>(&output(StageName::Distract, "distractors")?)? {
             let d = d?;
-            distractors.entry(d.problem_id).or_default().push(d.statement);
+            distractors
+                .entry(d.problem_id)
+                .or_default()
+                .push(d.statement);
         }
         let mut queries: BTreeMap<ProblemId, Vec<SearchQuery>> = BTreeMap::new();
         for q in jsonl::rows::<Query>(&output(StageName::Queries, "queries")?)? {
             let q = q?;
-            queries.entry(q.problem_id).or_default().push(SearchQuery { index: q.index, text: q.text, language: q.language });
+            queries.entry(q.problem_id).or_default().push(SearchQuery {
+                index: q.index,
+                text: q.text,
+                language: q.language,
+            });
         }
         let mut problems = Vec::new();
         let mut incomplete = Vec::new();
@@ -147,25 +219,34 @@ impl Stage for Qrels {
         // the solution inside the judge's driver for the problem's signature.
         let mut drivers: BTreeMap<ProblemId, Signature> = BTreeMap::new();
         if composition.code_document == CodeDocument::Program {
-            for p in ProblemReader::open_without_test_bodies(&output(StageName::Rewrite, "problems")?)? {
+            for p in
+                ProblemReader::open_without_test_bodies(&output(StageName::Rewrite, "problems")?)?
+            {
                 let p = p?;
                 if let Harness::Driver(signature) = Harness::of(&p) {
                     drivers.insert(p.id, signature);
                 }
             }
         }
-        let solutions: Vec<JudgedSolution> = read_solutions(&output(StageName::Generate, "solutions")?)?
-            .into_iter()
-            .filter(|s| problems.iter().any(|p| p.problem_id == s.problem_id))
-            .map(|mut s| {
-                if let Some(signature) = drivers.get(&s.problem_id) {
-                    s.code = assemble(&s.code, s.language, signature);
-                }
-                JudgedSolution { passed: passed.get(s.id.as_str()).copied().unwrap_or(false), solution: s }
-            })
-            .collect();
+        let solutions: Vec<JudgedSolution> =
+            read_solutions(&output(StageName::Generate, "solutions")?)?
+                .into_iter()
+                .filter(|s| problems.iter().any(|p| p.problem_id == s.problem_id))
+                .map(|mut s| {
+                    if let Some(signature) = drivers.get(&s.problem_id) {
+                        s.code = assemble(&s.code, s.language, signature);
+                    }
+                    JudgedSolution {
+                        passed: passed.get(s.id.as_str()).copied().unwrap_or(false),
+                        solution: s,
+                    }
+                })
+                .collect();
         let composed = qrels(config, &plan.version, &roles, &problems, &solutions);
-        durable::write(&out.path("qrels.json"), serde_json::to_string(&composed)?.as_bytes())?;
+        durable::write(
+            &out.path("qrels.json"),
+            serde_json::to_string(&composed)?.as_bytes(),
+        )?;
         let summary = QrelsSummary {
             rows_in: (problems.len() + incomplete.len() + without_tests.len()) as u64,
             rows_out: problems.len() as u64,
@@ -190,16 +271,31 @@ fn roles(plan: &RunPlan) -> anyhow::Result<Roles> {
     let models = plan.llm.models(LlmStage::Generate);
     let anchor = match &config.anchor_model {
         Some(m) => m.clone(),
-        None => models.first().cloned().ok_or_else(|| anyhow::anyhow!("`stages.qrels.anchor_model`: no generating model to anchor code2code queries on"))?,
+        None => models.first().cloned().ok_or_else(|| {
+            anyhow::anyhow!(
+                "`stages.qrels.anchor_model`: no generating model to anchor code2code queries on"
+            )
+        })?,
     };
     let target = match &config.target_model {
         Some(m) => m.clone(),
-        None => models.iter().find(|m| **m != anchor).cloned().unwrap_or_else(|| anchor.clone()),
+        None => models
+            .iter()
+            .find(|m| **m != anchor)
+            .cloned()
+            .unwrap_or_else(|| anchor.clone()),
     };
     // A role no generating model plays would leave code2code empty without a word.
     for (key, model) in [("anchor_model", &anchor), ("target_model", &target)] {
         if !models.contains(model) {
-            anyhow::bail!("`stages.qrels.{key}`: `{model}` is not a model of `[llm.stages.generate]` ({})", models.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "));
+            anyhow::bail!(
+                "`stages.qrels.{key}`: `{model}` is not a model of `[llm.stages.generate]` ({})",
+                models
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
     }
     Ok(Roles { anchor, target })

@@ -33,8 +33,24 @@ impl Question for Queries {
 
     fn ask(a: &Asking<'_, QueriesConfig>, path: &Path) -> anyhow::Result<Answered> {
         let handled = |id: &ProblemId| a.handles(id);
-        let got = a.run(async |g| queries(&a.config, &a.models, &a.llm.prompts.queries, &a.problems, Some(&handled), g).await)??;
+        let got = a.run(async |g| {
+            queries(
+                &a.config,
+                &a.models,
+                &a.llm.prompts.queries,
+                &a.problems,
+                Some(&handled),
+                g,
+            )
+            .await
+        })??;
         coreb_base::jsonl::write(path, &got.queries)?;
-        Ok(Answered { rows_out: got.queries.len(), rejected: got.rejected, stats: got.stats, prompt_sha256: got.prompt_sha256, dropped_queries: Some(got.dropped_queries) })
+        Ok(Answered {
+            rows_out: got.queries.len(),
+            rejected: got.rejected,
+            stats: got.stats,
+            prompt_sha256: got.prompt_sha256,
+            dropped_queries: Some(got.dropped_queries),
+        })
     }
 }

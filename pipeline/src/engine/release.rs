@@ -9,7 +9,9 @@ use anyhow::Context;
 use coreb_base::hashing::{sha256_file, sha256_hex};
 use coreb_data::problem::{Platform, ProblemId};
 use coreb_data::qrels::{QrelsOutput, QrelsStats, Task};
-use coreb_data::tables::published::{write_code_corpus, write_qrels, write_queries, write_text_corpus};
+use coreb_data::tables::published::{
+    write_code_corpus, write_qrels, write_queries, write_text_corpus,
+};
 use coreb_data::tables::{ProblemReader, ProblemWriter};
 use coreb_eval::gates::GatesConfig;
 use coreb_judge::ToolchainVersions;
@@ -49,7 +51,9 @@ pub fn relative_path(from: &Path, to: &Path) -> String {
 fn earlier_problem_ids(plan: &RunPlan) -> anyhow::Result<Vec<(String, BTreeSet<ProblemId>)>> {
     let mut out = Vec::new();
     for release in super::dedup::earlier_releases(plan)? {
-        let ids = ProblemReader::open(&release.path)?.map(|p| p.map(|p| p.id)).collect::<Result<_, _>>()?;
+        let ids = ProblemReader::open(&release.path)?
+            .map(|p| p.map(|p| p.id))
+            .collect::<Result<_, _>>()?;
         out.push((release.version, ids));
     }
     Ok(out)
@@ -60,7 +64,14 @@ pub struct Release;
 
 /// The stages whose LLM answers the release's regeneration kit carries, and whose authors
 /// its card counts.
-const ANSWERED: [StageName; 6] = [StageName::Rewrite, StageName::Distract, StageName::Abbreviate, StageName::Generate, StageName::Execute, StageName::Queries];
+const ANSWERED: [StageName; 6] = [
+    StageName::Rewrite,
+    StageName::Distract,
+    StageName::Abbreviate,
+    StageName::Generate,
+    StageName::Execute,
+    StageName::Queries,
+];
 
 /// What `release` published: the version, its counts and BM25's nDCG@10 per task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,7 +92,11 @@ pub struct ReleaseSummary {
 
 impl Summary for ReleaseSummary {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+        Counts {
+            rows_in: self.rows_in,
+            rows_out: self.rows_out,
+            rejected: self.rejected,
+        }
     }
 
     fn reasons(&self) -> Reasons {
@@ -137,36 +152,93 @@ impl Stage for Release {
         let plan = cx.plan();
         // Relative to where the release belongs, so that a rebuild elsewhere (`verify`) records
         // the same path.
-        let manifest_rel = relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path);
-        let recorded = ANSWERED.into_iter().chain([StageName::Filter, StageName::Qrels]).map(|s| up.report(s)).collect::<anyhow::Result<Vec<_>>>()?;
+        let manifest_rel =
+            relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path);
+        let recorded = ANSWERED
+            .into_iter()
+            .chain([StageName::Filter, StageName::Qrels])
+            .map(|s| up.report(s))
+            .collect::<anyhow::Result<Vec<_>>>()?;
         let (stages, models) = stage_facts(&recorded);
         let controlled = super::control::controlled(plan)?;
-        let review = recorded_review(&plan.releases_dir, &plan.version, plan.review_dir.as_deref())?;
+        let review = recorded_review(
+            &plan.releases_dir,
+            &plan.version,
+            plan.review_dir.as_deref(),
+        )?;
         let key = input_key(
             StageName::Release.as_str(),
-            &(&plan.version, &plan.window, &manifest_rel, &plan.manifest_text, &plan.gates, &stages, controlled.as_ref().map(|c| &c.of), &review),
-            &[up.record(StageName::Fetch)?, up.record(StageName::Filter)?, up.record(StageName::Qrels)?],
+            &(
+                &plan.version,
+                &plan.window,
+                &manifest_rel,
+                &plan.manifest_text,
+                &plan.gates,
+                &stages,
+                controlled.as_ref().map(|c| &c.of),
+                &review,
+            ),
+            &[
+                up.record(StageName::Fetch)?,
+                up.record(StageName::Filter)?,
+                up.record(StageName::Qrels)?,
+            ],
         )?;
-        Ok((key, Prepared { manifest_rel, stages, models, controlled, review }))
+        Ok((
+            key,
+            Prepared {
+                manifest_rel,
+                stages,
+                models,
+                controlled,
+                review,
+            },
+        ))
     }
 
     /// Skipped only while the published copy is still the one this record describes.
     fn reuse(&self, cx: &StageContext, hit: &StageReport) -> anyhow::Result<bool> {
         let published = cx.plan().publish_dir.join("MANIFEST.json");
-        Ok(published.exists() && hit.record.outputs.get("manifest").map(|m| m.sha256.as_str()) == Some(sha256_file(&published)?.as_str()))
+        Ok(published.exists()
+            && hit
+                .record
+                .outputs
+                .get("manifest")
+                .map(|m| m.sha256.as_str())
+                == Some(sha256_file(&published)?.as_str()))
     }
 
-    fn run(&self, cx: &StageContext, up: &Upstream<'_>, prepared: Prepared, out: &StageOutput) -> anyhow::Result<Done<ReleaseSummary, ReleaseLocal>> {
+    fn run(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+        prepared: Prepared,
+        out: &StageOutput,
+    ) -> anyhow::Result<Done<ReleaseSummary, ReleaseLocal>> {
         let plan = cx.plan();
-        let Prepared { manifest_rel, stages, models, controlled, review } = prepared;
+        let Prepared {
+            manifest_rel,
+            stages,
+            models,
+            controlled,
+            review,
+        } = prepared;
         let out_qrels: QrelsOutput = {
             let path = cx.output(up.record(StageName::Qrels)?, "qrels")?;
-            serde_json::from_str(&fs_err::read_to_string(&path)?).with_context(|| format!("reading `{}`", path.display()))?
+            serde_json::from_str(&fs_err::read_to_string(&path)?)
+                .with_context(|| format!("reading `{}`", path.display()))?
         };
-        let ids: BTreeSet<ProblemId> = out_qrels.tasks.values().flat_map(|t| t.queries.iter().map(|q| q.source_problem_id.clone())).collect();
+        let ids: BTreeSet<ProblemId> = out_qrels
+            .tasks
+            .values()
+            .flat_map(|t| t.queries.iter().map(|q| q.source_problem_id.clone()))
+            .collect();
         check_disjoint(&ids, &earlier_problem_ids(plan)?)?;
 
-        let parent = plan.publish_dir.parent().context("the publish directory has no parent")?;
+        let parent = plan
+            .publish_dir
+            .parent()
+            .context("the publish directory has no parent")?;
         fs_err::create_dir_all(parent)?;
         let tmp = parent.join(format!(".{}.tmp", plan.version));
         if tmp.exists() {
@@ -174,9 +246,16 @@ impl Stage for Release {
         }
         fs_err::create_dir_all(&tmp)?;
         write_tables(&tmp, &plan.version, &out_qrels)?;
-        let platforms = write_source_problems(&cx.output(up.record(StageName::Filter)?, "problems")?, &tmp, &ids)?;
+        let platforms = write_source_problems(
+            &cx.output(up.record(StageName::Filter)?, "problems")?,
+            &tmp,
+            &ids,
+        )?;
 
-        let answered = ANSWERED.into_iter().map(|s| up.report(s)).collect::<anyhow::Result<Vec<_>>>()?;
+        let answered = ANSWERED
+            .into_iter()
+            .map(|s| up.report(s))
+            .collect::<anyhow::Result<Vec<_>>>()?;
         let written_by = answered.iter().fold(WrittenBy::default(), |mut sum, r| {
             sum += r.summary().written_by();
             sum
@@ -189,7 +268,10 @@ impl Stage for Release {
             tool_version: TOOL_VERSION,
             platforms: platforms.into_iter().collect(),
             written_by,
-            config_bytes: CONFIGS.into_iter().map(|c| Ok((c, fs_err::metadata(tmp.join(format!("{c}.parquet")))?.len()))).collect::<std::io::Result<_>>()?,
+            config_bytes: CONFIGS
+                .into_iter()
+                .map(|c| Ok((c, fs_err::metadata(tmp.join(format!("{c}.parquet")))?.len())))
+                .collect::<std::io::Result<_>>()?,
         };
         let mut card = dataset_card(&info, &out_qrels);
         if let Some(c) = &controlled {
@@ -208,16 +290,35 @@ impl Stage for Release {
             cx.printer().status(format!("   release: the control of `{}`: {paired} queries on {problems} problems map one to one onto the release's", c.of.version));
         }
 
-        let counts = ReleaseCounts { llm_answers_written_by: written_by, qrels: &out_qrels.stats, bm25_ndcg10: &bm25, gates: &plan.gates, checks_passed };
+        let counts = ReleaseCounts {
+            llm_answers_written_by: written_by,
+            qrels: &out_qrels.stats,
+            bm25_ndcg10: &bm25,
+            gates: &plan.gates,
+            checks_passed,
+        };
         let mut manifest = ReleaseManifest {
             format: "coreb-release-manifest/1".into(),
             version: plan.version.clone(),
             tool_version: TOOL_VERSION.into(),
             window: plan.window.clone(),
-            build_manifest: BuildManifest { path: manifest_rel, sha256: sha256_hex(plan.manifest_text.as_bytes()), text: plan.manifest_text.clone() },
-            sources: up.summary::<FetchSummary>(StageName::Fetch)?.sources.clone(),
-            stages: stages.into_iter().map(|(stage, facts)| Ok((stage, serde_json::to_value(facts)?))).collect::<serde_json::Result<_>>()?,
-            seeds: BTreeMap::from([("dedup".to_owned(), plan.stages.dedup.seed), ("qrels".to_owned(), plan.stages.qrels.seed)]),
+            build_manifest: BuildManifest {
+                path: manifest_rel,
+                sha256: sha256_hex(plan.manifest_text.as_bytes()),
+                text: plan.manifest_text.clone(),
+            },
+            sources: up
+                .summary::<FetchSummary>(StageName::Fetch)?
+                .sources
+                .clone(),
+            stages: stages
+                .into_iter()
+                .map(|(stage, facts)| Ok((stage, serde_json::to_value(facts)?)))
+                .collect::<serde_json::Result<_>>()?,
+            seeds: BTreeMap::from([
+                ("dedup".to_owned(), plan.stages.dedup.seed),
+                ("qrels".to_owned(), plan.stages.qrels.seed),
+            ]),
             counts: serde_json::to_value(&counts)?,
             files: hash_tree(&tmp)?,
             replaces: None,
@@ -228,11 +329,23 @@ impl Stage for Release {
             // The card as `coreb review report --record` re-published it: only when the review is
             // of the release this build makes (its MANIFEST before the card changed).
             if r.reviewed_sha256 == sha256_hex(text.as_bytes()) {
-                let card = coreb_data::releases::with_human_validation(&fs_err::read_to_string(tmp.join("README.md"))?, &r.section);
+                let card = coreb_data::releases::with_human_validation(
+                    &fs_err::read_to_string(tmp.join("README.md"))?,
+                    &r.section,
+                );
                 fs_err::write(tmp.join("README.md"), &card)?;
-                manifest.files.insert("README.md".into(), coreb_data::releases::FileEntry { sha256: sha256_hex(card.as_bytes()), bytes: card.len() as u64 });
+                manifest.files.insert(
+                    "README.md".into(),
+                    coreb_data::releases::FileEntry {
+                        sha256: sha256_hex(card.as_bytes()),
+                        bytes: card.len() as u64,
+                    },
+                );
                 text = serde_json::to_string_pretty(&manifest)? + "\n";
-                cx.printer().status(format!("   release: the card shows the human review recorded in `{}`", r.dir.display()));
+                cx.printer().status(format!(
+                    "   release: the card shows the human review recorded in `{}`",
+                    r.dir.display()
+                ));
             } else {
                 cx.printer().status(format!(
                     "   release: the human review recorded in `{}` is of another build of `{}` (MANIFEST sha256 `{}`): the card does not show it",
@@ -249,7 +362,10 @@ impl Stage for Release {
                 text = existing;
                 false
             }
-            Published::Other { changes, manifest_sha256 } => {
+            Published::Other {
+                changes,
+                manifest_sha256,
+            } => {
                 if !plan.replace {
                     fs_err::remove_dir_all(&tmp)?;
                     return Err(release_exists(&plan.version, &plan.publish_dir, &changes));
@@ -267,9 +383,21 @@ impl Stage for Release {
             fs_err::remove_dir_all(&tmp)?;
         }
         fs_err::write(out.path("MANIFEST.json"), &text)?;
-        let summary =
-            ReleaseSummary { rows_in: ids.len() as u64, rows_out: ids.len() as u64, rejected: 0, release: plan.version.clone(), counts: out_qrels.stats, bm25_ndcg10: bm25 };
-        Ok(Done::new(&[("manifest", "MANIFEST.json")], summary, ReleaseLocal { published: plan.publish_dir.clone() }))
+        let summary = ReleaseSummary {
+            rows_in: ids.len() as u64,
+            rows_out: ids.len() as u64,
+            rejected: 0,
+            release: plan.version.clone(),
+            counts: out_qrels.stats,
+            bm25_ndcg10: bm25,
+        };
+        Ok(Done::new(
+            &[("manifest", "MANIFEST.json")],
+            summary,
+            ReleaseLocal {
+                published: plan.publish_dir.clone(),
+            },
+        ))
     }
 }
 
@@ -298,7 +426,11 @@ struct ReviewOf {
 /// The review recorded beside the releases (`<releases_dir>/reviews/<version>/card.md` and
 /// `review.json`), if any: the `release` stage puts its section into the card again, so that
 /// a rebuild of a reviewed release publishes the card the review re-published.
-fn recorded_review(releases_dir: &Path, version: &str, review_dir: Option<&Path>) -> anyhow::Result<Option<RecordedReview>> {
+fn recorded_review(
+    releases_dir: &Path,
+    version: &str,
+    review_dir: Option<&Path>,
+) -> anyhow::Result<Option<RecordedReview>> {
     let json = match review_dir {
         Some(dir) => dir.join("review.json"),
         None => coreb_eval::gates::review_path(&releases_dir.join(version), version),
@@ -308,12 +440,23 @@ fn recorded_review(releases_dir: &Path, version: &str, review_dir: Option<&Path>
     if !card.is_file() {
         return Ok(None);
     }
-    let review: ReviewOf = serde_json::from_str(&fs_err::read_to_string(&json)?).with_context(|| format!("reading `{}`", json.display()))?;
-    let reviewed_sha256 = review.release_sha256.with_context(|| format!("`{}`: no `release_sha256`", json.display()))?;
+    let review: ReviewOf = serde_json::from_str(&fs_err::read_to_string(&json)?)
+        .with_context(|| format!("reading `{}`", json.display()))?;
+    let reviewed_sha256 = review
+        .release_sha256
+        .with_context(|| format!("`{}`: no `release_sha256`", json.display()))?;
     if review.release.as_deref() != Some(version) {
-        anyhow::bail!("`{}` is a review of `{}`, not of `{version}`", json.display(), review.release.unwrap_or_default());
+        anyhow::bail!(
+            "`{}` is a review of `{}`, not of `{version}`",
+            json.display(),
+            review.release.unwrap_or_default()
+        );
     }
-    Ok(Some(RecordedReview { section: fs_err::read_to_string(&card)?, reviewed_sha256, dir }))
+    Ok(Some(RecordedReview {
+        section: fs_err::read_to_string(&card)?,
+        reviewed_sha256,
+        dir,
+    }))
 }
 
 /// The folder of a release that holds its regeneration kit.
@@ -342,22 +485,42 @@ pub const KIT_VERSIONS: &str = "versions.json";
 /// paths relative to the kit (`build.toml`), the prompts (`prompts/`), and the versions of
 /// coreb and of the toolchains (`versions.json`). Every byte depends on the build's inputs
 /// alone, so a rebuild writes the same kit.
-fn write_kit(cx: &StageContext, tmp: &Path, llm_stages: &[&StageReport], toolchains: &ToolchainVersions) -> anyhow::Result<()> {
+fn write_kit(
+    cx: &StageContext,
+    tmp: &Path,
+    llm_stages: &[&StageReport],
+    toolchains: &ToolchainVersions,
+) -> anyhow::Result<()> {
     use std::io::Write as _;
     let plan = cx.plan();
     let kit = tmp.join(KIT_DIR);
     fs_err::create_dir_all(kit.join("prompts"))?;
 
     let mut keys = BTreeSet::new();
-    for r in llm_stages.iter().map(|r| &r.record).filter(|r| r.outputs.contains_key("answer_keys")) {
+    for r in llm_stages
+        .iter()
+        .map(|r| &r.record)
+        .filter(|r| r.outputs.contains_key("answer_keys"))
+    {
         let path = cx.output(r, "answer_keys")?;
-        keys.extend(fs_err::read_to_string(&path)?.lines().filter(|l| !l.is_empty()).map(str::to_owned));
+        keys.extend(
+            fs_err::read_to_string(&path)?
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned),
+        );
     }
     let store = coreb_llm::ResponseStore::open(&plan.response_store);
-    let mut gz = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::best());
+    let mut gz = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::best());
     for key in &keys {
-        let mut entry =
-            store.get(key)?.with_context(|| format!("the build used the answer `{key}`, which the response store `{}` does not hold", plan.response_store.display()))?;
+        let mut entry = store.get(key)?.with_context(|| {
+            format!(
+                "the build used the answer `{key}`, which the response store `{}` does not hold",
+                plan.response_store.display()
+            )
+        })?;
         // What a stage made of the answer is not an input: the rebuild's stages decide again.
         entry.rejected = None;
         gz.write_all(serde_json::to_string(&entry)?.as_bytes())?;
@@ -374,9 +537,15 @@ fn write_kit(cx: &StageContext, tmp: &Path, llm_stages: &[&StageReport], toolcha
         }
     }
     fs_err::write(kit.join(KIT_MANIFEST), kit_manifest(&plan.manifest_text)?)?;
-    let versions = KitVersions { coreb: TOOL_VERSION, toolchains };
+    let versions = KitVersions {
+        coreb: TOOL_VERSION,
+        toolchains,
+    };
     // Through a JSON value, whose maps sort their keys: the languages by name.
-    fs_err::write(kit.join(KIT_VERSIONS), serde_json::to_string_pretty(&serde_json::to_value(&versions)?)? + "\n")?;
+    fs_err::write(
+        kit.join(KIT_VERSIONS),
+        serde_json::to_string_pretty(&serde_json::to_value(&versions)?)? + "\n",
+    )?;
     Ok(())
 }
 
@@ -386,15 +555,28 @@ fn write_kit(cx: &StageContext, tmp: &Path, llm_stages: &[&StageReport], toolcha
 /// with a URL keeps it).
 pub fn kit_manifest(text: &str) -> anyhow::Result<String> {
     let mut table: toml::Table = text.parse().context("the build manifest")?;
-    for (key, value) in [("output_dir", "build"), ("releases_dir", "releases"), ("response_store", "store"), ("prompts_dir", "prompts")] {
+    for (key, value) in [
+        ("output_dir", "build"),
+        ("releases_dir", "releases"),
+        ("response_store", "store"),
+        ("prompts_dir", "prompts"),
+    ] {
         table.insert(key.to_owned(), toml::Value::String(value.to_owned()));
     }
     if let Some(sources) = table.get_mut("sources").and_then(toml::Value::as_array_mut) {
         for source in sources.iter_mut().filter_map(toml::Value::as_table_mut) {
-            let Some(url) = source.get("url").and_then(toml::Value::as_str) else { continue };
+            let Some(url) = source.get("url").and_then(toml::Value::as_str) else {
+                continue;
+            };
             if !url.contains("://") {
-                let file = Path::new(url).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                source.insert("url".to_owned(), toml::Value::String(format!("sources/{file}")));
+                let file = Path::new(url)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                source.insert(
+                    "url".to_owned(),
+                    toml::Value::String(format!("sources/{file}")),
+                );
             }
         }
     }
@@ -434,7 +616,11 @@ enum Published {
 
 /// Compare the directory `dir` with the release whose files are `files` and whose MANIFEST
 /// is `manifest`.
-fn published_state(dir: &Path, files: &BTreeMap<String, coreb_data::releases::FileEntry>, manifest: &str) -> anyhow::Result<Published> {
+fn published_state(
+    dir: &Path,
+    files: &BTreeMap<String, coreb_data::releases::FileEntry>,
+    manifest: &str,
+) -> anyhow::Result<Published> {
     if !dir.exists() {
         return Ok(Published::Absent);
     }
@@ -442,7 +628,10 @@ fn published_state(dir: &Path, files: &BTreeMap<String, coreb_data::releases::Fi
     let manifest_path = dir.join("MANIFEST.json");
     let (old_text, manifest_sha256) = if manifest_path.is_file() {
         let bytes = fs_err::read(&manifest_path)?;
-        (String::from_utf8(bytes.clone()).ok(), Some(sha256_hex(&bytes)))
+        (
+            String::from_utf8(bytes.clone()).ok(),
+            Some(sha256_hex(&bytes)),
+        )
     } else {
         (None, None)
     };
@@ -454,16 +643,31 @@ fn published_state(dir: &Path, files: &BTreeMap<String, coreb_data::releases::Fi
             Some(_) => {}
         }
     }
-    for path in existing.keys().filter(|p| *p != "MANIFEST.json" && !files.contains_key(*p)) {
+    for path in existing
+        .keys()
+        .filter(|p| *p != "MANIFEST.json" && !files.contains_key(*p))
+    {
         changes.push(format!("removed {path}"));
     }
-    let same_manifest = old_text.as_deref().is_some_and(|old| without_replaces(old) == without_replaces(manifest));
+    let same_manifest = old_text
+        .as_deref()
+        .is_some_and(|old| without_replaces(old) == without_replaces(manifest));
     if !same_manifest {
-        changes.push(format!("{} MANIFEST.json", if manifest_sha256.is_some() { "changed" } else { "added  " }));
+        changes.push(format!(
+            "{} MANIFEST.json",
+            if manifest_sha256.is_some() {
+                "changed"
+            } else {
+                "added  "
+            }
+        ));
     }
     Ok(match (changes.is_empty(), old_text) {
         (true, Some(old)) => Published::Same(old),
-        _ => Published::Other { changes, manifest_sha256 },
+        _ => Published::Other {
+            changes,
+            manifest_sha256,
+        },
     })
 }
 
@@ -496,8 +700,14 @@ fn write_tables(tmp: &Path, version: &str, out: &QrelsOutput) -> anyhow::Result<
     write_text_corpus(&tmp.join("text_corpus.parquet"), &out.text_corpus)?;
     for task in Task::ALL {
         let set = out.tasks.get(&task).cloned().unwrap_or_default();
-        write_queries(&tmp.join(format!("{}_queries.parquet", task.as_str())), &set.queries)?;
-        write_qrels(&tmp.join(format!("{}_qrels.parquet", task.as_str())), &set.qrels)?;
+        write_queries(
+            &tmp.join(format!("{}_queries.parquet", task.as_str())),
+            &set.queries,
+        )?;
+        write_qrels(
+            &tmp.join(format!("{}_qrels.parquet", task.as_str())),
+            &set.qrels,
+        )?;
         let files = beir(task, version, out);
         let dir = tmp.join(task.as_str());
         fs_err::create_dir_all(dir.join("qrels"))?;
@@ -512,7 +722,11 @@ fn write_tables(tmp: &Path, version: &str, out: &QrelsOutput) -> anyhow::Result<
 
 /// The source problems of the release (`problems.parquet`, for later releases' disjointness
 /// checks), taken from the filtered problems; returns their platforms.
-fn write_source_problems(filtered: &Path, tmp: &Path, ids: &BTreeSet<ProblemId>) -> anyhow::Result<BTreeSet<Platform>> {
+fn write_source_problems(
+    filtered: &Path,
+    tmp: &Path,
+    ids: &BTreeSet<ProblemId>,
+) -> anyhow::Result<BTreeSet<Platform>> {
     let mut problems = ProblemWriter::create(&tmp.join("problems.parquet"))?;
     let mut platforms = BTreeSet::new();
     for p in ProblemReader::open(filtered)? {
@@ -531,24 +745,57 @@ fn write_source_problems(filtered: &Path, tmp: &Path, ids: &BTreeSet<ProblemId>)
 /// `coreb check` on the release files. On a failure the temporary directory is removed and
 /// the error lists every failed gate; else returns BM25's nDCG@10 per task (4 decimals) and
 /// the number of checks passed.
-fn gate(plan: &RunPlan, tmp: &Path, out: &QrelsOutput) -> anyhow::Result<(BTreeMap<String, f64>, usize)> {
+fn gate(
+    plan: &RunPlan,
+    tmp: &Path,
+    out: &QrelsOutput,
+) -> anyhow::Result<(BTreeMap<String, f64>, usize)> {
     let mut failures = Vec::new();
     let mut bm25 = BTreeMap::new();
     for task in Task::ALL {
         let mut data = coreb_eval::beir::read_dir(&tmp.join(task.as_str()), "test")?;
-        let graded = out.tasks.get(&task).map(|t| t.qrels.iter().map(|r| (r.query_id.0.as_str(), r.doc_id.0.as_str(), i64::from(r.relevance.0))).collect::<Vec<_>>());
+        let graded = out.tasks.get(&task).map(|t| {
+            t.qrels
+                .iter()
+                .map(|r| {
+                    (
+                        r.query_id.0.as_str(),
+                        r.doc_id.0.as_str(),
+                        i64::from(r.relevance.0),
+                    )
+                })
+                .collect::<Vec<_>>()
+        });
         data.qrels = Qrels::from_triples(graded.unwrap_or_default())?;
         let ndcg10 = coreb_eval::bm25_ndcg10(&data);
         bm25.insert(task.as_str().to_owned(), (ndcg10 * 1e4).round() / 1e4);
-        failures.extend(coreb_eval::gates::check_task(&data, ndcg10, &plan.gates).iter().map(ToString::to_string));
+        failures.extend(
+            coreb_eval::gates::check_task(&data, ndcg10, &plan.gates)
+                .iter()
+                .map(ToString::to_string),
+        );
     }
-    let earlier: Vec<PathBuf> = super::dedup::earlier_releases(plan)?.into_iter().filter_map(|r| r.path.parent().map(Path::to_owned)).collect();
-    let checks = coreb_eval::check::check_release(tmp, &plan.version, &earlier, &plan.gates, &plan.stages.qrels.composition())?;
+    let earlier: Vec<PathBuf> = super::dedup::earlier_releases(plan)?
+        .into_iter()
+        .filter_map(|r| r.path.parent().map(Path::to_owned))
+        .collect();
+    let checks = coreb_eval::check::check_release(
+        tmp,
+        &plan.version,
+        &earlier,
+        &plan.gates,
+        &plan.stages.qrels.composition(),
+    )?;
     failures.extend(checks.failures().iter().map(ToString::to_string));
     if !failures.is_empty() {
         fs_err::remove_dir_all(tmp)?;
         let list: Vec<String> = failures.iter().map(|f| format!("  - {f}")).collect();
-        anyhow::bail!("release `{}` not published: {} gate(s) failed:\n{}", plan.version, failures.len(), list.join("\n"));
+        anyhow::bail!(
+            "release `{}` not published: {} gate(s) failed:\n{}",
+            plan.version,
+            failures.len(),
+            list.join("\n")
+        );
     }
     Ok((bm25, checks.results.len()))
 }
@@ -559,7 +806,16 @@ mod tests {
 
     #[test]
     fn relative_paths() {
-        assert_eq!(relative_path(Path::new("/p/build/sample/releases/v1"), Path::new("/p/manifests/sample.toml")), "../../../../manifests/sample.toml");
-        assert_eq!(relative_path(Path::new("/p/releases/v1"), Path::new("/p/releases/v1/x")), "x");
+        assert_eq!(
+            relative_path(
+                Path::new("/p/build/sample/releases/v1"),
+                Path::new("/p/manifests/sample.toml")
+            ),
+            "../../../../manifests/sample.toml"
+        );
+        assert_eq!(
+            relative_path(Path::new("/p/releases/v1"), Path::new("/p/releases/v1/x")),
+            "x"
+        );
     }
 }

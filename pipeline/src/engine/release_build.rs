@@ -50,30 +50,62 @@ pub struct BuildLookup {
 impl BuildLookup {
     /// Read `release/MANIFEST.json` and resolve the build directory (`build_dir` wins).
     pub fn open(release: &Path, build_dir: Option<&Path>) -> anyhow::Result<Self> {
-        let EmbeddedManifest { manifest_file, release: manifest, file: build, path: manifest_path } = EmbeddedManifest::read(release)?;
-        let manifest_dir = manifest_path.parent().map_or_else(|| manifest_path.clone(), Path::to_owned);
+        let EmbeddedManifest {
+            manifest_file,
+            release: manifest,
+            file: build,
+            path: manifest_path,
+        } = EmbeddedManifest::read(release)?;
+        let manifest_dir = manifest_path
+            .parent()
+            .map_or_else(|| manifest_path.clone(), Path::to_owned);
         let given = build_dir.is_some();
         let build_dir = match build_dir {
             Some(d) => std::path::absolute(d).with_context(|| format!("`{}`", d.display()))?,
             None => lexical_join(&manifest_dir, &build.output_dir),
         };
-        let manifest_sha256 = coreb_base::hashing::sha256_file(&manifest_file).with_context(|| format!("hashing `{}`", manifest_file.display()))?;
-        let generate = manifest.stages.get("generate").and_then(|g| serde_json::from_value(g.clone()).ok());
-        Ok(BuildLookup { manifest, build, manifest_path, manifest_dir, build_dir, given, manifest_sha256, manifest_file, generate })
+        let manifest_sha256 = coreb_base::hashing::sha256_file(&manifest_file)
+            .with_context(|| format!("hashing `{}`", manifest_file.display()))?;
+        let generate = manifest
+            .stages
+            .get("generate")
+            .and_then(|g| serde_json::from_value(g.clone()).ok());
+        Ok(BuildLookup {
+            manifest,
+            build,
+            manifest_path,
+            manifest_dir,
+            build_dir,
+            given,
+            manifest_sha256,
+            manifest_file,
+            generate,
+        })
     }
 
     /// Refuse to run the judge of a build manifest that sets the sandbox's settings, unless
     /// `trusted` (`--trust-release-sandbox`).
     pub fn check_sandbox(&self, trusted: bool) -> anyhow::Result<()> {
-        crate::manifest::check_release_sandbox(&self.manifest.build_manifest.text, &self.manifest_file, trusted)
+        crate::manifest::check_release_sandbox(
+            &self.manifest.build_manifest.text,
+            &self.manifest_file,
+            trusted,
+        )
     }
 
     /// Where the build directory came from, for messages.
     fn origin(&self) -> String {
         if self.given {
-            format!("the build directory `{}` (`--build-dir`)", self.build_dir.display())
+            format!(
+                "the build directory `{}` (`--build-dir`)",
+                self.build_dir.display()
+            )
         } else {
-            format!("the build directory `{}` (the `output_dir` of the release's build manifest `{}`)", self.build_dir.display(), self.manifest_path.display())
+            format!(
+                "the build directory `{}` (the `output_dir` of the release's build manifest `{}`)",
+                self.build_dir.display(),
+                self.manifest_path.display()
+            )
         }
     }
 
@@ -85,7 +117,11 @@ impl BuildLookup {
         let release_record = self.build_dir.join("artifacts/release/record.json");
         if release_record.exists() {
             let record = read_record(&release_record)?;
-            let published = record.outputs.get("manifest").map(|m| m.sha256.as_str()).unwrap_or("");
+            let published = record
+                .outputs
+                .get("manifest")
+                .map(|m| m.sha256.as_str())
+                .unwrap_or("");
             if published != self.manifest_sha256 {
                 bail!(
                     "{} holds another build: its release record `{}` published a MANIFEST with sha256 `{published}`, but `{}` has sha256 `{}`; {hint}",
@@ -96,12 +132,20 @@ impl BuildLookup {
                 );
             }
         }
-        let facts = self.manifest.stages.get("rewrite").and_then(|f| f.as_object());
+        let facts = self
+            .manifest
+            .stages
+            .get("rewrite")
+            .and_then(|f| f.as_object());
         let Some(facts) = facts else {
-            bail!("`{}`: records nothing of the `rewrite` stage, so no build can be matched to it", self.manifest_file.display());
+            bail!(
+                "`{}`: records nothing of the `rewrite` stage, so no build can be matched to it",
+                self.manifest_file.display()
+            );
         };
         // What the build's rewrite record would give the MANIFEST, against what it gave.
-        let summary: RewriteSummary = serde_json::from_value(rewrite.summary.clone()).with_context(|| format!("`{}`: not a `rewrite` record", rewrite_record.display()))?;
+        let summary: RewriteSummary = serde_json::from_value(rewrite.summary.clone())
+            .with_context(|| format!("`{}`: not a `rewrite` record", rewrite_record.display()))?;
         let built = serde_json::to_value(summary.facts().unwrap_or_default())?;
         for (key, value) in facts {
             let built = built.get(key).unwrap_or(&serde_json::Value::Null);
@@ -124,7 +168,9 @@ impl ReleaseBuild for BuildLookup {
     }
 
     fn rewritten(&self) -> anyhow::Result<Vec<RewrittenProblem>> {
-        Ok(coreb_base::jsonl::read(&self.artifact("rewrite", "rewritten")?)?)
+        Ok(coreb_base::jsonl::read(
+            &self.artifact("rewrite", "rewritten")?,
+        )?)
     }
 
     fn artifact(&self, stage: &str, output: &str) -> anyhow::Result<PathBuf> {
@@ -151,19 +197,37 @@ impl ReleaseBuild for BuildLookup {
             bail!("`{}`: no `{output}` output", record_path.display());
         };
         let path = dir.join(&entry.file);
-        let sha256 = coreb_base::hashing::sha256_file(&path).with_context(|| format!("the build's {stage} artifact: hashing `{}`", path.display()))?;
+        let sha256 = coreb_base::hashing::sha256_file(&path).with_context(|| {
+            format!("the build's {stage} artifact: hashing `{}`", path.display())
+        })?;
         if sha256 != entry.sha256 {
-            bail!("`{}`: sha256 `{sha256}` differs from the `{}` its record `{}` holds; rebuild the stage", path.display(), entry.sha256, record_path.display());
+            bail!(
+                "`{}`: sha256 `{sha256}` differs from the `{}` its record `{}` holds; rebuild the stage",
+                path.display(),
+                entry.sha256,
+                record_path.display()
+            );
         }
         Ok(path)
     }
 
     fn prompts_dir(&self) -> PathBuf {
-        lexical_join(&self.manifest_dir, self.build.prompts_dir.as_deref().unwrap_or(Path::new("../prompts")))
+        lexical_join(
+            &self.manifest_dir,
+            self.build
+                .prompts_dir
+                .as_deref()
+                .unwrap_or(Path::new("../prompts")),
+        )
     }
 
     fn generate_prompt_sha256(&self) -> Option<&str> {
-        self.generate.as_ref()?.prompts.as_ref()?.get("generate").map(String::as_str)
+        self.generate
+            .as_ref()?
+            .prompts
+            .as_ref()?
+            .get("generate")
+            .map(String::as_str)
     }
 
     fn execute(&self) -> &ExecuteConfig {

@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{StageContext, StageOutput};
 use super::control::{self, ControlSummary};
-use super::llm::{Asked, LlmCounts, LlmLocal, LlmStats, LlmSummary, as_run, finish, llm_key, reusable};
+use super::llm::{
+    Asked, LlmCounts, LlmLocal, LlmStats, LlmSummary, as_run, finish, llm_key, reusable,
+};
 use super::stage::{Done, Stage, StageReport, Upstream};
 use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, StageFacts, Summary};
@@ -107,32 +109,66 @@ impl Stage for Rewrite {
             return Ok((key, Mode::Control(prepared)));
         }
         let llm = llm_key(cx.plan(), cx.llm()?, &LLM);
-        Ok((input_key(StageName::Rewrite.as_str(), &(&cx.plan().stages.rewrite, llm), &[filter])?, Mode::Models))
+        Ok((
+            input_key(
+                StageName::Rewrite.as_str(),
+                &(&cx.plan().stages.rewrite, llm),
+                &[filter],
+            )?,
+            Mode::Models,
+        ))
     }
 
     fn reuse(&self, cx: &StageContext, hit: &StageReport) -> anyhow::Result<bool> {
         Ok(cx.plan().control.is_some() || reusable(hit))
     }
 
-    fn run(&self, cx: &StageContext, up: &Upstream<'_>, mode: Mode, out: &StageOutput) -> anyhow::Result<Done<RewriteSummary, LlmLocal>> {
+    fn run(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+        mode: Mode,
+        out: &StageOutput,
+    ) -> anyhow::Result<Done<RewriteSummary, LlmLocal>> {
         match mode {
             Mode::Control(prepared) => {
                 let done = control::rewrite(cx, up.record(StageName::Filter)?, prepared, out)?;
-                Ok(Done { outputs: done.outputs, summary: RewriteSummary::Control(done.summary), local: done.local, wall: None, on_commit: None })
+                Ok(Done {
+                    outputs: done.outputs,
+                    summary: RewriteSummary::Control(done.summary),
+                    local: done.local,
+                    wall: None,
+                    on_commit: None,
+                })
             }
             Mode::Models => {
                 let done = rewrite(cx, up, out)?;
-                Ok(Done { outputs: done.outputs, summary: RewriteSummary::Rewritten(done.summary), local: done.local, wall: None, on_commit: None })
+                Ok(Done {
+                    outputs: done.outputs,
+                    summary: RewriteSummary::Rewritten(done.summary),
+                    local: done.local,
+                    wall: None,
+                    on_commit: None,
+                })
             }
         }
     }
 }
 
 /// The LLM stages of `rewrite`.
-const LLM: [LlmStage; 4] = [LlmStage::Rewrite, LlmStage::RewriteTests, LlmStage::Reference, LlmStage::AdaptReference];
+const LLM: [LlmStage; 4] = [
+    LlmStage::Rewrite,
+    LlmStage::RewriteTests,
+    LlmStage::Reference,
+    LlmStage::AdaptReference,
+];
 
 /// Rewrite the filtered problems of this process (all, or its shard's) a window at a time.
-fn rewrite(cx: &StageContext, up: &Upstream<'_>, out: &StageOutput) -> anyhow::Result<Done<LlmSummary<RewriteCounts, RewriteConfig>, LlmLocal>> {
+fn rewrite(
+    cx: &StageContext,
+    up: &Upstream<'_>,
+    out: &StageOutput,
+) -> anyhow::Result<Done<LlmSummary<RewriteCounts, RewriteConfig>, LlmLocal>> {
     let stage = StageName::Rewrite;
     let ctx = cx.llm()?;
     let plan = cx.plan();
@@ -144,17 +180,36 @@ fn rewrite(cx: &StageContext, up: &Upstream<'_>, out: &StageOutput) -> anyhow::R
     // The problems go through the model a window at a time and their rewrites are written as
     // they come: only a window's tests are in memory, never the month's (issue #13).
     let mut sink = RewriteSink::create(out)?;
-    ctx.run(cx.runtime()?, cx.printer(), stage, async |g| -> anyhow::Result<()> {
-        let mut problems = coreb_data::tables::ProblemReader::open(&input)?.filter(|p| p.as_ref().map_or(true, |p| cx.handles(stage, p.id.as_str())));
-        loop {
-            let window = rewrite_window(&mut problems)?;
-            if window.is_empty() {
-                return Ok(());
+    ctx.run(
+        cx.runtime()?,
+        cx.printer(),
+        stage,
+        async |g| -> anyhow::Result<()> {
+            let mut problems = coreb_data::tables::ProblemReader::open(&input)?.filter(|p| {
+                p.as_ref()
+                    .map_or(true, |p| cx.handles(stage, p.id.as_str()))
+            });
+            loop {
+                let window = rewrite_window(&mut problems)?;
+                if window.is_empty() {
+                    return Ok(());
+                }
+                sink.add(
+                    coreb_stages::rewrite::rewrite(&run_config, &plans, &prompts, window, g)
+                        .await?,
+                )?;
             }
-            sink.add(coreb_stages::rewrite::rewrite(&run_config, &plans, &prompts, window, g).await?)?;
-        }
-    })?;
-    let RewriteSink { jsonl, table, references, reference_failures, rejected, stats, written } = sink;
+        },
+    )?;
+    let RewriteSink {
+        jsonl,
+        table,
+        references,
+        reference_failures,
+        rejected,
+        stats,
+        written,
+    } = sink;
     jsonl.commit()?;
     table.finish()?;
     // Beside the rewritten problems (JSON lines, and a problems table for `execute`): how
@@ -163,16 +218,41 @@ fn rewrite(cx: &StageContext, up: &Upstream<'_>, out: &StageOutput) -> anyhow::R
     write_references(&out.path("references.parquet"), &references)?;
     coreb_base::jsonl::write(&out.path("reference_failures.jsonl"), &reference_failures)?;
     for f in reference_failures.iter().take(5) {
-        cx.printer().status(format!("{:>10}: no reference for `{}` ({}): {}; its changed tests stay unchecked", stage.as_str(), f.item, f.model, f.reason));
+        cx.printer().status(format!(
+            "{:>10}: no reference for `{}` ({}): {}; its changed tests stay unchecked",
+            stage.as_str(),
+            f.item,
+            f.model,
+            f.reason
+        ));
     }
     let prompts = BTreeMap::from([
         ("rewrite".to_owned(), ctx.prompts.rewrite.sha256.clone()),
-        ("rewrite_tests".to_owned(), ctx.prompts.rewrite_tests.sha256.clone()),
+        (
+            "rewrite_tests".to_owned(),
+            ctx.prompts.rewrite_tests.sha256.clone(),
+        ),
         ("reference".to_owned(), ctx.prompts.reference.sha256.clone()),
-        ("adapt_reference".to_owned(), ctx.prompts.adapt_reference.sha256.clone()),
+        (
+            "adapt_reference".to_owned(),
+            ctx.prompts.adapt_reference.sha256.clone(),
+        ),
     ]);
-    let asked = Asked { rows_in: stats.llm.items_in, rows_out: written, rejected: &rejected, stats: counts_of(stats), parameters: config.clone(), prompts, dropped_queries: None };
-    let outputs = [("rewritten", "rewritten.jsonl"), ("problems", "problems.parquet"), ("references", "references.parquet"), ("reference_failures", "reference_failures.jsonl")];
+    let asked = Asked {
+        rows_in: stats.llm.items_in,
+        rows_out: written,
+        rejected: &rejected,
+        stats: counts_of(stats),
+        parameters: config.clone(),
+        prompts,
+        dropped_queries: None,
+    };
+    let outputs = [
+        ("rewritten", "rewritten.jsonl"),
+        ("problems", "problems.parquet"),
+        ("references", "references.parquet"),
+        ("reference_failures", "reference_failures.jsonl"),
+    ];
     finish(cx, stage, &LLM, out, &outputs, asked)
 }
 
@@ -182,12 +262,19 @@ const REWRITE_WINDOW_ROWS: usize = 256;
 const REWRITE_WINDOW_BYTES: usize = 256 << 20;
 
 /// The next window of problems to rewrite (empty at the end).
-fn rewrite_window(problems: &mut impl Iterator<Item = Result<Problem, coreb_data::tables::TableError>>) -> anyhow::Result<Vec<Problem>> {
+fn rewrite_window(
+    problems: &mut impl Iterator<Item = Result<Problem, coreb_data::tables::TableError>>,
+) -> anyhow::Result<Vec<Problem>> {
     let (mut window, mut bytes) = (Vec::new(), 0usize);
     while window.len() < REWRITE_WINDOW_ROWS && bytes < REWRITE_WINDOW_BYTES {
         let Some(p) = problems.next() else { break };
         let p = p?;
-        bytes += p.public_tests.iter().chain(&p.private_tests).map(|t| t.input.len() + t.output.len()).sum::<usize>();
+        bytes += p
+            .public_tests
+            .iter()
+            .chain(&p.private_tests)
+            .map(|t| t.input.len() + t.output.len())
+            .sum::<usize>();
         window.push(p);
     }
     Ok(window)

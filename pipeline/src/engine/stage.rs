@@ -51,7 +51,8 @@ pub trait Stage: Sync + 'static {
 
     /// The stage's input key (its configuration and the fingerprints of its upstream records,
     /// [`crate::artifacts::input_key`]), and what the run needs of what went into it.
-    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, Self::Prepared)>;
+    fn key(&self, cx: &StageContext, up: &Upstream<'_>)
+    -> anyhow::Result<(String, Self::Prepared)>;
 
     /// Whether a stored record of this key may stand for a run (default: yes).
     fn reuse(&self, _cx: &StageContext, _hit: &StageReport) -> anyhow::Result<bool> {
@@ -60,12 +61,22 @@ pub trait Stage: Sync + 'static {
 
     /// Where the run writes (default: a fresh directory of the stage, or of its part in a
     /// shard process).
-    fn output(&self, cx: &StageContext, _prepared: &mut Self::Prepared) -> anyhow::Result<StageOutput> {
+    fn output(
+        &self,
+        cx: &StageContext,
+        _prepared: &mut Self::Prepared,
+    ) -> anyhow::Result<StageOutput> {
         cx.begin(Self::NAME)
     }
 
     /// Run the stage: write its outputs into `out` and say what they are.
-    fn run(&self, cx: &StageContext, up: &Upstream<'_>, prepared: Self::Prepared, out: &StageOutput) -> anyhow::Result<Done<Self::Summary, Self::Local>>;
+    fn run(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+        prepared: Self::Prepared,
+        out: &StageOutput,
+    ) -> anyhow::Result<Done<Self::Summary, Self::Local>>;
 
     /// Combine the complete parts of its shard processes into `out` (default: run it whole,
     /// as the LLM stages do: the response store answers what the shards asked).
@@ -101,7 +112,13 @@ pub struct Done<S, L> {
 impl<S, L> Done<S, L> {
     /// Outputs, summary and local facts, nothing else.
     pub fn new(outputs: &[(&'static str, &'static str)], summary: S, local: L) -> Self {
-        Done { outputs: outputs.to_vec(), summary, local, wall: None, on_commit: None }
+        Done {
+            outputs: outputs.to_vec(),
+            summary,
+            local,
+            wall: None,
+            on_commit: None,
+        }
     }
 }
 
@@ -121,7 +138,11 @@ pub struct StageReport {
 
 impl std::fmt::Debug for StageReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StageReport").field("stage", &self.stage).field("skipped", &self.skipped).field("summary", &self.summary).finish_non_exhaustive()
+        f.debug_struct("StageReport")
+            .field("stage", &self.stage)
+            .field("skipped", &self.skipped)
+            .field("summary", &self.summary)
+            .finish_non_exhaustive()
     }
 }
 
@@ -130,9 +151,18 @@ impl StageReport {
     /// facts read back as `T`'s types.
     pub fn of<T: Stage>(skipped: bool, record: StageRecord) -> anyhow::Result<StageReport> {
         let what = |part: &str| format!("the `{part}` of the `{}` record", T::NAME);
-        let summary: T::Summary = serde_json::from_value(record.summary.clone()).with_context(|| what("summary"))?;
-        let local: T::Local = serde_json::from_value(record.local.clone()).with_context(|| what("local"))?;
-        Ok(StageReport { stage: T::NAME, skipped, record, summary: Arc::new(summary), local: Arc::new(local), wall: None })
+        let summary: T::Summary =
+            serde_json::from_value(record.summary.clone()).with_context(|| what("summary"))?;
+        let local: T::Local =
+            serde_json::from_value(record.local.clone()).with_context(|| what("local"))?;
+        Ok(StageReport {
+            stage: T::NAME,
+            skipped,
+            record,
+            summary: Arc::new(summary),
+            local: Arc::new(local),
+            wall: None,
+        })
     }
 
     /// Its summary, as every stage's reads (counts, MANIFEST facts).
@@ -143,7 +173,13 @@ impl StageReport {
     /// Its summary as stage type `S` (an error names the stage when it is another's).
     pub fn summary_as<S: Summary>(&self) -> anyhow::Result<&S> {
         let any: &dyn Any = self.summary.as_ref();
-        any.downcast_ref().with_context(|| format!("the summary of `{}` is not a `{}`", self.stage, std::any::type_name::<S>()))
+        any.downcast_ref().with_context(|| {
+            format!(
+                "the summary of `{}` is not a `{}`",
+                self.stage,
+                std::any::type_name::<S>()
+            )
+        })
     }
 
     /// Its local facts as type `L` (`None`: the stage keeps others).
@@ -166,7 +202,8 @@ impl StageReport {
             "skipped": self.skipped,
             "outputs": self.record.outputs.values().map(|o| dir.join(&o.file)).collect::<Vec<_>>(),
         });
-        if let (Some(obj), Some(summary)) = (line.as_object_mut(), self.record.summary.as_object()) {
+        if let (Some(obj), Some(summary)) = (line.as_object_mut(), self.record.summary.as_object())
+        {
             for (k, v) in summary {
                 obj.entry(k.clone()).or_insert_with(|| v.clone());
             }
@@ -174,7 +211,11 @@ impl StageReport {
                 obj.insert(k.clone(), v.clone());
             }
             let counts = self.summary.counts();
-            for (k, n) in [("rows_in", counts.rows_in), ("rows_out", counts.rows_out), ("rejected", counts.rejected)] {
+            for (k, n) in [
+                ("rows_in", counts.rows_in),
+                ("rows_out", counts.rows_out),
+                ("rejected", counts.rejected),
+            ] {
                 obj.entry(k).or_insert(serde_json::json!(n));
             }
         }
@@ -195,7 +236,11 @@ pub struct Upstream<'a> {
 impl<'a> Upstream<'a> {
     /// What stage `stage` reads: the reports of the build so far.
     pub fn new(stage: StageName, reports: &'a [StageReport], until: StageName) -> Self {
-        Upstream { stage, reports, until }
+        Upstream {
+            stage,
+            reports,
+            until,
+        }
     }
 
     /// The last stage of the build.
@@ -205,7 +250,10 @@ impl<'a> Upstream<'a> {
 
     /// The report of upstream stage `name`.
     pub fn report(&self, name: StageName) -> anyhow::Result<&'a StageReport> {
-        self.reports.iter().find(|r| r.stage == name).with_context(|| format!("stage `{name}` did not run before `{}`", self.stage))
+        self.reports
+            .iter()
+            .find(|r| r.stage == name)
+            .with_context(|| format!("stage `{name}` did not run before `{}`", self.stage))
     }
 
     /// The record of upstream stage `name`.
@@ -269,12 +317,25 @@ impl<T: Stage> Runner for T {
             Some(parts) => self.merge(cx, up, prepared, parts, &out)?,
             None => self.run(cx, up, prepared, &out)?,
         };
-        let Done { outputs, summary, local, wall, on_commit } = done;
+        let Done {
+            outputs,
+            summary,
+            local,
+            wall,
+            on_commit,
+        } = done;
         let record = out.commit(cx, T::NAME, &key, &outputs, &summary, &local)?;
         if let Some(then) = on_commit {
             then()?;
         }
-        let report = StageReport { stage: T::NAME, skipped: false, record, summary: Arc::new(summary), local: Arc::new(local), wall };
+        let report = StageReport {
+            stage: T::NAME,
+            skipped: false,
+            record,
+            summary: Arc::new(summary),
+            local: Arc::new(local),
+            wall,
+        };
         self.announce(cx, &report);
         Ok(report)
     }

@@ -14,7 +14,9 @@ use std::path::Path;
 
 use anyhow::Context;
 use coreb_curation::audit::ReleaseBuild;
-use coreb_curation::audit::model::{ModelOptions, ModelReport, Rows, as_original, llm_config, pair, rows, tally};
+use coreb_curation::audit::model::{
+    ModelOptions, ModelReport, Rows, as_original, llm_config, pair, rows, tally,
+};
 use coreb_data::problem::Problem;
 use coreb_data::releases::release_name;
 use coreb_data::rewritten::{RewrittenProblem, as_problem};
@@ -39,21 +41,43 @@ pub fn model_audit<B: ReleaseBuild>(
     runtime: &tokio::runtime::Handle,
 ) -> anyhow::Result<ModelReport> {
     let config = llm_config(&options)?;
-    let ModelOptions { model, language, samples, prompts_dir, jobs, client: ClientOptions { store, concurrency, .. }, .. } = options;
+    let ModelOptions {
+        model,
+        language,
+        samples,
+        prompts_dir,
+        jobs,
+        client: ClientOptions {
+            store, concurrency, ..
+        },
+        ..
+    } = options;
     let lookup = open_build()?;
     let originals = coreb_data::tables::ProblemReader::read_all(&release.join("problems.parquet"))?;
     let pairs = pair(originals, lookup.rewritten()?, lookup.build_dir())?;
     let prompts_dir = prompts_dir.unwrap_or_else(|| lookup.prompts_dir());
-    let prompts = Prompts::load(&prompts_dir).with_context(|| format!("loading prompts from `{}` (or pass `--prompts-dir`)", prompts_dir.display()))?;
+    let prompts = Prompts::load(&prompts_dir).with_context(|| {
+        format!(
+            "loading prompts from `{}` (or pass `--prompts-dir`)",
+            prompts_dir.display()
+        )
+    })?;
 
     let built_with = lookup.generate_prompt_sha256();
     if built_with.is_some_and(|sha| sha != prompts.generate.sha256) {
-        printer.status(format!("note: the `generate` prompt in `{}` differs from the one the release was built with", prompts_dir.display()));
+        printer.status(format!(
+            "note: the `generate` prompt in `{}` differs from the one the release was built with",
+            prompts_dir.display()
+        ));
     }
     let key = api_key_from_env(&config).with_context(|| "`--api-key-env` names the variable holding the key; `--api-key-env ''` for an endpoint without one")?;
     let gateway = Gateway::new(&config, ResponseStore::open(&store), key)?;
     let plan = ModelPlan::single(&model, config.sampling.clone());
-    let gen_config = GenerateConfig { concurrency, languages: vec![language], samples };
+    let gen_config = GenerateConfig {
+        concurrency,
+        languages: vec![language],
+        samples,
+    };
     let originals: Vec<RewrittenProblem> = pairs.iter().map(|(p, _)| as_original(p)).collect();
     let rewrites: Vec<RewrittenProblem> = pairs.iter().map(|(_, r)| r.clone()).collect();
     let per_side = pairs.len() as u64 * u64::from(samples);
@@ -66,15 +90,26 @@ pub fn model_audit<B: ReleaseBuild>(
     ));
     let bar = printer.progress(Some(2 * per_side), "generate", false);
     let tick = || bar.inc(1);
-    let observed = Counted { inner: &gateway, progress: &tick };
+    let observed = Counted {
+        inner: &gateway,
+        progress: &tick,
+    };
     let generated = runtime.block_on(async {
-        let o = generate(&gen_config, &plan, &prompts.generate, &originals, &observed).await.context("generating solutions to the original problems")?;
-        let r = generate(&gen_config, &plan, &prompts.generate, &rewrites, &observed).await.context("generating solutions to the rewritten problems")?;
+        let o = generate(&gen_config, &plan, &prompts.generate, &originals, &observed)
+            .await
+            .context("generating solutions to the original problems")?;
+        let r = generate(&gen_config, &plan, &prompts.generate, &rewrites, &observed)
+            .await
+            .context("generating solutions to the rewritten problems")?;
         anyhow::Ok((o, r))
     });
-    let (gen_original, gen_rewritten) = generated.with_context(|| format!("asking `{model}` at `{}`", config.base_url))?;
+    let (gen_original, gen_rewritten) =
+        generated.with_context(|| format!("asking `{model}` at `{}`", config.base_url))?;
     bar.finish_and_clear();
-    let (store_hits, sent) = (gen_original.stats.from_store + gen_rewritten.stats.from_store, gen_original.stats.from_endpoint + gen_rewritten.stats.from_endpoint);
+    let (store_hits, sent) = (
+        gen_original.stats.from_store + gen_rewritten.stats.from_store,
+        gen_original.stats.from_endpoint + gen_rewritten.stats.from_endpoint,
+    );
     printer.status(format!(
         "generate: {store_hits} answers from the store, {sent} from the endpoint, {} without code or answer",
         gen_original.rejected.len() + gen_rewritten.rejected.len()
@@ -82,24 +117,67 @@ pub fn model_audit<B: ReleaseBuild>(
 
     let execute = lookup.execute();
     let sandbox = Sandbox::new(execute.sandbox.clone()).context("setting up the sandbox")?;
-    coreb_judge::toolchain_versions(execute, &sandbox, &[language]).context("checking the toolchain")?;
-    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    let bar = printer.progress(Some((gen_original.rows.len() + gen_rewritten.rows.len()) as u64), "execute", false);
+    coreb_judge::toolchain_versions(execute, &sandbox, &[language])
+        .context("checking the toolchain")?;
+    let jobs = jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let bar = printer.progress(
+        Some((gen_original.rows.len() + gen_rewritten.rows.len()) as u64),
+        "execute",
+        false,
+    );
     let tick = || bar.inc(1);
     let original_problems: Vec<Problem> = pairs.iter().map(|(p, _)| p.clone()).collect();
-    let exec_original =
-        coreb_judge::execute_with_progress(execute, &original_problems, &gen_original.rows, &sandbox, jobs, &tick).context("judging the solutions to the original problems")?;
+    let exec_original = coreb_judge::execute_with_progress(
+        execute,
+        &original_problems,
+        &gen_original.rows,
+        &sandbox,
+        jobs,
+        &tick,
+    )
+    .context("judging the solutions to the original problems")?;
     let rewritten_problems: Vec<Problem> = rewrites.iter().map(as_problem).collect();
-    let exec_rewritten =
-        coreb_judge::execute_with_progress(execute, &rewritten_problems, &gen_rewritten.rows, &sandbox, jobs, &tick).context("judging the solutions to the rewritten problems")?;
+    let exec_rewritten = coreb_judge::execute_with_progress(
+        execute,
+        &rewritten_problems,
+        &gen_rewritten.rows,
+        &sandbox,
+        jobs,
+        &tick,
+    )
+    .context("judging the solutions to the rewritten problems")?;
     bar.finish_and_clear();
     let judged = exec_original.stats.solutions + exec_rewritten.stats.solutions;
     let passed = exec_original.stats.solutions_passed + exec_rewritten.stats.solutions_passed;
-    printer.status(format!("execute: {judged} solutions judged, {passed} passed ({})", sandbox.isolation()));
+    printer.status(format!(
+        "execute: {judged} solutions judged, {passed} passed ({})",
+        sandbox.isolation()
+    ));
 
-    let original = tally(&pairs, &model, language, samples, &gen_original.rejected, &exec_original.results);
-    let rewritten = tally(&pairs, &model, language, samples, &gen_rewritten.rejected, &exec_rewritten.results);
-    let Rows { problems, windows, overall, unanswered } = rows(&pairs, original, rewritten);
+    let original = tally(
+        &pairs,
+        &model,
+        language,
+        samples,
+        &gen_original.rejected,
+        &exec_original.results,
+    );
+    let rewritten = tally(
+        &pairs,
+        &model,
+        language,
+        samples,
+        &gen_rewritten.rejected,
+        &exec_rewritten.results,
+    );
+    let Rows {
+        problems,
+        windows,
+        overall,
+        unanswered,
+    } = rows(&pairs, original, rewritten);
     Ok(ModelReport {
         release: release_name(release),
         model,

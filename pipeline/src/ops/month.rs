@@ -63,7 +63,11 @@ fn latest_release(dir: &Path, version: &str) -> anyhow::Result<Option<(PathBuf, 
     for entry in fs_err::read_dir(dir)? {
         let name = entry?.file_name().to_string_lossy().into_owned();
         let ok = crate::manifest::has_version_shape(&name);
-        if ok && name.as_str() < version && dir.join(&name).join("MANIFEST.json").exists() && best.as_ref().is_none_or(|b| &name > b) {
+        if ok
+            && name.as_str() < version
+            && dir.join(&name).join("MANIFEST.json").exists()
+            && best.as_ref().is_none_or(|b| &name > b)
+        {
             best = Some(name);
         }
     }
@@ -76,17 +80,29 @@ fn latest_release(dir: &Path, version: &str) -> anyhow::Result<Option<(PathBuf, 
 /// The subdirectories of `dir` that hold a release before `version` (`releases/sample`
 /// holding `v202503`), as `--releases-dir` hints; empty when there is none.
 fn series_hint(dir: &Path, version: &str) -> String {
-    let Ok(entries) = fs_err::read_dir(dir) else { return String::new() };
+    let Ok(entries) = fs_err::read_dir(dir) else {
+        return String::new();
+    };
     let mut found: Vec<String> = Vec::new();
     for entry in entries.flatten() {
         let sub = entry.path();
         if let Ok(Some((release, _))) = latest_release(&sub, version) {
-            let name = release.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            found.push(format!("`--releases-dir {}` (it holds `{name}`)", sub.display()));
+            let name = release
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            found.push(format!(
+                "`--releases-dir {}` (it holds `{name}`)",
+                sub.display()
+            ));
         }
     }
     found.sort();
-    if found.is_empty() { String::new() } else { format!(", or {}", found.join(", or ")) }
+    if found.is_empty() {
+        String::new()
+    } else {
+        format!(", or {}", found.join(", or "))
+    }
 }
 
 /// Re-express a local source URL relative to the manifest's new directory.
@@ -118,8 +134,17 @@ pub struct MonthRequest {
 /// Write the manifest of a month's release: window after the latest release, everything
 /// else from the base manifest, every source fetched once and pinned by its sha256.
 pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()> {
-    let MonthRequest { month, releases_dir, from, out, sources, no_pin } = request;
-    let Some((y, m)) = parse_month(&month) else { bail!("month: expected `YYYY-MM`, got `{month}`") };
+    let MonthRequest {
+        month,
+        releases_dir,
+        from,
+        out,
+        sources,
+        no_pin,
+    } = request;
+    let Some((y, m)) = parse_month(&month) else {
+        bail!("month: expected `YYYY-MM`, got `{month}`")
+    };
     let version = format!("v{y:04}{m:02}");
     let releases_dir = std::path::absolute(&releases_dir)?;
     let latest = latest_release(&releases_dir, &version)?;
@@ -128,7 +153,8 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
     let (mut file, base_dir) = match (&from, &latest) {
         (Some(path), _) => {
             let path = std::path::absolute(path)?;
-            let file: ManifestFile = toml::from_str(&fs_err::read_to_string(&path)?).context("parsing the base manifest")?;
+            let file: ManifestFile = toml::from_str(&fs_err::read_to_string(&path)?)
+                .context("parsing the base manifest")?;
             (file, path.parent().map(Path::to_owned).unwrap_or_default())
         }
         (None, Some((dir, _))) => {
@@ -136,22 +162,41 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
             let base_dir = embedded.dir().to_owned();
             (embedded.file, base_dir)
         }
-        (None, None) => bail!("no release before `{version}` under `{}`: pass `--from <manifest>`{}", releases_dir.display(), series_hint(&releases_dir, &version)),
+        (None, None) => bail!(
+            "no release before `{version}` under `{}`: pass `--from <manifest>`{}",
+            releases_dir.display(),
+            series_hint(&releases_dir, &version)
+        ),
     };
 
-    let out = std::path::absolute(out.unwrap_or_else(|| PathBuf::from(format!("manifests/{version}.toml"))))?;
-    let out_dir = out.parent().context("--out has no parent directory")?.to_owned();
+    let out = std::path::absolute(
+        out.unwrap_or_else(|| PathBuf::from(format!("manifests/{version}.toml"))),
+    )?;
+    let out_dir = out
+        .parent()
+        .context("--out has no parent directory")?
+        .to_owned();
     fs_err::create_dir_all(&out_dir)?;
     let start = match &latest {
         Some((_, manifest)) => {
-            let end = manifest.window.end.as_deref().context("the latest release has an open-ended window")?;
+            let end = manifest
+                .window
+                .end
+                .as_deref()
+                .context("the latest release has an open-ended window")?;
             next_day(end).context("the latest release's window end is not a date")?
         }
-        None => file.window.start.clone().unwrap_or_else(|| format!("{y:04}-{m:02}-01")),
+        None => file
+            .window
+            .start
+            .clone()
+            .unwrap_or_else(|| format!("{y:04}-{m:02}-01")),
     };
     let end = month_end(y, m);
     if start > end {
-        bail!("the latest release already covers `{month}` (its window ends the day before `{start}`)");
+        bail!(
+            "the latest release already covers `{month}` (its window ends the day before `{start}`)"
+        );
     }
     file.version = version.clone();
     file.window.start = Some(start);
@@ -159,24 +204,47 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
     // Every path the base names resolves from the new manifest's place to where it pointed
     // from the base's: the build directory beside the base's, its prompts, store and presets.
     let rebase = |p: &Path| PathBuf::from(rebase_url(&p.to_string_lossy(), &base_dir, &out_dir));
-    let builds = lexical_join(&base_dir, &file.output_dir).parent().map(Path::to_owned).unwrap_or_else(|| base_dir.clone());
-    file.output_dir = PathBuf::from(crate::engine::relative_path(&out_dir, &builds.join(&version)));
-    file.prompts_dir = Some(rebase(file.prompts_dir.as_deref().unwrap_or(Path::new("../prompts"))));
+    let builds = lexical_join(&base_dir, &file.output_dir)
+        .parent()
+        .map(Path::to_owned)
+        .unwrap_or_else(|| base_dir.clone());
+    file.output_dir = PathBuf::from(crate::engine::relative_path(
+        &out_dir,
+        &builds.join(&version),
+    ));
+    file.prompts_dir = Some(rebase(
+        file.prompts_dir
+            .as_deref()
+            .unwrap_or(Path::new("../prompts")),
+    ));
     file.response_store = file.response_store.as_deref().map(rebase);
     file.eval.prompts_file = file.eval.prompts_file.as_deref().map(rebase);
-    file.releases_dir = Some(PathBuf::from(crate::engine::relative_path(&out_dir, &releases_dir)));
+    file.releases_dir = Some(PathBuf::from(crate::engine::relative_path(
+        &out_dir,
+        &releases_dir,
+    )));
     for s in &mut file.sources {
         s.url = rebase_url(&s.url, &base_dir, &out_dir);
     }
     for spec in sources {
-        let Some((name, url)) = spec.split_once('=') else { bail!("--source: expected `NAME=URL`, got `{spec}`") };
-        let url = if url.contains("://") { url.to_owned() } else { rebase_url(url, &std::env::current_dir()?, &out_dir) };
+        let Some((name, url)) = spec.split_once('=') else {
+            bail!("--source: expected `NAME=URL`, got `{spec}`")
+        };
+        let url = if url.contains("://") {
+            url.to_owned()
+        } else {
+            rebase_url(url, &std::env::current_dir()?, &out_dir)
+        };
         match file.sources.iter_mut().find(|s| s.name == name) {
             Some(s) => {
                 s.url = url;
                 s.sha256 = None;
             }
-            None => file.sources.push(SourceFile { name: name.to_owned(), url, sha256: None }),
+            None => file.sources.push(SourceFile {
+                name: name.to_owned(),
+                url,
+                sha256: None,
+            }),
         }
     }
 
@@ -190,12 +258,23 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
         let reports = engine.run_until(StageName::Fetch)?;
         let pins = &reports[0].summary_as::<FetchSummary>()?.sources;
         for s in &mut file.sources {
-            s.sha256 = pins.iter().find(|p| p.name == s.name).map(|p| p.sha256.clone());
+            s.sha256 = pins
+                .iter()
+                .find(|p| p.name == s.name)
+                .map(|p| p.sha256.clone());
         }
         durable::write(&out, toml::to_string_pretty(&file)?.as_bytes())?;
     }
-    let window = format!("{} … {}", file.window.start.as_deref().unwrap_or(""), file.window.end.as_deref().unwrap_or(""));
-    printer.out(format!("{}: release `{version}`, contest dates {window}, {} source(s)", out.display(), file.sources.len()));
+    let window = format!(
+        "{} … {}",
+        file.window.start.as_deref().unwrap_or(""),
+        file.window.end.as_deref().unwrap_or("")
+    );
+    printer.out(format!(
+        "{}: release `{version}`, contest dates {window}, {} source(s)",
+        out.display(),
+        file.sources.len()
+    ));
     Ok(())
 }
 
@@ -205,7 +284,14 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
 pub fn fast_by_default(execute: &mut coreb_judge::ExecuteConfig) {
     use coreb_data::solution::Language;
     if execute.reuse.is_empty() {
-        execute.reuse = [Language::Python, Language::Ruby, Language::Cpp, Language::Java].into_iter().collect();
+        execute.reuse = [
+            Language::Python,
+            Language::Ruby,
+            Language::Cpp,
+            Language::Java,
+        ]
+        .into_iter()
+        .collect();
     }
     if execute.idle_slots == 0 {
         execute.idle_slots = 8;

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use coreb_llm::run;
-use coreb_llm::{Gateway, LlmConfig, LlmGateway, LlmStage, ResponseStore, Role, SamplingParams, StoreMode};
+use coreb_llm::{
+    Gateway, LlmConfig, LlmGateway, LlmStage, ResponseStore, Role, SamplingParams, StoreMode,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::printer::Printer;
@@ -26,7 +28,13 @@ async fn delayed_server(delay: Duration, hits: Arc<AtomicU64>) -> anyhow::Result
                     let (head_end, length) = loop {
                         if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                             let head = String::from_utf8_lossy(&buf[..pos]).to_ascii_lowercase();
-                            let length = head.lines().find_map(|l| l.strip_prefix("content-length:").and_then(|v| v.trim().parse::<usize>().ok())).unwrap_or(0);
+                            let length = head
+                                .lines()
+                                .find_map(|l| {
+                                    l.strip_prefix("content-length:")
+                                        .and_then(|v| v.trim().parse::<usize>().ok())
+                                })
+                                .unwrap_or(0);
                             break (pos + 4, length);
                         }
                         match socket.read(&mut chunk).await {
@@ -44,7 +52,10 @@ async fn delayed_server(delay: Duration, hits: Arc<AtomicU64>) -> anyhow::Result
                     hits.fetch_add(1, Ordering::Relaxed);
                     tokio::time::sleep(delay).await;
                     let body = r#"{"id":"b","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"<code>print(1)</code>"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}"#;
-                    let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
                     if socket.write_all(response.as_bytes()).await.is_err() {
                         return;
                     }
@@ -56,19 +67,42 @@ async fn delayed_server(delay: Duration, hits: Arc<AtomicU64>) -> anyhow::Result
 }
 
 fn bench_request(i: u32) -> coreb_llm::ChatRequest {
-    let messages = vec![coreb_llm::ChatMessage { role: Role::User, content: format!("benchmark request {i}") }];
-    run::request(LlmStage::Generate, &format!("bench/{i}"), "bench-model", messages, &SamplingParams::default(), 0, "bench")
+    let messages = vec![coreb_llm::ChatMessage {
+        role: Role::User,
+        content: format!("benchmark request {i}"),
+    }];
+    run::request(
+        LlmStage::Generate,
+        &format!("bench/{i}"),
+        "bench-model",
+        messages,
+        &SamplingParams::default(),
+        0,
+        "bench",
+    )
 }
 
 /// Send `requests` requests (`concurrency` at once) to a server answering after `delay_ms`,
 /// then serve `stored` of them from the store, and print the timings.
-pub async fn bench(dir: &std::path::Path, requests: u32, delay_ms: u64, concurrency: usize, stored: u32) -> anyhow::Result<()> {
+pub async fn bench(
+    dir: &std::path::Path,
+    requests: u32,
+    delay_ms: u64,
+    concurrency: usize,
+    stored: u32,
+) -> anyhow::Result<()> {
     let printer = Printer::new(false);
     let hits = Arc::new(AtomicU64::new(0));
     let base_url = delayed_server(Duration::from_millis(delay_ms), hits.clone()).await?;
     let live_dir = dir.join("live");
     let _ = fs_err::remove_dir_all(&live_dir);
-    let config = LlmConfig { base_url, api_key_env: String::new(), concurrency, timeout_secs: 60.0, ..LlmConfig::default() };
+    let config = LlmConfig {
+        base_url,
+        api_key_env: String::new(),
+        concurrency,
+        timeout_secs: 60.0,
+        ..LlmConfig::default()
+    };
     let gateway = Gateway::new(&config, ResponseStore::open(&live_dir), None)?;
     let start = Instant::now();
     // Items in flight exceed the HTTP cap so that store I/O never leaves an HTTP slot idle.
@@ -102,14 +136,24 @@ pub async fn bench(dir: &std::path::Path, requests: u32, delay_ms: u64, concurre
             coreb_llm::store::StoredResponse {
                 text: format!("<code>print({i})</code>"),
                 finish_reason: coreb_llm::FinishReason::Stop,
-                usage: coreb_llm::TokenUsage { prompt_tokens: 10, completion_tokens: 5 },
+                usage: coreb_llm::TokenUsage {
+                    prompt_tokens: 10,
+                    completion_tokens: 5,
+                },
                 provenance: coreb_llm::Provenance::Endpoint,
             },
         );
         store.put(&entry)?;
     }
     let fill_secs = fill.elapsed().as_secs_f64();
-    let replay = Gateway::new(&LlmConfig { mode: StoreMode::Replay, ..config.clone() }, store, None)?;
+    let replay = Gateway::new(
+        &LlmConfig {
+            mode: StoreMode::Replay,
+            ..config.clone()
+        },
+        store,
+        None,
+    )?;
     let before = hits.load(Ordering::Relaxed);
     for (label, conc) in [("sequential", 1usize), ("concurrent", 16)] {
         let start = Instant::now();

@@ -29,7 +29,9 @@ use anyhow::{Context, bail};
 use crate::artifacts::hash_tree;
 use crate::engine::Engine;
 use crate::engine::stage_name::StageName;
-use crate::manifest::{EmbeddedManifest, ManifestFile, RunPlan, check_release_sandbox, lexical_join};
+use crate::manifest::{
+    EmbeddedManifest, ManifestFile, RunPlan, check_release_sandbox, lexical_join,
+};
 use crate::printer::Printer;
 use coreb_data::releases::{FileEntry, ReleaseManifest};
 
@@ -59,13 +61,24 @@ impl std::fmt::Display for Damage {
 }
 
 /// Differences between two file lists, file by file.
-pub fn damage(expected: &BTreeMap<String, FileEntry>, actual: &BTreeMap<String, FileEntry>) -> Vec<Damage> {
-    let at = |file: &str, kind, detail| Damage { file: file.to_owned(), kind, detail };
+pub fn damage(
+    expected: &BTreeMap<String, FileEntry>,
+    actual: &BTreeMap<String, FileEntry>,
+) -> Vec<Damage> {
+    let at = |file: &str, kind, detail| Damage {
+        file: file.to_owned(),
+        kind,
+        detail,
+    };
     let mut out = Vec::new();
     for (path, e) in expected {
         match actual.get(path) {
             None => out.push(at(path, "missing", String::new())),
-            Some(a) if a.sha256 != e.sha256 => out.push(at(path, "differs", format!("expected sha256 {}, got {}", e.sha256, a.sha256))),
+            Some(a) if a.sha256 != e.sha256 => out.push(at(
+                path,
+                "differs",
+                format!("expected sha256 {}, got {}", e.sha256, a.sha256),
+            )),
             Some(_) => {}
         }
     }
@@ -76,31 +89,60 @@ pub fn damage(expected: &BTreeMap<String, FileEntry>, actual: &BTreeMap<String, 
 }
 
 /// Differences between two file lists, one line each.
-pub fn differences(expected: &BTreeMap<String, FileEntry>, actual: &BTreeMap<String, FileEntry>) -> Vec<String> {
-    damage(expected, actual).iter().map(ToString::to_string).collect()
+pub fn differences(
+    expected: &BTreeMap<String, FileEntry>,
+    actual: &BTreeMap<String, FileEntry>,
+) -> Vec<String> {
+    damage(expected, actual)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 /// What a directory holds, read without following a link: each plain file's path (with
 /// `/`) → sha256 and size, and the entries that are neither a file nor a directory (a
 /// symbolic link, a device …). A downloaded release is untrusted: nothing here leaves the
 /// directory.
-pub fn list_release(dir: &std::path::Path) -> anyhow::Result<(BTreeMap<String, FileEntry>, Vec<Damage>)> {
+pub fn list_release(
+    dir: &std::path::Path,
+) -> anyhow::Result<(BTreeMap<String, FileEntry>, Vec<Damage>)> {
     let mut files = BTreeMap::new();
     let mut odd = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
         for entry in fs_err::read_dir(&d)? {
             let path = entry?.path();
-            let rel = path.strip_prefix(dir).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+            let rel = path
+                .strip_prefix(dir)
+                .unwrap_or(&path)
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
             let kind = fs_err::symlink_metadata(&path)?.file_type();
             if kind.is_dir() {
                 stack.push(path);
             } else if kind.is_file() {
-                let sha256 = coreb_base::hashing::sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
-                files.insert(rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() });
+                let sha256 = coreb_base::hashing::sha256_file(&path)
+                    .with_context(|| format!("hashing `{}`", path.display()))?;
+                files.insert(
+                    rel,
+                    FileEntry {
+                        sha256,
+                        bytes: fs_err::metadata(&path)?.len(),
+                    },
+                );
             } else {
-                let what = if kind.is_symlink() { "a symbolic link" } else { "not a regular file" };
-                odd.push(Damage { file: rel, kind: "not a file", detail: what.into() });
+                let what = if kind.is_symlink() {
+                    "a symbolic link"
+                } else {
+                    "not a regular file"
+                };
+                odd.push(Damage {
+                    file: rel,
+                    kind: "not a file",
+                    detail: what.into(),
+                });
             }
         }
     }
@@ -134,18 +176,35 @@ fn locate(dir: &Path) -> anyhow::Result<(PathBuf, Located)> {
         // An export: its single release's kit, or the list to choose from.
         let kits: Vec<PathBuf> = match fs_err::read_dir(dir.join(KIT_DIR)) {
             Ok(rd) => {
-                let mut v: Vec<PathBuf> = rd.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.join("MANIFEST.json").is_file()).collect();
+                let mut v: Vec<PathBuf> = rd
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.join("MANIFEST.json").is_file())
+                    .collect();
                 v.sort();
                 v
             }
             Err(_) => Vec::new(),
         };
         return match kits.as_slice() {
-            [one] => Ok((one.clone(), Located::ExportedKit { export: Some(dir.to_owned()) })),
-            [] => bail!("`{}` is a `coreb export` holding no release with its MANIFEST (`{KIT_DIR}/<version>/MANIFEST.json`): export it again with this coreb", dir.display()),
+            [one] => Ok((
+                one.clone(),
+                Located::ExportedKit {
+                    export: Some(dir.to_owned()),
+                },
+            )),
+            [] => bail!(
+                "`{}` is a `coreb export` holding no release with its MANIFEST (`{KIT_DIR}/<version>/MANIFEST.json`): export it again with this coreb",
+                dir.display()
+            ),
             many => {
                 let list: Vec<String> = many.iter().map(|p| format!("`{}`", p.display())).collect();
-                bail!("`{}` is a `coreb export` of {} releases: verify one of them: {}", dir.display(), many.len(), list.join(", "))
+                bail!(
+                    "`{}` is a `coreb export` of {} releases: verify one of them: {}",
+                    dir.display(),
+                    many.len(),
+                    list.join(", ")
+                )
             }
         };
     }
@@ -156,7 +215,11 @@ fn locate(dir: &Path) -> anyhow::Result<(PathBuf, Located)> {
         );
     }
     if dir.join(KIT_MANIFEST).is_file() && !dir.join(KIT_DIR).exists() {
-        let export = dir.parent().and_then(Path::parent).filter(|e| e.join(".coreb-export").is_file()).map(Path::to_owned);
+        let export = dir
+            .parent()
+            .and_then(Path::parent)
+            .filter(|e| e.join(".coreb-export").is_file())
+            .map(Path::to_owned);
         return Ok((dir.to_owned(), Located::ExportedKit { export }));
     }
     Ok((dir.to_owned(), Located::Release))
@@ -170,11 +233,18 @@ fn locate(dir: &Path) -> anyhow::Result<(PathBuf, Located)> {
 /// a release in `coreb export`'s output is verified the same way, and the export's data
 /// files of that release compared with the rebuilt release's export. A release without a
 /// kit is rebuilt where it was built, from its build manifest's paths.
-pub fn verify(release: &Path, sources: Option<&Path>, trust_release_sandbox: bool, printer: Printer) -> anyhow::Result<Vec<String>> {
+pub fn verify(
+    release: &Path,
+    sources: Option<&Path>,
+    trust_release_sandbox: bool,
+    printer: Printer,
+) -> anyhow::Result<Vec<String>> {
     let given = fs_err::canonicalize(release)?;
     let (dir, located) = locate(&given)?;
     match located {
-        Located::Release if fs_err::symlink_metadata(dir.join(KIT_DIR)).is_ok() => rebuild_from_kit(&dir, None, sources, trust_release_sandbox, printer),
+        Located::Release if fs_err::symlink_metadata(dir.join(KIT_DIR)).is_ok() => {
+            rebuild_from_kit(&dir, None, sources, trust_release_sandbox, printer)
+        }
         Located::Release => {
             if sources.is_some() {
                 bail!(
@@ -184,7 +254,9 @@ pub fn verify(release: &Path, sources: Option<&Path>, trust_release_sandbox: boo
             }
             rebuild_where_built(&dir, trust_release_sandbox, printer)
         }
-        Located::ExportedKit { export } => rebuild_from_kit(&dir, Some(export), sources, trust_release_sandbox, printer),
+        Located::ExportedKit { export } => {
+            rebuild_from_kit(&dir, Some(export), sources, trust_release_sandbox, printer)
+        }
     }
 }
 
@@ -193,9 +265,14 @@ pub fn verify(release: &Path, sources: Option<&Path>, trust_release_sandbox: boo
 fn safe_relative(name: &str, what: &str) -> anyhow::Result<PathBuf> {
     use std::path::Component;
     let path = Path::new(name);
-    let plain = !name.is_empty() && !name.contains('\\') && path.components().all(|c| matches!(c, Component::Normal(_))) && !name.split('/').any(str::is_empty);
+    let plain = !name.is_empty()
+        && !name.contains('\\')
+        && path.components().all(|c| matches!(c, Component::Normal(_)))
+        && !name.split('/').any(str::is_empty);
     if !plain {
-        bail!("{what} names `{name}`: not a plain relative path inside the release folder (refused: it could reach outside it)");
+        bail!(
+            "{what} names `{name}`: not a plain relative path inside the release folder (refused: it could reach outside it)"
+        );
     }
     Ok(path.to_owned())
 }
@@ -205,26 +282,55 @@ fn safe_relative(name: &str, what: &str) -> anyhow::Result<PathBuf> {
 /// sources in `sources/`, no sandbox settings unless trusted.
 fn check_kit_manifest(path: &Path, trusted: bool) -> anyhow::Result<()> {
     let bytes = fs_err::read(path)?;
-    let text = String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("`{}`: not UTF-8 text (byte {})", path.display(), e.utf8_error().valid_up_to()))?;
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| anyhow::anyhow!("`{}`: {}", path.display(), e.to_string().trim_end()))?;
-    for (key, kit_value) in [("output_dir", "build"), ("releases_dir", "releases"), ("response_store", "store"), ("prompts_dir", "prompts")] {
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "`{}`: not UTF-8 text (byte {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        anyhow::anyhow!("`{}`: {}", path.display(), e.to_string().trim_end())
+    })?;
+    for (key, kit_value) in [
+        ("output_dir", "build"),
+        ("releases_dir", "releases"),
+        ("response_store", "store"),
+        ("prompts_dir", "prompts"),
+    ] {
         match table.get(key) {
             Some(toml::Value::String(v)) if v == kit_value => {}
             Some(v) => bail!(
                 "`{}`: `{key} = {v}`: a kit's `{key}` is `\"{kit_value}\"`, inside the kit (refused: a kit never points a rebuild outside the temporary directory it is rebuilt in)",
                 path.display()
             ),
-            None => bail!("`{}`: no `{key}` (a kit's is `\"{kit_value}\"`)", path.display()),
+            None => bail!(
+                "`{}`: no `{key}` (a kit's is `\"{kit_value}\"`)",
+                path.display()
+            ),
         }
     }
-    for (i, source) in table.get("sources").and_then(toml::Value::as_array).into_iter().flatten().enumerate() {
-        let Some(url) = source.get("url").and_then(toml::Value::as_str) else { continue };
+    for (i, source) in table
+        .get("sources")
+        .and_then(toml::Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let Some(url) = source.get("url").and_then(toml::Value::as_str) else {
+            continue;
+        };
         if url.contains("://") {
             continue;
         }
-        let file = url.strip_prefix("sources/").filter(|f| !f.is_empty() && !f.contains('/') && *f != ".." && *f != ".");
+        let file = url
+            .strip_prefix("sources/")
+            .filter(|f| !f.is_empty() && !f.contains('/') && *f != ".." && *f != ".");
         if file.is_none() {
-            bail!("`{}`: `sources[{i}].url = \"{url}\"`: a kit's local source is `sources/<file>` (refused: it would reach outside the kit)", path.display());
+            bail!(
+                "`{}`: `sources[{i}].url = \"{url}\"`: a kit's local source is `sources/<file>` (refused: it would reach outside the kit)",
+                path.display()
+            );
         }
     }
     // Whether it says what the embedded manifest says is checked by the rebuild: the rebuilt
@@ -241,7 +347,10 @@ fn check_kit_manifest(path: &Path, trusted: bool) -> anyhow::Result<()> {
 /// more than [`ANSWERS_MAX_RATIO`] times its compressed size (at least 64 MiB) is refused
 /// before it fills the disk or the memory.
 pub fn import_answers(gz: &Path, shown: &Path, work: &Path, store: &Path) -> anyhow::Result<u64> {
-    let cap = fs_err::metadata(gz)?.len().saturating_mul(ANSWERS_MAX_RATIO).max(64 << 20);
+    let cap = fs_err::metadata(gz)?
+        .len()
+        .saturating_mul(ANSWERS_MAX_RATIO)
+        .max(64 << 20);
     import_answers_capped(gz, shown, work, store, cap)
 }
 
@@ -251,30 +360,62 @@ pub fn import_answers(gz: &Path, shown: &Path, work: &Path, store: &Path) -> any
 /// naming the MANIFEST the review was of: the published one with the card before the
 /// section). `None` when the card has no such section, or it is not the last one (then the
 /// rebuild's card lacks it and the comparison says so).
-fn recorded_review(release: &Path, manifest: &ReleaseManifest, to: &Path) -> anyhow::Result<Option<PathBuf>> {
+fn recorded_review(
+    release: &Path,
+    manifest: &ReleaseManifest,
+    to: &Path,
+) -> anyhow::Result<Option<PathBuf>> {
     let heading = format!("\n{}\n", coreb_data::releases::HUMAN_VALIDATION);
-    let Ok(card) = fs_err::read_to_string(release.join("README.md")) else { return Ok(None) };
-    let Some(at) = card.find(&heading) else { return Ok(None) };
+    let Ok(card) = fs_err::read_to_string(release.join("README.md")) else {
+        return Ok(None);
+    };
+    let Some(at) = card.find(&heading) else {
+        return Ok(None);
+    };
     let (before, section) = (&card[..at], &card[at + 1..]);
     if coreb_data::releases::with_human_validation(before, section) != card {
         return Ok(None);
     }
     let mut reviewed = manifest.clone();
-    reviewed.files.insert("README.md".into(), FileEntry { sha256: coreb_base::hashing::sha256_hex(before.as_bytes()), bytes: before.len() as u64 });
-    let digest = coreb_base::hashing::sha256_hex((serde_json::to_string_pretty(&reviewed)? + "\n").as_bytes());
+    reviewed.files.insert(
+        "README.md".into(),
+        FileEntry {
+            sha256: coreb_base::hashing::sha256_hex(before.as_bytes()),
+            bytes: before.len() as u64,
+        },
+    );
+    let digest = coreb_base::hashing::sha256_hex(
+        (serde_json::to_string_pretty(&reviewed)? + "\n").as_bytes(),
+    );
     fs_err::create_dir_all(to)?;
-    fs_err::write(to.join(coreb_curation::review::report::CARD_SECTION), section)?;
-    fs_err::write(to.join("review.json"), serde_json::to_string_pretty(&serde_json::json!({ "release": manifest.version, "release_sha256": digest }))? + "\n")?;
+    fs_err::write(
+        to.join(coreb_curation::review::report::CARD_SECTION),
+        section,
+    )?;
+    fs_err::write(
+        to.join("review.json"),
+        serde_json::to_string_pretty(
+            &serde_json::json!({ "release": manifest.version, "release_sha256": digest }),
+        )? + "\n",
+    )?;
     Ok(Some(to.to_owned()))
 }
 
 /// How many times its compressed size a kit's answers may decompress to.
 pub const ANSWERS_MAX_RATIO: u64 = 200;
 
-fn import_answers_capped(gz: &Path, shown: &Path, work: &Path, store: &Path, cap: u64) -> anyhow::Result<u64> {
+fn import_answers_capped(
+    gz: &Path,
+    shown: &Path,
+    work: &Path,
+    store: &Path,
+    cap: u64,
+) -> anyhow::Result<u64> {
     use std::io::{BufRead as _, Read as _, Write as _};
     let jsonl = work.join("answers.jsonl");
-    let mut reader = std::io::BufReader::new(flate2::read::GzDecoder::new(fs_err::File::open(gz)?).take(cap.saturating_add(1)));
+    let mut reader = std::io::BufReader::new(
+        flate2::read::GzDecoder::new(fs_err::File::open(gz)?).take(cap.saturating_add(1)),
+    );
     let mut out = std::io::BufWriter::new(fs_err::File::create(&jsonl)?);
     let mut line = Vec::new();
     let mut n = 0usize;
@@ -289,27 +430,52 @@ fn import_answers_capped(gz: &Path, shown: &Path, work: &Path, store: &Path, cap
                     read > cap
                 } =>
             {
-                bail!("`{}`, line {}: decompresses to more than {cap} bytes ({ANSWERS_MAX_RATIO}x its size, at least 64 MiB): refused", shown.display(), n + 1)
+                bail!(
+                    "`{}`, line {}: decompresses to more than {cap} bytes ({ANSWERS_MAX_RATIO}x its size, at least 64 MiB): refused",
+                    shown.display(),
+                    n + 1
+                )
             }
-            Ok(_) if line.last() != Some(&b'\n') => bail!("`{}`, line {}: the file ends inside the line (truncated)", shown.display(), n + 1),
+            Ok(_) if line.last() != Some(&b'\n') => bail!(
+                "`{}`, line {}: the file ends inside the line (truncated)",
+                shown.display(),
+                n + 1
+            ),
             Ok(_) => {
                 n += 1;
                 out.write_all(&line)?;
             }
-            Err(e) => bail!("`{}`, line {}: truncated or corrupt gzip data ({e})", shown.display(), n + 1),
+            Err(e) => bail!(
+                "`{}`, line {}: truncated or corrupt gzip data ({e})",
+                shown.display(),
+                n + 1
+            ),
         }
     }
     out.flush()?;
     drop(out);
     fs_err::create_dir_all(store)?;
     let at = |line: Option<usize>| line.map(|l| format!(", line {l}")).unwrap_or_default();
-    let report = coreb_llm::ResponseStore::open(store).import(&jsonl, false).map_err(|e| match e {
-        coreb_llm::StoreError::Parse { line, source, .. } => anyhow::anyhow!("`{}`{}: not a valid response-store entry: {source}", shown.display(), at(line)),
-        coreb_llm::StoreError::Inconsistent { line, problem, .. } => anyhow::anyhow!("`{}`{}: {problem}", shown.display(), at(line)),
-        other => anyhow::Error::new(other).context(format!("importing the answers of `{}`", shown.display())),
-    })?;
+    let report = coreb_llm::ResponseStore::open(store)
+        .import(&jsonl, false)
+        .map_err(|e| match e {
+            coreb_llm::StoreError::Parse { line, source, .. } => anyhow::anyhow!(
+                "`{}`{}: not a valid response-store entry: {source}",
+                shown.display(),
+                at(line)
+            ),
+            coreb_llm::StoreError::Inconsistent { line, problem, .. } => {
+                anyhow::anyhow!("`{}`{}: {problem}", shown.display(), at(line))
+            }
+            other => anyhow::Error::new(other)
+                .context(format!("importing the answers of `{}`", shown.display())),
+        })?;
     if let Some(key) = report.conflicts.first() {
-        bail!("`{}`: the answer `{key}` is given twice, with different content ({} such key(s))", shown.display(), report.conflicts.len());
+        bail!(
+            "`{}`: the answer `{key}` is given twice, with different content ({} such key(s))",
+            shown.display(),
+            report.conflicts.len()
+        );
     }
     Ok(report.added + report.unchanged)
 }
@@ -332,7 +498,8 @@ fn files_by_sha256(dir: &Path) -> anyhow::Result<BTreeMap<String, PathBuf>> {
     }
     all.sort();
     for path in all {
-        let sha = coreb_base::hashing::sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+        let sha = coreb_base::hashing::sha256_file(&path)
+            .with_context(|| format!("hashing `{}`", path.display()))?;
         found.entry(sha).or_insert(path);
     }
     Ok(found)
@@ -352,11 +519,31 @@ fn exported_kit_checksums(dir: &Path, manifest: &ReleaseManifest) -> anyhow::Res
     let prefix = format!("{KIT_DIR}/");
     let (files, odd) = list_release(dir)?;
     // The kit's files, and the release's card (`README.md`) beside them.
-    let actual: BTreeMap<String, FileEntry> =
-        files.into_iter().filter(|(p, _)| p != "MANIFEST.json").map(|(p, e)| (if p == "README.md" { p } else { format!("{prefix}{p}") }, e)).collect();
-    let expected: BTreeMap<String, FileEntry> = manifest.files.iter().filter(|(p, _)| p.starts_with(&prefix) || *p == "README.md").map(|(p, e)| (p.clone(), e.clone())).collect();
+    let actual: BTreeMap<String, FileEntry> = files
+        .into_iter()
+        .filter(|(p, _)| p != "MANIFEST.json")
+        .map(|(p, e)| {
+            (
+                if p == "README.md" {
+                    p
+                } else {
+                    format!("{prefix}{p}")
+                },
+                e,
+            )
+        })
+        .collect();
+    let expected: BTreeMap<String, FileEntry> = manifest
+        .files
+        .iter()
+        .filter(|(p, _)| p.starts_with(&prefix) || *p == "README.md")
+        .map(|(p, e)| (p.clone(), e.clone()))
+        .collect();
     let mut damaged = damage(&expected, &actual);
-    damaged.extend(odd.into_iter().map(|d| Damage { file: format!("{prefix}{}", d.file), ..d }));
+    damaged.extend(odd.into_iter().map(|d| Damage {
+        file: format!("{prefix}{}", d.file),
+        ..d
+    }));
     Ok(damaged)
 }
 
@@ -374,7 +561,11 @@ pub fn checksums_of(path: &Path) -> anyhow::Result<(ReleaseManifest, Vec<Damage>
         Located::ExportedKit { .. } => {
             let manifest = ReleaseManifest::read(&dir.join("MANIFEST.json"))?;
             let damaged = exported_kit_checksums(&dir, &manifest)?;
-            let n = manifest.files.keys().filter(|p| p.starts_with(&format!("{KIT_DIR}/")) || *p == "README.md").count();
+            let n = manifest
+                .files
+                .keys()
+                .filter(|p| p.starts_with(&format!("{KIT_DIR}/")) || *p == "README.md")
+                .count();
             Ok((manifest, damaged, n))
         }
     }
@@ -394,7 +585,13 @@ pub fn checksums_of(path: &Path) -> anyhow::Result<(ReleaseManifest, Vec<Damage>
 /// (the fetch stage, sha256 checked); without `sources`, a local source is looked for where
 /// the build manifest names it, relative to the release, and taken only if its sha256 is
 /// the pinned one (so a release verifies in the checkout that built it).
-fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option<&Path>, trusted: bool, printer: Printer) -> anyhow::Result<Vec<String>> {
+fn rebuild_from_kit(
+    dir: &Path,
+    export: Option<Option<PathBuf>>,
+    sources: Option<&Path>,
+    trusted: bool,
+    printer: Printer,
+) -> anyhow::Result<Vec<String>> {
     let embedded = EmbeddedManifest::read(dir)?;
     let manifest_path = embedded.manifest_file.clone();
     let manifest = &embedded.release;
@@ -413,9 +610,17 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
     for d in &damaged {
         printer.out(format!("published: {d}"));
     }
-    let kit_damage: Vec<String> = damaged.iter().filter(|d| d.file == KIT_DIR || d.file.starts_with(&kit_prefix)).map(ToString::to_string).collect();
+    let kit_damage: Vec<String> = damaged
+        .iter()
+        .filter(|d| d.file == KIT_DIR || d.file.starts_with(&kit_prefix))
+        .map(ToString::to_string)
+        .collect();
     if !kit_damage.is_empty() {
-        bail!("the regeneration kit of `{}` is not as its MANIFEST lists it; refusing to rebuild from it:\n  {}", dir.display(), kit_damage.join("\n  "));
+        bail!(
+            "the regeneration kit of `{}` is not as its MANIFEST lists it; refusing to rebuild from it:\n  {}",
+            dir.display(),
+            kit_damage.join("\n  ")
+        );
     }
     let mut problems: Vec<String> = damaged.iter().map(ToString::to_string).collect();
 
@@ -437,12 +642,22 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
         fs_err::copy(kit_dir.join(&rel), &to)?;
     }
     let shown = |f: &str| kit_dir.join(f);
-    let answers = import_answers(&kit.join(KIT_ANSWERS), &shown(KIT_ANSWERS), scratch.path(), &kit.join("store"))?;
-    printer.status(format!("imported {answers} answers from `{}`", shown(KIT_ANSWERS).display()));
+    let answers = import_answers(
+        &kit.join(KIT_ANSWERS),
+        &shown(KIT_ANSWERS),
+        scratch.path(),
+        &kit.join("store"),
+    )?;
+    printer.status(format!(
+        "imported {answers} answers from `{}`",
+        shown(KIT_ANSWERS).display()
+    ));
 
     // 4. The sources, by sha256.
     let index = match sources {
-        Some(s) => files_by_sha256(s).with_context(|| format!("reading `--sources {}`", s.display()))?,
+        Some(s) => {
+            files_by_sha256(s).with_context(|| format!("reading `--sources {}`", s.display()))?
+        }
         None => BTreeMap::new(),
     };
     fs_err::create_dir_all(kit.join("sources"))?;
@@ -455,23 +670,45 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
         let local = kit.join("sources").join(&source.name);
         let is_url = source.url.starts_with("http://") || source.url.starts_with("https://");
         if let Some(found) = pin.as_deref().and_then(|p| index.get(p)) {
-            printer.status(format!("source `{}`: `{}` (sha256 {})", source.name, found.display(), pin.as_deref().unwrap_or_default()));
+            printer.status(format!(
+                "source `{}`: `{}` (sha256 {})",
+                source.name,
+                found.display(),
+                pin.as_deref().unwrap_or_default()
+            ));
             place(found, &local)?;
         } else if is_url {
-            printer.status(format!("source `{}`: downloading {} (its sha256 pin checked)", source.name, source.url));
+            printer.status(format!(
+                "source `{}`: downloading {} (its sha256 pin checked)",
+                source.name, source.url
+            ));
             continue;
         } else if let Some(dir) = sources {
             match &pin {
-                Some(p) => bail!("source `{}` (sha256 {p}) is not among the files of `{}`", source.name, dir.display()),
-                None => bail!("source `{}` has no sha256 pin in the build manifest: it cannot be found among the files of `{}`", source.name, dir.display()),
+                Some(p) => bail!(
+                    "source `{}` (sha256 {p}) is not among the files of `{}`",
+                    source.name,
+                    dir.display()
+                ),
+                None => bail!(
+                    "source `{}` has no sha256 pin in the build manifest: it cannot be found among the files of `{}`",
+                    source.name,
+                    dir.display()
+                ),
             }
         } else {
-            let Some(p) = &pin else { bail!("source `{}` is a local file with no sha256 pin: pass `--sources DIR`", source.name) };
+            let Some(p) = &pin else {
+                bail!(
+                    "source `{}` is a local file with no sha256 pin: pass `--sources DIR`",
+                    source.name
+                )
+            };
             let path = match source.url.strip_prefix("file://") {
                 Some(abs) => PathBuf::from(abs),
                 None => lexical_join(&builder_dir, Path::new(&source.url)),
             };
-            let matches = fs_err::metadata(&path).is_ok_and(|m| m.is_file()) && coreb_base::hashing::sha256_file(&path).is_ok_and(|h| &h == p);
+            let matches = fs_err::metadata(&path).is_ok_and(|m| m.is_file())
+                && coreb_base::hashing::sha256_file(&path).is_ok_and(|h| &h == p);
             if !matches {
                 bail!(
                     "source `{}` is a local file of the release's builder (`{}`), not here with sha256 {p}: pass `--sources DIR`, a folder holding it (found by sha256)",
@@ -479,7 +716,11 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
                     source.url
                 );
             }
-            printer.status(format!("source `{}`: `{}` (where the build manifest names it; sha256 {p})", source.name, path.display()));
+            printer.status(format!(
+                "source `{}`: `{}` (where the build manifest names it; sha256 {p})",
+                source.name,
+                path.display()
+            ));
             place(&path, &local)?;
         }
         source.url = format!("sources/{}", source.name);
@@ -495,11 +736,19 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
     file.response_store = Some(PathBuf::from("store"));
     file.releases_dir = Some(releases_dir);
     file.eval.prompts_file = None;
-    let mut plan = RunPlan::resolve(&kit.join(KIT_MANIFEST), file, None).with_context(|| format!("the build manifest embedded in `{}`", manifest_path.display()))?;
+    let mut plan = RunPlan::resolve(&kit.join(KIT_MANIFEST), file, None).with_context(|| {
+        format!(
+            "the build manifest embedded in `{}`",
+            manifest_path.display()
+        )
+    })?;
     plan.manifest_text = manifest.build_manifest.text.clone();
     // Recorded as the builder recorded it: relative to where the release belongs. Only named,
     // never opened.
-    plan.manifest_path = lexical_join(&plan.releases_dir.join(&plan.version), Path::new(&manifest.build_manifest.path));
+    plan.manifest_path = lexical_join(
+        &plan.releases_dir.join(&plan.version),
+        Path::new(&manifest.build_manifest.path),
+    );
     // A rebuild never calls an endpoint: every answer must come from the kit.
     plan.llm.mode = coreb_llm::StoreMode::Replay;
     plan.publish_dir = scratch.path().join("rebuilt").join(&plan.version);
@@ -507,7 +756,11 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
         printer.status(format!("the card carries a recorded human review: its section is taken from the published `README.md` ({})", review.display()));
         plan.review_dir = Some(review);
     }
-    printer.status(format!("rebuilding `{}` from its kit in {}", manifest.version, scratch.path().display()));
+    printer.status(format!(
+        "rebuilding `{}` from its kit in {}",
+        manifest.version,
+        scratch.path().display()
+    ));
     let rebuilt = plan.publish_dir.clone();
     let engine = Engine::new(plan, printer, false)?;
     engine.run_until(StageName::Release)?;
@@ -517,31 +770,64 @@ fn rebuild_from_kit(dir: &Path, export: Option<Option<PathBuf>>, sources: Option
     for d in &mut diffs {
         let published = dir.join(&d.file);
         if d.kind == "differs" && d.file.ends_with(".parquet") && export.is_none() {
-            d.detail = format!("{}; {}", d.detail, describe_table_difference(&published, &rebuilt.join(&d.file)));
+            d.detail = format!(
+                "{}; {}",
+                d.detail,
+                describe_table_difference(&published, &rebuilt.join(&d.file))
+            );
         }
     }
     for d in &diffs {
         printer.out(format!("rebuilt:   {d}"));
     }
     problems.extend(diffs.iter().map(ToString::to_string));
-    compare_manifests(&fs_err::read(&manifest_path)?, &fs_err::read(rebuilt.join("MANIFEST.json"))?, &mut problems, &printer);
+    compare_manifests(
+        &fs_err::read(&manifest_path)?,
+        &fs_err::read(rebuilt.join("MANIFEST.json"))?,
+        &mut problems,
+        &printer,
+    );
     if let Some(Some(export)) = &export {
-        problems.extend(compare_export(export, &rebuilt, &manifest.version, scratch.path(), &printer)?);
+        problems.extend(compare_export(
+            export,
+            &rebuilt,
+            &manifest.version,
+            scratch.path(),
+            &printer,
+        )?);
     }
-    let what = if export.is_some() { "kit files and exported tables".to_owned() } else { format!("{} files", manifest.files.len() + 1) };
-    if problems.is_empty() {
-        printer.out(format!("{}: {what} verified, rebuilt byte-identical from its regeneration kit", manifest.version));
+    let what = if export.is_some() {
+        "kit files and exported tables".to_owned()
     } else {
-        printer.out(format!("{}: {} difference(s)", manifest.version, problems.len()));
+        format!("{} files", manifest.files.len() + 1)
+    };
+    if problems.is_empty() {
+        printer.out(format!(
+            "{}: {what} verified, rebuilt byte-identical from its regeneration kit",
+            manifest.version
+        ));
+    } else {
+        printer.out(format!(
+            "{}: {} difference(s)",
+            manifest.version,
+            problems.len()
+        ));
     }
     Ok(problems)
 }
 
 /// The rebuilt release exported as `coreb export` writes it, against the export's data files
 /// of its split (`data/<config>/<split>.parquet`): one line per difference.
-fn compare_export(export: &Path, rebuilt: &Path, version: &str, scratch: &Path, printer: &Printer) -> anyhow::Result<Vec<String>> {
+fn compare_export(
+    export: &Path,
+    rebuilt: &Path,
+    version: &str,
+    scratch: &Path,
+    printer: &Printer,
+) -> anyhow::Result<Vec<String>> {
     let out = scratch.join("export");
-    crate::ops::export::export_hf_coreb(rebuilt, &out).with_context(|| format!("exporting the rebuilt release `{version}`"))?;
+    crate::ops::export::export_hf_coreb(rebuilt, &out)
+        .with_context(|| format!("exporting the rebuilt release `{version}`"))?;
     let split = crate::ops::export::split_name(version);
     let mut problems = Vec::new();
     for config in coreb_stages::release::CONFIGS {
@@ -550,8 +836,16 @@ fn compare_export(export: &Path, rebuilt: &Path, version: &str, scratch: &Path, 
         let line = match fs_err::symlink_metadata(&published) {
             Err(_) => Some(format!("missing   {rel}")),
             Ok(m) if !m.is_file() => Some(format!("not a file {rel}")),
-            Ok(_) if coreb_base::hashing::sha256_file(&published)? == coreb_base::hashing::sha256_file(&again)? => None,
-            Ok(_) => Some(format!("differs   {rel}: {}", describe_table_difference(&published, &again))),
+            Ok(_)
+                if coreb_base::hashing::sha256_file(&published)?
+                    == coreb_base::hashing::sha256_file(&again)? =>
+            {
+                None
+            }
+            Ok(_) => Some(format!(
+                "differs   {rel}: {}",
+                describe_table_difference(&published, &again)
+            )),
         };
         if let Some(l) = line {
             printer.out(format!("exported:  {l}"));
@@ -563,7 +857,12 @@ fn compare_export(export: &Path, rebuilt: &Path, version: &str, scratch: &Path, 
 
 /// The published and the rebuilt MANIFEST: the same, or different only in the toolchain
 /// versions (reported, not counted), or a difference.
-fn compare_manifests(published: &[u8], rebuilt: &[u8], problems: &mut Vec<String>, printer: &Printer) {
+fn compare_manifests(
+    published: &[u8],
+    rebuilt: &[u8],
+    problems: &mut Vec<String>,
+    printer: &Printer,
+) {
     if rebuilt == published {
         return;
     }
@@ -572,7 +871,8 @@ fn compare_manifests(published: &[u8], rebuilt: &[u8], problems: &mut Vec<String
             for n in notes {
                 printer.out(format!("toolchain: {n}"));
             }
-            printer.out("rebuilt:   MANIFEST.json differs only in the toolchain versions it records");
+            printer
+                .out("rebuilt:   MANIFEST.json differs only in the toolchain versions it records");
         }
         None => {
             problems.push("MANIFEST.json differs".into());
@@ -595,21 +895,47 @@ pub fn describe_table_difference(published: &Path, rebuilt: &Path) -> String {
 /// counts differ; `None` when they hold the same values.
 pub fn first_table_difference(published: &Path, rebuilt: &Path) -> anyhow::Result<Option<String>> {
     let read = |path: &Path| -> anyhow::Result<arrow_array::RecordBatch> {
-        let batches: Vec<arrow_array::RecordBatch> =
-            coreb_data::tables::read_batches(path, 8192)?.collect::<Result<_, _>>().with_context(|| format!("reading `{}` as Parquet", path.display()))?;
+        let batches: Vec<arrow_array::RecordBatch> = coreb_data::tables::read_batches(path, 8192)?
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("reading `{}` as Parquet", path.display()))?;
         let schema = match batches.first() {
             Some(b) => b.schema(),
-            None => return Ok(arrow_array::RecordBatch::new_empty(std::sync::Arc::new(arrow_schema::Schema::empty()))),
+            None => {
+                return Ok(arrow_array::RecordBatch::new_empty(std::sync::Arc::new(
+                    arrow_schema::Schema::empty(),
+                )));
+            }
         };
         Ok(arrow_select::concat::concat_batches(&schema, &batches)?)
     };
-    let (a, b) = (read(published).context("the published table")?, read(rebuilt).context("the rebuilt table")?);
-    let fields = |batch: &arrow_array::RecordBatch| batch.schema().fields().iter().map(|f| format!("{}: {}", f.name(), f.data_type())).collect::<Vec<_>>();
+    let (a, b) = (
+        read(published).context("the published table")?,
+        read(rebuilt).context("the rebuilt table")?,
+    );
+    let fields = |batch: &arrow_array::RecordBatch| {
+        batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| format!("{}: {}", f.name(), f.data_type()))
+            .collect::<Vec<_>>()
+    };
     if a.schema().fields() != b.schema().fields() {
         let (fa, fb) = (fields(&a), fields(&b));
-        let first = fa.iter().zip(&fb).position(|(x, y)| x != y).unwrap_or(fa.len().min(fb.len()));
-        let at = |f: &[String]| f.get(first).map_or_else(|| "none".to_owned(), |s| format!("`{s}`"));
-        return Ok(Some(format!("columns differ from column {first}: published {}, rebuilt {}", at(&fa), at(&fb))));
+        let first = fa
+            .iter()
+            .zip(&fb)
+            .position(|(x, y)| x != y)
+            .unwrap_or(fa.len().min(fb.len()));
+        let at = |f: &[String]| {
+            f.get(first)
+                .map_or_else(|| "none".to_owned(), |s| format!("`{s}`"))
+        };
+        return Ok(Some(format!(
+            "columns differ from column {first}: published {}, rebuilt {}",
+            at(&fa),
+            at(&fb)
+        )));
     }
     let rows = a.num_rows().min(b.num_rows());
     let mut first: Option<(usize, usize)> = None;
@@ -636,10 +962,18 @@ pub fn first_table_difference(published: &Path, rebuilt: &Path) -> anyhow::Resul
     let schema = a.schema();
     if let Some((row, j)) = first {
         let name = schema.field(j).name();
-        return Ok(Some(format!("first difference at row {row}, column `{name}`: published {}, rebuilt {}", cell(a.column(j), row), cell(b.column(j), row))));
+        return Ok(Some(format!(
+            "first difference at row {row}, column `{name}`: published {}, rebuilt {}",
+            cell(a.column(j), row),
+            cell(b.column(j), row)
+        )));
     }
     if a.num_rows() != b.num_rows() {
-        return Ok(Some(format!("the first {rows} rows are the same; published {} rows, rebuilt {} (first differing row {rows})", a.num_rows(), b.num_rows())));
+        return Ok(Some(format!(
+            "the first {rows} rows are the same; published {} rows, rebuilt {} (first differing row {rows})",
+            a.num_rows(),
+            b.num_rows()
+        )));
     }
     Ok(None)
 }
@@ -664,13 +998,21 @@ fn cell(array: &arrow_array::ArrayRef, row: usize) -> String {
     } else {
         return format!("a {} value", array.data_type());
     };
-    if shown.chars().count() > 80 { format!("{}…", shown.chars().take(80).collect::<String>()) } else { shown }
+    if shown.chars().count() > 80 {
+        format!("{}…", shown.chars().take(80).collect::<String>())
+    } else {
+        shown
+    }
 }
 
 /// Rebuild a release without a kit where it was built: the embedded build manifest resolved
 /// from the release's location, so that its relative paths (sources, response store) mean
 /// the same; output in a temporary directory.
-fn rebuild_where_built(dir: &Path, trust_release_sandbox: bool, printer: Printer) -> anyhow::Result<Vec<String>> {
+fn rebuild_where_built(
+    dir: &Path,
+    trust_release_sandbox: bool,
+    printer: Printer,
+) -> anyhow::Result<Vec<String>> {
     let (manifest, damaged) = checksums(dir)?;
     let mut problems: Vec<String> = damaged.iter().map(ToString::to_string).collect();
 
@@ -681,7 +1023,10 @@ fn rebuild_where_built(dir: &Path, trust_release_sandbox: bool, printer: Printer
     }
     let base = embedded.dir();
     if !base.is_dir() {
-        bail!("cannot rebuild: the release carries no regeneration kit and the build manifest's directory `{}` does not exist", base.display());
+        bail!(
+            "cannot rebuild: the release carries no regeneration kit and the build manifest's directory `{}` does not exist",
+            base.display()
+        );
     }
     let scratch = tempfile::tempdir()?;
     let mut plan = RunPlan::resolve(&embedded.path, embedded.file.clone(), None)?;
@@ -690,24 +1035,48 @@ fn rebuild_where_built(dir: &Path, trust_release_sandbox: bool, printer: Printer
     plan.llm.mode = coreb_llm::StoreMode::Replay;
     plan.output_dir = scratch.path().join("build");
     plan.publish_dir = scratch.path().join("release");
-    printer.status(format!("rebuilding `{}` in {}", manifest.version, scratch.path().display()));
+    printer.status(format!(
+        "rebuilding `{}` in {}",
+        manifest.version,
+        scratch.path().display()
+    ));
     let engine = Engine::new(plan, printer, false)?;
     engine.run_until(StageName::Release)?;
 
     let rebuilt = scratch.path().join("release");
     let mut diffs = damage(&manifest.files, &hash_tree(&rebuilt)?);
-    for d in diffs.iter_mut().filter(|d| d.kind == "differs" && d.file.ends_with(".parquet")) {
-        d.detail = format!("{}; {}", d.detail, describe_table_difference(&dir.join(&d.file), &rebuilt.join(&d.file)));
+    for d in diffs
+        .iter_mut()
+        .filter(|d| d.kind == "differs" && d.file.ends_with(".parquet"))
+    {
+        d.detail = format!(
+            "{}; {}",
+            d.detail,
+            describe_table_difference(&dir.join(&d.file), &rebuilt.join(&d.file))
+        );
     }
     for d in &diffs {
         printer.out(format!("rebuilt:   {d}"));
     }
     problems.extend(diffs.iter().map(ToString::to_string));
-    compare_manifests(&fs_err::read(&embedded.manifest_file)?, &fs_err::read(rebuilt.join("MANIFEST.json"))?, &mut problems, &printer);
+    compare_manifests(
+        &fs_err::read(&embedded.manifest_file)?,
+        &fs_err::read(rebuilt.join("MANIFEST.json"))?,
+        &mut problems,
+        &printer,
+    );
     if problems.is_empty() {
-        printer.out(format!("{}: {} files verified, rebuilt byte-identical", manifest.version, manifest.files.len() + 1));
+        printer.out(format!(
+            "{}: {} files verified, rebuilt byte-identical",
+            manifest.version,
+            manifest.files.len() + 1
+        ));
     } else {
-        printer.out(format!("{}: {} difference(s)", manifest.version, problems.len()));
+        printer.out(format!(
+            "{}: {} difference(s)",
+            manifest.version,
+            problems.len()
+        ));
     }
     Ok(problems)
 }
@@ -715,26 +1084,53 @@ fn rebuild_where_built(dir: &Path, trust_release_sandbox: bool, printer: Printer
 /// When two MANIFESTs differ only in `stages.execute.toolchains`, one line per program whose
 /// version differs; `None` when anything else differs.
 pub fn toolchain_difference(published: &[u8], rebuilt: &[u8]) -> Option<Vec<String>> {
-    let (Ok(mut a), Ok(mut b)) = (serde_json::from_slice::<serde_json::Value>(published), serde_json::from_slice::<serde_json::Value>(rebuilt)) else {
+    let (Ok(mut a), Ok(mut b)) = (
+        serde_json::from_slice::<serde_json::Value>(published),
+        serde_json::from_slice::<serde_json::Value>(rebuilt),
+    ) else {
         return None;
     };
     let pointer = "/stages/execute/toolchains";
-    let ta = a.pointer_mut(pointer).map(std::mem::take).unwrap_or_default();
-    let tb = b.pointer_mut(pointer).map(std::mem::take).unwrap_or_default();
+    let ta = a
+        .pointer_mut(pointer)
+        .map(std::mem::take)
+        .unwrap_or_default();
+    let tb = b
+        .pointer_mut(pointer)
+        .map(std::mem::take)
+        .unwrap_or_default();
     if a != b || ta == tb {
         return None;
     }
     let mut notes = Vec::new();
-    let (ta, tb) = (ta.as_object().cloned().unwrap_or_default(), tb.as_object().cloned().unwrap_or_default());
+    let (ta, tb) = (
+        ta.as_object().cloned().unwrap_or_default(),
+        tb.as_object().cloned().unwrap_or_default(),
+    );
     let languages: std::collections::BTreeSet<&String> = ta.keys().chain(tb.keys()).collect();
     for lang in languages {
-        let (pa, pb) = (ta.get(lang).and_then(|v| v.as_object()), tb.get(lang).and_then(|v| v.as_object()));
-        let programs: std::collections::BTreeSet<&String> = pa.into_iter().flat_map(|m| m.keys()).chain(pb.into_iter().flat_map(|m| m.keys())).collect();
+        let (pa, pb) = (
+            ta.get(lang).and_then(|v| v.as_object()),
+            tb.get(lang).and_then(|v| v.as_object()),
+        );
+        let programs: std::collections::BTreeSet<&String> = pa
+            .into_iter()
+            .flat_map(|m| m.keys())
+            .chain(pb.into_iter().flat_map(|m| m.keys()))
+            .collect();
         for program in programs {
-            let va = pa.and_then(|m| m.get(program)).and_then(|v| v.as_str()).unwrap_or("(none)");
-            let vb = pb.and_then(|m| m.get(program)).and_then(|v| v.as_str()).unwrap_or("(none)");
+            let va = pa
+                .and_then(|m| m.get(program))
+                .and_then(|v| v.as_str())
+                .unwrap_or("(none)");
+            let vb = pb
+                .and_then(|m| m.get(program))
+                .and_then(|v| v.as_str())
+                .unwrap_or("(none)");
             if va != vb {
-                notes.push(format!("{lang} `{program}`: the release was built with `{va}`, this machine has `{vb}`"));
+                notes.push(format!(
+                    "{lang} `{program}`: the release was built with `{va}`, this machine has `{vb}`"
+                ));
             }
         }
     }
@@ -746,14 +1142,32 @@ mod tests {
     use super::*;
 
     fn entry(sha: &str) -> FileEntry {
-        FileEntry { sha256: sha.into(), bytes: 1 }
+        FileEntry {
+            sha256: sha.into(),
+            bytes: 1,
+        }
     }
 
     #[test]
     fn differences_name_missing_changed_and_extra_files() {
-        let expected = BTreeMap::from([("a".to_owned(), entry("1")), ("b".to_owned(), entry("2")), ("c".to_owned(), entry("3"))]);
-        let actual = BTreeMap::from([("a".to_owned(), entry("1")), ("b".to_owned(), entry("9")), ("d".to_owned(), entry("4"))]);
-        assert_eq!(differences(&expected, &actual), ["differs   b: expected sha256 2, got 9", "missing   c", "extra     d"]);
+        let expected = BTreeMap::from([
+            ("a".to_owned(), entry("1")),
+            ("b".to_owned(), entry("2")),
+            ("c".to_owned(), entry("3")),
+        ]);
+        let actual = BTreeMap::from([
+            ("a".to_owned(), entry("1")),
+            ("b".to_owned(), entry("9")),
+            ("d".to_owned(), entry("4")),
+        ]);
+        assert_eq!(
+            differences(&expected, &actual),
+            [
+                "differs   b: expected sha256 2, got 9",
+                "missing   c",
+                "extra     d"
+            ]
+        );
         assert!(differences(&expected, &expected).is_empty());
     }
 
@@ -764,36 +1178,89 @@ mod tests {
         let table = |name: &str, texts: &[&str], ids: &[i64]| {
             let path = dir.path().join(name);
             let texts = texts.iter().map(|t| Some((*t).to_owned())).collect();
-            write(&path, &[Column::int("id", ids.iter().copied().map(Some).collect()), Column::str("text", texts)]).unwrap();
+            write(
+                &path,
+                &[
+                    Column::int("id", ids.iter().copied().map(Some).collect()),
+                    Column::str("text", texts),
+                ],
+            )
+            .unwrap();
             path
         };
         let published = table("a.parquet", &["x", "y", "z", "w"], &[1, 2, 3, 4]);
-        assert_eq!(first_table_difference(&published, &published).unwrap(), None);
+        assert_eq!(
+            first_table_difference(&published, &published).unwrap(),
+            None
+        );
         // Row 2 differs in `text`, row 3 in `id`: the first row wins.
         let rebuilt = table("b.parquet", &["x", "y", "Z", "w"], &[1, 2, 3, 5]);
-        assert_eq!(first_table_difference(&published, &rebuilt).unwrap().as_deref(), Some("first difference at row 2, column `text`: published \"z\", rebuilt \"Z\""));
+        assert_eq!(
+            first_table_difference(&published, &rebuilt)
+                .unwrap()
+                .as_deref(),
+            Some("first difference at row 2, column `text`: published \"z\", rebuilt \"Z\"")
+        );
         // At one row, the first column in the table's order.
         let both = table("c.parquet", &["x", "Y", "z", "w"], &[1, 9, 3, 4]);
-        assert_eq!(first_table_difference(&published, &both).unwrap().as_deref(), Some("first difference at row 1, column `id`: published 2, rebuilt 9"));
+        assert_eq!(
+            first_table_difference(&published, &both)
+                .unwrap()
+                .as_deref(),
+            Some("first difference at row 1, column `id`: published 2, rebuilt 9")
+        );
         let shorter = table("d.parquet", &["x", "y", "z"], &[1, 2, 3]);
-        assert_eq!(first_table_difference(&published, &shorter).unwrap().as_deref(), Some("the first 3 rows are the same; published 4 rows, rebuilt 3 (first differing row 3)"));
+        assert_eq!(
+            first_table_difference(&published, &shorter)
+                .unwrap()
+                .as_deref(),
+            Some(
+                "the first 3 rows are the same; published 4 rows, rebuilt 3 (first differing row 3)"
+            )
+        );
         let other = dir.path().join("e.parquet");
-        write(&other, &[Column::int("id", vec![Some(1)]), Column::int("text", vec![Some(1)])]).unwrap();
-        assert_eq!(first_table_difference(&published, &other).unwrap().as_deref(), Some("columns differ from column 1: published `text: Utf8`, rebuilt `text: Int64`"));
+        write(
+            &other,
+            &[
+                Column::int("id", vec![Some(1)]),
+                Column::int("text", vec![Some(1)]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            first_table_difference(&published, &other)
+                .unwrap()
+                .as_deref(),
+            Some("columns differ from column 1: published `text: Utf8`, rebuilt `text: Int64`")
+        );
         // A truncated file: the comparison says it cannot read it, naming it.
         let bytes = fs_err::read(&published).unwrap();
         let damaged = dir.path().join("damaged.parquet");
         fs_err::write(&damaged, &bytes[..bytes.len() / 2]).unwrap();
         let said = describe_table_difference(&damaged, &published);
-        assert!(said.starts_with("cannot compare the tables") && said.contains("damaged.parquet"), "{said}");
+        assert!(
+            said.starts_with("cannot compare the tables") && said.contains("damaged.parquet"),
+            "{said}"
+        );
     }
 
     #[test]
     fn names_of_a_release_stay_inside_it() {
-        for bad in ["../x", "a/../../x", "/etc/passwd", "", "a//b", "a\\..\\b", "./a"] {
+        for bad in [
+            "../x",
+            "a/../../x",
+            "/etc/passwd",
+            "",
+            "a//b",
+            "a\\..\\b",
+            "./a",
+        ] {
             assert!(safe_relative(bad, "`files`").is_err(), "{bad}");
         }
-        assert_eq!(safe_relative("regeneration/prompts/a.toml", "`files`").unwrap(), PathBuf::from("regeneration/prompts/a.toml"));
+        assert_eq!(
+            safe_relative("regeneration/prompts/a.toml", "`files`").unwrap(),
+            PathBuf::from("regeneration/prompts/a.toml")
+        );
     }
 
     #[test]
@@ -804,11 +1271,31 @@ mod tests {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         enc.write_all(b"{\"format\": 1}\n").unwrap();
         fs_err::write(&gz, enc.finish().unwrap()).unwrap();
-        let err = import_answers(&gz, Path::new("kit/answers.jsonl.gz"), dir.path(), &dir.path().join("store")).unwrap_err();
-        assert!(format!("{err:#}").starts_with("`kit/answers.jsonl.gz`, line 1: not a valid response-store entry"), "{err:#}");
+        let err = import_answers(
+            &gz,
+            Path::new("kit/answers.jsonl.gz"),
+            dir.path(),
+            &dir.path().join("store"),
+        )
+        .unwrap_err();
+        assert!(
+            format!("{err:#}")
+                .starts_with("`kit/answers.jsonl.gz`, line 1: not a valid response-store entry"),
+            "{err:#}"
+        );
         fs_err::write(&gz, b"not gzip").unwrap();
-        let err = import_answers(&gz, Path::new("kit/answers.jsonl.gz"), dir.path(), &dir.path().join("store")).unwrap_err();
-        assert!(format!("{err:#}").starts_with("`kit/answers.jsonl.gz`, line 1: truncated or corrupt gzip data"), "{err:#}");
+        let err = import_answers(
+            &gz,
+            Path::new("kit/answers.jsonl.gz"),
+            dir.path(),
+            &dir.path().join("store"),
+        )
+        .unwrap_err();
+        assert!(
+            format!("{err:#}")
+                .starts_with("`kit/answers.jsonl.gz`, line 1: truncated or corrupt gzip data"),
+            "{err:#}"
+        );
     }
 
     /// A gzip bomb: more than the cap decompressed is refused, naming the line, whether the
@@ -823,10 +1310,19 @@ mod tests {
             enc.write_all(&body).unwrap();
             fs_err::write(&gz, enc.finish().unwrap()).unwrap();
             let store = dir.path().join("store");
-            let err = import_answers_capped(&gz, Path::new("kit/answers.jsonl.gz"), dir.path(), &store, 6_144).unwrap_err();
+            let err = import_answers_capped(
+                &gz,
+                Path::new("kit/answers.jsonl.gz"),
+                dir.path(),
+                &store,
+                6_144,
+            )
+            .unwrap_err();
             assert_eq!(
                 format!("{err:#}"),
-                format!("`kit/answers.jsonl.gz`, line {line}: decompresses to more than 6144 bytes ({ANSWERS_MAX_RATIO}x its size, at least 64 MiB): refused")
+                format!(
+                    "`kit/answers.jsonl.gz`, line {line}: decompresses to more than 6144 bytes ({ANSWERS_MAX_RATIO}x its size, at least 64 MiB): refused"
+                )
             );
             assert!(!store.exists(), "nothing imported");
         }
@@ -834,9 +1330,14 @@ mod tests {
 
     #[test]
     fn only_toolchain_versions_may_differ() {
-        let m = |gpp: &str, seed: u64| serde_json::to_vec(&serde_json::json!({"seeds": {"qrels": seed}, "stages": {"execute": {"toolchains": {"cpp": {"g++": gpp}}}}})).unwrap();
+        let m = |gpp: &str, seed: u64| {
+            serde_json::to_vec(&serde_json::json!({"seeds": {"qrels": seed}, "stages": {"execute": {"toolchains": {"cpp": {"g++": gpp}}}}})).unwrap()
+        };
         let notes = toolchain_difference(&m("g++ 12", 1), &m("g++ 13", 1)).unwrap();
-        assert_eq!(notes, ["cpp `g++`: the release was built with `g++ 12`, this machine has `g++ 13`"]);
+        assert_eq!(
+            notes,
+            ["cpp `g++`: the release was built with `g++ 12`, this machine has `g++ 13`"]
+        );
         assert_eq!(toolchain_difference(&m("g++ 12", 1), &m("g++ 13", 2)), None);
         assert_eq!(toolchain_difference(&m("g++ 12", 1), &m("g++ 12", 2)), None);
     }

@@ -77,7 +77,12 @@ pub struct ModelOptions {
 /// `--language`: a language CoREB generates solutions in.
 #[cfg(feature = "clap")]
 fn parse_language(s: &str) -> Result<Language, String> {
-    Language::parse(s).ok_or_else(|| format!("`{s}`: one of {}", Language::ALL.map(|l| l.as_str()).join(", ")))
+    Language::parse(s).ok_or_else(|| {
+        format!(
+            "`{s}`: one of {}",
+            Language::ALL.map(|l| l.as_str()).join(", ")
+        )
+    })
 }
 
 /// pass@1 of one problem in one version.
@@ -162,11 +167,28 @@ pub fn pass_at_1(n: u32, c: u32) -> Option<f64> {
 
 /// Means of the problems of one window.
 fn window(name: String, rows: &[&ProblemPass]) -> WindowPass {
-    let both: Vec<(f64, f64)> = rows.iter().filter_map(|r| Some((r.original.pass_at_1?, r.rewritten.pass_at_1?))).collect();
+    let both: Vec<(f64, f64)> = rows
+        .iter()
+        .filter_map(|r| Some((r.original.pass_at_1?, r.rewritten.pass_at_1?)))
+        .collect();
     let n = both.len();
-    let mean = |f: fn(&(f64, f64)) -> f64| if n == 0 { 0.0 } else { both.iter().map(f).sum::<f64>() / n as f64 };
+    let mean = |f: fn(&(f64, f64)) -> f64| {
+        if n == 0 {
+            0.0
+        } else {
+            both.iter().map(f).sum::<f64>() / n as f64
+        }
+    };
     let (o, r) = (mean(|p| p.0), mean(|p| p.1));
-    WindowPass { window: name, problems: n, excluded: rows.len() - n, pass_at_1_original: o, pass_at_1_rewritten: r, drop: o - r, relative_drop: (o > 0.0).then(|| (o - r) / o) }
+    WindowPass {
+        window: name,
+        problems: n,
+        excluded: rows.len() - n,
+        pass_at_1_original: o,
+        pass_at_1_rewritten: r,
+        drop: o - r,
+        relative_drop: (o > 0.0).then(|| (o - r) / o),
+    }
 }
 
 /// An original problem in the shape `generate` takes: its own statement and tests.
@@ -190,8 +212,15 @@ pub fn as_original(p: &Problem) -> RewrittenProblem {
 
 /// Every release problem with its rewrite, in id order; a problem without one is an error
 /// (the artifact belongs to another build).
-pub fn pair(originals: Vec<Problem>, rewritten: Vec<RewrittenProblem>, build_dir: &Path) -> anyhow::Result<Vec<(Problem, RewrittenProblem)>> {
-    let mut by_id: BTreeMap<String, RewrittenProblem> = rewritten.into_iter().map(|r| (r.id.as_str().to_owned(), r)).collect();
+pub fn pair(
+    originals: Vec<Problem>,
+    rewritten: Vec<RewrittenProblem>,
+    build_dir: &Path,
+) -> anyhow::Result<Vec<(Problem, RewrittenProblem)>> {
+    let mut by_id: BTreeMap<String, RewrittenProblem> = rewritten
+        .into_iter()
+        .map(|r| (r.id.as_str().to_owned(), r))
+        .collect();
     let mut pairs = Vec::new();
     let mut missing = Vec::new();
     for p in originals {
@@ -228,17 +257,35 @@ pub fn tally(
     let mut sides: BTreeMap<String, SidePass> = BTreeMap::new();
     for (p, _) in problems {
         for s in 0..samples {
-            owner.insert(SolutionId::new(&p.id, model, language, s).as_str().to_owned(), p.id.as_str().to_owned());
+            owner.insert(
+                SolutionId::new(&p.id, model, language, s)
+                    .as_str()
+                    .to_owned(),
+                p.id.as_str().to_owned(),
+            );
         }
-        sides.insert(p.id.as_str().to_owned(), SidePass { samples, answered: samples, ..Default::default() });
+        sides.insert(
+            p.id.as_str().to_owned(),
+            SidePass {
+                samples,
+                answered: samples,
+                ..Default::default()
+            },
+        );
     }
     for r in rejected {
         // No code, or an answer cut by length or the content filter: the model failed.
         let models_fault = match &r.reason {
-            RejectReason::Llm { failure } => matches!(failure.kind, LlmFailureKind::Truncated | LlmFailureKind::ContentFilter),
+            RejectReason::Llm { failure } => matches!(
+                failure.kind,
+                LlmFailureKind::Truncated | LlmFailureKind::ContentFilter
+            ),
             _ => true,
         };
-        if let (false, Some(side)) = (models_fault, owner.get(&r.item).and_then(|id| sides.get_mut(id))) {
+        if let (false, Some(side)) = (
+            models_fault,
+            owner.get(&r.item).and_then(|id| sides.get_mut(id)),
+        ) {
             side.answered -= 1;
         }
     }
@@ -268,12 +315,24 @@ pub fn llm_config(args: &ModelOptions) -> anyhow::Result<LlmConfig> {
     let config = LlmConfig {
         base_url: endpoint.to_owned(),
         api_key_env: args.client.api_key_env.clone(),
-        mode: if args.client.replay { StoreMode::Replay } else { StoreMode::Live },
+        mode: if args.client.replay {
+            StoreMode::Replay
+        } else {
+            StoreMode::Live
+        },
         model: args.model.clone(),
-        sampling: SamplingParams { temperature: args.temperature, top_p: 1.0, max_tokens: args.max_tokens, seed: Some(args.seed) },
+        sampling: SamplingParams {
+            temperature: args.temperature,
+            top_p: 1.0,
+            max_tokens: args.max_tokens,
+            seed: Some(args.seed),
+        },
         concurrency: args.client.concurrency,
         timeout_secs: args.client.timeout_secs,
-        retry: RetryConfig { max_attempts: args.client.max_attempts, ..RetryConfig::default() },
+        retry: RetryConfig {
+            max_attempts: args.client.max_attempts,
+            ..RetryConfig::default()
+        },
         ..LlmConfig::default()
     };
     config.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -295,24 +354,51 @@ pub struct Rows {
 
 /// Per problem, per contest month and overall, from each version's tally ([`tally`]) of the
 /// release's `pairs` ([`pair`]).
-pub fn rows(pairs: &[(Problem, RewrittenProblem)], mut original: BTreeMap<String, SidePass>, mut rewritten: BTreeMap<String, SidePass>) -> Rows {
+pub fn rows(
+    pairs: &[(Problem, RewrittenProblem)],
+    mut original: BTreeMap<String, SidePass>,
+    mut rewritten: BTreeMap<String, SidePass>,
+) -> Rows {
     let problems: Vec<ProblemPass> = pairs
         .iter()
         .map(|(p, _)| {
             let id = p.id.as_str();
-            let (o, r) = (original.remove(id).unwrap_or_default(), rewritten.remove(id).unwrap_or_default());
+            let (o, r) = (
+                original.remove(id).unwrap_or_default(),
+                rewritten.remove(id).unwrap_or_default(),
+            );
             let drop = o.pass_at_1.zip(r.pass_at_1).map(|(o, r)| o - r);
-            ProblemPass { problem_id: id.to_owned(), window: month(&p.contest_date), original: o, rewritten: r, drop }
+            ProblemPass {
+                problem_id: id.to_owned(),
+                window: month(&p.contest_date),
+                original: o,
+                rewritten: r,
+                drop,
+            }
         })
         .collect();
     let mut by_window: BTreeMap<&str, Vec<&ProblemPass>> = BTreeMap::new();
     for p in &problems {
         by_window.entry(p.window.as_str()).or_default().push(p);
     }
-    let windows = by_window.iter().map(|(w, rows)| window((*w).to_owned(), rows)).collect();
+    let windows = by_window
+        .iter()
+        .map(|(w, rows)| window((*w).to_owned(), rows))
+        .collect();
     let overall = window("all".into(), &problems.iter().collect::<Vec<_>>());
-    let unanswered = problems.iter().map(|p| (p.original.samples - p.original.answered) + (p.rewritten.samples - p.rewritten.answered)).sum();
-    Rows { problems, windows, overall, unanswered }
+    let unanswered = problems
+        .iter()
+        .map(|p| {
+            (p.original.samples - p.original.answered)
+                + (p.rewritten.samples - p.rewritten.answered)
+        })
+        .sum();
+    Rows {
+        problems,
+        windows,
+        overall,
+        unanswered,
+    }
 }
 
 fn rate(x: Option<f64>) -> String {
@@ -334,15 +420,24 @@ pub fn markdown(r: &ModelReport) -> String {
         r.endpoint
     );
     for w in r.windows.iter().chain(std::iter::once(&r.overall)) {
-        let name = if w.window == "all" { "**all**".to_owned() } else { w.window.clone() };
-        let excluded = if w.excluded > 0 { format!(" (+{} unanswered)", w.excluded) } else { String::new() };
+        let name = if w.window == "all" {
+            "**all**".to_owned()
+        } else {
+            w.window.clone()
+        };
+        let excluded = if w.excluded > 0 {
+            format!(" (+{} unanswered)", w.excluded)
+        } else {
+            String::new()
+        };
         md.push_str(&format!(
             "| {name} | {}{excluded} | {:.3} | {:.3} | {:+.3} | {} |\n",
             w.problems,
             w.pass_at_1_original,
             w.pass_at_1_rewritten,
             w.drop,
-            w.relative_drop.map_or_else(|| "–".to_owned(), |d| format!("{:+.1}%", d * 100.0))
+            w.relative_drop
+                .map_or_else(|| "–".to_owned(), |d| format!("{:+.1}%", d * 100.0))
         ));
     }
     md.push_str("\n## Per problem\n\n| problem | window | original passed/answered | rewritten passed/answered | pass@1 original | pass@1 rewritten | drop |\n|---|---|---:|---:|---:|---:|---:|\n");
@@ -357,11 +452,15 @@ pub fn markdown(r: &ModelReport) -> String {
             p.rewritten.answered,
             rate(p.original.pass_at_1),
             rate(p.rewritten.pass_at_1),
-            p.drop.map_or_else(|| "–".to_owned(), |d| format!("{d:+.3}"))
+            p.drop
+                .map_or_else(|| "–".to_owned(), |d| format!("{d:+.3}"))
         ));
     }
     if r.unanswered > 0 {
-        md.push_str(&format!("\n{} samples got no answer from the endpoint and are left out of pass@1.\n", r.unanswered));
+        md.push_str(&format!(
+            "\n{} samples got no answer from the endpoint and are left out of pass@1.\n",
+            r.unanswered
+        ));
     }
     md
 }
@@ -371,8 +470,19 @@ mod tests {
     use super::*;
 
     fn row(window: &str, o: Option<f64>, r: Option<f64>) -> ProblemPass {
-        let side = |p: Option<f64>| SidePass { samples: 2, answered: if p.is_some() { 2 } else { 0 }, passed: 0, pass_at_1: p };
-        ProblemPass { problem_id: "x".into(), window: window.into(), original: side(o), rewritten: side(r), drop: None }
+        let side = |p: Option<f64>| SidePass {
+            samples: 2,
+            answered: if p.is_some() { 2 } else { 0 },
+            passed: 0,
+            pass_at_1: p,
+        };
+        ProblemPass {
+            problem_id: "x".into(),
+            window: window.into(),
+            original: side(o),
+            rewritten: side(r),
+            drop: None,
+        }
     }
 
     #[test]
@@ -387,10 +497,17 @@ mod tests {
 
     #[test]
     fn windows_average_problems_answered_on_both_sides() {
-        let rows = [row("2025-01", Some(1.0), Some(0.5)), row("2025-01", Some(0.5), Some(0.5)), row("2025-01", Some(1.0), None)];
+        let rows = [
+            row("2025-01", Some(1.0), Some(0.5)),
+            row("2025-01", Some(0.5), Some(0.5)),
+            row("2025-01", Some(1.0), None),
+        ];
         let w = window("2025-01".into(), &rows.iter().collect::<Vec<_>>());
         assert_eq!((w.problems, w.excluded), (2, 1));
-        assert_eq!((w.pass_at_1_original, w.pass_at_1_rewritten, w.drop), (0.75, 0.5, 0.25));
+        assert_eq!(
+            (w.pass_at_1_original, w.pass_at_1_rewritten, w.drop),
+            (0.75, 0.5, 0.25)
+        );
         assert_eq!(w.relative_drop, Some(0.25 / 0.75));
         let zero = window("z".into(), &[&row("z", Some(0.0), Some(0.5))]);
         assert_eq!((zero.drop, zero.relative_drop), (-0.5, None));

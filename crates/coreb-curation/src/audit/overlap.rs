@@ -19,7 +19,10 @@ pub struct OverlapOptions {
     /// The corpus: `.jsonl` or `.parquet`.
     pub corpus: PathBuf,
     /// Fields (columns) to check, comma-separated.
-    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "text"))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_delimiter = ',', default_value = "text")
+    )]
     pub fields: Vec<String>,
     /// The id field (default: the row number).
     #[cfg_attr(feature = "clap", arg(long))]
@@ -81,7 +84,14 @@ pub struct OverlapReport {
 
 /// Audit `options.corpus` against the documents of `release`.
 pub fn overlap(release: &Path, options: &OverlapOptions) -> anyhow::Result<OverlapReport> {
-    let OverlapOptions { corpus, fields, id_field, ngram, min_overlap, top } = options;
+    let OverlapOptions {
+        corpus,
+        fields,
+        id_field,
+        ngram,
+        min_overlap,
+        top,
+    } = options;
     if *ngram == 0 || !(*min_overlap > 0.0 && *min_overlap <= 1.0) {
         bail!("`--ngram` must be at least 1 and `--min-overlap` in (0, 1]");
     }
@@ -94,26 +104,41 @@ pub fn overlap(release: &Path, options: &OverlapOptions) -> anyhow::Result<Overl
             cols.push(id);
         }
         coreb_data::tables::columns::for_each_row(corpus, &cols, |row, mut v| {
-            let id = if id_field.is_some() { v.pop().unwrap_or_default() } else { row.to_string() };
+            let id = if id_field.is_some() {
+                v.pop().unwrap_or_default()
+            } else {
+                row.to_string()
+            };
             items.push((id, v));
         })?;
     } else {
         let mut read = || -> anyhow::Result<()> {
             for line in coreb_base::jsonl::lines(corpus)? {
                 let line = line?;
-                let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&line.text).with_context(|| format!("{}: not a JSON object", line.at(corpus)))?;
+                let obj: serde_json::Map<String, serde_json::Value> =
+                    serde_json::from_str(&line.text)
+                        .with_context(|| format!("{}: not a JSON object", line.at(corpus)))?;
                 let get = |name: &str| -> anyhow::Result<String> {
                     match obj.get(name) {
                         Some(serde_json::Value::String(s)) => Ok(s.clone()),
                         Some(serde_json::Value::Number(n)) => Ok(n.to_string()),
-                        _ => bail!("{}: field `{name}` is missing or not a string", line.at(corpus)),
+                        _ => bail!(
+                            "{}: field `{name}` is missing or not a string",
+                            line.at(corpus)
+                        ),
                     }
                 };
                 let id = match id_field {
                     Some(f) => get(f)?,
                     None => (line.number - 1).to_string(),
                 };
-                items.push((id, fields.iter().map(|f| get(f)).collect::<anyhow::Result<_>>()?));
+                items.push((
+                    id,
+                    fields
+                        .iter()
+                        .map(|f| get(f))
+                        .collect::<anyhow::Result<_>>()?,
+                ));
             }
             Ok(())
         };
@@ -128,9 +153,15 @@ pub fn overlap(release: &Path, options: &OverlapOptions) -> anyhow::Result<Overl
         for (field, text) in fields.iter().zip(values) {
             let o = index.overlap(text);
             let hit = match (o.hash_hit, o.best_doc) {
-                (Some(d), _) => {
-                    Some(OverlapHit { id: id.clone(), field: field.clone(), kind: "hash", doc: index.docs()[d].doc.clone(), overlap: 1.0, matched: o.total, total: o.total })
-                }
+                (Some(d), _) => Some(OverlapHit {
+                    id: id.clone(),
+                    field: field.clone(),
+                    kind: "hash",
+                    doc: index.docs()[d].doc.clone(),
+                    overlap: 1.0,
+                    matched: o.total,
+                    total: o.total,
+                }),
                 (None, Some(d)) => Some(OverlapHit {
                     id: id.clone(),
                     field: field.clone(),
@@ -143,7 +174,10 @@ pub fn overlap(release: &Path, options: &OverlapOptions) -> anyhow::Result<Overl
                 (None, None) => None,
             };
             if let Some(h) = hit {
-                let better = best.as_ref().is_none_or(|b| (h.kind == "hash" && b.kind != "hash") || (h.kind == b.kind && h.overlap > b.overlap));
+                let better = best.as_ref().is_none_or(|b| {
+                    (h.kind == "hash" && b.kind != "hash")
+                        || (h.kind == b.kind && h.overlap > b.overlap)
+                });
                 if better {
                     best = Some(h);
                 }
@@ -151,7 +185,13 @@ pub fn overlap(release: &Path, options: &OverlapOptions) -> anyhow::Result<Overl
         }
         if let Some(b) = best {
             let decile = ((b.overlap * 10.0).floor() as usize).min(9);
-            *histogram.entry(format!("{:.1}-{:.1}", decile as f64 / 10.0, (decile + 1) as f64 / 10.0)).or_default() += 1;
+            *histogram
+                .entry(format!(
+                    "{:.1}-{:.1}",
+                    decile as f64 / 10.0,
+                    (decile + 1) as f64 / 10.0
+                ))
+                .or_default() += 1;
             if b.kind == "hash" {
                 hash_hits += 1;
                 flagged.push(b.clone());
@@ -162,7 +202,12 @@ pub fn overlap(release: &Path, options: &OverlapOptions) -> anyhow::Result<Overl
             worst_per_item.push(b);
         }
     }
-    let order = |a: &OverlapHit, b: &OverlapHit| (b.kind == "hash").cmp(&(a.kind == "hash")).then(b.overlap.total_cmp(&a.overlap)).then(a.id.cmp(&b.id));
+    let order = |a: &OverlapHit, b: &OverlapHit| {
+        (b.kind == "hash")
+            .cmp(&(a.kind == "hash"))
+            .then(b.overlap.total_cmp(&a.overlap))
+            .then(a.id.cmp(&b.id))
+    };
     flagged.sort_by(order);
     worst_per_item.sort_by(order);
     worst_per_item.truncate(*top);
@@ -193,7 +238,10 @@ pub fn markdown(r: &OverlapReport) -> String {
         r.ngram
     );
     for h in &r.worst {
-        md.push_str(&format!("| `{}` | {} | {} | `{}` | {:.3} | {}/{} |\n", h.id, h.field, h.kind, h.doc, h.overlap, h.matched, h.total));
+        md.push_str(&format!(
+            "| `{}` | {} | {} | `{}` | {:.3} | {}/{} |\n",
+            h.id, h.field, h.kind, h.doc, h.overlap, h.matched, h.total
+        ));
     }
     md
 }

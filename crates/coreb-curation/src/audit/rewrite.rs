@@ -57,9 +57,21 @@ pub struct TestsCarried {
 
 impl TestsCarried {
     fn of(source: &Problem, rewritten: &RewrittenProblem) -> Self {
-        let src: Vec<_> = source.public_tests.iter().chain(&source.private_tests).collect();
-        let new: Vec<_> = rewritten.public_tests.iter().chain(&rewritten.private_tests).collect();
-        let mut t = TestsCarried { source: src.len(), rewritten: new.len(), ..Default::default() };
+        let src: Vec<_> = source
+            .public_tests
+            .iter()
+            .chain(&source.private_tests)
+            .collect();
+        let new: Vec<_> = rewritten
+            .public_tests
+            .iter()
+            .chain(&rewritten.private_tests)
+            .collect();
+        let mut t = TestsCarried {
+            source: src.len(),
+            rewritten: new.len(),
+            ..Default::default()
+        };
         for (i, origin) in rewritten.test_origins.iter().enumerate() {
             let same = src.get(i).zip(new.get(i)).is_some_and(|(a, b)| a == b);
             t.identical += usize::from(same);
@@ -156,38 +168,65 @@ pub struct RewriteReport {
     pub missing: Vec<String>,
 }
 
-const NOT_AUDITED: &str =
-    "not audited: a release holds the source problems' tests only; pass `--tests` (or `--build-dir`) to read the rewritten tests from the build's rewrite artifact";
+const NOT_AUDITED: &str = "not audited: a release holds the source problems' tests only; pass `--tests` (or `--build-dir`) to read the rewritten tests from the build's rewrite artifact";
 
 fn set_jaccard(a: &BTreeSet<u64>, b: &BTreeSet<u64>) -> f64 {
     let inter = a.intersection(b).count();
     let union = a.len() + b.len() - inter;
-    if union == 0 { 1.0 } else { inter as f64 / union as f64 }
+    if union == 0 {
+        1.0
+    } else {
+        inter as f64 / union as f64
+    }
 }
 
 /// Audit the rewrites of `release`; with `options.tests`, the build `open_build` finds (called
 /// only then) gives the rewritten tests.
-pub fn rewrite<B: ReleaseBuild>(release: &Path, options: &RewriteOptions, open_build: impl FnOnce() -> anyhow::Result<B>, sink: &dyn Report) -> anyhow::Result<RewriteReport> {
+pub fn rewrite<B: ReleaseBuild>(
+    release: &Path,
+    options: &RewriteOptions,
+    open_build: impl FnOnce() -> anyhow::Result<B>,
+    sink: &dyn Report,
+) -> anyhow::Result<RewriteReport> {
     let RewriteOptions { ngram, tests } = options;
     if *ngram == 0 {
         bail!("`--ngram` must be at least 1");
     }
     let rewritten: Option<BTreeMap<String, RewrittenProblem>> = if *tests {
         let lookup = open_build()?;
-        sink.status(&format!("reading rewritten tests from `{}`", lookup.build_dir().join("artifacts/rewrite").display()));
-        Some(lookup.rewritten()?.into_iter().map(|r| (r.id.as_str().to_owned(), r)).collect())
+        sink.status(&format!(
+            "reading rewritten tests from `{}`",
+            lookup.build_dir().join("artifacts/rewrite").display()
+        ));
+        Some(
+            lookup
+                .rewritten()?
+                .into_iter()
+                .map(|r| (r.id.as_str().to_owned(), r))
+                .collect(),
+        )
     } else {
         None
     };
     let mut full: BTreeMap<String, String> = BTreeMap::new();
-    coreb_data::tables::columns::for_each_row(&release.join("text_corpus.parquet"), &["problem_id", "kind", "text"], |_, v| {
-        if v[1] == "full" {
-            full.entry(v[0].clone()).or_insert_with(|| v[2].clone());
-        }
-    })?;
+    coreb_data::tables::columns::for_each_row(
+        &release.join("text_corpus.parquet"),
+        &["problem_id", "kind", "text"],
+        |_, v| {
+            if v[1] == "full" {
+                full.entry(v[0].clone()).or_insert_with(|| v[2].clone());
+            }
+        },
+    )?;
     let mut distances = Vec::new();
     let mut missing = Vec::new();
-    let mut audit = TestsAudit { problems: 0, same_count: 0, count_changed: Vec::new(), not_in_artifact: Vec::new(), totals: TestsCarried::default() };
+    let mut audit = TestsAudit {
+        problems: 0,
+        same_count: 0,
+        count_changed: Vec::new(),
+        not_in_artifact: Vec::new(),
+        totals: TestsCarried::default(),
+    };
     for p in ProblemReader::open(&release.join("problems.parquet"))? {
         let p = p?;
         let tests = match rewritten.as_ref().map(|r| r.get(p.id.as_str())) {
@@ -212,7 +251,9 @@ pub fn rewrite<B: ReleaseBuild>(release: &Path, options: &RewriteOptions, open_b
             missing.push(p.id.as_str().to_owned());
             continue;
         };
-        let orig: BTreeSet<u64> = ngram_hashes(&p.question_content, *ngram).into_iter().collect();
+        let orig: BTreeSet<u64> = ngram_hashes(&p.question_content, *ngram)
+            .into_iter()
+            .collect();
         let new: BTreeSet<u64> = ngram_hashes(text, *ngram).into_iter().collect();
         let ow: BTreeSet<String> = words(&p.question_content).into_iter().collect();
         let nw: BTreeSet<String> = words(text).into_iter().collect();
@@ -221,23 +262,47 @@ pub fn rewrite<B: ReleaseBuild>(release: &Path, options: &RewriteOptions, open_b
         distances.push(RewriteDistance {
             problem_id: p.id.as_str().to_owned(),
             month: month(&p.contest_date),
-            containment: if new.is_empty() { 0.0 } else { new.intersection(&orig).count() as f64 / new.len() as f64 },
+            containment: if new.is_empty() {
+                0.0
+            } else {
+                new.intersection(&orig).count() as f64 / new.len() as f64
+            },
             ngram_jaccard: set_jaccard(&orig, &new),
-            word_jaccard: if wunion == 0 { 1.0 } else { winter as f64 / wunion as f64 },
+            word_jaccard: if wunion == 0 {
+                1.0
+            } else {
+                winter as f64 / wunion as f64
+            },
             words: (words(&p.question_content).len(), words(text).len()),
             tests,
         });
     }
-    distances.sort_by(|a, b| b.containment.total_cmp(&a.containment).then(a.problem_id.cmp(&b.problem_id)));
+    distances.sort_by(|a, b| {
+        b.containment
+            .total_cmp(&a.containment)
+            .then(a.problem_id.cmp(&b.problem_id))
+    });
     let n = distances.len().max(1) as f64;
     Ok(RewriteReport {
         release: release_name(release),
         ngram: *ngram,
-        tests_kept: if rewritten.is_some() { TestsKept::Audited(audit) } else { TestsKept::NotAudited(NOT_AUDITED) },
+        tests_kept: if rewritten.is_some() {
+            TestsKept::Audited(audit)
+        } else {
+            TestsKept::NotAudited(NOT_AUDITED)
+        },
         problems: distances.len(),
-        mean_containment: distances.iter().map(|d| d.containment).fold(0.0, |a, b| a + b) / n,
+        mean_containment: distances
+            .iter()
+            .map(|d| d.containment)
+            .fold(0.0, |a, b| a + b)
+            / n,
         max_containment: distances.iter().map(|d| d.containment).fold(0.0, f64::max),
-        mean_ngram_jaccard: distances.iter().map(|d| d.ngram_jaccard).fold(0.0, |a, b| a + b) / n,
+        mean_ngram_jaccard: distances
+            .iter()
+            .map(|d| d.ngram_jaccard)
+            .fold(0.0, |a, b| a + b)
+            / n,
         distances,
         missing,
     })
@@ -261,13 +326,22 @@ pub fn markdown(r: &RewriteReport) -> String {
                 t.identical
             );
             if t.kept_but_changed > 0 {
-                line.push_str(&format!(" **{} tests marked kept differ from the source.**", t.kept_but_changed));
+                line.push_str(&format!(
+                    " **{} tests marked kept differ from the source.**",
+                    t.kept_but_changed
+                ));
             }
             if !a.count_changed.is_empty() {
-                line.push_str(&format!(" Test count changed: {}.", a.count_changed.join(", ")));
+                line.push_str(&format!(
+                    " Test count changed: {}.",
+                    a.count_changed.join(", ")
+                ));
             }
             if !a.not_in_artifact.is_empty() {
-                line.push_str(&format!(" Not in the rewrite artifact: {}.", a.not_in_artifact.join(", ")));
+                line.push_str(&format!(
+                    " Not in the rewrite artifact: {}.",
+                    a.not_in_artifact.join(", ")
+                ));
             }
             line
         }
@@ -282,13 +356,38 @@ pub fn markdown(r: &RewriteReport) -> String {
         r.max_containment,
         r.ngram,
         r.mean_ngram_jaccard,
-        if audited { " tests (source → rewrite) | kept | model | bijection | identical |" } else { "" },
-        if audited { "---|---:|---:|---:|---:|" } else { "" },
+        if audited {
+            " tests (source → rewrite) | kept | model | bijection | identical |"
+        } else {
+            ""
+        },
+        if audited {
+            "---|---:|---:|---:|---:|"
+        } else {
+            ""
+        },
     );
     for d in &r.distances {
-        md.push_str(&format!("| `{}` | {} | {:.3} | {:.3} | {:.3} | {} → {} |", d.problem_id, d.month, d.containment, d.ngram_jaccard, d.word_jaccard, d.words.0, d.words.1));
+        md.push_str(&format!(
+            "| `{}` | {} | {:.3} | {:.3} | {:.3} | {} → {} |",
+            d.problem_id,
+            d.month,
+            d.containment,
+            d.ngram_jaccard,
+            d.word_jaccard,
+            d.words.0,
+            d.words.1
+        ));
         match (&d.tests, audited) {
-            (Some(t), _) => md.push_str(&format!(" {} → {} | {} | {} | {} | {} |", t.source, t.rewritten, t.kept + t.kept_long, t.model, t.bijection, t.identical)),
+            (Some(t), _) => md.push_str(&format!(
+                " {} → {} | {} | {} | {} | {} |",
+                t.source,
+                t.rewritten,
+                t.kept + t.kept_long,
+                t.model,
+                t.bijection,
+                t.identical
+            )),
             (None, true) => md.push_str(" – | – | – | – | – |"),
             (None, false) => {}
         }

@@ -24,7 +24,10 @@ use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::ops::Range;
 
-use super::{CorpusDedupConfig, Duplicates, IdKey, SketchError, Sketches, Verdict, band_neighbours, sorted_jaccard};
+use super::{
+    CorpusDedupConfig, Duplicates, IdKey, SketchError, Sketches, Verdict, band_neighbours,
+    sorted_jaccard,
+};
 use crate::Prehashed;
 use coreb_base::minhash::UnionFind;
 
@@ -56,18 +59,32 @@ impl ExactDecisions {
 
     /// Write in a small binary layout ([`ExactDecisions::read_from`]).
     pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
-        write_records(w, EXACT_MAGIC, self.input_rows, self.dropped.iter().map(|&(s, o)| [s, o]), self.dropped.len())
+        write_records(
+            w,
+            EXACT_MAGIC,
+            self.input_rows,
+            self.dropped.iter().map(|&(s, o)| [s, o]),
+            self.dropped.len(),
+        )
     }
 
     /// Read what [`ExactDecisions::write_to`] wrote; a corrupt file is an error.
     pub fn read_from(r: &mut impl Read) -> Result<ExactDecisions, SketchError> {
         let (input_rows, records) = read_records::<2>(r, EXACT_MAGIC)?;
         let dropped: Vec<(u64, u64)> = records.into_iter().map(|[s, o]| (s, o)).collect();
-        let ordered = dropped.windows(2).all(|w| w[0].0 < w[1].0) && dropped.iter().all(|&(s, o)| s < input_rows && (o == REPEATED_ID || o < s));
+        let ordered = dropped.windows(2).all(|w| w[0].0 < w[1].0)
+            && dropped
+                .iter()
+                .all(|&(s, o)| s < input_rows && (o == REPEATED_ID || o < s));
         if !ordered {
-            return Err(SketchError::Format("exact decisions out of order or out of range".into()));
+            return Err(SketchError::Format(
+                "exact decisions out of order or out of range".into(),
+            ));
         }
-        Ok(ExactDecisions { input_rows, dropped })
+        Ok(ExactDecisions {
+            input_rows,
+            dropped,
+        })
     }
 }
 
@@ -100,37 +117,78 @@ const NEAR_MAGIC: &[u8; 8] = b"CRBNEA01";
 
 /// Write `candidates` ([`read_candidates`] reads them).
 pub fn write_candidates(w: &mut impl Write, candidates: &[Candidate]) -> std::io::Result<()> {
-    write_records(w, CANDIDATE_MAGIC, 0, candidates.iter().map(|c| [c.later, c.earlier]), candidates.len())
+    write_records(
+        w,
+        CANDIDATE_MAGIC,
+        0,
+        candidates.iter().map(|c| [c.later, c.earlier]),
+        candidates.len(),
+    )
 }
 
 /// Read what [`write_candidates`] wrote.
 pub fn read_candidates(r: &mut impl Read) -> Result<Vec<Candidate>, SketchError> {
     let (_, records) = read_records::<2>(r, CANDIDATE_MAGIC)?;
-    let candidates: Vec<Candidate> = records.into_iter().map(|[later, earlier]| Candidate { later, earlier }).collect();
+    let candidates: Vec<Candidate> = records
+        .into_iter()
+        .map(|[later, earlier]| Candidate { later, earlier })
+        .collect();
     if candidates.iter().any(|c| c.earlier >= c.later) {
-        return Err(SketchError::Format("a candidate pair does not join an earlier row to a later one".into()));
+        return Err(SketchError::Format(
+            "a candidate pair does not join an earlier row to a later one".into(),
+        ));
     }
     Ok(candidates)
 }
 
 /// Write the near decisions over an input of `input_rows` rows ([`read_near`] reads them).
-pub fn write_near(w: &mut impl Write, input_rows: u64, near: &[NearDecision]) -> std::io::Result<()> {
-    write_records(w, NEAR_MAGIC, input_rows, near.iter().map(|d| [d.seq, d.of, d.via, d.jaccard.to_bits()]), near.len())
+pub fn write_near(
+    w: &mut impl Write,
+    input_rows: u64,
+    near: &[NearDecision],
+) -> std::io::Result<()> {
+    write_records(
+        w,
+        NEAR_MAGIC,
+        input_rows,
+        near.iter()
+            .map(|d| [d.seq, d.of, d.via, d.jaccard.to_bits()]),
+        near.len(),
+    )
 }
 
 /// Read what [`write_near`] wrote: the input's rows and the decisions.
 pub fn read_near(r: &mut impl Read) -> Result<(u64, Vec<NearDecision>), SketchError> {
     let (input_rows, records) = read_records::<4>(r, NEAR_MAGIC)?;
-    let near: Vec<NearDecision> = records.into_iter().map(|[seq, of, via, j]| NearDecision { seq, of, via, jaccard: f64::from_bits(j) }).collect();
-    let ordered = near.windows(2).all(|w| w[0].seq < w[1].seq) && near.iter().all(|d| d.seq < input_rows && d.of < d.seq && d.via != d.seq);
+    let near: Vec<NearDecision> = records
+        .into_iter()
+        .map(|[seq, of, via, j]| NearDecision {
+            seq,
+            of,
+            via,
+            jaccard: f64::from_bits(j),
+        })
+        .collect();
+    let ordered = near.windows(2).all(|w| w[0].seq < w[1].seq)
+        && near
+            .iter()
+            .all(|d| d.seq < input_rows && d.of < d.seq && d.via != d.seq);
     if !ordered {
-        return Err(SketchError::Format("near decisions out of order or out of range".into()));
+        return Err(SketchError::Format(
+            "near decisions out of order or out of range".into(),
+        ));
     }
     Ok((input_rows, near))
 }
 
 /// `magic`, `header`, the record count, then `count` records of `W` little-endian u64s.
-fn write_records<const W: usize>(w: &mut impl Write, magic: &[u8; 8], header: u64, records: impl Iterator<Item = [u64; W]>, count: usize) -> std::io::Result<()> {
+fn write_records<const W: usize>(
+    w: &mut impl Write,
+    magic: &[u8; 8],
+    header: u64,
+    records: impl Iterator<Item = [u64; W]>,
+    count: usize,
+) -> std::io::Result<()> {
     w.write_all(magic)?;
     w.write_all(&header.to_le_bytes())?;
     w.write_all(&(count as u64).to_le_bytes())?;
@@ -149,7 +207,10 @@ fn write_records<const W: usize>(w: &mut impl Write, magic: &[u8; 8], header: u6
 
 /// Read what [`write_records`] wrote: the header and the records; a wrong magic or a
 /// truncated file is an error, and so are bytes past the last record.
-fn read_records<const W: usize>(r: &mut impl Read, magic: &[u8; 8]) -> Result<(u64, Vec<[u64; W]>), SketchError> {
+fn read_records<const W: usize>(
+    r: &mut impl Read,
+    magic: &[u8; 8],
+) -> Result<(u64, Vec<[u64; W]>), SketchError> {
     let mut records = RecordReader::<_, W>::open(r, magic)?;
     let mut out = Vec::with_capacity((records.left as usize).min(1 << 20));
     while let Some(rec) = records.next()? {
@@ -171,10 +232,17 @@ impl<R: Read, const W: usize> RecordReader<R, W> {
         let mut head = [0u8; 24];
         r.read_exact(&mut head)?;
         if &head[..8] != magic {
-            return Err(SketchError::Format(format!("not a `{}` file (or another format version)", String::from_utf8_lossy(&magic[..6]))));
+            return Err(SketchError::Format(format!(
+                "not a `{}` file (or another format version)",
+                String::from_utf8_lossy(&magic[..6])
+            )));
         }
         let word = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
-        Ok(RecordReader { header: word(8), left: word(16), r })
+        Ok(RecordReader {
+            header: word(8),
+            left: word(16),
+            r,
+        })
     }
 
     fn next(&mut self) -> Result<Option<[u64; W]>, SketchError> {
@@ -210,7 +278,11 @@ const ENDED: u128 = u128::MAX;
 impl<R: Read> CandidateStream<R> {
     /// The candidate files (of [`write_candidates`]) `files`.
     pub fn open(files: impl IntoIterator<Item = R>) -> Result<Self, SketchError> {
-        let mut s = CandidateStream { readers: Vec::new(), heads: Vec::new(), last: None };
+        let mut s = CandidateStream {
+            readers: Vec::new(),
+            heads: Vec::new(),
+            last: None,
+        };
         for r in files {
             s.readers.push(RecordReader::open(r, CANDIDATE_MAGIC)?);
             s.heads.push(0);
@@ -224,21 +296,28 @@ impl<R: Read> CandidateStream<R> {
         let next = match self.readers[i].next()? {
             Some([later, earlier]) => {
                 if earlier >= later {
-                    return Err(SketchError::Format("a candidate pair does not join an earlier row to a later one".into()));
+                    return Err(SketchError::Format(
+                        "a candidate pair does not join an earlier row to a later one".into(),
+                    ));
                 }
                 u128::from(later) << 64 | u128::from(earlier)
             }
             None => ENDED,
         };
         if next != ENDED && self.heads[i] >= next {
-            return Err(SketchError::Format("the candidate pairs are not in order, or repeated".into()));
+            return Err(SketchError::Format(
+                "the candidate pairs are not in order, or repeated".into(),
+            ));
         }
         self.heads[i] = next;
         Ok(())
     }
 
     /// Feed every pair to `f`, in order, each once.
-    pub fn feed(mut self, f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>) -> Result<(), SketchError> {
+    pub fn feed(
+        mut self,
+        f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>,
+    ) -> Result<(), SketchError> {
         while let Some(c) = self.next_pair()? {
             f(c)?;
         }
@@ -261,7 +340,10 @@ impl<R: Read> CandidateStream<R> {
             self.advance(i)?;
             if self.last != Some(min) {
                 self.last = Some(min);
-                return Ok(Some(Candidate { later: (min >> 64) as u64, earlier: min as u64 }));
+                return Ok(Some(Candidate {
+                    later: (min >> 64) as u64,
+                    earlier: min as u64,
+                }));
             }
         }
     }
@@ -278,7 +360,10 @@ pub struct Nodes {
 
 impl Nodes {
     fn new(input_rows: u64) -> Nodes {
-        Nodes { rows: Bits::new(input_rows), before: Vec::new() }
+        Nodes {
+            rows: Bits::new(input_rows),
+            before: Vec::new(),
+        }
     }
 
     fn insert(&mut self, seq: u64) {
@@ -301,7 +386,9 @@ impl Nodes {
 
     /// Rows named.
     pub fn len(&self) -> usize {
-        self.before.last().map_or(0, |&b| b as usize + self.rows.0.last().map_or(0, |w| w.count_ones() as usize))
+        self.before.last().map_or(0, |&b| {
+            b as usize + self.rows.0.last().map_or(0, |w| w.count_ones() as usize)
+        })
     }
 
     /// Whether no row is named.
@@ -333,29 +420,47 @@ impl Nodes {
 
 /// Where each row of the input is: `(part, row)`, by seq; an error when the parts were made
 /// with other bands, disagree on the input's size or do not cover each seq exactly once.
-fn locate_rows(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<Vec<(u32, u32)>, SketchError> {
+fn locate_rows(
+    config: &CorpusDedupConfig,
+    parts: &[&Sketches],
+) -> Result<Vec<(u32, u32)>, SketchError> {
     check_parts(config, parts)?;
     let total = parts.first().map_or(0, |p| p.input_rows);
     let mut at: Vec<(u32, u32)> = vec![(u32::MAX, 0); total as usize];
     for (pi, p) in parts.iter().enumerate() {
         for (ri, &s) in p.seq.iter().enumerate() {
-            let slot = at.get_mut(s as usize).ok_or(SketchError::Coverage { seq: s, what: "is out of range" })?;
+            let slot = at.get_mut(s as usize).ok_or(SketchError::Coverage {
+                seq: s,
+                what: "is out of range",
+            })?;
             if slot.0 != u32::MAX {
-                return Err(SketchError::Coverage { seq: s, what: "appears twice" });
+                return Err(SketchError::Coverage {
+                    seq: s,
+                    what: "appears twice",
+                });
             }
             *slot = (pi as u32, ri as u32);
         }
     }
     if let Some(seq) = at.iter().position(|a| a.0 == u32::MAX) {
-        return Err(SketchError::Coverage { seq: seq as u64, what: "is missing" });
+        return Err(SketchError::Coverage {
+            seq: seq as u64,
+            what: "is missing",
+        });
     }
     Ok(at)
 }
 
 /// The parts were made with the manifest's bands and agree on the input's size.
 fn check_parts(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<(), SketchError> {
-    if let Some(p) = parts.iter().find(|p| p.bands != config.bands && !p.is_empty()) {
-        return Err(SketchError::Bands { expected: config.bands, found: p.bands });
+    if let Some(p) = parts
+        .iter()
+        .find(|p| p.bands != config.bands && !p.is_empty())
+    {
+        return Err(SketchError::Bands {
+            expected: config.bands,
+            found: p.bands,
+        });
     }
     let total = parts.first().map_or(0, |p| p.input_rows);
     if let Some(p) = parts.iter().find(|p| p.input_rows != total) {
@@ -366,10 +471,15 @@ fn check_parts(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<(), Sk
 
 /// Step 1: repeated ids, then exact copies, each dropped in favour of its first occurrence,
 /// over the ids and exact keys of every row (`parts` read with [`super::Selection::ids`]).
-pub fn exact_step(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<ExactDecisions, SketchError> {
+pub fn exact_step(
+    config: &CorpusDedupConfig,
+    parts: &[&Sketches],
+) -> Result<ExactDecisions, SketchError> {
     let at = locate_rows(config, parts)?;
-    let mut seen: HashSet<IdKey<'_>, Prehashed> = HashSet::with_capacity_and_hasher(at.len(), Prehashed);
-    let mut exact: HashMap<u128, u64, Prehashed> = HashMap::with_capacity_and_hasher(at.len(), Prehashed);
+    let mut seen: HashSet<IdKey<'_>, Prehashed> =
+        HashSet::with_capacity_and_hasher(at.len(), Prehashed);
+    let mut exact: HashMap<u128, u64, Prehashed> =
+        HashMap::with_capacity_and_hasher(at.len(), Prehashed);
     let mut dropped = Vec::new();
     for (seq, &(pi, ri)) in at.iter().enumerate() {
         let p = parts[pi as usize];
@@ -379,16 +489,23 @@ pub fn exact_step(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<Exa
             continue;
         }
         match exact.entry(p.exact[ri]) {
-            std::collections::hash_map::Entry::Occupied(first) => dropped.push((seq as u64, *first.get())),
+            std::collections::hash_map::Entry::Occupied(first) => {
+                dropped.push((seq as u64, *first.get()))
+            }
             std::collections::hash_map::Entry::Vacant(slot) => {
                 slot.insert(seq as u64);
                 if p.near_index(ri).is_none() {
-                    return Err(SketchError::Format(format!("row {seq} has no near-duplicate sketch but is no duplicate")));
+                    return Err(SketchError::Format(format!(
+                        "row {seq} has no near-duplicate sketch but is no duplicate"
+                    )));
                 }
             }
         }
     }
-    Ok(ExactDecisions { input_rows: at.len() as u64, dropped })
+    Ok(ExactDecisions {
+        input_rows: at.len() as u64,
+        dropped,
+    })
 }
 
 /// A bit per input row.
@@ -416,9 +533,18 @@ impl Bits {
 /// and a few bits, not the ids and two hash tables. Rows with the same id hash are told
 /// apart by their ids, read from the files.
 #[cfg(unix)]
-pub fn exact_step_files(config: &CorpusDedupConfig, parts: &[super::SketchFile]) -> Result<ExactDecisions, SketchError> {
-    if let Some(p) = parts.iter().find(|p| p.bands() != config.bands && p.rows() > 0) {
-        return Err(SketchError::Bands { expected: config.bands, found: p.bands() });
+pub fn exact_step_files(
+    config: &CorpusDedupConfig,
+    parts: &[super::SketchFile],
+) -> Result<ExactDecisions, SketchError> {
+    if let Some(p) = parts
+        .iter()
+        .find(|p| p.bands() != config.bands && p.rows() > 0)
+    {
+        return Err(SketchError::Bands {
+            expected: config.bands,
+            found: p.bands(),
+        });
     }
     let total = parts.first().map_or(0, |p| p.input_rows());
     if let Some(p) = parts.iter().find(|p| p.input_rows() != total) {
@@ -431,7 +557,10 @@ pub fn exact_step_files(config: &CorpusDedupConfig, parts: &[super::SketchFile])
         let mut row = 0u32;
         p.for_each_key(|seq, hash, _, near| {
             if covered.set(seq) {
-                return Err(SketchError::Coverage { seq, what: "appears twice" });
+                return Err(SketchError::Coverage {
+                    seq,
+                    what: "appears twice",
+                });
             }
             if !near {
                 no_near.set(seq);
@@ -442,7 +571,10 @@ pub fn exact_step_files(config: &CorpusDedupConfig, parts: &[super::SketchFile])
         })?;
     }
     if let Some(seq) = (0..total).find(|&s| !covered.get(s)) {
-        return Err(SketchError::Coverage { seq, what: "is missing" });
+        return Err(SketchError::Coverage {
+            seq,
+            what: "is missing",
+        });
     }
     drop(covered);
     ids.sort_unstable();
@@ -476,24 +608,40 @@ pub fn exact_step_files(config: &CorpusDedupConfig, parts: &[super::SketchFile])
     for group in keys.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
         let first = group[0].2;
         if no_near.get(first) {
-            return Err(SketchError::Format(format!("row {first} has no near-duplicate sketch but is no duplicate")));
+            return Err(SketchError::Format(format!(
+                "row {first} has no near-duplicate sketch but is no duplicate"
+            )));
         }
         dropped.extend(group[1..].iter().map(|k| (k.2, first)));
     }
     drop(keys);
     dropped.sort_unstable();
-    Ok(ExactDecisions { input_rows: total, dropped })
+    Ok(ExactDecisions {
+        input_rows: total,
+        dropped,
+    })
 }
 
 /// Step 2, one task: the candidate pairs among the rows that `exact` keeps, found through the
 /// bands `bands` (`parts` read with at least those bands' keys), in `(later, earlier)` order.
-pub fn band_task(config: &CorpusDedupConfig, parts: &[&Sketches], exact: &ExactDecisions, bands: Range<usize>) -> Result<Vec<Candidate>, SketchError> {
+pub fn band_task(
+    config: &CorpusDedupConfig,
+    parts: &[&Sketches],
+    exact: &ExactDecisions,
+    bands: Range<usize>,
+) -> Result<Vec<Candidate>, SketchError> {
     check_parts(config, parts)?;
     if let Some(p) = parts.iter().find(|p| p.input_rows != exact.input_rows) {
         return Err(SketchError::InputRows(exact.input_rows, p.input_rows));
     }
-    if let Some(p) = parts.iter().find(|p| !p.is_empty() && (p.key_bands.start > bands.start || p.key_bands.end < bands.end)) {
-        return Err(SketchError::Format(format!("the sketches hold the keys of bands {:?}, not of {bands:?}", p.key_bands)));
+    if let Some(p) = parts
+        .iter()
+        .find(|p| !p.is_empty() && (p.key_bands.start > bands.start || p.key_bands.end < bands.end))
+    {
+        return Err(SketchError::Format(format!(
+            "the sketches hold the keys of bands {:?}, not of {bands:?}",
+            p.key_bands
+        )));
     }
     // The rows near-dedup compares, in input order: (seq, part, near sketch).
     let mut rows: Vec<(u64, u32, u32)> = Vec::new();
@@ -511,13 +659,20 @@ pub fn band_task(config: &CorpusDedupConfig, parts: &[&Sketches], exact: &ExactD
             if is_dropped {
                 continue;
             }
-            let near = p.near_index(ri).ok_or_else(|| SketchError::Format(format!("row {seq} has no near-duplicate sketch but is no duplicate")))?;
+            let near = p.near_index(ri).ok_or_else(|| {
+                SketchError::Format(format!(
+                    "row {seq} has no near-duplicate sketch but is no duplicate"
+                ))
+            })?;
             rows.push((seq, pi as u32, near));
         }
     }
     rows.sort_unstable_by_key(|r| r.0);
     if let Some(w) = rows.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(SketchError::Coverage { seq: w[0].0, what: "appears twice" });
+        return Err(SketchError::Coverage {
+            seq: w[0].0,
+            what: "appears twice",
+        });
     }
     if rows.len() as u64 + exact.dropped.len() as u64 != exact.input_rows {
         return Err(SketchError::Format(format!(
@@ -538,7 +693,10 @@ pub fn band_task(config: &CorpusDedupConfig, parts: &[&Sketches], exact: &ExactD
         of_row.extend(previous.iter().map(|f| f[k]).filter(|&c| c as usize != k));
         of_row.sort_unstable();
         of_row.dedup();
-        candidates.extend(of_row.iter().map(|&c| Candidate { later: rows[k].0, earlier: rows[c as usize].0 }));
+        candidates.extend(of_row.iter().map(|&c| Candidate {
+            later: rows[k].0,
+            earlier: rows[c as usize].0,
+        }));
     }
     Ok(candidates)
 }
@@ -574,21 +732,30 @@ pub fn cluster(
     mut shingles: impl FnMut(usize, u32, &mut Vec<u32>) -> Result<(), SketchError>,
 ) -> Result<Vec<NearDecision>, SketchError> {
     if pairs.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(SketchError::Format("the candidate pairs are not in order, or repeated".into()));
+        return Err(SketchError::Format(
+            "the candidate pairs are not in order, or repeated".into(),
+        ));
     }
     let input_rows = parts.first().map_or(0, |p| p.input_rows);
-    let locate = |nodes: &Nodes, set: &mut dyn FnMut(u64, (u32, u32)) -> Result<(), SketchError>| {
-        for (pi, p) in parts.iter().enumerate() {
-            for (ri, &seq) in p.seq.iter().enumerate() {
-                if nodes.index(seq).is_some() {
-                    let near = p.near_index(ri).ok_or_else(|| SketchError::Format(format!("row {seq} is a candidate but has no near-duplicate sketch")))?;
-                    set(seq, (pi as u32, near))?;
+    let locate =
+        |nodes: &Nodes, set: &mut dyn FnMut(u64, (u32, u32)) -> Result<(), SketchError>| {
+            for (pi, p) in parts.iter().enumerate() {
+                for (ri, &seq) in p.seq.iter().enumerate() {
+                    if nodes.index(seq).is_some() {
+                        let near = p.near_index(ri).ok_or_else(|| {
+                            SketchError::Format(format!(
+                                "row {seq} is a candidate but has no near-duplicate sketch"
+                            ))
+                        })?;
+                        set(seq, (pi as u32, near))?;
+                    }
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        };
+    let feed = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| {
+        pairs.iter().try_for_each(|&c| f(c))
     };
-    let feed = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| pairs.iter().try_for_each(|&c| f(c));
     let mut set = Vec::new();
     let by_ref = |&mut (p, near): &mut (u32, u32), f: &mut dyn FnMut(&[u32])| {
         shingles(p as usize, near, &mut set)?;
@@ -615,17 +782,27 @@ pub fn cluster_with<L: Copy + Default>(
     config: &CorpusDedupConfig,
     input_rows: u64,
     named: impl FnOnce(&mut dyn FnMut(Candidate) -> Result<(), SketchError>) -> Result<(), SketchError>,
-    candidates: impl FnOnce(&mut dyn FnMut(Candidate) -> Result<(), SketchError>) -> Result<(), SketchError>,
-    locate: impl FnOnce(&Nodes, &mut dyn FnMut(u64, L) -> Result<(), SketchError>) -> Result<(), SketchError>,
+    candidates: impl FnOnce(
+        &mut dyn FnMut(Candidate) -> Result<(), SketchError>,
+    ) -> Result<(), SketchError>,
+    locate: impl FnOnce(
+        &Nodes,
+        &mut dyn FnMut(u64, L) -> Result<(), SketchError>,
+    ) -> Result<(), SketchError>,
     mut shingles: impl FnMut(&mut L, &mut dyn FnMut(&[u32])) -> Result<(), SketchError>,
 ) -> Result<(Vec<NearDecision>, u64), SketchError> {
     let mut nodes = Nodes::new(input_rows);
     named(&mut |c| {
         if c.earlier >= c.later {
-            return Err(SketchError::Format("a candidate pair does not join an earlier row to a later one".into()));
+            return Err(SketchError::Format(
+                "a candidate pair does not join an earlier row to a later one".into(),
+            ));
         }
         if c.later >= input_rows {
-            return Err(SketchError::Coverage { seq: c.later, what: "is a candidate but is in no part" });
+            return Err(SketchError::Coverage {
+                seq: c.later,
+                what: "is a candidate but is in no part",
+            });
         }
         nodes.insert(c.later);
         nodes.insert(c.earlier);
@@ -636,18 +813,31 @@ pub fn cluster_with<L: Copy + Default>(
     let mut at: Vec<L> = vec![L::default(); n];
     let mut found = Bits::new(n as u64);
     locate(&nodes, &mut |seq, l| {
-        let k = nodes.index(seq).ok_or(SketchError::Coverage { seq, what: "is no candidate" })? as usize;
+        let k = nodes.index(seq).ok_or(SketchError::Coverage {
+            seq,
+            what: "is no candidate",
+        })? as usize;
         if found.set(k as u64) {
-            return Err(SketchError::Coverage { seq, what: "appears twice" });
+            return Err(SketchError::Coverage {
+                seq,
+                what: "appears twice",
+            });
         }
         at[k] = l;
         Ok(())
     })?;
     if let Some(k) = (0..n).find(|&k| !found.get(k as u64)) {
-        return Err(SketchError::Coverage { seq: nodes.seqs().nth(k).unwrap_or_default(), what: "is a candidate but is in no part" });
+        return Err(SketchError::Coverage {
+            seq: nodes.seqs().nth(k).unwrap_or_default(),
+            what: "is a candidate but is in no part",
+        });
     }
     drop(found);
-    let node = |seq: u64| nodes.index(seq).ok_or(SketchError::Format("the candidate pairs changed while they were read".into()));
+    let node = |seq: u64| {
+        nodes.index(seq).ok_or(SketchError::Format(
+            "the candidate pairs changed while they were read".into(),
+        ))
+    };
     let (mut last, mut count) = (None::<Candidate>, 0u64);
     let mut uf = UnionFind::new(n);
     // The node each node was first joined with, and their Jaccard in 1e-4.
@@ -656,7 +846,9 @@ pub fn cluster_with<L: Copy + Default>(
     let (mut mine, mut loaded) = (Vec::<u32>::new(), None);
     candidates(&mut |p| {
         if last.is_some_and(|l| l >= p) {
-            return Err(SketchError::Format("the candidate pairs are not in order, or repeated".into()));
+            return Err(SketchError::Format(
+                "the candidate pairs are not in order, or repeated".into(),
+            ));
         }
         (last, count) = (Some(p), count + 1);
         let (k, c) = (node(p.later)?, node(p.earlier)?);
@@ -671,7 +863,9 @@ pub fn cluster_with<L: Copy + Default>(
             loaded = Some(p.later);
         }
         let mut j = 0.0;
-        shingles(&mut at[c as usize], &mut |theirs| j = sorted_jaccard(&mine, theirs, config.threshold))?;
+        shingles(&mut at[c as usize], &mut |theirs| {
+            j = sorted_jaccard(&mine, theirs, config.threshold)
+        })?;
         if j < config.threshold {
             return Ok(());
         }
@@ -692,7 +886,12 @@ pub fn cluster_with<L: Copy + Default>(
         if root as usize != k {
             let (via, j) = link[k];
             // The same value as `(j * 1e4).round() / 1e4` of the Jaccard.
-            near.push(NearDecision { seq, of: seqs[root as usize], via: seqs[via as usize], jaccard: f64::from(j) / 1e4 });
+            near.push(NearDecision {
+                seq,
+                of: seqs[root as usize],
+                via: seqs[via as usize],
+                jaccard: f64::from(j) / 1e4,
+            });
         }
     }
     Ok((near, count))
@@ -714,14 +913,24 @@ const NOWHERE: u64 = u64::MAX;
 
 impl Default for SetAt {
     fn default() -> SetAt {
-        SetAt { part: 0, len: 0, start: 0, ring: NOWHERE }
+        SetAt {
+            part: 0,
+            len: 0,
+            start: 0,
+            ring: NOWHERE,
+        }
     }
 }
 
 impl SetAt {
     /// The set of `len` shingles from offset `start` of part `part`'s shingles.
     pub fn new(part: u32, start: u64, len: u32) -> SetAt {
-        SetAt { part, len, start, ring: NOWHERE }
+        SetAt {
+            part,
+            len,
+            start,
+            ring: NOWHERE,
+        }
     }
 }
 
@@ -750,12 +959,23 @@ pub struct SetReader<'a> {
 impl<'a> SetReader<'a> {
     /// A reader of `files` with windows of `window` shingles and a ring of `ring` shingles.
     pub fn new(files: &'a [super::SketchFile], window: u64, ring: usize) -> SetReader<'a> {
-        SetReader { files, windows: vec![(0, Vec::new()); files.len()], window: window.max(1), ring: vec![0; ring], head: 0, scratch: Vec::new() }
+        SetReader {
+            files,
+            windows: vec![(0, Vec::new()); files.len()],
+            window: window.max(1),
+            ring: vec![0; ring],
+            head: 0,
+            scratch: Vec::new(),
+        }
     }
 
     /// Where in the ring the set at `pos` (`len` shingles) is, if it is still there.
     fn in_ring(&self, pos: u64, len: u32) -> Option<Range<usize>> {
-        if self.head.checked_sub(pos).is_none_or(|behind| behind > self.ring.len() as u64) {
+        if self
+            .head
+            .checked_sub(pos)
+            .is_none_or(|behind| behind > self.ring.len() as u64)
+        {
             return None;
         }
         let at = (pos % self.ring.len() as u64) as usize;
@@ -794,12 +1014,20 @@ impl<'a> SetReader<'a> {
             return Ok(());
         }
         let files = self.files;
-        let file = files.get(at.part as usize).ok_or_else(|| SketchError::Format(format!("a shingle set of part {}, which does not exist", at.part)))?;
+        let file = files.get(at.part as usize).ok_or_else(|| {
+            SketchError::Format(format!(
+                "a shingle set of part {}, which does not exist",
+                at.part
+            ))
+        })?;
         let (first, window) = &mut self.windows[at.part as usize];
         let end = at.start + u64::from(at.len);
         if at.start >= *first + window.len() as u64 {
             // Ahead of the window: move it here.
-            let n = file.shingle_count().saturating_sub(at.start).min(self.window.max(u64::from(at.len)));
+            let n = file
+                .shingle_count()
+                .saturating_sub(at.start)
+                .min(self.window.max(u64::from(at.len)));
             file.read_shingles(at.start, n as u32, window)?;
             *first = at.start;
         }
@@ -818,7 +1046,13 @@ impl<'a> SetReader<'a> {
 /// The rows the drop reasons name (the kept row of each exact copy and component, and each
 /// near-duplicate's link), sorted.
 pub fn referenced(exact: &ExactDecisions, near: &[NearDecision]) -> Vec<u64> {
-    let mut seqs: Vec<u64> = exact.dropped.iter().map(|d| d.1).filter(|&o| o != REPEATED_ID).chain(near.iter().flat_map(|d| [d.of, d.via])).collect();
+    let mut seqs: Vec<u64> = exact
+        .dropped
+        .iter()
+        .map(|d| d.1)
+        .filter(|&o| o != REPEATED_ID)
+        .chain(near.iter().flat_map(|d| [d.of, d.via]))
+        .collect();
     seqs.sort_unstable();
     seqs.dedup();
     seqs
@@ -840,24 +1074,50 @@ pub fn ids_of(parts: &[&Sketches], wanted: &[u64]) -> HashMap<u64, Box<str>> {
 impl Duplicates {
     /// The verdict of every row from the decisions of the exact step and of [`cluster`] over
     /// the same input, and the ids of the rows they name ([`ids_of`] of [`referenced`]).
-    pub fn assemble(exact: &ExactDecisions, near: &[NearDecision], ids: HashMap<u64, Box<str>>) -> Result<Duplicates, SketchError> {
+    pub fn assemble(
+        exact: &ExactDecisions,
+        near: &[NearDecision],
+        ids: HashMap<u64, Box<str>>,
+    ) -> Result<Duplicates, SketchError> {
         let mut verdicts = vec![Verdict::Keep; exact.input_rows as usize];
         for &(seq, of) in &exact.dropped {
-            verdicts[seq as usize] = if of == REPEATED_ID { Verdict::DuplicateId } else { Verdict::Exact { of } };
+            verdicts[seq as usize] = if of == REPEATED_ID {
+                Verdict::DuplicateId
+            } else {
+                Verdict::Exact { of }
+            };
         }
         for d in near {
             match verdicts.get_mut(d.seq as usize) {
-                Some(v @ Verdict::Keep) => *v = Verdict::Near { of: d.of, via: d.via, jaccard: d.jaccard },
+                Some(v @ Verdict::Keep) => {
+                    *v = Verdict::Near {
+                        of: d.of,
+                        via: d.via,
+                        jaccard: d.jaccard,
+                    }
+                }
                 Some(_) => {
-                    return Err(SketchError::Format(format!("row {} is both an exact and a near duplicate: the decisions come from different inputs", d.seq)));
+                    return Err(SketchError::Format(format!(
+                        "row {} is both an exact and a near duplicate: the decisions come from different inputs",
+                        d.seq
+                    )));
                 }
                 None => {
-                    return Err(SketchError::Coverage { seq: d.seq, what: "is out of range" });
+                    return Err(SketchError::Coverage {
+                        seq: d.seq,
+                        what: "is out of range",
+                    });
                 }
             }
         }
-        if let Some(missing) = referenced(exact, near).into_iter().find(|s| !ids.contains_key(s)) {
-            return Err(SketchError::Coverage { seq: missing, what: "has no id in the sketches" });
+        if let Some(missing) = referenced(exact, near)
+            .into_iter()
+            .find(|s| !ids.contains_key(s))
+        {
+            return Err(SketchError::Coverage {
+                seq: missing,
+                what: "has no id in the sketches",
+            });
         }
         Ok(Duplicates { verdicts, ids })
     }
@@ -921,23 +1181,42 @@ impl DropNames {
         seqs.dedup();
         seqs.shrink_to_fit();
         if u32::try_from(seqs.len()).is_err() {
-            return Err(SketchError::Format(format!("{} rows named by drop reasons: more than this step handles", seqs.len())));
+            return Err(SketchError::Format(format!(
+                "{} rows named by drop reasons: more than this step handles",
+                seqs.len()
+            )));
         }
         let blocks = name_blocks(&seqs);
         let spans = vec![(0, u32::MAX); seqs.len()];
-        Ok(DropNames { seqs, blocks, spans, names: String::new() })
+        Ok(DropNames {
+            seqs,
+            blocks,
+            spans,
+            names: String::new(),
+        })
     }
 
     /// Take the ids of the named rows that the sketch file `file` holds.
     #[cfg(unix)]
     pub fn find_in(&mut self, file: &super::SketchFile) -> Result<(), SketchError> {
-        let DropNames { seqs, blocks, spans, names } = self;
+        let DropNames {
+            seqs,
+            blocks,
+            spans,
+            names,
+        } = self;
         file.for_each_id(
             |seq| named_position(seqs, blocks, seq).is_some(),
             |seq, id| {
-                let k = named_position(seqs, blocks, seq).ok_or(SketchError::Coverage { seq, what: "is not named" })?;
+                let k = named_position(seqs, blocks, seq).ok_or(SketchError::Coverage {
+                    seq,
+                    what: "is not named",
+                })?;
                 if spans[k].1 != u32::MAX {
-                    return Err(SketchError::Coverage { seq, what: "appears twice" });
+                    return Err(SketchError::Coverage {
+                        seq,
+                        what: "appears twice",
+                    });
                 }
                 spans[k] = (names.len() as u64, id.len() as u32);
                 names.push_str(id);
@@ -949,7 +1228,10 @@ impl DropNames {
     /// Every named row has its id.
     pub fn check(&self) -> Result<(), SketchError> {
         match self.spans.iter().position(|s| s.1 == u32::MAX) {
-            Some(k) => Err(SketchError::Coverage { seq: self.seqs[k], what: "has no id in the sketches" }),
+            Some(k) => Err(SketchError::Coverage {
+                seq: self.seqs[k],
+                what: "has no id in the sketches",
+            }),
             None => Ok(()),
         }
     }
@@ -957,7 +1239,8 @@ impl DropNames {
     /// The id of row `seq`, if it is named.
     pub fn name(&self, seq: u64) -> Option<&str> {
         let (start, len) = self.spans[named_position(&self.seqs, &self.blocks, seq)?];
-        self.names.get(start as usize..start as usize + len as usize)
+        self.names
+            .get(start as usize..start as usize + len as usize)
     }
 }
 
@@ -982,7 +1265,15 @@ impl<'a, R: Read> SplitVerdicts<'a, R> {
         if exact.header != near.header {
             return Err(SketchError::InputRows(exact.header, near.header));
         }
-        let mut v = SplitVerdicts { input_rows: exact.header, exact, near, next_exact: None, next_near: None, last: None, names };
+        let mut v = SplitVerdicts {
+            input_rows: exact.header,
+            exact,
+            near,
+            next_exact: None,
+            next_near: None,
+            last: None,
+            names,
+        };
         v.advance_exact()?;
         v.advance_near()?;
         Ok(v)
@@ -991,9 +1282,13 @@ impl<'a, R: Read> SplitVerdicts<'a, R> {
     fn advance_exact(&mut self) -> Result<(), SketchError> {
         let next = self.exact.next()?;
         if let Some([seq, of]) = next {
-            let ordered = self.next_exact.is_none_or(|[before, _]| before < seq) && seq < self.input_rows && (of == REPEATED_ID || of < seq);
+            let ordered = self.next_exact.is_none_or(|[before, _]| before < seq)
+                && seq < self.input_rows
+                && (of == REPEATED_ID || of < seq);
             if !ordered {
-                return Err(SketchError::Format("exact decisions out of order or out of range".into()));
+                return Err(SketchError::Format(
+                    "exact decisions out of order or out of range".into(),
+                ));
             }
         }
         self.next_exact = next;
@@ -1003,9 +1298,14 @@ impl<'a, R: Read> SplitVerdicts<'a, R> {
     fn advance_near(&mut self) -> Result<(), SketchError> {
         let next = self.near.next()?;
         if let Some([seq, of, via, _]) = next {
-            let ordered = self.next_near.is_none_or(|[before, ..]| before < seq) && seq < self.input_rows && of < seq && via != seq;
+            let ordered = self.next_near.is_none_or(|[before, ..]| before < seq)
+                && seq < self.input_rows
+                && of < seq
+                && via != seq;
             if !ordered {
-                return Err(SketchError::Format("near decisions out of order or out of range".into()));
+                return Err(SketchError::Format(
+                    "near decisions out of order or out of range".into(),
+                ));
             }
         }
         self.next_near = next;
@@ -1020,10 +1320,15 @@ impl<'a, R: Read> SplitVerdicts<'a, R> {
     /// The verdict of row `seq` (after every row asked before).
     pub fn verdict(&mut self, seq: u64) -> Result<Verdict, SketchError> {
         if seq >= self.input_rows {
-            return Err(SketchError::Coverage { seq, what: "is out of range" });
+            return Err(SketchError::Coverage {
+                seq,
+                what: "is out of range",
+            });
         }
         if self.last.is_some_and(|l| l >= seq) {
-            return Err(SketchError::Format(format!("row {seq} asked for after a later row")));
+            return Err(SketchError::Format(format!(
+                "row {seq} asked for after a later row"
+            )));
         }
         self.last = Some(seq);
         while self.next_exact.is_some_and(|[s, _]| s < seq) {
@@ -1032,10 +1337,25 @@ impl<'a, R: Read> SplitVerdicts<'a, R> {
         while self.next_near.is_some_and(|[s, ..]| s < seq) {
             self.advance_near()?;
         }
-        let exact = self.next_exact.filter(|r| r[0] == seq).map(|[_, of]| if of == REPEATED_ID { Verdict::DuplicateId } else { Verdict::Exact { of } });
-        let near = self.next_near.filter(|r| r[0] == seq).map(|[_, of, via, j]| Verdict::Near { of, via, jaccard: f64::from_bits(j) });
+        let exact = self.next_exact.filter(|r| r[0] == seq).map(|[_, of]| {
+            if of == REPEATED_ID {
+                Verdict::DuplicateId
+            } else {
+                Verdict::Exact { of }
+            }
+        });
+        let near = self
+            .next_near
+            .filter(|r| r[0] == seq)
+            .map(|[_, of, via, j]| Verdict::Near {
+                of,
+                via,
+                jaccard: f64::from_bits(j),
+            });
         match (exact, near) {
-            (Some(_), Some(_)) => Err(SketchError::Format(format!("row {seq} is both an exact and a near duplicate: the decisions come from different inputs"))),
+            (Some(_), Some(_)) => Err(SketchError::Format(format!(
+                "row {seq} is both an exact and a near duplicate: the decisions come from different inputs"
+            ))),
             (Some(v), None) | (None, Some(v)) => Ok(v),
             (None, None) => Ok(Verdict::Keep),
         }
@@ -1045,7 +1365,11 @@ impl<'a, R: Read> SplitVerdicts<'a, R> {
 impl<R: Read + Sync> crate::curate::Verdicts for SplitVerdicts<'_, R> {
     type Error = SketchError;
 
-    fn verdicts(&mut self, rows: &[(u64, crate::Pair)], out: &mut Vec<Verdict>) -> Result<(), SketchError> {
+    fn verdicts(
+        &mut self,
+        rows: &[(u64, crate::Pair)],
+        out: &mut Vec<Verdict>,
+    ) -> Result<(), SketchError> {
         for (seq, _) in rows {
             out.push(self.verdict(*seq)?);
         }
@@ -1084,7 +1408,11 @@ mod tests {
         let mut link = vec![(u32::MAX, 0.0); rows.len()];
         let previous = band_neighbours(rows.len(), 0..config.bands, |k, b| sketch(k).0[b]);
         for k in 0..rows.len() {
-            let mut candidates: Vec<u32> = previous.iter().map(|p| p[k]).filter(|&c| c as usize != k).collect();
+            let mut candidates: Vec<u32> = previous
+                .iter()
+                .map(|p| p[k])
+                .filter(|&c| c as usize != k)
+                .collect();
             candidates.sort_unstable();
             candidates.dedup();
             for c in candidates {
@@ -1105,7 +1433,11 @@ mod tests {
         for k in 0..rows.len() {
             let root = uf.find(k as u32) as usize;
             if root != k {
-                verdicts[rows[k]] = Verdict::Near { of: rows[root] as u64, via: rows[link[k].0 as usize] as u64, jaccard: link[k].1 };
+                verdicts[rows[k]] = Verdict::Near {
+                    of: rows[root] as u64,
+                    via: rows[link[k].0 as usize] as u64,
+                    jaccard: link[k].1,
+                };
             }
         }
         verdicts
@@ -1125,7 +1457,11 @@ mod tests {
         for g in 0..60 {
             let mut words: Vec<String> = (0..60).map(|_| format!("w{}", next() % 400)).collect();
             for step in 0..(1 + next() % 6) {
-                rows.push((format!("g{g}s{step}"), words.join(" "), format!("def f{g}(): pass")));
+                rows.push((
+                    format!("g{g}s{step}"),
+                    words.join(" "),
+                    format!("def f{g}(): pass"),
+                ));
                 for _ in 0..(1 + next() % 2) {
                     let i = (next() % 60) as usize;
                     words[i] = format!("v{}", next() % 400);
@@ -1135,7 +1471,11 @@ mod tests {
         for i in 0..40 {
             let (id, text, code) = rows[(next() % rows.len() as u64) as usize].clone();
             // An exact copy under a new id, or the same id again with other content.
-            rows.push(if i % 2 == 0 { (format!("{id}x{i}"), text, code) } else { (id, format!("other {i}"), code) });
+            rows.push(if i % 2 == 0 {
+                (format!("{id}x{i}"), text, code)
+            } else {
+                (id, format!("other {i}"), code)
+            });
         }
         for i in (1..rows.len()).rev() {
             rows.swap(i, (next() % (i as u64 + 1)) as usize);
@@ -1143,7 +1483,12 @@ mod tests {
         // Bridges: two rows unlike each other (Jaccard ~0.47), then a row like both (~0.70),
         // which joins their components through the first of them it is checked against.
         for b in 0..10 {
-            let words = |from: usize| (from..from + 60).map(|i| format!("b{b}x{i}")).collect::<Vec<_>>().join(" ");
+            let words = |from: usize| {
+                (from..from + 60)
+                    .map(|i| format!("b{b}x{i}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
             for (k, from) in [0, 20, 10].into_iter().enumerate() {
                 rows.push((format!("bridge{b}r{k}"), words(from), String::new()));
             }
@@ -1159,7 +1504,11 @@ mod tests {
         let blocks = name_blocks(&seqs);
         assert_eq!(blocks.len() as u64, 10_047 / NAME_BLOCK + 2);
         for seq in 0..10_200u64 {
-            assert_eq!(named_position(&seqs, &blocks, seq), seqs.binary_search(&seq).ok(), "row {seq}");
+            assert_eq!(
+                named_position(&seqs, &blocks, seq),
+                seqs.binary_search(&seq).ok(),
+                "row {seq}"
+            );
         }
         assert_eq!(named_position(&seqs, &blocks, u64::MAX), None);
         assert_eq!(named_position(&[], &name_blocks(&[]), 0), None);
@@ -1204,11 +1553,23 @@ mod tests {
             .unwrap();
         }
         let longest = sets.iter().map(|s| s.1.len()).max().unwrap();
-        assert!(sets.len() > 50 && longest > 4, "{} sets, the longest of {longest}", sets.len());
+        assert!(
+            sets.len() > 50 && longest > 4,
+            "{} sets, the longest of {longest}",
+            sets.len()
+        );
         // Forward, backward, and a stride that jumps between parts and back.
         let n = sets.len();
-        let order: Vec<usize> = (0..n).chain((0..n).rev()).chain((0..3 * n).map(|i| i * 7 % n)).collect();
-        for (window, ring) in [(1, 0), (3, 2 * longest), (16, 4 * longest), (1 << 15, 1 << 20)] {
+        let order: Vec<usize> = (0..n)
+            .chain((0..n).rev())
+            .chain((0..3 * n).map(|i| i * 7 % n))
+            .collect();
+        for (window, ring) in [
+            (1, 0),
+            (3, 2 * longest),
+            (16, 4 * longest),
+            (1 << 15, 1 << 20),
+        ] {
             let mut reader = SetReader::new(&files, window, ring);
             let mut sets = sets.clone();
             for &i in &order {
@@ -1222,9 +1583,18 @@ mod tests {
                 }
                 // Asked again at once: found where it is, in the younger half.
                 let kept = at.ring;
-                assert_ne!(kept, NOWHERE, "set {i} of {} shingles, ring {ring}", want.len());
+                assert_ne!(
+                    kept,
+                    NOWHERE,
+                    "set {i} of {} shingles, ring {ring}",
+                    want.len()
+                );
                 reader.lend(at, &mut |s| got = s.to_vec()).unwrap();
-                assert_eq!((&got, at.ring), (&*want, kept), "set {i}, window {window}, ring {ring}");
+                assert_eq!(
+                    (&got, at.ring),
+                    (&*want, kept),
+                    "set {i}, window {window}, ring {ring}"
+                );
             }
         }
         // A set found in the older half of the ring moves to its head; once the ring has come
@@ -1244,7 +1614,10 @@ mod tests {
             reader.lend(&mut sets[k].0, &mut |_| ()).unwrap();
             k += 1;
         }
-        assert!(reader.in_ring(first.ring, first.len).is_none(), "come round over");
+        assert!(
+            reader.in_ring(first.ring, first.len).is_none(),
+            "come round over"
+        );
         let mut got = Vec::new();
         reader.lend(&mut first, &mut |s| got = s.to_vec()).unwrap();
         assert_eq!(got, sets[0].1);
@@ -1252,7 +1625,10 @@ mod tests {
 
     #[test]
     fn any_band_split_and_part_split_decides_as_one_process() {
-        let config = CorpusDedupConfig { threshold: 0.6, ..CorpusDedupConfig::default() };
+        let config = CorpusDedupConfig {
+            threshold: 0.6,
+            ..CorpusDedupConfig::default()
+        };
         let rows = rows();
         let mut sketcher = Sketcher::new(&config);
         let mut parts: Vec<Sketches> = (0..3).map(|_| Sketches::new(&config)).collect();
@@ -1265,9 +1641,18 @@ mod tests {
             p.set_input_rows(rows.len() as u64);
         }
         let expected = one_process(&config, &all);
-        let near = expected.iter().filter(|v| matches!(v, Verdict::Near { via, of, .. } if via != of)).count();
-        let exact = expected.iter().filter(|v| matches!(v, Verdict::Exact { .. } | Verdict::DuplicateId)).count();
-        assert!(near > 20 && exact > 30, "a test set with chains ({near}) and exact copies ({exact})");
+        let near = expected
+            .iter()
+            .filter(|v| matches!(v, Verdict::Near { via, of, .. } if via != of))
+            .count();
+        let exact = expected
+            .iter()
+            .filter(|v| matches!(v, Verdict::Exact { .. } | Verdict::DuplicateId))
+            .count();
+        assert!(
+            near > 20 && exact > 30,
+            "a test set with chains ({near}) and exact copies ({exact})"
+        );
         // The parts as files, read back as a band task reads them: some bands' keys, the
         // shingle sets left in the file.
         let dir = tempfile::tempdir().unwrap();
@@ -1283,25 +1668,53 @@ mod tests {
             })
             .collect();
         let read = |sel: &Selection| -> Vec<Sketches> {
-            files.iter().map(|f| Sketches::read_selected(&mut std::io::BufReader::new(std::fs::File::open(f).unwrap()), sel).unwrap()).collect()
+            files
+                .iter()
+                .map(|f| {
+                    Sketches::read_selected(
+                        &mut std::io::BufReader::new(std::fs::File::open(f).unwrap()),
+                        sel,
+                    )
+                    .unwrap()
+                })
+                .collect()
         };
-        let with_ids = read(&Selection { ids: true, bands: Some(0..0), shingles: false });
+        let with_ids = read(&Selection {
+            ids: true,
+            bands: Some(0..0),
+            shingles: false,
+        });
         let id_refs: Vec<&Sketches> = with_ids.iter().collect();
         let decisions = exact_step(&config, &id_refs).unwrap();
         let mut bytes = Vec::new();
         decisions.write_to(&mut bytes).unwrap();
         let decisions = ExactDecisions::read_from(&mut bytes.as_slice()).unwrap();
         let whole = super::super::find_duplicates(&config, &[&all]).unwrap();
-        let open: Vec<std::fs::File> = files.iter().map(|f| std::fs::File::open(f).unwrap()).collect();
+        let open: Vec<std::fs::File> = files
+            .iter()
+            .map(|f| std::fs::File::open(f).unwrap())
+            .collect();
         // The steps over the files read as streams decide the same.
-        let streamed: Vec<SketchFile> = files.iter().map(|f| SketchFile::open(std::fs::File::open(f).unwrap()).unwrap()).collect();
+        let streamed: Vec<SketchFile> = files
+            .iter()
+            .map(|f| SketchFile::open(std::fs::File::open(f).unwrap()).unwrap())
+            .collect();
         assert_eq!(exact_step_files(&config, &streamed).unwrap(), decisions);
-        assert!(exact_step_files(&config, &streamed[..2]).unwrap_err().to_string().contains("is missing"));
+        assert!(
+            exact_step_files(&config, &streamed[..2])
+                .unwrap_err()
+                .to_string()
+                .contains("is missing")
+        );
         for tasks in [1usize, 2, 3, 8, 32] {
             let (mut outputs, mut task_files) = (Vec::new(), Vec::new());
             for t in 0..tasks {
                 let bands = t * config.bands / tasks..(t + 1) * config.bands / tasks;
-                let parts = read(&Selection { ids: false, bands: Some(bands.clone()), shingles: false });
+                let parts = read(&Selection {
+                    ids: false,
+                    bands: Some(bands.clone()),
+                    shingles: false,
+                });
                 let refs: Vec<&Sketches> = parts.iter().collect();
                 let candidates = band_task(&config, &refs, &decisions, bands).unwrap();
                 let mut bytes = Vec::new();
@@ -1311,73 +1724,154 @@ mod tests {
             }
             let pairs = outputs.into_iter().fold(Vec::new(), merge_candidates);
             // The clustering step's view: positions and shingle-set offsets, the sets on disk.
-            let parts = read(&Selection { ids: false, bands: Some(0..0), shingles: false });
+            let parts = read(&Selection {
+                ids: false,
+                bands: Some(0..0),
+                shingles: false,
+            });
             let part_refs: Vec<&Sketches> = parts.iter().collect();
-            let near = cluster(&config, &part_refs, &pairs, |p, n, out| parts[p].read_shingles(&open[p], n, out)).unwrap();
+            let near = cluster(&config, &part_refs, &pairs, |p, n, out| {
+                parts[p].read_shingles(&open[p], n, out)
+            })
+            .unwrap();
             // The clustering step's streams: the tasks' files merged, the parts' offsets.
-            let feed = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| CandidateStream::open(task_files.iter().map(Vec::as_slice))?.feed(f);
-            let locate = |nodes: &Nodes, set: &mut dyn FnMut(u64, SetAt) -> Result<(), SketchError>| {
-                for (p, file) in streamed.iter().enumerate() {
-                    file.for_each_near(|seq, at| match (nodes.index(seq), at) {
-                        (Some(_), Some((start, len))) => set(seq, SetAt::new(p as u32, start, len)),
-                        _ => Ok(()),
-                    })?;
-                }
-                Ok(())
+            let feed = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| {
+                CandidateStream::open(task_files.iter().map(Vec::as_slice))?.feed(f)
             };
+            let locate =
+                |nodes: &Nodes, set: &mut dyn FnMut(u64, SetAt) -> Result<(), SketchError>| {
+                    for (p, file) in streamed.iter().enumerate() {
+                        file.for_each_near(|seq, at| match (nodes.index(seq), at) {
+                            (Some(_), Some((start, len))) => {
+                                set(seq, SetAt::new(p as u32, start, len))
+                            }
+                            _ => Ok(()),
+                        })?;
+                    }
+                    Ok(())
+                };
             let mut set = Vec::new();
             let read = |at: &mut SetAt, f: &mut dyn FnMut(&[u32])| {
                 streamed[at.part as usize].read_shingles(at.start, at.len, &mut set)?;
                 f(&set);
                 Ok(())
             };
-            let (from_files, count) = cluster_with(&config, rows.len() as u64, feed, feed, locate, read).unwrap();
-            assert_eq!((from_files, count), (near.clone(), pairs.len() as u64), "{tasks} band tasks, streamed");
+            let (from_files, count) =
+                cluster_with(&config, rows.len() as u64, feed, feed, locate, read).unwrap();
+            assert_eq!(
+                (from_files, count),
+                (near.clone(), pairs.len() as u64),
+                "{tasks} band tasks, streamed"
+            );
             // Through the clustering step's reader: no ring, a ring that comes round many
             // times (sets copied to its head, found, lost), and one that holds every set.
             for (window, ring) in [(1, 0), (7, 64), (64, 300), (1 << 15, 1 << 20)] {
                 let mut reader = SetReader::new(&streamed, window, ring);
                 let lend = |at: &mut SetAt, f: &mut dyn FnMut(&[u32])| reader.lend(at, f);
                 // The rows named learnt from each task's file on its own, as the step does.
-                let named =
-                    |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| task_files.iter().rev().try_for_each(|file| CandidateStream::open([file.as_slice()])?.feed(f));
-                let got = cluster_with(&config, rows.len() as u64, named, feed, locate, lend).unwrap();
-                assert_eq!(got, (near.clone(), pairs.len() as u64), "{tasks} band tasks, window {window}, ring {ring}");
+                let named = |f: &mut dyn FnMut(Candidate) -> Result<(), SketchError>| {
+                    task_files
+                        .iter()
+                        .rev()
+                        .try_for_each(|file| CandidateStream::open([file.as_slice()])?.feed(f))
+                };
+                let got =
+                    cluster_with(&config, rows.len() as u64, named, feed, locate, lend).unwrap();
+                assert_eq!(
+                    got,
+                    (near.clone(), pairs.len() as u64),
+                    "{tasks} band tasks, window {window}, ring {ring}"
+                );
             }
             let mut bytes = Vec::new();
             write_near(&mut bytes, rows.len() as u64, &near).unwrap();
             let (_, near) = read_near(&mut bytes.as_slice()).unwrap();
-            let got = Duplicates::assemble(&decisions, &near, ids_of(&id_refs, &referenced(&decisions, &near))).unwrap();
+            let got = Duplicates::assemble(
+                &decisions,
+                &near,
+                ids_of(&id_refs, &referenced(&decisions, &near)),
+            )
+            .unwrap();
             for (seq, want) in expected.iter().enumerate() {
-                assert_eq!(got.verdict(seq as u64), *want, "row {seq} with {tasks} band tasks");
-                assert_eq!(got.reason(seq as u64, &rows[seq].0), whole.reason(seq as u64, &rows[seq].0));
+                assert_eq!(
+                    got.verdict(seq as u64),
+                    *want,
+                    "row {seq} with {tasks} band tasks"
+                );
+                assert_eq!(
+                    got.reason(seq as u64, &rows[seq].0),
+                    whole.reason(seq as u64, &rows[seq].0)
+                );
             }
         }
         // A band task over the rows of other exact decisions, or keys it was not given, is refused.
-        let parts = read(&Selection { ids: false, bands: Some(0..4), shingles: false });
+        let parts = read(&Selection {
+            ids: false,
+            bands: Some(0..4),
+            shingles: false,
+        });
         let refs: Vec<&Sketches> = parts.iter().collect();
-        let e = band_task(&config, &refs, &decisions, 4..8).unwrap_err().to_string();
-        assert!(e.contains("hold the keys of bands 0..4, not of 4..8"), "{e}");
-        let other = ExactDecisions { input_rows: rows.len() as u64 + 1, dropped: decisions.dropped.clone() };
-        let e = band_task(&config, &refs, &other, 0..4).unwrap_err().to_string();
+        let e = band_task(&config, &refs, &decisions, 4..8)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("hold the keys of bands 0..4, not of 4..8"),
+            "{e}"
+        );
+        let other = ExactDecisions {
+            input_rows: rows.len() as u64 + 1,
+            dropped: decisions.dropped.clone(),
+        };
+        let e = band_task(&config, &refs, &other, 0..4)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("disagree on the number of input rows"), "{e}");
-        let e = band_task(&config, &refs[..2], &decisions, 0..4).unwrap_err().to_string();
+        let e = band_task(&config, &refs[..2], &decisions, 0..4)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("the exact step left"), "{e}");
         // A candidate in none of the parts, and corrupt step files, are errors, not panics.
-        let far = [Candidate { later: rows.len() as u64 + 5, earlier: 0 }];
-        let e = cluster(&config, &refs, &far, |_, _, _| Ok(())).unwrap_err().to_string();
+        let far = [Candidate {
+            later: rows.len() as u64 + 5,
+            earlier: 0,
+        }];
+        let e = cluster(&config, &refs, &far, |_, _, _| Ok(()))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is a candidate but is in no part"), "{e}");
-        let e = cluster(&config, &refs, &[far[0], far[0]], |_, _, _| Ok(())).unwrap_err().to_string();
+        let e = cluster(&config, &refs, &[far[0], far[0]], |_, _, _| Ok(()))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not in order, or repeated"), "{e}");
         let pair = |later, earlier| Candidate { later, earlier };
         assert_eq!(
-            merge_candidates(vec![pair(2, 1), pair(5, 0), pair(5, 3)], vec![pair(2, 0), pair(5, 3), pair(9, 8)]),
+            merge_candidates(
+                vec![pair(2, 1), pair(5, 0), pair(5, 3)],
+                vec![pair(2, 0), pair(5, 3), pair(9, 8)]
+            ),
             [pair(2, 0), pair(2, 1), pair(5, 0), pair(5, 3), pair(9, 8)]
         );
         let mut bytes = Vec::new();
-        write_candidates(&mut bytes, &[Candidate { later: 1, earlier: 3 }]).unwrap();
-        assert!(read_candidates(&mut bytes.as_slice()).unwrap_err().to_string().contains("does not join an earlier row"));
+        write_candidates(
+            &mut bytes,
+            &[Candidate {
+                later: 1,
+                earlier: 3,
+            }],
+        )
+        .unwrap();
+        assert!(
+            read_candidates(&mut bytes.as_slice())
+                .unwrap_err()
+                .to_string()
+                .contains("does not join an earlier row")
+        );
         assert!(read_candidates(&mut &bytes[..bytes.len() - 1]).is_err());
-        assert!(ExactDecisions::read_from(&mut bytes.as_slice()).unwrap_err().to_string().contains("not a `CRBEXA` file"));
+        assert!(
+            ExactDecisions::read_from(&mut bytes.as_slice())
+                .unwrap_err()
+                .to_string()
+                .contains("not a `CRBEXA` file")
+        );
     }
 }

@@ -51,12 +51,23 @@ pub fn tokens(s: &str) -> Vec<&str> {
 pub fn word_diff(a: &str, b: &str) -> Vec<Segment> {
     let (ta, tb) = (tokens(a), tokens(b));
     let prefix = ta.iter().zip(&tb).take_while(|(x, y)| x == y).count();
-    let suffix = ta[prefix..].iter().rev().zip(tb[prefix..].iter().rev()).take_while(|(x, y)| x == y).count();
-    let (ma, mb) = (&ta[prefix..ta.len() - suffix], &tb[prefix..tb.len() - suffix]);
+    let suffix = ta[prefix..]
+        .iter()
+        .rev()
+        .zip(tb[prefix..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (ma, mb) = (
+        &ta[prefix..ta.len() - suffix],
+        &tb[prefix..tb.len() - suffix],
+    );
     let mut out: Vec<Segment> = Vec::new();
     let mut push = |op: char, t: &str| match out.last_mut() {
         Some(last) if last.op == op => last.text.push_str(t),
-        _ => out.push(Segment { op, text: t.to_owned() }),
+        _ => out.push(Segment {
+            op,
+            text: t.to_owned(),
+        }),
     };
     ta[..prefix].iter().for_each(|t| push('=', t));
     if ma.len().saturating_mul(mb.len()) > MAX_CELLS {
@@ -68,7 +79,11 @@ pub fn word_diff(a: &str, b: &str) -> Vec<Segment> {
         let mut lcs = vec![0u32; (ma.len() + 1) * w];
         for i in (0..ma.len()).rev() {
             for j in (0..mb.len()).rev() {
-                lcs[i * w + j] = if ma[i] == mb[j] { lcs[(i + 1) * w + j + 1] + 1 } else { lcs[(i + 1) * w + j].max(lcs[i * w + j + 1]) };
+                lcs[i * w + j] = if ma[i] == mb[j] {
+                    lcs[(i + 1) * w + j + 1] + 1
+                } else {
+                    lcs[(i + 1) * w + j].max(lcs[i * w + j + 1])
+                };
             }
         }
         let (mut i, mut j) = (0, 0);
@@ -76,7 +91,8 @@ pub fn word_diff(a: &str, b: &str) -> Vec<Segment> {
             if i < ma.len() && j < mb.len() && ma[i] == mb[j] {
                 push('=', ma[i]);
                 (i, j) = (i + 1, j + 1);
-            } else if i < ma.len() && (j == mb.len() || lcs[(i + 1) * w + j] >= lcs[i * w + j + 1]) {
+            } else if i < ma.len() && (j == mb.len() || lcs[(i + 1) * w + j] >= lcs[i * w + j + 1])
+            {
                 push('-', ma[i]);
                 i += 1;
             } else {
@@ -94,23 +110,52 @@ mod tests {
     use super::*;
 
     fn render(segments: &[Segment]) -> String {
-        segments.iter().map(|s| if s.op == '=' { s.text.clone() } else { format!("[{}{}]", s.op, s.text) }).collect()
+        segments
+            .iter()
+            .map(|s| {
+                if s.op == '=' {
+                    s.text.clone()
+                } else {
+                    format!("[{}{}]", s.op, s.text)
+                }
+            })
+            .collect()
     }
 
     #[test]
     fn tokens_split_words_spaces_and_signs() {
-        assert_eq!(tokens("Print N+1  apples."), ["Print", " ", "N", "+", "1", "  ", "apples", "."]);
+        assert_eq!(
+            tokens("Print N+1  apples."),
+            ["Print", " ", "N", "+", "1", "  ", "apples", "."]
+        );
         assert_eq!(tokens(""), Vec::<&str>::new());
     }
 
     #[test]
     fn changed_words_are_marked_and_both_texts_come_back() {
-        let (a, b) = ("Alice buys N apples and eats one.", "Bob buys N pears and eats one.");
+        let (a, b) = (
+            "Alice buys N apples and eats one.",
+            "Bob buys N pears and eats one.",
+        );
         let d = word_diff(a, b);
-        assert_eq!(render(&d), "[-Alice][+Bob] buys N [-apples][+pears] and eats one.");
-        let side = |keep: char| d.iter().filter(|s| s.op == '=' || s.op == keep).map(|s| s.text.as_str()).collect::<String>();
+        assert_eq!(
+            render(&d),
+            "[-Alice][+Bob] buys N [-apples][+pears] and eats one."
+        );
+        let side = |keep: char| {
+            d.iter()
+                .filter(|s| s.op == '=' || s.op == keep)
+                .map(|s| s.text.as_str())
+                .collect::<String>()
+        };
         assert_eq!((side('-'), side('+')), (a.to_owned(), b.to_owned()));
-        assert_eq!(word_diff(a, a), [Segment { op: '=', text: a.into() }]);
+        assert_eq!(
+            word_diff(a, a),
+            [Segment {
+                op: '=',
+                text: a.into()
+            }]
+        );
         assert_eq!(render(&word_diff("", "new")), "[+new]");
     }
 }

@@ -89,24 +89,42 @@ pub fn draw_of(release: &Path, n: usize, seed: u64) -> anyhow::Result<(Draw, Vec
     let mut candidates = Vec::new();
     for p in ProblemReader::open_without_test_bodies(&release.join("problems.parquet"))? {
         let p = p?;
-        candidates.push(Candidate { id: p.id.as_str().to_owned(), platform: p.platform.as_str().to_owned(), difficulty: p.difficulty.clone() });
+        candidates.push(Candidate {
+            id: p.id.as_str().to_owned(),
+            platform: p.platform.as_str().to_owned(),
+            difficulty: p.difficulty.clone(),
+        });
     }
     let ids = draw(&candidates, n, seed);
     let listing: String = ids.iter().map(|id| format!("{id}\n")).collect();
-    Ok((Draw { seed, sample: n, ids_sha256: sha256_hex(listing.as_bytes()) }, ids))
+    Ok((
+        Draw {
+            seed,
+            sample: n,
+            ids_sha256: sha256_hex(listing.as_bytes()),
+        },
+        ids,
+    ))
 }
 
 /// The release's version and the sha256 of its `MANIFEST.json`.
 pub fn release_digest(release: &Path) -> anyhow::Result<(String, String)> {
     let path = release.join("MANIFEST.json");
     let manifest = coreb_data::releases::ReleaseManifest::read(&path)?;
-    Ok((manifest.version, sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?))
+    Ok((
+        manifest.version,
+        sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?,
+    ))
 }
 
 fn clip(s: &str) -> String {
     match s.char_indices().nth(MAX_TEST_CHARS) {
         None => s.to_owned(),
-        Some((at, _)) => format!("{}… ({} more characters)", &s[..at], s[at..].chars().count()),
+        Some((at, _)) => format!(
+            "{}… ({} more characters)",
+            &s[..at],
+            s[at..].chars().count()
+        ),
     }
 }
 
@@ -114,15 +132,27 @@ fn pair(t: &TestCase) -> [String; 2] {
     [clip(&t.input), clip(&t.output)]
 }
 
-fn tests_of(original: &Problem, rewritten: Option<&RewrittenProblem>, checks: &BTreeMap<u32, [String; 2]>) -> Vec<TestView> {
-    let src: Vec<&TestCase> = original.public_tests.iter().chain(&original.private_tests).collect();
-    let new: Vec<&TestCase> = rewritten.map(|r| r.public_tests.iter().chain(&r.private_tests).collect()).unwrap_or_default();
+fn tests_of(
+    original: &Problem,
+    rewritten: Option<&RewrittenProblem>,
+    checks: &BTreeMap<u32, [String; 2]>,
+) -> Vec<TestView> {
+    let src: Vec<&TestCase> = original
+        .public_tests
+        .iter()
+        .chain(&original.private_tests)
+        .collect();
+    let new: Vec<&TestCase> = rewritten
+        .map(|r| r.public_tests.iter().chain(&r.private_tests).collect())
+        .unwrap_or_default();
     let publics = rewritten.map_or(original.public_tests.len(), |r| r.public_tests.len());
     (0..src.len().max(new.len()))
         .map(|i| TestView {
             index: i,
             public: i < publics,
-            origin: rewritten.and_then(|r| r.test_origins.get(i)).map(|o| o.as_str()),
+            origin: rewritten
+                .and_then(|r| r.test_origins.get(i))
+                .map(|o| o.as_str()),
             changed: src.get(i) != new.get(i),
             original: src.get(i).map(|t| pair(t)),
             rewritten: new.get(i).map(|t| pair(t)),
@@ -136,7 +166,13 @@ fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<
 }
 
 /// Draw `n` problems of `release` with `seed` and write the review page, `out/index.html`.
-pub fn write_page(release: &Path, build: &impl ReleaseBuild, n: usize, seed: u64, out: &Path) -> anyhow::Result<PageSummary> {
+pub fn write_page(
+    release: &Path,
+    build: &impl ReleaseBuild,
+    n: usize,
+    seed: u64,
+    out: &Path,
+) -> anyhow::Result<PageSummary> {
     if n == 0 {
         bail!("`--sample` must be at least 1");
     }
@@ -152,28 +188,45 @@ pub fn write_page(release: &Path, build: &impl ReleaseBuild, n: usize, seed: u64
             originals.insert(p.id.as_str().to_owned(), p);
         }
     }
-    let rewritten: BTreeMap<String, RewrittenProblem> = build.rewritten()?.into_iter().filter(|r| wanted.contains(r.id.as_str())).map(|r| (r.id.as_str().to_owned(), r)).collect();
+    let rewritten: BTreeMap<String, RewrittenProblem> = build
+        .rewritten()?
+        .into_iter()
+        .filter(|r| wanted.contains(r.id.as_str()))
+        .map(|r| (r.id.as_str().to_owned(), r))
+        .collect();
     let mut distractors: BTreeMap<String, Vec<[String; 2]>> = BTreeMap::new();
     for d in read_rows::<Distractor>(&build.artifact("distract", "distractors")?)? {
         if wanted.contains(d.problem_id.as_str()) {
-            distractors.entry(d.problem_id.as_str().to_owned()).or_default().push([d.kind.as_str().to_owned(), d.statement]);
+            distractors
+                .entry(d.problem_id.as_str().to_owned())
+                .or_default()
+                .push([d.kind.as_str().to_owned(), d.statement]);
         }
     }
-    let summaries: BTreeMap<String, String> = read_rows::<Summary>(&build.artifact("abbreviate", "summaries")?)?
-        .into_iter()
-        .filter(|s| wanted.contains(s.problem_id.as_str()))
-        .map(|s| (s.problem_id.as_str().to_owned(), s.text))
-        .collect();
+    let summaries: BTreeMap<String, String> =
+        read_rows::<Summary>(&build.artifact("abbreviate", "summaries")?)?
+            .into_iter()
+            .filter(|s| wanted.contains(s.problem_id.as_str()))
+            .map(|s| (s.problem_id.as_str().to_owned(), s.text))
+            .collect();
     let mut checks: BTreeMap<String, BTreeMap<u32, [String; 2]>> = BTreeMap::new();
     for c in read_test_checks(&build.artifact("execute", "test_checks")?)? {
         if wanted.contains(c.problem_id.as_str()) {
-            checks.entry(c.problem_id.as_str().to_owned()).or_default().insert(c.test_index, [c.outcome.as_str().to_owned(), c.reason]);
+            checks
+                .entry(c.problem_id.as_str().to_owned())
+                .or_default()
+                .insert(c.test_index, [c.outcome.as_str().to_owned(), c.reason]);
         }
     }
 
     let mut problems = Vec::with_capacity(ids.len());
     for id in &ids {
-        let original = originals.get(id).with_context(|| format!("`{}`: problem `{id}` drawn but not read", release.join("problems.parquet").display()))?;
+        let original = originals.get(id).with_context(|| {
+            format!(
+                "`{}`: problem `{id}` drawn but not read",
+                release.join("problems.parquet").display()
+            )
+        })?;
         let Some(r) = rewritten.get(id) else {
             bail!(
                 "problem `{id}` of the release is not in the build's rewrite artifact (`{}`): the build directory is not the one this release was made from; pass `--build-dir`",
@@ -186,7 +239,11 @@ pub fn write_page(release: &Path, build: &impl ReleaseBuild, n: usize, seed: u64
             difficulty: original.difficulty.clone(),
             title_diff: word_diff(&original.question_title, &r.title),
             statement_diff: word_diff(&original.question_content, &r.statement),
-            tests: tests_of(original, Some(r), checks.get(id).unwrap_or(&BTreeMap::new())),
+            tests: tests_of(
+                original,
+                Some(r),
+                checks.get(id).unwrap_or(&BTreeMap::new()),
+            ),
             reference: r.reference.clone(),
             distractors: distractors.remove(id).unwrap_or_default(),
             summary: summaries.get(id).cloned(),
@@ -205,20 +262,31 @@ pub fn write_page(release: &Path, build: &impl ReleaseBuild, n: usize, seed: u64
     let html = render(&data)?;
     fs_err::create_dir_all(out)?;
     let path = out.join("index.html");
-    durable::write(&path, html.as_bytes()).with_context(|| format!("writing `{}`", path.display()))?;
-    Ok(PageSummary { release: version, release_sha256, draw, ids, path })
+    durable::write(&path, html.as_bytes())
+        .with_context(|| format!("writing `{}`", path.display()))?;
+    Ok(PageSummary {
+        release: version,
+        release_sha256,
+        draw,
+        ids,
+        path,
+    })
 }
 
 /// JSON safe inside a `<script>` element: `<`, `>` and `&` escaped.
 pub fn script_json<T: Serialize>(value: &T) -> serde_json::Result<String> {
-    Ok(serde_json::to_string(value)?.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026"))
+    Ok(serde_json::to_string(value)?
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026"))
 }
 
 fn render(data: &PageData<'_>) -> anyhow::Result<String> {
     let json = script_json(data)?;
     Ok(format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src 'none'; connect-src 'none'\">\n<title>CoREB review of {}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<header id=\"top\"></header>\n<main id=\"problems\"></main>\n<script type=\"application/json\" id=\"review-data\">{json}</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n",
-        data.release.replace(|c: char| !c.is_ascii_alphanumeric(), "")
+        data.release
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "")
     ))
 }
 
@@ -387,16 +455,28 @@ mod tests {
 
     #[test]
     fn script_json_cannot_close_its_element() {
-        let s = script_json(&serde_json::json!({"statement": "</script><img src=x onerror=alert(1)> & more"})).unwrap();
-        assert!(!s.contains('<') && !s.contains('>') && !s.contains('&'), "{s}");
+        let s = script_json(
+            &serde_json::json!({"statement": "</script><img src=x onerror=alert(1)> & more"}),
+        )
+        .unwrap();
+        assert!(
+            !s.contains('<') && !s.contains('>') && !s.contains('&'),
+            "{s}"
+        );
         let back: serde_json::Value = serde_json::from_str(&s).unwrap();
-        assert_eq!(back["statement"], "</script><img src=x onerror=alert(1)> & more");
+        assert_eq!(
+            back["statement"],
+            "</script><img src=x onerror=alert(1)> & more"
+        );
     }
 
     #[test]
     fn long_tests_are_clipped_with_a_count() {
         let long = "x".repeat(MAX_TEST_CHARS + 5);
-        assert_eq!(clip(&long), format!("{}… (5 more characters)", "x".repeat(MAX_TEST_CHARS)));
+        assert_eq!(
+            clip(&long),
+            format!("{}… (5 more characters)", "x".repeat(MAX_TEST_CHARS))
+        );
         assert_eq!(clip("short"), "short");
     }
 }

@@ -119,7 +119,10 @@ pub struct Written {
 /// The default place of the report: where the review gate looks,
 /// `<release>/../reviews/<version>/`.
 pub fn default_out(release: &Path, version: &str) -> PathBuf {
-    review_path(release, version).parent().map(Path::to_owned).unwrap_or_default()
+    review_path(release, version)
+        .parent()
+        .map(Path::to_owned)
+        .unwrap_or_default()
 }
 
 /// (reviewer, problem, question).
@@ -134,12 +137,19 @@ struct Loaded {
     answers: BTreeMap<AnswerKey, Given>,
 }
 
-fn read_file(path: &Path, version: &str, accepted: &BTreeSet<String>, current: &str, loaded: &mut Loaded) -> anyhow::Result<()> {
+fn read_file(
+    path: &Path,
+    version: &str,
+    accepted: &BTreeSet<String>,
+    current: &str,
+    loaded: &mut Loaded,
+) -> anyhow::Result<()> {
     let mut lines = 0;
     for line in coreb_base::jsonl::lines(path)? {
         let line = line?;
         let at = line.at(path);
-        let a: AnswerLine = serde_json::from_str(&line.text).with_context(|| format!("{at}: not an answer line"))?;
+        let a: AnswerLine = serde_json::from_str(&line.text)
+            .with_context(|| format!("{at}: not an answer line"))?;
         if a.format != ANSWER_FORMAT {
             bail!("{at}: `format` is `{}`, not `{ANSWER_FORMAT}`", a.format);
         }
@@ -168,15 +178,25 @@ fn read_file(path: &Path, version: &str, accepted: &BTreeSet<String>, current: &
             bail!("{at}: `reviewer` is empty");
         }
         let Some(&(question, _)) = QUESTIONS.iter().find(|(k, _)| *k == a.question) else {
-            bail!("{at}: unknown question `{}` (the questions: {})", a.question, QUESTIONS.map(|q| q.0).join(", "));
+            bail!(
+                "{at}: unknown question `{}` (the questions: {})",
+                a.question,
+                QUESTIONS.map(|q| q.0).join(", ")
+            );
         };
         let answer = match a.answer.as_deref() {
             None => None,
-            Some(s) => Some(ANSWERS.iter().position(|x| *x == s).with_context(|| format!("{at}: answer `{s}` is not one of {}", ANSWERS.join(", ")))?),
+            Some(s) => Some(ANSWERS.iter().position(|x| *x == s).with_context(|| {
+                format!("{at}: answer `{s}` is not one of {}", ANSWERS.join(", "))
+            })?),
         };
         let key = (reviewer, a.problem_id, question);
         if let Some((_, _, before)) = loaded.answers.get(&key) {
-            bail!("{at}: `{}` answered `{question}` of `{}` already, at {before}", key.0, key.1);
+            bail!(
+                "{at}: `{}` answered `{question}` of `{}` already, at {before}",
+                key.0,
+                key.1
+            );
         }
         loaded.answers.insert(key, (answer, a.note, at));
         lines += 1;
@@ -189,7 +209,12 @@ fn read_file(path: &Path, version: &str, accepted: &BTreeSet<String>, current: &
 
 /// Merge `files` into the report of `release`, write `review.json` and `review.md` into `out`
 /// (default [`default_out`]); with `record`, re-publish the release card with the review.
-pub fn report(release: &Path, files: &[PathBuf], out: Option<&Path>, record: bool) -> anyhow::Result<Written> {
+pub fn report(
+    release: &Path,
+    files: &[PathBuf],
+    out: Option<&Path>,
+    record: bool,
+) -> anyhow::Result<Written> {
     crate::audit::check_release(release)?;
     if files.is_empty() {
         bail!("no answer file given");
@@ -200,32 +225,64 @@ pub fn report(release: &Path, files: &[PathBuf], out: Option<&Path>, record: boo
     let mut accepted = BTreeSet::from([current.clone()]);
     let recorded = out.join("review.json");
     if recorded.exists() {
-        let v: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&recorded)?).with_context(|| format!("`{}`", recorded.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&recorded)?)
+            .with_context(|| format!("`{}`", recorded.display()))?;
         if v["published_sha256"].as_str() == Some(current.as_str())
             && let Some(reviewed) = v["release_sha256"].as_str()
         {
             accepted.insert(reviewed.to_owned());
         }
     }
-    let mut loaded = Loaded { draw: None, answers: BTreeMap::new() };
+    let mut loaded = Loaded {
+        draw: None,
+        answers: BTreeMap::new(),
+    };
     for f in files {
         read_file(f, &version, &accepted, &current, &mut loaded)?;
     }
     let (draw, first, reviewed) = loaded.draw.clone().context("no answers")?;
     let (expected, ids) = draw_of(release, draw.sample, draw.seed)?;
     if expected != draw {
-        bail!("{first}: the draw (seed {}, N = {}) of `{}` has ids sha256 `{}`, the file says `{}`", draw.seed, draw.sample, version, expected.ids_sha256, draw.ids_sha256);
+        bail!(
+            "{first}: the draw (seed {}, N = {}) of `{}` has ids sha256 `{}`, the file says `{}`",
+            draw.seed,
+            draw.sample,
+            version,
+            expected.ids_sha256,
+            draw.ids_sha256
+        );
     }
     let id_set: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
-    if let Some(((_, p, _), (_, _, at))) = loaded.answers.iter().find(|((_, p, _), _)| !id_set.contains(p.as_str())) {
+    if let Some(((_, p, _), (_, _, at))) = loaded
+        .answers
+        .iter()
+        .find(|((_, p, _), _)| !id_set.contains(p.as_str()))
+    {
         bail!("{at}: problem `{p}` is not in the draw");
     }
-    let reviewers: Vec<String> = loaded.answers.keys().map(|k| k.0.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    let reviewers: Vec<String> = loaded
+        .answers
+        .keys()
+        .map(|k| k.0.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let mut report = compute(&version, &reviewed, draw, ids, reviewers, &loaded);
-    report.files = files.iter().map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()).collect();
+    report.files = files
+        .iter()
+        .map(|f| {
+            f.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
 
     fs_err::create_dir_all(&out)?;
-    let card_update = if record { Some(card_update(release, &report)?) } else { None };
+    let card_update = if record {
+        Some(card_update(release, &report)?)
+    } else {
+        None
+    };
     report.published_sha256 = card_update.as_ref().map(|(_, m)| sha256_hex(m.as_bytes()));
     let json = serde_json::to_string_pretty(&report)? + "\n";
     durable::write(&out.join("review.json"), json.as_bytes())?;
@@ -237,43 +294,91 @@ pub fn report(release: &Path, files: &[PathBuf], out: Option<&Path>, record: boo
         durable::write(&release.join("README.md"), card.as_bytes())?;
         durable::write(&release.join("MANIFEST.json"), manifest.as_bytes())?;
     }
-    Ok(Written { report, out, recorded: record })
+    Ok(Written {
+        report,
+        out,
+        recorded: record,
+    })
 }
 
-fn compute(version: &str, reviewed: &str, draw: Draw, ids: Vec<String>, reviewers: Vec<String>, loaded: &Loaded) -> ReviewReport {
+fn compute(
+    version: &str,
+    reviewed: &str,
+    draw: Draw,
+    ids: Vec<String>,
+    reviewers: Vec<String>,
+    loaded: &Loaded,
+) -> ReviewReport {
     let mut questions = Vec::new();
     let mut disagreements = Vec::new();
     let mut notes = Vec::new();
     for (key, question) in QUESTIONS {
-        let units: Vec<Vec<Option<usize>>> = ids.iter().map(|id| reviewers.iter().map(|r| loaded.answers.get(&(r.clone(), id.clone(), key)).and_then(|a| a.0)).collect()).collect();
+        let units: Vec<Vec<Option<usize>>> = ids
+            .iter()
+            .map(|id| {
+                reviewers
+                    .iter()
+                    .map(|r| {
+                        loaded
+                            .answers
+                            .get(&(r.clone(), id.clone(), key))
+                            .and_then(|a| a.0)
+                    })
+                    .collect()
+            })
+            .collect();
         let mut counts: BTreeMap<&'static str, usize> = ANSWERS.iter().map(|a| (*a, 0)).collect();
         for v in units.iter().flatten().flatten() {
             *counts.get_mut(ANSWERS[*v]).expect("a category") += 1;
         }
         let answered: usize = counts.values().sum();
-        let reviewed = units.iter().filter(|u| u.iter().any(Option::is_some)).count();
+        let reviewed = units
+            .iter()
+            .filter(|u| u.iter().any(Option::is_some))
+            .count();
         let (mut cohen, mut cohen_items, mut fleiss, mut fleiss_items) = (None, 0, None, 0);
         if reviewers.len() == 2 {
-            let pairs: Vec<(usize, usize)> = units.iter().filter_map(|u| Some((u[0]?, u[1]?))).collect();
+            let pairs: Vec<(usize, usize)> =
+                units.iter().filter_map(|u| Some((u[0]?, u[1]?))).collect();
             cohen_items = pairs.len();
             cohen = cohen_kappa(&pairs, ANSWERS.len());
         } else if reviewers.len() >= 3 {
-            let table: Vec<Vec<usize>> =
-                units.iter().filter(|u| u.iter().all(Option::is_some)).map(|u| (0..ANSWERS.len()).map(|c| u.iter().filter(|v| **v == Some(c)).count()).collect()).collect();
+            let table: Vec<Vec<usize>> = units
+                .iter()
+                .filter(|u| u.iter().all(Option::is_some))
+                .map(|u| {
+                    (0..ANSWERS.len())
+                        .map(|c| u.iter().filter(|v| **v == Some(c)).count())
+                        .collect()
+                })
+                .collect();
             fleiss_items = table.len();
             fleiss = fleiss_kappa(&table);
         }
         for (id, u) in ids.iter().zip(&units) {
             let given: BTreeSet<usize> = u.iter().flatten().copied().collect();
             if given.len() > 1 {
-                let answers = reviewers.iter().zip(u).filter_map(|(r, v)| Some((r.clone(), ANSWERS[(*v)?].to_owned()))).collect();
-                disagreements.push(Disagreement { problem_id: id.clone(), question: key, answers });
+                let answers = reviewers
+                    .iter()
+                    .zip(u)
+                    .filter_map(|(r, v)| Some((r.clone(), ANSWERS[(*v)?].to_owned())))
+                    .collect();
+                disagreements.push(Disagreement {
+                    problem_id: id.clone(),
+                    question: key,
+                    answers,
+                });
             }
             for r in &reviewers {
                 if let Some((_, note, _)) = loaded.answers.get(&(r.clone(), id.clone(), key))
                     && !note.trim().is_empty()
                 {
-                    notes.push(Note { problem_id: id.clone(), question: key, reviewer: r.clone(), note: note.clone() });
+                    notes.push(Note {
+                        problem_id: id.clone(),
+                        question: key,
+                        reviewer: r.clone(),
+                        note: note.clone(),
+                    });
                 }
             }
         }
@@ -290,9 +395,21 @@ fn compute(version: &str, reviewed: &str, draw: Draw, ids: Vec<String>, reviewer
             krippendorff_alpha: krippendorff_alpha(&units, ANSWERS.len()),
         });
     }
-    disagreements.sort_by(|a, b| a.problem_id.cmp(&b.problem_id).then(QUESTIONS.iter().position(|q| q.0 == a.question).cmp(&QUESTIONS.iter().position(|q| q.0 == b.question))));
+    disagreements.sort_by(|a, b| {
+        a.problem_id.cmp(&b.problem_id).then(
+            QUESTIONS
+                .iter()
+                .position(|q| q.0 == a.question)
+                .cmp(&QUESTIONS.iter().position(|q| q.0 == b.question)),
+        )
+    });
     let intent = &questions[0];
-    let figures = ReviewFigures { release: version.to_owned(), reviewed: intent.reviewed, intent_yes: intent.counts["yes"], intent_answers: intent.counts.values().sum() };
+    let figures = ReviewFigures {
+        release: version.to_owned(),
+        reviewed: intent.reviewed,
+        intent_yes: intent.counts["yes"],
+        intent_answers: intent.counts.values().sum(),
+    };
     ReviewReport {
         format: REPORT_FORMAT,
         release: version.to_owned(),
@@ -314,14 +431,32 @@ fn num(x: Option<f64>) -> String {
 }
 
 fn share(s: Option<Share>) -> String {
-    s.map_or_else(|| "—".to_owned(), |s| format!("{:.3} [{:.3}, {:.3}] ({} of {})", s.share, s.low, s.high, s.yes, s.of))
+    s.map_or_else(
+        || "—".to_owned(),
+        |s| {
+            format!(
+                "{:.3} [{:.3}, {:.3}] ({} of {})",
+                s.share, s.low, s.high, s.yes, s.of
+            )
+        },
+    )
 }
 
 /// The figures table, shared by `review.md` and the card.
 fn table(r: &ReviewReport) -> String {
-    let mut s = String::from("| question | problems | yes (95 % Wilson) | Cohen's κ | Fleiss' κ | Krippendorff's α |\n|---|---:|---|---:|---:|---:|\n");
+    let mut s = String::from(
+        "| question | problems | yes (95 % Wilson) | Cohen's κ | Fleiss' κ | Krippendorff's α |\n|---|---:|---|---:|---:|---:|\n",
+    );
     for q in &r.questions {
-        s.push_str(&format!("| {} | {} | {} | {} | {} | {} |\n", q.question, q.reviewed, share(q.yes), num(q.cohen_kappa), num(q.fleiss_kappa), num(q.krippendorff_alpha)));
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            q.question,
+            q.reviewed,
+            share(q.yes),
+            num(q.cohen_kappa),
+            num(q.fleiss_kappa),
+            num(q.krippendorff_alpha)
+        ));
     }
     s
 }
@@ -342,19 +477,42 @@ fn intro(r: &ReviewReport) -> String {
 
 /// `review.md`.
 pub fn markdown(r: &ReviewReport) -> String {
-    let mut s = format!("# Human review of {}\n\n{}\n{}", r.release, intro(r), table(r));
-    s.push_str(&format!("\n## Disagreements ({})\n\n", r.disagreements.len()));
+    let mut s = format!(
+        "# Human review of {}\n\n{}\n{}",
+        r.release,
+        intro(r),
+        table(r)
+    );
+    s.push_str(&format!(
+        "\n## Disagreements ({})\n\n",
+        r.disagreements.len()
+    ));
     if r.disagreements.is_empty() {
         s.push_str("None.\n");
     }
     for d in &r.disagreements {
-        let answers: Vec<String> = d.answers.iter().map(|(who, a)| format!("{who}: {a}")).collect();
-        s.push_str(&format!("- `{}` {}: {}\n", d.problem_id, d.question, answers.join(", ")));
+        let answers: Vec<String> = d
+            .answers
+            .iter()
+            .map(|(who, a)| format!("{who}: {a}"))
+            .collect();
+        s.push_str(&format!(
+            "- `{}` {}: {}\n",
+            d.problem_id,
+            d.question,
+            answers.join(", ")
+        ));
     }
     if !r.notes.is_empty() {
         s.push_str("\n## Notes\n\n");
         for n in &r.notes {
-            s.push_str(&format!("- `{}` {} ({}): {}\n", n.problem_id, n.question, n.reviewer, n.note.replace('\n', " ")));
+            s.push_str(&format!(
+                "- `{}` {} ({}): {}\n",
+                n.problem_id,
+                n.question,
+                n.reviewer,
+                n.note.replace('\n', " ")
+            ));
         }
     }
     s
@@ -381,15 +539,28 @@ fn card_update(release: &Path, r: &ReviewReport) -> anyhow::Result<(String, Stri
     let before = fs_err::read_to_string(&manifest_path)?;
     let mut manifest = ReleaseManifest::read(&manifest_path)?;
     if serde_json::to_string_pretty(&manifest)? + "\n" != before {
-        bail!("`{}` is not as `coreb build` writes it; refusing to re-publish its card", manifest_path.display());
+        bail!(
+            "`{}` is not as `coreb build` writes it; refusing to re-publish its card",
+            manifest_path.display()
+        );
     }
     let card_path = release.join("README.md");
     let card = fs_err::read_to_string(&card_path)?;
     match manifest.files.get("README.md") {
         Some(e) if e.sha256 == sha256_file(&card_path)? => {}
-        _ => bail!("`{}` does not match its entry in `{}`; refusing to re-publish it", card_path.display(), manifest_path.display()),
+        _ => bail!(
+            "`{}` does not match its entry in `{}`; refusing to re-publish it",
+            card_path.display(),
+            manifest_path.display()
+        ),
     }
     let card = coreb_data::releases::with_human_validation(&card, &card_section(r));
-    manifest.files.insert("README.md".into(), FileEntry { sha256: sha256_hex(card.as_bytes()), bytes: card.len() as u64 });
+    manifest.files.insert(
+        "README.md".into(),
+        FileEntry {
+            sha256: sha256_hex(card.as_bytes()),
+            bytes: card.len() as u64,
+        },
+    );
     Ok((card, serde_json::to_string_pretty(&manifest)? + "\n"))
 }

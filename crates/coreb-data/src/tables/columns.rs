@@ -7,7 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, StringBuilder};
-use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, LargeStringArray, RecordBatch, StringArray, StructArray};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Int64Array, LargeStringArray, RecordBatch, StringArray,
+    StructArray,
+};
 use arrow_schema::{DataType, Field, Fields, Schema};
 
 use super::TableError;
@@ -41,32 +44,55 @@ pub struct Column {
 impl Column {
     /// A string column.
     pub fn str(name: &str, values: Vec<Option<String>>) -> Self {
-        Column { name: name.to_owned(), values: Values::Str(values), nullable: false }
+        Column {
+            name: name.to_owned(),
+            values: Values::Str(values),
+            nullable: false,
+        }
     }
 
     /// An integer column.
     pub fn int(name: &str, values: Vec<Option<i64>>) -> Self {
-        Column { name: name.to_owned(), values: Values::Int(values), nullable: false }
+        Column {
+            name: name.to_owned(),
+            values: Values::Int(values),
+            nullable: false,
+        }
     }
 
     /// A boolean column.
     pub fn bool(name: &str, values: Vec<Option<bool>>) -> Self {
-        Column { name: name.to_owned(), values: Values::Bool(values), nullable: false }
+        Column {
+            name: name.to_owned(),
+            values: Values::Bool(values),
+            nullable: false,
+        }
     }
 
     /// A column of string lists.
     pub fn str_list(name: &str, values: Vec<Option<Vec<String>>>) -> Self {
-        Column { name: name.to_owned(), values: Values::StrList(values), nullable: false }
+        Column {
+            name: name.to_owned(),
+            values: Values::StrList(values),
+            nullable: false,
+        }
     }
 
     /// A struct column of `fields`.
     pub fn structure(name: &str, fields: Vec<Column>) -> Self {
-        Column { name: name.to_owned(), values: Values::Struct(fields), nullable: false }
+        Column {
+            name: name.to_owned(),
+            values: Values::Struct(fields),
+            nullable: false,
+        }
     }
 
     /// The same column, with a nullable field whatever its values.
     pub fn nullable(self) -> Self {
-        Column { nullable: true, ..self }
+        Column {
+            nullable: true,
+            ..self
+        }
     }
 
     /// Its number of rows.
@@ -87,9 +113,21 @@ impl Column {
 
     fn to_arrow(&self) -> (Field, ArrayRef) {
         let (dtype, array, nullable): (DataType, ArrayRef, bool) = match &self.values {
-            Values::Str(v) => (DataType::Utf8, Arc::new(StringArray::from(v.clone())), v.iter().any(Option::is_none)),
-            Values::Int(v) => (DataType::Int64, Arc::new(Int64Array::from(v.clone())), v.iter().any(Option::is_none)),
-            Values::Bool(v) => (DataType::Boolean, Arc::new(BooleanArray::from(v.clone())), v.iter().any(Option::is_none)),
+            Values::Str(v) => (
+                DataType::Utf8,
+                Arc::new(StringArray::from(v.clone())),
+                v.iter().any(Option::is_none),
+            ),
+            Values::Int(v) => (
+                DataType::Int64,
+                Arc::new(Int64Array::from(v.clone())),
+                v.iter().any(Option::is_none),
+            ),
+            Values::Bool(v) => (
+                DataType::Boolean,
+                Arc::new(BooleanArray::from(v.clone())),
+                v.iter().any(Option::is_none),
+            ),
             Values::StrList(v) => {
                 let mut builder = ListBuilder::new(StringBuilder::new());
                 for row in v {
@@ -104,15 +142,27 @@ impl Column {
                     }
                 }
                 let array = builder.finish();
-                (array.data_type().clone(), Arc::new(array), v.iter().any(Option::is_none))
+                (
+                    array.data_type().clone(),
+                    Arc::new(array),
+                    v.iter().any(Option::is_none),
+                )
             }
             Values::Struct(fields) => {
-                let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = fields.iter().map(Column::to_arrow).unzip();
+                let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) =
+                    fields.iter().map(Column::to_arrow).unzip();
                 let fields = Fields::from(fields);
-                (DataType::Struct(fields.clone()), Arc::new(StructArray::new(fields, arrays, None)), false)
+                (
+                    DataType::Struct(fields.clone()),
+                    Arc::new(StructArray::new(fields, arrays, None)),
+                    false,
+                )
             }
         };
-        (Field::new(&self.name, dtype, nullable || self.nullable), array)
+        (
+            Field::new(&self.name, dtype, nullable || self.nullable),
+            array,
+        )
     }
 }
 
@@ -123,30 +173,62 @@ pub fn find<'a>(columns: &'a [Column], name: &str) -> Option<&'a Values> {
 
 /// The string column `name` of `columns` read from `path` (an error naming the file and the
 /// column when it is missing or not strings).
-pub fn strings<'a>(columns: &'a [Column], path: &Path, name: &str) -> Result<&'a [Option<String>], TableError> {
+pub fn strings<'a>(
+    columns: &'a [Column],
+    path: &Path,
+    name: &str,
+) -> Result<&'a [Option<String>], TableError> {
     match find(columns, name) {
         Some(Values::Str(v)) => Ok(v),
-        _ => Err(cell_error(path, 0, name, "missing or not a string column".into())),
+        _ => Err(cell_error(
+            path,
+            0,
+            name,
+            "missing or not a string column".into(),
+        )),
     }
 }
 
 /// The integer column `name` of `columns` read from `path` (likewise).
-pub fn integers<'a>(columns: &'a [Column], path: &Path, name: &str) -> Result<&'a [Option<i64>], TableError> {
+pub fn integers<'a>(
+    columns: &'a [Column],
+    path: &Path,
+    name: &str,
+) -> Result<&'a [Option<i64>], TableError> {
     match find(columns, name) {
         Some(Values::Int(v)) => Ok(v),
-        _ => Err(cell_error(path, 0, name, "missing or not an integer column".into())),
+        _ => Err(cell_error(
+            path,
+            0,
+            name,
+            "missing or not an integer column".into(),
+        )),
     }
 }
 
 /// An error about the value of `column` in `row` of the table at `path`.
 pub fn cell_error(path: &Path, row: usize, column: &str, reason: String) -> TableError {
-    TableError::Column { path: path.to_owned(), row, column: column.to_owned(), reason }
+    TableError::Column {
+        path: path.to_owned(),
+        row,
+        column: column.to_owned(),
+        reason,
+    }
 }
 
 /// Row `row` of a string column that must hold a value; a null (or a missing row) is an
 /// error naming the file, the row and the column.
-pub fn required_string(values: &[Option<String>], path: &Path, row: usize, column: &str) -> Result<String, TableError> {
-    values.get(row).cloned().flatten().ok_or_else(|| cell_error(path, row, column, "null".into()))
+pub fn required_string(
+    values: &[Option<String>],
+    path: &Path,
+    row: usize,
+    column: &str,
+) -> Result<String, TableError> {
+    values
+        .get(row)
+        .cloned()
+        .flatten()
+        .ok_or_else(|| cell_error(path, row, column, "null".into()))
 }
 
 /// Read a whole Parquet table as columns (string, integer and boolean columns; a column of
@@ -158,10 +240,20 @@ pub fn read(path: &Path) -> Result<Vec<Column>, TableError> {
         let batch = batch?;
         let view = super::BatchView::new(&batch, path, first_row);
         if columns.is_empty() {
-            columns = batch.schema().fields().iter().map(|f| Column { name: f.name().clone(), values: empty_like(f.data_type()), nullable: f.is_nullable() }).collect();
+            columns = batch
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| Column {
+                    name: f.name().clone(),
+                    values: empty_like(f.data_type()),
+                    nullable: f.is_nullable(),
+                })
+                .collect();
         }
         for (column, array) in columns.iter_mut().zip(batch.columns()) {
-            append(&mut column.values, array.as_ref()).map_err(|reason| view.err(0, &column.name, reason))?;
+            append(&mut column.values, array.as_ref())
+                .map_err(|reason| view.err(0, &column.name, reason))?;
         }
         first_row += batch.num_rows();
     }
@@ -177,11 +269,35 @@ fn empty_like(dtype: &DataType) -> Values {
 }
 
 fn append(values: &mut Values, array: &dyn Array) -> Result<(), String> {
-    let wrong = || format!("a {} column, where strings, integers or booleans were expected", array.data_type());
+    let wrong = || {
+        format!(
+            "a {} column, where strings, integers or booleans were expected",
+            array.data_type()
+        )
+    };
     match values {
-        Values::Str(v) => v.extend(array.as_any().downcast_ref::<StringArray>().ok_or_else(wrong)?.iter().map(|s| s.map(str::to_owned))),
-        Values::Int(v) => v.extend(array.as_any().downcast_ref::<Int64Array>().ok_or_else(wrong)?.iter()),
-        Values::Bool(v) => v.extend(array.as_any().downcast_ref::<BooleanArray>().ok_or_else(wrong)?.iter()),
+        Values::Str(v) => v.extend(
+            array
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .ok_or_else(wrong)?
+                .iter()
+                .map(|s| s.map(str::to_owned)),
+        ),
+        Values::Int(v) => v.extend(
+            array
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .ok_or_else(wrong)?
+                .iter(),
+        ),
+        Values::Bool(v) => v.extend(
+            array
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .ok_or_else(wrong)?
+                .iter(),
+        ),
         Values::Struct(_) | Values::StrList(_) => return Err(wrong()),
     }
     Ok(())
@@ -194,23 +310,37 @@ pub fn schema(columns: &[Column]) -> Schema {
 
 /// Write `columns` (all of one length) as a Parquet table at `path` (atomically).
 pub fn write(path: &Path, columns: &[Column]) -> Result<(), TableError> {
-    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns.iter().map(Column::to_arrow).unzip();
+    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) =
+        columns.iter().map(Column::to_arrow).unzip();
     let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
+    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| TableError::Parquet {
+        path: path.to_owned(),
+        source: e.into(),
+    })?;
     super::write_atomic(path, schema, std::iter::once(batch))
 }
 
 /// Read the named string columns of a Parquet file; calls `row` once per row with the values
 /// in the order of `columns` (a null reads as an empty string). Streams batch by batch: for
 /// tables too large to hold (corpus sources), and any release config.
-pub fn for_each_row(path: &Path, columns: &[&str], mut row: impl FnMut(usize, Vec<String>)) -> Result<(), TableError> {
+pub fn for_each_row(
+    path: &Path,
+    columns: &[&str],
+    mut row: impl FnMut(usize, Vec<String>),
+) -> Result<(), TableError> {
     let mut n = 0usize;
     for batch in super::read_batches(path, 1024)? {
         let batch = batch?;
         let mut cols: Vec<&dyn Array> = Vec::new();
         for name in columns {
-            let col =
-                batch.column_by_name(name).ok_or_else(|| TableError::Column { path: path.to_owned(), row: n, column: (*name).to_owned(), reason: "no such column".into() })?;
+            let col = batch
+                .column_by_name(name)
+                .ok_or_else(|| TableError::Column {
+                    path: path.to_owned(),
+                    row: n,
+                    column: (*name).to_owned(),
+                    reason: "no such column".into(),
+                })?;
             if !matches!(col.data_type(), DataType::Utf8 | DataType::LargeUtf8) {
                 return Err(TableError::Column {
                     path: path.to_owned(),
@@ -261,16 +391,41 @@ mod tests {
         ];
         write(&path, &cols).unwrap();
         assert_eq!(read(&path).unwrap(), cols);
-        assert!(schema(&cols).field_with_name("doc").unwrap().is_nullable() && !schema(&cols).field_with_name("id").unwrap().is_nullable());
-        let with_meta = vec![cols[0].clone(), Column::structure("meta", vec![Column::str("source", vec![None, Some("x".into())])])];
+        assert!(
+            schema(&cols).field_with_name("doc").unwrap().is_nullable()
+                && !schema(&cols).field_with_name("id").unwrap().is_nullable()
+        );
+        let with_meta = vec![
+            cols[0].clone(),
+            Column::structure(
+                "meta",
+                vec![Column::str("source", vec![None, Some("x".into())])],
+            ),
+        ];
         write(&path, &with_meta).unwrap();
         let s = schema(&with_meta);
-        assert!(matches!(s.field_with_name("meta").unwrap().data_type(), DataType::Struct(f) if f[0].is_nullable()));
-        let lists = vec![Column::str_list("langs", vec![Some(vec!["go".into(), "ruby".into()]), None, Some(vec![])])];
+        assert!(
+            matches!(s.field_with_name("meta").unwrap().data_type(), DataType::Struct(f) if f[0].is_nullable())
+        );
+        let lists = vec![Column::str_list(
+            "langs",
+            vec![Some(vec!["go".into(), "ruby".into()]), None, Some(vec![])],
+        )];
         write(&path, &lists).unwrap();
-        let back = super::super::read_batches(&path, 8).unwrap().next().unwrap().unwrap();
-        let list = back.column(0).as_any().downcast_ref::<arrow_array::ListArray>().unwrap();
-        assert_eq!((list.value_length(0), list.is_null(1), list.value_length(2)), (2, true, 0));
+        let back = super::super::read_batches(&path, 8)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        let list = back
+            .column(0)
+            .as_any()
+            .downcast_ref::<arrow_array::ListArray>()
+            .unwrap();
+        assert_eq!(
+            (list.value_length(0), list.is_null(1), list.value_length(2)),
+            (2, true, 0)
+        );
         write(&path, &with_meta).unwrap();
         // A struct column cannot be read back as plain columns: the error names it.
         let err = read(&path).unwrap_err().to_string();

@@ -16,16 +16,33 @@ pub mod verdicts;
 pub use problems::{ProblemReader, ProblemWriter, TableError, problems_schema};
 
 /// Open a table for reading, `rows` rows a batch.
-pub fn open_batches(path: &std::path::Path, rows: usize) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, TableError> {
-    let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
+pub fn open_batches(
+    path: &std::path::Path,
+    rows: usize,
+) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, TableError> {
+    let file = std::fs::File::open(path).map_err(|source| TableError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
     parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
         .and_then(|b| b.with_batch_size(rows).build())
-        .map_err(|source| TableError::Parquet { path: path.to_owned(), source })
+        .map_err(|source| TableError::Parquet {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// Every batch of a table, with errors naming the table.
-pub fn read_batches(path: &std::path::Path, rows: usize) -> Result<impl Iterator<Item = Result<arrow_array::RecordBatch, TableError>> + '_, TableError> {
-    Ok(open_batches(path, rows)?.map(move |b| b.map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })))
+pub fn read_batches(
+    path: &std::path::Path,
+    rows: usize,
+) -> Result<impl Iterator<Item = Result<arrow_array::RecordBatch, TableError>> + '_, TableError> {
+    Ok(open_batches(path, rows)?.map(move |b| {
+        b.map_err(|e| TableError::Parquet {
+            path: path.to_owned(),
+            source: e.into(),
+        })
+    }))
 }
 
 /// One batch of a table being read: typed columns, and errors that name the table, the row
@@ -38,13 +55,26 @@ pub struct BatchView<'a> {
 
 impl<'a> BatchView<'a> {
     /// A view of `batch`, whose first row is row `first_row` of the file at `path`.
-    pub fn new(batch: &'a arrow_array::RecordBatch, path: &'a std::path::Path, first_row: usize) -> Self {
-        BatchView { batch, path, first_row }
+    pub fn new(
+        batch: &'a arrow_array::RecordBatch,
+        path: &'a std::path::Path,
+        first_row: usize,
+    ) -> Self {
+        BatchView {
+            batch,
+            path,
+            first_row,
+        }
     }
 
     /// An error about `column` in row `row` of this batch.
     pub fn err(&self, row: usize, column: &str, reason: String) -> TableError {
-        TableError::Column { path: self.path.to_owned(), row: self.first_row + row, column: column.to_owned(), reason }
+        TableError::Column {
+            path: self.path.to_owned(),
+            row: self.first_row + row,
+            column: column.to_owned(),
+            reason,
+        }
     }
 
     /// The column `name` as an array of type `T`.
@@ -52,7 +82,19 @@ impl<'a> BatchView<'a> {
         self.batch
             .column_by_name(name)
             .and_then(|c| c.as_any().downcast_ref::<T>())
-            .ok_or_else(|| self.err(0, name, format!("missing or not a {} column", std::any::type_name::<T>().rsplit("::").next().unwrap_or("typed"))))
+            .ok_or_else(|| {
+                self.err(
+                    0,
+                    name,
+                    format!(
+                        "missing or not a {} column",
+                        std::any::type_name::<T>()
+                            .rsplit("::")
+                            .next()
+                            .unwrap_or("typed")
+                    ),
+                )
+            })
     }
 }
 
@@ -74,15 +116,35 @@ pub struct TableFile {
 
 impl TableFile {
     /// Start the table at `path` with these writer properties.
-    pub fn create(path: &std::path::Path, schema: arrow_schema::SchemaRef, props: parquet::file::properties::WriterProperties) -> Result<TableFile, TableError> {
-        let file = coreb_base::durable::AtomicFile::create(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-        let writer = parquet::arrow::ArrowWriter::try_new(file, schema, Some(props)).map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
-        Ok(TableFile { path: path.to_owned(), writer })
+    pub fn create(
+        path: &std::path::Path,
+        schema: arrow_schema::SchemaRef,
+        props: parquet::file::properties::WriterProperties,
+    ) -> Result<TableFile, TableError> {
+        let file =
+            coreb_base::durable::AtomicFile::create(path).map_err(|source| TableError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+        let writer =
+            parquet::arrow::ArrowWriter::try_new(file, schema, Some(props)).map_err(|source| {
+                TableError::Parquet {
+                    path: path.to_owned(),
+                    source,
+                }
+            })?;
+        Ok(TableFile {
+            path: path.to_owned(),
+            writer,
+        })
     }
 
     /// A Parquet error of this table, naming its path.
     pub fn parquet(&self, source: parquet::errors::ParquetError) -> TableError {
-        TableError::Parquet { path: self.path.clone(), source }
+        TableError::Parquet {
+            path: self.path.clone(),
+            source,
+        }
     }
 
     /// Append one batch.
@@ -103,8 +165,12 @@ impl TableFile {
     /// Write the footer, then put the file in place durably.
     pub fn finish(self) -> Result<(), TableError> {
         let TableFile { path, writer } = self;
-        let file = writer.into_inner().map_err(|source| TableError::Parquet { path: path.clone(), source })?;
-        file.commit().map_err(|source| TableError::Io { path, source })
+        let file = writer.into_inner().map_err(|source| TableError::Parquet {
+            path: path.clone(),
+            source,
+        })?;
+        file.commit()
+            .map_err(|source| TableError::Io { path, source })
     }
 }
 
@@ -132,28 +198,57 @@ type EncodedGroup = parquet::errors::Result<Vec<parquet::arrow::arrow_writer::Ar
 
 impl GroupedTableFile {
     /// Start the table at `path` with these writer properties.
-    pub fn create(path: &std::path::Path, schema: arrow_schema::SchemaRef, props: parquet::file::properties::WriterProperties) -> Result<GroupedTableFile, TableError> {
+    pub fn create(
+        path: &std::path::Path,
+        schema: arrow_schema::SchemaRef,
+        props: parquet::file::properties::WriterProperties,
+    ) -> Result<GroupedTableFile, TableError> {
         let TableFile { path, writer } = TableFile::create(path, schema.clone(), props)?;
-        let (file, factory) = writer.into_serialized_writer().map_err(|source| TableError::Parquet { path: path.clone(), source })?;
-        Ok(GroupedTableFile { path, schema, file, factory, started: 0, encoding: Default::default() })
+        let (file, factory) =
+            writer
+                .into_serialized_writer()
+                .map_err(|source| TableError::Parquet {
+                    path: path.clone(),
+                    source,
+                })?;
+        Ok(GroupedTableFile {
+            path,
+            schema,
+            file,
+            factory,
+            started: 0,
+            encoding: Default::default(),
+        })
     }
 
     fn parquet(&self, source: parquet::errors::ParquetError) -> TableError {
-        TableError::Parquet { path: self.path.clone(), source }
+        TableError::Parquet {
+            path: self.path.clone(),
+            source,
+        }
     }
 
     /// Write the batch that `build` makes as the next row group. `build` and the encoding
     /// run on another thread; this waits only while `GROUPS_IN_FLIGHT` groups are encoding.
-    pub fn write_group(&mut self, build: impl FnOnce() -> arrow_array::RecordBatch + Send + 'static) -> Result<(), TableError> {
+    pub fn write_group(
+        &mut self,
+        build: impl FnOnce() -> arrow_array::RecordBatch + Send + 'static,
+    ) -> Result<(), TableError> {
         while self.encoding.len() >= GROUPS_IN_FLIGHT {
             self.append_oldest()?;
         }
-        let writers = self.factory.create_column_writers(self.started).map_err(|e| self.parquet(e))?;
+        let writers = self
+            .factory
+            .create_column_writers(self.started)
+            .map_err(|e| self.parquet(e))?;
         let schema = self.schema.clone();
         let encoder = std::thread::Builder::new()
             .name(format!("encode row group {}", self.started))
             .spawn(move || encode_group(&schema, &build(), writers))
-            .map_err(|source| TableError::Io { path: self.path.clone(), source })?;
+            .map_err(|source| TableError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
         self.started += 1;
         self.encoding.push_back(encoder);
         Ok(())
@@ -161,10 +256,21 @@ impl GroupedTableFile {
 
     /// Wait for the oldest group being encoded and append it to the file.
     fn append_oldest(&mut self) -> Result<(), TableError> {
-        let Some(encoder) = self.encoding.pop_front() else { return Ok(()) };
-        let chunks =
-            encoder.join().unwrap_or_else(|_| Err(parquet::errors::ParquetError::General("encoding a row group panicked (a bug in coreb)".into()))).map_err(|e| self.parquet(e))?;
-        let parquet_err = |source| TableError::Parquet { path: self.path.clone(), source };
+        let Some(encoder) = self.encoding.pop_front() else {
+            return Ok(());
+        };
+        let chunks = encoder
+            .join()
+            .unwrap_or_else(|_| {
+                Err(parquet::errors::ParquetError::General(
+                    "encoding a row group panicked (a bug in coreb)".into(),
+                ))
+            })
+            .map_err(|e| self.parquet(e))?;
+        let parquet_err = |source| TableError::Parquet {
+            path: self.path.clone(),
+            source,
+        };
         let mut group = self.file.next_row_group().map_err(parquet_err)?;
         for chunk in chunks {
             chunk.append_to_row_group(&mut group).map_err(parquet_err)?;
@@ -179,16 +285,26 @@ impl GroupedTableFile {
             self.append_oldest()?;
         }
         let GroupedTableFile { path, file, .. } = self;
-        let file = file.into_inner().map_err(|source| TableError::Parquet { path: path.clone(), source })?;
-        file.commit().map_err(|source| TableError::Io { path, source })
+        let file = file.into_inner().map_err(|source| TableError::Parquet {
+            path: path.clone(),
+            source,
+        })?;
+        file.commit()
+            .map_err(|source| TableError::Io { path, source })
     }
 }
 
 /// Encode one batch as the column chunks of a row group, every leaf column in parallel.
-fn encode_group(schema: &arrow_schema::Schema, batch: &arrow_array::RecordBatch, writers: Vec<parquet::arrow::arrow_writer::ArrowColumnWriter>) -> EncodedGroup {
+fn encode_group(
+    schema: &arrow_schema::Schema,
+    batch: &arrow_array::RecordBatch,
+    writers: Vec<parquet::arrow::arrow_writer::ArrowColumnWriter>,
+) -> EncodedGroup {
     use rayon::prelude::*;
     if batch.schema().fields() != schema.fields() {
-        return Err(parquet::errors::ParquetError::General("a row group's columns do not match the table's schema".into()));
+        return Err(parquet::errors::ParquetError::General(
+            "a row group's columns do not match the table's schema".into(),
+        ));
     }
     let mut leaves = Vec::with_capacity(writers.len());
     for (field, column) in schema.fields().iter().zip(batch.columns()) {
@@ -205,7 +321,11 @@ fn encode_group(schema: &arrow_schema::Schema, batch: &arrow_array::RecordBatch,
 }
 
 /// Write record batches as the table at `path`, atomically and durably ([`TableFile`]).
-pub fn write_atomic(path: &std::path::Path, schema: arrow_schema::SchemaRef, batches: impl Iterator<Item = arrow_array::RecordBatch>) -> Result<(), TableError> {
+pub fn write_atomic(
+    path: &std::path::Path,
+    schema: arrow_schema::SchemaRef,
+    batches: impl Iterator<Item = arrow_array::RecordBatch>,
+) -> Result<(), TableError> {
     let mut table = TableFile::create(path, schema, writer_properties())?;
     for batch in batches {
         table.write(&batch)?;
@@ -227,7 +347,10 @@ pub(crate) fn assert_round_trip<T: PartialEq + std::fmt::Debug, W>(
     let path = dir.path().join(name);
     write(&path, rows).unwrap();
     assert_eq!(read(&path).unwrap(), rows);
-    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(left, [name], "no temporary file is left");
     (dir, path)
 }

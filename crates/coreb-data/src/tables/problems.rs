@@ -66,8 +66,16 @@ const GROUP_BYTES: usize = 8 << 20;
 const ROW_GROUP_BYTES: usize = 64 << 20;
 
 fn tests_type() -> DataType {
-    let fields = Fields::from(vec![Field::new("input", DataType::Utf8, false), Field::new("output", DataType::Utf8, false), Field::new("testtype", DataType::Utf8, false)]);
-    DataType::List(Arc::new(Field::new("item", DataType::Struct(fields), false)))
+    let fields = Fields::from(vec![
+        Field::new("input", DataType::Utf8, false),
+        Field::new("output", DataType::Utf8, false),
+        Field::new("testtype", DataType::Utf8, false),
+    ]);
+    DataType::List(Arc::new(Field::new(
+        "item",
+        DataType::Struct(fields),
+        false,
+    )))
 }
 
 /// The Arrow schema of the problems table.
@@ -102,11 +110,20 @@ fn problems_properties() -> parquet::file::properties::WriterProperties {
     use parquet::file::properties::EnabledStatistics;
     use parquet::schema::types::ColumnPath;
     let level = ZstdLevel::try_new(1).expect("1 is a Zstandard level");
-    let mut props = super::writer_properties().into_builder().set_compression(Compression::ZSTD(level));
+    let mut props = super::writer_properties()
+        .into_builder()
+        .set_compression(Compression::ZSTD(level));
     for tests in ["public_tests", "private_tests"] {
         for field in ["input", "output"] {
-            let path = ColumnPath::new(vec![tests.into(), "list".into(), "item".into(), field.into()]);
-            props = props.set_column_dictionary_enabled(path.clone(), false).set_column_statistics_enabled(path, EnabledStatistics::None);
+            let path = ColumnPath::new(vec![
+                tests.into(),
+                "list".into(),
+                "item".into(),
+                field.into(),
+            ]);
+            props = props
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_statistics_enabled(path, EnabledStatistics::None);
         }
     }
     props.build()
@@ -126,8 +143,14 @@ impl ProblemWriter {
     /// Start the table at `path`: it replaces any file there only on [`ProblemWriter::finish`]
     /// (atomically and durably), and a writer dropped before leaves nothing.
     pub fn create(path: &Path) -> Result<Self, TableError> {
-        let table = super::GroupedTableFile::create(path, problems_schema(), problems_properties())?;
-        Ok(ProblemWriter { table, pending: Vec::new(), pending_bytes: 0, rows: 0 })
+        let table =
+            super::GroupedTableFile::create(path, problems_schema(), problems_properties())?;
+        Ok(ProblemWriter {
+            table,
+            pending: Vec::new(),
+            pending_bytes: 0,
+            rows: 0,
+        })
     }
 
     /// Append one problem.
@@ -164,13 +187,25 @@ impl ProblemWriter {
 }
 
 fn text_bytes(p: &Problem) -> usize {
-    let tests: usize = p.public_tests.iter().chain(&p.private_tests).map(|t| t.input.len() + t.output.len() + 16).sum();
-    p.question_content.len() + p.question_title.len() + p.starter_code.len() + p.metadata.len() + 128 + tests
+    let tests: usize = p
+        .public_tests
+        .iter()
+        .chain(&p.private_tests)
+        .map(|t| t.input.len() + t.output.len() + 16)
+        .sum();
+    p.question_content.len()
+        + p.question_title.len()
+        + p.starter_code.len()
+        + p.metadata.len()
+        + 128
+        + tests
 }
 
 fn strings<'a>(values: impl Iterator<Item = &'a str> + Clone) -> ArrayRef {
     // Sized up front: test columns hold hundreds of MB, and growing them copies.
-    let (count, bytes) = values.clone().fold((0, 0), |(n, b), v| (n + 1, b + v.len()));
+    let (count, bytes) = values
+        .clone()
+        .fold((0, 0), |(n, b), v| (n + 1, b + v.len()));
     let mut b = StringBuilder::with_capacity(count, bytes);
     for v in values {
         b.append_value(v);
@@ -187,11 +222,24 @@ fn tests_array(rows: &[Problem], pick: impl Fn(&Problem) -> &Vec<TestCase>) -> A
         n += pick(p).len() as i32;
         offsets.push(n);
     }
-    let DataType::List(item) = tests_type() else { unreachable!("tests_type is a list") };
-    let DataType::Struct(fields) = item.data_type().clone() else { unreachable!("list of struct") };
-    let children = vec![strings(all.iter().map(|t| t.input.as_str())), strings(all.iter().map(|t| t.output.as_str())), strings(all.iter().map(|t| t.testtype.as_str()))];
+    let DataType::List(item) = tests_type() else {
+        unreachable!("tests_type is a list")
+    };
+    let DataType::Struct(fields) = item.data_type().clone() else {
+        unreachable!("list of struct")
+    };
+    let children = vec![
+        strings(all.iter().map(|t| t.input.as_str())),
+        strings(all.iter().map(|t| t.output.as_str())),
+        strings(all.iter().map(|t| t.testtype.as_str())),
+    ];
     let values = StructArray::new(fields, children, None);
-    Arc::new(ListArray::new(item, OffsetBuffer::new(ScalarBuffer::from(offsets)), Arc::new(values), None))
+    Arc::new(ListArray::new(
+        item,
+        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+        Arc::new(values),
+        None,
+    ))
 }
 
 fn to_batch(rows: &[Problem]) -> RecordBatch {
@@ -223,9 +271,16 @@ fn to_batch(rows: &[Problem]) -> RecordBatch {
 /// file is copied byte for byte; otherwise Arrow's filter kernel copies each kept row's
 /// columns as they are. Returns the rows written. Like [`ProblemWriter`], the table appears
 /// under its name only once complete.
-pub fn copy_rows(input: &Path, output: &Path, keep: impl Fn(usize) -> bool) -> Result<usize, TableError> {
+pub fn copy_rows(
+    input: &Path,
+    output: &Path,
+    keep: impl Fn(usize) -> bool,
+) -> Result<usize, TableError> {
     fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TableError + '_ {
-        move |source| TableError::Io { path: path.to_owned(), source }
+        move |source| TableError::Io {
+            path: path.to_owned(),
+            source,
+        }
     }
     let footer = metadata(input)?;
     let rows = usize::try_from(footer.file_metadata().num_rows()).unwrap_or(0);
@@ -240,15 +295,21 @@ pub fn copy_rows(input: &Path, output: &Path, keep: impl Fn(usize) -> bool) -> R
     let (mut row, mut written) = (0usize, 0usize);
     for batch in super::read_batches(input, rows_per_batch(&footer))? {
         let batch = batch?;
-        let mask: arrow_array::BooleanArray = (row..row + batch.num_rows()).map(|r| Some(keep(r))).collect();
+        let mask: arrow_array::BooleanArray = (row..row + batch.num_rows())
+            .map(|r| Some(keep(r)))
+            .collect();
         row += batch.num_rows();
-        let parquet_err = |e: arrow_schema::ArrowError| TableError::Parquet { path: input.to_owned(), source: e.into() };
+        let parquet_err = |e: arrow_schema::ArrowError| TableError::Parquet {
+            path: input.to_owned(),
+            source: e.into(),
+        };
         let kept = arrow_select::filter::filter_record_batch(&batch, &mask).map_err(parquet_err)?;
         if kept.num_rows() == 0 {
             continue;
         }
         // The table's own schema, so that a file of another shape is refused here.
-        let kept = RecordBatch::try_new(problems_schema(), kept.columns().to_vec()).map_err(parquet_err)?;
+        let kept = RecordBatch::try_new(problems_schema(), kept.columns().to_vec())
+            .map_err(parquet_err)?;
         written += kept.num_rows();
         table.write(&kept)?;
         if table.in_progress_size() >= ROW_GROUP_BYTES {
@@ -278,7 +339,13 @@ impl ProblemReader {
     /// 32-bit offsets past 2 GiB).
     pub fn open(path: &Path) -> Result<Self, TableError> {
         let reader = super::open_batches(path, rows_per_batch(&metadata(path)?))?;
-        Ok(ProblemReader { path: path.to_owned(), reader, current: Vec::new().into_iter(), row: 0, bodies: true })
+        Ok(ProblemReader {
+            path: path.to_owned(),
+            reader,
+            current: Vec::new().into_iter(),
+            row: 0,
+            bodies: true,
+        })
     }
 
     /// Open the table at `path` for the stages that judge problems by their statement and
@@ -287,20 +354,40 @@ impl ProblemReader {
     /// megabytes of a month's tests are neither decompressed nor copied; [`copy_rows`]
     /// then writes the kept rows whole.
     pub fn open_without_test_bodies(path: &Path) -> Result<Self, TableError> {
-        let parquet_err = |source| TableError::Parquet { path: path.to_owned(), source };
-        let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-        let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_err)?;
+        let parquet_err = |source| TableError::Parquet {
+            path: path.to_owned(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(|source| TableError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(parquet_err)?;
         let schema = builder.parquet_schema();
         let light: Vec<usize> = (0..schema.num_columns())
             .filter(|&i| {
                 let parts = schema.column(i).path().parts().to_vec();
-                let is_tests = matches!(parts.first().map(String::as_str), Some("public_tests" | "private_tests"));
+                let is_tests = matches!(
+                    parts.first().map(String::as_str),
+                    Some("public_tests" | "private_tests")
+                );
                 !(is_tests && matches!(parts.last().map(String::as_str), Some("input" | "output")))
             })
             .collect();
         let mask = parquet::arrow::ProjectionMask::leaves(schema, light);
-        let reader = builder.with_projection(mask).with_batch_size(BATCH_ROWS).build().map_err(parquet_err)?;
-        Ok(ProblemReader { path: path.to_owned(), reader, current: Vec::new().into_iter(), row: 0, bodies: false })
+        let reader = builder
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(parquet_err)?;
+        Ok(ProblemReader {
+            path: path.to_owned(),
+            reader,
+            current: Vec::new().into_iter(),
+            row: 0,
+            bodies: false,
+        })
     }
 
     /// Read every problem into memory (for small tables: samples, releases, tests).
@@ -312,7 +399,13 @@ impl ProblemReader {
 /// Rows per read batch for a table with this footer: [`BATCH_BYTES`] over its largest mean
 /// row (uncompressed, per row group), within 1..=[`BATCH_ROWS`].
 fn rows_per_batch(metadata: &parquet::file::metadata::ParquetMetaData) -> usize {
-    let widest_row = metadata.row_groups().iter().filter(|g| g.num_rows() > 0).map(|g| (g.total_byte_size().max(0) as u64).div_ceil(g.num_rows() as u64)).max().unwrap_or(0);
+    let widest_row = metadata
+        .row_groups()
+        .iter()
+        .filter(|g| g.num_rows() > 0)
+        .map(|g| (g.total_byte_size().max(0) as u64).div_ceil(g.num_rows() as u64))
+        .max()
+        .unwrap_or(0);
     ((BATCH_BYTES as u64) / widest_row.max(1)).clamp(1, BATCH_ROWS as u64) as usize
 }
 
@@ -320,12 +413,19 @@ fn rows_per_batch(metadata: &parquet::file::metadata::ParquetMetaData) -> usize 
 /// groups that hold one of them are read.
 pub fn read_rows(path: &Path, rows: &[usize]) -> Result<Vec<Problem>, TableError> {
     use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
-    let parquet_err = |source| TableError::Parquet { path: path.to_owned(), source };
+    let parquet_err = |source| TableError::Parquet {
+        path: path.to_owned(),
+        source,
+    };
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_err)?;
+    let file = std::fs::File::open(path).map_err(|source| TableError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(parquet_err)?;
     let batch_rows = rows_per_batch(builder.metadata());
     // The row groups holding a wanted row, and a selection counted within those groups.
     let (mut groups, mut selectors) = (Vec::new(), Vec::new());
@@ -335,7 +435,12 @@ pub fn read_rows(path: &Path, rows: &[usize]) -> Result<Vec<Problem>, TableError
         let mut at = start;
         while let Some(row) = wanted.next_if(|&r| r < end) {
             if row < at {
-                return Err(TableError::Column { path: path.to_owned(), row, column: "(row)".into(), reason: "rows asked for out of order".into() });
+                return Err(TableError::Column {
+                    path: path.to_owned(),
+                    row,
+                    column: "(row)".into(),
+                    reason: "rows asked for out of order".into(),
+                });
             }
             if at == start {
                 groups.push(g);
@@ -349,9 +454,19 @@ pub fn read_rows(path: &Path, rows: &[usize]) -> Result<Vec<Problem>, TableError
         start = end;
     }
     if let Some(row) = wanted.next() {
-        return Err(TableError::Column { path: path.to_owned(), row, column: "(row)".into(), reason: format!("the table has {start} rows") });
+        return Err(TableError::Column {
+            path: path.to_owned(),
+            row,
+            column: "(row)".into(),
+            reason: format!("the table has {start} rows"),
+        });
     }
-    let reader = builder.with_row_groups(groups).with_row_selection(RowSelection::from(selectors)).with_batch_size(batch_rows).build().map_err(parquet_err)?;
+    let reader = builder
+        .with_row_groups(groups)
+        .with_row_selection(RowSelection::from(selectors))
+        .with_batch_size(batch_rows)
+        .build()
+        .map_err(parquet_err)?;
     let mut out = Vec::with_capacity(rows.len());
     for batch in reader {
         let batch = batch.map_err(|e| parquet_err(e.into()))?;
@@ -362,8 +477,16 @@ pub fn read_rows(path: &Path, rows: &[usize]) -> Result<Vec<Problem>, TableError
 
 /// The Parquet footer of the table at `path`.
 fn metadata(path: &Path) -> Result<parquet::file::metadata::ParquetMetaData, TableError> {
-    let file = std::fs::File::open(path).map_err(|source| TableError::Io { path: path.to_owned(), source })?;
-    parquet::file::metadata::ParquetMetaDataReader::new().parse_and_finish(&file).map_err(|source| TableError::Parquet { path: path.to_owned(), source })
+    let file = std::fs::File::open(path).map_err(|source| TableError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&file)
+        .map_err(|source| TableError::Parquet {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 impl Iterator for ProblemReader {
@@ -377,7 +500,10 @@ impl Iterator for ProblemReader {
             let batch = match self.reader.next()? {
                 Ok(batch) => batch,
                 Err(e) => {
-                    return Some(Err(TableError::Parquet { path: self.path.clone(), source: e.into() }));
+                    return Some(Err(TableError::Parquet {
+                        path: self.path.clone(),
+                        source: e.into(),
+                    }));
                 }
             };
             match from_batch(&batch, &self.path, self.row, self.bodies) {
@@ -393,39 +519,90 @@ impl Iterator for ProblemReader {
 
 /// The problems of a batch; without `bodies`, tests have no `input` and `output` columns and
 /// come back with empty ones.
-fn from_batch(batch: &RecordBatch, path: &Path, first_row: usize, bodies: bool) -> Result<Vec<Problem>, TableError> {
+fn from_batch(
+    batch: &RecordBatch,
+    path: &Path,
+    first_row: usize,
+    bodies: bool,
+) -> Result<Vec<Problem>, TableError> {
     let view = super::BatchView::new(batch, path, first_row);
     let err = |row: usize, column: &str, reason: String| view.err(row, column, reason);
     let text = |name: &str| view.column::<StringArray>(name);
     let tests = |name: &str| -> Result<Vec<Vec<TestCase>>, TableError> {
         let list = view.column::<ListArray>(name)?;
-        let values = list.values().as_any().downcast_ref::<StructArray>().ok_or_else(|| err(0, name, "items are not structs".into()))?;
+        let values = list
+            .values()
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .ok_or_else(|| err(0, name, "items are not structs".into()))?;
         let field = |f: &str| -> Result<&StringArray, TableError> {
-            values.column_by_name(f).and_then(|c| c.as_any().downcast_ref::<StringArray>()).ok_or_else(|| err(0, &format!("{name}.{f}"), "missing or not a string field".into()))
+            values
+                .column_by_name(f)
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+                .ok_or_else(|| {
+                    err(
+                        0,
+                        &format!("{name}.{f}"),
+                        "missing or not a string field".into(),
+                    )
+                })
         };
-        let (input, output) = if bodies { (Some(field("input")?), Some(field("output")?)) } else { (None, None) };
+        let (input, output) = if bodies {
+            (Some(field("input")?), Some(field("output")?))
+        } else {
+            (None, None)
+        };
         let testtype = field("testtype")?;
-        let body = |column: Option<&StringArray>, i: usize| column.map(|c| c.value(i).to_owned()).unwrap_or_default();
+        let body = |column: Option<&StringArray>, i: usize| {
+            column.map(|c| c.value(i).to_owned()).unwrap_or_default()
+        };
         let offsets = list.value_offsets();
         let mut out = Vec::with_capacity(list.len());
         for row in 0..list.len() {
             let mut cases = Vec::new();
             for i in offsets[row] as usize..offsets[row + 1] as usize {
-                let tt = TestType::parse(testtype.value(i)).ok_or_else(|| err(row, name, format!("unknown testtype `{}`", testtype.value(i))))?;
-                cases.push(TestCase { input: body(input, i), output: body(output, i), testtype: tt });
+                let tt = TestType::parse(testtype.value(i)).ok_or_else(|| {
+                    err(
+                        row,
+                        name,
+                        format!("unknown testtype `{}`", testtype.value(i)),
+                    )
+                })?;
+                cases.push(TestCase {
+                    input: body(input, i),
+                    output: body(output, i),
+                    testtype: tt,
+                });
             }
             out.push(cases);
         }
         Ok(out)
     };
-    let (id, title, content, platform) = (text("id")?, text("question_title")?, text("question_content")?, text("platform")?);
-    let (qid, cid, date, starter, difficulty) = (text("question_id")?, text("contest_id")?, text("contest_date")?, text("starter_code")?, text("difficulty")?);
+    let (id, title, content, platform) = (
+        text("id")?,
+        text("question_title")?,
+        text("question_content")?,
+        text("platform")?,
+    );
+    let (qid, cid, date, starter, difficulty) = (
+        text("question_id")?,
+        text("contest_id")?,
+        text("contest_date")?,
+        text("starter_code")?,
+        text("difficulty")?,
+    );
     let (func, metadata) = (text("func_name")?, text("metadata")?);
     let mut public = tests("public_tests")?.into_iter();
     let mut private = tests("private_tests")?.into_iter();
     let mut rows = Vec::with_capacity(batch.num_rows());
     for r in 0..batch.num_rows() {
-        let platform = Platform::parse(platform.value(r)).ok_or_else(|| err(r, "platform", format!("unknown platform `{}`", platform.value(r))))?;
+        let platform = Platform::parse(platform.value(r)).ok_or_else(|| {
+            err(
+                r,
+                "platform",
+                format!("unknown platform `{}`", platform.value(r)),
+            )
+        })?;
         rows.push(Problem {
             id: ProblemId::from_raw(id.value(r).to_owned()),
             question_title: title.value(r).to_owned(),
@@ -460,7 +637,13 @@ mod tests {
             contest_date: "2025-01-04T00:00:00".into(),
             starter_code: String::new(),
             difficulty: "easy".into(),
-            public_tests: (0..tests).map(|i| TestCase { input: format!("{i}\n"), output: format!("{}\n", i * 2), testtype: TestType::Stdin }).collect(),
+            public_tests: (0..tests)
+                .map(|i| TestCase {
+                    input: format!("{i}\n"),
+                    output: format!("{}\n", i * 2),
+                    testtype: TestType::Stdin,
+                })
+                .collect(),
             private_tests: vec![],
             func_name: tests.is_multiple_of(2).then(|| "f".to_owned()),
             metadata: "{}".into(),
@@ -495,8 +678,14 @@ mod tests {
         let heavy = |i: usize| {
             let mut p = sample(&i.to_string(), 1);
             // Incompressible-looking digits, 8 MiB per problem.
-            let input: String = (0..(1u64 << 20)).map(|k| format!("{:07}\n", (k * 2_654_435_761 + i as u64) % 9_999_991)).collect();
-            p.private_tests = vec![TestCase { input, output: "0\n".into(), testtype: TestType::Stdin }];
+            let input: String = (0..(1u64 << 20))
+                .map(|k| format!("{:07}\n", (k * 2_654_435_761 + i as u64) % 9_999_991))
+                .collect();
+            p.private_tests = vec![TestCase {
+                input,
+                output: "0\n".into(),
+                testtype: TestType::Stdin,
+            }];
             p
         };
         let problems: Vec<Problem> = (0..20).map(heavy).collect();
@@ -516,7 +705,13 @@ mod tests {
         let problems: Vec<Problem> = (0..n)
             .map(|i| {
                 let mut p = sample(&i.to_string(), i % 3);
-                p.private_tests = (0..i % 4).map(|k| TestCase { input: format!("{i} {k}\n").repeat(50), output: format!("{k}"), testtype: TestType::Functional }).collect();
+                p.private_tests = (0..i % 4)
+                    .map(|k| TestCase {
+                        input: format!("{i} {k}\n").repeat(50),
+                        output: format!("{k}"),
+                        testtype: TestType::Functional,
+                    })
+                    .collect();
                 p
             })
             .collect();
@@ -531,7 +726,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.parquet");
         let problems = table_of(&path, 1100);
-        let light = ProblemReader::open_without_test_bodies(&path).unwrap().collect::<Result<Vec<_>, _>>().unwrap();
+        let light = ProblemReader::open_without_test_bodies(&path)
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
         let hollow = |p: &Problem| {
             let mut p = p.clone();
             for t in p.public_tests.iter_mut().chain(p.private_tests.iter_mut()) {
@@ -540,21 +738,37 @@ mod tests {
             p
         };
         assert_eq!(light, problems.iter().map(hollow).collect::<Vec<_>>());
-        assert!(light.iter().zip(&problems).all(|(l, p)| l.test_count() == p.test_count() && l.is_functional() == p.is_functional()));
+        assert!(light.iter().zip(&problems).all(
+            |(l, p)| l.test_count() == p.test_count() && l.is_functional() == p.is_functional()
+        ));
     }
 
     #[test]
     fn copy_rows_keeps_the_chosen_rows_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let (input, output) = (dir.path().join("in.parquet"), dir.path().join("out.parquet"));
+        let (input, output) = (
+            dir.path().join("in.parquet"),
+            dir.path().join("out.parquet"),
+        );
         let problems = table_of(&input, 1100);
         let keep = |row: usize| row % 7 != 3 && row != 1099;
-        assert_eq!(copy_rows(&input, &output, keep).unwrap(), problems.len() - 158);
-        let expected: Vec<Problem> = problems.iter().enumerate().filter(|(i, _)| keep(*i)).map(|(_, p)| p.clone()).collect();
+        assert_eq!(
+            copy_rows(&input, &output, keep).unwrap(),
+            problems.len() - 158
+        );
+        let expected: Vec<Problem> = problems
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| keep(*i))
+            .map(|(_, p)| p.clone())
+            .collect();
         assert_eq!(ProblemReader::read_all(&output).unwrap(), expected);
         // Every row kept: the very same bytes. No row kept: an empty, readable table.
         assert_eq!(copy_rows(&input, &output, |_| true).unwrap(), 1100);
-        assert_eq!(std::fs::read(&output).unwrap(), std::fs::read(&input).unwrap());
+        assert_eq!(
+            std::fs::read(&output).unwrap(),
+            std::fs::read(&input).unwrap()
+        );
         assert_eq!(copy_rows(&input, &output, |_| false).unwrap(), 0);
         assert_eq!(ProblemReader::read_all(&output).unwrap(), vec![]);
     }
@@ -565,14 +779,21 @@ mod tests {
         let path = dir.path().join("p.parquet");
         let problems: Vec<Problem> = (0..150).map(|i| sample(&i.to_string(), i % 3)).collect();
         // Fifteen row groups of ten rows.
-        let mut table = crate::tables::TableFile::create(&path, problems_schema(), problems_properties()).unwrap();
+        let mut table =
+            crate::tables::TableFile::create(&path, problems_schema(), problems_properties())
+                .unwrap();
         for chunk in problems.chunks(10) {
             table.write(&to_batch(chunk)).unwrap();
             table.flush().unwrap();
         }
         table.finish().unwrap();
         assert_eq!(metadata(&path).unwrap().num_row_groups(), 15);
-        for rows in [vec![0], vec![149], vec![3, 4, 9, 10, 70, 71, 72, 148], (0..150).collect::<Vec<_>>()] {
+        for rows in [
+            vec![0],
+            vec![149],
+            vec![3, 4, 9, 10, 70, 71, 72, 148],
+            (0..150).collect::<Vec<_>>(),
+        ] {
             let expected: Vec<Problem> = rows.iter().map(|&r| problems[r].clone()).collect();
             assert_eq!(read_rows(&path, &rows).unwrap(), expected, "rows {rows:?}");
         }
@@ -587,7 +808,11 @@ mod tests {
         let problems: Vec<Problem> = (0..1300)
             .map(|i| {
                 let mut p = sample(&i.to_string(), i % 3);
-                p.private_tests = vec![TestCase { input: format!("{i}\n").repeat(i % 40), output: i.to_string(), testtype: TestType::Stdin }];
+                p.private_tests = vec![TestCase {
+                    input: format!("{i}\n").repeat(i % 40),
+                    output: i.to_string(),
+                    testtype: TestType::Stdin,
+                }];
                 p
             })
             .collect();
@@ -597,14 +822,19 @@ mod tests {
         assert_eq!(w.finish().unwrap(), 1300);
         // The same row groups through one `ArrowWriter`, a batch each, on this thread.
         let plain = dir.path().join("plain.parquet");
-        let mut table = crate::tables::TableFile::create(&plain, problems_schema(), problems_properties()).unwrap();
+        let mut table =
+            crate::tables::TableFile::create(&plain, problems_schema(), problems_properties())
+                .unwrap();
         for chunk in problems.chunks(BATCH_ROWS) {
             table.write(&to_batch(chunk)).unwrap();
             table.flush().unwrap();
         }
         table.finish().unwrap();
         assert_eq!(metadata(&grouped).unwrap().num_row_groups(), 3);
-        assert_eq!(std::fs::read(&grouped).unwrap(), std::fs::read(&plain).unwrap());
+        assert_eq!(
+            std::fs::read(&grouped).unwrap(),
+            std::fs::read(&plain).unwrap()
+        );
         assert_eq!(ProblemReader::read_all(&grouped).unwrap(), problems);
     }
 
@@ -614,17 +844,34 @@ mod tests {
         let path = dir.path().join("p.parquet");
         let good = to_batch(&[sample("1", 1)]);
         // Columns of another shape.
-        let mut table = crate::tables::GroupedTableFile::create(&path, problems_schema(), problems_properties()).unwrap();
+        let mut table = crate::tables::GroupedTableFile::create(
+            &path,
+            problems_schema(),
+            problems_properties(),
+        )
+        .unwrap();
         table.write_group(move || good).unwrap();
-        table.write_group(|| to_batch(&[sample("2", 1)]).project(&[0, 1]).unwrap()).unwrap();
+        table
+            .write_group(|| to_batch(&[sample("2", 1)]).project(&[0, 1]).unwrap())
+            .unwrap();
         let err = table.finish().unwrap_err().to_string();
         assert!(err.contains("p.parquet"), "{err}");
         // A panic while building a group's batch.
-        let mut table = crate::tables::GroupedTableFile::create(&path, problems_schema(), problems_properties()).unwrap();
-        table.write_group(|| panic!("a bug while building the batch")).unwrap();
+        let mut table = crate::tables::GroupedTableFile::create(
+            &path,
+            problems_schema(),
+            problems_properties(),
+        )
+        .unwrap();
+        table
+            .write_group(|| panic!("a bug while building the batch"))
+            .unwrap();
         let err = table.finish().unwrap_err();
         assert!(format!("{err:#?}").contains("panicked"), "{err:#?}");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert!(names.is_empty(), "{names:?}");
     }
 

@@ -26,19 +26,41 @@ pub struct ReferenceRow {
 impl ReferenceRow {
     /// The row of a rewritten problem.
     pub fn of(p: &RewrittenProblem) -> Self {
-        ReferenceRow { problem_id: p.id.clone(), test_origins: p.test_origins.clone(), reference: p.reference.clone() }
+        ReferenceRow {
+            problem_id: p.id.clone(),
+            test_origins: p.test_origins.clone(),
+            reference: p.reference.clone(),
+        }
     }
 }
 
 /// Write `rows` as the table at `path` (atomically).
 pub fn write_references(path: &Path, rows: &[ReferenceRow]) -> Result<(), TableError> {
-    let origins = |r: &ReferenceRow| r.test_origins.iter().map(|o| o.as_str()).collect::<Vec<_>>().join(",");
-    let of_reference = |f: fn(&Reference) -> &str| rows.iter().map(|r| r.reference.as_ref().map(|x| f(x).to_owned())).collect();
+    let origins = |r: &ReferenceRow| {
+        r.test_origins
+            .iter()
+            .map(|o| o.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let of_reference = |f: fn(&Reference) -> &str| {
+        rows.iter()
+            .map(|r| r.reference.as_ref().map(|x| f(x).to_owned()))
+            .collect()
+    };
     columns::write(
         path,
         &[
-            Column::str("problem_id", rows.iter().map(|r| Some(r.problem_id.as_str().to_owned())).collect()),
-            Column::str("test_origins", rows.iter().map(|r| Some(origins(r))).collect()),
+            Column::str(
+                "problem_id",
+                rows.iter()
+                    .map(|r| Some(r.problem_id.as_str().to_owned()))
+                    .collect(),
+            ),
+            Column::str(
+                "test_origins",
+                rows.iter().map(|r| Some(origins(r))).collect(),
+            ),
             Column::str("reference_model", of_reference(|x| &x.model)).nullable(),
             Column::str("reference", of_reference(|x| &x.original)).nullable(),
             Column::str("adapted_reference", of_reference(|x| &x.adapted)).nullable(),
@@ -53,23 +75,38 @@ pub fn read_references(path: &Path) -> Result<Vec<ReferenceRow>, TableError> {
         // No batch at all: a table of no rows.
         return Ok(Vec::new());
     }
-    let bad = |row: usize, column: &str, reason: String| columns::cell_error(path, row, column, reason);
+    let bad =
+        |row: usize, column: &str, reason: String| columns::cell_error(path, row, column, reason);
     let text = |name: &str| columns::strings(&cols, path, name);
-    let (problem, origins, model, original, adapted) = (text("problem_id")?, text("test_origins")?, text("reference_model")?, text("reference")?, text("adapted_reference")?);
+    let (problem, origins, model, original, adapted) = (
+        text("problem_id")?,
+        text("test_origins")?,
+        text("reference_model")?,
+        text("reference")?,
+        text("adapted_reference")?,
+    );
     let mut rows = Vec::with_capacity(problem.len());
     for r in 0..problem.len() {
-        let required = |v: &[Option<String>], name: &str| columns::required_string(v, path, r, name);
+        let required =
+            |v: &[Option<String>], name: &str| columns::required_string(v, path, r, name);
         let test_origins = required(origins, "test_origins")?
             .split(',')
             .filter(|o| !o.is_empty())
-            .map(|o| TestOrigin::parse(o).ok_or_else(|| bad(r, "test_origins", format!("unknown origin `{o}`"))))
+            .map(|o| {
+                TestOrigin::parse(o)
+                    .ok_or_else(|| bad(r, "test_origins", format!("unknown origin `{o}`")))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let reference = match (model[r].clone(), original[r].clone(), adapted[r].clone()) {
             (Some(model), Some(original), Some(adapted)) => Some(Reference { model, original, adapted }),
             (None, None, None) => None,
             _ => return Err(bad(r, "reference", "`reference_model`, `reference` and `adapted_reference` must be all set or all null".into())),
         };
-        rows.push(ReferenceRow { problem_id: ProblemId::from_raw(required(problem, "problem_id")?), test_origins, reference });
+        rows.push(ReferenceRow {
+            problem_id: ProblemId::from_raw(required(problem, "problem_id")?),
+            test_origins,
+            reference,
+        });
     }
     Ok(rows)
 }
@@ -84,12 +121,29 @@ mod tests {
             ReferenceRow {
                 problem_id: ProblemId::from_question_id("1"),
                 test_origins: vec![TestOrigin::Kept, TestOrigin::Bijection],
-                reference: Some(Reference { model: "m".into(), original: "print(1)".into(), adapted: "print(2)".into() }),
+                reference: Some(Reference {
+                    model: "m".into(),
+                    original: "print(1)".into(),
+                    adapted: "print(2)".into(),
+                }),
             },
-            ReferenceRow { problem_id: ProblemId::from_question_id("2"), test_origins: vec![TestOrigin::Kept], reference: None },
-            ReferenceRow { problem_id: ProblemId::from_question_id("3"), test_origins: vec![], reference: None },
+            ReferenceRow {
+                problem_id: ProblemId::from_question_id("2"),
+                test_origins: vec![TestOrigin::Kept],
+                reference: None,
+            },
+            ReferenceRow {
+                problem_id: ProblemId::from_question_id("3"),
+                test_origins: vec![],
+                reference: None,
+            },
         ];
-        let (_dir, path) = super::super::assert_round_trip("references.parquet", &rows, write_references, read_references);
+        let (_dir, path) = super::super::assert_round_trip(
+            "references.parquet",
+            &rows,
+            write_references,
+            read_references,
+        );
         let half = vec![
             Column::str("problem_id", vec![Some("lcb_1".into())]),
             Column::str("test_origins", vec![Some("kept,model".into())]),
@@ -99,6 +153,9 @@ mod tests {
         ];
         columns::write(&path, &half).unwrap();
         let err = read_references(&path).unwrap_err().to_string();
-        assert!(err.contains("row 0") && err.contains("all set or all null"), "{err}");
+        assert!(
+            err.contains("row 0") && err.contains("all set or all null"),
+            "{err}"
+        );
     }
 }

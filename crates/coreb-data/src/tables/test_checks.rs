@@ -13,12 +13,17 @@ use crate::verdict::{CheckOutcome, TestCheck};
 
 /// Write `rows` as the table at `path` (atomically).
 pub fn write_test_checks(path: &Path, rows: &[TestCheck]) -> Result<(), TableError> {
-    let text = |name: &str, f: fn(&TestCheck) -> &str| Column::str(name, rows.iter().map(|r| Some(f(r).to_owned())).collect());
+    let text = |name: &str, f: fn(&TestCheck) -> &str| {
+        Column::str(name, rows.iter().map(|r| Some(f(r).to_owned())).collect())
+    };
     columns::write(
         path,
         &[
             text("problem_id", |r| r.problem_id.as_str()),
-            Column::int("test_index", rows.iter().map(|r| Some(i64::from(r.test_index))).collect()),
+            Column::int(
+                "test_index",
+                rows.iter().map(|r| Some(i64::from(r.test_index))).collect(),
+            ),
             text("origin", |r| r.origin.as_str()),
             text("outcome", |r| r.outcome.as_str()),
             text("reason", |r| &r.reason),
@@ -33,9 +38,15 @@ pub fn read_test_checks(path: &Path) -> Result<Vec<TestCheck>, TableError> {
         // No batch at all: a table of no rows.
         return Ok(Vec::new());
     }
-    let bad = |row: usize, column: &str, reason: String| columns::cell_error(path, row, column, reason);
+    let bad =
+        |row: usize, column: &str, reason: String| columns::cell_error(path, row, column, reason);
     let text = |name: &str| columns::strings(&cols, path, name);
-    let (problem, origin, outcome, reason) = (text("problem_id")?, text("origin")?, text("outcome")?, text("reason")?);
+    let (problem, origin, outcome, reason) = (
+        text("problem_id")?,
+        text("origin")?,
+        text("outcome")?,
+        text("reason")?,
+    );
     let index = columns::integers(&cols, path, "test_index")?;
     let mut rows = Vec::with_capacity(problem.len());
     for r in 0..problem.len() {
@@ -44,9 +55,16 @@ pub fn read_test_checks(path: &Path) -> Result<Vec<TestCheck>, TableError> {
         let outcome_text = value(outcome, "outcome")?;
         rows.push(TestCheck {
             problem_id: ProblemId::from_raw(value(problem, "problem_id")?),
-            test_index: index.get(r).copied().flatten().and_then(|i| u32::try_from(i).ok()).ok_or_else(|| bad(r, "test_index", "null or out of range".into()))?,
-            origin: TestOrigin::parse(&origin_text).ok_or_else(|| bad(r, "origin", format!("unknown origin `{origin_text}`")))?,
-            outcome: CheckOutcome::parse(&outcome_text).ok_or_else(|| bad(r, "outcome", format!("unknown outcome `{outcome_text}`")))?,
+            test_index: index
+                .get(r)
+                .copied()
+                .flatten()
+                .and_then(|i| u32::try_from(i).ok())
+                .ok_or_else(|| bad(r, "test_index", "null or out of range".into()))?,
+            origin: TestOrigin::parse(&origin_text)
+                .ok_or_else(|| bad(r, "origin", format!("unknown origin `{origin_text}`")))?,
+            outcome: CheckOutcome::parse(&outcome_text)
+                .ok_or_else(|| bad(r, "outcome", format!("unknown outcome `{outcome_text}`")))?,
             reason: value(reason, "reason")?,
         });
     }
@@ -60,7 +78,13 @@ mod tests {
     #[test]
     fn round_trip_and_bad_values_are_named() {
         let rows = vec![
-            TestCheck { problem_id: ProblemId::from_question_id("1"), test_index: 0, origin: TestOrigin::Kept, outcome: CheckOutcome::Passed, reason: String::new() },
+            TestCheck {
+                problem_id: ProblemId::from_question_id("1"),
+                test_index: 0,
+                origin: TestOrigin::Kept,
+                outcome: CheckOutcome::Passed,
+                reason: String::new(),
+            },
             TestCheck {
                 problem_id: ProblemId::from_question_id("1"),
                 test_index: 1,
@@ -69,7 +93,12 @@ mod tests {
                 reason: "wrong_answer".into(),
             },
         ];
-        let (_dir, path) = super::super::assert_round_trip("test_checks.parquet", &rows, write_test_checks, read_test_checks);
+        let (_dir, path) = super::super::assert_round_trip(
+            "test_checks.parquet",
+            &rows,
+            write_test_checks,
+            read_test_checks,
+        );
         write_test_checks(&path, &[]).unwrap();
         assert_eq!(read_test_checks(&path).unwrap(), []);
         columns::write(
@@ -84,6 +113,11 @@ mod tests {
         )
         .unwrap();
         let err = read_test_checks(&path).unwrap_err().to_string();
-        assert!(err.contains("row 0") && err.contains("`origin`") && err.contains("unknown origin `guessed`"), "{err}");
+        assert!(
+            err.contains("row 0")
+                && err.contains("`origin`")
+                && err.contains("unknown origin `guessed`"),
+            "{err}"
+        );
     }
 }

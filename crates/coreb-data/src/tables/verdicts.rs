@@ -9,7 +9,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, BooleanArray, Float64Array, ListArray, RecordBatch, StringArray, StructArray, UInt32Array, UInt64Array};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Float64Array, ListArray, RecordBatch, StringArray, StructArray,
+    UInt32Array, UInt64Array,
+};
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 
@@ -54,7 +57,9 @@ pub fn verdicts_schema() -> SchemaRef {
 }
 
 fn to_batch(rows: &[SolutionResult]) -> RecordBatch {
-    let text = |f: fn(&SolutionResult) -> &str| -> ArrayRef { Arc::new(StringArray::from_iter_values(rows.iter().map(f))) };
+    let text = |f: fn(&SolutionResult) -> &str| -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(rows.iter().map(f)))
+    };
     let all: Vec<&TestResult> = rows.iter().flat_map(|r| &r.tests).collect();
     let mut offsets = vec![0i32];
     for r in rows {
@@ -62,20 +67,31 @@ fn to_batch(rows: &[SolutionResult]) -> RecordBatch {
     }
     let children: Vec<ArrayRef> = vec![
         Arc::new(UInt32Array::from_iter_values(all.iter().map(|t| t.index))),
-        Arc::new(StringArray::from_iter_values(all.iter().map(|t| t.verdict.as_str()))),
+        Arc::new(StringArray::from_iter_values(
+            all.iter().map(|t| t.verdict.as_str()),
+        )),
         Arc::new(UInt64Array::from_iter_values(all.iter().map(|t| t.wall_ms))),
         Arc::new(UInt64Array::from_iter_values(all.iter().map(|t| t.cpu_ms))),
-        Arc::new(UInt64Array::from_iter_values(all.iter().map(|t| t.peak_memory_kb))),
+        Arc::new(UInt64Array::from_iter_values(
+            all.iter().map(|t| t.peak_memory_kb),
+        )),
     ];
     let values = StructArray::new(test_fields(), children, None);
-    let tests = ListArray::new(tests_item(), OffsetBuffer::new(ScalarBuffer::from(offsets)), Arc::new(values), None);
+    let tests = ListArray::new(
+        tests_item(),
+        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+        Arc::new(values),
+        None,
+    );
     let columns: Vec<ArrayRef> = vec![
         text(|r| r.solution_id.as_str()),
         text(|r| r.problem_id.as_str()),
         text(|r| &r.model),
         text(|r| r.language.as_str()),
         Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.passed)))),
-        Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.pass_rate))),
+        Arc::new(Float64Array::from_iter_values(
+            rows.iter().map(|r| r.pass_rate),
+        )),
         Arc::new(tests),
         text(|r| &r.message),
         text(|r| r.memory_bound.as_str()),
@@ -85,7 +101,11 @@ fn to_batch(rows: &[SolutionResult]) -> RecordBatch {
 
 /// Write `rows` to `path` atomically (`<path>.tmp`, then rename).
 pub fn write_verdicts(path: &Path, rows: &[SolutionResult]) -> Result<usize, TableError> {
-    super::write_atomic(path, verdicts_schema(), rows.chunks(BATCH_ROWS).map(to_batch))?;
+    super::write_atomic(
+        path,
+        verdicts_schema(),
+        rows.chunks(BATCH_ROWS).map(to_batch),
+    )?;
     Ok(rows.len())
 }
 
@@ -98,29 +118,74 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
         let err = |row: usize, column: &str, reason: String| view.err(row, column, reason);
         let bad = |name: &str| err(0, name, "missing or of the wrong type".into());
         let text = |name: &str| view.column::<StringArray>(name);
-        let (sid, pid, model, language, message, bound) = (text("solution_id")?, text("problem_id")?, text("model")?, text("language")?, text("message")?, text("memory_bound")?);
+        let (sid, pid, model, language, message, bound) = (
+            text("solution_id")?,
+            text("problem_id")?,
+            text("model")?,
+            text("language")?,
+            text("message")?,
+            text("memory_bound")?,
+        );
         let passed = view.column::<BooleanArray>("passed")?;
         let rate = view.column::<Float64Array>("pass_rate")?;
         let tests = view.column::<ListArray>("tests")?;
-        let values = tests.values().as_any().downcast_ref::<StructArray>().ok_or_else(|| bad("tests"))?;
+        let values = tests
+            .values()
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .ok_or_else(|| bad("tests"))?;
         let field = |i: usize| values.column(i).as_any();
-        let (index, verdict) =
-            (field(0).downcast_ref::<UInt32Array>().ok_or_else(|| bad("tests.index"))?, field(1).downcast_ref::<StringArray>().ok_or_else(|| bad("tests.verdict"))?);
+        let (index, verdict) = (
+            field(0)
+                .downcast_ref::<UInt32Array>()
+                .ok_or_else(|| bad("tests.index"))?,
+            field(1)
+                .downcast_ref::<StringArray>()
+                .ok_or_else(|| bad("tests.verdict"))?,
+        );
         let nums = |i: usize, n: &str| field(i).downcast_ref::<UInt64Array>().ok_or_else(|| bad(n));
-        let (wall, cpu, mem) = (nums(2, "tests.wall_ms")?, nums(3, "tests.cpu_ms")?, nums(4, "tests.peak_memory_kb")?);
+        let (wall, cpu, mem) = (
+            nums(2, "tests.wall_ms")?,
+            nums(3, "tests.cpu_ms")?,
+            nums(4, "tests.peak_memory_kb")?,
+        );
         let offsets = tests.value_offsets();
         for r in 0..batch.num_rows() {
-            let lang = Language::parse(language.value(r)).ok_or_else(|| err(r, "language", format!("unknown language `{}`", language.value(r))))?;
+            let lang = Language::parse(language.value(r)).ok_or_else(|| {
+                err(
+                    r,
+                    "language",
+                    format!("unknown language `{}`", language.value(r)),
+                )
+            })?;
             let mut results = Vec::new();
             for i in offsets[r] as usize..offsets[r + 1] as usize {
-                let v = Verdict::parse(verdict.value(i)).ok_or_else(|| err(r, "tests.verdict", format!("unknown verdict `{}`", verdict.value(i))))?;
-                results.push(TestResult { index: index.value(i), verdict: v, wall_ms: wall.value(i), cpu_ms: cpu.value(i), peak_memory_kb: mem.value(i) });
+                let v = Verdict::parse(verdict.value(i)).ok_or_else(|| {
+                    err(
+                        r,
+                        "tests.verdict",
+                        format!("unknown verdict `{}`", verdict.value(i)),
+                    )
+                })?;
+                results.push(TestResult {
+                    index: index.value(i),
+                    verdict: v,
+                    wall_ms: wall.value(i),
+                    cpu_ms: cpu.value(i),
+                    peak_memory_kb: mem.value(i),
+                });
             }
             let memory_bound = match bound.value(r) {
                 "cgroup_v2" => MemoryBound::CgroupV2,
                 "cgroup_v1" => MemoryBound::CgroupV1,
                 "rlimit" => MemoryBound::Rlimit,
-                other => return Err(err(r, "memory_bound", format!("unknown memory bound `{other}`"))),
+                other => {
+                    return Err(err(
+                        r,
+                        "memory_bound",
+                        format!("unknown memory bound `{other}`"),
+                    ));
+                }
             };
             out.push(SolutionResult {
                 solution_id: SolutionId::from_raw(sid.value(r).to_owned()),
@@ -147,8 +212,15 @@ mod tests {
         let rows: Vec<SolutionResult> = (0..1500)
             .map(|i| {
                 let p = ProblemId::from_question_id(&format!("{}", i % 3));
-                let tests: Vec<TestResult> =
-                    (0..i % 4).map(|t| TestResult { index: t as u32, verdict: Verdict::ALL[(i + t) % 7], wall_ms: 10 + t as u64, cpu_ms: 5, peak_memory_kb: 1024 }).collect();
+                let tests: Vec<TestResult> = (0..i % 4)
+                    .map(|t| TestResult {
+                        index: t as u32,
+                        verdict: Verdict::ALL[(i + t) % 7],
+                        wall_ms: 10 + t as u64,
+                        cpu_ms: 5,
+                        peak_memory_kb: 1024,
+                    })
+                    .collect();
                 SolutionResult {
                     solution_id: SolutionId::new(&p, "m", Language::Go, i as u32),
                     problem_id: p,
@@ -157,8 +229,16 @@ mod tests {
                     passed: i % 2 == 0,
                     pass_rate: 0.5,
                     tests,
-                    message: if i % 5 == 0 { "boom".into() } else { String::new() },
-                    memory_bound: [MemoryBound::CgroupV2, MemoryBound::CgroupV1, MemoryBound::Rlimit][i % 3],
+                    message: if i % 5 == 0 {
+                        "boom".into()
+                    } else {
+                        String::new()
+                    },
+                    memory_bound: [
+                        MemoryBound::CgroupV2,
+                        MemoryBound::CgroupV1,
+                        MemoryBound::Rlimit,
+                    ][i % 3],
                 }
             })
             .collect();

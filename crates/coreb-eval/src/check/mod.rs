@@ -187,9 +187,21 @@ pub struct CheckResult {
 
 impl std::fmt::Display for CheckResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "check `{}` failed for `{}`: {} (threshold {})", self.check, self.scope, self.figure, self.threshold)?;
+        write!(
+            f,
+            "check `{}` failed for `{}`: {} (threshold {})",
+            self.check, self.scope, self.figure, self.threshold
+        )?;
         if !self.offending.is_empty() {
-            write!(f, "; first: {}", self.offending.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", "))?;
+            write!(
+                f,
+                "; first: {}",
+                self.offending
+                    .iter()
+                    .map(|e| format!("`{e}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
         }
         Ok(())
     }
@@ -209,14 +221,26 @@ pub struct CheckReport {
 impl CheckReport {
     /// The failed results that are enforced (not waived).
     pub fn failures(&self) -> Vec<&CheckResult> {
-        self.results.iter().filter(|r| !r.passed && !r.waived).collect()
+        self.results
+            .iter()
+            .filter(|r| !r.passed && !r.waived)
+            .collect()
     }
 
     /// A Markdown table: check, scope, figure, threshold, status, first offending ids.
     pub fn to_table(&self) -> String {
-        let mut s = format!("# Checks of release `{}`\n\n| check | scope | figure | threshold | status | first offending |\n|---|---|---|---|---|---|\n", self.version);
+        let mut s = format!(
+            "# Checks of release `{}`\n\n| check | scope | figure | threshold | status | first offending |\n|---|---|---|---|---|---|\n",
+            self.version
+        );
         for r in &self.results {
-            let first = r.offending.iter().take(3).map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ");
+            let first = r
+                .offending
+                .iter()
+                .take(3)
+                .map(|e| format!("`{e}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} |",
@@ -247,15 +271,42 @@ impl Results<'_> {
     /// A check whose figure is a count of offending ids, passing at 0.
     fn count(&mut self, check: Check, scope: &str, offending: Vec<String>) {
         let n = offending.len();
-        self.push(check, scope, n.to_string(), n as f64, "= 0".into(), n == 0, offending);
+        self.push(
+            check,
+            scope,
+            n.to_string(),
+            n as f64,
+            "= 0".into(),
+            n == 0,
+            offending,
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn push(&mut self, check: Check, scope: &str, figure: String, value: f64, threshold: String, passed: bool, mut offending: Vec<String>) {
+    fn push(
+        &mut self,
+        check: Check,
+        scope: &str,
+        figure: String,
+        value: f64,
+        threshold: String,
+        passed: bool,
+        mut offending: Vec<String>,
+    ) {
         let offending_count = offending.len();
         offending.truncate(self.cfg.max_examples);
         let waived = self.cfg.waive.iter().any(|w| w == check.as_str());
-        self.out.push(CheckResult { check, scope: scope.to_owned(), figure, value, threshold, passed, offending_count, offending, waived });
+        self.out.push(CheckResult {
+            check,
+            scope: scope.to_owned(),
+            figure,
+            value,
+            threshold,
+            passed,
+            offending_count,
+            offending,
+            waived,
+        });
     }
 }
 
@@ -271,7 +322,10 @@ pub fn sibling_releases(release: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             name.as_str() != own && name.starts_with('v') && p.join("code_corpus.parquet").is_file()
         })
         .collect();
@@ -282,26 +336,61 @@ pub fn sibling_releases(release: &Path) -> Vec<PathBuf> {
 /// Refuse a `[gates] waive` entry that names no check (the manifest is checked with it when
 /// it is resolved, so a typo stops the build before its first stage).
 pub fn check_waivers(cfg: &GatesConfig) -> Result<(), CheckError> {
-    match cfg.waive.iter().find(|w| !Check::ALL.iter().any(|c| c.as_str() == w.as_str())) {
-        Some(unknown) => Err(CheckError::UnknownCheck { name: unknown.clone(), known: Check::ALL.map(Check::as_str).join(", ") }),
+    match cfg
+        .waive
+        .iter()
+        .find(|w| !Check::ALL.iter().any(|c| c.as_str() == w.as_str()))
+    {
+        Some(unknown) => Err(CheckError::UnknownCheck {
+            name: unknown.clone(),
+            known: Check::ALL.map(Check::as_str).join(", "),
+        }),
         None => Ok(()),
     }
 }
 
 /// Run every check on the release at `dir` (version `version`, composed as `composition`
 /// says), comparing its ids with the releases at `others`.
-pub fn check_release(dir: &Path, version: &str, others: &[PathBuf], cfg: &GatesConfig, composition: &Composition) -> Result<CheckReport, CheckError> {
+pub fn check_release(
+    dir: &Path,
+    version: &str,
+    others: &[PathBuf],
+    cfg: &GatesConfig,
+    composition: &Composition,
+) -> Result<CheckReport, CheckError> {
     check_waivers(cfg)?;
     let frames = Frames::new(dir).with_search_positives(composition.search_positives);
-    let fr = |source: FrameError| CheckError::Frames { release: dir.to_owned(), source };
-    let mut r = Results { cfg, out: Vec::new() };
+    let fr = |source: FrameError| CheckError::Frames {
+        release: dir.to_owned(),
+        source,
+    };
+    let mut r = Results {
+        cfg,
+        out: Vec::new(),
+    };
 
-    r.count(Check::IdUnique, "release", frames.duplicate_ids().map_err(fr)?);
-    r.count(Check::IdFormat, "release", frames.malformed_ids(version).map_err(fr)?);
+    r.count(
+        Check::IdUnique,
+        "release",
+        frames.duplicate_ids().map_err(fr)?,
+    );
+    r.count(
+        Check::IdFormat,
+        "release",
+        frames.malformed_ids(version).map_err(fr)?,
+    );
     let mut reused = Vec::new();
     for other in others {
-        let name = other.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let ids = frames.ids_also_in(&Frames::new(other)).map_err(|source| CheckError::Frames { release: other.clone(), source })?;
+        let name = other
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let ids = frames
+            .ids_also_in(&Frames::new(other))
+            .map_err(|source| CheckError::Frames {
+                release: other.clone(),
+                source,
+            })?;
         reused.extend(ids.into_iter().map(|id| format!("{id}@{name}")));
     }
     r.count(Check::IdEarlierReleases, "release", reused);
@@ -309,72 +398,181 @@ pub fn check_release(dir: &Path, version: &str, others: &[PathBuf], cfg: &GatesC
     let mut beir_sets = BTreeMap::new();
     for task in Task::ALL {
         let scope = task.as_str();
-        r.count(Check::QrelsResolve, scope, frames.dangling_qrels(task).map_err(fr)?);
+        r.count(
+            Check::QrelsResolve,
+            scope,
+            frames.dangling_qrels(task).map_err(fr)?,
+        );
         let (without, _) = frames.queries_without(task, 2, false).map_err(fr)?;
         r.count(Check::QueryHasPositive, scope, without);
-        r.count(Check::UnjudgedRelevant, scope, frames.unjudged_relevant(task).map_err(fr)?);
-        r.count(Check::UnfoundedPositives, scope, frames.unfounded_positives(task).map_err(fr)?);
+        r.count(
+            Check::UnjudgedRelevant,
+            scope,
+            frames.unjudged_relevant(task).map_err(fr)?,
+        );
+        r.count(
+            Check::UnfoundedPositives,
+            scope,
+            frames.unfounded_positives(task).map_err(fr)?,
+        );
         let (without, total) = frames.queries_without(task, 1, true).map_err(fr)?;
-        let share = if total == 0 { 1.0 } else { 1.0 - without.len() as f64 / total as f64 };
+        let share = if total == 0 {
+            1.0
+        } else {
+            1.0 - without.len() as f64 / total as f64
+        };
         let figure = format!("{share:.4} ({} of {total})", total - without.len());
         let threshold = format!("≥ {:.2}", cfg.min_hard_negative_share);
-        r.push(Check::HardNegativeCoverage, scope, figure, share, threshold, share >= cfg.min_hard_negative_share, without);
+        r.push(
+            Check::HardNegativeCoverage,
+            scope,
+            figure,
+            share,
+            threshold,
+            share >= cfg.min_hard_negative_share,
+            without,
+        );
         beir_sets.insert(task, beir::read_dir(&dir.join(task.as_str()), "test")?);
     }
 
     let (single, total) = frames.single_language_queries().map_err(fr)?;
-    let share = if total == 0 { 0.0 } else { single.len() as f64 / total as f64 };
+    let share = if total == 0 {
+        0.0
+    } else {
+        single.len() as f64 / total as f64
+    };
     let figure = format!("{share:.4} ({} of {total})", single.len());
-    r.push(Check::SingleLanguagePositives, "text2code", figure, share, format!("≤ {:.2}", cfg.max_single_language_share), share <= cfg.max_single_language_share, single);
+    r.push(
+        Check::SingleLanguagePositives,
+        "text2code",
+        figure,
+        share,
+        format!("≤ {:.2}", cfg.max_single_language_share),
+        share <= cfg.max_single_language_share,
+        single,
+    );
 
     let mut self_matches = frames.self_matches().map_err(fr)?;
     // An anchor no query judges has no business in the corpus a client ranks.
     let unjudged: BTreeSet<String> = frames.unjudged_anchors().map_err(fr)?.into_iter().collect();
-    self_matches.extend(beir_sets[&Task::Code2Code].corpus.iter().filter(|d| unjudged.contains(&d.id)).map(|d| format!("code2code/corpus.jsonl:{}", d.id)));
+    self_matches.extend(
+        beir_sets[&Task::Code2Code]
+            .corpus
+            .iter()
+            .filter(|d| unjudged.contains(&d.id))
+            .map(|d| format!("code2code/corpus.jsonl:{}", d.id)),
+    );
     r.count(Check::SelfRetrieval, "code2code", self_matches);
 
     let (unnamed, total) = frames.unnamed_language_queries().map_err(fr)?;
     let passed = unnamed.is_empty();
-    r.push(Check::LanguageNamed, "text2code", format!("{} of {total}", unnamed.len()), unnamed.len() as f64, "= 0".into(), passed, unnamed);
-    r.count(Check::EmptyTexts, "release", frames.empty_texts().map_err(fr)?);
-    r.count(Check::DuplicateTexts, "release", frames.ambiguous_texts().map_err(fr)?);
+    r.push(
+        Check::LanguageNamed,
+        "text2code",
+        format!("{} of {total}", unnamed.len()),
+        unnamed.len() as f64,
+        "= 0".into(),
+        passed,
+        unnamed,
+    );
+    r.count(
+        Check::EmptyTexts,
+        "release",
+        frames.empty_texts().map_err(fr)?,
+    );
+    r.count(
+        Check::DuplicateTexts,
+        "release",
+        frames.ambiguous_texts().map_err(fr)?,
+    );
     for l in frames.lengths(cfg.max_text_chars).map_err(fr)? {
-        let figure = format!("{} rows; chars {:.0}/{:.0}/{:.0}; words {:.0}/{:.0}/{:.0}", l.rows, l.chars[0], l.chars[1], l.chars[2], l.words[0], l.words[1], l.words[2]);
+        let figure = format!(
+            "{} rows; chars {:.0}/{:.0}/{:.0}; words {:.0}/{:.0}/{:.0}",
+            l.rows, l.chars[0], l.chars[1], l.chars[2], l.words[0], l.words[1], l.words[2]
+        );
         let passed = l.too_long.is_empty();
-        r.push(Check::Lengths, &l.name, figure, l.words[1], format!("chars ≤ {}", cfg.max_text_chars), passed, l.too_long);
+        r.push(
+            Check::Lengths,
+            &l.name,
+            figure,
+            l.words[1],
+            format!("chars ≤ {}", cfg.max_text_chars),
+            passed,
+            l.too_long,
+        );
     }
 
     for task in Task::ALL {
-        let (diff, offending) = equivalence(&frames, task, &beir_sets[&task]).map_err(|e| match e {
-            Equivalence::Frames(source) => CheckError::Frames { release: dir.to_owned(), source },
-            Equivalence::Eval(e) => CheckError::Eval(e),
-        })?;
+        let (diff, offending) =
+            equivalence(&frames, task, &beir_sets[&task]).map_err(|e| match e {
+                Equivalence::Frames(source) => CheckError::Frames {
+                    release: dir.to_owned(),
+                    source,
+                },
+                Equivalence::Eval(e) => CheckError::Eval(e),
+            })?;
         let passed = offending.is_empty();
-        let figure = format!("{} mismatches, max metric difference {diff:.1e}", offending.len());
-        r.push(Check::BeirParquetEquivalence, task.as_str(), figure, diff, "identical, ≤ 1e-9".into(), passed, offending);
+        let figure = format!(
+            "{} mismatches, max metric difference {diff:.1e}",
+            offending.len()
+        );
+        r.push(
+            Check::BeirParquetEquivalence,
+            task.as_str(),
+            figure,
+            diff,
+            "identical, ≤ 1e-9".into(),
+            passed,
+            offending,
+        );
     }
     if let Some(gate) = &cfg.review {
         let path = crate::gates::review_path(dir, version);
         let figures = read_review_figures(&path)?;
         let (figure, share, passed) = crate::gates::review_gate(gate, version, figures.as_ref());
-        let threshold = format!("≥ {} reviewed, intent ≥ {:.2}, recorded in `{}`", gate.min_reviewed, gate.min_intent, path.display());
-        r.push(Check::Review, "release", figure, share, threshold, passed, Vec::new());
+        let threshold = format!(
+            "≥ {} reviewed, intent ≥ {:.2}, recorded in `{}`",
+            gate.min_reviewed,
+            gate.min_intent,
+            path.display()
+        );
+        r.push(
+            Check::Review,
+            "release",
+            figure,
+            share,
+            threshold,
+            passed,
+            Vec::new(),
+        );
     }
     let compared_with = others.iter().map(|o| o.display().to_string()).collect();
-    Ok(CheckReport { version: version.to_owned(), compared_with, results: r.out })
+    Ok(CheckReport {
+        version: version.to_owned(),
+        compared_with,
+        results: r.out,
+    })
 }
 
 /// The `figures` of a recorded `review.json`; `None` when there is none.
 fn read_review_figures(path: &Path) -> Result<Option<crate::gates::ReviewFigures>, CheckError> {
-    let bad = |reason: String| CheckError::Review { path: path.to_owned(), reason };
+    let bad = |reason: String| CheckError::Review {
+        path: path.to_owned(),
+        reason,
+    };
     let text = match fs_err::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(bad(e.to_string())),
     };
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    let figures = value.get("figures").cloned().ok_or_else(|| bad("no `figures`".into()))?;
-    serde_json::from_value(figures).map(Some).map_err(|e| bad(format!("`figures`: {e}")))
+    let figures = value
+        .get("figures")
+        .cloned()
+        .ok_or_else(|| bad("no `figures`".into()))?;
+    serde_json::from_value(figures)
+        .map(Some)
+        .map_err(|e| bad(format!("`figures`: {e}")))
 }
 
 enum Equivalence {
@@ -400,38 +598,82 @@ impl From<EvalError> for Equivalence {
 /// that ranks every judged document (hard negatives included, interleaved with the positives
 /// by a hash) and a few unjudged ones. Returns the largest metric difference and the
 /// mismatches (`corpus:id`, `queries:id`, `qrels:q→d`, `run:q`).
-fn equivalence(frames: &Frames, task: Task, beir: &Dataset) -> Result<(f64, Vec<String>), Equivalence> {
+fn equivalence(
+    frames: &Frames,
+    task: Task,
+    beir: &Dataset,
+) -> Result<(f64, Vec<String>), Equivalence> {
     let mut bad = Vec::new();
     let expected: BTreeMap<String, String> = frames.candidate_rows(task)?.into_iter().collect();
-    let got: BTreeMap<&str, &str> = beir.corpus.iter().map(|d| (d.id.as_str(), d.text.as_str())).collect();
+    let got: BTreeMap<&str, &str> = beir
+        .corpus
+        .iter()
+        .map(|d| (d.id.as_str(), d.text.as_str()))
+        .collect();
     for (id, text) in &expected {
         if got.get(id.as_str()) != Some(&text.as_str()) {
             bad.push(format!("corpus:{id}"));
         }
     }
-    bad.extend(got.keys().filter(|id| !expected.contains_key(**id)).map(|id| format!("corpus:{id}")));
+    bad.extend(
+        got.keys()
+            .filter(|id| !expected.contains_key(**id))
+            .map(|id| format!("corpus:{id}")),
+    );
     let queries = frames.query_rows(task)?;
-    let want: BTreeMap<&str, &str> = queries.iter().map(|q| (q.id.as_str(), q.text.as_str())).collect();
-    let have: BTreeMap<&str, &str> = beir.queries.iter().map(|q| (q.id.as_str(), q.text.as_str())).collect();
+    let want: BTreeMap<&str, &str> = queries
+        .iter()
+        .map(|q| (q.id.as_str(), q.text.as_str()))
+        .collect();
+    let have: BTreeMap<&str, &str> = beir
+        .queries
+        .iter()
+        .map(|q| (q.id.as_str(), q.text.as_str()))
+        .collect();
     for id in want.keys().chain(have.keys()).collect::<BTreeSet<_>>() {
         if want.get(id) != have.get(id) {
             bad.push(format!("queries:{id}"));
         }
     }
     let graded_rows = frames.qrel_rows(task)?;
-    let parquet_relevant: BTreeSet<(&str, &str)> = graded_rows.iter().filter(|(_, _, r)| *r >= 2).map(|(q, d, _)| (q.as_str(), d.as_str())).collect();
-    let beir_relevant: BTreeSet<(&str, &str)> =
-        beir.qrels.queries.iter().flat_map(|(q, qq)| qq.judged.iter().filter(|(_, r)| *r >= 1).map(move |(d, _)| (q.as_str(), d.as_str()))).collect();
-    bad.extend(parquet_relevant.symmetric_difference(&beir_relevant).map(|(q, d)| format!("qrels:{q}→{d}")));
+    let parquet_relevant: BTreeSet<(&str, &str)> = graded_rows
+        .iter()
+        .filter(|(_, _, r)| *r >= 2)
+        .map(|(q, d, _)| (q.as_str(), d.as_str()))
+        .collect();
+    let beir_relevant: BTreeSet<(&str, &str)> = beir
+        .qrels
+        .queries
+        .iter()
+        .flat_map(|(q, qq)| {
+            qq.judged
+                .iter()
+                .filter(|(_, r)| *r >= 1)
+                .map(move |(d, _)| (q.as_str(), d.as_str()))
+        })
+        .collect();
+    bad.extend(
+        parquet_relevant
+            .symmetric_difference(&beir_relevant)
+            .map(|(q, d)| format!("qrels:{q}→{d}")),
+    );
 
     if queries.is_empty() {
         return Ok((0.0, bad));
     }
-    let graded = Qrels::from_triples(graded_rows.iter().map(|(q, d, r)| (q.as_str(), d.as_str(), *r)))?;
+    let graded = Qrels::from_triples(
+        graded_rows
+            .iter()
+            .map(|(q, d, r)| (q.as_str(), d.as_str(), *r)),
+    )?;
     let mut run = Run::new("equivalence");
     let unjudged: Vec<&String> = expected.keys().take(5).collect();
     for q in &queries {
-        let mut docs: BTreeSet<&str> = graded.queries.get(&q.id).map(|qq| qq.judged.iter().map(|(d, _)| d.as_str()).collect()).unwrap_or_default();
+        let mut docs: BTreeSet<&str> = graded
+            .queries
+            .get(&q.id)
+            .map(|qq| qq.judged.iter().map(|(d, _)| d.as_str()).collect())
+            .unwrap_or_default();
         if let Some(qq) = beir.qrels.queries.get(&q.id) {
             docs.extend(qq.judged.iter().map(|(d, _)| d.as_str()));
         }
@@ -441,11 +683,26 @@ fn equivalence(frames: &Frames, task: Task, beir: &Dataset) -> Result<(f64, Vec<
             run.push(&q.id, d, score);
         }
     }
-    let coreb = coreb_evaluate(&graded, &run, &CorebConfig { ks: vec![10], level: 2 });
-    let trec = trec_evaluate(&beir.qrels, &run, &TrecOptions::with_measures(&["ndcg_cut.10", "map_cut.10", "recall.10"])?)?;
+    let coreb = coreb_evaluate(
+        &graded,
+        &run,
+        &CorebConfig {
+            ks: vec![10],
+            level: 2,
+        },
+    );
+    let trec = trec_evaluate(
+        &beir.qrels,
+        &run,
+        &TrecOptions::with_measures(&["ndcg_cut.10", "map_cut.10", "recall.10"])?,
+    )?;
     let mut max_diff: f64 = 0.0;
     for c in &coreb {
-        let theirs = [trec.query_value(&c.qid, "ndcg_cut_10"), trec.query_value(&c.qid, "map_cut_10"), trec.query_value(&c.qid, "recall_10")];
+        let theirs = [
+            trec.query_value(&c.qid, "ndcg_cut_10"),
+            trec.query_value(&c.qid, "map_cut_10"),
+            trec.query_value(&c.qid, "recall_10"),
+        ];
         let ours = [c.at_k.ndcg[0], c.at_k.map[0], c.at_k.recall[0]];
         let mut worst: f64 = 0.0;
         for (o, t) in ours.iter().zip(theirs) {
@@ -467,9 +724,17 @@ mod tests {
 
     #[test]
     fn a_waiver_must_name_a_check() {
-        let named = |names: &[&str]| GatesConfig { waive: names.iter().map(|n| (*n).to_owned()).collect(), ..GatesConfig::default() };
+        let named = |names: &[&str]| GatesConfig {
+            waive: names.iter().map(|n| (*n).to_owned()).collect(),
+            ..GatesConfig::default()
+        };
         assert!(check_waivers(&named(&["language_named", "duplicate_texts"])).is_ok());
-        let err = check_waivers(&named(&["language_named", "language_nmed"])).unwrap_err().to_string();
-        assert!(err.contains("`language_nmed`") && err.contains("language_named, empty_texts"), "{err}");
+        let err = check_waivers(&named(&["language_named", "language_nmed"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`language_nmed`") && err.contains("language_named, empty_texts"),
+            "{err}"
+        );
     }
 }

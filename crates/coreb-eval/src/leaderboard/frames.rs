@@ -136,20 +136,39 @@ pub struct MeanRow {
 }
 
 fn optional_strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>> {
-    Ok(df.column(name)?.str()?.iter().map(|s| s.map(str::to_owned)).collect())
+    Ok(df
+        .column(name)?
+        .str()?
+        .iter()
+        .map(|s| s.map(str::to_owned))
+        .collect())
 }
 
 fn floats(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
-    Ok(df.column(name)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+    Ok(df
+        .column(name)?
+        .f64()?
+        .iter()
+        .map(|v| v.unwrap_or(f64::NAN))
+        .collect())
 }
 
 fn counts(df: &DataFrame, name: &str) -> Result<Vec<u64>> {
-    Ok(df.column(name)?.cast(&DataType::UInt64)?.u64()?.iter().map(|v| v.unwrap_or(0)).collect())
+    Ok(df
+        .column(name)?
+        .cast(&DataType::UInt64)?
+        .u64()?
+        .iter()
+        .map(|v| v.unwrap_or(0))
+        .collect())
 }
 
 /// The order "latest record last".
 fn by_recording(e: Expr) -> Expr {
-    e.sort_by([col("recorded_at"), col("record_id")], SortMultipleOptions::default())
+    e.sort_by(
+        [col("recorded_at"), col("record_id")],
+        SortMultipleOptions::default(),
+    )
 }
 
 /// The columns the leaderboard reads.
@@ -175,24 +194,53 @@ impl StoreFrames {
     /// Read the store made of these record files (one scan of them all).
     pub fn open(files: &[PathBuf]) -> Result<StoreFrames> {
         if files.is_empty() {
-            return Ok(StoreFrames { all: None, latest: None });
+            return Ok(StoreFrames {
+                all: None,
+                latest: None,
+            });
         }
         // The files are read in parallel (each is small: one record's rows).
-        let records = files.par_iter().map(|f| Ok(crate::frames::read_parquet(f, Some(&COLUMNS), None)?.lazy())).collect::<Result<Vec<_>>>()?;
+        let records = files
+            .par_iter()
+            .map(|f| Ok(crate::frames::read_parquet(f, Some(&COLUMNS), None)?.lazy()))
+            .collect::<Result<Vec<_>>>()?;
         // One chunk, not one per file: the group-bys below are faster over it.
-        let all = concat(records, UnionArgs { rechunk: true, ..UnionArgs::default() })?.collect()?;
+        let all = concat(
+            records,
+            UnionArgs {
+                rechunk: true,
+                ..UnionArgs::default()
+            },
+        )?
+        .collect()?;
         let keys = [col("model"), col("release"), col("task")];
-        let current = all.clone().lazy().group_by(keys.clone()).agg([by_recording(col("record_id")).last().alias("record_id")]);
-        let cutoffs = all.clone().lazy().group_by([col("model")]).agg([by_recording(col("cutoff")).last().alias("model_cutoff")]);
+        let current = all
+            .clone()
+            .lazy()
+            .group_by(keys.clone())
+            .agg([by_recording(col("record_id")).last().alias("record_id")]);
+        let cutoffs = all
+            .clone()
+            .lazy()
+            .group_by([col("model")])
+            .agg([by_recording(col("cutoff")).last().alias("model_cutoff")]);
         let mut on = keys.to_vec();
         on.push(col("record_id"));
         let latest = all
             .clone()
             .lazy()
             .join(current, on.clone(), on, JoinArgs::new(JoinType::Inner))
-            .join(cutoffs, [col("model")], [col("model")], JoinArgs::new(JoinType::Inner))
+            .join(
+                cutoffs,
+                [col("model")],
+                [col("model")],
+                JoinArgs::new(JoinType::Inner),
+            )
             .collect()?;
-        Ok(StoreFrames { all: Some(all), latest: Some(latest) })
+        Ok(StoreFrames {
+            all: Some(all),
+            latest: Some(latest),
+        })
     }
 
     /// Every row of every record.
@@ -208,14 +256,33 @@ impl StoreFrames {
     /// Every value of the latest records, sorted by model, release, task, subtask, language,
     /// metric.
     pub fn cells(&self) -> Result<Vec<CellRow>> {
-        let Some(latest) = self.latest() else { return Ok(Vec::new()) };
+        let Some(latest) = self.latest() else {
+            return Ok(Vec::new());
+        };
         let sort = ["model", "release", "task", "subtask", "language", "metric"];
         let df = latest
-            .select([col("model"), col("release"), col("task"), col("subtask"), col("language"), col("metric"), col("value"), col("num_queries")])
+            .select([
+                col("model"),
+                col("release"),
+                col("task"),
+                col("subtask"),
+                col("language"),
+                col("metric"),
+                col("value"),
+                col("num_queries"),
+            ])
             .sort(sort, SortMultipleOptions::default())
             .collect()?;
-        let (model, release, task) = (strings(&df, "model")?, strings(&df, "release")?, strings(&df, "task")?);
-        let (subtask, language, metric) = (strings(&df, "subtask")?, strings(&df, "language")?, strings(&df, "metric")?);
+        let (model, release, task) = (
+            strings(&df, "model")?,
+            strings(&df, "release")?,
+            strings(&df, "task")?,
+        );
+        let (subtask, language, metric) = (
+            strings(&df, "subtask")?,
+            strings(&df, "language")?,
+            strings(&df, "metric")?,
+        );
         let (value, n) = (floats(&df, "value")?, counts(&df, "num_queries")?);
         Ok((0..df.height())
             .map(|i| CellRow {
@@ -233,53 +300,116 @@ impl StoreFrames {
 
     /// The releases the store has results for, with the window of their latest record.
     pub fn releases(&self) -> Result<Vec<StoredRelease>> {
-        let Some(all) = self.scan() else { return Ok(Vec::new()) };
+        let Some(all) = self.scan() else {
+            return Ok(Vec::new());
+        };
         let df = all
             .group_by([col("release")])
-            .agg([by_recording(col("window_start")).last().alias("window_start"), by_recording(col("window_end")).last().alias("window_end")])
+            .agg([
+                by_recording(col("window_start"))
+                    .last()
+                    .alias("window_start"),
+                by_recording(col("window_end")).last().alias("window_end"),
+            ])
             .sort(["release"], SortMultipleOptions::default())
             .collect()?;
-        let (release, start, end) = (strings(&df, "release")?, optional_strings(&df, "window_start")?, optional_strings(&df, "window_end")?);
-        Ok((0..df.height()).map(|i| StoredRelease { release: release[i].clone(), window_start: start[i].clone(), window_end: end[i].clone() }).collect())
+        let (release, start, end) = (
+            strings(&df, "release")?,
+            optional_strings(&df, "window_start")?,
+            optional_strings(&df, "window_end")?,
+        );
+        Ok((0..df.height())
+            .map(|i| StoredRelease {
+                release: release[i].clone(),
+                window_start: start[i].clone(),
+                window_end: end[i].clone(),
+            })
+            .collect())
     }
 
     /// Every (release, MANIFEST sha256) of the store with its record count, sorted: a release
     /// rebuilt into other bytes appears twice.
     pub fn digests(&self) -> Result<Vec<ReleaseDigest>> {
-        let Some(all) = self.scan() else { return Ok(Vec::new()) };
+        let Some(all) = self.scan() else {
+            return Ok(Vec::new());
+        };
         let df = all
             .group_by([col("release"), col("release_manifest_sha256")])
-            .agg([col("record_id").n_unique().alias("records"), col("record_id").min().alias("example_record")])
-            .sort(["release", "release_manifest_sha256"], SortMultipleOptions::default())
+            .agg([
+                col("record_id").n_unique().alias("records"),
+                col("record_id").min().alias("example_record"),
+            ])
+            .sort(
+                ["release", "release_manifest_sha256"],
+                SortMultipleOptions::default(),
+            )
             .collect()?;
-        let (release, sha, example) = (strings(&df, "release")?, strings(&df, "release_manifest_sha256")?, strings(&df, "example_record")?);
+        let (release, sha, example) = (
+            strings(&df, "release")?,
+            strings(&df, "release_manifest_sha256")?,
+            strings(&df, "example_record")?,
+        );
         let records = counts(&df, "records")?;
         Ok((0..df.height())
-            .map(|i| ReleaseDigest { release: release[i].clone(), manifest_sha256: sha[i].clone(), records: records[i], example_record: example[i].clone() })
+            .map(|i| ReleaseDigest {
+                release: release[i].clone(),
+                manifest_sha256: sha[i].clone(),
+                records: records[i],
+                example_record: example[i].clone(),
+            })
             .collect())
     }
 
     /// Every model with its latest retriever and cutoff and its record counts, by name.
     pub fn models(&self) -> Result<Vec<ModelRow>> {
-        let (Some(all), Some(latest)) = (self.scan(), self.latest()) else { return Ok(Vec::new()) };
-        let current = latest.group_by([col("model")]).agg([col("record_id").n_unique().alias("current_records")]);
+        let (Some(all), Some(latest)) = (self.scan(), self.latest()) else {
+            return Ok(Vec::new());
+        };
+        let current = latest
+            .group_by([col("model")])
+            .agg([col("record_id").n_unique().alias("current_records")]);
         let df = all
             .group_by([col("model")])
-            .agg([by_recording(col("retriever")).last().alias("retriever"), by_recording(col("cutoff")).last().alias("cutoff"), col("record_id").n_unique().alias("records")])
-            .join(current, [col("model")], [col("model")], JoinArgs::new(JoinType::Inner))
+            .agg([
+                by_recording(col("retriever")).last().alias("retriever"),
+                by_recording(col("cutoff")).last().alias("cutoff"),
+                col("record_id").n_unique().alias("records"),
+            ])
+            .join(
+                current,
+                [col("model")],
+                [col("model")],
+                JoinArgs::new(JoinType::Inner),
+            )
             .sort(["model"], SortMultipleOptions::default())
             .collect()?;
-        let (model, retriever, cutoff) = (strings(&df, "model")?, strings(&df, "retriever")?, optional_strings(&df, "cutoff")?);
+        let (model, retriever, cutoff) = (
+            strings(&df, "model")?,
+            strings(&df, "retriever")?,
+            optional_strings(&df, "cutoff")?,
+        );
         let (records, current) = (counts(&df, "records")?, counts(&df, "current_records")?);
         Ok((0..df.height())
-            .map(|i| ModelRow { model: model[i].clone(), retriever: retriever[i].clone(), cutoff: cutoff[i].clone(), records: records[i], current_records: current[i] })
+            .map(|i| ModelRow {
+                model: model[i].clone(),
+                retriever: retriever[i].clone(),
+                cutoff: cutoff[i].clone(),
+                records: records[i],
+                current_records: current[i],
+            })
             .collect())
     }
 
     /// The latest values of `filter.metric` restricted to the window's releases (and, with
     /// `after_cutoff`, to those after each model's cutoff).
-    fn in_window(&self, releases: &[WindowRelease], filter: &WindowFilter) -> Result<Option<LazyFrame>> {
-        let Some(latest) = self.latest() else { return Ok(None) };
+    fn in_window(
+        &self,
+        releases: &[WindowRelease],
+        filter: &WindowFilter,
+    ) -> Result<Option<LazyFrame>> {
+        let Some(latest) = self.latest() else {
+            return Ok(None);
+        };
         let table = df!(
             "release" => releases.iter().map(|r| r.release.as_str()).collect::<Vec<_>>(),
             "month" => releases.iter().map(|r| r.month.as_str()).collect::<Vec<_>>(),
@@ -293,30 +423,67 @@ impl StoreFrames {
             keep = keep.and(col("month").lt_eq(lit(to.clone())));
         }
         if filter.after_cutoff {
-            let after = col("release_start").is_not_null().and(col("release_start").gt(col("model_cutoff")));
+            let after = col("release_start")
+                .is_not_null()
+                .and(col("release_start").gt(col("model_cutoff")));
             keep = keep.and(col("model_cutoff").is_null().or(after));
         }
-        Ok(Some(latest.join(table.lazy(), [col("release")], [col("release")], JoinArgs::new(JoinType::Inner)).filter(keep)))
+        Ok(Some(
+            latest
+                .join(
+                    table.lazy(),
+                    [col("release")],
+                    [col("release")],
+                    JoinArgs::new(JoinType::Inner),
+                )
+                .filter(keep),
+        ))
     }
 
     /// Window means of `filter.metric` per model, task and group, sorted by model, task,
     /// subtask, language; and the (model, release) pairs they used.
-    pub fn means(&self, releases: &[WindowRelease], filter: &WindowFilter) -> Result<(Vec<MeanRow>, Vec<ModelRelease>)> {
-        let Some(rows) = self.in_window(releases, filter)? else { return Ok(Default::default()) };
+    pub fn means(
+        &self,
+        releases: &[WindowRelease],
+        filter: &WindowFilter,
+    ) -> Result<(Vec<MeanRow>, Vec<ModelRelease>)> {
+        let Some(rows) = self.in_window(releases, filter)? else {
+            return Ok(Default::default());
+        };
         let df = rows
             .clone()
             .group_by([col("model"), col("task"), col("subtask"), col("language")])
-            .agg([col("value").mean().alias("mean"), col("release").n_unique().alias("releases")])
-            .sort(["model", "task", "subtask", "language"], SortMultipleOptions::default())
+            .agg([
+                col("value").mean().alias("mean"),
+                col("release").n_unique().alias("releases"),
+            ])
+            .sort(
+                ["model", "task", "subtask", "language"],
+                SortMultipleOptions::default(),
+            )
             .collect()?;
         let (model, task) = (strings(&df, "model")?, strings(&df, "task")?);
         let (subtask, language) = (strings(&df, "subtask")?, strings(&df, "language")?);
         let (mean, n) = (floats(&df, "mean")?, counts(&df, "releases")?);
         let means = (0..df.height())
-            .map(|i| MeanRow { model: model[i].clone(), task: task[i].clone(), subtask: subtask[i].clone(), language: language[i].clone(), mean: mean[i], releases: n[i] })
+            .map(|i| MeanRow {
+                model: model[i].clone(),
+                task: task[i].clone(),
+                subtask: subtask[i].clone(),
+                language: language[i].clone(),
+                mean: mean[i],
+                releases: n[i],
+            })
             .collect();
-        let used = rows.select([col("model"), col("release")]).unique(None, UniqueKeepStrategy::Any).sort(["model", "release"], SortMultipleOptions::default()).collect()?;
-        let pairs = strings(&used, "model")?.into_iter().zip(strings(&used, "release")?).collect();
+        let used = rows
+            .select([col("model"), col("release")])
+            .unique(None, UniqueKeepStrategy::Any)
+            .sort(["model", "release"], SortMultipleOptions::default())
+            .collect()?;
+        let pairs = strings(&used, "model")?
+            .into_iter()
+            .zip(strings(&used, "release")?)
+            .collect();
         Ok((means, pairs))
     }
 }

@@ -146,7 +146,12 @@ pub fn release_month(version: &str, window_end: Option<&str>) -> String {
 impl ReleaseInfo {
     /// The figures of a release from its MANIFEST's `counts` (fields absent from an older
     /// MANIFEST stay empty).
-    pub fn from_manifest(version: &str, window_start: Option<String>, window_end: Option<String>, counts: &serde_json::Value) -> ReleaseInfo {
+    pub fn from_manifest(
+        version: &str,
+        window_start: Option<String>,
+        window_end: Option<String>,
+        counts: &serde_json::Value,
+    ) -> ReleaseInfo {
         let u = |v: &serde_json::Value| v.as_u64();
         let qrels = &counts["qrels"];
         let mut queries: BTreeMap<String, u64> = BTreeMap::new();
@@ -158,7 +163,10 @@ impl ReleaseInfo {
         }
         let total: u64 = queries.values().sum();
         let gates = &counts["gates"];
-        let bm25_band = match (gates["bm25_ndcg10_min"].as_f64(), gates["bm25_ndcg10_max"].as_f64()) {
+        let bm25_band = match (
+            gates["bm25_ndcg10_min"].as_f64(),
+            gates["bm25_ndcg10_max"].as_f64(),
+        ) {
             (Some(lo), Some(hi)) => Some([lo, hi]),
             _ => None,
         };
@@ -172,9 +180,18 @@ impl ReleaseInfo {
             queries,
             code_docs: u(&qrels["code_docs"]),
             text_docs: u(&qrels["text_docs"]),
-            bm25_ndcg10: counts["bm25_ndcg10"].as_object().map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_f64()?))).collect()).unwrap_or_default(),
+            bm25_ndcg10: counts["bm25_ndcg10"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                        .collect()
+                })
+                .unwrap_or_default(),
             bm25_band,
-            hard_negative_share: u(&qrels["with_hard_negatives"]).filter(|_| total > 0).map(|n| n as f64 / total as f64),
+            hard_negative_share: u(&qrels["with_hard_negatives"])
+                .filter(|_| total > 0)
+                .map(|n| n as f64 / total as f64),
             min_hard_negative_share: gates["min_hard_negative_share"].as_f64(),
             checks_passed: u(&counts["checks_passed"]),
             audits: Vec::new(),
@@ -182,7 +199,11 @@ impl ReleaseInfo {
     }
 
     /// A release only the store knows.
-    pub fn from_store(version: &str, window_start: Option<String>, window_end: Option<String>) -> ReleaseInfo {
+    pub fn from_store(
+        version: &str,
+        window_start: Option<String>,
+        window_end: Option<String>,
+    ) -> ReleaseInfo {
         ReleaseInfo {
             version: version.to_owned(),
             month: release_month(version, window_end.as_deref()),
@@ -345,8 +366,13 @@ fn check_month(m: &Option<String>) -> Result<(), LeaderboardError> {
     if let Some(m) = m {
         let ok = m.len() == 7
             && m.as_bytes()[4] == b'-'
-            && m.bytes().enumerate().all(|(i, b)| i == 4 || b.is_ascii_digit())
-            && matches!(&m[5..], "01" | "02" | "03" | "04" | "05" | "06" | "07" | "08" | "09" | "10" | "11" | "12");
+            && m.bytes()
+                .enumerate()
+                .all(|(i, b)| i == 4 || b.is_ascii_digit())
+            && matches!(
+                &m[5..],
+                "01" | "02" | "03" | "04" | "05" | "06" | "07" | "08" | "09" | "10" | "11" | "12"
+            );
         if !ok {
             return Err(LeaderboardError::BadMonth(m.clone()));
         }
@@ -356,26 +382,59 @@ fn check_month(m: &Option<String>) -> Result<(), LeaderboardError> {
 
 /// The leaderboard of the releases found (`published`) and the store's records. Releases the
 /// store names but `published` lacks are added from the store's rows.
-pub fn build(published: Vec<ReleaseInfo>, store: &StoreFrames) -> Result<Leaderboard, LeaderboardError> {
+pub fn build(
+    published: Vec<ReleaseInfo>,
+    store: &StoreFrames,
+) -> Result<Leaderboard, LeaderboardError> {
     let mut releases = published;
     let known: BTreeSet<String> = releases.iter().map(|r| r.version.clone()).collect();
     for r in store.releases()? {
         if !known.contains(&r.release) {
-            releases.push(ReleaseInfo::from_store(&r.release, r.window_start, r.window_end));
+            releases.push(ReleaseInfo::from_store(
+                &r.release,
+                r.window_start,
+                r.window_end,
+            ));
         }
     }
     releases.sort_by(|a, b| (&a.month, &a.version).cmp(&(&b.month, &b.version)));
-    let months: Vec<String> = releases.iter().map(|r| r.month.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    let months: Vec<String> = releases
+        .iter()
+        .map(|r| r.month.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let models: Vec<ModelInfo> = store
         .models()?
         .into_iter()
-        .map(|m| ModelInfo { name: m.model, retriever: m.retriever, cutoff: m.cutoff, records: m.records, superseded: m.records - m.current_records })
+        .map(|m| ModelInfo {
+            name: m.model,
+            retriever: m.retriever,
+            cutoff: m.cutoff,
+            records: m.records,
+            superseded: m.records - m.current_records,
+        })
         .collect();
     let rows = store.cells()?;
-    let mut metrics: Vec<String> = rows.iter().map(|c| c.metric.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    let mut metrics: Vec<String> = rows
+        .iter()
+        .map(|c| c.metric.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     metrics.sort_by_key(|m| metric_order(m));
-    let tasks: Vec<String> = rows.iter().map(|c| c.task.clone()).collect::<BTreeSet<_>>().into_iter().collect();
-    let mut groups: Vec<String> = rows.iter().map(|c| group_name(&c.subtask, &c.language)).collect::<BTreeSet<_>>().into_iter().collect();
+    let tasks: Vec<String> = rows
+        .iter()
+        .map(|c| c.task.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut groups: Vec<String> = rows
+        .iter()
+        .map(|c| group_name(&c.subtask, &c.language))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     // `all` first, then subtasks, then languages, each by name.
     groups.sort_by_key(|g| (g != ALL, g.starts_with("language:"), g.clone()));
     let index = |list: &[String], key: &str| list.iter().position(|x| x == key);
@@ -395,27 +454,68 @@ pub fn build(published: Vec<ReleaseInfo>, store: &StoreFrames) -> Result<Leaderb
             ))
         })
         .collect();
-    let default_metric =
-        if metrics.iter().any(|m| m == DEFAULT_METRIC) { DEFAULT_METRIC.to_owned() } else { metrics.first().cloned().unwrap_or_else(|| DEFAULT_METRIC.to_owned()) };
-    Ok(Leaderboard { format: "coreb-leaderboard/1", default_metric, metrics, tasks, groups, months, releases, models, cells })
+    let default_metric = if metrics.iter().any(|m| m == DEFAULT_METRIC) {
+        DEFAULT_METRIC.to_owned()
+    } else {
+        metrics
+            .first()
+            .cloned()
+            .unwrap_or_else(|| DEFAULT_METRIC.to_owned())
+    };
+    Ok(Leaderboard {
+        format: "coreb-leaderboard/1",
+        default_metric,
+        metrics,
+        tasks,
+        groups,
+        months,
+        releases,
+        models,
+        cells,
+    })
 }
 
 /// The page's numbers in one state of its controls, computed by [`frames`] over the store.
-pub fn view(board: &Leaderboard, store: &StoreFrames, spec: &ViewSpec) -> Result<View, LeaderboardError> {
+pub fn view(
+    board: &Leaderboard,
+    store: &StoreFrames,
+    spec: &ViewSpec,
+) -> Result<View, LeaderboardError> {
     check_month(&spec.from)?;
     check_month(&spec.to)?;
     if let (Some(from), Some(to)) = (&spec.from, &spec.to)
         && from > to
     {
-        return Err(LeaderboardError::EmptyWindow { from: from.clone(), to: to.clone() });
+        return Err(LeaderboardError::EmptyWindow {
+            from: from.clone(),
+            to: to.clone(),
+        });
     }
-    let metric = spec.metric.clone().unwrap_or_else(|| board.default_metric.clone());
+    let metric = spec
+        .metric
+        .clone()
+        .unwrap_or_else(|| board.default_metric.clone());
     if !board.metrics.is_empty() && !board.metrics.contains(&metric) {
-        return Err(LeaderboardError::UnknownMetric { metric, available: board.metrics.join(", ") });
+        return Err(LeaderboardError::UnknownMetric {
+            metric,
+            available: board.metrics.join(", "),
+        });
     }
-    let releases: Vec<WindowRelease> =
-        board.releases.iter().map(|r| WindowRelease { release: r.version.clone(), month: r.month.clone(), window_start: r.window_start.clone() }).collect();
-    let filter = WindowFilter { from: spec.from.clone(), to: spec.to.clone(), after_cutoff: spec.after_cutoff, metric: metric.clone() };
+    let releases: Vec<WindowRelease> = board
+        .releases
+        .iter()
+        .map(|r| WindowRelease {
+            release: r.version.clone(),
+            month: r.month.clone(),
+            window_start: r.window_start.clone(),
+        })
+        .collect();
+    let filter = WindowFilter {
+        from: spec.from.clone(),
+        to: spec.to.clone(),
+        after_cutoff: spec.after_cutoff,
+        metric: metric.clone(),
+    };
     let (means, used) = store.means(&releases, &filter)?;
     let mut rows: Vec<ViewRow> = board
         .models
@@ -425,14 +525,36 @@ pub fn view(board: &Leaderboard, store: &StoreFrames, spec: &ViewSpec) -> Result
                 .tasks
                 .iter()
                 .map(|t| {
-                    let mean = means.iter().find(|r| r.model == m.name && &r.task == t && r.subtask == ALL && r.language == ALL);
-                    (t.clone(), mean.map(|r| WindowMean { mean: r.mean, releases: r.releases }))
+                    let mean = means.iter().find(|r| {
+                        r.model == m.name && &r.task == t && r.subtask == ALL && r.language == ALL
+                    });
+                    (
+                        t.clone(),
+                        mean.map(|r| WindowMean {
+                            mean: r.mean,
+                            releases: r.releases,
+                        }),
+                    )
                 })
                 .collect();
-            let all: Option<Vec<f64>> = tasks.values().map(|v| v.as_ref().map(|w| w.mean)).collect();
-            let average = all.filter(|v| !v.is_empty()).map(|v| v.iter().sum::<f64>() / v.len() as f64);
-            let releases = used.iter().filter(|(model, _)| model == &m.name).map(|(_, r)| r.clone()).collect();
-            ViewRow { rank: 0, model: m.name.clone(), cutoff: m.cutoff.clone(), tasks, average, releases }
+            let all: Option<Vec<f64>> =
+                tasks.values().map(|v| v.as_ref().map(|w| w.mean)).collect();
+            let average = all
+                .filter(|v| !v.is_empty())
+                .map(|v| v.iter().sum::<f64>() / v.len() as f64);
+            let releases = used
+                .iter()
+                .filter(|(model, _)| model == &m.name)
+                .map(|(_, r)| r.clone())
+                .collect();
+            ViewRow {
+                rank: 0,
+                model: m.name.clone(),
+                cutoff: m.cutoff.clone(),
+                tasks,
+                average,
+                releases,
+            }
         })
         .collect();
     rows.sort_by(|a, b| match (a.average, b.average) {
@@ -444,10 +566,25 @@ pub fn view(board: &Leaderboard, store: &StoreFrames, spec: &ViewSpec) -> Result
     for (i, r) in rows.iter_mut().enumerate() {
         r.rank = i + 1;
     }
-    let group =
-        |r: &MeanRow, name: &str| GroupMean { model: r.model.clone(), task: r.task.clone(), group: name.to_owned(), mean: WindowMean { mean: r.mean, releases: r.releases } };
-    let by_subtask = means.iter().filter(|r| r.subtask != ALL).map(|r| group(r, &r.subtask)).collect();
-    let by_language = means.iter().filter(|r| r.language != ALL).map(|r| group(r, &r.language)).collect();
+    let group = |r: &MeanRow, name: &str| GroupMean {
+        model: r.model.clone(),
+        task: r.task.clone(),
+        group: name.to_owned(),
+        mean: WindowMean {
+            mean: r.mean,
+            releases: r.releases,
+        },
+    };
+    let by_subtask = means
+        .iter()
+        .filter(|r| r.subtask != ALL)
+        .map(|r| group(r, &r.subtask))
+        .collect();
+    let by_language = means
+        .iter()
+        .filter(|r| r.language != ALL)
+        .map(|r| group(r, &r.language))
+        .collect();
     Ok(View {
         metric: metric.clone(),
         from: spec.from.clone(),
@@ -463,8 +600,12 @@ pub fn view(board: &Leaderboard, store: &StoreFrames, spec: &ViewSpec) -> Result
 /// Every model's value per release and task on the `all` group, and its mean over the tasks
 /// where the release has every task.
 fn series(board: &Leaderboard, metric: &str) -> Vec<SeriesPoint> {
-    let Some(k) = board.metrics.iter().position(|m| m == metric) else { return Vec::new() };
-    let Some(g) = board.groups.iter().position(|x| x == ALL) else { return Vec::new() };
+    let Some(k) = board.metrics.iter().position(|m| m == metric) else {
+        return Vec::new();
+    };
+    let Some(g) = board.groups.iter().position(|x| x == ALL) else {
+        return Vec::new();
+    };
     let mut by: BTreeMap<(usize, usize), BTreeMap<usize, f64>> = BTreeMap::new();
     for &(m, r, t, cg, ck, v, _) in &board.cells {
         if cg == g && ck == k {
@@ -484,7 +625,10 @@ fn series(board: &Leaderboard, metric: &str) -> Vec<SeriesPoint> {
             out.push(point(&board.tasks[*t], *v));
         }
         if values.len() == board.tasks.len() {
-            out.push(point("average", values.values().sum::<f64>() / values.len() as f64));
+            out.push(point(
+                "average",
+                values.values().sum::<f64>() / values.len() as f64,
+            ));
         }
     }
     out
@@ -510,15 +654,34 @@ mod tests {
             "qrels": {"code_docs": 100, "problems": 10, "text_docs": 60, "with_hard_negatives": 30,
                       "queries": {"code2code/cross_lang": 10, "code2code/cross_model": 10, "text2code/full": 20}},
         });
-        let r = ReleaseInfo::from_manifest("v202503", Some("2025-01-01".into()), Some("2025-03-31".into()), &counts);
+        let r = ReleaseInfo::from_manifest(
+            "v202503",
+            Some("2025-01-01".into()),
+            Some("2025-03-31".into()),
+            &counts,
+        );
         assert_eq!(r.month, "2025-03");
-        assert_eq!((r.problems, r.code_docs, r.text_docs), (Some(10), Some(100), Some(60)));
-        assert_eq!(r.queries, [("code2code".to_owned(), 20), ("text2code".to_owned(), 20)].into());
+        assert_eq!(
+            (r.problems, r.code_docs, r.text_docs),
+            (Some(10), Some(100), Some(60))
+        );
+        assert_eq!(
+            r.queries,
+            [("code2code".to_owned(), 20), ("text2code".to_owned(), 20)].into()
+        );
         assert_eq!(r.bm25_band, Some([0.05, 0.95]));
         assert_eq!(r.hard_negative_share, Some(0.75));
         assert_eq!(r.checks_passed, None);
-        let with_checks = ReleaseInfo::from_manifest("v1", None, None, &serde_json::json!({"checks_passed": 31}));
-        assert_eq!((with_checks.checks_passed, with_checks.problems, with_checks.hard_negative_share), (Some(31), None, None));
+        let with_checks =
+            ReleaseInfo::from_manifest("v1", None, None, &serde_json::json!({"checks_passed": 31}));
+        assert_eq!(
+            (
+                with_checks.checks_passed,
+                with_checks.problems,
+                with_checks.hard_negative_share
+            ),
+            (Some(31), None, None)
+        );
     }
 
     #[test]
@@ -527,7 +690,13 @@ mod tests {
             assert!(check_month(&Some(good.into())).is_ok(), "{good}");
         }
         for bad in ["2025-13", "2025-1", "202501", "2025-01-01", "abcd-01"] {
-            assert!(matches!(check_month(&Some(bad.into())), Err(LeaderboardError::BadMonth(_))), "{bad}");
+            assert!(
+                matches!(
+                    check_month(&Some(bad.into())),
+                    Err(LeaderboardError::BadMonth(_))
+                ),
+                "{bad}"
+            );
         }
     }
 }

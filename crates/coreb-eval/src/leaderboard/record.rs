@@ -113,7 +113,9 @@ pub struct CutoffError(pub String);
 
 fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
-        2 if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => 29,
+        2 if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => {
+            29
+        }
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,
@@ -173,7 +175,10 @@ pub fn record_id(report: &EvalReport, meta: &RecordMeta) -> String {
 }
 
 fn prompts_json(report: &EvalReport) -> Option<String> {
-    report.prompts.as_ref().and_then(|p| serde_json::to_string(p).ok())
+    report
+        .prompts
+        .as_ref()
+        .and_then(|p| serde_json::to_string(p).ok())
 }
 
 /// The rows of one evaluation, in a fixed order (task, group, metric).
@@ -183,7 +188,12 @@ pub fn rows(report: &EvalReport, meta: &RecordMeta, recorded_at: &str) -> Vec<Re
     let mut out = Vec::new();
     for task in &report.tasks {
         let run_sha256 = meta.run_sha256.get(&task.task).cloned().unwrap_or_default();
-        let mut push = |subtask: &str, language: &str, metric: String, value: f64, ci: Option<&Interval>, num_queries: usize| {
+        let mut push = |subtask: &str,
+                        language: &str,
+                        metric: String,
+                        value: f64,
+                        ci: Option<&Interval>,
+                        num_queries: usize| {
             out.push(ResultRow {
                 record_id: id.clone(),
                 recorded_at: recorded_at.to_owned(),
@@ -213,11 +223,25 @@ pub fn rows(report: &EvalReport, meta: &RecordMeta, recorded_at: &str) -> Vec<Re
                 let cis = ci.map(|c| interval_measure(c, m));
                 for (i, k) in summary.ks.iter().enumerate() {
                     let ci = cis.and_then(|c| c.get(i)).and_then(Option::as_ref);
-                    push(subtask, language, format!("{name}@{k}"), values[i], ci, summary.num_queries);
+                    push(
+                        subtask,
+                        language,
+                        format!("{name}@{k}"),
+                        values[i],
+                        ci,
+                        summary.num_queries,
+                    );
                 }
             }
             if let Some(rate) = summary.intrusion_rate {
-                push(subtask, language, INTRUSION.to_owned(), rate, None, summary.with_hard_negatives);
+                push(
+                    subtask,
+                    language,
+                    INTRUSION.to_owned(),
+                    rate,
+                    None,
+                    summary.with_hard_negatives,
+                );
             }
         }
     }
@@ -228,8 +252,16 @@ pub fn rows(report: &EvalReport, meta: &RecordMeta, recorded_at: &str) -> Vec<Re
 fn groups(task: &TaskReport) -> Vec<(&str, &str, &Summary, Option<&AtKIntervals>)> {
     let ci = task.ci.as_ref();
     let mut out = vec![(ALL, ALL, &task.overall, ci.map(|c| &c.overall))];
-    out.extend(task.by_subtask.iter().map(|(s, v)| (s.as_str(), ALL, v, ci.and_then(|c| c.by_subtask.get(s)))));
-    out.extend(task.by_language.iter().map(|(l, v)| (ALL, l.as_str(), v, ci.and_then(|c| c.by_language.get(l)))));
+    out.extend(
+        task.by_subtask
+            .iter()
+            .map(|(s, v)| (s.as_str(), ALL, v, ci.and_then(|c| c.by_subtask.get(s)))),
+    );
+    out.extend(
+        task.by_language
+            .iter()
+            .map(|(l, v)| (ALL, l.as_str(), v, ci.and_then(|c| c.by_language.get(l)))),
+    );
     out
 }
 
@@ -268,7 +300,14 @@ mod tests {
             ks: vec![1, 10],
             num_queries: n,
             missing: 0,
-            at_k: AtK { ndcg: at.clone(), map: at.clone(), recall: at.clone(), precision: at.clone(), mrr: at.clone(), r_cap: at },
+            at_k: AtK {
+                ndcg: at.clone(),
+                map: at.clone(),
+                recall: at.clone(),
+                precision: at.clone(),
+                mrr: at.clone(),
+                r_cap: at,
+            },
             intrusion_rate: Some(0.25),
             with_hard_negatives: 4,
         }
@@ -286,11 +325,32 @@ mod tests {
             rerank: None,
             queries: Vec::new(),
         };
-        let iv = Some(Interval { low: 0.1, high: 0.9 });
-        let all =
-            AtKIntervals { ndcg: vec![iv, None], map: vec![None, None], recall: vec![None, None], precision: vec![None, None], mrr: vec![None, None], r_cap: vec![None, None] };
-        task.ci = Some(TaskIntervals { overall: all, ..Default::default() });
-        EvalReport { retriever: "bm25".into(), ks: vec![1, 10], tasks: vec![task], bootstrap: None, prompts: None, rerank: None, release: None, run_coverage: None }
+        let iv = Some(Interval {
+            low: 0.1,
+            high: 0.9,
+        });
+        let all = AtKIntervals {
+            ndcg: vec![iv, None],
+            map: vec![None, None],
+            recall: vec![None, None],
+            precision: vec![None, None],
+            mrr: vec![None, None],
+            r_cap: vec![None, None],
+        };
+        task.ci = Some(TaskIntervals {
+            overall: all,
+            ..Default::default()
+        });
+        EvalReport {
+            retriever: "bm25".into(),
+            ks: vec![1, 10],
+            tasks: vec![task],
+            bootstrap: None,
+            prompts: None,
+            rerank: None,
+            release: None,
+            run_coverage: None,
+        }
     }
 
     fn meta() -> RecordMeta {
@@ -298,7 +358,12 @@ mod tests {
             model: "BM25".into(),
             retriever: "bm25".into(),
             cutoff: None,
-            release: ReleaseRef { version: "v202503".into(), manifest_sha256: "ab".into(), window_start: Some("2025-01-01".into()), window_end: Some("2025-03-31".into()) },
+            release: ReleaseRef {
+                version: "v202503".into(),
+                manifest_sha256: "ab".into(),
+                window_start: Some("2025-01-01".into()),
+                window_end: Some("2025-03-31".into()),
+            },
             run_sha256: [("text2code".to_owned(), "cd".to_owned())].into(),
             tool_version: "0.1.0".into(),
         }
@@ -309,15 +374,25 @@ mod tests {
         let rows = rows(&report(), &meta(), "2025-04-02T03:00:00Z");
         // 3 groups × (6 measures × 2 cut-offs + intrusion).
         assert_eq!(rows.len(), 3 * 13);
-        let find = |s: &str, l: &str, m: &str| rows.iter().find(|r| r.subtask == s && r.language == l && r.metric == m).unwrap();
+        let find = |s: &str, l: &str, m: &str| {
+            rows.iter()
+                .find(|r| r.subtask == s && r.language == l && r.metric == m)
+                .unwrap()
+        };
         let r = find(ALL, ALL, "ndcg@1");
-        assert_eq!((r.value, r.ci_low, r.ci_high, r.num_queries), (0.8, Some(0.1), Some(0.9), 6));
+        assert_eq!(
+            (r.value, r.ci_low, r.ci_high, r.num_queries),
+            (0.8, Some(0.1), Some(0.9), 6)
+        );
         assert_eq!(find(ALL, ALL, "ndcg@10").ci_low, None);
         assert_eq!(find("full", ALL, "r_cap@10").value, 0.3);
         assert_eq!(find(ALL, "python", "p@1").num_queries, 3);
         let hn = find(ALL, ALL, INTRUSION);
         assert_eq!((hn.value, hn.num_queries), (0.25, 4));
-        assert!(rows.iter().all(|r| r.run_sha256 == "cd" && r.release == "v202503" && r.record_id.len() == 64));
+        assert!(
+            rows.iter()
+                .all(|r| r.run_sha256 == "cd" && r.release == "v202503" && r.record_id.len() == 64)
+        );
     }
 
     #[test]
@@ -331,7 +406,10 @@ mod tests {
         other.cutoff = Some("2025-01-31".into());
         assert_ne!(record_id(&r, &m), record_id(&r, &other));
         // The time of recording is not part of it: recording again is idempotent.
-        assert_eq!(rows(&r, &m, "a")[0].record_id, rows(&r, &m, "b")[0].record_id);
+        assert_eq!(
+            rows(&r, &m, "a")[0].record_id,
+            rows(&r, &m, "b")[0].record_id
+        );
     }
 
     #[test]
@@ -340,7 +418,15 @@ mod tests {
         assert_eq!(parse_cutoff("2024-02").unwrap(), "2024-02-29");
         assert_eq!(parse_cutoff("2023-02").unwrap(), "2023-02-28");
         assert_eq!(parse_cutoff("2025-12").unwrap(), "2025-12-31");
-        for bad in ["2025", "2025-13", "2025-02-30", "25-01-01", "2025-1-01", "soon", "2025-01-01-01"] {
+        for bad in [
+            "2025",
+            "2025-13",
+            "2025-02-30",
+            "25-01-01",
+            "2025-1-01",
+            "soon",
+            "2025-01-01-01",
+        ] {
             assert!(parse_cutoff(bad).is_err(), "{bad}");
         }
     }
@@ -349,6 +435,9 @@ mod tests {
     fn metrics_sort_by_family_then_k() {
         let mut names = vec!["map@10", "ndcg@10", "hn_intrusion", "ndcg@5", "p@1"];
         names.sort_by_key(|n| metric_order(n));
-        assert_eq!(names, ["ndcg@5", "ndcg@10", "map@10", "p@1", "hn_intrusion"]);
+        assert_eq!(
+            names,
+            ["ndcg@5", "ndcg@10", "map@10", "p@1", "hn_intrusion"]
+        );
     }
 }

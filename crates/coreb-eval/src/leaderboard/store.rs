@@ -38,7 +38,10 @@ pub const AUDITS_DIR: &str = "audits";
 pub fn release_of(dir: &Path) -> anyhow::Result<(PathBuf, ReleaseManifest, String)> {
     match find_release(dir)? {
         Some(found) => Ok(found),
-        None => bail!("`--record`: `{}` is not a release nor a task folder of one (no `MANIFEST.json` in it or its parent)", dir.display()),
+        None => bail!(
+            "`--record`: `{}` is not a release nor a task folder of one (no `MANIFEST.json` in it or its parent)",
+            dir.display()
+        ),
     }
 }
 
@@ -46,7 +49,11 @@ pub fn release_of(dir: &Path) -> anyhow::Result<(PathBuf, ReleaseManifest, Strin
 /// folder).
 pub fn find_release(dir: &Path) -> anyhow::Result<Option<(PathBuf, ReleaseManifest, String)>> {
     let candidates = [Some(dir), dir.parent()];
-    let Some(release) = candidates.into_iter().flatten().find(|d| d.join("MANIFEST.json").is_file()) else {
+    let Some(release) = candidates
+        .into_iter()
+        .flatten()
+        .find(|d| d.join("MANIFEST.json").is_file())
+    else {
         return Ok(None);
     };
     let path = release.join("MANIFEST.json");
@@ -58,16 +65,24 @@ pub fn find_release(dir: &Path) -> anyhow::Result<Option<(PathBuf, ReleaseManife
 /// The identity results on `dir` record: its release's version and MANIFEST sha256, `None`
 /// for a bare BEIR folder.
 pub fn release_identity(dir: &Path) -> anyhow::Result<Option<ReleaseIdentity>> {
-    Ok(find_release(dir)?.map(|(_, manifest, manifest_sha256)| ReleaseIdentity {
-        version: manifest.version,
-        manifest_sha256,
-        controls: manifest.controls.map(|c| crate::report::ControlledRelease { version: c.version, manifest_sha256: c.manifest_sha256 }),
-    }))
+    Ok(
+        find_release(dir)?.map(|(_, manifest, manifest_sha256)| ReleaseIdentity {
+            version: manifest.version,
+            manifest_sha256,
+            controls: manifest.controls.map(|c| crate::report::ControlledRelease {
+                version: c.version,
+                manifest_sha256: c.manifest_sha256,
+            }),
+        }),
+    )
 }
 
 /// Now, as RFC 3339 UTC to the second (the only clock reading of the store: the record order).
 fn utc_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
     let z = days as i64 + 719_468;
@@ -79,7 +94,12 @@ fn utc_now() -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 /// What `coreb eval --record` records besides the report.
@@ -104,21 +124,36 @@ pub struct RecordRequest<'a> {
 /// (`false`: the same record was already there).
 pub fn record(report: &EvalReport, req: RecordRequest<'_>) -> anyhow::Result<(PathBuf, bool)> {
     let (release_dir, manifest, manifest_sha256) = release_of(req.dir)?;
-    let cutoff = req.cutoff.map(record::parse_cutoff).transpose().context("`--cutoff`")?;
+    let cutoff = req
+        .cutoff
+        .map(record::parse_cutoff)
+        .transpose()
+        .context("`--cutoff`")?;
     if req.model.trim().is_empty() || req.model.chars().any(char::is_control) {
-        bail!("`--model-name`: `{}` is not a name (empty, or holds control characters)", req.model.escape_debug());
+        bail!(
+            "`--model-name`: `{}` is not a name (empty, or holds control characters)",
+            req.model.escape_debug()
+        );
     }
     let meta = RecordMeta {
         model: req.model,
         retriever: req.retriever,
         cutoff,
-        release: ReleaseRef { version: manifest.version.clone(), manifest_sha256, window_start: manifest.window.start.clone(), window_end: manifest.window.end.clone() },
+        release: ReleaseRef {
+            version: manifest.version.clone(),
+            manifest_sha256,
+            window_start: manifest.window.start.clone(),
+            window_end: manifest.window.end.clone(),
+        },
         run_sha256: req.run_sha256,
         tool_version: req.tool_version,
     };
     let store = match req.results {
         Some(p) => p.to_owned(),
-        None => release_dir.parent().map(|p| p.join(RESULTS_DIR)).unwrap_or_else(|| PathBuf::from(RESULTS_DIR)),
+        None => release_dir
+            .parent()
+            .map(|p| p.join(RESULTS_DIR))
+            .unwrap_or_else(|| PathBuf::from(RESULTS_DIR)),
     };
     let id = record::record_id(report, &meta);
     let path = store.join(&manifest.version).join(format!("{id}.parquet"));
@@ -127,7 +162,8 @@ pub fn record(report: &EvalReport, req: RecordRequest<'_>) -> anyhow::Result<(Pa
     }
     fs_err::create_dir_all(path.parent().unwrap_or(&store))?;
     let rows = record::rows(report, &meta, &utc_now());
-    super::table::write_results(&path, &rows).with_context(|| format!("writing the results store `{}`", store.display()))?;
+    super::table::write_results(&path, &rows)
+        .with_context(|| format!("writing the results store `{}`", store.display()))?;
     Ok((path, true))
 }
 
@@ -161,13 +197,24 @@ fn published_releases(dir: &Path) -> anyhow::Result<Vec<(ReleaseInfo, String)>> 
     if !dir.is_dir() {
         bail!("`{}`: no such releases directory", dir.display());
     }
-    let mut dirs: Vec<PathBuf> = fs_err::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("MANIFEST.json").is_file()).collect();
+    let mut dirs: Vec<PathBuf> = fs_err::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("MANIFEST.json").is_file())
+        .collect();
     dirs.sort();
     for d in dirs {
         let path = d.join("MANIFEST.json");
         let m = ReleaseManifest::read(&path)?;
         let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
-        out.push((ReleaseInfo::from_manifest(&m.version, m.window.start.clone(), m.window.end.clone(), &m.counts), sha256));
+        out.push((
+            ReleaseInfo::from_manifest(
+                &m.version,
+                m.window.start.clone(),
+                m.window.end.clone(),
+                &m.counts,
+            ),
+            sha256,
+        ));
     }
     Ok(out)
 }
@@ -175,9 +222,17 @@ fn published_releases(dir: &Path) -> anyhow::Result<Vec<(ReleaseInfo, String)>> 
 /// Refuse a store that would mix two builds of one release: records of one version made on
 /// two `MANIFEST.json`s, or on another MANIFEST than the one published under `releases_dir`.
 /// The leaderboard never averages numbers of different bytes under one version's name.
-fn check_digests(store: &StoreFrames, results: &Path, published: &[(ReleaseInfo, String)]) -> anyhow::Result<()> {
+fn check_digests(
+    store: &StoreFrames,
+    results: &Path,
+    published: &[(ReleaseInfo, String)],
+) -> anyhow::Result<()> {
     let digests = store.digests()?;
-    let record_file = |d: &super::frames::ReleaseDigest| results.join(&d.release).join(format!("{}.parquet", d.example_record));
+    let record_file = |d: &super::frames::ReleaseDigest| {
+        results
+            .join(&d.release)
+            .join(format!("{}.parquet", d.example_record))
+    };
     for pair in digests.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
         if a.release == b.release {
@@ -195,7 +250,10 @@ fn check_digests(store: &StoreFrames, results: &Path, published: &[(ReleaseInfo,
         }
     }
     for d in &digests {
-        if let Some((_, sha)) = published.iter().find(|(info, sha)| info.version == d.release && *sha != d.manifest_sha256) {
+        if let Some((_, sha)) = published
+            .iter()
+            .find(|(info, sha)| info.version == d.release && *sha != d.manifest_sha256)
+        {
             bail!(
                 "the results store `{}` holds {} record(s) of release `{}` made on a MANIFEST with sha256 `{}` (such as `{}`), but the published `{}` has sha256 `{sha}`: they are results of another build of the release. Evaluate the published release again, or move those records out of the store",
                 results.display(),
@@ -253,9 +311,14 @@ fn find_audits(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 /// Attach each audit report (`model.json` of `coreb audit <release> model`) to its release
 /// (by the last component of its `release` field); a report of no release in `releases` is
 /// a warning, the same report twice is shown once.
-pub fn attach_audits(releases: &mut [ReleaseInfo], files: &[PathBuf], sink: &dyn Report) -> anyhow::Result<()> {
+pub fn attach_audits(
+    releases: &mut [ReleaseInfo],
+    files: &[PathBuf],
+    sink: &dyn Report,
+) -> anyhow::Result<()> {
     for path in files {
-        let report: AuditReport = serde_json::from_str(&fs_err::read_to_string(path)?).with_context(|| format!("`{}`: not a `coreb audit … model` report", path.display()))?;
+        let report: AuditReport = serde_json::from_str(&fs_err::read_to_string(path)?)
+            .with_context(|| format!("`{}`: not a `coreb audit … model` report", path.display()))?;
         let version = report.release.rsplit('/').next().unwrap_or(&report.release);
         let Some(release) = releases.iter_mut().find(|r| r.version == version) else {
             sink.status(&format!("warning: `{}` audits release `{}`, which is neither published nor recorded: not shown", path.display(), report.release));
@@ -277,18 +340,28 @@ pub fn attach_audits(releases: &mut [ReleaseInfo], files: &[PathBuf], sink: &dyn
         }
     }
     for r in releases.iter_mut() {
-        r.audits.sort_by(|a, b| (&a.model, &a.language).cmp(&(&b.model, &b.language)));
+        r.audits
+            .sort_by(|a, b| (&a.model, &a.language).cmp(&(&b.model, &b.language)));
     }
     Ok(())
 }
 
 /// The leaderboard and its store: the releases published under `releases_dir`, the records
 /// of the store `results`, the audits under `<releases_dir>/audits/` and `audits`.
-pub fn load(releases_dir: &Path, results: &Path, audits: &[PathBuf], sink: &dyn Report) -> anyhow::Result<(Leaderboard, StoreFrames)> {
+pub fn load(
+    releases_dir: &Path,
+    results: &Path,
+    audits: &[PathBuf],
+    sink: &dyn Report,
+) -> anyhow::Result<(Leaderboard, StoreFrames)> {
     let published = published_releases(releases_dir)?;
-    let store = StoreFrames::open(&store_files(results)?).with_context(|| format!("reading the results store `{}`", results.display()))?;
+    let store = StoreFrames::open(&store_files(results)?)
+        .with_context(|| format!("reading the results store `{}`", results.display()))?;
     check_digests(&store, results, &published)?;
-    let mut lb = super::build(published.into_iter().map(|(info, _)| info).collect(), &store)?;
+    let mut lb = super::build(
+        published.into_iter().map(|(info, _)| info).collect(),
+        &store,
+    )?;
     let mut audit_files = find_audits(&releases_dir.join(AUDITS_DIR))?;
     audit_files.extend(audits.iter().cloned());
     attach_audits(&mut lb.releases, &audit_files, sink)?;
@@ -309,17 +382,59 @@ pub fn markdown(lb: &Leaderboard, view: &View) -> String {
     use std::fmt::Write as _;
     let window = format!(
         "{} … {}",
-        view.from.as_deref().or(lb.months.first().map(String::as_str)).unwrap_or("—"),
-        view.to.as_deref().or(lb.months.last().map(String::as_str)).unwrap_or("—")
+        view.from
+            .as_deref()
+            .or(lb.months.first().map(String::as_str))
+            .unwrap_or("—"),
+        view.to
+            .as_deref()
+            .or(lb.months.last().map(String::as_str))
+            .unwrap_or("—")
     );
-    let mut out = format!("# Leaderboard: {}, releases {window}{}\n\n", view.metric, if view.after_cutoff { ", after each model's cutoff" } else { "" });
-    let _ = writeln!(out, "| # | model | cutoff | {} | avg | releases |", lb.tasks.join(" | "));
-    let _ = writeln!(out, "|---:|---|---|{}---:|---:|", "---:|".repeat(lb.tasks.len()));
+    let mut out = format!(
+        "# Leaderboard: {}, releases {window}{}\n\n",
+        view.metric,
+        if view.after_cutoff {
+            ", after each model's cutoff"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "| # | model | cutoff | {} | avg | releases |",
+        lb.tasks.join(" | ")
+    );
+    let _ = writeln!(
+        out,
+        "|---:|---|---|{}---:|---:|",
+        "---:|".repeat(lb.tasks.len())
+    );
     for r in &view.rows {
-        let tasks: Vec<String> =
-            lb.tasks.iter().map(|t| r.tasks.get(t).and_then(Option::as_ref).map(|m| format!("{:.4} ({})", m.mean, m.releases)).unwrap_or_else(|| "–".into())).collect();
-        let avg = r.average.map(|a| format!("{a:.4}")).unwrap_or_else(|| "–".into());
-        let _ = writeln!(out, "| {} | {} | {} | {} | {avg} | {} |", r.rank, r.model, r.cutoff.as_deref().unwrap_or("–"), tasks.join(" | "), r.releases.len());
+        let tasks: Vec<String> = lb
+            .tasks
+            .iter()
+            .map(|t| {
+                r.tasks
+                    .get(t)
+                    .and_then(Option::as_ref)
+                    .map(|m| format!("{:.4} ({})", m.mean, m.releases))
+                    .unwrap_or_else(|| "–".into())
+            })
+            .collect();
+        let avg = r
+            .average
+            .map(|a| format!("{a:.4}"))
+            .unwrap_or_else(|| "–".into());
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {avg} | {} |",
+            r.rank,
+            r.model,
+            r.cutoff.as_deref().unwrap_or("–"),
+            tasks.join(" | "),
+            r.releases.len()
+        );
     }
     out
 }
@@ -333,6 +448,9 @@ mod tests {
         let now = utc_now();
         assert_eq!(now.len(), 20, "{now}");
         assert!(now.as_str() > "2024-01-01T00:00:00Z");
-        assert!(now.ends_with('Z') && &now[4..5] == "-" && &now[10..11] == "T", "{now}");
+        assert!(
+            now.ends_with('Z') && &now[4..5] == "-" && &now[10..11] == "T",
+            "{now}"
+        );
     }
 }

@@ -39,8 +39,14 @@ pub struct PromptChoice {
 
 impl PromptChoice {
     /// Resolve from the options and the manifest's `[eval]`.
-    pub fn resolve(args: &EvalOptions, manifest: Option<&ManifestSettings>) -> anyhow::Result<PromptChoice> {
-        let file: Option<PathBuf> = args.prompts.clone().or_else(|| manifest.and_then(|m| m.prompts_file.clone()));
+    pub fn resolve(
+        args: &EvalOptions,
+        manifest: Option<&ManifestSettings>,
+    ) -> anyhow::Result<PromptChoice> {
+        let file: Option<PathBuf> = args
+            .prompts
+            .clone()
+            .or_else(|| manifest.and_then(|m| m.prompts_file.clone()));
         let presets = match &file {
             Some(path) => {
                 let text = fs_err::read_to_string(path)?;
@@ -52,8 +58,14 @@ impl PromptChoice {
         overrides.preset = args.prompt_preset.clone().or(overrides.preset);
         overrides.query = args.query_prompt.clone().or(overrides.query);
         overrides.document = args.doc_prompt.clone().or(overrides.document);
-        let given_on_command_line = args.prompt_preset.is_some() || args.query_prompt.is_some() || args.doc_prompt.is_some();
-        Ok(PromptChoice { presets, overrides, given_on_command_line })
+        let given_on_command_line = args.prompt_preset.is_some()
+            || args.query_prompt.is_some()
+            || args.doc_prompt.is_some();
+        Ok(PromptChoice {
+            presets,
+            overrides,
+            given_on_command_line,
+        })
     }
 }
 
@@ -67,7 +79,10 @@ pub struct DenseSetup {
 
 /// The retry policy of the flags (the gateway's, with `--max-attempts`).
 fn retry(args: &EvalOptions) -> RetryConfig {
-    RetryConfig { max_attempts: args.client.max_attempts.max(1), ..RetryConfig::default() }
+    RetryConfig {
+        max_attempts: args.client.max_attempts.max(1),
+        ..RetryConfig::default()
+    }
 }
 
 /// `url` without its trailing `/`, if http(s); else an error naming `flag`.
@@ -80,7 +95,12 @@ fn check_url(url: &str, flag: &str) -> anyhow::Result<String> {
 }
 
 /// The embeddings/rerank client of the options at `base_url`, with the key in `key_var`.
-fn embed_client(args: &EvalOptions, base_url: &str, key_var: &str, cache: Option<PathBuf>) -> anyhow::Result<EmbedClient> {
+fn embed_client(
+    args: &EvalOptions,
+    base_url: &str,
+    key_var: &str,
+    cache: Option<PathBuf>,
+) -> anyhow::Result<EmbedClient> {
     if args.batch_size == 0 || args.client.concurrency == 0 || args.client.max_attempts == 0 {
         bail!("`--batch-size`, `--concurrency` and `--max-attempts` must be at least 1");
     }
@@ -101,26 +121,73 @@ fn embed_client(args: &EvalOptions, base_url: &str, key_var: &str, cache: Option
 
 impl DenseSetup {
     /// The client for `model` at `--base-url`, its preset and overrides.
-    pub fn new(model: &str, args: &EvalOptions, prompts: PromptChoice) -> anyhow::Result<DenseSetup> {
+    pub fn new(
+        model: &str,
+        args: &EvalOptions,
+        prompts: PromptChoice,
+    ) -> anyhow::Result<DenseSetup> {
         let base_url = check_url(&args.base_url, "--base-url")?;
-        let cache = if args.no_cache { None } else { Some(args.cache.clone().unwrap_or_else(|| PathBuf::from(".coreb-cache/embeddings"))) };
+        let cache = if args.no_cache {
+            None
+        } else {
+            Some(
+                args.cache
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(".coreb-cache/embeddings")),
+            )
+        };
         let client = embed_client(args, &base_url, &args.client.api_key_env, cache)?;
-        let preset = prompts.presets.select(model, prompts.overrides.preset.as_deref())?.clone();
-        Ok(DenseSetup { client, model: model.to_owned(), prompts, preset })
+        let preset = prompts
+            .presets
+            .select(model, prompts.overrides.preset.as_deref())?
+            .clone();
+        Ok(DenseSetup {
+            client,
+            model: model.to_owned(),
+            prompts,
+            preset,
+        })
     }
 
     /// What is recorded before any task is run.
     pub fn prompts_used(&self) -> PromptsUsed {
-        PromptsUsed { preset: self.preset.name.clone(), source: self.prompts.presets.source_name.clone(), overrides: self.prompts.overrides.clone(), tasks: Default::default() }
+        PromptsUsed {
+            preset: self.preset.name.clone(),
+            source: self.prompts.presets.source_name.clone(),
+            overrides: self.prompts.overrides.clone(),
+            tasks: Default::default(),
+        }
     }
 
     /// The run of one task and the prompts it used.
-    pub fn run(&self, runtime: &tokio::runtime::Handle, sink: &dyn Report, data: &Dataset, depth: usize) -> anyhow::Result<(Run, TaskPrompts)> {
-        let prompts = task_prompts(&self.prompts.presets, &self.preset, &self.prompts.overrides, data)?;
-        let bar = sink.meter(Some((data.corpus.len() + data.queries.len()) as u64), "embed", false);
+    pub fn run(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        sink: &dyn Report,
+        data: &Dataset,
+        depth: usize,
+    ) -> anyhow::Result<(Run, TaskPrompts)> {
+        let prompts = task_prompts(
+            &self.prompts.presets,
+            &self.preset,
+            &self.prompts.overrides,
+            data,
+        )?;
+        let bar = sink.meter(
+            Some((data.corpus.len() + data.queries.len()) as u64),
+            "embed",
+            false,
+        );
         let tick = |n: u64| bar.inc(n);
         let run = runtime
-            .block_on(crate::dense::dense_run(&self.client, &self.model, data, &prompts, depth, &tick))
+            .block_on(crate::dense::dense_run(
+                &self.client,
+                &self.model,
+                data,
+                &prompts,
+                depth,
+                &tick,
+            ))
             .with_context(|| format!("dense retrieval with `{}` on `{}`", self.model, data.name))?;
         drop(bar);
         let s = &self.client.stats;
@@ -167,33 +234,59 @@ pub enum Reranker {
 impl Reranker {
     /// The reranker the flags ask for, if any.
     pub fn new(args: &EvalOptions) -> anyhow::Result<Option<Reranker>> {
-        let Some(model) = &args.rerank else { return Ok(None) };
+        let Some(model) = &args.rerank else {
+            return Ok(None);
+        };
         if args.rerank_depth == 0 {
             bail!("`--rerank-depth`: must be at least 1");
         }
-        let base_url = check_url(args.rerank_base_url.as_deref().unwrap_or(&args.base_url), "--rerank-base-url")?;
-        let key_var = args.rerank_api_key_env.as_deref().unwrap_or(&args.client.api_key_env);
+        let base_url = check_url(
+            args.rerank_base_url.as_deref().unwrap_or(&args.base_url),
+            "--rerank-base-url",
+        )?;
+        let key_var = args
+            .rerank_api_key_env
+            .as_deref()
+            .unwrap_or(&args.client.api_key_env);
         let api = match args.rerank_api {
             RerankApi::Rerank => Pointwise::Rerank,
             RerankApi::Score => Pointwise::Score,
             RerankApi::Listwise => {
                 if args.window < 2 || args.step == 0 || args.step >= args.window {
-                    bail!("`--window` must be at least 2 and `--step` between 1 and `--window` − 1");
+                    bail!(
+                        "`--window` must be at least 2 and `--step` between 1 and `--window` − 1"
+                    );
                 }
                 let config = LlmConfig {
                     base_url: base_url.clone(),
                     api_key_env: key_var.to_owned(),
-                    mode: if args.client.replay { StoreMode::Replay } else { StoreMode::Live },
+                    mode: if args.client.replay {
+                        StoreMode::Replay
+                    } else {
+                        StoreMode::Live
+                    },
                     model: model.clone(),
-                    sampling: SamplingParams { temperature: 0.0, top_p: 1.0, max_tokens: 1024, seed: Some(0) },
+                    sampling: SamplingParams {
+                        temperature: 0.0,
+                        top_p: 1.0,
+                        max_tokens: 1024,
+                        seed: Some(0),
+                    },
                     concurrency: args.client.concurrency,
                     timeout_secs: args.client.timeout_secs,
                     retry: retry(args),
                     ..LlmConfig::default()
                 };
                 config.validate().map_err(anyhow::Error::msg)?;
-                let gateway = Gateway::new(&config, ResponseStore::open(&args.client.store), key_from(key_var))?;
-                let prompt = Prompt::parse(std::path::Path::new("prompts/eval/listwise.toml"), listwise::BUILTIN_PROMPT)?;
+                let gateway = Gateway::new(
+                    &config,
+                    ResponseStore::open(&args.client.store),
+                    key_from(key_var),
+                )?;
+                let prompt = Prompt::parse(
+                    std::path::Path::new("prompts/eval/listwise.toml"),
+                    listwise::BUILTIN_PROMPT,
+                )?;
                 let config = ListwiseConfig {
                     model: model.clone(),
                     window: args.window,
@@ -203,41 +296,93 @@ impl Reranker {
                     sampling: config.sampling.clone(),
                     concurrency: args.client.concurrency,
                 };
-                return Ok(Some(Reranker::Listwise { gateway: Box::new(gateway), prompt: Box::new(prompt), config: Box::new(config), stats: Default::default() }));
+                return Ok(Some(Reranker::Listwise {
+                    gateway: Box::new(gateway),
+                    prompt: Box::new(prompt),
+                    config: Box::new(config),
+                    stats: Default::default(),
+                }));
             }
         };
         let client = embed_client(args, &base_url, key_var, None)?;
-        Ok(Some(Reranker::Pointwise { client: Box::new(client), api, model: model.clone(), depth: args.rerank_depth }))
+        Ok(Some(Reranker::Pointwise {
+            client: Box::new(client),
+            api,
+            model: model.clone(),
+            depth: args.rerank_depth,
+        }))
     }
 
     /// `rerank:<model>`, `score:<model>` or `listwise:<model>`.
     pub fn label(&self) -> String {
         match self {
-            Reranker::Pointwise { api: Pointwise::Rerank, model, .. } => format!("rerank:{model}"),
-            Reranker::Pointwise { api: Pointwise::Score, model, .. } => format!("score:{model}"),
+            Reranker::Pointwise {
+                api: Pointwise::Rerank,
+                model,
+                ..
+            } => format!("rerank:{model}"),
+            Reranker::Pointwise {
+                api: Pointwise::Score,
+                model,
+                ..
+            } => format!("score:{model}"),
             Reranker::Listwise { config, .. } => format!("listwise:{}", config.model),
         }
     }
 
     /// Rerank one task's first-stage run.
-    pub fn rerank(&self, runtime: &tokio::runtime::Handle, sink: &dyn Report, data: &Dataset, first: &Run) -> anyhow::Result<Run> {
+    pub fn rerank(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        sink: &dyn Report,
+        data: &Dataset,
+        first: &Run,
+    ) -> anyhow::Result<Run> {
         match self {
-            Reranker::Pointwise { client, api, model, depth } => {
+            Reranker::Pointwise {
+                client,
+                api,
+                model,
+                depth,
+            } => {
                 let bar = sink.meter(Some(data.queries.len() as u64), "rerank", false);
                 let tick = |n: u64| bar.inc(n);
                 let run = runtime
-                    .block_on(crate::dense::rerank_run(client, *api, model, data, first, *depth, &tick))
+                    .block_on(crate::dense::rerank_run(
+                        client, *api, model, data, first, *depth, &tick,
+                    ))
                     .with_context(|| format!("reranking with `{model}` on `{}`", data.name))?;
                 drop(bar);
                 Ok(run)
             }
-            Reranker::Listwise { gateway, prompt, config, stats } => {
-                let total: usize = data.queries.iter().map(|q| listwise::window_count(first.ranked(&q.id).len(), config)).sum();
+            Reranker::Listwise {
+                gateway,
+                prompt,
+                config,
+                stats,
+            } => {
+                let total: usize = data
+                    .queries
+                    .iter()
+                    .map(|q| listwise::window_count(first.ranked(&q.id).len(), config))
+                    .sum();
                 let bar = sink.meter(Some(total as u64), "listwise", false);
                 let tick = || bar.inc(1);
                 let (run, s) = runtime
-                    .block_on(listwise::listwise_run(gateway.as_ref(), prompt, config, data, first, &tick))
-                    .with_context(|| format!("listwise reranking with `{}` on `{}`", config.model, data.name))?;
+                    .block_on(listwise::listwise_run(
+                        gateway.as_ref(),
+                        prompt,
+                        config,
+                        data,
+                        first,
+                        &tick,
+                    ))
+                    .with_context(|| {
+                        format!(
+                            "listwise reranking with `{}` on `{}`",
+                            config.model, data.name
+                        )
+                    })?;
                 drop(bar);
                 sink.status(&format!(
                     "{}: listwise: {} windows, {} exact, {} repaired, {} unparseable, {} failed; {} from the store, {} from the endpoint",
@@ -254,8 +399,15 @@ impl Reranker {
     /// What goes into the results.
     pub fn info(&self, first_stage: &str) -> RerankInfo {
         match self {
-            Reranker::Pointwise { api, model, depth, .. } => RerankInfo {
-                api: if *api == Pointwise::Rerank { "rerank" } else { "score" }.to_owned(),
+            Reranker::Pointwise {
+                api, model, depth, ..
+            } => RerankInfo {
+                api: if *api == Pointwise::Rerank {
+                    "rerank"
+                } else {
+                    "score"
+                }
+                .to_owned(),
                 model: model.clone(),
                 depth: *depth,
                 first_stage: first_stage.to_owned(),

@@ -43,7 +43,11 @@ pub struct IngestConfig {
 
 impl Default for IngestConfig {
     fn default() -> Self {
-        IngestConfig { on_bad_row: BadRows::Error, max_line_bytes: 1 << 30, max_field_bytes: 1 << 30 }
+        IngestConfig {
+            on_bad_row: BadRows::Error,
+            max_line_bytes: 1 << 30,
+            max_field_bytes: 1 << 30,
+        }
     }
 }
 
@@ -59,7 +63,10 @@ pub struct RowError {
 
 impl RowError {
     fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        RowError { field: field.into(), reason: reason.into() }
+        RowError {
+            field: field.into(),
+            reason: reason.into(),
+        }
     }
 }
 
@@ -140,7 +147,12 @@ fn split_private_tests(line: &[u8]) -> Option<(Vec<u8>, &[u8])> {
                 let from = open + 1;
                 let to = from + memchr::memchr2(b'"', b'\\', &line[from..])?;
                 let value = &line[from..to];
-                if line[to] != b'"' || !value.first().is_some_and(is_base64_symbol) || !value.last().is_some_and(|b| is_base64_symbol(b) || *b == b'=') {
+                if line[to] != b'"'
+                    || !value.first().is_some_and(is_base64_symbol)
+                    || !value
+                        .last()
+                        .is_some_and(|b| is_base64_symbol(b) || *b == b'=')
+                {
                     return None;
                 }
                 let mut rest = Vec::with_capacity(line.len() - value.len());
@@ -164,7 +176,10 @@ fn split_private_tests(line: &[u8]) -> Option<(Vec<u8>, &[u8])> {
 
 /// The index of the first byte at or after `at` that is not JSON white space.
 fn skip_json_space(bytes: &[u8], mut at: usize) -> usize {
-    while bytes.get(at).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+    while bytes
+        .get(at)
+        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
         at += 1;
     }
     at
@@ -187,30 +202,44 @@ fn string_end(line: &[u8], mut at: usize) -> Option<usize> {
 }
 
 /// Decode a row; `blob`, when given, is its `private_test_cases` (base64), taken out of `line`.
-fn decode_parts(line: &[u8], blob: Option<&[u8]>, config: &IngestConfig) -> Result<Problem, RowError> {
+fn decode_parts(
+    line: &[u8],
+    blob: Option<&[u8]>,
+    config: &IngestConfig,
+) -> Result<Problem, RowError> {
     // The fast path parses without tracking paths; only a failure is parsed again to name
     // the field.
     let raw: RawRow = match serde_json::from_slice(line) {
         Ok(raw) => raw,
         Err(first) => {
             let mut de = serde_json::Deserializer::from_slice(line);
-            return Err(match serde_path_to_error::deserialize::<_, RawRow>(&mut de) {
-                Err(e) => {
-                    let path = e.path().to_string();
-                    let field = if path == "." || path == "?" { field_of(e.inner()) } else { path };
-                    RowError::new(field, e.inner().to_string())
-                }
-                Ok(_) => RowError::new("(line)", first.to_string()),
-            });
+            return Err(
+                match serde_path_to_error::deserialize::<_, RawRow>(&mut de) {
+                    Err(e) => {
+                        let path = e.path().to_string();
+                        let field = if path == "." || path == "?" {
+                            field_of(e.inner())
+                        } else {
+                            path
+                        };
+                        RowError::new(field, e.inner().to_string())
+                    }
+                    Ok(_) => RowError::new("(line)", first.to_string()),
+                },
+            );
         }
     };
 
-    let platform = Platform::parse(&raw.platform).ok_or_else(|| RowError::new("platform", format!("unknown platform `{}`", raw.platform)))?;
+    let platform = Platform::parse(&raw.platform)
+        .ok_or_else(|| RowError::new("platform", format!("unknown platform `{}`", raw.platform)))?;
     if raw.question_id.trim().is_empty() {
         return Err(RowError::new("question_id", "empty"));
     }
     if !coreb_data::problem::is_iso_day(raw.contest_date.get(..10).unwrap_or("")) {
-        return Err(RowError::new("contest_date", format!("`{}` is not an ISO date", raw.contest_date)));
+        return Err(RowError::new(
+            "contest_date",
+            format!("`{}` is not an ISO date", raw.contest_date),
+        ));
     }
     let public_tests = parse_tests(&raw.public_test_cases, "public_test_cases")?;
     let private_tests = match blob {
@@ -220,7 +249,9 @@ fn decode_parts(line: &[u8], blob: Option<&[u8]>, config: &IngestConfig) -> Resu
     let func_name = if raw.metadata.trim().is_empty() {
         None
     } else {
-        serde_json::from_str::<RawMetadata>(&raw.metadata).map_err(|e| RowError::new("metadata", format!("not a JSON object: {e}")))?.func_name
+        serde_json::from_str::<RawMetadata>(&raw.metadata)
+            .map_err(|e| RowError::new("metadata", format!("not a JSON object: {e}")))?
+            .func_name
     };
     Ok(Problem {
         id: ProblemId::from_question_id(&raw.question_id),
@@ -242,7 +273,10 @@ fn decode_parts(line: &[u8], blob: Option<&[u8]>, config: &IngestConfig) -> Resu
 /// serde reports a missing field at the root (`.`); take its name from the message.
 fn field_of(e: &serde_json::Error) -> String {
     let msg = e.to_string();
-    msg.split('`').nth(1).filter(|_| msg.starts_with("missing field")).map_or_else(|| "(line)".to_owned(), str::to_owned)
+    msg.split('`')
+        .nth(1)
+        .filter(|_| msg.starts_with("missing field"))
+        .map_or_else(|| "(line)".to_owned(), str::to_owned)
 }
 
 fn parse_tests(json: &str, field: &str) -> Result<Vec<TestCase>, RowError> {
@@ -251,23 +285,41 @@ fn parse_tests(json: &str, field: &str) -> Result<Vec<TestCase>, RowError> {
         Ok(raw) => raw,
         Err(first) => {
             let mut de = serde_json::Deserializer::from_str(json);
-            return Err(match serde_path_to_error::deserialize::<_, Vec<RawTest>>(&mut de) {
-                Err(e) => RowError::new(format!("{field}{}", bracket_path(&e.path().to_string())), e.inner().to_string()),
-                Ok(_) => RowError::new(field, first.to_string()),
-            });
+            return Err(
+                match serde_path_to_error::deserialize::<_, Vec<RawTest>>(&mut de) {
+                    Err(e) => RowError::new(
+                        format!("{field}{}", bracket_path(&e.path().to_string())),
+                        e.inner().to_string(),
+                    ),
+                    Ok(_) => RowError::new(field, first.to_string()),
+                },
+            );
         }
     };
     raw.into_iter()
         .enumerate()
         .map(|(i, t)| {
-            let testtype = TestType::parse(&t.testtype).ok_or_else(|| RowError::new(format!("{field}[{i}].testtype"), format!("unknown testtype `{}`", t.testtype)))?;
-            Ok(TestCase { input: t.input, output: t.output, testtype })
+            let testtype = TestType::parse(&t.testtype).ok_or_else(|| {
+                RowError::new(
+                    format!("{field}[{i}].testtype"),
+                    format!("unknown testtype `{}`", t.testtype),
+                )
+            })?;
+            Ok(TestCase {
+                input: t.input,
+                output: t.output,
+                testtype,
+            })
         })
         .collect()
 }
 
 fn bracket_path(path: &str) -> String {
-    if path == "." { String::new() } else { path.to_owned() }
+    if path == "." {
+        String::new()
+    } else {
+        path.to_owned()
+    }
 }
 
 /// The field whose decoding errors [`decode_private_tests`] and [`inflate`] report.
@@ -289,10 +341,16 @@ pub fn decode_private_tests(value: &str, max_bytes: u64) -> Result<Vec<TestCase>
 fn decode_blob(base64: &[u8], max_bytes: u64) -> Result<Vec<TestCase>, RowError> {
     // A vectorised decoder: base64 was 4.5 % of `ingest`'s CPU at 2 GB with the scalar one,
     // which accepts exactly the same strings (padded, canonical; issue #13).
-    let compressed = base64_simd::STANDARD.decode_to_vec(base64).map_err(|_| RowError::new(FIELD, format!("not JSON and not base64: {}", base64_fault(base64))))?;
+    let compressed = base64_simd::STANDARD.decode_to_vec(base64).map_err(|_| {
+        RowError::new(
+            FIELD,
+            format!("not JSON and not base64: {}", base64_fault(base64)),
+        )
+    })?;
     INFLATE.with_borrow_mut(|Inflate { decompressor, out }| {
         let n = inflate(decompressor, &compressed, max_bytes, out)?;
-        let json = pickle::unpickle_str(&out[..n]).map_err(|e| RowError::new(FIELD, format!("bad pickle: {e}")))?;
+        let json = pickle::unpickle_str(&out[..n])
+            .map_err(|e| RowError::new(FIELD, format!("bad pickle: {e}")))?;
         let tests = parse_tests(json, FIELD);
         if out.len() > KEEP_INFLATE_BYTES {
             *out = Vec::new();
@@ -303,9 +361,15 @@ fn decode_blob(base64: &[u8], max_bytes: u64) -> Result<Vec<TestCase>, RowError>
 
 /// What makes `text` not padded, canonical base64 (the decoder only says that it is not).
 fn base64_fault(text: &[u8]) -> String {
-    let body = text.strip_suffix(b"==").or_else(|| text.strip_suffix(b"=")).unwrap_or(text);
+    let body = text
+        .strip_suffix(b"==")
+        .or_else(|| text.strip_suffix(b"="))
+        .unwrap_or(text);
     if let Some(at) = body.iter().position(|b| !is_base64_symbol(b)) {
-        return format!("byte `{}` at offset {at} is not a base64 symbol", body[at].escape_ascii());
+        return format!(
+            "byte `{}` at offset {at} is not a base64 symbol",
+            body[at].escape_ascii()
+        );
     }
     if !text.len().is_multiple_of(4) {
         return format!("length {} is not a multiple of 4", text.len());
@@ -335,7 +399,12 @@ const KEEP_INFLATE_BYTES: usize = 256 << 20;
 /// libdeflate inflates a whole buffer at once, about 1.8× as fast as a streaming inflater on
 /// LiveCodeBench's rows (issue #13), but needs room for the whole output up front. Real rows
 /// inflate about 2×: the first try allows 4×, and each try that runs out of room doubles it.
-fn inflate(decompressor: &mut libdeflater::Decompressor, compressed: &[u8], max_bytes: u64, out: &mut Vec<u8>) -> Result<usize, RowError> {
+fn inflate(
+    decompressor: &mut libdeflater::Decompressor,
+    compressed: &[u8],
+    max_bytes: u64,
+    out: &mut Vec<u8>,
+) -> Result<usize, RowError> {
     use libdeflater::DecompressionError;
     let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);
     let mut room = compressed.len().saturating_mul(4).max(4 << 10).min(max);
@@ -345,9 +414,14 @@ fn inflate(decompressor: &mut libdeflater::Decompressor, compressed: &[u8], max_
         }
         match decompressor.zlib_decompress(compressed, &mut out[..room]) {
             Ok(n) => return Ok(n),
-            Err(DecompressionError::InsufficientSpace) if room < max => room = room.saturating_mul(2).min(max),
+            Err(DecompressionError::InsufficientSpace) if room < max => {
+                room = room.saturating_mul(2).min(max)
+            }
             Err(DecompressionError::InsufficientSpace) => {
-                return Err(RowError::new(FIELD, format!("decompresses to more than {max_bytes} bytes (`max_field_bytes`)")));
+                return Err(RowError::new(
+                    FIELD,
+                    format!("decompresses to more than {max_bytes} bytes (`max_field_bytes`)"),
+                ));
             }
             Err(DecompressionError::BadData) => return Err(RowError::new(FIELD, "bad zlib data")),
         }
@@ -364,9 +438,17 @@ pub enum RowOutcome {
 }
 
 /// Decode a row and apply the window.
-pub fn ingest_row(line: &[u8], config: &IngestConfig, window: &DateWindow) -> Result<RowOutcome, RowError> {
+pub fn ingest_row(
+    line: &[u8],
+    config: &IngestConfig,
+    window: &DateWindow,
+) -> Result<RowOutcome, RowError> {
     let problem = decode_row(line, config)?;
-    Ok(if window.contains(problem.contest_day()) { RowOutcome::Keep(Box::new(problem)) } else { RowOutcome::OutOfWindow })
+    Ok(if window.contains(problem.contest_day()) {
+        RowOutcome::Keep(Box::new(problem))
+    } else {
+        RowOutcome::OutOfWindow
+    })
 }
 
 /// Counts of one ingest run; summed over files.
@@ -384,7 +466,13 @@ pub struct IngestStats {
     pub bytes_in: u64,
 }
 
-coreb_base::add_assign_fields!(IngestStats { rows_in, rows_out, out_of_window, rejected, bytes_in });
+coreb_base::add_assign_fields!(IngestStats {
+    rows_in,
+    rows_out,
+    out_of_window,
+    rejected,
+    bytes_in
+});
 
 /// One line of a stream.
 #[derive(Debug)]
@@ -421,7 +509,15 @@ const READ_BYTES: usize = 256 << 10;
 impl<R: Read> LineReader<R> {
     /// Wrap a reader (unbuffered is best: the reads are large and land in the lines).
     pub fn new(inner: R, max: u64) -> Self {
-        LineReader { inner, max, line_no: 0, bytes: 0, carry: Vec::new(), longest: 0, eof: false }
+        LineReader {
+            inner,
+            max,
+            line_no: 0,
+            bytes: 0,
+            carry: Vec::new(),
+            longest: 0,
+            eof: false,
+        }
     }
 
     /// The reader, which has read up to `READ_BYTES` past the last line returned (at the end
@@ -504,7 +600,8 @@ impl<R: Read> LineReader<R> {
 mod tests {
     use super::*;
 
-    const BLOB_1873_A: &str = include_str!("../../../../tests/fixtures/ingest/private_tests_blob_1873_A.json");
+    const BLOB_1873_A: &str =
+        include_str!("../../../../tests/fixtures/ingest/private_tests_blob_1873_A.json");
 
     #[derive(Deserialize)]
     struct Blob {
@@ -535,14 +632,27 @@ mod tests {
         let blob: Blob = serde_json::from_str(BLOB_1873_A).unwrap();
         let b64 = blob.private_test_cases.trim();
         // Every length modulo 3 of the decoded bytes round-trips, padding and all.
-        for (text, bytes) in [("", &b""[..]), ("eA==", b"x"), ("eHk=", b"xy"), ("eHl6", b"xyz"), ("eHl6dw==", b"xyzw")] {
-            assert_eq!(base64_simd::STANDARD.decode_to_vec(text).unwrap(), bytes, "{text}");
+        for (text, bytes) in [
+            ("", &b""[..]),
+            ("eA==", b"x"),
+            ("eHk=", b"xy"),
+            ("eHl6", b"xyz"),
+            ("eHl6dw==", b"xyzw"),
+        ] {
+            assert_eq!(
+                base64_simd::STANDARD.decode_to_vec(text).unwrap(),
+                bytes,
+                "{text}"
+            );
         }
         assert_eq!(decode_blob(b64.as_bytes(), 1 << 20).unwrap(), blob.decoded);
         let fault = |text: &str| decode_blob(text.as_bytes(), 1 << 20).unwrap_err().reason;
         let cases = [
             ("eHl6@HcA", "byte `@` at offset 4 is not a base64 symbol"),
-            ("eHl6\ndw==", "byte `\\n` at offset 4 is not a base64 symbol"),
+            (
+                "eHl6\ndw==",
+                "byte `\\n` at offset 4 is not a base64 symbol",
+            ),
             ("eHl-dw==", "byte `-` at offset 3 is not a base64 symbol"),
             ("eA=x", "byte `=` at offset 2 is not a base64 symbol"),
             ("eHl6dw", "length 6 is not a multiple of 4"),
@@ -552,7 +662,11 @@ mod tests {
             ("eHp=", "its last symbol carries bits past the data"),
         ];
         for (text, why) in cases {
-            assert_eq!(fault(text), format!("not JSON and not base64: {why}"), "{text:?}");
+            assert_eq!(
+                fault(text),
+                format!("not JSON and not base64: {why}"),
+                "{text:?}"
+            );
         }
     }
 
@@ -578,7 +692,10 @@ mod tests {
         assert_eq!(&out[..n], &small[..]);
         // A limit of exactly the output passes; one byte less is refused, naming the setting.
         let z = zlib(&zeros);
-        assert_eq!(inflate(&mut d, &z, zeros.len() as u64, &mut Vec::new()).unwrap(), zeros.len());
+        assert_eq!(
+            inflate(&mut d, &z, zeros.len() as u64, &mut Vec::new()).unwrap(),
+            zeros.len()
+        );
         let err = inflate(&mut d, &z, zeros.len() as u64 - 1, &mut Vec::new()).unwrap_err();
         assert!(err.reason.contains("max_field_bytes"), "{err}");
         // A truncated or corrupt stream is bad data, not a panic or a short result.
@@ -615,47 +732,106 @@ mod tests {
         let good = row(&[("private_test_cases", b64.clone().into())]);
         let (rest, value) = split_private_tests(&good).expect("a plain base64 value is taken out");
         assert_eq!(value, b64.as_bytes());
-        assert!(String::from_utf8(rest).unwrap().contains("\"private_test_cases\":\"\""));
-        assert_eq!(decode_row(&good, &IngestConfig::default()).unwrap().private_tests, blob.decoded);
+        assert!(
+            String::from_utf8(rest)
+                .unwrap()
+                .contains("\"private_test_cases\":\"\"")
+        );
+        assert_eq!(
+            decode_row(&good, &IngestConfig::default())
+                .unwrap()
+                .private_tests,
+            blob.decoded
+        );
 
         let text = String::from_utf8(good.clone()).unwrap();
         let key = "\"private_test_cases\":";
-        let with_value = |v: &str| text.replacen(&format!("{key}\"{b64}\""), &format!("{key}{v}"), 1).into_bytes();
+        let with_value = |v: &str| {
+            text.replacen(&format!("{key}\"{b64}\""), &format!("{key}{v}"), 1)
+                .into_bytes()
+        };
         let (head, tail) = b64.split_at(40);
         let variants: Vec<(&str, Vec<u8>, bool)> = vec![
             ("plain", good.clone(), true),
-            ("an escaped slash", with_value(&format!("\"{head}\\/{tail}\"")), false),
+            (
+                "an escaped slash",
+                with_value(&format!("\"{head}\\/{tail}\"")),
+                false,
+            ),
             ("a leading space", with_value(&format!("\" {b64}\"")), false),
-            ("a trailing newline, raw", with_value(&format!("\"{b64}\n\"")), false),
-            ("a raw tab inside", with_value(&format!("\"{head}\t{tail}\"")), true),
+            (
+                "a trailing newline, raw",
+                with_value(&format!("\"{b64}\n\"")),
+                false,
+            ),
+            (
+                "a raw tab inside",
+                with_value(&format!("\"{head}\t{tail}\"")),
+                true,
+            ),
             ("not base64", with_value("\"QUJD!!AA\""), true),
             ("bad zlib", with_value("\"QUJDRA==\""), true),
             ("a JSON list", with_value("\"[]\""), false),
             ("empty", with_value("\"\""), false),
             ("not a string", with_value("7"), false),
-            ("a duplicate key", text.replacen("\"metadata\":", &format!("{key}\"QUJD\",\"metadata\":"), 1).into_bytes(), true),
-            ("the key nested first", text.replacen("{", "{\"x\":{\"private_test_cases\":\"QUJD\"},", 1).into_bytes(), true),
-            ("the key as a value first", text.replacen("{", "{\"x\":\"private_test_cases\",", 1).into_bytes(), true),
+            (
+                "a duplicate key",
+                text.replacen("\"metadata\":", &format!("{key}\"QUJD\",\"metadata\":"), 1)
+                    .into_bytes(),
+                true,
+            ),
+            (
+                "the key nested first",
+                text.replacen("{", "{\"x\":{\"private_test_cases\":\"QUJD\"},", 1)
+                    .into_bytes(),
+                true,
+            ),
+            (
+                "the key as a value first",
+                text.replacen("{", "{\"x\":\"private_test_cases\",", 1)
+                    .into_bytes(),
+                true,
+            ),
             ("cut short", good[..good.len() - 20].to_vec(), true),
-            ("bad platform", row(&[("private_test_cases", b64.clone().into()), ("platform", "icpc".into())]), true),
+            (
+                "bad platform",
+                row(&[
+                    ("private_test_cases", b64.clone().into()),
+                    ("platform", "icpc".into()),
+                ]),
+                true,
+            ),
         ];
         for (what, line, split) in variants {
-            assert_eq!(split_private_tests(&line).is_some(), split, "{what}: taken out?");
+            assert_eq!(
+                split_private_tests(&line).is_some(),
+                split,
+                "{what}: taken out?"
+            );
             let config = IngestConfig::default();
-            let (fast, whole) = (decode_row(&line, &config), decode_parts(&line, None, &config));
+            let (fast, whole) = (
+                decode_row(&line, &config),
+                decode_parts(&line, None, &config),
+            );
             match (&fast, &whole) {
                 (Ok(a), Ok(b)) => assert!(a == b, "{what}: problems differ"),
                 _ => assert_eq!(fast.as_ref().err(), whole.as_ref().err(), "{what}"),
             }
         }
         // The key nested in another object is not the row's: the row's own value is found.
-        let nested = text.replacen("{", "{\"x\":{\"private_test_cases\":\"QUJD\"},", 1).into_bytes();
+        let nested = text
+            .replacen("{", "{\"x\":{\"private_test_cases\":\"QUJD\"},", 1)
+            .into_bytes();
         assert_eq!(split_private_tests(&nested).unwrap().1, b64.as_bytes());
     }
 
     #[test]
     fn good_row() {
-        let p = decode_row(&row(&[("metadata", "{\"func_name\": \"f\"}".into())]), &IngestConfig::default()).unwrap();
+        let p = decode_row(
+            &row(&[("metadata", "{\"func_name\": \"f\"}".into())]),
+            &IngestConfig::default(),
+        )
+        .unwrap();
         assert_eq!(p.id.as_str(), "lcb_abc100_a");
         assert_eq!(p.public_tests.len(), 1);
         assert_eq!(p.func_name.as_deref(), Some("f"));
@@ -665,15 +841,42 @@ mod tests {
     fn bad_rows_name_their_field() {
         let cfg = IngestConfig::default();
         let field = |r: Vec<u8>| decode_row(&r, &cfg).unwrap_err().field;
-        assert_eq!(field(row(&[("difficulty", serde_json::Value::Null)])), "difficulty");
+        assert_eq!(
+            field(row(&[("difficulty", serde_json::Value::Null)])),
+            "difficulty"
+        );
         assert_eq!(field(row(&[("question_id", 5.into())])), "question_id");
         assert_eq!(field(row(&[("platform", "topcoder".into())])), "platform");
-        assert_eq!(field(row(&[("contest_date", "yesterday".into())])), "contest_date");
-        assert_eq!(field(row(&[("private_test_cases", "!!!not base64".into())])), "private_test_cases");
-        assert_eq!(field(row(&[("private_test_cases", "eJzLSM3JyQcABiwCFQ==".into())])), "private_test_cases");
+        assert_eq!(
+            field(row(&[("contest_date", "yesterday".into())])),
+            "contest_date"
+        );
+        assert_eq!(
+            field(row(&[("private_test_cases", "!!!not base64".into())])),
+            "private_test_cases"
+        );
+        assert_eq!(
+            field(row(&[(
+                "private_test_cases",
+                "eJzLSM3JyQcABiwCFQ==".into()
+            )])),
+            "private_test_cases"
+        );
         assert_eq!(field(row(&[("metadata", "[1,".into())])), "metadata");
-        assert_eq!(field(row(&[("public_test_cases", "[{\"input\": \"1\", \"output\": \"2\", \"testtype\": \"interactive\"}]".into())])), "public_test_cases[0].testtype");
-        assert_eq!(field(row(&[("public_test_cases", "[{\"input\": \"1\", \"testtype\": \"stdin\"}]".into())])), "public_test_cases[0]");
+        assert_eq!(
+            field(row(&[(
+                "public_test_cases",
+                "[{\"input\": \"1\", \"output\": \"2\", \"testtype\": \"interactive\"}]".into()
+            )])),
+            "public_test_cases[0].testtype"
+        );
+        assert_eq!(
+            field(row(&[(
+                "public_test_cases",
+                "[{\"input\": \"1\", \"testtype\": \"stdin\"}]".into()
+            )])),
+            "public_test_cases[0]"
+        );
         assert_eq!(field(b"{\"question_title\": \"t\", ".to_vec()), "(line)");
         assert_eq!(field(b"not json".to_vec()), "(line)");
     }
@@ -710,8 +913,23 @@ mod tests {
                 Ok(n)
             }
         }
-        let lens = [0, 1, READ_BYTES - 1, READ_BYTES, READ_BYTES + 1, 3 * READ_BYTES + 17, 5, 2 * READ_BYTES, 0, 7];
-        let lines: Vec<Vec<u8>> = lens.iter().enumerate().map(|(i, &n)| (0..n).map(|j| b'a' + ((i + j) % 26) as u8).collect()).collect();
+        let lens = [
+            0,
+            1,
+            READ_BYTES - 1,
+            READ_BYTES,
+            READ_BYTES + 1,
+            3 * READ_BYTES + 17,
+            5,
+            2 * READ_BYTES,
+            0,
+            7,
+        ];
+        let lines: Vec<Vec<u8>> = lens
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (0..n).map(|j| b'a' + ((i + j) % 26) as u8).collect())
+            .collect();
         let mut data = lines.join(&b'\n');
         data.extend_from_slice(b"\ntail without a newline");
         let max = (3 * READ_BYTES) as u64;
@@ -721,7 +939,12 @@ mod tests {
                 match r.next_line().unwrap() {
                     Some(Line::Text(n, got)) => {
                         assert_eq!(n, i as u64 + 1);
-                        assert!(got == *want, "step {step}: line {n} differs ({} bytes, want {})", got.len(), want.len());
+                        assert!(
+                            got == *want,
+                            "step {step}: line {n} differs ({} bytes, want {})",
+                            got.len(),
+                            want.len()
+                        );
                     }
                     Some(Line::TooLong(n, len)) => {
                         assert_eq!((n, len), (i as u64 + 1, want.len() as u64), "step {step}");
@@ -730,7 +953,9 @@ mod tests {
                     None => panic!("step {step}: ended before line {}", i + 1),
                 }
             }
-            assert!(matches!(r.next_line().unwrap(), Some(Line::Text(11, t)) if t == b"tail without a newline"));
+            assert!(
+                matches!(r.next_line().unwrap(), Some(Line::Text(11, t)) if t == b"tail without a newline")
+            );
             assert!(r.next_line().unwrap().is_none());
             assert_eq!(r.bytes, data.len() as u64);
         }

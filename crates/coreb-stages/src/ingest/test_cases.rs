@@ -93,7 +93,11 @@ impl Cursor<'_> {
                 _ => return None,
             }
         }
-        Some(RawTest { input: input?, output: output?, testtype: testtype? })
+        Some(RawTest {
+            input: input?,
+            output: output?,
+            testtype: testtype?,
+        })
     }
 
     /// A JSON string, unescaped into a `String` of its size.
@@ -149,7 +153,8 @@ fn unescape(s: &[u8]) -> Option<(char, usize)> {
 /// Whether `raw` holds a byte below 0x20, which JSON forbids inside strings; written to be
 /// vectorised (no early exit inside a block).
 fn has_control(raw: &[u8]) -> bool {
-    raw.chunks(256).any(|block| block.iter().fold(false, |seen, &b| seen | (b < 0x20)))
+    raw.chunks(256)
+        .any(|block| block.iter().fold(false, |seen, &b| seen | (b < 0x20)))
 }
 
 #[cfg(test)]
@@ -225,7 +230,14 @@ mod tests {
         }
         input.push_str(&"x".repeat(3 << 20));
         input.push_str("\"\\\u{1}é");
-        let tests = vec![RawTest { input: input.clone(), output: input.replace(' ', "\n"), testtype: "stdin".into() }; 2];
+        let tests = vec![
+            RawTest {
+                input: input.clone(),
+                output: input.replace(' ', "\n"),
+                testtype: "stdin".into()
+            };
+            2
+        ];
         let json = serde_json::to_string(&tests.iter().map(|t| serde_json::json!({"input": t.input, "output": t.output, "testtype": t.testtype})).collect::<Vec<_>>()).unwrap();
         assert!(json.contains("\\u0001"));
         assert_eq!(parse(&json), Some(tests));

@@ -25,7 +25,9 @@ use coreb_stages::release::{CONFIGS, size_category};
 #[derive(Debug, Error)]
 pub enum ExportError {
     /// No release (a directory with a `MANIFEST.json`) under the releases directory.
-    #[error("no release under `{0}`: pass a release (a directory holding MANIFEST.json, such as `releases/sample/v202503`) or the directory holding releases (`releases/sample`)")]
+    #[error(
+        "no release under `{0}`: pass a release (a directory holding MANIFEST.json, such as `releases/sample/v202503`) or the directory holding releases (`releases/sample`)"
+    )]
     NoRelease(PathBuf),
     /// A release lacks a config file.
     #[error("release `{release}` has no `{file}`")]
@@ -44,7 +46,9 @@ pub enum ExportError {
         reason: String,
     },
     /// The output exists, is not empty and is not an earlier export.
-    #[error("`{0}` exists and is not an export of coreb (no `.coreb-export`): refusing to replace it")]
+    #[error(
+        "`{0}` exists and is not an export of coreb (no `.coreb-export`): refusing to replace it"
+    )]
     NotAnExport(PathBuf),
     /// A table could not be read or written.
     #[error(transparent)]
@@ -95,7 +99,9 @@ impl ExportedRelease {
 /// (`v202603` → `release_v2603`, as `hq-bench/coreb` names its splits), else
 /// `release_<version>`.
 pub fn split_name(version: &str) -> String {
-    let digits = version.strip_prefix('v').filter(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_digit()));
+    let digits = version
+        .strip_prefix('v')
+        .filter(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_digit()));
     match digits {
         Some(d) => format!("release_v{}", &d[2..]),
         None => format!("release_{version}"),
@@ -113,22 +119,43 @@ struct Found {
 /// `MANIFEST.json`), else its subdirectories with one
 /// ([`coreb_data::releases::find_releases`] up to one level down), by version.
 fn releases_by_version(releases_dir: &Path) -> Result<Vec<Found>, ExportError> {
-    let found = coreb_data::releases::find_releases(releases_dir, 0..=1).map_err(|e| ExportError::Io { path: e.path, source: e.source })?;
+    let found =
+        coreb_data::releases::find_releases(releases_dir, 0..=1).map_err(|e| ExportError::Io {
+            path: e.path,
+            source: e.source,
+        })?;
     let mut out = Vec::new();
     for path in found {
         let manifest = path.join("MANIFEST.json");
-        let text = std::fs::read_to_string(&manifest).map_err(|source| ExportError::Io { path: manifest.clone(), source })?;
-        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ExportError::Manifest { path: manifest.clone(), reason: e.to_string() })?;
+        let text = std::fs::read_to_string(&manifest).map_err(|source| ExportError::Io {
+            path: manifest.clone(),
+            source,
+        })?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| ExportError::Manifest {
+                path: manifest.clone(),
+                reason: e.to_string(),
+            })?;
         let field = |pointer: &str| {
             value
                 .pointer(pointer)
                 .and_then(|v| v.as_str())
                 .map(str::to_owned)
-                .ok_or_else(|| ExportError::Manifest { path: manifest.clone(), reason: format!("no string field `{}`", &pointer[1..].replace('/', ".")) })
+                .ok_or_else(|| ExportError::Manifest {
+                    path: manifest.clone(),
+                    reason: format!("no string field `{}`", &pointer[1..].replace('/', ".")),
+                })
         };
         let version = field("/version")?;
-        let facts = published::ReleaseFacts { created_at: format!("{}T23:59:59Z", field("/window/end")?), generator_version: format!("coreb {}", field("/tool_version")?) };
-        out.push(Found { version, dir: path, facts });
+        let facts = published::ReleaseFacts {
+            created_at: format!("{}T23:59:59Z", field("/window/end")?),
+            generator_version: format!("coreb {}", field("/tool_version")?),
+        };
+        out.push(Found {
+            version,
+            dir: path,
+            facts,
+        });
     }
     out.sort_by(|a, b| a.version.cmp(&b.version));
     if out.is_empty() {
@@ -148,7 +175,16 @@ fn features(s: &mut String, fields: &arrow_schema::Fields, indent: &str) {
                 features(s, inner, &format!("{indent}  "));
             }
             DataType::List(item) => {
-                let _ = writeln!(s, "{indent}- name: {}\n{indent}  sequence: {}", f.name(), if matches!(item.data_type(), DataType::Int64) { "int64" } else { "string" });
+                let _ = writeln!(
+                    s,
+                    "{indent}- name: {}\n{indent}  sequence: {}",
+                    f.name(),
+                    if matches!(item.data_type(), DataType::Int64) {
+                        "int64"
+                    } else {
+                        "string"
+                    }
+                );
             }
             t => {
                 let dtype = match t {
@@ -165,7 +201,16 @@ fn features(s: &mut String, fields: &arrow_schema::Fields, indent: &str) {
 /// The dataset card of an export.
 pub fn card(releases: &[ExportedRelease]) -> String {
     let mut s = String::new();
-    let largest = CONFIGS.iter().map(|c| releases.iter().map(|r| r.rows.get(c).copied().unwrap_or(0)).sum::<usize>()).max().unwrap_or(0);
+    let largest = CONFIGS
+        .iter()
+        .map(|c| {
+            releases
+                .iter()
+                .map(|r| r.rows.get(c).copied().unwrap_or(0))
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0);
     let _ = write!(
         s,
         "---\npretty_name: CoREB (coreb build)\nlicense: other\nlicense_name: {}\nlicense_link: LICENSE\n\
@@ -175,10 +220,19 @@ pub fn card(releases: &[ExportedRelease]) -> String {
         size_category(largest)
     );
     for c in CONFIGS {
-        let default = if c == CONFIGS[0] { "  default: true\n" } else { "" };
+        let default = if c == CONFIGS[0] {
+            "  default: true\n"
+        } else {
+            ""
+        };
         let _ = writeln!(s, "- config_name: {c}\n{default}  data_files:");
         for r in releases {
-            let _ = writeln!(s, "  - split: {}\n    path: data/{c}/{}.parquet", r.split(), r.split());
+            let _ = writeln!(
+                s,
+                "  - split: {}\n    path: data/{c}/{}.parquet",
+                r.split(),
+                r.split()
+            );
         }
     }
     s.push_str("dataset_info:\n");
@@ -189,8 +243,15 @@ pub fn card(releases: &[ExportedRelease]) -> String {
         }
         s.push_str("  splits:\n");
         for r in releases {
-            let (n, b) = (r.rows.get(c).copied().unwrap_or(0), r.bytes.get(c).copied().unwrap_or(0));
-            let _ = writeln!(s, "  - name: {}\n    num_bytes: {b}\n    num_examples: {n}", r.split());
+            let (n, b) = (
+                r.rows.get(c).copied().unwrap_or(0),
+                r.bytes.get(c).copied().unwrap_or(0),
+            );
+            let _ = writeln!(
+                s,
+                "  - name: {}\n    num_bytes: {b}\n    num_examples: {n}",
+                r.split()
+            );
         }
     }
     s.push_str("---\n\n# CoREB releases built by coreb\n\n");
@@ -201,7 +262,11 @@ pub fn card(releases: &[ExportedRelease]) -> String {
          dataset loads it unchanged:\n\n```python\nfrom datasets import load_dataset\n\
          code_corpus = load_dataset(\"<this folder>\", \"code_corpus\", split=\"{}\")\n\
          t2c_qrels = load_dataset(\"<this folder>\", \"text2code_qrels\", split=\"{}\")\n```\n",
-        releases.iter().map(|r| format!("`{}`", r.split())).collect::<Vec<_>>().join(", "),
+        releases
+            .iter()
+            .map(|r| format!("`{}`", r.split()))
+            .collect::<Vec<_>>()
+            .join(", "),
         releases.last().map(|r| r.split()).unwrap_or_default(),
         releases.last().map(|r| r.split()).unwrap_or_default(),
     );
@@ -252,13 +317,19 @@ pub fn card(releases: &[ExportedRelease]) -> String {
 
 /// Export every release of `releases_dir` to `out` (written beside it, then renamed into
 /// place; an empty directory or an earlier export at `out` is replaced, anything else refused).
-pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRelease>, ExportError> {
+pub fn export_hf_coreb(
+    releases_dir: &Path,
+    out: &Path,
+) -> Result<Vec<ExportedRelease>, ExportError> {
     let found = releases_by_version(releases_dir)?;
     let empty_dir = std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
     if out.exists() && !empty_dir && !out.join(".coreb-export").exists() {
         return Err(ExportError::NotAnExport(out.to_owned()));
     }
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "export".into());
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "export".into());
     let tmp = out.with_file_name(format!(".{name}.tmp"));
     let io = |path: &Path| {
         let path = path.to_owned();
@@ -268,31 +339,61 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
         std::fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
     }
     let mut exported = Vec::new();
-    for Found { version, dir, facts } in &found {
+    for Found {
+        version,
+        dir,
+        facts,
+    } in &found
+    {
         let split = split_name(version);
         let read = |c: &str| {
             let src = dir.join(format!("{c}.parquet"));
             if !src.is_file() {
-                return Err(ExportError::MissingFile { release: dir.clone(), file: format!("{c}.parquet") });
+                return Err(ExportError::MissingFile {
+                    release: dir.clone(),
+                    file: format!("{c}.parquet"),
+                });
             }
             Ok(columns::read(&src)?)
         };
-        let shape = |source| ExportError::Shape { release: dir.clone(), source };
+        let shape = |source| ExportError::Shape {
+            release: dir.clone(),
+            source,
+        };
         let (code, text) = (read("code_corpus")?, read("text_corpus")?);
         let t2c = read("text2code_queries")?;
-        let corpora = published::Corpora::new(&code, &text).and_then(|c| c.with_summaries(&t2c)).map_err(shape)?;
+        let corpora = published::Corpora::new(&code, &text)
+            .and_then(|c| c.with_summaries(&t2c))
+            .map_err(shape)?;
         let mut tables: BTreeMap<&'static str, Vec<Column>> = BTreeMap::new();
         tables.insert("code_corpus", published::code_corpus(&code).map_err(shape)?);
         tables.insert("text_corpus", published::text_corpus(&text).map_err(shape)?);
         let mut subtasks = BTreeMap::new();
         for task in ["text2code", "code2code", "code2text"] {
-            let (queries, qrels) = published::task(task, version, facts, &read(&format!("{task}_queries"))?, &read(&format!("{task}_qrels"))?, &corpora).map_err(shape)?;
-            subtasks.insert(task.to_owned(), published::subtasks(&queries).into_iter().collect());
-            let config = |suffix: &str| CONFIGS.into_iter().find(|c| *c == format!("{task}_{suffix}")).unwrap_or_default();
+            let (queries, qrels) = published::task(
+                task,
+                version,
+                facts,
+                &read(&format!("{task}_queries"))?,
+                &read(&format!("{task}_qrels"))?,
+                &corpora,
+            )
+            .map_err(shape)?;
+            subtasks.insert(
+                task.to_owned(),
+                published::subtasks(&queries).into_iter().collect(),
+            );
+            let config = |suffix: &str| {
+                CONFIGS
+                    .into_iter()
+                    .find(|c| *c == format!("{task}_{suffix}"))
+                    .unwrap_or_default()
+            };
             tables.insert(config("queries"), queries);
             tables.insert(config("qrels"), qrels);
         }
-        let (mut rows, mut schemas, mut bytes) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        let (mut rows, mut schemas, mut bytes) =
+            (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
         for (c, cols) in &tables {
             let dst_dir = tmp.join("data").join(c);
             std::fs::create_dir_all(&dst_dir).map_err(io(&dst_dir))?;
@@ -309,19 +410,39 @@ pub fn export_hf_coreb(releases_dir: &Path, out: &Path) -> Result<Vec<ExportedRe
         if kit.is_dir() {
             let to = tmp.join("regeneration").join(version);
             copy_files(&kit, &to)?;
-            std::fs::copy(dir.join("MANIFEST.json"), to.join("MANIFEST.json")).map_err(io(&dir.join("MANIFEST.json")))?;
+            std::fs::copy(dir.join("MANIFEST.json"), to.join("MANIFEST.json"))
+                .map_err(io(&dir.join("MANIFEST.json")))?;
             // The release's card: a recorded human review's section in it is a person's
             // input, which a rebuild takes from the published card.
-            std::fs::copy(dir.join("README.md"), to.join("README.md")).map_err(io(&dir.join("README.md")))?;
+            std::fs::copy(dir.join("README.md"), to.join("README.md"))
+                .map_err(io(&dir.join("README.md")))?;
         }
         let license = std::fs::read_to_string(dir.join("LICENSE")).unwrap_or_default();
-        exported.push(ExportedRelease { version: version.clone(), rows, license, schemas, bytes, subtasks });
+        exported.push(ExportedRelease {
+            version: version.clone(),
+            rows,
+            license,
+            schemas,
+            bytes,
+            subtasks,
+        });
     }
-    let write = |file: &str, text: &str| std::fs::write(tmp.join(file), text).map_err(io(&tmp.join(file)));
+    let write =
+        |file: &str, text: &str| std::fs::write(tmp.join(file), text).map_err(io(&tmp.join(file)));
     write("README.md", &card(&exported))?;
-    let mut license = String::from("Terms of this dataset: those of each release it holds, below.\n");
+    let mut license =
+        String::from("Terms of this dataset: those of each release it holds, below.\n");
     for r in &exported {
-        let _ = write!(license, "\n===== {} =====\n\n{}", r.split(), if r.license.is_empty() { "(the release has no LICENSE file)\n" } else { &r.license });
+        let _ = write!(
+            license,
+            "\n===== {} =====\n\n{}",
+            r.split(),
+            if r.license.is_empty() {
+                "(the release has no LICENSE file)\n"
+            } else {
+                &r.license
+            }
+        );
     }
     write("LICENSE", &license)?;
     write(".coreb-export", "hf-coreb\n")?;
@@ -337,7 +458,10 @@ fn copy_files(from: &Path, to: &Path) -> Result<(), ExportError> {
         move |source| ExportError::Io { path, source }
     };
     std::fs::create_dir_all(to).map_err(io(to))?;
-    let mut entries: Vec<_> = std::fs::read_dir(from).map_err(io(from))?.collect::<Result<_, _>>().map_err(io(from))?;
+    let mut entries: Vec<_> = std::fs::read_dir(from)
+        .map_err(io(from))?
+        .collect::<Result<_, _>>()
+        .map_err(io(from))?;
     entries.sort_by_key(std::fs::DirEntry::file_name);
     for e in entries {
         let (src, dst) = (e.path(), to.join(e.file_name()));

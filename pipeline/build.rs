@@ -2,7 +2,7 @@
 //!
 //! Every stage key holds `COREB_SOURCE_SHA256`: the sha256 over the path and content of each
 //! `.rs` and `.toml` file of the crates linked into the binary (`pipeline`,
-//! `crates/*`, `vendor/whatlang-fast`), the prompts compiled in (`prompts/eval`), the judge's
+//! `stages`, `crates/*`, `vendor/whatlang-fast`), the prompts compiled in (`prompts/eval`), the judge's
 //! driver templates (`crates/coreb-judge/src/drivers`, every file),
 //! and the workspace's `Cargo.toml` and `Cargo.lock` (dependency versions). So a build made
 //! by changed code never reuses an artifact made by the old code, even at the same
@@ -22,6 +22,7 @@ use sha2::{Digest, Sha256};
 /// Directories and files hashed, relative to the workspace root.
 const SOURCES: &[&str] = &[
     "pipeline",
+    "stages",
     "crates",
     "vendor/whatlang-fast",
     "prompts/eval",

@@ -1,8 +1,8 @@
 //! The README's architecture picture and crate table against `cargo metadata` (issue #33): every
 //! workspace crate in the table with its path and the coreb crates it depends on, and in the
 //! picture on a layer above every crate it depends on (no arrow runs back up); and every
-//! crate where its name says (`crates/<package>`, but the binary's `pipeline/`), its library
-//! named as its package (issue #49).
+//! crate where its name says (`crates/<package>`, but the binary's `pipeline/` and the stages'
+//! `stages/`), its library named as its package (issue #49).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -174,7 +174,8 @@ fn curation_depends_on_no_stage_and_the_judge_only_on_what_judging_needs() {
     }
 }
 
-/// Package, folder and library agree (issue #49): every crate but the binary's lives in
+/// Package, folder and library agree (issue #49): every crate but the binary's (`pipeline/`)
+/// and the stages' (`stages/`, the top level the design card names) lives in
 /// `crates/<package>`, and a Rust library is named as its package with `-` as `_`
 /// (`coreb-stages` → `coreb_stages`), so a `use` names the crate `Cargo.toml` lists. The one
 /// library that is not a Rust library, coreb-py's Python extension, is named as Python imports
@@ -182,10 +183,12 @@ fn curation_depends_on_no_stage_and_the_judge_only_on_what_judging_needs() {
 #[test]
 fn every_crate_lives_in_its_folder_and_its_library_is_named_as_its_package() {
     for (name, (path, _)) in workspace() {
-        let expected = if name == "coreb" {
-            "pipeline".to_owned()
-        } else {
-            format!("crates/{name}")
+        let expected = match name.as_str() {
+            "coreb" => "pipeline".to_owned(),
+            // The design card's top level: Cargo.toml, pipeline, stages, prompts, manifests,
+            // releases, tests (issue #59).
+            "coreb-stages" => "stages".to_owned(),
+            _ => format!("crates/{name}"),
         };
         assert_eq!(path, expected, "the folder of `{name}`");
     }

@@ -27,7 +27,7 @@ use coreb_stages::ingest::{IngestConfig, decode_row};
 use rayon::prelude::*;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/execute")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/execute")
 }
 
 fn children_cpu() -> Duration {

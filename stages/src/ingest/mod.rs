@@ -601,7 +601,7 @@ mod tests {
     use super::*;
 
     const BLOB_1873_A: &str =
-        include_str!("../../../../tests/fixtures/ingest/private_tests_blob_1873_A.json");
+        include_str!("../../../tests/fixtures/ingest/private_tests_blob_1873_A.json");
 
     #[derive(Deserialize)]
     struct Blob {

@@ -892,7 +892,7 @@ mod tests {
     #[tokio::test]
     async fn long_tests_use_the_bijection_only_when_the_output_needs_it() {
         let prompts = coreb_llm::prompt::Prompts::load(
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"),
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prompts"),
         )
         .unwrap();
         let long_word = "apple".repeat(500);

@@ -1,5 +1,5 @@
 //! The curate step of one output shard: its rows (in input order, [`Rows`]) go through the
-//! dedup verdicts → language → decontaminate (per row, in parallel batches), then alignment
+//! dedup decisions → language → decontaminate (per row, in parallel batches), then alignment
 //! and negatives; each dropped pair and each training record goes to a [`Sink`] as it is
 //! decided, and the step returns the shard's [`CorpusReport`]. [`merge`] sums the reports of
 //! the shards and [`markdown`] renders one. Reads and writes nothing itself.
@@ -10,8 +10,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AlignConfig, CorpusStats, DecontamConfig, DropReason, Dropped, LanguageConfig, NegativeConfig,
-    Pair, ReleaseIndex, SimMatrix, StepOutput, Verdict,
+    AlignConfig, CorpusStats, Decision, DecontamConfig, DropReason, Dropped, LanguageConfig,
+    NegativeConfig, Pair, ReleaseIndex, SimMatrix, StepOutput,
 };
 use crate::table::TrainingRecordRef;
 
@@ -30,16 +30,19 @@ pub trait Rows {
     fn next_into(&mut self, seq: &mut u64, pair: &mut Pair) -> Result<bool, Self::Error>;
 }
 
-/// The dedup verdicts of an output shard's rows, asked for in input order (each batch after
+/// The dedup decisions of an output shard's rows, asked for in input order (each batch after
 /// the one before): held in memory ([`super::Duplicates`]) or read as a stream from the split
-/// steps' files ([`super::duplicates::steps::SplitVerdicts`]).
-pub trait Verdicts: Sync {
-    /// Why a verdict cannot be read.
+/// steps' files ([`super::duplicates::steps::SplitDecisions`]).
+pub trait Decisions: Sync {
+    /// Why a decision cannot be read.
     type Error;
-    /// Append the verdicts of `rows` (in input order, after those asked before) to `out`.
-    fn verdicts(&mut self, rows: &[(u64, Pair)], out: &mut Vec<Verdict>)
-    -> Result<(), Self::Error>;
-    /// The id of row `seq`, which a verdict names.
+    /// Append the decisions of `rows` (in input order, after those asked before) to `out`.
+    fn decisions(
+        &mut self,
+        rows: &[(u64, Pair)],
+        out: &mut Vec<Decision>,
+    ) -> Result<(), Self::Error>;
+    /// The id of row `seq`, which a decision names.
     fn name(&self, seq: u64) -> String;
 }
 
@@ -119,10 +122,10 @@ impl Curate<'_> {
         self.align.enabled || self.negatives.hard + self.negatives.easy > 0
     }
 
-    /// Curate the rows of one shard, with the dedup verdicts `dups` of its rows: every dropped
+    /// Curate the rows of one shard, with the dedup decisions `dups` of its rows: every dropped
     /// pair and every record goes to `sink` as it is decided; `similarity` gives the
     /// similarity matrix of the held pairs when a step needs one.
-    pub fn run<R: Rows, V: Verdicts, S: Sink>(
+    pub fn run<R: Rows, V: Decisions, S: Sink>(
         &self,
         rows: &mut R,
         dups: &mut V,
@@ -136,19 +139,19 @@ impl Curate<'_> {
         let mut report = CorpusReport::default();
         let mut held = Vec::new();
         let mut batch: Vec<(u64, Pair)> = Vec::with_capacity(BATCH);
-        let mut verdicts = Vec::with_capacity(BATCH);
+        let mut decisions = Vec::with_capacity(BATCH);
         loop {
             let n = fill(rows, &mut batch).map_err(Into::into)?;
             if n == 0 {
                 break;
             }
-            verdicts.clear();
-            dups.verdicts(&batch[..n], &mut verdicts)
+            decisions.clear();
+            dups.decisions(&batch[..n], &mut decisions)
                 .map_err(Into::into)?;
             for ((_, pair), reason) in
                 batch[..n]
                     .iter()
-                    .zip(self.check(&batch[..n], &*dups, &verdicts))
+                    .zip(self.check(&batch[..n], &*dups, &decisions))
             {
                 report.stats.rows_in += 1;
                 match reason {
@@ -183,18 +186,18 @@ impl Curate<'_> {
         Ok(report)
     }
 
-    /// Dedup verdicts, then the language filter and decontamination (per row: in parallel).
-    fn check<V: Verdicts>(
+    /// Dedup decisions, then the language filter and decontamination (per row: in parallel).
+    fn check<V: Decisions>(
         &self,
         batch: &[(u64, Pair)],
         dups: &V,
-        verdicts: &[Verdict],
+        decisions: &[Decision],
     ) -> Vec<Option<DropReason>> {
         batch
             .par_iter()
-            .zip(verdicts)
-            .map(|((_, pair), verdict)| {
-                verdict
+            .zip(decisions)
+            .map(|((_, pair), decision)| {
+                decision
                     .reason(&pair.id, |s| dups.name(s))
                     .or_else(|| super::check_text(self.language, &pair.text).err())
                     .or_else(|| self.index.check(self.decontaminate, pair))

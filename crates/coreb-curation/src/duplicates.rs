@@ -41,8 +41,10 @@ use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed, xxh3_128};
 
-use super::{Case, DropReason, fmix64, normalise_into, word_spans};
+use crate::pairs::{DropReason, Dropped, Pair, StepOutput};
+use crate::text::{Case, normalise_into, word_spans};
 use coreb_base::minhash::Params;
+use coreb_base::seeded::fmix64;
 use coreb_base::shard::id_hash;
 
 pub mod steps;
@@ -1226,7 +1228,7 @@ fn covered(counted: u64, rows: u64) -> Result<u64, SketchError> {
 
 /// What [`find_duplicates`] decided for one row.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Verdict {
+pub enum Decision {
     /// Not a duplicate.
     Keep,
     /// Its id appeared before.
@@ -1248,32 +1250,32 @@ pub enum Verdict {
     },
 }
 
-/// The verdict of every row of the input (by `seq`), and the ids that the drop reasons name.
+/// The decision of every row of the input (by `seq`), and the ids that the drop reasons name.
 #[derive(Debug, Clone, Default)]
 pub struct Duplicates {
-    verdicts: Vec<Verdict>,
+    decisions: Vec<Decision>,
     ids: HashMap<u64, Box<str>>,
 }
 
 impl Duplicates {
     /// Rows covered.
     pub fn len(&self) -> usize {
-        self.verdicts.len()
+        self.decisions.len()
     }
 
     /// Whether no row is covered.
     pub fn is_empty(&self) -> bool {
-        self.verdicts.is_empty()
+        self.decisions.is_empty()
     }
 
-    /// The verdict of row `seq`.
-    pub fn verdict(&self, seq: u64) -> Verdict {
-        self.verdicts[seq as usize]
+    /// The decision of row `seq`.
+    pub fn decision(&self, seq: u64) -> Decision {
+        self.decisions[seq as usize]
     }
 
     /// Why row `seq` (whose id is `id`) is dropped, if it is.
     pub fn reason(&self, seq: u64, id: &str) -> Option<DropReason> {
-        self.verdict(seq).reason(id, |s| self.name(s))
+        self.decision(seq).reason(id, |s| self.name(s))
     }
 
     /// The id of row `seq`, when a drop reason names it.
@@ -1284,15 +1286,15 @@ impl Duplicates {
     }
 }
 
-impl Verdict {
-    /// Why a row (whose id is `id`) with this verdict is dropped, if it is; `name(seq)` is the
+impl Decision {
+    /// Why a row (whose id is `id`) with this decision is dropped, if it is; `name(seq)` is the
     /// id of row `seq`.
     pub fn reason(self, id: &str, name: impl Fn(u64) -> String) -> Option<DropReason> {
         match self {
-            Verdict::Keep => None,
-            Verdict::DuplicateId => Some(DropReason::DuplicateId { of: id.to_owned() }),
-            Verdict::Exact { of } => Some(DropReason::ExactDuplicate { of: name(of) }),
-            Verdict::Near { of, via, jaccard } => Some(DropReason::NearDuplicate {
+            Decision::Keep => None,
+            Decision::DuplicateId => Some(DropReason::DuplicateId { of: id.to_owned() }),
+            Decision::Exact { of } => Some(DropReason::ExactDuplicate { of: name(of) }),
+            Decision::Near { of, via, jaccard } => Some(DropReason::NearDuplicate {
                 of: name(of),
                 jaccard,
                 via: (via != of).then(|| name(via)),
@@ -1301,15 +1303,15 @@ impl Verdict {
     }
 }
 
-impl super::curate::Verdicts for &Duplicates {
+impl super::curate::Decisions for &Duplicates {
     type Error = SketchError;
 
-    fn verdicts(
+    fn decisions(
         &mut self,
         rows: &[(u64, super::Pair)],
-        out: &mut Vec<Verdict>,
+        out: &mut Vec<Decision>,
     ) -> Result<(), SketchError> {
-        out.extend(rows.iter().map(|(seq, _)| self.verdict(*seq)));
+        out.extend(rows.iter().map(|(seq, _)| self.decision(*seq)));
         Ok(())
     }
 
@@ -1382,9 +1384,32 @@ fn band_neighbours(
         .collect()
 }
 
+/// Step 1: duplicate ids, exact copies and near-duplicates over `text + "\n" + code` (see
+/// the module doc): every pair is sketched, then [`find_duplicates`] decides over all of them;
+/// the first pair of each group, in input order, is kept.
+pub fn dedup_pairs(config: &CorpusDedupConfig, pairs: Vec<Pair>) -> StepOutput {
+    let mut sketches = Sketches::new(config);
+    sketches.set_input_rows(pairs.len() as u64);
+    let mut sketcher = Sketcher::new(config);
+    for (i, p) in pairs.iter().enumerate() {
+        sketcher.sketch(i as u64, &p.id, &p.text, &p.code, &mut sketches);
+    }
+    let found =
+        find_duplicates(config, &[&sketches]).expect("the sketches of every pair, each once");
+    let mut result = StepOutput::default();
+    for (i, p) in pairs.into_iter().enumerate() {
+        match found.reason(i as u64, &p.id) {
+            Some(reason) => result.dropped.push(Dropped { id: p.id, reason }),
+            None => result.kept.push(p),
+        }
+    }
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pairs::pair;
 
     #[test]
     fn datatrove_simplification_fast_path_matches_the_general_one() {
@@ -1444,9 +1469,9 @@ mod tests {
         let odds = sketches(&config, &rows, (0..rows.len()).filter(|i| i % 2 == 1));
         let two = find_duplicates(&config, &[&odds, &evens]).unwrap();
         for seq in 0..rows.len() as u64 {
-            assert_eq!(one.verdict(seq), two.verdict(seq), "row {seq}");
+            assert_eq!(one.decision(seq), two.decision(seq), "row {seq}");
         }
-        assert_eq!(one.verdict(0), Verdict::Keep);
+        assert_eq!(one.decision(0), Decision::Keep);
         assert_eq!(
             one.reason(1, "b"),
             Some(DropReason::ExactDuplicate { of: "a".into() })
@@ -1458,8 +1483,8 @@ mod tests {
             one.reason(3, "a"),
             Some(DropReason::DuplicateId { of: "a".into() })
         );
-        assert_eq!(one.verdict(4), Verdict::Keep);
-        assert_eq!(one.verdict(5), Verdict::Keep);
+        assert_eq!(one.decision(4), Decision::Keep);
+        assert_eq!(one.decision(5), Decision::Keep);
         // A missing part is an error naming the first missing row; a part given twice too.
         assert_eq!(
             find_duplicates(&config, &[&evens]).unwrap_err().to_string(),
@@ -1493,7 +1518,7 @@ mod tests {
             .collect();
         let all = sketches(&config, &rows, 0..rows.len());
         let d = find_duplicates(&config, &[&all]).unwrap();
-        assert_eq!(d.verdict(0), Verdict::Keep);
+        assert_eq!(d.decision(0), Decision::Keep);
         let last = d.reason(rows.len() as u64 - 1, "r11").unwrap();
         // The last row is far from the first, and joined through a neighbour.
         assert!(
@@ -1526,10 +1551,10 @@ mod tests {
             };
             let d = find_duplicates(&config, &[&sketches(&config, &rows, 0..2)]).unwrap();
             assert_eq!(
-                d.verdict(1) != Verdict::Keep,
+                d.decision(1) != Decision::Keep,
                 dropped,
                 "{normalise:?}: {:?}",
-                d.verdict(1)
+                d.decision(1)
             );
         }
     }
@@ -1584,5 +1609,35 @@ mod tests {
         // A tiny set still fills every bin (densification).
         one_permutation_signature(&a[..3], 128, 1, &[], &mut sa, &mut filled);
         assert!(sa.iter().all(|&v| v != u32::MAX));
+    }
+
+    const CODE: &str = "def read_config(path):\n    with open(path) as handle:\n        data = json.load(handle)\n    return data['settings']['values'] if 'settings' in data else {}";
+
+    #[test]
+    fn dedup_catches_exact_case_and_whitespace_copies() {
+        let pairs = vec![
+            pair("a", "read a json config file in python", CODE),
+            pair("b", "read a json config file in python", CODE),
+            pair(
+                "c",
+                "Read A JSON   config file in Python",
+                &CODE.replace("    ", "  "),
+            ),
+            pair(
+                "d",
+                "sort a list of tuples by second element",
+                "def f(xs):\n    return sorted(xs, key=lambda t: t[1])",
+            ),
+        ];
+        let out = dedup_pairs(&CorpusDedupConfig::default(), pairs);
+        let ids: Vec<&str> = out.kept.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["a", "d"]);
+        assert_eq!(
+            out.dropped[0].reason,
+            DropReason::ExactDuplicate { of: "a".into() }
+        );
+        assert!(
+            matches!(out.dropped[1].reason, DropReason::NearDuplicate { ref of, .. } if of == "a")
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use coreb_base::durable::{self, AtomicFile};
 use coreb_curation::curate::{Curate, Sink};
-use coreb_curation::duplicates::steps::SplitVerdicts;
+use coreb_curation::duplicates::steps::SplitDecisions;
 use coreb_curation::spool::MergedSpool;
 use coreb_curation::table::{RerankWriter, TrainingRecordRef, TrainingWriter};
 use coreb_curation::{Dropped, Pair, ReleaseIndex, SimMatrix};
@@ -142,19 +142,19 @@ pub(super) fn shard(
                 let open = |p: &Path| {
                     fs_err::File::open(p).map(|f| std::io::BufReader::with_capacity(1 << 16, f))
                 };
-                let mut verdicts = SplitVerdicts::open(open(exact)?, open(near)?, names)
+                let mut decisions = SplitDecisions::open(open(exact)?, open(near)?, names)
                     .with_context(|| {
                         format!("reading `{}` and `{}`", exact.display(), near.display())
                     })?;
                 step.run(
                     &mut spool,
-                    &mut verdicts,
+                    &mut decisions,
                     |pairs| similarity(embedder, pairs),
                     &mut writer,
                 )
                 .with_context(|| {
                     format!(
-                        "curating output shard {s} with the verdicts of `{}` and `{}`",
+                        "curating output shard {s} with the decisions of `{}` and `{}`",
                         exact.display(),
                         near.display()
                     )

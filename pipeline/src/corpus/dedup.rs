@@ -19,7 +19,7 @@
 //! tasks' files as streams (each on its own to learn the rows pairs name, then merged) and
 //! holds, per row that a candidate pair names, where its shingle set is, a union-find slot and
 //! a link; the two sets of a pair it checks come from read-ahead windows over the sketch files
-//! or a ring of recent sets ([`steps::SetReader`]). The merge streams the verdicts from the
+//! or a ring of recent sets ([`steps::SetReader`]). The merge streams the decisions from the
 //! exact and clustering steps' files and holds only the ids of the rows that drop reasons name.
 //!
 //! `coreb merge corpus` uses the clustering step's result when it is complete for the current
@@ -576,7 +576,7 @@ impl CorpusRun {
     }
 
     /// The duplicates decided by the split steps, when the clustering step is complete for
-    /// the current shard parts; `None` when it is not. The verdicts stay in the steps' files
+    /// the current shard parts; `None` when it is not. The decisions stay in the steps' files
     /// (each output shard reads them as a stream); only the ids of the rows that drop reasons
     /// name are read, from the sketch files.
     pub(super) fn split_duplicates(&self, chain: &Chain) -> anyhow::Result<Option<Dups>> {
@@ -598,7 +598,7 @@ impl CorpusRun {
         let mut names = steps::DropNames::referenced(open(&exact)?, open(&near)?)
             .with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?;
         // Both files cover the same input (checked again as each shard streams them).
-        let rows = steps::SplitVerdicts::open(open(&exact)?, open(&near)?, &names)
+        let rows = steps::SplitDecisions::open(open(&exact)?, open(&near)?, &names)
             .with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?
             .input_rows();
         let files = sketch_files(chain, Some(rows))?;

@@ -18,11 +18,11 @@
 //! 2. **duplicates** ([`coreb_curation::find_duplicates`]): decides over the sketches of all
 //!    rows at once (duplicate ids, exact copies, near-duplicate components), so the kept rows
 //!    do not depend on the shard count, the thread count or the number of processes. Output:
-//!    the [`Duplicates`] verdicts. With `--dedup-tasks T` (or the `--dedup-step` processes a
-//!    scheduler runs) the same verdicts come from an exact step, `T` band-range tasks and a
+//!    the [`Duplicates`] decisions. With `--dedup-tasks T` (or the `--dedup-step` processes a
+//!    scheduler runs) the same decisions come from an exact step, `T` band-range tasks and a
 //!    clustering step in separate processes, none holding every sketch ([`dedup`]).
 //! 3. **curate** ([`coreb_curation::curate`], run by `curate`): each output shard streams its
-//!    spool (merged across shard processes by `seq`) through the dedup verdicts → language →
+//!    spool (merged across shard processes by `seq`) through the dedup decisions → language →
 //!    decontaminate, in parallel batches, and writes its records batch by batch. Only
 //!    alignment and negatives, whose similarity matrix is quadratic, hold the shard's kept
 //!    pairs (and so work within an output shard). Output: the shard's files and report.
@@ -86,7 +86,7 @@ use crate::shard::ShardSpec;
 use crate::shard::{PartMarker, PartWriter, part_done, part_name};
 use coreb_data::releases::FileEntry;
 
-/// The dedup verdicts the curation reads: decided in this process, or by the split steps
+/// The dedup decisions the curation reads: decided in this process, or by the split steps
 /// (their files, streamed by each output shard, and the ids their drop reasons name).
 pub(super) enum Dups {
     Whole(Duplicates),

@@ -25,7 +25,7 @@ use std::io::{Read, Write};
 use std::ops::Range;
 
 use super::{
-    CorpusDedupConfig, Duplicates, IdKey, SketchError, Sketches, Verdict, band_neighbours,
+    CorpusDedupConfig, Decision, Duplicates, IdKey, SketchError, Sketches, band_neighbours,
     sorted_jaccard,
 };
 use crate::Prehashed;
@@ -1072,25 +1072,25 @@ pub fn ids_of(parts: &[&Sketches], wanted: &[u64]) -> HashMap<u64, Box<str>> {
 }
 
 impl Duplicates {
-    /// The verdict of every row from the decisions of the exact step and of [`cluster`] over
+    /// The decision of every row from the decisions of the exact step and of [`cluster`] over
     /// the same input, and the ids of the rows they name ([`ids_of`] of [`referenced`]).
     pub fn assemble(
         exact: &ExactDecisions,
         near: &[NearDecision],
         ids: HashMap<u64, Box<str>>,
     ) -> Result<Duplicates, SketchError> {
-        let mut verdicts = vec![Verdict::Keep; exact.input_rows as usize];
+        let mut decisions = vec![Decision::Keep; exact.input_rows as usize];
         for &(seq, of) in &exact.dropped {
-            verdicts[seq as usize] = if of == REPEATED_ID {
-                Verdict::DuplicateId
+            decisions[seq as usize] = if of == REPEATED_ID {
+                Decision::DuplicateId
             } else {
-                Verdict::Exact { of }
+                Decision::Exact { of }
             };
         }
         for d in near {
-            match verdicts.get_mut(d.seq as usize) {
-                Some(v @ Verdict::Keep) => {
-                    *v = Verdict::Near {
+            match decisions.get_mut(d.seq as usize) {
+                Some(v @ Decision::Keep) => {
+                    *v = Decision::Near {
                         of: d.of,
                         via: d.via,
                         jaccard: d.jaccard,
@@ -1119,7 +1119,7 @@ impl Duplicates {
                 what: "has no id in the sketches",
             });
         }
-        Ok(Duplicates { verdicts, ids })
+        Ok(Duplicates { decisions, ids })
     }
 }
 
@@ -1149,7 +1149,7 @@ fn named_position(seqs: &[u64], blocks: &[u32], seq: u64) -> Option<usize> {
 }
 
 /// The ids of the rows that the drop reasons name ([`referenced`]), for a merge that reads
-/// the verdicts as a stream ([`SplitVerdicts`]): the rows, and each one's id in one string.
+/// the decisions as a stream ([`SplitDecisions`]): the rows, and each one's id in one string.
 #[derive(Debug, Default)]
 pub struct DropNames {
     seqs: Vec<u64>,
@@ -1244,10 +1244,10 @@ impl DropNames {
     }
 }
 
-/// The verdicts of the exact step's and the clustering step's files, read as streams for
-/// rows asked for in input order: what [`Duplicates::assemble`] decides, without a verdict
+/// The decisions of the exact step's and the clustering step's files, read as streams for
+/// rows asked for in input order: what [`Duplicates::assemble`] decides, without a decision
 /// per row in memory.
-pub struct SplitVerdicts<'a, R> {
+pub struct SplitDecisions<'a, R> {
     exact: RecordReader<R, 2>,
     near: RecordReader<R, 4>,
     next_exact: Option<[u64; 2]>,
@@ -1257,7 +1257,7 @@ pub struct SplitVerdicts<'a, R> {
     names: &'a DropNames,
 }
 
-impl<'a, R: Read> SplitVerdicts<'a, R> {
+impl<'a, R: Read> SplitDecisions<'a, R> {
     /// The decisions in `exact` and `near` (over the same input), with the ids `names`.
     pub fn open(exact: R, near: R, names: &'a DropNames) -> Result<Self, SketchError> {
         let exact = RecordReader::open(exact, EXACT_MAGIC)?;
@@ -1265,7 +1265,7 @@ impl<'a, R: Read> SplitVerdicts<'a, R> {
         if exact.header != near.header {
             return Err(SketchError::InputRows(exact.header, near.header));
         }
-        let mut v = SplitVerdicts {
+        let mut v = SplitDecisions {
             input_rows: exact.header,
             exact,
             near,
@@ -1317,8 +1317,8 @@ impl<'a, R: Read> SplitVerdicts<'a, R> {
         self.input_rows
     }
 
-    /// The verdict of row `seq` (after every row asked before).
-    pub fn verdict(&mut self, seq: u64) -> Result<Verdict, SketchError> {
+    /// The decision of row `seq` (after every row asked before).
+    pub fn decision(&mut self, seq: u64) -> Result<Decision, SketchError> {
         if seq >= self.input_rows {
             return Err(SketchError::Coverage {
                 seq,
@@ -1339,15 +1339,15 @@ impl<'a, R: Read> SplitVerdicts<'a, R> {
         }
         let exact = self.next_exact.filter(|r| r[0] == seq).map(|[_, of]| {
             if of == REPEATED_ID {
-                Verdict::DuplicateId
+                Decision::DuplicateId
             } else {
-                Verdict::Exact { of }
+                Decision::Exact { of }
             }
         });
         let near = self
             .next_near
             .filter(|r| r[0] == seq)
-            .map(|[_, of, via, j]| Verdict::Near {
+            .map(|[_, of, via, j]| Decision::Near {
                 of,
                 via,
                 jaccard: f64::from_bits(j),
@@ -1357,21 +1357,21 @@ impl<'a, R: Read> SplitVerdicts<'a, R> {
                 "row {seq} is both an exact and a near duplicate: the decisions come from different inputs"
             ))),
             (Some(v), None) | (None, Some(v)) => Ok(v),
-            (None, None) => Ok(Verdict::Keep),
+            (None, None) => Ok(Decision::Keep),
         }
     }
 }
 
-impl<R: Read + Sync> crate::curate::Verdicts for SplitVerdicts<'_, R> {
+impl<R: Read + Sync> crate::curate::Decisions for SplitDecisions<'_, R> {
     type Error = SketchError;
 
-    fn verdicts(
+    fn decisions(
         &mut self,
         rows: &[(u64, crate::Pair)],
-        out: &mut Vec<Verdict>,
+        out: &mut Vec<Decision>,
     ) -> Result<(), SketchError> {
         for (seq, _) in rows {
-            out.push(self.verdict(*seq)?);
+            out.push(self.decision(*seq)?);
         }
         Ok(())
     }
@@ -1389,15 +1389,15 @@ mod tests {
     /// The decision as one process made it before the split: exact duplicates, then every
     /// candidate pair (a row and the row before it in a bucket of any band) checked in input
     /// order against one union-find over all rows.
-    fn one_process(config: &CorpusDedupConfig, s: &Sketches) -> Vec<Verdict> {
-        let mut verdicts = vec![Verdict::Keep; s.len()];
+    fn one_process(config: &CorpusDedupConfig, s: &Sketches) -> Vec<Decision> {
+        let mut decisions = vec![Decision::Keep; s.len()];
         let (mut ids, mut exact) = (HashSet::new(), HashMap::new());
         let mut rows = Vec::new();
-        for (r, verdict) in verdicts.iter_mut().enumerate() {
+        for (r, decision) in decisions.iter_mut().enumerate() {
             if !ids.insert(s.id(r)) {
-                *verdict = Verdict::DuplicateId;
+                *decision = Decision::DuplicateId;
             } else if let Some(&of) = exact.get(&s.exact(r)) {
-                *verdict = Verdict::Exact { of };
+                *decision = Decision::Exact { of };
             } else {
                 exact.insert(s.exact(r), r as u64);
                 rows.push(r);
@@ -1433,14 +1433,14 @@ mod tests {
         for k in 0..rows.len() {
             let root = uf.find(k as u32) as usize;
             if root != k {
-                verdicts[rows[k]] = Verdict::Near {
+                decisions[rows[k]] = Decision::Near {
                     of: rows[root] as u64,
                     via: rows[link[k].0 as usize] as u64,
                     jaccard: link[k].1,
                 };
             }
         }
-        verdicts
+        decisions
     }
 
     /// Rows with chains of near copies (each a few words from the one before), near copies
@@ -1643,11 +1643,11 @@ mod tests {
         let expected = one_process(&config, &all);
         let near = expected
             .iter()
-            .filter(|v| matches!(v, Verdict::Near { via, of, .. } if via != of))
+            .filter(|v| matches!(v, Decision::Near { via, of, .. } if via != of))
             .count();
         let exact = expected
             .iter()
-            .filter(|v| matches!(v, Verdict::Exact { .. } | Verdict::DuplicateId))
+            .filter(|v| matches!(v, Decision::Exact { .. } | Decision::DuplicateId))
             .count();
         assert!(
             near > 20 && exact > 30,
@@ -1794,7 +1794,7 @@ mod tests {
             .unwrap();
             for (seq, want) in expected.iter().enumerate() {
                 assert_eq!(
-                    got.verdict(seq as u64),
+                    got.decision(seq as u64),
                     *want,
                     "row {seq} with {tasks} band tasks"
                 );

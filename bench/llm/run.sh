@@ -6,15 +6,15 @@
 #     sequentially and 16 at a time, and the time to write them (fdatasync + rename each).
 # Everything runs on 127.0.0.1; nothing leaves the machine.
 #
-# Usage: bench/llm/run.sh [scratch-dir]   (builds `coreb` in release mode first)
+# Usage: bench/llm/run.sh [scratch-dir]   (builds the bench in release mode first)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scratch="${1:-$(mktemp -d)}"
-cargo build --release -p coreb --bin coreb >&2
-bin=target/release/coreb
+cargo bench -p coreb-llm --bench llm --no-run >&2
+bench() { cargo bench -q -p coreb-llm --bench llm -- "$@"; }
 echo "# $(date -u +%FT%TZ) $(nproc) cores; scratch $scratch"
 # Same request rate (320/s) with a short and a long delay, then a rate (1280/s) beyond what
 # one fdatasync per stored response sustains on a small machine.
-"$bin" store bench "$scratch" --requests 4000 --delay-ms 50 --concurrency 16 --stored 10000
-"$bin" store bench "$scratch" --requests 4000 --delay-ms 200 --concurrency 64 --stored 0
-"$bin" store bench "$scratch" --requests 4000 --delay-ms 50 --concurrency 64 --stored 0
+bench "$scratch" --requests 4000 --delay-ms 50 --concurrency 16 --stored 10000
+bench "$scratch" --requests 4000 --delay-ms 200 --concurrency 64 --stored 0
+bench "$scratch" --requests 4000 --delay-ms 50 --concurrency 64 --stored 0

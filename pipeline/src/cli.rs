@@ -769,24 +769,6 @@ pub enum StoreCommand {
         /// The directory of authored `<question_id>.json` files.
         authored: PathBuf,
     },
-    /// Benchmark the gateway against a local delayed server and the store's serving time.
-    #[command(hide = true)]
-    Bench {
-        /// A scratch directory for the benchmark's stores.
-        dir: PathBuf,
-        /// Requests sent to the local server.
-        #[arg(long, default_value_t = 2000)]
-        requests: u32,
-        /// The server's fixed answer delay (ms).
-        #[arg(long, default_value_t = 50)]
-        delay_ms: u64,
-        /// The gateway's concurrency cap.
-        #[arg(long, default_value_t = 32)]
-        concurrency: usize,
-        /// Entries served from the store.
-        #[arg(long, default_value_t = 10_000)]
-        stored: u32,
-    },
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
-//! `coreb store stats|export|import|prune <store-dir>`: look after an LLM response store; plus a
-//! hidden `bench` that measures the gateway against a local server and the store's serving
-//! time ([`crate::ops::store_bench`], see `bench/llm/`).
+//! `coreb store stats|export|import|prune <store-dir>`: look after an LLM response store. (The
+//! gateway's benchmark is `bench/llm/`, not a command.)
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -161,23 +160,6 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::FAILURE
             })
-        }
-        StoreCommand::Bench {
-            dir,
-            requests,
-            delay_ms,
-            concurrency,
-            stored,
-        } => {
-            let runtime = super::runtime()?;
-            runtime.block_on(crate::ops::store_bench::bench(
-                &dir,
-                requests,
-                delay_ms,
-                concurrency,
-                stored,
-            ))?;
-            Ok(ExitCode::SUCCESS)
         }
     }
 }

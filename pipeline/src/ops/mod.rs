@@ -3,12 +3,10 @@
 //! month's manifest ([`month`]),
 //! writing releases in the published dataset's layout ([`export`]),
 //! verifying a published release by rebuilding it ([`verify`]), running the model audit
-//! of a release through the build's `generate` stage and the judge ([`model_audit`]) and
-//! measuring the LLM gateway and response store ([`store_bench`]).
+//! of a release through the build's `generate` stage and the judge ([`model_audit`]).
 
 pub mod export;
 pub mod init;
 pub mod model_audit;
 pub mod month;
-pub mod store_bench;
 pub mod verify;

@@ -1,6 +1,11 @@
-//! The hidden `coreb store bench`: the LLM gateway against a loopback server that answers
-//! after a fixed delay, and the response store's serving time (see `bench/llm/`).
+//! The LLM gateway against a loopback server that answers after a fixed delay, and the
+//! response store's serving time (`bench/llm/run.sh` runs it three times; its README says
+//! what it reports).
+//!
+//! Run: `cargo bench -p coreb-llm --bench llm -- <scratch-dir> [--requests N] [--delay-ms MS]
+//! [--concurrency N] [--stored N]` (defaults 2000, 50, 32, 10000). Nothing leaves 127.0.0.1.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -11,10 +16,42 @@ use coreb_llm::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::printer::Printer;
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (mut requests, mut delay_ms, mut concurrency, mut stored) =
+        (2000u32, 50u64, 32usize, 10_000u32);
+    let mut dir: Option<PathBuf> = None;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < args.len() {
+        let value = || -> Result<u64, String> {
+            args.get(i + 1)
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| format!("`{}` takes a whole number", args[i]))
+        };
+        match args[i].as_str() {
+            "--requests" => requests = u32::try_from(value()?)?,
+            "--delay-ms" => delay_ms = value()?,
+            "--concurrency" => concurrency = usize::try_from(value()?)?,
+            "--stored" => stored = u32::try_from(value()?)?,
+            // cargo bench passes `--bench`.
+            a if a.starts_with("--") => {
+                i += 1;
+                continue;
+            }
+            a => dir = Some(PathBuf::from(a)),
+        }
+        i += if args[i].starts_with("--") { 2 } else { 1 };
+    }
+    let dir = match dir {
+        Some(d) => d,
+        None => tempfile::tempdir()?.keep(),
+    };
+    println!("# scratch {}", dir.display());
+    coreb_http::runtime(None)?.block_on(bench(&dir, requests, delay_ms, concurrency, stored))
+}
 
 /// A loopback server answering every chat request after a fixed delay (keep-alive).
-async fn delayed_server(delay: Duration, hits: Arc<AtomicU64>) -> anyhow::Result<String> {
+async fn delayed_server(delay: Duration, hits: Arc<AtomicU64>) -> std::io::Result<String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move {
@@ -84,14 +121,13 @@ fn bench_request(i: u32) -> coreb_llm::ChatRequest {
 
 /// Send `requests` requests (`concurrency` at once) to a server answering after `delay_ms`,
 /// then serve `stored` of them from the store, and print the timings.
-pub async fn bench(
+async fn bench(
     dir: &std::path::Path,
     requests: u32,
     delay_ms: u64,
     concurrency: usize,
     stored: u32,
-) -> anyhow::Result<()> {
-    let printer = Printer::new(false);
+) -> Result<(), Box<dyn std::error::Error>> {
     let hits = Arc::new(AtomicU64::new(0));
     let base_url = delayed_server(Duration::from_millis(delay_ms), hits.clone()).await?;
     let live_dir = dir.join("live");
@@ -115,11 +151,11 @@ pub async fn bench(
     let failed = results.iter().filter(|r| r.is_err()).count();
     let achieved = f64::from(requests) / elapsed;
     let limit = concurrency as f64 / (delay_ms as f64 / 1000.0);
-    printer.out(format!(
+    println!(
         "live: {requests} requests, concurrency {concurrency}, server delay {delay_ms} ms: {elapsed:.2} s, {achieved:.1} req/s of a {limit:.1} req/s limit = {:.1}% ({failed} failed, {} reached the server)",
         100.0 * achieved / limit,
         hits.load(Ordering::Relaxed)
-    ));
+    );
 
     if stored == 0 {
         return Ok(());
@@ -164,8 +200,14 @@ pub async fn bench(
         .await;
         let secs = start.elapsed().as_secs_f64();
         let failed = results.iter().filter(|r| r.is_err()).count();
-        printer.out(format!("replay ({label}): {stored} stored responses served in {secs:.3} s ({:.1} µs each, {failed} failed)", secs * 1e6 / f64::from(stored.max(1))));
+        println!(
+            "replay ({label}): {stored} stored responses served in {secs:.3} s ({:.1} µs each, {failed} failed)",
+            secs * 1e6 / f64::from(stored.max(1))
+        );
     }
-    printer.out(format!("store fill: {stored} atomic writes (fdatasync + rename) in {fill_secs:.2} s; requests sent during replay: {}", hits.load(Ordering::Relaxed) - before));
+    println!(
+        "store fill: {stored} atomic writes (fdatasync + rename) in {fill_secs:.2} s; requests sent during replay: {}",
+        hits.load(Ordering::Relaxed) - before
+    );
     Ok(())
 }

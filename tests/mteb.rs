@@ -252,13 +252,19 @@ fn the_export_composes_the_reranking_lists_and_keeps_codes_own_document_out() {
             .iter()
             .all(|l| l["corpus-ids"].as_array().unwrap().len() == 9)
     );
-    // Anything but an earlier export is refused, and a wrong `--candidates` too.
+    // A list of one is a usage error (exit 2); anything but an earlier export is refused.
     let o = run(coreb()
         .args(["export", "--layout", "mteb"])
         .arg(sample())
         .arg(root().join("docs")));
     assert!(!o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("not an export of coreb"), "{}", text(&o));
+    let o = run(coreb()
+        .args(["export", "--layout", "mteb", "--candidates", "1"])
+        .arg(sample())
+        .arg(dir.path().join("one")));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("`--candidates`"), "{}", text(&o));
 }
 
 #[test]

@@ -42,6 +42,12 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
             ));
         }
         ExportLayout::Mteb => {
+            if candidates < 2 {
+                return Err(coreb_base::errors::Usage(format!(
+                    "`--candidates`: a reranking list needs at least 2 candidates, got {candidates}"
+                ))
+                .into());
+            }
             let opts = crate::ops::export::mteb::MtebOptions {
                 candidates,
                 seed,

@@ -512,12 +512,11 @@ pub fn export_mteb(
     out: &Path,
     opts: &MtebOptions,
 ) -> Result<Vec<MtebRelease>, ExportError> {
-    if opts.candidates < 2 {
-        return Err(ExportError::Manifest {
-            path: PathBuf::from("--candidates"),
-            reason: format!("must be at least 2, got {}", opts.candidates),
-        });
-    }
+    // A list of one would hold a positive alone (the command refuses it as a usage error).
+    let opts = &MtebOptions {
+        candidates: opts.candidates.max(2),
+        ..opts.clone()
+    };
     let found = releases_by_version(releases_dir)?;
     let empty_dir = std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
     if out.exists() && !empty_dir && !out.join(".coreb-export").exists() {

@@ -57,6 +57,8 @@
 //! - `zero_glue` (issue #15): the sample through `datasets`, BEIR and MTEB with no glue (MTEB's
 //!   nDCG@10 = `coreb eval --run` on its predictions); `coreb export --layout hf-coreb` read as the
 //!   published dataset; `scripts/setup`; no test file refers outside the repository.
+//! - `mteb` (issue 57): `coreb export --layout mteb` of the sample run by MTEB's own six
+//!   CoREB(v1) task classes; `coreb eval` on each task folder equals MTEB's scores.
 //! - `workspace` (issue #51): `coreb init` makes a workspace elsewhere; there the binary alone
 //!   builds the sample byte for byte, plans the next month, evaluates and exports.
 
@@ -78,6 +80,7 @@ mod leaderboard;
 mod live;
 mod llm;
 mod month;
+mod mteb;
 mod operate;
 mod publish;
 mod recheck;

@@ -194,7 +194,9 @@ The problem file is LiveCodeBench JSONL (public and private tests); the solution
 const EXPORT_EXAMPLES: &str = "Examples:
   coreb export --layout hf-coreb releases/sample /tmp/coreb-hf
       then: load_dataset(\"/tmp/coreb-hf\", \"code_corpus\", split=\"release_v2503\")
-  coreb export releases /tmp/coreb-hf && huggingface-cli upload <you>/coreb /tmp/coreb-hf --repo-type dataset";
+  coreb export releases /tmp/coreb-hf && huggingface-cli upload <you>/coreb /tmp/coreb-hf --repo-type dataset
+  coreb export --layout mteb releases/sample/v202503 /tmp/coreb-mteb
+      then: mteb.evaluate(model, coreb_mteb.mteb_tasks(\"/tmp/coreb-mteb/v202503\"))";
 
 /// Arguments of `coreb build`.
 #[derive(Debug, Args)]
@@ -369,6 +371,12 @@ pub struct LeaderboardArgs {
 pub enum ExportLayout {
     /// The published CoREB dataset's (`hq-bench/coreb`): 8 configs × `release_<version>` splits.
     HfCoreb,
+    /// MTEB's six CoREB(v1) tasks per release (`<out>/<version>/CorebT2CRetrieval/` …), in the
+    /// layout MTEB's retrieval loader reads from a local folder.
+    Mteb,
+    /// One training release as a reranker's training records (instruction, query, document,
+    /// yes/no; one hard and one easy negative per positive); a test release is refused.
+    RerankerTrain,
 }
 
 /// Arguments of `coreb export`.
@@ -382,6 +390,21 @@ pub struct ExportArgs {
     pub releases_dir: PathBuf,
     /// The dataset folder to write (an earlier export there is replaced).
     pub out: PathBuf,
+    /// `mteb`: candidates per reranking query (the published lists hold 17).
+    #[arg(long, default_value_t = 17)]
+    pub candidates: usize,
+    /// `mteb`, `reranker-train`: seed of the negatives drawn (and of the reranking lists'
+    /// order).
+    #[arg(long, default_value_t = 20_250_101)]
+    pub seed: u64,
+    /// `mteb`: let `CorebC2CRetrieval` rank a query's own document, as the published dataset
+    /// does (MTEB then gives `coreb eval --keep-self`'s number, not CoREB's).
+    #[arg(long)]
+    pub keep_self: bool,
+    /// `mteb`: keep the reranking queries that have no hard negative (left out by default, as
+    /// the published text2code reranking task leaves them out).
+    #[arg(long)]
+    pub all_queries: bool,
 }
 
 /// Arguments of `coreb check`.

@@ -61,6 +61,24 @@ pub struct ManifestFile {
     /// counterfactual rewrite; see [`ControlFile`]).
     #[serde(default)]
     pub control: Option<ControlFile>,
+    /// `[purpose]`: whether the release is for training or testing (see [`PurposeFile`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<PurposeFile>,
+}
+
+/// `[purpose] role = "training" | "test"`, and for a test release `training = ["<release
+/// directory>", ...]`: the training releases it must be problem-disjoint from. `release`
+/// refuses a test release that shares a problem with one of them (naming the problems) and
+/// records the role and the training releases (version, MANIFEST sha256) under `purpose` in
+/// its MANIFEST; `coreb export --layout reranker-train` refuses a test release.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PurposeFile {
+    /// Training or test.
+    pub role: coreb_data::releases::Role,
+    /// A test release's training releases (relative to the manifest).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub training: Vec<PathBuf>,
 }
 
 /// `[control] of = "<release directory>"`: the build is the control release of that
@@ -189,6 +207,9 @@ pub struct RunPlan {
     pub replace: bool,
     /// `[control] of`, absolute: the release this build is the control of.
     pub control: Option<PathBuf>,
+    /// `[purpose]`, its training releases absolute.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<PurposeFile>,
     /// Where `release` looks for the human review recorded for this version (`None`:
     /// `<releases_dir>/reviews/<version>/`, where `coreb review report --record` puts it);
     /// `verify` points it at the review a release's kit carries.
@@ -236,6 +257,7 @@ impl RunPlan {
             response_store,
             eval,
             control,
+            purpose,
         } = file;
         coreb_eval::check::check_waivers(&gates)?;
         if !is_version(&version) {
@@ -299,8 +321,20 @@ impl RunPlan {
                 releases_dir.join("control").display()
             );
         }
+        let purpose = purpose
+            .map(|p| -> anyhow::Result<PurposeFile> {
+                if p.role == coreb_data::releases::Role::Training && !p.training.is_empty() {
+                    bail!("`purpose.training`: only a test release names training releases");
+                }
+                Ok(PurposeFile {
+                    role: p.role,
+                    training: p.training.iter().map(|t| lexical_join(&base, t)).collect(),
+                })
+            })
+            .transpose()?;
         Ok(RunPlan {
             control,
+            purpose,
             review_dir: None,
             publish_dir: releases_dir.join(&version),
             manifest_text: String::new(),

@@ -43,9 +43,37 @@ pub struct ReleaseManifest {
     /// month built without the counterfactual rewrite); absent for any other release.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controls: Option<ControlOf>,
+    /// What the release is for (`[purpose]` of the build manifest): training or test, and the
+    /// training releases a test release was checked problem-disjoint from; absent where the
+    /// build manifest does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<Purpose>,
 }
 
-/// The release a control release controls.
+/// Whether a release is for training or for testing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Training data (a reranker's records: `coreb export --layout reranker-train`).
+    Training,
+    /// Evaluation only: problem-disjoint from every training release it names.
+    Test,
+}
+
+/// A release's `purpose` in its MANIFEST.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Purpose {
+    /// Training or test.
+    pub role: Role,
+    /// A test release: the training releases it shares no problem with, as they were when it
+    /// was published.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub training_releases: Vec<ControlOf>,
+}
+
+/// A release named by another: the release a control release controls, or a training release
+/// a test release is disjoint from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ControlOf {

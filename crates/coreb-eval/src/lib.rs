@@ -19,6 +19,8 @@
 //! - [`run`]: the evaluation loop of `coreb eval` (datasets, retrievers, rerankers, prompts,
 //!   gates, reports, recording).
 //! - [`compare`]: two systems compared on the same release (`coreb compare`).
+//! - [`mteb`]: MTEB's CoREB(v1) tasks and the task folders `coreb export --layout mteb` writes
+//!   for them (a reranking task's fixed candidates, its main score).
 //!
 //! Measures come from the evaluator crate, [`coreb_trec`]. Does NOT build releases; the
 //! stages that write a release are `coreb-stages`'.
@@ -34,6 +36,7 @@ pub mod frames;
 pub mod gates;
 pub mod leaderboard;
 pub mod listwise;
+pub mod mteb;
 pub mod prompts;
 pub mod report;
 pub mod run;

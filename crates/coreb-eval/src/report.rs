@@ -204,6 +204,9 @@ pub struct RerankInfo {
     /// What listwise reranking did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listwise_stats: Option<ListwiseStats>,
+    /// The template a pointwise reranker's texts were written in (`qwen3`; none: as they are).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
 }
 
 /// Results of one task (one BEIR folder).
@@ -227,8 +230,28 @@ pub struct TaskReport {
     /// Against the first stage, when the run was reranked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rerank: Option<RerankDelta>,
+    /// An MTEB task folder's task and main score (`coreb export --layout mteb`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mteb: Option<MtebScore>,
     /// Every query's measures, in query-id order.
     pub queries: Vec<QueryScores>,
+}
+
+/// The task of an MTEB task folder and its main score, as MTEB names them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MtebScore {
+    /// MTEB's task name (`CorebT2CReranking`).
+    pub task: String,
+    /// `Retrieval` or `Reranking` (each query's candidates only).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The measure (`ndcg_at_10`, `map_at_10`).
+    pub main_score: String,
+    /// Its value.
+    pub value: f64,
+    /// Queries with a candidate list (`None`: the whole corpus ranked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidate_lists: Option<usize>,
 }
 
 /// The whole evaluation.
@@ -376,6 +399,7 @@ pub fn task_report(
             .collect(),
         ci: None,
         rerank: None,
+        mteb: None,
         queries,
     }
 }
@@ -450,6 +474,23 @@ pub fn to_markdown(report: &EvalReport) -> String {
         .collect();
     out.push_str("## Tasks\n\n");
     table(&mut out, "task", &report.ks, &overall);
+    for t in &report.tasks {
+        if let Some(m) = &t.mteb {
+            let _ = writeln!(
+                out,
+                "MTEB `{}` ({}{}): main score {} = {:.5}\n",
+                m.task,
+                m.kind,
+                if m.candidate_lists.is_some() && m.kind == "Reranking" {
+                    ", each query's candidates only"
+                } else {
+                    ""
+                },
+                m.main_score,
+                m.value
+            );
+        }
+    }
     for t in &report.tasks {
         if !t.by_subtask.is_empty() {
             let _ = writeln!(out, "## {}: by subtask\n", t.task);

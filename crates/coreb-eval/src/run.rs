@@ -43,6 +43,17 @@ pub enum RerankApi {
     Listwise,
 }
 
+/// How a pointwise reranker's query and documents are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(ValueEnum))]
+pub enum RerankTemplate {
+    /// The texts as they are.
+    #[default]
+    None,
+    /// Qwen3-Reranker's template ([`crate::mteb::qwen3_reranker_texts`]).
+    Qwen3,
+}
+
 /// How requests reach an OpenAI-compatible endpoint, shared by `coreb eval` and `coreb audit
 /// … model` (each sets its own defaults of `--concurrency`, `--timeout-secs` and `--store`).
 #[derive(Debug, Clone)]
@@ -148,6 +159,11 @@ pub struct EvalOptions {
     /// Environment variable holding the reranker's key (default: `--api-key-env`).
     #[cfg_attr(feature = "clap", arg(long))]
     pub rerank_api_key_env: Option<String>,
+    /// `rerank`/`score`: how query and documents are written for the reranker: `none` (as the
+    /// release has them) or `qwen3` (Qwen3-Reranker's chat template, the task's instruction
+    /// in `<Instruct>:`, then `<Query>:` and `<Document>:`).
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "none"))]
+    pub rerank_template: RerankTemplate,
     /// Listwise: candidates per window.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 10))]
     pub window: usize,
@@ -508,13 +524,38 @@ impl Setup {
                 .retain(|qid, _| run.queries.contains_key(qid));
             data.queries.retain(|q| run.queries.contains_key(&q.id));
         }
+        // An MTEB task folder: its task, and each query's candidates where it has them.
+        let mteb = crate::mteb::read_folder(d, &self.split)
+            .with_context(|| format!("reading the MTEB task folder `{}`", d.display()))?;
+        let candidates = mteb.as_ref().and_then(|m| m.candidates.as_ref());
         sink.status(&format!(
-            "{}: {} docs, {} queries",
+            "{}: {} docs, {} queries{}",
             data.name,
             data.corpus.len(),
-            data.queries.len()
+            data.queries.len(),
+            match (&mteb, candidates) {
+                (Some(m), Some(c)) if m.task.protocol == crate::mteb::Protocol::Reranking =>
+                    format!(" (MTEB reranking: {} candidate lists)", c.len()),
+                (Some(_), Some(c)) => format!(" (MTEB retrieval: {} candidate lists)", c.len()),
+                _ => String::new(),
+            }
         ));
-        let first = self.first_stage(&data, sink, prompts_used)?;
+        let mut first = self.first_stage(&data, mteb.as_ref(), sink, prompts_used)?;
+        if let Some(lists) = candidates {
+            let (kept, dropped) = crate::mteb::restrict(&first, lists);
+            if dropped > 0 && self.external.is_some() {
+                sink.status(&format!(
+                    "{}: dropped {dropped} document(s) of the run outside the queries' candidates",
+                    data.name
+                ));
+            }
+            first = kept;
+            // A built-in retriever ranks every candidate, and a reranker sees them all, as
+            // MTEB's reranking does; a `--run` alone is scored as it is.
+            if self.external.is_none() || self.reranker.is_some() {
+                crate::mteb::complete(&mut first, lists);
+            }
+        }
         let run = match &self.reranker {
             Some(r) => r.rerank(&self.runtime, sink, &data, &first)?,
             None => first.clone(),
@@ -533,6 +574,27 @@ impl Setup {
         let mut task = report::task_report(&data, &results, &cfg.ks, cfg.level);
         if let Some(b) = &self.bootstrap {
             task.ci = Some(report::task_intervals(&task, cfg.ks.len(), b));
+        }
+        if let Some(m) = &mteb {
+            let Some(at10) = cfg.ks.iter().position(|k| *k == 10) else {
+                bail!(
+                    "`{}`: MTEB's main score of `{}` is {}: `--k` must hold 10",
+                    d.display(),
+                    m.task.name,
+                    m.task.main_score()
+                );
+            };
+            let value = match m.task.protocol {
+                crate::mteb::Protocol::Retrieval => task.overall.at_k.ndcg[at10],
+                crate::mteb::Protocol::Reranking => task.overall.at_k.map[at10],
+            };
+            task.mteb = Some(report::MtebScore {
+                task: m.task.name.to_owned(),
+                kind: m.task.kind().to_owned(),
+                main_score: m.task.main_score().to_owned(),
+                value,
+                candidate_lists: candidates.map(|c| c.len()),
+            });
         }
         let mut runs = Vec::new();
         if self.reranker.is_some() {
@@ -565,9 +627,15 @@ impl Setup {
     fn first_stage(
         &self,
         data: &Dataset,
+        mteb: Option<&crate::mteb::Folder>,
         sink: &dyn Report,
         prompts_used: &mut Option<PromptsUsed>,
     ) -> anyhow::Result<Run> {
+        // Candidate lists are cut from a ranking of the whole corpus, so every candidate is in it.
+        let depth = match mteb {
+            Some(m) if m.candidates.is_some() => self.first_depth.max(data.corpus.len()),
+            _ => self.first_depth,
+        };
         Ok(match (&self.retriever, &self.external, &self.dense) {
             (_, Some(r), _) if self.keep_self => r.clone(),
             (_, Some(r), _) => {
@@ -577,11 +645,22 @@ impl Setup {
                 }
                 kept
             }
-            (Retriever::Bm25, _, _) => {
-                crate::bm25_run(data, Bm25Config::default(), self.first_depth)
-            }
+            (Retriever::Bm25, _, _) => crate::bm25_run(data, Bm25Config::default(), depth),
             (_, _, Some(setup)) => {
-                let (run, task_prompts) = setup.run(&self.runtime, sink, data, self.first_depth)?;
+                // An MTEB task folder takes the prompts of the CoREB task it is made from
+                // (MTEB's task prompts are CoREB's instructions).
+                let renamed;
+                let prompted = match mteb {
+                    Some(m) => {
+                        renamed = Dataset {
+                            name: m.task.coreb_task.to_owned(),
+                            ..data.clone()
+                        };
+                        &renamed
+                    }
+                    None => data,
+                };
+                let (run, task_prompts) = setup.run(&self.runtime, sink, prompted, depth)?;
                 if let Some(used) = prompts_used {
                     used.tasks.insert(data.name.clone(), task_prompts);
                 }

@@ -1,5 +1,6 @@
 //! `coreb export --layout hf-coreb <releases_dir> <out>`: every release as one Hugging Face
-//! dataset folder in the published CoREB layout ([`crate::ops::export`]).
+//! dataset folder in the published CoREB layout ([`crate::ops::export`]); `--layout mteb`:
+//! each release as MTEB's six CoREB(v1) tasks ([`crate::ops::export::mteb`]).
 
 use std::process::ExitCode;
 
@@ -14,6 +15,10 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         layout,
         releases_dir,
         out,
+        candidates,
+        seed,
+        keep_self,
+        all_queries,
     } = args;
     let printer = Printer::new(false);
     match layout {
@@ -34,6 +39,75 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
                 "wrote {} ({} release(s), 8 configs)",
                 out.display(),
                 releases.len()
+            ));
+        }
+        ExportLayout::Mteb => {
+            if candidates < 2 {
+                return Err(coreb_base::errors::Usage(format!(
+                    "`--candidates`: a reranking list needs at least 2 candidates, got {candidates}"
+                ))
+                .into());
+            }
+            let opts = crate::ops::export::mteb::MtebOptions {
+                candidates,
+                seed,
+                keep_self,
+                all_queries,
+            };
+            let releases = crate::ops::export::mteb::export_mteb(&releases_dir, &out, &opts)
+                .with_context(|| {
+                    format!(
+                        "exporting `{}` to `{}` as MTEB's tasks",
+                        releases_dir.display(),
+                        out.display()
+                    )
+                })?;
+            for r in &releases {
+                for f in &r.folders {
+                    printer.status(format!(
+                        "{}/{}: {} docs, {} queries, {} positives{}",
+                        r.version,
+                        f.task,
+                        f.docs,
+                        f.queries,
+                        f.positives,
+                        if f.left_out > 0 {
+                            format!(", {} queries left out", f.left_out)
+                        } else {
+                            String::new()
+                        }
+                    ));
+                }
+            }
+            printer.out(format!(
+                "wrote {} ({} release(s), 6 MTEB tasks each)",
+                out.display(),
+                releases.len()
+            ));
+        }
+        ExportLayout::RerankerTrain => {
+            let counts = crate::ops::export::reranker_train::export_reranker_train(
+                &releases_dir,
+                &out,
+                seed,
+            )
+            .with_context(|| {
+                format!(
+                    "exporting `{}` to `{}` as reranker training records",
+                    releases_dir.display(),
+                    out.display()
+                )
+            })?;
+            for (task, n) in &counts.records {
+                printer.status(format!(
+                    "{}: {task}: {} positives, {n} records, {} queries without a hard negative left out",
+                    counts.version, counts.positives[task], counts.left_out[task]
+                ));
+            }
+            printer.out(format!(
+                "wrote {} ({} records)",
+                out.display(),
+                counts.records.values().sum::<usize>()
             ));
         }
     }

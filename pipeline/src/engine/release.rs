@@ -59,6 +59,50 @@ fn earlier_problem_ids(plan: &RunPlan) -> anyhow::Result<Vec<(String, BTreeSet<P
     Ok(out)
 }
 
+/// `[purpose]`: for a test release, the gate that it shares no problem with any training
+/// release it names (refused naming every shared problem; a named release that is itself a
+/// test release is refused too); what the MANIFEST records under `purpose`.
+pub fn purpose_gate(
+    version: &str,
+    purpose: &crate::manifest::PurposeFile,
+    ids: &BTreeSet<ProblemId>,
+) -> anyhow::Result<coreb_data::releases::Purpose> {
+    use coreb_data::releases::{ControlOf, Purpose, Role};
+    let mut named = Vec::new();
+    for dir in &purpose.training {
+        let manifest_path = dir.join("MANIFEST.json");
+        let manifest = ReleaseManifest::read(&manifest_path)
+            .with_context(|| format!("`purpose.training`: `{}`", dir.display()))?;
+        if manifest.purpose.as_ref().map(|p| p.role) == Some(Role::Test) {
+            anyhow::bail!(
+                "`purpose.training`: `{}` is a test release, not a training release",
+                dir.display()
+            );
+        }
+        let theirs: BTreeSet<ProblemId> = ProblemReader::open(&dir.join("problems.parquet"))?
+            .map(|p| p.map(|p| p.id))
+            .collect::<Result<_, _>>()?;
+        let shared: Vec<&str> = ids.intersection(&theirs).map(ProblemId::as_str).collect();
+        if !shared.is_empty() {
+            anyhow::bail!(
+                "test release `{version}` shares {} problem(s) with its training release `{}` (`{}`): {}",
+                shared.len(),
+                manifest.version,
+                dir.display(),
+                shared.join(", ")
+            );
+        }
+        named.push(ControlOf {
+            version: manifest.version,
+            manifest_sha256: sha256_file(&manifest_path)?,
+        });
+    }
+    Ok(Purpose {
+        role: purpose.role,
+        training_releases: named,
+    })
+}
+
 /// The `release` stage.
 pub struct Release;
 
@@ -234,6 +278,10 @@ impl Stage for Release {
             .flat_map(|t| t.queries.iter().map(|q| q.source_problem_id.clone()))
             .collect();
         check_disjoint(&ids, &earlier_problem_ids(plan)?)?;
+        let purpose = match &plan.purpose {
+            Some(p) => Some(purpose_gate(&plan.version, p, &ids)?),
+            None => None,
+        };
 
         let parent = plan
             .publish_dir
@@ -323,6 +371,7 @@ impl Stage for Release {
             files: hash_tree(&tmp)?,
             replaces: None,
             controls: controlled.map(|c| c.of),
+            purpose,
         };
         let mut text = serde_json::to_string_pretty(&manifest)? + "\n";
         if let Some(r) = &review {
@@ -803,6 +852,40 @@ fn gate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_release_sharing_a_problem_with_its_training_release_is_refused() {
+        use coreb_data::releases::Role;
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../releases/sample/v202503");
+        let purpose = crate::manifest::PurposeFile {
+            role: Role::Test,
+            training: vec![sample.clone()],
+        };
+        let ids = |v: &[&str]| -> BTreeSet<ProblemId> {
+            v.iter()
+                .map(|i| ProblemId::from_raw((*i).to_owned()))
+                .collect()
+        };
+        let e = purpose_gate(
+            "v209912",
+            &purpose,
+            &ids(&["lcb_3704", "lcb_new", "lcb_3709"]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("shares 2 problem(s) with its training release `v202503`")
+                && e.ends_with(": lcb_3704, lcb_3709"),
+            "{e}"
+        );
+        let ok = purpose_gate("v209912", &purpose, &ids(&["lcb_new"])).unwrap();
+        assert_eq!(ok.role, Role::Test);
+        assert_eq!(ok.training_releases[0].version, "v202503");
+        assert_eq!(
+            ok.training_releases[0].manifest_sha256,
+            sha256_file(&sample.join("MANIFEST.json")).unwrap()
+        );
+    }
 
     #[test]
     fn relative_paths() {

@@ -323,6 +323,7 @@ mod tests {
             by_language: [("python".to_owned(), summary(0.4, 3))].into(),
             ci: None,
             rerank: None,
+            mteb: None,
             queries: Vec::new(),
         };
         let iv = Some(Interval {

@@ -12,7 +12,7 @@ use coreb_llm::prompt::Prompt;
 use coreb_llm::{Gateway, LlmConfig, ResponseStore, SamplingParams, StoreMode};
 use coreb_trec::Run;
 
-use super::{EvalOptions, ManifestSettings, RerankApi};
+use super::{EvalOptions, ManifestSettings, RerankApi, RerankTemplate};
 use crate::beir::Dataset;
 use crate::dense::{Pointwise, task_prompts};
 use crate::embed::{EmbedClient, EmbedConfig};
@@ -217,6 +217,8 @@ pub enum Reranker {
         model: String,
         /// Candidates per query.
         depth: usize,
+        /// How query and documents are written.
+        template: RerankTemplate,
     },
     /// A chat model over sliding windows.
     Listwise {
@@ -310,6 +312,7 @@ impl Reranker {
             api,
             model: model.clone(),
             depth: args.rerank_depth,
+            template: args.rerank_template,
         }))
     }
 
@@ -344,7 +347,16 @@ impl Reranker {
                 api,
                 model,
                 depth,
+                template,
             } => {
+                let templated;
+                let data = match template {
+                    RerankTemplate::None => data,
+                    RerankTemplate::Qwen3 => {
+                        templated = crate::mteb::qwen3_reranker_texts(data);
+                        &templated
+                    }
+                };
                 let bar = sink.meter(Some(data.queries.len() as u64), "rerank", false);
                 let tick = |n: u64| bar.inc(n);
                 let run = runtime
@@ -400,7 +412,11 @@ impl Reranker {
     pub fn info(&self, first_stage: &str) -> RerankInfo {
         match self {
             Reranker::Pointwise {
-                api, model, depth, ..
+                api,
+                model,
+                depth,
+                template,
+                ..
             } => RerankInfo {
                 api: if *api == Pointwise::Rerank {
                     "rerank"
@@ -413,6 +429,7 @@ impl Reranker {
                 first_stage: first_stage.to_owned(),
                 listwise: None,
                 listwise_stats: None,
+                template: (*template == RerankTemplate::Qwen3).then(|| "qwen3".to_owned()),
             },
             Reranker::Listwise { config, stats, .. } => RerankInfo {
                 api: "listwise".to_owned(),
@@ -421,6 +438,7 @@ impl Reranker {
                 first_stage: first_stage.to_owned(),
                 listwise: Some(config.as_ref().clone()),
                 listwise_stats: stats.lock().ok().map(|s| *s),
+                template: None,
             },
         }
     }

@@ -4,12 +4,17 @@
 //! (`release_v2503` for `v202503`: [`split_name`]), the published column
 //! and subtask names ([`published`]), a dataset card with full metadata and a `LICENSE`.
 //!
+//! `coreb export --layout mteb` ([`mteb`]) writes each release as MTEB's six CoREB(v1) tasks;
+//! `--layout reranker-train` ([`reranker_train`]) a training release as a reranker's records.
+//!
 //! Code written for the published dataset (`load_dataset(path, "text2code_queries",
 //! split="release_v2503")`, `query_id`/`query`/`split`/`subtask`/`query_type`/`meta`,
 //! `doc_id`/`relevance`, `code_id`/`code`/`language`/`model`, `text_id`/`text`) reads the
 //! export unchanged.
 
+pub mod mteb;
 pub mod published;
+pub mod reranker_train;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -50,6 +55,11 @@ pub enum ExportError {
         "`{0}` exists and is not an export of coreb (no `.coreb-export`): refusing to replace it"
     )]
     NotAnExport(PathBuf),
+    /// A test release asked for as training data.
+    #[error(
+        "`{0}` is a test release (its MANIFEST says `purpose.role = \"test\"`): its problems are for evaluation only, never training records"
+    )]
+    TestRelease(PathBuf),
     /// A table could not be read or written.
     #[error(transparent)]
     Table(#[from] TableError),

@@ -16,6 +16,11 @@
 # Build arguments:
 #   BUILD_IMAGE    the build stage's base: Rust and a C compiler on Debian bookworm
 #   RUNTIME_IMAGE  the runtime's base: Debian bookworm (the judge's packages are bookworm's)
+#   DEBIAN_SNAPSHOT  a snapshot.debian.org timestamp (`20250601T000000Z`): the runtime's packages
+#                  come from Debian's archive as it was then, so that an image made later installs
+#                  the same versions where the archive keeps them (default: none, the mirror's
+#                  current packages). The image records the exact versions it installed either way
+#                  (/usr/share/coreb/toolchain-packages.tsv, which builds add to the MANIFEST).
 #   BINARY         `build` (default): the build stage compiles coreb; `prebuilt`: the binary
 #                  comes from the named build context `coreb-bin` (a folder holding `coreb`,
 #                  built from this checkout on bookworm or older, glibc <= 2.36), and the build
@@ -29,6 +34,7 @@
 ARG BUILD_IMAGE=rust:1.95-bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
 ARG BINARY=build
+ARG DEBIAN_SNAPSHOT=
 
 FROM ${BUILD_IMAGE} AS build
 WORKDIR /coreb
@@ -43,15 +49,31 @@ COPY --from=coreb-bin coreb /out/coreb
 FROM ${BINARY} AS binary
 
 FROM ${RUNTIME_IMAGE} AS runtime
+ARG DEBIAN_SNAPSHOT
+LABEL org.debian.snapshot="${DEBIAN_SNAPSHOT}"
 WORKDIR /opt/coreb
-COPY scripts/setup scripts/debian-packages.txt scripts/
+COPY scripts/setup scripts/debian-packages.txt scripts/toolchain-packages scripts/
+# With a snapshot, Debian's archive as it was at that time (its Release files are long expired).
+RUN if [ -n "$DEBIAN_SNAPSHOT" ]; then \
+        rm -f /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list \
+        && printf 'deb http://snapshot.debian.org/archive/debian/%s bookworm main\ndeb http://snapshot.debian.org/archive/debian/%s bookworm-updates main\ndeb http://snapshot.debian.org/archive/debian-security/%s bookworm-security main\n' \
+            "$DEBIAN_SNAPSHOT" "$DEBIAN_SNAPSHOT" "$DEBIAN_SNAPSHOT" > /etc/apt/sources.list \
+        && echo 'Acquire::Check-Valid-Until "false";' > /etc/apt/apt.conf.d/10coreb-snapshot; \
+    fi
 # The one package list, less what only the tests use (the test venv, Chromium, Slurm): what
 # remains is the judge's toolchains and util-linux. The JDK's post-install needs the man1
 # folder that a slim image leaves out.
 RUN sed -i -E '/^[[:space:]]*(python3-venv|chromium|chromium-driver|slurm-wlm|munge)[[:space:]]*(#.*)?$/d' \
         scripts/debian-packages.txt \
     && mkdir -p /usr/share/man/man1
-RUN scripts/setup && apt-get clean && rm -rf /var/lib/apt/lists/*
+# The exact package versions installed, kept in the image; every build there records them in
+# its MANIFEST's toolchains (`deb:<package>`).
+RUN scripts/setup && apt-get clean && rm -rf /var/lib/apt/lists/* \
+    && install -d /usr/share/coreb \
+    && scripts/toolchain-packages > /usr/share/coreb/toolchain-packages.tsv \
+    && printf '%s\n' "${DEBIAN_SNAPSHOT:-none}" > /usr/share/coreb/debian-snapshot \
+    && cat /usr/share/coreb/toolchain-packages.tsv
+ENV COREB_TOOLCHAIN_PACKAGES=/usr/share/coreb/toolchain-packages.tsv
 COPY --from=binary /out/coreb /usr/local/bin/coreb
 # Not root: the judge then puts each run in a user namespace of its own (its unprivileged mode),
 # which needs no added capability; as root it would need CAP_SYS_ADMIN for its namespaces.

@@ -25,7 +25,9 @@
 //!   `verify --checksums` and `coreb check` name a damaged file.
 //! - `verify_kit` (issue 48): `coreb verify RELEASE --sources DIR` from anywhere: a copy of the
 //!   sample (and its kit folder in `coreb export`'s output) rebuilt from its regeneration kit
-//!   byte for byte; hostile and damaged kits refused, the entry named, nothing written outside.
+//!   byte for byte; hostile and damaged kits refused, the entry named, nothing written outside;
+//!   (issue 62) another JDK patch release recorded verifies (exit 0, the versions named) unless
+//!   `--strict`, a changed qrels row fails naming it.
 //! - `release`: the sample end to end: byte-identical rebuilds, `--jobs`, `kill -9`, `verify`, gates, Python readers.
 //! - `review` (issue #50): `coreb review`: the sample's review page in headless Chromium
 //!   (three reviewers, answers kept over a reload, exported), `coreb review report` against

@@ -636,8 +636,15 @@ fn the_committed_sample_card_shows_its_recorded_review_and_a_rebuild_keeps_it() 
         review["published_sha256"].as_str().unwrap(),
         coreb_base::hashing::sha256_file(&committed.join("MANIFEST.json")).unwrap()
     );
-    // A review of another build of the month (here another manifest, and another MANIFEST
-    // reviewed) is not shown.
+    // The recorded review is pinned to the sample's data (not to its MANIFEST, which records
+    // the machine's toolchain versions).
+    let manifest =
+        coreb_data::releases::ReleaseManifest::read(&committed.join("MANIFEST.json")).unwrap();
+    assert_eq!(
+        review["data_sha256"].as_str().unwrap(),
+        manifest.data_sha256()
+    );
+    // A review of other data (here another manifest, and other data reviewed) is not shown.
     let tmp = tempfile::tempdir().unwrap();
     let releases = tmp.path().join("releases");
     copy_tree(
@@ -647,7 +654,8 @@ fn the_committed_sample_card_shows_its_recorded_review_and_a_rebuild_keeps_it() 
     let json = releases.join("reviews/v202503/review.json");
     let other = fs_err::read_to_string(&json)
         .unwrap()
-        .replace(review["release_sha256"].as_str().unwrap(), &"1".repeat(64));
+        .replace(review["release_sha256"].as_str().unwrap(), &"1".repeat(64))
+        .replace(review["data_sha256"].as_str().unwrap(), &"2".repeat(64));
     fs_err::write(&json, other).unwrap();
     let manifest = sample_manifest_with(&tmp.path().join("m.toml"), "");
     let text_of = fs_err::read_to_string(&manifest).unwrap().replace(

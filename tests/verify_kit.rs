@@ -407,3 +407,107 @@ fn a_truncated_or_corrupt_answers_file_is_refused_with_its_line() {
     refused(&out, &["regeneration/answers.jsonl.gz`, line 1"]);
     dirs.nothing_written_outside();
 }
+
+/// The copy's MANIFEST read, changed by `edit`, and written back as coreb writes it.
+fn edit_manifest(release: &Path, edit: impl FnOnce(&mut coreb_data::releases::ReleaseManifest)) {
+    let path = release.join("MANIFEST.json");
+    let mut manifest = coreb_data::releases::ReleaseManifest::read(&path).unwrap();
+    edit(&mut manifest);
+    fs_err::write(
+        &path,
+        serde_json::to_string_pretty(&manifest).unwrap() + "\n",
+    )
+    .unwrap();
+}
+
+/// A file of the copy replaced by `bytes`, its MANIFEST entry with it (its checksums true).
+fn replace_file(release: &Path, name: &str, bytes: &[u8]) {
+    fs_err::write(release.join(name), bytes).unwrap();
+    edit_manifest(release, |m| {
+        m.files.insert(
+            name.to_owned(),
+            coreb_data::releases::FileEntry {
+                sha256: coreb_base::hashing::sha256_hex(bytes),
+                bytes: bytes.len() as u64,
+            },
+        );
+    });
+}
+
+/// Issue 62: a release built with another patch release of the JDK (its MANIFEST and
+/// `versions.json` say so, their checksums true) is the same data: verify says which versions
+/// differ and exits 0; `--strict` asks for byte identity and fails. The card keeps its
+/// recorded review, which is pinned to the data.
+#[test]
+fn a_release_built_with_another_jdk_patch_verifies_naming_the_versions() {
+    let dirs = Dirs::new();
+    let versions = "regeneration/versions.json";
+    let recorded = fs_err::read_to_string(dirs.release.join(versions)).unwrap();
+    assert!(recorded.contains("17.0.15"), "{recorded}");
+    let other = |s: &str| s.replace("17.0.15", "17.0.4");
+    replace_file(&dirs.release, versions, other(&recorded).as_bytes());
+    edit_manifest(&dirs.release, |m| {
+        let java = &mut m.stages.get_mut("execute").unwrap()["toolchains"]["java"];
+        for program in ["java", "javac"] {
+            java[program] = other(java[program].as_str().unwrap()).into();
+        }
+    });
+    let out = run(coreb().args(["verify", "--checksums"]).arg(&dirs.release));
+    assert!(out.status.success(), "checksums kept true: {}", text(&out));
+
+    let out = dirs.verify(&dirs.release, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "toolchain: java `java`: 17.0.4 in the release, ",
+        "toolchain: java `javac`: 17.0.4 in the release, ",
+        "provenance: differs   regeneration/versions.json",
+        "v202503: every data file identical (42 files); only the provenance differs (regeneration/versions.json, MANIFEST.json): java `java`: 17.0.4 in the release, ",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "`{needle}` not said: {}",
+            text(&out)
+        );
+    }
+    // Nothing of the data differs: the card (with its recorded review) neither.
+    assert!(!stdout.contains("rebuilt:"), "{}", text(&out));
+    dirs.nothing_written_outside();
+
+    let out = dirs.verify(&dirs.release, &["--strict"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("v202503: --strict: not byte-identical: 2 file(s) differ"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// Issue 62: one qrels row changed in a copy (its checksums true) is a data difference: exit 1,
+/// the file named first, with its line and column.
+#[test]
+fn a_release_with_one_qrels_row_changed_fails_naming_the_file_and_row() {
+    let dirs = Dirs::new();
+    let name = "text2code/qrels/test.tsv";
+    let tsv = fs_err::read_to_string(dirs.release.join(name)).unwrap();
+    let mut lines: Vec<String> = tsv.lines().map(str::to_owned).collect();
+    assert_eq!(lines[0], "query-id\tcorpus-id\tscore");
+    assert!(lines[2].ends_with("\t2"), "{}", lines[2]);
+    lines[2] = format!("{}\t1", lines[2].strip_suffix("\t2").unwrap());
+    replace_file(&dirs.release, name, (lines.join("\n") + "\n").as_bytes());
+
+    let out = dirs.verify(&dirs.release, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "v202503: 2 difference(s) in the data; the first: differs   text2code/qrels/test.tsv: expected sha256"
+        ) && stdout.contains(
+            "first difference at line 3, column 3 (`score`): published `1`, rebuilt `2`"
+        ),
+        "{}",
+        text(&out)
+    );
+    dirs.nothing_written_outside();
+}

@@ -113,7 +113,10 @@ pub enum Command {
     /// Publish the release directory and its MANIFEST (a published version never changes
     /// unless `--replace` is given).
     Release(ReleaseArgs),
-    /// Rebuild a published release and compare every checksum.
+    /// Rebuild a published release and compare every file, in two layers: the data (exit 1
+    /// on a difference, named by file, row and field) and the provenance (the toolchain
+    /// versions: named, exit 0 unless `--strict`).
+    #[command(after_help = VERIFY_EXAMPLES)]
     Verify(VerifyArgs),
     /// Check a release's validity from its files alone: ids, judgements, self-retrieval,
     /// BEIR-vs-Parquet equivalence, texts (a table, or `--json`; exit 1 on a failed check).
@@ -185,6 +188,15 @@ const CHECK_EXAMPLES: &str = "Examples:
   coreb check releases/sample/v202503          every validity check, as a table (exit 1 on a failure)
   coreb check releases/v202504 --json           the same as JSON
   coreb check /tmp/v202504 --releases-dir releases   a copy, checked against the published releases";
+
+const VERIFY_EXAMPLES: &str = "Examples:
+  coreb verify --checksums v202503              every file against its MANIFEST (no rebuild)
+  coreb verify v202503 --sources ~/downloads    rebuilt from its kit, sources found by sha256
+  coreb verify v202503 --strict                 the same, and byte identity asked for
+Exit codes: 0 every data file identical (only the recorded toolchain versions may differ, named:
+`toolchain: java `java`: 17.0.15 in the release, 17.0.19 here`); 1 a data file, a verdict or a
+field of the MANIFEST differs (named with its first differing row and field), a damaged or
+refused kit, or with --strict any difference; 2 usage.";
 
 const JUDGE_EXAMPLES: &str = "Examples:
   coreb judge problems.jsonl solution.py --lang python               first problem of the file
@@ -327,6 +339,10 @@ pub struct VerifyArgs {
     /// damaged, missing or extra file.
     #[arg(long, conflicts_with = "sources")]
     pub checksums: bool,
+    /// Ask for byte identity: fail (exit 1) when the rebuild's provenance differs too (the
+    /// versions of coreb and the toolchains it records), not only its data.
+    #[arg(long, conflicts_with = "checksums")]
+    pub strict: bool,
 }
 
 /// Arguments of `coreb leaderboard`.

@@ -3,7 +3,9 @@
 //! leaderboard) and [`release_docs`] (the documents a training corpus or a model's output is
 //! checked against); and the one edit a published card gets after its build,
 //! [`with_human_validation`], which the release's publish (a recorded review), `coreb review
-//! report` and `coreb verify` (taking the review back out) all make the same way.
+//! report` and `coreb verify` (taking the review back out) all make the same way. A release's
+//! files are its data and its provenance ([`PROVENANCE_FILES`]); a recorded review is pinned to
+//! the digest of its data ([`ReleaseManifest::data_sha256`]).
 
 use std::collections::BTreeMap;
 
@@ -90,7 +92,39 @@ pub struct Replaced {
     pub manifest_sha256: Option<String>,
 }
 
+/// The files of a release that record the machine it was built on rather than what it holds:
+/// the versions of coreb and of the judge's toolchains (`regeneration/versions.json`). With the
+/// MANIFEST's fields that hold the same versions ([`PROVENANCE_FIELDS`]), they are the
+/// release's provenance; every other file is its data. A rebuild on another machine with
+/// other toolchain versions reproduces the data and differs in the provenance alone.
+pub const PROVENANCE_FILES: [&str; 1] = ["regeneration/versions.json"];
+
+/// The MANIFEST's fields (JSON pointers) that hold versions of the machine that built it:
+/// coreb's version and the toolchains' (`stages.execute.toolchains`).
+pub const PROVENANCE_FIELDS: [&str; 2] = ["/tool_version", "/stages/execute/toolchains"];
+
+/// The release's card, which a recorded human review edits after the build
+/// ([`with_human_validation`]).
+pub const CARD: &str = "README.md";
+
 impl ReleaseManifest {
+    /// The digest of the release's data: sha256 over one line `<sha256>  <path>\n` (as
+    /// `sha256sum` writes them) per file of [`ReleaseManifest::files`] in path order, leaving
+    /// out the provenance ([`PROVENANCE_FILES`]) and the card ([`CARD`]: it is made from the
+    /// data, and a recorded review edits it). Two builds of a release whose tables, BEIR files,
+    /// qrels and regeneration kit are the same have the same data digest, on any machine; a
+    /// recorded human review is pinned to it.
+    pub fn data_sha256(&self) -> String {
+        let mut lines = String::new();
+        for (path, entry) in &self.files {
+            if path == CARD || PROVENANCE_FILES.contains(&path.as_str()) {
+                continue;
+            }
+            lines.push_str(&format!("{}  {path}\n", entry.sha256));
+        }
+        coreb_base::hashing::sha256_hex(lines.as_bytes())
+    }
+
     /// Read and parse the `MANIFEST.json` at `path` (the one reader every command shares).
     pub fn read(path: &std::path::Path) -> Result<ReleaseManifest, ManifestError> {
         let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io {
@@ -279,6 +313,54 @@ pub fn with_human_validation(card: &str, section: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_data_digest_leaves_out_the_card_and_the_provenance() {
+        let entry = |sha: &str| FileEntry {
+            sha256: sha.into(),
+            bytes: 1,
+        };
+        let mut m = ReleaseManifest {
+            format: "coreb-release-manifest/1".into(),
+            version: "v1".into(),
+            tool_version: "0.1.0".into(),
+            window: DateWindow {
+                start: None,
+                end: None,
+            },
+            build_manifest: BuildManifest {
+                path: "m.toml".into(),
+                sha256: "0".into(),
+                text: String::new(),
+            },
+            sources: Vec::new(),
+            stages: BTreeMap::new(),
+            seeds: BTreeMap::new(),
+            counts: serde_json::Value::Null,
+            files: BTreeMap::from([
+                ("a.parquet".to_owned(), entry("aa")),
+                ("b/qrels/test.tsv".to_owned(), entry("bb")),
+                ("README.md".to_owned(), entry("cc")),
+                ("regeneration/versions.json".to_owned(), entry("dd")),
+            ]),
+            replaces: None,
+            controls: None,
+        };
+        let digest = m.data_sha256();
+        assert_eq!(
+            digest,
+            coreb_base::hashing::sha256_hex(b"aa  a.parquet\nbb  b/qrels/test.tsv\n")
+        );
+        // Another card, other toolchains, another coreb: the same data.
+        m.files.insert("README.md".into(), entry("c2"));
+        m.files
+            .insert("regeneration/versions.json".into(), entry("d2"));
+        m.tool_version = "0.2.0".into();
+        assert_eq!(m.data_sha256(), digest);
+        // One data file otherwise: other data.
+        m.files.insert("b/qrels/test.tsv".into(), entry("b2"));
+        assert_ne!(m.data_sha256(), digest);
+    }
 
     #[test]
     fn the_human_validation_section_is_added_then_replaced() {

@@ -376,8 +376,13 @@ impl Stage for Release {
         let mut text = serde_json::to_string_pretty(&manifest)? + "\n";
         if let Some(r) = &review {
             // The card as `coreb review report --record` re-published it: only when the review is
-            // of the release this build makes (its MANIFEST before the card changed).
-            if r.reviewed_sha256 == sha256_hex(text.as_bytes()) {
+            // of the data this build makes (whatever machine made them; a review recorded
+            // before reviews named their data: of this build's MANIFEST before the card changed).
+            let of_this_release = match &r.data_sha256 {
+                Some(data) => *data == manifest.data_sha256(),
+                None => r.reviewed_sha256 == sha256_hex(text.as_bytes()),
+            };
+            if of_this_release {
                 let card = coreb_data::releases::with_human_validation(
                     &fs_err::read_to_string(tmp.join("README.md"))?,
                     &r.section,
@@ -397,10 +402,13 @@ impl Stage for Release {
                 ));
             } else {
                 cx.printer().status(format!(
-                    "   release: the human review recorded in `{}` is of another build of `{}` (MANIFEST sha256 `{}`): the card does not show it",
+                    "   release: the human review recorded in `{}` is of another build of `{}` ({}): the card does not show it",
                     r.dir.display(),
                     plan.version,
-                    r.reviewed_sha256
+                    match &r.data_sha256 {
+                        Some(data) => format!("data sha256 `{data}`, this build's `{}`", manifest.data_sha256()),
+                        None => format!("MANIFEST sha256 `{}`", r.reviewed_sha256),
+                    }
                 ));
             }
         }
@@ -451,7 +459,8 @@ impl Stage for Release {
 }
 
 /// A human review recorded by `coreb review report --record` for release `version` of
-/// `releases_dir`: its card section and the MANIFEST sha256 of the release it reviewed.
+/// `releases_dir`: its card section and the data digest (and MANIFEST sha256) of the release
+/// it reviewed.
 #[derive(Debug, serde::Serialize)]
 struct RecordedReview {
     /// `<releases_dir>/reviews/<version>/`.
@@ -461,6 +470,10 @@ struct RecordedReview {
     section: String,
     /// `release_sha256` of `review.json`.
     reviewed_sha256: String,
+    /// `data_sha256` of `review.json` (absent in a review recorded before reviews named
+    /// their data: then the MANIFEST's digest decides).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data_sha256: Option<String>,
 }
 
 /// What the release stage reads of a recorded review's `review.json`: which release it is of.
@@ -470,6 +483,8 @@ struct ReviewOf {
     release: Option<String>,
     /// The sha256 of the MANIFEST reviewed.
     release_sha256: Option<String>,
+    /// The digest of the data reviewed ([`ReleaseManifest::data_sha256`]).
+    data_sha256: Option<String>,
 }
 
 /// The review recorded beside the releases (`<releases_dir>/reviews/<version>/card.md` and
@@ -504,6 +519,7 @@ fn recorded_review(
     Ok(Some(RecordedReview {
         section: fs_err::read_to_string(&card)?,
         reviewed_sha256,
+        data_sha256: review.data_sha256,
         dir,
     }))
 }

@@ -16,10 +16,17 @@
 //! unless `--trust-release-sandbox` is given ([`check_release_sandbox`]), in the kit's
 //! `build.toml` too; the kit's directories are its own (a `build.toml` pointing one elsewhere
 //! is refused); no name of the release reaches outside its folder or the temporary directory
-//! (links are never followed, `..` and absolute names are refused). A machine whose
-//! toolchains differ from the ones the MANIFEST records (`stages.execute.toolchains`) can
-//! still reproduce every file: that difference alone is reported, not counted as a failure;
-//! any verdict it changes shows up in the data files.
+//! (links are never followed, `..` and absolute names are refused).
+//!
+//! What differs is sorted into two layers ([`Verified`]). The data: every table, BEIR file,
+//! qrels, the card, the kit (answers, build manifest, prompts), and every field of the
+//! MANIFEST but the versions; a difference there fails, named by its file and first differing
+//! row and field — a verdict that a toolchain here decides otherwise is one (the `passed` of a
+//! code document, the test-check counts of the MANIFEST). The provenance: the versions of
+//! coreb and the judge's toolchains ([`PROVENANCE_FILES`], [`PROVENANCE_FIELDS`]); a machine
+//! with another patch release of the JDK or g++ reproduces every data file and differs there
+//! alone, which is reported, naming each version, and fails only under `--strict` (byte
+//! identity).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,7 +40,7 @@ use crate::manifest::{
     EmbeddedManifest, ManifestFile, RunPlan, check_release_sandbox, lexical_join,
 };
 use crate::printer::Printer;
-use coreb_data::releases::{FileEntry, ReleaseManifest};
+use coreb_data::releases::{FileEntry, PROVENANCE_FIELDS, PROVENANCE_FILES, ReleaseManifest};
 
 pub use crate::engine::{KIT_ANSWERS, KIT_DIR, KIT_MANIFEST};
 
@@ -233,17 +240,23 @@ fn locate(dir: &Path) -> anyhow::Result<(PathBuf, Located)> {
 /// a release in `coreb export`'s output is verified the same way, and the export's data
 /// files of that release compared with the rebuilt release's export. A release without a
 /// kit is rebuilt where it was built, from its build manifest's paths.
+///
+/// What differs is sorted into two layers ([`Verified`]): the data (every other file, the
+/// MANIFEST's other fields) and the provenance (the versions of coreb and the toolchains:
+/// [`PROVENANCE_FILES`], [`PROVENANCE_FIELDS`]). The last line printed says which; with
+/// `strict`, that a provenance difference fails byte identity.
 pub fn verify(
     release: &Path,
     sources: Option<&Path>,
     trust_release_sandbox: bool,
+    strict: bool,
     printer: Printer,
-) -> anyhow::Result<Vec<String>> {
+) -> anyhow::Result<Verified> {
     let given = fs_err::canonicalize(release)?;
     let (dir, located) = locate(&given)?;
-    match located {
+    let found = match located {
         Located::Release if fs_err::symlink_metadata(dir.join(KIT_DIR)).is_ok() => {
-            rebuild_from_kit(&dir, None, sources, trust_release_sandbox, printer)
+            rebuild_from_kit(&dir, None, sources, trust_release_sandbox, printer)?
         }
         Located::Release => {
             if sources.is_some() {
@@ -252,10 +265,79 @@ pub fn verify(
                     dir.display()
                 );
             }
-            rebuild_where_built(&dir, trust_release_sandbox, printer)
+            rebuild_where_built(&dir, trust_release_sandbox, printer)?
         }
         Located::ExportedKit { export } => {
-            rebuild_from_kit(&dir, Some(export), sources, trust_release_sandbox, printer)
+            rebuild_from_kit(&dir, Some(export), sources, trust_release_sandbox, printer)?
+        }
+    };
+    found.summary(strict, &printer);
+    Ok(found)
+}
+
+/// What a rebuild found, in two layers: the data and the provenance.
+#[derive(Debug, Default)]
+pub struct Verified {
+    /// The release's version.
+    pub version: String,
+    /// What was compared (`41 files`, `kit files and exported tables`).
+    pub what: String,
+    /// Each difference in the data, one line: a published file not as its MANIFEST says, a
+    /// rebuilt file that differs (with its first differing row and field), a field of the
+    /// MANIFEST outside the provenance. Any fails the verification.
+    pub data: Vec<String>,
+    /// Each provenance file that differs ([`PROVENANCE_FILES`], `MANIFEST.json` where it
+    /// differs in [`PROVENANCE_FIELDS`] alone), one line: a failure under `--strict` only.
+    pub provenance: Vec<String>,
+    /// Each version that differs, one line (`java `javac`: 17.0.15 in the release, 17.0.19
+    /// here`).
+    pub versions: Vec<String>,
+    /// Whether it was rebuilt from its regeneration kit.
+    pub from_kit: bool,
+}
+
+impl Verified {
+    /// Whether the verification failed: a data difference, or with `strict` (byte identity)
+    /// any difference.
+    pub fn failed(&self, strict: bool) -> bool {
+        !self.data.is_empty() || (strict && !self.provenance.is_empty())
+    }
+
+    /// The last line: byte-identical; the data identical and the provenance not (with the
+    /// versions); or the data differences, the first named.
+    fn summary(&self, strict: bool, printer: &Printer) {
+        let v = &self.version;
+        let what = &self.what;
+        if let Some(first) = self.data.first() {
+            printer.out(format!(
+                "{v}: {} difference(s) in the data; the first: {first}",
+                self.data.len()
+            ));
+        } else if self.provenance.is_empty() {
+            printer.out(format!(
+                "{v}: {what} verified, rebuilt byte-identical{}",
+                if self.from_kit {
+                    " from its regeneration kit"
+                } else {
+                    ""
+                }
+            ));
+        } else {
+            let versions = if self.versions.is_empty() {
+                "no version".to_owned()
+            } else {
+                self.versions.join("; ")
+            };
+            printer.out(format!(
+                "{v}: every data file identical ({what}); only the provenance differs ({}): {versions}",
+                self.provenance.join(", ")
+            ));
+            if strict {
+                printer.out(format!(
+                    "{v}: --strict: not byte-identical: {} file(s) differ",
+                    self.provenance.len()
+                ));
+            }
         }
     }
 }
@@ -357,9 +439,11 @@ pub fn import_answers(gz: &Path, shown: &Path, work: &Path, store: &Path) -> any
 /// The human review a published card carries (`coreb review report --record` adds its
 /// section; it is a person's input, not a build output, so the kit does not hold it): written
 /// into `to` as the `release` stage reads a recorded review (`card.md`, and `review.json`
-/// naming the MANIFEST the review was of: the published one with the card before the
-/// section). `None` when the card has no such section, or it is not the last one (then the
-/// rebuild's card lacks it and the comparison says so).
+/// naming the data the review was of, the published release's data digest, and its MANIFEST:
+/// the published one with the card before the section). A rebuild whose data are the
+/// published ones shows it, whatever toolchain versions it records. `None` when the card has
+/// no such section, or it is not the last one (then the rebuild's card lacks it and the
+/// comparison says so).
 fn recorded_review(
     release: &Path,
     manifest: &ReleaseManifest,
@@ -395,7 +479,7 @@ fn recorded_review(
     fs_err::write(
         to.join("review.json"),
         serde_json::to_string_pretty(
-            &serde_json::json!({ "release": manifest.version, "release_sha256": digest }),
+            &serde_json::json!({ "release": manifest.version, "release_sha256": digest, "data_sha256": manifest.data_sha256() }),
         )? + "\n",
     )?;
     Ok(Some(to.to_owned()))
@@ -591,7 +675,7 @@ fn rebuild_from_kit(
     sources: Option<&Path>,
     trusted: bool,
     printer: Printer,
-) -> anyhow::Result<Vec<String>> {
+) -> anyhow::Result<Verified> {
     let embedded = EmbeddedManifest::read(dir)?;
     let manifest_path = embedded.manifest_file.clone();
     let manifest = &embedded.release;
@@ -622,7 +706,17 @@ fn rebuild_from_kit(
             kit_damage.join("\n  ")
         );
     }
-    let mut problems: Vec<String> = damaged.iter().map(ToString::to_string).collect();
+    let mut found = Verified {
+        version: manifest.version.clone(),
+        what: if export.is_some() {
+            "kit files and exported tables".to_owned()
+        } else {
+            format!("{} files", manifest.files.len() + 1)
+        },
+        data: damaged.iter().map(ToString::to_string).collect(),
+        from_kit: true,
+        ..Verified::default()
+    };
 
     // 2. The manifests: the embedded one and the kit's, neither loosening the sandbox.
     embedded.check_sandbox(trusted)?;
@@ -765,30 +859,17 @@ fn rebuild_from_kit(
     let engine = Engine::new(plan, printer, false)?;
     engine.run_until(StageName::Release)?;
 
-    // 6. Every checksum.
-    let mut diffs = damage(&manifest.files, &hash_tree(&rebuilt)?);
-    for d in &mut diffs {
-        let published = dir.join(&d.file);
-        if d.kind == "differs" && d.file.ends_with(".parquet") && export.is_none() {
-            d.detail = format!(
-                "{}; {}",
-                d.detail,
-                describe_table_difference(&published, &rebuilt.join(&d.file))
-            );
-        }
-    }
-    for d in &diffs {
-        printer.out(format!("rebuilt:   {d}"));
-    }
-    problems.extend(diffs.iter().map(ToString::to_string));
-    compare_manifests(
+    // 6. Every checksum, in two layers.
+    compare_rebuilt(
+        manifest,
         &fs_err::read(&manifest_path)?,
-        &fs_err::read(rebuilt.join("MANIFEST.json"))?,
-        &mut problems,
+        export.is_none().then_some(dir),
+        &rebuilt,
+        &mut found,
         &printer,
-    );
+    )?;
     if let Some(Some(export)) = &export {
-        problems.extend(compare_export(
+        found.data.extend(compare_export(
             export,
             &rebuilt,
             &manifest.version,
@@ -796,24 +877,69 @@ fn rebuild_from_kit(
             &printer,
         )?);
     }
-    let what = if export.is_some() {
-        "kit files and exported tables".to_owned()
-    } else {
-        format!("{} files", manifest.files.len() + 1)
-    };
-    if problems.is_empty() {
-        printer.out(format!(
-            "{}: {what} verified, rebuilt byte-identical from its regeneration kit",
-            manifest.version
-        ));
-    } else {
-        printer.out(format!(
-            "{}: {} difference(s)",
-            manifest.version,
-            problems.len()
-        ));
+    Ok(found)
+}
+
+/// The rebuilt release at `rebuilt` against the published MANIFEST (`published_manifest`,
+/// its bytes), every difference printed and sorted into `found`'s layers: a provenance file
+/// ([`PROVENANCE_FILES`]) or a MANIFEST that differs only in the versions it records is
+/// provenance; any other file, or field of the MANIFEST, is data. Where the published files
+/// are at hand (`published`, the release folder), a differing file is described by its first
+/// differing row and field: a Parquet table's row and column, a JSON Lines file's line and
+/// field, a TSV file's line and column, another text file's line.
+fn compare_rebuilt(
+    manifest: &ReleaseManifest,
+    published_manifest: &[u8],
+    published: Option<&Path>,
+    rebuilt: &Path,
+    found: &mut Verified,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    // The card last: it is made from the data, so it differs when they do.
+    let mut diffs = damage(&manifest.files, &hash_tree(rebuilt)?);
+    diffs.sort_by_key(|d| d.file == coreb_data::releases::CARD);
+    for mut d in diffs {
+        if d.kind == "differs" && PROVENANCE_FILES.contains(&d.file.as_str()) {
+            printer.out(format!("provenance: {d}"));
+            found.provenance.push(d.file.clone());
+            continue;
+        }
+        if let (Some(dir), "differs") = (published, d.kind) {
+            let (a, b) = (dir.join(&d.file), rebuilt.join(&d.file));
+            let how = if d.file.ends_with(".parquet") {
+                Some(describe_table_difference(&a, &b))
+            } else if d.file.ends_with(".gz") {
+                None
+            } else {
+                Some(describe_text_difference(&a, &b))
+            };
+            if let Some(how) = how {
+                d.detail = format!("{}; {how}", d.detail);
+            }
+        }
+        printer.out(format!("rebuilt:   {d}"));
+        found.data.push(d.to_string());
     }
-    Ok(problems)
+    let rebuilt_manifest = fs_err::read(rebuilt.join("MANIFEST.json"))?;
+    match manifest_difference(published_manifest, &rebuilt_manifest) {
+        ManifestDifference::Same => {}
+        ManifestDifference::Provenance(versions) => {
+            for v in &versions {
+                printer.out(format!("toolchain: {v}"));
+            }
+            printer.out(
+                "provenance: differs   MANIFEST.json: only in the versions it records (and the entries of the files above)",
+            );
+            found.provenance.push("MANIFEST.json".to_owned());
+            found.versions = versions;
+        }
+        ManifestDifference::Data(how) => {
+            let line = format!("differs   MANIFEST.json: {how}");
+            printer.out(format!("rebuilt:   {line}"));
+            found.data.push(line);
+        }
+    }
+    Ok(())
 }
 
 /// The rebuilt release exported as `coreb export` writes it, against the export's data files
@@ -855,30 +981,88 @@ fn compare_export(
     Ok(problems)
 }
 
-/// The published and the rebuilt MANIFEST: the same, or different only in the toolchain
-/// versions (reported, not counted), or a difference.
-fn compare_manifests(
-    published: &[u8],
-    rebuilt: &[u8],
-    problems: &mut Vec<String>,
-    printer: &Printer,
-) {
-    if rebuilt == published {
-        return;
+/// Where two text files first differ, in words (for a `differs` line): the line, and in a
+/// JSON Lines file the field, in a TSV file the column (named by the header line).
+pub fn describe_text_difference(published: &Path, rebuilt: &Path) -> String {
+    match first_line_difference(published, rebuilt) {
+        Ok(Some(d)) => d,
+        Ok(None) => "the same lines (the files differ in their line endings)".into(),
+        Err(e) => format!("cannot compare the files: {e:#}"),
     }
-    match toolchain_difference(published, rebuilt) {
-        Some(notes) => {
-            for n in notes {
-                printer.out(format!("toolchain: {n}"));
+}
+
+/// The first line where the text file at `rebuilt` differs from the one at `published`,
+/// read line by line; `None` when every line is the same.
+fn first_line_difference(published: &Path, rebuilt: &Path) -> anyhow::Result<Option<String>> {
+    use std::io::BufRead as _;
+    let lines = |p: &Path| -> anyhow::Result<_> {
+        Ok(std::io::BufReader::new(fs_err::File::open(p)?).split(b'\n'))
+    };
+    let (mut a, mut b) = (lines(published)?, lines(rebuilt)?);
+    let name = published.to_string_lossy();
+    let (jsonl, tsv) = (name.ends_with(".jsonl"), name.ends_with(".tsv"));
+    let mut header: Vec<String> = Vec::new();
+    for n in 1usize.. {
+        let (x, y) = (a.next().transpose()?, b.next().transpose()?);
+        let (x, y) = match (x, y) {
+            (None, None) => return Ok(None),
+            (Some(x), Some(y)) if x == y => {
+                if n == 1 && tsv {
+                    header = String::from_utf8_lossy(&x)
+                        .split('\t')
+                        .map(str::to_owned)
+                        .collect();
+                }
+                continue;
             }
-            printer
-                .out("rebuilt:   MANIFEST.json differs only in the toolchain versions it records");
+            (x, y) => (x, y),
+        };
+        let shown = |l: &Option<Vec<u8>>| match l {
+            None => "nothing (the file ends)".to_owned(),
+            Some(l) => format!("`{}`", clip(&String::from_utf8_lossy(l))),
+        };
+        let (Some(xl), Some(yl)) = (&x, &y) else {
+            return Ok(Some(format!(
+                "first difference at line {n}: published {}, rebuilt {}",
+                shown(&x),
+                shown(&y)
+            )));
+        };
+        if jsonl
+            && let (Ok(va), Ok(vb)) = (
+                serde_json::from_slice::<serde_json::Value>(xl),
+                serde_json::from_slice::<serde_json::Value>(yl),
+            )
+            && let Some((field, pa, pb)) = first_json_difference(&va, &vb, "")
+        {
+            return Ok(Some(format!(
+                "first difference at line {n}, field `{field}`: published {pa}, rebuilt {pb}"
+            )));
         }
-        None => {
-            problems.push("MANIFEST.json differs".into());
-            printer.out("rebuilt:   differs   MANIFEST.json");
+        if tsv {
+            let (xs, ys) = (String::from_utf8_lossy(xl), String::from_utf8_lossy(yl));
+            let (ca, cb): (Vec<&str>, Vec<&str>) =
+                (xs.split('\t').collect(), ys.split('\t').collect());
+            if ca.len() == cb.len()
+                && let Some(i) = ca.iter().zip(&cb).position(|(p, q)| p != q)
+            {
+                let column = header
+                    .get(i)
+                    .map_or_else(|| format!("{}", i + 1), |h| format!("{} (`{h}`)", i + 1));
+                return Ok(Some(format!(
+                    "first difference at line {n}, column {column}: published `{}`, rebuilt `{}`",
+                    clip(ca[i]),
+                    clip(cb[i])
+                )));
+            }
         }
+        return Ok(Some(format!(
+            "first difference at line {n}: published {}, rebuilt {}",
+            shown(&x),
+            shown(&y)
+        )));
     }
+    Ok(None)
 }
 
 /// Where two Parquet tables first differ, in words (for a `differs` line).
@@ -962,8 +1146,16 @@ pub fn first_table_difference(published: &Path, rebuilt: &Path) -> anyhow::Resul
     let schema = a.schema();
     if let Some((row, j)) = first {
         let name = schema.field(j).name();
+        // A verdict (`code_corpus.passed`): the judge here decided the solution otherwise.
+        let verdict = match (name.as_str(), a.column_by_name("code_id")) {
+            ("passed", Some(id)) if row < id.len() => format!(
+                " (the verdict of {}: the judge decided it otherwise here)",
+                cell(id, row)
+            ),
+            _ => String::new(),
+        };
         return Ok(Some(format!(
-            "first difference at row {row}, column `{name}`: published {}, rebuilt {}",
+            "first difference at row {row}, column `{name}`: published {}, rebuilt {}{verdict}",
             cell(a.column(j), row),
             cell(b.column(j), row)
         )));
@@ -1012,13 +1204,18 @@ fn rebuild_where_built(
     dir: &Path,
     trust_release_sandbox: bool,
     printer: Printer,
-) -> anyhow::Result<Vec<String>> {
+) -> anyhow::Result<Verified> {
     let (manifest, damaged) = checksums(dir)?;
-    let mut problems: Vec<String> = damaged.iter().map(ToString::to_string).collect();
+    let mut found = Verified {
+        version: manifest.version.clone(),
+        what: format!("{} files", manifest.files.len() + 1),
+        data: damaged.iter().map(ToString::to_string).collect(),
+        ..Verified::default()
+    };
 
     let embedded = EmbeddedManifest::read(dir)?;
     embedded.check_sandbox(trust_release_sandbox)?;
-    for p in &problems {
+    for p in &found.data {
         printer.out(format!("published: {p}"));
     }
     let base = embedded.dir();
@@ -1044,97 +1241,243 @@ fn rebuild_where_built(
     engine.run_until(StageName::Release)?;
 
     let rebuilt = scratch.path().join("release");
-    let mut diffs = damage(&manifest.files, &hash_tree(&rebuilt)?);
-    for d in diffs
-        .iter_mut()
-        .filter(|d| d.kind == "differs" && d.file.ends_with(".parquet"))
-    {
-        d.detail = format!(
-            "{}; {}",
-            d.detail,
-            describe_table_difference(&dir.join(&d.file), &rebuilt.join(&d.file))
-        );
-    }
-    for d in &diffs {
-        printer.out(format!("rebuilt:   {d}"));
-    }
-    problems.extend(diffs.iter().map(ToString::to_string));
-    compare_manifests(
+    compare_rebuilt(
+        &manifest,
         &fs_err::read(&embedded.manifest_file)?,
-        &fs_err::read(rebuilt.join("MANIFEST.json"))?,
-        &mut problems,
+        Some(dir),
+        &rebuilt,
+        &mut found,
         &printer,
-    );
-    if problems.is_empty() {
-        printer.out(format!(
-            "{}: {} files verified, rebuilt byte-identical",
-            manifest.version,
-            manifest.files.len() + 1
-        ));
-    } else {
-        printer.out(format!(
-            "{}: {} difference(s)",
-            manifest.version,
-            problems.len()
-        ));
-    }
-    Ok(problems)
+    )?;
+    Ok(found)
 }
 
-/// When two MANIFESTs differ only in `stages.execute.toolchains`, one line per program whose
-/// version differs; `None` when anything else differs.
-pub fn toolchain_difference(published: &[u8], rebuilt: &[u8]) -> Option<Vec<String>> {
-    let (Ok(mut a), Ok(mut b)) = (
-        serde_json::from_slice::<serde_json::Value>(published),
-        serde_json::from_slice::<serde_json::Value>(rebuilt),
-    ) else {
-        return None;
-    };
-    let pointer = "/stages/execute/toolchains";
-    let ta = a
-        .pointer_mut(pointer)
-        .map(std::mem::take)
-        .unwrap_or_default();
-    let tb = b
-        .pointer_mut(pointer)
-        .map(std::mem::take)
-        .unwrap_or_default();
-    if a != b || ta == tb {
-        return None;
+/// How a rebuilt MANIFEST differs from the published one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManifestDifference {
+    /// Byte for byte the same.
+    Same,
+    /// Only in the provenance ([`PROVENANCE_FIELDS`]) and the files' entries (each file is
+    /// compared on its own): one line per version that differs (`java `javac`: 17.0.15 in
+    /// the release, 17.0.19 here`).
+    Provenance(Vec<String>),
+    /// In the data: the first differing field, in words.
+    Data(String),
+}
+
+/// The published and the rebuilt MANIFEST, in two layers: the same, different only in the
+/// versions they record (the provenance; the file entries are left to the file comparison),
+/// or different in a field of the data (named: ``field `counts.qrels.anchors`: published 39,
+/// rebuilt 38``).
+pub fn manifest_difference(published: &[u8], rebuilt: &[u8]) -> ManifestDifference {
+    use serde_json::Value;
+    if published == rebuilt {
+        return ManifestDifference::Same;
     }
-    let mut notes = Vec::new();
+    let parse = |bytes: &[u8], which: &str| {
+        serde_json::from_slice::<Value>(bytes).map_err(|e| {
+            ManifestDifference::Data(format!("the {which} MANIFEST is not JSON ({e})"))
+        })
+    };
+    let (a, b) = match (parse(published, "published"), parse(rebuilt, "rebuilt")) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let mut versions = Vec::new();
+    let text = |v: Option<&Value>| match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => "(none)".to_owned(),
+    };
+    let (ca, cb) = (a.pointer("/tool_version"), b.pointer("/tool_version"));
+    if ca != cb {
+        versions.push(format!(
+            "coreb: {} in the release, {} here",
+            text(ca),
+            text(cb)
+        ));
+    }
+    let none = Value::Null;
+    versions.extend(toolchain_notes(
+        a.pointer("/stages/execute/toolchains").unwrap_or(&none),
+        b.pointer("/stages/execute/toolchains").unwrap_or(&none),
+    ));
+    // The published MANIFEST with the rebuilt one's provenance and file entries: written as
+    // coreb writes it, it is the rebuilt one when nothing else differs (and the published one
+    // when it was written as coreb writes it).
+    let as_coreb_writes = |v: &Value| {
+        serde_json::from_value::<ReleaseManifest>(v.clone())
+            .ok()
+            .and_then(|m| serde_json::to_string_pretty(&m).ok())
+            .map(|t| t + "\n")
+    };
+    let mut same = a.clone();
+    for pointer in PROVENANCE_FIELDS.into_iter().chain(["/files"]) {
+        set_pointer(&mut same, pointer, b.pointer(pointer).cloned());
+    }
+    let canonical = as_coreb_writes(&a).as_deref().map(str::as_bytes) == Some(published);
+    if canonical && as_coreb_writes(&same).as_deref().map(str::as_bytes) == Some(rebuilt) {
+        return ManifestDifference::Provenance(versions);
+    }
+    ManifestDifference::Data(match first_json_difference(&same, &b, "") {
+        Some((field, x, y)) => format!("field `{field}`: published {x}, rebuilt {y}"),
+        None => "the same fields, not written as coreb writes them".to_owned(),
+    })
+}
+
+/// When two MANIFESTs differ only in the versions they record (and the files' entries), one
+/// line per version that differs (none: the same); `None` when a field of the data differs.
+pub fn toolchain_difference(published: &[u8], rebuilt: &[u8]) -> Option<Vec<String>> {
+    match manifest_difference(published, rebuilt) {
+        ManifestDifference::Same => Some(Vec::new()),
+        ManifestDifference::Provenance(versions) => Some(versions),
+        ManifestDifference::Data(_) => None,
+    }
+}
+
+/// `value` at the JSON `pointer` set to `to` (removed when `None`); a missing parent is left
+/// missing.
+fn set_pointer(value: &mut serde_json::Value, pointer: &str, to: Option<serde_json::Value>) {
+    let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
+    let Some(serde_json::Value::Object(map)) = value.pointer_mut(parent) else {
+        return;
+    };
+    match to {
+        Some(v) => {
+            map.insert(key.to_owned(), v);
+        }
+        None => {
+            map.remove(key);
+        }
+    }
+}
+
+/// One line per program whose version differs between two `toolchains` objects (language →
+/// program → version): ``java `java`: 17.0.15 in the release, 17.0.19 here``, the versions
+/// shown by their first differing word.
+fn toolchain_notes(published: &serde_json::Value, rebuilt: &serde_json::Value) -> Vec<String> {
+    use std::collections::BTreeSet;
     let (ta, tb) = (
-        ta.as_object().cloned().unwrap_or_default(),
-        tb.as_object().cloned().unwrap_or_default(),
+        published.as_object().cloned().unwrap_or_default(),
+        rebuilt.as_object().cloned().unwrap_or_default(),
     );
-    let languages: std::collections::BTreeSet<&String> = ta.keys().chain(tb.keys()).collect();
+    let mut notes = Vec::new();
+    let languages: BTreeSet<&String> = ta.keys().chain(tb.keys()).collect();
     for lang in languages {
         let (pa, pb) = (
             ta.get(lang).and_then(|v| v.as_object()),
             tb.get(lang).and_then(|v| v.as_object()),
         );
-        let programs: std::collections::BTreeSet<&String> = pa
+        let programs: BTreeSet<&String> = pa
             .into_iter()
             .flat_map(|m| m.keys())
             .chain(pb.into_iter().flat_map(|m| m.keys()))
             .collect();
         for program in programs {
-            let va = pa
-                .and_then(|m| m.get(program))
-                .and_then(|v| v.as_str())
-                .unwrap_or("(none)");
-            let vb = pb
-                .and_then(|m| m.get(program))
-                .and_then(|v| v.as_str())
-                .unwrap_or("(none)");
+            let version = |m: Option<&serde_json::Map<String, serde_json::Value>>| {
+                m.and_then(|m| m.get(program))
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("(none)")
+                    .to_owned()
+            };
+            let (va, vb) = (version(pa), version(pb));
             if va != vb {
+                let (sa, sb) = if va == "(none)" || vb == "(none)" {
+                    (va, vb)
+                } else {
+                    versions_apart(&va, &vb)
+                };
                 notes.push(format!(
-                    "{lang} `{program}`: the release was built with `{va}`, this machine has `{vb}`"
+                    "{lang} `{program}`: {sa} in the release, {sb} here"
                 ));
             }
         }
     }
-    Some(notes)
+    notes
+}
+
+/// Two version strings shown by the first word where they differ (`openjdk version "17.0.15"
+/// 2025-04-15; …` and `… "17.0.19" …`: `17.0.15`, `17.0.19`), or whole when their words do not
+/// line up.
+fn versions_apart(a: &str, b: &str) -> (String, String) {
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| c.is_whitespace() || c == ';')
+            .filter(|w| !w.is_empty())
+            .map(|w| {
+                w.trim_matches(|c| matches!(c, '"' | '(' | ')' | '[' | ']' | ','))
+                    .to_owned()
+            })
+            .collect()
+    };
+    let (wa, wb) = (words(a), words(b));
+    if wa.len() == wb.len()
+        && let Some((x, y)) = wa.iter().zip(&wb).find(|(x, y)| x != y)
+    {
+        return (x.clone(), y.clone());
+    }
+    (format!("`{a}`"), format!("`{b}`"))
+}
+
+/// The first field (a dotted path, `[i]` for an array's item) where two JSON values differ,
+/// and each value there, shown briefly; `None` when they are equal.
+fn first_json_difference(
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+    at: &str,
+) -> Option<(String, String, String)> {
+    use serde_json::Value;
+    if a == b {
+        return None;
+    }
+    let shown = |v: Option<&Value>| match v {
+        None => "nothing".to_owned(),
+        Some(v) => clip(&v.to_string()),
+    };
+    let join = |key: &str| {
+        if at.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{at}.{key}")
+        }
+    };
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for key in keys {
+                match (x.get(key), y.get(key)) {
+                    (Some(va), Some(vb)) => {
+                        if let Some(d) = first_json_difference(va, vb, &join(key)) {
+                            return Some(d);
+                        }
+                    }
+                    (va, vb) => return Some((join(key), shown(va), shown(vb))),
+                }
+            }
+            None
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                if let Some(d) = first_json_difference(va, vb, &format!("{at}[{i}]")) {
+                    return Some(d);
+                }
+            }
+            Some((
+                at.to_owned(),
+                format!("{} items", x.len()),
+                format!("{} items", y.len()),
+            ))
+        }
+        _ => Some((at.to_owned(), shown(Some(a)), shown(Some(b)))),
+    }
+}
+
+/// At most 80 characters of `s`, an ellipsis after.
+fn clip(s: &str) -> String {
+    if s.chars().count() > 80 {
+        format!("{}…", s.chars().take(80).collect::<String>())
+    } else {
+        s.to_owned()
+    }
 }
 
 #[cfg(test)]
@@ -1328,17 +1671,131 @@ mod tests {
         }
     }
 
+    /// The sample's MANIFEST, as a JSON value to change.
+    fn sample_manifest() -> serde_json::Value {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../releases/sample/v202503/MANIFEST.json");
+        serde_json::from_slice(&fs_err::read(path).unwrap()).unwrap()
+    }
+
+    fn written(v: &serde_json::Value) -> Vec<u8> {
+        let m: ReleaseManifest = serde_json::from_value(v.clone()).unwrap();
+        (serde_json::to_string_pretty(&m).unwrap() + "\n").into_bytes()
+    }
+
     #[test]
-    fn only_toolchain_versions_may_differ() {
-        let m = |gpp: &str, seed: u64| {
-            serde_json::to_vec(&serde_json::json!({"seeds": {"qrels": seed}, "stages": {"execute": {"toolchains": {"cpp": {"g++": gpp}}}}})).unwrap()
-        };
-        let notes = toolchain_difference(&m("g++ 12", 1), &m("g++ 13", 1)).unwrap();
+    fn a_manifest_differs_in_its_provenance_or_in_its_data() {
+        let published = sample_manifest();
+        let bytes = written(&published);
         assert_eq!(
-            notes,
-            ["cpp `g++`: the release was built with `g++ 12`, this machine has `g++ 13`"]
+            manifest_difference(&bytes, &bytes),
+            ManifestDifference::Same
         );
-        assert_eq!(toolchain_difference(&m("g++ 12", 1), &m("g++ 13", 2)), None);
-        assert_eq!(toolchain_difference(&m("g++ 12", 1), &m("g++ 12", 2)), None);
+        // Another JDK patch release, another coreb, another checksum of `versions.json`.
+        let mut other = published.clone();
+        let java = &mut other["stages"]["execute"]["toolchains"]["java"];
+        java["java"] = java["java"]
+            .as_str()
+            .unwrap()
+            .replace("17.0.15", "17.0.19")
+            .into();
+        java["javac"] = "javac 17.0.19".into();
+        java["deb:openjdk-17-jdk-headless"] = "17.0.19+10-1~deb12u1".into();
+        other["tool_version"] = "0.1.1".into();
+        other["files"]["regeneration/versions.json"]["sha256"] = "0".repeat(64).into();
+        assert_eq!(
+            manifest_difference(&bytes, &written(&other)),
+            ManifestDifference::Provenance(vec![
+                "coreb: 0.1.0 in the release, 0.1.1 here".to_owned(),
+                "java `deb:openjdk-17-jdk-headless`: (none) in the release, 17.0.19+10-1~deb12u1 here".to_owned(),
+                "java `java`: 17.0.15 in the release, 17.0.19 here".to_owned(),
+                "java `javac`: 17.0.15 in the release, 17.0.19 here".to_owned(),
+            ])
+        );
+        assert!(toolchain_difference(&bytes, &written(&other)).is_some());
+        // A verdict's count of the test check: the data, named by its field.
+        let mut verdict = other.clone();
+        verdict["stages"]["execute"]["test_check"]["tests_passed"] = 7.into();
+        assert_eq!(
+            manifest_difference(&bytes, &written(&verdict)),
+            ManifestDifference::Data(
+                "field `stages.execute.test_check.tests_passed`: published 8, rebuilt 7".into()
+            )
+        );
+        assert_eq!(toolchain_difference(&bytes, &written(&verdict)), None);
+        // The same values written otherwise (not as coreb writes them) are not the same file.
+        let compact = serde_json::to_vec(&published).unwrap();
+        assert_eq!(
+            manifest_difference(&compact, &bytes),
+            ManifestDifference::Data("the same fields, not written as coreb writes them".into())
+        );
+    }
+
+    #[test]
+    fn a_differing_text_file_names_its_line_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            fs_err::write(&path, text).unwrap();
+            path
+        };
+        let a = file(
+            "a.tsv",
+            "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t1\n",
+        );
+        let b = file(
+            "b.tsv",
+            "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t2\n",
+        );
+        assert_eq!(
+            describe_text_difference(&a, &b),
+            "first difference at line 3, column 3 (`score`): published `1`, rebuilt `2`"
+        );
+        let a = file(
+            "a.jsonl",
+            "{\"_id\": \"d1\", \"text\": \"x\"}\n{\"_id\": \"d2\", \"text\": \"y\"}\n",
+        );
+        let b = file(
+            "b.jsonl",
+            "{\"_id\": \"d1\", \"text\": \"x\"}\n{\"_id\": \"d2\", \"text\": \"z\"}\n",
+        );
+        assert_eq!(
+            describe_text_difference(&a, &b),
+            "first difference at line 2, field `text`: published \"y\", rebuilt \"z\""
+        );
+        let c = file("c.md", "# v1\n");
+        let d = file("d.md", "# v1\n\n## Human validation\n");
+        assert_eq!(
+            describe_text_difference(&c, &d),
+            "first difference at line 2: published nothing (the file ends), rebuilt ``"
+        );
+    }
+
+    #[test]
+    fn versions_are_shown_by_their_first_differing_word() {
+        assert_eq!(
+            versions_apart(
+                "openjdk version \"17.0.15\" 2025-04-15; OpenJDK Runtime Environment (build 17.0.15+6-Debian-1deb12u1)",
+                "openjdk version \"17.0.19\" 2025-10-21; OpenJDK Runtime Environment (build 17.0.19+10-Debian-1deb12u1)"
+            ),
+            ("17.0.15".to_owned(), "17.0.19".to_owned())
+        );
+        assert_eq!(
+            versions_apart(
+                "g++ (Debian 12.2.0-14+deb12u1) 12.2.0",
+                "g++ (Debian 12.2.0-14+deb12u2) 12.2.0"
+            ),
+            (
+                "12.2.0-14+deb12u1".to_owned(),
+                "12.2.0-14+deb12u2".to_owned()
+            )
+        );
+        assert_eq!(
+            versions_apart("Python 3.11.2", "Python 3.12.1 (x)"),
+            (
+                "`Python 3.11.2`".to_owned(),
+                "`Python 3.12.1 (x)`".to_owned()
+            )
+        );
     }
 }

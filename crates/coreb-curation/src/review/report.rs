@@ -8,7 +8,9 @@
 //! over the problems all answered, Krippendorff's α (nominal) over every answer, missing ones
 //! allowed); the problems where reviewers' answers differ. Written as `review.json` and
 //! `review.md`; with `record`, the release card gains its "Human validation" section and the
-//! MANIFEST the card's new checksum (the data files are not touched).
+//! MANIFEST the card's new checksum (the data files are not touched). The report names the
+//! digest of the data reviewed (`data_sha256`): a rebuild publishes the section on its card
+//! when its data are those, whatever toolchain versions its MANIFEST records.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -85,6 +87,10 @@ pub struct ReviewReport {
     pub release: String,
     /// sha256 of its `MANIFEST.json` as reviewed.
     pub release_sha256: String,
+    /// The digest of its data as reviewed ([`ReleaseManifest::data_sha256`]): what a recorded
+    /// review is pinned to, so that a rebuild of the same data on another machine (other
+    /// toolchain versions, another MANIFEST) shows it on its card too.
+    pub data_sha256: String,
     /// sha256 of its `MANIFEST.json` after the card was re-published (with `record`).
     pub published_sha256: Option<String>,
     /// The draw.
@@ -220,14 +226,17 @@ pub fn report(
         bail!("no answer file given");
     }
     let (version, current) = release_digest(release)?;
+    let data = ReleaseManifest::read(&release.join("MANIFEST.json"))?.data_sha256();
     let out = out.map_or_else(|| default_out(release, &version), Path::to_owned);
-    // A review recorded before re-published the card: its answers stay of this release.
+    // A review recorded before re-published the card, or was of the same data (a build of
+    // them on another machine): its answers stay of this release.
     let mut accepted = BTreeSet::from([current.clone()]);
     let recorded = out.join("review.json");
     if recorded.exists() {
         let v: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&recorded)?)
             .with_context(|| format!("`{}`", recorded.display()))?;
-        if v["published_sha256"].as_str() == Some(current.as_str())
+        if (v["published_sha256"].as_str() == Some(current.as_str())
+            || v["data_sha256"].as_str() == Some(data.as_str()))
             && let Some(reviewed) = v["release_sha256"].as_str()
         {
             accepted.insert(reviewed.to_owned());
@@ -268,6 +277,7 @@ pub fn report(
         .into_iter()
         .collect();
     let mut report = compute(&version, &reviewed, draw, ids, reviewers, &loaded);
+    report.data_sha256 = data;
     report.files = files
         .iter()
         .map(|f| {
@@ -414,6 +424,7 @@ fn compute(
         format: REPORT_FORMAT,
         release: version.to_owned(),
         release_sha256: reviewed.to_owned(),
+        data_sha256: String::new(),
         published_sha256: None,
         draw,
         problems: ids,

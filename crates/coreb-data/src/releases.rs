@@ -337,6 +337,7 @@ mod tests {
             stages: BTreeMap::new(),
             seeds: BTreeMap::new(),
             counts: serde_json::Value::Null,
+            purpose: None,
             files: BTreeMap::from([
                 ("a.parquet".to_owned(), entry("aa")),
                 ("b/qrels/test.tsv".to_owned(), entry("bb")),

@@ -24,6 +24,7 @@
 pub mod abbreviate;
 pub mod dedup;
 pub mod distract;
+pub mod errata;
 pub mod execute;
 pub mod fetch;
 pub mod filter;

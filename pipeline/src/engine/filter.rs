@@ -1,11 +1,13 @@
 //! `filter`: streams the deduplicated problems, without their test bodies, through
 //! [`coreb_stages::filter::filter_problem`], copies the kept rows whole and writes a rejections
-//! report (one JSON object per rejected problem).
+//! report (one JSON object per rejected problem). The lists of errata applied are recorded,
+//! each with its sha256, for the release MANIFEST (`stages.filter.errata`).
 
 use std::io::Write;
 
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
+use coreb_stages::errata::{self, ErrataKind, ErrataPin};
 use coreb_stages::filter::{FilterConfig, FilterStats, filter_problem};
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +30,9 @@ pub struct FilterSummary {
     pub rejected: u64,
     /// `[stages.filter]`.
     pub parameters: FilterConfig,
+    /// The lists of errata applied.
+    #[serde(default)]
+    pub errata: Vec<ErrataPin>,
 }
 
 impl Summary for FilterSummary {
@@ -41,18 +46,24 @@ impl Summary for FilterSummary {
 
     fn reasons(&self) -> Reasons {
         let s = &self.stats;
-        Reasons::Counts(vec![
+        let mut counts: Vec<(&'static str, u64)> = ErrataKind::ALL
+            .into_iter()
+            .map(|k| (k.reason(), s.errata(k)))
+            .collect();
+        counts.extend([
             ("language", s.language),
             ("rejected", self.rejected),
             ("too_few_tests", s.too_few_tests),
             ("too_short", s.too_short),
             ("unsupported_signature", s.unsupported_signature),
-        ])
+        ]);
+        Reasons::Counts(counts)
     }
 
     fn facts(&self) -> Option<StageFacts> {
         Some(StageFacts {
             parameters: serde_json::to_value(&self.parameters).ok(),
+            errata: (!self.errata.is_empty()).then(|| self.errata.clone()),
             ..StageFacts::default()
         })
     }
@@ -107,6 +118,7 @@ impl Stage for Filter {
             stats,
             rejected: stats.rows_in - stats.rows_out,
             parameters: config.clone(),
+            errata: errata::applied(config.livecodebench_errata, &config.errata),
         };
         Ok(Done::new(
             &[

@@ -3,7 +3,9 @@
 //! starter gives a signature the judge's drivers can call ([`coreb_judge::signature`]:
 //! `TreeNode`, `ListNode`, `Optional[…]` … are rejected, naming the type), and that no list
 //! of errata names ([`crate::errata`]: LiveCodeBench's own, built in, and the manifest's
-//! `[[stages.filter.errata]]`; reason `errata:<kind>`). Pure; every rejection carries a typed
+//! `[[stages.filter.errata]]`; reason `errata:<kind>`), and whose statement does not accept
+//! any of several answers ([`crate::answer`]: reason `any_answer`; the kind of answer of a
+//! kept problem is [`decide_problem`]'s to return). Pure; every rejection carries a typed
 //! reason.
 
 use serde::{Deserialize, Serialize};
@@ -11,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use coreb_data::problem::Problem;
 use coreb_judge::signature::{self, SignatureError};
 
+use crate::answer::{self, AnswerDecision};
 use crate::errata::{self, ErrataKind, Erratum};
+use coreb_data::problem::AnswerKind;
 
 /// `[stages.filter]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,6 +105,11 @@ pub enum RejectReason {
         /// Why (the unsupported type and where it is).
         signature: SignatureError,
     },
+    /// The statement accepts any of several answers, which tests holding one cannot judge.
+    AnyAnswer {
+        /// The sentence that says so.
+        phrase: String,
+    },
     /// A list of errata names the problem (`errata:<kind>` in the counts).
     Errata {
         /// What is wrong with it.
@@ -137,6 +146,12 @@ pub struct FilterStats {
     /// Rejected by errata: erroneous tests (`errata:erroneous_tests`).
     #[serde(default)]
     pub errata_erroneous_tests: u64,
+    /// Rejected: the statement accepts any of several answers.
+    #[serde(default)]
+    pub any_answer: u64,
+    /// Kept, with an answer the statement says may be in any order (judged as a multiset).
+    #[serde(default)]
+    pub unordered: u64,
 }
 
 coreb_base::add_assign_fields!(FilterStats {
@@ -148,15 +163,18 @@ coreb_base::add_assign_fields!(FilterStats {
     unsupported_signature,
     errata_several_answers,
     errata_interactive,
-    errata_erroneous_tests
+    errata_erroneous_tests,
+    any_answer,
+    unordered
 });
 
 impl FilterStats {
     /// Count one decision.
-    pub fn record(&mut self, decision: &Result<(), RejectReason>) {
+    pub fn record<T>(&mut self, decision: &Result<T, RejectReason>) {
         self.rows_in += 1;
         match decision {
-            Ok(()) => self.rows_out += 1,
+            Ok(_) => self.rows_out += 1,
+            Err(RejectReason::AnyAnswer { .. }) => self.any_answer += 1,
             Err(RejectReason::Language { .. }) => self.language += 1,
             Err(RejectReason::TooShort { .. }) => self.too_short += 1,
             Err(RejectReason::TooFewTests { .. }) => self.too_few_tests += 1,
@@ -185,11 +203,26 @@ impl FilterStats {
 
 /// Decide one problem. Checks run cheapest first; the first failing check is the reason.
 pub fn filter_problem(config: &FilterConfig, problem: &Problem) -> Result<(), RejectReason> {
+    decide_problem(config, problem).map(drop)
+}
+
+/// Decide one problem, and the kind of answer of a kept one (from its original statement:
+/// decided here once, and judged by).
+pub fn decide_problem(
+    config: &FilterConfig,
+    problem: &Problem,
+) -> Result<AnswerDecision, RejectReason> {
     if let Some((list, e)) = errata::find(config.livecodebench_errata, &config.errata, problem) {
         return Err(RejectReason::Errata {
             kind: e.kind,
             list: list.to_owned(),
             note: e.note.clone(),
+        });
+    }
+    let answer = answer::decide(&problem.question_content);
+    if answer.answer == AnswerKind::AnyOfSeveral {
+        return Err(RejectReason::AnyAnswer {
+            phrase: answer.phrase.unwrap_or_default(),
         });
     }
     let tests = problem.test_count();
@@ -220,7 +253,7 @@ pub fn filter_problem(config: &FilterConfig, problem: &Problem) -> Result<(), Re
             confidence: (confidence * 1e4).round() / 1e4,
         });
     }
-    Ok(())
+    Ok(answer)
 }
 
 #[cfg(test)]
@@ -250,6 +283,7 @@ mod tests {
             private_tests: vec![],
             func_name: None,
             metadata: "{}".into(),
+            answer: AnswerKind::Exact,
         }
     }
 
@@ -332,7 +366,7 @@ mod tests {
             "{line}"
         );
         let mut stats = FilterStats::default();
-        stats.record(&Err(tree));
+        stats.record::<()>(&Err(tree));
         assert_eq!(stats.unsupported_signature, 1);
         // A stdin problem has no signature to check.
         assert_eq!(filter_problem(&cfg, &problem(EN, 1)), Ok(()));
@@ -409,5 +443,43 @@ mod tests {
             ..FilterConfig::default()
         };
         assert!(bad.validate().unwrap_err().contains("`errata[0]`"));
+    }
+
+    #[test]
+    fn a_statement_accepting_any_answer_is_dropped_and_an_unordered_one_kept() {
+        let cfg = FilterConfig::default();
+        let any = format!("{EN}\nIf there are multiple solutions, you may print any of them.");
+        let decision = filter_problem(&cfg, &problem(&any, 1));
+        assert_eq!(
+            decision,
+            Err(RejectReason::AnyAnswer {
+                phrase: "If there are multiple solutions, you may print any of them.".into()
+            })
+        );
+        let line = serde_json::to_string(&decision.clone().unwrap_err()).unwrap();
+        assert!(line.contains(r#""reason":"any_answer""#), "{line}");
+        let mut stats = FilterStats::default();
+        stats.record(&decision);
+        assert_eq!((stats.any_answer, stats.rows_out), (1, 0));
+        let unordered = format!("{EN} Note that the returned array may be in any order.");
+        let kept = decide_problem(&cfg, &problem(&unordered, 1)).unwrap();
+        assert_eq!(kept.answer, AnswerKind::Unordered);
+        assert_eq!(
+            kept.phrase.as_deref(),
+            Some("Note that the returned array may be in any order.")
+        );
+        assert_eq!(
+            decide_problem(&cfg, &problem(EN, 1)).unwrap().answer,
+            AnswerKind::Exact
+        );
+        // An errata problem is named by its list first.
+        let listed = Problem {
+            question_id: "abc343_e".into(),
+            ..problem(&any, 1)
+        };
+        assert!(matches!(
+            filter_problem(&cfg, &listed),
+            Err(RejectReason::Errata { .. })
+        ));
     }
 }

@@ -22,6 +22,7 @@
 #![deny(missing_docs)]
 
 pub mod abbreviate;
+pub mod answer;
 pub mod dedup;
 pub mod distract;
 pub mod errata;

@@ -146,6 +146,7 @@ pub fn stdin_problem(
         private_tests: Vec::new(),
         func_name: None,
         metadata: "{}".into(),
+        answer: Default::default(),
     }
 }
 

@@ -1,6 +1,8 @@
 //! `filter`: streams the deduplicated problems, without their test bodies, through
 //! [`coreb_stages::filter::filter_problem`], copies the kept rows whole and writes a rejections
-//! report (one JSON object per rejected problem). The lists of errata applied are recorded,
+//! report (one JSON object per rejected problem), and the kind of answer of each kept problem
+//! that is not exact (`answers.jsonl`: id, `answer`, the `phrase` of its statement that decided
+//! it), which `execute` judges by. The lists of errata applied are recorded,
 //! each with its sha256, for the release MANIFEST (`stages.filter.errata`).
 
 use std::io::Write;
@@ -8,7 +10,7 @@ use std::io::Write;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
 use coreb_stages::errata::{self, ErrataKind, ErrataPin};
-use coreb_stages::filter::{FilterConfig, FilterStats, filter_problem};
+use coreb_stages::filter::{FilterConfig, FilterStats, decide_problem};
 use serde::{Deserialize, Serialize};
 
 use super::context::{StageContext, StageOutput};
@@ -51,11 +53,13 @@ impl Summary for FilterSummary {
             .map(|k| (k.reason(), s.errata(k)))
             .collect();
         counts.extend([
+            ("any_answer", s.any_answer),
             ("language", s.language),
             ("rejected", self.rejected),
             ("too_few_tests", s.too_few_tests),
             ("too_short", s.too_short),
             ("unsupported_signature", s.unsupported_signature),
+            ("unordered", s.unordered),
         ]);
         Reasons::Counts(counts)
     }
@@ -97,16 +101,25 @@ impl Stage for Filter {
         let config = &cx.plan().stages.filter;
         let input = cx.output(up.record(StageName::Dedup)?, "problems")?;
         let mut rejections = fs_err::File::create(out.path("rejections.jsonl"))?;
+        let mut answers = fs_err::File::create(out.path("answers.jsonl"))?;
         let mut stats = FilterStats::default();
         let mut kept = Vec::new();
         for problem in ProblemReader::open_without_test_bodies(&input)? {
             let problem = problem?;
-            let decision = filter_problem(config, &problem);
+            let decision = decide_problem(config, &problem);
             stats.record(&decision);
             kept.push(decision.is_ok());
-            if let Err(reason) = decision {
-                let line = serde_json::json!({ "id": problem.id, "rejection": reason });
-                writeln!(rejections, "{line}")?;
+            match decision {
+                Ok(d) if d.answer.is_exact() => {}
+                Ok(d) => {
+                    stats.unordered += 1;
+                    let line = serde_json::json!({ "id": problem.id, "answer": d.answer, "phrase": d.phrase });
+                    writeln!(answers, "{line}")?;
+                }
+                Err(reason) => {
+                    let line = serde_json::json!({ "id": problem.id, "rejection": reason });
+                    writeln!(rejections, "{line}")?;
+                }
             }
         }
         copy_rows(&input, &out.path("problems.parquet"), |row| {
@@ -114,6 +127,8 @@ impl Stage for Filter {
         })?;
         rejections.sync_all()?;
         drop(rejections);
+        answers.sync_all()?;
+        drop(answers);
         let summary = FilterSummary {
             stats,
             rejected: stats.rows_in - stats.rows_out,
@@ -124,6 +139,7 @@ impl Stage for Filter {
             &[
                 ("problems", "problems.parquet"),
                 ("rejections", "rejections.jsonl"),
+                ("answers", "answers.jsonl"),
             ],
             summary,
             (),

@@ -267,6 +267,7 @@ fn decode_parts(
         private_tests,
         func_name,
         metadata: raw.metadata.into_owned(),
+        answer: Default::default(),
     })
 }
 

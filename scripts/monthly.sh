@@ -2,7 +2,10 @@
 # The scheduled monthly build: plan, build, verify and evaluate last month's release,
 # record the built-in baselines' results and regenerate the leaderboard site, unattended.
 # Any failing step (a bad row, a failed gate, a checksum that does not rebuild) stops the
-# script with a non-zero exit, so cron mails it / the CI job goes red.
+# script with a non-zero exit (1, or 2 for a wrong command), so cron mails it / the CI job goes red. A month whose sources hold no
+# problem in its window (LiveCodeBench has published nothing newer) is not a failure of the
+# pipeline: the script says "no new problems", builds nothing and exits 3, which a CI job can
+# accept (`scripts/monthly.sh || [ $? -eq 3 ]`) and cron still mails.
 #
 #   scripts/monthly.sh [YYYY-MM]        (default: the previous calendar month)
 #
@@ -16,7 +19,17 @@ MONTH=${1:-$(date -u -d "$(date -u +%Y-%m-01) -1 day" +%Y-%m)}
 VERSION="v${MONTH/-/}"
 
 echo "== plan ${VERSION}"
-"$COREB" plan "$MONTH"
+status=0
+planned=$("$COREB" plan "$MONTH" 2>&1) || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "$planned" >&2
+  if [ "$status" -eq 1 ] && grep -q "no new problems" <<<"$planned"; then
+    echo "== no new problems for ${VERSION}: the sources hold nothing in its window; nothing built (exit 3)"
+    exit 3
+  fi
+  exit "$status"
+fi
+echo "$planned"
 mkdir -p build
 echo "== build ${VERSION}"
 "$COREB" build "manifests/${VERSION}.toml" --json > "build/${VERSION}.build.jsonl"

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use coreb_data::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+use coreb_data::problem::{AnswerKind, Platform, Problem, ProblemId, TestCase, TestType};
 use coreb_data::solution::{Language, Solution, SolutionId};
 use coreb_judge::reuse::{FastStart, PYTHON_MODULES, PYTHON_NAMES, RUBY_LIBRARIES, RUBY_NAMES};
 use coreb_judge::{ExecuteConfig, LimitsPatch, SolutionResult, Verdict, execute};
@@ -176,6 +176,7 @@ fn hostile_problem(name: &str, input: &str, output: &str) -> Problem {
         private_tests: vec![],
         func_name: None,
         metadata: "{}".into(),
+        answer: Default::default(),
     }
 }
 
@@ -1109,6 +1110,7 @@ fn functional_problem(name: &str, starter: &str, tests: &[(&str, &str)]) -> Prob
         private_tests: vec![],
         func_name: Some(name.into()),
         metadata: "{}".into(),
+        answer: Default::default(),
     }
 }
 
@@ -1741,4 +1743,65 @@ fn idle_slots_let_sleeping_tests_give_way_with_the_same_verdicts() {
     // Each of the sleeper's four tests waited, and gave way.
     assert!(sharing.stats.gave_way >= 4, "{:?}", sharing.stats);
     assert!(plain.results.iter().any(|r| r.passed) && plain.results.iter().any(|r| !r.passed));
+}
+
+/// Issue #58: a problem whose statement says its answer may be in any order is compared as a
+/// multiset in every language: a correct solution returning another order than the tests hold
+/// passes, a wrong one still fails, and the same correct solution on the problem compared
+/// exactly fails; each result records the comparison used.
+#[test]
+fn unordered_answers_pass_in_another_order_in_every_language() {
+    let starter =
+        "class Solution:\n    def evenIndices(self, nums: List[int]) -> List[int]:\n        ";
+    let tests = [("[2,1,4,6]", "[0,2,3]"), ("[1,3]", "[]"), ("[8,5]", "[0]")];
+    let mut unordered = functional_problem("evenIndices", starter, &tests);
+    unordered.answer = AnswerKind::Unordered;
+    let exact = Problem {
+        id: ProblemId::from_question_id("evenIndicesExact"),
+        question_id: "evenIndicesExact".into(),
+        answer: AnswerKind::Exact,
+        ..unordered.clone()
+    };
+    let mut solutions = Vec::new();
+    for language in Language::ALL {
+        for kind in ["ok", "wrong"] {
+            let file = fixture(&format!(
+                "drivers/evenIndices/{kind}.{}",
+                language.extension()
+            ));
+            solutions.push(solution(&unordered.id, language, &file, kind));
+            solutions.push(solution(&exact.id, language, &file, kind));
+        }
+    }
+    let out = execute(
+        &ExecuteConfig::default(),
+        &[unordered.clone(), exact.clone()],
+        &solutions,
+        sandbox(),
+        2,
+    )
+    .unwrap();
+    assert_eq!(out.results.len(), 20);
+    for (s, r) in solutions.iter().zip(&out.results) {
+        let what = format!("{} ({}): {:?} {}", s.id, s.model, verdicts(r), r.message);
+        let is_unordered = s.problem_id == unordered.id;
+        assert_eq!(
+            r.comparison,
+            if is_unordered {
+                AnswerKind::Unordered
+            } else {
+                AnswerKind::Exact
+            },
+            "{what}"
+        );
+        match (s.model.as_str(), is_unordered) {
+            ("ok", true) => assert!(r.passed, "{what}"),
+            // The first test's answer comes in another order: exact comparison fails it.
+            ("ok", false) => assert_eq!(verdicts(r)[0], Verdict::WrongAnswer, "{what}"),
+            _ => assert!(
+                !r.passed && verdicts(r).contains(&Verdict::WrongAnswer),
+                "{what}"
+            ),
+        }
+    }
 }

@@ -812,3 +812,54 @@ esac
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(store_state(&store), first);
 }
+
+/// Issue #58: `scripts/monthly.sh` for a month whose sources hold nothing new (the plan's
+/// refusal, stubbed here) says "no new problems", builds nothing and exits 3; any other
+/// failure of the plan keeps its own status.
+#[test]
+fn monthly_says_no_new_problems_with_its_own_exit_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    fs_err::create_dir_all(repo.join("scripts")).unwrap();
+    fs_err::copy(
+        root().join("scripts/monthly.sh"),
+        repo.join("scripts/monthly.sh"),
+    )
+    .unwrap();
+    let stub = tmp.path().join("coreb-stub");
+    fs_err::write(
+        &stub,
+        r#"#!/usr/bin/env bash
+case "$1" in
+  plan) echo "error: $STUB_PLAN" >&2; exit "$STUB_STATUS" ;;
+  *) echo "unexpected: $*" >&2; exit 99 ;;
+esac
+"#,
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs_err::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let monthly = |message: &str, status: &str| {
+        run(Command::new("bash")
+            .arg(repo.join("scripts/monthly.sh"))
+            .arg("2026-12")
+            .env("COREB", &stub)
+            .env("STUB_PLAN", message)
+            .env("STUB_STATUS", status))
+    };
+    let empty = monthly(
+        "no new problems: no source has a problem with a contest date in the window 2025-04-07 … 2026-12-31",
+        "1",
+    );
+    assert_eq!(empty.status.code(), Some(3), "{}", text(&empty));
+    assert!(
+        String::from_utf8_lossy(&empty.stdout).contains("no new problems for v202612"),
+        "{}",
+        text(&empty)
+    );
+    assert!(!repo.join("build").exists(), "nothing built");
+    let failed = monthly("fetching source `test6`: connection refused", "1");
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    let usage = monthly("month: expected `YYYY-MM`", "2");
+    assert_eq!(usage.status.code(), Some(2), "{}", text(&usage));
+}

@@ -197,3 +197,74 @@ fn plan_out_writes_a_manifest_whose_paths_resolve_from_its_place_and_sets_the_fa
         "{execute}"
     );
 }
+
+/// Issue #58: a month whose sources hold no problem in its window is refused by `plan` (which
+/// writes nothing), by `build --check` and by `build` before anything is decoded, each naming
+/// the sources' latest contest and what to do; exit 1.
+#[test]
+fn a_month_with_nothing_new_is_refused_naming_the_last_contest() {
+    let dir = tempfile::tempdir().unwrap();
+    let latest = dir.path().join("releases/v202503");
+    fs_err::create_dir_all(&latest).unwrap();
+    fs_err::copy(
+        root().join("releases/sample/v202503/MANIFEST.json"),
+        latest.join("MANIFEST.json"),
+    )
+    .unwrap();
+    let manifests = dir.path().join("manifests");
+    let out_path = manifests.join("v202612.toml");
+    let plan = |pin: bool| {
+        let mut cmd = coreb();
+        cmd.args(["plan", "2026-12", "--from"])
+            .arg(sample())
+            .arg("--releases-dir")
+            .arg(dir.path().join("releases"))
+            .arg("--out")
+            .arg(&out_path);
+        if !pin {
+            cmd.arg("--no-pin");
+        }
+        run(&mut cmd)
+    };
+    let refused = plan(true);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    for needle in [
+        "no new problems",
+        "2025-04-01 … 2026-12-31",
+        "`sample`: 10 problems, the latest contest on 2025-03-29",
+        "wait for a new release",
+        "--source NAME=URL",
+        "nothing was written",
+    ] {
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+    assert!(
+        !manifests.exists(),
+        "no manifest, and no directory made for it"
+    );
+    assert!(
+        !root().join("build/v202612").exists(),
+        "the build directory made to fetch is removed"
+    );
+    // Unpinned, nothing is fetched or checked; `build --check` and `build` then refuse it.
+    let written = plan(false);
+    assert!(written.status.success(), "{}", text(&written));
+    let build = dir.path().join("build");
+    for args in [&["--check"][..], &["--until", "ingest"][..]] {
+        let out = run(coreb()
+            .arg("build")
+            .arg(&out_path)
+            .args(args)
+            .arg("--output-dir")
+            .arg(&build));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(
+            stderr.contains("no new problems")
+                && stderr.contains("the latest contest on 2025-03-29")
+                && !stderr.contains("it kept 0"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

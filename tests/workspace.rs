@@ -101,10 +101,54 @@ fn a_workspace_builds_plans_evaluates_and_exports_the_sample() {
         "{}",
         text(&plain)
     );
+    // The sample's source ends on 2025-03-29: April has nothing new, and `plan` says so
+    // (exit 1), naming the last contest, and writes nothing (issue #58).
+    let empty = run(coreb()
+        .args(["plan", "2025-04", "--releases-dir", "releases/sample"])
+        .current_dir(&ws));
+    let stderr = String::from_utf8_lossy(&empty.stderr);
+    assert_eq!(empty.status.code(), Some(1), "{}", text(&empty));
+    assert!(
+        stderr.contains("no new problems")
+            && stderr.contains("2025-04-01 … 2025-04-30")
+            && stderr.contains("the latest contest on 2025-03-29")
+            && stderr.contains("--source NAME=URL")
+            && stderr.contains("nothing was written"),
+        "{stderr}"
+    );
+    assert!(!ws.join("manifests/v202504.toml").exists());
+    assert!(!ws.join("build/v202504").exists());
+    // Unpinned, nothing is fetched and nothing checked: the manifest is written.
     in_dir(
         &ws,
-        &["plan", "2025-04", "--releases-dir", "releases/sample"],
+        &[
+            "plan",
+            "2025-04",
+            "--releases-dir",
+            "releases/sample",
+            "--no-pin",
+        ],
     );
+    // `build --check` and `build` refuse it the same way, before anything is decoded.
+    for args in [&["--check"][..], &["--until", "ingest"][..]] {
+        let refused = run(coreb()
+            .args(["build", "manifests/v202504.toml"])
+            .args(args)
+            .current_dir(&ws));
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(
+            refused.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            text(&refused)
+        );
+        assert!(
+            stderr.contains("no new problems")
+                && stderr.contains("2025-03-29")
+                && !stderr.contains("it kept 0"),
+            "{args:?}: {stderr}"
+        );
+    }
     let planned: toml::Value =
         toml::from_str(&fs_err::read_to_string(ws.join("manifests/v202504.toml")).unwrap())
             .unwrap();
@@ -121,6 +165,12 @@ fn a_workspace_builds_plans_evaluates_and_exports_the_sample() {
     assert_eq!(
         planned["releases_dir"].as_str(),
         Some("../releases/sample"),
+        "{planned}"
+    );
+    // The errata switch is carried over, written out.
+    assert_eq!(
+        planned["stages"]["filter"]["livecodebench_errata"].as_bool(),
+        Some(true),
         "{planned}"
     );
     assert_eq!(

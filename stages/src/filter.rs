@@ -1,13 +1,21 @@
 //! `filter`: keep problems whose statement is in the wanted language (whatlang), long
 //! enough, that have at least the minimum number of tests, and (functional problems) whose
 //! starter gives a signature the judge's drivers can call ([`coreb_judge::signature`]:
-//! `TreeNode`, `ListNode`, `Optional[…]` … are rejected, naming the type). Pure; every
-//! rejection carries a typed reason.
+//! `TreeNode`, `ListNode`, `Optional[…]` … are rejected, naming the type), and that no list
+//! of errata names ([`crate::errata`]: LiveCodeBench's own, built in, and the manifest's
+//! `[[stages.filter.errata]]`; reason `errata:<kind>`), and whose statement does not accept
+//! any of several answers ([`crate::answer`]: reason `any_answer`; the kind of answer of a
+//! kept problem is [`decide_problem`]'s to return). Pure; every rejection carries a typed
+//! reason.
 
 use serde::{Deserialize, Serialize};
 
 use coreb_data::problem::Problem;
 use coreb_judge::signature::{self, SignatureError};
+
+use crate::answer::{self, AnswerDecision};
+use crate::errata::{self, ErrataKind, Erratum};
+use coreb_data::problem::AnswerKind;
 
 /// `[stages.filter]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,6 +31,12 @@ pub struct FilterConfig {
     pub min_statement_chars: usize,
     /// Fewest tests (public + private).
     pub min_tests: usize,
+    /// Drop the problems of LiveCodeBench's own errata (built in: [`errata::livecodebench`]).
+    pub livecodebench_errata: bool,
+    /// A team's own errata, `[[stages.filter.errata]]` (`problem`, `kind`, optional `note`,
+    /// `source`, `date`): dropped like LiveCodeBench's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errata: Vec<Erratum>,
 }
 
 impl Default for FilterConfig {
@@ -32,6 +46,8 @@ impl Default for FilterConfig {
             min_confidence: 0.25,
             min_statement_chars: 100,
             min_tests: 1,
+            livecodebench_errata: true,
+            errata: Vec::new(),
         }
     }
 }
@@ -44,6 +60,10 @@ impl FilterConfig {
                 "`language`: unknown ISO 639-3 code `{}`",
                 self.language
             ));
+        }
+        for (i, e) in self.errata.iter().enumerate() {
+            e.validate()
+                .map_err(|why| format!("`errata[{i}]`: {why}"))?;
         }
         if !(0.0..=1.0).contains(&self.min_confidence) {
             return Err(format!(
@@ -85,6 +105,21 @@ pub enum RejectReason {
         /// Why (the unsupported type and where it is).
         signature: SignatureError,
     },
+    /// The statement accepts any of several answers, which tests holding one cannot judge.
+    AnyAnswer {
+        /// The sentence that says so.
+        phrase: String,
+    },
+    /// A list of errata names the problem (`errata:<kind>` in the counts).
+    Errata {
+        /// What is wrong with it.
+        kind: ErrataKind,
+        /// The list: `livecodebench` or `manifest`.
+        list: String,
+        /// What the list says of it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
 }
 
 /// Counts of one filter run.
@@ -102,6 +137,21 @@ pub struct FilterStats {
     pub too_few_tests: u64,
     /// Rejected for an unsupported (functional) signature.
     pub unsupported_signature: u64,
+    /// Rejected by errata: the problem accepts several answers (`errata:several_answers`).
+    #[serde(default)]
+    pub errata_several_answers: u64,
+    /// Rejected by errata: an interactive problem (`errata:interactive`).
+    #[serde(default)]
+    pub errata_interactive: u64,
+    /// Rejected by errata: erroneous tests (`errata:erroneous_tests`).
+    #[serde(default)]
+    pub errata_erroneous_tests: u64,
+    /// Rejected: the statement accepts any of several answers.
+    #[serde(default)]
+    pub any_answer: u64,
+    /// Kept, with an answer the statement says may be in any order (judged as a multiset).
+    #[serde(default)]
+    pub unordered: u64,
 }
 
 coreb_base::add_assign_fields!(FilterStats {
@@ -110,25 +160,71 @@ coreb_base::add_assign_fields!(FilterStats {
     language,
     too_short,
     too_few_tests,
-    unsupported_signature
+    unsupported_signature,
+    errata_several_answers,
+    errata_interactive,
+    errata_erroneous_tests,
+    any_answer,
+    unordered
 });
 
 impl FilterStats {
     /// Count one decision.
-    pub fn record(&mut self, decision: &Result<(), RejectReason>) {
+    pub fn record<T>(&mut self, decision: &Result<T, RejectReason>) {
         self.rows_in += 1;
         match decision {
-            Ok(()) => self.rows_out += 1,
+            Ok(_) => self.rows_out += 1,
+            Err(RejectReason::AnyAnswer { .. }) => self.any_answer += 1,
             Err(RejectReason::Language { .. }) => self.language += 1,
             Err(RejectReason::TooShort { .. }) => self.too_short += 1,
             Err(RejectReason::TooFewTests { .. }) => self.too_few_tests += 1,
             Err(RejectReason::UnsupportedSignature { .. }) => self.unsupported_signature += 1,
+            Err(RejectReason::Errata { kind, .. }) => *self.errata_mut(*kind) += 1,
+        }
+    }
+
+    /// The count of one kind of errata.
+    pub fn errata(&self, kind: ErrataKind) -> u64 {
+        match kind {
+            ErrataKind::SeveralAnswers => self.errata_several_answers,
+            ErrataKind::Interactive => self.errata_interactive,
+            ErrataKind::ErroneousTests => self.errata_erroneous_tests,
+        }
+    }
+
+    fn errata_mut(&mut self, kind: ErrataKind) -> &mut u64 {
+        match kind {
+            ErrataKind::SeveralAnswers => &mut self.errata_several_answers,
+            ErrataKind::Interactive => &mut self.errata_interactive,
+            ErrataKind::ErroneousTests => &mut self.errata_erroneous_tests,
         }
     }
 }
 
 /// Decide one problem. Checks run cheapest first; the first failing check is the reason.
 pub fn filter_problem(config: &FilterConfig, problem: &Problem) -> Result<(), RejectReason> {
+    decide_problem(config, problem).map(drop)
+}
+
+/// Decide one problem, and the kind of answer of a kept one (from its original statement:
+/// decided here once, and judged by).
+pub fn decide_problem(
+    config: &FilterConfig,
+    problem: &Problem,
+) -> Result<AnswerDecision, RejectReason> {
+    if let Some((list, e)) = errata::find(config.livecodebench_errata, &config.errata, problem) {
+        return Err(RejectReason::Errata {
+            kind: e.kind,
+            list: list.to_owned(),
+            note: e.note.clone(),
+        });
+    }
+    let answer = answer::decide(&problem.question_content);
+    if answer.answer == AnswerKind::AnyOfSeveral {
+        return Err(RejectReason::AnyAnswer {
+            phrase: answer.phrase.unwrap_or_default(),
+        });
+    }
     let tests = problem.test_count();
     if tests < config.min_tests {
         return Err(RejectReason::TooFewTests {
@@ -157,7 +253,7 @@ pub fn filter_problem(config: &FilterConfig, problem: &Problem) -> Result<(), Re
             confidence: (confidence * 1e4).round() / 1e4,
         });
     }
-    Ok(())
+    Ok(answer)
 }
 
 #[cfg(test)]
@@ -187,6 +283,7 @@ mod tests {
             private_tests: vec![],
             func_name: None,
             metadata: "{}".into(),
+            answer: AnswerKind::Exact,
         }
     }
 
@@ -269,9 +366,120 @@ mod tests {
             "{line}"
         );
         let mut stats = FilterStats::default();
-        stats.record(&Err(tree));
+        stats.record::<()>(&Err(tree));
         assert_eq!(stats.unsupported_signature, 1);
         // A stdin problem has no signature to check.
         assert_eq!(filter_problem(&cfg, &problem(EN, 1)), Ok(()));
+    }
+
+    #[test]
+    fn errata_problems_are_dropped_with_their_kind() {
+        let cfg = FilterConfig::default();
+        let named = |id: &str, title: &str, platform| Problem {
+            id: ProblemId::from_question_id(id),
+            question_id: id.into(),
+            question_title: title.into(),
+            platform,
+            ..problem(EN, 1)
+        };
+        // An AtCoder problem by its question_id, a LeetCode one by its title slug.
+        let sort = filter_problem(&cfg, &named("abc350_c", "Sort", Platform::Atcoder));
+        assert_eq!(
+            sort,
+            Err(RejectReason::Errata {
+                kind: ErrataKind::ErroneousTests,
+                list: "livecodebench".into(),
+                note: Some("Erroneous test cases".into())
+            })
+        );
+        let line = serde_json::to_string(&sort.unwrap_err()).unwrap();
+        assert!(
+            line.contains(r#""reason":"errata""#) && line.contains(r#""kind":"erroneous_tests""#),
+            "{line}"
+        );
+        let peaks = named("3221", "find-the-peaks", Platform::Leetcode);
+        assert!(matches!(
+            filter_problem(&cfg, &peaks),
+            Err(RejectReason::Errata {
+                kind: ErrataKind::SeveralAnswers,
+                ..
+            })
+        ));
+        // A title is not an id on AtCoder, whose titles are words.
+        assert_eq!(
+            filter_problem(&cfg, &named("abc1_a", "find-the-peaks", Platform::Atcoder)),
+            Ok(())
+        );
+        // Switched off, the built-in list drops nothing; a team's own list still does.
+        let own = FilterConfig {
+            livecodebench_errata: false,
+            errata: vec![Erratum {
+                problem: "lcb_abc1_a".into(),
+                kind: ErrataKind::Interactive,
+                note: None,
+                source: Some("https://example.org/ours".into()),
+                date: None,
+            }],
+            ..FilterConfig::default()
+        };
+        own.validate().unwrap();
+        assert_eq!(filter_problem(&own, &peaks), Ok(()));
+        let mut stats = FilterStats::default();
+        let decision = filter_problem(&own, &named("abc1_a", "A", Platform::Atcoder));
+        assert!(
+            matches!(&decision, Err(RejectReason::Errata { list, .. }) if list == "manifest"),
+            "{decision:?}"
+        );
+        stats.record(&decision);
+        assert_eq!(
+            (stats.errata(ErrataKind::Interactive), stats.rows_out),
+            (1, 0)
+        );
+        let bad = FilterConfig {
+            errata: vec![Erratum {
+                date: Some("2026-13-01".into()),
+                ..own.errata[0].clone()
+            }],
+            ..FilterConfig::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("`errata[0]`"));
+    }
+
+    #[test]
+    fn a_statement_accepting_any_answer_is_dropped_and_an_unordered_one_kept() {
+        let cfg = FilterConfig::default();
+        let any = format!("{EN}\nIf there are multiple solutions, you may print any of them.");
+        let decision = filter_problem(&cfg, &problem(&any, 1));
+        assert_eq!(
+            decision,
+            Err(RejectReason::AnyAnswer {
+                phrase: "If there are multiple solutions, you may print any of them.".into()
+            })
+        );
+        let line = serde_json::to_string(&decision.clone().unwrap_err()).unwrap();
+        assert!(line.contains(r#""reason":"any_answer""#), "{line}");
+        let mut stats = FilterStats::default();
+        stats.record(&decision);
+        assert_eq!((stats.any_answer, stats.rows_out), (1, 0));
+        let unordered = format!("{EN} Note that the returned array may be in any order.");
+        let kept = decide_problem(&cfg, &problem(&unordered, 1)).unwrap();
+        assert_eq!(kept.answer, AnswerKind::Unordered);
+        assert_eq!(
+            kept.phrase.as_deref(),
+            Some("Note that the returned array may be in any order.")
+        );
+        assert_eq!(
+            decide_problem(&cfg, &problem(EN, 1)).unwrap().answer,
+            AnswerKind::Exact
+        );
+        // An errata problem is named by its list first.
+        let listed = Problem {
+            question_id: "abc343_e".into(),
+            ..problem(&any, 1)
+        };
+        assert!(matches!(
+            filter_problem(&cfg, &listed),
+            Err(RejectReason::Errata { .. })
+        ));
     }
 }

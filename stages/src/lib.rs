@@ -22,8 +22,10 @@
 #![deny(missing_docs)]
 
 pub mod abbreviate;
+pub mod answer;
 pub mod dedup;
 pub mod distract;
+pub mod errata;
 pub mod execute;
 pub mod fetch;
 pub mod filter;

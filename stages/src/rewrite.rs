@@ -919,6 +919,7 @@ mod tests {
             private_tests: vec![test("[1,2]", "true")],
             func_name: Some("reverseWord".into()),
             metadata: "{}".into(),
+            answer: Default::default(),
         };
         let gateway = Canned(|r| {
             match r.stage {

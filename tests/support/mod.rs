@@ -150,6 +150,7 @@ pub fn stdin_problem(
         private_tests: Vec::new(),
         func_name: None,
         metadata: "{}".into(),
+        answer: Default::default(),
     }
 }
 

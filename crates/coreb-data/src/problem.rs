@@ -92,6 +92,41 @@ impl TestType {
     }
 }
 
+/// The kind of answer a problem asks for, decided once from its original statement (`filter`,
+/// `coreb_stages::answer`) and carried through `rewrite` as a property of the problem: the
+/// judge compares by it.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerKind {
+    /// One answer: compared exactly (numbers within the judge's tolerance).
+    #[default]
+    Exact,
+    /// A collection the statement says may be returned or printed in any order: compared as
+    /// a multiset.
+    Unordered,
+    /// The statement accepts any of several answers: tests holding one cannot judge it
+    /// (`filter` drops it, reason `any_answer`).
+    AnyOfSeveral,
+}
+
+impl AnswerKind {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerKind::Exact => "exact",
+            AnswerKind::Unordered => "unordered",
+            AnswerKind::AnyOfSeveral => "any_of_several",
+        }
+    }
+
+    /// Is it the default, exact comparison (left out of serialized records)?
+    pub fn is_exact(&self) -> bool {
+        *self == AnswerKind::Exact
+    }
+}
+
 /// One test case.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TestCase {
@@ -132,6 +167,11 @@ pub struct Problem {
     pub func_name: Option<String>,
     /// The raw `metadata` JSON, kept whole so that nothing is lost.
     pub metadata: String,
+    /// The kind of answer, decided by `filter` from the original statement. Not a column of
+    /// the problems table: `execute` sets it from `rewrite`'s `answers.jsonl`; a problem file
+    /// given to `coreb judge` may name it (`"answer": "unordered"`).
+    #[serde(default, skip_serializing_if = "AnswerKind::is_exact")]
+    pub answer: AnswerKind,
 }
 
 impl Problem {

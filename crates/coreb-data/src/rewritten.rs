@@ -118,5 +118,6 @@ pub fn as_problem(r: &RewrittenProblem) -> Problem {
             || "{}".to_owned(),
             |f| serde_json::json!({ "func_name": f }).to_string(),
         ),
+        answer: Default::default(),
     }
 }

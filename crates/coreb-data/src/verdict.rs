@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::problem::ProblemId;
+use crate::problem::{AnswerKind, ProblemId};
 use crate::solution::{Language, SolutionId};
 
 /// What held the memory of a solution's runs, as the verdicts table records it (the judge
@@ -128,6 +128,10 @@ pub struct SolutionResult {
     pub message: String,
     /// What bounded the memory of its runs (a cgroup of its own, or per-process rlimits).
     pub memory_bound: MemoryBound,
+    /// How its outputs were compared: its problem's kind of answer (`unordered`: as a
+    /// multiset).
+    #[serde(default, skip_serializing_if = "AnswerKind::is_exact")]
+    pub comparison: AnswerKind,
 }
 
 /// What the re-check of a rewritten problem's tests against its reference solution found for

@@ -10,9 +10,80 @@
 //!   sides as JSON values with the same number rule (so `[1, 2]` matches `[1,2]`), numbers
 //!   kept as written (never through f64 first).
 //!
+//! - a problem whose statement says its answer may be in any order
+//!   ([`coreb_data::problem::AnswerKind::Unordered`]) is compared as a multiset
+//!   ([`unordered_outputs_match`]): a functional answer's top-level JSON array element for
+//!   element in any order, a stdin answer's lines (or, on one line, its tokens) in any order;
+//!   each element, line or token by the rules above. [`answers_match`] picks the rule.
+//!
 //! LiveCodeBench compares stdin tokens as Python `Decimal`s, exactly; the 1e-6 tolerance for
 //! non-integers is coreb's, for solutions printing floating-point results with
 //! another number of digits.
+
+use coreb_data::problem::{AnswerKind, TestType};
+
+/// Does the program's output match the expected output of a test of this type, compared as a
+/// problem of this kind of answer asks? (`AnyOfSeveral` problems are not judged: `filter`
+/// drops them; compared exactly here.)
+pub fn answers_match(answer: AnswerKind, testtype: TestType, expected: &str, actual: &str) -> bool {
+    match (answer, testtype) {
+        (AnswerKind::Unordered, _) => unordered_outputs_match(testtype, expected, actual),
+        (_, TestType::Stdin) => outputs_match(expected, actual),
+        (_, TestType::Functional) => functional_outputs_match(expected, actual),
+    }
+}
+
+/// The multiset comparison of an answer that may be in any order: the exact rule first, then
+/// a functional answer's top-level JSON array, or a stdin answer's lines (its tokens when both
+/// are one line), matched one to one in any order.
+pub fn unordered_outputs_match(testtype: TestType, expected: &str, actual: &str) -> bool {
+    match testtype {
+        TestType::Functional => {
+            if functional_outputs_match(expected, actual) {
+                return true;
+            }
+            match (json::parse(expected.trim()), json::parse(actual.trim())) {
+                (Some(json::Value::Array(e)), Some(json::Value::Array(a))) => {
+                    same_multiset(&e, &a, json_match)
+                }
+                _ => false,
+            }
+        }
+        TestType::Stdin => {
+            if outputs_match(expected, actual) {
+                return true;
+            }
+            let lines = |s: &str| -> Vec<String> {
+                s.trim()
+                    .lines()
+                    .map(|l| l.trim().to_owned())
+                    .filter(|l| !l.is_empty())
+                    .collect()
+            };
+            let (e, a) = (lines(expected), lines(actual));
+            if e.len() == 1 && a.len() == 1 {
+                let tokens = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+                return same_multiset(&tokens(&e[0]), &tokens(&a[0]), |x, y| tokens_match(x, y));
+            }
+            same_multiset(&e, &a, |x, y| outputs_match(x, y))
+        }
+    }
+}
+
+/// Can every expected item be matched to its own actual item? Greedy: each expected item
+/// takes the first actual item still free that it matches (the rules are equalities up to
+/// number formatting and a 1e-6 tolerance, so greedy finds a matching whenever one exists
+/// but for values within the tolerance of two others).
+fn same_multiset<T>(expected: &[T], actual: &[T], matches: impl Fn(&T, &T) -> bool) -> bool {
+    if expected.len() != actual.len() {
+        return false;
+    }
+    let mut taken = vec![false; actual.len()];
+    expected.iter().all(|e| {
+        let free = (0..actual.len()).find(|&i| !taken[i] && matches(e, &actual[i]));
+        free.map(|i| taken[i] = true).is_some()
+    })
+}
 
 /// Does the program's output match the expected output of a stdin test?
 pub fn outputs_match(expected: &str, actual: &str) -> bool {
@@ -407,6 +478,40 @@ mod tests {
                 .unwrap()
                 .same_value(&Decimal::parse("15e-1").unwrap())
         );
+    }
+
+    #[test]
+    fn unordered_answers_compare_as_multisets() {
+        use AnswerKind::{Exact, Unordered};
+        use TestType::{Functional, Stdin};
+        assert!(answers_match(Unordered, Functional, "[0, 1]", "[1,0]"));
+        assert!(answers_match(
+            Unordered,
+            Functional,
+            "[[1,2],[3]]",
+            "[[3], [1, 2]]"
+        ));
+        // Only the top level is unordered; the counts of equal elements must agree.
+        assert!(!answers_match(Unordered, Functional, "[[1,2]]", "[[2,1]]"));
+        assert!(!answers_match(Unordered, Functional, "[1,1,2]", "[1,2,2]"));
+        assert!(!answers_match(Unordered, Functional, "[1,2]", "[1,2,3]"));
+        assert!(!answers_match(Unordered, Functional, "[0, 1]", "[0, 2]"));
+        assert!(answers_match(
+            Unordered,
+            Functional,
+            "[\"a\",\"b\"]",
+            "[\"b\", \"a\"]"
+        ));
+        // Exact problems keep today's rule.
+        assert!(!answers_match(Exact, Functional, "[0, 1]", "[1,0]"));
+        assert!(answers_match(Exact, Functional, "[0, 1]", "[0,1]"));
+        // stdin: lines in any order, or one line's tokens.
+        assert!(answers_match(Unordered, Stdin, "1 2\n3 4\n", "3 4\n1 2"));
+        assert!(answers_match(Unordered, Stdin, "1 2 3", "3 1 2"));
+        assert!(!answers_match(Unordered, Stdin, "1 2\n3 4", "2 1\n3 4"));
+        assert!(!answers_match(Unordered, Stdin, "1 2 3", "3 1 1"));
+        assert!(!answers_match(Exact, Stdin, "1 2 3", "3 1 2"));
+        assert!(answers_match(Unordered, Stdin, "0.5 2", "2 0.5000001"));
     }
 
     #[test]

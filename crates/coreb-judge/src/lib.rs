@@ -10,7 +10,9 @@
 //! Verdicts ([`Verdict`]): passed, wrong_answer, time_limit, memory_limit, runtime_error,
 //! compile_error, output_limit. Outputs are compared by [`outputs_match`] (
 //! integer tokens exactly, non-integers within 1e-6); for functional (LeetCode) tests a failed
-//! textual match falls back to comparing both sides as JSON values ([`compare`]). A solution
+//! textual match falls back to comparing both sides as JSON values ([`compare`]); a problem
+//! whose answer may be in any order (`Problem::answer`) is compared as a multiset, and each
+//! solution's result records the comparison used (`SolutionResult::comparison`). A solution
 //! passes only if every test passes. A solution the judge cannot even write to disk (its
 //! Java class name makes a file name too long, …) gets `compile_error`: one solution's
 //! failure is never the run's.
@@ -73,7 +75,7 @@ use coreb_sandbox::{
     SandboxError,
 };
 
-pub use compare::{functional_outputs_match, outputs_match};
+pub use compare::{answers_match, functional_outputs_match, outputs_match};
 pub use driver::Harness;
 pub use reuse::{FastCompile, FastStart};
 pub use run::{
@@ -84,7 +86,7 @@ pub use toolchain::{
     java_main_class, toolchain_versions,
 };
 
-use coreb_data::problem::{TestCase, TestType};
+use coreb_data::problem::{AnswerKind, TestCase};
 use coreb_data::solution::{Language, Solution, SolutionId};
 pub use coreb_data::verdict::{SolutionResult, TestResult, Verdict};
 use toolchain::fill;
@@ -394,7 +396,12 @@ fn near_memory_limit(outcome: &Outcome, limits: &Limits) -> bool {
 }
 
 /// The verdict of one test run.
-pub fn verdict_of(outcome: &Outcome, test: &TestCase, limits: &Limits) -> Verdict {
+pub fn verdict_of(
+    outcome: &Outcome,
+    test: &TestCase,
+    limits: &Limits,
+    answer: AnswerKind,
+) -> Verdict {
     // The JVM reports a failed commit on stdout, everything else on stderr.
     let said_oom = |bytes: &[u8]| {
         let text = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(64 << 10)..]);
@@ -422,11 +429,7 @@ pub fn verdict_of(outcome: &Outcome, test: &TestCase, limits: &Limits) -> Verdic
         };
     }
     let actual = String::from_utf8_lossy(&outcome.stdout);
-    let matches = match test.testtype {
-        TestType::Stdin => outputs_match(&test.output, &actual),
-        TestType::Functional => functional_outputs_match(&test.output, &actual),
-    };
-    if matches {
+    if answers_match(answer, test.testtype, &test.output, &actual) {
         Verdict::Passed
     } else {
         Verdict::WrongAnswer
@@ -445,6 +448,8 @@ pub struct Submission<'a> {
     pub tests: &'a [(u32, &'a TestCase)],
     /// With `skip_private_after_public_failure`: the index of the first private test.
     pub gate: Option<u32>,
+    /// How its outputs are compared: its problem's kind of answer ([`compare::answers_match`]).
+    pub answer: AnswerKind,
 }
 
 /// Where and how one solution is judged: its toolchain, the sandbox, its own directory and
@@ -758,6 +763,7 @@ fn judge_in(
         harness,
         tests,
         gate,
+        answer,
     } = *submission;
     let JudgedProgram {
         source_name,
@@ -778,6 +784,7 @@ fn judge_in(
         tests: Vec::new(),
         message: String::new(),
         memory_bound: recorded_bound(sandbox.memory_bound()),
+        comparison: answer,
     };
     if let Harness::Unsupported(e) = harness {
         let message = format!("no driver for this problem's signature: {e}");
@@ -863,7 +870,7 @@ fn judge_in(
                         step: format!("test {i}"),
                         source,
                     })?;
-                let verdict = verdict_of(&outcome, test, limits);
+                let verdict = verdict_of(&outcome, test, limits, answer);
                 let result = TestResult {
                     index: i,
                     verdict,

@@ -29,7 +29,7 @@ use coreb_sandbox::{BusySlots, Sandbox};
 
 use crate::driver::Harness;
 use crate::{ExecuteConfig, ExecuteError, Submission, judge_solution};
-use coreb_data::problem::{ProblemId, TestCase};
+use coreb_data::problem::{AnswerKind, ProblemId, TestCase};
 use coreb_data::rewritten::{Reference, TestOrigin};
 use coreb_data::solution::{Language, Solution, SolutionId};
 use coreb_data::verdict::{CheckOutcome, TestCheck, Verdict};
@@ -333,6 +333,7 @@ pub fn recheck(
                         harness,
                         tests: &indexed,
                         gate: None,
+                        answer: AnswerKind::Exact,
                     },
                     work_root,
                     slot,

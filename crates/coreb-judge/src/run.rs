@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use coreb_data::problem::{Problem, ProblemId, TestCase};
+use coreb_data::problem::{AnswerKind, Problem, ProblemId, TestCase};
 use coreb_data::solution::{Solution, SolutionId};
 use coreb_data::verdict::SolutionResult;
 use coreb_sandbox::{BusySlots, Sandbox};
@@ -343,7 +343,7 @@ impl<'a> Judging<'a> {
             .collect();
         // Each solution borrows its problem's tests (one pointer per test, no copies), less the
         // tests the re-check rejected; a problem rejected whole judges none of its solutions.
-        let mut work: Vec<(usize, &Harness, IndexedTests, Option<u32>)> = Vec::new();
+        let mut work: Vec<(usize, &Harness, IndexedTests, Option<u32>, AnswerKind)> = Vec::new();
         for (p, harness) in batch.iter().zip(&harnesses) {
             let check = checked.get(&p.id);
             if check.is_some_and(|c| c.rejected_whole) {
@@ -361,12 +361,12 @@ impl<'a> Judging<'a> {
                     .config
                     .skip_private_after_public_failure
                     .then_some(p.public_tests.len() as u32);
-                work.push((slot, harness, tests.clone(), gate));
+                work.push((slot, harness, tests.clone(), gate, p.answer));
             }
         }
         let done = self.pool.install(|| {
             work.par_iter()
-                .map(|(slot, harness, tests, gate)| {
+                .map(|(slot, harness, tests, gate, answer)| {
                     // Once a signal asked to stop, no solution starts.
                     let result = coreb_base::interrupt::check()
                         .map_err(ExecuteError::from)
@@ -376,6 +376,7 @@ impl<'a> Judging<'a> {
                                 harness,
                                 tests,
                                 gate: *gate,
+                                answer: *answer,
                             };
                             judge_solution(
                                 self.config,

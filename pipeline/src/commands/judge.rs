@@ -56,7 +56,9 @@ pub fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
         json,
     } = args;
     let printer = Printer::new(json);
-    let problem = find_problem(&problem, problem_id.as_deref())?;
+    let mut problem = find_problem(&problem, problem_id.as_deref())?;
+    // Compared as the statement asks: an answer it says may be in any order, as a multiset.
+    problem.answer = coreb_stages::answer::decide(&problem.question_content).answer;
     let code = fs_err::read_to_string(&solution)?;
     let language = language(lang);
     let solution = Solution {
@@ -101,12 +103,13 @@ pub fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
         printer.status(format_args!("{}", result.message.trim_end()));
     }
     printer.status(format_args!(
-        "{}: {} {}/{} tests passed ({})",
+        "{}: {} {}/{} tests passed ({}; outputs compared: {})",
         problem.id,
         if result.passed { "PASSED" } else { "FAILED" },
         passed_n,
         result.tests.len(),
-        sandbox.isolation()
+        sandbox.isolation(),
+        result.comparison.as_str()
     ));
     printer.json_line(&serde_json::json!({
         "problem_id": problem.id.as_str(),
@@ -115,6 +118,7 @@ pub fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
         "pass_rate": result.pass_rate,
         "tests": result.tests,
         "message": result.message,
+        "comparison": result.comparison,
         "isolation": sandbox.isolation().to_string(),
     }));
     Ok(if result.passed {

@@ -349,9 +349,19 @@ impl Stage for Execute {
         let mut solutions =
             read_solutions(&cx.output(up.record(StageName::Generate)?, "solutions")?)?;
         solutions.retain(|s| cx.handles(stage, s.id.as_str()));
-        // Problems stream from their table: only those being judged are in memory.
+        // Problems stream from their table: only those being judged are in memory. Each is
+        // compared by the kind of answer `filter` decided from its original statement.
+        let answers = answers_of(cx, filter)?;
         let problems = coreb_data::tables::ProblemReader::open(&cx.output(rewrite, "problems")?)?
-            .map(|p| p.map_err(ExecuteError::from));
+            .map(move |p| {
+                p.map(|mut p| {
+                    if let Some(answer) = answers.get(&p.id) {
+                        p.answer = *answer;
+                    }
+                    p
+                })
+                .map_err(ExecuteError::from)
+            });
         let recheck = TableRecheck::open(cx, filter, rewrite)?;
         let journal = DirJournal::open(&journal_dir(cx), &key)?;
         let bar = cx
@@ -496,6 +506,28 @@ fn done(
         ],
         summary,
         local,
+    )
+}
+
+/// The kind of answer of each problem that is not exact, as `filter` decided it from the
+/// original statement (its `answers.jsonl`; none in a record from before it existed).
+fn answers_of(
+    cx: &StageContext,
+    filter: &StageRecord,
+) -> anyhow::Result<std::collections::HashMap<ProblemId, coreb_data::problem::AnswerKind>> {
+    #[derive(serde::Deserialize)]
+    struct Row {
+        id: ProblemId,
+        answer: coreb_data::problem::AnswerKind,
+    }
+    if !filter.outputs.contains_key("answers") {
+        return Ok(Default::default());
+    }
+    Ok(
+        coreb_base::jsonl::read::<Row>(&cx.output(filter, "answers")?)?
+            .into_iter()
+            .map(|r| (r.id, r.answer))
+            .collect(),
     )
 }
 

@@ -2,7 +2,8 @@
 //! may have changed; downstream stages skip when the hashes are the same. On a first build of
 //! local files that goes on to `ingest`, the sources are hashed as `ingest` decodes them, in
 //! one pass ([`super::ingest::decode_with_hashes`]): `ingest`'s table is then written ahead of
-//! its turn and handed to it through the context.
+//! its turn and handed to it through the context. A build that goes on to `ingest` is
+//! refused here when no source has a problem in the window ([`super::window`]).
 
 use anyhow::Context as _;
 use coreb_base::report::Report as _;
@@ -84,8 +85,23 @@ impl Stage for Fetch {
         if up.until() >= StageName::Ingest && ingest::reads_sources_once(cx)? {
             return fetch_with_ingest(cx);
         }
-        fetched(cx, fetch(cx)?)
+        let files = fetch(cx)?;
+        if up.until() >= StageName::Ingest {
+            nothing_new(cx, &files)?;
+        }
+        fetched(cx, files)
     }
+}
+
+/// Refuse a window none of the fetched sources has a problem in ([`super::window`]), before
+/// anything is decoded.
+fn nothing_new(cx: &StageContext, files: &[Fetched]) -> anyhow::Result<()> {
+    let plan = cx.plan();
+    let named: Vec<(String, std::path::PathBuf)> = files
+        .iter()
+        .map(|f| (f.name.clone(), f.path.clone()))
+        .collect();
+    super::window::check_files(&plan.window, &named, plan.stages.ingest.max_line_bytes)
 }
 
 /// Download (or hash) every source.
@@ -130,8 +146,10 @@ fn fetch_with_ingest(cx: &StageContext) -> anyhow::Result<Done<FetchSummary, Fet
         })
         .collect::<anyhow::Result<Vec<_>>>()
         .and_then(|inputs| ingest::decode_with_hashes(cx, &inputs, started));
-    let (hashes, read) = match decoded {
-        Ok((hashes, read)) if hashes.len() == sources.len() => (hashes, read),
+    let (hashes, read, kept) = match decoded {
+        Ok(ingest::Hashed { hashes, read, kept }) if hashes.len() == sources.len() => {
+            (hashes, read, kept)
+        }
         Ok(_) => anyhow::bail!(
             "ingest stopped before the end of its input without an error (a bug in coreb)"
         ),
@@ -147,6 +165,11 @@ fn fetch_with_ingest(cx: &StageContext) -> anyhow::Result<Done<FetchSummary, Fet
             .context("a local source")?
             .with_context(|| format!("fetching source `{}`", source.name))?;
         fetched_files.push(f);
+    }
+    if kept == 0 {
+        // Nothing kept: either nothing is in the window (refused here, naming the sources'
+        // latest contest) or every row there was bad (`ingest` says which at its turn).
+        nothing_new(cx, &fetched_files)?;
     }
     let mut done = fetched(cx, fetched_files)?;
     done.wall = Some(read);

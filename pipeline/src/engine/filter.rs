@@ -1,12 +1,16 @@
 //! `filter`: streams the deduplicated problems, without their test bodies, through
 //! [`coreb_stages::filter::filter_problem`], copies the kept rows whole and writes a rejections
-//! report (one JSON object per rejected problem).
+//! report (one JSON object per rejected problem), and the kind of answer of each kept problem
+//! that is not exact (`answers.jsonl`: id, `answer`, the `phrase` of its statement that decided
+//! it), which `execute` judges by. The lists of errata applied are recorded,
+//! each with its sha256, for the release MANIFEST (`stages.filter.errata`).
 
 use std::io::Write;
 
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
-use coreb_stages::filter::{FilterConfig, FilterStats, filter_problem};
+use coreb_stages::errata::{self, ErrataKind, ErrataPin};
+use coreb_stages::filter::{FilterConfig, FilterStats, decide_problem};
 use serde::{Deserialize, Serialize};
 
 use super::context::{StageContext, StageOutput};
@@ -28,6 +32,9 @@ pub struct FilterSummary {
     pub rejected: u64,
     /// `[stages.filter]`.
     pub parameters: FilterConfig,
+    /// The lists of errata applied.
+    #[serde(default)]
+    pub errata: Vec<ErrataPin>,
 }
 
 impl Summary for FilterSummary {
@@ -41,18 +48,26 @@ impl Summary for FilterSummary {
 
     fn reasons(&self) -> Reasons {
         let s = &self.stats;
-        Reasons::Counts(vec![
+        let mut counts: Vec<(&'static str, u64)> = ErrataKind::ALL
+            .into_iter()
+            .map(|k| (k.reason(), s.errata(k)))
+            .collect();
+        counts.extend([
+            ("any_answer", s.any_answer),
             ("language", s.language),
             ("rejected", self.rejected),
             ("too_few_tests", s.too_few_tests),
             ("too_short", s.too_short),
             ("unsupported_signature", s.unsupported_signature),
-        ])
+            ("unordered", s.unordered),
+        ]);
+        Reasons::Counts(counts)
     }
 
     fn facts(&self) -> Option<StageFacts> {
         Some(StageFacts {
             parameters: serde_json::to_value(&self.parameters).ok(),
+            errata: (!self.errata.is_empty()).then(|| self.errata.clone()),
             ..StageFacts::default()
         })
     }
@@ -86,16 +101,25 @@ impl Stage for Filter {
         let config = &cx.plan().stages.filter;
         let input = cx.output(up.record(StageName::Dedup)?, "problems")?;
         let mut rejections = fs_err::File::create(out.path("rejections.jsonl"))?;
+        let mut answers = fs_err::File::create(out.path("answers.jsonl"))?;
         let mut stats = FilterStats::default();
         let mut kept = Vec::new();
         for problem in ProblemReader::open_without_test_bodies(&input)? {
             let problem = problem?;
-            let decision = filter_problem(config, &problem);
+            let decision = decide_problem(config, &problem);
             stats.record(&decision);
             kept.push(decision.is_ok());
-            if let Err(reason) = decision {
-                let line = serde_json::json!({ "id": problem.id, "rejection": reason });
-                writeln!(rejections, "{line}")?;
+            match decision {
+                Ok(d) if d.answer.is_exact() => {}
+                Ok(d) => {
+                    stats.unordered += 1;
+                    let line = serde_json::json!({ "id": problem.id, "answer": d.answer, "phrase": d.phrase });
+                    writeln!(answers, "{line}")?;
+                }
+                Err(reason) => {
+                    let line = serde_json::json!({ "id": problem.id, "rejection": reason });
+                    writeln!(rejections, "{line}")?;
+                }
             }
         }
         copy_rows(&input, &out.path("problems.parquet"), |row| {
@@ -103,15 +127,19 @@ impl Stage for Filter {
         })?;
         rejections.sync_all()?;
         drop(rejections);
+        answers.sync_all()?;
+        drop(answers);
         let summary = FilterSummary {
             stats,
             rejected: stats.rows_in - stats.rows_out,
             parameters: config.clone(),
+            errata: errata::applied(config.livecodebench_errata, &config.errata),
         };
         Ok(Done::new(
             &[
                 ("problems", "problems.parquet"),
                 ("rejections", "rejections.jsonl"),
+                ("answers", "answers.jsonl"),
             ],
             summary,
             (),

@@ -152,15 +152,19 @@ pub(super) fn reads_sources_once(cx: &StageContext) -> anyhow::Result<bool> {
 }
 
 /// Decode every input into a new `ingest` output, hashing each as it is read (for `fetch`),
-/// and keep it for `ingest`'s turn ([`Ahead`]); returns what was decoded.
+/// and keep it for `ingest`'s turn ([`Ahead`]); returns what was read ([`Hashed`]).
 pub(super) fn decode_with_hashes(
     cx: &StageContext,
     inputs: &[Input],
     started: std::time::Instant,
-) -> anyhow::Result<(Vec<(String, u64)>, std::time::Duration)> {
+) -> anyhow::Result<Hashed> {
     let out = cx.begin(StageName::Ingest)?;
     let decoded = decode(cx, inputs, true, &out)?;
-    let found = (decoded.hashes.clone(), decoded.read);
+    let found = Hashed {
+        hashes: decoded.hashes.clone(),
+        read: decoded.read,
+        kept: decoded.stats.rows_out,
+    };
     cx.put_ahead::<Ahead>(
         StageName::Ingest,
         Ok(Fused {
@@ -170,6 +174,16 @@ pub(super) fn decode_with_hashes(
         }),
     );
     Ok(found)
+}
+
+/// What [`decode_with_hashes`] read.
+pub(super) struct Hashed {
+    /// Each input's sha256 and length.
+    pub(super) hashes: Vec<(String, u64)>,
+    /// How long reading took.
+    pub(super) read: std::time::Duration,
+    /// The problems kept (inside the window).
+    pub(super) kept: u64,
 }
 
 /// Where the fetched files are on this machine: `fetch`'s local facts, as `ingest` reads them.

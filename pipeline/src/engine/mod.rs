@@ -45,8 +45,10 @@ mod rewrite;
 pub mod stage;
 pub mod stage_name;
 pub mod summary;
+pub mod window;
 
 pub use fetch::FetchSummary;
+pub use ingest::FetchLocal;
 pub use overrides::PlanOverrides;
 pub use release::{KIT_ANSWERS, KIT_DIR, KIT_MANIFEST, ReleaseSummary, relative_path};
 pub use stage::StageReport;
@@ -201,8 +203,11 @@ impl Engine {
     /// `until`, saying whether the artifact store holds a record of it (a recorded stage whose
     /// inputs are unchanged is skipped).
     pub fn check(&self, until: StageName) -> anyhow::Result<Vec<String>> {
-        let notes = self.preflight(until)?;
+        let mut notes = self.preflight(until)?;
         let plan = self.cx.plan();
+        if until >= StageName::Ingest {
+            notes.extend(self.window_check()?);
+        }
         let mut lines = vec![
             format!(
                 "preflight passed: `{}` can build `{}` ({} worker threads, LLM mode {:?})",
@@ -223,6 +228,29 @@ impl Engine {
             lines.push(format!("{:>12}  {state}", row.name().as_str()));
         }
         Ok(lines)
+    }
+
+    /// `--check`'s look at the window: refused when no source has a problem in it
+    /// ([`window`]); while a source is remote (it is read once fetched), a note instead.
+    fn window_check(&self) -> anyhow::Result<Option<String>> {
+        use coreb_stages::fetch::Location;
+        let plan = self.cx.plan();
+        let mut local = Vec::new();
+        let mut remote = Vec::new();
+        for s in &plan.sources {
+            match &s.location {
+                Location::Local(path) => local.push((s.name.clone(), path.clone())),
+                Location::Http(_) => remote.push(format!("`{}`", s.name)),
+            }
+        }
+        if remote.is_empty() {
+            window::check_files(&plan.window, &local, plan.stages.ingest.max_line_bytes)?;
+            return Ok(None);
+        }
+        Ok(Some(format!(
+            "the window is checked against {} when `fetch` has fetched it",
+            remote.join(", ")
+        )))
     }
 
     /// The build's line about a stage: what it did, its counts, and for an LLM stage the

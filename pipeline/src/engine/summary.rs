@@ -97,6 +97,9 @@ pub struct StageFacts {
     /// `execute`: the re-check of the tests `rewrite` changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_check: Option<RecheckStats>,
+    /// `filter`: the lists of errata applied, each with its sha256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errata: Option<Vec<coreb_stages::errata::ErrataPin>>,
 }
 
 /// One language's time limits for test runs: the multiplier of its toolchain and the limits

@@ -2,14 +2,15 @@
 //! the day after the latest release's window to the month's end; everything else (sources,
 //! stage parameters, models, prompts) is taken from the latest release's build manifest (or
 //! `--from`), new sources are added with `--source`, and every source is fetched once and
-//! pinned by its sha256.
+//! pinned by its sha256. A month whose window none of the fetched sources has a problem in
+//! is refused, and nothing is written ([`crate::engine::window`]).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
 use crate::engine::stage_name::StageName;
-use crate::engine::{Engine, FetchSummary};
+use crate::engine::{Engine, FetchLocal, FetchSummary};
 use crate::manifest::{EmbeddedManifest, ManifestFile, RunPlan, SourceFile, lexical_join};
 use crate::printer::Printer;
 use coreb_base::durable;
@@ -176,6 +177,7 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
         .parent()
         .context("--out has no parent directory")?
         .to_owned();
+    let made_out_dir = !out_dir.exists();
     fs_err::create_dir_all(&out_dir)?;
     let start = match &latest {
         Some((_, manifest)) => {
@@ -250,19 +252,10 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
 
     fast_by_default(&mut file.stages.execute);
     let text = toml::to_string_pretty(&file)?;
-    durable::write(&out, text.as_bytes())?;
-    if !no_pin {
-        // Fetch once (downloads resume and are reused by the build) and pin every sha256.
-        let plan = RunPlan::load(&out, None)?;
-        let engine = Engine::new(plan, printer, false)?;
-        let reports = engine.run_until(StageName::Fetch)?;
-        let pins = &reports[0].summary_as::<FetchSummary>()?.sources;
-        for s in &mut file.sources {
-            s.sha256 = pins
-                .iter()
-                .find(|p| p.name == s.name)
-                .map(|p| p.sha256.clone());
-        }
+    if no_pin {
+        durable::write(&out, text.as_bytes())?;
+    } else {
+        pin_sources(&mut file, &text, &out_dir, made_out_dir, printer)?;
         durable::write(&out, toml::to_string_pretty(&file)?.as_bytes())?;
     }
     let window = format!(
@@ -275,6 +268,60 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
         out.display(),
         file.sources.len()
     ));
+    Ok(())
+}
+
+/// Fetch every source once (downloads resume and are reused by the build), check that they
+/// hold a problem in the window, and pin every sha256 in `file`. The draft manifest `text` is
+/// read from a hidden file beside the manifest's place, which is removed whatever happens: a
+/// window with nothing new ([`crate::engine::window::NothingNew`]) leaves no manifest, and no
+/// directory this run made (`out_dir` when `made_out_dir`, the build directory).
+fn pin_sources(
+    file: &mut ManifestFile,
+    text: &str,
+    out_dir: &Path,
+    made_out_dir: bool,
+    printer: Printer,
+) -> anyhow::Result<()> {
+    let draft = tempfile::Builder::new()
+        .prefix(".coreb-plan-")
+        .suffix(".toml")
+        .tempfile_in(out_dir)?;
+    fs_err::write(draft.path(), text)?;
+    let plan = RunPlan::load(draft.path(), None)?;
+    let made_build_dir = !plan.output_dir.exists();
+    let (window, build_dir) = (plan.window.clone(), plan.output_dir.clone());
+    let max_line_bytes = plan.stages.ingest.max_line_bytes;
+    let engine = Engine::new(plan, printer, false)?;
+    let reports = engine.run_until(StageName::Fetch)?;
+    let fetched: Vec<(String, PathBuf)> = reports[0]
+        .local_as::<FetchLocal>()
+        .context("the fetch record lists no sources")?
+        .sources
+        .iter()
+        .map(|f| (f.name.clone(), f.path.clone()))
+        .collect();
+    drop(engine);
+    if let Err(e) = crate::engine::window::check_files(&window, &fetched, max_line_bytes) {
+        drop(draft);
+        // Only what this run made, and the manifests directory only while it is empty.
+        if made_build_dir {
+            fs_err::remove_dir_all(&build_dir).ok();
+        }
+        if made_out_dir {
+            fs_err::remove_dir(out_dir).ok();
+        }
+        bail!(
+            "{e:#}\nnothing was written (the sources were fetched to check the window; `--no-pin` writes a manifest unchecked)"
+        );
+    }
+    let pins = &reports[0].summary_as::<FetchSummary>()?.sources;
+    for s in &mut file.sources {
+        s.sha256 = pins
+            .iter()
+            .find(|p| p.name == s.name)
+            .map(|p| p.sha256.clone());
+    }
     Ok(())
 }
 

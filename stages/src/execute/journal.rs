@@ -200,6 +200,7 @@ mod tests {
             }],
             message: String::new(),
             memory_bound: coreb_data::verdict::MemoryBound::Rlimit,
+            comparison: Default::default(),
         };
         JudgedProblem {
             problem_id: ProblemId::from_raw(problem.into()),

@@ -267,6 +267,7 @@ fn decode_parts(
         private_tests,
         func_name,
         metadata: raw.metadata.into_owned(),
+        answer: Default::default(),
     })
 }
 
@@ -451,6 +452,72 @@ pub fn ingest_row(
     })
 }
 
+/// What a source holds for a contest-date window: its rows, how many fall inside, and the
+/// latest contest day among them. What `coreb plan` and a build check before decoding
+/// anything: a window the sources have nothing in is a month with nothing new.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WindowScan {
+    /// Non-blank lines.
+    pub rows: u64,
+    /// Rows whose contest day is inside the window.
+    pub in_window: u64,
+    /// The latest contest day (`YYYY-MM-DD`) of any row.
+    pub latest: Option<String>,
+}
+
+impl WindowScan {
+    /// Add another source's scan.
+    pub fn add(&mut self, other: &WindowScan) {
+        self.rows += other.rows;
+        self.in_window += other.in_window;
+        if other.latest > self.latest {
+            self.latest.clone_from(&other.latest);
+        }
+    }
+}
+
+/// The contest day (`YYYY-MM-DD`) of a LiveCodeBench row, found without decoding the row: the
+/// value of its `"contest_date"` key. `None` when the row has none (`ingest` rejects it).
+pub fn contest_day(line: &[u8]) -> Option<&str> {
+    // The key's quotes cannot be inside a string value, where a quote is escaped.
+    let at = memchr::memmem::find(line, b"\"contest_date\"")? + 14;
+    let at = skip_json_space(line, at);
+    let at = skip_json_space(line, (line.get(at) == Some(&b':')).then_some(at + 1)?);
+    let value = line.get(at..)?.strip_prefix(b"\"")?;
+    let day = std::str::from_utf8(value.get(..10)?).ok()?;
+    coreb_data::problem::is_iso_day(day).then_some(day)
+}
+
+/// Scan a source for a window: count its rows, those inside, and find its latest contest day
+/// ([`WindowScan`]), reading each row's date only.
+pub fn scan_window(
+    reader: impl Read,
+    window: &DateWindow,
+    max_line_bytes: u64,
+) -> std::io::Result<WindowScan> {
+    let mut lines = LineReader::new(reader, max_line_bytes);
+    let mut scan = WindowScan::default();
+    while let Some(line) = lines.next_line()? {
+        let Line::Text(_, text) = line else {
+            scan.rows += 1;
+            continue;
+        };
+        if text.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        scan.rows += 1;
+        if let Some(day) = contest_day(&text) {
+            if window.contains(day) {
+                scan.in_window += 1;
+            }
+            if scan.latest.as_deref().is_none_or(|l| day > l) {
+                scan.latest = Some(day.to_owned());
+            }
+        }
+    }
+    Ok(scan)
+}
+
 /// Counts of one ingest run; summed over files.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IngestStats {
@@ -607,6 +674,32 @@ mod tests {
     struct Blob {
         private_test_cases: String,
         decoded: Vec<TestCase>,
+    }
+
+    #[test]
+    fn a_window_scan_reads_dates_only_and_finds_the_latest() {
+        assert_eq!(
+            contest_day(br#"{"question_content": "say \"contest_date\": 1999-01-01", "contest_date" : "2025-03-29T00:00:00"}"#),
+            Some("2025-03-29")
+        );
+        assert_eq!(contest_day(br#"{"contest_date": 20250329}"#), None);
+        assert_eq!(contest_day(b"{}"), None);
+        let text = b"{\"contest_date\": \"2025-01-04T00:00:00\"}\n\n{\"contest_date\": \"2025-03-29T00:00:00\"}\n{\"x\": 1}\n";
+        let march = DateWindow::new(Some("2025-03-01"), Some("2025-03-31")).unwrap();
+        assert_eq!(
+            scan_window(&text[..], &march, 1 << 20).unwrap(),
+            WindowScan {
+                rows: 3,
+                in_window: 1,
+                latest: Some("2025-03-29".into())
+            }
+        );
+        let april = DateWindow::new(Some("2025-04-01"), Some("2025-04-30")).unwrap();
+        let scan = scan_window(&text[..], &april, 1 << 20).unwrap();
+        assert_eq!(
+            (scan.in_window, scan.latest.as_deref()),
+            (0, Some("2025-03-29"))
+        );
     }
 
     #[test]

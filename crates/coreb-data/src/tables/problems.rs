@@ -617,6 +617,7 @@ fn from_batch(
             private_tests: private.next().unwrap_or_default(),
             func_name: (!func.is_null(r)).then(|| func.value(r).to_owned()),
             metadata: metadata.value(r).to_owned(),
+            answer: Default::default(),
         });
     }
     Ok(rows)
@@ -647,6 +648,7 @@ mod tests {
             private_tests: vec![],
             func_name: tests.is_multiple_of(2).then(|| "f".to_owned()),
             metadata: "{}".into(),
+            answer: Default::default(),
         }
     }
 

@@ -4,7 +4,9 @@
 //! The timing and memory columns are measurements and differ between runs; `passed`,
 //! `pass_rate` and the verdicts do not for programs well inside their limits.
 //! `memory_bound` says what held the memory of the solution's runs (`cgroup_v2`,
-//! `cgroup_v1`, or `rlimit` where no cgroup could be used).
+//! `cgroup_v1`, or `rlimit` where no cgroup could be used); `comparison` how its outputs
+//! were compared (`exact`, or `unordered` for an answer that may be in any order; a table
+//! written before the column existed reads as `exact`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,7 +21,7 @@ use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use crate::verdict::MemoryBound;
 
 use super::TableError;
-use crate::problem::ProblemId;
+use crate::problem::{AnswerKind, ProblemId};
 use crate::solution::{Language, SolutionId};
 use crate::verdict::{SolutionResult, TestResult, Verdict};
 
@@ -53,6 +55,7 @@ pub fn verdicts_schema() -> SchemaRef {
         Field::new("tests", DataType::List(tests_item()), false),
         text("message"),
         text("memory_bound"),
+        text("comparison"),
     ]))
 }
 
@@ -95,6 +98,7 @@ fn to_batch(rows: &[SolutionResult]) -> RecordBatch {
         Arc::new(tests),
         text(|r| &r.message),
         text(|r| r.memory_bound.as_str()),
+        text(|r| r.comparison.as_str()),
     ];
     RecordBatch::try_new(verdicts_schema(), columns).expect("columns match verdicts_schema")
 }
@@ -126,6 +130,14 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
             text("message")?,
             text("memory_bound")?,
         );
+        let comparison = batch
+            .column_by_name("comparison")
+            .map(|c| {
+                c.as_any()
+                    .downcast_ref::<StringArray>()
+                    .ok_or_else(|| bad("comparison"))
+            })
+            .transpose()?;
         let passed = view.column::<BooleanArray>("passed")?;
         let rate = view.column::<Float64Array>("pass_rate")?;
         let tests = view.column::<ListArray>("tests")?;
@@ -187,6 +199,18 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
                     ));
                 }
             };
+            let comparison = match comparison.map(|c| c.value(r)) {
+                None | Some("exact") => AnswerKind::Exact,
+                Some("unordered") => AnswerKind::Unordered,
+                Some("any_of_several") => AnswerKind::AnyOfSeveral,
+                Some(other) => {
+                    return Err(err(
+                        r,
+                        "comparison",
+                        format!("unknown comparison `{other}`"),
+                    ));
+                }
+            };
             out.push(SolutionResult {
                 solution_id: SolutionId::from_raw(sid.value(r).to_owned()),
                 problem_id: ProblemId::from_raw(pid.value(r).to_owned()),
@@ -197,6 +221,7 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
                 tests: results,
                 message: message.value(r).to_owned(),
                 memory_bound,
+                comparison,
             });
         }
     }
@@ -239,6 +264,11 @@ mod tests {
                         MemoryBound::CgroupV1,
                         MemoryBound::Rlimit,
                     ][i % 3],
+                    comparison: if i % 4 == 1 {
+                        AnswerKind::Unordered
+                    } else {
+                        AnswerKind::Exact
+                    },
                 }
             })
             .collect();

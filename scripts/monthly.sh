@@ -16,7 +16,13 @@ MONTH=${1:-$(date -u -d "$(date -u +%Y-%m-01) -1 day" +%Y-%m)}
 VERSION="v${MONTH/-/}"
 
 echo "== plan ${VERSION}"
-"$COREB" plan "$MONTH"
+if [ -e "manifests/${VERSION}.toml" ]; then
+  # A rerun after a failed step builds the manifest planned (or edited) before: `coreb plan`
+  # overwrites no manifest without --force.
+  echo "manifests/${VERSION}.toml exists: kept"
+else
+  "$COREB" plan "$MONTH"
+fi
 mkdir -p build
 echo "== build ${VERSION}"
 "$COREB" build "manifests/${VERSION}.toml" --json > "build/${VERSION}.build.jsonl"

@@ -13,6 +13,8 @@ use crate::printer::Printer;
 /// Run `coreb eval`.
 pub fn eval(options: EvalOptions) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(options.json);
+    // The results name the release by its MANIFEST: its files must be the MANIFEST's.
+    crate::ops::intact::refuse_damaged(&options.dir)?;
     let runtime = super::runtime()?;
     coreb_eval::run::evaluate(&options, &load_manifest, &printer, runtime.handle())?;
     Ok(ExitCode::SUCCESS)

@@ -35,11 +35,39 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             args.sources.as_deref(),
             args.trust_release_sandbox,
             printer,
-        )?
+        )
+        .map_err(|e| stopped(e, &args))?
     };
     Ok(if differences.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A rebuild stopped by a signal keeps nothing (it ran in a temporary directory, removed on
+/// the way out, and the release was only read): say so, and the command that starts it again,
+/// instead of the build's own advice about a journal and a manifest that no longer exist.
+fn stopped(e: anyhow::Error, args: &VerifyArgs) -> anyhow::Error {
+    use coreb_base::interrupt::Interrupted;
+    let Some(signal) = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<Interrupted>())
+        .copied()
+    else {
+        return e;
+    };
+    let word = |p: &std::path::Path| crate::manifest::shell_word(&p.to_string_lossy());
+    let mut again = format!("coreb verify {}", word(&args.release));
+    if let Some(dir) = &args.sources {
+        again.push_str(&format!(" --sources {}", word(dir)));
+    }
+    if args.trust_release_sandbox {
+        again.push_str(" --trust-release-sandbox");
+    }
+    anyhow::Error::new(signal).context(format!(
+        "verify stopped by {}: nothing was kept (the rebuild ran in a temporary directory, now removed) and `{}` is as it was; run `{again}` to verify it from the start",
+        signal.name(),
+        args.release.display()
+    ))
 }

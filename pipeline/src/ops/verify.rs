@@ -405,7 +405,7 @@ pub const ANSWERS_MAX_RATIO: u64 = 200;
 /// The most a kit's answers may decompress to, whatever their compressed size.
 pub const ANSWERS_MAX_BYTES: u64 = 4 << 30;
 /// The longest line (one stored answer, its request with it) of a kit's answers.
-pub const ANSWERS_MAX_LINE: usize = 64 << 20;
+pub const ANSWERS_MAX_LINE: usize = 32 << 20;
 /// The most lines (answers) of a kit's answers.
 pub const ANSWERS_MAX_LINES: u64 = 10_000_000;
 
@@ -445,7 +445,7 @@ fn import_answers_capped(
                 bail!("`{shown}`, line {line}: the file ends inside the line (truncated)")
             }
             other => bail!(
-                "`{shown}`, {other} (a kit's answers are at most {ANSWERS_MAX_RATIO}x their compressed size, at least 64 MiB and at most 4 GiB, in lines of at most 64 MiB)"
+                "`{shown}`, {other} (a kit's answers are at most {ANSWERS_MAX_RATIO}x their compressed size, at least 64 MiB and at most 4 GiB, in lines of at most 32 MiB)"
             ),
         }
     }

@@ -498,3 +498,45 @@ fn a_report_without_record_leaves_the_recorded_review() {
     let again = report(&["--record"]);
     assert!(again.status.success(), "{}", text(&again));
 }
+
+#[test]
+fn a_file_where_a_directory_is_written_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    fs_err::write(&file, "mine\n").unwrap();
+    let name = file.display().to_string();
+    // The build's output_dir, under `--check` too: the preflight names the setting (exit 1).
+    for check in [true, false] {
+        let mut cmd = coreb();
+        cmd.arg("build")
+            .arg(root().join("manifests/sample.toml"))
+            .arg("--output-dir")
+            .arg(&file)
+            .arg("--publish-dir")
+            .arg(dir.path().join("r/v202503"));
+        if check {
+            cmd.arg("--check");
+        }
+        refused(&run(&mut cmd), 1, &["preflight", "`output_dir`", &name]);
+    }
+    // A directory to write, for the commands that write one (exit 2).
+    let review = run(coreb()
+        .arg("review")
+        .arg(sample_release())
+        .args(["--sample", "2", "--seed", "1", "--out"])
+        .arg(&file));
+    refused(&review, 2, &[&name, "--out", "not a directory"]);
+    let import = run(coreb()
+        .args(["store", "import"])
+        .arg(&file)
+        .arg(root().join("releases/sample/v202503/README.md")));
+    refused(&import, 2, &[&name, "STORE", "not a directory"]);
+    let eval = run(coreb()
+        .arg("eval")
+        .arg(sample_release())
+        .arg("--out")
+        .arg(file.join("sub")));
+    refused(&eval, 2, &[&name, "--out"]);
+    assert_eq!(fs_err::read_to_string(&file).unwrap(), "mine\n");
+    assert!(!dir.path().join("r").exists());
+}

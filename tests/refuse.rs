@@ -540,3 +540,52 @@ fn a_file_where_a_directory_is_written_is_named() {
     assert_eq!(fs_err::read_to_string(&file).unwrap(), "mine\n");
     assert!(!dir.path().join("r").exists());
 }
+
+#[test]
+fn eval_with_a_model_stopped_by_a_signal_says_what_was_kept() {
+    use crate::support::http::{Reply, serve};
+    // An endpoint that takes every request and never answers: the eval is surely at work.
+    let server = serve(|_| {
+        Reply::new("200 OK", b"{}".to_vec()).stall_after(0, std::time::Duration::from_secs(600))
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let mut child = coreb()
+        .arg("eval")
+        .arg(root().join("tests/fixtures/eval/release"))
+        .args(["--retriever", "embed:toy-embed", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .args(["--api-key-env", "COREB_TEST_KEY", "--cache"])
+        .arg(&cache)
+        .env("COREB_TEST_KEY", "sk-test")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the event needed (a request reached the endpoint), bounded for a busy machine.
+    let start = std::time::Instant::now();
+    while server.hits() == 0 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "eval ended before asking"
+        );
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(300),
+            "no request in 300 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: a signal to our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    refused(
+        &out,
+        130,
+        &[
+            "coreb eval stopped by SIGINT",
+            "no result was written or recorded",
+            &cache.display().to_string(),
+            "run the same command again",
+        ],
+    );
+}

@@ -30,6 +30,9 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         differences.iter().map(ToString::to_string).collect()
     } else {
+        // Stopped while no stage listens, the process ends at once: it says the same.
+        let said = stopped_line(&args);
+        coreb_base::interrupt::say_when_stopped(said);
         crate::ops::verify::verify(
             &args.release,
             args.sources.as_deref(),
@@ -57,6 +60,11 @@ fn stopped(e: anyhow::Error, args: &VerifyArgs) -> anyhow::Error {
     else {
         return e;
     };
+    anyhow::Error::new(signal).context(stopped_line(args)(signal.name()))
+}
+
+/// What `verify` says when a signal stops it, for the signal's name.
+fn stopped_line(args: &VerifyArgs) -> impl Fn(&str) -> String + use<> {
     let word = |p: &std::path::Path| crate::manifest::shell_word(&p.to_string_lossy());
     let mut again = format!("coreb verify {}", word(&args.release));
     if let Some(dir) = &args.sources {
@@ -65,9 +73,10 @@ fn stopped(e: anyhow::Error, args: &VerifyArgs) -> anyhow::Error {
     if args.trust_release_sandbox {
         again.push_str(" --trust-release-sandbox");
     }
-    anyhow::Error::new(signal).context(format!(
-        "verify stopped by {}: nothing was kept (the rebuild ran in a temporary directory, now removed) and `{}` is as it was; run `{again}` to verify it from the start",
-        signal.name(),
-        args.release.display()
-    ))
+    let release = args.release.display().to_string();
+    move |signal: &str| {
+        format!(
+            "verify stopped by {signal}: nothing was kept (the rebuild ran in a temporary directory, now removed) and `{release}` is as it was; run `{again}` to verify it from the start"
+        )
+    }
 }

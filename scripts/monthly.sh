@@ -19,17 +19,23 @@ MONTH=${1:-$(date -u -d "$(date -u +%Y-%m-01) -1 day" +%Y-%m)}
 VERSION="v${MONTH/-/}"
 
 echo "== plan ${VERSION}"
-status=0
-planned=$("$COREB" plan "$MONTH" 2>&1) || status=$?
-if [ "$status" -ne 0 ]; then
-  echo "$planned" >&2
-  if [ "$status" -eq 1 ] && grep -q "no new problems" <<<"$planned"; then
-    echo "== no new problems for ${VERSION}: the sources hold nothing in its window; nothing built (exit 3)"
-    exit 3
+if [ -e "manifests/${VERSION}.toml" ]; then
+  # A rerun after a failed step builds the manifest planned (or edited) before: `coreb plan`
+  # overwrites no manifest without --force.
+  echo "manifests/${VERSION}.toml exists: kept"
+else
+  status=0
+  planned=$("$COREB" plan "$MONTH" 2>&1) || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "$planned" >&2
+    if [ "$status" -eq 1 ] && grep -q "no new problems" <<<"$planned"; then
+      echo "== no new problems for ${VERSION}: the sources hold nothing in its window; nothing built (exit 3)"
+      exit 3
+    fi
+    exit "$status"
   fi
-  exit "$status"
+  echo "$planned"
 fi
-echo "$planned"
 mkdir -p build
 echo "== build ${VERSION}"
 "$COREB" build "manifests/${VERSION}.toml" --json > "build/${VERSION}.build.jsonl"

@@ -71,12 +71,21 @@ fn stop_part_way(out: &Path, signal: i32) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
-fn resume_and_check(out: &Path, kept: usize, what: &str) {
+/// Run the build again (`suggested`: the command the stopped run's message gives, as given)
+/// and check that it resumed.
+fn resume_and_check(out: &Path, kept: usize, what: &str, suggested: Option<&str>) {
     assert!(
         kept > 0 && kept < 100,
         "{what}: not part-way: {kept} of 100 solutions committed"
     );
-    let again = run(&mut build(out, None));
+    let again = match suggested {
+        Some(line) => {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(words[..2], ["coreb", "build"], "{what}: {line}");
+            run(coreb().args(&words[1..]))
+        }
+        None => run(&mut build(out, None)),
+    };
     assert!(again.status.success(), "{what}: {}", text(&again));
     let record: serde_json::Value = serde_json::from_slice(
         &fs_err::read(out.join("build/artifacts/execute/record.json")).unwrap(),
@@ -152,7 +161,20 @@ fn sigint_and_sigterm_stop_execute_cleanly_and_the_rerun_resumes() {
             !dir.path().join("build/artifacts/execute").exists(),
             "{name}: an interrupted execute was committed"
         );
-        resume_and_check(dir.path(), kept, name);
+        // The suggestion is what resumes: it keeps `--output-dir` and `--publish-dir`.
+        let suggested = line
+            .split_once("again (`")
+            .and_then(|(_, rest)| rest.split_once("`)"))
+            .map(|(cmd, _)| cmd)
+            .unwrap_or_else(|| panic!("{name}: no command suggested: {line}"));
+        assert!(
+            suggested.contains(&format!(
+                "--output-dir {}",
+                dir.path().join("build").display()
+            )),
+            "{suggested}"
+        );
+        resume_and_check(dir.path(), kept, name, Some(suggested));
     }
 }
 
@@ -161,5 +183,5 @@ fn kill_9_in_execute_loses_only_the_window_running() {
     let dir = tempfile::tempdir().unwrap();
     let killed = stop_part_way(dir.path(), libc::SIGKILL);
     assert!(!killed.status.success());
-    resume_and_check(dir.path(), committed(dir.path()), "kill -9");
+    resume_and_check(dir.path(), committed(dir.path()), "kill -9", None);
 }

@@ -18,6 +18,10 @@
 //!   part-way by SIGINT, SIGTERM and `kill -9`; the rerun judges only what was not committed.
 //! - `operate` (issue "A real month survives its operator"): `build --check` and the preflight,
 //!   exit codes, `--jobs 0`, a waiting build naming the lock's holder, `coreb plan --out` paths.
+//! - `refuse` (issue 60): exit codes as the README's table says; one check per kind of input
+//!   (a run against a release, a store, a release's files against its MANIFEST, a releases dir,
+//!   a window) driven through every command taking it; dates that exist, windows that overlap
+//!   no release, `plan --out` and a recorded review not overwritten, an export into its input.
 //! - `regeneration` (issue 48): results know their release (`eval --run`, `--allow-partial`,
 //!   `compare`, the leaderboard), audits and `programs` read the build that made the release, and
 //!   the help texts, `store stats`, `export` and `trec-eval` on a release's BEIR qrels.
@@ -86,6 +90,7 @@ mod mteb;
 mod operate;
 mod publish;
 mod recheck;
+mod refuse;
 mod regeneration;
 mod release;
 mod review;

@@ -144,7 +144,7 @@ fn a_build_waiting_for_the_lock_names_its_holder() {
         }
     });
     let line = said
-        .recv_timeout(Duration::from_secs(60))
+        .recv_timeout(Duration::from_secs(300))
         .expect("no line says the build waits");
     assert!(
         child.try_wait().unwrap().is_none(),

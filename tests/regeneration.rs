@@ -647,7 +647,10 @@ fn store_stats_of_a_missing_store_is_an_error_naming_it() {
         let out = run(&mut cmd);
         assert!(!out.status.success(), "{}", text(&out));
         assert!(
-            stderr(&out).contains(&format!("`{}`: no response store there", missing.display())),
+            stderr(&out).contains(&format!(
+                "`{}` (STORE): no such file or directory",
+                missing.display()
+            )),
             "{}",
             text(&out)
         );

@@ -51,6 +51,24 @@ pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
     ("Operate", &["store", "programs", "judge"]),
 ];
 
+/// What `coreb` exits with, as `coreb --help` ends and the README's table says (a test holds
+/// the README to it).
+pub const EXIT_CODES: &[(&str, &str)] = &[
+    ("0", "done"),
+    (
+        "1",
+        "the work failed: a stage, a gate, a check, the preflight, a damaged release",
+    ),
+    (
+        "2",
+        "the command was wrong: a flag or its value, an input that is not there, a manifest that cannot be read or parsed",
+    ),
+    (
+        "130, 143",
+        "stopped by SIGINT, SIGTERM: the work done is kept, the message says how to go on",
+    ),
+];
+
 /// The `coreb` command with its help grouped by [`COMMAND_GROUPS`] instead of clap's flat
 /// list of subcommands.
 pub fn command() -> clap::Command {
@@ -76,7 +94,11 @@ pub fn command() -> clap::Command {
         listing.push('\n');
     }
     let listing = listing.replace('{', "{{").replace('}', "}}");
-    cmd.help_template(format!("{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{listing}Options:\n{{options}}{{after-help}}"))
+    let mut exits = String::from("Exit codes:\n");
+    for (code, means) in EXIT_CODES {
+        exits.push_str(&format!("  {code:8}  {means}\n"));
+    }
+    cmd.after_help(exits).help_template(format!("{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{listing}Options:\n{{options}}{{after-help}}"))
 }
 
 /// The subcommands of `coreb`.
@@ -711,6 +733,13 @@ pub struct PlanArgs {
     /// Do not download sources to pin their sha256 (leave pins as they are).
     #[arg(long)]
     pub no_pin: bool,
+    /// Overwrite the file `--out` names (an existing file is otherwise refused).
+    #[arg(long)]
+    pub force: bool,
+    /// Write a window that overlaps a published release's (a control release, a rebuild);
+    /// otherwise refused, as its problems would be in both.
+    #[arg(long)]
+    pub allow_overlap: bool,
 }
 
 /// Arguments of `coreb programs`.
@@ -859,5 +888,20 @@ mod help_tests {
             help.contains("Options:") && help.contains("--help"),
             "{help}"
         );
+        // The exit codes end the help, as the README's one table has them.
+        let readme = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+        )
+        .unwrap();
+        for (code, means) in EXIT_CODES {
+            assert!(
+                help.contains(&format!("  {code:8}  {means}\n")),
+                "{code}: {help}"
+            );
+            assert!(
+                readme.contains(&format!("| {code} | {means} |")),
+                "README.md has no row `| {code} | {means} |`"
+            );
+        }
     }
 }

@@ -163,8 +163,14 @@ fn absolute(base: &Path, p: &Path) -> PathBuf {
 }
 
 impl CorpusPlan {
-    /// Read, parse and validate a corpus manifest.
+    /// Read, parse and validate a corpus manifest; one that cannot be read, parsed or
+    /// validated is the command's mistake (exit 2).
     pub fn load(path: &Path) -> anyhow::Result<CorpusPlan> {
+        Self::load_checked(path)
+            .map_err(|e| anyhow::Error::new(coreb_base::errors::Usage(format!("{e:#}"))))
+    }
+
+    fn load_checked(path: &Path) -> anyhow::Result<CorpusPlan> {
         let text = fs_err::read_to_string(path)?;
         let mut file: CorpusManifestFile = toml::from_str(&text)
             .with_context(|| format!("parsing corpus manifest `{}`", path.display()))?;

@@ -43,8 +43,10 @@ pub fn init_logging() {
     let _ = builder.try_init();
 }
 
-/// Run one command line.
+/// Run one command line, after checking that the inputs it names are there
+/// ([`commands::inputs`]).
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    commands::inputs::check(&cli.command)?;
     match cli.command {
         Command::Init(args) => commands::init::init(args),
         Command::Build(args) => commands::build::build(args),

@@ -215,9 +215,25 @@ pub struct RunPlan {
     /// `verify` points it at the review a release's kit carries.
     #[serde(skip)]
     pub review_dir: Option<PathBuf>,
+    /// The command line's `--output-dir` and `--publish-dir`, as a rerun must repeat them
+    /// ([`RunPlan::rerun`]).
+    #[serde(skip)]
+    pub rerun_flags: Vec<String>,
 }
 
 impl RunPlan {
+    /// The command that runs this plan again (`coreb build <manifest>` with the
+    /// `--output-dir` and `--publish-dir` it was given), to suggest in a message.
+    pub fn rerun(&self) -> String {
+        let mut words = vec![
+            "coreb".to_owned(),
+            "build".to_owned(),
+            shell_word(&self.manifest_path.to_string_lossy()),
+        ];
+        words.extend(self.rerun_flags.iter().cloned());
+        words.join(" ")
+    }
+
     /// Read, parse and resolve a manifest.
     pub fn load(path: &Path, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
         // A manifest that cannot be read, parsed or resolved is the command's mistake (exit 2).
@@ -336,6 +352,7 @@ impl RunPlan {
             control,
             purpose,
             review_dir: None,
+            rerun_flags: Vec::new(),
             publish_dir: releases_dir.join(&version),
             manifest_text: String::new(),
             replace: false,
@@ -513,6 +530,19 @@ fn is_version(v: &str) -> bool {
 /// directory's entries are matched by; `is_version` also checks the month).
 pub fn has_version_shape(name: &str) -> bool {
     name.len() == 7 && name.starts_with('v') && name[1..].bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `word` as one shell word: as is when plain, else in single quotes.
+pub fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 #[cfg(test)]

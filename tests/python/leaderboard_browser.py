@@ -28,6 +28,14 @@ import urllib.request
 import pyarrow.parquet as pq
 import websocket
 
+# How long to wait for anything Chromium does (its start, a reply, an event, a page getting
+# ready). A bound for a machine busy with other work (a build on every core): waits end as
+# soon as what they wait for happens, so a long bound costs nothing when all goes well.
+# Each wait also ends at once if Chromium exits. COREB_BROWSER_WAIT overrides it (seconds).
+WAIT = float(os.environ.get("COREB_BROWSER_WAIT", "300"))
+# How often a wait looks whether Chromium is still running.
+POLL = 5
+
 
 class Browser:
     """A headless Chromium and one page, over the DevTools protocol."""
@@ -50,24 +58,37 @@ class Browser:
         ]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         port_file = os.path.join(self.profile, "DevToolsActivePort")
-        deadline = time.time() + 30
+        deadline = time.time() + WAIT
         while not os.path.exists(port_file) or not open(port_file).read().strip():
             if self.proc.poll() is not None or time.time() > deadline:
                 raise SystemExit(f"chromium did not start: {self.proc.stderr.read().decode(errors='replace')[-2000:]}")
             time.sleep(0.05)
         port = open(port_file).read().split()[0]
-        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10))
+        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=WAIT))
         page = next(t for t in targets if t["type"] == "page")
-        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30, suppress_origin=True)
+        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=WAIT, suppress_origin=True)
+        self.ws.settimeout(POLL)
         self.next_id = 0
         self.events = []
+
+    def recv(self, deadline, what):
+        """The next DevTools message, waiting until `deadline` (while Chromium runs)."""
+        while True:
+            try:
+                return json.loads(self.ws.recv())
+            except websocket.WebSocketTimeoutException:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"chromium exited (status {self.proc.returncode}) while waiting for {what}")
+                if time.time() > deadline:
+                    raise RuntimeError(f"no {what} within {WAIT} s (COREB_BROWSER_WAIT)")
 
     def call(self, method, **params):
         self.next_id += 1
         my_id = self.next_id
         self.ws.send(json.dumps({"id": my_id, "method": method, "params": params}))
+        deadline = time.time() + WAIT
         while True:
-            msg = json.loads(self.ws.recv())
+            msg = self.recv(deadline, f"reply to {method}")
             if msg.get("id") == my_id:
                 if "error" in msg:
                     raise RuntimeError(f"{method}: {msg['error']}")
@@ -75,19 +96,17 @@ class Browser:
             if "method" in msg:
                 self.events.append(msg)
 
-    def wait_event(self, method, timeout=20):
-        deadline = time.time() + timeout
+    def wait_event(self, method):
         for i, e in enumerate(self.events):
             if e["method"] == method:
                 return self.events.pop(i)
-        self.ws.settimeout(timeout)
-        while time.time() < deadline:
-            msg = json.loads(self.ws.recv())
+        deadline = time.time() + WAIT
+        while True:
+            msg = self.recv(deadline, f"event {method}")
             if "method" in msg:
                 if msg["method"] == method:
                     return msg
                 self.events.append(msg)
-        raise RuntimeError(f"no {method} within {timeout} s")
 
     def eval(self, expression):
         r = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
@@ -102,10 +121,10 @@ class Browser:
         else:
             self.call("Page.reload")
         self.wait_event("Page.loadEventFired")
-        deadline = time.time() + 20
+        deadline = time.time() + WAIT
         while self.eval("document.body.dataset.ready") != "true":
             if time.time() > deadline:
-                raise SystemExit(f"{what} never became ready")
+                raise SystemExit(f"{what} never became ready in {WAIT} s (COREB_BROWSER_WAIT)")
             time.sleep(0.05)
 
     def center(self, selector):

@@ -2,11 +2,15 @@
 
 Usage:
   wheel_check.py pytrec <fixtures> <out.json>     (in the test venv, which has pytrec_eval)
-      per-query values of pytrec_eval on trec_eval's conformance cases, as JSON
+      per-query values of pytrec_eval on trec_eval's conformance cases, as JSON, and on
+      SPELLINGS: every measure family with several cut-offs, given as separate entries
+      (`{"P.5", "P_10", "P.20"}`), joined (`{"P.5,10,20"}`) and beside the bare family
   wheel_check.py coreb <fixtures> <pytrec.json>   (in the fresh venv: the wheel and nothing else)
       coreb_rs.RelevanceEvaluator on the same cases: every per-query value trec_eval 10.0
       prints (out.test.aq, out.test.aql, out.test.meas_params) as it prints it, and equal to
-      pytrec_eval's wherever pytrec_eval prints 10.0's value (most of them to 1e-12 too)
+      pytrec_eval's wherever pytrec_eval prints 10.0's value (most of them to 1e-12 too);
+      on SPELLINGS, the same measures pytrec_eval returns (none dropped, none added), every
+      spelling of a family giving the same values, equal to pytrec_eval's as printed
 
 Standard library only besides the module under test.
 """
@@ -23,6 +27,36 @@ CASES = [
       "utility.2,-1,0,0", "11pt_avg..25,.5,.75", "ndcg.1=3,2=9,4=4.5", "ndcg_cut.10,20,23.4", "success.2,5,20"],
      1, "qrels.test", "results.test", "out.test.meas_params"),
 ]
+
+# Every family pytrec_eval takes with parameters, each with several cut-offs; every set of
+# measures is given as separate entries (dots and underscores), joined, and with the bare
+# family beside them (which then keeps only the cut-offs, as pytrec_eval does).
+FAMILIES = {
+    "P": ["5", "10", "20"],
+    "recall": ["5", "10", "100"],
+    "ndcg_cut": ["5", "10", "20"],
+    "map_cut": ["5", "10", "30"],
+    "success": ["1", "5", "10"],
+    "relative_P": ["5", "10", "15"],
+    "Rprec_mult": ["0.2", "0.5", "1.0"],
+    "iprec_at_recall": ["0.00", "0.50", "1.00"],
+}
+
+
+def spellings():
+    """{label: [measures]}: each family's cut-offs spelt every way pytrec_eval takes."""
+    out = {}
+    for fam, cuts in FAMILIES.items():
+        out[f"{fam} separate"] = [f"{fam}.{c}" for c in cuts]
+        out[f"{fam} separate_"] = [f"{fam}_{c}" for c in cuts]
+        out[f"{fam} mixed"] = [f"{fam}.{cuts[0]}", f"{fam}_{cuts[1]}", f"{fam}.{','.join(cuts[1:])}"]
+        out[f"{fam} joined"] = [f"{fam}.{','.join(cuts)}"]
+        out[f"{fam} with bare"] = [fam] + [f"{fam}.{c}" for c in cuts]
+    out["two families, separate"] = ["P.5", "P.10", "ndcg_cut.5", "ndcg_cut.10", "map"]
+    out["two families, joined"] = ["P.5,10", "ndcg_cut.5,10", "map"]
+    out["all_trec"] = ["all_trec"]
+    out["all_trec and P.7"] = ["all_trec", "P.7"]
+    return out
 
 
 def read_qrels(path):
@@ -79,14 +113,18 @@ def pytrec(fixtures, out_path):
                 pass
         ev = pytrec_eval.RelevanceEvaluator(qr, ms, level)
         out.append(ev.evaluate(read_run(os.path.join(fixtures, results))))
+    qr = read_qrels(os.path.join(fixtures, "qrels.test"))
+    run = read_run(os.path.join(fixtures, "results.test"))
+    spelt = {label: pytrec_eval.RelevanceEvaluator(qr, set(ms)).evaluate(run) for label, ms in spellings().items()}
     with open(out_path, "w") as f:
-        json.dump(out, f)
+        json.dump({"cases": out, "spellings": spelt}, f)
 
 
 def coreb(fixtures, pytrec_path):
     import coreb_rs
     with open(pytrec_path) as f:
-        theirs_all = json.load(f)
+        pytrec_out = json.load(f)
+    theirs_all = pytrec_out["cases"]
     checked = agreed = differs = exact = 0
     pytrec_off, inexact = set(), set()
     for (measures, level, qrels, results, exp), theirs in zip(CASES, theirs_all):
@@ -115,6 +153,37 @@ def coreb(fixtures, pytrec_path):
           f"where pytrec_eval prints 10.0's value ({exact} of them to 1e-12; not to 1e-12: {sorted(inexact)}); "
           f"{differs} where pytrec_eval does not print 10.0's value: {sorted(pytrec_off)}")
     assert checked > 500 and agreed > checked // 2 and exact > agreed * 9 // 10, (checked, agreed, exact)
+
+    # Every spelling pytrec_eval takes: the same measures back, the same values.
+    qr = read_qrels(os.path.join(fixtures, "qrels.test"))
+    run = read_run(os.path.join(fixtures, "results.test"))
+    values = 0
+    by_family = {}
+    for label, ms in spellings().items():
+        theirs = pytrec_out["spellings"][label]
+        for order in (ms, list(reversed(ms)), set(ms)):
+            ours = coreb_rs.RelevanceEvaluator(qr, order).evaluate(run)
+            assert ours.keys() == theirs.keys(), f"{label}: queries differ"
+            for q in theirs:
+                # `runid` and `relstring` are strings pytrec_eval leaves out or gives as numbers.
+                mine = {k: v for k, v in ours[q].items() if k not in ("runid", "relstring")}
+                want = {k: v for k, v in theirs[q].items() if k not in ("runid", "relstring")}
+                assert mine.keys() == want.keys(), (
+                    f"{label} ({order}): query {q}: coreb_rs returns {sorted(mine.keys() - want.keys())} more, "
+                    f"{sorted(want.keys() - mine.keys())} fewer than pytrec_eval")
+                for k, v in want.items():
+                    if k not in pytrec_off:
+                        assert "%6.4f" % mine[k] == "%6.4f" % v, f"{label}: query {q} {k}: coreb_rs {mine[k]}, pytrec_eval {v}"
+                    values += 1
+        fam = label.split(" ")[0]
+        if fam in FAMILIES:
+            by_family.setdefault(fam, []).append(ours)
+    for fam, results in by_family.items():
+        # Every spelling of one set of cut-offs gives the same values.
+        for r in results[1:]:
+            assert r == results[0], f"{fam}: the spellings differ"
+    print(f"coreb_rs: {len(spellings())} spellings of {len(FAMILIES)} families (separate, joined, mixed, beside the bare "
+          f"family, in three orders): the measures pytrec_eval returns, {values} values equal as printed")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,15 @@
 #[error("{0}")]
 pub struct Usage(pub String);
 
+/// Return early with a [`Usage`] error (exit 2): `usage!("`--k`: must be positive")` in a
+/// function returning `anyhow::Result`, for a value checked after the command line parsed.
+#[macro_export]
+macro_rules! usage {
+    ($($arg:tt)*) => {
+        return ::core::result::Result::Err($crate::errors::Usage(format!($($arg)*)).into())
+    };
+}
+
 /// `e` and its chain of sources, joined with `: `.
 pub fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();

@@ -10,9 +10,50 @@
 //! either kind ends the process at once, for an operator who does not want to wait; what was
 //! committed stays committed.
 //!
+//! A command whose work does not listen says, through [`say_when_stopped`], what a signal
+//! leaves (what was kept, how to go on): the handler writes that line to stderr before it ends
+//! the process.
+//!
 //! Without [`install`] (library use, tests) the flag is never set.
 
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
+
+/// The line written when SIGINT (`[0]`) or SIGTERM (`[1]`) ends the process at once, and its
+/// length ([`say_when_stopped`]).
+static SAY: [AtomicPtr<u8>; 2] = [
+    AtomicPtr::new(std::ptr::null_mut()),
+    AtomicPtr::new(std::ptr::null_mut()),
+];
+static SAY_LEN: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+
+/// Have a signal that ends the process at once (no work listening) first write the line
+/// `line(signal name)` to stderr: what the command leaves and how to go on. For the process's
+/// lifetime (a later call replaces it; the text is kept until the process ends).
+pub fn say_when_stopped(line: impl Fn(&str) -> String) {
+    for (i, name) in ["SIGINT", "SIGTERM"].into_iter().enumerate() {
+        let text: &'static mut [u8] =
+            Box::leak(format!("{}\n", line(name)).into_bytes().into_boxed_slice());
+        SAY_LEN[i].store(0, Ordering::SeqCst);
+        SAY[i].store(text.as_mut_ptr(), Ordering::SeqCst);
+        SAY_LEN[i].store(text.len(), Ordering::SeqCst);
+    }
+}
+
+/// Write the line of [`say_when_stopped`] for `signal`, if any (async-signal-safe: atomics
+/// and `write(2)`).
+fn say(signal: i32) {
+    let i = usize::from(signal != libc::SIGINT);
+    let (ptr, len) = (
+        SAY[i].load(Ordering::SeqCst),
+        SAY_LEN[i].load(Ordering::SeqCst),
+    );
+    if !ptr.is_null() && len > 0 {
+        // SAFETY: `ptr` points to `len` leaked bytes that live until the process ends.
+        unsafe {
+            libc::write(2, ptr.cast(), len);
+        }
+    }
+}
 
 /// The signal that asked the process to stop, 0 while none has.
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
@@ -63,6 +104,7 @@ pub fn install() -> std::io::Result<()> {
                     .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
                     .is_ok();
                 if !first || LISTENERS.load(Ordering::SeqCst) == 0 {
+                    say(signal);
                     signal_hook::low_level::exit(128 + signal);
                 }
             })?;

@@ -6,6 +6,9 @@
 //!   names a manifest chooses).
 //! - [`rows`]: the lines decoded as `T`; [`read`] collects them.
 //! - [`write()`]: rows as JSON lines.
+//! - [`bounded_lines`]: the lines of untrusted data (a downloaded kit's decompressed answers)
+//!   within fixed bounds ([`LineBounds`]: bytes in all, bytes a line, lines), refused at the
+//!   first byte past one, so that neither memory nor what is written grows with the input.
 //!
 //! Every error names the file, and the line where there is one: ``reading `a.jsonl` ``,
 //! `` `a.jsonl`:12: expected value at line 1 column 3 ``. Blank lines are skipped (and
@@ -179,8 +182,181 @@ pub fn write<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), JsonlError> {
         .map_err(io)
 }
 
+/// The most untrusted line data [`bounded_lines`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineBounds {
+    /// Bytes in all.
+    pub total_bytes: u64,
+    /// Bytes of one line (its newline included): the most held in memory at once.
+    pub line_bytes: usize,
+    /// Lines.
+    pub lines: u64,
+}
+
+/// Why [`bounded_lines`] stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum BoundedError {
+    /// More than [`LineBounds::total_bytes`].
+    #[error("line {line}: more than {bound} bytes in all: refused")]
+    TotalBytes {
+        /// The line being read, from 1.
+        line: u64,
+        /// The bound.
+        bound: u64,
+    },
+    /// A line longer than [`LineBounds::line_bytes`].
+    #[error("line {line}: longer than {bound} bytes: refused")]
+    LineBytes {
+        /// The line, from 1.
+        line: u64,
+        /// The bound.
+        bound: usize,
+    },
+    /// More than [`LineBounds::lines`] lines.
+    #[error("line {line}: more than {bound} lines: refused")]
+    Lines {
+        /// The line, from 1.
+        line: u64,
+        /// The bound.
+        bound: u64,
+    },
+    /// The data ends inside a line.
+    #[error("line {line}: the data ends inside the line (truncated)")]
+    Truncated {
+        /// The line, from 1.
+        line: u64,
+    },
+    /// Reading failed (a corrupt compressed stream, say), or `each` did.
+    #[error("line {line}: {source}")]
+    Io {
+        /// The line, from 1.
+        line: u64,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Hand every line of `reader` (its newline included; every line must end with one) to
+/// `each`, within `bounds`: the first byte past a bound stops the reading with an error
+/// naming the line, so a decompression bomb costs at most [`LineBounds::line_bytes`] of
+/// memory and [`LineBounds::total_bytes`] of reading, whatever it decompresses to. Returns
+/// the number of lines.
+pub fn bounded_lines(
+    mut reader: impl BufRead,
+    bounds: &LineBounds,
+    mut each: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> Result<u64, BoundedError> {
+    let mut line: Vec<u8> = Vec::new();
+    let (mut total, mut n) = (0u64, 0u64);
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(source) => {
+                return Err(BoundedError::Io {
+                    line: n + 1,
+                    source,
+                });
+            }
+        };
+        if buf.is_empty() {
+            if !line.is_empty() {
+                return Err(BoundedError::Truncated { line: n + 1 });
+            }
+            return Ok(n);
+        }
+        let (take, ends) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        if line.len() + take > bounds.line_bytes {
+            return Err(BoundedError::LineBytes {
+                line: n + 1,
+                bound: bounds.line_bytes,
+            });
+        }
+        total += take as u64;
+        if total > bounds.total_bytes {
+            return Err(BoundedError::TotalBytes {
+                line: n + 1,
+                bound: bounds.total_bytes,
+            });
+        }
+        line.extend_from_slice(&buf[..take]);
+        reader.consume(take);
+        if ends {
+            n += 1;
+            if n > bounds.lines {
+                return Err(BoundedError::Lines {
+                    line: n,
+                    bound: bounds.lines,
+                });
+            }
+            each(&line).map_err(|source| BoundedError::Io { line: n, source })?;
+            line.clear();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    /// Each bound refuses at its first byte past, naming the line; within them every line is
+    /// handed over whole.
+    #[test]
+    fn bounded_lines_stop_at_the_first_byte_past_a_bound() {
+        use super::{BoundedError, LineBounds, bounded_lines};
+        let bounds = LineBounds {
+            total_bytes: 100,
+            line_bytes: 10,
+            lines: 5,
+        };
+        let read = |data: &[u8]| {
+            let mut got = Vec::new();
+            let r = bounded_lines(std::io::BufReader::with_capacity(3, data), &bounds, |l| {
+                got.push(l.to_vec());
+                Ok(())
+            });
+            (r, got)
+        };
+        let (r, got) = read(b"ab\ncd\n");
+        assert_eq!(r.unwrap(), 2);
+        assert_eq!(got, [b"ab\n".to_vec(), b"cd\n".to_vec()]);
+        assert!(matches!(
+            read(&[0u8; 1000]).0,
+            Err(BoundedError::LineBytes { line: 1, .. })
+        ));
+        assert!(matches!(
+            read(b"a\nb\nc\nd\ne\nf\n").0,
+            Err(BoundedError::Lines { line: 6, .. })
+        ));
+        let nine = b"12345678\n".repeat(5);
+        let many = [b"x\n".as_slice(), &nine].concat();
+        let big = LineBounds {
+            lines: 100,
+            ..bounds
+        };
+        let r = bounded_lines(
+            &many[..],
+            &LineBounds {
+                total_bytes: 40,
+                ..big
+            },
+            |_| Ok(()),
+        );
+        assert!(
+            matches!(r, Err(BoundedError::TotalBytes { line: 6, .. })),
+            "{r:?}"
+        );
+        assert!(matches!(
+            read(b"a\nb").0,
+            Err(BoundedError::Truncated { line: 2 })
+        ));
+        assert_eq!(
+            read(&[0u8; 1000]).0.unwrap_err().to_string(),
+            "line 1: longer than 10 bytes: refused"
+        );
+    }
     use super::*;
 
     #[test]

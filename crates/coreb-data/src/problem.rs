@@ -233,7 +233,19 @@ impl DateWindow {
     }
 }
 
-/// Is `s` a plausible `YYYY-MM-DD` day (digits in place, month 1–12, day 1–31)?
+/// The days of month `m` (1–12) of year `y` in the Gregorian calendar.
+pub fn days_in_month(y: u32, m: u32) -> u32 {
+    let leap = (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400);
+    match m {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Is `s` a `YYYY-MM-DD` day of the calendar (digits in place, month 1–12, a day the month
+/// has: `2025-02-30` is not one)?
 pub fn is_iso_day(s: &str) -> bool {
     let b = s.as_bytes();
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
@@ -246,7 +258,7 @@ pub fn is_iso_day(s: &str) -> bool {
             .then(|| s[r].parse::<u32>().ok())
             .flatten()
     };
-    matches!((digits(0..4), digits(5..7), digits(8..10)), (Some(_), Some(m), Some(d)) if (1..=12).contains(&m) && (1..=31).contains(&d))
+    matches!((digits(0..4), digits(5..7), digits(8..10)), (Some(y), Some(m), Some(d)) if (1..=12).contains(&m) && (1..=days_in_month(y, m)).contains(&d))
 }
 
 #[cfg(test)]
@@ -262,6 +274,13 @@ mod tests {
         assert!(!w.contains("2025-05-01T00:00:00"));
         assert!(DateWindow::default().contains("1999-01-01"));
         assert!(DateWindow::new(Some("2025-13-01"), None).is_err());
+        // Dates are days of the calendar.
+        assert!(DateWindow::new(None, Some("2025-02-30")).is_err());
+        assert!(DateWindow::new(None, Some("2025-02-29")).is_err());
+        assert!(DateWindow::new(None, Some("2024-02-29")).is_ok());
+        assert!(DateWindow::new(None, Some("2025-04-31")).is_err());
+        assert!(DateWindow::new(None, Some("1900-02-29")).is_err());
+        assert!(DateWindow::new(None, Some("2000-02-29")).is_ok());
         assert!(DateWindow::new(Some("2025-02-01"), Some("2025-01-01")).is_err());
     }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::beir;
 use crate::leaderboard::store::release_identity;
 use crate::report::{self, GroupComparisons, QueryScores, ReleaseIdentity, measure};
-use crate::run::{dataset_dirs, drop_own_documents};
+use crate::run::{dataset_dirs, drop_own_documents, run_coverage};
 use crate::significance::{BootstrapConfig, PairedComparison, RANDOMIZATION_ROUNDS};
 use anyhow::{Context as _, bail};
 use coreb_trec::Run;
@@ -26,6 +26,9 @@ struct ResultsFile {
     /// Absent from results of an older coreb, `null` for a bare BEIR folder.
     #[serde(default)]
     release: Option<ReleaseIdentity>,
+    /// How a `--run` file met the release's queries (`partial`: `--allow-partial`).
+    #[serde(default)]
+    run_coverage: Option<crate::report::RunCoverage>,
 }
 
 #[derive(Deserialize)]
@@ -92,9 +95,9 @@ pub struct ControlPair {
 
 fn parse_metric(metric: &str) -> anyhow::Result<(String, usize)> {
     let bad = || {
-        anyhow::anyhow!(
+        anyhow::Error::new(coreb_base::errors::Usage(format!(
             "`--metric`: expected `<measure>@<k>` with measure ndcg, map, recall, p, mrr or r_cap, got `{metric}`"
-        )
+        )))
     };
     let (name, k) = metric.split_once('@').ok_or_else(bad)?;
     let name = name.to_ascii_lowercase();
@@ -122,6 +125,14 @@ fn load(path: &Path, release: Option<&Path>, name: &str, k: usize) -> anyhow::Re
     if text.trim_start().starts_with('{') {
         let file: ResultsFile = serde_json::from_str(&text)
             .with_context(|| format!("`{}`: not a results file of `coreb eval`", path.display()))?;
+        if let Some(c) = file.run_coverage.filter(|c| c.partial) {
+            bail!(
+                "`{}`: the results of a partial run ({} of {} queries scored, `--allow-partial`): a comparison needs every query of the release on both sides",
+                path.display(),
+                c.matched,
+                c.queries
+            );
+        }
         let Some(i) = file.ks.iter().position(|x| *x == k) else {
             bail!(
                 "`{}`: evaluated at k = {:?}, not {k}",
@@ -154,8 +165,15 @@ fn load(path: &Path, release: Option<&Path>, name: &str, k: usize) -> anyhow::Re
     };
     let run = Run::parse_owned(text, path)
         .with_context(|| format!("reading run `{}`", path.display()))?;
+    if run.queries.is_empty() {
+        return Err(coreb_trec::EvalError::empty_run(path).into());
+    }
+    // The check of `coreb eval --run`: a run of another release, or of part of it, is refused
+    // (a query it does not rank would count as a zero on its side).
+    let dirs = dataset_dirs(release)?;
+    run_coverage(&run, path, release, &dirs, "test", None)?;
     let mut tasks = BTreeMap::new();
-    for dir in dataset_dirs(release)? {
+    for dir in dirs {
         let data = beir::read_dir(&dir, "test")
             .with_context(|| format!("reading BEIR folder `{}`", dir.display()))?;
         let cfg = CorebConfig::for_qrels(&data.qrels, vec![k]);

@@ -330,7 +330,7 @@ impl std::fmt::Display for ReleaseIdentity {
 }
 
 /// How a `--run` file's query ids meet the evaluated queries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RunCoverage {
     /// Evaluated queries (those with judgements) the run ranks: the queries scored.
     pub matched: usize,

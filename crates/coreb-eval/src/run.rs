@@ -255,7 +255,9 @@ impl Retriever {
                 Some(model) if !model.is_empty() => Retriever::Embed {
                     model: model.to_owned(),
                 },
-                _ => bail!("`--retriever`: expected `bm25` or `embed:<model>`, got `{r}`"),
+                _ => coreb_base::usage!(
+                    "`--retriever`: expected `bm25` or `embed:<model>`, got `{r}`"
+                ),
             },
         })
     }
@@ -413,7 +415,7 @@ impl Setup {
         runtime: tokio::runtime::Handle,
     ) -> anyhow::Result<Setup> {
         if args.k.is_empty() || args.k.contains(&0) {
-            bail!("`--k`: cut-offs must be positive integers");
+            coreb_base::usage!("`--k`: cut-offs must be positive integers");
         }
         let retriever = Retriever::from_args(args)?;
         if args.record {
@@ -423,7 +425,7 @@ impl Setup {
                 crate::leaderboard::record::parse_cutoff(c).context("`--cutoff`")?;
             }
             if matches!(retriever, Retriever::RunFile(_)) && args.model_name.is_none() {
-                bail!("`--record` with `--run`: name the model with `--model-name`");
+                coreb_base::usage!("`--record` with `--run`: name the model with `--model-name`");
             }
         }
         let manifest = match &args.manifest {
@@ -440,7 +442,7 @@ impl Setup {
         });
         let prompts = PromptChoice::resolve(args, manifest.as_ref())?;
         if !matches!(retriever, Retriever::Embed { .. }) && prompts.given_on_command_line {
-            bail!(
+            coreb_base::usage!(
                 "`--query-prompt`, `--doc-prompt` and `--prompt-preset` apply to `--retriever embed:<model>`"
             );
         }
@@ -458,7 +460,7 @@ impl Setup {
                 &args.dir,
                 &dirs,
                 &args.split,
-                args.allow_partial,
+                Some(args.allow_partial),
             )?),
             _ => None,
         };
@@ -803,16 +805,18 @@ fn check_gates(
 /// How the query ids of `run` (the `--run` file `path`) meet the queries judged in the `split`
 /// qrels of the BEIR folders `dirs` evaluated from `dir`. A run must rank every evaluated
 /// query and name no query the release lacks (the queries of every task of the release count,
-/// so a run of all tasks scores one task folder); otherwise it is refused, unless `partial`
-/// (`--allow-partial`), which scores the matched queries and needs at least one.
-fn run_coverage(
+/// so a run of all tasks scores one task folder); otherwise it is refused, unless
+/// `allow_partial` is `Some(true)` (`--allow-partial`), which scores the matched queries and
+/// needs at least one (`None`: the command has no `--allow-partial`, `coreb compare`).
+pub(crate) fn run_coverage(
     run: &Run,
     path: &Path,
     dir: &Path,
     dirs: &[PathBuf],
     split: &str,
-    partial: bool,
+    allow_partial: Option<bool>,
 ) -> anyhow::Result<RunCoverage> {
+    let partial = allow_partial == Some(true);
     let mut judged = std::collections::BTreeSet::new();
     for d in dirs {
         let qrels_path = d.join("qrels").join(format!("{split}.tsv"));
@@ -872,8 +876,12 @@ fn run_coverage(
         );
     }
     if !partial {
+        let remedy = match allow_partial {
+            Some(_) => format!(" (`--allow-partial` scores the {matched} it ranks)"),
+            None => String::new(),
+        };
         bail!(
-            "run `{}` ranks {matched} of the {} queries of `{}`{foreign}: a run of another release, or cut short? (`--allow-partial` scores the {matched} it ranks)",
+            "run `{}` ranks {matched} of the {} queries of `{}`{foreign}: a run of another release, or cut short?{remedy}",
             path.display(),
             judged.len(),
             dir.display()

@@ -320,6 +320,35 @@ impl RejectReason {
     }
 }
 
+/// Every kind [`RejectReason::kind`] returns (a failed request's kinds among them) and the
+/// kinds of a stored answer that did not stop (`truncated`, `content_filter`, `unfinished`):
+/// what `coreb store prune --reason` takes.
+pub const REASON_KINDS: &[&str] = &[
+    "content_filter",
+    "empty_field",
+    "fatal",
+    "language_not_named",
+    "missing_field",
+    "missing_section",
+    "no_code",
+    "no_method",
+    "no_queries",
+    "not_authored",
+    "not_json",
+    "placeholder_variable",
+    "rejected",
+    "repeat",
+    "retries_exhausted",
+    "schema",
+    "signature_changed",
+    "test_count",
+    "test_shape",
+    "truncated",
+    "unchanged",
+    "unfinished",
+    "word_count",
+];
+
 /// Rejections counted by [`RejectReason::kind`], sorted by kind.
 pub fn count_by_reason(rejections: &[Rejection]) -> std::collections::BTreeMap<&'static str, u64> {
     let mut counts = std::collections::BTreeMap::new();
@@ -608,6 +637,39 @@ mod tests {
         })
         .await;
         assert_eq!(out, (0..20u64).map(|i| i * 2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn every_reason_kind_is_listed() {
+        use crate::LlmFailureKind as K;
+        let failures = [
+            K::RetriesExhausted,
+            K::Rejected,
+            K::Truncated,
+            K::ContentFilter,
+            K::Unfinished,
+            K::NotAuthored,
+            K::Fatal,
+        ];
+        let reasons = [
+            RejectReason::NoMethod,
+            RejectReason::NoCode,
+            RejectReason::NoQueries,
+            RejectReason::Repeat,
+            RejectReason::Schema { detail: "d".into() },
+            RejectReason::TestCount {
+                expected: 1,
+                got: 2,
+            },
+        ];
+        for kind in failures
+            .iter()
+            .map(|k| k.as_str())
+            .chain(reasons.iter().map(RejectReason::kind))
+        {
+            assert!(REASON_KINDS.contains(&kind), "`{kind}` is not listed");
+        }
+        assert!(REASON_KINDS.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use coreb_trec::measures::{Combine, Kind};
-use coreb_trec::trec::{TrecOptions, evaluate};
+use coreb_trec::trec::{TrecOptions, evaluate, pytrec_measures};
 use coreb_trec::{EvalError, Qrels, Run};
 
 fn value_error(e: impl std::fmt::Display) -> PyErr {
@@ -37,9 +37,9 @@ struct RelevanceEvaluator {
 
 #[pymethods]
 impl RelevanceEvaluator {
-    /// `query_relevance`: `{query: {doc: relevance}}`; `measures`: trec_eval's `-m`
-    /// arguments (`"map"`, `"ndcg_cut.10"`, `"P.5,10"`, `"all_trec"` ...), an iterable or a
-    /// single string; `relevance_level`: trec_eval's `-l`, the lowest relevance counted as
+    /// `query_relevance`: `{query: {doc: relevance}}`; `measures`: as pytrec_eval takes them
+    /// (`"map"`, `"ndcg_cut.10"`, `"P.5,10"`, `"P_5"`, `"all_trec"` ...; the entries of one
+    /// measure combined, `{"P.5", "P.10"}` giving both), an iterable or a single string; `relevance_level`: trec_eval's `-l`, the lowest relevance counted as
     /// relevant by binary measures.
     #[new]
     #[pyo3(signature = (query_relevance, measures, relevance_level = 1))]
@@ -62,6 +62,8 @@ impl RelevanceEvaluator {
                 "measures: none given (trec_eval's default is `official`)",
             ));
         }
+        // pytrec_eval's reading: `{"P.5", "P.10"}` is both cut-offs, as `{"P.5,10"}` is.
+        let measures = pytrec_measures(&measures).map_err(value_error)?;
         let mut options = TrecOptions::from_args(&measures).map_err(value_error)?;
         options.level = relevance_level;
         let triples = query_relevance

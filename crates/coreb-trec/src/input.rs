@@ -116,10 +116,18 @@ impl Qrels {
         })
     }
 
-    /// Read and parse a qrels file.
+    /// Read and parse a qrels file; one without a judgement is [`EvalError::Empty`].
     pub fn read(path: &Path) -> Result<Qrels, EvalError> {
         let text = fs_err::read_to_string(path).map_err(EvalError::Io)?;
-        Qrels::parse(&text, path)
+        let qrels = Qrels::parse(&text, path)?;
+        if qrels.is_empty() {
+            return Err(EvalError::Empty {
+                path: path.to_owned(),
+                what: "qrels",
+                line: "judgement",
+            });
+        }
+        Ok(qrels)
     }
 
     /// Number of judgements.
@@ -528,8 +536,16 @@ impl Run {
         Ok(run)
     }
 
-    /// Read and parse a run file.
+    /// Read and parse a run file; one that ranks nothing is [`EvalError::Empty`].
     pub fn read(path: &Path) -> Result<Run, EvalError> {
+        let run = Run::read_any(path)?;
+        if run.queries.is_empty() {
+            return Err(EvalError::empty_run(path));
+        }
+        Ok(run)
+    }
+
+    fn read_any(path: &Path) -> Result<Run, EvalError> {
         let file = fs_err::File::open(path).map_err(EvalError::Io)?;
         if file.metadata().map_err(EvalError::Io)?.len() == 0 {
             return Run::parse_owned(String::new(), path);

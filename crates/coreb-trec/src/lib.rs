@@ -78,7 +78,28 @@ pub enum EvalError {
         /// What is wrong.
         why: String,
     },
+    /// A qrels or run file without one line to read.
+    #[error("`{}`: the {what} file is empty (not one {line} in it)", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+        /// `qrels` or `run`.
+        what: &'static str,
+        /// What a line of it is: `judgement`, `ranked document`.
+        line: &'static str,
+    },
     /// No query is both in the qrels and in the run.
     #[error("no queries with both results and relevance info")]
     NoQueries,
+}
+
+impl EvalError {
+    /// The run file `path` ranks nothing.
+    pub fn empty_run(path: &std::path::Path) -> EvalError {
+        EvalError::Empty {
+            path: path.to_owned(),
+            what: "run",
+            line: "ranked document",
+        }
+    }
 }

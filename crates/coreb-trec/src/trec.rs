@@ -94,6 +94,89 @@ impl TrecOptions {
     }
 }
 
+/// pytrec_eval's reading of its `measures` (`RelevanceEvaluator(qrels, measures)`), as
+/// `-m` arguments for [`TrecOptions::from_args`]: nicknames (`all_trec`, `official` …)
+/// expanded, then every entry of one measure combined into one, its cut-offs the union of
+/// theirs, given as `name.p1,p2` or `name_p1,p2` (`{"P.5", "P_10"}` is `P.10,5`: both values);
+/// a measure given bare and with cut-offs keeps the cut-offs. The order of `measures` does not
+/// matter (pytrec_eval takes a set); the result is sorted.
+pub fn pytrec_measures(measures: &[String]) -> Result<Vec<String>, EvalError> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut expanded: BTreeSet<&str> = BTreeSet::new();
+    for m in measures {
+        match super::measures::nickname(m) {
+            Some(list) => expanded.extend(list.iter().copied()),
+            None => {
+                expanded.insert(m.as_str());
+            }
+        }
+    }
+    let known = |name: &str| Kind::from_name(name).is_some();
+    let mut combined: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for m in expanded {
+        if known(m) {
+            combined.entry(m.to_owned()).or_default();
+            continue;
+        }
+        // `<measure>[._]<number>(,<number>)*`, a number being `[0-9]+(\.[0-9]+)?`; as a
+        // regular expression matched at the start, what follows is ignored (pytrec_eval's).
+        let found = Kind::all().iter().find_map(|k| {
+            let rest = m.strip_prefix(k.name())?.strip_prefix(['.', '_'])?;
+            Some((k.name(), number_list(rest)?))
+        });
+        let Some((name, params)) = found else {
+            return Err(EvalError::Measure {
+                measure: m.to_owned(),
+                why: "unsupported measure".into(),
+            });
+        };
+        combined
+            .entry(name.to_owned())
+            .or_default()
+            .extend(params.split(',').map(str::to_owned));
+    }
+    Ok(combined
+        .into_iter()
+        .map(|(name, params)| {
+            if params.is_empty() {
+                name
+            } else {
+                format!(
+                    "{name}.{}",
+                    params.into_iter().collect::<Vec<_>>().join(",")
+                )
+            }
+        })
+        .collect())
+}
+
+/// The longest prefix of `s` that is `<number>(,<number>)*`, a number `[0-9]+(\.[0-9]+)?`.
+fn number_list(s: &str) -> Option<&str> {
+    let b = s.as_bytes();
+    let digits = |mut i: usize| {
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        (i > start).then_some(i)
+    };
+    let number = |i: usize| {
+        let i = digits(i)?;
+        Some(match b.get(i) {
+            Some(b'.') => digits(i + 1).unwrap_or(i),
+            _ => i,
+        })
+    };
+    let mut end = number(0)?;
+    while b.get(end) == Some(&b',') {
+        match number(end + 1) {
+            Some(next) => end = next,
+            None => break,
+        }
+    }
+    Some(&s[..end])
+}
+
 /// The values of one query (or of the summary), aligned with the measures' names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryValues {
@@ -487,6 +570,39 @@ pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecRepo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// pytrec_eval's spellings: every entry of a measure counts, in any order and form.
+    #[test]
+    fn pytrec_measures_combine_every_entry_of_a_measure() {
+        let m = |list: &[&str]| {
+            pytrec_measures(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+        };
+        assert_eq!(m(&["P.5", "P.10"]), ["P.10,5"]);
+        assert_eq!(m(&["P.10", "P.5"]), ["P.10,5"]);
+        assert_eq!(m(&["P.5,10"]), ["P.10,5"]);
+        assert_eq!(m(&["P_5", "P.10", "P"]), ["P.10,5"]);
+        assert_eq!(
+            m(&["ndcg_cut.5", "ndcg_cut_10", "map"]),
+            ["map", "ndcg_cut.10,5"]
+        );
+        assert_eq!(m(&["iprec_at_recall.0.1,0.5"]), ["iprec_at_recall.0.1,0.5"]);
+        let all = m(&["all_trec", "P.7"]);
+        assert!(all.contains(&"P.7".to_owned()) && all.contains(&"ndcg_cut".to_owned()));
+        assert!(!all.contains(&"P".to_owned()));
+        assert!(pytrec_measures(&["P.x".to_owned()]).is_err());
+        assert!(pytrec_measures(&["nope".to_owned()]).is_err());
+        // Both cut-offs come out, whichever order.
+        let options = TrecOptions::from_args(&m(&["P.5", "P.10"])).unwrap();
+        let names: Vec<&str> = options
+            .measures
+            .iter()
+            .flat_map(|x| x.names.iter().map(String::as_str))
+            .collect();
+        assert!(
+            names.contains(&"P_5") && names.contains(&"P_10"),
+            "{names:?}"
+        );
+    }
 
     /// The fast `%6.4f` writes exactly what the exact formatter writes, near ties included.
     #[test]

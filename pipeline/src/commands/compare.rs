@@ -20,6 +20,9 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         json,
     } = args;
     let printer = Printer::new(json);
+    if let Some(release) = &release {
+        crate::ops::intact::refuse_damaged(release)?;
+    }
     let comparison = coreb_eval::compare::compare(&CompareOptions {
         a,
         b,

@@ -24,6 +24,15 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(json);
     let runtime = super::runtime()?;
     let run = CorpusRun::load(&manifest, printer, runtime.handle().clone())?;
+    let (out, again) = (
+        run.out().display().to_string(),
+        crate::manifest::shell_word(&manifest.to_string_lossy()),
+    );
+    coreb_base::interrupt::say_when_stopped(move |signal| {
+        format!(
+            "coreb corpus stopped by {signal}: the output shards finished before it (each with its `train/shard=NNN/_SUCCESS` in `{out}`) and the sources downloaded into `{out}/.sources/` are kept; run `coreb corpus {again}` again to make the others"
+        )
+    });
     if let Some(step) = dedup_step {
         return dedup_step_command(&run, step, task, &printer);
     }

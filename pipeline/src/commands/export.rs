@@ -2,6 +2,7 @@
 //! dataset folder in the published CoREB layout ([`crate::ops::export`]); `--layout mteb`:
 //! each release as MTEB's six CoREB(v1) tasks ([`crate::ops::export::mteb`]).
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -21,6 +22,16 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         all_queries,
     } = args;
     let printer = Printer::new(false);
+    // An export replaces `out` whole: inside what it reads it would damage a release.
+    let (from, to) = (resolved(&releases_dir)?, resolved(&out)?);
+    if to.starts_with(&from) || from.starts_with(&to) {
+        coreb_base::usage!(
+            "`{}` is inside `{}`, which the export reads (or holds it): write the export outside it, e.g. `coreb export --layout hf-coreb {} /tmp/coreb-hf`",
+            out.display(),
+            releases_dir.display(),
+            releases_dir.display()
+        );
+    }
     match layout {
         ExportLayout::HfCoreb => {
             let releases =
@@ -112,4 +123,24 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `path` absolute with its existing part's links resolved (the rest as written), to compare
+/// where two paths lead.
+fn resolved(path: &Path) -> anyhow::Result<PathBuf> {
+    let path = std::path::absolute(path)?;
+    let mut head = path.as_path();
+    let mut tail = Vec::new();
+    loop {
+        if let Ok(real) = fs_err::canonicalize(head) {
+            return Ok(tail.iter().rev().fold(real, |p, c| p.join(c)));
+        }
+        match (head.parent(), head.file_name()) {
+            (Some(parent), Some(name)) => {
+                tail.push(name.to_owned());
+                head = parent;
+            }
+            _ => return Ok(path.clone()),
+        }
+    }
 }

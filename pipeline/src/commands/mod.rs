@@ -8,6 +8,7 @@ pub mod corpus;
 pub mod eval;
 pub mod export;
 pub mod init;
+pub mod inputs;
 pub mod judge;
 pub mod leaderboard;
 pub mod plan;

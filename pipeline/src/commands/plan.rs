@@ -15,6 +15,8 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         out,
         sources,
         no_pin,
+        force,
+        allow_overlap,
     } = args;
     plan_month(
         MonthRequest {
@@ -24,6 +26,8 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             out,
             sources,
             no_pin,
+            force,
+            allow_overlap,
         },
         Printer::new(false),
     )?;

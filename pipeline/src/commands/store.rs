@@ -1,7 +1,6 @@
 //! `coreb store stats|export|import|prune <store-dir>`: look after an LLM response store. (The
 //! gateway's benchmark is `bench/llm/`, not a command.)
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -10,23 +9,11 @@ use coreb_llm::{PruneFilter, ResponseStore};
 use crate::cli::{StoreArgs, StoreCommand};
 use crate::printer::Printer;
 
-/// Refuse a store that is not there: reading it would report an empty store.
-fn existing(store: &Path) -> anyhow::Result<()> {
-    if !store.is_dir() {
-        anyhow::bail!(
-            "`{}`: no response store there (no such directory)",
-            store.display()
-        );
-    }
-    Ok(())
-}
-
 /// Run `coreb store`.
 pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         StoreCommand::Stats { store, json } => {
             let printer = Printer::new(json);
-            existing(&store)?;
             let stats = ResponseStore::open(&store)
                 .stats()
                 .with_context(|| format!("reading the store `{}`", store.display()))?;
@@ -76,6 +63,14 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
             dry_run,
         } => {
             let printer = Printer::new(false);
+            if let Some(r) = &reason
+                && !coreb_llm::run::REASON_KINDS.contains(&r.as_str())
+            {
+                coreb_base::usage!(
+                    "`--reason`: `{r}` is no reason kind (one of {}; `coreb store stats` counts those of a store under `unusable`)",
+                    coreb_llm::run::REASON_KINDS.join(", ")
+                );
+            }
             let filter = PruneFilter { stage, reason };
             let pruned = ResponseStore::open(&store)
                 .prune(&filter, dry_run)
@@ -123,7 +118,6 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         StoreCommand::Export { store, out } => {
-            existing(&store)?;
             let n = ResponseStore::open(&store)
                 .export(&out)
                 .with_context(|| format!("exporting the store `{}`", store.display()))?;

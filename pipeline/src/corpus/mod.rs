@@ -150,7 +150,8 @@ impl CorpusRun {
         &self.plan.file
     }
 
-    fn out(&self) -> &Path {
+    /// The output directory.
+    pub fn out(&self) -> &Path {
         &self.plan.file.output.dir
     }
 

@@ -48,6 +48,8 @@ pub struct StageContext {
 impl StageContext {
     /// The context of a build of `plan`: its artifact store opened, `plan.jobs` worker threads.
     pub fn new(plan: RunPlan, printer: Printer) -> anyhow::Result<Self> {
+        // The store is made in `output_dir`: one that cannot be is named, not an OS error.
+        super::preflight::refuse_output_dir(&plan)?;
         let store = ArtifactStore::open(&plan.output_dir.join("artifacts"))?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(plan.jobs)

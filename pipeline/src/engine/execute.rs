@@ -389,11 +389,11 @@ impl Stage for Execute {
                 let _ = std::fs::remove_dir_all(out.path(""));
                 let kept: usize = journal.committed()?.iter().map(|p| p.solutions.len()).sum();
                 return Err(anyhow::Error::new(signal).context(format!(
-                    "execute stopped by {}: {kept} of {} solutions judged are kept in `{}`; run the same command again (`coreb build {}`) to judge the other {}",
+                    "execute stopped by {}: {kept} of {} solutions judged are kept in `{}`; run the same command again (`{}`) to judge the other {}",
                     signal.name(),
                     solutions.len(),
                     journal.dir().display(),
-                    cx.plan().manifest_path.display(),
+                    cx.plan().rerun(),
                     solutions.len() - kept,
                 )));
             }

@@ -26,11 +26,16 @@ impl PlanOverrides {
 
     /// Apply the overrides to a resolved plan.
     pub fn apply(self, plan: &mut RunPlan) -> std::io::Result<()> {
+        let word = |p: &Path| crate::manifest::shell_word(&p.to_string_lossy());
         if let Some(dir) = self.output_dir {
             plan.output_dir = std::path::absolute(dir)?;
+            plan.rerun_flags
+                .push(format!("--output-dir {}", word(&plan.output_dir)));
         }
         if let Some(dir) = self.publish_dir {
             plan.publish_dir = std::path::absolute(dir)?;
+            plan.rerun_flags
+                .push(format!("--publish-dir {}", word(&plan.publish_dir)));
         }
         Ok(())
     }

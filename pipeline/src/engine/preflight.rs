@@ -33,12 +33,7 @@ impl Preflight<'_> {
         let plan = self.plan;
         let file = plan.manifest_path.display();
         let mut problems = Vec::new();
-        if let Err(e) = writable(&plan.output_dir) {
-            problems.push(format!(
-                "`output_dir` = `{}` (in `{file}`, or `--output-dir`): {e}",
-                plan.output_dir.display()
-            ));
-        }
+        problems.extend(output_dir(plan));
         let llm = self.until >= StageName::Rewrite && !self.own_gateway;
         if llm {
             match plan.llm.mode {
@@ -150,6 +145,29 @@ impl Preflight<'_> {
             "preflight: the build would fail; nothing was run:\n  {}",
             problems.join("\n  ")
         )
+    }
+}
+
+/// What is wrong with `output_dir` (a file, under a file, read-only), naming the setting:
+/// checked by the preflight and before the artifact store is opened in it, which is before
+/// the preflight runs.
+pub fn output_dir(plan: &RunPlan) -> Option<String> {
+    writable(&plan.output_dir).err().map(|e| {
+        format!(
+            "`output_dir` = `{}` (in `{}`, or `--output-dir`): {e}",
+            plan.output_dir.display(),
+            plan.manifest_path.display()
+        )
+    })
+}
+
+/// Refuse an `output_dir` [`output_dir`] finds wrong, as the preflight would.
+pub fn refuse_output_dir(plan: &RunPlan) -> anyhow::Result<()> {
+    match output_dir(plan) {
+        Some(problem) => {
+            anyhow::bail!("preflight: the build would fail; nothing was run:\n  {problem}")
+        }
+        None => Ok(()),
     }
 }
 

@@ -177,12 +177,25 @@ impl ReleaseBuild for BuildLookup {
         let dir = self.build_dir.join("artifacts").join(stage);
         let record_path = dir.join("record.json");
         if !record_path.exists() {
+            // Suggest building only with a manifest that is there: a release moved or
+            // downloaded names one of another machine, or of a directory since moved.
+            let remedy = if self.manifest_path.is_file() && !self.given {
+                format!(
+                    "run `coreb build {} --until {stage}`, or pass `--build-dir` with the directory the release was built in",
+                    crate::manifest::shell_word(&self.manifest_path.to_string_lossy())
+                )
+            } else if self.given {
+                "pass `--build-dir` with the directory the release was built in".to_owned()
+            } else {
+                format!(
+                    "`{}` is not there (the release was moved or downloaded, and builds nothing here): pass `--build-dir` with the directory the release was built in",
+                    self.manifest_path.display()
+                )
+            };
             bail!(
-                "the build's {stage} artifact is missing: `{}` does not exist (the build directory `{}` is the `output_dir` of the release's build manifest `{}`, or `--build-dir`); run `coreb build {} --until {stage}`, or pass `--build-dir` with the directory the release was built in",
+                "the build's {stage} artifact is missing: `{}` does not exist ({}); {remedy}",
                 record_path.display(),
-                self.build_dir.display(),
-                self.manifest_path.display(),
-                self.manifest_path.display()
+                self.origin(),
             );
         }
         let record = read_record(&record_path)?;

@@ -16,18 +16,7 @@ use crate::printer::Printer;
 use coreb_base::durable;
 use coreb_data::releases::ReleaseManifest;
 
-fn is_leap(y: u32) -> bool {
-    (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400)
-}
-
-fn days_in(y: u32, m: u32) -> u32 {
-    match m {
-        2 if is_leap(y) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
+use coreb_data::problem::days_in_month as days_in;
 
 /// Parse `YYYY-MM`.
 pub fn parse_month(s: &str) -> Option<(u32, u32)> {
@@ -130,6 +119,40 @@ pub struct MonthRequest {
     pub sources: Vec<String>,
     /// Do not fetch the sources to pin their sha256.
     pub no_pin: bool,
+    /// Overwrite an existing `out`.
+    pub force: bool,
+    /// Write a window overlapping a published release's.
+    pub allow_overlap: bool,
+}
+
+/// The published releases under `dir` (any with a MANIFEST) whose contest-date window meets
+/// `start ..= end`: version, window start and end (`…` for an open bound).
+fn overlapping(dir: &Path, start: &str, end: &str) -> anyhow::Result<Vec<String>> {
+    let mut found = Vec::new();
+    if !dir.is_dir() {
+        return Ok(found);
+    }
+    for entry in fs_err::read_dir(dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let path = dir.join(&name).join("MANIFEST.json");
+        if !crate::manifest::has_version_shape(&name) || !path.is_file() {
+            continue;
+        }
+        let manifest = ReleaseManifest::read(&path)?;
+        let (ws, we) = (
+            manifest.window.start.as_deref(),
+            manifest.window.end.as_deref(),
+        );
+        if ws.is_none_or(|ws| ws <= end) && we.is_none_or(|we| we >= start) {
+            found.push(format!(
+                "`{name}` ({} … {})",
+                ws.unwrap_or("…"),
+                we.unwrap_or("…")
+            ));
+        }
+    }
+    found.sort();
+    Ok(found)
 }
 
 /// Write the manifest of a month's release: window after the latest release, everything
@@ -142,11 +165,22 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
         out,
         sources,
         no_pin,
+        force,
+        allow_overlap,
     } = request;
     let Some((y, m)) = parse_month(&month) else {
-        bail!("month: expected `YYYY-MM`, got `{month}`")
+        coreb_base::usage!("month: expected `YYYY-MM` (e.g. `2025-04`), got `{month}`")
     };
     let version = format!("v{y:04}{m:02}");
+    let out = std::path::absolute(
+        out.unwrap_or_else(|| PathBuf::from(format!("manifests/{version}.toml"))),
+    )?;
+    if !force && fs_err::symlink_metadata(&out).is_ok() {
+        coreb_base::usage!(
+            "`{}` exists: `coreb plan` overwrites no manifest without `--force` (or write another with `--out`)",
+            out.display()
+        );
+    }
     let releases_dir = std::path::absolute(&releases_dir)?;
     let latest = latest_release(&releases_dir, &version)?;
 
@@ -170,15 +204,10 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
         ),
     };
 
-    let out = std::path::absolute(
-        out.unwrap_or_else(|| PathBuf::from(format!("manifests/{version}.toml"))),
-    )?;
     let out_dir = out
         .parent()
         .context("--out has no parent directory")?
         .to_owned();
-    let made_out_dir = !out_dir.exists();
-    fs_err::create_dir_all(&out_dir)?;
     let start = match &latest {
         Some((_, manifest)) => {
             let end = manifest
@@ -196,10 +225,32 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
     };
     let end = month_end(y, m);
     if start > end {
-        bail!(
-            "the latest release already covers `{month}` (its window ends the day before `{start}`)"
+        match &latest {
+            Some(_) => coreb_base::usage!(
+                "the latest release already covers `{month}` (its window ends the day before `{start}`): plan a later month"
+            ),
+            None => coreb_base::usage!(
+                "`window.start` of the base manifest is `{start}`, after `{month}`: plan a later month"
+            ),
+        }
+    }
+    // Dates are days of the calendar (a base manifest's `window.start` of `2025-02-30` is not).
+    coreb_data::problem::DateWindow::new(Some(&start), Some(&end)).map_err(|e| {
+        coreb_base::errors::Usage(format!(
+            "`window` of `{}`: {e}",
+            from.as_deref().unwrap_or(base_dir.as_path()).display()
+        ))
+    })?;
+    let overlaps = overlapping(&releases_dir, &start, &end)?;
+    if !overlaps.is_empty() && !allow_overlap {
+        coreb_base::usage!(
+            "the window {start} … {end} overlaps the published {} under `{}`: their problems would be in both. Plan a later month, start from another window, or pass `--allow-overlap` (a control release, a rebuild)",
+            overlaps.join(", "),
+            releases_dir.display()
         );
     }
+    let made_out_dir = !out_dir.exists();
+    fs_err::create_dir_all(&out_dir)?;
     file.version = version.clone();
     file.window.start = Some(start);
     file.window.end = Some(end);
@@ -230,7 +281,7 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
     }
     for spec in sources {
         let Some((name, url)) = spec.split_once('=') else {
-            bail!("--source: expected `NAME=URL`, got `{spec}`")
+            coreb_base::usage!("`--source`: expected `NAME=URL`, got `{spec}`")
         };
         let url = if url.contains("://") {
             url.to_owned()

@@ -425,15 +425,14 @@ fn check_kit_manifest(path: &Path, trusted: bool) -> anyhow::Result<()> {
 /// truncated or corrupt file, or an entry that is not a valid one, is an error naming
 /// `shown` (the file in the release) and the line. Returns the number of answers.
 ///
-/// A downloaded kit is untrusted: JSON answers compress 5-20x, so data that decompresses to
-/// more than [`ANSWERS_MAX_RATIO`] times its compressed size (at least 64 MiB) is refused
-/// before it fills the disk or the memory.
+/// A downloaded kit is untrusted: its answers are decompressed as a stream within bounds that
+/// do not grow with the file ([`answers_bounds`]): a line longer than [`ANSWERS_MAX_LINE`],
+/// more than [`ANSWERS_MAX_LINES`] lines, or more than [`ANSWERS_MAX_RATIO`] times the
+/// compressed size (at least 64 MiB, at most [`ANSWERS_MAX_BYTES`]) is refused at its first
+/// byte past, before it fills the disk or the memory.
 pub fn import_answers(gz: &Path, shown: &Path, work: &Path, store: &Path) -> anyhow::Result<u64> {
-    let cap = fs_err::metadata(gz)?
-        .len()
-        .saturating_mul(ANSWERS_MAX_RATIO)
-        .max(64 << 20);
-    import_answers_capped(gz, shown, work, store, cap)
+    let bounds = answers_bounds(fs_err::metadata(gz)?.len());
+    import_answers_capped(gz, shown, work, store, &bounds)
 }
 
 /// The human review a published card carries (`coreb review report --record` adds its
@@ -487,52 +486,50 @@ fn recorded_review(
 
 /// How many times its compressed size a kit's answers may decompress to.
 pub const ANSWERS_MAX_RATIO: u64 = 200;
+/// The most a kit's answers may decompress to, whatever their compressed size.
+pub const ANSWERS_MAX_BYTES: u64 = 4 << 30;
+/// The longest line (one stored answer, its request with it) of a kit's answers.
+pub const ANSWERS_MAX_LINE: usize = 32 << 20;
+/// The most lines (answers) of a kit's answers.
+pub const ANSWERS_MAX_LINES: u64 = 10_000_000;
+
+/// The bounds of the answers of a kit whose `answers.jsonl.gz` has `compressed` bytes.
+pub fn answers_bounds(compressed: u64) -> coreb_base::jsonl::LineBounds {
+    coreb_base::jsonl::LineBounds {
+        total_bytes: compressed
+            .saturating_mul(ANSWERS_MAX_RATIO)
+            .clamp(64 << 20, ANSWERS_MAX_BYTES),
+        line_bytes: ANSWERS_MAX_LINE,
+        lines: ANSWERS_MAX_LINES,
+    }
+}
 
 fn import_answers_capped(
     gz: &Path,
     shown: &Path,
     work: &Path,
     store: &Path,
-    cap: u64,
+    bounds: &coreb_base::jsonl::LineBounds,
 ) -> anyhow::Result<u64> {
-    use std::io::{BufRead as _, Read as _, Write as _};
+    use coreb_base::jsonl::BoundedError;
+    use std::io::Write as _;
     let jsonl = work.join("answers.jsonl");
-    let mut reader = std::io::BufReader::new(
-        flate2::read::GzDecoder::new(fs_err::File::open(gz)?).take(cap.saturating_add(1)),
-    );
+    let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(fs_err::File::open(gz)?));
     let mut out = std::io::BufWriter::new(fs_err::File::create(&jsonl)?);
-    let mut line = Vec::new();
-    let mut n = 0usize;
-    let mut read = 0u64;
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) => break,
-            Ok(got)
-                if {
-                    read += got as u64;
-                    read > cap
-                } =>
-            {
-                bail!(
-                    "`{}`, line {}: decompresses to more than {cap} bytes ({ANSWERS_MAX_RATIO}x its size, at least 64 MiB): refused",
-                    shown.display(),
-                    n + 1
-                )
+    let read = coreb_base::jsonl::bounded_lines(reader, bounds, |line| out.write_all(line));
+    if let Err(e) = read {
+        drop(out);
+        let _ = fs_err::remove_file(&jsonl);
+        let shown = shown.display();
+        match e {
+            BoundedError::Io { line, source } => {
+                bail!("`{shown}`, line {line}: truncated or corrupt gzip data ({source})")
             }
-            Ok(_) if line.last() != Some(&b'\n') => bail!(
-                "`{}`, line {}: the file ends inside the line (truncated)",
-                shown.display(),
-                n + 1
-            ),
-            Ok(_) => {
-                n += 1;
-                out.write_all(&line)?;
+            BoundedError::Truncated { line } => {
+                bail!("`{shown}`, line {line}: the file ends inside the line (truncated)")
             }
-            Err(e) => bail!(
-                "`{}`, line {}: truncated or corrupt gzip data ({e})",
-                shown.display(),
-                n + 1
+            other => bail!(
+                "`{shown}`, {other} (a kit's answers are at most {ANSWERS_MAX_RATIO}x their compressed size, at least 64 MiB and at most 4 GiB, in lines of at most 32 MiB)"
             ),
         }
     }
@@ -1641,14 +1638,27 @@ mod tests {
         );
     }
 
-    /// A gzip bomb: more than the cap decompressed is refused, naming the line, whether the
-    /// data has newlines or is one endless line; nothing of it is imported.
+    /// A gzip bomb: past any bound (bytes in all, bytes a line, lines) it is refused, naming
+    /// the line, whether the data has newlines or is one endless line; nothing of it is
+    /// imported. The bounds of a real kit do not grow with its size.
     #[test]
-    fn answers_that_decompress_past_the_cap_are_refused() {
+    fn answers_that_decompress_past_a_bound_are_refused() {
         use std::io::Write as _;
         let dir = tempfile::tempdir().unwrap();
         let gz = dir.path().join("answers.jsonl.gz");
-        for (body, line) in [(b"{}\n".repeat(4000), 2049), (vec![b' '; 12_000], 1)] {
+        let bounds = coreb_base::jsonl::LineBounds {
+            total_bytes: 6_144,
+            line_bytes: 1_024,
+            lines: 3_000,
+        };
+        for (body, said) in [
+            (
+                b"{}\n".repeat(4000),
+                "line 2049: more than 6144 bytes in all",
+            ),
+            (vec![0u8; 12_000], "line 1: longer than 1024 bytes"),
+            (b"\n".repeat(4000), "line 3001: more than 3000 lines"),
+        ] {
             let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
             enc.write_all(&body).unwrap();
             fs_err::write(&gz, enc.finish().unwrap()).unwrap();
@@ -1658,17 +1668,22 @@ mod tests {
                 Path::new("kit/answers.jsonl.gz"),
                 dir.path(),
                 &store,
-                6_144,
+                &bounds,
             )
             .unwrap_err();
-            assert_eq!(
-                format!("{err:#}"),
-                format!(
-                    "`kit/answers.jsonl.gz`, line {line}: decompresses to more than 6144 bytes ({ANSWERS_MAX_RATIO}x its size, at least 64 MiB): refused"
-                )
+            assert!(
+                format!("{err:#}").starts_with(&format!("`kit/answers.jsonl.gz`, {said}: refused")),
+                "{err:#}"
             );
             assert!(!store.exists(), "nothing imported");
+            assert!(!dir.path().join("answers.jsonl").exists());
         }
+        let huge = answers_bounds(u64::MAX);
+        assert_eq!(
+            (huge.total_bytes, huge.line_bytes, huge.lines),
+            (ANSWERS_MAX_BYTES, ANSWERS_MAX_LINE, ANSWERS_MAX_LINES)
+        );
+        assert_eq!(answers_bounds(1).total_bytes, 64 << 20);
     }
 
     /// The sample's MANIFEST, as a JSON value to change.

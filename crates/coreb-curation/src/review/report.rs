@@ -227,12 +227,17 @@ pub fn report(
     }
     let (version, current) = release_digest(release)?;
     let data = ReleaseManifest::read(&release.join("MANIFEST.json"))?.data_sha256();
-    let out = out.map_or_else(|| default_out(release, &version), Path::to_owned);
+    let recorded_at = default_out(release, &version);
+    let out = out.map_or_else(|| recorded_at.clone(), Path::to_owned);
     // A review recorded before re-published the card, or was of the same data (a build of
-    // them on another machine): its answers stay of this release.
+    // them on another machine): its answers stay of this release, whether the report is
+    // written where it was recorded or elsewhere (`--out`).
     let mut accepted = BTreeSet::from([current.clone()]);
-    let recorded = out.join("review.json");
-    if recorded.exists() {
+    for dir in [&recorded_at, &out] {
+        let recorded = dir.join("review.json");
+        if !recorded.exists() {
+            continue;
+        }
         let v: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&recorded)?)
             .with_context(|| format!("`{}`", recorded.display()))?;
         if (v["published_sha256"].as_str() == Some(current.as_str())
@@ -240,6 +245,13 @@ pub fn report(
             && let Some(reviewed) = v["release_sha256"].as_str()
         {
             accepted.insert(reviewed.to_owned());
+        }
+        // The recorded review is an input of every rebuild: only `--record` replaces it.
+        if dir == &out && !record && v["published_sha256"].is_string() {
+            coreb_base::usage!(
+                "`{}` is the review recorded in the release's card: a report without `--record` would replace it. Write it elsewhere (`--out DIR`), or record it again (`--record`)",
+                recorded.display()
+            );
         }
     }
     let mut loaded = Loaded {

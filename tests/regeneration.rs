@@ -17,15 +17,42 @@ fn sample() -> PathBuf {
     root().join("releases/sample/v202503")
 }
 
-/// Copy a directory tree, renaming `from_version` to `to_version` in every text file when
-/// asked; the Parquet qrels are left out of a renamed copy (they hold the old ids).
+/// Copy a release, renaming `from_version` to `to_version` in every text file when asked; the
+/// Parquet qrels are left out of a renamed copy (they hold the old ids), and its MANIFEST's
+/// files list what the copy holds, so that the renamed copy is an intact release of its own
+/// (`eval` and `compare` refuse a damaged one).
 fn copy_release(from: &Path, to: &Path, rename: Option<(&str, &str)>) {
+    copy_tree(from, to, rename);
+    let manifest_path = to.join("MANIFEST.json");
+    if rename.is_none() || !manifest_path.exists() {
+        return;
+    }
+    let mut manifest: Value =
+        serde_json::from_str(&fs_err::read_to_string(&manifest_path).unwrap()).unwrap();
+    let files = manifest["files"].as_object_mut().unwrap();
+    files.retain(|name, _| to.join(name).is_file());
+    for (name, entry) in files.iter_mut() {
+        let bytes = fs_err::read(to.join(name)).unwrap();
+        *entry = serde_json::json!({
+            "sha256": coreb_base::hashing::sha256_hex(&bytes),
+            "bytes": bytes.len(),
+        });
+    }
+    fs_err::write(
+        &manifest_path,
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+}
+
+/// Copy a directory tree, renaming as [`copy_release`] does.
+fn copy_tree(from: &Path, to: &Path, rename: Option<(&str, &str)>) {
     fs_err::create_dir_all(to).unwrap();
     for e in fs_err::read_dir(from).unwrap() {
         let p = e.unwrap().path();
         let dest = to.join(p.file_name().unwrap());
         if p.is_dir() {
-            copy_release(&p, &dest, rename);
+            copy_tree(&p, &dest, rename);
         } else if let Some((old, new)) = rename {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             if name.ends_with("_qrels.parquet") {

@@ -332,7 +332,7 @@ pub fn recheck(
                         solution: &solution,
                         harness,
                         tests: &indexed,
-                        gate: None,
+                        stop: crate::Stop::Never,
                     },
                     work_root,
                     slot,

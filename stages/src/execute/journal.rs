@@ -200,6 +200,7 @@ mod tests {
             }],
             message: String::new(),
             memory_bound: coreb_data::verdict::MemoryBound::Rlimit,
+            stopped: None,
         };
         JudgedProblem {
             problem_id: ProblemId::from_raw(problem.into()),

@@ -787,6 +787,136 @@ fn private_tests_can_be_skipped_after_a_public_failure() {
     assert_eq!(out.stats.verdicts.get(&NotRun), Some(&3));
 }
 
+/// Issue #61: `mode = "labels"` gives every solution the pass/fail of the full run on planted
+/// cases (a slow solution, one wrong on a late private test, a crash, a compile error, a
+/// correct one), stops each failing one at its first failing test in label order (public
+/// tests, then the private ones by decreasing input size) and says which; the tests it ran
+/// have the full run's verdicts, the others are `not_run`.
+#[test]
+fn labels_give_the_full_runs_pass_fail_and_stop_at_the_first_failure() {
+    let mut problem = hostile_problem("labels", "1\n", "1\n");
+    problem.public_tests.push(TestCase {
+        input: "2\n".into(),
+        output: "2\n".into(),
+        testtype: TestType::Stdin,
+    });
+    // Private tests 2..=5: small, the largest, large, small.
+    let big = |n: usize, c: &str| format!("{}\n", c.repeat(n));
+    problem.private_tests = [
+        "3\n".to_owned(),
+        big(3000, "7"),
+        big(1500, "8"),
+        "55\n".to_owned(),
+    ]
+    .into_iter()
+    .map(|input| TestCase {
+        output: input.clone(),
+        input,
+        testtype: TestType::Stdin,
+    })
+    .collect();
+    let with = |name: &str, code: &str| Solution {
+        code: code.into(),
+        ..solution(
+            &problem.id,
+            Language::Python,
+            &fixture("solutions/abc302_a/ok.py"),
+            name,
+        )
+    };
+    let solutions = [
+        with("echo", "print(input())\n"),
+        // Too slow on the two large private tests.
+        with(
+            "slow",
+            "import time\nn = input()\nif len(n) > 100:\n    time.sleep(30)\nprint(n)\n",
+        ),
+        // Wrong only on the last private test, which label order runs late.
+        with("late", "n = input()\nprint('0' if n == '55' else n)\n"),
+        with(
+            "crash",
+            "n = input()\nif n == '2':\n    raise SystemExit(3)\nprint(n)\n",
+        ),
+        with("broken", "print(input(\n"),
+        with("wrong", "print(0)\n"),
+    ];
+    let mut config = ExecuteConfig::default();
+    config.limits.wall_time_ms = 1_000;
+    config.python.time_multiplier = Some(1.0);
+    let judge = |config: &ExecuteConfig| {
+        execute(
+            config,
+            std::slice::from_ref(&problem),
+            &solutions,
+            sandbox(),
+            2,
+        )
+        .unwrap()
+    };
+    let full = judge(&config);
+    config.mode = coreb_judge::ExecuteMode::Labels;
+    let labels = judge(&config);
+    use Verdict::{CompileError, NotRun, Passed, RuntimeError, TimeLimit, WrongAnswer};
+    assert_eq!(
+        verdicts(&full.results[1]),
+        [Passed, Passed, Passed, TimeLimit, TimeLimit, Passed]
+    );
+    // The order labels judge in: public, then private by decreasing input size.
+    let order = [0u32, 1, 3, 4, 5, 2];
+    let stop = |index: u32, verdict: Verdict| Some(coreb_judge::Stopped { index, verdict });
+    let want = [
+        (true, None),
+        // One time limit paid, not two: the largest input runs first.
+        (false, stop(3, TimeLimit)),
+        (false, stop(5, WrongAnswer)),
+        (false, stop(1, RuntimeError)),
+        (false, None),
+        (false, stop(0, WrongAnswer)),
+    ];
+    for ((f, l), (passed, stopped)) in full.results.iter().zip(&labels.results).zip(want) {
+        let name = &f.model;
+        assert_eq!(f.passed, passed, "{name}: the full run");
+        assert_eq!(
+            l.passed, f.passed,
+            "{name}: labels and the full run disagree"
+        );
+        assert_eq!(l.stopped, stopped, "{name}");
+        assert_eq!(f.stopped, None, "{name}: the full run never stops");
+        assert_eq!(
+            l.tests.iter().map(|t| t.index).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4, 5],
+            "{name}: results in test order"
+        );
+        // Every test up to the stop (in label order) has the full run's verdict, none after it.
+        let ran = match stopped {
+            Some(s) => order.iter().position(|&i| i == s.index).unwrap() + 1,
+            None => order.len(),
+        };
+        for (k, &i) in order.iter().enumerate() {
+            let (got, full_verdict) = (l.tests[i as usize].verdict, f.tests[i as usize].verdict);
+            if k < ran {
+                assert_eq!(got, full_verdict, "{name}: test {i}");
+            } else {
+                assert_eq!(got, NotRun, "{name}: test {i} runs after the stop");
+            }
+        }
+    }
+    assert_eq!(verdicts(&labels.results[4]), [CompileError; 6]);
+    assert_eq!(full.stats.solutions_passed, labels.stats.solutions_passed);
+    assert_eq!(full.stats.verdicts.get(&TimeLimit), Some(&2));
+    assert_eq!(labels.stats.verdicts.get(&TimeLimit), Some(&1));
+    assert!(labels.stats.tests == full.stats.tests);
+    assert!(labels.stats.verdicts[&NotRun] >= 10, "{:?}", labels.stats);
+    // The verdicts table keeps the stop.
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("verdicts.parquet");
+    coreb_data::tables::verdicts::write_verdicts(&table, &labels.results).unwrap();
+    assert_eq!(
+        coreb_data::tables::verdicts::read_verdicts(&table).unwrap(),
+        labels.results
+    );
+}
+
 /// Issue #13: a multi-megabyte stdin and stdout, fed and read without deadlock.
 #[test]
 fn multi_megabyte_tests_are_judged() {
@@ -1595,6 +1725,107 @@ fn reuse_gives_the_plain_commands_verdicts() {
 #[test]
 fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
     let dir = tempfile::tempdir().unwrap();
+    let build = sample_with_the_committed_data_files(
+        dir.path(),
+        "reuse = [\"python\", \"ruby\", \"cpp\", \"java\"]\nidle_slots = 3\n",
+        &[
+            (
+                "reuse",
+                serde_json::json!(["python", "cpp", "java", "ruby"]),
+            ),
+            ("idle_slots", serde_json::json!(3)),
+        ],
+    );
+    let record: serde_json::Value = serde_json::from_str(
+        &fs_err::read_to_string(build.join("artifacts/execute/record.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        record["summary"]["stats"]["fast_starts"], 40,
+        "{:#}",
+        record["summary"]["stats"]
+    );
+    // The sample's 40 C++ and Java solutions, less the one that does not compile.
+    assert_eq!(
+        record["summary"]["stats"]["fast_compiles"], 39,
+        "{:#}",
+        record["summary"]["stats"]
+    );
+}
+
+/// Issue #61: the sample judged with `mode = "labels"` has the committed release's data files
+/// byte for byte (every qrel is the full run's), its MANIFEST records the mode and differs from
+/// the committed one by nothing else, and its verdicts give every solution the pass/fail of a
+/// full run, each failing one stopped at a failing test with the tests after it not run.
+#[test]
+fn the_sample_judged_for_labels_has_the_committed_data_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let build = sample_with_the_committed_data_files(
+        dir.path(),
+        "mode = \"labels\"\n",
+        &[("mode", serde_json::json!("labels"))],
+    );
+    let verdicts = coreb_data::tables::verdicts::read_verdicts(
+        &build.join("artifacts/execute/verdicts.parquet"),
+    )
+    .unwrap();
+    let problems =
+        coreb_data::tables::ProblemReader::open(&build.join("artifacts/rewrite/problems.parquet"))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect::<Vec<_>>();
+    let solutions = coreb_data::tables::solutions::read_solutions(
+        &build.join("artifacts/generate/solutions.parquet"),
+    )
+    .unwrap();
+    // The full run, here: the same pass/fail for every solution.
+    let full = execute(
+        &ExecuteConfig::default(),
+        &problems,
+        &solutions,
+        sandbox(),
+        2,
+    )
+    .unwrap();
+    assert_eq!(full.results.len(), verdicts.len());
+    let mut stopped = 0;
+    for (f, l) in full.results.iter().zip(&verdicts) {
+        assert_eq!(f.solution_id, l.solution_id);
+        assert_eq!(f.passed, l.passed, "{}", l.solution_id);
+        match l.stopped {
+            Some(stop) => {
+                stopped += 1;
+                assert!(!l.passed);
+                assert_eq!(l.tests[stop.index as usize].verdict, stop.verdict);
+                assert_eq!(
+                    f.tests[stop.index as usize].verdict, stop.verdict,
+                    "{}",
+                    l.solution_id
+                );
+            }
+            None => assert!(
+                l.passed || l.tests.iter().all(|t| t.verdict == Verdict::CompileError),
+                "{}",
+                l.solution_id
+            ),
+        }
+    }
+    assert!(
+        stopped > 0 && verdicts.iter().any(|r| r.passed),
+        "{stopped}"
+    );
+}
+
+/// The sample built in `dir` with `execute` (lines of `[stages.execute]`): its data files are
+/// the committed release's byte for byte, and its MANIFEST differs from the committed one only
+/// by the `parameters` of `execute` (each as given) and the build manifest it embeds; its
+/// card is the committed card without the human validation of the committed build. The build
+/// directory.
+fn sample_with_the_committed_data_files(
+    dir: &Path,
+    execute: &str,
+    parameters: &[(&str, serde_json::Value)],
+) -> PathBuf {
     let sample = fs_err::read_to_string(root().join("manifests/sample.toml"))
         .unwrap()
         .replace("\"../", &format!("\"{}/", root().display()));
@@ -1602,9 +1833,9 @@ fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
         !sample.contains("[stages.execute]"),
         "the sample manifest has an execute section now: merge the switch into it"
     );
-    let manifest = dir.path().join("sample-reuse.toml");
-    fs_err::write(&manifest, format!("{sample}\n[stages.execute]\nreuse = [\"python\", \"ruby\", \"cpp\", \"java\"]\nidle_slots = 3\n")).unwrap();
-    let (build, release) = (dir.path().join("build"), dir.path().join("release"));
+    let manifest = dir.join("sample-execute.toml");
+    fs_err::write(&manifest, format!("{sample}\n[stages.execute]\n{execute}")).unwrap();
+    let (build, release) = (dir.join("build"), dir.join("release"));
     let out = run(coreb()
         .arg("build")
         .arg(&manifest)
@@ -1626,7 +1857,7 @@ fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
     };
     assert_eq!(data(&release), data(&committed));
     // The sample's recorded human review is of the committed build (its MANIFEST sha256), not
-    // of this one, whose MANIFEST records the two switches: the card is the committed card
+    // of this one, whose MANIFEST records the switches: the card is the committed card
     // without its "Human validation" section, and the build says why.
     assert!(
         text(&out).contains("is of another build of `v202503`"),
@@ -1649,20 +1880,16 @@ fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
         serde_json::from_str(&fs_err::read_to_string(d.join("MANIFEST.json")).unwrap()).unwrap()
     };
     let (mut got, mut want) = (manifest_of(&release), manifest_of(&committed));
-    assert_eq!(
-        got["stages"]["execute"]["parameters"]["reuse"],
-        serde_json::json!(["python", "cpp", "java", "ruby"])
-    );
-    assert_eq!(got["stages"]["execute"]["parameters"]["idle_slots"], 3);
+    for (key, value) in parameters {
+        assert_eq!(&got["stages"]["execute"]["parameters"][key], value, "{key}");
+    }
     for m in [&mut got, &mut want] {
-        m["stages"]["execute"]["parameters"]
-            .as_object_mut()
-            .unwrap()
-            .remove("reuse");
-        m["stages"]["execute"]["parameters"]
-            .as_object_mut()
-            .unwrap()
-            .remove("idle_slots");
+        for (key, _) in parameters {
+            m["stages"]["execute"]["parameters"]
+                .as_object_mut()
+                .unwrap()
+                .remove(*key);
+        }
         m.as_object_mut().unwrap().remove("build_manifest");
         // The kit's entries: it carries the build manifest, which differs by design; the card,
         // compared above.
@@ -1677,21 +1904,7 @@ fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
             .remove("toolchains");
     }
     assert_eq!(got, want);
-    let record: serde_json::Value = serde_json::from_str(
-        &fs_err::read_to_string(build.join("artifacts/execute/record.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(
-        record["summary"]["stats"]["fast_starts"], 40,
-        "{:#}",
-        record["summary"]["stats"]
-    );
-    // The sample's 40 C++ and Java solutions, less the one that does not compile.
-    assert_eq!(
-        record["summary"]["stats"]["fast_compiles"], 39,
-        "{:#}",
-        record["summary"]["stats"]
-    );
+    build
 }
 
 /// Issue #34: with `idle_slots`, tests that sleep until their wall limit give their core to

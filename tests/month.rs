@@ -5,7 +5,8 @@
 //! succeeds, no request is answered twice, the rebuild sends nothing, and every solution's
 //! verdicts are the ones its planted outcome demands; the test adds that the bare-process
 //! floor, running the judge's own programs, agrees on every pass/fail, and that `execute` with
-//! `reuse` (issue #34) gives every solution the plain run's verdicts. It runs with
+//! `reuse` (issue #34) gives every solution the plain run's verdicts, and `execute` for labels
+//! (issue #61) its pass/fail. It runs with
 //! `skip_private_after_public_failure`, as a cheap month would.
 
 use serde_json::Value;
@@ -112,4 +113,26 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
         f["execute_reuse"]["fast_starts"].as_u64().unwrap() > 0,
         "{f:#}"
     );
+    // Issue #61: `execute` for labels gave every solution the plain run's pass/fail and every
+    // test it ran the plain run's verdict, stopped the failing ones, and the month's figures
+    // name its wall beside the plain run's.
+    assert_eq!(f["execute_labels"]["solutions"], 30, "{f:#}");
+    assert_eq!(f["execute_labels"]["verdicts_differ"], 0, "{f:#}");
+    let stopped: u64 = f["execute_labels"]["stopped_by"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert!(stopped > 0, "{f:#}");
+    assert!(
+        f["execute_labels"]["judging"]["test_runs"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "{f:#}"
+    );
+    for run in ["plain", "labels"] {
+        assert!(f["month_wall_s"][run].as_f64().unwrap() > 0.0, "{f:#}");
+    }
 }

@@ -191,6 +191,7 @@ fn plan_out_writes_a_manifest_whose_paths_resolve_from_its_place_and_sets_the_fa
     );
     let execute = &plan["stages"]["execute"];
     assert_eq!(execute["idle_slots"].as_u64(), Some(8), "{execute}");
+    assert_eq!(execute["mode"], "labels", "{execute}");
     assert_eq!(
         execute["reuse"].as_array().map(Vec::len),
         Some(4),

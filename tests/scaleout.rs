@@ -200,6 +200,157 @@ fn the_slurm_recipe_on_a_real_single_node_slurm_builds_the_committed_release() {
     );
 }
 
+/// Issue #61: the recipe of `scripts/ray/` on a Ray cluster started here (a head and two
+/// workers, `scripts/ray/local-cluster.sh`, from the venv `scripts/setup-ray` makes): every
+/// sharded stage as 3 Ray tasks, then the merge. A shard that fails on every attempt stops the
+/// run before the merge, naming it; the same command again resumes (the complete shards and
+/// stages do nothing), a task that fails once is retried, and the release is the committed one, file for
+/// file. Where Ray cannot start (the script exits 3 and says why) the test says so and stops,
+/// except under CI, where it fails.
+#[test]
+fn the_ray_recipe_on_a_local_cluster_fails_resumes_and_builds_the_committed_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("out");
+    // The binary, but for planted failures: `execute` shard 1/3 fails while `fail-always`
+    // exists, `queries` shard 0/3 fails once while `fail-once` does.
+    let wrapper = d.join("coreb.sh");
+    fs_err::write(
+        &wrapper,
+        format!(
+            "#!/usr/bin/env bash\nargs=\"$*\"\nif [ \"$1\" = execute ] && [[ \"$args\" == *'--shard 1/3'* ]] && [ -e {d}/fail-always ]; then echo 'planted failure' >&2; exit 1; fi\nif [ \"$1\" = queries ] && [[ \"$args\" == *'--shard 0/3'* ]] && [ -e {d}/fail-once ]; then rm {d}/fail-once; echo 'planted failure, once' >&2; exit 1; fi\nexec {bin} \"$@\"\n",
+            d = d.display(),
+            bin = env!("CARGO_BIN_EXE_coreb"),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let venv = std::env::var_os("COREB_RAY_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join(".venv-ray"));
+    let runs = d.join("runs.sh");
+    let run_py = format!(
+        "{} {} build {} 3 --coreb {} --retries 1 --output-dir {} --publish-dir {}",
+        venv.join("bin/python").display(),
+        root().join("scripts/ray/run.py").display(),
+        sample_manifest().display(),
+        wrapper.display(),
+        out.join("build").display(),
+        out.join("release").display(),
+    );
+    fs_err::write(
+        &runs,
+        format!(
+            "set -u\ncd {d}\ntouch fail-always\n{run_py} --logs logs-1 >run-1.txt 2>&1; echo $? >status-1\n[ -e {release} ] && touch published-1\nrm fail-always\ntouch fail-once\n{run_py} --logs logs-2 >run-2.txt 2>&1; echo $? >status-2\n",
+            d = d.display(),
+            release = out.join("release").display(),
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new("bash");
+    cmd.arg(root().join("scripts/ray/local-cluster.sh"))
+        .arg(d.join("cluster"))
+        .arg("bash")
+        .arg(&runs);
+    let result = run(&mut cmd);
+    if result.status.code() == Some(3) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "Ray cannot start under CI: {}",
+            text(&result)
+        );
+        eprintln!(
+            "no Ray cluster here, so the Ray recipe did not run: {}",
+            text(&result)
+        );
+        return;
+    }
+    assert!(result.status.success(), "{}", text(&result));
+    let read = |name: &str| fs_err::read_to_string(d.join(name)).unwrap_or_default();
+    let (first, second) = (read("run-1.txt"), read("run-2.txt"));
+    let cluster_logs = || {
+        ["head.log", "worker-1.log", "worker-2.log"]
+            .map(|f| read(&format!("cluster/{f}")))
+            .join("\n")
+    };
+
+    // The first run: execute's shard 1 fails on both attempts, and nothing after it runs.
+    assert_eq!(read("status-1").trim(), "1", "{first}\n{}", cluster_logs());
+    assert!(
+        first.contains("execute 1/3: attempt 1 failed (exit 1); retrying")
+            && first.contains("execute 1/3: failed (exit 1) after 2 attempt(s)")
+            && first.contains("planted failure"),
+        "{first}"
+    );
+    for done in [
+        "rewrite 0/3: done",
+        "generate 2/3: done",
+        "execute 0/3: done",
+    ] {
+        assert!(first.contains(done), "{done}: {first}");
+    }
+    assert!(
+        !first.contains("queries") && !first.contains("merge:"),
+        "a step ran after a failed shard: {first}"
+    );
+    assert!(
+        !d.join("published-1").exists(),
+        "published without the merge"
+    );
+
+    // The second: the complete shards do nothing, the failed one runs, a task that fails once
+    // is retried, and the merge publishes.
+    assert_eq!(read("status-2").trim(), "0", "{second}\n{}", cluster_logs());
+    // `rewrite` was merged by the first run's later shards: found complete, not made again.
+    assert!(
+        read("logs-2/rewrite-1.log").contains("rewrite: unchanged, skipped"),
+        "{}",
+        read("logs-2/rewrite-1.log")
+    );
+    assert!(
+        read("logs-2/execute-0.log").contains("shard 0/3 is complete"),
+        "{}",
+        read("logs-2/execute-0.log")
+    );
+    assert!(
+        read("logs-2/execute-1.log").contains("execute: shard 1/3 written to"),
+        "{}",
+        read("logs-2/execute-1.log")
+    );
+    assert!(
+        second.contains("queries 0/3: attempt 1 failed (exit 1); retrying")
+            && second.contains("queries 0/3: done")
+            && second.contains("merge: done"),
+        "{second}"
+    );
+    // The last stage's parts are merged by the merge (the earlier ones by later shards).
+    assert!(
+        read("logs-2/merge-0.log").contains("queries: merging 3 shard parts"),
+        "{}",
+        read("logs-2/merge-0.log")
+    );
+    // The tasks ran on more than one node of the cluster.
+    let nodes: std::collections::BTreeSet<&str> = first
+        .lines()
+        .chain(second.lines())
+        .filter_map(|l| l.split(" on node ").nth(1))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .collect();
+    assert!(
+        nodes.len() >= 2,
+        "every task on one node: {nodes:?}\n{second}"
+    );
+    same_release_as(
+        &root().join("releases/sample/v202503"),
+        &out.join("release"),
+        "the release built through Ray is not the committed one",
+    );
+}
+
 fn manifest_copy(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
     let text = fs_err::read_to_string(sample_manifest())
         .unwrap()

@@ -3,7 +3,7 @@
 
 Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--latency-ms 20]
                           [--fault-rate 10] [--models m-alpha,m-beta] [--coreb BIN]
-                          [--reuse python,ruby] [--no-reuse-alone] [--idle-slots 8]
+                          [--reuse python,ruby] [--no-reuse-alone] [--idle-slots 8] [--no-labels]
                           [--dir DIR] [--data JSONL] [--json FILE] [--python PY]
                           [--save-plain FILE.json.gz | --plain-from FILE.json.gz]
 
@@ -15,16 +15,20 @@ Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--late
 4. after `execute` (and its bare-process floor), `execute` runs again with `[stages.execute]
    reuse` (`--reuse`, default python,ruby: the faster starts of issue #34), and a third time
    with `idle_slots` as well (`--idle-slots`, default 8: tests that wait give their core to
-   the next, issue #34; `--no-reuse-alone` skips the second run); each run's verdicts are compared with the plain run's solution by
-   solution, and the later stages and the rebuild use the last run's manifest;
+   the next, issue #34; `--no-reuse-alone` skips the second run), and a fourth time with
+   `mode = "labels"` as well (issue #61: judging stops at a solution's first failing test;
+   `--no-labels` skips it); each run's verdicts are compared with the plain run's solution by
+   solution (the labels run's pass/fail, and the verdict of every test it ran), and the later
+   stages and the rebuild use the last run's manifest; `month_wall_s` sums the stages' wall
+   with each run as the month's `execute`;
 5. the simulator's counters give requests and faults per stage, `verdicts.parquet` is checked
    against the planted outcome of every solution (month_lib.outcome): correct ones pass,
    wrong ones get wrong_answer, slow ones time_limit, crashing ones runtime_error, broken ones
    compile_error.
 
 Exit status 1 when any check fails: a planted fault left unanswered, an item lost or
-duplicated, a verdict against the truth, or a verdict of the reuse or idle-slots run other
-than the plain run's. `--python` must have pyarrow (the test venv).
+duplicated, a verdict against the truth, a verdict of the reuse or idle-slots run other
+than the plain run's, or a pass/fail of the labels run other than the plain run's. `--python` must have pyarrow (the test venv).
 """
 import argparse
 import gzip
@@ -160,6 +164,8 @@ def main() -> int:
                    help="skip the second run (reuse without idle_slots); the third still runs with --reuse's languages")
     p.add_argument("--idle-slots", type=int, default=8,
                    help="[stages.execute] idle_slots of a third execute run, with --reuse's languages (0: no third run)")
+    p.add_argument("--no-labels", action="store_true",
+                   help="skip the fourth run (mode = \"labels\", with --reuse's languages and --idle-slots)")
     p.add_argument("--dir")
     p.add_argument("--data", help="an LCB-shaped JSONL written beforehand by generate.py with the same --n, --tests and --max-elements "
                                    "(and --month 2025-05), used instead of generating one; generate_wall_s is then 0")
@@ -170,7 +176,7 @@ def main() -> int:
                         "fails unless every output of the stages before `execute` and the parameters are those of the recorded run")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
-    if args.plain_from and not (args.idle_slots or (args.reuse and not args.no_reuse_alone)):
+    if args.plain_from and not (args.idle_slots or (args.reuse and not args.no_reuse_alone) or not args.no_labels):
         p.error("--plain-from needs a variant run (--reuse or --idle-slots) to write the month's verdicts")
 
     work = args.dir or tempfile.mkdtemp(prefix="month-")
@@ -247,10 +253,17 @@ def main() -> int:
                 # The plain run's verdicts, read once: recorded, saved, and what the variants are compared with.
                 if recorded:
                     plain = recorded["verdicts"]
-                elif args.save_plain or args.reuse or args.idle_slots:
+                elif args.save_plain or args.reuse or args.idle_slots or not args.no_labels:
                     plain = verdicts_by_solution(args, artifact(work, "execute", "verdicts.parquet"))
                 if args.save_plain and not recorded:
                     save_plain(args, work, wall, cpu, rss, check, plain)
+                if not recorded:
+                    with open(artifact(work, "execute", "record.json")) as f:
+                        judging = (json.load(f).get("local") or {}).get("judging")
+                    figures["execute_judging"] = judging
+                    if judging:
+                        print(f"{'':<11} inside: {judging['compiles']} compiles {judging['compile_wall_ms'] / 1000:.2f} s, {judging['test_runs']} test runs "
+                              f"{judging['test_wall_ms'] / 1000:.2f} s (of which waiting out time limits {judging['time_limit_wall_ms'] / 1000:.2f} s)", flush=True)
             if stage == "execute" and not args.no_floor:
                 # The floor, in the same run: the same solutions and tests as bare processes.
                 fl = subprocess.run([args.python, os.path.join(HERE, "floor.py"), os.path.join(work, "build"), "--wall-ms", str(args.wall_ms), "--jobs", str(os.cpu_count()),
@@ -267,15 +280,24 @@ def main() -> int:
                           f"   bare processes; execute/floor wall = {wall / floor['wall_s']:.2f}, pass/fail agree on {floor['agree_with_judge']}/{floor['solutions']}", flush=True)
                     for lang, c in (floor.get("per_language") or {}).items():
                         print(f"{'':<11} {lang:<7} bare processes, summed wall s: compile {c['compile_wall_s']:8.2f}, tests {c['test_wall_s']:8.2f}", flush=True)
-            if stage == "execute" and (args.reuse or args.idle_slots):
+            if stage == "execute" and (args.reuse or args.idle_slots or not args.no_labels):
                 langs = [l.strip() for l in args.reuse.split(",") if l.strip()]
+                switches = (f"reuse = {json.dumps(langs)}\n" if langs else "") + (f"idle_slots = {args.idle_slots}\n" if args.idle_slots else "")
                 base = manifest
                 if langs and not args.no_reuse_alone:
                     manifest = run_variant(args, work, base, wall, plain, "reuse", f"reuse = {json.dumps(langs)}\n", figures, failures)
                 if args.idle_slots:
-                    manifest = run_variant(args, work, base, wall, plain, "reuse_idle",
-                                           (f"reuse = {json.dumps(langs)}\n" if langs else "") + f"idle_slots = {args.idle_slots}\n", figures, failures)
+                    manifest = run_variant(args, work, base, wall, plain, "reuse_idle", switches, figures, failures)
+                if not args.no_labels:
+                    manifest = run_variant(args, work, base, wall, plain, "labels", 'mode = "labels"\n' + switches, figures, failures)
         figures["peak_rss_mib"] = round(peak, 1)
+        # The month's wall, stage by stage, with each `execute` run as its `execute`.
+        others = sum(st["wall_s"] for st in figures["stages"] if st["stage"] != "execute")
+        runs = {"plain": next((st["wall_s"] for st in figures["stages"] if st["stage"] == "execute"), None)}
+        runs |= {label: figures[f"execute_{label}"]["wall_s"] for label in ("reuse", "reuse_idle", "labels") if f"execute_{label}" in figures}
+        figures["month_wall_s"] = {label: round(others + w, 2) for label, w in runs.items() if w is not None}
+        if figures["month_wall_s"]:
+            print("month wall s (every stage, with each execute run): " + ", ".join(f"{k} {v:.2f}" for k, v in figures["month_wall_s"].items()), flush=True)
         final = stats(url)
         figures["endpoint"] = final
         for s, c in final.items():
@@ -325,7 +347,8 @@ out = {}
 for r in pq.read_table(sys.argv[1]).to_pylist():
     tests = r.get("tests") or []
     out[r["solution_id"]] = {"language": r["language"], "passed": r["passed"], "verdicts": [[x["index"], x["verdict"]] for x in tests],
-                             "wall_ms": sum(x["wall_ms"] for x in tests), "cpu_ms": sum(x["cpu_ms"] for x in tests)}
+                             "wall_ms": sum(x["wall_ms"] for x in tests), "cpu_ms": sum(x["cpu_ms"] for x in tests),
+                             "stopped_by": r.get("stopped_by")}
 print(json.dumps(out))
 """
 
@@ -419,8 +442,20 @@ def run_variant(args, work, manifest, plain_wall, plain, label, settings, figure
     record = json.load(open(artifact(work, "execute", "record.json")))
     gave_way = (record.get("local") or {}).get("tests_gave_way", 0)
     got = verdicts_by_solution(args, verdicts_path)
-    differ = sorted(k for k in plain if plain[k]["verdicts"] != got.get(k, {}).get("verdicts") or plain[k]["passed"] != got.get(k, {}).get("passed"))
+    if "mode = \"labels\"" in settings:
+        # Labels: the same pass/fail, and every test that ran has the plain run's verdict.
+        def same(a, b):
+            ran = {i: v for i, v in b["verdicts"] if v != "not_run"}
+            return a["passed"] == b["passed"] and all(dict(a["verdicts"]).get(i) == v for i, v in ran.items())
+    else:
+        def same(a, b):
+            return a["verdicts"] == b["verdicts"] and a["passed"] == b["passed"]
+    differ = sorted(k for k in plain if k not in got or not same(plain[k], got[k]))
     differ += sorted(k for k in got if k not in plain)
+    stopped = {}
+    for r in got.values():
+        if r.get("stopped_by"):
+            stopped[r["stopped_by"]] = stopped.get(r["stopped_by"], 0) + 1
     per = {}
     for mode, rows in (("plain", plain), (label, got)):
         for r in rows.values():
@@ -431,11 +466,16 @@ def run_variant(args, work, manifest, plain_wall, plain, label, settings, figure
     floor = figures.get("execute_floor", {}).get("wall_s")
     figures[f"execute_{label}"] = {"settings": settings.strip().splitlines(), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1),
                                    "plain_wall_s": round(plain_wall, 2), "fast_starts": fast, "fast_compiles": compiled, "tests_gave_way": gave_way, "solutions": len(plain),
-                                   "verdicts_differ": len(differ), "per_language": per, "over_floor": round(wall / floor, 3) if floor else None}
+                                   "verdicts_differ": len(differ), "per_language": per, "over_floor": round(wall / floor, 3) if floor else None,
+                                   "judging": record.get("local", {}).get("judging"), "stopped_by": stopped}
     ratio = f", execute({label})/floor wall = {wall / floor:.2f}" if floor else ""
     print(f"{'(' + label + ')':<11} {wall:8.2f} {cpu:8.2f} {rss:12.1f} {'':>8} {'':>6} {len(got):>7}"
           f"   {'; '.join(settings.strip().splitlines())}: {fast} solutions started faster, {compiled} compiled faster, {gave_way} tests gave way; plain/{label} wall = {plain_wall / wall:.2f}{ratio};"
           f" verdicts equal on {len(plain) - len(differ)}/{len(plain)}", flush=True)
+    judging = record.get("local", {}).get("judging") or {}
+    if judging:
+        print(f"{'':<11} inside: {judging['compiles']} compiles {judging['compile_wall_ms'] / 1000:.2f} s, {judging['test_runs']} test runs {judging['test_wall_ms'] / 1000:.2f} s"
+              f" (of which waiting out time limits {judging['time_limit_wall_ms'] / 1000:.2f} s), {gave_way} gave way; stopped by {stopped}", flush=True)
     for lang, c in sorted(per.items()):
         print(f"{'':<11} {lang:<7} summed test wall s: plain {c.get('plain_test_wall_s', 0):8.2f}, {label} {c.get(f'{label}_test_wall_s', 0):8.2f};"
               f" test CPU s: plain {c.get('plain_test_cpu_s', 0):8.2f}, {label} {c.get(f'{label}_test_cpu_s', 0):8.2f}", flush=True)

@@ -52,8 +52,9 @@ pub enum Verdict {
     CompileError,
     /// Wrote more than the output limit.
     OutputLimit,
-    /// Not run: the solution had already failed a public test and
-    /// `stages.execute.skip_private_after_public_failure` is set.
+    /// Not run: the solution had already failed a test that ends its judging (any test with
+    /// `stages.execute.mode = "labels"`, a public one with
+    /// `stages.execute.skip_private_after_public_failure`).
     NotRun,
 }
 
@@ -132,6 +133,25 @@ pub struct SolutionResult {
     /// multiset).
     #[serde(default, skip_serializing_if = "AnswerKind::is_exact")]
     pub comparison: AnswerKind,
+    /// Why judging stopped, when a failing test ended it: with `stages.execute.mode =
+    /// "labels"` the solution's first failing test, with the public-test gate the public test
+    /// that held back the private ones (the tests after it in the order judged are `not_run`).
+    /// `None` for a solution judged on every test, or on none (a compile error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
+}
+
+/// The test whose failure ended the judging of a solution: with `stages.execute.mode =
+/// "labels"` its first failing test (in the order judged: public tests, then the private ones
+/// by decreasing input size), with `skip_private_after_public_failure` the first failing
+/// public test. A solution that stopped did not pass, exactly as it would not have had every
+/// test run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stopped {
+    /// The test's index (public tests first, then private).
+    pub index: u32,
+    /// Its verdict (never `passed` or `not_run`).
+    pub verdict: Verdict,
 }
 
 /// What the re-check of a rewritten problem's tests against its reference solution found for

@@ -88,7 +88,7 @@ pub use toolchain::{
 
 use coreb_data::problem::{AnswerKind, TestCase};
 use coreb_data::solution::{Language, Solution, SolutionId};
-pub use coreb_data::verdict::{SolutionResult, TestResult, Verdict};
+pub use coreb_data::verdict::{SolutionResult, Stopped, TestResult, Verdict};
 use toolchain::fill;
 
 fn is_false(b: &bool) -> bool {
@@ -180,10 +180,41 @@ pub struct ExecuteStats {
     /// ([`ExecuteConfig::idle_slots`]). A measurement, like `cpu_ms`; omitted while none did.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub gave_way: usize,
+    /// Where judging's time went (issue #61), summed over solutions; measurements, like
+    /// `cpu_ms`.
+    #[serde(default)]
+    pub time: JudgingTime,
 }
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+/// Where the time of judging went, summed over solutions (issue #61): a measurement, which
+/// differs from run to run and is kept out of every fingerprint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JudgingTime {
+    /// Compile steps run (a faster compile redone plainly counts twice).
+    pub compiles: usize,
+    /// Their summed wall time, ms.
+    pub compile_wall_ms: u64,
+    /// Test runs started (each a process of its own).
+    pub test_runs: usize,
+    /// Their summed wall time, ms (runs that overlap count each).
+    pub test_wall_ms: u64,
+    /// The summed wall time of the test runs that ended at their time limit, ms: what
+    /// waiting out limits cost.
+    pub time_limit_wall_ms: u64,
+}
+
+impl AddAssign for JudgingTime {
+    fn add_assign(&mut self, o: JudgingTime) {
+        self.compiles += o.compiles;
+        self.compile_wall_ms += o.compile_wall_ms;
+        self.test_runs += o.test_runs;
+        self.test_wall_ms += o.test_wall_ms;
+        self.time_limit_wall_ms += o.time_limit_wall_ms;
+    }
 }
 
 /// What judging one solution cost.
@@ -197,6 +228,9 @@ pub struct Cost {
     pub fast_compile: bool,
     /// Its test runs that gave their core to the next run while they waited.
     pub gave_way: usize,
+    /// Where its time went.
+    #[serde(default)]
+    pub time: JudgingTime,
 }
 
 impl AddAssign for ExecuteStats {
@@ -212,6 +246,41 @@ impl AddAssign for ExecuteStats {
         self.fast_starts += other.fast_starts;
         self.fast_compiles += other.fast_compiles;
         self.gave_way += other.gave_way;
+        self.time += other.time;
+    }
+}
+
+/// `[stages.execute] mode`: what judging a solution is for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecuteMode {
+    /// Every test runs to its own verdict (per-test verdicts and pass rates are complete).
+    #[default]
+    EveryTest,
+    /// A solution's pass/fail only (issue #61): its tests run in [`label_order`] (public
+    /// tests first, then the private ones by decreasing input size: the test most likely to
+    /// fail or to run out of time early), each public test and the first private one alone,
+    /// the rest in batches that double (2, 4, 8 …, each in parallel), and judging stops after
+    /// the first test (or batch) that does not pass; the rest are `not_run` and the result
+    /// says which test stopped it ([`coreb_data::verdict::Stopped`]). Which tests run depends
+    /// on verdicts only, never on timing. A solution passes exactly when it would have passed
+    /// every test, so every label is the full run's; its `pass_rate` counts the tests not run
+    /// as not passed.
+    Labels,
+}
+
+impl ExecuteMode {
+    /// The default (`every_test`), left out of what is recorded.
+    pub fn is_every_test(&self) -> bool {
+        *self == ExecuteMode::EveryTest
+    }
+
+    /// `every_test` or `labels`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecuteMode::EveryTest => "every_test",
+            ExecuteMode::Labels => "labels",
+        }
     }
 }
 
@@ -227,6 +296,13 @@ pub struct ExecuteConfig {
     /// stage key and the MANIFEST while off.
     #[serde(skip_serializing_if = "is_false")]
     pub skip_private_after_public_failure: bool,
+    /// What a solution's judging is for ([`ExecuteMode`]): `every_test` (the default: every
+    /// test to its own verdict, for per-test pass rates) or `labels` (a solution's pass/fail
+    /// only, which is all `qrels` reads: judging stops at its first failing test). Omitted
+    /// from the stage key and the MANIFEST while `every_test`, so that a manifest without the
+    /// key means what it meant before the key existed.
+    #[serde(skip_serializing_if = "ExecuteMode::is_every_test")]
+    pub mode: ExecuteMode,
     /// The languages whose tests start faster or that compile faster (issue #34, [`reuse`]):
     /// `["python", "ruby"]` start faster, `["cpp", "java"]` compile faster ([`FastCompile`]).
     /// Every test is still a process of its own with its own limits; a program that could
@@ -271,6 +347,7 @@ impl Default for ExecuteConfig {
             compile_limits: toolchain::compile_limits(),
             work_dir: None,
             skip_private_after_public_failure: false,
+            mode: ExecuteMode::EveryTest,
             reuse: BTreeSet::new(),
             idle_slots: 0,
             sandbox: SandboxConfig::default(),
@@ -446,10 +523,56 @@ pub struct Submission<'a> {
     /// The tests to run, each with its index in the problem's test list (which its result
     /// carries).
     pub tests: &'a [(u32, &'a TestCase)],
-    /// With `skip_private_after_public_failure`: the index of the first private test.
-    pub gate: Option<u32>,
+    /// When judging stops before the last test.
+    pub stop: Stop,
     /// How its outputs are compared: its problem's kind of answer ([`compare::answers_match`]).
     pub answer: AnswerKind,
+}
+
+/// When the judging of a solution stops before its last test ([`Submission::stop`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Never: every test runs (in parallel).
+    Never,
+    /// `skip_private_after_public_failure`: the tests below this index (the public ones) run
+    /// first, and the others only if every one of those passed.
+    PrivateAfterPublicFailure(u32),
+    /// `mode = "labels"`: the tests run in [`label_order`] (the tests below this index are the
+    /// public ones), one or a doubling batch at a time ([`ExecuteMode::Labels`]), until one
+    /// does not pass.
+    FirstFailure(u32),
+}
+
+impl Stop {
+    /// How `config` stops a solution of a problem with `public` public tests.
+    pub fn of(config: &ExecuteConfig, public: usize) -> Stop {
+        let public = public as u32;
+        match config.mode {
+            ExecuteMode::Labels => Stop::FirstFailure(public),
+            ExecuteMode::EveryTest if config.skip_private_after_public_failure => {
+                Stop::PrivateAfterPublicFailure(public)
+            }
+            ExecuteMode::EveryTest => Stop::Never,
+        }
+    }
+}
+
+/// The order `mode = "labels"` runs a solution's tests in, so that a failure shows early: the
+/// public tests (index below `public`) as given, then the private ones by decreasing input
+/// size (a large input is the likeliest to exceed a limit or to reach a case the public tests
+/// miss), ties by index. Positions in `tests`.
+pub fn label_order(tests: &[(u32, &TestCase)], public: u32) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..tests.len()).collect();
+    order.sort_by_key(|&i| {
+        let (index, test) = tests[i];
+        let private = index >= public;
+        (
+            private,
+            std::cmp::Reverse(if private { test.input.len() } else { 0 }),
+            index,
+        )
+    });
+    order
 }
 
 /// Where and how one solution is judged: its toolchain, the sandbox, its own directory and
@@ -684,14 +807,15 @@ pub(crate) fn prepare_fast_compiles(
 
 /// Compile `src_inside` in the sandbox: the compiler's message when it failed (the
 /// solution's `compile_error`), the CPU milliseconds it took, and whether the faster compile
-/// built it. A faster compile that fails is redone plainly, so the message is the plain
-/// compiler's.
+/// built it (each compile step counted in `time`). A faster compile that fails is redone
+/// plainly, so the message is the plain compiler's.
 fn compile(
     ws: &Workspace<'_>,
     solution: &Solution,
     src_inside: &str,
     main_class: &str,
     env: &[(String, String)],
+    time: &mut JudgingTime,
 ) -> Result<(Option<String>, u64, bool), ExecuteError> {
     let Workspace {
         toolchain,
@@ -725,14 +849,20 @@ fn compile(
             })
     };
     let mut cpu_ms = 0;
+    let mut count = |outcome: &Outcome| {
+        time.compiles += 1;
+        time.compile_wall_ms += outcome.wall_ms;
+    };
     if let Some((fast, prepared)) = fast_compile {
         let outcome = run(fast.command(&plain), Some(prepared.join("cache").as_path()))?;
+        count(&outcome);
         cpu_ms += outcome.cpu_ms;
         if outcome.success() {
             return Ok((None, cpu_ms, true));
         }
     }
     let outcome = run(plain, cache)?;
+    count(&outcome);
     cpu_ms += outcome.cpu_ms;
     if outcome.success() {
         return Ok((None, cpu_ms, false));
@@ -762,7 +892,7 @@ fn judge_in(
         solution,
         harness,
         tests,
-        gate,
+        stop,
         answer,
     } = *submission;
     let JudgedProgram {
@@ -785,6 +915,7 @@ fn judge_in(
         message: String::new(),
         memory_bound: recorded_bound(sandbox.memory_bound()),
         comparison: answer,
+        stopped: None,
     };
     if let Harness::Unsupported(e) = harness {
         let message = format!("no driver for this problem's signature: {e}");
@@ -821,8 +952,10 @@ fn judge_in(
         .collect();
 
     let mut fast_compile = false;
+    let mut time = JudgingTime::default();
     if !toolchain.compile.is_empty() {
-        let (failure, compile_ms, fast) = compile(ws, solution, &src_inside, &main_class, &env)?;
+        let (failure, compile_ms, fast) =
+            compile(ws, solution, &src_inside, &main_class, &env, &mut time)?;
         cpu_ms += compile_ms;
         fast_compile = fast;
         if let Some(message) = failure {
@@ -834,6 +967,7 @@ fn judge_in(
                 },
                 Cost {
                     cpu_ms,
+                    time,
                     ..Cost::default()
                 },
             ));
@@ -882,17 +1016,68 @@ fn judge_in(
             })
             .collect()
     };
-    // With a gate, the tests below it (the public ones) run first, and the others only if
-    // every one of those passed.
-    let split = gate.map_or(tests.len(), |g| tests.partition_point(|(i, _)| *i < g));
-    let mut runs = run_all(&tests[..split]);
-    let gated = runs
-        .iter()
-        .any(|r| r.as_ref().is_ok_and(|(t, _)| t.verdict != Verdict::Passed));
-    let not_run = if gated { &tests[split..] } else { &[][..] };
-    if !gated {
-        runs.extend(run_all(&tests[split..]));
-    }
+    let failed = |r: &Result<(TestResult, Outcome), ExecuteError>| {
+        r.as_ref().is_ok_and(|(t, _)| t.verdict != Verdict::Passed)
+    };
+    let (runs, not_run): (_, Vec<(u32, &TestCase)>) = match stop {
+        Stop::Never => (run_all(tests), Vec::new()),
+        // The tests below the gate (the public ones) run first, and the others only if every
+        // one of those passed.
+        Stop::PrivateAfterPublicFailure(gate) => {
+            let split = tests.partition_point(|(i, _)| *i < gate);
+            let mut runs = run_all(&tests[..split]);
+            if runs.iter().any(failed) {
+                (runs, tests[split..].to_vec())
+            } else {
+                runs.extend(run_all(&tests[split..]));
+                (runs, Vec::new())
+            }
+        }
+        // In label order: each public test and then the first private one alone, the rest in
+        // batches that double (2, 4, 8 …), each batch in parallel, until a batch in which a test
+        // does not pass (or the judge fails). Which tests run depends on verdicts only.
+        Stop::FirstFailure(public) => {
+            let order = label_order(tests, public);
+            let alone = order
+                .iter()
+                .position(|&at| tests[at].0 >= public)
+                .map_or(order.len(), |first_private| first_private + 1);
+            let mut runs = Vec::with_capacity(order.len());
+            let (mut next, mut size) = (0, 2);
+            while next < order.len() {
+                let take = if next < alone {
+                    1
+                } else {
+                    size *= 2;
+                    size / 2
+                };
+                let end = (next + take).min(order.len());
+                let batch: Vec<(u32, &TestCase)> =
+                    order[next..end].iter().map(|&at| tests[at]).collect();
+                next = end;
+                let batch_runs = run_all(&batch);
+                let stop_here = batch_runs.iter().any(|r| r.is_err() || failed(r));
+                runs.extend(batch_runs);
+                if stop_here {
+                    break;
+                }
+            }
+            (runs, order[next..].iter().map(|&at| tests[at]).collect())
+        }
+    };
+    // What ended the judging: in labels mode any failure, with the gate one that held back
+    // the private tests.
+    let stopped = (matches!(stop, Stop::FirstFailure(_)) || !not_run.is_empty())
+        .then(|| {
+            runs.iter().find_map(|r| match r {
+                Ok((t, _)) if t.verdict != Verdict::Passed => Some(Stopped {
+                    index: t.index,
+                    verdict: t.verdict,
+                }),
+                _ => None,
+            })
+        })
+        .flatten();
     let mut results = Vec::with_capacity(runs.len());
     let mut message = String::new();
     let mut gave_way = 0;
@@ -900,6 +1085,11 @@ fn judge_in(
         let (result, outcome) = run?;
         cpu_ms += outcome.cpu_ms;
         gave_way += usize::from(outcome.gave_way);
+        time.test_runs += 1;
+        time.test_wall_ms += outcome.wall_ms;
+        if result.verdict == Verdict::TimeLimit {
+            time.time_limit_wall_ms += outcome.wall_ms;
+        }
         if message.is_empty() && result.verdict != Verdict::Passed {
             message = format!(
                 "test {}: {}: {}",
@@ -917,6 +1107,8 @@ fn judge_in(
         cpu_ms: 0,
         peak_memory_kb: 0,
     }));
+    // In test order, whatever the order they ran in.
+    results.sort_by_key(|r| r.index);
     let passed_n = results
         .iter()
         .filter(|r| r.verdict == Verdict::Passed)
@@ -933,6 +1125,7 @@ fn judge_in(
             pass_rate,
             tests: results,
             message,
+            stopped,
             ..base
         },
         Cost {
@@ -940,6 +1133,7 @@ fn judge_in(
             fast_start: fast.is_some(),
             fast_compile,
             gave_way,
+            time,
         },
     ))
 }
@@ -956,6 +1150,7 @@ fn recorded_bound(bound: coreb_sandbox::MemoryBound) -> coreb_data::verdict::Mem
 #[cfg(test)]
 mod tests {
     use super::*;
+    use coreb_data::problem::TestType;
 
     #[test]
     fn java_main_class_found() {
@@ -1123,6 +1318,58 @@ mod tests {
             .to_string();
         assert!(err.contains("`idle_slots` is at most 64, not 65"), "{err}");
         assert!(serde_json::from_str::<ExecuteConfig>(r#"{"idle_slots": -1}"#).is_err());
+    }
+
+    #[test]
+    fn mode_is_recorded_only_when_labels() {
+        let labels = toml_like(r#"{"mode": "labels"}"#);
+        assert_eq!(labels.mode, ExecuteMode::Labels);
+        assert_eq!(serde_json::to_value(&labels).unwrap()["mode"], "labels");
+        assert_eq!(
+            toml_like(r#"{"mode": "every_test"}"#),
+            ExecuteConfig::default()
+        );
+        assert!(
+            serde_json::to_value(ExecuteConfig::default())
+                .unwrap()
+                .get("mode")
+                .is_none()
+        );
+        assert!(serde_json::from_str::<ExecuteConfig>(r#"{"mode": "fast"}"#).is_err());
+        assert_eq!(Stop::of(&labels, 2), Stop::FirstFailure(2));
+        let gate = toml_like(r#"{"skip_private_after_public_failure": true}"#);
+        assert_eq!(Stop::of(&gate, 2), Stop::PrivateAfterPublicFailure(2));
+        assert_eq!(Stop::of(&ExecuteConfig::default(), 2), Stop::Never);
+    }
+
+    #[test]
+    fn label_order_is_public_then_private_by_decreasing_input() {
+        let test = |input: &str| TestCase {
+            input: input.into(),
+            output: String::new(),
+            testtype: TestType::Stdin,
+        };
+        let cases = [
+            test("long public"),
+            test("p"),
+            test("aa"),
+            test("bbbb"),
+            test("cc"),
+            test("d"),
+        ];
+        // Index 3 was rejected by the re-check: positions and indices differ.
+        let tests: Vec<(u32, &TestCase)> = [0u32, 1, 2, 4, 5, 6].into_iter().zip(&cases).collect();
+        let order: Vec<u32> = label_order(&tests, 2)
+            .into_iter()
+            .map(|at| tests[at].0)
+            .collect();
+        assert_eq!(order, [0, 1, 4, 2, 5, 6]);
+        assert_eq!(
+            label_order(&tests, 0)[0],
+            0,
+            "no public test: the largest first"
+        );
+        assert!(label_order(&[], 1).is_empty());
     }
 
     fn toml_like(json: &str) -> ExecuteConfig {

@@ -332,7 +332,7 @@ pub fn recheck(
                         solution: &solution,
                         harness,
                         tests: &indexed,
-                        gate: None,
+                        stop: crate::Stop::Never,
                         answer: AnswerKind::Exact,
                     },
                     work_root,

@@ -30,7 +30,7 @@ use coreb_sandbox::{BusySlots, Sandbox};
 use crate::driver::Harness;
 use crate::recheck::{self, ProblemCheck, RecheckProblem, RecheckSource};
 use crate::{
-    Cost, ExecuteConfig, ExecuteError, ExecuteStats, Submission, judge_solution,
+    Cost, ExecuteConfig, ExecuteError, ExecuteStats, Stop, Submission, judge_solution,
     prepare_fast_compiles,
 };
 
@@ -343,7 +343,7 @@ impl<'a> Judging<'a> {
             .collect();
         // Each solution borrows its problem's tests (one pointer per test, no copies), less the
         // tests the re-check rejected; a problem rejected whole judges none of its solutions.
-        let mut work: Vec<(usize, &Harness, IndexedTests, Option<u32>, AnswerKind)> = Vec::new();
+        let mut work: Vec<(usize, &Harness, IndexedTests, Stop, AnswerKind)> = Vec::new();
         for (p, harness) in batch.iter().zip(&harnesses) {
             let check = checked.get(&p.id);
             if check.is_some_and(|c| c.rejected_whole) {
@@ -357,16 +357,13 @@ impl<'a> Judging<'a> {
                 .filter(|(i, _)| !rejected.contains(i))
                 .collect();
             for &slot in self.slots_of.get(&p.id).into_iter().flatten() {
-                let gate = self
-                    .config
-                    .skip_private_after_public_failure
-                    .then_some(p.public_tests.len() as u32);
-                work.push((slot, harness, tests.clone(), gate, p.answer));
+                let stop = Stop::of(self.config, p.public_tests.len());
+                work.push((slot, harness, tests.clone(), stop, p.answer));
             }
         }
         let done = self.pool.install(|| {
             work.par_iter()
-                .map(|(slot, harness, tests, gate, answer)| {
+                .map(|(slot, harness, tests, stop, answer)| {
                     // Once a signal asked to stop, no solution starts.
                     let result = coreb_base::interrupt::check()
                         .map_err(ExecuteError::from)
@@ -375,7 +372,7 @@ impl<'a> Judging<'a> {
                                 solution: &self.solutions[*slot],
                                 harness,
                                 tests,
-                                gate: *gate,
+                                stop: *stop,
                                 answer: *answer,
                             };
                             judge_solution(
@@ -468,6 +465,7 @@ fn tally(
         stats.fast_starts += usize::from(cpu.fast_start);
         stats.fast_compiles += usize::from(cpu.fast_compile);
         stats.gave_way += cpu.gave_way;
+        stats.time += cpu.time;
         for t in &result.tests {
             *stats.verdicts.entry(t.verdict).or_default() += 1;
         }

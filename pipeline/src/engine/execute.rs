@@ -215,6 +215,7 @@ impl ExecuteCounts {
             fast_starts,
             fast_compiles,
             gave_way: _,
+            time: _,
         } = stats;
         ExecuteCounts {
             solutions: *solutions,
@@ -291,6 +292,9 @@ pub struct ExecuteLocal {
     pub cpu_ms: u64,
     /// Test runs that gave their core to the next run while they waited.
     pub tests_gave_way: usize,
+    /// Where judging's time went (compiles, test runs, time limits waited out).
+    #[serde(default)]
+    pub judging: coreb_judge::JudgingTime,
     /// Solutions this run judged (absent in a merge).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub solutions_judged: Option<usize>,
@@ -492,6 +496,7 @@ fn done(
         memory_bound: judge.sandbox.memory_bound(),
         cpu_ms: stats.cpu_ms,
         tests_gave_way: stats.gave_way,
+        judging: stats.time,
         solutions_judged: None,
         solutions_resumed: None,
         part: out.is_part().then(|| PartCounts {

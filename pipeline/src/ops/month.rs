@@ -377,8 +377,10 @@ fn pin_sources(
 }
 
 /// The `execute` switches a month gets unless its base manifest chose its own: those that
-/// leave every verdict as it is and give `bench/month` its best time (`reuse` of the four
-/// languages that have a faster start or compile, `idle_slots = 8`).
+/// leave every label as it is and give `bench/month` its best time (`mode = "labels"`: a
+/// solution's judging stops at its first failing test; `reuse` of the four languages that
+/// have a faster start or compile; `idle_slots = 8`). A month that wants every test's verdict
+/// sets `mode = "every_test"` in the manifest `coreb plan` wrote.
 pub fn fast_by_default(execute: &mut coreb_judge::ExecuteConfig) {
     use coreb_data::solution::Language;
     if execute.reuse.is_empty() {
@@ -393,6 +395,9 @@ pub fn fast_by_default(execute: &mut coreb_judge::ExecuteConfig) {
     }
     if execute.idle_slots == 0 {
         execute.idle_slots = 8;
+    }
+    if execute.mode.is_every_test() {
+        execute.mode = coreb_judge::ExecuteMode::Labels;
     }
 }
 

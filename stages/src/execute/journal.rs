@@ -201,6 +201,7 @@ mod tests {
             message: String::new(),
             memory_bound: coreb_data::verdict::MemoryBound::Rlimit,
             comparison: Default::default(),
+            stopped: None,
         };
         JudgedProblem {
             problem_id: ProblemId::from_raw(problem.into()),

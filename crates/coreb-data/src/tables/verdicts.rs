@@ -6,7 +6,10 @@
 //! `memory_bound` says what held the memory of the solution's runs (`cgroup_v2`,
 //! `cgroup_v1`, or `rlimit` where no cgroup could be used); `comparison` how its outputs
 //! were compared (`exact`, or `unordered` for an answer that may be in any order; a table
-//! written before the column existed reads as `exact`).
+//! written before the column existed reads as `exact`). `stopped_at` and `stopped_by`
+//! (null when every test ran) name the test whose failure ended a solution's judging and its
+//! verdict (`stages.execute.mode = "labels"`, or the public-test gate); a table written
+//! before those columns existed reads as every test run.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -23,7 +26,7 @@ use crate::verdict::MemoryBound;
 use super::TableError;
 use crate::problem::{AnswerKind, ProblemId};
 use crate::solution::{Language, SolutionId};
-use crate::verdict::{SolutionResult, TestResult, Verdict};
+use crate::verdict::{SolutionResult, Stopped, TestResult, Verdict};
 
 /// Rows per record batch.
 const BATCH_ROWS: usize = 1024;
@@ -56,6 +59,8 @@ pub fn verdicts_schema() -> SchemaRef {
         text("message"),
         text("memory_bound"),
         text("comparison"),
+        Field::new("stopped_at", DataType::UInt32, true),
+        Field::new("stopped_by", DataType::Utf8, true),
     ]))
 }
 
@@ -99,6 +104,12 @@ fn to_batch(rows: &[SolutionResult]) -> RecordBatch {
         text(|r| &r.message),
         text(|r| r.memory_bound.as_str()),
         text(|r| r.comparison.as_str()),
+        Arc::new(UInt32Array::from_iter(
+            rows.iter().map(|r| r.stopped.map(|s| s.index)),
+        )),
+        Arc::new(StringArray::from_iter(
+            rows.iter().map(|r| r.stopped.map(|s| s.verdict.as_str())),
+        )),
     ];
     RecordBatch::try_new(verdicts_schema(), columns).expect("columns match verdicts_schema")
 }
@@ -162,6 +173,15 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
             nums(4, "tests.peak_memory_kb")?,
         );
         let offsets = tests.value_offsets();
+        // Absent from tables written before judging could stop early: every test ran.
+        let stopped_at = batch
+            .column_by_name("stopped_at")
+            .map(|_| view.column::<UInt32Array>("stopped_at"))
+            .transpose()?;
+        let stopped_by = batch
+            .column_by_name("stopped_by")
+            .map(|_| view.column::<StringArray>("stopped_by"))
+            .transpose()?;
         for r in 0..batch.num_rows() {
             let lang = Language::parse(language.value(r)).ok_or_else(|| {
                 err(
@@ -211,6 +231,29 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
                     ));
                 }
             };
+            let stopped = match (stopped_at, stopped_by) {
+                (Some(at), Some(by)) if at.is_valid(r) && by.is_valid(r) => {
+                    let verdict = Verdict::parse(by.value(r)).ok_or_else(|| {
+                        err(
+                            r,
+                            "stopped_by",
+                            format!("unknown verdict `{}`", by.value(r)),
+                        )
+                    })?;
+                    Some(Stopped {
+                        index: at.value(r),
+                        verdict,
+                    })
+                }
+                (Some(at), Some(by)) if at.is_valid(r) != by.is_valid(r) => {
+                    return Err(err(
+                        r,
+                        "stopped_at",
+                        "`stopped_at` and `stopped_by` are null together or not at all".into(),
+                    ));
+                }
+                _ => None,
+            };
             out.push(SolutionResult {
                 solution_id: SolutionId::from_raw(sid.value(r).to_owned()),
                 problem_id: ProblemId::from_raw(pid.value(r).to_owned()),
@@ -222,6 +265,7 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
                 message: message.value(r).to_owned(),
                 memory_bound,
                 comparison,
+                stopped,
             });
         }
     }
@@ -269,6 +313,10 @@ mod tests {
                     } else {
                         AnswerKind::Exact
                     },
+                    stopped: (i % 4 == 3).then_some(Stopped {
+                        index: 2,
+                        verdict: Verdict::ALL[(i + 2) % 7],
+                    }),
                 }
             })
             .collect();

@@ -332,22 +332,11 @@ pub fn export_hf_coreb(
     out: &Path,
 ) -> Result<Vec<ExportedRelease>, ExportError> {
     let found = releases_by_version(releases_dir)?;
-    let empty_dir = std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
-    if out.exists() && !empty_dir && !out.join(".coreb-export").exists() {
-        return Err(ExportError::NotAnExport(out.to_owned()));
-    }
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "export".into());
-    let tmp = out.with_file_name(format!(".{name}.tmp"));
+    let tmp = staging_dir(out)?;
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| ExportError::Io { path, source }
     };
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
-    }
     let mut exported = Vec::new();
     for Found {
         version,
@@ -455,9 +444,45 @@ pub fn export_hf_coreb(
         );
     }
     write("LICENSE", &license)?;
-    write(".coreb-export", "hf-coreb\n")?;
-    coreb_base::durable::replace_dir(&tmp, out).map_err(io(out))?;
+    publish(&tmp, out, "hf-coreb")?;
     Ok(exported)
+}
+
+/// Where an export to `out` is written before it is renamed into place ([`publish`]):
+/// `.<name>.tmp` beside `out`, left from no earlier run. `out` itself must be absent, an
+/// empty directory or an earlier export of coreb (it holds `.coreb-export`): anything else is
+/// refused, so that an export never replaces what a user wrote.
+fn staging_dir(out: &Path) -> Result<PathBuf, ExportError> {
+    let empty_dir = std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
+    if out.exists() && !empty_dir && !out.join(".coreb-export").exists() {
+        return Err(ExportError::NotAnExport(out.to_owned()));
+    }
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "export".into());
+    let tmp = out.with_file_name(format!(".{name}.tmp"));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|source| ExportError::Io {
+            path: tmp.clone(),
+            source,
+        })?;
+    }
+    Ok(tmp)
+}
+
+/// Mark the export staged in `tmp` as one of `layout` (`.coreb-export`) and rename it into
+/// place at `out`, replacing an earlier export there.
+fn publish(tmp: &Path, out: &Path, layout: &str) -> Result<(), ExportError> {
+    let marker = tmp.join(".coreb-export");
+    std::fs::write(&marker, format!("{layout}\n")).map_err(|source| ExportError::Io {
+        path: marker,
+        source,
+    })?;
+    coreb_base::durable::replace_dir(tmp, out).map_err(|source| ExportError::Io {
+        path: out.to_owned(),
+        source,
+    })
 }
 
 /// Copy the plain files and directories below `from` to `to` (a link is not followed: it is

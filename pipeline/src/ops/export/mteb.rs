@@ -518,22 +518,11 @@ pub fn export_mteb(
         ..opts.clone()
     };
     let found = releases_by_version(releases_dir)?;
-    let empty_dir = std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
-    if out.exists() && !empty_dir && !out.join(".coreb-export").exists() {
-        return Err(ExportError::NotAnExport(out.to_owned()));
-    }
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "export".into());
-    let tmp = out.with_file_name(format!(".{name}.tmp"));
+    let tmp = super::staging_dir(out)?;
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| ExportError::Io { path, source }
     };
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
-    }
     let mut exported = Vec::new();
     for f in &found {
         let base = tmp.join(&f.version);
@@ -575,8 +564,7 @@ pub fn export_mteb(
     }
     std::fs::write(tmp.join("README.md"), export_card(&exported, opts))
         .map_err(io(&tmp.join("README.md")))?;
-    std::fs::write(tmp.join(".coreb-export"), "mteb\n").map_err(io(&tmp.join(".coreb-export")))?;
-    coreb_base::durable::replace_dir(&tmp, out).map_err(io(out))?;
+    super::publish(&tmp, out, "mteb")?;
     Ok(exported)
 }
 

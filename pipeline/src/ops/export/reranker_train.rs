@@ -209,19 +209,8 @@ pub fn export_reranker_train(
     }
     let (rows, mut counts) = records(&f.dir, seed)?;
     counts.version = f.version.clone();
-    let empty_dir = std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
-    if out.exists() && !empty_dir && !out.join(".coreb-export").exists() {
-        return Err(ExportError::NotAnExport(out.to_owned()));
-    }
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "export".into());
-    let tmp = out.with_file_name(format!(".{name}.tmp"));
+    let tmp = super::staging_dir(out)?;
     let io = |path: PathBuf| move |source| ExportError::Io { path, source };
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(io(tmp.clone()))?;
-    }
     std::fs::create_dir_all(&tmp).map_err(io(tmp.clone()))?;
     let mut text = String::new();
     for r in &rows {
@@ -248,8 +237,6 @@ pub fn export_reranker_train(
         );
     }
     std::fs::write(tmp.join("README.md"), card).map_err(io(tmp.join("README.md")))?;
-    std::fs::write(tmp.join(".coreb-export"), "reranker-train\n")
-        .map_err(io(tmp.join(".coreb-export")))?;
-    coreb_base::durable::replace_dir(&tmp, out).map_err(io(out.to_owned()))?;
+    super::publish(&tmp, out, "reranker-train")?;
     Ok(counts)
 }

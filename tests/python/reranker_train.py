@@ -54,6 +54,12 @@ def keep_problems(src, dst, keep, purpose):
     pq.write_table(problems.filter(mask), dst / "problems.parquet")
     manifest = json.loads((dst / "MANIFEST.json").read_text(encoding="utf-8"))
     manifest["purpose"] = purpose
+    # The MANIFEST lists what the filtered release holds: it is an intact release of its own
+    # (coreb refuses to export a damaged one).
+    for name, entry in manifest["files"].items():
+        data = (dst / name).read_bytes()
+        entry["sha256"] = hashlib.sha256(data).hexdigest()
+        entry["bytes"] = len(data)
     (dst / "MANIFEST.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
 
 

@@ -32,6 +32,12 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
             releases_dir.display()
         );
     }
+    // What an export writes is derived from the releases' files: a damaged release is refused
+    // here, as `eval` refuses it (and an evaluation of an MTEB task folder, which holds no
+    // file its MANIFEST lists, relies on it).
+    for release in releases_in(&releases_dir)? {
+        crate::ops::intact::refuse_damaged(&release)?;
+    }
     match layout {
         ExportLayout::HfCoreb => {
             let releases =
@@ -123,6 +129,22 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The releases `dir` names: itself when it holds a MANIFEST, else its folders that do.
+fn releases_in(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    if dir.join("MANIFEST.json").is_file() {
+        return Ok(vec![dir.to_owned()]);
+    }
+    let mut found = Vec::new();
+    for entry in fs_err::read_dir(dir)? {
+        let path = entry?.path();
+        if path.join("MANIFEST.json").is_file() {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found)
 }
 
 /// `path` absolute with its existing part's links resolved (the rest as written), to compare

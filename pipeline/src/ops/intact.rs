@@ -9,11 +9,21 @@ use anyhow::bail;
 
 /// Refuse the release `dir` belongs to (`dir` itself or, for a task's BEIR folder, its
 /// parent) when a file differs from, is missing from or is not listed in its MANIFEST. A
-/// directory of no release (a bare BEIR folder) passes: its results record no release.
+/// directory of no release (a bare BEIR folder) passes: its results record no release. So
+/// does a folder of an export (`coreb export --layout mteb`: a task folder beside a copy of
+/// its release's MANIFEST, below the export's `.coreb-export`): it holds the release's data
+/// in another layout, not the files the MANIFEST lists, and the export is checked against the
+/// release when it is written.
 pub fn refuse_damaged(dir: &Path) -> anyhow::Result<()> {
     let Some((release, _, _)) = coreb_eval::leaderboard::store::find_release(dir)? else {
         return Ok(());
     };
+    if release
+        .parent()
+        .is_some_and(|export| export.join(".coreb-export").is_file())
+    {
+        return Ok(());
+    }
     let (manifest, damaged) = crate::ops::verify::checksums(&release)?;
     if damaged.is_empty() {
         return Ok(());

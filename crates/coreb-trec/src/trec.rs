@@ -113,6 +113,7 @@ pub fn pytrec_measures(measures: &[String]) -> Result<Vec<String>, EvalError> {
     }
     let known = |name: &str| Kind::from_name(name).is_some();
     let mut combined: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut verbatim: BTreeSet<String> = BTreeSet::new();
     for m in expanded {
         if known(m) {
             combined.entry(m.to_owned()).or_default();
@@ -122,20 +123,37 @@ pub fn pytrec_measures(measures: &[String]) -> Result<Vec<String>, EvalError> {
         // regular expression matched at the start, what follows is ignored (pytrec_eval's).
         let found = Kind::all().iter().find_map(|k| {
             let rest = m.strip_prefix(k.name())?.strip_prefix(['.', '_'])?;
-            Some((k.name(), number_list(rest)?))
+            // Parameters follow (`ndcg_cut.5` is not `ndcg` with `cut.5`).
+            (number_list(rest).is_some() || rest.starts_with('.')).then_some((k.name(), rest))
         });
-        let Some((name, params)) = found else {
+        let Some((name, rest)) = found else {
             return Err(EvalError::Measure {
                 measure: m.to_owned(),
                 why: "unsupported measure".into(),
             });
         };
-        combined
-            .entry(name.to_owned())
-            .or_default()
-            .extend(params.split(',').map(str::to_owned));
+        match number_list(rest) {
+            // trec_eval's own parameters, which pytrec_eval does not take (gains,
+            // `ndcg.1=3,2=9`; numbers without a leading digit, `11pt_avg..25,.5`): as given.
+            Some(params) if rest[params.len()..].starts_with(['=', ',', '.']) => {
+                verbatim.insert(m.to_owned());
+            }
+            None if rest.starts_with('.') => {
+                verbatim.insert(m.to_owned());
+            }
+            Some(params) => combined
+                .entry(name.to_owned())
+                .or_default()
+                .extend(params.split(',').map(str::to_owned)),
+            None => {
+                return Err(EvalError::Measure {
+                    measure: m.to_owned(),
+                    why: "unsupported measure".into(),
+                });
+            }
+        }
     }
-    Ok(combined
+    let mut out: BTreeSet<String> = combined
         .into_iter()
         .map(|(name, params)| {
             if params.is_empty() {
@@ -147,7 +165,9 @@ pub fn pytrec_measures(measures: &[String]) -> Result<Vec<String>, EvalError> {
                 )
             }
         })
-        .collect())
+        .collect();
+    out.extend(verbatim);
+    Ok(out.into_iter().collect())
 }
 
 /// The longest prefix of `s` that is `<number>(,<number>)*`, a number `[0-9]+(\.[0-9]+)?`.
@@ -589,6 +609,12 @@ mod tests {
         let all = m(&["all_trec", "P.7"]);
         assert!(all.contains(&"P.7".to_owned()) && all.contains(&"ndcg_cut".to_owned()));
         assert!(!all.contains(&"P".to_owned()));
+        // trec_eval's own parameters (gains, numbers without a leading digit), which pytrec_eval
+        // does not take, pass as given: coreb_rs still reads what trec_eval 10.0 reads.
+        assert_eq!(
+            m(&["ndcg.1=3,2=9,4=4.5", "11pt_avg..25,.5,.75", "P.5"]),
+            ["11pt_avg..25,.5,.75", "P.5", "ndcg.1=3,2=9,4=4.5"]
+        );
         assert!(pytrec_measures(&["P.x".to_owned()]).is_err());
         assert!(pytrec_measures(&["nope".to_owned()]).is_err());
         // Both cut-offs come out, whichever order.

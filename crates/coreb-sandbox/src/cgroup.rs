@@ -14,10 +14,18 @@
 //!   hierarchy (`memory.limit_in_bytes`, and `memory.memsw.limit_in_bytes` where swap is
 //!   accounted) and, when mounted, in the pids hierarchy (`pids.max`).
 //!
-//! Each run's cgroup is made before the run and removed after it (`coreb-sandbox-<pid>-<n>`),
-//! so nothing is left under a cgroup the judge does not own once it is done; those of a judge
-//! that was killed are removed by the next one ([`Cgroups::discover`]). The init process of a
-//! run joins it by writing `0` to the `cgroup.procs` files this module opened.
+//! Each run's cgroup is made before the run and removed after it
+//! (`coreb-run-<pid namespace>-<pid>-<n>`), so nothing is left under a cgroup the judge does
+//! not own once it is done; those of a judge that was killed are removed by the next one
+//! ([`Cgroups::discover`]). The init process of a run joins it by writing `0` to the
+//! `cgroup.procs` files this module opened.
+//!
+//! A run's cgroup is its judge's alone: `create` never takes a directory that is already
+//! there (a killed judge's, whose pid a new judge got back: `pid_max` is 32,768 on many
+//! hosts), it numbers on. And a judge removes only the leftovers of judges of its own PID
+//! namespace, the only ones whose pids it can look up: a judge in another namespace (a
+//! container sharing the host's cgroup tree) would find no `/proc/<pid>` for a live judge
+//! and remove its empty cgroup between `create` and the run's joining it (`No such device`).
 //!
 //! What it does NOT do: move the judge itself, enable controllers on a cgroup holding
 //! processes, or bound CPU (RLIMIT_CPU and the wall timer do).
@@ -175,7 +183,42 @@ pub(crate) fn locate(
 /// Numbers run cgroups within this process.
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
-const PREFIX: &str = "coreb-sandbox-";
+/// Run cgroups' names begin so. Not the `coreb-sandbox-<pid>-<n>` of earlier versions: a judge
+/// of those, on the same host, would read a namespace number as a pid that is gone and remove a
+/// live run's cgroup.
+const PREFIX: &str = "coreb-run-";
+
+/// This process's PID namespace, as the inode number of `/proc/self/ns/pid` (`pid:[N]`).
+fn pid_namespace() -> u64 {
+    std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|l| {
+            l.to_str()?
+                .strip_prefix("pid:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// A run cgroup's name: `coreb-run-<pid namespace>-<pid>-<n>`.
+fn run_name(namespace: u64, pid: u32, n: u64) -> String {
+    format!("{PREFIX}{namespace}-{pid}-{n}")
+}
+
+/// The judge a run cgroup's name says made it: (pid namespace, pid); `None` for a name not
+/// of this form (another program's cgroup, or an earlier version's `coreb-sandbox-<pid>-<n>`,
+/// whose namespace is unknown: left where it is).
+fn owner(name: &str) -> Option<(u64, u32)> {
+    let mut parts = name.strip_prefix(PREFIX)?.split('-');
+    let (namespace, pid, n) = (parts.next()?, parts.next()?, parts.next()?);
+    n.parse::<u64>().ok()?;
+    if parts.next().is_some() {
+        return None;
+    }
+    Some((namespace.parse().ok()?, pid.parse().ok()?))
+}
 
 impl Cgroups {
     /// The cgroups of this machine for this process, if any may be used; removes the run
@@ -185,8 +228,11 @@ impl Cgroups {
         let membership = std::fs::read_to_string("/proc/self/cgroup").ok()?;
         let hierarchy = locate(&mountinfo, &membership, parent, root)?;
         let cgroups = Cgroups { hierarchy };
+        let namespace = pid_namespace();
         for dir in cgroups.parents() {
-            remove_stale(&dir);
+            remove_stale(&dir, namespace, |pid| {
+                pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
+            });
         }
         Some(cgroups)
     }
@@ -210,25 +256,20 @@ impl Cgroups {
 
     /// Make the cgroup of one run, holding it to `memory_bytes` and `processes`.
     pub(crate) fn create(&self, memory_bytes: u64, processes: u64) -> std::io::Result<RunCgroup> {
-        let name = format!(
-            "{PREFIX}{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
+        let namespace = pid_namespace();
+        let dirs = make_own_dirs(&self.parents(), || {
+            run_name(
+                namespace,
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed),
+            )
+        })?;
+        // Removed when dropped, if a step below fails.
         let mut run = RunCgroup {
-            dirs: Vec::new(),
+            dirs,
             procs: Vec::new(),
             hierarchy: self.hierarchy.clone(),
         };
-        for parent in self.parents() {
-            let dir = parent.join(&name);
-            match fs_err::create_dir(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(e),
-            }
-            run.dirs.push(dir);
-        }
         let bytes = memory_bytes.to_string();
         let procs = processes.to_string();
         match &self.hierarchy {
@@ -274,20 +315,59 @@ fn write_if_present(path: &Path, value: &str) -> std::io::Result<()> {
     }
 }
 
-/// Remove the empty run cgroups under `parent` whose judge process is gone.
-fn remove_stale(parent: &Path) {
+/// Make a directory of one new name under every parent, none of which existed: a name
+/// already taken under any parent (a killed judge's leftover) is skipped for the next one, so
+/// that no run shares a cgroup another judge may remove.
+fn make_own_dirs(
+    parents: &[PathBuf],
+    mut next_name: impl FnMut() -> String,
+) -> std::io::Result<Vec<PathBuf>> {
+    'names: for _ in 0..1000 {
+        let name = next_name();
+        let mut made = Vec::new();
+        for parent in parents {
+            let dir = parent.join(&name);
+            match fs_err::create_dir(&dir) {
+                Ok(()) => made.push(dir),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    for dir in made {
+                        let _ = std::fs::remove_dir(dir);
+                    }
+                    continue 'names;
+                }
+                Err(e) => {
+                    for dir in made {
+                        let _ = std::fs::remove_dir(dir);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        return Ok(made);
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!(
+            "1,000 run cgroup names in a row were taken under {}",
+            parents
+                .first()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        ),
+    ))
+}
+
+/// Remove the empty run cgroups under `parent` left by judges of PID namespace `namespace`
+/// that are gone (`alive` says whether a pid of that namespace is running).
+fn remove_stale(parent: &Path, namespace: u64, alive: impl Fn(u32) -> bool) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+        let Some((ns, pid)) = entry.file_name().to_str().and_then(owner) else {
             continue;
         };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+        if ns == namespace && !alive(pid) {
             let _ = std::fs::remove_dir(entry.path());
         }
     }
@@ -441,6 +521,64 @@ mod tests {
         // v1 is for root only; nothing usable at all.
         assert_eq!(locate(&info, membership, None, false), None);
         assert_eq!(locate("", "0::/\n", None, true), None);
+    }
+
+    #[test]
+    fn run_names_carry_their_judges_namespace_and_pid() {
+        assert_eq!(run_name(4026531836, 1234, 7), "coreb-run-4026531836-1234-7");
+        assert_eq!(
+            owner("coreb-run-4026531836-1234-7"),
+            Some((4026531836, 1234))
+        );
+        // Earlier versions' names, other programs' cgroups: nobody's to remove.
+        assert_eq!(owner("coreb-sandbox-1234-7"), None);
+        assert_eq!(owner("coreb-sandbox-4026531836-1234-7"), None);
+        assert_eq!(owner("coreb-run-1-2-3-4"), None);
+        assert_eq!(owner("system.slice"), None);
+        assert!(pid_namespace() > 0, "/proc/self/ns/pid reads as pid:[N]");
+    }
+
+    #[test]
+    fn a_taken_name_is_skipped_never_shared() {
+        let root = tempfile::tempdir().unwrap();
+        let parents = [root.path().join("memory"), root.path().join("pids")];
+        for p in &parents {
+            std::fs::create_dir(p).unwrap();
+        }
+        // A killed judge left `…-5` in the pids hierarchy only, and `…-6` in both.
+        std::fs::create_dir(parents[1].join(run_name(1, 2, 5))).unwrap();
+        for p in &parents {
+            std::fs::create_dir(p.join(run_name(1, 2, 6))).unwrap();
+        }
+        let mut n = 4;
+        let mut next = || {
+            n += 1;
+            run_name(1, 2, n)
+        };
+        let dirs = make_own_dirs(&parents, &mut next).unwrap();
+        assert_eq!(dirs, parents.each_ref().map(|p| p.join(run_name(1, 2, 7))));
+        // The half-made `…-5` of the memory hierarchy was taken back.
+        assert!(!parents[0].join(run_name(1, 2, 5)).exists());
+        assert!(parents[1].join(run_name(1, 2, 5)).exists());
+    }
+
+    #[test]
+    fn only_leftovers_of_gone_judges_of_this_namespace_are_removed() {
+        let root = tempfile::tempdir().unwrap();
+        let parent = root.path();
+        let names = [
+            run_name(10, 100, 0),             // this namespace, judge gone: removed
+            run_name(10, 200, 0),             // this namespace, judge running: kept
+            run_name(11, 100, 0),             // another namespace: its pids mean nothing here, kept
+            "coreb-sandbox-100-0".to_owned(), // an earlier version's name: kept
+            "other".to_owned(),
+        ];
+        for name in &names {
+            std::fs::create_dir(parent.join(name)).unwrap();
+        }
+        remove_stale(parent, 10, |pid| pid == 200);
+        let left: Vec<bool> = names.iter().map(|n| parent.join(n).exists()).collect();
+        assert_eq!(left, [false, true, true, true, true]);
     }
 
     #[test]

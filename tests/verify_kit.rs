@@ -484,6 +484,23 @@ fn a_release_built_with_another_jdk_patch_verifies_naming_the_versions() {
     );
 }
 
+/// A copy placed where the recorded build manifest path (`../../../manifests/sample.toml`,
+/// relative to where the release was published) climbs above the filesystem's root, as a copy
+/// at `/rel/v202503` in a container: the rebuild records the published path as it is, so
+/// nothing differs.
+#[test]
+fn a_copy_whose_recorded_manifest_path_climbs_above_the_root_verifies() {
+    let dirs = Dirs::new();
+    let climbing = format!("{}manifests/sample.toml", "../".repeat(64));
+    edit_manifest(&dirs.release, |m| m.build_manifest.path = climbing.clone());
+    let out = dirs.verify(&dirs.release, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("build_manifest.path"), "{}", text(&out));
+    assert!(!stdout.contains("rebuilt:"), "{}", text(&out));
+    dirs.nothing_written_outside();
+}
+
 /// Issue 62: one qrels row changed in a copy (its checksums true) is a data difference: exit 1,
 /// the file named first, with its line and column.
 #[test]

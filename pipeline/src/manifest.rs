@@ -215,6 +215,13 @@ pub struct RunPlan {
     /// `verify` points it at the review a release's kit carries.
     #[serde(skip)]
     pub review_dir: Option<PathBuf>,
+    /// The build manifest's path as the release records it (`build_manifest.path`, relative
+    /// to where the release belongs). `None`: computed from `manifest_path`; `verify` gives
+    /// the published release's own, which a rebuild cannot always compute again (the
+    /// published path may climb above a copy's place: `../../../manifests/sample.toml` of a
+    /// copy at `/rel/v202503`).
+    #[serde(skip)]
+    pub recorded_manifest_path: Option<String>,
     /// The command line's `--output-dir` and `--publish-dir`, as a rerun must repeat them
     /// ([`RunPlan::rerun`]).
     #[serde(skip)]
@@ -352,6 +359,7 @@ impl RunPlan {
             control,
             purpose,
             review_dir: None,
+            recorded_manifest_path: None,
             rerun_flags: Vec::new(),
             publish_dir: releases_dir.join(&version),
             manifest_text: String::new(),

@@ -196,8 +196,9 @@ impl Stage for Release {
         let plan = cx.plan();
         // Relative to where the release belongs, so that a rebuild elsewhere (`verify`) records
         // the same path.
-        let manifest_rel =
-            relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path);
+        let manifest_rel = plan.recorded_manifest_path.clone().unwrap_or_else(|| {
+            relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path)
+        });
         let recorded = ANSWERED
             .into_iter()
             .chain([StageName::Filter, StageName::Qrels])

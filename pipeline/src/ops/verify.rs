@@ -323,10 +323,15 @@ impl Verified {
                 }
             ));
         } else {
-            let versions = if self.versions.is_empty() {
-                "no version".to_owned()
-            } else {
-                self.versions.join("; ")
+            // The summary names three at most; every one has its `toolchain:` line above.
+            let versions = match self.versions.len() {
+                0 => "no version".to_owned(),
+                1..=3 => self.versions.join("; "),
+                n => format!(
+                    "{}; and {} more (the `toolchain:` lines above)",
+                    self.versions[..2].join("; "),
+                    n - 2
+                ),
             };
             printer.out(format!(
                 "{v}: every data file identical ({what}); only the provenance differs ({}): {versions}",
@@ -840,6 +845,7 @@ fn rebuild_from_kit(
         &plan.releases_dir.join(&plan.version),
         Path::new(&manifest.build_manifest.path),
     );
+    plan.recorded_manifest_path = Some(manifest.build_manifest.path.clone());
     // A rebuild never calls an endpoint: every answer must come from the kit.
     plan.llm.mode = coreb_llm::StoreMode::Replay;
     plan.publish_dir = scratch.path().join("rebuilt").join(&plan.version);
@@ -1352,6 +1358,9 @@ fn set_pointer(value: &mut serde_json::Value, pointer: &str, to: Option<serde_js
 /// One line per program whose version differs between two `toolchains` objects (language →
 /// program → version): ``java `java`: 17.0.15 in the release, 17.0.19 here``, the versions
 /// shown by their first differing word.
+///
+/// A version one side does not record (a container's `deb:<package>` versions, where the
+/// other build ran outside it) reads "none recorded".
 fn toolchain_notes(published: &serde_json::Value, rebuilt: &serde_json::Value) -> Vec<String> {
     use std::collections::BTreeSet;
     let (ta, tb) = (
@@ -1374,12 +1383,12 @@ fn toolchain_notes(published: &serde_json::Value, rebuilt: &serde_json::Value) -
             let version = |m: Option<&serde_json::Map<String, serde_json::Value>>| {
                 m.and_then(|m| m.get(program))
                     .and_then(|v| v.as_str())
-                    .unwrap_or("(none)")
+                    .unwrap_or(NOT_RECORDED)
                     .to_owned()
             };
             let (va, vb) = (version(pa), version(pb));
             if va != vb {
-                let (sa, sb) = if va == "(none)" || vb == "(none)" {
+                let (sa, sb) = if va == NOT_RECORDED || vb == NOT_RECORDED {
                     (va, vb)
                 } else {
                     versions_apart(&va, &vb)
@@ -1392,6 +1401,8 @@ fn toolchain_notes(published: &serde_json::Value, rebuilt: &serde_json::Value) -
     }
     notes
 }
+
+const NOT_RECORDED: &str = "none recorded";
 
 /// Two version strings shown by the first word where they differ (`openjdk version "17.0.15"
 /// 2025-04-15; …` and `… "17.0.19" …`: `17.0.15`, `17.0.19`), or whole when their words do not
@@ -1722,7 +1733,7 @@ mod tests {
             manifest_difference(&bytes, &written(&other)),
             ManifestDifference::Provenance(vec![
                 "coreb: 0.1.0 in the release, 0.1.1 here".to_owned(),
-                "java `deb:openjdk-17-jdk-headless`: (none) in the release, 17.0.19+10-1~deb12u1 here".to_owned(),
+                "java `deb:openjdk-17-jdk-headless`: none recorded in the release, 17.0.19+10-1~deb12u1 here".to_owned(),
                 "java `java`: 17.0.15 in the release, 17.0.19 here".to_owned(),
                 "java `javac`: 17.0.15 in the release, 17.0.19 here".to_owned(),
             ])

@@ -17,7 +17,7 @@ use crate::support::{copy_tree, coreb, python, root, run, text};
 /// copy of the sample's response store. The queries prompt names the build's most similar
 /// other problems, so a build of fewer problems asks other questions: [`author_store`] writes
 /// the sample's authored answers under this build's keys.
-fn shifted_manifest(dir: &Path, version: &str, start: &str, end: &str) -> PathBuf {
+pub(crate) fn shifted_manifest(dir: &Path, version: &str, start: &str, end: &str) -> PathBuf {
     let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap();
     let abs = root().display().to_string();
     let mut out = String::new();
@@ -49,7 +49,7 @@ fn shifted_manifest(dir: &Path, version: &str, start: &str, end: &str) -> PathBu
 /// Write the sample's authored answers for the problems of `[start, end]` into the store of
 /// `manifest` under its own build's request keys (`coreb store author`, as
 /// tests/fixtures/sample/README.md describes).
-fn author_store(manifest: &Path, start: &str, end: &str) {
+pub(crate) fn author_store(manifest: &Path, start: &str, end: &str) {
     let fixtures = root().join("tests/fixtures/sample");
     let authored = manifest.with_extension("authored");
     fs_err::create_dir_all(&authored).unwrap();
@@ -297,7 +297,7 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
     for v in ["v202501", "v202502", "v202503"] {
         for task in ["code2code", "code2text", "text2code"] {
             let dir = releases.join(v).join(task);
-            for (model, style, cutoff) in [
+            for (model, style, cutoff, category) in [
                 (
                     "alpha",
                     if after_alpha(v) {
@@ -306,8 +306,9 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
                         Style::Positives
                     },
                     "2025-01",
+                    "code",
                 ),
-                ("beta", Style::Interleaved, "2024-12"),
+                ("beta", Style::Interleaved, "2024-12", "general"),
             ] {
                 let path = runs.join(format!("{model}-{v}-{task}.trec"));
                 write_run(&dir, style, &path);
@@ -320,6 +321,8 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
                         model,
                         "--cutoff",
                         cutoff,
+                        "--category",
+                        category,
                     ],
                 );
             }
@@ -374,6 +377,18 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
             beta["superseded"].as_u64()
         ),
         (Some("2024-12-31"), Some(10), Some(1))
+    );
+    // Categories as recorded (beta's first record named none: its later ones' holds); BM25 was
+    // recorded without one.
+    let categories: Vec<&Value> = all["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["category"])
+        .collect();
+    assert_eq!(
+        categories,
+        [&Value::from("code"), &Value::from("general"), &Value::Null]
     );
     // The site is written again byte for byte.
     let again = tmp.path().join("site2");
@@ -434,28 +449,38 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
 
     let states = report["states"].as_array().unwrap();
     let expected_steps = [
-        ("2025-01", "2025-03", false),
-        ("2025-01", "2025-03", true),
-        ("2025-02", "2025-03", true),
-        ("2025-02", "2025-02", true),
-        ("2025-02", "2025-02", false),
-        ("2025-01", "2025-02", false),
+        ("2025-01", "2025-03", false, ""),
+        ("2025-01", "2025-03", true, ""),
+        ("2025-02", "2025-03", true, ""),
+        ("2025-02", "2025-02", true, ""),
+        ("2025-02", "2025-02", false, ""),
+        ("2025-01", "2025-02", false, ""),
+        ("2025-01", "2025-02", false, "code"),
+        ("2025-01", "2025-02", false, "unknown"),
+        ("2025-01", "2025-02", true, "general"),
+        ("2025-01", "2025-02", false, ""),
     ];
+    assert_eq!(states.len(), expected_steps.len());
     let mut alpha_averages = Vec::new();
-    for (state, (from, to, after)) in states.iter().zip(expected_steps) {
+    let mut overalls = BTreeMap::new();
+    for (state, (from, to, after, category)) in states.iter().zip(expected_steps) {
         let step = state["step"].as_str().unwrap();
         assert_eq!(
             (
                 state["from"].as_str().unwrap(),
                 state["to"].as_str().unwrap(),
-                state["after_cutoff"].as_bool().unwrap()
+                state["after_cutoff"].as_bool().unwrap(),
+                state["category"].as_str().unwrap()
             ),
-            (from, to, after),
+            (from, to, after, category),
             "{step}: the control did not move as pressed"
         );
         let mut args = vec!["--from", from, "--to", to];
         if after {
             args.push("--after-cutoff");
+        }
+        if !category.is_empty() {
+            args.extend(["--category", category]);
         }
         let view = &leaderboard_json(&releases, &args)["view"];
         let board = &state["page"]["board"];
@@ -467,16 +492,33 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
             .map(|r| r["model"].as_str().unwrap())
             .collect();
         assert_eq!(state["page"]["order"], serde_json::json!(order), "{step}");
+        // The category filter hides every other category's rows: the page shows exactly the
+        // store's models of that category.
+        let in_category: Vec<&str> = state["categories"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, c)| category.is_empty() || c.as_str() == Some(category))
+            .map(|(m, _)| m.as_str())
+            .collect();
+        let mut shown: Vec<&str> = order.clone();
+        shown.sort();
+        assert_eq!(shown, in_category, "{step}: the rows of the category");
+        for (model, row) in board.as_object().unwrap() {
+            assert_eq!(
+                row["_category"], state["categories"][model],
+                "{step}: {model}'s category"
+            );
+        }
         for row in view["rows"].as_array().unwrap() {
             let model = row["model"].as_str().unwrap();
             let page_row = &board[model];
             let store_row = &state["store"][model];
-            for task in ["code2code", "code2text", "text2code", "average"] {
+            for task in ["code2code", "code2text", "text2code", "average", "overall"] {
                 let (page_cell, store_cell) = (&page_row[task], &store_row[task]);
-                let json_value = if task == "average" {
-                    row["average"].as_f64()
-                } else {
-                    row["tasks"][task]["mean"].as_f64()
+                let json_value = match task {
+                    "average" | "overall" => row[task].as_f64(),
+                    _ => row["tasks"][task]["mean"].as_f64(),
                 };
                 match (page_cell.is_null(), json_value) {
                     (true, None) => assert!(
@@ -499,7 +541,16 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
                             "{step}: {model} {task}"
                         );
                         assert!(close(shown, stored, 5.1e-5));
-                        if task != "average" {
+                        if task == "overall" {
+                            // The queries it weighs: the page's, the store's, --json's.
+                            let n = row["queries"].as_u64().unwrap();
+                            assert_eq!(
+                                (page_cell["queries"].as_u64(), store_cell[1].as_u64()),
+                                (Some(n), Some(n)),
+                                "{step}: {model}: queries weighed"
+                            );
+                            overalls.insert((step.to_owned(), model.to_owned()), json);
+                        } else if task != "average" {
                             let n = row["tasks"][task]["releases"].as_u64().unwrap();
                             assert_eq!(
                                 (page_cell["releases"].as_u64(), store_cell[1].as_u64()),
@@ -584,6 +635,43 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
                 1e-12
             ));
         }
+    }
+    // Filtering by category leaves each model's overall score as it is without the filter (the
+    // same window), and the ranking is by it.
+    let overall = |step: usize, model: &str| {
+        overalls
+            .get(&(
+                states[step]["step"].as_str().unwrap().to_owned(),
+                model.to_owned(),
+            ))
+            .copied()
+    };
+    // (beta's cutoff precedes every release: the toggle keeps them all.)
+    let same = [
+        (6, "alpha"),
+        (7, "bm25"),
+        (8, "beta"),
+        (9, "alpha"),
+        (9, "beta"),
+        (9, "bm25"),
+    ];
+    for (step, model) in same {
+        assert!(overall(step, model).is_some(), "{step} {model}");
+        assert_eq!(overall(step, model), overall(5, model), "{step}: {model}");
+    }
+    for state in states {
+        let order = state["page"]["order"].as_array().unwrap();
+        let scores: Vec<f64> = order
+            .iter()
+            .filter_map(|m| {
+                state["page"]["board"][m.as_str().unwrap()]["overall"]["value"].as_f64()
+            })
+            .collect();
+        assert!(
+            scores.windows(2).all(|w| w[0] >= w[1]),
+            "{}: ranked by overall score: {scores:?}",
+            state["step"]
+        );
     }
     // The controls changed the numbers: alpha is perfect before its cutoff and not after.
     assert!(
@@ -678,6 +766,19 @@ fn recording_needs_a_release_a_name_for_a_run_and_a_real_cutoff() {
             text(&out)
         );
     }
+    // A category is code, general or closed: anything else is a usage error (exit 2).
+    let out =
+        run(coreb()
+            .arg("eval")
+            .arg(&release)
+            .args(["--record", "--category", "open-weights"]));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("`--category`: `open-weights`: expected a model category, one of `code`, `general`, `closed`"),
+        "{}",
+        text(&out)
+    );
     assert!(
         !tmp.path().join("results").exists(),
         "a refused record wrote something"
@@ -697,6 +798,10 @@ fn recording_needs_a_release_a_name_for_a_run_and_a_real_cutoff() {
         (vec!["--from", "2025-3"], "expected a month"),
         (vec!["--from", "2025-03", "--to", "2025-01"], "starts"),
         (vec!["--metric", "ndcg@7"], "not in the results store"),
+        (
+            vec!["--category", "open"],
+            "possible values: code, general, closed, unknown",
+        ),
     ] {
         fs_err::create_dir_all(tmp.path().join("results")).unwrap();
         let mut cmd: Command = coreb();

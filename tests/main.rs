@@ -49,7 +49,8 @@
 //! - `layout` (issue #33): the README's crate table and architecture picture against `cargo
 //!   metadata`.
 //! - `leaderboard`: `coreb eval --record` and `coreb leaderboard`: three releases, three retrievers, the
-//!   site driven in headless Chromium from `file://` against the results store and `--json`.
+//!   site driven in headless Chromium from `file://` against the results store and `--json`
+//!   (issue 57: the overall score weighted by queries, the category filter).
 //! - `fidelity` (issue #12): the committed sample's code documents have no comments; its card,
 //!   MANIFEST and store say the content was written by hand.
 //! - `batch` (issue #16): the OpenAI Batch API transport against a fake Batch API: statuses, error
@@ -64,7 +65,9 @@
 //!   nDCG@10 = `coreb eval --run` on its predictions); `coreb export --layout hf-coreb` read as the
 //!   published dataset; `scripts/setup`; no test file refers outside the repository.
 //! - `mteb` (issue 57): `coreb export --layout mteb` of the sample run by MTEB's own six
-//!   CoREB(v1) task classes; `coreb eval` on each task folder equals MTEB's scores.
+//!   CoREB(v1) task classes; `coreb eval` on each task folder equals MTEB's scores; the
+//!   reranker's training records; the `[purpose]` gate through real builds (a test release
+//!   sharing problems with its training release refused, a disjoint one published).
 //! - `workspace` (issue #51): `coreb init` makes a workspace elsewhere; there the binary alone
 //!   builds the sample byte for byte, plans the next month, evaluates and exports.
 

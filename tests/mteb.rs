@@ -451,3 +451,143 @@ fn the_qwen3_reranker_recipe_reranks_each_querys_candidates_in_its_template() {
         }
     }
 }
+
+/// The sample's problems of `[start, end]` built for real (`coreb build`, replaying the sample's
+/// answers) as release `version` with `purpose` appended to its manifest, published into
+/// `publish`; returns the build's output.
+fn build_with_purpose(
+    dir: &Path,
+    version: &str,
+    (start, end): (&str, &str),
+    purpose: &str,
+    publish: &Path,
+) -> std::process::Output {
+    let manifest = crate::leaderboard::shifted_manifest(&dir.join(version), version, start, end);
+    crate::leaderboard::author_store(&manifest, start, end);
+    let mut text = fs_err::read_to_string(&manifest).unwrap();
+    text.push_str(purpose);
+    fs_err::write(&manifest, text).unwrap();
+    run(coreb()
+        .arg("build")
+        .arg(&manifest)
+        .arg("--output-dir")
+        .arg(dir.join(version).join("build"))
+        .arg("--publish-dir")
+        .arg(publish))
+}
+
+/// The ids (`lcb_<question_id>`) of the sample's problems whose contest day lies in
+/// `[start, end]`, sorted.
+fn sample_problems(start: &str, end: &str) -> Vec<String> {
+    let rows = jsonl(&root().join("tests/fixtures/sample/problems.jsonl"));
+    let mut ids: Vec<String> = rows
+        .iter()
+        .filter(|r| {
+            let day = &r["contest_date"].as_str().unwrap()[..10];
+            start <= day && day <= end
+        })
+        .map(|r| format!("lcb_{}", r["question_id"].as_str().unwrap()))
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The `[purpose]` gate end to end, through real builds: a training release (the sample's
+/// January), then test releases naming it. One sharing its problems (January and February) is
+/// refused at the `release` stage (exit 1, a gate), naming every shared problem, and publishes
+/// nothing; a disjoint one (February) is published with its purpose in its MANIFEST, and
+/// `coreb export --layout reranker-train` refuses it while it exports the training release.
+#[test]
+fn a_test_release_is_published_only_when_disjoint_from_its_training_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let releases = dir.path().join("releases");
+    let train = releases.join("v202501");
+    let o = build_with_purpose(
+        dir.path(),
+        "v202501",
+        ("2025-01-01", "2025-01-31"),
+        "\n[purpose]\nrole = \"training\"\n",
+        &train,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let manifest = |d: &Path| -> serde_json::Value {
+        serde_json::from_str(&fs_err::read_to_string(d.join("MANIFEST.json")).unwrap()).unwrap()
+    };
+    assert_eq!(manifest(&train)["purpose"]["role"], "training");
+    let january = sample_problems("2025-01-01", "2025-01-31");
+    assert!(!january.is_empty());
+    let naming = format!(
+        "\n[purpose]\nrole = \"test\"\ntraining = [\"{}\"]\n",
+        train.display()
+    );
+
+    // Overlapping: January's problems are in both. (Each test build has its own empty
+    // `releases_dir`, so the refusal is the purpose gate's, not the series' disjointness.)
+    let overlapping = releases.join("v202502");
+    let o = build_with_purpose(
+        dir.path(),
+        "v202502",
+        ("2025-01-01", "2025-02-28"),
+        &naming,
+        &overlapping,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let message = format!(
+        "test release `v202502` shares {} problem(s) with its training release `v202501` (`{}`): {}",
+        january.len(),
+        train.display(),
+        january.join(", ")
+    );
+    assert!(text(&o).contains(&message), "{message}\n{}", text(&o));
+    assert!(
+        !overlapping.exists(),
+        "a refused test release was published"
+    );
+
+    // Disjoint: February alone.
+    let test = releases.join("v202503");
+    let o = build_with_purpose(
+        dir.path(),
+        "v202503",
+        ("2025-02-01", "2025-02-28"),
+        &naming,
+        &test,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let purpose = &manifest(&test)["purpose"];
+    assert_eq!(purpose["role"], "test");
+    assert_eq!(purpose["training_releases"][0]["version"], "v202501");
+    assert_eq!(
+        purpose["training_releases"][0]["manifest_sha256"].as_str(),
+        Some(
+            coreb_base::hashing::sha256_file(&train.join("MANIFEST.json"))
+                .unwrap()
+                .as_str()
+        )
+    );
+
+    // The reranker's training records: from the training release, never from the test one.
+    let o = run(coreb()
+        .args(["export", "--layout", "reranker-train"])
+        .arg(&test)
+        .arg(dir.path().join("refused")));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("is a test release"), "{}", text(&o));
+    assert!(!dir.path().join("refused").exists());
+    let records = dir.path().join("records");
+    let o = run(coreb()
+        .args(["export", "--layout", "reranker-train"])
+        .arg(&train)
+        .arg(&records));
+    assert!(o.status.success(), "{}", text(&o));
+    let february = sample_problems("2025-02-01", "2025-02-28");
+    let exported = jsonl(&records.join("train.jsonl"));
+    assert!(!exported.is_empty());
+    for r in &exported {
+        let p = r["problem_id"].as_str().unwrap();
+        assert!(
+            january.iter().any(|j| j == p) && !february.iter().any(|f| f == p),
+            "{r}"
+        );
+    }
+}

@@ -402,6 +402,10 @@ pub struct LeaderboardArgs {
     /// `r_cap@10`, other cut-offs recorded, `hn_intrusion`).
     #[arg(long)]
     pub metric: Option<String>,
+    /// Only the models of this category (as recorded with `coreb eval --record --category`;
+    /// `unknown`: those recorded without one), ranked among themselves.
+    #[arg(long, value_parser = ["code", "general", "closed", "unknown"])]
+    pub category: Option<String>,
 }
 
 /// The layout `coreb export` writes.

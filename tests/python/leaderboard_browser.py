@@ -6,9 +6,10 @@ MANIFEST.json files. Used by tests/leaderboard.rs.
 
 Chromium is driven over the DevTools protocol (websocket-client): the page is opened from
 file://, real key presses move the window sliders (focus, then ArrowLeft/ArrowRight/Home/End)
-and a real mouse click flips the cutoff checkbox. Every request the page makes is recorded
+and a real mouse click flips the cutoff checkbox; the category filter is a select whose value
+is set and whose change event is fired, as a choice from its list does. Every request the page makes is recorded
 (all must be file:// URLs), and so is every script error. Prints one JSON object:
-{"states": [{"step", "from", "to", "after_cutoff", "page", "store", "subtasks", "languages",
+{"states": [{"step", "from", "to", "after_cutoff", "category", "page", "store", "subtasks", "languages",
 "store_groups", "plot"}], "requests": [...], "errors": [...], "releases_text": {...},
 "screenshot": PATH}.
 """
@@ -164,11 +165,12 @@ READ_PAGE = """(() => {
       for (const td of tr.querySelectorAll('td[data-task], td[data-group]')) {
         const name = td.dataset.task || td.dataset.group;
         const v = td.querySelector('.v');
-        row[name] = v ? {text: v.textContent, value: Number(td.dataset.value), releases: Number(td.dataset.releases)} : null;
+        row[name] = v ? {text: v.textContent, value: Number(td.dataset.value), releases: Number(td.dataset.releases), queries: td.dataset.queries === undefined ? null : Number(td.dataset.queries)} : null;
       }
       const used = tr.querySelector('td[data-releases]:not([data-task]):not([data-group])');
       if (used) row._releases = used.dataset.releases ? used.dataset.releases.split(',') : [];
       row._rank = tr.children[0].textContent;
+      if (tr.dataset.category !== undefined) row._category = tr.dataset.category;
       out[tr.dataset.model] = row;
     }
     return out;
@@ -178,6 +180,7 @@ READ_PAGE = """(() => {
     from: document.getElementById('from-label').textContent,
     to: document.getElementById('to-label').textContent,
     after_cutoff: document.getElementById('after-cutoff').checked,
+    category: document.getElementById('category').value,
     board: table('board'), subtasks: table('by-subtask'), languages: table('by-language'), plot: plot,
     order: [...document.querySelectorAll('#board tbody tr')].map((tr) => tr.dataset.model),
   };
@@ -192,6 +195,7 @@ def store_frame(store):
         rows.extend(pq.read_table(f).to_pylist())
     latest = {}
     cutoff = {}
+    category = {}
     for r in rows:
         k = (r["model"], r["release"], r["task"])
         order = (r["recorded_at"], r["record_id"])
@@ -199,10 +203,14 @@ def store_frame(store):
             latest[k] = order
         if r["model"] not in cutoff or order > cutoff[r["model"]][0]:
             cutoff[r["model"]] = (order, r["cutoff"])
+        # A model's category: its latest record's that names one (older files have none).
+        if r.get("category") is not None and (r["model"] not in category or order > category[r["model"]][0]):
+            category[r["model"]] = (order, r["category"])
     # The store reads as one Parquet dataset, as users load it.
     assert pq.read_table(store).num_rows == len(rows), "the store is not one Parquet dataset"
     kept = [r for r in rows if (r["recorded_at"], r["record_id"]) == latest[(r["model"], r["release"], r["task"])]]
-    return kept, {m: c for m, (_, c) in cutoff.items()}, len({r["record_id"] for r in rows})
+    categories = {m: category[m][1] if m in category else "unknown" for m in cutoff}
+    return kept, {m: c for m, (_, c) in cutoff.items()}, categories, len({r["record_id"] for r in rows})
 
 
 def releases_of(releases_dir):
@@ -213,9 +221,13 @@ def releases_of(releases_dir):
     return out
 
 
-def store_means(kept, cutoffs, releases, metric, first, last, after_cutoff):
-    """Window means computed from the store's rows: {model: {task: (mean, n)}} and groups."""
+def store_means(kept, cutoffs, categories, releases, metric, first, last, after_cutoff, category):
+    """Window means computed from the store's rows: {model: {task: (mean, n)}} and groups; with
+    a category, only its models. Each model's "overall": Σ value × queries / Σ queries over its
+    (release, task) values of the window, and the queries (when it has an average)."""
     def use(r):
+        if category and categories[r["model"]] != category:
+            return False
         rel = releases[r["release"]]
         if not (first <= rel["month"] <= last):
             return False
@@ -233,10 +245,19 @@ def store_means(kept, cutoffs, releases, metric, first, last, after_cutoff):
     for (model, task, sub, lang), mv in means.items():
         if sub == "all" and lang == "all":
             board.setdefault(model, {})[task] = mv
-    for model in {r["model"] for r in kept}:
+    weighted = {}
+    for r in kept:
+        if r["metric"] == metric and r["subtask"] == "all" and r["language"] == "all" and use(r):
+            w = weighted.setdefault(r["model"], [0.0, 0])
+            w[0] += r["value"] * r["num_queries"]
+            w[1] += r["num_queries"]
+    for model in {r["model"] for r in kept if not category or categories[r["model"]] == category}:
         row = board.setdefault(model, {})
         if all(t in row for t in tasks):
             row["average"] = (sum(row[t][0] for t in tasks) / len(tasks), None)
+            w = weighted.get(model, [0.0, 0])
+            if w[1] > 0:
+                row["overall"] = (w[0] / w[1], w[1])
     groups = {f"{m}|{t}|{'subtask:' + s if s != 'all' else 'language:' + l}": mv for (m, t, s, l), mv in means.items() if (s, l) != ("all", "all")}
     return board, groups
 
@@ -251,7 +272,7 @@ def main():
     ap.add_argument("--chromium", default=os.environ.get("COREB_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium"))
     args = ap.parse_args()
 
-    kept, cutoffs, records = store_frame(args.store)
+    kept, cutoffs, categories, records = store_frame(args.store)
     releases = releases_of(args.releases)
     months = sorted({r["month"] for r in releases.values()})
 
@@ -263,6 +284,9 @@ def main():
         url = "file://" + os.path.abspath(os.path.join(args.site, "index.html"))
         browser.load(url)
 
+        def choose(selector, value):
+            browser.eval(f"(() => {{ const s = document.querySelector({json.dumps(selector)}); s.value = {json.dumps(value)}; s.dispatchEvent(new Event('change', {{bubbles: true}})); }})()")
+
         # The UI steps: (name, action). Each state is read back and recomputed from the store.
         steps = [
             ("initial", None),
@@ -271,6 +295,10 @@ def main():
             ("to one month earlier (ArrowLeft)", lambda: browser.press("#to", "ArrowLeft")),
             ("cutoff toggle off (mouse click)", lambda: browser.click("#after-cutoff")),
             ("from back to the first month (Home)", lambda: browser.press("#from", "Home")),
+            ("category code (select)", lambda: choose("#category", "code")),
+            ("category unknown (select)", lambda: choose("#category", "unknown")),
+            ("category general, cutoff toggle on", lambda: (choose("#category", "general"), browser.click("#after-cutoff"))),
+            ("every category, cutoff toggle off", lambda: (choose("#category", ""), browser.click("#after-cutoff"))),
         ]
         states = []
         for name, action in steps:
@@ -278,8 +306,8 @@ def main():
                 action()
             page = browser.eval(READ_PAGE)
             first, last = page["from"], page["to"]
-            board, groups = store_means(kept, cutoffs, releases, args.metric, first, last, page["after_cutoff"])
-            states.append({"step": name, "from": first, "to": last, "after_cutoff": page["after_cutoff"], "page": page, "store": board, "store_groups": groups})
+            board, groups = store_means(kept, cutoffs, categories, releases, args.metric, first, last, page["after_cutoff"], page["category"])
+            states.append({"step": name, "from": first, "to": last, "after_cutoff": page["after_cutoff"], "category": page["category"], "page": page, "store": board, "store_groups": groups, "categories": categories})
             if name == "initial":
                 releases_text = browser.eval("Object.fromEntries([...document.querySelectorAll('#releases tbody tr')].map((tr) => [tr.dataset.release, tr.innerText]))")
 

@@ -230,6 +230,11 @@ pub struct EvalOptions {
     /// leaderboard can average only over releases whose problems all come after it.
     #[cfg_attr(feature = "clap", arg(long, requires = "record"))]
     pub cutoff: Option<String>,
+    /// The model's category, which the leaderboard filters by: `code` (a code model),
+    /// `general` (a general-purpose one) or `closed` (served only behind an API). A record
+    /// without one is shown as `unknown`.
+    #[cfg_attr(feature = "clap", arg(long, requires = "record"))]
+    pub category: Option<String>,
     /// How requests reach the endpoints.
     #[cfg_attr(feature = "clap", command(flatten))]
     pub client: ClientOptions,
@@ -423,6 +428,11 @@ impl Setup {
             release_of(&args.dir)?;
             if let Some(c) = &args.cutoff {
                 crate::leaderboard::record::parse_cutoff(c).context("`--cutoff`")?;
+            }
+            if let Some(c) = &args.category
+                && let Err(e) = crate::leaderboard::record::parse_category(c)
+            {
+                coreb_base::usage!("`--category`: {e}");
             }
             if matches!(retriever, Retriever::RunFile(_)) && args.model_name.is_none() {
                 coreb_base::usage!("`--record` with `--run`: name the model with `--model-name`");
@@ -707,6 +717,7 @@ impl Setup {
             model,
             retriever: report.retriever.clone(),
             cutoff: args.cutoff.as_deref(),
+            category: args.category.as_deref(),
             run_sha256,
             tool_version: args.tool_version.clone(),
         };

@@ -23,6 +23,7 @@ pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
         to,
         after_cutoff,
         metric,
+        category,
     } = args;
     let printer = Printer::new(json);
     let results = results.unwrap_or_else(|| releases_dir.join(RESULTS_DIR));
@@ -35,6 +36,7 @@ pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
             to,
             after_cutoff,
             metric,
+            category,
         },
     )?;
     if lb.models.is_empty() {

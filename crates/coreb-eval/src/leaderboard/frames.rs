@@ -5,7 +5,9 @@
 //!
 //! - The store is append-only, so a (model, release, task) may have several records: the
 //!   latest (`recorded_at`, then `record_id`) supersedes the others ([`StoreFrames::cells`]).
-//! - A model's cutoff is the one of its latest record.
+//! - A model's cutoff is the one of its latest record; its category the one of its latest
+//!   record that names one (a store's files written before categories have no such column,
+//!   read as none).
 //! - A window mean is the mean, over the releases whose month lies in the window (and, with
 //!   `after_cutoff`, whose contest window starts after the model's cutoff), of the model's
 //!   value for a task and group ([`StoreFrames::means`]).
@@ -17,6 +19,8 @@ use rayon::prelude::*;
 
 pub use crate::check::frames::FrameError;
 use crate::check::frames::strings;
+
+use super::record::ALL;
 
 type Result<T> = std::result::Result<T, FrameError>;
 
@@ -84,6 +88,8 @@ pub struct ModelRow {
     pub retriever: String,
     /// The cutoff of its latest record.
     pub cutoff: Option<String>,
+    /// The category of its latest record that names one.
+    pub category: Option<String>,
     /// Records of this model in the store.
     pub records: u64,
     /// Records of it that are the latest of some (release, task), i.e. shown.
@@ -113,6 +119,18 @@ pub struct WindowFilter {
     pub after_cutoff: bool,
     /// The metric averaged.
     pub metric: String,
+}
+
+/// A model's values on the `all` group of every (release, task) in a window, for its overall
+/// score: the sum of each value times its query count, and the sum of the query counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WeightedRow {
+    /// Model name.
+    pub model: String,
+    /// Σ value × queries.
+    pub weighted: f64,
+    /// Σ queries.
+    pub queries: u64,
 }
 
 /// A (model, release) pair.
@@ -190,6 +208,9 @@ const COLUMNS: [&str; 15] = [
     "num_queries",
 ];
 
+/// The column added after the first records were written (absent from older files).
+const CATEGORY: &str = "category";
+
 impl StoreFrames {
     /// Read the store made of these record files (one scan of them all).
     pub fn open(files: &[PathBuf]) -> Result<StoreFrames> {
@@ -202,7 +223,19 @@ impl StoreFrames {
         // The files are read in parallel (each is small: one record's rows).
         let records = files
             .par_iter()
-            .map(|f| Ok(crate::frames::read_parquet(f, Some(&COLUMNS), None)?.lazy()))
+            .map(|f| {
+                let has_category = crate::frames::parquet_schema(f)?.get(CATEGORY).is_some();
+                let mut names = COLUMNS.to_vec();
+                if has_category {
+                    names.push(CATEGORY);
+                }
+                let frame = crate::frames::read_parquet(f, Some(&names), None)?.lazy();
+                Ok(if has_category {
+                    frame
+                } else {
+                    frame.with_column(lit(NULL).cast(DataType::String).alias(CATEGORY))
+                })
+            })
             .collect::<Result<Vec<_>>>()?;
         // One chunk, not one per file: the group-bys below are faster over it.
         let all = concat(
@@ -373,6 +406,10 @@ impl StoreFrames {
             .agg([
                 by_recording(col("retriever")).last().alias("retriever"),
                 by_recording(col("cutoff")).last().alias("cutoff"),
+                by_recording(col(CATEGORY))
+                    .drop_nulls()
+                    .last()
+                    .alias(CATEGORY),
                 col("record_id").n_unique().alias("records"),
             ])
             .join(
@@ -388,12 +425,14 @@ impl StoreFrames {
             strings(&df, "retriever")?,
             optional_strings(&df, "cutoff")?,
         );
+        let category = optional_strings(&df, CATEGORY)?;
         let (records, current) = (counts(&df, "records")?, counts(&df, "current_records")?);
         Ok((0..df.height())
             .map(|i| ModelRow {
                 model: model[i].clone(),
                 retriever: retriever[i].clone(),
                 cutoff: cutoff[i].clone(),
+                category: category[i].clone(),
                 records: records[i],
                 current_records: current[i],
             })
@@ -485,5 +524,41 @@ impl StoreFrames {
             .zip(strings(&used, "release")?)
             .collect();
         Ok((means, pairs))
+    }
+
+    /// Per model, Σ value × queries and Σ queries of `filter.metric` on the `all` group of
+    /// every (release, task) of the window (the overall score's parts), sorted by model.
+    pub fn weighted(
+        &self,
+        releases: &[WindowRelease],
+        filter: &WindowFilter,
+    ) -> Result<Vec<WeightedRow>> {
+        let Some(rows) = self.in_window(releases, filter)? else {
+            return Ok(Vec::new());
+        };
+        let df = rows
+            .filter(
+                col("subtask")
+                    .eq(lit(ALL))
+                    .and(col("language").eq(lit(ALL))),
+            )
+            .group_by([col("model")])
+            .agg([
+                (col("value") * col("num_queries").cast(DataType::Float64))
+                    .sum()
+                    .alias("weighted"),
+                col("num_queries").sum().alias("queries"),
+            ])
+            .sort(["model"], SortMultipleOptions::default())
+            .collect()?;
+        let model = strings(&df, "model")?;
+        let (weighted, queries) = (floats(&df, "weighted")?, counts(&df, "queries")?);
+        Ok((0..df.height())
+            .map(|i| WeightedRow {
+                model: model[i].clone(),
+                weighted: weighted[i],
+                queries: queries[i],
+            })
+            .collect())
     }
 }

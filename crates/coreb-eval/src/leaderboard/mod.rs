@@ -20,7 +20,16 @@
 //!   when asked; a model without a declared cutoff keeps every release) of its value on the
 //!   task's `all` group; likewise per subtask and per language;
 //! - a model's average is the mean of its task means over every task of the store, and is
-//!   absent when any task mean is; rows are ranked by average (absent last), then by name.
+//!   absent when any task mean is;
+//! - a model's overall score (the authors' site's, weighted by queries) is the mean of its
+//!   values on the `all` group of every (release, task) it has in the window, each weighted by
+//!   the queries it averages: Σ value × queries / Σ queries, i.e. the mean over every query of
+//!   the window's releases and tasks. It is absent when the average is (and when no query is
+//!   counted); rows are ranked by overall score (absent last), then by name;
+//! - a model's category is `code`, `general` or `closed` as recorded (`coreb eval --record
+//!   --category`; the one of its latest record that names one), else `unknown`; a category
+//!   filter keeps the rows (and breakdowns and plot series) of that category's models only,
+//!   ranked among themselves, their numbers unchanged.
 //!
 //! - [`store`]: the results store on disk (`coreb eval --record` writes it), the releases'
 //!   MANIFESTs and the audit reports read beside it.
@@ -41,7 +50,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use frames::{FrameError, MeanRow, StoreFrames, WindowFilter, WindowRelease};
-use record::{ALL, metric_order};
+use record::{ALL, CATEGORIES, UNKNOWN_CATEGORY, metric_order};
 
 /// The metric a leaderboard shows first, when the store has it.
 pub const DEFAULT_METRIC: &str = "ndcg@10";
@@ -63,6 +72,9 @@ pub enum LeaderboardError {
         /// Last month.
         to: String,
     },
+    /// The category asked for is none of the leaderboard's.
+    #[error("category `{0}`: expected one of `code`, `general`, `closed`, `unknown`")]
+    UnknownCategory(String),
     /// The metric asked for is not in the store.
     #[error("metric `{metric}` is not in the results store (it has: {available})")]
     UnknownMetric {
@@ -233,6 +245,9 @@ pub struct ModelInfo {
     pub retriever: String,
     /// Its declared training cutoff (of its latest record).
     pub cutoff: Option<String>,
+    /// Its category (`code`, `general`, `closed`; `None`: recorded without one, shown as
+    /// `unknown`).
+    pub category: Option<String>,
     /// Records in the store.
     pub records: u64,
     /// Records superseded by a later record of the same release and task.
@@ -254,6 +269,9 @@ pub struct Leaderboard {
     pub metrics: Vec<String>,
     /// Every task recorded, by name.
     pub tasks: Vec<String>,
+    /// The categories a model may have, the filter's choices: `code`, `general`, `closed`,
+    /// `unknown`.
+    pub categories: Vec<String>,
     /// Query groups: `all`, `subtask:<name>`, `language:<name>`.
     pub groups: Vec<String>,
     /// Release months, sorted (the window control's steps).
@@ -277,6 +295,9 @@ pub struct ViewSpec {
     pub after_cutoff: bool,
     /// The metric (`None`: [`Leaderboard::default_metric`]).
     pub metric: Option<String>,
+    /// Only the models of this category (`code`, `general`, `closed`, `unknown`; `None`:
+    /// every model).
+    pub category: Option<String>,
 }
 
 /// A mean over the releases of a window.
@@ -297,10 +318,17 @@ pub struct ViewRow {
     pub model: String,
     /// Its cutoff.
     pub cutoff: Option<String>,
+    /// Its category (`unknown` when recorded without one).
+    pub category: String,
     /// Task means (absent: no release of the window has the task).
     pub tasks: BTreeMap<String, Option<WindowMean>>,
     /// Mean of the task means, when every task has one.
     pub average: Option<f64>,
+    /// The overall score: the query-weighted mean of its values on every (release, task) of
+    /// the window, when the average is shown (see the module doc). Rows are ranked by it.
+    pub overall: Option<f64>,
+    /// The queries the overall score weighs (Σ over the window's releases and tasks).
+    pub queries: u64,
     /// The releases the row averages.
     pub releases: Vec<String>,
 }
@@ -344,6 +372,8 @@ pub struct View {
     pub to: Option<String>,
     /// Only releases after each model's cutoff.
     pub after_cutoff: bool,
+    /// The category shown (`None`: every model).
+    pub category: Option<String>,
     /// The main table, ranked.
     pub rows: Vec<ViewRow>,
     /// Per task and subtask.
@@ -411,6 +441,7 @@ pub fn build(
             name: m.model,
             retriever: m.retriever,
             cutoff: m.cutoff,
+            category: m.category,
             records: m.records,
             superseded: m.records - m.current_records,
         })
@@ -467,6 +498,11 @@ pub fn build(
         default_metric,
         metrics,
         tasks,
+        categories: CATEGORIES
+            .iter()
+            .chain([&UNKNOWN_CATEGORY])
+            .map(|c| (*c).to_owned())
+            .collect(),
         groups,
         months,
         releases,
@@ -490,6 +526,12 @@ pub fn view(
             from: from.clone(),
             to: to.clone(),
         });
+    }
+    if let Some(c) = &spec.category
+        && !CATEGORIES.contains(&c.as_str())
+        && c != UNKNOWN_CATEGORY
+    {
+        return Err(LeaderboardError::UnknownCategory(c.clone()));
     }
     let metric = spec
         .metric
@@ -517,9 +559,17 @@ pub fn view(
         metric: metric.clone(),
     };
     let (means, used) = store.means(&releases, &filter)?;
+    let weighted = store.weighted(&releases, &filter)?;
+    let shown: BTreeSet<&str> = board
+        .models
+        .iter()
+        .filter(|m| spec.category.as_deref().is_none_or(|c| category_of(m) == c))
+        .map(|m| m.name.as_str())
+        .collect();
     let mut rows: Vec<ViewRow> = board
         .models
         .iter()
+        .filter(|m| shown.contains(m.name.as_str()))
         .map(|m| {
             let tasks: BTreeMap<String, Option<WindowMean>> = board
                 .tasks
@@ -547,17 +597,25 @@ pub fn view(
                 .filter(|(model, _)| model == &m.name)
                 .map(|(_, r)| r.clone())
                 .collect();
+            let parts = weighted.iter().find(|w| w.model == m.name);
+            let queries = parts.map_or(0, |w| w.queries);
+            let overall = parts
+                .filter(|w| average.is_some() && w.queries > 0)
+                .map(|w| w.weighted / w.queries as f64);
             ViewRow {
                 rank: 0,
                 model: m.name.clone(),
                 cutoff: m.cutoff.clone(),
+                category: category_of(m).to_owned(),
                 tasks,
                 average,
+                overall,
+                queries,
                 releases,
             }
         })
         .collect();
-    rows.sort_by(|a, b| match (a.average, b.average) {
+    rows.sort_by(|a, b| match (a.overall, b.overall) {
         (Some(x), Some(y)) => y.total_cmp(&x).then_with(|| a.model.cmp(&b.model)),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
@@ -575,6 +633,10 @@ pub fn view(
             releases: r.releases,
         },
     };
+    let means: Vec<&MeanRow> = means
+        .iter()
+        .filter(|r| shown.contains(r.model.as_str()))
+        .collect();
     let by_subtask = means
         .iter()
         .filter(|r| r.subtask != ALL)
@@ -590,11 +652,20 @@ pub fn view(
         from: spec.from.clone(),
         to: spec.to.clone(),
         after_cutoff: spec.after_cutoff,
+        category: spec.category.clone(),
         rows,
         by_subtask,
         by_language,
-        series: series(board, &metric),
+        series: series(board, &metric)
+            .into_iter()
+            .filter(|p| shown.contains(p.model.as_str()))
+            .collect(),
     })
+}
+
+/// A model's category as the leaderboard shows it (`unknown` when recorded without one).
+pub fn category_of(model: &ModelInfo) -> &str {
+    model.category.as_deref().unwrap_or(UNKNOWN_CATEGORY)
 }
 
 /// Every model's value per release and task on the `all` group, and its mean over the tasks
@@ -682,6 +753,175 @@ mod tests {
             ),
             (Some(31), None, None)
         );
+    }
+
+    /// One `all`-group ndcg@10 row of a record.
+    fn stored(
+        model: &str,
+        category: Option<&str>,
+        release: &str,
+        task: &str,
+        value: f64,
+        queries: u64,
+    ) -> record::ResultRow {
+        let month = if release == "v202501" { "01" } else { "02" };
+        record::ResultRow {
+            record_id: format!("{model}-{release}"),
+            recorded_at: "2025-03-01T00:00:00Z".into(),
+            model: model.into(),
+            retriever: "run:x".into(),
+            cutoff: None,
+            category: category.map(str::to_owned),
+            release: release.into(),
+            release_manifest_sha256: format!("sha-{release}"),
+            window_start: Some(format!("2025-{month}-01")),
+            window_end: Some(format!("2025-{month}-28")),
+            task: task.into(),
+            subtask: ALL.into(),
+            language: ALL.into(),
+            metric: "ndcg@10".into(),
+            value,
+            ci_low: None,
+            ci_high: None,
+            num_queries: queries,
+            run_sha256: "ab".into(),
+            prompts: None,
+            tool_version: "0.1.0".into(),
+        }
+    }
+
+    /// A record file as coreb wrote them before categories: the same columns but `category`.
+    fn write_without_category(path: &std::path::Path, rows: &[record::ResultRow]) {
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        let full = path.with_extension("full");
+        table::write_results(&full, rows).unwrap();
+        let reader =
+            ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&full).unwrap()).unwrap();
+        let schema = reader.schema().clone();
+        let keep: Vec<usize> = (0..schema.fields().len())
+            .filter(|&i| schema.field(i).name() != "category")
+            .collect();
+        let batches: Vec<_> = reader
+            .build()
+            .unwrap()
+            .map(|b| b.unwrap().project(&keep).unwrap())
+            .collect();
+        let old = std::sync::Arc::new(schema.project(&keep).unwrap());
+        coreb_data::tables::write_atomic(path, old, batches.into_iter()).unwrap();
+        fs_err::remove_file(full).unwrap();
+    }
+
+    /// The overall score and the category filter against a hand computation from the records.
+    #[test]
+    fn the_overall_score_weighs_by_queries_and_the_category_filter_keeps_the_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t2c, c2c) = ("text2code", "code2code");
+        let records: [(&str, Vec<record::ResultRow>); 4] = [
+            (
+                "a1",
+                vec![
+                    stored("a", Some("code"), "v202501", t2c, 0.5, 10),
+                    stored("a", Some("code"), "v202501", c2c, 0.8, 30),
+                ],
+            ),
+            (
+                "a2",
+                vec![
+                    stored("a", Some("code"), "v202502", t2c, 0.2, 20),
+                    stored("a", Some("code"), "v202502", c2c, 0.6, 10),
+                ],
+            ),
+            (
+                "b1",
+                vec![
+                    stored("b", None, "v202501", t2c, 0.9, 10),
+                    stored("b", None, "v202501", c2c, 0.3, 30),
+                ],
+            ),
+            (
+                "c1",
+                vec![stored("c", Some("general"), "v202501", t2c, 0.7, 10)],
+            ),
+        ];
+        let mut files = Vec::new();
+        for (name, rows) in &records {
+            let path = dir.path().join(format!("{name}.parquet"));
+            if *name == "b1" {
+                write_without_category(&path, rows);
+            } else {
+                table::write_results(&path, rows).unwrap();
+            }
+            files.push(path);
+        }
+        let store = StoreFrames::open(&files).unwrap();
+        let board = build(Vec::new(), &store).unwrap();
+        let categories: Vec<Option<&str>> =
+            board.models.iter().map(|m| m.category.as_deref()).collect();
+        assert_eq!(categories, [Some("code"), None, Some("general")]);
+        assert_eq!(board.categories, ["code", "general", "closed", "unknown"]);
+
+        let all = view(&board, &store, &ViewSpec::default()).unwrap();
+        let row = |v: &View, m: &str| v.rows.iter().find(|r| r.model == m).unwrap().clone();
+        // By hand: a's task means are (0.5 + 0.2) / 2 and (0.8 + 0.6) / 2, their mean 0.525;
+        // its overall (0.5·10 + 0.8·30 + 0.2·20 + 0.6·10) / (10 + 30 + 20 + 10) = 39 / 70.
+        let a = row(&all, "a");
+        assert!((a.average.unwrap() - 0.525).abs() < 1e-12, "{a:?}");
+        assert!((a.overall.unwrap() - 39.0 / 70.0).abs() < 1e-12, "{a:?}");
+        assert_eq!((a.queries, a.category.as_str()), (70, "code"));
+        // b (recorded before categories: unknown): mean (0.9 + 0.3) / 2 = 0.6, above a's, but
+        // overall (0.9·10 + 0.3·30) / 40 = 0.45, below: the ranking follows the overall score.
+        let b = row(&all, "b");
+        assert!((b.average.unwrap() - 0.6).abs() < 1e-12, "{b:?}");
+        assert!((b.overall.unwrap() - 0.45).abs() < 1e-12, "{b:?}");
+        assert_eq!((b.queries, b.category.as_str()), (40, "unknown"));
+        // c lacks code2code: neither an average nor an overall score, ranked last.
+        let c = row(&all, "c");
+        assert_eq!((c.average, c.overall, c.queries), (None, None, 10));
+        let order: Vec<(usize, &str)> = all
+            .rows
+            .iter()
+            .map(|r| (r.rank, r.model.as_str()))
+            .collect();
+        assert_eq!(order, [(1, "a"), (2, "b"), (3, "c")]);
+
+        // The filter keeps a category's rows, ranked among themselves, numbers unchanged.
+        for (category, model) in [("code", "a"), ("unknown", "b"), ("general", "c")] {
+            let spec = ViewSpec {
+                category: Some(category.into()),
+                ..ViewSpec::default()
+            };
+            let v = view(&board, &store, &spec).unwrap();
+            let rows: Vec<ViewRow> = v.rows.clone();
+            assert_eq!(rows.len(), 1, "{category}: {rows:?}");
+            let mut expected = row(&all, model);
+            expected.rank = 1;
+            assert_eq!(rows[0], expected, "{category}");
+            assert!(v.series.iter().all(|p| p.model == model), "{category}");
+        }
+        let closed = ViewSpec {
+            category: Some("closed".into()),
+            ..ViewSpec::default()
+        };
+        assert!(view(&board, &store, &closed).unwrap().rows.is_empty());
+        let bad = ViewSpec {
+            category: Some("open".into()),
+            ..ViewSpec::default()
+        };
+        assert!(matches!(
+            view(&board, &store, &bad),
+            Err(LeaderboardError::UnknownCategory(c)) if c == "open"
+        ));
+
+        // A window of February alone: a's overall is (0.2·20 + 0.6·10) / 30; b and c have none.
+        let feb = ViewSpec {
+            from: Some("2025-02".into()),
+            ..ViewSpec::default()
+        };
+        let v = view(&board, &store, &feb).unwrap();
+        let a = row(&v, "a");
+        assert!((a.overall.unwrap() - 10.0 / 30.0).abs() < 1e-12, "{a:?}");
+        assert_eq!(a.queries, 30);
+        assert_eq!((row(&v, "b").overall, row(&v, "b").queries), (None, 0));
     }
 
     #[test]

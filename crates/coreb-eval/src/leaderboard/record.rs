@@ -29,6 +29,14 @@ pub const MEASURES: [&str; 6] = ["ndcg", "map", "recall", "p", "mrr", "r_cap"];
 /// The metric name of the hard-negative intrusion rate.
 pub const INTRUSION: &str = "hn_intrusion";
 
+/// A model's category, as the leaderboard filters by it: a code model, a general-purpose
+/// model, or a closed one (served only behind an API). A record without one (made before
+/// categories, or without `--category`) is shown as [`UNKNOWN_CATEGORY`].
+pub const CATEGORIES: [&str; 3] = ["code", "general", "closed"];
+
+/// How the leaderboard names the category of a model recorded without one.
+pub const UNKNOWN_CATEGORY: &str = "unknown";
+
 /// The release a run was evaluated on, as its `MANIFEST.json` says.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReleaseRef {
@@ -52,6 +60,10 @@ pub struct RecordMeta {
     pub retriever: String,
     /// The model's declared training cutoff (`YYYY-MM-DD`, see [`parse_cutoff`]).
     pub cutoff: Option<String>,
+    /// The model's category, one of [`CATEGORIES`] (see [`parse_category`]). Left out of the
+    /// record id when absent, so that a record made before categories keeps its id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
     /// The release.
     pub release: ReleaseRef,
     /// sha256 of each task's run file (`task → hex`).
@@ -74,6 +86,8 @@ pub struct ResultRow {
     pub retriever: String,
     /// Declared training cutoff.
     pub cutoff: Option<String>,
+    /// The model's category ([`CATEGORIES`]), when it was given.
+    pub category: Option<String>,
     /// Release version.
     pub release: String,
     /// sha256 of the release's `MANIFEST.json`.
@@ -120,6 +134,20 @@ fn days_in_month(year: u32, month: u32) -> u32 {
         4 | 6 | 9 | 11 => 30,
         _ => 31,
     }
+}
+
+/// A category that is not one of [`CATEGORIES`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`: expected a model category, one of `code`, `general`, `closed`")]
+pub struct CategoryError(pub String);
+
+/// A model's category as given (`--category`): one of [`CATEGORIES`], exactly.
+pub fn parse_category(text: &str) -> Result<String, CategoryError> {
+    CATEGORIES
+        .iter()
+        .find(|c| **c == text)
+        .map(|c| (*c).to_owned())
+        .ok_or_else(|| CategoryError(text.to_owned()))
 }
 
 /// A declared training cutoff as `YYYY-MM-DD`: a date as it is, a month as its last day (a
@@ -200,6 +228,7 @@ pub fn rows(report: &EvalReport, meta: &RecordMeta, recorded_at: &str) -> Vec<Re
                 model: meta.model.clone(),
                 retriever: meta.retriever.clone(),
                 cutoff: meta.cutoff.clone(),
+                category: meta.category.clone(),
                 release: meta.release.version.clone(),
                 release_manifest_sha256: meta.release.manifest_sha256.clone(),
                 window_start: meta.release.window_start.clone(),
@@ -359,6 +388,7 @@ mod tests {
             model: "BM25".into(),
             retriever: "bm25".into(),
             cutoff: None,
+            category: None,
             release: ReleaseRef {
                 version: "v202503".into(),
                 manifest_sha256: "ab".into(),
@@ -406,6 +436,9 @@ mod tests {
         let mut other = m.clone();
         other.cutoff = Some("2025-01-31".into());
         assert_ne!(record_id(&r, &m), record_id(&r, &other));
+        let mut other = m.clone();
+        other.category = Some("code".into());
+        assert_ne!(record_id(&r, &m), record_id(&r, &other));
         // The time of recording is not part of it: recording again is idempotent.
         assert_eq!(
             rows(&r, &m, "a")[0].record_id,
@@ -430,6 +463,28 @@ mod tests {
         ] {
             assert!(parse_cutoff(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn categories_are_code_general_or_closed_exactly() {
+        for c in CATEGORIES {
+            assert_eq!(parse_category(c).unwrap(), c);
+        }
+        for bad in ["Code", "open", "", "code ", "unknown"] {
+            assert_eq!(parse_category(bad), Err(CategoryError(bad.to_owned())));
+        }
+    }
+
+    #[test]
+    fn a_record_without_a_category_keeps_the_id_it_had_before_categories() {
+        // The id of this report and meta as coreb computed it before the `category` field.
+        let key = concat!(
+            r#"{"format":"coreb-results/1","meta":{"model":"BM25","retriever":"bm25","cutoff":null,"#,
+            r#""release":{"version":"v202503","manifest_sha256":"ab","window_start":"2025-01-01","#,
+            r#""window_end":"2025-03-31"},"run_sha256":{"text2code":"cd"},"tool_version":"0.1.0"},"#,
+            r#""tasks":["text2code"],"ks":[1,10],"bootstrap":null,"prompts":null}"#
+        );
+        assert_eq!(record_id(&report(), &meta()), sha256_hex(key.as_bytes()));
     }
 
     #[test]

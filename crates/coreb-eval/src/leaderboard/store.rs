@@ -114,6 +114,8 @@ pub struct RecordRequest<'a> {
     pub retriever: String,
     /// `--cutoff`, as given.
     pub cutoff: Option<&'a str>,
+    /// `--category`, as given (`code`, `general`, `closed`).
+    pub category: Option<&'a str>,
     /// sha256 of each task's run file.
     pub run_sha256: BTreeMap<String, String>,
     /// The version of the tool that recorded it.
@@ -129,6 +131,11 @@ pub fn record(report: &EvalReport, req: RecordRequest<'_>) -> anyhow::Result<(Pa
         .map(record::parse_cutoff)
         .transpose()
         .context("`--cutoff`")?;
+    let category = req
+        .category
+        .map(record::parse_category)
+        .transpose()
+        .context("`--category`")?;
     if req.model.trim().is_empty() || req.model.chars().any(char::is_control) {
         bail!(
             "`--model-name`: `{}` is not a name (empty, or holds control characters)",
@@ -139,6 +146,7 @@ pub fn record(report: &EvalReport, req: RecordRequest<'_>) -> anyhow::Result<(Pa
         model: req.model,
         retriever: req.retriever,
         cutoff,
+        category,
         release: ReleaseRef {
             version: manifest.version.clone(),
             manifest_sha256,
@@ -400,14 +408,17 @@ pub fn markdown(lb: &Leaderboard, view: &View) -> String {
             ""
         }
     );
+    if let Some(c) = &view.category {
+        let _ = writeln!(out, "Category: {c}.\n");
+    }
     let _ = writeln!(
         out,
-        "| # | model | cutoff | {} | avg | releases |",
+        "| # | model | category | cutoff | {} | avg | overall (queries) | releases |",
         lb.tasks.join(" | ")
     );
     let _ = writeln!(
         out,
-        "|---:|---|---|{}---:|---:|",
+        "|---:|---|---|---|{}---:|---:|---:|",
         "---:|".repeat(lb.tasks.len())
     );
     for r in &view.rows {
@@ -426,11 +437,16 @@ pub fn markdown(lb: &Leaderboard, view: &View) -> String {
             .average
             .map(|a| format!("{a:.4}"))
             .unwrap_or_else(|| "–".into());
+        let overall = r
+            .overall
+            .map(|o| format!("{o:.4} ({})", r.queries))
+            .unwrap_or_else(|| "–".into());
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {avg} | {} |",
+            "| {} | {} | {} | {} | {} | {avg} | {overall} | {} |",
             r.rank,
             r.model,
+            r.category,
             r.cutoff.as_deref().unwrap_or("–"),
             tasks.join(" | "),
             r.releases.len()

@@ -38,6 +38,8 @@ pub fn results_schema() -> SchemaRef {
         text("run_sha256", false),
         text("prompts", true),
         text("tool_version", false),
+        // Added after the first records: a store's older files lack it (read as no category).
+        text("category", true),
     ]))
 }
 
@@ -78,6 +80,7 @@ pub fn write_results(path: &Path, rows: &[ResultRow]) -> Result<(), TableError> 
     columns.push(text_column(|r| Some(&r.run_sha256)));
     columns.push(text_column(|r| r.prompts.as_deref()));
     columns.push(text_column(|r| Some(&r.tool_version)));
+    columns.push(text_column(|r| r.category.as_deref()));
     let schema = results_schema();
     let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| TableError::Parquet {
         path: path.to_owned(),
@@ -100,6 +103,7 @@ mod tests {
             model: "m".into(),
             retriever: "bm25".into(),
             cutoff: None,
+            category: Some("code".into()),
             release: "v202503".into(),
             release_manifest_sha256: "ab".into(),
             window_start: Some("2025-01-01".into()),
@@ -147,6 +151,7 @@ mod tests {
         assert_eq!(text("metric").value(1), "map@10");
         assert!(text("cutoff").is_null(0) && text("window_end").is_null(0));
         assert_eq!(text("window_start").value(0), "2025-01-01");
+        assert_eq!(text("category").value(1), "code");
         let float = |c: &str| {
             batch
                 .column_by_name(c)

@@ -323,16 +323,7 @@ impl Verified {
                 }
             ));
         } else {
-            // The summary names three at most; every one has its `toolchain:` line above.
-            let versions = match self.versions.len() {
-                0 => "no version".to_owned(),
-                1..=3 => self.versions.join("; "),
-                n => format!(
-                    "{}; and {} more (the `toolchain:` lines above)",
-                    self.versions[..2].join("; "),
-                    n - 2
-                ),
-            };
+            let versions = summary_versions(&self.versions);
             printer.out(format!(
                 "{v}: every data file identical ({what}); only the provenance differs ({}): {versions}",
                 self.provenance.join(", ")
@@ -1404,6 +1395,23 @@ fn toolchain_notes(published: &serde_json::Value, rebuilt: &serde_json::Value) -
 
 const NOT_RECORDED: &str = "none recorded";
 
+/// The versions verify's last line names: three at most, those both sides record first (a
+/// patch release rather than a package list one side lacks); every one has its `toolchain:`
+/// line above it.
+fn summary_versions(versions: &[String]) -> String {
+    let mut named: Vec<&str> = versions.iter().map(String::as_str).collect();
+    named.sort_by_key(|v| v.contains(NOT_RECORDED));
+    match named.len() {
+        0 => "no version".to_owned(),
+        1..=3 => named.join("; "),
+        n => format!(
+            "{}; and {} more (the `toolchain:` lines above)",
+            named[..2].join("; "),
+            n - 2
+        ),
+    }
+}
+
 /// Two version strings shown by the first word where they differ (`openjdk version "17.0.15"
 /// 2025-04-15; …` and `… "17.0.19" …`: `17.0.15`, `17.0.19`), or whole when their words do not
 /// line up.
@@ -1795,6 +1803,23 @@ mod tests {
             describe_text_difference(&c, &d),
             "first difference at line 2: published nothing (the file ends), rebuilt ``"
         );
+    }
+
+    #[test]
+    fn the_summary_names_versions_both_sides_record_first_and_three_at_most() {
+        let line = |lang: &str, a: &str, b: &str| format!("{lang}: {a} in the release, {b} here");
+        let versions = vec![
+            line("cpp `deb:g++`", NOT_RECORDED, "4:12.2.0-3"),
+            line("go `deb:golang-go`", NOT_RECORDED, "2:1.19~1"),
+            line("java `java`", "17.0.15", "17.0.19"),
+            line("java `javac`", "17.0.15", "17.0.19"),
+        ];
+        assert_eq!(
+            summary_versions(&versions),
+            "java `java`: 17.0.15 in the release, 17.0.19 here; java `javac`: 17.0.15 in the release, 17.0.19 here; and 2 more (the `toolchain:` lines above)"
+        );
+        assert_eq!(summary_versions(&versions[..1]), versions[0]);
+        assert_eq!(summary_versions(&[]), "no version");
     }
 
     #[test]

@@ -1,21 +1,27 @@
 //! `qrels`: gathers the rewritten problems, summaries, distractors, queries, solutions
 //! and verdicts into [`coreb_stages::qrels::qrels`] and stores its output (`qrels.json`). A problem
-//! whose every test `execute`'s re-check rejected is left out (`problems_without_tests`).
+//! whose every test `execute`'s re-check rejected is left out (`problems_without_tests`), and
+//! so is one whose verdicts show answers that can differ though its statement did not say so
+//! ([`coreb_stages::ambiguity`]: `ambiguous_answers`, each with the test and its witnesses,
+//! recorded in the MANIFEST as `stages.qrels.ambiguous_answers` and listed by the card).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use coreb_data::composition::{CodeDocument, Composition, QrelsConfig, Roles};
 use coreb_data::problem::ProblemId;
 use coreb_data::qrels::QrelsStats;
+use coreb_data::rewritten::RewrittenProblem;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::solutions::read_solutions;
 use coreb_data::tables::verdicts::read_verdicts;
 use coreb_data::texts::Distractor;
 use coreb_data::texts::Summary as CanonicalSummary;
+use coreb_data::verdict::SolutionResult;
 use coreb_judge::Harness;
 use coreb_judge::driver::assemble;
 use coreb_judge::signature::Signature;
 use coreb_llm::LlmStage;
+use coreb_stages::ambiguity::{Ambiguity, ambiguous};
 use coreb_stages::qrels::{JudgedSolution, ProblemTexts, SearchQuery, qrels};
 use coreb_stages::queries::Query;
 use serde::{Deserialize, Serialize};
@@ -48,6 +54,10 @@ pub struct QrelsSummary {
     pub incomplete_problems: Vec<ProblemId>,
     /// Problems left out because the re-check rejected every test.
     pub problems_without_tests: Vec<ProblemId>,
+    /// Problems left out because their verdicts show answers that can differ though the
+    /// statement did not say so ([`coreb_stages::ambiguity`]), each with the reason's facts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ambiguous_answers: Vec<Ambiguity>,
     /// Queries composed.
     pub queries: u64,
     /// Its counts.
@@ -70,7 +80,11 @@ impl Summary for QrelsSummary {
     }
 
     fn reasons(&self) -> Reasons {
-        Reasons::Counts(vec![("queries", self.queries), ("rejected", self.rejected)])
+        Reasons::Counts(vec![
+            ("queries", self.queries),
+            ("rejected", self.rejected),
+            ("ambiguous_answers", self.ambiguous_answers.len() as u64),
+        ])
     }
 
     fn facts(&self) -> Option<StageFacts> {
@@ -78,6 +92,8 @@ impl Summary for QrelsSummary {
             parameters: serde_json::to_value(&self.parameters).ok(),
             composition: Some(self.composition),
             roles: Some(self.roles.clone()),
+            ambiguous_answers: (!self.ambiguous_answers.is_empty())
+                .then(|| self.ambiguous_answers.clone()),
             ..StageFacts::default()
         })
     }
@@ -89,6 +105,26 @@ pub struct Prepared {
     roles: Roles,
     composition: Composition,
     tests_rejected: BTreeSet<ProblemId>,
+    problems: Vec<RewrittenProblem>,
+    ambiguous: BTreeMap<ProblemId, Ambiguity>,
+}
+
+/// The problems whose verdicts show answers that can differ ([`ambiguous`]), among `problems`.
+fn flag_ambiguous(
+    problems: &[RewrittenProblem],
+    verdicts: &[SolutionResult],
+) -> BTreeMap<ProblemId, Ambiguity> {
+    let mut by_problem: BTreeMap<&ProblemId, Vec<&SolutionResult>> = BTreeMap::new();
+    for v in verdicts {
+        by_problem.entry(&v.problem_id).or_default().push(v);
+    }
+    problems
+        .iter()
+        .filter_map(|p| {
+            let results = by_problem.get(&p.id)?;
+            ambiguous(&p.id, p.public_tests.len(), results).map(|a| (p.id.clone(), a))
+        })
+        .collect()
 }
 
 impl Stage for Qrels {
@@ -117,6 +153,8 @@ impl Stage for Qrels {
             .collect();
         let roles = roles(plan)?;
         let composition = config.composition();
+        let rewritten_problems = rewritten(cx, up.record(StageName::Rewrite)?)?;
+        let ambiguous = flag_ambiguous(&rewritten_problems, &verdicts);
         // Problems whose every test the re-check against their reference rejected: left out.
         let tests_rejected: BTreeSet<ProblemId> = up
             .summary::<ExecuteSummary>(StageName::Execute)?
@@ -143,6 +181,7 @@ impl Stage for Qrels {
                 &roles,
                 &passed,
                 &tests_rejected,
+                &ambiguous,
             ),
             &upstream,
         )?;
@@ -153,6 +192,8 @@ impl Stage for Qrels {
                 roles,
                 composition,
                 tests_rejected,
+                problems: rewritten_problems,
+                ambiguous,
             },
         ))
     }
@@ -169,6 +210,8 @@ impl Stage for Qrels {
             roles,
             composition,
             tests_rejected,
+            problems: rewritten_problems,
+            mut ambiguous,
         } = prepared;
         let plan = cx.plan();
         let config = &plan.stages.qrels;
@@ -198,9 +241,14 @@ impl Stage for Qrels {
         let mut problems = Vec::new();
         let mut incomplete = Vec::new();
         let mut without_tests = Vec::new();
-        for p in rewritten(cx, up.record(StageName::Rewrite)?)? {
+        let mut ambiguous_answers = Vec::new();
+        for p in rewritten_problems {
             if tests_rejected.contains(&p.id) {
                 without_tests.push(p.id);
+                continue;
+            }
+            if let Some(a) = ambiguous.remove(&p.id) {
+                ambiguous_answers.push(a);
                 continue;
             }
             match (summaries.get(&p.id), distractors.get(&p.id)) {
@@ -248,11 +296,15 @@ impl Stage for Qrels {
             serde_json::to_string(&composed)?.as_bytes(),
         )?;
         let summary = QrelsSummary {
-            rows_in: (problems.len() + incomplete.len() + without_tests.len()) as u64,
+            rows_in: (problems.len()
+                + incomplete.len()
+                + without_tests.len()
+                + ambiguous_answers.len()) as u64,
             rows_out: problems.len() as u64,
-            rejected: (incomplete.len() + without_tests.len()) as u64,
+            rejected: (incomplete.len() + without_tests.len() + ambiguous_answers.len()) as u64,
             incomplete_problems: incomplete,
             problems_without_tests: without_tests,
+            ambiguous_answers,
             queries: composed.stats.queries.values().sum(),
             stats: composed.stats,
             parameters: config.clone(),

@@ -352,3 +352,92 @@ fn roles(plan: &RunPlan) -> anyhow::Result<Roles> {
     }
     Ok(Roles { anchor, target })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coreb_data::problem::{Platform, TestCase, TestType};
+    use coreb_data::solution::{Language, SolutionId};
+    use coreb_data::verdict::{MemoryBound, TestResult, Verdict, WrongOutput};
+
+    fn problem(id: &str, public: usize) -> RewrittenProblem {
+        let test = TestCase {
+            input: String::new(),
+            output: String::new(),
+            testtype: TestType::Stdin,
+        };
+        RewrittenProblem {
+            id: ProblemId::from_question_id(id),
+            title: "T".into(),
+            statement: "S".into(),
+            starter_code: String::new(),
+            func_name: None,
+            platform: Platform::Atcoder,
+            difficulty: "easy".into(),
+            contest_date: "2025-01-01T00:00:00".into(),
+            public_tests: vec![test.clone(); public],
+            private_tests: vec![test; 2],
+            model: "m".into(),
+            test_origins: Vec::new(),
+            reference: None,
+        }
+    }
+
+    /// A solution of problem `id` passing tests 0 and 1 and printing `output` on test 2.
+    fn judged(id: &str, model: &str, language: Language, output: &str) -> SolutionResult {
+        let p = ProblemId::from_question_id(id);
+        let tests = (0..3)
+            .map(|index| TestResult {
+                index,
+                verdict: if index == 2 {
+                    Verdict::WrongAnswer
+                } else {
+                    Verdict::Passed
+                },
+                wall_ms: 1,
+                cpu_ms: 1,
+                peak_memory_kb: 1,
+                wrong_output: (index == 2).then(|| WrongOutput {
+                    sha256: output.into(),
+                    alternative: true,
+                }),
+            })
+            .collect();
+        SolutionResult {
+            solution_id: SolutionId::new(&p, model, language, 0),
+            problem_id: p,
+            model: model.into(),
+            language,
+            passed: false,
+            pass_rate: 2.0 / 3.0,
+            tests,
+            message: String::new(),
+            memory_bound: MemoryBound::Rlimit,
+            comparison: Default::default(),
+            stopped: None,
+        }
+    }
+
+    /// Each problem is judged with its own public tests and its own solutions: the same
+    /// verdicts flag a problem whose tests 0 and 1 are public, not one whose test 2 is public
+    /// too (the witnesses then fail a public test), nor a problem `rewrite` did not keep.
+    #[test]
+    fn each_problem_is_judged_by_its_own_public_tests_and_solutions() {
+        let verdicts: Vec<SolutionResult> = ["a", "b", "gone"]
+            .into_iter()
+            .flat_map(|id| {
+                [
+                    judged(id, "m1", Language::Cpp, "x"),
+                    judged(id, "m2", Language::Java, "y"),
+                ]
+            })
+            .collect();
+        let flagged = flag_ambiguous(&[problem("a", 2), problem("b", 3)], &verdicts);
+        assert_eq!(
+            flagged.keys().collect::<Vec<_>>(),
+            [&ProblemId::from_question_id("a")]
+        );
+        let a = &flagged[&ProblemId::from_question_id("a")];
+        assert_eq!((a.test, a.solutions, a.outputs), (2, 2, 2));
+    }
+}

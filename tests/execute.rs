@@ -2018,3 +2018,262 @@ fn unordered_answers_pass_in_another_order_in_every_language() {
         }
     }
 }
+
+/// Issue #58: answers that can differ, seen in the verdicts. Through the real judge in
+/// `labels` mode: a `wrong_answer` test records its output's digest (the same answer printed
+/// by two languages, spaced differently, has one digest) and whether it is laid out like the
+/// expected answer; `coreb_stages::ambiguity` flags the problem whose solutions from two
+/// models and languages pass the public test and print two other permutations on a private
+/// one, and not those whose wrong solutions fail a public test, agree on one wrong output, or
+/// print wrong values of a one-number answer.
+#[test]
+fn verdicts_show_answers_that_can_differ() {
+    let stdin_problem = |name: &str, public: &[(&str, &str)], private: &[(&str, &str)]| {
+        let tests = |t: &[(&str, &str)]| -> Vec<TestCase> {
+            t.iter()
+                .map(|(i, o)| TestCase {
+                    input: (*i).into(),
+                    output: (*o).into(),
+                    testtype: TestType::Stdin,
+                })
+                .collect()
+        };
+        Problem {
+            id: ProblemId::from_question_id(name),
+            question_title: name.into(),
+            question_content: "Print a permutation.".into(),
+            platform: Platform::Atcoder,
+            question_id: name.into(),
+            contest_id: "abc000".into(),
+            contest_date: "2025-01-01T00:00:00".into(),
+            starter_code: String::new(),
+            difficulty: "easy".into(),
+            public_tests: tests(public),
+            private_tests: tests(private),
+            func_name: None,
+            metadata: "{}".into(),
+            answer: AnswerKind::Exact,
+        }
+    };
+    let perm_private = [("3\n", "1 2 3\n"), ("4\n", "1 2 3 4\n")];
+    // The answer set is hidden: the one public test has one answer.
+    let open = stdin_problem("permOpen", &[("1\n", "1\n")], &perm_private);
+    // The public tests show the order: other orders fail them.
+    let shown = stdin_problem(
+        "permShown",
+        &[("1\n", "1\n"), ("2\n", "1 2\n")],
+        &perm_private,
+    );
+    // Wrong solutions that agree on one wrong output.
+    let agree = stdin_problem("permAgree", &[("1\n", "1\n")], &perm_private);
+    // A one-number answer: wrong sums differ.
+    let sum = stdin_problem(
+        "sum",
+        &[("2\n1 2\n", "3\n")],
+        &[("3\n1 2 3\n", "6\n"), ("4\n1 2 3 4\n", "10\n")],
+    );
+    let code = |p: &Problem, model: &str, language: Language, code: &str| Solution {
+        id: SolutionId::new(&p.id, model, language, 0),
+        problem_id: p.id.clone(),
+        model: model.into(),
+        language,
+        sample: 0,
+        code: code.into(),
+    };
+    use Language::{Python, Ruby};
+    const ASCENDING: &str = "n = int(input())\nprint(*range(1, n + 1))\n";
+    const DESCENDING: &str = "n = int(input())\nprint(*range(n, 0, -1))\n";
+    const ROTATED: &str = "n = gets.to_i\nputs (1..n).to_a.rotate(1).join(\" \")\n";
+    const DESCENDING_RB: &str = "n = gets.to_i\nprint n.downto(1).to_a.join(\"  \") + \" \\n\"\n";
+    let mut solutions = Vec::new();
+    for p in [&open, &shown] {
+        solutions.push(code(p, "m1", Python, ASCENDING));
+        solutions.push(code(p, "m2", Python, DESCENDING));
+        solutions.push(code(p, "m1", Ruby, ROTATED));
+    }
+    solutions.push(code(&agree, "m1", Python, DESCENDING));
+    solutions.push(code(&agree, "m2", Ruby, DESCENDING_RB));
+    solutions.push(code(
+        &sum,
+        "m1",
+        Python,
+        "n = int(input())\na = list(map(int, input().split()))\nprint(sum(a) + (n > 2))\n",
+    ));
+    solutions.push(code(
+        &sum,
+        "m2",
+        Ruby,
+        "n = gets.to_i\na = gets.split.map(&:to_i)\nputs a.sum + (n > 2 ? 2 : 0)\n",
+    ));
+    let config = ExecuteConfig {
+        mode: coreb_judge::ExecuteMode::Labels,
+        ..ExecuteConfig::default()
+    };
+    let problems = [open.clone(), shown.clone(), agree.clone(), sum.clone()];
+    let out = execute(&config, &problems, &solutions, sandbox(), 2).unwrap();
+    let of = |p: &Problem| -> Vec<&SolutionResult> {
+        out.results
+            .iter()
+            .filter(|r| r.problem_id == p.id)
+            .collect()
+    };
+    let wrong = |r: &SolutionResult| {
+        r.tests
+            .iter()
+            .find(|t| t.verdict == Verdict::WrongAnswer)
+            .unwrap_or_else(|| panic!("{}: {:?} {}", r.solution_id, verdicts(r), r.message))
+            .wrong_output
+            .clone()
+            .expect("a wrong answer records its output's digest")
+    };
+    // Every test but a wrong answer has no digest.
+    assert!(out.results.iter().all(|r| {
+        r.tests
+            .iter()
+            .all(|t| t.wrong_output.is_some() == (t.verdict == Verdict::WrongAnswer))
+    }));
+    let flag =
+        |p: &Problem| coreb_stages::ambiguity::ambiguous(&p.id, p.public_tests.len(), &of(p));
+
+    let results = of(&open);
+    assert!(results[0].passed, "{:?}", verdicts(results[0]));
+    let (a, b) = (wrong(results[1]), wrong(results[2]));
+    assert!(a.alternative && b.alternative && a.sha256 != b.sha256);
+    let flagged = flag(&open).expect("the hidden answer set is flagged");
+    // Labels mode stops both at the first private test (inputs of one size: by index).
+    assert_eq!(
+        (flagged.test, flagged.solutions, flagged.outputs),
+        (1, 2, 2)
+    );
+    assert_eq!(flagged.models, ["m1", "m2"]);
+
+    assert!(
+        of(&shown)[1..]
+            .iter()
+            .all(|r| r.stopped.is_some_and(|s| s.index < 2)),
+        "the other orders fail a public test"
+    );
+    assert_eq!(flag(&shown), None);
+
+    let results = of(&agree);
+    assert_eq!(
+        wrong(results[0]),
+        wrong(results[1]),
+        "one answer, one digest"
+    );
+    assert_eq!(flag(&agree), None);
+
+    let results = of(&sum);
+    let (a, b) = (wrong(results[0]), wrong(results[1]));
+    assert!(a.sha256 != b.sha256 && !a.alternative && !b.alternative);
+    assert_eq!(flag(&sum), None);
+}
+
+/// Issue #58: a problem whose statement says the judge ignores letter case is compared so in
+/// every language: a correct solution printing `yes` and `NO` where the tests hold `Yes` and
+/// `No` passes, a wrong one (the answers swapped) still fails, and the same correct solution
+/// compared exactly fails; each result records the comparison used.
+#[test]
+fn any_case_answers_pass_in_another_case_in_every_language() {
+    let tests = |outputs: [&str; 2]| -> Vec<TestCase> {
+        [("4\n", outputs[0]), ("7\n", outputs[1])]
+            .into_iter()
+            .map(|(i, o)| TestCase {
+                input: i.into(),
+                output: o.into(),
+                testtype: TestType::Stdin,
+            })
+            .collect()
+    };
+    let problem = |name: &str, answer: AnswerKind| Problem {
+        id: ProblemId::from_question_id(name),
+        question_title: name.into(),
+        question_content: "Print Yes if N is even. The judge is case-insensitive.".into(),
+        platform: Platform::Atcoder,
+        question_id: name.into(),
+        contest_id: "abc000".into(),
+        contest_date: "2025-01-01T00:00:00".into(),
+        starter_code: String::new(),
+        difficulty: "easy".into(),
+        public_tests: tests(["Yes\n", "No\n"]),
+        private_tests: vec![],
+        func_name: None,
+        metadata: "{}".into(),
+        answer,
+    };
+    let any_case = problem("evenAnyCase", AnswerKind::AnyCase);
+    let exact = problem("evenExact", AnswerKind::Exact);
+    // (language, correct, wrong): the correct one prints `yes` / `NO`.
+    let programs = [
+        (
+            Language::Python,
+            "n = int(input())\nprint('yes' if n % 2 == 0 else 'NO')\n",
+            "n = int(input())\nprint('NO' if n % 2 == 0 else 'yes')\n",
+        ),
+        (
+            Language::Ruby,
+            "n = gets.to_i\nputs(n.even? ? 'yes' : 'NO')\n",
+            "n = gets.to_i\nputs(n.even? ? 'NO' : 'yes')\n",
+        ),
+        (
+            Language::Cpp,
+            "#include <iostream>\nint main() { long n; std::cin >> n; std::cout << (n % 2 == 0 ? \"yes\" : \"NO\") << \"\\n\"; }\n",
+            "#include <iostream>\nint main() { long n; std::cin >> n; std::cout << (n % 2 == 0 ? \"NO\" : \"yes\") << \"\\n\"; }\n",
+        ),
+        (
+            Language::Go,
+            "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tvar n int\n\tfmt.Scan(&n)\n\tif n%2 == 0 {\n\t\tfmt.Println(\"yes\")\n\t} else {\n\t\tfmt.Println(\"NO\")\n\t}\n}\n",
+            "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tvar n int\n\tfmt.Scan(&n)\n\tif n%2 == 0 {\n\t\tfmt.Println(\"NO\")\n\t} else {\n\t\tfmt.Println(\"yes\")\n\t}\n}\n",
+        ),
+        (
+            Language::Java,
+            "import java.util.*;\npublic class Main { public static void main(String[] a) { long n = new Scanner(System.in).nextLong(); System.out.println(n % 2 == 0 ? \"yes\" : \"NO\"); } }\n",
+            "import java.util.*;\npublic class Main { public static void main(String[] a) { long n = new Scanner(System.in).nextLong(); System.out.println(n % 2 == 0 ? \"NO\" : \"yes\"); } }\n",
+        ),
+    ];
+    let mut solutions = Vec::new();
+    for (language, ok, wrong) in programs {
+        for p in [&any_case, &exact] {
+            for (model, code) in [("ok", ok), ("wrong", wrong)] {
+                solutions.push(Solution {
+                    id: SolutionId::new(&p.id, model, language, 0),
+                    problem_id: p.id.clone(),
+                    model: model.into(),
+                    language,
+                    sample: 0,
+                    code: code.into(),
+                });
+            }
+        }
+    }
+    let out = execute(
+        &ExecuteConfig::default(),
+        &[any_case.clone(), exact.clone()],
+        &solutions,
+        sandbox(),
+        2,
+    )
+    .unwrap();
+    assert_eq!(out.results.len(), 20);
+    for (s, r) in solutions.iter().zip(&out.results) {
+        let what = format!("{} ({}): {:?} {}", s.id, s.model, verdicts(r), r.message);
+        let is_any_case = s.problem_id == any_case.id;
+        assert_eq!(
+            r.comparison,
+            if is_any_case {
+                AnswerKind::AnyCase
+            } else {
+                AnswerKind::Exact
+            },
+            "{what}"
+        );
+        match (s.model.as_str(), is_any_case) {
+            ("ok", true) => assert!(r.passed, "{what}"),
+            _ => assert_eq!(
+                verdicts(r),
+                [Verdict::WrongAnswer, Verdict::WrongAnswer],
+                "{what}"
+            ),
+        }
+    }
+}

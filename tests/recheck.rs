@@ -415,3 +415,66 @@ fn a_problem_left_without_tests_is_rejected_whole() {
         [original.id]
     );
 }
+
+/// Issue #58: the re-check compares the reference's outputs as the problem's solutions are
+/// compared. A problem whose answer may be in any order: the reference prints the numbers as
+/// read, which the original test holds in that order and the model's rewritten test sorted;
+/// compared as a multiset the rewritten test passes and is judged, compared exactly it would
+/// be rejected (and with it the problem, whole).
+#[test]
+fn the_recheck_compares_by_the_problems_kind_of_answer() {
+    const AS_READ: &str = "input()\nprint(input())\n";
+    let original = stdin_problem(
+        "911",
+        "Any order",
+        "Print the numbers in any order.",
+        &[("3\n1 2 3\n", "1 2 3\n")],
+    );
+    let mut rewritten = original.clone();
+    rewritten.public_tests[0].input = "2\n5 4\n".into();
+    rewritten.public_tests[0].output = "4 5\n".into();
+    let recheck = [RecheckProblem {
+        problem_id: original.id.clone(),
+        test_origins: vec![TestOrigin::Model],
+        reference: Some(coreb_data::rewritten::Reference {
+            model: "m".into(),
+            original: AS_READ.into(),
+            adapted: AS_READ.into(),
+        }),
+        original_tests: original.public_tests.clone(),
+        original_harness: Harness::of(&original),
+    }];
+    let solution = Solution {
+        id: SolutionId::new(&original.id, "s", Language::Python, 0),
+        problem_id: original.id.clone(),
+        model: "s".into(),
+        language: Language::Python,
+        sample: 0,
+        code: "input()\nprint(*sorted(map(int, input().split()), reverse=True))\n".into(),
+    };
+    let sandbox =
+        coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");
+    let judge = |answer: coreb_data::problem::AnswerKind| {
+        let problem = Problem {
+            answer,
+            ..rewritten.clone()
+        };
+        execute_checked(
+            &ExecuteConfig::default(),
+            &[problem],
+            &recheck,
+            std::slice::from_ref(&solution),
+            &sandbox,
+            1,
+            &|| {},
+        )
+        .unwrap()
+    };
+    let unordered = judge(coreb_data::problem::AnswerKind::Unordered);
+    assert_eq!(unordered.checks[0].tests[0].outcome, CheckOutcome::Passed);
+    assert!(!unordered.checks[0].rejected_whole);
+    assert!(unordered.results[0].passed, "{:?}", unordered.results[0]);
+    let exact = judge(coreb_data::problem::AnswerKind::Exact);
+    assert_eq!(exact.checks[0].tests[0].outcome, CheckOutcome::Rejected);
+    assert!(exact.checks[0].rejected_whole);
+}

@@ -24,7 +24,9 @@ Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--late
 5. the simulator's counters give requests and faults per stage, `verdicts.parquet` is checked
    against the planted outcome of every solution (month_lib.outcome): correct ones pass,
    wrong ones get wrong_answer, slow ones time_limit, crashing ones runtime_error, broken ones
-   compile_error.
+   compile_error; `qrels`'s rule of answers that can differ (issue #58) must flag no problem
+   (every planted wrong solution is plainly wrong), and its count is in the figures
+   (`ambiguous_answers`).
 
 Exit status 1 when any check fails: a planted fault left unanswered, an item lost or
 duplicated, a verdict against the truth, a verdict of the reuse or idle-slots run other
@@ -326,6 +328,10 @@ def main() -> int:
             verdicts = check_verdicts(args, work, models)
             figures["verdicts"] = verdicts
             failures += verdicts.pop("failures")
+            figures["ambiguous_answers"] = ambiguous = check_ambiguity(work)
+            print(f"ambiguous answers (qrels): {len(ambiguous['flagged'])} of {ambiguous['problems']} problems flagged", flush=True)
+            if ambiguous["flagged"]:
+                failures.append(f"qrels flagged answers that can differ where every planted wrong solution is plainly wrong: {ambiguous['flagged']}")
         figures["load_end"] = open("/proc/loadavg").read().split()[:3]
         figures["failures"] = failures
         print(json.dumps({k: v for k, v in figures.items() if k not in ("stages",)}, indent=1))
@@ -356,6 +362,19 @@ print(json.dumps(out))
 def verdicts_by_solution(args, path):
     """solution id -> language, passed, [index, verdict] per test, summed test wall and CPU ms."""
     return json.loads(subprocess.run([args.python, "-c", VERDICTS_BY_SOLUTION, path], check=True, capture_output=True, text=True).stdout)
+
+
+def check_ambiguity(work):
+    """How often `qrels`'s rule of answers that can differ (issue #58) fired: the problems it
+    saw and those it left out. Every planted wrong solution is plainly wrong (off by one or not
+    reversed on every test, public ones included), so any problem flagged is a false alarm."""
+    path = artifact(work, "qrels", "record.json")
+    if not os.path.exists(path):
+        return {"problems": 0, "flagged": [], "missing": "no qrels record"}
+    with open(path) as f:
+        summary = json.load(f)["summary"]
+    flagged = [a["problem_id"] for a in summary.get("ambiguous_answers", [])]
+    return {"problems": summary["rows_in"], "flagged": flagged}
 
 
 def artifact(work, stage, name):

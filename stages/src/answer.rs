@@ -14,6 +14,10 @@
 //!   returns or prints it ("Note that the returned array may be in any order", "Return all
 //!   valid strings with length n, in any order"), and not an operation done in any order
 //!   ("You can perform the following operations any number of times in any order");
+//! - **any case**: a sentence that says the judge is `case-insensitive` ("The judge is
+//!   case-insensitive; for example, if the correct answer is Yes, outputs such as yes, YES, or
+//!   yEs will also be accepted"): compared with letters lower-cased (an unordered answer stays
+//!   unordered, which no statement of release_v6 is as well);
 //! - else **exact**: a statement that says "multiple" but then names one answer ("return the
 //!   lexicographically smallest one", "print -1") stays exact, as no `any of them` follows.
 //!
@@ -56,6 +60,8 @@ const ONE_OF: [&str; 7] = [
 const UNIQUE: [&str; 2] = ["exactly one", "unique"];
 const RETURNED: [&str; 4] = ["return", "print", "output", "answer"];
 const DONE_IN_ANY_ORDER: [&str; 5] = ["operation", "perform", "action", "number of times", "move"];
+const ANY_CASE: [&str; 2] = ["case-insensitive", "case insensitive"];
+const JUDGED: [&str; 6] = ["judge", "accepted", "print", "output", "answer", "checker"];
 
 /// The sentences of a statement: split after `.`, `?`, `!` followed by a space, and at line
 /// breaks; whitespace made one, lower-cased alongside the original.
@@ -82,6 +88,7 @@ fn sentences(statement: &str) -> impl Iterator<Item = String> + '_ {
 /// Decide a problem's kind of answer from its original statement.
 pub fn decide(statement: &str) -> AnswerDecision {
     let mut unordered = None;
+    let mut any_case = None;
     for sentence in sentences(statement) {
         let lower = sentence.to_lowercase();
         let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
@@ -98,14 +105,20 @@ pub fn decide(statement: &str) -> AnswerDecision {
             && !has(&DONE_IN_ANY_ORDER)
         {
             unordered = Some(sentence);
+        } else if any_case.is_none() && has(&ANY_CASE) && has(&JUDGED) {
+            any_case = Some(sentence);
         }
     }
-    match unordered {
-        Some(phrase) => AnswerDecision {
+    match (unordered, any_case) {
+        (Some(phrase), _) => AnswerDecision {
             answer: AnswerKind::Unordered,
             phrase: Some(phrase),
         },
-        None => AnswerDecision {
+        (None, Some(phrase)) => AnswerDecision {
+            answer: AnswerKind::AnyCase,
+            phrase: Some(phrase),
+        },
+        (None, None) => AnswerDecision {
             answer: AnswerKind::Exact,
             phrase: None,
         },
@@ -153,6 +166,31 @@ mod tests {
     }
 
     #[test]
+    fn answers_in_any_letter_case() {
+        let d = decide(
+            "Print Yes or No.\nThe judge is case-insensitive.\nFor example, if the correct answer is Yes, any of yes, YES, and yEs will be accepted.",
+        );
+        assert_eq!(d.answer, AnswerKind::AnyCase);
+        assert_eq!(d.phrase.as_deref(), Some("The judge is case-insensitive."));
+        assert_eq!(
+            kind(
+                "The judge is case-insensitive; for example, if the correct answer is Fennec, outputs such as fennec, FENNEC, or fEnNeC will also be accepted."
+            ),
+            AnswerKind::AnyCase
+        );
+        // Not about the answer: a case-insensitive comparison of the input's strings.
+        assert_eq!(
+            kind("Two strings are equal if they match case-insensitive."),
+            AnswerKind::Exact
+        );
+        // An unordered answer stays unordered.
+        assert_eq!(
+            kind("Return them in any order. The judge is case-insensitive."),
+            AnswerKind::Unordered
+        );
+    }
+
+    #[test]
     fn one_answer_stays_exact() {
         for s in [
             "If there are multiple possible good captions, return the lexicographically smallest one.",
@@ -161,7 +199,6 @@ mod tests {
             "Takahashi can arrange these dishes in any order he likes.",
             "Do not pick up any of them.",
             "Rearrange the elements of sequence A in any order.",
-            "For example, if the correct answer is Yes, any of yes, YES, and yEs will be accepted.",
             "Print one line containing the probability.",
             "Print one such N; it is unique.",
         ] {

@@ -152,6 +152,9 @@ pub struct FilterStats {
     /// Kept, with an answer the statement says may be in any order (judged as a multiset).
     #[serde(default)]
     pub unordered: u64,
+    /// Kept, with an answer the statement says may be in any letter case (judged so).
+    #[serde(default)]
+    pub any_case: u64,
 }
 
 coreb_base::add_assign_fields!(FilterStats {
@@ -165,7 +168,8 @@ coreb_base::add_assign_fields!(FilterStats {
     errata_interactive,
     errata_erroneous_tests,
     any_answer,
-    unordered
+    unordered,
+    any_case
 });
 
 impl FilterStats {

@@ -7,7 +7,8 @@
 //! In build order: [`fetch`] (the one stage whose job *is* I/O: downloads), [`ingest`],
 //! [`dedup`], [`filter`], the LLM stages [`rewrite`], [`distract`], [`abbreviate`],
 //! [`queries`] and [`generate`] (through `coreb_llm`'s gateway), [`execute`] (through the judge
-//! of `coreb_judge`, in `coreb_sandbox`), [`qrels`] and [`release`]. Writing releases in the
+//! of `coreb_judge`, in `coreb_sandbox`), [`qrels`] (which leaves out the problems
+//! [`ambiguity`] flags in the verdicts) and [`release`]. Writing releases in the
 //! published dataset's layout is not a stage: it is the binary's (`coreb::ops::export`, `coreb
 //! export`). The comment stripper `generate` applies is `coreb_data::strip`; the typed
 //! signature of a LeetCode problem that `filter`, `rewrite`, `generate` and the judge's drivers
@@ -22,6 +23,7 @@
 #![deny(missing_docs)]
 
 pub mod abbreviate;
+pub mod ambiguity;
 pub mod answer;
 pub mod dedup;
 pub mod distract;

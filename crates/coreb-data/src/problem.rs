@@ -109,6 +109,9 @@ pub enum AnswerKind {
     /// The statement accepts any of several answers: tests holding one cannot judge it
     /// (`filter` drops it, reason `any_answer`).
     AnyOfSeveral,
+    /// The statement says the judge ignores letter case ("if the correct answer is Yes, any
+    /// of yes, YES, and yEs will be accepted"): compared with letters folded to lower case.
+    AnyCase,
 }
 
 impl AnswerKind {
@@ -118,6 +121,7 @@ impl AnswerKind {
             AnswerKind::Exact => "exact",
             AnswerKind::Unordered => "unordered",
             AnswerKind::AnyOfSeveral => "any_of_several",
+            AnswerKind::AnyCase => "any_case",
         }
     }
 

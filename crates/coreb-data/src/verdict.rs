@@ -106,6 +106,25 @@ pub struct TestResult {
     pub cpu_ms: u64,
     /// Peak resident memory, KiB.
     pub peak_memory_kb: u64,
+    /// What the program printed, when the test is a `wrong_answer` (never the output itself):
+    /// `qrels` compares the wrong outputs of a problem's solutions to find answers the
+    /// statement did not say could differ (`coreb_stages::ambiguity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrong_output: Option<WrongOutput>,
+}
+
+/// The output of a test judged `wrong_answer`, as a digest: two solutions that printed the
+/// same answer (as the judge compares answers: whitespace, number spelling, a JSON value's
+/// layout, an unordered answer's order do not matter) have the same digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrongOutput {
+    /// The sha256 (hex) of the output's canonical form (`coreb_judge::compare::canonical`).
+    pub sha256: String,
+    /// The output is laid out as another answer to the same test could be: the expected
+    /// output holds several items (tokens; a functional answer: an array's elements or a
+    /// string's characters) and this one as many, alike (as many lines, each with as many
+    /// tokens; an array as long, a string as long). A count, a sum or a `Yes` never is.
+    pub alternative: bool,
 }
 
 /// The result of one solution.

@@ -14,7 +14,12 @@
 //!   ([`coreb_data::problem::AnswerKind::Unordered`]) is compared as a multiset
 //!   ([`unordered_outputs_match`]): a functional answer's top-level JSON array element for
 //!   element in any order, a stdin answer's lines (or, on one line, its tokens) in any order;
-//!   each element, line or token by the rules above. [`answers_match`] picks the rule.
+//!   each element, line or token by the rules above;
+//! - a problem whose statement says the judge ignores letter case
+//!   ([`coreb_data::problem::AnswerKind::AnyCase`]) is compared by the rules above with both
+//!   sides' letters lower-cased (`yes` matches `Yes`, `No` still does not).
+//!
+//! [`answers_match`] picks the rule.
 //!
 //! LiveCodeBench compares stdin tokens as Python `Decimal`s, exactly; the 1e-6 tolerance for
 //! non-integers is coreb's, for solutions printing floating-point results with
@@ -27,6 +32,12 @@ use coreb_data::problem::{AnswerKind, TestType};
 /// drops them; compared exactly here.)
 pub fn answers_match(answer: AnswerKind, testtype: TestType, expected: &str, actual: &str) -> bool {
     match (answer, testtype) {
+        (AnswerKind::AnyCase, _) => answers_match(
+            AnswerKind::Exact,
+            testtype,
+            &expected.to_lowercase(),
+            &actual.to_lowercase(),
+        ),
         (AnswerKind::Unordered, _) => unordered_outputs_match(testtype, expected, actual),
         (_, TestType::Stdin) => outputs_match(expected, actual),
         (_, TestType::Functional) => functional_outputs_match(expected, actual),
@@ -83,6 +94,133 @@ fn same_multiset<T>(expected: &[T], actual: &[T], matches: impl Fn(&T, &T) -> bo
         let free = (0..actual.len()).find(|&i| !taken[i] && matches(e, &actual[i]));
         free.map(|i| taken[i] = true).is_some()
     })
+}
+
+/// The canonical form of an output, as the judge compares outputs of a test of this type and
+/// kind of answer: two outputs that match each other by [`answers_match`] (but for the 1e-6
+/// tolerance of non-integers) have the same form. A stdin output: its tokens, each number in
+/// one spelling (`5.0` and `5` alike), one space between them (an unordered answer: a line
+/// break between lines, whose multiset it is compared as);
+/// a functional output: its JSON value with numbers so spelled and no whitespace (a text that
+/// is not JSON: as stdin); an unordered answer's lines (or one line's tokens, or a top-level
+/// array's elements) sorted; an answer in any letter case lower-cased. What
+/// [`coreb_data::verdict::WrongOutput`] digests.
+pub fn canonical(answer: AnswerKind, testtype: TestType, output: &str) -> String {
+    if answer == AnswerKind::AnyCase {
+        return canonical(AnswerKind::Exact, testtype, &output.to_lowercase());
+    }
+    let unordered = answer == AnswerKind::Unordered;
+    if testtype == TestType::Functional
+        && let Some(value) = json::parse(output.trim())
+    {
+        return match value {
+            json::Value::Array(items) if unordered => {
+                let mut items: Vec<String> = items.iter().map(canonical_json).collect();
+                items.sort();
+                format!("[{}]", items.join(","))
+            }
+            value => canonical_json(&value),
+        };
+    }
+    let line = |l: &str| {
+        l.split_whitespace()
+            .map(canonical_token)
+            .collect::<Vec<_>>()
+    };
+    let mut lines: Vec<Vec<String>> = output
+        .trim()
+        .lines()
+        .map(line)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if !unordered {
+        // The exact rule reads tokens whatever the lines: one line of them.
+        return lines.concat().join(" ");
+    }
+    if let [only] = lines.as_mut_slice() {
+        only.sort();
+    }
+    lines.sort();
+    lines
+        .iter()
+        .map(|l| l.join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One token in canonical form: a number as sign, digits and exponent; anything else as is.
+fn canonical_token(token: &str) -> String {
+    match Decimal::parse(token) {
+        Some(d) if d.digits.is_empty() => "0".to_owned(),
+        Some(d) => format!(
+            "{}{}e{}",
+            if d.negative { "-" } else { "" },
+            d.digits
+                .iter()
+                .map(|d| char::from(b'0' + d))
+                .collect::<String>(),
+            d.exponent
+        ),
+        None => token.to_owned(),
+    }
+}
+
+fn canonical_json(value: &json::Value) -> String {
+    use json::Value;
+    let string = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => canonical_token(n),
+        Value::String(s) => string(s),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(canonical_json)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Value::Object(fields) => {
+            let mut fields: Vec<String> = fields
+                .iter()
+                .map(|(k, v)| format!("{}:{}", string(k), canonical_json(v)))
+                .collect();
+            fields.sort();
+            format!("{{{}}}", fields.join(","))
+        }
+    }
+}
+
+/// Is `actual` laid out as another answer to the test whose expected output is `expected`
+/// could be? The expected output holds several items and `actual` as many, alike: a stdin
+/// output as many lines, each with as many tokens (two tokens at least in all); a functional
+/// output an array as long (two elements at least) or a string as long (two characters at
+/// least). A one-item answer (a count, a sum, `Yes`, `true`) never is: two wrong values of it
+/// are the usual mark of a wrong algorithm, not of a second answer.
+pub fn alternative_layout(testtype: TestType, expected: &str, actual: &str) -> bool {
+    if testtype == TestType::Functional {
+        match (json::parse(expected.trim()), json::parse(actual.trim())) {
+            (Some(json::Value::Array(e)), Some(json::Value::Array(a))) => {
+                return e.len() >= 2 && e.len() == a.len();
+            }
+            (Some(json::Value::String(e)), Some(json::Value::String(a))) => {
+                let n = e.chars().count();
+                return n >= 2 && n == a.chars().count();
+            }
+            (Some(_), _) => return false,
+            (None, _) => {}
+        }
+    }
+    let shape = |s: &str| -> Vec<usize> {
+        s.trim()
+            .lines()
+            .map(|l| l.split_whitespace().count())
+            .filter(|&n| n > 0)
+            .collect()
+    };
+    let e = shape(expected);
+    e.iter().sum::<usize>() >= 2 && e == shape(actual)
 }
 
 /// Does the program's output match the expected output of a stdin test?
@@ -512,6 +650,76 @@ mod tests {
         assert!(!answers_match(Unordered, Stdin, "1 2 3", "3 1 1"));
         assert!(!answers_match(Exact, Stdin, "1 2 3", "3 1 2"));
         assert!(answers_match(Unordered, Stdin, "0.5 2", "2 0.5000001"));
+    }
+
+    #[test]
+    fn any_case_answers_ignore_letter_case() {
+        use AnswerKind::{AnyCase, Exact};
+        use TestType::{Functional, Stdin};
+        assert!(answers_match(AnyCase, Stdin, "Yes\n", "yes"));
+        assert!(answers_match(AnyCase, Stdin, "Fennec", "fEnNeC\n"));
+        assert!(answers_match(AnyCase, Stdin, "Yes\n1 2", "YES\n1 2.0"));
+        assert!(!answers_match(AnyCase, Stdin, "Yes", "No"));
+        assert!(!answers_match(AnyCase, Stdin, "Yes\n1 2", "yes\n1 3"));
+        assert!(!answers_match(Exact, Stdin, "Yes", "yes"));
+        assert!(answers_match(AnyCase, Functional, "\"Yes\"", "\"yEs\""));
+        assert_eq!(
+            canonical(AnyCase, Stdin, "YES 1"),
+            canonical(AnyCase, Stdin, "yes 1")
+        );
+    }
+
+    #[test]
+    fn canonical_forms_are_equal_for_outputs_that_match() {
+        use AnswerKind::{Exact, Unordered};
+        use TestType::{Functional, Stdin};
+        let same = |a, t, x, y| canonical(a, t, x) == canonical(a, t, y);
+        assert!(same(Exact, Stdin, "1 2\r\n3\n", "  1   2\n3"));
+        assert!(same(Exact, Stdin, "5.0 x", "5 x"));
+        assert!(same(Exact, Stdin, "-0", "0"));
+        assert!(!same(Exact, Stdin, "1 2", "2 1"));
+        assert!(same(Exact, Stdin, "1 2\n3", "1\n2 3"));
+        assert!(!same(Exact, Stdin, "Yes", "yes"));
+        assert!(same(Exact, Functional, "[1, 2.50]", "[1,2.5]\n"));
+        assert!(same(
+            Exact,
+            Functional,
+            "{\"a\": 1, \"b\": 2}",
+            "{\"b\":2,\"a\":1}"
+        ));
+        assert!(same(Exact, Functional, "\"A\"", "\"\\u0041\""));
+        assert!(!same(Exact, Functional, "[1, 2]", "[2, 1]"));
+        assert!(same(Unordered, Functional, "[1, 2]", "[2, 1]"));
+        assert!(same(Unordered, Stdin, "1 2\n3 4", "3 4\n1 2"));
+        assert!(same(Unordered, Stdin, "1 2 3", "3 1 2"));
+        assert!(!same(Unordered, Stdin, "1 2\n3 4", "2 1\n3 4"));
+        // Large integers keep every digit.
+        assert!(!same(
+            Exact,
+            Stdin,
+            "123456789987197523861",
+            "123456789987197523860"
+        ));
+    }
+
+    #[test]
+    fn alternative_layouts() {
+        use TestType::{Functional, Stdin};
+        assert!(alternative_layout(Stdin, "1 3 2\n", "2 1 3"));
+        assert!(alternative_layout(Stdin, "Yes\n1 2", "Yes\n2 1\n"));
+        assert!(!alternative_layout(Stdin, "Yes\n1 2", "No"));
+        assert!(!alternative_layout(Stdin, "1 2 3", "1 2"));
+        assert!(!alternative_layout(Stdin, "1 2\n3", "1\n2 3"));
+        // One item: a count, a sum, Yes/No.
+        assert!(!alternative_layout(Stdin, "42", "41"));
+        assert!(!alternative_layout(Stdin, "Yes", "No"));
+        assert!(alternative_layout(Functional, "[0, 1]", "[1,2]"));
+        assert!(!alternative_layout(Functional, "[0, 1]", "[1]"));
+        assert!(!alternative_layout(Functional, "[0]", "[1]"));
+        assert!(alternative_layout(Functional, "\"abc\"", "\"bca\""));
+        assert!(!alternative_layout(Functional, "\"abc\"", "\"bc\""));
+        assert!(!alternative_layout(Functional, "7", "8"));
+        assert!(!alternative_layout(Functional, "true", "false"));
     }
 
     #[test]

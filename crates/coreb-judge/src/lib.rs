@@ -12,7 +12,8 @@
 //! integer tokens exactly, non-integers within 1e-6); for functional (LeetCode) tests a failed
 //! textual match falls back to comparing both sides as JSON values ([`compare`]); a problem
 //! whose answer may be in any order (`Problem::answer`) is compared as a multiset, and each
-//! solution's result records the comparison used (`SolutionResult::comparison`). A solution
+//! solution's result records the comparison used (`SolutionResult::comparison`); a
+//! `wrong_answer` test records its output's digest ([`WrongOutput`], never the output). A solution
 //! passes only if every test passes. A solution the judge cannot even write to disk (its
 //! Java class name makes a file name too long, …) gets `compile_error`: one solution's
 //! failure is never the run's.
@@ -88,7 +89,7 @@ pub use toolchain::{
 
 use coreb_data::problem::{AnswerKind, TestCase};
 use coreb_data::solution::{Language, Solution, SolutionId};
-pub use coreb_data::verdict::{SolutionResult, Stopped, TestResult, Verdict};
+pub use coreb_data::verdict::{SolutionResult, Stopped, TestResult, Verdict, WrongOutput};
 use toolchain::fill;
 
 fn is_false(b: &bool) -> bool {
@@ -513,6 +514,18 @@ pub fn verdict_of(
     }
 }
 
+/// The digest of a `wrong_answer` test's output ([`compare::canonical`]) and whether it is
+/// laid out as another answer could be ([`compare::alternative_layout`]).
+pub fn wrong_output(outcome: &Outcome, test: &TestCase, answer: AnswerKind) -> WrongOutput {
+    let actual = String::from_utf8_lossy(&outcome.stdout);
+    WrongOutput {
+        sha256: coreb_base::hashing::sha256_hex(
+            compare::canonical(answer, test.testtype, &actual).as_bytes(),
+        ),
+        alternative: compare::alternative_layout(test.testtype, &test.output, &actual),
+    }
+}
+
 /// What the judge is given for one solution.
 #[derive(Debug, Clone, Copy)]
 pub struct Submission<'a> {
@@ -714,6 +727,7 @@ fn all_tests(tests: &[(u32, &TestCase)], verdict: Verdict) -> Vec<TestResult> {
             wall_ms: 0,
             cpu_ms: 0,
             peak_memory_kb: 0,
+            wrong_output: None,
         })
         .collect()
 }
@@ -1011,6 +1025,8 @@ fn judge_in(
                     wall_ms: outcome.wall_ms,
                     cpu_ms: outcome.cpu_ms,
                     peak_memory_kb: outcome.peak_memory_kb,
+                    wrong_output: (verdict == Verdict::WrongAnswer)
+                        .then(|| wrong_output(&outcome, test, answer)),
                 };
                 Ok((result, outcome))
             })
@@ -1106,6 +1122,7 @@ fn judge_in(
         wall_ms: 0,
         cpu_ms: 0,
         peak_memory_kb: 0,
+        wrong_output: None,
     }));
     // In test order, whatever the order they ran in.
     results.sort_by_key(|r| r.index);

@@ -291,20 +291,21 @@ fn as_solution(problem: &ProblemId, which: &str, model: &str, code: &str) -> Sol
 }
 
 /// Run the references of `problems` (those with a rewritten test), each with its rewritten
-/// tests (public then private) and the harness its rewritten solutions run in, and decide
-/// their tests. Problems run in parallel on the current rayon pool; the result is in the order
+/// tests (public then private), the harness its rewritten solutions run in and its kind of
+/// answer (outputs compared as its solutions' are: an unordered answer as a multiset, on the
+/// original tests and the rewritten ones alike), and decide their tests. Problems run in parallel on the current rayon pool; the result is in the order
 /// of `problems`.
 pub fn recheck(
     config: &ExecuteConfig,
     sandbox: &Sandbox,
     busy: Option<&BusySlots>,
-    problems: &[(&RecheckProblem, Vec<&TestCase>, &Harness)],
+    problems: &[(&RecheckProblem, Vec<&TestCase>, &Harness, AnswerKind)],
     work_root: &Path,
 ) -> Result<Vec<ProblemCheck>, ExecuteError> {
     problems
         .par_iter()
         .enumerate()
-        .map(|(slot, (p, rewritten_tests, rewritten_harness))| {
+        .map(|(slot, (p, rewritten_tests, rewritten_harness, answer))| {
             let Some(reference) = &p.reference else {
                 return Ok(decide(
                     &p.problem_id,
@@ -333,7 +334,7 @@ pub fn recheck(
                         harness,
                         tests: &indexed,
                         stop: crate::Stop::Never,
-                        answer: AnswerKind::Exact,
+                        answer: *answer,
                     },
                     work_root,
                     slot,

@@ -413,10 +413,10 @@ impl<'a> Judging<'a> {
         }
         // Only this window's original tests are loaded, and dropped with the window.
         let loaded = source.load(&wanted.iter().map(|(p, _)| &p.id).collect::<Vec<_>>())?;
-        let checking: Vec<(&RecheckProblem, Vec<&TestCase>, &Harness)> = loaded
+        let checking: Vec<(&RecheckProblem, Vec<&TestCase>, &Harness, AnswerKind)> = loaded
             .iter()
             .zip(&wanted)
-            .map(|(r, (p, h))| (r, tests_of(p), *h))
+            .map(|(r, (p, h))| (r, tests_of(p), *h, p.answer))
             .collect();
         let references = self.root.path().join(format!("references-{index}"));
         fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io {

@@ -7,6 +7,7 @@
 
 use std::io::Write;
 
+use coreb_data::problem::AnswerKind;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
 use coreb_stages::errata::{self, ErrataKind, ErrataPin};
@@ -60,6 +61,7 @@ impl Summary for FilterSummary {
             ("too_short", s.too_short),
             ("unsupported_signature", s.unsupported_signature),
             ("unordered", s.unordered),
+            ("any_case", s.any_case),
         ]);
         Reasons::Counts(counts)
     }
@@ -112,7 +114,10 @@ impl Stage for Filter {
             match decision {
                 Ok(d) if d.answer.is_exact() => {}
                 Ok(d) => {
-                    stats.unordered += 1;
+                    match d.answer {
+                        AnswerKind::AnyCase => stats.any_case += 1,
+                        _ => stats.unordered += 1,
+                    }
                     let line = serde_json::json!({ "id": problem.id, "answer": d.answer, "phrase": d.phrase });
                     writeln!(answers, "{line}")?;
                 }

@@ -1,21 +1,27 @@
 //! `qrels`: gathers the rewritten problems, summaries, distractors, queries, solutions
 //! and verdicts into [`coreb_stages::qrels::qrels`] and stores its output (`qrels.json`). A problem
-//! whose every test `execute`'s re-check rejected is left out (`problems_without_tests`).
+//! whose every test `execute`'s re-check rejected is left out (`problems_without_tests`), and
+//! so is one whose verdicts show answers that can differ though its statement did not say so
+//! ([`coreb_stages::ambiguity`]: `ambiguous_answers`, each with the test and its witnesses,
+//! recorded in the MANIFEST as `stages.qrels.ambiguous_answers` and listed by the card).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use coreb_data::composition::{CodeDocument, Composition, QrelsConfig, Roles};
 use coreb_data::problem::ProblemId;
 use coreb_data::qrels::QrelsStats;
+use coreb_data::rewritten::RewrittenProblem;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::solutions::read_solutions;
 use coreb_data::tables::verdicts::read_verdicts;
 use coreb_data::texts::Distractor;
 use coreb_data::texts::Summary as CanonicalSummary;
+use coreb_data::verdict::SolutionResult;
 use coreb_judge::Harness;
 use coreb_judge::driver::assemble;
 use coreb_judge::signature::Signature;
 use coreb_llm::LlmStage;
+use coreb_stages::ambiguity::{Ambiguity, ambiguous};
 use coreb_stages::qrels::{JudgedSolution, ProblemTexts, SearchQuery, qrels};
 use coreb_stages::queries::Query;
 use serde::{Deserialize, Serialize};
@@ -48,6 +54,10 @@ pub struct QrelsSummary {
     pub incomplete_problems: Vec<ProblemId>,
     /// Problems left out because the re-check rejected every test.
     pub problems_without_tests: Vec<ProblemId>,
+    /// Problems left out because their verdicts show answers that can differ though the
+    /// statement did not say so ([`coreb_stages::ambiguity`]), each with the reason's facts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ambiguous_answers: Vec<Ambiguity>,
     /// Queries composed.
     pub queries: u64,
     /// Its counts.
@@ -70,7 +80,11 @@ impl Summary for QrelsSummary {
     }
 
     fn reasons(&self) -> Reasons {
-        Reasons::Counts(vec![("queries", self.queries), ("rejected", self.rejected)])
+        Reasons::Counts(vec![
+            ("queries", self.queries),
+            ("rejected", self.rejected),
+            ("ambiguous_answers", self.ambiguous_answers.len() as u64),
+        ])
     }
 
     fn facts(&self) -> Option<StageFacts> {
@@ -78,6 +92,8 @@ impl Summary for QrelsSummary {
             parameters: serde_json::to_value(&self.parameters).ok(),
             composition: Some(self.composition),
             roles: Some(self.roles.clone()),
+            ambiguous_answers: (!self.ambiguous_answers.is_empty())
+                .then(|| self.ambiguous_answers.clone()),
             ..StageFacts::default()
         })
     }
@@ -89,6 +105,26 @@ pub struct Prepared {
     roles: Roles,
     composition: Composition,
     tests_rejected: BTreeSet<ProblemId>,
+    problems: Vec<RewrittenProblem>,
+    ambiguous: BTreeMap<ProblemId, Ambiguity>,
+}
+
+/// The problems whose verdicts show answers that can differ ([`ambiguous`]), among `problems`.
+fn flag_ambiguous(
+    problems: &[RewrittenProblem],
+    verdicts: &[SolutionResult],
+) -> BTreeMap<ProblemId, Ambiguity> {
+    let mut by_problem: BTreeMap<&ProblemId, Vec<&SolutionResult>> = BTreeMap::new();
+    for v in verdicts {
+        by_problem.entry(&v.problem_id).or_default().push(v);
+    }
+    problems
+        .iter()
+        .filter_map(|p| {
+            let results = by_problem.get(&p.id)?;
+            ambiguous(&p.id, p.public_tests.len(), results).map(|a| (p.id.clone(), a))
+        })
+        .collect()
 }
 
 impl Stage for Qrels {
@@ -117,6 +153,8 @@ impl Stage for Qrels {
             .collect();
         let roles = roles(plan)?;
         let composition = config.composition();
+        let rewritten_problems = rewritten(cx, up.record(StageName::Rewrite)?)?;
+        let ambiguous = flag_ambiguous(&rewritten_problems, &verdicts);
         // Problems whose every test the re-check against their reference rejected: left out.
         let tests_rejected: BTreeSet<ProblemId> = up
             .summary::<ExecuteSummary>(StageName::Execute)?
@@ -143,6 +181,7 @@ impl Stage for Qrels {
                 &roles,
                 &passed,
                 &tests_rejected,
+                &ambiguous,
             ),
             &upstream,
         )?;
@@ -153,6 +192,8 @@ impl Stage for Qrels {
                 roles,
                 composition,
                 tests_rejected,
+                problems: rewritten_problems,
+                ambiguous,
             },
         ))
     }
@@ -169,6 +210,8 @@ impl Stage for Qrels {
             roles,
             composition,
             tests_rejected,
+            problems: rewritten_problems,
+            mut ambiguous,
         } = prepared;
         let plan = cx.plan();
         let config = &plan.stages.qrels;
@@ -198,9 +241,14 @@ impl Stage for Qrels {
         let mut problems = Vec::new();
         let mut incomplete = Vec::new();
         let mut without_tests = Vec::new();
-        for p in rewritten(cx, up.record(StageName::Rewrite)?)? {
+        let mut ambiguous_answers = Vec::new();
+        for p in rewritten_problems {
             if tests_rejected.contains(&p.id) {
                 without_tests.push(p.id);
+                continue;
+            }
+            if let Some(a) = ambiguous.remove(&p.id) {
+                ambiguous_answers.push(a);
                 continue;
             }
             match (summaries.get(&p.id), distractors.get(&p.id)) {
@@ -248,11 +296,15 @@ impl Stage for Qrels {
             serde_json::to_string(&composed)?.as_bytes(),
         )?;
         let summary = QrelsSummary {
-            rows_in: (problems.len() + incomplete.len() + without_tests.len()) as u64,
+            rows_in: (problems.len()
+                + incomplete.len()
+                + without_tests.len()
+                + ambiguous_answers.len()) as u64,
             rows_out: problems.len() as u64,
-            rejected: (incomplete.len() + without_tests.len()) as u64,
+            rejected: (incomplete.len() + without_tests.len() + ambiguous_answers.len()) as u64,
             incomplete_problems: incomplete,
             problems_without_tests: without_tests,
+            ambiguous_answers,
             queries: composed.stats.queries.values().sum(),
             stats: composed.stats,
             parameters: config.clone(),
@@ -299,4 +351,93 @@ fn roles(plan: &RunPlan) -> anyhow::Result<Roles> {
         }
     }
     Ok(Roles { anchor, target })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coreb_data::problem::{Platform, TestCase, TestType};
+    use coreb_data::solution::{Language, SolutionId};
+    use coreb_data::verdict::{MemoryBound, TestResult, Verdict, WrongOutput};
+
+    fn problem(id: &str, public: usize) -> RewrittenProblem {
+        let test = TestCase {
+            input: String::new(),
+            output: String::new(),
+            testtype: TestType::Stdin,
+        };
+        RewrittenProblem {
+            id: ProblemId::from_question_id(id),
+            title: "T".into(),
+            statement: "S".into(),
+            starter_code: String::new(),
+            func_name: None,
+            platform: Platform::Atcoder,
+            difficulty: "easy".into(),
+            contest_date: "2025-01-01T00:00:00".into(),
+            public_tests: vec![test.clone(); public],
+            private_tests: vec![test; 2],
+            model: "m".into(),
+            test_origins: Vec::new(),
+            reference: None,
+        }
+    }
+
+    /// A solution of problem `id` passing tests 0 and 1 and printing `output` on test 2.
+    fn judged(id: &str, model: &str, language: Language, output: &str) -> SolutionResult {
+        let p = ProblemId::from_question_id(id);
+        let tests = (0..3)
+            .map(|index| TestResult {
+                index,
+                verdict: if index == 2 {
+                    Verdict::WrongAnswer
+                } else {
+                    Verdict::Passed
+                },
+                wall_ms: 1,
+                cpu_ms: 1,
+                peak_memory_kb: 1,
+                wrong_output: (index == 2).then(|| WrongOutput {
+                    sha256: output.into(),
+                    alternative: true,
+                }),
+            })
+            .collect();
+        SolutionResult {
+            solution_id: SolutionId::new(&p, model, language, 0),
+            problem_id: p,
+            model: model.into(),
+            language,
+            passed: false,
+            pass_rate: 2.0 / 3.0,
+            tests,
+            message: String::new(),
+            memory_bound: MemoryBound::Rlimit,
+            comparison: Default::default(),
+            stopped: None,
+        }
+    }
+
+    /// Each problem is judged with its own public tests and its own solutions: the same
+    /// verdicts flag a problem whose tests 0 and 1 are public, not one whose test 2 is public
+    /// too (the witnesses then fail a public test), nor a problem `rewrite` did not keep.
+    #[test]
+    fn each_problem_is_judged_by_its_own_public_tests_and_solutions() {
+        let verdicts: Vec<SolutionResult> = ["a", "b", "gone"]
+            .into_iter()
+            .flat_map(|id| {
+                [
+                    judged(id, "m1", Language::Cpp, "x"),
+                    judged(id, "m2", Language::Java, "y"),
+                ]
+            })
+            .collect();
+        let flagged = flag_ambiguous(&[problem("a", 2), problem("b", 3)], &verdicts);
+        assert_eq!(
+            flagged.keys().collect::<Vec<_>>(),
+            [&ProblemId::from_question_id("a")]
+        );
+        let a = &flagged[&ProblemId::from_question_id("a")];
+        assert_eq!((a.test, a.solutions, a.outputs), (2, 2, 2));
+    }
 }

@@ -323,6 +323,10 @@ impl Stage for Release {
                 .collect::<std::io::Result<_>>()?,
         };
         let mut card = dataset_card(&info, &out_qrels);
+        card.push_str(&coreb_stages::ambiguity::card_section(
+            &up.summary::<super::qrels::QrelsSummary>(StageName::Qrels)?
+                .ambiguous_answers,
+        ));
         if let Some(c) = &controlled {
             card.push_str(&super::control::card_section(&c.of));
         }

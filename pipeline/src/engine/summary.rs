@@ -100,6 +100,10 @@ pub struct StageFacts {
     /// `filter`: the lists of errata applied, each with its sha256.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errata: Option<Vec<coreb_stages::errata::ErrataPin>>,
+    /// `qrels`: the problems left out because their verdicts show answers that can differ
+    /// ([`coreb_stages::ambiguity`]); absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ambiguous_answers: Option<Vec<coreb_stages::ambiguity::Ambiguity>>,
 }
 
 /// One language's time limits for test runs: the multiplier of its toolchain and the limits

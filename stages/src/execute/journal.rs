@@ -197,6 +197,7 @@ mod tests {
                 wall_ms: 3,
                 cpu_ms: 2,
                 peak_memory_kb: 1,
+                wrong_output: None,
             }],
             message: String::new(),
             memory_bound: coreb_data::verdict::MemoryBound::Rlimit,

@@ -5,11 +5,15 @@
 //! `pass_rate` and the verdicts do not for programs well inside their limits.
 //! `memory_bound` says what held the memory of the solution's runs (`cgroup_v2`,
 //! `cgroup_v1`, or `rlimit` where no cgroup could be used); `comparison` how its outputs
-//! were compared (`exact`, or `unordered` for an answer that may be in any order; a table
+//! were compared (`exact`, `unordered` for an answer that may be in any order, `any_case` for
+//! one whose letter case does not matter; a table
 //! written before the column existed reads as `exact`). `stopped_at` and `stopped_by`
 //! (null when every test ran) name the test whose failure ended a solution's judging and its
 //! verdict (`stages.execute.mode = "labels"`, or the public-test gate); a table written
-//! before those columns existed reads as every test run.
+//! before those columns existed reads as every test run. A `wrong_answer` test records its
+//! output as `output_sha256` (the sha256 of its canonical form, never the output) and
+//! `output_alternative` (laid out as another answer could be); null for any other verdict,
+//! and in a table written before those fields existed.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,7 +30,7 @@ use crate::verdict::MemoryBound;
 use super::TableError;
 use crate::problem::{AnswerKind, ProblemId};
 use crate::solution::{Language, SolutionId};
-use crate::verdict::{SolutionResult, Stopped, TestResult, Verdict};
+use crate::verdict::{SolutionResult, Stopped, TestResult, Verdict, WrongOutput};
 
 /// Rows per record batch.
 const BATCH_ROWS: usize = 1024;
@@ -38,6 +42,8 @@ fn test_fields() -> Fields {
         Field::new("wall_ms", DataType::UInt64, false),
         Field::new("cpu_ms", DataType::UInt64, false),
         Field::new("peak_memory_kb", DataType::UInt64, false),
+        Field::new("output_sha256", DataType::Utf8, true),
+        Field::new("output_alternative", DataType::Boolean, true),
     ])
 }
 
@@ -82,6 +88,14 @@ fn to_batch(rows: &[SolutionResult]) -> RecordBatch {
         Arc::new(UInt64Array::from_iter_values(all.iter().map(|t| t.cpu_ms))),
         Arc::new(UInt64Array::from_iter_values(
             all.iter().map(|t| t.peak_memory_kb),
+        )),
+        Arc::new(StringArray::from_iter(
+            all.iter()
+                .map(|t| t.wrong_output.as_ref().map(|w| w.sha256.as_str())),
+        )),
+        Arc::new(BooleanArray::from_iter(
+            all.iter()
+                .map(|t| t.wrong_output.as_ref().map(|w| w.alternative)),
         )),
     ];
     let values = StructArray::new(test_fields(), children, None);
@@ -172,6 +186,23 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
             nums(3, "tests.cpu_ms")?,
             nums(4, "tests.peak_memory_kb")?,
         );
+        // Absent from tables written before wrong outputs were digested: none known.
+        let (digest, alternative) = if values.num_columns() > 6 {
+            (
+                Some(
+                    field(5)
+                        .downcast_ref::<StringArray>()
+                        .ok_or_else(|| bad("tests.output_sha256"))?,
+                ),
+                Some(
+                    field(6)
+                        .downcast_ref::<BooleanArray>()
+                        .ok_or_else(|| bad("tests.output_alternative"))?,
+                ),
+            )
+        } else {
+            (None, None)
+        };
         let offsets = tests.value_offsets();
         // Absent from tables written before judging could stop early: every test ran.
         let stopped_at = batch
@@ -205,6 +236,13 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
                     wall_ms: wall.value(i),
                     cpu_ms: cpu.value(i),
                     peak_memory_kb: mem.value(i),
+                    wrong_output: match (digest, alternative) {
+                        (Some(d), Some(a)) if d.is_valid(i) => Some(WrongOutput {
+                            sha256: d.value(i).to_owned(),
+                            alternative: a.is_valid(i) && a.value(i),
+                        }),
+                        _ => None,
+                    },
                 });
             }
             let memory_bound = match bound.value(r) {
@@ -223,6 +261,7 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
                 None | Some("exact") => AnswerKind::Exact,
                 Some("unordered") => AnswerKind::Unordered,
                 Some("any_of_several") => AnswerKind::AnyOfSeveral,
+                Some("any_case") => AnswerKind::AnyCase,
                 Some(other) => {
                     return Err(err(
                         r,
@@ -288,6 +327,10 @@ mod tests {
                         wall_ms: 10 + t as u64,
                         cpu_ms: 5,
                         peak_memory_kb: 1024,
+                        wrong_output: (t == 1).then(|| WrongOutput {
+                            sha256: format!("{i:064x}"),
+                            alternative: i % 2 == 0,
+                        }),
                     })
                     .collect();
                 SolutionResult {
@@ -308,10 +351,10 @@ mod tests {
                         MemoryBound::CgroupV1,
                         MemoryBound::Rlimit,
                     ][i % 3],
-                    comparison: if i % 4 == 1 {
-                        AnswerKind::Unordered
-                    } else {
-                        AnswerKind::Exact
+                    comparison: match i % 4 {
+                        1 => AnswerKind::Unordered,
+                        2 => AnswerKind::AnyCase,
+                        _ => AnswerKind::Exact,
                     },
                     stopped: (i % 4 == 3).then_some(Stopped {
                         index: 2,

@@ -13,7 +13,7 @@
 //!
 //! A downloaded release is untrusted input. The embedded build manifest is the release
 //! author's: its sandbox settings and the commands it would have the judge run are refused
-//! unless `--trust-release-sandbox` is given ([`check_release_sandbox`]), in the kit's
+//! unless `--trust-release-sandbox` is given ([`check_release_sandbox`](crate::manifest::check_release_sandbox)), in the kit's
 //! `build.toml` too; the kit's directories are its own (a `build.toml` pointing one elsewhere
 //! is refused); no name of the release reaches outside its folder or the temporary directory
 //! (links are never followed, `..` and absolute names are refused).
@@ -36,13 +36,11 @@ use anyhow::{Context, bail};
 use crate::artifacts::hash_tree;
 use crate::engine::Engine;
 use crate::engine::stage_name::StageName;
-use crate::manifest::{
-    EmbeddedManifest, ManifestFile, RunPlan, check_release_sandbox, lexical_join,
-};
+use crate::manifest::{EmbeddedManifest, ManifestFile, RunPlan, lexical_join};
 use crate::printer::Printer;
 use coreb_data::releases::{FileEntry, PROVENANCE_FIELDS, PROVENANCE_FILES, ReleaseManifest};
 
-pub use crate::engine::{KIT_ANSWERS, KIT_DIR, KIT_MANIFEST};
+use super::kit::{KIT_ANSWERS, KIT_DIR, KIT_MANIFEST, check_kit_manifest, import_answers};
 
 /// A file of a release that is not as its MANIFEST says: missing, different, extra, not a
 /// plain file, or (for `coreb check`) not readable as the table it should be.
@@ -355,82 +353,6 @@ fn safe_relative(name: &str, what: &str) -> anyhow::Result<PathBuf> {
     Ok(path.to_owned())
 }
 
-/// The kit's `build.toml`, checked: parsed (a damaged file is an error with its line), its
-/// four directories the kit's own (`build`, `releases`, `store`, `prompts`), its local
-/// sources in `sources/`, no sandbox settings unless trusted.
-fn check_kit_manifest(path: &Path, trusted: bool) -> anyhow::Result<()> {
-    let bytes = fs_err::read(path)?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "`{}`: not UTF-8 text (byte {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })?;
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        anyhow::anyhow!("`{}`: {}", path.display(), e.to_string().trim_end())
-    })?;
-    for (key, kit_value) in [
-        ("output_dir", "build"),
-        ("releases_dir", "releases"),
-        ("response_store", "store"),
-        ("prompts_dir", "prompts"),
-    ] {
-        match table.get(key) {
-            Some(toml::Value::String(v)) if v == kit_value => {}
-            Some(v) => bail!(
-                "`{}`: `{key} = {v}`: a kit's `{key}` is `\"{kit_value}\"`, inside the kit (refused: a kit never points a rebuild outside the temporary directory it is rebuilt in)",
-                path.display()
-            ),
-            None => bail!(
-                "`{}`: no `{key}` (a kit's is `\"{kit_value}\"`)",
-                path.display()
-            ),
-        }
-    }
-    for (i, source) in table
-        .get("sources")
-        .and_then(toml::Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let Some(url) = source.get("url").and_then(toml::Value::as_str) else {
-            continue;
-        };
-        if url.contains("://") {
-            continue;
-        }
-        let file = url
-            .strip_prefix("sources/")
-            .filter(|f| !f.is_empty() && !f.contains('/') && *f != ".." && *f != ".");
-        if file.is_none() {
-            bail!(
-                "`{}`: `sources[{i}].url = \"{url}\"`: a kit's local source is `sources/<file>` (refused: it would reach outside the kit)",
-                path.display()
-            );
-        }
-    }
-    // Whether it says what the embedded manifest says is checked by the rebuild: the rebuilt
-    // kit's `build.toml` is made from the embedded manifest, and compared.
-    check_release_sandbox(&text, path, trusted)
-}
-
-/// Decompress the kit's answers (`answers.jsonl.gz`) and import them into the response
-/// store `store` (the store's own import: every key checked against its request). A
-/// truncated or corrupt file, or an entry that is not a valid one, is an error naming
-/// `shown` (the file in the release) and the line. Returns the number of answers.
-///
-/// A downloaded kit is untrusted: its answers are decompressed as a stream within bounds that
-/// do not grow with the file ([`answers_bounds`]): a line longer than [`ANSWERS_MAX_LINE`],
-/// more than [`ANSWERS_MAX_LINES`] lines, or more than [`ANSWERS_MAX_RATIO`] times the
-/// compressed size (at least 64 MiB, at most [`ANSWERS_MAX_BYTES`]) is refused at its first
-/// byte past, before it fills the disk or the memory.
-pub fn import_answers(gz: &Path, shown: &Path, work: &Path, store: &Path) -> anyhow::Result<u64> {
-    let bounds = answers_bounds(fs_err::metadata(gz)?.len());
-    import_answers_capped(gz, shown, work, store, &bounds)
-}
-
 /// The human review a published card carries (`coreb review report --record` adds its
 /// section; it is a person's input, not a build output, so the kit does not hold it): written
 /// into `to` as the `release` stage reads a recorded review (`card.md`, and `review.json`
@@ -467,10 +389,7 @@ fn recorded_review(
         (serde_json::to_string_pretty(&reviewed)? + "\n").as_bytes(),
     );
     fs_err::create_dir_all(to)?;
-    fs_err::write(
-        to.join(coreb_curation::review::report::CARD_SECTION),
-        section,
-    )?;
+    fs_err::write(to.join(super::review::report::CARD_SECTION), section)?;
     fs_err::write(
         to.join("review.json"),
         serde_json::to_string_pretty(
@@ -478,83 +397,6 @@ fn recorded_review(
         )? + "\n",
     )?;
     Ok(Some(to.to_owned()))
-}
-
-/// How many times its compressed size a kit's answers may decompress to.
-pub const ANSWERS_MAX_RATIO: u64 = 200;
-/// The most a kit's answers may decompress to, whatever their compressed size.
-pub const ANSWERS_MAX_BYTES: u64 = 4 << 30;
-/// The longest line (one stored answer, its request with it) of a kit's answers.
-pub const ANSWERS_MAX_LINE: usize = 32 << 20;
-/// The most lines (answers) of a kit's answers.
-pub const ANSWERS_MAX_LINES: u64 = 10_000_000;
-
-/// The bounds of the answers of a kit whose `answers.jsonl.gz` has `compressed` bytes.
-pub fn answers_bounds(compressed: u64) -> coreb_base::jsonl::LineBounds {
-    coreb_base::jsonl::LineBounds {
-        total_bytes: compressed
-            .saturating_mul(ANSWERS_MAX_RATIO)
-            .clamp(64 << 20, ANSWERS_MAX_BYTES),
-        line_bytes: ANSWERS_MAX_LINE,
-        lines: ANSWERS_MAX_LINES,
-    }
-}
-
-fn import_answers_capped(
-    gz: &Path,
-    shown: &Path,
-    work: &Path,
-    store: &Path,
-    bounds: &coreb_base::jsonl::LineBounds,
-) -> anyhow::Result<u64> {
-    use coreb_base::jsonl::BoundedError;
-    use std::io::Write as _;
-    let jsonl = work.join("answers.jsonl");
-    let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(fs_err::File::open(gz)?));
-    let mut out = std::io::BufWriter::new(fs_err::File::create(&jsonl)?);
-    let read = coreb_base::jsonl::bounded_lines(reader, bounds, |line| out.write_all(line));
-    if let Err(e) = read {
-        drop(out);
-        let _ = fs_err::remove_file(&jsonl);
-        let shown = shown.display();
-        match e {
-            BoundedError::Io { line, source } => {
-                bail!("`{shown}`, line {line}: truncated or corrupt gzip data ({source})")
-            }
-            BoundedError::Truncated { line } => {
-                bail!("`{shown}`, line {line}: the file ends inside the line (truncated)")
-            }
-            other => bail!(
-                "`{shown}`, {other} (a kit's answers are at most {ANSWERS_MAX_RATIO}x their compressed size, at least 64 MiB and at most 4 GiB, in lines of at most 32 MiB)"
-            ),
-        }
-    }
-    out.flush()?;
-    drop(out);
-    fs_err::create_dir_all(store)?;
-    let at = |line: Option<usize>| line.map(|l| format!(", line {l}")).unwrap_or_default();
-    let report = coreb_llm::ResponseStore::open(store)
-        .import(&jsonl, false)
-        .map_err(|e| match e {
-            coreb_llm::StoreError::Parse { line, source, .. } => anyhow::anyhow!(
-                "`{}`{}: not a valid response-store entry: {source}",
-                shown.display(),
-                at(line)
-            ),
-            coreb_llm::StoreError::Inconsistent { line, problem, .. } => {
-                anyhow::anyhow!("`{}`{}: {problem}", shown.display(), at(line))
-            }
-            other => anyhow::Error::new(other)
-                .context(format!("importing the answers of `{}`", shown.display())),
-        })?;
-    if let Some(key) = report.conflicts.first() {
-        bail!(
-            "`{}`: the answer `{key}` is given twice, with different content ({} such key(s))",
-            shown.display(),
-            report.conflicts.len()
-        );
-    }
-    Ok(report.added + report.unchanged)
 }
 
 /// Every plain file below `dir` (links followed: the folder is the user's), by sha256.
@@ -946,9 +788,9 @@ fn compare_export(
     printer: &Printer,
 ) -> anyhow::Result<Vec<String>> {
     let out = scratch.join("export");
-    crate::ops::export::export_hf_coreb(rebuilt, &out)
+    super::export::export_hf_coreb(rebuilt, &out)
         .with_context(|| format!("exporting the rebuilt release `{version}`"))?;
-    let split = crate::ops::export::split_name(version);
+    let split = super::export::split_name(version);
     let mut problems = Vec::new();
     for config in coreb_stages::release::CONFIGS {
         let rel = format!("data/{config}/{split}.parquet");
@@ -1620,89 +1462,6 @@ mod tests {
             safe_relative("regeneration/prompts/a.toml", "`files`").unwrap(),
             PathBuf::from("regeneration/prompts/a.toml")
         );
-    }
-
-    #[test]
-    fn answers_import_names_the_line_of_a_bad_entry() {
-        use std::io::Write as _;
-        let dir = tempfile::tempdir().unwrap();
-        let gz = dir.path().join("answers.jsonl.gz");
-        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        enc.write_all(b"{\"format\": 1}\n").unwrap();
-        fs_err::write(&gz, enc.finish().unwrap()).unwrap();
-        let err = import_answers(
-            &gz,
-            Path::new("kit/answers.jsonl.gz"),
-            dir.path(),
-            &dir.path().join("store"),
-        )
-        .unwrap_err();
-        assert!(
-            format!("{err:#}")
-                .starts_with("`kit/answers.jsonl.gz`, line 1: not a valid response-store entry"),
-            "{err:#}"
-        );
-        fs_err::write(&gz, b"not gzip").unwrap();
-        let err = import_answers(
-            &gz,
-            Path::new("kit/answers.jsonl.gz"),
-            dir.path(),
-            &dir.path().join("store"),
-        )
-        .unwrap_err();
-        assert!(
-            format!("{err:#}")
-                .starts_with("`kit/answers.jsonl.gz`, line 1: truncated or corrupt gzip data"),
-            "{err:#}"
-        );
-    }
-
-    /// A gzip bomb: past any bound (bytes in all, bytes a line, lines) it is refused, naming
-    /// the line, whether the data has newlines or is one endless line; nothing of it is
-    /// imported. The bounds of a real kit do not grow with its size.
-    #[test]
-    fn answers_that_decompress_past_a_bound_are_refused() {
-        use std::io::Write as _;
-        let dir = tempfile::tempdir().unwrap();
-        let gz = dir.path().join("answers.jsonl.gz");
-        let bounds = coreb_base::jsonl::LineBounds {
-            total_bytes: 6_144,
-            line_bytes: 1_024,
-            lines: 3_000,
-        };
-        for (body, said) in [
-            (
-                b"{}\n".repeat(4000),
-                "line 2049: more than 6144 bytes in all",
-            ),
-            (vec![0u8; 12_000], "line 1: longer than 1024 bytes"),
-            (b"\n".repeat(4000), "line 3001: more than 3000 lines"),
-        ] {
-            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-            enc.write_all(&body).unwrap();
-            fs_err::write(&gz, enc.finish().unwrap()).unwrap();
-            let store = dir.path().join("store");
-            let err = import_answers_capped(
-                &gz,
-                Path::new("kit/answers.jsonl.gz"),
-                dir.path(),
-                &store,
-                &bounds,
-            )
-            .unwrap_err();
-            assert!(
-                format!("{err:#}").starts_with(&format!("`kit/answers.jsonl.gz`, {said}: refused")),
-                "{err:#}"
-            );
-            assert!(!store.exists(), "nothing imported");
-            assert!(!dir.path().join("answers.jsonl").exists());
-        }
-        let huge = answers_bounds(u64::MAX);
-        assert_eq!(
-            (huge.total_bytes, huge.line_bytes, huge.lines),
-            (ANSWERS_MAX_BYTES, ANSWERS_MAX_LINE, ANSWERS_MAX_LINES)
-        );
-        assert_eq!(answers_bounds(1).total_bytes, 64 << 20);
     }
 
     /// The sample's MANIFEST, as a JSON value to change.

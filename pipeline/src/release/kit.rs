@@ -2,16 +2,14 @@
 //! back by `coreb verify` to rebuild the release from it alone.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use coreb_judge::ToolchainVersions;
 use serde::Serialize;
 
 use crate::artifacts::TOOL_VERSION;
-use crate::engine::context::StageContext;
-use crate::engine::stage::StageReport;
-use crate::manifest::check_release_sandbox;
+use crate::manifest::{RunPlan, check_release_sandbox};
 
 /// The folder of a release that holds its regeneration kit.
 pub const KIT_DIR: &str = "regeneration";
@@ -38,27 +36,22 @@ pub const KIT_VERSIONS: &str = "versions.json";
 /// a line sorted by key, the format of `coreb store export`), the build manifest with its
 /// paths relative to the kit (`build.toml`), the prompts (`prompts/`), and the versions of
 /// coreb and of the toolchains (`versions.json`). Every byte depends on the build's inputs
-/// alone, so a rebuild writes the same kit.
+/// alone, so a rebuild writes the same kit. `answer_keys` are the LLM stages' lists of the
+/// answers they used (one response-store key a line).
 pub fn write_kit(
-    cx: &StageContext,
+    plan: &RunPlan,
     tmp: &Path,
-    llm_stages: &[&StageReport],
+    answer_keys: &[PathBuf],
     toolchains: &ToolchainVersions,
 ) -> anyhow::Result<()> {
     use std::io::Write as _;
-    let plan = cx.plan();
     let kit = tmp.join(KIT_DIR);
     fs_err::create_dir_all(kit.join("prompts"))?;
 
     let mut keys = BTreeSet::new();
-    for r in llm_stages
-        .iter()
-        .map(|r| &r.record)
-        .filter(|r| r.outputs.contains_key("answer_keys"))
-    {
-        let path = cx.output(r, "answer_keys")?;
+    for path in answer_keys {
         keys.extend(
-            fs_err::read_to_string(&path)?
+            fs_err::read_to_string(path)?
                 .lines()
                 .filter(|l| !l.is_empty())
                 .map(str::to_owned),

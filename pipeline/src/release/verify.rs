@@ -504,6 +504,10 @@ pub fn checksums_of(path: &Path) -> anyhow::Result<(ReleaseManifest, Vec<Damage>
 /// (the fetch stage, sha256 checked); without `sources`, a local source is looked for where
 /// the build manifest names it, relative to the release, and taken only if its sha256 is
 /// the pinned one (so a release verifies in the checkout that built it).
+///
+/// The steps: read the kit's manifest (`read_kit_manifest`), check it (`check_kit`), copy it
+/// and import its answers (`copy_kit`), place the sources (`place_sources`), plan
+/// (`rebuild_plan`), rebuild (`rebuild`), compare (`compare_rebuilt`, `compare_export`).
 fn rebuild_from_kit(
     dir: &Path,
     export: Option<Option<PathBuf>>,
@@ -511,20 +515,83 @@ fn rebuild_from_kit(
     trusted: bool,
     printer: Printer,
 ) -> anyhow::Result<Verified> {
-    let embedded = EmbeddedManifest::read(dir)?;
-    let manifest_path = embedded.manifest_file.clone();
-    let manifest = &embedded.release;
-    for name in manifest.files.keys() {
-        safe_relative(name, &format!("`{}`: `files`", manifest_path.display()))?;
+    let embedded = read_kit_manifest(dir)?;
+    let (kit_dir, mut found) = check_kit(dir, &embedded, export.is_some(), trusted, &printer)?;
+    let scratch = tempfile::tempdir()?;
+    let kit = copy_kit(&embedded.release, &kit_dir, scratch.path(), &printer)?;
+    let mut file: ManifestFile = embedded.file.clone();
+    place_sources(&mut file, &embedded, &kit, sources, &printer)?;
+    // Earlier releases are read beside the release (in the scratch for an exported kit).
+    let releases_dir = match (&export, dir.parent()) {
+        (None, Some(parent)) => parent.to_owned(),
+        _ => scratch.path().join("earlier"),
+    };
+    let plan = rebuild_plan(
+        dir,
+        &embedded,
+        file,
+        &kit,
+        releases_dir,
+        scratch.path(),
+        &printer,
+    )?;
+    printer.status(format!(
+        "rebuilding `{}` from its kit in {}",
+        embedded.release.version,
+        scratch.path().display()
+    ));
+    let rebuilt = rebuild(plan, printer)?;
+    compare_rebuilt(
+        &embedded.release,
+        &fs_err::read(&embedded.manifest_file)?,
+        export.is_none().then_some(dir),
+        &rebuilt,
+        &mut found,
+        &printer,
+    )?;
+    if let Some(Some(export)) = &export {
+        found.data.extend(compare_export(
+            export,
+            &rebuilt,
+            &embedded.release.version,
+            scratch.path(),
+            &printer,
+        )?);
     }
-    // 1. Checksums first: every file of the release (of the kit, for an exported kit).
+    Ok(found)
+}
+
+/// The build manifest the release at `dir` embeds, every name its MANIFEST lists checked to
+/// be a plain relative path.
+fn read_kit_manifest(dir: &Path) -> anyhow::Result<EmbeddedManifest> {
+    let embedded = EmbeddedManifest::read(dir)?;
+    for name in embedded.release.files.keys() {
+        safe_relative(
+            name,
+            &format!("`{}`: `files`", embedded.manifest_file.display()),
+        )?;
+    }
+    Ok(embedded)
+}
+
+/// Checksums first: every file of the release (of the kit, for an exported kit) against its
+/// MANIFEST, each difference printed; a damaged kit is refused. Then the manifests: the
+/// embedded one and the kit's, neither loosening the sandbox (unless `trusted`). Returns the
+/// kit's folder and what was found so far.
+fn check_kit(
+    dir: &Path,
+    embedded: &EmbeddedManifest,
+    exported: bool,
+    trusted: bool,
+    printer: &Printer,
+) -> anyhow::Result<(PathBuf, Verified)> {
+    let manifest = &embedded.release;
     let kit_prefix = format!("{KIT_DIR}/");
-    let (kit_dir, damaged) = match export {
-        None => {
-            let (_, damaged) = checksums(dir)?;
-            (dir.join(KIT_DIR), damaged)
-        }
-        Some(_) => (dir.to_owned(), exported_kit_checksums(dir, manifest)?),
+    let (kit_dir, damaged) = if exported {
+        (dir.to_owned(), exported_kit_checksums(dir, manifest)?)
+    } else {
+        let (_, damaged) = checksums(dir)?;
+        (dir.join(KIT_DIR), damaged)
     };
     for d in &damaged {
         printer.out(format!("published: {d}"));
@@ -541,9 +608,9 @@ fn rebuild_from_kit(
             kit_damage.join("\n  ")
         );
     }
-    let mut found = Verified {
+    let found = Verified {
         version: manifest.version.clone(),
-        what: if export.is_some() {
+        what: if exported {
             "kit files and exported tables".to_owned()
         } else {
             format!("{} files", manifest.files.len() + 1)
@@ -552,15 +619,21 @@ fn rebuild_from_kit(
         from_kit: true,
         ..Verified::default()
     };
-
-    // 2. The manifests: the embedded one and the kit's, neither loosening the sandbox.
     embedded.check_sandbox(trusted)?;
     check_kit_manifest(&kit_dir.join(KIT_MANIFEST), trusted)?;
-    let mut file: ManifestFile = embedded.file.clone();
+    Ok((kit_dir, found))
+}
 
-    // 3. The kit, copied file by file (as listed, links never followed) into the scratch.
-    let scratch = tempfile::tempdir()?;
-    let kit = scratch.path().join("kit");
+/// The kit, copied file by file (as listed, links never followed) into `scratch/kit`, its
+/// answers imported into a response store there (`kit/store`). Returns the copy's folder.
+fn copy_kit(
+    manifest: &ReleaseManifest,
+    kit_dir: &Path,
+    scratch: &Path,
+    printer: &Printer,
+) -> anyhow::Result<PathBuf> {
+    let kit_prefix = format!("{KIT_DIR}/");
+    let kit = scratch.join("kit");
     fs_err::create_dir_all(&kit)?;
     for name in manifest.files.keys().filter(|p| p.starts_with(&kit_prefix)) {
         let rel = safe_relative(&name[kit_prefix.len()..], "the kit")?;
@@ -570,19 +643,27 @@ fn rebuild_from_kit(
         }
         fs_err::copy(kit_dir.join(&rel), &to)?;
     }
-    let shown = |f: &str| kit_dir.join(f);
-    let answers = import_answers(
-        &kit.join(KIT_ANSWERS),
-        &shown(KIT_ANSWERS),
-        scratch.path(),
-        &kit.join("store"),
-    )?;
+    let shown = kit_dir.join(KIT_ANSWERS);
+    let answers = import_answers(&kit.join(KIT_ANSWERS), &shown, scratch, &kit.join("store"))?;
     printer.status(format!(
         "imported {answers} answers from `{}`",
-        shown(KIT_ANSWERS).display()
+        shown.display()
     ));
+    Ok(kit)
+}
 
-    // 4. The sources, by sha256.
+/// The sources, found by sha256 among the files of `sources` (else downloaded from their
+/// pinned URL by the fetch stage, or, without `sources`, taken where the build manifest names
+/// them when their sha256 is the pinned one), placed in `kit/sources/`, where `file` then
+/// names them.
+fn place_sources(
+    file: &mut ManifestFile,
+    embedded: &EmbeddedManifest,
+    kit: &Path,
+    sources: Option<&Path>,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let manifest_path = &embedded.manifest_file;
     let index = match sources {
         Some(s) => {
             files_by_sha256(s).with_context(|| format!("reading `--sources {}`", s.display()))?
@@ -593,7 +674,7 @@ fn rebuild_from_kit(
     let builder_dir = embedded.dir().to_owned();
     for (i, source) in file.sources.iter_mut().enumerate() {
         // The name becomes a file name in the scratch: the fetch stage's own rule first.
-        coreb_stages::fetch::Source::resolve(&source.name, "x", source.sha256.as_deref(), &kit)
+        coreb_stages::fetch::Source::resolve(&source.name, "x", source.sha256.as_deref(), kit)
             .map_err(|e| anyhow::anyhow!("`{}`: `sources[{i}]`: {e}", manifest_path.display()))?;
         let pin = source.sha256.as_deref().map(str::to_ascii_lowercase);
         let local = kit.join("sources").join(&source.name);
@@ -654,12 +735,24 @@ fn rebuild_from_kit(
         }
         source.url = format!("sources/{}", source.name);
     }
+    Ok(())
+}
 
-    // 5. The plan: every directory in the scratch; earlier releases read beside the release.
-    let releases_dir = match (&export, dir.parent()) {
-        (None, Some(parent)) => parent.to_owned(),
-        _ => scratch.path().join("earlier"),
-    };
+/// The plan of the rebuild: the embedded build manifest with every directory in the scratch
+/// (the kit's `build`, `prompts`, `store`; the release in `scratch/rebuilt/`), earlier
+/// releases read from `releases_dir`, the build manifest's path recorded as the builder
+/// recorded it, replay only (a rebuild never calls an endpoint), and the card's recorded
+/// human review, if any.
+fn rebuild_plan(
+    dir: &Path,
+    embedded: &EmbeddedManifest,
+    mut file: ManifestFile,
+    kit: &Path,
+    releases_dir: PathBuf,
+    scratch: &Path,
+    printer: &Printer,
+) -> anyhow::Result<RunPlan> {
+    let manifest = &embedded.release;
     file.output_dir = PathBuf::from("build");
     file.prompts_dir = Some(PathBuf::from("prompts"));
     file.response_store = Some(PathBuf::from("store"));
@@ -668,7 +761,7 @@ fn rebuild_from_kit(
     let mut plan = RunPlan::resolve(&kit.join(KIT_MANIFEST), file, None).with_context(|| {
         format!(
             "the build manifest embedded in `{}`",
-            manifest_path.display()
+            embedded.manifest_file.display()
         )
     })?;
     plan.manifest_text = manifest.build_manifest.text.clone();
@@ -681,39 +774,21 @@ fn rebuild_from_kit(
     plan.recorded_manifest_path = Some(manifest.build_manifest.path.clone());
     // A rebuild never calls an endpoint: every answer must come from the kit.
     plan.llm.mode = coreb_llm::StoreMode::Replay;
-    plan.publish_dir = scratch.path().join("rebuilt").join(&plan.version);
-    if let Some(review) = recorded_review(dir, manifest, &scratch.path().join("review"))? {
+    plan.publish_dir = scratch.join("rebuilt").join(&plan.version);
+    if let Some(review) = recorded_review(dir, manifest, &scratch.join("review"))? {
         printer.status(format!("the card carries a recorded human review: its section is taken from the published `README.md` ({})", review.display()));
         plan.review_dir = Some(review);
     }
-    printer.status(format!(
-        "rebuilding `{}` from its kit in {}",
-        manifest.version,
-        scratch.path().display()
-    ));
+    Ok(plan)
+}
+
+/// Run the build of `plan` through its `release` stage; returns where it published the
+/// release.
+fn rebuild(plan: RunPlan, printer: Printer) -> anyhow::Result<PathBuf> {
     let rebuilt = plan.publish_dir.clone();
     let engine = Engine::new(plan, printer, false)?;
     engine.run_until(StageName::Release)?;
-
-    // 6. Every checksum, in two layers.
-    compare_rebuilt(
-        manifest,
-        &fs_err::read(&manifest_path)?,
-        export.is_none().then_some(dir),
-        &rebuilt,
-        &mut found,
-        &printer,
-    )?;
-    if let Some(Some(export)) = &export {
-        found.data.extend(compare_export(
-            export,
-            &rebuilt,
-            &manifest.version,
-            scratch.path(),
-            &printer,
-        )?);
-    }
-    Ok(found)
+    Ok(rebuilt)
 }
 
 /// The rebuilt release at `rebuilt` against the published MANIFEST (`published_manifest`,
@@ -1073,10 +1148,7 @@ fn rebuild_where_built(
         manifest.version,
         scratch.path().display()
     ));
-    let engine = Engine::new(plan, printer, false)?;
-    engine.run_until(StageName::Release)?;
-
-    let rebuilt = scratch.path().join("release");
+    let rebuilt = rebuild(plan, printer)?;
     compare_rebuilt(
         &manifest,
         &fs_err::read(&embedded.manifest_file)?,

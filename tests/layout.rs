@@ -296,3 +296,53 @@ fn library_crates_report_through_a_sink_and_never_print() {
         }
     }
 }
+
+/// The published release has one home (issue #59): the engine's `release` stage is its key and
+/// a call into `coreb::release` (at most 250 lines), no `KIT_` name (the regeneration kit's
+/// files) is written anywhere under the engine, and the human-validation pages are the
+/// release's (`coreb::release::review`), not a module of coreb-curation.
+#[test]
+fn the_release_has_one_home() {
+    let root = root();
+    let stage = std::fs::read_to_string(root.join("pipeline/src/engine/release.rs")).unwrap();
+    assert!(
+        stage.lines().count() <= 250,
+        "pipeline/src/engine/release.rs has {} lines: the release stage is its key and a call into `coreb::release`",
+        stage.lines().count()
+    );
+    let mut stack = vec![root.join("pipeline/src/engine")];
+    let mut read = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                read += 1;
+                let text = std::fs::read_to_string(&path).unwrap();
+                if let Some((n, line)) = text.lines().enumerate().find(|(_, l)| l.contains("KIT_"))
+                {
+                    panic!(
+                        "{}:{}: the engine names the regeneration kit's files (they are `coreb::release::kit`'s): {line}",
+                        path.display(),
+                        n + 1
+                    );
+                }
+            }
+        }
+    }
+    assert!(read > 10, "read {read} files of the engine");
+    let curation = root.join("crates/coreb-curation/src");
+    assert!(
+        !curation.join("review").exists() && !curation.join("review.rs").exists(),
+        "coreb-curation holds a `review` module: the review pages are the release's"
+    );
+    let lib = std::fs::read_to_string(curation.join("lib.rs")).unwrap();
+    assert!(
+        !lib.lines()
+            .any(|l| l.trim_start().starts_with("pub mod review")
+                || l.trim_start().starts_with("mod review")),
+        "coreb-curation's lib.rs declares a `review` module"
+    );
+    assert!(root.join("pipeline/src/release/review/mod.rs").is_file());
+}

@@ -18,6 +18,7 @@ pub mod engine;
 pub mod manifest;
 pub mod ops;
 pub mod printer;
+pub mod release;
 pub mod shard;
 
 use std::process::ExitCode;

@@ -9,7 +9,7 @@
 //! [`queries`] and [`generate`] (through `coreb_llm`'s gateway), [`execute`] (through the judge
 //! of `coreb_judge`, in `coreb_sandbox`), [`qrels`] (which leaves out the problems
 //! [`ambiguity`] flags in the verdicts) and [`release`]. Writing releases in the
-//! published dataset's layout is not a stage: it is the binary's (`coreb::ops::export`, `coreb
+//! published dataset's layout is not a stage: it is the binary's (`coreb::release::export`, `coreb
 //! export`). The comment stripper `generate` applies is `coreb_data::strip`; the typed
 //! signature of a LeetCode problem that `filter`, `rewrite`, `generate` and the judge's drivers
 //! share is `coreb_judge::signature`.

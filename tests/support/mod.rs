@@ -113,7 +113,7 @@ pub fn same_release_as(committed: &std::path::Path, built: &std::path::Path, wha
     };
     assert_eq!(others(got), others(expected), "{what}");
     let read = |d: &std::path::Path| fs_err::read(d.join("MANIFEST.json")).unwrap();
-    let notes = coreb::ops::verify::toolchain_difference(&read(committed), &read(built));
+    let notes = coreb::release::verify::toolchain_difference(&read(committed), &read(built));
     let notes = notes
         .unwrap_or_else(|| panic!("{what}: MANIFEST.json differs beyond the toolchain versions"));
     eprintln!(

@@ -37,8 +37,8 @@
 //!
 //! [`audit`] holds the contamination audits of `coreb audit` (overlap of a corpus with a
 //! release, how far the rewrites moved, a model's pass@1 on originals against rewrites);
-//! they read JSONL input with [`coreb_base::jsonl`]. [`review`] is
-//! `coreb review`: the human validation of the rewrites (the review page, its report).
+//! they read JSONL input with [`coreb_base::jsonl`]. The human validation of the rewrites
+//! (`coreb review`) is the release's (`coreb::release::review`), not curation's.
 
 #![deny(missing_docs)]
 
@@ -50,7 +50,6 @@ pub mod duplicates;
 pub mod language;
 pub mod negatives;
 pub mod pairs;
-pub mod review;
 pub mod scan;
 pub mod spool;
 pub mod table;

@@ -10,8 +10,8 @@ use coreb_eval::check::{check_release, sibling_releases};
 use coreb_eval::gates::GatesConfig;
 
 use crate::cli::CheckArgs;
-use crate::ops::verify::Damage;
 use crate::printer::Printer;
+use crate::release::verify::Damage;
 use coreb_base::errors::Usage;
 use coreb_stages::release::CONFIGS;
 
@@ -146,7 +146,7 @@ fn damaged_files(release: &std::path::Path) -> anyhow::Result<(Vec<Damage>, Vec<
         }
     }
     let mut altered = if release.join("MANIFEST.json").is_file() {
-        crate::ops::verify::checksums(release)?.1
+        crate::release::verify::checksums(release)?.1
     } else {
         Vec::new()
     };

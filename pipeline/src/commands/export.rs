@@ -1,6 +1,6 @@
 //! `coreb export --layout hf-coreb <releases_dir> <out>`: every release as one Hugging Face
-//! dataset folder in the published CoREB layout ([`crate::ops::export`]); `--layout mteb`:
-//! each release as MTEB's six CoREB(v1) tasks ([`crate::ops::export::mteb`]).
+//! dataset folder in the published CoREB layout ([`crate::release::export`]); `--layout mteb`:
+//! each release as MTEB's six CoREB(v1) tasks ([`crate::release::export::mteb`]).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -40,8 +40,8 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     }
     match layout {
         ExportLayout::HfCoreb => {
-            let releases =
-                crate::ops::export::export_hf_coreb(&releases_dir, &out).with_context(|| {
+            let releases = crate::release::export::export_hf_coreb(&releases_dir, &out)
+                .with_context(|| {
                     format!(
                         "exporting `{}` to `{}`",
                         releases_dir.display(),
@@ -65,13 +65,13 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
                 ))
                 .into());
             }
-            let opts = crate::ops::export::mteb::MtebOptions {
+            let opts = crate::release::export::mteb::MtebOptions {
                 candidates,
                 seed,
                 keep_self,
                 all_queries,
             };
-            let releases = crate::ops::export::mteb::export_mteb(&releases_dir, &out, &opts)
+            let releases = crate::release::export::mteb::export_mteb(&releases_dir, &out, &opts)
                 .with_context(|| {
                     format!(
                         "exporting `{}` to `{}` as MTEB's tasks",
@@ -103,7 +103,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
             ));
         }
         ExportLayout::RerankerTrain => {
-            let counts = crate::ops::export::reranker_train::export_reranker_train(
+            let counts = crate::release::export::reranker_train::export_reranker_train(
                 &releases_dir,
                 &out,
                 seed,

@@ -1,4 +1,4 @@
-//! `coreb review`: the human validation of a release's rewrites ([`coreb_curation::review`]).
+//! `coreb review`: the human validation of a release's rewrites ([`crate::release::review`]).
 //!
 //! `coreb review RELEASE --sample N --seed S --out DIR` writes the review page of a draw of
 //! the release (the build it was made from found as `coreb audit … rewrite` finds it, or
@@ -9,9 +9,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::release::review::{page, report};
 use clap::{Args, Subcommand};
 use coreb_base::errors::Usage;
-use coreb_curation::review::{page, report};
 
 use crate::engine::release_build::BuildLookup;
 use crate::printer::Printer;

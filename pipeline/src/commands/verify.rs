@@ -1,6 +1,6 @@
 //! `coreb verify <release> [--sources DIR]`: rebuild a published release from its
 //! regeneration kit in a temporary directory and compare every checksum
-//! ([`crate::ops::verify`]); with `--checksums`, only compare its files with the sha256 its
+//! ([`crate::release::verify`]); with `--checksums`, only compare its files with the sha256 its
 //! MANIFEST lists. Exit 1 on a difference in the data, and on a damaged or hostile kit; a
 //! rebuild whose data are identical and whose provenance (the toolchain versions it records)
 //! differs exits 0, naming the versions, unless `--strict` asks for byte identity.
@@ -14,7 +14,7 @@ use crate::printer::Printer;
 pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(false);
     let failed = if args.checksums {
-        let (manifest, differences, checked) = crate::ops::verify::checksums_of(&args.release)?;
+        let (manifest, differences, checked) = crate::release::verify::checksums_of(&args.release)?;
         for d in &differences {
             printer.out(format!("published: {d}"));
         }
@@ -35,7 +35,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         // Stopped while no stage listens, the process ends at once: it says the same.
         let said = stopped_line(&args);
         coreb_base::interrupt::say_when_stopped(said);
-        crate::ops::verify::verify(
+        crate::release::verify::verify(
             &args.release,
             args.sources.as_deref(),
             args.trust_release_sandbox,

@@ -22,14 +22,14 @@ use coreb_base::durable;
 /// An earlier release's problems table.
 #[derive(Debug, serde::Serialize)]
 pub struct Published {
-    pub(super) version: String,
+    pub(crate) version: String,
     sha256: String,
     #[serde(skip)]
-    pub(super) path: PathBuf,
+    pub(crate) path: PathBuf,
 }
 
 /// Earlier releases under `releases_dir`: `vYYYYMM` directories before this version.
-pub(super) fn earlier_releases(plan: &RunPlan) -> anyhow::Result<Vec<Published>> {
+pub(crate) fn earlier_releases(plan: &RunPlan) -> anyhow::Result<Vec<Published>> {
     let dir = &plan.releases_dir;
     if !dir.exists() {
         return Ok(Vec::new());

@@ -24,8 +24,8 @@
 mod abbreviate;
 pub mod ask_each;
 pub mod context;
-mod control;
-mod dedup;
+pub(crate) mod control;
+pub(crate) mod dedup;
 mod distract;
 pub mod execute;
 mod fetch;
@@ -50,7 +50,7 @@ pub mod window;
 pub use fetch::FetchSummary;
 pub use ingest::FetchLocal;
 pub use overrides::PlanOverrides;
-pub use release::{KIT_ANSWERS, KIT_DIR, KIT_MANIFEST, ReleaseSummary, relative_path};
+pub use release::ReleaseSummary;
 pub use stage::StageReport;
 
 use context::StageContext;

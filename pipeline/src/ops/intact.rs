@@ -1,6 +1,6 @@
 //! A release's files against its MANIFEST before a result is stamped with the MANIFEST's
 //! sha256 (`coreb eval`, `coreb compare`): the cheap path of `coreb verify --checksums`
-//! ([`crate::ops::verify::checksums`]), so that a damaged release is refused, its files named,
+//! ([`crate::release::verify::checksums`]), so that a damaged release is refused, its files named,
 //! rather than scored as if it were the published one.
 
 use std::path::Path;
@@ -24,7 +24,7 @@ pub fn refuse_damaged(dir: &Path) -> anyhow::Result<()> {
     {
         return Ok(());
     }
-    let (manifest, damaged) = crate::ops::verify::checksums(&release)?;
+    let (manifest, damaged) = crate::release::verify::checksums(&release)?;
     if damaged.is_empty() {
         return Ok(());
     }

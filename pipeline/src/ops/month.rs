@@ -101,7 +101,7 @@ fn rebase_url(url: &str, from_dir: &Path, to_dir: &Path) -> String {
         return url.to_owned();
     }
     let abs = lexical_join(from_dir, Path::new(url));
-    crate::engine::relative_path(to_dir, &abs)
+    crate::release::layout::relative_path(to_dir, &abs)
 }
 
 /// What `coreb plan` is asked for.
@@ -261,7 +261,7 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
         .parent()
         .map(Path::to_owned)
         .unwrap_or_else(|| base_dir.clone());
-    file.output_dir = PathBuf::from(crate::engine::relative_path(
+    file.output_dir = PathBuf::from(crate::release::layout::relative_path(
         &out_dir,
         &builds.join(&version),
     ));
@@ -272,7 +272,7 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
     ));
     file.response_store = file.response_store.as_deref().map(rebase);
     file.eval.prompts_file = file.eval.prompts_file.as_deref().map(rebase);
-    file.releases_dir = Some(PathBuf::from(crate::engine::relative_path(
+    file.releases_dir = Some(PathBuf::from(crate::release::layout::relative_path(
         &out_dir,
         &releases_dir,
     )));

@@ -176,7 +176,7 @@ pub fn write_page(
     if n == 0 {
         bail!("`--sample` must be at least 1");
     }
-    crate::audit::check_release(release)?;
+    coreb_curation::audit::check_release(release)?;
     let (version, release_sha256) = release_digest(release)?;
     let (draw, ids) = draw_of(release, n, seed)?;
     let wanted: std::collections::BTreeSet<&str> = ids.iter().map(String::as_str).collect();

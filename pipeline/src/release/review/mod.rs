@@ -9,6 +9,7 @@
 //!   only), gathered from the release and the build it was made from ([`ReleaseBuild`]).
 //! - [`stats`]: the share of "yes" with its Wilson interval, Cohen's κ, Fleiss' κ,
 //!   Krippendorff's α.
+//! - [`recorded`]: a review recorded beside the releases, as the `release` stage shows it.
 //! - [`report`]: reviewers' answer files merged and checked (one release digest, one draw),
 //!   the figures, `review.json`/`review.md`, and the release card's "Human validation" section.
 //!
@@ -18,13 +19,14 @@
 
 pub mod diff;
 pub mod page;
+pub mod recorded;
 pub mod report;
 pub mod sample;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::audit::ReleaseBuild;
+pub use coreb_curation::audit::ReleaseBuild;
 
 /// The format tag of an answer line.
 pub const ANSWER_FORMAT: &str = "coreb-review/1";

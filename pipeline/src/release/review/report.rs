@@ -221,7 +221,7 @@ pub fn report(
     out: Option<&Path>,
     record: bool,
 ) -> anyhow::Result<Written> {
-    crate::audit::check_release(release)?;
+    coreb_curation::audit::check_release(release)?;
     if files.is_empty() {
         bail!("no answer file given");
     }

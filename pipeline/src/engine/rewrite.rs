@@ -95,9 +95,6 @@ pub enum Mode {
 
 impl Stage for Rewrite {
     const NAME: StageName = StageName::Rewrite;
-    const UPSTREAM: &'static [StageName] = &[StageName::Filter];
-    const SHARDABLE: bool = true;
-    const ASKS_MODELS: bool = true;
     type Summary = RewriteSummary;
     type Local = LlmLocal;
     type Prepared = Mode;

@@ -4,7 +4,8 @@
 //!   module of its own under `pipeline/src/engine/` that names it, and a subcommand of its
 //!   own made from its row (`coreb <stage> --help` says its row's help); no other file of the
 //!   workspace lists stage names (neither as strings nor as `StageName::` variants), so adding
-//!   a stage touches its module and its row (and, for a stage that asks models, its prompt);
+//!   a stage touches its module and its row (and, for a stage that asks models, its prompt;
+//!   for a stage with parameters, its `[stages.<name>]` section, which must be a stage's);
 //! - no two sibling modules of any crate import each other (no cycle, of any length, among
 //!   the `crate::`/`super::` paths of the modules of one parent).
 
@@ -123,6 +124,22 @@ fn every_stage_is_its_row_its_module_and_a_subcommand_made_from_its_row() {
             help.contains("--shard <I/N>"),
             row.split_once(';').unwrap().0.contains("shardable true"),
             "`coreb {name} --help`:\n{help}"
+        );
+    }
+    // Each `[stages.<name>]` section of the manifest is a stage's.
+    let manifest = std::fs::read_to_string(root().join("pipeline/src/manifest.rs")).unwrap();
+    let body = &manifest[manifest.find("pub struct StagesFile {").unwrap()..];
+    let body = &body[..body.find("\n}").unwrap()];
+    let sections: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub ")?.split_once(':'))
+        .map(|(field, _)| field)
+        .collect();
+    assert!(!sections.is_empty(), "no sections in `StagesFile`");
+    for section in sections {
+        assert!(
+            names.contains(&section),
+            "`[stages.{section}]` of `StagesFile` is not a stage of the table"
         );
     }
     // The one dispatch arm: the command line knows the stages only through the table.

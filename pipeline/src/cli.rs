@@ -1,4 +1,7 @@
-//! The command line: clap derive, doc comments are the help text.
+//! The command line: every command's arguments (clap derive, doc comments are the help text),
+//! one module of them as uv keeps its own; the commands ([`crate::commands`]) take theirs from
+//! here, and this module imports none of them. The single-stage commands are made from the
+//! stage table ([`StageCommand`]).
 
 use crate::corpus::dedup::DedupStep;
 use crate::engine::stage_name::StageName;

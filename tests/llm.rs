@@ -848,7 +848,7 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
         samples: 2,
     };
     let plan = ModelPlan::for_stage(&cfg, LlmStage::Generate);
-    let out = generate(&gcfg, &plan, &p.generate, &problems, &gateway)
+    let out = generate(&gcfg, &plan, &p[LlmStage::Generate], &problems, &gateway)
         .await
         .unwrap();
     assert_eq!(out.rows.len() + out.rejected.len(), 2 * 2 * 5 * 2);
@@ -946,7 +946,7 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
     let d = distract(
         &dcfg,
         &ModelPlan::for_stage(&cfg, LlmStage::Distract),
-        &p.distract,
+        &p[LlmStage::Distract],
         &problems,
         &gateway,
     )
@@ -969,7 +969,7 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
     let a = abbreviate(
         &AbbreviateConfig::default(),
         &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate),
-        &p.abbreviate,
+        &p[LlmStage::Abbreviate],
         &problems,
         &gateway,
     )
@@ -986,7 +986,7 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
     let q = queries(
         &QueriesConfig::default(),
         &ModelPlan::for_stage(&cfg, LlmStage::Queries),
-        &p.queries,
+        &p[LlmStage::Queries],
         &problems[..1],
         None,
         &gateway,
@@ -1064,7 +1064,7 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
     let none = queries(
         &QueriesConfig::default(),
         &ModelPlan::for_stage(&cfg, LlmStage::Queries),
-        &p.queries,
+        &p[LlmStage::Queries],
         &problems[1..],
         None,
         &gateway,
@@ -1084,7 +1084,7 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
         ),
         (1, 0, 1)
     );
-    assert_eq!(q.prompt_sha256, p.queries.sha256);
+    assert_eq!(q.prompt_sha256, p[LlmStage::Queries].sha256);
 }
 
 /// Each queries prompt lists the most similar OTHER problems of the build as contrast (never
@@ -1113,7 +1113,7 @@ async fn queries_prompts_contrast_the_target_with_its_most_similar_other_problem
     let q = queries(
         &qcfg,
         &plan,
-        &p.queries,
+        &p[LlmStage::Queries],
         &problems,
         Some(&only_first),
         &gateway,
@@ -1165,7 +1165,7 @@ async fn fallback_model_takes_over_a_failing_item() {
     let out = abbreviate(
         &AbbreviateConfig::default(),
         &plan,
-        &prompts().abbreviate,
+        &prompts()[LlmStage::Abbreviate],
         &[rewritten(1, "Crates", false)],
         &gateway,
     )
@@ -1346,7 +1346,7 @@ async fn only_a_stage_that_samples_takes_another_sample_for_a_cut_answer() {
             generate(
                 &gcfg,
                 &ModelPlan::for_stage(&cfg, LlmStage::Generate),
-                &p.generate,
+                &p[LlmStage::Generate],
                 &problems,
                 &gateway,
             )
@@ -1401,7 +1401,10 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
     let server = Server::start(faulty).await;
     let dir = tempfile::tempdir().unwrap();
     let p = prompts();
-    let schema = p.queries.schema.clone().expect("queries has a schema");
+    let schema = p[LlmStage::Queries]
+        .schema
+        .clone()
+        .expect("queries has a schema");
     let problems = vec![rewritten(1, "Crates", false)];
     let modes = [
         StructuredOutput::JsonSchema,
@@ -1416,7 +1419,7 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
         let q = queries(
             &QueriesConfig::default(),
             &ModelPlan::for_stage(&cfg, LlmStage::Queries),
-            &p.queries,
+            &p[LlmStage::Queries],
             &problems,
             None,
             &gateway,
@@ -1481,7 +1484,7 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
     queries(
         &QueriesConfig::default(),
         &ModelPlan::for_stage(&cfg, LlmStage::Queries),
-        &p.queries,
+        &p[LlmStage::Queries],
         &problems,
         None,
         &gateway,
@@ -1494,7 +1497,7 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
     abbreviate(
         &AbbreviateConfig::default(),
         &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate),
-        &p.abbreviate,
+        &p[LlmStage::Abbreviate],
         &problems,
         &gateway,
     )
@@ -1511,7 +1514,7 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
     let q = queries(
         &QueriesConfig::default(),
         &ModelPlan::for_stage(&cfg, LlmStage::Queries),
-        &p.queries,
+        &p[LlmStage::Queries],
         &bad,
         None,
         &gateway,
@@ -1748,7 +1751,7 @@ async fn authored_answers_are_recorded_then_replayed() {
     let first = abbreviate(
         &AbbreviateConfig::default(),
         &plan,
-        &p.abbreviate,
+        &p[LlmStage::Abbreviate],
         &problems,
         &authored,
     )
@@ -1767,7 +1770,7 @@ async fn authored_answers_are_recorded_then_replayed() {
     let again = abbreviate(
         &AbbreviateConfig::default(),
         &plan,
-        &p.abbreviate,
+        &p[LlmStage::Abbreviate],
         &problems[..1],
         &replay,
     )

@@ -46,6 +46,8 @@
 //!   (issue #35) the near-duplicate decision split into task processes, its Slurm recipe on the
 //!   single-node Slurm, `kill -9` of band tasks.
 //! - `audit`: `coreb audit <release> model` against a local endpoint (pass@1 drop per window) and `rewrite --tests`.
+//! - `house` (issue 59): a stage is named once (its row, its module, its subcommand; no other
+//!   list of stage names), and no two sibling modules of any crate import each other.
 //! - `layout` (issue #33): the README's crate table and architecture picture against `cargo
 //!   metadata`.
 //! - `leaderboard`: `coreb eval --record` and `coreb leaderboard`: three releases, three retrievers, the
@@ -82,6 +84,7 @@ mod eval_protocol;
 mod execute;
 mod fetch;
 mod fidelity;
+mod house;
 mod ingest;
 mod interrupt;
 mod layout;

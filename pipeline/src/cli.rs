@@ -1,4 +1,7 @@
-//! The command line: clap derive, doc comments are the help text.
+//! The command line: every command's arguments (clap derive, doc comments are the help text),
+//! one module of them as uv keeps its own; the commands ([`crate::commands`]) take theirs from
+//! here, and this module imports none of them. The single-stage commands are made from the
+//! stage table ([`StageCommand`]).
 
 use crate::corpus::dedup::DedupStep;
 use crate::engine::stage_name::StageName;
@@ -18,30 +21,16 @@ pub struct Cli {
 }
 
 /// `coreb --help` lists the commands in these groups, as users think of them (every
-/// subcommand is in exactly one: a test checks it).
+/// subcommand is in exactly one: a test checks it); [`STAGE_COMMANDS`] stands for the stage
+/// commands not named in a group, in the order of the stage table ([`command_groups`]).
 pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
     (
         "Build a release and its stages",
-        &[
-            "init",
-            "build",
-            "plan",
-            "fetch",
-            "ingest",
-            "dedup",
-            "filter",
-            "rewrite",
-            "distract",
-            "abbreviate",
-            "generate",
-            "execute",
-            "queries",
-            "qrels",
-        ],
+        &["init", "build", "plan", STAGE_COMMANDS],
     ),
     (
         "Publish and check",
-        &["release", "export", "check", "verify"],
+        &[StageName::Release.as_str(), "export", "check", "verify"],
     ),
     (
         "Evaluate and compare",
@@ -50,6 +39,31 @@ pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
     ("Curate and audit", &["corpus", "merge", "audit", "review"]),
     ("Operate", &["store", "programs", "judge"]),
 ];
+
+/// In [`COMMAND_GROUPS`]: every stage command that no group names.
+pub const STAGE_COMMANDS: &str = "<stages>";
+
+/// [`COMMAND_GROUPS`] with [`STAGE_COMMANDS`] spelt out.
+pub fn command_groups() -> Vec<(&'static str, Vec<&'static str>)> {
+    let named = |name: &str| COMMAND_GROUPS.iter().any(|(_, g)| g.contains(&name));
+    COMMAND_GROUPS
+        .iter()
+        .map(|(group, names)| {
+            let names = names
+                .iter()
+                .flat_map(|name| match *name == STAGE_COMMANDS {
+                    true => StageName::ALL
+                        .into_iter()
+                        .map(StageName::as_str)
+                        .filter(|s| !named(s))
+                        .collect(),
+                    false => vec![*name],
+                })
+                .collect();
+            (*group, names)
+        })
+        .collect()
+}
 
 /// What `coreb` exits with, as `coreb --help` ends and the README's table says (a test holds
 /// the README to it).
@@ -85,10 +99,10 @@ pub fn command() -> clap::Command {
         .collect();
     let width = about.keys().map(String::len).max().unwrap_or(0);
     let mut listing = String::new();
-    for (group, names) in COMMAND_GROUPS {
+    for (group, names) in command_groups() {
         listing.push_str(&format!("{group}:\n"));
-        for name in *names {
-            let text = about.get(*name).map(String::as_str).unwrap_or("");
+        for name in names {
+            let text = about.get(name).map(String::as_str).unwrap_or("");
             listing.push_str(&format!("  {name:width$}  {text}\n"));
         }
         listing.push('\n');
@@ -110,31 +124,9 @@ pub enum Command {
     /// Run the stages of a manifest in order, skipping those whose inputs are unchanged.
     #[command(after_help = BUILD_EXAMPLES)]
     Build(BuildArgs),
-    /// Download (or hash in place) the source files of a manifest.
-    Fetch(PlainStageArgs),
-    /// Decode LiveCodeBench JSONL into the typed `problems` table.
-    Ingest(PlainStageArgs),
-    /// Remove exact and near-duplicate problems, also against earlier releases.
-    Dedup(PlainStageArgs),
-    /// Keep problems with an English statement, enough text and at least one test.
-    Filter(PlainStageArgs),
-    /// Rewrite problems counterfactually through an LLM.
-    Rewrite(StageArgs),
-    /// Write four distractor statements per problem.
-    Distract(StageArgs),
-    /// Write a canonical 50–150-word summary per problem.
-    Abbreviate(StageArgs),
-    /// Generate solutions in five languages.
-    Generate(StageArgs),
-    /// Run every solution against its tests in the sandbox.
-    Execute(StageArgs),
-    /// Write developer-style search queries.
-    Queries(StageArgs),
-    /// Assign graded relevance judgements.
-    Qrels(PlainStageArgs),
-    /// Publish the release directory and its MANIFEST (a published version never changes
-    /// unless `--replace` is given).
-    Release(ReleaseArgs),
+    /// The single-stage commands, one per row of the stage table (`coreb <stage> MANIFEST`).
+    #[command(flatten)]
+    Stage(StageCommand),
     /// Rebuild a published release and compare every file, in two layers: the data (exit 1
     /// on a difference, named by file, row and field) and the provenance (the toolchain
     /// versions: named, exit 0 unless `--strict`).
@@ -169,7 +161,7 @@ pub enum Command {
     Audit(AuditArgs),
     /// Human validation of the rewrites: a review page of a sample, and the report of the
     /// reviewers' answers (`coreb review report`).
-    Review(crate::commands::review::ReviewArgs),
+    Review(ReviewArgs),
     /// Curate text–code training pairs from the sources of a corpus manifest, decontaminated
     /// against every published release.
     Corpus(CorpusArgs),
@@ -270,12 +262,96 @@ pub struct BuildArgs {
     pub replace: bool,
 }
 
-/// Arguments of `coreb release`.
+/// A single-stage command, `coreb <stage> MANIFEST …`: the stages it needs, then itself. Its
+/// subcommands are made from the stage table ([`StageName::ALL`]): each takes
+/// [`PlainStageArgs`], a stage that runs as shard processes also `--shard` ([`ShardArg`]),
+/// and `release` also `--replace` ([`ReplaceArg`]).
+#[derive(Debug)]
+pub struct StageCommand {
+    /// The stage.
+    pub stage: StageName,
+    /// The manifest, threads, output.
+    pub common: PlainStageArgs,
+    /// `--shard I/N` (only for a stage that runs as shard processes).
+    pub shard: Option<ShardSpec>,
+    /// `--replace` (only for `release`).
+    pub replace: bool,
+}
+
+impl StageCommand {
+    /// The subcommand of `stage`: its help from its row, its arguments from its properties.
+    fn subcommand(stage: StageName) -> clap::Command {
+        let cmd = PlainStageArgs::augment_args(clap::Command::new(stage.as_str()));
+        let cmd = match stage.shardable() {
+            true => ShardArg::augment_args(cmd),
+            false => cmd,
+        };
+        let cmd = match stage == StageName::Release {
+            true => ReplaceArg::augment_args(cmd),
+            false => cmd,
+        };
+        // After the arguments: each `augment_args` sets the help of its own struct.
+        cmd.about(stage.about()).long_about(None)
+    }
+}
+
+impl clap::FromArgMatches for StageCommand {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Self::from_arg_matches_mut(&mut matches.clone())
+    }
+
+    fn from_arg_matches_mut(matches: &mut clap::ArgMatches) -> Result<Self, clap::Error> {
+        let Some((name, mut sub)) = matches.remove_subcommand() else {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::MissingSubcommand,
+                "a stage is required",
+            ));
+        };
+        let stage: StageName = name
+            .parse()
+            .map_err(|e| clap::Error::raw(clap::error::ErrorKind::InvalidSubcommand, e))?;
+        let common = PlainStageArgs::from_arg_matches_mut(&mut sub)?;
+        let shard = match stage.shardable() {
+            true => ShardArg::from_arg_matches_mut(&mut sub)?.shard,
+            false => None,
+        };
+        let replace = match stage == StageName::Release {
+            true => ReplaceArg::from_arg_matches_mut(&mut sub)?.replace,
+            false => false,
+        };
+        Ok(StageCommand {
+            stage,
+            common,
+            shard,
+            replace,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Subcommand for StageCommand {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        StageName::ALL
+            .into_iter()
+            .fold(cmd, |cmd, stage| cmd.subcommand(Self::subcommand(stage)))
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        name.parse::<StageName>().is_ok()
+    }
+}
+
+/// `--replace` of `coreb release`.
 #[derive(Debug, Args)]
-pub struct ReleaseArgs {
-    /// What every stage command takes.
-    #[command(flatten)]
-    pub stage: PlainStageArgs,
+pub struct ReplaceArg {
     /// Replace the release if this version is already published with other content (else
     /// `release` refuses: published releases are immutable); the new MANIFEST records the
     /// sha256 of the MANIFEST it replaced.
@@ -283,12 +359,9 @@ pub struct ReleaseArgs {
     pub replace: bool,
 }
 
-/// Arguments shared by the single-stage commands: [`PlainStageArgs`] and `--shard`.
+/// `--shard` of the stage commands that run as shard processes.
 #[derive(Debug, Args)]
-pub struct StageArgs {
-    /// The manifest, threads, output.
-    #[command(flatten)]
-    pub common: PlainStageArgs,
+pub struct ShardArg {
     /// Run as shard process `I` of `N` (`0/4` … `3/4`; `rewrite`, `distract`, `abbreviate`,
     /// `generate`, `execute`, `queries`): the stages before this one run as usual (one process
     /// at a time, under a lock on the artifact store), then this stage handles the problems
@@ -299,8 +372,8 @@ pub struct StageArgs {
     pub shard: Option<ShardSpec>,
 }
 
-/// Arguments of the stage commands that do not run as shard processes (`fetch`, `ingest`,
-/// `dedup`, `filter`, `qrels`, `release`): [`StageArgs`] without `--shard`.
+/// What every stage command takes (`fetch` … `release`); a stage that runs as shard
+/// processes adds `--shard`.
 #[derive(Debug, Args)]
 pub struct PlainStageArgs {
     /// The build manifest (TOML).
@@ -319,13 +392,56 @@ pub struct PlainStageArgs {
     pub output_dir: Option<PathBuf>,
 }
 
-impl From<PlainStageArgs> for StageArgs {
-    fn from(a: PlainStageArgs) -> StageArgs {
-        StageArgs {
-            common: a,
-            shard: None,
-        }
-    }
+/// Arguments of `coreb review`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct ReviewArgs {
+    /// `report`: merge reviewers' answer files.
+    #[command(subcommand)]
+    pub command: Option<ReviewCommand>,
+    /// The release directory.
+    #[arg(required = true)]
+    pub release: Option<PathBuf>,
+    /// How many problems to draw (stratified by platform and difficulty).
+    #[arg(long, required = true)]
+    pub sample: Option<usize>,
+    /// The seed of the draw.
+    #[arg(long, required = true)]
+    pub seed: Option<u64>,
+    /// Write the page here (`DIR/index.html`).
+    #[arg(long, required = true)]
+    pub out: Option<PathBuf>,
+    /// The build directory holding the release's artifacts (default: the `output_dir` of the
+    /// build manifest embedded in the release).
+    #[arg(long)]
+    pub build_dir: Option<PathBuf>,
+}
+
+/// The subcommands of `coreb review`.
+#[derive(Debug, Subcommand)]
+pub enum ReviewCommand {
+    /// Merge reviewers' answer files: shares of "yes" with Wilson intervals, Cohen's and
+    /// Fleiss' κ, Krippendorff's α, the problems they disagree on.
+    Report(ReviewReportArgs),
+}
+
+/// Arguments of `coreb review report`.
+#[derive(Debug, Args)]
+pub struct ReviewReportArgs {
+    /// The release directory.
+    pub release: PathBuf,
+    /// The answer files (JSONL, exported by the review page).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write `review.json` and `review.md` here (default: `<release>/../reviews/<version>/`,
+    /// where the `[gates] review` gate reads it).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Record the review in the release: re-publish its card (`README.md`) with a "Human
+    /// validation" section and the card's entry in `MANIFEST.json`; the data files are not
+    /// touched.
+    #[arg(long)]
+    pub record: bool,
 }
 
 /// Arguments of `coreb verify`.
@@ -658,8 +774,8 @@ impl MergeStage {
         if s == "corpus" {
             return Ok(MergeStage::Corpus);
         }
-        match StageName::ALL.into_iter().find(|stage| stage.as_str() == s) {
-            Some(stage) if stage.shardable() => Ok(MergeStage::Build(stage)),
+        match s.parse::<StageName>() {
+            Ok(stage) if stage.shardable() => Ok(MergeStage::Build(stage)),
             _ => {
                 let names: Vec<&str> = std::iter::once("corpus")
                     .chain(
@@ -854,15 +970,16 @@ mod help_tests {
             .get_subcommands()
             .map(|s| s.get_name().to_owned())
             .collect();
+        let groups = command_groups();
         for name in &names {
-            let n = COMMAND_GROUPS
+            let n = groups
                 .iter()
                 .filter(|(_, g)| g.contains(&name.as_str()))
                 .count();
             assert_eq!(n, 1, "`{name}` is in {n} groups of COMMAND_GROUPS");
         }
-        for (group, g) in COMMAND_GROUPS {
-            for name in *g {
+        for (group, g) in &groups {
+            for name in g {
                 assert!(
                     names.iter().any(|n| n == name),
                     "group `{group}` lists `{name}`, which is not a command"
@@ -871,7 +988,7 @@ mod help_tests {
         }
         let help = command().render_help().to_string();
         let mut at = 0;
-        for (group, g) in COMMAND_GROUPS {
+        for (group, g) in &groups {
             let pos = help
                 .find(&format!("{group}:"))
                 .unwrap_or_else(|| panic!("no `{group}:` in\n{help}"));
@@ -879,7 +996,7 @@ mod help_tests {
             at = pos;
             let section = &help[pos..];
             let end = section.find("\n\n").unwrap_or(section.len());
-            for name in *g {
+            for name in g {
                 assert!(
                     section[..end]
                         .lines()

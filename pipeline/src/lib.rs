@@ -24,7 +24,6 @@ pub mod shard;
 use std::process::ExitCode;
 
 use cli::{Cli, Command};
-use engine::stage_name::StageName;
 
 /// Log through `tracing` to stderr, filtered by `RUST_LOG` (default: warnings), in colour only
 /// on a terminal.
@@ -51,18 +50,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Init(args) => commands::init::init(args),
         Command::Build(args) => commands::build::build(args),
-        Command::Fetch(args) => commands::build::stage(StageName::Fetch, args.into()),
-        Command::Ingest(args) => commands::build::stage(StageName::Ingest, args.into()),
-        Command::Dedup(args) => commands::build::stage(StageName::Dedup, args.into()),
-        Command::Filter(args) => commands::build::stage(StageName::Filter, args.into()),
-        Command::Rewrite(args) => commands::build::stage(StageName::Rewrite, args),
-        Command::Distract(args) => commands::build::stage(StageName::Distract, args),
-        Command::Abbreviate(args) => commands::build::stage(StageName::Abbreviate, args),
-        Command::Generate(args) => commands::build::stage(StageName::Generate, args),
-        Command::Execute(args) => commands::build::stage(StageName::Execute, args),
-        Command::Queries(args) => commands::build::stage(StageName::Queries, args),
-        Command::Qrels(args) => commands::build::stage(StageName::Qrels, args.into()),
-        Command::Release(args) => commands::build::release(args),
+        Command::Stage(args) => commands::build::stage(args),
         Command::Verify(args) => commands::verify::verify(args),
         Command::Check(args) => commands::check::check(args),
         Command::Eval(args) => commands::eval::eval(*args),

@@ -182,10 +182,10 @@ impl<'a> RewritePrompts<'a> {
     /// The rewrite stage's prompts among a build's.
     pub fn of(prompts: &'a coreb_llm::prompt::Prompts) -> Self {
         RewritePrompts {
-            rewrite: &prompts.rewrite,
-            tests: &prompts.rewrite_tests,
-            reference: &prompts.reference,
-            adapt_reference: &prompts.adapt_reference,
+            rewrite: &prompts[LlmStage::Rewrite],
+            tests: &prompts[LlmStage::RewriteTests],
+            reference: &prompts[LlmStage::Reference],
+            adapt_reference: &prompts[LlmStage::AdaptReference],
         }
     }
 }

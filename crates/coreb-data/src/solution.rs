@@ -138,8 +138,7 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
         let prompts = coreb_llm::prompt::Prompts::load(&dir).unwrap();
         for lang in Language::ALL {
-            prompts
-                .generate
+            prompts[coreb_llm::LlmStage::Generate]
                 .fragment(&format!("language_{lang}"))
                 .unwrap();
         }

@@ -11,67 +11,71 @@ use serde::{Deserialize, Serialize};
 use super::SamplingParams;
 use super::schema::StructuredOutput;
 
-/// The LLM stages (and the test-rewriting sub-step of `rewrite`, which has its own prompt).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LlmStage {
-    /// Counterfactual rewrite of title, statement and starter code.
-    Rewrite,
-    /// Rewriting test cases in batches (part of `rewrite`).
-    RewriteTests,
-    /// A Python solution of the original problem (part of `rewrite`, asked of the model that
-    /// rewrote it, when a test was rewritten: `execute` re-checks the rewritten tests with it).
-    Reference,
-    /// That solution adapted to the rewritten statement (part of `rewrite`).
-    AdaptReference,
-    /// Four distractor statements.
-    Distract,
-    /// The canonical summary.
-    Abbreviate,
-    /// Solutions.
-    Generate,
-    /// Search queries.
-    Queries,
-    /// Listwise reranking in `coreb eval` (not a build stage).
-    Rerank,
+/// Makes [`LlmStage`] from its rows: `Variant = "name" (also the prompt's file stem and the
+/// manifest's key), json <answers in JSON, with a schema beside its prompt>, build <its prompt
+/// is one of the build's [`crate::Prompts`]>`. An LLM stage's prompt is its row here and its
+/// files in `prompts/`.
+macro_rules! llm_stages {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $name:literal, json $json:literal, build $build:literal;
+    )*) => {
+        /// The LLM stages (and the sub-steps of `rewrite`, which have prompts of their own).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum LlmStage {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl LlmStage {
+            /// Every LLM stage.
+            pub const ALL: [LlmStage; [$($name),*].len()] = [$(LlmStage::$variant),*];
+
+            /// Is the stage's answer a JSON object (with a schema beside its prompt)?
+            pub fn answers_json(self) -> bool {
+                match self {
+                    $(LlmStage::$variant => $json,)*
+                }
+            }
+
+            /// Is its prompt one of the build's ([`crate::Prompts`]; `rerank`'s is
+            /// `coreb eval`'s)?
+            pub fn in_build(self) -> bool {
+                match self {
+                    $(LlmStage::$variant => $build,)*
+                }
+            }
+
+            /// The snake_case name (also the prompt's file stem).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(LlmStage::$variant => $name,)*
+                }
+            }
+        }
+    };
 }
 
-impl LlmStage {
-    /// Every LLM stage.
-    pub const ALL: [LlmStage; 9] = [
-        LlmStage::Rewrite,
-        LlmStage::RewriteTests,
-        LlmStage::Reference,
-        LlmStage::AdaptReference,
-        LlmStage::Distract,
-        LlmStage::Abbreviate,
-        LlmStage::Generate,
-        LlmStage::Queries,
-        LlmStage::Rerank,
-    ];
-
-    /// Is the stage's answer a JSON object (with a schema beside its prompt)?
-    pub fn answers_json(self) -> bool {
-        matches!(
-            self,
-            LlmStage::Rewrite | LlmStage::RewriteTests | LlmStage::Distract | LlmStage::Queries
-        )
-    }
-
-    /// The snake_case name (also the prompt's file stem).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LlmStage::Rewrite => "rewrite",
-            LlmStage::RewriteTests => "rewrite_tests",
-            LlmStage::Reference => "reference",
-            LlmStage::AdaptReference => "adapt_reference",
-            LlmStage::Distract => "distract",
-            LlmStage::Abbreviate => "abbreviate",
-            LlmStage::Generate => "generate",
-            LlmStage::Queries => "queries",
-            LlmStage::Rerank => "rerank",
-        }
-    }
+llm_stages! {
+    /// Counterfactual rewrite of title, statement and starter code.
+    Rewrite = "rewrite", json true, build true;
+    /// Rewriting test cases in batches (part of `rewrite`).
+    RewriteTests = "rewrite_tests", json true, build true;
+    /// A Python solution of the original problem (part of `rewrite`, asked of the model that
+    /// rewrote it, when a test was rewritten: `execute` re-checks the rewritten tests with it).
+    Reference = "reference", json false, build true;
+    /// That solution adapted to the rewritten statement (part of `rewrite`).
+    AdaptReference = "adapt_reference", json false, build true;
+    /// Four distractor statements.
+    Distract = "distract", json true, build true;
+    /// The canonical summary.
+    Abbreviate = "abbreviate", json false, build true;
+    /// Solutions.
+    Generate = "generate", json false, build true;
+    /// Search queries.
+    Queries = "queries", json true, build true;
+    /// Listwise reranking in `coreb eval` (not a build stage).
+    Rerank = "rerank", json false, build false;
 }
 
 coreb_base::display_as_str!(LlmStage);

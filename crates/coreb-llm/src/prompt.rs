@@ -197,29 +197,25 @@ impl Prompt {
     }
 }
 
-/// The prompts of the LLM stages, one per [`LlmStage`] (file `<dir>/<stage>.toml`).
+/// The prompts of the LLM stages, keyed by the stage: one per [`LlmStage`] of the build
+/// ([`LlmStage::in_build`]; file `<dir>/<stage>.toml`, and `<stage>.schema.json` beside it for
+/// a stage that answers in JSON). `prompts[stage]` is a stage's prompt.
 #[derive(Debug, Clone)]
-pub struct Prompts {
-    /// `rewrite.toml`.
-    pub rewrite: Prompt,
-    /// `rewrite_tests.toml`.
-    pub rewrite_tests: Prompt,
-    /// `reference.toml`.
-    pub reference: Prompt,
-    /// `adapt_reference.toml`.
-    pub adapt_reference: Prompt,
-    /// `distract.toml`.
-    pub distract: Prompt,
-    /// `abbreviate.toml`.
-    pub abbreviate: Prompt,
-    /// `generate.toml`.
-    pub generate: Prompt,
-    /// `queries.toml`.
-    pub queries: Prompt,
+pub struct Prompts(BTreeMap<LlmStage, Prompt>);
+
+impl std::ops::Index<LlmStage> for Prompts {
+    type Output = Prompt;
+
+    /// The prompt of a build stage (every one is loaded; `rerank`'s is not a build prompt:
+    /// `coreb eval` loads it, and asking it here is a bug).
+    fn index(&self, stage: LlmStage) -> &Prompt {
+        self.of(stage)
+            .unwrap_or_else(|| panic!("`{stage}` has no prompt among the build's"))
+    }
 }
 
 impl Prompts {
-    /// Load all eight from a directory, with the schemas of the JSON answers; each file's `id`
+    /// Load every build stage's from a directory, with the schemas of the JSON answers; each file's `id`
     /// must be its stem.
     pub fn load(dir: &Path) -> Result<Self, PromptError> {
         let load = |stage: LlmStage| -> Result<Prompt, PromptError> {
@@ -261,47 +257,31 @@ impl Prompts {
             }
             Ok(prompt)
         };
-        Ok(Prompts {
-            rewrite: load(LlmStage::Rewrite)?,
-            rewrite_tests: load(LlmStage::RewriteTests)?,
-            reference: load(LlmStage::Reference)?,
-            adapt_reference: load(LlmStage::AdaptReference)?,
-            distract: load(LlmStage::Distract)?,
-            abbreviate: load(LlmStage::Abbreviate)?,
-            generate: load(LlmStage::Generate)?,
-            queries: load(LlmStage::Queries)?,
-        })
+        LlmStage::ALL
+            .into_iter()
+            .filter(|s| s.in_build())
+            .map(|s| Ok((s, load(s)?)))
+            .collect::<Result<_, _>>()
+            .map(Prompts)
     }
 
     /// The prompt of a build stage (`None` for `rerank`, whose prompt `coreb eval` loads).
     pub fn of(&self, stage: LlmStage) -> Option<&Prompt> {
-        match stage {
-            LlmStage::Rewrite => Some(&self.rewrite),
-            LlmStage::RewriteTests => Some(&self.rewrite_tests),
-            LlmStage::Reference => Some(&self.reference),
-            LlmStage::AdaptReference => Some(&self.adapt_reference),
-            LlmStage::Distract => Some(&self.distract),
-            LlmStage::Abbreviate => Some(&self.abbreviate),
-            LlmStage::Generate => Some(&self.generate),
-            LlmStage::Queries => Some(&self.queries),
-            LlmStage::Rerank => None,
-        }
+        self.0.get(&stage)
     }
 
     /// (id, sha256) of every prompt, for a manifest.
     pub fn hashes(&self) -> BTreeMap<String, String> {
-        LlmStage::ALL
-            .into_iter()
-            .filter_map(|s| self.of(s))
+        self.0
+            .values()
             .map(|p| (p.id.clone(), p.sha256.clone()))
             .collect()
     }
 
     /// (id, sha256) of every schema, for a manifest.
     pub fn schema_hashes(&self) -> BTreeMap<String, String> {
-        LlmStage::ALL
-            .into_iter()
-            .filter_map(|s| self.of(s))
+        self.0
+            .values()
             .filter_map(|p| p.schema.as_ref().map(|s| (p.id.clone(), s.sha256.clone())))
             .collect()
     }
@@ -310,6 +290,26 @@ impl Prompts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_prompts_are_keyed_by_their_stage() {
+        let project = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
+        let prompts = Prompts::load(&project).unwrap();
+        for stage in LlmStage::ALL {
+            match stage.in_build() {
+                true => {
+                    assert_eq!(prompts[stage].id, stage.as_str());
+                    assert_eq!(prompts[stage].schema.is_some(), stage.answers_json());
+                }
+                false => assert!(prompts.of(stage).is_none(), "{stage}"),
+            }
+        }
+        let ids: Vec<String> = prompts.hashes().into_keys().collect();
+        assert_eq!(
+            ids.len(),
+            LlmStage::ALL.into_iter().filter(|s| s.in_build()).count()
+        );
+    }
 
     #[test]
     fn a_json_stage_needs_its_schema_and_a_prose_stage_has_none() {

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{BuildArgs, MergeArgs, PlainStageArgs, ReleaseArgs, StageArgs};
+use crate::cli::{BuildArgs, MergeArgs, PlainStageArgs, StageCommand};
 use crate::engine::stage_name::StageName;
 use crate::engine::{Engine, PlanOverrides, ReleaseSummary};
 use crate::printer::Printer;
@@ -53,18 +53,11 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run `coreb release` (with `--replace`: it may replace a published release).
-pub fn release(args: ReleaseArgs) -> anyhow::Result<ExitCode> {
-    stage_replacing(StageName::Release, args.stage.into(), args.replace)
-}
-
-/// Run one stage command (with `--shard i/N`: one shard process of it).
-pub fn stage(stage: StageName, args: StageArgs) -> anyhow::Result<ExitCode> {
-    stage_replacing(stage, args, false)
-}
-
-fn stage_replacing(stage: StageName, args: StageArgs, replace: bool) -> anyhow::Result<ExitCode> {
-    let StageArgs {
+/// Run one stage command, `coreb <stage> MANIFEST` (with `--shard i/N`: one shard process of
+/// it; `release --replace` may replace a published release).
+pub fn stage(args: StageCommand) -> anyhow::Result<ExitCode> {
+    let StageCommand {
+        stage,
         common:
             PlainStageArgs {
                 manifest,
@@ -74,6 +67,7 @@ fn stage_replacing(stage: StageName, args: StageArgs, replace: bool) -> anyhow::
                 output_dir,
             },
         shard,
+        replace,
     } = args;
     let mut plan = PlanOverrides {
         output_dir,

@@ -5,8 +5,7 @@
 
 use std::path::Path;
 
-use crate::cli::{Command, StoreCommand};
-use crate::commands::review::ReviewCommand;
+use crate::cli::{Command, ReviewCommand, StoreCommand};
 
 /// What a path argument must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,67 +6,14 @@
 //! into `review.json` and `review.md` and, with `--record`, re-publishes the release card with
 //! its "Human validation" section.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::release::review::{page, report};
-use clap::{Args, Subcommand};
 use coreb_base::errors::Usage;
 
+use crate::cli::{ReviewArgs, ReviewCommand};
 use crate::engine::release_build::BuildLookup;
 use crate::printer::Printer;
-
-/// Arguments of `coreb review`.
-#[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
-pub struct ReviewArgs {
-    /// `report`: merge reviewers' answer files.
-    #[command(subcommand)]
-    pub command: Option<ReviewCommand>,
-    /// The release directory.
-    #[arg(required = true)]
-    pub release: Option<PathBuf>,
-    /// How many problems to draw (stratified by platform and difficulty).
-    #[arg(long, required = true)]
-    pub sample: Option<usize>,
-    /// The seed of the draw.
-    #[arg(long, required = true)]
-    pub seed: Option<u64>,
-    /// Write the page here (`DIR/index.html`).
-    #[arg(long, required = true)]
-    pub out: Option<PathBuf>,
-    /// The build directory holding the release's artifacts (default: the `output_dir` of the
-    /// build manifest embedded in the release).
-    #[arg(long)]
-    pub build_dir: Option<PathBuf>,
-}
-
-/// The subcommands of `coreb review`.
-#[derive(Debug, Subcommand)]
-pub enum ReviewCommand {
-    /// Merge reviewers' answer files: shares of "yes" with Wilson intervals, Cohen's and
-    /// Fleiss' κ, Krippendorff's α, the problems they disagree on.
-    Report(ReportArgs),
-}
-
-/// Arguments of `coreb review report`.
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// The release directory.
-    pub release: PathBuf,
-    /// The answer files (JSONL, exported by the review page).
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
-    /// Write `review.json` and `review.md` here (default: `<release>/../reviews/<version>/`,
-    /// where the `[gates] review` gate reads it).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Record the review in the release: re-publish its card (`README.md`) with a "Human
-    /// validation" section and the card's entry in `MANIFEST.json`; the data files are not
-    /// touched.
-    #[arg(long)]
-    pub record: bool,
-}
+use crate::release::review::{page, report};
 
 /// Run `coreb review`.
 pub fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {

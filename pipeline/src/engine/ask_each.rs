@@ -132,9 +132,6 @@ impl<Q> AskEach<Q> {
 
 impl<Q: Question> Stage for AskEach<Q> {
     const NAME: StageName = Q::NAME;
-    const UPSTREAM: &'static [StageName] = &[StageName::Rewrite];
-    const SHARDABLE: bool = true;
-    const ASKS_MODELS: bool = true;
     type Summary = LlmSummary<LlmCounts, Q::Config>;
     type Local = LlmLocal;
     type Prepared = ();

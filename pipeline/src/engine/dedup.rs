@@ -109,7 +109,6 @@ impl Summary for DedupSummary {
 
 impl Stage for Dedup {
     const NAME: StageName = StageName::Dedup;
-    const UPSTREAM: &'static [StageName] = &[StageName::Ingest];
     type Summary = DedupSummary;
     type Local = ();
     /// The earlier releases' problems.

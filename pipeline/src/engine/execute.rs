@@ -317,9 +317,6 @@ pub struct PartCounts {
 
 impl Stage for Execute {
     const NAME: StageName = StageName::Execute;
-    const UPSTREAM: &'static [StageName] =
-        &[StageName::Filter, StageName::Rewrite, StageName::Generate];
-    const SHARDABLE: bool = true;
     type Summary = ExecuteSummary;
     type Local = ExecuteLocal;
     /// The key, for the journal.

@@ -53,7 +53,6 @@ impl Summary for FetchSummary {
 
 impl Stage for Fetch {
     const NAME: StageName = StageName::Fetch;
-    const UPSTREAM: &'static [StageName] = &[];
     type Summary = FetchSummary;
     type Local = FetchLocal;
     type Prepared = ();

@@ -77,7 +77,6 @@ impl Summary for FilterSummary {
 
 impl Stage for Filter {
     const NAME: StageName = StageName::Filter;
-    const UPSTREAM: &'static [StageName] = &[StageName::Dedup];
     type Summary = FilterSummary;
     type Local = ();
     type Prepared = ();

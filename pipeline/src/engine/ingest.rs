@@ -84,7 +84,6 @@ impl Summary for IngestStats {
 
 impl Stage for Ingest {
     const NAME: StageName = StageName::Ingest;
-    const UPSTREAM: &'static [StageName] = &[StageName::Fetch];
     type Summary = IngestStats;
     type Local = ();
     type Prepared = Option<Fused>;

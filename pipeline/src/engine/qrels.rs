@@ -129,14 +129,6 @@ fn flag_ambiguous(
 
 impl Stage for Qrels {
     const NAME: StageName = StageName::Qrels;
-    const UPSTREAM: &'static [StageName] = &[
-        StageName::Rewrite,
-        StageName::Distract,
-        StageName::Abbreviate,
-        StageName::Generate,
-        StageName::Execute,
-        StageName::Queries,
-    ];
     type Summary = QrelsSummary;
     type Local = ();
     type Prepared = Prepared;
@@ -163,15 +155,13 @@ impl Stage for Qrels {
             .iter()
             .cloned()
             .collect();
-        let upstream = [
-            StageName::Rewrite,
-            StageName::Distract,
-            StageName::Abbreviate,
-            StageName::Generate,
-            StageName::Queries,
-        ]
-        .map(|s| up.record(s));
-        let upstream = upstream.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+        // The records of the stages it reads that ask models (in the order of its row).
+        let upstream = StageName::Qrels
+            .reads()
+            .iter()
+            .filter(|s| s.asks_models())
+            .map(|s| up.record(*s))
+            .collect::<anyhow::Result<Vec<_>>>()?;
         let key = input_key(
             StageName::Qrels.as_str(),
             &(

@@ -37,7 +37,7 @@ impl Question for Queries {
             queries(
                 &a.config,
                 &a.models,
-                &a.llm.prompts.queries,
+                &a.llm.prompts[LlmStage::Queries],
                 &a.problems,
                 Some(&handled),
                 g,

@@ -27,15 +27,14 @@ use crate::release::review::recorded::recorded_review;
 pub struct Release;
 
 /// The stages whose LLM answers the release's regeneration kit carries, and whose authors
-/// its card counts.
-const ANSWERED: [StageName; 6] = [
-    StageName::Rewrite,
-    StageName::Distract,
-    StageName::Abbreviate,
-    StageName::Generate,
-    StageName::Execute,
-    StageName::Queries,
-];
+/// its card counts: those it reads from `rewrite` up to (not including) `qrels`.
+fn answered() -> impl Iterator<Item = StageName> {
+    StageName::Release
+        .reads()
+        .iter()
+        .copied()
+        .filter(|s| (StageName::Rewrite..StageName::Qrels).contains(s))
+}
 
 /// What `release` published: the version, its counts and BM25's nDCG@10 per task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,17 +76,6 @@ pub struct ReleaseLocal {
 
 impl Stage for Release {
     const NAME: StageName = StageName::Release;
-    const UPSTREAM: &'static [StageName] = &[
-        StageName::Fetch,
-        StageName::Filter,
-        StageName::Rewrite,
-        StageName::Distract,
-        StageName::Abbreviate,
-        StageName::Generate,
-        StageName::Execute,
-        StageName::Queries,
-        StageName::Qrels,
-    ];
     type Summary = ReleaseSummary;
     type Local = ReleaseLocal;
     type Prepared = Keyed;
@@ -99,8 +87,7 @@ impl Stage for Release {
         let manifest_rel = plan.recorded_manifest_path.clone().unwrap_or_else(|| {
             relative_path(&plan.releases_dir.join(&plan.version), &plan.manifest_path)
         });
-        let recorded = ANSWERED
-            .into_iter()
+        let recorded = answered()
             .chain([StageName::Filter, StageName::Qrels])
             .map(|s| up.report(s))
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -167,8 +154,7 @@ impl Stage for Release {
             serde_json::from_str(&fs_err::read_to_string(&path)?)
                 .with_context(|| format!("reading `{}`", path.display()))?
         };
-        let answered = ANSWERED
-            .into_iter()
+        let answered = answered()
             .map(|s| up.report(s))
             .collect::<anyhow::Result<Vec<_>>>()?;
         let written_by = answered.iter().fold(WrittenBy::default(), |mut sum, r| {

@@ -95,9 +95,6 @@ pub enum Mode {
 
 impl Stage for Rewrite {
     const NAME: StageName = StageName::Rewrite;
-    const UPSTREAM: &'static [StageName] = &[StageName::Filter];
-    const SHARDABLE: bool = true;
-    const ASKS_MODELS: bool = true;
     type Summary = RewriteSummary;
     type Local = LlmLocal;
     type Prepared = Mode;
@@ -226,18 +223,16 @@ fn rewrite(
             f.reason
         ));
     }
-    let prompts = BTreeMap::from([
-        ("rewrite".to_owned(), ctx.prompts.rewrite.sha256.clone()),
-        (
-            "rewrite_tests".to_owned(),
-            ctx.prompts.rewrite_tests.sha256.clone(),
-        ),
-        ("reference".to_owned(), ctx.prompts.reference.sha256.clone()),
-        (
-            "adapt_reference".to_owned(),
-            ctx.prompts.adapt_reference.sha256.clone(),
-        ),
-    ]);
+    // The prompts of `rewrite` and its sub-steps, by name.
+    let prompts: BTreeMap<String, String> = [
+        LlmStage::Rewrite,
+        LlmStage::RewriteTests,
+        LlmStage::Reference,
+        LlmStage::AdaptReference,
+    ]
+    .into_iter()
+    .map(|s| (s.as_str().to_owned(), ctx.prompts[s].sha256.clone()))
+    .collect();
     let asked = Asked {
         rows_in: stats.llm.items_in,
         rows_out: written,

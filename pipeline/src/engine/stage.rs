@@ -29,16 +29,9 @@ use crate::shard::PartMarker;
 /// shard process, as its part); then lets the stage [`announce`](Stage::announce) it. A stage
 /// reads and writes through the [`StageContext`] it is given, never through the engine.
 pub trait Stage: Sync + 'static {
-    /// Its name.
+    /// Its name: its row of the build ([`super::stage_name::stage_rows!`]) says what it
+    /// reads, whether it runs as shard processes and whether it asks models.
     const NAME: StageName;
-    /// The stages whose records it reads (each runs, or is found unchanged, before it).
-    const UPSTREAM: &'static [StageName];
-    /// Whether it runs as shard processes (`--shard i/N`), each on the items whose id hash
-    /// falls in its shard ([`StageContext::handles`]).
-    const SHARDABLE: bool = false;
-    /// Whether it asks models (an LLM stage: `llm.min_kept_share` applies, the preflight asks
-    /// its endpoint).
-    const ASKS_MODELS: bool = false;
     /// Its summary: what it produced, counted, and the facts downstream keys and the release
     /// MANIFEST read. Part of the record's fingerprint, so it holds nothing of the machine or
     /// the run.
@@ -248,8 +241,24 @@ impl<'a> Upstream<'a> {
         self.until
     }
 
-    /// The report of upstream stage `name`.
+    /// The report of upstream stage `name`: refused unless the stage's row declares that it
+    /// reads `name` ([`StageName::reads`]), so that what a stage reads is what its key can
+    /// name.
     pub fn report(&self, name: StageName) -> anyhow::Result<&'a StageReport> {
+        let stage = self.stage;
+        if !stage.reads().contains(&name) {
+            let declared: Vec<&str> = stage.reads().iter().map(|s| s.as_str()).collect();
+            anyhow::bail!(
+                "stage `{stage}` read the record of `{name}`, which its row of the stage table does \
+                 not declare (it reads: {}); add `{name:?}` to the `reads` of its row in \
+                 `pipeline/src/engine/stage_name.rs`",
+                if declared.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    declared.join(", ")
+                }
+            );
+        }
         self.reports
             .iter()
             .find(|r| r.stage == name)
@@ -272,12 +281,6 @@ impl<'a> Upstream<'a> {
 pub trait Runner: Sync {
     /// The stage's name.
     fn name(&self) -> StageName;
-    /// The stages it reads.
-    fn upstream(&self) -> &'static [StageName];
-    /// Whether it runs as shard processes.
-    fn shardable(&self) -> bool;
-    /// Whether it asks models.
-    fn asks_models(&self) -> bool;
     /// Run it (or find it unchanged) after the stages of `up`.
     fn run(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<StageReport>;
 }
@@ -287,20 +290,8 @@ impl<T: Stage> Runner for T {
         T::NAME
     }
 
-    fn upstream(&self) -> &'static [StageName] {
-        T::UPSTREAM
-    }
-
-    fn shardable(&self) -> bool {
-        T::SHARDABLE
-    }
-
-    fn asks_models(&self) -> bool {
-        T::ASKS_MODELS
-    }
-
     fn run(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<StageReport> {
-        for name in T::UPSTREAM {
+        for name in T::NAME.reads() {
             up.report(*name)?;
         }
         let (key, mut prepared) = self.key(cx, up)?;
@@ -338,5 +329,35 @@ impl<T: Stage> Runner for T {
         };
         self.announce(cx, &report);
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stage_reading_a_stage_its_row_does_not_declare_is_refused() {
+        let up = Upstream::new(StageName::Filter, &[], StageName::Release);
+        // Declared (`filter` reads `dedup`): the error is only that it did not run here.
+        let err = up.record(StageName::Dedup).unwrap_err().to_string();
+        assert_eq!(err, "stage `dedup` did not run before `filter`");
+        // Not declared: refused whatever ran, naming the stage, what it reads and where to
+        // declare it.
+        let err = up.record(StageName::Ingest).unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "stage `filter` read the record of `ingest`, which its row of the stage table \
+                 does not declare (it reads: dedup)"
+            ),
+            "{err}"
+        );
+        assert!(
+            err.contains("add `Ingest` to the `reads` of its row"),
+            "{err}"
+        );
+        let fetch = Upstream::new(StageName::Fetch, &[], StageName::Release);
+        let err = fetch.report(StageName::Ingest).unwrap_err().to_string();
+        assert!(err.contains("(it reads: nothing)"), "{err}");
     }
 }

@@ -24,7 +24,7 @@ use coreb_eval::run::ClientOptions;
 use coreb_llm::gateway::api_key_from_env;
 use coreb_llm::prompt::Prompts;
 use coreb_llm::run::ModelPlan;
-use coreb_llm::{Counted, Gateway, ResponseStore};
+use coreb_llm::{Counted, Gateway, LlmStage, ResponseStore};
 use coreb_sandbox::Sandbox;
 use coreb_stages::generate::{GenerateConfig, generate};
 
@@ -64,7 +64,7 @@ pub fn model_audit<B: ReleaseBuild>(
     })?;
 
     let built_with = lookup.generate_prompt_sha256();
-    if built_with.is_some_and(|sha| sha != prompts.generate.sha256) {
+    if built_with.is_some_and(|sha| sha != prompts[LlmStage::Generate].sha256) {
         printer.status(format!(
             "note: the `generate` prompt in `{}` differs from the one the release was built with",
             prompts_dir.display()
@@ -95,12 +95,24 @@ pub fn model_audit<B: ReleaseBuild>(
         progress: &tick,
     };
     let generated = runtime.block_on(async {
-        let o = generate(&gen_config, &plan, &prompts.generate, &originals, &observed)
-            .await
-            .context("generating solutions to the original problems")?;
-        let r = generate(&gen_config, &plan, &prompts.generate, &rewrites, &observed)
-            .await
-            .context("generating solutions to the rewritten problems")?;
+        let o = generate(
+            &gen_config,
+            &plan,
+            &prompts[LlmStage::Generate],
+            &originals,
+            &observed,
+        )
+        .await
+        .context("generating solutions to the original problems")?;
+        let r = generate(
+            &gen_config,
+            &plan,
+            &prompts[LlmStage::Generate],
+            &rewrites,
+            &observed,
+        )
+        .await
+        .context("generating solutions to the rewritten problems")?;
         anyhow::Ok((o, r))
     });
     let (gen_original, gen_rewritten) =
@@ -185,7 +197,7 @@ pub fn model_audit<B: ReleaseBuild>(
         language,
         samples,
         sampling: config.sampling.clone(),
-        prompt_sha256: prompts.generate.sha256.clone(),
+        prompt_sha256: prompts[LlmStage::Generate].sha256.clone(),
         windows,
         overall,
         problems,

@@ -35,12 +35,18 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         // Stopped while no stage listens, the process ends at once: it says the same.
         let said = stopped_line(&args);
         coreb_base::interrupt::say_when_stopped(said);
+        let build = |plan, printer| {
+            crate::engine::Engine::new(plan, printer, false)?
+                .run_until(crate::engine::stage_name::StageName::Release)
+                .map(drop)
+        };
         crate::release::verify::verify(
             &args.release,
             args.sources.as_deref(),
             args.trust_release_sandbox,
             args.strict,
             printer,
+            &build,
         )
         .map_err(|e| stopped(e, &args))?
         .failed(args.strict)

@@ -1,10 +1,6 @@
 //! `dedup`: reads the ingested problems and every earlier release's problems, calls
 //! [`coreb_stages::dedup::dedup`], writes the kept problems and the duplicates report.
 
-use std::path::PathBuf;
-
-use anyhow::{Context, bail};
-use coreb_base::hashing::sha256_file;
 use coreb_data::problem::Problem;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
@@ -16,49 +12,8 @@ use super::stage::{Done, Stage, Upstream};
 use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, Summary};
 use crate::artifacts::input_key;
-use crate::manifest::RunPlan;
+use crate::release::layout::{EarlierRelease, earlier_releases};
 use coreb_base::durable;
-
-/// An earlier release's problems table.
-#[derive(Debug, serde::Serialize)]
-pub struct Published {
-    pub(crate) version: String,
-    sha256: String,
-    #[serde(skip)]
-    pub(crate) path: PathBuf,
-}
-
-/// Earlier releases under `releases_dir`: `vYYYYMM` directories before this version.
-pub(crate) fn earlier_releases(plan: &RunPlan) -> anyhow::Result<Vec<Published>> {
-    let dir = &plan.releases_dir;
-    if !dir.exists() {
-        return Ok(Vec::new());
-    }
-    let mut found = Vec::new();
-    for entry in fs_err::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let is_version = crate::manifest::has_version_shape(&name);
-        if !is_version || name >= plan.version || !entry.path().is_dir() {
-            continue;
-        }
-        let path = entry.path().join("problems.parquet");
-        if !path.exists() {
-            bail!(
-                "release `{}` has no `problems.parquet`: cannot check that this release is problem-disjoint from it",
-                entry.path().display()
-            );
-        }
-        let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
-        found.push(Published {
-            version: name,
-            sha256,
-            path,
-        });
-    }
-    found.sort_by(|a, b| a.version.cmp(&b.version));
-    Ok(found)
-}
 
 fn item(p: Problem, origin: Origin) -> Item {
     Item {
@@ -112,13 +67,13 @@ impl Stage for Dedup {
     type Summary = DedupSummary;
     type Local = ();
     /// The earlier releases' problems.
-    type Prepared = Vec<Published>;
+    type Prepared = Vec<EarlierRelease>;
 
     fn key(
         &self,
         cx: &StageContext,
         up: &Upstream<'_>,
-    ) -> anyhow::Result<(String, Vec<Published>)> {
+    ) -> anyhow::Result<(String, Vec<EarlierRelease>)> {
         let published = earlier_releases(cx.plan())?;
         let key = input_key(
             StageName::Dedup.as_str(),
@@ -132,7 +87,7 @@ impl Stage for Dedup {
         &self,
         cx: &StageContext,
         up: &Upstream<'_>,
-        published: Vec<Published>,
+        published: Vec<EarlierRelease>,
         out: &StageOutput,
     ) -> anyhow::Result<Done<DedupSummary, ()>> {
         let config = &cx.plan().stages.dedup;

@@ -183,7 +183,7 @@ impl Engine {
         };
         let notes = check.check(|| Ok(self.cx.runtime()?.handle().clone()))?;
         // A control build (`[control]`) needs its published release before any stage runs.
-        control::controlled(self.cx.plan())?;
+        crate::release::control::controlled(self.cx.plan())?;
         if until >= StageName::Execute {
             self.cx.judge()?;
         }

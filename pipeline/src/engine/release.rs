@@ -92,7 +92,7 @@ impl Stage for Release {
             .map(|s| up.report(s))
             .collect::<anyhow::Result<Vec<_>>>()?;
         let (stages, models) = stage_facts(&recorded);
-        let controlled = super::control::controlled(plan)?;
+        let controlled = crate::release::control::controlled(plan)?;
         let review = recorded_review(
             &plan.releases_dir,
             &plan.version,

@@ -18,7 +18,7 @@ use crate::manifest::RunPlan;
 /// Problem ids of every release before this one (from their `problems.parquet`).
 pub fn earlier_problem_ids(plan: &RunPlan) -> anyhow::Result<Vec<(String, BTreeSet<ProblemId>)>> {
     let mut out = Vec::new();
-    for release in crate::engine::dedup::earlier_releases(plan)? {
+    for release in super::layout::earlier_releases(plan)? {
         let ids = ProblemReader::open(&release.path)?
             .map(|p| p.map(|p| p.id))
             .collect::<Result<_, _>>()?;
@@ -106,7 +106,7 @@ pub fn gate(
                 .map(ToString::to_string),
         );
     }
-    let earlier: Vec<PathBuf> = crate::engine::dedup::earlier_releases(plan)?
+    let earlier: Vec<PathBuf> = super::layout::earlier_releases(plan)?
         .into_iter()
         .filter_map(|r| r.path.parent().map(Path::to_owned))
         .collect();

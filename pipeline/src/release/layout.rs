@@ -1,5 +1,6 @@
 //! The published release's layout: its tables (the eight Parquet configs and each task's
-//! BEIR/MTEB folder), its source problems, and where a path is recorded relative to it.
+//! BEIR/MTEB folder), its source problems, where a path is recorded relative to it, and the
+//! earlier releases beside it ([`earlier_releases`]).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,11 @@ use coreb_data::tables::published::{
 };
 use coreb_data::tables::{ProblemReader, ProblemWriter};
 use coreb_stages::release::beir;
+
+use anyhow::{Context, bail};
+use coreb_base::hashing::sha256_file;
+
+use crate::manifest::RunPlan;
 
 /// `to` relative to the directory `from` (both absolute and normalised).
 pub fn relative_path(from: &Path, to: &Path) -> String {
@@ -92,4 +98,45 @@ mod tests {
             "x"
         );
     }
+}
+
+/// An earlier release's problems table (what `dedup` and the release's gates read of it).
+#[derive(Debug, serde::Serialize)]
+pub struct EarlierRelease {
+    pub(crate) version: String,
+    sha256: String,
+    #[serde(skip)]
+    pub(crate) path: PathBuf,
+}
+
+/// Earlier releases under `releases_dir`: `vYYYYMM` directories before this version.
+pub fn earlier_releases(plan: &RunPlan) -> anyhow::Result<Vec<EarlierRelease>> {
+    let dir = &plan.releases_dir;
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let mut found = Vec::new();
+    for entry in fs_err::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_version = crate::manifest::has_version_shape(&name);
+        if !is_version || name >= plan.version || !entry.path().is_dir() {
+            continue;
+        }
+        let path = entry.path().join("problems.parquet");
+        if !path.exists() {
+            bail!(
+                "release `{}` has no `problems.parquet`: cannot check that this release is problem-disjoint from it",
+                entry.path().display()
+            );
+        }
+        let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
+        found.push(EarlierRelease {
+            version: name,
+            sha256,
+            path,
+        });
+    }
+    found.sort_by(|a, b| a.version.cmp(&b.version));
+    Ok(found)
 }

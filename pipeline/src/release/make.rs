@@ -21,14 +21,14 @@ use coreb_llm::run::WrittenBy;
 use coreb_stages::release::{CONFIGS, CardInfo, check_disjoint, dataset_card, license_text};
 use serde::Serialize;
 
+use super::control::{self, Controlled};
+use super::facts::StageFacts;
 use super::gates::{earlier_problem_ids, gate, purpose_gate};
 use super::kit::write_kit;
 use super::layout::{write_source_problems, write_tables};
 use super::publish::{Published, published_state, release_exists};
 use super::review::recorded::RecordedReview;
 use crate::artifacts::{TOOL_VERSION, hash_tree};
-use crate::engine::control::{self, Controlled};
-use crate::engine::summary::StageFacts;
 use crate::manifest::RunPlan;
 use crate::printer::Printer;
 

@@ -1,5 +1,6 @@
 //! The published release, in one place: making and publishing it step by step ([`make`]),
-//! its layout ([`layout`]: the tables, the source problems), its gates ([`gates`]), its
+//! what its MANIFEST records of each stage ([`facts`]), a control release against the release
+//! it controls ([`control`]), its layout ([`layout`]: the tables, the source problems), its gates ([`gates`]), its
 //! regeneration kit written and read ([`kit`]), what publishing finds already there
 //! ([`publish`]), its verification by rebuilding it
 //! ([`verify`]: the checksums, the rebuild from the kit, the comparison), its export in the
@@ -9,7 +10,9 @@
 //! The engine's `release` stage computes its key and calls [`make::make`]; `coreb verify`, `coreb
 //! export` and `coreb review` parse their arguments and print.
 
+pub mod control;
 pub mod export;
+pub mod facts;
 pub mod gates;
 pub mod kit;
 pub mod layout;

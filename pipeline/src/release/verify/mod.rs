@@ -239,6 +239,10 @@ fn locate(dir: &Path) -> anyhow::Result<(PathBuf, Located)> {
     Ok((dir.to_owned(), Located::Release))
 }
 
+/// Runs a build plan through its `release` stage: the engine, which `coreb verify` gives (the
+/// release's home sits below the engine and never starts one itself).
+pub type Build<'a> = &'a dyn Fn(crate::manifest::RunPlan, Printer) -> anyhow::Result<()>;
+
 /// Check the release at `release` against its MANIFEST, rebuild it and compare every
 /// checksum; each difference is printed and returned, one line each (none: verified).
 ///
@@ -261,12 +265,13 @@ pub fn verify(
     trust_release_sandbox: bool,
     strict: bool,
     printer: Printer,
+    build: Build<'_>,
 ) -> anyhow::Result<Verified> {
     let given = fs_err::canonicalize(release)?;
     let (dir, located) = locate(&given)?;
     let found = match located {
         Located::Release if fs_err::symlink_metadata(dir.join(KIT_DIR)).is_ok() => {
-            rebuild_from_kit(&dir, None, sources, trust_release_sandbox, printer)?
+            rebuild_from_kit(&dir, None, sources, trust_release_sandbox, printer, build)?
         }
         Located::Release => {
             if sources.is_some() {
@@ -275,11 +280,16 @@ pub fn verify(
                     dir.display()
                 );
             }
-            rebuild_where_built(&dir, trust_release_sandbox, printer)?
+            rebuild_where_built(&dir, trust_release_sandbox, printer, build)?
         }
-        Located::ExportedKit { export } => {
-            rebuild_from_kit(&dir, Some(export), sources, trust_release_sandbox, printer)?
-        }
+        Located::ExportedKit { export } => rebuild_from_kit(
+            &dir,
+            Some(export),
+            sources,
+            trust_release_sandbox,
+            printer,
+            build,
+        )?,
     };
     found.summary(strict, &printer);
     Ok(found)

@@ -10,12 +10,10 @@ use super::compare::{
     ManifestDifference, describe_table_difference, describe_text_difference, manifest_difference,
 };
 use super::{
-    Verified, checksums, damage, exported_kit_checksums, files_by_sha256, place, recorded_review,
-    safe_relative,
+    Build, Verified, checksums, damage, exported_kit_checksums, files_by_sha256, place,
+    recorded_review, safe_relative,
 };
 use crate::artifacts::hash_tree;
-use crate::engine::Engine;
-use crate::engine::stage_name::StageName;
 use crate::manifest::{EmbeddedManifest, ManifestFile, RunPlan, lexical_join};
 use crate::printer::Printer;
 use crate::release::kit::{KIT_ANSWERS, KIT_DIR, KIT_MANIFEST, check_kit_manifest, import_answers};
@@ -45,6 +43,7 @@ pub(super) fn rebuild_from_kit(
     sources: Option<&Path>,
     trusted: bool,
     printer: Printer,
+    build: Build<'_>,
 ) -> anyhow::Result<Verified> {
     let embedded = read_kit_manifest(dir)?;
     let (kit_dir, mut found) = check_kit(dir, &embedded, export.is_some(), trusted, &printer)?;
@@ -71,7 +70,7 @@ pub(super) fn rebuild_from_kit(
         embedded.release.version,
         scratch.path().display()
     ));
-    let rebuilt = rebuild(plan, printer)?;
+    let rebuilt = rebuild(plan, printer, build)?;
     compare_rebuilt(
         &embedded.release,
         &fs_err::read(&embedded.manifest_file)?,
@@ -313,12 +312,11 @@ fn rebuild_plan(
     Ok(plan)
 }
 
-/// Run the build of `plan` through its `release` stage; returns where it published the
-/// release.
-fn rebuild(plan: RunPlan, printer: Printer) -> anyhow::Result<PathBuf> {
+/// Run the build of `plan` through its `release` stage (`build`: the engine, which the caller
+/// gives); returns where it published the release.
+fn rebuild(plan: RunPlan, printer: Printer, build: Build<'_>) -> anyhow::Result<PathBuf> {
     let rebuilt = plan.publish_dir.clone();
-    let engine = Engine::new(plan, printer, false)?;
-    engine.run_until(StageName::Release)?;
+    build(plan, printer)?;
     Ok(rebuilt)
 }
 
@@ -430,6 +428,7 @@ pub(super) fn rebuild_where_built(
     dir: &Path,
     trust_release_sandbox: bool,
     printer: Printer,
+    build: Build<'_>,
 ) -> anyhow::Result<Verified> {
     let (manifest, damaged) = checksums(dir)?;
     let mut found = Verified {
@@ -463,7 +462,7 @@ pub(super) fn rebuild_where_built(
         manifest.version,
         scratch.path().display()
     ));
-    let rebuilt = rebuild(plan, printer)?;
+    let rebuilt = rebuild(plan, printer, build)?;
     compare_rebuilt(
         &manifest,
         &fs_err::read(&embedded.manifest_file)?,

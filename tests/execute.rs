@@ -1958,6 +1958,43 @@ fn idle_slots_let_sleeping_tests_give_way_with_the_same_verdicts() {
     assert!(plain.results.iter().any(|r| r.passed) && plain.results.iter().any(|r| !r.passed));
 }
 
+/// Judge `solutions` of `kind` (a problem whose answer kind is not exact) and of `exact` (the
+/// same problem compared exactly): 20 results, each recording the comparison its problem asks
+/// for; each solution with its result and whether it is of `kind`.
+fn judged_beside_exact<'a>(
+    kind: &Problem,
+    exact: &Problem,
+    solutions: &'a [Solution],
+) -> Vec<(&'a Solution, SolutionResult, bool)> {
+    let out = execute(
+        &ExecuteConfig::default(),
+        &[kind.clone(), exact.clone()],
+        solutions,
+        sandbox(),
+        2,
+    )
+    .unwrap();
+    assert_eq!(out.results.len(), 20);
+    solutions
+        .iter()
+        .zip(out.results)
+        .map(|(s, r)| {
+            let of_kind = s.problem_id == kind.id;
+            let expected = if of_kind {
+                kind.answer
+            } else {
+                AnswerKind::Exact
+            };
+            assert_eq!(
+                r.comparison, expected,
+                "{} ({}): {}",
+                s.id, s.model, r.message
+            );
+            (s, r, of_kind)
+        })
+        .collect()
+}
+
 /// Issue #58: a problem whose statement says its answer may be in any order is compared as a
 /// multiset in every language: a correct solution returning another order than the tests hold
 /// passes, a wrong one still fails, and the same correct solution on the problem compared
@@ -1986,33 +2023,14 @@ fn unordered_answers_pass_in_another_order_in_every_language() {
             solutions.push(solution(&exact.id, language, &file, kind));
         }
     }
-    let out = execute(
-        &ExecuteConfig::default(),
-        &[unordered.clone(), exact.clone()],
-        &solutions,
-        sandbox(),
-        2,
-    )
-    .unwrap();
-    assert_eq!(out.results.len(), 20);
-    for (s, r) in solutions.iter().zip(&out.results) {
-        let what = format!("{} ({}): {:?} {}", s.id, s.model, verdicts(r), r.message);
-        let is_unordered = s.problem_id == unordered.id;
-        assert_eq!(
-            r.comparison,
-            if is_unordered {
-                AnswerKind::Unordered
-            } else {
-                AnswerKind::Exact
-            },
-            "{what}"
-        );
+    for (s, r, is_unordered) in judged_beside_exact(&unordered, &exact, &solutions) {
+        let what = format!("{} ({}): {:?} {}", s.id, s.model, verdicts(&r), r.message);
         match (s.model.as_str(), is_unordered) {
             ("ok", true) => assert!(r.passed, "{what}"),
             // The first test's answer comes in another order: exact comparison fails it.
-            ("ok", false) => assert_eq!(verdicts(r)[0], Verdict::WrongAnswer, "{what}"),
+            ("ok", false) => assert_eq!(verdicts(&r)[0], Verdict::WrongAnswer, "{what}"),
             _ => assert!(
-                !r.passed && verdicts(r).contains(&Verdict::WrongAnswer),
+                !r.passed && verdicts(&r).contains(&Verdict::WrongAnswer),
                 "{what}"
             ),
         }
@@ -2246,31 +2264,12 @@ fn any_case_answers_pass_in_another_case_in_every_language() {
             }
         }
     }
-    let out = execute(
-        &ExecuteConfig::default(),
-        &[any_case.clone(), exact.clone()],
-        &solutions,
-        sandbox(),
-        2,
-    )
-    .unwrap();
-    assert_eq!(out.results.len(), 20);
-    for (s, r) in solutions.iter().zip(&out.results) {
-        let what = format!("{} ({}): {:?} {}", s.id, s.model, verdicts(r), r.message);
-        let is_any_case = s.problem_id == any_case.id;
-        assert_eq!(
-            r.comparison,
-            if is_any_case {
-                AnswerKind::AnyCase
-            } else {
-                AnswerKind::Exact
-            },
-            "{what}"
-        );
+    for (s, r, is_any_case) in judged_beside_exact(&any_case, &exact, &solutions) {
+        let what = format!("{} ({}): {:?} {}", s.id, s.model, verdicts(&r), r.message);
         match (s.model.as_str(), is_any_case) {
             ("ok", true) => assert!(r.passed, "{what}"),
             _ => assert_eq!(
-                verdicts(r),
+                verdicts(&r),
                 [Verdict::WrongAnswer, Verdict::WrongAnswer],
                 "{what}"
             ),

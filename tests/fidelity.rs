@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use coreb_data::solution::Language;
 use coreb_data::strip::has_comments;
 
-use crate::support::root;
+use crate::support::{jsonl, root};
 
 fn release() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -89,7 +89,7 @@ fn no_sample_leetcode_code_document_carries_a_driver() {
         "code2code/corpus.jsonl",
         "code2code/queries.jsonl",
     ] {
-        for doc in jsonl(release().join(file)) {
+        for doc in jsonl(&release().join(file)) {
             let problem = doc["problem_id"]
                 .as_str()
                 .or_else(|| doc["source_problem_id"].as_str())
@@ -108,17 +108,9 @@ fn no_sample_leetcode_code_document_carries_a_driver() {
     assert_eq!(with_driver, Vec::<String>::new());
 }
 
-fn jsonl(path: PathBuf) -> Vec<serde_json::Value> {
-    fs_err::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn sample_search_queries_are_natural_language_and_name_their_language() {
-    let queries = jsonl(release().join("text2code/queries.jsonl"));
+    let queries = jsonl(&release().join("text2code/queries.jsonl"));
     let search: Vec<&serde_json::Value> = queries
         .iter()
         .filter(|q| q["subtask"] == "search")
@@ -167,7 +159,7 @@ fn sample_search_queries_are_natural_language_and_name_their_language() {
 
 #[test]
 fn sample_distractors_are_complete_statements_of_comparable_length() {
-    let corpus = jsonl(release().join("code2text/corpus.jsonl"));
+    let corpus = jsonl(&release().join("code2text/corpus.jsonl"));
     let statement_words = |problem: &serde_json::Value| {
         let full = corpus
             .iter()

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::support::{coreb, python, root, run, text};
+use crate::support::{coreb, jsonl, python, root, run, text};
 
 fn sample() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -36,14 +36,6 @@ fn eval(dir: &Path, run_file: &Path, extra: &[&str]) -> serde_json::Value {
     assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     v["tasks"][0].clone()
-}
-
-fn jsonl(path: &Path) -> Vec<serde_json::Value> {
-    fs_err::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]

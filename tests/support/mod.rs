@@ -167,3 +167,13 @@ pub fn trec_qrels(tsv: &std::path::Path) -> String {
         })
         .collect()
 }
+
+/// Every line of a JSON Lines file, parsed (a test's reading of what coreb wrote: any error
+/// panics, naming the file).
+pub fn jsonl(path: &std::path::Path) -> Vec<serde_json::Value> {
+    fs_err::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .collect()
+}

@@ -87,11 +87,8 @@ fn workspace_table(root: &Path) {
         "/// The files `coreb init` writes, from the repository: (path, bytes).\npub const WORKSPACE_FILES: &[(&str, &[u8])] = &[\n",
     );
     for rel in &files {
-        let name = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/");
+        let name =
+            rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
         table.push_str(&format!(
             "    ({name:?}, include_bytes!({:?})),\n",
             root.join(rel).display().to_string()
@@ -105,10 +102,8 @@ fn workspace_table(root: &Path) {
 
 /// A file the source fingerprint covers: Rust and TOML, and every file of the judge's drivers.
 fn is_source(rel: &Path) -> bool {
-    matches!(
-        rel.extension().and_then(|e| e.to_str()),
-        Some("rs" | "toml")
-    ) || rel.starts_with(DRIVERS)
+    matches!(rel.extension().and_then(|e| e.to_str()), Some("rs" | "toml"))
+        || rel.starts_with(DRIVERS)
 }
 
 fn main() {
@@ -131,21 +126,14 @@ fn main() {
             continue;
         };
         // Paths with `/` whatever the platform; each part length-prefixed.
-        let name = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/");
+        let name =
+            rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
         hasher.update((name.len() as u64).to_le_bytes());
         hasher.update(name.as_bytes());
         hasher.update((content.len() as u64).to_le_bytes());
         hasher.update(&content);
     }
-    let digest: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
     println!("cargo:rustc-env=COREB_SOURCE_SHA256={digest}");
     println!("cargo:rustc-env=COREB_SOURCE_FILES={}", files.len());
     workspace_table(&root);

@@ -49,11 +49,8 @@ struct Answers {
 }
 
 fn answers(build: &Path) -> Answers {
-    let mut a = Answers {
-        by_title: BTreeMap::new(),
-        month: BTreeMap::new(),
-        correct: BTreeMap::new(),
-    };
+    let mut a =
+        Answers { by_title: BTreeMap::new(), month: BTreeMap::new(), correct: BTreeMap::new() };
     let problems =
         fs_err::read_to_string(root().join("tests/fixtures/sample/problems.jsonl")).unwrap();
     for line in problems.lines().filter(|l| !l.trim().is_empty()) {
@@ -63,10 +60,7 @@ fn answers(build: &Path) -> Answers {
             p["question_title"].as_str().unwrap().to_owned(),
             (qid.clone(), Side::Original),
         );
-        a.month.insert(
-            qid.clone(),
-            p["contest_date"].as_str().unwrap()[..7].to_owned(),
-        );
+        a.month.insert(qid.clone(), p["contest_date"].as_str().unwrap()[..7].to_owned());
         // The sample's authored python answer that passes its rewritten tests solves the
         // original too (same algorithm and I/O), except `abc388_a`, whose suffix changed; a
         // LeetCode answer is the solution only, so for the original its method takes the
@@ -92,10 +86,7 @@ fn answers(build: &Path) -> Answers {
                 "<code>\nS = input().strip()\nprint(S[0] + \"UPC\")\n</code>".to_owned()
             }
             (_, Some(name)) => response.replace(
-                &format!(
-                    "def {}(",
-                    authored["rewrite"]["func_name"].as_str().unwrap()
-                ),
+                &format!("def {}(", authored["rewrite"]["func_name"].as_str().unwrap()),
                 &format!("def {name}("),
             ),
             (_, None) => response.clone(),
@@ -103,21 +94,13 @@ fn answers(build: &Path) -> Answers {
         a.correct.insert((qid.clone(), Side::Original), original);
         a.correct.insert((qid, Side::Rewritten), response);
     }
-    for line in fs_err::read_to_string(build.join("artifacts/rewrite/rewritten.jsonl"))
-        .unwrap()
-        .lines()
+    for line in
+        fs_err::read_to_string(build.join("artifacts/rewrite/rewritten.jsonl")).unwrap().lines()
     {
         let r: Value = serde_json::from_str(line).unwrap();
-        let qid = r["id"]
-            .as_str()
-            .unwrap()
-            .strip_prefix("lcb_")
-            .unwrap()
-            .to_owned();
-        let clash = a.by_title.insert(
-            r["title"].as_str().unwrap().to_owned(),
-            (qid, Side::Rewritten),
-        );
+        let qid = r["id"].as_str().unwrap().strip_prefix("lcb_").unwrap().to_owned();
+        let clash =
+            a.by_title.insert(r["title"].as_str().unwrap().to_owned(), (qid, Side::Rewritten));
         assert!(clash.is_none(), "a rewritten title equals an original one");
     }
     assert_eq!(a.by_title.len(), 20);
@@ -139,10 +122,7 @@ impl Answers {
             .and_then(|(_, rest)| rest.split_once("\n\nStatement:"))
             .map(|(t, _)| t)
             .unwrap_or_default();
-        self.by_title
-            .get(title)
-            .cloned()
-            .unwrap_or_else(|| panic!("unknown title `{title}`"))
+        self.by_title.get(title).cloned().unwrap_or_else(|| panic!("unknown title `{title}`"))
     }
 
     /// The policy of the module doc.
@@ -155,11 +135,7 @@ impl Answers {
             (Side::Rewritten, "2025-02") => seed.is_multiple_of(2),
             (Side::Rewritten, _) => true,
         };
-        if correct {
-            self.correct[&(qid, side)].clone()
-        } else {
-            WRONG.to_owned()
-        }
+        if correct { self.correct[&(qid, side)].clone() } else { WRONG.to_owned() }
     }
 
     /// The pass@1 the policy gives a rewritten problem of `month` over `samples` (seeds 0..).
@@ -189,9 +165,7 @@ fn start(reply: impl Fn(&Value, u32) -> (u16, String) + Send + Sync + 'static) -
     let (h, a) = (hits.clone(), auth.clone());
     let server = crate::support::http::serve(move |req| {
         h.fetch_add(1, Ordering::SeqCst);
-        a.lock()
-            .unwrap()
-            .push(req.header("authorization").unwrap_or_default().to_owned());
+        a.lock().unwrap().push(req.header("authorization").unwrap_or_default().to_owned());
         let body = req.json();
         let attempt = {
             let mut a = attempts.lock().unwrap();
@@ -210,11 +184,7 @@ fn start(reply: impl Fn(&Value, u32) -> (u16, String) + Send + Sync + 'static) -
         crate::support::Reply::new(&format!("{status} X"), payload.to_string())
             .header("content-type: application/json")
     });
-    Server {
-        url: format!("{}/v1", server.url()),
-        hits,
-        auth,
-    }
+    Server { url: format!("{}/v1", server.url()), hits, auth }
 }
 
 /// `coreb audit <release> model` against `url` with the sample's build and a store in `dir`.
@@ -222,16 +192,7 @@ fn model_audit(dir: &Path, url: &str, extra: &[&str]) -> Command {
     let mut cmd = coreb();
     cmd.arg("audit")
         .arg(release())
-        .args([
-            "model",
-            "--endpoint",
-            url,
-            "--model",
-            "audit-model",
-            "--jobs",
-            "2",
-            "--build-dir",
-        ])
+        .args(["model", "--endpoint", url, "--model", "audit-model", "--jobs", "2", "--build-dir"])
         .arg(dir.join("build"))
         .arg("--store")
         .arg(dir.join("store"))
@@ -287,32 +248,17 @@ fn model_audit_reports_the_pass_at_1_drop_per_window_and_replays_offline() {
     let server = start(move |body, _| (200, a.answer(body)));
 
     let out_dir = dir.path().join("report");
-    let mut cmd = model_audit(
-        dir.path(),
-        &server.url,
-        &["--samples", "2", "--json", "--out"],
-    );
+    let mut cmd = model_audit(dir.path(), &server.url, &["--samples", "2", "--json", "--out"]);
     let out = run(cmd.arg(&out_dir));
     assert!(out.status.success(), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     // 10 problems × 2 versions × 2 samples, each asked once.
     assert_eq!(server.hits.load(Ordering::SeqCst), 40);
-    assert!(
-        server
-            .auth
-            .lock()
-            .unwrap()
-            .iter()
-            .all(|h| h == &format!("Bearer {KEY}"))
-    );
+    assert!(server.auth.lock().unwrap().iter().all(|h| h == &format!("Bearer {KEY}")));
 
     assert_eq!(report["release"], "sample/v202503");
     assert_eq!(
-        (
-            report["model"].as_str(),
-            report["language"].as_str(),
-            report["samples"].as_u64()
-        ),
+        (report["model"].as_str(), report["language"].as_str(), report["samples"].as_u64()),
         (Some("audit-model"), Some("python"), Some(2))
     );
     assert_eq!(report["unanswered"], 0);
@@ -336,74 +282,42 @@ fn model_audit_reports_the_pass_at_1_drop_per_window_and_replays_offline() {
     let overall = &report["overall"];
     assert_eq!(overall["problems"], 10);
     assert!(close(&overall["pass_at_1_original"], 1.0), "{overall}");
-    assert!(
-        close(&overall["pass_at_1_rewritten"], sum_rewritten / 10.0),
-        "{overall}"
-    );
-    assert!(
-        close(&overall["drop"], 1.0 - sum_rewritten / 10.0),
-        "{overall}"
-    );
+    assert!(close(&overall["pass_at_1_rewritten"], sum_rewritten / 10.0), "{overall}");
+    assert!(close(&overall["drop"], 1.0 - sum_rewritten / 10.0), "{overall}");
     // Per problem: every original sample passed; rewritten ones as the policy says.
     let problems = report["problems"].as_array().unwrap();
     assert_eq!(problems.len(), 10);
     for p in problems {
-        let qid = p["problem_id"]
-            .as_str()
-            .unwrap()
-            .strip_prefix("lcb_")
-            .unwrap();
+        let qid = p["problem_id"].as_str().unwrap().strip_prefix("lcb_").unwrap();
         let month = &answers.month[qid];
         assert_eq!(p["window"].as_str(), Some(month.as_str()));
         assert_eq!(
-            (
-                p["original"]["answered"].as_u64(),
-                p["original"]["passed"].as_u64()
-            ),
+            (p["original"]["answered"].as_u64(), p["original"]["passed"].as_u64()),
             (Some(2), Some(2)),
             "{p}"
         );
         let passed = (Answers::expected_rewritten(month, 2) * 2.0) as u64;
         assert_eq!(
-            (
-                p["rewritten"]["answered"].as_u64(),
-                p["rewritten"]["passed"].as_u64()
-            ),
+            (p["rewritten"]["answered"].as_u64(), p["rewritten"]["passed"].as_u64()),
             (Some(2), Some(passed)),
             "{p}"
         );
     }
     let md = fs_err::read_to_string(out_dir.join("model.md")).unwrap();
-    assert!(
-        md.contains("# Model audit: `audit-model` on `sample/v202503`"),
-        "{md}"
-    );
-    assert!(
-        md.contains("| 2025-01 | 2 | 1.000 | 0.000 | +1.000 | +100.0% |"),
-        "{md}"
-    );
-    assert!(
-        md.contains("| `lcb_abc388_a` | 2025-01 | 2/2 | 0/2 |"),
-        "{md}"
-    );
+    assert!(md.contains("# Model audit: `audit-model` on `sample/v202503`"), "{md}");
+    assert!(md.contains("| 2025-01 | 2 | 1.000 | 0.000 | +1.000 | +100.0% |"), "{md}");
+    assert!(md.contains("| `lcb_abc388_a` | 2025-01 | 2/2 | 0/2 |"), "{md}");
     let written: Value =
         serde_json::from_str(&fs_err::read_to_string(out_dir.join("model.json")).unwrap()).unwrap();
     assert_eq!(written, report);
     // The key is sent, never written or printed.
-    for place in [
-        all_text(&dir.path().join("store")),
-        all_text(&out_dir),
-        text(&out),
-    ] {
+    for place in [all_text(&dir.path().join("store")), all_text(&out_dir), text(&out)] {
         assert!(!place.contains(KEY));
     }
 
     // Offline rerun from the store: nothing sent, no key needed, the same report.
-    let mut cmd = model_audit(
-        dir.path(),
-        "http://127.0.0.1:9/v1",
-        &["--samples", "2", "--json", "--replay"],
-    );
+    let mut cmd =
+        model_audit(dir.path(), "http://127.0.0.1:9/v1", &["--samples", "2", "--json", "--replay"]);
     let again = run(cmd.env_remove("OPENAI_API_KEY"));
     assert!(again.status.success(), "{}", text(&again));
     let mut replayed: Value = serde_json::from_slice(&again.stdout).unwrap();
@@ -435,11 +349,8 @@ fn model_audit_retries_5xx_and_reports_samples_left_unanswered() {
         _ if attempt <= 2 => (500, "overloaded".into()),
         _ => (200, a.answer(body)),
     });
-    let mut cmd = model_audit(
-        dir.path(),
-        &server.url,
-        &["--samples", "1", "--max-attempts", "3", "--json"],
-    );
+    let mut cmd =
+        model_audit(dir.path(), &server.url, &["--samples", "1", "--max-attempts", "3", "--json"]);
     let out = run(&mut cmd);
     // The report is complete otherwise, but the exit code says a sample is missing.
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
@@ -459,26 +370,15 @@ fn model_audit_retries_5xx_and_reports_samples_left_unanswered() {
         .find(|p| p["problem_id"] == "lcb_3750")
         .unwrap();
     assert_eq!(
-        (
-            p["original"]["answered"].as_u64(),
-            &p["original"]["pass_at_1"],
-            &p["drop"]
-        ),
+        (p["original"]["answered"].as_u64(), &p["original"]["pass_at_1"], &p["drop"]),
         (Some(0), &Value::Null, &Value::Null),
         "{p}"
     );
     // Sample 0 has seed 0: February's rewrites pass too, so only January drops.
-    assert!(close(
-        &window(&report, "2025-02")["pass_at_1_rewritten"],
-        1.0
-    ));
+    assert!(close(&window(&report, "2025-02")["pass_at_1_rewritten"], 1.0));
     assert!(close(&window(&report, "2025-01")["drop"], 1.0));
     assert_eq!(report["overall"]["problems"], 9);
-    assert!(
-        close(&report["overall"]["pass_at_1_rewritten"], 7.0 / 9.0),
-        "{}",
-        report["overall"]
-    );
+    assert!(close(&report["overall"]["pass_at_1_rewritten"], 7.0 / 9.0), "{}", report["overall"]);
 }
 
 #[test]
@@ -497,18 +397,10 @@ fn model_audit_stops_on_401_with_a_clear_error() {
     assert!(!stderr.contains(KEY));
     assert!(!out_dir.join("model.json").exists());
     // The run stopped: no more than the requests already in flight were sent.
-    assert!(
-        server.hits.load(Ordering::SeqCst) <= 8,
-        "{}",
-        server.hits.load(Ordering::SeqCst)
-    );
+    assert!(server.hits.load(Ordering::SeqCst) <= 8, "{}", server.hits.load(Ordering::SeqCst));
 
     // Without the key variable nothing is sent and the variable is named.
-    let mut cmd = model_audit(
-        dir.path(),
-        &server.url,
-        &["--api-key-env", "AUDIT_KEY_UNSET"],
-    );
+    let mut cmd = model_audit(dir.path(), &server.url, &["--api-key-env", "AUDIT_KEY_UNSET"]);
     let out = run(cmd.env_remove("AUDIT_KEY_UNSET"));
     assert!(!out.status.success());
     assert!(
@@ -525,18 +417,10 @@ fn a_missing_rewrite_artifact_is_named_and_the_manifest_lookup_finds_a_built_one
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("releases/sample/v202503");
     copy_tree(&release(), &copy);
-    let expected = dir
-        .path()
-        .join("build/sample/artifacts/rewrite/record.json");
+    let expected = dir.path().join("build/sample/artifacts/rewrite/record.json");
     let audit = |args: &[&str]| run(coreb().arg("audit").arg(&copy).args(args));
 
-    let out = audit(&[
-        "model",
-        "--endpoint",
-        "http://127.0.0.1:9/v1",
-        "--model",
-        "m",
-    ]);
+    let out = audit(&["model", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m"]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -562,12 +446,8 @@ fn a_missing_rewrite_artifact_is_named_and_the_manifest_lookup_finds_a_built_one
         empty.to_str().unwrap(),
     ]);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains(
-            &empty
-                .join("artifacts/rewrite/record.json")
-                .display()
-                .to_string()
-        ),
+        String::from_utf8_lossy(&out.stderr)
+            .contains(&empty.join("artifacts/rewrite/record.json").display().to_string()),
         "{}",
         text(&out)
     );
@@ -575,12 +455,7 @@ fn a_missing_rewrite_artifact_is_named_and_the_manifest_lookup_finds_a_built_one
     let out = audit(&["rewrite", "--json"]);
     assert!(out.status.success(), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(
-        report["tests_kept"]
-            .as_str()
-            .unwrap()
-            .starts_with("not audited")
-    );
+    assert!(report["tests_kept"].as_str().unwrap().starts_with("not audited"));
 
     // Built where the manifest says: found without `--build-dir`.
     build_rewrite(&dir.path().join("build/sample"));
@@ -588,11 +463,7 @@ fn a_missing_rewrite_artifact_is_named_and_the_manifest_lookup_finds_a_built_one
     assert!(out.status.success(), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let t = &report["tests_kept"];
-    assert_eq!(
-        (t["problems"].as_u64(), t["same_count"].as_u64()),
-        (Some(10), Some(10)),
-        "{t}"
-    );
+    assert_eq!((t["problems"].as_u64(), t["same_count"].as_u64()), (Some(10), Some(10)), "{t}");
     assert_eq!(t["count_changed"], json!([]));
     assert_eq!(t["not_in_artifact"], json!([]));
     // The sample README's table: `abc388_a`, `abc399_a` and `3709` have their 8 public tests
@@ -632,17 +503,11 @@ fn a_missing_rewrite_artifact_is_named_and_the_manifest_lookup_finds_a_built_one
         assert!(rewritten.contains(&id), "{rewritten:?}");
     }
     // A damaged artifact is refused, not read.
-    let jsonl = dir
-        .path()
-        .join("build/sample/artifacts/rewrite/rewritten.jsonl");
+    let jsonl = dir.path().join("build/sample/artifacts/rewrite/rewritten.jsonl");
     let mut bytes = fs_err::read(&jsonl).unwrap();
     bytes.extend_from_slice(b"\n");
     fs_err::write(&jsonl, bytes).unwrap();
     let out = audit(&["rewrite", "--tests"]);
     assert!(!out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("differs from the"),
-        "{}",
-        text(&out)
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("differs from the"), "{}", text(&out));
 }

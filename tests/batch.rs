@@ -74,12 +74,7 @@ fn completion(text: &str) -> Value {
 /// The `file` part of a multipart body and the `purpose` field.
 fn multipart(req: &Request) -> (Vec<u8>, String) {
     let ct = req.header("content-type").unwrap_or_default().to_owned();
-    let boundary = ct
-        .split("boundary=")
-        .nth(1)
-        .expect("multipart boundary")
-        .trim()
-        .to_owned();
+    let boundary = ct.split("boundary=").nth(1).expect("multipart boundary").trim().to_owned();
     let body = String::from_utf8_lossy(&req.body).into_owned();
     let mut file = Vec::new();
     let mut purpose = String::new();
@@ -101,10 +96,7 @@ fn respond(fake: &Mutex<Fake>, req: &Request) -> Reply {
     let mut f = fake.lock().unwrap();
     let (method, path) = {
         let mut parts = req.line.split_whitespace();
-        (
-            parts.next().unwrap_or_default().to_owned(),
-            parts.next().unwrap_or_default().to_owned(),
-        )
+        (parts.next().unwrap_or_default().to_owned(), parts.next().unwrap_or_default().to_owned())
     };
     match (method.as_str(), path.as_str()) {
         ("POST", "/v1/chat/completions") => {
@@ -112,10 +104,9 @@ fn respond(fake: &Mutex<Fake>, req: &Request) -> Reply {
             f.sync.push(body.clone());
             match (f.answer)(&body) {
                 Some(t) => Reply::json(&completion(&t)),
-                None => Reply::new(
-                    "400 Bad Request",
-                    "{\"error\": {\"message\": \"unknown request\"}}",
-                ),
+                None => {
+                    Reply::new("400 Bad Request", "{\"error\": {\"message\": \"unknown request\"}}")
+                }
             }
         }
         ("POST", "/v1/files") => {
@@ -128,10 +119,7 @@ fn respond(fake: &Mutex<Fake>, req: &Request) -> Reply {
         ("POST", "/v1/batches") => {
             let body = req.json();
             assert_eq!(
-                (
-                    body["endpoint"].as_str(),
-                    body["completion_window"].as_str()
-                ),
+                (body["endpoint"].as_str(), body["completion_window"].as_str()),
                 (Some("/v1/chat/completions"), Some("24h"))
             );
             let file = f
@@ -149,10 +137,7 @@ fn respond(fake: &Mutex<Fake>, req: &Request) -> Reply {
                         (Some("POST"), Some("/v1/chat/completions")),
                         "{v}"
                     );
-                    (
-                        v["custom_id"].as_str().unwrap().to_owned(),
-                        v["body"].clone(),
-                    )
+                    (v["custom_id"].as_str().unwrap().to_owned(), v["body"].clone())
                 })
                 .collect();
             f.uploaded.extend(input.iter().map(|(k, _)| k.clone()));
@@ -219,19 +204,13 @@ fn respond(fake: &Mutex<Fake>, req: &Request) -> Reply {
             let (out_id, err_id) = (format!("file-out-{i}"), format!("file-err-{i}"));
             f.files.insert(out_id.clone(), output.into_bytes());
             f.files.insert(err_id.clone(), errors.into_bytes());
-            let status = if (f.expires)(i) {
-                "expired"
-            } else {
-                "completed"
-            };
+            let status = if (f.expires)(i) { "expired" } else { "completed" };
             let ended = json!({"id": id, "status": status, "output_file_id": out_id, "error_file_id": err_id});
             f.batches[i].ended = Some(ended.clone());
             Reply::json(&ended)
         }
         ("GET", p) if p.starts_with("/v1/files/") && p.ends_with("/content") => {
-            let id = p
-                .trim_start_matches("/v1/files/")
-                .trim_end_matches("/content");
+            let id = p.trim_start_matches("/v1/files/").trim_end_matches("/content");
             match f.files.get(id) {
                 Some(bytes) => Reply::new("200 OK", bytes.clone()),
                 None => Reply::new("404 Not Found", "{}"),
@@ -269,11 +248,7 @@ fn batch_config(url: &str) -> LlmConfig {
         mode: StoreMode::Live,
         model: "m".into(),
         transport: Transport::Batch,
-        batch: BatchConfig {
-            poll_interval_secs: 0.02,
-            collect_ms: 50,
-            ..BatchConfig::default()
-        },
+        batch: BatchConfig { poll_interval_secs: 0.02, collect_ms: 50, ..BatchConfig::default() },
         retry: RetryConfig {
             max_attempts: 3,
             min_delay_ms: 10,
@@ -281,14 +256,8 @@ fn batch_config(url: &str) -> LlmConfig {
             ..RetryConfig::default()
         },
         timeout_secs: 10.0,
-        prices: [(
-            "m".to_owned(),
-            ModelPrice {
-                input_per_million: 1.0,
-                output_per_million: 4.0,
-            },
-        )]
-        .into(),
+        prices: [("m".to_owned(), ModelPrice { input_per_million: 1.0, output_per_million: 4.0 })]
+            .into(),
         ..LlmConfig::default()
     }
 }
@@ -300,12 +269,8 @@ fn batch_config(url: &str) -> LlmConfig {
 /// batch answers at half price and one synchronous.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
-    let answer: Box<Answer> = Box::new(|body| {
-        Some(format!(
-            "answer to {}",
-            body["messages"][0]["content"].as_str()?
-        ))
-    });
+    let answer: Box<Answer> =
+        Box::new(|body| Some(format!("answer to {}", body["messages"][0]["content"].as_str()?)));
     let order = Arc::new(Mutex::new(BTreeMap::<String, usize>::new()));
     let requests: Vec<_> = (0..6)
         .map(|i| {
@@ -313,10 +278,7 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
                 LlmStage::Abbreviate,
                 &format!("lcb_{i}"),
                 "m",
-                vec![ChatMessage {
-                    role: Role::User,
-                    content: format!("q{i}"),
-                }],
+                vec![ChatMessage { role: Role::User, content: format!("q{i}") }],
                 &SamplingParams::default(),
                 0,
                 "p",
@@ -368,11 +330,7 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
             (all, unanswered),
             "only the unanswered requests of the expired batch go again"
         );
-        assert_eq!(
-            f.sync.len(),
-            1,
-            "the 500 line is retried synchronously, once"
-        );
+        assert_eq!(f.sync.len(), 1, "the 500 line is retried synchronously, once");
         assert_eq!(f.sync[0]["messages"][0]["content"], "q2");
         let polls_of = |id: &str| f.polls.iter().filter(|(b, _)| b == id).count();
         assert!(
@@ -390,11 +348,7 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
     let rows = gateway.usage();
     assert_eq!(rows.len(), 1);
     let row = &rows[0];
-    assert_eq!(
-        (row.from_batch, row.from_endpoint, row.sent),
-        (5, 6, 7),
-        "{row:?}"
-    );
+    assert_eq!((row.from_batch, row.from_endpoint, row.sent), (5, 6, 7), "{row:?}");
     // 1000 prompt + 100 completion tokens each at 1 and 4 per 1M: 0.0014 synchronous, half by batch.
     assert!(
         (row.batch_cost - 5.0 * 0.0007).abs() < 1e-12
@@ -425,10 +379,7 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
                 LlmStage::Abbreviate,
                 &format!("lcb_{i}"),
                 "m",
-                vec![ChatMessage {
-                    role: Role::User,
-                    content: format!("q{i}"),
-                }],
+                vec![ChatMessage { role: Role::User, content: format!("q{i}") }],
                 &SamplingParams::default(),
                 0,
                 "p",
@@ -440,10 +391,7 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
         let input = late
             .iter()
             .map(|r| {
-                (
-                    r.key(),
-                    json!({"messages": [{"role": "user", "content": r.messages[0].content}]}),
-                )
+                (r.key(), json!({"messages": [{"role": "user", "content": r.messages[0].content}]}))
             })
             .collect();
         f.batches.push(FakeBatch {
@@ -454,19 +402,12 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
         });
     }
     let orphan = json!({"format": "coreb-llm-batch/1", "submission": "s-interrupted", "round": 0, "input_file_id": "file-in-9", "batch_id": null, "requests": late});
-    fs_err::write(
-        state_dir_of(&store).join("s-interrupted.json"),
-        orphan.to_string(),
-    )
-    .unwrap();
+    fs_err::write(state_dir_of(&store).join("s-interrupted.json"), orphan.to_string()).unwrap();
     let inner = Gateway::new(&cfg, ResponseStore::open(&store), None).unwrap();
     let third = BatchGateway::new(&cfg, inner, None, state_dir_of(&store)).unwrap();
     let answers = coreb_llm::run::ordered(late.iter().collect(), 2, |r| third.complete(r)).await;
     assert_eq!(
-        answers
-            .into_iter()
-            .map(|a| a.unwrap().text)
-            .collect::<Vec<_>>(),
+        answers.into_iter().map(|a| a.unwrap().text).collect::<Vec<_>>(),
         ["answer to q6", "answer to q7"]
     );
     let f = state.lock().unwrap();
@@ -523,10 +464,7 @@ fn manifest(dir: &Path, url: &str, transport: &str) -> PathBuf {
             "mode = \"replay\"\nbase_url = \"https://api.openai.com/v1\"\napi_key_env = \"OPENAI_API_KEY\"",
             &format!("mode = \"live\"\nbase_url = \"{url}\"\napi_key_env = \"\"\ntransport = \"{transport}\"\ntimeout_secs = 30"),
         );
-    assert!(
-        text.contains("transport = "),
-        "the sample manifest's [llm] changed"
-    );
+    assert!(text.contains("transport = "), "the sample manifest's [llm] changed");
     let text = format!(
         "{text}\n[llm.batch]\npoll_interval_secs = 0.05\ncollect_ms = 100\n\n[llm.prices.\"gpt-4o-mini-2024-07-18\"]\ninput_per_million = 0.15\noutput_per_million = 0.6\n"
     );
@@ -554,9 +492,7 @@ fn a_build_killed_while_its_batch_is_in_flight_resumes_the_same_batch() {
     let (url, state) = fake(answer, Box::new(|_, _| Line::Answer), |_| false);
 
     let sync_dir = tempfile::tempdir().unwrap();
-    let out = run(coreb()
-        .arg("build")
-        .arg(manifest(sync_dir.path(), &url, "sync")));
+    let out = run(coreb().arg("build").arg(manifest(sync_dir.path(), &url, "sync")));
     assert!(out.status.success(), "{}", text(&out));
     let sync_sent = state.lock().unwrap().sync.len();
     assert!(sync_sent > 0);
@@ -573,20 +509,11 @@ fn a_build_killed_while_its_batch_is_in_flight_resumes_the_same_batch() {
         .unwrap();
     let started = Instant::now();
     loop {
-        let polled = state
-            .lock()
-            .unwrap()
-            .polls
-            .iter()
-            .filter(|(b, _)| b == "batch_0")
-            .count();
+        let polled = state.lock().unwrap().polls.iter().filter(|(b, _)| b == "batch_0").count();
         if polled >= 3 {
             break;
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "the build never polled its batch"
-        );
+        assert!(started.elapsed() < Duration::from_secs(120), "the build never polled its batch");
         std::thread::sleep(Duration::from_millis(20));
     }
     child.kill().unwrap(); // SIGKILL
@@ -597,10 +524,7 @@ fn a_build_killed_while_its_batch_is_in_flight_resumes_the_same_batch() {
         .map(|e| serde_json::from_str(&fs_err::read_to_string(e.unwrap().path()).unwrap()).unwrap())
         .collect();
     assert_eq!(persisted.len(), 1);
-    assert_eq!(
-        persisted[0]["batch_id"], "batch_0",
-        "the batch id is on disk before polling"
-    );
+    assert_eq!(persisted[0]["batch_id"], "batch_0", "the batch id is on disk before polling");
     let first_batch = state.lock().unwrap().batches[0].input.len();
 
     state.lock().unwrap().hold = false;
@@ -621,11 +545,7 @@ fn a_build_killed_while_its_batch_is_in_flight_resumes_the_same_batch() {
     }
     let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
     assert!(twice.is_empty(), "requests uploaded twice: {twice:?}");
-    assert_eq!(
-        f.sync.len(),
-        sync_sent,
-        "the batch build sends nothing synchronously"
-    );
+    assert_eq!(f.sync.len(), sync_sent, "the batch build sends nothing synchronously");
     assert_eq!(
         f.uploaded.len(),
         sync_sent,
@@ -643,11 +563,7 @@ fn a_build_killed_while_its_batch_is_in_flight_resumes_the_same_batch() {
             .filter(|(p, _)| !p.ends_with("MANIFEST.json") && !p.contains("/regeneration/"))
             .collect::<Vec<_>>()
     };
-    assert_eq!(
-        files(dir.path()),
-        files(sync_dir.path()),
-        "the same release files"
-    );
+    assert_eq!(files(dir.path()), files(sync_dir.path()), "the same release files");
     let manifest_of = |d: &Path| {
         let mut m: Value = serde_json::from_str(
             &fs_err::read_to_string(d.join("releases/v202503/MANIFEST.json")).unwrap(),
@@ -655,17 +571,8 @@ fn a_build_killed_while_its_batch_is_in_flight_resumes_the_same_batch() {
         .unwrap();
         let quoted = m.as_object_mut().unwrap().remove("build_manifest").unwrap();
         // The kit's entries: it quotes that manifest and the answers as stored.
-        m["files"]
-            .as_object_mut()
-            .unwrap()
-            .retain(|k, _| !k.starts_with("regeneration/"));
-        (
-            m,
-            quoted["text"]
-                .as_str()
-                .unwrap()
-                .replace(&d.display().to_string(), "<dir>"),
-        )
+        m["files"].as_object_mut().unwrap().retain(|k, _| !k.starts_with("regeneration/"));
+        (m, quoted["text"].as_str().unwrap().replace(&d.display().to_string(), "<dir>"))
     };
     let ((batch_manifest_json, batch_text), (sync_manifest_json, sync_text)) =
         (manifest_of(dir.path()), manifest_of(sync_dir.path()));
@@ -677,23 +584,15 @@ fn a_build_killed_while_its_batch_is_in_flight_resumes_the_same_batch() {
     );
 
     // The cost report: the batch answers at half the synchronous price, shown as such.
-    let (s, b) = (
-        rewrite_requests(sync_dir.path()),
-        rewrite_requests(dir.path()),
-    );
+    let (s, b) = (rewrite_requests(sync_dir.path()), rewrite_requests(dir.path()));
     let (sync_cost, batch_cost) = (s["cost"].as_f64().unwrap(), b["cost"].as_f64().unwrap());
-    assert!(
-        sync_cost > 0.0 && (batch_cost - sync_cost / 2.0).abs() < 1e-12,
-        "sync {s}, batch {b}"
-    );
+    assert!(sync_cost > 0.0 && (batch_cost - sync_cost / 2.0).abs() < 1e-12, "sync {s}, batch {b}");
     assert_eq!(
         (b["batch_cost"].as_f64(), b["from_batch"].as_u64()),
         (Some(batch_cost), s["from_endpoint"].as_u64())
     );
     assert!(
-        stderr.contains(&format!(
-            "answers by batch (cost {batch_cost:.6} at the batch price)"
-        )),
+        stderr.contains(&format!("answers by batch (cost {batch_cost:.6} at the batch price)")),
         "{stderr}"
     );
 }

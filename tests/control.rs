@@ -21,11 +21,7 @@ fn control() -> PathBuf {
 /// `coreb eval <dir> --out <tmp>/<name>`: its `results.json`.
 fn results(tmp: &Path, dir: &Path, name: &str) -> PathBuf {
     let out_dir = tmp.join(name);
-    let out = run(coreb()
-        .arg("eval")
-        .arg(dir)
-        .args(["--resamples", "0", "--out"])
-        .arg(&out_dir));
+    let out = run(coreb().arg("eval").arg(dir).args(["--resamples", "0", "--out"]).arg(&out_dir));
     assert!(out.status.success(), "{}", text(&out));
     out_dir.join("results.json")
 }
@@ -69,11 +65,7 @@ fn the_control_rebuilds_byte_identical_and_names_its_release() {
             && stderr.contains("map one to one onto the release's"),
         "{stderr}"
     );
-    same_release_as(
-        &control(),
-        &dir.path().join("release"),
-        "the control release",
-    );
+    same_release_as(&control(), &dir.path().join("release"), "the control release");
 }
 
 #[test]
@@ -83,22 +75,15 @@ fn a_control_is_built_only_of_a_published_release_of_its_month() {
     // The manifest's paths made absolute, so that its variants can live in the temp dir.
     let write = |name: &str, body: String| {
         let path = dir.path().join(name);
-        fs_err::write(
-            &path,
-            body.replace("\"../", &format!("\"{}/", root().display())),
-        )
-        .unwrap();
+        fs_err::write(&path, body.replace("\"../", &format!("\"{}/", root().display()))).unwrap();
         path
     };
     let missing = write(
         "missing.toml",
         text_of.replace("releases/sample/v202503\"", "releases/sample/v209912\""),
     );
-    let out = run(coreb()
-        .arg("build")
-        .arg(&missing)
-        .arg("--output-dir")
-        .arg(dir.path().join("b1")));
+    let out =
+        run(coreb().arg("build").arg(&missing).arg("--output-dir").arg(dir.path().join("b1")));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("holds no `MANIFEST.json`"),
@@ -106,15 +91,10 @@ fn a_control_is_built_only_of_a_published_release_of_its_month() {
         text(&out)
     );
 
-    let other_month = write(
-        "month.toml",
-        text_of.replace("version = \"v202503\"", "version = \"v202504\""),
-    );
-    let out = run(coreb()
-        .arg("build")
-        .arg(&other_month)
-        .arg("--output-dir")
-        .arg(dir.path().join("b2")));
+    let other_month =
+        write("month.toml", text_of.replace("version = \"v202503\"", "version = \"v202504\""));
+    let out =
+        run(coreb().arg("build").arg(&other_month).arg("--output-dir").arg(dir.path().join("b2")));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("a control is of the same month"),
@@ -122,15 +102,9 @@ fn a_control_is_built_only_of_a_published_release_of_its_month() {
         text(&out)
     );
 
-    let beside = write(
-        "beside.toml",
-        text_of.replace("releases/sample/control\"", "releases/sample\""),
-    );
-    let out = run(coreb()
-        .arg("build")
-        .arg(&beside)
-        .arg("--output-dir")
-        .arg(dir.path().join("b3")));
+    let beside =
+        write("beside.toml", text_of.replace("releases/sample/control\"", "releases/sample\""));
+    let out = run(coreb().arg("build").arg(&beside).arg("--output-dir").arg(dir.path().join("b3")));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("`releases_dir` of its own"),
@@ -144,29 +118,19 @@ fn compare_pairs_bm25_on_the_release_and_on_its_control() {
     let tmp = tempfile::tempdir().unwrap();
     let on_release = results(tmp.path(), &release(), "release");
     let on_control = results(tmp.path(), &control(), "control");
-    let out = run(coreb()
-        .arg("compare")
-        .arg(&on_release)
-        .arg(&on_control)
-        .arg("--json"));
+    let out = run(coreb().arg("compare").arg(&on_release).arg(&on_control).arg("--json"));
     assert!(out.status.success(), "{}", text(&out));
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(c["control"]["control_side"], "B", "{c}");
     assert_eq!(c["control"]["release"]["version"], "v202503");
     let tasks = c["tasks"].as_array().unwrap();
     assert_eq!(
-        tasks
-            .iter()
-            .map(|t| t["task"].as_str().unwrap())
-            .collect::<Vec<_>>(),
+        tasks.iter().map(|t| t["task"].as_str().unwrap()).collect::<Vec<_>>(),
         ["code2code", "code2text", "text2code"]
     );
     // Every query of the control is paired with the release's query of the same id.
     let queries = |dir: &Path, task: &str| {
-        fs_err::read_to_string(dir.join(task).join("queries.jsonl"))
-            .unwrap()
-            .lines()
-            .count() as u64
+        fs_err::read_to_string(dir.join(task).join("queries.jsonl")).unwrap().lines().count() as u64
     };
     for t in tasks {
         let task = t["task"].as_str().unwrap();
@@ -175,10 +139,7 @@ fn compare_pairs_bm25_on_the_release_and_on_its_control() {
             Some(queries(&control(), task)),
             "{task}: {t}"
         );
-        assert!(
-            t["by_subtask"].as_object().is_some_and(|s| !s.is_empty()),
-            "{t}"
-        );
+        assert!(t["by_subtask"].as_object().is_some_and(|s| !s.is_empty()), "{t}");
         let (a, b, d) = (
             t["overall"]["mean_a"].as_f64().unwrap(),
             t["overall"]["mean_b"].as_f64().unwrap(),
@@ -190,10 +151,7 @@ fn compare_pairs_bm25_on_the_release_and_on_its_control() {
     let out = run(coreb().arg("compare").arg(&on_control).arg(&on_release));
     assert!(out.status.success(), "{}", text(&out));
     let md = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        md.contains("A on its control release") && md.contains("queries paired by id"),
-        "{md}"
-    );
+    assert!(md.contains("A on its control release") && md.contains("queries paired by id"), "{md}");
 
     // A control of another release (its `controls` sha256 altered) is refused like any
     // unrelated release.
@@ -201,16 +159,9 @@ fn compare_pairs_bm25_on_the_release_and_on_its_control() {
     copy_tree(&control(), &forged);
     let m = fs_err::read_to_string(forged.join("MANIFEST.json")).unwrap();
     let sha = coreb_base::hashing::sha256_file(&release().join("MANIFEST.json")).unwrap();
-    fs_err::write(
-        forged.join("MANIFEST.json"),
-        m.replace(&sha, &"0".repeat(64)),
-    )
-    .unwrap();
+    fs_err::write(forged.join("MANIFEST.json"), m.replace(&sha, &"0".repeat(64))).unwrap();
     let out =
-        run(coreb()
-            .arg("compare")
-            .arg(&on_release)
-            .arg(results(tmp.path(), &forged, "forged")));
+        run(coreb().arg("compare").arg(&on_release).arg(results(tmp.path(), &forged, "forged")));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("different releases are not compared"),

@@ -21,12 +21,7 @@ fn read_jsonl(path: &Path) -> Vec<Value> {
 
 fn by_id(rows: Vec<Value>) -> BTreeMap<String, String> {
     rows.into_iter()
-        .map(|r| {
-            (
-                r["_id"].as_str().unwrap().to_owned(),
-                r["text"].as_str().unwrap().to_owned(),
-            )
-        })
+        .map(|r| (r["_id"].as_str().unwrap().to_owned(), r["text"].as_str().unwrap().to_owned()))
         .collect()
 }
 
@@ -42,12 +37,7 @@ fn cosqa_pairs() -> Vec<(String, String, String, String)> {
         .skip(1)
         .map(|l| {
             let c: Vec<&str> = l.split('\t').collect();
-            (
-                c[0].to_owned(),
-                c[1].to_owned(),
-                queries[c[0]].clone(),
-                docs[c[1]].clone(),
-            )
+            (c[0].to_owned(), c[1].to_owned(), queries[c[0]].clone(), docs[c[1]].clone())
         })
         .collect()
 }
@@ -99,18 +89,9 @@ fn planted() -> (Vec<Value>, Expected) {
         json!({"id": "rel_text_part", "text": problems_statement_prefix, "code": "def solve():\n    pass"}),
     ];
     let mut expected = BTreeMap::new();
-    expected.insert(
-        "planted:exact".to_owned(),
-        ("exact_duplicate", Some(cosqa_id(a))),
-    );
-    expected.insert(
-        "planted:case_ws".to_owned(),
-        ("near_duplicate", Some(cosqa_id(a))),
-    );
-    expected.insert(
-        "planted:edit".to_owned(),
-        ("near_duplicate", Some(cosqa_id(b))),
-    );
+    expected.insert("planted:exact".to_owned(), ("exact_duplicate", Some(cosqa_id(a))));
+    expected.insert("planted:case_ws".to_owned(), ("near_duplicate", Some(cosqa_id(a))));
+    expected.insert("planted:edit".to_owned(), ("near_duplicate", Some(cosqa_id(b))));
     expected.insert("planted:url".to_owned(), ("url", None));
     expected.insert("planted:html".to_owned(), ("html", None));
     expected.insert("planted:german".to_owned(), ("language", None));
@@ -124,11 +105,8 @@ fn planted() -> (Vec<Value>, Expected) {
 fn write_corpus(dir: &Path) -> (std::path::PathBuf, Expected) {
     let (rows, expected) = planted();
     let planted_path = dir.join("planted.jsonl");
-    std::fs::write(
-        &planted_path,
-        rows.iter().map(|r| format!("{r}\n")).collect::<String>(),
-    )
-    .unwrap();
+    std::fs::write(&planted_path, rows.iter().map(|r| format!("{r}\n")).collect::<String>())
+        .unwrap();
     let manifest = dir.join("corpus.toml");
     std::fs::write(
         &manifest,
@@ -152,14 +130,10 @@ fn corpus_catches_every_planted_item_and_resumes_by_shard() {
     assert_eq!(stats["rows_in"], 511, "{}", text(&out));
 
     let dropped = read_jsonl(&dir.path().join("out/dropped.jsonl"));
-    let reason_of: BTreeMap<String, &Value> = dropped
-        .iter()
-        .map(|d| (d["id"].as_str().unwrap().to_owned(), d))
-        .collect();
+    let reason_of: BTreeMap<String, &Value> =
+        dropped.iter().map(|d| (d["id"].as_str().unwrap().to_owned(), d)).collect();
     for (id, (reason, of)) in &expected {
-        let d = reason_of
-            .get(id)
-            .unwrap_or_else(|| panic!("planted `{id}` was not dropped"));
+        let d = reason_of.get(id).unwrap_or_else(|| panic!("planted `{id}` was not dropped"));
         assert_eq!(d["reason"], *reason, "{id}: {d}");
         if let Some(of) = of {
             assert_eq!(d["of"], *of, "{id}: {d}");
@@ -185,25 +159,15 @@ fn corpus_catches_every_planted_item_and_resumes_by_shard() {
         ids_with(&["url", "html", "language", "too_short"]),
         planted_with(&["url", "html", "language", "too_short"])
     );
-    let hash_hits: BTreeSet<&str> = dropped
-        .iter()
-        .filter(|d| d["kind"] == "hash")
-        .map(|d| d["id"].as_str().unwrap())
-        .collect();
+    let hash_hits: BTreeSet<&str> =
+        dropped.iter().filter(|d| d["kind"] == "hash").map(|d| d["id"].as_str().unwrap()).collect();
     assert_eq!(
         hash_hits,
-        BTreeSet::from([
-            "planted:rel_code",
-            "planted:rel_code_ws",
-            "planted:rel_text"
-        ])
+        BTreeSet::from(["planted:rel_code", "planted:rel_code_ws", "planted:rel_text"])
     );
     let part = reason_of["planted:rel_text_part"];
     assert_eq!(part["kind"], "ngram", "{part}");
-    assert!(
-        part["doc"].as_str().unwrap().starts_with("text_v202503_"),
-        "{part}"
-    );
+    assert!(part["doc"].as_str().unwrap().starts_with("text_v202503_"), "{part}");
 
     // Records: one per kept pair, negatives never the positive, every partition present.
     let report: Value =
@@ -211,33 +175,13 @@ fn corpus_catches_every_planted_item_and_resumes_by_shard() {
             .unwrap();
     let rows_out = report["stats"]["rows_out"].as_u64().unwrap();
     assert!(rows_out > 200, "{report}");
-    assert_eq!(
-        report["stats"]["rows_in"].as_u64().unwrap(),
-        rows_out + dropped.len() as u64
-    );
+    assert_eq!(report["stats"]["rows_in"].as_u64().unwrap(), rows_out + dropped.len() as u64);
     let mut records = 0;
     for s in 0..4 {
         let shard = format!("shard={s:03}");
-        assert!(
-            dir.path()
-                .join("out/train")
-                .join(&shard)
-                .join("part.parquet")
-                .exists()
-        );
-        assert!(
-            dir.path()
-                .join("out/rerank")
-                .join(&shard)
-                .join("part.parquet")
-                .exists()
-        );
-        for r in read_jsonl(
-            &dir.path()
-                .join("out/jsonl/train")
-                .join(&shard)
-                .join("part.jsonl"),
-        ) {
+        assert!(dir.path().join("out/train").join(&shard).join("part.parquet").exists());
+        assert!(dir.path().join("out/rerank").join(&shard).join("part.parquet").exists());
+        for r in read_jsonl(&dir.path().join("out/jsonl/train").join(&shard).join("part.jsonl")) {
             records += 1;
             let negs: Vec<&Value> = r["hard_neg"]
                 .as_array()
@@ -265,15 +209,8 @@ fn corpus_catches_every_planted_item_and_resumes_by_shard() {
     std::fs::remove_file(dir.path().join("out/train/shard=002/_SUCCESS")).unwrap();
     let parquet = std::fs::read(dir.path().join("out/train/shard=002/part.parquet")).unwrap();
     let redo = run(coreb().arg("corpus").arg(&manifest));
-    assert!(
-        redo.status.success() && text(&redo).contains("curating 1 shards"),
-        "{}",
-        text(&redo)
-    );
-    assert_eq!(
-        std::fs::read(dir.path().join("out/report.json")).unwrap(),
-        before
-    );
+    assert!(redo.status.success() && text(&redo).contains("curating 1 shards"), "{}", text(&redo));
+    assert_eq!(std::fs::read(dir.path().join("out/report.json")).unwrap(), before);
     assert_eq!(
         std::fs::read(dir.path().join("out/train/shard=002/part.parquet")).unwrap(),
         parquet
@@ -291,17 +228,10 @@ fn corpus_catches_every_planted_item_and_resumes_by_shard() {
     flipped[10] ^= 0x20;
     std::fs::write(&edited, &flipped).unwrap();
     let redo = run(coreb().arg("corpus").arg(&manifest));
-    assert!(
-        redo.status.success() && text(&redo).contains("curating 2 shards"),
-        "{}",
-        text(&redo)
-    );
+    assert!(redo.status.success() && text(&redo).contains("curating 2 shards"), "{}", text(&redo));
     assert_eq!(std::fs::read(&torn).unwrap(), rerank);
     assert_eq!(std::fs::read(&edited).unwrap(), jsonl);
-    assert_eq!(
-        std::fs::read(dir.path().join("out/report.json")).unwrap(),
-        before
-    );
+    assert_eq!(std::fs::read(dir.path().join("out/report.json")).unwrap(), before);
 }
 
 #[test]
@@ -313,18 +243,10 @@ fn corpus_manifest_errors_name_the_field() {
     assert!(!out.status.success());
     assert!(text(&out).contains("shard"), "{}", text(&out));
     std::fs::write(&manifest, "[output]\ndir = \"out\"\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\npath = \"x.jsonl\"\n").unwrap();
-    std::fs::write(
-        dir.path().join("x.jsonl"),
-        "{\"text\": \"read a file in python\"}\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("x.jsonl"), "{\"text\": \"read a file in python\"}\n").unwrap();
     let out = run(coreb().arg("corpus").arg(&manifest));
     assert!(!out.status.success());
-    assert!(
-        text(&out).contains("x.jsonl`:1: field `code` is missing"),
-        "{}",
-        text(&out)
-    );
+    assert!(text(&out).contains("x.jsonl`:1: field `code` is missing"), "{}", text(&out));
 }
 
 #[test]
@@ -336,14 +258,7 @@ fn audit_overlap_flags_exactly_the_planted_release_copies() {
         .arg(root().join(SAMPLE))
         .args(["overlap"])
         .arg(dir.path().join("planted.jsonl"))
-        .args([
-            "--fields",
-            "text,code",
-            "--id-field",
-            "id",
-            "--json",
-            "--out",
-        ])
+        .args(["--fields", "text,code", "--id-field", "id", "--json", "--out"])
         .arg(dir.path().join("audit")));
     assert!(out.status.success(), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -380,22 +295,11 @@ fn audit_rewrite_measures_every_rewritten_statement() {
     assert_eq!(report["problems"], 10, "{report}");
     assert_eq!(report["missing"].as_array().unwrap().len(), 0);
     let distances = report["distances"].as_array().unwrap();
-    let c: Vec<f64> = distances
-        .iter()
-        .map(|d| d["containment"].as_f64().unwrap())
-        .collect();
+    let c: Vec<f64> = distances.iter().map(|d| d["containment"].as_f64().unwrap()).collect();
     // Rewrites moved (no rewrite is a copy) but describe the same task (some overlap remains).
     assert!(c.iter().all(|&x| x > 0.0 && x < 0.9), "{c:?}");
-    assert!(
-        c.windows(2).all(|w| w[0] >= w[1]),
-        "least moved first: {c:?}"
-    );
-    assert!(
-        report["tests_kept"]
-            .as_str()
-            .unwrap()
-            .starts_with("not audited")
-    );
+    assert!(c.windows(2).all(|w| w[0] >= w[1]), "least moved first: {c:?}");
+    assert!(report["tests_kept"].as_str().unwrap().starts_with("not audited"));
     let md = std::fs::read_to_string(dir.path().join("rewrite.md")).unwrap();
     assert!(md.contains("# Rewrite audit: `sample/v202503`"), "{md}");
     // Not a release.
@@ -410,10 +314,7 @@ fn audit_rewrite_measures_every_rewritten_statement() {
 /// A deterministic bag-of-words embedding: one dimension per hashed lower-case word.
 fn toy_embed(text: &str) -> Vec<f32> {
     let mut v = vec![0.0f32; 64];
-    for w in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
         let h = w
             .to_lowercase()
             .bytes()
@@ -440,10 +341,7 @@ fn embed_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let c2 = std::sync::Arc::clone(&count);
     let base = loopback(move |request| {
-        let inputs = request.json()["input"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
+        let inputs = request.json()["input"].as_array().cloned().unwrap_or_default();
         c2.fetch_add(inputs.len(), std::sync::atomic::Ordering::SeqCst);
         let data: Vec<Value> = inputs
             .iter()
@@ -490,30 +388,16 @@ fn alignment_uses_the_embeddings_endpoint_when_configured() {
         500 - stats["near_duplicate"].as_u64().unwrap()
             - stats["exact_duplicate"].as_u64().unwrap()
     );
-    assert_eq!(
-        count.load(std::sync::atomic::Ordering::SeqCst),
-        distinct.len(),
-        "{stats}"
-    );
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), distinct.len(), "{stats}");
     // The reported similarity of a misaligned pair is the cosine of the endpoint's vectors.
     let mut checked = 0;
-    for d in dropped
-        .iter()
-        .filter(|d| d["reason"] == "misaligned")
-        .take(5)
-    {
+    for d in dropped.iter().filter(|d| d["reason"] == "misaligned").take(5) {
         let id = d["id"].as_str().unwrap();
-        let p = pairs
-            .iter()
-            .find(|p| format!("cosqa:{}:{}", p.0, p.1) == id)
-            .unwrap();
+        let p = pairs.iter().find(|p| format!("cosqa:{}:{}", p.0, p.1) == id).unwrap();
         let (a, b) = (toy_embed(&p.2), toy_embed(&p.3));
         let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
         let cos = a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>() / (norm(&a) * norm(&b));
-        assert!(
-            (d["similarity"].as_f64().unwrap() as f32 - cos).abs() < 1e-4,
-            "{d} vs {cos}"
-        );
+        assert!((d["similarity"].as_f64().unwrap() as f32 - cos).abs() < 1e-4, "{d} vs {cos}");
         checked += 1;
     }
     assert!(checked > 0);
@@ -545,10 +429,7 @@ fn corpus_output_is_byte_identical_whatever_the_thread_count() {
     let (manifest, _) = write_corpus(dir.path());
     let mut trees = Vec::new();
     for threads in ["1", "3"] {
-        let out = run(coreb()
-            .arg("corpus")
-            .arg(&manifest)
-            .env("RAYON_NUM_THREADS", threads));
+        let out = run(coreb().arg("corpus").arg(&manifest).env("RAYON_NUM_THREADS", threads));
         assert!(out.status.success(), "{}", text(&out));
         trees.push(tree(&dir.path().join("out")));
         std::fs::remove_dir_all(dir.path().join("out")).unwrap();
@@ -559,16 +440,10 @@ fn corpus_output_is_byte_identical_whatever_the_thread_count() {
         "{:?}",
         trees[0].keys()
     );
-    assert_eq!(
-        trees[0].keys().collect::<Vec<_>>(),
-        trees[1].keys().collect::<Vec<_>>()
-    );
+    assert_eq!(trees[0].keys().collect::<Vec<_>>(), trees[1].keys().collect::<Vec<_>>());
     for (name, bytes) in &trees[0] {
         if trees[1][name] != *bytes {
-            let (a, b) = (
-                String::from_utf8_lossy(bytes),
-                String::from_utf8_lossy(&trees[1][name]),
-            );
+            let (a, b) = (String::from_utf8_lossy(bytes), String::from_utf8_lossy(&trees[1][name]));
             let first = a.lines().zip(b.lines()).find(|(x, y)| x != y);
             panic!("`{name}` differs between 1 and 3 threads: {first:?}");
         }
@@ -842,32 +717,21 @@ fn generated_corpus(groups: usize) -> (Vec<Value>, BTreeMap<String, (&'static st
     let mut bases = Vec::new();
     for g in 0..groups {
         let text: Vec<&str> = (0..16).map(|_| rng.pick(ENGLISH)).collect();
-        let code: Vec<String> = (0..70)
-            .map(|i| format!("{}_{}", rng.pick(ENGLISH), (rng.next() % 1000) + i))
-            .collect();
+        let code: Vec<String> =
+            (0..70).map(|i| format!("{}_{}", rng.pick(ENGLISH), (rng.next() % 1000) + i)).collect();
         bases.push((
             format!("g{g}"),
             text.join(" "),
-            format!(
-                "def f{g}({}):\n    return {}",
-                code[..3].join(", "),
-                code[3..].join(" + ")
-            ),
+            format!("def f{g}({}):\n    return {}", code[..3].join(", "), code[3..].join(" + ")),
         ));
     }
-    let mut rows: Vec<Value> = bases
-        .iter()
-        .map(|(id, t, c)| json!({"id": id, "text": t, "code": c}))
-        .collect();
+    let mut rows: Vec<Value> =
+        bases.iter().map(|(id, t, c)| json!({"id": id, "text": t, "code": c})).collect();
     let mut later = Vec::new();
     let mut expected = BTreeMap::new();
     for (id, text, code) in &bases {
         let mut words: Vec<&str> = text.split(' ').collect();
-        words[7] = if words[7] == "quickly" {
-            "safely"
-        } else {
-            "quickly"
-        };
+        words[7] = if words[7] == "quickly" { "safely" } else { "quickly" };
         let edited = words.join(" ");
         let first = code.split(['(', ',', ' ']).nth(1).unwrap().to_owned();
         let renamed = code.replacen(&first, "renamed_value", 1);
@@ -892,11 +756,7 @@ fn write_generated(
     groups: usize,
     shards: u32,
     extra: &str,
-) -> (
-    std::path::PathBuf,
-    Vec<Value>,
-    BTreeMap<String, (&'static str, String)>,
-) {
+) -> (std::path::PathBuf, Vec<Value>, BTreeMap<String, (&'static str, String)>) {
     let (rows, expected) = generated_corpus(groups);
     std::fs::write(
         dir.join("gen.jsonl"),
@@ -918,11 +778,7 @@ fn sorted_lines(paths: impl IntoIterator<Item = std::path::PathBuf>) -> Vec<Stri
     let mut lines: Vec<String> = paths
         .into_iter()
         .flat_map(|p| {
-            std::fs::read_to_string(&p)
-                .unwrap()
-                .lines()
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
+            std::fs::read_to_string(&p).unwrap().lines().map(str::to_owned).collect::<Vec<_>>()
         })
         .collect();
     lines.sort();
@@ -946,10 +802,7 @@ fn corpus_keeps_the_same_rows_at_any_shard_and_thread_count() {
     let base_text = std::fs::read_to_string(&manifest).unwrap();
     // The planted copies really are spread: most sit in another shard than their original.
     let shard = |id: &str, n: u32| shard_of_id(id_hash(id), n);
-    let apart = expected
-        .iter()
-        .filter(|(id, (_, of))| shard(id, 16) != shard(of, 16))
-        .count();
+    let apart = expected.iter().filter(|(id, (_, of))| shard(id, 16) != shard(of, 16)).count();
     assert!(
         apart * 10 > expected.len() * 8,
         "{apart} of {} copies in another shard",
@@ -972,10 +825,10 @@ fn corpus_keeps_the_same_rows_at_any_shard_and_thread_count() {
                 .env("RAYON_NUM_THREADS", threads));
             assert!(out.status.success(), "{}", text(&out));
             trees.push(tree(&dir.path().join("out")));
-            let records = sorted_lines((0..shards).map(|s| {
-                dir.path()
-                    .join(format!("out/jsonl/train/shard={s:03}/part.jsonl"))
-            }));
+            let records = sorted_lines(
+                (0..shards)
+                    .map(|s| dir.path().join(format!("out/jsonl/train/shard={s:03}/part.jsonl"))),
+            );
             let dropped = sorted_lines([dir.path().join("out/dropped.jsonl")]);
             let report: Value = serde_json::from_str(
                 &std::fs::read_to_string(dir.path().join("out/report.json")).unwrap(),
@@ -1025,14 +878,12 @@ fn corpus_keeps_the_same_rows_at_any_shard_and_thread_count() {
     assert_eq!(stats["near_duplicate"], 80, "{stats}");
     // Only originals are kept.
     assert!(
-        records
-            .iter()
-            .all(|r| serde_json::from_str::<Value>(r).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .chars()
-                .skip(5)
-                .all(|c| c.is_ascii_digit())),
+        records.iter().all(|r| serde_json::from_str::<Value>(r).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .skip(5)
+            .all(|c| c.is_ascii_digit())),
         "{records:?}"
     );
 }
@@ -1057,21 +908,13 @@ fn corpus_shard_processes_and_merge_equal_one_process() {
 
     let shard = |i: u32, manifest: &Path| {
         let out =
-            run(coreb()
-                .arg("corpus")
-                .arg(manifest)
-                .args(["--shard", &format!("{i}/4"), "--json"]));
+            run(coreb().arg("corpus").arg(manifest).args(["--shard", &format!("{i}/4"), "--json"]));
         assert!(out.status.success(), "{}", text(&out));
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["shard"], i, "{v}");
         v
     };
-    let merge = || {
-        run(coreb()
-            .args(["merge", "corpus"])
-            .arg(&manifest)
-            .arg("--json"))
-    };
+    let merge = || run(coreb().args(["merge", "corpus"]).arg(&manifest).arg("--json"));
     let nothing = merge();
     assert!(
         !nothing.status.success() && text(&nothing).contains("no shard parts in"),
@@ -1108,10 +951,7 @@ fn corpus_shard_processes_and_merge_equal_one_process() {
     );
     shard(1, &manifest);
     // A complete part is not redone.
-    let again = run(coreb()
-        .arg("corpus")
-        .arg(&manifest)
-        .args(["--shard", "1/4"]));
+    let again = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "1/4"]));
     assert!(
         again.status.success()
             && text(&again).contains("is complete (`")
@@ -1122,10 +962,7 @@ fn corpus_shard_processes_and_merge_equal_one_process() {
     let merged = merge();
     assert!(merged.status.success(), "{}", text(&merged));
     let four = tree(&dir.path().join("out"));
-    assert_eq!(
-        one.keys().collect::<Vec<_>>(),
-        four.keys().collect::<Vec<_>>()
-    );
+    assert_eq!(one.keys().collect::<Vec<_>>(), four.keys().collect::<Vec<_>>());
     for (name, bytes) in &one {
         assert!(
             four[name] == *bytes,
@@ -1133,10 +970,7 @@ fn corpus_shard_processes_and_merge_equal_one_process() {
         );
     }
     // Bad shard specs are refused by the command line.
-    let bad = run(coreb()
-        .arg("corpus")
-        .arg(&manifest)
-        .args(["--shard", "4/4"]));
+    let bad = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "4/4"]));
     assert!(
         !bad.status.success() && text(&bad).contains("the shard must be in 0..4"),
         "{}",
@@ -1164,14 +998,7 @@ fn corpus_shard_processes_read_only_their_byte_range() {
         }
     }
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(
-        rows[third..2 * third]
-            .iter()
-            .map(line)
-            .collect::<String>()
-            .as_bytes(),
-    )
-    .unwrap();
+    gz.write_all(rows[third..2 * third].iter().map(line).collect::<String>().as_bytes()).unwrap();
     // No id field: ids are line numbers; no newline after the last line.
     let c: String = rows[2 * third..]
         .iter()
@@ -1194,10 +1021,7 @@ fn corpus_shard_processes_read_only_their_byte_range() {
     let one = run(coreb().arg("corpus").arg(&manifest));
     assert!(one.status.success(), "{}", text(&one));
     let reference = tree(&out);
-    assert!(
-        reference["dropped.jsonl"].len() > 100,
-        "a corpus with duplicates"
-    );
+    assert!(reference["dropped.jsonl"].len() > 100, "a corpus with duplicates");
     std::fs::remove_dir_all(&out).unwrap();
     for n in [2u32, 3, 7] {
         let (mut read, mut counted) = (0, Vec::new());
@@ -1212,11 +1036,7 @@ fn corpus_shard_processes_read_only_their_byte_range() {
             counted.push(v["rows_in"].as_u64().unwrap());
             read += v["rows"].as_u64().unwrap();
         }
-        assert_eq!(
-            read,
-            rows.len() as u64,
-            "every row in exactly one of {n} parts"
-        );
+        assert_eq!(read, rows.len() as u64, "every row in exactly one of {n} parts");
         // A process counts the input's rows up to where it stops reading: past its range only
         // up to the last source read whole (`b.jsonl.gz`); the last one reads to the end.
         assert_eq!(counted.last(), Some(&(rows.len() as u64)), "{counted:?}");
@@ -1279,34 +1099,17 @@ fn corpus_shard_processes_read_only_their_byte_range() {
     }
     // A malformed line in the first half of `a.jsonl` stops the process whose range holds it,
     // naming the file and line, and not the other: it is not parsed there.
-    std::fs::write(
-        dir.path().join("a.jsonl"),
-        format!("{{\"id\": \"bad\", \"text\": 1\n{}", &a),
-    )
-    .unwrap();
-    let first = run(coreb()
-        .arg("corpus")
-        .arg(&manifest)
-        .args(["--shard", "0/2"]));
-    assert!(
-        !first.status.success() && text(&first).contains("a.jsonl`:1"),
-        "{}",
-        text(&first)
-    );
-    let second = run(coreb()
-        .arg("corpus")
-        .arg(&manifest)
-        .args(["--shard", "1/2"]));
+    std::fs::write(dir.path().join("a.jsonl"), format!("{{\"id\": \"bad\", \"text\": 1\n{}", &a))
+        .unwrap();
+    let first = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "0/2"]));
+    assert!(!first.status.success() && text(&first).contains("a.jsonl`:1"), "{}", text(&first));
+    let second = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "1/2"]));
     assert!(second.status.success(), "{}", text(&second));
 }
 
 /// The files of two output trees are the same, byte for byte.
 fn assert_same_tree(want: &BTreeMap<String, Vec<u8>>, got: &BTreeMap<String, Vec<u8>>, what: &str) {
-    assert_eq!(
-        want.keys().collect::<Vec<_>>(),
-        got.keys().collect::<Vec<_>>(),
-        "{what}"
-    );
+    assert_eq!(want.keys().collect::<Vec<_>>(), got.keys().collect::<Vec<_>>(), "{what}");
     for (name, bytes) in want {
         assert!(got[name] == *bytes, "`{name}` differs: {what}");
     }
@@ -1372,11 +1175,7 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
             .iter()
             .filter(|(k, _)| k.starts_with("jsonl/train/"))
             .flat_map(|(_, v)| {
-                String::from_utf8(v.clone())
-                    .unwrap()
-                    .lines()
-                    .map(str::to_owned)
-                    .collect::<Vec<_>>()
+                String::from_utf8(v.clone()).unwrap().lines().map(str::to_owned).collect::<Vec<_>>()
             })
             .collect();
         lines.sort();
@@ -1390,13 +1189,7 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
 
     // Step by step, as a scheduler runs them: 2 shard processes, the exact step, 4 band
     // tasks, the clustering step, then the merge, which uses their result.
-    let step = |args: &[&str]| {
-        run(coreb()
-            .arg("corpus")
-            .arg(&manifest)
-            .args(args)
-            .arg("--json"))
-    };
+    let step = |args: &[&str]| run(coreb().arg("corpus").arg(&manifest).args(args).arg("--json"));
     let ok = |o: std::process::Output| {
         assert!(o.status.success(), "{}", text(&o));
         serde_json::from_slice::<Value>(&o.stdout).unwrap()
@@ -1417,12 +1210,7 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
             "{exact}"
         );
         for i in 0..bands_tasks {
-            let v = ok(step(&[
-                "--dedup-step",
-                "bands",
-                "--task",
-                &format!("{i}/{bands_tasks}"),
-            ]));
+            let v = ok(step(&["--dedup-step", "bands", "--task", &format!("{i}/{bands_tasks}")]));
             assert!(
                 v["peak_rss_mib"].as_f64().unwrap() > 0.0 && v["candidates"].as_u64().is_some(),
                 "{v}"
@@ -1441,11 +1229,7 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
         "{}",
         text(&merged)
     );
-    assert_same_tree(
-        &references[&3],
-        &tree(&out),
-        "the steps run one by one, then the merge",
-    );
+    assert_same_tree(&references[&3], &tree(&out), "the steps run one by one, then the merge");
     std::fs::remove_dir_all(&out).unwrap();
 
     // A killed band task and a damaged one.
@@ -1470,10 +1254,7 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
         said.contains("shard 2/4 is missing") && said.contains("--dedup-step bands --task 2/4`"),
         "{said}"
     );
-    let rerun = run(coreb()
-        .args(["merge", "corpus"])
-        .arg(&manifest)
-        .args(["--dedup-tasks", "4"]));
+    let rerun = run(coreb().args(["merge", "corpus"]).arg(&manifest).args(["--dedup-tasks", "4"]));
     let said = text(&rerun);
     assert!(
         rerun.status.success()
@@ -1487,10 +1268,7 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
             && !said.contains("dedup bands 3/4"),
         "{said}"
     );
-    assert!(
-        !said.contains("dedup exact 0/1"),
-        "the exact step was complete: {said}"
-    );
+    assert!(!said.contains("dedup exact 0/1"), "the exact step was complete: {said}");
     assert_same_tree(&references[&3], &tree(&out), "after redoing two band tasks");
 
     // A shard part's sketch file edited at the same size: the exact step, which reads it,
@@ -1520,11 +1298,7 @@ fn one_process_output(
     dir: &Path,
     groups: usize,
     shards: u32,
-) -> (
-    std::path::PathBuf,
-    std::path::PathBuf,
-    BTreeMap<String, Vec<u8>>,
-) {
+) -> (std::path::PathBuf, std::path::PathBuf, BTreeMap<String, Vec<u8>>) {
     let (manifest, _, _) = write_generated(
         dir,
         groups,
@@ -1578,26 +1352,15 @@ fn corpus_slurm_recipe_writes_the_one_process_output() {
             assert!(said.contains(&line), "{step} {i} did not run: {said}");
         }
     }
-    assert_same_tree(
-        &reference,
-        &tree(&out),
-        "the corpus recipe's shell fallback vs one process",
-    );
+    assert_same_tree(&reference, &tree(&out), "the corpus recipe's shell fallback vs one process");
     std::fs::remove_dir_all(&out).unwrap();
 
     let slurm = recipe(
-        &[
-            root().join("scripts/slurm/single-node.sh"),
-            dir.path().join("slurm"),
-            "bash".into(),
-        ],
+        &[root().join("scripts/slurm/single-node.sh"), dir.path().join("slurm"), "bash".into()],
         "slurm",
     );
     if slurm.status.code() == Some(3) {
-        eprintln!(
-            "no single-node Slurm here, so only the shell fallback ran: {}",
-            text(&slurm)
-        );
+        eprintln!("no single-node Slurm here, so only the shell fallback ran: {}", text(&slurm));
         return;
     }
     let logs = || {
@@ -1626,8 +1389,7 @@ fn corpus_slurm_recipe_writes_the_one_process_output() {
     };
     for i in 0..4 {
         let log = std::fs::read_to_string(
-            dir.path()
-                .join(format!("coreb-coreb-corpus-bands-{}_{i}.log", job("bands"))),
+            dir.path().join(format!("coreb-coreb-corpus-bands-{}_{i}.log", job("bands"))),
         )
         .unwrap_or_default();
         assert!(
@@ -1637,23 +1399,14 @@ fn corpus_slurm_recipe_writes_the_one_process_output() {
         );
     }
     let merge = std::fs::read_to_string(
-        dir.path()
-            .join(format!("coreb-coreb-corpus-merge-{}.log", job("merge"))),
+        dir.path().join(format!("coreb-coreb-corpus-merge-{}.log", job("merge"))),
     )
     .unwrap_or_default();
-    assert!(
-        merge.contains("with the duplicates of the split steps"),
-        "{merge}\n{}",
-        logs()
-    );
+    assert!(merge.contains("with the duplicates of the split steps"), "{merge}\n{}", logs());
     for step in ["shard", "exact", "clusters"] {
         job(step);
     }
-    assert_same_tree(
-        &reference,
-        &tree(&out),
-        "the corpus recipe through Slurm vs one process",
-    );
+    assert_same_tree(&reference, &tree(&out), "the corpus recipe through Slurm vs one process");
 }
 
 /// Issue 35: `kill -9` of two of four band tasks while they run (as soon as their temporary
@@ -1663,11 +1416,7 @@ fn corpus_slurm_recipe_writes_the_one_process_output() {
 fn kill_9_of_band_tasks_then_a_rerun_redoes_only_their_parts() {
     let dir = tempfile::tempdir().unwrap();
     let (manifest, out, reference) = one_process_output(dir.path(), 2000, 2);
-    for args in [
-        &["--shard", "0/2"][..],
-        &["--shard", "1/2"],
-        &["--dedup-step", "exact"],
-    ] {
+    for args in [&["--shard", "0/2"][..], &["--shard", "1/2"], &["--dedup-step", "exact"]] {
         let o = run(coreb().arg("corpus").arg(&manifest).args(args));
         assert!(o.status.success(), "{}", text(&o));
     }
@@ -1694,10 +1443,7 @@ fn kill_9_of_band_tasks_then_a_rerun_redoes_only_their_parts() {
         let status = child.wait().unwrap();
         assert!(i == 1 || i == 2 || status.success(), "band task {i} failed");
         if !bands.join(format!("part={i:03}-of-004/_SUCCESS")).exists() {
-            assert!(
-                !status.success(),
-                "task {i} exited successfully without its part"
-            );
+            assert!(!status.success(), "task {i} exited successfully without its part");
             killed.push(i);
         }
     }
@@ -1705,10 +1451,7 @@ fn kill_9_of_band_tasks_then_a_rerun_redoes_only_their_parts() {
         !killed.is_empty(),
         "no band task was killed before it finished: make the corpus larger"
     );
-    let rerun = run(coreb()
-        .args(["merge", "corpus"])
-        .arg(&manifest)
-        .args(["--dedup-tasks", "4"]));
+    let rerun = run(coreb().args(["merge", "corpus"]).arg(&manifest).args(["--dedup-tasks", "4"]));
     let said = text(&rerun);
     assert!(rerun.status.success(), "{said}");
     assert!(
@@ -1726,13 +1469,6 @@ fn kill_9_of_band_tasks_then_a_rerun_redoes_only_their_parts() {
             "task {i} (killed: {killed:?}): {said}"
         );
     }
-    assert!(
-        !said.contains("dedup exact 0/1"),
-        "the exact step was complete: {said}"
-    );
-    assert_same_tree(
-        &reference,
-        &tree(&out),
-        "after kill -9 of band tasks and a rerun",
-    );
+    assert!(!said.contains("dedup exact 0/1"), "the exact step was complete: {said}");
+    assert_same_tree(&reference, &tree(&out), "after kill -9 of band tasks and a rerun");
 }

@@ -16,20 +16,14 @@ fn eval_json(args: &[&str]) -> serde_json::Value {
 }
 
 fn ndcg(task: &serde_json::Value, i: usize) -> f64 {
-    task["overall"]["at_k"]["ndcg"][i]
-        .as_f64()
-        .expect("ndcg value")
+    task["overall"]["at_k"]["ndcg"][i].as_f64().expect("ndcg value")
 }
 
 #[test]
 fn bm25_on_cosqa_reaches_034_and_agrees_with_trec_eval() {
     let dir = data("cosqa");
     let out_dir = tempfile::tempdir().expect("tempdir");
-    let v = eval_json(&[
-        dir.to_str().unwrap(),
-        "--out",
-        out_dir.path().to_str().unwrap(),
-    ]);
+    let v = eval_json(&[dir.to_str().unwrap(), "--out", out_dir.path().to_str().unwrap()]);
     let task = &v["tasks"][0];
     assert_eq!(task["overall"]["num_queries"], 500);
     assert_eq!(task["level"], 1, "CoSQA's qrels are binary");
@@ -38,22 +32,13 @@ fn bm25_on_cosqa_reaches_034_and_agrees_with_trec_eval() {
     // The run written in TREC format gives the same number through `coreb trec-eval`.
     let run_file = out_dir.path().join("cosqa.run.trec");
     let qrels = out_dir.path().join("qrels.trec");
-    fs_err::write(
-        &qrels,
-        crate::support::trec_qrels(&dir.join("qrels/test.tsv")),
-    )
-    .unwrap();
-    let out = run(coreb()
-        .args(["trec-eval", "-m", "ndcg_cut.10", "-c"])
-        .arg(&qrels)
-        .arg(&run_file));
+    fs_err::write(&qrels, crate::support::trec_qrels(&dir.join("qrels/test.tsv"))).unwrap();
+    let out =
+        run(coreb().args(["trec-eval", "-m", "ndcg_cut.10", "-c"]).arg(&qrels).arg(&run_file));
     assert!(out.status.success(), "{}", text(&out));
     let line = String::from_utf8_lossy(&out.stdout).to_string();
     let te: f64 = line.split('\t').nth(2).unwrap().trim().parse().unwrap();
-    assert!(
-        (te - ndcg10).abs() < 5e-5,
-        "trec-eval {te} vs eval {ndcg10}"
-    );
+    assert!((te - ndcg10).abs() < 5e-5, "trec-eval {te} vs eval {ndcg10}");
 }
 
 #[test]
@@ -69,10 +54,7 @@ fn release_folder_with_breakdowns_and_reports() {
     ]);
     let tasks = v["tasks"].as_array().unwrap();
     assert_eq!(
-        tasks
-            .iter()
-            .map(|t| t["task"].as_str().unwrap())
-            .collect::<Vec<_>>(),
+        tasks.iter().map(|t| t["task"].as_str().unwrap()).collect::<Vec<_>>(),
         ["code2text", "text2code"]
     );
     let t2c = &tasks[1];
@@ -83,20 +65,11 @@ fn release_folder_with_breakdowns_and_reports() {
     // BM25 puts the wrong-but-similar `sum(nums) ** 2` (a hard negative) first for the
     // canonical query: the intrusion rate sees it.
     assert!(t2c["overall"]["intrusion_rate"].as_f64().unwrap() > 0.0);
-    for f in [
-        "results.json",
-        "report.md",
-        "ndcg.svg",
-        "queries.svg",
-        "text2code.run.trec",
-    ] {
+    for f in ["results.json", "report.md", "ndcg.svg", "queries.svg", "text2code.run.trec"] {
         assert!(out_dir.path().join(f).is_file(), "{f} missing");
     }
     let md = fs_err::read_to_string(out_dir.path().join("report.md")).unwrap();
-    assert!(
-        md.contains("## text2code: by subtask") && md.contains("| canonical | 2 |"),
-        "{md}"
-    );
+    assert!(md.contains("## text2code: by subtask") && md.contains("| canonical | 2 |"), "{md}");
     let svg = fs_err::read_to_string(out_dir.path().join("ndcg.svg")).unwrap();
     assert!(svg.contains("text2code/canonical") && svg.contains("nDCG@5"));
     let run_text = fs_err::read_to_string(out_dir.path().join("text2code.run.trec")).unwrap();
@@ -120,23 +93,11 @@ fn external_run_and_bad_inputs() {
     fs_err::write(&run_file, "q1 Q0 d 1 9 p\nq1 Q0 d 2 8 p\n").unwrap();
     let out = run(coreb().arg("eval").arg(&rel).arg("--run").arg(&run_file));
     assert!(!out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("perfect.trec:2"),
-        "{}",
-        text(&out)
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("perfect.trec:2"), "{}", text(&out));
     let out = run(coreb().arg("eval").arg(dir.path()));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("not a BEIR folder"),
-        "{}",
-        text(&out)
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a BEIR folder"), "{}", text(&out));
     let out = run(coreb().arg("eval").arg(&rel).args(["--retriever", "tfidf"]));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("`--retriever`"),
-        "{}",
-        text(&out)
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`--retriever`"), "{}", text(&out));
 }
 
 #[test]
@@ -158,10 +119,7 @@ fn release_gates_report_each_failure() {
     );
     assert!(!err.contains("task `text2code`"), "{err}");
     assert!(err.contains("2 release gate(s) failed"), "{err}");
-    let ok = run(coreb()
-        .arg("eval")
-        .arg(rel.join("text2code"))
-        .arg("--gates"));
+    let ok = run(coreb().arg("eval").arg(rel.join("text2code")).arg("--gates"));
     assert!(ok.status.success(), "{}", text(&ok));
     assert!(String::from_utf8_lossy(&ok.stderr).contains("all release gates passed"));
 }
@@ -169,10 +127,7 @@ fn release_gates_report_each_failure() {
 /// A deterministic bag-of-words embedding: a dimension per hashed lower-case word.
 fn embed(text: &str) -> Vec<f32> {
     let mut v = vec![0f32; 64];
-    for w in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
         let h = w
             .to_lowercase()
             .bytes()
@@ -196,10 +151,7 @@ fn start_server() -> (String, Arc<Seen>) {
     let s2 = Arc::clone(&seen);
     let server = crate::support::http::serve(move |request| {
         if let Some(auth) = request.header("authorization") {
-            s2.auth
-                .lock()
-                .unwrap()
-                .push(format!("authorization: {auth}"));
+            s2.auth.lock().unwrap().push(format!("authorization: {auth}"));
         }
         let req = request.json();
         let request_line = &request.line;
@@ -232,21 +184,13 @@ fn start_server() -> (String, Arc<Seen>) {
                     serde_json::json!({"index": i, "relevance_score": score})
                 })
                 .collect();
-            (
-                "200 OK",
-                "",
-                serde_json::json!({"results": results}).to_string(),
-            )
+            ("200 OK", "", serde_json::json!({"results": results}).to_string())
         } else {
             ("404 Not Found", "", String::new())
         };
         let reply =
             crate::support::Reply::new(status, resp).header("Content-Type: application/json");
-        if extra.is_empty() {
-            reply
-        } else {
-            reply.header(extra.trim_end())
-        }
+        if extra.is_empty() { reply } else { reply.header(extra.trim_end()) }
     });
     (format!("{}/v1", server.url()), seen)
 }
@@ -279,31 +223,19 @@ fn dense_retrieval_retries_caches_and_reranks() {
     let cache = tempfile::tempdir().expect("tempdir");
     let started = std::time::Instant::now();
     let v = dense_eval(&base, cache.path(), &[]);
-    assert!(
-        started.elapsed() >= std::time::Duration::from_secs(1),
-        "Retry-After: 1 was honoured"
-    );
+    assert!(started.elapsed() >= std::time::Duration::from_secs(1), "Retry-After: 1 was honoured");
     // 429, 500, then corpus + queries of two tasks (four batches).
     assert_eq!(seen.embedding_calls.load(Ordering::SeqCst), 6);
     assert_eq!(v["retriever"], "embed:toy-embed");
     assert!(ndcg(&v["tasks"][1], 2) > 0.5, "{v}");
-    assert!(
-        seen.auth
-            .lock()
-            .unwrap()
-            .iter()
-            .all(|a| a.ends_with("Bearer sk-test"))
-    );
+    assert!(seen.auth.lock().unwrap().iter().all(|a| a.ends_with("Bearer sk-test")));
     // A rerun is served from the cache: no embeddings request at all.
     let again = dense_eval(&base, cache.path(), &[]);
     assert_eq!(seen.embedding_calls.load(Ordering::SeqCst), 6);
     assert_eq!(again["tasks"], v["tasks"]);
     // Reranking the top documents goes through /v1/rerank, one call per query.
-    let reranked = dense_eval(
-        &base,
-        cache.path(),
-        &["--rerank", "toy-rerank", "--rerank-depth", "3"],
-    );
+    let reranked =
+        dense_eval(&base, cache.path(), &["--rerank", "toy-rerank", "--rerank-depth", "3"]);
     assert_eq!(seen.rerank_calls.load(Ordering::SeqCst), 6);
     assert_eq!(reranked["retriever"], "embed:toy-embed+rerank:toy-rerank");
 }
@@ -319,13 +251,7 @@ fn dense_retrieval_gives_up_with_a_clear_error() {
     let out = run(coreb()
         .arg("eval")
         .arg(&rel)
-        .args([
-            "--retriever",
-            "embed:m",
-            "--base-url",
-            &format!("http://{addr}/v1"),
-            "--cache",
-        ])
+        .args(["--retriever", "embed:m", "--base-url", &format!("http://{addr}/v1"), "--cache"])
         .arg(cache.path()));
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

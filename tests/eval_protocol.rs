@@ -23,10 +23,7 @@ fn fixture() -> (Vec<FixtureQuery>, Vec<(String, String, String)>) {
     let (mut queries, mut docs) = (Vec::new(), Vec::new());
     for task in ["code2text", "text2code"] {
         let dir = release().join(task);
-        for l in fs_err::read_to_string(dir.join("queries.jsonl"))
-            .unwrap()
-            .lines()
-        {
+        for l in fs_err::read_to_string(dir.join("queries.jsonl")).unwrap().lines() {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
             queries.push((
                 task.to_owned(),
@@ -35,18 +32,11 @@ fn fixture() -> (Vec<FixtureQuery>, Vec<(String, String, String)>) {
                 v["text"].as_str().unwrap().to_owned(),
             ));
         }
-        for l in fs_err::read_to_string(dir.join("corpus.jsonl"))
-            .unwrap()
-            .lines()
-        {
+        for l in fs_err::read_to_string(dir.join("corpus.jsonl")).unwrap().lines() {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
             let title = v["title"].as_str().unwrap_or("");
             let body = v["text"].as_str().unwrap();
-            let full = if title.is_empty() {
-                body.to_owned()
-            } else {
-                format!("{title}\n{body}")
-            };
+            let full = if title.is_empty() { body.to_owned() } else { format!("{title}\n{body}") };
             docs.push((task.to_owned(), v["_id"].as_str().unwrap().to_owned(), full));
         }
     }
@@ -64,9 +54,7 @@ fn words(t: &str) -> BTreeSet<String> {
 fn embed(text: &str) -> Vec<f32> {
     let mut v = vec![0f32; 64];
     for w in words(text) {
-        let h = w
-            .bytes()
-            .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+        let h = w.bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
         v[(h % 64) as usize] += 1.0;
     }
     v
@@ -83,9 +71,7 @@ fn overlap(q: &str, d: &str) -> f64 {
 fn chat_answer(query: &str, passages: &[String]) -> String {
     let mut order: Vec<usize> = (0..passages.len()).collect();
     order.sort_by(|&a, &b| {
-        overlap(query, &passages[b])
-            .total_cmp(&overlap(query, &passages[a]))
-            .then(a.cmp(&b))
+        overlap(query, &passages[b]).total_cmp(&overlap(query, &passages[a])).then(a.cmp(&b))
     });
     let ids: Vec<String> = order.iter().map(|i| format!("[{}]", i + 1)).collect();
     match passages[0].len() % 4 {
@@ -131,10 +117,7 @@ fn server() -> (String, Arc<Seen>) {
                 .enumerate()
                 .map(|(i, t)| serde_json::json!({"index": i, "embedding": embed(t)}))
                 .collect();
-            s.embedded
-                .lock()
-                .unwrap()
-                .extend(inputs.into_iter().map(|t| (kind.clone(), t)));
+            s.embedded.lock().unwrap().extend(inputs.into_iter().map(|t| (kind.clone(), t)));
             serde_json::json!({ "data": data })
         } else if req.line.contains("/v1/rerank") {
             *s.rerank.lock().unwrap() += 1;
@@ -160,15 +143,12 @@ fn server() -> (String, Arc<Seen>) {
             serde_json::json!({ "data": data })
         } else if req.line.contains("/v1/chat/completions") {
             *s.chat.lock().unwrap() += 1;
-            let user = body["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|m| m["role"] == "user")
-                .unwrap()["content"]
-                .as_str()
-                .unwrap()
-                .to_owned();
+            let user =
+                body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap()
+                    ["content"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
             let (query, passages) = read_window(&user);
             let answer = chat_answer(&query, &passages);
             serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
@@ -182,36 +162,25 @@ fn server() -> (String, Arc<Seen>) {
 
 /// The query and the passages of a listwise prompt (`Search query: …`, `[i] text` blocks).
 fn read_window(user: &str) -> (String, Vec<String>) {
-    let query = user
-        .lines()
-        .find_map(|l| l.strip_prefix("Search query: "))
-        .unwrap()
-        .to_owned();
+    let query = user.lines().find_map(|l| l.strip_prefix("Search query: ")).unwrap().to_owned();
     let marker = regex::Regex::new(r"(?m)^\[(\d+)\] ").unwrap();
-    let starts: Vec<(usize, usize)> = marker
-        .find_iter(user)
-        .map(|m| (m.start(), m.end()))
-        .collect();
+    let starts: Vec<(usize, usize)> =
+        marker.find_iter(user).map(|m| (m.start(), m.end())).collect();
     let tail = user.rfind("\n\nSearch query: ").unwrap();
     let passages = starts
         .iter()
         .enumerate()
-        .map(|(i, &(_, end))| {
-            user[end..starts.get(i + 1).map_or(tail, |n| n.0)]
-                .trim()
-                .to_owned()
-        })
+        .map(|(i, &(_, end))| user[end..starts.get(i + 1).map_or(tail, |n| n.0)].trim().to_owned())
         .collect();
     (query, passages)
 }
 
 fn eval(args: &[&str], cwd: &Path) -> serde_json::Value {
-    let out = run(coreb()
-        .current_dir(cwd)
-        .arg("eval")
-        .arg(release())
-        .args(args)
-        .args(["--json", "--api-key-env", ""]));
+    let out = run(coreb().current_dir(cwd).arg("eval").arg(release()).args(args).args([
+        "--json",
+        "--api-key-env",
+        "",
+    ]));
     assert!(out.status.success(), "{}", text(&out));
     serde_json::from_slice(&out.stdout).expect("JSON on stdout")
 }
@@ -253,10 +222,7 @@ fn prompts_reach_the_server_per_task_and_side_and_repeats_are_sent_once() {
         .iter()
         .map(|(t, _, s, q)| ("query".to_owned(), format!("Q[{}]: {q}", instruction(t, s))))
         .collect();
-    want.extend(
-        docs.iter()
-            .map(|(_, _, d)| ("document".to_owned(), format!("D: {d}"))),
-    );
+    want.extend(docs.iter().map(|(_, _, d)| ("document".to_owned(), format!("D: {d}"))));
     want.sort();
     want.dedup();
     let mut got = seen.embedded.lock().unwrap().clone();
@@ -274,14 +240,8 @@ fn prompts_reach_the_server_per_task_and_side_and_repeats_are_sent_once() {
         v["prompts"]["tasks"]["text2code"]["queries"]["canonical"]["template"],
         "Q[T2C]: {text}"
     );
-    assert_eq!(
-        v["prompts"]["tasks"]["code2text"]["document"]["fields"]["input_type"],
-        "document"
-    );
-    assert!(
-        !dir.path().join(".coreb-cache").exists(),
-        "--no-cache writes no cache"
-    );
+    assert_eq!(v["prompts"]["tasks"]["code2text"]["document"]["fields"]["input_type"], "document");
+    assert!(!dir.path().join(".coreb-cache").exists(), "--no-cache writes no cache");
 
     // Without prompts a code2text query is the very text of a text2code document: it is sent
     // once, and so is every other repeated text.
@@ -298,18 +258,8 @@ fn prompts_reach_the_server_per_task_and_side_and_repeats_are_sent_once() {
         ],
         dir.path(),
     );
-    let sent: Vec<String> = seen
-        .embedded
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(_, t)| t.clone())
-        .collect();
-    let all: Vec<&String> = queries
-        .iter()
-        .map(|q| &q.3)
-        .chain(docs.iter().map(|d| &d.2))
-        .collect();
+    let sent: Vec<String> = seen.embedded.lock().unwrap().iter().map(|(_, t)| t.clone()).collect();
+    let all: Vec<&String> = queries.iter().map(|q| &q.3).chain(docs.iter().map(|d| &d.2)).collect();
     let distinct: BTreeSet<&String> = all.iter().copied().collect();
     assert!(distinct.len() < all.len(), "the fixture repeats a text");
     assert_eq!(
@@ -321,10 +271,7 @@ fn prompts_reach_the_server_per_task_and_side_and_repeats_are_sent_once() {
         sent.len()
     );
     // Prompt flags without a dense retriever are refused.
-    let out = run(coreb()
-        .arg("eval")
-        .arg(release())
-        .args(["--query-prompt", "q: "]));
+    let out = run(coreb().arg("eval").arg(release()).args(["--query-prompt", "q: "]));
     assert!(
         !out.status.success()
             && String::from_utf8_lossy(&out.stderr).contains("apply to `--retriever embed:"),
@@ -362,11 +309,7 @@ fn the_cache_separates_endpoints_and_prompts() {
     assert!(sent_a > 0);
     // Another endpoint with the same model name gets its own requests.
     let other = go(&b, &[]);
-    assert_eq!(
-        count(&seen_b),
-        sent_a,
-        "the cache of endpoint A was not reused for endpoint B"
-    );
+    assert_eq!(count(&seen_b), sent_a, "the cache of endpoint A was not reused for endpoint B");
     assert_eq!(other["tasks"], first["tasks"]);
     // The same endpoint again: everything from the cache.
     go(&a, &[]);
@@ -374,10 +317,8 @@ fn the_cache_separates_endpoints_and_prompts() {
     // A new query prompt: only the queries are embedded again.
     go(&a, &["--query-prompt", "search: "]);
     let (queries, _) = fixture();
-    let new: BTreeSet<String> = seen_a.embedded.lock().unwrap()[sent_a..]
-        .iter()
-        .map(|(_, t)| t.clone())
-        .collect();
+    let new: BTreeSet<String> =
+        seen_a.embedded.lock().unwrap()[sent_a..].iter().map(|(_, t)| t.clone()).collect();
     let want: BTreeSet<String> = queries.iter().map(|q| format!("search: {}", q.3)).collect();
     assert_eq!(new, want);
 }
@@ -426,9 +367,7 @@ fn pointwise_rerank_and_score_endpoints_rerank_the_top_documents() {
         assert_eq!(v["rerank"]["depth"], 3);
         let t2c = &v["tasks"][1];
         let d = &t2c["rerank"]["ndcg"]["overall"][2];
-        let first = t2c["rerank"]["first_stage"]["at_k"]["ndcg"][2]
-            .as_f64()
-            .unwrap();
+        let first = t2c["rerank"]["first_stage"]["at_k"]["ndcg"][2].as_f64().unwrap();
         assert!((d["mean_a"].as_f64().unwrap() - first).abs() < 1e-12);
         assert!(
             (d["mean_b"].as_f64().unwrap() - t2c["overall"]["at_k"]["ndcg"][2].as_f64().unwrap())
@@ -443,16 +382,8 @@ fn pointwise_rerank_and_score_endpoints_rerank_the_top_documents() {
             ranked_ids(&out.join("text2code.first.run.trec")),
         ));
     }
-    assert_eq!(
-        *seen.rerank.lock().unwrap(),
-        queries.len() as u32,
-        "one /rerank call per query"
-    );
-    assert_eq!(
-        *seen.score.lock().unwrap(),
-        queries.len() as u32,
-        "one /score call per query"
-    );
+    assert_eq!(*seen.rerank.lock().unwrap(), queries.len() as u32, "one /rerank call per query");
+    assert_eq!(*seen.score.lock().unwrap(), queries.len() as u32, "one /score call per query");
     assert_eq!(outs[0].0, outs[1].0, "both shapes give the same order");
     for (q, ranked) in &outs[0].0 {
         assert_eq!(
@@ -461,11 +392,7 @@ fn pointwise_rerank_and_score_endpoints_rerank_the_top_documents() {
             "{q}: the reranked run holds the top 3"
         );
         let first: BTreeSet<&String> = outs[0].1[q].iter().take(3).collect();
-        assert_eq!(
-            ranked.iter().collect::<BTreeSet<_>>(),
-            first,
-            "{q}: the same three documents"
-        );
+        assert_eq!(ranked.iter().collect::<BTreeSet<_>>(), first, "{q}: the same three documents");
     }
 }
 
@@ -484,15 +411,10 @@ fn reference_order(
         let texts: Vec<String> = docs[start..end].iter().map(|d| d.1.clone()).collect();
         let answer = chat_answer(query, &texts);
         let m = end - start;
-        let mut ids: Vec<usize> = bracketed
-            .captures_iter(&answer)
-            .map(|c| c[1].parse().unwrap())
-            .collect();
+        let mut ids: Vec<usize> =
+            bracketed.captures_iter(&answer).map(|c| c[1].parse().unwrap()).collect();
         if ids.is_empty() {
-            ids = bare
-                .find_iter(&answer)
-                .map(|x| x.as_str().parse().unwrap())
-                .collect();
+            ids = bare.find_iter(&answer).map(|x| x.as_str().parse().unwrap()).collect();
         }
         let mut order: Vec<usize> = Vec::new();
         for id in ids {
@@ -525,11 +447,7 @@ fn listwise_reranking_follows_the_reference_sliding_window_and_replays_offline()
         let mut ids: Vec<&String> = docs.iter().filter(|d| &d.0 == task).map(|d| &d.1).collect();
         ids.reverse();
         for (rank, id) in ids.iter().enumerate() {
-            first.push_str(&format!(
-                "{qid} Q0 {id} {} {} first\n",
-                rank + 1,
-                100 - rank
-            ));
+            first.push_str(&format!("{qid} Q0 {id} {} {} first\n", rank + 1, 100 - rank));
         }
     }
     let run_file = dir.path().join("first.trec");
@@ -562,16 +480,10 @@ fn listwise_reranking_follows_the_reference_sliding_window_and_replays_offline()
         .collect()
     };
     let a = args(&out);
-    let v = eval(
-        &a.iter().map(String::as_str).collect::<Vec<_>>(),
-        dir.path(),
-    );
+    let v = eval(&a.iter().map(String::as_str).collect::<Vec<_>>(), dir.path());
     let stats = &v["rerank"]["listwise_stats"];
     for kind in ["exact", "repaired", "unparseable"] {
-        assert!(
-            stats[kind].as_u64().unwrap() > 0,
-            "the toy model gave {kind} answers: {stats}"
-        );
+        assert!(stats[kind].as_u64().unwrap() > 0, "the toy model gave {kind} answers: {stats}");
     }
     assert_eq!(stats["failed"], 0);
     let calls = *seen.chat.lock().unwrap();
@@ -582,10 +494,8 @@ fn listwise_reranking_follows_the_reference_sliding_window_and_replays_offline()
         for (t, qid, _, qtext) in queries.iter().filter(|q| q.0 == task) {
             let mut ids: Vec<&String> = docs.iter().filter(|d| &d.0 == t).map(|d| &d.1).collect();
             ids.reverse();
-            let candidates: Vec<(String, String)> = ids
-                .iter()
-                .map(|id| ((*id).clone(), text_of[id].clone()))
-                .collect();
+            let candidates: Vec<(String, String)> =
+                ids.iter().map(|id| ((*id).clone(), text_of[id].clone())).collect();
             assert_eq!(got[qid], reference_order(qtext, candidates, 3, 2), "{qid}");
         }
     }
@@ -593,16 +503,10 @@ fn listwise_reranking_follows_the_reference_sliding_window_and_replays_offline()
     let out2 = dir.path().join("out2");
     let mut b = args(&out2);
     b.push("--replay".into());
-    let again = eval(
-        &b.iter().map(String::as_str).collect::<Vec<_>>(),
-        dir.path(),
-    );
+    let again = eval(&b.iter().map(String::as_str).collect::<Vec<_>>(), dir.path());
     assert_eq!(*seen.chat.lock().unwrap(), calls, "replay sent nothing");
     assert_eq!(again["tasks"], v["tasks"]);
-    assert_eq!(
-        again["rerank"]["listwise_stats"]["from_store"],
-        stats["windows"]
-    );
+    assert_eq!(again["rerank"]["listwise_stats"]["from_store"], stats["windows"]);
     for task in ["code2text", "text2code"] {
         assert_eq!(
             fs_err::read(out.join(format!("{task}.run.trec"))).unwrap(),
@@ -634,10 +538,7 @@ fn bootstrap_and_tests_equal_numpy_and_scipy() {
     // coreb eval's intervals, recomputed from its own per-query values.
     let out = dir.path().join("bm25");
     eval(&["--out", out.to_str().unwrap()], dir.path());
-    let check = run(python()
-        .arg(&script)
-        .arg("eval")
-        .arg(out.join("results.json")));
+    let check = run(python().arg(&script).arg("eval").arg(out.join("results.json")));
     assert!(check.status.success(), "{}", text(&check));
     // Run files are evaluated on `--release`; a run against itself differs by nothing.
     let run_file = out.join("text2code.run.trec");
@@ -694,21 +595,12 @@ fn bootstrap_and_tests_equal_numpy_and_scipy() {
     ];
     // The exact branch needs differences without zeros or ties; the permutation branch (n ≤ 13)
     // and the normal approximation need ties or zeros.
-    let abs_diffs = |i: usize| -> Vec<f64> {
-        a[i].1
-            .iter()
-            .zip(&b[i].1)
-            .map(|(x, y)| (y - x).abs())
-            .collect()
-    };
+    let abs_diffs =
+        |i: usize| -> Vec<f64> { a[i].1.iter().zip(&b[i].1).map(|(x, y)| (y - x).abs()).collect() };
     for i in [0, 1] {
         let d = abs_diffs(i);
         let distinct: BTreeSet<u64> = d.iter().map(|x| x.to_bits()).collect();
-        assert!(
-            d.iter().all(|x| *x > 0.0) && distinct.len() == d.len(),
-            "{}: {d:?}",
-            a[i].0
-        );
+        assert!(d.iter().all(|x| *x > 0.0) && distinct.len() == d.len(), "{}: {d:?}", a[i].0);
     }
     for i in [2, 3, 4] {
         let d = abs_diffs(i);
@@ -722,12 +614,7 @@ fn bootstrap_and_tests_equal_numpy_and_scipy() {
     assert!(out.status.success(), "{}", text(&out));
     let cmp = dir.path().join("compare.json");
     fs_err::write(&cmp, &out.stdout).unwrap();
-    let check = run(python()
-        .arg(&script)
-        .arg("compare")
-        .arg(&fa)
-        .arg(&fb)
-        .arg(&cmp));
+    let check = run(python().arg(&script).arg("compare").arg(&fa).arg(&fb).arg(&cmp));
     assert!(check.status.success(), "{}", text(&check));
     let printed = String::from_utf8_lossy(&check.stdout);
     assert!(
@@ -759,10 +646,7 @@ fn the_key_goes_only_to_the_configured_base_url() {
     let auth2 = Arc::clone(&auth);
     let target = format!("{elsewhere}/embeddings");
     let addr = crate::support::http::serve(move |req| {
-        auth2
-            .lock()
-            .unwrap()
-            .push(req.header("authorization").unwrap_or("").to_owned());
+        auth2.lock().unwrap().push(req.header("authorization").unwrap_or("").to_owned());
         crate::support::Reply::new("307 Temporary Redirect", Vec::new())
             .header(format!("Location: {target}"))
     })
@@ -793,14 +677,8 @@ fn the_key_goes_only_to_the_configured_base_url() {
         Some("Bearer sk-secret"),
         "the configured base URL got the key"
     );
-    assert!(
-        seen_elsewhere.embedded.lock().unwrap().is_empty(),
-        "nothing reached the other host"
-    );
-    assert!(
-        !err.contains("sk-secret"),
-        "the key is never printed: {err}"
-    );
+    assert!(seen_elsewhere.embedded.lock().unwrap().is_empty(), "nothing reached the other host");
+    assert!(!err.contains("sk-secret"), "the key is never printed: {err}");
 }
 
 #[test]
@@ -828,19 +706,9 @@ fn a_manifest_gives_the_prompts_and_the_gate_thresholds() {
     );
     assert_eq!(v["prompts"]["overrides"]["query"], "M: ");
     let (queries, _) = fixture();
-    let sent: BTreeSet<String> = seen
-        .embedded
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(_, t)| t.clone())
-        .collect();
-    assert!(
-        queries
-            .iter()
-            .all(|q| sent.contains(&format!("M: {}", q.3))),
-        "{sent:?}"
-    );
+    let sent: BTreeSet<String> =
+        seen.embedded.lock().unwrap().iter().map(|(_, t)| t.clone()).collect();
+    assert!(queries.iter().all(|q| sent.contains(&format!("M: {}", q.3))), "{sent:?}");
     // The command line wins over the manifest.
     seen.embedded.lock().unwrap().clear();
     eval(
@@ -857,20 +725,11 @@ fn a_manifest_gives_the_prompts_and_the_gate_thresholds() {
         ],
         dir.path(),
     );
-    assert!(
-        seen.embedded
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|(_, t)| t.starts_with("C: "))
-    );
+    assert!(seen.embedded.lock().unwrap().iter().any(|(_, t)| t.starts_with("C: ")));
     // `--gates` takes the manifest's thresholds: code2text's BM25 nDCG@10 of 1 is inside
     // [0.05, 1.01], so only its missing hard negative fails.
-    let out = run(coreb()
-        .arg("eval")
-        .arg(release())
-        .args(["--gates", "--manifest"])
-        .arg(&manifest));
+    let out =
+        run(coreb().arg("eval").arg(release()).args(["--gates", "--manifest"]).arg(&manifest));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success()
@@ -882,11 +741,7 @@ fn a_manifest_gives_the_prompts_and_the_gate_thresholds() {
     );
     // A bad `[eval]` key is refused with the file and line.
     fs_err::write(&manifest, "version = \"v202504\"\noutput_dir = \"build\"\n[[sources]]\nname = \"s\"\nurl = \"rows.jsonl\"\n[eval.prompts]\nquerry = \"x\"\n").unwrap();
-    let out = run(coreb()
-        .arg("eval")
-        .arg(release())
-        .arg("--manifest")
-        .arg(&manifest));
+    let out = run(coreb().arg("eval").arg(release()).arg("--manifest").arg(&manifest));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("m.toml") && err.contains("unknown field `querry`"),

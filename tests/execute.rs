@@ -25,9 +25,7 @@ fn fixture(rel: &str) -> PathBuf {
 
 fn problems() -> Vec<Problem> {
     let text = std::fs::read_to_string(fixture("problems.jsonl")).unwrap();
-    text.lines()
-        .map(|l| decode_row(l.as_bytes(), &IngestConfig::default()).unwrap())
-        .collect()
+    text.lines().map(|l| decode_row(l.as_bytes(), &IngestConfig::default()).unwrap()).collect()
 }
 
 fn solution(problem: &ProblemId, language: Language, file: &Path, model: &str) -> Solution {
@@ -87,9 +85,7 @@ fn correct_and_wrong_solutions_in_five_languages() {
             assert!(!r.passed, "{what}");
             assert!(verdicts(r).contains(&Verdict::WrongAnswer), "{what}");
             assert!(
-                verdicts(r)
-                    .iter()
-                    .all(|v| matches!(v, Verdict::Passed | Verdict::WrongAnswer)),
+                verdicts(r).iter().all(|v| matches!(v, Verdict::Passed | Verdict::WrongAnswer)),
                 "{what}"
             );
         }
@@ -98,10 +94,8 @@ fn correct_and_wrong_solutions_in_five_languages() {
         }
     }
     // The wrong distinct-difference solutions are right on the first example only.
-    for r in out
-        .results
-        .iter()
-        .filter(|r| r.problem_id.as_str() == "lcb_2777" && r.model == "wrong")
+    for r in
+        out.results.iter().filter(|r| r.problem_id.as_str() == "lcb_2777" && r.model == "wrong")
     {
         assert_eq!(r.pass_rate, 0.5, "{}", r.solution_id);
     }
@@ -116,18 +110,10 @@ fn verdicts_do_not_depend_on_jobs_and_round_trip_through_parquet() {
     let mut solutions = fixture_solutions(&problems, &[Language::Python, Language::Cpp]);
     // A solution whose problem is missing is listed, not judged.
     let orphan = ProblemId::from_question_id("nope");
-    solutions.push(solution(
-        &orphan,
-        Language::Python,
-        &fixture("solutions/abc302_a/ok.py"),
-        "ok",
-    ));
+    solutions.push(solution(&orphan, Language::Python, &fixture("solutions/abc302_a/ok.py"), "ok"));
 
     let dir = tempfile::tempdir().unwrap();
-    let (pp, sp) = (
-        dir.path().join("problems.parquet"),
-        dir.path().join("solutions.parquet"),
-    );
+    let (pp, sp) = (dir.path().join("problems.parquet"), dir.path().join("solutions.parquet"));
     let mut w = coreb_data::tables::ProblemWriter::create(&pp).unwrap();
     for p in &problems {
         w.write(p.clone()).unwrap();
@@ -147,9 +133,7 @@ fn verdicts_do_not_depend_on_jobs_and_round_trip_through_parquet() {
         assert_eq!(report.stats.solutions, 16);
         let rows = coreb_data::tables::verdicts::read_verdicts(&out).unwrap();
         seen.push(
-            rows.iter()
-                .map(|r| (r.solution_id.clone(), r.passed, verdicts(r)))
-                .collect::<Vec<_>>(),
+            rows.iter().map(|r| (r.solution_id.clone(), r.passed, verdicts(r))).collect::<Vec<_>>(),
         );
     }
     assert_eq!(seen[0], seen[1]);
@@ -192,15 +176,9 @@ fn processes_of(range: std::ops::Range<u32>) -> Vec<String> {
             .find_map(|l| l.strip_prefix("Uid:"))
             .and_then(|l| l.split_whitespace().next())
             .and_then(|u| u.parse::<u32>().ok());
-        let zombie = status
-            .lines()
-            .any(|l| l.starts_with("State:") && l.contains('Z'));
+        let zombie = status.lines().any(|l| l.starts_with("State:") && l.contains('Z'));
         if uid.is_some_and(|u| range.contains(&u)) && !zombie {
-            found.push(format!(
-                "{:?} {}",
-                entry.file_name(),
-                status.lines().next().unwrap_or("")
-            ));
+            found.push(format!("{:?} {}", entry.file_name(), status.lines().next().unwrap_or("")));
         }
     }
     found
@@ -216,12 +194,7 @@ fn hostile_programs_get_verdicts_and_leave_the_machine_alone() {
 #[test]
 fn hostile_programs_with_reuse() {
     hostile_suite(
-        &[
-            Language::Python,
-            Language::Ruby,
-            Language::Cpp,
-            Language::Java,
-        ],
+        &[Language::Python, Language::Ruby, Language::Cpp, Language::Java],
         0,
         1_991_100_100,
     );
@@ -238,11 +211,7 @@ fn hostile_programs_with_idle_slots() {
 /// empty), judged with `idle_slots` on a pool of 64 uids from `uid_base`.
 fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
     // A uid range of its own, so that the leftover-process check sees only these runs.
-    let sandbox_config = SandboxConfig {
-        uid_base,
-        uid_count: 64,
-        ..SandboxConfig::default()
-    };
+    let sandbox_config = SandboxConfig { uid_base, uid_count: 64, ..SandboxConfig::default() };
     let sandbox = Sandbox::new(sandbox_config.clone()).unwrap();
     let root_mode = matches!(sandbox.isolation().identity, Identity::UidPool { .. });
     let mut config = ExecuteConfig {
@@ -282,118 +251,41 @@ fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
     let open_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("execute-escape-{}-{uid_base}", std::process::id()));
     std::fs::create_dir_all(&open_dir).unwrap();
-    std::fs::set_permissions(
-        &open_dir,
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .unwrap();
+    std::fs::set_permissions(&open_dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .unwrap();
     let targets = [
         open_dir.join("planted.txt"),
         std::env::temp_dir().join(format!("coreb-escape-{}.txt", std::process::id())),
         PathBuf::from("/etc/coreb-escape.txt"),
     ];
-    let escape_input: String = targets
-        .iter()
-        .map(|p| format!("{}\n", p.display()))
-        .collect();
+    let escape_input: String = targets.iter().map(|p| format!("{}\n", p.display())).collect();
     // A listener on the host's loopback: the sandbox has its own network stack.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port().to_string();
 
     type Case = (&'static str, Language, &'static [Verdict]);
-    let any_failure: &[Verdict] = &[
-        Verdict::TimeLimit,
-        Verdict::RuntimeError,
-        Verdict::MemoryLimit,
-    ];
+    let any_failure: &[Verdict] =
+        &[Verdict::TimeLimit, Verdict::RuntimeError, Verdict::MemoryLimit];
     let cases: Vec<(Case, String, String)> = vec![
-        (
-            ("loop", Language::Python, &[Verdict::TimeLimit]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("loop", Language::Cpp, &[Verdict::TimeLimit]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("loop", Language::Ruby, &[Verdict::TimeLimit]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("fork", Language::Python, any_failure),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("fork", Language::Cpp, any_failure),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("fork", Language::Java, any_failure),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("fork", Language::Go, any_failure),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("fork", Language::Ruby, any_failure),
-            String::new(),
-            "x".into(),
-        ),
+        (("loop", Language::Python, &[Verdict::TimeLimit]), String::new(), "x".into()),
+        (("loop", Language::Cpp, &[Verdict::TimeLimit]), String::new(), "x".into()),
+        (("loop", Language::Ruby, &[Verdict::TimeLimit]), String::new(), "x".into()),
+        (("fork", Language::Python, any_failure), String::new(), "x".into()),
+        (("fork", Language::Cpp, any_failure), String::new(), "x".into()),
+        (("fork", Language::Java, any_failure), String::new(), "x".into()),
+        (("fork", Language::Go, any_failure), String::new(), "x".into()),
+        (("fork", Language::Ruby, any_failure), String::new(), "x".into()),
         // RLIMIT_NPROC on the run's own uid: 32 processes in all, so 31 children.
-        (
-            ("nproc", Language::Python, &[Verdict::Passed]),
-            String::new(),
-            "31".into(),
-        ),
-        (
-            ("mem", Language::Python, &[Verdict::MemoryLimit]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("mem", Language::Cpp, &[Verdict::MemoryLimit]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("mem", Language::Java, &[Verdict::MemoryLimit]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("mem", Language::Go, &[Verdict::MemoryLimit]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("mem", Language::Ruby, &[Verdict::MemoryLimit]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("output", Language::Python, &[Verdict::OutputLimit]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("output", Language::Cpp, &[Verdict::OutputLimit]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("output", Language::Ruby, &[Verdict::OutputLimit]),
-            String::new(),
-            "x".into(),
-        ),
+        (("nproc", Language::Python, &[Verdict::Passed]), String::new(), "31".into()),
+        (("mem", Language::Python, &[Verdict::MemoryLimit]), String::new(), "x".into()),
+        (("mem", Language::Cpp, &[Verdict::MemoryLimit]), String::new(), "x".into()),
+        (("mem", Language::Java, &[Verdict::MemoryLimit]), String::new(), "x".into()),
+        (("mem", Language::Go, &[Verdict::MemoryLimit]), String::new(), "x".into()),
+        (("mem", Language::Ruby, &[Verdict::MemoryLimit]), String::new(), "x".into()),
+        (("output", Language::Python, &[Verdict::OutputLimit]), String::new(), "x".into()),
+        (("output", Language::Cpp, &[Verdict::OutputLimit]), String::new(), "x".into()),
+        (("output", Language::Ruby, &[Verdict::OutputLimit]), String::new(), "x".into()),
         // /etc/shadow is unreadable (not root); /root does not exist (not in the allowlist).
         (
             ("secrets", Language::Python, &[Verdict::Passed]),
@@ -410,11 +302,7 @@ fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
             port.clone(),
             "blocked blocked blocked".into(),
         ),
-        (
-            ("network", Language::Cpp, &[Verdict::Passed]),
-            port.clone(),
-            "blocked blocked".into(),
-        ),
+        (("network", Language::Cpp, &[Verdict::Passed]), port.clone(), "blocked blocked".into()),
         // Each host target refused except /tmp, which is the sandbox's private tmpfs; its own
         // directory refused; the scratch directory writable.
         (
@@ -432,31 +320,11 @@ fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
             escape_input.clone(),
             "refused wrote refused refused wrote".into(),
         ),
-        (
-            ("bad", Language::Python, &[Verdict::CompileError]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("bad", Language::Cpp, &[Verdict::CompileError]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("bad", Language::Java, &[Verdict::CompileError]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("bad", Language::Go, &[Verdict::CompileError]),
-            String::new(),
-            "x".into(),
-        ),
-        (
-            ("bad", Language::Ruby, &[Verdict::CompileError]),
-            String::new(),
-            "x".into(),
-        ),
+        (("bad", Language::Python, &[Verdict::CompileError]), String::new(), "x".into()),
+        (("bad", Language::Cpp, &[Verdict::CompileError]), String::new(), "x".into()),
+        (("bad", Language::Java, &[Verdict::CompileError]), String::new(), "x".into()),
+        (("bad", Language::Go, &[Verdict::CompileError]), String::new(), "x".into()),
+        (("bad", Language::Ruby, &[Verdict::CompileError]), String::new(), "x".into()),
     ];
     let mut problems = Vec::new();
     let mut solutions = Vec::new();
@@ -489,26 +357,15 @@ fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
     // ASCII and import only the standard library), and every C++ and Java program that built
     // was compiled the faster way (those that did not got the plain compiler's message).
     let built = |languages: &[Language]| {
-        out.results
-            .iter()
-            .filter(|r| r.model != "bad" && languages.contains(&r.language))
-            .count()
+        out.results.iter().filter(|r| r.model != "bad" && languages.contains(&r.language)).count()
     };
     assert_eq!(
         out.stats.fast_starts,
-        if reuse.is_empty() {
-            0
-        } else {
-            built(&[Language::Python, Language::Ruby])
-        }
+        if reuse.is_empty() { 0 } else { built(&[Language::Python, Language::Ruby]) }
     );
     assert_eq!(
         out.stats.fast_compiles,
-        if reuse.is_empty() {
-            0
-        } else {
-            built(&[Language::Cpp, Language::Java])
-        }
+        if reuse.is_empty() { 0 } else { built(&[Language::Cpp, Language::Java]) }
     );
     let mut failures = Vec::new();
     for r in &out.results {
@@ -524,20 +381,13 @@ fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
             t.peak_memory_kb
         );
         if !allowed.contains(&v) {
-            failures.push(format!(
-                "{}: {v} not in {allowed:?}: {}",
-                r.solution_id, r.message
-            ));
+            failures.push(format!("{}: {v} not in {allowed:?}: {}", r.solution_id, r.message));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // Limits held: the memory bombs stayed under their cap, the floods were cut.
     for r in out.results.iter().filter(|r| r.model == "mem") {
-        let cap_kb = if r.language == Language::Java {
-            1024
-        } else {
-            256
-        } * 1024;
+        let cap_kb = if r.language == Language::Java { 1024 } else { 256 } * 1024;
         assert!(
             r.tests[0].peak_memory_kb <= cap_kb + 64 * 1024,
             "{}: {} KiB",
@@ -548,16 +398,9 @@ fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
     assert!(elapsed.as_secs() < 180, "hostile suite took {elapsed:?}");
     // Nothing outside the sandbox changed, nobody connected, nothing is left running.
     for t in &targets {
-        assert!(
-            !t.exists(),
-            "{} was created outside the sandbox",
-            t.display()
-        );
+        assert!(!t.exists(), "{} was created outside the sandbox", t.display());
     }
-    assert!(
-        listener.accept().is_err(),
-        "a sandboxed program reached the host's loopback"
-    );
+    assert!(listener.accept().is_err(), "a sandboxed program reached the host's loopback");
     if root_mode {
         let base = sandbox_config.uid_base;
         // SIGKILLed processes take a moment to exit (many-threaded Go processes especially).
@@ -577,11 +420,13 @@ fn hostile_suite(reuse: &[Language], idle_slots: usize, uid_base: u32) {
 #[test]
 fn judge_command_prints_verdicts_and_exits_by_result() {
     let problems = fixture("problems.jsonl");
-    let ok = run(coreb()
-        .arg("judge")
-        .arg(&problems)
-        .arg(fixture("solutions/2777/ok.rb"))
-        .args(["--lang", "ruby", "--problem-id", "2777", "--json"]));
+    let ok = run(coreb().arg("judge").arg(&problems).arg(fixture("solutions/2777/ok.rb")).args([
+        "--lang",
+        "ruby",
+        "--problem-id",
+        "2777",
+        "--json",
+    ]));
     assert!(ok.status.success(), "{}", text(&ok));
     let v: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
     assert_eq!(v["passed"], true);
@@ -656,11 +501,7 @@ fn a_wrong_answer_near_1e20_is_wrong_answer() {
     let right = judge("big", "print(123456789987197523861)\n");
     assert!(right.status.success(), "{}", text(&right));
     let close = judge("float", "print(1/3)\n");
-    assert!(
-        close.status.success(),
-        "a float within 1e-6 passes: {}",
-        text(&close)
-    );
+    assert!(close.status.success(), "a float within 1e-6 passes: {}", text(&close));
     let far = judge("float", "print(0.3334)\n");
     assert_eq!(far.status.code(), Some(1), "{}", text(&far));
 }
@@ -672,38 +513,18 @@ fn per_language_time_limits_apply() {
     let code = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.6:\n    pass\nprint('done')\n";
     let slow = Solution {
         code: code.into(),
-        ..solution(
-            &problem.id,
-            Language::Python,
-            &fixture("solutions/abc302_a/ok.py"),
-            "slow",
-        )
+        ..solution(&problem.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), "slow")
     };
     let mut config = ExecuteConfig::default();
     config.limits.cpu_time_ms = 1_000;
-    let out = execute(
-        &config,
-        std::slice::from_ref(&problem),
-        std::slice::from_ref(&slow),
-        sandbox(),
-        1,
-    )
-    .unwrap();
-    assert_eq!(
-        verdicts(&out.results[0]),
-        [Verdict::Passed],
-        "{}",
-        out.results[0].message
-    );
+    let out =
+        execute(&config, std::slice::from_ref(&problem), std::slice::from_ref(&slow), sandbox(), 1)
+            .unwrap();
+    assert_eq!(verdicts(&out.results[0]), [Verdict::Passed], "{}", out.results[0].message);
     config.python.time_multiplier = Some(1.0);
-    let out = execute(
-        &config,
-        std::slice::from_ref(&problem),
-        std::slice::from_ref(&slow),
-        sandbox(),
-        1,
-    )
-    .unwrap();
+    let out =
+        execute(&config, std::slice::from_ref(&problem), std::slice::from_ref(&slow), sandbox(), 1)
+            .unwrap();
     assert_eq!(verdicts(&out.results[0]), [Verdict::TimeLimit]);
 }
 
@@ -726,57 +547,23 @@ fn private_tests_can_be_skipped_after_a_public_failure() {
         .collect();
     let with = |name: &str, code: &str| Solution {
         code: code.into(),
-        ..solution(
-            &problem.id,
-            Language::Python,
-            &fixture("solutions/abc302_a/ok.py"),
-            name,
-        )
+        ..solution(&problem.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), name)
     };
     // Echoes its input, except that it sleeps past the limit on 2 (a public test).
-    let slow = with(
-        "slow",
-        "import time\nn = input()\nif n == '2':\n    time.sleep(30)\nprint(n)\n",
-    );
+    let slow =
+        with("slow", "import time\nn = input()\nif n == '2':\n    time.sleep(30)\nprint(n)\n");
     let echo = with("echo", "print(input())\n");
     let mut config = ExecuteConfig::default();
     config.limits.wall_time_ms = 1_000;
     config.python.time_multiplier = Some(1.0);
     let solutions = [slow, echo];
-    let out = execute(
-        &config,
-        std::slice::from_ref(&problem),
-        &solutions,
-        sandbox(),
-        2,
-    )
-    .unwrap();
+    let out = execute(&config, std::slice::from_ref(&problem), &solutions, sandbox(), 2).unwrap();
     use Verdict::{NotRun, Passed, TimeLimit};
-    assert_eq!(
-        verdicts(&out.results[0]),
-        [Passed, TimeLimit, Passed, Passed, Passed]
-    );
+    assert_eq!(verdicts(&out.results[0]), [Passed, TimeLimit, Passed, Passed, Passed]);
     config.skip_private_after_public_failure = true;
-    let out = execute(
-        &config,
-        std::slice::from_ref(&problem),
-        &solutions,
-        sandbox(),
-        2,
-    )
-    .unwrap();
-    assert_eq!(
-        verdicts(&out.results[0]),
-        [Passed, TimeLimit, NotRun, NotRun, NotRun]
-    );
-    assert_eq!(
-        out.results[0]
-            .tests
-            .iter()
-            .map(|t| t.index)
-            .collect::<Vec<_>>(),
-        [0, 1, 2, 3, 4]
-    );
+    let out = execute(&config, std::slice::from_ref(&problem), &solutions, sandbox(), 2).unwrap();
+    assert_eq!(verdicts(&out.results[0]), [Passed, TimeLimit, NotRun, NotRun, NotRun]);
+    assert_eq!(out.results[0].tests.iter().map(|t| t.index).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
     assert!(
         !out.results[0].passed && out.results[0].message.contains("test 1: time_limit"),
         "{}",
@@ -802,41 +589,21 @@ fn labels_give_the_full_runs_pass_fail_and_stop_at_the_first_failure() {
     });
     // Private tests 2..=5: small, the largest, large, small.
     let big = |n: usize, c: &str| format!("{}\n", c.repeat(n));
-    problem.private_tests = [
-        "3\n".to_owned(),
-        big(3000, "7"),
-        big(1500, "8"),
-        "55\n".to_owned(),
-    ]
-    .into_iter()
-    .map(|input| TestCase {
-        output: input.clone(),
-        input,
-        testtype: TestType::Stdin,
-    })
-    .collect();
+    problem.private_tests = ["3\n".to_owned(), big(3000, "7"), big(1500, "8"), "55\n".to_owned()]
+        .into_iter()
+        .map(|input| TestCase { output: input.clone(), input, testtype: TestType::Stdin })
+        .collect();
     let with = |name: &str, code: &str| Solution {
         code: code.into(),
-        ..solution(
-            &problem.id,
-            Language::Python,
-            &fixture("solutions/abc302_a/ok.py"),
-            name,
-        )
+        ..solution(&problem.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), name)
     };
     let solutions = [
         with("echo", "print(input())\n"),
         // Too slow on the two large private tests.
-        with(
-            "slow",
-            "import time\nn = input()\nif len(n) > 100:\n    time.sleep(30)\nprint(n)\n",
-        ),
+        with("slow", "import time\nn = input()\nif len(n) > 100:\n    time.sleep(30)\nprint(n)\n"),
         // Wrong only on the last private test, which label order runs late.
         with("late", "n = input()\nprint('0' if n == '55' else n)\n"),
-        with(
-            "crash",
-            "n = input()\nif n == '2':\n    raise SystemExit(3)\nprint(n)\n",
-        ),
+        with("crash", "n = input()\nif n == '2':\n    raise SystemExit(3)\nprint(n)\n"),
         with("broken", "print(input(\n"),
         with("wrong", "print(0)\n"),
     ];
@@ -844,23 +611,13 @@ fn labels_give_the_full_runs_pass_fail_and_stop_at_the_first_failure() {
     config.limits.wall_time_ms = 1_000;
     config.python.time_multiplier = Some(1.0);
     let judge = |config: &ExecuteConfig| {
-        execute(
-            config,
-            std::slice::from_ref(&problem),
-            &solutions,
-            sandbox(),
-            2,
-        )
-        .unwrap()
+        execute(config, std::slice::from_ref(&problem), &solutions, sandbox(), 2).unwrap()
     };
     let full = judge(&config);
     config.mode = coreb_judge::ExecuteMode::Labels;
     let labels = judge(&config);
     use Verdict::{CompileError, NotRun, Passed, RuntimeError, TimeLimit, WrongAnswer};
-    assert_eq!(
-        verdicts(&full.results[1]),
-        [Passed, Passed, Passed, TimeLimit, TimeLimit, Passed]
-    );
+    assert_eq!(verdicts(&full.results[1]), [Passed, Passed, Passed, TimeLimit, TimeLimit, Passed]);
     // The order labels judge in: public, then private by decreasing input size.
     let order = [0u32, 1, 3, 4, 5, 2];
     let stop = |index: u32, verdict: Verdict| Some(coreb_judge::Stopped { index, verdict });
@@ -876,10 +633,7 @@ fn labels_give_the_full_runs_pass_fail_and_stop_at_the_first_failure() {
     for ((f, l), (passed, stopped)) in full.results.iter().zip(&labels.results).zip(want) {
         let name = &f.model;
         assert_eq!(f.passed, passed, "{name}: the full run");
-        assert_eq!(
-            l.passed, f.passed,
-            "{name}: labels and the full run disagree"
-        );
+        assert_eq!(l.passed, f.passed, "{name}: labels and the full run disagree");
         assert_eq!(l.stopped, stopped, "{name}");
         assert_eq!(f.stopped, None, "{name}: the full run never stops");
         assert_eq!(
@@ -911,20 +665,15 @@ fn labels_give_the_full_runs_pass_fail_and_stop_at_the_first_failure() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("verdicts.parquet");
     coreb_data::tables::verdicts::write_verdicts(&table, &labels.results).unwrap();
-    assert_eq!(
-        coreb_data::tables::verdicts::read_verdicts(&table).unwrap(),
-        labels.results
-    );
+    assert_eq!(coreb_data::tables::verdicts::read_verdicts(&table).unwrap(), labels.results);
 }
 
 /// Issue #13: a multi-megabyte stdin and stdout, fed and read without deadlock.
 #[test]
 fn multi_megabyte_tests_are_judged() {
     let line: String = (0..1000).map(|i| (b'a' + (i % 26) as u8) as char).collect();
-    let big: String = std::iter::repeat_n(line.as_str(), 6000)
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n";
+    let big: String =
+        std::iter::repeat_n(line.as_str(), 6000).collect::<Vec<_>>().join("\n") + "\n";
     assert!(big.len() > 6_000_000);
     let mut problem = hostile_problem("echo", &big, &big);
     problem.public_tests.push(TestCase {
@@ -934,32 +683,15 @@ fn multi_megabyte_tests_are_judged() {
     });
     let py = Solution {
         code: "import sys\nsys.stdout.write(sys.stdin.read())\n".into(),
-        ..solution(
-            &problem.id,
-            Language::Python,
-            &fixture("solutions/abc302_a/ok.py"),
-            "echo",
-        )
+        ..solution(&problem.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), "echo")
     };
     let cpp_code = "#include <iostream>\n#include <string>\nint main(){std::ios::sync_with_stdio(false);std::string l;while(std::getline(std::cin,l))std::cout<<l<<'\\n';}\n";
     let cpp = Solution {
         code: cpp_code.into(),
-        ..solution(
-            &problem.id,
-            Language::Cpp,
-            &fixture("solutions/abc302_a/ok.cpp"),
-            "echo",
-        )
+        ..solution(&problem.id, Language::Cpp, &fixture("solutions/abc302_a/ok.cpp"), "echo")
     };
     let config = ExecuteConfig::default();
-    let out = execute(
-        &config,
-        std::slice::from_ref(&problem),
-        &[py, cpp],
-        sandbox(),
-        2,
-    )
-    .unwrap();
+    let out = execute(&config, std::slice::from_ref(&problem), &[py, cpp], sandbox(), 2).unwrap();
     for r in &out.results {
         assert_eq!(
             verdicts(r),
@@ -975,48 +707,23 @@ fn multi_megabyte_tests_are_judged() {
 #[test]
 fn a_solution_the_judge_cannot_write_is_its_own_verdict() {
     let problems = problems();
-    let p = problems
-        .iter()
-        .find(|p| p.question_id == "abc302_a")
-        .unwrap();
+    let p = problems.iter().find(|p| p.question_id == "abc302_a").unwrap();
     let long = "A".repeat(300);
     let bad = Solution {
         code: format!(
             "public class {long} {{ public static void main(String[] a) {{ System.out.println(1); }} }}\n"
         ),
-        ..solution(
-            &p.id,
-            Language::Java,
-            &fixture("solutions/abc302_a/ok.java"),
-            "bad",
-        )
+        ..solution(&p.id, Language::Java, &fixture("solutions/abc302_a/ok.java"), "bad")
     };
-    let good = solution(
-        &p.id,
-        Language::Python,
-        &fixture("solutions/abc302_a/ok.py"),
-        "ok",
-    );
-    let out = execute(
-        &ExecuteConfig::default(),
-        &problems,
-        &[bad, good],
-        sandbox(),
-        2,
-    )
-    .unwrap();
+    let good = solution(&p.id, Language::Python, &fixture("solutions/abc302_a/ok.py"), "ok");
+    let out = execute(&ExecuteConfig::default(), &problems, &[bad, good], sandbox(), 2).unwrap();
     assert!(
-        out.results[0]
-            .tests
-            .iter()
-            .all(|t| t.verdict == Verdict::CompileError),
+        out.results[0].tests.iter().all(|t| t.verdict == Verdict::CompileError),
         "{:?}",
         out.results[0]
     );
     assert!(
-        out.results[0]
-            .message
-            .contains("could not write the source file"),
+        out.results[0].message.contains("could not write the source file"),
         "{}",
         out.results[0].message
     );
@@ -1048,10 +755,8 @@ impl Drop for ManifestCopy {
 fn a_missing_toolchain_stops_the_build_before_any_stage() {
     let dir = tempfile::tempdir().unwrap();
     // A PATH without `go` for Go's build and run.
-    let manifest = ManifestCopy::new(
-        "no-go",
-        "[stages.execute.go.env]\nPATH = \"/usr/local/bin\"\n",
-    );
+    let manifest =
+        ManifestCopy::new("no-go", "[stages.execute.go.env]\nPATH = \"/usr/local/bin\"\n");
     let out = run(coreb()
         .arg("build")
         .arg(&manifest.0)
@@ -1061,10 +766,7 @@ fn a_missing_toolchain_stops_the_build_before_any_stage() {
         .arg(dir.path().join("release")));
     assert!(!out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("`go` (needed for go solutions) is not installed"),
-        "{err}"
-    );
+    assert!(err.contains("`go` (needed for go solutions) is not installed"), "{err}");
     assert!(
         err.contains("`golang-go`") && err.contains("remove `go` from `stages.generate.languages`"),
         "{err}"
@@ -1101,25 +803,16 @@ struct ReleaseCopy(PathBuf);
 
 impl ReleaseCopy {
     fn new(extra: &str) -> ReleaseCopy {
-        let dir = root().join(format!(
-            "releases/sample/.trust-test-{}",
-            std::process::id()
-        ));
+        let dir = root().join(format!("releases/sample/.trust-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut manifest: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(root().join("releases/sample/v202503/MANIFEST.json")).unwrap(),
         )
         .unwrap();
-        let text = manifest["build_manifest"]["text"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let text = manifest["build_manifest"]["text"].as_str().unwrap().to_owned();
         manifest["build_manifest"]["text"] = format!("{text}\n{extra}").into();
-        std::fs::write(
-            dir.join("MANIFEST.json"),
-            serde_json::to_string_pretty(&manifest).unwrap(),
-        )
-        .unwrap();
+        std::fs::write(dir.join("MANIFEST.json"), serde_json::to_string_pretty(&manifest).unwrap())
+            .unwrap();
         ReleaseCopy(dir)
     }
 }
@@ -1163,10 +856,7 @@ fn a_release_that_sets_sandbox_settings_is_refused_without_the_flag() {
         text(&audit)
     );
     // Trusted, the settings are applied — and a pool containing root is still rejected.
-    let trusted = run(coreb()
-        .arg("verify")
-        .arg(&release.0)
-        .arg("--trust-release-sandbox"));
+    let trusted = run(coreb().arg("verify").arg(&release.0).arg("--trust-release-sandbox"));
     assert!(!trusted.status.success(), "{}", text(&trusted));
     assert!(
         String::from_utf8_lossy(&trusted.stderr).contains("contains uid 0 (root)"),
@@ -1189,9 +879,7 @@ fn the_manifest_records_toolchains_and_time_limits() {
             .unwrap_or_else(|| panic!("no toolchains for {language}"));
         assert!(
             !versions.is_empty()
-                && versions
-                    .values()
-                    .all(|v| v.as_str().is_some_and(|s| !s.is_empty())),
+                && versions.values().all(|v| v.as_str().is_some_and(|s| !s.is_empty())),
             "{language}: {versions:?}"
         );
         let limits = &execute["time_limits"][language.as_str()];
@@ -1201,18 +889,8 @@ fn the_manifest_records_toolchains_and_time_limits() {
             "{language}"
         );
     }
-    assert!(
-        execute["toolchains"]["cpp"]["g++"]
-            .as_str()
-            .unwrap()
-            .starts_with("g++")
-    );
-    assert!(
-        execute["toolchains"]["java"]["javac"]
-            .as_str()
-            .unwrap()
-            .starts_with("javac")
-    );
+    assert!(execute["toolchains"]["cpp"]["g++"].as_str().unwrap().starts_with("g++"));
+    assert!(execute["toolchains"]["java"]["javac"].as_str().unwrap().starts_with("javac"));
     assert_eq!(execute["time_limits"]["python"]["cpu_time_ms"], 12_000);
     assert_eq!(execute["time_limits"]["cpp"]["cpu_time_ms"], 4_000);
 }
@@ -1254,14 +932,7 @@ fn drivers_judge(language: Language) {
     let problems = driver_problems();
     let solutions = driver_solutions(&problems, language);
     assert_eq!(solutions.len(), 5, "four correct solutions and a wrong one");
-    let out = execute(
-        &ExecuteConfig::default(),
-        &problems,
-        &solutions,
-        sandbox(),
-        2,
-    )
-    .unwrap();
+    let out = execute(&ExecuteConfig::default(), &problems, &solutions, sandbox(), 2).unwrap();
     for (s, r) in solutions.iter().zip(&out.results) {
         let what = format!("{} ({}): {:?} {}", s.id, s.model, verdicts(r), r.message);
         if s.model == "ok" {
@@ -1277,11 +948,8 @@ fn driver_solutions(problems: &[Problem], language: Language) -> Vec<Solution> {
     let mut solutions = Vec::new();
     for p in problems {
         for kind in ["ok", "wrong"] {
-            let file = fixture(&format!(
-                "drivers/{}/{kind}.{}",
-                p.question_id,
-                language.extension()
-            ));
+            let file =
+                fixture(&format!("drivers/{}/{kind}.{}", p.question_id, language.extension()));
             if file.exists() {
                 solutions.push(solution(&p.id, language, &file, kind));
             }
@@ -1297,14 +965,8 @@ fn driver_problems() -> [Problem; 4] {
             "bigSum",
             "class Solution:\n    def bigSum(self, nums: List[int], k: int) -> int:\n        ",
             &[
-                (
-                    "[4611686018427387904,4611686018427387903]\n-5",
-                    "9223372036854775802",
-                ),
-                (
-                    "[-4611686018427387904,-4611686018427387904]\n0",
-                    "-9223372036854775808",
-                ),
+                ("[4611686018427387904,4611686018427387903]\n-5", "9223372036854775802"),
+                ("[-4611686018427387904,-4611686018427387904]\n0", "-9223372036854775808"),
             ],
         ),
         functional_problem(
@@ -1372,11 +1034,8 @@ fn driver_ruby() {
 fn reuse_lists_hold_on_the_installed_interpreters() {
     let dir = tempfile::tempdir().unwrap();
     let run_in_sandbox = |language: Language, argv: Vec<String>| -> String {
-        let env: Vec<(String, String)> = ExecuteConfig::default()
-            .toolchain(language)
-            .env
-            .into_iter()
-            .collect();
+        let env: Vec<(String, String)> =
+            ExecuteConfig::default().toolchain(language).env.into_iter().collect();
         let program = Program {
             argv: argv.clone(),
             env,
@@ -1385,34 +1044,14 @@ fn reuse_lists_hold_on_the_installed_interpreters() {
             access: DirAccess::ReadOnly,
             cache: None,
         };
-        let o = sandbox()
-            .run(
-                &program,
-                &Limits {
-                    memory_mb: 1024,
-                    ..Limits::default()
-                },
-            )
-            .unwrap();
-        assert!(
-            o.success(),
-            "{argv:?}: {:?} {}",
-            o.status,
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let o = sandbox().run(&program, &Limits { memory_mb: 1024, ..Limits::default() }).unwrap();
+        assert!(o.success(), "{argv:?}: {:?} {}", o.status, String::from_utf8_lossy(&o.stderr));
         String::from_utf8(o.stdout).unwrap()
     };
     let words = |text: &str| {
-        text.split_whitespace()
-            .map(str::to_owned)
-            .collect::<std::collections::BTreeSet<String>>()
+        text.split_whitespace().map(str::to_owned).collect::<std::collections::BTreeSet<String>>()
     };
-    let argv = |items: &[&str]| {
-        items
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect::<Vec<String>>()
-    };
+    let argv = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<String>>();
 
     // (language, its faster start, the flag running a script, a script printing the names
     // defined at start, one that loads every listed module and prints the file it came from,
@@ -1442,49 +1081,29 @@ fn reuse_lists_hold_on_the_installed_interpreters() {
         ),
     ];
     for (language, fast, flag, names, loads, known, listed) in cases {
-        let listed_modules = if language == Language::Python {
-            PYTHON_MODULES.len()
-        } else {
-            RUBY_LIBRARIES.len()
-        };
+        let listed_modules =
+            if language == Language::Python { PYTHON_MODULES.len() } else { RUBY_LIBRARIES.len() };
         let interpreter = fast.interpreter();
         let script = format!("{names}{loads}");
-        let plain = words(&run_in_sandbox(
-            language,
-            argv(&[interpreter, flag, &script]),
-        ));
-        let started = words(&run_in_sandbox(
-            language,
-            fast.command(&argv(&[interpreter, flag, &script])),
-        ));
-        let missing: Vec<&String> = started
-            .iter()
-            .filter(|w| w.starts_with("missing:"))
-            .collect();
+        let plain = words(&run_in_sandbox(language, argv(&[interpreter, flag, &script])));
+        let started =
+            words(&run_in_sandbox(language, fast.command(&argv(&[interpreter, flag, &script]))));
+        let missing: Vec<&String> = started.iter().filter(|w| w.starts_with("missing:")).collect();
         assert!(missing.is_empty(), "{fast:?} cannot load {missing:?}");
         // Each listed module comes from the same file either way (no site-packages or gem
         // directory shadows it under the plain start).
         let loaded = |ws: &std::collections::BTreeSet<String>| {
-            ws.iter()
-                .filter(|w| w.starts_with("loaded:"))
-                .cloned()
-                .collect::<Vec<String>>()
+            ws.iter().filter(|w| w.starts_with("loaded:")).cloned().collect::<Vec<String>>()
         };
-        assert_eq!(
-            loaded(&started),
-            loaded(&plain),
-            "{language}: modules loaded from other files"
-        );
+        assert_eq!(loaded(&started), loaded(&plain), "{language}: modules loaded from other files");
         assert_eq!(loaded(&started).len(), listed_modules, "{language}");
         let only_plain: Vec<&String> = plain.difference(&started).collect();
         assert!(
             only_plain.iter().any(|w| *w == known),
             "the plain start of {language} defines `{known}`: {only_plain:?}"
         );
-        let unlisted: Vec<&&String> = only_plain
-            .iter()
-            .filter(|w| !listed.contains(&w.as_str()))
-            .collect();
+        let unlisted: Vec<&&String> =
+            only_plain.iter().filter(|w| !listed.contains(&w.as_str())).collect();
         assert!(
             unlisted.is_empty(),
             "the plain start of {language} defines {unlisted:?}, which the list of names does not hold"
@@ -1547,11 +1166,7 @@ fn reuse_keeps_each_test_in_its_own_process(language: Language, code: &str) {
         }
         let out = execute(&config, &[problem], &[s], sandbox(), 1).unwrap();
         let r = &out.results[0];
-        assert_eq!(
-            out.stats.fast_starts,
-            usize::from(reuse),
-            "{language} {mode}"
-        );
+        assert_eq!(out.stats.fast_starts, usize::from(reuse), "{language} {mode}");
         assert_eq!(verdicts(r), expected, "{language} {mode}: {}", r.message);
         seen.push(verdicts(r));
     }
@@ -1628,12 +1243,7 @@ puts "#{mode} #{seen ? 'seen' : 'fresh'} #{what}"
 /// the faster way.
 #[test]
 fn reuse_gives_the_plain_commands_verdicts() {
-    let reused = [
-        Language::Python,
-        Language::Ruby,
-        Language::Cpp,
-        Language::Java,
-    ];
+    let reused = [Language::Python, Language::Ruby, Language::Cpp, Language::Java];
     let mut problems = problems();
     let mut solutions = fixture_solutions(&problems, &reused);
     let functional = driver_problems();
@@ -1643,17 +1253,10 @@ fn reuse_gives_the_plain_commands_verdicts() {
     problems.extend(functional);
     // A C++ program that does not build (its compile is redone plainly, for the plain
     // message), and one whose macro keeps g++ from using the precompiled header.
-    let p = &problems
-        .iter()
-        .find(|p| p.question_id == "abc302_a")
-        .expect("the stdin fixture")
-        .id;
+    let p = &problems.iter().find(|p| p.question_id == "abc302_a").expect("the stdin fixture").id;
     let odd = tempfile::tempdir().unwrap();
     for (name, code) in [
-        (
-            "broken",
-            "#include <bits/stdc++.h>\nint main() { return undeclared; }\n",
-        ),
+        ("broken", "#include <bits/stdc++.h>\nint main() { return undeclared; }\n"),
         (
             "debug",
             "#define _GLIBCXX_DEBUG\n#include <bits/stdc++.h>\nint main() { std::vector<long long> v(2); std::cin >> v[0] >> v[1]; std::cout << (v[0] + v[1] - 1) / v[1] << \"\\n\"; }\n",
@@ -1663,35 +1266,16 @@ fn reuse_gives_the_plain_commands_verdicts() {
         fs_err::write(&file, code).unwrap();
         solutions.push(solution(p, Language::Cpp, &file, name));
     }
-    let plain = execute(
-        &ExecuteConfig::default(),
-        &problems,
-        &solutions,
-        sandbox(),
-        2,
-    )
-    .unwrap();
-    let config = ExecuteConfig {
-        reuse: reused.into_iter().collect(),
-        ..ExecuteConfig::default()
-    };
+    let plain = execute(&ExecuteConfig::default(), &problems, &solutions, sandbox(), 2).unwrap();
+    let config = ExecuteConfig { reuse: reused.into_iter().collect(), ..ExecuteConfig::default() };
     let fast = execute(&config, &problems, &solutions, sandbox(), 2).unwrap();
     assert_eq!((plain.stats.fast_starts, plain.stats.fast_compiles), (0, 0));
     let of = |languages: &[Language]| {
-        solutions
-            .iter()
-            .filter(|s| languages.contains(&s.language))
-            .count()
+        solutions.iter().filter(|s| languages.contains(&s.language)).count()
     };
-    assert_eq!(
-        fast.stats.fast_starts,
-        of(&[Language::Python, Language::Ruby])
-    );
+    assert_eq!(fast.stats.fast_starts, of(&[Language::Python, Language::Ruby]));
     // Every C++ and Java program built the faster way but the broken one.
-    assert_eq!(
-        fast.stats.fast_compiles,
-        of(&[Language::Cpp, Language::Java]) - 1
-    );
+    assert_eq!(fast.stats.fast_compiles, of(&[Language::Cpp, Language::Java]) - 1);
     for (a, b) in plain.results.iter().zip(&fast.results) {
         assert_eq!(
             (a.passed, verdicts(a)),
@@ -1707,13 +1291,7 @@ fn reuse_gives_the_plain_commands_verdicts() {
     }
     let broken = fast.results.iter().find(|r| r.model == "broken").unwrap();
     assert!(broken.message.contains("undeclared"), "{}", broken.message);
-    assert!(
-        fast.results
-            .iter()
-            .find(|r| r.model == "debug")
-            .unwrap()
-            .passed
-    );
+    assert!(fast.results.iter().find(|r| r.model == "debug").unwrap().passed);
     assert!(plain.results.iter().any(|r| r.passed) && plain.results.iter().any(|r| !r.passed));
 }
 
@@ -1729,10 +1307,7 @@ fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
         dir.path(),
         "reuse = [\"python\", \"ruby\", \"cpp\", \"java\"]\nidle_slots = 3\n",
         &[
-            (
-                "reuse",
-                serde_json::json!(["python", "cpp", "java", "ruby"]),
-            ),
+            ("reuse", serde_json::json!(["python", "cpp", "java", "ruby"])),
             ("idle_slots", serde_json::json!(3)),
         ],
     );
@@ -1740,17 +1315,9 @@ fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
         &fs_err::read_to_string(build.join("artifacts/execute/record.json")).unwrap(),
     )
     .unwrap();
-    assert_eq!(
-        record["summary"]["stats"]["fast_starts"], 40,
-        "{:#}",
-        record["summary"]["stats"]
-    );
+    assert_eq!(record["summary"]["stats"]["fast_starts"], 40, "{:#}", record["summary"]["stats"]);
     // The sample's 40 C++ and Java solutions, less the one that does not compile.
-    assert_eq!(
-        record["summary"]["stats"]["fast_compiles"], 39,
-        "{:#}",
-        record["summary"]["stats"]
-    );
+    assert_eq!(record["summary"]["stats"]["fast_compiles"], 39, "{:#}", record["summary"]["stats"]);
 }
 
 /// Issue #61: the sample judged with `mode = "labels"` has the committed release's data files
@@ -1779,14 +1346,7 @@ fn the_sample_judged_for_labels_has_the_committed_data_files() {
     )
     .unwrap();
     // The full run, here: the same pass/fail for every solution.
-    let full = execute(
-        &ExecuteConfig::default(),
-        &problems,
-        &solutions,
-        sandbox(),
-        2,
-    )
-    .unwrap();
+    let full = execute(&ExecuteConfig::default(), &problems, &solutions, sandbox(), 2).unwrap();
     assert_eq!(full.results.len(), verdicts.len());
     let mut stopped = 0;
     for (f, l) in full.results.iter().zip(&verdicts) {
@@ -1797,11 +1357,7 @@ fn the_sample_judged_for_labels_has_the_committed_data_files() {
                 stopped += 1;
                 assert!(!l.passed);
                 assert_eq!(l.tests[stop.index as usize].verdict, stop.verdict);
-                assert_eq!(
-                    f.tests[stop.index as usize].verdict, stop.verdict,
-                    "{}",
-                    l.solution_id
-                );
+                assert_eq!(f.tests[stop.index as usize].verdict, stop.verdict, "{}", l.solution_id);
             }
             None => assert!(
                 l.passed || l.tests.iter().all(|t| t.verdict == Verdict::CompileError),
@@ -1810,10 +1366,7 @@ fn the_sample_judged_for_labels_has_the_committed_data_files() {
             ),
         }
     }
-    assert!(
-        stopped > 0 && verdicts.iter().any(|r| r.passed),
-        "{stopped}"
-    );
+    assert!(stopped > 0 && verdicts.iter().any(|r| r.passed), "{stopped}");
 }
 
 /// The sample built in `dir` with `execute` (lines of `[stages.execute]`): its data files are
@@ -1859,21 +1412,13 @@ fn sample_with_the_committed_data_files(
     // The sample's recorded human review is of the committed build (its MANIFEST sha256), not
     // of this one, whose MANIFEST records the switches: the card is the committed card
     // without its "Human validation" section, and the build says why.
-    assert!(
-        text(&out).contains("is of another build of `v202503`"),
-        "{}",
-        text(&out)
-    );
+    assert!(text(&out).contains("is of another build of `v202503`"), "{}", text(&out));
     let section =
         fs_err::read_to_string(root().join("releases/sample/reviews/v202503/card.md")).unwrap();
     let card = fs_err::read_to_string(release.join("README.md")).unwrap();
     assert!(!card.contains("## Human validation"));
     assert_eq!(
-        format!(
-            "{}\n\n{}\n",
-            card.trim_end_matches('\n'),
-            section.trim_end_matches('\n')
-        ),
+        format!("{}\n\n{}\n", card.trim_end_matches('\n'), section.trim_end_matches('\n')),
         fs_err::read_to_string(committed.join("README.md")).unwrap()
     );
     let manifest_of = |d: &Path| -> serde_json::Value {
@@ -1885,10 +1430,7 @@ fn sample_with_the_committed_data_files(
     }
     for m in [&mut got, &mut want] {
         for (key, _) in parameters {
-            m["stages"]["execute"]["parameters"]
-                .as_object_mut()
-                .unwrap()
-                .remove(*key);
+            m["stages"]["execute"]["parameters"].as_object_mut().unwrap().remove(*key);
         }
         m.as_object_mut().unwrap().remove("build_manifest");
         // The kit's entries: it carries the build manifest, which differs by design; the card,
@@ -1898,10 +1440,7 @@ fn sample_with_the_committed_data_files(
             .unwrap()
             .retain(|k, _| !k.starts_with("regeneration/") && k != "README.md");
         // Another machine's toolchain versions are the release tests' business.
-        m["stages"]["execute"]
-            .as_object_mut()
-            .unwrap()
-            .remove("toolchains");
+        m["stages"]["execute"].as_object_mut().unwrap().remove("toolchains");
     }
     assert_eq!(got, want);
     build
@@ -1929,10 +1468,7 @@ fn idle_slots_let_sleeping_tests_give_way_with_the_same_verdicts() {
     fs_err::write(&sleeper, "import time\nprint(input())\ntime.sleep(60)\n").unwrap();
     solutions.push(solution(&sleepy, Language::Python, &sleeper, "sleeper"));
     let mut config = ExecuteConfig::default();
-    config.python.limits = LimitsPatch {
-        wall_time_ms: Some(3_000),
-        ..LimitsPatch::default()
-    };
+    config.python.limits = LimitsPatch { wall_time_ms: Some(3_000), ..LimitsPatch::default() };
     let plain = execute(&config, &problems, &solutions, sandbox(), 1).unwrap();
     config.idle_slots = 4;
     let sharing = execute(&config, &problems, &solutions, sandbox(), 1).unwrap();
@@ -1947,11 +1483,7 @@ fn idle_slots_let_sleeping_tests_give_way_with_the_same_verdicts() {
             b.message
         );
     }
-    let slept = sharing
-        .results
-        .iter()
-        .find(|r| r.model == "sleeper")
-        .unwrap();
+    let slept = sharing.results.iter().find(|r| r.model == "sleeper").unwrap();
     assert_eq!(verdicts(slept), vec![Verdict::TimeLimit; 4]);
     // Each of the sleeper's four tests waited, and gave way.
     assert!(sharing.stats.gave_way >= 4, "{:?}", sharing.stats);
@@ -1966,30 +1498,17 @@ fn judged_beside_exact<'a>(
     exact: &Problem,
     solutions: &'a [Solution],
 ) -> Vec<(&'a Solution, SolutionResult, bool)> {
-    let out = execute(
-        &ExecuteConfig::default(),
-        &[kind.clone(), exact.clone()],
-        solutions,
-        sandbox(),
-        2,
-    )
-    .unwrap();
+    let out =
+        execute(&ExecuteConfig::default(), &[kind.clone(), exact.clone()], solutions, sandbox(), 2)
+            .unwrap();
     assert_eq!(out.results.len(), 20);
     solutions
         .iter()
         .zip(out.results)
         .map(|(s, r)| {
             let of_kind = s.problem_id == kind.id;
-            let expected = if of_kind {
-                kind.answer
-            } else {
-                AnswerKind::Exact
-            };
-            assert_eq!(
-                r.comparison, expected,
-                "{} ({}): {}",
-                s.id, s.model, r.message
-            );
+            let expected = if of_kind { kind.answer } else { AnswerKind::Exact };
+            assert_eq!(r.comparison, expected, "{} ({}): {}", s.id, s.model, r.message);
             (s, r, of_kind)
         })
         .collect()
@@ -2015,10 +1534,7 @@ fn unordered_answers_pass_in_another_order_in_every_language() {
     let mut solutions = Vec::new();
     for language in Language::ALL {
         for kind in ["ok", "wrong"] {
-            let file = fixture(&format!(
-                "drivers/evenIndices/{kind}.{}",
-                language.extension()
-            ));
+            let file = fixture(&format!("drivers/evenIndices/{kind}.{}", language.extension()));
             solutions.push(solution(&unordered.id, language, &file, kind));
             solutions.push(solution(&exact.id, language, &file, kind));
         }
@@ -2029,10 +1545,7 @@ fn unordered_answers_pass_in_another_order_in_every_language() {
             ("ok", true) => assert!(r.passed, "{what}"),
             // The first test's answer comes in another order: exact comparison fails it.
             ("ok", false) => assert_eq!(verdicts(&r)[0], Verdict::WrongAnswer, "{what}"),
-            _ => assert!(
-                !r.passed && verdicts(&r).contains(&Verdict::WrongAnswer),
-                "{what}"
-            ),
+            _ => assert!(!r.passed && verdicts(&r).contains(&Verdict::WrongAnswer), "{what}"),
         }
     }
 }
@@ -2077,11 +1590,7 @@ fn verdicts_show_answers_that_can_differ() {
     // The answer set is hidden: the one public test has one answer.
     let open = stdin_problem("permOpen", &[("1\n", "1\n")], &perm_private);
     // The public tests show the order: other orders fail them.
-    let shown = stdin_problem(
-        "permShown",
-        &[("1\n", "1\n"), ("2\n", "1 2\n")],
-        &perm_private,
-    );
+    let shown = stdin_problem("permShown", &[("1\n", "1\n"), ("2\n", "1 2\n")], &perm_private);
     // Wrong solutions that agree on one wrong output.
     let agree = stdin_problem("permAgree", &[("1\n", "1\n")], &perm_private);
     // A one-number answer: wrong sums differ.
@@ -2123,17 +1632,12 @@ fn verdicts_show_answers_that_can_differ() {
         Ruby,
         "n = gets.to_i\na = gets.split.map(&:to_i)\nputs a.sum + (n > 2 ? 2 : 0)\n",
     ));
-    let config = ExecuteConfig {
-        mode: coreb_judge::ExecuteMode::Labels,
-        ..ExecuteConfig::default()
-    };
+    let config =
+        ExecuteConfig { mode: coreb_judge::ExecuteMode::Labels, ..ExecuteConfig::default() };
     let problems = [open.clone(), shown.clone(), agree.clone(), sum.clone()];
     let out = execute(&config, &problems, &solutions, sandbox(), 2).unwrap();
     let of = |p: &Problem| -> Vec<&SolutionResult> {
-        out.results
-            .iter()
-            .filter(|r| r.problem_id == p.id)
-            .collect()
+        out.results.iter().filter(|r| r.problem_id == p.id).collect()
     };
     let wrong = |r: &SolutionResult| {
         r.tests
@@ -2146,9 +1650,7 @@ fn verdicts_show_answers_that_can_differ() {
     };
     // Every test but a wrong answer has no digest.
     assert!(out.results.iter().all(|r| {
-        r.tests
-            .iter()
-            .all(|t| t.wrong_output.is_some() == (t.verdict == Verdict::WrongAnswer))
+        r.tests.iter().all(|t| t.wrong_output.is_some() == (t.verdict == Verdict::WrongAnswer))
     }));
     let flag =
         |p: &Problem| coreb_stages::ambiguity::ambiguous(&p.id, p.public_tests.len(), &of(p));
@@ -2159,26 +1661,17 @@ fn verdicts_show_answers_that_can_differ() {
     assert!(a.alternative && b.alternative && a.sha256 != b.sha256);
     let flagged = flag(&open).expect("the hidden answer set is flagged");
     // Labels mode stops both at the first private test (inputs of one size: by index).
-    assert_eq!(
-        (flagged.test, flagged.solutions, flagged.outputs),
-        (1, 2, 2)
-    );
+    assert_eq!((flagged.test, flagged.solutions, flagged.outputs), (1, 2, 2));
     assert_eq!(flagged.models, ["m1", "m2"]);
 
     assert!(
-        of(&shown)[1..]
-            .iter()
-            .all(|r| r.stopped.is_some_and(|s| s.index < 2)),
+        of(&shown)[1..].iter().all(|r| r.stopped.is_some_and(|s| s.index < 2)),
         "the other orders fail a public test"
     );
     assert_eq!(flag(&shown), None);
 
     let results = of(&agree);
-    assert_eq!(
-        wrong(results[0]),
-        wrong(results[1]),
-        "one answer, one digest"
-    );
+    assert_eq!(wrong(results[0]), wrong(results[1]), "one answer, one digest");
     assert_eq!(flag(&agree), None);
 
     let results = of(&sum);
@@ -2196,11 +1689,7 @@ fn any_case_answers_pass_in_another_case_in_every_language() {
     let tests = |outputs: [&str; 2]| -> Vec<TestCase> {
         [("4\n", outputs[0]), ("7\n", outputs[1])]
             .into_iter()
-            .map(|(i, o)| TestCase {
-                input: i.into(),
-                output: o.into(),
-                testtype: TestType::Stdin,
-            })
+            .map(|(i, o)| TestCase { input: i.into(), output: o.into(), testtype: TestType::Stdin })
             .collect()
     };
     let problem = |name: &str, answer: AnswerKind| Problem {
@@ -2268,11 +1757,7 @@ fn any_case_answers_pass_in_another_case_in_every_language() {
         let what = format!("{} ({}): {:?} {}", s.id, s.model, verdicts(&r), r.message);
         match (s.model.as_str(), is_any_case) {
             ("ok", true) => assert!(r.passed, "{what}"),
-            _ => assert_eq!(
-                verdicts(&r),
-                [Verdict::WrongAnswer, Verdict::WrongAnswer],
-                "{what}"
-            ),
+            _ => assert_eq!(verdicts(&r), [Verdict::WrongAnswer, Verdict::WrongAnswer], "{what}"),
         }
     }
 }

@@ -67,10 +67,7 @@ impl Server {
         let mut versions: VecDeque<Version> = versions
             .into_iter()
             .enumerate()
-            .map(|(i, body)| Version {
-                body,
-                etag: format!("\"v{}\"", i + 1),
-            })
+            .map(|(i, body)| Version { body, etag: format!("\"v{}\"", i + 1) })
             .collect();
         let current = Mutex::new(Arc::new(versions.pop_front().unwrap()));
         let next = Mutex::new(versions);
@@ -79,16 +76,9 @@ impl Server {
                 .header("range")
                 .and_then(|r| r.strip_prefix("bytes="))
                 .map(|r| r.trim_end_matches('-').to_owned());
-            let seen = Seen {
-                range,
-                if_range: request.header("if-range").map(str::to_owned),
-            };
+            let seen = Seen { range, if_range: request.header("if-range").map(str::to_owned) };
             log.lock().unwrap().push(seen.clone());
-            let behaviour = script
-                .lock()
-                .unwrap()
-                .pop_front()
-                .unwrap_or(Behaviour::Normal);
+            let behaviour = script.lock().unwrap().pop_front().unwrap_or(Behaviour::Normal);
             let version = Arc::clone(&current.lock().unwrap());
             if let Behaviour::CutAfterAndChange(_) = behaviour
                 && let Some(v) = next.lock().unwrap().pop_front()
@@ -98,10 +88,7 @@ impl Server {
             }
             reply(&version, &seen, behaviour, honour_if_range)
         });
-        Server {
-            port: server.addr.port(),
-            requests,
-        }
+        Server { port: server.addr.port(), requests }
     }
 
     fn url(&self) -> String {
@@ -109,12 +96,7 @@ impl Server {
     }
 
     fn ranges(&self) -> Vec<Option<String>> {
-        self.requests
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|s| s.range.clone())
-            .collect()
+        self.requests.lock().unwrap().iter().map(|s| s.range.clone()).collect()
     }
 
     fn seen(&self) -> Vec<Seen> {
@@ -125,11 +107,7 @@ impl Server {
 fn reply(version: &Version, seen: &Seen, behaviour: Behaviour, honour_if_range: bool) -> Reply {
     if let Behaviour::Status(code) = behaviour {
         let status = Reply::new(&format!("{code} Status"), Vec::new());
-        return if code == 429 || code == 503 {
-            status.header("Retry-After: 1")
-        } else {
-            status
-        };
+        return if code == 429 || code == 503 { status.header("Retry-After: 1") } else { status };
     }
     // RFC 9110 §13.1.5: a `Range` whose `If-Range` names another version gets the whole file.
     let stale = honour_if_range && seen.if_range.as_ref().is_some_and(|v| *v != version.etag);
@@ -137,25 +115,15 @@ fn reply(version: &Version, seen: &Seen, behaviour: Behaviour, honour_if_range: 
     let start: usize = if stale {
         0
     } else {
-        seen.range
-            .as_deref()
-            .and_then(|r| r.parse().ok())
-            .unwrap_or(0)
-            .min(body.len())
+        seen.range.as_deref().and_then(|r| r.parse().ok()).unwrap_or(0).min(body.len())
     };
     let etag = format!("ETag: {}", version.etag);
     let whole = if start > 0 {
         Reply::new("206 Partial Content", &body[start..])
-            .header(format!(
-                "Content-Range: bytes {start}-{}/{}",
-                body.len() - 1,
-                body.len()
-            ))
+            .header(format!("Content-Range: bytes {start}-{}/{}", body.len() - 1, body.len()))
             .header(etag)
     } else {
-        Reply::new("200 OK", body.clone())
-            .header("Accept-Ranges: bytes")
-            .header(etag)
+        Reply::new("200 OK", body.clone()).header("Accept-Ranges: bytes").header(etag)
     };
     match behaviour {
         Behaviour::Normal | Behaviour::Status(_) => whole,
@@ -170,11 +138,8 @@ fn body(n: usize) -> Vec<u8> {
     let mut i = 0u64;
     while out.len() < n {
         out.extend_from_slice(
-            format!(
-                "{{\"row\": {i}, \"x\": {}}}\n",
-                i.wrapping_mul(2_654_435_761) % 1_000_003
-            )
-            .as_bytes(),
+            format!("{{\"row\": {i}, \"x\": {}}}\n", i.wrapping_mul(2_654_435_761) % 1_000_003)
+                .as_bytes(),
         );
         i += 1;
     }
@@ -183,9 +148,7 @@ fn body(n: usize) -> Vec<u8> {
 }
 
 fn manifest(dir: &Path, url: &str, sha256: Option<&str>) -> PathBuf {
-    let sha = sha256
-        .map(|s| format!("sha256 = \"{s}\"\n"))
-        .unwrap_or_default();
+    let sha = sha256.map(|s| format!("sha256 = \"{s}\"\n")).unwrap_or_default();
     let text = format!(
         "version = \"v202504\"\noutput_dir = \"build\"\n\n[[sources]]\nname = \"test6\"\nurl = \"{url}\"\n{sha}\n\
          [stages.fetch]\nretries = 4\ninitial_backoff_ms = 10\nmax_backoff_ms = 100\nread_timeout_secs = 1\nconnect_timeout_secs = 2\n"
@@ -220,10 +183,7 @@ fn resumes_after_the_connection_is_cut_midway() {
     assert_eq!(ranges.len(), 2, "{ranges:?}");
     assert_eq!(ranges[0], None);
     let resumed_at: usize = ranges[1].as_deref().unwrap().parse().unwrap();
-    assert!(
-        resumed_at > 0 && resumed_at <= 1 << 20,
-        "resumed at {resumed_at}"
-    );
+    assert!(resumed_at > 0 && resumed_at <= 1 << 20, "resumed at {resumed_at}");
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["sources"][0]["sha256"], sha(&data));
     assert!(!dir.path().join("build/downloads/test6.part").exists());
@@ -274,11 +234,8 @@ fn rejects_a_wrong_checksum_and_keeps_nothing() {
 #[test]
 fn retries_429_and_503_honouring_retry_after_and_survives_a_stall() {
     let data = body(500_000);
-    let script = vec![
-        Behaviour::Status(429),
-        Behaviour::Status(503),
-        Behaviour::HangAfter(100_000),
-    ];
+    let script =
+        vec![Behaviour::Status(429), Behaviour::Status(503), Behaviour::HangAfter(100_000)];
     let server = Server::start(data.clone(), script);
     let dir = tempfile::tempdir().unwrap();
     let m = manifest(dir.path(), &server.url(), None);
@@ -286,18 +243,11 @@ fn retries_429_and_503_honouring_retry_after_and_survives_a_stall() {
     let out = fetch(&m);
     assert!(out.status.success(), "{}", text(&out));
     // Two Retry-After: 1 answers mean at least two seconds of waiting.
-    assert!(
-        started.elapsed() >= Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() >= Duration::from_secs(2), "{:?}", started.elapsed());
     assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), data);
     let ranges = server.ranges();
     assert_eq!(ranges.len(), 4, "{ranges:?}");
-    assert!(
-        ranges[3].is_some(),
-        "the stalled download was resumed: {ranges:?}"
-    );
+    assert!(ranges[3].is_some(), "the stalled download was resumed: {ranges:?}");
 }
 
 #[test]
@@ -308,31 +258,21 @@ fn a_404_fails_at_once_naming_the_url() {
     let out = fetch(&m);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("HTTP 404") && stderr.contains(&server.url()),
-        "{stderr}"
-    );
+    assert!(stderr.contains("HTTP 404") && stderr.contains(&server.url()), "{stderr}");
     assert_eq!(server.ranges().len(), 1);
 }
 
 #[test]
 fn an_unreachable_url_gives_up_with_a_clear_error() {
     // Bind and drop a listener: nothing listens on that port any more.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{port}/test6.jsonl");
     let m = manifest(dir.path(), &url, None);
     let out = fetch(&m);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("gave up after 5 attempts") && stderr.contains(&url),
-        "{stderr}"
-    );
+    assert!(stderr.contains("gave up after 5 attempts") && stderr.contains(&url), "{stderr}");
 }
 
 #[test]
@@ -341,10 +281,7 @@ fn local_paths_and_file_urls_are_hashed_in_place() {
     let data = body(10_000);
     let file = dir.path().join("local.jsonl");
     fs_err::write(&file, &data).unwrap();
-    for url in [
-        file.display().to_string(),
-        format!("file://{}", file.display()),
-    ] {
+    for url in [file.display().to_string(), format!("file://{}", file.display())] {
         let m = manifest(dir.path(), &url, Some(&sha(&data)));
         let out = fetch(&m);
         assert!(out.status.success(), "{}", text(&out));
@@ -382,20 +319,10 @@ fn a_file_changed_upstream_between_attempts_is_fetched_whole_not_spliced() {
     let m = manifest(dir.path(), &server.url(), None);
     let out = fetch(&m);
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(
-        fs_err::read(downloaded(dir.path())).unwrap(),
-        v2,
-        "the new version, whole"
-    );
+    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), v2, "the new version, whole");
     let seen = server.seen();
     assert_eq!(seen.len(), 2, "{seen:?}");
-    assert_eq!(
-        seen[0],
-        Seen {
-            range: None,
-            if_range: None
-        }
-    );
+    assert_eq!(seen[0], Seen { range: None, if_range: None });
     // The resumed request named the version its bytes came from.
     assert!(seen[1].range.is_some(), "{seen:?}");
     assert_eq!(seen[1].if_range.as_deref(), Some("\"v1\""), "{seen:?}");

@@ -74,21 +74,14 @@ fn the_sample_says_its_content_was_written_by_hand() {
 fn no_sample_leetcode_code_document_carries_a_driver() {
     let problems =
         coreb_data::tables::ProblemReader::read_all(&release().join("problems.parquet")).unwrap();
-    let functional: std::collections::BTreeSet<String> = problems
-        .iter()
-        .filter(|p| p.is_functional())
-        .map(|p| p.id.to_string())
-        .collect();
+    let functional: std::collections::BTreeSet<String> =
+        problems.iter().filter(|p| p.is_functional()).map(|p| p.id.to_string()).collect();
     assert_eq!(functional.len(), 5, "{functional:?}");
     let driver =
         regex::Regex::new(r"\bmain\s*\(|__main__|parseInt(?:List|Array)|json\.loads|JSON\.parse|sys\.stdin|\bSTDIN\b|\$stdin|\bgets\b|\bbufio\b|System\.in\b|\bcin\b|getline")
             .unwrap();
     let (mut docs, mut with_driver) = (0, Vec::new());
-    for file in [
-        "text2code/corpus.jsonl",
-        "code2code/corpus.jsonl",
-        "code2code/queries.jsonl",
-    ] {
+    for file in ["text2code/corpus.jsonl", "code2code/corpus.jsonl", "code2code/queries.jsonl"] {
         for doc in jsonl(&release().join(file)) {
             let problem = doc["problem_id"]
                 .as_str()
@@ -111,33 +104,18 @@ fn no_sample_leetcode_code_document_carries_a_driver() {
 #[test]
 fn sample_search_queries_are_natural_language_and_name_their_language() {
     let queries = jsonl(&release().join("text2code/queries.jsonl"));
-    let search: Vec<&serde_json::Value> = queries
-        .iter()
-        .filter(|q| q["subtask"] == "search")
-        .collect();
-    assert_eq!(
-        search.len(),
-        180,
-        "3 queries × (any + 5 languages) × 10 problems"
-    );
-    let mut words: Vec<usize> = search
-        .iter()
-        .map(|q| q["text"].as_str().unwrap().split_whitespace().count())
-        .collect();
+    let search: Vec<&serde_json::Value> =
+        queries.iter().filter(|q| q["subtask"] == "search").collect();
+    assert_eq!(search.len(), 180, "3 queries × (any + 5 languages) × 10 problems");
+    let mut words: Vec<usize> =
+        search.iter().map(|q| q["text"].as_str().unwrap().split_whitespace().count()).collect();
     words.sort_unstable();
     let median = words[words.len() / 2];
-    assert!(
-        (15..=40).contains(&median),
-        "median search query has {median} words"
-    );
+    assert!((15..=40).contains(&median), "median search query has {median} words");
     assert!(words.iter().all(|w| (15..=40).contains(w)), "{words:?}");
     for q in &search {
         let text = q["text"].as_str().unwrap();
-        assert_eq!(
-            coreb_stages::queries::placeholder_variable(text),
-            None,
-            "{text}"
-        );
+        assert_eq!(coreb_stages::queries::placeholder_variable(text), None, "{text}");
     }
     // Every constrained query of every subtask names its language in its text.
     let mut constrained = 0;
@@ -161,35 +139,22 @@ fn sample_search_queries_are_natural_language_and_name_their_language() {
 fn sample_distractors_are_complete_statements_of_comparable_length() {
     let corpus = jsonl(&release().join("code2text/corpus.jsonl"));
     let statement_words = |problem: &serde_json::Value| {
-        let full = corpus
-            .iter()
-            .find(|d| d["kind"] == "full" && d["problem_id"] == *problem)
-            .unwrap();
+        let full =
+            corpus.iter().find(|d| d["kind"] == "full" && d["problem_id"] == *problem).unwrap();
         // The full document is the title, a blank line and the statement.
         let text = full["text"].as_str().unwrap();
-        text.split_once("\n\n")
-            .map_or(text, |(_, s)| s)
-            .split_whitespace()
-            .count()
+        text.split_once("\n\n").map_or(text, |(_, s)| s).split_whitespace().count()
     };
     let mut seen = 0;
     for d in corpus.iter().filter(|d| d["kind"] == "distractor") {
         let text = d["text"].as_str().unwrap();
-        let (words, of) = (
-            text.split_whitespace().count(),
-            statement_words(&d["problem_id"]),
-        );
+        let (words, of) = (text.split_whitespace().count(), statement_words(&d["problem_id"]));
         assert!(
             words as f64 >= 0.6 * of as f64,
             "{}: {words} words for a statement of {of}",
             d["_id"]
         );
-        assert_eq!(
-            coreb_stages::distract::missing_section(text),
-            None,
-            "{}",
-            d["_id"]
-        );
+        assert_eq!(coreb_stages::distract::missing_section(text), None, "{}", d["_id"]);
         seen += 1;
     }
     assert_eq!(seen, 40);

@@ -40,10 +40,7 @@ fn rows() -> Vec<(String, String)> {
 
 /// Every `.rs` file under `dir` (no `target/`, `vendor/` or hidden folders).
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     entries.sort();
     for path in entries {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -90,24 +87,11 @@ fn every_stage_is_its_row_its_module_and_a_subcommand_made_from_its_row() {
         let out = coreb().args([name.as_str(), "--help"]).output().unwrap();
         assert!(out.status.success(), "coreb {name} --help");
         let help = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            help.contains(&format!("Usage: coreb {name} [OPTIONS] <MANIFEST>")),
-            "{help}"
-        );
+        assert!(help.contains(&format!("Usage: coreb {name} [OPTIONS] <MANIFEST>")), "{help}");
         let row_text = std::fs::read_to_string(engine.join("stage_name.rs")).unwrap();
         let row = &row_text[row_text.find(&format!("{variant} = \"{name}\"")).unwrap()..];
-        let about = row
-            .split("about \"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap();
-        let first_words: String = about
-            .split_whitespace()
-            .take(4)
-            .collect::<Vec<_>>()
-            .join(" ");
+        let about = row.split("about \"").nth(1).unwrap().split('"').next().unwrap();
+        let first_words: String = about.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
         assert!(
             help.starts_with(&first_words),
             "`coreb {name} --help` does not start with its row's help `{first_words}`:\n{help}"
@@ -212,10 +196,8 @@ fn modules(src: &Path) -> BTreeMap<Vec<String>, PathBuf> {
     let mut out = BTreeMap::new();
     for file in files {
         let rel = file.strip_prefix(src).unwrap();
-        let mut parts: Vec<String> = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
+        let mut parts: Vec<String> =
+            rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
         if parts.first().is_some_and(|p| p == "bin") {
             continue; // other crate roots
         }
@@ -236,9 +218,7 @@ fn modules(src: &Path) -> BTreeMap<Vec<String>, PathBuf> {
 /// `super::`, each as far as its first names go.
 fn paths_named(code: &str, at: &[String], is_mod_file: bool) -> Vec<Vec<String>> {
     let ident = |s: &str| -> String {
-        s.chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect()
+        s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
     };
     let mut out = Vec::new();
     let bytes = code.as_bytes();
@@ -382,24 +362,13 @@ fn the_scan_finds_a_cycle_between_sibling_modules() {
     )
     .unwrap();
     std::fs::create_dir(src.join("engine")).unwrap();
-    std::fs::write(
-        src.join("engine/mod.rs"),
-        "mod a;\nmod b;\npub struct Engine;\n",
-    )
-    .unwrap();
+    std::fs::write(src.join("engine/mod.rs"), "mod a;\nmod b;\npub struct Engine;\n").unwrap();
     std::fs::write(src.join("engine/a.rs"), "use super::b::B;\n").unwrap();
-    std::fs::write(
-        src.join("engine/b.rs"),
-        "pub struct B;\nuse super::Engine;\n",
-    )
-    .unwrap();
+    std::fs::write(src.join("engine/b.rs"), "pub struct B;\nuse super::Engine;\n").unwrap();
     assert_eq!(sibling_cycles(src), ["crate: cli -> commands -> cli"]);
     std::fs::write(src.join("engine/b.rs"), "use super::a::A;\n").unwrap();
     let cycles = sibling_cycles(src);
-    assert!(
-        cycles.contains(&"engine: a -> b -> a".to_owned()),
-        "{cycles:?}"
-    );
+    assert!(cycles.contains(&"engine: a -> b -> a".to_owned()), "{cycles:?}");
 }
 
 #[test]
@@ -409,11 +378,7 @@ fn no_two_sibling_modules_of_a_crate_import_each_other() {
         for cycle in sibling_cycles(&src) {
             cycles.push(format!(
                 "{}: {cycle}",
-                src.parent()
-                    .unwrap()
-                    .strip_prefix(root())
-                    .unwrap()
-                    .display()
+                src.parent().unwrap().strip_prefix(root()).unwrap().display()
             ));
         }
     }

@@ -30,12 +30,8 @@ fn stage_json(stage: &str, manifest: &Path) -> Value {
 }
 
 fn problems(dir: &Path, stage: &str) -> Vec<Problem> {
-    ProblemReader::read_all(
-        &dir.join("build/artifacts")
-            .join(stage)
-            .join("problems.parquet"),
-    )
-    .unwrap()
+    ProblemReader::read_all(&dir.join("build/artifacts").join(stage).join("problems.parquet"))
+        .unwrap()
 }
 
 /// The shared rows, parsed independently of coreb.
@@ -61,22 +57,13 @@ fn ingests_all_1044_problems_with_their_tests() {
     let raw = raw_rows();
     assert_eq!(got.len(), 1044);
     for (p, r) in got.iter().zip(&raw) {
-        assert_eq!(
-            p.id.as_str(),
-            format!("lcb_{}", r["question_id"].as_str().unwrap())
-        );
+        assert_eq!(p.id.as_str(), format!("lcb_{}", r["question_id"].as_str().unwrap()));
         let public: Vec<Value> =
             serde_json::from_str(r["public_test_cases"].as_str().unwrap()).unwrap();
         assert_eq!(p.public_tests.len(), public.len(), "{}", p.id);
         assert!(!p.public_tests.is_empty(), "{}", p.id);
-        assert_eq!(
-            p.public_tests[0].input,
-            public[0]["input"].as_str().unwrap()
-        );
-        assert_eq!(
-            p.public_tests[0].output,
-            public[0]["output"].as_str().unwrap()
-        );
+        assert_eq!(p.public_tests[0].input, public[0]["input"].as_str().unwrap());
+        assert_eq!(p.public_tests[0].output, public[0]["output"].as_str().unwrap());
         // The shared file's private tests are encoded empty lists.
         assert!(p.private_tests.is_empty());
         assert_eq!(
@@ -109,10 +96,7 @@ fn window_selects_contest_dates() {
     assert_eq!(summary["out_of_window"], 1044 - expected as u64);
     let got = problems(dir.path(), "ingest");
     assert_eq!(got.len(), expected);
-    assert!(
-        got.iter()
-            .all(|p| ("2025-01-01"..="2025-04-30").contains(&p.contest_day()))
-    );
+    assert!(got.iter().all(|p| ("2025-01-01"..="2025-04-30").contains(&p.contest_day())));
 }
 
 /// The shared file plus planted duplicates: a duplicated row, a whitespace variant, a case
@@ -128,20 +112,13 @@ fn dedup_catches_planted_duplicates_and_reports_clusters() {
 
     planted.push(lines[10].to_owned()); // duplicated row
     let mut ws = row(20);
-    let content = ws["question_content"]
-        .as_str()
-        .unwrap()
-        .replace(' ', " \t ")
-        .replace('\n', "\n\n");
+    let content =
+        ws["question_content"].as_str().unwrap().replace(' ', " \t ").replace('\n', "\n\n");
     ws["question_content"] = content.into();
     ws["question_id"] = "ws_variant".into();
     planted.push(Value::Object(ws).to_string());
     let mut case = row(30);
-    case["question_content"] = case["question_content"]
-        .as_str()
-        .unwrap()
-        .to_uppercase()
-        .into();
+    case["question_content"] = case["question_content"].as_str().unwrap().to_uppercase().into();
     case["question_id"] = "case_variant".into();
     case["contest_date"] = "2030-01-01T00:00:00".into();
     planted.push(Value::Object(case).to_string());
@@ -213,11 +190,7 @@ fn problems_of_earlier_releases_are_not_published_again() {
     // A later release must not count when this one is (re)built.
     let later = dir.path().join("releases/v202506");
     fs_err::create_dir_all(&later).unwrap();
-    fs_err::copy(
-        release.join("problems.parquet"),
-        later.join("problems.parquet"),
-    )
-    .unwrap();
+    fs_err::copy(release.join("problems.parquet"), later.join("problems.parquet")).unwrap();
 
     let m = manifest(dir.path(), &fixture_data(LCB), "");
     let summary = stage_json("dedup", &m);
@@ -234,11 +207,8 @@ fn problems_of_earlier_releases_are_not_published_again() {
 #[test]
 fn filter_reports_every_rejection() {
     let dir = tempfile::tempdir().unwrap();
-    let m = manifest(
-        dir.path(),
-        &fixture_data(LCB),
-        "[stages.filter]\nmin_statement_chars = 900\n",
-    );
+    let m =
+        manifest(dir.path(), &fixture_data(LCB), "[stages.filter]\nmin_statement_chars = 900\n");
     let summary = stage_json("filter", &m);
     let rejected = summary["rejected"].as_u64().unwrap();
     assert!(rejected > 10, "{summary}");
@@ -249,9 +219,7 @@ fn filter_reports_every_rejection() {
     let first: Value = serde_json::from_str(report.lines().next().unwrap()).unwrap();
     assert_eq!(first["rejection"]["reason"], "too_short");
     assert!(
-        problems(dir.path(), "filter")
-            .iter()
-            .all(|p| p.question_content.chars().count() >= 900)
+        problems(dir.path(), "filter").iter().all(|p| p.question_content.chars().count() >= 900)
     );
 }
 
@@ -260,9 +228,7 @@ fn unchanged_stages_are_skipped_and_changed_ones_rerun() {
     let dir = tempfile::tempdir().unwrap();
     let m = manifest(dir.path(), &fixture_data(LCB), "");
     let build = |m: &Path| {
-        let out = run(coreb()
-            .args(["build", "--until", "filter", "--json"])
-            .arg(m));
+        let out = run(coreb().args(["build", "--until", "filter", "--json"]).arg(m));
         assert!(out.status.success(), "{}", text(&out));
         String::from_utf8(out.stdout)
             .unwrap()
@@ -275,23 +241,13 @@ fn unchanged_stages_are_skipped_and_changed_ones_rerun() {
     assert!(first.iter().all(|s| s["skipped"] == false));
     let second = build(&m);
     assert_eq!(
-        second
-            .iter()
-            .map(|s| s["skipped"].as_bool().unwrap())
-            .collect::<Vec<_>>(),
+        second.iter().map(|s| s["skipped"].as_bool().unwrap()).collect::<Vec<_>>(),
         [false, true, true, true]
     );
-    let m = manifest(
-        dir.path(),
-        &fixture_data(LCB),
-        "[stages.filter]\nmin_tests = 2\n",
-    );
+    let m = manifest(dir.path(), &fixture_data(LCB), "[stages.filter]\nmin_tests = 2\n");
     let third = build(&m);
     assert_eq!(
-        third
-            .iter()
-            .map(|s| s["skipped"].as_bool().unwrap())
-            .collect::<Vec<_>>(),
+        third.iter().map(|s| s["skipped"].as_bool().unwrap()).collect::<Vec<_>>(),
         [false, true, true, false]
     );
 }
@@ -307,11 +263,8 @@ fn a_first_build_hashes_its_local_source_as_it_ingests_it_and_records_what_fetch
         )
         .unwrap()
     };
-    let lines: Vec<String> = fs_err::read_to_string(fixture_data(LCB))
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let lines: Vec<String> =
+        fs_err::read_to_string(fixture_data(LCB)).unwrap().lines().map(str::to_owned).collect();
     let rerun = tempfile::tempdir().unwrap();
     let source = rerun.path().join("rows.jsonl");
     fs_err::write(&source, lines[..300].join("\n") + "\n").unwrap();
@@ -322,10 +275,7 @@ fn a_first_build_hashes_its_local_source_as_it_ingests_it_and_records_what_fetch
         first["summary"]["sources"][0]["sha256"],
         coreb_base::hashing::sha256_file(&source).unwrap()
     );
-    assert_eq!(
-        first["summary"]["sources"][0]["bytes"],
-        fs_err::metadata(&source).unwrap().len()
-    );
+    assert_eq!(first["summary"]["sources"][0]["bytes"], fs_err::metadata(&source).unwrap().len());
     // Unchanged: hashed first, found, nothing decoded.
     assert_eq!(stage_json("ingest", &m)["skipped"], true);
     // Changed: hashed first, not found, decoded from the fetch record.
@@ -334,9 +284,7 @@ fn a_first_build_hashes_its_local_source_as_it_ingests_it_and_records_what_fetch
 
     // The same file in a fresh build: hashed while it is ingested, the same records.
     let fresh = tempfile::tempdir().unwrap();
-    let mut out = run(coreb()
-        .args(["ingest", "--json"])
-        .arg(manifest(fresh.path(), &source, "")));
+    let mut out = run(coreb().args(["ingest", "--json"]).arg(manifest(fresh.path(), &source, "")));
     assert!(out.status.success(), "{}", text(&out));
     for stage in ["fetch", "ingest"] {
         let (a, b) = (record(rerun.path(), stage), record(fresh.path(), stage));
@@ -350,23 +298,11 @@ fn a_first_build_hashes_its_local_source_as_it_ingests_it_and_records_what_fetch
     // A pinned checksum that the file does not have: fetch's error, and no ingest recorded.
     let pinned = tempfile::tempdir().unwrap();
     let pin = format!("sha256 = \"{}\"\n", "0".repeat(64));
-    out = run(coreb()
-        .args(["ingest"])
-        .arg(manifest(pinned.path(), &source, &pin)));
+    out = run(coreb().args(["ingest"]).arg(manifest(pinned.path(), &source, &pin)));
     assert!(!out.status.success());
     assert!(text(&out).contains("checksum mismatch"), "{}", text(&out));
-    assert!(
-        !pinned
-            .path()
-            .join("build/artifacts/ingest/record.json")
-            .exists()
-    );
-    assert!(
-        !pinned
-            .path()
-            .join("build/artifacts/fetch/record.json")
-            .exists()
-    );
+    assert!(!pinned.path().join("build/artifacts/ingest/record.json").exists());
+    assert!(!pinned.path().join("build/artifacts/fetch/record.json").exists());
 }
 
 #[test]
@@ -376,9 +312,7 @@ fn same_input_same_bytes_whatever_the_jobs() {
     let mut digests = Vec::new();
     for jobs in ["1", "2", "5"] {
         let _ = fs_err::remove_dir_all(dir.path().join("build"));
-        let out = run(coreb()
-            .args(["build", "--until", "filter", "--jobs", jobs])
-            .arg(&m));
+        let out = run(coreb().args(["build", "--until", "filter", "--jobs", jobs]).arg(&m));
         assert!(out.status.success(), "{}", text(&out));
         let files: Vec<String> = [
             "ingest/problems.parquet",
@@ -409,10 +343,7 @@ fn the_first_bad_row_in_input_order_is_reported_whatever_the_jobs() {
     for jobs in ["1", "3", "8"] {
         let (ok, stderr) = ingest_lines_with(dir.path(), &lines, "", &["--jobs", jobs]);
         assert!(!ok);
-        assert!(
-            stderr.contains("bad.jsonl:61: `difficulty`"),
-            "jobs = {jobs}: {stderr}"
-        );
+        assert!(stderr.contains("bad.jsonl:61: `difficulty`"), "jobs = {jobs}: {stderr}");
         let (ok, _) = ingest_lines_with(
             dir.path(),
             &lines,
@@ -425,11 +356,7 @@ fn the_first_bad_row_in_input_order_is_reported_whatever_the_jobs() {
                 .unwrap();
         let listed: Vec<u64> = report
             .lines()
-            .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["line"]
-                    .as_u64()
-                    .unwrap()
-            })
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["line"].as_u64().unwrap())
             .collect();
         assert_eq!(listed, [61, 151, 241], "jobs = {jobs}");
         let kept = problems(dir.path(), "ingest");
@@ -441,9 +368,7 @@ fn the_first_bad_row_in_input_order_is_reported_whatever_the_jobs() {
             .map(|(_, r)| r["question_id"].as_str().unwrap().to_owned())
             .collect();
         assert_eq!(
-            kept.iter()
-                .map(|p| p.question_id.clone())
-                .collect::<Vec<_>>(),
+            kept.iter().map(|p| p.question_id.clone()).collect::<Vec<_>>(),
             expected,
             "jobs = {jobs}"
         );
@@ -461,19 +386,11 @@ fn ingest_lines_with(dir: &Path, lines: &[String], extra: &str, args: &[&str]) -
     fs_err::write(&source, lines.join("\n") + "\n").unwrap();
     let m = manifest(dir, &source, extra);
     let out = run(coreb().arg("ingest").args(args).arg(&m));
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 fn shared_lines(n: usize) -> Vec<String> {
-    fs_err::read_to_string(fixture_data(LCB))
-        .unwrap()
-        .lines()
-        .take(n)
-        .map(str::to_owned)
-        .collect()
+    fs_err::read_to_string(fixture_data(LCB)).unwrap().lines().take(n).map(str::to_owned).collect()
 }
 
 #[test]
@@ -483,10 +400,7 @@ fn bad_rows_name_file_line_and_field() {
     let cases: Vec<(String, &str)> = vec![
         (good[1][..good[1].len() / 2].to_owned(), "EOF while parsing"),
         ("this is not json".to_owned(), ":2: `(line)`"),
-        (
-            good[1].replace("\"difficulty\"", "\"hardness\""),
-            ":2: `difficulty`: missing field",
-        ),
+        (good[1].replace("\"difficulty\"", "\"hardness\""), ":2: `difficulty`: missing field"),
         (
             good[1]
                 .replace(
@@ -519,10 +433,7 @@ fn bad_rows_name_file_line_and_field() {
         row["private_test_cases"] = blob.into();
         let (ok, stderr) = ingest_lines(dir.path(), &[Value::Object(row.clone()).to_string()], "");
         assert!(!ok);
-        assert!(
-            stderr.contains(":1: `private_test_cases`") && stderr.contains(expect),
-            "{stderr}"
-        );
+        assert!(stderr.contains(":1: `private_test_cases`") && stderr.contains(expect), "{stderr}");
     }
 }
 
@@ -536,30 +447,16 @@ fn skip_mode_lists_bad_rows_and_keeps_the_rest() {
         .replace("\"platform\": \"atcoder\"", "\"platform\": \"topcoder\"");
     let source = dir.path().join("rows.jsonl");
     fs_err::write(&source, lines.join("\n")).unwrap();
-    let m = manifest(
-        dir.path(),
-        &source,
-        "[stages.ingest]\non_bad_row = \"skip\"\n",
-    );
+    let m = manifest(dir.path(), &source, "[stages.ingest]\non_bad_row = \"skip\"\n");
     let summary = stage_json("ingest", &m);
     assert_eq!(
-        (
-            summary["rows_in"].as_u64(),
-            summary["rows_out"].as_u64(),
-            summary["rejected"].as_u64()
-        ),
+        (summary["rows_in"].as_u64(), summary["rows_out"].as_u64(), summary["rejected"].as_u64()),
         (Some(5), Some(3), Some(2))
     );
     let report =
         fs_err::read_to_string(dir.path().join("build/artifacts/ingest/rejections.jsonl")).unwrap();
-    let rows: Vec<Value> = report
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(
-        (rows[0]["line"].as_u64(), rows[1]["line"].as_u64()),
-        (Some(2), Some(4))
-    );
+    let rows: Vec<Value> = report.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!((rows[0]["line"].as_u64(), rows[1]["line"].as_u64()), (Some(2), Some(4)));
     assert_eq!(rows[1]["field"], "platform");
 }
 
@@ -595,11 +492,8 @@ fn a_50_mb_field_is_ingested_and_a_limit_refuses_it_by_name() {
     let got = problems(dir.path(), "ingest");
     assert_eq!(got[0].private_tests[0].input.len(), 50 << 20);
     assert_eq!(got.len(), 2);
-    let (ok, stderr) = ingest_lines(
-        dir.path(),
-        &lines,
-        "[stages.ingest]\nmax_line_bytes = 10000000\n",
-    );
+    let (ok, stderr) =
+        ingest_lines(dir.path(), &lines, "[stages.ingest]\nmax_line_bytes = 10000000\n");
     assert!(
         !ok && stderr.contains("bad.jsonl:1: `(line)`") && stderr.contains("max_line_bytes"),
         "{stderr}"
@@ -609,11 +503,7 @@ fn a_50_mb_field_is_ingested_and_a_limit_refuses_it_by_name() {
 #[test]
 fn manifest_errors_name_file_line_and_key() {
     let dir = tempfile::tempdir().unwrap();
-    let m = manifest(
-        dir.path(),
-        &fixture_data(LCB),
-        "[stages.dedup]\nshingles = 4\n",
-    );
+    let m = manifest(dir.path(), &fixture_data(LCB), "[stages.dedup]\nshingles = 4\n");
     let out = run(coreb().arg("ingest").arg(&m));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
@@ -626,20 +516,14 @@ fn manifest_errors_name_file_line_and_key() {
     let m = manifest(dir.path(), &dir.path().join("missing.jsonl"), "");
     let out = run(coreb().arg("ingest").arg(&m));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && stderr.contains("missing.jsonl"),
-        "{stderr}"
-    );
+    assert!(!out.status.success() && stderr.contains("missing.jsonl"), "{stderr}");
 }
 
 #[test]
 fn show_plan_prints_the_resolved_manifest() {
     let dir = tempfile::tempdir().unwrap();
-    let m = manifest(
-        dir.path(),
-        Path::new("data/../rows.jsonl"),
-        "[stages.dedup]\nthreshold = 0.8\n",
-    );
+    let m =
+        manifest(dir.path(), Path::new("data/../rows.jsonl"), "[stages.dedup]\nthreshold = 0.8\n");
     let out = run(coreb().args(["build", "--show-plan"]).arg(&m));
     assert!(out.status.success(), "{}", text(&out));
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -31,18 +31,10 @@ fn committed(out: &Path) -> usize {
     let mut n = 0;
     for entry in fs_err::read_dir(journal(out)).unwrap() {
         let path = entry.unwrap().path();
-        if path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("commit-")
-        {
+        if path.file_name().unwrap().to_string_lossy().starts_with("commit-") {
             let problems: Vec<serde_json::Value> =
                 serde_json::from_slice(&fs_err::read(&path).unwrap()).unwrap();
-            n += problems
-                .iter()
-                .map(|p| p["solutions"].as_array().unwrap().len())
-                .sum::<usize>();
+            n += problems.iter().map(|p| p["solutions"].as_array().unwrap().len()).sum::<usize>();
         }
     }
     n
@@ -52,18 +44,12 @@ fn committed(out: &Path) -> usize {
 fn stop_part_way(out: &Path, signal: i32) -> std::process::Output {
     let ready = run(&mut build(out, Some("generate")));
     assert!(ready.status.success(), "{}", text(&ready));
-    let child = build(out, Some("execute"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child =
+        build(out, Some("execute")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let first = journal(out).join("commit-000001.json");
     let start = Instant::now();
     while !first.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "execute committed nothing in 120 s"
-        );
+        assert!(start.elapsed() < Duration::from_secs(120), "execute committed nothing in 120 s");
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: a signal to our own child.
@@ -74,10 +60,7 @@ fn stop_part_way(out: &Path, signal: i32) -> std::process::Output {
 /// Run the build again (`suggested`: the command the stopped run's message gives, as given)
 /// and check that it resumed.
 fn resume_and_check(out: &Path, kept: usize, what: &str, suggested: Option<&str>) {
-    assert!(
-        kept > 0 && kept < 100,
-        "{what}: not part-way: {kept} of 100 solutions committed"
-    );
+    assert!(kept > 0 && kept < 100, "{what}: not part-way: {kept} of 100 solutions committed");
     let again = match suggested {
         Some(line) => {
             let words: Vec<&str> = line.split_whitespace().collect();
@@ -108,37 +91,21 @@ fn resume_and_check(out: &Path, kept: usize, what: &str, suggested: Option<&str>
         record["local"]
     );
     assert!(
-        String::from_utf8_lossy(&again.stderr).contains(&format!(
-            "{kept} solutions judged by an interrupted run were kept"
-        )),
+        String::from_utf8_lossy(&again.stderr)
+            .contains(&format!("{kept} solutions judged by an interrupted run were kept")),
         "{what}: {}",
         text(&again)
     );
-    assert!(
-        !journal(out).exists(),
-        "{what}: the journal outlives the committed stage"
-    );
-    same_release_as(
-        &root().join("releases/sample/v202503"),
-        &out.join("release"),
-        what,
-    );
+    assert!(!journal(out).exists(), "{what}: the journal outlives the committed stage");
+    same_release_as(&root().join("releases/sample/v202503"), &out.join("release"), what);
 }
 
 #[test]
 fn sigint_and_sigterm_stop_execute_cleanly_and_the_rerun_resumes() {
-    for (signal, status, name) in [
-        (libc::SIGINT, 130, "SIGINT"),
-        (libc::SIGTERM, 143, "SIGTERM"),
-    ] {
+    for (signal, status, name) in [(libc::SIGINT, 130, "SIGINT"), (libc::SIGTERM, 143, "SIGTERM")] {
         let dir = tempfile::tempdir().unwrap();
         let stopped = stop_part_way(dir.path(), signal);
-        assert_eq!(
-            stopped.status.code(),
-            Some(status),
-            "{name}: {}",
-            text(&stopped)
-        );
+        assert_eq!(stopped.status.code(), Some(status), "{name}: {}", text(&stopped));
         let stderr = String::from_utf8_lossy(&stopped.stderr);
         let kept = committed(dir.path());
         // One line: the signal, what was kept, how to resume.
@@ -153,10 +120,7 @@ fn sigint_and_sigterm_stop_execute_cleanly_and_the_rerun_resumes() {
             "{line}"
         );
         // The stage's working directory is not left for a later run to mistake.
-        assert!(
-            !dir.path().join("build/artifacts/.execute.tmp").exists(),
-            "{name}"
-        );
+        assert!(!dir.path().join("build/artifacts/.execute.tmp").exists(), "{name}");
         assert!(
             !dir.path().join("build/artifacts/execute").exists(),
             "{name}: an interrupted execute was committed"
@@ -168,10 +132,7 @@ fn sigint_and_sigterm_stop_execute_cleanly_and_the_rerun_resumes() {
             .map(|(cmd, _)| cmd)
             .unwrap_or_else(|| panic!("{name}: no command suggested: {line}"));
         assert!(
-            suggested.contains(&format!(
-                "--output-dir {}",
-                dir.path().join("build").display()
-            )),
+            suggested.contains(&format!("--output-dir {}", dir.path().join("build").display())),
             "{suggested}"
         );
         resume_and_check(dir.path(), kept, name, Some(suggested));

@@ -11,21 +11,11 @@ use crate::support::root;
 /// `cargo metadata` of the workspace's own packages.
 fn metadata() -> serde_json::Value {
     let out = std::process::Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--no-deps",
-            "--format-version",
-            "1",
-            "--offline",
-        ])
+        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
         .current_dir(root())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -43,11 +33,7 @@ fn workspace() -> BTreeMap<String, (String, BTreeSet<String>)> {
                 .parent()
                 .unwrap()
                 .to_owned();
-            let rel = dir
-                .strip_prefix(&root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
+            let rel = dir.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
             let deps = p["dependencies"]
                 .as_array()
                 .unwrap()
@@ -61,9 +47,7 @@ fn workspace() -> BTreeMap<String, (String, BTreeSet<String>)> {
 }
 
 fn layout_section(readme: &str) -> &str {
-    let start = readme
-        .find("\n## Layout")
-        .expect("README has a `## Layout` section");
+    let start = readme.find("\n## Layout").expect("README has a `## Layout` section");
     let rest = &readme[start + 1..];
     &rest[..rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3)]
 }
@@ -79,12 +63,7 @@ fn the_readme_crate_table_and_picture_match_cargo_metadata() {
     for line in section.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
         let name = cells[0].split('`').nth(1).unwrap().to_owned();
-        let path = cells[0]
-            .split('`')
-            .nth(3)
-            .unwrap()
-            .trim_end_matches('/')
-            .to_owned();
+        let path = cells[0].split('`').nth(3).unwrap().trim_end_matches('/').to_owned();
         let deps: BTreeSet<String> = match cells[2] {
             "—" => BTreeSet::new(),
             "all below" => crates.keys().filter(|k| **k != name).cloned().collect(),
@@ -100,10 +79,7 @@ fn the_readme_crate_table_and_picture_match_cargo_metadata() {
     for (name, (path, deps)) in &crates {
         let (readme_path, readme_deps) = &table[name];
         assert_eq!(readme_path, path, "README: the path of `{name}`");
-        assert_eq!(
-            readme_deps, deps,
-            "README: the coreb crates `{name}` depends on"
-        );
+        assert_eq!(readme_deps, deps, "README: the coreb crates `{name}` depends on");
     }
 
     // The picture: a `text` block, one layer a line from the top, crates joined by ` · `,
@@ -116,11 +92,8 @@ fn the_readme_crate_table_and_picture_match_cargo_metadata() {
         .next()
         .unwrap();
     let mut layer_of = BTreeMap::new();
-    for (layer, line) in picture
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && *l != "↓")
-        .enumerate()
+    for (layer, line) in
+        picture.lines().map(str::trim).filter(|l| !l.is_empty() && *l != "↓").enumerate()
     {
         let names = line.split("  ").next().unwrap();
         for name in names.split(" · ").map(str::trim) {
@@ -134,11 +107,7 @@ fn the_readme_crate_table_and_picture_match_cargo_metadata() {
             );
         }
     }
-    assert_eq!(
-        layer_of.len(),
-        crates.len(),
-        "the picture leaves out a crate: {layer_of:?}"
-    );
+    assert_eq!(layer_of.len(), crates.len(), "the picture leaves out a crate: {layer_of:?}");
     for (name, (_, deps)) in &crates {
         for dep in deps {
             assert!(
@@ -167,10 +136,7 @@ fn curation_depends_on_no_stage_and_the_judge_only_on_what_judging_needs() {
         ["coreb-base", "coreb-data", "coreb-sandbox"]
     );
     for user in ["coreb", "coreb-stages"] {
-        assert!(
-            crates[user].1.contains("coreb-judge"),
-            "{user} judges through coreb-judge"
-        );
+        assert!(crates[user].1.contains("coreb-judge"), "{user} judges through coreb-judge");
     }
 }
 
@@ -197,17 +163,10 @@ fn every_crate_lives_in_its_folder_and_its_library_is_named_as_its_package() {
     for p in meta["packages"].as_array().unwrap() {
         let package = p["name"].as_str().unwrap();
         for t in p["targets"].as_array().unwrap() {
-            let kinds: Vec<&str> = t["kind"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|k| k.as_str().unwrap())
-                .collect();
+            let kinds: Vec<&str> =
+                t["kind"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
             let lib = t["name"].as_str().unwrap();
-            if kinds
-                .iter()
-                .any(|k| ["lib", "rlib", "proc-macro"].contains(k))
-            {
+            if kinds.iter().any(|k| ["lib", "rlib", "proc-macro"].contains(k)) {
                 libraries += 1;
                 assert_eq!(
                     lib,
@@ -223,10 +182,7 @@ fn every_crate_lives_in_its_folder_and_its_library_is_named_as_its_package() {
             }
         }
     }
-    assert!(
-        libraries >= 10,
-        "{libraries} Rust libraries in the workspace"
-    );
+    assert!(libraries >= 10, "{libraries} Rust libraries in the workspace");
 }
 
 /// Library crates never print (issue #49): they tell a `coreb_base::report::Report` what they
@@ -243,10 +199,8 @@ fn library_crates_report_through_a_sink_and_never_print() {
             continue;
         }
         for d in p["dependencies"].as_array().unwrap() {
-            let (name, optional) = (
-                d["name"].as_str().unwrap(),
-                d["optional"].as_bool().unwrap_or(false),
-            );
+            let (name, optional) =
+                (d["name"].as_str().unwrap(), d["optional"].as_bool().unwrap_or(false));
             let normal = d["kind"].is_null();
             assert!(
                 !(normal && name == "indicatif"),
@@ -265,11 +219,7 @@ fn library_crates_report_through_a_sink_and_never_print() {
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir).unwrap() {
                 let path = entry.unwrap().path();
-                let rel = path
-                    .strip_prefix(&src)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
+                let rel = path.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
                 if path.is_dir() {
                     if rel != "bin" {
                         stack.push(path);
@@ -339,9 +289,8 @@ fn the_release_has_one_home() {
     );
     let lib = std::fs::read_to_string(curation.join("lib.rs")).unwrap();
     assert!(
-        !lib.lines()
-            .any(|l| l.trim_start().starts_with("pub mod review")
-                || l.trim_start().starts_with("mod review")),
+        !lib.lines().any(|l| l.trim_start().starts_with("pub mod review")
+            || l.trim_start().starts_with("mod review")),
         "coreb-curation's lib.rs declares a `review` module"
     );
     assert!(root.join("pipeline/src/release/review/mod.rs").is_file());

@@ -37,10 +37,7 @@ pub(crate) fn shifted_manifest(dir: &Path, version: &str, start: &str, end: &str
         out.push('\n');
     }
     fs_err::create_dir_all(dir.join("earlier")).unwrap();
-    copy_tree(
-        &root().join("tests/fixtures/sample/store"),
-        &dir.join("store"),
-    );
+    copy_tree(&root().join("tests/fixtures/sample/store"), &dir.join("store"));
     let path = dir.join(format!("{version}.toml"));
     fs_err::write(&path, out).unwrap();
     path
@@ -53,15 +50,10 @@ pub(crate) fn author_store(manifest: &Path, start: &str, end: &str) {
     let fixtures = root().join("tests/fixtures/sample");
     let authored = manifest.with_extension("authored");
     fs_err::create_dir_all(&authored).unwrap();
-    for line in fs_err::read_to_string(fixtures.join("problems.jsonl"))
-        .unwrap()
-        .lines()
-    {
+    for line in fs_err::read_to_string(fixtures.join("problems.jsonl")).unwrap().lines() {
         let row: Value = serde_json::from_str(line).unwrap();
-        let (id, date) = (
-            row["question_id"].as_str().unwrap(),
-            row["contest_date"].as_str().unwrap(),
-        );
+        let (id, date) =
+            (row["question_id"].as_str().unwrap(), row["contest_date"].as_str().unwrap());
         let day = &date[..10];
         if start <= day && day <= end {
             fs_err::copy(
@@ -71,16 +63,8 @@ pub(crate) fn author_store(manifest: &Path, start: &str, end: &str) {
             .unwrap();
         }
     }
-    let out = run(coreb()
-        .args(["store", "author"])
-        .arg(manifest)
-        .arg(&authored));
-    assert!(
-        out.status.success(),
-        "authoring {}: {}",
-        manifest.display(),
-        text(&out)
-    );
+    let out = run(coreb().args(["store", "author"]).arg(manifest).arg(&authored));
+    assert!(out.status.success(), "authoring {}: {}", manifest.display(), text(&out));
 }
 
 /// Per query, its judgements `(doc, relevance)`.
@@ -91,24 +75,12 @@ fn beir_ids(task: &Path) -> (Vec<String>, Judgements) {
     let corpus = fs_err::read_to_string(task.join("corpus.jsonl")).unwrap();
     let docs = corpus
         .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["_id"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["_id"].as_str().unwrap().to_owned())
         .collect();
     let mut qrels = Judgements::new();
-    for line in fs_err::read_to_string(task.join("qrels/test.tsv"))
-        .unwrap()
-        .lines()
-        .skip(1)
-    {
+    for line in fs_err::read_to_string(task.join("qrels/test.tsv")).unwrap().lines().skip(1) {
         let f: Vec<&str> = line.split('\t').collect();
-        qrels
-            .entry(f[0].to_owned())
-            .or_default()
-            .push((f[1].to_owned(), f[2].parse().unwrap()));
+        qrels.entry(f[0].to_owned()).or_default().push((f[1].to_owned(), f[2].parse().unwrap()));
     }
     (docs, qrels)
 }
@@ -132,26 +104,14 @@ fn write_run(task: &Path, style: Style, out: &Path) {
     let mut text = String::new();
     for (q, judged) in &qrels {
         let top = judged.iter().map(|(_, r)| *r).max().unwrap();
-        let pos: Vec<&str> = judged
-            .iter()
-            .filter(|(_, r)| *r == top)
-            .map(|(d, _)| d.as_str())
-            .collect();
+        let pos: Vec<&str> =
+            judged.iter().filter(|(_, r)| *r == top).map(|(d, _)| d.as_str()).collect();
         let judged_ids: Vec<&str> = judged.iter().map(|(d, _)| d.as_str()).collect();
-        let others: Vec<&str> = docs
-            .iter()
-            .map(String::as_str)
-            .filter(|d| !judged_ids.contains(d))
-            .take(12)
-            .collect();
+        let others: Vec<&str> =
+            docs.iter().map(String::as_str).filter(|d| !judged_ids.contains(d)).take(12).collect();
         let ranked: Vec<&str> = match style {
             Style::Positives => pos.iter().chain(&others).copied().collect(),
-            Style::Late => others[..3]
-                .iter()
-                .chain(&pos)
-                .chain(&others[3..])
-                .copied()
-                .collect(),
+            Style::Late => others[..3].iter().chain(&pos).chain(&others[3..]).copied().collect(),
             Style::Interleaved => {
                 let mut v = vec![others[0]];
                 for (i, p) in pos.iter().enumerate() {
@@ -171,11 +131,8 @@ fn write_run(task: &Path, style: Style, out: &Path) {
 }
 
 fn eval_record(dir: &Path, extra: &[&str]) -> String {
-    let out = run(coreb()
-        .arg("eval")
-        .arg(dir)
-        .args(["--resamples", "100", "--record"])
-        .args(extra));
+    let out =
+        run(coreb().arg("eval").arg(dir).args(["--resamples", "100", "--record"]).args(extra));
     assert!(out.status.success(), "{}", text(&out));
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -188,10 +145,7 @@ fn store_state(store: &Path) -> Vec<(String, String)> {
         if d.is_dir() {
             for f in fs_err::read_dir(&d).unwrap() {
                 let f = f.unwrap().path();
-                out.push((
-                    f.display().to_string(),
-                    coreb_base::hashing::sha256_file(&f).unwrap(),
-                ));
+                out.push((f.display().to_string(), coreb_base::hashing::sha256_file(&f).unwrap()));
             }
         }
     }
@@ -220,35 +174,30 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move() {
     let tmp = tempfile::tempdir().unwrap();
     let releases = tmp.path().join("releases");
-    copy_tree(
-        &root().join("releases/sample/v202503"),
-        &releases.join("v202503"),
-    );
+    copy_tree(&root().join("releases/sample/v202503"), &releases.join("v202503"));
 
     // Two more releases: the sample's January and February problems, built for real (replaying
     // the sample's response store, judging every solution), side by side.
-    let builds: Vec<_> = [
-        ("v202501", "2025-01-01", "2025-01-31"),
-        ("v202502", "2025-02-01", "2025-02-28"),
-    ]
-    .iter()
-    .map(|(v, start, end)| {
-        let manifest = shifted_manifest(&tmp.path().join(v), v, start, end);
-        author_store(&manifest, start, end);
-        let child = coreb()
-            .arg("build")
-            .arg(&manifest)
-            .arg("--output-dir")
-            .arg(tmp.path().join(v).join("build"))
-            .arg("--publish-dir")
-            .arg(releases.join(v))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        (v.to_string(), child)
-    })
-    .collect();
+    let builds: Vec<_> =
+        [("v202501", "2025-01-01", "2025-01-31"), ("v202502", "2025-02-01", "2025-02-28")]
+            .iter()
+            .map(|(v, start, end)| {
+                let manifest = shifted_manifest(&tmp.path().join(v), v, start, end);
+                author_store(&manifest, start, end);
+                let child = coreb()
+                    .arg("build")
+                    .arg(&manifest)
+                    .arg("--output-dir")
+                    .arg(tmp.path().join(v).join("build"))
+                    .arg("--publish-dir")
+                    .arg(releases.join(v))
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (v.to_string(), child)
+            })
+            .collect();
     for (v, child) in builds {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{v}: {}", text(&out));
@@ -264,11 +213,7 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
     assert_eq!(before.len(), 3, "{before:?}");
     let log = eval_record(&releases.join("v202502"), &[]);
     assert!(log.contains("already recorded"), "{log}");
-    assert_eq!(
-        store_state(&store),
-        before,
-        "re-recording the same run changed the store"
-    );
+    assert_eq!(store_state(&store), before, "re-recording the same run changed the store");
 
     // Two retrievers whose runs the test writes, one task at a time. `alpha` has seen January
     // (cutoff 2025-01): perfect on releases whose window starts by then, worse after. `beta`
@@ -278,21 +223,10 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
     fs_err::create_dir_all(&runs).unwrap();
     let after_alpha = |v: &str| v == "v202502";
     let first_beta = runs.join("beta-first.trec");
-    write_run(
-        &releases.join("v202501/text2code"),
-        Style::Misses,
-        &first_beta,
-    );
+    write_run(&releases.join("v202501/text2code"), Style::Misses, &first_beta);
     eval_record(
         &releases.join("v202501/text2code"),
-        &[
-            "--run",
-            first_beta.to_str().unwrap(),
-            "--model-name",
-            "beta",
-            "--cutoff",
-            "2024-12",
-        ],
+        &["--run", first_beta.to_str().unwrap(), "--model-name", "beta", "--cutoff", "2024-12"],
     );
     for v in ["v202501", "v202502", "v202503"] {
         for task in ["code2code", "code2text", "text2code"] {
@@ -300,11 +234,7 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
             for (model, style, cutoff, category) in [
                 (
                     "alpha",
-                    if after_alpha(v) {
-                        Style::Late
-                    } else {
-                        Style::Positives
-                    },
+                    if after_alpha(v) { Style::Late } else { Style::Positives },
                     "2025-01",
                     "code",
                 ),
@@ -336,11 +266,7 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
         "overall": {"window": "all", "problems": 3, "excluded": 0, "pass_at_1_original": 0.5, "pass_at_1_rewritten": 0.25, "drop": 0.25, "relative_drop": 0.5}
     });
     fs_err::create_dir_all(releases.join("audits/v202502-gpt-test")).unwrap();
-    fs_err::write(
-        releases.join("audits/v202502-gpt-test/model.json"),
-        audit.to_string(),
-    )
-    .unwrap();
+    fs_err::write(releases.join("audits/v202502-gpt-test/model.json"), audit.to_string()).unwrap();
 
     // The site.
     let site = tmp.path().join("site");
@@ -358,38 +284,20 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
             && data.starts_with("window.COREB_LEADERBOARD = ")
     );
     let all = leaderboard_json(&releases, &[]);
-    assert_eq!(
-        all["months"],
-        serde_json::json!(["2025-01", "2025-02", "2025-03"])
-    );
-    let models: Vec<&str> = all["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["name"].as_str().unwrap())
-        .collect();
+    assert_eq!(all["months"], serde_json::json!(["2025-01", "2025-02", "2025-03"]));
+    let models: Vec<&str> =
+        all["models"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
     assert_eq!(models, ["alpha", "beta", "bm25"]);
     let beta = &all["models"][1];
     assert_eq!(
-        (
-            beta["cutoff"].as_str(),
-            beta["records"].as_u64(),
-            beta["superseded"].as_u64()
-        ),
+        (beta["cutoff"].as_str(), beta["records"].as_u64(), beta["superseded"].as_u64()),
         (Some("2024-12-31"), Some(10), Some(1))
     );
     // Categories as recorded (beta's first record named none: its later ones' holds); BM25 was
     // recorded without one.
-    let categories: Vec<&Value> = all["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| &m["category"])
-        .collect();
-    assert_eq!(
-        categories,
-        [&Value::from("code"), &Value::from("general"), &Value::Null]
-    );
+    let categories: Vec<&Value> =
+        all["models"].as_array().unwrap().iter().map(|m| &m["category"]).collect();
+    assert_eq!(categories, [&Value::from("code"), &Value::from("general"), &Value::Null]);
     // The site is written again byte for byte.
     let again = tmp.path().join("site2");
     assert!(
@@ -402,10 +310,7 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
         .status
         .success()
     );
-    assert_eq!(
-        fs_err::read(again.join("data.js")).unwrap(),
-        data.as_bytes()
-    );
+    assert_eq!(fs_err::read(again.join("data.js")).unwrap(), data.as_bytes());
 
     // The browser.
     let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("leaderboard/leaderboard.png");
@@ -427,23 +332,12 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     eprintln!("leaderboard screenshot: {}", shot.display());
     let png = fs_err::read(&shot).unwrap();
-    assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 20_000,
-        "screenshot of {} bytes",
-        png.len()
-    );
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "screenshot of {} bytes", png.len());
 
     // Offline: nothing but file:// was asked for, and no script error.
-    let requests: Vec<&str> = report["requests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
-    assert!(
-        requests.iter().all(|u| u.starts_with("file://")),
-        "{requests:?}"
-    );
+    let requests: Vec<&str> =
+        report["requests"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    assert!(requests.iter().all(|u| u.starts_with("file://")), "{requests:?}");
     assert_eq!(report["errors"], serde_json::json!([]), "script errors");
     assert_eq!(report["records"], 22, "3 BM25 + 9 alpha + 10 beta records");
 
@@ -485,12 +379,8 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
         let view = &leaderboard_json(&releases, &args)["view"];
         let board = &state["page"]["board"];
         // Every model is in the table, in the order of --json.
-        let order: Vec<&str> = view["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["model"].as_str().unwrap())
-            .collect();
+        let order: Vec<&str> =
+            view["rows"].as_array().unwrap().iter().map(|r| r["model"].as_str().unwrap()).collect();
         assert_eq!(state["page"]["order"], serde_json::json!(order), "{step}");
         // The category filter hides every other category's rows: the page shows exactly the
         // store's models of that category.
@@ -505,10 +395,7 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
         shown.sort();
         assert_eq!(shown, in_category, "{step}: the rows of the category");
         for (model, row) in board.as_object().unwrap() {
-            assert_eq!(
-                row["_category"], state["categories"][model],
-                "{step}: {model}'s category"
-            );
+            assert_eq!(row["_category"], state["categories"][model], "{step}: {model}'s category");
         }
         for row in view["rows"].as_array().unwrap() {
             let model = row["model"].as_str().unwrap();
@@ -566,12 +453,8 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
                     ),
                 }
             }
-            let used: Vec<&str> = row["releases"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| r.as_str().unwrap())
-                .collect();
+            let used: Vec<&str> =
+                row["releases"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
             assert_eq!(
                 page_row["_releases"],
                 serde_json::json!(used),
@@ -583,19 +466,10 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
         }
         // The per-task breakdowns (the page shows the first task: code2code) against the store.
         for (kind, key) in [("subtasks", "by_subtask"), ("languages", "by_language")] {
-            for g in view[key]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|g| g["task"] == "code2code")
-            {
+            for g in view[key].as_array().unwrap().iter().filter(|g| g["task"] == "code2code") {
                 let (model, group) = (g["model"].as_str().unwrap(), g["group"].as_str().unwrap());
                 let cell = &state["page"][kind][model][group];
-                let prefix = if kind == "subtasks" {
-                    "subtask"
-                } else {
-                    "language"
-                };
+                let prefix = if kind == "subtasks" { "subtask" } else { "language" };
                 let stored = &state["store_groups"][format!("{model}|code2code|{prefix}:{group}")];
                 assert!(
                     close(
@@ -606,55 +480,33 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
                     "{step}: {kind} {model} {group}"
                 );
                 assert!(
-                    close(
-                        cell["value"].as_f64().unwrap(),
-                        stored[0].as_f64().unwrap(),
-                        1e-12
-                    ),
+                    close(cell["value"].as_f64().unwrap(), stored[0].as_f64().unwrap(), 1e-12),
                     "{step}: {kind} {model} {group}: store {stored}"
                 );
             }
         }
         // The plot: one point per model and release with every task, at the --json value.
         let points = state["page"]["plot"].as_array().unwrap();
-        let series: Vec<&Value> = view["series"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|p| p["task"] == "average")
-            .collect();
+        let series: Vec<&Value> =
+            view["series"].as_array().unwrap().iter().filter(|p| p["task"] == "average").collect();
         assert_eq!(points.len(), series.len(), "{step}: plot points");
         for p in series {
             let hit = points
                 .iter()
                 .find(|q| q[0] == p["model"] && q[1] == p["release"])
                 .unwrap_or_else(|| panic!("{step}: no point for {p}"));
-            assert!(close(
-                hit[2].as_f64().unwrap(),
-                p["value"].as_f64().unwrap(),
-                1e-12
-            ));
+            assert!(close(hit[2].as_f64().unwrap(), p["value"].as_f64().unwrap(), 1e-12));
         }
     }
     // Filtering by category leaves each model's overall score as it is without the filter (the
     // same window), and the ranking is by it.
     let overall = |step: usize, model: &str| {
         overalls
-            .get(&(
-                states[step]["step"].as_str().unwrap().to_owned(),
-                model.to_owned(),
-            ))
+            .get(&(states[step]["step"].as_str().unwrap().to_owned(), model.to_owned()))
             .copied()
     };
     // (beta's cutoff precedes every release: the toggle keeps them all.)
-    let same = [
-        (6, "alpha"),
-        (7, "bm25"),
-        (8, "beta"),
-        (9, "alpha"),
-        (9, "beta"),
-        (9, "bm25"),
-    ];
+    let same = [(6, "alpha"), (7, "bm25"), (8, "beta"), (9, "alpha"), (9, "beta"), (9, "bm25")];
     for (step, model) in same {
         assert!(overall(step, model).is_some(), "{step} {model}");
         assert_eq!(overall(step, model), overall(5, model), "{step}: {model}");
@@ -674,48 +526,24 @@ fn the_site_in_headless_chromium_shows_the_stores_numbers_as_its_controls_move()
         );
     }
     // The controls changed the numbers: alpha is perfect before its cutoff and not after.
-    assert!(
-        alpha_averages[0].unwrap() > alpha_averages[1].unwrap() + 0.05,
-        "{alpha_averages:?}"
-    );
-    assert_eq!(
-        alpha_averages[1], alpha_averages[3],
-        "only v202502 is after alpha's cutoff"
-    );
-    assert!(
-        alpha_averages[5].unwrap() > alpha_averages[4].unwrap(),
-        "{alpha_averages:?}"
-    );
+    assert!(alpha_averages[0].unwrap() > alpha_averages[1].unwrap() + 0.05, "{alpha_averages:?}");
+    assert_eq!(alpha_averages[1], alpha_averages[3], "only v202502 is after alpha's cutoff");
+    assert!(alpha_averages[5].unwrap() > alpha_averages[4].unwrap(), "{alpha_averages:?}");
 
     // The releases' own figures: problems, queries, BM25 band, audit drop.
     let texts = &report["releases_text"];
     for rel in all["releases"].as_array().unwrap() {
         let v = rel["version"].as_str().unwrap();
         let row = texts[v].as_str().unwrap();
-        assert!(
-            row.contains(&format!("\t{}\t", rel["problems"])),
-            "{v}: {row}"
-        );
-        let bm25 = format!(
-            "text2code {:.4}",
-            rel["bm25_ndcg10"]["text2code"].as_f64().unwrap()
-        );
-        assert!(
-            row.contains(&bm25) && row.contains("[0.05, 0.95]"),
-            "{v}: {row}"
-        );
+        assert!(row.contains(&format!("\t{}\t", rel["problems"])), "{v}: {row}");
+        let bm25 = format!("text2code {:.4}", rel["bm25_ndcg10"]["text2code"].as_f64().unwrap());
+        assert!(row.contains(&bm25) && row.contains("[0.05, 0.95]"), "{v}: {row}");
         let checks = rel["checks_passed"]
             .as_u64()
             .unwrap_or_else(|| panic!("{v}: the MANIFEST records the validity checks passed"));
+        assert!(checks > 0 && row.contains(&format!("{checks} passed")), "{v}: {row}");
         assert!(
-            checks > 0 && row.contains(&format!("{checks} passed")),
-            "{v}: {row}"
-        );
-        assert!(
-            row.contains(&format!(
-                "{:.3}",
-                rel["hard_negative_share"].as_f64().unwrap()
-            )),
+            row.contains(&format!("{:.3}", rel["hard_negative_share"].as_f64().unwrap())),
             "{v}: {row}"
         );
     }
@@ -740,22 +568,9 @@ fn recording_needs_a_release_a_name_for_a_run_and_a_real_cutoff() {
     copy_tree(&release.join("text2code"), &not_release);
     let (task, some_file) = (release.join("text2code"), release.join("MANIFEST.json"));
     let cases: Vec<(Vec<&std::ffi::OsStr>, &str)> = vec![
-        (
-            vec![not_release.as_os_str()],
-            "is not a release nor a task folder",
-        ),
-        (
-            vec![
-                release.as_os_str(),
-                "--cutoff".as_ref(),
-                "2025-02-30".as_ref(),
-            ],
-            "`--cutoff`",
-        ),
-        (
-            vec![task.as_os_str(), "--run".as_ref(), some_file.as_os_str()],
-            "--model-name",
-        ),
+        (vec![not_release.as_os_str()], "is not a release nor a task folder"),
+        (vec![release.as_os_str(), "--cutoff".as_ref(), "2025-02-30".as_ref()], "`--cutoff`"),
+        (vec![task.as_os_str(), "--run".as_ref(), some_file.as_os_str()], "--model-name"),
     ];
     for (args, expected) in cases {
         let out = run(coreb().arg("eval").args(&args).arg("--record"));
@@ -768,10 +583,7 @@ fn recording_needs_a_release_a_name_for_a_run_and_a_real_cutoff() {
     }
     // A category is code, general or closed: anything else is a usage error (exit 2).
     let out =
-        run(coreb()
-            .arg("eval")
-            .arg(&release)
-            .args(["--record", "--category", "open-weights"]));
+        run(coreb().arg("eval").arg(&release).args(["--record", "--category", "open-weights"]));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr)
@@ -779,15 +591,9 @@ fn recording_needs_a_release_a_name_for_a_run_and_a_real_cutoff() {
         "{}",
         text(&out)
     );
-    assert!(
-        !tmp.path().join("results").exists(),
-        "a refused record wrote something"
-    );
+    assert!(!tmp.path().join("results").exists(), "a refused record wrote something");
     // Flags that only make sense with --record are refused without it.
-    let out = run(coreb()
-        .arg("eval")
-        .arg(&release)
-        .args(["--model-name", "x"]));
+    let out = run(coreb().arg("eval").arg(&release).args(["--model-name", "x"]));
     assert!(
         !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--record"),
         "{}",
@@ -798,26 +604,16 @@ fn recording_needs_a_release_a_name_for_a_run_and_a_real_cutoff() {
         (vec!["--from", "2025-3"], "expected a month"),
         (vec!["--from", "2025-03", "--to", "2025-01"], "starts"),
         (vec!["--metric", "ndcg@7"], "not in the results store"),
-        (
-            vec!["--category", "open"],
-            "possible values: code, general, closed, unknown",
-        ),
+        (vec!["--category", "open"], "possible values: code, general, closed, unknown"),
     ] {
         fs_err::create_dir_all(tmp.path().join("results")).unwrap();
         let mut cmd: Command = coreb();
-        cmd.arg("leaderboard")
-            .arg("--releases-dir")
-            .arg(tmp.path())
-            .arg("--json")
-            .args(&args);
+        cmd.arg("leaderboard").arg("--releases-dir").arg(tmp.path()).arg("--json").args(&args);
         if expected.contains("results store") {
             assert!(
-                run(coreb()
-                    .arg("eval")
-                    .arg(&release)
-                    .args(["--record", "--resamples", "0"]))
-                .status
-                .success()
+                run(coreb().arg("eval").arg(&release).args(["--record", "--resamples", "0"]))
+                    .status
+                    .success()
             );
         }
         let out = run(&mut cmd);
@@ -839,11 +635,7 @@ fn monthly_records_the_baselines_on_every_release_and_regenerates_the_site() {
     for d in ["scripts", "manifests", "releases"] {
         fs_err::create_dir_all(repo.join(d)).unwrap();
     }
-    fs_err::copy(
-        root().join("scripts/monthly.sh"),
-        repo.join("scripts/monthly.sh"),
-    )
-    .unwrap();
+    fs_err::copy(root().join("scripts/monthly.sh"), repo.join("scripts/monthly.sh")).unwrap();
     // An earlier release: the sample's files under another version and window.
     let earlier = repo.join("releases/v202502");
     copy_tree(&root().join("releases/sample/v202503"), &earlier);
@@ -853,12 +645,7 @@ fn monthly_records_the_baselines_on_every_release_and_regenerates_the_site() {
     manifest["version"] = "v202502".into();
     manifest["window"] = serde_json::json!({"start": "2025-02-01", "end": "2025-02-28"});
     fs_err::write(earlier.join("MANIFEST.json"), manifest.to_string()).unwrap();
-    let plan = shifted_manifest(
-        &tmp.path().join("plan"),
-        "v202503",
-        "2025-01-01",
-        "2025-03-31",
-    );
+    let plan = shifted_manifest(&tmp.path().join("plan"), "v202503", "2025-01-01", "2025-03-31");
     let stub = tmp.path().join("coreb-stub");
     fs_err::write(
         &stub,
@@ -892,13 +679,7 @@ esac
     let first = store_state(&store);
     let versions: Vec<&str> = first
         .iter()
-        .map(|(p, _)| {
-            if p.contains("/v202502/") {
-                "v202502"
-            } else {
-                "v202503"
-            }
-        })
+        .map(|(p, _)| if p.contains("/v202502/") { "v202502" } else { "v202503" })
         .collect();
     assert_eq!(versions, ["v202502", "v202503"], "{first:?}");
     assert!(
@@ -906,11 +687,7 @@ esac
             && repo.join("build/leaderboard/data.js").is_file()
     );
     let data = fs_err::read_to_string(repo.join("build/leaderboard/data.js")).unwrap();
-    assert!(
-        data.contains("\"name\":\"bm25\""),
-        "{}",
-        &data[..data.len().min(400)]
-    );
+    assert!(data.contains("\"name\":\"bm25\""), "{}", &data[..data.len().min(400)]);
     // Next month's run of the same month: every run is already recorded.
     fs_err::remove_dir_all(repo.join("releases/v202503")).unwrap();
     let out = monthly();
@@ -926,11 +703,7 @@ fn monthly_says_no_new_problems_with_its_own_exit_status() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     fs_err::create_dir_all(repo.join("scripts")).unwrap();
-    fs_err::copy(
-        root().join("scripts/monthly.sh"),
-        repo.join("scripts/monthly.sh"),
-    )
-    .unwrap();
+    fs_err::copy(root().join("scripts/monthly.sh"), repo.join("scripts/monthly.sh")).unwrap();
     let stub = tmp.path().join("coreb-stub");
     fs_err::write(
         &stub,

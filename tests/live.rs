@@ -70,10 +70,7 @@ fn manifest_with_llm(dir: &Path, llm: &str) -> PathBuf {
         )
         .replace(
             "url = \"../tests/fixtures/sample/problems.jsonl\"",
-            &format!(
-                "url = \"{}\"",
-                r.join("tests/fixtures/sample/problems.jsonl").display()
-            ),
+            &format!("url = \"{}\"", r.join("tests/fixtures/sample/problems.jsonl").display()),
         );
     let manifest = dir.join("live.toml");
     fs_err::write(
@@ -88,16 +85,9 @@ fn manifest_with_llm(dir: &Path, llm: &str) -> PathBuf {
 /// rejects them), half are cut at `max_tokens` even with the longer try.
 fn rejected_rewrites(body: &Value) -> (String, &'static str) {
     let user = body["messages"][1]["content"].as_str().unwrap_or_default();
-    let title = user
-        .split("\nTitle: ")
-        .nth(1)
-        .and_then(|t| t.lines().next())
-        .unwrap_or_default();
+    let title = user.split("\nTitle: ").nth(1).and_then(|t| t.lines().next()).unwrap_or_default();
     if title.len().is_multiple_of(2) {
-        (
-            json!({"title": title, "starter_code": ""}).to_string(),
-            "stop",
-        )
+        (json!({"title": title, "starter_code": ""}).to_string(), "stop")
     } else {
         ("{\"title\": \"cut".into(), "length")
     }
@@ -126,10 +116,7 @@ fn a_build_whose_rewrite_rejects_everything_stops_there_with_the_cause() {
         .unwrap_or_else(|| panic!("{stderr}"));
     let rejections = dir.path().join("build/artifacts/rewrite/rejections.jsonl");
     assert!(
-        stderr.contains(&format!(
-            "every rejection with its reason: {}",
-            rejections.display()
-        )),
+        stderr.contains(&format!("every rejection with its reason: {}", rejections.display())),
         "{stderr}"
     );
     let lines: Vec<Value> = fs_err::read_to_string(&rejections)
@@ -138,10 +125,7 @@ fn a_build_whose_rewrite_rejects_everything_stops_there_with_the_cause() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 10);
-    let schema = lines
-        .iter()
-        .filter(|l| l["reason"]["kind"] == "schema")
-        .count();
+    let schema = lines.iter().filter(|l| l["reason"]["kind"] == "schema").count();
     let truncated = lines
         .iter()
         .filter(|l| l["reason"]["kind"] == "llm" && l["reason"]["failure"]["kind"] == "truncated")
@@ -163,10 +147,7 @@ fn a_build_whose_rewrite_rejects_everything_stops_there_with_the_cause() {
             ),
         "{stderr}"
     );
-    assert!(
-        stderr.contains("the answer was cut at `max_tokens` = 4096, then 8192"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("the answer was cut at `max_tokens` = 4096, then 8192"), "{stderr}");
     for bad in [
         "Llm {",
         "LlmFailure",
@@ -207,11 +188,9 @@ fn real_model_smoke_build() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        std::process::Command::new(root().join("scripts/smoke-live"))
-            .arg(dir.path().join("smoke"))
-            .env("COREB", env!("CARGO_BIN_EXE_coreb")),
-    );
+    let out = run(std::process::Command::new(root().join("scripts/smoke-live"))
+        .arg(dir.path().join("smoke"))
+        .env("COREB", env!("CARGO_BIN_EXE_coreb")));
     assert!(out.status.success(), "{}", text(&out));
     let figures: Value = serde_json::from_str(
         &fs_err::read_to_string(dir.path().join("smoke/figures.json")).unwrap(),
@@ -230,11 +209,7 @@ type Case = (&'static str, fn() -> Reply, &'static str);
 /// The number before `label` in `text` (`12 requests sent` → 12 for `" requests sent"`).
 fn number_before(text: &str, label: &str) -> Option<u64> {
     let at = text.find(label)?;
-    let digits: String = text[..at]
-        .chars()
-        .rev()
-        .take_while(char::is_ascii_digit)
-        .collect();
+    let digits: String = text[..at].chars().rev().take_while(char::is_ascii_digit).collect();
     digits.chars().rev().collect::<String>().parse().ok()
 }
 
@@ -246,11 +221,7 @@ fn stored(dir: &Path) -> Vec<Value> {
     };
     let mut out = Vec::new();
     for shard in shards.flatten() {
-        for f in std::fs::read_dir(shard.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
+        for f in std::fs::read_dir(shard.path()).into_iter().flatten().flatten() {
             if f.file_name().to_string_lossy().ends_with(".json") {
                 out.push(serde_json::from_str(&fs_err::read_to_string(f.path()).unwrap()).unwrap());
             }
@@ -287,11 +258,7 @@ fn up_for_the_preflight_only() -> String {
         while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
             head.push(byte[0]);
         }
-        assert!(
-            head.starts_with(b"GET /v1/models "),
-            "{}",
-            String::from_utf8_lossy(&head)
-        );
+        assert!(head.starts_with(b"GET /v1/models "), "{}", String::from_utf8_lossy(&head));
         let body = r#"{"object":"list","data":[{"id":"small","object":"model"},{"id":"small-2","object":"model"}]}"#;
         let _ = write!(
             stream,
@@ -319,15 +286,9 @@ fn an_unreachable_endpoint_stops_a_live_build_in_the_preflight() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("preflight: the build would fail; nothing was run"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("preflight: the build would fail; nothing was run"), "{stderr}");
     assert!(stderr.contains(&format!("`llm.base_url` = `{url}` (in `{}`): `{url}/models` cannot be reached: connection failed", manifest.display())), "{stderr}");
-    assert!(
-        !dir.path().join("build/artifacts/fetch").exists(),
-        "no stage ran"
-    );
+    assert!(!dir.path().join("build/artifacts/fetch").exists(), "no stage ran");
     assert!(stored(dir.path()).is_empty());
 }
 
@@ -353,11 +314,7 @@ fn the_preflight_asks_the_endpoint_once_which_models_it_serves() {
             },
             Some("`llm.api_key_env` is empty (in `"),
         ),
-        (
-            "every model listed",
-            || model_list(&["small-2", "small"]),
-            None,
-        ),
+        ("every model listed", || model_list(&["small-2", "small"]), None),
         ("no list", || Reply::new("404 Not Found", "not here"), None),
     ];
     for (name, listing, refused) in cases {
@@ -368,10 +325,8 @@ fn the_preflight_asks_the_endpoint_once_which_models_it_serves() {
         let url = format!("{}/v1", server.url());
         let manifest = live_manifest(dir.path(), &url, "");
         let out = run(coreb().arg("build").arg(&manifest).arg("--check"));
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
+        let (stdout, stderr) =
+            (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert_eq!(server.listings(), 1, "{name}: one request: {stderr}");
         assert_eq!(server.hits(), 0, "{name}: no chat request: {stderr}");
         match refused {
@@ -391,10 +346,7 @@ fn the_preflight_asks_the_endpoint_once_which_models_it_serves() {
                         "`small` is served: {stderr}"
                     );
                 } else {
-                    assert!(
-                        stderr.contains("refused the credentials (HTTP 401)"),
-                        "{stderr}"
-                    );
+                    assert!(stderr.contains("refused the credentials (HTTP 401)"), "{stderr}");
                 }
             }
             None => {
@@ -421,25 +373,15 @@ fn refused_connections_stop_a_live_build_within_seconds_naming_the_url() {
     let wall = started.elapsed();
     assert!(!out.status.success(), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        wall < std::time::Duration::from_secs(20),
-        "{wall:?}: {stderr}"
-    );
-    assert_eq!(
-        stderr.matches("looks down").count(),
-        1,
-        "one message: {stderr}"
-    );
+    assert!(wall < std::time::Duration::from_secs(20), "{wall:?}: {stderr}");
+    assert_eq!(stderr.matches("looks down").count(), 1, "one message: {stderr}");
     assert!(
         stderr.contains(&format!(
             "the endpoint `{url}/chat/completions` looks down: 5 attempts in a row got no answer, and so did 2 probe requests after a 5 s pause (2 attempts each)"
         )),
         "{stderr}"
     );
-    assert!(
-        stderr.contains("connection failed"),
-        "the error is named: {stderr}"
-    );
+    assert!(stderr.contains("connection failed"), "the error is named: {stderr}");
     assert!(stderr.contains("in this run: 0 requests sent"), "{stderr}");
     let attempts = number_before(&stderr, " attempts could not connect)")
         .unwrap_or_else(|| panic!("{stderr}"));
@@ -447,11 +389,7 @@ fn refused_connections_stop_a_live_build_within_seconds_naming_the_url() {
         (9..=16).contains(&attempts),
         "{attempts} attempts, against 60 without the circuit: {stderr}"
     );
-    assert_eq!(
-        number_before(&stderr, " failures (").unwrap(),
-        attempts,
-        "{stderr}"
-    );
+    assert_eq!(number_before(&stderr, " failures (").unwrap(), attempts, "{stderr}");
     assert!(stored(dir.path()).is_empty());
 }
 
@@ -487,10 +425,7 @@ fn a_500_storm_and_a_non_json_storm_stop_a_live_build_with_the_servers_count() {
         let out = run(coreb().arg("build").arg(&manifest));
         assert!(!out.status.success(), "{name}: {}", text(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
-            "{name}: {stderr}"
-        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{name}: {stderr}");
         assert_eq!(stderr.matches("looks down").count(), 1, "{name}: {stderr}");
         assert!(
             stderr.contains(&format!("the endpoint `{}/v1/chat/completions` looks down: 10 answers in a row were server errors or not chat completions", server.url())),
@@ -504,19 +439,12 @@ fn a_500_storm_and_a_non_json_storm_stop_a_live_build_with_the_servers_count() {
             server.hits() as u64,
             "{name}: the count is what the server received: {stderr}"
         );
-        assert_eq!(
-            number_before(&stderr, " failures;").unwrap(),
-            sent,
-            "{name}: {stderr}"
-        );
+        assert_eq!(number_before(&stderr, " failures;").unwrap(), sent, "{name}: {stderr}");
         assert!(
             (14..=20).contains(&sent),
             "{name}: {sent} requests, against 60 without the circuit"
         );
-        assert!(
-            stored(dir.path()).is_empty(),
-            "{name}: nothing that is not an answer is stored"
-        );
+        assert!(stored(dir.path()).is_empty(), "{name}: nothing that is not an answer is stored");
     }
 }
 
@@ -544,10 +472,7 @@ fn a_rerun_asks_only_what_is_missing_and_store_prune_makes_it_ask_rejections_aga
     )));
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("looks down") && stderr.contains("HTTP 503: down"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("looks down") && stderr.contains("HTTP 503: down"), "{stderr}");
     assert_eq!(
         number_before(&stderr, " requests sent, ").unwrap(),
         down_after_4.hits() as u64,
@@ -571,10 +496,7 @@ fn a_rerun_asks_only_what_is_missing_and_store_prune_makes_it_ask_rejections_aga
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(stderr.contains("it kept 0 of its 10 items"), "{stderr}");
     assert_eq!(back.hits(), 6, "{stderr}");
-    assert!(
-        stderr.contains("6 requests sent, 4 answers from the store"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("6 requests sent, 4 answers from the store"), "{stderr}");
     assert_eq!(stored(dir.path()).len(), 10);
 
     // Prune: a dry run lists them and removes nothing; other stages and reasons match none.
@@ -613,20 +535,14 @@ fn a_rerun_asks_only_what_is_missing_and_store_prune_makes_it_ask_rejections_aga
             text(&none)
         );
     }
-    let bad = run(coreb()
-        .args(["store", "prune"])
-        .arg(&store)
-        .args(["--stage", "rewrit"]));
+    let bad = run(coreb().args(["store", "prune"]).arg(&store).args(["--stage", "rewrit"]));
     assert!(
         !bad.status.success()
             && String::from_utf8_lossy(&bad.stderr).contains("not an LLM stage: `rewrit`"),
         "{}",
         text(&bad)
     );
-    let pruned = run(coreb()
-        .args(["store", "prune"])
-        .arg(&store)
-        .args(["--reason", "schema"]));
+    let pruned = run(coreb().args(["store", "prune"]).arg(&store).args(["--reason", "schema"]));
     assert!(pruned.status.success(), "{}", text(&pruned));
     assert!(
         String::from_utf8_lossy(&pruned.stderr)
@@ -722,25 +638,15 @@ fn a_401_and_an_unknown_model_stop_a_live_build_at_once() {
             ),
         );
         let started = std::time::Instant::now();
-        let out = run(coreb()
-            .arg("build")
-            .arg(&manifest)
-            .env("COREB_TEST_LIVE_KEY", "sk-test"));
+        let out = run(coreb().arg("build").arg(&manifest).env("COREB_TEST_LIVE_KEY", "sk-test"));
         assert!(!out.status.success(), "{name}: {}", text(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             stderr.contains(says) && stderr.contains(&format!("`{url}/chat/completions`")),
             "{name}: {stderr}"
         );
-        assert_eq!(
-            server.hits(),
-            1,
-            "{name}: nothing is sent after it: {stderr}"
-        );
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
-            "{name}"
-        );
+        assert_eq!(server.hits(), 1, "{name}: nothing is sent after it: {stderr}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{name}");
         assert!(
             !stderr.contains("looks down") && stderr.matches("error:").count() == 1,
             "{name}: {stderr}"

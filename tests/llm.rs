@@ -40,11 +40,7 @@ enum Reply {
     /// 200 with a chat completion.
     Answer { text: String, finish: &'static str },
     /// A status with an optional Retry-After and a body.
-    Status {
-        code: u16,
-        retry_after: Option<u64>,
-        body: String,
-    },
+    Status { code: u16, retry_after: Option<u64>, body: String },
     /// 200 with this raw body (malformed JSON, HTML).
     Raw(String),
     /// Never answer.
@@ -92,11 +88,7 @@ impl Server {
             h.fetch_add(1, Ordering::SeqCst);
             answer(request, &s, &attempts, &script)
         });
-        Server {
-            url: format!("{}/v1", server.url()),
-            hits,
-            seen,
-        }
+        Server { url: format!("{}/v1", server.url()), hits, seen }
     }
 
     fn hits(&self) -> u64 {
@@ -120,9 +112,8 @@ fn answer(
         .to_owned();
     let model = body["model"].as_str().unwrap_or_default().to_owned();
     let seed = body["seed"].as_u64();
-    let auth = request
-        .header("authorization")
-        .is_some_and(|v| v.eq_ignore_ascii_case("bearer test-key"));
+    let auth =
+        request.header("authorization").is_some_and(|v| v.eq_ignore_ascii_case("bearer test-key"));
     seen.lock().unwrap().push(Seen {
         user: user.clone(),
         model: model.clone(),
@@ -133,9 +124,7 @@ fn answer(
     });
     let attempt = {
         let mut a = attempts.lock().unwrap();
-        let n = a
-            .entry(format!("{model}\u{0}{seed:?}\u{0}{}", body["messages"]))
-            .or_insert(0);
+        let n = a.entry(format!("{model}\u{0}{seed:?}\u{0}{}", body["messages"])).or_insert(0);
         *n += 1;
         *n
     };
@@ -149,11 +138,7 @@ fn answer(
                 "usage": {"prompt_tokens": user.len() / 4, "completion_tokens": 7, "total_tokens": 7 + user.len() / 4}});
             json(200, b.to_string())
         }
-        Reply::Status {
-            code,
-            retry_after,
-            body,
-        } => match retry_after {
+        Reply::Status { code, retry_after, body } => match retry_after {
             Some(s) => json(code, body).header(format!("retry-after: {s}")),
             None => json(code, body),
         },
@@ -176,11 +161,7 @@ fn words(n: usize, word: &str) -> String {
 
 fn good_answer(user: &str, model: &str) -> String {
     if user.contains("Rewrite the problem below") {
-        let title = user
-            .split("\nTitle: ")
-            .nth(1)
-            .and_then(|s| s.lines().next())
-            .unwrap_or("?");
+        let title = user.split("\nTitle: ").nth(1).and_then(|s| s.lines().next()).unwrap_or("?");
         let starter = user.split("Starter code:\n").nth(1).unwrap_or("").trim();
         let starter_code = if starter == "(none)" {
             String::new()
@@ -226,10 +207,7 @@ fn good_answer(user: &str, model: &str) -> String {
 
 /// The default script: faults by marker, good answers otherwise.
 fn faulty(user: &str, model: &str, attempt: u32) -> Reply {
-    let ok = || Reply::Answer {
-        text: good_answer(user, model),
-        finish: "stop",
-    };
+    let ok = || Reply::Answer { text: good_answer(user, model), finish: "stop" };
     let first = attempt == 1;
     if user.contains("MARK429") && first {
         return Reply::Status {
@@ -258,23 +236,13 @@ fn faulty(user: &str, model: &str, attempt: u32) -> Reply {
         return Reply::Cut;
     }
     if user.contains("MARKLENGTHONCE") && first {
-        return Reply::Answer {
-            text: "{\"title\": \"cut".into(),
-            finish: "length",
-        };
+        return Reply::Answer { text: "{\"title\": \"cut".into(), finish: "length" };
     }
     if user.contains("MARKLENGTHALWAYS") {
-        return Reply::Answer {
-            text: "{\"title\": \"cut".into(),
-            finish: "length",
-        };
+        return Reply::Answer { text: "{\"title\": \"cut".into(), finish: "length" };
     }
     if user.contains("MARK500ALWAYS") {
-        return Reply::Status {
-            code: 500,
-            retry_after: None,
-            body: "internal".into(),
-        };
+        return Reply::Status { code: 500, retry_after: None, body: "internal".into() };
     }
     if user.contains("MARKNOKEY") && user.contains("Rewrite the problem below") {
         return Reply::Answer {
@@ -289,28 +257,16 @@ fn faulty(user: &str, model: &str, attempt: u32) -> Reply {
         };
     }
     if user.contains("MARKNOCODE") && user.contains("Solve the problem below in Ruby") {
-        return Reply::Answer {
-            text: "<code>\n\n</code>".into(),
-            finish: "stop",
-        };
+        return Reply::Answer { text: "<code>\n\n</code>".into(), finish: "stop" };
     }
     if user.contains("MARKSHORT") && user.contains("Summarise the problem") {
-        return Reply::Answer {
-            text: words(10, "short"),
-            finish: "stop",
-        };
+        return Reply::Answer { text: words(10, "short"), finish: "stop" };
     }
     if user.contains("MARKNOQUERIES") && user.contains("search queries") {
-        return Reply::Answer {
-            text: "{\"queries\": []}".into(),
-            finish: "stop",
-        };
+        return Reply::Answer { text: "{\"queries\": []}".into(), finish: "stop" };
     }
     if user.contains("MARKBADQUERIES") && user.contains("search queries") {
-        return Reply::Answer {
-            text: "{\"queries\": \"graph search\"}".into(),
-            finish: "stop",
-        };
+        return Reply::Answer { text: "{\"queries\": \"graph search\"}".into(), finish: "stop" };
     }
     if user.contains("MARKDISTRACTKEY") && user.contains("Write four new problem statements") {
         return Reply::Answer {
@@ -389,13 +345,7 @@ fn fault_problems() -> Vec<Problem> {
         50,
         "Apple words",
         "Given a word, print its length.",
-        vec![
-            ("apple", "5"),
-            ("apples", "6"),
-            ("3 4", "7"),
-            ("big apple", "9"),
-            ("Yes", "No"),
-        ],
+        vec![("apple", "5"), ("apples", "6"), ("3 4", "7"), ("big apple", "9"), ("Yes", "No")],
     ));
     problems.push(problem(
         51,
@@ -415,44 +365,26 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&server.url, StoreMode::Live);
     let p = prompts();
-    let rcfg = RewriteConfig {
-        concurrency: 6,
-        test_batch_size: 2,
-        max_test_chars: 2000,
-    };
+    let rcfg = RewriteConfig { concurrency: 6, test_batch_size: 2, max_test_chars: 2000 };
     let problems = fault_problems();
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path().join("store")), None).unwrap();
-    let out = rewrite(
-        &rcfg,
-        &plans(&cfg),
-        &RewritePrompts::of(&p),
-        problems.clone(),
-        &gateway,
-    )
-    .await
-    .unwrap();
+    let out = rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway)
+        .await
+        .unwrap();
 
     // Every problem is either rewritten or rejected, exactly once.
     let mut seen: Vec<String> = out
         .problems
         .iter()
         .map(|p| p.id.to_string())
-        .chain(
-            out.rejected
-                .iter()
-                .map(|r| r.item.split("/tests/").next().unwrap().to_owned()),
-        )
+        .chain(out.rejected.iter().map(|r| r.item.split("/tests/").next().unwrap().to_owned()))
         .collect();
     seen.sort();
     let mut all: Vec<String> = problems.iter().map(|p| p.id.to_string()).collect();
     all.sort();
     assert_eq!(seen, all, "{:#?}", out.rejected);
-    let reason = |id: &str| {
-        out.rejected
-            .iter()
-            .find(|r| r.item.starts_with(id))
-            .map(|r| r.reason.clone())
-    };
+    let reason =
+        |id: &str| out.rejected.iter().find(|r| r.item.starts_with(id)).map(|r| r.reason.clone());
     let id = |m: &str| format!("lcb_{}", MARKS.iter().position(|x| *x == m).unwrap());
     assert!(
         matches!(reason(&id("MARKLENGTHALWAYS")), Some(RejectReason::Llm { failure }) if failure.kind == LlmFailureKind::Truncated)
@@ -463,34 +395,19 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     assert!(
         matches!(reason(&id("MARKNOKEY")), Some(RejectReason::Schema { detail }) if detail == "`/`: required property `statement` is missing")
     );
-    assert!(matches!(
-        reason("lcb_51"),
-        Some(RejectReason::TestCount {
-            expected: 2,
-            got: 1
-        })
-    ));
+    assert!(matches!(reason("lcb_51"), Some(RejectReason::TestCount { expected: 2, got: 1 })));
     assert_eq!(out.rejected.len(), 4, "{:#?}", out.rejected);
     assert_eq!(out.problems.len(), problems.len() - 4);
     assert_eq!(
-        (
-            out.stats.llm.items_in,
-            out.stats.llm.items_out,
-            out.stats.llm.items_rejected
-        ),
+        (out.stats.llm.items_in, out.stats.llm.items_out, out.stats.llm.items_rejected),
         (13, 9, 4)
     );
 
     // Markdown artefacts are gone; tests are carried over by the rules.
-    let words_problem: &RewrittenProblem = out
-        .problems
-        .iter()
-        .find(|p| p.id.as_str() == "lcb_50")
-        .unwrap();
+    let words_problem: &RewrittenProblem =
+        out.problems.iter().find(|p| p.id.as_str() == "lcb_50").unwrap();
     assert!(
-        words_problem
-            .statement
-            .starts_with("Story\nIn the warehouse, crate"),
+        words_problem.statement.starts_with("Story\nIn the warehouse, crate"),
         "{}",
         words_problem.statement
     );
@@ -498,10 +415,7 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     assert_eq!(words_problem.public_tests[2].input, "3 4");
     assert_eq!(words_problem.public_tests[4].output, "No");
     use TestOrigin::*;
-    assert_eq!(
-        words_problem.test_origins,
-        [Model, Model, Kept, Model, Kept]
-    );
+    assert_eq!(words_problem.test_origins, [Model, Model, Kept, Model, Kept]);
 
     // Retry-After was honoured: the retry of the 429 came at least a second later.
     let times: Vec<Instant> = server
@@ -526,28 +440,19 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     // that never got an answer (500-always: 4 attempts).
     let before = server.hits();
     let gateway2 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("store")), None).unwrap();
-    let mut again = rewrite(
-        &rcfg,
-        &plans(&cfg),
-        &RewritePrompts::of(&p),
-        problems.clone(),
-        &gateway2,
-    )
-    .await
-    .unwrap();
+    let mut again =
+        rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway2)
+            .await
+            .unwrap();
     assert_eq!(server.hits() - before, 4);
     again.stats = out.stats;
     assert_eq!(again.problems, out.problems);
 
     // Without the failing problems, a rerun sends zero requests.
-    let ok: Vec<Problem> = problems
-        .into_iter()
-        .filter(|p| out.problems.iter().any(|q| q.id == p.id))
-        .collect();
+    let ok: Vec<Problem> =
+        problems.into_iter().filter(|p| out.problems.iter().any(|q| q.id == p.id)).collect();
     let before = server.hits();
-    let third = rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), ok, &gateway2)
-        .await
-        .unwrap();
+    let third = rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), ok, &gateway2).await.unwrap();
     assert_eq!(server.hits(), before);
     assert_eq!(third.problems, out.problems);
     assert_eq!(third.stats.llm.from_endpoint, 0);
@@ -564,21 +469,13 @@ async fn unauthorized_stops_the_whole_run() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&server.url, StoreMode::Live);
     cfg.concurrency = 1;
-    let gateway = Gateway::new(
-        &cfg,
-        ResponseStore::open(dir.path()),
-        Some("test-key".into()),
-    )
-    .unwrap();
+    let gateway =
+        Gateway::new(&cfg, ResponseStore::open(dir.path()), Some("test-key".into())).unwrap();
     let p = prompts();
-    let problems: Vec<Problem> = (0..10)
-        .map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")]))
-        .collect();
+    let problems: Vec<Problem> =
+        (0..10).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
     let err = rewrite(
-        &RewriteConfig {
-            concurrency: 1,
-            ..RewriteConfig::default()
-        },
+        &RewriteConfig { concurrency: 1, ..RewriteConfig::default() },
         &plans(&cfg),
         &RewritePrompts::of(&p),
         problems,
@@ -586,19 +483,13 @@ async fn unauthorized_stops_the_whole_run() {
     )
     .await
     .unwrap_err();
-    let LlmStageError::Gateway {
-        source: LlmError::Unauthorized { status: 401, .. },
-        ..
-    } = &err
+    let LlmStageError::Gateway { source: LlmError::Unauthorized { status: 401, .. }, .. } = &err
     else {
         panic!("{err:?}")
     };
     assert!(format!("{:#}", anyhow::Error::from(err)).contains("refused the credentials"));
     assert_eq!(server.hits(), 1, "nothing is sent after a 401");
-    assert!(
-        server.seen.lock().unwrap()[0].auth,
-        "the key is sent as a bearer token"
-    );
+    assert!(server.seen.lock().unwrap()[0].auth, "the key is sent as a bearer token");
 }
 
 /// A hanging endpoint: every attempt times out. Three in a row open the circuit, the two
@@ -610,16 +501,12 @@ async fn timeouts_in_a_row_open_the_circuit_and_stop_the_stage() {
     let server = Server::start(|_, _, _| Reply::Hang).await;
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&server.url, StoreMode::Live);
-    cfg.circuit = coreb_http::CircuitConfig {
-        transport_failures: 3,
-        open_secs: 0.2,
-        ..Default::default()
-    };
+    cfg.circuit =
+        coreb_http::CircuitConfig { transport_failures: 3, open_secs: 0.2, ..Default::default() };
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
     let p = prompts();
-    let problems: Vec<Problem> = (0..8)
-        .map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")]))
-        .collect();
+    let problems: Vec<Problem> =
+        (0..8).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
     let started = Instant::now();
     let err = rewrite(
         &RewriteConfig::default(),
@@ -630,16 +517,8 @@ async fn timeouts_in_a_row_open_the_circuit_and_stop_the_stage() {
     )
     .await
     .unwrap_err();
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "{:?}",
-        started.elapsed()
-    );
-    let LlmStageError::Gateway {
-        source: LlmError::EndpointDown { url, .. },
-        ..
-    } = &err
-    else {
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    let LlmStageError::Gateway { source: LlmError::EndpointDown { url, .. }, .. } = &err else {
         panic!("{err:?}")
     };
     assert_eq!(url, &format!("{}/chat/completions", server.url));
@@ -655,18 +534,10 @@ async fn timeouts_in_a_row_open_the_circuit_and_stop_the_stage() {
         )),
         "{message}"
     );
-    assert!(
-        (7..=10).contains(&hits),
-        "{hits}: 4 in flight and 2 attempts of each probe request"
-    );
+    assert!((7..=10).contains(&hits), "{hits}: 4 in flight and 2 attempts of each probe request");
     let report = gateway.circuit().report();
     assert_eq!(
-        (
-            report.tally.attempts,
-            report.tally.reached,
-            report.tally.failed,
-            report.tripped
-        ),
+        (report.tally.attempts, report.tally.reached, report.tally.failed, report.tripped),
         (hits, hits, hits, true)
     );
     assert_eq!(
@@ -682,9 +553,8 @@ async fn timeouts_in_a_row_open_the_circuit_and_stop_the_stage() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_model_or_a_wrong_url_stops_the_run_at_once() {
     let p = prompts();
-    let problems: Vec<Problem> = (0..6)
-        .map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")]))
-        .collect();
+    let problems: Vec<Problem> =
+        (0..6).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
     let cases = [
         (
             404,
@@ -714,10 +584,7 @@ async fn an_unknown_model_or_a_wrong_url_stops_the_run_at_once() {
         cfg.concurrency = 1;
         let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
         let err = rewrite(
-            &RewriteConfig {
-                concurrency: 1,
-                ..RewriteConfig::default()
-            },
+            &RewriteConfig { concurrency: 1, ..RewriteConfig::default() },
             &plans(&cfg),
             &RewritePrompts::of(&p),
             problems.clone(),
@@ -726,10 +593,7 @@ async fn an_unknown_model_or_a_wrong_url_stops_the_run_at_once() {
         .await
         .unwrap_err();
         let message = format!("{:#}", anyhow::Error::from(err));
-        assert!(
-            message.contains(says) && message.contains(&server.url),
-            "{message}"
-        );
+        assert!(message.contains(says) && message.contains(&server.url), "{message}");
         assert_eq!(server.hits(), 1, "{message}");
     }
 }
@@ -800,11 +664,7 @@ fn rewritten(n: u32, title: &str, functional: bool) -> RewrittenProblem {
             String::new()
         },
         func_name: functional.then(|| "countCrates".into()),
-        platform: if functional {
-            Platform::Leetcode
-        } else {
-            Platform::Atcoder
-        },
+        platform: if functional { Platform::Leetcode } else { Platform::Atcoder },
         difficulty: "easy".into(),
         contest_date: "2025-01-04T00:00:00".into(),
         public_tests: vec![],
@@ -831,32 +691,16 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
     cfg.concurrency = 8;
     cfg.prices.insert(
         "model-b".into(),
-        coreb_llm::ModelPrice {
-            input_per_million: 2.0,
-            output_per_million: 10.0,
-        },
+        coreb_llm::ModelPrice { input_per_million: 2.0, output_per_million: 10.0 },
     );
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
     let p = prompts();
-    let problems = vec![
-        rewritten(1, "Crates", false),
-        rewritten(2, "Crates MARKNOCODE", true),
-    ];
-    let gcfg = GenerateConfig {
-        concurrency: 8,
-        languages: Language::ALL.to_vec(),
-        samples: 2,
-    };
+    let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Crates MARKNOCODE", true)];
+    let gcfg = GenerateConfig { concurrency: 8, languages: Language::ALL.to_vec(), samples: 2 };
     let plan = ModelPlan::for_stage(&cfg, LlmStage::Generate);
-    let out = generate(&gcfg, &plan, &p[LlmStage::Generate], &problems, &gateway)
-        .await
-        .unwrap();
+    let out = generate(&gcfg, &plan, &p[LlmStage::Generate], &problems, &gateway).await.unwrap();
     assert_eq!(out.rows.len() + out.rejected.len(), 2 * 2 * 5 * 2);
-    assert_eq!(
-        out.rejected.len(),
-        4,
-        "ruby of problem 2: 2 models × 2 samples"
-    );
+    assert_eq!(out.rejected.len(), 4, "ruby of problem 2: 2 models × 2 samples");
     assert!(out.rejected.iter().all(|r| r.reason == RejectReason::NoCode
         && r.item.starts_with("lcb_2/")
         && r.item.contains("/ruby/")));
@@ -879,28 +723,18 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
     let seen = server.seen.lock().unwrap().clone();
     let seeds: std::collections::BTreeSet<Option<u64>> = seen.iter().map(|s| s.seed).collect();
     assert_eq!(seeds, [Some(0), Some(1)].into_iter().collect());
-    let functional: Vec<_> = seen
-        .iter()
-        .filter(|s| s.user.contains("MARKNOCODE"))
-        .collect();
+    let functional: Vec<_> = seen.iter().filter(|s| s.user.contains("MARKNOCODE")).collect();
     assert!(
         !functional.is_empty()
-            && functional
-                .iter()
-                .all(|s| s.user.contains("Write the solution only")
-                    && !s.user.contains("standard input"))
+            && functional.iter().all(|s| s.user.contains("Write the solution only")
+                && !s.user.contains("standard input"))
     );
     assert!(functional.iter().any(|s| {
         s.user.contains("Solve the problem below in C++17")
-            && s.user
-                .contains("long long countCrates(vector<long long>& xs)")
+            && s.user.contains("long long countCrates(vector<long long>& xs)")
     }));
-    assert!(
-        functional
-            .iter()
-            .any(|s| s.user.contains("Solve the problem below in Ruby")
-                && s.user.contains("def count_crates(xs)"))
-    );
+    assert!(functional.iter().any(|s| s.user.contains("Solve the problem below in Ruby")
+        && s.user.contains("def count_crates(xs)")));
     assert!(
         seen.iter()
             .filter(|s| !s.user.contains("MARKNOCODE"))
@@ -955,12 +789,7 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
     assert_eq!(d.rows.len(), 4);
     assert_eq!(
         d.rows.iter().map(|x| x.kind.as_str()).collect::<Vec<_>>(),
-        [
-            "operation_type",
-            "optimisation_objective",
-            "algorithmic_approach",
-            "problem_domain"
-        ]
+        ["operation_type", "optimisation_objective", "algorithmic_approach", "problem_domain"]
     );
     assert!(
         matches!(&d.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::Schema { detail: "`/`: required property `optimisation_objective` is missing".into() })
@@ -1006,11 +835,7 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
             (0, Some(Language::Python), title),
             (0, Some(Language::Cpp), title),
             (0, Some(Language::Go), title),
-            (
-                2,
-                None,
-                "which prefix sum technique counts warehouse crates per"
-            )
+            (2, None, "which prefix sum technique counts warehouse crates per")
         ]
     );
     assert_eq!(
@@ -1051,16 +876,10 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
         "{dropped:?}"
     );
     assert!(
-        dropped.contains(&(
-            "lcb_1/algorithm_search/go",
-            "1 words, expected 15–40".into()
-        )),
+        dropped.contains(&("lcb_1/algorithm_search/go", "1 words, expected 15–40".into())),
         "{dropped:?}"
     );
-    assert_eq!(
-        (q.stats.items_in, q.stats.items_out, q.stats.items_rejected),
-        (1, 1, 0)
-    );
+    assert_eq!((q.stats.items_in, q.stats.items_out, q.stats.items_rejected), (1, 1, 0));
     let none = queries(
         &QueriesConfig::default(),
         &ModelPlan::for_stage(&cfg, LlmStage::Queries),
@@ -1076,14 +895,7 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
         "{:?}",
         none.rejected
     );
-    assert_eq!(
-        (
-            none.stats.items_in,
-            none.stats.items_out,
-            none.stats.items_rejected
-        ),
-        (1, 0, 1)
-    );
+    assert_eq!((none.stats.items_in, none.stats.items_out, none.stats.items_rejected), (1, 0, 1));
     assert_eq!(q.prompt_sha256, p[LlmStage::Queries].sha256);
 }
 
@@ -1104,36 +916,20 @@ async fn queries_prompts_contrast_the_target_with_its_most_similar_other_problem
     problems[0].statement = "Count the crates of a warehouse aisle by aisle.".into();
     problems[1].statement = "Count the barrels of a warehouse aisle by aisle.".into();
     problems[2].statement = "Water tulips in a greenhouse.".into();
-    let qcfg = QueriesConfig {
-        similar: 1,
-        ..QueriesConfig::default()
-    };
+    let qcfg = QueriesConfig { similar: 1, ..QueriesConfig::default() };
     let plan = ModelPlan::for_stage(&cfg, LlmStage::Queries);
     let only_first = |id: &ProblemId| id.as_str() == "lcb_1";
-    let q = queries(
-        &qcfg,
-        &plan,
-        &p[LlmStage::Queries],
-        &problems,
-        Some(&only_first),
-        &gateway,
-    )
-    .await
-    .unwrap();
+    let q = queries(&qcfg, &plan, &p[LlmStage::Queries], &problems, Some(&only_first), &gateway)
+        .await
+        .unwrap();
     assert_eq!(q.stats.items_in, 1, "only the shard's problem is asked for");
     let user = server.seen.lock().unwrap().last().unwrap().user.clone();
-    let contrast = user
-        .split("Similar problems")
-        .nth(1)
-        .expect("a contrast section");
+    let contrast = user.split("Similar problems").nth(1).expect("a contrast section");
     assert!(
         contrast.contains("1. Barrels: Count the barrels of a warehouse aisle by aisle."),
         "{contrast}"
     );
-    assert!(
-        !contrast.contains("Crates") && !contrast.contains("Tulips"),
-        "{contrast}"
-    );
+    assert!(!contrast.contains("Crates") && !contrast.contains("Tulips"), "{contrast}");
     assert!(
         user.contains("python, cpp, java, go, ruby"),
         "the languages of the variants are named"
@@ -1144,11 +940,7 @@ async fn queries_prompts_contrast_the_target_with_its_most_similar_other_problem
 async fn fallback_model_takes_over_a_failing_item() {
     let server = Server::start(|user: &str, model: &str, attempt| {
         if model == "bad" {
-            Reply::Status {
-                code: 500,
-                retry_after: None,
-                body: String::new(),
-            }
+            Reply::Status { code: 500, retry_after: None, body: String::new() }
         } else {
             faulty(user, model, attempt)
         }
@@ -1175,9 +967,7 @@ async fn fallback_model_takes_over_a_failing_item() {
     assert_eq!(out.stats.fallbacks, 1);
     let rows = gateway.accounting().rows();
     assert_eq!(
-        rows.iter()
-            .map(|r| (r.model.as_str(), r.attempts, r.failed))
-            .collect::<Vec<_>>(),
+        rows.iter().map(|r| (r.model.as_str(), r.attempts, r.failed)).collect::<Vec<_>>(),
         [("bad", 2, 1), ("good", 1, 0)]
     );
 }
@@ -1199,23 +989,12 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
     let mut cfg = config(&server.url, StoreMode::Live);
     cfg.stages.insert(
         LlmStage::Rewrite,
-        StageModels {
-            max_tokens: Some(100),
-            max_tokens_ceiling: Some(400),
-            ..Default::default()
-        },
+        StageModels { max_tokens: Some(100), max_tokens_ceiling: Some(400), ..Default::default() },
     );
     cfg.validate().unwrap();
     let p = prompts();
     let problems: Vec<Problem> = (0..3)
-        .map(|i| {
-            problem(
-                i,
-                &format!("t{i}"),
-                "Count. Print a number.",
-                vec![("1", "1")],
-            )
-        })
+        .map(|i| problem(i, &format!("t{i}"), "Count. Print a number.", vec![("1", "1")]))
         .collect();
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path().join("a")), None).unwrap();
     let out = rewrite(
@@ -1239,15 +1018,10 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
     }
     assert_eq!(out.rejected.len(), 3);
     for r in &out.rejected {
-        let RejectReason::Llm { failure } = &r.reason else {
-            panic!("{r:?}")
-        };
+        let RejectReason::Llm { failure } = &r.reason else { panic!("{r:?}") };
         assert_eq!(
             (failure.kind, failure.detail.as_str()),
-            (
-                LlmFailureKind::Truncated,
-                "the answer was cut at `max_tokens` = 100, then 400"
-            )
+            (LlmFailureKind::Truncated, "the answer was cut at `max_tokens` = 100, then 400")
         );
         assert_eq!(
             r.reason.to_string(),
@@ -1256,10 +1030,7 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
         );
     }
     let rows = gateway.accounting().stage_rows(LlmStage::Rewrite);
-    assert_eq!(
-        (rows[0].sent, rows[0].incomplete, rows[0].failed),
-        (6, 6, 3)
-    );
+    assert_eq!((rows[0].sent, rows[0].incomplete, rows[0].failed), (6, 6, 3));
 
     // A rerun over the same store sends nothing and ends the same way.
     let gateway2 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("a")), None).unwrap();
@@ -1274,10 +1045,7 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
     .unwrap();
     assert_eq!(server.hits(), 6);
     assert_eq!(again.rejected, out.rejected);
-    assert_eq!(
-        gateway2.accounting().stage_rows(LlmStage::Rewrite)[0].from_store,
-        6
-    );
+    assert_eq!(gateway2.accounting().stage_rows(LlmStage::Rewrite)[0].from_store, 6);
 
     // Without a ceiling, one request per item, and the rejection says what would help.
     cfg.stages.clear();
@@ -1293,9 +1061,7 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
     .await
     .unwrap();
     assert_eq!(server.hits(), 9);
-    let RejectReason::Llm { failure } = &out.rejected[0].reason else {
-        panic!()
-    };
+    let RejectReason::Llm { failure } = &out.rejected[0].reason else { panic!() };
     assert_eq!(failure.kind, LlmFailureKind::Truncated);
     assert!(
         failure.detail.starts_with(
@@ -1313,10 +1079,7 @@ async fn only_a_stage_that_samples_takes_another_sample_for_a_cut_answer() {
     // Every answer with seed 0 is cut.
     let server = Server::start_with_body(|user, model, attempt, body| {
         if body["seed"] == 0 {
-            Reply::Answer {
-                text: "<code>\nint main(".into(),
-                finish: "length",
-            }
+            Reply::Answer { text: "<code>\nint main(".into(), finish: "length" }
         } else {
             faulty(user, model, attempt)
         }
@@ -1332,17 +1095,11 @@ async fn only_a_stage_that_samples_takes_another_sample_for_a_cut_answer() {
             cfg.max_tokens_ceiling = None;
             cfg.stages.insert(
                 LlmStage::Generate,
-                StageModels {
-                    temperature: Some(temperature),
-                    ..Default::default()
-                },
+                StageModels { temperature: Some(temperature), ..Default::default() },
             );
             let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-            let gcfg = GenerateConfig {
-                concurrency: 2,
-                languages: vec![Language::Python],
-                samples,
-            };
+            let gcfg =
+                GenerateConfig { concurrency: 2, languages: vec![Language::Python], samples };
             generate(
                 &gcfg,
                 &ModelPlan::for_stage(&cfg, LlmStage::Generate),
@@ -1360,13 +1117,8 @@ async fn only_a_stage_that_samples_takes_another_sample_for_a_cut_answer() {
         (2, 0, 3),
         "sample 0 was replaced by sample 2 (seed 2)"
     );
-    let seeds: std::collections::BTreeSet<u64> = server
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s.seed)
-        .collect();
+    let seeds: std::collections::BTreeSet<u64> =
+        server.seen.lock().unwrap().iter().filter_map(|s| s.seed).collect();
     assert_eq!(seeds, [0, 1, 2].into_iter().collect());
     assert_eq!(
         out.rows[0].id.as_str(),
@@ -1401,10 +1153,7 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
     let server = Server::start(faulty).await;
     let dir = tempfile::tempdir().unwrap();
     let p = prompts();
-    let schema = p[LlmStage::Queries]
-        .schema
-        .clone()
-        .expect("queries has a schema");
+    let schema = p[LlmStage::Queries].schema.clone().expect("queries has a schema");
     let problems = vec![rewritten(1, "Crates", false)];
     let modes = [
         StructuredOutput::JsonSchema,
@@ -1426,11 +1175,7 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
         )
         .await
         .unwrap();
-        assert_eq!(
-            q.queries.len(),
-            5,
-            "{mode:?}: two usable queries, three variants of the first"
-        );
+        assert_eq!(q.queries.len(), 5, "{mode:?}: two usable queries, three variants of the first");
         assert_eq!(server.hits(), i as u64 + 1, "{mode:?} is another request");
         let body = server.seen.lock().unwrap().last().unwrap().body.clone();
         match mode {
@@ -1460,21 +1205,10 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
         .keys()
         .unwrap()
         .iter()
-        .map(|k| {
-            store
-                .get(k)
-                .unwrap()
-                .unwrap()
-                .request
-                .response_format
-                .unwrap()
-        })
+        .map(|k| store.get(k).unwrap().unwrap().request.response_format.unwrap())
         .collect();
     assert_eq!(
-        formats
-            .iter()
-            .map(|f| f.mode)
-            .collect::<std::collections::BTreeSet<_>>(),
+        formats.iter().map(|f| f.mode).collect::<std::collections::BTreeSet<_>>(),
         modes.into_iter().collect()
     );
     assert!(formats.iter().all(|f| f.schema_sha256 == schema.sha256));
@@ -1504,10 +1238,7 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
     .await
     .unwrap();
     let body = server.seen.lock().unwrap().last().unwrap().body.clone();
-    assert!(
-        body.get("response_format").is_none() && body.get("guided_json").is_none(),
-        "{body}"
-    );
+    assert!(body.get("response_format").is_none() && body.get("guided_json").is_none(), "{body}");
 
     // JSON that does not follow the schema is rejected for it, not for its syntax.
     let bad = vec![rewritten(2, "Crates MARKBADQUERIES", false)];
@@ -1543,10 +1274,7 @@ fn write_export(path: &Path, n: u32) {
             LlmStage::Queries,
             &format!("lcb_{i}"),
             "m",
-            vec![coreb_llm::ChatMessage {
-                role: coreb_llm::Role::User,
-                content: format!("q {i}"),
-            }],
+            vec![coreb_llm::ChatMessage { role: coreb_llm::Role::User, content: format!("q {i}") }],
             &SamplingParams::default(),
             0,
             "p",
@@ -1569,11 +1297,7 @@ fn store_command_stats_export_import() {
     let export = dir.path().join("in.jsonl");
     write_export(&export, 20);
     let store = dir.path().join("store");
-    let out = run(coreb()
-        .args(["store", "import"])
-        .arg(&store)
-        .arg(&export)
-        .arg("--json"));
+    let out = run(coreb().args(["store", "import"]).arg(&store).arg(&export).arg("--json"));
     assert!(out.status.success(), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["added"], 20);
@@ -1590,27 +1314,12 @@ fn store_command_stats_export_import() {
     );
     // Export is sorted by key and round-trips byte for byte through another store.
     let again = dir.path().join("out.jsonl");
-    assert!(
-        run(coreb().args(["store", "export"]).arg(&store).arg(&again))
-            .status
-            .success()
-    );
+    assert!(run(coreb().args(["store", "export"]).arg(&store).arg(&again)).status.success());
     let store2 = dir.path().join("store2");
-    assert!(
-        run(coreb().args(["store", "import"]).arg(&store2).arg(&again))
-            .status
-            .success()
-    );
+    assert!(run(coreb().args(["store", "import"]).arg(&store2).arg(&again)).status.success());
     let again2 = dir.path().join("out2.jsonl");
-    assert!(
-        run(coreb().args(["store", "export"]).arg(&store2).arg(&again2))
-            .status
-            .success()
-    );
-    assert_eq!(
-        std::fs::read(&again).unwrap(),
-        std::fs::read(&again2).unwrap()
-    );
+    assert!(run(coreb().args(["store", "export"]).arg(&store2).arg(&again2)).status.success());
+    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&again2).unwrap());
     // An entry whose key does not match its request is refused, naming file and line.
     let bad = dir.path().join("bad.jsonl");
     let line = std::fs::read_to_string(&again)
@@ -1622,11 +1331,7 @@ fn store_command_stats_export_import() {
     std::fs::write(&bad, format!("{line}\n")).unwrap();
     let out = run(coreb().args(["store", "import"]).arg(&store).arg(&bad));
     assert!(!out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("bad.jsonl`:1: key `"),
-        "{}",
-        text(&out)
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl`:1: key `"), "{}", text(&out));
 }
 
 #[test]
@@ -1653,27 +1358,17 @@ fn a_killed_import_never_leaves_half_an_entry() {
     }
     child.kill().unwrap();
     let status = child.wait().unwrap();
-    assert!(
-        !status.success(),
-        "the import finished before it could be killed"
-    );
+    assert!(!status.success(), "the import finished before it could be killed");
     let out = run(coreb().args(["store", "stats"]).arg(&store).arg("--json"));
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(stats["invalid"], json!([]), "{}", text(&out));
     let written = stats["entries"].as_u64().unwrap();
     assert!(written > 0 && written < 2000, "{written}");
     // Resuming adds exactly the rest.
-    let out = run(coreb()
-        .args(["store", "import"])
-        .arg(&store)
-        .arg(&export)
-        .arg("--json"));
+    let out = run(coreb().args(["store", "import"]).arg(&store).arg(&export).arg("--json"));
     assert!(out.status.success(), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        report["added"].as_u64().unwrap() + report["unchanged"].as_u64().unwrap(),
-        2000
-    );
+    assert_eq!(report["added"].as_u64().unwrap() + report["unchanged"].as_u64().unwrap(), 2000);
     assert_eq!(report["unchanged"].as_u64().unwrap(), written);
 }
 
@@ -1722,10 +1417,7 @@ fn python_reference_entries_match_the_rust_store_byte_for_byte() {
     assert!(out.status.success(), "{}", text(&out));
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
-        (
-            stats["entries"].as_u64(),
-            stats["invalid"].as_array().map(Vec::len)
-        ),
+        (stats["entries"].as_u64(), stats["invalid"].as_array().map(Vec::len)),
         (Some(3), Some(0))
     );
     assert_eq!(
@@ -1742,10 +1434,8 @@ async fn authored_answers_are_recorded_then_replayed() {
     let dir = tempfile::tempdir().unwrap();
     let p = prompts();
     let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Boxes", false)];
-    let answers = BTreeMap::from([(
-        (LlmStage::Abbreviate, "lcb_1".to_owned()),
-        words(55, "crate"),
-    )]);
+    let answers =
+        BTreeMap::from([((LlmStage::Abbreviate, "lcb_1".to_owned()), words(55, "crate"))]);
     let plan = ModelPlan::single("author", SamplingParams::default());
     let authored = coreb_llm::AuthoredGateway::new(answers, ResponseStore::open(dir.path()));
     let first = abbreviate(

@@ -63,25 +63,13 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
         .flat_map(|s| s["faults"].as_object().unwrap().values())
         .map(|v| v.as_u64().unwrap())
         .sum();
-    assert!(
-        faults >= 5,
-        "too few planted faults to mean anything: {f:#}"
-    );
-    for stage in [
-        "rewrite",
-        "reference",
-        "adapt_reference",
-        "distract",
-        "abbreviate",
-        "queries",
-        "generate",
-    ] {
+    assert!(faults >= 5, "too few planted faults to mean anything: {f:#}");
+    for stage in
+        ["rewrite", "reference", "adapt_reference", "distract", "abbreviate", "queries", "generate"]
+    {
         let s = &endpoint[stage];
         // Problems with rewritten tests (word tests) get a reference and its adaptation.
-        assert!(
-            s["answered"].as_u64().unwrap_or(0) > 0,
-            "{stage} answered nothing: {f:#}"
-        );
+        assert!(s["answered"].as_u64().unwrap_or(0) > 0, "{stage} answered nothing: {f:#}");
         assert_eq!(
             s["requests"].as_u64().unwrap(),
             s["answered"].as_u64().unwrap()
@@ -109,10 +97,7 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
     // solution the plain run's verdicts, and the faster starts were taken.
     assert_eq!(f["execute_reuse"]["solutions"], 30, "{f:#}");
     assert_eq!(f["execute_reuse"]["verdicts_differ"], 0, "{f:#}");
-    assert!(
-        f["execute_reuse"]["fast_starts"].as_u64().unwrap() > 0,
-        "{f:#}"
-    );
+    assert!(f["execute_reuse"]["fast_starts"].as_u64().unwrap() > 0, "{f:#}");
     // Issue #61: `execute` for labels gave every solution the plain run's pass/fail and every
     // test it ran the plain run's verdict, stopped the failing ones, and the month's figures
     // name its wall beside the plain run's.
@@ -125,13 +110,7 @@ fn a_small_month_builds_live_against_the_simulated_endpoint_with_faults() {
         .map(|v| v.as_u64().unwrap())
         .sum();
     assert!(stopped > 0, "{f:#}");
-    assert!(
-        f["execute_labels"]["judging"]["test_runs"]
-            .as_u64()
-            .unwrap()
-            > 0,
-        "{f:#}"
-    );
+    assert!(f["execute_labels"]["judging"]["test_runs"].as_u64().unwrap() > 0, "{f:#}");
     for run in ["plain", "labels"] {
         assert!(f["month_wall_s"][run].as_f64().unwrap() > 0.0, "{f:#}");
     }

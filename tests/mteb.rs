@@ -16,11 +16,7 @@ fn sample() -> PathBuf {
 }
 
 fn export(out: &Path, extra: &[&str]) {
-    let o = run(coreb()
-        .args(["export", "--layout", "mteb"])
-        .arg(sample())
-        .arg(out)
-        .args(extra));
+    let o = run(coreb().args(["export", "--layout", "mteb"]).arg(sample()).arg(out).args(extra));
     assert!(o.status.success(), "{}", text(&o));
 }
 
@@ -58,10 +54,7 @@ fn mtebs_own_tasks_on_the_export_agree_with_coreb_eval_on_every_task() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let report: BTreeMap<String, serde_json::Value> = serde_json::from_slice(
-        o.stdout
-            .rsplit(|b| *b == b'\n')
-            .find(|l| !l.is_empty())
-            .unwrap_or_default(),
+        o.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default(),
     )
     .unwrap_or_else(|e| panic!("JSON report on stdout: {e}\n{}", text(&o)));
     assert_eq!(report.len(), 6, "{report:?}");
@@ -72,20 +65,10 @@ fn mtebs_own_tasks_on_the_export_agree_with_coreb_eval_on_every_task() {
         let reranking = task.ends_with("Reranking");
         let main = &ours["mteb"];
         assert_eq!(main["task"], task.as_str());
-        assert_eq!(
-            main["main_score"],
-            if reranking { "map_at_10" } else { "ndcg_at_10" }
-        );
+        assert_eq!(main["main_score"], if reranking { "map_at_10" } else { "ndcg_at_10" });
         let at10 = |m: &str| ours["overall"]["at_k"][m][0].as_f64().unwrap();
-        assert_eq!(
-            ours["overall"]["missing"], 0,
-            "{task}: MTEB ranks every query"
-        );
-        assert_eq!(
-            ours["overall"]["num_queries"].as_u64(),
-            mteb["queries"].as_u64(),
-            "{task}"
-        );
+        assert_eq!(ours["overall"]["missing"], 0, "{task}: MTEB ranks every query");
+        assert_eq!(ours["overall"]["num_queries"].as_u64(), mteb["queries"].as_u64(), "{task}");
         for (theirs, mine) in [
             ("main_score", main["value"].as_f64().unwrap()),
             ("ndcg_at_10", at10("ndcg")),
@@ -150,10 +133,7 @@ fn the_export_composes_the_reranking_lists_and_keeps_codes_own_document_out() {
         assert_eq!(file["release"], "v202503");
         let qrels = jsonl(&folder.join("qrels/test.jsonl"));
         // Relevance level 2: a hard negative is never judged 1, which MTEB would count.
-        assert!(
-            qrels.iter().all(|q| q["score"] == 2 || q["score"] == 0),
-            "{task}"
-        );
+        assert!(qrels.iter().all(|q| q["score"] == 2 || q["score"] == 0), "{task}");
         if !task.ends_with("Reranking") {
             continue;
         }
@@ -176,12 +156,8 @@ fn the_export_composes_the_reranking_lists_and_keeps_codes_own_document_out() {
         let mut used = std::collections::BTreeSet::new();
         for l in &lists {
             let q = &queries[l["query-id"].as_str().unwrap()];
-            let docs: Vec<&str> = l["corpus-ids"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_str().unwrap())
-                .collect();
+            let docs: Vec<&str> =
+                l["corpus-ids"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
             assert_eq!(docs.len(), 17, "{task}: {q}");
             used.extend(docs.iter().map(|d| (*d).to_owned()));
             assert!(
@@ -192,11 +168,7 @@ fn the_export_composes_the_reranking_lists_and_keeps_codes_own_document_out() {
             let same = docs.iter().filter(|d| corpus[**d] == problem).count();
             assert!((2..17).contains(&same), "{task}: {same} of its problem's");
         }
-        assert_eq!(
-            used,
-            corpus.keys().cloned().collect(),
-            "{task}: the corpus is the candidates"
-        );
+        assert_eq!(used, corpus.keys().cloned().collect(), "{task}: the corpus is the candidates");
     }
     // code2code retrieval: a list of every document but the query's own.
     let c2c = release.join("CorebC2CRetrieval");
@@ -207,10 +179,7 @@ fn the_export_composes_the_reranking_lists_and_keeps_codes_own_document_out() {
     let own: BTreeMap<String, String> = jsonl(&c2c.join("queries.jsonl"))
         .into_iter()
         .map(|q| {
-            (
-                q["_id"].as_str().unwrap().to_owned(),
-                q["source_doc_id"].as_str().unwrap().to_owned(),
-            )
+            (q["_id"].as_str().unwrap().to_owned(), q["source_doc_id"].as_str().unwrap().to_owned())
         })
         .collect();
     let mut without_own = 0;
@@ -225,30 +194,18 @@ fn the_export_composes_the_reranking_lists_and_keeps_codes_own_document_out() {
         without_own += usize::from(expected.remove(&own[l["query-id"].as_str().unwrap()]));
         assert_eq!(list, expected);
     }
-    assert!(
-        without_own > 40,
-        "most anchors are in the corpus: {without_own}"
-    );
+    assert!(without_own > 40, "most anchors are in the corpus: {without_own}");
     // Reproducible byte for byte; `--keep-self` gives the published shape.
     let again = dir.path().join("again");
     export(&again, &[]);
-    assert_eq!(
-        crate::support::tree_sha256(&out),
-        crate::support::tree_sha256(&again)
-    );
+    assert_eq!(crate::support::tree_sha256(&out), crate::support::tree_sha256(&again));
     export(&again, &["--keep-self", "--candidates", "9"]);
     assert!(!again.join("v202503/CorebC2CRetrieval/top_ranked").exists());
     let lists = jsonl(&again.join("v202503/CorebT2CReranking/top_ranked/test.jsonl"));
-    assert!(
-        lists
-            .iter()
-            .all(|l| l["corpus-ids"].as_array().unwrap().len() == 9)
-    );
+    assert!(lists.iter().all(|l| l["corpus-ids"].as_array().unwrap().len() == 9));
     // A list of one is a usage error (exit 2); anything but an earlier export is refused.
-    let o = run(coreb()
-        .args(["export", "--layout", "mteb"])
-        .arg(sample())
-        .arg(root().join("docs")));
+    let o =
+        run(coreb().args(["export", "--layout", "mteb"]).arg(sample()).arg(root().join("docs")));
     assert!(!o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("not an export of coreb"), "{}", text(&o));
     let o = run(coreb()
@@ -265,21 +222,12 @@ fn reranker_training_records_of_a_training_release_load_in_datasets_and_a_test_r
     let dir = tempfile::tempdir().unwrap();
     let (train, test) = (dir.path().join("train"), dir.path().join("test"));
     let script = root().join("tests/python/reranker_train.py");
-    let o = python()
-        .arg(&script)
-        .arg("prepare")
-        .arg(sample())
-        .arg(&train)
-        .arg(&test)
-        .output()
-        .unwrap();
+    let o =
+        python().arg(&script).arg("prepare").arg(sample()).arg(&train).arg(&test).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let (train, test) = (train.join("v202503"), test.join("v202503"));
     let out = dir.path().join("records");
-    let o = run(coreb()
-        .args(["export", "--layout", "reranker-train"])
-        .arg(&train)
-        .arg(&out));
+    let o = run(coreb().args(["export", "--layout", "reranker-train"]).arg(&train).arg(&out));
     assert!(o.status.success(), "{}", text(&o));
     let o = python()
         .env("HF_HOME", dir.path().join("hf"))
@@ -293,22 +241,13 @@ fn reranker_training_records_of_a_training_release_load_in_datasets_and_a_test_r
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let counts: serde_json::Value = serde_json::from_slice(
-        o.stdout
-            .rsplit(|b| *b == b'\n')
-            .find(|l| !l.is_empty())
-            .unwrap_or_default(),
+        o.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default(),
     )
     .unwrap();
-    assert_eq!(
-        counts["records"].as_u64().unwrap(),
-        3 * counts["positives"].as_u64().unwrap()
-    );
+    assert_eq!(counts["records"].as_u64().unwrap(), 3 * counts["positives"].as_u64().unwrap());
     // Seeded: the same records again, byte for byte; another seed draws other negatives.
     let again = dir.path().join("again");
-    let o = run(coreb()
-        .args(["export", "--layout", "reranker-train"])
-        .arg(&train)
-        .arg(&again));
+    let o = run(coreb().args(["export", "--layout", "reranker-train"]).arg(&train).arg(&again));
     assert!(o.status.success(), "{}", text(&o));
     let read = |d: &Path| fs_err::read(d.join("train.jsonl")).unwrap();
     assert_eq!(read(&out), read(&again));
@@ -332,10 +271,7 @@ fn reranker_training_records_of_a_training_release_load_in_datasets_and_a_test_r
 /// `/v1/rerank` (`query`, `documents` → `results[{index, relevance_score}]`), scoring by shared
 /// words; it keeps every (query, documents) it was sent.
 #[allow(clippy::type_complexity)]
-fn vllm_like() -> (
-    String,
-    std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<String>)>>>,
-) {
+fn vllm_like() -> (String, std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<String>)>>>) {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let s = std::sync::Arc::clone(&seen);
     let server = crate::support::http::serve(move |req| {
@@ -347,12 +283,8 @@ fn vllm_like() -> (
             (&body["query"], &body["documents"])
         };
         let q = q.as_str().unwrap().to_owned();
-        let docs: Vec<String> = docs
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d.as_str().unwrap().to_owned())
-            .collect();
+        let docs: Vec<String> =
+            docs.as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_owned()).collect();
         let words = |t: &str| -> std::collections::BTreeSet<String> {
             t.split(|c: char| !c.is_alphanumeric())
                 .filter(|w| !w.is_empty())
@@ -508,10 +440,7 @@ fn a_test_release_is_published_only_when_disjoint_from_its_training_release() {
     assert_eq!(manifest(&train)["purpose"]["role"], "training");
     let january = sample_problems("2025-01-01", "2025-01-31");
     assert!(!january.is_empty());
-    let naming = format!(
-        "\n[purpose]\nrole = \"test\"\ntraining = [\"{}\"]\n",
-        train.display()
-    );
+    let naming = format!("\n[purpose]\nrole = \"test\"\ntraining = [\"{}\"]\n", train.display());
 
     // Overlapping: January's problems are in both. (Each test build has its own empty
     // `releases_dir`, so the refusal is the purpose gate's, not the series' disjointness.)
@@ -531,31 +460,18 @@ fn a_test_release_is_published_only_when_disjoint_from_its_training_release() {
         january.join(", ")
     );
     assert!(text(&o).contains(&message), "{message}\n{}", text(&o));
-    assert!(
-        !overlapping.exists(),
-        "a refused test release was published"
-    );
+    assert!(!overlapping.exists(), "a refused test release was published");
 
     // Disjoint: February alone.
     let test = releases.join("v202503");
-    let o = build_with_purpose(
-        dir.path(),
-        "v202503",
-        ("2025-02-01", "2025-02-28"),
-        &naming,
-        &test,
-    );
+    let o = build_with_purpose(dir.path(), "v202503", ("2025-02-01", "2025-02-28"), &naming, &test);
     assert!(o.status.success(), "{}", text(&o));
     let purpose = &manifest(&test)["purpose"];
     assert_eq!(purpose["role"], "test");
     assert_eq!(purpose["training_releases"][0]["version"], "v202501");
     assert_eq!(
         purpose["training_releases"][0]["manifest_sha256"].as_str(),
-        Some(
-            coreb_base::hashing::sha256_file(&train.join("MANIFEST.json"))
-                .unwrap()
-                .as_str()
-        )
+        Some(coreb_base::hashing::sha256_file(&train.join("MANIFEST.json")).unwrap().as_str())
     );
 
     // The reranker's training records: from the training release, never from the test one.
@@ -567,19 +483,13 @@ fn a_test_release_is_published_only_when_disjoint_from_its_training_release() {
     assert!(text(&o).contains("is a test release"), "{}", text(&o));
     assert!(!dir.path().join("refused").exists());
     let records = dir.path().join("records");
-    let o = run(coreb()
-        .args(["export", "--layout", "reranker-train"])
-        .arg(&train)
-        .arg(&records));
+    let o = run(coreb().args(["export", "--layout", "reranker-train"]).arg(&train).arg(&records));
     assert!(o.status.success(), "{}", text(&o));
     let february = sample_problems("2025-02-01", "2025-02-28");
     let exported = jsonl(&records.join("train.jsonl"));
     assert!(!exported.is_empty());
     for r in &exported {
         let p = r["problem_id"].as_str().unwrap();
-        assert!(
-            january.iter().any(|j| j == p) && !february.iter().any(|f| f == p),
-            "{r}"
-        );
+        assert!(january.iter().any(|j| j == p) && !february.iter().any(|f| f == p), "{r}");
     }
 }

@@ -26,10 +26,7 @@ fn build_check_runs_the_preflight_alone_and_prints_the_plan() {
         .arg(dir.path().join("r/v202503")));
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("preflight passed") && stdout.contains("v202503"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("preflight passed") && stdout.contains("v202503"), "{stdout}");
     for stage in ["fetch", "execute", "release"] {
         assert!(
             stdout
@@ -87,19 +84,12 @@ fn usage_errors_exit_2_and_failed_work_exits_1() {
     fs_err::write(&bad, "version = \"v2025\"\n").unwrap();
     let out = run(coreb().arg("build").arg(&bad));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("bad.toml"),
-        "{}",
-        text(&out)
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.toml"), "{}", text(&out));
 }
 
 #[test]
 fn jobs_0_means_every_core() {
-    let out = run(coreb()
-        .arg("build")
-        .arg(sample())
-        .args(["--jobs", "0", "--show-plan"]));
+    let out = run(coreb().arg("build").arg(sample()).args(["--jobs", "0", "--show-plan"]));
     assert!(out.status.success(), "{}", text(&out));
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let cores = std::thread::available_parallelism().unwrap().get() as u64;
@@ -113,11 +103,7 @@ fn a_build_waiting_for_the_lock_names_its_holder() {
     fs_err::create_dir_all(&artifacts).unwrap();
     let lock = artifacts.join(".lock");
     fs_err::write(&lock, "pid 4242 (`coreb build other.toml`)").unwrap();
-    let held = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&lock)
-        .unwrap();
+    let held = std::fs::OpenOptions::new().read(true).write(true).open(&lock).unwrap();
     // SAFETY: flock on a descriptor this test owns.
     assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
     let mut child = coreb()
@@ -134,28 +120,17 @@ fn a_build_waiting_for_the_lock_names_its_holder() {
     // Reads every line (a closed pipe would fail the build's later lines).
     let reader = std::thread::spawn(move || {
         use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
             if line.contains("waiting for the lock") {
                 let _ = found.send(line);
             }
         }
     });
-    let line = said
-        .recv_timeout(Duration::from_secs(300))
-        .expect("no line says the build waits");
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the build went on while the lock was held"
-    );
+    let line = said.recv_timeout(Duration::from_secs(300)).expect("no line says the build waits");
+    assert!(child.try_wait().unwrap().is_none(), "the build went on while the lock was held");
     drop(held);
     reader.join().unwrap();
-    assert!(
-        line.contains("pid 4242") && line.contains("coreb build other.toml"),
-        "{line}"
-    );
+    assert!(line.contains("pid 4242") && line.contains("coreb build other.toml"), "{line}");
     assert!(child.wait().unwrap().success());
 }
 
@@ -181,10 +156,7 @@ fn plan_out_writes_a_manifest_whose_paths_resolve_from_its_place_and_sets_the_fa
         canonical(Path::new(plan["prompts_dir"].as_str().unwrap())),
         canonical(&root().join("prompts"))
     );
-    assert_eq!(
-        Path::new(plan["output_dir"].as_str().unwrap()),
-        root().join("build/v202505")
-    );
+    assert_eq!(Path::new(plan["output_dir"].as_str().unwrap()), root().join("build/v202505"));
     assert_eq!(
         canonical(Path::new(plan["releases_dir"].as_str().unwrap())),
         canonical(&root().join("releases/sample"))
@@ -192,11 +164,7 @@ fn plan_out_writes_a_manifest_whose_paths_resolve_from_its_place_and_sets_the_fa
     let execute = &plan["stages"]["execute"];
     assert_eq!(execute["idle_slots"].as_u64(), Some(8), "{execute}");
     assert_eq!(execute["mode"], "labels", "{execute}");
-    assert_eq!(
-        execute["reuse"].as_array().map(Vec::len),
-        Some(4),
-        "{execute}"
-    );
+    assert_eq!(execute["reuse"].as_array().map(Vec::len), Some(4), "{execute}");
 }
 
 /// Issue #58: a month whose sources hold no problem in its window is refused by `plan` (which
@@ -240,25 +208,15 @@ fn a_month_with_nothing_new_is_refused_naming_the_last_contest() {
     ] {
         assert!(stderr.contains(needle), "{needle}: {stderr}");
     }
-    assert!(
-        !manifests.exists(),
-        "no manifest, and no directory made for it"
-    );
-    assert!(
-        !root().join("build/v202612").exists(),
-        "the build directory made to fetch is removed"
-    );
+    assert!(!manifests.exists(), "no manifest, and no directory made for it");
+    assert!(!root().join("build/v202612").exists(), "the build directory made to fetch is removed");
     // Unpinned, nothing is fetched or checked; `build --check` and `build` then refuse it.
     let written = plan(false);
     assert!(written.status.success(), "{}", text(&written));
     let build = dir.path().join("build");
     for args in [&["--check"][..], &["--until", "ingest"][..]] {
-        let out = run(coreb()
-            .arg("build")
-            .arg(&out_path)
-            .args(args)
-            .arg("--output-dir")
-            .arg(&build));
+        let out =
+            run(coreb().arg("build").arg(&out_path).args(args).arg("--output-dir").arg(&build));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
         assert!(

@@ -32,11 +32,7 @@ fn a_published_release_is_not_rewritten_unless_replaced() {
     let manifest = root().join("manifests/.immutable-test.toml");
     let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap();
     assert!(sample.contains("seed = 20250101"));
-    fs_err::write(
-        &manifest,
-        sample.replace("seed = 20250101", "seed = 20250102"),
-    )
-    .unwrap();
+    fs_err::write(&manifest, sample.replace("seed = 20250101", "seed = 20250102")).unwrap();
     let build = |replace: bool| {
         let mut cmd = coreb();
         cmd.arg("build")
@@ -68,14 +64,10 @@ fn a_published_release_is_not_rewritten_unless_replaced() {
     );
     assert!(err.contains("changed MANIFEST.json"), "{err}");
     assert!(
-        err.lines()
-            .any(|l| l.trim_start().starts_with("changed ") && l.contains("_qrels.parquet")),
+        err.lines().any(|l| l.trim_start().starts_with("changed ") && l.contains("_qrels.parquet")),
         "the changed qrels are named: {err}"
     );
-    assert_eq!(
-        after_refusal, before,
-        "a refused publish leaves the release byte-identical"
-    );
+    assert_eq!(after_refusal, before, "a refused publish leaves the release byte-identical");
     assert!(!dir.path().join(".v202503.tmp").exists());
 
     assert!(replaced.status.success(), "{}", text(&replaced));
@@ -92,11 +84,7 @@ fn a_published_release_is_not_rewritten_unless_replaced() {
     assert_eq!(new["seeds"]["qrels"], 20250102);
     assert_ne!(after_replace, before);
     assert!(again.status.success(), "{}", text(&again));
-    assert_eq!(
-        tree_sha256(&publish),
-        after_replace,
-        "the same content is a no-op"
-    );
+    assert_eq!(tree_sha256(&publish), after_replace, "the same content is a no-op");
 }
 
 #[test]
@@ -105,16 +93,8 @@ fn verify_checksums_names_a_damaged_file_without_rebuilding() {
     let started = std::time::Instant::now();
     let out = run(coreb().args(["verify", "--checksums"]).arg(&release));
     assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        stdout(&out).contains("files match the sha256 in MANIFEST.json"),
-        "{}",
-        text(&out)
-    );
-    assert!(
-        started.elapsed().as_secs_f64() < 10.0,
-        "no rebuild: {:?}",
-        started.elapsed()
-    );
+    assert!(stdout(&out).contains("files match the sha256 in MANIFEST.json"), "{}", text(&out));
+    assert!(started.elapsed().as_secs_f64() < 10.0, "no rebuild: {:?}", started.elapsed());
 
     // One byte flipped in the middle of a table, a file added, one removed, a link planted.
     let table = release.join("code2text_qrels.parquet");
@@ -165,13 +145,7 @@ fn check_names_a_truncated_table_in_its_json() {
         assert_eq!(damaged.len(), 1, "{report}");
         assert_eq!(damaged[0]["file"], "text2code_qrels.parquet", "{report}");
         assert_eq!(damaged[0]["kind"], "unreadable", "{report}");
-        assert!(
-            report["error"]
-                .as_str()
-                .unwrap()
-                .contains("text2code_qrels.parquet"),
-            "{report}"
-        );
+        assert!(report["error"].as_str().unwrap().contains("text2code_qrels.parquet"), "{report}");
     }
     // Without `--json`, stderr names it, once.
     let out = run(coreb().arg("check").arg(&release));
@@ -181,11 +155,7 @@ fn check_names_a_truncated_table_in_its_json() {
         err.contains("damaged: unreadable text2code_qrels.parquet: not a readable Parquet table"),
         "{err}"
     );
-    assert_eq!(
-        err.matches("not a readable Parquet table").count(),
-        1,
-        "{err}"
-    );
+    assert_eq!(err.matches("not a readable Parquet table").count(), 1, "{err}");
 
     // A readable table that differs from its MANIFEST is named, the checks still run on it,
     // and the check fails.
@@ -195,8 +165,5 @@ fn check_names_a_truncated_table_in_its_json() {
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["damaged"][0]["file"], "README.md", "{report}");
-    assert!(
-        report["results"].as_array().unwrap().len() >= 15,
-        "{report}"
-    );
+    assert!(report["results"].as_array().unwrap().len() >= 15, "{report}");
 }

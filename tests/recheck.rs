@@ -137,12 +137,7 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
         &[("abba\n", "Yes\n"), ("12321\n", "Yes\n")],
     );
     let sum = stdin_problem("903", "Sum", "SUMTWO: print A + B.", &[("1 2\n", "3\n")]);
-    let originals = vec![
-        smallest.clone(),
-        upc.clone(),
-        palindrome.clone(),
-        sum.clone(),
-    ];
+    let originals = vec![smallest.clone(), upc.clone(), palindrome.clone(), sum.clone()];
 
     let dir = tempfile::tempdir().unwrap();
     let config = LlmConfig {
@@ -163,15 +158,9 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
     let prompts = Prompts::load(&root().join("prompts")).unwrap();
     let gateway =
         Gateway::new(&config, ResponseStore::open(dir.path().join("store")), None).unwrap();
-    let rconfig = RewriteConfig {
-        max_test_chars: 40,
-        ..RewriteConfig::default()
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rconfig = RewriteConfig { max_test_chars: 40, ..RewriteConfig::default() };
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let out = runtime
         .block_on(rewrite(
             &rconfig,
@@ -186,29 +175,18 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
         "{:#?}",
         (out.rejected, out.reference_failures)
     );
-    let origins: Vec<Vec<TestOrigin>> = out
-        .problems
-        .iter()
-        .map(|p| p.test_origins.clone())
-        .collect();
+    let origins: Vec<Vec<TestOrigin>> =
+        out.problems.iter().map(|p| p.test_origins.clone()).collect();
     use TestOrigin::{Bijection, Kept, Model};
     assert_eq!(
         origins,
-        [
-            vec![Bijection, Bijection, Kept],
-            vec![Model, Model],
-            vec![Model, Kept],
-            vec![Kept]
-        ]
+        [vec![Bijection, Bijection, Kept], vec![Model, Model], vec![Model, Kept], vec![Kept]]
     );
     // The bijected flip is wrong for the rewrite: its output is the image of the word that now
     // sorts last.
     let perm = letter_bijection("lcb_900");
     let image = |w: &str| apply_bijection_keeping(w, &perm, &[]);
-    assert_eq!(
-        out.problems[0].public_tests[0].output,
-        format!("{}\n", image(&wx))
-    );
+    assert_eq!(out.problems[0].public_tests[0].output, format!("{}\n", image(&wx)));
     assert!(image(&wx) > image(&wy));
     // References were asked of the rewrite's model, for the three problems with a changed test only.
     let references: Vec<&str> = out
@@ -218,23 +196,16 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
         .collect();
     assert_eq!(references, ["model-r", "model-r", "model-r", "-"]);
     assert_eq!((out.stats.references, out.stats.references_missing), (3, 0));
-    let sum_prompts = asked
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|b| b.to_string().contains("SUMTWO"))
-        .count();
+    let sum_prompts =
+        asked.lock().unwrap().iter().filter(|b| b.to_string().contains("SUMTWO")).count();
     assert_eq!(
         sum_prompts, 1,
         "only the rewrite itself is asked for a problem whose tests are all kept"
     );
 
     // Execute: the references first, then a correct solution of each problem.
-    let problems: Vec<Problem> = out
-        .problems
-        .iter()
-        .map(coreb_data::rewritten::as_problem)
-        .collect();
+    let problems: Vec<Problem> =
+        out.problems.iter().map(coreb_data::rewritten::as_problem).collect();
     let recheck: Vec<RecheckProblem> = out
         .problems
         .iter()
@@ -268,16 +239,8 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
     let sandbox =
         coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");
     let config = ExecuteConfig::default();
-    let judged = execute_checked(
-        &config,
-        &problems,
-        &recheck,
-        &solutions,
-        &sandbox,
-        2,
-        &|| {},
-    )
-    .unwrap();
+    let judged =
+        execute_checked(&config, &problems, &recheck, &solutions, &sandbox, 2, &|| {}).unwrap();
 
     let rows = |i: usize| {
         judged.checks[i]
@@ -287,19 +250,8 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
             .collect::<Vec<_>>()
     };
     use CheckOutcome::{Passed, Rejected, Unchecked};
-    assert_eq!(
-        judged.checks.len(),
-        3,
-        "the problem without a changed test is not re-checked"
-    );
-    assert_eq!(
-        rows(0),
-        [
-            (0, Bijection, Rejected),
-            (1, Bijection, Passed),
-            (2, Kept, Passed)
-        ]
-    );
+    assert_eq!(judged.checks.len(), 3, "the problem without a changed test is not re-checked");
+    assert_eq!(rows(0), [(0, Bijection, Rejected), (1, Bijection, Passed), (2, Kept, Passed)]);
     assert!(
         judged.checks[0].tests[0].reason.contains("wrong_answer"),
         "{:?}",
@@ -308,9 +260,7 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
     assert_eq!(rows(1), [(0, Model, Passed), (1, Model, Rejected)]);
     assert_eq!(rows(2), [(0, Model, Unchecked), (1, Kept, Unchecked)]);
     assert!(
-        judged.checks[2].tests[0]
-            .reason
-            .contains("adaptation is broken")
+        judged.checks[2].tests[0].reason.contains("adaptation is broken")
             && judged.checks[2].tests[0].reason.contains("verbatim test 1"),
         "{:?}",
         judged.checks[2]
@@ -329,29 +279,16 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
     );
 
     // Every correct solution passes: not judged on a rejected test, whose index is left out.
-    let verdicts = |i: usize| {
-        judged.results[i]
-            .tests
-            .iter()
-            .map(|t| (t.index, t.verdict))
-            .collect::<Vec<_>>()
-    };
-    assert!(
-        judged.results.iter().all(|r| r.passed),
-        "{:#?}",
-        judged.results
-    );
+    let verdicts =
+        |i: usize| judged.results[i].tests.iter().map(|t| (t.index, t.verdict)).collect::<Vec<_>>();
+    assert!(judged.results.iter().all(|r| r.passed), "{:#?}", judged.results);
     assert_eq!(verdicts(0), [(1, Verdict::Passed), (2, Verdict::Passed)]);
     assert_eq!(verdicts(1), [(0, Verdict::Passed)]);
     assert_eq!(verdicts(2), [(0, Verdict::Passed), (1, Verdict::Passed)]);
     // Without the re-check (today's judge) the same correct solutions fail the broken tests.
     let unchecked = coreb_judge::execute(&config, &problems, &solutions, &sandbox, 2).unwrap();
     assert_eq!(
-        unchecked
-            .results
-            .iter()
-            .map(|r| r.passed)
-            .collect::<Vec<_>>(),
+        unchecked.results.iter().map(|r| r.passed).collect::<Vec<_>>(),
         [false, false, true, true]
     );
     drop(server);
@@ -371,10 +308,8 @@ fn a_problem_left_without_tests_is_rejected_whole() {
     );
     let perm = letter_bijection("lcb_910");
     let mut rewritten = original.clone();
-    rewritten.public_tests = vec![coreb_stages::rewrite::biject_test(
-        &original.public_tests[0],
-        &perm,
-    )];
+    rewritten.public_tests =
+        vec![coreb_stages::rewrite::biject_test(&original.public_tests[0], &perm)];
     let reference = coreb_data::rewritten::Reference {
         model: "m".into(),
         original: SMALLEST.into(),
@@ -410,10 +345,7 @@ fn a_problem_left_without_tests_is_rejected_whole() {
     assert!(judged.checks[0].rejected_whole);
     assert!(judged.results.is_empty());
     assert_eq!(judged.without_problem, [solution.id]);
-    assert_eq!(
-        RecheckStats::of(&judged.checks).rejected_problems,
-        [original.id]
-    );
+    assert_eq!(RecheckStats::of(&judged.checks).rejected_problems, [original.id]);
 }
 
 /// Issue #58: the re-check compares the reference's outputs as the problem's solutions are
@@ -455,10 +387,7 @@ fn the_recheck_compares_by_the_problems_kind_of_answer() {
     let sandbox =
         coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");
     let judge = |answer: coreb_data::problem::AnswerKind| {
-        let problem = Problem {
-            answer,
-            ..rewritten.clone()
-        };
+        let problem = Problem { answer, ..rewritten.clone() };
         execute_checked(
             &ExecuteConfig::default(),
             &[problem],

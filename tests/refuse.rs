@@ -43,10 +43,7 @@ fn bm25_run(dir: &Path) -> PathBuf {
         .collect();
     runs.sort();
     assert_eq!(runs.len(), 3, "{runs:?}");
-    let all: String = runs
-        .iter()
-        .map(|p| fs_err::read_to_string(p).unwrap())
-        .collect();
+    let all: String = runs.iter().map(|p| fs_err::read_to_string(p).unwrap()).collect();
     let path = dir.join("all.run.trec");
     fs_err::write(&path, all).unwrap();
     path
@@ -56,17 +53,12 @@ fn bm25_run(dir: &Path) -> PathBuf {
 fn exit_codes_are_the_readmes_0_done_1_failed_2_usage() {
     let dir = tempfile::tempdir().unwrap();
     // 0: done.
-    let ok = run(coreb()
-        .args(["verify", "--checksums"])
-        .arg(sample_release()));
+    let ok = run(coreb().args(["verify", "--checksums"]).arg(sample_release()));
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
     let help = run(coreb().arg("--help"));
     assert_eq!(help.status.code(), Some(0));
     let help = String::from_utf8_lossy(&help.stdout);
-    assert!(
-        help.contains("Exit codes:") && help.contains("the command was wrong"),
-        "{help}"
-    );
+    assert!(help.contains("Exit codes:") && help.contains("the command was wrong"), "{help}");
     // 1: the work failed (a release that differs from its MANIFEST).
     let copy = dir.path().join("v202503");
     copy_tree(&sample_release(), &copy);
@@ -83,49 +75,28 @@ fn exit_codes_are_the_readmes_0_done_1_failed_2_usage() {
             vec!["`YYYY-MM`".into(), "2025-4".into()],
         ),
         (
-            vec![
-                "eval".into(),
-                sample_release().into(),
-                "--k".into(),
-                "0".into(),
-            ],
+            vec!["eval".into(), sample_release().into(), "--k".into(), "0".into()],
             vec!["`--k`".into()],
         ),
         (
             vec!["eval".into(), missing.clone().into()],
             vec![missing.display().to_string(), "DIR".into()],
         ),
-        (
-            vec!["corpus".into(), bad_corpus.clone().into()],
-            vec![bad_corpus.display().to_string()],
-        ),
+        (vec!["corpus".into(), bad_corpus.clone().into()], vec![bad_corpus.display().to_string()]),
         (
             vec!["corpus".into(), missing.join("corpus.toml").into()],
             vec!["corpus.toml".into(), "MANIFEST".into()],
         ),
         (
-            vec![
-                "trec-eval".into(),
-                missing.join("qrels").into(),
-                missing.join("run").into(),
-            ],
+            vec!["trec-eval".into(), missing.join("qrels").into(), missing.join("run").into()],
             vec!["QRELS".into(), "no such file".into()],
         ),
         (
-            vec![
-                "compare".into(),
-                missing.join("a.json").into(),
-                missing.join("b.json").into(),
-            ],
+            vec!["compare".into(), missing.join("a.json").into(), missing.join("b.json").into()],
             vec!["a.json".into(), "(A)".into()],
         ),
         (
-            vec![
-                "eval".into(),
-                sample_release().into(),
-                "--retriever".into(),
-                "bm26".into(),
-            ],
+            vec!["eval".into(), sample_release().into(), "--retriever".into(), "bm26".into()],
             vec!["`--retriever`".into(), "bm26".into()],
         ),
         (
@@ -167,21 +138,11 @@ fn a_run_against_a_release_is_checked_by_eval_and_compare_alike() {
     .unwrap();
     // Another release's: every query id unknown.
     let other = dir.path().join("other.run.trec");
-    fs_err::write(
-        &other,
-        text_of
-            .lines()
-            .map(|l| format!("other-{l}\n"))
-            .collect::<String>(),
-    )
-    .unwrap();
+    fs_err::write(&other, text_of.lines().map(|l| format!("other-{l}\n")).collect::<String>())
+        .unwrap();
     for (run_file, why) in [(&partial, "cut short?"), (&other, "another release?")] {
         let name = run_file.display().to_string();
-        let eval = run(coreb()
-            .arg("eval")
-            .arg(sample_release())
-            .arg("--run")
-            .arg(run_file));
+        let eval = run(coreb().arg("eval").arg(sample_release()).arg("--run").arg(run_file));
         refused(&eval, 1, &[&name, why]);
         // `--allow-partial` is suggested where it would score something.
         assert_eq!(
@@ -198,11 +159,7 @@ fn a_run_against_a_release_is_checked_by_eval_and_compare_alike() {
             .arg(sample_release()));
         refused(&compare, 1, &[&name, why]);
         // `compare` has no `--allow-partial`: it suggests none.
-        assert!(
-            !stderr(&compare).contains("--allow-partial"),
-            "{}",
-            text(&compare)
-        );
+        assert!(!stderr(&compare).contains("--allow-partial"), "{}", text(&compare));
     }
     // The results of a partial run (`--allow-partial`) are not compared either.
     let scored = run(coreb()
@@ -229,10 +186,7 @@ fn a_run_against_a_release_is_checked_by_eval_and_compare_alike() {
             .find(|p| p.extension().is_some_and(|x| x == "json"))
             .unwrap()
     };
-    let compare = run(coreb()
-        .arg("compare")
-        .arg(results("full"))
-        .arg(results("partial")));
+    let compare = run(coreb().arg("compare").arg(results("full")).arg(results("partial")));
     refused(&compare, 1, &["partial run", "--allow-partial"]);
     // The whole run against itself: compared.
     let same = run(coreb()
@@ -253,18 +207,11 @@ fn a_damaged_release_is_refused_before_a_result_names_it() {
     let qrels = copy.join("text2code/qrels/test.tsv");
     let kept = fs_err::read_to_string(&qrels).unwrap();
     // One judgement dropped: the scores would change, the MANIFEST sha256 would not.
-    let cut: String = kept
-        .lines()
-        .take(kept.lines().count() - 1)
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let cut: String =
+        kept.lines().take(kept.lines().count() - 1).map(|l| format!("{l}\n")).collect();
     fs_err::write(&qrels, cut).unwrap();
     let before = tree_sha256(dir.path());
-    let named = [
-        "text2code/qrels/test.tsv",
-        "MANIFEST.json",
-        "coreb verify --checksums",
-    ];
+    let named = ["text2code/qrels/test.tsv", "MANIFEST.json", "coreb verify --checksums"];
     let eval = run(coreb().arg("eval").arg(&copy));
     refused(&eval, 1, &named);
     let task = run(coreb().arg("eval").arg(copy.join("code2text")));
@@ -275,12 +222,7 @@ fn a_damaged_release_is_refused_before_a_result_names_it() {
         .args(["--record", "--results"])
         .arg(dir.path().join("results")));
     refused(&record, 1, &named);
-    let compare = run(coreb()
-        .arg("compare")
-        .arg(&all)
-        .arg(&all)
-        .arg("--release")
-        .arg(&copy));
+    let compare = run(coreb().arg("compare").arg(&all).arg(&all).arg("--release").arg(&copy));
     refused(&compare, 1, &named);
     assert_eq!(tree_sha256(dir.path()), before, "a refusal wrote something");
     // The suggested command names the same file.
@@ -298,12 +240,9 @@ fn a_store_is_checked_by_every_store_command() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-store");
     let name = missing.display().to_string();
-    for args in [
-        vec!["stats"],
-        vec!["export", "out.jsonl"],
-        vec!["prune"],
-        vec!["prune", "--dry-run"],
-    ] {
+    for args in
+        [vec!["stats"], vec!["export", "out.jsonl"], vec!["prune"], vec!["prune", "--dry-run"]]
+    {
         let out = run(coreb()
             .arg("store")
             .arg(args[0])
@@ -317,17 +256,11 @@ fn a_store_is_checked_by_every_store_command() {
     let store = dir.path().join("store");
     copy_tree(&root().join("tests/fixtures/sample/store"), &store);
     let before = tree_sha256(&store);
-    let out = run(coreb()
-        .args(["store", "prune"])
-        .arg(&store)
-        .args(["--reason", "shcema"]));
+    let out = run(coreb().args(["store", "prune"]).arg(&store).args(["--reason", "shcema"]));
     refused(&out, 2, &["`--reason`", "shcema", "schema", "not_json"]);
     assert_eq!(tree_sha256(&store), before);
     let out =
-        run(coreb()
-            .args(["store", "prune"])
-            .arg(&store)
-            .args(["--reason", "schema", "--dry-run"]));
+        run(coreb().args(["store", "prune"]).arg(&store).args(["--reason", "schema", "--dry-run"]));
     assert!(out.status.success(), "{}", text(&out));
 }
 
@@ -336,11 +269,7 @@ fn a_releases_dir_that_is_not_there_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let nowhere = dir.path().join("nowhere");
     let name = nowhere.display().to_string();
-    let check = run(coreb()
-        .arg("check")
-        .arg(sample_release())
-        .arg("--releases-dir")
-        .arg(&nowhere));
+    let check = run(coreb().arg("check").arg(sample_release()).arg("--releases-dir").arg(&nowhere));
     refused(&check, 2, &[&name, "--releases-dir"]);
     let export = run(coreb()
         .args(["export", "--layout", "hf-coreb"])
@@ -357,11 +286,7 @@ fn a_releases_dir_that_is_not_there_is_refused() {
     // A file where a directory is read.
     let file = dir.path().join("file");
     fs_err::write(&file, "").unwrap();
-    let check = run(coreb()
-        .arg("check")
-        .arg(sample_release())
-        .arg("--releases-dir")
-        .arg(&file));
+    let check = run(coreb().arg("check").arg(sample_release()).arg("--releases-dir").arg(&file));
     refused(&check, 2, &["not a directory", "--releases-dir"]);
     assert!(!dir.path().join("out").exists() && !dir.path().join("site").exists());
 }
@@ -420,11 +345,7 @@ fn a_window_is_of_dates_that_exist_and_overlaps_no_release_unless_asked() {
     refused(
         &plan_march(&[]),
         2,
-        &[
-            "overlaps",
-            "`v202503` (2025-01-01 … 2025-03-31)",
-            "--allow-overlap",
-        ],
+        &["overlaps", "`v202503` (2025-01-01 … 2025-03-31)", "--allow-overlap"],
     );
     assert!(!out.exists());
     let allowed = plan_march(&["--allow-overlap"]);
@@ -434,11 +355,7 @@ fn a_window_is_of_dates_that_exist_and_overlaps_no_release_unless_asked() {
 
     // A manifest already there is overwritten only with `--force`.
     fs_err::write(&out, "# written by hand\n").unwrap();
-    refused(
-        &plan_march(&["--allow-overlap"]),
-        2,
-        &[&out.display().to_string(), "--force"],
-    );
+    refused(&plan_march(&["--allow-overlap"]), 2, &[&out.display().to_string(), "--force"]);
     assert_eq!(fs_err::read_to_string(&out).unwrap(), "# written by hand\n");
     let forced = plan_march(&["--allow-overlap", "--force"]);
     assert!(forced.status.success(), "{}", text(&forced));
@@ -456,10 +373,7 @@ fn an_export_into_the_release_it_reads_is_refused() {
         (releases.clone(), releases.join("v202503")),
         (releases.join("v202503"), releases.clone()),
     ] {
-        let out = run(coreb()
-            .args(["export", "--layout", "hf-coreb"])
-            .arg(&from)
-            .arg(&into));
+        let out = run(coreb().args(["export", "--layout", "hf-coreb"]).arg(&from).arg(&into));
         refused(&out, 2, &[&into.display().to_string(), "outside"]);
     }
     assert_eq!(tree_sha256(&releases), before, "the release changed");
@@ -470,10 +384,7 @@ fn a_report_without_record_leaves_the_recorded_review() {
     let dir = tempfile::tempdir().unwrap();
     let releases = dir.path().join("sample");
     copy_tree(&sample_release(), &releases.join("v202503"));
-    copy_tree(
-        &root().join("releases/sample/reviews"),
-        &releases.join("reviews"),
-    );
+    copy_tree(&root().join("releases/sample/reviews"), &releases.join("reviews"));
     let before = tree_sha256(dir.path());
     let files = ["example-reviewer-a.jsonl", "example-reviewer-b.jsonl"]
         .map(|f| root().join("tests/fixtures/sample/review").join(f));
@@ -485,11 +396,7 @@ fn a_report_without_record_leaves_the_recorded_review() {
             .args(extra))
     };
     refused(&report(&[]), 2, &["review.json", "--record", "--out"]);
-    assert_eq!(
-        tree_sha256(dir.path()),
-        before,
-        "the recorded review changed"
-    );
+    assert_eq!(tree_sha256(dir.path()), before, "the recorded review changed");
     // What the message suggests works: elsewhere, and recorded again.
     let elsewhere = dir.path().join("elsewhere");
     let out = report(&["--out", elsewhere.to_str().unwrap()]);
@@ -531,11 +438,7 @@ fn a_file_where_a_directory_is_written_is_named() {
         .arg(&file)
         .arg(root().join("releases/sample/v202503/README.md")));
     refused(&import, 2, &[&name, "STORE", "not a directory"]);
-    let eval = run(coreb()
-        .arg("eval")
-        .arg(sample_release())
-        .arg("--out")
-        .arg(file.join("sub")));
+    let eval = run(coreb().arg("eval").arg(sample_release()).arg("--out").arg(file.join("sub")));
     refused(&eval, 2, &[&name, "--out"]);
     assert_eq!(fs_err::read_to_string(&file).unwrap(), "mine\n");
     assert!(!dir.path().join("r").exists());
@@ -565,14 +468,8 @@ fn eval_with_a_model_stopped_by_a_signal_says_what_was_kept() {
     // Wait for the event needed (a request reached the endpoint), bounded for a busy machine.
     let start = std::time::Instant::now();
     while server.hits() == 0 {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "eval ended before asking"
-        );
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(300),
-            "no request in 300 s"
-        );
+        assert!(child.try_wait().unwrap().is_none(), "eval ended before asking");
+        assert!(start.elapsed() < std::time::Duration::from_secs(300), "no request in 300 s");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     // SAFETY: a signal to our own child.

@@ -38,11 +38,7 @@ fn copy_release(from: &Path, to: &Path, rename: Option<(&str, &str)>) {
             "bytes": bytes.len(),
         });
     }
-    fs_err::write(
-        &manifest_path,
-        serde_json::to_string_pretty(&manifest).unwrap(),
-    )
-    .unwrap();
+    fs_err::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
 }
 
 /// Copy a directory tree, renaming as [`copy_release`] does.
@@ -74,11 +70,7 @@ fn stderr(out: &Output) -> String {
 
 /// `coreb eval <dir> --json` (no bootstrap), which must succeed.
 fn eval_json(dir: &Path, extra: &[&str]) -> Value {
-    let out = run(coreb()
-        .arg("eval")
-        .arg(dir)
-        .args(["--resamples", "0", "--json"])
-        .args(extra));
+    let out = run(coreb().arg("eval").arg(dir).args(["--resamples", "0", "--json"]).args(extra));
     assert!(out.status.success(), "{}", text(&out));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -86,11 +78,8 @@ fn eval_json(dir: &Path, extra: &[&str]) -> Value {
 /// BM25's runs of every task of `release`, as one TREC run file at `path`.
 fn bm25_run(release: &Path, path: &Path) {
     let out_dir = path.with_extension("d");
-    let out = run(coreb()
-        .arg("eval")
-        .arg(release)
-        .args(["--resamples", "0", "--out"])
-        .arg(&out_dir));
+    let out =
+        run(coreb().arg("eval").arg(release).args(["--resamples", "0", "--out"]).arg(&out_dir));
     assert!(out.status.success(), "{}", text(&out));
     let mut all = String::new();
     for task in ["code2code", "code2text", "text2code"] {
@@ -115,10 +104,7 @@ fn eval_refuses_a_run_of_another_release_and_scores_the_subset_a_partial_run_ran
     // The release's own run matches; its results name the release and its MANIFEST's sha256.
     let own = eval_json(&sample(), &["--run", run_a.to_str().unwrap()]);
     let sha = coreb_base::hashing::sha256_file(&sample().join("MANIFEST.json")).unwrap();
-    assert_eq!(
-        own["release"],
-        serde_json::json!({ "version": "v202503", "manifest_sha256": sha })
-    );
+    assert_eq!(own["release"], serde_json::json!({ "version": "v202503", "manifest_sha256": sha }));
     assert!(
         own.get("run_coverage").is_none() || own["run_coverage"]["partial"] == false,
         "{}",
@@ -127,43 +113,20 @@ fn eval_refuses_a_run_of_another_release_and_scores_the_subset_a_partial_run_ran
 
     // A run of the other release: refused, with the counts, before anything is written.
     let out_dir = tmp.path().join("refused");
-    let out = run(coreb()
-        .arg("eval")
-        .arg(sample())
-        .arg("--run")
-        .arg(&run_b)
-        .arg("--out")
-        .arg(&out_dir));
+    let out =
+        run(coreb().arg("eval").arg(sample()).arg("--run").arg(&run_b).arg("--out").arg(&out_dir));
     assert!(!out.status.success(), "{}", text(&out));
     let err = stderr(&out);
-    assert!(
-        err.contains("ranks none of the") && err.contains("a run of another release"),
-        "{err}"
-    );
-    assert!(
-        !out_dir.exists(),
-        "a refused evaluation wrote `{}`",
-        out_dir.display()
-    );
+    assert!(err.contains("ranks none of the") && err.contains("a run of another release"), "{err}");
+    assert!(!out_dir.exists(), "a refused evaluation wrote `{}`", out_dir.display());
     // Even with `--allow-partial` there is nothing to score.
-    let out = run(coreb()
-        .arg("eval")
-        .arg(sample())
-        .arg("--run")
-        .arg(&run_b)
-        .arg("--allow-partial"));
-    assert!(
-        !out.status.success() && stderr(&out).contains("ranks none of the"),
-        "{}",
-        text(&out)
-    );
+    let out =
+        run(coreb().arg("eval").arg(sample()).arg("--run").arg(&run_b).arg("--allow-partial"));
+    assert!(!out.status.success() && stderr(&out).contains("ranks none of the"), "{}", text(&out));
 
     // Half the text2code queries of the sample's run, plus the other release's lines.
     let run_a_text = fs_err::read_to_string(&run_a).unwrap();
-    let t2c: Vec<&str> = run_a_text
-        .lines()
-        .filter(|l| l.starts_with("t2c_"))
-        .collect();
+    let t2c: Vec<&str> = run_a_text.lines().filter(|l| l.starts_with("t2c_")).collect();
     let mut qids: Vec<&str> = t2c.iter().map(|l| l.split(' ').next().unwrap()).collect();
     qids.dedup();
     let kept: Vec<&str> = qids.iter().step_by(2).copied().collect();
@@ -183,37 +146,24 @@ fn eval_refuses_a_run_of_another_release_and_scores_the_subset_a_partial_run_ran
     let partial_run = tmp.path().join("partial.trec");
     fs_err::write(&partial_run, partial).unwrap();
     let task = sample().join("text2code");
-    let out = run(coreb()
-        .arg("eval")
-        .arg(&task)
-        .arg("--run")
-        .arg(&partial_run));
+    let out = run(coreb().arg("eval").arg(&task).arg("--run").arg(&partial_run));
     assert!(!out.status.success(), "{}", text(&out));
     let err = stderr(&out);
     assert!(
-        err.contains(&format!(
-            "ranks {} of the {} queries",
-            kept.len(),
-            qids.len()
-        )) && err.contains("1 of its")
+        err.contains(&format!("ranks {} of the {} queries", kept.len(), qids.len()))
+            && err.contains("1 of its")
             && err.contains("--allow-partial"),
         "{err}"
     );
 
     // `--allow-partial` scores exactly the queries the run ranks, as the full run scores them.
-    let v = eval_json(
-        &task,
-        &["--run", partial_run.to_str().unwrap(), "--allow-partial"],
-    );
+    let v = eval_json(&task, &["--run", partial_run.to_str().unwrap(), "--allow-partial"]);
     assert_eq!(
         v["run_coverage"],
         serde_json::json!({ "matched": kept.len(), "queries": qids.len(), "unknown": 1, "partial": true })
     );
     let scored = &v["tasks"][0];
-    assert_eq!(
-        scored["overall"]["num_queries"].as_u64(),
-        Some(kept.len() as u64)
-    );
+    assert_eq!(scored["overall"]["num_queries"].as_u64(), Some(kept.len() as u64));
     let full = eval_json(&task, &["--run", run_a.to_str().unwrap()]);
     let per_query = full["tasks"][0]["queries"].as_array().unwrap();
     let subset: Vec<f64> = per_query
@@ -228,12 +178,11 @@ fn eval_refuses_a_run_of_another_release_and_scores_the_subset_a_partial_run_ran
         ndcg10(&scored["overall"])
     );
     // The count is in the human output too; and a partial run is never recorded.
-    let out = run(coreb()
-        .arg("eval")
-        .arg(&task)
-        .arg("--run")
-        .arg(&partial_run)
-        .args(["--allow-partial", "--resamples", "0"]));
+    let out = run(coreb().arg("eval").arg(&task).arg("--run").arg(&partial_run).args([
+        "--allow-partial",
+        "--resamples",
+        "0",
+    ]));
     assert!(
         out.status.success()
             && String::from_utf8_lossy(&out.stdout).contains(&format!(
@@ -244,17 +193,13 @@ fn eval_refuses_a_run_of_another_release_and_scores_the_subset_a_partial_run_ran
         "{}",
         text(&out)
     );
-    let out = run(coreb()
-        .arg("eval")
-        .arg(&task)
-        .arg("--run")
-        .arg(&partial_run)
-        .args(["--allow-partial", "--record", "--model-name", "m"]));
-    assert!(
-        !out.status.success() && stderr(&out).contains("--allow-partial"),
-        "{}",
-        text(&out)
-    );
+    let out = run(coreb().arg("eval").arg(&task).arg("--run").arg(&partial_run).args([
+        "--allow-partial",
+        "--record",
+        "--model-name",
+        "m",
+    ]));
+    assert!(!out.status.success() && stderr(&out).contains("--allow-partial"), "{}", text(&out));
 }
 
 #[test]
@@ -273,10 +218,7 @@ fn compare_refuses_results_of_two_releases_and_a_bare_beir_folder_records_none()
         assert!(out.status.success(), "{}", text(&out));
         out_dir.join("results.json")
     };
-    let (a, a10) = (
-        results(&sample(), "a", &[]),
-        results(&sample(), "a10", &["--k", "1,5,10,20"]),
-    );
+    let (a, a10) = (results(&sample(), "a", &[]), results(&sample(), "a10", &["--k", "1,5,10,20"]));
     let b = results(&other, "b", &[]);
     let out = run(coreb().arg("compare").arg(&a).arg(&b));
     assert!(!out.status.success(), "{}", text(&out));
@@ -296,15 +238,8 @@ fn compare_refuses_results_of_two_releases_and_a_bare_beir_folder_records_none()
     let mut manifest = fs_err::read(rebuilt.join("MANIFEST.json")).unwrap();
     manifest.push(b'\n');
     fs_err::write(rebuilt.join("MANIFEST.json"), manifest).unwrap();
-    let out = run(coreb()
-        .arg("compare")
-        .arg(&a)
-        .arg(results(&rebuilt, "r", &[])));
-    assert!(
-        !out.status.success() && stderr(&out).contains("different releases"),
-        "{}",
-        text(&out)
-    );
+    let out = run(coreb().arg("compare").arg(&a).arg(results(&rebuilt, "r", &[])));
+    assert!(!out.status.success() && stderr(&out).contains("different releases"), "{}", text(&out));
 
     // Two results of one release compare, and say which release.
     let out = run(coreb().arg("compare").arg(&a).arg(&a10));
@@ -372,10 +307,8 @@ fn the_leaderboard_refuses_two_manifests_of_one_version_and_says_when_it_has_no_
     record(&release);
     let out = leaderboard();
     assert!(out.status.success(), "{}", text(&out));
-    let first_records: Vec<PathBuf> = fs_err::read_dir(store.join("v202503"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let first_records: Vec<PathBuf> =
+        fs_err::read_dir(store.join("v202503")).unwrap().map(|e| e.unwrap().path()).collect();
 
     // The same version rebuilt into other bytes, recorded into the same store.
     let rebuilt = tmp.path().join("elsewhere/v202503");
@@ -433,27 +366,17 @@ fn audits_read_the_build_that_made_the_release_and_refuse_another() {
     let made = tmp.path().join("made");
     let build = |manifest: &Path, until: &str, out: &Path, publish: Option<&Path>| {
         let mut cmd = coreb();
-        cmd.arg("build")
-            .arg(manifest)
-            .args(["--until", until, "--output-dir"])
-            .arg(out);
+        cmd.arg("build").arg(manifest).args(["--until", until, "--output-dir"]).arg(out);
         if let Some(p) = publish {
             cmd.arg("--publish-dir").arg(p);
         }
         let o = run(&mut cmd);
         assert!(o.status.success(), "{}", text(&o));
     };
-    build(
-        &root().join("manifests/sample.toml"),
-        "release",
-        &made,
-        Some(&published),
-    );
+    build(&root().join("manifests/sample.toml"), "release", &made, Some(&published));
     let audit = |build_dir: Option<&Path>| {
         let mut cmd = coreb();
-        cmd.arg("audit")
-            .arg(&published)
-            .args(["rewrite", "--tests", "--json"]);
+        cmd.arg("audit").arg(&published).args(["rewrite", "--tests", "--json"]);
         if let Some(d) = build_dir {
             cmd.arg("--build-dir").arg(d);
         }
@@ -463,12 +386,7 @@ fn audits_read_the_build_that_made_the_release_and_refuse_another() {
     let out = audit(Some(&made));
     assert!(out.status.success(), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        report["tests_kept"]["problems"].as_u64(),
-        Some(10),
-        "{}",
-        report["tests_kept"]
-    );
+    assert_eq!(report["tests_kept"]["problems"].as_u64(), Some(10), "{}", report["tests_kept"]);
 
     // Another build (other rewrite settings) where the embedded manifest points: refused, named.
     let manifest = altered_manifest(tmp.path());
@@ -525,18 +443,11 @@ fn programs_reads_the_build_of_output_dir_and_creates_nothing() {
         .arg(tmp.path().join("p0")));
     assert!(!out.status.success(), "{}", text(&out));
     assert!(
-        stderr(&out).contains(&format!(
-            "no build at `{}`",
-            missing.join("artifacts").display()
-        )),
+        stderr(&out).contains(&format!("no build at `{}`", missing.join("artifacts").display())),
         "{}",
         text(&out)
     );
-    assert!(
-        !missing.exists(),
-        "`coreb programs` created `{}`",
-        missing.display()
-    );
+    assert!(!missing.exists(), "`coreb programs` created `{}`", missing.display());
 
     let built = tmp.path().join("built");
     let out = run(coreb()
@@ -558,10 +469,7 @@ fn programs_reads_the_build_of_output_dir_and_creates_nothing() {
     assert!(!index.is_empty());
     for line in index.lines() {
         let v: Value = serde_json::from_str(line).unwrap();
-        assert!(
-            programs.join(v["file"].as_str().unwrap()).is_file(),
-            "{line}"
-        );
+        assert!(programs.join(v["file"].as_str().unwrap()).is_file(), "{line}");
     }
 }
 
@@ -576,13 +484,9 @@ fn trec_eval_reads_a_releases_beir_qrels() {
     fs_err::write(&qrels, trec).unwrap();
     let out_dir = tmp.path().join("bm25");
     assert!(
-        run(coreb()
-            .arg("eval")
-            .arg(&task)
-            .args(["--resamples", "0", "--out"])
-            .arg(&out_dir))
-        .status
-        .success()
+        run(coreb().arg("eval").arg(&task).args(["--resamples", "0", "--out"]).arg(&out_dir))
+            .status
+            .success()
     );
     let run_file = out_dir.join("text2code.run.trec");
     let trec_eval = |q: &Path| {
@@ -594,15 +498,8 @@ fn trec_eval_reads_a_releases_beir_qrels() {
     let (beir, own) = (trec_eval(&tsv), trec_eval(&qrels));
     assert!(beir.status.success(), "{}", text(&beir));
     assert!(own.status.success(), "{}", text(&own));
-    assert_eq!(
-        String::from_utf8_lossy(&beir.stdout),
-        String::from_utf8_lossy(&own.stdout)
-    );
-    assert!(
-        String::from_utf8_lossy(&beir.stdout).contains("ndcg_cut_10"),
-        "{}",
-        text(&beir)
-    );
+    assert_eq!(String::from_utf8_lossy(&beir.stdout), String::from_utf8_lossy(&own.stdout));
+    assert!(String::from_utf8_lossy(&beir.stdout).contains("ndcg_cut_10"), "{}", text(&beir));
     // A line of neither shape names its line.
     let bad = tmp.path().join("bad.tsv");
     fs_err::write(&bad, "query-id\tcorpus-id\tscore\nq1\td1\n").unwrap();
@@ -628,35 +525,15 @@ fn help_texts_name_what_the_commands_take() {
         "{export}"
     );
     let judge = help(&["judge"]);
-    assert!(
-        judge.contains("--problem-id") && !judge.contains("`--problem`"),
-        "{judge}"
-    );
+    assert!(judge.contains("--problem-id") && !judge.contains("`--problem`"), "{judge}");
     for stage in ["fetch", "ingest", "dedup", "filter", "qrels", "release"] {
-        assert!(
-            !help(&[stage]).contains("--shard"),
-            "`coreb {stage} --help` offers `--shard`"
-        );
+        assert!(!help(&[stage]).contains("--shard"), "`coreb {stage} --help` offers `--shard`");
     }
-    for stage in [
-        "rewrite",
-        "distract",
-        "abbreviate",
-        "generate",
-        "execute",
-        "queries",
-    ] {
-        assert!(
-            help(&[stage]).contains("--shard"),
-            "`coreb {stage} --help` lost `--shard`"
-        );
+    for stage in ["rewrite", "distract", "abbreviate", "generate", "execute", "queries"] {
+        assert!(help(&[stage]).contains("--shard"), "`coreb {stage} --help` lost `--shard`");
     }
     let out = run(coreb().args(["fetch", "manifests/sample.toml", "--shard", "0/2"]));
-    assert!(
-        !out.status.success() && stderr(&out).contains("--shard"),
-        "{}",
-        text(&out)
-    );
+    assert!(!out.status.success() && stderr(&out).contains("--shard"), "{}", text(&out));
     assert!(help(&["programs"]).contains("--output-dir"));
     assert!(help(&["eval"]).contains("--allow-partial"));
 }
@@ -674,17 +551,13 @@ fn store_stats_of_a_missing_store_is_an_error_naming_it() {
         let out = run(&mut cmd);
         assert!(!out.status.success(), "{}", text(&out));
         assert!(
-            stderr(&out).contains(&format!(
-                "`{}` (STORE): no such file or directory",
-                missing.display()
-            )),
+            stderr(&out)
+                .contains(&format!("`{}` (STORE): no such file or directory", missing.display())),
             "{}",
             text(&out)
         );
     }
-    let out = run(coreb()
-        .args(["store", "stats"])
-        .arg(root().join("tests/fixtures/sample/store")));
+    let out = run(coreb().args(["store", "stats"]).arg(root().join("tests/fixtures/sample/store")));
     assert!(
         out.status.success() && String::from_utf8_lossy(&out.stdout).contains("entries"),
         "{}",
@@ -698,10 +571,7 @@ fn export_takes_a_single_release_folder() {
     let (one, all) = (tmp.path().join("one"), tmp.path().join("all"));
     let out = run(coreb().arg("export").arg(sample()).arg(&one));
     assert!(out.status.success(), "{}", text(&out));
-    let out = run(coreb()
-        .arg("export")
-        .arg(root().join("releases/sample"))
-        .arg(&all));
+    let out = run(coreb().arg("export").arg(root().join("releases/sample")).arg(&all));
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(
         crate::support::tree_sha256(&one),
@@ -711,9 +581,5 @@ fn export_takes_a_single_release_folder() {
     let empty = tmp.path().join("empty");
     fs_err::create_dir_all(&empty).unwrap();
     let out = run(coreb().arg("export").arg(&empty).arg(tmp.path().join("x")));
-    assert!(
-        !out.status.success() && stderr(&out).contains("pass a release"),
-        "{}",
-        text(&out)
-    );
+    assert!(!out.status.success() && stderr(&out).contains("pass a release"), "{}", text(&out));
 }

@@ -30,10 +30,7 @@ fn build(out: &Path, jobs: &str) -> Command {
 #[test]
 fn the_sample_rebuilds_byte_identical_whatever_the_jobs() {
     let expected = tree_sha256(&committed());
-    assert!(
-        expected.len() >= 20,
-        "the committed sample release is incomplete: {expected:?}"
-    );
+    assert!(expected.len() >= 20, "the committed sample release is incomplete: {expected:?}");
     let mut said_passed = false;
     for jobs in ["1", "2"] {
         let dir = tempfile::tempdir().unwrap();
@@ -49,16 +46,9 @@ fn the_sample_rebuilds_byte_identical_whatever_the_jobs() {
         said_passed |= stderr
             .lines()
             .any(|l| l.trim_start().starts_with("execute: done") && l.contains(" of 100 passed"));
-        same_release_as(
-            &committed(),
-            &dir.path().join("release"),
-            &format!("--jobs {jobs}"),
-        );
+        same_release_as(&committed(), &dir.path().join("release"), &format!("--jobs {jobs}"));
     }
-    assert!(
-        said_passed,
-        "execute's summary line does not say how many passed"
-    );
+    assert!(said_passed, "execute's summary line does not say how many passed");
 }
 
 #[test]
@@ -118,43 +108,25 @@ fn a_failed_gate_stops_the_publish_and_says_which() {
     let _ = fs_err::remove_file(&manifest);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("not published") && stderr.contains("bm25"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("not published") && stderr.contains("bm25"), "{stderr}");
     // A failed check names itself, its figure and at most 5 offending ids.
     let line = stderr
         .lines()
         .find(|l| l.contains("check `lengths` failed for `code_corpus.code`"))
         .unwrap_or_else(|| panic!("{stderr}"));
-    assert!(
-        line.contains("rows; chars") && line.contains("(threshold chars ≤ 50)"),
-        "{line}"
-    );
-    let ids = line
-        .split("; first: ")
-        .nth(1)
-        .unwrap_or_else(|| panic!("{line}"));
+    assert!(line.contains("rows; chars") && line.contains("(threshold chars ≤ 50)"), "{line}");
+    let ids = line.split("; first: ").nth(1).unwrap_or_else(|| panic!("{line}"));
     assert_eq!(ids.matches("`code_v202503_").count(), 5, "{line}");
-    assert!(
-        !dir.path().join("release").exists(),
-        "nothing was published"
-    );
+    assert!(!dir.path().join("release").exists(), "nothing was published");
 }
 
 #[test]
 fn python_users_can_load_the_release() {
-    let out = python()
-        .arg(root().join("scripts/read_release.py"))
-        .arg(committed())
-        .output()
-        .unwrap();
+    let out =
+        python().arg(root().join("scripts/read_release.py")).arg(committed()).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("release loads and is consistent"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("release loads and is consistent"), "{stdout}");
     assert!(stdout.contains("text2code_qrels"));
 }
 
@@ -164,11 +136,7 @@ fn plan_writes_next_months_manifest_after_the_latest_release() {
     // A releases directory whose latest release is the sample (window ends 2025-03-31).
     let latest = dir.path().join("releases/v202503");
     fs_err::create_dir_all(&latest).unwrap();
-    fs_err::copy(
-        committed().join("MANIFEST.json"),
-        latest.join("MANIFEST.json"),
-    )
-    .unwrap();
+    fs_err::copy(committed().join("MANIFEST.json"), latest.join("MANIFEST.json")).unwrap();
     let out_path = dir.path().join("manifests/v202505.toml");
     let out = run(coreb()
         .args(["plan", "2025-05", "--no-pin", "--releases-dir"])
@@ -188,23 +156,11 @@ fn plan_writes_next_months_manifest_after_the_latest_release() {
     assert_eq!(manifest["window"]["end"].as_str(), Some("2025-05-31"));
     let sources = manifest["sources"].as_array().unwrap();
     assert_eq!(sources.len(), 2);
-    assert!(
-        sources[0]["sha256"].as_str().is_some(),
-        "the sample's pin is kept"
-    );
+    assert!(sources[0]["sha256"].as_str().is_some(), "the sample's pin is kept");
     assert_eq!(sources[1]["name"].as_str(), Some("test7"));
     // Models and stage parameters are the previous release's.
-    assert_eq!(
-        manifest["llm"]["stages"]["generate"]["models"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
-    assert_eq!(
-        manifest["stages"]["qrels"]["seed"].as_integer(),
-        Some(20250101)
-    );
+    assert_eq!(manifest["llm"]["stages"]["generate"]["models"].as_array().unwrap().len(), 2);
+    assert_eq!(manifest["stages"]["qrels"]["seed"].as_integer(), Some(20250101));
     // A month the latest release already covers is refused.
     let out = run(coreb()
         .args(["plan", "2025-03", "--no-pin", "--releases-dir"])

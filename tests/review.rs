@@ -23,10 +23,7 @@ fn built() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let (build, release) = (
-            dir.path().join("build"),
-            dir.path().join("releases/v202503"),
-        );
+        let (build, release) = (dir.path().join("build"), dir.path().join("releases/v202503"));
         let out = run(coreb()
             .arg("build")
             .arg(root().join("manifests/sample.toml"))
@@ -35,11 +32,7 @@ fn built() -> &'static Built {
             .arg("--publish-dir")
             .arg(&release));
         assert!(out.status.success(), "{}", text(&out));
-        Built {
-            _dir: dir,
-            release,
-            build,
-        }
+        Built { _dir: dir, release, build }
     })
 }
 
@@ -57,30 +50,22 @@ fn page(release: &Path, build: &Path, n: &str, seed: &str, out: &Path) -> String
 
 /// The page's embedded data.
 fn page_data(html: &str) -> Value {
-    let start = html
-        .find("<script type=\"application/json\" id=\"review-data\">")
-        .unwrap();
+    let start = html.find("<script type=\"application/json\" id=\"review-data\">").unwrap();
     let body = &html[start..];
     let json = &body[body.find('>').unwrap() + 1..body.find("</script>").unwrap()];
     serde_json::from_str(json).unwrap()
 }
 
 fn browser(args: &[&std::ffi::OsStr]) -> Value {
-    let out = run(python()
-        .arg(root().join("tests/python/review_browser.py"))
-        .args(args));
+    let out = run(python().arg(root().join("tests/python/review_browser.py")).args(args));
     assert!(
         out.status.success(),
         "the browser driver failed (chromium and websocket-client come from .ci/run and scripts/setup-python): {}",
         text(&out)
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let requests: Vec<&str> = v["requests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let requests: Vec<&str> =
+        v["requests"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
     assert!(
         requests.iter().all(|u| u.starts_with("file://")),
         "the page asked the network: {requests:?}"
@@ -132,9 +117,7 @@ fn close(a: &Value, b: &Value, what: &str) {
 }
 
 fn against_reference(review: &Value, files: &[PathBuf]) {
-    let out = run(python()
-        .arg(root().join("tests/python/review_reference.py"))
-        .args(files));
+    let out = run(python().arg(root().join("tests/python/review_reference.py")).args(files));
     assert!(out.status.success(), "{}", text(&out));
     let reference: Value = serde_json::from_slice(&out.stdout).unwrap();
     for q in review["questions"].as_array().unwrap() {
@@ -157,12 +140,8 @@ fn reviewers_in_chromium_and_the_report_against_reference_implementations() {
     page(&b.release, &b.build, "6", "7", &pages);
     let html = fs_err::read_to_string(pages.join("index.html")).unwrap();
     let data = page_data(&html);
-    let ids: Vec<String> = data["ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_owned())
-        .collect();
+    let ids: Vec<String> =
+        data["ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect();
     assert_eq!(ids.len(), 6);
     assert_eq!(
         data["release_sha256"].as_str().unwrap(),
@@ -181,20 +160,12 @@ fn reviewers_in_chromium_and_the_report_against_reference_implementations() {
         assert_eq!(p["distractors"].as_array().unwrap().len(), 4, "{}", p["id"]);
         assert!(
             p["summary"].is_string()
-                && p["statement_diff"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|s| s["op"] != "="),
+                && p["statement_diff"].as_array().unwrap().iter().any(|s| s["op"] != "="),
             "{}",
             p["id"]
         );
         assert!(
-            p["tests"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|t| t["origin"].is_string()),
+            p["tests"].as_array().unwrap().iter().all(|t| t["origin"].is_string()),
             "{}",
             p["id"]
         );
@@ -225,14 +196,8 @@ fn reviewers_in_chromium_and_the_report_against_reference_implementations() {
         files_dir.as_os_str(),
     ]);
     for (r, p) in v["reviewers"].as_array().unwrap().iter().zip(&plans) {
-        assert_eq!(
-            r["restored"]["reviewer"], p["reviewer"],
-            "the name survives a reload"
-        );
-        assert_eq!(
-            r["restored"]["answers"], p["answers"],
-            "the answers survive a reload"
-        );
+        assert_eq!(r["restored"]["reviewer"], p["reviewer"], "the name survives a reload");
+        assert_eq!(r["restored"]["answers"], p["answers"], "the answers survive a reload");
         assert!(
             r["link"]["href"].as_str().unwrap().starts_with("blob:")
                 && r["link"]["download"].as_str().unwrap().ends_with(".jsonl"),
@@ -241,14 +206,9 @@ fn reviewers_in_chromium_and_the_report_against_reference_implementations() {
         );
     }
     let file = |name: &str| files_dir.join(format!("{name}.jsonl"));
-    let first: Value = serde_json::from_str(
-        fs_err::read_to_string(file("ada"))
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let first: Value =
+        serde_json::from_str(fs_err::read_to_string(file("ada")).unwrap().lines().next().unwrap())
+            .unwrap();
     assert_eq!(
         (
             first["reviewer"].as_str(),
@@ -281,12 +241,7 @@ fn reviewers_in_chromium_and_the_report_against_reference_implementations() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| {
-            (
-                d["problem_id"].as_str().unwrap().to_owned(),
-                d["question"].as_str().unwrap(),
-            )
-        })
+        .map(|d| (d["problem_id"].as_str().unwrap().to_owned(), d["question"].as_str().unwrap()))
         .collect();
     assert!(!expected.is_empty());
     assert_eq!(listed, expected);
@@ -310,12 +265,7 @@ fn reviewers_in_chromium_and_the_report_against_reference_implementations() {
     let copy = tmp.path().join("releases/v202503");
     copy_tree(&b.release, &copy);
     let before = tree_sha256(&copy);
-    let recorded = report(
-        &copy,
-        &two,
-        &tmp.path().join("releases/reviews/v202503"),
-        &["--record"],
-    );
+    let recorded = report(&copy, &two, &tmp.path().join("releases/reviews/v202503"), &["--record"]);
     let card = fs_err::read_to_string(copy.join("README.md")).unwrap();
     assert!(
         card.contains("## Human validation") && card.contains("2 reviewer(s) (ada, bob)"),
@@ -334,22 +284,13 @@ fn reviewers_in_chromium_and_the_report_against_reference_implementations() {
             .cloned()
             .collect::<Vec<_>>()
     };
-    assert_eq!(
-        data_files(&after),
-        data_files(&before),
-        "a data file changed"
-    );
+    assert_eq!(data_files(&after), data_files(&before), "a data file changed");
     assert_eq!(
         recorded["published_sha256"].as_str().unwrap(),
         coreb_base::hashing::sha256_file(&copy.join("MANIFEST.json")).unwrap()
     );
     // The answers still belong to the release once its card is re-published, once only.
-    let again = report(
-        &copy,
-        &two,
-        &tmp.path().join("releases/reviews/v202503"),
-        &["--record"],
-    );
+    let again = report(&copy, &two, &tmp.path().join("releases/reviews/v202503"), &["--record"]);
     assert_eq!(again["release_sha256"], recorded["release_sha256"]);
     assert_eq!(
         fs_err::read_to_string(copy.join("README.md"))
@@ -366,10 +307,7 @@ fn the_same_seed_writes_the_same_folder_byte_for_byte() {
     let tmp = tempfile::tempdir().unwrap();
     page(&b.release, &b.build, "5", "11", &tmp.path().join("a"));
     page(&b.release, &b.build, "5", "11", &tmp.path().join("b"));
-    assert_eq!(
-        tree_sha256(&tmp.path().join("a")),
-        tree_sha256(&tmp.path().join("b"))
-    );
+    assert_eq!(tree_sha256(&tmp.path().join("a")), tree_sha256(&tmp.path().join("b")));
     let ids = |dir: &str| {
         page_data(&fs_err::read_to_string(tmp.path().join(dir).join("index.html")).unwrap())["ids"]
             .clone()
@@ -377,13 +315,7 @@ fn the_same_seed_writes_the_same_folder_byte_for_byte() {
     let others: std::collections::BTreeSet<String> = (0..6)
         .map(|s| {
             let dir = format!("s{s}");
-            page(
-                &b.release,
-                &b.build,
-                "5",
-                &s.to_string(),
-                &tmp.path().join(&dir),
-            );
+            page(&b.release, &b.build, "5", &s.to_string(), &tmp.path().join(&dir));
             ids(&dir).to_string()
         })
         .collect();
@@ -407,10 +339,7 @@ fn a_file_of_another_release_or_another_draw_is_refused() {
         fs_err::write(&p, lines.join("\n") + "\n").unwrap();
         p
     };
-    let good: Vec<String> = QUESTIONS
-        .iter()
-        .map(|q| line(&data["ids"][0], q, sha, 3))
-        .collect();
+    let good: Vec<String> = QUESTIONS.iter().map(|q| line(&data["ids"][0], q, sha, 3)).collect();
     let ok = write("ok.jsonl", good.clone());
     assert!(
         run(coreb()
@@ -435,17 +364,11 @@ fn a_file_of_another_release_or_another_draw_is_refused() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         !o.status.success()
-            && err.contains(&format!(
-                "`{}`:3: an answer about another release",
-                f.display()
-            )),
+            && err.contains(&format!("`{}`:3: an answer about another release", f.display())),
         "{err}"
     );
 
-    let other_draw = write(
-        "other-draw.jsonl",
-        vec![line(&data["ids"][1], "intent", sha, 4)],
-    );
+    let other_draw = write("other-draw.jsonl", vec![line(&data["ids"][1], "intent", sha, 4)]);
     let o = run(coreb()
         .args(["review", "report"])
         .arg(&b.release)
@@ -456,16 +379,10 @@ fn a_file_of_another_release_or_another_draw_is_refused() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         !o.status.success()
-            && err.contains(&format!(
-                "`{}`:1: another draw (seed 4",
-                other_draw.display()
-            )),
+            && err.contains(&format!("`{}`:1: another draw (seed 4", other_draw.display())),
         "{err}"
     );
-    assert!(
-        !tmp.path().join("out3/review.json").exists(),
-        "nothing written on a refusal"
-    );
+    assert!(!tmp.path().join("out3/review.json").exists(), "nothing written on a refusal");
 }
 
 #[test]
@@ -498,11 +415,7 @@ fn hostile_statements_and_code_show_as_text_and_run_nothing() {
 
     page(&b.release, &build, "3", "1", &tmp.path().join("page"));
     let html = fs_err::read_to_string(tmp.path().join("page/index.html")).unwrap();
-    assert_eq!(
-        html.matches("<script").count(),
-        2,
-        "only the page's own two script elements"
-    );
+    assert_eq!(html.matches("<script").count(), 2, "only the page's own two script elements");
     let v = browser(&[
         "--page".as_ref(),
         tmp.path().join("page/index.html").as_os_str(),
@@ -510,10 +423,7 @@ fn hostile_statements_and_code_show_as_text_and_run_nothing() {
     ]);
     let xss = &v["xss"];
     assert_eq!(xss["pwned"], Value::Null, "the payload ran");
-    assert_eq!(
-        (xss["images"].as_u64(), xss["scripts"].as_u64()),
-        (Some(0), Some(2))
-    );
+    assert_eq!((xss["images"].as_u64(), xss["scripts"].as_u64()), (Some(0), Some(2)));
     let shown = xss["text"].as_str().unwrap();
     assert!(
         shown.contains("<img src=x onerror=\"window.pwned = 'img'\"> & done")
@@ -525,11 +435,8 @@ fn hostile_statements_and_code_show_as_text_and_run_nothing() {
 /// The sample's manifest with its paths made absolute and `extra` appended, at `path`.
 fn sample_manifest_with(path: &Path, extra: &str) -> PathBuf {
     let text = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap();
-    fs_err::write(
-        path,
-        text.replace("\"../", &format!("\"{}/", root().display())) + extra,
-    )
-    .unwrap();
+    fs_err::write(path, text.replace("\"../", &format!("\"{}/", root().display())) + extra)
+        .unwrap();
     path.to_owned()
 }
 
@@ -540,10 +447,7 @@ fn the_review_gate_refuses_to_publish_below_the_recorded_review_and_publishes_at
     // The sample's recorded review (made-up answers of two example reviewers: 10 problems,
     // intent 19 "yes" of 20 = 0.95), beside the releases this build publishes into.
     let releases = tmp.path().join("releases");
-    copy_tree(
-        &root().join("releases/sample/reviews"),
-        &releases.join("reviews"),
-    );
+    copy_tree(&root().join("releases/sample/reviews"), &releases.join("reviews"));
     let figures: Value = serde_json::from_str(
         &fs_err::read_to_string(releases.join("reviews/v202503/review.json")).unwrap(),
     )
@@ -561,10 +465,8 @@ fn the_review_gate_refuses_to_publish_below_the_recorded_review_and_publishes_at
     copy_tree(&b.build, &build);
     let publish = releases.join("v202503");
     let build_with = |name: &str, gate: &str| {
-        let manifest = sample_manifest_with(
-            &tmp.path().join(name),
-            &format!("\n[gates]\nreview = {gate}\n"),
-        );
+        let manifest =
+            sample_manifest_with(&tmp.path().join(name), &format!("\n[gates]\nreview = {gate}\n"));
         run(coreb()
             .arg("build")
             .arg(manifest)
@@ -574,16 +476,8 @@ fn the_review_gate_refuses_to_publish_below_the_recorded_review_and_publishes_at
             .arg(&publish))
     };
     for (name, gate, threshold) in [
-        (
-            "few.toml",
-            "{ min_reviewed = 11, min_intent = 0.9 }",
-            "≥ 11 reviewed, intent ≥ 0.90",
-        ),
-        (
-            "strict.toml",
-            "{ min_reviewed = 10, min_intent = 0.96 }",
-            "≥ 10 reviewed, intent ≥ 0.96",
-        ),
+        ("few.toml", "{ min_reviewed = 11, min_intent = 0.9 }", "≥ 11 reviewed, intent ≥ 0.90"),
+        ("strict.toml", "{ min_reviewed = 10, min_intent = 0.96 }", "≥ 10 reviewed, intent ≥ 0.96"),
     ] {
         let out = build_with(name, gate);
         assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out));
@@ -622,11 +516,7 @@ fn the_committed_sample_card_shows_its_recorded_review_and_a_rebuild_keeps_it() 
         "{card}"
     );
     // The build (with `--publish-dir` elsewhere) publishes the same card and MANIFEST.
-    same_release_as(
-        &committed,
-        &b.release,
-        "the sample built with its recorded review",
-    );
+    same_release_as(&committed, &b.release, "the sample built with its recorded review");
     let review: Value = serde_json::from_str(
         &fs_err::read_to_string(root().join("releases/sample/reviews/v202503/review.json"))
             .unwrap(),
@@ -640,17 +530,11 @@ fn the_committed_sample_card_shows_its_recorded_review_and_a_rebuild_keeps_it() 
     // the machine's toolchain versions).
     let manifest =
         coreb_data::releases::ReleaseManifest::read(&committed.join("MANIFEST.json")).unwrap();
-    assert_eq!(
-        review["data_sha256"].as_str().unwrap(),
-        manifest.data_sha256()
-    );
+    assert_eq!(review["data_sha256"].as_str().unwrap(), manifest.data_sha256());
     // A review of other data (here another manifest, and other data reviewed) is not shown.
     let tmp = tempfile::tempdir().unwrap();
     let releases = tmp.path().join("releases");
-    copy_tree(
-        &root().join("releases/sample/reviews"),
-        &releases.join("reviews"),
-    );
+    copy_tree(&root().join("releases/sample/reviews"), &releases.join("reviews"));
     let json = releases.join("reviews/v202503/review.json");
     let other = fs_err::read_to_string(&json)
         .unwrap()
@@ -665,11 +549,7 @@ fn the_committed_sample_card_shows_its_recorded_review_and_a_rebuild_keeps_it() 
     fs_err::write(&manifest, text_of).unwrap();
     let build = tmp.path().join("build");
     copy_tree(&b.build, &build);
-    let out = run(coreb()
-        .arg("build")
-        .arg(&manifest)
-        .arg("--output-dir")
-        .arg(&build));
+    let out = run(coreb().arg("build").arg(&manifest).arg("--output-dir").arg(&build));
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("is of another build of `v202503`"),

@@ -37,14 +37,7 @@ fn the_sample_as_three_shard_processes_is_the_release_of_one_process() {
     let out = run(&mut submit(&sharded, 3));
     assert!(out.status.success(), "{}", text(&out));
     let log = String::from_utf8_lossy(&out.stderr);
-    for stage in [
-        "rewrite",
-        "distract",
-        "abbreviate",
-        "generate",
-        "execute",
-        "queries",
-    ] {
+    for stage in ["rewrite", "distract", "abbreviate", "generate", "execute", "queries"] {
         for i in 0..3 {
             assert!(
                 log.contains(&format!("{stage}: shard {i}/3 written to")),
@@ -57,10 +50,7 @@ fn the_sample_as_three_shard_processes_is_the_release_of_one_process() {
         );
     }
     // The merged LLM stages asked the endpoint nothing: every answer was in the store.
-    for line in log
-        .lines()
-        .filter(|l| l.contains(": done in") && l.contains("requests sent"))
-    {
+    for line in log.lines().filter(|l| l.contains(": done in") && l.contains("requests sent")) {
         assert!(line.contains(" 0 requests sent"), "{line}");
     }
 
@@ -74,26 +64,13 @@ fn the_sample_as_three_shard_processes_is_the_release_of_one_process() {
         .arg(single.join("release"));
     let out = run(&mut one);
     assert!(out.status.success(), "{}", text(&out));
-    let (a, b) = (
-        tree_sha256(&sharded.join("release")),
-        tree_sha256(&single.join("release")),
-    );
+    let (a, b) = (tree_sha256(&sharded.join("release")), tree_sha256(&single.join("release")));
     assert!(a.len() >= 20, "{a:?}");
-    assert_eq!(
-        a, b,
-        "3 shard processes + merge vs 1 process: the releases differ"
-    );
+    assert_eq!(a, b, "3 shard processes + merge vs 1 process: the releases differ");
     // The LLM stages' and qrels' artifacts too (the records hold keys and fingerprints;
     // `execute`'s verdicts hold each test's measured wall and CPU time, which differ from run
     // to run however it is run — what the release takes from them is compared above).
-    for stage in [
-        "rewrite",
-        "distract",
-        "abbreviate",
-        "generate",
-        "queries",
-        "qrels",
-    ] {
+    for stage in ["rewrite", "distract", "abbreviate", "generate", "queries", "qrels"] {
         let files = |d: &Path| {
             tree_sha256(&d.join("build/artifacts").join(stage))
                 .into_iter()
@@ -130,10 +107,7 @@ fn the_slurm_recipe_on_a_real_single_node_slurm_builds_the_committed_release() {
         .env("COREB_PUBLISH_DIR", out.join("release"));
     let result = run(&mut cmd);
     if result.status.code() == Some(3) {
-        eprintln!(
-            "no single-node Slurm here, so only the shell fallback ran: {}",
-            text(&result)
-        );
+        eprintln!("no single-node Slurm here, so only the shell fallback ran: {}", text(&result));
         return;
     }
     let logs = || {
@@ -153,26 +127,16 @@ fn the_slurm_recipe_on_a_real_single_node_slurm_builds_the_committed_release() {
     assert!(result.status.success(), "{}\n{}", text(&result), logs());
     // Each array task wrote its own Slurm log (`coreb-<job name>-<array job>_<task>.log`).
     let stderr = String::from_utf8_lossy(&result.stderr);
-    for (stage, line) in [
-        "rewrite",
-        "distract",
-        "abbreviate",
-        "generate",
-        "execute",
-        "queries",
-    ]
-    .iter()
-    .filter_map(|s| {
-        stderr
-            .lines()
-            .find(|l| l.starts_with(&format!("{s}: array job ")))
-            .map(|l| (*s, l))
-    }) {
+    for (stage, line) in ["rewrite", "distract", "abbreviate", "generate", "execute", "queries"]
+        .iter()
+        .filter_map(|s| {
+            stderr.lines().find(|l| l.starts_with(&format!("{s}: array job "))).map(|l| (*s, l))
+        })
+    {
         let job = line.rsplit(' ').next().unwrap();
         for task in 0..3 {
             let log = fs_err::read_to_string(
-                dir.path()
-                    .join(format!("coreb-coreb-shard-{job}_{task}.log")),
+                dir.path().join(format!("coreb-coreb-shard-{job}_{task}.log")),
             )
             .unwrap_or_default();
             assert!(
@@ -182,21 +146,11 @@ fn the_slurm_recipe_on_a_real_single_node_slurm_builds_the_committed_release() {
             );
         }
     }
-    assert_eq!(
-        stderr
-            .lines()
-            .filter(|l| l.contains(": array job "))
-            .count(),
-        6,
-        "{stderr}"
-    );
+    assert_eq!(stderr.lines().filter(|l| l.contains(": array job ")).count(), 6, "{stderr}");
     same_release_as(
         &root().join("releases/sample/v202503"),
         &out.join("release"),
-        &format!(
-            "the release built through Slurm is not the committed one\n{}",
-            logs()
-        ),
+        &format!("the release built through Slurm is not the committed one\n{}", logs()),
     );
 }
 
@@ -224,11 +178,8 @@ fn the_ray_recipe_on_a_local_cluster_fails_resumes_and_builds_the_committed_rele
         ),
     )
     .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
     let venv = std::env::var_os("COREB_RAY_VENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join(".venv-ray"));
@@ -258,15 +209,8 @@ fn the_ray_recipe_on_a_local_cluster_fails_resumes_and_builds_the_committed_rele
         .arg(&runs);
     let result = run(&mut cmd);
     if result.status.code() == Some(3) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "Ray cannot start under CI: {}",
-            text(&result)
-        );
-        eprintln!(
-            "no Ray cluster here, so the Ray recipe did not run: {}",
-            text(&result)
-        );
+        assert!(std::env::var_os("CI").is_none(), "Ray cannot start under CI: {}", text(&result));
+        eprintln!("no Ray cluster here, so the Ray recipe did not run: {}", text(&result));
         return;
     }
     assert!(result.status.success(), "{}", text(&result));
@@ -286,21 +230,14 @@ fn the_ray_recipe_on_a_local_cluster_fails_resumes_and_builds_the_committed_rele
             && first.contains("planted failure"),
         "{first}"
     );
-    for done in [
-        "rewrite 0/3: done",
-        "generate 2/3: done",
-        "execute 0/3: done",
-    ] {
+    for done in ["rewrite 0/3: done", "generate 2/3: done", "execute 0/3: done"] {
         assert!(first.contains(done), "{done}: {first}");
     }
     assert!(
         !first.contains("queries") && !first.contains("merge:"),
         "a step ran after a failed shard: {first}"
     );
-    assert!(
-        !d.join("published-1").exists(),
-        "published without the merge"
-    );
+    assert!(!d.join("published-1").exists(), "published without the merge");
 
     // The second: the complete shards do nothing, the failed one runs, a task that fails once
     // is retried, and the merge publishes.
@@ -340,10 +277,7 @@ fn the_ray_recipe_on_a_local_cluster_fails_resumes_and_builds_the_committed_rele
         .filter_map(|l| l.split(" on node ").nth(1))
         .filter_map(|rest| rest.split_whitespace().next())
         .collect();
-    assert!(
-        nodes.len() >= 2,
-        "every task on one node: {nodes:?}\n{second}"
-    );
+    assert!(nodes.len() >= 2, "every task on one node: {nodes:?}\n{second}");
     same_release_as(
         &root().join("releases/sample/v202503"),
         &out.join("release"),
@@ -380,11 +314,7 @@ fn a_merge_refuses_a_missing_shard_and_one_from_another_plan() {
         text(&out)
     );
     let out = stage(&m, &["merge", "rewrite"]);
-    assert!(
-        !out.status.success() && text(&out).contains("no shard parts in"),
-        "{}",
-        text(&out)
-    );
+    assert!(!out.status.success() && text(&out).contains("no shard parts in"), "{}", text(&out));
 
     for i in ["0/3", "2/3"] {
         let out = stage(&m, &["rewrite", "--shard", i, "--json"]);
@@ -394,11 +324,7 @@ fn a_merge_refuses_a_missing_shard_and_one_from_another_plan() {
     }
     // A rerun of a complete shard does nothing.
     let out = stage(&m, &["rewrite", "--shard", "2/3"]);
-    assert!(
-        out.status.success() && text(&out).contains("shard 2/3 is complete"),
-        "{}",
-        text(&out)
-    );
+    assert!(out.status.success() && text(&out).contains("shard 2/3 is complete"), "{}", text(&out));
 
     let missing = stage(&m, &["merge", "rewrite"]);
     let msg = text(&missing);
@@ -408,10 +334,7 @@ fn a_merge_refuses_a_missing_shard_and_one_from_another_plan() {
             && msg.contains("--shard 1/3`"),
         "{msg}"
     );
-    assert!(
-        !msg.contains("shard 0/3") && !msg.contains("shard 2/3"),
-        "{msg}"
-    );
+    assert!(!msg.contains("shard 0/3") && !msg.contains("shard 2/3"), "{msg}");
     // Nor does a later stage go on without it.
     let later = stage(&m, &["generate"]);
     assert!(
@@ -422,9 +345,8 @@ fn a_merge_refuses_a_missing_shard_and_one_from_another_plan() {
 
     // Shard 1 made from another plan: a changed filter setting changes the key of rewrite
     // (its upstream fingerprint), though the problems and answers stay the same.
-    let other = manifest_copy(dir.path(), |t| {
-        t.replace("min_confidence = 0.25", "min_confidence = 0.24")
-    });
+    let other =
+        manifest_copy(dir.path(), |t| t.replace("min_confidence = 0.25", "min_confidence = 0.24"));
     let out = stage(&other, &["rewrite", "--shard", "1/3"]);
     assert!(out.status.success(), "{}", text(&out));
     let stale = stage(&m, &["merge", "rewrite"]);
@@ -445,8 +367,5 @@ fn a_merge_refuses_a_missing_shard_and_one_from_another_plan() {
         (Some("rewrite"), Some(10)),
         "{line}"
     );
-    assert!(
-        !build.join("artifacts/parts/rewrite").exists(),
-        "the merged parts are left behind"
-    );
+    assert!(!build.join("artifacts/parts/rewrite").exists(), "the merged parts are left behind");
 }

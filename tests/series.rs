@@ -31,10 +31,7 @@ fn manifest(dir: &Path, name: &str, qrels: &str) -> PathBuf {
             text.push_str(qrels);
         }
     }
-    assert!(
-        text.contains(qrels),
-        "no [stages.qrels] in the sample manifest"
-    );
+    assert!(text.contains(qrels), "no [stages.qrels] in the sample manifest");
     text.push_str("\n[gates]\nwaive = [\"language_named\", \"duplicate_texts\"]\n");
     let path = dir.join(format!("{name}.toml"));
     fs_err::write(&path, text).unwrap();
@@ -66,9 +63,7 @@ fn conformance(
     if let Some(u) = uncapped {
         cmd.arg(u);
     }
-    cmd.env("HF_HUB_OFFLINE", "1")
-        .env("TRANSFORMERS_OFFLINE", "1")
-        .env("HF_HOME", dir.join("hf"));
+    cmd.env("HF_HUB_OFFLINE", "1").env("TRANSFORMERS_OFFLINE", "1").env("HF_HOME", dir.join("hf"));
     let out = cmd.output().unwrap();
     let report = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("a JSON report on stdout: {e}\n{}", text(&out)));
@@ -97,14 +92,8 @@ fn the_series_composition_matches_the_authors_maker_but_for_its_listed_defects()
     assert_eq!(counts["code2text"]["coreb"]["canonical_retro_any"], 10);
     // The listed defects are there, and nothing else differs.
     let listed = &report["listed_differences"];
-    assert!(
-        listed["search_per_language_variant"].as_u64().unwrap() > 0,
-        "{report}"
-    );
-    assert!(
-        listed["cross_lang_earlier_translations"].as_u64().unwrap() > 0,
-        "{report}"
-    );
+    assert!(listed["search_per_language_variant"].as_u64().unwrap() > 0, "{report}");
+    assert!(listed["cross_lang_earlier_translations"].as_u64().unwrap() > 0, "{report}");
     let draws = &report["counts"]["pooled_draws"];
     assert!(
         draws["coreb"].as_u64().unwrap() > 0 && draws["maker"].as_u64().unwrap() > 0,
@@ -116,11 +105,7 @@ fn the_series_composition_matches_the_authors_maker_but_for_its_listed_defects()
     // The cap: every search subtask holds min(cap, candidates); the maker, sampling its
     // dropped per-language keys with the rest, keeps fewer real `any` queries.
     let capped = build(
-        &manifest(
-            d,
-            "capped",
-            "constrained_text = \"same\"\nmax_queries_per_type = 20\n",
-        ),
+        &manifest(d, "capped", "constrained_text = \"same\"\nmax_queries_per_type = 20\n"),
         d,
         "capped",
     );
@@ -138,11 +123,7 @@ fn the_series_composition_matches_the_authors_maker_but_for_its_listed_defects()
     // series: every data file of that release, byte for byte (its sha256s are a fixture; only
     // the MANIFEST, which records the switches, the card, and the regeneration kit, which
     // quotes the build manifest, differ).
-    let earlier = build(
-        &manifest(d, "earlier", "profile = \"coreb\"\n"),
-        d,
-        "earlier",
-    );
+    let earlier = build(&manifest(d, "earlier", "profile = \"coreb\"\n"), d, "earlier");
     let want =
         fs_err::read_to_string(root().join("tests/fixtures/sample/coreb-profile-v202503.sha256"))
             .unwrap();
@@ -154,33 +135,19 @@ fn the_series_composition_matches_the_authors_maker_but_for_its_listed_defects()
         .collect();
     let mut want: Vec<(String, String)> = want
         .lines()
-        .map(|l| {
-            l.split_once("  ")
-                .map(|(h, f)| (f.to_owned(), h.to_owned()))
-                .unwrap()
-        })
+        .map(|l| l.split_once("  ").map(|(h, f)| (f.to_owned(), h.to_owned())).unwrap())
         .collect();
     want.sort();
-    assert_eq!(
-        got, want,
-        "profile = \"coreb\" no longer rebuilds the earlier sample release"
-    );
+    assert_eq!(got, want, "profile = \"coreb\" no longer rebuilds the earlier sample release");
 
     // `code_document = "program"`: a functional problem's documents are whole programs, the
     // solution inside the judge's driver (a `main` reading stdin), as the series' are; a stdin
     // problem's documents do not change.
-    let programs = build(
-        &manifest(d, "programs", "code_document = \"program\"\n"),
-        d,
-        "programs",
-    );
+    let programs = build(&manifest(d, "programs", "code_document = \"program\"\n"), d, "programs");
     let problems =
         coreb_data::tables::ProblemReader::read_all(&programs.join("problems.parquet")).unwrap();
-    let functional: std::collections::BTreeSet<String> = problems
-        .iter()
-        .filter(|p| p.is_functional())
-        .map(|p| p.id.to_string())
-        .collect();
+    let functional: std::collections::BTreeSet<String> =
+        problems.iter().filter(|p| p.is_functional()).map(|p| p.id.to_string()).collect();
     let code = |release: &Path| -> std::collections::BTreeMap<String, (String, String)> {
         fs_err::read_to_string(release.join("text2code/corpus.jsonl"))
             .unwrap()
@@ -198,10 +165,7 @@ fn the_series_composition_matches_the_authors_maker_but_for_its_listed_defects()
             .collect()
     };
     let (whole, solutions) = (code(&programs), code(&release));
-    assert_eq!(
-        whole.keys().collect::<Vec<_>>(),
-        solutions.keys().collect::<Vec<_>>()
-    );
+    assert_eq!(whole.keys().collect::<Vec<_>>(), solutions.keys().collect::<Vec<_>>());
     let mut wrapped = 0;
     for (id, (problem, text)) in &whole {
         let solution = &solutions[id].1;

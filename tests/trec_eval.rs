@@ -5,11 +5,7 @@ use crate::support::{coreb, fixture_data as data, python, root, run, text};
 
 fn check(args: &[&str], qrels: &str, results: &str, expected: &str) {
     let dir = data("trec_eval");
-    let out = run(coreb()
-        .arg("trec-eval")
-        .args(args)
-        .arg(dir.join(qrels))
-        .arg(dir.join(results)));
+    let out = run(coreb().arg("trec-eval").args(args).arg(dir.join(qrels)).arg(dir.join(results)));
     assert!(out.status.success(), "{}", text(&out));
     let want = fs_err::read_to_string(dir.join(expected)).expect("expected output");
     let got = String::from_utf8_lossy(&out.stdout);
@@ -37,42 +33,22 @@ fn default_measures() {
 
 #[test]
 fn all_trec() {
-    check(
-        &["-m", "all_trec"],
-        "qrels.test",
-        "results.test",
-        "out.test.a",
-    );
+    check(&["-m", "all_trec"], "qrels.test", "results.test", "out.test.a");
 }
 
 #[test]
 fn all_trec_per_query() {
-    check(
-        &["-m", "all_trec", "-q"],
-        "qrels.test",
-        "results.test",
-        "out.test.aq",
-    );
+    check(&["-m", "all_trec", "-q"], "qrels.test", "results.test", "out.test.aq");
 }
 
 #[test]
 fn complete_over_qrels_queries() {
-    check(
-        &["-m", "all_trec", "-q", "-c"],
-        "qrels.test",
-        "results.trunc",
-        "out.test.aqc",
-    );
+    check(&["-m", "all_trec", "-q", "-c"], "qrels.test", "results.trunc", "out.test.aqc");
 }
 
 #[test]
 fn complete_with_max_retrieved() {
-    check(
-        &["-m", "all_trec", "-q", "-c", "-M100"],
-        "qrels.test",
-        "results.trunc",
-        "out.test.aqcM",
-    );
+    check(&["-m", "all_trec", "-q", "-c", "-M100"], "qrels.test", "results.trunc", "out.test.aqcM");
 }
 
 #[test]
@@ -113,25 +89,17 @@ fn measure_parameters() {
 /// trec_eval 10.0 recounts `num_rel all` under `-c` from the whole qrels file: every
 /// judgement above 0, whatever `-l` (`m_num_rel.c`, `te_calc_avg_num_rel`).
 fn complete_num_rel(qrels: &std::path::Path, results: &std::path::Path) -> (String, usize) {
-    let out = run(coreb()
-        .args(["trec-eval", "-c", "-l", "2", "-m", "num_rel"])
-        .arg(qrels)
-        .arg(results));
+    let out =
+        run(coreb().args(["trec-eval", "-c", "-l", "2", "-m", "num_rel"]).arg(qrels).arg(results));
     assert!(out.status.success(), "{}", text(&out));
     let above_zero = fs_err::read_to_string(qrels)
         .unwrap()
         .lines()
         .filter(|l| {
-            l.split_whitespace()
-                .nth(3)
-                .and_then(|r| r.parse::<i64>().ok())
-                .is_some_and(|r| r > 0)
+            l.split_whitespace().nth(3).and_then(|r| r.parse::<i64>().ok()).is_some_and(|r| r > 0)
         })
         .count();
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        above_zero,
-    )
+    (String::from_utf8_lossy(&out.stdout).into_owned(), above_zero)
 }
 
 #[test]
@@ -144,13 +112,8 @@ fn complete_num_rel_is_trec_eval_10s() {
         .args(["trec-eval", "-l", "2", "-m", "num_rel"])
         .arg(dir.join("qrels.rel_level"))
         .arg(dir.join("results.test")));
-    let plain: usize = String::from_utf8_lossy(&out.stdout)
-        .split('\t')
-        .nth(2)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let plain: usize =
+        String::from_utf8_lossy(&out.stdout).split('\t').nth(2).unwrap().trim().parse().unwrap();
     assert!(plain < want, "{plain} vs {want}");
 }
 
@@ -169,19 +132,12 @@ fn complete_num_rel_on_the_sample() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let eval = run(coreb()
-        .arg("eval")
-        .arg(release.join("text2code"))
-        .arg("--out")
-        .arg(dir.path()));
+    let eval = run(coreb().arg("eval").arg(release.join("text2code")).arg("--out").arg(dir.path()));
     assert!(eval.status.success(), "{}", text(&eval));
     let (got, want) = complete_num_rel(&qrels, &dir.path().join("text2code.run.trec"));
     assert_eq!(got, format!("num_rel               \tall\t{want}\n"));
     let graded = fs_err::read_to_string(&qrels).unwrap();
-    assert!(
-        graded.lines().any(|l| l.ends_with(" 1")),
-        "the graded qrels hold hard negatives"
-    );
+    assert!(graded.lines().any(|l| l.ends_with(" 1")), "the graded qrels hold hard negatives");
 }
 
 fn fails_with(qrels: &str, results: &str, args: &[&str], needles: &[&str]) {
@@ -212,24 +168,9 @@ fn duplicate_doc_in_run_names_file_and_lines() {
 
 #[test]
 fn malformed_lines_name_file_and_line() {
-    fails_with(
-        "1 0 a 1\n1 0 b\n",
-        "1 Q0 a 1 2.0 r\n",
-        &[],
-        &["qrels:2", "malformed"],
-    );
-    fails_with(
-        "1 0 a 1\n",
-        "1 Q0 a 1 2.0 r\n1 Q0 b 2 x r\n",
-        &[],
-        &["run:2", "`x`"],
-    );
-    fails_with(
-        "1 0 a 1\n",
-        "1 Q0 a 1 2.0 r\n",
-        &["-m", "nosuch"],
-        &["nosuch", "unknown measure"],
-    );
+    fails_with("1 0 a 1\n1 0 b\n", "1 Q0 a 1 2.0 r\n", &[], &["qrels:2", "malformed"]);
+    fails_with("1 0 a 1\n", "1 Q0 a 1 2.0 r\n1 Q0 b 2 x r\n", &[], &["run:2", "`x`"]);
+    fails_with("1 0 a 1\n", "1 Q0 a 1 2.0 r\n", &["-m", "nosuch"], &["nosuch", "unknown measure"]);
 }
 
 #[test]
@@ -237,10 +178,7 @@ fn huge_relevance_values_are_one_level_each_not_a_dense_array() {
     // trec_eval (and coreb before) sized an array by the highest relevance: 10^12 and i64::MAX
     // asked for terabytes and aborted. Each is one level; the ideal ranking is a, c, b.
     let dir = tempfile::tempdir().expect("tempdir");
-    let qrels = format!(
-        "1 0 a 1000000000000\n1 0 b 0\n1 0 c 1\n2 0 x {}\n2 0 y 3\n",
-        i64::MAX
-    );
+    let qrels = format!("1 0 a 1000000000000\n1 0 b 0\n1 0 c 1\n2 0 x {}\n2 0 y 3\n", i64::MAX);
     fs_err::write(dir.path().join("qrels"), qrels).expect("write");
     fs_err::write(
         dir.path().join("run"),

@@ -29,23 +29,14 @@ fn json_out(cmd: &mut std::process::Command) -> serde_json::Value {
 /// all three), written by `coreb eval`.
 fn bm25_run(dir: &Path) -> PathBuf {
     let out = dir.join("bm25");
-    json_out(
-        coreb()
-            .arg("eval")
-            .arg(committed())
-            .arg("--out")
-            .arg(&out)
-            .arg("--json"),
-    );
+    json_out(coreb().arg("eval").arg(committed()).arg("--out").arg(&out).arg("--json"));
     let mut all = String::new();
     for task in TASKS {
         let run_text = fs_err::read_to_string(out.join(format!("{task}.run.trec"))).unwrap();
         // BM25 finds nothing for a query that shares no token with the corpus: such a query
         // gets the task's first document at score 0, so every path scores every query.
-        let ranked: std::collections::BTreeSet<&str> = run_text
-            .lines()
-            .filter_map(|l| l.split(' ').next())
-            .collect();
+        let ranked: std::collections::BTreeSet<&str> =
+            run_text.lines().filter_map(|l| l.split(' ').next()).collect();
         let first_doc = fs_err::read_to_string(committed().join(task).join("corpus.jsonl"))
             .unwrap()
             .lines()
@@ -57,9 +48,8 @@ fn bm25_run(dir: &Path) -> PathBuf {
                     .to_owned()
             })
             .unwrap();
-        for line in fs_err::read_to_string(committed().join(task).join("queries.jsonl"))
-            .unwrap()
-            .lines()
+        for line in
+            fs_err::read_to_string(committed().join(task).join("queries.jsonl")).unwrap().lines()
         {
             let q: serde_json::Value = serde_json::from_str(line).unwrap();
             let qid = q["_id"].as_str().unwrap();
@@ -126,14 +116,7 @@ fn python_scores(v: &serde_json::Value) -> Scores {
         .iter()
         .map(|(q, m)| {
             let m = m.as_array().unwrap();
-            (
-                q.clone(),
-                [
-                    m[0].as_f64().unwrap(),
-                    m[1].as_f64().unwrap(),
-                    m[2].as_f64().unwrap(),
-                ],
-            )
+            (q.clone(), [m[0].as_f64().unwrap(), m[1].as_f64().unwrap(), m[2].as_f64().unwrap()])
         })
         .collect()
 }
@@ -163,16 +146,7 @@ fn one_run_scores_the_same_through_four_paths() {
     let qrels = dir.path().join("qrels.trec");
     beir_qrels_as_trec(&committed(), &qrels);
     let out = run(coreb()
-        .args([
-            "trec-eval",
-            "-q",
-            "-m",
-            "ndcg_cut.10",
-            "-m",
-            "map_cut.10",
-            "-m",
-            "recall.10",
-        ])
+        .args(["trec-eval", "-q", "-m", "ndcg_cut.10", "-m", "map_cut.10", "-m", "recall.10"])
         .arg(&qrels)
         .arg(&run_file));
     assert!(out.status.success(), "{}", text(&out));
@@ -185,36 +159,21 @@ fn one_run_scores_the_same_through_four_paths() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let py: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let (pytrec, beir) = (
-        python_scores(&py["pytrec_eval"]),
-        python_scores(&py["beir"]),
-    );
+    let (pytrec, beir) = (python_scores(&py["pytrec_eval"]), python_scores(&py["beir"]));
 
-    let paths = [
-        ("coreb trec-eval", &trec),
-        ("pytrec_eval", &pytrec),
-        ("beir", &beir),
-    ];
-    assert_eq!(
-        coreb_eval.len(),
-        queries,
-        "every query of the three tasks is scored"
-    );
+    let paths = [("coreb trec-eval", &trec), ("pytrec_eval", &pytrec), ("beir", &beir)];
+    assert_eq!(coreb_eval.len(), queries, "every query of the three tasks is scored");
     for (name, scores) in paths {
         let differ: Vec<&String> = scores
             .keys()
             .filter(|q| !coreb_eval.contains_key(*q))
             .chain(coreb_eval.keys().filter(|q| !scores.contains_key(*q)))
             .collect();
-        assert!(
-            differ.is_empty(),
-            "{name} and coreb eval score different queries: {differ:?}"
-        );
+        assert!(differ.is_empty(), "{name} and coreb eval score different queries: {differ:?}");
         for (qid, ours) in &coreb_eval {
             let theirs = scores[qid];
-            for (m, (a, b)) in ["nDCG@10", "MAP@10", "Recall@10"]
-                .iter()
-                .zip(ours.iter().zip(theirs))
+            for (m, (a, b)) in
+                ["nDCG@10", "MAP@10", "Recall@10"].iter().zip(ours.iter().zip(theirs))
             {
                 // trec_eval prints 4 decimals: agreeing to 4 decimals is being within half a
                 // unit of the 4th.
@@ -227,10 +186,7 @@ fn one_run_scores_the_same_through_four_paths() {
     }
     // Not a vacuous agreement: BM25 ranks hard negatives above positives somewhere, and the
     // numbers spread.
-    let partial = coreb_eval
-        .values()
-        .filter(|v| v[0] > 0.0 && v[0] < 1.0)
-        .count();
+    let partial = coreb_eval.values().filter(|v| v[0] > 0.0 && v[0] < 1.0).count();
     assert!(partial > 10, "only {partial} queries with 0 < nDCG@10 < 1");
 }
 
@@ -242,16 +198,9 @@ fn eval_run_drops_a_code_query_s_own_document_unless_keep_self() {
     let mut run_text = String::new();
     for line in queries.lines() {
         let q: serde_json::Value = serde_json::from_str(line).unwrap();
-        let (qid, own) = (
-            q["_id"].as_str().unwrap(),
-            q["source_doc_id"].as_str().unwrap(),
-        );
+        let (qid, own) = (q["_id"].as_str().unwrap(), q["source_doc_id"].as_str().unwrap());
         run_text.push_str(&format!("{qid} Q0 {own} 1 9.0 self\n"));
-        for (i, l) in tsv
-            .lines()
-            .skip(1)
-            .filter(|l| l.starts_with(&format!("{qid}\t")))
-            .enumerate()
+        for (i, l) in tsv.lines().skip(1).filter(|l| l.starts_with(&format!("{qid}\t"))).enumerate()
         {
             let doc = l.split('\t').nth(1).unwrap();
             run_text.push_str(&format!(
@@ -275,19 +224,14 @@ fn eval_run_drops_a_code_query_s_own_document_unless_keep_self() {
                 .args(["--k", "10", "--json"])
                 .args(extra),
         );
-        v["tasks"][0]["overall"]["at_k"]["ndcg"][0]
-            .as_f64()
-            .unwrap()
+        v["tasks"][0]["overall"]["at_k"]["ndcg"][0].as_f64().unwrap()
     };
     let (dropped, kept) = (ndcg(&[]), ndcg(&["--keep-self"]));
     assert!(
         (dropped - 1.0).abs() < 1e-12,
         "own document dropped: every positive ranks first ({dropped})"
     );
-    assert!(
-        kept < 0.9,
-        "--keep-self leaves the own document in first place ({kept})"
-    );
+    assert!(kept < 0.9, "--keep-self leaves the own document in first place ({kept})");
 }
 
 #[test]
@@ -295,16 +239,11 @@ fn the_sample_release_passes_every_check() {
     let out = run(coreb().arg("check").arg(committed()));
     assert!(out.status.success(), "{}", text(&out));
     let table = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        table.contains("| check | scope | figure | threshold | status |"),
-        "{table}"
-    );
+    assert!(table.contains("| check | scope | figure | threshold | status |"), "{table}");
     let v = json_out(coreb().arg("check").arg(committed()).arg("--json"));
     let results = v["results"].as_array().unwrap();
-    let names: std::collections::BTreeSet<&str> = results
-        .iter()
-        .map(|r| r["check"].as_str().unwrap())
-        .collect();
+    let names: std::collections::BTreeSet<&str> =
+        results.iter().map(|r| r["check"].as_str().unwrap()).collect();
     for name in [
         "id_unique",
         "id_format",
@@ -347,12 +286,7 @@ fn copy_release(dir: &Path) -> PathBuf {
 /// Edit a Parquet config with pandas (as a user's script would).
 fn pandas(release: &Path, code: &str) {
     let script = format!("import pandas as pd, sys\nroot = sys.argv[1]\n{code}\n");
-    let out = python()
-        .arg("-c")
-        .arg(script)
-        .arg(release)
-        .output()
-        .unwrap();
+    let out = python().arg("-c").arg(script).arg(release).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
 }
 
@@ -360,11 +294,7 @@ fn pandas(release: &Path, code: &str) {
 /// checks, in the JSON results and in the lines it prints on stderr.
 fn fails_check(release: &Path, name: &str) {
     let out = run(coreb().arg("check").arg(release).arg("--json"));
-    assert!(
-        !out.status.success(),
-        "a planted defect must fail: {}",
-        text(&out)
-    );
+    assert!(!out.status.success(), "a planted defect must fail: {}", text(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let failed: Vec<&str> = v["results"]
         .as_array()
@@ -373,17 +303,11 @@ fn fails_check(release: &Path, name: &str) {
         .filter(|r| r["passed"] == false)
         .map(|r| r["check"].as_str().unwrap())
         .collect();
-    assert!(
-        failed.contains(&name),
-        "`{name}` not among the failed checks {failed:?}"
-    );
+    assert!(failed.contains(&name), "`{name}` not among the failed checks {failed:?}");
     let out = run(coreb().arg("check").arg(release));
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!("check `{name}` failed for")),
-        "{stderr}"
-    );
+    assert!(stderr.contains(&format!("check `{name}` failed for")), "{stderr}");
 }
 
 #[test]

@@ -43,13 +43,7 @@ impl Dirs {
         .unwrap();
         fs_err::write(sources.join("notes.txt"), "not a source\n").unwrap();
         fs_err::create_dir_all(&cwd).unwrap();
-        Dirs {
-            _tmp: tmp,
-            release,
-            sources,
-            cwd,
-            outside,
-        }
+        Dirs { _tmp: tmp, release, sources, cwd, outside }
     }
 
     /// `coreb verify <release> --sources <dir>` run from the empty working directory, with
@@ -71,11 +65,7 @@ impl Dirs {
             fs_err::read_dir(&self.cwd).unwrap().next().is_none(),
             "verify wrote into its working directory"
         );
-        assert!(
-            !self.outside.exists(),
-            "verify wrote `{}`",
-            self.outside.display()
-        );
+        assert!(!self.outside.exists(), "verify wrote `{}`", self.outside.display());
     }
 }
 
@@ -88,11 +78,7 @@ fn rewrite_kit_file(release: &Path, name: &str, bytes: &[u8]) {
     let mut manifest: serde_json::Value =
         serde_json::from_str(&fs_err::read_to_string(&manifest_path).unwrap()).unwrap();
     manifest["files"][name] = serde_json::json!({ "sha256": coreb_base::hashing::sha256_hex(bytes), "bytes": bytes.len() });
-    fs_err::write(
-        &manifest_path,
-        serde_json::to_string_pretty(&manifest).unwrap() + "\n",
-    )
-    .unwrap();
+    fs_err::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap() + "\n").unwrap();
 }
 
 fn stderr(out: &Output) -> String {
@@ -107,11 +93,7 @@ fn refused(out: &Output, needles: &[&str]) {
         assert!(err.contains(n), "`{n}` not in the error: {}", text(out));
     }
     assert!(!err.contains("panicked"), "{}", text(out));
-    assert!(
-        !err.contains("rebuilding"),
-        "a refused kit was rebuilt: {}",
-        text(out)
-    );
+    assert!(!err.contains("rebuilding"), "a refused kit was rebuilt: {}", text(out));
 }
 
 #[test]
@@ -121,27 +103,15 @@ fn a_copied_release_rebuilds_byte_for_byte_from_its_kit_with_its_source_found_by
     let out = dirs.verify(&dirs.release, &[]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("rebuilt byte-identical from its regeneration kit"),
-        "{}",
-        text(&out)
-    );
+    assert!(stdout.contains("rebuilt byte-identical from its regeneration kit"), "{}", text(&out));
     assert!(!stdout.contains("differs"), "{}", text(&out));
     assert!(
         stderr(&out).contains("downloaded-2025.jsonl"),
         "the source is found by sha256 under its other name: {}",
         text(&out)
     );
-    assert_eq!(
-        tree_sha256(&dirs.release),
-        before,
-        "verify changed the release"
-    );
-    assert_eq!(
-        tree_sha256(&dirs.sources),
-        sources_before,
-        "verify changed the sources"
-    );
+    assert_eq!(tree_sha256(&dirs.release), before, "verify changed the release");
+    assert_eq!(tree_sha256(&dirs.sources), sources_before, "verify changed the sources");
     dirs.nothing_written_outside();
 
     // Without the source: named, with its sha256.
@@ -160,13 +130,7 @@ fn a_copied_release_rebuilds_byte_for_byte_from_its_kit_with_its_source_found_by
 #[test]
 fn the_kit_folder_of_an_export_rebuilds_the_release_and_its_exported_tables() {
     let dirs = Dirs::new();
-    let export = dirs
-        .release
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("export");
+    let export = dirs.release.parent().unwrap().parent().unwrap().join("export");
     let out = run(coreb().arg("export").arg(&dirs.release).arg(&export));
     assert!(out.status.success(), "{}", text(&out));
     let kit = export.join("regeneration/v202503");
@@ -201,10 +165,7 @@ fn the_kit_folder_of_an_export_rebuilds_the_release_and_its_exported_tables() {
     fs_err::write(&prompt, bytes).unwrap();
     refused(
         &dirs.verify(&export, &[]),
-        &[
-            "differs   regeneration/prompts/rewrite.toml",
-            "refusing to rebuild",
-        ],
+        &["differs   regeneration/prompts/rewrite.toml", "refusing to rebuild"],
     );
 }
 
@@ -231,9 +192,7 @@ fn a_kit_manifest_pointing_outside_the_temporary_directory_is_refused() {
         rewrite_kit_file(
             &dirs.release,
             "regeneration/build.toml",
-            original
-                .replace(&from, &format!("{key} = \"{value}\""))
-                .as_bytes(),
+            original.replace(&from, &format!("{key} = \"{value}\"")).as_bytes(),
         );
         refused(
             &dirs.verify(&dirs.release, &[]),
@@ -250,17 +209,11 @@ fn a_kit_manifest_pointing_outside_the_temporary_directory_is_refused() {
     rewrite_kit_file(
         &dirs.release,
         "regeneration/build.toml",
-        original
-            .replace(source, "url = \"sources/../../../x.jsonl\"")
-            .as_bytes(),
+        original.replace(source, "url = \"sources/../../../x.jsonl\"").as_bytes(),
     );
     refused(
         &dirs.verify(&dirs.release, &[]),
-        &[
-            "regeneration/build.toml",
-            "sources[0].url",
-            "outside the kit",
-        ],
+        &["regeneration/build.toml", "sources[0].url", "outside the kit"],
     );
     // A damaged manifest: named with its line.
     rewrite_kit_file(
@@ -268,10 +221,7 @@ fn a_kit_manifest_pointing_outside_the_temporary_directory_is_refused() {
         "regeneration/build.toml",
         original.replace("[window]", "[window").as_bytes(),
     );
-    refused(
-        &dirs.verify(&dirs.release, &[]),
-        &["regeneration/build.toml", "line "],
-    );
+    refused(&dirs.verify(&dirs.release, &[]), &["regeneration/build.toml", "line "]);
     dirs.nothing_written_outside();
 }
 
@@ -305,11 +255,7 @@ fn names_that_leave_the_release_and_links_in_it_are_refused() {
     let mut manifest: serde_json::Value = serde_json::from_str(&original).unwrap();
     let entry = manifest["files"]["regeneration/prompts/rewrite.toml"].clone();
     manifest["files"]["regeneration/prompts/../../../escape.toml"] = entry.clone();
-    fs_err::write(
-        &manifest_path,
-        serde_json::to_string_pretty(&manifest).unwrap(),
-    )
-    .unwrap();
+    fs_err::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
     refused(
         &dirs.verify(&dirs.release, &[]),
         &[
@@ -318,37 +264,22 @@ fn names_that_leave_the_release_and_links_in_it_are_refused() {
             "not a plain relative path",
         ],
     );
-    manifest["files"]
-        .as_object_mut()
-        .unwrap()
-        .remove("regeneration/prompts/../../../escape.toml");
+    manifest["files"].as_object_mut().unwrap().remove("regeneration/prompts/../../../escape.toml");
     manifest["files"]["/etc/passwd"] = entry;
-    fs_err::write(
-        &manifest_path,
-        serde_json::to_string_pretty(&manifest).unwrap(),
-    )
-    .unwrap();
+    fs_err::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
     refused(&dirs.verify(&dirs.release, &[]), &["`/etc/passwd`"]);
     fs_err::write(&manifest_path, &original).unwrap();
 
     // A prompt that is a link to a file outside the release: never followed.
     fs_err::create_dir_all(&dirs.outside).unwrap();
     let target = dirs.outside.join("rewrite.toml");
-    fs_err::copy(
-        dirs.release.join("regeneration/prompts/rewrite.toml"),
-        &target,
-    )
-    .unwrap();
+    fs_err::copy(dirs.release.join("regeneration/prompts/rewrite.toml"), &target).unwrap();
     let prompt = dirs.release.join("regeneration/prompts/rewrite.toml");
     fs_err::remove_file(&prompt).unwrap();
     std::os::unix::fs::symlink(&target, &prompt).unwrap();
     refused(
         &dirs.verify(&dirs.release, &[]),
-        &[
-            "regeneration/prompts/rewrite.toml",
-            "a symbolic link",
-            "refusing to rebuild",
-        ],
+        &["regeneration/prompts/rewrite.toml", "a symbolic link", "refusing to rebuild"],
     );
     fs_err::remove_file(&prompt).unwrap();
     fs_err::copy(&target, &prompt).unwrap();
@@ -358,10 +289,7 @@ fn names_that_leave_the_release_and_links_in_it_are_refused() {
     fs_err::remove_dir_all(&kit).unwrap();
     std::os::unix::fs::symlink(dirs.outside.join("kit"), &kit).unwrap();
     let before = tree_sha256(&dirs.outside);
-    refused(
-        &dirs.verify(&dirs.release, &[]),
-        &["not a file regeneration", "a symbolic link"],
-    );
+    refused(&dirs.verify(&dirs.release, &[]), &["not a file regeneration", "a symbolic link"]);
     assert_eq!(tree_sha256(&dirs.outside), before);
     assert!(fs_err::read_dir(&dirs.cwd).unwrap().next().is_none());
 }
@@ -375,10 +303,7 @@ fn a_truncated_or_corrupt_answers_file_is_refused_with_its_line() {
     fs_err::write(dirs.release.join(name), &gz[..gz.len() / 2]).unwrap();
     refused(
         &dirs.verify(&dirs.release, &[]),
-        &[
-            "differs   regeneration/answers.jsonl.gz",
-            "refusing to rebuild",
-        ],
+        &["differs   regeneration/answers.jsonl.gz", "refusing to rebuild"],
     );
     // Truncated by its author, the MANIFEST agreeing: the gzip stream ends early.
     rewrite_kit_file(&dirs.release, name, &gz[..gz.len() / 2]);
@@ -413,11 +338,7 @@ fn edit_manifest(release: &Path, edit: impl FnOnce(&mut coreb_data::releases::Re
     let path = release.join("MANIFEST.json");
     let mut manifest = coreb_data::releases::ReleaseManifest::read(&path).unwrap();
     edit(&mut manifest);
-    fs_err::write(
-        &path,
-        serde_json::to_string_pretty(&manifest).unwrap() + "\n",
-    )
-    .unwrap();
+    fs_err::write(&path, serde_json::to_string_pretty(&manifest).unwrap() + "\n").unwrap();
 }
 
 /// A file of the copy replaced by `bytes`, its MANIFEST entry with it (its checksums true).
@@ -464,11 +385,7 @@ fn a_release_built_with_another_jdk_patch_verifies_naming_the_versions() {
         "provenance: differs   regeneration/versions.json",
         "v202503: every data file identical (42 files); only the provenance differs (regeneration/versions.json, MANIFEST.json): java `java`: 17.0.4 in the release, ",
     ] {
-        assert!(
-            stdout.contains(needle),
-            "`{needle}` not said: {}",
-            text(&out)
-        );
+        assert!(stdout.contains(needle), "`{needle}` not said: {}", text(&out));
     }
     // Nothing of the data differs: the card (with its recorded review) neither.
     assert!(!stdout.contains("rebuilt:"), "{}", text(&out));

@@ -9,12 +9,7 @@ use crate::support::{coreb, root, run, same_release_as, text};
 /// `coreb <args>` run in `dir`; panics with its output unless it succeeds.
 fn in_dir(dir: &Path, args: &[&str]) -> std::process::Output {
     let out = run(coreb().args(args).current_dir(dir));
-    assert!(
-        out.status.success(),
-        "coreb {}: {}",
-        args.join(" "),
-        text(&out)
-    );
+    assert!(out.status.success(), "coreb {}: {}", args.join(" "), text(&out));
     out
 }
 
@@ -63,9 +58,7 @@ fn a_workspace_builds_plans_evaluates_and_exports_the_sample() {
         "schedule/coreb-monthly.service",
     ] {
         assert!(
-            !fs_err::read_to_string(ws.join(file))
-                .unwrap()
-                .contains(&checkout),
+            !fs_err::read_to_string(ws.join(file)).unwrap().contains(&checkout),
             "{file} names the checkout"
         );
     }
@@ -74,11 +67,7 @@ fn a_workspace_builds_plans_evaluates_and_exports_the_sample() {
     let before = crate::support::tree_sha256(&ws);
     let again = run(coreb().arg("init").arg(&ws));
     assert_eq!(again.status.code(), Some(2), "{}", text(&again));
-    assert!(
-        String::from_utf8_lossy(&again.stderr).contains("is not empty"),
-        "{}",
-        text(&again)
-    );
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is not empty"), "{}", text(&again));
     assert_eq!(crate::support::tree_sha256(&ws), before);
 
     // The sample, built with the workspace as the current directory: the committed release.
@@ -91,9 +80,7 @@ fn a_workspace_builds_plans_evaluates_and_exports_the_sample() {
 
     // The next month: `coreb plan` finds the workspace's release (and, with the default
     // `releases/`, says where the sample's series is instead of only `--from`).
-    let plain = run(coreb()
-        .args(["plan", "2025-04", "--no-pin"])
-        .current_dir(&ws));
+    let plain = run(coreb().args(["plan", "2025-04", "--no-pin"]).current_dir(&ws));
     assert!(!plain.status.success(), "{}", text(&plain));
     assert!(
         String::from_utf8_lossy(&plain.stderr).contains("--releases-dir")
@@ -119,29 +106,13 @@ fn a_workspace_builds_plans_evaluates_and_exports_the_sample() {
     assert!(!ws.join("manifests/v202504.toml").exists());
     assert!(!ws.join("build/v202504").exists());
     // Unpinned, nothing is fetched and nothing checked: the manifest is written.
-    in_dir(
-        &ws,
-        &[
-            "plan",
-            "2025-04",
-            "--releases-dir",
-            "releases/sample",
-            "--no-pin",
-        ],
-    );
+    in_dir(&ws, &["plan", "2025-04", "--releases-dir", "releases/sample", "--no-pin"]);
     // `build --check` and `build` refuse it the same way, before anything is decoded.
     for args in [&["--check"][..], &["--until", "ingest"][..]] {
-        let refused = run(coreb()
-            .args(["build", "manifests/v202504.toml"])
-            .args(args)
-            .current_dir(&ws));
+        let refused =
+            run(coreb().args(["build", "manifests/v202504.toml"]).args(args).current_dir(&ws));
         let stderr = String::from_utf8_lossy(&refused.stderr);
-        assert_eq!(
-            refused.status.code(),
-            Some(1),
-            "{args:?}: {}",
-            text(&refused)
-        );
+        assert_eq!(refused.status.code(), Some(1), "{args:?}: {}", text(&refused));
         assert!(
             stderr.contains("no new problems")
                 && stderr.contains("2025-03-29")
@@ -152,21 +123,9 @@ fn a_workspace_builds_plans_evaluates_and_exports_the_sample() {
     let planned: toml::Value =
         toml::from_str(&fs_err::read_to_string(ws.join("manifests/v202504.toml")).unwrap())
             .unwrap();
-    assert_eq!(
-        planned["window"]["start"].as_str(),
-        Some("2025-04-01"),
-        "{planned}"
-    );
-    assert_eq!(
-        planned["window"]["end"].as_str(),
-        Some("2025-04-30"),
-        "{planned}"
-    );
-    assert_eq!(
-        planned["releases_dir"].as_str(),
-        Some("../releases/sample"),
-        "{planned}"
-    );
+    assert_eq!(planned["window"]["start"].as_str(), Some("2025-04-01"), "{planned}");
+    assert_eq!(planned["window"]["end"].as_str(), Some("2025-04-30"), "{planned}");
+    assert_eq!(planned["releases_dir"].as_str(), Some("../releases/sample"), "{planned}");
     // The errata switch is carried over, written out.
     assert_eq!(
         planned["stages"]["filter"]["livecodebench_errata"].as_bool(),
@@ -184,27 +143,18 @@ fn a_workspace_builds_plans_evaluates_and_exports_the_sample() {
         "{planned}"
     );
     // The month template resolves (its sources are remote: nothing is fetched here).
-    in_dir(
-        &ws,
-        &["build", "manifests/month.example.toml", "--show-plan"],
-    );
+    in_dir(&ws, &["build", "manifests/month.example.toml", "--show-plan"]);
 
     // Evaluation in the workspace gives the numbers of the committed release.
     let tasks = |out: std::process::Output| {
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["tasks"].clone()
     };
     let here = tasks(in_dir(&ws, &["eval", "releases/sample/v202503", "--json"]));
-    let committed = tasks(in_dir(
-        &root(),
-        &["eval", "releases/sample/v202503", "--json"],
-    ));
+    let committed = tasks(in_dir(&root(), &["eval", "releases/sample/v202503", "--json"]));
     assert_eq!(here.as_array().map(Vec::len), Some(3), "{here}");
     assert_eq!(here, committed);
 
     // And the export of the workspace's releases.
     in_dir(&ws, &["export", "releases/sample", "exports/coreb"]);
-    assert!(
-        ws.join("exports/coreb/README.md").is_file(),
-        "the export has no dataset card"
-    );
+    assert!(ws.join("exports/coreb/README.md").is_file(), "the export has no dataset card");
 }

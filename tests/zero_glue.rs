@@ -40,18 +40,11 @@ fn the_sample_loads_in_datasets_beir_and_mteb_and_mteb_agrees_with_coreb_eval() 
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(
-        out.stdout
-            .rsplit(|b| *b == b'\n')
-            .find(|l| !l.is_empty())
-            .unwrap_or_default(),
+        out.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default(),
     )
     .unwrap_or_else(|e| panic!("JSON report on stdout: {e}\n{}", text(&out)));
-    let checked: Vec<&str> = report["checked"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|v| v.as_str())
-        .collect();
+    let checked: Vec<&str> =
+        report["checked"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
     for want in [
         "load_dataset(<release>) = code_corpus",
         "load_dataset(<release>, 'code2text_qrels')",
@@ -95,10 +88,7 @@ fn the_sample_loads_in_datasets_beir_and_mteb_and_mteb_agrees_with_coreb_eval() 
     // A code2code query's own document stays in the series' corpus (an anchor can be another
     // query's positive): MTEB ranks it, as `--keep-self` does; CoREB's number drops it.
     let (ours, kept) = (eval(&[]), eval(&["--keep-self"]));
-    assert_eq!(
-        mteb.keys().collect::<Vec<_>>(),
-        ours.keys().collect::<Vec<_>>()
-    );
+    assert_eq!(mteb.keys().collect::<Vec<_>>(), ours.keys().collect::<Vec<_>>());
     assert!(
         ours["code2code"].0 > kept["code2code"].0,
         "dropping the query's own document scores higher: {ours:?} vs {kept:?}"
@@ -111,10 +101,7 @@ fn the_sample_loads_in_datasets_beir_and_mteb_and_mteb_agrees_with_coreb_eval() 
             "{task}: MTEB nDCG@10 {theirs:.6} vs coreb eval --run {ndcg:.6} on MTEB's predictions"
         );
         // A real model's number, not a degenerate one.
-        assert!(
-            *theirs > 0.05 && *theirs < 0.999,
-            "{task}: nDCG@10 {theirs}"
-        );
+        assert!(*theirs > 0.05 && *theirs < 0.999, "{task}: nDCG@10 {theirs}");
     }
 }
 
@@ -189,31 +176,16 @@ fn every_package_the_judge_can_ask_for_is_in_the_one_list() {
     // through scripts/setup, not a list of their own.
     let runs = |user: &str, command: &str| {
         let body = fs_err::read_to_string(root().join(user)).unwrap();
-        assert!(
-            !body.contains("golang-go"),
-            "{user} keeps its own package list"
-        );
-        body.lines()
-            .map(str::trim_start)
-            .filter(|l| !l.starts_with('#'))
-            .any(|l| {
-                l.starts_with(command)
-                    || l.contains(&format!("RUN {command}"))
-                    || l.contains(&format!("/{command}\""))
-            })
+        assert!(!body.contains("golang-go"), "{user} keeps its own package list");
+        body.lines().map(str::trim_start).filter(|l| !l.starts_with('#')).any(|l| {
+            l.starts_with(command)
+                || l.contains(&format!("RUN {command}"))
+                || l.contains(&format!("/{command}\""))
+        })
     };
-    assert!(
-        runs("Dockerfile", "scripts/setup"),
-        "the Dockerfile does not run scripts/setup"
-    );
-    assert!(
-        runs("scripts/test", "scripts/setup"),
-        "scripts/test does not run scripts/setup"
-    );
-    assert!(
-        runs(".ci/run", "scripts/test"),
-        ".ci/run does not run scripts/test"
-    );
+    assert!(runs("Dockerfile", "scripts/setup"), "the Dockerfile does not run scripts/setup");
+    assert!(runs("scripts/test", "scripts/setup"), "scripts/test does not run scripts/setup");
+    assert!(runs(".ci/run", "scripts/test"), ".ci/run does not run scripts/test");
 }
 
 /// `scripts/setup` on a machine where `golang-go` and `ruby` are missing: `--check` names them;
@@ -235,11 +207,7 @@ fn setup_names_and_installs_what_is_missing() {
     for (name, body) in scripts {
         let path = bin.join(name);
         fs_err::write(&path, body).unwrap();
-        std::process::Command::new("chmod")
-            .arg("+x")
-            .arg(&path)
-            .status()
-            .unwrap();
+        std::process::Command::new("chmod").arg("+x").arg(&path).status().unwrap();
     }
     let path = format!("{}:/usr/bin:/bin", bin.display());
     let setup = |missing: &str, args: &[&str]| {
@@ -253,27 +221,16 @@ fn setup_names_and_installs_what_is_missing() {
 
     let out = setup("golang-go ruby", &["--check"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("missing: golang-go ruby"),
-        "{}",
-        text(&out)
-    );
+    assert!(text(&out).contains("missing: golang-go ruby"), "{}", text(&out));
     assert_eq!(apt(), "", "--check installs nothing");
 
     let out = setup("golang-go ruby", &[]);
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(
-        apt(),
-        "update -qq\ninstall -y -qq --no-install-recommends golang-go ruby\n"
-    );
+    assert_eq!(apt(), "update -qq\ninstall -y -qq --no-install-recommends golang-go ruby\n");
 
     fs_err::remove_file(&log).unwrap();
     let out = setup("", &[]);
-    assert!(
-        out.status.success() && text(&out).contains("every package"),
-        "{}",
-        text(&out)
-    );
+    assert!(out.status.success() && text(&out).contains("every package"), "{}", text(&out));
     assert_eq!(apt(), "", "nothing missing, nothing installed");
 }
 
@@ -289,11 +246,7 @@ fn the_published_layout_export_loads_like_the_published_dataset() {
     };
     let out = export(&out_dir);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        out_dir
-            .join("data/code2text_queries/release_v2503.parquet")
-            .is_file()
-    );
+    assert!(out_dir.join("data/code2text_queries/release_v2503.parquet").is_file());
     // Unchanged configs are the release's bytes.
     assert_eq!(
         fs_err::read(out_dir.join("data/text2code_qrels/release_v2503.parquet")).unwrap(),
@@ -315,11 +268,7 @@ fn the_published_layout_export_loads_like_the_published_dataset() {
     let first = tree_sha256(&out_dir);
     let again = export(&out_dir);
     assert!(again.status.success(), "{}", text(&again));
-    assert_eq!(
-        tree_sha256(&out_dir),
-        first,
-        "the export is not reproducible"
-    );
+    assert_eq!(tree_sha256(&out_dir), first, "the export is not reproducible");
     let other = dir.path().join("mine");
     fs_err::create_dir_all(&other).unwrap();
     fs_err::write(other.join("notes.txt"), "mine").unwrap();
@@ -329,10 +278,7 @@ fn the_published_layout_export_loads_like_the_published_dataset() {
         "{}",
         text(&refused)
     );
-    let empty = run(coreb()
-        .arg("export")
-        .arg(dir.path().join("mine"))
-        .arg(dir.path().join("x")));
+    let empty = run(coreb().arg("export").arg(dir.path().join("mine")).arg(dir.path().join("x")));
     assert!(
         !empty.status.success() && text(&empty).contains("no release under"),
         "{}",
@@ -348,21 +294,14 @@ fn the_published_layout_export_loads_like_the_published_dataset() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(
-        out.stdout
-            .rsplit(|b| *b == b'\n')
-            .find(|l| !l.is_empty())
-            .unwrap_or_default(),
+        out.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default(),
     )
     .unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
     // The sample has every subtask of the published dataset: text2code 3 kinds × (any + 5
     // languages), code2code 3, code2text 2 kinds × (any + 5 languages) + c2t_match.
     let subtasks = |t: &str| report["subtasks"][t].as_array().unwrap().len();
     assert_eq!(
-        (
-            subtasks("text2code"),
-            subtasks("code2code"),
-            subtasks("code2text")
-        ),
+        (subtasks("text2code"), subtasks("code2code"), subtasks("code2text")),
         (18, 3, 13),
         "{report}"
     );

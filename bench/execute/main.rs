@@ -124,11 +124,7 @@ fn main() {
             "--jobs" => jobs = value().expect("--jobs N"),
             _ => {} // cargo bench passes `--bench`.
         }
-        i += if args[i].starts_with("--") && value().is_some() {
-            2
-        } else {
-            1
-        };
+        i += if args[i].starts_with("--") && value().is_some() { 2 } else { 1 };
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
 
@@ -147,11 +143,8 @@ fn main() {
     let mut solutions = Vec::new();
     for p in &problems {
         for language in Language::ALL {
-            let file = fixtures().join(format!(
-                "solutions/{}/ok.{}",
-                p.question_id,
-                language.extension()
-            ));
+            let file =
+                fixtures().join(format!("solutions/{}/ok.{}", p.question_id, language.extension()));
             let code = std::fs::read_to_string(&file).expect("fixture solution");
             for sample in 0..samples as u32 {
                 solutions.push(Solution {
@@ -168,10 +161,7 @@ fn main() {
     let pairs: Vec<(&Solution, &TestCase)> = solutions
         .iter()
         .flat_map(|s| {
-            let p = problems
-                .iter()
-                .find(|p| p.id == s.problem_id)
-                .expect("problem");
+            let p = problems.iter().find(|p| p.id == s.problem_id).expect("problem");
             p.public_tests.iter().map(move |t| (s, t))
         })
         .collect();
@@ -189,12 +179,7 @@ fn main() {
     let ours = Figures {
         name: "coreb",
         pairs: out.stats.tests,
-        passed: out
-            .stats
-            .verdicts
-            .get(&coreb_judge::Verdict::Passed)
-            .copied()
-            .unwrap_or(0),
+        passed: out.stats.verdicts.get(&coreb_judge::Verdict::Passed).copied().unwrap_or(0),
         wall: t0.elapsed(),
         cpu: children_cpu() - cpu0,
     };
@@ -204,27 +189,17 @@ fn main() {
         return;
     }
     // The same programs the judge compiles (a LeetCode solution inside its driver).
-    let harness: std::collections::HashMap<_, _> = problems
-        .iter()
-        .map(|p| (p.id.clone(), Harness::of(p)))
-        .collect();
+    let harness: std::collections::HashMap<_, _> =
+        problems.iter().map(|p| (p.id.clone(), Harness::of(p))).collect();
     let program = |s: &Solution| match harness.get(&s.problem_id) {
         Some(Harness::Driver(signature)) => assemble(&s.code, s.language, signature),
         _ => s.code.clone(),
     };
     let pairs: Vec<(&Solution, String, &TestCase)> =
         pairs.iter().map(|(s, t)| (*s, program(s), *t)).collect();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .expect("pool");
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build().expect("pool");
     let (cpu0, t0) = (children_cpu(), Instant::now());
-    let passed = pool.install(|| {
-        pairs
-            .par_iter()
-            .filter(|(s, p, t)| naive_test(s, p, t))
-            .count()
-    });
+    let passed = pool.install(|| pairs.par_iter().filter(|(s, p, t)| naive_test(s, p, t)).count());
     let naive = Figures {
         name: "naive",
         pairs: pairs.len(),
@@ -241,16 +216,11 @@ fn main() {
     );
     let mut per_language = std::collections::BTreeMap::new();
     for r in &out.results {
-        let e = per_language
-            .entry(r.language.as_str())
-            .or_insert((0usize, 0u64));
+        let e = per_language.entry(r.language.as_str()).or_insert((0usize, 0u64));
         e.0 += r.tests.len();
         e.1 += r.tests.iter().map(|t| t.wall_ms).sum::<u64>();
     }
     for (lang, (n, ms)) in per_language {
-        println!(
-            "coreb {lang:<6} {n:>4} tests, mean test wall {:>6.1} ms",
-            ms as f64 / n as f64
-        );
+        println!("coreb {lang:<6} {n:>4} tests, mean test wall {:>6.1} ms", ms as f64 / n as f64);
     }
 }

@@ -172,24 +172,15 @@ async fn bench(
             coreb_llm::store::StoredResponse {
                 text: format!("<code>print({i})</code>"),
                 finish_reason: coreb_llm::FinishReason::Stop,
-                usage: coreb_llm::TokenUsage {
-                    prompt_tokens: 10,
-                    completion_tokens: 5,
-                },
+                usage: coreb_llm::TokenUsage { prompt_tokens: 10, completion_tokens: 5 },
                 provenance: coreb_llm::Provenance::Endpoint,
             },
         );
         store.put(&entry)?;
     }
     let fill_secs = fill.elapsed().as_secs_f64();
-    let replay = Gateway::new(
-        &LlmConfig {
-            mode: StoreMode::Replay,
-            ..config.clone()
-        },
-        store,
-        None,
-    )?;
+    let replay =
+        Gateway::new(&LlmConfig { mode: StoreMode::Replay, ..config.clone() }, store, None)?;
     let before = hits.load(Ordering::Relaxed);
     for (label, conc) in [("sequential", 1usize), ("concurrent", 16)] {
         let start = Instant::now();

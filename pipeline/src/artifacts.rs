@@ -108,16 +108,12 @@ impl ArtifactStore {
     /// Open (create) the store.
     pub fn open(root: &Path) -> anyhow::Result<Self> {
         fs_err::create_dir_all(root)?;
-        Ok(ArtifactStore {
-            root: root.to_owned(),
-        })
+        Ok(ArtifactStore { root: root.to_owned() })
     }
 
     /// The store at `root` for reading only: nothing is created; `None` when it does not exist.
     pub fn existing(root: &Path) -> Option<Self> {
-        root.is_dir().then(|| ArtifactStore {
-            root: root.to_owned(),
-        })
+        root.is_dir().then(|| ArtifactStore { root: root.to_owned() })
     }
 
     /// The directory of a completed stage.
@@ -147,9 +143,7 @@ impl ArtifactStore {
     /// record of it built by this binary? (A stage that knows it will miss can start before
     /// its key is known.)
     pub fn holds_reusable(&self, stage: &str) -> anyhow::Result<bool> {
-        Ok(self
-            .record(stage)?
-            .is_some_and(|r| r.tool_fingerprint == TOOL_FINGERPRINT))
+        Ok(self.record(stage)?.is_some_and(|r| r.tool_fingerprint == TOOL_FINGERPRINT))
     }
 
     /// The record of a stage built from exactly `key` by this binary, if every output is
@@ -183,11 +177,7 @@ impl ArtifactStore {
             fs_err::remove_dir_all(&tmp)?;
         }
         fs_err::create_dir_all(&tmp)?;
-        Ok(StageWriter {
-            stage: stage.to_owned(),
-            tmp,
-            dir: self.stage_dir(stage),
-        })
+        Ok(StageWriter { stage: stage.to_owned(), tmp, dir: self.stage_dir(stage) })
     }
 }
 
@@ -229,14 +219,8 @@ impl StageWriter {
             let path = self.tmp.join(file);
             // A table the stage wrote through `AtomicFile` was hashed as it was written.
             let FileEntry { sha256, bytes } = file_entry(&path)?;
-            files.insert(
-                (*role).to_owned(),
-                OutputFile {
-                    file: (*file).to_owned(),
-                    sha256,
-                    bytes,
-                },
-            );
+            files
+                .insert((*role).to_owned(), OutputFile { file: (*file).to_owned(), sha256, bytes });
         }
         let record = StageRecord {
             stage: self.stage.clone(),
@@ -316,10 +300,7 @@ pub fn file_entry(path: &Path) -> anyhow::Result<FileEntry> {
         Some(sha256) => sha256,
         None => sha256_file(path).with_context(|| format!("hashing `{}`", path.display()))?,
     };
-    Ok(FileEntry {
-        sha256,
-        bytes: fs_err::metadata(path)?.len(),
-    })
+    Ok(FileEntry { sha256, bytes: fs_err::metadata(path)?.len() })
 }
 
 /// Hash every file of a release but its `MANIFEST.json`.
@@ -340,13 +321,8 @@ mod tests {
 
         let w = store.begin("ingest").unwrap();
         fs_err::write(w.path("out.txt"), "hello").unwrap();
-        let rec = w
-            .commit(
-                &key,
-                &[("out", "out.txt")],
-                &serde_json::json!({"rows_out": 1}),
-            )
-            .unwrap();
+        let rec =
+            w.commit(&key, &[("out", "out.txt")], &serde_json::json!({"rows_out": 1})).unwrap();
         assert_eq!(rec.outputs["out"].bytes, 5);
         assert_eq!(store.lookup("ingest", &key).unwrap(), Some(rec.clone()));
 
@@ -381,10 +357,7 @@ mod tests {
         // The fingerprint holds the sha256 of the source the binary was built from.
         let (version, source) = TOOL_FINGERPRINT.split_once('+').unwrap();
         assert_eq!(version, TOOL_VERSION);
-        assert!(
-            coreb_base::hashing::is_sha256_hex(source),
-            "{TOOL_FINGERPRINT}"
-        );
+        assert!(coreb_base::hashing::is_sha256_hex(source), "{TOOL_FINGERPRINT}");
         assert!(env!("COREB_SOURCE_FILES").parse::<usize>().unwrap() > 50);
 
         let config = serde_json::json!({"a": 1});
@@ -399,8 +372,7 @@ mod tests {
         let store = ArtifactStore::open(dir.path()).unwrap();
         let w = store.begin("ingest").unwrap();
         fs_err::write(w.path("out.txt"), "hello").unwrap();
-        w.commit(&key, &[("out", "out.txt")], &serde_json::json!({}))
-            .unwrap();
+        w.commit(&key, &[("out", "out.txt")], &serde_json::json!({})).unwrap();
         assert!(store.lookup("ingest", &key).unwrap().is_some());
         let path = store.stage_dir("ingest").join("record.json");
         let mut record: serde_json::Value =

@@ -99,15 +99,9 @@ fn answers_for(
     }
     let mut kinds = serde_json::Map::new();
     for d in &a.distractors {
-        kinds.insert(
-            d.kind.clone(),
-            serde_json::Value::String(d.statement.clone()),
-        );
+        kinds.insert(d.kind.clone(), serde_json::Value::String(d.statement.clone()));
     }
-    out.insert(
-        (LlmStage::Distract, id.clone()),
-        serde_json::Value::Object(kinds).to_string(),
-    );
+    out.insert((LlmStage::Distract, id.clone()), serde_json::Value::Object(kinds).to_string());
     out.insert((LlmStage::Abbreviate, id.clone()), a.summary.clone());
     out.insert(
         (LlmStage::Queries, id.clone()),
@@ -117,10 +111,7 @@ fn answers_for(
         let language = Language::parse(&s.language)
             .with_context(|| format!("`{}`: unknown language `{}`", a.question_id, s.language))?;
         let item = SolutionId::new(&pid, &s.model, language, 0);
-        out.insert(
-            (LlmStage::Generate, item.as_str().to_owned()),
-            s.response.clone(),
-        );
+        out.insert((LlmStage::Generate, item.as_str().to_owned()), s.response.clone());
     }
     Ok(())
 }
@@ -140,11 +131,7 @@ fn rewrite_answers(
 
     // The tests the rewrite stage sends to the model, batched as it batches them.
     let config = &plan.stages.rewrite;
-    let all: Vec<&TestCase> = problem
-        .public_tests
-        .iter()
-        .chain(&problem.private_tests)
-        .collect();
+    let all: Vec<&TestCase> = problem.public_tests.iter().chain(&problem.private_tests).collect();
     if all.len() != rw.tests.len() {
         anyhow::bail!(
             "`{}`: {} authored tests for {} tests",
@@ -182,10 +169,7 @@ fn rewrite_answers(
                 (LlmStage::Reference, item.clone()),
                 format!("<code>\n{}</code>", r.original),
             );
-            out.insert(
-                (LlmStage::AdaptReference, item),
-                format!("<code>\n{}</code>", r.adapted),
-            );
+            out.insert((LlmStage::AdaptReference, item), format!("<code>\n{}</code>", r.adapted));
         }
         (Some(_), false) => anyhow::bail!(
             "`{}`: a `reference` is authored but no test of the problem is rewritten (the rewrite stage never asks for it)",

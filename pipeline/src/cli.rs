@@ -24,18 +24,9 @@ pub struct Cli {
 /// subcommand is in exactly one: a test checks it); [`STAGE_COMMANDS`] stands for the stage
 /// commands not named in a group, in the order of the stage table ([`command_groups`]).
 pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
-    (
-        "Build a release and its stages",
-        &["init", "build", "plan", STAGE_COMMANDS],
-    ),
-    (
-        "Publish and check",
-        &[StageName::Release.as_str(), "export", "check", "verify"],
-    ),
-    (
-        "Evaluate and compare",
-        &["eval", "compare", "leaderboard", "trec-eval"],
-    ),
+    ("Build a release and its stages", &["init", "build", "plan", STAGE_COMMANDS]),
+    ("Publish and check", &[StageName::Release.as_str(), "export", "check", "verify"]),
+    ("Evaluate and compare", &["eval", "compare", "leaderboard", "trec-eval"]),
     ("Curate and audit", &["corpus", "merge", "audit", "review"]),
     ("Operate", &["store", "programs", "judge"]),
 ];
@@ -69,10 +60,7 @@ pub fn command_groups() -> Vec<(&'static str, Vec<&'static str>)> {
 /// the README to it).
 pub const EXIT_CODES: &[(&str, &str)] = &[
     ("0", "done"),
-    (
-        "1",
-        "the work failed: a stage, a gate, a check, the preflight, a damaged release",
-    ),
+    ("1", "the work failed: a stage, a gate, a check, the preflight, a damaged release"),
     (
         "2",
         "the command was wrong: a flag or its value, an input that is not there, a manifest that cannot be read or parsed",
@@ -91,10 +79,7 @@ pub fn command() -> clap::Command {
     let about: std::collections::BTreeMap<String, String> = cmd
         .get_subcommands()
         .map(|s| {
-            (
-                s.get_name().to_owned(),
-                s.get_about().map(|a| a.to_string()).unwrap_or_default(),
-            )
+            (s.get_name().to_owned(), s.get_about().map(|a| a.to_string()).unwrap_or_default())
         })
         .collect();
     let width = about.keys().map(String::len).max().unwrap_or(0);
@@ -319,12 +304,7 @@ impl clap::FromArgMatches for StageCommand {
             true => ReplaceArg::from_arg_matches_mut(&mut sub)?.replace,
             false => false,
         };
-        Ok(StageCommand {
-            stage,
-            common,
-            shard,
-            replace,
-        })
+        Ok(StageCommand { stage, common, shard, replace })
     }
 
     fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
@@ -335,9 +315,7 @@ impl clap::FromArgMatches for StageCommand {
 
 impl Subcommand for StageCommand {
     fn augment_subcommands(cmd: clap::Command) -> clap::Command {
-        StageName::ALL
-            .into_iter()
-            .fold(cmd, |cmd, stage| cmd.subcommand(Self::subcommand(stage)))
+        StageName::ALL.into_iter().fold(cmd, |cmd, stage| cmd.subcommand(Self::subcommand(stage)))
     }
 
     fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
@@ -785,10 +763,7 @@ impl MergeStage {
                             .map(StageName::as_str),
                     )
                     .collect();
-                Err(format!(
-                    "`{s}` has no shard processes to merge; one of: {}",
-                    names.join(", ")
-                ))
+                Err(format!("`{s}` has no shard processes to merge; one of: {}", names.join(", ")))
             }
         }
     }
@@ -879,19 +854,12 @@ pub struct ProgramsArgs {
 
 /// An LLM stage by its name (`rewrite`, `rewrite_tests`, `generate` …).
 fn llm_stage(name: &str) -> Result<coreb_llm::LlmStage, String> {
-    coreb_llm::LlmStage::ALL
-        .into_iter()
-        .find(|s| s.as_str() == name)
-        .ok_or_else(|| {
-            format!(
-                "not an LLM stage: `{name}` (one of {})",
-                coreb_llm::LlmStage::ALL
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
+    coreb_llm::LlmStage::ALL.into_iter().find(|s| s.as_str() == name).ok_or_else(|| {
+        format!(
+            "not an LLM stage: `{name}` (one of {})",
+            coreb_llm::LlmStage::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 /// Arguments of `coreb store`.
@@ -966,16 +934,11 @@ mod help_tests {
     #[test]
     fn every_command_is_in_exactly_one_group_and_help_lists_them_by_group() {
         use clap::CommandFactory;
-        let names: Vec<String> = Cli::command()
-            .get_subcommands()
-            .map(|s| s.get_name().to_owned())
-            .collect();
+        let names: Vec<String> =
+            Cli::command().get_subcommands().map(|s| s.get_name().to_owned()).collect();
         let groups = command_groups();
         for name in &names {
-            let n = groups
-                .iter()
-                .filter(|(_, g)| g.contains(&name.as_str()))
-                .count();
+            let n = groups.iter().filter(|(_, g)| g.contains(&name.as_str())).count();
             assert_eq!(n, 1, "`{name}` is in {n} groups of COMMAND_GROUPS");
         }
         for (group, g) in &groups {
@@ -998,27 +961,19 @@ mod help_tests {
             let end = section.find("\n\n").unwrap_or(section.len());
             for name in g {
                 assert!(
-                    section[..end]
-                        .lines()
-                        .any(|l| l.trim_start().starts_with(&format!("{name} "))),
+                    section[..end].lines().any(|l| l.trim_start().starts_with(&format!("{name} "))),
                     "`{name}` not under `{group}`:\n{help}"
                 );
             }
         }
-        assert!(
-            help.contains("Options:") && help.contains("--help"),
-            "{help}"
-        );
+        assert!(help.contains("Options:") && help.contains("--help"), "{help}");
         // The exit codes end the help, as the README's one table has them.
         let readme = std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
         )
         .unwrap();
         for (code, means) in EXIT_CODES {
-            assert!(
-                help.contains(&format!("  {code:8}  {means}\n")),
-                "{code}: {help}"
-            );
+            assert!(help.contains(&format!("  {code:8}  {means}\n")), "{code}: {help}");
             assert!(
                 readme.contains(&format!("| {code} | {means} |")),
                 "README.md has no row `| {code} | {means} |`"

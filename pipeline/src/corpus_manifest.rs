@@ -155,11 +155,7 @@ pub struct CorpusPlan {
 
 /// `p` made absolute against `base` (the manifest's directory).
 fn absolute(base: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_owned()
-    } else {
-        base.join(p)
-    }
+    if p.is_absolute() { p.to_owned() } else { base.join(p) }
 }
 
 impl CorpusPlan {
@@ -182,10 +178,7 @@ impl CorpusPlan {
             e.cache_dir = e.cache_dir.as_deref().map(abs);
         }
         if file.sources.is_empty() {
-            bail!(
-                "`{}`: `source`: at least one `[[source]]` is needed",
-                path.display()
-            );
+            bail!("`{}`: `source`: at least one `[[source]]` is needed", path.display());
         }
         let mut names = std::collections::BTreeSet::new();
         for s in &mut file.sources {
@@ -206,15 +199,11 @@ impl CorpusPlan {
                 (None, Some(url))
                     if !(url.starts_with("http://") || url.starts_with("https://")) =>
                 {
-                    bail!(
-                        "{}: `{url}` is not an http:// or https:// URL",
-                        where_("url")
-                    )
+                    bail!("{}: `{url}` is not an http:// or https:// URL", where_("url"))
                 }
-                (None, Some(_)) if s.format == SourceFormat::Beir => bail!(
-                    "{}: a BEIR folder cannot be downloaded; give a `path`",
-                    where_("url")
-                ),
+                (None, Some(_)) if s.format == SourceFormat::Beir => {
+                    bail!("{}: a BEIR folder cannot be downloaded; give a `path`", where_("url"))
+                }
                 _ => {}
             }
             if let Some(h) = &s.sha256 {
@@ -226,11 +215,7 @@ impl CorpusPlan {
                 }
             }
             if !names.insert(s.name.clone()) {
-                bail!(
-                    "`{}`: `source.name`: `{}` appears twice",
-                    path.display(),
-                    s.name
-                );
+                bail!("`{}`: `source.name`: `{}` appears twice", path.display(), s.name);
             }
         }
         if file.output.shards == 0 || file.output.shards > 10_000 {

@@ -30,9 +30,7 @@ use cli::{Cli, Command};
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     // Colour codes only on a terminal (where `NO_COLOR` still turns them off), never in a
     // redirected log.
     let builder = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {

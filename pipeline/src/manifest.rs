@@ -248,11 +248,7 @@ impl RunPlan {
             |e: anyhow::Error| anyhow::Error::new(coreb_base::errors::Usage(format!("{e:#}")));
         let text = fs_err::read_to_string(path).map_err(|e| usage(e.into()))?;
         let file: ManifestFile = toml::from_str(&text).map_err(|e| {
-            usage(anyhow::anyhow!(
-                "{}: {}",
-                path.display(),
-                e.to_string().trim_end()
-            ))
+            usage(anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))
         })?;
         let mut plan = Self::resolve(path, file, jobs)
             .with_context(|| format!("resolving manifest `{}`", path.display()))
@@ -288,13 +284,7 @@ impl RunPlan {
         }
         let base = path
             .parent()
-            .map(|p| {
-                if p.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    p
-                }
-            })
+            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
             .unwrap_or(Path::new("."));
         let base = fs_err::canonicalize(base)?;
         let window = DateWindow::new(window.start.as_deref(), window.end.as_deref())
@@ -316,24 +306,16 @@ impl RunPlan {
             }
             resolved.push(source);
         }
-        stages
-            .dedup
-            .validate()
-            .map_err(|e| anyhow::anyhow!("`stages.dedup`: {e}"))?;
-        stages
-            .filter
-            .validate()
-            .map_err(|e| anyhow::anyhow!("`stages.filter`: {e}"))?;
+        stages.dedup.validate().map_err(|e| anyhow::anyhow!("`stages.dedup`: {e}"))?;
+        stages.filter.validate().map_err(|e| anyhow::anyhow!("`stages.filter`: {e}"))?;
         llm.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
         let output_dir = lexical_join(&base, &output_dir);
         // `--jobs 0` (or none) means every core.
         let jobs = jobs
             .filter(|&n| n > 0)
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let releases_dir = lexical_join(
-            &base,
-            &releases_dir.unwrap_or_else(|| PathBuf::from("../releases")),
-        );
+        let releases_dir =
+            lexical_join(&base, &releases_dir.unwrap_or_else(|| PathBuf::from("../releases")));
         let control = control.map(|c| lexical_join(&base, &c.of));
         if let Some(of) = &control
             && of.parent() == Some(releases_dir.as_path())
@@ -422,12 +404,7 @@ impl EmbeddedManifest {
         let release_abs =
             std::path::absolute(release).with_context(|| format!("`{}`", release.display()))?;
         let path = lexical_join(&release_abs, Path::new(&manifest.build_manifest.path));
-        Ok(EmbeddedManifest {
-            manifest_file,
-            release: manifest,
-            file,
-            path,
-        })
+        Ok(EmbeddedManifest { manifest_file, release: manifest, file, path })
     }
 
     /// The build manifest's exact text.
@@ -458,10 +435,8 @@ pub fn sandbox_settings(manifest_text: &str) -> Vec<String> {
     let Ok(value) = manifest_text.parse::<toml::Table>() else {
         return Vec::new();
     };
-    let Some(execute) = value
-        .get("stages")
-        .and_then(|s| s.get("execute"))
-        .and_then(toml::Value::as_table)
+    let Some(execute) =
+        value.get("stages").and_then(|s| s.get("execute")).and_then(toml::Value::as_table)
     else {
         return Vec::new();
     };
@@ -474,14 +449,7 @@ pub fn sandbox_settings(manifest_text: &str) -> Vec<String> {
             ("sandbox", _) => found.push("stages.execute.sandbox".into()),
             ("work_dir", _) => found.push("stages.execute.work_dir".into()),
             (lang, Some(t)) => {
-                for k in [
-                    "compile",
-                    "run",
-                    "env",
-                    "prelude",
-                    "source",
-                    "compile_cache",
-                ] {
+                for k in ["compile", "run", "env", "prelude", "source", "compile_cache"] {
                     if t.contains_key(k) {
                         found.push(format!("stages.execute.{lang}.{k}"));
                     }
@@ -543,14 +511,8 @@ pub fn has_version_shape(name: &str) -> bool {
 /// `word` as one shell word: as is when plain, else in single quotes.
 pub fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
+        && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    if plain { word.to_owned() } else { format!("'{}'", word.replace('\'', "'\\''")) }
 }
 
 #[cfg(test)]
@@ -578,14 +540,11 @@ url = "data.jsonl"
 
     #[test]
     fn unknown_keys_are_errors() {
-        let err = parse(&format!("{MINIMAL}\n[stages.dedup]\nshingle = 3\n"))
-            .unwrap_err()
-            .to_string();
+        let err =
+            parse(&format!("{MINIMAL}\n[stages.dedup]\nshingle = 3\n")).unwrap_err().to_string();
         assert!(err.contains("unknown field `shingle`"), "{err}");
         assert!(err.contains("line 9"), "{err}");
-        let err = parse(&format!("colour = 1\n{MINIMAL}"))
-            .unwrap_err()
-            .to_string();
+        let err = parse(&format!("colour = 1\n{MINIMAL}")).unwrap_err().to_string();
         assert!(err.contains("unknown field `colour`"), "{err}");
     }
 

@@ -154,11 +154,7 @@ pub fn progress_line(
     bytes: bool,
 ) -> String {
     let amount = |n: u64| {
-        if bytes {
-            indicatif::HumanBytes(n).to_string()
-        } else {
-            n.to_string()
-        }
+        if bytes { indicatif::HumanBytes(n).to_string() } else { n.to_string() }
     };
     let after = duration(elapsed);
     match length {
@@ -226,10 +222,6 @@ mod tests {
             lines.lock().unwrap()
         );
         std::thread::sleep(Duration::from_millis(200));
-        assert_eq!(
-            lines.lock().unwrap().len(),
-            n,
-            "no line after the bar finished"
-        );
+        assert_eq!(lines.lock().unwrap().len(), n, "no line after the bar finished");
     }
 }

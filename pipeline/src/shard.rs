@@ -44,21 +44,14 @@ pub struct ShardSpec {
 impl ShardSpec {
     /// Parse `I/N` with `I < N`.
     pub fn parse(s: &str) -> Result<ShardSpec, String> {
-        let (i, n) = s
-            .split_once('/')
-            .ok_or_else(|| format!("`{s}`: expected `I/N`, e.g. `0/4`"))?;
-        let index: u32 = i
-            .trim()
-            .parse()
-            .map_err(|_| format!("`{s}`: `{i}` is not a shard number"))?;
-        let count: u32 = n
-            .trim()
-            .parse()
-            .map_err(|_| format!("`{s}`: `{n}` is not a shard count"))?;
+        let (i, n) =
+            s.split_once('/').ok_or_else(|| format!("`{s}`: expected `I/N`, e.g. `0/4`"))?;
+        let index: u32 =
+            i.trim().parse().map_err(|_| format!("`{s}`: `{i}` is not a shard number"))?;
+        let count: u32 =
+            n.trim().parse().map_err(|_| format!("`{s}`: `{n}` is not a shard count"))?;
         if count == 0 || index >= count {
-            return Err(format!(
-                "`{s}`: the shard must be in 0..{count} and the count at least 1"
-            ));
+            return Err(format!("`{s}`: the shard must be in 0..{count} and the count at least 1"));
         }
         Ok(ShardSpec { index, count })
     }
@@ -110,9 +103,7 @@ pub fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
 /// hashes the files as it streams them and checks the hashes ([`damaged_file`]) before it
 /// commits anything made from them.
 pub fn read_part_marker_sized(dir: &Path) -> anyhow::Result<PartMarker> {
-    read_marker_checking(dir, |path, e| {
-        fs_err::metadata(path).is_ok_and(|m| m.len() == e.bytes)
-    })
+    read_marker_checking(dir, |path, e| fs_err::metadata(path).is_ok_and(|m| m.len() == e.bytes))
 }
 
 fn read_marker_checking(
@@ -122,11 +113,8 @@ fn read_marker_checking(
     let path = dir.join("_SUCCESS");
     let marker: PartMarker = serde_json::from_str(&fs_err::read_to_string(&path)?)
         .with_context(|| format!("`{}`", path.display()))?;
-    if let Some(rel) = marker
-        .files
-        .iter()
-        .find(|(rel, e)| !intact(&dir.join(rel), e))
-        .map(|(rel, _)| rel)
+    if let Some(rel) =
+        marker.files.iter().find(|(rel, e)| !intact(&dir.join(rel), e)).map(|(rel, _)| rel)
     {
         return Err(damaged_file(&dir.join(rel)));
     }
@@ -171,8 +159,7 @@ pub fn file_verified(path: &Path, entry: &FileEntry) -> bool {
         return false;
     }
     let known = |v: &Vec<(PathBuf, String, [i64; 5])>| {
-        v.iter()
-            .any(|(p, sha, k)| p == path && *sha == entry.sha256 && *k == key)
+        v.iter().any(|(p, sha, k)| p == path && *sha == entry.sha256 && *k == key)
     };
     if known(&VERIFIED.lock().unwrap_or_else(|e| e.into_inner())) {
         return true;
@@ -206,10 +193,7 @@ impl PartWriter {
             fs_err::remove_dir_all(&tmp)?;
         }
         fs_err::create_dir_all(&tmp)?;
-        Ok(PartWriter {
-            tmp,
-            dir: parts.join(name),
-        })
+        Ok(PartWriter { tmp, dir: parts.join(name) })
     }
 
     /// Where to write a file of the part.
@@ -222,10 +206,7 @@ impl PartWriter {
     pub fn finish(self, marker: &PartMarker) -> anyhow::Result<PathBuf> {
         let mut marker = marker.clone();
         marker.files = hash_files(&self.tmp, |rel| rel != "_SUCCESS")?;
-        durable::write(
-            &self.tmp.join("_SUCCESS"),
-            &serde_json::to_vec_pretty(&marker)?,
-        )?;
+        durable::write(&self.tmp.join("_SUCCESS"), &serde_json::to_vec_pretty(&marker)?)?;
         durable::replace_dir(&self.tmp, &self.dir)?;
         Ok(self.dir)
     }
@@ -275,11 +256,7 @@ pub fn complete_parts_with(
         _ => bail!(
             "`{}` holds parts of different shard counts ({}): remove the stale ones",
             parts_dir.display(),
-            counts
-                .iter()
-                .map(|n| format!("of {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            counts.iter().map(|n| format!("of {n}")).collect::<Vec<_>>().join(", ")
         ),
     };
     let mut problems = Vec::new();
@@ -307,10 +284,7 @@ pub fn damaged_part(i: u32, n: u32, e: &anyhow::Error, rerun: &str) -> String {
 
 /// The merge's refusal, one line per problem.
 pub fn cannot_merge(what: &str, problems: &[String]) -> anyhow::Error {
-    anyhow::anyhow!(
-        "cannot merge the {what} shards yet:\n  {}",
-        problems.join("\n  ")
-    )
+    anyhow::anyhow!("cannot merge the {what} shards yet:\n  {}", problems.join("\n  "))
 }
 
 /// An exclusive `flock` on a file, held until dropped. Processes of one build on a shared
@@ -351,11 +325,7 @@ impl Lock {
         if !flock(&file, libc::LOCK_EX | libc::LOCK_NB)? {
             let holder = std::fs::read_to_string(path).unwrap_or_default();
             let holder = holder.trim();
-            waiting(if holder.is_empty() {
-                "another coreb process"
-            } else {
-                holder
-            });
+            waiting(if holder.is_empty() { "another coreb process" } else { holder });
             flock(&file, libc::LOCK_EX)?;
         }
         // Who holds it now, for the next one to wait.
@@ -382,18 +352,14 @@ mod tests {
         let ids: Vec<String> = (0..500).map(|i| format!("lcb_{i}")).collect();
         for n in [1, 2, 3, 7] {
             for id in &ids {
-                let owners = (0..n)
-                    .filter(|&i| in_slice(id, ShardSpec { index: i, count: n }))
-                    .count();
+                let owners =
+                    (0..n).filter(|&i| in_slice(id, ShardSpec { index: i, count: n })).count();
                 assert_eq!(owners, 1, "{id} of {n}");
             }
         }
         // Not by position: the shard of an id does not depend on the others.
-        let three = |id: &str| {
-            (0..3)
-                .find(|&i| in_slice(id, ShardSpec { index: i, count: 3 }))
-                .unwrap()
-        };
+        let three =
+            |id: &str| (0..3).find(|&i| in_slice(id, ShardSpec { index: i, count: 3 })).unwrap();
         let counts = ids.iter().fold([0; 3], |mut c, id| {
             c[three(id) as usize] += 1;
             c
@@ -436,17 +402,12 @@ mod tests {
         }
         fs_err::create_dir_all(parts.join("part=002-of-004")).unwrap();
         let rerun = |i: u32, n: u32| format!("run `x --shard {i}/{n}`");
-        let e = complete_parts(parts, "p", "test", rerun)
-            .unwrap_err()
-            .to_string();
+        let e = complete_parts(parts, "p", "test", rerun).unwrap_err().to_string();
         assert!(
             e.contains("shard 1/4 was made from another plan") && e.contains("run `x --shard 1/4`"),
             "{e}"
         );
-        assert!(
-            e.contains("shard 2/4 is incomplete") && e.contains("shard 3/4 is missing"),
-            "{e}"
-        );
+        assert!(e.contains("shard 2/4 is incomplete") && e.contains("shard 3/4 is missing"), "{e}");
         assert!(!e.contains("shard 0/4"), "{e}");
         assert!(
             part_done(parts, ShardSpec { index: 0, count: 4 }, "p")

@@ -27,11 +27,7 @@ pub struct AbbreviateConfig {
 
 impl Default for AbbreviateConfig {
     fn default() -> Self {
-        AbbreviateConfig {
-            concurrency: 8,
-            min_words: 50,
-            max_words: 150,
-        }
+        AbbreviateConfig { concurrency: 8, min_words: 50, max_words: 150 }
     }
 }
 
@@ -56,51 +52,37 @@ pub async fn abbreviate(
             ),
         });
     }
-    let results = run::ordered(
-        problems.iter().collect(),
-        config.concurrency,
-        |p| async move {
-            let mut stats = LlmStageStats::default();
-            let messages = prompt
-                .render(&[("title", &p.title), ("statement", &p.statement)])
-                .map_err(|source| LlmStageError::Prompt { stage, source })?;
-            let r = run::ask_models(
-                gateway,
-                stage,
-                p.id.as_str(),
-                plan,
-                &messages,
-                prompt,
-                &mut stats,
-                |text| parse(text, config),
-            )
-            .await?;
-            Ok::<_, LlmStageError>((p, r, stats))
-        },
-    )
+    let results = run::ordered(problems.iter().collect(), config.concurrency, |p| async move {
+        let mut stats = LlmStageStats::default();
+        let messages = prompt
+            .render(&[("title", &p.title), ("statement", &p.statement)])
+            .map_err(|source| LlmStageError::Prompt { stage, source })?;
+        let r = run::ask_models(
+            gateway,
+            stage,
+            p.id.as_str(),
+            plan,
+            &messages,
+            prompt,
+            &mut stats,
+            |text| parse(text, config),
+        )
+        .await?;
+        Ok::<_, LlmStageError>((p, r, stats))
+    })
     .await;
     let mut out = AbbreviateOutput::new(problems.len() as u64, &prompt.sha256);
     out.add(run::settle(results)?, |p, text, model, rows| {
-        rows.push(Summary {
-            problem_id: p.id.clone(),
-            words: word_count(&text),
-            text,
-            model,
-        })
+        rows.push(Summary { problem_id: p.id.clone(), words: word_count(&text), text, model })
     });
     Ok(out)
 }
 
 fn parse(text: &str, config: &AbbreviateConfig) -> Result<String, RejectReason> {
     // One paragraph: fold the lines the model may have broken it into.
-    let text = clean_markdown(text)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let text = clean_markdown(text).split_whitespace().collect::<Vec<_>>().join(" ");
     if text.is_empty() {
-        return Err(RejectReason::EmptyField {
-            field: "summary".into(),
-        });
+        return Err(RejectReason::EmptyField { field: "summary".into() });
     }
     let words = word_count(&text);
     if words < config.min_words || words > config.max_words {

@@ -155,11 +155,7 @@ pub fn card_section(flagged: &[Ambiguity]) -> String {
             a.solutions,
             a.outputs,
             a.models.join(", "),
-            a.languages
-                .iter()
-                .map(|l| l.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            a.languages.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(", ")
         );
     }
     s
@@ -242,15 +238,9 @@ mod tests {
         assert_eq!((a.solutions, a.outputs), (3, 2));
         assert_eq!(a.models, ["m1", "m2"]);
         assert_eq!(a.languages, [Python, Cpp, Java]);
-        assert!(
-            a.reason()
-                .starts_with("ambiguous_answer: on test 3, 3 solutions")
-        );
+        assert!(a.reason().starts_with("ambiguous_answer: on test 3, 3 solutions"));
         let card = card_section(&[a]);
-        assert!(
-            card.contains("| lcb_1 | 3 | 3 | 2 | m1, m2 | python, cpp, java |"),
-            "{card}"
-        );
+        assert!(card.contains("| lcb_1 | 3 | 3 | 2 | m1, m2 | python, cpp, java |"), "{card}");
         // One model in two languages is enough, as is two models in one language.
         assert!(
             flag(&[

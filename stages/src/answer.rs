@@ -38,16 +38,9 @@ pub struct AnswerDecision {
 }
 
 const SEVERAL: [&str; 4] = ["multiple", "several", "more than one", "many possible"];
-const ANY_ONE: [&str; 5] = [
-    "any of them",
-    "any one of them",
-    "any of these",
-    "any one of these",
-    "any of those",
-];
-const GIVEN: [&str; 7] = [
-    "print", "output", "return", "accepted", "correct", "answer", "solution",
-];
+const ANY_ONE: [&str; 5] =
+    ["any of them", "any one of them", "any of these", "any one of these", "any of those"];
+const GIVEN: [&str; 7] = ["print", "output", "return", "accepted", "correct", "answer", "solution"];
 const ONE_OF: [&str; 7] = [
     "print any ",
     "output any ",
@@ -94,10 +87,7 @@ pub fn decide(statement: &str) -> AnswerDecision {
         let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
         let one_of = ONE_OF.iter().any(|w| lower.starts_with(w)) && !has(&UNIQUE);
         if one_of || (has(&SEVERAL) && has(&ANY_ONE) && has(&GIVEN)) {
-            return AnswerDecision {
-                answer: AnswerKind::AnyOfSeveral,
-                phrase: Some(sentence),
-            };
+            return AnswerDecision { answer: AnswerKind::AnyOfSeveral, phrase: Some(sentence) };
         }
         if unordered.is_none()
             && lower.contains("in any order")
@@ -110,18 +100,11 @@ pub fn decide(statement: &str) -> AnswerDecision {
         }
     }
     match (unordered, any_case) {
-        (Some(phrase), _) => AnswerDecision {
-            answer: AnswerKind::Unordered,
-            phrase: Some(phrase),
-        },
-        (None, Some(phrase)) => AnswerDecision {
-            answer: AnswerKind::AnyCase,
-            phrase: Some(phrase),
-        },
-        (None, None) => AnswerDecision {
-            answer: AnswerKind::Exact,
-            phrase: None,
-        },
+        (Some(phrase), _) => AnswerDecision { answer: AnswerKind::Unordered, phrase: Some(phrase) },
+        (None, Some(phrase)) => {
+            AnswerDecision { answer: AnswerKind::AnyCase, phrase: Some(phrase) }
+        }
+        (None, None) => AnswerDecision { answer: AnswerKind::Exact, phrase: None },
     }
 }
 

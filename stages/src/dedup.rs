@@ -51,20 +51,8 @@ pub struct DedupConfig {
 
 impl Default for DedupConfig {
     fn default() -> Self {
-        let Params {
-            shingle_words,
-            num_perm,
-            bands,
-            threshold,
-            seed,
-        } = Params::default();
-        DedupConfig {
-            shingle_words,
-            num_perm,
-            bands,
-            threshold,
-            seed,
-        }
+        let Params { shingle_words, num_perm, bands, threshold, seed } = Params::default();
+        DedupConfig { shingle_words, num_perm, bands, threshold, seed }
     }
 }
 
@@ -215,27 +203,19 @@ pub fn statement_hash(text: &str) -> String {
 /// Hashes of the lower-cased word shingles of a text.
 pub fn shingles(text: &str, k: usize) -> HashSet<u64> {
     let lower = normalise(text).to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words: Vec<&str> =
+        lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
     if words.len() <= k {
         return std::iter::once(xxh3_64(words.join(" ").as_bytes())).collect();
     }
-    words
-        .windows(k)
-        .map(|w| xxh3_64(w.join(" ").as_bytes()))
-        .collect()
+    words.windows(k).map(|w| xxh3_64(w.join(" ").as_bytes())).collect()
 }
 
 /// The MinHash signature of a shingle set.
 pub fn signature(shingles: &HashSet<u64>, config: &DedupConfig) -> Vec<u64> {
     (0..config.num_perm)
         .map(|i| {
-            let seed = config
-                .seed
-                .wrapping_add(i as u64)
-                .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let seed = config.seed.wrapping_add(i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             shingles
                 .iter()
                 .map(|&s| xxh3_64_with_seed(&s.to_le_bytes(), seed))
@@ -260,18 +240,12 @@ pub fn dedup(config: &DedupConfig, current: &[Item], published: &[Item]) -> Dedu
     let pool = Pool {
         offset: published.len(),
         hashes: items.iter().map(|i| statement_hash(&i.statement)).collect(),
-        sets: items
-            .iter()
-            .map(|i| shingles(&i.statement, config.shingle_words))
-            .collect(),
+        sets: items.iter().map(|i| shingles(&i.statement, config.shingle_words)).collect(),
         items,
     };
     // The smallest index is a cluster's root, so roots do not depend on pair order.
     let mut uf = UnionFind::new(pool.items.len());
-    let mut stats = DedupStats {
-        rows_in: current.len() as u64,
-        ..DedupStats::default()
-    };
+    let mut stats = DedupStats { rows_in: current.len() as u64, ..DedupStats::default() };
 
     join_same_id_or_hash(&pool, &mut uf);
     // LSH over MinHash signatures, confirmed by exact Jaccard.
@@ -292,11 +266,7 @@ pub fn dedup(config: &DedupConfig, current: &[Item], published: &[Item]) -> Dedu
     let mut kept_rows = Vec::new();
     let mut clusters = Vec::new();
     for members in groups.into_values() {
-        let new: Vec<usize> = members
-            .iter()
-            .copied()
-            .filter(|&i| i >= pool.offset)
-            .collect();
+        let new: Vec<usize> = members.iter().copied().filter(|&i| i >= pool.offset).collect();
         if new.is_empty() {
             continue;
         }
@@ -305,21 +275,11 @@ pub fn dedup(config: &DedupConfig, current: &[Item], published: &[Item]) -> Dedu
             continue;
         }
         stats.clusters += 1;
-        clusters.push(resolve_cluster(
-            &pool,
-            &members,
-            &new,
-            &mut kept_rows,
-            &mut stats,
-        ));
+        clusters.push(resolve_cluster(&pool, &members, &new, &mut kept_rows, &mut stats));
     }
     kept_rows.sort_unstable();
     stats.rows_out = kept_rows.len() as u64;
-    DedupOutput {
-        kept_rows,
-        clusters,
-        stats,
-    }
+    DedupOutput { kept_rows, clusters, stats }
 }
 
 /// The items of one dedup run: the published ones first (`offset` of them), then the
@@ -403,16 +363,10 @@ fn resolve_cluster(
             dropped.push(Dropped {
                 id: items[i].id.clone(),
                 row: i - offset,
-                reason: DropReason::InEarlierRelease {
-                    release: release.clone(),
-                    of: of.clone(),
-                },
+                reason: DropReason::InEarlierRelease { release: release.clone(), of: of.clone() },
             });
         }
-        (
-            None,
-            format!("already published in release `{release}` as `{of}`"),
-        )
+        (None, format!("already published in release `{release}` as `{of}`"))
     } else {
         let &keep = new
             .iter()
@@ -425,11 +379,8 @@ fn resolve_cluster(
             })
             .unwrap_or(&new[0]);
         kept_rows.push(keep - offset);
-        let tie = new
-            .iter()
-            .filter(|&&i| items[i].contest_date == items[keep].contest_date)
-            .count()
-            > 1;
+        let tie =
+            new.iter().filter(|&&i| items[i].contest_date == items[keep].contest_date).count() > 1;
         for &i in new.iter().filter(|&&i| i != keep) {
             let of = items[keep].id.clone();
             let reason = if items[i].id == items[keep].id {
@@ -443,11 +394,7 @@ fn resolve_cluster(
                 let j = (jaccard(&sets[i], &sets[keep]) * 1e4).round() / 1e4;
                 DropReason::NearDuplicate { of, jaccard: j }
             };
-            dropped.push(Dropped {
-                id: items[i].id.clone(),
-                row: i - offset,
-                reason,
-            });
+            dropped.push(Dropped { id: items[i].id.clone(), row: i - offset, reason });
         }
         let because = if tie {
             "earliest contest_date, then lowest id (then first row)"
@@ -456,12 +403,7 @@ fn resolve_cluster(
         };
         (Some(items[keep].id.clone()), because.to_owned())
     };
-    Cluster {
-        kept,
-        kept_because,
-        published,
-        dropped,
-    }
+    Cluster { kept, kept_because, published, dropped }
 }
 
 #[cfg(test)]
@@ -486,10 +428,7 @@ mod tests {
         assert_eq!(statement_hash("a  b"), statement_hash("a\nb"));
         assert_ne!(statement_hash("a b"), statement_hash("A b"));
         // NFC: e + combining acute == precomposed é.
-        assert_eq!(
-            statement_hash("caf\u{65}\u{301}"),
-            statement_hash("caf\u{e9}")
-        );
+        assert_eq!(statement_hash("caf\u{65}\u{301}"), statement_hash("caf\u{e9}"));
     }
 
     #[test]
@@ -503,11 +442,7 @@ mod tests {
             item("1", "2025-01-05", A),       // duplicated row
             item("3", "2025-01-09", &spaced), // whitespace variant → exact
             item("4", "2025-01-02", &upper),  // case variant → near
-            item(
-                "5",
-                "2025-02-01",
-                &format!("{A} Note: answers fit in 64 bits."),
-            ), // re-identified
+            item("5", "2025-02-01", &format!("{A} Note: answers fit in 64 bits.")), // re-identified
         ];
         let out = dedup(&cfg, &current, &[]);
         assert_eq!(out.kept_rows, vec![1, 4]);
@@ -528,37 +463,18 @@ mod tests {
         ];
         let out = dedup(&cfg, &same_day, &[]);
         assert_eq!(out.kept_rows, vec![0]);
-        let r: Vec<_> = out.clusters[0]
-            .dropped
-            .iter()
-            .map(|d| d.reason.clone())
-            .collect();
-        assert_eq!(
-            r[0],
-            DropReason::DuplicateId {
-                of: ProblemId::from_question_id("1")
-            }
-        );
-        assert_eq!(
-            r[1],
-            DropReason::ExactDuplicate {
-                of: ProblemId::from_question_id("1")
-            }
-        );
+        let r: Vec<_> = out.clusters[0].dropped.iter().map(|d| d.reason.clone()).collect();
+        assert_eq!(r[0], DropReason::DuplicateId { of: ProblemId::from_question_id("1") });
+        assert_eq!(r[1], DropReason::ExactDuplicate { of: ProblemId::from_question_id("1") });
     }
 
     #[test]
     fn earlier_release_wins() {
         let cfg = DedupConfig::default();
-        let published = vec![Item {
-            origin: Origin::Release("v202412".into()),
-            ..item("9", "2024-12-01", A)
-        }];
-        let out = dedup(
-            &cfg,
-            &[item("1", "2025-01-05", A), item("2", "2025-01-01", B)],
-            &published,
-        );
+        let published =
+            vec![Item { origin: Origin::Release("v202412".into()), ..item("9", "2024-12-01", A) }];
+        let out =
+            dedup(&cfg, &[item("1", "2025-01-05", A), item("2", "2025-01-01", B)], &published);
         assert_eq!(out.kept_rows, vec![1]);
         assert_eq!(out.stats.in_earlier_release, 1);
         assert!(out.clusters[0].kept.is_none());
@@ -566,33 +482,15 @@ mod tests {
 
     #[test]
     fn distinct_problems_stay() {
-        let out = dedup(
-            &DedupConfig::default(),
-            &[item("1", "d", A), item("2", "d", B)],
-            &[],
-        );
+        let out = dedup(&DedupConfig::default(), &[item("1", "d", A), item("2", "d", B)], &[]);
         assert_eq!(out.kept_rows, vec![0, 1]);
         assert!(out.clusters.is_empty());
     }
 
     #[test]
     fn config_is_checked() {
-        assert!(
-            DedupConfig {
-                bands: 5,
-                ..DedupConfig::default()
-            }
-            .validate()
-            .is_err()
-        );
-        assert!(
-            DedupConfig {
-                threshold: 0.0,
-                ..DedupConfig::default()
-            }
-            .validate()
-            .is_err()
-        );
+        assert!(DedupConfig { bands: 5, ..DedupConfig::default() }.validate().is_err());
+        assert!(DedupConfig { threshold: 0.0, ..DedupConfig::default() }.validate().is_err());
         assert!(DedupConfig::default().validate().is_ok());
     }
 }

@@ -58,28 +58,24 @@ pub async fn distract(
     gateway: &dyn LlmGateway,
 ) -> Result<DistractOutput, LlmStageError> {
     let stage = LlmStage::Distract;
-    let results = run::ordered(
-        problems.iter().collect(),
-        config.concurrency,
-        |p| async move {
-            let mut stats = LlmStageStats::default();
-            let messages = prompt
-                .render(&[("title", &p.title), ("statement", &p.statement)])
-                .map_err(|source| LlmStageError::Prompt { stage, source })?;
-            let r = run::ask_models(
-                gateway,
-                stage,
-                p.id.as_str(),
-                plan,
-                &messages,
-                prompt,
-                &mut stats,
-                |text| parse(text, p, config),
-            )
-            .await?;
-            Ok::<_, LlmStageError>((p, r, stats))
-        },
-    )
+    let results = run::ordered(problems.iter().collect(), config.concurrency, |p| async move {
+        let mut stats = LlmStageStats::default();
+        let messages = prompt
+            .render(&[("title", &p.title), ("statement", &p.statement)])
+            .map_err(|source| LlmStageError::Prompt { stage, source })?;
+        let r = run::ask_models(
+            gateway,
+            stage,
+            p.id.as_str(),
+            plan,
+            &messages,
+            prompt,
+            &mut stats,
+            |text| parse(text, p, config),
+        )
+        .await?;
+        Ok::<_, LlmStageError>((p, r, stats))
+    })
     .await;
     let mut out = DistractOutput::new(problems.len() as u64, &prompt.sha256);
     out.add(run::settle(results)?, |p, statements, model, rows| {
@@ -101,11 +97,7 @@ fn parse(
     config: &DistractConfig,
 ) -> Result<Vec<String>, RejectReason> {
     let v = run::json_answer(text)?;
-    let original = problem
-        .statement
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let original = problem.statement.split_whitespace().collect::<Vec<_>>().join(" ");
     let min_words = config
         .min_words
         .max((word_count(&problem.statement) as f64 * config.min_length_ratio).ceil() as usize);
@@ -113,22 +105,14 @@ fn parse(
     for kind in DistractorKind::ALL {
         let statement = strip_label(&run::json_text(&v, kind.as_str(), false, true)?);
         if statement.is_empty() {
-            return Err(RejectReason::EmptyField {
-                field: kind.as_str().into(),
-            });
+            return Err(RejectReason::EmptyField { field: kind.as_str().into() });
         }
         if statement.split_whitespace().collect::<Vec<_>>().join(" ") == original {
-            return Err(RejectReason::Unchanged {
-                field: kind.as_str().into(),
-            });
+            return Err(RejectReason::Unchanged { field: kind.as_str().into() });
         }
         let words = word_count(&statement);
         if words < min_words {
-            return Err(RejectReason::WordCount {
-                words,
-                min: min_words,
-                max: None,
-            });
+            return Err(RejectReason::WordCount { words, min: min_words, max: None });
         }
         if let Some(section) = missing_section(&statement).filter(|_| config.require_sections) {
             return Err(RejectReason::MissingSection {
@@ -146,17 +130,12 @@ fn parse(
 pub fn missing_section(statement: &str) -> Option<&'static str> {
     let lower = statement.to_lowercase();
     let has = |w: &str| {
-        lower
-            .match_indices(w)
-            .any(|(i, _)| !lower[..i].ends_with(|c: char| c.is_alphanumeric()))
+        lower.match_indices(w).any(|(i, _)| !lower[..i].ends_with(|c: char| c.is_alphanumeric()))
     };
     [
         ("input", has("input")),
         ("output", has("output") || has("print") || has("return")),
-        (
-            "constraints",
-            has("constraint") || lower.contains('≤') || lower.contains("<="),
-        ),
+        ("constraints", has("constraint") || lower.contains('≤') || lower.contains("<=")),
     ]
     .into_iter()
     .find(|(_, ok)| !ok)
@@ -169,14 +148,9 @@ pub fn strip_label(statement: &str) -> String {
     let mut rest = statement.trim();
     loop {
         let (first, tail) = rest.split_once('\n').unwrap_or((rest, ""));
-        let bare = first
-            .trim()
-            .trim_matches(|c| c == '*' || c == '#' || c == '_')
-            .trim();
+        let bare = first.trim().trim_matches(|c| c == '*' || c == '#' || c == '_').trim();
         let Some(head) = bare.strip_suffix(':').or_else(|| {
-            bare.split_once(':')
-                .filter(|(_, after)| after.trim().is_empty())
-                .map(|(h, _)| h)
+            bare.split_once(':').filter(|(_, after)| after.trim().is_empty()).map(|(h, _)| h)
         }) else {
             break;
         };
@@ -198,11 +172,7 @@ pub fn strip_label(statement: &str) -> String {
         "problem statement:",
         "new problem:",
     ] {
-        if rest.len() > w.len()
-            && rest
-                .get(..w.len())
-                .is_some_and(|h| h.eq_ignore_ascii_case(w))
-        {
+        if rest.len() > w.len() && rest.get(..w.len()).is_some_and(|h| h.eq_ignore_ascii_case(w)) {
             rest = rest[w.len()..].trim_start();
         }
     }
@@ -210,14 +180,8 @@ pub fn strip_label(statement: &str) -> String {
 }
 
 /// Words of a label line.
-const LABEL_WORDS: [&str; 6] = [
-    "problem",
-    "distractor",
-    "statement",
-    "description",
-    "variant",
-    "version",
-];
+const LABEL_WORDS: [&str; 6] =
+    ["problem", "distractor", "statement", "description", "variant", "version"];
 
 #[cfg(test)]
 mod tests {
@@ -226,27 +190,12 @@ mod tests {
     #[test]
     fn labels_are_stripped_and_text_kept() {
         let cases = [
-            (
-                "Modified Problem Description:\nA kingdom has N towns.",
-                "A kingdom has N towns.",
-            ),
-            (
-                "**Distractor 4 (problem domain):**\n\nA tree has N nodes.",
-                "A tree has N nodes.",
-            ),
-            (
-                "Modified Problem Description: A kingdom has N towns.",
-                "A kingdom has N towns.",
-            ),
+            ("Modified Problem Description:\nA kingdom has N towns.", "A kingdom has N towns."),
+            ("**Distractor 4 (problem domain):**\n\nA tree has N nodes.", "A tree has N nodes."),
+            ("Modified Problem Description: A kingdom has N towns.", "A kingdom has N towns."),
             // A first line that is content, not a label, stays.
-            (
-                "Input: N and M.\nOutput: one line.",
-                "Input: N and M.\nOutput: one line.",
-            ),
-            (
-                "A story about towns.\nInput\nN",
-                "A story about towns.\nInput\nN",
-            ),
+            ("Input: N and M.\nOutput: one line.", "Input: N and M.\nOutput: one line."),
+            ("A story about towns.\nInput\nN", "A story about towns.\nInput\nN"),
         ];
         for (text, stripped) in cases {
             assert_eq!(strip_label(text), stripped, "{text:?}");
@@ -261,17 +210,11 @@ mod tests {
             ),
             None
         );
-        assert_eq!(
-            missing_section("Count the towns. Print the count."),
-            Some("input")
-        );
+        assert_eq!(missing_section("Count the towns. Print the count."), Some("input"));
         assert_eq!(
             missing_section("Count the towns. The input is N; print the count."),
             Some("constraints")
         );
-        assert_eq!(
-            missing_section("Given the input N, 1 <= N <= 5, think."),
-            Some("output")
-        );
+        assert_eq!(missing_section("Given the input N, 1 <= N <= 5, think."), Some("output"));
     }
 }

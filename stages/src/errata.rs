@@ -31,11 +31,8 @@ pub enum ErrataKind {
 
 impl ErrataKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [ErrataKind; 3] = [
-        ErrataKind::SeveralAnswers,
-        ErrataKind::Interactive,
-        ErrataKind::ErroneousTests,
-    ];
+    pub const ALL: [ErrataKind; 3] =
+        [ErrataKind::SeveralAnswers, ErrataKind::Interactive, ErrataKind::ErroneousTests];
 
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {
@@ -94,10 +91,7 @@ impl Erratum {
         if let Some(d) = &self.date
             && !coreb_data::problem::is_iso_day(d)
         {
-            return Err(format!(
-                "`{}`: `date` = `{d}` is not a `YYYY-MM-DD` date",
-                self.problem
-            ));
+            return Err(format!("`{}`: `date` = `{d}` is not a `YYYY-MM-DD` date", self.problem));
         }
         Ok(())
     }
@@ -188,9 +182,7 @@ pub fn find<'a>(
     {
         return Some(("livecodebench", e));
     }
-    own.iter()
-        .find(|e| e.names(problem))
-        .map(|e| (MANIFEST_LIST, e))
+    own.iter().find(|e| e.names(problem)).map(|e| (MANIFEST_LIST, e))
 }
 
 #[cfg(test)]
@@ -202,8 +194,7 @@ mod tests {
         let list = livecodebench();
         assert_eq!(list.name, "livecodebench");
         assert!(
-            list.source
-                .starts_with("https://github.com/LiveCodeBench/LiveCodeBench/blob/")
+            list.source.starts_with("https://github.com/LiveCodeBench/LiveCodeBench/blob/")
                 && list.source.ends_with("/ERRATA.md"),
             "{}",
             list.source

@@ -104,10 +104,7 @@ pub fn execute_tables(
     let solutions = coreb_data::tables::solutions::read_solutions(solutions)?;
     let problems =
         coreb_data::tables::ProblemReader::open(problems)?.map(|p| p.map_err(ExecuteError::from));
-    let hooks = Hooks {
-        progress,
-        journal: &journal::NoJournal,
-    };
+    let hooks = Hooks { progress, journal: &journal::NoJournal };
     let output = execute_resumable(
         config,
         problems,

@@ -92,14 +92,10 @@ impl Source {
         base: &Path,
     ) -> Result<Source, String> {
         if name.is_empty()
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+            || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
             || name.starts_with('.')
         {
-            return Err(format!(
-                "`name`: `{name}` must be letters, digits, `.`, `_` or `-`"
-            ));
+            return Err(format!("`name`: `{name}` must be letters, digits, `.`, `_` or `-`"));
         }
         if let Some(h) = sha256
             && !is_sha256_hex(h)
@@ -110,23 +106,15 @@ impl Source {
             Location::Http(url.to_owned())
         } else if let Some(path) = url.strip_prefix("file://") {
             if !path.starts_with('/') {
-                return Err(format!(
-                    "`url`: `{url}`: a file:// URL needs an absolute path"
-                ));
+                return Err(format!("`url`: `{url}`: a file:// URL needs an absolute path"));
             }
             Location::Local(PathBuf::from(path))
         } else if url.contains("://") {
-            return Err(format!(
-                "`url`: `{url}`: only http, https and file URLs are supported"
-            ));
+            return Err(format!("`url`: `{url}`: only http, https and file URLs are supported"));
         } else {
             Location::Local(base.join(url))
         };
-        Ok(Source {
-            name: name.to_owned(),
-            location,
-            sha256: sha256.map(str::to_ascii_lowercase),
-        })
+        Ok(Source { name: name.to_owned(), location, sha256: sha256.map(str::to_ascii_lowercase) })
     }
 }
 
@@ -223,11 +211,8 @@ pub async fn fetch_source(
 }
 
 async fn fetch_local(source: &Source, path: &Path, bar: &dyn Meter) -> Result<Fetched, FetchError> {
-    let local = |e| FetchError::Local {
-        name: source.name.clone(),
-        path: path.to_owned(),
-        source: e,
-    };
+    let local =
+        |e| FetchError::Local { name: source.name.clone(), path: path.to_owned(), source: e };
     let meta = tokio::fs::metadata(path).await.map_err(local)?;
     bar.set_length(meta.len());
     let p = path.to_owned();
@@ -262,13 +247,7 @@ fn checked_in_place(
     bytes: u64,
 ) -> Result<Fetched, FetchError> {
     check(source, path, &sha256)?;
-    Ok(Fetched {
-        name: source.name.clone(),
-        path: path.to_owned(),
-        sha256,
-        bytes,
-        downloaded: 0,
-    })
+    Ok(Fetched { name: source.name.clone(), path: path.to_owned(), sha256, bytes, downloaded: 0 })
 }
 
 fn check(source: &Source, path: &Path, actual: &str) -> Result<(), FetchError> {
@@ -311,16 +290,9 @@ impl PartState {
                 .filter(|v| !v.is_empty())
         };
         let etag = text(reqwest::header::ETAG).filter(|e| !e.starts_with("W/"));
-        let last_modified = if etag.is_some() {
-            None
-        } else {
-            text(reqwest::header::LAST_MODIFIED)
-        };
-        PartState {
-            etag,
-            last_modified,
-            synced: 0,
-        }
+        let last_modified =
+            if etag.is_some() { None } else { text(reqwest::header::LAST_MODIFIED) };
+        PartState { etag, last_modified, synced: 0 }
     }
 
     /// The `If-Range` value, if the version is known.
@@ -331,12 +303,7 @@ impl PartState {
     /// Does a 206 answer describe the same version? A server that ignored `If-Range` but
     /// names another version is caught here; one that names none is taken at its word.
     fn same_version(&self, headers: &reqwest::header::HeaderMap) -> bool {
-        let text = |name| {
-            headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::trim)
-        };
+        let text = |name| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
         match (&self.etag, &self.last_modified) {
             (Some(etag), _) => text(reqwest::header::ETAG).is_none_or(|e| e == etag),
             (None, Some(date)) => text(reqwest::header::LAST_MODIFIED).is_none_or(|d| d == date),
@@ -382,19 +349,12 @@ async fn fetch_http(
     let name = &source.name;
     let final_path = dir.join(name);
     let origin = dir.join(format!("{name}.url"));
-    let write_err = |path: &Path, e| FetchError::Write {
-        name: name.clone(),
-        path: path.to_owned(),
-        source: e,
-    };
-    tokio::fs::create_dir_all(dir)
-        .await
-        .map_err(|e| write_err(dir, e))?;
+    let write_err =
+        |path: &Path, e| FetchError::Write { name: name.clone(), path: path.to_owned(), source: e };
+    tokio::fs::create_dir_all(dir).await.map_err(|e| write_err(dir, e))?;
 
     // A finished download of the same URL is reused when its checksum still holds.
-    let same_origin = tokio::fs::read_to_string(&origin)
-        .await
-        .is_ok_and(|u| u == url);
+    let same_origin = tokio::fs::read_to_string(&origin).await.is_ok_and(|u| u == url);
     if same_origin && final_path.exists() {
         let p = final_path.clone();
         if let Ok(Ok(sha)) = tokio::task::spawn_blocking(move || sha256_file(&p)).await
@@ -433,18 +393,14 @@ async fn fetch_http(
         durable::write(&origin, url.as_bytes()).map_err(|e| write_err(&origin, e))?;
     }
 
-    let outcome = send_with_retries(&retry_config(config), &Limits::new(1, 0, 0), 0, |_| {
-        download.attempt()
-    })
-    .await;
+    let outcome =
+        send_with_retries(&retry_config(config), &Limits::new(1, 0, 0), 0, |_| download.attempt())
+            .await;
     let hasher = outcome.map_err(|g| match g {
         GaveUp::Failed(e) => e,
-        GaveUp::Exhausted { attempts, last } => FetchError::GaveUp {
-            name: name.clone(),
-            url: url.to_owned(),
-            attempts,
-            last,
-        },
+        GaveUp::Exhausted { attempts, last } => {
+            FetchError::GaveUp { name: name.clone(), url: url.to_owned(), attempts, last }
+        }
     })?;
     let sha = hex::encode(hasher.finalize());
     let part = &download.part;
@@ -453,15 +409,11 @@ async fn fetch_http(
         download.restart().await?;
         return Err(e);
     }
-    tokio::fs::rename(part, &final_path)
-        .await
-        .map_err(|e| write_err(&final_path, e))?;
+    tokio::fs::rename(part, &final_path).await.map_err(|e| write_err(&final_path, e))?;
     durable::sync_dir(dir).map_err(|e| write_err(dir, e))?;
     let _ = tokio::fs::remove_file(&download.state).await;
-    let bytes = tokio::fs::metadata(&final_path)
-        .await
-        .map_err(|e| write_err(&final_path, e))?
-        .len();
+    let bytes =
+        tokio::fs::metadata(&final_path).await.map_err(|e| write_err(&final_path, e))?.len();
     Ok(Fetched {
         name: name.clone(),
         path: final_path,
@@ -473,11 +425,7 @@ async fn fetch_http(
 
 impl Download<'_> {
     fn write_err(&self, path: &Path, source: std::io::Error) -> FetchError {
-        FetchError::Write {
-            name: self.source.name.clone(),
-            path: path.to_owned(),
-            source,
-        }
+        FetchError::Write { name: self.source.name.clone(), path: path.to_owned(), source }
     }
 
     /// Forget the partial file and its state: the next attempt starts from byte 0.
@@ -536,15 +484,8 @@ impl Download<'_> {
     /// saved state.
     async fn resumable(&self) -> Result<(u64, Option<PartState>), FetchError> {
         let source = self.source;
-        let on_disk = tokio::fs::metadata(&self.part)
-            .await
-            .map(|m| m.len())
-            .unwrap_or(0);
-        let saved = if on_disk > 0 {
-            self.saved_state().await
-        } else {
-            None
-        };
+        let on_disk = tokio::fs::metadata(&self.part).await.map(|m| m.len()).unwrap_or(0);
+        let saved = if on_disk > 0 { self.saved_state().await } else { None };
         let have = match &saved {
             // Only what was fsynced: a tail torn by a power cut is fetched again.
             Some(state) if state.if_range().is_some() || source.sha256.is_some() => {
@@ -579,10 +520,7 @@ impl Download<'_> {
         let response = match request.send().await {
             Ok(r) => r,
             Err(e) => {
-                return Ok(Err(Step::Retry {
-                    reason: coreb_base::errors::chain(&e),
-                    after: None,
-                }));
+                return Ok(Err(Step::Retry { reason: coreb_base::errors::chain(&e), after: None }));
             }
         };
         let status = response.status();
@@ -650,9 +588,7 @@ impl Download<'_> {
                 }
                 hasher.update(&buf[..n]);
             }
-            file.seek(std::io::SeekFrom::Start(have))
-                .await
-                .map_err(write_err)?;
+            file.seek(std::io::SeekFrom::Start(have)).await.map_err(write_err)?;
         }
         Ok((file, hasher))
     }
@@ -698,8 +634,7 @@ impl Download<'_> {
             file.write_all(&chunk).await.map_err(write_err)?;
             hasher.update(&chunk);
             written += chunk.len() as u64;
-            self.downloaded
-                .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            self.downloaded.fetch_add(chunk.len() as u64, Ordering::Relaxed);
             self.bar.set_position(written);
             if written - state.synced >= SYNC_EVERY {
                 file.sync_data().await.map_err(write_err)?;
@@ -724,11 +659,7 @@ impl Download<'_> {
 }
 
 fn content_range_start(response: &reqwest::Response) -> Option<u64> {
-    let v = response
-        .headers()
-        .get(reqwest::header::CONTENT_RANGE)?
-        .to_str()
-        .ok()?;
+    let v = response.headers().get(reqwest::header::CONTENT_RANGE)?.to_str().ok()?;
     let range = v.strip_prefix("bytes ")?;
     range.split('-').next()?.trim().parse().ok()
 }
@@ -741,10 +672,7 @@ mod tests {
     fn resolves_locations() {
         let base = Path::new("/m");
         let s = Source::resolve("a", "data/x.jsonl", None, base).unwrap();
-        assert_eq!(
-            s.location,
-            Location::Local(PathBuf::from("/m/data/x.jsonl"))
-        );
+        assert_eq!(s.location, Location::Local(PathBuf::from("/m/data/x.jsonl")));
         let s = Source::resolve("a", "file:///d/x.jsonl", None, base).unwrap();
         assert_eq!(s.location, Location::Local(PathBuf::from("/d/x.jsonl")));
         let s = Source::resolve("a", "https://h/x", Some(&"AB".repeat(32)), base).unwrap();
@@ -752,10 +680,6 @@ mod tests {
         assert_eq!(s.sha256.unwrap(), "ab".repeat(32));
         assert!(Source::resolve("a", "ftp://h/x", None, base).is_err());
         assert!(Source::resolve("../a", "x", None, base).is_err());
-        assert!(
-            Source::resolve("a", "x", Some("123"), base)
-                .unwrap_err()
-                .contains("sha256")
-        );
+        assert!(Source::resolve("a", "x", Some("123"), base).unwrap_err().contains("sha256"));
     }
 }

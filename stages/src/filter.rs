@@ -56,14 +56,10 @@ impl FilterConfig {
     /// Check the language code and bounds.
     pub fn validate(&self) -> Result<(), String> {
         if whatlang::Lang::from_code(&self.language).is_none() {
-            return Err(format!(
-                "`language`: unknown ISO 639-3 code `{}`",
-                self.language
-            ));
+            return Err(format!("`language`: unknown ISO 639-3 code `{}`", self.language));
         }
         for (i, e) in self.errata.iter().enumerate() {
-            e.validate()
-                .map_err(|why| format!("`errata[{i}]`: {why}"))?;
+            e.validate().map_err(|why| format!("`errata[{i}]`: {why}"))?;
         }
         if !(0.0..=1.0).contains(&self.min_confidence) {
             return Err(format!(
@@ -225,16 +221,11 @@ pub fn decide_problem(
     }
     let answer = answer::decide(&problem.question_content);
     if answer.answer == AnswerKind::AnyOfSeveral {
-        return Err(RejectReason::AnyAnswer {
-            phrase: answer.phrase.unwrap_or_default(),
-        });
+        return Err(RejectReason::AnyAnswer { phrase: answer.phrase.unwrap_or_default() });
     }
     let tests = problem.test_count();
     if tests < config.min_tests {
-        return Err(RejectReason::TooFewTests {
-            tests,
-            min: config.min_tests,
-        });
+        return Err(RejectReason::TooFewTests { tests, min: config.min_tests });
     }
     if problem.is_functional() {
         signature::parse(&problem.starter_code)
@@ -242,15 +233,11 @@ pub fn decide_problem(
     }
     let chars = problem.question_content.chars().count();
     if chars < config.min_statement_chars {
-        return Err(RejectReason::TooShort {
-            chars,
-            min: config.min_statement_chars,
-        });
+        return Err(RejectReason::TooShort { chars, min: config.min_statement_chars });
     }
     let info = whatlang::detect(&problem.question_content);
-    let (detected, confidence) = info.map_or((None, 0.0), |i| {
-        (Some(i.lang().code().to_owned()), i.confidence())
-    });
+    let (detected, confidence) =
+        info.map_or((None, 0.0), |i| (Some(i.lang().code().to_owned()), i.confidence()));
     if detected.as_deref() != Some(config.language.as_str()) || confidence < config.min_confidence {
         return Err(RejectReason::Language {
             detected,
@@ -311,18 +298,10 @@ mod tests {
             matches!(&de, RejectReason::Language { detected: Some(l), .. } if l == "deu"),
             "{de:?}"
         );
-        let german = FilterConfig {
-            language: "deu".into(),
-            ..cfg
-        };
+        let german = FilterConfig { language: "deu".into(), ..cfg };
         assert_eq!(filter_problem(&german, &problem(DE, 1)), Ok(()));
         assert!(
-            FilterConfig {
-                language: "xx".into(),
-                ..FilterConfig::default()
-            }
-            .validate()
-            .is_err()
+            FilterConfig { language: "xx".into(), ..FilterConfig::default() }.validate().is_err()
         );
     }
 
@@ -355,13 +334,8 @@ mod tests {
             ),
         )
         .unwrap_err();
-        let RejectReason::UnsupportedSignature { signature } = &tree else {
-            panic!("{tree:?}")
-        };
-        assert!(
-            signature.to_string().contains("`Optional[TreeNode]`"),
-            "{signature}"
-        );
+        let RejectReason::UnsupportedSignature { signature } = &tree else { panic!("{tree:?}") };
+        assert!(signature.to_string().contains("`Optional[TreeNode]`"), "{signature}");
         // The rejection names the type in rejections.jsonl.
         let line = serde_json::to_string(&tree).unwrap();
         assert!(
@@ -404,10 +378,7 @@ mod tests {
         let peaks = named("3221", "find-the-peaks", Platform::Leetcode);
         assert!(matches!(
             filter_problem(&cfg, &peaks),
-            Err(RejectReason::Errata {
-                kind: ErrataKind::SeveralAnswers,
-                ..
-            })
+            Err(RejectReason::Errata { kind: ErrataKind::SeveralAnswers, .. })
         ));
         // A title is not an id on AtCoder, whose titles are words.
         assert_eq!(
@@ -435,15 +406,9 @@ mod tests {
             "{decision:?}"
         );
         stats.record(&decision);
-        assert_eq!(
-            (stats.errata(ErrataKind::Interactive), stats.rows_out),
-            (1, 0)
-        );
+        assert_eq!((stats.errata(ErrataKind::Interactive), stats.rows_out), (1, 0));
         let bad = FilterConfig {
-            errata: vec![Erratum {
-                date: Some("2026-13-01".into()),
-                ..own.errata[0].clone()
-            }],
+            errata: vec![Erratum { date: Some("2026-13-01".into()), ..own.errata[0].clone() }],
             ..FilterConfig::default()
         };
         assert!(bad.validate().unwrap_err().contains("`errata[0]`"));
@@ -472,18 +437,9 @@ mod tests {
             kept.phrase.as_deref(),
             Some("Note that the returned array may be in any order.")
         );
-        assert_eq!(
-            decide_problem(&cfg, &problem(EN, 1)).unwrap().answer,
-            AnswerKind::Exact
-        );
+        assert_eq!(decide_problem(&cfg, &problem(EN, 1)).unwrap().answer, AnswerKind::Exact);
         // An errata problem is named by its list first.
-        let listed = Problem {
-            question_id: "abc343_e".into(),
-            ..problem(&any, 1)
-        };
-        assert!(matches!(
-            filter_problem(&cfg, &listed),
-            Err(RejectReason::Errata { .. })
-        ));
+        let listed = Problem { question_id: "abc343_e".into(), ..problem(&any, 1) };
+        assert!(matches!(filter_problem(&cfg, &listed), Err(RejectReason::Errata { .. })));
     }
 }

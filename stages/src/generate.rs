@@ -37,11 +37,7 @@ pub struct GenerateConfig {
 
 impl Default for GenerateConfig {
     fn default() -> Self {
-        GenerateConfig {
-            concurrency: 16,
-            languages: Language::ALL.to_vec(),
-            samples: 1,
-        }
+        GenerateConfig { concurrency: 16, languages: Language::ALL.to_vec(), samples: 1 }
     }
 }
 
@@ -75,18 +71,13 @@ pub async fn generate(
         }
     }
     let n = items.len() as u64;
-    let results = run::ordered(
-        items,
-        config.concurrency,
-        |(p, model, language, sample)| async move {
+    let results =
+        run::ordered(items, config.concurrency, |(p, model, language, sample)| async move {
             let id = SolutionId::new(&p.id, model, language, sample);
             let messages = render(prompt, p, language)
                 .map_err(|source| LlmStageError::Prompt { stage, source })?;
             let mut request = plan.request(stage, id.as_str(), model, messages, sample, prompt);
-            request.params.seed = request
-                .params
-                .seed
-                .map(|s| s.wrapping_add(u64::from(sample)));
+            request.params.seed = request.params.seed.map(|s| s.wrapping_add(u64::from(sample)));
             // Several samples at a temperature above 0: a cut answer may give way to another one.
             request.on_incomplete.samples = config.samples;
             let outcome = match run::ask(gateway, &request).await? {
@@ -95,9 +86,7 @@ pub async fn generate(
                     // anything runs, so the judge runs exactly what is published.
                     let code = strip_comments(&extract_code(&completion.text), language);
                     if code.is_empty() {
-                        gateway
-                            .verdict(&completion, Some(&RejectReason::NoCode))
-                            .await;
+                        gateway.verdict(&completion, Some(&RejectReason::NoCode)).await;
                         Err((
                             Rejection {
                                 item: id.to_string(),
@@ -125,9 +114,8 @@ pub async fn generate(
                 Err(rejection) => Err((rejection, None)),
             };
             Ok::<_, LlmStageError>(outcome)
-        },
-    )
-    .await;
+        })
+        .await;
     let mut out = GenerateOutput::new(n, &prompt.sha256);
     for result in run::settle(results)? {
         match result {
@@ -164,11 +152,7 @@ fn render(
 ) -> Result<Vec<coreb_llm::ChatMessage>, coreb_llm::prompt::PromptError> {
     let functional = is_functional(p);
     let (task, instructions, io) = if functional {
-        (
-            "task_solution",
-            format!("solution_{language}"),
-            "io_functional",
-        )
+        ("task_solution", format!("solution_{language}"), "io_functional")
     } else {
         ("task_program", format!("language_{language}"), "io_stdin")
     };
@@ -189,10 +173,7 @@ fn render(
         ("statement", &p.statement),
         ("language_name", language.versioned_name()),
         ("task_instructions", prompt.fragment(task)?.trim()),
-        (
-            "language_instructions",
-            prompt.fragment(&instructions)?.trim(),
-        ),
+        ("language_instructions", prompt.fragment(&instructions)?.trim()),
         ("io_instructions", prompt.fragment(io)?.trim()),
         ("starter_code", starter),
     ])

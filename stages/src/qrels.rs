@@ -116,9 +116,7 @@ struct SplitMix(coreb_base::seeded::SplitMix64);
 
 impl SplitMix {
     fn for_key(seed: u64, key: &str) -> Self {
-        SplitMix(coreb_base::seeded::SplitMix64::new(xxh3_64(
-            format!("{seed}:{key}").as_bytes(),
-        )))
+        SplitMix(coreb_base::seeded::SplitMix64::new(xxh3_64(format!("{seed}:{key}").as_bytes())))
     }
 
     fn next(&mut self) -> u64 {
@@ -152,11 +150,8 @@ fn pick(rng: &mut SplitMix, how: HardNegatives, tiers: &[Vec<usize>], max: usize
                 if room == 0 {
                     break;
                 }
-                let fresh: Vec<usize> = tier
-                    .iter()
-                    .copied()
-                    .filter(|d| !picked.contains(d))
-                    .collect();
+                let fresh: Vec<usize> =
+                    tier.iter().copied().filter(|d| !picked.contains(d)).collect();
                 picked.extend(rng.sample(&fresh, room));
             }
             picked
@@ -208,11 +203,7 @@ impl Builder {
             return;
         }
         let query_id = QueryId(q.id);
-        *self
-            .stats
-            .queries
-            .entry(format!("{}/{}", q.task.as_str(), q.subtask))
-            .or_insert(0) += 1;
+        *self.stats.queries.entry(format!("{}/{}", q.task.as_str(), q.subtask)).or_insert(0) += 1;
         if !negatives.is_empty() {
             self.stats.with_hard_negatives += 1;
         }
@@ -244,10 +235,7 @@ impl Builder {
         let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (i, p) in pending.iter().enumerate() {
             if p.query.subtask == "search" && !p.positives.is_empty() {
-                groups
-                    .entry(p.query.constraint.clone())
-                    .or_default()
-                    .push(i);
+                groups.entry(p.query.constraint.clone()).or_default().push(i);
             }
         }
         let mut dropped: BTreeSet<usize> = BTreeSet::new();
@@ -286,10 +274,7 @@ fn text_items(p: &ProblemTexts) -> Vec<TextItem> {
         any: Some(text),
         per_language: BTreeMap::new(),
     };
-    let mut items = vec![
-        plain("canonical", p.canonical.clone()),
-        plain("full", p.full()),
-    ];
+    let mut items = vec![plain("canonical", p.canonical.clone()), plain("full", p.full())];
     let mut search: BTreeMap<u32, TextItem> = BTreeMap::new();
     for q in &p.search_queries {
         let item = search.entry(q.index).or_insert_with(|| TextItem {
@@ -359,10 +344,8 @@ pub fn qrels(
     let composition = config.composition();
     let mut problems: Vec<&ProblemTexts> = problems.iter().collect();
     problems.sort_by(|a, b| a.problem_id.cmp(&b.problem_id));
-    let mut solutions: Vec<&JudgedSolution> = solutions
-        .iter()
-        .filter(|s| !s.code.trim().is_empty())
-        .collect();
+    let mut solutions: Vec<&JudgedSolution> =
+        solutions.iter().filter(|s| !s.code.trim().is_empty()).collect();
     solutions.sort_by(|a, b| a.id.cmp(&b.id));
 
     let code_corpus = code_corpus(version, &solutions);
@@ -379,9 +362,8 @@ pub fn qrels(
     };
     let mut text2code = Vec::new();
     for p in &problems {
-        let docs = (0..code_corpus.len())
-            .filter(|&i| code_corpus[i].problem_id == p.problem_id)
-            .collect();
+        let docs =
+            (0..code_corpus.len()).filter(|&i| code_corpus[i].problem_id == p.problem_id).collect();
         let queries = ProblemQueries {
             config,
             composition,
@@ -397,12 +379,7 @@ pub fn qrels(
         queries.code2code(&mut b);
     }
     b.add_capped(text2code, composition.max_queries_per_type, config.seed);
-    let mut out = QrelsOutput {
-        code_corpus,
-        text_corpus,
-        tasks: b.sets,
-        stats: b.stats,
-    };
+    let mut out = QrelsOutput { code_corpus, text_corpus, tasks: b.sets, stats: b.stats };
     out.stats.anchors = out.code2code_sources().len() as u64;
     out
 }
@@ -441,27 +418,15 @@ fn text_corpus<'a>(
         let texts = [(TextKind::Full, p.full())]
             .into_iter()
             .chain(canonical)
-            .chain(
-                p.distractors
-                    .iter()
-                    .map(|d| (TextKind::Distractor, d.clone())),
-            );
+            .chain(p.distractors.iter().map(|d| (TextKind::Distractor, d.clone())));
         let mut distractors = 0;
         for (kind, text) in texts {
             let id = text_doc_id(version, &p.problem_id, kind, distractors);
             if kind == TextKind::Distractor {
                 distractors += 1;
             }
-            text_ids
-                .entry((&p.problem_id, kind))
-                .or_default()
-                .push(id.clone());
-            text_corpus.push(TextDoc {
-                text_id: id,
-                text,
-                kind,
-                problem_id: p.problem_id.clone(),
-            });
+            text_ids.entry((&p.problem_id, kind)).or_default().push(id.clone());
+            text_corpus.push(TextDoc { text_id: id, text, kind, problem_id: p.problem_id.clone() });
         }
     }
     (text_corpus, text_ids)
@@ -495,11 +460,7 @@ impl ProblemQueries<'_> {
 
     /// A document's id without the `code_<version>_` prefix: the stem of its queries' ids.
     fn stem(&self, i: usize) -> String {
-        self.corpus[i]
-            .code_id
-            .0
-            .trim_start_matches(&format!("code_{}_", self.version))
-            .to_owned()
+        self.corpus[i].code_id.0.trim_start_matches(&format!("code_{}_", self.version)).to_owned()
     }
 
     /// Up to `max_hard_negatives` from the tiers, drawn with the query's own seed.
@@ -556,26 +517,19 @@ impl ProblemQueries<'_> {
                 };
                 let in_lang = |i: usize| lang.is_none_or(|l| self.corpus[i].language == l);
                 let docs = || self.docs.iter().copied();
-                let positives: Vec<usize> = docs()
-                    .filter(|&i| (all_positive || self.passing(i)) && in_lang(i))
-                    .collect();
+                let positives: Vec<usize> =
+                    docs().filter(|&i| (all_positive || self.passing(i)) && in_lang(i)).collect();
                 let constraint = lang.map_or("any", Language::as_str);
-                let id = format!(
-                    "t2c_{version}_{}_{}{index}_{constraint}",
-                    p.problem_id, item.subtask
-                );
+                let id =
+                    format!("t2c_{version}_{}_{}{index}_{constraint}", p.problem_id, item.subtask);
                 let negatives = self.tiers(
                     &id,
                     &[
                         docs()
                             .filter(|&i| !self.passing(i) && in_lang(i) && !positives.contains(&i))
                             .collect::<Vec<_>>(),
-                        docs()
-                            .filter(|&i| !self.passing(i) && !positives.contains(&i))
-                            .collect(),
-                        docs()
-                            .filter(|&i| self.passing(i) && !positives.contains(&i))
-                            .collect(),
+                        docs().filter(|&i| !self.passing(i) && !positives.contains(&i)).collect(),
+                        docs().filter(|&i| self.passing(i) && !positives.contains(&i)).collect(),
                     ],
                 );
                 let query = NewQuery {
@@ -597,20 +551,15 @@ impl ProblemQueries<'_> {
     }
 
     fn texts(&self, kind: TextKind) -> Vec<DocId> {
-        self.text_ids
-            .get(&(&self.problem.problem_id, kind))
-            .cloned()
-            .unwrap_or_default()
+        self.text_ids.get(&(&self.problem.problem_id, kind)).cloned().unwrap_or_default()
     }
 
     /// Up to `max_hard_negatives` distractors: the problem's own, and with pooled draws other
     /// problems' when it has too few.
     fn distractors(&self, key: &str) -> Vec<DocId> {
         let own = self.texts(TextKind::Distractor);
-        let (max, mut rng) = (
-            self.config.max_hard_negatives,
-            SplitMix::for_key(self.config.seed, key),
-        );
+        let (max, mut rng) =
+            (self.config.max_hard_negatives, SplitMix::for_key(self.config.seed, key));
         if own.len() >= max || self.composition.hard_negatives == HardNegatives::Tiered {
             return rng.sample(&own, max);
         }
@@ -635,10 +584,8 @@ impl ProblemQueries<'_> {
 
     /// One `describe` query per passing solution, judged against every true description.
     fn code2text_describe(&self, b: &mut Builder) {
-        let describes: Vec<DocId> = [TextKind::Full, TextKind::Canonical]
-            .iter()
-            .flat_map(|k| self.texts(*k))
-            .collect();
+        let describes: Vec<DocId> =
+            [TextKind::Full, TextKind::Canonical].iter().flat_map(|k| self.texts(*k)).collect();
         for &q in self.docs.iter().filter(|&&i| self.passing(i)) {
             let id = format!("c2t_{}_{}", self.version, self.stem(q));
             let negatives = self.distractors(&id);
@@ -661,16 +608,10 @@ impl ProblemQueries<'_> {
     /// more, one per language on its first passing solution.
     fn code2text_retro(&self, b: &mut Builder) {
         let p = self.problem;
-        let passing: Vec<usize> = self
-            .docs
-            .iter()
-            .copied()
-            .filter(|&i| self.passing(i))
-            .collect();
-        let (Some(full), Some(&first)) = (
-            self.texts(TextKind::Full).into_iter().next(),
-            passing.first(),
-        ) else {
+        let passing: Vec<usize> = self.docs.iter().copied().filter(|&i| self.passing(i)).collect();
+        let (Some(full), Some(&first)) =
+            (self.texts(TextKind::Full).into_iter().next(), passing.first())
+        else {
             return;
         };
         let python = |i: &&usize| self.corpus[**i].language == Language::Python;
@@ -682,10 +623,7 @@ impl ProblemQueries<'_> {
             .unwrap_or(&first);
         let mut by_language: Vec<(Language, usize)> = Vec::new();
         for &i in &passing {
-            if !by_language
-                .iter()
-                .any(|(l, _)| *l == self.corpus[i].language)
-            {
+            if !by_language.iter().any(|(l, _)| *l == self.corpus[i].language) {
                 by_language.push((self.corpus[i].language, i));
             }
         }
@@ -704,10 +642,7 @@ impl ProblemQueries<'_> {
         };
         for &subtask in subtasks {
             for &(constraint, a) in &anchors {
-                let id = format!(
-                    "c2t_{}_{}_{subtask}_{constraint}",
-                    self.version, p.problem_id
-                );
+                let id = format!("c2t_{}_{}_{subtask}_{constraint}", self.version, p.problem_id);
                 let negatives = self.distractors(&id);
                 let d = &self.corpus[a];
                 let query = NewQuery {
@@ -749,18 +684,11 @@ impl ProblemQueries<'_> {
         let anchors: Vec<usize> = if self.roles.anchor == self.roles.target {
             Vec::new()
         } else {
-            role_a
-                .iter()
-                .copied()
-                .filter(|&i| corpus[i].language == lang)
-                .collect()
+            role_a.iter().copied().filter(|&i| corpus[i].language == lang).collect()
         };
         if let Some(&a) = anchors.first() {
-            let positives = role_b
-                .iter()
-                .copied()
-                .filter(|&i| corpus[i].language == lang)
-                .collect();
+            let positives =
+                role_b.iter().copied().filter(|&i| corpus[i].language == lang).collect();
             self.code2code_query(b, a, Code2Code::MonoLang, positives, &[a]);
         }
         // The series' queries: one per role B solution with a partner in another language
@@ -773,18 +701,12 @@ impl ProblemQueries<'_> {
                 .copied()
                 .filter(|&i| corpus[i].language != corpus[a].language)
                 .collect();
-            if targets
-                .iter()
-                .any(|&i| corpus[i].code_id > corpus[a].code_id)
-            {
+            if targets.iter().any(|&i| corpus[i].code_id > corpus[a].code_id) {
                 self.code2code_query(b, a, Code2Code::CrossLang, targets, &[a]);
             }
         }
-        let others: Vec<usize> = role_b
-            .iter()
-            .copied()
-            .filter(|&i| corpus[i].language != lang)
-            .collect();
+        let others: Vec<usize> =
+            role_b.iter().copied().filter(|&i| corpus[i].language != lang).collect();
         for &a in &anchors {
             self.code2code_query(b, a, Code2Code::CrossModel, others.clone(), &[a]);
         }
@@ -818,11 +740,8 @@ impl ProblemQueries<'_> {
                 candidates().filter(|&i| self.passing(i)).collect(),
             ],
         );
-        let constraint = if matches!(sub, Code2Code::MonoLang) {
-            anchor.language.as_str()
-        } else {
-            "any"
-        };
+        let constraint =
+            if matches!(sub, Code2Code::MonoLang) { anchor.language.as_str() } else { "any" };
         let q = NewQuery {
             task: Task::Code2Code,
             id,
@@ -852,11 +771,7 @@ impl ProblemQueries<'_> {
         for (n, &a) in anchors.iter().enumerate() {
             // The series asks one mono_lang query per problem (its first anchor).
             let subtasks: &[Code2Code] = if n == 0 {
-                &[
-                    Code2Code::MonoLang,
-                    Code2Code::CrossLang,
-                    Code2Code::CrossModel,
-                ]
+                &[Code2Code::MonoLang, Code2Code::CrossLang, Code2Code::CrossModel]
             } else {
                 &[Code2Code::CrossLang, Code2Code::CrossModel]
             };
@@ -884,11 +799,7 @@ mod tests {
     const ANCHOR: &str = "m-a";
 
     fn problem(id: &str) -> ProblemTexts {
-        let search = |index, text: String, language| SearchQuery {
-            index,
-            text,
-            language,
-        };
+        let search = |index, text: String, language| SearchQuery { index, text, language };
         ProblemTexts {
             problem_id: ProblemId::from_question_id(id),
             title: format!("Title {id}"),
@@ -931,19 +842,13 @@ mod tests {
     }
 
     fn roles() -> Roles {
-        Roles {
-            anchor: ANCHOR.into(),
-            target: "m-b".into(),
-        }
+        Roles { anchor: ANCHOR.into(), target: "m-b".into() }
     }
 
     /// coreb's earlier composition (profile `coreb`).
     fn build(p: &[ProblemTexts], s: &[JudgedSolution]) -> QrelsOutput {
         qrels(
-            &QrelsConfig {
-                profile: Profile::Coreb,
-                ..QrelsConfig::default()
-            },
+            &QrelsConfig { profile: Profile::Coreb, ..QrelsConfig::default() },
             "v202503",
             &roles(),
             p,
@@ -972,53 +877,23 @@ mod tests {
         let doc = |id: &str| out.code_corpus.iter().find(|d| d.code_id.0 == id).unwrap();
         // Problem 1, canonical, cpp: positive = m-a cpp; hard negatives: m-b cpp (failed, same
         // language) first, then m-b java (failed, other language), then a passing non-cpp.
-        let q = t2c
-            .queries
-            .iter()
-            .find(|q| q.query_id.0 == "t2c_v202503_lcb_1_canonical_cpp")
-            .unwrap();
+        let q =
+            t2c.queries.iter().find(|q| q.query_id.0 == "t2c_v202503_lcb_1_canonical_cpp").unwrap();
         let r = rels(t2c, &q.query_id);
-        let pos: Vec<_> = r
-            .iter()
-            .filter(|(_, g)| *g == 2)
-            .map(|(d, _)| doc(d))
-            .collect();
-        let neg: Vec<_> = r
-            .iter()
-            .filter(|(_, g)| *g == 1)
-            .map(|(d, _)| doc(d))
-            .collect();
+        let pos: Vec<_> = r.iter().filter(|(_, g)| *g == 2).map(|(d, _)| doc(d)).collect();
+        let neg: Vec<_> = r.iter().filter(|(_, g)| *g == 1).map(|(d, _)| doc(d)).collect();
         assert_eq!(pos.len(), 1);
-        assert_eq!(
-            (pos[0].model.as_str(), pos[0].language),
-            ("m-a", Language::Cpp)
-        );
+        assert_eq!((pos[0].model.as_str(), pos[0].language), ("m-a", Language::Cpp));
         assert_eq!(neg.len(), 3);
         assert!(neg.iter().any(|d| d.language == Language::Cpp && !d.passed));
-        assert!(
-            neg.iter()
-                .any(|d| d.language == Language::Java && !d.passed)
-        );
-        assert!(
-            neg.iter()
-                .filter(|d| d.passed)
-                .all(|d| d.language != Language::Cpp)
-        );
+        assert!(neg.iter().any(|d| d.language == Language::Java && !d.passed));
+        assert!(neg.iter().filter(|d| d.passed).all(|d| d.language != Language::Cpp));
         assert_eq!(q.num_relevant_docs, 1);
         // `any` of problem 1: 8 passing positives, the 2 failed as hard negatives.
-        let any = t2c
-            .queries
-            .iter()
-            .find(|q| q.query_id.0 == "t2c_v202503_lcb_1_full_any")
-            .unwrap();
+        let any =
+            t2c.queries.iter().find(|q| q.query_id.0 == "t2c_v202503_lcb_1_full_any").unwrap();
         assert_eq!(any.num_relevant_docs, 8);
-        assert_eq!(
-            rels(t2c, &any.query_id)
-                .iter()
-                .filter(|(_, g)| *g == 1)
-                .count(),
-            2
-        );
+        assert_eq!(rels(t2c, &any.query_id).iter().filter(|(_, g)| *g == 1).count(), 2);
         // Queries: per problem 4 texts (canonical, full, 2 search) × (any + 5 languages).
         assert_eq!(t2c.queries.len(), 2 * 4 * 6);
         assert_eq!(out.stats.queries["text2code/search"], 2 * 2 * 6);
@@ -1036,45 +911,20 @@ mod tests {
         let out = build(&p, &s);
         let t2c = &out.tasks[&Task::Text2Code];
         let text = |id: &str| {
-            t2c.queries
-                .iter()
-                .find(|q| q.query_id.0 == id)
-                .map(|q| q.query.as_str())
-                .unwrap()
+            t2c.queries.iter().find(|q| q.query_id.0 == id).map(|q| q.query.as_str()).unwrap()
         };
         assert_eq!(text("t2c_v202503_lcb_1_search1_any"), "search 1 b");
-        assert_eq!(
-            text("t2c_v202503_lcb_1_search1_go"),
-            "search 1 b with goroutines in Go"
-        );
-        assert_eq!(
-            text("t2c_v202503_lcb_1_search0_go"),
-            "Go solution: search 1 a"
-        );
-        assert_eq!(
-            text("t2c_v202503_lcb_1_canonical_cpp"),
-            "C++ solution: Summary 1"
-        );
-        for q in t2c
-            .queries
-            .iter()
-            .filter(|q| q.language_constraint != "any")
-        {
+        assert_eq!(text("t2c_v202503_lcb_1_search1_go"), "search 1 b with goroutines in Go");
+        assert_eq!(text("t2c_v202503_lcb_1_search0_go"), "Go solution: search 1 a");
+        assert_eq!(text("t2c_v202503_lcb_1_canonical_cpp"), "C++ solution: Summary 1");
+        for q in t2c.queries.iter().filter(|q| q.language_constraint != "any") {
             let l = Language::parse(&q.language_constraint).unwrap();
-            assert!(
-                q.query.contains(l.display_name()),
-                "{}: {}",
-                q.query_id.0,
-                q.query
-            );
+            assert!(q.query.contains(l.display_name()), "{}: {}", q.query_id.0, q.query);
         }
         // Every text differs from every other of its problem: no constrained query repeats
         // the unconstrained one word for word.
-        let texts: BTreeSet<(&ProblemId, &str)> = t2c
-            .queries
-            .iter()
-            .map(|q| (&q.source_problem_id, q.query.as_str()))
-            .collect();
+        let texts: BTreeSet<(&ProblemId, &str)> =
+            t2c.queries.iter().map(|q| (&q.source_problem_id, q.query.as_str())).collect();
         assert_eq!(texts.len(), t2c.queries.len());
     }
 
@@ -1088,30 +938,13 @@ mod tests {
         let text = |id: &str| out.text_corpus.iter().find(|d| d.text_id.0 == id).unwrap();
         for q in &c2t.queries {
             let r = rels(c2t, &q.query_id);
-            let mut pos: Vec<TextKind> = r
-                .iter()
-                .filter(|(_, g)| *g == 2)
-                .map(|(d, _)| text(d).kind)
-                .collect();
+            let mut pos: Vec<TextKind> =
+                r.iter().filter(|(_, g)| *g == 2).map(|(d, _)| text(d).kind).collect();
             pos.sort();
-            assert_eq!(
-                pos,
-                [TextKind::Full, TextKind::Canonical],
-                "both true texts are positives"
-            );
-            assert_eq!(
-                r.iter().filter(|(_, g)| *g == 1).count(),
-                3,
-                "3 of the 4 distractors"
-            );
-            assert!(
-                r.iter()
-                    .all(|(d, g)| (text(d).kind == TextKind::Distractor) == (*g == 1))
-            );
-            assert!(
-                r.iter()
-                    .all(|(d, _)| text(d).problem_id == q.source_problem_id)
-            );
+            assert_eq!(pos, [TextKind::Full, TextKind::Canonical], "both true texts are positives");
+            assert_eq!(r.iter().filter(|(_, g)| *g == 1).count(), 3, "3 of the 4 distractors");
+            assert!(r.iter().all(|(d, g)| (text(d).kind == TextKind::Distractor) == (*g == 1)));
+            assert!(r.iter().all(|(d, _)| text(d).problem_id == q.source_problem_id));
         }
     }
 
@@ -1128,16 +961,9 @@ mod tests {
         assert_eq!(c2c.queries.len(), 6);
         for q in &c2c.queries {
             let anchor = doc(q.source_doc_id.as_ref().unwrap());
-            assert_eq!(
-                (anchor.model.as_str(), anchor.language),
-                (ANCHOR, Language::Python)
-            );
+            assert_eq!((anchor.model.as_str(), anchor.language), (ANCHOR, Language::Python));
             for r in c2c.qrels.iter().filter(|r| r.query_id == q.query_id) {
-                assert!(
-                    !sources.contains(&r.doc_id),
-                    "an anchor is never judged: {}",
-                    r.doc_id.0
-                );
+                assert!(!sources.contains(&r.doc_id), "an anchor is never judged: {}", r.doc_id.0);
                 let d = doc(&r.doc_id);
                 assert_eq!(d.problem_id, anchor.problem_id);
                 if r.relevance.0 == 2 {
@@ -1185,11 +1011,7 @@ mod tests {
         reversed.reverse();
         assert_eq!(a, build(&p, &reversed), "input order does not matter");
         assert_eq!(a.code_corpus[0].code_id.0, "code_v202503_lcb_1_m-a_cpp_0");
-        assert!(
-            a.text_corpus
-                .iter()
-                .any(|t| t.text_id.0 == "text_v202503_lcb_2_distractor3")
-        );
+        assert!(a.text_corpus.iter().any(|t| t.text_id.0 == "text_v202503_lcb_2_distractor3"));
         assert_eq!(
             a.tasks[&Task::Text2Code].queries[0].query_id.0,
             "t2c_v202503_lcb_1_canonical_any"
@@ -1206,17 +1028,10 @@ mod tests {
         };
         let (old, new) = (code_of(&a), code_of(&b));
         assert!(old.iter().all(|(id, code)| new.get(id) == Some(code)));
-        assert!(
-            new.keys()
-                .any(|id| id.0.starts_with("code_v202503_lcb_1_org-new-model-")
-                    && id.0.ends_with("_python_0"))
-        );
+        assert!(new.keys().any(|id| id.0.starts_with("code_v202503_lcb_1_org-new-model-")
+            && id.0.ends_with("_python_0")));
         let c = qrels(
-            &QrelsConfig {
-                seed: 7,
-                profile: Profile::Coreb,
-                ..QrelsConfig::default()
-            },
+            &QrelsConfig { seed: 7, profile: Profile::Coreb, ..QrelsConfig::default() },
             "v202503",
             &roles(),
             &p,
@@ -1248,10 +1063,7 @@ mod tests {
         let out = series(QrelsConfig::default(), &p, &s);
         let t2c = &out.tasks[&Task::Text2Code];
         // `any`: all ten solutions of problem 1 are positive, failed ones too: no hard negative.
-        assert_eq!(
-            judged(&out, Task::Text2Code, "t2c_v202503_lcb_1_search0_any", 2).len(),
-            10
-        );
+        assert_eq!(judged(&out, Task::Text2Code, "t2c_v202503_lcb_1_search0_any", 2).len(), 10);
         assert!(judged(&out, Task::Text2Code, "t2c_v202503_lcb_1_search0_any", 1).is_empty());
         // C++ of problem 1: both C++ solutions (m-b's failed) are positive; the hard
         // negatives are pooled from the other languages' failed and passing solutions.
@@ -1277,15 +1089,9 @@ mod tests {
                 .query
                 .clone()
         };
-        assert_eq!(
-            text(&out, "t2c_v202503_lcb_1_canonical_go"),
-            "Go solution: Summary 1"
-        );
+        assert_eq!(text(&out, "t2c_v202503_lcb_1_canonical_go"), "Go solution: Summary 1");
         let same = series(
-            QrelsConfig {
-                constrained_text: Some(ConstrainedText::Same),
-                ..QrelsConfig::default()
-            },
+            QrelsConfig { constrained_text: Some(ConstrainedText::Same), ..QrelsConfig::default() },
             &p,
             &s,
         );
@@ -1300,29 +1106,14 @@ mod tests {
             &p,
             &s,
         );
-        assert_eq!(
-            judged(
-                &passing,
-                Task::Text2Code,
-                "t2c_v202503_lcb_1_search0_any",
-                2
-            )
-            .len(),
-            8
-        );
+        assert_eq!(judged(&passing, Task::Text2Code, "t2c_v202503_lcb_1_search0_any", 2).len(), 8);
     }
 
     #[test]
     fn the_search_cap_draws_per_subtask_among_queries_with_a_positive() {
         let (p, s) = fixture();
-        let out = series(
-            QrelsConfig {
-                max_queries_per_type: Some(3),
-                ..QrelsConfig::default()
-            },
-            &p,
-            &s,
-        );
+        let out =
+            series(QrelsConfig { max_queries_per_type: Some(3), ..QrelsConfig::default() }, &p, &s);
         let t2c = &out.tasks[&Task::Text2Code];
         // 4 search queries per constraint (2 problems × 2), each subtask capped at 3.
         for c in ["any", "python", "cpp", "java", "go", "ruby"] {
@@ -1341,21 +1132,10 @@ mod tests {
         );
         assert_eq!(
             out,
-            series(
-                QrelsConfig {
-                    max_queries_per_type: Some(3),
-                    ..QrelsConfig::default()
-                },
-                &p,
-                &s
-            )
+            series(QrelsConfig { max_queries_per_type: Some(3), ..QrelsConfig::default() }, &p, &s)
         );
         let other = series(
-            QrelsConfig {
-                max_queries_per_type: Some(3),
-                seed: 9,
-                ..QrelsConfig::default()
-            },
+            QrelsConfig { max_queries_per_type: Some(3), seed: 9, ..QrelsConfig::default() },
             &p,
             &s,
         );
@@ -1368,16 +1148,9 @@ mod tests {
         };
         assert_ne!(kept(&out), kept(&other), "the draw follows the seed");
         assert_eq!(
-            series(
-                QrelsConfig {
-                    max_queries_per_type: Some(0),
-                    ..QrelsConfig::default()
-                },
-                &p,
-                &s
-            )
-            .stats
-            .capped,
+            series(QrelsConfig { max_queries_per_type: Some(0), ..QrelsConfig::default() }, &p, &s)
+                .stats
+                .capped,
             0
         );
     }
@@ -1398,45 +1171,22 @@ mod tests {
         // query judges every translation (python's go too), and ruby, last, asks nothing.
         assert_eq!(
             of("cross_lang"),
-            [
-                "c2c_v202503_lcb_1_m-b_go_0_cross_lang",
-                "c2c_v202503_lcb_1_m-b_python_0_cross_lang"
-            ]
+            ["c2c_v202503_lcb_1_m-b_go_0_cross_lang", "c2c_v202503_lcb_1_m-b_python_0_cross_lang"]
         );
         assert_eq!(
-            judged(
-                &out,
-                Task::Code2Code,
-                "c2c_v202503_lcb_1_m-b_go_0_cross_lang",
-                2
-            ),
+            judged(&out, Task::Code2Code, "c2c_v202503_lcb_1_m-b_go_0_cross_lang", 2),
             ids(&["1_m-b_python_0", "1_m-b_ruby_0"])
         );
         assert_eq!(
-            judged(
-                &out,
-                Task::Code2Code,
-                "c2c_v202503_lcb_1_m-b_python_0_cross_lang",
-                2
-            ),
+            judged(&out, Task::Code2Code, "c2c_v202503_lcb_1_m-b_python_0_cross_lang", 2),
             ids(&["1_m-b_go_0", "1_m-b_ruby_0"])
         );
         assert_eq!(
-            judged(
-                &out,
-                Task::Code2Code,
-                "c2c_v202503_lcb_1_m-a_python_0_mono_lang",
-                2
-            ),
+            judged(&out, Task::Code2Code, "c2c_v202503_lcb_1_m-a_python_0_mono_lang", 2),
             ids(&["1_m-b_python_0"])
         );
         assert_eq!(
-            judged(
-                &out,
-                Task::Code2Code,
-                "c2c_v202503_lcb_1_m-a_python_0_cross_model",
-                2
-            ),
+            judged(&out, Task::Code2Code, "c2c_v202503_lcb_1_m-a_python_0_cross_model", 2),
             ids(&["1_m-b_go_0", "1_m-b_ruby_0"])
         );
         // No query judges its own code; an anchor of one query may be another's positive,
@@ -1454,28 +1204,17 @@ mod tests {
         let any_judged: BTreeSet<&DocId> = c2c.qrels.iter().map(|r| &r.doc_id).collect();
         let unjudged = out.code2code_unjudged_anchors();
         assert!(
-            out.code2code_sources()
-                .iter()
-                .all(|d| unjudged.contains(d) != any_judged.contains(d))
+            out.code2code_sources().iter().all(|d| unjudged.contains(d) != any_judged.contains(d))
         );
         assert!(
             any_judged.contains(&DocId("code_v202503_lcb_1_m-b_python_0".into())),
             "a cross_lang anchor that is a positive stays"
         );
-        assert!(
-            unjudged.iter().all(|d| d.0.contains("_m-a_python_")),
-            "{unjudged:?}"
-        );
+        assert!(unjudged.iter().all(|d| d.0.contains("_m-a_python_")), "{unjudged:?}");
         // Pooled draws: the cross_model pool holds the two failed fits and every passing
         // non-positive, three drawn from it.
         assert_eq!(
-            judged(
-                &out,
-                Task::Code2Code,
-                "c2c_v202503_lcb_1_m-a_python_0_cross_model",
-                1
-            )
-            .len(),
+            judged(&out, Task::Code2Code, "c2c_v202503_lcb_1_m-a_python_0_cross_model", 1).len(),
             3
         );
     }
@@ -1487,18 +1226,12 @@ mod tests {
         let out = qrels(
             &QrelsConfig::default(),
             "v202503",
-            &Roles {
-                anchor: ANCHOR.into(),
-                target: ANCHOR.into(),
-            },
+            &Roles { anchor: ANCHOR.into(), target: ANCHOR.into() },
             &p,
             &one,
         );
-        let subtasks: BTreeSet<&str> = out.tasks[&Task::Code2Code]
-            .queries
-            .iter()
-            .map(|q| q.subtask.as_str())
-            .collect();
+        let subtasks: BTreeSet<&str> =
+            out.tasks[&Task::Code2Code].queries.iter().map(|q| q.subtask.as_str()).collect();
         assert_eq!(subtasks, BTreeSet::from(["cross_lang"]));
     }
 
@@ -1509,47 +1242,29 @@ mod tests {
         let out = series(QrelsConfig::default(), &p, &s);
         let c2t = &out.tasks[&Task::Code2Text];
         assert!(
-            out.text_corpus
-                .iter()
-                .all(|t| t.kind != TextKind::Canonical),
+            out.text_corpus.iter().all(|t| t.kind != TextKind::Canonical),
             "the summaries are not documents"
         );
         let q = |id: &str| c2t.queries.iter().find(|q| q.query_id.0 == id).unwrap();
         assert_eq!(
-            q("c2t_v202503_lcb_1_full_retro_any")
-                .source_doc_id
-                .as_ref()
-                .unwrap()
-                .0,
+            q("c2t_v202503_lcb_1_full_retro_any").source_doc_id.as_ref().unwrap().0,
             "code_v202503_lcb_1_m-b_python_0"
         );
         assert_eq!(
-            q("c2t_v202503_lcb_1_canonical_retro_cpp")
-                .source_doc_id
-                .as_ref()
-                .unwrap()
-                .0,
+            q("c2t_v202503_lcb_1_canonical_retro_cpp").source_doc_id.as_ref().unwrap().0,
             "code_v202503_lcb_1_m-a_cpp_0"
         );
         // Per problem: (any + 5 languages) × (full, canonical).
         assert_eq!(c2t.queries.len(), 2 * 6 * 2);
         for q in &c2t.queries {
             let pos = judged(&out, Task::Code2Text, &q.query_id.0, 2);
-            assert_eq!(
-                pos,
-                BTreeSet::from([format!("text_v202503_{}_full", q.source_problem_id)])
-            );
+            assert_eq!(pos, BTreeSet::from([format!("text_v202503_{}_full", q.source_problem_id)]));
             assert_eq!(judged(&out, Task::Code2Text, &q.query_id.0, 1).len(), 3);
         }
         // Problem 2 has one distractor: two more come from problem 1's.
         let negs = judged(&out, Task::Code2Text, "c2t_v202503_lcb_2_full_retro_any", 1);
         assert!(negs.contains("text_v202503_lcb_2_distractor0"));
-        assert_eq!(
-            negs.iter()
-                .filter(|d| d.contains("lcb_1_distractor"))
-                .count(),
-            2
-        );
+        assert_eq!(negs.iter().filter(|d| d.contains("lcb_1_distractor")).count(), 2);
         // `full_and_summary`: both true texts are documents and positives of every query.
         let both = series(
             QrelsConfig {
@@ -1564,23 +1279,10 @@ mod tests {
             "text_v202503_lcb_1_canonical".to_owned(),
         ]);
         assert_eq!(
-            judged(
-                &both,
-                Task::Code2Text,
-                "c2t_v202503_lcb_1_canonical_retro_go",
-                2
-            ),
+            judged(&both, Task::Code2Text, "c2t_v202503_lcb_1_canonical_retro_go", 2),
             texts
         );
-        assert_eq!(
-            judged(
-                &both,
-                Task::Code2Text,
-                "c2t_v202503_lcb_1_full_retro_any",
-                2
-            ),
-            texts
-        );
+        assert_eq!(judged(&both, Task::Code2Text, "c2t_v202503_lcb_1_full_retro_any", 2), texts);
     }
 
     #[test]
@@ -1589,23 +1291,15 @@ mod tests {
         let tiers = vec![vec![0], vec![0], vec![1, 2, 3, 4]];
         let (mut without_first, mut seen) = (0, BTreeSet::new());
         for k in 0..400 {
-            let tiered = pick(
-                &mut SplitMix::for_key(1, &k.to_string()),
-                HardNegatives::Tiered,
-                &tiers,
-                3,
-            );
+            let tiered =
+                pick(&mut SplitMix::for_key(1, &k.to_string()), HardNegatives::Tiered, &tiers, 3);
             assert_eq!(
                 (tiered.len(), tiered[0]),
                 (3, 0),
                 "tier by tier: the first tier always comes first"
             );
-            let pooled = pick(
-                &mut SplitMix::for_key(1, &k.to_string()),
-                HardNegatives::Pooled,
-                &tiers,
-                3,
-            );
+            let pooled =
+                pick(&mut SplitMix::for_key(1, &k.to_string()), HardNegatives::Pooled, &tiers, 3);
             assert_eq!(pooled.len(), 3);
             without_first += usize::from(!pooled.contains(&0));
             seen.extend(pooled);
@@ -1631,15 +1325,9 @@ mod tests {
                 counts[i] += 1;
             }
         }
-        assert!(
-            counts.iter().all(|&c| (2700..3300).contains(&c)),
-            "{counts:?}"
-        );
+        assert!(counts.iter().all(|&c| (2700..3300).contains(&c)), "{counts:?}");
         // Pinned: a change here changes published releases.
         let mut rng = SplitMix(coreb_base::seeded::SplitMix64::new(0));
-        assert_eq!(
-            [rng.next(), rng.next()],
-            [0xE220_A839_7B1D_CDAF, 0x6E78_9E6A_A1B9_65F4]
-        );
+        assert_eq!([rng.next(), rng.next()], [0xE220_A839_7B1D_CDAF, 0x6E78_9E6A_A1B9_65F4]);
     }
 }

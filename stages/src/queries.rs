@@ -39,11 +39,8 @@ pub enum QueryType {
 
 impl QueryType {
     /// All types, in index order.
-    pub const ALL: [QueryType; 3] = [
-        QueryType::TitleSearch,
-        QueryType::DescriptionSearch,
-        QueryType::AlgorithmSearch,
-    ];
+    pub const ALL: [QueryType; 3] =
+        [QueryType::TitleSearch, QueryType::DescriptionSearch, QueryType::AlgorithmSearch];
 
     /// The JSON name (`title_search` …).
     pub fn as_str(self) -> &'static str {
@@ -128,29 +125,20 @@ pub struct QueriesOutput {
 /// [`Bm25Index`]) over title and statement, the problem's own title and statement as the
 /// query; score descending, ties by problem id. Deterministic.
 pub fn similar_problems(problems: &[RewrittenProblem], k: usize) -> Vec<Vec<usize>> {
-    let texts: Vec<String> = problems
-        .iter()
-        .map(|p| format!("{}\n{}", p.title, p.statement))
-        .collect();
+    let texts: Vec<String> =
+        problems.iter().map(|p| format!("{}\n{}", p.title, p.statement)).collect();
     let index = Bm25Index::build(
-        Bm25Config {
-            stop_words: true,
-            ..Bm25Config::default()
-        },
+        Bm25Config { stop_words: true, ..Bm25Config::default() },
         texts.iter().map(String::as_str),
     );
     texts
         .iter()
         .enumerate()
         .map(|(i, text)| {
-            let mut hits: Vec<(usize, f32)> = index
-                .search(text, problems.len())
-                .into_iter()
-                .filter(|&(d, _)| d != i)
-                .collect();
+            let mut hits: Vec<(usize, f32)> =
+                index.search(text, problems.len()).into_iter().filter(|&(d, _)| d != i).collect();
             hits.sort_by(|a, b| {
-                b.1.total_cmp(&a.1)
-                    .then_with(|| problems[a.0].id.cmp(&problems[b.0].id))
+                b.1.total_cmp(&a.1).then_with(|| problems[a.0].id.cmp(&problems[b.0].id))
             });
             hits.into_iter().take(k).map(|(d, _)| d).collect()
         })
@@ -262,17 +250,10 @@ pub async fn queries(
         });
     }
     let similar = similar_problems(problems, config.similar);
-    let languages = Language::ALL
-        .iter()
-        .map(|l| l.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
+    let languages = Language::ALL.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(", ");
     let languages = languages.as_str();
-    let work: Vec<(usize, &RewrittenProblem)> = problems
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| asked.is_none_or(|f| f(&p.id)))
-        .collect();
+    let work: Vec<(usize, &RewrittenProblem)> =
+        problems.iter().enumerate().filter(|(_, p)| asked.is_none_or(|f| f(&p.id))).collect();
     let similar = &similar;
     let results = run::ordered(work, config.concurrency, |(i, p)| async move {
         let mut stats = LlmStageStats::default();
@@ -322,10 +303,8 @@ pub async fn queries(
                     });
                 }
                 for (t, text, variants) in parsed.kept {
-                    let index = QueryType::ALL
-                        .iter()
-                        .position(|x| *x == t)
-                        .unwrap_or_default() as u32;
+                    let index =
+                        QueryType::ALL.iter().position(|x| *x == t).unwrap_or_default() as u32;
                     out.queries.push(Query {
                         problem_id: p.id.clone(),
                         index,
@@ -394,34 +373,19 @@ fn parse(text: &str, config: &QueriesConfig) -> Result<Parsed, RejectReason> {
     let list = v
         .get("queries")
         .and_then(|q| q.as_array())
-        .ok_or(RejectReason::MissingField {
-            field: "queries".into(),
-        })?;
+        .ok_or(RejectReason::MissingField { field: "queries".into() })?;
     let mut out = Parsed::default();
     let mut seen: Vec<String> = Vec::new();
     for item in list {
-        let Some(t) = item
-            .get("type")
-            .and_then(|t| t.as_str())
-            .and_then(QueryType::parse)
-        else {
-            out.dropped.push((
-                "?".into(),
-                RejectReason::MissingField {
-                    field: "type".into(),
-                },
-            ));
+        let Some(t) = item.get("type").and_then(|t| t.as_str()).and_then(QueryType::parse) else {
+            out.dropped.push(("?".into(), RejectReason::MissingField { field: "type".into() }));
             continue;
         };
         if out.kept.iter().any(|(k, _, _)| *k == t) {
             out.dropped.push((t.as_str().into(), RejectReason::Repeat));
             continue;
         }
-        let query = clean(
-            item.get("query")
-                .and_then(|q| q.as_str())
-                .unwrap_or_default(),
-        );
+        let query = clean(item.get("query").and_then(|q| q.as_str()).unwrap_or_default());
         if let Some(reason) = check_query(&query, &seen, config) {
             out.dropped.push((t.as_str().into(), reason));
             continue;
@@ -429,24 +393,19 @@ fn parse(text: &str, config: &QueriesConfig) -> Result<Parsed, RejectReason> {
         seen.push(query.clone());
         let mut variants = BTreeMap::new();
         for l in Language::ALL {
-            let Some(raw) = item
-                .get("variants")
-                .and_then(|v| v.get(l.as_str()))
-                .and_then(|v| v.as_str())
+            let Some(raw) =
+                item.get("variants").and_then(|v| v.get(l.as_str())).and_then(|v| v.as_str())
             else {
                 out.dropped.push((
                     format!("{}/{l}", t.as_str()),
-                    RejectReason::MissingField {
-                        field: format!("variants.{l}"),
-                    },
+                    RejectReason::MissingField { field: format!("variants.{l}") },
                 ));
                 continue;
             };
             let variant = clean(raw);
             let reason = check_query(&variant, &seen, config).or_else(|| {
-                (!names_language(&variant, l)).then(|| RejectReason::LanguageNotNamed {
-                    language: l.as_str().into(),
-                })
+                (!names_language(&variant, l))
+                    .then(|| RejectReason::LanguageNotNamed { language: l.as_str().into() })
             });
             match reason {
                 Some(reason) => out.dropped.push((format!("{}/{l}", t.as_str()), reason)),
@@ -470,40 +429,22 @@ mod tests {
 
     #[test]
     fn placeholders_are_found_and_languages_and_complexity_are_not() {
-        assert_eq!(
-            placeholder_variable("count pairs among n numbers up to k"),
-            Some("n".into())
-        );
+        assert_eq!(placeholder_variable("count pairs among n numbers up to k"), Some("n".into()));
         assert_eq!(
             placeholder_variable(
                 "a C++ or C# solution that doesn't use I/O tricks, in O(n log n) time"
             ),
             None
         );
-        assert_eq!(
-            placeholder_variable("answer t test cases"),
-            Some("t".into())
-        );
-        assert_eq!(
-            placeholder_variable("up to 200000 numbers, each below one billion"),
-            None
-        );
-        assert_eq!(
-            placeholder_variable("in Ruby using gets.to_f and puts"),
-            None
-        );
+        assert_eq!(placeholder_variable("answer t test cases"), Some("t".into()));
+        assert_eq!(placeholder_variable("up to 200000 numbers, each below one billion"), None);
+        assert_eq!(placeholder_variable("in Ruby using gets.to_f and puts"), None);
     }
 
     #[test]
     fn language_names_are_whole_words() {
-        assert!(names_language(
-            "a Go program that reads stdin",
-            Language::Go
-        ));
-        assert!(!names_language(
-            "a good algorithm to go over the list",
-            Language::Java
-        ));
+        assert!(names_language("a Go program that reads stdin", Language::Go));
+        assert!(!names_language("a good algorithm to go over the list", Language::Java));
         assert!(!names_language("going through the grid", Language::Go));
         assert!(names_language("C++ function", Language::Cpp));
         assert!(!names_language("use c++ here", Language::Go));
@@ -530,11 +471,7 @@ mod tests {
     #[test]
     fn similar_problems_exclude_self_rank_by_bm25_and_break_ties_by_id() {
         let ps = vec![
-            problem(
-                "a",
-                "graph",
-                "shortest path in a weighted graph with dijkstra",
-            ),
+            problem("a", "graph", "shortest path in a weighted graph with dijkstra"),
             problem("b", "path", "shortest path in a grid"),
             problem("c", "strings", "reverse a string of letters"),
             problem("d", "strings too", "reverse a string of letters"),
@@ -569,11 +506,8 @@ mod tests {
             p.kept[0].2.keys().copied().collect::<Vec<_>>(),
             [Language::Python, Language::Cpp, Language::Ruby]
         );
-        let reasons: Vec<(&str, &str)> = p
-            .dropped
-            .iter()
-            .map(|(s, r)| (s.as_str(), r.kind()))
-            .collect();
+        let reasons: Vec<(&str, &str)> =
+            p.dropped.iter().map(|(s, r)| (s.as_str(), r.kind())).collect();
         assert_eq!(
             reasons,
             [
@@ -591,9 +525,6 @@ mod tests {
             p.dropped
         );
         let none = serde_json::json!({"queries": [{"type": "title_search", "query": "sort numbers", "variants": {}}]});
-        assert_eq!(
-            parse(&none.to_string(), &cfg).unwrap_err(),
-            RejectReason::NoQueries
-        );
+        assert_eq!(parse(&none.to_string(), &cfg).unwrap_err(), RejectReason::NoQueries);
     }
 }

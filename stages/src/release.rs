@@ -42,11 +42,8 @@ pub fn config_features(config: &str) -> &'static [(&'static str, &'static str)] 
         ("source_doc_id", "string"),
         ("num_relevant_docs", "int64"),
     ];
-    const QRELS: &[(&str, &str)] = &[
-        ("query_id", "string"),
-        ("doc_id", "string"),
-        ("relevance", "int64"),
-    ];
+    const QRELS: &[(&str, &str)] =
+        &[("query_id", "string"), ("doc_id", "string"), ("relevance", "int64")];
     match config {
         "code_corpus" => &[
             ("code_id", "string"),
@@ -72,10 +69,7 @@ pub fn config_features(config: &str) -> &'static [(&'static str, &'static str)] 
 /// Rows of each Parquet config of a release.
 fn config_rows(config: &str, out: &QrelsOutput) -> usize {
     let task = |name: &str| {
-        Task::ALL
-            .into_iter()
-            .find(|t| t.as_str() == name)
-            .and_then(|t| out.tasks.get(&t))
+        Task::ALL.into_iter().find(|t| t.as_str() == name).and_then(|t| out.tasks.get(&t))
     };
     match config.rsplit_once('_') {
         _ if config == "code_corpus" => out.code_corpus.len(),
@@ -171,10 +165,7 @@ pub fn check_disjoint(
     for (release, theirs) in earlier {
         let shared: Vec<ProblemId> = ids.intersection(theirs).cloned().collect();
         if !shared.is_empty() {
-            return Err(ReleaseError::NotDisjoint {
-                release: release.clone(),
-                ids: shared,
-            });
+            return Err(ReleaseError::NotDisjoint { release: release.clone(), ids: shared });
         }
     }
     Ok(())
@@ -186,18 +177,11 @@ fn corpus_lines(task: Task, out: &QrelsOutput) -> String {
     // BEIR reads `_id`, `title` and `text`; the other fields ride along for breakdowns and
     // gates (and are ignored by `beir` and `mteb`).
     let mut s = String::new();
-    let anchors = if task == Task::Code2Code {
-        out.code2code_unjudged_anchors()
-    } else {
-        BTreeSet::new()
-    };
+    let anchors =
+        if task == Task::Code2Code { out.code2code_unjudged_anchors() } else { BTreeSet::new() };
     match task {
         Task::Text2Code | Task::Code2Code => {
-            for d in out
-                .code_corpus
-                .iter()
-                .filter(|d| !anchors.contains(&d.code_id))
-            {
+            for d in out.code_corpus.iter().filter(|d| !anchors.contains(&d.code_id)) {
                 push_json(
                     &mut s,
                     &serde_json::json!({
@@ -300,11 +284,7 @@ pub fn beir(task: Task, version: &str, out: &QrelsOutput) -> BeirFiles {
         let _ = writeln!(qrels, "{}\t{}\t{}", r.query_id.0, r.doc_id.0, r.relevance.0);
         push_json(
             &mut qrels_jsonl,
-            &QrelRow {
-                query_id: &r.query_id.0,
-                corpus_id: &r.doc_id.0,
-                score: r.relevance.0,
-            },
+            &QrelRow { query_id: &r.query_id.0, corpus_id: &r.doc_id.0, score: r.relevance.0 },
         );
     }
     BeirFiles {
@@ -352,10 +332,7 @@ fn origin_note(w: &coreb_llm::run::WrittenBy) -> String {
     }
     let mut parts = Vec::new();
     for (n, what) in [
-        (
-            w.endpoint,
-            "written by the models named above through their endpoints",
-        ),
+        (w.endpoint, "written by the models named above through their endpoints"),
         (w.authored, "written by hand, offline (no model)"),
         (w.imported, "imported from elsewhere (origin not recorded)"),
     ] {
@@ -383,11 +360,7 @@ pub fn dataset_card(info: &CardInfo<'_>, out: &QrelsOutput) -> String {
 
 /// The card's YAML front matter: tags, the eight configs and their features, sizes and rows.
 fn card_front_matter(s: &mut String, info: &CardInfo<'_>, out: &QrelsOutput) {
-    let largest = CONFIGS
-        .iter()
-        .map(|c| config_rows(c, out))
-        .max()
-        .unwrap_or(0);
+    let largest = CONFIGS.iter().map(|c| config_rows(c, out)).max().unwrap_or(0);
     let _ = write!(
         s,
         "---\npretty_name: CoREB {}\nlicense: other\nlicense_name: {LICENSE_NAME}\nlicense_link: LICENSE\n\
@@ -398,11 +371,7 @@ fn card_front_matter(s: &mut String, info: &CardInfo<'_>, out: &QrelsOutput) {
     );
     for c in CONFIGS {
         // `load_dataset(<release>)` with no config name loads the code corpus.
-        let default = if c == CONFIGS[0] {
-            "  default: true\n"
-        } else {
-            ""
-        };
+        let default = if c == CONFIGS[0] { "  default: true\n" } else { "" };
         let _ = writeln!(
             s,
             "- config_name: {c}\n{default}  data_files:\n  - split: test\n    path: {c}.parquet"
@@ -442,11 +411,7 @@ fn card_intro(s: &mut String, info: &CardInfo<'_>) {
         if info.models.is_empty() {
             "no model".to_owned()
         } else {
-            info.models
-                .iter()
-                .map(|m| format!("`{m}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            info.models.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
         }
     );
     s.push_str(
@@ -487,13 +452,7 @@ fn card_corpora(s: &mut String, out: &QrelsOutput) {
         *by_lang.entry(d.language.as_str()).or_default() += 1;
     }
     s.push_str("Code documents per language: ");
-    s.push_str(
-        &by_lang
-            .iter()
-            .map(|(l, n)| format!("{l} {n}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
+    s.push_str(&by_lang.iter().map(|(l, n)| format!("{l} {n}")).collect::<Vec<_>>().join(", "));
     s.push_str(".\n\n## Queries\n\n| task | subtask | language | queries | qrels (rel 2) | qrels (rel 1) | mean relevant docs |\n|---|---|---|---:|---:|---:|---:|\n");
 }
 
@@ -506,9 +465,7 @@ fn card_queries(s: &mut String, out: &QrelsOutput) {
         let mut groups: BTreeMap<(&str, &str), (usize, usize, usize, usize)> = BTreeMap::new();
         let mut of_query: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
         for q in &set.queries {
-            let g = groups
-                .entry((q.subtask.as_str(), q.language_constraint.as_str()))
-                .or_default();
+            let g = groups.entry((q.subtask.as_str(), q.language_constraint.as_str())).or_default();
             g.0 += 1;
             g.3 += q.num_relevant_docs;
             of_query.insert(
@@ -520,11 +477,7 @@ fn card_queries(s: &mut String, out: &QrelsOutput) {
             if let Some(key) = of_query.get(r.query_id.0.as_str())
                 && let Some(g) = groups.get_mut(key)
             {
-                if r.relevance.0 >= 2 {
-                    g.1 += 1
-                } else {
-                    g.2 += 1
-                }
+                if r.relevance.0 >= 2 { g.1 += 1 } else { g.2 += 1 }
             }
         }
         for ((subtask, lang), (n, pos, neg, rel)) in groups {
@@ -587,11 +540,7 @@ fn card_layout_and_terms(s: &mut String, info: &CardInfo<'_>) {
          statements and everything rewritten from them stay subject to those platforms' terms. Who wrote \
          the rewritten statements, summaries, distractors, queries and solutions is under Content origin \
          below; what a model wrote stays under its provider's terms. Use for evaluation and research.",
-        if platforms.is_empty() {
-            "no platform".to_owned()
-        } else {
-            platforms.join(", ")
-        }
+        if platforms.is_empty() { "no platform".to_owned() } else { platforms.join(", ") }
     );
     let _ = writeln!(
         s,
@@ -615,40 +564,27 @@ mod tests {
             statement: "S".into(),
             canonical: "C".into(),
             distractors: vec!["D1".into(), "D2".into(), "D3".into(), "D4".into()],
-            search_queries: vec![SearchQuery {
-                index: 0,
-                text: "q".into(),
-                language: None,
-            }],
+            search_queries: vec![SearchQuery { index: 0, text: "q".into(), language: None }],
         }];
-        let solutions: Vec<JudgedSolution> = [
-            (Language::Python, true),
-            (Language::Cpp, true),
-            (Language::Go, false),
-        ]
-        .into_iter()
-        .map(|(l, passed)| {
-            let solution = Solution {
-                id: SolutionId::new(&pid, "m", l, 0),
-                problem_id: pid.clone(),
-                model: "m".into(),
-                language: l,
-                sample: 0,
-                code: format!("code in {l}"),
-            };
-            JudgedSolution { solution, passed }
-        })
-        .collect();
+        let solutions: Vec<JudgedSolution> =
+            [(Language::Python, true), (Language::Cpp, true), (Language::Go, false)]
+                .into_iter()
+                .map(|(l, passed)| {
+                    let solution = Solution {
+                        id: SolutionId::new(&pid, "m", l, 0),
+                        problem_id: pid.clone(),
+                        model: "m".into(),
+                        language: l,
+                        sample: 0,
+                        code: format!("code in {l}"),
+                    };
+                    JudgedSolution { solution, passed }
+                })
+                .collect();
         qrels(
-            &QrelsConfig {
-                profile,
-                ..QrelsConfig::default()
-            },
+            &QrelsConfig { profile, ..QrelsConfig::default() },
             "v202503",
-            &Roles {
-                anchor: "m".into(),
-                target: "m".into(),
-            },
+            &Roles { anchor: "m".into(), target: "m".into() },
             &problems,
             &solutions,
         )
@@ -662,31 +598,19 @@ mod tests {
     fn beir_files_parse_back() {
         let out = output();
         let files = beir(Task::Text2Code, "v202503", &out);
-        let corpus: Vec<serde_json::Value> = files
-            .corpus
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let corpus: Vec<serde_json::Value> =
+            files.corpus.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(corpus.len(), 3);
         assert_eq!(corpus[0]["_id"], "code_v202503_lcb_1_m_cpp_0");
-        let queries: Vec<serde_json::Value> = files
-            .queries
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let queries: Vec<serde_json::Value> =
+            files.queries.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(queries.len(), out.tasks[&Task::Text2Code].queries.len());
         let mut lines = files.qrels.lines();
         assert_eq!(lines.next(), Some("query-id\tcorpus-id\tscore"));
         let rows: Vec<Vec<&str>> = lines.map(|l| l.split('\t').collect()).collect();
-        assert!(
-            rows.iter().all(|f| f.len() == 3 && f[2] == "2"),
-            "positives only: {rows:?}"
-        );
-        let jsonl: Vec<serde_json::Value> = files
-            .qrels_jsonl
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        assert!(rows.iter().all(|f| f.len() == 3 && f[2] == "2"), "positives only: {rows:?}");
+        let jsonl: Vec<serde_json::Value> =
+            files.qrels_jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(jsonl.len(), rows.len());
         assert_eq!(
             (
@@ -701,10 +625,7 @@ mod tests {
                 && files.card.contains("path: qrels/test.jsonl")
         );
         let graded = &out.tasks[&Task::Text2Code].qrels;
-        assert_eq!(
-            rows.len(),
-            graded.iter().filter(|r| r.relevance.0 == 2).count()
-        );
+        assert_eq!(rows.len(), graded.iter().filter(|r| r.relevance.0 == 2).count());
         assert!(
             graded.iter().any(|r| r.relevance.0 == 1),
             "the hard negatives stay in the Parquet qrels"
@@ -726,10 +647,7 @@ mod tests {
         // coreb's profile: the anchors are never judged, and the corpus leaves them out.
         let old = output_of(Profile::Coreb);
         assert_eq!(
-            beir(Task::Code2Text, "v202503", &old)
-                .corpus
-                .lines()
-                .count(),
+            beir(Task::Code2Text, "v202503", &old).corpus.lines().count(),
             6,
             "full, canonical and four distractors"
         );
@@ -757,24 +675,13 @@ mod tests {
             problems: 1,
             tool_version: "0.1.0",
             platforms: vec![Platform::Atcoder],
-            written_by: coreb_llm::run::WrittenBy {
-                endpoint: 0,
-                authored: 3,
-                imported: 0,
-            },
+            written_by: coreb_llm::run::WrittenBy { endpoint: 0, authored: 3, imported: 0 },
             config_bytes: [("code_corpus", 1234)].into_iter().collect(),
         };
         let card = dataset_card(&info, &out);
-        assert!(
-            card.contains("  - name: test\n    num_bytes: 1234\n    num_examples:"),
-            "{card}"
-        );
+        assert!(card.contains("  - name: test\n    num_bytes: 1234\n    num_examples:"), "{card}");
         assert!(card.starts_with("---\n"));
-        assert_eq!(
-            card.matches("config_name:").count(),
-            16,
-            "8 configs and their dataset_info"
-        );
+        assert_eq!(card.matches("config_name:").count(), 16, "8 configs and their dataset_info");
         for key in [
             "pretty_name: CoREB v202503\n",
             "license_name: coreb-release-terms\n",
@@ -802,11 +709,8 @@ mod tests {
                 && !card.contains("generated by the models"),
             "{card}"
         );
-        let mixed = origin_note(&coreb_llm::run::WrittenBy {
-            endpoint: 5,
-            authored: 0,
-            imported: 2,
-        });
+        let mixed =
+            origin_note(&coreb_llm::run::WrittenBy { endpoint: 5, authored: 0, imported: 2 });
         assert!(
             mixed.contains("5 written by the models")
                 && mixed.contains("2 imported")
@@ -817,20 +721,11 @@ mod tests {
 
     #[test]
     fn disjointness() {
-        let ids: BTreeSet<ProblemId> = [
-            ProblemId::from_question_id("1"),
-            ProblemId::from_question_id("2"),
-        ]
-        .into();
-        let earlier = vec![(
-            "v202501".to_owned(),
-            [ProblemId::from_question_id("3")].into(),
-        )];
+        let ids: BTreeSet<ProblemId> =
+            [ProblemId::from_question_id("1"), ProblemId::from_question_id("2")].into();
+        let earlier = vec![("v202501".to_owned(), [ProblemId::from_question_id("3")].into())];
         assert_eq!(check_disjoint(&ids, &earlier), Ok(()));
-        let earlier = vec![(
-            "v202502".to_owned(),
-            [ProblemId::from_question_id("2")].into(),
-        )];
+        let earlier = vec![("v202502".to_owned(), [ProblemId::from_question_id("2")].into())];
         let err = check_disjoint(&ids, &earlier).unwrap_err();
         assert!(err.to_string().contains("v202502") && err.to_string().contains("lcb_2"));
     }

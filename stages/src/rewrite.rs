@@ -49,11 +49,7 @@ pub struct RewriteConfig {
 
 impl Default for RewriteConfig {
     fn default() -> Self {
-        RewriteConfig {
-            concurrency: 8,
-            test_batch_size: 8,
-            max_test_chars: 2_000,
-        }
+        RewriteConfig { concurrency: 8, test_batch_size: 8, max_test_chars: 2_000 }
     }
 }
 
@@ -227,11 +223,7 @@ pub async fn rewrite(
     Ok(out)
 }
 
-type One = (
-    Result<RewrittenProblem, Vec<Rejection>>,
-    RewriteStats,
-    Vec<Rejection>,
-);
+type One = (Result<RewrittenProblem, Vec<Rejection>>, RewriteStats, Vec<Rejection>);
 
 async fn rewrite_one(
     config: &RewriteConfig,
@@ -273,11 +265,7 @@ async fn rewrite_one(
     };
 
     // Tests: classify, then rewrite the ones that need the model in batches.
-    let all: Vec<&TestCase> = problem
-        .public_tests
-        .iter()
-        .chain(&problem.private_tests)
-        .collect();
+    let all: Vec<&TestCase> = problem.public_tests.iter().chain(&problem.private_tests).collect();
     let mut new_tests: Vec<Option<TestCase>> = vec![None; all.len()];
     let mut origins = vec![TestOrigin::Kept; all.len()];
     let mut for_model = Vec::new();
@@ -301,22 +289,11 @@ async fn rewrite_one(
             origins[i] = TestOrigin::Model;
         }
     }
-    let batches: Vec<Vec<usize>> = for_model
-        .chunks(config.test_batch_size.max(1))
-        .map(<[usize]>::to_vec)
-        .collect();
+    let batches: Vec<Vec<usize>> =
+        for_model.chunks(config.test_batch_size.max(1)).map(<[usize]>::to_vec).collect();
     let futures = batches.iter().enumerate().map(|(b, idx)| {
         let tests: Vec<&TestCase> = idx.iter().map(|&i| all[i]).collect();
-        rewrite_batch(
-            plans,
-            tests_prompt,
-            &problem,
-            &statement,
-            b,
-            idx,
-            tests,
-            gateway,
-        )
+        rewrite_batch(plans, tests_prompt, &problem, &statement, b, idx, tests, gateway)
     });
     let results = futures_util::future::join_all(futures).await;
     for (idx, (result, llm)) in batches.iter().zip(run::settle(results)?) {
@@ -395,37 +372,22 @@ async fn ask_reference(
     let item = format!("{}/reference", problem.id);
     let code = |text: &str| {
         let code = extract_code(text);
-        if code.trim().is_empty() {
-            Err(RejectReason::NoCode)
-        } else {
-            Ok(code)
-        }
+        if code.trim().is_empty() { Err(RejectReason::NoCode) } else { Ok(code) }
     };
     let prompt = prompts.reference;
     let prompt_err = |stage| move |source| LlmStageError::Prompt { stage, source };
-    let fragment = |name: &str| {
-        prompt
-            .fragment(name)
-            .map(str::trim)
-            .map_err(prompt_err(LlmStage::Reference))
-    };
+    let fragment =
+        |name: &str| prompt.fragment(name).map(str::trim).map_err(prompt_err(LlmStage::Reference));
     let functional = problem.func_name.is_some()
         || problem
             .public_tests
             .iter()
             .chain(&problem.private_tests)
             .any(|t| t.testtype == coreb_data::problem::TestType::Functional);
-    let task = fragment(if functional {
-        "task_solution"
-    } else {
-        "task_program"
-    })?;
+    let task = fragment(if functional { "task_solution" } else { "task_program" })?;
     let none = fragment("starter_none")?;
-    let original_starter = if problem.starter_code.trim().is_empty() {
-        none
-    } else {
-        problem.starter_code.as_str()
-    };
+    let original_starter =
+        if problem.starter_code.trim().is_empty() { none } else { problem.starter_code.as_str() };
     let messages = prompt
         .render(&[
             ("title", &problem.question_title),
@@ -434,10 +396,7 @@ async fn ask_reference(
             ("starter_code", original_starter),
         ])
         .map_err(prompt_err(LlmStage::Reference))?;
-    let plan = ModelPlan {
-        models: vec![model.to_owned()],
-        ..plans.reference.clone()
-    };
+    let plan = ModelPlan { models: vec![model.to_owned()], ..plans.reference.clone() };
     let original = match run::ask_models(
         gateway,
         LlmStage::Reference,
@@ -454,11 +413,7 @@ async fn ask_reference(
         Err(rejections) => return Ok(Err(rejections)),
     };
     let prompt = prompts.adapt_reference;
-    let starter = if starter_code.trim().is_empty() {
-        none
-    } else {
-        starter_code
-    };
+    let starter = if starter_code.trim().is_empty() { none } else { starter_code };
     let messages = prompt
         .render(&[
             ("original_statement", &problem.question_content),
@@ -468,10 +423,7 @@ async fn ask_reference(
             ("reference", &original),
         ])
         .map_err(prompt_err(LlmStage::AdaptReference))?;
-    let plan = ModelPlan {
-        models: vec![model.to_owned()],
-        ..plans.adapt_reference.clone()
-    };
+    let plan = ModelPlan { models: vec![model.to_owned()], ..plans.adapt_reference.clone() };
     Ok(
         match run::ask_models(
             gateway,
@@ -485,11 +437,7 @@ async fn ask_reference(
         )
         .await?
         {
-            Ok((adapted, _)) => Ok(Reference {
-                model: model.to_owned(),
-                original,
-                adapted,
-            }),
+            Ok((adapted, _)) => Ok(Reference { model: model.to_owned(), original, adapted }),
             Err(rejections) => Err(rejections),
         },
     )
@@ -508,10 +456,8 @@ async fn rewrite_batch(
 ) -> Result<(Result<Vec<TestCase>, Vec<Rejection>>, LlmStageStats), LlmStageError> {
     let stage = LlmStage::RewriteTests;
     let mut stats = LlmStageStats::default();
-    let wire: Vec<serde_json::Value> = tests
-        .iter()
-        .map(|t| serde_json::json!({"input": t.input, "output": t.output}))
-        .collect();
+    let wire: Vec<serde_json::Value> =
+        tests.iter().map(|t| serde_json::json!({"input": t.input, "output": t.output})).collect();
     let tests_json = serde_json::to_string_pretty(&wire).unwrap_or_default();
     let count = tests.len().to_string();
     let messages = prompt
@@ -547,15 +493,10 @@ fn parse_rewrite(
     let statement = run::json_text(&v, "statement", false, true)?;
     let starter_code = run::json_text(&v, "starter_code", !has_starter, false)?;
     if normalise(&statement) == normalise(&problem.question_content) {
-        return Err(RejectReason::Unchanged {
-            field: "statement".into(),
-        });
+        return Err(RejectReason::Unchanged { field: "statement".into() });
     }
-    let starter_code = if has_starter {
-        format!("{}\n", starter_code.trim_end())
-    } else {
-        String::new()
-    };
+    let starter_code =
+        if has_starter { format!("{}\n", starter_code.trim_end()) } else { String::new() };
     let func_name = match &problem.func_name {
         Some(_) => Some(method_name(&starter_code).ok_or(RejectReason::NoMethod)?),
         None => None,
@@ -574,14 +515,9 @@ fn parse_tests(
         .get("tests")
         .and_then(|t| t.as_array())
         .or_else(|| v.as_array())
-        .ok_or(RejectReason::MissingField {
-            field: "tests".into(),
-        })?;
+        .ok_or(RejectReason::MissingField { field: "tests".into() })?;
     if list.len() != sent.len() {
-        return Err(RejectReason::TestCount {
-            expected: sent.len(),
-            got: list.len(),
-        });
+        return Err(RejectReason::TestCount { expected: sent.len(), got: list.len() });
     }
     let mut out = Vec::with_capacity(list.len());
     for ((item, original), &index) in list.iter().zip(sent).zip(indices) {
@@ -600,14 +536,10 @@ fn parse_tests(
             output: field("output")?,
             testtype: original.testtype,
         };
-        for (what, new, old) in [
-            ("input", &test.input, &original.input),
-            ("output", &test.output, &original.output),
-        ] {
-            let (a, b) = (
-                new.trim_end().lines().count(),
-                old.trim_end().lines().count(),
-            );
+        for (what, new, old) in
+            [("input", &test.input, &original.input), ("output", &test.output, &original.output)]
+        {
+            let (a, b) = (new.trim_end().lines().count(), old.trim_end().lines().count());
             if a != b {
                 return Err(RejectReason::TestShape {
                     test: index,
@@ -631,16 +563,10 @@ fn same_signature_types(original: &str, rewritten: &str) -> Result<(), RejectRea
     let Ok(before) = coreb_judge::signature::parse(original) else {
         return Ok(());
     };
-    let after =
-        coreb_judge::signature::parse(rewritten).map_err(|e| RejectReason::SignatureChanged {
-            detail: e.to_string(),
-        })?;
+    let after = coreb_judge::signature::parse(rewritten)
+        .map_err(|e| RejectReason::SignatureChanged { detail: e.to_string() })?;
     let types = |s: &coreb_judge::signature::Signature| {
-        s.params
-            .iter()
-            .map(|p| p.ty.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
+        s.params.iter().map(|p| p.ty.to_string()).collect::<Vec<_>>().join(", ")
     };
     if types(&before) != types(&after) || before.returns != after.returns {
         return Err(RejectReason::SignatureChanged {
@@ -664,10 +590,7 @@ pub fn method_name(starter_code: &str) -> Option<String> {
     static FUNC: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(").expect("function regex")
     });
-    METHOD
-        .captures(starter_code)
-        .or_else(|| FUNC.captures(starter_code))
-        .map(|c| c[1].to_owned())
+    METHOD.captures(starter_code).or_else(|| FUNC.captures(starter_code)).map(|c| c[1].to_owned())
 }
 
 const KEYWORDS: &[&str] = &[
@@ -746,10 +669,8 @@ pub fn letter_bijection(problem_id: &str) -> [u8; 26] {
 /// output alike. (Keeping keywords everywhere broke a test whose data held `no` while the
 /// output, mapped, was derived from it.)
 pub fn biject_test(t: &TestCase, perm: &[u8; 26]) -> TestCase {
-    let keep: Vec<String> = letter_runs(&t.output)
-        .into_iter()
-        .filter(|r| KEYWORDS.contains(&r.as_str()))
-        .collect();
+    let keep: Vec<String> =
+        letter_runs(&t.output).into_iter().filter(|r| KEYWORDS.contains(&r.as_str())).collect();
     TestCase {
         input: apply_bijection_keeping(&t.input, perm, &keep),
         output: apply_bijection_keeping(&t.output, perm, &keep),
@@ -781,11 +702,7 @@ pub fn apply_bijection_keeping(text: &str, perm: &[u8; 26], keep: &[String]) -> 
             out.extend(run.chars().map(|c| {
                 let lower = c.to_ascii_lowercase();
                 let mapped = perm[(lower as u8 - b'a') as usize] as char;
-                if c.is_ascii_uppercase() {
-                    mapped.to_ascii_uppercase()
-                } else {
-                    mapped
-                }
+                if c.is_ascii_uppercase() { mapped.to_ascii_uppercase() } else { mapped }
             }));
         }
         run.clear();
@@ -953,40 +870,19 @@ mod tests {
         let p = &out.problems[0];
         assert_eq!(p.statement, "Flip the crate label.");
         assert_eq!(p.func_name.as_deref(), Some("flipLabel"));
-        assert_eq!(
-            p.test_origins,
-            [
-                TestOrigin::Bijection,
-                TestOrigin::KeptLong,
-                TestOrigin::Kept
-            ]
-        );
+        assert_eq!(p.test_origins, [TestOrigin::Bijection, TestOrigin::KeptLong, TestOrigin::Kept]);
         let perm = letter_bijection("lcb_9");
-        assert_eq!(
-            p.public_tests[0],
-            biject_test(&problem.public_tests[0], &perm)
-        );
+        assert_eq!(p.public_tests[0], biject_test(&problem.public_tests[0], &perm));
         assert_ne!(p.public_tests[0].input, problem.public_tests[0].input);
         assert_eq!(p.public_tests[1], problem.public_tests[1]);
         assert_eq!(p.private_tests, problem.private_tests);
         assert_eq!(
-            (
-                out.stats.tests_bijection,
-                out.stats.tests_kept_long,
-                out.stats.tests_kept
-            ),
+            (out.stats.tests_bijection, out.stats.tests_kept_long, out.stats.tests_kept),
             (1, 1, 1)
         );
-        let reference = p
-            .reference
-            .as_ref()
-            .expect("a rewritten test brings a reference");
+        let reference = p.reference.as_ref().expect("a rewritten test brings a reference");
         assert_eq!(
-            (
-                reference.model.as_str(),
-                reference.original.as_str(),
-                reference.adapted.as_str()
-            ),
+            (reference.model.as_str(), reference.original.as_str(), reference.adapted.as_str()),
             ("m", "print('original')\n", "print('adapted')\n")
         );
         assert_eq!((out.stats.references, out.stats.references_missing), (1, 0));

@@ -59,15 +59,8 @@ fn read_request(stream: &TcpStream) -> Option<Request> {
         }
         headers.push(h.trim().to_owned());
     }
-    let mut req = Request {
-        line: line.trim().to_owned(),
-        headers,
-        body: Vec::new(),
-    };
-    let len: usize = req
-        .header("content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let mut req = Request { line: line.trim().to_owned(), headers, body: Vec::new() };
+    let len: usize = req.header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
     req.body = vec![0u8; len];
     reader.read_exact(&mut req.body).ok()?;
     Some(req)
@@ -77,27 +70,12 @@ fn read_request(stream: &TcpStream) -> Option<Request> {
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// A whole response: status line (`200 OK`), extra header lines, body.
-    Full {
-        status: String,
-        headers: Vec<String>,
-        body: Vec<u8>,
-    },
+    Full { status: String, headers: Vec<String>, body: Vec<u8> },
     /// The headers of a full response (its whole `Content-Length`), `sent` bytes of the
     /// body, then the connection is closed.
-    Cut {
-        status: String,
-        headers: Vec<String>,
-        body: Vec<u8>,
-        sent: usize,
-    },
+    Cut { status: String, headers: Vec<String>, body: Vec<u8>, sent: usize },
     /// The headers, `sent` bytes of the body, then silence for `stall`, then close.
-    Stall {
-        status: String,
-        headers: Vec<String>,
-        body: Vec<u8>,
-        sent: usize,
-        stall: Duration,
-    },
+    Stall { status: String, headers: Vec<String>, body: Vec<u8>, sent: usize, stall: Duration },
     /// No answer at all for this long, then close.
     Hang(Duration),
 }
@@ -105,11 +83,7 @@ pub enum Reply {
 impl Reply {
     /// A whole response with no extra headers.
     pub fn new(status: &str, body: impl Into<Vec<u8>>) -> Reply {
-        Reply::Full {
-            status: status.to_owned(),
-            headers: Vec::new(),
-            body: body.into(),
-        }
+        Reply::Full { status: status.to_owned(), headers: Vec::new(), body: body.into() }
     }
 
     /// `200 OK` with a JSON body.
@@ -131,16 +105,7 @@ impl Reply {
     /// The same reply with its body cut after `sent` bytes.
     pub fn cut_after(self, sent: usize) -> Reply {
         match self {
-            Reply::Full {
-                status,
-                headers,
-                body,
-            } => Reply::Cut {
-                status,
-                headers,
-                body,
-                sent,
-            },
+            Reply::Full { status, headers, body } => Reply::Cut { status, headers, body, sent },
             other => other,
         }
     }
@@ -148,17 +113,9 @@ impl Reply {
     /// The same reply going silent for `stall` after `sent` bytes of its body.
     pub fn stall_after(self, sent: usize, stall: Duration) -> Reply {
         match self {
-            Reply::Full {
-                status,
-                headers,
-                body,
-            } => Reply::Stall {
-                status,
-                headers,
-                body,
-                sent,
-                stall,
-            },
+            Reply::Full { status, headers, body } => {
+                Reply::Stall { status, headers, body, sent, stall }
+            }
             other => other,
         }
     }
@@ -193,10 +150,7 @@ impl Server {
 /// Start a server answering every request with `respond(request)` (and `GET …/models` with
 /// a 404).
 pub fn serve(respond: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
-    serve_listing(
-        Reply::new("404 Not Found", "{\"error\": \"not found\"}"),
-        respond,
-    )
+    serve_listing(Reply::new("404 Not Found", "{\"error\": \"not found\"}"), respond)
 }
 
 /// OpenAI's answer to `GET /v1/models` listing `ids`.
@@ -241,11 +195,7 @@ pub fn serve_listing(
             });
         }
     });
-    Server {
-        addr,
-        hits,
-        listings,
-    }
+    Server { addr, hits, listings }
 }
 
 fn answer(mut stream: TcpStream, reply: Reply) {
@@ -254,31 +204,16 @@ fn answer(mut stream: TcpStream, reply: Reply) {
         format!("HTTP/1.1 {status}\r\n{extra}Content-Length: {len}\r\nConnection: close\r\n\r\n")
     };
     match reply {
-        Reply::Full {
-            status,
-            headers,
-            body,
-        } => {
+        Reply::Full { status, headers, body } => {
             let _ = stream.write_all(head(&status, &headers, body.len()).as_bytes());
             let _ = stream.write_all(&body);
         }
-        Reply::Cut {
-            status,
-            headers,
-            body,
-            sent,
-        } => {
+        Reply::Cut { status, headers, body, sent } => {
             let _ = stream.write_all(head(&status, &headers, body.len()).as_bytes());
             let _ = stream.write_all(&body[..sent.min(body.len())]);
             let _ = stream.flush();
         }
-        Reply::Stall {
-            status,
-            headers,
-            body,
-            sent,
-            stall,
-        } => {
+        Reply::Stall { status, headers, body, sent, stall } => {
             let _ = stream.write_all(head(&status, &headers, body.len()).as_bytes());
             let _ = stream.write_all(&body[..sent.min(body.len())]);
             let _ = stream.flush();

@@ -15,10 +15,7 @@ pub fn coreb() -> Command {
 
 /// The project root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("pipeline/ has a parent")
-        .to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("pipeline/ has a parent").to_owned()
 }
 
 /// `tests/fixtures/data/<rel>`: public test data copied into the repository (its README gives

@@ -47,23 +47,8 @@ mod tests {
 
     #[test]
     fn adds_listed_fields_and_nested_structs() {
-        let mut x = Outer {
-            n: 1,
-            inner: Inner { a: 2, b: 3 },
-            untouched: 7,
-        };
-        x += Outer {
-            n: 10,
-            inner: Inner { a: 20, b: 30 },
-            untouched: 9,
-        };
-        assert_eq!(
-            x,
-            Outer {
-                n: 11,
-                inner: Inner { a: 22, b: 33 },
-                untouched: 7
-            }
-        );
+        let mut x = Outer { n: 1, inner: Inner { a: 2, b: 3 }, untouched: 7 };
+        x += Outer { n: 10, inner: Inner { a: 20, b: 30 }, untouched: 9 };
+        assert_eq!(x, Outer { n: 11, inner: Inner { a: 22, b: 33 }, untouched: 7 });
     }
 }

@@ -31,18 +31,13 @@ use sha2::{Digest, Sha256};
 fn temporary(path: &Path) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
 }
 
 /// The directory `path` lives in (`.` for a bare name).
 fn parent(path: &Path) -> &Path {
-    path.parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
+    path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
 /// Write `bytes` to `path` atomically and durably (its directory is made if missing).
@@ -96,13 +91,8 @@ impl AtomicFile {
     /// Flush, fsync, rename into place, fsync the directory; remember the file's sha256 for
     /// [`sha256_as_written`].
     pub fn commit(mut self) -> std::io::Result<()> {
-        let writer = self
-            .writer
-            .take()
-            .expect("an uncommitted AtomicFile holds its writer");
-        let file = writer
-            .into_inner()
-            .map_err(std::io::IntoInnerError::into_error)?;
+        let writer = self.writer.take().expect("an uncommitted AtomicFile holds its writer");
+        let file = writer.into_inner().map_err(std::io::IntoInnerError::into_error)?;
         file.sync_all()?;
         let identity = Identity::of(&file.metadata()?);
         drop(file);
@@ -115,9 +105,7 @@ impl AtomicFile {
     }
 
     fn writer(&mut self) -> &mut BufWriter<fs_err::File> {
-        self.writer
-            .as_mut()
-            .expect("an uncommitted AtomicFile holds its writer")
+        self.writer.as_mut().expect("an uncommitted AtomicFile holds its writer")
     }
 
     /// Hash `bytes`, just written; once [`WRITEBACK_BYTES`] more have reached the file, start
@@ -125,10 +113,7 @@ impl AtomicFile {
     fn wrote(&mut self, bytes: &[u8]) {
         self.hasher.update(bytes);
         self.written += bytes.len() as u64;
-        let writer = self
-            .writer
-            .as_ref()
-            .expect("an uncommitted AtomicFile holds its writer");
+        let writer = self.writer.as_ref().expect("an uncommitted AtomicFile holds its writer");
         let in_file = self.written - writer.buffer().len() as u64;
         if in_file - self.writeback < WRITEBACK_BYTES {
             return;
@@ -136,10 +121,8 @@ impl AtomicFile {
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::AsRawFd;
-            let (from, len) = (
-                self.writeback as libc::off64_t,
-                (in_file - self.writeback) as libc::off64_t,
-            );
+            let (from, len) =
+                (self.writeback as libc::off64_t, (in_file - self.writeback) as libc::off64_t);
             // SAFETY: the descriptor is the open file this writer owns; the call only starts
             // writeback of the range. Its result is a hint's: `commit`'s fsync reports errors.
             let _ = unsafe {
@@ -185,11 +168,7 @@ struct Identity {
 impl Identity {
     fn of(meta: &std::fs::Metadata) -> Identity {
         use std::os::unix::fs::MetadataExt;
-        Identity {
-            bytes: meta.len(),
-            inode: meta.ino(),
-            modified: meta.modified().ok(),
-        }
+        Identity { bytes: meta.len(), inode: meta.ino(), modified: meta.modified().ok() }
     }
 }
 
@@ -200,9 +179,7 @@ const REMEMBER_BYTES: u64 = 1 << 20;
 /// The files committed by this process: where, which version, and its sha256.
 fn written() -> std::sync::MutexGuard<'static, BTreeMap<PathBuf, (Identity, String)>> {
     static WRITTEN: Mutex<BTreeMap<PathBuf, (Identity, String)>> = Mutex::new(BTreeMap::new());
-    WRITTEN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    WRITTEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The sha256 of the file at `path`, if this process committed it as an [`AtomicFile`] (of
@@ -247,10 +224,7 @@ pub fn sync_tree(dir: &Path) -> std::io::Result<()> {
 /// reads as "not built"), never a mix.
 pub fn replace_dir(tmp: &Path, dir: &Path) -> std::io::Result<()> {
     sync_tree(tmp)?;
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let old = dir.with_file_name(format!(".{name}.old"));
     if old.exists() {
         fs_err::remove_dir_all(&old)?;
@@ -285,9 +259,7 @@ mod tests {
     fn a_file_written_past_its_writeback_starts_is_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("big.bin");
-        let data: Vec<u8> = (0..(3 * WRITEBACK_BYTES + 12_345))
-            .map(|i| (i % 253) as u8)
-            .collect();
+        let data: Vec<u8> = (0..(3 * WRITEBACK_BYTES + 12_345)).map(|i| (i % 253) as u8).collect();
         let mut file = AtomicFile::create(&path).unwrap();
         let (mut at, mut step) = (0, 1usize);
         while at < data.len() {
@@ -301,17 +273,10 @@ mod tests {
             step = step * 7 % 3_000_017 + 1;
         }
         assert_eq!(file.written, data.len() as u64);
-        assert!(
-            file.writeback >= 2 * WRITEBACK_BYTES,
-            "writeback started at {}",
-            file.writeback
-        );
+        assert!(file.writeback >= 2 * WRITEBACK_BYTES, "writeback started at {}", file.writeback);
         file.commit().unwrap();
         assert!(fs_err::read(&path).unwrap() == data);
-        assert_eq!(
-            sha256_as_written(&path),
-            Some(crate::hashing::sha256_hex(&data))
-        );
+        assert_eq!(sha256_as_written(&path), Some(crate::hashing::sha256_hex(&data)));
     }
 
     #[test]
@@ -327,23 +292,14 @@ mod tests {
         f.commit().unwrap();
         let on_disk = crate::hashing::sha256_file(&path).unwrap();
         assert_eq!(sha256_as_written(&path).as_deref(), Some(on_disk.as_str()));
-        assert_eq!(
-            sha256_as_written(&path),
-            None,
-            "each commit is answered once"
-        );
+        assert_eq!(sha256_as_written(&path), None, "each commit is answered once");
 
         // Changed after its commit (another length, then the same length in place): the
         // caller must hash it again.
         let mut f = AtomicFile::create(&path).unwrap();
         f.write_all(&body).unwrap();
         f.commit().unwrap();
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap()
-            .write_all(b"x")
-            .unwrap();
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"x").unwrap();
         assert_eq!(sha256_as_written(&path), None);
         let mut f = AtomicFile::create(&path).unwrap();
         f.write_all(&body).unwrap();
@@ -370,11 +326,7 @@ mod tests {
         let mut f = AtomicFile::create(&path).unwrap();
         f.write_all(b"three, half").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
-        assert_eq!(
-            names(&dir.path().join("sub")).len(),
-            2,
-            "the temporary sits beside it"
-        );
+        assert_eq!(names(&dir.path().join("sub")).len(), 2, "the temporary sits beside it");
         drop(f);
         assert_eq!(names(&dir.path().join("sub")), ["out.json"]);
         let mut f = AtomicFile::create(&path).unwrap();
@@ -385,13 +337,7 @@ mod tests {
 
         // Two writers of one path at once never share a temporary.
         assert_ne!(temporary(&path), temporary(&path));
-        assert!(
-            temporary(&path)
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(".out.json.")
-        );
+        assert!(temporary(&path).file_name().unwrap().to_string_lossy().starts_with(".out.json."));
     }
 
     #[test]
@@ -405,10 +351,7 @@ mod tests {
                 std::fs::write(tmp.join("b"), content).unwrap();
             }
             replace_dir(&tmp, &dir).unwrap();
-            assert_eq!(
-                std::fs::read_to_string(dir.join("nested/a")).unwrap(),
-                content
-            );
+            assert_eq!(std::fs::read_to_string(dir.join("nested/a")).unwrap(), content);
             assert_eq!(names(&dir).len(), n, "nothing of the old directory is left");
             assert_eq!(names(root.path()), ["stage"]);
         }

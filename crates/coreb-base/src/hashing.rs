@@ -29,11 +29,7 @@ pub struct HashingReader<R> {
 impl<R: Read> HashingReader<R> {
     /// Wrap `inner`.
     pub fn new(inner: R) -> Self {
-        HashingReader {
-            inner,
-            hasher: Sha256::new(),
-            bytes: 0,
-        }
+        HashingReader { inner, hasher: Sha256::new(), bytes: 0 }
     }
 
     /// The hex sha256 and length of what was read so far (the whole input once it is at its end).

@@ -20,10 +20,8 @@ use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
 /// The line written when SIGINT (`[0]`) or SIGTERM (`[1]`) ends the process at once, and its
 /// length ([`say_when_stopped`]).
-static SAY: [AtomicPtr<u8>; 2] = [
-    AtomicPtr::new(std::ptr::null_mut()),
-    AtomicPtr::new(std::ptr::null_mut()),
-];
+static SAY: [AtomicPtr<u8>; 2] =
+    [AtomicPtr::new(std::ptr::null_mut()), AtomicPtr::new(std::ptr::null_mut())];
 static SAY_LEN: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
 
 /// Have a signal that ends the process at once (no work listening) first write the line
@@ -43,10 +41,7 @@ pub fn say_when_stopped(line: impl Fn(&str) -> String) {
 /// and `write(2)`).
 fn say(signal: i32) {
     let i = usize::from(signal != libc::SIGINT);
-    let (ptr, len) = (
-        SAY[i].load(Ordering::SeqCst),
-        SAY_LEN[i].load(Ordering::SeqCst),
-    );
+    let (ptr, len) = (SAY[i].load(Ordering::SeqCst), SAY_LEN[i].load(Ordering::SeqCst));
     if !ptr.is_null() && len > 0 {
         // SAFETY: `ptr` points to `len` leaked bytes that live until the process ends.
         unsafe {
@@ -100,9 +95,8 @@ pub fn install() -> std::io::Result<()> {
         // async-signal-safe.
         unsafe {
             signal_hook::low_level::register(signal, move || {
-                let first = SIGNAL
-                    .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_ok();
+                let first =
+                    SIGNAL.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst).is_ok();
                 if !first || LISTENERS.load(Ordering::SeqCst) == 0 {
                     say(signal);
                     signal_hook::low_level::exit(128 + signal);
@@ -149,26 +143,8 @@ mod tests {
 
     #[test]
     fn exit_statuses_are_the_shells() {
-        assert_eq!(
-            Interrupted {
-                signal: libc::SIGINT
-            }
-            .exit_status(),
-            130
-        );
-        assert_eq!(
-            Interrupted {
-                signal: libc::SIGTERM
-            }
-            .exit_status(),
-            143
-        );
-        assert_eq!(
-            Interrupted {
-                signal: libc::SIGTERM
-            }
-            .to_string(),
-            "interrupted by SIGTERM"
-        );
+        assert_eq!(Interrupted { signal: libc::SIGINT }.exit_status(), 130);
+        assert_eq!(Interrupted { signal: libc::SIGTERM }.exit_status(), 143);
+        assert_eq!(Interrupted { signal: libc::SIGTERM }.to_string(), "interrupted by SIGTERM");
     }
 }

@@ -114,10 +114,7 @@ impl Iterator for Lines {
                     text.pop();
                 }
             }
-            return Some(Ok(Line {
-                number: self.number,
-                text,
-            }));
+            return Some(Ok(Line { number: self.number, text }));
         }
     }
 }
@@ -129,11 +126,7 @@ pub fn lines(path: &Path) -> Result<Lines, JsonlError> {
         writing: false,
         source,
     })?;
-    Ok(Lines {
-        path: path.to_owned(),
-        reader: BufReader::new(file),
-        number: 0,
-    })
+    Ok(Lines { path: path.to_owned(), reader: BufReader::new(file), number: 0 })
 }
 
 /// The rows of a file decoded as `T`, in order ([`rows`]).
@@ -153,10 +146,7 @@ impl<T: DeserializeOwned> Iterator for Rows<T> {
 
 /// Open `path` for reading its rows as `T`, one a line.
 pub fn rows<T: DeserializeOwned>(path: &Path) -> Result<Rows<T>, JsonlError> {
-    Ok(Rows {
-        lines: lines(path)?,
-        row: PhantomData,
-    })
+    Ok(Rows { lines: lines(path)?, row: PhantomData })
 }
 
 /// Every row of `path` as `T`.
@@ -166,20 +156,14 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, JsonlError> {
 
 /// Write `rows` to `path`, one compact JSON value a line, and `fsync` the file.
 pub fn write<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), JsonlError> {
-    let io = |source: std::io::Error| JsonlError::Io {
-        path: path.to_owned(),
-        writing: true,
-        source,
-    };
+    let io =
+        |source: std::io::Error| JsonlError::Io { path: path.to_owned(), writing: true, source };
     let mut out = BufWriter::new(fs_err::File::create(path).map_err(io)?);
     for r in rows {
         serde_json::to_writer(&mut out, r).map_err(|e| io(e.into()))?;
         out.write_all(b"\n").map_err(io)?;
     }
-    out.into_inner()
-        .map_err(|e| io(e.into_error()))?
-        .sync_all()
-        .map_err(io)
+    out.into_inner().map_err(|e| io(e.into_error()))?.sync_all().map_err(io)
 }
 
 /// The most untrusted line data [`bounded_lines`] reads.
@@ -254,10 +238,7 @@ pub fn bounded_lines(
             Ok(buf) => buf,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(source) => {
-                return Err(BoundedError::Io {
-                    line: n + 1,
-                    source,
-                });
+                return Err(BoundedError::Io { line: n + 1, source });
             }
         };
         if buf.is_empty() {
@@ -271,27 +252,18 @@ pub fn bounded_lines(
             None => (buf.len(), false),
         };
         if line.len() + take > bounds.line_bytes {
-            return Err(BoundedError::LineBytes {
-                line: n + 1,
-                bound: bounds.line_bytes,
-            });
+            return Err(BoundedError::LineBytes { line: n + 1, bound: bounds.line_bytes });
         }
         total += take as u64;
         if total > bounds.total_bytes {
-            return Err(BoundedError::TotalBytes {
-                line: n + 1,
-                bound: bounds.total_bytes,
-            });
+            return Err(BoundedError::TotalBytes { line: n + 1, bound: bounds.total_bytes });
         }
         line.extend_from_slice(&buf[..take]);
         reader.consume(take);
         if ends {
             n += 1;
             if n > bounds.lines {
-                return Err(BoundedError::Lines {
-                    line: n,
-                    bound: bounds.lines,
-                });
+                return Err(BoundedError::Lines { line: n, bound: bounds.lines });
             }
             each(&line).map_err(|source| BoundedError::Io { line: n, source })?;
             line.clear();
@@ -306,11 +278,7 @@ mod tests {
     #[test]
     fn bounded_lines_stop_at_the_first_byte_past_a_bound() {
         use super::{BoundedError, LineBounds, bounded_lines};
-        let bounds = LineBounds {
-            total_bytes: 100,
-            line_bytes: 10,
-            lines: 5,
-        };
+        let bounds = LineBounds { total_bytes: 100, line_bytes: 10, lines: 5 };
         let read = |data: &[u8]| {
             let mut got = Vec::new();
             let r = bounded_lines(std::io::BufReader::with_capacity(3, data), &bounds, |l| {
@@ -322,36 +290,14 @@ mod tests {
         let (r, got) = read(b"ab\ncd\n");
         assert_eq!(r.unwrap(), 2);
         assert_eq!(got, [b"ab\n".to_vec(), b"cd\n".to_vec()]);
-        assert!(matches!(
-            read(&[0u8; 1000]).0,
-            Err(BoundedError::LineBytes { line: 1, .. })
-        ));
-        assert!(matches!(
-            read(b"a\nb\nc\nd\ne\nf\n").0,
-            Err(BoundedError::Lines { line: 6, .. })
-        ));
+        assert!(matches!(read(&[0u8; 1000]).0, Err(BoundedError::LineBytes { line: 1, .. })));
+        assert!(matches!(read(b"a\nb\nc\nd\ne\nf\n").0, Err(BoundedError::Lines { line: 6, .. })));
         let nine = b"12345678\n".repeat(5);
         let many = [b"x\n".as_slice(), &nine].concat();
-        let big = LineBounds {
-            lines: 100,
-            ..bounds
-        };
-        let r = bounded_lines(
-            &many[..],
-            &LineBounds {
-                total_bytes: 40,
-                ..big
-            },
-            |_| Ok(()),
-        );
-        assert!(
-            matches!(r, Err(BoundedError::TotalBytes { line: 6, .. })),
-            "{r:?}"
-        );
-        assert!(matches!(
-            read(b"a\nb").0,
-            Err(BoundedError::Truncated { line: 2 })
-        ));
+        let big = LineBounds { lines: 100, ..bounds };
+        let r = bounded_lines(&many[..], &LineBounds { total_bytes: 40, ..big }, |_| Ok(()));
+        assert!(matches!(r, Err(BoundedError::TotalBytes { line: 6, .. })), "{r:?}");
+        assert!(matches!(read(b"a\nb").0, Err(BoundedError::Truncated { line: 2 })));
         assert_eq!(
             read(&[0u8; 1000]).0.unwrap_err().to_string(),
             "line 1: longer than 10 bytes: refused"
@@ -363,15 +309,8 @@ mod tests {
     fn rows_skip_blank_lines_and_a_bad_line_is_named_by_file_and_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rows.jsonl");
-        write(
-            &path,
-            &[serde_json::json!({"a": 1}), serde_json::json!({"a": 2})],
-        )
-        .unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            "{\"a\":1}\n{\"a\":2}\n"
-        );
+        write(&path, &[serde_json::json!({"a": 1}), serde_json::json!({"a": 2})]).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n{\"a\":2}\n");
         std::fs::write(&path, "{\"a\":1}\n\n  \r\n{\"a\":2}\r\n{\"a\":\n").unwrap();
         let mut it = rows::<serde_json::Map<String, serde_json::Value>>(&path).unwrap();
         assert_eq!(it.next().unwrap().unwrap()["a"], 1);
@@ -381,12 +320,7 @@ mod tests {
         assert!(it.next().is_none());
         let numbers: Vec<u64> = lines(&path).unwrap().map(|l| l.unwrap().number).collect();
         assert_eq!(numbers, [1, 4, 5]);
-        let missing = read::<u32>(&dir.path().join("none.jsonl"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            missing.starts_with("reading `") && missing.contains("none.jsonl"),
-            "{missing}"
-        );
+        let missing = read::<u32>(&dir.path().join("none.jsonl")).unwrap_err().to_string();
+        assert!(missing.starts_with("reading `") && missing.contains("none.jsonl"), "{missing}");
     }
 }

@@ -48,13 +48,7 @@ impl Default for Params {
     /// 5-word shingles, 128 permutations in 32 bands of 4 (a pair at Jaccard 0.7 shares a band
     /// with probability 1 − (1 − 0.7⁴)³² ≈ 0.99995), threshold 0.7.
     fn default() -> Self {
-        Params {
-            shingle_words: 5,
-            num_perm: 128,
-            bands: 32,
-            threshold: 0.7,
-            seed: 0xC0DE_2025,
-        }
+        Params { shingle_words: 5, num_perm: 128, bands: 32, threshold: 0.7, seed: 0xC0DE_2025 }
     }
 }
 
@@ -71,10 +65,7 @@ impl Params {
             ));
         }
         if !(self.threshold > 0.0 && self.threshold <= 1.0) {
-            return Err(format!(
-                "`threshold` must be in (0, 1], got `{}`",
-                self.threshold
-            ));
+            return Err(format!("`threshold` must be in (0, 1], got `{}`", self.threshold));
         }
         Ok(())
     }
@@ -143,30 +134,9 @@ mod tests {
 
     #[test]
     fn parameters_are_checked() {
-        assert!(
-            Params {
-                bands: 5,
-                ..Params::default()
-            }
-            .validate()
-            .is_err()
-        );
-        assert!(
-            Params {
-                threshold: 0.0,
-                ..Params::default()
-            }
-            .validate()
-            .is_err()
-        );
-        assert!(
-            Params {
-                shingle_words: 0,
-                ..Params::default()
-            }
-            .validate()
-            .is_err()
-        );
+        assert!(Params { bands: 5, ..Params::default() }.validate().is_err());
+        assert!(Params { threshold: 0.0, ..Params::default() }.validate().is_err());
+        assert!(Params { shingle_words: 0, ..Params::default() }.validate().is_err());
         assert!(Params::default().validate().is_ok());
     }
 }

@@ -109,10 +109,7 @@ mod tests {
         work(&r);
         assert_eq!(
             r.said(),
-            vec![
-                Said::Status("two of three".into()),
-                Said::Result("done".into())
-            ]
+            vec![Said::Status("two of three".into()), Said::Result("done".into())]
         );
         work(&Silent);
     }

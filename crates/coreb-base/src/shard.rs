@@ -29,10 +29,7 @@ mod tests {
             let s = shard_of_id(id_hash(&format!("id_{i}")), 4);
             counts[s as usize] += 1;
         }
-        assert!(
-            counts.iter().all(|&c| (800..1200).contains(&c)),
-            "{counts:?}"
-        );
+        assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
         assert_eq!(shard_of_id(id_hash("x"), 1), 0);
         assert_eq!(shard_of_id(id_hash("x"), 0), 0);
     }

@@ -126,11 +126,7 @@ pub struct AlignConfig {
 
 impl Default for AlignConfig {
     fn default() -> Self {
-        AlignConfig {
-            enabled: true,
-            top_k: 2,
-            threshold: 0.05,
-        }
+        AlignConfig { enabled: true, top_k: 2, threshold: 0.05 }
     }
 }
 
@@ -164,11 +160,7 @@ pub fn align(config: &AlignConfig, pairs: Vec<Pair>, sim: &SimMatrix) -> StepOut
         } else {
             out.dropped.push(Dropped {
                 id: p.id,
-                reason: DropReason::Misaligned {
-                    code_rank,
-                    text_rank,
-                    similarity,
-                },
+                reason: DropReason::Misaligned { code_rank, text_rank, similarity },
             });
         }
     }

@@ -82,10 +82,7 @@ impl CorpusReport {
         self.stats.record(d);
         let ex = self.examples.entry(d.reason.name().to_owned()).or_default();
         if ex.len() < EXAMPLES {
-            ex.push(Example {
-                dropped: d.clone(),
-                text: snippet(text),
-            });
+            ex.push(Example { dropped: d.clone(), text: snippet(text) });
         }
     }
 }
@@ -93,11 +90,7 @@ impl CorpusReport {
 /// The start of a text, for an example.
 fn snippet(text: &str) -> String {
     let s: String = text.chars().take(120).collect();
-    if s.len() < text.len() {
-        format!("{s}…")
-    } else {
-        s
-    }
+    if s.len() < text.len() { format!("{s}…") } else { s }
 }
 
 /// The curation of one output shard: the configs of its steps and what the global steps
@@ -146,20 +139,14 @@ impl Curate<'_> {
                 break;
             }
             decisions.clear();
-            dups.decisions(&batch[..n], &mut decisions)
-                .map_err(Into::into)?;
+            dups.decisions(&batch[..n], &mut decisions).map_err(Into::into)?;
             for ((_, pair), reason) in
-                batch[..n]
-                    .iter()
-                    .zip(self.check(&batch[..n], &*dups, &decisions))
+                batch[..n].iter().zip(self.check(&batch[..n], &*dups, &decisions))
             {
                 report.stats.rows_in += 1;
                 match reason {
                     Some(reason) => {
-                        let d = Dropped {
-                            id: pair.id.clone(),
-                            reason,
-                        };
+                        let d = Dropped { id: pair.id.clone(), reason };
                         report.note(&d, &pair.text);
                         sink.dropped(&d)?;
                     }
@@ -213,27 +200,18 @@ impl Curate<'_> {
         sink: &mut S,
         report: &mut CorpusReport,
     ) -> Result<(), S::Error> {
-        let texts: HashMap<String, String> = held
-            .iter()
-            .map(|p| (p.id.clone(), p.text.clone()))
-            .collect();
+        let texts: HashMap<String, String> =
+            held.iter().map(|p| (p.id.clone(), p.text.clone())).collect();
         // The similarity matrix is quadratic in the shard: build it only when a step needs it.
         let empty = SimMatrix::from_embeddings(&[], &[]);
-        let sim = if self.align.enabled {
-            similarity(&held)?
-        } else {
-            empty.clone()
-        };
+        let sim = if self.align.enabled { similarity(&held)? } else { empty.clone() };
         let StepOutput { kept, dropped } = super::align(self.align, held, &sim);
         for d in dropped {
             report.note(&d, texts.get(&d.id).map_or("", String::as_str));
             sink.dropped(&d)?;
         }
-        let sim = if self.negatives.hard + self.negatives.easy > 0 {
-            similarity(&kept)?
-        } else {
-            empty
-        };
+        let sim =
+            if self.negatives.hard + self.negatives.easy > 0 { similarity(&kept)? } else { empty };
         for r in super::mine_negatives(self.negatives, &kept, &sim) {
             sink.record(&TrainingRecordRef::from(&r))?;
             report.stats.rows_out += 1;
@@ -247,14 +225,7 @@ fn fill<R: Rows>(rows: &mut R, batch: &mut Vec<(u64, Pair)>) -> Result<usize, R:
     let mut n = 0;
     while n < BATCH {
         if n == batch.len() {
-            batch.push((
-                0,
-                Pair {
-                    id: String::new(),
-                    text: String::new(),
-                    code: String::new(),
-                },
-            ));
+            batch.push((0, Pair { id: String::new(), text: String::new(), code: String::new() }));
         }
         let (seq, pair) = &mut batch[n];
         if !rows.next_into(seq, pair)? {

@@ -25,10 +25,7 @@ pub struct DecontamConfig {
 
 impl Default for DecontamConfig {
     fn default() -> Self {
-        DecontamConfig {
-            ngram: 13,
-            min_overlap: 0.3,
-        }
+        DecontamConfig { ngram: 13, min_overlap: 0.3 }
     }
 }
 
@@ -39,10 +36,7 @@ impl DecontamConfig {
             return Err("`ngram` must be at least 1".into());
         }
         if !(self.min_overlap > 0.0 && self.min_overlap <= 1.0) {
-            return Err(format!(
-                "`min_overlap` must be in (0, 1], got `{}`",
-                self.min_overlap
-            ));
+            return Err(format!("`min_overlap` must be in (0, 1], got `{}`", self.min_overlap));
         }
         Ok(())
     }
@@ -103,8 +97,7 @@ impl NgramScratch {
                 if !self.lower.is_empty() {
                     self.lower.push(' ');
                 }
-                self.spans
-                    .push((self.lower.len(), self.lower.len() + w.len()));
+                self.spans.push((self.lower.len(), self.lower.len() + w.len()));
                 self.lower.push_str(&w);
             }
         }
@@ -117,8 +110,7 @@ impl NgramScratch {
         self.bad.push(0);
         for g in self.spans.windows(2) {
             let single = g[1].0 == g[0].1 + 1 && bytes[g[0].1] == b' ';
-            self.bad
-                .push(self.bad.last().copied().unwrap_or(0) + u32::from(!single));
+            self.bad.push(self.bad.last().copied().unwrap_or(0) + u32::from(!single));
         }
         for w in 0..=self.spans.len() - n {
             let (start, end) = (self.spans[w].0, self.spans[w + n - 1].1);
@@ -161,11 +153,7 @@ pub struct Overlap {
 impl Overlap {
     /// Fraction of the text's n-grams found in the best document (0 when it has none).
     pub fn fraction(&self) -> f64 {
-        if self.total == 0 {
-            0.0
-        } else {
-            self.matched as f64 / self.total as f64
-        }
+        if self.total == 0 { 0.0 } else { self.matched as f64 / self.total as f64 }
     }
 }
 
@@ -189,9 +177,7 @@ impl ReleaseIndex {
         let mut ngrams: HashMap<u64, Vec<u32>, Prehashed> = HashMap::default();
         let mut buf = String::new();
         for (i, d) in docs.iter().enumerate() {
-            hashes
-                .entry(normalised_hash(&d.text, &mut buf))
-                .or_insert(i);
+            hashes.entry(normalised_hash(&d.text, &mut buf)).or_insert(i);
             for h in ngram_hashes(&d.text, ngram) {
                 let list = ngrams.entry(h).or_default();
                 if list.last() != Some(&(i as u32)) {
@@ -199,12 +185,7 @@ impl ReleaseIndex {
                 }
             }
         }
-        ReleaseIndex {
-            docs,
-            hashes,
-            ngrams,
-            ngram,
-        }
+        ReleaseIndex { docs, hashes, ngrams, ngram }
     }
 
     /// The indexed documents.
@@ -256,9 +237,8 @@ impl ReleaseIndex {
                     overlap: 1.0,
                 });
             }
-            if let Some(d) = o
-                .best_doc
-                .filter(|_| ngram_hit.is_none() && o.fraction() >= config.min_overlap)
+            if let Some(d) =
+                o.best_doc.filter(|_| ngram_hit.is_none() && o.fraction() >= config.min_overlap)
             {
                 let doc = &self.docs[d];
                 ngram_hit = Some(DropReason::Contaminated {
@@ -327,41 +307,21 @@ mod tests {
                 text: statement.into(),
             }],
         );
-        let cfg = DecontamConfig {
-            ngram: 8,
-            min_overlap: 0.3,
-        };
+        let cfg = DecontamConfig { ngram: 8, min_overlap: 0.3 };
         let hit = index
-            .check(
-                &cfg,
-                &pair(
-                    "x",
-                    &format!("  {}  ", statement.replace(' ', "\n")),
-                    "pass",
-                ),
-            )
+            .check(&cfg, &pair("x", &format!("  {}  ", statement.replace(' ', "\n")), "pass"))
             .unwrap();
         assert!(matches!(
             hit,
-            DropReason::Contaminated {
-                kind: MatchKind::Hash,
-                side: Side::Text,
-                ..
-            }
+            DropReason::Contaminated { kind: MatchKind::Hash, side: Side::Text, .. }
         ));
         let half = format!("{} and then print it twice", &statement[..90]);
         assert!(matches!(
             index.check(&cfg, &pair("y", &half, "pass")),
-            Some(DropReason::Contaminated {
-                kind: MatchKind::Ngram,
-                ..
-            })
+            Some(DropReason::Contaminated { kind: MatchKind::Ngram, .. })
         ));
         assert_eq!(
-            index.check(
-                &cfg,
-                &pair("z", "sort a list of tuples by the second element", "pass")
-            ),
+            index.check(&cfg, &pair("z", "sort a list of tuples by the second element", "pass")),
             None
         );
     }

@@ -86,13 +86,7 @@ pub struct CorpusDedupConfig {
 
 impl Default for CorpusDedupConfig {
     fn default() -> Self {
-        let Params {
-            shingle_words,
-            num_perm,
-            bands,
-            threshold,
-            seed,
-        } = Params::default();
+        let Params { shingle_words, num_perm, bands, threshold, seed } = Params::default();
         CorpusDedupConfig {
             shingle_words,
             num_perm,
@@ -159,11 +153,7 @@ const NO_NEAR: u32 = u32::MAX;
 impl Sketches {
     /// Empty sketches for `config`.
     pub fn new(config: &CorpusDedupConfig) -> Sketches {
-        Sketches {
-            bands: config.bands,
-            key_bands: 0..config.bands,
-            ..Sketches::default()
-        }
+        Sketches { bands: config.bands, key_bands: 0..config.bands, ..Sketches::default() }
     }
 
     /// Rows held.
@@ -201,11 +191,7 @@ impl Sketches {
 
     /// The id of row `row`.
     pub fn id(&self, row: usize) -> &str {
-        let start = if row == 0 {
-            0
-        } else {
-            self.id_ends[row - 1] as usize
-        };
+        let start = if row == 0 { 0 } else { self.id_ends[row - 1] as usize };
         &self.ids[start..self.id_ends[row] as usize]
     }
 
@@ -226,17 +212,11 @@ impl Sketches {
     /// The band keys (of the bands read) and shingle set of near sketch `n`.
     fn near_sketch_at(&self, n: u32) -> (&[u32], &[u32]) {
         let n = n as usize;
-        let start = if n == 0 {
-            0
-        } else {
-            self.shingle_ends[n - 1] as usize
-        };
+        let start = if n == 0 { 0 } else { self.shingle_ends[n - 1] as usize };
         let width = self.key_bands.len();
         (
             &self.keys[n * width..(n + 1) * width],
-            self.shingles
-                .get(start..self.shingle_ends[n] as usize)
-                .unwrap_or_default(),
+            self.shingles.get(start..self.shingle_ends[n] as usize).unwrap_or_default(),
         )
     }
 
@@ -330,23 +310,15 @@ impl Sketches {
     ) -> Result<(), SketchError> {
         use std::os::unix::fs::FileExt;
         let n = near as usize;
-        let (start, end) = (
-            if n == 0 { 0 } else { self.shingle_ends[n - 1] },
-            self.shingle_ends[n],
-        );
+        let (start, end) =
+            (if n == 0 { 0 } else { self.shingle_ends[n - 1] }, self.shingle_ends[n]);
         let Some(at) = self.shingles_at else {
-            return Err(SketchError::Format(
-                "the shingle sets were not left on disk".into(),
-            ));
+            return Err(SketchError::Format("the shingle sets were not left on disk".into()));
         };
         let mut bytes = vec![0u8; ((end - start) * 4) as usize];
         file.read_exact_at(&mut bytes, at + start * 4)?;
         out.clear();
-        out.extend(
-            bytes
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-        );
+        out.extend(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
         Ok(())
     }
 
@@ -370,11 +342,7 @@ pub struct Selection {
 
 impl Selection {
     /// Every column.
-    pub const ALL: Selection = Selection {
-        ids: true,
-        bands: None,
-        shingles: true,
-    };
+    pub const ALL: Selection = Selection { ids: true, bands: None, shingles: true };
 }
 
 fn read_columns<R: Read>(
@@ -471,19 +439,13 @@ fn read_columns<R: Read>(
     let input_rows = u64_of(r)?;
     let key_bands = selection.bands.clone().unwrap_or(0..bands);
     if key_bands.end > bands {
-        return Err(SketchError::Bands {
-            expected: key_bands.end,
-            found: bands,
-        });
+        return Err(SketchError::Bands { expected: key_bands.end, found: bands });
     }
     let mut pos = 24;
     let p = &mut pos;
     let seq = column(r, p, u64::from_le_bytes, all)?;
     let (id_hash, exact) = if selection.ids {
-        (
-            column(r, p, u64::from_le_bytes, all)?,
-            column(r, p, u128::from_le_bytes, all)?,
-        )
+        (column(r, p, u64::from_le_bytes, all)?, column(r, p, u128::from_le_bytes, all)?)
     } else {
         skip_column(r, p, 8, skip)?;
         skip_column(r, p, 16, skip)?;
@@ -529,30 +491,20 @@ fn read_columns<R: Read>(
     let rows = s.seq.len();
     let near_rows = s.shingle_ends.len();
     let ids_fit = !selection.ids
-        || ([s.id_hash.len(), s.exact.len(), s.id_ends.len()]
-            .iter()
-            .all(|&n| n == rows)
+        || ([s.id_hash.len(), s.exact.len(), s.id_ends.len()].iter().all(|&n| n == rows)
             && s.id_ends.windows(2).all(|w| w[0] <= w[1])
             && s.id_ends.last().is_none_or(|&e| e as usize == s.ids.len())
-            && s.id_ends
-                .iter()
-                .all(|&e| s.ids.is_char_boundary(e as usize)));
+            && s.id_ends.iter().all(|&e| s.ids.is_char_boundary(e as usize)));
     let consistent = ids_fit
         && s.near.len() == rows
         && s.keys.len() == near_rows * s.key_bands.len()
-        && s.near
-            .iter()
-            .all(|&n| n == NO_NEAR || (n as usize) < near_rows)
+        && s.near.iter().all(|&n| n == NO_NEAR || (n as usize) < near_rows)
         && s.shingle_ends.windows(2).all(|w| w[0] <= w[1])
         && (!selection.shingles
-            || s.shingle_ends
-                .last()
-                .is_none_or(|&e| e as usize == s.shingles.len()))
+            || s.shingle_ends.last().is_none_or(|&e| e as usize == s.shingles.len()))
         && s.seq.iter().all(|&q| q < input_rows);
     if !consistent {
-        return Err(SketchError::Format(
-            "its columns do not fit together".into(),
-        ));
+        return Err(SketchError::Format("its columns do not fit together".into()));
     }
     Ok(s)
 }
@@ -619,16 +571,9 @@ impl SketchFile {
         let fits = [1, 2, NEAR, ID_ENDS].iter().all(|&c| columns[c].1 == rows)
             && Some(columns[KEYS].1) == columns[SHINGLE_ENDS].1.checked_mul(bands);
         if !fits {
-            return Err(SketchError::Format(
-                "its columns do not fit together".into(),
-            ));
+            return Err(SketchError::Format("its columns do not fit together".into()));
         }
-        Ok(SketchFile {
-            file,
-            bands: bands as usize,
-            input_rows,
-            columns,
-        })
+        Ok(SketchFile { file, bands: bands as usize, input_rows, columns })
     }
 
     /// Rows of the whole input.
@@ -665,12 +610,8 @@ impl SketchFile {
         &self,
         mut f: impl FnMut(u64, u64, u128, bool) -> Result<(), SketchError>,
     ) -> Result<(), SketchError> {
-        let (mut seqs, mut hashes, mut exact, mut nears) = (
-            self.stream(SEQ),
-            self.stream(1),
-            self.stream(2),
-            self.stream(NEAR),
-        );
+        let (mut seqs, mut hashes, mut exact, mut nears) =
+            (self.stream(SEQ), self.stream(1), self.stream(2), self.stream(NEAR));
         while let Some(seq) = seqs.next()? {
             let fits = |v: Option<u64>| {
                 v.ok_or_else(|| SketchError::Format("its columns do not fit together".into()))
@@ -678,17 +619,9 @@ impl SketchFile {
             let (hash, near) = (fits(hashes.next()?)?, fits(nears.next()?)?);
             let (lo, hi) = (fits(exact.next()?)?, fits(exact.next()?)?);
             if seq >= self.input_rows {
-                return Err(SketchError::Coverage {
-                    seq,
-                    what: "is out of range",
-                });
+                return Err(SketchError::Coverage { seq, what: "is out of range" });
             }
-            f(
-                seq,
-                hash,
-                u128::from(lo) | u128::from(hi) << 64,
-                near != u64::from(NO_NEAR),
-            )?;
+            f(seq, hash, u128::from(lo) | u128::from(hi) << 64, near != u64::from(NO_NEAR))?;
         }
         Ok(())
     }
@@ -701,11 +634,8 @@ impl SketchFile {
             return Err(SketchError::Format(format!("no row {row}")));
         }
         let mut b = [0u8; 16];
-        let (at, bytes) = if row == 0 {
-            (ends, &mut b[8..])
-        } else {
-            (ends + (row - 1) * 8, &mut b[..])
-        };
+        let (at, bytes) =
+            if row == 0 { (ends, &mut b[8..]) } else { (ends + (row - 1) * 8, &mut b[..]) };
         self.file.read_exact_at(bytes, at)?;
         let (start, end) = (
             u64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
@@ -715,8 +645,7 @@ impl SketchFile {
             return Err(SketchError::Format("its ids do not fit together".into()));
         }
         let mut id = vec![0u8; (end - start) as usize];
-        self.file
-            .read_exact_at(&mut id, self.columns[IDS].0 + start)?;
+        self.file.read_exact_at(&mut id, self.columns[IDS].0 + start)?;
         String::from_utf8(id).map_err(|_| SketchError::Format("ids are not UTF-8".into()))
     }
 
@@ -738,21 +667,15 @@ impl SketchFile {
         &self,
         mut f: impl FnMut(u64, Option<(u64, u32)>) -> Result<(), SketchError>,
     ) -> Result<(), SketchError> {
-        let (mut seqs, mut nears, mut ends) = (
-            self.stream(SEQ),
-            self.stream(NEAR),
-            self.stream(SHINGLE_ENDS),
-        );
+        let (mut seqs, mut nears, mut ends) =
+            (self.stream(SEQ), self.stream(NEAR), self.stream(SHINGLE_ENDS));
         let (mut next_near, mut start) = (0u64, 0u64);
         while let Some(seq) = seqs.next()? {
             let near = nears
                 .next()?
                 .ok_or_else(|| SketchError::Format("its columns do not fit together".into()))?;
             if seq >= self.input_rows {
-                return Err(SketchError::Coverage {
-                    seq,
-                    what: "is out of range",
-                });
+                return Err(SketchError::Coverage { seq, what: "is out of range" });
             }
             if near == u64::from(NO_NEAR) {
                 f(seq, None)?;
@@ -807,19 +730,12 @@ impl SketchFile {
     ) -> Result<(), SketchError> {
         use std::os::unix::fs::FileExt;
         if start + u64::from(len) > self.columns[SHINGLES].1 {
-            return Err(SketchError::Format(
-                "a shingle set runs past its column".into(),
-            ));
+            return Err(SketchError::Format("a shingle set runs past its column".into()));
         }
         let mut bytes = vec![0u8; len as usize * 4];
-        self.file
-            .read_exact_at(&mut bytes, self.columns[SHINGLES].0 + start * 4)?;
+        self.file.read_exact_at(&mut bytes, self.columns[SHINGLES].0 + start * 4)?;
         out.clear();
-        out.extend(
-            bytes
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-        );
+        out.extend(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
         Ok(())
     }
 }
@@ -994,10 +910,7 @@ impl Sketcher {
             NearNormalisation::Datatrove => {
                 simplify_like_datatrove(&self.text, &mut self.simple);
                 shingle_hashes(
-                    self.simple
-                        .split(' ')
-                        .filter(|w| !w.is_empty())
-                        .map(str::as_bytes),
+                    self.simple.split(' ').filter(|w| !w.is_empty()).map(str::as_bytes),
                     self.config.shingle_words,
                     &mut self.words,
                     &mut self.shingles,
@@ -1094,10 +1007,8 @@ fn simplify_general(text: &str, out: &mut String) {
     let marks = MARKS.get_or_init(|| Regex::new(r"\p{Mn}").expect("valid pattern"));
     let lower = text.to_lowercase();
     let folded = numbers.replace_all(&lower, "0");
-    let spaced: String = folded
-        .chars()
-        .map(|c| if datatrove_punctuation(c) { ' ' } else { c })
-        .collect();
+    let spaced: String =
+        folded.chars().map(|c| if datatrove_punctuation(c) { ' ' } else { c }).collect();
     let words = spaced.split_whitespace().collect::<Vec<_>>().join(" ");
     let nfd: String = words.nfd().collect();
     out.push_str(marks.replace_all(&nfd, "").trim());
@@ -1121,11 +1032,7 @@ fn shingle_hashes<'a>(
     if n <= k {
         out.push(xxh3_64_with_seed(buf, n as u64));
     } else {
-        out.extend(
-            buf.windows(8 * k)
-                .step_by(8)
-                .map(|w| xxh3_64_with_seed(w, k as u64)),
-        );
+        out.extend(buf.windows(8 * k).step_by(8).map(|w| xxh3_64_with_seed(w, k as u64)));
     }
 }
 
@@ -1280,9 +1187,7 @@ impl Duplicates {
 
     /// The id of row `seq`, when a drop reason names it.
     pub fn name(&self, seq: u64) -> String {
-        self.ids
-            .get(&seq)
-            .map_or_else(String::new, |i| i.to_string())
+        self.ids.get(&seq).map_or_else(String::new, |i| i.to_string())
     }
 }
 
@@ -1369,9 +1274,8 @@ fn band_neighbours(
     bands
         .into_par_iter()
         .map(|b| {
-            let mut v: Vec<u64> = (0..rows)
-                .map(|k| (u64::from(key(k, b)) << 32) | k as u64)
-                .collect();
+            let mut v: Vec<u64> =
+                (0..rows).map(|k| (u64::from(key(k, b)) << 32) | k as u64).collect();
             v.sort_unstable();
             let mut prev: Vec<u32> = (0..rows as u32).collect();
             for w in v.windows(2) {
@@ -1472,17 +1376,11 @@ mod tests {
             assert_eq!(one.decision(seq), two.decision(seq), "row {seq}");
         }
         assert_eq!(one.decision(0), Decision::Keep);
-        assert_eq!(
-            one.reason(1, "b"),
-            Some(DropReason::ExactDuplicate { of: "a".into() })
-        );
+        assert_eq!(one.reason(1, "b"), Some(DropReason::ExactDuplicate { of: "a".into() }));
         assert!(
             matches!(one.reason(2, "c"), Some(DropReason::NearDuplicate { ref of, via: None, .. }) if of == "a")
         );
-        assert_eq!(
-            one.reason(3, "a"),
-            Some(DropReason::DuplicateId { of: "a".into() })
-        );
+        assert_eq!(one.reason(3, "a"), Some(DropReason::DuplicateId { of: "a".into() }));
         assert_eq!(one.decision(4), Decision::Keep);
         assert_eq!(one.decision(5), Decision::Keep);
         // A missing part is an error naming the first missing row; a part given twice too.
@@ -1491,9 +1389,7 @@ mod tests {
             "row 1 of the input is missing"
         );
         assert_eq!(
-            find_duplicates(&config, &[&evens, &odds, &evens])
-                .unwrap_err()
-                .to_string(),
+            find_duplicates(&config, &[&evens, &odds, &evens]).unwrap_err().to_string(),
             "row 0 of the input appears twice"
         );
     }
@@ -1502,20 +1398,12 @@ mod tests {
     fn a_chain_of_near_copies_is_one_component_kept_at_its_first_row() {
         // Each row drops one word of the previous one and adds another: neighbours are near
         // copies, the ends of the chain are not; the whole chain is one component.
-        let config = CorpusDedupConfig {
-            threshold: 0.8,
-            ..CorpusDedupConfig::default()
-        };
+        let config = CorpusDedupConfig { threshold: 0.8, ..CorpusDedupConfig::default() };
         let words: Vec<String> = (0..200).map(|i| format!("t{i}")).collect();
-        let texts: Vec<String> = (0..12)
-            .map(|s| words[s * 4..s * 4 + 100].join(" "))
-            .collect();
+        let texts: Vec<String> = (0..12).map(|s| words[s * 4..s * 4 + 100].join(" ")).collect();
         let ids: Vec<String> = (0..texts.len()).map(|i| format!("r{i}")).collect();
-        let rows: Vec<(&str, &str, &str)> = ids
-            .iter()
-            .zip(&texts)
-            .map(|(i, t)| (i.as_str(), t.as_str(), ""))
-            .collect();
+        let rows: Vec<(&str, &str, &str)> =
+            ids.iter().zip(&texts).map(|(i, t)| (i.as_str(), t.as_str(), "")).collect();
         let all = sketches(&config, &rows, 0..rows.len());
         let d = find_duplicates(&config, &[&all]).unwrap();
         assert_eq!(d.decision(0), Decision::Keep);
@@ -1531,24 +1419,15 @@ mod tests {
     fn datatrove_normalisation_folds_digits_and_punctuation() {
         // The same code with other numbers in every identifier and other punctuation: a
         // different text for `none`, the same one for `datatrove`.
-        let a: String = (0..30)
-            .map(|i| format!("obj{i}.value = obj{}[{i}];\n", i + 1))
-            .collect();
+        let a: String = (0..30).map(|i| format!("obj{i}.value = obj{}[{i}];\n", i + 1)).collect();
         let b: String = (0..30)
             .map(|i| format!("obj{}.value := obj{}({});\n", i + 50, i + 77, i * 3))
             .collect();
-        let rows = [
-            ("a", "copy the values", a.as_str()),
-            ("b", "copy the values!", b.as_str()),
-        ];
-        for (normalise, dropped) in [
-            (NearNormalisation::None, false),
-            (NearNormalisation::Datatrove, true),
-        ] {
-            let config = CorpusDedupConfig {
-                normalise,
-                ..CorpusDedupConfig::default()
-            };
+        let rows = [("a", "copy the values", a.as_str()), ("b", "copy the values!", b.as_str())];
+        for (normalise, dropped) in
+            [(NearNormalisation::None, false), (NearNormalisation::Datatrove, true)]
+        {
+            let config = CorpusDedupConfig { normalise, ..CorpusDedupConfig::default() };
             let d = find_duplicates(&config, &[&sketches(&config, &rows, 0..2)]).unwrap();
             assert_eq!(
                 d.decision(1) != Decision::Keep,
@@ -1562,10 +1441,7 @@ mod tests {
     #[test]
     fn sketches_round_trip_and_corruption_is_caught() {
         let config = CorpusDedupConfig::default();
-        let rows = [
-            ("x:1", "read a file", "open(p).read()"),
-            ("x:2", "Größe ändern", "resize()"),
-        ];
+        let rows = [("x:1", "read a file", "open(p).read()"), ("x:2", "Größe ändern", "resize()")];
         let s = sketches(&config, &rows, 0..2);
         let mut bytes = Vec::new();
         s.write_to(&mut bytes).unwrap();
@@ -1598,10 +1474,7 @@ mod tests {
         let est = equal as f64 / total as f64;
         assert!((est - j).abs() < 0.05, "estimate {est} vs {j}");
         // The precomputed probes give the same signature as computing them.
-        let s = Sketcher::new(&CorpusDedupConfig {
-            seed: 5,
-            ..CorpusDedupConfig::default()
-        });
+        let s = Sketcher::new(&CorpusDedupConfig { seed: 5, ..CorpusDedupConfig::default() });
         let mut with = Vec::new();
         one_permutation_signature(&a[..9], 128, 5, &s.probes, &mut with, &mut filled);
         one_permutation_signature(&a[..9], 128, 5, &[], &mut sa, &mut filled);
@@ -1618,11 +1491,7 @@ mod tests {
         let pairs = vec![
             pair("a", "read a json config file in python", CODE),
             pair("b", "read a json config file in python", CODE),
-            pair(
-                "c",
-                "Read A JSON   config file in Python",
-                &CODE.replace("    ", "  "),
-            ),
+            pair("c", "Read A JSON   config file in Python", &CODE.replace("    ", "  ")),
             pair(
                 "d",
                 "sort a list of tuples by second element",
@@ -1632,10 +1501,7 @@ mod tests {
         let out = dedup_pairs(&CorpusDedupConfig::default(), pairs);
         let ids: Vec<&str> = out.kept.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(ids, ["a", "d"]);
-        assert_eq!(
-            out.dropped[0].reason,
-            DropReason::ExactDuplicate { of: "a".into() }
-        );
+        assert_eq!(out.dropped[0].reason, DropReason::ExactDuplicate { of: "a".into() });
         assert!(
             matches!(out.dropped[1].reason, DropReason::NearDuplicate { ref of, .. } if of == "a")
         );

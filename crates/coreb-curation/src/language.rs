@@ -20,10 +20,7 @@ pub struct LanguageConfig {
 
 impl Default for LanguageConfig {
     fn default() -> Self {
-        LanguageConfig {
-            language: "eng".into(),
-            min_chars: 10,
-        }
+        LanguageConfig { language: "eng".into(), min_chars: 10 }
     }
 }
 
@@ -31,10 +28,7 @@ impl LanguageConfig {
     /// Check the language code.
     pub fn validate(&self) -> Result<(), String> {
         if whatlang::Lang::from_code(&self.language).is_none() {
-            return Err(format!(
-                "`language`: unknown ISO 639-3 code `{}`",
-                self.language
-            ));
+            return Err(format!("`language`: unknown ISO 639-3 code `{}`", self.language));
         }
         Ok(())
     }
@@ -44,9 +38,7 @@ pub(crate) fn has_url(text: &str) -> bool {
     if text.is_ascii() {
         // Lower-casing ASCII only changes ASCII letters: compare without building a copy.
         let has = |needle: &[u8]| {
-            text.as_bytes()
-                .windows(needle.len())
-                .any(|w| w.eq_ignore_ascii_case(needle))
+            text.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
         };
         return (text.contains(':') && (has(b"http://") || has(b"https://"))) || has(b"www.");
     }
@@ -59,22 +51,17 @@ fn has_html(text: &str) -> bool {
     bytes.windows(2).enumerate().any(|(i, w)| {
         w[0] == b'<'
             && (w[1].is_ascii_alphabetic() || w[1] == b'/' || w[1] == b'!')
-            && bytes[i + 1..]
-                .iter()
-                .take(64)
-                .position(|&b| b == b'>')
-                .is_some_and(|end| {
-                    let inner = &bytes[i + 1..i + 1 + end];
-                    let name: Vec<u8> = inner
-                        .iter()
-                        .copied()
-                        .skip_while(|&b| b == b'/' || b == b'!')
-                        .take_while(u8::is_ascii_alphanumeric)
-                        .collect();
-                    !name.is_empty()
-                        && HTML_TAGS
-                            .contains(&String::from_utf8_lossy(&name).to_lowercase().as_str())
-                })
+            && bytes[i + 1..].iter().take(64).position(|&b| b == b'>').is_some_and(|end| {
+                let inner = &bytes[i + 1..i + 1 + end];
+                let name: Vec<u8> = inner
+                    .iter()
+                    .copied()
+                    .skip_while(|&b| b == b'/' || b == b'!')
+                    .take_while(u8::is_ascii_alphanumeric)
+                    .collect();
+                !name.is_empty()
+                    && HTML_TAGS.contains(&String::from_utf8_lossy(&name).to_lowercase().as_str())
+            })
     }) || text.contains("&nbsp;")
         || text.contains("&lt;")
         || text.contains("&gt;")
@@ -121,9 +108,7 @@ pub fn check_text(config: &LanguageConfig, text: &str) -> Result<(), DropReason>
     if let Some(info) = whatlang_fast::detect(text) {
         let code = info.lang().code();
         if code != config.language && info.is_reliable() {
-            return Err(DropReason::Language {
-                detected: code.to_owned(),
-            });
+            return Err(DropReason::Language { detected: code.to_owned() });
         }
     }
     Ok(())
@@ -241,16 +226,8 @@ mod tests {
         for t in &texts {
             let (a, b) = (whatlang::detect(t), whatlang_fast::detect(t));
             assert_eq!(
-                a.map(|i| (
-                    i.lang().code(),
-                    format!("{:?}", i.script()),
-                    i.confidence().to_bits()
-                )),
-                b.map(|i| (
-                    i.lang().code(),
-                    format!("{:?}", i.script()),
-                    i.confidence().to_bits()
-                )),
+                a.map(|i| (i.lang().code(), format!("{:?}", i.script()), i.confidence().to_bits())),
+                b.map(|i| (i.lang().code(), format!("{:?}", i.script()), i.confidence().to_bits())),
                 "{t:?}"
             );
         }
@@ -259,18 +236,12 @@ mod tests {
     #[test]
     fn language_filter_reasons() {
         let cfg = LanguageConfig::default();
-        assert_eq!(
-            check_text(&cfg, "sort"),
-            Err(DropReason::TooShort { chars: 4 })
-        );
+        assert_eq!(check_text(&cfg, "sort"), Err(DropReason::TooShort { chars: 4 }));
         assert_eq!(
             check_text(&cfg, "see https://example.org for the answer"),
             Err(DropReason::Url)
         );
-        assert_eq!(
-            check_text(&cfg, "how to parse <div class=x> tags"),
-            Err(DropReason::Html)
-        );
+        assert_eq!(check_text(&cfg, "how to parse <div class=x> tags"), Err(DropReason::Html));
         assert!(matches!(
             check_text(
                 &cfg,
@@ -278,13 +249,7 @@ mod tests {
             ),
             Err(DropReason::Language { .. })
         ));
-        assert_eq!(
-            check_text(&cfg, "python check if a file is readonly"),
-            Ok(())
-        );
-        assert_eq!(
-            check_text(&cfg, "compare a < b and c > d in python"),
-            Ok(())
-        );
+        assert_eq!(check_text(&cfg, "python check if a file is readonly"), Ok(()));
+        assert_eq!(check_text(&cfg, "compare a < b and c > d in python"), Ok(()));
     }
 }

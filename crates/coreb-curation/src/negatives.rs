@@ -127,11 +127,7 @@ pub fn mine_negatives(
                 query: p.text.clone(),
                 pos: p.code.clone(),
                 hard_neg: chosen.iter().map(|&c| pairs[c].code.clone()).collect(),
-                easy_neg: easy
-                    .iter()
-                    .take(config.easy)
-                    .map(|x| pairs[x.1].code.clone())
-                    .collect(),
+                easy_neg: easy.iter().take(config.easy).map(|x| pairs[x.1].code.clone()).collect(),
             }
         })
         .collect()
@@ -141,17 +137,9 @@ pub fn mine_negatives(
 pub fn rerank_records(records: &[TrainingRecord]) -> Vec<RerankRecord> {
     let mut out = Vec::new();
     for r in records {
-        out.push(RerankRecord {
-            query: r.query.clone(),
-            doc: r.pos.clone(),
-            label: 1,
-        });
+        out.push(RerankRecord { query: r.query.clone(), doc: r.pos.clone(), label: 1 });
         for d in r.hard_neg.iter().chain(&r.easy_neg) {
-            out.push(RerankRecord {
-                query: r.query.clone(),
-                doc: d.clone(),
-                label: 0,
-            });
+            out.push(RerankRecord { query: r.query.clone(), doc: d.clone(), label: 0 });
         }
     }
     out
@@ -176,38 +164,16 @@ mod tests {
                 "sort list by second element",
                 "def sort_by_second(xs): return sorted(xs, key=lambda x: x[1])",
             ),
-            pair(
-                "3",
-                "reverse a string",
-                "def reverse_string(s): return s[::-1]",
-            ),
-            pair(
-                "4",
-                "download a web page",
-                "def parse_csv_rows(f): return list(csv.reader(f))",
-            ),
+            pair("3", "reverse a string", "def reverse_string(s): return s[::-1]"),
+            pair("4", "download a web page", "def parse_csv_rows(f): return list(csv.reader(f))"),
         ];
         let sim = SimMatrix::lexical(&pairs);
-        let out = align(
-            &AlignConfig {
-                enabled: true,
-                top_k: 1,
-                threshold: 0.05,
-            },
-            pairs.clone(),
-            &sim,
-        );
+        let out =
+            align(&AlignConfig { enabled: true, top_k: 1, threshold: 0.05 }, pairs.clone(), &sim);
         let kept: Vec<&str> = out.kept.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(kept, ["1", "2", "3"]);
-        assert!(matches!(
-            out.dropped[0].reason,
-            DropReason::Misaligned { .. }
-        ));
-        let cfg = NegativeConfig {
-            hard: 1,
-            easy: 1,
-            ..NegativeConfig::default()
-        };
+        assert!(matches!(out.dropped[0].reason, DropReason::Misaligned { .. }));
+        let cfg = NegativeConfig { hard: 1, easy: 1, ..NegativeConfig::default() };
         let a = mine_negatives(&cfg, &pairs, &sim);
         assert_eq!(a, mine_negatives(&cfg, &pairs, &sim));
         for r in &a {

@@ -196,9 +196,5 @@ coreb_base::add_assign_fields!(CorpusStats {
 /// A pair of the tests.
 #[cfg(test)]
 pub(crate) fn pair(id: &str, text: &str, code: &str) -> Pair {
-    Pair {
-        id: id.into(),
-        text: text.into(),
-        code: code.into(),
-    }
+    Pair { id: id.into(), text: text.into(), code: code.into() }
 }

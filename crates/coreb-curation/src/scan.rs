@@ -154,10 +154,9 @@ impl Scan {
         // Each shard's buffer sized for its share of the block (plus slack), so that it rarely grows.
         let bytes = match block {
             Block::Jsonl { bytes, .. } => bytes.len(),
-            Block::Rows { rows } => rows
-                .iter()
-                .map(|(i, t, c)| i.len() + t.len() + c.len() + 20)
-                .sum(),
+            Block::Rows { rows } => {
+                rows.iter().map(|(i, t, c)| i.len() + t.len() + c.len() + 20).sum()
+            }
         };
         let by_range = matches!(block, Block::Jsonl { source, .. } if sources[*source].by_range);
         let share =
@@ -168,18 +167,9 @@ impl Scan {
         let spool = self
             .wanted
             .iter()
-            .map(|&w| {
-                if w {
-                    Vec::with_capacity(share)
-                } else {
-                    Vec::new()
-                }
-            })
+            .map(|&w| if w { Vec::with_capacity(share) } else { Vec::new() })
             .collect();
-        let mut out = BlockOut {
-            sketches: Sketches::new(&self.dedup),
-            spool,
-        };
+        let mut out = BlockOut { sketches: Sketches::new(&self.dedup), spool };
         let mut sketcher = Sketcher::new(&self.dedup);
         let mut id_buf = String::new();
         let mut take = |seq: u64, id: &str, text: &str, code: &str| {
@@ -198,17 +188,9 @@ impl Scan {
                     take(seq + i as u64, id, text, code);
                 }
             }
-            Block::Jsonl {
-                source,
-                first_line,
-                bytes,
-            } => {
+            Block::Jsonl { source, first_line, bytes } => {
                 let s = sources[*source];
-                let names = Wanted {
-                    text: s.text,
-                    code: s.code,
-                    id: s.id,
-                };
+                let names = Wanted { text: s.text, code: s.code, id: s.id };
                 let mut row = 0u64;
                 for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
                     let number = first_line + i + 1;
@@ -221,11 +203,11 @@ impl Scan {
                         match serde::de::DeserializeSeed::deserialize(names, &mut de)
                             .and_then(|r| de.end().map(|()| r))
                         {
-                            Ok(WantedRow {
-                                text: Some(text),
-                                code: Some(code),
-                                id,
-                            }) if id.is_some() || names.id.is_none() => (text, code, id),
+                            Ok(WantedRow { text: Some(text), code: Some(code), id })
+                                if id.is_some() || names.id.is_none() =>
+                            {
+                                (text, code, id)
+                            }
                             // Anything unusual: the generic path reports it with the file, line and field.
                             _ => slow_row(&s, number, line)?,
                         };
@@ -301,11 +283,7 @@ pub fn field(
             field: name.to_owned(),
             found: other.to_string(),
         }),
-        None => Err(RowError::Missing {
-            path: path.to_owned(),
-            line,
-            field: name.to_owned(),
-        }),
+        None => Err(RowError::Missing { path: path.to_owned(), line, field: name.to_owned() }),
     }
 }
 
@@ -316,20 +294,10 @@ fn slow_row(
     line: usize,
     bytes: &[u8],
 ) -> Result<(String, String, Option<String>), RowError> {
-    let obj: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(bytes).map_err(|source| RowError::NotObject {
-            path: s.path.to_owned(),
-            line,
-            source,
-        })?;
-    let id =
-        s.id.map(|name| field(&obj, name, s.path, line))
-            .transpose()?;
-    Ok((
-        field(&obj, s.text, s.path, line)?,
-        field(&obj, s.code, s.path, line)?,
-        id,
-    ))
+    let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(bytes)
+        .map_err(|source| RowError::NotObject { path: s.path.to_owned(), line, source })?;
+    let id = s.id.map(|name| field(&obj, name, s.path, line)).transpose()?;
+    Ok((field(&obj, s.text, s.path, line)?, field(&obj, s.code, s.path, line)?, id))
 }
 
 /// The names of the fields to keep from a JSONL row; every other field is skipped unparsed.
@@ -441,14 +409,8 @@ mod tests {
     fn a_bad_row_names_its_file_line_and_field() {
         let scan = Scan::new(&CorpusDedupConfig::default(), (0, 1), vec![true]);
         let path = Path::new("src.jsonl");
-        let source = SourceFields {
-            name: "s",
-            path,
-            text: "q",
-            code: "c",
-            id: None,
-            by_range: false,
-        };
+        let source =
+            SourceFields { name: "s", path, text: "q", code: "c", id: None, by_range: false };
         let block = |text: &str| Block::Jsonl {
             source: 0,
             first_line: 10,
@@ -463,26 +425,14 @@ mod tests {
             .unwrap();
         assert_eq!(ok.sketches.len(), 2);
         let err = scan
-            .process(
-                &[source],
-                &block("{\"q\":\"a\",\"c\":\"b\"}\n{\"q\":\"a\"}"),
-                0,
-            )
+            .process(&[source], &block("{\"q\":\"a\",\"c\":\"b\"}\n{\"q\":\"a\"}"), 0)
             .err()
             .expect("an error");
         assert_eq!(err.to_string(), "`src.jsonl`:12: field `c` is missing");
-        let err = scan
-            .process(&[source], &block("{\"q\":[1],\"c\":\"b\"}"), 0)
-            .err()
-            .expect("an error");
-        assert_eq!(
-            err.to_string(),
-            "`src.jsonl`:11: field `q`: expected a string, found `[1]`"
-        );
-        let err = scan
-            .process(&[source], &block("[]"), 0)
-            .err()
-            .expect("an error");
+        let err =
+            scan.process(&[source], &block("{\"q\":[1],\"c\":\"b\"}"), 0).err().expect("an error");
+        assert_eq!(err.to_string(), "`src.jsonl`:11: field `q`: expected a string, found `[1]`");
+        let err = scan.process(&[source], &block("[]"), 0).err().expect("an error");
         assert!(matches!(err, RowError::NotObject { line: 11, .. }), "{err}");
     }
 }

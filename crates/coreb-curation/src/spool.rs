@@ -56,11 +56,7 @@ pub fn encode(buf: &mut Vec<u8>, seq: u64, id: &str, text: &str, code: &str) {
 
 /// An empty pair, to be filled by the readers.
 fn empty() -> Pair {
-    Pair {
-        id: String::new(),
-        text: String::new(),
-        code: String::new(),
-    }
+    Pair { id: String::new(), text: String::new(), code: String::new() }
 }
 
 /// A spool file as read: hashed as it is read when asked ([`MergedSpool::open_hashing`]).
@@ -93,34 +89,22 @@ impl SpoolReader {
     /// Open the spool file at `path`, hashing every byte read from it when `hash`, and check
     /// its magic.
     fn open_with(path: &Path, hash: bool) -> Result<SpoolReader, SpoolError> {
-        let io = |source| SpoolError::Io {
-            path: path.to_owned(),
-            source,
-        };
+        let io = |source| SpoolError::Io { path: path.to_owned(), source };
         let file = std::fs::File::open(path).map_err(io)?;
-        let source = if hash {
-            Source::Hashed(HashingReader::new(file))
-        } else {
-            Source::Plain(file)
-        };
+        let source =
+            if hash { Source::Hashed(HashingReader::new(file)) } else { Source::Plain(file) };
         let mut reader = BufReader::with_capacity(1 << 16, source);
         let mut magic = [0u8; 8];
         reader.read_exact(&mut magic).map_err(io)?;
         if &magic != MAGIC {
             return Err(SpoolError::NotSpool(path.to_owned()));
         }
-        Ok(SpoolReader {
-            path: path.to_owned(),
-            reader,
-        })
+        Ok(SpoolReader { path: path.to_owned(), reader })
     }
 
     /// The next record into `seq` and `pair`; `false` at the end.
     pub fn next_into(&mut self, seq: &mut u64, pair: &mut Pair) -> Result<bool, SpoolError> {
-        let io = |source| SpoolError::Io {
-            path: self.path.clone(),
-            source,
-        };
+        let io = |source| SpoolError::Io { path: self.path.clone(), source };
         let mut head = [0u8; 8];
         match self.reader.read_exact(&mut head) {
             Ok(()) => {}
@@ -135,10 +119,8 @@ impl SpoolReader {
             bytes.clear();
             bytes.resize(u32::from_le_bytes(len) as usize, 0);
             self.reader.read_exact(&mut bytes).map_err(io)?;
-            *field = String::from_utf8(bytes).map_err(|source| SpoolError::NotUtf8 {
-                path: self.path.clone(),
-                source,
-            })?;
+            *field = String::from_utf8(bytes)
+                .map_err(|source| SpoolError::NotUtf8 { path: self.path.clone(), source })?;
         }
         Ok(true)
     }
@@ -149,10 +131,8 @@ impl SpoolReader {
         match self.reader.into_inner() {
             Source::Plain(_) => Ok(None),
             Source::Hashed(mut h) => {
-                std::io::copy(&mut h, &mut std::io::sink()).map_err(|source| SpoolError::Io {
-                    path: self.path.clone(),
-                    source,
-                })?;
+                std::io::copy(&mut h, &mut std::io::sink())
+                    .map_err(|source| SpoolError::Io { path: self.path.clone(), source })?;
                 Ok(Some(h.finish()))
             }
         }
@@ -180,11 +160,7 @@ impl MergedSpool {
     }
 
     fn open_with(paths: &[PathBuf], hash: bool) -> Result<MergedSpool, SpoolError> {
-        let mut m = MergedSpool {
-            readers: Vec::new(),
-            heads: Vec::new(),
-            heap: BinaryHeap::new(),
-        };
+        let mut m = MergedSpool { readers: Vec::new(), heads: Vec::new(), heap: BinaryHeap::new() };
         for p in paths {
             let mut r = SpoolReader::open_with(p, hash)?;
             let mut head = (0, empty());
@@ -257,10 +233,7 @@ mod tests {
         write(&a, &[(4, "x"), (3, "y")]);
         let mut m = MergedSpool::open(std::slice::from_ref(&a)).unwrap();
         let err = m.next_into(&mut seq, &mut pair).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("`{}`: records out of order", a.display())
-        );
+        assert_eq!(err.to_string(), format!("`{}`: records out of order", a.display()));
 
         // Hashed as read: the whole files' hashes, whether the records were all read or not.
         write(&b, &[(1, "z"), (2, "w"), (5, "v")]);
@@ -278,9 +251,6 @@ mod tests {
         assert_eq!(m.finish().unwrap(), vec![None]);
 
         std::fs::write(&a, b"NOTASPOOL").unwrap();
-        assert!(matches!(
-            MergedSpool::open(&[a]),
-            Err(SpoolError::NotSpool(_))
-        ));
+        assert!(matches!(MergedSpool::open(&[a]), Err(SpoolError::NotSpool(_))));
     }
 }

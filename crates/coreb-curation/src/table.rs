@@ -14,11 +14,7 @@ use crate::TrainingRecord;
 use coreb_data::tables::TableError;
 
 fn list_field(name: &str) -> Field {
-    Field::new(
-        name,
-        DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
-        false,
-    )
+    Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), false)
 }
 
 /// Rows buffered before they are handed to the Parquet writer as one batch.
@@ -103,11 +99,7 @@ impl TrainingWriter {
         }
         self.easy.append(true);
         self.rows += 1;
-        if self.rows == BATCH_ROWS {
-            self.flush()
-        } else {
-            Ok(())
-        }
+        if self.rows == BATCH_ROWS { self.flush() } else { Ok(()) }
     }
 
     fn flush(&mut self) -> Result<(), TableError> {
@@ -189,11 +181,7 @@ impl RerankWriter {
         self.doc.append_value(doc);
         self.label.append_value(i64::from(label));
         self.rows += 1;
-        if self.rows == BATCH_ROWS {
-            self.flush()
-        } else {
-            Ok(())
-        }
+        if self.rows == BATCH_ROWS { self.flush() } else { Ok(()) }
     }
 
     fn flush(&mut self) -> Result<(), TableError> {

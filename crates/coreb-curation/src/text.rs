@@ -99,8 +99,7 @@ pub(crate) fn normalise_into(parts: &[&str], case: Case, out: &mut String) {
 
 /// The alphanumeric words of `text` (split as [`crate::words`] splits).
 pub(crate) fn word_spans(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
 }
 
 #[cfg(test)]

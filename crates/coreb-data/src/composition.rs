@@ -249,9 +249,7 @@ impl QrelsConfig {
         let base = Composition::of(self.profile);
         Composition {
             profile: self.profile,
-            max_queries_per_type: self
-                .max_queries_per_type
-                .unwrap_or(base.max_queries_per_type),
+            max_queries_per_type: self.max_queries_per_type.unwrap_or(base.max_queries_per_type),
             search_positives: self.search_positives.unwrap_or(base.search_positives),
             hard_negatives: self.hard_negatives.unwrap_or(base.hard_negatives),
             cross_lang: self.cross_lang.unwrap_or(base.cross_lang),
@@ -289,9 +287,7 @@ mod tests {
             (HardNegatives::Pooled, 7, CrossLang::Anchor)
         );
         assert!(r.summaries_are_documents());
-        let err = toml::from_str::<QrelsConfig>("cross_lang = \"all\"\n")
-            .unwrap_err()
-            .to_string();
+        let err = toml::from_str::<QrelsConfig>("cross_lang = \"all\"\n").unwrap_err().to_string();
         assert!(err.contains("pairs") && err.contains("anchor"), "{err}");
     }
 }

@@ -223,10 +223,7 @@ impl DateWindow {
         {
             return Err(format!("start `{s}` is after end `{e}`"));
         }
-        Ok(DateWindow {
-            start: start.map(str::to_owned),
-            end: end.map(str::to_owned),
-        })
+        Ok(DateWindow { start: start.map(str::to_owned), end: end.map(str::to_owned) })
     }
 
     /// Does a contest day (`YYYY-MM-DD…`) fall inside the window?
@@ -256,11 +253,7 @@ pub fn is_iso_day(s: &str) -> bool {
         return false;
     }
     let digits = |r: std::ops::Range<usize>| {
-        b[r.clone()]
-            .iter()
-            .all(u8::is_ascii_digit)
-            .then(|| s[r].parse::<u32>().ok())
-            .flatten()
+        b[r.clone()].iter().all(u8::is_ascii_digit).then(|| s[r].parse::<u32>().ok()).flatten()
     };
     matches!((digits(0..4), digits(5..7), digits(8..10)), (Some(y), Some(m), Some(d)) if (1..=12).contains(&m) && (1..=days_in_month(y, m)).contains(&d))
 }

@@ -69,9 +69,7 @@ pub struct Relevance(pub u8);
 /// another model's ids.
 pub fn model_slug(model: &str) -> String {
     let clean = !model.is_empty()
-        && model
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+        && model.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
     if clean {
         return model.to_owned();
     }
@@ -95,10 +93,7 @@ pub fn code_doc_id(
     language: Language,
     sample: u32,
 ) -> DocId {
-    DocId(format!(
-        "code_{version}_{problem}_{}_{language}_{sample}",
-        model_slug(model)
-    ))
+    DocId(format!("code_{version}_{problem}_{}_{language}_{sample}", model_slug(model)))
 }
 
 /// The id of a text document: kind `full`, `canonical` or `distractor<i>`.
@@ -248,12 +243,7 @@ impl QrelsOutput {
     pub fn code2code_sources(&self) -> BTreeSet<&DocId> {
         self.tasks
             .get(&Task::Code2Code)
-            .map(|t| {
-                t.queries
-                    .iter()
-                    .filter_map(|q| q.source_doc_id.as_ref())
-                    .collect()
-            })
+            .map(|t| t.queries.iter().filter_map(|q| q.source_doc_id.as_ref()).collect())
             .unwrap_or_default()
     }
 
@@ -266,10 +256,7 @@ impl QrelsOutput {
             .get(&Task::Code2Code)
             .map(|t| t.qrels.iter().map(|r| &r.doc_id).collect())
             .unwrap_or_default();
-        self.code2code_sources()
-            .into_iter()
-            .filter(|d| !judged.contains(d))
-            .collect()
+        self.code2code_sources().into_iter().filter(|d| !judged.contains(d)).collect()
     }
 }
 
@@ -279,19 +266,10 @@ mod tests {
 
     #[test]
     fn model_slugs() {
-        assert_eq!(
-            model_slug("gpt-4o-mini-2024-07-18"),
-            "gpt-4o-mini-2024-07-18"
-        );
-        assert_eq!(
-            model_slug("Qwen2.5-Coder-32B-Instruct"),
-            "Qwen2.5-Coder-32B-Instruct"
-        );
+        assert_eq!(model_slug("gpt-4o-mini-2024-07-18"), "gpt-4o-mini-2024-07-18");
+        assert_eq!(model_slug("Qwen2.5-Coder-32B-Instruct"), "Qwen2.5-Coder-32B-Instruct");
         let s = model_slug("org/model:tag");
-        assert!(
-            s.starts_with("org-model-tag-") && s.len() == "org-model-tag-".len() + 8,
-            "{s}"
-        );
+        assert!(s.starts_with("org-model-tag-") && s.len() == "org-model-tag-".len() + 8, "{s}");
         assert_ne!(model_slug("a b"), model_slug("a_b"));
         assert!(!model_slug("a b").contains(' '));
     }

@@ -127,14 +127,10 @@ impl ReleaseManifest {
 
     /// Read and parse the `MANIFEST.json` at `path` (the one reader every command shares).
     pub fn read(path: &std::path::Path) -> Result<ReleaseManifest, ManifestError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        serde_json::from_str(&text).map_err(|source| ManifestError::Parse {
-            path: path.to_owned(),
-            source,
-        })
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ManifestError::Io { path: path.to_owned(), source })?;
+        serde_json::from_str(&text)
+            .map_err(|source| ManifestError::Parse { path: path.to_owned(), source })
     }
 }
 
@@ -231,10 +227,7 @@ pub fn find_releases(
         if depth >= *levels.end() {
             continue;
         }
-        let io = |source| FindError {
-            path: d.clone(),
-            source,
-        };
+        let io = |source| FindError { path: d.clone(), source };
         for entry in std::fs::read_dir(&d).map_err(io)? {
             let entry = entry.map_err(io)?;
             if entry.file_type().map_err(io)?.is_dir() {
@@ -269,17 +262,12 @@ pub fn release_docs(dir: &std::path::Path) -> Result<Vec<ReleaseDoc>, crate::tab
             text: p.question_content,
         });
     }
-    for (table, id, text) in [
-        ("text_corpus.parquet", "text_id", "text"),
-        ("code_corpus.parquet", "code_id", "code"),
-    ] {
+    for (table, id, text) in
+        [("text_corpus.parquet", "text_id", "text"), ("code_corpus.parquet", "code_id", "code")]
+    {
         crate::tables::columns::for_each_row(&dir.join(table), &[id, text], |_, mut v| {
             let text = v.remove(1);
-            docs.push(ReleaseDoc {
-                release: release.clone(),
-                doc: v.remove(0),
-                text,
-            });
+            docs.push(ReleaseDoc { release: release.clone(), doc: v.remove(0), text });
         })?;
     }
     Ok(docs)
@@ -300,11 +288,7 @@ pub fn with_human_validation(card: &str, section: &str) -> String {
                 .find("\n## ")
                 .map_or(card.len(), |i| start + HUMAN_VALIDATION.len() + i + 1);
             let tail = &card[end..];
-            format!(
-                "{}{body}\n{}{tail}",
-                &card[..start],
-                if tail.is_empty() { "" } else { "\n" }
-            )
+            format!("{}{body}\n{}{tail}", &card[..start], if tail.is_empty() { "" } else { "\n" })
         }
         None => format!("{}\n\n{body}\n", card.trim_end_matches('\n')),
     }
@@ -316,18 +300,12 @@ mod tests {
 
     #[test]
     fn the_data_digest_leaves_out_the_card_and_the_provenance() {
-        let entry = |sha: &str| FileEntry {
-            sha256: sha.into(),
-            bytes: 1,
-        };
+        let entry = |sha: &str| FileEntry { sha256: sha.into(), bytes: 1 };
         let mut m = ReleaseManifest {
             format: "coreb-release-manifest/1".into(),
             version: "v1".into(),
             tool_version: "0.1.0".into(),
-            window: DateWindow {
-                start: None,
-                end: None,
-            },
+            window: DateWindow { start: None, end: None },
             build_manifest: BuildManifest {
                 path: "m.toml".into(),
                 sha256: "0".into(),
@@ -354,8 +332,7 @@ mod tests {
         );
         // Another card, other toolchains, another coreb: the same data.
         m.files.insert("README.md".into(), entry("c2"));
-        m.files
-            .insert("regeneration/versions.json".into(), entry("d2"));
+        m.files.insert("regeneration/versions.json".into(), entry("d2"));
         m.tool_version = "0.2.0".into();
         assert_eq!(m.data_sha256(), digest);
         // One data file otherwise: other data.
@@ -367,10 +344,7 @@ mod tests {
     fn the_human_validation_section_is_added_then_replaced() {
         let card = "# v1\n\n## Licence\n\nterms.\n";
         let once = with_human_validation(card, "## Human validation\n\nfirst.\n");
-        assert_eq!(
-            once,
-            "# v1\n\n## Licence\n\nterms.\n\n## Human validation\n\nfirst.\n"
-        );
+        assert_eq!(once, "# v1\n\n## Licence\n\nterms.\n\n## Human validation\n\nfirst.\n");
         assert_eq!(
             with_human_validation(&once, "## Human validation\n\nsecond.\n"),
             "# v1\n\n## Licence\n\nterms.\n\n## Human validation\n\nsecond.\n"

@@ -66,12 +66,8 @@ pub enum TestOrigin {
 
 impl TestOrigin {
     /// Every origin.
-    pub const ALL: [TestOrigin; 4] = [
-        TestOrigin::Kept,
-        TestOrigin::KeptLong,
-        TestOrigin::Model,
-        TestOrigin::Bijection,
-    ];
+    pub const ALL: [TestOrigin; 4] =
+        [TestOrigin::Kept, TestOrigin::KeptLong, TestOrigin::Model, TestOrigin::Bijection];
 
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {
@@ -96,11 +92,7 @@ impl TestOrigin {
 
 /// A rewritten problem as a `Problem` row, so `execute` can judge against its tests.
 pub fn as_problem(r: &RewrittenProblem) -> Problem {
-    let question_id =
-        r.id.as_str()
-            .strip_prefix("lcb_")
-            .unwrap_or(r.id.as_str())
-            .to_owned();
+    let question_id = r.id.as_str().strip_prefix("lcb_").unwrap_or(r.id.as_str()).to_owned();
     Problem {
         id: r.id.clone(),
         question_title: r.title.clone(),
@@ -114,10 +106,10 @@ pub fn as_problem(r: &RewrittenProblem) -> Problem {
         public_tests: r.public_tests.clone(),
         private_tests: r.private_tests.clone(),
         func_name: r.func_name.clone(),
-        metadata: r.func_name.as_ref().map_or_else(
-            || "{}".to_owned(),
-            |f| serde_json::json!({ "func_name": f }).to_string(),
-        ),
+        metadata: r
+            .func_name
+            .as_ref()
+            .map_or_else(|| "{}".to_owned(), |f| serde_json::json!({ "func_name": f }).to_string()),
         answer: Default::default(),
     }
 }

@@ -22,13 +22,8 @@ pub enum Language {
 
 impl Language {
     /// All five, in CoREB's order.
-    pub const ALL: [Language; 5] = [
-        Language::Python,
-        Language::Cpp,
-        Language::Java,
-        Language::Go,
-        Language::Ruby,
-    ];
+    pub const ALL: [Language; 5] =
+        [Language::Python, Language::Cpp, Language::Java, Language::Go, Language::Ruby];
 
     /// The lower-case name (`python`, `cpp`, `java`, `go`, `ruby`).
     pub fn as_str(self) -> &'static str {
@@ -138,9 +133,7 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
         let prompts = coreb_llm::prompt::Prompts::load(&dir).unwrap();
         for lang in Language::ALL {
-            prompts[coreb_llm::LlmStage::Generate]
-                .fragment(&format!("language_{lang}"))
-                .unwrap();
+            prompts[coreb_llm::LlmStage::Generate].fragment(&format!("language_{lang}")).unwrap();
         }
     }
 }

@@ -34,11 +34,7 @@ pub fn strip_comments(code: &str, language: Language) -> String {
         return code.to_owned();
     }
     let chars: Vec<char> = code.chars().collect();
-    let mut lexer = Lexer {
-        s: &chars,
-        i: 0,
-        out: String::with_capacity(code.len()),
-    };
+    let mut lexer = Lexer { s: &chars, i: 0, out: String::with_capacity(code.len()) };
     match language {
         Language::Cpp | Language::Java | Language::Go => lexer.c_like(language),
         Language::Python => lexer.python(),
@@ -291,11 +287,7 @@ impl Lexer<'_> {
     }
 
     fn line_before_is_blank(&self, start: usize) -> bool {
-        self.s[..start]
-            .iter()
-            .rev()
-            .take_while(|&&c| c != '\n')
-            .all(|c| c.is_whitespace())
+        self.s[..start].iter().rev().take_while(|&&c| c != '\n').all(|c| c.is_whitespace())
     }
 
     fn at_line_start(&self) -> bool {
@@ -337,9 +329,7 @@ impl Lexer<'_> {
                 self.quoted('\'', true);
             } else if c == '?'
                 && self.at(1).is_some_and(|d| !d.is_whitespace())
-                && self
-                    .at(2)
-                    .is_none_or(|d| !(d.is_alphanumeric() || d == '_'))
+                && self.at(2).is_none_or(|d| !(d.is_alphanumeric() || d == '_'))
                 && !self.prev_is_ident()
                 && self.i > 0
                 && !matches!(self.s[self.i - 1], ')' | ']')
@@ -434,9 +424,8 @@ fn tidy(marked: &str) -> String {
         for (k, &c) in bytes.iter().enumerate() {
             if c == GAP || c == DOC {
                 let before = text.chars().last().is_some_and(|p| !p.is_whitespace());
-                let after = bytes
-                    .get(k + 1)
-                    .is_some_and(|n| !n.is_whitespace() && *n != GAP && *n != DOC);
+                let after =
+                    bytes.get(k + 1).is_some_and(|n| !n.is_whitespace() && *n != GAP && *n != DOC);
                 if before && after {
                     text.push(' ');
                 }
@@ -447,17 +436,9 @@ fn tidy(marked: &str) -> String {
         if marked_gap {
             let trimmed = text.trim_end().to_owned();
             let empty = trimmed.trim().is_empty();
-            lines.push((
-                if empty { String::new() } else { trimmed },
-                empty,
-                doc && empty,
-            ));
+            lines.push((if empty { String::new() } else { trimmed }, empty, doc && empty));
         } else {
-            lines.push((
-                line.strip_suffix('\n').unwrap_or(line).to_owned(),
-                false,
-                false,
-            ));
+            lines.push((line.strip_suffix('\n').unwrap_or(line).to_owned(), false, false));
         }
     }
     // Python: a docstring that was a block's only statement becomes `pass`.
@@ -465,18 +446,13 @@ fn tidy(marked: &str) -> String {
         if !lines[k].2 {
             continue;
         }
-        let prev = lines[..k]
-            .iter()
-            .rev()
-            .find(|l| !l.1 && !l.0.trim().is_empty());
+        let prev = lines[..k].iter().rev().find(|l| !l.1 && !l.0.trim().is_empty());
         let opens_block = prev.is_some_and(|p| p.0.trim_end().ends_with(':'));
         if !opens_block {
             continue;
         }
         let prev_indent = indent(&prev.unwrap().0);
-        let next = lines[k + 1..]
-            .iter()
-            .find(|l| !l.1 && !l.0.trim().is_empty());
+        let next = lines[k + 1..].iter().find(|l| !l.1 && !l.0.trim().is_empty());
         if next.is_none_or(|n| indent(&n.0) <= prev_indent) {
             // The docstring's own indentation: the block's.
             let own = marked.lines().nth(k).map(indent).unwrap_or(prev_indent + 4);
@@ -484,11 +460,7 @@ fn tidy(marked: &str) -> String {
         }
     }
     let ends_with_newline = marked.ends_with('\n');
-    let kept: Vec<&str> = lines
-        .iter()
-        .filter(|l| !l.1)
-        .map(|l| l.0.as_str())
-        .collect();
+    let kept: Vec<&str> = lines.iter().filter(|l| !l.1).map(|l| l.0.as_str()).collect();
     let mut out = kept.join("\n");
     if ends_with_newline && !kept.is_empty() {
         out.push('\n');

@@ -190,11 +190,8 @@ pub enum CheckOutcome {
 
 impl CheckOutcome {
     /// Every outcome.
-    pub const ALL: [CheckOutcome; 3] = [
-        CheckOutcome::Passed,
-        CheckOutcome::Rejected,
-        CheckOutcome::Unchecked,
-    ];
+    pub const ALL: [CheckOutcome; 3] =
+        [CheckOutcome::Passed, CheckOutcome::Rejected, CheckOutcome::Unchecked];
 
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {

@@ -138,21 +138,12 @@ pub fn parse_qrels(text: &str, path: &Path) -> Result<Qrels, BeirError> {
             continue;
         }
         let f: Vec<&str> = line.split('\t').collect();
-        let bad = |why: String| BeirError::Qrels {
-            path: path.to_owned(),
-            line: i + 1,
-            why,
-        };
+        let bad = |why: String| BeirError::Qrels { path: path.to_owned(), line: i + 1, why };
         if f.len() != 3 {
-            return Err(bad(format!(
-                "expected 3 tab-separated fields, found {}",
-                f.len()
-            )));
+            return Err(bad(format!("expected 3 tab-separated fields, found {}", f.len())));
         }
-        let rel: i64 = f[2]
-            .trim()
-            .parse()
-            .map_err(|_| bad(format!("score `{}` is not an integer", f[2])))?;
+        let rel: i64 =
+            f[2].trim().parse().map_err(|_| bad(format!("score `{}` is not an integer", f[2])))?;
         triples.push((f[0].to_owned(), f[1].to_owned(), rel));
     }
     Qrels::from_triples(triples).map_err(|e| BeirError::Qrels {
@@ -191,33 +182,24 @@ pub fn release_qrels(dir: &Path) -> Result<Option<Qrels>, BeirError> {
         return Ok(None);
     }
     let rows = coreb_data::tables::published::read_qrels(&path)?;
-    let triples = rows
-        .into_iter()
-        .map(|r| (r.query_id.0, r.doc_id.0, i64::from(r.relevance.0)));
-    Qrels::from_triples(triples)
-        .map(Some)
-        .map_err(|e| BeirError::Qrels {
-            path,
-            line: 0,
-            why: e.to_string(),
-        })
+    let triples = rows.into_iter().map(|r| (r.query_id.0, r.doc_id.0, i64::from(r.relevance.0)));
+    Qrels::from_triples(triples).map(Some).map_err(|e| BeirError::Qrels {
+        path,
+        line: 0,
+        why: e.to_string(),
+    })
 }
 
 /// Read a BEIR folder with the `split` qrels (`test`).
 pub fn read_dir(dir: &Path, split: &str) -> Result<Dataset, BeirError> {
-    let read = |p: PathBuf| {
-        fs_err::read_to_string(&p)
-            .map_err(BeirError::Io)
-            .map(|t| (t, p))
-    };
+    let read = |p: PathBuf| fs_err::read_to_string(&p).map_err(BeirError::Io).map(|t| (t, p));
     let (corpus, cp) = read(corpus_path(dir).unwrap_or_else(|| dir.join("corpus.jsonl")))?;
     let (queries, qp) = read(dir.join("queries.jsonl"))?;
     let (qrels, rp) = read(dir.join("qrels").join(format!("{split}.tsv")))?;
     Ok(Dataset {
-        name: dir.file_name().map_or_else(
-            || "dataset".to_owned(),
-            |n| n.to_string_lossy().into_owned(),
-        ),
+        name: dir
+            .file_name()
+            .map_or_else(|| "dataset".to_owned(), |n| n.to_string_lossy().into_owned()),
         corpus: parse_corpus(&corpus, &cp)?,
         queries: parse_queries(&queries, &qp)?,
         qrels: parse_qrels(&qrels, &rp)?,
@@ -230,11 +212,9 @@ mod tests {
 
     #[test]
     fn parses_and_reports_lines() {
-        let docs = parse_corpus(
-            "{\"_id\":\"d1\",\"text\":\"x\",\"problem_id\":\"p\"}\n",
-            Path::new("c"),
-        )
-        .unwrap();
+        let docs =
+            parse_corpus("{\"_id\":\"d1\",\"text\":\"x\",\"problem_id\":\"p\"}\n", Path::new("c"))
+                .unwrap();
         assert_eq!(docs[0].problem_id.as_deref(), Some("p"));
         let e = parse_queries("{\"_id\":\"q\"}\n{oops}\n", Path::new("queries.jsonl")).unwrap_err();
         assert!(e.to_string().starts_with("queries.jsonl:2:"), "{e}");

@@ -28,12 +28,7 @@ pub struct Bm25Config {
 
 impl Default for Bm25Config {
     fn default() -> Self {
-        Bm25Config {
-            k1: 1.2,
-            b: 0.75,
-            split_identifiers: true,
-            stop_words: false,
-        }
+        Bm25Config { k1: 1.2, b: 0.75, split_identifiers: true, stop_words: false }
     }
 }
 
@@ -51,11 +46,7 @@ pub fn tokenize(text: &str, cfg: &Bm25Config) -> Vec<String> {
             continue;
         }
         let whole = piece.to_lowercase();
-        let parts = if cfg.split_identifiers {
-            split_compound(piece)
-        } else {
-            Vec::new()
-        };
+        let parts = if cfg.split_identifiers { split_compound(piece) } else { Vec::new() };
         if !(cfg.stop_words && STOP_WORDS.contains(&whole.as_str())) {
             out.push(whole);
         }
@@ -133,13 +124,7 @@ impl Bm25Index {
         } else {
             doc_len.iter().sum::<f32>() / doc_len.len() as f32
         };
-        Bm25Index {
-            cfg,
-            terms,
-            postings,
-            doc_len,
-            avg_len,
-        }
+        Bm25Index { cfg, terms, postings, doc_len, avg_len }
     }
 
     /// Number of indexed documents.
@@ -193,29 +178,12 @@ mod tests {
 
     #[test]
     fn code_tokens() {
-        let cfg = Bm25Config {
-            stop_words: true,
-            ..Bm25Config::default()
-        };
+        let cfg = Bm25Config { stop_words: true, ..Bm25Config::default() };
         assert_eq!(
             tokenize("def getHTTPResponse2(self, max_len):", &cfg),
-            [
-                "def",
-                "gethttpresponse2",
-                "get",
-                "http",
-                "response",
-                "2",
-                "self",
-                "max",
-                "len"
-            ]
+            ["def", "gethttpresponse2", "get", "http", "response", "2", "self", "max", "len"]
         );
-        let plain = Bm25Config {
-            split_identifiers: false,
-            stop_words: false,
-            ..cfg
-        };
+        let plain = Bm25Config { split_identifiers: false, stop_words: false, ..cfg };
         assert_eq!(tokenize("the fooBar", &plain), ["the", "foobar"]);
     }
 

@@ -108,16 +108,8 @@ fn parse_metric(metric: &str) -> anyhow::Result<(String, usize)> {
 
 /// Keep only the value at cut-off index `i` of measure `name`, as nDCG of a one-k `AtK`.
 fn pick(q: &QueryScores, name: &str, i: usize) -> QueryScores {
-    let v = measure(&q.at_k, name)
-        .and_then(|v| v.get(i).copied())
-        .unwrap_or(0.0);
-    QueryScores {
-        at_k: AtK {
-            ndcg: vec![v],
-            ..AtK::default()
-        },
-        ..q.clone()
-    }
+    let v = measure(&q.at_k, name).and_then(|v| v.get(i).copied()).unwrap_or(0.0);
+    QueryScores { at_k: AtK { ndcg: vec![v], ..AtK::default() }, ..q.clone() }
 }
 
 fn load(path: &Path, release: Option<&Path>, name: &str, k: usize) -> anyhow::Result<Side> {
@@ -134,11 +126,7 @@ fn load(path: &Path, release: Option<&Path>, name: &str, k: usize) -> anyhow::Re
             );
         }
         let Some(i) = file.ks.iter().position(|x| *x == k) else {
-            bail!(
-                "`{}`: evaluated at k = {:?}, not {k}",
-                path.display(),
-                file.ks
-            );
+            bail!("`{}`: evaluated at k = {:?}, not {k}", path.display(), file.ks);
         };
         let mut tasks = BTreeMap::new();
         for t in file.tasks {
@@ -151,11 +139,7 @@ fn load(path: &Path, release: Option<&Path>, name: &str, k: usize) -> anyhow::Re
             };
             tasks.insert(t.task, queries.iter().map(|q| pick(q, name, i)).collect());
         }
-        return Ok(Side {
-            label: file.retriever,
-            tasks,
-            release: file.release,
-        });
+        return Ok(Side { label: file.retriever, tasks, release: file.release });
     }
     let Some(release) = release else {
         bail!(
@@ -181,10 +165,7 @@ fn load(path: &Path, release: Option<&Path>, name: &str, k: usize) -> anyhow::Re
         let (run, _) = drop_own_documents(&data, &run);
         let results = evaluate(&data.qrels, &run, &cfg);
         let task = report::task_report(&data, &results, &cfg.ks, cfg.level);
-        tasks.insert(
-            data.name.clone(),
-            task.queries.iter().map(|q| pick(q, name, 0)).collect(),
-        );
+        tasks.insert(data.name.clone(), task.queries.iter().map(|q| pick(q, name, 0)).collect());
     }
     Ok(Side {
         label: format!("run:{}", path.display()),
@@ -236,11 +217,8 @@ pub fn compare(opts: &CompareOptions) -> anyhow::Result<Comparison> {
             );
         };
         // The release's queries about problems the control leaves out have no pair.
-        let (on_release, on_control) = if which == "B" {
-            (&mut side_a, &side_b)
-        } else {
-            (&mut side_b, &side_a)
-        };
+        let (on_release, on_control) =
+            if which == "B" { (&mut side_a, &side_b) } else { (&mut side_b, &side_a) };
         for (task, queries) in on_release.tasks.iter_mut() {
             let Some(ours) = on_control.tasks.get(task) else {
                 continue;
@@ -249,16 +227,9 @@ pub fn compare(opts: &CompareOptions) -> anyhow::Result<Comparison> {
                 ours.iter().map(|q| q.qid.as_str()).collect();
             queries.retain(|q| ids.contains(q.qid.as_str()));
         }
-        control = Some(ControlPair {
-            release,
-            control: of,
-            control_side: which.to_owned(),
-        });
+        control = Some(ControlPair { release, control: of, control_side: which.to_owned() });
     }
-    let release = side_a
-        .release
-        .clone()
-        .filter(|_| side_b.release.is_some() && control.is_none());
+    let release = side_a.release.clone().filter(|_| side_b.release.is_some() && control.is_none());
     if side_a.tasks.keys().ne(side_b.tasks.keys()) {
         bail!(
             "A has tasks {:?} and B {:?}: not results on the same release",
@@ -274,18 +245,14 @@ pub fn compare(opts: &CompareOptions) -> anyhow::Result<Comparison> {
     let mut tasks = Vec::new();
     for (task, qa) in &side_a.tasks {
         let qb = &side_b.tasks[task];
-        let GroupComparisons {
-            mut overall,
-            by_subtask,
-        } = report::compare_queries(qa, qb, "ndcg", 1, &bootstrap)
-            .map_err(|e| anyhow::anyhow!("task `{task}`: {e}: not results on the same release"))?;
+        let GroupComparisons { mut overall, by_subtask } =
+            report::compare_queries(qa, qb, "ndcg", 1, &bootstrap).map_err(|e| {
+                anyhow::anyhow!("task `{task}`: {e}: not results on the same release")
+            })?;
         tasks.push(TaskComparison {
             task: task.clone(),
             overall: overall.remove(0),
-            by_subtask: by_subtask
-                .into_iter()
-                .map(|(s, mut v)| (s, v.remove(0)))
-                .collect(),
+            by_subtask: by_subtask.into_iter().map(|(s, mut v)| (s, v.remove(0))).collect(),
         });
     }
     Ok(Comparison {
@@ -334,11 +301,7 @@ pub fn to_markdown(c: &Comparison) -> String {
         p.map_or_else(
             || "–".to_owned(),
             |p| {
-                if p < 1e-4 {
-                    format!("{p:.1e}")
-                } else {
-                    format!("{p:.4}")
-                }
+                if p < 1e-4 { format!("{p:.1e}") } else { format!("{p:.4}") }
             },
         )
     };
@@ -346,10 +309,9 @@ pub fn to_markdown(c: &Comparison) -> String {
         for (group, r) in std::iter::once(("all", &t.overall))
             .chain(t.by_subtask.iter().map(|(g, r)| (g.as_str(), r)))
         {
-            let ci = r.ci.map_or_else(
-                || "–".to_owned(),
-                |ci| format!("[{:+.4}, {:+.4}]", ci.low, ci.high),
-            );
+            let ci = r
+                .ci
+                .map_or_else(|| "–".to_owned(), |ci| format!("[{:+.4}, {:+.4}]", ci.low, ci.high));
             let _ = writeln!(
                 out,
                 "| {} | {group} | {} | {:.4} | {:.4} | {:+.4} | {ci} | {} | {} |",

@@ -53,14 +53,9 @@ pub async fn dense_run(
     depth: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Run, DenseError> {
-    let docs: Vec<String> = data
-        .corpus
-        .iter()
-        .map(|d| prompts.document.render(&d.full_text()))
-        .collect();
-    let doc_vecs = client
-        .embed_with(model, &prompts.document.fields, &docs, progress)
-        .await?;
+    let docs: Vec<String> =
+        data.corpus.iter().map(|d| prompts.document.render(&d.full_text())).collect();
+    let doc_vecs = client.embed_with(model, &prompts.document.fields, &docs, progress).await?;
     // Queries are embedded per distinct query side (subtasks may differ in prompt and fields).
     let mut query_vecs = vec![None; data.queries.len()];
     let mut by_side: Vec<(&Side, Vec<usize>)> = Vec::new();
@@ -79,11 +74,9 @@ pub async fn dense_run(
                 prompts.queries[q.subtask.as_deref().unwrap_or_default()].render(&q.text)
             })
             .collect();
-        for (i, v) in idx.iter().zip(
-            client
-                .embed_with(model, &side.fields, &texts, progress)
-                .await?,
-        ) {
+        for (i, v) in
+            idx.iter().zip(client.embed_with(model, &side.fields, &texts, progress).await?)
+        {
             query_vecs[*i] = Some(v);
         }
     }
@@ -136,11 +129,8 @@ pub async fn rerank_run(
     depth: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Run, EmbedError> {
-    let texts: std::collections::HashMap<&str, String> = data
-        .corpus
-        .iter()
-        .map(|d| (d.id.as_str(), d.full_text()))
-        .collect();
+    let texts: std::collections::HashMap<&str, String> =
+        data.corpus.iter().map(|d| (d.id.as_str(), d.full_text())).collect();
     let label = match api {
         Pointwise::Rerank => "rerank",
         Pointwise::Score => "score",
@@ -152,11 +142,7 @@ pub async fn rerank_run(
             (
                 q.id.as_str(),
                 q.text.as_str(),
-                run.ranked(&q.id)
-                    .iter()
-                    .take(depth)
-                    .map(|e| run.doc(e))
-                    .collect::<Vec<&str>>(),
+                run.ranked(&q.id).iter().take(depth).map(|e| run.doc(e)).collect::<Vec<&str>>(),
             )
         })
         .filter(|(_, _, top)| !top.is_empty())
@@ -165,10 +151,8 @@ pub async fn rerank_run(
     let results = coreb_llm::run::ordered(jobs, client.config().concurrency, |(qid, text, top)| {
         let texts = &texts;
         async move {
-            let docs: Vec<String> = top
-                .iter()
-                .map(|d| texts.get(d).cloned().unwrap_or_default())
-                .collect();
+            let docs: Vec<String> =
+                top.iter().map(|d| texts.get(d).cloned().unwrap_or_default()).collect();
             let scored = match api {
                 Pointwise::Rerank => client.rerank(model, text, &docs).await?,
                 Pointwise::Score => client.score(model, text, &docs).await?,

@@ -226,10 +226,7 @@ pub fn cache_key(parts: &KeyParts<'_>, text: &str) -> String {
     put(&VERSION.to_le_bytes());
     put(parts.endpoint.as_bytes());
     put(parts.model.as_bytes());
-    put(parts
-        .dimensions
-        .map_or_else(String::new, |d| d.to_string())
-        .as_bytes());
+    put(parts.dimensions.map_or_else(String::new, |d| d.to_string()).as_bytes());
     put(if parts.normalize { b"l2" } else { b"raw" });
     for (k, v) in parts.fields {
         put(k.as_bytes());
@@ -283,10 +280,7 @@ impl EmbedClient {
     }
 
     fn cache_path(&self, key: &str) -> Option<PathBuf> {
-        self.cfg
-            .cache_dir
-            .as_ref()
-            .map(|d| d.join(&key[..2]).join(format!("{key}.emb")))
+        self.cfg.cache_dir.as_ref().map(|d| d.join(&key[..2]).join(format!("{key}.emb")))
     }
 
     fn cache_get(&self, key: &str) -> Result<Option<Vec<f32>>, EmbedError> {
@@ -324,9 +318,7 @@ impl EmbedClient {
             return Ok(());
         }
         tokio::task::spawn_blocking(move || {
-            entries
-                .iter()
-                .try_for_each(|(path, bytes)| coreb_base::durable::write(path, bytes))
+            entries.iter().try_for_each(|(path, bytes)| coreb_base::durable::write(path, bytes))
         })
         .await
         .map_err(|e| EmbedError::Cache(std::io::Error::other(e)))?
@@ -335,9 +327,7 @@ impl EmbedClient {
 
     /// Embeddings of `texts` (in order) with no provider fields; see [`EmbedClient::embed_with`].
     pub async fn embed(&self, model: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let out = self
-            .embed_with(model, &RequestFields::new(), texts, &|_| {})
-            .await?;
+        let out = self.embed_with(model, &RequestFields::new(), texts, &|_| {}).await?;
         Ok(out.into_iter().map(|v| v.as_ref().clone()).collect())
     }
 
@@ -367,18 +357,11 @@ impl EmbedClient {
                 distinct.push(i);
             }
         }
-        self.stats
-            .duplicates
-            .fetch_add((texts.len() - distinct.len()) as u64, Ordering::Relaxed);
+        self.stats.duplicates.fetch_add((texts.len() - distinct.len()) as u64, Ordering::Relaxed);
         let mut missing = Vec::new();
         let mut settled = 0u64;
         for &i in &distinct {
-            if self
-                .memo
-                .lock()
-                .map_err(|_| self.poisoned())?
-                .contains_key(&keys[i])
-            {
+            if self.memo.lock().map_err(|_| self.poisoned())?.contains_key(&keys[i]) {
                 settled += 1;
                 continue;
             }
@@ -411,11 +394,8 @@ impl EmbedClient {
                 }
                 let estimate = input.iter().map(|t| t.len() as u64 / 4 + 1).sum();
                 let bytes = self.post(&url, &body, estimate).await?;
-                let resp: EmbeddingsResponse =
-                    serde_json::from_slice(&bytes).map_err(|e| EmbedError::Response {
-                        url: url.clone(),
-                        why: e.to_string(),
-                    })?;
+                let resp: EmbeddingsResponse = serde_json::from_slice(&bytes)
+                    .map_err(|e| EmbedError::Response { url: url.clone(), why: e.to_string() })?;
                 if resp.data.len() != batch.len() {
                     return Err(EmbedError::Response {
                         url,
@@ -453,9 +433,7 @@ impl EmbedClient {
         .buffer_unordered(self.cfg.concurrency.max(1));
         while let Some(done) = stream.next().await {
             let done = done?;
-            self.stats
-                .embedded
-                .fetch_add(done.len() as u64, Ordering::Relaxed);
+            self.stats.embedded.fetch_add(done.len() as u64, Ordering::Relaxed);
             progress(done.len() as u64);
             let mut memo = self.memo.lock().map_err(|_| self.poisoned())?;
             for (k, v) in done {
@@ -492,17 +470,11 @@ impl EmbedClient {
         let url = format!("{}/rerank", self.cfg.base_url);
         let body = serde_json::json!({ "model": model, "query": query, "documents": documents, "top_n": documents.len() });
         let bytes = self.post(&url, &body, estimate(query, documents)).await?;
-        let resp: RerankResponse =
-            serde_json::from_slice(&bytes).map_err(|e| EmbedError::Response {
-                url: url.clone(),
-                why: e.to_string(),
-            })?;
+        let resp: RerankResponse = serde_json::from_slice(&bytes)
+            .map_err(|e| EmbedError::Response { url: url.clone(), why: e.to_string() })?;
         every_index(
             &url,
-            resp.results
-                .into_iter()
-                .map(|r| (r.index, r.relevance_score))
-                .collect(),
+            resp.results.into_iter().map(|r| (r.index, r.relevance_score)).collect(),
             documents.len(),
         )
     }
@@ -518,11 +490,8 @@ impl EmbedClient {
         let url = format!("{}/score", self.cfg.base_url);
         let body = serde_json::json!({ "model": model, "text_1": query, "text_2": documents });
         let bytes = self.post(&url, &body, estimate(query, documents)).await?;
-        let resp: ScoreResponse =
-            serde_json::from_slice(&bytes).map_err(|e| EmbedError::Response {
-                url: url.clone(),
-                why: e.to_string(),
-            })?;
+        let resp: ScoreResponse = serde_json::from_slice(&bytes)
+            .map_err(|e| EmbedError::Response { url: url.clone(), why: e.to_string() })?;
         every_index(
             &url,
             resp.data.into_iter().map(|r| (r.index, r.score)).collect(),
@@ -537,10 +506,8 @@ impl EmbedClient {
         body: &serde_json::Value,
         estimated_tokens: u64,
     ) -> Result<Vec<u8>, EmbedError> {
-        let payload = serde_json::to_vec(body).map_err(|e| EmbedError::Response {
-            url: url.to_owned(),
-            why: e.to_string(),
-        })?;
+        let payload = serde_json::to_vec(body)
+            .map_err(|e| EmbedError::Response { url: url.to_owned(), why: e.to_string() })?;
         let outcome = send_with_retries(&self.cfg.retry, &self.limits, estimated_tokens, |attempt| {
             let payload = payload.clone();
             async move {
@@ -586,11 +553,9 @@ impl EmbedClient {
         .await;
         outcome.map_err(|g| match g {
             GaveUp::Failed(e) => e,
-            GaveUp::Exhausted { attempts, last } => EmbedError::RetriesExhausted {
-                url: url.to_owned(),
-                attempts,
-                last,
-            },
+            GaveUp::Exhausted { attempts, last } => {
+                EmbedError::RetriesExhausted { url: url.to_owned(), attempts, last }
+            }
         })
     }
 }
@@ -647,33 +612,12 @@ mod tests {
             fields,
         };
         let k = cache_key(&parts("http://a/v1", "m", None, true, &none), "hello");
-        assert_ne!(
-            k,
-            cache_key(&parts("http://a/v1", "m2", None, true, &none), "hello")
-        );
-        assert_ne!(
-            k,
-            cache_key(&parts("http://b/v1", "m", None, true, &none), "hello")
-        );
-        assert_ne!(
-            k,
-            cache_key(&parts("http://a/v1", "m", Some(256), true, &none), "hello")
-        );
-        assert_ne!(
-            k,
-            cache_key(&parts("http://a/v1", "m", None, false, &none), "hello")
-        );
-        assert_ne!(
-            k,
-            cache_key(&parts("http://a/v1", "m", None, true, &query), "hello")
-        );
-        assert_ne!(
-            k,
-            cache_key(
-                &parts("http://a/v1", "m", None, true, &none),
-                "query: hello"
-            )
-        );
+        assert_ne!(k, cache_key(&parts("http://a/v1", "m2", None, true, &none), "hello"));
+        assert_ne!(k, cache_key(&parts("http://b/v1", "m", None, true, &none), "hello"));
+        assert_ne!(k, cache_key(&parts("http://a/v1", "m", Some(256), true, &none), "hello"));
+        assert_ne!(k, cache_key(&parts("http://a/v1", "m", None, false, &none), "hello"));
+        assert_ne!(k, cache_key(&parts("http://a/v1", "m", None, true, &query), "hello"));
+        assert_ne!(k, cache_key(&parts("http://a/v1", "m", None, true, &none), "query: hello"));
         assert_eq!(c.cache_get(&k).unwrap(), None);
         c.cache_put(&[(k.clone(), vec![1.0, -2.5])]).await.unwrap();
         assert_eq!(c.cache_get(&k).unwrap(), Some(vec![1.0, -2.5]));
@@ -683,10 +627,7 @@ mod tests {
     fn rerankers_must_score_every_document_once() {
         assert!(every_index("u", vec![(1, 0.5), (0, 0.1)], 2).is_ok());
         assert!(
-            every_index("u", vec![(1, 0.5)], 2)
-                .unwrap_err()
-                .to_string()
-                .contains("1 scores for 2")
+            every_index("u", vec![(1, 0.5)], 2).unwrap_err().to_string().contains("1 scores for 2")
         );
         assert!(
             every_index("u", vec![(1, 0.5), (1, 0.4)], 2)

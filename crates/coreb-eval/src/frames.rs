@@ -65,10 +65,7 @@ fn unconverted(path: &Path, column: &str, arrow: &ArrowType) -> FrameError {
 }
 
 fn unreadable(path: &Path, e: impl std::fmt::Display) -> FrameError {
-    FrameError(format!(
-        "`{}`: not a readable Parquet table ({e})",
-        path.display()
-    ))
+    FrameError(format!("`{}`: not a readable Parquet table ({e})", path.display()))
 }
 
 /// The reader of the table at `path` (its footer read).
@@ -165,23 +162,17 @@ fn column(path: &Path, name: &str, arrow: &ArrowType, batches: &[RecordBatch]) -
         .into_series(),
         ArrowType::Int64 => Int64Chunked::from_iter_options(
             ca,
-            arrays
-                .iter()
-                .flat_map(|a| a.as_primitive::<ArrowI64>().iter()),
+            arrays.iter().flat_map(|a| a.as_primitive::<ArrowI64>().iter()),
         )
         .into_series(),
         ArrowType::UInt64 => UInt64Chunked::from_iter_options(
             ca,
-            arrays
-                .iter()
-                .flat_map(|a| a.as_primitive::<ArrowU64>().iter()),
+            arrays.iter().flat_map(|a| a.as_primitive::<ArrowU64>().iter()),
         )
         .into_series(),
         ArrowType::Float64 => Float64Chunked::from_iter_options(
             ca,
-            arrays
-                .iter()
-                .flat_map(|a| a.as_primitive::<ArrowF64>().iter()),
+            arrays.iter().flat_map(|a| a.as_primitive::<ArrowF64>().iter()),
         )
         .into_series(),
         ArrowType::Boolean => {
@@ -198,17 +189,9 @@ fn column(path: &Path, name: &str, arrow: &ArrowType, batches: &[RecordBatch]) -
 /// [`read_parquet`]).
 pub fn scan_parquet(path: &Path) -> Result<LazyFrame> {
     let schema = Arc::new(parquet_schema(path)?);
-    let args = ScanArgsAnonymous {
-        schema: Some(schema),
-        name: "parquet",
-        ..ScanArgsAnonymous::default()
-    };
-    Ok(LazyFrame::anonymous_scan(
-        Arc::new(ParquetScan {
-            path: path.to_owned(),
-        }),
-        args,
-    )?)
+    let args =
+        ScanArgsAnonymous { schema: Some(schema), name: "parquet", ..ScanArgsAnonymous::default() };
+    Ok(LazyFrame::anonymous_scan(Arc::new(ParquetScan { path: path.to_owned() }), args)?)
 }
 
 /// A Parquet table as polars' lazy engine reads it.
@@ -222,10 +205,8 @@ impl AnonymousScan for ParquetScan {
     }
 
     fn scan(&self, args: AnonymousScanArgs) -> PolarsResult<DataFrame> {
-        let columns: Option<Vec<&str>> = args
-            .with_columns
-            .as_deref()
-            .map(|c| c.iter().map(PlSmallStr::as_str).collect());
+        let columns: Option<Vec<&str>> =
+            args.with_columns.as_deref().map(|c| c.iter().map(PlSmallStr::as_str).collect());
         read_parquet(&self.path, columns.as_deref(), args.n_rows)
             .map_err(|e| PolarsError::ComputeError(e.0.into()))
     }
@@ -258,9 +239,8 @@ mod tests {
             columns.into_iter().map(|(_, a)| a).collect(),
         )
         .unwrap();
-        let props = WriterProperties::builder()
-            .set_max_row_group_row_count(Some(per_group))
-            .build();
+        let props =
+            WriterProperties::builder().set_max_row_group_row_count(Some(per_group)).build();
         let mut w =
             ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
         w.write(&batch).unwrap();
@@ -268,33 +248,18 @@ mod tests {
     }
 
     fn names(df: &DataFrame) -> Vec<&str> {
-        df.get_column_names()
-            .into_iter()
-            .map(PlSmallStr::as_str)
-            .collect()
+        df.get_column_names().into_iter().map(PlSmallStr::as_str).collect()
     }
 
     fn sample(path: &Path, per_group: usize) {
         write(
             path,
             vec![
-                (
-                    "id",
-                    Arc::new(StringArray::from(vec![Some("a"), Some("b"), None])) as ArrayRef,
-                ),
-                (
-                    "n",
-                    Arc::new(Int64Array::from(vec![Some(1), None, Some(-3)])),
-                ),
+                ("id", Arc::new(StringArray::from(vec![Some("a"), Some("b"), None])) as ArrayRef),
+                ("n", Arc::new(Int64Array::from(vec![Some(1), None, Some(-3)]))),
                 ("u", Arc::new(UInt64Array::from(vec![7, 8, u64::MAX]))),
-                (
-                    "x",
-                    Arc::new(Float64Array::from(vec![Some(0.5), Some(f64::NAN), None])),
-                ),
-                (
-                    "ok",
-                    Arc::new(BooleanArray::from(vec![Some(true), None, Some(false)])),
-                ),
+                ("x", Arc::new(Float64Array::from(vec![Some(0.5), Some(f64::NAN), None]))),
+                ("ok", Arc::new(BooleanArray::from(vec![Some(true), None, Some(false)]))),
             ],
             per_group,
         );
@@ -309,44 +274,21 @@ mod tests {
         let df = read_parquet(&path, None, None).unwrap();
         assert_eq!(names(&df), ["id", "n", "u", "x", "ok"]);
         assert_eq!(
-            df.column("id")
-                .unwrap()
-                .str()
-                .unwrap()
-                .iter()
-                .collect::<Vec<_>>(),
+            df.column("id").unwrap().str().unwrap().iter().collect::<Vec<_>>(),
             [Some("a"), Some("b"), None]
         );
         assert_eq!(
-            df.column("n")
-                .unwrap()
-                .i64()
-                .unwrap()
-                .iter()
-                .collect::<Vec<_>>(),
+            df.column("n").unwrap().i64().unwrap().iter().collect::<Vec<_>>(),
             [Some(1), None, Some(-3)]
         );
         assert_eq!(
-            df.column("u")
-                .unwrap()
-                .u64()
-                .unwrap()
-                .iter()
-                .collect::<Vec<_>>(),
+            df.column("u").unwrap().u64().unwrap().iter().collect::<Vec<_>>(),
             [Some(7), Some(8), Some(u64::MAX)]
         );
         let x: Vec<Option<f64>> = df.column("x").unwrap().f64().unwrap().iter().collect();
+        assert_eq!((x[0], x[1].is_some_and(f64::is_nan), x[2]), (Some(0.5), true, None));
         assert_eq!(
-            (x[0], x[1].is_some_and(f64::is_nan), x[2]),
-            (Some(0.5), true, None)
-        );
-        assert_eq!(
-            df.column("ok")
-                .unwrap()
-                .bool()
-                .unwrap()
-                .iter()
-                .collect::<Vec<_>>(),
+            df.column("ok").unwrap().bool().unwrap().iter().collect::<Vec<_>>(),
             [Some(true), None, Some(false)]
         );
         let schema = parquet_schema(&path).unwrap();
@@ -363,10 +305,7 @@ mod tests {
         write(
             &path,
             vec![
-                (
-                    "utf8",
-                    Arc::new(StringArray::from(values.clone())) as ArrayRef,
-                ),
+                ("utf8", Arc::new(StringArray::from(values.clone())) as ArrayRef),
                 ("large", Arc::new(LargeStringArray::from(values.clone()))),
                 ("view", Arc::new(StringViewArray::from(values.clone()))),
             ],
@@ -375,12 +314,7 @@ mod tests {
         let df = read_parquet(&path, None, None).unwrap();
         for name in ["utf8", "large", "view"] {
             assert_eq!(
-                df.column(name)
-                    .unwrap()
-                    .str()
-                    .unwrap()
-                    .iter()
-                    .collect::<Vec<_>>(),
+                df.column(name).unwrap().str().unwrap().iter().collect::<Vec<_>>(),
                 values,
                 "{name}"
             );
@@ -395,13 +329,8 @@ mod tests {
         let df = read_parquet(&path, Some(&["ok", "id"]), Some(2)).unwrap();
         assert_eq!(names(&df), ["ok", "id"]);
         assert_eq!(df.height(), 2);
-        let err = read_parquet(&path, Some(&["id", "nope"]), None)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("t.parquet") && err.contains("no column `nope`"),
-            "{err}"
-        );
+        let err = read_parquet(&path, Some(&["id", "nope"]), None).unwrap_err().to_string();
+        assert!(err.contains("t.parquet") && err.contains("no column `nope`"), "{err}");
     }
 
     #[test]
@@ -418,12 +347,7 @@ mod tests {
         assert!(plan.contains("PROJECT 3/5 COLUMNS"), "{plan}");
         let df = query.collect().unwrap();
         assert_eq!(
-            df.column("id")
-                .unwrap()
-                .str()
-                .unwrap()
-                .iter()
-                .collect::<Vec<_>>(),
+            df.column("id").unwrap().str().unwrap().iter().collect::<Vec<_>>(),
             [Some("a"), None]
         );
         assert_eq!(
@@ -448,21 +372,14 @@ mod tests {
         write(
             &path,
             vec![
-                (
-                    "id",
-                    Arc::new(StringArray::from(Vec::<&str>::new())) as ArrayRef,
-                ),
+                ("id", Arc::new(StringArray::from(Vec::<&str>::new())) as ArrayRef),
                 ("n", Arc::new(Int64Array::from(Vec::<i64>::new()))),
             ],
             8,
         );
         let df = read_parquet(&path, None, None).unwrap();
         assert_eq!(
-            (
-                df.height(),
-                df.column("id").unwrap().dtype(),
-                df.column("n").unwrap().dtype()
-            ),
+            (df.height(), df.column("id").unwrap().dtype(), df.column("n").unwrap().dtype()),
             (0, &DataType::String, &DataType::Int64)
         );
     }
@@ -491,10 +408,7 @@ mod tests {
             );
         }
         // The other columns read all the same.
-        assert_eq!(
-            read_parquet(&path, Some(&["id"]), None).unwrap().height(),
-            1
-        );
+        assert_eq!(read_parquet(&path, Some(&["id"]), None).unwrap().height(), 1);
     }
 
     #[test]
@@ -505,13 +419,9 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
         let err = scan_parquet(&path).err().unwrap().to_string();
-        assert!(
-            err.contains("t.parquet") && err.contains("not a readable Parquet table"),
-            "{err}"
-        );
-        let err = read_parquet(&dir.path().join("gone.parquet"), None, None)
-            .unwrap_err()
-            .to_string();
+        assert!(err.contains("t.parquet") && err.contains("not a readable Parquet table"), "{err}");
+        let err =
+            read_parquet(&dir.path().join("gone.parquet"), None, None).unwrap_err().to_string();
         assert!(err.contains("gone.parquet"), "{err}");
     }
 }

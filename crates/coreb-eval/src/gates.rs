@@ -82,11 +82,9 @@ pub fn review_gate(
 ) -> (String, f64, bool) {
     match figures {
         None => ("no review recorded".to_owned(), 0.0, false),
-        Some(f) if f.release != version => (
-            format!("the recorded review is of `{}`", f.release),
-            0.0,
-            false,
-        ),
+        Some(f) if f.release != version => {
+            (format!("the recorded review is of `{}`", f.release), 0.0, false)
+        }
         Some(f) => {
             let share = if f.intent_answers == 0 {
                 0.0
@@ -167,20 +165,12 @@ pub struct GateFailure {
 
 impl std::fmt::Display for GateFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "gate `{}` failed for task `{}`: {}",
-            self.gate, self.task, self.why
-        )?;
+        write!(f, "gate `{}` failed for task `{}`: {}", self.gate, self.task, self.why)?;
         if !self.examples.is_empty() {
             write!(
                 f,
                 " (first: {})",
-                self.examples
-                    .iter()
-                    .map(|e| format!("`{e}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                self.examples.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
             )?;
         }
         Ok(())
@@ -195,12 +185,7 @@ fn fail(
     cfg: &GatesConfig,
 ) -> Result<(), GateFailure> {
     examples.truncate(cfg.max_examples);
-    Err(GateFailure {
-        task: data.name.clone(),
-        gate,
-        why,
-        examples,
-    })
+    Err(GateFailure { task: data.name.clone(), gate, why, examples })
 }
 
 /// Every qrel names an existing query and document.
@@ -236,22 +221,15 @@ pub fn query_has_positive(data: &Dataset, cfg: &GatesConfig) -> Result<(), GateF
         .queries
         .iter()
         .filter(|q| {
-            !data
-                .qrels
-                .queries
-                .get(&q.id)
-                .is_some_and(|qq| qq.judged.iter().any(|(_, r)| *r >= 2))
+            !data.qrels.queries.get(&q.id).is_some_and(|qq| qq.judged.iter().any(|(_, r)| *r >= 2))
         })
         .map(|q| q.id.clone())
         .collect();
     if bad.is_empty() {
         return Ok(());
     }
-    let why = format!(
-        "{} of {} queries have no relevance-2 document",
-        bad.len(),
-        data.queries.len()
-    );
+    let why =
+        format!("{} of {} queries have no relevance-2 document", bad.len(), data.queries.len());
     fail(data, Gate::QueryHasPositive, why, bad, cfg)
 }
 
@@ -260,32 +238,19 @@ pub fn no_cross_problem_duplicates(data: &Dataset, cfg: &GatesConfig) -> Result<
     let mut by_text: HashMap<&str, BTreeMap<&str, &str>> = HashMap::new();
     for d in &data.corpus {
         if let Some(p) = d.problem_id.as_deref() {
-            by_text
-                .entry(d.text.trim())
-                .or_default()
-                .entry(p)
-                .or_insert(d.id.as_str());
+            by_text.entry(d.text.trim()).or_default().entry(p).or_insert(d.id.as_str());
         }
     }
     let mut bad: Vec<String> = by_text
         .values()
         .filter(|probs| probs.len() > 1)
-        .map(|probs| {
-            probs
-                .iter()
-                .map(|(p, d)| format!("{d}@{p}"))
-                .collect::<Vec<_>>()
-                .join("=")
-        })
+        .map(|probs| probs.iter().map(|(p, d)| format!("{d}@{p}")).collect::<Vec<_>>().join("="))
         .collect();
     if bad.is_empty() {
         return Ok(());
     }
     bad.sort();
-    let why = format!(
-        "{} document texts are shared by documents of different problems",
-        bad.len()
-    );
+    let why = format!("{} document texts are shared by documents of different problems", bad.len());
     fail(data, Gate::NoCrossProblemDuplicates, why, bad, cfg)
 }
 
@@ -324,11 +289,7 @@ pub fn hard_negatives(data: &Dataset, cfg: &GatesConfig) -> Result<(), GateFailu
         .queries
         .iter()
         .filter(|q| {
-            !data
-                .qrels
-                .queries
-                .get(&q.id)
-                .is_some_and(|qq| qq.judged.iter().any(|(_, r)| *r == 1))
+            !data.qrels.queries.get(&q.id).is_some_and(|qq| qq.judged.iter().any(|(_, r)| *r == 1))
         })
         .map(|q| q.id.clone())
         .collect();
@@ -349,12 +310,7 @@ pub fn hard_negatives(data: &Dataset, cfg: &GatesConfig) -> Result<(), GateFailu
 
 /// The task has queries, documents and qrels.
 pub fn not_empty(data: &Dataset, cfg: &GatesConfig) -> Result<(), GateFailure> {
-    let qrels = data
-        .qrels
-        .queries
-        .values()
-        .map(|q| q.judged.len())
-        .sum::<usize>();
+    let qrels = data.qrels.queries.values().map(|q| q.judged.len()).sum::<usize>();
     if !data.queries.is_empty() && !data.corpus.is_empty() && qrels > 0 {
         return Ok(());
     }
@@ -391,12 +347,7 @@ mod tests {
     use coreb_trec::Qrels;
 
     fn doc(id: &str, text: &str, p: &str) -> Doc {
-        Doc {
-            id: id.into(),
-            title: String::new(),
-            text: text.into(),
-            problem_id: Some(p.into()),
-        }
+        Doc { id: id.into(), title: String::new(), text: text.into(), problem_id: Some(p.into()) }
     }
     fn query(id: &str) -> Query {
         Query {
@@ -451,10 +402,7 @@ mod tests {
         let mut d = good();
         d.queries.push(query("q3"));
         let e = query_has_positive(&d, &GatesConfig::default()).unwrap_err();
-        assert_eq!(
-            (e.gate, e.examples.clone()),
-            (Gate::QueryHasPositive, vec!["q3".to_owned()])
-        );
+        assert_eq!((e.gate, e.examples.clone()), (Gate::QueryHasPositive, vec!["q3".to_owned()]));
         assert!(e.to_string().contains("1 of 3 queries"), "{e}");
     }
 
@@ -465,29 +413,15 @@ mod tests {
         d.corpus.push(doc("d5", " a ", "p2"));
         d.corpus.push(doc("d6", "b", "p1"));
         let e = no_cross_problem_duplicates(&d, &GatesConfig::default()).unwrap_err();
-        assert_eq!(
-            e.examples,
-            ["d1@p1=d5@p2"],
-            "same-problem repeats are allowed"
-        );
+        assert_eq!(e.examples, ["d1@p1=d5@p2"], "same-problem repeats are allowed");
     }
 
     #[test]
     fn bm25_band_both_sides() {
         let cfg = GatesConfig::default();
         assert!(bm25_band(&good(), 0.5, &cfg).is_ok());
-        assert!(
-            bm25_band(&good(), 0.99, &cfg)
-                .unwrap_err()
-                .why
-                .contains("leak")
-        );
-        assert!(
-            bm25_band(&good(), 0.01, &cfg)
-                .unwrap_err()
-                .why
-                .contains("below")
-        );
+        assert!(bm25_band(&good(), 0.99, &cfg).unwrap_err().why.contains("leak"));
+        assert!(bm25_band(&good(), 0.01, &cfg).unwrap_err().why.contains("below"));
     }
 
     #[test]
@@ -500,10 +434,7 @@ mod tests {
         assert!(
             hard_negatives(
                 &d,
-                &GatesConfig {
-                    min_hard_negative_share: 0.5,
-                    ..GatesConfig::default()
-                }
+                &GatesConfig { min_hard_negative_share: 0.5, ..GatesConfig::default() }
             )
             .is_ok()
         );
@@ -530,10 +461,7 @@ mod tests {
         );
         let mut no_docs = good();
         no_docs.corpus.clear();
-        assert_eq!(
-            check_task(&no_docs, 0.5, &GatesConfig::default())[0].gate,
-            Gate::NotEmpty
-        );
+        assert_eq!(check_task(&no_docs, 0.5, &GatesConfig::default())[0].gate, Gate::NotEmpty);
     }
 
     #[test]
@@ -546,10 +474,7 @@ mod tests {
 
     #[test]
     fn the_review_gate_refuses_below_its_figures() {
-        let gate = ReviewGate {
-            min_reviewed: 50,
-            min_intent: 0.95,
-        };
+        let gate = ReviewGate { min_reviewed: 50, min_intent: 0.95 };
         let figures = |reviewed, intent_yes, intent_answers| ReviewFigures {
             release: "v202503".into(),
             reviewed,
@@ -557,10 +482,7 @@ mod tests {
             intent_answers,
         };
         assert!(review_gate(&gate, "v202503", Some(&figures(50, 96, 100))).2);
-        assert!(
-            review_gate(&gate, "v202503", Some(&figures(60, 95, 100))).2,
-            "0.95 itself passes"
-        );
+        assert!(review_gate(&gate, "v202503", Some(&figures(60, 95, 100))).2, "0.95 itself passes");
         let (figure, share, passed) = review_gate(&gate, "v202503", Some(&figures(60, 94, 100)));
         assert!(
             !passed
@@ -568,10 +490,7 @@ mod tests {
                 && figure.contains("intent kept 0.9400 (94 of 100)"),
             "{figure}"
         );
-        assert!(
-            !review_gate(&gate, "v202503", Some(&figures(49, 49, 49))).2,
-            "too few reviewed"
-        );
+        assert!(!review_gate(&gate, "v202503", Some(&figures(49, 49, 49))).2, "too few reviewed");
         assert_eq!(
             review_gate(&gate, "v202503", None),
             ("no review recorded".to_owned(), 0.0, false)

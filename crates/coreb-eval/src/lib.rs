@@ -56,10 +56,8 @@ pub fn bm25_run(data: &Dataset, cfg: Bm25Config, depth: usize) -> Run {
     let mut run = Run::new("bm25");
     for (q, hits) in data.queries.iter().zip(hits) {
         let own = q.source_doc_id.as_deref();
-        for (d, score) in hits
-            .into_iter()
-            .filter(|(d, _)| Some(data.corpus[*d].id.as_str()) != own)
-            .take(depth)
+        for (d, score) in
+            hits.into_iter().filter(|(d, _)| Some(data.corpus[*d].id.as_str()) != own).take(depth)
         {
             run.push(&q.id, &data.corpus[d].id, f64::from(score));
         }

@@ -96,15 +96,10 @@ static BARE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d+").expect("valid
 
 /// The order (0-based positions in the window) an answer gives to `n` candidates.
 pub fn parse_permutation(answer: &str, n: usize) -> (Vec<usize>, Parsed) {
-    let mut ids: Vec<usize> = BRACKETED
-        .captures_iter(answer)
-        .filter_map(|c| c[1].parse().ok())
-        .collect();
+    let mut ids: Vec<usize> =
+        BRACKETED.captures_iter(answer).filter_map(|c| c[1].parse().ok()).collect();
     if ids.is_empty() {
-        ids = BARE
-            .find_iter(answer)
-            .filter_map(|m| m.as_str().parse().ok())
-            .collect();
+        ids = BARE.find_iter(answer).filter_map(|m| m.as_str().parse().ok()).collect();
     }
     if ids.is_empty() {
         return ((0..n).collect(), Parsed::Unparseable);
@@ -119,14 +114,7 @@ pub fn parse_permutation(answer: &str, n: usize) -> (Vec<usize>, Parsed) {
     }
     let exact = STRICT.is_match(answer) && ids.len() == n && order.len() == n;
     order.extend((0..n).filter(|i| !seen[*i]));
-    (
-        order,
-        if exact {
-            Parsed::Exact
-        } else {
-            Parsed::Repaired
-        },
-    )
+    (order, if exact { Parsed::Exact } else { Parsed::Repaired })
 }
 
 /// The first `max_words` whitespace-separated words of `text`, its own spacing kept.
@@ -204,28 +192,15 @@ pub async fn rerank_query(
     mut candidates: Vec<(String, String)>,
     progress: &(dyn Fn() + Sync),
 ) -> Result<(Vec<String>, ListwiseStats), LlmStageError> {
-    let mut stats = ListwiseStats {
-        queries: 1,
-        ..ListwiseStats::default()
-    };
+    let mut stats = ListwiseStats { queries: 1, ..ListwiseStats::default() };
     candidates.truncate(cfg.depth);
     for (start, end) in windows(candidates.len(), cfg.window, cfg.step) {
-        let texts: Vec<&str> = candidates[start..end]
-            .iter()
-            .map(|(_, t)| t.as_str())
-            .collect();
+        let texts: Vec<&str> = candidates[start..end].iter().map(|(_, t)| t.as_str()).collect();
         let num = (end - start).to_string();
         let block = passages(&texts, cfg.max_words);
         let messages = prompt
-            .render(&[
-                ("num", num.as_str()),
-                ("query", query),
-                ("passages", block.as_str()),
-            ])
-            .map_err(|source| LlmStageError::Prompt {
-                stage: LlmStage::Rerank,
-                source,
-            })?;
+            .render(&[("num", num.as_str()), ("query", query), ("passages", block.as_str())])
+            .map_err(|source| LlmStageError::Prompt { stage: LlmStage::Rerank, source })?;
         let request = ChatRequest {
             stage: LlmStage::Rerank,
             item: format!("{qid}/{start}-{end}"),
@@ -276,11 +251,8 @@ pub async fn listwise_run(
     run: &Run,
     progress: &(dyn Fn() + Sync),
 ) -> Result<(Run, ListwiseStats), LlmStageError> {
-    let texts: std::collections::HashMap<&str, String> = data
-        .corpus
-        .iter()
-        .map(|d| (d.id.as_str(), d.full_text()))
-        .collect();
+    let texts: std::collections::HashMap<&str, String> =
+        data.corpus.iter().map(|d| (d.id.as_str(), d.full_text())).collect();
     type Work<'a> = (&'a str, &'a str, Vec<(String, String)>);
     let work: Vec<Work<'_>> = data
         .queries
@@ -299,9 +271,7 @@ pub async fn listwise_run(
         })
         .collect();
     let results = ordered(work, cfg.concurrency, |(qid, text, top)| async move {
-        rerank_query(gateway, prompt, cfg, qid, text, top, progress)
-            .await
-            .map(|r| (qid, r))
+        rerank_query(gateway, prompt, cfg, qid, text, top, progress).await.map(|r| (qid, r))
     })
     .await;
     let mut out = Run::new(format!("{}+listwise:{}", run.run_id, cfg.model));
@@ -332,11 +302,7 @@ mod tests {
         assert_eq!(windows(100, 10, 5).last(), Some(&(0, 10)));
         assert_eq!(windows(100, 10, 5).len(), 19);
         let w = windows(128, 10, 5);
-        assert_eq!(
-            &w[w.len() - 2..],
-            &[(3, 13), (0, 8)],
-            "RankGPT would stop at (3, 13)"
-        );
+        assert_eq!(&w[w.len() - 2..], &[(3, 13), (0, 8)], "RankGPT would stop at (3, 13)");
         assert_eq!(windows(7, 10, 5), vec![(0, 7)]);
         assert_eq!(windows(12, 10, 5), vec![(2, 12), (0, 7)]);
         assert!(windows(0, 10, 5).is_empty());
@@ -344,19 +310,10 @@ mod tests {
 
     #[test]
     fn answers_are_parsed_strictly_and_repaired() {
-        assert_eq!(
-            parse_permutation("[3] > [1] > [2]", 3),
-            (vec![2, 0, 1], Parsed::Exact)
-        );
-        assert_eq!(
-            parse_permutation(" [2]>[1] ", 2),
-            (vec![1, 0], Parsed::Exact)
-        );
+        assert_eq!(parse_permutation("[3] > [1] > [2]", 3), (vec![2, 0, 1], Parsed::Exact));
+        assert_eq!(parse_permutation(" [2]>[1] ", 2), (vec![1, 0], Parsed::Exact));
         // Incomplete: the missing keep their order after the named ones.
-        assert_eq!(
-            parse_permutation("[3] > [1]", 4),
-            (vec![2, 0, 1, 3], Parsed::Repaired)
-        );
+        assert_eq!(parse_permutation("[3] > [1]", 4), (vec![2, 0, 1, 3], Parsed::Repaired));
         // Repeats and out-of-range identifiers are dropped.
         assert_eq!(
             parse_permutation("[2] > [2] > [9] > [1]", 3),
@@ -377,10 +334,7 @@ mod tests {
 
     #[test]
     fn truncation_keeps_spacing() {
-        assert_eq!(
-            truncate_words("def f(x):\n    return x\n", 3),
-            "def f(x):\n    return"
-        );
+        assert_eq!(truncate_words("def f(x):\n    return x\n", 3), "def f(x):\n    return");
         assert_eq!(truncate_words("a b", 5), "a b");
         assert_eq!(truncate_words("a b", 0), "a b");
     }

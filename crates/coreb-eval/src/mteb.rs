@@ -186,10 +186,7 @@ pub fn read_folder(dir: &Path, split: &str) -> Result<Option<Folder>, MtebError>
     if !path.is_file() {
         return Ok(None);
     }
-    let bad = |why: String| MtebError::TaskFile {
-        path: path.clone(),
-        why,
-    };
+    let bad = |why: String| MtebError::TaskFile { path: path.clone(), why };
     let text = fs_err::read_to_string(&path).map_err(|e| bad(e.to_string()))?;
     let file: TaskFile = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
     let task = task(&file.task).ok_or_else(|| {
@@ -205,10 +202,7 @@ pub fn read_folder(dir: &Path, split: &str) -> Result<Option<Folder>, MtebError>
         for line in coreb_base::jsonl::lines(&top)? {
             let line = line?;
             let row: TopRanked = line.parse(&top)?;
-            if lists
-                .insert(row.query.clone(), row.docs.into_iter().collect())
-                .is_some()
-            {
+            if lists.insert(row.query.clone(), row.docs.into_iter().collect()).is_some() {
                 return Err(MtebError::Duplicate {
                     path: top,
                     line: line.number,
@@ -252,19 +246,14 @@ const QWEN3_SUFFIX: &str = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</thin
 /// and a document `<Document>: {document}<suffix>`; the instruction is the task's (MTEB's
 /// prompt, for a release's task folder or an MTEB task folder), else Qwen3's default.
 pub fn qwen3_reranker_texts(data: &crate::beir::Dataset) -> crate::beir::Dataset {
-    let instruction = TASKS
-        .iter()
-        .find(|t| t.name == data.name || t.coreb_task == data.name)
-        .map_or(
+    let instruction =
+        TASKS.iter().find(|t| t.name == data.name || t.coreb_task == data.name).map_or(
             "Given a web search query, retrieve relevant passages that answer the query",
             |t| t.prompt,
         );
     let mut out = data.clone();
     for q in &mut out.queries {
-        q.text = format!(
-            "{QWEN3_PREFIX}<Instruct>: {instruction}\n<Query>: {}\n",
-            q.text
-        );
+        q.text = format!("{QWEN3_PREFIX}<Instruct>: {instruction}\n<Query>: {}\n", q.text);
     }
     for d in &mut out.corpus {
         d.text = format!("<Document>: {}{QWEN3_SUFFIX}", d.full_text());
@@ -280,11 +269,8 @@ pub fn qwen3_reranker_texts(data: &crate::beir::Dataset) -> crate::beir::Dataset
 pub fn complete(run: &mut Run, candidates: &BTreeMap<String, BTreeSet<String>>) -> usize {
     let mut added = 0;
     for (qid, list) in candidates {
-        let ranked: Vec<(String, f64)> = run
-            .ranked(qid)
-            .iter()
-            .map(|e| (run.doc(e).to_owned(), e.score))
-            .collect();
+        let ranked: Vec<(String, f64)> =
+            run.ranked(qid).iter().map(|e| (run.doc(e).to_owned(), e.score)).collect();
         let floor = ranked.iter().map(|(_, s)| *s).fold(f64::INFINITY, f64::min);
         let below = if floor.is_finite() { floor - 1.0 } else { 0.0 };
         let have: BTreeSet<&str> = ranked.iter().map(|(d, _)| d.as_str()).collect();
@@ -342,11 +328,7 @@ mod tests {
         assert!(t.queries[0].text.ends_with(
             "<|im_start|>user\n<Instruct>: Retrieve the most relevant problem description for the given code implementation.\n<Query>: def f(): pass\n"
         ));
-        assert!(
-            t.queries[0]
-                .text
-                .starts_with("<|im_start|>system\nJudge whether")
-        );
+        assert!(t.queries[0].text.starts_with("<|im_start|>system\nJudge whether"));
         assert_eq!(
             t.corpus[0].full_text(),
             "<Document>: T\nbody<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
@@ -366,11 +348,7 @@ mod tests {
             candidates: Some(2),
             seed: Some(1),
         };
-        fs_err::write(
-            dir.path().join(TASK_FILE),
-            serde_json::to_string(&file).unwrap(),
-        )
-        .unwrap();
+        fs_err::write(dir.path().join(TASK_FILE), serde_json::to_string(&file).unwrap()).unwrap();
         fs_err::create_dir_all(dir.path().join("top_ranked")).unwrap();
         fs_err::write(
             dir.path().join("top_ranked/test.jsonl"),
@@ -381,12 +359,7 @@ mod tests {
         assert_eq!(folder.task.protocol, Protocol::Reranking);
         let lists = folder.candidates.unwrap();
         let mut run = Run::new("r");
-        for (q, d, s) in [
-            ("q", "a", 1.0),
-            ("q", "c", 3.0),
-            ("q", "b", 2.0),
-            ("x", "a", 1.0),
-        ] {
+        for (q, d, s) in [("q", "a", 1.0), ("q", "c", 3.0), ("q", "b", 2.0), ("x", "a", 1.0)] {
             run.push(q, d, s);
         }
         let (kept, dropped) = restrict(&run, &lists);
@@ -396,11 +369,8 @@ mod tests {
         let mut part = Run::new("p");
         part.push("q", "b", 0.5);
         assert_eq!(complete(&mut part, &lists), 1);
-        let ranked: Vec<(String, f64)> = part
-            .ranked("q")
-            .iter()
-            .map(|e| (part.doc(e).to_owned(), e.score))
-            .collect();
+        let ranked: Vec<(String, f64)> =
+            part.ranked("q").iter().map(|e| (part.doc(e).to_owned(), e.score)).collect();
         assert_eq!(ranked, [("b".to_owned(), 0.5), ("a".to_owned(), -0.5)]);
         assert_eq!(complete(&mut part, &lists), 0);
 
@@ -414,22 +384,11 @@ mod tests {
         assert!(e.contains("test.jsonl`:2: query `q`"), "{e}");
         fs_err::write(
             dir.path().join(TASK_FILE),
-            serde_json::to_string(&TaskFile {
-                task: "Other".into(),
-                ..file
-            })
-            .unwrap(),
+            serde_json::to_string(&TaskFile { task: "Other".into(), ..file }).unwrap(),
         )
         .unwrap();
         let e = read_folder(dir.path(), "test").unwrap_err().to_string();
-        assert!(
-            e.contains("`Other` is none of MTEB's CoREB(v1) tasks"),
-            "{e}"
-        );
-        assert!(
-            read_folder(&dir.path().join("top_ranked"), "test")
-                .unwrap()
-                .is_none()
-        );
+        assert!(e.contains("`Other` is none of MTEB's CoREB(v1) tasks"), "{e}");
+        assert!(read_folder(&dir.path().join("top_ranked"), "test").unwrap().is_none());
     }
 }

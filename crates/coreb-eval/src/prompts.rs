@@ -176,19 +176,14 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
 fn check_template(t: &str, what: &str) -> Result<(), String> {
     match t.matches("{text}").count() {
         1 => Ok(()),
-        n => Err(format!(
-            "{what}: `{t}` holds `{{text}}` {n} times, expected once"
-        )),
+        n => Err(format!("{what}: `{t}` holds `{{text}}` {n} times, expected once")),
     }
 }
 
 impl Presets {
     /// Parse a preset file's text; `source_name` names it in errors.
     pub fn parse(text: &str, source_name: &str) -> Result<Presets, PresetError> {
-        let err = |why: String| PresetError {
-            source_name: source_name.to_owned(),
-            why,
-        };
+        let err = |why: String| PresetError { source_name: source_name.to_owned(), why };
         let file: PresetFile =
             toml::from_str(text).map_err(|e| err(e.to_string().trim().to_owned()))?;
         if file.format != 1 {
@@ -201,9 +196,7 @@ impl Presets {
             let defaults = p.defaults();
             let mut scopes = vec![(format!("preset `{}`", p.name), &defaults)];
             scopes.extend(
-                p.tasks
-                    .iter()
-                    .map(|(k, t)| (format!("preset `{}`, task `{k}`", p.name), t)),
+                p.tasks.iter().map(|(k, t)| (format!("preset `{}`, task `{k}`", p.name), t)),
             );
             for (what, t) in scopes {
                 for template in [&t.query, &t.document].into_iter().flatten() {
@@ -241,10 +234,7 @@ impl Presets {
     pub fn select(&self, model: &str, name: Option<&str>) -> Result<&Preset, PresetError> {
         let found = match name {
             Some(n) => self.presets.iter().find(|p| p.name == n),
-            None => self
-                .presets
-                .iter()
-                .find(|p| p.models.iter().any(|g| glob_match(g, model))),
+            None => self.presets.iter().find(|p| p.models.iter().any(|g| glob_match(g, model))),
         };
         found.ok_or_else(|| PresetError {
             source_name: self.source_name.clone(),
@@ -270,11 +260,8 @@ impl Presets {
         task: &str,
         subtask: Option<&str>,
     ) -> Option<&'a str> {
-        let keys: Vec<String> = subtask
-            .map(|s| format!("{task}/{s}"))
-            .into_iter()
-            .chain([task.to_owned()])
-            .collect();
+        let keys: Vec<String> =
+            subtask.map(|s| format!("{task}/{s}")).into_iter().chain([task.to_owned()]).collect();
         keys.iter()
             .find_map(|k| preset.instructions.get(k))
             .or_else(|| keys.iter().find_map(|k| self.instructions.get(k)))
@@ -290,15 +277,9 @@ impl Presets {
         task: &str,
         subtask: Option<&str>,
     ) -> Result<Side, PresetError> {
-        let err = |why: String| PresetError {
-            source_name: self.source_name.clone(),
-            why,
-        };
-        let template = if template.contains("{text}") {
-            template
-        } else {
-            format!("{template}{{text}}")
-        };
+        let err = |why: String| PresetError { source_name: self.source_name.clone(), why };
+        let template =
+            if template.contains("{text}") { template } else { format!("{template}{{text}}") };
         check_template(&template, &format!("task `{task}`")).map_err(&err)?;
         let template = if template.contains("{instruction}") {
             let Some(instruction) = self.instruction(preset, task, subtask) else {
@@ -315,12 +296,7 @@ impl Presets {
             .split_once("{text}")
             .map(|(a, b)| (a.to_owned(), b.to_owned()))
             .unwrap_or_default();
-        Ok(Side {
-            template,
-            fields,
-            prefix,
-            suffix,
-        })
+        Ok(Side { template, fields, prefix, suffix })
     }
 
     /// The prompt of a query of `task` (and `subtask`) under `preset`, with `overrides`.
@@ -343,10 +319,7 @@ impl Presets {
             .clone()
             .or_else(|| scopes.iter().find_map(|t| t.query.clone()))
             .unwrap_or_else(|| "{text}".into());
-        let fields = scopes
-            .iter()
-            .find_map(|t| t.query_fields.clone())
-            .unwrap_or_default();
+        let fields = scopes.iter().find_map(|t| t.query_fields.clone()).unwrap_or_default();
         self.side(preset, template, fields, task, subtask)
     }
 
@@ -358,21 +331,14 @@ impl Presets {
         overrides: &PromptOverrides,
     ) -> Result<Side, PresetError> {
         let defaults = preset.defaults();
-        let scopes: Vec<&Templates> = preset
-            .tasks
-            .get(task)
-            .into_iter()
-            .chain([&defaults])
-            .collect();
+        let scopes: Vec<&Templates> =
+            preset.tasks.get(task).into_iter().chain([&defaults]).collect();
         let template = overrides
             .document
             .clone()
             .or_else(|| scopes.iter().find_map(|t| t.document.clone()))
             .unwrap_or_else(|| "{text}".into());
-        let fields = scopes
-            .iter()
-            .find_map(|t| t.document_fields.clone())
-            .unwrap_or_default();
+        let fields = scopes.iter().find_map(|t| t.document_fields.clone()).unwrap_or_default();
         self.side(preset, template, fields, task, None)
     }
 }
@@ -409,39 +375,23 @@ mod tests {
         let none = PromptOverrides::default();
         let c2llm = p.select("codefuse-ai/C2LLM-7B", None).unwrap();
         assert_eq!(c2llm.name, "c2llm");
-        let q = p
-            .query_side(c2llm, "text2code", Some("search"), &none)
-            .unwrap();
+        let q = p.query_side(c2llm, "text2code", Some("search"), &none).unwrap();
         assert_eq!(
             q.render("sort a list"),
             "Retrieve the most relevant code implementation for the given problem description.\nsort a list"
         );
         assert_eq!(
-            p.document_side(c2llm, "text2code", &none)
-                .unwrap()
-                .render("x = 1"),
+            p.document_side(c2llm, "text2code", &none).unwrap().render("x = 1"),
             "Retrieved Answer:x = 1"
         );
         let qwen = p.select("Qwen/Qwen3-Embedding-8B", None).unwrap();
         assert_eq!(
-            p.query_side(qwen, "code2code", None, &none)
-                .unwrap()
-                .render("f()"),
+            p.query_side(qwen, "code2code", None, &none).unwrap().render("f()"),
             "Instruct: Retrieve equivalent code implementations across languages.\nQuery:f()"
         );
-        assert_eq!(
-            p.document_side(qwen, "code2code", &none)
-                .unwrap()
-                .render("g()"),
-            "g()"
-        );
+        assert_eq!(p.document_side(qwen, "code2code", &none).unwrap().render("g()"), "g()");
         assert_eq!(p.select("intfloat/e5-base-v2", None).unwrap().name, "e5");
-        assert_eq!(
-            p.select("intfloat/e5-mistral-7b-instruct", None)
-                .unwrap()
-                .name,
-            "e5-instruct"
-        );
+        assert_eq!(p.select("intfloat/e5-mistral-7b-instruct", None).unwrap().name, "e5-instruct");
         let jina = p.select("jinaai/jina-code-embeddings-1.5b", None).unwrap();
         assert!(
             p.document_side(jina, "code2text", &none)
@@ -457,9 +407,7 @@ mod tests {
         );
         let cohere = p.select("embed-english-v3.0", None).unwrap();
         assert_eq!(
-            p.query_side(cohere, "text2code", None, &none)
-                .unwrap()
-                .fields["input_type"],
+            p.query_side(cohere, "text2code", None, &none).unwrap().fields["input_type"],
             "search_query"
         );
         assert_eq!(
@@ -468,22 +416,14 @@ mod tests {
         );
         let raw = p.select("all-MiniLM-L6-v2", None).unwrap();
         assert_eq!(raw.name, "none");
-        assert_eq!(
-            p.query_side(raw, "cosqa", None, &none).unwrap().render("q"),
-            "q"
-        );
+        assert_eq!(p.query_side(raw, "cosqa", None, &none).unwrap().render("q"), "q");
         // Overrides: a prefix without `{text}`, an instruction in an override, a named preset.
         let o = PromptOverrides {
             preset: None,
             query: Some("query: ".into()),
             document: Some("<{instruction}> {text} </>".into()),
         };
-        assert_eq!(
-            p.query_side(raw, "text2code", None, &o)
-                .unwrap()
-                .render("q"),
-            "query: q"
-        );
+        assert_eq!(p.query_side(raw, "text2code", None, &o).unwrap().render("q"), "query: q");
         assert_eq!(
             p.document_side(raw, "code2code", &o).unwrap().render("d"),
             "<Retrieve equivalent code implementations across languages.> d </>"
@@ -514,11 +454,8 @@ mod tests {
         );
         let e = Presets::parse("format = 1\n[[preset]]\nname = \"a\"\nmodels = [\"*\"]\n[preset.tasks.\"t/s\"]\ndocument = \"{text}\"\n", "p.toml").unwrap_err();
         assert!(e.to_string().contains("per task, not per subtask"), "{e}");
-        let e = Presets::parse(
-            "format = 1\n[[preset]]\nname = \"a\"\nmodel = [\"*\"]\n",
-            "p.toml",
-        )
-        .unwrap_err();
+        let e = Presets::parse("format = 1\n[[preset]]\nname = \"a\"\nmodel = [\"*\"]\n", "p.toml")
+            .unwrap_err();
         assert!(e.to_string().contains("unknown field `model`"), "{e}");
         let p = Presets::parse(
             "format = 1\n[[preset]]\nname = \"a\"\nmodels = [\"*\"]\nquery = \"{instruction}{text}\"\n[preset.instructions]\n\"t/s\" = \"S\"\n\"t\" = \"T\"\n",
@@ -527,16 +464,8 @@ mod tests {
         .unwrap();
         let a = &p.presets[0];
         let none = PromptOverrides::default();
-        assert_eq!(
-            p.query_side(a, "t", Some("s"), &none).unwrap().render("x"),
-            "Sx"
-        );
-        assert_eq!(
-            p.query_side(a, "t", Some("other"), &none)
-                .unwrap()
-                .render("x"),
-            "Tx"
-        );
+        assert_eq!(p.query_side(a, "t", Some("s"), &none).unwrap().render("x"), "Sx");
+        assert_eq!(p.query_side(a, "t", Some("other"), &none).unwrap().render("x"), "Tx");
         assert!(
             p.query_side(a, "u", None, &none)
                 .unwrap_err()

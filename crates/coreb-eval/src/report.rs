@@ -75,12 +75,7 @@ pub fn measure<'a>(at_k: &'a AtK, name: &str) -> Option<&'a Vec<f64>> {
 fn intervals(queries: &[&QueryScores], ks: usize, cfg: &BootstrapConfig) -> AtKIntervals {
     let per = |f: &dyn Fn(&AtK) -> &Vec<f64>| -> Vec<Option<Interval>> {
         (0..ks)
-            .map(|i| {
-                bootstrap_ci(
-                    &queries.iter().map(|q| f(&q.at_k)[i]).collect::<Vec<_>>(),
-                    cfg,
-                )
-            })
+            .map(|i| bootstrap_ci(&queries.iter().map(|q| f(&q.at_k)[i]).collect::<Vec<_>>(), cfg))
             .collect()
     };
     AtKIntervals {
@@ -115,14 +110,8 @@ pub fn task_intervals(task: &TaskReport, ks: usize, cfg: &BootstrapConfig) -> Ta
     let (all, subtasks, languages) = groups(&task.queries);
     TaskIntervals {
         overall: intervals(&all, ks, cfg),
-        by_subtask: subtasks
-            .iter()
-            .map(|(k, v)| (k.clone(), intervals(v, ks, cfg)))
-            .collect(),
-        by_language: languages
-            .iter()
-            .map(|(k, v)| (k.clone(), intervals(v, ks, cfg)))
-            .collect(),
+        by_subtask: subtasks.iter().map(|(k, v)| (k.clone(), intervals(v, ks, cfg))).collect(),
+        by_language: languages.iter().map(|(k, v)| (k.clone(), intervals(v, ks, cfg))).collect(),
     }
 }
 
@@ -145,11 +134,7 @@ pub fn compare_queries(
 ) -> Result<GroupComparisons, String> {
     let index: BTreeMap<&str, &QueryScores> = b.iter().map(|q| (q.qid.as_str(), q)).collect();
     if a.len() != b.len() || a.iter().any(|q| !index.contains_key(q.qid.as_str())) {
-        return Err(format!(
-            "the two sides hold different queries ({} and {})",
-            a.len(),
-            b.len()
-        ));
+        return Err(format!("the two sides hold different queries ({} and {})", a.len(), b.len()));
     }
     let pick = |q: &QueryScores, i: usize| measure(&q.at_k, metric).and_then(|v| v.get(i).copied());
     let cmp = |qs: &[&QueryScores]| -> Result<Vec<PairedComparison>, String> {
@@ -313,11 +298,7 @@ impl ReleaseIdentity {
 
 impl std::fmt::Display for ReleaseIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "release `{}` (MANIFEST sha256 `{}`)",
-            self.version, self.manifest_sha256
-        )?;
+        write!(f, "release `{}` (MANIFEST sha256 `{}`)", self.version, self.manifest_sha256)?;
         match &self.controls {
             Some(c) => write!(
                 f,
@@ -352,12 +333,7 @@ pub fn task_report(
     let meta: BTreeMap<&str, (Option<&str>, Option<&str>)> = data
         .queries
         .iter()
-        .map(|q| {
-            (
-                q.id.as_str(),
-                (q.subtask.as_deref(), q.language_constraint.as_deref()),
-            )
-        })
+        .map(|q| (q.id.as_str(), (q.subtask.as_deref(), q.language_constraint.as_deref())))
         .collect();
     let mut subtasks: BTreeMap<String, Vec<&QueryResult>> = BTreeMap::new();
     let mut languages: BTreeMap<String, Vec<&QueryResult>> = BTreeMap::new();
@@ -389,14 +365,8 @@ pub fn task_report(
         num_docs: data.corpus.len(),
         level,
         overall: summarize(ks, results),
-        by_subtask: subtasks
-            .into_iter()
-            .map(|(k, v)| (k, summarize(ks, v)))
-            .collect(),
-        by_language: languages
-            .into_iter()
-            .map(|(k, v)| (k, summarize(ks, v)))
-            .collect(),
+        by_subtask: subtasks.into_iter().map(|(k, v)| (k, summarize(ks, v))).collect(),
+        by_language: languages.into_iter().map(|(k, v)| (k, summarize(ks, v))).collect(),
         ci: None,
         rerank: None,
         mteb: None,
@@ -467,11 +437,8 @@ pub fn to_markdown(report: &EvalReport) -> String {
          negative where one ranks above the best positive (queries with hard negatives in \
          brackets).\n\n",
     );
-    let overall: Vec<(String, &Summary)> = report
-        .tasks
-        .iter()
-        .map(|t| (t.task.clone(), &t.overall))
-        .collect();
+    let overall: Vec<(String, &Summary)> =
+        report.tasks.iter().map(|t| (t.task.clone(), &t.overall)).collect();
     out.push_str("## Tasks\n\n");
     table(&mut out, "task", &report.ks, &overall);
     for t in &report.tasks {
@@ -533,11 +500,8 @@ pub fn to_markdown(report: &EvalReport) -> String {
                 tp.document.fields
             );
             for (sub, q) in &tp.queries {
-                let label = if sub.is_empty() {
-                    "queries".to_owned()
-                } else {
-                    format!("queries ({sub})")
-                };
+                let label =
+                    if sub.is_empty() { "queries".to_owned() } else { format!("queries ({sub})") };
                 let _ = writeln!(
                     out,
                     "| {task} | {label} | `{}` | {:?} |",
@@ -552,21 +516,14 @@ pub fn to_markdown(report: &EvalReport) -> String {
 }
 
 fn fmt_ci(ci: Option<&Interval>) -> String {
-    ci.map_or_else(
-        || "–".to_owned(),
-        |c| format!("[{:.4}, {:.4}]", c.low, c.high),
-    )
+    ci.map_or_else(|| "–".to_owned(), |c| format!("[{:.4}, {:.4}]", c.low, c.high))
 }
 
 fn fmt_p(p: Option<f64>) -> String {
     p.map_or_else(
         || "–".to_owned(),
         |p| {
-            if p < 1e-4 {
-                format!("{p:.1e}")
-            } else {
-                format!("{p:.4}")
-            }
+            if p < 1e-4 { format!("{p:.1e}") } else { format!("{p:.4}") }
         },
     )
 }
@@ -590,9 +547,7 @@ fn intervals_markdown(out: &mut String, report: &EvalReport, b: &BootstrapConfig
         let Some(ci) = &t.ci else { continue };
         let mut rows = vec![("all".to_owned(), &t.overall, &ci.overall)];
         rows.extend(
-            t.by_subtask
-                .iter()
-                .filter_map(|(k, s)| Some((k.clone(), s, ci.by_subtask.get(k)?))),
+            t.by_subtask.iter().filter_map(|(k, s)| Some((k.clone(), s, ci.by_subtask.get(k)?))),
         );
         for (group, s, c) in rows {
             let _ = write!(out, "| {} | {group} | {} |", t.task, s.num_queries);
@@ -621,19 +576,9 @@ fn rerank_markdown(out: &mut String, report: &EvalReport, r: &RerankInfo) {
     );
     for t in &report.tasks {
         let Some(d) = &t.rerank else { continue };
-        let mut rows: Vec<(String, &PairedComparison)> = d
-            .ndcg
-            .overall
-            .get(last)
-            .map(|c| ("all".to_owned(), c))
-            .into_iter()
-            .collect();
-        rows.extend(
-            d.ndcg
-                .by_subtask
-                .iter()
-                .filter_map(|(g, v)| Some((g.clone(), v.get(last)?))),
-        );
+        let mut rows: Vec<(String, &PairedComparison)> =
+            d.ndcg.overall.get(last).map(|c| ("all".to_owned(), c)).into_iter().collect();
+        rows.extend(d.ndcg.by_subtask.iter().filter_map(|(g, v)| Some((g.clone(), v.get(last)?))));
         for (group, c) in rows {
             let _ = writeln!(
                 out,
@@ -667,15 +612,10 @@ fn rerank_markdown(out: &mut String, report: &EvalReport, r: &RerankInfo) {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-const COLORS: &[&str] = &[
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948",
-];
+const COLORS: &[&str] = &["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948"];
 
 /// Grouped bars: `groups` of `(label, values)` with one bar per series, values in [0, `max`].
 fn bar_chart(
@@ -734,11 +674,7 @@ fn bar_chart(
     for (gi, (label, vals)) in groups.iter().enumerate() {
         let gx = left + group_w * gi as f64 + (group_w - bar_w * vals.len() as f64) / 2.0;
         for (si, v) in vals.iter().enumerate() {
-            let bh = if max > 0.0 {
-                (v / max).clamp(0.0, 1.0) * plot_h
-            } else {
-                0.0
-            };
+            let bh = if max > 0.0 { (v / max).clamp(0.0, 1.0) * plot_h } else { 0.0 };
             let x = gx + bar_w * si as f64;
             let y = top + plot_h - bh;
             let color = COLORS[si % COLORS.len()];
@@ -792,14 +728,7 @@ fn plot_groups(report: &EvalReport) -> Vec<(String, &Summary)> {
             groups.push((t.task.clone(), &t.overall));
         } else {
             for (st, s) in &t.by_subtask {
-                groups.push((
-                    if multi {
-                        format!("{}/{st}", t.task)
-                    } else {
-                        st.clone()
-                    },
-                    s,
-                ));
+                groups.push((if multi { format!("{}/{st}", t.task) } else { st.clone() }, s));
             }
         }
     }
@@ -809,10 +738,8 @@ fn plot_groups(report: &EvalReport) -> Vec<(String, &Summary)> {
 /// Grouped bars of nDCG@k (one bar per k) per subtask.
 pub fn ndcg_svg(report: &EvalReport) -> String {
     let series: Vec<String> = report.ks.iter().map(|k| format!("nDCG@{k}")).collect();
-    let groups: Vec<(String, Vec<f64>)> = plot_groups(report)
-        .into_iter()
-        .map(|(l, s)| (l, s.at_k.ndcg.clone()))
-        .collect();
+    let groups: Vec<(String, Vec<f64>)> =
+        plot_groups(report).into_iter().map(|(l, s)| (l, s.at_k.ndcg.clone())).collect();
     bar_chart(
         &format!("nDCG@k per subtask — {}", report.retriever),
         &series,
@@ -824,20 +751,12 @@ pub fn ndcg_svg(report: &EvalReport) -> String {
 
 /// Bars of the number of queries per subtask.
 pub fn query_distribution_svg(report: &EvalReport) -> String {
-    let groups: Vec<(String, Vec<f64>)> = plot_groups(report)
-        .into_iter()
-        .map(|(l, s)| (l, vec![s.num_queries as f64]))
-        .collect();
+    let groups: Vec<(String, Vec<f64>)> =
+        plot_groups(report).into_iter().map(|(l, s)| (l, vec![s.num_queries as f64])).collect();
     let max = groups.iter().map(|g| g.1[0]).fold(0.0, f64::max);
     // At least 5 so that the five grid steps fall on whole queries.
     let max = if max <= 5.0 { 5.0 } else { nice_ceiling(max) };
-    bar_chart(
-        "Queries per subtask",
-        &["queries".to_owned()],
-        &groups,
-        max,
-        &|v| format!("{v:.0}"),
-    )
+    bar_chart("Queries per subtask", &["queries".to_owned()], &groups, max, &|v| format!("{v:.0}"))
 }
 
 fn nice_ceiling(v: f64) -> f64 {
@@ -910,11 +829,7 @@ mod tests {
             svg.starts_with("<svg") && svg.contains("nDCG@10") && svg.contains(">full<"),
             "{svg}"
         );
-        assert_eq!(
-            svg.matches("<rect x=").count(),
-            6 + 3,
-            "2 groups × 3 ks + 3 legend boxes"
-        );
+        assert_eq!(svg.matches("<rect x=").count(), 6 + 3, "2 groups × 3 ks + 3 legend boxes");
         assert!(query_distribution_svg(&report).contains("Queries per subtask"));
     }
 }

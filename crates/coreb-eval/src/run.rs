@@ -73,10 +73,7 @@ pub struct ClientOptions {
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 120.0))]
     pub timeout_secs: f64,
     /// The response store of chat answers: kept here, so a rerun sends nothing it already has.
-    #[cfg_attr(
-        feature = "clap",
-        arg(long, default_value = ".coreb-cache/rerank-responses")
-    )]
+    #[cfg_attr(feature = "clap", arg(long, default_value = ".coreb-cache/rerank-responses"))]
     pub store: PathBuf,
     /// Serve chat answers from the store only; a missing answer is an error (offline rerun).
     #[cfg_attr(feature = "clap", arg(long))]
@@ -113,16 +110,10 @@ pub struct EvalOptions {
     /// Score only the queries a `--run` file ranks, when it does not rank every query of the
     /// release (by default such a run, of another release or cut short, is refused); the
     /// counts are in the output and `results.json` (`run_coverage`). Not with `--record`.
-    #[cfg_attr(
-        feature = "clap",
-        arg(long, requires = "run", conflicts_with = "record")
-    )]
+    #[cfg_attr(feature = "clap", arg(long, requires = "run", conflicts_with = "record"))]
     pub allow_partial: bool,
     /// Cut-offs for the @k metrics.
-    #[cfg_attr(
-        feature = "clap",
-        arg(long, value_delimiter = ',', default_value = "1,5,10")
-    )]
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "1,5,10"))]
     pub k: Vec<usize>,
     /// Write JSON results, the Markdown report and plots here.
     #[cfg_attr(feature = "clap", arg(long))]
@@ -137,10 +128,7 @@ pub struct EvalOptions {
     #[cfg_attr(feature = "clap", arg(long, default_value = "test"))]
     pub split: String,
     /// Base URL of the OpenAI-compatible embeddings / rerank endpoint (with `/v1`).
-    #[cfg_attr(
-        feature = "clap",
-        arg(long, default_value = "https://api.openai.com/v1")
-    )]
+    #[cfg_attr(feature = "clap", arg(long, default_value = "https://api.openai.com/v1"))]
     pub base_url: String,
     /// Rerank the top `--rerank-depth` documents of the first stage with this model.
     #[cfg_attr(feature = "clap", arg(long))]
@@ -257,9 +245,7 @@ impl Retriever {
             (Some(path), _) => Retriever::RunFile(path.clone()),
             (None, "bm25") => Retriever::Bm25,
             (None, r) => match r.strip_prefix("embed:") {
-                Some(model) if !model.is_empty() => Retriever::Embed {
-                    model: model.to_owned(),
-                },
+                Some(model) if !model.is_empty() => Retriever::Embed { model: model.to_owned() },
                 _ => coreb_base::usage!(
                     "`--retriever`: expected `bm25` or `embed:<model>`, got `{r}`"
                 ),
@@ -337,11 +323,7 @@ pub fn evaluate(
             sink.status("all release gates passed");
         } else {
             let list: Vec<String> = gate_failures.iter().map(ToString::to_string).collect();
-            bail!(
-                "{} release gate(s) failed:\n{}",
-                gate_failures.len(),
-                list.join("\n")
-            );
+            bail!("{} release gate(s) failed:\n{}", gate_failures.len(), list.join("\n"));
         }
     }
     Ok(())
@@ -365,12 +347,7 @@ fn run_tasks(
     load_manifest: &dyn Fn(&Path) -> anyhow::Result<ManifestSettings>,
     sink: &dyn Report,
     runtime: &tokio::runtime::Handle,
-) -> anyhow::Result<(
-    Setup,
-    EvalReport,
-    Vec<(String, Run)>,
-    Vec<crate::gates::GateFailure>,
-)> {
+) -> anyhow::Result<(Setup, EvalReport, Vec<(String, Run)>, Vec<crate::gates::GateFailure>)> {
     let setup = Setup::new(args, load_manifest, runtime.clone())?;
     let mut tasks = Vec::new();
     let mut runs = Vec::new();
@@ -383,10 +360,8 @@ fn run_tasks(
         gate_failures.extend(outcome.gate_failures);
     }
     let rerank_info = setup.reranker.as_ref().map(|r| r.info(&setup.first_label));
-    if let Some(stats) = rerank_info
-        .as_ref()
-        .and_then(|r| r.listwise_stats)
-        .filter(|s| s.failed > 0)
+    if let Some(stats) =
+        rerank_info.as_ref().and_then(|r| r.listwise_stats).filter(|s| s.failed > 0)
     {
         bail!(
             "listwise reranking: {} of {} windows got no answer (kept in first-stage order); nothing written. A rerun asks only for those (answers are in the store)",
@@ -444,12 +419,8 @@ impl Setup {
             }
             None => None,
         };
-        let gates = args.gates.then(|| {
-            manifest
-                .as_ref()
-                .map(|m| m.gates.clone())
-                .unwrap_or_default()
-        });
+        let gates =
+            args.gates.then(|| manifest.as_ref().map(|m| m.gates.clone()).unwrap_or_default());
         let prompts = PromptChoice::resolve(args, manifest.as_ref())?;
         if !matches!(retriever, Retriever::Embed { .. }) && prompts.given_on_command_line {
             coreb_base::usage!(
@@ -480,11 +451,8 @@ impl Setup {
             _ => None,
         };
         let reranker = Reranker::new(args)?;
-        let first_depth = if reranker.is_some() {
-            args.depth.max(args.rerank_depth)
-        } else {
-            args.depth
-        };
+        let first_depth =
+            if reranker.is_some() { args.depth.max(args.rerank_depth) } else { args.depth };
         let bootstrap = (args.resamples > 0).then_some(BootstrapConfig {
             resamples: args.resamples,
             seed: args.seed,
@@ -531,9 +499,7 @@ impl Setup {
             && c.partial
         {
             // `--allow-partial`: only the queries the run ranks are scored.
-            data.qrels
-                .queries
-                .retain(|qid, _| run.queries.contains_key(qid));
+            data.qrels.queries.retain(|qid, _| run.queries.contains_key(qid));
             data.queries.retain(|q| run.queries.contains_key(&q.id));
         }
         // An MTEB task folder: its task, and each query's candidates where it has them.
@@ -620,18 +586,12 @@ impl Setup {
                 &self.bootstrap.unwrap_or_default(),
             )
             .map_err(anyhow::Error::msg)?;
-            task.rerank = Some(RerankDelta {
-                first_stage: summarize(&cfg.ks, &first_results),
-                ndcg,
-            });
+            task.rerank =
+                Some(RerankDelta { first_stage: summarize(&cfg.ks, &first_results), ndcg });
             runs.push((format!("{}.first", data.name), first));
         }
         runs.push((data.name.clone(), run));
-        Ok(TaskOutcome {
-            report: task,
-            runs,
-            gate_failures,
-        })
+        Ok(TaskOutcome { report: task, runs, gate_failures })
     }
 
     /// The first-stage run of one task: the `--run` file's (without the queries' own
@@ -664,10 +624,7 @@ impl Setup {
                 let renamed;
                 let prompted = match mteb {
                     Some(m) => {
-                        renamed = Dataset {
-                            name: m.task.coreb_task.to_owned(),
-                            ..data.clone()
-                        };
+                        renamed = Dataset { name: m.task.coreb_task.to_owned(), ..data.clone() };
                         &renamed
                     }
                     None => data,
@@ -843,28 +800,13 @@ pub(crate) fn run_coverage(
     for d in &release_dirs {
         let queries_path = d.join("queries.jsonl");
         let text = fs_err::read_to_string(&queries_path)?;
-        known.extend(
-            beir::parse_queries(&text, &queries_path)?
-                .into_iter()
-                .map(|q| q.id),
-        );
+        known.extend(beir::parse_queries(&text, &queries_path)?.into_iter().map(|q| q.id));
     }
-    let matched = judged
-        .iter()
-        .filter(|q| run.queries.contains_key(*q))
-        .count();
+    let matched = judged.iter().filter(|q| run.queries.contains_key(*q)).count();
     let unknown: Vec<&String> = run.queries.keys().filter(|q| !known.contains(*q)).collect();
-    let coverage = RunCoverage {
-        matched,
-        queries: judged.len(),
-        unknown: unknown.len(),
-        partial,
-    };
+    let coverage = RunCoverage { matched, queries: judged.len(), unknown: unknown.len(), partial };
     if matched == judged.len() && unknown.is_empty() {
-        return Ok(RunCoverage {
-            partial: false,
-            ..coverage
-        });
+        return Ok(RunCoverage { partial: false, ..coverage });
     }
     let examples: Vec<String> = unknown.iter().take(3).map(|q| format!("`{q}`")).collect();
     let foreign = if unknown.is_empty() {

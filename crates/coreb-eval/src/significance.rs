@@ -38,11 +38,7 @@ pub struct BootstrapConfig {
 impl Default for BootstrapConfig {
     /// 1,000 resamples, seed 20250101, 95 %.
     fn default() -> Self {
-        BootstrapConfig {
-            resamples: 1000,
-            seed: 20_250_101,
-            confidence: 0.95,
-        }
+        BootstrapConfig { resamples: 1000, seed: 20_250_101, confidence: 0.95 }
     }
 }
 
@@ -79,10 +75,7 @@ pub fn bootstrap_ci(values: &[f64], cfg: &BootstrapConfig) -> Option<Interval> {
         .collect();
     means.sort_by(f64::total_cmp);
     let alpha = (1.0 - cfg.confidence) / 2.0;
-    Some(Interval {
-        low: quantile(&means, alpha),
-        high: quantile(&means, 1.0 - alpha),
-    })
+    Some(Interval { low: quantile(&means, alpha), high: quantile(&means, 1.0 - alpha) })
 }
 
 /// Average ranks (1-based) of `values`, ties sharing the mean rank, and the tie-group sizes.
@@ -112,18 +105,8 @@ fn r_plus(d: &[f64]) -> (f64, f64, usize, Vec<usize>) {
     let nonzero: Vec<f64> = d.iter().copied().filter(|x| *x != 0.0).collect();
     let abs: Vec<f64> = nonzero.iter().map(|x| x.abs()).collect();
     let (ranks, groups) = average_ranks(&abs);
-    let plus: f64 = nonzero
-        .iter()
-        .zip(&ranks)
-        .filter(|(x, _)| **x > 0.0)
-        .map(|(_, r)| r)
-        .sum();
-    let minus: f64 = nonzero
-        .iter()
-        .zip(&ranks)
-        .filter(|(x, _)| **x < 0.0)
-        .map(|(_, r)| r)
-        .sum();
+    let plus: f64 = nonzero.iter().zip(&ranks).filter(|(x, _)| **x > 0.0).map(|(_, r)| r).sum();
+    let minus: f64 = nonzero.iter().zip(&ranks).filter(|(x, _)| **x < 0.0).map(|(_, r)| r).sum();
     (plus, minus, nonzero.len(), groups)
 }
 
@@ -167,17 +150,9 @@ pub fn wilcoxon(a: &[f64], b: &[f64]) -> Option<f64> {
         let k = plus.round() as usize;
         let cdf_raw = |k: usize| pmf[..=k.min(pmf.len() - 1)].iter().sum::<f64>();
         let sf_raw = |k: usize| {
-            if k >= pmf.len() {
-                0.0
-            } else {
-                pmf[k..].iter().sum::<f64>()
-            }
+            if k >= pmf.len() { 0.0 } else { pmf[k..].iter().sum::<f64>() }
         };
-        let cdf = if k as f64 <= mean_stat {
-            cdf_raw(k)
-        } else {
-            1.0 - sf_raw(k + 1)
-        };
+        let cdf = if k as f64 <= mean_stat { cdf_raw(k) } else { 1.0 - sf_raw(k + 1) };
         let sf = if k as f64 <= mean_stat {
             sf_raw(k)
         } else {
@@ -222,10 +197,7 @@ pub fn randomization(a: &[f64], b: &[f64], rounds: usize, seed: u64) -> Option<f
     let mut rng = SplitMix64::new(seed);
     let mut hits = 0usize;
     for _ in 0..rounds {
-        let s: f64 = d
-            .iter()
-            .map(|x| if rng.next_u64() >> 63 == 1 { -x } else { *x })
-            .sum();
+        let s: f64 = d.iter().map(|x| if rng.next_u64() >> 63 == 1 { -x } else { *x }).sum();
         // A relative tolerance so that the observed assignment itself always counts.
         hits += usize::from((s / d.len() as f64).abs() >= observed - 1e-12 * observed.max(1e-300));
     }
@@ -281,17 +253,8 @@ mod tests {
         assert_eq!(Some(ci), bootstrap_ci(&v, &cfg));
         let m = mean(&v);
         assert!(ci.low < m && m < ci.high, "{ci:?} {m}");
-        assert_ne!(
-            Some(ci),
-            bootstrap_ci(&v, &BootstrapConfig { seed: 1, ..cfg })
-        );
-        assert_eq!(
-            bootstrap_ci(&[0.5], &cfg),
-            Some(Interval {
-                low: 0.5,
-                high: 0.5
-            })
-        );
+        assert_ne!(Some(ci), bootstrap_ci(&v, &BootstrapConfig { seed: 1, ..cfg }));
+        assert_eq!(bootstrap_ci(&[0.5], &cfg), Some(Interval { low: 0.5, high: 0.5 }));
         assert_eq!(bootstrap_ci(&[], &cfg), None);
     }
 

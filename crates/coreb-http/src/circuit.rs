@@ -208,11 +208,7 @@ impl Circuit {
             next_ticket: 0,
             waiting: BTreeMap::new(),
         };
-        Circuit {
-            endpoint: endpoint.into(),
-            config,
-            inner: Mutex::new(inner),
-        }
+        Circuit { endpoint: endpoint.into(), config, inner: Mutex::new(inner) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -223,10 +219,7 @@ impl Circuit {
     pub fn ticket(&self) -> Ticket<'_> {
         let mut inner = self.lock();
         inner.next_ticket += 1;
-        Ticket {
-            circuit: self,
-            id: inner.next_ticket,
-        }
+        Ticket { circuit: self, id: inner.next_ticket }
     }
 
     /// Is the circuit tripped for good?
@@ -259,19 +252,12 @@ impl Circuit {
                 if let State::Open { until } = inner.state
                     && Instant::now() >= until
                 {
-                    inner.state = State::Probing {
-                        prober: None,
-                        failures: 0,
-                    };
+                    inner.state = State::Probing { prober: None, failures: 0 };
                 }
                 match inner.state {
                     State::Closed => {
                         inner.waiting.remove(&id);
-                        return Ok(Permit {
-                            circuit: self,
-                            id,
-                            probe: false,
-                        });
+                        return Ok(Permit { circuit: self, id, probe: false });
                     }
                     State::Tripped => {
                         inner.waiting.remove(&id);
@@ -294,11 +280,7 @@ impl Circuit {
                         inner.state = State::Probing { prober, failures };
                         if prober == Some(id) {
                             inner.waiting.remove(&id);
-                            return Ok(Permit {
-                                circuit: self,
-                                id,
-                                probe: true,
-                            });
+                            return Ok(Permit { circuit: self, id, probe: true });
                         }
                         POLL
                     }
@@ -313,10 +295,7 @@ impl Circuit {
         inner.tally.attempts += 1;
         inner.tally.reached += u64::from(reached);
         let probing = match inner.state {
-            State::Probing {
-                prober: Some(p),
-                failures,
-            } if probe && p == id => Some(failures),
+            State::Probing { prober: Some(p), failures } if probe && p == id => Some(failures),
             _ => None,
         };
         match outcome {
@@ -356,10 +335,7 @@ impl Circuit {
                     if failures + 1 >= self.config.probe_attempts {
                         self.failed_probe(&mut inner);
                     } else {
-                        inner.state = State::Probing {
-                            prober: Some(id),
-                            failures: failures + 1,
-                        };
+                        inner.state = State::Probing { prober: Some(id), failures: failures + 1 };
                     }
                 } else if inner.state == State::Closed && limit > 0 && run >= limit {
                     inner.opened = Some(opened);
@@ -368,9 +344,7 @@ impl Circuit {
                     inner.state = if self.config.probes == 0 {
                         State::Tripped
                     } else {
-                        State::Open {
-                            until: Instant::now() + crate::secs(self.config.open_secs),
-                        }
+                        State::Open { until: Instant::now() + crate::secs(self.config.open_secs) }
                     };
                 }
             }
@@ -383,10 +357,7 @@ impl Circuit {
         inner.state = if inner.failed_probes >= self.config.probes {
             State::Tripped
         } else {
-            State::Probing {
-                prober: None,
-                failures: 0,
-            }
+            State::Probing { prober: None, failures: 0 }
         };
     }
 
@@ -426,9 +397,7 @@ impl Permit<'_> {
     pub fn is_current(&self) -> bool {
         match self.circuit.lock().state {
             State::Closed => true,
-            State::Probing {
-                prober: Some(p), ..
-            } => self.probe && p == self.id,
+            State::Probing { prober: Some(p), .. } => self.probe && p == self.id,
             State::Open { .. } | State::Probing { prober: None, .. } | State::Tripped => false,
         }
     }
@@ -436,8 +405,7 @@ impl Permit<'_> {
     /// Count the attempt's outcome; `reached`: the request got to the endpoint (everything but
     /// a failure to connect); `detail`: what went wrong, for the report.
     pub fn record(self, outcome: Outcome, reached: bool, detail: &str) {
-        self.circuit
-            .record(self.id, self.probe, outcome, reached, detail);
+        self.circuit.record(self.id, self.probe, outcome, reached, detail);
     }
 }
 
@@ -466,10 +434,7 @@ mod tests {
 
     /// One request's single attempt.
     async fn attempt(c: &Circuit, outcome: Outcome) -> Result<(), Tripped> {
-        c.ticket()
-            .admit(1)
-            .await?
-            .record(outcome, outcome != Outcome::Transport, "x");
+        c.ticket().admit(1).await?.record(outcome, outcome != Outcome::Transport, "x");
         Ok(())
     }
 
@@ -490,18 +455,10 @@ mod tests {
         assert!(p.probe);
         p.record(Outcome::Transport, false, "refused");
         assert!(!c.is_tripped());
-        first
-            .admit(3)
-            .await
-            .unwrap()
-            .record(Outcome::Transport, false, "refused");
+        first.admit(3).await.unwrap().record(Outcome::Transport, false, "refused");
         // Its two attempts failed: the next request probes, at once.
         let second = c.ticket();
-        second
-            .admit(1)
-            .await
-            .unwrap()
-            .record(Outcome::Transport, false, "refused");
+        second.admit(1).await.unwrap().record(Outcome::Transport, false, "refused");
         assert_eq!(started.elapsed().as_secs(), 5);
         // The probe request gives up (its retries are spent): that is its failed probe too.
         drop(second);
@@ -509,18 +466,9 @@ mod tests {
         assert_eq!(attempt(&c, Outcome::Answered).await, Err(Tripped));
         let r = c.report();
         assert_eq!(
+            (r.tally, r.opened, r.failed_probes, r.last_failure.as_deref()),
             (
-                r.tally,
-                r.opened,
-                r.failed_probes,
-                r.last_failure.as_deref()
-            ),
-            (
-                Tally {
-                    attempts: 6,
-                    reached: 0,
-                    failed: 6
-                },
+                Tally { attempts: 6, reached: 0, failed: 6 },
                 Some(Opened::Transport(3)),
                 2,
                 Some("refused")
@@ -540,14 +488,7 @@ mod tests {
             attempt(&c, Outcome::Throttled).await.unwrap();
         }
         assert_eq!(c.lock().state, State::Closed);
-        assert_eq!(
-            c.report().tally,
-            Tally {
-                attempts: 500,
-                reached: 400,
-                failed: 300
-            }
-        );
+        assert_eq!(c.report().tally, Tally { attempts: 500, reached: 400, failed: 300 });
         // A 5xx resets the transport run (the endpoint is reachable), not the other way round.
         let c = circuit(2, 3, 1, 1);
         for o in [
@@ -640,46 +581,22 @@ mod tests {
     fn config_defaults_and_checks() {
         let c = CircuitConfig::default();
         assert_eq!(
-            (
-                c.transport_failures,
-                c.server_errors,
-                c.open_secs,
-                c.probes,
-                c.probe_attempts
-            ),
+            (c.transport_failures, c.server_errors, c.open_secs, c.probes, c.probe_attempts),
             (5, 10, 5.0, 2, 2)
         );
         assert!(
-            CircuitConfig {
-                open_secs: -1.0,
-                ..c.clone()
-            }
-            .validate("llm.circuit")
-            .unwrap_err()
-            .contains("`llm.circuit.open_secs`")
+            CircuitConfig { open_secs: -1.0, ..c.clone() }
+                .validate("llm.circuit")
+                .unwrap_err()
+                .contains("`llm.circuit.open_secs`")
         );
         assert!(
-            CircuitConfig {
-                open_secs: f64::NAN,
-                ..c.clone()
-            }
-            .validate("llm.circuit")
-            .is_err()
+            CircuitConfig { open_secs: f64::NAN, ..c.clone() }.validate("llm.circuit").is_err()
         );
         assert_eq!(
-            CircuitConfig {
-                probe_attempts: 0,
-                ..c.clone()
-            }
-            .validate("llm.circuit")
-            .unwrap_err(),
+            CircuitConfig { probe_attempts: 0, ..c.clone() }.validate("llm.circuit").unwrap_err(),
             "`llm.circuit.probe_attempts`: must be at least 1"
         );
-        CircuitConfig {
-            open_secs: 0.0,
-            ..c
-        }
-        .validate("llm.circuit")
-        .unwrap();
+        CircuitConfig { open_secs: 0.0, ..c }.validate("llm.circuit").unwrap();
     }
 }

@@ -39,10 +39,7 @@ pub fn client_builder() -> reqwest::ClientBuilder {
         // An error means a provider is installed already: clients use that one.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the one place a client builder is made"
-    )]
+    #[expect(clippy::disallowed_methods, reason = "the one place a client builder is made")]
     reqwest::Client::builder()
 }
 

@@ -198,15 +198,11 @@ where
             Step::Fail(e) => return Err(GaveUp::Failed(e)),
             Step::Retry { reason, after } => {
                 let Some(backoff) = delays.next() else {
-                    return Err(GaveUp::Exhausted {
-                        attempts,
-                        last: reason,
-                    });
+                    return Err(GaveUp::Exhausted { attempts, last: reason });
                 };
                 // The server's `Retry-After` wins over our own schedule (capped).
-                let wait = after.map_or(backoff, |a| {
-                    a.min(Duration::from_secs(retry.max_retry_after_secs))
-                });
+                let wait = after
+                    .map_or(backoff, |a| a.min(Duration::from_secs(retry.max_retry_after_secs)));
                 tracing::info!(attempt = attempts, ?wait, %reason, "retrying");
                 tokio::time::sleep(wait).await;
             }
@@ -227,12 +223,7 @@ pub fn is_retryable_status(status: u16) -> bool {
 /// our own backoff applies), a huge one saturates (the retry loop caps every wait at
 /// `max_retry_after_secs`), and a date in the past means no wait.
 pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     if let Some(ms) =
         text("retry-after-ms").and_then(|v| decimal_delay(v, Duration::from_millis(1)))
     {
@@ -243,10 +234,7 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         return Some(s);
     }
     let at = http_date(value)?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_secs();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
     Some(Duration::from_secs(at.saturating_sub(now)))
 }
 
@@ -258,9 +246,8 @@ fn decimal_delay(value: &str, unit: Duration) -> Option<Duration> {
     if !digits(whole) || (value.contains('.') && !digits(fraction)) {
         return None;
     }
-    let whole = whole.bytes().fold(0u64, |n, b| {
-        n.saturating_mul(10).saturating_add(u64::from(b - b'0'))
-    });
+    let whole =
+        whole.bytes().fold(0u64, |n, b| n.saturating_mul(10).saturating_add(u64::from(b - b'0')));
     // The fraction in billionths of a unit (digits past the ninth are dropped).
     let billionths = fraction
         .bytes()
@@ -280,17 +267,12 @@ pub fn http_date(s: &str) -> Option<u64> {
     let [_, day, month, year, time, "GMT"] = parts[..] else {
         return None;
     };
-    let month = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ]
-    .iter()
-    .position(|m| *m == month)? as u64
+    let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        .iter()
+        .position(|m| *m == month)? as u64
         + 1;
     let (day, year): (u64, i64) = (day.parse().ok()?, year.parse().ok()?);
-    let hms: Vec<u64> = time
-        .split(':')
-        .map(|p| p.parse().ok())
-        .collect::<Option<_>>()?;
+    let hms: Vec<u64> = time.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
     let [h, m, sec] = hms[..] else { return None };
     if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 || !(0..=9999).contains(&year) {
         return None;
@@ -303,9 +285,7 @@ pub fn http_date(s: &str) -> Option<u64> {
     let doy = (153 * mp + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe as i64 - 719_468;
-    u64::try_from(days)
-        .ok()
-        .map(|d| d * 86_400 + h * 3600 + m * 60 + sec)
+    u64::try_from(days).ok().map(|d| d * 86_400 + h * 3600 + m * 60 + sec)
 }
 
 #[cfg(test)]
@@ -323,10 +303,7 @@ mod tests {
         let limits = Limits::new(1, 0, 0);
         let r: Result<u32, GaveUp<()>> = send_with_retries(&retry, &limits, 0, |n| async move {
             if n < 3 {
-                Step::Retry {
-                    reason: format!("try {n}"),
-                    after: None,
-                }
+                Step::Retry { reason: format!("try {n}"), after: None }
             } else {
                 Step::Done(n)
             }
@@ -334,10 +311,7 @@ mod tests {
         .await;
         assert_eq!(r.unwrap(), 3);
         let r: Result<u32, GaveUp<()>> = send_with_retries(&retry, &limits, 0, |n| async move {
-            Step::Retry {
-                reason: format!("try {n}"),
-                after: Some(Duration::from_secs(1)),
-            }
+            Step::Retry { reason: format!("try {n}"), after: Some(Duration::from_secs(1)) }
         })
         .await;
         assert!(matches!(r, Err(GaveUp::Exhausted { attempts: 3, ref last }) if last == "try 3"));
@@ -381,15 +355,9 @@ mod tests {
         // Huge but well-formed: saturates (the retry loop caps it).
         let huge = "1".repeat(400);
         assert_eq!(after(&huge), Some(Duration::new(u64::MAX, 0)));
-        assert_eq!(
-            after(&format!("{huge}.999999999999")).map(|d| d.as_secs()),
-            Some(u64::MAX)
-        );
+        assert_eq!(after(&format!("{huge}.999999999999")).map(|d| d.as_secs()), Some(u64::MAX));
         assert_eq!(after_ms(&huge).map(|d| d.as_secs()), Some(u64::MAX / 1000));
-        assert_eq!(
-            after("18446744073709551616"),
-            Some(Duration::new(u64::MAX, 0))
-        );
+        assert_eq!(after("18446744073709551616"), Some(Duration::new(u64::MAX, 0)));
         // Dates: the past means no wait, the far future is a long wait, nonsense is ignored.
         assert_eq!(after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
         assert!(
@@ -411,10 +379,7 @@ mod tests {
         assert_eq!(crate::secs(-3.0), Duration::ZERO);
         // A bad `retry-after-ms` falls back to `Retry-After`.
         assert_eq!(
-            retry_after(&headers(&[
-                ("retry-after-ms", b"inf"),
-                ("retry-after", b"2")
-            ])),
+            retry_after(&headers(&[("retry-after-ms", b"inf"), ("retry-after", b"2")])),
             Some(Duration::from_secs(2))
         );
     }
@@ -474,10 +439,7 @@ mod tests {
         let r: Result<u32, GaveUp<()>> =
             send_with_retries(&retry, &Limits::new(1, 0, 0), 0, |n| async move {
                 if n < 2 {
-                    Step::Retry {
-                        reason: "429".into(),
-                        after: Some(Duration::MAX),
-                    }
+                    Step::Retry { reason: "429".into(), after: Some(Duration::MAX) }
                 } else {
                     Step::Done(n)
                 }
@@ -497,10 +459,7 @@ mod tests {
         use std::sync::Arc;
         let c = Arc::new(Circuit::new("test", CircuitConfig::default()));
         let limits = Arc::new(Limits::new(8, 0, 0));
-        let retry = RetryConfig {
-            max_attempts: 3,
-            ..RetryConfig::default()
-        };
+        let retry = RetryConfig { max_attempts: 3, ..RetryConfig::default() };
         let mut requests = Vec::new();
         for r in 0..20u32 {
             let (c, limits, retry) = (c.clone(), limits.clone(), retry.clone());
@@ -515,10 +474,7 @@ mod tests {
                     |n, p| async move {
                         if n <= 2 || r == 7 {
                             p.record(Outcome::ServerError, true, "500");
-                            Step::Retry {
-                                reason: "500".into(),
-                                after: None,
-                            }
+                            Step::Retry { reason: "500".into(), after: None }
                         } else {
                             p.record(Outcome::Answered, true, "");
                             Step::Done(n)
@@ -536,9 +492,6 @@ mod tests {
         assert_eq!(answered, 19);
         let report = c.report();
         assert!(!report.tripped && report.opened.is_some(), "{report:?}");
-        assert_eq!(
-            report.tally.attempts, 60,
-            "the circuit never costs a request an attempt"
-        );
+        assert_eq!(report.tally.attempts, 60, "the circuit never costs a request an attempt");
     }
 }

@@ -77,10 +77,7 @@ pub fn assemble(code: &str, language: Language, signature: &Signature) -> String
     let filled = template(language)
         .replace("{{method}}", &signature.callable(language))
         .replace("{{arity}}", &signature.params.len().to_string())
-        .replace(
-            "{{types}}",
-            &serde_json::to_string(&types).unwrap_or_default(),
-        );
+        .replace("{{types}}", &serde_json::to_string(&types).unwrap_or_default());
     let (before, after) = filled.split_once("{{solution}}").unwrap_or((&filled, ""));
     let code = match language {
         Language::Go => without_package_clause(code),
@@ -143,10 +140,7 @@ mod tests {
             Language::Java,
             &sig,
         );
-        assert!(
-            java.starts_with("import java.util.*;\n\nclass Solution {"),
-            "{java}"
-        );
+        assert!(java.starts_with("import java.util.*;\n\nclass Solution {"), "{java}");
         assert!(java.contains("m.getName().equals(\"maxHaul\") && m.getParameterCount() == 2"));
         assert_eq!(crate::java_main_class(&java), "CorebMain");
         let cpp = assemble(
@@ -154,10 +148,7 @@ mod tests {
             Language::Cpp,
             &sig,
         );
-        assert!(
-            cpp.contains("&Solution::maxHaul") && cpp.contains("k < 2 &&"),
-            "{cpp}"
-        );
+        assert!(cpp.contains("&Solution::maxHaul") && cpp.contains("k < 2 &&"), "{cpp}");
         // A solution's own text is never substituted.
         let odd = assemble(
             "class Solution:\n    def maxHaul(self, a, b):\n        return '{{method}}'\n",

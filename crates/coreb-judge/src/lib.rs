@@ -491,11 +491,7 @@ pub fn verdict_of(
         Some(LimitHit::Memory) => return Verdict::MemoryLimit,
         // A program that ran out of memory and was then slow to die is a memory failure.
         Some(LimitHit::WallTime | LimitHit::CpuTime) => {
-            return if oom() {
-                Verdict::MemoryLimit
-            } else {
-                Verdict::TimeLimit
-            };
+            return if oom() { Verdict::MemoryLimit } else { Verdict::TimeLimit };
         }
         None => {}
     }
@@ -579,11 +575,7 @@ pub fn label_order(tests: &[(u32, &TestCase)], public: u32) -> Vec<usize> {
     order.sort_by_key(|&i| {
         let (index, test) = tests[i];
         let private = index >= public;
-        (
-            private,
-            std::cmp::Reverse(if private { test.input.len() } else { 0 }),
-            index,
-        )
+        (private, std::cmp::Reverse(if private { test.input.len() } else { 0 }), index)
     });
     order
 }
@@ -619,10 +611,7 @@ pub fn judge_solution(
         let path = path.to_owned();
         move |source| ExecuteError::Io { path, source }
     };
-    fs_err::create_dir_all(&dir).map_err(|e| ExecuteError::Io {
-        path: dir.clone(),
-        source: e,
-    })?;
+    fs_err::create_dir_all(&dir).map_err(|e| ExecuteError::Io { path: dir.clone(), source: e })?;
     let cache = if toolchain.compile_cache {
         let cache = work_root.join(format!("cache-{}", solution.language));
         match fs_err::create_dir(&cache) {
@@ -633,10 +622,7 @@ pub fn judge_solution(
             .map_err(io_err(&cache))?,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => {
-                return Err(ExecuteError::Io {
-                    path: cache,
-                    source: e,
-                });
+                return Err(ExecuteError::Io { path: cache, source: e });
             }
         }
         Some(cache)
@@ -687,17 +673,10 @@ pub fn program_of(toolchain: &Toolchain, solution: &Solution, harness: &Harness)
         }
         Harness::Unsupported(_) => String::new(),
     };
-    let main_class = if solution.language == Language::Java {
-        java_main_class(&program)
-    } else {
-        String::new()
-    };
+    let main_class =
+        if solution.language == Language::Java { java_main_class(&program) } else { String::new() };
     let source_name = fill(&toolchain.source, "", &main_class, 0);
-    JudgedProgram {
-        source_name,
-        code: format!("{}{}", toolchain.prelude, program),
-        main_class,
-    }
+    JudgedProgram { source_name, code: format!("{}{}", toolchain.prelude, program), main_class }
 }
 
 /// Errors of writing a solution's files that are the machine's fault (the stage stops);
@@ -762,10 +741,8 @@ pub(crate) fn prepare_fast_compiles(
         let artifact = cache.join(fast.artifact());
         let shared = artifact.parent().unwrap_or(&cache).to_path_buf();
         for d in [&work, &cache, &shared] {
-            fs_err::create_dir_all(d).map_err(|e| ExecuteError::Io {
-                path: d.clone(),
-                source: e,
-            })?;
+            fs_err::create_dir_all(d)
+                .map_err(|e| ExecuteError::Io { path: d.clone(), source: e })?;
         }
         // Written by the preparation's uid, read by every compile's.
         for d in [&cache, &shared] {
@@ -781,34 +758,21 @@ pub(crate) fn prepare_fast_compiles(
         let plain: Vec<String> = toolchain
             .compile
             .iter()
-            .map(|a| {
-                fill(
-                    a,
-                    &format!("{BOX_DIR}/{seed_name}"),
-                    "Main",
-                    limits.memory_mb,
-                )
-            })
+            .map(|a| fill(a, &format!("{BOX_DIR}/{seed_name}"), "Main", limits.memory_mb))
             .collect();
         let program = Program {
             argv: fast.prepare(&plain),
-            env: toolchain
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            env: toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             stdin: b"",
             dir: &work,
             access: DirAccess::Writable,
             cache: Some(&cache),
         };
-        let outcome = sandbox
-            .run(&program, limits)
-            .map_err(|source| ExecuteError::Sandbox {
-                solution: SolutionId::from_raw(format!("({language} compile preparation)")),
-                step: "compile".into(),
-                source,
-            })?;
+        let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox {
+            solution: SolutionId::from_raw(format!("({language} compile preparation)")),
+            step: "compile".into(),
+            source,
+        })?;
         if outcome.success() && artifact.is_file() {
             std::fs::write(dir.join(READY), b"").map_err(io(&dir.join(READY)))?;
         } else {
@@ -831,14 +795,7 @@ fn compile(
     env: &[(String, String)],
     time: &mut JudgingTime,
 ) -> Result<(Option<String>, u64, bool), ExecuteError> {
-    let Workspace {
-        toolchain,
-        sandbox,
-        busy,
-        dir,
-        cache,
-        fast_compile,
-    } = *ws;
+    let Workspace { toolchain, sandbox, busy, dir, cache, fast_compile } = *ws;
     let limits = &toolchain.compile_limits;
     let plain: Vec<String> = toolchain
         .compile
@@ -854,13 +811,11 @@ fn compile(
             access: DirAccess::Writable,
             cache,
         };
-        sandbox
-            .run_sharing(&program, limits, busy)
-            .map_err(|source| ExecuteError::Sandbox {
-                solution: solution.id.clone(),
-                step: "compile".into(),
-                source,
-            })
+        sandbox.run_sharing(&program, limits, busy).map_err(|source| ExecuteError::Sandbox {
+            solution: solution.id.clone(),
+            step: "compile".into(),
+            source,
+        })
     };
     let mut cpu_ms = 0;
     let mut count = |outcome: &Outcome| {
@@ -883,10 +838,7 @@ fn compile(
     }
     let mut message = excerpt(&outcome.stderr);
     if message.trim().is_empty() {
-        message = format!(
-            "compiler ended with {:?} (limit {:?})",
-            outcome.status, outcome.limit
-        );
+        message = format!("compiler ended with {:?} (limit {:?})", outcome.status, outcome.limit);
     }
     Ok((Some(message), cpu_ms, false))
 }
@@ -895,25 +847,9 @@ fn judge_in(
     ws: &Workspace<'_>,
     submission: &Submission<'_>,
 ) -> Result<(SolutionResult, Cost), ExecuteError> {
-    let Workspace {
-        toolchain,
-        sandbox,
-        busy,
-        dir,
-        ..
-    } = *ws;
-    let Submission {
-        solution,
-        harness,
-        tests,
-        stop,
-        answer,
-    } = *submission;
-    let JudgedProgram {
-        source_name,
-        code,
-        main_class,
-    } = program_of(toolchain, solution, harness);
+    let Workspace { toolchain, sandbox, busy, dir, .. } = *ws;
+    let Submission { solution, harness, tests, stop, answer } = *submission;
+    let JudgedProgram { source_name, code, main_class } = program_of(toolchain, solution, harness);
     let fast = toolchain.fast_start.filter(|f| f.allows(&code));
     let src_inside = format!("{BOX_DIR}/{source_name}");
     let src_host = dir.join(&source_name);
@@ -934,36 +870,22 @@ fn judge_in(
     if let Harness::Unsupported(e) = harness {
         let message = format!("no driver for this problem's signature: {e}");
         return Ok((
-            SolutionResult {
-                tests: all_tests(tests, Verdict::CompileError),
-                message,
-                ..base
-            },
+            SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base },
             Cost::default(),
         ));
     }
     if let Err(e) = std::fs::write(&src_host, code) {
         if machine_fault(&e) {
-            return Err(ExecuteError::Io {
-                path: src_host,
-                source: e,
-            });
+            return Err(ExecuteError::Io { path: src_host, source: e });
         }
         let message = format!("the judge could not write the source file `{source_name}`: {e}");
         return Ok((
-            SolutionResult {
-                tests: all_tests(tests, Verdict::CompileError),
-                message,
-                ..base
-            },
+            SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base },
             Cost::default(),
         ));
     }
-    let env: Vec<(String, String)> = toolchain
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let env: Vec<(String, String)> =
+        toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
 
     let mut fast_compile = false;
     let mut time = JudgingTime::default();
@@ -974,26 +896,15 @@ fn judge_in(
         fast_compile = fast;
         if let Some(message) = failure {
             return Ok((
-                SolutionResult {
-                    tests: all_tests(tests, Verdict::CompileError),
-                    message,
-                    ..base
-                },
-                Cost {
-                    cpu_ms,
-                    time,
-                    ..Cost::default()
-                },
+                SolutionResult { tests: all_tests(tests, Verdict::CompileError), message, ..base },
+                Cost { cpu_ms, time, ..Cost::default() },
             ));
         }
     }
 
     let limits = &toolchain.limits;
-    let mut run_argv: Vec<String> = toolchain
-        .run
-        .iter()
-        .map(|a| fill(a, &src_inside, &main_class, limits.memory_mb))
-        .collect();
+    let mut run_argv: Vec<String> =
+        toolchain.run.iter().map(|a| fill(a, &src_inside, &main_class, limits.memory_mb)).collect();
     if let Some(fast) = fast {
         run_argv = fast.command(&run_argv);
     }
@@ -1011,13 +922,13 @@ fn judge_in(
                     access: DirAccess::ReadOnly,
                     cache: None,
                 };
-                let outcome = sandbox
-                    .run_sharing(&program, limits, busy)
-                    .map_err(|source| ExecuteError::Sandbox {
+                let outcome = sandbox.run_sharing(&program, limits, busy).map_err(|source| {
+                    ExecuteError::Sandbox {
                         solution: solution.id.clone(),
                         step: format!("test {i}"),
                         source,
-                    })?;
+                    }
+                })?;
                 let verdict = verdict_of(&outcome, test, limits, answer);
                 let result = TestResult {
                     index: i,
@@ -1086,10 +997,9 @@ fn judge_in(
     let stopped = (matches!(stop, Stop::FirstFailure(_)) || !not_run.is_empty())
         .then(|| {
             runs.iter().find_map(|r| match r {
-                Ok((t, _)) if t.verdict != Verdict::Passed => Some(Stopped {
-                    index: t.index,
-                    verdict: t.verdict,
-                }),
+                Ok((t, _)) if t.verdict != Verdict::Passed => {
+                    Some(Stopped { index: t.index, verdict: t.verdict })
+                }
                 _ => None,
             })
         })
@@ -1107,12 +1017,8 @@ fn judge_in(
             time.time_limit_wall_ms += outcome.wall_ms;
         }
         if message.is_empty() && result.verdict != Verdict::Passed {
-            message = format!(
-                "test {}: {}: {}",
-                result.index,
-                result.verdict,
-                excerpt(&outcome.stderr)
-            );
+            message =
+                format!("test {}: {}: {}", result.index, result.verdict, excerpt(&outcome.stderr));
         }
         results.push(result);
     }
@@ -1126,32 +1032,12 @@ fn judge_in(
     }));
     // In test order, whatever the order they ran in.
     results.sort_by_key(|r| r.index);
-    let passed_n = results
-        .iter()
-        .filter(|r| r.verdict == Verdict::Passed)
-        .count();
-    let pass_rate = if results.is_empty() {
-        0.0
-    } else {
-        passed_n as f64 / results.len() as f64
-    };
+    let passed_n = results.iter().filter(|r| r.verdict == Verdict::Passed).count();
+    let pass_rate = if results.is_empty() { 0.0 } else { passed_n as f64 / results.len() as f64 };
     let passed = !results.is_empty() && passed_n == results.len();
     Ok((
-        SolutionResult {
-            passed,
-            pass_rate,
-            tests: results,
-            message,
-            stopped,
-            ..base
-        },
-        Cost {
-            cpu_ms,
-            fast_start: fast.is_some(),
-            fast_compile,
-            gave_way,
-            time,
-        },
+        SolutionResult { passed, pass_rate, tests: results, message, stopped, ..base },
+        Cost { cpu_ms, fast_start: fast.is_some(), fast_compile, gave_way, time },
     ))
 }
 
@@ -1204,10 +1090,7 @@ mod tests {
     fn per_language_time_multipliers() {
         let cfg = ExecuteConfig::default();
         let limit = |l: Language| {
-            (
-                cfg.toolchain(l).limits.cpu_time_ms,
-                cfg.toolchain(l).limits.wall_time_ms,
-            )
+            (cfg.toolchain(l).limits.cpu_time_ms, cfg.toolchain(l).limits.wall_time_ms)
         };
         assert_eq!(limit(Language::Cpp), (4_000, 10_000));
         assert_eq!(limit(Language::Go), (4_000, 10_000));
@@ -1215,10 +1098,7 @@ mod tests {
         assert_eq!(limit(Language::Python), (12_000, 30_000));
         assert_eq!(limit(Language::Ruby), (12_000, 30_000));
         // Compiles are not scaled.
-        assert_eq!(
-            cfg.toolchain(Language::Python).compile_limits.cpu_time_ms,
-            60_000
-        );
+        assert_eq!(cfg.toolchain(Language::Python).compile_limits.cpu_time_ms, 60_000);
         // A section's multiplier, and its absolute limits, win.
         let cfg = toml_like(
             r#"{"python": {"time_multiplier": 1.5}, "ruby": {"time_multiplier": 5, "limits": {"cpu_time_ms": 700}}}"#,
@@ -1229,10 +1109,7 @@ mod tests {
         for bad in ["0", "-1", "1000"] {
             let cfg = toml_like(&format!(r#"{{"go": {{"time_multiplier": {bad}}}}}"#));
             assert!(
-                cfg.validate()
-                    .unwrap_err()
-                    .to_string()
-                    .contains("go.time_multiplier"),
+                cfg.validate().unwrap_err().to_string().contains("go.time_multiplier"),
                 "{bad}"
             );
         }
@@ -1242,14 +1119,8 @@ mod tests {
     fn reuse_is_per_language_recorded_only_when_on_and_checked() {
         let cfg = toml_like(r#"{"reuse": ["ruby", "python"]}"#);
         cfg.validate().unwrap();
-        assert_eq!(
-            cfg.toolchain(Language::Python).fast_start,
-            Some(FastStart::PythonNoSite)
-        );
-        assert_eq!(
-            cfg.toolchain(Language::Ruby).fast_start,
-            Some(FastStart::RubyNoGems)
-        );
+        assert_eq!(cfg.toolchain(Language::Python).fast_start, Some(FastStart::PythonNoSite));
+        assert_eq!(cfg.toolchain(Language::Ruby).fast_start, Some(FastStart::RubyNoGems));
         assert_eq!(cfg.toolchain(Language::Java).fast_start, None);
         assert_eq!(
             serde_json::to_value(&cfg).unwrap()["reuse"],
@@ -1276,10 +1147,7 @@ mod tests {
                 .get("fast_compile")
                 .is_none()
         );
-        let err = toml_like(r#"{"reuse": ["go"]}"#)
-            .validate()
-            .unwrap_err()
-            .to_string();
+        let err = toml_like(r#"{"reuse": ["go"]}"#).validate().unwrap_err().to_string();
         assert!(err.contains("go has no faster start"), "{err}");
         // The compiled languages: a faster compile, recorded in their recipes.
         let compiled = toml_like(r#"{"reuse": ["cpp", "java"]}"#);
@@ -1303,18 +1171,12 @@ mod tests {
         .validate()
         .unwrap_err()
         .to_string();
-        assert!(
-            err.contains("`cpp.compile` does not start with `g++`"),
-            "{err}"
-        );
+        assert!(err.contains("`cpp.compile` does not start with `g++`"), "{err}");
         let err = toml_like(r#"{"reuse": ["python"], "python": {"run": ["pypy3", "{src}"]}}"#)
             .validate()
             .unwrap_err()
             .to_string();
-        assert!(
-            err.contains("`python.run` does not start with `python3`"),
-            "{err}"
-        );
+        assert!(err.contains("`python.run` does not start with `python3`"), "{err}");
         assert!(serde_json::from_str::<ExecuteConfig>(r#"{"reuse": ["cobol"]}"#).is_err());
     }
 
@@ -1324,15 +1186,9 @@ mod tests {
         cfg.validate().unwrap();
         assert_eq!(serde_json::to_value(&cfg).unwrap()["idle_slots"], 6);
         assert!(
-            serde_json::to_value(ExecuteConfig::default())
-                .unwrap()
-                .get("idle_slots")
-                .is_none()
+            serde_json::to_value(ExecuteConfig::default()).unwrap().get("idle_slots").is_none()
         );
-        let err = toml_like(r#"{"idle_slots": 65}"#)
-            .validate()
-            .unwrap_err()
-            .to_string();
+        let err = toml_like(r#"{"idle_slots": 65}"#).validate().unwrap_err().to_string();
         assert!(err.contains("`idle_slots` is at most 64, not 65"), "{err}");
         assert!(serde_json::from_str::<ExecuteConfig>(r#"{"idle_slots": -1}"#).is_err());
     }
@@ -1342,16 +1198,8 @@ mod tests {
         let labels = toml_like(r#"{"mode": "labels"}"#);
         assert_eq!(labels.mode, ExecuteMode::Labels);
         assert_eq!(serde_json::to_value(&labels).unwrap()["mode"], "labels");
-        assert_eq!(
-            toml_like(r#"{"mode": "every_test"}"#),
-            ExecuteConfig::default()
-        );
-        assert!(
-            serde_json::to_value(ExecuteConfig::default())
-                .unwrap()
-                .get("mode")
-                .is_none()
-        );
+        assert_eq!(toml_like(r#"{"mode": "every_test"}"#), ExecuteConfig::default());
+        assert!(serde_json::to_value(ExecuteConfig::default()).unwrap().get("mode").is_none());
         assert!(serde_json::from_str::<ExecuteConfig>(r#"{"mode": "fast"}"#).is_err());
         assert_eq!(Stop::of(&labels, 2), Stop::FirstFailure(2));
         let gate = toml_like(r#"{"skip_private_after_public_failure": true}"#);
@@ -1366,26 +1214,13 @@ mod tests {
             output: String::new(),
             testtype: TestType::Stdin,
         };
-        let cases = [
-            test("long public"),
-            test("p"),
-            test("aa"),
-            test("bbbb"),
-            test("cc"),
-            test("d"),
-        ];
+        let cases =
+            [test("long public"), test("p"), test("aa"), test("bbbb"), test("cc"), test("d")];
         // Index 3 was rejected by the re-check: positions and indices differ.
         let tests: Vec<(u32, &TestCase)> = [0u32, 1, 2, 4, 5, 6].into_iter().zip(&cases).collect();
-        let order: Vec<u32> = label_order(&tests, 2)
-            .into_iter()
-            .map(|at| tests[at].0)
-            .collect();
+        let order: Vec<u32> = label_order(&tests, 2).into_iter().map(|at| tests[at].0).collect();
         assert_eq!(order, [0, 1, 4, 2, 5, 6]);
-        assert_eq!(
-            label_order(&tests, 0)[0],
-            0,
-            "no public test: the largest first"
-        );
+        assert_eq!(label_order(&tests, 0)[0], 0, "no public test: the largest first");
         assert!(label_order(&[], 1).is_empty());
     }
 

@@ -175,10 +175,7 @@ pub fn decide(
         );
     };
     if adapted.contains(&Verdict::CompileError) {
-        return all(
-            CheckOutcome::Unchecked,
-            "the adapted reference does not build".into(),
-        );
+        return all(CheckOutcome::Unchecked, "the adapted reference does not build".into());
     }
     if let Some((i, v)) = first_failure(adapted, &|i| !origins[i].rewritten()) {
         return all(
@@ -200,10 +197,7 @@ pub fn decide(
         .collect();
     let rejected_whole =
         !tests.is_empty() && tests.iter().all(|t| t.outcome == CheckOutcome::Rejected);
-    ProblemCheck {
-        tests,
-        rejected_whole,
-    }
+    ProblemCheck { tests, rejected_whole }
 }
 
 /// Counts of the check, from its rows (so that shard parts add up without double counting).
@@ -261,19 +255,14 @@ pub fn group(rows: impl IntoIterator<Item = TestCheck>) -> Vec<ProblemCheck> {
     let mut by: std::collections::BTreeMap<ProblemId, std::collections::BTreeMap<u32, TestCheck>> =
         Default::default();
     for r in rows {
-        by.entry(r.problem_id.clone())
-            .or_default()
-            .insert(r.test_index, r);
+        by.entry(r.problem_id.clone()).or_default().insert(r.test_index, r);
     }
     by.into_values()
         .map(|tests| {
             let tests: Vec<TestCheck> = tests.into_values().collect();
             let rejected_whole =
                 !tests.is_empty() && tests.iter().all(|t| t.outcome == CheckOutcome::Rejected);
-            ProblemCheck {
-                tests,
-                rejected_whole,
-            }
+            ProblemCheck { tests, rejected_whole }
         })
         .collect()
 }
@@ -307,11 +296,7 @@ pub fn recheck(
         .enumerate()
         .map(|(slot, (p, rewritten_tests, rewritten_harness, answer))| {
             let Some(reference) = &p.reference else {
-                return Ok(decide(
-                    &p.problem_id,
-                    &p.test_origins,
-                    &ReferenceRuns::Missing,
-                ));
+                return Ok(decide(&p.problem_id, &p.test_origins, &ReferenceRuns::Missing));
             };
             let verdicts = |which: &str,
                             code: &str,
@@ -320,11 +305,8 @@ pub fn recheck(
                             slot: usize|
              -> Result<Vec<Verdict>, ExecuteError> {
                 let solution = as_solution(&p.problem_id, which, &reference.model, code);
-                let indexed: Vec<(u32, &TestCase)> = tests
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| (i as u32, *t))
-                    .collect();
+                let indexed: Vec<(u32, &TestCase)> =
+                    tests.iter().enumerate().map(|(i, t)| (i as u32, *t)).collect();
                 let (result, _cost) = judge_solution(
                     config,
                     sandbox,
@@ -365,11 +347,7 @@ pub fn recheck(
             } else {
                 None
             };
-            Ok(decide(
-                &p.problem_id,
-                &p.test_origins,
-                &ReferenceRuns::Ran { original, adapted },
-            ))
+            Ok(decide(&p.problem_id, &p.test_origins, &ReferenceRuns::Ran { original, adapted }))
         })
         .collect()
 }
@@ -452,11 +430,8 @@ mod tests {
             c.tests[1].reason
         );
         // One that does not build proves nothing either, verbatim tests or not.
-        let c = decide(
-            &id,
-            &[Model, Bijection],
-            &ran(&[Passed], Some(&[CompileError, CompileError])),
-        );
+        let c =
+            decide(&id, &[Model, Bijection], &ran(&[Passed], Some(&[CompileError, CompileError])));
         assert_eq!(outcomes(&c), [U, U]);
         // Runs that do not cover the tests decide nothing.
         let c = decide(&id, &[Model, Bijection], &ran(&[Passed], Some(&[Passed])));
@@ -466,22 +441,16 @@ mod tests {
     #[test]
     fn a_problem_left_without_tests_is_rejected_whole_and_counted() {
         let id = ProblemId::from_question_id("1");
-        let whole = decide(
-            &id,
-            &[Model, Bijection],
-            &ran(&[Passed], Some(&[WrongAnswer, WrongAnswer])),
-        );
+        let whole =
+            decide(&id, &[Model, Bijection], &ran(&[Passed], Some(&[WrongAnswer, WrongAnswer])));
         assert!(whole.rejected_whole);
         let fine = decide(
             &ProblemId::from_question_id("2"),
             &[Kept, Model],
             &ran(&[Passed], Some(&[Passed, Passed])),
         );
-        let unchecked = decide(
-            &ProblemId::from_question_id("3"),
-            &[Kept, Model],
-            &ReferenceRuns::Missing,
-        );
+        let unchecked =
+            decide(&ProblemId::from_question_id("3"), &[Kept, Model], &ReferenceRuns::Missing);
         let s = RecheckStats::of([&whole, &fine, &unchecked]);
         assert_eq!(
             (
@@ -497,10 +466,8 @@ mod tests {
         );
         assert_eq!(s.rejected_problems, [id]);
         // Rows read back in any order group into the same checks.
-        let mut rows: Vec<TestCheck> = [&unchecked, &whole, &fine]
-            .iter()
-            .flat_map(|c| c.tests.clone())
-            .collect();
+        let mut rows: Vec<TestCheck> =
+            [&unchecked, &whole, &fine].iter().flat_map(|c| c.tests.clone()).collect();
         rows.reverse();
         assert_eq!(group(rows), [whole, fine, unchecked]);
     }

@@ -493,9 +493,7 @@ fn python_allows(code: &str) -> bool {
 /// `require("x")`, without interpolation or escapes.
 fn required_name(code: &str, end: usize) -> Option<&str> {
     let rest = code[end..].trim_start_matches([' ', '\t']);
-    let rest = rest
-        .strip_prefix('(')
-        .map_or(rest, |r| r.trim_start_matches([' ', '\t']));
+    let rest = rest.strip_prefix('(').map_or(rest, |r| r.trim_start_matches([' ', '\t']));
     let quote = rest.chars().next().filter(|q| *q == '\'' || *q == '"')?;
     let body = &rest[1..];
     let close = body.find(quote)?;
@@ -524,17 +522,10 @@ fn ruby_allows(code: &str) -> bool {
 mod tests {
     #[test]
     fn faster_compiles_keep_the_compilers_flags() {
-        let cpp: Vec<String> = [
-            "g++",
-            "-std=c++17",
-            "-O2",
-            "-pipe",
-            "-o",
-            "/tmp/box/main",
-            "/tmp/box/stdc++.h",
-        ]
-        .map(String::from)
-        .to_vec();
+        let cpp: Vec<String> =
+            ["g++", "-std=c++17", "-O2", "-pipe", "-o", "/tmp/box/main", "/tmp/box/stdc++.h"]
+                .map(String::from)
+                .to_vec();
         let fast = FastCompile::CppPrecompiledHeader;
         assert_eq!(
             fast.prepare(&cpp),
@@ -564,9 +555,7 @@ mod tests {
             ]
         );
         // No `-o`: the header is still written where the compiles look for it.
-        let bare: Vec<String> = ["g++", "-O2", "/tmp/box/stdc++.h"]
-            .map(String::from)
-            .to_vec();
+        let bare: Vec<String> = ["g++", "-O2", "/tmp/box/stdc++.h"].map(String::from).to_vec();
         assert_eq!(
             fast.prepare(&bare),
             [
@@ -579,16 +568,10 @@ mod tests {
                 "/tmp/cache/bits/stdc++.h.gch"
             ]
         );
-        let javac: Vec<String> = [
-            "javac",
-            "-encoding",
-            "UTF-8",
-            "-d",
-            "/tmp/box",
-            "/tmp/box/Main.java",
-        ]
-        .map(String::from)
-        .to_vec();
+        let javac: Vec<String> =
+            ["javac", "-encoding", "UTF-8", "-d", "/tmp/box", "/tmp/box/Main.java"]
+                .map(String::from)
+                .to_vec();
         let fast = FastCompile::JavacClassData;
         assert_eq!(
             fast.prepare(&javac)[..2],
@@ -615,9 +598,7 @@ mod tests {
 
     #[test]
     fn python_programs_of_the_standard_library_start_without_site() {
-        assert!(py(
-            "import sys\nn = int(sys.stdin.readline())\nprint(n * 2)\n"
-        ));
+        assert!(py("import sys\nn = int(sys.stdin.readline())\nprint(n * 2)\n"));
         assert!(py(
             "import sys, math as m\nfrom collections import deque, Counter\nfrom os.path import join\nsys.exit(0)\n"
         ));
@@ -695,19 +676,10 @@ mod tests {
         let plain = vec!["ruby".to_owned(), "/tmp/box/main.rb".to_owned()];
         assert_eq!(
             FastStart::RubyNoGems.command(&plain),
-            [
-                "ruby",
-                "--disable-gems",
-                "-rdid_you_mean",
-                "-rerror_highlight",
-                "/tmp/box/main.rb"
-            ]
+            ["ruby", "--disable-gems", "-rdid_you_mean", "-rerror_highlight", "/tmp/box/main.rb"]
         );
         let plain = vec!["python3".to_owned(), "/tmp/box/main.py".to_owned()];
-        assert_eq!(
-            FastStart::PythonNoSite.command(&plain),
-            ["python3", "-S", "/tmp/box/main.py"]
-        );
+        assert_eq!(FastStart::PythonNoSite.command(&plain), ["python3", "-S", "/tmp/box/main.py"]);
         assert_eq!(FastStart::of(Language::Java), None);
     }
 }

@@ -149,17 +149,12 @@ impl<'a> Judging<'a> {
             slots_of.entry(&s.problem_id).or_default().push(i);
         }
         let base = config.work_dir.clone().unwrap_or_else(std::env::temp_dir);
-        fs_err::create_dir_all(&base).map_err(|e| ExecuteError::Io {
-            path: base.clone(),
-            source: e,
-        })?;
+        fs_err::create_dir_all(&base)
+            .map_err(|e| ExecuteError::Io { path: base.clone(), source: e })?;
         let root = tempfile::Builder::new()
             .prefix("coreb-execute-")
             .tempdir_in(&base)
-            .map_err(|source| ExecuteError::Io {
-                path: base.clone(),
-                source,
-            })?;
+            .map_err(|source| ExecuteError::Io { path: base.clone(), source })?;
         prepare_fast_compiles(config, sandbox, solutions, root.path())?;
         // With idle slots, `jobs` runs may be busy and `idle_slots` more wait beside them, each
         // on a thread of its own.
@@ -182,16 +177,7 @@ impl<'a> Judging<'a> {
         // A window ends when its slowest solution does: with idle slots, as many problems as
         // there are threads to wait in, so that a few sleepers do not hold the cores idle.
         let window = 2 * pool.current_num_threads().max(1);
-        Ok(Judging {
-            config,
-            sandbox,
-            busy,
-            solutions,
-            slots_of,
-            root,
-            pool,
-            window,
-        })
+        Ok(Judging { config, sandbox, busy, solutions, slots_of, root, pool, window })
     }
 
     /// Whether `judged` (of an earlier run) still holds for this run's solutions: a result for
@@ -234,12 +220,7 @@ impl<'a> Judging<'a> {
             let mut by_slot: HashMap<usize, Judged> = done.into_iter().collect();
             let mut check_of: HashMap<ProblemId, ProblemCheck> = window_checks
                 .into_iter()
-                .filter_map(|c| {
-                    c.tests
-                        .first()
-                        .map(|t| t.problem_id.clone())
-                        .map(|id| (id, c))
-                })
+                .filter_map(|c| c.tests.first().map(|t| t.problem_id.clone()).map(|id| (id, c)))
                 .collect();
             let mut judged = Vec::with_capacity(batch.len());
             for p in batch.iter() {
@@ -257,11 +238,7 @@ impl<'a> Judging<'a> {
                         }
                     }
                 }
-                judged.push(JudgedProblem {
-                    problem_id: p.id.clone(),
-                    check,
-                    solutions: results,
-                });
+                judged.push(JudgedProblem { problem_id: p.id.clone(), check, solutions: results });
             }
             // A window that a signal reached is not handed on: its verdicts could be the signal's.
             coreb_base::interrupt::check()?;
@@ -311,19 +288,10 @@ impl<'a> Judging<'a> {
         }
         // The checks by problem id, whatever the order problems came in.
         checks.sort_by(|a, b| {
-            a.tests
-                .first()
-                .map(|t| &t.problem_id)
-                .cmp(&b.tests.first().map(|t| &t.problem_id))
+            a.tests.first().map(|t| &t.problem_id).cmp(&b.tests.first().map(|t| &t.problem_id))
         });
         let (results, without_problem, stats) = tally(self.solutions, by_slot);
-        Ok(ExecuteOutput {
-            results,
-            without_problem,
-            stats,
-            checks,
-            resumed,
-        })
+        Ok(ExecuteOutput { results, without_problem, stats, checks, resumed })
     }
 
     /// Re-check the window's problems, then judge their solutions on the tests left: each
@@ -337,10 +305,8 @@ impl<'a> Judging<'a> {
     ) -> Result<Window, ExecuteError> {
         let harnesses: Vec<Harness> = batch.iter().map(Harness::of).collect();
         let checks = self.recheck(batch, &harnesses, recheck, index)?;
-        let checked: HashMap<&ProblemId, &ProblemCheck> = checks
-            .iter()
-            .filter_map(|c| c.tests.first().map(|t| (&t.problem_id, c)))
-            .collect();
+        let checked: HashMap<&ProblemId, &ProblemCheck> =
+            checks.iter().filter_map(|c| c.tests.first().map(|t| (&t.problem_id, c))).collect();
         // Each solution borrows its problem's tests (one pointer per test, no copies), less the
         // tests the re-check rejected; a problem rejected whole judges none of its solutions.
         let mut work: Vec<(usize, &Harness, IndexedTests, Stop, AnswerKind)> = Vec::new();
@@ -365,9 +331,8 @@ impl<'a> Judging<'a> {
             work.par_iter()
                 .map(|(slot, harness, tests, stop, answer)| {
                     // Once a signal asked to stop, no solution starts.
-                    let result = coreb_base::interrupt::check()
-                        .map_err(ExecuteError::from)
-                        .and_then(|()| {
+                    let result =
+                        coreb_base::interrupt::check().map_err(ExecuteError::from).and_then(|()| {
                             let submission = Submission {
                                 solution: &self.solutions[*slot],
                                 harness,
@@ -403,34 +368,20 @@ impl<'a> Judging<'a> {
         source: &(impl RecheckSource + ?Sized),
         index: usize,
     ) -> Result<Vec<ProblemCheck>, ExecuteError> {
-        let wanted: Vec<(&Problem, &Harness)> = batch
-            .iter()
-            .zip(harnesses)
-            .filter(|(p, _)| source.wants(&p.id))
-            .collect();
+        let wanted: Vec<(&Problem, &Harness)> =
+            batch.iter().zip(harnesses).filter(|(p, _)| source.wants(&p.id)).collect();
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
         // Only this window's original tests are loaded, and dropped with the window.
         let loaded = source.load(&wanted.iter().map(|(p, _)| &p.id).collect::<Vec<_>>())?;
-        let checking: Vec<(&RecheckProblem, Vec<&TestCase>, &Harness, AnswerKind)> = loaded
-            .iter()
-            .zip(&wanted)
-            .map(|(r, (p, h))| (r, tests_of(p), *h, p.answer))
-            .collect();
+        let checking: Vec<(&RecheckProblem, Vec<&TestCase>, &Harness, AnswerKind)> =
+            loaded.iter().zip(&wanted).map(|(r, (p, h))| (r, tests_of(p), *h, p.answer)).collect();
         let references = self.root.path().join(format!("references-{index}"));
-        fs_err::create_dir_all(&references).map_err(|e| ExecuteError::Io {
-            path: references.clone(),
-            source: e,
-        })?;
+        fs_err::create_dir_all(&references)
+            .map_err(|e| ExecuteError::Io { path: references.clone(), source: e })?;
         self.pool.install(|| {
-            recheck::recheck(
-                self.config,
-                self.sandbox,
-                self.busy.as_ref(),
-                &checking,
-                &references,
-            )
+            recheck::recheck(self.config, self.sandbox, self.busy.as_ref(), &checking, &references)
         })
     }
 }

@@ -141,10 +141,7 @@ pub fn parse(starter: &str) -> Result<Signature, SignatureError> {
             place: format!("parameter `{name}`"),
             ty: ty.to_owned(),
         })?;
-        params.push(Param {
-            name: name.to_owned(),
-            ty,
-        });
+        params.push(Param { name: name.to_owned(), ty });
     }
     let returns = match annotation.strip_prefix("->").map(str::trim) {
         None | Some("None") => return Err(SignatureError::NoReturn { method }),
@@ -154,11 +151,7 @@ pub fn parse(starter: &str) -> Result<Signature, SignatureError> {
             ty: t.to_owned(),
         })?,
     };
-    Ok(Signature {
-        method,
-        params,
-        returns,
-    })
+    Ok(Signature { method, params, returns })
 }
 
 fn is_ident(b: u8) -> bool {
@@ -191,10 +184,8 @@ fn parse_type(t: &str) -> Option<Type> {
         "bool" => Type::Bool,
         "str" => Type::Str,
         _ => {
-            let inner = t
-                .strip_prefix("List[")
-                .or_else(|| t.strip_prefix("list["))?
-                .strip_suffix(']')?;
+            let inner =
+                t.strip_prefix("List[").or_else(|| t.strip_prefix("list["))?.strip_suffix(']')?;
             Type::List(Box::new(parse_type(inner)?))
         }
     })
@@ -408,50 +399,29 @@ impl Type {
 impl Signature {
     /// The name of the method (or function) in `language`: Ruby's is snake_case.
     pub fn callable(&self, language: Language) -> String {
-        if language == Language::Ruby {
-            snake_case(&self.method)
-        } else {
-            self.method.clone()
-        }
+        if language == Language::Ruby { snake_case(&self.method) } else { self.method.clone() }
     }
 
     /// A parameter's name in `language` (snake_case in Ruby; a reserved word gets `_`).
     pub fn param_name(&self, index: usize, language: Language) -> String {
         let name = &self.params[index].name;
-        let name = if language == Language::Ruby {
-            snake_case(name)
-        } else {
-            name.clone()
-        };
-        if reserved(language, &name) {
-            format!("{name}_")
-        } else {
-            name
-        }
+        let name = if language == Language::Ruby { snake_case(name) } else { name.clone() };
+        if reserved(language, &name) { format!("{name}_") } else { name }
     }
 
     /// The skeleton a solution in `language` implements (the driver calls exactly this).
     /// Python's is the starter itself, which the caller keeps.
     pub fn skeleton(&self, language: Language) -> String {
-        let names: Vec<String> = (0..self.params.len())
-            .map(|i| self.param_name(i, language))
-            .collect();
+        let names: Vec<String> =
+            (0..self.params.len()).map(|i| self.param_name(i, language)).collect();
         let typed = |sep: &str, by_ref: bool| -> String {
             self.params
                 .iter()
                 .zip(&names)
                 .map(|(p, n)| {
                     let t = p.ty.in_language(language);
-                    let amp = if by_ref && matches!(p.ty, Type::List(_)) {
-                        "&"
-                    } else {
-                        ""
-                    };
-                    if sep.is_empty() {
-                        format!("{t}{amp} {n}")
-                    } else {
-                        format!("{n}{sep}{t}")
-                    }
+                    let amp = if by_ref && matches!(p.ty, Type::List(_)) { "&" } else { "" };
+                    if sep.is_empty() { format!("{t}{amp} {n}") } else { format!("{n}{sep}{t}") }
                 })
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -460,11 +430,8 @@ impl Signature {
         let m = self.callable(language);
         match language {
             Language::Python => {
-                let params: Vec<String> = self
-                    .params
-                    .iter()
-                    .map(|p| format!(", {}: {}", p.name, p.ty))
-                    .collect();
+                let params: Vec<String> =
+                    self.params.iter().map(|p| format!(", {}: {}", p.name, p.ty)).collect();
                 format!(
                     "class Solution:\n    def {m}(self{}) -> {}:\n        ",
                     params.concat(),
@@ -479,17 +446,13 @@ impl Signature {
                 "class Solution {{\n    public {ret} {m}({}) {{\n        \n    }}\n}}\n",
                 typed("", false)
             ),
-            Language::Go => format!(
-                "package main\n\nfunc {m}({}) {ret} {{\n\t\n}}\n",
-                typed(" ", false)
-            ),
+            Language::Go => {
+                format!("package main\n\nfunc {m}({}) {ret} {{\n\t\n}}\n", typed(" ", false))
+            }
             Language::Ruby => {
                 let mut doc = String::new();
                 for (p, n) in self.params.iter().zip(&names) {
-                    doc.push_str(&format!(
-                        "# @param {{{}}} {n}\n",
-                        p.ty.in_language(language)
-                    ));
+                    doc.push_str(&format!("# @param {{{}}} {n}\n", p.ty.in_language(language)));
                 }
                 doc.push_str(&format!("# @return {{{ret}}}\n"));
                 format!("{doc}def {m}({})\n  \nend\n", names.join(", "))
@@ -511,15 +474,8 @@ mod tests {
         let s = parse("class Solution:\n    def maxHaul(self, shelves: List[List[int]], caps: List[int], k: int) -> int:\n        ").unwrap();
         assert_eq!(s.method, "maxHaul");
         assert_eq!(
-            s.params
-                .iter()
-                .map(|p| (p.name.as_str(), p.ty.clone()))
-                .collect::<Vec<_>>(),
-            vec![
-                ("shelves", list(list(Type::Int))),
-                ("caps", list(Type::Int)),
-                ("k", Type::Int)
-            ]
+            s.params.iter().map(|p| (p.name.as_str(), p.ty.clone())).collect::<Vec<_>>(),
+            vec![("shelves", list(list(Type::Int))), ("caps", list(Type::Int)), ("k", Type::Int)]
         );
         assert_eq!(s.returns, Type::Int);
         // Spread over lines, lower-case `list`, every scalar type.
@@ -546,8 +502,7 @@ mod tests {
         assert!(e.to_string().contains("`Optional[TreeNode]`"), "{e}");
         let e = parse("class Solution:\n    def f(self, head: ListNode) -> int:\n").unwrap_err();
         assert!(
-            e.to_string()
-                .contains("unsupported type `ListNode` (parameter `head` of `f`)"),
+            e.to_string().contains("unsupported type `ListNode` (parameter `head` of `f`)"),
             "{e}"
         );
         let e = parse("class Solution:\n    def f(self, a: List[int]) -> Dict[int, int]:\n")
@@ -570,16 +525,10 @@ mod tests {
         );
         assert_eq!(
             parse("class Solution:\n    def f(self, a, b: int) -> int:\n").unwrap_err(),
-            SignatureError::Unannotated {
-                method: "f".into(),
-                param: "a".into()
-            }
+            SignatureError::Unannotated { method: "f".into(), param: "a".into() }
         );
         assert_eq!(parse("").unwrap_err(), SignatureError::NoMethod);
-        assert_eq!(
-            parse("class Solution:\n    pass\n").unwrap_err(),
-            SignatureError::NoMethod
-        );
+        assert_eq!(parse("class Solution:\n    pass\n").unwrap_err(), SignatureError::NoMethod);
         // `undef ` is not `def `.
         assert_eq!(parse("undef x(").unwrap_err(), SignatureError::NoMethod);
         assert!(matches!(

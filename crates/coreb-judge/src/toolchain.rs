@@ -134,15 +134,10 @@ pub fn language_limits(language: Language) -> (LimitsPatch, LimitsPatch) {
             open_files: Some(256),
             ..LimitsPatch::default()
         },
-        Language::Go => LimitsPatch {
-            memory_mb: Some(1024),
-            processes: Some(64),
-            ..LimitsPatch::default()
-        },
-        Language::Ruby => LimitsPatch {
-            processes: Some(64),
-            ..LimitsPatch::default()
-        },
+        Language::Go => {
+            LimitsPatch { memory_mb: Some(1024), processes: Some(64), ..LimitsPatch::default() }
+        }
+        Language::Ruby => LimitsPatch { processes: Some(64), ..LimitsPatch::default() },
         Language::Python | Language::Cpp => LimitsPatch::default(),
     };
     (run, LimitsPatch::default())
@@ -226,15 +221,7 @@ impl LanguageConfig {
             ),
             Language::Cpp => (
                 "main.cpp",
-                argv(&[
-                    "g++",
-                    "-std=c++17",
-                    "-O2",
-                    "-pipe",
-                    "-o",
-                    "{dir}/main",
-                    "{src}",
-                ]),
+                argv(&["g++", "-std=c++17", "-O2", "-pipe", "-o", "{dir}/main", "{src}"]),
                 argv(&["{dir}/main"]),
             ),
             Language::Java => (
@@ -271,11 +258,7 @@ impl LanguageConfig {
                 argv(&["go", "build", "-o", "{dir}/main", "{src}"]),
                 argv(&["{dir}/main"]),
             ),
-            Language::Ruby => (
-                "main.rb",
-                argv(&["ruby", "-c", "{src}"]),
-                argv(&["ruby", "{src}"]),
-            ),
+            Language::Ruby => ("main.rb", argv(&["ruby", "-c", "{src}"]), argv(&["ruby", "{src}"])),
         };
         if language == Language::Go {
             for (k, v) in [
@@ -288,14 +271,10 @@ impl LanguageConfig {
             }
         }
         env.extend(self.env.clone());
-        let time_multiplier = self
-            .time_multiplier
-            .unwrap_or_else(|| default_time_multiplier(language));
-        let scale = |ms: u64| {
-            (ms as f64 * time_multiplier)
-                .round()
-                .clamp(1.0, u64::MAX as f64) as u64
-        };
+        let time_multiplier =
+            self.time_multiplier.unwrap_or_else(|| default_time_multiplier(language));
+        let scale =
+            |ms: u64| (ms as f64 * time_multiplier).round().clamp(1.0, u64::MAX as f64) as u64;
         let scaled = Limits {
             cpu_time_ms: scale(limits.cpu_time_ms),
             wall_time_ms: scale(limits.wall_time_ms),
@@ -309,17 +288,11 @@ impl LanguageConfig {
             env,
             prelude: self.prelude.clone().unwrap_or_default(),
             limits: self.limits.apply(&lang_limits.apply(&scaled)),
-            compile_limits: self
-                .compile_limits
-                .apply(&lang_compile.apply(compile_limits)),
+            compile_limits: self.compile_limits.apply(&lang_compile.apply(compile_limits)),
             compile_cache: self.compile_cache.unwrap_or(language == Language::Go),
             time_multiplier,
             fast_start: if reuse { FastStart::of(language) } else { None },
-            fast_compile: if reuse {
-                FastCompile::of(language)
-            } else {
-                None
-            },
+            fast_compile: if reuse { FastCompile::of(language) } else { None },
         }
     }
 }
@@ -333,14 +306,9 @@ pub fn java_main_class(code: &str) -> String {
     while i < bytes.len() {
         let rest = &bytes[i..];
         let end = if rest.starts_with(b"//") {
-            bytes[i..]
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(bytes.len(), |p| i + p)
+            bytes[i..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |p| i + p)
         } else if rest.starts_with(b"/*") {
-            code[i + 2..]
-                .find("*/")
-                .map_or(bytes.len(), |p| i + 2 + p + 2)
+            code[i + 2..].find("*/").map_or(bytes.len(), |p| i + 2 + p + 2)
         } else if rest[0] == b'"' || rest[0] == b'\'' {
             let q = rest[0];
             let mut j = i + 1;
@@ -465,10 +433,7 @@ pub fn toolchain_versions(
     let dir = tempfile::Builder::new()
         .prefix("coreb-toolchains-")
         .tempdir()
-        .map_err(|source| ExecuteError::Io {
-            path: std::env::temp_dir(),
-            source,
-        })?;
+        .map_err(|source| ExecuteError::Io { path: std::env::temp_dir(), source })?;
     // (language, program, environment) of every program to ask.
     let mut asks = Vec::new();
     for &language in languages {
@@ -510,10 +475,7 @@ pub fn toolchain_versions(
                         package: debian_package(program),
                     }
                 }
-                source => ExecuteError::Version {
-                    program: program.clone(),
-                    source,
-                },
+                source => ExecuteError::Version { program: program.clone(), source },
             })?;
             let text = String::from_utf8_lossy(
                 if outcome.stdout.iter().any(|b| !b.is_ascii_whitespace()) {
@@ -523,11 +485,7 @@ pub fn toolchain_versions(
                 },
             )
             .into_owned();
-            let lines: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect();
+            let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
             let Some(first) = lines.first() else {
                 return Err(ExecuteError::Config(format!(
                     "`{program} {}` printed no version ({:?})",

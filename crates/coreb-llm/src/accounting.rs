@@ -80,22 +80,17 @@ pub enum Event {
 impl Accounting {
     /// Totals with these prices.
     pub fn new(prices: BTreeMap<String, ModelPrice>) -> Self {
-        Accounting {
-            rows: Mutex::new(BTreeMap::new()),
-            prices,
-        }
+        Accounting { rows: Mutex::new(BTreeMap::new()), prices }
     }
 
     /// Count one event.
     pub fn record(&self, stage: LlmStage, model: &str, event: Event) {
         let mut rows = self.rows.lock().unwrap_or_else(|p| p.into_inner());
-        let row = rows
-            .entry((stage, model.to_owned()))
-            .or_insert_with(|| UsageRow {
-                stage: stage.to_string(),
-                model: model.to_owned(),
-                ..UsageRow::default()
-            });
+        let row = rows.entry((stage, model.to_owned())).or_insert_with(|| UsageRow {
+            stage: stage.to_string(),
+            model: model.to_owned(),
+            ..UsageRow::default()
+        });
         match event {
             Event::FromStore(u) => {
                 row.from_store += 1;
@@ -131,20 +126,12 @@ impl Accounting {
 
     /// Every row, sorted by stage then model.
     pub fn rows(&self) -> Vec<UsageRow> {
-        self.rows
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect()
+        self.rows.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
     }
 
     /// The rows of one stage.
     pub fn stage_rows(&self, stage: LlmStage) -> Vec<UsageRow> {
-        self.rows()
-            .into_iter()
-            .filter(|r| r.stage == stage.as_str())
-            .collect()
+        self.rows().into_iter().filter(|r| r.stage == stage.as_str()).collect()
     }
 }
 
@@ -156,35 +143,23 @@ mod tests {
     fn cost_from_prices() {
         let prices = BTreeMap::from([(
             "m".to_owned(),
-            ModelPrice {
-                input_per_million: 1.0,
-                output_per_million: 4.0,
-            },
+            ModelPrice { input_per_million: 1.0, output_per_million: 4.0 },
         )]);
         let acc = Accounting::new(prices);
         acc.record(
             LlmStage::Rewrite,
             "m",
-            Event::Paid(TokenUsage {
-                prompt_tokens: 500_000,
-                completion_tokens: 250_000,
-            }),
+            Event::Paid(TokenUsage { prompt_tokens: 500_000, completion_tokens: 250_000 }),
         );
         acc.record(
             LlmStage::Rewrite,
             "m",
-            Event::FromStore(TokenUsage {
-                prompt_tokens: 10,
-                completion_tokens: 5,
-            }),
+            Event::FromStore(TokenUsage { prompt_tokens: 10, completion_tokens: 5 }),
         );
         acc.record(
             LlmStage::Generate,
             "free",
-            Event::Paid(TokenUsage {
-                prompt_tokens: 9,
-                completion_tokens: 9,
-            }),
+            Event::Paid(TokenUsage { prompt_tokens: 9, completion_tokens: 9 }),
         );
         let rows = acc.rows();
         assert_eq!(rows.len(), 2);
@@ -197,10 +172,7 @@ mod tests {
             LlmStage::Rewrite,
             "m",
             Event::BatchPaid(
-                TokenUsage {
-                    prompt_tokens: 500_000,
-                    completion_tokens: 250_000,
-                },
+                TokenUsage { prompt_tokens: 500_000, completion_tokens: 250_000 },
                 0.5,
             ),
         );

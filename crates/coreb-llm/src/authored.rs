@@ -91,26 +91,12 @@ mod tests {
         let tick = || {
             n.fetch_add(1, Ordering::SeqCst);
         };
-        let counted = Counted {
-            inner: &inner,
-            progress: &tick,
-        };
+        let counted = Counted { inner: &inner, progress: &tick };
         let ask = |item: &str| {
-            request(
-                LlmStage::Generate,
-                item,
-                "m",
-                Vec::new(),
-                &SamplingParams::default(),
-                0,
-                "p",
-            )
+            request(LlmStage::Generate, item, "m", Vec::new(), &SamplingParams::default(), 0, "p")
         };
         assert_eq!(counted.complete(&ask("a")).await.unwrap().text, "print(1)");
-        assert!(matches!(
-            counted.complete(&ask("b")).await,
-            Err(LlmError::NotAuthored { .. })
-        ));
+        assert!(matches!(counted.complete(&ask("b")).await, Err(LlmError::NotAuthored { .. })));
         assert_eq!(n.load(Ordering::SeqCst), 2);
     }
 }

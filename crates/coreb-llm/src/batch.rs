@@ -61,10 +61,7 @@ const FORMAT: &str = "coreb-llm-batch/1";
 /// Where the submissions of the batches feeding the store at `store` are kept: beside it,
 /// `<store>.batches`.
 pub fn state_dir_of(store: &Path) -> PathBuf {
-    let mut name = store
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
+    let mut name = store.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     name.push(".batches");
     store.with_file_name(name)
 }
@@ -123,11 +120,7 @@ fn jsonl(requests: &[ChatRequest]) -> Result<Vec<u8>, String> {
 #[derive(Debug, Clone)]
 enum Outcome {
     /// Answered (and stored).
-    Answered {
-        text: String,
-        finish_reason: FinishReason,
-        usage: TokenUsage,
-    },
+    Answered { text: String, finish_reason: FinishReason, usage: TokenUsage },
     /// Not answered by the batch: send it synchronously.
     Synchronous(String),
     /// The endpoint refused the credentials.
@@ -205,10 +198,7 @@ impl Api {
             let response = match builder.send().await {
                 Ok(r) => r,
                 Err(e) => {
-                    return Step::Retry {
-                        reason: coreb_base::errors::chain(&e),
-                        after: None,
-                    };
+                    return Step::Retry { reason: coreb_base::errors::chain(&e), after: None };
                 }
             };
             let status = response.status().as_u16();
@@ -228,10 +218,9 @@ impl Api {
             match status {
                 200..=299 => Step::Done(body),
                 401 | 403 => Step::Fail(ApiError::Unauthorized(status)),
-                s if is_retryable_status(s) => Step::Retry {
-                    reason: format!("HTTP {status}: {}", snippet(&body)),
-                    after,
-                },
+                s if is_retryable_status(s) => {
+                    Step::Retry { reason: format!("HTTP {status}: {}", snippet(&body)), after }
+                }
                 _ => Step::Fail(ApiError::Failed {
                     attempts: 1,
                     reason: format!("HTTP {status}: {}", snippet(&body)),
@@ -297,10 +286,7 @@ impl Api {
         let url = format!("{}/batches?limit=100", self.base);
         let page: Page = self.json(|http| http.get(&url)).await?;
         Ok(page.data.into_iter().find(|b| {
-            b.metadata
-                .as_ref()
-                .and_then(|m| m.get("coreb_submission"))
-                .and_then(Value::as_str)
+            b.metadata.as_ref().and_then(|m| m.get("coreb_submission")).and_then(Value::as_str)
                 == Some(submission)
         }))
     }
@@ -338,13 +324,10 @@ impl Api {
 }
 
 fn id_of(v: &Value) -> Result<String, ApiError> {
-    v.get("id")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| ApiError::Failed {
-            attempts: 1,
-            reason: format!("no `id` in {}", snippet(v.to_string().as_bytes())),
-        })
+    v.get("id").and_then(Value::as_str).map(str::to_owned).ok_or_else(|| ApiError::Failed {
+        attempts: 1,
+        reason: format!("no `id` in {}", snippet(v.to_string().as_bytes())),
+    })
 }
 
 fn snippet(body: &[u8]) -> String {
@@ -451,11 +434,7 @@ impl BatchGateway {
             return self.inner.complete(request).await;
         }
         match self.wait_for(request, &key).await {
-            Outcome::Answered {
-                text,
-                finish_reason,
-                usage,
-            } => {
+            Outcome::Answered { text, finish_reason, usage } => {
                 let accounting = self.inner.accounting();
                 accounting.record(
                     request.stage,
@@ -489,9 +468,7 @@ impl BatchGateway {
                 status,
             }),
             Outcome::Failed { attempts, reason } => {
-                self.inner
-                    .accounting()
-                    .record(request.stage, &request.model, Event::Failed);
+                self.inner.accounting().record(request.stage, &request.model, Event::Failed);
                 Err(LlmError::RetriesExhausted {
                     stage: request.stage,
                     item: request.item.clone(),
@@ -589,9 +566,7 @@ impl BatchGateway {
             match Submission::new(requests.clone(), 0) {
                 Ok((sub, jsonl)) => {
                     for r in &sub.requests {
-                        self.inner
-                            .accounting()
-                            .record(r.stage, &r.model, Event::Sent);
+                        self.inner.accounting().record(r.stage, &r.model, Event::Sent);
                     }
                     self.drive(None, sub, jsonl, &mut outcomes).await;
                 }
@@ -682,12 +657,8 @@ impl BatchGateway {
                     );
                 }
             };
-            let leftover: Vec<ChatRequest> = sub
-                .requests
-                .iter()
-                .filter(|r| unanswered.contains(&r.key()))
-                .cloned()
-                .collect();
+            let leftover: Vec<ChatRequest> =
+                sub.requests.iter().filter(|r| unanswered.contains(&r.key())).cloned().collect();
             let next = match ended.status.as_str() {
                 "expired" if !leftover.is_empty() && sub.round < self.config.max_resubmits => {
                     Submission::new(leftover, sub.round + 1).ok()
@@ -791,10 +762,8 @@ impl BatchGateway {
             self.persist(sub)?;
         }
         let file = sub.input_file_id.clone().unwrap_or_default();
-        let created = self
-            .api
-            .create(&file, &sub.submission, &self.config.completion_window)
-            .await?;
+        let created =
+            self.api.create(&file, &sub.submission, &self.config.completion_window).await?;
         tracing::info!(batch = %created.id, requests = sub.requests.len(), "batch created");
         sub.batch_id = Some(created.id.clone());
         self.persist(sub)?;
@@ -827,10 +796,7 @@ impl BatchGateway {
         let by_key: HashMap<String, &ChatRequest> =
             sub.requests.iter().map(|r| (r.key(), r)).collect();
         let mut unanswered: BTreeSet<String> = by_key.keys().cloned().collect();
-        for file in [&batch.output_file_id, &batch.error_file_id]
-            .into_iter()
-            .flatten()
-        {
+        for file in [&batch.output_file_id, &batch.error_file_id].into_iter().flatten() {
             let bytes = self.api.content(file).await?;
             for (n, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
                 if line.trim().is_empty() {
@@ -848,12 +814,7 @@ impl BatchGateway {
                 if !unanswered.remove(&key) {
                     continue;
                 }
-                if let Outcome::Answered {
-                    text,
-                    finish_reason,
-                    usage,
-                } = &outcome
-                {
+                if let Outcome::Answered { text, finish_reason, usage } = &outcome {
                     let entry = StoreEntry::of(
                         request,
                         StoredResponse {
@@ -883,23 +844,14 @@ fn read_line(line: &str) -> Option<(String, Option<Outcome>)> {
     let v: Value = serde_json::from_str(line).ok()?;
     let key = v.get("custom_id")?.as_str()?.to_owned();
     let response = v.get("response").filter(|r| !r.is_null());
-    let status = response
-        .and_then(|r| r.get("status_code"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    let status = response.and_then(|r| r.get("status_code")).and_then(Value::as_u64).unwrap_or(0);
     let outcome = match (response, v.get("error").filter(|e| !e.is_null())) {
         (Some(r), None) if status == 200 => {
             let body = r.get("body").map(Value::to_string).unwrap_or_default();
             match classify(200, None, &body) {
-                Attempt::Answer {
-                    text,
-                    finish_reason,
-                    usage,
-                } => Outcome::Answered {
-                    text,
-                    finish_reason,
-                    usage,
-                },
+                Attempt::Answer { text, finish_reason, usage } => {
+                    Outcome::Answered { text, finish_reason, usage }
+                }
                 Attempt::Retry { reason, .. }
                 | Attempt::Rejected { body: reason, .. }
                 | Attempt::NotFound { body: reason } => Outcome::Synchronous(reason),
@@ -917,10 +869,7 @@ fn read_line(line: &str) -> Option<(String, Option<Outcome>)> {
         (r, None) => Outcome::Synchronous(format!(
             "HTTP {status} in the batch: {}",
             snippet(
-                r.and_then(|r| r.get("body"))
-                    .map(Value::to_string)
-                    .unwrap_or_default()
-                    .as_bytes()
+                r.and_then(|r| r.get("body")).map(Value::to_string).unwrap_or_default().as_bytes()
             )
         )),
     };
@@ -969,10 +918,7 @@ mod tests {
         let cut = ok.replace("\"stop\"", "\"length\"");
         assert!(matches!(
             read(&cut).unwrap().1,
-            Outcome::Answered {
-                finish_reason: FinishReason::Length,
-                ..
-            }
+            Outcome::Answered { finish_reason: FinishReason::Length, .. }
         ));
         let server_error = r#"{"custom_id":"k2","response":{"status_code":500,"body":{"error":{"message":"boom"}}},"error":null}"#;
         assert!(
@@ -992,9 +938,6 @@ mod tests {
 
     #[test]
     fn the_state_dir_sits_beside_the_store() {
-        assert_eq!(
-            state_dir_of(Path::new("/a/b/store")),
-            Path::new("/a/b/store.batches")
-        );
+        assert_eq!(state_dir_of(Path::new("/a/b/store")), Path::new("/a/b/store.batches"));
     }
 }

@@ -164,11 +164,7 @@ impl HttpClient {
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(30)))
             .build()?;
-        Ok(HttpClient {
-            http,
-            url: format!("{base_url}/chat/completions"),
-            api_key,
-        })
+        Ok(HttpClient { http, url: format!("{base_url}/chat/completions"), api_key })
     }
 
     /// The URL requests are posted to (`<base_url>/chat/completions`).
@@ -198,16 +194,8 @@ impl HttpClient {
         let response = match builder.send().await {
             Ok(r) => r,
             Err(e) => {
-                let failure = if e.is_connect() {
-                    Failure::Unreached
-                } else {
-                    Failure::Transport
-                };
-                return Attempt::Retry {
-                    reason: describe(&e),
-                    after: None,
-                    failure,
-                };
+                let failure = if e.is_connect() { Failure::Unreached } else { Failure::Transport };
+                return Attempt::Retry { reason: describe(&e), after: None, failure };
             }
         };
         let status = response.status().as_u16();
@@ -269,34 +257,18 @@ pub fn classify(status: u16, after: Option<Duration>, body: &str) -> Attempt {
                 },
             },
             Err(e) => Attempt::Retry {
-                reason: format!(
-                    "HTTP {status}, not a chat completion ({e}): {}",
-                    snippet(body)
-                ),
+                reason: format!("HTTP {status}, not a chat completion ({e}): {}", snippet(body)),
                 after,
                 failure: Failure::NotProtocol,
             },
         },
         401 | 403 => Attempt::Unauthorized { status },
-        404 => Attempt::NotFound {
-            body: snippet(body),
-        },
+        404 => Attempt::NotFound { body: snippet(body) },
         s if coreb_http::retry::is_retryable_status(s) => {
-            let failure = if s >= 500 {
-                Failure::ServerError
-            } else {
-                Failure::Throttled
-            };
-            Attempt::Retry {
-                reason: format!("HTTP {status}: {}", snippet(body)),
-                after,
-                failure,
-            }
+            let failure = if s >= 500 { Failure::ServerError } else { Failure::Throttled };
+            Attempt::Retry { reason: format!("HTTP {status}: {}", snippet(body)), after, failure }
         }
-        _ => Attempt::Rejected {
-            status,
-            body: snippet(body),
-        },
+        _ => Attempt::Rejected { status, body: snippet(body) },
     }
 }
 
@@ -340,10 +312,8 @@ pub async fn list_models(
     timeout: Duration,
 ) -> Result<ModelListing, ListingError> {
     let url = format!("{base_url}/models");
-    let unreachable = |e: &reqwest::Error| ListingError::Unreachable {
-        url: url.clone(),
-        error: describe(e),
-    };
+    let unreachable =
+        |e: &reqwest::Error| ListingError::Unreachable { url: url.clone(), error: describe(e) };
     let http = coreb_http::client_builder()
         .timeout(timeout)
         .connect_timeout(timeout)
@@ -357,11 +327,7 @@ pub async fn list_models(
     let status = response.status().as_u16();
     let body = response.text().await.map_err(|e| unreachable(&e))?;
     if status == 401 || status == 403 {
-        return Err(ListingError::Credentials {
-            url,
-            status,
-            body: snippet(&body),
-        });
+        return Err(ListingError::Credentials { url, status, body: snippet(&body) });
     }
     if status != 200 {
         return Ok(ModelListing::Unlisted(format!("HTTP {status}")));
@@ -381,9 +347,7 @@ pub async fn list_models(
             ids.dedup();
             Ok(ModelListing::Served(ids))
         }
-        Err(_) => Ok(ModelListing::Unlisted(
-            "HTTP 200, not a list of models".into(),
-        )),
+        Err(_) => Ok(ModelListing::Unlisted("HTTP 200, not a list of models".into())),
     }
 }
 
@@ -407,9 +371,7 @@ pub fn names_unknown_model(body: &str, model: &str) -> bool {
     }
     !model.is_empty()
         && body.contains(model)
-        && ["not found", "does not exist"]
-            .iter()
-            .any(|p| lower.contains(p))
+        && ["not found", "does not exist"].iter().any(|p| lower.contains(p))
 }
 
 fn snippet(body: &str) -> String {
@@ -446,67 +408,38 @@ mod tests {
             Attempt::Answer {
                 text: "hi".into(),
                 finish_reason: FinishReason::Stop,
-                usage: TokenUsage {
-                    prompt_tokens: 5,
-                    completion_tokens: 1
-                }
+                usage: TokenUsage { prompt_tokens: 5, completion_tokens: 1 }
             }
         );
         let len = ok.replace("\"stop\"", "\"length\"");
         assert!(matches!(
             classify(200, None, &len),
-            Attempt::Answer {
-                finish_reason: FinishReason::Length,
-                ..
-            }
+            Attempt::Answer { finish_reason: FinishReason::Length, .. }
         ));
         let not_protocol = |body: &str| {
             matches!(
                 classify(200, None, body),
-                Attempt::Retry {
-                    failure: Failure::NotProtocol,
-                    ..
-                }
+                Attempt::Retry { failure: Failure::NotProtocol, .. }
             )
         };
         assert!(not_protocol("<html><body>Bad gateway</body></html>"));
         assert!(not_protocol("{\"choices\": [{\"mess"));
         assert!(not_protocol("{\"choices\": []}"));
         assert!(matches!(
-            classify(
-                429,
-                Some(Duration::from_secs(2)),
-                "{\"error\":{\"code\":429}}"
-            ),
-            Attempt::Retry {
-                after: Some(_),
-                failure: Failure::Throttled,
-                ..
-            }
+            classify(429, Some(Duration::from_secs(2)), "{\"error\":{\"code\":429}}"),
+            Attempt::Retry { after: Some(_), failure: Failure::Throttled, .. }
         ));
         assert!(matches!(
             classify(503, None, "<html>"),
-            Attempt::Retry {
-                failure: Failure::ServerError,
-                ..
-            }
+            Attempt::Retry { failure: Failure::ServerError, .. }
         ));
-        assert_eq!(
-            classify(401, None, ""),
-            Attempt::Unauthorized { status: 401 }
-        );
-        assert_eq!(
-            classify(403, None, ""),
-            Attempt::Unauthorized { status: 403 }
-        );
+        assert_eq!(classify(401, None, ""), Attempt::Unauthorized { status: 401 });
+        assert_eq!(classify(403, None, ""), Attempt::Unauthorized { status: 403 });
         assert!(matches!(
             classify(404, None, "{\"error\": \"model 'm' not found\"}"),
             Attempt::NotFound { .. }
         ));
-        assert!(matches!(
-            classify(400, None, "bad model"),
-            Attempt::Rejected { status: 400, .. }
-        ));
+        assert!(matches!(classify(400, None, "bad model"), Attempt::Rejected { status: 400, .. }));
         use coreb_http::circuit::Outcome;
         assert_eq!(
             [
@@ -572,58 +505,30 @@ mod tests {
             serde_json::from_slice::<serde_json::Value>(&wire_body(r).unwrap()).unwrap()
         };
         let b = body(&plain);
-        assert!(
-            b.get("response_format").is_none() && b.get("guided_json").is_none(),
-            "{b}"
-        );
-        let b = body(
-            &plain
-                .clone()
-                .with_schema(Some(&schema), StructuredOutput::JsonSchema),
-        );
+        assert!(b.get("response_format").is_none() && b.get("guided_json").is_none(), "{b}");
+        let b = body(&plain.clone().with_schema(Some(&schema), StructuredOutput::JsonSchema));
         assert_eq!(b["response_format"]["type"], "json_schema");
         assert_eq!(b["response_format"]["json_schema"]["name"], "rewrite");
         assert_eq!(b["response_format"]["json_schema"]["schema"], schema.value);
-        let b = body(
-            &plain
-                .clone()
-                .with_schema(Some(&schema), StructuredOutput::JsonObjectSchema),
-        );
+        let b = body(&plain.clone().with_schema(Some(&schema), StructuredOutput::JsonObjectSchema));
         assert_eq!(
             b["response_format"],
             serde_json::json!({"type": "json_object", "schema": schema.value})
         );
-        let b = body(
-            &plain
-                .clone()
-                .with_schema(Some(&schema), StructuredOutput::GuidedJson),
-        );
+        let b = body(&plain.clone().with_schema(Some(&schema), StructuredOutput::GuidedJson));
         assert_eq!(
             (b["guided_json"].clone(), b.get("response_format")),
             (schema.value.clone(), None)
         );
-        let b = body(
-            &plain
-                .clone()
-                .with_schema(Some(&schema), StructuredOutput::None),
-        );
-        assert!(
-            b.get("response_format").is_none() && b.get("guided_json").is_none(),
-            "{b}"
-        );
+        let b = body(&plain.clone().with_schema(Some(&schema), StructuredOutput::None));
+        assert!(b.get("response_format").is_none() && b.get("guided_json").is_none(), "{b}");
     }
 
     #[test]
     fn retry_after_forms() {
-        assert_eq!(
-            http_date("Wed, 21 Oct 2015 07:28:00 GMT"),
-            Some(1_445_412_480)
-        );
+        assert_eq!(http_date("Wed, 21 Oct 2015 07:28:00 GMT"), Some(1_445_412_480));
         assert_eq!(http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
-        assert_eq!(
-            http_date("Tue, 29 Feb 2028 12:00:00 GMT"),
-            Some(1_835_438_400)
-        );
+        assert_eq!(http_date("Tue, 29 Feb 2028 12:00:00 GMT"), Some(1_835_438_400));
         assert_eq!(http_date("soon"), None);
         let mut h = reqwest::header::HeaderMap::new();
         h.insert("retry-after", "3".parse().unwrap());
@@ -631,10 +536,7 @@ mod tests {
         h.insert("retry-after-ms", "250".parse().unwrap());
         assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
         let mut past = reqwest::header::HeaderMap::new();
-        past.insert(
-            "retry-after",
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
-        );
+        past.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
         assert_eq!(retry_after(&past), Some(Duration::ZERO));
     }
 }

@@ -257,25 +257,16 @@ impl LlmConfig {
 
     /// The `max_tokens` of the one longer try a cut answer of `stage` gets, if any.
     pub fn max_tokens_ceiling(&self, stage: LlmStage) -> Option<u32> {
-        self.stages
-            .get(&stage)
-            .and_then(|s| s.max_tokens_ceiling)
-            .or(self.max_tokens_ceiling)
+        self.stages.get(&stage).and_then(|s| s.max_tokens_ceiling).or(self.max_tokens_ceiling)
     }
 
     /// Check what serde cannot; each message names the field (`llm.<field>`).
     pub fn validate(&self) -> Result<(), String> {
         if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
-            return Err(format!(
-                "`llm.base_url`: not an http(s) URL: `{}`",
-                self.base_url
-            ));
+            return Err(format!("`llm.base_url`: not an http(s) URL: `{}`", self.base_url));
         }
         if self.base_url.ends_with('/') {
-            return Err(format!(
-                "`llm.base_url`: drop the trailing slash: `{}`",
-                self.base_url
-            ));
+            return Err(format!("`llm.base_url`: drop the trailing slash: `{}`", self.base_url));
         }
         if self.concurrency == 0 {
             return Err("`llm.concurrency`: must be at least 1".into());
@@ -285,10 +276,7 @@ impl LlmConfig {
         }
         self.circuit.validate("llm.circuit")?;
         if !(0.0..=1.0).contains(&self.min_kept_share) {
-            return Err(format!(
-                "`llm.min_kept_share`: `{}` is outside 0–1",
-                self.min_kept_share
-            ));
+            return Err(format!("`llm.min_kept_share`: `{}` is outside 0–1", self.min_kept_share));
         }
         if self.timeout_secs.is_nan() || self.timeout_secs <= 0.0 {
             return Err(format!(
@@ -313,25 +301,16 @@ impl LlmConfig {
         }
         for (stage, s) in &self.stages {
             if let Some(t) = s.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
-                return Err(format!(
-                    "`llm.stages.{stage}.temperature`: `{t}` is outside 0–2"
-                ));
+                return Err(format!("`llm.stages.{stage}.temperature`: `{t}` is outside 0–2"));
             }
             if s.models.iter().any(|m| m.trim().is_empty()) {
                 return Err(format!("`llm.stages.{stage}.models`: empty model name"));
             }
         }
         for stage in LlmStage::ALL {
-            let (max, ceiling) = (
-                self.sampling(stage).max_tokens,
-                self.max_tokens_ceiling(stage),
-            );
+            let (max, ceiling) = (self.sampling(stage).max_tokens, self.max_tokens_ceiling(stage));
             if let Some(c) = ceiling.filter(|c| *c <= max) {
-                let field = if self
-                    .stages
-                    .get(&stage)
-                    .and_then(|s| s.max_tokens_ceiling)
-                    .is_some()
+                let field = if self.stages.get(&stage).and_then(|s| s.max_tokens_ceiling).is_some()
                 {
                     format!("stages.{stage}.max_tokens_ceiling")
                 } else {
@@ -372,16 +351,9 @@ mod tests {
         assert!(toml::from_str::<LlmConfig>("modle = \"x\"").is_err());
         assert!(toml::from_str::<LlmConfig>("[stages.rewrit]\nmodels=[]").is_err());
         assert!(
-            toml::from_str::<LlmConfig>("mode = \"replay\"")
-                .unwrap()
-                .mode
-                == StoreMode::Replay
+            toml::from_str::<LlmConfig>("mode = \"replay\"").unwrap().mode == StoreMode::Replay
         );
-        assert_eq!(
-            cfg.structured_output,
-            StructuredOutput::JsonSchema,
-            "the default"
-        );
+        assert_eq!(cfg.structured_output, StructuredOutput::JsonSchema, "the default");
     }
 
     #[test]
@@ -401,10 +373,7 @@ mod tests {
         cfg.validate().unwrap();
         assert_eq!(cfg.structured_output, StructuredOutput::JsonObjectSchema);
         assert_eq!(
-            (
-                cfg.max_tokens_ceiling(LlmStage::Generate),
-                cfg.max_tokens_ceiling(LlmStage::Rewrite)
-            ),
+            (cfg.max_tokens_ceiling(LlmStage::Generate), cfg.max_tokens_ceiling(LlmStage::Rewrite)),
             (Some(4096), Some(8192))
         );
         let low: LlmConfig = toml::from_str("[stages.queries]\nmax_tokens_ceiling = 100").unwrap();

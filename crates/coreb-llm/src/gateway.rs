@@ -136,8 +136,7 @@ impl Gateway {
                     current = next;
                 }
                 None => {
-                    self.accounting
-                        .record(request.stage, &request.model, Event::Failed);
+                    self.accounting.record(request.stage, &request.model, Event::Failed);
                     return Err(LlmError::Incomplete {
                         stage: request.stage,
                         item: request.item.clone(),
@@ -162,9 +161,8 @@ impl Gateway {
     ) -> Option<ChatRequest> {
         let policy = original.on_incomplete;
         if *finish == FinishReason::Length
-            && let Some(ceiling) = policy
-                .max_tokens_ceiling
-                .filter(|c| *c > current.params.max_tokens)
+            && let Some(ceiling) =
+                policy.max_tokens_ceiling.filter(|c| *c > current.params.max_tokens)
         {
             let mut next = current.clone();
             next.params.max_tokens = ceiling;
@@ -178,10 +176,7 @@ impl Gateway {
             let step = policy.samples.saturating_mul(*resampled);
             let mut next = current.clone();
             next.sample = original.sample.saturating_add(step);
-            next.params.seed = original
-                .params
-                .seed
-                .map(|s| s.wrapping_add(u64::from(step)));
+            next.params.seed = original.params.seed.map(|s| s.wrapping_add(u64::from(step)));
             return Some(next);
         }
         None
@@ -200,10 +195,7 @@ impl Gateway {
     /// then stored, whatever its finish reason, so that no rerun asks it again).
     async fn answer(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         if self.stopped.load(Ordering::SeqCst) {
-            return Err(LlmError::Stopped {
-                stage: request.stage,
-                item: request.item.clone(),
-            });
+            return Err(LlmError::Stopped { stage: request.stage, item: request.item.clone() });
         }
         let key = request.key();
         if self.mode != StoreMode::RecordOnly {
@@ -218,10 +210,7 @@ impl Gateway {
                 Some(entry) => {
                     self.used(request.stage, &key);
                     if entry.rejected.is_some() {
-                        self.marked
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(key.clone());
+                        self.marked.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone());
                     }
                     let r = entry.response;
                     self.accounting.record(
@@ -230,8 +219,7 @@ impl Gateway {
                         Event::FromStore(r.usage),
                     );
                     if !r.finish_reason.is_complete() {
-                        self.accounting
-                            .record(request.stage, &request.model, Event::Incomplete);
+                        self.accounting.record(request.stage, &request.model, Event::Incomplete);
                     }
                     return Ok(Completion {
                         key,
@@ -256,19 +244,13 @@ impl Gateway {
         let (text, finish_reason, usage) = match self.send(request).await {
             Ok(answer) => answer,
             Err(e) => {
-                self.accounting
-                    .record(request.stage, &request.model, Event::Failed);
+                self.accounting.record(request.stage, &request.model, Event::Failed);
                 return Err(e);
             }
         };
         let entry = StoreEntry::of(
             request,
-            StoredResponse {
-                text,
-                finish_reason,
-                usage,
-                provenance: Provenance::Endpoint,
-            },
+            StoredResponse { text, finish_reason, usage, provenance: Provenance::Endpoint },
         );
         let store = self.store.clone();
         let entry = tokio::task::spawn_blocking(move || store.put(&entry).map(|()| entry))
@@ -372,16 +354,10 @@ impl Gateway {
         if self.mode == StoreMode::Replay {
             return;
         }
-        let rejected = rejection.map(|r| StoredRejection {
-            kind: r.kind().to_owned(),
-            detail: r.to_string(),
-        });
+        let rejected =
+            rejection.map(|r| StoredRejection { kind: r.kind().to_owned(), detail: r.to_string() });
         if rejected.is_none()
-            && !self
-                .marked
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&completion.key)
+            && !self.marked.lock().unwrap_or_else(|p| p.into_inner()).remove(&completion.key)
         {
             return;
         }

@@ -63,10 +63,10 @@ impl KeyedRequest {
             params: request.params.clone(),
             sample: request.sample,
             prompt_sha256: request.prompt_sha256.clone(),
-            response_format: request.response_format.as_ref().map(|f| KeyedFormat {
-                mode: f.mode,
-                schema_sha256: f.schema.sha256.clone(),
-            }),
+            response_format: request
+                .response_format
+                .as_ref()
+                .map(|f| KeyedFormat { mode: f.mode, schema_sha256: f.schema.sha256.clone() }),
         }
     }
 
@@ -129,16 +129,8 @@ mod tests {
             stage: LlmStage::Generate,
             item: "lcb_1/m/python/0".into(),
             model: "m".into(),
-            messages: vec![ChatMessage {
-                role: Role::User,
-                content: "hi \"there\"\n".into(),
-            }],
-            params: SamplingParams {
-                temperature: 0.7,
-                top_p: 1.0,
-                max_tokens: 100,
-                seed: Some(3),
-            },
+            messages: vec![ChatMessage { role: Role::User, content: "hi \"there\"\n".into() }],
+            params: SamplingParams { temperature: 0.7, top_p: 1.0, max_tokens: 100, seed: Some(3) },
             sample: 0,
             prompt_sha256: "ab".into(),
             response_format: None,
@@ -186,20 +178,13 @@ mod tests {
     fn the_schema_and_its_mode_are_keyed() {
         use crate::JsonSchema;
         let r = request();
-        let schema = JsonSchema::parse(
-            "t",
-            std::path::Path::new("t.schema.json"),
-            r#"{"type": "object"}"#,
-        )
-        .unwrap();
-        let with = r
-            .clone()
-            .with_schema(Some(&schema), StructuredOutput::JsonSchema);
+        let schema =
+            JsonSchema::parse("t", std::path::Path::new("t.schema.json"), r#"{"type": "object"}"#)
+                .unwrap();
+        let with = r.clone().with_schema(Some(&schema), StructuredOutput::JsonSchema);
         let text = canonical_json(&serde_json::to_value(KeyedRequest::of(&with)).unwrap());
         assert!(text.ends_with(&format!(r#""prompt_sha256":"ab","response_format":{{"mode":"json_schema","schema_sha256":"{}"}},"sample":0}}"#, schema.sha256)), "{text}");
-        let other_mode = r
-            .clone()
-            .with_schema(Some(&schema), StructuredOutput::GuidedJson);
+        let other_mode = r.clone().with_schema(Some(&schema), StructuredOutput::GuidedJson);
         let other_schema = r.clone().with_schema(
             Some(
                 &JsonSchema::parse("t", std::path::Path::new("t"), r#"{"type": "array"}"#).unwrap(),
@@ -207,15 +192,9 @@ mod tests {
             StructuredOutput::JsonSchema,
         );
         let keys = [r.key(), with.key(), other_mode.key(), other_schema.key()];
+        assert_eq!(keys.iter().collect::<std::collections::BTreeSet<_>>().len(), 4, "{keys:?}");
         assert_eq!(
-            keys.iter().collect::<std::collections::BTreeSet<_>>().len(),
-            4,
-            "{keys:?}"
-        );
-        assert_eq!(
-            r.clone()
-                .with_schema(None, StructuredOutput::GuidedJson)
-                .key(),
+            r.clone().with_schema(None, StructuredOutput::GuidedJson).key(),
             r.key(),
             "no schema, no format key"
         );

@@ -118,12 +118,7 @@ pub struct SamplingParams {
 
 impl Default for SamplingParams {
     fn default() -> Self {
-        SamplingParams {
-            temperature: 0.0,
-            top_p: 1.0,
-            max_tokens: 4096,
-            seed: Some(0),
-        }
+        SamplingParams { temperature: 0.0, top_p: 1.0, max_tokens: 4096, seed: Some(0) }
     }
 }
 
@@ -179,20 +174,14 @@ pub struct IncompletePolicy {
 
 impl Default for IncompletePolicy {
     fn default() -> Self {
-        IncompletePolicy {
-            max_tokens_ceiling: None,
-            samples: 1,
-        }
+        IncompletePolicy { max_tokens_ceiling: None, samples: 1 }
     }
 }
 
 impl ChatRequest {
     /// Ask for `schema` (when there is one) in `mode`.
     pub fn with_schema(mut self, schema: Option<&JsonSchema>, mode: StructuredOutput) -> Self {
-        self.response_format = schema.map(|s| ResponseFormat {
-            mode,
-            schema: s.clone(),
-        });
+        self.response_format = schema.map(|s| ResponseFormat { mode, schema: s.clone() });
         self
     }
 
@@ -509,12 +498,9 @@ impl LlmError {
             LlmError::Rejected { status, body, .. } => {
                 format!("the endpoint rejected the request (HTTP {status}): {body}")
             }
-            LlmError::Incomplete {
-                stage,
-                finish_reason,
-                max_tokens,
-                ..
-            } => incomplete_reason(stage, finish_reason, max_tokens),
+            LlmError::Incomplete { stage, finish_reason, max_tokens, .. } => {
+                incomplete_reason(stage, finish_reason, max_tokens)
+            }
             LlmError::NotAuthored { .. } => "no authored answer".into(),
             other => other.to_string(),
         }
@@ -525,22 +511,17 @@ impl LlmError {
         let kind = match self {
             LlmError::RetriesExhausted { .. } => LlmFailureKind::RetriesExhausted,
             LlmError::Rejected { .. } => LlmFailureKind::Rejected,
-            LlmError::Incomplete {
-                finish_reason: FinishReason::ContentFilter,
-                ..
-            } => LlmFailureKind::ContentFilter,
-            LlmError::Incomplete {
-                finish_reason: FinishReason::Length,
-                ..
-            } => LlmFailureKind::Truncated,
+            LlmError::Incomplete { finish_reason: FinishReason::ContentFilter, .. } => {
+                LlmFailureKind::ContentFilter
+            }
+            LlmError::Incomplete { finish_reason: FinishReason::Length, .. } => {
+                LlmFailureKind::Truncated
+            }
             LlmError::Incomplete { .. } => LlmFailureKind::Unfinished,
             LlmError::NotAuthored { .. } => LlmFailureKind::NotAuthored,
             _ => LlmFailureKind::Fatal,
         };
-        LlmFailure {
-            kind,
-            detail: self.reason(),
-        }
+        LlmFailure { kind, detail: self.reason() }
     }
 }
 
@@ -567,10 +548,7 @@ fn endpoint_down(url: &str, circuit: &coreb_http::circuit::Circuit) -> String {
     let t = r.tally;
     let unreached = t.attempts - t.reached;
     let unreached = if unreached > 0 {
-        format!(
-            " ({unreached} of {} attempts could not connect)",
-            t.attempts
-        )
+        format!(" ({unreached} of {} attempts could not connect)", t.attempts)
     } else {
         String::new()
     };
@@ -586,17 +564,12 @@ fn endpoint_down(url: &str, circuit: &coreb_http::circuit::Circuit) -> String {
 fn incomplete_reason(stage: &LlmStage, finish: &FinishReason, max_tokens: &[u32]) -> String {
     let tries = match max_tokens {
         [one] => format!("`max_tokens` = {one}"),
-        [first, rest @ ..] if rest.iter().all(|m| m == first) => format!(
-            "`max_tokens` = {first}, in each of {} tries",
-            max_tokens.len()
-        ),
+        [first, rest @ ..] if rest.iter().all(|m| m == first) => {
+            format!("`max_tokens` = {first}, in each of {} tries", max_tokens.len())
+        }
         _ => format!(
             "`max_tokens` = {}",
-            max_tokens
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", then ")
+            max_tokens.iter().map(u32::to_string).collect::<Vec<_>>().join(", then ")
         ),
     };
     match finish {
@@ -609,10 +582,7 @@ fn incomplete_reason(stage: &LlmStage, finish: &FinishReason, max_tokens: &[u32]
         FinishReason::ContentFilter => {
             format!("the endpoint's content filter stopped the answer ({tries})")
         }
-        other => format!(
-            "the answer stopped with finish_reason `{}` ({tries})",
-            other.as_str()
-        ),
+        other => format!("the answer stopped with finish_reason `{}` ({tries})", other.as_str()),
     }
 }
 

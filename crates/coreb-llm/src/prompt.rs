@@ -132,10 +132,8 @@ impl Prompt {
 
     /// Read and parse a prompt file.
     pub fn load(path: &Path) -> Result<Self, PromptError> {
-        let text = fs_err::read_to_string(path).map_err(|source| PromptError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text = fs_err::read_to_string(path)
+            .map_err(|source| PromptError::Read { path: path.to_owned(), source })?;
         Self::parse(path, &text)
     }
 
@@ -150,13 +148,10 @@ impl Prompt {
 
     /// A named fragment.
     pub fn fragment(&self, name: &str) -> Result<&str, PromptError> {
-        self.fragments
-            .get(name)
-            .map(String::as_str)
-            .ok_or_else(|| PromptError::MissingFragment {
-                prompt: self.id.clone(),
-                name: name.to_owned(),
-            })
+        self.fragments.get(name).map(String::as_str).ok_or_else(|| PromptError::MissingFragment {
+            prompt: self.id.clone(),
+            name: name.to_owned(),
+        })
     }
 
     /// The messages with every placeholder replaced; every value must be used.
@@ -164,10 +159,7 @@ impl Prompt {
         let given: BTreeMap<&str, &str> = values.iter().copied().collect();
         let used = self.placeholders();
         if let Some(name) = used.iter().find(|n| !given.contains_key(n.as_str())) {
-            return Err(PromptError::MissingValue {
-                prompt: self.id.clone(),
-                name: name.clone(),
-            });
+            return Err(PromptError::MissingValue { prompt: self.id.clone(), name: name.clone() });
         }
         if let Some(name) = given.keys().find(|n| !used.contains(**n)) {
             return Err(PromptError::UnusedValue {
@@ -184,15 +176,9 @@ impl Prompt {
         };
         let mut messages = Vec::new();
         if let Some(system) = &self.system {
-            messages.push(ChatMessage {
-                role: Role::System,
-                content: fill(system),
-            });
+            messages.push(ChatMessage { role: Role::System, content: fill(system) });
         }
-        messages.push(ChatMessage {
-            role: Role::User,
-            content: fill(&self.user),
-        });
+        messages.push(ChatMessage { role: Role::User, content: fill(&self.user) });
         Ok(messages)
     }
 }
@@ -209,8 +195,7 @@ impl std::ops::Index<LlmStage> for Prompts {
     /// The prompt of a build stage (every one is loaded; `rerank`'s is not a build prompt:
     /// `coreb eval` loads it, and asking it here is a bug).
     fn index(&self, stage: LlmStage) -> &Prompt {
-        self.of(stage)
-            .unwrap_or_else(|| panic!("`{stage}` has no prompt among the build's"))
+        self.of(stage).unwrap_or_else(|| panic!("`{stage}` has no prompt among the build's"))
     }
 }
 
@@ -231,16 +216,10 @@ impl Prompts {
             match (stage.answers_json(), schema_path.exists()) {
                 (true, _) => {
                     let text = fs_err::read_to_string(&schema_path).map_err(|source| {
-                        PromptError::Read {
-                            path: schema_path.clone(),
-                            source,
-                        }
+                        PromptError::Read { path: schema_path.clone(), source }
                     })?;
                     let schema = JsonSchema::parse(stage.as_str(), &schema_path, &text).map_err(
-                        |message| PromptError::Invalid {
-                            path: schema_path.clone(),
-                            message,
-                        },
+                        |message| PromptError::Invalid { path: schema_path.clone(), message },
                     )?;
                     prompt.schema = Some(schema);
                 }
@@ -248,10 +227,7 @@ impl Prompts {
                     let message = format!(
                         "stage `{stage}` answers in prose or code, not JSON: remove this schema, it would never be used"
                     );
-                    return Err(PromptError::Invalid {
-                        path: schema_path,
-                        message,
-                    });
+                    return Err(PromptError::Invalid { path: schema_path, message });
                 }
                 (false, false) => {}
             }
@@ -272,10 +248,7 @@ impl Prompts {
 
     /// (id, sha256) of every prompt, for a manifest.
     pub fn hashes(&self) -> BTreeMap<String, String> {
-        self.0
-            .values()
-            .map(|p| (p.id.clone(), p.sha256.clone()))
-            .collect()
+        self.0.values().map(|p| (p.id.clone(), p.sha256.clone())).collect()
     }
 
     /// (id, sha256) of every schema, for a manifest.
@@ -305,10 +278,7 @@ mod tests {
             }
         }
         let ids: Vec<String> = prompts.hashes().into_keys().collect();
-        assert_eq!(
-            ids.len(),
-            LlmStage::ALL.into_iter().filter(|s| s.in_build()).count()
-        );
+        assert_eq!(ids.len(), LlmStage::ALL.into_iter().filter(|s| s.in_build()).count());
     }
 
     #[test]
@@ -322,16 +292,9 @@ mod tests {
             }
         }
         Prompts::load(dir.path()).unwrap();
-        fs_err::write(
-            dir.path().join("abbreviate.schema.json"),
-            "{\"type\": \"object\"}",
-        )
-        .unwrap();
+        fs_err::write(dir.path().join("abbreviate.schema.json"), "{\"type\": \"object\"}").unwrap();
         let e = Prompts::load(dir.path()).unwrap_err().to_string();
-        assert!(
-            e.contains("abbreviate.schema.json") && e.contains("not JSON"),
-            "{e}"
-        );
+        assert!(e.contains("abbreviate.schema.json") && e.contains("not JSON"), "{e}");
         fs_err::remove_file(dir.path().join("abbreviate.schema.json")).unwrap();
         fs_err::remove_file(dir.path().join("queries.schema.json")).unwrap();
         let e = Prompts::load(dir.path()).unwrap_err().to_string();

@@ -26,10 +26,7 @@ where
     F: Fn(T) -> Fut,
     Fut: Future<Output = R>,
 {
-    stream::iter(items.into_iter().map(f))
-        .buffered(concurrency.max(1))
-        .collect()
-        .await
+    stream::iter(items.into_iter().map(f)).buffered(concurrency.max(1)).collect().await
 }
 
 /// The items' results, or the error that stopped the stage. When several items failed (a
@@ -37,13 +34,7 @@ where
 /// item's "not sent, the run stopped".
 pub fn settle<T>(results: Vec<Result<T, LlmStageError>>) -> Result<Vec<T>, LlmStageError> {
     let is_stopped = |e: &LlmStageError| {
-        matches!(
-            e,
-            LlmStageError::Gateway {
-                source: LlmError::Stopped { .. },
-                ..
-            }
-        )
+        matches!(e, LlmStageError::Gateway { source: LlmError::Stopped { .. }, .. })
     };
     let mut first_stopped = None;
     let mut out = Vec::with_capacity(results.len());
@@ -110,17 +101,9 @@ impl ModelPlan {
         sample: u32,
         prompt: &Prompt,
     ) -> ChatRequest {
-        request(
-            stage,
-            item,
-            model,
-            messages,
-            &self.sampling,
-            sample,
-            &prompt.sha256,
-        )
-        .with_schema(prompt.schema.as_ref(), self.structured_output)
-        .with_policy(self.on_incomplete)
+        request(stage, item, model, messages, &self.sampling, sample, &prompt.sha256)
+            .with_schema(prompt.schema.as_ref(), self.structured_output)
+            .with_policy(self.on_incomplete)
     }
 }
 
@@ -267,22 +250,17 @@ impl std::fmt::Display for RejectReason {
             RejectReason::SignatureChanged { detail } => {
                 write!(f, "the rewritten starter's signature changed: {detail}")
             }
-            RejectReason::WordCount {
-                words,
-                min,
-                max: Some(max),
-            } => write!(f, "{words} words, expected {min}–{max}"),
-            RejectReason::WordCount {
-                words,
-                min,
-                max: None,
-            } => write!(f, "{words} words, expected at least {min}"),
+            RejectReason::WordCount { words, min, max: Some(max) } => {
+                write!(f, "{words} words, expected {min}–{max}")
+            }
+            RejectReason::WordCount { words, min, max: None } => {
+                write!(f, "{words} words, expected at least {min}")
+            }
             RejectReason::NoCode => write!(f, "no code in the answer"),
             RejectReason::NoQueries => write!(f, "no usable query in the answer"),
-            RejectReason::PlaceholderVariable { variable } => write!(
-                f,
-                "uses the bare variable `{variable}` instead of saying what it is"
-            ),
+            RejectReason::PlaceholderVariable { variable } => {
+                write!(f, "uses the bare variable `{variable}` instead of saying what it is")
+            }
             RejectReason::Repeat => write!(f, "repeats another query of the answer"),
             RejectReason::LanguageNotNamed { language } => {
                 write!(f, "the {language} variant does not name its language")
@@ -392,10 +370,7 @@ impl<T> Answers<T> {
         Answers {
             rows: Vec::new(),
             rejected: Vec::new(),
-            stats: LlmStageStats {
-                items_in,
-                ..LlmStageStats::default()
-            },
+            stats: LlmStageStats { items_in, ..LlmStageStats::default() },
             prompt_sha256: prompt_sha256.to_owned(),
         }
     }
@@ -457,11 +432,7 @@ pub struct WrittenBy {
     pub imported: u64,
 }
 
-coreb_base::add_assign_fields!(WrittenBy {
-    endpoint,
-    authored,
-    imported
-});
+coreb_base::add_assign_fields!(WrittenBy { endpoint, authored, imported });
 coreb_base::add_assign_fields!(LlmStageStats {
     items_in,
     items_out,
@@ -518,17 +489,12 @@ pub async fn ask(
 ) -> Result<Result<Completion, Rejection>, LlmStageError> {
     match gateway.complete(request).await {
         Ok(c) => Ok(Ok(c)),
-        Err(e) if e.is_fatal() => Err(LlmStageError::Gateway {
-            stage: request.stage,
-            source: e,
-        }),
+        Err(e) if e.is_fatal() => Err(LlmStageError::Gateway { stage: request.stage, source: e }),
         Err(e) => Ok(Err(Rejection {
             item: request.item.clone(),
             model: request.model.clone(),
             key: Some(request.key()),
-            reason: RejectReason::Llm {
-                failure: e.to_failure(),
-            },
+            reason: RejectReason::Llm { failure: e.to_failure() },
         })),
     }
 }
@@ -592,22 +558,14 @@ pub fn json_text(
     allow_empty: bool,
     clean: bool,
 ) -> Result<String, RejectReason> {
-    let raw =
-        value
-            .get(field)
-            .and_then(|v| v.as_str())
-            .ok_or_else(|| RejectReason::MissingField {
-                field: field.to_owned(),
-            })?;
-    let text = if clean {
-        super::text::clean_markdown(raw)
-    } else {
-        raw.trim_matches('\n').to_owned()
-    };
+    let raw = value
+        .get(field)
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| RejectReason::MissingField { field: field.to_owned() })?;
+    let text =
+        if clean { super::text::clean_markdown(raw) } else { raw.trim_matches('\n').to_owned() };
     if text.trim().is_empty() && !allow_empty {
-        return Err(RejectReason::EmptyField {
-            field: field.to_owned(),
-        });
+        return Err(RejectReason::EmptyField { field: field.to_owned() });
     }
     Ok(text)
 }
@@ -619,9 +577,7 @@ pub fn json_answer(text: &str) -> Result<serde_json::Value, RejectReason> {
 
 /// Is the answer JSON that follows `schema`?
 pub fn follows_schema(text: &str, schema: &JsonSchema) -> Result<(), RejectReason> {
-    schema
-        .validate(&json_answer(text)?)
-        .map_err(|detail| RejectReason::Schema { detail })
+    schema.validate(&json_answer(text)?).map_err(|detail| RejectReason::Schema { detail })
 }
 
 #[cfg(test)]
@@ -657,15 +613,10 @@ mod tests {
             RejectReason::NoQueries,
             RejectReason::Repeat,
             RejectReason::Schema { detail: "d".into() },
-            RejectReason::TestCount {
-                expected: 1,
-                got: 2,
-            },
+            RejectReason::TestCount { expected: 1, got: 2 },
         ];
-        for kind in failures
-            .iter()
-            .map(|k| k.as_str())
-            .chain(reasons.iter().map(RejectReason::kind))
+        for kind in
+            failures.iter().map(|k| k.as_str()).chain(reasons.iter().map(RejectReason::kind))
         {
             assert!(REASON_KINDS.contains(&kind), "`{kind}` is not listed");
         }
@@ -678,10 +629,7 @@ mod tests {
         let stopped = |item: &str| {
             Err(LlmStageError::Gateway {
                 stage,
-                source: LlmError::Stopped {
-                    stage,
-                    item: item.into(),
-                },
+                source: LlmError::Stopped { stage, item: item.into() },
             })
         };
         let refused = Err(LlmStageError::Gateway {

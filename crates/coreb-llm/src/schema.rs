@@ -62,10 +62,9 @@ impl StructuredOutput {
                 ),
                 None,
             ),
-            StructuredOutput::JsonObjectSchema => (
-                Some(serde_json::json!({"type": "json_object", "schema": schema.value})),
-                None,
-            ),
+            StructuredOutput::JsonObjectSchema => {
+                (Some(serde_json::json!({"type": "json_object", "schema": schema.value})), None)
+            }
             StructuredOutput::GuidedJson => (None, Some(schema.value.clone())),
             StructuredOutput::None => (None, None),
         }
@@ -100,9 +99,7 @@ const KEYWORDS: &[&str] = &[
     "title",
     "description",
 ];
-const TYPES: &[&str] = &[
-    "object", "array", "string", "number", "integer", "boolean", "null",
-];
+const TYPES: &[&str] = &["object", "array", "string", "number", "integer", "boolean", "null"];
 
 impl JsonSchema {
     /// Parse a schema file's text (`path` names it in errors) and check that it uses only the
@@ -111,11 +108,7 @@ impl JsonSchema {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| format!("`{}`: not JSON: {e}", path.display()))?;
         check_schema(&value, "").map_err(|e| format!("`{}`: {e}", path.display()))?;
-        Ok(JsonSchema {
-            name: name.to_owned(),
-            value,
-            sha256: sha256_hex(text.as_bytes()),
-        })
+        Ok(JsonSchema { name: name.to_owned(), value, sha256: sha256_hex(text.as_bytes()) })
     }
 
     /// Does `answer` follow the schema? The error names the first place that does not
@@ -161,9 +154,7 @@ fn check_schema(schema: &Value, at: &str) -> Result<(), String> {
         check_schema(items, &format!("{at}/items"))?;
     }
     if let Some(required) = map.get("required") {
-        let names = required
-            .as_array()
-            .filter(|a| a.iter().all(Value::is_string));
+        let names = required.as_array().filter(|a| a.iter().all(Value::is_string));
         let Some(names) = names else {
             return Err(format!("`{at}/required`: must be a list of property names"));
         };
@@ -173,18 +164,11 @@ fn check_schema(schema: &Value, at: &str) -> Result<(), String> {
             .filter_map(Value::as_str)
             .find(|n| !props.is_some_and(|p| p.contains_key(*n)))
         {
-            return Err(format!(
-                "`{at}/required`: `{missing}` is not among the `properties`"
-            ));
+            return Err(format!("`{at}/required`: `{missing}` is not among the `properties`"));
         }
     }
-    if map
-        .get("additionalProperties")
-        .is_some_and(|v| !v.is_boolean())
-    {
-        return Err(format!(
-            "`{at}/additionalProperties`: only `true` or `false` is supported"
-        ));
+    if map.get("additionalProperties").is_some_and(|v| !v.is_boolean()) {
+        return Err(format!("`{at}/additionalProperties`: only `true` or `false` is supported"));
     }
     if map.get("enum").is_some_and(|v| !v.is_array()) {
         return Err(format!("`{at}/enum`: must be a list"));
@@ -227,17 +211,11 @@ fn validate(schema: &Value, value: &Value, at: &mut String) -> Result<(), String
     if let Some(options) = s.get("enum").and_then(Value::as_array)
         && !options.contains(value)
     {
-        return fail(
-            at,
-            format!("{value} is not one of {}", Value::Array(options.clone())),
-        );
+        return fail(at, format!("{value} is not one of {}", Value::Array(options.clone())));
     }
     match value {
         Value::Object(obj) => {
-            let props = s
-                .get("properties")
-                .and_then(Value::as_object)
-                .unwrap_or(&empty);
+            let props = s.get("properties").and_then(Value::as_object).unwrap_or(&empty);
             for name in s
                 .get("required")
                 .and_then(Value::as_array)
@@ -321,14 +299,8 @@ mod tests {
         );
         let err = |v: Value| s.validate(&v).unwrap_err();
         assert_eq!(err(json!([])), "`/`: expected object, found array");
-        assert_eq!(
-            err(json!({"tests": []})),
-            "`/`: required property `title` is missing"
-        );
-        assert_eq!(
-            err(json!({"title": "", "tests": []})),
-            "`/title`: 0 characters, fewer than 1"
-        );
+        assert_eq!(err(json!({"tests": []})), "`/`: required property `title` is missing");
+        assert_eq!(err(json!({"title": "", "tests": []})), "`/title`: 0 characters, fewer than 1");
         assert_eq!(
             err(json!({"title": "x", "tests": [{"input": 5}]})),
             "`/tests/0/input`: expected string, found integer"
@@ -373,11 +345,7 @@ mod tests {
                 .contains("only `true` or `false`")
         );
         assert!(bad(json!({"properties": {}})).contains("`type` is missing"));
-        assert!(
-            JsonSchema::parse("t", Path::new("t"), "{")
-                .unwrap_err()
-                .contains("not JSON")
-        );
+        assert!(JsonSchema::parse("t", Path::new("t"), "{").unwrap_err().contains("not JSON"));
     }
 
     #[test]
@@ -391,15 +359,9 @@ mod tests {
         assert!(guided.is_none());
         assert_eq!(
             StructuredOutput::JsonObjectSchema.wire(&s),
-            (
-                Some(json!({"type": "json_object", "schema": s.value})),
-                None
-            )
+            (Some(json!({"type": "json_object", "schema": s.value})), None)
         );
-        assert_eq!(
-            StructuredOutput::GuidedJson.wire(&s),
-            (None, Some(s.value.clone()))
-        );
+        assert_eq!(StructuredOutput::GuidedJson.wire(&s), (None, Some(s.value.clone())));
         assert_eq!(StructuredOutput::None.wire(&s), (None, None));
         let parsed: StructuredOutput = serde_json::from_str("\"json_object_schema\"").unwrap();
         assert_eq!(parsed, StructuredOutput::JsonObjectSchema);

@@ -237,11 +237,7 @@ impl ResponseStore {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => {
-                return Err(StoreError::Io {
-                    action: "reading",
-                    path,
-                    source,
-                });
+                return Err(StoreError::Io { action: "reading", path, source });
             }
         };
         let entry = parse_entry(&bytes, &path, None)?;
@@ -267,13 +263,8 @@ impl ResponseStore {
     pub fn put(&self, entry: &StoreEntry) -> Result<(), StoreError> {
         let path = self.path_of(&entry.key);
         check_key(entry, &path, None)?;
-        coreb_base::durable::write(&path, entry_text(entry).as_bytes()).map_err(|source| {
-            StoreError::Io {
-                action: "writing",
-                path: path.clone(),
-                source,
-            }
-        })
+        coreb_base::durable::write(&path, entry_text(entry).as_bytes())
+            .map_err(|source| StoreError::Io { action: "writing", path: path.clone(), source })
     }
 
     /// Record (or, with `None`, clear) why a stage rejected the answer stored under `key`.
@@ -386,10 +377,7 @@ impl ResponseStore {
             stats.entries += 1;
             stats.bytes += bytes.len() as u64;
             *stats.per_stage.entry(entry.stage.to_string()).or_default() += 1;
-            *stats
-                .per_model
-                .entry(entry.request.model.clone())
-                .or_default() += 1;
+            *stats.per_model.entry(entry.request.model.clone()).or_default() += 1;
             *stats
                 .per_finish_reason
                 .entry(finish_name(&entry.response.finish_reason))
@@ -406,11 +394,7 @@ impl ResponseStore {
     /// Write every entry, sorted by key, as one compact JSON object per line. Returns the
     /// number written. The output is written atomically too.
     pub fn export(&self, out: &Path) -> Result<u64, StoreError> {
-        let io = |action, source| StoreError::Io {
-            action,
-            path: out.to_owned(),
-            source,
-        };
+        let io = |action, source| StoreError::Io { action, path: out.to_owned(), source };
         let mut writer =
             coreb_base::durable::AtomicFile::create(out).map_err(|e| io("creating", e))?;
         let mut n = 0;
@@ -471,19 +455,15 @@ impl ResponseStore {
     fn files(&self) -> Result<Vec<(PathBuf, String)>, StoreError> {
         let read_dir = |path: &Path| -> Result<Vec<std::fs::DirEntry>, StoreError> {
             match std::fs::read_dir(path) {
-                Ok(rd) => rd
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|source| StoreError::Io {
-                        action: "listing",
-                        path: path.to_owned(),
-                        source,
-                    }),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-                Err(source) => Err(StoreError::Io {
+                Ok(rd) => rd.collect::<Result<Vec<_>, _>>().map_err(|source| StoreError::Io {
                     action: "listing",
                     path: path.to_owned(),
                     source,
                 }),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+                Err(source) => {
+                    Err(StoreError::Io { action: "listing", path: path.to_owned(), source })
+                }
             }
         };
         let mut out = Vec::new();
@@ -543,10 +523,7 @@ fn check_key(entry: &StoreEntry, path: &Path, line: Option<usize>) -> Result<(),
         return Err(StoreError::Inconsistent {
             path: path.to_owned(),
             line,
-            problem: format!(
-                "key `{}` is not the sha256 of its request (`{computed}`)",
-                entry.key
-            ),
+            problem: format!("key `{}` is not the sha256 of its request (`{computed}`)", entry.key),
         });
     }
     Ok(())
@@ -569,10 +546,7 @@ mod tests {
             stage: LlmStage::Queries,
             item: format!("lcb_{i}"),
             model: "m".into(),
-            messages: vec![ChatMessage {
-                role: Role::User,
-                content: format!("q{i}"),
-            }],
+            messages: vec![ChatMessage { role: Role::User, content: format!("q{i}") }],
             params: SamplingParams::default(),
             sample: 0,
             prompt_sha256: "p".into(),
@@ -584,10 +558,7 @@ mod tests {
             StoredResponse {
                 text: format!("answer {i}"),
                 finish_reason: FinishReason::Stop,
-                usage: TokenUsage {
-                    prompt_tokens: 3,
-                    completion_tokens: 2,
-                },
+                usage: TokenUsage { prompt_tokens: 3, completion_tokens: 2 },
                 provenance: Default::default(),
             },
         )
@@ -609,14 +580,7 @@ mod tests {
             "{text}"
         );
         let stats = store.stats().unwrap();
-        assert_eq!(
-            (
-                stats.entries,
-                stats.prompt_tokens,
-                stats.per_stage["queries"]
-            ),
-            (5, 15, 5)
-        );
+        assert_eq!((stats.entries, stats.prompt_tokens, stats.per_stage["queries"]), (5, 15, 5));
 
         let out = dir.path().join("x.jsonl");
         assert_eq!(store.export(&out).unwrap(), 5);
@@ -636,17 +600,11 @@ mod tests {
         store.put(&e).unwrap();
         let mut wrong = entry(2);
         wrong.request.sample = 9; // key no longer matches the request
-        assert!(matches!(
-            store.put(&wrong),
-            Err(StoreError::Inconsistent { .. })
-        ));
+        assert!(matches!(store.put(&wrong), Err(StoreError::Inconsistent { .. })));
         // A half-written file under a temporary name is invisible to readers.
         let shard = store.path_of(&e.key).parent().unwrap().to_owned();
-        std::fs::write(
-            shard.join(format!(".{}.1.0.tmp", entry(4).key)),
-            "{\"format\": \"coreb",
-        )
-        .unwrap();
+        std::fs::write(shard.join(format!(".{}.1.0.tmp", entry(4).key)), "{\"format\": \"coreb")
+            .unwrap();
         assert!(store.get(&entry(4).key).unwrap().is_none());
         // A truncated entry under its real name is an error naming the file.
         let bad = store.path_of(&entry(5).key);
@@ -655,10 +613,7 @@ mod tests {
         let err = store.get(&entry(5).key).unwrap_err().to_string();
         assert!(err.contains(&entry(5).key), "{err}");
         let stats = store.stats().unwrap();
-        assert_eq!(
-            (stats.entries, stats.temporary_files, stats.invalid.len()),
-            (1, 1, 1)
-        );
+        assert_eq!((stats.entries, stats.temporary_files, stats.invalid.len()), (1, 1, 1));
     }
 
     #[test]
@@ -669,23 +624,14 @@ mod tests {
             store.put(&entry(i)).unwrap();
         }
         let plain = std::fs::read_to_string(store.path_of(&entry(0).key)).unwrap();
-        assert!(
-            !plain.contains("rejected"),
-            "an answer in use keeps its byte form"
-        );
+        assert!(!plain.contains("rejected"), "an answer in use keeps its byte form");
         let schema = StoredRejection {
             kind: "schema".into(),
             detail: "`/`: required property `statement` is missing".into(),
         };
+        assert!(store.set_rejected(&entry(1).key, Some(schema.clone())).unwrap());
         assert!(
-            store
-                .set_rejected(&entry(1).key, Some(schema.clone()))
-                .unwrap()
-        );
-        assert!(
-            !store
-                .set_rejected(&entry(1).key, Some(schema.clone()))
-                .unwrap(),
+            !store.set_rejected(&entry(1).key, Some(schema.clone())).unwrap(),
             "unchanged: not written again"
         );
         assert!(
@@ -699,17 +645,9 @@ mod tests {
                 )
                 .unwrap()
         );
-        assert!(
-            !store
-                .set_rejected(&"0".repeat(64), Some(schema.clone()))
-                .unwrap()
-        );
+        assert!(!store.set_rejected(&"0".repeat(64), Some(schema.clone())).unwrap());
         // Cleared again when a stage uses it after all.
-        assert!(
-            store
-                .set_rejected(&entry(3).key, Some(schema.clone()))
-                .unwrap()
-        );
+        assert!(store.set_rejected(&entry(3).key, Some(schema.clone())).unwrap());
         assert!(store.set_rejected(&entry(3).key, None).unwrap());
         assert_eq!(
             std::fs::read_to_string(store.path_of(&entry(3).key)).unwrap(),
@@ -719,10 +657,7 @@ mod tests {
         let mut cut = entry(4);
         cut.response.finish_reason = FinishReason::Length;
         store.put(&cut).unwrap();
-        assert_eq!(
-            store.get(&entry(1).key).unwrap().unwrap().rejected,
-            Some(schema)
-        );
+        assert_eq!(store.get(&entry(1).key).unwrap().unwrap().rejected, Some(schema));
         let stats = store.stats().unwrap();
         assert_eq!(
             stats.unusable,
@@ -733,24 +668,15 @@ mod tests {
             ])
         );
 
-        let kinds = |p: &[Pruned]| {
-            p.iter()
-                .map(|p| (p.item.clone(), p.kind.clone()))
-                .collect::<Vec<_>>()
-        };
-        let only_schema = PruneFilter {
-            reason: Some("schema".into()),
-            ..PruneFilter::default()
-        };
+        let kinds =
+            |p: &[Pruned]| p.iter().map(|p| (p.item.clone(), p.kind.clone())).collect::<Vec<_>>();
+        let only_schema = PruneFilter { reason: Some("schema".into()), ..PruneFilter::default() };
         assert_eq!(
             kinds(&store.prune(&only_schema, true).unwrap()),
             [("lcb_1".to_owned(), "schema".to_owned())]
         );
         assert_eq!(store.keys().unwrap().len(), 6, "a dry run removes nothing");
-        let other_stage = PruneFilter {
-            stage: Some(LlmStage::Rewrite),
-            ..PruneFilter::default()
-        };
+        let other_stage = PruneFilter { stage: Some(LlmStage::Rewrite), ..PruneFilter::default() };
         assert!(store.prune(&other_stage, false).unwrap().is_empty());
         let mut all = kinds(&store.prune(&PruneFilter::default(), false).unwrap());
         all.sort();
@@ -763,11 +689,6 @@ mod tests {
             ]
         );
         assert_eq!(store.keys().unwrap().len(), 3, "answers in use stay");
-        assert!(
-            store
-                .prune(&PruneFilter::default(), false)
-                .unwrap()
-                .is_empty()
-        );
+        assert!(store.prune(&PruneFilter::default(), false).unwrap().is_empty());
     }
 }

@@ -98,28 +98,19 @@ pub fn extract_code(text: &str) -> String {
     } else {
         text
     };
-    let code = first_fence(code)
-        .filter(|_| code.trim_start().starts_with("```"))
-        .unwrap_or(code);
+    let code = first_fence(code).filter(|_| code.trim_start().starts_with("```")).unwrap_or(code);
     let mut out = code.trim_matches(|c| c == '\n' || c == '\r').to_owned();
     if !out.is_empty() {
         out.push('\n');
     }
-    if out.trim().is_empty() {
-        String::new()
-    } else {
-        out
-    }
+    if out.trim().is_empty() { String::new() } else { out }
 }
 
 fn first_fence(text: &str) -> Option<&str> {
     static FENCE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?s)```[A-Za-z0-9_+#.-]*[ \t]*\r?\n(.*?)(?:```|\z)").expect("fence regex")
     });
-    FENCE
-        .captures(text)
-        .and_then(|c| c.get(1))
-        .map(|m| m.as_str())
+    FENCE.captures(text).and_then(|c| c.get(1)).map(|m| m.as_str())
 }
 
 /// Strip markdown headers and formatting artefacts from prose: leading `#` header marks,
@@ -164,10 +155,7 @@ mod tests {
     #[test]
     fn json_in_prose_and_fences() {
         assert_eq!(extract_json("{\"a\": 1}").unwrap()["a"], 1);
-        assert_eq!(
-            extract_json("Sure!\n```json\n{\"a\": 2}\n```\nDone").unwrap()["a"],
-            2
-        );
+        assert_eq!(extract_json("Sure!\n```json\n{\"a\": 2}\n```\nDone").unwrap()["a"], 2);
         assert_eq!(extract_json("Here: [\"x\", \"y\"] ok").unwrap()[1], "y");
         assert!(extract_json("no json here").is_err());
     }
@@ -198,10 +186,7 @@ mod tests {
             ),
             "#include <bits/stdc++.h>\nint main(){}\n"
         );
-        assert_eq!(
-            extract_code("<code>\n```python\nprint(2)\n```\n</code>"),
-            "print(2)\n"
-        );
+        assert_eq!(extract_code("<code>\n```python\nprint(2)\n```\n</code>"), "print(2)\n");
         assert_eq!(extract_code("print(3)"), "print(3)\n");
         assert_eq!(extract_code("<code>\n  \n</code>"), "");
     }
@@ -211,10 +196,7 @@ mod tests {
         let s = clean_markdown(
             "Title: x\n## Problem\n\nYou are **given** an array.\n\n\n\n---\n### Input\n`n` numbers",
         );
-        assert_eq!(
-            s,
-            "x\nProblem\n\nYou are given an array.\n\nInput\n`n` numbers"
-        );
+        assert_eq!(s, "x\nProblem\n\nYou are given an array.\n\nInput\n`n` numbers");
         assert_eq!(clean_markdown("```\nplain\n```"), "plain");
         assert_eq!(word_count(" a b\nc "), 3);
     }

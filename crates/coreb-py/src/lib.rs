@@ -58,9 +58,7 @@ impl RelevanceEvaluator {
             out
         };
         if measures.is_empty() {
-            return Err(value_error(
-                "measures: none given (trec_eval's default is `official`)",
-            ));
+            return Err(value_error("measures: none given (trec_eval's default is `official`)"));
         }
         // pytrec_eval's reading: `{"P.5", "P.10"}` is both cut-offs, as `{"P.5,10"}` is.
         let measures = pytrec_measures(&measures).map_err(value_error)?;

@@ -66,10 +66,7 @@ fn main() {
         );
     };
     measure("bare", &|| {
-        let status = Command::new(&cmd[0])
-            .args(&cmd[1..])
-            .status()
-            .expect("bare run");
+        let status = Command::new(&cmd[0]).args(&cmd[1..]).status().expect("bare run");
         assert!(status.success() || cmd[0] != "/bin/true");
     });
     measure("sandboxed", &|| {

@@ -39,11 +39,7 @@ impl BusySlots {
     /// `n` slots (at least one).
     pub fn new(n: usize) -> BusySlots {
         let n = n.max(1);
-        BusySlots {
-            free: Mutex::new(n),
-            freed: Condvar::new(),
-            capacity: n,
-        }
+        BusySlots { free: Mutex::new(n), freed: Condvar::new(), capacity: n }
     }
 
     /// How many runs may be busy at once.
@@ -55,16 +51,10 @@ impl BusySlots {
     pub(crate) fn take(&self) -> Slot<'_> {
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
         while *free == 0 {
-            free = self
-                .freed
-                .wait(free)
-                .unwrap_or_else(PoisonError::into_inner);
+            free = self.freed.wait(free).unwrap_or_else(PoisonError::into_inner);
         }
         *free -= 1;
-        Slot {
-            slots: self,
-            held: true,
-        }
+        Slot { slots: self, held: true }
     }
 }
 
@@ -78,11 +68,7 @@ pub(crate) struct Slot<'a> {
 impl Slot<'_> {
     fn give_back(&mut self) {
         if std::mem::take(&mut self.held) {
-            *self
-                .slots
-                .free
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) += 1;
+            *self.slots.free.lock().unwrap_or_else(PoisonError::into_inner) += 1;
             self.slots.freed.notify_one();
         }
     }
@@ -109,13 +95,7 @@ impl<'a> IdleWatch<'a> {
     pub(crate) fn new(slot: Slot<'a>, init: libc::pid_t, start: Instant) -> IdleWatch<'a> {
         let per_tick_ms = 1000.0 / crate::sys::clock_ticks_per_second() as f64;
         let idle_ticks = (WINDOW.as_millis() as f64 * IDLE_SHARE / per_tick_ms).floor() as u64;
-        IdleWatch {
-            slot,
-            init,
-            next: start + WINDOW,
-            last_ticks: None,
-            idle_ticks,
-        }
+        IdleWatch { slot, init, next: start + WINDOW, last_ticks: None, idle_ticks }
     }
 
     /// When the poll loop should wake for the next look (none once the slot is back).
@@ -130,13 +110,8 @@ impl<'a> IdleWatch<'a> {
         }
         let tree = tree_cpu(self.init);
         let ticks = tree.map(|t| t.ticks);
-        if let (
-            Some(before),
-            Some(TreeCpu {
-                ticks: now_ticks,
-                runnable: false,
-            }),
-        ) = (self.last_ticks, tree)
+        if let (Some(before), Some(TreeCpu { ticks: now_ticks, runnable: false })) =
+            (self.last_ticks, tree)
             && now_ticks.saturating_sub(before) <= self.idle_ticks
         {
             self.slot.give_back();
@@ -167,10 +142,7 @@ struct TreeCpu {
 
 /// [`TreeCpu`] of `root` and every live descendant; `None` when `root` cannot be read.
 fn tree_cpu(root: libc::pid_t) -> Option<TreeCpu> {
-    let mut total = TreeCpu {
-        ticks: 0,
-        runnable: false,
-    };
+    let mut total = TreeCpu { ticks: 0, runnable: false };
     let mut queue = vec![root];
     let mut seen = 0usize;
     while let Some(pid) = queue.pop() {
@@ -179,10 +151,8 @@ fn tree_cpu(root: libc::pid_t) -> Option<TreeCpu> {
             break;
         }
         // A process that ended between two reads is in its parent's reaped figures.
-        let Some(process) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .as_deref()
-            .and_then(stat_cpu)
+        let Some(process) =
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().as_deref().and_then(stat_cpu)
         else {
             if pid == root {
                 return None;
@@ -205,8 +175,7 @@ fn tree_cpu(root: libc::pid_t) -> Option<TreeCpu> {
             }
             if let Ok(text) = std::fs::read_to_string(path.join("children")) {
                 queue.extend(
-                    text.split_ascii_whitespace()
-                        .filter_map(|p| p.parse::<libc::pid_t>().ok()),
+                    text.split_ascii_whitespace().filter_map(|p| p.parse::<libc::pid_t>().ok()),
                 );
             }
         }
@@ -221,17 +190,10 @@ fn stat_cpu(stat: &str) -> Option<TreeCpu> {
     // After the name: state (field 3) … utime (14), stime (15), cutime (16), cstime (17).
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
     let field = |n: usize| -> Option<u64> {
-        fields
-            .get(n - 3)?
-            .parse::<i64>()
-            .ok()
-            .map(|v| v.max(0) as u64)
+        fields.get(n - 3)?.parse::<i64>().ok().map(|v| v.max(0) as u64)
     };
     let ticks = field(14)? + field(15)? + field(16)? + field(17)?;
-    Some(TreeCpu {
-        ticks,
-        runnable: fields.first() == Some(&"R"),
-    })
+    Some(TreeCpu { ticks, runnable: fields.first() == Some(&"R") })
 }
 
 #[cfg(test)]
@@ -241,19 +203,10 @@ mod tests {
     #[test]
     fn stat_fields_are_read_after_the_name() {
         let line = "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 7 3 2 1 20 0 1 0 123 4096 100 18446744073709551615";
-        assert_eq!(
-            stat_cpu(line),
-            Some(TreeCpu {
-                ticks: 7 + 3 + 2 + 1,
-                runnable: false
-            })
-        );
+        assert_eq!(stat_cpu(line), Some(TreeCpu { ticks: 7 + 3 + 2 + 1, runnable: false }));
         assert_eq!(
             stat_cpu(&line.replace(") S 1", ") R 1")),
-            Some(TreeCpu {
-                ticks: 13,
-                runnable: true
-            })
+            Some(TreeCpu { ticks: 13, runnable: true })
         );
         assert_eq!(stat_cpu("4242 (x) S 1"), None);
         assert_eq!(stat_cpu("garbage"), None);
@@ -261,10 +214,7 @@ mod tests {
 
     #[test]
     fn a_sleeping_tree_is_idle_and_a_spinning_thread_is_seen() {
-        let mut sleeper = std::process::Command::new("sleep")
-            .arg("5")
-            .spawn()
-            .unwrap();
+        let mut sleeper = std::process::Command::new("sleep").arg("5").spawn().unwrap();
         // Until it has started and gone to sleep (a loaded machine may take a while).
         let pid = sleeper.id() as libc::pid_t;
         let mut tree = tree_cpu(pid).unwrap();
@@ -281,17 +231,11 @@ mod tests {
         // This process: the thread running this test is runnable, whatever its leader does;
         // the child is found below it.
         let me = std::process::id() as libc::pid_t;
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .unwrap();
+        let mut child =
+            std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
         // What the tree counts beyond this process's own ticks is the child's: 10 ticks are
         // 100 ms on an idle core, longer where other work shares the cores.
-        let own = || {
-            stat_cpu(&std::fs::read_to_string("/proc/self/stat").unwrap())
-                .unwrap()
-                .ticks
-        };
+        let own = || stat_cpu(&std::fs::read_to_string("/proc/self/stat").unwrap()).unwrap().ticks;
         let mut with_child = tree_cpu(me).unwrap();
         for _ in 0..400 {
             if with_child.ticks.saturating_sub(own()) >= 10 {

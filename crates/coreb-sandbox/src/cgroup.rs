@@ -105,11 +105,8 @@ fn parse_proc_cgroup(text: &str) -> Vec<(String, Vec<String>, PathBuf)> {
         .filter_map(|l| {
             let mut parts = l.splitn(3, ':');
             let (id, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-            let controllers = controllers
-                .split(',')
-                .filter(|c| !c.is_empty())
-                .map(str::to_owned)
-                .collect();
+            let controllers =
+                controllers.split(',').filter(|c| !c.is_empty()).map(str::to_owned).collect();
             Some((id.to_owned(), controllers, PathBuf::from(path)))
         })
         .collect()
@@ -142,11 +139,7 @@ pub(crate) fn locate(
     let v2_parent = match parent {
         Some(p) => Some(p.to_owned()),
         None => unified.and_then(|m| {
-            let own = membership
-                .iter()
-                .find(|(id, c, _)| id == "0" && c.is_empty())?
-                .2
-                .clone();
+            let own = membership.iter().find(|(id, c, _)| id == "0" && c.is_empty())?.2.clone();
             host_dir(m, own.parent()?)
         }),
     };
@@ -163,10 +156,7 @@ pub(crate) fn locate(
         let mount = mounts
             .iter()
             .find(|m| m.fstype == "cgroup" && m.super_options.iter().any(|o| o == controller))?;
-        let own = &membership
-            .iter()
-            .find(|(_, c, _)| c.iter().any(|x| x == controller))?
-            .2;
+        let own = &membership.iter().find(|(_, c, _)| c.iter().any(|x| x == controller))?.2;
         let dir = host_dir(mount, own)?;
         dir.join("cgroup.procs").exists().then_some(dir)
     };
@@ -174,10 +164,7 @@ pub(crate) fn locate(
     if !memory.join("memory.limit_in_bytes").exists() {
         return None;
     }
-    Some(Hierarchy::V1 {
-        memory,
-        pids: v1("pids"),
-    })
+    Some(Hierarchy::V1 { memory, pids: v1("pids") })
 }
 
 /// Numbers run cgroups within this process.
@@ -192,13 +179,7 @@ const PREFIX: &str = "coreb-run-";
 fn pid_namespace() -> u64 {
     std::fs::read_link("/proc/self/ns/pid")
         .ok()
-        .and_then(|l| {
-            l.to_str()?
-                .strip_prefix("pid:[")?
-                .strip_suffix(']')?
-                .parse()
-                .ok()
-        })
+        .and_then(|l| l.to_str()?.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok())
         .unwrap_or(0)
 }
 
@@ -248,9 +229,9 @@ impl Cgroups {
     fn parents(&self) -> Vec<PathBuf> {
         match &self.hierarchy {
             Hierarchy::V2 { parent } => vec![parent.clone()],
-            Hierarchy::V1 { memory, pids } => std::iter::once(memory.clone())
-                .chain(pids.clone())
-                .collect(),
+            Hierarchy::V1 { memory, pids } => {
+                std::iter::once(memory.clone()).chain(pids.clone()).collect()
+            }
         }
     }
 
@@ -258,18 +239,10 @@ impl Cgroups {
     pub(crate) fn create(&self, memory_bytes: u64, processes: u64) -> std::io::Result<RunCgroup> {
         let namespace = pid_namespace();
         let dirs = make_own_dirs(&self.parents(), || {
-            run_name(
-                namespace,
-                std::process::id(),
-                NEXT.fetch_add(1, Ordering::Relaxed),
-            )
+            run_name(namespace, std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
         })?;
         // Removed when dropped, if a step below fails.
-        let mut run = RunCgroup {
-            dirs,
-            procs: Vec::new(),
-            hierarchy: self.hierarchy.clone(),
-        };
+        let mut run = RunCgroup { dirs, procs: Vec::new(), hierarchy: self.hierarchy.clone() };
         let bytes = memory_bytes.to_string();
         let procs = processes.to_string();
         match &self.hierarchy {
@@ -292,10 +265,7 @@ impl Cgroups {
         }
         for dir in &run.dirs {
             run.procs.push(
-                fs_err::OpenOptions::new()
-                    .write(true)
-                    .open(dir.join("cgroup.procs"))?
-                    .into(),
+                fs_err::OpenOptions::new().write(true).open(dir.join("cgroup.procs"))?.into(),
             );
         }
         Ok(run)
@@ -308,11 +278,7 @@ fn write(path: &Path, value: &str) -> std::io::Result<()> {
 }
 
 fn write_if_present(path: &Path, value: &str) -> std::io::Result<()> {
-    if path.exists() {
-        write(path, value)
-    } else {
-        Ok(())
-    }
+    if path.exists() { write(path, value) } else { Ok(()) }
 }
 
 /// Make a directory of one new name under every parent, none of which existed: a name
@@ -349,10 +315,7 @@ fn make_own_dirs(
         std::io::ErrorKind::AlreadyExists,
         format!(
             "1,000 run cgroup names in a row were taken under {}",
-            parents
-                .first()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
+            parents.first().map(|p| p.display().to_string()).unwrap_or_default()
         ),
     ))
 }
@@ -391,8 +354,7 @@ pub(crate) struct CgroupReport {
 }
 
 fn key_value(text: &str, key: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+    text.lines().find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
 }
 
 impl RunCgroup {
@@ -452,20 +414,10 @@ mod tests {
     fn parses_mountinfo_and_membership() {
         let mounts = parse_mountinfo(HYBRID);
         assert_eq!(mounts.len(), 4);
-        assert_eq!(
-            mounts[1].mount_point,
-            PathBuf::from("/sys/fs/cgroup/memory")
-        );
+        assert_eq!(mounts[1].mount_point, PathBuf::from("/sys/fs/cgroup/memory"));
         assert_eq!(mounts[1].super_options, ["rw", "memory"]);
         let m = parse_proc_cgroup("4:memory:/process_api/abc\n8:pids:/\n0::/\n");
-        assert_eq!(
-            m[0],
-            (
-                "4".into(),
-                vec!["memory".into()],
-                PathBuf::from("/process_api/abc")
-            )
-        );
+        assert_eq!(m[0], ("4".into(), vec!["memory".into()], PathBuf::from("/process_api/abc")));
         assert_eq!(m[2], ("0".into(), vec![], PathBuf::from("/")));
     }
 
@@ -474,10 +426,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
         for (dir, files) in [
-            (
-                "memory/judges/me",
-                vec!["cgroup.procs", "memory.limit_in_bytes"],
-            ),
+            ("memory/judges/me", vec!["cgroup.procs", "memory.limit_in_bytes"]),
             ("pids", vec!["cgroup.procs"]),
             ("unified/service", vec!["cgroup.procs"]),
         ] {
@@ -500,9 +449,7 @@ mod tests {
         let (root, info) = fake("cpu memory pids\n");
         assert_eq!(
             locate(&info, membership, None, true),
-            Some(Hierarchy::V2 {
-                parent: root.path().join("unified")
-            })
+            Some(Hierarchy::V2 { parent: root.path().join("unified") })
         );
         // v2 without the controllers delegated: v1 memory (the judge's own cgroup) and pids.
         let (root, info) = fake("cpu\n");
@@ -526,10 +473,7 @@ mod tests {
     #[test]
     fn run_names_carry_their_judges_namespace_and_pid() {
         assert_eq!(run_name(4026531836, 1234, 7), "coreb-run-4026531836-1234-7");
-        assert_eq!(
-            owner("coreb-run-4026531836-1234-7"),
-            Some((4026531836, 1234))
-        );
+        assert_eq!(owner("coreb-run-4026531836-1234-7"), Some((4026531836, 1234)));
         // Earlier versions' names, other programs' cgroups: nobody's to remove.
         assert_eq!(owner("coreb-sandbox-1234-7"), None);
         assert_eq!(owner("coreb-sandbox-4026531836-1234-7"), None);
@@ -592,39 +536,21 @@ mod tests {
         )
         .unwrap();
         std::fs::write(d.join("memory.peak"), "2097152\n").unwrap();
-        std::fs::write(
-            d.join("memory.events"),
-            "low 0\nhigh 0\nmax 5\noom 1\noom_kill 0\n",
-        )
-        .unwrap();
+        std::fs::write(d.join("memory.events"), "low 0\nhigh 0\nmax 5\noom 1\noom_kill 0\n")
+            .unwrap();
         let v1 = RunCgroup {
             dirs: vec![d.clone()],
             procs: vec![],
-            hierarchy: Hierarchy::V1 {
-                memory: d.clone(),
-                pids: None,
-            },
+            hierarchy: Hierarchy::V1 { memory: d.clone(), pids: None },
         };
-        assert_eq!(
-            v1.report(),
-            CgroupReport {
-                peak_bytes: Some(1 << 20),
-                oom_killed: true
-            }
-        );
+        assert_eq!(v1.report(), CgroupReport { peak_bytes: Some(1 << 20), oom_killed: true });
         std::mem::forget(v1);
         let v2 = RunCgroup {
             dirs: vec![d.clone()],
             procs: vec![],
             hierarchy: Hierarchy::V2 { parent: d.clone() },
         };
-        assert_eq!(
-            v2.report(),
-            CgroupReport {
-                peak_bytes: Some(2 << 20),
-                oom_killed: false
-            }
-        );
+        assert_eq!(v2.report(), CgroupReport { peak_bytes: Some(2 << 20), oom_killed: false });
         std::mem::forget(v2);
     }
 }

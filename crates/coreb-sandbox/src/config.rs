@@ -103,12 +103,10 @@ impl Default for SandboxConfig {
             // a range with them would let them kill this judge's runs.
             uid_base: 1_991_000_000,
             uid_count: 256,
-            visible_paths: [
-                "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
-            ]
-            .into_iter()
-            .map(PathBuf::from)
-            .collect(),
+            visible_paths: ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
+                .into_iter()
+                .map(PathBuf::from)
+                .collect(),
             lock_dir: PathBuf::from("/run/coreb-sandbox"),
             cgroup: CgroupMode::Auto,
             cgroup_parent: None,
@@ -148,8 +146,7 @@ const OWN_PATHS: [&str; 4] = ["/proc", "/dev", "/tmp", "/sys"];
 impl SandboxConfig {
     /// The last uid of the pool.
     pub fn uid_last(&self) -> u32 {
-        self.uid_base
-            .saturating_add(self.uid_count.saturating_sub(1))
+        self.uid_base.saturating_add(self.uid_count.saturating_sub(1))
     }
 
     /// Check the pool and the allowlist against the system's accounts (see [`Accounts`]).
@@ -188,10 +185,7 @@ impl SandboxConfig {
                 ));
             }
         }
-        for (file, text) in [
-            ("/etc/passwd", &accounts.passwd),
-            ("/etc/group", &accounts.group),
-        ] {
+        for (file, text) in [("/etc/passwd", &accounts.passwd), ("/etc/group", &accounts.group)] {
             for line in text.lines() {
                 let mut fields = line.split(':');
                 let (Some(name), Some(_), Some(id)) = (fields.next(), fields.next(), fields.next())
@@ -208,10 +202,7 @@ impl SandboxConfig {
                 }
             }
         }
-        for (file, text) in [
-            ("/etc/subuid", &accounts.subuid),
-            ("/etc/subgid", &accounts.subgid),
-        ] {
+        for (file, text) in [("/etc/subuid", &accounts.subuid), ("/etc/subgid", &accounts.subgid)] {
             for line in text.lines() {
                 let mut fields = line.split(':');
                 let (Some(name), Some(start), Some(count)) =
@@ -249,18 +240,12 @@ impl SandboxConfig {
 
 fn check_visible(path: &Path) -> Result<(), SandboxError> {
     let bad = |why: &str| {
-        Err(SandboxError::Config(format!(
-            "`visible_paths`: `{}` {why}",
-            path.display()
-        )))
+        Err(SandboxError::Config(format!("`visible_paths`: `{}` {why}", path.display())))
     };
     if !path.is_absolute() {
         return bad("is not an absolute path");
     }
-    if path
-        .components()
-        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
-    {
+    if path.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
         return bad("holds `.` or `..`");
     }
     if path.parent().is_none() {
@@ -292,12 +277,8 @@ mod tests {
     }
 
     fn pool(base: u32, count: u32) -> Result<(), SandboxError> {
-        SandboxConfig {
-            uid_base: base,
-            uid_count: count,
-            ..SandboxConfig::default()
-        }
-        .validate(&accounts())
+        SandboxConfig { uid_base: base, uid_count: count, ..SandboxConfig::default() }
+            .validate(&accounts())
     }
 
     fn message(r: Result<(), SandboxError>) -> String {
@@ -307,9 +288,7 @@ mod tests {
     #[test]
     fn the_default_pool_is_valid() {
         pool(1_991_000_000, 256).unwrap();
-        SandboxConfig::default()
-            .validate(&Accounts::from_system())
-            .unwrap();
+        SandboxConfig::default().validate(&Accounts::from_system()).unwrap();
     }
 
     #[test]
@@ -333,11 +312,8 @@ mod tests {
     #[test]
     fn visible_paths_must_be_narrow_and_absolute() {
         let with = |p: &str| {
-            SandboxConfig {
-                visible_paths: vec![PathBuf::from(p)],
-                ..SandboxConfig::default()
-            }
-            .validate(&accounts())
+            SandboxConfig { visible_paths: vec![PathBuf::from(p)], ..SandboxConfig::default() }
+                .validate(&accounts())
         };
         assert!(message(with("/")).contains("whole filesystem"));
         assert!(message(with("usr")).contains("absolute"));

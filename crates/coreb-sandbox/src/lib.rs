@@ -331,16 +331,10 @@ impl Sandbox {
         let stage = tempfile::Builder::new()
             .prefix("coreb-sandbox-root-")
             .tempdir()
-            .map_err(|source| SandboxError::Io {
-                path: std::env::temp_dir(),
-                source,
-            })?;
+            .map_err(|source| SandboxError::Io { path: std::env::temp_dir(), source })?;
         let view = View::new(stage.path(), &config.visible_paths)?;
         let identity = if root {
-            Identity::UidPool {
-                uid_base: config.uid_base,
-                uid_last: config.uid_last(),
-            }
+            Identity::UidPool { uid_base: config.uid_base, uid_last: config.uid_last() }
         } else {
             Identity::UserNamespace
         };
@@ -393,10 +387,7 @@ impl Sandbox {
         let dir = tempfile::Builder::new()
             .prefix("coreb-sandbox-probe-")
             .tempdir()
-            .map_err(|source| SandboxError::Io {
-                path: std::env::temp_dir(),
-                source,
-            })?;
+            .map_err(|source| SandboxError::Io { path: std::env::temp_dir(), source })?;
         let probe = Program {
             argv: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()],
             env: vec![],
@@ -480,10 +471,7 @@ impl Sandbox {
         for dir in std::iter::once(program.dir).chain(program.cache) {
             if !dir.is_dir() {
                 let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory");
-                return Err(SandboxError::Io {
-                    path: dir.to_owned(),
-                    source,
-                });
+                return Err(SandboxError::Io { path: dir.to_owned(), source });
             }
         }
         let lease = match self.isolation.identity {
@@ -494,10 +482,7 @@ impl Sandbox {
         };
         let uid = lease.as_ref().map(|l| l.uid);
         let writable = program.access == DirAccess::Writable;
-        let io_err = |source| SandboxError::Io {
-            path: program.dir.to_owned(),
-            source,
-        };
+        let io_err = |source| SandboxError::Io { path: program.dir.to_owned(), source };
         if let (Some(uid), true) = (uid, writable) {
             sys::lchown(program.dir, uid, uid).map_err(io_err)?;
         }
@@ -521,25 +506,18 @@ impl Sandbox {
     ) -> Result<Outcome, SandboxError> {
         let cgroup = match &self.cgroups {
             Some(c) => {
-                let bytes = limits
-                    .memory_mb
-                    .saturating_add(limits.tmp_size_mb)
-                    .saturating_mul(1 << 20);
-                Some(
-                    c.create(bytes, limits.processes)
-                        .map_err(|source| SandboxError::Setup {
-                            step: "creating the run's cgroup".into(),
-                            source,
-                        })?,
-                )
+                let bytes =
+                    limits.memory_mb.saturating_add(limits.tmp_size_mb).saturating_mul(1 << 20);
+                Some(c.create(bytes, limits.processes).map_err(|source| SandboxError::Setup {
+                    step: "creating the run's cgroup".into(),
+                    source,
+                })?)
             }
             None => None,
         };
         let pipe = || {
-            sys::pipe().map_err(|source| SandboxError::Setup {
-                step: "creating pipes".into(),
-                source,
-            })
+            sys::pipe()
+                .map_err(|source| SandboxError::Setup { step: "creating pipes".into(), source })
         };
         let (stdin_r, stdin_w) = pipe()?;
         let (stdout_r, stdout_w) = pipe()?;
@@ -551,43 +529,26 @@ impl Sandbox {
         }
 
         let writable = program.access == DirAccess::Writable;
-        let run_steps = self.view.run_steps(
-            program.dir,
-            writable,
-            program.cache,
-            limits.tmp_size_mb,
-            uid,
-        )?;
+        let run_steps =
+            self.view.run_steps(program.dir, writable, program.cache, limits.tmp_size_mb, uid)?;
         let paths = exec_paths(argv0, program)?;
         let cgroup_fds = cgroup.as_ref().map(|c| c.procs_fds()).unwrap_or_default();
         let exec = Exec::new(
-            [
-                stdin_r.as_raw_fd(),
-                stdout_w.as_raw_fd(),
-                stderr_w.as_raw_fd(),
-            ],
+            [stdin_r.as_raw_fd(), stdout_w.as_raw_fd(), stderr_w.as_raw_fd()],
             cgroup_fds.clone(),
             self.rlimits(limits),
             uid,
             program.cache.is_some(),
             cstring(if writable { BOX_DIR } else { WORK_DIR })?,
             paths,
-            program
-                .argv
-                .iter()
-                .map(|a| cstring(a))
-                .collect::<Result<_, _>>()?,
+            program.argv.iter().map(|a| cstring(a)).collect::<Result<_, _>>()?,
             program
                 .env
                 .iter()
                 .map(|(k, v)| cstring(&format!("{k}={v}")))
                 .collect::<Result<_, _>>()?,
         );
-        let user = if uid.is_some() {
-            None
-        } else {
-            Some(user_maps()?)
-        };
+        let user = if uid.is_some() { None } else { Some(user_maps()?) };
         let sysctls = ipc_sysctls(limits)?;
         let mut keep: Vec<i32> = [
             stdin_r.as_raw_fd(),
@@ -615,9 +576,7 @@ impl Sandbox {
         let init = Init {
             namespaces,
             user,
-            reexec: plan
-                .as_ref()
-                .map(|(plan_r, _)| Reexec::new(plan_r.as_raw_fd())),
+            reexec: plan.as_ref().map(|(plan_r, _)| Reexec::new(plan_r.as_raw_fd())),
             keep,
             sync: sync_r.as_raw_fd(),
             report: report_w.as_raw_fd(),
@@ -679,10 +638,8 @@ impl Sandbox {
             step: "feeding and reading the program".into(),
             source,
         })?;
-        let (init_status, init_usage) = waited.map_err(|source| SandboxError::Setup {
-            step: "waiting for the run".into(),
-            source,
-        })?;
+        let (init_status, init_usage) = waited
+            .map_err(|source| SandboxError::Setup { step: "waiting for the run".into(), source })?;
         let cg: CgroupReport = cgroup.as_ref().map(|c| c.report()).unwrap_or_default();
         drop(cgroup);
 
@@ -690,15 +647,9 @@ impl Sandbox {
         if let Some(r) = report.filter(|r| r.kind == Report::FAILED) {
             let source = std::io::Error::from_raw_os_error(r.errno);
             if r.step == sys::step::EXEC {
-                return Err(SandboxError::Spawn {
-                    program: argv0.to_owned(),
-                    source,
-                });
+                return Err(SandboxError::Spawn { program: argv0.to_owned(), source });
             }
-            return Err(SandboxError::Setup {
-                step: self.describe_step(r.step, &init),
-                source,
-            });
+            return Err(SandboxError::Setup { step: self.describe_step(r.step, &init), source });
         }
         Ok(Outcome {
             gave_way,
@@ -834,10 +785,7 @@ fn user_maps() -> Result<UserMaps, SandboxError> {
 fn ipc_sysctls(limits: &Limits) -> Result<Vec<(CString, CString)>, SandboxError> {
     let shm_pages = limits.memory_mb.saturating_mul(256).max(1);
     [
-        (
-            "/proc/sys/kernel/shmmax",
-            limits.memory_mb.saturating_mul(1 << 20).to_string(),
-        ),
+        ("/proc/sys/kernel/shmmax", limits.memory_mb.saturating_mul(1 << 20).to_string()),
         ("/proc/sys/kernel/shmall", shm_pages.to_string()),
         ("/proc/sys/kernel/shmmni", "64".to_owned()),
         ("/proc/sys/kernel/msgmni", "16".to_owned()),
@@ -882,16 +830,9 @@ fn pump(
     }
     let mut stdin = (!input.is_empty()).then_some(stdin);
     let mut fed = 0usize;
-    let mut streams: [(Option<OwnedFd>, Vec<u8>); 3] = [
-        (Some(stdout), Vec::new()),
-        (Some(stderr), Vec::new()),
-        (Some(report), Vec::new()),
-    ];
-    let mut stopper = Stopper {
-        pid,
-        killed: None,
-        hard_kill_at: None,
-    };
+    let mut streams: [(Option<OwnedFd>, Vec<u8>); 3] =
+        [(Some(stdout), Vec::new()), (Some(stderr), Vec::new()), (Some(report), Vec::new())];
+    let mut stopper = Stopper { pid, killed: None, hard_kill_at: None };
     // Once init is gone, every writer of the pipes is gone too; this only guards against a
     // descriptor that leaked to another process anyway.
     let mut drain_until: Option<Instant> = None;
@@ -899,20 +840,12 @@ fn pump(
         let mut fds: Vec<libc::pollfd> = Vec::with_capacity(4);
         let mut who: Vec<usize> = Vec::with_capacity(4);
         if let Some(fd) = &stdin {
-            fds.push(libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: libc::POLLOUT,
-                revents: 0,
-            });
+            fds.push(libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLOUT, revents: 0 });
             who.push(3);
         }
         for (i, (fd, _)) in streams.iter().enumerate() {
             if let Some(fd) = fd {
-                fds.push(libc::pollfd {
-                    fd: fd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                });
+                fds.push(libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
                 who.push(i);
             }
         }
@@ -936,17 +869,12 @@ fn pump(
         let mut wake = match (stopper.killed, drain_until) {
             (_, Some(t)) => t,
             (None, None) => deadline,
-            (Some(_), None) => stopper
-                .hard_kill_at
-                .unwrap_or(now + Duration::from_secs(3600)),
+            (Some(_), None) => stopper.hard_kill_at.unwrap_or(now + Duration::from_secs(3600)),
         };
         if let Some(at) = watch.as_ref().and_then(|w| w.wake_at()) {
             wake = wake.min(at);
         }
-        let timeout = wake
-            .saturating_duration_since(now)
-            .as_millis()
-            .min(i32::MAX as u128) as i32;
+        let timeout = wake.saturating_duration_since(now).as_millis().min(i32::MAX as u128) as i32;
         match sys::poll(&mut fds, timeout) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -975,12 +903,7 @@ fn pump(
         }
     }
     let [(_, stdout), (_, stderr), (_, report)] = streams;
-    Ok(Pumped {
-        stdout,
-        stderr,
-        report,
-        killed: stopper.killed,
-    })
+    Ok(Pumped { stdout, stderr, report, killed: stopper.killed })
 }
 
 /// Bytes written to stdin or read from an output pipe at a time, at most.

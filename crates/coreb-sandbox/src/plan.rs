@@ -93,19 +93,14 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Plan> {
     let mut r = Reader(bytes);
     let keep = r.fds()?;
     let (sync, report) = (r.i32()?, r.i32()?);
-    let steps = (0..r.u32()?)
-        .map(|_| r.step())
-        .collect::<Option<Vec<_>>>()?;
+    let steps = (0..r.u32()?).map(|_| r.step()).collect::<Option<Vec<_>>>()?;
     let stage = r.str()?;
-    let sysctls = (0..r.u32()?)
-        .map(|_| Some((r.str()?, r.str()?)))
-        .collect::<Option<Vec<_>>>()?;
+    let sysctls = (0..r.u32()?).map(|_| Some((r.str()?, r.str()?))).collect::<Option<Vec<_>>>()?;
     let (slash, dot, statm) = (r.str()?, r.str()?, r.str()?);
     let stdio: [RawFd; 3] = r.fds()?.try_into().ok()?;
     let cgroup_procs = r.fds()?;
-    let rlimits = (0..r.u32()?)
-        .map(|_| Some((r.u32()?, r.u64()?, r.u64()?)))
-        .collect::<Option<Vec<_>>>()?;
+    let rlimits =
+        (0..r.u32()?).map(|_| Some((r.u32()?, r.u64()?, r.u64()?))).collect::<Option<Vec<_>>>()?;
     let uid = match r.i64()? {
         -1 => None,
         u => Some(u32::try_from(u).ok()?),
@@ -116,29 +111,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Plan> {
     if !r.0.is_empty() {
         return None;
     }
-    let exec = Exec::new(
-        stdio,
-        cgroup_procs,
-        rlimits,
-        uid,
-        open_umask,
-        cwd,
-        paths,
-        argv,
-        env,
-    );
-    Some(Plan {
-        keep,
-        sync,
-        report,
-        steps,
-        stage,
-        sysctls,
-        slash,
-        dot,
-        statm,
-        exec: Some(exec),
-    })
+    let exec = Exec::new(stdio, cgroup_procs, rlimits, uid, open_umask, cwd, paths, argv, env);
+    Some(Plan { keep, sync, report, steps, stage, sysctls, slash, dot, statm, exec: Some(exec) })
 }
 
 struct Writer(Vec<u8>);
@@ -178,11 +152,7 @@ impl Writer {
     }
     fn step(&mut self, s: &Step) {
         match s {
-            Step::Tmpfs {
-                target,
-                options,
-                noexec,
-            } => {
+            Step::Tmpfs { target, options, noexec } => {
                 self.u8(0);
                 self.str(target);
                 self.str(options);
@@ -207,11 +177,7 @@ impl Writer {
                 self.str(source);
                 self.str(target);
             }
-            Step::Seal {
-                target,
-                writable,
-                recursive,
-            } => {
+            Step::Seal { target, writable, recursive } => {
                 self.u8(5);
                 self.str(target);
                 self.u8(u8::from(*writable));
@@ -277,36 +243,18 @@ impl Reader<'_> {
     }
     fn step(&mut self) -> Option<Step> {
         Some(match self.u8()? {
-            0 => Step::Tmpfs {
-                target: self.str()?,
-                options: self.str()?,
-                noexec: self.u8()? != 0,
-            },
-            1 => Step::Mkdir {
-                path: self.str()?,
-                mode: self.u32()?,
-            },
-            2 => Step::Symlink {
-                target: self.str()?,
-                path: self.str()?,
-            },
+            0 => Step::Tmpfs { target: self.str()?, options: self.str()?, noexec: self.u8()? != 0 },
+            1 => Step::Mkdir { path: self.str()?, mode: self.u32()? },
+            2 => Step::Symlink { target: self.str()?, path: self.str()? },
             3 => Step::File { path: self.str()? },
-            4 => Step::Bind {
-                source: self.str()?,
-                target: self.str()?,
-            },
+            4 => Step::Bind { source: self.str()?, target: self.str()? },
             5 => Step::Seal {
                 target: self.str()?,
                 writable: self.u8()? != 0,
                 recursive: self.u8()? != 0,
             },
-            6 => Step::Proc {
-                target: self.str()?,
-            },
-            7 => Step::Chown {
-                path: self.str()?,
-                uid: self.u32()?,
-            },
+            6 => Step::Proc { target: self.str()? },
+            7 => Step::Chown { path: self.str()?, uid: self.u32()? },
             _ => return None,
         })
     }
@@ -350,45 +298,17 @@ mod tests {
 
     fn steps() -> (Vec<Step>, Vec<Step>) {
         let fixed = vec![
-            Step::Tmpfs {
-                target: c("/stage"),
-                options: c("size=1m,mode=755"),
-                noexec: false,
-            },
-            Step::Mkdir {
-                path: c("/stage/usr"),
-                mode: 0o755,
-            },
-            Step::Bind {
-                source: c("/usr"),
-                target: c("/stage/usr"),
-            },
-            Step::Seal {
-                target: c("/stage/usr"),
-                writable: false,
-                recursive: true,
-            },
-            Step::Symlink {
-                target: c("usr/bin"),
-                path: c("/stage/bin"),
-            },
-            Step::File {
-                path: c("/stage/dev/null"),
-            },
-            Step::Proc {
-                target: c("/stage/proc"),
-            },
+            Step::Tmpfs { target: c("/stage"), options: c("size=1m,mode=755"), noexec: false },
+            Step::Mkdir { path: c("/stage/usr"), mode: 0o755 },
+            Step::Bind { source: c("/usr"), target: c("/stage/usr") },
+            Step::Seal { target: c("/stage/usr"), writable: false, recursive: true },
+            Step::Symlink { target: c("usr/bin"), path: c("/stage/bin") },
+            Step::File { path: c("/stage/dev/null") },
+            Step::Proc { target: c("/stage/proc") },
         ];
         let run = vec![
-            Step::Chown {
-                path: c("/stage/tmp/box"),
-                uid: 1_991_000_007,
-            },
-            Step::Tmpfs {
-                target: c("/stage/tmp"),
-                options: c("size=64m"),
-                noexec: true,
-            },
+            Step::Chown { path: c("/stage/tmp/box"), uid: 1_991_000_007 },
+            Step::Tmpfs { target: c("/stage/tmp"), options: c("size=64m"), noexec: true },
         ];
         (fixed, run)
     }
@@ -403,10 +323,7 @@ mod tests {
         // Same fields (the two step lists become one, numbered as before) ...
         assert_eq!(got.steps[0], [fixed.clone(), run.clone()].concat());
         assert!(got.steps[1].is_empty());
-        assert_eq!(
-            (got.keep.clone(), got.sync, got.report),
-            (vec![3, 5, 9], 9, 5)
-        );
+        assert_eq!((got.keep.clone(), got.sync, got.report), (vec![3, 5, 9], 9, 5));
         assert_eq!(
             (got.exec.stdio, got.exec.uid, got.exec.rlimits.clone()),
             (sent.exec.stdio, sent.exec.uid, sent.exec.rlimits.clone())

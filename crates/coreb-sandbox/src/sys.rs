@@ -26,11 +26,7 @@ use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use crate::view::Step;
 
 fn cvt(r: c_int) -> io::Result<c_int> {
-    if r == -1 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
+    if r == -1 { Err(io::Error::last_os_error()) } else { Ok(r) }
 }
 
 fn errno() -> i32 {
@@ -64,15 +60,10 @@ pub(crate) fn kernel_at_least(major: u32, minor: u32) -> bool {
     if unsafe { libc::uname(&mut u) } != 0 {
         return false;
     }
-    let release: String = u
-        .release
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8 as char)
-        .collect();
-    let mut parts = release
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|p| p.parse::<u32>().ok());
+    let release: String =
+        u.release.iter().take_while(|&&c| c != 0).map(|&c| c as u8 as char).collect();
+    let mut parts =
+        release.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
     let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     (a, b) >= (major, minor)
 }
@@ -102,11 +93,7 @@ pub(crate) fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
     // SAFETY: a valid descriptor.
     unsafe {
         let flags = cvt(libc::fcntl(fd.as_raw_fd(), libc::F_GETFL))?;
-        cvt(libc::fcntl(
-            fd.as_raw_fd(),
-            libc::F_SETFL,
-            flags | libc::O_NONBLOCK,
-        ))?;
+        cvt(libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK))?;
     }
     Ok(())
 }
@@ -121,11 +108,7 @@ pub(crate) fn grow_pipe(fd: &OwnedFd, bytes: c_int) {
 pub(crate) fn poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> io::Result<usize> {
     // SAFETY: a valid slice of pollfds.
     let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
-    if r == -1 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
-    }
+    if r == -1 { Err(io::Error::last_os_error()) } else { Ok(r as usize) }
 }
 
 /// Read once, appending at most `max` bytes to `out` (in place, no intermediate copy).
@@ -148,11 +131,7 @@ pub(crate) fn read_append(fd: &OwnedFd, out: &mut Vec<u8>, max: usize) -> io::Re
 pub(crate) fn write(fd: &OwnedFd, buf: &[u8]) -> io::Result<usize> {
     // SAFETY: a valid descriptor and buffer.
     let n = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
 }
 
 /// Write all of `buf`, retrying short writes and EINTR.
@@ -272,10 +251,7 @@ impl Exec {
         env: Vec<CString>,
     ) -> Exec {
         let ptrs = |v: &[CString]| {
-            v.iter()
-                .map(|s| s.as_ptr())
-                .chain(std::iter::once(std::ptr::null()))
-                .collect()
+            v.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
         };
         let (argv_ptrs, env_ptrs) = (ptrs(&argv), ptrs(&env));
         Exec {
@@ -381,15 +357,9 @@ pub(crate) struct Reexec {
 
 impl Reexec {
     pub(crate) fn new(plan_fd: RawFd) -> Reexec {
-        let argv = vec![
-            INIT_ARGV0.to_owned(),
-            CString::new(plan_fd.to_string()).expect("digits"),
-        ];
-        let argv_ptrs = argv
-            .iter()
-            .map(|s| s.as_ptr())
-            .chain(std::iter::once(std::ptr::null()))
-            .collect();
+        let argv = vec![INIT_ARGV0.to_owned(), CString::new(plan_fd.to_string()).expect("digits")];
+        let argv_ptrs =
+            argv.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
         Reexec {
             exe: c"/proc/self/exe".to_owned(),
             plan_fd,
@@ -466,17 +436,9 @@ pub(crate) fn spawn(init: &Init<'_>) -> io::Result<libc::pid_t> {
         let result = unsafe {
             libc::sigfillset(&mut all);
             libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut before);
-            let pid = libc::clone(
-                reexec_main,
-                top,
-                flags,
-                (init as *const Init<'_>).cast_mut().cast(),
-            );
-            let result = if pid == -1 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(pid)
-            };
+            let pid =
+                libc::clone(reexec_main, top, flags, (init as *const Init<'_>).cast_mut().cast());
+            let result = if pid == -1 { Err(io::Error::last_os_error()) } else { Ok(pid) };
             libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
             result
         };
@@ -509,11 +471,7 @@ unsafe fn write_file(path: &CString, data: &CString) -> c_int {
         let n = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
         let e = errno();
         libc::close(fd);
-        if n == bytes.len() as isize {
-            0
-        } else {
-            e.max(libc::EIO)
-        }
+        if n == bytes.len() as isize { 0 } else { e.max(libc::EIO) }
     }
 }
 
@@ -526,15 +484,8 @@ unsafe fn mount(
 ) -> c_int {
     let ptr = |s: Option<&CString>| s.map_or(std::ptr::null(), |s| s.as_ptr());
     // SAFETY: pointers are null or NUL-terminated strings alive for the call.
-    let r = unsafe {
-        libc::mount(
-            ptr(source),
-            target.as_ptr(),
-            ptr(fstype),
-            flags,
-            ptr(data).cast(),
-        )
-    };
+    let r =
+        unsafe { libc::mount(ptr(source), target.as_ptr(), ptr(fstype), flags, ptr(data).cast()) };
     if r == 0 { 0 } else { errno() }
 }
 
@@ -564,12 +515,7 @@ unsafe fn seal(target: &CString, writable: bool, recursive: bool) -> c_int {
     if !writable {
         set |= MOUNT_ATTR_RDONLY;
     }
-    let attr = MountAttr {
-        attr_set: set,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
+    let attr = MountAttr { attr_set: set, attr_clr: 0, propagation: 0, userns_fd: 0 };
     let flags = if recursive { AT_RECURSIVE } else { 0 };
     // SAFETY: valid pointers for the call.
     unsafe {
@@ -618,11 +564,7 @@ unsafe fn do_step(s: &Step) -> c_int {
     // SAFETY (whole body): raw system calls on prepared, NUL-terminated strings.
     unsafe {
         match s {
-            Step::Tmpfs {
-                target,
-                options,
-                noexec,
-            } => {
+            Step::Tmpfs { target, options, noexec } => {
                 let mut flags = libc::MS_NOSUID | libc::MS_NODEV;
                 if *noexec {
                     flags |= libc::MS_NOEXEC;
@@ -634,21 +576,13 @@ unsafe fn do_step(s: &Step) -> c_int {
             Step::Mkdir { path, mode } => {
                 if libc::mkdir(path.as_ptr(), *mode) == 0 || errno() == libc::EEXIST {
                     // mkdir applies the umask; set the mode exactly.
-                    if libc::chmod(path.as_ptr(), *mode) == 0 {
-                        0
-                    } else {
-                        errno()
-                    }
+                    if libc::chmod(path.as_ptr(), *mode) == 0 { 0 } else { errno() }
                 } else {
                     errno()
                 }
             }
             Step::Symlink { target, path } => {
-                if libc::symlink(target.as_ptr(), path.as_ptr()) == 0 {
-                    0
-                } else {
-                    errno()
-                }
+                if libc::symlink(target.as_ptr(), path.as_ptr()) == 0 { 0 } else { errno() }
             }
             Step::File { path } => {
                 let fd = libc::open(
@@ -662,18 +596,10 @@ unsafe fn do_step(s: &Step) -> c_int {
                 libc::close(fd);
                 0
             }
-            Step::Bind { source, target } => mount(
-                Some(source),
-                target,
-                None,
-                libc::MS_BIND | libc::MS_REC,
-                None,
-            ),
-            Step::Seal {
-                target,
-                writable,
-                recursive,
-            } => seal(target, *writable, *recursive),
+            Step::Bind { source, target } => {
+                mount(Some(source), target, None, libc::MS_BIND | libc::MS_REC, None)
+            }
+            Step::Seal { target, writable, recursive } => seal(target, *writable, *recursive),
             Step::Proc { target } => {
                 let p = PROC.as_ptr();
                 let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
@@ -707,17 +633,7 @@ unsafe fn finish(fd: RawFd, report: &Report) -> ! {
 
 unsafe fn fail(fd: RawFd, step: u32, errno: c_int) -> ! {
     // SAFETY: see `finish`.
-    unsafe {
-        finish(
-            fd,
-            &Report {
-                kind: Report::FAILED,
-                step,
-                errno,
-                ..Report::default()
-            },
-        )
-    }
+    unsafe { finish(fd, &Report { kind: Report::FAILED, step, errno, ..Report::default() }) }
 }
 
 /// Close every descriptor but the sorted `keep` ones.
@@ -782,13 +698,7 @@ pub(crate) unsafe fn init_main(init: &Init<'_>) -> ! {
         // Copies of other runs' pipes, inherited from the judge, must not stay open here.
         close_others(&init.keep);
         // Die with the judge (the thread that started us).
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
         let mut go = [0u8; 1];
         loop {
             let n = libc::read(init.sync, go.as_mut_ptr().cast(), 1);
@@ -819,13 +729,7 @@ pub(crate) unsafe fn init_main(init: &Init<'_>) -> ! {
         // /proc (after the maps: a non-dumpable process's /proc files belong to root).
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         // Nothing mounted here propagates back to the host.
-        let e = mount(
-            None,
-            &init.slash,
-            None,
-            libc::MS_REC | libc::MS_PRIVATE,
-            None,
-        );
+        let e = mount(None, &init.slash, None, libc::MS_REC | libc::MS_PRIVATE, None);
         if e != 0 {
             fail(report, step::PRIVATE, e);
         }
@@ -933,21 +837,13 @@ extern "C" fn reexec_main(arg: *mut c_void) -> c_int {
     // SAFETY (whole body): `arg` is the judge's `Init`, alive and unchanged while we run.
     unsafe {
         let init = &*(arg as *const Init<'_>);
-        let Some(reexec) = &init.reexec else {
-            libc::_exit(127)
-        };
+        let Some(reexec) = &init.reexec else { libc::_exit(127) };
         let fail = |e: c_int| -> c_int {
             reexec.failed_errno.store(e.max(1), Ordering::SeqCst);
             libc::_exit(127)
         };
         // Die with the judge's thread (kept across execve).
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
         // Only init's own descriptors stay open across execve (every other one of the
         // judge's is close-on-exec, and init closes any that is not).
         for &fd in init.keep.iter().chain(std::iter::once(&reexec.plan_fd)) {
@@ -955,11 +851,7 @@ extern "C" fn reexec_main(arg: *mut c_void) -> c_int {
                 fail(errno());
             }
         }
-        libc::execve(
-            reexec.exe.as_ptr(),
-            reexec.argv_ptrs.as_ptr(),
-            reexec.env_ptrs.as_ptr(),
-        );
+        libc::execve(reexec.exe.as_ptr(), reexec.argv_ptrs.as_ptr(), reexec.env_ptrs.as_ptr());
         fail(errno())
     }
 }
@@ -999,10 +891,7 @@ extern "C" fn program_main(arg: *mut c_void) -> c_int {
             }
         }
         for &(resource, soft, hard) in &exec.rlimits {
-            let lim = libc::rlimit {
-                rlim_cur: soft,
-                rlim_max: hard,
-            };
+            let lim = libc::rlimit { rlim_cur: soft, rlim_max: hard };
             if libc::setrlimit(resource, &lim) != 0 {
                 fail(step::RLIMIT, errno());
             }
@@ -1026,11 +915,7 @@ extern "C" fn program_main(arg: *mut c_void) -> c_int {
         // Like execvp: the first candidate that runs; else the most telling error.
         let mut seen = libc::ENOENT;
         for path in &exec.paths {
-            libc::execve(
-                path.as_ptr(),
-                exec.argv_ptrs.as_ptr(),
-                exec.env_ptrs.as_ptr(),
-            );
+            libc::execve(path.as_ptr(), exec.argv_ptrs.as_ptr(), exec.env_ptrs.as_ptr());
             let e = errno();
             if e != libc::ENOENT && e != libc::ENOTDIR {
                 seen = e;

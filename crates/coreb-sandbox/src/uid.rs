@@ -27,25 +27,15 @@ struct Pool {
     held: Vec<(u32, File)>,
 }
 
-static POOL: Mutex<Pool> = Mutex::new(Pool {
-    free: Vec::new(),
-    held: Vec::new(),
-});
+static POOL: Mutex<Pool> = Mutex::new(Pool { free: Vec::new(), held: Vec::new() });
 static RETURNED: Condvar = Condvar::new();
 
 /// Make sure the lock directory exists, is a real directory owned by root, and is writable by
 /// root only.
 pub(crate) fn prepare_lock_dir(dir: &Path) -> Result<(), SandboxError> {
-    let io = |source| SandboxError::Io {
-        path: dir.to_owned(),
-        source,
-    };
+    let io = |source| SandboxError::Io { path: dir.to_owned(), source };
     if std::fs::symlink_metadata(dir).is_err() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(io)?;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io)?;
     }
     let meta = std::fs::symlink_metadata(dir).map_err(io)?;
     let unsafe_dir = |why: &str| {
@@ -80,11 +70,7 @@ pub(crate) fn uid_in_use(uid: u32) -> bool {
             status
                 .lines()
                 .find_map(|l| l.strip_prefix("Uid:"))
-                .is_some_and(|l| {
-                    l.split_whitespace()
-                        .take(3)
-                        .any(|u| u.parse::<u32>() == Ok(uid))
-                })
+                .is_some_and(|l| l.split_whitespace().take(3).any(|u| u.parse::<u32>() == Ok(uid)))
         })
     })
 }
@@ -137,9 +123,7 @@ pub(crate) fn lease(lock_dir: &Path, base: u32, last: u32) -> Result<UidLease, S
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if let Some(i) = pool.free.iter().position(in_range) {
-            return Ok(UidLease {
-                uid: pool.free.swap_remove(i),
-            });
+            return Ok(UidLease { uid: pool.free.swap_remove(i) });
         }
         if let Some(uid) = pool.claim(lock_dir, base, last) {
             return Ok(UidLease { uid });
@@ -177,20 +161,12 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let good = base.path().join("locks");
         prepare_lock_dir(&good).unwrap();
-        assert_eq!(
-            std::fs::metadata(&good).unwrap().permissions().mode() & 0o777,
-            0o700
-        );
+        assert_eq!(std::fs::metadata(&good).unwrap().permissions().mode() & 0o777, 0o700);
         std::fs::set_permissions(&good, std::fs::Permissions::from_mode(0o1777)).unwrap();
         let err = prepare_lock_dir(&good).unwrap_err().to_string();
         assert!(err.contains("writable by group or others"), "{err}");
         let link = base.path().join("link");
         std::os::unix::fs::symlink(&good, &link).unwrap();
-        assert!(
-            prepare_lock_dir(&link)
-                .unwrap_err()
-                .to_string()
-                .contains("not a directory")
-        );
+        assert!(prepare_lock_dir(&link).unwrap_err().to_string().contains("not a directory"));
     }
 }

@@ -24,11 +24,7 @@ const DEVICES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Step {
     /// Mount a tmpfs.
-    Tmpfs {
-        target: CString,
-        options: CString,
-        noexec: bool,
-    },
+    Tmpfs { target: CString, options: CString, noexec: bool },
     /// Create a directory (an existing one is fine).
     Mkdir { path: CString, mode: u32 },
     /// Create a symbolic link.
@@ -38,11 +34,7 @@ pub(crate) enum Step {
     /// Bind-mount a host path (recursively).
     Bind { source: CString, target: CString },
     /// Make a mount nosuid and nodev, and read-only unless `writable`.
-    Seal {
-        target: CString,
-        writable: bool,
-        recursive: bool,
-    },
+    Seal { target: CString, writable: bool, recursive: bool },
     /// Mount a procfs of the run's PID namespace.
     Proc { target: CString },
     /// Hand a directory to the run's uid.
@@ -54,16 +46,14 @@ impl Step {
     pub(crate) fn describe(&self) -> String {
         let s = |c: &CString| String::from_utf8_lossy(c.as_bytes()).into_owned();
         match self {
-            Step::Tmpfs {
-                target, options, ..
-            } => format!("mounting a tmpfs ({}) at `{}`", s(options), s(target)),
+            Step::Tmpfs { target, options, .. } => {
+                format!("mounting a tmpfs ({}) at `{}`", s(options), s(target))
+            }
             Step::Mkdir { path, .. } => format!("creating `{}`", s(path)),
             Step::Symlink { target, path } => format!("linking `{}` to `{}`", s(path), s(target)),
             Step::File { path } => format!("creating `{}`", s(path)),
             Step::Bind { source, target } => format!("binding `{}` at `{}`", s(source), s(target)),
-            Step::Seal {
-                target, writable, ..
-            } => {
+            Step::Seal { target, writable, .. } => {
                 format!(
                     "making `{}` {}nosuid",
                     s(target),
@@ -110,10 +100,7 @@ impl View {
             parts.reverse();
             for p in parts {
                 if made.insert(p.to_owned()) {
-                    steps.push(Step::Mkdir {
-                        path: cstr(&under(stage, p))?,
-                        mode: 0o755,
-                    });
+                    steps.push(Step::Mkdir { path: cstr(&under(stage, p))?, mode: 0o755 });
                 }
             }
             Ok(())
@@ -133,40 +120,23 @@ impl View {
             }
             let target = cstr(&under(stage, path))?;
             if meta.file_type().is_symlink() {
-                let link = std::fs::read_link(path).map_err(|source| SandboxError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
-                steps.push(Step::Symlink {
-                    target: cstr(&link)?,
-                    path: target,
-                });
+                let link = std::fs::read_link(path)
+                    .map_err(|source| SandboxError::Io { path: path.clone(), source })?;
+                steps.push(Step::Symlink { target: cstr(&link)?, path: target });
                 continue;
             }
             if meta.is_dir() {
                 mkdir_p(&mut steps, path)?;
             } else {
-                steps.push(Step::File {
-                    path: target.clone(),
-                });
+                steps.push(Step::File { path: target.clone() });
             }
-            steps.push(Step::Bind {
-                source: cstr(path)?,
-                target: target.clone(),
-            });
-            steps.push(Step::Seal {
-                target,
-                writable: false,
-                recursive: true,
-            });
+            steps.push(Step::Bind { source: cstr(path)?, target: target.clone() });
+            steps.push(Step::Seal { target, writable: false, recursive: true });
             shown.push(path);
         }
         // /dev: a few harmless devices and the usual links; nothing else (no tty, no disks).
         let dev = under(stage, Path::new("/dev"));
-        steps.push(Step::Mkdir {
-            path: cstr(&dev)?,
-            mode: 0o755,
-        });
+        steps.push(Step::Mkdir { path: cstr(&dev)?, mode: 0o755 });
         steps.push(Step::Tmpfs {
             target: cstr(&dev)?,
             options: CString::new("size=64k,nr_inodes=64,mode=0755").expect("no NUL"),
@@ -176,13 +146,8 @@ impl View {
             let host = Path::new("/dev").join(name);
             if host.exists() {
                 let target = cstr(&dev.join(name))?;
-                steps.push(Step::File {
-                    path: target.clone(),
-                });
-                steps.push(Step::Bind {
-                    source: cstr(&host)?,
-                    target,
-                });
+                steps.push(Step::File { path: target.clone() });
+                steps.push(Step::Bind { source: cstr(&host)?, target });
             }
         }
         for (name, link) in [
@@ -196,26 +161,12 @@ impl View {
                 path: cstr(&dev.join(name))?,
             });
         }
-        steps.push(Step::Mkdir {
-            path: cstr(&dev.join("shm"))?,
-            mode: 0o1777,
-        });
+        steps.push(Step::Mkdir { path: cstr(&dev.join("shm"))?, mode: 0o1777 });
         let proc = under(stage, Path::new("/proc"));
-        steps.push(Step::Mkdir {
-            path: cstr(&proc)?,
-            mode: 0o555,
-        });
-        steps.push(Step::Proc {
-            target: cstr(&proc)?,
-        });
-        steps.push(Step::Mkdir {
-            path: cstr(&under(stage, Path::new("/tmp")))?,
-            mode: 0o1777,
-        });
-        Ok(View {
-            stage: stage.to_owned(),
-            steps,
-        })
+        steps.push(Step::Mkdir { path: cstr(&proc)?, mode: 0o555 });
+        steps.push(Step::Proc { target: cstr(&proc)? });
+        steps.push(Step::Mkdir { path: cstr(&under(stage, Path::new("/tmp")))?, mode: 0o1777 });
+        Ok(View { stage: stage.to_owned(), steps })
     }
 
     /// The stage directory (the future root).
@@ -240,60 +191,24 @@ impl View {
         uid: Option<u32>,
     ) -> Result<Vec<Step>, SandboxError> {
         let inside = |p: &str| cstr(&under(&self.stage, Path::new(p)));
-        let options = CString::new(format!(
-            "size={}m,nr_inodes=16384,mode=1777",
-            tmp_size_mb.max(1)
-        ))
-        .expect("no NUL");
+        let options =
+            CString::new(format!("size={}m,nr_inodes=16384,mode=1777", tmp_size_mb.max(1)))
+                .expect("no NUL");
         let mut steps = vec![
-            Step::Tmpfs {
-                target: inside("/tmp")?,
-                options: options.clone(),
-                noexec: false,
-            },
-            Step::Tmpfs {
-                target: inside("/dev/shm")?,
-                options,
-                noexec: true,
-            },
-            Step::Mkdir {
-                path: inside(BOX_DIR)?,
-                mode: 0o755,
-            },
-            Step::Bind {
-                source: cstr(dir)?,
-                target: inside(BOX_DIR)?,
-            },
-            Step::Seal {
-                target: inside(BOX_DIR)?,
-                writable,
-                recursive: false,
-            },
-            Step::Mkdir {
-                path: inside(WORK_DIR)?,
-                mode: 0o700,
-            },
+            Step::Tmpfs { target: inside("/tmp")?, options: options.clone(), noexec: false },
+            Step::Tmpfs { target: inside("/dev/shm")?, options, noexec: true },
+            Step::Mkdir { path: inside(BOX_DIR)?, mode: 0o755 },
+            Step::Bind { source: cstr(dir)?, target: inside(BOX_DIR)? },
+            Step::Seal { target: inside(BOX_DIR)?, writable, recursive: false },
+            Step::Mkdir { path: inside(WORK_DIR)?, mode: 0o700 },
         ];
         if let Some(uid) = uid {
-            steps.push(Step::Chown {
-                path: inside(WORK_DIR)?,
-                uid,
-            });
+            steps.push(Step::Chown { path: inside(WORK_DIR)?, uid });
         }
         if let Some(cache) = cache {
-            steps.push(Step::Mkdir {
-                path: inside(CACHE_DIR)?,
-                mode: 0o755,
-            });
-            steps.push(Step::Bind {
-                source: cstr(cache)?,
-                target: inside(CACHE_DIR)?,
-            });
-            steps.push(Step::Seal {
-                target: inside(CACHE_DIR)?,
-                writable: true,
-                recursive: false,
-            });
+            steps.push(Step::Mkdir { path: inside(CACHE_DIR)?, mode: 0o755 });
+            steps.push(Step::Bind { source: cstr(cache)?, target: inside(CACHE_DIR)? });
+            steps.push(Step::Seal { target: inside(CACHE_DIR)?, writable: true, recursive: false });
         }
         Ok(steps)
     }
@@ -333,9 +248,7 @@ mod tests {
             "{host_binds:?}"
         );
         assert!(
-            steps
-                .iter()
-                .any(|s| s.starts_with("linking") && s.ends_with("to `usr/bin`")),
+            steps.iter().any(|s| s.starts_with("linking") && s.ends_with("to `usr/bin`")),
             "{steps:?}"
         );
         assert!(!steps.iter().any(|s| s.contains("missing")));
@@ -345,58 +258,27 @@ mod tests {
             assert!(steps.contains(&sealed), "{steps:?}");
         }
         assert!(steps.iter().any(|s| s == "mounting /proc at `/stage/proc`"));
+        assert!(steps.iter().any(|s| s == "binding `/dev/null` at `/stage/dev/null`"));
         assert!(
-            steps
-                .iter()
-                .any(|s| s == "binding `/dev/null` at `/stage/dev/null`")
-        );
-        assert!(
-            !steps
-                .iter()
-                .any(|s| s.contains("/run") || s.contains("/var") || s.contains("/home"))
+            !steps.iter().any(|s| s.contains("/run") || s.contains("/var") || s.contains("/home"))
         );
     }
 
     #[test]
     fn run_steps_bind_the_program_directory_read_only_or_writable() {
         let view = View::new(Path::new("/stage"), &[]).unwrap();
-        let ro = text(
-            &view
-                .run_steps(Path::new("/host/s1"), false, None, 64, Some(1234))
-                .unwrap(),
-        );
-        assert!(
-            ro.contains(&"binding `/host/s1` at `/stage/tmp/box`".to_owned()),
-            "{ro:?}"
-        );
-        assert!(
-            ro.contains(&"making `/stage/tmp/box` read-only and nosuid".to_owned()),
-            "{ro:?}"
-        );
-        assert!(
-            ro.contains(&"handing `/stage/tmp/work` to uid 1234".to_owned()),
-            "{ro:?}"
-        );
+        let ro = text(&view.run_steps(Path::new("/host/s1"), false, None, 64, Some(1234)).unwrap());
+        assert!(ro.contains(&"binding `/host/s1` at `/stage/tmp/box`".to_owned()), "{ro:?}");
+        assert!(ro.contains(&"making `/stage/tmp/box` read-only and nosuid".to_owned()), "{ro:?}");
+        assert!(ro.contains(&"handing `/stage/tmp/work` to uid 1234".to_owned()), "{ro:?}");
         assert!(ro[0].contains("size=64m"), "{ro:?}");
         let rw = text(
             &view
-                .run_steps(
-                    Path::new("/host/s1"),
-                    true,
-                    Some(Path::new("/host/cache")),
-                    8,
-                    None,
-                )
+                .run_steps(Path::new("/host/s1"), true, Some(Path::new("/host/cache")), 8, None)
                 .unwrap(),
         );
-        assert!(
-            rw.contains(&"making `/stage/tmp/box` nosuid".to_owned()),
-            "{rw:?}"
-        );
-        assert!(
-            rw.contains(&"binding `/host/cache` at `/stage/tmp/cache`".to_owned()),
-            "{rw:?}"
-        );
+        assert!(rw.contains(&"making `/stage/tmp/box` nosuid".to_owned()), "{rw:?}");
+        assert!(rw.contains(&"binding `/host/cache` at `/stage/tmp/cache`".to_owned()), "{rw:?}");
         assert!(!rw.iter().any(|s| s.starts_with("handing")));
     }
 }

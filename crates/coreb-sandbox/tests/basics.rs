@@ -47,10 +47,7 @@ fn runs_reads_stdin_and_reports() {
 
 #[test]
 fn wall_limit_kills_background_children_too() {
-    let limits = Limits {
-        wall_time_ms: 300,
-        ..Limits::default()
-    };
+    let limits = Limits { wall_time_ms: 300, ..Limits::default() };
     let out = sh("(setsid sleep 30 &) ; sleep 30", b"", &limits);
     assert_eq!(out.limit, Some(LimitHit::WallTime));
     assert!(out.wall_ms < 5_000, "{}", out.wall_ms);
@@ -58,10 +55,7 @@ fn wall_limit_kills_background_children_too() {
 
 #[test]
 fn output_cap() {
-    let limits = Limits {
-        output_bytes: 1000,
-        ..Limits::default()
-    };
+    let limits = Limits { output_bytes: 1000, ..Limits::default() };
     let out = sh("yes", b"", &limits);
     assert_eq!(out.limit, Some(LimitHit::Output));
     assert_eq!(out.stdout.len(), 1000);
@@ -69,10 +63,7 @@ fn output_cap() {
 
 #[test]
 fn cpu_limit() {
-    let limits = Limits {
-        cpu_time_ms: 1000,
-        ..Limits::default()
-    };
+    let limits = Limits { cpu_time_ms: 1000, ..Limits::default() };
     let out = sh("while :; do :; done", b"", &limits);
     assert_eq!(out.limit, Some(LimitHit::CpuTime), "{out:?}");
 }
@@ -81,24 +72,14 @@ fn cpu_limit() {
 fn multi_megabyte_stdin_and_stdout_do_not_deadlock() {
     // 8 MiB in, 8 MiB out, through a program that writes before it has read everything.
     let input: Vec<u8> = (0..8u32 << 20).map(|i| b'a' + (i % 26) as u8).collect();
-    let out = sh(
-        "cat",
-        &input,
-        &Limits {
-            output_bytes: 64 << 20,
-            ..Limits::default()
-        },
-    );
+    let out = sh("cat", &input, &Limits { output_bytes: 64 << 20, ..Limits::default() });
     assert_eq!(out.status, ExitStatus::Exited(0));
     assert!(out.stdout == input, "got {} bytes", out.stdout.len());
     // A program that never reads its (large) stdin but writes a lot.
     let out = sh(
         "head -c 6000000 /dev/zero",
         &input,
-        &Limits {
-            output_bytes: 64 << 20,
-            ..Limits::default()
-        },
+        &Limits { output_bytes: 64 << 20, ..Limits::default() },
     );
     assert_eq!(out.stdout.len(), 6_000_000);
     assert_eq!(out.status, ExitStatus::Exited(0));
@@ -134,16 +115,9 @@ fn the_directory_is_read_only_for_tests_and_writable_for_compiles() {
         b"",
         &Limits::default(),
     );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "datarefused\nscratch\n"
-    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "datarefused\nscratch\n");
     let program = Program {
-        argv: vec![
-            "/bin/sh".into(),
-            "-c".into(),
-            "echo built > /tmp/box/out && pwd".into(),
-        ],
+        argv: vec!["/bin/sh".into(), "-c".into(), "echo built > /tmp/box/out && pwd".into()],
         env: vec![],
         stdin: b"",
         dir: dir.path(),
@@ -152,22 +126,14 @@ fn the_directory_is_read_only_for_tests_and_writable_for_compiles() {
     };
     let out = sandbox().run(&program, &Limits::default()).unwrap();
     assert_eq!(out.stdout, b"/tmp/box\n");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("out")).unwrap(),
-        "built\n"
-    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("out")).unwrap(), "built\n");
     // The judge owns what the compile wrote.
     use std::os::unix::fs::MetadataExt;
-    assert_eq!(
-        std::fs::metadata(dir.path().join("out")).unwrap().uid(),
-        unsafe_free_uid()
-    );
+    assert_eq!(std::fs::metadata(dir.path().join("out")).unwrap().uid(), unsafe_free_uid());
 }
 
 fn unsafe_free_uid() -> u32 {
-    std::fs::metadata("/proc/self")
-        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
-        .unwrap()
+    std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap()
 }
 
 #[test]
@@ -175,14 +141,8 @@ fn a_stray_holding_stdin_does_not_hold_up_the_judge() {
     // The program ends at once; a background child keeps its (full, unread) stdin open. The
     // stray dies with the run's namespace, so feeding the 8 MiB ends there.
     let input = vec![b'x'; 8 << 20];
-    let out = sh(
-        "sleep 30 & exit 0",
-        &input,
-        &Limits {
-            wall_time_ms: 20_000,
-            ..Limits::default()
-        },
-    );
+    let out =
+        sh("sleep 30 & exit 0", &input, &Limits { wall_time_ms: 20_000, ..Limits::default() });
     assert_eq!(out.status, ExitStatus::Exited(0), "{out:?}");
     assert_eq!(out.limit, None);
     assert!(out.wall_ms < 5_000, "{} ms", out.wall_ms);
@@ -199,9 +159,7 @@ fn sh_sharing(script: &str, limits: &Limits, slots: &BusySlots) -> (Outcome, Ins
         access: DirAccess::ReadOnly,
         cache: None,
     };
-    let out = sandbox()
-        .run_sharing(&program, limits, Some(slots))
-        .unwrap();
+    let out = sandbox().run_sharing(&program, limits, Some(slots)).unwrap();
     (out, Instant::now())
 }
 
@@ -222,16 +180,10 @@ fn first_then_quick(script: &str, limits: &Limits) -> ((Outcome, Instant), (Outc
 /// have (here: at its wall limit, hit by wall time).
 #[test]
 fn a_waiting_run_gives_its_slot_to_the_next() {
-    let limits = Limits {
-        wall_time_ms: 6_000,
-        ..Limits::default()
-    };
+    let limits = Limits { wall_time_ms: 6_000, ..Limits::default() };
     let ((slept, slept_done), (quick, quick_done)) =
         first_then_quick("echo started; sleep 30", &limits);
-    assert!(
-        !quick.gave_way,
-        "a run that ended at once never waited a whole window"
-    );
+    assert!(!quick.gave_way, "a run that ended at once never waited a whole window");
     assert!(slept.gave_way);
     assert_eq!(
         (slept.stdout.as_slice(), slept.limit),
@@ -246,18 +198,8 @@ fn a_waiting_run_gives_its_slot_to_the_next() {
 /// A run that computes keeps its slot until it ends: the next run starts only then.
 #[test]
 fn a_busy_run_keeps_its_slot() {
-    let limits = Limits {
-        cpu_time_ms: 1_500,
-        wall_time_ms: 20_000,
-        ..Limits::default()
-    };
+    let limits = Limits { cpu_time_ms: 1_500, wall_time_ms: 20_000, ..Limits::default() };
     let ((spun, spun_done), (_, quick_done)) = first_then_quick("while :; do :; done", &limits);
-    assert_eq!(
-        (spun.limit, spun.gave_way),
-        (Some(LimitHit::CpuTime), false)
-    );
-    assert!(
-        quick_done >= spun_done,
-        "the quick run started while the busy one held the only slot"
-    );
+    assert_eq!((spun.limit, spun.gave_way), (Some(LimitHit::CpuTime), false));
+    assert!(quick_done >= spun_done, "the quick run started while the busy one held the only slot");
 }

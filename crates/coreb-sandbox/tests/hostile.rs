@@ -20,11 +20,7 @@ fn sandbox() -> &'static Sandbox {
     static S: std::sync::OnceLock<Sandbox> = std::sync::OnceLock::new();
     S.get_or_init(|| {
         let s = Sandbox::new(SandboxConfig::default()).expect("sandbox");
-        eprintln!(
-            "isolation: {}; note: {:?}",
-            s.isolation(),
-            s.isolation().note
-        );
+        eprintln!("isolation: {}; note: {:?}", s.isolation(), s.isolation().note);
         s
     })
 }
@@ -33,11 +29,7 @@ fn sandbox() -> &'static Sandbox {
 /// (`Sandbox::run_sharing`): the containment is the same whether or not a run is watched.
 fn run(program: &Program<'_>, limits: &Limits) -> Result<Outcome, coreb_sandbox::SandboxError> {
     static SLOTS: std::sync::OnceLock<BusySlots> = std::sync::OnceLock::new();
-    sandbox().run_sharing(
-        program,
-        limits,
-        Some(SLOTS.get_or_init(|| BusySlots::new(4))),
-    )
+    sandbox().run_sharing(program, limits, Some(SLOTS.get_or_init(|| BusySlots::new(4))))
 }
 
 fn python(script: &str, stdin: &[u8], limits: &Limits) -> Outcome {
@@ -115,11 +107,9 @@ fn shared_memory_bomb_is_stopped_by_the_runs_bound() {
     );
     assert_bounded(&out, "shared-memory bomb");
     match out.memory_bound {
-        MemoryBound::Rlimit => assert!(
-            text(&out.stderr).contains("Cannot allocate memory"),
-            "{}",
-            text(&out.stderr)
-        ),
+        MemoryBound::Rlimit => {
+            assert!(text(&out.stderr).contains("Cannot allocate memory"), "{}", text(&out.stderr))
+        }
         _ => assert_eq!(out.limit, Some(LimitHit::Memory), "{}", text(&out.stderr)),
     }
 }
@@ -134,10 +124,7 @@ fn memfd_bomb_is_stopped_by_the_runs_bound() {
         return;
     }
     // File size limit out of the way: the memory bound alone must stop it.
-    let limits = Limits {
-        file_size_bytes: 8 << 30,
-        ..bomb_limits()
-    };
+    let limits = Limits { file_size_bytes: 8 << 30, ..bomb_limits() };
     let out = python(
         "import os\nfd = os.memfd_create('bomb')\nchunk = b'x' * (1 << 20)\nfor _ in range(3072):\n    os.write(fd, chunk)\nprint('survived')",
         b"",
@@ -212,10 +199,7 @@ fn host_unix_sockets_are_unreachable() {
         "{stdout}"
     );
     for l in listeners.iter().chain([&abstract_listener]) {
-        assert!(
-            l.accept().is_err(),
-            "a sandboxed program reached a host socket: {stdout}"
-        );
+        assert!(l.accept().is_err(), "a sandboxed program reached a host socket: {stdout}");
     }
     for p in &places {
         let _ = std::fs::remove_file(p);
@@ -230,17 +214,10 @@ fn the_judges_environment_and_memory_are_unreadable() {
     // environment and none of the judge's memory.
     let secret = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it");
     let script = "import os, sys\njudge = sys.stdin.read().strip()\nfound = []\nfor pid in sorted(set(os.listdir('/proc')) | {judge, '1'}):\n    if not pid.isdigit():\n        continue\n    for f in ('environ', 'mem', 'cmdline'):\n        try:\n            with open('/proc/%s/%s' % (pid, f), 'rb') as h:\n                data = h.read(1 << 20) if f != 'mem' else b'readable'\n            found.append('%s/%s:%s' % (pid, f, data.decode('latin-1')))\n        except OSError as e:\n            found.append('%s/%s:denied %d' % (pid, f, e.errno))\nprint('\\n'.join(found))";
-    let out = python(
-        script,
-        std::process::id().to_string().as_bytes(),
-        &Limits::default(),
-    );
+    let out = python(script, std::process::id().to_string().as_bytes(), &Limits::default());
     let stdout = text(&out.stdout);
     assert!(out.success(), "{out:?}");
-    assert!(
-        !stdout.contains(&secret),
-        "the judge's environment leaked:\n{stdout}"
-    );
+    assert!(!stdout.contains(&secret), "the judge's environment leaked:\n{stdout}");
     assert!(stdout.contains("1/environ:denied"), "{stdout}");
     assert!(stdout.contains("1/mem:denied"), "{stdout}");
     assert!(
@@ -273,17 +250,11 @@ fn processes_running(argv: &[&str]) -> Vec<u32> {
 fn a_setsid_double_forked_process_dies_with_its_run() {
     let dir = tempfile::tempdir().unwrap();
     let marker = "61.4242";
-    let program = shell(
-        dir.path(),
-        &format!("setsid sh -c 'sleep {marker} &' ; sleep 0.3; echo started"),
-    );
+    let program =
+        shell(dir.path(), &format!("setsid sh -c 'sleep {marker} &' ; sleep 0.3; echo started"));
     let out = run(&program, &Limits::default()).unwrap();
     assert_eq!(text(&out.stdout), "started\n", "{out:?}");
-    assert!(
-        out.wall_ms < 5_000,
-        "the run waited for its stray: {} ms",
-        out.wall_ms
-    );
+    assert!(out.wall_ms < 5_000, "the run waited for its stray: {} ms", out.wall_ms);
     assert_eq!(
         processes_running(&["sleep", marker]),
         Vec::<u32>::new(),
@@ -299,29 +270,15 @@ fn helper_judge_with_a_long_run() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let program = shell(
-        dir.path(),
-        &format!("setsid sh -c 'sleep {marker} &' ; sleep {marker}1"),
-    );
-    let _ = run(
-        &program,
-        &Limits {
-            wall_time_ms: 120_000,
-            ..Limits::default()
-        },
-    );
+    let program = shell(dir.path(), &format!("setsid sh -c 'sleep {marker} &' ; sleep {marker}1"));
+    let _ = run(&program, &Limits { wall_time_ms: 120_000, ..Limits::default() });
 }
 
 #[test]
 fn a_killed_judge_takes_its_runs_with_it() {
     let marker = format!("62.{}", std::process::id());
     let mut judge = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "helper_judge_with_a_long_run",
-            "--ignored",
-            "--nocapture",
-        ])
+        .args(["--exact", "helper_judge_with_a_long_run", "--ignored", "--nocapture"])
         .env("COREB_SANDBOX_HELPER_MARKER", &marker)
         .env_remove("COREB_SANDBOX_NESTED")
         .stdout(std::process::Stdio::null())
@@ -336,10 +293,7 @@ fn a_killed_judge_takes_its_runs_with_it() {
             started.elapsed() < Duration::from_secs(60),
             "the helper judge never started its run"
         );
-        assert!(
-            judge.try_wait().unwrap().is_none(),
-            "the helper judge ended early"
-        );
+        assert!(judge.try_wait().unwrap().is_none(), "the helper judge ended early");
         std::thread::sleep(Duration::from_millis(50));
     }
     // SIGKILL: no destructor, no cleanup in the judge.
@@ -409,12 +363,7 @@ fn a_judge_that_is_pid_1_collects_no_zombies() {
     let out = Command::new(unshare)
         .args(["--pid", "--fork", "--mount-proc", "--"])
         .arg(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "helper_judge_as_pid_1",
-            "--ignored",
-            "--nocapture",
-        ])
+        .args(["--exact", "helper_judge_as_pid_1", "--ignored", "--nocapture"])
         .env("COREB_SANDBOX_HELPER_PID1", "1")
         .output()
         .unwrap();
@@ -427,10 +376,8 @@ fn a_judge_that_is_pid_1_collects_no_zombies() {
 #[test]
 fn host_files_outside_the_allowlist_are_invisible() {
     // A build directory with expected outputs, outside /tmp, and one in the host's /tmp.
-    let build = tempfile::Builder::new()
-        .prefix("coreb-hostile-build-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
+    let build =
+        tempfile::Builder::new().prefix("coreb-hostile-build-").tempdir_in("/var/tmp").unwrap();
     let expected = build.path().join("artifacts/rewrite/expected.txt");
     std::fs::create_dir_all(expected.parent().unwrap()).unwrap();
     std::fs::write(&expected, "the answer is 42").unwrap();
@@ -443,35 +390,17 @@ fn host_files_outside_the_allowlist_are_invisible() {
     let stdout = text(&out.stdout);
     assert!(out.success(), "{out:?}");
     assert!(!stdout.contains("answer"), "{stdout}");
-    assert_eq!(
-        stdout
-            .lines()
-            .filter(|l| l.starts_with("missing 2"))
-            .count(),
-        2,
-        "{stdout}"
-    );
-    let listed: Vec<&str> = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("root "))
-        .unwrap()
-        .split(' ')
-        .collect();
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("missing 2")).count(), 2, "{stdout}");
+    let listed: Vec<&str> =
+        stdout.lines().find_map(|l| l.strip_prefix("root ")).unwrap().split(' ').collect();
     for name in &listed {
         assert!(
-            [
-                "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp",
-                "usr"
-            ]
-            .contains(name),
+            ["bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp", "usr"]
+                .contains(name),
             "`/{name}` is visible: {stdout}"
         );
     }
-    assert_eq!(
-        stdout.lines().filter(|l| l.starts_with("refused")).count(),
-        4,
-        "{stdout}"
-    );
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("refused")).count(), 4, "{stdout}");
 }
 
 #[test]
@@ -527,14 +456,7 @@ fn runs_unprivileged_too() {
     // The nested tests start this binary again as nobody (the killed-judge helper): every
     // directory above it must let nobody through (a checkout under a 0700 `mktemp -d` does not).
     let reachable = Command::new(&setpriv)
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--",
-            "test",
-            "-x",
-        ])
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "test", "-x"])
         .arg(&exe)
         .status();
     if !reachable.is_ok_and(|s| s.success()) {
@@ -547,13 +469,7 @@ fn runs_unprivileged_too() {
     let out = Command::new(setpriv)
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&exe)
-        .args([
-            "--skip",
-            "runs_unprivileged_too",
-            "--test-threads",
-            "2",
-            "--nocapture",
-        ])
+        .args(["--skip", "runs_unprivileged_too", "--test-threads", "2", "--nocapture"])
         .env("COREB_SANDBOX_NESTED", "1")
         .env("TMPDIR", "/tmp")
         .current_dir("/")

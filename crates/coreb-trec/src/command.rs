@@ -60,14 +60,10 @@ pub fn trec_eval(args: &TrecEvalArgs) -> Result<String, CommandError> {
     opts.level = args.level;
     opts.max_retrieved = args.max_retrieved;
     opts.complete = args.complete;
-    let qrels = Qrels::read(&args.qrels).map_err(|source| CommandError::Qrels {
-        path: args.qrels.clone(),
-        source,
-    })?;
-    let run = Run::read(&args.run).map_err(|source| CommandError::Run {
-        path: args.run.clone(),
-        source,
-    })?;
+    let qrels = Qrels::read(&args.qrels)
+        .map_err(|source| CommandError::Qrels { path: args.qrels.clone(), source })?;
+    let run = Run::read(&args.run)
+        .map_err(|source| CommandError::Run { path: args.run.clone(), source })?;
     let report = evaluate(&qrels, &run, &opts)?;
     Ok(report.to_text(args.per_query))
 }
@@ -110,20 +106,15 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<TrecEvalArg
             _ => return Err(format!("unknown option `{arg}`")),
         }
     }
-    let [qrels, run] = <[PathBuf; 2]>::try_from(paths).map_err(|p| {
-        format!(
-            "expected a qrels file and a run file, got {} paths",
-            p.len()
-        )
-    })?;
+    let [qrels, run] = <[PathBuf; 2]>::try_from(paths)
+        .map_err(|p| format!("expected a qrels file and a run file, got {} paths", p.len()))?;
     out.qrels = qrels;
     out.run = run;
     Ok(out)
 }
 
 fn parse_number<T: std::str::FromStr>(text: &str, flag: &str) -> Result<T, String> {
-    text.parse()
-        .map_err(|_| format!("-{flag}: `{text}` is not a number"))
+    text.parse().map_err(|_| format!("-{flag}: `{text}` is not a number"))
 }
 
 #[cfg(test)]
@@ -155,10 +146,7 @@ mod tests {
         assert_eq!(a.max_retrieved, Some(100));
         assert_eq!(a.level, 2);
         assert_eq!(a.measures, ["all_trec", "relstring.20"]);
-        assert_eq!(
-            (a.qrels.as_path(), a.run.as_path()),
-            (Path::new("qrels"), Path::new("run"))
-        );
+        assert_eq!((a.qrels.as_path(), a.run.as_path()), (Path::new("qrels"), Path::new("run")));
     }
 
     #[test]
@@ -166,15 +154,9 @@ mod tests {
         assert!(parse(&["qrels"]).unwrap_err().contains("got 1 paths"));
         assert!(parse(&["-x", "qrels", "run"]).unwrap_err().contains("`-x`"));
         assert!(
-            parse(&["-M", "ten", "qrels", "run"])
-                .unwrap_err()
-                .contains("`ten` is not a number")
+            parse(&["-M", "ten", "qrels", "run"]).unwrap_err().contains("`ten` is not a number")
         );
-        assert!(
-            parse(&["qrels", "run", "-m"])
-                .unwrap_err()
-                .contains("-m needs a measure")
-        );
+        assert!(parse(&["qrels", "run", "-m"]).unwrap_err().contains("-m needs a measure"));
     }
 
     #[test]
@@ -189,9 +171,6 @@ mod tests {
         let err = trec_eval(&args).unwrap_err();
         assert!(matches!(err, CommandError::Qrels { .. }), "{err:?}");
         let source = std::error::Error::source(&err).unwrap().to_string();
-        assert!(
-            source.contains("qrels:2") && source.contains("malformed"),
-            "{source}"
-        );
+        assert!(source.contains("qrels:2") && source.contains("malformed"), "{source}");
     }
 }

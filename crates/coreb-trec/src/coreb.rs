@@ -31,23 +31,14 @@ impl CorebConfig {
     /// CoREB's convention for graded qrels (some relevance >= 2): level 2. Binary qrels (plain
     /// BEIR sets such as CoSQA, relevance 0/1) keep level 1, so relevance 1 stays relevant.
     pub fn for_qrels(qrels: &Qrels, ks: Vec<usize>) -> CorebConfig {
-        let graded = qrels
-            .queries
-            .values()
-            .any(|q| q.judged.iter().any(|(_, r)| *r >= 2));
-        CorebConfig {
-            ks,
-            level: if graded { 2 } else { 1 },
-        }
+        let graded = qrels.queries.values().any(|q| q.judged.iter().any(|(_, r)| *r >= 2));
+        CorebConfig { ks, level: if graded { 2 } else { 1 } }
     }
 }
 
 impl Default for CorebConfig {
     fn default() -> Self {
-        CorebConfig {
-            ks: vec![1, 5, 10],
-            level: 2,
-        }
+        CorebConfig { ks: vec![1, 5, 10], level: 2 }
     }
 }
 
@@ -119,35 +110,21 @@ pub fn query_result(
     cfg: &CorebConfig,
     missing: bool,
 ) -> QueryResult {
-    let rels: Vec<i64> = ranked
-        .iter()
-        .map(|d| qq.relevance(d).unwrap_or(0))
-        .collect();
+    let rels: Vec<i64> = ranked.iter().map(|d| qq.relevance(d).unwrap_or(0)).collect();
     let gain = |r: i64| if r >= cfg.level { r as f64 } else { 0.0 };
     let num_rel = qq.judged.iter().filter(|(_, r)| *r >= cfg.level).count();
-    let mut ideal: Vec<f64> = qq
-        .judged
-        .iter()
-        .map(|(_, r)| gain(*r))
-        .filter(|g| *g > 0.0)
-        .collect();
+    let mut ideal: Vec<f64> =
+        qq.judged.iter().map(|(_, r)| gain(*r)).filter(|g| *g > 0.0).collect();
     ideal.sort_by(|a, b| b.total_cmp(a));
     let disc = |i: usize| ((i + 2) as f64).log2();
     let mut at_k = AtK::default();
     for &k in &cfg.ks {
         let top = &rels[..k.min(rels.len())];
         // Folded from +0.0: `Sum` of no floats is -0.0, which would print as `-0.0000`.
-        let dcg: f64 = top
-            .iter()
-            .enumerate()
-            .map(|(i, &r)| gain(r) / disc(i))
-            .fold(0.0, |a, b| a + b);
-        let idcg: f64 = ideal
-            .iter()
-            .take(k)
-            .enumerate()
-            .map(|(i, g)| g / disc(i))
-            .fold(0.0, |a, b| a + b);
+        let dcg: f64 =
+            top.iter().enumerate().map(|(i, &r)| gain(r) / disc(i)).fold(0.0, |a, b| a + b);
+        let idcg: f64 =
+            ideal.iter().take(k).enumerate().map(|(i, g)| g / disc(i)).fold(0.0, |a, b| a + b);
         at_k.ndcg.push(if idcg > 0.0 { dcg / idcg } else { 0.0 });
         let (mut hits, mut ap) = (0usize, 0.0);
         for (i, &r) in top.iter().enumerate() {
@@ -156,44 +133,20 @@ pub fn query_result(
                 ap += hits as f64 / (i + 1) as f64;
             }
         }
-        at_k.map.push(if num_rel > 0 {
-            ap / num_rel as f64
-        } else {
-            0.0
-        });
-        at_k.recall.push(if num_rel > 0 {
-            hits as f64 / num_rel as f64
-        } else {
-            0.0
-        });
-        at_k.precision
-            .push(if k > 0 { hits as f64 / k as f64 } else { 0.0 });
-        at_k.mrr.push(
-            top.iter()
-                .position(|&r| r >= cfg.level)
-                .map_or(0.0, |i| 1.0 / (i + 1) as f64),
-        );
+        at_k.map.push(if num_rel > 0 { ap / num_rel as f64 } else { 0.0 });
+        at_k.recall.push(if num_rel > 0 { hits as f64 / num_rel as f64 } else { 0.0 });
+        at_k.precision.push(if k > 0 { hits as f64 / k as f64 } else { 0.0 });
+        at_k.mrr
+            .push(top.iter().position(|&r| r >= cfg.level).map_or(0.0, |i| 1.0 / (i + 1) as f64));
         let cap = k.min(num_rel);
-        at_k.r_cap.push(if cap > 0 {
-            hits as f64 / cap as f64
-        } else {
-            0.0
-        });
+        at_k.r_cap.push(if cap > 0 { hits as f64 / cap as f64 } else { 0.0 });
     }
     let has_hard = qq.judged.iter().any(|(_, r)| *r >= 1 && *r < cfg.level);
     let intrusion = has_hard.then(|| {
-        let first_pos = rels
-            .iter()
-            .position(|&r| r >= cfg.level)
-            .unwrap_or(rels.len());
+        let first_pos = rels.iter().position(|&r| r >= cfg.level).unwrap_or(rels.len());
         rels[..first_pos].iter().any(|&r| r >= 1 && r < cfg.level)
     });
-    QueryResult {
-        qid: qid.to_owned(),
-        at_k,
-        intrusion,
-        missing,
-    }
+    QueryResult { qid: qid.to_owned(), at_k, intrusion, missing }
 }
 
 /// Means over `results` (an empty set gives zeros).
@@ -202,13 +155,7 @@ pub fn summarize<'a>(ks: &[usize], results: impl IntoIterator<Item = &'a QueryRe
     let n = results.len().max(1) as f64;
     let mean = |f: &dyn Fn(&AtK) -> &Vec<f64>| -> Vec<f64> {
         (0..ks.len())
-            .map(|i| {
-                results
-                    .iter()
-                    .map(|q| f(&q.at_k)[i])
-                    .fold(0.0, |a, b| a + b)
-                    / n
-            })
+            .map(|i| results.iter().map(|q| f(&q.at_k)[i]).fold(0.0, |a, b| a + b) / n)
             .collect()
     };
     let at_k = AtK {
@@ -243,10 +190,7 @@ mod tests {
         run.push("q", "hard", 3.0);
         run.push("q", "pos", 2.0);
         run.push("q", "neg", 1.0);
-        let cfg = CorebConfig {
-            ks: vec![1, 2],
-            level: 2,
-        };
+        let cfg = CorebConfig { ks: vec![1, 2], level: 2 };
         let r = &evaluate(&qrels, &run, &cfg)[0];
         assert_eq!(r.at_k.ndcg[0], 0.0, "a hard negative earns no gain");
         assert!((r.at_k.ndcg[1] - 1.0 / 3f64.log2()).abs() < 1e-12);

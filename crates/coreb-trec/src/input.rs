@@ -26,11 +26,7 @@ impl std::hash::Hasher for Fnv {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
         for &b in bytes {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0000_0100_0000_01b3);
@@ -55,10 +51,7 @@ pub struct QueryQrels {
 impl QueryQrels {
     /// The relevance of `doc`, if judged.
     pub fn relevance(&self, doc: &str) -> Option<Relevance> {
-        self.judged
-            .binary_search_by(|(d, _)| d.as_str().cmp(doc))
-            .ok()
-            .map(|i| self.judged[i].1)
+        self.judged.binary_search_by(|(d, _)| d.as_str().cmp(doc)).ok().map(|i| self.judged[i].1)
     }
 }
 
@@ -79,10 +72,7 @@ impl Qrels {
     {
         let mut queries: BTreeMap<String, Vec<(String, Relevance, usize)>> = BTreeMap::new();
         for (n, (q, d, r)) in triples.into_iter().enumerate() {
-            queries
-                .entry(q.into())
-                .or_default()
-                .push((d.into(), r, n + 1));
+            queries.entry(q.into()).or_default().push((d.into(), r, n + 1));
         }
         let path = Path::new("<memory>");
         let queries = queries
@@ -96,10 +86,8 @@ impl Qrels {
     /// in parallel.
     pub fn parse(text: &str, path: &Path) -> Result<Qrels, EvalError> {
         let chunks = line_chunks(text, rayon::current_num_threads() * 4);
-        let parsed: Vec<Result<QrelsGroups<'_>, ChunkError>> = chunks
-            .par_iter()
-            .map(|(base, chunk)| parse_qrels_chunk(chunk, *base))
-            .collect();
+        let parsed: Vec<Result<QrelsGroups<'_>, ChunkError>> =
+            chunks.par_iter().map(|(base, chunk)| parse_qrels_chunk(chunk, *base)).collect();
         let mut queries: BTreeMap<&str, Vec<(&str, Relevance, usize)>> = BTreeMap::new();
         for groups in parsed {
             let groups = groups.map_err(|e| malformed(path, line_of(text, e.offset), &e.why))?;
@@ -111,9 +99,7 @@ impl Qrels {
             .into_par_iter()
             .map(|(qid, rows)| finish_query(qid, rows, |offset| line_of(text, offset), path))
             .collect();
-        Ok(Qrels {
-            queries: finished.into_iter().collect::<Result<_, _>>()?,
-        })
+        Ok(Qrels { queries: finished.into_iter().collect::<Result<_, _>>()? })
     }
 
     /// Read and parse a qrels file; one without a judgement is [`EvalError::Empty`].
@@ -193,10 +179,7 @@ fn finish_query<S: AsRef<str>>(
             doc: w[1].0.as_ref().to_owned(),
         });
     }
-    let judged = rows
-        .into_iter()
-        .map(|(d, r, _)| (d.as_ref().to_owned(), r))
-        .collect();
+    let judged = rows.into_iter().map(|(d, r, _)| (d.as_ref().to_owned(), r)).collect();
     Ok((qid.as_ref().to_owned(), QueryQrels { judged }))
 }
 
@@ -221,11 +204,7 @@ fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 }
 
 fn malformed(path: &Path, line: usize, why: &str) -> EvalError {
-    EvalError::Malformed {
-        path: path.to_owned(),
-        line,
-        why: why.to_owned(),
-    }
+    EvalError::Malformed { path: path.to_owned(), line, why: why.to_owned() }
 }
 
 /// One retrieved document of a query: a span of the run's text arena and a score.
@@ -287,11 +266,7 @@ impl Arena {
 pub(crate) fn descending_key(x: f64) -> u64 {
     let x = if x == 0.0 { 0.0 } else { x };
     let bits = x.to_bits();
-    let ascending = if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits | (1 << 63)
-    };
+    let ascending = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
     !ascending
 }
 
@@ -336,9 +311,8 @@ impl<'a> Iterator for Fields<'a> {
 /// 15 digits (`[+-]?d*[.d*]`): the digits as an integer, exactly representable, divided by an
 /// exact power of ten, which IEEE division rounds correctly, so the result is the same double.
 fn parse_score(s: &str) -> Option<f64> {
-    const POW10: [f64; 16] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-    ];
+    const POW10: [f64; 16] =
+        [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
     let b = s.as_bytes();
     let (negative, digits) = match b.first() {
         Some(b'-') => (true, &b[1..]),
@@ -396,11 +370,7 @@ fn parse_chunk<'a>(
         })?;
         last_tag = Some(tag);
         let start = base + line_start + (doc.as_ptr() as usize - line.as_ptr() as usize);
-        let entry = RunEntry {
-            start: start as u32,
-            len: doc.len() as u32,
-            score,
-        };
+        let entry = RunEntry { start: start as u32, len: doc.len() as u32, score };
         // Lines of one query are usually consecutive: check the last query first.
         match out.last_mut() {
             Some((q, v)) if *q == qid => v.push(entry),
@@ -435,10 +405,7 @@ fn line_chunks(text: &str, n: usize) -> Vec<(usize, &str)> {
 impl Run {
     /// An empty run named `run_id`.
     pub fn new(run_id: impl Into<String>) -> Run {
-        Run {
-            run_id: run_id.into(),
-            ..Run::default()
-        }
+        Run { run_id: run_id.into(), ..Run::default() }
     }
 
     /// The document id of an entry.
@@ -448,11 +415,8 @@ impl Run {
 
     /// Add one scored document; duplicates are detected by [`Run::check_duplicates`].
     pub fn push(&mut self, query: &str, doc: &str, score: f64) {
-        let entry = RunEntry {
-            start: self.arena.as_str().len() as u32,
-            len: doc.len() as u32,
-            score,
-        };
+        let entry =
+            RunEntry { start: self.arena.as_str().len() as u32, len: doc.len() as u32, score };
         self.arena.push_str(doc);
         match self.queries.get_mut(query) {
             Some(v) => v.push(entry),
@@ -475,17 +439,11 @@ impl Run {
     fn parse_arena(arena: Arena, path: &Path) -> Result<Run, EvalError> {
         let text = arena.as_str();
         if text.len() >= u32::MAX as usize {
-            return Err(malformed(
-                path,
-                0,
-                "run files of 4 GiB or more are not supported",
-            ));
+            return Err(malformed(path, 0, "run files of 4 GiB or more are not supported"));
         }
         let chunks = line_chunks(text, rayon::current_num_threads() * 4);
-        let parsed: Vec<Result<(ChunkQueries<'_>, Option<&str>), ChunkError>> = chunks
-            .par_iter()
-            .map(|(base, chunk)| parse_chunk(chunk, *base))
-            .collect();
+        let parsed: Vec<Result<(ChunkQueries<'_>, Option<&str>), ChunkError>> =
+            chunks.par_iter().map(|(base, chunk)| parse_chunk(chunk, *base)).collect();
         let mut order: Vec<(String, Vec<RunEntry>)> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut run_id = String::new();
@@ -509,11 +467,7 @@ impl Run {
                 }
             }
         }
-        let run = Run {
-            run_id,
-            queries: order.into_iter().collect(),
-            arena,
-        };
+        let run = Run { run_id, queries: order.into_iter().collect(), arena };
         if let Some((qid, doc)) = run.first_duplicate() {
             // Split as the parser split them, so the lines found are the ones it read.
             let lines: Vec<usize> = lines(run.arena.as_str())
@@ -561,11 +515,7 @@ impl Run {
                 ))
             })?;
         if let Err(e) = std::str::from_utf8(&map) {
-            let line = map[..e.valid_up_to()]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count()
-                + 1;
+            let line = map[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
             return Err(malformed(path, line, "not UTF-8"));
         }
         Run::parse_arena(Arena::Mapped(std::sync::Arc::new(map)), path)
@@ -616,11 +566,8 @@ impl Run {
     /// Sort entries into trec_eval rank order. Scores are sorted as integer keys (fast), and only
     /// groups of tied scores compare document ids.
     pub fn sort_ranked(&self, v: &mut [RunEntry]) {
-        let mut keys: Vec<(u64, u32)> = v
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (descending_key(e.score), i as u32))
-            .collect();
+        let mut keys: Vec<(u64, u32)> =
+            v.iter().enumerate().map(|(i, e)| (descending_key(e.score), i as u32)).collect();
         keys.sort_unstable();
         let mut i = 0;
         while i < keys.len() {
@@ -726,18 +673,11 @@ mod tests {
     #[test]
     fn qrels_parse_and_errors() {
         let q = Qrels::parse("# c\n1 0 b 2\n1 0 a 0\n\n2 0 x -1\n", Path::new("q")).unwrap();
-        assert_eq!(
-            q.queries["1"].judged,
-            vec![("a".into(), 0), ("b".into(), 2)]
-        );
+        assert_eq!(q.queries["1"].judged, vec![("a".into(), 0), ("b".into(), 2)]);
         assert_eq!(q.queries["2"].relevance("x"), Some(-1));
-        let e = Qrels::parse("1 0 a\n", Path::new("q.txt"))
-            .unwrap_err()
-            .to_string();
+        let e = Qrels::parse("1 0 a\n", Path::new("q.txt")).unwrap_err().to_string();
         assert!(e.contains("q.txt:1"), "{e}");
-        let e = Qrels::parse("1 0 a 1\n1 0 a 2\n", Path::new("q.txt"))
-            .unwrap_err()
-            .to_string();
+        let e = Qrels::parse("1 0 a 1\n1 0 a 2\n", Path::new("q.txt")).unwrap_err().to_string();
         assert!(e.contains("q.txt:2") && e.contains("`a`"), "{e}");
     }
 
@@ -751,27 +691,17 @@ mod tests {
         assert_eq!(r.run_id, "x", "the last line names the run");
         let ranked: Vec<&str> = r.ranked("1").iter().map(|e| r.doc(e)).collect();
         assert_eq!(ranked, ["c", "b", "a"]);
-        let e = Run::parse(
-            "1 Q0 a 1 1 x\n2 Q0 a 1 1 x\n1 Q0 a 2 0.5 x\n",
-            Path::new("run.trec"),
-        )
-        .unwrap_err()
-        .to_string();
+        let e = Run::parse("1 Q0 a 1 1 x\n2 Q0 a 1 1 x\n1 Q0 a 2 0.5 x\n", Path::new("run.trec"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("run.trec:3") && e.contains("line 1"), "{e}");
-        let e = Run::parse("1 Q0 a 1 high x\n", Path::new("r"))
-            .unwrap_err()
-            .to_string();
+        let e = Run::parse("1 Q0 a 1 high x\n", Path::new("r")).unwrap_err().to_string();
         assert!(e.contains("`high`"), "{e}");
-        let e = Run::parse(
-            "1 Q0 a 1 1 x\n\t \r\n# c\n1 Q0 b 2 1.2.3 x\n",
-            Path::new("r"),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("r:4") && e.contains("`1.2.3`"), "{e}");
-        let e = Run::parse("1 Q0 a 1 1\n", Path::new("r"))
+        let e = Run::parse("1 Q0 a 1 1 x\n\t \r\n# c\n1 Q0 b 2 1.2.3 x\n", Path::new("r"))
             .unwrap_err()
             .to_string();
+        assert!(e.contains("r:4") && e.contains("`1.2.3`"), "{e}");
+        let e = Run::parse("1 Q0 a 1 1\n", Path::new("r")).unwrap_err().to_string();
         assert!(e.contains("r:1") && e.contains("6 fields"), "{e}");
     }
 }

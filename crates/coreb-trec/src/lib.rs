@@ -96,10 +96,6 @@ pub enum EvalError {
 impl EvalError {
     /// The run file `path` ranks nothing.
     pub fn empty_run(path: &std::path::Path) -> EvalError {
-        EvalError::Empty {
-            path: path.to_owned(),
-            what: "run",
-            line: "ranked document",
-        }
+        EvalError::Empty { path: path.to_owned(), what: "run", line: "ranked document" }
     }
 }

@@ -363,10 +363,8 @@ fn c_double(s: &str) -> f64 {
 impl Measure {
     /// Resolve `kind` with the parameter text given after its `.` on the command line.
     pub fn new(kind: Kind, param_text: Option<&str>) -> Result<Measure, EvalError> {
-        let bad = |why: &str| EvalError::Measure {
-            measure: kind.name().to_owned(),
-            why: why.to_owned(),
-        };
+        let bad =
+            |why: &str| EvalError::Measure { measure: kind.name().to_owned(), why: why.to_owned() };
         let base = kind.name();
         let list = |t: &str| t.split(',').map(str::to_owned).collect::<Vec<_>>();
         let params = match kind {
@@ -450,12 +448,7 @@ impl Measure {
                 None => base.to_owned(),
             }],
         };
-        Ok(Measure {
-            kind,
-            params,
-            printable,
-            names,
-        })
+        Ok(Measure { kind, params, printable, names })
     }
 
     /// How this measure's values combine over queries.
@@ -515,11 +508,7 @@ impl Measure {
                 } else {
                     0.0
                 };
-                out.push(if self.kind == Kind::GmMap {
-                    ap.max(MIN_GEO_MEAN).ln()
-                } else {
-                    ap
-                });
+                out.push(if self.kind == Kind::GmMap { ap.max(MIN_GEO_MEAN).ln() } else { ap });
             }
             Kind::Rprec => {
                 let n = num_ret.min(r.num_rel) as usize;
@@ -531,12 +520,8 @@ impl Measure {
                 }
             }
             Kind::Bpref | Kind::GmBpref => {
-                let num_nonrel: i64 = r
-                    .rel_levels
-                    .iter()
-                    .filter(|l| l.0 < level)
-                    .map(|l| l.1)
-                    .sum();
+                let num_nonrel: i64 =
+                    r.rel_levels.iter().filter(|l| l.0 < level).map(|l| l.1).sum();
                 let (mut nonrel, mut bpref) = (0i64, 0.0);
                 for &x in rels {
                     if x < 0 {
@@ -562,18 +547,14 @@ impl Measure {
             }
             Kind::RecipRank => {
                 out.push(
-                    rels.iter()
-                        .position(|&x| is_rel(x))
-                        .map_or(0.0, |i| 1.0 / (i + 1) as f64),
+                    rels.iter().position(|&x| is_rel(x)).map_or(0.0, |i| 1.0 / (i + 1) as f64),
                 );
             }
             Kind::IprecAtRecall | Kind::ElevenPtAvg => {
                 let pts = self.reals();
                 let mut vals = vec![0.0; pts.len()];
-                let cutoffs: Vec<i64> = pts
-                    .iter()
-                    .map(|p| (p * r.num_rel as f64).round() as i64)
-                    .collect();
+                let cutoffs: Vec<i64> =
+                    pts.iter().map(|p| (p * r.num_rel as f64).round() as i64).collect();
                 let mut cur = pts.len() as isize - 1;
                 while cur >= 0 && cutoffs[cur as usize] > r.num_rel_ret {
                     cur -= 1;
@@ -610,9 +591,8 @@ impl Measure {
                 self.cutoff_family(r, level, out)
             }
             Kind::Relstring => {
-                let len = (self.reals().first().copied().unwrap_or(10.0) as i64)
-                    .min(num_ret)
-                    .max(0) as usize;
+                let len = (self.reals().first().copied().unwrap_or(10.0) as i64).min(num_ret).max(0)
+                    as usize;
                 let s: String = rels[..len]
                     .iter()
                     .map(|&x| match x {
@@ -660,10 +640,8 @@ impl Measure {
             Kind::RprecMult => {
                 let pts = self.reals();
                 let mut vals = vec![0.0; pts.len()];
-                let cutoffs: Vec<i64> = pts
-                    .iter()
-                    .map(|p| (p * r.num_rel as f64 + 0.9) as i64)
-                    .collect();
+                let cutoffs: Vec<i64> =
+                    pts.iter().map(|p| (p * r.num_rel as f64 + 0.9) as i64).collect();
                 let mut cur = pts.len() as isize - 1;
                 while cur >= 0 && cutoffs[cur as usize] > num_ret {
                     vals[cur as usize] = r.num_rel_ret as f64 / cutoffs[cur as usize] as f64;
@@ -700,32 +678,24 @@ impl Measure {
                         sum += 1.0 / ((3 + i as i64 - so_far) as f64).log2();
                     }
                 }
-                out.push(if so_far > 0 {
-                    sum / r.num_rel as f64
-                } else {
-                    0.0
-                });
+                out.push(if so_far > 0 { sum / r.num_rel as f64 } else { 0.0 });
             }
             Kind::G => out.push(g_measure(r, &Gains::new(self.pairs(), r))),
             Kind::Ndcg => out.push(ndcg(r, &Gains::new(self.pairs(), r))),
             Kind::NdcgRel => out.push(ndcg_rel(r, &Gains::new(self.pairs(), r))),
             Kind::Rndcg => out.push(rndcg(r, &Gains::new(self.pairs(), r))),
             Kind::NdcgCut => ndcg_cut(r, self.cuts(), out),
-            Kind::SetP => out.push(if num_ret > 0 {
-                r.num_rel_ret as f64 / num_ret as f64
-            } else {
-                0.0
-            }),
+            Kind::SetP => {
+                out.push(if num_ret > 0 { r.num_rel_ret as f64 / num_ret as f64 } else { 0.0 })
+            }
             Kind::SetRelativeP => out.push(if num_ret > 0 && r.num_rel > 0 {
                 r.num_rel_ret as f64 / num_ret.min(r.num_rel) as f64
             } else {
                 0.0
             }),
-            Kind::SetRecall => out.push(if r.num_rel > 0 {
-                r.num_rel_ret as f64 / r.num_rel as f64
-            } else {
-                0.0
-            }),
+            Kind::SetRecall => {
+                out.push(if r.num_rel > 0 { r.num_rel_ret as f64 / r.num_rel as f64 } else { 0.0 })
+            }
             Kind::SetMap => out.push(if num_ret > 0 && r.num_rel > 0 {
                 (r.num_rel_ret as f64 * r.num_rel_ret as f64) / (num_ret as f64 * r.num_rel as f64)
             } else {
@@ -755,11 +725,7 @@ impl Measure {
                     }
                     cur_p *= p;
                 }
-                out.push(if unj > 0 {
-                    cur_p + (1.0 - p) * sum
-                } else {
-                    0.0
-                });
+                out.push(if unj > 0 { cur_p + (1.0 - p) * sum } else { 0.0 });
             }
         }
     }
@@ -799,11 +765,7 @@ impl Measure {
                     break;
                 }
             }
-            let hit = if kind == Kind::Unj {
-                x == NONPOOL || x == UNJUDGED
-            } else {
-                x >= level
-            };
+            let hit = if kind == Kind::Unj { x == NONPOOL || x == UNJUDGED } else { x >= level };
             if hit {
                 count += 1;
                 sum += count as f64 / (i + 1) as f64;
@@ -884,16 +846,10 @@ impl<'a> Ideal<'a> {
         // When an unlisted level (no doc) has the highest gain, the walk starts on it, as
         // trec_eval's does: its gain is the first one tested, and the first step leaves it.
         let listed_top = g.levels.last().map(|l| l.1);
-        let unlisted_on_top = g
-            .unlisted
-            .is_some_and(|(_, high)| listed_top.is_none_or(|top| high > top));
+        let unlisted_on_top =
+            g.unlisted.is_some_and(|(_, high)| listed_top.is_none_or(|top| high > top));
         let cur = g.levels.len() as isize - if unlisted_on_top { 0 } else { 1 };
-        Ideal {
-            levels: &g.levels,
-            cur,
-            at_level: 0,
-            gain: g.top(),
-        }
+        Ideal { levels: &g.levels, cur, at_level: 0, gain: g.top() }
     }
 
     /// Docs at the level `cur` (none at the unlisted top, one past the listed ones).
@@ -906,11 +862,7 @@ impl<'a> Ideal<'a> {
         while self.cur >= 0 && self.at_level > self.count() {
             self.at_level = 1;
             self.cur -= 1;
-            self.gain = if self.cur >= 0 {
-                self.levels[self.cur as usize].1
-            } else {
-                0.0
-            };
+            self.gain = if self.cur >= 0 { self.levels[self.cur as usize].1 } else { 0.0 };
         }
     }
 }
@@ -1064,11 +1016,7 @@ fn g_measure(r: &Ranked, g: &Gains) -> f64 {
         if ideal.gain > 0.0 {
             sum_ideal += ideal.gain;
         }
-        sum_cost += if ideal.gain >= min_cost {
-            ideal.gain
-        } else {
-            min_cost
-        };
+        sum_cost += if ideal.gain >= min_cost { ideal.gain } else { min_cost };
         if rg != 0.0 {
             results_g += rg / (2.0 + sum_cost - sum_results).log2();
         }
@@ -1089,11 +1037,7 @@ fn g_measure(r: &Ranked, g: &Gains) -> f64 {
             sum_ideal += ideal.gain;
         }
     }
-    if sum_ideal > 0.0 {
-        results_g / sum_ideal
-    } else {
-        0.0
-    }
+    if sum_ideal > 0.0 { results_g / sum_ideal } else { 0.0 }
 }
 
 fn ndcg_cut(r: &Ranked, cuts: &[i64], out: &mut Vec<f64>) {
@@ -1145,14 +1089,9 @@ fn ndcg_cut(r: &Ranked, cuts: &[i64], out: &mut Vec<f64>) {
 }
 
 fn rbp(r: &Ranked, pairs: &[(String, f64)]) -> f64 {
-    let p = pairs
-        .iter()
-        .find(|(n, _)| n == "p")
-        .map_or(0.9, |(_, v)| *v);
+    let p = pairs.iter().find(|(n, _)| n == "p").map_or(0.9, |(_, v)| *v);
     let mut g = Gains::new(pairs, r);
-    let unlisted = g
-        .unlisted
-        .map_or([f64::INFINITY, f64::NEG_INFINITY], |(lo, hi)| [lo, hi]);
+    let unlisted = g.unlisted.map_or([f64::INFINITY, f64::NEG_INFINITY], |(lo, hi)| [lo, hi]);
     let min = g.levels.iter().map(|l| l.1).fold(unlisted[0], f64::min);
     let max = g.levels.iter().map(|l| l.1).fold(unlisted[1], f64::max);
     if min < 0.0 || max > 1.0 {
@@ -1232,10 +1171,7 @@ mod tests {
         assert_eq!(r.rel_levels, [(0, 1), (1, 1), (huge, 1)]);
         let ideal = huge as f64 + 1.0 / 3f64.log2();
         let ndcg = value("ndcg", None, &r)[0];
-        assert!(
-            (ndcg - huge as f64 / 3f64.log2() / ideal).abs() < 1e-12,
-            "{ndcg}"
-        );
+        assert!((ndcg - huge as f64 / 3f64.log2() / ideal).abs() < 1e-12, "{ndcg}");
         let cut = value("ndcg_cut", Some("1,5"), &r);
         assert!((cut[1] - ndcg).abs() < 1e-12 && cut[0] == 0.0, "{cut:?}");
         for m in ["bpref", "rbp", "Rndcg", "G", "ndcg_rel", "map", "infAP"] {
@@ -1259,10 +1195,7 @@ mod tests {
         let m = Measure::new(Kind::NdcgCut, Some("10,20,23.4")).unwrap();
         assert_eq!(m.names, ["ndcg_cut_10", "ndcg_cut_20", "ndcg_cut_23"]);
         let m = Measure::new(Kind::RprecMult, Some("5.0,0.2,0.35")).unwrap();
-        assert_eq!(
-            m.names,
-            ["Rprec_mult_0.20", "Rprec_mult_0.35", "Rprec_mult_5.00"]
-        );
+        assert_eq!(m.names, ["Rprec_mult_0.20", "Rprec_mult_0.35", "Rprec_mult_5.00"]);
         let m = Measure::new(Kind::Ndcg, Some("1=3,2=9,4=4.5")).unwrap();
         assert_eq!(m.names, ["ndcg_1=3,2=9,4=4.5"]);
         assert!(Measure::new(Kind::P, Some("5,5")).is_err());

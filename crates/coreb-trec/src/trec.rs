@@ -73,19 +73,11 @@ impl TrecOptions {
         let mut measures = Vec::new();
         for &k in Kind::all() {
             if marked.contains(&k) {
-                let p = params
-                    .iter()
-                    .find(|(pk, _)| *pk == k)
-                    .map(|(_, p)| p.as_str());
+                let p = params.iter().find(|(pk, _)| *pk == k).map(|(_, p)| p.as_str());
                 measures.push(Measure::new(k, p)?);
             }
         }
-        Ok(TrecOptions {
-            measures,
-            level: 1,
-            max_retrieved: None,
-            complete: false,
-        })
+        Ok(TrecOptions { measures, level: 1, max_retrieved: None, complete: false })
     }
 
     /// Options for the given `-m` arguments and trec_eval's defaults otherwise.
@@ -159,10 +151,7 @@ pub fn pytrec_measures(measures: &[String]) -> Result<Vec<String>, EvalError> {
             if params.is_empty() {
                 name
             } else {
-                format!(
-                    "{name}.{}",
-                    params.into_iter().collect::<Vec<_>>().join(",")
-                )
+                format!("{name}.{}", params.into_iter().collect::<Vec<_>>().join(","))
             }
         })
         .collect();
@@ -237,11 +226,7 @@ impl TrecReport {
     pub fn to_text(&self, per_query: bool) -> String {
         let mut out = String::new();
         if per_query {
-            let blocks: Vec<String> = self
-                .queries
-                .par_iter()
-                .map(|q| self.query_text(q))
-                .collect();
+            let blocks: Vec<String> = self.queries.par_iter().map(|q| self.query_text(q)).collect();
             out.reserve_exact(
                 blocks.iter().map(String::len).sum::<usize>() + 64 * self.measures.len(),
             );
@@ -369,20 +354,13 @@ fn push_fixed4(out: &mut String, v: f64) -> bool {
 /// Reduce one query's ranked results to relevance values (trec_eval `form_res_rels`).
 pub fn form_ranked(qrels: &QueryQrels, ranked: &[(&str, f64)], level: i64) -> Ranked {
     let judged = judged_map(qrels);
-    let rels = ranked
-        .iter()
-        .map(|(doc, _)| relevance_of(&judged, doc))
-        .collect();
+    let rels = ranked.iter().map(|(doc, _)| relevance_of(&judged, doc)).collect();
     ranked_from_rels(qrels, rels, level)
 }
 
 /// Doc id → relevance of one query's judgements.
 fn judged_map(qrels: &QueryQrels) -> std::collections::HashMap<&str, i64, FnvBuild> {
-    qrels
-        .judged
-        .iter()
-        .map(|(d, rel)| (d.as_str(), *rel))
-        .collect()
+    qrels.judged.iter().map(|(d, rel)| (d.as_str(), *rel)).collect()
 }
 
 /// trec_eval's relevance of a retrieved document: [`NONPOOL`] outside the qrels,
@@ -408,11 +386,7 @@ fn ranked_from_rels(qrels: &QueryQrels, rels: Vec<i64>, level: i64) -> Ranked {
         }
     }
     r.rels = rels;
-    r.num_rel = rel_levels
-        .iter()
-        .filter(|l| l.0 >= level)
-        .map(|l| l.1)
-        .sum();
+    r.num_rel = rel_levels.iter().filter(|l| l.0 >= level).map(|l| l.1).sum();
     r.rel_levels = rel_levels;
     r
 }
@@ -457,10 +431,7 @@ fn rank_rels(
     }
     let total = max_retrieved.map_or(entries.len(), |m| m.min(entries.len()));
     let mut rels = Vec::with_capacity(total);
-    for (gap, hit) in gaps
-        .iter()
-        .zip(hits.iter().map(|h| Some(h.2)).chain(std::iter::once(None)))
-    {
+    for (gap, hit) in gaps.iter().zip(hits.iter().map(|h| Some(h.2)).chain(std::iter::once(None))) {
         rels.extend(std::iter::repeat_n(NONPOOL, *gap));
         rels.extend(hit);
         if rels.len() >= total {
@@ -492,11 +463,8 @@ const BOGUS_DOC: &str = "ceci_nest_pas_un_docno";
 /// trec_eval's summary `num_rel` under `-c`: the judgements above 0 of every qrels query,
 /// counted afresh from the qrels whatever `-l` says (trec_eval 10.0 `te_calc_avg_num_rel`).
 fn complete_num_rel(qrels: &Qrels) -> f64 {
-    qrels
-        .queries
-        .values()
-        .map(|q| q.judged.iter().filter(|(_, r)| *r > 0).count())
-        .sum::<usize>() as f64
+    qrels.queries.values().map(|q| q.judged.iter().filter(|(_, r)| *r > 0).count()).sum::<usize>()
+        as f64
 }
 
 /// Evaluate `run` against `qrels` the way trec_eval does.
@@ -548,11 +516,7 @@ pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecRepo
                 }
                 values.push(out);
             }
-            QueryValues {
-                qid: (*qid).clone(),
-                values,
-                relstring,
-            }
+            QueryValues { qid: (*qid).clone(), values, relstring }
         })
         .collect();
     let n = queries.len() as f64;
@@ -578,11 +542,7 @@ pub fn evaluate(qrels: &Qrels, run: &Run, opts: &TrecOptions) -> Result<TrecRepo
     Ok(TrecReport {
         measures: opts.measures.clone(),
         queries,
-        summary: QueryValues {
-            qid: "all".into(),
-            values: summary,
-            relstring: None,
-        },
+        summary: QueryValues { qid: "all".into(), values: summary, relstring: None },
         run_id: run.run_id.clone(),
     })
 }
@@ -601,10 +561,7 @@ mod tests {
         assert_eq!(m(&["P.10", "P.5"]), ["P.10,5"]);
         assert_eq!(m(&["P.5,10"]), ["P.10,5"]);
         assert_eq!(m(&["P_5", "P.10", "P"]), ["P.10,5"]);
-        assert_eq!(
-            m(&["ndcg_cut.5", "ndcg_cut_10", "map"]),
-            ["map", "ndcg_cut.10,5"]
-        );
+        assert_eq!(m(&["ndcg_cut.5", "ndcg_cut_10", "map"]), ["map", "ndcg_cut.10,5"]);
         assert_eq!(m(&["iprec_at_recall.0.1,0.5"]), ["iprec_at_recall.0.1,0.5"]);
         let all = m(&["all_trec", "P.7"]);
         assert!(all.contains(&"P.7".to_owned()) && all.contains(&"ndcg_cut".to_owned()));
@@ -619,15 +576,9 @@ mod tests {
         assert!(pytrec_measures(&["nope".to_owned()]).is_err());
         // Both cut-offs come out, whichever order.
         let options = TrecOptions::from_args(&m(&["P.5", "P.10"])).unwrap();
-        let names: Vec<&str> = options
-            .measures
-            .iter()
-            .flat_map(|x| x.names.iter().map(String::as_str))
-            .collect();
-        assert!(
-            names.contains(&"P_5") && names.contains(&"P_10"),
-            "{names:?}"
-        );
+        let names: Vec<&str> =
+            options.measures.iter().flat_map(|x| x.names.iter().map(String::as_str)).collect();
+        assert!(names.contains(&"P_5") && names.contains(&"P_10"), "{names:?}");
     }
 
     /// The fast `%6.4f` writes exactly what the exact formatter writes, near ties included.
@@ -663,9 +614,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            values.push(f64::from_bits(
-                0x3f00_0000_0000_0000 + x % 0x0200_0000_0000_0000,
-            ));
+            values.push(f64::from_bits(0x3f00_0000_0000_0000 + x % 0x0200_0000_0000_0000));
             values.push((x % 20_000_000) as f64 / 20_000.0 + 0.00005);
         }
         let mut fast = 0;
@@ -697,11 +646,7 @@ mod tests {
         let mut opts = TrecOptions::with_measures(&["num_rel", "num_q"]).unwrap();
         opts.level = 2;
         let plain = evaluate(&qrels, &run, &opts).unwrap();
-        assert_eq!(
-            plain.summary_value("num_rel"),
-            Some(1.0),
-            "a's rel-2 document only"
-        );
+        assert_eq!(plain.summary_value("num_rel"), Some(1.0), "a's rel-2 document only");
         opts.complete = true;
         let complete = evaluate(&qrels, &run, &opts).unwrap();
         assert_eq!(
@@ -760,21 +705,14 @@ mod tests {
             let qrels = Qrels::from_triples(triples).unwrap();
             let qq = &qrels.queries["q"];
             let entries = &run.queries["q"];
-            let full: Vec<(&str, f64)> = run
-                .ranked("q")
-                .iter()
-                .map(|e| (run.doc(e), e.score))
-                .collect();
+            let full: Vec<(&str, f64)> =
+                run.ranked("q").iter().map(|e| (run.doc(e), e.score)).collect();
             for cut in [None, Some(0), Some(1), Some(n / 2), Some(n + 3)] {
                 let mut want = form_ranked(qq, &full, 1).rels;
                 if let Some(m) = cut {
                     want.truncate(m);
                 }
-                assert_eq!(
-                    rank_rels(&run, qq, entries, cut),
-                    want,
-                    "round {round} cut {cut:?}"
-                );
+                assert_eq!(rank_rels(&run, qq, entries, cut), want, "round {round} cut {cut:?}");
             }
         }
     }

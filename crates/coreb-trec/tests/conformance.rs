@@ -42,30 +42,10 @@ fn assert_same(got: &str, expected: &str) {
 /// Each `make quicktest` case: trec_eval's flags, qrels, results, expected output.
 const CASES: &[(&[&str], &str, &str, &str)] = &[
     (&[], "qrels.test", "results.test", "out.test"),
-    (
-        &["-m", "all_trec"],
-        "qrels.test",
-        "results.test",
-        "out.test.a",
-    ),
-    (
-        &["-m", "all_trec", "-q"],
-        "qrels.test",
-        "results.test",
-        "out.test.aq",
-    ),
-    (
-        &["-m", "all_trec", "-q", "-c"],
-        "qrels.test",
-        "results.trunc",
-        "out.test.aqc",
-    ),
-    (
-        &["-m", "all_trec", "-q", "-c", "-M100"],
-        "qrels.test",
-        "results.trunc",
-        "out.test.aqcM",
-    ),
+    (&["-m", "all_trec"], "qrels.test", "results.test", "out.test.a"),
+    (&["-m", "all_trec", "-q"], "qrels.test", "results.test", "out.test.aq"),
+    (&["-m", "all_trec", "-q", "-c"], "qrels.test", "results.trunc", "out.test.aqc"),
+    (&["-m", "all_trec", "-q", "-c", "-M100"], "qrels.test", "results.trunc", "out.test.aqcM"),
     (
         &["-m", "all_trec", "-mrelstring.20", "-q", "-l2"],
         "qrels.rel_level",
@@ -111,11 +91,7 @@ fn binary_matches_trec_eval_and_names_bad_input() {
         .args(args(flags, qrels, results))
         .output()
         .expect("run coreb-trec");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_same(&String::from_utf8_lossy(&out.stdout), expected);
 
     let dir = tempfile::tempdir().unwrap();
@@ -128,10 +104,7 @@ fn binary_matches_trec_eval_and_names_bad_input() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("reading run") && err.contains("run:2") && err.contains("`x`"),
-        "{err}"
-    );
+    assert!(err.contains("reading run") && err.contains("run:2") && err.contains("`x`"), "{err}");
 
     let out = Command::new(env!("CARGO_BIN_EXE_coreb-trec"))
         .arg("-Z")
@@ -146,8 +119,5 @@ fn binary_matches_trec_eval_and_names_bad_input() {
 fn unknown_measure_is_refused_before_reading() {
     let parsed = parse_args(args(&["-m", "nosuch"], "qrels.test", "results.test")).unwrap();
     let err = trec_eval(&parsed).unwrap_err();
-    assert!(
-        matches!(err, CommandError::Eval(_)) && err.to_string().contains("nosuch"),
-        "{err}"
-    );
+    assert!(matches!(err, CommandError::Eval(_)) && err.to_string().contains("nosuch"), "{err}");
 }

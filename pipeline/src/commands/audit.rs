@@ -15,21 +15,14 @@ use crate::printer::Printer;
 
 /// Run `coreb audit`.
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
-    let AuditArgs {
-        release,
-        audit,
-        out,
-        json,
-    } = args;
+    let AuditArgs { release, audit, out, json } = args;
     let printer = Printer::new(json);
     audit::check_release(&release)?;
     let report = match audit {
         AuditKind::Overlap(options) => Report::Overlap(overlap::overlap(&release, &options)?),
         AuditKind::Rewrite(RewriteArgs { options, build_dir }) => {
-            let options = rewrite::RewriteOptions {
-                tests: options.tests || build_dir.is_some(),
-                ..options
-            };
+            let options =
+                rewrite::RewriteOptions { tests: options.tests || build_dir.is_some(), ..options };
             Report::Rewrite(rewrite::rewrite(
                 &release,
                 &options,
@@ -68,11 +61,7 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let (value, md) = (report.to_json()?, report.markdown());
     if let Some(dir) = out {
         let (json_path, md_path) = audit::write(&dir, report.name(), &value, &md)?;
-        printer.status(format!(
-            "wrote `{}` and `{}`",
-            json_path.display(),
-            md_path.display()
-        ));
+        printer.status(format!("wrote `{}` and `{}`", json_path.display(), md_path.display()));
     }
     if json {
         printer.json_line(&value);

@@ -22,11 +22,7 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         publish_dir,
         replace,
     } = args;
-    let mut plan = PlanOverrides {
-        output_dir,
-        publish_dir,
-    }
-    .load(&manifest, jobs)?;
+    let mut plan = PlanOverrides { output_dir, publish_dir }.load(&manifest, jobs)?;
     plan.replace = replace;
     let printer = Printer::new(json).quiet(quiet);
     if show_plan {
@@ -44,11 +40,7 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let engine = Engine::new(plan, printer, true)?;
     let reports = engine.run_until(until)?;
     if let Some(release) = reports.iter().find(|r| r.stage == StageName::Release) {
-        headline(
-            &printer,
-            &engine.plan().publish_dir,
-            release.summary_as::<ReleaseSummary>()?,
-        );
+        headline(&printer, &engine.plan().publish_dir, release.summary_as::<ReleaseSummary>()?);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -58,22 +50,11 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
 pub fn stage(args: StageCommand) -> anyhow::Result<ExitCode> {
     let StageCommand {
         stage,
-        common:
-            PlainStageArgs {
-                manifest,
-                jobs,
-                json,
-                quiet,
-                output_dir,
-            },
+        common: PlainStageArgs { manifest, jobs, json, quiet, output_dir },
         shard,
         replace,
     } = args;
-    let mut plan = PlanOverrides {
-        output_dir,
-        publish_dir: None,
-    }
-    .load(&manifest, jobs)?;
+    let mut plan = PlanOverrides { output_dir, publish_dir: None }.load(&manifest, jobs)?;
     plan.replace = replace;
     let printer = Printer::new(json).quiet(quiet);
     let engine = Engine::new(plan, printer, false)?.with_shard(shard);
@@ -96,25 +77,14 @@ pub fn stage(args: StageCommand) -> anyhow::Result<ExitCode> {
 /// Run `coreb merge <stage>` for a build stage: the stages up to it, where it combines the
 /// complete parts of its shard processes (refusing while one is missing or stale).
 pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let MergeArgs {
-        stage,
-        manifest,
-        json,
-        output_dir,
-        jobs,
-        dedup_tasks,
-    } = args;
+    let MergeArgs { stage, manifest, json, output_dir, jobs, dedup_tasks } = args;
     let stage = stage
         .build_stage()
         .ok_or_else(|| anyhow::anyhow!("`coreb merge corpus` is not a build stage"))?;
     if dedup_tasks.is_some() {
         anyhow::bail!("`--dedup-tasks` is for `coreb merge corpus`");
     }
-    let plan = PlanOverrides {
-        output_dir,
-        publish_dir: None,
-    }
-    .load(&manifest, jobs)?;
+    let plan = PlanOverrides { output_dir, publish_dir: None }.load(&manifest, jobs)?;
     let printer = Printer::new(json);
     let engine = Engine::new(plan, printer, false)?.merging(stage);
     let reports = engine.run_until(stage)?;
@@ -139,13 +109,7 @@ fn headline(printer: &Printer, dir: &std::path::Path, summary: &ReleaseSummary) 
     for (k, v) in &counts.queries {
         printer.status(format!("    {k:<22} {v}"));
     }
-    let line: Vec<String> = summary
-        .bm25_ndcg10
-        .iter()
-        .map(|(k, v)| format!("{k} {}", serde_json::json!(v)))
-        .collect();
-    printer.status(format!(
-        "  BM25 nDCG@10: {}  (all release gates passed)",
-        line.join(", ")
-    ));
+    let line: Vec<String> =
+        summary.bm25_ndcg10.iter().map(|(k, v)| format!("{k} {}", serde_json::json!(v))).collect();
+    printer.status(format!("  BM25 nDCG@10: {}  (all release gates passed)", line.join(", ")));
 }

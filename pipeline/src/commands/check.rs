@@ -17,11 +17,7 @@ use coreb_stages::release::CONFIGS;
 
 /// Run `coreb check`.
 pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let CheckArgs {
-        release,
-        releases_dir,
-        json,
-    } = args;
+    let CheckArgs { release, releases_dir, json } = args;
     let printer = Printer::new(json);
     if !release.join("code_corpus.parquet").is_file() && !release.join("MANIFEST.json").is_file() {
         return Err(Usage(format!(
@@ -48,11 +44,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             "`{}`: {} damaged or missing file(s): {}",
             release.display(),
             damaged.len(),
-            damaged
-                .iter()
-                .map(|d| d.file.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            damaged.iter().map(|d| d.file.as_str()).collect::<Vec<_>>().join(", ")
         );
         return not_checked(&printer, json, &version, &error, &damaged);
     }
@@ -63,11 +55,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 &printer,
                 json,
                 &version,
-                &format!(
-                    "checking `{}`: {}",
-                    release.display(),
-                    coreb_base::errors::chain(&e)
-                ),
+                &format!("checking `{}`: {}", release.display(), coreb_base::errors::chain(&e)),
                 &altered,
             );
         }
@@ -118,18 +106,12 @@ fn not_checked(
 /// has a `MANIFEST.json`, every other file whose sha256 differs from it, missing or extra.
 fn damaged_files(release: &std::path::Path) -> anyhow::Result<(Vec<Damage>, Vec<Damage>)> {
     let mut unreadable = Vec::new();
-    for name in CONFIGS
-        .iter()
-        .map(|c| format!("{c}.parquet"))
-        .chain(["problems.parquet".to_owned()])
+    for name in
+        CONFIGS.iter().map(|c| format!("{c}.parquet")).chain(["problems.parquet".to_owned()])
     {
         let path = release.join(&name);
         if !path.is_file() {
-            unreadable.push(Damage {
-                file: name,
-                kind: "missing",
-                detail: String::new(),
-            });
+            unreadable.push(Damage { file: name, kind: "missing", detail: String::new() });
             continue;
         }
         let read = coreb_data::tables::read_batches(&path, 8192)
@@ -158,25 +140,15 @@ fn damaged_files(release: &std::path::Path) -> anyhow::Result<(Vec<Damage>, Vec<
 /// the directory name and the default thresholds.
 fn manifest_facts(release: &std::path::Path) -> anyhow::Result<(String, GatesConfig, Composition)> {
     let path = release.join("MANIFEST.json");
-    let dir_name = || {
-        release
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
+    let dir_name =
+        || release.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if !path.is_file() {
-        return Ok((
-            dir_name(),
-            GatesConfig::default(),
-            Composition::of(Profile::Series),
-        ));
+        return Ok((dir_name(), GatesConfig::default(), Composition::of(Profile::Series)));
     }
     let manifest: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&path)?)
         .with_context(|| format!("reading `{}`", path.display()))?;
-    let version = manifest
-        .get("version")
-        .and_then(|v| v.as_str())
-        .map_or_else(dir_name, str::to_owned);
+    let version =
+        manifest.get("version").and_then(|v| v.as_str()).map_or_else(dir_name, str::to_owned);
     let gates = match manifest.pointer("/counts/gates") {
         Some(g) => serde_json::from_value(g.clone())
             .with_context(|| format!("`{}`: `counts.gates`", path.display()))?,

@@ -10,27 +10,13 @@ use crate::printer::Printer;
 
 /// Run `coreb compare`.
 pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let CompareArgs {
-        a,
-        b,
-        release,
-        metric,
-        resamples,
-        seed,
-        json,
-    } = args;
+    let CompareArgs { a, b, release, metric, resamples, seed, json } = args;
     let printer = Printer::new(json);
     if let Some(release) = &release {
         crate::ops::intact::refuse_damaged(release)?;
     }
-    let comparison = coreb_eval::compare::compare(&CompareOptions {
-        a,
-        b,
-        release,
-        metric,
-        resamples,
-        seed,
-    })?;
+    let comparison =
+        coreb_eval::compare::compare(&CompareOptions { a, b, release, metric, resamples, seed })?;
     if comparison.release.is_none() && comparison.control.is_none() {
         printer.status("warning: A or B records no release (a bare BEIR folder, or results of an older coreb): whether both are on the same release is not checked");
     }

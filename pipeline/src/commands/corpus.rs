@@ -13,21 +13,12 @@ use crate::shard::ShardSpec;
 
 /// Run `coreb corpus`: everything in this process, or (`--shard i/N`) one shard process.
 pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
-    let CorpusArgs {
-        manifest,
-        json,
-        shard,
-        dedup_tasks,
-        dedup_step,
-        task,
-    } = args;
+    let CorpusArgs { manifest, json, shard, dedup_tasks, dedup_step, task } = args;
     let printer = Printer::new(json);
     let runtime = super::runtime()?;
     let run = CorpusRun::load(&manifest, printer, runtime.handle().clone())?;
-    let (out, again) = (
-        run.out().display().to_string(),
-        crate::manifest::shell_word(&manifest.to_string_lossy()),
-    );
+    let (out, again) =
+        (run.out().display().to_string(), crate::manifest::shell_word(&manifest.to_string_lossy()));
     coreb_base::interrupt::say_when_stopped(move |signal| {
         format!(
             "coreb corpus stopped by {signal}: the output shards finished before it (each with its `train/shard=NNN/_SUCCESS` in `{out}`) and the sources downloaded into `{out}/.sources/` are kept; run `coreb corpus {again}` again to make the others"
@@ -43,10 +34,8 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
     let part = run.part(slice)?;
     let (i, n) = (slice.index, slice.count);
     if part.already_done {
-        printer.status(format!(
-            "shard {i}/{n} is complete (`{}`); nothing to do",
-            part.dir.display()
-        ));
+        printer
+            .status(format!("shard {i}/{n} is complete (`{}`); nothing to do", part.dir.display()));
         printer.json_line(&serde_json::json!({"shard": i, "shards": n, "done": true}));
     } else {
         let (input_rows, rows) = (part.input_rows, part.rows);
@@ -99,14 +88,7 @@ fn dedup_step_command(
 
 /// Run `coreb merge corpus`: combine the parts of `coreb corpus --shard i/N` into the output.
 pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let MergeArgs {
-        stage: _,
-        manifest,
-        json,
-        output_dir,
-        jobs,
-        dedup_tasks,
-    } = args;
+    let MergeArgs { stage: _, manifest, json, output_dir, jobs, dedup_tasks } = args;
     if output_dir.is_some() || jobs.is_some() {
         anyhow::bail!(
             "`--output-dir` and `--jobs` are for the build stages; the corpus manifest sets `[output] dir`"

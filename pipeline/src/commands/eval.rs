@@ -42,14 +42,8 @@ fn stopped_line(options: &coreb_eval::run::EvalOptions) -> Option<impl Fn(&str) 
     }
     let mut kept = Vec::new();
     if embeds && !options.no_cache {
-        let cache = options
-            .cache
-            .clone()
-            .unwrap_or_else(|| ".coreb-cache/embeddings".into());
-        kept.push(format!(
-            "the embeddings received are kept in `{}`",
-            cache.display()
-        ));
+        let cache = options.cache.clone().unwrap_or_else(|| ".coreb-cache/embeddings".into());
+        kept.push(format!("the embeddings received are kept in `{}`", cache.display()));
     }
     if options.rerank.is_some() && options.rerank_api == coreb_eval::run::RerankApi::Listwise {
         kept.push(format!(

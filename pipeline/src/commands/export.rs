@@ -12,15 +12,7 @@ use crate::printer::Printer;
 
 /// Run `coreb export`.
 pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let ExportArgs {
-        layout,
-        releases_dir,
-        out,
-        candidates,
-        seed,
-        keep_self,
-        all_queries,
-    } = args;
+    let ExportArgs { layout, releases_dir, out, candidates, seed, keep_self, all_queries } = args;
     let printer = Printer::new(false);
     // An export replaces `out` whole: inside what it reads it would damage a release.
     let (from, to) = (resolved(&releases_dir)?, resolved(&out)?);
@@ -42,11 +34,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         ExportLayout::HfCoreb => {
             let releases = crate::release::export::export_hf_coreb(&releases_dir, &out)
                 .with_context(|| {
-                    format!(
-                        "exporting `{}` to `{}`",
-                        releases_dir.display(),
-                        out.display()
-                    )
+                    format!("exporting `{}` to `{}`", releases_dir.display(), out.display())
                 })?;
             for r in &releases {
                 let rows: Vec<String> = r.rows.iter().map(|(c, n)| format!("{c} {n}")).collect();

@@ -48,13 +48,7 @@ fn find_problem(path: &std::path::Path, wanted: Option<&str>) -> anyhow::Result<
 
 /// Run `coreb judge`.
 pub fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
-    let JudgeArgs {
-        problem,
-        solution,
-        lang,
-        problem_id,
-        json,
-    } = args;
+    let JudgeArgs { problem, solution, lang, problem_id, json } = args;
     let printer = Printer::new(json);
     let mut problem = find_problem(&problem, problem_id.as_deref())?;
     // Compared as the statement asks: an answer it says may be in any order, as a multiset.
@@ -84,11 +78,8 @@ pub fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
     let Some(result) = output.results.into_iter().next() else {
         bail!("problem `{}` was not judged", problem.id);
     };
-    let passed_n = result
-        .tests
-        .iter()
-        .filter(|t| t.verdict == coreb_judge::Verdict::Passed)
-        .count();
+    let passed_n =
+        result.tests.iter().filter(|t| t.verdict == coreb_judge::Verdict::Passed).count();
     for t in &result.tests {
         printer.status(format_args!(
             "test {:>3}: {:<13} {:>6} ms wall {:>6} ms cpu {:>8} KiB",
@@ -121,9 +112,5 @@ pub fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
         "comparison": result.comparison,
         "isolation": sandbox.isolation().to_string(),
     }));
-    Ok(if result.passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if result.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

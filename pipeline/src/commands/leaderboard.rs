@@ -28,17 +28,7 @@ pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(json);
     let results = results.unwrap_or_else(|| releases_dir.join(RESULTS_DIR));
     let (lb, frames) = store::load(&releases_dir, &results, &audits, &printer)?;
-    let view = board::view(
-        &lb,
-        &frames,
-        &ViewSpec {
-            from,
-            to,
-            after_cutoff,
-            metric,
-            category,
-        },
-    )?;
+    let view = board::view(&lb, &frames, &ViewSpec { from, to, after_cutoff, metric, category })?;
     if lb.models.is_empty() {
         anyhow::bail!(
             "no results recorded in `{}` (the results store of `--releases-dir {}`; `--results` names another): record one with `coreb eval <release> --record`",
@@ -70,10 +60,7 @@ pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
             leaderboard: &'a Leaderboard,
             view: &'a View,
         }
-        printer.out(serde_json::to_string_pretty(&Printed {
-            leaderboard: &lb,
-            view: &view,
-        })?);
+        printer.out(serde_json::to_string_pretty(&Printed { leaderboard: &lb, view: &view })?);
     } else {
         printer.out(store::markdown(&lb, &view).trim_end());
     }
@@ -116,32 +103,16 @@ mod tests {
         let path = dir.path().join("model.json");
         fs_err::write(&path, &text).unwrap();
         let elsewhere = dir.path().join("elsewhere.json");
-        fs_err::write(
-            &elsewhere,
-            text.replace("releases/v202503", "releases/v209912"),
-        )
-        .unwrap();
+        fs_err::write(&elsewhere, text.replace("releases/v202503", "releases/v209912")).unwrap();
         let mut releases = vec![
             ReleaseInfo::from_store("v202503", None, None),
             ReleaseInfo::from_store("v202504", None, None),
         ];
         let said = Recorded::default();
-        attach_audits(
-            &mut releases,
-            &[path.clone(), path, elsewhere.clone()],
-            &said,
-        )
-        .unwrap();
+        attach_audits(&mut releases, &[path.clone(), path, elsewhere.clone()], &said).unwrap();
+        assert_eq!(releases[0].audits.len(), 1, "the same report given twice is shown once");
         assert_eq!(
-            releases[0].audits.len(),
-            1,
-            "the same report given twice is shown once"
-        );
-        assert_eq!(
-            (
-                releases[0].audits[0].drop,
-                releases[0].audits[0].relative_drop
-            ),
+            (releases[0].audits[0].drop, releases[0].audits[0].relative_drop),
             (0.15, Some(0.25))
         );
         assert!(releases[1].audits.is_empty());

@@ -8,27 +8,9 @@ use crate::printer::Printer;
 
 /// Run `coreb plan`.
 pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let PlanArgs {
-        month,
-        releases_dir,
-        from,
-        out,
-        sources,
-        no_pin,
-        force,
-        allow_overlap,
-    } = args;
+    let PlanArgs { month, releases_dir, from, out, sources, no_pin, force, allow_overlap } = args;
     plan_month(
-        MonthRequest {
-            month,
-            releases_dir,
-            from,
-            out,
-            sources,
-            no_pin,
-            force,
-            allow_overlap,
-        },
+        MonthRequest { month, releases_dir, from, out, sources, no_pin, force, allow_overlap },
         Printer::new(false),
     )?;
     Ok(ExitCode::SUCCESS)

@@ -28,11 +28,8 @@ struct IndexLine<'a> {
 
 /// Run `coreb programs`.
 pub fn programs(args: ProgramsArgs) -> anyhow::Result<ExitCode> {
-    let plan = PlanOverrides {
-        output_dir: args.output_dir.clone(),
-        publish_dir: None,
-    }
-    .load(&args.manifest, None)?;
+    let plan = PlanOverrides { output_dir: args.output_dir.clone(), publish_dir: None }
+        .load(&args.manifest, None)?;
     let root = plan.output_dir.join("artifacts");
     let Some(store) = ArtifactStore::existing(&root) else {
         let from = if args.output_dir.is_some() {
@@ -68,11 +65,8 @@ pub fn programs(args: ProgramsArgs) -> anyhow::Result<ExitCode> {
         let Some(h) = harness.get(&s.problem_id) else {
             continue;
         };
-        let JudgedProgram {
-            source_name,
-            code,
-            main_class,
-        } = program_of(&plan.stages.execute.toolchain(s.language), s, h);
+        let JudgedProgram { source_name, code, main_class } =
+            program_of(&plan.stages.execute.toolchain(s.language), s, h);
         let dir = args.out.join(s.id.as_str());
         fs_err::create_dir_all(&dir)?;
         coreb_base::durable::write(&dir.join(&source_name), code.as_bytes())?;

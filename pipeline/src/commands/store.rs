@@ -50,18 +50,9 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
                     printer.out(format!("invalid: {invalid}"));
                 }
             }
-            Ok(if stats.invalid.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
+            Ok(if stats.invalid.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
-        StoreCommand::Prune {
-            store,
-            stage,
-            reason,
-            dry_run,
-        } => {
+        StoreCommand::Prune { store, stage, reason, dry_run } => {
             let printer = Printer::new(false);
             if let Some(r) = &reason
                 && !coreb_llm::run::REASON_KINDS.contains(&r.as_str())
@@ -86,21 +77,10 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
             for p in &pruned {
                 *by_kind.entry(p.kind.as_str()).or_default() += 1;
             }
-            let kinds = by_kind
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let kinds = if kinds.is_empty() {
-                String::new()
-            } else {
-                format!(" ({kinds})")
-            };
-            let after = if dry_run || pruned.is_empty() {
-                ""
-            } else {
-                "; a rerun asks them again"
-            };
+            let kinds =
+                by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ");
+            let kinds = if kinds.is_empty() { String::new() } else { format!(" ({kinds})") };
+            let after = if dry_run || pruned.is_empty() { "" } else { "; a rerun asks them again" };
             printer.status(format!(
                 "store `{}`: {verb} {} entries{kinds}{after}",
                 store.display(),
@@ -124,16 +104,10 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
             Printer::new(false).status(format!("exported {n} entries to `{}`", out.display()));
             Ok(ExitCode::SUCCESS)
         }
-        StoreCommand::Import {
-            store,
-            input,
-            overwrite,
-            json,
-        } => {
+        StoreCommand::Import { store, input, overwrite, json } => {
             let printer = Printer::new(json);
-            let report = ResponseStore::open(&store)
-                .import(&input, overwrite)
-                .with_context(|| {
+            let report =
+                ResponseStore::open(&store).import(&input, overwrite).with_context(|| {
                     format!("importing `{}` into `{}`", input.display(), store.display())
                 })?;
             printer.json_line(&serde_json::to_value(&report)?);
@@ -149,11 +123,7 @@ pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
                     "conflict: `{key}` is stored with other content (use --overwrite to replace)"
                 ));
             }
-            Ok(if report.conflicts.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
+            Ok(if report.conflicts.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
     }
 }

@@ -20,15 +20,8 @@ pub fn trec_eval(args: TrecEvalArgs) -> anyhow::Result<ExitCode> {
         qrels,
         run: run_file,
     } = args;
-    let text = run(&Args {
-        per_query,
-        complete,
-        max_retrieved,
-        level,
-        measures,
-        qrels,
-        run: run_file,
-    })?;
+    let text =
+        run(&Args { per_query, complete, max_retrieved, level, measures, qrels, run: run_file })?;
     Printer::new(false).out(text.trim_end_matches('\n'));
     Ok(ExitCode::SUCCESS)
 }

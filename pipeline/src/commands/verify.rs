@@ -51,11 +51,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| stopped(e, &args))?
         .failed(args.strict)
     };
-    Ok(if !failed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if !failed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// A rebuild stopped by a signal keeps nothing (it ran in a temporary directory, removed on
@@ -63,11 +59,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
 /// instead of the build's own advice about a journal and a manifest that no longer exist.
 fn stopped(e: anyhow::Error, args: &VerifyArgs) -> anyhow::Error {
     use coreb_base::interrupt::Interrupted;
-    let Some(signal) = e
-        .chain()
-        .find_map(|c| c.downcast_ref::<Interrupted>())
-        .copied()
-    else {
+    let Some(signal) = e.chain().find_map(|c| c.downcast_ref::<Interrupted>()).copied() else {
         return e;
     };
     anyhow::Error::new(signal).context(stopped_line(args)(signal.name()))

@@ -37,11 +37,7 @@ impl Embedder {
         cfg.api_key = std::env::var(&e.api_key_env).ok().filter(|k| !k.is_empty());
         cfg.cache_dir = e.cache_dir.clone();
         let client = coreb_eval::embed::EmbedClient::new(cfg).context("embeddings client")?;
-        Ok(Some(Embedder {
-            client,
-            model: e.model.clone(),
-            runtime: runtime.clone(),
-        }))
+        Ok(Some(Embedder { client, model: e.model.clone(), runtime: runtime.clone() }))
     }
 
     /// Cosine similarities of the pairs' texts to their codes.
@@ -126,18 +122,12 @@ pub(super) fn shard(
         };
         let paths: Vec<PathBuf> = spools.iter().map(|f| f.path.clone()).collect();
         let hash = spools.iter().any(|f| f.check.is_some());
-        let mut spool = if hash {
-            MergedSpool::open_hashing(&paths)?
-        } else {
-            MergedSpool::open(&paths)?
-        };
+        let mut spool =
+            if hash { MergedSpool::open_hashing(&paths)? } else { MergedSpool::open(&paths)? };
         let report = match dups {
-            Dups::Whole(d) => step.run(
-                &mut spool,
-                &mut &*d,
-                |pairs| similarity(embedder, pairs),
-                &mut writer,
-            )?,
+            Dups::Whole(d) => {
+                step.run(&mut spool, &mut &*d, |pairs| similarity(embedder, pairs), &mut writer)?
+            }
             Dups::Split { exact, near, names } => {
                 let open = |p: &Path| {
                     fs_err::File::open(p).map(|f| std::io::BufReader::with_capacity(1 << 16, f))
@@ -232,14 +222,7 @@ impl Sink for ShardWriter {
             .chain(r.hard_neg.iter().chain(r.easy_neg).map(|d| (d.as_str(), 0)))
         {
             self.rerank.push(r.query, doc, label)?;
-            json_line(
-                &mut self.rerank_jsonl,
-                &RerankRef {
-                    query: r.query,
-                    doc,
-                    label,
-                },
-            )?;
+            json_line(&mut self.rerank_jsonl, &RerankRef { query: r.query, doc, label })?;
         }
         Ok(())
     }

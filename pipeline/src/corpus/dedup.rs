@@ -111,8 +111,7 @@ pub(super) fn read_sketches(chain: &Chain, selection: &Selection) -> anyhow::Res
             let mut r = BufReader::with_capacity(1 << 20, fs_err::File::open(&path)?);
             let mut s = Sketches::read_selected(&mut r, selection)
                 .with_context(|| format!("reading `{}`", path.display()))?;
-            s.cover(chain.input_rows)
-                .with_context(|| format!("reading `{}`", path.display()))?;
+            s.cover(chain.input_rows).with_context(|| format!("reading `{}`", path.display()))?;
             Ok(s)
         })
         .collect()
@@ -124,12 +123,7 @@ fn sketch_files(chain: &Chain, input_rows: Option<u64>) -> anyhow::Result<Vec<Sk
     if let Some(rows) = input_rows.filter(|&r| r != chain.input_rows) {
         bail!(
             "the shard parts in `{}` cover {} input rows, the exact step {rows}",
-            chain
-                .parts
-                .first()
-                .and_then(|p| p.parent())
-                .unwrap_or(Path::new(""))
-                .display(),
+            chain.parts.first().and_then(|p| p.parent()).unwrap_or(Path::new("")).display(),
             chain.input_rows
         );
     }
@@ -227,19 +221,11 @@ fn input_rows(parts_dir: &Path, parts: &[(PathBuf, PartMarker)]) -> anyhow::Resu
 fn parts_by_marker(parts_dir: &Path, plan: &str) -> Option<Vec<(PathBuf, PartMarker)>> {
     let mut names: Vec<(u32, u32)> = fs_err::read_dir(parts_dir)
         .ok()?
-        .filter_map(|e| {
-            e.ok()?
-                .file_name()
-                .to_str()
-                .and_then(shard::parse_part_name)
-        })
+        .filter_map(|e| e.ok()?.file_name().to_str().and_then(shard::parse_part_name))
         .collect();
     names.sort_unstable();
     let n = names.first()?.1;
-    if names
-        .iter()
-        .enumerate()
-        .any(|(i, &(index, count))| index as usize != i || count != n)
+    if names.iter().enumerate().any(|(i, &(index, count))| index as usize != i || count != n)
         || names.len() != n as usize
     {
         return None;
@@ -284,11 +270,7 @@ impl CorpusRun {
     /// Otherwise the markers are trusted and sizes checked, the files hashed at the first doubt.
     pub(super) fn chain(&self, full: bool) -> anyhow::Result<Chain> {
         let parts_dir = self.out().join("parts");
-        let found = if full {
-            None
-        } else {
-            parts_by_marker(&parts_dir, &self.plan_hash)
-        };
+        let found = if full { None } else { parts_by_marker(&parts_dir, &self.plan_hash) };
         let found = match found {
             Some(found) => found,
             None => {
@@ -332,10 +314,7 @@ impl CorpusRun {
 
     /// The command that redoes shard part `i` of `n`.
     fn part_rerun(&self, i: u32, n: u32) -> String {
-        format!(
-            "run `coreb corpus {} --shard {i}/{n}`",
-            self.manifest.display()
-        )
+        format!("run `coreb corpus {} --shard {i}/{n}`", self.manifest.display())
     }
 
     /// The merge's refusal of shard part `dir` because its file `path` is not the one its
@@ -344,33 +323,24 @@ impl CorpusRun {
         let (i, n) = part_of(dir);
         shard::cannot_merge(
             "corpus",
-            &[shard::damaged_part(
-                i,
-                n,
-                &shard::damaged_file(path),
-                &self.part_rerun(i, n),
-            )],
+            &[shard::damaged_part(i, n, &shard::damaged_file(path), &self.part_rerun(i, n))],
         )
     }
 
     /// Every part's sketch file is still the one its marker describes; an error naming the
     /// command that redoes a part otherwise (in the merge's words when `merging`).
     pub(super) fn check_sketches(&self, chain: &Chain, merging: bool) -> anyhow::Result<()> {
-        chain
-            .parts
-            .par_iter()
-            .zip(&chain.shas)
-            .try_for_each(|(dir, sha)| {
-                let path = dir.join("sketches.bin");
-                if coreb_base::hashing::sha256_file(&path)? != *sha {
-                    if merging {
-                        return Err(self.damaged_part(dir, &path));
-                    }
-                    let (i, n) = part_of(dir);
-                    bail!("{}: {}", shard::damaged_file(&path), self.part_rerun(i, n));
+        chain.parts.par_iter().zip(&chain.shas).try_for_each(|(dir, sha)| {
+            let path = dir.join("sketches.bin");
+            if coreb_base::hashing::sha256_file(&path)? != *sha {
+                if merging {
+                    return Err(self.damaged_part(dir, &path));
                 }
-                Ok(())
-            })
+                let (i, n) = part_of(dir);
+                bail!("{}: {}", shard::damaged_file(&path), self.part_rerun(i, n));
+            }
+            Ok(())
+        })
     }
 
     /// The exact step's part, complete for `chain`, and the band tasks' key; an error naming
@@ -384,11 +354,7 @@ impl CorpusRun {
                 self.manifest.display()
             );
         }
-        let key = step_key(
-            &self.plan_hash,
-            DedupStep::Bands,
-            &[file_sha(&dir, "exact.bin")?],
-        );
+        let key = step_key(&self.plan_hash, DedupStep::Bands, &[file_sha(&dir, "exact.bin")?]);
         Ok((dir, key))
     }
 
@@ -438,9 +404,9 @@ impl CorpusRun {
                 let (dir, key) = self.bands_key(&chain)?;
                 (key, vec![dir])
             }
-            DedupStep::Clusters => self
-                .clusters_key(&self.bands_key(&chain)?.1)
-                .map(|(parts, key)| (key, parts))?,
+            DedupStep::Clusters => {
+                self.clusters_key(&self.bands_key(&chain)?.1).map(|(parts, key)| (key, parts))?
+            }
         };
         if step != DedupStep::Bands && task != ONE {
             bail!("`--task` is for `--dedup-step bands`");
@@ -472,26 +438,17 @@ impl CorpusRun {
                 let bands = band_range(f.dedup.bands, task);
                 let sketches = read_sketches(
                     &chain,
-                    &Selection {
-                        ids: false,
-                        bands: Some(bands.clone()),
-                        shingles: false,
-                    },
+                    &Selection { ids: false, bands: Some(bands.clone()), shingles: false },
                 )?;
                 let refs: Vec<&Sketches> = sketches.iter().collect();
                 let candidates = steps::band_task(&f.dedup, &refs, &exact, bands.clone())
                     .with_context(|| format!("band task {}/{}", task.index, task.count))?;
-                write_file(&part, "candidates.bin", |w| {
-                    steps::write_candidates(w, &candidates)
-                })?;
+                write_file(&part, "candidates.bin", |w| steps::write_candidates(w, &candidates))?;
                 serde_json::json!({"bands": [bands.start, bands.end], "candidates": candidates.len()})
             }
             DedupStep::Clusters => {
                 let exact = read_file(
-                    &self
-                        .dedup_dir(DedupStep::Exact)
-                        .join(part_name(ONE))
-                        .join("exact.bin"),
+                    &self.dedup_dir(DedupStep::Exact).join(part_name(ONE)).join("exact.bin"),
                     ExactDecisions::read_from,
                 )?;
                 // Nothing per pair is held: the band tasks' files are read as streams (twice),
@@ -553,9 +510,7 @@ impl CorpusRun {
                         self.out().join("parts").display()
                     )
                 })?;
-                write_file(&part, "near.bin", |w| {
-                    steps::write_near(w, exact.input_rows(), &near)
-                })?;
+                write_file(&part, "near.bin", |w| steps::write_near(w, exact.input_rows(), &near))?;
                 serde_json::json!({"band_tasks": inputs.len(), "candidates": pairs, "near_duplicates": near.len()})
             }
         };
@@ -568,11 +523,7 @@ impl CorpusRun {
             facts: facts.clone(),
         };
         let dir = part.finish(&marker)?;
-        Ok(StepOutcome {
-            already_done: false,
-            dir,
-            facts,
-        })
+        Ok(StepOutcome { already_done: false, dir, facts })
     }
 
     /// The duplicates decided by the split steps, when the clustering step is complete for
@@ -590,10 +541,7 @@ impl CorpusRun {
             return Ok(None);
         }
         let exact = exact_dir.join("exact.bin");
-        let near = self
-            .dedup_dir(DedupStep::Clusters)
-            .join(part_name(ONE))
-            .join("near.bin");
+        let near = self.dedup_dir(DedupStep::Clusters).join(part_name(ONE)).join("near.bin");
         let open = |p: &Path| fs_err::File::open(p).map(|f| BufReader::with_capacity(1 << 16, f));
         let mut names = steps::DropNames::referenced(open(&exact)?, open(&near)?)
             .with_context(|| format!("reading `{}` and `{}`", exact.display(), near.display()))?;
@@ -608,11 +556,7 @@ impl CorpusRun {
                 .with_context(|| format!("reading `{}`", dir.join("sketches.bin").display()))?;
         }
         names.check().with_context(|| {
-            format!(
-                "the drop reasons of `{}` and `{}`",
-                exact.display(),
-                near.display()
-            )
+            format!("the drop reasons of `{}` and `{}`", exact.display(), near.display())
         })?;
         Ok(Some(Dups::Split { exact, near, names }))
     }
@@ -645,10 +589,7 @@ impl CorpusRun {
             }
         }
         let todo: Vec<ShardSpec> = (0..tasks)
-            .map(|index| ShardSpec {
-                index,
-                count: tasks,
-            })
+            .map(|index| ShardSpec { index, count: tasks })
             .filter(|&t| !part_done(&bands_dir, t, &bands_key))
             .collect();
         self.printer.status(format!(
@@ -674,9 +615,7 @@ impl CorpusRun {
             .iter()
             .map(|t| {
                 let mut cmd = std::process::Command::new(&exe);
-                cmd.arg("corpus")
-                    .arg(&self.manifest)
-                    .args(["--dedup-step", step.name(), "--json"]);
+                cmd.arg("corpus").arg(&self.manifest).args(["--dedup-step", step.name(), "--json"]);
                 if step == DedupStep::Bands {
                     cmd.args(["--task", &format!("{}/{}", t.index, t.count)]);
                 }
@@ -716,10 +655,7 @@ impl CorpusRun {
 
 /// `(i, N)` of the shard part directory `dir` (`(0, 0)` for a name that is not a part's).
 fn part_of(dir: &Path) -> (u32, u32) {
-    dir.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(shard::parse_part_name)
-        .unwrap_or((0, 0))
+    dir.file_name().and_then(|n| n.to_str()).and_then(shard::parse_part_name).unwrap_or((0, 0))
 }
 
 /// The bands of task `task`: `T` contiguous ranges, as equal as they can be.

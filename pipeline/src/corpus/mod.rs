@@ -90,11 +90,7 @@ use coreb_data::releases::FileEntry;
 /// (their files, streamed by each output shard, and the ids their drop reasons name).
 pub(super) enum Dups {
     Whole(Duplicates),
-    Split {
-        exact: PathBuf,
-        near: PathBuf,
-        names: coreb_curation::duplicates::steps::DropNames,
-    },
+    Split { exact: PathBuf, near: PathBuf, names: coreb_curation::duplicates::steps::DropNames },
 }
 
 /// What a shard process did.
@@ -137,13 +133,7 @@ impl CorpusRun {
             .with_context(|| format!("loading corpus manifest `{}`", manifest.display()))?;
         let plan_hash =
             coreb_base::hashing::sha256_hex(serde_json::to_string(&plan.file)?.as_bytes());
-        Ok(CorpusRun {
-            manifest: manifest.to_owned(),
-            plan,
-            plan_hash,
-            printer,
-            runtime,
-        })
+        Ok(CorpusRun { manifest: manifest.to_owned(), plan, plan_hash, printer, runtime })
     }
 
     fn file(&self) -> &CorpusManifestFile {
@@ -178,12 +168,8 @@ impl CorpusRun {
             return self.merge(dedup_tasks);
         }
         let index = self.release_index()?;
-        let files = scan::fetch_sources(
-            f,
-            &self.out().join(".sources"),
-            &self.printer,
-            &self.runtime,
-        )?;
+        let files =
+            scan::fetch_sources(f, &self.out().join(".sources"), &self.printer, &self.runtime)?;
         let spool = self.out().join(".spool");
         if spool.exists() {
             fs_err::remove_dir_all(&spool)?;
@@ -203,10 +189,7 @@ impl CorpusRun {
         let dups = Dups::Whole(coreb_curation::find_duplicates(&f.dedup, &[&sketches])?);
         drop(sketches);
         self.curate(&index, &dups, &todo, |s| {
-            vec![curate::SpoolFile {
-                path: output::spool_path(&spool, s),
-                check: None,
-            }]
+            vec![curate::SpoolFile { path: output::spool_path(&spool, s), check: None }]
         })?;
         fs_err::remove_dir_all(&spool)?;
         output::merge_reports(self.out(), f.output.shards)
@@ -258,13 +241,7 @@ impl CorpusRun {
             facts: facts.as_object().cloned().unwrap_or_default(),
         };
         let dir = part.finish(&marker)?;
-        Ok(PartOutcome {
-            slice,
-            already_done: false,
-            dir,
-            input_rows,
-            rows,
-        })
+        Ok(PartOutcome { slice, already_done: false, dir, input_rows, rows })
     }
 
     /// Combine the complete parts of every shard process: refuse while one is missing,
@@ -288,34 +265,33 @@ impl CorpusRun {
         if let Some(tasks) = dedup_tasks {
             self.run_dedup_tasks(&chain, tasks)?;
         }
-        let dups = match self.split_duplicates(&chain)? {
-            Some(dups) => {
-                self.printer.status(format!(
-                    "merging {} shard parts with the duplicates of the split steps in `{}`",
-                    parts.len(),
+        let dups =
+            match self.split_duplicates(&chain)? {
+                Some(dups) => {
+                    self.printer.status(format!(
+                        "merging {} shard parts with the duplicates of the split steps in `{}`",
+                        parts.len(),
+                        self.out().join("dedup").display()
+                    ));
+                    dups
+                }
+                None if dedup_tasks.is_some() => anyhow::bail!(
+                    "the split near-duplicate steps left no complete result in `{}`",
                     self.out().join("dedup").display()
-                ));
-                dups
-            }
-            None if dedup_tasks.is_some() => anyhow::bail!(
-                "the split near-duplicate steps left no complete result in `{}`",
-                self.out().join("dedup").display()
-            ),
-            None => {
-                let sketches = dedup::read_sketches(&chain, &coreb_curation::Selection::ALL)?;
-                let refs: Vec<&Sketches> = sketches.iter().collect();
-                self.printer.status(format!(
-                    "merging {} shard parts: finding duplicates over {} pairs",
-                    parts.len(),
-                    refs.first().map_or(0, |s| s.input_rows())
-                ));
-                Dups::Whole(
-                    coreb_curation::find_duplicates(&f.dedup, &refs).with_context(|| {
-                        format!("merging the parts in `{}`", parts_dir.display())
-                    })?,
-                )
-            }
-        };
+                ),
+                None => {
+                    let sketches = dedup::read_sketches(&chain, &coreb_curation::Selection::ALL)?;
+                    let refs: Vec<&Sketches> = sketches.iter().collect();
+                    self.printer.status(format!(
+                        "merging {} shard parts: finding duplicates over {} pairs",
+                        parts.len(),
+                        refs.first().map_or(0, |s| s.input_rows())
+                    ));
+                    Dups::Whole(coreb_curation::find_duplicates(&f.dedup, &refs).with_context(
+                        || format!("merging the parts in `{}`", parts_dir.display()),
+                    )?)
+                }
+            };
         self.curate(&index, &dups, &todo, |s| {
             parts
                 .iter()
@@ -324,20 +300,15 @@ impl CorpusRun {
                     let path = output::spool_path(&dir.join("spool"), s);
                     let rel = format!(
                         "spool/{}",
-                        path.file_name()
-                            .and_then(|n| n.to_str())
-                            .unwrap_or_default()
+                        path.file_name().and_then(|n| n.to_str()).unwrap_or_default()
                     );
                     // A marker that does not list the file: checked as a file of another hash.
-                    let entry = chain.file(p, &rel).cloned().unwrap_or(FileEntry {
-                        sha256: String::new(),
-                        bytes: u64::MAX,
-                    });
+                    let entry = chain
+                        .file(p, &rel)
+                        .cloned()
+                        .unwrap_or(FileEntry { sha256: String::new(), bytes: u64::MAX });
                     let refusal = format!("{:#}", self.damaged_part(dir, &path));
-                    curate::SpoolFile {
-                        path,
-                        check: Some((entry, refusal)),
-                    }
+                    curate::SpoolFile { path, check: Some((entry, refusal)) }
                 })
                 .collect()
         })?;
@@ -352,8 +323,7 @@ impl CorpusRun {
     /// Every output shard is complete: only the merged report is (re)written.
     fn nothing_to_do(&self) -> anyhow::Result<CorpusReport> {
         let shards = self.file().output.shards;
-        self.printer
-            .status(format!("all {shards} shards complete; nothing to do"));
+        self.printer.status(format!("all {shards} shards complete; nothing to do"));
         output::merge_reports(self.out(), shards)
     }
 
@@ -367,8 +337,7 @@ impl CorpusRun {
             }
         }
         let index = ReleaseIndex::build(f.decontaminate.ngram, docs);
-        self.printer
-            .status(format!("indexed {} release documents", index.docs().len()));
+        self.printer.status(format!("indexed {} release documents", index.docs().len()));
         Ok(index)
     }
 
@@ -381,8 +350,7 @@ impl CorpusRun {
         todo: &[u32],
         spools: impl Fn(u32) -> Vec<curate::SpoolFile> + Sync,
     ) -> anyhow::Result<()> {
-        self.printer
-            .status(format!("curating {} shards", todo.len()));
+        self.printer.status(format!("curating {} shards", todo.len()));
         let f = self.file();
         let embedder = curate::Embedder::new(f, &self.runtime)?;
         todo.par_iter().try_for_each(|&s| {

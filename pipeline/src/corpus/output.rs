@@ -83,10 +83,7 @@ pub(super) fn write_marker(out: &Path, s: u32, plan_hash: &str) -> anyhow::Resul
         .collect::<anyhow::Result<_>>()?;
     durable::write(
         &marker_path(out, s),
-        &serde_json::to_vec_pretty(&ShardMarker {
-            plan: plan_hash.to_owned(),
-            files,
-        })?,
+        &serde_json::to_vec_pretty(&ShardMarker { plan: plan_hash.to_owned(), files })?,
     )?;
     Ok(())
 }
@@ -102,19 +99,12 @@ pub(super) fn merge_reports(out: &Path, shards: u32) -> anyhow::Result<CorpusRep
             .with_context(|| format!("`{}`", path.display()))?;
         coreb_curation::curate::merge(&mut merged, r);
         let mut part = fs_err::File::open(
-            out.join("reports")
-                .join(format!("{}.dropped.jsonl", shard_name(s))),
+            out.join("reports").join(format!("{}.dropped.jsonl", shard_name(s))),
         )?;
         std::io::copy(&mut part, &mut dropped)?;
     }
     dropped.commit()?;
-    durable::write(
-        &out.join("report.json"),
-        &serde_json::to_vec_pretty(&merged)?,
-    )?;
-    durable::write(
-        &out.join("report.md"),
-        coreb_curation::curate::markdown(&merged).as_bytes(),
-    )?;
+    durable::write(&out.join("report.json"), &serde_json::to_vec_pretty(&merged)?)?;
+    durable::write(&out.join("report.md"), coreb_curation::curate::markdown(&merged).as_bytes())?;
     Ok(merged)
 }

@@ -48,39 +48,18 @@ pub(super) fn fetch_sources(
         let safe: String = s
             .name
             .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "_-".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
+            .map(|c| if c.is_ascii_alphanumeric() || "_-".contains(c) { c } else { '_' })
             .collect();
         let tag = &coreb_base::hashing::sha256_hex(s.name.as_bytes())[..8];
-        let name = format!(
-            "{safe}-{tag}{}",
-            if what.ends_with(".gz") { ".gz" } else { "" }
-        );
-        let source = Source {
-            name,
-            location,
-            sha256: s.sha256.clone(),
-        };
+        let name = format!("{safe}-{tag}{}", if what.ends_with(".gz") { ".gz" } else { "" });
+        let source = Source { name, location, sha256: s.sha256.clone() };
         let bar = printer.meter(None, &s.name, true);
         let fetched = runtime
-            .block_on(fetch_source(
-                &FetchConfig::default(),
-                &source,
-                cache,
-                bar.as_ref(),
-            ))
+            .block_on(fetch_source(&FetchConfig::default(), &source, cache, bar.as_ref()))
             .with_context(|| format!("fetching source `{}` (`{what}`)", s.name))?;
         drop(bar);
         if fetched.downloaded > 0 {
-            printer.status(format!(
-                "downloaded source `{}`: {} bytes",
-                s.name, fetched.downloaded
-            ));
+            printer.status(format!("downloaded source `{}`: {} bytes", s.name, fetched.downloaded));
         }
         files.push(fetched.path);
     }
@@ -103,11 +82,7 @@ impl Batch<'_> {
     fn push(&mut self, block: Block, rows: u64) -> anyhow::Result<()> {
         let seq = self.scan.rows() + self.blocks.iter().map(|b| b.2).sum::<u64>();
         self.blocks.push((block, seq, rows));
-        if self.blocks.len() >= self.size {
-            self.flush()
-        } else {
-            Ok(())
-        }
+        if self.blocks.len() >= self.size { self.flush() } else { Ok(()) }
     }
 
     /// Process the queued blocks in parallel, then take their results in input order.
@@ -115,17 +90,14 @@ impl Batch<'_> {
         let blocks = std::mem::take(&mut self.blocks);
         let scan = &self.scan;
         let sources = &self.sources;
-        let outs: Vec<Result<BlockOut, _>> = blocks
-            .par_iter()
-            .map(|(b, seq, _)| scan.process(sources, b, *seq))
-            .collect();
+        let outs: Vec<Result<BlockOut, _>> =
+            blocks.par_iter().map(|(b, seq, _)| scan.process(sources, b, *seq)).collect();
         for ((block, _, rows), out) in blocks.into_iter().zip(outs) {
             let out = out?;
             self.scan.append(&out, rows);
             for (w, bytes) in self.writers.iter_mut().zip(&out.spool) {
                 if let Some((path, w)) = w {
-                    w.write_all(bytes)
-                        .with_context(|| format!("writing `{}`", path.display()))?;
+                    w.write_all(bytes).with_context(|| format!("writing `{}`", path.display()))?;
                 }
             }
             if let Block::Jsonl { bytes, .. } = block {
@@ -198,27 +170,17 @@ pub(super) fn scan(
     // the input's row count is the last process's, which reads to the end).
     let stops: Vec<Option<u64>> = (0..ranges.len())
         .map(|i| {
-            if ranges[i + 1..].iter().all(Option::is_some) {
-                ranges[i].map(|r| r.1)
-            } else {
-                None
-            }
+            if ranges[i + 1..].iter().all(Option::is_some) { ranges[i].map(|r| r.1) } else { None }
         })
         .collect();
-    for (i, ((source, path), (range, stop))) in f
-        .sources
-        .iter()
-        .zip(files)
-        .zip(ranges.into_iter().zip(stops))
-        .enumerate()
+    for (i, ((source, path), (range, stop))) in
+        f.sources.iter().zip(files).zip(ranges.into_iter().zip(stops)).enumerate()
     {
         read_source(i, source, path, range, stop, &mut batch)
             .with_context(|| format!("reading source `{}` (`{}`)", source.name, path.display()))?;
     }
     batch.flush()?;
-    let Batch {
-        scan, writers, bar, ..
-    } = batch;
+    let Batch { scan, writers, bar, .. } = batch;
     bar.finish_and_clear();
     for (path, w) in writers.into_iter().flatten() {
         w.into_inner()
@@ -251,13 +213,7 @@ fn byte_ranges(
         .sources
         .iter()
         .zip(files)
-        .map(|(s, p)| {
-            Ok(if splits(s, p) {
-                Some(fs_err::metadata(p)?.len())
-            } else {
-                None
-            })
-        })
+        .map(|(s, p)| Ok(if splits(s, p) { Some(fs_err::metadata(p)?.len()) } else { None }))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let total: u64 = sizes.iter().flatten().sum();
     let at = |i: u32| (u128::from(total) * u128::from(i) / u128::from(slice.count.max(1))) as u64;
@@ -267,10 +223,8 @@ fn byte_ranges(
         .into_iter()
         .map(|size| {
             size.map(|size| {
-                let range = (
-                    lo.saturating_sub(start).min(size),
-                    hi.saturating_sub(start).min(size),
-                );
+                let range =
+                    (lo.saturating_sub(start).min(size), hi.saturating_sub(start).min(size));
                 start += size;
                 range
             })
@@ -310,11 +264,7 @@ fn read_source(
                 if failed.is_some() {
                     return;
                 }
-                let id = if v.len() > 2 {
-                    v.pop().unwrap_or_default()
-                } else {
-                    row.to_string()
-                };
+                let id = if v.len() > 2 { v.pop().unwrap_or_default() } else { row.to_string() };
                 let code = v.pop().unwrap_or_default();
                 let text = v.pop().unwrap_or_default();
                 rows.push((format!("{}:{id}", s.name), text, code));
@@ -339,12 +289,7 @@ fn read_source(
         SourceFormat::Beir => {
             let rows = read_beir(s, path)?;
             for chunk in rows.chunks(ROWS_PER_BLOCK) {
-                batch.push(
-                    Block::Rows {
-                        rows: chunk.to_vec(),
-                    },
-                    chunk.len() as u64,
-                )?;
+                batch.push(Block::Rows { rows: chunk.to_vec() }, chunk.len() as u64)?;
             }
             Ok(())
         }
@@ -402,10 +347,9 @@ fn read_jsonl(
             // The lines of the block that start in the range: [mine.0, mine.1) of `buf`.
             let mine = match range {
                 None => (0, buf.len()),
-                Some((a, b)) => (
-                    line_start_from(&buf, offset, a),
-                    line_start_from(&buf, offset, b),
-                ),
+                Some((a, b)) => {
+                    (line_start_from(&buf, offset, a), line_start_from(&buf, offset, b))
+                }
             };
             let (before_lines, before_rows) = count_rows(&buf[..mine.0]);
             let (mine_lines, mine_rows) = count_rows(&buf[mine.0..mine.1]);
@@ -416,10 +360,7 @@ fn read_jsonl(
             skipped += before_rows;
             if mine.0 < mine.1 {
                 if skipped > 0 {
-                    batch.push(
-                        Block::Rows { rows: Vec::new() },
-                        std::mem::take(&mut skipped),
-                    )?;
+                    batch.push(Block::Rows { rows: Vec::new() }, std::mem::take(&mut skipped))?;
                 }
                 let bytes = if mine == (0, buf.len()) {
                     buf
@@ -428,14 +369,7 @@ fn read_jsonl(
                     spare = buf;
                     part
                 };
-                batch.push(
-                    Block::Jsonl {
-                        source,
-                        first_line,
-                        bytes,
-                    },
-                    mine_rows,
-                )?;
+                batch.push(Block::Jsonl { source, first_line, bytes }, mine_rows)?;
             } else {
                 spare = buf;
             }
@@ -493,11 +427,7 @@ fn read_beir(s: &SourceSpec, dir: &Path) -> anyhow::Result<Vec<(String, String, 
             continue;
         }
         let [q, d, score] = cols[..] else {
-            bail!(
-                "`{}`:{}: expected 3 tab-separated columns",
-                qrels_path.display(),
-                i + 1
-            )
+            bail!("`{}`:{}: expected 3 tab-separated columns", qrels_path.display(), i + 1)
         };
         let score: i64 = score
             .trim()

@@ -31,14 +31,7 @@ impl Question for Abbreviate {
     fn ask(a: &Asking<'_, AbbreviateConfig>, path: &Path) -> anyhow::Result<Answered> {
         let mine = a.mine();
         let got = a.run(async |g| {
-            abbreviate(
-                &a.config,
-                &a.models,
-                &a.llm.prompts[LlmStage::Abbreviate],
-                &mine,
-                g,
-            )
-            .await
+            abbreviate(&a.config, &a.models, &a.llm.prompts[LlmStage::Abbreviate], &mine, g).await
         })??;
         coreb_base::jsonl::write(path, &got.rows)?;
         Ok(Answered::of(got))

@@ -77,11 +77,7 @@ impl<C> Asking<'_, C> {
 
     /// The problems this process asks about.
     pub fn mine(&self) -> Vec<RewrittenProblem> {
-        self.problems
-            .iter()
-            .filter(|p| self.handles(&p.id))
-            .cloned()
-            .collect()
+        self.problems.iter().filter(|p| self.handles(&p.id)).cloned().collect()
     }
 
     /// Run `f` with the gateway, counting its answers on the stage's progress line.
@@ -89,9 +85,7 @@ impl<C> Asking<'_, C> {
         &self,
         f: impl AsyncFnOnce(&dyn coreb_llm::LlmGateway) -> T,
     ) -> anyhow::Result<T> {
-        Ok(self
-            .llm
-            .run(self.cx.runtime()?, self.cx.printer(), self.stage, f))
+        Ok(self.llm.run(self.cx.runtime()?, self.cx.printer(), self.stage, f))
     }
 }
 
@@ -137,14 +131,8 @@ impl<Q: Question> Stage for AskEach<Q> {
     type Prepared = ();
 
     fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
-        let key = (
-            Q::config(cx.plan()),
-            llm_key(cx.plan(), cx.llm()?, &[Q::LLM]),
-        );
-        Ok((
-            input_key(Q::NAME.as_str(), &key, &[up.record(StageName::Rewrite)?])?,
-            (),
-        ))
+        let key = (Q::config(cx.plan()), llm_key(cx.plan(), cx.llm()?, &[Q::LLM]));
+        Ok((input_key(Q::NAME.as_str(), &key, &[up.record(StageName::Rewrite)?])?, ()))
     }
 
     fn reuse(&self, _cx: &StageContext, hit: &StageReport) -> anyhow::Result<bool> {

@@ -51,9 +51,7 @@ impl StageContext {
         // The store is made in `output_dir`: one that cannot be is named, not an OS error.
         super::preflight::refuse_output_dir(&plan)?;
         let store = ArtifactStore::open(&plan.output_dir.join("artifacts"))?;
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(plan.jobs)
-            .build()?;
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build()?;
         Ok(StageContext {
             plan,
             store,
@@ -237,10 +235,7 @@ impl StageContext {
             return Ok(None);
         }
         let rerun = |i: u32, n: u32| {
-            format!(
-                "run `coreb {stage} {} --shard {i}/{n}`",
-                self.plan.manifest_path.display()
-            )
+            format!("run `coreb {stage} {} --shard {i}/{n}`", self.plan.manifest_path.display())
         };
         let parts = complete_parts(&dir, key, stage.as_str(), rerun)?;
         self.printer.status(format!(
@@ -345,19 +340,14 @@ impl StageOutput {
                 Ok(record)
             }
             StageOutput::Part(p, slice) => {
-                let outputs = outputs
-                    .iter()
-                    .map(|(r, f)| ((*r).to_owned(), (*f).to_owned()))
-                    .collect();
+                let outputs =
+                    outputs.iter().map(|(r, f)| ((*r).to_owned(), (*f).to_owned())).collect();
                 let facts = PartFacts {
                     local: serde_json::to_value(local)?,
                     outputs,
                     summary: serde_json::to_value(summary)?,
                 };
-                let facts = serde_json::to_value(facts)?
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default();
+                let facts = serde_json::to_value(facts)?.as_object().cloned().unwrap_or_default();
                 let marker = PartMarker {
                     plan: key.to_owned(),
                     shard: slice.index,

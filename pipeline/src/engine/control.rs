@@ -98,18 +98,11 @@ pub struct ControlParameters {
 
 impl Summary for ControlSummary {
     fn counts(&self) -> Counts {
-        Counts {
-            rows_in: self.rows_in,
-            rows_out: self.rows_out,
-            rejected: self.rejected,
-        }
+        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
     }
 
     fn reasons(&self) -> Reasons {
-        Reasons::Counts(vec![
-            ("not_in_release", self.not_in_release),
-            ("rejected", self.rejected),
-        ])
+        Reasons::Counts(vec![("not_in_release", self.not_in_release), ("rejected", self.rejected)])
     }
 
     fn facts(&self) -> Option<StageFacts> {
@@ -196,14 +189,8 @@ pub(super) fn rewrite(
         rows_out: kept,
         rejected: 0,
         not_in_release: rows_in - kept,
-        stats: ControlCounts {
-            tests_kept,
-            tests_model: 0,
-            tests_bijection: 0,
-        },
-        parameters: ControlParameters {
-            control_of: controlled.of.clone(),
-        },
+        stats: ControlCounts { tests_kept, tests_model: 0, tests_bijection: 0 },
+        parameters: ControlParameters { control_of: controlled.of.clone() },
         models: Vec::new(),
     };
     let outputs = [

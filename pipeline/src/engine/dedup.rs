@@ -16,12 +16,7 @@ use crate::release::layout::{EarlierRelease, earlier_releases};
 use coreb_base::durable;
 
 fn item(p: Problem, origin: Origin) -> Item {
-    Item {
-        id: p.id,
-        contest_date: p.contest_date,
-        statement: p.question_content,
-        origin,
-    }
+    Item { id: p.id, contest_date: p.contest_date, statement: p.question_content, origin }
 }
 
 /// The `dedup` stage.
@@ -102,11 +97,8 @@ impl Stage for Dedup {
                 earlier.push(item(p?, Origin::Release(release.version.clone())));
             }
         }
-        let DedupOutput {
-            kept_rows,
-            clusters,
-            stats,
-        } = cx.pool().install(|| dedup(config, &current, &earlier));
+        let DedupOutput { kept_rows, clusters, stats } =
+            cx.pool().install(|| dedup(config, &current, &earlier));
         drop(current);
 
         copy_rows(&input, &out.path("problems.parquet"), |row| {
@@ -128,10 +120,7 @@ impl Stage for Dedup {
             parameters: config.clone(),
         };
         Ok(Done::new(
-            &[
-                ("problems", "problems.parquet"),
-                ("duplicates", "duplicates.json"),
-            ],
+            &[("problems", "problems.parquet"), ("duplicates", "duplicates.json")],
             summary,
             (),
         ))

@@ -31,14 +31,7 @@ impl Question for Distract {
     fn ask(a: &Asking<'_, DistractConfig>, path: &Path) -> anyhow::Result<Answered> {
         let mine = a.mine();
         let got = a.run(async |g| {
-            distract(
-                &a.config,
-                &a.models,
-                &a.llm.prompts[LlmStage::Distract],
-                &mine,
-                g,
-            )
-            .await
+            distract(&a.config, &a.models, &a.llm.prompts[LlmStage::Distract], &mine, g).await
         })??;
         coreb_base::jsonl::write(path, &got.rows)?;
         Ok(Answered::of(got))

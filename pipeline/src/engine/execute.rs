@@ -70,15 +70,8 @@ fn key(
     versions: &ToolchainVersions,
     upstream: &[&StageRecord],
 ) -> anyhow::Result<String> {
-    let recipes: Vec<_> = Language::ALL
-        .into_iter()
-        .map(|l| config.toolchain(l))
-        .collect();
-    input_key(
-        StageName::Execute.as_str(),
-        &(config, &recipes, versions),
-        upstream,
-    )
+    let recipes: Vec<_> = Language::ALL.into_iter().map(|l| config.toolchain(l)).collect();
+    input_key(StageName::Execute.as_str(), &(config, &recipes, versions), upstream)
 }
 
 /// The re-check's inputs, read from the tables a window at a time: the references of the
@@ -133,10 +126,8 @@ impl RecheckSource for TableRecheck {
                 ExecuteError::Recheck(format!("problem `{id}` has nothing to re-check"))
             })
         };
-        let mut rows = problems
-            .iter()
-            .map(|id| at(id).map(|(_, row)| *row))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut rows =
+            problems.iter().map(|id| at(id).map(|(_, row)| *row)).collect::<Result<Vec<_>, _>>()?;
         rows.sort_unstable();
         rows.dedup();
         let mut originals: std::collections::HashMap<ProblemId, Problem> =
@@ -152,11 +143,8 @@ impl RecheckSource for TableRecheck {
                     ExecuteError::Recheck(format!("problem `{id}` asked for twice in one window"))
                 })?;
                 let original_harness = Harness::of(&original);
-                let original_tests = original
-                    .public_tests
-                    .into_iter()
-                    .chain(original.private_tests)
-                    .collect();
+                let original_tests =
+                    original.public_tests.into_iter().chain(original.private_tests).collect();
                 Ok(RecheckProblem {
                     problem_id: r.problem_id.clone(),
                     test_origins: r.test_origins.clone(),
@@ -255,11 +243,7 @@ pub struct ExecuteSummary {
 
 impl Summary for ExecuteSummary {
     fn counts(&self) -> Counts {
-        Counts {
-            rows_in: self.rows_in,
-            rows_out: self.rows_out,
-            rejected: self.rejected,
-        }
+        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
     }
 
     fn passed(&self) -> Option<u64> {
@@ -343,10 +327,7 @@ impl Stage for Execute {
         let stage = StageName::Execute;
         let config = &cx.plan().stages.execute;
         let judge = cx.judge()?;
-        let (filter, rewrite) = (
-            up.record(StageName::Filter)?,
-            up.record(StageName::Rewrite)?,
-        );
+        let (filter, rewrite) = (up.record(StageName::Filter)?, up.record(StageName::Rewrite)?);
         let mut solutions =
             read_solutions(&cx.output(up.record(StageName::Generate)?, "solutions")?)?;
         solutions.retain(|s| cx.handles(stage, s.id.as_str()));
@@ -365,13 +346,8 @@ impl Stage for Execute {
             });
         let recheck = TableRecheck::open(cx, filter, rewrite)?;
         let journal = DirJournal::open(&journal_dir(cx), &key)?;
-        let bar = cx
-            .printer()
-            .progress(Some(solutions.len() as u64), "execute", false);
-        let hooks = Hooks {
-            progress: &|| bar.inc(1),
-            journal: &journal,
-        };
+        let bar = cx.printer().progress(Some(solutions.len() as u64), "execute", false);
+        let hooks = Hooks { progress: &|| bar.inc(1), journal: &journal };
         let listening = coreb_base::interrupt::listen();
         let judged = coreb_stages::execute::execute_resumable(
             config,
@@ -410,11 +386,8 @@ impl Stage for Execute {
             ));
         }
         write_verdicts(&out.path("verdicts.parquet"), &output.results)?;
-        let rows: Vec<TestCheck> = output
-            .checks
-            .iter()
-            .flat_map(|c| c.tests.iter().cloned())
-            .collect();
+        let rows: Vec<TestCheck> =
+            output.checks.iter().flat_map(|c| c.tests.iter().cloned()).collect();
         write_test_checks(&out.path("test_checks.parquet"), &rows)?;
         let judged_now = output.results.len() - output.resumed;
         let mut done = done(
@@ -449,15 +422,7 @@ impl Stage for Execute {
             &out.path("verdicts.parquet"),
             &out.path("test_checks.parquet"),
         )?;
-        Ok(done(
-            cx,
-            cx.judge()?,
-            solutions.len(),
-            stats,
-            without_problem,
-            &checks,
-            out,
-        ))
+        Ok(done(cx, cx.judge()?, solutions.len(), stats, without_problem, &checks, out))
     }
 
     fn announce(&self, cx: &StageContext, report: &StageReport) {
@@ -496,16 +461,10 @@ fn done(
         judging: stats.time,
         solutions_judged: None,
         solutions_resumed: None,
-        part: out.is_part().then(|| PartCounts {
-            stats: stats.clone(),
-            without_problem,
-        }),
+        part: out.is_part().then(|| PartCounts { stats: stats.clone(), without_problem }),
     };
     Done::new(
-        &[
-            ("verdicts", "verdicts.parquet"),
-            ("test_checks", "test_checks.parquet"),
-        ],
+        &[("verdicts", "verdicts.parquet"), ("test_checks", "test_checks.parquet")],
         summary,
         local,
     )
@@ -525,12 +484,10 @@ fn answers_of(
     if !filter.outputs.contains_key("answers") {
         return Ok(Default::default());
     }
-    Ok(
-        coreb_base::jsonl::read::<Row>(&cx.output(filter, "answers")?)?
-            .into_iter()
-            .map(|r| (r.id, r.answer))
-            .collect(),
-    )
+    Ok(coreb_base::jsonl::read::<Row>(&cx.output(filter, "answers")?)?
+        .into_iter()
+        .map(|r| (r.id, r.answer))
+        .collect())
 }
 
 /// Where this process's run of `execute` commits judged problems as it goes
@@ -608,10 +565,7 @@ fn merge_parts(
     );
     write_verdicts(out, &results)?;
     let checks = coreb_judge::recheck::group(check_rows);
-    let rows: Vec<TestCheck> = checks
-        .iter()
-        .flat_map(|c| c.tests.iter().cloned())
-        .collect();
+    let rows: Vec<TestCheck> = checks.iter().flat_map(|c| c.tests.iter().cloned()).collect();
     write_test_checks(checks_out, &rows)?;
     Ok((stats, without_problem, checks))
 }
@@ -624,39 +578,22 @@ mod tests {
     fn a_toolchain_change_changes_the_key() {
         let config = ExecuteConfig::default();
         let versions = |gpp: &str| -> ToolchainVersions {
-            [(
-                Language::Cpp,
-                [("g++".to_owned(), gpp.to_owned())].into_iter().collect(),
-            )]
-            .into_iter()
-            .collect()
+            [(Language::Cpp, [("g++".to_owned(), gpp.to_owned())].into_iter().collect())]
+                .into_iter()
+                .collect()
         };
         let before = key(&config, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap();
-        assert_eq!(
-            before,
-            key(&config, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap()
-        );
+        assert_eq!(before, key(&config, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
         assert_ne!(
             before,
-            key(
-                &config,
-                &versions("g++ (Debian 12.2.0-14+deb12u1) 12.2.0"),
-                &[]
-            )
-            .unwrap()
+            key(&config, &versions("g++ (Debian 12.2.0-14+deb12u1) 12.2.0"), &[]).unwrap()
         );
         let mut slower = config.clone();
         slower.python.time_multiplier = Some(5.0);
-        assert_ne!(
-            before,
-            key(&slower, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap()
-        );
+        assert_ne!(before, key(&slower, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
         // Issue #34: the faster starts re-judge (their switch is part of the key).
         let mut reused = config.clone();
         reused.reuse.insert(Language::Ruby);
-        assert_ne!(
-            before,
-            key(&reused, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap()
-        );
+        assert_ne!(before, key(&reused, &versions("g++ (Debian 12.2.0-14) 12.2.0"), &[]).unwrap());
     }
 }

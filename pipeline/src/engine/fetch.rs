@@ -39,11 +39,7 @@ pub struct FetchSummary {
 
 impl Summary for FetchSummary {
     fn counts(&self) -> Counts {
-        Counts {
-            rows_in: self.rows_in,
-            rows_out: self.rows_out,
-            rejected: self.rejected,
-        }
+        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
     }
 
     fn reasons(&self) -> Reasons {
@@ -59,14 +55,7 @@ impl Stage for Fetch {
 
     fn key(&self, cx: &StageContext, _up: &Upstream<'_>) -> anyhow::Result<(String, ())> {
         let plan = cx.plan();
-        Ok((
-            input_key(
-                StageName::Fetch.as_str(),
-                &(&plan.sources, &plan.stages.fetch),
-                &[],
-            )?,
-            (),
-        ))
+        Ok((input_key(StageName::Fetch.as_str(), &(&plan.sources, &plan.stages.fetch), &[])?, ()))
     }
 
     /// A record is never reused: a local file may have changed since.
@@ -96,10 +85,8 @@ impl Stage for Fetch {
 /// anything is decoded.
 fn nothing_new(cx: &StageContext, files: &[Fetched]) -> anyhow::Result<()> {
     let plan = cx.plan();
-    let named: Vec<(String, std::path::PathBuf)> = files
-        .iter()
-        .map(|f| (f.name.clone(), f.path.clone()))
-        .collect();
+    let named: Vec<(String, std::path::PathBuf)> =
+        files.iter().map(|f| (f.name.clone(), f.path.clone())).collect();
     super::window::check_files(&plan.window, &named, plan.stages.ingest.max_line_bytes)
 }
 
@@ -112,12 +99,7 @@ fn fetch(cx: &StageContext) -> anyhow::Result<Vec<Fetched>> {
     for source in &plan.sources {
         let bar = cx.printer().meter(None, &source.name, true);
         let f = runtime
-            .block_on(fetch_source(
-                &plan.stages.fetch,
-                source,
-                &downloads,
-                bar.as_ref(),
-            ))
+            .block_on(fetch_source(&plan.stages.fetch, source, &downloads, bar.as_ref()))
             .with_context(|| format!("fetching source `{}`", source.name))?;
         drop(bar);
         fetched.push(f);
@@ -137,10 +119,9 @@ fn fetch_with_ingest(cx: &StageContext) -> anyhow::Result<Done<FetchSummary, Fet
     let decoded = sources
         .iter()
         .map(|s| match &s.location {
-            Location::Local(path) => Ok(ingest::Input {
-                bytes: fs_err::metadata(path)?.len(),
-                path: path.clone(),
-            }),
+            Location::Local(path) => {
+                Ok(ingest::Input { bytes: fs_err::metadata(path)?.len(), path: path.clone() })
+            }
             Location::Http(_) => anyhow::bail!("source `{}` is not a local file", s.name),
         })
         .collect::<anyhow::Result<Vec<_>>>()
@@ -183,8 +164,7 @@ fn fetched(
     let plan = cx.plan();
     let downloaded: u64 = fetched.iter().map(|f| f.downloaded).sum();
     if downloaded > 0 {
-        cx.printer()
-            .status(format!("{:>10}: downloaded {downloaded} bytes", "fetch"));
+        cx.printer().status(format!("{:>10}: downloaded {downloaded} bytes", "fetch"));
     }
     let summary = FetchSummary {
         rows_in: plan.sources.len() as u64,
@@ -193,18 +173,11 @@ fn fetched(
         bytes: fetched.iter().map(|f| f.bytes).sum(),
         sources: fetched
             .iter()
-            .map(|f| SourcePin {
-                name: f.name.clone(),
-                sha256: f.sha256.clone(),
-                bytes: f.bytes,
-            })
+            .map(|f| SourcePin { name: f.name.clone(), sha256: f.sha256.clone(), bytes: f.bytes })
             .collect(),
     };
     let local = FetchLocal {
-        sources: fetched
-            .into_iter()
-            .map(|f| Fetched { downloaded: 0, ..f })
-            .collect(),
+        sources: fetched.into_iter().map(|f| Fetched { downloaded: 0, ..f }).collect(),
     };
     Ok(Done::new(&[], summary, local))
 }

@@ -49,10 +49,8 @@ impl Summary for FilterSummary {
 
     fn reasons(&self) -> Reasons {
         let s = &self.stats;
-        let mut counts: Vec<(&'static str, u64)> = ErrataKind::ALL
-            .into_iter()
-            .map(|k| (k.reason(), s.errata(k)))
-            .collect();
+        let mut counts: Vec<(&'static str, u64)> =
+            ErrataKind::ALL.into_iter().map(|k| (k.reason(), s.errata(k))).collect();
         counts.extend([
             ("any_answer", s.any_answer),
             ("language", s.language),

@@ -65,10 +65,7 @@ impl LlmContext {
     ) -> T {
         let bar = printer.progress(None, stage.as_str(), false);
         let tick = || bar.inc(1);
-        let counted = Counted {
-            inner: self.gateway.as_ref(),
-            progress: &tick,
-        };
+        let counted = Counted { inner: self.gateway.as_ref(), progress: &tick };
         let out = runtime.block_on(f(&counted));
         bar.finish_and_clear();
         out
@@ -83,10 +80,8 @@ impl LlmContext {
         if usage.is_empty() {
             return None;
         }
-        let rows: Vec<_> = usage
-            .into_iter()
-            .filter(|r| stages.iter().any(|s| s.as_str() == r.stage))
-            .collect();
+        let rows: Vec<_> =
+            usage.into_iter().filter(|r| stages.iter().any(|s| s.as_str() == r.stage)).collect();
         let sum = |f: fn(&coreb_llm::UsageRow) -> u64| rows.iter().map(f).sum::<u64>();
         Some(Requests {
             sent: sum(|r| r.sent),

@@ -33,14 +33,7 @@ impl Question for Generate {
     fn ask(a: &Asking<'_, GenerateConfig>, path: &Path) -> anyhow::Result<Answered> {
         let mine = a.mine();
         let got = a.run(async |g| {
-            generate(
-                &a.config,
-                &a.models,
-                &a.llm.prompts[LlmStage::Generate],
-                &mine,
-                g,
-            )
-            .await
+            generate(&a.config, &a.models, &a.llm.prompts[LlmStage::Generate], &mine, g).await
         })??;
         write_solutions(path, &got.rows)?;
         Ok(Answered::of(got))

@@ -67,18 +67,11 @@ pub struct Fused {
 
 impl Summary for IngestStats {
     fn counts(&self) -> Counts {
-        Counts {
-            rows_in: self.rows_in,
-            rows_out: self.rows_out,
-            rejected: self.rejected,
-        }
+        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
     }
 
     fn reasons(&self) -> Reasons {
-        Reasons::Counts(vec![
-            ("out_of_window", self.out_of_window),
-            ("rejected", self.rejected),
-        ])
+        Reasons::Counts(vec![("out_of_window", self.out_of_window), ("rejected", self.rejected)])
     }
 }
 
@@ -113,10 +106,7 @@ impl Stage for Ingest {
         fused: Option<Fused>,
         out: &StageOutput,
     ) -> anyhow::Result<Done<IngestStats, ()>> {
-        if let Some(Fused {
-            decoded, started, ..
-        }) = fused
-        {
+        if let Some(Fused { decoded, started, .. }) = fused {
             let mut done = decoded.done();
             // Both ran from the start of `fetch`: `ingest` until its table was written.
             done.wall = Some(started.elapsed());
@@ -129,10 +119,7 @@ impl Stage for Ingest {
         let inputs: Vec<Input> = fetched
             .sources
             .iter()
-            .map(|f| Input {
-                bytes: f.bytes,
-                path: f.path.clone(),
-            })
+            .map(|f| Input { bytes: f.bytes, path: f.path.clone() })
             .collect();
         Ok(decode(cx, &inputs, false, out)?.done())
     }
@@ -142,11 +129,7 @@ impl Stage for Ingest {
 /// source is a local file (a download is hashed as it arrives) and no stored `ingest` could be
 /// reused: a rerun hashes first, so that an unchanged input skips decoding.
 pub(super) fn reads_sources_once(cx: &StageContext) -> anyhow::Result<bool> {
-    let local = cx
-        .plan()
-        .sources
-        .iter()
-        .all(|s| matches!(s.location, Location::Local(_)));
+    let local = cx.plan().sources.iter().all(|s| matches!(s.location, Location::Local(_)));
     Ok(local && !cx.store().holds_reusable(StageName::Ingest.as_str())?)
 }
 
@@ -159,19 +142,9 @@ pub(super) fn decode_with_hashes(
 ) -> anyhow::Result<Hashed> {
     let out = cx.begin(StageName::Ingest)?;
     let decoded = decode(cx, inputs, true, &out)?;
-    let found = Hashed {
-        hashes: decoded.hashes.clone(),
-        read: decoded.read,
-        kept: decoded.stats.rows_out,
-    };
-    cx.put_ahead::<Ahead>(
-        StageName::Ingest,
-        Ok(Fused {
-            out: Some(out),
-            decoded,
-            started,
-        }),
-    );
+    let found =
+        Hashed { hashes: decoded.hashes.clone(), read: decoded.read, kept: decoded.stats.rows_out };
+    cx.put_ahead::<Ahead>(StageName::Ingest, Ok(Fused { out: Some(out), decoded, started }));
     Ok(found)
 }
 
@@ -211,10 +184,7 @@ pub struct Decoded {
 impl Decoded {
     fn done(self) -> Done<IngestStats, ()> {
         Done::new(
-            &[
-                ("problems", "problems.parquet"),
-                ("rejections", "rejections.jsonl"),
-            ],
+            &[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")],
             self.stats,
             (),
         )
@@ -230,10 +200,7 @@ fn decode(
 ) -> anyhow::Result<Decoded> {
     let plan = cx.plan();
     let config = &plan.stages.ingest;
-    let labels: Vec<String> = inputs
-        .iter()
-        .map(|f| f.path.display().to_string())
-        .collect();
+    let labels: Vec<String> = inputs.iter().map(|f| f.path.display().to_string()).collect();
     let output = Output {
         table: ProblemWriter::create(&out.path("problems.parquet"))?,
         rejections: fs_err::File::create(out.path("rejections.jsonl"))?,
@@ -263,29 +230,20 @@ fn decode(
             scope.spawn(move || write_in_order(decoded, free, output, config, labels));
         let read = read_lines(inputs, labels, hash, config, to_workers, &slots, &bar)
             .map(|r| (r, started.elapsed()));
-        let written = writer_thread
-            .join()
-            .map_err(|_| anyhow::anyhow!("the ingest writer thread panicked"));
+        let written =
+            writer_thread.join().map_err(|_| anyhow::anyhow!("the ingest writer thread panicked"));
         (read, written)
     });
     // The writer's error wins: it names the first bad row in input order; a reader that
     // stopped because the writer did has nothing to add.
-    let Output {
-        table,
-        rejections,
-        mut stats,
-    } = written??;
+    let Output { table, rejections, mut stats } = written??;
     let (Reading { bytes, hashes }, read) = read?;
     stats.bytes_in = bytes;
     table.finish()?;
     rejections.sync_all()?;
     drop(rejections);
     bar.finish_and_clear();
-    Ok(Decoded {
-        stats,
-        hashes,
-        read,
-    })
+    Ok(Decoded { stats, hashes, read })
 }
 
 /// What the writer thread owns.
@@ -314,14 +272,7 @@ fn read_lines(
     slots: &Receiver<()>,
     bar: &indicatif::ProgressBar,
 ) -> anyhow::Result<Reading> {
-    let mut sender = Sender {
-        seq: 0,
-        done_bytes: 0,
-        to_workers,
-        slots,
-        bar,
-        config,
-    };
+    let mut sender = Sender { seq: 0, done_bytes: 0, to_workers, slots, bar, config };
     let mut hashes = Vec::new();
     for (file, input) in inputs.iter().enumerate() {
         let reader = fs_err::File::open(&input.path)?;
@@ -339,10 +290,7 @@ fn read_lines(
             break;
         }
     }
-    Ok(Reading {
-        bytes: sender.done_bytes,
-        hashes,
-    })
+    Ok(Reading { bytes: sender.done_bytes, hashes })
 }
 
 /// The reader's side of the pipeline.
@@ -380,10 +328,7 @@ impl Sender<'_> {
     ) -> anyhow::Result<bool> {
         let max_line_bytes = self.config.max_line_bytes;
         loop {
-            let item = match lines
-                .next_line()
-                .with_context(|| format!("reading `{label}`"))?
-            {
+            let item = match lines.next_line().with_context(|| format!("reading `{label}`"))? {
                 None => return Ok(true),
                 Some(Line::Text(_, text)) if text.iter().all(u8::is_ascii_whitespace) => continue,
                 Some(Line::Text(n, text)) => (n, Ok(text)),
@@ -400,12 +345,7 @@ impl Sender<'_> {
             if self.slots.recv().is_err()
                 || self
                     .to_workers
-                    .send(Job {
-                        seq: self.seq,
-                        file,
-                        line: item.0,
-                        item: item.1,
-                    })
+                    .send(Job { seq: self.seq, file, line: item.0, item: item.1 })
                     .is_err()
             {
                 return Ok(false);
@@ -425,17 +365,8 @@ fn decode_lines(
     window: &DateWindow,
 ) {
     loop {
-        let next = lines
-            .lock()
-            .map_err(|_| ())
-            .and_then(|rx| rx.recv().map_err(|_| ()));
-        let Ok(Job {
-            seq,
-            file,
-            line,
-            item,
-        }) = next
-        else {
+        let next = lines.lock().map_err(|_| ()).and_then(|rx| rx.recv().map_err(|_| ()));
+        let Ok(Job { seq, file, line, item }) = next else {
             return;
         };
         // A decoder panic would leave a hole the writer waits on forever: make it the row's error.
@@ -450,12 +381,7 @@ fn decode_lines(
                 })
             })
         });
-        let _ = to_writer.send(Job {
-            seq,
-            file,
-            line,
-            item,
-        });
+        let _ = to_writer.send(Job { seq, file, line, item });
     }
 }
 
@@ -472,10 +398,7 @@ fn write_in_order(
     let mut next = 0u64;
     for job in decoded {
         waiting.insert(job.seq, job);
-        while let Some(Job {
-            file, line, item, ..
-        }) = waiting.remove(&next)
-        {
+        while let Some(Job { file, line, item, .. }) = waiting.remove(&next) {
             next += 1;
             out.stats.rows_in += 1;
             match item {

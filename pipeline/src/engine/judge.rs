@@ -76,11 +76,7 @@ pub fn add_packages(
             );
         };
         let Some(language) = coreb_data::solution::Language::parse(language) else {
-            anyhow::bail!(
-                "`{}`, line {}: unknown language `{language}`",
-                file.display(),
-                i + 1
-            );
+            anyhow::bail!("`{}`, line {}: unknown language `{language}`", file.display(), i + 1);
         };
         if let Some(programs) = versions.get_mut(&language) {
             programs.insert(format!("deb:{package}"), version.to_owned());
@@ -107,23 +103,14 @@ mod tests {
             file,
         )
         .unwrap();
-        assert_eq!(
-            versions[&Language::Java]["deb:openjdk-17-jdk-headless"],
-            "17.0.15+6-1~deb12u1"
-        );
-        assert!(
-            !versions.contains_key(&Language::Go),
-            "not a language of the build"
-        );
+        assert_eq!(versions[&Language::Java]["deb:openjdk-17-jdk-headless"], "17.0.15+6-1~deb12u1");
+        assert!(!versions.contains_key(&Language::Go), "not a language of the build");
         let err = add_packages(&mut versions, "java openjdk\n", file).unwrap_err();
         assert_eq!(
             err.to_string(),
             "`packages.tsv`, line 1: not `<language>\\t<package>\\t<version>`"
         );
         let err = add_packages(&mut versions, "\ncobol\tgnucobol\t3\n", file).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "`packages.tsv`, line 2: unknown language `cobol`"
-        );
+        assert_eq!(err.to_string(), "`packages.tsv`, line 2: unknown language `cobol`");
     }
 }

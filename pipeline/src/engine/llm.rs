@@ -77,13 +77,7 @@ impl LlmCounts {
             written_by,
         } = stats;
         (
-            LlmCounts {
-                items_in,
-                items_out,
-                items_rejected,
-                fallbacks,
-                written_by,
-            },
+            LlmCounts { items_in, items_out, items_rejected, fallbacks, written_by },
             (from_store, from_endpoint),
         )
     }
@@ -140,11 +134,7 @@ impl<
 > Summary for LlmSummary<S, C>
 {
     fn counts(&self) -> Counts {
-        Counts {
-            rows_in: self.rows_in,
-            rows_out: self.rows_out,
-            rejected: self.rejected,
-        }
+        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
     }
 
     fn reasons(&self) -> Reasons {
@@ -200,13 +190,7 @@ pub(super) fn llm_key(plan: &RunPlan, ctx: &LlmContext, stages: &[LlmStage]) -> 
         let schema = prompt
             .and_then(|p| p.schema.as_ref())
             .map(|schema| (llm.structured_output, schema.sha256.clone()));
-        (
-            s.as_str(),
-            llm.models(s),
-            llm.sampling(s),
-            prompt.map(|p| p.sha256.clone()),
-            schema,
-        )
+        (s.as_str(), llm.models(s), llm.sampling(s), prompt.map(|p| p.sha256.clone()), schema)
     };
     stages.iter().map(|s| keyed(*s)).collect::<Vec<_>>()
 }
@@ -253,10 +237,8 @@ pub(super) fn finish<S, C>(
     coreb_base::jsonl::write(&out.path("rejections.jsonl"), rejected)?;
     // The store keys of every answer this stage was given: what a release's regeneration kit
     // carries of the response store.
-    let keys: std::collections::BTreeSet<String> = llm
-        .iter()
-        .flat_map(|s| ctx.gateway.answers_used(*s))
-        .collect();
+    let keys: std::collections::BTreeSet<String> =
+        llm.iter().flat_map(|s| ctx.gateway.answers_used(*s)).collect();
     fs_err::write(
         out.path(ANSWER_KEYS),
         keys.iter().map(|k| format!("{k}\n")).collect::<String>(),
@@ -297,13 +279,7 @@ pub(super) fn finish<S, C>(
         requests: ctx.requests(llm),
     };
     announce_rejections(cx, stage, rejected);
-    Ok(Done {
-        outputs,
-        summary,
-        local,
-        wall: None,
-        on_commit: None,
-    })
+    Ok(Done { outputs, summary, local, wall: None, on_commit: None })
 }
 
 /// Show the first rejections (all are in the stage's `rejections.jsonl`).
@@ -398,10 +374,7 @@ mod tests {
             input_key("execute", &(), &[&live]).unwrap(),
             input_key("execute", &(), &[&replayed]).unwrap()
         );
-        assert_eq!(
-            replayed.local,
-            serde_json::json!({"from_store": 4, "from_endpoint": 0})
-        );
+        assert_eq!(replayed.local, serde_json::json!({"from_store": 4, "from_endpoint": 0}));
         assert!(replayed.summary["stats"].get("from_store").is_none());
         assert_eq!(replayed.summary["stats"]["items_out"], 4);
     }

@@ -88,10 +88,7 @@ pub struct Engine {
 impl Engine {
     /// An engine over `plan`'s output directory.
     pub fn new(plan: RunPlan, printer: Printer, json_every_stage: bool) -> anyhow::Result<Self> {
-        Ok(Engine {
-            cx: StageContext::new(plan, printer)?,
-            json_every_stage,
-        })
+        Ok(Engine { cx: StageContext::new(plan, printer)?, json_every_stage })
     }
 
     /// Run the last stage as shard process `slice` (`--shard i/N`).
@@ -248,21 +245,15 @@ impl Engine {
     /// requests it sent; with `--json`, its JSON summary too.
     fn announce(&self, report: &StageReport, wall: std::time::Duration) {
         let summary = report.summary();
-        let Counts {
-            rows_in,
-            rows_out,
-            rejected,
-        } = summary.counts();
+        let Counts { rows_in, rows_out, rejected } = summary.counts();
         let what = if report.skipped {
             "unchanged, skipped".to_owned()
         } else {
             format!("done in {:.1} s", wall.as_secs_f64())
         };
         // Stages that judge say how many passed: "0 of 92 passed" is the news.
-        let passed = summary
-            .passed()
-            .map(|p| format!(", {p} of {rows_out} passed"))
-            .unwrap_or_default();
+        let passed =
+            summary.passed().map(|p| format!(", {p} of {rows_out} passed")).unwrap_or_default();
         let requests = match report
             .local_as::<llm::LlmLocal>()
             .and_then(|l| l.requests.as_ref())
@@ -306,9 +297,7 @@ impl Engine {
     /// rejections by reason and its `rejections.jsonl`.
     pub fn check_kept(&self, report: &StageReport) -> anyhow::Result<()> {
         let summary = report.summary();
-        let Counts {
-            rows_in, rows_out, ..
-        } = summary.counts();
+        let Counts { rows_in, rows_out, .. } = summary.counts();
         let share = self.cx.plan().llm.min_kept_share;
         let llm_stage = report.stage.asks_models();
         let why = match report.stage {
@@ -324,10 +313,9 @@ impl Engine {
             "the build stops after stage `{stage}`: it kept {rows_out} of its {rows_in} items: {why}"
         );
         let (label, reasons): (&str, Vec<String>) = match summary.reasons() {
-            Reasons::ByReason(by) => (
-                "rejections by reason",
-                by.iter().map(|(k, n)| format!("{k} {n}")).collect(),
-            ),
+            Reasons::ByReason(by) => {
+                ("rejections by reason", by.iter().map(|(k, n)| format!("{k} {n}")).collect())
+            }
             // Stages without typed rejections: their other counts (out of window, language …).
             Reasons::Counts(counts) => (
                 "counts",
@@ -356,11 +344,8 @@ impl Engine {
 
 /// The stages that run as shard processes, for messages: `a, b and c`.
 fn shardable_list() -> String {
-    let names: Vec<&str> = STAGES
-        .into_iter()
-        .filter(|r| r.name().shardable())
-        .map(|r| r.name().as_str())
-        .collect();
+    let names: Vec<&str> =
+        STAGES.into_iter().filter(|r| r.name().shardable()).map(|r| r.name().as_str()).collect();
     match names.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
         _ => names.join(""),
@@ -375,11 +360,8 @@ mod tests {
     fn the_table_is_in_pipeline_order() {
         let names: Vec<StageName> = STAGES.into_iter().map(|r| r.name()).collect();
         assert_eq!(names, StageName::ALL);
-        let shardable: Vec<&str> = StageName::ALL
-            .into_iter()
-            .filter(|s| s.shardable())
-            .map(StageName::as_str)
-            .collect();
+        let shardable: Vec<&str> =
+            StageName::ALL.into_iter().filter(|s| s.shardable()).map(StageName::as_str).collect();
         let (last, rest) = shardable.split_last().unwrap();
         assert_eq!(shardable_list(), format!("{} and {last}", rest.join(", ")));
     }

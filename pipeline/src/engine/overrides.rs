@@ -29,13 +29,11 @@ impl PlanOverrides {
         let word = |p: &Path| crate::manifest::shell_word(&p.to_string_lossy());
         if let Some(dir) = self.output_dir {
             plan.output_dir = std::path::absolute(dir)?;
-            plan.rerun_flags
-                .push(format!("--output-dir {}", word(&plan.output_dir)));
+            plan.rerun_flags.push(format!("--output-dir {}", word(&plan.output_dir)));
         }
         if let Some(dir) = self.publish_dir {
             plan.publish_dir = std::path::absolute(dir)?;
-            plan.rerun_flags
-                .push(format!("--publish-dir {}", word(&plan.publish_dir)));
+            plan.rerun_flags.push(format!("--publish-dir {}", word(&plan.publish_dir)));
         }
         Ok(())
     }
@@ -49,24 +47,15 @@ mod tests {
     fn overrides_replace_only_what_they_name_and_are_made_absolute() {
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/sample.toml");
         let plain = PlanOverrides::default().load(&manifest, Some(1)).unwrap();
-        let moved = PlanOverrides {
-            output_dir: Some("elsewhere/build".into()),
-            publish_dir: None,
-        }
-        .load(&manifest, Some(1))
-        .unwrap();
-        assert_eq!(
-            moved.output_dir,
-            std::env::current_dir().unwrap().join("elsewhere/build")
-        );
+        let moved = PlanOverrides { output_dir: Some("elsewhere/build".into()), publish_dir: None }
+            .load(&manifest, Some(1))
+            .unwrap();
+        assert_eq!(moved.output_dir, std::env::current_dir().unwrap().join("elsewhere/build"));
         assert_eq!(moved.publish_dir, plain.publish_dir);
         assert_ne!(plain.output_dir, moved.output_dir);
-        let published = PlanOverrides {
-            output_dir: None,
-            publish_dir: Some("/tmp/r".into()),
-        }
-        .load(&manifest, Some(1))
-        .unwrap();
+        let published = PlanOverrides { output_dir: None, publish_dir: Some("/tmp/r".into()) }
+            .load(&manifest, Some(1))
+            .unwrap();
         assert_eq!(
             (published.output_dir, published.publish_dir),
             (plain.output_dir, PathBuf::from("/tmp/r"))

@@ -87,16 +87,11 @@ impl Preflight<'_> {
             return (Vec::new(), None);
         };
         let timeout = std::time::Duration::from_secs_f64(plan.llm.timeout_secs.clamp(1.0, 30.0));
-        let asked = runtime.block_on(coreb_llm::client::list_models(
-            base,
-            key.as_deref(),
-            timeout,
-        ));
+        let asked = runtime.block_on(coreb_llm::client::list_models(base, key.as_deref(), timeout));
         match asked {
-            Err(e @ coreb_llm::client::ListingError::Unreachable { .. }) => (
-                vec![format!("`llm.base_url` = `{base}` (in `{file}`): {e}")],
-                None,
-            ),
+            Err(e @ coreb_llm::client::ListingError::Unreachable { .. }) => {
+                (vec![format!("`llm.base_url` = `{base}` (in `{file}`): {e}")], None)
+            }
             Err(e @ coreb_llm::client::ListingError::Credentials { .. })
                 if plan.llm.api_key_env.is_empty() =>
             {
@@ -108,10 +103,7 @@ impl Preflight<'_> {
                 )
             }
             Err(e @ coreb_llm::client::ListingError::Credentials { .. }) => (
-                vec![format!(
-                    "`llm.api_key_env` = `{}` (in `{file}`): {e}",
-                    plan.llm.api_key_env
-                )],
+                vec![format!("`llm.api_key_env` = `{}` (in `{file}`): {e}", plan.llm.api_key_env)],
                 None,
             ),
             Ok(coreb_llm::client::ModelListing::Unlisted(why)) => (
@@ -178,20 +170,14 @@ fn unserved(plan: &RunPlan, base: &str, served: &[String]) -> Vec<String> {
     let listed = || {
         let shown: Vec<&str> = served.iter().take(8).map(String::as_str).collect();
         let more = served.len().saturating_sub(shown.len());
-        if more > 0 {
-            format!("{}, … ({more} more)", shown.join(", "))
-        } else {
-            shown.join(", ")
-        }
+        if more > 0 { format!("{}, … ({more} more)", shown.join(", ")) } else { shown.join(", ") }
     };
     let mut named: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
     named.insert(plan.llm.model.clone(), "llm.model".into());
     for stage in LlmStage::ALL {
         if let Some(s) = plan.llm.stages.get(&stage).filter(|s| !s.models.is_empty()) {
             for m in &s.models {
-                named
-                    .entry(m.clone())
-                    .or_insert_with(|| format!("llm.stages.{stage}.models"));
+                named.entry(m.clone()).or_insert_with(|| format!("llm.stages.{stage}.models"));
             }
         }
     }
@@ -209,10 +195,9 @@ fn composition(plan: &RunPlan) -> Vec<String> {
     let languages = &plan.stages.generate.languages;
     let qrels = &plan.stages.qrels;
     let mut problems = Vec::new();
-    for (key, model) in [
-        ("anchor_model", &qrels.anchor_model),
-        ("target_model", &qrels.target_model),
-    ] {
+    for (key, model) in
+        [("anchor_model", &qrels.anchor_model), ("target_model", &qrels.target_model)]
+    {
         if let Some(m) = model.as_ref().filter(|m| !models.contains(m)) {
             problems.push(format!("`stages.qrels.{key}` = `{m}` (in `{file}`) is not among the generating models ({})", models.join(", ")));
         }
@@ -264,21 +249,12 @@ mod tests {
     }
 
     fn problems(plan: &RunPlan, until: StageName) -> Vec<String> {
-        Preflight {
-            plan,
-            until,
-            own_gateway: false,
-            llm_recorded: false,
-        }
-        .problems()
+        Preflight { plan, until, own_gateway: false, llm_recorded: false }.problems()
     }
 
     #[test]
     fn the_sample_passes() {
-        assert_eq!(
-            problems(&sample(), StageName::Release),
-            Vec::<String>::new()
-        );
+        assert_eq!(problems(&sample(), StageName::Release), Vec::<String>::new());
     }
 
     #[test]
@@ -333,11 +309,7 @@ mod tests {
     #[test]
     fn a_composition_the_models_cannot_make_is_named() {
         let mut plan = sample();
-        plan.llm
-            .stages
-            .entry(LlmStage::Generate)
-            .or_default()
-            .models = vec!["only-one".into()];
+        plan.llm.stages.entry(LlmStage::Generate).or_default().models = vec!["only-one".into()];
         let found = problems(&plan, StageName::Release);
         assert!(
             found.len() == 1

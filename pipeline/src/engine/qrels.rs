@@ -72,11 +72,7 @@ pub struct QrelsSummary {
 
 impl Summary for QrelsSummary {
     fn counts(&self) -> Counts {
-        Counts {
-            rows_in: self.rows_in,
-            rows_out: self.rows_out,
-            rejected: self.rejected,
-        }
+        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
     }
 
     fn reasons(&self) -> Reasons {
@@ -139,10 +135,8 @@ impl Stage for Qrels {
         // Execute's verdict table holds timings that differ run to run: key on its pass/fail
         // facts instead of its bytes.
         let verdicts = read_verdicts(&cx.output(up.record(StageName::Execute)?, "verdicts")?)?;
-        let passed: BTreeMap<String, bool> = verdicts
-            .iter()
-            .map(|v| (v.solution_id.as_str().to_owned(), v.passed))
-            .collect();
+        let passed: BTreeMap<String, bool> =
+            verdicts.iter().map(|v| (v.solution_id.as_str().to_owned(), v.passed)).collect();
         let roles = roles(plan)?;
         let composition = config.composition();
         let rewritten_problems = rewritten(cx, up.record(StageName::Rewrite)?)?;
@@ -164,15 +158,7 @@ impl Stage for Qrels {
             .collect::<anyhow::Result<Vec<_>>>()?;
         let key = input_key(
             StageName::Qrels.as_str(),
-            &(
-                config,
-                &composition,
-                &plan.version,
-                &roles,
-                &passed,
-                &tests_rejected,
-                &ambiguous,
-            ),
+            &(config, &composition, &plan.version, &roles, &passed, &tests_rejected, &ambiguous),
             &upstream,
         )?;
         Ok((
@@ -214,10 +200,7 @@ impl Stage for Qrels {
         let mut distractors: BTreeMap<ProblemId, Vec<String>> = BTreeMap::new();
         for d in jsonl::rows::<Distractor>(&output(StageName::Distract, "distractors")?)? {
             let d = d?;
-            distractors
-                .entry(d.problem_id)
-                .or_default()
-                .push(d.statement);
+            distractors.entry(d.problem_id).or_default().push(d.statement);
         }
         let mut queries: BTreeMap<ProblemId, Vec<SearchQuery>> = BTreeMap::new();
         for q in jsonl::rows::<Query>(&output(StageName::Queries, "queries")?)? {
@@ -281,10 +264,7 @@ impl Stage for Qrels {
                 })
                 .collect();
         let composed = qrels(config, &plan.version, &roles, &problems, &solutions);
-        durable::write(
-            &out.path("qrels.json"),
-            serde_json::to_string(&composed)?.as_bytes(),
-        )?;
+        durable::write(&out.path("qrels.json"), serde_json::to_string(&composed)?.as_bytes())?;
         let summary = QrelsSummary {
             rows_in: (problems.len()
                 + incomplete.len()
@@ -321,22 +301,14 @@ fn roles(plan: &RunPlan) -> anyhow::Result<Roles> {
     };
     let target = match &config.target_model {
         Some(m) => m.clone(),
-        None => models
-            .iter()
-            .find(|m| **m != anchor)
-            .cloned()
-            .unwrap_or_else(|| anchor.clone()),
+        None => models.iter().find(|m| **m != anchor).cloned().unwrap_or_else(|| anchor.clone()),
     };
     // A role no generating model plays would leave code2code empty without a word.
     for (key, model) in [("anchor_model", &anchor), ("target_model", &target)] {
         if !models.contains(model) {
             anyhow::bail!(
                 "`stages.qrels.{key}`: `{model}` is not a model of `[llm.stages.generate]` ({})",
-                models
-                    .iter()
-                    .map(|m| format!("`{m}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                models.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
             );
         }
     }
@@ -351,11 +323,8 @@ mod tests {
     use coreb_data::verdict::{MemoryBound, TestResult, Verdict, WrongOutput};
 
     fn problem(id: &str, public: usize) -> RewrittenProblem {
-        let test = TestCase {
-            input: String::new(),
-            output: String::new(),
-            testtype: TestType::Stdin,
-        };
+        let test =
+            TestCase { input: String::new(), output: String::new(), testtype: TestType::Stdin };
         RewrittenProblem {
             id: ProblemId::from_question_id(id),
             title: "T".into(),
@@ -379,18 +348,12 @@ mod tests {
         let tests = (0..3)
             .map(|index| TestResult {
                 index,
-                verdict: if index == 2 {
-                    Verdict::WrongAnswer
-                } else {
-                    Verdict::Passed
-                },
+                verdict: if index == 2 { Verdict::WrongAnswer } else { Verdict::Passed },
                 wall_ms: 1,
                 cpu_ms: 1,
                 peak_memory_kb: 1,
-                wrong_output: (index == 2).then(|| WrongOutput {
-                    sha256: output.into(),
-                    alternative: true,
-                }),
+                wrong_output: (index == 2)
+                    .then(|| WrongOutput { sha256: output.into(), alternative: true }),
             })
             .collect();
         SolutionResult {
@@ -416,17 +379,11 @@ mod tests {
         let verdicts: Vec<SolutionResult> = ["a", "b", "gone"]
             .into_iter()
             .flat_map(|id| {
-                [
-                    judged(id, "m1", Language::Cpp, "x"),
-                    judged(id, "m2", Language::Java, "y"),
-                ]
+                [judged(id, "m1", Language::Cpp, "x"), judged(id, "m2", Language::Java, "y")]
             })
             .collect();
         let flagged = flag_ambiguous(&[problem("a", 2), problem("b", 3)], &verdicts);
-        assert_eq!(
-            flagged.keys().collect::<Vec<_>>(),
-            [&ProblemId::from_question_id("a")]
-        );
+        assert_eq!(flagged.keys().collect::<Vec<_>>(), [&ProblemId::from_question_id("a")]);
         let a = &flagged[&ProblemId::from_question_id("a")];
         assert_eq!((a.test, a.solutions, a.outputs), (2, 2, 2));
     }

@@ -55,11 +55,7 @@ pub struct ReleaseSummary {
 
 impl Summary for ReleaseSummary {
     fn counts(&self) -> Counts {
-        Counts {
-            rows_in: self.rows_in,
-            rows_out: self.rows_out,
-            rejected: self.rejected,
-        }
+        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
     }
 
     fn reasons(&self) -> Reasons {
@@ -93,11 +89,8 @@ impl Stage for Release {
             .collect::<anyhow::Result<Vec<_>>>()?;
         let (stages, models) = stage_facts(&recorded);
         let controlled = crate::release::control::controlled(plan)?;
-        let review = recorded_review(
-            &plan.releases_dir,
-            &plan.version,
-            plan.review_dir.as_deref(),
-        )?;
+        let review =
+            recorded_review(&plan.releases_dir, &plan.version, plan.review_dir.as_deref())?;
         let key = input_key(
             StageName::Release.as_str(),
             &(
@@ -116,27 +109,14 @@ impl Stage for Release {
                 up.record(StageName::Qrels)?,
             ],
         )?;
-        Ok((
-            key,
-            Keyed {
-                manifest_rel,
-                stages,
-                models,
-                controlled,
-                review,
-            },
-        ))
+        Ok((key, Keyed { manifest_rel, stages, models, controlled, review }))
     }
 
     /// Skipped only while the published copy is still the one this record describes.
     fn reuse(&self, cx: &StageContext, hit: &StageReport) -> anyhow::Result<bool> {
         let published = cx.plan().publish_dir.join("MANIFEST.json");
         Ok(published.exists()
-            && hit
-                .record
-                .outputs
-                .get("manifest")
-                .map(|m| m.sha256.as_str())
+            && hit.record.outputs.get("manifest").map(|m| m.sha256.as_str())
                 == Some(sha256_file(&published)?.as_str()))
     }
 
@@ -154,9 +134,7 @@ impl Stage for Release {
             serde_json::from_str(&fs_err::read_to_string(&path)?)
                 .with_context(|| format!("reading `{}`", path.display()))?
         };
-        let answered = answered()
-            .map(|s| up.report(s))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let answered = answered().map(|s| up.report(s)).collect::<anyhow::Result<Vec<_>>>()?;
         let written_by = answered.iter().fold(WrittenBy::default(), |mut sum, r| {
             sum += r.summary().written_by();
             sum
@@ -192,9 +170,7 @@ impl Stage for Release {
         Ok(Done::new(
             &[("manifest", "MANIFEST.json")],
             summary,
-            ReleaseLocal {
-                published: plan.publish_dir.clone(),
-            },
+            ReleaseLocal { published: plan.publish_dir.clone() },
         ))
     }
 }

@@ -50,15 +50,10 @@ pub struct BuildLookup {
 impl BuildLookup {
     /// Read `release/MANIFEST.json` and resolve the build directory (`build_dir` wins).
     pub fn open(release: &Path, build_dir: Option<&Path>) -> anyhow::Result<Self> {
-        let EmbeddedManifest {
-            manifest_file,
-            release: manifest,
-            file: build,
-            path: manifest_path,
-        } = EmbeddedManifest::read(release)?;
-        let manifest_dir = manifest_path
-            .parent()
-            .map_or_else(|| manifest_path.clone(), Path::to_owned);
+        let EmbeddedManifest { manifest_file, release: manifest, file: build, path: manifest_path } =
+            EmbeddedManifest::read(release)?;
+        let manifest_dir =
+            manifest_path.parent().map_or_else(|| manifest_path.clone(), Path::to_owned);
         let given = build_dir.is_some();
         let build_dir = match build_dir {
             Some(d) => std::path::absolute(d).with_context(|| format!("`{}`", d.display()))?,
@@ -66,10 +61,8 @@ impl BuildLookup {
         };
         let manifest_sha256 = coreb_base::hashing::sha256_file(&manifest_file)
             .with_context(|| format!("hashing `{}`", manifest_file.display()))?;
-        let generate = manifest
-            .stages
-            .get("generate")
-            .and_then(|g| serde_json::from_value(g.clone()).ok());
+        let generate =
+            manifest.stages.get("generate").and_then(|g| serde_json::from_value(g.clone()).ok());
         Ok(BuildLookup {
             manifest,
             build,
@@ -96,10 +89,7 @@ impl BuildLookup {
     /// Where the build directory came from, for messages.
     fn origin(&self) -> String {
         if self.given {
-            format!(
-                "the build directory `{}` (`--build-dir`)",
-                self.build_dir.display()
-            )
+            format!("the build directory `{}` (`--build-dir`)", self.build_dir.display())
         } else {
             format!(
                 "the build directory `{}` (the `output_dir` of the release's build manifest `{}`)",
@@ -117,11 +107,7 @@ impl BuildLookup {
         let release_record = self.build_dir.join("artifacts/release/record.json");
         if release_record.exists() {
             let record = read_record(&release_record)?;
-            let published = record
-                .outputs
-                .get("manifest")
-                .map(|m| m.sha256.as_str())
-                .unwrap_or("");
+            let published = record.outputs.get("manifest").map(|m| m.sha256.as_str()).unwrap_or("");
             if published != self.manifest_sha256 {
                 bail!(
                     "{} holds another build: its release record `{}` published a MANIFEST with sha256 `{published}`, but `{}` has sha256 `{}`; {hint}",
@@ -132,11 +118,7 @@ impl BuildLookup {
                 );
             }
         }
-        let facts = self
-            .manifest
-            .stages
-            .get("rewrite")
-            .and_then(|f| f.as_object());
+        let facts = self.manifest.stages.get("rewrite").and_then(|f| f.as_object());
         let Some(facts) = facts else {
             bail!(
                 "`{}`: records nothing of the `rewrite` stage, so no build can be matched to it",
@@ -168,9 +150,7 @@ impl ReleaseBuild for BuildLookup {
     }
 
     fn rewritten(&self) -> anyhow::Result<Vec<RewrittenProblem>> {
-        Ok(coreb_base::jsonl::read(
-            &self.artifact("rewrite", "rewritten")?,
-        )?)
+        Ok(coreb_base::jsonl::read(&self.artifact("rewrite", "rewritten")?)?)
     }
 
     fn artifact(&self, stage: &str, output: &str) -> anyhow::Result<PathBuf> {
@@ -227,20 +207,12 @@ impl ReleaseBuild for BuildLookup {
     fn prompts_dir(&self) -> PathBuf {
         lexical_join(
             &self.manifest_dir,
-            self.build
-                .prompts_dir
-                .as_deref()
-                .unwrap_or(Path::new("../prompts")),
+            self.build.prompts_dir.as_deref().unwrap_or(Path::new("../prompts")),
         )
     }
 
     fn generate_prompt_sha256(&self) -> Option<&str> {
-        self.generate
-            .as_ref()?
-            .prompts
-            .as_ref()?
-            .get("generate")
-            .map(String::as_str)
+        self.generate.as_ref()?.prompts.as_ref()?.get("generate").map(String::as_str)
     }
 
     fn execute(&self) -> &ExecuteConfig {

@@ -107,11 +107,7 @@ impl Stage for Rewrite {
         }
         let llm = llm_key(cx.plan(), cx.llm()?, &LLM);
         Ok((
-            input_key(
-                StageName::Rewrite.as_str(),
-                &(&cx.plan().stages.rewrite, llm),
-                &[filter],
-            )?,
+            input_key(StageName::Rewrite.as_str(), &(&cx.plan().stages.rewrite, llm), &[filter])?,
             Mode::Models,
         ))
     }
@@ -153,12 +149,8 @@ impl Stage for Rewrite {
 }
 
 /// The LLM stages of `rewrite`.
-const LLM: [LlmStage; 4] = [
-    LlmStage::Rewrite,
-    LlmStage::RewriteTests,
-    LlmStage::Reference,
-    LlmStage::AdaptReference,
-];
+const LLM: [LlmStage; 4] =
+    [LlmStage::Rewrite, LlmStage::RewriteTests, LlmStage::Reference, LlmStage::AdaptReference];
 
 /// Rewrite the filtered problems of this process (all, or its shard's) a window at a time.
 fn rewrite(
@@ -177,36 +169,21 @@ fn rewrite(
     // The problems go through the model a window at a time and their rewrites are written as
     // they come: only a window's tests are in memory, never the month's (issue #13).
     let mut sink = RewriteSink::create(out)?;
-    ctx.run(
-        cx.runtime()?,
-        cx.printer(),
-        stage,
-        async |g| -> anyhow::Result<()> {
-            let mut problems = coreb_data::tables::ProblemReader::open(&input)?.filter(|p| {
-                p.as_ref()
-                    .map_or(true, |p| cx.handles(stage, p.id.as_str()))
-            });
-            loop {
-                let window = rewrite_window(&mut problems)?;
-                if window.is_empty() {
-                    return Ok(());
-                }
-                sink.add(
-                    coreb_stages::rewrite::rewrite(&run_config, &plans, &prompts, window, g)
-                        .await?,
-                )?;
+    ctx.run(cx.runtime()?, cx.printer(), stage, async |g| -> anyhow::Result<()> {
+        let mut problems = coreb_data::tables::ProblemReader::open(&input)?
+            .filter(|p| p.as_ref().map_or(true, |p| cx.handles(stage, p.id.as_str())));
+        loop {
+            let window = rewrite_window(&mut problems)?;
+            if window.is_empty() {
+                return Ok(());
             }
-        },
-    )?;
-    let RewriteSink {
-        jsonl,
-        table,
-        references,
-        reference_failures,
-        rejected,
-        stats,
-        written,
-    } = sink;
+            sink.add(
+                coreb_stages::rewrite::rewrite(&run_config, &plans, &prompts, window, g).await?,
+            )?;
+        }
+    })?;
+    let RewriteSink { jsonl, table, references, reference_failures, rejected, stats, written } =
+        sink;
     jsonl.commit()?;
     table.finish()?;
     // Beside the rewritten problems (JSON lines, and a problems table for `execute`): how
@@ -224,15 +201,11 @@ fn rewrite(
         ));
     }
     // The prompts of `rewrite` and its sub-steps, by name.
-    let prompts: BTreeMap<String, String> = [
-        LlmStage::Rewrite,
-        LlmStage::RewriteTests,
-        LlmStage::Reference,
-        LlmStage::AdaptReference,
-    ]
-    .into_iter()
-    .map(|s| (s.as_str().to_owned(), ctx.prompts[s].sha256.clone()))
-    .collect();
+    let prompts: BTreeMap<String, String> =
+        [LlmStage::Rewrite, LlmStage::RewriteTests, LlmStage::Reference, LlmStage::AdaptReference]
+            .into_iter()
+            .map(|s| (s.as_str().to_owned(), ctx.prompts[s].sha256.clone()))
+            .collect();
     let asked = Asked {
         rows_in: stats.llm.items_in,
         rows_out: written,

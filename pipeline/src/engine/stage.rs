@@ -105,13 +105,7 @@ pub struct Done<S, L> {
 impl<S, L> Done<S, L> {
     /// Outputs, summary and local facts, nothing else.
     pub fn new(outputs: &[(&'static str, &'static str)], summary: S, local: L) -> Self {
-        Done {
-            outputs: outputs.to_vec(),
-            summary,
-            local,
-            wall: None,
-            on_commit: None,
-        }
+        Done { outputs: outputs.to_vec(), summary, local, wall: None, on_commit: None }
     }
 }
 
@@ -167,11 +161,7 @@ impl StageReport {
     pub fn summary_as<S: Summary>(&self) -> anyhow::Result<&S> {
         let any: &dyn Any = self.summary.as_ref();
         any.downcast_ref().with_context(|| {
-            format!(
-                "the summary of `{}` is not a `{}`",
-                self.stage,
-                std::any::type_name::<S>()
-            )
+            format!("the summary of `{}` is not a `{}`", self.stage, std::any::type_name::<S>())
         })
     }
 
@@ -229,11 +219,7 @@ pub struct Upstream<'a> {
 impl<'a> Upstream<'a> {
     /// What stage `stage` reads: the reports of the build so far.
     pub fn new(stage: StageName, reports: &'a [StageReport], until: StageName) -> Self {
-        Upstream {
-            stage,
-            reports,
-            until,
-        }
+        Upstream { stage, reports, until }
     }
 
     /// The last stage of the build.
@@ -252,11 +238,7 @@ impl<'a> Upstream<'a> {
                 "stage `{stage}` read the record of `{name}`, which its row of the stage table does \
                  not declare (it reads: {}); add `{name:?}` to the `reads` of its row in \
                  `pipeline/src/engine/stage_name.rs`",
-                if declared.is_empty() {
-                    "nothing".to_owned()
-                } else {
-                    declared.join(", ")
-                }
+                if declared.is_empty() { "nothing".to_owned() } else { declared.join(", ") }
             );
         }
         self.reports
@@ -308,13 +290,7 @@ impl<T: Stage> Runner for T {
             Some(parts) => self.merge(cx, up, prepared, parts, &out)?,
             None => self.run(cx, up, prepared, &out)?,
         };
-        let Done {
-            outputs,
-            summary,
-            local,
-            wall,
-            on_commit,
-        } = done;
+        let Done { outputs, summary, local, wall, on_commit } = done;
         let record = out.commit(cx, T::NAME, &key, &outputs, &summary, &local)?;
         if let Some(then) = on_commit {
             then()?;
@@ -352,10 +328,7 @@ mod tests {
             ),
             "{err}"
         );
-        assert!(
-            err.contains("add `Ingest` to the `reads` of its row"),
-            "{err}"
-        );
+        assert!(err.contains("add `Ingest` to the `reads` of its row"), "{err}");
         let fetch = Upstream::new(StageName::Fetch, &[], StageName::Release);
         let err = fetch.report(StageName::Ingest).unwrap_err().to_string();
         assert!(err.contains("(it reads: nothing)"), "{err}");

@@ -146,13 +146,10 @@ impl std::str::FromStr for StageName {
     type Err = String;
 
     fn from_str(s: &str) -> Result<StageName, String> {
-        StageName::ALL
-            .into_iter()
-            .find(|stage| stage.as_str() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = StageName::ALL.into_iter().map(StageName::as_str).collect();
-                format!("`{s}` is not a stage; one of: {}", names.join(", "))
-            })
+        StageName::ALL.into_iter().find(|stage| stage.as_str() == s).ok_or_else(|| {
+            let names: Vec<&str> = StageName::ALL.into_iter().map(StageName::as_str).collect();
+            format!("`{s}` is not a stage; one of: {}", names.join(", "))
+        })
     }
 }
 
@@ -166,18 +163,12 @@ mod tests {
     fn names_parse_back_and_each_stage_reads_only_earlier_ones() {
         for stage in StageName::ALL {
             assert_eq!(stage.as_str().parse::<StageName>(), Ok(stage));
-            assert_eq!(
-                <StageName as clap::ValueEnum>::from_str(stage.as_str(), false),
-                Ok(stage)
-            );
+            assert_eq!(<StageName as clap::ValueEnum>::from_str(stage.as_str(), false), Ok(stage));
             for up in stage.reads() {
                 assert!(up < &stage, "`{stage}` reads `{up}`, which runs after it");
             }
         }
         let err = "publish".parse::<StageName>().unwrap_err();
-        assert!(
-            err.contains("`publish` is not a stage; one of: fetch, ingest"),
-            "{err}"
-        );
+        assert!(err.contains("`publish` is not a stage; one of: fetch, ingest"), "{err}");
     }
 }

@@ -30,10 +30,9 @@ impl std::fmt::Display for NothingNew {
             .sources
             .iter()
             .map(|(name, scan)| match &scan.latest {
-                Some(latest) => format!(
-                    "`{name}`: {} problems, the latest contest on {latest}",
-                    scan.rows
-                ),
+                Some(latest) => {
+                    format!("`{name}`: {} problems, the latest contest on {latest}", scan.rows)
+                }
                 None => format!("`{name}`: {} problems, none dated", scan.rows),
             })
             .collect();
@@ -49,13 +48,7 @@ impl std::fmt::Display for NothingNew {
             held.join("; ")
         )?;
         match &all.latest {
-            Some(latest)
-                if self
-                    .window
-                    .start
-                    .as_deref()
-                    .is_some_and(|s| s > latest.as_str()) =>
-            {
+            Some(latest) if self.window.start.as_deref().is_some_and(|s| s > latest.as_str()) => {
                 write!(
                     f,
                     "the sources end on {latest}, before the window: wait for a new release of the source (LiveCodeBench publishes its problems in releases) and plan again, or add a source that holds the month with `coreb plan <YYYY-MM> --source NAME=URL`"
@@ -84,11 +77,7 @@ pub fn scan_files(
 }
 
 fn scan_file(window: &DateWindow, path: &Path, max_line_bytes: u64) -> anyhow::Result<WindowScan> {
-    Ok(scan_window(
-        fs_err::File::open(path)?,
-        window,
-        max_line_bytes,
-    )?)
+    Ok(scan_window(fs_err::File::open(path)?, window, max_line_bytes)?)
 }
 
 /// Refuse a window none of the scanned sources has a problem in.
@@ -96,10 +85,7 @@ pub fn check(window: &DateWindow, sources: Vec<(String, WindowScan)>) -> Result<
     if sources.iter().any(|(_, s)| s.in_window > 0) {
         return Ok(());
     }
-    Err(NothingNew {
-        window: window.clone(),
-        sources,
-    })
+    Err(NothingNew { window: window.clone(), sources })
 }
 
 /// Scan the files and refuse an empty window.
@@ -118,11 +104,7 @@ mod tests {
     #[test]
     fn an_empty_window_names_the_latest_contest_and_what_to_do() {
         let window = DateWindow::new(Some("2026-12-01"), Some("2026-12-31")).unwrap();
-        let scan = WindowScan {
-            rows: 10,
-            in_window: 0,
-            latest: Some("2025-03-29".into()),
-        };
+        let scan = WindowScan { rows: 10, in_window: 0, latest: Some("2025-03-29".into()) };
         let err = check(&window, vec![("sample".into(), scan.clone())]).unwrap_err();
         let text = err.to_string();
         assert!(
@@ -133,10 +115,7 @@ mod tests {
                 && text.contains("wait for a new release"),
             "{text}"
         );
-        let one = WindowScan {
-            in_window: 1,
-            ..scan.clone()
-        };
+        let one = WindowScan { in_window: 1, ..scan.clone() };
         assert!(check(&window, vec![("a".into(), scan), ("b".into(), one)]).is_ok());
     }
 }

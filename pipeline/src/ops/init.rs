@@ -26,27 +26,11 @@ include!(concat!(env!("OUT_DIR"), "/workspace_files.rs"));
 const OWN_FILES: &[(&str, &[u8], bool)] = &[
     ("README.md", include_bytes!("init/README.md"), false),
     (".gitignore", include_bytes!("init/gitignore"), false),
-    (
-        "manifests/month.example.toml",
-        include_bytes!("init/month.example.toml"),
-        false,
-    ),
+    ("manifests/month.example.toml", include_bytes!("init/month.example.toml"), false),
     ("schedule/crontab", include_bytes!("init/crontab"), false),
-    (
-        "schedule/coreb-monthly.service",
-        include_bytes!("init/coreb-monthly.service"),
-        false,
-    ),
-    (
-        "schedule/coreb-monthly.timer",
-        include_bytes!("init/coreb-monthly.timer"),
-        false,
-    ),
-    (
-        "schedule/monthly.sbatch",
-        include_bytes!("init/monthly.sbatch"),
-        true,
-    ),
+    ("schedule/coreb-monthly.service", include_bytes!("init/coreb-monthly.service"), false),
+    ("schedule/coreb-monthly.timer", include_bytes!("init/coreb-monthly.timer"), false),
+    ("schedule/monthly.sbatch", include_bytes!("init/monthly.sbatch"), true),
 ];
 
 /// Repository files that are scripts (written executable).
@@ -102,10 +86,7 @@ pub fn init(dir: &Path) -> anyhow::Result<Workspace> {
         fs_err::create_dir_all(dir.join(rel))?;
     }
     durable::sync_tree(&dir).with_context(|| format!("syncing `{}`", dir.display()))?;
-    Ok(Workspace {
-        dir,
-        files: written,
-    })
+    Ok(Workspace { dir, files: written })
 }
 
 #[cfg(test)]
@@ -127,10 +108,8 @@ mod tests {
         ] {
             assert!(has(p), "no `{p}` in the workspace");
         }
-        let store = files
-            .iter()
-            .filter(|(f, _, _)| f.starts_with("tests/fixtures/sample/store/"))
-            .count();
+        let store =
+            files.iter().filter(|(f, _, _)| f.starts_with("tests/fixtures/sample/store/")).count();
         assert!(store > 100, "only {store} stored answers");
         // No path twice (a workspace file shadowing a repository one).
         let mut names: Vec<_> = files.iter().map(|(f, _, _)| *f).collect();
@@ -146,10 +125,7 @@ mod tests {
         assert!(err.downcast_ref::<Usage>().is_some(), "{err:#}");
         assert!(err.to_string().contains("is not empty"), "{err:#}");
         assert_eq!(fs_err::read_dir(dir.path()).unwrap().count(), 1);
-        assert_eq!(
-            fs_err::read_to_string(dir.path().join("notes.txt")).unwrap(),
-            "mine"
-        );
+        assert_eq!(fs_err::read_to_string(dir.path().join("notes.txt")).unwrap(), "mine");
         let file = dir.path().join("notes.txt");
         assert!(init(&file).unwrap_err().downcast_ref::<Usage>().is_some());
     }

@@ -18,10 +18,7 @@ pub fn refuse_damaged(dir: &Path) -> anyhow::Result<()> {
     let Some((release, _, _)) = coreb_eval::leaderboard::store::find_release(dir)? else {
         return Ok(());
     };
-    if release
-        .parent()
-        .is_some_and(|export| export.join(".coreb-export").is_file())
-    {
+    if release.parent().is_some_and(|export| export.join(".coreb-export").is_file()) {
         return Ok(());
     }
     let (manifest, damaged) = crate::release::verify::checksums(&release)?;

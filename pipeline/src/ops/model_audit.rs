@@ -47,9 +47,7 @@ pub fn model_audit<B: ReleaseBuild>(
         samples,
         prompts_dir,
         jobs,
-        client: ClientOptions {
-            store, concurrency, ..
-        },
+        client: ClientOptions { store, concurrency, .. },
         ..
     } = options;
     let lookup = open_build()?;
@@ -57,10 +55,7 @@ pub fn model_audit<B: ReleaseBuild>(
     let pairs = pair(originals, lookup.rewritten()?, lookup.build_dir())?;
     let prompts_dir = prompts_dir.unwrap_or_else(|| lookup.prompts_dir());
     let prompts = Prompts::load(&prompts_dir).with_context(|| {
-        format!(
-            "loading prompts from `{}` (or pass `--prompts-dir`)",
-            prompts_dir.display()
-        )
+        format!("loading prompts from `{}` (or pass `--prompts-dir`)", prompts_dir.display())
     })?;
 
     let built_with = lookup.generate_prompt_sha256();
@@ -73,11 +68,7 @@ pub fn model_audit<B: ReleaseBuild>(
     let key = api_key_from_env(&config).with_context(|| "`--api-key-env` names the variable holding the key; `--api-key-env ''` for an endpoint without one")?;
     let gateway = Gateway::new(&config, ResponseStore::open(&store), key)?;
     let plan = ModelPlan::single(&model, config.sampling.clone());
-    let gen_config = GenerateConfig {
-        concurrency,
-        languages: vec![language],
-        samples,
-    };
+    let gen_config = GenerateConfig { concurrency, languages: vec![language], samples };
     let originals: Vec<RewrittenProblem> = pairs.iter().map(|(p, _)| as_original(p)).collect();
     let rewrites: Vec<RewrittenProblem> = pairs.iter().map(|(_, r)| r.clone()).collect();
     let per_side = pairs.len() as u64 * u64::from(samples);
@@ -90,29 +81,14 @@ pub fn model_audit<B: ReleaseBuild>(
     ));
     let bar = printer.progress(Some(2 * per_side), "generate", false);
     let tick = || bar.inc(1);
-    let observed = Counted {
-        inner: &gateway,
-        progress: &tick,
-    };
+    let observed = Counted { inner: &gateway, progress: &tick };
     let generated = runtime.block_on(async {
-        let o = generate(
-            &gen_config,
-            &plan,
-            &prompts[LlmStage::Generate],
-            &originals,
-            &observed,
-        )
-        .await
-        .context("generating solutions to the original problems")?;
-        let r = generate(
-            &gen_config,
-            &plan,
-            &prompts[LlmStage::Generate],
-            &rewrites,
-            &observed,
-        )
-        .await
-        .context("generating solutions to the rewritten problems")?;
+        let o = generate(&gen_config, &plan, &prompts[LlmStage::Generate], &originals, &observed)
+            .await
+            .context("generating solutions to the original problems")?;
+        let r = generate(&gen_config, &plan, &prompts[LlmStage::Generate], &rewrites, &observed)
+            .await
+            .context("generating solutions to the rewritten problems")?;
         anyhow::Ok((o, r))
     });
     let (gen_original, gen_rewritten) =
@@ -131,9 +107,8 @@ pub fn model_audit<B: ReleaseBuild>(
     let sandbox = Sandbox::new(execute.sandbox.clone()).context("setting up the sandbox")?;
     coreb_judge::toolchain_versions(execute, &sandbox, &[language])
         .context("checking the toolchain")?;
-    let jobs = jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let jobs =
+        jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let bar = printer.progress(
         Some((gen_original.rows.len() + gen_rewritten.rows.len()) as u64),
         "execute",
@@ -168,28 +143,11 @@ pub fn model_audit<B: ReleaseBuild>(
         sandbox.isolation()
     ));
 
-    let original = tally(
-        &pairs,
-        &model,
-        language,
-        samples,
-        &gen_original.rejected,
-        &exec_original.results,
-    );
-    let rewritten = tally(
-        &pairs,
-        &model,
-        language,
-        samples,
-        &gen_rewritten.rejected,
-        &exec_rewritten.results,
-    );
-    let Rows {
-        problems,
-        windows,
-        overall,
-        unanswered,
-    } = rows(&pairs, original, rewritten);
+    let original =
+        tally(&pairs, &model, language, samples, &gen_original.rejected, &exec_original.results);
+    let rewritten =
+        tally(&pairs, &model, language, samples, &gen_rewritten.rejected, &exec_rewritten.results);
+    let Rows { problems, windows, overall, unanswered } = rows(&pairs, original, rewritten);
     Ok(ModelReport {
         release: release_name(release),
         model,

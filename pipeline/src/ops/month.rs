@@ -77,22 +77,13 @@ fn series_hint(dir: &Path, version: &str) -> String {
     for entry in entries.flatten() {
         let sub = entry.path();
         if let Ok(Some((release, _))) = latest_release(&sub, version) {
-            let name = release
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            found.push(format!(
-                "`--releases-dir {}` (it holds `{name}`)",
-                sub.display()
-            ));
+            let name =
+                release.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            found.push(format!("`--releases-dir {}` (it holds `{name}`)", sub.display()));
         }
     }
     found.sort();
-    if found.is_empty() {
-        String::new()
-    } else {
-        format!(", or {}", found.join(", or "))
-    }
+    if found.is_empty() { String::new() } else { format!(", or {}", found.join(", or ")) }
 }
 
 /// Re-express a local source URL relative to the manifest's new directory.
@@ -139,16 +130,9 @@ fn overlapping(dir: &Path, start: &str, end: &str) -> anyhow::Result<Vec<String>
             continue;
         }
         let manifest = ReleaseManifest::read(&path)?;
-        let (ws, we) = (
-            manifest.window.start.as_deref(),
-            manifest.window.end.as_deref(),
-        );
+        let (ws, we) = (manifest.window.start.as_deref(), manifest.window.end.as_deref());
         if ws.is_none_or(|ws| ws <= end) && we.is_none_or(|we| we >= start) {
-            found.push(format!(
-                "`{name}` ({} … {})",
-                ws.unwrap_or("…"),
-                we.unwrap_or("…")
-            ));
+            found.push(format!("`{name}` ({} … {})", ws.unwrap_or("…"), we.unwrap_or("…")));
         }
     }
     found.sort();
@@ -158,16 +142,8 @@ fn overlapping(dir: &Path, start: &str, end: &str) -> anyhow::Result<Vec<String>
 /// Write the manifest of a month's release: window after the latest release, everything
 /// else from the base manifest, every source fetched once and pinned by its sha256.
 pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()> {
-    let MonthRequest {
-        month,
-        releases_dir,
-        from,
-        out,
-        sources,
-        no_pin,
-        force,
-        allow_overlap,
-    } = request;
+    let MonthRequest { month, releases_dir, from, out, sources, no_pin, force, allow_overlap } =
+        request;
     let Some((y, m)) = parse_month(&month) else {
         coreb_base::usage!("month: expected `YYYY-MM` (e.g. `2025-04`), got `{month}`")
     };
@@ -204,10 +180,7 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
         ),
     };
 
-    let out_dir = out
-        .parent()
-        .context("--out has no parent directory")?
-        .to_owned();
+    let out_dir = out.parent().context("--out has no parent directory")?.to_owned();
     let start = match &latest {
         Some((_, manifest)) => {
             let end = manifest
@@ -217,11 +190,7 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
                 .context("the latest release has an open-ended window")?;
             next_day(end).context("the latest release's window end is not a date")?
         }
-        None => file
-            .window
-            .start
-            .clone()
-            .unwrap_or_else(|| format!("{y:04}-{m:02}-01")),
+        None => file.window.start.clone().unwrap_or_else(|| format!("{y:04}-{m:02}-01")),
     };
     let end = month_end(y, m);
     if start > end {
@@ -261,21 +230,13 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
         .parent()
         .map(Path::to_owned)
         .unwrap_or_else(|| base_dir.clone());
-    file.output_dir = PathBuf::from(crate::release::layout::relative_path(
-        &out_dir,
-        &builds.join(&version),
-    ));
-    file.prompts_dir = Some(rebase(
-        file.prompts_dir
-            .as_deref()
-            .unwrap_or(Path::new("../prompts")),
-    ));
+    file.output_dir =
+        PathBuf::from(crate::release::layout::relative_path(&out_dir, &builds.join(&version)));
+    file.prompts_dir = Some(rebase(file.prompts_dir.as_deref().unwrap_or(Path::new("../prompts"))));
     file.response_store = file.response_store.as_deref().map(rebase);
     file.eval.prompts_file = file.eval.prompts_file.as_deref().map(rebase);
-    file.releases_dir = Some(PathBuf::from(crate::release::layout::relative_path(
-        &out_dir,
-        &releases_dir,
-    )));
+    file.releases_dir =
+        Some(PathBuf::from(crate::release::layout::relative_path(&out_dir, &releases_dir)));
     for s in &mut file.sources {
         s.url = rebase_url(&s.url, &base_dir, &out_dir);
     }
@@ -293,11 +254,7 @@ pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()>
                 s.url = url;
                 s.sha256 = None;
             }
-            None => file.sources.push(SourceFile {
-                name: name.to_owned(),
-                url,
-                sha256: None,
-            }),
+            None => file.sources.push(SourceFile { name: name.to_owned(), url, sha256: None }),
         }
     }
 
@@ -334,10 +291,8 @@ fn pin_sources(
     made_out_dir: bool,
     printer: Printer,
 ) -> anyhow::Result<()> {
-    let draft = tempfile::Builder::new()
-        .prefix(".coreb-plan-")
-        .suffix(".toml")
-        .tempfile_in(out_dir)?;
+    let draft =
+        tempfile::Builder::new().prefix(".coreb-plan-").suffix(".toml").tempfile_in(out_dir)?;
     fs_err::write(draft.path(), text)?;
     let plan = RunPlan::load(draft.path(), None)?;
     let made_build_dir = !plan.output_dir.exists();
@@ -368,10 +323,7 @@ fn pin_sources(
     }
     let pins = &reports[0].summary_as::<FetchSummary>()?.sources;
     for s in &mut file.sources {
-        s.sha256 = pins
-            .iter()
-            .find(|p| p.name == s.name)
-            .map(|p| p.sha256.clone());
+        s.sha256 = pins.iter().find(|p| p.name == s.name).map(|p| p.sha256.clone());
     }
     Ok(())
 }
@@ -384,14 +336,8 @@ fn pin_sources(
 pub fn fast_by_default(execute: &mut coreb_judge::ExecuteConfig) {
     use coreb_data::solution::Language;
     if execute.reuse.is_empty() {
-        execute.reuse = [
-            Language::Python,
-            Language::Ruby,
-            Language::Cpp,
-            Language::Java,
-        ]
-        .into_iter()
-        .collect();
+        execute.reuse =
+            [Language::Python, Language::Ruby, Language::Cpp, Language::Java].into_iter().collect();
     }
     if execute.idle_slots == 0 {
         execute.idle_slots = 8;

@@ -65,10 +65,7 @@ pub fn controlled(plan: &RunPlan) -> anyhow::Result<Option<Controlled>> {
         sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
     Ok(Some(Controlled {
         dir: dir.clone(),
-        of: ControlOf {
-            version: manifest.version,
-            manifest_sha256,
-        },
+        of: ControlOf { version: manifest.version, manifest_sha256 },
     }))
 }
 
@@ -116,10 +113,8 @@ fn release_queries(release: &Path) -> anyhow::Result<BTreeMap<Task, BTreeMap<Str
 pub fn check_queries(control: &Path, controlled: &Controlled) -> anyhow::Result<(usize, usize)> {
     let ours = release_queries(control)?;
     let theirs = release_queries(&controlled.dir)?;
-    let problems: BTreeSet<&str> = ours
-        .values()
-        .flat_map(|q| q.values().map(|k| k.0.as_str()))
-        .collect();
+    let problems: BTreeSet<&str> =
+        ours.values().flat_map(|q| q.values().map(|k| k.0.as_str())).collect();
     let mut faults = Vec::new();
     let mut paired = 0;
     for (task, queries) in &ours {

@@ -65,10 +65,7 @@ pub fn purpose_gate(
             manifest_sha256: sha256_file(&manifest_path)?,
         });
     }
-    Ok(Purpose {
-        role: purpose.role,
-        training_releases: named,
-    })
+    Ok(Purpose { role: purpose.role, training_releases: named })
 }
 
 /// The gates, on the BEIR folders exactly as they will be published (with the graded
@@ -88,13 +85,7 @@ pub fn gate(
         let graded = out.tasks.get(&task).map(|t| {
             t.qrels
                 .iter()
-                .map(|r| {
-                    (
-                        r.query_id.0.as_str(),
-                        r.doc_id.0.as_str(),
-                        i64::from(r.relevance.0),
-                    )
-                })
+                .map(|r| (r.query_id.0.as_str(), r.doc_id.0.as_str(), i64::from(r.relevance.0)))
                 .collect::<Vec<_>>()
         });
         data.qrels = Qrels::from_triples(graded.unwrap_or_default())?;
@@ -139,22 +130,14 @@ mod tests {
     fn a_test_release_sharing_a_problem_with_its_training_release_is_refused() {
         use coreb_data::releases::Role;
         let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../releases/sample/v202503");
-        let purpose = crate::manifest::PurposeFile {
-            role: Role::Test,
-            training: vec![sample.clone()],
-        };
+        let purpose =
+            crate::manifest::PurposeFile { role: Role::Test, training: vec![sample.clone()] };
         let ids = |v: &[&str]| -> BTreeSet<ProblemId> {
-            v.iter()
-                .map(|i| ProblemId::from_raw((*i).to_owned()))
-                .collect()
+            v.iter().map(|i| ProblemId::from_raw((*i).to_owned())).collect()
         };
-        let e = purpose_gate(
-            "v209912",
-            &purpose,
-            &ids(&["lcb_3704", "lcb_new", "lcb_3709"]),
-        )
-        .unwrap_err()
-        .to_string();
+        let e = purpose_gate("v209912", &purpose, &ids(&["lcb_3704", "lcb_new", "lcb_3709"]))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("shares 2 problem(s) with its training release `v202503`")
                 && e.ends_with(": lcb_3704, lcb_3709"),

@@ -51,16 +51,11 @@ pub fn write_kit(
     let mut keys = BTreeSet::new();
     for path in answer_keys {
         keys.extend(
-            fs_err::read_to_string(path)?
-                .lines()
-                .filter(|l| !l.is_empty())
-                .map(str::to_owned),
+            fs_err::read_to_string(path)?.lines().filter(|l| !l.is_empty()).map(str::to_owned),
         );
     }
     let store = coreb_llm::ResponseStore::open(&plan.response_store);
-    let mut gz = flate2::GzBuilder::new()
-        .mtime(0)
-        .write(Vec::new(), flate2::Compression::best());
+    let mut gz = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::best());
     for key in &keys {
         let mut entry = store.get(key)?.with_context(|| {
             format!(
@@ -84,10 +79,7 @@ pub fn write_kit(
         }
     }
     fs_err::write(kit.join(KIT_MANIFEST), kit_manifest(&plan.manifest_text)?)?;
-    let versions = KitVersions {
-        coreb: TOOL_VERSION,
-        toolchains,
-    };
+    let versions = KitVersions { coreb: TOOL_VERSION, toolchains };
     // Through a JSON value, whose maps sort their keys: the languages by name.
     fs_err::write(
         kit.join(KIT_VERSIONS),
@@ -120,10 +112,7 @@ pub fn kit_manifest(text: &str) -> anyhow::Result<String> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                source.insert(
-                    "url".to_owned(),
-                    toml::Value::String(format!("sources/{file}")),
-                );
+                source.insert("url".to_owned(), toml::Value::String(format!("sources/{file}")));
             }
         }
     }
@@ -160,18 +149,11 @@ pub fn check_kit_manifest(path: &Path, trusted: bool) -> anyhow::Result<()> {
                 "`{}`: `{key} = {v}`: a kit's `{key}` is `\"{kit_value}\"`, inside the kit (refused: a kit never points a rebuild outside the temporary directory it is rebuilt in)",
                 path.display()
             ),
-            None => bail!(
-                "`{}`: no `{key}` (a kit's is `\"{kit_value}\"`)",
-                path.display()
-            ),
+            None => bail!("`{}`: no `{key}` (a kit's is `\"{kit_value}\"`)", path.display()),
         }
     }
-    for (i, source) in table
-        .get("sources")
-        .and_then(toml::Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
+    for (i, source) in
+        table.get("sources").and_then(toml::Value::as_array).into_iter().flatten().enumerate()
     {
         let Some(url) = source.get("url").and_then(toml::Value::as_str) else {
             continue;
@@ -262,9 +244,8 @@ fn import_answers_capped(
     drop(out);
     fs_err::create_dir_all(store)?;
     let at = |line: Option<usize>| line.map(|l| format!(", line {l}")).unwrap_or_default();
-    let report = coreb_llm::ResponseStore::open(store)
-        .import(&jsonl, false)
-        .map_err(|e| match e {
+    let report =
+        coreb_llm::ResponseStore::open(store).import(&jsonl, false).map_err(|e| match e {
             coreb_llm::StoreError::Parse { line, source, .. } => anyhow::anyhow!(
                 "`{}`{}: not a valid response-store entry: {source}",
                 shown.display(),
@@ -333,16 +314,10 @@ mod tests {
         use std::io::Write as _;
         let dir = tempfile::tempdir().unwrap();
         let gz = dir.path().join("answers.jsonl.gz");
-        let bounds = coreb_base::jsonl::LineBounds {
-            total_bytes: 6_144,
-            line_bytes: 1_024,
-            lines: 3_000,
-        };
+        let bounds =
+            coreb_base::jsonl::LineBounds { total_bytes: 6_144, line_bytes: 1_024, lines: 3_000 };
         for (body, said) in [
-            (
-                b"{}\n".repeat(4000),
-                "line 2049: more than 6144 bytes in all",
-            ),
+            (b"{}\n".repeat(4000), "line 2049: more than 6144 bytes in all"),
             (vec![0u8; 12_000], "line 1: longer than 1024 bytes"),
             (b"\n".repeat(4000), "line 3001: more than 3000 lines"),
         ] {

@@ -40,14 +40,8 @@ pub fn write_tables(tmp: &Path, version: &str, out: &QrelsOutput) -> anyhow::Res
     write_text_corpus(&tmp.join("text_corpus.parquet"), &out.text_corpus)?;
     for task in Task::ALL {
         let set = out.tasks.get(&task).cloned().unwrap_or_default();
-        write_queries(
-            &tmp.join(format!("{}_queries.parquet", task.as_str())),
-            &set.queries,
-        )?;
-        write_qrels(
-            &tmp.join(format!("{}_qrels.parquet", task.as_str())),
-            &set.qrels,
-        )?;
+        write_queries(&tmp.join(format!("{}_queries.parquet", task.as_str())), &set.queries)?;
+        write_qrels(&tmp.join(format!("{}_qrels.parquet", task.as_str())), &set.qrels)?;
         let files = beir(task, version, out);
         let dir = tmp.join(task.as_str());
         fs_err::create_dir_all(dir.join("qrels"))?;
@@ -93,10 +87,7 @@ mod tests {
             ),
             "../../../../manifests/sample.toml"
         );
-        assert_eq!(
-            relative_path(Path::new("/p/releases/v1"), Path::new("/p/releases/v1/x")),
-            "x"
-        );
+        assert_eq!(relative_path(Path::new("/p/releases/v1"), Path::new("/p/releases/v1/x")), "x");
     }
 }
 
@@ -131,11 +122,7 @@ pub fn earlier_releases(plan: &RunPlan) -> anyhow::Result<Vec<EarlierRelease>> {
             );
         }
         let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
-        found.push(EarlierRelease {
-            version: name,
-            sha256,
-            path,
-        });
+        found.push(EarlierRelease { version: name, sha256, path });
     }
     found.sort_by(|a, b| a.version.cmp(&b.version));
     Ok(found)

@@ -112,11 +112,7 @@ pub fn make(
     let mut manifest = release_manifest(plan, &tmp, &keyed, built, &counts, purpose)?;
     let text = show_review(plan, &tmp, &mut manifest, keyed.review.as_ref(), printer)?;
     let text = publish(plan, &tmp, manifest, text)?;
-    Ok(Made {
-        manifest: text,
-        problems: ids.len(),
-        bm25_ndcg10: bm25,
-    })
+    Ok(Made { manifest: text, problems: ids.len(), bm25_ndcg10: bm25 })
 }
 
 /// The source problems of the release's queries.
@@ -132,18 +128,12 @@ fn problem_ids(qrels: &QrelsOutput) -> BTreeSet<ProblemId> {
 /// a test release none of its training releases (what the MANIFEST records under `purpose`).
 fn gate_problems(plan: &RunPlan, ids: &BTreeSet<ProblemId>) -> anyhow::Result<Option<Purpose>> {
     check_disjoint(ids, &earlier_problem_ids(plan)?)?;
-    plan.purpose
-        .as_ref()
-        .map(|p| purpose_gate(&plan.version, p, ids))
-        .transpose()
+    plan.purpose.as_ref().map(|p| purpose_gate(&plan.version, p, ids)).transpose()
 }
 
 /// The release's temporary directory beside the publish directory (`.<version>.tmp`), empty.
 fn staging_dir(plan: &RunPlan) -> anyhow::Result<PathBuf> {
-    let parent = plan
-        .publish_dir
-        .parent()
-        .context("the publish directory has no parent")?;
+    let parent = plan.publish_dir.parent().context("the publish directory has no parent")?;
     fs_err::create_dir_all(parent)?;
     let tmp = parent.join(format!(".{}.tmp", plan.version));
     if tmp.exists() {
@@ -279,10 +269,7 @@ fn show_review(
     fs_err::write(tmp.join("README.md"), &card)?;
     manifest.files.insert(
         "README.md".into(),
-        FileEntry {
-            sha256: sha256_hex(card.as_bytes()),
-            bytes: card.len() as u64,
-        },
+        FileEntry { sha256: sha256_hex(card.as_bytes()), bytes: card.len() as u64 },
     );
     printer.status(format!(
         "   release: the card shows the human review recorded in `{}`",
@@ -305,10 +292,7 @@ fn publish(
         Published::Absent => (true, text),
         // The same release again: nothing to publish (a replaced one keeps its record).
         Published::Same(existing) => (false, existing),
-        Published::Other {
-            changes,
-            manifest_sha256,
-        } => {
+        Published::Other { changes, manifest_sha256 } => {
             if !plan.replace {
                 fs_err::remove_dir_all(tmp)?;
                 return Err(release_exists(&plan.version, &plan.publish_dir, &changes));

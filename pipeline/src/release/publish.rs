@@ -49,10 +49,7 @@ pub fn published_state(
     let manifest_path = dir.join("MANIFEST.json");
     let (old_text, manifest_sha256) = if manifest_path.is_file() {
         let bytes = fs_err::read(&manifest_path)?;
-        (
-            String::from_utf8(bytes.clone()).ok(),
-            Some(sha256_hex(&bytes)),
-        )
+        (String::from_utf8(bytes.clone()).ok(), Some(sha256_hex(&bytes)))
     } else {
         (None, None)
     };
@@ -64,31 +61,20 @@ pub fn published_state(
             Some(_) => {}
         }
     }
-    for path in existing
-        .keys()
-        .filter(|p| *p != "MANIFEST.json" && !files.contains_key(*p))
-    {
+    for path in existing.keys().filter(|p| *p != "MANIFEST.json" && !files.contains_key(*p)) {
         changes.push(format!("removed {path}"));
     }
-    let same_manifest = old_text
-        .as_deref()
-        .is_some_and(|old| without_replaces(old) == without_replaces(manifest));
+    let same_manifest =
+        old_text.as_deref().is_some_and(|old| without_replaces(old) == without_replaces(manifest));
     if !same_manifest {
         changes.push(format!(
             "{} MANIFEST.json",
-            if manifest_sha256.is_some() {
-                "changed"
-            } else {
-                "added  "
-            }
+            if manifest_sha256.is_some() { "changed" } else { "added  " }
         ));
     }
     Ok(match (changes.is_empty(), old_text) {
         (true, Some(old)) => Published::Same(old),
-        _ => Published::Other {
-            changes,
-            manifest_sha256,
-        },
+        _ => Published::Other { changes, manifest_sha256 },
     })
 }
 

@@ -61,10 +61,7 @@ pub struct DirJournal {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ExecuteError + '_ {
-    move |source| ExecuteError::Io {
-        path: path.to_owned(),
-        source,
-    }
+    move |source| ExecuteError::Io { path: path.to_owned(), source }
 }
 
 impl DirJournal {
@@ -75,22 +72,15 @@ impl DirJournal {
         let same = std::fs::read_to_string(&key_file).is_ok_and(|k| k == key);
         if !same {
             if dir.exists() {
-                fs_err::remove_dir_all(dir).map_err(|e| ExecuteError::Io {
-                    path: dir.to_owned(),
-                    source: e,
-                })?;
+                fs_err::remove_dir_all(dir)
+                    .map_err(|e| ExecuteError::Io { path: dir.to_owned(), source: e })?;
             }
-            fs_err::create_dir_all(dir).map_err(|e| ExecuteError::Io {
-                path: dir.to_owned(),
-                source: e,
-            })?;
+            fs_err::create_dir_all(dir)
+                .map_err(|e| ExecuteError::Io { path: dir.to_owned(), source: e })?;
             coreb_base::durable::write(&key_file, key.as_bytes()).map_err(io(&key_file))?;
         }
         let last = Self::files(dir)?.last().map_or(0, |(n, _)| *n);
-        Ok(DirJournal {
-            dir: dir.to_owned(),
-            last: Mutex::new(last),
-        })
+        Ok(DirJournal { dir: dir.to_owned(), last: Mutex::new(last) })
     }
 
     /// The directory.
@@ -101,10 +91,9 @@ impl DirJournal {
     /// The commit files, by number.
     fn files(dir: &Path) -> Result<Vec<(u64, PathBuf)>, ExecuteError> {
         let mut files = Vec::new();
-        for entry in fs_err::read_dir(dir).map_err(|e| ExecuteError::Io {
-            path: dir.to_owned(),
-            source: e,
-        })? {
+        for entry in fs_err::read_dir(dir)
+            .map_err(|e| ExecuteError::Io { path: dir.to_owned(), source: e })?
+        {
             let entry = entry.map_err(io(dir))?;
             let name = entry.file_name();
             let Some(n) = name
@@ -123,10 +112,8 @@ impl DirJournal {
 
     /// Remove the journal (after the stage is committed).
     pub fn remove(self) -> Result<(), ExecuteError> {
-        fs_err::remove_dir_all(&self.dir).map_err(|e| ExecuteError::Io {
-            path: self.dir.clone(),
-            source: e,
-        })
+        fs_err::remove_dir_all(&self.dir)
+            .map_err(|e| ExecuteError::Io { path: self.dir.clone(), source: e })
     }
 }
 
@@ -134,10 +121,8 @@ impl Journal for DirJournal {
     fn committed(&self) -> Result<Vec<JudgedProblem>, ExecuteError> {
         let mut problems = Vec::new();
         for (_, path) in Self::files(&self.dir)? {
-            let read = fs_err::read(&path).map_err(|e| ExecuteError::Io {
-                path: path.clone(),
-                source: e,
-            });
+            let read =
+                fs_err::read(&path).map_err(|e| ExecuteError::Io { path: path.clone(), source: e });
             match read.map(|bytes| serde_json::from_slice::<Vec<JudgedProblem>>(&bytes)) {
                 Ok(Ok(committed)) => problems.extend(committed),
                 // Written whole or not at all (durable), so only damage gets here: judge its
@@ -147,10 +132,8 @@ impl Journal for DirJournal {
                         "`{}`: unreadable ({e}); its problems are judged again",
                         path.display()
                     );
-                    fs_err::remove_file(&path).map_err(|e| ExecuteError::Io {
-                        path: path.clone(),
-                        source: e,
-                    })?;
+                    fs_err::remove_file(&path)
+                        .map_err(|e| ExecuteError::Io { path: path.clone(), source: e })?;
                 }
                 Err(e) => return Err(e),
             }
@@ -162,10 +145,7 @@ impl Journal for DirJournal {
         if problems.is_empty() {
             return Ok(());
         }
-        let mut last = self
-            .last
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let path = self.dir.join(format!("commit-{:06}.json", *last + 1));
         let bytes = serde_json::to_vec(problems)
             .map_err(|e| ExecuteError::Recheck(format!("encoding the journal: {e}")))?;
@@ -207,13 +187,7 @@ mod tests {
         JudgedProblem {
             problem_id: ProblemId::from_raw(problem.into()),
             check: None,
-            solutions: vec![(
-                result,
-                Cost {
-                    cpu_ms: 2,
-                    ..Cost::default()
-                },
-            )],
+            solutions: vec![(result, Cost { cpu_ms: 2, ..Cost::default() })],
         }
     }
 
@@ -225,46 +199,21 @@ mod tests {
         assert!(journal.committed().unwrap().is_empty());
         journal.commit(&[judged("p1", "s1")]).unwrap();
         journal.commit(&[]).unwrap();
-        journal
-            .commit(&[judged("p2", "s2"), judged("p3", "s3")])
-            .unwrap();
+        journal.commit(&[judged("p2", "s2"), judged("p3", "s3")]).unwrap();
         let again = DirJournal::open(&dir, "k1").unwrap();
-        let ids: Vec<String> = again
-            .committed()
-            .unwrap()
-            .iter()
-            .map(|p| p.problem_id.to_string())
-            .collect();
+        let ids: Vec<String> =
+            again.committed().unwrap().iter().map(|p| p.problem_id.to_string()).collect();
         assert_eq!(ids, ["p1", "p2", "p3"]);
         // A later commit does not overwrite an earlier one.
         again.commit(&[judged("p4", "s4")]).unwrap();
-        assert_eq!(
-            DirJournal::open(&dir, "k1")
-                .unwrap()
-                .committed()
-                .unwrap()
-                .len(),
-            4
-        );
+        assert_eq!(DirJournal::open(&dir, "k1").unwrap().committed().unwrap().len(), 4);
         assert_eq!(
             DirJournal::open(&dir, "k1").unwrap().committed().unwrap()[0],
             judged("p1", "s1")
         );
         // Other inputs: the journal starts anew.
-        assert!(
-            DirJournal::open(&dir, "k2")
-                .unwrap()
-                .committed()
-                .unwrap()
-                .is_empty()
-        );
-        assert!(
-            DirJournal::open(&dir, "k1")
-                .unwrap()
-                .committed()
-                .unwrap()
-                .is_empty()
-        );
+        assert!(DirJournal::open(&dir, "k2").unwrap().committed().unwrap().is_empty());
+        assert!(DirJournal::open(&dir, "k1").unwrap().committed().unwrap().is_empty());
     }
 
     #[test]
@@ -276,10 +225,7 @@ mod tests {
         let second = tmp.path().join("commit-000002.json");
         let bytes = std::fs::read(&second).unwrap();
         std::fs::write(&second, &bytes[..bytes.len() / 2]).unwrap();
-        let kept = DirJournal::open(tmp.path(), "k")
-            .unwrap()
-            .committed()
-            .unwrap();
+        let kept = DirJournal::open(tmp.path(), "k").unwrap().committed().unwrap();
         assert_eq!(kept, vec![judged("p1", "s1")]);
         assert!(!second.exists(), "the damaged commit is removed");
     }

@@ -63,10 +63,7 @@ pub struct RowError {
 
 impl RowError {
     fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        RowError {
-            field: field.into(),
-            reason: reason.into(),
-        }
+        RowError { field: field.into(), reason: reason.into() }
     }
 }
 
@@ -149,9 +146,7 @@ fn split_private_tests(line: &[u8]) -> Option<(Vec<u8>, &[u8])> {
                 let value = &line[from..to];
                 if line[to] != b'"'
                     || !value.first().is_some_and(is_base64_symbol)
-                    || !value
-                        .last()
-                        .is_some_and(|b| is_base64_symbol(b) || *b == b'=')
+                    || !value.last().is_some_and(|b| is_base64_symbol(b) || *b == b'=')
                 {
                     return None;
                 }
@@ -176,10 +171,7 @@ fn split_private_tests(line: &[u8]) -> Option<(Vec<u8>, &[u8])> {
 
 /// The index of the first byte at or after `at` that is not JSON white space.
 fn skip_json_space(bytes: &[u8], mut at: usize) -> usize {
-    while bytes
-        .get(at)
-        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-    {
+    while bytes.get(at).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
         at += 1;
     }
     at
@@ -213,20 +205,14 @@ fn decode_parts(
         Ok(raw) => raw,
         Err(first) => {
             let mut de = serde_json::Deserializer::from_slice(line);
-            return Err(
-                match serde_path_to_error::deserialize::<_, RawRow>(&mut de) {
-                    Err(e) => {
-                        let path = e.path().to_string();
-                        let field = if path == "." || path == "?" {
-                            field_of(e.inner())
-                        } else {
-                            path
-                        };
-                        RowError::new(field, e.inner().to_string())
-                    }
-                    Ok(_) => RowError::new("(line)", first.to_string()),
-                },
-            );
+            return Err(match serde_path_to_error::deserialize::<_, RawRow>(&mut de) {
+                Err(e) => {
+                    let path = e.path().to_string();
+                    let field = if path == "." || path == "?" { field_of(e.inner()) } else { path };
+                    RowError::new(field, e.inner().to_string())
+                }
+                Ok(_) => RowError::new("(line)", first.to_string()),
+            });
         }
     };
 
@@ -286,15 +272,13 @@ fn parse_tests(json: &str, field: &str) -> Result<Vec<TestCase>, RowError> {
         Ok(raw) => raw,
         Err(first) => {
             let mut de = serde_json::Deserializer::from_str(json);
-            return Err(
-                match serde_path_to_error::deserialize::<_, Vec<RawTest>>(&mut de) {
-                    Err(e) => RowError::new(
-                        format!("{field}{}", bracket_path(&e.path().to_string())),
-                        e.inner().to_string(),
-                    ),
-                    Ok(_) => RowError::new(field, first.to_string()),
-                },
-            );
+            return Err(match serde_path_to_error::deserialize::<_, Vec<RawTest>>(&mut de) {
+                Err(e) => RowError::new(
+                    format!("{field}{}", bracket_path(&e.path().to_string())),
+                    e.inner().to_string(),
+                ),
+                Ok(_) => RowError::new(field, first.to_string()),
+            });
         }
     };
     raw.into_iter()
@@ -306,21 +290,13 @@ fn parse_tests(json: &str, field: &str) -> Result<Vec<TestCase>, RowError> {
                     format!("unknown testtype `{}`", t.testtype),
                 )
             })?;
-            Ok(TestCase {
-                input: t.input,
-                output: t.output,
-                testtype,
-            })
+            Ok(TestCase { input: t.input, output: t.output, testtype })
         })
         .collect()
 }
 
 fn bracket_path(path: &str) -> String {
-    if path == "." {
-        String::new()
-    } else {
-        path.to_owned()
-    }
+    if path == "." { String::new() } else { path.to_owned() }
 }
 
 /// The field whose decoding errors [`decode_private_tests`] and [`inflate`] report.
@@ -343,10 +319,7 @@ fn decode_blob(base64: &[u8], max_bytes: u64) -> Result<Vec<TestCase>, RowError>
     // A vectorised decoder: base64 was 4.5 % of `ingest`'s CPU at 2 GB with the scalar one,
     // which accepts exactly the same strings (padded, canonical; issue #13).
     let compressed = base64_simd::STANDARD.decode_to_vec(base64).map_err(|_| {
-        RowError::new(
-            FIELD,
-            format!("not JSON and not base64: {}", base64_fault(base64)),
-        )
+        RowError::new(FIELD, format!("not JSON and not base64: {}", base64_fault(base64)))
     })?;
     INFLATE.with_borrow_mut(|Inflate { decompressor, out }| {
         let n = inflate(decompressor, &compressed, max_bytes, out)?;
@@ -362,15 +335,9 @@ fn decode_blob(base64: &[u8], max_bytes: u64) -> Result<Vec<TestCase>, RowError>
 
 /// What makes `text` not padded, canonical base64 (the decoder only says that it is not).
 fn base64_fault(text: &[u8]) -> String {
-    let body = text
-        .strip_suffix(b"==")
-        .or_else(|| text.strip_suffix(b"="))
-        .unwrap_or(text);
+    let body = text.strip_suffix(b"==").or_else(|| text.strip_suffix(b"=")).unwrap_or(text);
     if let Some(at) = body.iter().position(|b| !is_base64_symbol(b)) {
-        return format!(
-            "byte `{}` at offset {at} is not a base64 symbol",
-            body[at].escape_ascii()
-        );
+        return format!("byte `{}` at offset {at} is not a base64 symbol", body[at].escape_ascii());
     }
     if !text.len().is_multiple_of(4) {
         return format!("length {} is not a multiple of 4", text.len());
@@ -576,15 +543,7 @@ const READ_BYTES: usize = 256 << 10;
 impl<R: Read> LineReader<R> {
     /// Wrap a reader (unbuffered is best: the reads are large and land in the lines).
     pub fn new(inner: R, max: u64) -> Self {
-        LineReader {
-            inner,
-            max,
-            line_no: 0,
-            bytes: 0,
-            carry: Vec::new(),
-            longest: 0,
-            eof: false,
-        }
+        LineReader { inner, max, line_no: 0, bytes: 0, carry: Vec::new(), longest: 0, eof: false }
     }
 
     /// The reader, which has read up to `READ_BYTES` past the last line returned (at the end
@@ -688,18 +647,11 @@ mod tests {
         let march = DateWindow::new(Some("2025-03-01"), Some("2025-03-31")).unwrap();
         assert_eq!(
             scan_window(&text[..], &march, 1 << 20).unwrap(),
-            WindowScan {
-                rows: 3,
-                in_window: 1,
-                latest: Some("2025-03-29".into())
-            }
+            WindowScan { rows: 3, in_window: 1, latest: Some("2025-03-29".into()) }
         );
         let april = DateWindow::new(Some("2025-04-01"), Some("2025-04-30")).unwrap();
         let scan = scan_window(&text[..], &april, 1 << 20).unwrap();
-        assert_eq!(
-            (scan.in_window, scan.latest.as_deref()),
-            (0, Some("2025-03-29"))
-        );
+        assert_eq!((scan.in_window, scan.latest.as_deref()), (0, Some("2025-03-29")));
     }
 
     #[test]
@@ -732,20 +684,13 @@ mod tests {
             ("eHl6", b"xyz"),
             ("eHl6dw==", b"xyzw"),
         ] {
-            assert_eq!(
-                base64_simd::STANDARD.decode_to_vec(text).unwrap(),
-                bytes,
-                "{text}"
-            );
+            assert_eq!(base64_simd::STANDARD.decode_to_vec(text).unwrap(), bytes, "{text}");
         }
         assert_eq!(decode_blob(b64.as_bytes(), 1 << 20).unwrap(), blob.decoded);
         let fault = |text: &str| decode_blob(text.as_bytes(), 1 << 20).unwrap_err().reason;
         let cases = [
             ("eHl6@HcA", "byte `@` at offset 4 is not a base64 symbol"),
-            (
-                "eHl6\ndw==",
-                "byte `\\n` at offset 4 is not a base64 symbol",
-            ),
+            ("eHl6\ndw==", "byte `\\n` at offset 4 is not a base64 symbol"),
             ("eHl-dw==", "byte `-` at offset 3 is not a base64 symbol"),
             ("eA=x", "byte `=` at offset 2 is not a base64 symbol"),
             ("eHl6dw", "length 6 is not a multiple of 4"),
@@ -755,11 +700,7 @@ mod tests {
             ("eHp=", "its last symbol carries bits past the data"),
         ];
         for (text, why) in cases {
-            assert_eq!(
-                fault(text),
-                format!("not JSON and not base64: {why}"),
-                "{text:?}"
-            );
+            assert_eq!(fault(text), format!("not JSON and not base64: {why}"), "{text:?}");
         }
     }
 
@@ -785,10 +726,7 @@ mod tests {
         assert_eq!(&out[..n], &small[..]);
         // A limit of exactly the output passes; one byte less is refused, naming the setting.
         let z = zlib(&zeros);
-        assert_eq!(
-            inflate(&mut d, &z, zeros.len() as u64, &mut Vec::new()).unwrap(),
-            zeros.len()
-        );
+        assert_eq!(inflate(&mut d, &z, zeros.len() as u64, &mut Vec::new()).unwrap(), zeros.len());
         let err = inflate(&mut d, &z, zeros.len() as u64 - 1, &mut Vec::new()).unwrap_err();
         assert!(err.reason.contains("max_field_bytes"), "{err}");
         // A truncated or corrupt stream is bad data, not a panic or a short result.
@@ -825,43 +763,24 @@ mod tests {
         let good = row(&[("private_test_cases", b64.clone().into())]);
         let (rest, value) = split_private_tests(&good).expect("a plain base64 value is taken out");
         assert_eq!(value, b64.as_bytes());
-        assert!(
-            String::from_utf8(rest)
-                .unwrap()
-                .contains("\"private_test_cases\":\"\"")
-        );
+        assert!(String::from_utf8(rest).unwrap().contains("\"private_test_cases\":\"\""));
         assert_eq!(
-            decode_row(&good, &IngestConfig::default())
-                .unwrap()
-                .private_tests,
+            decode_row(&good, &IngestConfig::default()).unwrap().private_tests,
             blob.decoded
         );
 
         let text = String::from_utf8(good.clone()).unwrap();
         let key = "\"private_test_cases\":";
         let with_value = |v: &str| {
-            text.replacen(&format!("{key}\"{b64}\""), &format!("{key}{v}"), 1)
-                .into_bytes()
+            text.replacen(&format!("{key}\"{b64}\""), &format!("{key}{v}"), 1).into_bytes()
         };
         let (head, tail) = b64.split_at(40);
         let variants: Vec<(&str, Vec<u8>, bool)> = vec![
             ("plain", good.clone(), true),
-            (
-                "an escaped slash",
-                with_value(&format!("\"{head}\\/{tail}\"")),
-                false,
-            ),
+            ("an escaped slash", with_value(&format!("\"{head}\\/{tail}\"")), false),
             ("a leading space", with_value(&format!("\" {b64}\"")), false),
-            (
-                "a trailing newline, raw",
-                with_value(&format!("\"{b64}\n\"")),
-                false,
-            ),
-            (
-                "a raw tab inside",
-                with_value(&format!("\"{head}\t{tail}\"")),
-                true,
-            ),
+            ("a trailing newline, raw", with_value(&format!("\"{b64}\n\"")), false),
+            ("a raw tab inside", with_value(&format!("\"{head}\t{tail}\"")), true),
             ("not base64", with_value("\"QUJD!!AA\""), true),
             ("bad zlib", with_value("\"QUJDRA==\""), true),
             ("a JSON list", with_value("\"[]\""), false),
@@ -875,46 +794,33 @@ mod tests {
             ),
             (
                 "the key nested first",
-                text.replacen("{", "{\"x\":{\"private_test_cases\":\"QUJD\"},", 1)
-                    .into_bytes(),
+                text.replacen("{", "{\"x\":{\"private_test_cases\":\"QUJD\"},", 1).into_bytes(),
                 true,
             ),
             (
                 "the key as a value first",
-                text.replacen("{", "{\"x\":\"private_test_cases\",", 1)
-                    .into_bytes(),
+                text.replacen("{", "{\"x\":\"private_test_cases\",", 1).into_bytes(),
                 true,
             ),
             ("cut short", good[..good.len() - 20].to_vec(), true),
             (
                 "bad platform",
-                row(&[
-                    ("private_test_cases", b64.clone().into()),
-                    ("platform", "icpc".into()),
-                ]),
+                row(&[("private_test_cases", b64.clone().into()), ("platform", "icpc".into())]),
                 true,
             ),
         ];
         for (what, line, split) in variants {
-            assert_eq!(
-                split_private_tests(&line).is_some(),
-                split,
-                "{what}: taken out?"
-            );
+            assert_eq!(split_private_tests(&line).is_some(), split, "{what}: taken out?");
             let config = IngestConfig::default();
-            let (fast, whole) = (
-                decode_row(&line, &config),
-                decode_parts(&line, None, &config),
-            );
+            let (fast, whole) = (decode_row(&line, &config), decode_parts(&line, None, &config));
             match (&fast, &whole) {
                 (Ok(a), Ok(b)) => assert!(a == b, "{what}: problems differ"),
                 _ => assert_eq!(fast.as_ref().err(), whole.as_ref().err(), "{what}"),
             }
         }
         // The key nested in another object is not the row's: the row's own value is found.
-        let nested = text
-            .replacen("{", "{\"x\":{\"private_test_cases\":\"QUJD\"},", 1)
-            .into_bytes();
+        let nested =
+            text.replacen("{", "{\"x\":{\"private_test_cases\":\"QUJD\"},", 1).into_bytes();
         assert_eq!(split_private_tests(&nested).unwrap().1, b64.as_bytes());
     }
 
@@ -934,25 +840,16 @@ mod tests {
     fn bad_rows_name_their_field() {
         let cfg = IngestConfig::default();
         let field = |r: Vec<u8>| decode_row(&r, &cfg).unwrap_err().field;
-        assert_eq!(
-            field(row(&[("difficulty", serde_json::Value::Null)])),
-            "difficulty"
-        );
+        assert_eq!(field(row(&[("difficulty", serde_json::Value::Null)])), "difficulty");
         assert_eq!(field(row(&[("question_id", 5.into())])), "question_id");
         assert_eq!(field(row(&[("platform", "topcoder".into())])), "platform");
-        assert_eq!(
-            field(row(&[("contest_date", "yesterday".into())])),
-            "contest_date"
-        );
+        assert_eq!(field(row(&[("contest_date", "yesterday".into())])), "contest_date");
         assert_eq!(
             field(row(&[("private_test_cases", "!!!not base64".into())])),
             "private_test_cases"
         );
         assert_eq!(
-            field(row(&[(
-                "private_test_cases",
-                "eJzLSM3JyQcABiwCFQ==".into()
-            )])),
+            field(row(&[("private_test_cases", "eJzLSM3JyQcABiwCFQ==".into())])),
             "private_test_cases"
         );
         assert_eq!(field(row(&[("metadata", "[1,".into())])), "metadata");

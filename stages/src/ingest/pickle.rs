@@ -67,9 +67,7 @@ impl<'a> Cursor<'a> {
             .pos
             .checked_add(n)
             .filter(|&end| end <= self.data.len())
-            .ok_or(PickleError::Truncated {
-                offset: self.data.len(),
-            })?;
+            .ok_or(PickleError::Truncated { offset: self.data.len() })?;
         let slice = &self.data[self.pos..end];
         self.pos = end;
         Ok(slice)
@@ -152,10 +150,7 @@ pub fn unpickle_str(data: &[u8]) -> Result<&str, PickleError> {
                 return Ok(stack.pop().unwrap_or_default());
             }
             other => {
-                return Err(PickleError::ForbiddenOpcode {
-                    opcode: other,
-                    offset,
-                });
+                return Err(PickleError::ForbiddenOpcode { opcode: other, offset });
             }
         }
     }
@@ -186,28 +181,16 @@ mod tests {
         // pickle of os.system('x'): starts with PROTO then a GLOBAL/STACK_GLOBAL.
         let evil = b"\x80\x04\x95\x1c\x00\x00\x00\x00\x00\x00\x00\x8c\x05posix\x94\x8c\x06system\x94\x93\x94\x8c\x01x\x94\x85\x94R\x94.";
         let err = unpickle_str(evil).unwrap_err();
-        assert_eq!(
-            err,
-            PickleError::ForbiddenOpcode {
-                opcode: 0x93,
-                offset: 28
-            }
-        );
+        assert_eq!(err, PickleError::ForbiddenOpcode { opcode: 0x93, offset: 28 });
     }
 
     #[test]
     fn truncated_and_trailing() {
-        assert!(matches!(
-            unpickle_str(&HI[..HI.len() - 3]),
-            Err(PickleError::Truncated { .. })
-        ));
+        assert!(matches!(unpickle_str(&HI[..HI.len() - 3]), Err(PickleError::Truncated { .. })));
         let mut long = HI.to_vec();
         long.push(0);
         assert_eq!(unpickle_str(&long), Err(PickleError::TrailingBytes(1)));
-        assert_eq!(
-            unpickle_str(b"\x80\x04."),
-            Err(PickleError::NotOneString(0))
-        );
+        assert_eq!(unpickle_str(b"\x80\x04."), Err(PickleError::NotOneString(0)));
         assert_eq!(unpickle_str(b"\x80\x09."), Err(PickleError::Protocol(9)));
         let bad_utf8 = b"\x80\x04\x8c\x01\xff\x94.";
         assert_eq!(unpickle_str(bad_utf8), Err(PickleError::Utf8 { offset: 4 }));
@@ -236,9 +219,6 @@ mod tests {
         }
         // A length that overflows the data must not allocate or panic.
         let huge = b"\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\x7f";
-        assert!(matches!(
-            unpickle_str(huge),
-            Err(PickleError::Truncated { .. })
-        ));
+        assert!(matches!(unpickle_str(huge), Err(PickleError::Truncated { .. })));
     }
 }

@@ -93,11 +93,7 @@ impl Cursor<'_> {
                 _ => return None,
             }
         }
-        Some(RawTest {
-            input: input?,
-            output: output?,
-            testtype: testtype?,
-        })
+        Some(RawTest { input: input?, output: output?, testtype: testtype? })
     }
 
     /// A JSON string, unescaped into a `String` of its size.
@@ -153,8 +149,7 @@ fn unescape(s: &[u8]) -> Option<(char, usize)> {
 /// Whether `raw` holds a byte below 0x20, which JSON forbids inside strings; written to be
 /// vectorised (no early exit inside a block).
 fn has_control(raw: &[u8]) -> bool {
-    raw.chunks(256)
-        .any(|block| block.iter().fold(false, |seen, &b| seen | (b < 0x20)))
+    raw.chunks(256).any(|block| block.iter().fold(false, |seen, &b| seen | (b < 0x20)))
 }
 
 #[cfg(test)]

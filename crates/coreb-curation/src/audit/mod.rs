@@ -51,10 +51,7 @@ pub trait ReleaseBuild {
 /// Refuse a directory that is not a release (no `MANIFEST.json`).
 pub fn check_release(release: &Path) -> anyhow::Result<()> {
     if !release.join("MANIFEST.json").exists() {
-        bail!(
-            "`{}`: not a release directory (no `MANIFEST.json`)",
-            release.display()
-        );
+        bail!("`{}`: not a release directory (no `MANIFEST.json`)", release.display());
     }
     Ok(())
 }
@@ -106,10 +103,7 @@ pub fn write(
     json: &serde_json::Value,
     markdown: &str,
 ) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let (json_path, md_path) = (
-        dir.join(format!("{name}.json")),
-        dir.join(format!("{name}.md")),
-    );
+    let (json_path, md_path) = (dir.join(format!("{name}.json")), dir.join(format!("{name}.md")));
     durable::write(&json_path, &serde_json::to_vec_pretty(json)?)?;
     durable::write(&md_path, markdown.as_bytes())?;
     Ok((json_path, md_path))

@@ -77,12 +77,8 @@ pub struct ModelOptions {
 /// `--language`: a language CoREB generates solutions in.
 #[cfg(feature = "clap")]
 fn parse_language(s: &str) -> Result<Language, String> {
-    Language::parse(s).ok_or_else(|| {
-        format!(
-            "`{s}`: one of {}",
-            Language::ALL.map(|l| l.as_str()).join(", ")
-        )
-    })
+    Language::parse(s)
+        .ok_or_else(|| format!("`{s}`: one of {}", Language::ALL.map(|l| l.as_str()).join(", ")))
 }
 
 /// pass@1 of one problem in one version.
@@ -167,17 +163,11 @@ pub fn pass_at_1(n: u32, c: u32) -> Option<f64> {
 
 /// Means of the problems of one window.
 fn window(name: String, rows: &[&ProblemPass]) -> WindowPass {
-    let both: Vec<(f64, f64)> = rows
-        .iter()
-        .filter_map(|r| Some((r.original.pass_at_1?, r.rewritten.pass_at_1?)))
-        .collect();
+    let both: Vec<(f64, f64)> =
+        rows.iter().filter_map(|r| Some((r.original.pass_at_1?, r.rewritten.pass_at_1?))).collect();
     let n = both.len();
     let mean = |f: fn(&(f64, f64)) -> f64| {
-        if n == 0 {
-            0.0
-        } else {
-            both.iter().map(f).sum::<f64>() / n as f64
-        }
+        if n == 0 { 0.0 } else { both.iter().map(f).sum::<f64>() / n as f64 }
     };
     let (o, r) = (mean(|p| p.0), mean(|p| p.1));
     WindowPass {
@@ -217,10 +207,8 @@ pub fn pair(
     rewritten: Vec<RewrittenProblem>,
     build_dir: &Path,
 ) -> anyhow::Result<Vec<(Problem, RewrittenProblem)>> {
-    let mut by_id: BTreeMap<String, RewrittenProblem> = rewritten
-        .into_iter()
-        .map(|r| (r.id.as_str().to_owned(), r))
-        .collect();
+    let mut by_id: BTreeMap<String, RewrittenProblem> =
+        rewritten.into_iter().map(|r| (r.id.as_str().to_owned(), r)).collect();
     let mut pairs = Vec::new();
     let mut missing = Vec::new();
     for p in originals {
@@ -258,34 +246,26 @@ pub fn tally(
     for (p, _) in problems {
         for s in 0..samples {
             owner.insert(
-                SolutionId::new(&p.id, model, language, s)
-                    .as_str()
-                    .to_owned(),
+                SolutionId::new(&p.id, model, language, s).as_str().to_owned(),
                 p.id.as_str().to_owned(),
             );
         }
         sides.insert(
             p.id.as_str().to_owned(),
-            SidePass {
-                samples,
-                answered: samples,
-                ..Default::default()
-            },
+            SidePass { samples, answered: samples, ..Default::default() },
         );
     }
     for r in rejected {
         // No code, or an answer cut by length or the content filter: the model failed.
         let models_fault = match &r.reason {
-            RejectReason::Llm { failure } => matches!(
-                failure.kind,
-                LlmFailureKind::Truncated | LlmFailureKind::ContentFilter
-            ),
+            RejectReason::Llm { failure } => {
+                matches!(failure.kind, LlmFailureKind::Truncated | LlmFailureKind::ContentFilter)
+            }
             _ => true,
         };
-        if let (false, Some(side)) = (
-            models_fault,
-            owner.get(&r.item).and_then(|id| sides.get_mut(id)),
-        ) {
+        if let (false, Some(side)) =
+            (models_fault, owner.get(&r.item).and_then(|id| sides.get_mut(id)))
+        {
             side.answered -= 1;
         }
     }
@@ -315,11 +295,7 @@ pub fn llm_config(args: &ModelOptions) -> anyhow::Result<LlmConfig> {
     let config = LlmConfig {
         base_url: endpoint.to_owned(),
         api_key_env: args.client.api_key_env.clone(),
-        mode: if args.client.replay {
-            StoreMode::Replay
-        } else {
-            StoreMode::Live
-        },
+        mode: if args.client.replay { StoreMode::Replay } else { StoreMode::Live },
         model: args.model.clone(),
         sampling: SamplingParams {
             temperature: args.temperature,
@@ -329,10 +305,7 @@ pub fn llm_config(args: &ModelOptions) -> anyhow::Result<LlmConfig> {
         },
         concurrency: args.client.concurrency,
         timeout_secs: args.client.timeout_secs,
-        retry: RetryConfig {
-            max_attempts: args.client.max_attempts,
-            ..RetryConfig::default()
-        },
+        retry: RetryConfig { max_attempts: args.client.max_attempts, ..RetryConfig::default() },
         ..LlmConfig::default()
     };
     config.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -363,10 +336,8 @@ pub fn rows(
         .iter()
         .map(|(p, _)| {
             let id = p.id.as_str();
-            let (o, r) = (
-                original.remove(id).unwrap_or_default(),
-                rewritten.remove(id).unwrap_or_default(),
-            );
+            let (o, r) =
+                (original.remove(id).unwrap_or_default(), rewritten.remove(id).unwrap_or_default());
             let drop = o.pass_at_1.zip(r.pass_at_1).map(|(o, r)| o - r);
             ProblemPass {
                 problem_id: id.to_owned(),
@@ -381,10 +352,7 @@ pub fn rows(
     for p in &problems {
         by_window.entry(p.window.as_str()).or_default().push(p);
     }
-    let windows = by_window
-        .iter()
-        .map(|(w, rows)| window((*w).to_owned(), rows))
-        .collect();
+    let windows = by_window.iter().map(|(w, rows)| window((*w).to_owned(), rows)).collect();
     let overall = window("all".into(), &problems.iter().collect::<Vec<_>>());
     let unanswered = problems
         .iter()
@@ -393,12 +361,7 @@ pub fn rows(
                 + (p.rewritten.samples - p.rewritten.answered)
         })
         .sum();
-    Rows {
-        problems,
-        windows,
-        overall,
-        unanswered,
-    }
+    Rows { problems, windows, overall, unanswered }
 }
 
 fn rate(x: Option<f64>) -> String {
@@ -420,24 +383,16 @@ pub fn markdown(r: &ModelReport) -> String {
         r.endpoint
     );
     for w in r.windows.iter().chain(std::iter::once(&r.overall)) {
-        let name = if w.window == "all" {
-            "**all**".to_owned()
-        } else {
-            w.window.clone()
-        };
-        let excluded = if w.excluded > 0 {
-            format!(" (+{} unanswered)", w.excluded)
-        } else {
-            String::new()
-        };
+        let name = if w.window == "all" { "**all**".to_owned() } else { w.window.clone() };
+        let excluded =
+            if w.excluded > 0 { format!(" (+{} unanswered)", w.excluded) } else { String::new() };
         md.push_str(&format!(
             "| {name} | {}{excluded} | {:.3} | {:.3} | {:+.3} | {} |\n",
             w.problems,
             w.pass_at_1_original,
             w.pass_at_1_rewritten,
             w.drop,
-            w.relative_drop
-                .map_or_else(|| "–".to_owned(), |d| format!("{:+.1}%", d * 100.0))
+            w.relative_drop.map_or_else(|| "–".to_owned(), |d| format!("{:+.1}%", d * 100.0))
         ));
     }
     md.push_str("\n## Per problem\n\n| problem | window | original passed/answered | rewritten passed/answered | pass@1 original | pass@1 rewritten | drop |\n|---|---|---:|---:|---:|---:|---:|\n");
@@ -452,8 +407,7 @@ pub fn markdown(r: &ModelReport) -> String {
             p.rewritten.answered,
             rate(p.original.pass_at_1),
             rate(p.rewritten.pass_at_1),
-            p.drop
-                .map_or_else(|| "–".to_owned(), |d| format!("{d:+.3}"))
+            p.drop.map_or_else(|| "–".to_owned(), |d| format!("{d:+.3}"))
         ));
     }
     if r.unanswered > 0 {
@@ -504,10 +458,7 @@ mod tests {
         ];
         let w = window("2025-01".into(), &rows.iter().collect::<Vec<_>>());
         assert_eq!((w.problems, w.excluded), (2, 1));
-        assert_eq!(
-            (w.pass_at_1_original, w.pass_at_1_rewritten, w.drop),
-            (0.75, 0.5, 0.25)
-        );
+        assert_eq!((w.pass_at_1_original, w.pass_at_1_rewritten, w.drop), (0.75, 0.5, 0.25));
         assert_eq!(w.relative_drop, Some(0.25 / 0.75));
         let zero = window("z".into(), &[&row("z", Some(0.0), Some(0.5))]);
         assert_eq!((zero.drop, zero.relative_drop), (-0.5, None));

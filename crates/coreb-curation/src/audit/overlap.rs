@@ -19,10 +19,7 @@ pub struct OverlapOptions {
     /// The corpus: `.jsonl` or `.parquet`.
     pub corpus: PathBuf,
     /// Fields (columns) to check, comma-separated.
-    #[cfg_attr(
-        feature = "clap",
-        arg(long, value_delimiter = ',', default_value = "text")
-    )]
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "text"))]
     pub fields: Vec<String>,
     /// The id field (default: the row number).
     #[cfg_attr(feature = "clap", arg(long))]
@@ -84,14 +81,7 @@ pub struct OverlapReport {
 
 /// Audit `options.corpus` against the documents of `release`.
 pub fn overlap(release: &Path, options: &OverlapOptions) -> anyhow::Result<OverlapReport> {
-    let OverlapOptions {
-        corpus,
-        fields,
-        id_field,
-        ngram,
-        min_overlap,
-        top,
-    } = options;
+    let OverlapOptions { corpus, fields, id_field, ngram, min_overlap, top } = options;
     if *ngram == 0 || !(*min_overlap > 0.0 && *min_overlap <= 1.0) {
         bail!("`--ngram` must be at least 1 and `--min-overlap` in (0, 1]");
     }
@@ -104,11 +94,7 @@ pub fn overlap(release: &Path, options: &OverlapOptions) -> anyhow::Result<Overl
             cols.push(id);
         }
         coreb_data::tables::columns::for_each_row(corpus, &cols, |row, mut v| {
-            let id = if id_field.is_some() {
-                v.pop().unwrap_or_default()
-            } else {
-                row.to_string()
-            };
+            let id = if id_field.is_some() { v.pop().unwrap_or_default() } else { row.to_string() };
             items.push((id, v));
         })?;
     } else {
@@ -122,23 +108,16 @@ pub fn overlap(release: &Path, options: &OverlapOptions) -> anyhow::Result<Overl
                     match obj.get(name) {
                         Some(serde_json::Value::String(s)) => Ok(s.clone()),
                         Some(serde_json::Value::Number(n)) => Ok(n.to_string()),
-                        _ => bail!(
-                            "{}: field `{name}` is missing or not a string",
-                            line.at(corpus)
-                        ),
+                        _ => {
+                            bail!("{}: field `{name}` is missing or not a string", line.at(corpus))
+                        }
                     }
                 };
                 let id = match id_field {
                     Some(f) => get(f)?,
                     None => (line.number - 1).to_string(),
                 };
-                items.push((
-                    id,
-                    fields
-                        .iter()
-                        .map(|f| get(f))
-                        .collect::<anyhow::Result<_>>()?,
-                ));
+                items.push((id, fields.iter().map(|f| get(f)).collect::<anyhow::Result<_>>()?));
             }
             Ok(())
         };
@@ -186,11 +165,7 @@ pub fn overlap(release: &Path, options: &OverlapOptions) -> anyhow::Result<Overl
         if let Some(b) = best {
             let decile = ((b.overlap * 10.0).floor() as usize).min(9);
             *histogram
-                .entry(format!(
-                    "{:.1}-{:.1}",
-                    decile as f64 / 10.0,
-                    (decile + 1) as f64 / 10.0
-                ))
+                .entry(format!("{:.1}-{:.1}", decile as f64 / 10.0, (decile + 1) as f64 / 10.0))
                 .or_default() += 1;
             if b.kind == "hash" {
                 hash_hits += 1;

@@ -57,21 +57,9 @@ pub struct TestsCarried {
 
 impl TestsCarried {
     fn of(source: &Problem, rewritten: &RewrittenProblem) -> Self {
-        let src: Vec<_> = source
-            .public_tests
-            .iter()
-            .chain(&source.private_tests)
-            .collect();
-        let new: Vec<_> = rewritten
-            .public_tests
-            .iter()
-            .chain(&rewritten.private_tests)
-            .collect();
-        let mut t = TestsCarried {
-            source: src.len(),
-            rewritten: new.len(),
-            ..Default::default()
-        };
+        let src: Vec<_> = source.public_tests.iter().chain(&source.private_tests).collect();
+        let new: Vec<_> = rewritten.public_tests.iter().chain(&rewritten.private_tests).collect();
+        let mut t = TestsCarried { source: src.len(), rewritten: new.len(), ..Default::default() };
         for (i, origin) in rewritten.test_origins.iter().enumerate() {
             let same = src.get(i).zip(new.get(i)).is_some_and(|(a, b)| a == b);
             t.identical += usize::from(same);
@@ -173,11 +161,7 @@ const NOT_AUDITED: &str = "not audited: a release holds the source problems' tes
 fn set_jaccard(a: &BTreeSet<u64>, b: &BTreeSet<u64>) -> f64 {
     let inter = a.intersection(b).count();
     let union = a.len() + b.len() - inter;
-    if union == 0 {
-        1.0
-    } else {
-        inter as f64 / union as f64
-    }
+    if union == 0 { 1.0 } else { inter as f64 / union as f64 }
 }
 
 /// Audit the rewrites of `release`; with `options.tests`, the build `open_build` finds (called
@@ -198,13 +182,7 @@ pub fn rewrite<B: ReleaseBuild>(
             "reading rewritten tests from `{}`",
             lookup.build_dir().join("artifacts/rewrite").display()
         ));
-        Some(
-            lookup
-                .rewritten()?
-                .into_iter()
-                .map(|r| (r.id.as_str().to_owned(), r))
-                .collect(),
-        )
+        Some(lookup.rewritten()?.into_iter().map(|r| (r.id.as_str().to_owned(), r)).collect())
     } else {
         None
     };
@@ -251,9 +229,7 @@ pub fn rewrite<B: ReleaseBuild>(
             missing.push(p.id.as_str().to_owned());
             continue;
         };
-        let orig: BTreeSet<u64> = ngram_hashes(&p.question_content, *ngram)
-            .into_iter()
-            .collect();
+        let orig: BTreeSet<u64> = ngram_hashes(&p.question_content, *ngram).into_iter().collect();
         let new: BTreeSet<u64> = ngram_hashes(text, *ngram).into_iter().collect();
         let ow: BTreeSet<String> = words(&p.question_content).into_iter().collect();
         let nw: BTreeSet<String> = words(text).into_iter().collect();
@@ -268,19 +244,13 @@ pub fn rewrite<B: ReleaseBuild>(
                 new.intersection(&orig).count() as f64 / new.len() as f64
             },
             ngram_jaccard: set_jaccard(&orig, &new),
-            word_jaccard: if wunion == 0 {
-                1.0
-            } else {
-                winter as f64 / wunion as f64
-            },
+            word_jaccard: if wunion == 0 { 1.0 } else { winter as f64 / wunion as f64 },
             words: (words(&p.question_content).len(), words(text).len()),
             tests,
         });
     }
     distances.sort_by(|a, b| {
-        b.containment
-            .total_cmp(&a.containment)
-            .then(a.problem_id.cmp(&b.problem_id))
+        b.containment.total_cmp(&a.containment).then(a.problem_id.cmp(&b.problem_id))
     });
     let n = distances.len().max(1) as f64;
     Ok(RewriteReport {
@@ -292,17 +262,9 @@ pub fn rewrite<B: ReleaseBuild>(
             TestsKept::NotAudited(NOT_AUDITED)
         },
         problems: distances.len(),
-        mean_containment: distances
-            .iter()
-            .map(|d| d.containment)
-            .fold(0.0, |a, b| a + b)
-            / n,
+        mean_containment: distances.iter().map(|d| d.containment).fold(0.0, |a, b| a + b) / n,
         max_containment: distances.iter().map(|d| d.containment).fold(0.0, f64::max),
-        mean_ngram_jaccard: distances
-            .iter()
-            .map(|d| d.ngram_jaccard)
-            .fold(0.0, |a, b| a + b)
-            / n,
+        mean_ngram_jaccard: distances.iter().map(|d| d.ngram_jaccard).fold(0.0, |a, b| a + b) / n,
         distances,
         missing,
     })
@@ -332,10 +294,7 @@ pub fn markdown(r: &RewriteReport) -> String {
                 ));
             }
             if !a.count_changed.is_empty() {
-                line.push_str(&format!(
-                    " Test count changed: {}.",
-                    a.count_changed.join(", ")
-                ));
+                line.push_str(&format!(" Test count changed: {}.", a.count_changed.join(", ")));
             }
             if !a.not_in_artifact.is_empty() {
                 line.push_str(&format!(
@@ -361,11 +320,7 @@ pub fn markdown(r: &RewriteReport) -> String {
         } else {
             ""
         },
-        if audited {
-            "---|---:|---:|---:|---:|"
-        } else {
-            ""
-        },
+        if audited { "---|---:|---:|---:|---:|" } else { "" },
     );
     for d in &r.distances {
         md.push_str(&format!(

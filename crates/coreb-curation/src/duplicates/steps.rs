@@ -73,18 +73,11 @@ impl ExactDecisions {
         let (input_rows, records) = read_records::<2>(r, EXACT_MAGIC)?;
         let dropped: Vec<(u64, u64)> = records.into_iter().map(|[s, o]| (s, o)).collect();
         let ordered = dropped.windows(2).all(|w| w[0].0 < w[1].0)
-            && dropped
-                .iter()
-                .all(|&(s, o)| s < input_rows && (o == REPEATED_ID || o < s));
+            && dropped.iter().all(|&(s, o)| s < input_rows && (o == REPEATED_ID || o < s));
         if !ordered {
-            return Err(SketchError::Format(
-                "exact decisions out of order or out of range".into(),
-            ));
+            return Err(SketchError::Format("exact decisions out of order or out of range".into()));
         }
-        Ok(ExactDecisions {
-            input_rows,
-            dropped,
-        })
+        Ok(ExactDecisions { input_rows, dropped })
     }
 }
 
@@ -129,10 +122,8 @@ pub fn write_candidates(w: &mut impl Write, candidates: &[Candidate]) -> std::io
 /// Read what [`write_candidates`] wrote.
 pub fn read_candidates(r: &mut impl Read) -> Result<Vec<Candidate>, SketchError> {
     let (_, records) = read_records::<2>(r, CANDIDATE_MAGIC)?;
-    let candidates: Vec<Candidate> = records
-        .into_iter()
-        .map(|[later, earlier]| Candidate { later, earlier })
-        .collect();
+    let candidates: Vec<Candidate> =
+        records.into_iter().map(|[later, earlier]| Candidate { later, earlier }).collect();
     if candidates.iter().any(|c| c.earlier >= c.later) {
         return Err(SketchError::Format(
             "a candidate pair does not join an earlier row to a later one".into(),
@@ -151,8 +142,7 @@ pub fn write_near(
         w,
         NEAR_MAGIC,
         input_rows,
-        near.iter()
-            .map(|d| [d.seq, d.of, d.via, d.jaccard.to_bits()]),
+        near.iter().map(|d| [d.seq, d.of, d.via, d.jaccard.to_bits()]),
         near.len(),
     )
 }
@@ -162,21 +152,12 @@ pub fn read_near(r: &mut impl Read) -> Result<(u64, Vec<NearDecision>), SketchEr
     let (input_rows, records) = read_records::<4>(r, NEAR_MAGIC)?;
     let near: Vec<NearDecision> = records
         .into_iter()
-        .map(|[seq, of, via, j]| NearDecision {
-            seq,
-            of,
-            via,
-            jaccard: f64::from_bits(j),
-        })
+        .map(|[seq, of, via, j]| NearDecision { seq, of, via, jaccard: f64::from_bits(j) })
         .collect();
     let ordered = near.windows(2).all(|w| w[0].seq < w[1].seq)
-        && near
-            .iter()
-            .all(|d| d.seq < input_rows && d.of < d.seq && d.via != d.seq);
+        && near.iter().all(|d| d.seq < input_rows && d.of < d.seq && d.via != d.seq);
     if !ordered {
-        return Err(SketchError::Format(
-            "near decisions out of order or out of range".into(),
-        ));
+        return Err(SketchError::Format("near decisions out of order or out of range".into()));
     }
     Ok((input_rows, near))
 }
@@ -238,11 +219,7 @@ impl<R: Read, const W: usize> RecordReader<R, W> {
             )));
         }
         let word = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
-        Ok(RecordReader {
-            header: word(8),
-            left: word(16),
-            r,
-        })
+        Ok(RecordReader { header: word(8), left: word(16), r })
     }
 
     fn next(&mut self) -> Result<Option<[u64; W]>, SketchError> {
@@ -278,11 +255,7 @@ const ENDED: u128 = u128::MAX;
 impl<R: Read> CandidateStream<R> {
     /// The candidate files (of [`write_candidates`]) `files`.
     pub fn open(files: impl IntoIterator<Item = R>) -> Result<Self, SketchError> {
-        let mut s = CandidateStream {
-            readers: Vec::new(),
-            heads: Vec::new(),
-            last: None,
-        };
+        let mut s = CandidateStream { readers: Vec::new(), heads: Vec::new(), last: None };
         for r in files {
             s.readers.push(RecordReader::open(r, CANDIDATE_MAGIC)?);
             s.heads.push(0);
@@ -340,10 +313,7 @@ impl<R: Read> CandidateStream<R> {
             self.advance(i)?;
             if self.last != Some(min) {
                 self.last = Some(min);
-                return Ok(Some(Candidate {
-                    later: (min >> 64) as u64,
-                    earlier: min as u64,
-                }));
+                return Ok(Some(Candidate { later: (min >> 64) as u64, earlier: min as u64 }));
             }
         }
     }
@@ -360,10 +330,7 @@ pub struct Nodes {
 
 impl Nodes {
     fn new(input_rows: u64) -> Nodes {
-        Nodes {
-            rows: Bits::new(input_rows),
-            before: Vec::new(),
-        }
+        Nodes { rows: Bits::new(input_rows), before: Vec::new() }
     }
 
     fn insert(&mut self, seq: u64) {
@@ -386,9 +353,9 @@ impl Nodes {
 
     /// Rows named.
     pub fn len(&self) -> usize {
-        self.before.last().map_or(0, |&b| {
-            b as usize + self.rows.0.last().map_or(0, |w| w.count_ones() as usize)
-        })
+        self.before
+            .last()
+            .map_or(0, |&b| b as usize + self.rows.0.last().map_or(0, |w| w.count_ones() as usize))
     }
 
     /// Whether no row is named.
@@ -429,38 +396,25 @@ fn locate_rows(
     let mut at: Vec<(u32, u32)> = vec![(u32::MAX, 0); total as usize];
     for (pi, p) in parts.iter().enumerate() {
         for (ri, &s) in p.seq.iter().enumerate() {
-            let slot = at.get_mut(s as usize).ok_or(SketchError::Coverage {
-                seq: s,
-                what: "is out of range",
-            })?;
+            let slot = at
+                .get_mut(s as usize)
+                .ok_or(SketchError::Coverage { seq: s, what: "is out of range" })?;
             if slot.0 != u32::MAX {
-                return Err(SketchError::Coverage {
-                    seq: s,
-                    what: "appears twice",
-                });
+                return Err(SketchError::Coverage { seq: s, what: "appears twice" });
             }
             *slot = (pi as u32, ri as u32);
         }
     }
     if let Some(seq) = at.iter().position(|a| a.0 == u32::MAX) {
-        return Err(SketchError::Coverage {
-            seq: seq as u64,
-            what: "is missing",
-        });
+        return Err(SketchError::Coverage { seq: seq as u64, what: "is missing" });
     }
     Ok(at)
 }
 
 /// The parts were made with the manifest's bands and agree on the input's size.
 fn check_parts(config: &CorpusDedupConfig, parts: &[&Sketches]) -> Result<(), SketchError> {
-    if let Some(p) = parts
-        .iter()
-        .find(|p| p.bands != config.bands && !p.is_empty())
-    {
-        return Err(SketchError::Bands {
-            expected: config.bands,
-            found: p.bands,
-        });
+    if let Some(p) = parts.iter().find(|p| p.bands != config.bands && !p.is_empty()) {
+        return Err(SketchError::Bands { expected: config.bands, found: p.bands });
     }
     let total = parts.first().map_or(0, |p| p.input_rows);
     if let Some(p) = parts.iter().find(|p| p.input_rows != total) {
@@ -502,10 +456,7 @@ pub fn exact_step(
             }
         }
     }
-    Ok(ExactDecisions {
-        input_rows: at.len() as u64,
-        dropped,
-    })
+    Ok(ExactDecisions { input_rows: at.len() as u64, dropped })
 }
 
 /// A bit per input row.
@@ -537,14 +488,8 @@ pub fn exact_step_files(
     config: &CorpusDedupConfig,
     parts: &[super::SketchFile],
 ) -> Result<ExactDecisions, SketchError> {
-    if let Some(p) = parts
-        .iter()
-        .find(|p| p.bands() != config.bands && p.rows() > 0)
-    {
-        return Err(SketchError::Bands {
-            expected: config.bands,
-            found: p.bands(),
-        });
+    if let Some(p) = parts.iter().find(|p| p.bands() != config.bands && p.rows() > 0) {
+        return Err(SketchError::Bands { expected: config.bands, found: p.bands() });
     }
     let total = parts.first().map_or(0, |p| p.input_rows());
     if let Some(p) = parts.iter().find(|p| p.input_rows() != total) {
@@ -557,10 +502,7 @@ pub fn exact_step_files(
         let mut row = 0u32;
         p.for_each_key(|seq, hash, _, near| {
             if covered.set(seq) {
-                return Err(SketchError::Coverage {
-                    seq,
-                    what: "appears twice",
-                });
+                return Err(SketchError::Coverage { seq, what: "appears twice" });
             }
             if !near {
                 no_near.set(seq);
@@ -571,10 +513,7 @@ pub fn exact_step_files(
         })?;
     }
     if let Some(seq) = (0..total).find(|&s| !covered.get(s)) {
-        return Err(SketchError::Coverage {
-            seq,
-            what: "is missing",
-        });
+        return Err(SketchError::Coverage { seq, what: "is missing" });
     }
     drop(covered);
     ids.sort_unstable();
@@ -616,10 +555,7 @@ pub fn exact_step_files(
     }
     drop(keys);
     dropped.sort_unstable();
-    Ok(ExactDecisions {
-        input_rows: total,
-        dropped,
-    })
+    Ok(ExactDecisions { input_rows: total, dropped })
 }
 
 /// Step 2, one task: the candidate pairs among the rows that `exact` keeps, found through the
@@ -669,10 +605,7 @@ pub fn band_task(
     }
     rows.sort_unstable_by_key(|r| r.0);
     if let Some(w) = rows.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(SketchError::Coverage {
-            seq: w[0].0,
-            what: "appears twice",
-        });
+        return Err(SketchError::Coverage { seq: w[0].0, what: "appears twice" });
     }
     if rows.len() as u64 + exact.dropped.len() as u64 != exact.input_rows {
         return Err(SketchError::Format(format!(
@@ -693,10 +626,9 @@ pub fn band_task(
         of_row.extend(previous.iter().map(|f| f[k]).filter(|&c| c as usize != k));
         of_row.sort_unstable();
         of_row.dedup();
-        candidates.extend(of_row.iter().map(|&c| Candidate {
-            later: rows[k].0,
-            earlier: rows[c as usize].0,
-        }));
+        candidates.extend(
+            of_row.iter().map(|&c| Candidate { later: rows[k].0, earlier: rows[c as usize].0 }),
+        );
     }
     Ok(candidates)
 }
@@ -813,15 +745,10 @@ pub fn cluster_with<L: Copy + Default>(
     let mut at: Vec<L> = vec![L::default(); n];
     let mut found = Bits::new(n as u64);
     locate(&nodes, &mut |seq, l| {
-        let k = nodes.index(seq).ok_or(SketchError::Coverage {
-            seq,
-            what: "is no candidate",
-        })? as usize;
+        let k = nodes.index(seq).ok_or(SketchError::Coverage { seq, what: "is no candidate" })?
+            as usize;
         if found.set(k as u64) {
-            return Err(SketchError::Coverage {
-                seq,
-                what: "appears twice",
-            });
+            return Err(SketchError::Coverage { seq, what: "appears twice" });
         }
         at[k] = l;
         Ok(())
@@ -834,9 +761,9 @@ pub fn cluster_with<L: Copy + Default>(
     }
     drop(found);
     let node = |seq: u64| {
-        nodes.index(seq).ok_or(SketchError::Format(
-            "the candidate pairs changed while they were read".into(),
-        ))
+        nodes
+            .index(seq)
+            .ok_or(SketchError::Format("the candidate pairs changed while they were read".into()))
     };
     let (mut last, mut count) = (None::<Candidate>, 0u64);
     let mut uf = UnionFind::new(n);
@@ -913,24 +840,14 @@ const NOWHERE: u64 = u64::MAX;
 
 impl Default for SetAt {
     fn default() -> SetAt {
-        SetAt {
-            part: 0,
-            len: 0,
-            start: 0,
-            ring: NOWHERE,
-        }
+        SetAt { part: 0, len: 0, start: 0, ring: NOWHERE }
     }
 }
 
 impl SetAt {
     /// The set of `len` shingles from offset `start` of part `part`'s shingles.
     pub fn new(part: u32, start: u64, len: u32) -> SetAt {
-        SetAt {
-            part,
-            len,
-            start,
-            ring: NOWHERE,
-        }
+        SetAt { part, len, start, ring: NOWHERE }
     }
 }
 
@@ -971,11 +888,7 @@ impl<'a> SetReader<'a> {
 
     /// Where in the ring the set at `pos` (`len` shingles) is, if it is still there.
     fn in_ring(&self, pos: u64, len: u32) -> Option<Range<usize>> {
-        if self
-            .head
-            .checked_sub(pos)
-            .is_none_or(|behind| behind > self.ring.len() as u64)
-        {
+        if self.head.checked_sub(pos).is_none_or(|behind| behind > self.ring.len() as u64) {
             return None;
         }
         let at = (pos % self.ring.len() as u64) as usize;
@@ -1015,10 +928,7 @@ impl<'a> SetReader<'a> {
         }
         let files = self.files;
         let file = files.get(at.part as usize).ok_or_else(|| {
-            SketchError::Format(format!(
-                "a shingle set of part {}, which does not exist",
-                at.part
-            ))
+            SketchError::Format(format!("a shingle set of part {}, which does not exist", at.part))
         })?;
         let (first, window) = &mut self.windows[at.part as usize];
         let end = at.start + u64::from(at.len);
@@ -1081,20 +991,13 @@ impl Duplicates {
     ) -> Result<Duplicates, SketchError> {
         let mut decisions = vec![Decision::Keep; exact.input_rows as usize];
         for &(seq, of) in &exact.dropped {
-            decisions[seq as usize] = if of == REPEATED_ID {
-                Decision::DuplicateId
-            } else {
-                Decision::Exact { of }
-            };
+            decisions[seq as usize] =
+                if of == REPEATED_ID { Decision::DuplicateId } else { Decision::Exact { of } };
         }
         for d in near {
             match decisions.get_mut(d.seq as usize) {
                 Some(v @ Decision::Keep) => {
-                    *v = Decision::Near {
-                        of: d.of,
-                        via: d.via,
-                        jaccard: d.jaccard,
-                    }
+                    *v = Decision::Near { of: d.of, via: d.via, jaccard: d.jaccard }
                 }
                 Some(_) => {
                     return Err(SketchError::Format(format!(
@@ -1103,21 +1006,12 @@ impl Duplicates {
                     )));
                 }
                 None => {
-                    return Err(SketchError::Coverage {
-                        seq: d.seq,
-                        what: "is out of range",
-                    });
+                    return Err(SketchError::Coverage { seq: d.seq, what: "is out of range" });
                 }
             }
         }
-        if let Some(missing) = referenced(exact, near)
-            .into_iter()
-            .find(|s| !ids.contains_key(s))
-        {
-            return Err(SketchError::Coverage {
-                seq: missing,
-                what: "has no id in the sketches",
-            });
+        if let Some(missing) = referenced(exact, near).into_iter().find(|s| !ids.contains_key(s)) {
+            return Err(SketchError::Coverage { seq: missing, what: "has no id in the sketches" });
         }
         Ok(Duplicates { decisions, ids })
     }
@@ -1188,35 +1082,20 @@ impl DropNames {
         }
         let blocks = name_blocks(&seqs);
         let spans = vec![(0, u32::MAX); seqs.len()];
-        Ok(DropNames {
-            seqs,
-            blocks,
-            spans,
-            names: String::new(),
-        })
+        Ok(DropNames { seqs, blocks, spans, names: String::new() })
     }
 
     /// Take the ids of the named rows that the sketch file `file` holds.
     #[cfg(unix)]
     pub fn find_in(&mut self, file: &super::SketchFile) -> Result<(), SketchError> {
-        let DropNames {
-            seqs,
-            blocks,
-            spans,
-            names,
-        } = self;
+        let DropNames { seqs, blocks, spans, names } = self;
         file.for_each_id(
             |seq| named_position(seqs, blocks, seq).is_some(),
             |seq, id| {
-                let k = named_position(seqs, blocks, seq).ok_or(SketchError::Coverage {
-                    seq,
-                    what: "is not named",
-                })?;
+                let k = named_position(seqs, blocks, seq)
+                    .ok_or(SketchError::Coverage { seq, what: "is not named" })?;
                 if spans[k].1 != u32::MAX {
-                    return Err(SketchError::Coverage {
-                        seq,
-                        what: "appears twice",
-                    });
+                    return Err(SketchError::Coverage { seq, what: "appears twice" });
                 }
                 spans[k] = (names.len() as u64, id.len() as u32);
                 names.push_str(id);
@@ -1228,10 +1107,9 @@ impl DropNames {
     /// Every named row has its id.
     pub fn check(&self) -> Result<(), SketchError> {
         match self.spans.iter().position(|s| s.1 == u32::MAX) {
-            Some(k) => Err(SketchError::Coverage {
-                seq: self.seqs[k],
-                what: "has no id in the sketches",
-            }),
+            Some(k) => {
+                Err(SketchError::Coverage { seq: self.seqs[k], what: "has no id in the sketches" })
+            }
             None => Ok(()),
         }
     }
@@ -1239,8 +1117,7 @@ impl DropNames {
     /// The id of row `seq`, if it is named.
     pub fn name(&self, seq: u64) -> Option<&str> {
         let (start, len) = self.spans[named_position(&self.seqs, &self.blocks, seq)?];
-        self.names
-            .get(start as usize..start as usize + len as usize)
+        self.names.get(start as usize..start as usize + len as usize)
     }
 }
 
@@ -1320,15 +1197,10 @@ impl<'a, R: Read> SplitDecisions<'a, R> {
     /// The decision of row `seq` (after every row asked before).
     pub fn decision(&mut self, seq: u64) -> Result<Decision, SketchError> {
         if seq >= self.input_rows {
-            return Err(SketchError::Coverage {
-                seq,
-                what: "is out of range",
-            });
+            return Err(SketchError::Coverage { seq, what: "is out of range" });
         }
         if self.last.is_some_and(|l| l >= seq) {
-            return Err(SketchError::Format(format!(
-                "row {seq} asked for after a later row"
-            )));
+            return Err(SketchError::Format(format!("row {seq} asked for after a later row")));
         }
         self.last = Some(seq);
         while self.next_exact.is_some_and(|[s, _]| s < seq) {
@@ -1338,20 +1210,13 @@ impl<'a, R: Read> SplitDecisions<'a, R> {
             self.advance_near()?;
         }
         let exact = self.next_exact.filter(|r| r[0] == seq).map(|[_, of]| {
-            if of == REPEATED_ID {
-                Decision::DuplicateId
-            } else {
-                Decision::Exact { of }
-            }
+            if of == REPEATED_ID { Decision::DuplicateId } else { Decision::Exact { of } }
         });
-        let near = self
-            .next_near
-            .filter(|r| r[0] == seq)
-            .map(|[_, of, via, j]| Decision::Near {
-                of,
-                via,
-                jaccard: f64::from_bits(j),
-            });
+        let near = self.next_near.filter(|r| r[0] == seq).map(|[_, of, via, j]| Decision::Near {
+            of,
+            via,
+            jaccard: f64::from_bits(j),
+        });
         match (exact, near) {
             (Some(_), Some(_)) => Err(SketchError::Format(format!(
                 "row {seq} is both an exact and a near duplicate: the decisions come from different inputs"
@@ -1408,11 +1273,8 @@ mod tests {
         let mut link = vec![(u32::MAX, 0.0); rows.len()];
         let previous = band_neighbours(rows.len(), 0..config.bands, |k, b| sketch(k).0[b]);
         for k in 0..rows.len() {
-            let mut candidates: Vec<u32> = previous
-                .iter()
-                .map(|p| p[k])
-                .filter(|&c| c as usize != k)
-                .collect();
+            let mut candidates: Vec<u32> =
+                previous.iter().map(|p| p[k]).filter(|&c| c as usize != k).collect();
             candidates.sort_unstable();
             candidates.dedup();
             for c in candidates {
@@ -1457,11 +1319,7 @@ mod tests {
         for g in 0..60 {
             let mut words: Vec<String> = (0..60).map(|_| format!("w{}", next() % 400)).collect();
             for step in 0..(1 + next() % 6) {
-                rows.push((
-                    format!("g{g}s{step}"),
-                    words.join(" "),
-                    format!("def f{g}(): pass"),
-                ));
+                rows.push((format!("g{g}s{step}"), words.join(" "), format!("def f{g}(): pass")));
                 for _ in 0..(1 + next() % 2) {
                     let i = (next() % 60) as usize;
                     words[i] = format!("v{}", next() % 400);
@@ -1484,10 +1342,7 @@ mod tests {
         // which joins their components through the first of them it is checked against.
         for b in 0..10 {
             let words = |from: usize| {
-                (from..from + 60)
-                    .map(|i| format!("b{b}x{i}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                (from..from + 60).map(|i| format!("b{b}x{i}")).collect::<Vec<_>>().join(" ")
             };
             for (k, from) in [0, 20, 10].into_iter().enumerate() {
                 rows.push((format!("bridge{b}r{k}"), words(from), String::new()));
@@ -1553,23 +1408,12 @@ mod tests {
             .unwrap();
         }
         let longest = sets.iter().map(|s| s.1.len()).max().unwrap();
-        assert!(
-            sets.len() > 50 && longest > 4,
-            "{} sets, the longest of {longest}",
-            sets.len()
-        );
+        assert!(sets.len() > 50 && longest > 4, "{} sets, the longest of {longest}", sets.len());
         // Forward, backward, and a stride that jumps between parts and back.
         let n = sets.len();
-        let order: Vec<usize> = (0..n)
-            .chain((0..n).rev())
-            .chain((0..3 * n).map(|i| i * 7 % n))
-            .collect();
-        for (window, ring) in [
-            (1, 0),
-            (3, 2 * longest),
-            (16, 4 * longest),
-            (1 << 15, 1 << 20),
-        ] {
+        let order: Vec<usize> =
+            (0..n).chain((0..n).rev()).chain((0..3 * n).map(|i| i * 7 % n)).collect();
+        for (window, ring) in [(1, 0), (3, 2 * longest), (16, 4 * longest), (1 << 15, 1 << 20)] {
             let mut reader = SetReader::new(&files, window, ring);
             let mut sets = sets.clone();
             for &i in &order {
@@ -1583,12 +1427,7 @@ mod tests {
                 }
                 // Asked again at once: found where it is, in the younger half.
                 let kept = at.ring;
-                assert_ne!(
-                    kept,
-                    NOWHERE,
-                    "set {i} of {} shingles, ring {ring}",
-                    want.len()
-                );
+                assert_ne!(kept, NOWHERE, "set {i} of {} shingles, ring {ring}", want.len());
                 reader.lend(at, &mut |s| got = s.to_vec()).unwrap();
                 assert_eq!(
                     (&got, at.ring),
@@ -1614,10 +1453,7 @@ mod tests {
             reader.lend(&mut sets[k].0, &mut |_| ()).unwrap();
             k += 1;
         }
-        assert!(
-            reader.in_ring(first.ring, first.len).is_none(),
-            "come round over"
-        );
+        assert!(reader.in_ring(first.ring, first.len).is_none(), "come round over");
         let mut got = Vec::new();
         reader.lend(&mut first, &mut |s| got = s.to_vec()).unwrap();
         assert_eq!(got, sets[0].1);
@@ -1625,10 +1461,7 @@ mod tests {
 
     #[test]
     fn any_band_split_and_part_split_decides_as_one_process() {
-        let config = CorpusDedupConfig {
-            threshold: 0.6,
-            ..CorpusDedupConfig::default()
-        };
+        let config = CorpusDedupConfig { threshold: 0.6, ..CorpusDedupConfig::default() };
         let rows = rows();
         let mut sketcher = Sketcher::new(&config);
         let mut parts: Vec<Sketches> = (0..3).map(|_| Sketches::new(&config)).collect();
@@ -1679,21 +1512,15 @@ mod tests {
                 })
                 .collect()
         };
-        let with_ids = read(&Selection {
-            ids: true,
-            bands: Some(0..0),
-            shingles: false,
-        });
+        let with_ids = read(&Selection { ids: true, bands: Some(0..0), shingles: false });
         let id_refs: Vec<&Sketches> = with_ids.iter().collect();
         let decisions = exact_step(&config, &id_refs).unwrap();
         let mut bytes = Vec::new();
         decisions.write_to(&mut bytes).unwrap();
         let decisions = ExactDecisions::read_from(&mut bytes.as_slice()).unwrap();
         let whole = super::super::find_duplicates(&config, &[&all]).unwrap();
-        let open: Vec<std::fs::File> = files
-            .iter()
-            .map(|f| std::fs::File::open(f).unwrap())
-            .collect();
+        let open: Vec<std::fs::File> =
+            files.iter().map(|f| std::fs::File::open(f).unwrap()).collect();
         // The steps over the files read as streams decide the same.
         let streamed: Vec<SketchFile> = files
             .iter()
@@ -1710,11 +1537,8 @@ mod tests {
             let (mut outputs, mut task_files) = (Vec::new(), Vec::new());
             for t in 0..tasks {
                 let bands = t * config.bands / tasks..(t + 1) * config.bands / tasks;
-                let parts = read(&Selection {
-                    ids: false,
-                    bands: Some(bands.clone()),
-                    shingles: false,
-                });
+                let parts =
+                    read(&Selection { ids: false, bands: Some(bands.clone()), shingles: false });
                 let refs: Vec<&Sketches> = parts.iter().collect();
                 let candidates = band_task(&config, &refs, &decisions, bands).unwrap();
                 let mut bytes = Vec::new();
@@ -1724,11 +1548,7 @@ mod tests {
             }
             let pairs = outputs.into_iter().fold(Vec::new(), merge_candidates);
             // The clustering step's view: positions and shingle-set offsets, the sets on disk.
-            let parts = read(&Selection {
-                ids: false,
-                bands: Some(0..0),
-                shingles: false,
-            });
+            let parts = read(&Selection { ids: false, bands: Some(0..0), shingles: false });
             let part_refs: Vec<&Sketches> = parts.iter().collect();
             let near = cluster(&config, &part_refs, &pairs, |p, n, out| {
                 parts[p].read_shingles(&open[p], n, out)
@@ -1793,11 +1613,7 @@ mod tests {
             )
             .unwrap();
             for (seq, want) in expected.iter().enumerate() {
-                assert_eq!(
-                    got.decision(seq as u64),
-                    *want,
-                    "row {seq} with {tasks} band tasks"
-                );
+                assert_eq!(got.decision(seq as u64), *want, "row {seq} with {tasks} band tasks");
                 assert_eq!(
                     got.reason(seq as u64, &rows[seq].0),
                     whole.reason(seq as u64, &rows[seq].0)
@@ -1805,43 +1621,24 @@ mod tests {
             }
         }
         // A band task over the rows of other exact decisions, or keys it was not given, is refused.
-        let parts = read(&Selection {
-            ids: false,
-            bands: Some(0..4),
-            shingles: false,
-        });
+        let parts = read(&Selection { ids: false, bands: Some(0..4), shingles: false });
         let refs: Vec<&Sketches> = parts.iter().collect();
-        let e = band_task(&config, &refs, &decisions, 4..8)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("hold the keys of bands 0..4, not of 4..8"),
-            "{e}"
-        );
+        let e = band_task(&config, &refs, &decisions, 4..8).unwrap_err().to_string();
+        assert!(e.contains("hold the keys of bands 0..4, not of 4..8"), "{e}");
         let other = ExactDecisions {
             input_rows: rows.len() as u64 + 1,
             dropped: decisions.dropped.clone(),
         };
-        let e = band_task(&config, &refs, &other, 0..4)
-            .unwrap_err()
-            .to_string();
+        let e = band_task(&config, &refs, &other, 0..4).unwrap_err().to_string();
         assert!(e.contains("disagree on the number of input rows"), "{e}");
-        let e = band_task(&config, &refs[..2], &decisions, 0..4)
-            .unwrap_err()
-            .to_string();
+        let e = band_task(&config, &refs[..2], &decisions, 0..4).unwrap_err().to_string();
         assert!(e.contains("the exact step left"), "{e}");
         // A candidate in none of the parts, and corrupt step files, are errors, not panics.
-        let far = [Candidate {
-            later: rows.len() as u64 + 5,
-            earlier: 0,
-        }];
-        let e = cluster(&config, &refs, &far, |_, _, _| Ok(()))
-            .unwrap_err()
-            .to_string();
+        let far = [Candidate { later: rows.len() as u64 + 5, earlier: 0 }];
+        let e = cluster(&config, &refs, &far, |_, _, _| Ok(())).unwrap_err().to_string();
         assert!(e.contains("is a candidate but is in no part"), "{e}");
-        let e = cluster(&config, &refs, &[far[0], far[0]], |_, _, _| Ok(()))
-            .unwrap_err()
-            .to_string();
+        let e =
+            cluster(&config, &refs, &[far[0], far[0]], |_, _, _| Ok(())).unwrap_err().to_string();
         assert!(e.contains("not in order, or repeated"), "{e}");
         let pair = |later, earlier| Candidate { later, earlier };
         assert_eq!(
@@ -1852,14 +1649,7 @@ mod tests {
             [pair(2, 0), pair(2, 1), pair(5, 0), pair(5, 3), pair(9, 8)]
         );
         let mut bytes = Vec::new();
-        write_candidates(
-            &mut bytes,
-            &[Candidate {
-                later: 1,
-                earlier: 3,
-            }],
-        )
-        .unwrap();
+        write_candidates(&mut bytes, &[Candidate { later: 1, earlier: 3 }]).unwrap();
         assert!(
             read_candidates(&mut bytes.as_slice())
                 .unwrap_err()

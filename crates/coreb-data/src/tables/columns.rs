@@ -44,55 +44,32 @@ pub struct Column {
 impl Column {
     /// A string column.
     pub fn str(name: &str, values: Vec<Option<String>>) -> Self {
-        Column {
-            name: name.to_owned(),
-            values: Values::Str(values),
-            nullable: false,
-        }
+        Column { name: name.to_owned(), values: Values::Str(values), nullable: false }
     }
 
     /// An integer column.
     pub fn int(name: &str, values: Vec<Option<i64>>) -> Self {
-        Column {
-            name: name.to_owned(),
-            values: Values::Int(values),
-            nullable: false,
-        }
+        Column { name: name.to_owned(), values: Values::Int(values), nullable: false }
     }
 
     /// A boolean column.
     pub fn bool(name: &str, values: Vec<Option<bool>>) -> Self {
-        Column {
-            name: name.to_owned(),
-            values: Values::Bool(values),
-            nullable: false,
-        }
+        Column { name: name.to_owned(), values: Values::Bool(values), nullable: false }
     }
 
     /// A column of string lists.
     pub fn str_list(name: &str, values: Vec<Option<Vec<String>>>) -> Self {
-        Column {
-            name: name.to_owned(),
-            values: Values::StrList(values),
-            nullable: false,
-        }
+        Column { name: name.to_owned(), values: Values::StrList(values), nullable: false }
     }
 
     /// A struct column of `fields`.
     pub fn structure(name: &str, fields: Vec<Column>) -> Self {
-        Column {
-            name: name.to_owned(),
-            values: Values::Struct(fields),
-            nullable: false,
-        }
+        Column { name: name.to_owned(), values: Values::Struct(fields), nullable: false }
     }
 
     /// The same column, with a nullable field whatever its values.
     pub fn nullable(self) -> Self {
-        Column {
-            nullable: true,
-            ..self
-        }
+        Column { nullable: true, ..self }
     }
 
     /// Its number of rows.
@@ -142,11 +119,7 @@ impl Column {
                     }
                 }
                 let array = builder.finish();
-                (
-                    array.data_type().clone(),
-                    Arc::new(array),
-                    v.iter().any(Option::is_none),
-                )
+                (array.data_type().clone(), Arc::new(array), v.iter().any(Option::is_none))
             }
             Values::Struct(fields) => {
                 let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) =
@@ -159,10 +132,7 @@ impl Column {
                 )
             }
         };
-        (
-            Field::new(&self.name, dtype, nullable || self.nullable),
-            array,
-        )
+        (Field::new(&self.name, dtype, nullable || self.nullable), array)
     }
 }
 
@@ -180,12 +150,7 @@ pub fn strings<'a>(
 ) -> Result<&'a [Option<String>], TableError> {
     match find(columns, name) {
         Some(Values::Str(v)) => Ok(v),
-        _ => Err(cell_error(
-            path,
-            0,
-            name,
-            "missing or not a string column".into(),
-        )),
+        _ => Err(cell_error(path, 0, name, "missing or not a string column".into())),
     }
 }
 
@@ -197,23 +162,13 @@ pub fn integers<'a>(
 ) -> Result<&'a [Option<i64>], TableError> {
     match find(columns, name) {
         Some(Values::Int(v)) => Ok(v),
-        _ => Err(cell_error(
-            path,
-            0,
-            name,
-            "missing or not an integer column".into(),
-        )),
+        _ => Err(cell_error(path, 0, name, "missing or not an integer column".into())),
     }
 }
 
 /// An error about the value of `column` in `row` of the table at `path`.
 pub fn cell_error(path: &Path, row: usize, column: &str, reason: String) -> TableError {
-    TableError::Column {
-        path: path.to_owned(),
-        row,
-        column: column.to_owned(),
-        reason,
-    }
+    TableError::Column { path: path.to_owned(), row, column: column.to_owned(), reason }
 }
 
 /// Row `row` of a string column that must hold a value; a null (or a missing row) is an
@@ -224,11 +179,7 @@ pub fn required_string(
     row: usize,
     column: &str,
 ) -> Result<String, TableError> {
-    values
-        .get(row)
-        .cloned()
-        .flatten()
-        .ok_or_else(|| cell_error(path, row, column, "null".into()))
+    values.get(row).cloned().flatten().ok_or_else(|| cell_error(path, row, column, "null".into()))
 }
 
 /// Read a whole Parquet table as columns (string, integer and boolean columns; a column of
@@ -270,10 +221,7 @@ fn empty_like(dtype: &DataType) -> Values {
 
 fn append(values: &mut Values, array: &dyn Array) -> Result<(), String> {
     let wrong = || {
-        format!(
-            "a {} column, where strings, integers or booleans were expected",
-            array.data_type()
-        )
+        format!("a {} column, where strings, integers or booleans were expected", array.data_type())
     };
     match values {
         Values::Str(v) => v.extend(
@@ -284,20 +232,12 @@ fn append(values: &mut Values, array: &dyn Array) -> Result<(), String> {
                 .iter()
                 .map(|s| s.map(str::to_owned)),
         ),
-        Values::Int(v) => v.extend(
-            array
-                .as_any()
-                .downcast_ref::<Int64Array>()
-                .ok_or_else(wrong)?
-                .iter(),
-        ),
-        Values::Bool(v) => v.extend(
-            array
-                .as_any()
-                .downcast_ref::<BooleanArray>()
-                .ok_or_else(wrong)?
-                .iter(),
-        ),
+        Values::Int(v) => {
+            v.extend(array.as_any().downcast_ref::<Int64Array>().ok_or_else(wrong)?.iter())
+        }
+        Values::Bool(v) => {
+            v.extend(array.as_any().downcast_ref::<BooleanArray>().ok_or_else(wrong)?.iter())
+        }
         Values::Struct(_) | Values::StrList(_) => return Err(wrong()),
     }
     Ok(())
@@ -313,10 +253,8 @@ pub fn write(path: &Path, columns: &[Column]) -> Result<(), TableError> {
     let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) =
         columns.iter().map(Column::to_arrow).unzip();
     let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| TableError::Parquet {
-        path: path.to_owned(),
-        source: e.into(),
-    })?;
+    let batch = RecordBatch::try_new(schema.clone(), arrays)
+        .map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
     super::write_atomic(path, schema, std::iter::once(batch))
 }
 
@@ -333,14 +271,12 @@ pub fn for_each_row(
         let batch = batch?;
         let mut cols: Vec<&dyn Array> = Vec::new();
         for name in columns {
-            let col = batch
-                .column_by_name(name)
-                .ok_or_else(|| TableError::Column {
-                    path: path.to_owned(),
-                    row: n,
-                    column: (*name).to_owned(),
-                    reason: "no such column".into(),
-                })?;
+            let col = batch.column_by_name(name).ok_or_else(|| TableError::Column {
+                path: path.to_owned(),
+                row: n,
+                column: (*name).to_owned(),
+                reason: "no such column".into(),
+            })?;
             if !matches!(col.data_type(), DataType::Utf8 | DataType::LargeUtf8) {
                 return Err(TableError::Column {
                     path: path.to_owned(),
@@ -397,10 +333,7 @@ mod tests {
         );
         let with_meta = vec![
             cols[0].clone(),
-            Column::structure(
-                "meta",
-                vec![Column::str("source", vec![None, Some("x".into())])],
-            ),
+            Column::structure("meta", vec![Column::str("source", vec![None, Some("x".into())])]),
         ];
         write(&path, &with_meta).unwrap();
         let s = schema(&with_meta);
@@ -412,20 +345,9 @@ mod tests {
             vec![Some(vec!["go".into(), "ruby".into()]), None, Some(vec![])],
         )];
         write(&path, &lists).unwrap();
-        let back = super::super::read_batches(&path, 8)
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap();
-        let list = back
-            .column(0)
-            .as_any()
-            .downcast_ref::<arrow_array::ListArray>()
-            .unwrap();
-        assert_eq!(
-            (list.value_length(0), list.is_null(1), list.value_length(2)),
-            (2, true, 0)
-        );
+        let back = super::super::read_batches(&path, 8).unwrap().next().unwrap().unwrap();
+        let list = back.column(0).as_any().downcast_ref::<arrow_array::ListArray>().unwrap();
+        assert_eq!((list.value_length(0), list.is_null(1), list.value_length(2)), (2, true, 0));
         write(&path, &with_meta).unwrap();
         // A struct column cannot be read back as plain columns: the error names it.
         let err = read(&path).unwrap_err().to_string();

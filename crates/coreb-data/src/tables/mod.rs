@@ -20,16 +20,11 @@ pub fn open_batches(
     path: &std::path::Path,
     rows: usize,
 ) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, TableError> {
-    let file = std::fs::File::open(path).map_err(|source| TableError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let file = std::fs::File::open(path)
+        .map_err(|source| TableError::Io { path: path.to_owned(), source })?;
     parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
         .and_then(|b| b.with_batch_size(rows).build())
-        .map_err(|source| TableError::Parquet {
-            path: path.to_owned(),
-            source,
-        })
+        .map_err(|source| TableError::Parquet { path: path.to_owned(), source })
 }
 
 /// Every batch of a table, with errors naming the table.
@@ -38,10 +33,7 @@ pub fn read_batches(
     rows: usize,
 ) -> Result<impl Iterator<Item = Result<arrow_array::RecordBatch, TableError>> + '_, TableError> {
     Ok(open_batches(path, rows)?.map(move |b| {
-        b.map_err(|e| TableError::Parquet {
-            path: path.to_owned(),
-            source: e.into(),
-        })
+        b.map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })
     }))
 }
 
@@ -60,11 +52,7 @@ impl<'a> BatchView<'a> {
         path: &'a std::path::Path,
         first_row: usize,
     ) -> Self {
-        BatchView {
-            batch,
-            path,
-            first_row,
-        }
+        BatchView { batch, path, first_row }
     }
 
     /// An error about `column` in row `row` of this batch.
@@ -79,22 +67,18 @@ impl<'a> BatchView<'a> {
 
     /// The column `name` as an array of type `T`.
     pub fn column<T: 'static>(&self, name: &str) -> Result<&'a T, TableError> {
-        self.batch
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<T>())
-            .ok_or_else(|| {
+        self.batch.column_by_name(name).and_then(|c| c.as_any().downcast_ref::<T>()).ok_or_else(
+            || {
                 self.err(
                     0,
                     name,
                     format!(
                         "missing or not a {} column",
-                        std::any::type_name::<T>()
-                            .rsplit("::")
-                            .next()
-                            .unwrap_or("typed")
+                        std::any::type_name::<T>().rsplit("::").next().unwrap_or("typed")
                     ),
                 )
-            })
+            },
+        )
     }
 }
 
@@ -121,30 +105,16 @@ impl TableFile {
         schema: arrow_schema::SchemaRef,
         props: parquet::file::properties::WriterProperties,
     ) -> Result<TableFile, TableError> {
-        let file =
-            coreb_base::durable::AtomicFile::create(path).map_err(|source| TableError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
-        let writer =
-            parquet::arrow::ArrowWriter::try_new(file, schema, Some(props)).map_err(|source| {
-                TableError::Parquet {
-                    path: path.to_owned(),
-                    source,
-                }
-            })?;
-        Ok(TableFile {
-            path: path.to_owned(),
-            writer,
-        })
+        let file = coreb_base::durable::AtomicFile::create(path)
+            .map_err(|source| TableError::Io { path: path.to_owned(), source })?;
+        let writer = parquet::arrow::ArrowWriter::try_new(file, schema, Some(props))
+            .map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
+        Ok(TableFile { path: path.to_owned(), writer })
     }
 
     /// A Parquet error of this table, naming its path.
     pub fn parquet(&self, source: parquet::errors::ParquetError) -> TableError {
-        TableError::Parquet {
-            path: self.path.clone(),
-            source,
-        }
+        TableError::Parquet { path: self.path.clone(), source }
     }
 
     /// Append one batch.
@@ -165,12 +135,10 @@ impl TableFile {
     /// Write the footer, then put the file in place durably.
     pub fn finish(self) -> Result<(), TableError> {
         let TableFile { path, writer } = self;
-        let file = writer.into_inner().map_err(|source| TableError::Parquet {
-            path: path.clone(),
-            source,
-        })?;
-        file.commit()
-            .map_err(|source| TableError::Io { path, source })
+        let file = writer
+            .into_inner()
+            .map_err(|source| TableError::Parquet { path: path.clone(), source })?;
+        file.commit().map_err(|source| TableError::Io { path, source })
     }
 }
 
@@ -204,13 +172,9 @@ impl GroupedTableFile {
         props: parquet::file::properties::WriterProperties,
     ) -> Result<GroupedTableFile, TableError> {
         let TableFile { path, writer } = TableFile::create(path, schema.clone(), props)?;
-        let (file, factory) =
-            writer
-                .into_serialized_writer()
-                .map_err(|source| TableError::Parquet {
-                    path: path.clone(),
-                    source,
-                })?;
+        let (file, factory) = writer
+            .into_serialized_writer()
+            .map_err(|source| TableError::Parquet { path: path.clone(), source })?;
         Ok(GroupedTableFile {
             path,
             schema,
@@ -222,10 +186,7 @@ impl GroupedTableFile {
     }
 
     fn parquet(&self, source: parquet::errors::ParquetError) -> TableError {
-        TableError::Parquet {
-            path: self.path.clone(),
-            source,
-        }
+        TableError::Parquet { path: self.path.clone(), source }
     }
 
     /// Write the batch that `build` makes as the next row group. `build` and the encoding
@@ -237,18 +198,13 @@ impl GroupedTableFile {
         while self.encoding.len() >= GROUPS_IN_FLIGHT {
             self.append_oldest()?;
         }
-        let writers = self
-            .factory
-            .create_column_writers(self.started)
-            .map_err(|e| self.parquet(e))?;
+        let writers =
+            self.factory.create_column_writers(self.started).map_err(|e| self.parquet(e))?;
         let schema = self.schema.clone();
         let encoder = std::thread::Builder::new()
             .name(format!("encode row group {}", self.started))
             .spawn(move || encode_group(&schema, &build(), writers))
-            .map_err(|source| TableError::Io {
-                path: self.path.clone(),
-                source,
-            })?;
+            .map_err(|source| TableError::Io { path: self.path.clone(), source })?;
         self.started += 1;
         self.encoding.push_back(encoder);
         Ok(())
@@ -267,10 +223,7 @@ impl GroupedTableFile {
                 ))
             })
             .map_err(|e| self.parquet(e))?;
-        let parquet_err = |source| TableError::Parquet {
-            path: self.path.clone(),
-            source,
-        };
+        let parquet_err = |source| TableError::Parquet { path: self.path.clone(), source };
         let mut group = self.file.next_row_group().map_err(parquet_err)?;
         for chunk in chunks {
             chunk.append_to_row_group(&mut group).map_err(parquet_err)?;
@@ -285,12 +238,10 @@ impl GroupedTableFile {
             self.append_oldest()?;
         }
         let GroupedTableFile { path, file, .. } = self;
-        let file = file.into_inner().map_err(|source| TableError::Parquet {
-            path: path.clone(),
-            source,
-        })?;
-        file.commit()
-            .map_err(|source| TableError::Io { path, source })
+        let file = file
+            .into_inner()
+            .map_err(|source| TableError::Parquet { path: path.clone(), source })?;
+        file.commit().map_err(|source| TableError::Io { path, source })
     }
 }
 
@@ -347,10 +298,8 @@ pub(crate) fn assert_round_trip<T: PartialEq + std::fmt::Debug, W>(
     let path = dir.path().join(name);
     write(&path, rows).unwrap();
     assert_eq!(read(&path).unwrap(), rows);
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let left: Vec<_> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, [name], "no temporary file is left");
     (dir, path)
 }

@@ -71,11 +71,7 @@ fn tests_type() -> DataType {
         Field::new("output", DataType::Utf8, false),
         Field::new("testtype", DataType::Utf8, false),
     ]);
-    DataType::List(Arc::new(Field::new(
-        "item",
-        DataType::Struct(fields),
-        false,
-    )))
+    DataType::List(Arc::new(Field::new("item", DataType::Struct(fields), false)))
 }
 
 /// The Arrow schema of the problems table.
@@ -110,17 +106,12 @@ fn problems_properties() -> parquet::file::properties::WriterProperties {
     use parquet::file::properties::EnabledStatistics;
     use parquet::schema::types::ColumnPath;
     let level = ZstdLevel::try_new(1).expect("1 is a Zstandard level");
-    let mut props = super::writer_properties()
-        .into_builder()
-        .set_compression(Compression::ZSTD(level));
+    let mut props =
+        super::writer_properties().into_builder().set_compression(Compression::ZSTD(level));
     for tests in ["public_tests", "private_tests"] {
         for field in ["input", "output"] {
-            let path = ColumnPath::new(vec![
-                tests.into(),
-                "list".into(),
-                "item".into(),
-                field.into(),
-            ]);
+            let path =
+                ColumnPath::new(vec![tests.into(), "list".into(), "item".into(), field.into()]);
             props = props
                 .set_column_dictionary_enabled(path.clone(), false)
                 .set_column_statistics_enabled(path, EnabledStatistics::None);
@@ -145,12 +136,7 @@ impl ProblemWriter {
     pub fn create(path: &Path) -> Result<Self, TableError> {
         let table =
             super::GroupedTableFile::create(path, problems_schema(), problems_properties())?;
-        Ok(ProblemWriter {
-            table,
-            pending: Vec::new(),
-            pending_bytes: 0,
-            rows: 0,
-        })
+        Ok(ProblemWriter { table, pending: Vec::new(), pending_bytes: 0, rows: 0 })
     }
 
     /// Append one problem.
@@ -203,9 +189,7 @@ fn text_bytes(p: &Problem) -> usize {
 
 fn strings<'a>(values: impl Iterator<Item = &'a str> + Clone) -> ArrayRef {
     // Sized up front: test columns hold hundreds of MB, and growing them copies.
-    let (count, bytes) = values
-        .clone()
-        .fold((0, 0), |(n, b), v| (n + 1, b + v.len()));
+    let (count, bytes) = values.clone().fold((0, 0), |(n, b), v| (n + 1, b + v.len()));
     let mut b = StringBuilder::with_capacity(count, bytes);
     for v in values {
         b.append_value(v);
@@ -222,12 +206,8 @@ fn tests_array(rows: &[Problem], pick: impl Fn(&Problem) -> &Vec<TestCase>) -> A
         n += pick(p).len() as i32;
         offsets.push(n);
     }
-    let DataType::List(item) = tests_type() else {
-        unreachable!("tests_type is a list")
-    };
-    let DataType::Struct(fields) = item.data_type().clone() else {
-        unreachable!("list of struct")
-    };
+    let DataType::List(item) = tests_type() else { unreachable!("tests_type is a list") };
+    let DataType::Struct(fields) = item.data_type().clone() else { unreachable!("list of struct") };
     let children = vec![
         strings(all.iter().map(|t| t.input.as_str())),
         strings(all.iter().map(|t| t.output.as_str())),
@@ -277,10 +257,7 @@ pub fn copy_rows(
     keep: impl Fn(usize) -> bool,
 ) -> Result<usize, TableError> {
     fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TableError + '_ {
-        move |source| TableError::Io {
-            path: path.to_owned(),
-            source,
-        }
+        move |source| TableError::Io { path: path.to_owned(), source }
     }
     let footer = metadata(input)?;
     let rows = usize::try_from(footer.file_metadata().num_rows()).unwrap_or(0);
@@ -295,9 +272,8 @@ pub fn copy_rows(
     let (mut row, mut written) = (0usize, 0usize);
     for batch in super::read_batches(input, rows_per_batch(&footer))? {
         let batch = batch?;
-        let mask: arrow_array::BooleanArray = (row..row + batch.num_rows())
-            .map(|r| Some(keep(r)))
-            .collect();
+        let mask: arrow_array::BooleanArray =
+            (row..row + batch.num_rows()).map(|r| Some(keep(r))).collect();
         row += batch.num_rows();
         let parquet_err = |e: arrow_schema::ArrowError| TableError::Parquet {
             path: input.to_owned(),
@@ -354,14 +330,9 @@ impl ProblemReader {
     /// megabytes of a month's tests are neither decompressed nor copied; [`copy_rows`]
     /// then writes the kept rows whole.
     pub fn open_without_test_bodies(path: &Path) -> Result<Self, TableError> {
-        let parquet_err = |source| TableError::Parquet {
-            path: path.to_owned(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(|source| TableError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let parquet_err = |source| TableError::Parquet { path: path.to_owned(), source };
+        let file = std::fs::File::open(path)
+            .map_err(|source| TableError::Io { path: path.to_owned(), source })?;
         let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(parquet_err)?;
         let schema = builder.parquet_schema();
@@ -413,17 +384,12 @@ fn rows_per_batch(metadata: &parquet::file::metadata::ParquetMetaData) -> usize 
 /// groups that hold one of them are read.
 pub fn read_rows(path: &Path, rows: &[usize]) -> Result<Vec<Problem>, TableError> {
     use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
-    let parquet_err = |source| TableError::Parquet {
-        path: path.to_owned(),
-        source,
-    };
+    let parquet_err = |source| TableError::Parquet { path: path.to_owned(), source };
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let file = std::fs::File::open(path).map_err(|source| TableError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let file = std::fs::File::open(path)
+        .map_err(|source| TableError::Io { path: path.to_owned(), source })?;
     let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(parquet_err)?;
     let batch_rows = rows_per_batch(builder.metadata());
@@ -477,16 +443,11 @@ pub fn read_rows(path: &Path, rows: &[usize]) -> Result<Vec<Problem>, TableError
 
 /// The Parquet footer of the table at `path`.
 fn metadata(path: &Path) -> Result<parquet::file::metadata::ParquetMetaData, TableError> {
-    let file = std::fs::File::open(path).map_err(|source| TableError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let file = std::fs::File::open(path)
+        .map_err(|source| TableError::Io { path: path.to_owned(), source })?;
     parquet::file::metadata::ParquetMetaDataReader::new()
         .parse_and_finish(&file)
-        .map_err(|source| TableError::Parquet {
-            path: path.to_owned(),
-            source,
-        })
+        .map_err(|source| TableError::Parquet { path: path.to_owned(), source })
 }
 
 impl Iterator for ProblemReader {
@@ -540,18 +501,11 @@ fn from_batch(
                 .column_by_name(f)
                 .and_then(|c| c.as_any().downcast_ref::<StringArray>())
                 .ok_or_else(|| {
-                    err(
-                        0,
-                        &format!("{name}.{f}"),
-                        "missing or not a string field".into(),
-                    )
+                    err(0, &format!("{name}.{f}"), "missing or not a string field".into())
                 })
         };
-        let (input, output) = if bodies {
-            (Some(field("input")?), Some(field("output")?))
-        } else {
-            (None, None)
-        };
+        let (input, output) =
+            if bodies { (Some(field("input")?), Some(field("output")?)) } else { (None, None) };
         let testtype = field("testtype")?;
         let body = |column: Option<&StringArray>, i: usize| {
             column.map(|c| c.value(i).to_owned()).unwrap_or_default()
@@ -562,11 +516,7 @@ fn from_batch(
             let mut cases = Vec::new();
             for i in offsets[row] as usize..offsets[row + 1] as usize {
                 let tt = TestType::parse(testtype.value(i)).ok_or_else(|| {
-                    err(
-                        row,
-                        name,
-                        format!("unknown testtype `{}`", testtype.value(i)),
-                    )
+                    err(row, name, format!("unknown testtype `{}`", testtype.value(i)))
                 })?;
                 cases.push(TestCase {
                     input: body(input, i),
@@ -578,12 +528,8 @@ fn from_batch(
         }
         Ok(out)
     };
-    let (id, title, content, platform) = (
-        text("id")?,
-        text("question_title")?,
-        text("question_content")?,
-        text("platform")?,
-    );
+    let (id, title, content, platform) =
+        (text("id")?, text("question_title")?, text("question_content")?, text("platform")?);
     let (qid, cid, date, starter, difficulty) = (
         text("question_id")?,
         text("contest_id")?,
@@ -597,11 +543,7 @@ fn from_batch(
     let mut rows = Vec::with_capacity(batch.num_rows());
     for r in 0..batch.num_rows() {
         let platform = Platform::parse(platform.value(r)).ok_or_else(|| {
-            err(
-                r,
-                "platform",
-                format!("unknown platform `{}`", platform.value(r)),
-            )
+            err(r, "platform", format!("unknown platform `{}`", platform.value(r)))
         })?;
         rows.push(Problem {
             id: ProblemId::from_raw(id.value(r).to_owned()),
@@ -683,11 +625,8 @@ mod tests {
             let input: String = (0..(1u64 << 20))
                 .map(|k| format!("{:07}\n", (k * 2_654_435_761 + i as u64) % 9_999_991))
                 .collect();
-            p.private_tests = vec![TestCase {
-                input,
-                output: "0\n".into(),
-                testtype: TestType::Stdin,
-            }];
+            p.private_tests =
+                vec![TestCase { input, output: "0\n".into(), testtype: TestType::Stdin }];
             p
         };
         let problems: Vec<Problem> = (0..20).map(heavy).collect();
@@ -748,29 +687,16 @@ mod tests {
     #[test]
     fn copy_rows_keeps_the_chosen_rows_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let (input, output) = (
-            dir.path().join("in.parquet"),
-            dir.path().join("out.parquet"),
-        );
+        let (input, output) = (dir.path().join("in.parquet"), dir.path().join("out.parquet"));
         let problems = table_of(&input, 1100);
         let keep = |row: usize| row % 7 != 3 && row != 1099;
-        assert_eq!(
-            copy_rows(&input, &output, keep).unwrap(),
-            problems.len() - 158
-        );
-        let expected: Vec<Problem> = problems
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| keep(*i))
-            .map(|(_, p)| p.clone())
-            .collect();
+        assert_eq!(copy_rows(&input, &output, keep).unwrap(), problems.len() - 158);
+        let expected: Vec<Problem> =
+            problems.iter().enumerate().filter(|(i, _)| keep(*i)).map(|(_, p)| p.clone()).collect();
         assert_eq!(ProblemReader::read_all(&output).unwrap(), expected);
         // Every row kept: the very same bytes. No row kept: an empty, readable table.
         assert_eq!(copy_rows(&input, &output, |_| true).unwrap(), 1100);
-        assert_eq!(
-            std::fs::read(&output).unwrap(),
-            std::fs::read(&input).unwrap()
-        );
+        assert_eq!(std::fs::read(&output).unwrap(), std::fs::read(&input).unwrap());
         assert_eq!(copy_rows(&input, &output, |_| false).unwrap(), 0);
         assert_eq!(ProblemReader::read_all(&output).unwrap(), vec![]);
     }
@@ -790,12 +716,9 @@ mod tests {
         }
         table.finish().unwrap();
         assert_eq!(metadata(&path).unwrap().num_row_groups(), 15);
-        for rows in [
-            vec![0],
-            vec![149],
-            vec![3, 4, 9, 10, 70, 71, 72, 148],
-            (0..150).collect::<Vec<_>>(),
-        ] {
+        for rows in
+            [vec![0], vec![149], vec![3, 4, 9, 10, 70, 71, 72, 148], (0..150).collect::<Vec<_>>()]
+        {
             let expected: Vec<Problem> = rows.iter().map(|&r| problems[r].clone()).collect();
             assert_eq!(read_rows(&path, &rows).unwrap(), expected, "rows {rows:?}");
         }
@@ -833,10 +756,7 @@ mod tests {
         }
         table.finish().unwrap();
         assert_eq!(metadata(&grouped).unwrap().num_row_groups(), 3);
-        assert_eq!(
-            std::fs::read(&grouped).unwrap(),
-            std::fs::read(&plain).unwrap()
-        );
+        assert_eq!(std::fs::read(&grouped).unwrap(), std::fs::read(&plain).unwrap());
         assert_eq!(ProblemReader::read_all(&grouped).unwrap(), problems);
     }
 
@@ -853,9 +773,7 @@ mod tests {
         )
         .unwrap();
         table.write_group(move || good).unwrap();
-        table
-            .write_group(|| to_batch(&[sample("2", 1)]).project(&[0, 1]).unwrap())
-            .unwrap();
+        table.write_group(|| to_batch(&[sample("2", 1)]).project(&[0, 1]).unwrap()).unwrap();
         let err = table.finish().unwrap_err().to_string();
         assert!(err.contains("p.parquet"), "{err}");
         // A panic while building a group's batch.
@@ -865,15 +783,11 @@ mod tests {
             problems_properties(),
         )
         .unwrap();
-        table
-            .write_group(|| panic!("a bug while building the batch"))
-            .unwrap();
+        table.write_group(|| panic!("a bug while building the batch")).unwrap();
         let err = table.finish().unwrap_err();
         assert!(format!("{err:#?}").contains("panicked"), "{err:#?}");
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert!(names.is_empty(), "{names:?}");
     }
 

@@ -60,26 +60,16 @@ pub fn write_queries(path: &Path, queries: &[Query]) -> Result<(), TableError> {
             text("query", queries, |q| q.query.clone()),
             text("task", queries, |q| q.task.as_str().to_owned()),
             text("subtask", queries, |q| q.subtask.clone()),
-            text("language_constraint", queries, |q| {
-                q.language_constraint.clone()
-            }),
-            text("source_problem_id", queries, |q| {
-                q.source_problem_id.as_str().to_owned()
-            }),
+            text("language_constraint", queries, |q| q.language_constraint.clone()),
+            text("source_problem_id", queries, |q| q.source_problem_id.as_str().to_owned()),
             Column::str(
                 "source_doc_id",
-                queries
-                    .iter()
-                    .map(|q| q.source_doc_id.as_ref().map(|d| d.0.clone()))
-                    .collect(),
+                queries.iter().map(|q| q.source_doc_id.as_ref().map(|d| d.0.clone())).collect(),
             )
             .nullable(),
             Column::int(
                 "num_relevant_docs",
-                queries
-                    .iter()
-                    .map(|q| Some(q.num_relevant_docs as i64))
-                    .collect(),
+                queries.iter().map(|q| Some(q.num_relevant_docs as i64)).collect(),
             ),
         ],
     )
@@ -94,10 +84,7 @@ pub fn write_qrels(path: &Path, qrels: &[Qrel]) -> Result<(), TableError> {
             text("doc_id", qrels, |q| q.doc_id.0.clone()),
             Column::int(
                 "relevance",
-                qrels
-                    .iter()
-                    .map(|q| Some(i64::from(q.relevance.0)))
-                    .collect(),
+                qrels.iter().map(|q| Some(i64::from(q.relevance.0))).collect(),
             ),
         ],
     )
@@ -134,15 +121,10 @@ pub fn read_qrels(path: &Path) -> Result<Vec<Qrel>, TableError> {
 
 /// The number of rows of a Parquet table (from its footer).
 pub fn row_count(path: &Path) -> Result<usize, TableError> {
-    let file = std::fs::File::open(path).map_err(|source| TableError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let file = std::fs::File::open(path)
+        .map_err(|source| TableError::Io { path: path.to_owned(), source })?;
     let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|source| TableError::Parquet {
-            path: path.to_owned(),
-            source,
-        })?;
+        .map_err(|source| TableError::Parquet { path: path.to_owned(), source })?;
     Ok(usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0))
 }
 
@@ -169,12 +151,8 @@ mod tests {
         let (_dir, path) =
             super::super::assert_round_trip("q.parquet", &rows, write_qrels, read_qrels);
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
-        let names: Vec<String> = reader
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect();
+        let names: Vec<String> =
+            reader.schema().fields().iter().map(|f| f.name().clone()).collect();
         assert_eq!(names, ["query_id", "doc_id", "relevance"]);
         let batch = reader.build().unwrap().next().unwrap().unwrap();
         assert_eq!(batch.num_rows(), 2);

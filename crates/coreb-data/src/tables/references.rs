@@ -36,31 +36,19 @@ impl ReferenceRow {
 
 /// Write `rows` as the table at `path` (atomically).
 pub fn write_references(path: &Path, rows: &[ReferenceRow]) -> Result<(), TableError> {
-    let origins = |r: &ReferenceRow| {
-        r.test_origins
-            .iter()
-            .map(|o| o.as_str())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
+    let origins =
+        |r: &ReferenceRow| r.test_origins.iter().map(|o| o.as_str()).collect::<Vec<_>>().join(",");
     let of_reference = |f: fn(&Reference) -> &str| {
-        rows.iter()
-            .map(|r| r.reference.as_ref().map(|x| f(x).to_owned()))
-            .collect()
+        rows.iter().map(|r| r.reference.as_ref().map(|x| f(x).to_owned())).collect()
     };
     columns::write(
         path,
         &[
             Column::str(
                 "problem_id",
-                rows.iter()
-                    .map(|r| Some(r.problem_id.as_str().to_owned()))
-                    .collect(),
+                rows.iter().map(|r| Some(r.problem_id.as_str().to_owned())).collect(),
             ),
-            Column::str(
-                "test_origins",
-                rows.iter().map(|r| Some(origins(r))).collect(),
-            ),
+            Column::str("test_origins", rows.iter().map(|r| Some(origins(r))).collect()),
             Column::str("reference_model", of_reference(|x| &x.model)).nullable(),
             Column::str("reference", of_reference(|x| &x.original)).nullable(),
             Column::str("adapted_reference", of_reference(|x| &x.adapted)).nullable(),
@@ -153,9 +141,6 @@ mod tests {
         ];
         columns::write(&path, &half).unwrap();
         let err = read_references(&path).unwrap_err().to_string();
-        assert!(
-            err.contains("row 0") && err.contains("all set or all null"),
-            "{err}"
-        );
+        assert!(err.contains("row 0") && err.contains("all set or all null"), "{err}");
     }
 }

@@ -44,11 +44,7 @@ fn to_batch(rows: &[Solution]) -> RecordBatch {
 
 /// Write `rows` to `path` atomically (`<path>.tmp`, then rename).
 pub fn write_solutions(path: &Path, rows: &[Solution]) -> Result<usize, TableError> {
-    super::write_atomic(
-        path,
-        solutions_schema(),
-        rows.chunks(BATCH_ROWS).map(to_batch),
-    )?;
+    super::write_atomic(path, solutions_schema(), rows.chunks(BATCH_ROWS).map(to_batch))?;
     Ok(rows.len())
 }
 
@@ -60,21 +56,12 @@ pub fn read_solutions(path: &Path) -> Result<Vec<Solution>, TableError> {
         let view = super::BatchView::new(&batch, path, out.len());
         let err = |row: usize, column: &str, reason: String| view.err(row, column, reason);
         let text = |name: &str| view.column::<StringArray>(name);
-        let (id, problem, model, language, code) = (
-            text("id")?,
-            text("problem_id")?,
-            text("model")?,
-            text("language")?,
-            text("code")?,
-        );
+        let (id, problem, model, language, code) =
+            (text("id")?, text("problem_id")?, text("model")?, text("language")?, text("code")?);
         let sample = view.column::<UInt32Array>("sample")?;
         for r in 0..batch.num_rows() {
             let lang = Language::parse(language.value(r)).ok_or_else(|| {
-                err(
-                    r,
-                    "language",
-                    format!("unknown language `{}`", language.value(r)),
-                )
+                err(r, "language", format!("unknown language `{}`", language.value(r)))
             })?;
             out.push(Solution {
                 id: SolutionId::from_raw(id.value(r).to_owned()),

@@ -20,10 +20,7 @@ pub fn write_test_checks(path: &Path, rows: &[TestCheck]) -> Result<(), TableErr
         path,
         &[
             text("problem_id", |r| r.problem_id.as_str()),
-            Column::int(
-                "test_index",
-                rows.iter().map(|r| Some(i64::from(r.test_index))).collect(),
-            ),
+            Column::int("test_index", rows.iter().map(|r| Some(i64::from(r.test_index))).collect()),
             text("origin", |r| r.origin.as_str()),
             text("outcome", |r| r.outcome.as_str()),
             text("reason", |r| &r.reason),
@@ -41,12 +38,8 @@ pub fn read_test_checks(path: &Path) -> Result<Vec<TestCheck>, TableError> {
     let bad =
         |row: usize, column: &str, reason: String| columns::cell_error(path, row, column, reason);
     let text = |name: &str| columns::strings(&cols, path, name);
-    let (problem, origin, outcome, reason) = (
-        text("problem_id")?,
-        text("origin")?,
-        text("outcome")?,
-        text("reason")?,
-    );
+    let (problem, origin, outcome, reason) =
+        (text("problem_id")?, text("origin")?, text("outcome")?, text("reason")?);
     let index = columns::integers(&cols, path, "test_index")?;
     let mut rows = Vec::with_capacity(problem.len());
     for r in 0..problem.len() {

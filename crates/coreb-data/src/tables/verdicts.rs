@@ -81,21 +81,15 @@ fn to_batch(rows: &[SolutionResult]) -> RecordBatch {
     }
     let children: Vec<ArrayRef> = vec![
         Arc::new(UInt32Array::from_iter_values(all.iter().map(|t| t.index))),
-        Arc::new(StringArray::from_iter_values(
-            all.iter().map(|t| t.verdict.as_str()),
-        )),
+        Arc::new(StringArray::from_iter_values(all.iter().map(|t| t.verdict.as_str()))),
         Arc::new(UInt64Array::from_iter_values(all.iter().map(|t| t.wall_ms))),
         Arc::new(UInt64Array::from_iter_values(all.iter().map(|t| t.cpu_ms))),
-        Arc::new(UInt64Array::from_iter_values(
-            all.iter().map(|t| t.peak_memory_kb),
-        )),
+        Arc::new(UInt64Array::from_iter_values(all.iter().map(|t| t.peak_memory_kb))),
         Arc::new(StringArray::from_iter(
-            all.iter()
-                .map(|t| t.wrong_output.as_ref().map(|w| w.sha256.as_str())),
+            all.iter().map(|t| t.wrong_output.as_ref().map(|w| w.sha256.as_str())),
         )),
         Arc::new(BooleanArray::from_iter(
-            all.iter()
-                .map(|t| t.wrong_output.as_ref().map(|w| w.alternative)),
+            all.iter().map(|t| t.wrong_output.as_ref().map(|w| w.alternative)),
         )),
     ];
     let values = StructArray::new(test_fields(), children, None);
@@ -111,16 +105,12 @@ fn to_batch(rows: &[SolutionResult]) -> RecordBatch {
         text(|r| &r.model),
         text(|r| r.language.as_str()),
         Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.passed)))),
-        Arc::new(Float64Array::from_iter_values(
-            rows.iter().map(|r| r.pass_rate),
-        )),
+        Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.pass_rate))),
         Arc::new(tests),
         text(|r| &r.message),
         text(|r| r.memory_bound.as_str()),
         text(|r| r.comparison.as_str()),
-        Arc::new(UInt32Array::from_iter(
-            rows.iter().map(|r| r.stopped.map(|s| s.index)),
-        )),
+        Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.stopped.map(|s| s.index)))),
         Arc::new(StringArray::from_iter(
             rows.iter().map(|r| r.stopped.map(|s| s.verdict.as_str())),
         )),
@@ -130,11 +120,7 @@ fn to_batch(rows: &[SolutionResult]) -> RecordBatch {
 
 /// Write `rows` to `path` atomically (`<path>.tmp`, then rename).
 pub fn write_verdicts(path: &Path, rows: &[SolutionResult]) -> Result<usize, TableError> {
-    super::write_atomic(
-        path,
-        verdicts_schema(),
-        rows.chunks(BATCH_ROWS).map(to_batch),
-    )?;
+    super::write_atomic(path, verdicts_schema(), rows.chunks(BATCH_ROWS).map(to_batch))?;
     Ok(rows.len())
 }
 
@@ -157,35 +143,21 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
         );
         let comparison = batch
             .column_by_name("comparison")
-            .map(|c| {
-                c.as_any()
-                    .downcast_ref::<StringArray>()
-                    .ok_or_else(|| bad("comparison"))
-            })
+            .map(|c| c.as_any().downcast_ref::<StringArray>().ok_or_else(|| bad("comparison")))
             .transpose()?;
         let passed = view.column::<BooleanArray>("passed")?;
         let rate = view.column::<Float64Array>("pass_rate")?;
         let tests = view.column::<ListArray>("tests")?;
-        let values = tests
-            .values()
-            .as_any()
-            .downcast_ref::<StructArray>()
-            .ok_or_else(|| bad("tests"))?;
+        let values =
+            tests.values().as_any().downcast_ref::<StructArray>().ok_or_else(|| bad("tests"))?;
         let field = |i: usize| values.column(i).as_any();
         let (index, verdict) = (
-            field(0)
-                .downcast_ref::<UInt32Array>()
-                .ok_or_else(|| bad("tests.index"))?,
-            field(1)
-                .downcast_ref::<StringArray>()
-                .ok_or_else(|| bad("tests.verdict"))?,
+            field(0).downcast_ref::<UInt32Array>().ok_or_else(|| bad("tests.index"))?,
+            field(1).downcast_ref::<StringArray>().ok_or_else(|| bad("tests.verdict"))?,
         );
         let nums = |i: usize, n: &str| field(i).downcast_ref::<UInt64Array>().ok_or_else(|| bad(n));
-        let (wall, cpu, mem) = (
-            nums(2, "tests.wall_ms")?,
-            nums(3, "tests.cpu_ms")?,
-            nums(4, "tests.peak_memory_kb")?,
-        );
+        let (wall, cpu, mem) =
+            (nums(2, "tests.wall_ms")?, nums(3, "tests.cpu_ms")?, nums(4, "tests.peak_memory_kb")?);
         // Absent from tables written before wrong outputs were digested: none known.
         let (digest, alternative) = if values.num_columns() > 6 {
             (
@@ -215,20 +187,12 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
             .transpose()?;
         for r in 0..batch.num_rows() {
             let lang = Language::parse(language.value(r)).ok_or_else(|| {
-                err(
-                    r,
-                    "language",
-                    format!("unknown language `{}`", language.value(r)),
-                )
+                err(r, "language", format!("unknown language `{}`", language.value(r)))
             })?;
             let mut results = Vec::new();
             for i in offsets[r] as usize..offsets[r + 1] as usize {
                 let v = Verdict::parse(verdict.value(i)).ok_or_else(|| {
-                    err(
-                        r,
-                        "tests.verdict",
-                        format!("unknown verdict `{}`", verdict.value(i)),
-                    )
+                    err(r, "tests.verdict", format!("unknown verdict `{}`", verdict.value(i)))
                 })?;
                 results.push(TestResult {
                     index: index.value(i),
@@ -250,11 +214,7 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
                 "cgroup_v1" => MemoryBound::CgroupV1,
                 "rlimit" => MemoryBound::Rlimit,
                 other => {
-                    return Err(err(
-                        r,
-                        "memory_bound",
-                        format!("unknown memory bound `{other}`"),
-                    ));
+                    return Err(err(r, "memory_bound", format!("unknown memory bound `{other}`")));
                 }
             };
             let comparison = match comparison.map(|c| c.value(r)) {
@@ -263,26 +223,15 @@ pub fn read_verdicts(path: &Path) -> Result<Vec<SolutionResult>, TableError> {
                 Some("any_of_several") => AnswerKind::AnyOfSeveral,
                 Some("any_case") => AnswerKind::AnyCase,
                 Some(other) => {
-                    return Err(err(
-                        r,
-                        "comparison",
-                        format!("unknown comparison `{other}`"),
-                    ));
+                    return Err(err(r, "comparison", format!("unknown comparison `{other}`")));
                 }
             };
             let stopped = match (stopped_at, stopped_by) {
                 (Some(at), Some(by)) if at.is_valid(r) && by.is_valid(r) => {
                     let verdict = Verdict::parse(by.value(r)).ok_or_else(|| {
-                        err(
-                            r,
-                            "stopped_by",
-                            format!("unknown verdict `{}`", by.value(r)),
-                        )
+                        err(r, "stopped_by", format!("unknown verdict `{}`", by.value(r)))
                     })?;
-                    Some(Stopped {
-                        index: at.value(r),
-                        verdict,
-                    })
+                    Some(Stopped { index: at.value(r), verdict })
                 }
                 (Some(at), Some(by)) if at.is_valid(r) != by.is_valid(r) => {
                     return Err(err(
@@ -341,11 +290,7 @@ mod tests {
                     passed: i % 2 == 0,
                     pass_rate: 0.5,
                     tests,
-                    message: if i % 5 == 0 {
-                        "boom".into()
-                    } else {
-                        String::new()
-                    },
+                    message: if i % 5 == 0 { "boom".into() } else { String::new() },
                     memory_bound: [
                         MemoryBound::CgroupV2,
                         MemoryBound::CgroupV1,
@@ -356,10 +301,8 @@ mod tests {
                         2 => AnswerKind::AnyCase,
                         _ => AnswerKind::Exact,
                     },
-                    stopped: (i % 4 == 3).then_some(Stopped {
-                        index: 2,
-                        verdict: Verdict::ALL[(i + 2) % 7],
-                    }),
+                    stopped: (i % 4 == 3)
+                        .then_some(Stopped { index: 2, verdict: Verdict::ALL[(i + 2) % 7] }),
                 }
             })
             .collect();

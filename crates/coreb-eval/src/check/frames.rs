@@ -63,12 +63,7 @@ fn corpus_columns(task: Task) -> (&'static str, &'static str, &'static str) {
 
 /// A string column as owned strings (a null as the empty string).
 pub(crate) fn strings(df: &DataFrame, name: &str) -> Result<Vec<String>> {
-    Ok(df
-        .column(name)?
-        .str()?
-        .iter()
-        .map(|s| s.unwrap_or_default().to_owned())
-        .collect())
+    Ok(df.column(name)?.str()?.iter().map(|s| s.unwrap_or_default().to_owned()).collect())
 }
 
 fn sorted(mut v: Vec<String>) -> Vec<String> {
@@ -81,18 +76,12 @@ impl Frames {
     /// The release at `dir` (its configs are read when a query runs), composed with the
     /// series' search positives.
     pub fn new(dir: &Path) -> Frames {
-        Frames {
-            dir: dir.to_owned(),
-            search_positives: SearchPositives::All,
-        }
+        Frames { dir: dir.to_owned(), search_positives: SearchPositives::All }
     }
 
     /// The same release, its search queries' definition made relevant by `search_positives`.
     pub fn with_search_positives(self, search_positives: SearchPositives) -> Frames {
-        Frames {
-            search_positives,
-            ..self
-        }
+        Frames { search_positives, ..self }
     }
 
     fn scan(&self, config: &str) -> Result<LazyFrame> {
@@ -149,14 +138,10 @@ impl Frames {
     /// Every id of the release (documents and queries) with the config it is in.
     fn ids(&self) -> Result<LazyFrame> {
         let mut parts = vec![
-            self.scan("code_corpus")?.select([
-                col("code_id").alias("id"),
-                lit("code_corpus").alias("config"),
-            ]),
-            self.scan("text_corpus")?.select([
-                col("text_id").alias("id"),
-                lit("text_corpus").alias("config"),
-            ]),
+            self.scan("code_corpus")?
+                .select([col("code_id").alias("id"), lit("code_corpus").alias("config")]),
+            self.scan("text_corpus")?
+                .select([col("text_id").alias("id"), lit("text_corpus").alias("config")]),
         ];
         for task in Task::ALL {
             parts.push(self.queries(task)?.select([
@@ -221,10 +206,7 @@ impl Frames {
 
     /// Ids of this release that `other` (an earlier release) also holds.
     pub fn ids_also_in(&self, other: &Frames) -> Result<Vec<String>> {
-        let df = self
-            .ids()?
-            .semi_join(other.ids()?, col("id"), col("id"))
-            .collect()?;
+        let df = self.ids()?.semi_join(other.ids()?, col("id"), col("id")).collect()?;
         Ok(sorted(strings(&df, "id")?))
     }
 
@@ -290,11 +272,7 @@ impl Frames {
             Task::Code2Text => {
                 let texts = self
                     .scan("text_corpus")?
-                    .filter(
-                        col("kind")
-                            .eq(lit("full"))
-                            .or(col("kind").eq(lit("canonical"))),
-                    )
+                    .filter(col("kind").eq(lit("full")).or(col("kind").eq(lit("canonical"))))
                     .select([col("text_id").alias("doc_id"), col("problem_id")]);
                 queries
                     .select([col("query_id"), col("source_problem_id")])
@@ -346,10 +324,12 @@ impl Frames {
     }
 
     fn positives(&self, task: Task) -> Result<LazyFrame> {
-        Ok(self
-            .qrels(task)?
-            .filter(col("relevance").gt_eq(lit(2)))
-            .select([concat_str([col("query_id"), col("doc_id")], "→", true).alias("pair")]))
+        Ok(self.qrels(task)?.filter(col("relevance").gt_eq(lit(2))).select([concat_str(
+            [col("query_id"), col("doc_id")],
+            "→",
+            true,
+        )
+        .alias("pair")]))
     }
 
     /// Known-relevant pairs without a relevance-2 judgement (`query→doc`).
@@ -401,9 +381,7 @@ impl Frames {
             .filter(col("language_constraint").eq(lit("any")))
             .select([col("query_id")]);
         let total = any.clone().collect()?.height();
-        let langs = self
-            .scan("code_corpus")?
-            .select([col("code_id"), col("language")]);
+        let langs = self.scan("code_corpus")?.select([col("code_id"), col("language")]);
         let df = self
             .qrels(Task::Text2Code)?
             .filter(col("relevance").gt_eq(lit(2)))
@@ -424,8 +402,7 @@ impl Frames {
             let own = self
                 .qrels(task)?
                 .inner_join(
-                    self.queries(task)?
-                        .select([col("query_id"), col("source_doc_id")]),
+                    self.queries(task)?.select([col("query_id"), col("source_doc_id")]),
                     col("query_id"),
                     col("query_id"),
                 )
@@ -438,8 +415,7 @@ impl Frames {
             .queries(Task::Code2Code)?
             .select([col("query_id"), col("query"), col("source_doc_id")])
             .inner_join(
-                self.candidates(Task::Code2Code)?
-                    .select([col("doc_id"), col("text")]),
+                self.candidates(Task::Code2Code)?.select([col("doc_id"), col("text")]),
                 col("query"),
                 col("text"),
             )
@@ -455,9 +431,8 @@ impl Frames {
     /// Language-constrained text2code queries whose text does not name their language, and
     /// how many constrained queries there are.
     pub fn unnamed_language_queries(&self) -> Result<(Vec<String>, usize)> {
-        let constrained = self
-            .queries(Task::Text2Code)?
-            .filter(col("language_constraint").neq(lit("any")));
+        let constrained =
+            self.queries(Task::Text2Code)?.filter(col("language_constraint").neq(lit("any")));
         let total = constrained.clone().collect()?.height();
         let names = [
             ("python", "python"),
@@ -468,18 +443,12 @@ impl Frames {
         ];
         let mut named = lit(false);
         for (lang, pattern) in names.iter().rev() {
-            let says = col("query").str().contains(
-                lit(format!(r"(?i)(^|[^a-z0-9_])({pattern})([^a-z0-9_+]|$)")),
-                false,
-            );
-            named = when(col("language_constraint").eq(lit(*lang)))
-                .then(says)
-                .otherwise(named);
+            let says = col("query")
+                .str()
+                .contains(lit(format!(r"(?i)(^|[^a-z0-9_])({pattern})([^a-z0-9_+]|$)")), false);
+            named = when(col("language_constraint").eq(lit(*lang))).then(says).otherwise(named);
         }
-        let df = constrained
-            .filter(named.not())
-            .select([col("query_id")])
-            .collect()?;
+        let df = constrained.filter(named.not()).select([col("query_id")]).collect()?;
         Ok((sorted(strings(&df, "query_id")?), total))
     }
 
@@ -492,11 +461,7 @@ impl Frames {
                 .filter(col(text).str().contains(lit(r"\S"), false).not())
                 .select([col(id)])
                 .collect()?;
-            out.extend(
-                strings(&df, id)?
-                    .into_iter()
-                    .map(|i| format!("{config}:{i}")),
-            );
+            out.extend(strings(&df, id)?.into_iter().map(|i| format!("{config}:{i}")));
         }
         Ok(sorted(out))
     }
@@ -524,30 +489,21 @@ impl Frames {
                 .group_by([col("subtask"), col("query")])
                 .agg([
                     col("answers").n_unique().alias("n"),
-                    col("query_id")
-                        .sort(SortOptions::default())
-                        .str()
-                        .join("=", true)
-                        .alias("ids"),
+                    col("query_id").sort(SortOptions::default()).str().join("=", true).alias("ids"),
                 ])
                 .filter(col("n").gt(lit(1u32)))
                 .collect()?;
             out.extend(strings(&df, "ids")?);
         }
-        for (config, id, text) in [
-            ("code_corpus", "code_id", "code"),
-            ("text_corpus", "text_id", "text"),
-        ] {
+        for (config, id, text) in
+            [("code_corpus", "code_id", "code"), ("text_corpus", "text_id", "text")]
+        {
             let df = self
                 .scan(config)?
                 .group_by([col(text)])
                 .agg([
                     col("problem_id").n_unique().alias("n"),
-                    col(id)
-                        .sort(SortOptions::default())
-                        .str()
-                        .join("=", true)
-                        .alias("ids"),
+                    col(id).sort(SortOptions::default()).str().join("=", true).alias("ids"),
                 ])
                 .filter(col("n").gt(lit(1u32)))
                 .collect()?;
@@ -562,9 +518,7 @@ impl Frames {
             ("text_corpus".to_owned(), "text_id", "text"),
         ];
         cols.extend(
-            Task::ALL
-                .iter()
-                .map(|t| (format!("{}_queries", t.as_str()), "query_id", "query")),
+            Task::ALL.iter().map(|t| (format!("{}_queries", t.as_str()), "query_id", "query")),
         );
         cols
     }
@@ -576,11 +530,7 @@ impl Frames {
         for (config, id, text) in self.text_columns() {
             let sized = self.scan(&config)?.select([
                 col(id).alias("id"),
-                col(text)
-                    .str()
-                    .len_chars()
-                    .cast(DataType::Float64)
-                    .alias("chars"),
+                col(text).str().len_chars().cast(DataType::Float64).alias("chars"),
                 col(text)
                     .str()
                     .count_matches(lit(WORD), false)
@@ -600,19 +550,10 @@ impl Frames {
                 ])
                 .collect()?;
             let value = |name: &str| -> Result<f64> {
-                Ok(stats
-                    .column(name)?
-                    .cast(&DataType::Float64)?
-                    .f64()?
-                    .get(0)
-                    .unwrap_or(0.0))
+                Ok(stats.column(name)?.cast(&DataType::Float64)?.f64()?.get(0).unwrap_or(0.0))
             };
-            let rows = stats
-                .column("rows")?
-                .cast(&DataType::UInt64)?
-                .u64()?
-                .get(0)
-                .unwrap_or(0) as usize;
+            let rows =
+                stats.column("rows")?.cast(&DataType::UInt64)?.u64()?.get(0).unwrap_or(0) as usize;
             let long = sized
                 .filter(col("chars").gt(lit(max_chars as f64)))
                 .select([col("id")])
@@ -635,21 +576,13 @@ impl Frames {
             .select([col("query_id"), col("query"), col("source_doc_id")])
             .collect()?;
         let (ids, texts) = (strings(&df, "query_id")?, strings(&df, "query")?);
-        let own: Vec<Option<String>> = df
-            .column("source_doc_id")?
-            .str()?
-            .iter()
-            .map(|s| s.map(str::to_owned))
-            .collect();
+        let own: Vec<Option<String>> =
+            df.column("source_doc_id")?.str()?.iter().map(|s| s.map(str::to_owned)).collect();
         let mut rows: Vec<QueryRow> = ids
             .into_iter()
             .zip(texts)
             .zip(own)
-            .map(|((id, text), source_doc_id)| QueryRow {
-                id,
-                text,
-                source_doc_id,
-            })
+            .map(|((id, text), source_doc_id)| QueryRow { id, text, source_doc_id })
             .collect();
         rows.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(rows)
@@ -659,18 +592,9 @@ impl Frames {
     pub fn qrel_rows(&self, task: Task) -> Result<Vec<(String, String, i64)>> {
         let df = self
             .qrels(task)?
-            .select([
-                col("query_id"),
-                col("doc_id"),
-                col("relevance").cast(DataType::Int64),
-            ])
+            .select([col("query_id"), col("doc_id"), col("relevance").cast(DataType::Int64)])
             .collect()?;
-        let rel: Vec<i64> = df
-            .column("relevance")?
-            .i64()?
-            .iter()
-            .map(|r| r.unwrap_or(0))
-            .collect();
+        let rel: Vec<i64> = df.column("relevance")?.i64()?.iter().map(|r| r.unwrap_or(0)).collect();
         Ok(strings(&df, "query_id")?
             .into_iter()
             .zip(strings(&df, "doc_id")?)
@@ -682,10 +606,8 @@ impl Frames {
     /// The candidate documents of a task (id, text), in id order.
     pub fn candidate_rows(&self, task: Task) -> Result<Vec<(String, String)>> {
         let df = self.candidates(task)?.collect()?;
-        let mut rows: Vec<(String, String)> = strings(&df, "doc_id")?
-            .into_iter()
-            .zip(strings(&df, "text")?)
-            .collect();
+        let mut rows: Vec<(String, String)> =
+            strings(&df, "doc_id")?.into_iter().zip(strings(&df, "text")?).collect();
         rows.sort();
         Ok(rows)
     }

@@ -196,11 +196,7 @@ impl std::fmt::Display for CheckResult {
             write!(
                 f,
                 "; first: {}",
-                self.offending
-                    .iter()
-                    .map(|e| format!("`{e}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                self.offending.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
             )?;
         }
         Ok(())
@@ -221,10 +217,7 @@ pub struct CheckReport {
 impl CheckReport {
     /// The failed results that are enforced (not waived).
     pub fn failures(&self) -> Vec<&CheckResult> {
-        self.results
-            .iter()
-            .filter(|r| !r.passed && !r.waived)
-            .collect()
+        self.results.iter().filter(|r| !r.passed && !r.waived).collect()
     }
 
     /// A Markdown table: check, scope, figure, threshold, status, first offending ids.
@@ -234,13 +227,8 @@ impl CheckReport {
             self.version
         );
         for r in &self.results {
-            let first = r
-                .offending
-                .iter()
-                .take(3)
-                .map(|e| format!("`{e}`"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let first =
+                r.offending.iter().take(3).map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ");
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} |",
@@ -271,15 +259,7 @@ impl Results<'_> {
     /// A check whose figure is a count of offending ids, passing at 0.
     fn count(&mut self, check: Check, scope: &str, offending: Vec<String>) {
         let n = offending.len();
-        self.push(
-            check,
-            scope,
-            n.to_string(),
-            n as f64,
-            "= 0".into(),
-            n == 0,
-            offending,
-        );
+        self.push(check, scope, n.to_string(), n as f64, "= 0".into(), n == 0, offending);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -322,10 +302,7 @@ pub fn sibling_releases(release: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             name.as_str() != own && name.starts_with('v') && p.join("code_corpus.parquet").is_file()
         })
         .collect();
@@ -336,11 +313,7 @@ pub fn sibling_releases(release: &Path) -> Vec<PathBuf> {
 /// Refuse a `[gates] waive` entry that names no check (the manifest is checked with it when
 /// it is resolved, so a typo stops the build before its first stage).
 pub fn check_waivers(cfg: &GatesConfig) -> Result<(), CheckError> {
-    match cfg
-        .waive
-        .iter()
-        .find(|w| !Check::ALL.iter().any(|c| c.as_str() == w.as_str()))
-    {
+    match cfg.waive.iter().find(|w| !Check::ALL.iter().any(|c| c.as_str() == w.as_str())) {
         Some(unknown) => Err(CheckError::UnknownCheck {
             name: unknown.clone(),
             known: Check::ALL.map(Check::as_str).join(", "),
@@ -360,37 +333,17 @@ pub fn check_release(
 ) -> Result<CheckReport, CheckError> {
     check_waivers(cfg)?;
     let frames = Frames::new(dir).with_search_positives(composition.search_positives);
-    let fr = |source: FrameError| CheckError::Frames {
-        release: dir.to_owned(),
-        source,
-    };
-    let mut r = Results {
-        cfg,
-        out: Vec::new(),
-    };
+    let fr = |source: FrameError| CheckError::Frames { release: dir.to_owned(), source };
+    let mut r = Results { cfg, out: Vec::new() };
 
-    r.count(
-        Check::IdUnique,
-        "release",
-        frames.duplicate_ids().map_err(fr)?,
-    );
-    r.count(
-        Check::IdFormat,
-        "release",
-        frames.malformed_ids(version).map_err(fr)?,
-    );
+    r.count(Check::IdUnique, "release", frames.duplicate_ids().map_err(fr)?);
+    r.count(Check::IdFormat, "release", frames.malformed_ids(version).map_err(fr)?);
     let mut reused = Vec::new();
     for other in others {
-        let name = other
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = other.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let ids = frames
             .ids_also_in(&Frames::new(other))
-            .map_err(|source| CheckError::Frames {
-                release: other.clone(),
-                source,
-            })?;
+            .map_err(|source| CheckError::Frames { release: other.clone(), source })?;
         reused.extend(ids.into_iter().map(|id| format!("{id}@{name}")));
     }
     r.count(Check::IdEarlierReleases, "release", reused);
@@ -398,29 +351,13 @@ pub fn check_release(
     let mut beir_sets = BTreeMap::new();
     for task in Task::ALL {
         let scope = task.as_str();
-        r.count(
-            Check::QrelsResolve,
-            scope,
-            frames.dangling_qrels(task).map_err(fr)?,
-        );
+        r.count(Check::QrelsResolve, scope, frames.dangling_qrels(task).map_err(fr)?);
         let (without, _) = frames.queries_without(task, 2, false).map_err(fr)?;
         r.count(Check::QueryHasPositive, scope, without);
-        r.count(
-            Check::UnjudgedRelevant,
-            scope,
-            frames.unjudged_relevant(task).map_err(fr)?,
-        );
-        r.count(
-            Check::UnfoundedPositives,
-            scope,
-            frames.unfounded_positives(task).map_err(fr)?,
-        );
+        r.count(Check::UnjudgedRelevant, scope, frames.unjudged_relevant(task).map_err(fr)?);
+        r.count(Check::UnfoundedPositives, scope, frames.unfounded_positives(task).map_err(fr)?);
         let (without, total) = frames.queries_without(task, 1, true).map_err(fr)?;
-        let share = if total == 0 {
-            1.0
-        } else {
-            1.0 - without.len() as f64 / total as f64
-        };
+        let share = if total == 0 { 1.0 } else { 1.0 - without.len() as f64 / total as f64 };
         let figure = format!("{share:.4} ({} of {total})", total - without.len());
         let threshold = format!("≥ {:.2}", cfg.min_hard_negative_share);
         r.push(
@@ -436,11 +373,7 @@ pub fn check_release(
     }
 
     let (single, total) = frames.single_language_queries().map_err(fr)?;
-    let share = if total == 0 {
-        0.0
-    } else {
-        single.len() as f64 / total as f64
-    };
+    let share = if total == 0 { 0.0 } else { single.len() as f64 / total as f64 };
     let figure = format!("{share:.4} ({} of {total})", single.len());
     r.push(
         Check::SingleLanguagePositives,
@@ -475,16 +408,8 @@ pub fn check_release(
         passed,
         unnamed,
     );
-    r.count(
-        Check::EmptyTexts,
-        "release",
-        frames.empty_texts().map_err(fr)?,
-    );
-    r.count(
-        Check::DuplicateTexts,
-        "release",
-        frames.ambiguous_texts().map_err(fr)?,
-    );
+    r.count(Check::EmptyTexts, "release", frames.empty_texts().map_err(fr)?);
+    r.count(Check::DuplicateTexts, "release", frames.ambiguous_texts().map_err(fr)?);
     for l in frames.lengths(cfg.max_text_chars).map_err(fr)? {
         let figure = format!(
             "{} rows; chars {:.0}/{:.0}/{:.0}; words {:.0}/{:.0}/{:.0}",
@@ -505,17 +430,13 @@ pub fn check_release(
     for task in Task::ALL {
         let (diff, offending) =
             equivalence(&frames, task, &beir_sets[&task]).map_err(|e| match e {
-                Equivalence::Frames(source) => CheckError::Frames {
-                    release: dir.to_owned(),
-                    source,
-                },
+                Equivalence::Frames(source) => {
+                    CheckError::Frames { release: dir.to_owned(), source }
+                }
                 Equivalence::Eval(e) => CheckError::Eval(e),
             })?;
         let passed = offending.is_empty();
-        let figure = format!(
-            "{} mismatches, max metric difference {diff:.1e}",
-            offending.len()
-        );
+        let figure = format!("{} mismatches, max metric difference {diff:.1e}", offending.len());
         r.push(
             Check::BeirParquetEquivalence,
             task.as_str(),
@@ -536,43 +457,23 @@ pub fn check_release(
             gate.min_intent,
             path.display()
         );
-        r.push(
-            Check::Review,
-            "release",
-            figure,
-            share,
-            threshold,
-            passed,
-            Vec::new(),
-        );
+        r.push(Check::Review, "release", figure, share, threshold, passed, Vec::new());
     }
     let compared_with = others.iter().map(|o| o.display().to_string()).collect();
-    Ok(CheckReport {
-        version: version.to_owned(),
-        compared_with,
-        results: r.out,
-    })
+    Ok(CheckReport { version: version.to_owned(), compared_with, results: r.out })
 }
 
 /// The `figures` of a recorded `review.json`; `None` when there is none.
 fn read_review_figures(path: &Path) -> Result<Option<crate::gates::ReviewFigures>, CheckError> {
-    let bad = |reason: String| CheckError::Review {
-        path: path.to_owned(),
-        reason,
-    };
+    let bad = |reason: String| CheckError::Review { path: path.to_owned(), reason };
     let text = match fs_err::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(bad(e.to_string())),
     };
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    let figures = value
-        .get("figures")
-        .cloned()
-        .ok_or_else(|| bad("no `figures`".into()))?;
-    serde_json::from_value(figures)
-        .map(Some)
-        .map_err(|e| bad(format!("`figures`: {e}")))
+    let figures = value.get("figures").cloned().ok_or_else(|| bad("no `figures`".into()))?;
+    serde_json::from_value(figures).map(Some).map_err(|e| bad(format!("`figures`: {e}")))
 }
 
 enum Equivalence {
@@ -605,31 +506,21 @@ fn equivalence(
 ) -> Result<(f64, Vec<String>), Equivalence> {
     let mut bad = Vec::new();
     let expected: BTreeMap<String, String> = frames.candidate_rows(task)?.into_iter().collect();
-    let got: BTreeMap<&str, &str> = beir
-        .corpus
-        .iter()
-        .map(|d| (d.id.as_str(), d.text.as_str()))
-        .collect();
+    let got: BTreeMap<&str, &str> =
+        beir.corpus.iter().map(|d| (d.id.as_str(), d.text.as_str())).collect();
     for (id, text) in &expected {
         if got.get(id.as_str()) != Some(&text.as_str()) {
             bad.push(format!("corpus:{id}"));
         }
     }
     bad.extend(
-        got.keys()
-            .filter(|id| !expected.contains_key(**id))
-            .map(|id| format!("corpus:{id}")),
+        got.keys().filter(|id| !expected.contains_key(**id)).map(|id| format!("corpus:{id}")),
     );
     let queries = frames.query_rows(task)?;
-    let want: BTreeMap<&str, &str> = queries
-        .iter()
-        .map(|q| (q.id.as_str(), q.text.as_str()))
-        .collect();
-    let have: BTreeMap<&str, &str> = beir
-        .queries
-        .iter()
-        .map(|q| (q.id.as_str(), q.text.as_str()))
-        .collect();
+    let want: BTreeMap<&str, &str> =
+        queries.iter().map(|q| (q.id.as_str(), q.text.as_str())).collect();
+    let have: BTreeMap<&str, &str> =
+        beir.queries.iter().map(|q| (q.id.as_str(), q.text.as_str())).collect();
     for id in want.keys().chain(have.keys()).collect::<BTreeSet<_>>() {
         if want.get(id) != have.get(id) {
             bad.push(format!("queries:{id}"));
@@ -646,10 +537,7 @@ fn equivalence(
         .queries
         .iter()
         .flat_map(|(q, qq)| {
-            qq.judged
-                .iter()
-                .filter(|(_, r)| *r >= 1)
-                .map(move |(d, _)| (q.as_str(), d.as_str()))
+            qq.judged.iter().filter(|(_, r)| *r >= 1).map(move |(d, _)| (q.as_str(), d.as_str()))
         })
         .collect();
     bad.extend(
@@ -661,11 +549,8 @@ fn equivalence(
     if queries.is_empty() {
         return Ok((0.0, bad));
     }
-    let graded = Qrels::from_triples(
-        graded_rows
-            .iter()
-            .map(|(q, d, r)| (q.as_str(), d.as_str(), *r)),
-    )?;
+    let graded =
+        Qrels::from_triples(graded_rows.iter().map(|(q, d, r)| (q.as_str(), d.as_str(), *r)))?;
     let mut run = Run::new("equivalence");
     let unjudged: Vec<&String> = expected.keys().take(5).collect();
     for q in &queries {
@@ -683,14 +568,7 @@ fn equivalence(
             run.push(&q.id, d, score);
         }
     }
-    let coreb = coreb_evaluate(
-        &graded,
-        &run,
-        &CorebConfig {
-            ks: vec![10],
-            level: 2,
-        },
-    );
+    let coreb = coreb_evaluate(&graded, &run, &CorebConfig { ks: vec![10], level: 2 });
     let trec = trec_evaluate(
         &beir.qrels,
         &run,
@@ -729,9 +607,8 @@ mod tests {
             ..GatesConfig::default()
         };
         assert!(check_waivers(&named(&["language_named", "duplicate_texts"])).is_ok());
-        let err = check_waivers(&named(&["language_named", "language_nmed"]))
-            .unwrap_err()
-            .to_string();
+        let err =
+            check_waivers(&named(&["language_named", "language_nmed"])).unwrap_err().to_string();
         assert!(
             err.contains("`language_nmed`") && err.contains("language_named, empty_texts"),
             "{err}"

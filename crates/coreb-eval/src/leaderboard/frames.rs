@@ -154,39 +154,20 @@ pub struct MeanRow {
 }
 
 fn optional_strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>> {
-    Ok(df
-        .column(name)?
-        .str()?
-        .iter()
-        .map(|s| s.map(str::to_owned))
-        .collect())
+    Ok(df.column(name)?.str()?.iter().map(|s| s.map(str::to_owned)).collect())
 }
 
 fn floats(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
-    Ok(df
-        .column(name)?
-        .f64()?
-        .iter()
-        .map(|v| v.unwrap_or(f64::NAN))
-        .collect())
+    Ok(df.column(name)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }
 
 fn counts(df: &DataFrame, name: &str) -> Result<Vec<u64>> {
-    Ok(df
-        .column(name)?
-        .cast(&DataType::UInt64)?
-        .u64()?
-        .iter()
-        .map(|v| v.unwrap_or(0))
-        .collect())
+    Ok(df.column(name)?.cast(&DataType::UInt64)?.u64()?.iter().map(|v| v.unwrap_or(0)).collect())
 }
 
 /// The order "latest record last".
 fn by_recording(e: Expr) -> Expr {
-    e.sort_by(
-        [col("recorded_at"), col("record_id")],
-        SortMultipleOptions::default(),
-    )
+    e.sort_by([col("recorded_at"), col("record_id")], SortMultipleOptions::default())
 }
 
 /// The columns the leaderboard reads.
@@ -215,10 +196,7 @@ impl StoreFrames {
     /// Read the store made of these record files (one scan of them all).
     pub fn open(files: &[PathBuf]) -> Result<StoreFrames> {
         if files.is_empty() {
-            return Ok(StoreFrames {
-                all: None,
-                latest: None,
-            });
+            return Ok(StoreFrames { all: None, latest: None });
         }
         // The files are read in parallel (each is small: one record's rows).
         let records = files
@@ -238,42 +216,28 @@ impl StoreFrames {
             })
             .collect::<Result<Vec<_>>>()?;
         // One chunk, not one per file: the group-bys below are faster over it.
-        let all = concat(
-            records,
-            UnionArgs {
-                rechunk: true,
-                ..UnionArgs::default()
-            },
-        )?
-        .collect()?;
+        let all =
+            concat(records, UnionArgs { rechunk: true, ..UnionArgs::default() })?.collect()?;
         let keys = [col("model"), col("release"), col("task")];
-        let current = all
-            .clone()
-            .lazy()
-            .group_by(keys.clone())
-            .agg([by_recording(col("record_id")).last().alias("record_id")]);
-        let cutoffs = all
-            .clone()
-            .lazy()
-            .group_by([col("model")])
-            .agg([by_recording(col("cutoff")).last().alias("model_cutoff")]);
+        let current =
+            all.clone()
+                .lazy()
+                .group_by(keys.clone())
+                .agg([by_recording(col("record_id")).last().alias("record_id")]);
+        let cutoffs =
+            all.clone()
+                .lazy()
+                .group_by([col("model")])
+                .agg([by_recording(col("cutoff")).last().alias("model_cutoff")]);
         let mut on = keys.to_vec();
         on.push(col("record_id"));
         let latest = all
             .clone()
             .lazy()
             .join(current, on.clone(), on, JoinArgs::new(JoinType::Inner))
-            .join(
-                cutoffs,
-                [col("model")],
-                [col("model")],
-                JoinArgs::new(JoinType::Inner),
-            )
+            .join(cutoffs, [col("model")], [col("model")], JoinArgs::new(JoinType::Inner))
             .collect()?;
-        Ok(StoreFrames {
-            all: Some(all),
-            latest: Some(latest),
-        })
+        Ok(StoreFrames { all: Some(all), latest: Some(latest) })
     }
 
     /// Every row of every record.
@@ -306,16 +270,10 @@ impl StoreFrames {
             ])
             .sort(sort, SortMultipleOptions::default())
             .collect()?;
-        let (model, release, task) = (
-            strings(&df, "model")?,
-            strings(&df, "release")?,
-            strings(&df, "task")?,
-        );
-        let (subtask, language, metric) = (
-            strings(&df, "subtask")?,
-            strings(&df, "language")?,
-            strings(&df, "metric")?,
-        );
+        let (model, release, task) =
+            (strings(&df, "model")?, strings(&df, "release")?, strings(&df, "task")?);
+        let (subtask, language, metric) =
+            (strings(&df, "subtask")?, strings(&df, "language")?, strings(&df, "metric")?);
         let (value, n) = (floats(&df, "value")?, counts(&df, "num_queries")?);
         Ok((0..df.height())
             .map(|i| CellRow {
@@ -339,9 +297,7 @@ impl StoreFrames {
         let df = all
             .group_by([col("release")])
             .agg([
-                by_recording(col("window_start"))
-                    .last()
-                    .alias("window_start"),
+                by_recording(col("window_start")).last().alias("window_start"),
                 by_recording(col("window_end")).last().alias("window_end"),
             ])
             .sort(["release"], SortMultipleOptions::default())
@@ -372,10 +328,7 @@ impl StoreFrames {
                 col("record_id").n_unique().alias("records"),
                 col("record_id").min().alias("example_record"),
             ])
-            .sort(
-                ["release", "release_manifest_sha256"],
-                SortMultipleOptions::default(),
-            )
+            .sort(["release", "release_manifest_sha256"], SortMultipleOptions::default())
             .collect()?;
         let (release, sha, example) = (
             strings(&df, "release")?,
@@ -406,25 +359,14 @@ impl StoreFrames {
             .agg([
                 by_recording(col("retriever")).last().alias("retriever"),
                 by_recording(col("cutoff")).last().alias("cutoff"),
-                by_recording(col(CATEGORY))
-                    .drop_nulls()
-                    .last()
-                    .alias(CATEGORY),
+                by_recording(col(CATEGORY)).drop_nulls().last().alias(CATEGORY),
                 col("record_id").n_unique().alias("records"),
             ])
-            .join(
-                current,
-                [col("model")],
-                [col("model")],
-                JoinArgs::new(JoinType::Inner),
-            )
+            .join(current, [col("model")], [col("model")], JoinArgs::new(JoinType::Inner))
             .sort(["model"], SortMultipleOptions::default())
             .collect()?;
-        let (model, retriever, cutoff) = (
-            strings(&df, "model")?,
-            strings(&df, "retriever")?,
-            optional_strings(&df, "cutoff")?,
-        );
+        let (model, retriever, cutoff) =
+            (strings(&df, "model")?, strings(&df, "retriever")?, optional_strings(&df, "cutoff")?);
         let category = optional_strings(&df, CATEGORY)?;
         let (records, current) = (counts(&df, "records")?, counts(&df, "current_records")?);
         Ok((0..df.height())
@@ -492,14 +434,8 @@ impl StoreFrames {
         let df = rows
             .clone()
             .group_by([col("model"), col("task"), col("subtask"), col("language")])
-            .agg([
-                col("value").mean().alias("mean"),
-                col("release").n_unique().alias("releases"),
-            ])
-            .sort(
-                ["model", "task", "subtask", "language"],
-                SortMultipleOptions::default(),
-            )
+            .agg([col("value").mean().alias("mean"), col("release").n_unique().alias("releases")])
+            .sort(["model", "task", "subtask", "language"], SortMultipleOptions::default())
             .collect()?;
         let (model, task) = (strings(&df, "model")?, strings(&df, "task")?);
         let (subtask, language) = (strings(&df, "subtask")?, strings(&df, "language")?);
@@ -519,10 +455,7 @@ impl StoreFrames {
             .unique(None, UniqueKeepStrategy::Any)
             .sort(["model", "release"], SortMultipleOptions::default())
             .collect()?;
-        let pairs = strings(&used, "model")?
-            .into_iter()
-            .zip(strings(&used, "release")?)
-            .collect();
+        let pairs = strings(&used, "model")?.into_iter().zip(strings(&used, "release")?).collect();
         Ok((means, pairs))
     }
 
@@ -537,16 +470,10 @@ impl StoreFrames {
             return Ok(Vec::new());
         };
         let df = rows
-            .filter(
-                col("subtask")
-                    .eq(lit(ALL))
-                    .and(col("language").eq(lit(ALL))),
-            )
+            .filter(col("subtask").eq(lit(ALL)).and(col("language").eq(lit(ALL))))
             .group_by([col("model")])
             .agg([
-                (col("value") * col("num_queries").cast(DataType::Float64))
-                    .sum()
-                    .alias("weighted"),
+                (col("value") * col("num_queries").cast(DataType::Float64)).sum().alias("weighted"),
                 col("num_queries").sum().alias("queries"),
             ])
             .sort(["model"], SortMultipleOptions::default())

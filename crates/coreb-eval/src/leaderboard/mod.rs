@@ -175,10 +175,8 @@ impl ReleaseInfo {
         }
         let total: u64 = queries.values().sum();
         let gates = &counts["gates"];
-        let bm25_band = match (
-            gates["bm25_ndcg10_min"].as_f64(),
-            gates["bm25_ndcg10_max"].as_f64(),
-        ) {
+        let bm25_band = match (gates["bm25_ndcg10_min"].as_f64(), gates["bm25_ndcg10_max"].as_f64())
+        {
             (Some(lo), Some(hi)) => Some([lo, hi]),
             _ => None,
         };
@@ -194,11 +192,7 @@ impl ReleaseInfo {
             text_docs: u(&qrels["text_docs"]),
             bm25_ndcg10: counts["bm25_ndcg10"]
                 .as_object()
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
-                        .collect()
-                })
+                .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_f64()?))).collect())
                 .unwrap_or_default(),
             bm25_band,
             hard_negative_share: u(&qrels["with_hard_negatives"])
@@ -396,9 +390,7 @@ fn check_month(m: &Option<String>) -> Result<(), LeaderboardError> {
     if let Some(m) = m {
         let ok = m.len() == 7
             && m.as_bytes()[4] == b'-'
-            && m.bytes()
-                .enumerate()
-                .all(|(i, b)| i == 4 || b.is_ascii_digit())
+            && m.bytes().enumerate().all(|(i, b)| i == 4 || b.is_ascii_digit())
             && matches!(
                 &m[5..],
                 "01" | "02" | "03" | "04" | "05" | "06" | "07" | "08" | "09" | "10" | "11" | "12"
@@ -420,20 +412,12 @@ pub fn build(
     let known: BTreeSet<String> = releases.iter().map(|r| r.version.clone()).collect();
     for r in store.releases()? {
         if !known.contains(&r.release) {
-            releases.push(ReleaseInfo::from_store(
-                &r.release,
-                r.window_start,
-                r.window_end,
-            ));
+            releases.push(ReleaseInfo::from_store(&r.release, r.window_start, r.window_end));
         }
     }
     releases.sort_by(|a, b| (&a.month, &a.version).cmp(&(&b.month, &b.version)));
-    let months: Vec<String> = releases
-        .iter()
-        .map(|r| r.month.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let months: Vec<String> =
+        releases.iter().map(|r| r.month.clone()).collect::<BTreeSet<_>>().into_iter().collect();
     let models: Vec<ModelInfo> = store
         .models()?
         .into_iter()
@@ -447,19 +431,11 @@ pub fn build(
         })
         .collect();
     let rows = store.cells()?;
-    let mut metrics: Vec<String> = rows
-        .iter()
-        .map(|c| c.metric.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let mut metrics: Vec<String> =
+        rows.iter().map(|c| c.metric.clone()).collect::<BTreeSet<_>>().into_iter().collect();
     metrics.sort_by_key(|m| metric_order(m));
-    let tasks: Vec<String> = rows
-        .iter()
-        .map(|c| c.task.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let tasks: Vec<String> =
+        rows.iter().map(|c| c.task.clone()).collect::<BTreeSet<_>>().into_iter().collect();
     let mut groups: Vec<String> = rows
         .iter()
         .map(|c| group_name(&c.subtask, &c.language))
@@ -488,21 +464,14 @@ pub fn build(
     let default_metric = if metrics.iter().any(|m| m == DEFAULT_METRIC) {
         DEFAULT_METRIC.to_owned()
     } else {
-        metrics
-            .first()
-            .cloned()
-            .unwrap_or_else(|| DEFAULT_METRIC.to_owned())
+        metrics.first().cloned().unwrap_or_else(|| DEFAULT_METRIC.to_owned())
     };
     Ok(Leaderboard {
         format: "coreb-leaderboard/1",
         default_metric,
         metrics,
         tasks,
-        categories: CATEGORIES
-            .iter()
-            .chain([&UNKNOWN_CATEGORY])
-            .map(|c| (*c).to_owned())
-            .collect(),
+        categories: CATEGORIES.iter().chain([&UNKNOWN_CATEGORY]).map(|c| (*c).to_owned()).collect(),
         groups,
         months,
         releases,
@@ -522,10 +491,7 @@ pub fn view(
     if let (Some(from), Some(to)) = (&spec.from, &spec.to)
         && from > to
     {
-        return Err(LeaderboardError::EmptyWindow {
-            from: from.clone(),
-            to: to.clone(),
-        });
+        return Err(LeaderboardError::EmptyWindow { from: from.clone(), to: to.clone() });
     }
     if let Some(c) = &spec.category
         && !CATEGORIES.contains(&c.as_str())
@@ -533,10 +499,7 @@ pub fn view(
     {
         return Err(LeaderboardError::UnknownCategory(c.clone()));
     }
-    let metric = spec
-        .metric
-        .clone()
-        .unwrap_or_else(|| board.default_metric.clone());
+    let metric = spec.metric.clone().unwrap_or_else(|| board.default_metric.clone());
     if !board.metrics.is_empty() && !board.metrics.contains(&metric) {
         return Err(LeaderboardError::UnknownMetric {
             metric,
@@ -578,25 +541,15 @@ pub fn view(
                     let mean = means.iter().find(|r| {
                         r.model == m.name && &r.task == t && r.subtask == ALL && r.language == ALL
                     });
-                    (
-                        t.clone(),
-                        mean.map(|r| WindowMean {
-                            mean: r.mean,
-                            releases: r.releases,
-                        }),
-                    )
+                    (t.clone(), mean.map(|r| WindowMean { mean: r.mean, releases: r.releases }))
                 })
                 .collect();
             let all: Option<Vec<f64>> =
                 tasks.values().map(|v| v.as_ref().map(|w| w.mean)).collect();
-            let average = all
-                .filter(|v| !v.is_empty())
-                .map(|v| v.iter().sum::<f64>() / v.len() as f64);
-            let releases = used
-                .iter()
-                .filter(|(model, _)| model == &m.name)
-                .map(|(_, r)| r.clone())
-                .collect();
+            let average =
+                all.filter(|v| !v.is_empty()).map(|v| v.iter().sum::<f64>() / v.len() as f64);
+            let releases =
+                used.iter().filter(|(model, _)| model == &m.name).map(|(_, r)| r.clone()).collect();
             let parts = weighted.iter().find(|w| w.model == m.name);
             let queries = parts.map_or(0, |w| w.queries);
             let overall = parts
@@ -628,25 +581,13 @@ pub fn view(
         model: r.model.clone(),
         task: r.task.clone(),
         group: name.to_owned(),
-        mean: WindowMean {
-            mean: r.mean,
-            releases: r.releases,
-        },
+        mean: WindowMean { mean: r.mean, releases: r.releases },
     };
-    let means: Vec<&MeanRow> = means
-        .iter()
-        .filter(|r| shown.contains(r.model.as_str()))
-        .collect();
-    let by_subtask = means
-        .iter()
-        .filter(|r| r.subtask != ALL)
-        .map(|r| group(r, &r.subtask))
-        .collect();
-    let by_language = means
-        .iter()
-        .filter(|r| r.language != ALL)
-        .map(|r| group(r, &r.language))
-        .collect();
+    let means: Vec<&MeanRow> = means.iter().filter(|r| shown.contains(r.model.as_str())).collect();
+    let by_subtask =
+        means.iter().filter(|r| r.subtask != ALL).map(|r| group(r, &r.subtask)).collect();
+    let by_language =
+        means.iter().filter(|r| r.language != ALL).map(|r| group(r, &r.language)).collect();
     Ok(View {
         metric: metric.clone(),
         from: spec.from.clone(),
@@ -696,10 +637,7 @@ fn series(board: &Leaderboard, metric: &str) -> Vec<SeriesPoint> {
             out.push(point(&board.tasks[*t], *v));
         }
         if values.len() == board.tasks.len() {
-            out.push(point(
-                "average",
-                values.values().sum::<f64>() / values.len() as f64,
-            ));
+            out.push(point("average", values.values().sum::<f64>() / values.len() as f64));
         }
     }
     out
@@ -732,25 +670,15 @@ mod tests {
             &counts,
         );
         assert_eq!(r.month, "2025-03");
-        assert_eq!(
-            (r.problems, r.code_docs, r.text_docs),
-            (Some(10), Some(100), Some(60))
-        );
-        assert_eq!(
-            r.queries,
-            [("code2code".to_owned(), 20), ("text2code".to_owned(), 20)].into()
-        );
+        assert_eq!((r.problems, r.code_docs, r.text_docs), (Some(10), Some(100), Some(60)));
+        assert_eq!(r.queries, [("code2code".to_owned(), 20), ("text2code".to_owned(), 20)].into());
         assert_eq!(r.bm25_band, Some([0.05, 0.95]));
         assert_eq!(r.hard_negative_share, Some(0.75));
         assert_eq!(r.checks_passed, None);
         let with_checks =
             ReleaseInfo::from_manifest("v1", None, None, &serde_json::json!({"checks_passed": 31}));
         assert_eq!(
-            (
-                with_checks.checks_passed,
-                with_checks.problems,
-                with_checks.hard_negative_share
-            ),
+            (with_checks.checks_passed, with_checks.problems, with_checks.hard_negative_share),
             (Some(31), None, None)
         );
     }
@@ -798,14 +726,10 @@ mod tests {
         let reader =
             ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&full).unwrap()).unwrap();
         let schema = reader.schema().clone();
-        let keep: Vec<usize> = (0..schema.fields().len())
-            .filter(|&i| schema.field(i).name() != "category")
-            .collect();
-        let batches: Vec<_> = reader
-            .build()
-            .unwrap()
-            .map(|b| b.unwrap().project(&keep).unwrap())
-            .collect();
+        let keep: Vec<usize> =
+            (0..schema.fields().len()).filter(|&i| schema.field(i).name() != "category").collect();
+        let batches: Vec<_> =
+            reader.build().unwrap().map(|b| b.unwrap().project(&keep).unwrap()).collect();
         let old = std::sync::Arc::new(schema.project(&keep).unwrap());
         coreb_data::tables::write_atomic(path, old, batches.into_iter()).unwrap();
         fs_err::remove_file(full).unwrap();
@@ -838,10 +762,7 @@ mod tests {
                     stored("b", None, "v202501", c2c, 0.3, 30),
                 ],
             ),
-            (
-                "c1",
-                vec![stored("c", Some("general"), "v202501", t2c, 0.7, 10)],
-            ),
+            ("c1", vec![stored("c", Some("general"), "v202501", t2c, 0.7, 10)]),
         ];
         let mut files = Vec::new();
         for (name, rows) in &records {
@@ -877,19 +798,13 @@ mod tests {
         // c lacks code2code: neither an average nor an overall score, ranked last.
         let c = row(&all, "c");
         assert_eq!((c.average, c.overall, c.queries), (None, None, 10));
-        let order: Vec<(usize, &str)> = all
-            .rows
-            .iter()
-            .map(|r| (r.rank, r.model.as_str()))
-            .collect();
+        let order: Vec<(usize, &str)> =
+            all.rows.iter().map(|r| (r.rank, r.model.as_str())).collect();
         assert_eq!(order, [(1, "a"), (2, "b"), (3, "c")]);
 
         // The filter keeps a category's rows, ranked among themselves, numbers unchanged.
         for (category, model) in [("code", "a"), ("unknown", "b"), ("general", "c")] {
-            let spec = ViewSpec {
-                category: Some(category.into()),
-                ..ViewSpec::default()
-            };
+            let spec = ViewSpec { category: Some(category.into()), ..ViewSpec::default() };
             let v = view(&board, &store, &spec).unwrap();
             let rows: Vec<ViewRow> = v.rows.clone();
             assert_eq!(rows.len(), 1, "{category}: {rows:?}");
@@ -898,25 +813,16 @@ mod tests {
             assert_eq!(rows[0], expected, "{category}");
             assert!(v.series.iter().all(|p| p.model == model), "{category}");
         }
-        let closed = ViewSpec {
-            category: Some("closed".into()),
-            ..ViewSpec::default()
-        };
+        let closed = ViewSpec { category: Some("closed".into()), ..ViewSpec::default() };
         assert!(view(&board, &store, &closed).unwrap().rows.is_empty());
-        let bad = ViewSpec {
-            category: Some("open".into()),
-            ..ViewSpec::default()
-        };
+        let bad = ViewSpec { category: Some("open".into()), ..ViewSpec::default() };
         assert!(matches!(
             view(&board, &store, &bad),
             Err(LeaderboardError::UnknownCategory(c)) if c == "open"
         ));
 
         // A window of February alone: a's overall is (0.2·20 + 0.6·10) / 30; b and c have none.
-        let feb = ViewSpec {
-            from: Some("2025-02".into()),
-            ..ViewSpec::default()
-        };
+        let feb = ViewSpec { from: Some("2025-02".into()), ..ViewSpec::default() };
         let v = view(&board, &store, &feb).unwrap();
         let a = row(&v, "a");
         assert!((a.overall.unwrap() - 10.0 / 30.0).abs() < 1e-12, "{a:?}");
@@ -931,10 +837,7 @@ mod tests {
         }
         for bad in ["2025-13", "2025-1", "202501", "2025-01-01", "abcd-01"] {
             assert!(
-                matches!(
-                    check_month(&Some(bad.into())),
-                    Err(LeaderboardError::BadMonth(_))
-                ),
+                matches!(check_month(&Some(bad.into())), Err(LeaderboardError::BadMonth(_))),
                 "{bad}"
             );
         }

@@ -203,10 +203,7 @@ pub fn record_id(report: &EvalReport, meta: &RecordMeta) -> String {
 }
 
 fn prompts_json(report: &EvalReport) -> Option<String> {
-    report
-        .prompts
-        .as_ref()
-        .and_then(|p| serde_json::to_string(p).ok())
+    report.prompts.as_ref().and_then(|p| serde_json::to_string(p).ok())
 }
 
 /// The rows of one evaluation, in a fixed order (task, group, metric).
@@ -355,10 +352,7 @@ mod tests {
             mteb: None,
             queries: Vec::new(),
         };
-        let iv = Some(Interval {
-            low: 0.1,
-            high: 0.9,
-        });
+        let iv = Some(Interval { low: 0.1, high: 0.9 });
         let all = AtKIntervals {
             ndcg: vec![iv, None],
             map: vec![None, None],
@@ -367,10 +361,7 @@ mod tests {
             mrr: vec![None, None],
             r_cap: vec![None, None],
         };
-        task.ci = Some(TaskIntervals {
-            overall: all,
-            ..Default::default()
-        });
+        task.ci = Some(TaskIntervals { overall: all, ..Default::default() });
         EvalReport {
             retriever: "bm25".into(),
             ks: vec![1, 10],
@@ -406,15 +397,10 @@ mod tests {
         // 3 groups × (6 measures × 2 cut-offs + intrusion).
         assert_eq!(rows.len(), 3 * 13);
         let find = |s: &str, l: &str, m: &str| {
-            rows.iter()
-                .find(|r| r.subtask == s && r.language == l && r.metric == m)
-                .unwrap()
+            rows.iter().find(|r| r.subtask == s && r.language == l && r.metric == m).unwrap()
         };
         let r = find(ALL, ALL, "ndcg@1");
-        assert_eq!(
-            (r.value, r.ci_low, r.ci_high, r.num_queries),
-            (0.8, Some(0.1), Some(0.9), 6)
-        );
+        assert_eq!((r.value, r.ci_low, r.ci_high, r.num_queries), (0.8, Some(0.1), Some(0.9), 6));
         assert_eq!(find(ALL, ALL, "ndcg@10").ci_low, None);
         assert_eq!(find("full", ALL, "r_cap@10").value, 0.3);
         assert_eq!(find(ALL, "python", "p@1").num_queries, 3);
@@ -440,10 +426,7 @@ mod tests {
         other.category = Some("code".into());
         assert_ne!(record_id(&r, &m), record_id(&r, &other));
         // The time of recording is not part of it: recording again is idempotent.
-        assert_eq!(
-            rows(&r, &m, "a")[0].record_id,
-            rows(&r, &m, "b")[0].record_id
-        );
+        assert_eq!(rows(&r, &m, "a")[0].record_id, rows(&r, &m, "b")[0].record_id);
     }
 
     #[test]
@@ -452,15 +435,9 @@ mod tests {
         assert_eq!(parse_cutoff("2024-02").unwrap(), "2024-02-29");
         assert_eq!(parse_cutoff("2023-02").unwrap(), "2023-02-28");
         assert_eq!(parse_cutoff("2025-12").unwrap(), "2025-12-31");
-        for bad in [
-            "2025",
-            "2025-13",
-            "2025-02-30",
-            "25-01-01",
-            "2025-1-01",
-            "soon",
-            "2025-01-01-01",
-        ] {
+        for bad in
+            ["2025", "2025-13", "2025-02-30", "25-01-01", "2025-1-01", "soon", "2025-01-01-01"]
+        {
             assert!(parse_cutoff(bad).is_err(), "{bad}");
         }
     }
@@ -491,9 +468,6 @@ mod tests {
     fn metrics_sort_by_family_then_k() {
         let mut names = vec!["map@10", "ndcg@10", "hn_intrusion", "ndcg@5", "p@1"];
         names.sort_by_key(|n| metric_order(n));
-        assert_eq!(
-            names,
-            ["ndcg@5", "ndcg@10", "map@10", "p@1", "hn_intrusion"]
-        );
+        assert_eq!(names, ["ndcg@5", "ndcg@10", "map@10", "p@1", "hn_intrusion"]);
     }
 }

@@ -16,14 +16,8 @@ pub const INDEX_HTML: &str = include_str!("index.html");
 pub fn files(board: &Leaderboard) -> Result<Vec<(&'static str, String)>, serde_json::Error> {
     let json = serde_json::to_string(board)?;
     // JSON is JavaScript; `</` is escaped so that the data could also be inlined in a page.
-    let data = format!(
-        "window.COREB_LEADERBOARD = {};\n",
-        json.replace("</", "<\\/")
-    );
-    Ok(vec![
-        ("data.js", data),
-        ("index.html", INDEX_HTML.to_owned()),
-    ])
+    let data = format!("window.COREB_LEADERBOARD = {};\n", json.replace("</", "<\\/"));
+    Ok(vec![("data.js", data), ("index.html", INDEX_HTML.to_owned())])
 }
 
 #[cfg(test)]
@@ -65,17 +59,12 @@ mod tests {
             cells: vec![],
         };
         let files = files(&board).unwrap();
-        assert_eq!(
-            files.iter().map(|f| f.0).collect::<Vec<_>>(),
-            ["data.js", "index.html"]
-        );
+        assert_eq!(files.iter().map(|f| f.0).collect::<Vec<_>>(), ["data.js", "index.html"]);
         let data = &files[0].1;
         assert!(data.starts_with("window.COREB_LEADERBOARD = {") && data.ends_with("};\n"));
         assert!(!data.contains("</script>"));
         let json: serde_json::Value = serde_json::from_str(
-            data.trim_start_matches("window.COREB_LEADERBOARD = ")
-                .trim_end()
-                .trim_end_matches(';'),
+            data.trim_start_matches("window.COREB_LEADERBOARD = ").trim_end().trim_end_matches(';'),
         )
         .unwrap();
         assert_eq!(json["models"][0]["name"], "</script><b>");

@@ -49,10 +49,8 @@ pub fn release_of(dir: &Path) -> anyhow::Result<(PathBuf, ReleaseManifest, Strin
 /// folder).
 pub fn find_release(dir: &Path) -> anyhow::Result<Option<(PathBuf, ReleaseManifest, String)>> {
     let candidates = [Some(dir), dir.parent()];
-    let Some(release) = candidates
-        .into_iter()
-        .flatten()
-        .find(|d| d.join("MANIFEST.json").is_file())
+    let Some(release) =
+        candidates.into_iter().flatten().find(|d| d.join("MANIFEST.json").is_file())
     else {
         return Ok(None);
     };
@@ -65,16 +63,14 @@ pub fn find_release(dir: &Path) -> anyhow::Result<Option<(PathBuf, ReleaseManife
 /// The identity results on `dir` record: its release's version and MANIFEST sha256, `None`
 /// for a bare BEIR folder.
 pub fn release_identity(dir: &Path) -> anyhow::Result<Option<ReleaseIdentity>> {
-    Ok(
-        find_release(dir)?.map(|(_, manifest, manifest_sha256)| ReleaseIdentity {
-            version: manifest.version,
-            manifest_sha256,
-            controls: manifest.controls.map(|c| crate::report::ControlledRelease {
-                version: c.version,
-                manifest_sha256: c.manifest_sha256,
-            }),
+    Ok(find_release(dir)?.map(|(_, manifest, manifest_sha256)| ReleaseIdentity {
+        version: manifest.version,
+        manifest_sha256,
+        controls: manifest.controls.map(|c| crate::report::ControlledRelease {
+            version: c.version,
+            manifest_sha256: c.manifest_sha256,
         }),
-    )
+    }))
 }
 
 /// Now, as RFC 3339 UTC to the second (the only clock reading of the store: the record order).
@@ -94,12 +90,7 @@ fn utc_now() -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
 }
 
 /// What `coreb eval --record` records besides the report.
@@ -126,16 +117,8 @@ pub struct RecordRequest<'a> {
 /// (`false`: the same record was already there).
 pub fn record(report: &EvalReport, req: RecordRequest<'_>) -> anyhow::Result<(PathBuf, bool)> {
     let (release_dir, manifest, manifest_sha256) = release_of(req.dir)?;
-    let cutoff = req
-        .cutoff
-        .map(record::parse_cutoff)
-        .transpose()
-        .context("`--cutoff`")?;
-    let category = req
-        .category
-        .map(record::parse_category)
-        .transpose()
-        .context("`--category`")?;
+    let cutoff = req.cutoff.map(record::parse_cutoff).transpose().context("`--cutoff`")?;
+    let category = req.category.map(record::parse_category).transpose().context("`--category`")?;
     if req.model.trim().is_empty() || req.model.chars().any(char::is_control) {
         bail!(
             "`--model-name`: `{}` is not a name (empty, or holds control characters)",
@@ -237,9 +220,7 @@ fn check_digests(
 ) -> anyhow::Result<()> {
     let digests = store.digests()?;
     let record_file = |d: &super::frames::ReleaseDigest| {
-        results
-            .join(&d.release)
-            .join(format!("{}.parquet", d.example_record))
+        results.join(&d.release).join(format!("{}.parquet", d.example_record))
     };
     for pair in digests.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
@@ -348,8 +329,7 @@ pub fn attach_audits(
         }
     }
     for r in releases.iter_mut() {
-        r.audits
-            .sort_by(|a, b| (&a.model, &a.language).cmp(&(&b.model, &b.language)));
+        r.audits.sort_by(|a, b| (&a.model, &a.language).cmp(&(&b.model, &b.language)));
     }
     Ok(())
 }
@@ -366,10 +346,7 @@ pub fn load(
     let store = StoreFrames::open(&store_files(results)?)
         .with_context(|| format!("reading the results store `{}`", results.display()))?;
     check_digests(&store, results, &published)?;
-    let mut lb = super::build(
-        published.into_iter().map(|(info, _)| info).collect(),
-        &store,
-    )?;
+    let mut lb = super::build(published.into_iter().map(|(info, _)| info).collect(), &store)?;
     let mut audit_files = find_audits(&releases_dir.join(AUDITS_DIR))?;
     audit_files.extend(audits.iter().cloned());
     attach_audits(&mut lb.releases, &audit_files, sink)?;
@@ -390,23 +367,13 @@ pub fn markdown(lb: &Leaderboard, view: &View) -> String {
     use std::fmt::Write as _;
     let window = format!(
         "{} … {}",
-        view.from
-            .as_deref()
-            .or(lb.months.first().map(String::as_str))
-            .unwrap_or("—"),
-        view.to
-            .as_deref()
-            .or(lb.months.last().map(String::as_str))
-            .unwrap_or("—")
+        view.from.as_deref().or(lb.months.first().map(String::as_str)).unwrap_or("—"),
+        view.to.as_deref().or(lb.months.last().map(String::as_str)).unwrap_or("—")
     );
     let mut out = format!(
         "# Leaderboard: {}, releases {window}{}\n\n",
         view.metric,
-        if view.after_cutoff {
-            ", after each model's cutoff"
-        } else {
-            ""
-        }
+        if view.after_cutoff { ", after each model's cutoff" } else { "" }
     );
     if let Some(c) = &view.category {
         let _ = writeln!(out, "Category: {c}.\n");
@@ -416,11 +383,7 @@ pub fn markdown(lb: &Leaderboard, view: &View) -> String {
         "| # | model | category | cutoff | {} | avg | overall (queries) | releases |",
         lb.tasks.join(" | ")
     );
-    let _ = writeln!(
-        out,
-        "|---:|---|---|---|{}---:|---:|---:|",
-        "---:|".repeat(lb.tasks.len())
-    );
+    let _ = writeln!(out, "|---:|---|---|---|{}---:|---:|---:|", "---:|".repeat(lb.tasks.len()));
     for r in &view.rows {
         let tasks: Vec<String> = lb
             .tasks
@@ -433,14 +396,9 @@ pub fn markdown(lb: &Leaderboard, view: &View) -> String {
                     .unwrap_or_else(|| "–".into())
             })
             .collect();
-        let avg = r
-            .average
-            .map(|a| format!("{a:.4}"))
-            .unwrap_or_else(|| "–".into());
-        let overall = r
-            .overall
-            .map(|o| format!("{o:.4} ({})", r.queries))
-            .unwrap_or_else(|| "–".into());
+        let avg = r.average.map(|a| format!("{a:.4}")).unwrap_or_else(|| "–".into());
+        let overall =
+            r.overall.map(|o| format!("{o:.4} ({})", r.queries)).unwrap_or_else(|| "–".into());
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {avg} | {overall} | {} |",
@@ -464,9 +422,6 @@ mod tests {
         let now = utc_now();
         assert_eq!(now.len(), 20, "{now}");
         assert!(now.as_str() > "2024-01-01T00:00:00Z");
-        assert!(
-            now.ends_with('Z') && &now[4..5] == "-" && &now[10..11] == "T",
-            "{now}"
-        );
+        assert!(now.ends_with('Z') && &now[4..5] == "-" && &now[10..11] == "T", "{now}");
     }
 }

@@ -82,10 +82,8 @@ pub fn write_results(path: &Path, rows: &[ResultRow]) -> Result<(), TableError> 
     columns.push(text_column(|r| Some(&r.tool_version)));
     columns.push(text_column(|r| r.category.as_deref()));
     let schema = results_schema();
-    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| TableError::Parquet {
-        path: path.to_owned(),
-        source: e.into(),
-    })?;
+    let batch = RecordBatch::try_new(schema.clone(), columns)
+        .map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
     coreb_data::tables::write_atomic(path, schema, std::iter::once(batch))
 }
 
@@ -122,17 +120,7 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.parquet");
-        write_results(
-            &path,
-            &[
-                row.clone(),
-                ResultRow {
-                    metric: "map@10".into(),
-                    ..row
-                },
-            ],
-        )
-        .unwrap();
+        write_results(&path, &[row.clone(), ResultRow { metric: "map@10".into(), ..row }]).unwrap();
         assert!(!dir.path().join("r.parquet.tmp").exists());
         let reader =
             ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path).unwrap()).unwrap();
@@ -140,13 +128,7 @@ mod tests {
         let batch = reader.build().unwrap().next().unwrap().unwrap();
         assert_eq!(batch.num_rows(), 2);
         let text = |c: &str| {
-            batch
-                .column_by_name(c)
-                .unwrap()
-                .as_any()
-                .downcast_ref::<StringArray>()
-                .unwrap()
-                .clone()
+            batch.column_by_name(c).unwrap().as_any().downcast_ref::<StringArray>().unwrap().clone()
         };
         assert_eq!(text("metric").value(1), "map@10");
         assert!(text("cutoff").is_null(0) && text("window_end").is_null(0));
@@ -161,10 +143,7 @@ mod tests {
                 .unwrap()
                 .clone()
         };
-        assert_eq!(
-            (float("value").value(0), float("ci_low").value(0)),
-            (0.5, 0.25)
-        );
+        assert_eq!((float("value").value(0), float("ci_low").value(0)), (0.5, 0.25));
         assert!(float("ci_high").is_null(0));
         let n = batch
             .column_by_name("num_queries")

@@ -43,10 +43,8 @@ impl PromptChoice {
         args: &EvalOptions,
         manifest: Option<&ManifestSettings>,
     ) -> anyhow::Result<PromptChoice> {
-        let file: Option<PathBuf> = args
-            .prompts
-            .clone()
-            .or_else(|| manifest.and_then(|m| m.prompts_file.clone()));
+        let file: Option<PathBuf> =
+            args.prompts.clone().or_else(|| manifest.and_then(|m| m.prompts_file.clone()));
         let presets = match &file {
             Some(path) => {
                 let text = fs_err::read_to_string(path)?;
@@ -61,11 +59,7 @@ impl PromptChoice {
         let given_on_command_line = args.prompt_preset.is_some()
             || args.query_prompt.is_some()
             || args.doc_prompt.is_some();
-        Ok(PromptChoice {
-            presets,
-            overrides,
-            given_on_command_line,
-        })
+        Ok(PromptChoice { presets, overrides, given_on_command_line })
     }
 }
 
@@ -79,10 +73,7 @@ pub struct DenseSetup {
 
 /// The retry policy of the flags (the gateway's, with `--max-attempts`).
 fn retry(args: &EvalOptions) -> RetryConfig {
-    RetryConfig {
-        max_attempts: args.client.max_attempts.max(1),
-        ..RetryConfig::default()
-    }
+    RetryConfig { max_attempts: args.client.max_attempts.max(1), ..RetryConfig::default() }
 }
 
 /// `url` without its trailing `/`, if http(s); else an error naming `flag`.
@@ -130,23 +121,11 @@ impl DenseSetup {
         let cache = if args.no_cache {
             None
         } else {
-            Some(
-                args.cache
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from(".coreb-cache/embeddings")),
-            )
+            Some(args.cache.clone().unwrap_or_else(|| PathBuf::from(".coreb-cache/embeddings")))
         };
         let client = embed_client(args, &base_url, &args.client.api_key_env, cache)?;
-        let preset = prompts
-            .presets
-            .select(model, prompts.overrides.preset.as_deref())?
-            .clone();
-        Ok(DenseSetup {
-            client,
-            model: model.to_owned(),
-            prompts,
-            preset,
-        })
+        let preset = prompts.presets.select(model, prompts.overrides.preset.as_deref())?.clone();
+        Ok(DenseSetup { client, model: model.to_owned(), prompts, preset })
     }
 
     /// What is recorded before any task is run.
@@ -167,17 +146,9 @@ impl DenseSetup {
         data: &Dataset,
         depth: usize,
     ) -> anyhow::Result<(Run, TaskPrompts)> {
-        let prompts = task_prompts(
-            &self.prompts.presets,
-            &self.preset,
-            &self.prompts.overrides,
-            data,
-        )?;
-        let bar = sink.meter(
-            Some((data.corpus.len() + data.queries.len()) as u64),
-            "embed",
-            false,
-        );
+        let prompts =
+            task_prompts(&self.prompts.presets, &self.preset, &self.prompts.overrides, data)?;
+        let bar = sink.meter(Some((data.corpus.len() + data.queries.len()) as u64), "embed", false);
         let tick = |n: u64| bar.inc(n);
         let run = runtime
             .block_on(crate::dense::dense_run(
@@ -246,10 +217,7 @@ impl Reranker {
             args.rerank_base_url.as_deref().unwrap_or(&args.base_url),
             "--rerank-base-url",
         )?;
-        let key_var = args
-            .rerank_api_key_env
-            .as_deref()
-            .unwrap_or(&args.client.api_key_env);
+        let key_var = args.rerank_api_key_env.as_deref().unwrap_or(&args.client.api_key_env);
         let api = match args.rerank_api {
             RerankApi::Rerank => Pointwise::Rerank,
             RerankApi::Score => Pointwise::Score,
@@ -262,11 +230,7 @@ impl Reranker {
                 let config = LlmConfig {
                     base_url: base_url.clone(),
                     api_key_env: key_var.to_owned(),
-                    mode: if args.client.replay {
-                        StoreMode::Replay
-                    } else {
-                        StoreMode::Live
-                    },
+                    mode: if args.client.replay { StoreMode::Replay } else { StoreMode::Live },
                     model: model.clone(),
                     sampling: SamplingParams {
                         temperature: 0.0,
@@ -319,16 +283,8 @@ impl Reranker {
     /// `rerank:<model>`, `score:<model>` or `listwise:<model>`.
     pub fn label(&self) -> String {
         match self {
-            Reranker::Pointwise {
-                api: Pointwise::Rerank,
-                model,
-                ..
-            } => format!("rerank:{model}"),
-            Reranker::Pointwise {
-                api: Pointwise::Score,
-                model,
-                ..
-            } => format!("score:{model}"),
+            Reranker::Pointwise { api: Pointwise::Rerank, model, .. } => format!("rerank:{model}"),
+            Reranker::Pointwise { api: Pointwise::Score, model, .. } => format!("score:{model}"),
             Reranker::Listwise { config, .. } => format!("listwise:{}", config.model),
         }
     }
@@ -342,13 +298,7 @@ impl Reranker {
         first: &Run,
     ) -> anyhow::Result<Run> {
         match self {
-            Reranker::Pointwise {
-                client,
-                api,
-                model,
-                depth,
-                template,
-            } => {
+            Reranker::Pointwise { client, api, model, depth, template } => {
                 let templated;
                 let data = match template {
                     RerankTemplate::None => data,
@@ -367,12 +317,7 @@ impl Reranker {
                 drop(bar);
                 Ok(run)
             }
-            Reranker::Listwise {
-                gateway,
-                prompt,
-                config,
-                stats,
-            } => {
+            Reranker::Listwise { gateway, prompt, config, stats } => {
                 let total: usize = data
                     .queries
                     .iter()
@@ -390,10 +335,7 @@ impl Reranker {
                         &tick,
                     ))
                     .with_context(|| {
-                        format!(
-                            "listwise reranking with `{}` on `{}`",
-                            config.model, data.name
-                        )
+                        format!("listwise reranking with `{}` on `{}`", config.model, data.name)
                     })?;
                 drop(bar);
                 sink.status(&format!(
@@ -411,19 +353,8 @@ impl Reranker {
     /// What goes into the results.
     pub fn info(&self, first_stage: &str) -> RerankInfo {
         match self {
-            Reranker::Pointwise {
-                api,
-                model,
-                depth,
-                template,
-                ..
-            } => RerankInfo {
-                api: if *api == Pointwise::Rerank {
-                    "rerank"
-                } else {
-                    "score"
-                }
-                .to_owned(),
+            Reranker::Pointwise { api, model, depth, template, .. } => RerankInfo {
+                api: if *api == Pointwise::Rerank { "rerank" } else { "score" }.to_owned(),
                 model: model.clone(),
                 depth: *depth,
                 first_stage: first_stage.to_owned(),

@@ -109,9 +109,8 @@ impl ExportedRelease {
 /// (`v202603` → `release_v2603`, as `hq-bench/coreb` names its splits), else
 /// `release_<version>`.
 pub fn split_name(version: &str) -> String {
-    let digits = version
-        .strip_prefix('v')
-        .filter(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_digit()));
+    let digits =
+        version.strip_prefix('v').filter(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_digit()));
     match digits {
         Some(d) => format!("release_v{}", &d[2..]),
         None => format!("release_{version}"),
@@ -129,43 +128,29 @@ struct Found {
 /// `MANIFEST.json`), else its subdirectories with one
 /// ([`coreb_data::releases::find_releases`] up to one level down), by version.
 fn releases_by_version(releases_dir: &Path) -> Result<Vec<Found>, ExportError> {
-    let found =
-        coreb_data::releases::find_releases(releases_dir, 0..=1).map_err(|e| ExportError::Io {
-            path: e.path,
-            source: e.source,
-        })?;
+    let found = coreb_data::releases::find_releases(releases_dir, 0..=1)
+        .map_err(|e| ExportError::Io { path: e.path, source: e.source })?;
     let mut out = Vec::new();
     for path in found {
         let manifest = path.join("MANIFEST.json");
-        let text = std::fs::read_to_string(&manifest).map_err(|source| ExportError::Io {
-            path: manifest.clone(),
-            source,
-        })?;
-        let value: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| ExportError::Manifest {
-                path: manifest.clone(),
-                reason: e.to_string(),
-            })?;
+        let text = std::fs::read_to_string(&manifest)
+            .map_err(|source| ExportError::Io { path: manifest.clone(), source })?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| ExportError::Manifest { path: manifest.clone(), reason: e.to_string() })?;
         let field = |pointer: &str| {
-            value
-                .pointer(pointer)
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
-                .ok_or_else(|| ExportError::Manifest {
+            value.pointer(pointer).and_then(|v| v.as_str()).map(str::to_owned).ok_or_else(|| {
+                ExportError::Manifest {
                     path: manifest.clone(),
                     reason: format!("no string field `{}`", &pointer[1..].replace('/', ".")),
-                })
+                }
+            })
         };
         let version = field("/version")?;
         let facts = published::ReleaseFacts {
             created_at: format!("{}T23:59:59Z", field("/window/end")?),
             generator_version: format!("coreb {}", field("/tool_version")?),
         };
-        out.push(Found {
-            version,
-            dir: path,
-            facts,
-        });
+        out.push(Found { version, dir: path, facts });
     }
     out.sort_by(|a, b| a.version.cmp(&b.version));
     if out.is_empty() {
@@ -189,11 +174,7 @@ fn features(s: &mut String, fields: &arrow_schema::Fields, indent: &str) {
                     s,
                     "{indent}- name: {}\n{indent}  sequence: {}",
                     f.name(),
-                    if matches!(item.data_type(), DataType::Int64) {
-                        "int64"
-                    } else {
-                        "string"
-                    }
+                    if matches!(item.data_type(), DataType::Int64) { "int64" } else { "string" }
                 );
             }
             t => {
@@ -213,12 +194,7 @@ pub fn card(releases: &[ExportedRelease]) -> String {
     let mut s = String::new();
     let largest = CONFIGS
         .iter()
-        .map(|c| {
-            releases
-                .iter()
-                .map(|r| r.rows.get(c).copied().unwrap_or(0))
-                .sum::<usize>()
-        })
+        .map(|c| releases.iter().map(|r| r.rows.get(c).copied().unwrap_or(0)).sum::<usize>())
         .max()
         .unwrap_or(0);
     let _ = write!(
@@ -230,19 +206,11 @@ pub fn card(releases: &[ExportedRelease]) -> String {
         size_category(largest)
     );
     for c in CONFIGS {
-        let default = if c == CONFIGS[0] {
-            "  default: true\n"
-        } else {
-            ""
-        };
+        let default = if c == CONFIGS[0] { "  default: true\n" } else { "" };
         let _ = writeln!(s, "- config_name: {c}\n{default}  data_files:");
         for r in releases {
-            let _ = writeln!(
-                s,
-                "  - split: {}\n    path: data/{c}/{}.parquet",
-                r.split(),
-                r.split()
-            );
+            let _ =
+                writeln!(s, "  - split: {}\n    path: data/{c}/{}.parquet", r.split(), r.split());
         }
     }
     s.push_str("dataset_info:\n");
@@ -253,15 +221,10 @@ pub fn card(releases: &[ExportedRelease]) -> String {
         }
         s.push_str("  splits:\n");
         for r in releases {
-            let (n, b) = (
-                r.rows.get(c).copied().unwrap_or(0),
-                r.bytes.get(c).copied().unwrap_or(0),
-            );
-            let _ = writeln!(
-                s,
-                "  - name: {}\n    num_bytes: {b}\n    num_examples: {n}",
-                r.split()
-            );
+            let (n, b) =
+                (r.rows.get(c).copied().unwrap_or(0), r.bytes.get(c).copied().unwrap_or(0));
+            let _ =
+                writeln!(s, "  - name: {}\n    num_bytes: {b}\n    num_examples: {n}", r.split());
         }
     }
     s.push_str("---\n\n# CoREB releases built by coreb\n\n");
@@ -272,11 +235,7 @@ pub fn card(releases: &[ExportedRelease]) -> String {
          dataset loads it unchanged:\n\n```python\nfrom datasets import load_dataset\n\
          code_corpus = load_dataset(\"<this folder>\", \"code_corpus\", split=\"{}\")\n\
          t2c_qrels = load_dataset(\"<this folder>\", \"text2code_qrels\", split=\"{}\")\n```\n",
-        releases
-            .iter()
-            .map(|r| format!("`{}`", r.split()))
-            .collect::<Vec<_>>()
-            .join(", "),
+        releases.iter().map(|r| format!("`{}`", r.split())).collect::<Vec<_>>().join(", "),
         releases.last().map(|r| r.split()).unwrap_or_default(),
         releases.last().map(|r| r.split()).unwrap_or_default(),
     );
@@ -338,12 +297,7 @@ pub fn export_hf_coreb(
         move |source| ExportError::Io { path, source }
     };
     let mut exported = Vec::new();
-    for Found {
-        version,
-        dir,
-        facts,
-    } in &found
-    {
+    for Found { version, dir, facts } in &found {
         let split = split_name(version);
         let read = |c: &str| {
             let src = dir.join(format!("{c}.parquet"));
@@ -355,10 +309,7 @@ pub fn export_hf_coreb(
             }
             Ok(columns::read(&src)?)
         };
-        let shape = |source| ExportError::Shape {
-            release: dir.clone(),
-            source,
-        };
+        let shape = |source| ExportError::Shape { release: dir.clone(), source };
         let (code, text) = (read("code_corpus")?, read("text_corpus")?);
         let t2c = read("text2code_queries")?;
         let corpora = published::Corpora::new(&code, &text)
@@ -378,15 +329,9 @@ pub fn export_hf_coreb(
                 &corpora,
             )
             .map_err(shape)?;
-            subtasks.insert(
-                task.to_owned(),
-                published::subtasks(&queries).into_iter().collect(),
-            );
+            subtasks.insert(task.to_owned(), published::subtasks(&queries).into_iter().collect());
             let config = |suffix: &str| {
-                CONFIGS
-                    .into_iter()
-                    .find(|c| *c == format!("{task}_{suffix}"))
-                    .unwrap_or_default()
+                CONFIGS.into_iter().find(|c| *c == format!("{task}_{suffix}")).unwrap_or_default()
             };
             tables.insert(config("queries"), queries);
             tables.insert(config("qrels"), qrels);
@@ -436,11 +381,7 @@ pub fn export_hf_coreb(
             license,
             "\n===== {} =====\n\n{}",
             r.split(),
-            if r.license.is_empty() {
-                "(the release has no LICENSE file)\n"
-            } else {
-                &r.license
-            }
+            if r.license.is_empty() { "(the release has no LICENSE file)\n" } else { &r.license }
         );
     }
     write("LICENSE", &license)?;
@@ -463,10 +404,8 @@ fn staging_dir(out: &Path) -> Result<PathBuf, ExportError> {
         .unwrap_or_else(|| "export".into());
     let tmp = out.with_file_name(format!(".{name}.tmp"));
     if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|source| ExportError::Io {
-            path: tmp.clone(),
-            source,
-        })?;
+        std::fs::remove_dir_all(&tmp)
+            .map_err(|source| ExportError::Io { path: tmp.clone(), source })?;
     }
     Ok(tmp)
 }
@@ -475,14 +414,10 @@ fn staging_dir(out: &Path) -> Result<PathBuf, ExportError> {
 /// place at `out`, replacing an earlier export there.
 fn publish(tmp: &Path, out: &Path, layout: &str) -> Result<(), ExportError> {
     let marker = tmp.join(".coreb-export");
-    std::fs::write(&marker, format!("{layout}\n")).map_err(|source| ExportError::Io {
-        path: marker,
-        source,
-    })?;
-    coreb_base::durable::replace_dir(tmp, out).map_err(|source| ExportError::Io {
-        path: out.to_owned(),
-        source,
-    })
+    std::fs::write(&marker, format!("{layout}\n"))
+        .map_err(|source| ExportError::Io { path: marker, source })?;
+    coreb_base::durable::replace_dir(tmp, out)
+        .map_err(|source| ExportError::Io { path: out.to_owned(), source })
 }
 
 /// Copy the plain files and directories below `from` to `to` (a link is not followed: it is
@@ -493,10 +428,8 @@ fn copy_files(from: &Path, to: &Path) -> Result<(), ExportError> {
         move |source| ExportError::Io { path, source }
     };
     std::fs::create_dir_all(to).map_err(io(to))?;
-    let mut entries: Vec<_> = std::fs::read_dir(from)
-        .map_err(io(from))?
-        .collect::<Result<_, _>>()
-        .map_err(io(from))?;
+    let mut entries: Vec<_> =
+        std::fs::read_dir(from).map_err(io(from))?.collect::<Result<_, _>>().map_err(io(from))?;
     entries.sort_by_key(std::fs::DirEntry::file_name);
     for e in entries {
         let (src, dst) = (e.path(), to.join(e.file_name()));

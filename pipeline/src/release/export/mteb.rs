@@ -52,12 +52,7 @@ pub struct MtebOptions {
 
 impl Default for MtebOptions {
     fn default() -> Self {
-        MtebOptions {
-            candidates: 17,
-            seed: 20_250_101,
-            keep_self: false,
-            all_queries: false,
-        }
+        MtebOptions { candidates: 17, seed: 20_250_101, keep_self: false, all_queries: false }
     }
 }
 
@@ -143,21 +138,15 @@ fn read_source(release: &Path, task: &str) -> Result<Source, ExportError> {
         }
         coreb_base::jsonl::lines(&path)
             .and_then(|ls| ls.map(|l| l.map(|l| (l.text, l.number))).collect())
-            .map_err(|e| ExportError::Manifest {
-                path: path.clone(),
-                reason: e.to_string(),
-            })
+            .map_err(|e| ExportError::Manifest { path: path.clone(), reason: e.to_string() })
     };
     fn parse<T: serde::de::DeserializeOwned>(
         path: PathBuf,
     ) -> impl Fn((String, u64)) -> Result<(T, String), ExportError> {
         move |(text, number)| {
-            serde_json::from_str(&text)
-                .map(|keys| (keys, text))
-                .map_err(|e| ExportError::Manifest {
-                    path: path.clone(),
-                    reason: format!("line {number}: {e}"),
-                })
+            serde_json::from_str(&text).map(|keys| (keys, text)).map_err(|e| {
+                ExportError::Manifest { path: path.clone(), reason: format!("line {number}: {e}") }
+            })
         }
     }
     let docs = lines("corpus.jsonl")?
@@ -188,11 +177,7 @@ fn read_source(release: &Path, task: &str) -> Result<Source, ExportError> {
         pos.sort();
         neg.sort();
     }
-    Ok(Source {
-        docs,
-        queries,
-        judged,
-    })
+    Ok(Source { docs, queries, judged })
 }
 
 /// A stream seeded by the export's seed and `key`.
@@ -226,12 +211,7 @@ fn retrieval(source: &Source, code2code: bool, keep_self: bool) -> Written {
         .collect();
     let qrels = queries
         .iter()
-        .flat_map(|(q, _)| {
-            source.judged[&q.id]
-                .0
-                .iter()
-                .map(|d| (q.id.clone(), d.clone(), 2))
-        })
+        .flat_map(|(q, _)| source.judged[&q.id].0.iter().map(|d| (q.id.clone(), d.clone(), 2)))
         .collect();
     let top_ranked = (code2code && !keep_self).then(|| {
         queries
@@ -258,11 +238,8 @@ fn retrieval(source: &Source, code2code: bool, keep_self: bool) -> Written {
 /// The reranking task of `source` (see the module's documentation), and how many of its
 /// queries were left out.
 fn reranking(source: &Source, task: &MtebTask, opts: &MtebOptions) -> (Written, usize) {
-    let problem_of: BTreeMap<&str, Option<&str>> = source
-        .docs
-        .iter()
-        .map(|(d, _)| (d.id.as_str(), d.problem_id.as_deref()))
-        .collect();
+    let problem_of: BTreeMap<&str, Option<&str>> =
+        source.docs.iter().map(|(d, _)| (d.id.as_str(), d.problem_id.as_deref())).collect();
     // One seeded order of the corpus; easy negatives are taken from it in turn.
     let mut pool: Vec<&str> = source.docs.iter().map(|(d, _)| d.id.as_str()).collect();
     shuffle(&mut pool, &mut stream(opts.seed, task.name));
@@ -302,10 +279,8 @@ fn reranking(source: &Source, task: &MtebTask, opts: &MtebOptions) -> (Written, 
         shuffle(&mut list, &mut rng);
         lists.push((q, pos, list));
     }
-    let used: BTreeSet<&str> = lists
-        .iter()
-        .flat_map(|(_, _, l)| l.iter().map(String::as_str))
-        .collect();
+    let used: BTreeSet<&str> =
+        lists.iter().flat_map(|(_, _, l)| l.iter().map(String::as_str)).collect();
     let keep: BTreeSet<&str> = lists.iter().map(|(q, _, _)| q.id.as_str()).collect();
     let qrels = lists
         .iter()
@@ -330,12 +305,7 @@ fn reranking(source: &Source, task: &MtebTask, opts: &MtebOptions) -> (Written, 
             .map(|(_, l)| l.clone())
             .collect(),
         qrels,
-        top_ranked: Some(
-            lists
-                .into_iter()
-                .map(|(q, _, l)| (q.id.clone(), l))
-                .collect(),
-        ),
+        top_ranked: Some(lists.into_iter().map(|(q, _, l)| (q.id.clone(), l)).collect()),
     };
     (written, left_out)
 }
@@ -419,10 +389,8 @@ fn write_folder(
     let write = |rel: &str, text: &str| -> Result<(), ExportError> {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| ExportError::Io {
-                path: parent.to_owned(),
-                source,
-            })?;
+            std::fs::create_dir_all(parent)
+                .map_err(|source| ExportError::Io { path: parent.to_owned(), source })?;
         }
         std::fs::write(&path, text).map_err(|source| ExportError::Io { path, source })
     };
@@ -431,11 +399,7 @@ fn write_folder(
     write("queries.jsonl", &lines(&w.queries))?;
     write(
         "qrels/test.jsonl",
-        &jsonl_text(w.qrels.iter().map(|(q, d, s)| QrelRow {
-            query: q,
-            doc: d,
-            score: *s,
-        })),
+        &jsonl_text(w.qrels.iter().map(|(q, d, s)| QrelRow { query: q, doc: d, score: *s })),
     )?;
     let mut tsv = String::from("query-id\tcorpus-id\tscore\n");
     for (q, d, score) in &w.qrels {
@@ -445,11 +409,7 @@ fn write_folder(
     if let Some(lists) = &w.top_ranked {
         write(
             "top_ranked/test.jsonl",
-            &jsonl_text(
-                lists
-                    .iter()
-                    .map(|(q, docs)| TopRankedRow { query: q, docs }),
-            ),
+            &jsonl_text(lists.iter().map(|(q, docs)| TopRankedRow { query: q, docs })),
         )?;
     }
     let reranking = task.protocol == Protocol::Reranking;
@@ -513,10 +473,7 @@ pub fn export_mteb(
     opts: &MtebOptions,
 ) -> Result<Vec<MtebRelease>, ExportError> {
     // A list of one would hold a positive alone (the command refuses it as a usage error).
-    let opts = &MtebOptions {
-        candidates: opts.candidates.max(2),
-        ..opts.clone()
-    };
+    let opts = &MtebOptions { candidates: opts.candidates.max(2), ..opts.clone() };
     let found = releases_by_version(releases_dir)?;
     let tmp = super::staging_dir(out)?;
     let io = |path: &Path| {
@@ -557,10 +514,7 @@ pub fn export_mteb(
                 left_out,
             });
         }
-        exported.push(MtebRelease {
-            version: f.version.clone(),
-            folders,
-        });
+        exported.push(MtebRelease { version: f.version.clone(), folders });
     }
     std::fs::write(tmp.join("README.md"), export_card(&exported, opts))
         .map_err(io(&tmp.join("README.md")))?;
@@ -582,10 +536,7 @@ mod tests {
                 (0..5).map(move |i| {
                     let id = format!("{p}{i}");
                     (
-                        DocKeys {
-                            id: id.clone(),
-                            problem_id: Some((*p).to_owned()),
-                        },
+                        DocKeys { id: id.clone(), problem_id: Some((*p).to_owned()) },
                         format!("{{\"_id\":\"{id}\"}}"),
                     )
                 })
@@ -611,10 +562,7 @@ mod tests {
             ],
             judged: [
                 ("q1".to_owned(), (owned(&["a0", "a1"]), owned(&["a2"]))),
-                (
-                    "q2".to_owned(),
-                    (owned(&["b0", "b1", "b2", "b3", "b4"]), vec![]),
-                ),
+                ("q2".to_owned(), (owned(&["b0", "b1", "b2", "b3", "b4"]), vec![])),
                 ("q3".to_owned(), (owned(&["a1"]), owned(&["a3"]))),
             ]
             .into(),
@@ -623,10 +571,7 @@ mod tests {
 
     #[test]
     fn reranking_lists_hold_positives_hard_and_easy_negatives_never_the_own_document() {
-        let opts = MtebOptions {
-            candidates: 6,
-            ..MtebOptions::default()
-        };
+        let opts = MtebOptions { candidates: 6, ..MtebOptions::default() };
         let task = &TASKS[4];
         let (w, left_out) = reranking(&source(), task, &opts);
         assert_eq!(left_out, 1, "q2 has no hard negative");
@@ -655,21 +600,12 @@ mod tests {
         assert!(w.qrels.contains(&("q1".into(), "a2".into(), 0)));
         // Seeded: the same lists again; another seed, another draw.
         assert_eq!(reranking(&source(), task, &opts).0.top_ranked, w.top_ranked);
-        let other = MtebOptions {
-            seed: 7,
-            ..opts.clone()
-        };
-        assert_ne!(
-            reranking(&source(), task, &other).0.top_ranked,
-            w.top_ranked
-        );
+        let other = MtebOptions { seed: 7, ..opts.clone() };
+        assert_ne!(reranking(&source(), task, &other).0.top_ranked, w.top_ranked);
         // Every candidate is in the corpus; the corpus holds nothing else.
         let docs: BTreeSet<String> = lists.values().flatten().cloned().collect();
         assert_eq!(w.docs.len(), docs.len());
-        let all = MtebOptions {
-            all_queries: true,
-            ..opts
-        };
+        let all = MtebOptions { all_queries: true, ..opts };
         assert_eq!(reranking(&source(), task, &all).1, 0);
     }
 

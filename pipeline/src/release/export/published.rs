@@ -48,20 +48,18 @@ fn strings<'a>(
 ) -> Result<&'a [Option<String>], ShapeError> {
     match find(cols, name) {
         Some(Values::Str(v)) => Ok(v),
-        _ => Err(ShapeError {
-            config: config.into(),
-            reason: format!("no string column `{name}`"),
-        }),
+        _ => {
+            Err(ShapeError { config: config.into(), reason: format!("no string column `{name}`") })
+        }
     }
 }
 
 fn ints<'a>(config: &str, cols: &'a [Column], name: &str) -> Result<&'a [Option<i64>], ShapeError> {
     match find(cols, name) {
         Some(Values::Int(v)) => Ok(v),
-        _ => Err(ShapeError {
-            config: config.into(),
-            reason: format!("no integer column `{name}`"),
-        }),
+        _ => {
+            Err(ShapeError { config: config.into(), reason: format!("no integer column `{name}`") })
+        }
     }
 }
 
@@ -72,10 +70,9 @@ fn bools<'a>(
 ) -> Result<&'a [Option<bool>], ShapeError> {
     match find(cols, name) {
         Some(Values::Bool(v)) => Ok(v),
-        _ => Err(ShapeError {
-            config: config.into(),
-            reason: format!("no boolean column `{name}`"),
-        }),
+        _ => {
+            Err(ShapeError { config: config.into(), reason: format!("no boolean column `{name}`") })
+        }
     }
 }
 
@@ -105,10 +102,7 @@ pub fn code_corpus(cols: &[Column]) -> Result<Vec<Column>, ShapeError> {
     let meta = Column::structure(
         "meta",
         vec![
-            Column::str(
-                "source_problem_id",
-                strings(c, cols, "problem_id")?.to_vec(),
-            ),
+            Column::str("source_problem_id", strings(c, cols, "problem_id")?.to_vec()),
             Column::bool("passed", bools(c, cols, "passed")?.to_vec()),
         ],
     );
@@ -120,10 +114,8 @@ pub fn code_corpus(cols: &[Column]) -> Result<Vec<Column>, ShapeError> {
 pub fn text_corpus(cols: &[Column]) -> Result<Vec<Column>, ShapeError> {
     let c = "text_corpus";
     let (problem, kind) = (strings(c, cols, "problem_id")?, strings(c, cols, "kind")?);
-    let noise: Vec<Option<bool>> = kind
-        .iter()
-        .map(|k| Some(k.as_deref() == Some("distractor")))
-        .collect();
+    let noise: Vec<Option<bool>> =
+        kind.iter().map(|k| Some(k.as_deref() == Some("distractor"))).collect();
     let original = problem
         .iter()
         .zip(&noise)
@@ -162,12 +154,7 @@ impl Corpora {
             strings("code_corpus", code, "code")?,
         );
         let code = (0..ids.len())
-            .map(|i| {
-                (
-                    some(ids, i),
-                    (some(langs, i), some(models, i), some(codes, i)),
-                )
-            })
+            .map(|i| (some(ids, i), (some(langs, i), some(models, i), some(codes, i))))
             .collect();
         let (tids, kinds, problems, texts) = (
             strings("text_corpus", text, "text_id")?,
@@ -177,18 +164,9 @@ impl Corpora {
         );
         let texts = (0..tids.len())
             .filter(|&i| matches!(kinds[i].as_deref(), Some("full" | "canonical")))
-            .map(|i| {
-                (
-                    (some(problems, i), some(kinds, i)),
-                    (some(tids, i), some(texts, i)),
-                )
-            })
+            .map(|i| ((some(problems, i), some(kinds, i)), (some(tids, i), some(texts, i))))
             .collect();
-        Ok(Corpora {
-            code,
-            texts,
-            summaries: BTreeMap::new(),
-        })
+        Ok(Corpora { code, texts, summaries: BTreeMap::new() })
     }
 
     /// Take each problem's summary from the text2code queries.
@@ -312,17 +290,11 @@ fn qrel_rows(config: &str, cols: &[Column]) -> Result<Vec<Judgement>, ShapeError
         strings(config, cols, "doc_id")?,
         ints(config, cols, "relevance")?,
     );
-    Ok((0..q.len())
-        .map(|i| (some(q, i), some(d, i), r[i].unwrap_or(0)))
-        .collect())
+    Ok((0..q.len()).map(|i| (some(q, i), some(d, i), r[i].unwrap_or(0))).collect())
 }
 
 fn constraint(language: &str) -> String {
-    if language == "any" {
-        "none".into()
-    } else {
-        language.into()
-    }
+    if language == "any" { "none".into() } else { language.into() }
 }
 
 /// The type of a search query (`t2c_<version>_<problem>_search<index>_<constraint>`): the
@@ -334,11 +306,7 @@ fn search_type(id: &str) -> Option<&'static str> {
 }
 
 fn sorted_unique<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
-    items
-        .map(str::to_owned)
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect()
+    items.map(str::to_owned).collect::<BTreeSet<_>>().into_iter().collect()
 }
 
 /// One task's queries and qrels in the published shape, and the derived code2text subtasks.
@@ -394,12 +362,8 @@ pub fn task(
         match task {
             "text2code" => {
                 p.query_type = Some(
-                    if row.language == "any" {
-                        "language_agnostic"
-                    } else {
-                        "language_specific"
-                    }
-                    .into(),
+                    if row.language == "any" { "language_agnostic" } else { "language_specific" }
+                        .into(),
                 );
                 p.sub_query_type = Some(match row.subtask.as_str() {
                     "canonical" => "abbreviated".into(),
@@ -457,10 +421,7 @@ pub fn task(
 fn derive_describe(version: &str, out: &mut Vec<Published>, judgements: &mut Vec<Judgement>) {
     let mut by_query: BTreeMap<&str, Vec<(String, i64)>> = BTreeMap::new();
     for (q, d, r) in judgements.iter() {
-        by_query
-            .entry(q.as_str())
-            .or_default()
-            .push((d.clone(), *r));
+        by_query.entry(q.as_str()).or_default().push((d.clone(), *r));
     }
     let mut derived: Vec<(Published, Vec<(String, i64)>)> = Vec::new();
     let copy = |base: &Published, id: String, subtask: String, text_type: &str| Published {
@@ -470,42 +431,24 @@ fn derive_describe(version: &str, out: &mut Vec<Published>, judgements: &mut Vec
         ..base.clone()
     };
     for base in out.iter() {
-        let subtask = base
-            .subtask
-            .replacen("c2t_full_retro_", "c2t_canonical_retro_", 1);
-        let q = copy(
-            base,
-            format!("{}_canonical", base.id),
-            subtask,
-            "canonical_description",
-        );
-        derived.push((
-            q,
-            by_query.get(base.id.as_str()).cloned().unwrap_or_default(),
-        ));
+        let subtask = base.subtask.replacen("c2t_full_retro_", "c2t_canonical_retro_", 1);
+        let q = copy(base, format!("{}_canonical", base.id), subtask, "canonical_description");
+        derived.push((q, by_query.get(base.id.as_str()).cloned().unwrap_or_default()));
     }
     let mut anchors: BTreeMap<&str, &Published> = BTreeMap::new();
     for p in out.iter() {
-        let rank = |q: &Published| {
-            (
-                q.anchor_language.as_deref() != Some("python"),
-                q.source_doc.clone(),
-            )
-        };
+        let rank =
+            |q: &Published| (q.anchor_language.as_deref() != Some("python"), q.source_doc.clone());
         let e = anchors.entry(p.problem.as_str()).or_insert(p);
         if rank(p) < rank(e) {
             *e = p;
         }
     }
     for (&problem, &anchor) in &anchors {
-        let qrels = by_query
-            .get(anchor.id.as_str())
-            .cloned()
-            .unwrap_or_default();
-        for (kind, text_type) in [
-            ("full", "full_description"),
-            ("canonical", "canonical_description"),
-        ] {
+        let qrels = by_query.get(anchor.id.as_str()).cloned().unwrap_or_default();
+        for (kind, text_type) in
+            [("full", "full_description"), ("canonical", "canonical_description")]
+        {
             let mut q = copy(
                 anchor,
                 format!("c2t_{version}_{problem}_{kind}_retro_any"),
@@ -513,10 +456,7 @@ fn derive_describe(version: &str, out: &mut Vec<Published>, judgements: &mut Vec
                 text_type,
             );
             q.language_constraint = "none".into();
-            q.meta = Meta {
-                task_type: Some("description_retrieval".into()),
-                ..Meta::default()
-            };
+            q.meta = Meta { task_type: Some("description_retrieval".into()), ..Meta::default() };
             derived.push((q, qrels.clone()));
         }
     }
@@ -547,9 +487,7 @@ fn derive_match(
         match corpora.texts.get(&(problem.to_owned(), kind.to_owned())) {
             Some(t) => Some(t.clone()),
             None if kind == "canonical" => {
-                let (full, _) = corpora
-                    .texts
-                    .get(&(problem.to_owned(), "full".to_owned()))?;
+                let (full, _) = corpora.texts.get(&(problem.to_owned(), "full".to_owned()))?;
                 Some((full.clone(), corpora.summaries.get(problem)?.clone()))
             }
             None => None,
@@ -599,85 +537,39 @@ fn query_columns(task: &str, facts: &ReleaseFacts, rows: &[Published]) -> Vec<Co
         Column::str("query", col(rows, |r| Some(r.query.clone()))),
         Column::str("split", col(rows, |r| Some(r.task.clone()))),
         Column::str("subtask", col(rows, |r| Some(r.subtask.clone()))),
-        Column::str(
-            "language_constraint",
-            col(rows, |r| Some(r.language_constraint.clone())),
-        ),
+        Column::str("language_constraint", col(rows, |r| Some(r.language_constraint.clone()))),
     ];
     if task == "text2code" {
-        cols.push(Column::str(
-            "query_type",
-            col(rows, |r| r.query_type.clone()),
-        ));
-        cols.push(Column::str(
-            "sub_query_type",
-            col(rows, |r| r.sub_query_type.clone()),
-        ));
+        cols.push(Column::str("query_type", col(rows, |r| r.query_type.clone())));
+        cols.push(Column::str("sub_query_type", col(rows, |r| r.sub_query_type.clone())));
     } else {
-        cols.push(Column::str(
-            "anchor_language",
-            col(rows, |r| r.anchor_language.clone()),
-        ));
-        cols.push(Column::str(
-            "anchor_model",
-            col(rows, |r| r.anchor_model.clone()),
-        ));
+        cols.push(Column::str("anchor_language", col(rows, |r| r.anchor_language.clone())));
+        cols.push(Column::str("anchor_model", col(rows, |r| r.anchor_model.clone())));
     }
-    cols.push(Column::str(
-        "source_problem_id",
-        col(rows, |r| Some(r.problem.clone())),
-    ));
-    cols.push(Column::str(
-        "source_doc_id",
-        col(rows, |r| r.source_doc.clone()),
-    ));
-    cols.push(Column::int(
-        "num_relevant_docs",
-        col(rows, |r| Some(r.relevant)),
-    ));
+    cols.push(Column::str("source_problem_id", col(rows, |r| Some(r.problem.clone()))));
+    cols.push(Column::str("source_doc_id", col(rows, |r| r.source_doc.clone())));
+    cols.push(Column::int("num_relevant_docs", col(rows, |r| Some(r.relevant))));
     if task == "code2text" {
-        cols.push(Column::str(
-            "code",
-            col(rows, |r| r.pair.as_ref().map(|_| r.query.clone())),
-        ));
+        cols.push(Column::str("code", col(rows, |r| r.pair.as_ref().map(|_| r.query.clone()))));
         cols.push(Column::str(
             "text_id",
             col(rows, |r| r.pair.as_ref().map(|p| p.text_id.clone())),
         ));
-        cols.push(Column::str(
-            "text",
-            col(rows, |r| r.pair.as_ref().map(|p| p.text.clone())),
-        ));
-        cols.push(Column::int(
-            "label",
-            col(rows, |r| r.pair.as_ref().map(|p| p.label)),
-        ));
+        cols.push(Column::str("text", col(rows, |r| r.pair.as_ref().map(|p| p.text.clone()))));
+        cols.push(Column::int("label", col(rows, |r| r.pair.as_ref().map(|p| p.label))));
         cols.push(Column::str(
             "text_type",
-            col(rows, |r| {
-                r.pair
-                    .as_ref()
-                    .map(|_| r.text_type.clone().unwrap_or_default())
-            }),
+            col(rows, |r| r.pair.as_ref().map(|_| r.text_type.clone().unwrap_or_default())),
         ));
     }
-    let mut meta = vec![Column::str(
-        "source_problem_id",
-        col(rows, |r| Some(r.problem.clone())),
-    )];
+    let mut meta = vec![Column::str("source_problem_id", col(rows, |r| Some(r.problem.clone())))];
     match task {
         "text2code" => {
-            meta.push(Column::str(
-                "original_query_type",
-                col(rows, |r| r.sub_query_type.clone()),
-            ));
+            meta.push(Column::str("original_query_type", col(rows, |r| r.sub_query_type.clone())));
             let search = |r: &Published| r.meta.models_in_relevant_docs.is_some();
             meta.push(
-                Column::int(
-                    "num_relevant_docs",
-                    col(rows, |r| search(r).then_some(r.relevant)),
-                )
-                .nullable(),
+                Column::int("num_relevant_docs", col(rows, |r| search(r).then_some(r.relevant)))
+                    .nullable(),
             );
             meta.push(
                 Column::str_list(
@@ -689,41 +581,28 @@ fn query_columns(task: &str, facts: &ReleaseFacts, rows: &[Published]) -> Vec<Co
             meta.push(
                 Column::bool(
                     "is_multi_model",
-                    col(rows, |r| {
-                        r.meta.models_in_relevant_docs.as_ref().map(|m| m.len() > 1)
-                    }),
+                    col(rows, |r| r.meta.models_in_relevant_docs.as_ref().map(|m| m.len() > 1)),
                 )
                 .nullable(),
             );
         }
-        _ => meta.push(Column::str(
-            "anchor_code_id",
-            col(rows, |r| r.source_doc.clone()),
-        )),
+        _ => meta.push(Column::str("anchor_code_id", col(rows, |r| r.source_doc.clone()))),
     }
     if task == "code2code" {
         meta.push(
-            Column::str_list(
-                "target_languages",
-                col(rows, |r| r.meta.target_languages.clone()),
-            )
-            .nullable(),
+            Column::str_list("target_languages", col(rows, |r| r.meta.target_languages.clone()))
+                .nullable(),
         );
         meta.push(
-            Column::int(
-                "num_target_solutions",
-                col(rows, |r| r.meta.num_target_solutions),
-            )
-            .nullable(),
+            Column::int("num_target_solutions", col(rows, |r| r.meta.num_target_solutions))
+                .nullable(),
         );
     }
     if task == "code2text" {
         meta.push(Column::str("task_type", col(rows, |r| r.meta.task_type.clone())).nullable());
         meta.push(Column::str(
             "text_type",
-            col(rows, |r| {
-                r.pair.is_none().then(|| r.text_type.clone()).flatten()
-            }),
+            col(rows, |r| r.pair.is_none().then(|| r.text_type.clone()).flatten()),
         ));
         meta.push(
             Column::str_list(
@@ -736,25 +615,16 @@ fn query_columns(task: &str, facts: &ReleaseFacts, rows: &[Published]) -> Vec<Co
             "pair_type",
             col(rows, |r| {
                 r.pair.as_ref().map(|p| {
-                    if p.label == 1 {
-                        "positive".into()
-                    } else {
-                        "negative_random".into()
-                    }
+                    if p.label == 1 { "positive".into() } else { "negative_random".into() }
                 })
             }),
         ));
         meta.push(Column::str(
             "negative_problem_id",
-            col(rows, |r| {
-                r.pair.as_ref().and_then(|p| p.negative_problem.clone())
-            }),
+            col(rows, |r| r.pair.as_ref().and_then(|p| p.negative_problem.clone())),
         ));
     }
-    meta.push(Column::str(
-        "created_at",
-        vec![Some(facts.created_at.clone()); rows.len()],
-    ));
+    meta.push(Column::str("created_at", vec![Some(facts.created_at.clone()); rows.len()]));
     meta.push(Column::str(
         "generator_version",
         vec![Some(facts.generator_version.clone()); rows.len()],
@@ -765,14 +635,8 @@ fn query_columns(task: &str, facts: &ReleaseFacts, rows: &[Published]) -> Vec<Co
 
 fn qrel_columns(judgements: &[Judgement]) -> Vec<Column> {
     vec![
-        Column::str(
-            "query_id",
-            judgements.iter().map(|j| Some(j.0.clone())).collect(),
-        ),
-        Column::str(
-            "doc_id",
-            judgements.iter().map(|j| Some(j.1.clone())).collect(),
-        ),
+        Column::str("query_id", judgements.iter().map(|j| Some(j.0.clone())).collect()),
+        Column::str("doc_id", judgements.iter().map(|j| Some(j.1.clone())).collect()),
         Column::int("relevance", judgements.iter().map(|j| Some(j.2)).collect()),
     ]
 }
@@ -803,22 +667,10 @@ mod tests {
         let text = vec![
             Column::str(
                 "text_id",
-                s(&[
-                    "t_p1_full",
-                    "t_p1_canonical",
-                    "t_p1_d0",
-                    "t_p2_full",
-                    "t_p2_canonical",
-                ]),
+                s(&["t_p1_full", "t_p1_canonical", "t_p1_d0", "t_p2_full", "t_p2_canonical"]),
             ),
-            Column::str(
-                "text",
-                s(&["P1 full", "P1 short", "noise", "P2 full", "P2 short"]),
-            ),
-            Column::str(
-                "kind",
-                s(&["full", "canonical", "distractor", "full", "canonical"]),
-            ),
+            Column::str("text", s(&["P1 full", "P1 short", "noise", "P2 full", "P2 short"])),
+            Column::str("kind", s(&["full", "canonical", "distractor", "full", "canonical"])),
             Column::str("problem_id", s(&["p1", "p1", "p1", "p2", "p2"])),
         ];
         Corpora::new(&code, &text).unwrap()
@@ -832,9 +684,7 @@ mod tests {
     }
 
     fn meta<'a>(cols: &'a [Column], field: &str) -> &'a Values {
-        let Some(Values::Struct(fields)) = find(cols, "meta") else {
-            panic!("no meta")
-        };
+        let Some(Values::Struct(fields)) = find(cols, "meta") else { panic!("no meta") };
         find(fields, field).unwrap_or_else(|| panic!("no meta.{field}"))
     }
 
@@ -858,15 +708,9 @@ mod tests {
             Column::str("subtask", s(&["canonical", "canonical", "search"])),
             Column::str("language_constraint", s(&["any", "cpp", "any"])),
             Column::str("source_problem_id", s(&["p1", "p1", "p1"])),
-            Column::str(
-                "query",
-                s(&["P1 short", "C++ solution: P1 short", "find it"]),
-            ),
+            Column::str("query", s(&["P1 short", "C++ solution: P1 short", "find it"])),
         ];
-        let corpora = Corpora::new(&code, &text)
-            .unwrap()
-            .with_summaries(&t2c)
-            .unwrap();
+        let corpora = Corpora::new(&code, &text).unwrap().with_summaries(&t2c).unwrap();
         let q = vec![
             Column::str(
                 "query_id",
@@ -878,25 +722,13 @@ mod tests {
                     "c2t_v1_p1_canonical_retro_any",
                 ]),
             ),
-            Column::str(
-                "query",
-                s(&["print", "int main", "print", "print 2", "print"]),
-            ),
+            Column::str("query", s(&["print", "int main", "print", "print 2", "print"])),
             Column::str("task", s(&["code2text"; 5])),
             Column::str(
                 "subtask",
-                s(&[
-                    "full_retro",
-                    "full_retro",
-                    "full_retro",
-                    "full_retro",
-                    "canonical_retro",
-                ]),
+                s(&["full_retro", "full_retro", "full_retro", "full_retro", "canonical_retro"]),
             ),
-            Column::str(
-                "language_constraint",
-                s(&["any", "cpp", "python", "any", "any"]),
-            ),
+            Column::str("language_constraint", s(&["any", "cpp", "python", "any", "any"])),
             Column::str("source_problem_id", s(&["p1", "p1", "p1", "p2", "p1"])),
             Column::str(
                 "source_doc_id",
@@ -905,10 +737,7 @@ mod tests {
             Column::int("num_relevant_docs", vec![Some(1); 5]),
         ];
         let r = vec![
-            Column::str(
-                "query_id",
-                s(&["c2t_v1_p1_full_retro_any", "c2t_v1_p1_full_retro_any"]),
-            ),
+            Column::str("query_id", s(&["c2t_v1_p1_full_retro_any", "c2t_v1_p1_full_retro_any"])),
             Column::str("doc_id", s(&["t_p1_full", "t_p1_d0"])),
             Column::int("relevance", vec![Some(2), Some(1)]),
         ];
@@ -924,17 +753,11 @@ mod tests {
                 "c2t_match"
             ]
         );
-        let Some(Values::Str(ids)) = find(&queries, "query_id") else {
-            panic!()
-        };
+        let Some(Values::Str(ids)) = find(&queries, "query_id") else { panic!() };
         let row = |id: &str| ids.iter().position(|x| x.as_deref() == Some(id)).unwrap();
         // The canonical match pair: the full text's id, the summary as its text.
-        let Some(Values::Str(text_ids)) = find(&queries, "text_id") else {
-            panic!()
-        };
-        let Some(Values::Str(texts)) = find(&queries, "text") else {
-            panic!()
-        };
+        let Some(Values::Str(text_ids)) = find(&queries, "text_id") else { panic!() };
+        let Some(Values::Str(texts)) = find(&queries, "text") else { panic!() };
         let pos = row("c2t_v1_p1_match_canonical_pos");
         assert_eq!(
             (text_ids[pos].as_deref(), texts[pos].as_deref()),
@@ -944,9 +767,7 @@ mod tests {
         assert!(j.contains(&("c2t_v1_p1_match_full_pos".into(), "t_p1_full".into(), 2)));
         assert!(j.contains(&("c2t_v1_p2_match_full_neg".into(), "t_p1_full".into(), 0)));
         // meta: the series' fields, from the release, never the clock.
-        let Values::Str(task_type) = meta(&queries, "task_type") else {
-            panic!()
-        };
+        let Values::Str(task_type) = meta(&queries, "task_type") else { panic!() };
         assert_eq!(
             task_type[row("c2t_v1_p1_full_retro_cpp")].as_deref(),
             Some("cross_language_invariance")
@@ -955,21 +776,14 @@ mod tests {
             task_type[row("c2t_v1_p1_full_retro_any")].as_deref(),
             Some("description_retrieval")
         );
-        let Values::StrList(available) = meta(&queries, "available_languages") else {
-            panic!()
-        };
+        let Values::StrList(available) = meta(&queries, "available_languages") else { panic!() };
         assert_eq!(
             available[row("c2t_v1_p1_full_retro_cpp")],
             Some(vec!["cpp".to_owned(), "python".to_owned()])
         );
         assert_eq!(available[row("c2t_v1_p1_full_retro_any")], None);
-        let Values::Str(pair) = meta(&queries, "pair_type") else {
-            panic!()
-        };
-        assert_eq!(
-            pair[row("c2t_v1_p1_match_full_neg")].as_deref(),
-            Some("negative_random")
-        );
+        let Values::Str(pair) = meta(&queries, "pair_type") else { panic!() };
+        assert_eq!(pair[row("c2t_v1_p1_match_full_neg")].as_deref(), Some("negative_random"));
         assert_eq!(
             meta(&queries, "created_at"),
             &Values::Str(vec![Some("2025-03-31T23:59:59Z".into()); ids.len()])
@@ -982,20 +796,11 @@ mod tests {
 
     #[test]
     fn search_and_code2code_meta() {
-        assert_eq!(
-            search_type("t2c_v202503_lcb_1_search0_any"),
-            Some("title_search")
-        );
-        assert_eq!(
-            search_type("t2c_v202503_lcb_1_search2_cpp"),
-            Some("algorithm_search")
-        );
+        assert_eq!(search_type("t2c_v202503_lcb_1_search0_any"), Some("title_search"));
+        assert_eq!(search_type("t2c_v202503_lcb_1_search2_cpp"), Some("algorithm_search"));
         assert_eq!(search_type("t2c_v202503_lcb_1_search9_cpp"), None);
         let q = vec![
-            Column::str(
-                "query_id",
-                s(&["c2c_v1_c_p1_py_cross_model", "c2c_v1_c_p1_py_mono_lang"]),
-            ),
+            Column::str("query_id", s(&["c2c_v1_c_p1_py_cross_model", "c2c_v1_c_p1_py_mono_lang"])),
             Column::str("query", s(&["print", "print"])),
             Column::str("task", s(&["code2code"; 2])),
             Column::str("subtask", s(&["cross_model", "mono_lang"])),
@@ -1014,18 +819,12 @@ mod tests {
             meta(&queries, "target_languages"),
             &Values::StrList(vec![Some(vec!["cpp".into()]), None])
         );
-        assert_eq!(
-            meta(&queries, "num_target_solutions"),
-            &Values::Int(vec![Some(1), None])
-        );
+        assert_eq!(meta(&queries, "num_target_solutions"), &Values::Int(vec![Some(1), None]));
     }
 
     fn describe() -> (Vec<Column>, Vec<Column>) {
         let q = vec![
-            Column::str(
-                "query_id",
-                s(&["c2t_v1_c_p1_cpp", "c2t_v1_c_p1_py", "c2t_v1_c_p2_go"]),
-            ),
+            Column::str("query_id", s(&["c2t_v1_c_p1_cpp", "c2t_v1_c_p1_py", "c2t_v1_c_p2_go"])),
             Column::str("query", s(&["int main", "print", "package main"])),
             Column::str("task", s(&["code2text"; 3])),
             Column::str("subtask", s(&["describe"; 3])),
@@ -1083,21 +882,13 @@ mod tests {
                 "c2t_match"
             ]
         );
-        let Some(Values::Str(ids)) = find(&queries, "query_id") else {
-            panic!()
-        };
+        let Some(Values::Str(ids)) = find(&queries, "query_id") else { panic!() };
         // The problem's anchor is its Python code; the `any` queries copy its judgements.
         let j = qrel_rows("q", &qrels).unwrap();
         let of = |id: &str| {
-            j.iter()
-                .filter(|x| x.0 == id)
-                .map(|x| (x.1.as_str(), x.2))
-                .collect::<Vec<_>>()
+            j.iter().filter(|x| x.0 == id).map(|x| (x.1.as_str(), x.2)).collect::<Vec<_>>()
         };
-        assert_eq!(
-            of("c2t_v1_p1_full_retro_any"),
-            [("t_p1_full", 2), ("t_p1_canonical", 2)]
-        );
+        assert_eq!(of("c2t_v1_p1_full_retro_any"), [("t_p1_full", 2), ("t_p1_canonical", 2)]);
         assert_eq!(
             of("c2t_v1_c_p1_cpp_canonical"),
             [("t_p1_full", 2), ("t_p1_canonical", 2), ("t_p1_d0", 1)]
@@ -1106,17 +897,11 @@ mod tests {
         assert_eq!(of("c2t_v1_p1_match_full_pos"), [("t_p1_full", 2)]);
         assert_eq!(of("c2t_v1_p1_match_canonical_neg"), [("t_p2_canonical", 0)]);
         assert_eq!(of("c2t_v1_p2_match_full_neg"), [("t_p1_full", 0)]);
-        let row = ids
-            .iter()
-            .position(|x| x.as_deref() == Some("c2t_v1_p1_full_retro_any"))
-            .unwrap();
-        let Some(Values::Str(lang)) = find(&queries, "anchor_language") else {
-            panic!()
-        };
+        let row =
+            ids.iter().position(|x| x.as_deref() == Some("c2t_v1_p1_full_retro_any")).unwrap();
+        let Some(Values::Str(lang)) = find(&queries, "anchor_language") else { panic!() };
         assert_eq!(lang[row].as_deref(), Some("python"));
-        let Some(Values::Int(labels)) = find(&queries, "label") else {
-            panic!()
-        };
+        let Some(Values::Int(labels)) = find(&queries, "label") else { panic!() };
         assert_eq!(labels.iter().flatten().filter(|l| **l == 1).count(), 4);
         assert_eq!(labels.iter().flatten().filter(|l| **l == 0).count(), 4);
         // Ids stay unique.
@@ -1144,15 +929,9 @@ mod tests {
         let (queries, _) = task("text2code", "v1", &facts(), &q, &r, &corpora()).unwrap();
         assert_eq!(
             find(&queries, "subtask"),
-            Some(&Values::Str(s(&[
-                "t2c_canonical_retro_any",
-                "t2c_full_retro_go"
-            ])))
+            Some(&Values::Str(s(&["t2c_canonical_retro_any", "t2c_full_retro_go"])))
         );
-        assert_eq!(
-            find(&queries, "language_constraint"),
-            Some(&Values::Str(s(&["none", "go"])))
-        );
+        assert_eq!(find(&queries, "language_constraint"), Some(&Values::Str(s(&["none", "go"]))));
         assert_eq!(
             find(&queries, "query_type"),
             Some(&Values::Str(s(&["language_agnostic", "language_specific"])))
@@ -1168,13 +947,8 @@ mod tests {
     fn an_unknown_subtask_is_an_error_naming_the_query() {
         let (mut q, r) = describe();
         q[3] = Column::str("subtask", s(&["describe", "summarise", "describe"]));
-        let err = task("code2text", "v1", &facts(), &q, &r, &corpora())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("c2t_v1_c_p1_py") && err.contains("summarise"),
-            "{err}"
-        );
+        let err = task("code2text", "v1", &facts(), &q, &r, &corpora()).unwrap_err().to_string();
+        assert!(err.contains("c2t_v1_c_p1_py") && err.contains("summarise"), "{err}");
     }
 
     #[test]
@@ -1183,10 +957,7 @@ mod tests {
             published_subtask("text2code", "canonical", "any").unwrap(),
             "t2c_canonical_retro_any"
         );
-        assert_eq!(
-            published_subtask("text2code", "search", "go").unwrap(),
-            "t2c_search_go"
-        );
+        assert_eq!(published_subtask("text2code", "search", "go").unwrap(), "t2c_search_go");
         assert_eq!(
             published_subtask("code2code", "cross_model", "any").unwrap(),
             "c2c_cross_model"

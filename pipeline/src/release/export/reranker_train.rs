@@ -81,28 +81,18 @@ fn read_rows(release: &Path, task: &str, file: &str) -> Result<Vec<Row>, ExportE
             file: format!("{task}/{file}"),
         });
     }
-    coreb_base::jsonl::read(&path).map_err(|e| ExportError::Manifest {
-        path,
-        reason: e.to_string(),
-    })
+    coreb_base::jsonl::read(&path)
+        .map_err(|e| ExportError::Manifest { path, reason: e.to_string() })
 }
 
 /// The role a release's MANIFEST declares (`purpose.role`), if any.
 pub fn declared_role(release: &Path) -> Result<Option<String>, ExportError> {
     let path = release.join("MANIFEST.json");
-    let text = std::fs::read_to_string(&path).map_err(|source| ExportError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| ExportError::Manifest {
-            path,
-            reason: e.to_string(),
-        })?;
-    Ok(value
-        .pointer("/purpose/role")
-        .and_then(|r| r.as_str())
-        .map(str::to_owned))
+    let text = std::fs::read_to_string(&path)
+        .map_err(|source| ExportError::Io { path: path.clone(), source })?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| ExportError::Manifest { path, reason: e.to_string() })?;
+    Ok(value.pointer("/purpose/role").and_then(|r| r.as_str()).map(str::to_owned))
 }
 
 /// The records of one release (see the module's documentation).

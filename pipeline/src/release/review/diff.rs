@@ -57,17 +57,11 @@ pub fn word_diff(a: &str, b: &str) -> Vec<Segment> {
         .zip(tb[prefix..].iter().rev())
         .take_while(|(x, y)| x == y)
         .count();
-    let (ma, mb) = (
-        &ta[prefix..ta.len() - suffix],
-        &tb[prefix..tb.len() - suffix],
-    );
+    let (ma, mb) = (&ta[prefix..ta.len() - suffix], &tb[prefix..tb.len() - suffix]);
     let mut out: Vec<Segment> = Vec::new();
     let mut push = |op: char, t: &str| match out.last_mut() {
         Some(last) if last.op == op => last.text.push_str(t),
-        _ => out.push(Segment {
-            op,
-            text: t.to_owned(),
-        }),
+        _ => out.push(Segment { op, text: t.to_owned() }),
     };
     ta[..prefix].iter().for_each(|t| push('=', t));
     if ma.len().saturating_mul(mb.len()) > MAX_CELLS {
@@ -112,13 +106,7 @@ mod tests {
     fn render(segments: &[Segment]) -> String {
         segments
             .iter()
-            .map(|s| {
-                if s.op == '=' {
-                    s.text.clone()
-                } else {
-                    format!("[{}{}]", s.op, s.text)
-                }
-            })
+            .map(|s| if s.op == '=' { s.text.clone() } else { format!("[{}{}]", s.op, s.text) })
             .collect()
     }
 
@@ -133,15 +121,9 @@ mod tests {
 
     #[test]
     fn changed_words_are_marked_and_both_texts_come_back() {
-        let (a, b) = (
-            "Alice buys N apples and eats one.",
-            "Bob buys N pears and eats one.",
-        );
+        let (a, b) = ("Alice buys N apples and eats one.", "Bob buys N pears and eats one.");
         let d = word_diff(a, b);
-        assert_eq!(
-            render(&d),
-            "[-Alice][+Bob] buys N [-apples][+pears] and eats one."
-        );
+        assert_eq!(render(&d), "[-Alice][+Bob] buys N [-apples][+pears] and eats one.");
         let side = |keep: char| {
             d.iter()
                 .filter(|s| s.op == '=' || s.op == keep)
@@ -149,13 +131,7 @@ mod tests {
                 .collect::<String>()
         };
         assert_eq!((side('-'), side('+')), (a.to_owned(), b.to_owned()));
-        assert_eq!(
-            word_diff(a, a),
-            [Segment {
-                op: '=',
-                text: a.into()
-            }]
-        );
+        assert_eq!(word_diff(a, a), [Segment { op: '=', text: a.into() }]);
         assert_eq!(render(&word_diff("", "new")), "[+new]");
     }
 }

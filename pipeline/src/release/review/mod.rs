@@ -33,20 +33,11 @@ pub const ANSWER_FORMAT: &str = "coreb-review/1";
 
 /// The fixed questions, in page order: `(key, question)`.
 pub const QUESTIONS: [(&str, &str); 5] = [
-    (
-        "intent",
-        "The rewrite keeps the original's intent and algorithm.",
-    ),
+    ("intent", "The rewrite keeps the original's intent and algorithm."),
     ("tests", "The tests agree with the rewritten statement."),
-    (
-        "disguise",
-        "The rewritten statement no longer gives the original away.",
-    ),
+    ("disguise", "The rewritten statement no longer gives the original away."),
     ("distractors", "Each distractor is a different problem."),
-    (
-        "summary",
-        "The summary is faithful to the rewritten problem.",
-    ),
+    ("summary", "The summary is faithful to the rewritten problem."),
 ];
 
 /// The answers a question takes, as categories `0..3`.

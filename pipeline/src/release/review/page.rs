@@ -97,14 +97,7 @@ pub fn draw_of(release: &Path, n: usize, seed: u64) -> anyhow::Result<(Draw, Vec
     }
     let ids = draw(&candidates, n, seed);
     let listing: String = ids.iter().map(|id| format!("{id}\n")).collect();
-    Ok((
-        Draw {
-            seed,
-            sample: n,
-            ids_sha256: sha256_hex(listing.as_bytes()),
-        },
-        ids,
-    ))
+    Ok((Draw { seed, sample: n, ids_sha256: sha256_hex(listing.as_bytes()) }, ids))
 }
 
 /// The release's version and the sha256 of its `MANIFEST.json`.
@@ -120,11 +113,7 @@ pub fn release_digest(release: &Path) -> anyhow::Result<(String, String)> {
 fn clip(s: &str) -> String {
     match s.char_indices().nth(MAX_TEST_CHARS) {
         None => s.to_owned(),
-        Some((at, _)) => format!(
-            "{}… ({} more characters)",
-            &s[..at],
-            s[at..].chars().count()
-        ),
+        Some((at, _)) => format!("{}… ({} more characters)", &s[..at], s[at..].chars().count()),
     }
 }
 
@@ -137,11 +126,7 @@ fn tests_of(
     rewritten: Option<&RewrittenProblem>,
     checks: &BTreeMap<u32, [String; 2]>,
 ) -> Vec<TestView> {
-    let src: Vec<&TestCase> = original
-        .public_tests
-        .iter()
-        .chain(&original.private_tests)
-        .collect();
+    let src: Vec<&TestCase> = original.public_tests.iter().chain(&original.private_tests).collect();
     let new: Vec<&TestCase> = rewritten
         .map(|r| r.public_tests.iter().chain(&r.private_tests).collect())
         .unwrap_or_default();
@@ -150,9 +135,7 @@ fn tests_of(
         .map(|i| TestView {
             index: i,
             public: i < publics,
-            origin: rewritten
-                .and_then(|r| r.test_origins.get(i))
-                .map(|o| o.as_str()),
+            origin: rewritten.and_then(|r| r.test_origins.get(i)).map(|o| o.as_str()),
             changed: src.get(i) != new.get(i),
             original: src.get(i).map(|t| pair(t)),
             rewritten: new.get(i).map(|t| pair(t)),
@@ -239,11 +222,7 @@ pub fn write_page(
             difficulty: original.difficulty.clone(),
             title_diff: word_diff(&original.question_title, &r.title),
             statement_diff: word_diff(&original.question_content, &r.statement),
-            tests: tests_of(
-                original,
-                Some(r),
-                checks.get(id).unwrap_or(&BTreeMap::new()),
-            ),
+            tests: tests_of(original, Some(r), checks.get(id).unwrap_or(&BTreeMap::new())),
             reference: r.reference.clone(),
             distractors: distractors.remove(id).unwrap_or_default(),
             summary: summaries.get(id).cloned(),
@@ -264,13 +243,7 @@ pub fn write_page(
     let path = out.join("index.html");
     durable::write(&path, html.as_bytes())
         .with_context(|| format!("writing `{}`", path.display()))?;
-    Ok(PageSummary {
-        release: version,
-        release_sha256,
-        draw,
-        ids,
-        path,
-    })
+    Ok(PageSummary { release: version, release_sha256, draw, ids, path })
 }
 
 /// JSON safe inside a `<script>` element: `<`, `>` and `&` escaped.
@@ -285,8 +258,7 @@ fn render(data: &PageData<'_>) -> anyhow::Result<String> {
     let json = script_json(data)?;
     Ok(format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src 'none'; connect-src 'none'\">\n<title>CoREB review of {}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<header id=\"top\"></header>\n<main id=\"problems\"></main>\n<script type=\"application/json\" id=\"review-data\">{json}</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n",
-        data.release
-            .replace(|c: char| !c.is_ascii_alphanumeric(), "")
+        data.release.replace(|c: char| !c.is_ascii_alphanumeric(), "")
     ))
 }
 
@@ -459,24 +431,15 @@ mod tests {
             &serde_json::json!({"statement": "</script><img src=x onerror=alert(1)> & more"}),
         )
         .unwrap();
-        assert!(
-            !s.contains('<') && !s.contains('>') && !s.contains('&'),
-            "{s}"
-        );
+        assert!(!s.contains('<') && !s.contains('>') && !s.contains('&'), "{s}");
         let back: serde_json::Value = serde_json::from_str(&s).unwrap();
-        assert_eq!(
-            back["statement"],
-            "</script><img src=x onerror=alert(1)> & more"
-        );
+        assert_eq!(back["statement"], "</script><img src=x onerror=alert(1)> & more");
     }
 
     #[test]
     fn long_tests_are_clipped_with_a_count() {
         let long = "x".repeat(MAX_TEST_CHARS + 5);
-        assert_eq!(
-            clip(&long),
-            format!("{}… (5 more characters)", "x".repeat(MAX_TEST_CHARS))
-        );
+        assert_eq!(clip(&long), format!("{}… (5 more characters)", "x".repeat(MAX_TEST_CHARS)));
         assert_eq!(clip("short"), "short");
     }
 }

@@ -125,10 +125,7 @@ pub struct Written {
 /// The default place of the report: where the review gate looks,
 /// `<release>/../reviews/<version>/`.
 pub fn default_out(release: &Path, version: &str) -> PathBuf {
-    review_path(release, version)
-        .parent()
-        .map(Path::to_owned)
-        .unwrap_or_default()
+    review_path(release, version).parent().map(Path::to_owned).unwrap_or_default()
 }
 
 /// (reviewer, problem, question).
@@ -198,11 +195,7 @@ fn read_file(
         };
         let key = (reviewer, a.problem_id, question);
         if let Some((_, _, before)) = loaded.answers.get(&key) {
-            bail!(
-                "{at}: `{}` answered `{question}` of `{}` already, at {before}",
-                key.0,
-                key.1
-            );
+            bail!("{at}: `{}` answered `{question}` of `{}` already, at {before}", key.0, key.1);
         }
         loaded.answers.insert(key, (answer, a.note, at));
         lines += 1;
@@ -254,10 +247,7 @@ pub fn report(
             );
         }
     }
-    let mut loaded = Loaded {
-        draw: None,
-        answers: BTreeMap::new(),
-    };
+    let mut loaded = Loaded { draw: None, answers: BTreeMap::new() };
     for f in files {
         read_file(f, &version, &accepted, &current, &mut loaded)?;
     }
@@ -274,37 +264,22 @@ pub fn report(
         );
     }
     let id_set: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
-    if let Some(((_, p, _), (_, _, at))) = loaded
-        .answers
-        .iter()
-        .find(|((_, p, _), _)| !id_set.contains(p.as_str()))
+    if let Some(((_, p, _), (_, _, at))) =
+        loaded.answers.iter().find(|((_, p, _), _)| !id_set.contains(p.as_str()))
     {
         bail!("{at}: problem `{p}` is not in the draw");
     }
-    let reviewers: Vec<String> = loaded
-        .answers
-        .keys()
-        .map(|k| k.0.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let reviewers: Vec<String> =
+        loaded.answers.keys().map(|k| k.0.clone()).collect::<BTreeSet<_>>().into_iter().collect();
     let mut report = compute(&version, &reviewed, draw, ids, reviewers, &loaded);
     report.data_sha256 = data;
     report.files = files
         .iter()
-        .map(|f| {
-            f.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        })
+        .map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
         .collect();
 
     fs_err::create_dir_all(&out)?;
-    let card_update = if record {
-        Some(card_update(release, &report)?)
-    } else {
-        None
-    };
+    let card_update = if record { Some(card_update(release, &report)?) } else { None };
     report.published_sha256 = card_update.as_ref().map(|(_, m)| sha256_hex(m.as_bytes()));
     let json = serde_json::to_string_pretty(&report)? + "\n";
     durable::write(&out.join("review.json"), json.as_bytes())?;
@@ -316,11 +291,7 @@ pub fn report(
         durable::write(&release.join("README.md"), card.as_bytes())?;
         durable::write(&release.join("MANIFEST.json"), manifest.as_bytes())?;
     }
-    Ok(Written {
-        report,
-        out,
-        recorded: record,
-    })
+    Ok(Written { report, out, recorded: record })
 }
 
 fn compute(
@@ -340,12 +311,7 @@ fn compute(
             .map(|id| {
                 reviewers
                     .iter()
-                    .map(|r| {
-                        loaded
-                            .answers
-                            .get(&(r.clone(), id.clone(), key))
-                            .and_then(|a| a.0)
-                    })
+                    .map(|r| loaded.answers.get(&(r.clone(), id.clone(), key)).and_then(|a| a.0))
                     .collect()
             })
             .collect();
@@ -354,10 +320,7 @@ fn compute(
             *counts.get_mut(ANSWERS[*v]).expect("a category") += 1;
         }
         let answered: usize = counts.values().sum();
-        let reviewed = units
-            .iter()
-            .filter(|u| u.iter().any(Option::is_some))
-            .count();
+        let reviewed = units.iter().filter(|u| u.iter().any(Option::is_some)).count();
         let (mut cohen, mut cohen_items, mut fleiss, mut fleiss_items) = (None, 0, None, 0);
         if reviewers.len() == 2 {
             let pairs: Vec<(usize, usize)> =
@@ -385,11 +348,7 @@ fn compute(
                     .zip(u)
                     .filter_map(|(r, v)| Some((r.clone(), ANSWERS[(*v)?].to_owned())))
                     .collect();
-                disagreements.push(Disagreement {
-                    problem_id: id.clone(),
-                    question: key,
-                    answers,
-                });
+                disagreements.push(Disagreement { problem_id: id.clone(), question: key, answers });
             }
             for r in &reviewers {
                 if let Some((_, note, _)) = loaded.answers.get(&(r.clone(), id.clone(), key))
@@ -456,12 +415,7 @@ fn num(x: Option<f64>) -> String {
 fn share(s: Option<Share>) -> String {
     s.map_or_else(
         || "—".to_owned(),
-        |s| {
-            format!(
-                "{:.3} [{:.3}, {:.3}] ({} of {})",
-                s.share, s.low, s.high, s.yes, s.of
-            )
-        },
+        |s| format!("{:.3} [{:.3}, {:.3}] ({} of {})", s.share, s.low, s.high, s.yes, s.of),
     )
 }
 
@@ -500,31 +454,14 @@ fn intro(r: &ReviewReport) -> String {
 
 /// `review.md`.
 pub fn markdown(r: &ReviewReport) -> String {
-    let mut s = format!(
-        "# Human review of {}\n\n{}\n{}",
-        r.release,
-        intro(r),
-        table(r)
-    );
-    s.push_str(&format!(
-        "\n## Disagreements ({})\n\n",
-        r.disagreements.len()
-    ));
+    let mut s = format!("# Human review of {}\n\n{}\n{}", r.release, intro(r), table(r));
+    s.push_str(&format!("\n## Disagreements ({})\n\n", r.disagreements.len()));
     if r.disagreements.is_empty() {
         s.push_str("None.\n");
     }
     for d in &r.disagreements {
-        let answers: Vec<String> = d
-            .answers
-            .iter()
-            .map(|(who, a)| format!("{who}: {a}"))
-            .collect();
-        s.push_str(&format!(
-            "- `{}` {}: {}\n",
-            d.problem_id,
-            d.question,
-            answers.join(", ")
-        ));
+        let answers: Vec<String> = d.answers.iter().map(|(who, a)| format!("{who}: {a}")).collect();
+        s.push_str(&format!("- `{}` {}: {}\n", d.problem_id, d.question, answers.join(", ")));
     }
     if !r.notes.is_empty() {
         s.push_str("\n## Notes\n\n");
@@ -580,10 +517,7 @@ fn card_update(release: &Path, r: &ReviewReport) -> anyhow::Result<(String, Stri
     let card = coreb_data::releases::with_human_validation(&card, &card_section(r));
     manifest.files.insert(
         "README.md".into(),
-        FileEntry {
-            sha256: sha256_hex(card.as_bytes()),
-            bytes: card.len() as u64,
-        },
+        FileEntry { sha256: sha256_hex(card.as_bytes()), bytes: card.len() as u64 },
     );
     Ok((card, serde_json::to_string_pretty(&manifest)? + "\n"))
 }

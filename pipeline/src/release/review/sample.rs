@@ -24,10 +24,7 @@ pub struct Candidate {
 pub fn draw(candidates: &[Candidate], n: usize, seed: u64) -> Vec<String> {
     let mut strata: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
     for c in candidates {
-        strata
-            .entry((c.platform.as_str(), c.difficulty.as_str()))
-            .or_default()
-            .push(c.id.as_str());
+        strata.entry((c.platform.as_str(), c.difficulty.as_str())).or_default().push(c.id.as_str());
     }
     let total = candidates.len();
     let n = n.min(total);
@@ -35,10 +32,8 @@ pub fn draw(candidates: &[Candidate], n: usize, seed: u64) -> Vec<String> {
         return Vec::new();
     }
     // Quotas: floor of the exact share, then one more to the largest remainders.
-    let mut quotas: Vec<(usize, usize)> = strata
-        .values()
-        .map(|ids| (ids.len() * n / total, ids.len() * n % total))
-        .collect();
+    let mut quotas: Vec<(usize, usize)> =
+        strata.values().map(|ids| (ids.len() * n / total, ids.len() * n % total)).collect();
     let left = n - quotas.iter().map(|q| q.0).sum::<usize>();
     let mut order: Vec<usize> = (0..quotas.len()).collect();
     order.sort_by(|&a, &b| quotas[b].1.cmp(&quotas[a].1).then(a.cmp(&b)));
@@ -66,11 +61,9 @@ mod tests {
 
     fn pool() -> Vec<Candidate> {
         let mut c = Vec::new();
-        for (platform, difficulty, n) in [
-            ("atcoder", "easy", 6),
-            ("atcoder", "hard", 2),
-            ("leetcode", "medium", 2),
-        ] {
+        for (platform, difficulty, n) in
+            [("atcoder", "easy", 6), ("atcoder", "hard", 2), ("leetcode", "medium", 2)]
+        {
             for i in 0..n {
                 c.push(Candidate {
                     id: format!("{platform}-{difficulty}-{i}"),
@@ -90,21 +83,14 @@ mod tests {
         // 6/10, 2/10, 2/10 of 5: 3 + 1 + 1.
         let count = |p: &str| a.iter().filter(|id| id.starts_with(p)).count();
         assert_eq!(
-            (
-                count("atcoder-easy"),
-                count("atcoder-hard"),
-                count("leetcode")
-            ),
+            (count("atcoder-easy"), count("atcoder-hard"), count("leetcode")),
             (3, 1, 1),
             "{a:?}"
         );
         assert_eq!(draw(&c, 5, 7), a, "same seed, same draw");
         let others: std::collections::BTreeSet<Vec<String>> =
             (0..20).map(|s| draw(&c, 5, s)).collect();
-        assert!(
-            others.len() > 3,
-            "the seed does not change the draw: {others:?}"
-        );
+        assert!(others.len() > 3, "the seed does not change the draw: {others:?}");
         let mut sorted = a.clone();
         sorted.sort();
         assert_eq!(a, sorted);
@@ -117,11 +103,7 @@ mod tests {
         let a = draw(&c, 3, 1);
         let count = |p: &str| a.iter().filter(|id| id.starts_with(p)).count();
         assert_eq!(
-            (
-                count("atcoder-easy"),
-                count("atcoder-hard"),
-                count("leetcode")
-            ),
+            (count("atcoder-easy"), count("atcoder-hard"), count("leetcode")),
             (2, 1, 0),
             "{a:?}"
         );

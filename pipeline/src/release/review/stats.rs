@@ -34,13 +34,7 @@ pub fn wilson(yes: usize, of: usize) -> Option<Share> {
     let z2 = Z95 * Z95;
     let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
     let half = Z95 / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    Some(Share {
-        yes,
-        of,
-        share: p,
-        low: (centre - half).max(0.0),
-        high: (centre + half).min(1.0),
-    })
+    Some(Share { yes, of, share: p, low: (centre - half).max(0.0), high: (centre + half).min(1.0) })
 }
 
 /// Cohen's κ of two raters over the items both rated (`pairs`), with `k` categories.
@@ -140,10 +134,7 @@ mod tests {
     fn wilson_against_hand_worked_values() {
         // 8 of 10: centre (0.8 + z²/20) / (1 + z²/10) = 0.716737, half 0.226577.
         let s = wilson(8, 10).unwrap();
-        assert!(
-            (s.low - 0.490_160).abs() < 1e-5 && (s.high - 0.943_314).abs() < 1e-5,
-            "{s:?}"
-        );
+        assert!((s.low - 0.490_160).abs() < 1e-5 && (s.high - 0.943_314).abs() < 1e-5, "{s:?}");
         // All yes: the upper bound is 1 and the lower n / (n + z²).
         let s = wilson(5, 5).unwrap();
         assert!(
@@ -174,10 +165,7 @@ mod tests {
         // 3 items, 3 raters, 2 categories: (3,0), (2,1), (0,3).
         // P_i = 1, 1/3, 1 → P̄ = 7/9; p = (5/9, 4/9) → Pe = 41/81.
         let table = vec![vec![3, 0], vec![2, 1], vec![0, 3]];
-        close(
-            fleiss_kappa(&table),
-            (7.0 / 9.0 - 41.0 / 81.0) / (1.0 - 41.0 / 81.0),
-        );
+        close(fleiss_kappa(&table), (7.0 / 9.0 - 41.0 / 81.0) / (1.0 - 41.0 / 81.0));
         // Rows of unequal raters, or one rater: undefined.
         assert_eq!(fleiss_kappa(&[vec![3, 0], vec![1, 1]]), None);
         assert_eq!(fleiss_kappa(&[vec![1, 0]]), None);
@@ -201,13 +189,7 @@ mod tests {
         // Three raters, one missing: (0,0,None) (1,1,0): o00 = 2, o01 = o10 = 2 · 0.5 = 1,
         // o11 = 2 · 0.5 = 1; n = 5, n0 = 3, n1 = 2: α = 1 - 4 · 2 / (2 · 6).
         close(
-            krippendorff_alpha(
-                &[
-                    vec![Some(0), Some(0), None],
-                    vec![Some(1), Some(1), Some(0)],
-                ],
-                2,
-            ),
+            krippendorff_alpha(&[vec![Some(0), Some(0), None], vec![Some(1), Some(1), Some(0)]], 2),
             1.0 - 8.0 / 12.0,
         );
         // Everything the same: no expected disagreement, undefined.

@@ -34,10 +34,7 @@ fn first_line_difference(published: &Path, rebuilt: &Path) -> anyhow::Result<Opt
             (None, None) => return Ok(None),
             (Some(x), Some(y)) if x == y => {
                 if n == 1 && tsv {
-                    header = String::from_utf8_lossy(&x)
-                        .split('\t')
-                        .map(str::to_owned)
-                        .collect();
+                    header = String::from_utf8_lossy(&x).split('\t').map(str::to_owned).collect();
                 }
                 continue;
             }
@@ -132,15 +129,9 @@ pub fn first_table_difference(published: &Path, rebuilt: &Path) -> anyhow::Resul
     };
     if a.schema().fields() != b.schema().fields() {
         let (fa, fb) = (fields(&a), fields(&b));
-        let first = fa
-            .iter()
-            .zip(&fb)
-            .position(|(x, y)| x != y)
-            .unwrap_or(fa.len().min(fb.len()));
-        let at = |f: &[String]| {
-            f.get(first)
-                .map_or_else(|| "none".to_owned(), |s| format!("`{s}`"))
-        };
+        let first = fa.iter().zip(&fb).position(|(x, y)| x != y).unwrap_or(fa.len().min(fb.len()));
+        let at =
+            |f: &[String]| f.get(first).map_or_else(|| "none".to_owned(), |s| format!("`{s}`"));
         return Ok(Some(format!(
             "columns differ from column {first}: published {}, rebuilt {}",
             at(&fa),
@@ -174,10 +165,9 @@ pub fn first_table_difference(published: &Path, rebuilt: &Path) -> anyhow::Resul
         let name = schema.field(j).name();
         // A verdict (`code_corpus.passed`): the judge here decided the solution otherwise.
         let verdict = match (name.as_str(), a.column_by_name("code_id")) {
-            ("passed", Some(id)) if row < id.len() => format!(
-                " (the verdict of {}: the judge decided it otherwise here)",
-                cell(id, row)
-            ),
+            ("passed", Some(id)) if row < id.len() => {
+                format!(" (the verdict of {}: the judge decided it otherwise here)", cell(id, row))
+            }
             _ => String::new(),
         };
         return Ok(Some(format!(
@@ -262,11 +252,7 @@ pub fn manifest_difference(published: &[u8], rebuilt: &[u8]) -> ManifestDifferen
     };
     let (ca, cb) = (a.pointer("/tool_version"), b.pointer("/tool_version"));
     if ca != cb {
-        versions.push(format!(
-            "coreb: {} in the release, {} here",
-            text(ca),
-            text(cb)
-        ));
+        versions.push(format!("coreb: {} in the release, {} here", text(ca), text(cb)));
     }
     let none = Value::Null;
     versions.extend(toolchain_notes(
@@ -338,10 +324,8 @@ fn toolchain_notes(published: &serde_json::Value, rebuilt: &serde_json::Value) -
     let mut notes = Vec::new();
     let languages: BTreeSet<&String> = ta.keys().chain(tb.keys()).collect();
     for lang in languages {
-        let (pa, pb) = (
-            ta.get(lang).and_then(|v| v.as_object()),
-            tb.get(lang).and_then(|v| v.as_object()),
-        );
+        let (pa, pb) =
+            (ta.get(lang).and_then(|v| v.as_object()), tb.get(lang).and_then(|v| v.as_object()));
         let programs: BTreeSet<&String> = pa
             .into_iter()
             .flat_map(|m| m.keys())
@@ -361,9 +345,7 @@ fn toolchain_notes(published: &serde_json::Value, rebuilt: &serde_json::Value) -
                 } else {
                     versions_apart(&va, &vb)
                 };
-                notes.push(format!(
-                    "{lang} `{program}`: {sa} in the release, {sb} here"
-                ));
+                notes.push(format!("{lang} `{program}`: {sa} in the release, {sb} here"));
             }
         }
     }
@@ -381,11 +363,9 @@ pub(super) fn summary_versions(versions: &[String]) -> String {
     match named.len() {
         0 => "no version".to_owned(),
         1..=3 => named.join("; "),
-        n => format!(
-            "{}; and {} more (the `toolchain:` lines above)",
-            named[..2].join("; "),
-            n - 2
-        ),
+        n => {
+            format!("{}; and {} more (the `toolchain:` lines above)", named[..2].join("; "), n - 2)
+        }
     }
 }
 
@@ -396,10 +376,7 @@ fn versions_apart(a: &str, b: &str) -> (String, String) {
     let words = |s: &str| -> Vec<String> {
         s.split(|c: char| c.is_whitespace() || c == ';')
             .filter(|w| !w.is_empty())
-            .map(|w| {
-                w.trim_matches(|c| matches!(c, '"' | '(' | ')' | '[' | ']' | ','))
-                    .to_owned()
-            })
+            .map(|w| w.trim_matches(|c| matches!(c, '"' | '(' | ')' | '[' | ']' | ',')).to_owned())
             .collect()
     };
     let (wa, wb) = (words(a), words(b));
@@ -427,11 +404,7 @@ fn first_json_difference(
         Some(v) => clip(&v.to_string()),
     };
     let join = |key: &str| {
-        if at.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{at}.{key}")
-        }
+        if at.is_empty() { key.to_owned() } else { format!("{at}.{key}") }
     };
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
@@ -454,11 +427,7 @@ fn first_json_difference(
                     return Some(d);
                 }
             }
-            Some((
-                at.to_owned(),
-                format!("{} items", x.len()),
-                format!("{} items", y.len()),
-            ))
+            Some((at.to_owned(), format!("{} items", x.len()), format!("{} items", y.len())))
         }
         _ => Some((at.to_owned(), shown(Some(a)), shown(Some(b)))),
     }
@@ -495,48 +464,31 @@ mod tests {
             path
         };
         let published = table("a.parquet", &["x", "y", "z", "w"], &[1, 2, 3, 4]);
-        assert_eq!(
-            first_table_difference(&published, &published).unwrap(),
-            None
-        );
+        assert_eq!(first_table_difference(&published, &published).unwrap(), None);
         // Row 2 differs in `text`, row 3 in `id`: the first row wins.
         let rebuilt = table("b.parquet", &["x", "y", "Z", "w"], &[1, 2, 3, 5]);
         assert_eq!(
-            first_table_difference(&published, &rebuilt)
-                .unwrap()
-                .as_deref(),
+            first_table_difference(&published, &rebuilt).unwrap().as_deref(),
             Some("first difference at row 2, column `text`: published \"z\", rebuilt \"Z\"")
         );
         // At one row, the first column in the table's order.
         let both = table("c.parquet", &["x", "Y", "z", "w"], &[1, 9, 3, 4]);
         assert_eq!(
-            first_table_difference(&published, &both)
-                .unwrap()
-                .as_deref(),
+            first_table_difference(&published, &both).unwrap().as_deref(),
             Some("first difference at row 1, column `id`: published 2, rebuilt 9")
         );
         let shorter = table("d.parquet", &["x", "y", "z"], &[1, 2, 3]);
         assert_eq!(
-            first_table_difference(&published, &shorter)
-                .unwrap()
-                .as_deref(),
+            first_table_difference(&published, &shorter).unwrap().as_deref(),
             Some(
                 "the first 3 rows are the same; published 4 rows, rebuilt 3 (first differing row 3)"
             )
         );
         let other = dir.path().join("e.parquet");
-        write(
-            &other,
-            &[
-                Column::int("id", vec![Some(1)]),
-                Column::int("text", vec![Some(1)]),
-            ],
-        )
-        .unwrap();
+        write(&other, &[Column::int("id", vec![Some(1)]), Column::int("text", vec![Some(1)])])
+            .unwrap();
         assert_eq!(
-            first_table_difference(&published, &other)
-                .unwrap()
-                .as_deref(),
+            first_table_difference(&published, &other).unwrap().as_deref(),
             Some("columns differ from column 1: published `text: Utf8`, rebuilt `text: Int64`")
         );
         // A truncated file: the comparison says it cannot read it, naming it.
@@ -566,18 +518,11 @@ mod tests {
     fn a_manifest_differs_in_its_provenance_or_in_its_data() {
         let published = sample_manifest();
         let bytes = written(&published);
-        assert_eq!(
-            manifest_difference(&bytes, &bytes),
-            ManifestDifference::Same
-        );
+        assert_eq!(manifest_difference(&bytes, &bytes), ManifestDifference::Same);
         // Another JDK patch release, another coreb, another checksum of `versions.json`.
         let mut other = published.clone();
         let java = &mut other["stages"]["execute"]["toolchains"]["java"];
-        java["java"] = java["java"]
-            .as_str()
-            .unwrap()
-            .replace("17.0.15", "17.0.19")
-            .into();
+        java["java"] = java["java"].as_str().unwrap().replace("17.0.15", "17.0.19").into();
         java["javac"] = "javac 17.0.19".into();
         java["deb:openjdk-17-jdk-headless"] = "17.0.19+10-1~deb12u1".into();
         other["tool_version"] = "0.1.1".into();
@@ -618,14 +563,8 @@ mod tests {
             fs_err::write(&path, text).unwrap();
             path
         };
-        let a = file(
-            "a.tsv",
-            "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t1\n",
-        );
-        let b = file(
-            "b.tsv",
-            "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t2\n",
-        );
+        let a = file("a.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t1\n");
+        let b = file("b.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t2\n");
         assert_eq!(
             describe_text_difference(&a, &b),
             "first difference at line 3, column 3 (`score`): published `1`, rebuilt `2`"
@@ -681,17 +620,11 @@ mod tests {
                 "g++ (Debian 12.2.0-14+deb12u1) 12.2.0",
                 "g++ (Debian 12.2.0-14+deb12u2) 12.2.0"
             ),
-            (
-                "12.2.0-14+deb12u1".to_owned(),
-                "12.2.0-14+deb12u2".to_owned()
-            )
+            ("12.2.0-14+deb12u1".to_owned(), "12.2.0-14+deb12u2".to_owned())
         );
         assert_eq!(
             versions_apart("Python 3.11.2", "Python 3.12.1 (x)"),
-            (
-                "`Python 3.11.2`".to_owned(),
-                "`Python 3.12.1 (x)`".to_owned()
-            )
+            ("`Python 3.11.2`".to_owned(), "`Python 3.12.1 (x)`".to_owned())
         );
     }
 }

@@ -79,11 +79,7 @@ pub fn damage(
     expected: &BTreeMap<String, FileEntry>,
     actual: &BTreeMap<String, FileEntry>,
 ) -> Vec<Damage> {
-    let at = |file: &str, kind, detail| Damage {
-        file: file.to_owned(),
-        kind,
-        detail,
-    };
+    let at = |file: &str, kind, detail| Damage { file: file.to_owned(), kind, detail };
     let mut out = Vec::new();
     for (path, e) in expected {
         match actual.get(path) {
@@ -107,10 +103,7 @@ pub fn differences(
     expected: &BTreeMap<String, FileEntry>,
     actual: &BTreeMap<String, FileEntry>,
 ) -> Vec<String> {
-    damage(expected, actual)
-        .iter()
-        .map(ToString::to_string)
-        .collect()
+    damage(expected, actual).iter().map(ToString::to_string).collect()
 }
 
 /// What a directory holds, read without following a link: each plain file's path (with
@@ -139,24 +132,10 @@ pub fn list_release(
             } else if kind.is_file() {
                 let sha256 = coreb_base::hashing::sha256_file(&path)
                     .with_context(|| format!("hashing `{}`", path.display()))?;
-                files.insert(
-                    rel,
-                    FileEntry {
-                        sha256,
-                        bytes: fs_err::metadata(&path)?.len(),
-                    },
-                );
+                files.insert(rel, FileEntry { sha256, bytes: fs_err::metadata(&path)?.len() });
             } else {
-                let what = if kind.is_symlink() {
-                    "a symbolic link"
-                } else {
-                    "not a regular file"
-                };
-                odd.push(Damage {
-                    file: rel,
-                    kind: "not a file",
-                    detail: what.into(),
-                });
+                let what = if kind.is_symlink() { "a symbolic link" } else { "not a regular file" };
+                odd.push(Damage { file: rel, kind: "not a file", detail: what.into() });
             }
         }
     }
@@ -201,12 +180,7 @@ fn locate(dir: &Path) -> anyhow::Result<(PathBuf, Located)> {
             Err(_) => Vec::new(),
         };
         return match kits.as_slice() {
-            [one] => Ok((
-                one.clone(),
-                Located::ExportedKit {
-                    export: Some(dir.to_owned()),
-                },
-            )),
+            [one] => Ok((one.clone(), Located::ExportedKit { export: Some(dir.to_owned()) })),
             [] => bail!(
                 "`{}` is a `coreb export` holding no release with its MANIFEST (`{KIT_DIR}/<version>/MANIFEST.json`): export it again with this coreb",
                 dir.display()
@@ -282,14 +256,9 @@ pub fn verify(
             }
             rebuild_where_built(&dir, trust_release_sandbox, printer, build)?
         }
-        Located::ExportedKit { export } => rebuild_from_kit(
-            &dir,
-            Some(export),
-            sources,
-            trust_release_sandbox,
-            printer,
-            build,
-        )?,
+        Located::ExportedKit { export } => {
+            rebuild_from_kit(&dir, Some(export), sources, trust_release_sandbox, printer, build)?
+        }
     };
     found.summary(strict, &printer);
     Ok(found)
@@ -339,11 +308,7 @@ impl Verified {
         } else if self.provenance.is_empty() {
             printer.out(format!(
                 "{v}: {what} verified, rebuilt byte-identical{}",
-                if self.from_kit {
-                    " from its regeneration kit"
-                } else {
-                    ""
-                }
+                if self.from_kit { " from its regeneration kit" } else { "" }
             ));
         } else {
             let versions = summary_versions(&self.versions);
@@ -466,16 +431,7 @@ fn exported_kit_checksums(dir: &Path, manifest: &ReleaseManifest) -> anyhow::Res
     let actual: BTreeMap<String, FileEntry> = files
         .into_iter()
         .filter(|(p, _)| p != "MANIFEST.json")
-        .map(|(p, e)| {
-            (
-                if p == "README.md" {
-                    p
-                } else {
-                    format!("{prefix}{p}")
-                },
-                e,
-            )
-        })
+        .map(|(p, e)| (if p == "README.md" { p } else { format!("{prefix}{p}") }, e))
         .collect();
     let expected: BTreeMap<String, FileEntry> = manifest
         .files
@@ -484,10 +440,7 @@ fn exported_kit_checksums(dir: &Path, manifest: &ReleaseManifest) -> anyhow::Res
         .map(|(p, e)| (p.clone(), e.clone()))
         .collect();
     let mut damaged = damage(&expected, &actual);
-    damaged.extend(odd.into_iter().map(|d| Damage {
-        file: format!("{prefix}{}", d.file),
-        ..d
-    }));
+    damaged.extend(odd.into_iter().map(|d| Damage { file: format!("{prefix}{}", d.file), ..d }));
     Ok(damaged)
 }
 
@@ -520,10 +473,7 @@ mod tests {
     use super::*;
 
     fn entry(sha: &str) -> FileEntry {
-        FileEntry {
-            sha256: sha.into(),
-            bytes: 1,
-        }
+        FileEntry { sha256: sha.into(), bytes: 1 }
     }
 
     #[test]
@@ -540,26 +490,14 @@ mod tests {
         ]);
         assert_eq!(
             differences(&expected, &actual),
-            [
-                "differs   b: expected sha256 2, got 9",
-                "missing   c",
-                "extra     d"
-            ]
+            ["differs   b: expected sha256 2, got 9", "missing   c", "extra     d"]
         );
         assert!(differences(&expected, &expected).is_empty());
     }
 
     #[test]
     fn names_of_a_release_stay_inside_it() {
-        for bad in [
-            "../x",
-            "a/../../x",
-            "/etc/passwd",
-            "",
-            "a//b",
-            "a\\..\\b",
-            "./a",
-        ] {
+        for bad in ["../x", "a/../../x", "/etc/passwd", "", "a//b", "a\\..\\b", "./a"] {
             assert!(safe_relative(bad, "`files`").is_err(), "{bad}");
         }
         assert_eq!(

@@ -56,15 +56,7 @@ pub(super) fn rebuild_from_kit(
         (None, Some(parent)) => parent.to_owned(),
         _ => scratch.path().join("earlier"),
     };
-    let plan = rebuild_plan(
-        dir,
-        &embedded,
-        file,
-        &kit,
-        releases_dir,
-        scratch.path(),
-        &printer,
-    )?;
+    let plan = rebuild_plan(dir, &embedded, file, &kit, releases_dir, scratch.path(), &printer)?;
     printer.status(format!(
         "rebuilding `{}` from its kit in {}",
         embedded.release.version,
@@ -96,10 +88,7 @@ pub(super) fn rebuild_from_kit(
 fn read_kit_manifest(dir: &Path) -> anyhow::Result<EmbeddedManifest> {
     let embedded = EmbeddedManifest::read(dir)?;
     for name in embedded.release.files.keys() {
-        safe_relative(
-            name,
-            &format!("`{}`: `files`", embedded.manifest_file.display()),
-        )?;
+        safe_relative(name, &format!("`{}`: `files`", embedded.manifest_file.display()))?;
     }
     Ok(embedded)
 }
@@ -175,10 +164,7 @@ fn copy_kit(
     }
     let shown = kit_dir.join(KIT_ANSWERS);
     let answers = import_answers(&kit.join(KIT_ANSWERS), &shown, scratch, &kit.join("store"))?;
-    printer.status(format!(
-        "imported {answers} answers from `{}`",
-        shown.display()
-    ));
+    printer.status(format!("imported {answers} answers from `{}`", shown.display()));
     Ok(kit)
 }
 
@@ -289,10 +275,7 @@ fn rebuild_plan(
     file.releases_dir = Some(releases_dir);
     file.eval.prompts_file = None;
     let mut plan = RunPlan::resolve(&kit.join(KIT_MANIFEST), file, None).with_context(|| {
-        format!(
-            "the build manifest embedded in `{}`",
-            embedded.manifest_file.display()
-        )
+        format!("the build manifest embedded in `{}`", embedded.manifest_file.display())
     })?;
     plan.manifest_text = manifest.build_manifest.text.clone();
     // Recorded as the builder recorded it: relative to where the release belongs. Only named,
@@ -408,10 +391,9 @@ fn compare_export(
             {
                 None
             }
-            Ok(_) => Some(format!(
-                "differs   {rel}: {}",
-                describe_table_difference(&published, &again)
-            )),
+            Ok(_) => {
+                Some(format!("differs   {rel}: {}", describe_table_difference(&published, &again)))
+            }
         };
         if let Some(l) = line {
             printer.out(format!("exported:  {l}"));
@@ -457,11 +439,7 @@ pub(super) fn rebuild_where_built(
     plan.llm.mode = coreb_llm::StoreMode::Replay;
     plan.output_dir = scratch.path().join("build");
     plan.publish_dir = scratch.path().join("release");
-    printer.status(format!(
-        "rebuilding `{}` in {}",
-        manifest.version,
-        scratch.path().display()
-    ));
+    printer.status(format!("rebuilding `{}` in {}", manifest.version, scratch.path().display()));
     let rebuilt = rebuild(plan, printer, build)?;
     compare_rebuilt(
         &manifest,

@@ -3,7 +3,7 @@
 
 Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--latency-ms 20]
                           [--fault-rate 10] [--models m-alpha,m-beta] [--coreb BIN]
-                          [--reuse python,ruby] [--no-reuse-alone] [--idle-slots 8] [--no-labels]
+                          [--reuse python,ruby] [--no-reuse-alone] [--idle-slots 8] [--no-labels] [--previous-default]
                           [--dir DIR] [--data JSONL] [--json FILE] [--python PY]
                           [--save-plain FILE.json.gz | --plain-from FILE.json.gz]
 
@@ -17,7 +17,9 @@ Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--late
    with `idle_slots` as well (`--idle-slots`, default 8: tests that wait give their core to
    the next, issue #34; `--no-reuse-alone` skips the second run), and a fourth time with
    `mode = "labels"` as well (issue #61: judging stops at a solution's first failing test;
-   `--no-labels` skips it); each run's verdicts are compared with the plain run's solution by
+   `--no-labels` skips it); with `--previous-default` the first run is the month default before
+   issue #61 (every test, with `reuse` and `idle_slots`) and only the labels run follows it;
+   each run's verdicts are compared with the plain run's solution by
    solution (the labels run's pass/fail, and the verdict of every test it ran), and the later
    stages and the rebuild use the last run's manifest; `month_wall_s` sums the stages' wall
    with each run as the month's `execute`;
@@ -168,6 +170,9 @@ def main() -> int:
                    help="[stages.execute] idle_slots of a third execute run, with --reuse's languages (0: no third run)")
     p.add_argument("--no-labels", action="store_true",
                    help="skip the fourth run (mode = \"labels\", with --reuse's languages and --idle-slots)")
+    p.add_argument("--previous-default", action="store_true",
+                   help="the first `execute` runs as months did before issue #61 (every test, --reuse's languages, --idle-slots) and is the "
+                        "run the others are compared with; then only the labels run (the same switches and mode = \"labels\")")
     p.add_argument("--dir")
     p.add_argument("--data", help="an LCB-shaped JSONL written beforehand by generate.py with the same --n, --tests and --max-elements "
                                    "(and --month 2025-05), used instead of generating one; generate_wall_s is then 0")
@@ -178,6 +183,8 @@ def main() -> int:
                         "fails unless every output of the stages before `execute` and the parameters are those of the recorded run")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
+    if args.previous_default and (args.no_labels or args.plain_from):
+        p.error("--previous-default runs the previous default and the labels run beside it: leave out --no-labels and --plain-from")
     if args.plain_from and not (args.idle_slots or (args.reuse and not args.no_reuse_alone) or not args.no_labels):
         p.error("--plain-from needs a variant run (--reuse or --idle-slots) to write the month's verdicts")
 
@@ -203,12 +210,21 @@ def main() -> int:
         url = f"http://127.0.0.1:{open(port_file).read().strip()}/v1"
         models = args.models.split(",")
         manifest = os.path.join(work, "month.toml")
+        langs = [l.strip() for l in args.reuse.split(",") if l.strip()]
+        switches = (f"reuse = {json.dumps(langs)}\n" if langs else "") + (f"idle_slots = {args.idle_slots}\n" if args.idle_slots else "")
         with open(manifest, "w") as f:
             f.write(MANIFEST.format(month_tag=month.replace("-", ""), dir=work, root=ROOT, month=month, data=data, url=url, first_model=models[0],
                                     models=json.dumps(models), concurrency=args.concurrency, timeout=args.timeout, cpu_ms=args.cpu_ms, wall_ms=args.wall_ms,
                                     gate=str(args.skip_private_after_public_failure).lower()))
+        if args.previous_default:
+            # The first run is the previous month default: every test, with the switches.
+            with open(manifest) as f:
+                text = f.read()
+            with open(manifest, "w") as f:
+                f.write(text.replace("[stages.execute]\n", f"[stages.execute]\n{switches}", 1))
         load0 = open("/proc/loadavg").read().split()[:3]
-        figures = {"n": args.n, "tests_per_problem": args.tests, "skip_private_after_public_failure": args.skip_private_after_public_failure, "max_elements": args.max_elements, "models": models, "cores": os.cpu_count(),
+        figures = {"first_execute": "previous default: " + "; ".join(switches.strip().splitlines()) if args.previous_default else "plain",
+                   "n": args.n, "tests_per_problem": args.tests, "skip_private_after_public_failure": args.skip_private_after_public_failure, "max_elements": args.max_elements, "models": models, "cores": os.cpu_count(),
                    "generate_wall_s": round(gen_wall, 1), "jsonl_mib": round(os.path.getsize(data) / 2**20, 1), "stages": []}
         print(f"# month N={args.n}, {args.tests} tests/problem, {os.cpu_count()} cores, load {' '.join(load0)}; input {figures['jsonl_mib']} MiB ({gen_wall:.1f} s to generate)")
         print(f"{'stage':<11} {'wall s':>8} {'cpu s':>8} {'peak RSS MiB':>12} {'requests':>8} {'faults':>6} {'rows':>7}")
@@ -282,9 +298,9 @@ def main() -> int:
                           f"   bare processes; execute/floor wall = {wall / floor['wall_s']:.2f}, pass/fail agree on {floor['agree_with_judge']}/{floor['solutions']}", flush=True)
                     for lang, c in (floor.get("per_language") or {}).items():
                         print(f"{'':<11} {lang:<7} bare processes, summed wall s: compile {c['compile_wall_s']:8.2f}, tests {c['test_wall_s']:8.2f}", flush=True)
-            if stage == "execute" and (args.reuse or args.idle_slots or not args.no_labels):
-                langs = [l.strip() for l in args.reuse.split(",") if l.strip()]
-                switches = (f"reuse = {json.dumps(langs)}\n" if langs else "") + (f"idle_slots = {args.idle_slots}\n" if args.idle_slots else "")
+            if stage == "execute" and args.previous_default:
+                manifest = run_variant(args, work, manifest, wall, plain, "labels", 'mode = "labels"\n', figures, failures)
+            elif stage == "execute" and (args.reuse or args.idle_slots or not args.no_labels):
                 base = manifest
                 if langs and not args.no_reuse_alone:
                     manifest = run_variant(args, work, base, wall, plain, "reuse", f"reuse = {json.dumps(langs)}\n", figures, failures)

@@ -60,16 +60,14 @@ pub async fn distract(
     let stage = LlmStage::Distract;
     let results = run::ordered(problems.iter().collect(), config.concurrency, |p| async move {
         let mut stats = LlmStageStats::default();
-        let messages = prompt
-            .render(&[("title", &p.title), ("statement", &p.statement)])
-            .map_err(|source| LlmStageError::Prompt { stage, source })?;
+        let vars = [("title", p.title.as_str()), ("statement", p.statement.as_str())];
         let r = run::ask_models(
             gateway,
             stage,
             p.id.as_str(),
             plan,
-            &messages,
             prompt,
+            &vars,
             &mut stats,
             |text| parse(text, p, config),
         )

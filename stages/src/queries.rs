@@ -258,21 +258,19 @@ pub async fn queries(
     let results = run::ordered(work, config.concurrency, |(i, p)| async move {
         let mut stats = LlmStageStats::default();
         let contrast = similar_block(problems, &similar[i], config.similar_words);
-        let messages = prompt
-            .render(&[
-                ("title", &p.title),
-                ("statement", &p.statement),
-                ("similar", &contrast),
-                ("languages", languages),
-            ])
-            .map_err(|source| LlmStageError::Prompt { stage, source })?;
+        let vars = [
+            ("title", p.title.as_str()),
+            ("statement", p.statement.as_str()),
+            ("similar", contrast.as_str()),
+            ("languages", languages),
+        ];
         let r = run::ask_models(
             gateway,
             stage,
             p.id.as_str(),
             plan,
-            &messages,
             prompt,
+            &vars,
             &mut stats,
             |text| parse(text, config),
         )

@@ -240,21 +240,19 @@ async fn rewrite_one(
     } else {
         problem.starter_code.as_str()
     };
-    let messages = prompt
-        .render(&[
-            ("question_title", &problem.question_title),
-            ("question_content", &problem.question_content),
-            ("starter_code", starter),
-        ])
-        .map_err(|source| LlmStageError::Prompt { stage, source })?;
+    let vars = [
+        ("question_title", problem.question_title.as_str()),
+        ("question_content", problem.question_content.as_str()),
+        ("starter_code", starter),
+    ];
     let has_starter = !problem.starter_code.trim().is_empty();
     let parsed = run::ask_models(
         gateway,
         stage,
         problem.id.as_str(),
         &plans.rewrite,
-        &messages,
         prompt,
+        &vars,
         &mut stats.llm,
         |text| parse_rewrite(text, &problem, has_starter),
     )
@@ -375,9 +373,12 @@ async fn ask_reference(
         if code.trim().is_empty() { Err(RejectReason::NoCode) } else { Ok(code) }
     };
     let prompt = prompts.reference;
-    let prompt_err = |stage| move |source| LlmStageError::Prompt { stage, source };
-    let fragment =
-        |name: &str| prompt.fragment(name).map(str::trim).map_err(prompt_err(LlmStage::Reference));
+    let fragment = |name: &str| {
+        prompt
+            .fragment(name)
+            .map(str::trim)
+            .map_err(|source| LlmStageError::Prompt { stage: LlmStage::Reference, source })
+    };
     let functional = problem.func_name.is_some()
         || problem
             .public_tests
@@ -388,22 +389,20 @@ async fn ask_reference(
     let none = fragment("starter_none")?;
     let original_starter =
         if problem.starter_code.trim().is_empty() { none } else { problem.starter_code.as_str() };
-    let messages = prompt
-        .render(&[
-            ("title", &problem.question_title),
-            ("statement", &problem.question_content),
-            ("task_instructions", task),
-            ("starter_code", original_starter),
-        ])
-        .map_err(prompt_err(LlmStage::Reference))?;
+    let vars = [
+        ("title", problem.question_title.as_str()),
+        ("statement", problem.question_content.as_str()),
+        ("task_instructions", task),
+        ("starter_code", original_starter),
+    ];
     let plan = ModelPlan { models: vec![model.to_owned()], ..plans.reference.clone() };
     let original = match run::ask_models(
         gateway,
         LlmStage::Reference,
         &item,
         &plan,
-        &messages,
         prompt,
+        &vars,
         stats,
         code,
     )
@@ -414,15 +413,13 @@ async fn ask_reference(
     };
     let prompt = prompts.adapt_reference;
     let starter = if starter_code.trim().is_empty() { none } else { starter_code };
-    let messages = prompt
-        .render(&[
-            ("original_statement", &problem.question_content),
-            ("original_starter_code", original_starter),
-            ("statement", statement),
-            ("starter_code", starter),
-            ("reference", &original),
-        ])
-        .map_err(prompt_err(LlmStage::AdaptReference))?;
+    let vars = [
+        ("original_statement", problem.question_content.as_str()),
+        ("original_starter_code", original_starter),
+        ("statement", statement),
+        ("starter_code", starter),
+        ("reference", original.as_str()),
+    ];
     let plan = ModelPlan { models: vec![model.to_owned()], ..plans.adapt_reference.clone() };
     Ok(
         match run::ask_models(
@@ -430,8 +427,8 @@ async fn ask_reference(
             LlmStage::AdaptReference,
             &item,
             &plan,
-            &messages,
             prompt,
+            &vars,
             stats,
             code,
         )
@@ -460,26 +457,18 @@ async fn rewrite_batch(
         tests.iter().map(|t| serde_json::json!({"input": t.input, "output": t.output})).collect();
     let tests_json = serde_json::to_string_pretty(&wire).unwrap_or_default();
     let count = tests.len().to_string();
-    let messages = prompt
-        .render(&[
-            ("original_statement", &problem.question_content),
-            ("statement", statement),
-            ("tests_json", &tests_json),
-            ("count", &count),
-        ])
-        .map_err(|source| LlmStageError::Prompt { stage, source })?;
+    let vars = [
+        ("original_statement", problem.question_content.as_str()),
+        ("statement", statement),
+        ("tests_json", tests_json.as_str()),
+        ("count", count.as_str()),
+    ];
     let item = format!("{}/tests/{batch}", problem.id);
-    let parsed = run::ask_models(
-        gateway,
-        stage,
-        &item,
-        &plans.tests,
-        &messages,
-        prompt,
-        &mut stats,
-        |text| parse_tests(text, indices, &tests),
-    )
-    .await?;
+    let parsed =
+        run::ask_models(gateway, stage, &item, &plans.tests, prompt, &vars, &mut stats, |text| {
+            parse_tests(text, indices, &tests)
+        })
+        .await?;
     Ok((parsed.map(|(t, _)| t), stats))
 }
 

@@ -499,7 +499,8 @@ pub async fn ask(
     }
 }
 
-/// Ask each model of the plan in turn until `parse` accepts an answer.
+/// Render `prompt` with `vars`, then ask each model of the plan in turn until `parse` accepts
+/// an answer.
 ///
 /// When the prompt has a schema, the endpoint is asked to follow it and the answer is
 /// checked against it before `parse` sees it. Returns the parsed value with the model that
@@ -511,11 +512,12 @@ pub async fn ask_models<T>(
     stage: LlmStage,
     item: &str,
     plan: &ModelPlan,
-    messages: &[ChatMessage],
     prompt: &Prompt,
+    vars: &[(&str, &str)],
     stats: &mut LlmStageStats,
     parse: impl Fn(&str) -> Result<T, RejectReason>,
 ) -> Result<Result<(T, String), Vec<Rejection>>, LlmStageError> {
+    let messages = prompt.render(vars).map_err(|source| LlmStageError::Prompt { stage, source })?;
     let mut rejections = Vec::new();
     for (i, model) in plan.models.iter().enumerate() {
         let req = plan.request(stage, item, model, messages.to_vec(), 0, prompt);

@@ -30,6 +30,7 @@ mod distract;
 pub mod execute;
 mod fetch;
 mod filter;
+mod fused;
 pub mod gateway;
 mod generate;
 mod ingest;

@@ -1,15 +1,15 @@
 //! The house's structural facts (issue 59), read from the source tree:
 //!
-//! - a stage is named once: every stage has one row in `pipeline/src/engine/stage_name.rs`, a
-//!   module of its own under `pipeline/src/engine/` that names it, and a subcommand of its
-//!   own made from its row (`coreb <stage> --help` says its row's help); no other file of the
-//!   workspace lists stage names (neither as strings nor as `StageName::` variants), so adding
-//!   a stage touches its module and its row (and, for a stage that asks models, its prompt;
-//!   for a stage with parameters, its `[stages.<name>]` section, which must be a stage's);
-//!   none of these tests names the stages itself, so a stage added by its module and its row
-//!   passes them unchanged (shown by adding a shardable `annotate` after `queries`: its module,
-//!   its `mod` line, its row; `coreb annotate --help` offered `--shard`, the library's and
-//!   these tests passed);
+//! - a stage is named once: every stage has one row in `stage_rows!`
+//!   (`pipeline/src/stage_rows.rs`), a module of its own under `pipeline/src/engine/` that
+//!   names it, and a subcommand of its own made from its row (`coreb <stage> --help` says its
+//!   row's help); the manifest's `[stages.<name>]` sections (`StagesFile`) are made from the
+//!   rows that name a configuration; no other file of the workspace lists stage names (neither
+//!   as strings nor as `StageName::` variants), so adding a stage touches its module and its
+//!   row (and, for a stage that asks models, its prompt); none of these tests names the stages
+//!   itself, so a stage added by its module and its row passes them unchanged (shown by adding
+//!   a shardable `annotate` with a configuration after `queries`: its module, its `mod` line,
+//!   its row; `coreb annotate --help` offered `--shard`, the library's and these tests passed);
 //! - no two sibling modules of any crate import each other (no cycle, of any length, among
 //!   the `crate::`/`super::` paths of the modules of one parent).
 
@@ -20,19 +20,36 @@ use coreb::engine::stage_name::StageName;
 
 use crate::support::{coreb, root};
 
-/// The build's stages as the stage table's rows name them: (variant, name), in order.
-fn rows() -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(root().join("pipeline/src/engine/stage_name.rs")).unwrap();
+/// A row of `stage_rows!`: its variant, its name and its text (up to its `;`).
+struct Row {
+    variant: String,
+    name: String,
+    text: String,
+}
+
+/// The file of the stage rows.
+const ROWS_FILE: &str = "pipeline/src/stage_rows.rs";
+
+/// The build's stages as the rows of `stage_rows!` name them, in order.
+fn rows() -> Vec<Row> {
+    let text = std::fs::read_to_string(root().join(ROWS_FILE)).unwrap();
     let body = &text[text.find("$then! {").expect("the rows of `stage_rows!`")..];
     let mut rows = Vec::new();
-    for line in body.lines().map(str::trim) {
-        // `Variant = "name", run …`
-        let Some((variant, rest)) = line.split_once(" = \"") else {
+    for (at, line) in body.lines().enumerate() {
+        // `Variant = name, run …`
+        let Some((variant, rest)) = line.trim().split_once(" = ") else {
             continue;
         };
-        if variant.chars().all(|c| c.is_ascii_alphanumeric()) {
-            let name = rest.split('"').next().unwrap();
-            rows.push((variant.to_owned(), name.to_owned()));
+        let Some((name, _)) = rest.split_once(", run ") else {
+            continue;
+        };
+        let ident =
+            |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if ident(variant) && ident(name) {
+            let lines: Vec<&str> = body.lines().skip(at).collect();
+            let text = lines.join("\n");
+            let text = text[..text.find("\";").expect("a row ends with `\";`")].to_owned();
+            rows.push(Row { variant: variant.to_owned(), name: name.to_owned(), text });
         }
     }
     rows
@@ -68,14 +85,14 @@ fn code_of(text: &str) -> String {
 #[test]
 fn every_stage_is_its_row_its_module_and_a_subcommand_made_from_its_row() {
     let rows = rows();
-    let names: Vec<&str> = rows.iter().map(|(_, n)| n.as_str()).collect();
+    let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
     // The rows as read here are the stages the binary knows, in order.
     let known: Vec<&str> = StageName::ALL.into_iter().map(StageName::as_str).collect();
     assert_eq!(names, known, "the rows of the stage table");
     let unique: BTreeSet<&str> = names.iter().copied().collect();
     assert_eq!(unique.len(), names.len(), "a stage named twice: {names:?}");
     let engine = root().join("pipeline/src/engine");
-    for (variant, name) in &rows {
+    for Row { variant, name, text: row } in &rows {
         // Its module names it (`const NAME: StageName = StageName::X`, or a question's NAME).
         let module = std::fs::read_to_string(engine.join(format!("{name}.rs")))
             .unwrap_or_else(|e| panic!("stage `{name}` has no module `engine/{name}.rs`: {e}"));
@@ -88,8 +105,6 @@ fn every_stage_is_its_row_its_module_and_a_subcommand_made_from_its_row() {
         assert!(out.status.success(), "coreb {name} --help");
         let help = String::from_utf8_lossy(&out.stdout);
         assert!(help.contains(&format!("Usage: coreb {name} [OPTIONS] <MANIFEST>")), "{help}");
-        let row_text = std::fs::read_to_string(engine.join("stage_name.rs")).unwrap();
-        let row = &row_text[row_text.find(&format!("{variant} = \"{name}\"")).unwrap()..];
         let about = row.split("about \"").nth(1).unwrap().split('"').next().unwrap();
         let first_words: String = about.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
         assert!(
@@ -99,26 +114,24 @@ fn every_stage_is_its_row_its_module_and_a_subcommand_made_from_its_row() {
         // A stage that runs as shard processes takes `--shard`, the others refuse it.
         assert_eq!(
             help.contains("--shard <I/N>"),
-            row.split_once(';').unwrap().0.contains("shardable true"),
+            row.contains("shardable true"),
             "`coreb {name} --help`:\n{help}"
         );
     }
-    // Each `[stages.<name>]` section of the manifest is a stage's.
+    // The manifest's `[stages.<name>]` sections are the rows that name a configuration
+    // (`config [T]`; `config []`: none), and `StagesFile` is made from the rows, not written out.
+    let configured: BTreeSet<&str> =
+        rows.iter().filter(|r| !r.text.contains("config []")).map(|r| r.name.as_str()).collect();
+    assert!(rows.iter().all(|r| r.text.contains("config [")), "a row without `config [...]`");
+    let sections = serde_json::to_value(coreb::manifest::StagesFile::default()).unwrap();
+    let sections: BTreeSet<&str> =
+        sections.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(sections, configured, "the `[stages.<name>]` sections of `StagesFile`");
     let manifest = std::fs::read_to_string(root().join("pipeline/src/manifest.rs")).unwrap();
-    let body = &manifest[manifest.find("pub struct StagesFile {").unwrap()..];
-    let body = &body[..body.find("\n}").unwrap()];
-    let sections: Vec<&str> = body
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("pub ")?.split_once(':'))
-        .map(|(field, _)| field)
-        .collect();
-    assert!(!sections.is_empty(), "no sections in `StagesFile`");
-    for section in sections {
-        assert!(
-            names.contains(&section),
-            "`[stages.{section}]` of `StagesFile` is not a stage of the table"
-        );
-    }
+    assert!(
+        manifest.contains("stage_rows!(stages_file);"),
+        "`StagesFile` is made from the rows (`stage_rows!(stages_file)` in `pipeline/src/manifest.rs`)"
+    );
     // The one dispatch arm: the command line knows the stages only through the table.
     let lib = std::fs::read_to_string(root().join("pipeline/src/lib.rs")).unwrap();
     assert_eq!(lib.matches("commands::build::stage(").count(), 1, "{lib}");
@@ -127,8 +140,8 @@ fn every_stage_is_its_row_its_module_and_a_subcommand_made_from_its_row() {
 #[test]
 fn no_other_file_lists_the_stages() {
     let rows = rows();
-    let names: BTreeSet<&str> = rows.iter().map(|(_, n)| n.as_str()).collect();
-    let variants: BTreeSet<&str> = rows.iter().map(|(v, _)| v.as_str()).collect();
+    let names: BTreeSet<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+    let variants: BTreeSet<&str> = rows.iter().map(|r| r.variant.as_str()).collect();
     let mut files = Vec::new();
     // The sources (tests, the integration tests' and each file's `#[cfg(test)]` module, state
     // what they expect of the stages in their own words).
@@ -138,7 +151,7 @@ fn no_other_file_lists_the_stages() {
             rust_files(&dir, &mut files);
         }
     }
-    let table = root().join("pipeline/src/engine/stage_name.rs");
+    let table = root().join(ROWS_FILE);
     let mut lists = Vec::new();
     for file in files.iter().filter(|f| **f != table) {
         let text = std::fs::read_to_string(file).unwrap();
@@ -183,8 +196,8 @@ fn no_other_file_lists_the_stages() {
     }
     assert!(
         lists.is_empty(),
-        "lists of stage names outside the stage table (`pipeline/src/engine/stage_name.rs`): \
-         derive them from `StageName` and its rows instead:\n{}",
+        "lists of stage names outside the stage rows (`pipeline/src/stage_rows.rs`): derive them \
+         from `StageName` and the rows instead:\n{}",
         lists.join("\n")
     );
 }

@@ -20,6 +20,7 @@ pub mod ops;
 pub mod printer;
 pub mod release;
 pub mod shard;
+pub mod stage_rows;
 
 use std::process::ExitCode;
 

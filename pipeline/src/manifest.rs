@@ -6,21 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use coreb_data::composition::QrelsConfig;
 use coreb_data::problem::DateWindow;
 use coreb_data::releases::ReleaseManifest;
 use coreb_eval::gates::GatesConfig;
-use coreb_judge::ExecuteConfig;
 use coreb_llm::LlmConfig;
-use coreb_stages::abbreviate::AbbreviateConfig;
-use coreb_stages::dedup::DedupConfig;
-use coreb_stages::distract::DistractConfig;
-use coreb_stages::fetch::{FetchConfig, Source};
-use coreb_stages::filter::FilterConfig;
-use coreb_stages::generate::GenerateConfig;
-use coreb_stages::ingest::IngestConfig;
-use coreb_stages::queries::QueriesConfig;
-use coreb_stages::rewrite::RewriteConfig;
+use coreb_stages::fetch::Source;
 use serde::{Deserialize, Serialize};
 
 /// A manifest exactly as written.
@@ -129,44 +119,29 @@ pub struct SourceFile {
     pub sha256: Option<String>,
 }
 
-/// `[stages.*]`: parameters of each stage; every section is optional.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct StagesFile {
-    /// `[stages.fetch]`.
-    #[serde(default)]
-    pub fetch: FetchConfig,
-    /// `[stages.ingest]`.
-    #[serde(default)]
-    pub ingest: IngestConfig,
-    /// `[stages.dedup]`.
-    #[serde(default)]
-    pub dedup: DedupConfig,
-    /// `[stages.filter]`.
-    #[serde(default)]
-    pub filter: FilterConfig,
-    /// `[stages.rewrite]`.
-    #[serde(default)]
-    pub rewrite: RewriteConfig,
-    /// `[stages.distract]`.
-    #[serde(default)]
-    pub distract: DistractConfig,
-    /// `[stages.abbreviate]`.
-    #[serde(default)]
-    pub abbreviate: AbbreviateConfig,
-    /// `[stages.generate]`.
-    #[serde(default)]
-    pub generate: GenerateConfig,
-    /// `[stages.execute]`.
-    #[serde(default)]
-    pub execute: ExecuteConfig,
-    /// `[stages.queries]`.
-    #[serde(default)]
-    pub queries: QueriesConfig,
-    /// `[stages.qrels]`.
-    #[serde(default)]
-    pub qrels: QrelsConfig,
+/// Makes [`StagesFile`] from the rows of [`crate::stage_rows::stage_rows!`]: a section for each
+/// stage whose row names its configuration (`config [T]`), none for a stage without one.
+macro_rules! stages_file {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $name:ident, run $run:expr, reads [$($up:ident),*],
+        config [$($config:ty)?], shardable $shardable:literal, asks_models $asks:literal,
+        about $about:literal;
+    )*) => {
+        /// `[stages.*]`: parameters of each stage; every section is optional.
+        #[derive(Debug, Clone, Default, Deserialize, Serialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct StagesFile {
+            $($(
+                #[doc = concat!("`[stages.", stringify!($name), "]`.")]
+                #[serde(default)]
+                pub $name: $config,
+            )?)*
+        }
+    };
 }
+
+crate::stage_rows::stage_rows!(stages_file);
 
 /// A validated manifest: paths absolute, defaults applied.
 #[derive(Debug, Clone, Serialize)]
@@ -535,7 +510,7 @@ url = "data.jsonl"
     fn minimal_manifest_parses_with_defaults() {
         let m = parse(MINIMAL).unwrap();
         assert_eq!(m.version, "v202504");
-        assert_eq!(m.stages.dedup, DedupConfig::default());
+        assert_eq!(m.stages.dedup, coreb_stages::dedup::DedupConfig::default());
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! this process's shard state (which items it handles, where its part goes). The services are
 //! made on first use, once per build, and shared by every stage that needs them.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -11,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
+use super::fused::FusedIngest;
 use super::gateway::LlmContext;
 use super::judge::{Judge, preflight};
 use super::stage_name::StageName;
@@ -40,9 +40,9 @@ pub struct StageContext {
     merging: Option<StageName>,
     /// The stage that runs as a shard process now.
     sharded: OnceLock<StageName>,
-    /// Work a stage did ahead for a later one (`fetch` decodes `ingest`'s table while it hashes
-    /// local sources), taken by that stage when its turn comes.
-    ahead: Mutex<Option<(StageName, Box<dyn Any + Send>)>>,
+    /// `ingest`'s table, decoded while `fetch` hashed the local sources (or that pass's error),
+    /// taken by `ingest` when its turn comes.
+    fused_ingest: Mutex<Option<anyhow::Result<FusedIngest>>>,
 }
 
 impl StageContext {
@@ -64,7 +64,7 @@ impl StageContext {
             shard: None,
             merging: None,
             sharded: OnceLock::new(),
-            ahead: Mutex::new(None),
+            fused_ingest: Mutex::new(None),
         })
     }
 
@@ -135,21 +135,15 @@ impl StageContext {
         Ok(self.judge.get_or_init(|| judge))
     }
 
-    /// Keep `work` for stage `stage`, which takes it ([`StageContext::take_ahead`]) at its turn.
-    pub fn put_ahead<W: Any + Send>(&self, stage: StageName, work: W) {
-        *self.ahead.lock().unwrap_or_else(|e| e.into_inner()) = Some((stage, Box::new(work)));
+    /// Keep `ingest`'s work done in `fetch`'s pass (or the pass's error, which `ingest` reports
+    /// at its turn) until `ingest` takes it ([`StageContext::take_fused_ingest`]).
+    pub(super) fn put_fused_ingest(&self, work: anyhow::Result<FusedIngest>) {
+        *self.fused_ingest.lock().unwrap_or_else(|e| e.into_inner()) = Some(work);
     }
 
-    /// The work an earlier stage did for `stage`, if it did (as the type it was kept as).
-    pub fn take_ahead<W: Any + Send>(&self, stage: StageName) -> Option<W> {
-        let mut slot = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
-        match slot.take() {
-            Some((s, work)) if s == stage => work.downcast::<W>().ok().map(|w| *w),
-            other => {
-                *slot = other;
-                None
-            }
-        }
+    /// `ingest`'s work done in `fetch`'s pass, if there was such a pass (taken once).
+    pub(super) fn take_fused_ingest(&self) -> Option<anyhow::Result<FusedIngest>> {
+        self.fused_ingest.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     /// The shard process this build runs, if it is one (`--shard i/N`).

@@ -2,7 +2,7 @@
 //! may have changed; downstream stages skip when the hashes are the same. On a first build of
 //! local files that goes on to `ingest`, the sources are hashed as `ingest` decodes them, in
 //! one pass ([`super::ingest::decode_with_hashes`]): `ingest`'s table is then written ahead of
-//! its turn and handed to it through the context. A build that goes on to `ingest` is
+//! its turn and handed to it through the context ([`super::fused::FusedIngest`]). A build that goes on to `ingest` is
 //! refused here when no source has a problem in the window ([`super::window`]).
 
 use anyhow::Context as _;
@@ -135,7 +135,7 @@ fn fetch_with_ingest(cx: &StageContext) -> anyhow::Result<Done<FetchSummary, Fet
         ),
         Err(e) => {
             let done = fetched(cx, fetch(cx)?)?;
-            cx.put_ahead::<ingest::Ahead>(StageName::Ingest, Err(e));
+            cx.put_fused_ingest(Err(e));
             return Ok(done);
         }
     };

@@ -20,6 +20,7 @@ use coreb_stages::ingest::{
 };
 
 use super::context::{StageContext, StageOutput};
+use super::fused::FusedIngest;
 use super::stage::{Done, Stage, Upstream};
 use super::stage_name::StageName;
 use super::summary::{Counts, Reasons, Summary};
@@ -52,19 +53,6 @@ struct Job<T> {
 /// The `ingest` stage.
 pub struct Ingest;
 
-/// `ingest` decoded while `fetch` hashed the local sources ([`super::fetch`]): its output,
-/// what it counted, and when the pass started; or the pass's error, reported at `ingest`'s
-/// turn.
-pub(super) type Ahead = anyhow::Result<Fused>;
-
-/// `ingest`'s work done in `fetch`'s pass.
-pub struct Fused {
-    /// Where the table was written (taken by [`Stage::output`]).
-    out: Option<StageOutput>,
-    decoded: Decoded,
-    started: std::time::Instant,
-}
-
 impl Summary for IngestStats {
     fn counts(&self) -> Counts {
         Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
@@ -79,10 +67,14 @@ impl Stage for Ingest {
     const NAME: StageName = StageName::Ingest;
     type Summary = IngestStats;
     type Local = ();
-    type Prepared = Option<Fused>;
+    type Prepared = Option<FusedIngest>;
 
-    fn key(&self, cx: &StageContext, up: &Upstream<'_>) -> anyhow::Result<(String, Option<Fused>)> {
-        let fused = cx.take_ahead::<Ahead>(StageName::Ingest).transpose()?;
+    fn key(
+        &self,
+        cx: &StageContext,
+        up: &Upstream<'_>,
+    ) -> anyhow::Result<(String, Option<FusedIngest>)> {
+        let fused = cx.take_fused_ingest().transpose()?;
         let plan = cx.plan();
         let key = input_key(
             StageName::Ingest.as_str(),
@@ -92,9 +84,13 @@ impl Stage for Ingest {
         Ok((key, fused))
     }
 
-    fn output(&self, cx: &StageContext, fused: &mut Option<Fused>) -> anyhow::Result<StageOutput> {
-        match fused.as_mut().and_then(|f| f.out.take()) {
-            Some(out) => Ok(out),
+    fn output(
+        &self,
+        cx: &StageContext,
+        fused: &mut Option<FusedIngest>,
+    ) -> anyhow::Result<StageOutput> {
+        match fused.as_mut().and_then(|f| f.writer.take()) {
+            Some(writer) => Ok(StageOutput::Whole(writer)),
             None => cx.begin(StageName::Ingest),
         }
     }
@@ -103,11 +99,11 @@ impl Stage for Ingest {
         &self,
         cx: &StageContext,
         up: &Upstream<'_>,
-        fused: Option<Fused>,
+        fused: Option<FusedIngest>,
         out: &StageOutput,
     ) -> anyhow::Result<Done<IngestStats, ()>> {
-        if let Some(Fused { decoded, started, .. }) = fused {
-            let mut done = decoded.done();
+        if let Some(FusedIngest { stats, started, .. }) = fused {
+            let mut done = done(stats);
             // Both ran from the start of `fetch`: `ingest` until its table was written.
             done.wall = Some(started.elapsed());
             return Ok(done);
@@ -121,7 +117,7 @@ impl Stage for Ingest {
             .iter()
             .map(|f| Input { bytes: f.bytes, path: f.path.clone() })
             .collect();
-        Ok(decode(cx, &inputs, false, out)?.done())
+        Ok(done(decode(cx, &inputs, false, out)?.stats))
     }
 }
 
@@ -134,7 +130,8 @@ pub(super) fn reads_sources_once(cx: &StageContext) -> anyhow::Result<bool> {
 }
 
 /// Decode every input into a new `ingest` output, hashing each as it is read (for `fetch`),
-/// and keep it for `ingest`'s turn ([`Ahead`]); returns what was read ([`Hashed`]).
+/// and keep it in the context for `ingest`'s turn ([`FusedIngest`]); returns what was read
+/// ([`Hashed`]).
 pub(super) fn decode_with_hashes(
     cx: &StageContext,
     inputs: &[Input],
@@ -144,7 +141,11 @@ pub(super) fn decode_with_hashes(
     let decoded = decode(cx, inputs, true, &out)?;
     let found =
         Hashed { hashes: decoded.hashes.clone(), read: decoded.read, kept: decoded.stats.rows_out };
-    cx.put_ahead::<Ahead>(StageName::Ingest, Ok(Fused { out: Some(out), decoded, started }));
+    let StageOutput::Whole(writer) = out else {
+        bail!("`ingest` decoded ahead as a shard process (a bug in coreb)");
+    };
+    let fused = FusedIngest { writer: Some(writer), stats: decoded.stats, started };
+    cx.put_fused_ingest(Ok(fused));
     Ok(found)
 }
 
@@ -181,14 +182,9 @@ pub struct Decoded {
     read: std::time::Duration,
 }
 
-impl Decoded {
-    fn done(self) -> Done<IngestStats, ()> {
-        Done::new(
-            &[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")],
-            self.stats,
-            (),
-        )
-    }
+/// The record of a decoded input: its table and rejections, and what it counted.
+fn done(stats: IngestStats) -> Done<IngestStats, ()> {
+    Done::new(&[("problems", "problems.parquet"), ("rejections", "rejections.jsonl")], stats, ())
 }
 
 /// Decode every input into `out`; hash the inputs too when `hash`.

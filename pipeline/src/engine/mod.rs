@@ -30,6 +30,7 @@ mod distract;
 pub mod execute;
 mod fetch;
 mod filter;
+mod fused;
 pub mod gateway;
 mod generate;
 mod ingest;
@@ -62,21 +63,22 @@ use crate::artifacts::ArtifactStore;
 use crate::manifest::RunPlan;
 use crate::printer::Printer;
 
-/// Makes the engine's table from the rows of [`stage_name::stage_rows!`].
+/// Makes the engine's table from the rows of [`crate::stage_rows::stage_rows!`].
 macro_rules! stage_table {
     ($(
         $(#[$doc:meta])*
-        $variant:ident = $name:literal, run $run:expr, reads [$($up:ident),*],
-        shardable $shardable:literal, asks_models $asks:literal, about $about:literal;
+        $variant:ident = $name:ident, run $run:expr, reads [$($up:ident),*],
+        config [$($config:ty)?], shardable $shardable:literal, asks_models $asks:literal,
+        about $about:literal;
     )*) => {
         /// The build, in order: one row per stage, made from the rows of
-        /// [`stage_name::stage_rows!`] (adding a stage is one module implementing
+        /// [`crate::stage_rows::stage_rows!`] (adding a stage is one module implementing
         /// [`stage::Stage`] and one row there).
         pub const STAGES: [&dyn Runner; StageName::ALL.len()] = [$(&$run),*];
     };
 }
 
-stage_name::stage_rows!(stage_table);
+crate::stage_rows::stage_rows!(stage_table);
 
 /// Runs the stages of one plan.
 pub struct Engine {

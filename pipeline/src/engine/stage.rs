@@ -29,7 +29,7 @@ use crate::shard::PartMarker;
 /// shard process, as its part); then lets the stage [`announce`](Stage::announce) it. A stage
 /// reads and writes through the [`StageContext`] it is given, never through the engine.
 pub trait Stage: Sync + 'static {
-    /// Its name: its row of the build ([`super::stage_name::stage_rows!`]) says what it
+    /// Its name: its row of the build ([`crate::stage_rows::stage_rows!`]) says what it
     /// reads, whether it runs as shard processes and whether it asks models.
     const NAME: StageName;
     /// Its summary: what it produced, counted, and the facts downstream keys and the release

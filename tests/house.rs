@@ -105,11 +105,14 @@ fn every_stage_is_its_row_its_module_and_a_subcommand_made_from_its_row() {
     }
     // Each `[stages.<name>]` section of the manifest is a stage's.
     let manifest = std::fs::read_to_string(root().join("pipeline/src/manifest.rs")).unwrap();
-    let body = &manifest[manifest.find("pub struct StagesFile {").unwrap()..];
+    let body = &manifest[manifest.find("struct StagesFile {").unwrap()..];
     let body = &body[..body.find("\n}").unwrap()];
     let sections: Vec<&str> = body
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("pub ")?.split_once(':'))
+        .filter_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("pub(crate) ").or(l.strip_prefix("pub "))?.split_once(':')
+        })
         .map(|(field, _)| field)
         .collect();
     assert!(!sections.is_empty(), "no sections in `StagesFile`");

@@ -181,7 +181,7 @@ impl ArtifactStore {
     }
 }
 
-/// A stage being written; nothing is visible until [`StageWriter::commit`].
+/// A stage being written; nothing is visible until [`StageWriter::commit_with_local`].
 #[derive(Debug)]
 pub struct StageWriter {
     stage: String,
@@ -195,18 +195,9 @@ impl StageWriter {
         self.tmp.join(file)
     }
 
-    /// Hash the outputs, write the record and move the stage into place.
-    pub fn commit(
-        self,
-        key: &str,
-        outputs: &[(&str, &str)],
-        summary: &impl Serialize,
-    ) -> anyhow::Result<StageRecord> {
-        self.commit_with_local(key, outputs, summary, &())
-    }
-
-    /// [`commit`](Self::commit), also recording machine-specific facts outside the fingerprint.
-    /// Both are stored as JSON values, whose maps sort their keys.
+    /// Hash the outputs, write the record and move the stage into place, also recording
+    /// machine-specific facts outside the fingerprint. Both are stored as JSON values, whose
+    /// maps sort their keys.
     pub fn commit_with_local(
         self,
         key: &str,
@@ -321,8 +312,14 @@ mod tests {
 
         let w = store.begin("ingest").unwrap();
         fs_err::write(w.path("out.txt"), "hello").unwrap();
-        let rec =
-            w.commit(&key, &[("out", "out.txt")], &serde_json::json!({"rows_out": 1})).unwrap();
+        let rec = w
+            .commit_with_local(
+                &key,
+                &[("out", "out.txt")],
+                &serde_json::json!({"rows_out": 1}),
+                &(),
+            )
+            .unwrap();
         assert_eq!(rec.outputs["out"].bytes, 5);
         assert_eq!(store.lookup("ingest", &key).unwrap(), Some(rec.clone()));
 
@@ -372,7 +369,7 @@ mod tests {
         let store = ArtifactStore::open(dir.path()).unwrap();
         let w = store.begin("ingest").unwrap();
         fs_err::write(w.path("out.txt"), "hello").unwrap();
-        w.commit(&key, &[("out", "out.txt")], &serde_json::json!({})).unwrap();
+        w.commit_with_local(&key, &[("out", "out.txt")], &serde_json::json!({}), &()).unwrap();
         assert!(store.lookup("ingest", &key).unwrap().is_some());
         let path = store.stage_dir("ingest").join("record.json");
         let mut record: serde_json::Value =

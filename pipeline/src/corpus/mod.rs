@@ -72,7 +72,7 @@ pub mod dedup;
 mod output;
 mod scan;
 
-pub use dedup::{StepOutcome, peak_rss_mib};
+pub use dedup::peak_rss_mib;
 
 use std::path::{Path, PathBuf};
 
@@ -96,8 +96,6 @@ pub(super) enum Dups {
 /// What a shard process did.
 #[derive(Debug, Clone)]
 pub struct PartOutcome {
-    /// Its slice.
-    pub slice: ShardSpec,
     /// The part was already complete for this plan: nothing was done.
     pub already_done: bool,
     /// Its directory.
@@ -202,7 +200,6 @@ impl CorpusRun {
         let parts = self.out().join("parts");
         if part_done(&parts, slice, &self.plan_hash) {
             return Ok(PartOutcome {
-                slice,
                 already_done: true,
                 dir: parts.join(&name),
                 input_rows: 0,
@@ -241,7 +238,7 @@ impl CorpusRun {
             facts: facts.as_object().cloned().unwrap_or_default(),
         };
         let dir = part.finish(&marker)?;
-        Ok(PartOutcome { slice, already_done: false, dir, input_rows, rows })
+        Ok(PartOutcome { already_done: false, dir, input_rows, rows })
     }
 
     /// Combine the complete parts of every shard process: refuse while one is missing,

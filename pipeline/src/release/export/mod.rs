@@ -94,8 +94,6 @@ pub struct ExportedRelease {
     pub schemas: BTreeMap<&'static str, arrow_schema::Schema>,
     /// Bytes of each config's Parquet file (the card's `num_bytes`).
     pub bytes: BTreeMap<&'static str, u64>,
-    /// The published subtask names per task.
-    pub subtasks: BTreeMap<String, Vec<String>>,
 }
 
 impl ExportedRelease {
@@ -318,7 +316,6 @@ pub fn export_hf_coreb(
         let mut tables: BTreeMap<&'static str, Vec<Column>> = BTreeMap::new();
         tables.insert("code_corpus", published::code_corpus(&code).map_err(shape)?);
         tables.insert("text_corpus", published::text_corpus(&text).map_err(shape)?);
-        let mut subtasks = BTreeMap::new();
         for task in ["text2code", "code2code", "code2text"] {
             let (queries, qrels) = published::task(
                 task,
@@ -329,7 +326,6 @@ pub fn export_hf_coreb(
                 &corpora,
             )
             .map_err(shape)?;
-            subtasks.insert(task.to_owned(), published::subtasks(&queries).into_iter().collect());
             let config = |suffix: &str| {
                 CONFIGS.into_iter().find(|c| *c == format!("{task}_{suffix}")).unwrap_or_default()
             };
@@ -362,14 +358,7 @@ pub fn export_hf_coreb(
                 .map_err(io(&dir.join("README.md")))?;
         }
         let license = std::fs::read_to_string(dir.join("LICENSE")).unwrap_or_default();
-        exported.push(ExportedRelease {
-            version: version.clone(),
-            rows,
-            license,
-            schemas,
-            bytes,
-            subtasks,
-        });
+        exported.push(ExportedRelease { version: version.clone(), rows, license, schemas, bytes });
     }
     let write =
         |file: &str, text: &str| std::fs::write(tmp.join(file), text).map_err(io(&tmp.join(file)));

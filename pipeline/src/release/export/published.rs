@@ -641,17 +641,17 @@ fn qrel_columns(judgements: &[Judgement]) -> Vec<Column> {
     ]
 }
 
-/// The subtask names of a task's published queries, sorted.
-pub fn subtasks(cols: &[Column]) -> BTreeSet<String> {
-    match find(cols, "subtask") {
-        Some(Values::Str(v)) => v.iter().flatten().cloned().collect(),
-        _ => BTreeSet::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The subtask names of a task's published queries, sorted.
+    fn subtasks(cols: &[Column]) -> BTreeSet<String> {
+        match find(cols, "subtask") {
+            Some(Values::Str(v)) => v.iter().flatten().cloned().collect(),
+            _ => BTreeSet::new(),
+        }
+    }
 
     fn s(v: &[&str]) -> Vec<Option<String>> {
         v.iter().map(|x| Some((*x).to_owned())).collect()

@@ -40,8 +40,6 @@ pub struct PageSummary {
     pub release: String,
     /// sha256 of its `MANIFEST.json`.
     pub release_sha256: String,
-    /// The draw.
-    pub draw: Draw,
     /// The drawn ids.
     pub ids: Vec<String>,
     /// The page.
@@ -243,7 +241,7 @@ pub fn write_page(
     let path = out.join("index.html");
     durable::write(&path, html.as_bytes())
         .with_context(|| format!("writing `{}`", path.display()))?;
-    Ok(PageSummary { release: version, release_sha256, draw, ids, path })
+    Ok(PageSummary { release: version, release_sha256, ids, path })
 }
 
 /// JSON safe inside a `<script>` element: `<`, `>` and `&` escaped.

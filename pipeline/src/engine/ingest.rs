@@ -50,7 +50,7 @@ struct Job<T> {
 }
 
 /// The `ingest` stage.
-pub struct Ingest;
+pub(super) struct Ingest;
 
 /// `ingest` decoded while `fetch` hashed the local sources ([`super::fetch`]): its output,
 /// what it counted, and when the pass started; or the pass's error, reported at `ingest`'s
@@ -58,7 +58,7 @@ pub struct Ingest;
 pub(super) type Ahead = anyhow::Result<Fused>;
 
 /// `ingest`'s work done in `fetch`'s pass.
-pub struct Fused {
+pub(super) struct Fused {
     /// Where the table was written (taken by [`Stage::output`]).
     out: Option<StageOutput>,
     decoded: Decoded,
@@ -160,9 +160,9 @@ pub(super) struct Hashed {
 
 /// Where the fetched files are on this machine: `fetch`'s local facts, as `ingest` reads them.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct FetchLocal {
+pub(crate) struct FetchLocal {
     /// The fetched files, in manifest order.
-    pub sources: Vec<Fetched>,
+    pub(crate) sources: Vec<Fetched>,
 }
 
 /// A file to ingest.
@@ -173,7 +173,7 @@ pub(super) struct Input {
 }
 
 /// A decoded input, its table written but not yet committed.
-pub struct Decoded {
+pub(super) struct Decoded {
     stats: IngestStats,
     /// The sha256 and length of each input, when asked for.
     hashes: Vec<(String, u64)>,

@@ -7,6 +7,11 @@
 //! pairs; both split work into shard processes the same way (`shard`). All terminal output
 //! goes through `printer::Printer`, which also renders what the library crates say
 //! ([`coreb_base::report::Report`]).
+//!
+//! The library is the binary's: its public items are what `main.rs` and the integration tests
+//! use, everything else is `pub(crate)` (kept so by `unreachable_pub`).
+
+#![warn(unreachable_pub)]
 
 mod artifacts;
 mod authoring;

@@ -84,7 +84,7 @@ fn workspace_table(root: &Path) {
     }
     files.sort();
     let mut table = String::from(
-        "/// The files `coreb init` writes, from the repository: (path, bytes).\npub const WORKSPACE_FILES: &[(&str, &[u8])] = &[\n",
+        "/// The files `coreb init` writes, from the repository: (path, bytes).\nconst WORKSPACE_FILES: &[(&str, &[u8])] = &[\n",
     );
     for rel in &files {
         let name =

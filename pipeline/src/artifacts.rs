@@ -22,59 +22,59 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// The version recorded in every stage record and release.
-pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What built an artifact: the version and the sha256 of the source of every crate linked
 /// into the binary (`build.rs`). Part of every stage key; not of releases, whose files are
 /// compared by content.
-pub const TOOL_FINGERPRINT: &str =
+pub(crate) const TOOL_FINGERPRINT: &str =
     concat!(env!("CARGO_PKG_VERSION"), "+", env!("COREB_SOURCE_SHA256"));
 
 /// One output file of a stage.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OutputFile {
+pub(crate) struct OutputFile {
     /// File name inside the stage directory.
-    pub file: String,
+    pub(crate) file: String,
     /// Its sha256.
-    pub sha256: String,
+    pub(crate) sha256: String,
     /// Its size.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// What a completed stage left behind (`artifacts/<stage>/record.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StageRecord {
+pub(crate) struct StageRecord {
     /// The stage.
-    pub stage: String,
+    pub(crate) stage: String,
     /// Input key this output was built from.
-    pub key: String,
+    pub(crate) key: String,
     /// coreb version that built it.
-    pub tool_version: String,
+    pub(crate) tool_version: String,
     /// [`TOOL_FINGERPRINT`] of the binary that built it (empty in records made before it
     /// was recorded, which are then never reused).
     #[serde(default)]
-    pub tool_fingerprint: String,
+    pub(crate) tool_fingerprint: String,
     /// Output files by role (`problems`, `report` …).
-    pub outputs: BTreeMap<String, OutputFile>,
+    pub(crate) outputs: BTreeMap<String, OutputFile>,
     /// The stage's summary: counts, parameters, stage-specific facts. Part of the
     /// fingerprint, so it holds nothing machine-specific.
-    pub summary: serde_json::Value,
+    pub(crate) summary: serde_json::Value,
     /// Machine-specific facts (absolute paths of local sources); not part of the fingerprint,
     /// so that the same inputs give the same keys on every machine.
     #[serde(default)]
-    pub local: serde_json::Value,
+    pub(crate) local: serde_json::Value,
 }
 
 impl StageRecord {
     /// A digest of what this stage produced, for downstream keys.
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let value = serde_json::json!({ "outputs": self.outputs, "summary": self.summary });
         sha256_hex(value.to_string().as_bytes())
     }
 }
 
 /// The input key of a stage run.
-pub fn input_key(
+pub(crate) fn input_key(
     stage: &str,
     config: &impl Serialize,
     upstream: &[&StageRecord],
@@ -100,29 +100,29 @@ fn key_of(
 
 /// The store rooted at `<output_dir>/artifacts`.
 #[derive(Debug, Clone)]
-pub struct ArtifactStore {
+pub(crate) struct ArtifactStore {
     root: PathBuf,
 }
 
 impl ArtifactStore {
     /// Open (create) the store.
-    pub fn open(root: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn open(root: &Path) -> anyhow::Result<Self> {
         fs_err::create_dir_all(root)?;
         Ok(ArtifactStore { root: root.to_owned() })
     }
 
     /// The store at `root` for reading only: nothing is created; `None` when it does not exist.
-    pub fn existing(root: &Path) -> Option<Self> {
+    pub(crate) fn existing(root: &Path) -> Option<Self> {
         root.is_dir().then(|| ArtifactStore { root: root.to_owned() })
     }
 
     /// The directory of a completed stage.
-    pub fn stage_dir(&self, stage: &str) -> PathBuf {
+    pub(crate) fn stage_dir(&self, stage: &str) -> PathBuf {
         self.root.join(stage)
     }
 
     /// The path of one output (`role`) of a completed stage.
-    pub fn output(&self, record: &StageRecord, role: &str) -> anyhow::Result<PathBuf> {
+    pub(crate) fn output(&self, record: &StageRecord, role: &str) -> anyhow::Result<PathBuf> {
         let file = record
             .outputs
             .get(role)
@@ -131,7 +131,7 @@ impl ArtifactStore {
     }
 
     /// The record of a stage, whatever its key (for reports and `verify`).
-    pub fn record(&self, stage: &str) -> anyhow::Result<Option<StageRecord>> {
+    pub(crate) fn record(&self, stage: &str) -> anyhow::Result<Option<StageRecord>> {
         let path = self.stage_dir(stage).join("record.json");
         if !path.exists() {
             return Ok(None);
@@ -142,14 +142,14 @@ impl ArtifactStore {
     /// Could [`lookup`](Self::lookup) find anything for `stage`, whatever the key: is there a
     /// record of it built by this binary? (A stage that knows it will miss can start before
     /// its key is known.)
-    pub fn holds_reusable(&self, stage: &str) -> anyhow::Result<bool> {
+    pub(crate) fn holds_reusable(&self, stage: &str) -> anyhow::Result<bool> {
         Ok(self.record(stage)?.is_some_and(|r| r.tool_fingerprint == TOOL_FINGERPRINT))
     }
 
     /// The record of a stage built from exactly `key` by this binary, if every output is
     /// still what it recorded: each file is hashed again (in parallel), so a torn, truncated
     /// or edited output means a miss and the stage runs again.
-    pub fn lookup(&self, stage: &str, key: &str) -> anyhow::Result<Option<StageRecord>> {
+    pub(crate) fn lookup(&self, stage: &str, key: &str) -> anyhow::Result<Option<StageRecord>> {
         let Some(record) = self.record(stage)? else {
             return Ok(None);
         };
@@ -171,7 +171,7 @@ impl ArtifactStore {
     }
 
     /// Start writing a stage: a fresh temporary directory.
-    pub fn begin(&self, stage: &str) -> anyhow::Result<StageWriter> {
+    pub(crate) fn begin(&self, stage: &str) -> anyhow::Result<StageWriter> {
         let tmp = self.root.join(format!(".{stage}.tmp"));
         if tmp.exists() {
             fs_err::remove_dir_all(&tmp)?;
@@ -181,9 +181,9 @@ impl ArtifactStore {
     }
 }
 
-/// A stage being written; nothing is visible until [`StageWriter::commit`].
+/// A stage being written; nothing is visible until [`StageWriter::commit_with_local`].
 #[derive(Debug)]
-pub struct StageWriter {
+pub(crate) struct StageWriter {
     stage: String,
     tmp: PathBuf,
     dir: PathBuf,
@@ -191,23 +191,14 @@ pub struct StageWriter {
 
 impl StageWriter {
     /// Where to write an output file.
-    pub fn path(&self, file: &str) -> PathBuf {
+    pub(crate) fn path(&self, file: &str) -> PathBuf {
         self.tmp.join(file)
     }
 
-    /// Hash the outputs, write the record and move the stage into place.
-    pub fn commit(
-        self,
-        key: &str,
-        outputs: &[(&str, &str)],
-        summary: &impl Serialize,
-    ) -> anyhow::Result<StageRecord> {
-        self.commit_with_local(key, outputs, summary, &())
-    }
-
-    /// [`commit`](Self::commit), also recording machine-specific facts outside the fingerprint.
-    /// Both are stored as JSON values, whose maps sort their keys.
-    pub fn commit_with_local(
+    /// Hash the outputs, write the record and move the stage into place, also recording
+    /// machine-specific facts outside the fingerprint. Both are stored as JSON values, whose
+    /// maps sort their keys.
+    pub(crate) fn commit_with_local(
         self,
         key: &str,
         outputs: &[(&str, &str)],
@@ -243,19 +234,19 @@ impl StageWriter {
 
 /// Is the file at `path` still `bytes` long with this sha256? (The size first: a truncated
 /// file is caught without reading it.)
-pub fn file_intact(path: &Path, sha256: &str, bytes: u64) -> bool {
+pub(crate) fn file_intact(path: &Path, sha256: &str, bytes: u64) -> bool {
     fs_err::metadata(path).is_ok_and(|m| m.len() == bytes)
         && sha256_file(path).is_ok_and(|sha| sha == sha256)
 }
 
 /// Read a stage's `record.json`.
-pub fn read_record(path: &Path) -> anyhow::Result<StageRecord> {
+pub(crate) fn read_record(path: &Path) -> anyhow::Result<StageRecord> {
     let text = fs_err::read_to_string(path)?;
     serde_json::from_str(&text).with_context(|| format!("`{}`: not a stage record", path.display()))
 }
 
 /// Every file under `dir`, as paths relative to it joined with `/`, sorted.
-pub fn files_below(dir: &Path) -> anyhow::Result<Vec<String>> {
+fn files_below(dir: &Path) -> anyhow::Result<Vec<String>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
@@ -280,7 +271,7 @@ pub fn files_below(dir: &Path) -> anyhow::Result<Vec<String>> {
 }
 
 /// Hash every file under `dir` whose relative path `keep` accepts (paths with `/`).
-pub fn hash_files(
+pub(crate) fn hash_files(
     dir: &Path,
     keep: impl Fn(&str) -> bool,
 ) -> anyhow::Result<BTreeMap<String, FileEntry>> {
@@ -295,7 +286,7 @@ pub fn hash_files(
 /// The sha256 and size of the file at `path`, as a marker or MANIFEST lists it: the sha256
 /// it was written with when this process committed it through `AtomicFile`
 /// ([`coreb_base::durable::sha256_as_written`]), else hashed now.
-pub fn file_entry(path: &Path) -> anyhow::Result<FileEntry> {
+pub(crate) fn file_entry(path: &Path) -> anyhow::Result<FileEntry> {
     let sha256 = match coreb_base::durable::sha256_as_written(path) {
         Some(sha256) => sha256,
         None => sha256_file(path).with_context(|| format!("hashing `{}`", path.display()))?,
@@ -304,7 +295,7 @@ pub fn file_entry(path: &Path) -> anyhow::Result<FileEntry> {
 }
 
 /// Hash every file of a release but its `MANIFEST.json`.
-pub fn hash_tree(dir: &Path) -> anyhow::Result<BTreeMap<String, FileEntry>> {
+pub(crate) fn hash_tree(dir: &Path) -> anyhow::Result<BTreeMap<String, FileEntry>> {
     hash_files(dir, |rel| rel != "MANIFEST.json")
 }
 
@@ -321,8 +312,14 @@ mod tests {
 
         let w = store.begin("ingest").unwrap();
         fs_err::write(w.path("out.txt"), "hello").unwrap();
-        let rec =
-            w.commit(&key, &[("out", "out.txt")], &serde_json::json!({"rows_out": 1})).unwrap();
+        let rec = w
+            .commit_with_local(
+                &key,
+                &[("out", "out.txt")],
+                &serde_json::json!({"rows_out": 1}),
+                &(),
+            )
+            .unwrap();
         assert_eq!(rec.outputs["out"].bytes, 5);
         assert_eq!(store.lookup("ingest", &key).unwrap(), Some(rec.clone()));
 
@@ -372,7 +369,7 @@ mod tests {
         let store = ArtifactStore::open(dir.path()).unwrap();
         let w = store.begin("ingest").unwrap();
         fs_err::write(w.path("out.txt"), "hello").unwrap();
-        w.commit(&key, &[("out", "out.txt")], &serde_json::json!({})).unwrap();
+        w.commit_with_local(&key, &[("out", "out.txt")], &serde_json::json!({}), &()).unwrap();
         assert!(store.lookup("ingest", &key).unwrap().is_some());
         let path = store.stage_dir("ingest").join("record.json");
         let mut record: serde_json::Value =

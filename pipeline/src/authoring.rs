@@ -182,7 +182,7 @@ fn rewrite_answers(
 
 /// Author the response store of `manifest` from the files in `authored`; returns the number
 /// of answers and the build reports (which list anything not authored as a rejection).
-pub fn author(manifest: &Path, authored: &Path, printer: Printer) -> anyhow::Result<usize> {
+pub(crate) fn author(manifest: &Path, authored: &Path, printer: Printer) -> anyhow::Result<usize> {
     let plan = RunPlan::load(manifest, None)?;
     let engine = Engine::new(plan.clone(), printer, false)?;
     engine.run_until(StageName::Filter)?;

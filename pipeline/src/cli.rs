@@ -1,7 +1,7 @@
 //! The command line: every command's arguments (clap derive, doc comments are the help text),
-//! one module of them as uv keeps its own; the commands ([`crate::commands`]) take theirs from
+//! one module of them as uv keeps its own; the commands (`crate::commands`) take theirs from
 //! here, and this module imports none of them. The single-stage commands are made from the
-//! stage table ([`StageCommand`]).
+//! stage table (`StageCommand`).
 
 use crate::corpus::dedup::DedupStep;
 use crate::engine::stage_name::StageName;
@@ -17,13 +17,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 /// `coreb --help` lists the commands in these groups, as users think of them (every
 /// subcommand is in exactly one: a test checks it); [`STAGE_COMMANDS`] stands for the stage
 /// commands not named in a group, in the order of the stage table ([`command_groups`]).
-pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
+const COMMAND_GROUPS: &[(&str, &[&str])] = &[
     ("Build a release and its stages", &["init", "build", "plan", STAGE_COMMANDS]),
     ("Publish and check", &[StageName::Release.as_str(), "export", "check", "verify"]),
     ("Evaluate and compare", &["eval", "compare", "leaderboard", "trec-eval"]),
@@ -32,10 +32,10 @@ pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
 ];
 
 /// In [`COMMAND_GROUPS`]: every stage command that no group names.
-pub const STAGE_COMMANDS: &str = "<stages>";
+const STAGE_COMMANDS: &str = "<stages>";
 
 /// [`COMMAND_GROUPS`] with [`STAGE_COMMANDS`] spelt out.
-pub fn command_groups() -> Vec<(&'static str, Vec<&'static str>)> {
+fn command_groups() -> Vec<(&'static str, Vec<&'static str>)> {
     let named = |name: &str| COMMAND_GROUPS.iter().any(|(_, g)| g.contains(&name));
     COMMAND_GROUPS
         .iter()
@@ -58,7 +58,7 @@ pub fn command_groups() -> Vec<(&'static str, Vec<&'static str>)> {
 
 /// What `coreb` exits with, as `coreb --help` ends and the README's table says (a test holds
 /// the README to it).
-pub const EXIT_CODES: &[(&str, &str)] = &[
+const EXIT_CODES: &[(&str, &str)] = &[
     ("0", "done"),
     ("1", "the work failed: a stage, a gate, a check, the preflight, a damaged release"),
     (
@@ -71,7 +71,7 @@ pub const EXIT_CODES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The `coreb` command with its help grouped by [`COMMAND_GROUPS`] instead of clap's flat
+/// The `coreb` command with its help grouped by `COMMAND_GROUPS` instead of clap's flat
 /// list of subcommands.
 pub fn command() -> clap::Command {
     use clap::CommandFactory;
@@ -102,7 +102,7 @@ pub fn command() -> clap::Command {
 
 /// The subcommands of `coreb`.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Make a benchmark workspace in a new directory: the sample (manifest, problems, response
     /// store), prompts, a month template, releases/, a README and schedules.
     Init(InitArgs),
@@ -211,40 +211,40 @@ const EXPORT_EXAMPLES: &str = "Examples:
 
 /// Arguments of `coreb build`.
 #[derive(Debug, Args)]
-pub struct BuildArgs {
+pub(crate) struct BuildArgs {
     /// The build manifest (TOML).
-    pub manifest: PathBuf,
+    pub(crate) manifest: PathBuf,
     /// Stop after this stage.
     #[arg(long, value_enum)]
-    pub until: Option<StageName>,
+    pub(crate) until: Option<StageName>,
     /// Worker threads (default, and 0: every core). Outputs do not depend on it.
     #[arg(long)]
-    pub jobs: Option<usize>,
+    pub(crate) jobs: Option<usize>,
     /// Print the resolved plan and exit without running anything.
     #[arg(long)]
-    pub show_plan: bool,
+    pub(crate) show_plan: bool,
     /// Run the preflight checks alone (directories writable, the API key of a live build,
     /// the endpoint's settings, the judge's toolchains, the composition) and print the
     /// stages the build would run; exit 0 when it could run, 1 naming every problem.
     #[arg(long, conflicts_with = "show_plan")]
-    pub check: bool,
+    pub(crate) check: bool,
     /// No status lines or progress on stderr (errors are still printed).
     #[arg(short, long)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Print one JSON summary object per stage on stdout.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Keep build artifacts here instead of the manifest's `output_dir`.
     #[arg(long)]
-    pub output_dir: Option<PathBuf>,
+    pub(crate) output_dir: Option<PathBuf>,
     /// Publish the release here instead of `<releases_dir>/<version>` (a dry run; the release
     /// and its MANIFEST are the same bytes either way).
     #[arg(long)]
-    pub publish_dir: Option<PathBuf>,
+    pub(crate) publish_dir: Option<PathBuf>,
     /// Replace the release if this version is already published with other content (else
     /// the build refuses: published releases are immutable).
     #[arg(long)]
-    pub replace: bool,
+    pub(crate) replace: bool,
 }
 
 /// A single-stage command, `coreb <stage> MANIFEST …`: the stages it needs, then itself. Its
@@ -252,15 +252,15 @@ pub struct BuildArgs {
 /// [`PlainStageArgs`], a stage that runs as shard processes also `--shard` ([`ShardArg`]),
 /// and `release` also `--replace` ([`ReplaceArg`]).
 #[derive(Debug)]
-pub struct StageCommand {
+pub(crate) struct StageCommand {
     /// The stage.
-    pub stage: StageName,
+    pub(crate) stage: StageName,
     /// The manifest, threads, output.
-    pub common: PlainStageArgs,
+    pub(crate) common: PlainStageArgs,
     /// `--shard I/N` (only for a stage that runs as shard processes).
-    pub shard: Option<ShardSpec>,
+    pub(crate) shard: Option<ShardSpec>,
     /// `--replace` (only for `release`).
-    pub replace: bool,
+    pub(crate) replace: bool,
 }
 
 impl StageCommand {
@@ -329,17 +329,17 @@ impl Subcommand for StageCommand {
 
 /// `--replace` of `coreb release`.
 #[derive(Debug, Args)]
-pub struct ReplaceArg {
+struct ReplaceArg {
     /// Replace the release if this version is already published with other content (else
     /// `release` refuses: published releases are immutable); the new MANIFEST records the
     /// sha256 of the MANIFEST it replaced.
     #[arg(long)]
-    pub replace: bool,
+    pub(crate) replace: bool,
 }
 
 /// `--shard` of the stage commands that run as shard processes.
 #[derive(Debug, Args)]
-pub struct ShardArg {
+struct ShardArg {
     /// Run as shard process `I` of `N` (`0/4` … `3/4`; `rewrite`, `distract`, `abbreviate`,
     /// `generate`, `execute`, `queries`): the stages before this one run as usual (one process
     /// at a time, under a lock on the artifact store), then this stage handles the problems
@@ -347,57 +347,57 @@ pub struct ShardArg {
     /// `<output_dir>/artifacts/parts/<stage>/`. `coreb merge <stage> <manifest>`, or any
     /// later stage or build, combines the parts once all `N` are complete.
     #[arg(long, value_name = "I/N", value_parser = ShardSpec::parse)]
-    pub shard: Option<ShardSpec>,
+    pub(crate) shard: Option<ShardSpec>,
 }
 
 /// What every stage command takes (`fetch` … `release`); a stage that runs as shard
 /// processes adds `--shard`.
 #[derive(Debug, Args)]
-pub struct PlainStageArgs {
+pub(crate) struct PlainStageArgs {
     /// The build manifest (TOML).
-    pub manifest: PathBuf,
+    pub(crate) manifest: PathBuf,
     /// Worker threads (default, and 0: every core). Outputs do not depend on it.
     #[arg(long)]
-    pub jobs: Option<usize>,
+    pub(crate) jobs: Option<usize>,
     /// Print one JSON summary object on stdout.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// No status lines or progress on stderr (errors are still printed).
     #[arg(short, long)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Keep build artifacts here instead of the manifest's `output_dir`.
     #[arg(long)]
-    pub output_dir: Option<PathBuf>,
+    pub(crate) output_dir: Option<PathBuf>,
 }
 
 /// Arguments of `coreb review`.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
-pub struct ReviewArgs {
+pub(crate) struct ReviewArgs {
     /// `report`: merge reviewers' answer files.
     #[command(subcommand)]
-    pub command: Option<ReviewCommand>,
+    pub(crate) command: Option<ReviewCommand>,
     /// The release directory.
     #[arg(required = true)]
-    pub release: Option<PathBuf>,
+    pub(crate) release: Option<PathBuf>,
     /// How many problems to draw (stratified by platform and difficulty).
     #[arg(long, required = true)]
-    pub sample: Option<usize>,
+    pub(crate) sample: Option<usize>,
     /// The seed of the draw.
     #[arg(long, required = true)]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// Write the page here (`DIR/index.html`).
     #[arg(long, required = true)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// The build directory holding the release's artifacts (default: the `output_dir` of the
     /// build manifest embedded in the release).
     #[arg(long)]
-    pub build_dir: Option<PathBuf>,
+    pub(crate) build_dir: Option<PathBuf>,
 }
 
 /// The subcommands of `coreb review`.
 #[derive(Debug, Subcommand)]
-pub enum ReviewCommand {
+pub(crate) enum ReviewCommand {
     /// Merge reviewers' answer files: shares of "yes" with Wilson intervals, Cohen's and
     /// Fleiss' κ, Krippendorff's α, the problems they disagree on.
     Report(ReviewReportArgs),
@@ -405,21 +405,21 @@ pub enum ReviewCommand {
 
 /// Arguments of `coreb review report`.
 #[derive(Debug, Args)]
-pub struct ReviewReportArgs {
+pub(crate) struct ReviewReportArgs {
     /// The release directory.
-    pub release: PathBuf,
+    pub(crate) release: PathBuf,
     /// The answer files (JSONL, exported by the review page).
     #[arg(required = true)]
-    pub files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
     /// Write `review.json` and `review.md` here (default: `<release>/../reviews/<version>/`,
     /// where the `[gates] review` gate reads it).
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Record the review in the release: re-publish its card (`README.md`) with a "Human
     /// validation" section and the card's entry in `MANIFEST.json`; the data files are not
     /// touched.
     #[arg(long)]
-    pub record: bool,
+    pub(crate) record: bool,
 }
 
 /// Arguments of `coreb verify`.
@@ -436,75 +436,75 @@ pub struct ReviewReportArgs {
         coreb verify v202503 --checksums                 # the files against the MANIFEST, no rebuild\n  \
         coreb verify coreb-hf/regeneration/v202503 --sources ~/downloads   # a release in `coreb export`'s output"
 )]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     /// The release folder (`releases/v202504`, or a copy anywhere), or the kit folder of a
     /// release in `coreb export`'s output (`<export>/regeneration/<version>`).
-    pub release: PathBuf,
+    pub(crate) release: PathBuf,
     /// A folder holding the release's source files, found by sha256 among its files (any
     /// names, subfolders too). A source not there is downloaded from its pinned URL. Without
     /// it, sources with a URL are downloaded (sha256 checked), and a local source is looked for
     /// where the release's build manifest names it (the checkout that built it).
     #[arg(long, value_name = "DIR")]
-    pub sources: Option<PathBuf>,
+    pub(crate) sources: Option<PathBuf>,
     /// Apply the sandbox settings and the compile/run commands that the release's embedded
     /// build manifest (or its kit's `build.toml`) sets in `[stages.execute]` (refused by
     /// default: a downloaded release could weaken the sandbox or choose what the judge runs).
     #[arg(long)]
-    pub trust_release_sandbox: bool,
+    pub(crate) trust_release_sandbox: bool,
     /// Only check every file against the sha256 its MANIFEST lists (no rebuild): names each
     /// damaged, missing or extra file.
     #[arg(long, conflicts_with = "sources")]
-    pub checksums: bool,
+    pub(crate) checksums: bool,
     /// Ask for byte identity: fail (exit 1) when the rebuild's provenance differs too (the
     /// versions of coreb and the toolchains it records), not only its data.
     #[arg(long, conflicts_with = "checksums")]
-    pub strict: bool,
+    pub(crate) strict: bool,
 }
 
 /// Arguments of `coreb leaderboard`.
 #[derive(Debug, Args)]
-pub struct LeaderboardArgs {
+pub(crate) struct LeaderboardArgs {
     /// Where the releases are (each a directory with its `MANIFEST.json`).
     #[arg(long, default_value = "releases")]
-    pub releases_dir: PathBuf,
+    pub(crate) releases_dir: PathBuf,
     /// The results store (default: `<releases-dir>/results`).
     #[arg(long)]
-    pub results: Option<PathBuf>,
+    pub(crate) results: Option<PathBuf>,
     /// Write the site here: `index.html` and `data.js` (default: `build/leaderboard`; with
     /// `--json`, only when given).
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// A model audit report (`model.json` of `coreb audit <release> model --out DIR`) whose
     /// pass@1 drop the releases table shows; repeatable. Reports under
     /// `<releases-dir>/audits/` are shown without it.
     #[arg(long = "audit", value_name = "MODEL_JSON")]
-    pub audits: Vec<PathBuf>,
+    pub(crate) audits: Vec<PathBuf>,
     /// Print the leaderboard's data and its numbers in the window as one JSON object.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// First release month of the window, `YYYY-MM` (default: the first release's).
     #[arg(long)]
-    pub from: Option<String>,
+    pub(crate) from: Option<String>,
     /// Last release month of the window, `YYYY-MM` (default: the last release's).
     #[arg(long)]
-    pub to: Option<String>,
+    pub(crate) to: Option<String>,
     /// Average each model only over the releases whose contest window starts after its
     /// declared training cutoff.
     #[arg(long)]
-    pub after_cutoff: bool,
+    pub(crate) after_cutoff: bool,
     /// The metric of the table (`ndcg@10`, `map@10`, `recall@10`, `p@10`, `mrr@10`,
     /// `r_cap@10`, other cut-offs recorded, `hn_intrusion`).
     #[arg(long)]
-    pub metric: Option<String>,
+    pub(crate) metric: Option<String>,
     /// Only the models of this category (as recorded with `coreb eval --record --category`;
     /// `unknown`: those recorded without one), ranked among themselves.
     #[arg(long, value_parser = ["code", "general", "closed", "unknown"])]
-    pub category: Option<String>,
+    pub(crate) category: Option<String>,
 }
 
 /// The layout `coreb export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExportLayout {
+pub(crate) enum ExportLayout {
     /// The published CoREB dataset's (`hq-bench/coreb`): 8 configs × `release_<version>` splits.
     HfCoreb,
     /// MTEB's six CoREB(v1) tasks per release (`<out>/<version>/CorebT2CRetrieval/` …), in the
@@ -517,101 +517,101 @@ pub enum ExportLayout {
 
 /// Arguments of `coreb export`.
 #[derive(Debug, Args)]
-pub struct ExportArgs {
+pub(crate) struct ExportArgs {
     /// The layout to write.
     #[arg(long, value_enum, default_value = "hf-coreb")]
-    pub layout: ExportLayout,
+    pub(crate) layout: ExportLayout,
     /// A release (a directory with a MANIFEST.json), or the directory whose releases (its
     /// subdirectories with one) are exported.
-    pub releases_dir: PathBuf,
+    pub(crate) releases_dir: PathBuf,
     /// The dataset folder to write (an earlier export there is replaced).
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// `mteb`: candidates per reranking query (the published lists hold 17).
     #[arg(long, default_value_t = 17)]
-    pub candidates: usize,
+    pub(crate) candidates: usize,
     /// `mteb`, `reranker-train`: seed of the negatives drawn (and of the reranking lists'
     /// order).
     #[arg(long, default_value_t = 20_250_101)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// `mteb`: let `CorebC2CRetrieval` rank a query's own document, as the published dataset
     /// does (MTEB then gives `coreb eval --keep-self`'s number, not CoREB's).
     #[arg(long)]
-    pub keep_self: bool,
+    pub(crate) keep_self: bool,
     /// `mteb`: keep the reranking queries that have no hard negative (left out by default, as
     /// the published text2code reranking task leaves them out).
     #[arg(long)]
-    pub all_queries: bool,
+    pub(crate) all_queries: bool,
 }
 
 /// Arguments of `coreb check`.
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// The release directory (`releases/<version>`).
-    pub release: PathBuf,
+    pub(crate) release: PathBuf,
     /// Where the other releases are, whose ids this one must not reuse (default: the
     /// release's parent directory).
     #[arg(long)]
-    pub releases_dir: Option<PathBuf>,
+    pub(crate) releases_dir: Option<PathBuf>,
     /// Print the results as one JSON object on stdout.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// Arguments of `coreb compare`.
 #[derive(Debug, Args)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// System A: a results file (`results.json` of `coreb eval --out`, or its `--json`
     /// output) or a TREC run file (then `--release` is needed).
-    pub a: PathBuf,
+    pub(crate) a: PathBuf,
     /// System B, like A.
-    pub b: PathBuf,
+    pub(crate) b: PathBuf,
     /// The release (or BEIR folder) run files are evaluated on.
     #[arg(long)]
-    pub release: Option<PathBuf>,
+    pub(crate) release: Option<PathBuf>,
     /// The measure compared: `ndcg@10`, `map@5`, `recall@10`, `p@1`, `mrr@10`, `r_cap@10`.
     #[arg(long, default_value = "ndcg@10")]
-    pub metric: String,
+    pub(crate) metric: String,
     /// Bootstrap resamples of the interval of the difference.
     #[arg(long, default_value_t = 1000)]
-    pub resamples: usize,
+    pub(crate) resamples: usize,
     /// Seed of the bootstrap and the randomisation test.
     #[arg(long, default_value_t = 20_250_101)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Print JSON on stdout.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// Arguments of `coreb trec-eval`; the flags are trec_eval's own.
 #[derive(Debug, Args)]
-pub struct TrecEvalArgs {
+pub(crate) struct TrecEvalArgs {
     /// Print help.
     #[arg(long, action = clap::ArgAction::Help)]
-    pub help: Option<bool>,
+    pub(crate) help: Option<bool>,
     /// Also print the measures of every query.
     #[arg(short = 'q')]
-    pub per_query: bool,
+    pub(crate) per_query: bool,
     /// Average over every query of the qrels, not only those in the run.
     #[arg(short = 'c')]
-    pub complete: bool,
+    pub(crate) complete: bool,
     /// Use at most this many retrieved documents per query.
     #[arg(short = 'M')]
-    pub max_retrieved: Option<usize>,
+    pub(crate) max_retrieved: Option<usize>,
     /// Lowest relevance level that counts as relevant for binary measures.
     #[arg(short = 'l', default_value_t = 1)]
-    pub level: i64,
+    pub(crate) level: i64,
     /// A measure or measure group, with optional parameters (`ndcg_cut.5,10`, `all_trec`).
     #[arg(short = 'm')]
-    pub measures: Vec<String>,
+    pub(crate) measures: Vec<String>,
     /// The qrels file.
-    pub qrels: PathBuf,
+    pub(crate) qrels: PathBuf,
     /// The run file.
-    pub run: PathBuf,
+    pub(crate) run: PathBuf,
 }
 
 /// A language CoREB generates solutions in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LangArg {
+pub(crate) enum LangArg {
     /// Python 3.
     Python,
     /// C++17.
@@ -626,41 +626,41 @@ pub enum LangArg {
 
 /// Arguments of `coreb judge`.
 #[derive(Debug, Args)]
-pub struct JudgeArgs {
+pub(crate) struct JudgeArgs {
     /// A JSONL file in LiveCodeBench layout; the first row (or the one `--problem-id` names) is judged.
-    pub problem: PathBuf,
+    pub(crate) problem: PathBuf,
     /// The solution's source file.
-    pub solution: PathBuf,
+    pub(crate) solution: PathBuf,
     /// The solution's language.
     #[arg(long, value_enum)]
-    pub lang: LangArg,
+    pub(crate) lang: LangArg,
     /// The `question_id` of the problem to judge, when the file holds several.
     #[arg(long)]
-    pub problem_id: Option<String>,
+    pub(crate) problem_id: Option<String>,
     /// Print the verdicts as JSON.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// Arguments of `coreb audit`.
 #[derive(Debug, Args)]
-pub struct AuditArgs {
+pub(crate) struct AuditArgs {
     /// The release directory.
-    pub release: PathBuf,
+    pub(crate) release: PathBuf,
     /// Which audit.
     #[command(subcommand)]
-    pub audit: AuditKind,
+    pub(crate) audit: AuditKind,
     /// Write `<audit>.json` and `<audit>.md` here (default: print the Markdown only).
     #[arg(long, global = true)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Print the JSON report on stdout.
     #[arg(long, global = true)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// The audits of `coreb audit`.
 #[derive(Debug, Subcommand)]
-pub enum AuditKind {
+pub(crate) enum AuditKind {
     /// Exact hash hits and long n-gram overlap of a text/code corpus (JSONL or Parquet)
     /// against the release, per item, worst offenders first.
     Overlap(coreb_curation::audit::overlap::OverlapOptions),
@@ -675,14 +675,14 @@ pub enum AuditKind {
 
 /// Arguments of `coreb audit <release> rewrite`.
 #[derive(Debug, Args)]
-pub struct RewriteArgs {
+pub(crate) struct RewriteArgs {
     /// What the audit measures.
     #[command(flatten)]
-    pub options: coreb_curation::audit::rewrite::RewriteOptions,
+    pub(crate) options: coreb_curation::audit::rewrite::RewriteOptions,
     /// The build directory holding `artifacts/rewrite` (implies `--tests`; default: the
     /// `output_dir` of the build manifest embedded in the release).
     #[arg(long)]
-    pub build_dir: Option<PathBuf>,
+    pub(crate) build_dir: Option<PathBuf>,
 }
 
 /// Arguments of `coreb audit <release> model`: the audit's options, and how the command finds
@@ -693,53 +693,53 @@ pub struct RewriteArgs {
     mut_arg("timeout_secs", |a| a.default_value("300")),
     mut_arg("store", |a| a.default_value(".coreb-cache/audit-responses"))
 )]
-pub struct ModelAuditArgs {
+pub(crate) struct ModelAuditArgs {
     /// What the audit asks, of which endpoint, and how.
     #[command(flatten)]
-    pub options: coreb_curation::audit::model::ModelOptions,
+    pub(crate) options: coreb_curation::audit::model::ModelOptions,
     /// The build directory holding `artifacts/rewrite` (default: the `output_dir` of the
     /// build manifest embedded in the release).
     #[arg(long)]
-    pub build_dir: Option<PathBuf>,
+    pub(crate) build_dir: Option<PathBuf>,
     /// Apply the sandbox settings and the compile/run commands that the release's embedded
     /// build manifest sets in `[stages.execute]` (refused by default).
     #[arg(long)]
-    pub trust_release_sandbox: bool,
+    pub(crate) trust_release_sandbox: bool,
 }
 
 /// Arguments of `coreb corpus`.
 #[derive(Debug, Args)]
-pub struct CorpusArgs {
+pub(crate) struct CorpusArgs {
     /// The corpus manifest (TOML).
-    pub manifest: PathBuf,
+    pub(crate) manifest: PathBuf,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Run as shard process `I` of `N` (`0/4` … `3/4`): parse the lines that start in the
     /// `I`-th of `N` byte ranges of the plain JSONL sources (counting the others) and the pairs
     /// of other sources whose id hash falls in shard `I`, and write their sketches and records to
     /// `<output>/parts/`; then `coreb merge corpus <manifest>` curates the output.
     #[arg(long, value_name = "I/N", value_parser = ShardSpec::parse)]
-    pub shard: Option<ShardSpec>,
+    pub(crate) shard: Option<ShardSpec>,
     /// Decide the near-duplicates in `T` band-range tasks run as separate processes (an exact
     /// step, `T` band tasks, a clustering step; see `--dedup-step`) instead of in this
     /// process, so that no process holds every sketch. The output is the same for every `T`.
     #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["shard", "dedup_step"])]
-    pub dedup_tasks: Option<u32>,
+    pub(crate) dedup_tasks: Option<u32>,
     /// Run one step of the split near-duplicate decision over the complete shard parts in
     /// `<output>/parts/` (for a scheduler; `coreb merge corpus` then uses its result):
     /// `exact`, then `bands` once per `--task I/T`, then `clusters`.
     #[arg(long, value_enum, conflicts_with = "shard")]
-    pub dedup_step: Option<DedupStep>,
+    pub(crate) dedup_step: Option<DedupStep>,
     /// With `--dedup-step bands`: task `I` of `T` (the bands are split into `T` ranges).
     #[arg(long, value_name = "I/T", value_parser = ShardSpec::parse, requires = "dedup_step")]
-    pub task: Option<ShardSpec>,
+    pub(crate) task: Option<ShardSpec>,
 }
 
 /// What `coreb merge` combines: the parts of `coreb corpus --shard i/N`, or of a build stage
 /// that runs as shard processes (`coreb generate --shard i/N` …, [`StageName::shardable`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MergeStage {
+pub(crate) enum MergeStage {
     /// `coreb corpus --shard i/N`.
     Corpus,
     /// `coreb <stage> --shard i/N`.
@@ -748,7 +748,7 @@ pub enum MergeStage {
 
 impl MergeStage {
     /// Parse `corpus` or the name of a shardable stage.
-    pub fn parse(s: &str) -> Result<MergeStage, String> {
+    pub(crate) fn parse(s: &str) -> Result<MergeStage, String> {
         if s == "corpus" {
             return Ok(MergeStage::Corpus);
         }
@@ -769,7 +769,7 @@ impl MergeStage {
     }
 
     /// The build stage, for all but `corpus`.
-    pub fn build_stage(self) -> Option<StageName> {
+    pub(crate) fn build_stage(self) -> Option<StageName> {
         match self {
             MergeStage::Corpus => None,
             MergeStage::Build(stage) => Some(stage),
@@ -779,77 +779,77 @@ impl MergeStage {
 
 /// Arguments of `coreb merge`.
 #[derive(Debug, Args)]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// The stage whose parts to combine: `corpus`, or a stage that runs as shard processes
     /// (`rewrite`, `distract`, `abbreviate`, `generate`, `execute`, `queries`).
     #[arg(value_parser = MergeStage::parse)]
-    pub stage: MergeStage,
+    pub(crate) stage: MergeStage,
     /// The manifest the shard processes ran.
-    pub manifest: PathBuf,
+    pub(crate) manifest: PathBuf,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Build stages: the `--output-dir` the shard processes were given.
     #[arg(long)]
-    pub output_dir: Option<PathBuf>,
+    pub(crate) output_dir: Option<PathBuf>,
     /// Build stages: worker threads (default: all cores). Outputs do not depend on it.
     #[arg(long)]
-    pub jobs: Option<usize>,
+    pub(crate) jobs: Option<usize>,
     /// `corpus`: decide the near-duplicates in `T` band-range tasks run as separate
     /// processes (see `coreb corpus --dedup-tasks`); the output is the same for every `T`.
     #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..))]
-    pub dedup_tasks: Option<u32>,
+    pub(crate) dedup_tasks: Option<u32>,
 }
 
 /// Arguments of `coreb init`.
 #[derive(Debug, Args)]
-pub struct InitArgs {
+pub(crate) struct InitArgs {
     /// The workspace to make: a new or empty directory (a non-empty one is refused).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
 }
 
 /// Arguments of `coreb plan`.
 #[derive(Debug, Args)]
-pub struct PlanArgs {
+pub(crate) struct PlanArgs {
     /// The month to release, `YYYY-MM`.
-    pub month: String,
+    pub(crate) month: String,
     /// Where published releases are.
     #[arg(long, default_value = "releases")]
-    pub releases_dir: PathBuf,
+    pub(crate) releases_dir: PathBuf,
     /// Start from this manifest instead of the latest release's build manifest.
     #[arg(long)]
-    pub from: Option<PathBuf>,
+    pub(crate) from: Option<PathBuf>,
     /// Where to write the new manifest (default: `manifests/v<YYYYMM>.toml`).
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Add a source, `NAME=URL` (e.g. a new `test7.jsonl`); repeatable.
     #[arg(long = "source", value_name = "NAME=URL")]
-    pub sources: Vec<String>,
+    pub(crate) sources: Vec<String>,
     /// Do not download sources to pin their sha256 (leave pins as they are).
     #[arg(long)]
-    pub no_pin: bool,
+    pub(crate) no_pin: bool,
     /// Overwrite the file `--out` names (an existing file is otherwise refused).
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
     /// Write a window that overlaps a published release's (a control release, a rebuild);
     /// otherwise refused, as its problems would be in both.
     #[arg(long)]
-    pub allow_overlap: bool,
+    pub(crate) allow_overlap: bool,
 }
 
 /// Arguments of `coreb programs`.
 #[derive(Debug, Args)]
-pub struct ProgramsArgs {
+pub(crate) struct ProgramsArgs {
     /// The build manifest; its `rewrite` and `generate` stages must have run.
-    pub manifest: PathBuf,
+    pub(crate) manifest: PathBuf,
     /// The build directory whose artifacts are read, as `coreb build --output-dir` was given
     /// (default: the manifest's `output_dir`). Only read: nothing is created there.
     #[arg(long, visible_alias = "build-dir")]
-    pub output_dir: Option<PathBuf>,
+    pub(crate) output_dir: Option<PathBuf>,
     /// Where to write `<solution id>/<source file>` and `index.jsonl` (one line per program:
     /// solution_id, problem_id, language, file, main_class).
     #[arg(long)]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
 }
 
 /// An LLM stage by its name (`rewrite`, `rewrite_tests`, `generate` …).
@@ -864,15 +864,15 @@ fn llm_stage(name: &str) -> Result<coreb_llm::LlmStage, String> {
 
 /// Arguments of `coreb store`.
 #[derive(Debug, Args)]
-pub struct StoreArgs {
+pub(crate) struct StoreArgs {
     /// What to do with the store.
     #[command(subcommand)]
-    pub command: StoreCommand,
+    pub(crate) command: StoreCommand,
 }
 
 /// The subcommands of `coreb store`.
 #[derive(Debug, Subcommand)]
-pub enum StoreCommand {
+pub(crate) enum StoreCommand {
     /// Count entries per stage, model and finish reason; list invalid files.
     Stats {
         /// The store directory.

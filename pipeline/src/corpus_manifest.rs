@@ -34,47 +34,47 @@ use serde::{Deserialize, Serialize};
 /// A corpus manifest as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct CorpusManifestFile {
+pub(crate) struct CorpusManifestFile {
     /// Directory whose releases (any directory holding a `MANIFEST.json`) are checked.
-    pub releases_dir: Option<PathBuf>,
+    pub(crate) releases_dir: Option<PathBuf>,
     /// Where and how to write.
-    pub output: OutputSection,
+    pub(crate) output: OutputSection,
     /// The sources, in order.
     #[serde(rename = "source")]
-    pub sources: Vec<SourceSpec>,
+    pub(crate) sources: Vec<SourceSpec>,
     /// Exact and near-duplicate removal.
     #[serde(default)]
-    pub dedup: CorpusDedupConfig,
+    pub(crate) dedup: CorpusDedupConfig,
     /// The natural-language filter.
     #[serde(default)]
-    pub language: LanguageConfig,
+    pub(crate) language: LanguageConfig,
     /// Decontamination against releases.
     #[serde(default)]
-    pub decontaminate: DecontamConfig,
+    pub(crate) decontaminate: DecontamConfig,
     /// The dual-consistency filter.
     #[serde(default)]
-    pub align: AlignConfig,
+    pub(crate) align: AlignConfig,
     /// Hard-negative mining.
     #[serde(default)]
-    pub negatives: NegativeConfig,
+    pub(crate) negatives: NegativeConfig,
     /// An OpenAI-compatible embeddings endpoint for the alignment and negative similarities;
     /// without it, the lexical TF-IDF fallback is used.
-    pub embed: Option<EmbedSection>,
+    pub(crate) embed: Option<EmbedSection>,
 }
 
 /// `[embed]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct EmbedSection {
+pub(crate) struct EmbedSection {
     /// Base URL with `/v1`.
-    pub base_url: String,
+    pub(crate) base_url: String,
     /// Embedding model.
-    pub model: String,
+    pub(crate) model: String,
     /// Environment variable holding the API key (read only at run time, never stored).
     #[serde(default = "api_key_env")]
-    pub api_key_env: String,
+    pub(crate) api_key_env: String,
     /// Embedding cache directory (relative to the manifest).
-    pub cache_dir: Option<PathBuf>,
+    pub(crate) cache_dir: Option<PathBuf>,
 }
 
 fn api_key_env() -> String {
@@ -84,12 +84,12 @@ fn api_key_env() -> String {
 /// `[output]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct OutputSection {
+pub(crate) struct OutputSection {
     /// Output directory.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Number of output shards (partitions, by hash of the pair id).
     #[serde(default = "one")]
-    pub shards: u32,
+    pub(crate) shards: u32,
 }
 
 fn one() -> u32 {
@@ -99,7 +99,7 @@ fn one() -> u32 {
 /// The layout of a source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SourceFormat {
+pub(crate) enum SourceFormat {
     /// One JSON object a line.
     Jsonl,
     /// A Parquet file with string columns.
@@ -111,29 +111,29 @@ pub enum SourceFormat {
 /// `[[source]]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct SourceSpec {
+pub(crate) struct SourceSpec {
     /// Prefix of the pair ids (`<name>:<row id>`).
-    pub name: String,
+    pub(crate) name: String,
     /// Layout.
-    pub format: SourceFormat,
+    pub(crate) format: SourceFormat,
     /// File (JSONL, `.jsonl.gz`, Parquet) or folder (BEIR). Exactly one of `path` and `url`.
-    pub path: Option<PathBuf>,
+    pub(crate) path: Option<PathBuf>,
     /// An `http://` or `https://` URL of a JSONL (`.gz` too) or Parquet file, downloaded into
     /// `<output>/.sources/` (resumed, retried, checked) before it is read.
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
     /// Expected sha256 of the file (a download, or a local file, which is then hashed first).
-    pub sha256: Option<String>,
+    pub(crate) sha256: Option<String>,
     /// Field holding the text (JSONL, Parquet).
     #[serde(default = "text_field")]
-    pub text_field: String,
+    pub(crate) text_field: String,
     /// Field holding the code (JSONL, Parquet).
     #[serde(default = "code_field")]
-    pub code_field: String,
+    pub(crate) code_field: String,
     /// Field holding the row id; the row number when absent.
-    pub id_field: Option<String>,
+    pub(crate) id_field: Option<String>,
     /// BEIR qrels split.
     #[serde(default = "split")]
-    pub split: String,
+    pub(crate) split: String,
 }
 
 fn text_field() -> String {
@@ -148,9 +148,9 @@ fn split() -> String {
 
 /// A validated corpus manifest with absolute paths.
 #[derive(Debug, Clone, Serialize)]
-pub struct CorpusPlan {
+pub(crate) struct CorpusPlan {
     /// The manifest as written, paths resolved.
-    pub file: CorpusManifestFile,
+    pub(crate) file: CorpusManifestFile,
 }
 
 /// `p` made absolute against `base` (the manifest's directory).
@@ -161,7 +161,7 @@ fn absolute(base: &Path, p: &Path) -> PathBuf {
 impl CorpusPlan {
     /// Read, parse and validate a corpus manifest; one that cannot be read, parsed or
     /// validated is the command's mistake (exit 2).
-    pub fn load(path: &Path) -> anyhow::Result<CorpusPlan> {
+    pub(crate) fn load(path: &Path) -> anyhow::Result<CorpusPlan> {
         Self::load_checked(path)
             .map_err(|e| anyhow::Error::new(coreb_base::errors::Usage(format!("{e:#}"))))
     }

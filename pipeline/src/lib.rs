@@ -2,25 +2,32 @@
 //!
 //! The binary is thin (`main.rs`); [`run`] dispatches a parsed [`cli::Cli`]. The build engine
 //! ([`engine`]) runs the stages of a plan resolved from a manifest ([`manifest`]) in the order
-//! of its table and keeps their outputs in the artifact store ([`artifacts`]), skipping a stage
-//! whose inputs are unchanged. Beside it, the corpus runner ([`corpus`]) curates training
-//! pairs; both split work into shard processes the same way ([`shard`]). All terminal output
-//! goes through [`printer::Printer`], which also renders what the library crates say
+//! of its table and keeps their outputs in the artifact store (`artifacts`), skipping a stage
+//! whose inputs are unchanged. Beside it, the corpus runner (`corpus`) curates training
+//! pairs; both split work into shard processes the same way (`shard`). All terminal output
+//! goes through `printer::Printer`, which also renders what the library crates say
 //! ([`coreb_base::report::Report`]).
+//!
+//! The library is the binary's: its public items are what `main.rs` and the integration tests
+//! use, everything else is `pub(crate)` (kept so by `unreachable_pub`).
 
-pub mod artifacts;
-pub mod authoring;
+#![warn(unreachable_pub)]
+
+mod artifacts;
+mod authoring;
 pub mod cli;
-pub mod commands;
-pub mod corpus;
-pub mod corpus_manifest;
+mod commands;
+mod corpus;
+mod corpus_manifest;
 pub mod engine;
+// Its module docs name the crate-private raw TOML layer.
+#[allow(rustdoc::private_intra_doc_links)]
 pub mod manifest;
-pub mod ops;
-pub mod printer;
+mod ops;
+mod printer;
 pub mod release;
-pub mod shard;
-pub mod stage_rows;
+mod shard;
+mod stage_rows;
 
 use std::process::ExitCode;
 
@@ -43,7 +50,7 @@ pub fn init_logging() {
 }
 
 /// Run one command line, after checking that the inputs it names are there
-/// ([`commands::inputs`]).
+/// (`commands::inputs`).
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     commands::inputs::check(&cli.command)?;
     match cli.command {

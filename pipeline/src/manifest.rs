@@ -16,44 +16,44 @@ use serde::{Deserialize, Serialize};
 /// A manifest exactly as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct ManifestFile {
+pub(crate) struct ManifestFile {
     /// Release version, `vYYYYMM`.
-    pub version: String,
+    pub(crate) version: String,
     /// Contest-date window of the release (inclusive dates).
     #[serde(default)]
-    pub window: WindowFile,
+    pub(crate) window: WindowFile,
     /// Where build artifacts go (relative to the manifest).
-    pub output_dir: PathBuf,
+    pub(crate) output_dir: PathBuf,
     /// Where published releases live (relative to the manifest); default `../releases`.
     #[serde(default)]
-    pub releases_dir: Option<PathBuf>,
+    pub(crate) releases_dir: Option<PathBuf>,
     /// Source files, concatenated in order (release files are cumulative).
-    pub sources: Vec<SourceFile>,
+    pub(crate) sources: Vec<SourceFile>,
     /// Stage parameters.
     #[serde(default)]
-    pub stages: StagesFile,
+    pub(crate) stages: StagesFile,
     /// `[llm]`: endpoint, models, sampling, limits, store mode.
     #[serde(default)]
-    pub llm: LlmConfig,
+    pub(crate) llm: LlmConfig,
     /// `[gates]`: what a release must pass before `release` publishes it.
     #[serde(default)]
-    pub gates: GatesConfig,
+    pub(crate) gates: GatesConfig,
     /// Prompt templates (relative to the manifest); default `../prompts`.
     #[serde(default)]
-    pub prompts_dir: Option<PathBuf>,
+    pub(crate) prompts_dir: Option<PathBuf>,
     /// The LLM response store (relative to the manifest); default `<output_dir>/responses`.
     #[serde(default)]
-    pub response_store: Option<PathBuf>,
+    pub(crate) response_store: Option<PathBuf>,
     /// `[eval]`: how `coreb eval --manifest` evaluates (and checks the gates of) the release.
     #[serde(default)]
-    pub eval: EvalFile,
+    pub(crate) eval: EvalFile,
     /// `[control]`: build this month as the control of a published release (no
     /// counterfactual rewrite; see [`ControlFile`]).
     #[serde(default)]
-    pub control: Option<ControlFile>,
+    pub(crate) control: Option<ControlFile>,
     /// `[purpose]`: whether the release is for training or testing (see [`PurposeFile`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub purpose: Option<PurposeFile>,
+    pub(crate) purpose: Option<PurposeFile>,
 }
 
 /// `[purpose] role = "training" | "test"`, and for a test release `training = ["<release
@@ -63,12 +63,12 @@ pub struct ManifestFile {
 /// its MANIFEST; `coreb export --layout reranker-train` refuses a test release.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct PurposeFile {
+pub(crate) struct PurposeFile {
     /// Training or test.
-    pub role: coreb_data::releases::Role,
+    pub(crate) role: coreb_data::releases::Role,
     /// A test release's training releases (relative to the manifest).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub training: Vec<PathBuf>,
+    pub(crate) training: Vec<PathBuf>,
 }
 
 /// `[control] of = "<release directory>"`: the build is the control release of that
@@ -79,44 +79,44 @@ pub struct PurposeFile {
 /// release's version and MANIFEST sha256 under `controls` in its own MANIFEST.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct ControlFile {
+pub(crate) struct ControlFile {
     /// The release controlled (relative to the manifest), e.g. `"../releases/sample/v202503"`.
-    pub of: PathBuf,
+    pub(crate) of: PathBuf,
 }
 
 /// `[eval]`: the prompts `coreb eval --manifest <this>` gives a dense retriever; the
 /// command line overrides them.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct EvalFile {
+pub(crate) struct EvalFile {
     /// A preset file (relative to the manifest); default: the built-in presets.
     #[serde(default)]
-    pub prompts_file: Option<PathBuf>,
+    pub(crate) prompts_file: Option<PathBuf>,
     /// `[eval.prompts]`: `preset`, `query`, `document`.
     #[serde(default)]
-    pub prompts: coreb_eval::prompts::PromptOverrides,
+    pub(crate) prompts: coreb_eval::prompts::PromptOverrides,
 }
 
 /// `[window]`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct WindowFile {
+pub(crate) struct WindowFile {
     /// First contest day, `YYYY-MM-DD`.
-    pub start: Option<String>,
+    pub(crate) start: Option<String>,
     /// Last contest day, `YYYY-MM-DD`.
-    pub end: Option<String>,
+    pub(crate) end: Option<String>,
 }
 
 /// One `[[sources]]` entry.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct SourceFile {
+pub(crate) struct SourceFile {
     /// A short name (`test6`); names the downloaded file.
-    pub name: String,
+    pub(crate) name: String,
     /// `https://…`, `http://…`, `file://…` or a path (relative to the manifest).
-    pub url: String,
+    pub(crate) url: String,
     /// Expected sha256 (hex); checked when given.
-    pub sha256: Option<String>,
+    pub(crate) sha256: Option<String>,
 }
 
 /// Makes [`StagesFile`] from the rows of [`crate::stage_rows::stage_rows!`]: a section for each
@@ -135,7 +135,7 @@ macro_rules! stages_file {
             $($(
                 #[doc = concat!("`[stages.", stringify!($name), "]`.")]
                 #[serde(default)]
-                pub $name: $config,
+                pub(crate) $name: $config,
             )?)*
         }
     };
@@ -147,66 +147,66 @@ crate::stage_rows::stage_rows!(stages_file);
 #[derive(Debug, Clone, Serialize)]
 pub struct RunPlan {
     /// The manifest file.
-    pub manifest_path: PathBuf,
+    pub(crate) manifest_path: PathBuf,
     /// Release version.
-    pub version: String,
+    pub(crate) version: String,
     /// Contest-date window.
-    pub window: DateWindow,
+    pub(crate) window: DateWindow,
     /// Build directory.
-    pub output_dir: PathBuf,
+    pub(crate) output_dir: PathBuf,
     /// Published releases.
-    pub releases_dir: PathBuf,
+    pub(crate) releases_dir: PathBuf,
     /// Sources, resolved.
-    pub sources: Vec<Source>,
+    pub(crate) sources: Vec<Source>,
     /// Stage parameters.
-    pub stages: StagesFile,
+    pub(crate) stages: StagesFile,
     /// LLM settings.
-    pub llm: LlmConfig,
+    pub(crate) llm: LlmConfig,
     /// Release gates.
-    pub gates: GatesConfig,
+    pub(crate) gates: GatesConfig,
     /// Prompt templates.
-    pub prompts_dir: PathBuf,
+    pub(crate) prompts_dir: PathBuf,
     /// The LLM response store.
-    pub response_store: PathBuf,
+    pub(crate) response_store: PathBuf,
     /// `[eval]`, with `prompts_file` absolute.
-    pub eval: EvalFile,
+    pub(crate) eval: EvalFile,
     /// Worker threads.
-    pub jobs: usize,
+    pub(crate) jobs: usize,
     /// Where `release` publishes: `<releases_dir>/<version>` unless `verify` redirects it.
-    pub publish_dir: PathBuf,
+    pub(crate) publish_dir: PathBuf,
     /// The manifest's exact text (embedded in the release MANIFEST).
     #[serde(skip)]
-    pub manifest_text: String,
+    pub(crate) manifest_text: String,
     /// `--replace`: `release` may replace a published release of this version that holds
     /// other content (else it refuses: published releases are immutable).
-    pub replace: bool,
+    pub(crate) replace: bool,
     /// `[control] of`, absolute: the release this build is the control of.
-    pub control: Option<PathBuf>,
+    pub(crate) control: Option<PathBuf>,
     /// `[purpose]`, its training releases absolute.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub purpose: Option<PurposeFile>,
+    pub(crate) purpose: Option<PurposeFile>,
     /// Where `release` looks for the human review recorded for this version (`None`:
     /// `<releases_dir>/reviews/<version>/`, where `coreb review report --record` puts it);
     /// `verify` points it at the review a release's kit carries.
     #[serde(skip)]
-    pub review_dir: Option<PathBuf>,
+    pub(crate) review_dir: Option<PathBuf>,
     /// The build manifest's path as the release records it (`build_manifest.path`, relative
     /// to where the release belongs). `None`: computed from `manifest_path`; `verify` gives
     /// the published release's own, which a rebuild cannot always compute again (the
     /// published path may climb above a copy's place: `../../../manifests/sample.toml` of a
     /// copy at `/rel/v202503`).
     #[serde(skip)]
-    pub recorded_manifest_path: Option<String>,
+    pub(crate) recorded_manifest_path: Option<String>,
     /// The command line's `--output-dir` and `--publish-dir`, as a rerun must repeat them
     /// ([`RunPlan::rerun`]).
     #[serde(skip)]
-    pub rerun_flags: Vec<String>,
+    pub(crate) rerun_flags: Vec<String>,
 }
 
 impl RunPlan {
     /// The command that runs this plan again (`coreb build <manifest>` with the
     /// `--output-dir` and `--publish-dir` it was given), to suggest in a message.
-    pub fn rerun(&self) -> String {
+    pub(crate) fn rerun(&self) -> String {
         let mut words = vec![
             "coreb".to_owned(),
             "build".to_owned(),
@@ -233,7 +233,7 @@ impl RunPlan {
     }
 
     /// Validate a parsed manifest and apply defaults.
-    pub fn resolve(
+    pub(crate) fn resolve(
         path: &Path,
         file: ManifestFile,
         jobs: Option<usize>,
@@ -351,22 +351,22 @@ impl RunPlan {
 /// that manifest was when the release was built. Does NOT check the sandbox settings it may
 /// carry: a caller that would run its judge asks [`EmbeddedManifest::check_sandbox`].
 #[derive(Debug, Clone)]
-pub struct EmbeddedManifest {
+pub(crate) struct EmbeddedManifest {
     /// The release's `MANIFEST.json`.
-    pub manifest_file: PathBuf,
+    pub(crate) manifest_file: PathBuf,
     /// Its contents.
-    pub release: ReleaseManifest,
+    pub(crate) release: ReleaseManifest,
     /// The embedded build manifest (`build_manifest.text`), parsed.
-    pub file: ManifestFile,
+    pub(crate) file: ManifestFile,
     /// Where the build manifest was: the release directory, made absolute, joined with
     /// `build_manifest.path` (the manifest's relative paths start from its parent).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
 }
 
 impl EmbeddedManifest {
     /// Read `<release>/MANIFEST.json` and parse the build manifest it embeds; an error names
     /// the MANIFEST.
-    pub fn read(release: &Path) -> anyhow::Result<EmbeddedManifest> {
+    pub(crate) fn read(release: &Path) -> anyhow::Result<EmbeddedManifest> {
         let manifest_file = release.join("MANIFEST.json");
         let manifest = ReleaseManifest::read(&manifest_file)?;
         let file: ManifestFile = toml::from_str(&manifest.build_manifest.text).map_err(|e| {
@@ -383,18 +383,18 @@ impl EmbeddedManifest {
     }
 
     /// The build manifest's exact text.
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.release.build_manifest.text
     }
 
     /// The directory the build manifest's relative paths start from.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("/"))
     }
 
     /// Refuse a build manifest that sets the judge's sandbox ([`sandbox_settings`]), unless
     /// `trusted` (`--trust-release-sandbox`).
-    pub fn check_sandbox(&self, trusted: bool) -> anyhow::Result<()> {
+    pub(crate) fn check_sandbox(&self, trusted: bool) -> anyhow::Result<()> {
         check_release_sandbox(self.text(), &self.manifest_file, trusted)
     }
 }
@@ -406,7 +406,7 @@ impl EmbeddedManifest {
 /// `--trust-release-sandbox`: its author, not the user, would otherwise choose the uid pool,
 /// the visible host paths, and the commands that run. Limits and time multipliers are not in
 /// the list (they change verdicts, not the sandbox).
-pub fn sandbox_settings(manifest_text: &str) -> Vec<String> {
+fn sandbox_settings(manifest_text: &str) -> Vec<String> {
     let Ok(value) = manifest_text.parse::<toml::Table>() else {
         return Vec::new();
     };
@@ -437,7 +437,7 @@ pub fn sandbox_settings(manifest_text: &str) -> Vec<String> {
 }
 
 /// Refuse a release's embedded manifest that sets [`sandbox_settings`], unless trusted.
-pub fn check_release_sandbox(
+pub(crate) fn check_release_sandbox(
     manifest_text: &str,
     where_: &Path,
     trusted: bool,
@@ -455,7 +455,7 @@ pub fn check_release_sandbox(
 }
 
 /// `base` joined with `rel`, with `.` and `..` removed lexically (the target may not exist yet).
-pub fn lexical_join(base: &Path, rel: &Path) -> PathBuf {
+pub(crate) fn lexical_join(base: &Path, rel: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for c in base.join(rel).components() {
@@ -479,12 +479,12 @@ fn is_version(v: &str) -> bool {
 
 /// Whether a name has the shape of a release version, `v` and six digits (what a releases
 /// directory's entries are matched by; `is_version` also checks the month).
-pub fn has_version_shape(name: &str) -> bool {
+pub(crate) fn has_version_shape(name: &str) -> bool {
     name.len() == 7 && name.starts_with('v') && name[1..].bytes().all(|b| b.is_ascii_digit())
 }
 
 /// `word` as one shell word: as is when plain, else in single quotes.
-pub fn shell_word(word: &str) -> String {
+pub(crate) fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
         && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
     if plain { word.to_owned() } else { format!("'{}'", word.replace('\'', "'\\''")) }

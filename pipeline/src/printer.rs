@@ -12,30 +12,30 @@ use coreb_base::report::{Meter, Report};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How often a progress line is written when stderr is not a terminal.
-pub const PROGRESS_EVERY: Duration = Duration::from_secs(30);
+const PROGRESS_EVERY: Duration = Duration::from_secs(30);
 
 /// Where a command's output goes.
 #[derive(Debug, Clone, Copy)]
-pub struct Printer {
+pub(crate) struct Printer {
     /// `--json`: machine-readable summaries on stdout, human lines suppressed.
-    pub json: bool,
+    pub(crate) json: bool,
     /// `-q/--quiet`: no status lines or progress on stderr (errors are still printed).
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 }
 
 impl Printer {
     /// A printer for a command run with or without `--json`.
-    pub fn new(json: bool) -> Self {
+    pub(crate) fn new(json: bool) -> Self {
         Printer { json, quiet: false }
     }
 
     /// The same printer, without status lines and progress when `quiet` (`-q`).
-    pub fn quiet(self, quiet: bool) -> Self {
+    pub(crate) fn quiet(self, quiet: bool) -> Self {
         Printer { quiet, ..self }
     }
 
     /// A human-facing status line (stderr), hidden under `--json`.
-    pub fn status(&self, line: impl std::fmt::Display) {
+    pub(crate) fn status(&self, line: impl std::fmt::Display) {
         if !self.json && !self.quiet {
             eprintln!("{line}");
         }
@@ -43,20 +43,20 @@ impl Printer {
 
     /// A result line meant for stdout (a report, trec_eval output). A closed pipe
     /// (`coreb … | head`) is not an error worth a panic: the rest is dropped.
-    pub fn out(&self, line: impl std::fmt::Display) {
+    pub(crate) fn out(&self, line: impl std::fmt::Display) {
         use std::io::Write;
         let _ = writeln!(std::io::stdout().lock(), "{line}");
     }
 
     /// One JSON object on stdout (under `--json`).
-    pub fn json_line(&self, value: &serde_json::Value) {
+    pub(crate) fn json_line(&self, value: &serde_json::Value) {
         if self.json {
             self.out(value);
         }
     }
 
     /// A progress bar over `len` units (bytes when `bytes`); drawn only on a terminal.
-    pub fn progress(&self, len: Option<u64>, message: &str, bytes: bool) -> ProgressBar {
+    pub(crate) fn progress(&self, len: Option<u64>, message: &str, bytes: bool) -> ProgressBar {
         let bar = match len {
             Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
             None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
@@ -115,7 +115,7 @@ impl Drop for Bar {
 
 /// While `bar` lives and is unfinished, hand `emit` a line saying where it stands every
 /// `every` (from a thread of its own that ends with the bar).
-pub fn progress_lines(
+fn progress_lines(
     bar: &ProgressBar,
     bytes: bool,
     every: Duration,
@@ -146,7 +146,7 @@ pub fn progress_lines(
 }
 
 /// One progress line: `   generate: 12 of 92 (13%) after 3 min 12 s`.
-pub fn progress_line(
+fn progress_line(
     message: &str,
     position: u64,
     length: Option<u64>,
@@ -169,7 +169,7 @@ pub fn progress_line(
 }
 
 /// `45 s`, `3 min 12 s`, `1 h 02 min`.
-pub fn duration(d: Duration) -> String {
+fn duration(d: Duration) -> String {
     let s = d.as_secs();
     match s {
         0..60 => format!("{s} s"),

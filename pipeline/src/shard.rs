@@ -34,16 +34,16 @@ use coreb_data::releases::FileEntry;
 
 /// One shard of `N`, as `--shard I/N` gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShardSpec {
+pub(crate) struct ShardSpec {
     /// `I`, from 0.
-    pub index: u32,
+    pub(crate) index: u32,
     /// `N`, at least 1.
-    pub count: u32,
+    pub(crate) count: u32,
 }
 
 impl ShardSpec {
     /// Parse `I/N` with `I < N`.
-    pub fn parse(s: &str) -> Result<ShardSpec, String> {
+    pub(crate) fn parse(s: &str) -> Result<ShardSpec, String> {
         let (i, n) =
             s.split_once('/').ok_or_else(|| format!("`{s}`: expected `I/N`, e.g. `0/4`"))?;
         let index: u32 =
@@ -58,17 +58,17 @@ impl ShardSpec {
 }
 
 /// Whether the item `id` belongs to shard `slice` (all items belong to `0/1`).
-pub fn in_slice(id: &str, slice: ShardSpec) -> bool {
+pub(crate) fn in_slice(id: &str, slice: ShardSpec) -> bool {
     coreb_base::shard::shard_of_id(coreb_base::shard::id_hash(id), slice.count) == slice.index
 }
 
 /// The directory name of a shard process's part.
-pub fn part_name(slice: ShardSpec) -> String {
+pub(crate) fn part_name(slice: ShardSpec) -> String {
     format!("part={:03}-of-{:03}", slice.index, slice.count)
 }
 
 /// `(i, N)` of a part directory's name.
-pub fn parse_part_name(name: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_part_name(name: &str) -> Option<(u32, u32)> {
     let (i, n) = name.strip_prefix("part=")?.split_once("-of-")?;
     Some((i.parse().ok()?, n.parse().ok()?))
 }
@@ -77,32 +77,32 @@ pub fn parse_part_name(name: &str) -> Option<(u32, u32)> {
 /// holds what the stage needs to merge (counts, summaries); readers ignore what they do not
 /// know.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PartMarker {
+pub(crate) struct PartMarker {
     /// The plan hash (corpus) or stage key (build stages) the part was made from.
-    pub plan: String,
+    pub(crate) plan: String,
     /// `i`.
-    pub shard: u32,
+    pub(crate) shard: u32,
     /// `N`.
-    pub shards: u32,
+    pub(crate) shards: u32,
     /// The sha256 and size of every file of the part (relative paths), filled in by
     /// [`PartWriter::finish`].
     #[serde(default)]
-    pub files: BTreeMap<String, FileEntry>,
+    pub(crate) files: BTreeMap<String, FileEntry>,
     /// Stage-specific facts.
     #[serde(flatten)]
-    pub facts: serde_json::Map<String, serde_json::Value>,
+    pub(crate) facts: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Read a part's `_SUCCESS` and check that every file it lists is still the one it
 /// describes; an error says which is not.
-pub fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
+pub(crate) fn read_part_marker(dir: &Path) -> anyhow::Result<PartMarker> {
     read_marker_checking(dir, file_verified)
 }
 
 /// Read a part's `_SUCCESS` and check only the size of every file it lists, for a reader that
 /// hashes the files as it streams them and checks the hashes ([`damaged_file`]) before it
 /// commits anything made from them.
-pub fn read_part_marker_sized(dir: &Path) -> anyhow::Result<PartMarker> {
+pub(crate) fn read_part_marker_sized(dir: &Path) -> anyhow::Result<PartMarker> {
     read_marker_checking(dir, |path, e| fs_err::metadata(path).is_ok_and(|m| m.len() == e.bytes))
 }
 
@@ -122,7 +122,7 @@ fn read_marker_checking(
 }
 
 /// The error for a part's file that is not the one its `_SUCCESS` describes.
-pub fn damaged_file(path: &Path) -> anyhow::Error {
+pub(crate) fn damaged_file(path: &Path) -> anyhow::Error {
     anyhow::anyhow!(
         "`{}` no longer matches the `_SUCCESS` of its part (torn or edited)",
         path.display()
@@ -151,7 +151,7 @@ fn stat_key(path: &Path) -> Option<[i64; 5]> {
 
 /// Whether the file at `path` is the one `entry` describes (its size and sha256), hashing it
 /// unless this process found it so already and it has not changed since.
-pub fn file_verified(path: &Path, entry: &FileEntry) -> bool {
+pub(crate) fn file_verified(path: &Path, entry: &FileEntry) -> bool {
     let Some(key) = stat_key(path) else {
         return false;
     };
@@ -179,14 +179,14 @@ pub fn file_verified(path: &Path, entry: &FileEntry) -> bool {
 /// A part being written: `<parts>/.part=III-of-NNN.tmp/`, moved to `<parts>/part=III-of-NNN/`
 /// by [`PartWriter::finish`].
 #[derive(Debug)]
-pub struct PartWriter {
+pub(crate) struct PartWriter {
     tmp: PathBuf,
     dir: PathBuf,
 }
 
 impl PartWriter {
     /// Start (or restart) part `slice` under `parts`.
-    pub fn begin(parts: &Path, slice: ShardSpec) -> anyhow::Result<PartWriter> {
+    pub(crate) fn begin(parts: &Path, slice: ShardSpec) -> anyhow::Result<PartWriter> {
         let name = part_name(slice);
         let tmp = parts.join(format!(".{name}.tmp"));
         if tmp.exists() {
@@ -197,13 +197,13 @@ impl PartWriter {
     }
 
     /// Where to write a file of the part.
-    pub fn path(&self, file: &str) -> PathBuf {
+    pub(crate) fn path(&self, file: &str) -> PathBuf {
         self.tmp.join(file)
     }
 
     /// Hash every file of the part into the marker, write the marker last and move the
     /// part into place (every file fsynced first); returns its directory.
-    pub fn finish(self, marker: &PartMarker) -> anyhow::Result<PathBuf> {
+    pub(crate) fn finish(self, marker: &PartMarker) -> anyhow::Result<PathBuf> {
         let mut marker = marker.clone();
         marker.files = hash_files(&self.tmp, |rel| rel != "_SUCCESS")?;
         durable::write(&self.tmp.join("_SUCCESS"), &serde_json::to_vec_pretty(&marker)?)?;
@@ -213,7 +213,7 @@ impl PartWriter {
 }
 
 /// Whether part `slice` under `parts` is complete for `plan`.
-pub fn part_done(parts: &Path, slice: ShardSpec, plan: &str) -> bool {
+pub(crate) fn part_done(parts: &Path, slice: ShardSpec, plan: &str) -> bool {
     read_part_marker(&parts.join(part_name(slice)))
         .is_ok_and(|m| m.plan == plan && m.shard == slice.index && m.shards == slice.count)
 }
@@ -221,7 +221,7 @@ pub fn part_done(parts: &Path, slice: ShardSpec, plan: &str) -> bool {
 /// The directories of parts `0..N` of one shard count under `parts_dir`, each complete and
 /// made from `plan`; otherwise an error (`cannot merge the <what> shards yet`) naming every
 /// part that is not, with `rerun(i, N)`, the command that makes it.
-pub fn complete_parts(
+pub(crate) fn complete_parts(
     parts_dir: &Path,
     plan: &str,
     what: &str,
@@ -231,7 +231,7 @@ pub fn complete_parts(
 }
 
 /// [`complete_parts`], reading (and checking) each part's marker with `read`.
-pub fn complete_parts_with(
+pub(crate) fn complete_parts_with(
     parts_dir: &Path,
     plan: &str,
     what: &str,
@@ -278,12 +278,12 @@ pub fn complete_parts_with(
 }
 
 /// The problem line of part `i` of `n` that is damaged (`e` says how).
-pub fn damaged_part(i: u32, n: u32, e: &anyhow::Error, rerun: &str) -> String {
+pub(crate) fn damaged_part(i: u32, n: u32, e: &anyhow::Error, rerun: &str) -> String {
     format!("shard {i}/{n} is damaged ({e:#}): {rerun}")
 }
 
 /// The merge's refusal, one line per problem.
-pub fn cannot_merge(what: &str, problems: &[String]) -> anyhow::Error {
+pub(crate) fn cannot_merge(what: &str, problems: &[String]) -> anyhow::Error {
     anyhow::anyhow!("cannot merge the {what} shards yet:\n  {}", problems.join("\n  "))
 }
 
@@ -291,7 +291,7 @@ pub fn cannot_merge(what: &str, problems: &[String]) -> anyhow::Error {
 /// file system take it around their writes to the artifact store (`flock` works across NFS
 /// v4 and Lustre/GPFS mounted with locking; see docs/scale-out.md, "Shared storage").
 #[derive(Debug)]
-pub struct Lock {
+pub(crate) struct Lock {
     _file: std::fs::File,
 }
 
@@ -299,7 +299,7 @@ impl Lock {
     /// Take the lock on `path` (made if missing). When another process holds it, call
     /// `waiting` once with what the holder wrote of itself (its pid and command line), then
     /// wait. The holder's line is written into the lock file once it is taken.
-    pub fn exclusive(path: &Path, waiting: impl FnOnce(&str)) -> anyhow::Result<Lock> {
+    pub(crate) fn exclusive(path: &Path, waiting: impl FnOnce(&str)) -> anyhow::Result<Lock> {
         if let Some(dir) = path.parent() {
             fs_err::create_dir_all(dir)?;
         }

@@ -14,7 +14,7 @@ use crate::engine::release_build::BuildLookup;
 use crate::printer::Printer;
 
 /// Run `coreb audit`.
-pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let AuditArgs { release, audit, out, json } = args;
     let printer = Printer::new(json);
     audit::check_release(&release)?;

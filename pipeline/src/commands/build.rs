@@ -9,7 +9,7 @@ use crate::engine::{Engine, PlanOverrides, ReleaseSummary};
 use crate::printer::Printer;
 
 /// Run `coreb build`.
-pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let BuildArgs {
         manifest,
         until,
@@ -47,7 +47,7 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
 
 /// Run one stage command, `coreb <stage> MANIFEST` (with `--shard i/N`: one shard process of
 /// it; `release --replace` may replace a published release).
-pub fn stage(args: StageCommand) -> anyhow::Result<ExitCode> {
+pub(crate) fn stage(args: StageCommand) -> anyhow::Result<ExitCode> {
     let StageCommand {
         stage,
         common: PlainStageArgs { manifest, jobs, json, quiet, output_dir },
@@ -76,7 +76,7 @@ pub fn stage(args: StageCommand) -> anyhow::Result<ExitCode> {
 
 /// Run `coreb merge <stage>` for a build stage: the stages up to it, where it combines the
 /// complete parts of its shard processes (refusing while one is missing or stale).
-pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let MergeArgs { stage, manifest, json, output_dir, jobs, dedup_tasks } = args;
     let stage = stage
         .build_stage()

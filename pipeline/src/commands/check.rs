@@ -16,7 +16,7 @@ use coreb_base::errors::Usage;
 use coreb_stages::release::CONFIGS;
 
 /// Run `coreb check`.
-pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let CheckArgs { release, releases_dir, json } = args;
     let printer = Printer::new(json);
     if !release.join("code_corpus.parquet").is_file() && !release.join("MANIFEST.json").is_file() {

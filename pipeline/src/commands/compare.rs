@@ -9,7 +9,7 @@ use crate::cli::CompareArgs;
 use crate::printer::Printer;
 
 /// Run `coreb compare`.
-pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let CompareArgs { a, b, release, metric, resamples, seed, json } = args;
     let printer = Printer::new(json);
     if let Some(release) = &release {

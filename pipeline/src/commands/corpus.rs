@@ -12,7 +12,7 @@ use crate::printer::Printer;
 use crate::shard::ShardSpec;
 
 /// Run `coreb corpus`: everything in this process, or (`--shard i/N`) one shard process.
-pub fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn corpus(args: CorpusArgs) -> anyhow::Result<ExitCode> {
     let CorpusArgs { manifest, json, shard, dedup_tasks, dedup_step, task } = args;
     let printer = Printer::new(json);
     let runtime = super::runtime()?;
@@ -87,7 +87,7 @@ fn dedup_step_command(
 }
 
 /// Run `coreb merge corpus`: combine the parts of `coreb corpus --shard i/N` into the output.
-pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let MergeArgs { stage: _, manifest, json, output_dir, jobs, dedup_tasks } = args;
     if output_dir.is_some() || jobs.is_some() {
         anyhow::bail!(

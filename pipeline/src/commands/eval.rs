@@ -11,7 +11,7 @@ use crate::manifest::RunPlan;
 use crate::printer::Printer;
 
 /// Run `coreb eval`.
-pub fn eval(options: EvalOptions) -> anyhow::Result<ExitCode> {
+pub(crate) fn eval(options: EvalOptions) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(options.json);
     // The results name the release by its MANIFEST: its files must be the MANIFEST's.
     crate::ops::intact::refuse_damaged(&options.dir)?;

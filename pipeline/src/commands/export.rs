@@ -11,7 +11,7 @@ use crate::cli::{ExportArgs, ExportLayout};
 use crate::printer::Printer;
 
 /// Run `coreb export`.
-pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let ExportArgs { layout, releases_dir, out, candidates, seed, keep_self, all_queries } = args;
     let printer = Printer::new(false);
     // An export replaces `out` whole: inside what it reads it would damage a release.

@@ -6,7 +6,7 @@ use crate::cli::InitArgs;
 use crate::printer::Printer;
 
 /// Run `coreb init`.
-pub fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(false);
     let workspace = crate::ops::init::init(&args.dir)?;
     printer.out(format!(

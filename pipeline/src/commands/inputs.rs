@@ -117,7 +117,7 @@ fn output_dirs(command: &Command) -> Vec<(&'static str, &Path)> {
 
 /// Refuse (exit 2) a command line naming an input that is not there, a file where a
 /// directory is read, or a file where a directory is written.
-pub fn check(command: &Command) -> anyhow::Result<()> {
+pub(crate) fn check(command: &Command) -> anyhow::Result<()> {
     for (name, path) in output_dirs(command) {
         // A directory above it that is a file is named the same way.
         let mut at = Some(path);

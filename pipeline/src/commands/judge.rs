@@ -47,7 +47,7 @@ fn find_problem(path: &std::path::Path, wanted: Option<&str>) -> anyhow::Result<
 }
 
 /// Run `coreb judge`.
-pub fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
     let JudgeArgs { problem, solution, lang, problem_id, json } = args;
     let printer = Printer::new(json);
     let mut problem = find_problem(&problem, problem_id.as_deref())?;

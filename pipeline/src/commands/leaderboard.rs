@@ -12,7 +12,7 @@ use crate::cli::LeaderboardArgs;
 use crate::printer::Printer;
 
 /// Run `coreb leaderboard`.
-pub fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn leaderboard(args: LeaderboardArgs) -> anyhow::Result<ExitCode> {
     let LeaderboardArgs {
         releases_dir,
         results,

@@ -1,22 +1,22 @@
 //! One module per command; each turns parsed arguments into calls on the engine or a stage.
 
-pub mod audit;
-pub mod build;
-pub mod check;
-pub mod compare;
-pub mod corpus;
-pub mod eval;
-pub mod export;
-pub mod init;
-pub mod inputs;
-pub mod judge;
-pub mod leaderboard;
-pub mod plan;
-pub mod programs;
-pub mod review;
-pub mod store;
-pub mod trec_eval;
-pub mod verify;
+pub(crate) mod audit;
+pub(crate) mod build;
+pub(crate) mod check;
+pub(crate) mod compare;
+pub(crate) mod corpus;
+pub(crate) mod eval;
+pub(crate) mod export;
+pub(crate) mod init;
+pub(crate) mod inputs;
+pub(crate) mod judge;
+pub(crate) mod leaderboard;
+pub(crate) mod plan;
+pub(crate) mod programs;
+pub(crate) mod review;
+pub(crate) mod store;
+pub(crate) mod trec_eval;
+pub(crate) mod verify;
 
 /// The async runtime of a command that calls an endpoint (downloads, embeddings, an LLM or
 /// rerank endpoint): the one every command gets, passed to library code as its
@@ -27,6 +27,6 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// The error of a command that a later issue builds.
 #[allow(dead_code)]
-pub(crate) fn not_built(what: &str, issue: u32) -> anyhow::Error {
+fn not_built(what: &str, issue: u32) -> anyhow::Error {
     anyhow::anyhow!("`{what}` is not built yet (issue #{issue})")
 }

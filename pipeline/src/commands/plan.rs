@@ -7,7 +7,7 @@ use crate::ops::month::{MonthRequest, plan_month};
 use crate::printer::Printer;
 
 /// Run `coreb plan`.
-pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let PlanArgs { month, releases_dir, from, out, sources, no_pin, force, allow_overlap } = args;
     plan_month(
         MonthRequest { month, releases_dir, from, out, sources, no_pin, force, allow_overlap },

@@ -27,7 +27,7 @@ struct IndexLine<'a> {
 }
 
 /// Run `coreb programs`.
-pub fn programs(args: ProgramsArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn programs(args: ProgramsArgs) -> anyhow::Result<ExitCode> {
     let plan = PlanOverrides { output_dir: args.output_dir.clone(), publish_dir: None }
         .load(&args.manifest, None)?;
     let root = plan.output_dir.join("artifacts");

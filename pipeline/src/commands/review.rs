@@ -16,7 +16,7 @@ use crate::printer::Printer;
 use crate::release::review::{page, report};
 
 /// Run `coreb review`.
-pub fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(false);
     if let Some(ReviewCommand::Report(a)) = args.command {
         let w = report::report(&a.release, &a.files, a.out.as_deref(), a.record)?;

@@ -10,7 +10,7 @@ use crate::cli::{StoreArgs, StoreCommand};
 use crate::printer::Printer;
 
 /// Run `coreb store`.
-pub fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn store(args: StoreArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         StoreCommand::Stats { store, json } => {
             let printer = Printer::new(json);

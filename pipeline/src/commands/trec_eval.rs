@@ -9,7 +9,7 @@ use crate::cli::TrecEvalArgs;
 use crate::printer::Printer;
 
 /// Run `coreb trec-eval`.
-pub fn trec_eval(args: TrecEvalArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn trec_eval(args: TrecEvalArgs) -> anyhow::Result<ExitCode> {
     let TrecEvalArgs {
         help: _,
         per_query,

@@ -11,7 +11,7 @@ use crate::cli::VerifyArgs;
 use crate::printer::Printer;
 
 /// Run `coreb verify`.
-pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer::new(false);
     let failed = if args.checksums {
         let (manifest, differences, checked) = crate::release::verify::checksums_of(&args.release)?;

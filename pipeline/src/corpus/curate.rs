@@ -68,10 +68,10 @@ fn similarity(embedder: Option<&Embedder>, pairs: &[Pair]) -> anyhow::Result<Sim
 /// marker's size and sha256 were not checked yet, is hashed as it is read and checked before
 /// anything made from it is committed.
 pub(super) struct SpoolFile {
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The file its part's marker describes, and the error that refuses the part when the file
     /// is not that one.
-    pub check: Option<(FileEntry, String)>,
+    pub(crate) check: Option<(FileEntry, String)>,
 }
 
 /// The first of `spools` that is not the file its marker describes, as its error; `digests`

@@ -46,7 +46,7 @@ use crate::shard::{self, PartMarker, PartWriter, part_done, part_name, read_part
 
 /// A step of the split near-duplicate decision of `coreb corpus` (`--dedup-step`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DedupStep {
+pub(crate) enum DedupStep {
     /// Repeated ids and exact copies, over the ids and exact keys of every row.
     Exact,
     /// Similar pairs through one range of bands (`--task I/T`).
@@ -57,7 +57,7 @@ pub enum DedupStep {
 
 impl DedupStep {
     /// Its name on the command line and in `<output>/dedup/`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             DedupStep::Exact => "exact",
             DedupStep::Bands => "bands",
@@ -68,13 +68,13 @@ impl DedupStep {
 
 /// What one dedup step process did.
 #[derive(Debug, Clone)]
-pub struct StepOutcome {
+pub(crate) struct StepOutcome {
     /// Its part was already complete for the current inputs: nothing was done.
-    pub already_done: bool,
+    pub(crate) already_done: bool,
     /// Its directory.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// What it found (rows dropped, pairs, components).
-    pub facts: serde_json::Map<String, serde_json::Value>,
+    pub(crate) facts: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The one task of the exact and clustering steps.
@@ -384,7 +384,11 @@ impl CorpusRun {
     }
 
     /// Run one step (`task`: the band task, `0/1` for the other steps) as this process.
-    pub fn dedup_step(&self, step: DedupStep, task: ShardSpec) -> anyhow::Result<StepOutcome> {
+    pub(crate) fn dedup_step(
+        &self,
+        step: DedupStep,
+        task: ShardSpec,
+    ) -> anyhow::Result<StepOutcome> {
         let f = self.file();
         let chain = self.chain(false)?;
         if step == DedupStep::Exact {
@@ -665,7 +669,7 @@ fn band_range(bands: usize, task: ShardSpec) -> std::ops::Range<usize> {
 }
 
 /// This process's peak resident memory so far, in MiB.
-pub fn peak_rss_mib() -> f64 {
+pub(crate) fn peak_rss_mib() -> f64 {
     // SAFETY: `getrusage` fills the struct it is given.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {

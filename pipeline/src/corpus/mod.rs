@@ -68,11 +68,11 @@
 //! Downloads and embeddings run on the runtime the caller gives ([`CorpusRun::load`]).
 
 mod curate;
-pub mod dedup;
+pub(crate) mod dedup;
 mod output;
 mod scan;
 
-pub use dedup::{StepOutcome, peak_rss_mib};
+pub(crate) use dedup::peak_rss_mib;
 
 use std::path::{Path, PathBuf};
 
@@ -95,22 +95,20 @@ pub(super) enum Dups {
 
 /// What a shard process did.
 #[derive(Debug, Clone)]
-pub struct PartOutcome {
-    /// Its slice.
-    pub slice: ShardSpec,
+pub(crate) struct PartOutcome {
     /// The part was already complete for this plan: nothing was done.
-    pub already_done: bool,
+    pub(crate) already_done: bool,
     /// Its directory.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Input rows counted (those up to where it stopped reading: the end of its range, or
     /// of the last source it reads whole; all of them for the last shard; 0 when already done).
-    pub input_rows: u64,
+    pub(crate) input_rows: u64,
     /// Rows of its slice (0 when already done).
-    pub rows: u64,
+    pub(crate) rows: u64,
 }
 
 /// A loaded corpus manifest and what derives from it.
-pub struct CorpusRun {
+pub(crate) struct CorpusRun {
     manifest: PathBuf,
     plan: CorpusPlan,
     /// sha256 of the resolved manifest: outputs and parts made from another plan are redone
@@ -124,7 +122,7 @@ pub struct CorpusRun {
 impl CorpusRun {
     /// Load and check the corpus manifest at `manifest`; downloads and embeddings will run on
     /// `runtime`.
-    pub fn load(
+    pub(crate) fn load(
         manifest: &Path,
         printer: Printer,
         runtime: tokio::runtime::Handle,
@@ -141,7 +139,7 @@ impl CorpusRun {
     }
 
     /// The output directory.
-    pub fn out(&self) -> &Path {
+    pub(crate) fn out(&self) -> &Path {
         &self.plan.file.output.dir
     }
 
@@ -157,7 +155,7 @@ impl CorpusRun {
     /// `dedup_tasks`, the duplicates are decided by that many band tasks in other processes:
     /// the rows are scanned into one shard part first, and merged as parts are. Returns the
     /// merged report.
-    pub fn whole(&self, dedup_tasks: Option<u32>) -> anyhow::Result<CorpusReport> {
+    pub(crate) fn whole(&self, dedup_tasks: Option<u32>) -> anyhow::Result<CorpusReport> {
         let f = self.file();
         let todo = self.todo()?;
         if todo.is_empty() {
@@ -196,13 +194,12 @@ impl CorpusRun {
     }
 
     /// One shard process: scan the rows of slice `slice` into `<out>/parts/part=III-of-NNN/`.
-    pub fn part(&self, slice: ShardSpec) -> anyhow::Result<PartOutcome> {
+    pub(crate) fn part(&self, slice: ShardSpec) -> anyhow::Result<PartOutcome> {
         let f = self.file();
         let name = part_name(slice);
         let parts = self.out().join("parts");
         if part_done(&parts, slice, &self.plan_hash) {
             return Ok(PartOutcome {
-                slice,
                 already_done: true,
                 dir: parts.join(&name),
                 input_rows: 0,
@@ -241,7 +238,7 @@ impl CorpusRun {
             facts: facts.as_object().cloned().unwrap_or_default(),
         };
         let dir = part.finish(&marker)?;
-        Ok(PartOutcome { slice, already_done: false, dir, input_rows, rows })
+        Ok(PartOutcome { already_done: false, dir, input_rows, rows })
     }
 
     /// Combine the complete parts of every shard process: refuse while one is missing,
@@ -249,7 +246,7 @@ impl CorpusRun {
     /// (`<out>/dedup/`) when they are complete for these parts, after running the missing
     /// ones as `dedup_tasks` band tasks when given; otherwise they are decided here. Returns
     /// the merged report.
-    pub fn merge(&self, dedup_tasks: Option<u32>) -> anyhow::Result<CorpusReport> {
+    pub(crate) fn merge(&self, dedup_tasks: Option<u32>) -> anyhow::Result<CorpusReport> {
         let f = self.file();
         let todo = self.todo()?;
         if todo.is_empty() {

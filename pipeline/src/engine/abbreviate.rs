@@ -11,7 +11,7 @@ use super::stage_name::StageName;
 use crate::manifest::RunPlan;
 
 /// The `abbreviate` stage's question.
-pub struct Abbreviate;
+pub(super) struct Abbreviate;
 
 impl Question for Abbreviate {
     const NAME: StageName = StageName::Abbreviate;

@@ -30,7 +30,7 @@ use crate::artifacts::input_key;
 use crate::manifest::RunPlan;
 
 /// What a stage asks of each rewritten problem, and where it writes the answers.
-pub trait Question: Sync + 'static {
+pub(crate) trait Question: Sync + 'static {
     /// The stage.
     const NAME: StageName;
     /// The prompt it asks with (its models, sampling, prompt and schema).
@@ -53,35 +53,35 @@ pub trait Question: Sync + 'static {
 }
 
 /// What a [`Question`] asks with.
-pub struct Asking<'a, C> {
+pub(crate) struct Asking<'a, C> {
     /// The stage asking.
-    pub stage: StageName,
+    pub(crate) stage: StageName,
     /// The stage's context (its runtime and printer: [`Asking::run`]).
-    pub cx: &'a StageContext,
+    pub(crate) cx: &'a StageContext,
     /// The gateway and the prompts.
-    pub llm: &'a LlmContext,
+    pub(crate) llm: &'a LlmContext,
     /// Its configuration as it runs (`as_run`).
-    pub config: C,
+    pub(crate) config: C,
     /// The models asked and their sampling.
-    pub models: ModelPlan,
+    pub(crate) models: ModelPlan,
     /// Every rewritten problem of the build (a question may look at them all, as `queries`
     /// does for similar problems).
-    pub problems: Vec<RewrittenProblem>,
+    pub(crate) problems: Vec<RewrittenProblem>,
 }
 
 impl<C> Asking<'_, C> {
     /// Whether this process asks about problem `id` (every problem, or its shard's).
-    pub fn handles(&self, id: &ProblemId) -> bool {
+    pub(crate) fn handles(&self, id: &ProblemId) -> bool {
         self.cx.handles(self.stage, id.as_str())
     }
 
     /// The problems this process asks about.
-    pub fn mine(&self) -> Vec<RewrittenProblem> {
+    pub(crate) fn mine(&self) -> Vec<RewrittenProblem> {
         self.problems.iter().filter(|p| self.handles(&p.id)).cloned().collect()
     }
 
     /// Run `f` with the gateway, counting its answers on the stage's progress line.
-    pub fn run<T>(
+    pub(crate) fn run<T>(
         &self,
         f: impl AsyncFnOnce(&dyn coreb_llm::LlmGateway) -> T,
     ) -> anyhow::Result<T> {
@@ -90,22 +90,22 @@ impl<C> Asking<'_, C> {
 }
 
 /// What a [`Question`] got: rows written, rejections, counts, its prompt's hash.
-pub struct Answered {
+pub(crate) struct Answered {
     /// Rows written.
-    pub rows_out: usize,
+    pub(crate) rows_out: usize,
     /// Its rejections.
-    pub rejected: Vec<Rejection>,
+    pub(crate) rejected: Vec<Rejection>,
     /// Its counts.
-    pub stats: LlmStageStats,
+    pub(crate) stats: LlmStageStats,
     /// The sha256 of its prompt.
-    pub prompt_sha256: String,
+    pub(crate) prompt_sha256: String,
     /// `queries`: search queries dropped.
-    pub dropped_queries: Option<u64>,
+    pub(crate) dropped_queries: Option<u64>,
 }
 
 impl Answered {
     /// What `answers` (its rows written) amount to.
-    pub fn of<T>(answers: Answers<T>) -> Self {
+    pub(crate) fn of<T>(answers: Answers<T>) -> Self {
         Answered {
             rows_out: answers.rows.len(),
             rejected: answers.rejected,
@@ -117,11 +117,11 @@ impl Answered {
 }
 
 /// The stage of a [`Question`]: a row of the build's table ([`super::STAGES`]).
-pub struct AskEach<Q>(PhantomData<Q>);
+pub(crate) struct AskEach<Q>(PhantomData<Q>);
 
 impl<Q> AskEach<Q> {
     /// The stage.
-    pub const STAGE: Self = AskEach(PhantomData);
+    pub(crate) const STAGE: Self = AskEach(PhantomData);
 }
 
 impl<Q: Question> Stage for AskEach<Q> {

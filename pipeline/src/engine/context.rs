@@ -23,7 +23,7 @@ use crate::shard::{
 };
 
 /// Everything a stage runs with; the engine makes one per build and hands it to each stage.
-pub struct StageContext {
+pub(crate) struct StageContext {
     plan: RunPlan,
     store: ArtifactStore,
     printer: Printer,
@@ -47,7 +47,7 @@ pub struct StageContext {
 
 impl StageContext {
     /// The context of a build of `plan`: its artifact store opened, `plan.jobs` worker threads.
-    pub fn new(plan: RunPlan, printer: Printer) -> anyhow::Result<Self> {
+    pub(crate) fn new(plan: RunPlan, printer: Printer) -> anyhow::Result<Self> {
         // The store is made in `output_dir`: one that cannot be is named, not an OS error.
         super::preflight::refuse_output_dir(&plan)?;
         let store = ArtifactStore::open(&plan.output_dir.join("artifacts"))?;
@@ -69,42 +69,42 @@ impl StageContext {
     }
 
     /// Answer LLM requests with `gateway` instead of the manifest's endpoint and store.
-    pub fn set_gateway(&mut self, gateway: Arc<dyn coreb_llm::LlmGateway>) {
+    pub(crate) fn set_gateway(&mut self, gateway: Arc<dyn coreb_llm::LlmGateway>) {
         self.gateway = Some(gateway);
     }
 
     /// Run the last stage as shard process `slice`.
-    pub fn set_shard(&mut self, slice: Option<ShardSpec>) {
+    pub(crate) fn set_shard(&mut self, slice: Option<ShardSpec>) {
         self.shard = slice;
     }
 
     /// `coreb merge <stage>`: refuse when `stage` is neither complete nor sharded.
-    pub fn set_merging(&mut self, stage: StageName) {
+    pub(crate) fn set_merging(&mut self, stage: StageName) {
         self.merging = Some(stage);
     }
 
     /// The resolved plan.
-    pub fn plan(&self) -> &RunPlan {
+    pub(crate) fn plan(&self) -> &RunPlan {
         &self.plan
     }
 
     /// The artifact store.
-    pub fn store(&self) -> &ArtifactStore {
+    pub(crate) fn store(&self) -> &ArtifactStore {
         &self.store
     }
 
     /// Where status lines and progress go.
-    pub fn printer(&self) -> &Printer {
+    pub(crate) fn printer(&self) -> &Printer {
         &self.printer
     }
 
     /// The build's worker threads (`--jobs`).
-    pub fn pool(&self) -> &rayon::ThreadPool {
+    pub(crate) fn pool(&self) -> &rayon::ThreadPool {
         &self.pool
     }
 
     /// The async runtime, made on first use (`plan.jobs` worker threads).
-    pub fn runtime(&self) -> anyhow::Result<&tokio::runtime::Runtime> {
+    pub(crate) fn runtime(&self) -> anyhow::Result<&tokio::runtime::Runtime> {
         if let Some(rt) = self.runtime.get() {
             return Ok(rt);
         }
@@ -113,12 +113,12 @@ impl StageContext {
     }
 
     /// Whether a gateway of the caller's answers LLM requests (no key, no store needed).
-    pub fn own_gateway(&self) -> bool {
+    pub(crate) fn own_gateway(&self) -> bool {
         self.gateway.is_some()
     }
 
     /// The LLM context, made on first use (prompts loaded, gateway opened).
-    pub fn llm(&self) -> anyhow::Result<&LlmContext> {
+    pub(crate) fn llm(&self) -> anyhow::Result<&LlmContext> {
         if let Some(ctx) = self.llm.get() {
             return Ok(ctx);
         }
@@ -127,7 +127,7 @@ impl StageContext {
     }
 
     /// The sandbox and toolchains, set up (and checked: [`preflight`]) on first use.
-    pub fn judge(&self) -> anyhow::Result<&Judge> {
+    pub(crate) fn judge(&self) -> anyhow::Result<&Judge> {
         if let Some(j) = self.judge.get() {
             return Ok(j);
         }
@@ -147,7 +147,7 @@ impl StageContext {
     }
 
     /// The shard process this build runs, if it is one (`--shard i/N`).
-    pub fn shard(&self) -> Option<ShardSpec> {
+    pub(crate) fn shard(&self) -> Option<ShardSpec> {
         self.shard
     }
 
@@ -157,23 +157,23 @@ impl StageContext {
     }
 
     /// Where the shard processes of `stage` write their parts.
-    pub fn parts_dir(&self, stage: StageName) -> PathBuf {
+    pub(crate) fn parts_dir(&self, stage: StageName) -> PathBuf {
         self.store.stage_dir("parts").join(stage.as_str())
     }
 
     /// The shard this process runs `stage` as, if it does.
-    pub fn slice_of(&self, stage: StageName) -> Option<ShardSpec> {
+    pub(crate) fn slice_of(&self, stage: StageName) -> Option<ShardSpec> {
         self.shard.filter(|_| self.sharded.get() == Some(&stage))
     }
 
     /// Whether item `id` is handled by this process in `stage` (all are, but in a shard
     /// process).
-    pub fn handles(&self, stage: StageName, id: &str) -> bool {
+    pub(crate) fn handles(&self, stage: StageName, id: &str) -> bool {
         self.slice_of(stage).is_none_or(|slice| in_slice(id, slice))
     }
 
     /// Where `stage` writes in this process.
-    pub fn begin(&self, stage: StageName) -> anyhow::Result<StageOutput> {
+    pub(crate) fn begin(&self, stage: StageName) -> anyhow::Result<StageOutput> {
         Ok(match self.slice_of(stage) {
             Some(slice) => {
                 StageOutput::Part(PartWriter::begin(&self.parts_dir(stage), slice)?, slice)
@@ -183,13 +183,17 @@ impl StageContext {
     }
 
     /// The path of one output (`role`) of a completed stage.
-    pub fn output(&self, record: &StageRecord, role: &str) -> anyhow::Result<PathBuf> {
+    pub(crate) fn output(&self, record: &StageRecord, role: &str) -> anyhow::Result<PathBuf> {
         self.store.output(record, role)
     }
 
     /// The stored record of `stage` made from `key`, if there is one; in a shard process, the
     /// record of this process's complete part of that key.
-    pub fn cached(&self, stage: StageName, key: &str) -> anyhow::Result<Option<StageRecord>> {
+    pub(crate) fn cached(
+        &self,
+        stage: StageName,
+        key: &str,
+    ) -> anyhow::Result<Option<StageRecord>> {
         if let Some(record) = self.store.lookup(stage.as_str(), key)? {
             return Ok(Some(record));
         }
@@ -212,7 +216,7 @@ impl StageContext {
 
     /// In a whole run of `stage` (key `key`): the complete parts of its shard processes, if
     /// there are any; an error naming each missing, incomplete or stale part.
-    pub fn shard_parts(
+    pub(crate) fn shard_parts(
         &self,
         stage: StageName,
         key: &str,
@@ -256,21 +260,21 @@ impl StageContext {
 /// What a build stage's part marker holds besides the convention's fields: the part's summary,
 /// local facts and outputs, as its record would (JSON, like `record.json`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct PartFacts {
+pub(crate) struct PartFacts {
     /// The part's local facts.
     #[serde(default)]
-    pub local: serde_json::Value,
+    pub(crate) local: serde_json::Value,
     /// Its output files by role.
     #[serde(default)]
-    pub outputs: BTreeMap<String, String>,
+    pub(crate) outputs: BTreeMap<String, String>,
     /// Its summary.
     #[serde(default)]
-    pub summary: serde_json::Value,
+    pub(crate) summary: serde_json::Value,
 }
 
 impl PartFacts {
     /// The facts of a part's marker.
-    pub fn of(marker: &PartMarker) -> anyhow::Result<PartFacts> {
+    pub(crate) fn of(marker: &PartMarker) -> anyhow::Result<PartFacts> {
         serde_json::from_value(serde_json::Value::Object(marker.facts.clone()))
             .context("a part's `_SUCCESS`: its summary")
     }
@@ -292,7 +296,7 @@ fn part_record(stage: StageName, marker: PartMarker) -> anyhow::Result<StageReco
 
 /// Where a stage writes: its directory in the artifact store (a whole run) or its part (a
 /// shard process).
-pub enum StageOutput {
+pub(crate) enum StageOutput {
     /// The whole stage.
     Whole(StageWriter),
     /// Part `slice` of the stage.
@@ -301,7 +305,7 @@ pub enum StageOutput {
 
 impl StageOutput {
     /// Where to write an output file.
-    pub fn path(&self, file: &str) -> PathBuf {
+    pub(crate) fn path(&self, file: &str) -> PathBuf {
         match self {
             StageOutput::Whole(w) => w.path(file),
             StageOutput::Part(p, _) => p.path(file),
@@ -309,13 +313,13 @@ impl StageOutput {
     }
 
     /// Whether this is a shard process's part.
-    pub fn is_part(&self) -> bool {
+    pub(crate) fn is_part(&self) -> bool {
         matches!(self, StageOutput::Part(..))
     }
 
     /// Commit the stage (its record; the parts it merged are removed), or finish the part (its
     /// marker holds the key, the summary and the local facts); returns the record.
-    pub fn commit(
+    pub(crate) fn commit(
         self,
         cx: &StageContext,
         stage: StageName,

@@ -61,39 +61,39 @@ fn unrewritten(p: coreb_data::problem::Problem) -> RewrittenProblem {
 /// A control build's `rewrite` summary: the problems it passed on, and what it is the control
 /// of.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ControlSummary {
+pub(crate) struct ControlSummary {
     /// Filtered problems in.
-    pub rows_in: u64,
+    pub(crate) rows_in: u64,
     /// Problems passed on: those the release published.
-    pub rows_out: u64,
+    pub(crate) rows_out: u64,
     /// Always 0.
-    pub rejected: u64,
+    pub(crate) rejected: u64,
     /// Filtered problems the release did not publish.
-    pub not_in_release: u64,
+    not_in_release: u64,
     /// How the tests were carried over (every one kept).
-    pub stats: ControlCounts,
+    pub(crate) stats: ControlCounts,
     /// What it is the control of.
-    pub parameters: ControlParameters,
+    pub(crate) parameters: ControlParameters,
     /// No model is asked: empty.
-    pub models: Vec<String>,
+    pub(crate) models: Vec<String>,
 }
 
 /// How a control build's tests were carried over: kept, every one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ControlCounts {
+pub(crate) struct ControlCounts {
     /// Tests kept.
-    pub tests_kept: u64,
+    tests_kept: u64,
     /// Tests rewritten by a model: 0.
-    pub tests_model: u64,
+    tests_model: u64,
     /// Tests mapped by the bijection: 0.
-    pub tests_bijection: u64,
+    tests_bijection: u64,
 }
 
 /// The parameters of a control build's `rewrite` (the release's MANIFEST records them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ControlParameters {
+pub(crate) struct ControlParameters {
     /// The release it is the control of.
-    pub control_of: ControlOf,
+    control_of: ControlOf,
 }
 
 impl Summary for ControlSummary {
@@ -116,7 +116,7 @@ impl Summary for ControlSummary {
 
 /// What a control build's `rewrite` reads before its key: the release, and the problems it
 /// published.
-pub struct Prepared {
+pub(crate) struct Prepared {
     controlled: Controlled,
     keep: BTreeSet<ProblemId>,
 }

@@ -20,18 +20,18 @@ fn item(p: Problem, origin: Origin) -> Item {
 }
 
 /// The `dedup` stage.
-pub struct Dedup;
+pub(crate) struct Dedup;
 
 /// What `dedup` kept and dropped, and with what parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DedupSummary {
+pub(crate) struct DedupSummary {
     /// Its counts.
     #[serde(flatten)]
-    pub stats: DedupStats,
+    pub(crate) stats: DedupStats,
     /// Problems dropped.
-    pub rejected: u64,
+    pub(crate) rejected: u64,
     /// `[stages.dedup]`.
-    pub parameters: DedupConfig,
+    pub(crate) parameters: DedupConfig,
 }
 
 impl Summary for DedupSummary {

@@ -11,7 +11,7 @@ use super::stage_name::StageName;
 use crate::manifest::RunPlan;
 
 /// The `distract` stage's question.
-pub struct Distract;
+pub(super) struct Distract;
 
 impl Question for Distract {
     const NAME: StageName = StageName::Distract;

@@ -162,28 +162,28 @@ impl RecheckSource for TableRecheck {
 /// parts combined in the solutions' order (a merge: nothing is judged again). Before judging,
 /// the tests `rewrite` changed are re-checked against each problem's reference
 /// (`test_checks.parquet`, counts under `test_check` in the summary and the MANIFEST).
-pub struct Execute;
+pub(crate) struct Execute;
 
 /// What `execute`'s summary records of its counts: outcomes only ([`ExecuteStats`] less the CPU
 /// time and the runs that gave way, measurements kept in [`ExecuteLocal`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExecuteCounts {
+pub(crate) struct ExecuteCounts {
     /// Solutions judged.
-    pub solutions: usize,
+    pub(crate) solutions: usize,
     /// Solutions that passed every test.
-    pub solutions_passed: usize,
+    pub(crate) solutions_passed: usize,
     /// Solutions whose problem was not among the problems given (not judged).
-    pub solutions_without_problem: usize,
+    solutions_without_problem: usize,
     /// Tests run (or marked compile_error).
-    pub tests: usize,
+    pub(crate) tests: usize,
     /// Tests per verdict.
-    pub verdicts: BTreeMap<Verdict, usize>,
+    pub(crate) verdicts: BTreeMap<Verdict, usize>,
     /// Solutions whose tests ran with their language's faster start; omitted while none did.
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub fast_starts: usize,
+    fast_starts: usize,
     /// Solutions compiled with their language's faster compile; omitted while none were.
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub fast_compiles: usize,
+    fast_compiles: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -220,25 +220,25 @@ impl ExecuteCounts {
 /// `execute`'s summary: what was judged and passed, the re-check of changed tests, and what the
 /// verdicts depend on (configuration, toolchain versions, time limits).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExecuteSummary {
+pub(crate) struct ExecuteSummary {
     /// Solutions given.
-    pub rows_in: u64,
+    pub(crate) rows_in: u64,
     /// Solutions judged.
-    pub rows_out: u64,
+    pub(crate) rows_out: u64,
     /// Solutions without their problem (not judged).
-    pub rejected: u64,
+    pub(crate) rejected: u64,
     /// Solutions that passed every test.
-    pub passed: u64,
+    pub(crate) passed: u64,
     /// Its counts.
-    pub stats: ExecuteCounts,
+    pub(crate) stats: ExecuteCounts,
     /// The re-check of the tests `rewrite` changed.
-    pub test_check: RecheckStats,
+    pub(crate) test_check: RecheckStats,
     /// `[stages.execute]`.
-    pub parameters: ExecuteConfig,
+    pub(crate) parameters: ExecuteConfig,
     /// Each language's programs and their versions.
-    pub toolchains: ToolchainVersions,
+    pub(crate) toolchains: ToolchainVersions,
     /// Each language's time limits.
-    pub time_limits: BTreeMap<String, TimeLimits>,
+    pub(crate) time_limits: BTreeMap<String, TimeLimits>,
 }
 
 impl Summary for ExecuteSummary {
@@ -267,36 +267,36 @@ impl Summary for ExecuteSummary {
 
 /// What `execute`'s record keeps outside its fingerprint: where it ran and what it measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExecuteLocal {
+pub(crate) struct ExecuteLocal {
     /// The sandbox's isolation, in words.
-    pub isolation: String,
+    pub(crate) isolation: String,
     /// What held the memory of a run.
-    pub memory_bound: coreb_sandbox::MemoryBound,
+    pub(crate) memory_bound: coreb_sandbox::MemoryBound,
     /// CPU time of every sandboxed program, ms.
-    pub cpu_ms: u64,
+    pub(crate) cpu_ms: u64,
     /// Test runs that gave their core to the next run while they waited.
-    pub tests_gave_way: usize,
+    tests_gave_way: usize,
     /// Where judging's time went (compiles, test runs, time limits waited out).
     #[serde(default)]
-    pub judging: coreb_judge::JudgingTime,
+    pub(crate) judging: coreb_judge::JudgingTime,
     /// Solutions this run judged (absent in a merge).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub solutions_judged: Option<usize>,
+    solutions_judged: Option<usize>,
     /// Solutions taken from an interrupted run's journal (absent in a merge).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub solutions_resumed: Option<usize>,
+    solutions_resumed: Option<usize>,
     /// A shard process's part: what the merge adds up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub part: Option<PartCounts>,
+    pub(crate) part: Option<PartCounts>,
 }
 
 /// What a part of `execute` adds to the merge.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PartCounts {
+pub(crate) struct PartCounts {
     /// Its counts.
-    pub stats: ExecuteStats,
+    pub(crate) stats: ExecuteStats,
     /// Its solutions without their problem.
-    pub without_problem: Vec<SolutionId>,
+    without_problem: Vec<SolutionId>,
 }
 
 impl Stage for Execute {

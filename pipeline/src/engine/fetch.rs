@@ -19,22 +19,22 @@ use super::summary::{Counts, Reasons, Summary};
 use crate::artifacts::input_key;
 
 /// The `fetch` stage.
-pub struct Fetch;
+pub(super) struct Fetch;
 
 /// What `fetch` fetched: names, hashes and sizes (downstream keys hold them), never how or
 /// where.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FetchSummary {
+pub(crate) struct FetchSummary {
     /// The sources of the manifest.
-    pub rows_in: u64,
+    pub(crate) rows_in: u64,
     /// The sources fetched.
-    pub rows_out: u64,
+    pub(crate) rows_out: u64,
     /// Always 0.
-    pub rejected: u64,
+    pub(crate) rejected: u64,
     /// Their bytes.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Each source's name, sha256 and size, in manifest order (the release MANIFEST's pins).
-    pub sources: Vec<SourcePin>,
+    pub(crate) sources: Vec<SourcePin>,
 }
 
 impl Summary for FetchSummary {

@@ -21,21 +21,21 @@ use super::summary::{Counts, Reasons, StageFacts, Summary};
 use crate::artifacts::input_key;
 
 /// The `filter` stage.
-pub struct Filter;
+pub(super) struct Filter;
 
 /// What `filter` kept and why it rejected the others, and with what parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FilterSummary {
+pub(super) struct FilterSummary {
     /// Its counts, rejections by reason among them.
     #[serde(flatten)]
-    pub stats: FilterStats,
+    pub(crate) stats: FilterStats,
     /// Problems rejected.
-    pub rejected: u64,
+    pub(crate) rejected: u64,
     /// `[stages.filter]`.
-    pub parameters: FilterConfig,
+    pub(crate) parameters: FilterConfig,
     /// The lists of errata applied.
     #[serde(default)]
-    pub errata: Vec<ErrataPin>,
+    pub(crate) errata: Vec<ErrataPin>,
 }
 
 impl Summary for FilterSummary {

@@ -15,7 +15,7 @@ use crate::artifacts::StageWriter;
 /// `ingest`'s work done in `fetch`'s pass: its table written into a new directory of the
 /// artifact store, not yet committed, what it counted, and when the pass started. `ingest`
 /// never runs as shard processes, so what it wrote ahead is always the whole stage.
-pub struct FusedIngest {
+pub(super) struct FusedIngest {
     /// Where the table was written (taken by `ingest`'s output, which commits it).
     pub(super) writer: Option<StageWriter>,
     /// What `ingest` counted.

@@ -18,16 +18,19 @@ use crate::manifest::RunPlan;
 use crate::printer::Printer;
 
 /// The gateway and prompts the LLM stages share.
-pub struct LlmContext {
+pub(crate) struct LlmContext {
     /// The gateway every request of the LLM stages goes through.
     pub(super) gateway: Arc<dyn LlmGateway>,
     /// The prompts of every LLM stage.
-    pub prompts: Prompts,
+    pub(crate) prompts: Prompts,
 }
 
 impl LlmContext {
     /// The context of a plan: its prompts, and `gateway` or else a [`Gateway`] over its store.
-    pub fn new(plan: &RunPlan, gateway: Option<Arc<dyn LlmGateway>>) -> anyhow::Result<Self> {
+    pub(crate) fn new(
+        plan: &RunPlan,
+        gateway: Option<Arc<dyn LlmGateway>>,
+    ) -> anyhow::Result<Self> {
         let prompts = Prompts::load(&plan.prompts_dir)
             .with_context(|| format!("loading prompts from `{}`", plan.prompts_dir.display()))?;
         let gateway: Arc<dyn LlmGateway> = match gateway {
@@ -56,7 +59,7 @@ impl LlmContext {
     /// Run one LLM stage's future on `runtime` (the build's) with a progress bar of `printer`
     /// counting its requests (answers from the store count too; on a terminal a bar, elsewhere
     /// a line now and then).
-    pub fn run<T>(
+    pub(crate) fn run<T>(
         &self,
         runtime: &tokio::runtime::Runtime,
         printer: &Printer,
@@ -101,27 +104,27 @@ impl LlmContext {
 
 /// What the gateway did for a stage in this run (the record's `local.requests`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Requests {
+pub(crate) struct Requests {
     /// Requests sent to the endpoint.
-    pub sent: u64,
+    pub(crate) sent: u64,
     /// HTTP attempts.
-    pub attempts: u64,
+    attempts: u64,
     /// Answers from the response store.
-    pub from_store: u64,
+    pub(crate) from_store: u64,
     /// Answers from the endpoint.
-    pub from_endpoint: u64,
+    pub(crate) from_endpoint: u64,
     /// Cut or filtered answers.
-    pub incomplete: u64,
+    pub(crate) incomplete: u64,
     /// Requests that got no answer.
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// Prompt tokens.
-    pub prompt_tokens: u64,
+    pub(crate) prompt_tokens: u64,
     /// Completion tokens.
-    pub completion_tokens: u64,
+    pub(crate) completion_tokens: u64,
     /// Cost at the models' prices.
-    pub cost: f64,
+    pub(crate) cost: f64,
     /// Answers that came by batch.
-    pub from_batch: u64,
+    pub(crate) from_batch: u64,
     /// Their cost at the batch price.
-    pub batch_cost: f64,
+    pub(crate) batch_cost: f64,
 }

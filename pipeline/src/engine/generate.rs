@@ -13,7 +13,7 @@ use super::stage_name::StageName;
 use crate::manifest::RunPlan;
 
 /// The `generate` stage's question.
-pub struct Generate;
+pub(super) struct Generate;
 
 impl Question for Generate {
     const NAME: StageName = StageName::Generate;

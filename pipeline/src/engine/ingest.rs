@@ -51,7 +51,7 @@ struct Job<T> {
 }
 
 /// The `ingest` stage.
-pub struct Ingest;
+pub(super) struct Ingest;
 
 impl Summary for IngestStats {
     fn counts(&self) -> Counts {
@@ -161,9 +161,9 @@ pub(super) struct Hashed {
 
 /// Where the fetched files are on this machine: `fetch`'s local facts, as `ingest` reads them.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct FetchLocal {
+pub(crate) struct FetchLocal {
     /// The fetched files, in manifest order.
-    pub sources: Vec<Fetched>,
+    pub(crate) sources: Vec<Fetched>,
 }
 
 /// A file to ingest.
@@ -174,7 +174,7 @@ pub(super) struct Input {
 }
 
 /// A decoded input, its table written but not yet committed.
-pub struct Decoded {
+pub(super) struct Decoded {
     stats: IngestStats,
     /// The sha256 and length of each input, when asked for.
     hashes: Vec<(String, u64)>,

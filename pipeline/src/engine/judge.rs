@@ -5,8 +5,8 @@
 //! version, inside the sandbox. A missing one stops the build at once, naming the Debian
 //! package to install and the manifest key that drops the language — instead of failing half
 //! way through `execute`. The versions are part of `execute`'s key and summary
-//! ([`super::execute`]). In an image that records the Debian packages of its toolchains
-//! ([`PACKAGES_ENV`]), their exact versions join them.
+//! (`super::execute`). In an image that records the Debian packages of its toolchains
+//! (`PACKAGES_ENV`), their exact versions join them.
 
 use anyhow::Context;
 use coreb_judge::{ExecuteError, ToolchainVersions, toolchain_versions};
@@ -18,7 +18,7 @@ use crate::manifest::RunPlan;
 #[derive(Debug)]
 pub struct Judge {
     /// The sandbox every solution runs in.
-    pub sandbox: Sandbox,
+    pub(crate) sandbox: Sandbox,
     /// Per language: program → version.
     pub versions: ToolchainVersions,
 }
@@ -50,7 +50,7 @@ pub fn preflight(plan: &RunPlan) -> anyhow::Result<Judge> {
 /// The environment variable naming the file in which an image records the Debian packages of
 /// the toolchains it installed (the container sets it: `scripts/toolchain-packages` writes the
 /// file when the image is built).
-pub const PACKAGES_ENV: &str = "COREB_TOOLCHAIN_PACKAGES";
+const PACKAGES_ENV: &str = "COREB_TOOLCHAIN_PACKAGES";
 
 /// Add the packages of `text` (lines `<language>\t<package>\t<version>`, as
 /// `scripts/toolchain-packages` writes them) to `versions`, each as the program
@@ -58,7 +58,7 @@ pub const PACKAGES_ENV: &str = "COREB_TOOLCHAIN_PACKAGES";
 /// the build's toolchains). So the MANIFEST's toolchains record the exact package versions of
 /// an image; like every toolchain version, they are the release's provenance. A malformed line
 /// is an error naming `file` and the line.
-pub fn add_packages(
+fn add_packages(
     versions: &mut ToolchainVersions,
     text: &str,
     file: &std::path::Path,

@@ -35,38 +35,38 @@ use crate::manifest::RunPlan;
 /// what the gateway did (absent where there is none: the control build's `rewrite`, a gateway
 /// that keeps no accounts).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct LlmLocal {
+pub(crate) struct LlmLocal {
     /// Answers served from the response store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from_store: Option<u64>,
+    pub(crate) from_store: Option<u64>,
     /// Answers received from the endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from_endpoint: Option<u64>,
+    pub(crate) from_endpoint: Option<u64>,
     /// The gateway's requests, tokens and cost for the stage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requests: Option<Requests>,
+    pub(crate) requests: Option<Requests>,
 }
 
 /// An LLM stage's counts as its summary records them: what it produced, not where the answers
 /// came from ([`LlmStageStats`] less `from_store` and `from_endpoint`, which go to
 /// [`LlmLocal`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LlmCounts {
+pub(crate) struct LlmCounts {
     /// Items given to the stage.
-    pub items_in: u64,
+    pub(crate) items_in: u64,
     /// Outputs produced.
-    pub items_out: u64,
+    items_out: u64,
     /// Items that produced nothing.
-    pub items_rejected: u64,
+    items_rejected: u64,
     /// Items that succeeded only with a fallback model.
-    pub fallbacks: u64,
+    fallbacks: u64,
     /// Who wrote the answers the stage used or rejected.
-    pub written_by: WrittenBy,
+    pub(crate) written_by: WrittenBy,
 }
 
 impl LlmCounts {
     /// The counts of `stats`, and where its answers came from: (store, endpoint).
-    pub fn of(stats: LlmStageStats) -> (LlmCounts, (u64, u64)) {
+    pub(crate) fn of(stats: LlmStageStats) -> (LlmCounts, (u64, u64)) {
         let LlmStageStats {
             items_in,
             items_out,
@@ -84,7 +84,7 @@ impl LlmCounts {
 }
 
 /// Counts of an LLM stage that say who wrote its answers.
-pub trait LlmStats:
+pub(crate) trait LlmStats:
     Serialize + serde::de::DeserializeOwned + Send + Sync + std::fmt::Debug + 'static
 {
     /// Who wrote the answers the stage used or rejected.
@@ -100,32 +100,32 @@ impl LlmStats for LlmCounts {
 /// An LLM stage's summary: its counts and rejections, its parameters, prompts, schemas and
 /// models (what the release MANIFEST records of it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LlmSummary<S, C> {
+pub(crate) struct LlmSummary<S, C> {
     /// Items given to the stage.
-    pub rows_in: u64,
+    pub(crate) rows_in: u64,
     /// Rows written.
-    pub rows_out: u64,
+    pub(crate) rows_out: u64,
     /// Items rejected.
-    pub rejected: u64,
+    pub(crate) rejected: u64,
     /// Rejections by reason.
-    pub rejections_by_reason: BTreeMap<String, u64>,
+    pub(crate) rejections_by_reason: BTreeMap<String, u64>,
     /// The stage's counts.
-    pub stats: S,
+    pub(crate) stats: S,
     /// Its configuration (`[stages.<stage>]`).
-    pub parameters: C,
+    pub(crate) parameters: C,
     /// The sha256 of each prompt, by name.
-    pub prompts: BTreeMap<String, String>,
+    pub(crate) prompts: BTreeMap<String, String>,
     /// The models asked.
-    pub models: Vec<String>,
+    pub(crate) models: Vec<String>,
     /// The sha256 of each JSON answer's schema, by LLM stage (absent: no JSON answers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schemas: Option<BTreeMap<String, String>>,
+    pub(crate) schemas: Option<BTreeMap<String, String>>,
     /// How JSON answers were asked for (absent: no JSON answers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_output: Option<StructuredOutput>,
+    pub(crate) structured_output: Option<StructuredOutput>,
     /// `queries`: search queries dropped (absent for the other stages).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dropped_queries: Option<u64>,
+    pub(crate) dropped_queries: Option<u64>,
 }
 
 impl<
@@ -173,7 +173,7 @@ pub(super) fn as_run<C: Clone>(
 }
 
 /// The output of an LLM stage listing the store keys of the answers it used, one a line.
-pub const ANSWER_KEYS: &str = "answer_keys.txt";
+pub(crate) const ANSWER_KEYS: &str = "answer_keys.txt";
 
 /// A stored LLM stage is reused only when it rejected nothing (and recorded the answers it
 /// used: one stored before they were recorded runs again, from the store).
@@ -198,19 +198,19 @@ pub(super) fn llm_key(plan: &RunPlan, ctx: &LlmContext, stages: &[LlmStage]) -> 
 /// What an LLM stage's run made, for [`finish`].
 pub(super) struct Asked<'a, S, C> {
     /// Items given to the stage.
-    pub rows_in: u64,
+    pub(crate) rows_in: u64,
     /// Rows written.
-    pub rows_out: usize,
+    pub(crate) rows_out: usize,
     /// Its rejections.
-    pub rejected: &'a [Rejection],
+    pub(crate) rejected: &'a [Rejection],
     /// Its counts, and where its answers came from: (store, endpoint).
-    pub stats: (S, (u64, u64)),
+    pub(crate) stats: (S, (u64, u64)),
     /// Its configuration.
-    pub parameters: C,
+    pub(crate) parameters: C,
     /// The sha256 of each prompt, by name.
-    pub prompts: BTreeMap<String, String>,
+    pub(crate) prompts: BTreeMap<String, String>,
     /// `queries`: search queries dropped.
-    pub dropped_queries: Option<u64>,
+    pub(crate) dropped_queries: Option<u64>,
 }
 
 /// The end of an LLM stage's run (`llm` its LLM stages, the first naming its models): its
@@ -307,7 +307,7 @@ fn announce_rejections(cx: &StageContext, stage: StageName, rejected: &[Rejectio
 /// starters and test types; the tests themselves are in the record's `problems` table, for
 /// `execute`. Read a line at a time, so a month's tests (GBs of JSON at N = 200) are never
 /// in memory at once (issue #13).
-pub fn rewritten(
+pub(crate) fn rewritten(
     cx: &StageContext,
     rewrite: &StageRecord,
 ) -> anyhow::Result<Vec<RewrittenProblem>> {

@@ -1,58 +1,60 @@
-//! The build engine: the stages of a [`RunPlan`] in the order of one table ([`STAGES`]), each
+//! The build engine: the stages of a [`RunPlan`] in the order of one table (`STAGES`), each
 //! run only when its input key differs from the stored one, and what each did reported.
 //!
-//! A stage is one value: a unit struct in its own module that implements [`stage::Stage`] — its
+//! A stage is one value: a unit struct in its own module that implements `stage::Stage` — its
 //! name, the stages it reads, its key, its run, its merge of shard parts and its typed summary
-//! ([`summary::Summary`]). The engine runs every row the same way ([`stage::Runner`]): key →
+//! (`summary::Summary`). The engine runs every row the same way (`stage::Runner`): key →
 //! stored record of that key (reused) → parts of its shard processes (merged) or a run →
-//! commit through a [`StageWriter`](crate::artifacts::StageWriter) or a part
-//! ([`crate::shard::PartWriter`]). A stage's run loads its inputs from the artifact store,
+//! commit through a `crate::artifacts::StageWriter` or a part
+//! (`crate::shard::PartWriter`). A stage's run loads its inputs from the artifact store,
 //! calls its functions of the `coreb-stages` crate (pure: no I/O) and writes its outputs; the stage
 //! modules are the only place where stages meet files. They are given a
-//! [`context::StageContext`] (plan, store, printer, worker threads, async runtime, LLM gateway
+//! `context::StageContext` (plan, store, printer, worker threads, async runtime, LLM gateway
 //! and prompts, judge, shard state), never the engine.
 //!
-//! [`release_build`] finds the build a published release was made from again, for the audits
+//! `release_build` finds the build a published release was made from again, for the audits
 //! of `coreb audit`. The corpus runner of `coreb corpus` is not part of the engine
-//! ([`crate::corpus`]); both use [`crate::shard`] for shard processes and their parts.
+//! (`crate::corpus`); both use `crate::shard` for shard processes and their parts.
 //!
-//! After each stage the engine checks what it left ([`Engine::check_kept`]): a stage that
+//! After each stage the engine checks what it left (`Engine::check_kept`): a stage that
 //! leaves nothing, or an LLM stage that keeps less than `llm.min_kept_share` of its items,
 //! stops the build there with its rejections counted by reason and the path of its
 //! `rejections.jsonl`, rather than letting later stages run on nothing.
 
 mod abbreviate;
-pub mod ask_each;
-pub mod context;
+pub(crate) mod ask_each;
+pub(crate) mod context;
 pub(crate) mod control;
 pub(crate) mod dedup;
 mod distract;
-pub mod execute;
+pub(crate) mod execute;
 mod fetch;
 mod filter;
 mod fused;
-pub mod gateway;
+pub(crate) mod gateway;
 mod generate;
 mod ingest;
 pub mod judge;
-pub mod llm;
+pub(crate) mod llm;
 mod overrides;
-pub mod preflight;
+pub(crate) mod preflight;
 mod qrels;
 mod queries;
 mod release;
-pub mod release_build;
+pub(crate) mod release_build;
 mod rewrite;
-pub mod stage;
+pub(crate) mod stage;
+// Its module docs name crate-private items of the engine and the command line.
+#[allow(rustdoc::private_intra_doc_links)]
 pub mod stage_name;
-pub mod summary;
-pub mod window;
+pub(crate) mod summary;
+pub(crate) mod window;
 
-pub use fetch::FetchSummary;
-pub use ingest::FetchLocal;
-pub use overrides::PlanOverrides;
-pub use release::ReleaseSummary;
-pub use stage::StageReport;
+pub(crate) use fetch::FetchSummary;
+pub(crate) use ingest::FetchLocal;
+pub(crate) use overrides::PlanOverrides;
+pub(crate) use release::ReleaseSummary;
+pub(crate) use stage::StageReport;
 
 use context::StageContext;
 use stage::{Runner, Upstream};
@@ -74,14 +76,14 @@ macro_rules! stage_table {
         /// The build, in order: one row per stage, made from the rows of
         /// [`crate::stage_rows::stage_rows!`] (adding a stage is one module implementing
         /// [`stage::Stage`] and one row there).
-        pub const STAGES: [&dyn Runner; StageName::ALL.len()] = [$(&$run),*];
+        pub(crate) const STAGES: [&dyn Runner; StageName::ALL.len()] = [$(&$run),*];
     };
 }
 
 crate::stage_rows::stage_rows!(stage_table);
 
 /// Runs the stages of one plan.
-pub struct Engine {
+pub(crate) struct Engine {
     cx: StageContext,
     /// Print every stage's JSON summary (`build --json`), not only the last one.
     json_every_stage: bool,
@@ -89,40 +91,47 @@ pub struct Engine {
 
 impl Engine {
     /// An engine over `plan`'s output directory.
-    pub fn new(plan: RunPlan, printer: Printer, json_every_stage: bool) -> anyhow::Result<Self> {
+    pub(crate) fn new(
+        plan: RunPlan,
+        printer: Printer,
+        json_every_stage: bool,
+    ) -> anyhow::Result<Self> {
         Ok(Engine { cx: StageContext::new(plan, printer)?, json_every_stage })
     }
 
     /// Run the last stage as shard process `slice` (`--shard i/N`).
-    pub fn with_shard(mut self, slice: Option<crate::shard::ShardSpec>) -> Self {
+    pub(crate) fn with_shard(mut self, slice: Option<crate::shard::ShardSpec>) -> Self {
         self.cx.set_shard(slice);
         self
     }
 
     /// `coreb merge <stage>`: refuse when `stage` is neither complete nor sharded.
-    pub fn merging(mut self, stage: StageName) -> Self {
+    pub(crate) fn merging(mut self, stage: StageName) -> Self {
         self.cx.set_merging(stage);
         self
     }
 
     /// Answer LLM requests with `gateway` instead of the manifest's endpoint and store.
-    pub fn with_gateway(mut self, gateway: std::sync::Arc<dyn coreb_llm::LlmGateway>) -> Self {
+    pub(crate) fn with_gateway(
+        mut self,
+        gateway: std::sync::Arc<dyn coreb_llm::LlmGateway>,
+    ) -> Self {
         self.cx.set_gateway(gateway);
         self
     }
 
     /// Where the shard processes of `stage` write their parts.
-    pub fn parts_dir(&self, stage: StageName) -> std::path::PathBuf {
+    pub(crate) fn parts_dir(&self, stage: StageName) -> std::path::PathBuf {
         self.cx.parts_dir(stage)
     }
 
     /// The resolved plan.
-    pub fn plan(&self) -> &RunPlan {
+    pub(crate) fn plan(&self) -> &RunPlan {
         self.cx.plan()
     }
 
     /// The artifact store.
-    pub fn store(&self) -> &ArtifactStore {
+    pub(crate) fn store(&self) -> &ArtifactStore {
         self.cx.store()
     }
 
@@ -133,7 +142,7 @@ impl Engine {
     /// With `--shard i/N` the stages before `until` run (or are found complete) under the
     /// artifact store's lock, one process at a time; then `until` runs on this process's slice
     /// without the lock, writing its part only.
-    pub fn run_until(&self, until: StageName) -> anyhow::Result<Vec<StageReport>> {
+    pub(crate) fn run_until(&self, until: StageName) -> anyhow::Result<Vec<StageReport>> {
         if let Some(slice) = self.cx.shard() {
             anyhow::ensure!(
                 until.shardable(),
@@ -192,7 +201,7 @@ impl Engine {
     /// `coreb build --check`: the preflight alone, then the plan: one line per stage up to
     /// `until`, saying whether the artifact store holds a record of it (a recorded stage whose
     /// inputs are unchanged is skipped).
-    pub fn check(&self, until: StageName) -> anyhow::Result<Vec<String>> {
+    pub(crate) fn check(&self, until: StageName) -> anyhow::Result<Vec<String>> {
         let mut notes = self.preflight(until)?;
         let plan = self.cx.plan();
         if until >= StageName::Ingest {
@@ -297,7 +306,7 @@ impl Engine {
     /// Stop the build after a stage that left nothing, or after an LLM stage that kept less
     /// than `llm.min_kept_share` of its items: the error names the stage, its counts, its
     /// rejections by reason and its `rejections.jsonl`.
-    pub fn check_kept(&self, report: &StageReport) -> anyhow::Result<()> {
+    fn check_kept(&self, report: &StageReport) -> anyhow::Result<()> {
         let summary = report.summary();
         let Counts { rows_in, rows_out, .. } = summary.counts();
         let share = self.cx.plan().llm.min_kept_share;

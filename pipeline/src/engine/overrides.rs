@@ -8,24 +8,24 @@ use crate::manifest::RunPlan;
 
 /// `--output-dir` and `--publish-dir` (relative paths: against the current directory).
 #[derive(Debug, Clone, Default)]
-pub struct PlanOverrides {
+pub(crate) struct PlanOverrides {
     /// Keep build artifacts here instead of the manifest's `output_dir`.
-    pub output_dir: Option<PathBuf>,
+    pub(crate) output_dir: Option<PathBuf>,
     /// Publish the release here instead of `<releases_dir>/<version>`.
-    pub publish_dir: Option<PathBuf>,
+    pub(crate) publish_dir: Option<PathBuf>,
 }
 
 impl PlanOverrides {
     /// Load and resolve the manifest at `manifest` (`jobs` worker threads), then apply the
     /// overrides.
-    pub fn load(self, manifest: &Path, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
+    pub(crate) fn load(self, manifest: &Path, jobs: Option<usize>) -> anyhow::Result<RunPlan> {
         let mut plan = RunPlan::load(manifest, jobs)?;
         self.apply(&mut plan)?;
         Ok(plan)
     }
 
     /// Apply the overrides to a resolved plan.
-    pub fn apply(self, plan: &mut RunPlan) -> std::io::Result<()> {
+    pub(crate) fn apply(self, plan: &mut RunPlan) -> std::io::Result<()> {
         let word = |p: &Path| crate::manifest::shell_word(&p.to_string_lossy());
         if let Some(dir) = self.output_dir {
             plan.output_dir = std::path::absolute(dir)?;

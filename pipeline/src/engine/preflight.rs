@@ -15,21 +15,21 @@ use super::stage_name::StageName;
 use crate::manifest::RunPlan;
 
 /// What the checks need beyond the plan.
-pub struct Preflight<'a> {
+pub(crate) struct Preflight<'a> {
     /// The plan.
-    pub plan: &'a RunPlan,
+    pub(crate) plan: &'a RunPlan,
     /// The last stage the build runs.
-    pub until: StageName,
+    pub(crate) until: StageName,
     /// A gateway is given in place of the manifest's endpoint (no key, no store needed).
-    pub own_gateway: bool,
+    pub(crate) own_gateway: bool,
     /// Every LLM stage up to `until` has a record already (a rerun that will most likely
     /// send nothing: its endpoint is not asked, so that it runs while the endpoint is down).
-    pub llm_recorded: bool,
+    pub(crate) llm_recorded: bool,
 }
 
 impl Preflight<'_> {
     /// Every problem found, one line each (empty: none).
-    pub fn problems(&self) -> Vec<String> {
+    pub(crate) fn problems(&self) -> Vec<String> {
         let plan = self.plan;
         let file = plan.manifest_path.display();
         let mut problems = Vec::new();
@@ -79,7 +79,10 @@ impl Preflight<'_> {
     /// the problems found (unreachable, credentials refused, a model it does not list), and
     /// a note when it has no list to check against. Nothing is asked without the API key
     /// ([`Preflight::problems`] names that).
-    pub fn endpoint(&self, runtime: &tokio::runtime::Handle) -> (Vec<String>, Option<String>) {
+    pub(crate) fn endpoint(
+        &self,
+        runtime: &tokio::runtime::Handle,
+    ) -> (Vec<String>, Option<String>) {
         let plan = self.plan;
         let file = plan.manifest_path.display();
         let base = plan.llm.base_url.trim_end_matches('/');
@@ -119,7 +122,7 @@ impl Preflight<'_> {
     /// Run the checks (the endpoint's on the runtime `runtime` gives, when it is asked): an
     /// error listing every problem, one per line; else the notes (a check that could not be
     /// made).
-    pub fn check(
+    pub(crate) fn check(
         &self,
         runtime: impl FnOnce() -> anyhow::Result<tokio::runtime::Handle>,
     ) -> anyhow::Result<Vec<String>> {
@@ -143,7 +146,7 @@ impl Preflight<'_> {
 /// What is wrong with `output_dir` (a file, under a file, read-only), naming the setting:
 /// checked by the preflight and before the artifact store is opened in it, which is before
 /// the preflight runs.
-pub fn output_dir(plan: &RunPlan) -> Option<String> {
+pub(crate) fn output_dir(plan: &RunPlan) -> Option<String> {
     writable(&plan.output_dir).err().map(|e| {
         format!(
             "`output_dir` = `{}` (in `{}`, or `--output-dir`): {e}",
@@ -154,7 +157,7 @@ pub fn output_dir(plan: &RunPlan) -> Option<String> {
 }
 
 /// Refuse an `output_dir` [`output_dir`] finds wrong, as the preflight would.
-pub fn refuse_output_dir(plan: &RunPlan) -> anyhow::Result<()> {
+pub(crate) fn refuse_output_dir(plan: &RunPlan) -> anyhow::Result<()> {
     match output_dir(plan) {
         Some(problem) => {
             anyhow::bail!("preflight: the build would fail; nothing was run:\n  {problem}")

@@ -38,36 +38,36 @@ use coreb_base::durable;
 use coreb_base::jsonl;
 
 /// The `qrels` stage.
-pub struct Qrels;
+pub(super) struct Qrels;
 
 /// What `qrels` composed: problems in and out, queries, its counts, and what decides the
 /// composition (parameters, composition, roles).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct QrelsSummary {
+pub(super) struct QrelsSummary {
     /// Problems in.
-    pub rows_in: u64,
+    pub(crate) rows_in: u64,
     /// Problems composed.
-    pub rows_out: u64,
+    pub(crate) rows_out: u64,
     /// Problems left out.
-    pub rejected: u64,
+    pub(crate) rejected: u64,
     /// Problems left out for lack of a summary or distractors.
-    pub incomplete_problems: Vec<ProblemId>,
+    incomplete_problems: Vec<ProblemId>,
     /// Problems left out because the re-check rejected every test.
-    pub problems_without_tests: Vec<ProblemId>,
+    problems_without_tests: Vec<ProblemId>,
     /// Problems left out because their verdicts show answers that can differ though the
     /// statement did not say so ([`coreb_stages::ambiguity`]), each with the reason's facts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ambiguous_answers: Vec<Ambiguity>,
+    pub(crate) ambiguous_answers: Vec<Ambiguity>,
     /// Queries composed.
-    pub queries: u64,
+    pub(crate) queries: u64,
     /// Its counts.
-    pub stats: QrelsStats,
+    pub(crate) stats: QrelsStats,
     /// `[stages.qrels]`.
-    pub parameters: QrelsConfig,
+    pub(crate) parameters: QrelsConfig,
     /// The composition of the series, resolved.
-    pub composition: Composition,
+    pub(crate) composition: Composition,
     /// The two model roles.
-    pub roles: Roles,
+    pub(crate) roles: Roles,
 }
 
 impl Summary for QrelsSummary {
@@ -96,7 +96,7 @@ impl Summary for QrelsSummary {
 }
 
 /// What `qrels`'s key was made of that its run reads again.
-pub struct Prepared {
+pub(super) struct Prepared {
     passed: BTreeMap<String, bool>,
     roles: Roles,
     composition: Composition,

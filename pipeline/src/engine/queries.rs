@@ -14,7 +14,7 @@ use super::stage_name::StageName;
 use crate::manifest::RunPlan;
 
 /// The `queries` stage's question.
-pub struct Queries;
+pub(super) struct Queries;
 
 impl Question for Queries {
     const NAME: StageName = StageName::Queries;

@@ -24,7 +24,7 @@ use crate::release::make::{Built, Keyed, make};
 use crate::release::review::recorded::recorded_review;
 
 /// The `release` stage.
-pub struct Release;
+pub(super) struct Release;
 
 /// The stages whose LLM answers the release's regeneration kit carries, and whose authors
 /// its card counts: those it reads from `rewrite` up to (not including) `qrels`.
@@ -38,19 +38,19 @@ fn answered() -> impl Iterator<Item = StageName> {
 
 /// What `release` published: the version, its counts and BM25's nDCG@10 per task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReleaseSummary {
+pub(crate) struct ReleaseSummary {
     /// Problems published.
-    pub rows_in: u64,
+    pub(crate) rows_in: u64,
     /// Problems published.
-    pub rows_out: u64,
+    pub(crate) rows_out: u64,
     /// Always 0.
-    pub rejected: u64,
+    pub(crate) rejected: u64,
     /// The version.
-    pub release: String,
+    pub(crate) release: String,
     /// The composition's counts.
-    pub counts: QrelsStats,
+    pub(crate) counts: QrelsStats,
     /// BM25's nDCG@10 per task (4 decimals).
-    pub bm25_ndcg10: BTreeMap<String, f64>,
+    pub(crate) bm25_ndcg10: BTreeMap<String, f64>,
 }
 
 impl Summary for ReleaseSummary {
@@ -65,9 +65,9 @@ impl Summary for ReleaseSummary {
 
 /// Where the release was published on this machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReleaseLocal {
+pub(super) struct ReleaseLocal {
     /// The publish directory.
-    pub published: PathBuf,
+    pub(crate) published: PathBuf,
 }
 
 impl Stage for Release {

@@ -26,30 +26,30 @@ use coreb_data::releases::ReleaseManifest;
 
 /// Where the build a release was made from keeps its artifacts, found through the build
 /// manifest embedded in the release's `MANIFEST.json`.
-pub struct BuildLookup {
+pub(crate) struct BuildLookup {
     /// The release's `MANIFEST.json`.
-    pub manifest: ReleaseManifest,
+    pub(crate) manifest: ReleaseManifest,
     /// The embedded build manifest, parsed.
-    pub build: ManifestFile,
+    pub(crate) build: ManifestFile,
     /// Where the build manifest was when the release was built.
-    pub manifest_path: PathBuf,
+    pub(crate) manifest_path: PathBuf,
     /// The directory the build manifest's relative paths start from.
-    pub manifest_dir: PathBuf,
+    manifest_dir: PathBuf,
     /// The build directory (`output_dir`, or `--build-dir`).
-    pub build_dir: PathBuf,
+    pub(crate) build_dir: PathBuf,
     /// Whether `build_dir` was given (`--build-dir`) rather than found through the manifest.
-    pub given: bool,
+    pub(crate) given: bool,
     /// sha256 of the release's `MANIFEST.json`.
-    pub manifest_sha256: String,
+    pub(crate) manifest_sha256: String,
     /// The release's `MANIFEST.json`.
-    pub manifest_file: PathBuf,
+    pub(crate) manifest_file: PathBuf,
     /// What the MANIFEST records of `generate`.
     generate: Option<StageFacts>,
 }
 
 impl BuildLookup {
     /// Read `release/MANIFEST.json` and resolve the build directory (`build_dir` wins).
-    pub fn open(release: &Path, build_dir: Option<&Path>) -> anyhow::Result<Self> {
+    pub(crate) fn open(release: &Path, build_dir: Option<&Path>) -> anyhow::Result<Self> {
         let EmbeddedManifest { manifest_file, release: manifest, file: build, path: manifest_path } =
             EmbeddedManifest::read(release)?;
         let manifest_dir =
@@ -78,7 +78,7 @@ impl BuildLookup {
 
     /// Refuse to run the judge of a build manifest that sets the sandbox's settings, unless
     /// `trusted` (`--trust-release-sandbox`).
-    pub fn check_sandbox(&self, trusted: bool) -> anyhow::Result<()> {
+    pub(crate) fn check_sandbox(&self, trusted: bool) -> anyhow::Result<()> {
         crate::manifest::check_release_sandbox(
             &self.manifest.build_manifest.text,
             &self.manifest_file,

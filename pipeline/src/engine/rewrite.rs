@@ -26,10 +26,10 @@ use super::summary::{Counts, Reasons, StageFacts, Summary};
 use crate::artifacts::input_key;
 
 /// The `rewrite` stage.
-pub struct Rewrite;
+pub(super) struct Rewrite;
 
 /// `rewrite`'s counts: its answers' ([`LlmCounts`]) and how each test was carried over.
-pub type RewriteCounts = RewriteStats<LlmCounts>;
+pub(super) type RewriteCounts = RewriteStats<LlmCounts>;
 
 /// The counts of `stats`, and where its answers came from: (store, endpoint).
 fn counts_of(stats: RewriteStats) -> (RewriteCounts, (u64, u64)) {
@@ -51,7 +51,7 @@ impl LlmStats for RewriteCounts {
 /// `rewrite`'s summary: the models' rewrite, or a control build's pass-through.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum RewriteSummary {
+pub(super) enum RewriteSummary {
     /// Rewritten by the models.
     Rewritten(LlmSummary<RewriteCounts, RewriteConfig>),
     /// A control build's problems, as they are.
@@ -86,7 +86,7 @@ impl Summary for RewriteSummary {
 }
 
 /// How this build rewrites.
-pub enum Mode {
+pub(super) enum Mode {
     /// By the models.
     Models,
     /// As the control of a published release.

@@ -28,7 +28,7 @@ use crate::shard::PartMarker;
 /// returns ([`Done`]: output files, typed summary, local facts) as the stage's record (or, in a
 /// shard process, as its part); then lets the stage [`announce`](Stage::announce) it. A stage
 /// reads and writes through the [`StageContext`] it is given, never through the engine.
-pub trait Stage: Sync + 'static {
+pub(crate) trait Stage: Sync + 'static {
     /// Its name: its row of the build ([`crate::stage_rows::stage_rows!`]) says what it
     /// reads, whether it runs as shard processes and whether it asks models.
     const NAME: StageName;
@@ -89,35 +89,35 @@ pub trait Stage: Sync + 'static {
 }
 
 /// What a stage's run made, for the engine to commit.
-pub struct Done<S, L> {
+pub(crate) struct Done<S, L> {
     /// Its output files: (role, file name).
-    pub outputs: Vec<(&'static str, &'static str)>,
+    pub(crate) outputs: Vec<(&'static str, &'static str)>,
     /// Its summary.
-    pub summary: S,
+    pub(crate) summary: S,
     /// Its local facts.
-    pub local: L,
+    pub(crate) local: L,
     /// How long it took, when not the time its run took (a stage run ahead of its turn).
-    pub wall: Option<Duration>,
+    pub(crate) wall: Option<Duration>,
     /// What to do once it is committed (a journal whose work is in the outputs now).
-    pub on_commit: Option<Box<dyn FnOnce() -> anyhow::Result<()>>>,
+    pub(crate) on_commit: Option<Box<dyn FnOnce() -> anyhow::Result<()>>>,
 }
 
 impl<S, L> Done<S, L> {
     /// Outputs, summary and local facts, nothing else.
-    pub fn new(outputs: &[(&'static str, &'static str)], summary: S, local: L) -> Self {
+    pub(crate) fn new(outputs: &[(&'static str, &'static str)], summary: S, local: L) -> Self {
         Done { outputs: outputs.to_vec(), summary, local, wall: None, on_commit: None }
     }
 }
 
 /// What one stage did in a build: its record as stored, and its summary and local facts typed.
 #[derive(Clone)]
-pub struct StageReport {
+pub(crate) struct StageReport {
     /// The stage.
-    pub stage: StageName,
+    pub(crate) stage: StageName,
     /// Skipped because its inputs were unchanged.
-    pub skipped: bool,
+    pub(crate) skipped: bool,
     /// Its record (outputs, summary, local facts) as `record.json` holds it.
-    pub record: StageRecord,
+    pub(crate) record: StageRecord,
     summary: Arc<dyn Summary>,
     local: Arc<dyn Any + Send + Sync>,
     wall: Option<Duration>,
@@ -136,7 +136,7 @@ impl std::fmt::Debug for StageReport {
 impl StageReport {
     /// The report of stage `T` from its record (stored, or a part's), its summary and local
     /// facts read back as `T`'s types.
-    pub fn of<T: Stage>(skipped: bool, record: StageRecord) -> anyhow::Result<StageReport> {
+    pub(crate) fn of<T: Stage>(skipped: bool, record: StageRecord) -> anyhow::Result<StageReport> {
         let what = |part: &str| format!("the `{part}` of the `{}` record", T::NAME);
         let summary: T::Summary =
             serde_json::from_value(record.summary.clone()).with_context(|| what("summary"))?;
@@ -153,12 +153,12 @@ impl StageReport {
     }
 
     /// Its summary, as every stage's reads (counts, MANIFEST facts).
-    pub fn summary(&self) -> &dyn Summary {
+    pub(crate) fn summary(&self) -> &dyn Summary {
         self.summary.as_ref()
     }
 
     /// Its summary as stage type `S` (an error names the stage when it is another's).
-    pub fn summary_as<S: Summary>(&self) -> anyhow::Result<&S> {
+    pub(crate) fn summary_as<S: Summary>(&self) -> anyhow::Result<&S> {
         let any: &dyn Any = self.summary.as_ref();
         any.downcast_ref().with_context(|| {
             format!("the summary of `{}` is not a `{}`", self.stage, std::any::type_name::<S>())
@@ -166,19 +166,19 @@ impl StageReport {
     }
 
     /// Its local facts as type `L` (`None`: the stage keeps others).
-    pub fn local_as<L: 'static>(&self) -> Option<&L> {
+    pub(crate) fn local_as<L: 'static>(&self) -> Option<&L> {
         self.local.downcast_ref()
     }
 
     /// How long it took, when its run said (a stage run ahead of its turn).
-    pub fn wall(&self) -> Option<Duration> {
+    pub(crate) fn wall(&self) -> Option<Duration> {
         self.wall
     }
 
     /// The `--json` summary: `stage`, `skipped`, `outputs`, the summary's keys, the local
     /// facts (shown, though kept out of fingerprints), and `rows_in`, `rows_out`, `rejected`
     /// (0 where the stage has none).
-    pub fn to_json(&self, store: &ArtifactStore) -> serde_json::Value {
+    pub(crate) fn to_json(&self, store: &ArtifactStore) -> serde_json::Value {
         let dir = store.stage_dir(self.stage.as_str());
         let mut line = serde_json::json!({
             "stage": self.stage.as_str(),
@@ -207,7 +207,7 @@ impl StageReport {
 }
 
 /// The records of the stages a stage reads, and how far the build goes.
-pub struct Upstream<'a> {
+pub(crate) struct Upstream<'a> {
     /// The stage being run.
     stage: StageName,
     /// The stages that ran (or were found unchanged) before it.
@@ -218,19 +218,19 @@ pub struct Upstream<'a> {
 
 impl<'a> Upstream<'a> {
     /// What stage `stage` reads: the reports of the build so far.
-    pub fn new(stage: StageName, reports: &'a [StageReport], until: StageName) -> Self {
+    pub(crate) fn new(stage: StageName, reports: &'a [StageReport], until: StageName) -> Self {
         Upstream { stage, reports, until }
     }
 
     /// The last stage of the build.
-    pub fn until(&self) -> StageName {
+    pub(crate) fn until(&self) -> StageName {
         self.until
     }
 
     /// The report of upstream stage `name`: refused unless the stage's row declares that it
     /// reads `name` ([`StageName::reads`]), so that what a stage reads is what its key can
     /// name.
-    pub fn report(&self, name: StageName) -> anyhow::Result<&'a StageReport> {
+    pub(crate) fn report(&self, name: StageName) -> anyhow::Result<&'a StageReport> {
         let stage = self.stage;
         if !stage.reads().contains(&name) {
             let declared: Vec<&str> = stage.reads().iter().map(|s| s.as_str()).collect();
@@ -248,19 +248,19 @@ impl<'a> Upstream<'a> {
     }
 
     /// The record of upstream stage `name`.
-    pub fn record(&self, name: StageName) -> anyhow::Result<&'a StageRecord> {
+    pub(crate) fn record(&self, name: StageName) -> anyhow::Result<&'a StageRecord> {
         Ok(&self.report(name)?.record)
     }
 
     /// The summary of upstream stage `name`, as its type `S`.
-    pub fn summary<S: Summary>(&self, name: StageName) -> anyhow::Result<&'a S> {
+    pub(crate) fn summary<S: Summary>(&self, name: StageName) -> anyhow::Result<&'a S> {
         self.report(name)?.summary_as()
     }
 }
 
 /// A row of the engine's table: a [`Stage`] behind one object-safe face, and the one copy of
 /// look up → (merge or run) → commit that every stage goes through.
-pub trait Runner: Sync {
+pub(crate) trait Runner: Sync {
     /// The stage's name.
     fn name(&self) -> StageName;
     /// Run it (or find it unchanged) after the stages of `up`.

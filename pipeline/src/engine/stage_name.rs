@@ -40,7 +40,7 @@ macro_rules! stage_names {
 
             /// The stages whose records it reads (each runs, or is found unchanged, before it);
             /// reading any other is an error ([`super::stage::Upstream`]).
-            pub const fn reads(self) -> &'static [StageName] {
+            pub(crate) const fn reads(self) -> &'static [StageName] {
                 match self {
                     $(StageName::$variant => &[$(StageName::$up),*],)*
                 }
@@ -48,7 +48,7 @@ macro_rules! stage_names {
 
             /// Whether the stage runs as shard processes (`--shard i/N`), each on the items
             /// whose id hash falls in its shard.
-            pub const fn shardable(self) -> bool {
+            pub(crate) const fn shardable(self) -> bool {
                 match self {
                     $(StageName::$variant => $shardable,)*
                 }
@@ -56,14 +56,14 @@ macro_rules! stage_names {
 
             /// Whether the stage asks models (an LLM stage: `llm.min_kept_share` applies, the
             /// preflight asks its endpoint).
-            pub const fn asks_models(self) -> bool {
+            pub(crate) const fn asks_models(self) -> bool {
                 match self {
                     $(StageName::$variant => $asks,)*
                 }
             }
 
             /// The help of its subcommand (`coreb <stage> --help`).
-            pub const fn about(self) -> &'static str {
+            pub(crate) const fn about(self) -> &'static str {
                 match self {
                     $(StageName::$variant => $about,)*
                 }

@@ -12,22 +12,22 @@ use std::collections::BTreeMap;
 
 use coreb_llm::run::WrittenBy;
 
-pub use crate::release::facts::{StageFacts, TimeLimits};
+pub(crate) use crate::release::facts::{StageFacts, TimeLimits};
 
 /// Items in, items out and items rejected by a stage (0 where it keeps no such count).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Items in.
-    pub rows_in: u64,
+    pub(crate) rows_in: u64,
     /// Items out.
-    pub rows_out: u64,
+    pub(crate) rows_out: u64,
     /// Items rejected.
-    pub rejected: u64,
+    pub(crate) rejected: u64,
 }
 
 /// Why a stage kept fewer items, for the message that stops a build after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reasons {
+pub(crate) enum Reasons {
     /// Rejections counted by reason (the LLM stages: `rejections_by_reason`).
     ByReason(BTreeMap<String, u64>),
     /// The stage's other counts, by name in the order of its record (out of window, language …).
@@ -35,7 +35,7 @@ pub enum Reasons {
 }
 
 /// A stage's typed summary, as the engine, the printer and the release read it.
-pub trait Summary: Any + Send + Sync + std::fmt::Debug {
+pub(crate) trait Summary: Any + Send + Sync + std::fmt::Debug {
     /// Items in, out and rejected.
     fn counts(&self) -> Counts;
 

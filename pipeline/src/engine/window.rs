@@ -12,15 +12,15 @@ use coreb_stages::ingest::{WindowScan, scan_window};
 
 /// The words every refusal of an empty window starts with, which `scripts/monthly.sh` looks
 /// for to tell "nothing new this month" from a failure.
-pub const NOTHING_NEW: &str = "no new problems";
+const NOTHING_NEW: &str = "no new problems";
 
 /// No source has a problem in the window.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NothingNew {
+pub(crate) struct NothingNew {
     /// The window asked for.
-    pub window: DateWindow,
+    pub(crate) window: DateWindow,
     /// Each source's name and what it holds.
-    pub sources: Vec<(String, WindowScan)>,
+    pub(crate) sources: Vec<(String, WindowScan)>,
 }
 
 impl std::fmt::Display for NothingNew {
@@ -65,7 +65,7 @@ impl std::fmt::Display for NothingNew {
 impl std::error::Error for NothingNew {}
 
 /// Scan each `(name, file)` for the window.
-pub fn scan_files(
+fn scan_files(
     window: &DateWindow,
     files: &[(String, PathBuf)],
     max_line_bytes: u64,
@@ -81,7 +81,10 @@ fn scan_file(window: &DateWindow, path: &Path, max_line_bytes: u64) -> anyhow::R
 }
 
 /// Refuse a window none of the scanned sources has a problem in.
-pub fn check(window: &DateWindow, sources: Vec<(String, WindowScan)>) -> Result<(), NothingNew> {
+pub(crate) fn check(
+    window: &DateWindow,
+    sources: Vec<(String, WindowScan)>,
+) -> Result<(), NothingNew> {
     if sources.iter().any(|(_, s)| s.in_window > 0) {
         return Ok(());
     }
@@ -89,7 +92,7 @@ pub fn check(window: &DateWindow, sources: Vec<(String, WindowScan)>) -> Result<
 }
 
 /// Scan the files and refuse an empty window.
-pub fn check_files(
+pub(crate) fn check_files(
     window: &DateWindow,
     files: &[(String, PathBuf)],
     max_line_bytes: u64,

@@ -41,15 +41,15 @@ const DIRECTORIES: &[&str] = &["releases", "build"];
 
 /// What `coreb init` wrote.
 #[derive(Debug, Clone)]
-pub struct Workspace {
+pub(crate) struct Workspace {
     /// The workspace, absolute.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Files written, relative to it, sorted.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
 }
 
 /// Every file of a new workspace: (path, bytes, executable), sorted by path.
-pub fn workspace_files() -> Vec<(&'static str, &'static [u8], bool)> {
+fn workspace_files() -> Vec<(&'static str, &'static [u8], bool)> {
     let mut files: Vec<_> = WORKSPACE_FILES
         .iter()
         .map(|(p, b)| (*p, *b, EXECUTABLE.contains(p)))
@@ -61,7 +61,7 @@ pub fn workspace_files() -> Vec<(&'static str, &'static [u8], bool)> {
 
 /// Write a new workspace into `dir`, which must be missing or empty (a non-empty one is
 /// refused as a [`Usage`] error: nothing in it is overwritten).
-pub fn init(dir: &Path) -> anyhow::Result<Workspace> {
+pub(crate) fn init(dir: &Path) -> anyhow::Result<Workspace> {
     let dir = std::path::absolute(dir).with_context(|| format!("`{}`", dir.display()))?;
     if dir.exists() {
         if !dir.is_dir() {

@@ -14,7 +14,7 @@ use anyhow::bail;
 /// its release's MANIFEST, below the export's `.coreb-export`): it holds the release's data
 /// in another layout, not the files the MANIFEST lists, and the export is checked against the
 /// release when it is written.
-pub fn refuse_damaged(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn refuse_damaged(dir: &Path) -> anyhow::Result<()> {
     let Some((release, _, _)) = coreb_eval::leaderboard::store::find_release(dir)? else {
         return Ok(());
     };

@@ -5,7 +5,7 @@
 //! build's `generate` stage and the judge ([`model_audit`]). Exporting and verifying a
 //! release are the release's ([`crate::release`]).
 
-pub mod init;
-pub mod intact;
-pub mod model_audit;
-pub mod month;
+pub(crate) mod init;
+pub(crate) mod intact;
+pub(crate) mod model_audit;
+pub(crate) mod month;

@@ -33,7 +33,7 @@ use crate::printer::Printer;
 /// Audit `release` with the model `options` names (asked on `runtime`): the options are
 /// checked first, then the build `open_build` finds gives the rewritten problems, the prompts
 /// and the judge's settings.
-pub fn model_audit<B: ReleaseBuild>(
+pub(crate) fn model_audit<B: ReleaseBuild>(
     release: &Path,
     options: ModelOptions,
     open_build: impl FnOnce() -> anyhow::Result<B>,

@@ -19,19 +19,19 @@ use coreb_data::releases::ReleaseManifest;
 use coreb_data::problem::days_in_month as days_in;
 
 /// Parse `YYYY-MM`.
-pub fn parse_month(s: &str) -> Option<(u32, u32)> {
+fn parse_month(s: &str) -> Option<(u32, u32)> {
     let (y, m) = s.split_once('-')?;
     let (y, m): (u32, u32) = (y.parse().ok()?, m.parse().ok()?);
     (y >= 1970 && (1..=12).contains(&m) && s.len() == 7).then_some((y, m))
 }
 
 /// The last day of a month, `YYYY-MM-DD`.
-pub fn month_end(y: u32, m: u32) -> String {
+fn month_end(y: u32, m: u32) -> String {
     format!("{y:04}-{m:02}-{:02}", days_in(y, m))
 }
 
 /// The day after `YYYY-MM-DD`.
-pub fn next_day(day: &str) -> Option<String> {
+fn next_day(day: &str) -> Option<String> {
     let y: u32 = day.get(0..4)?.parse().ok()?;
     let m: u32 = day.get(5..7)?.parse().ok()?;
     let d: u32 = day.get(8..10)?.parse().ok()?;
@@ -97,23 +97,23 @@ fn rebase_url(url: &str, from_dir: &Path, to_dir: &Path) -> String {
 
 /// What `coreb plan` is asked for.
 #[derive(Debug, Clone)]
-pub struct MonthRequest {
+pub(crate) struct MonthRequest {
     /// The month to release, `YYYY-MM`.
-    pub month: String,
+    pub(crate) month: String,
     /// Where published releases are.
-    pub releases_dir: PathBuf,
+    pub(crate) releases_dir: PathBuf,
     /// The base manifest (default: the latest release's own build manifest).
-    pub from: Option<PathBuf>,
+    pub(crate) from: Option<PathBuf>,
     /// Where to write the manifest (default: `manifests/<version>.toml`).
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Sources to add or replace, `NAME=URL`.
-    pub sources: Vec<String>,
+    pub(crate) sources: Vec<String>,
     /// Do not fetch the sources to pin their sha256.
-    pub no_pin: bool,
+    pub(crate) no_pin: bool,
     /// Overwrite an existing `out`.
-    pub force: bool,
+    pub(crate) force: bool,
     /// Write a window overlapping a published release's.
-    pub allow_overlap: bool,
+    pub(crate) allow_overlap: bool,
 }
 
 /// The published releases under `dir` (any with a MANIFEST) whose contest-date window meets
@@ -141,7 +141,7 @@ fn overlapping(dir: &Path, start: &str, end: &str) -> anyhow::Result<Vec<String>
 
 /// Write the manifest of a month's release: window after the latest release, everything
 /// else from the base manifest, every source fetched once and pinned by its sha256.
-pub fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()> {
+pub(crate) fn plan_month(request: MonthRequest, printer: Printer) -> anyhow::Result<()> {
     let MonthRequest { month, releases_dir, from, out, sources, no_pin, force, allow_overlap } =
         request;
     let Some((y, m)) = parse_month(&month) else {
@@ -333,7 +333,7 @@ fn pin_sources(
 /// solution's judging stops at its first failing test; `reuse` of the four languages that
 /// have a faster start or compile; `idle_slots = 8`). A month that wants every test's verdict
 /// sets `mode = "every_test"` in the manifest `coreb plan` wrote.
-pub fn fast_by_default(execute: &mut coreb_judge::ExecuteConfig) {
+fn fast_by_default(execute: &mut coreb_judge::ExecuteConfig) {
     use coreb_data::solution::Language;
     if execute.reuse.is_empty() {
         execute.reuse =

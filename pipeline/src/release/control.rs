@@ -17,15 +17,15 @@ use crate::manifest::RunPlan;
 
 /// The release a control build controls: its directory, and what the control's MANIFEST
 /// records of it.
-pub struct Controlled {
+pub(crate) struct Controlled {
     /// Its published directory.
-    pub dir: std::path::PathBuf,
+    pub(crate) dir: std::path::PathBuf,
     /// Its version and MANIFEST sha256.
-    pub of: ControlOf,
+    pub(crate) of: ControlOf,
 }
 
 /// Read the release that `[control] of` names, and check that this build can be its control.
-pub fn controlled(plan: &RunPlan) -> anyhow::Result<Option<Controlled>> {
+pub(crate) fn controlled(plan: &RunPlan) -> anyhow::Result<Option<Controlled>> {
     let Some(dir) = &plan.control else {
         return Ok(None);
     };
@@ -110,7 +110,10 @@ fn release_queries(release: &Path) -> anyhow::Result<BTreeMap<Task, BTreeMap<Str
 /// The control (about to be published in `control`) against the release it controls: its
 /// queries map one to one onto the release's queries of the same problems. Returns the
 /// number of queries paired and of the release's problems the control holds.
-pub fn check_queries(control: &Path, controlled: &Controlled) -> anyhow::Result<(usize, usize)> {
+pub(crate) fn check_queries(
+    control: &Path,
+    controlled: &Controlled,
+) -> anyhow::Result<(usize, usize)> {
     let ours = release_queries(control)?;
     let theirs = release_queries(&controlled.dir)?;
     let problems: BTreeSet<&str> =
@@ -158,7 +161,7 @@ pub fn check_queries(control: &Path, controlled: &Controlled) -> anyhow::Result<
 
 /// The section a control's card ends with: what it is the control of, and that its problems
 /// were not rewritten.
-pub fn card_section(of: &ControlOf) -> String {
+pub(crate) fn card_section(of: &ControlOf) -> String {
     format!(
         "\n## Control release\n\nThis release is the **control** of release `{}` (MANIFEST sha256 `{}`): the same month built \
          without the counterfactual rewrite. Its problems are the originals, statements and tests as the contest sites published \

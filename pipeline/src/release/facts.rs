@@ -14,55 +14,55 @@ use serde::{Deserialize, Serialize};
 /// schemas and models of the stages it copies, the toolchains, time limits and re-check counts
 /// of `execute`, the composition and roles of `qrels`. Part of the release's key.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct StageFacts {
+pub(crate) struct StageFacts {
     /// The stage's configuration (`[stages.<stage>]`), as its record holds it: its type is the
     /// stage's own, so it is kept as its JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parameters: Option<serde_json::Value>,
+    pub(crate) parameters: Option<serde_json::Value>,
     /// `qrels`: the composition of the series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub composition: Option<Composition>,
+    pub(crate) composition: Option<Composition>,
     /// `qrels`: the two model roles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub roles: Option<Roles>,
+    pub(crate) roles: Option<Roles>,
     /// The sha256 of each prompt, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompts: Option<BTreeMap<String, String>>,
+    pub(crate) prompts: Option<BTreeMap<String, String>>,
     /// The sha256 of each JSON answer's schema, by LLM stage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schemas: Option<BTreeMap<String, String>>,
+    pub(crate) schemas: Option<BTreeMap<String, String>>,
     /// How JSON answers were asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_output: Option<StructuredOutput>,
+    pub(crate) structured_output: Option<StructuredOutput>,
     /// The models asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub models: Option<Vec<String>>,
+    pub(crate) models: Option<Vec<String>>,
     /// `execute`: each language's programs and their versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub toolchains: Option<ToolchainVersions>,
+    pub(crate) toolchains: Option<ToolchainVersions>,
     /// `execute`: each language's time limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_limits: Option<BTreeMap<String, TimeLimits>>,
+    pub(crate) time_limits: Option<BTreeMap<String, TimeLimits>>,
     /// `execute`: the re-check of the tests `rewrite` changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub test_check: Option<RecheckStats>,
+    pub(crate) test_check: Option<RecheckStats>,
     /// `filter`: the lists of errata applied, each with its sha256.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub errata: Option<Vec<coreb_stages::errata::ErrataPin>>,
+    pub(crate) errata: Option<Vec<coreb_stages::errata::ErrataPin>>,
     /// `qrels`: the problems left out because their verdicts show answers that can differ
     /// ([`coreb_stages::ambiguity`]); absent when none was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ambiguous_answers: Option<Vec<coreb_stages::ambiguity::Ambiguity>>,
+    pub(crate) ambiguous_answers: Option<Vec<coreb_stages::ambiguity::Ambiguity>>,
 }
 
 /// One language's time limits for test runs: the multiplier of its toolchain and the limits
 /// it gives.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct TimeLimits {
+pub(crate) struct TimeLimits {
     /// The factor on the global test-run limits.
-    pub time_multiplier: f64,
+    pub(crate) time_multiplier: f64,
     /// CPU time per test, ms.
-    pub cpu_time_ms: u64,
+    pub(crate) cpu_time_ms: u64,
     /// Wall time per test, ms.
-    pub wall_time_ms: u64,
+    pub(crate) wall_time_ms: u64,
 }

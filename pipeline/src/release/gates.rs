@@ -16,7 +16,9 @@ use coreb_trec::Qrels;
 use crate::manifest::RunPlan;
 
 /// Problem ids of every release before this one (from their `problems.parquet`).
-pub fn earlier_problem_ids(plan: &RunPlan) -> anyhow::Result<Vec<(String, BTreeSet<ProblemId>)>> {
+pub(crate) fn earlier_problem_ids(
+    plan: &RunPlan,
+) -> anyhow::Result<Vec<(String, BTreeSet<ProblemId>)>> {
     let mut out = Vec::new();
     for release in super::layout::earlier_releases(plan)? {
         let ids = ProblemReader::open(&release.path)?
@@ -30,7 +32,7 @@ pub fn earlier_problem_ids(plan: &RunPlan) -> anyhow::Result<Vec<(String, BTreeS
 /// `[purpose]`: for a test release, the gate that it shares no problem with any training
 /// release it names (refused naming every shared problem; a named release that is itself a
 /// test release is refused too); what the MANIFEST records under `purpose`.
-pub fn purpose_gate(
+pub(crate) fn purpose_gate(
     version: &str,
     purpose: &crate::manifest::PurposeFile,
     ids: &BTreeSet<ProblemId>,
@@ -73,7 +75,7 @@ pub fn purpose_gate(
 /// `coreb check` on the release files. On a failure the temporary directory is removed and
 /// the error lists every failed gate; else returns BM25's nDCG@10 per task (4 decimals) and
 /// the number of checks passed.
-pub fn gate(
+pub(crate) fn gate(
     plan: &RunPlan,
     tmp: &Path,
     out: &QrelsOutput,

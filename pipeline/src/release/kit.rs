@@ -12,10 +12,10 @@ use crate::artifacts::TOOL_VERSION;
 use crate::manifest::{RunPlan, check_release_sandbox};
 
 /// The folder of a release that holds its regeneration kit.
-pub const KIT_DIR: &str = "regeneration";
+pub(crate) const KIT_DIR: &str = "regeneration";
 
 /// The kit's files (under [`KIT_DIR`]): the answers, the build manifest, the versions.
-pub const KIT_ANSWERS: &str = "answers.jsonl.gz";
+pub(crate) const KIT_ANSWERS: &str = "answers.jsonl.gz";
 /// The kit's `versions.json`.
 #[derive(Serialize)]
 struct KitVersions<'a> {
@@ -26,9 +26,9 @@ struct KitVersions<'a> {
 }
 
 /// The build manifest with its paths relative to the kit.
-pub const KIT_MANIFEST: &str = "build.toml";
+pub(crate) const KIT_MANIFEST: &str = "build.toml";
 /// coreb's version and the toolchains' versions.
-pub const KIT_VERSIONS: &str = "versions.json";
+const KIT_VERSIONS: &str = "versions.json";
 
 /// The release's regeneration kit, under `regeneration/`: what a stranger needs besides the
 /// public sources (which the MANIFEST names by sha256) to rebuild it — exactly the LLM answers
@@ -38,7 +38,7 @@ pub const KIT_VERSIONS: &str = "versions.json";
 /// coreb and of the toolchains (`versions.json`). Every byte depends on the build's inputs
 /// alone, so a rebuild writes the same kit. `answer_keys` are the LLM stages' lists of the
 /// answers they used (one response-store key a line).
-pub fn write_kit(
+pub(crate) fn write_kit(
     plan: &RunPlan,
     tmp: &Path,
     answer_keys: &[PathBuf],
@@ -92,7 +92,7 @@ pub fn write_kit(
 /// from `answers.jsonl.gz` with `coreb store import`), the prompts `prompts/`, artifacts in
 /// `build/`, the release in `releases/`; a local source is looked for in `sources/` (a source
 /// with a URL keeps it).
-pub fn kit_manifest(text: &str) -> anyhow::Result<String> {
+fn kit_manifest(text: &str) -> anyhow::Result<String> {
     let mut table: toml::Table = text.parse().context("the build manifest")?;
     for (key, value) in [
         ("output_dir", "build"),
@@ -125,7 +125,7 @@ pub fn kit_manifest(text: &str) -> anyhow::Result<String> {
 /// The kit's `build.toml`, checked: parsed (a damaged file is an error with its line), its
 /// four directories the kit's own (`build`, `releases`, `store`, `prompts`), its local
 /// sources in `sources/`, no sandbox settings unless trusted.
-pub fn check_kit_manifest(path: &Path, trusted: bool) -> anyhow::Result<()> {
+pub(crate) fn check_kit_manifest(path: &Path, trusted: bool) -> anyhow::Result<()> {
     let bytes = fs_err::read(path)?;
     let text = String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
@@ -186,22 +186,27 @@ pub fn check_kit_manifest(path: &Path, trusted: bool) -> anyhow::Result<()> {
 /// more than [`ANSWERS_MAX_LINES`] lines, or more than [`ANSWERS_MAX_RATIO`] times the
 /// compressed size (at least 64 MiB, at most [`ANSWERS_MAX_BYTES`]) is refused at its first
 /// byte past, before it fills the disk or the memory.
-pub fn import_answers(gz: &Path, shown: &Path, work: &Path, store: &Path) -> anyhow::Result<u64> {
+pub(crate) fn import_answers(
+    gz: &Path,
+    shown: &Path,
+    work: &Path,
+    store: &Path,
+) -> anyhow::Result<u64> {
     let bounds = answers_bounds(fs_err::metadata(gz)?.len());
     import_answers_capped(gz, shown, work, store, &bounds)
 }
 
 /// How many times its compressed size a kit's answers may decompress to.
-pub const ANSWERS_MAX_RATIO: u64 = 200;
+const ANSWERS_MAX_RATIO: u64 = 200;
 /// The most a kit's answers may decompress to, whatever their compressed size.
-pub const ANSWERS_MAX_BYTES: u64 = 4 << 30;
+const ANSWERS_MAX_BYTES: u64 = 4 << 30;
 /// The longest line (one stored answer, its request with it) of a kit's answers.
-pub const ANSWERS_MAX_LINE: usize = 32 << 20;
+const ANSWERS_MAX_LINE: usize = 32 << 20;
 /// The most lines (answers) of a kit's answers.
-pub const ANSWERS_MAX_LINES: u64 = 10_000_000;
+const ANSWERS_MAX_LINES: u64 = 10_000_000;
 
 /// The bounds of the answers of a kit whose `answers.jsonl.gz` has `compressed` bytes.
-pub fn answers_bounds(compressed: u64) -> coreb_base::jsonl::LineBounds {
+fn answers_bounds(compressed: u64) -> coreb_base::jsonl::LineBounds {
     coreb_base::jsonl::LineBounds {
         total_bytes: compressed
             .saturating_mul(ANSWERS_MAX_RATIO)

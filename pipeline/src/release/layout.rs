@@ -19,7 +19,7 @@ use coreb_base::hashing::sha256_file;
 use crate::manifest::RunPlan;
 
 /// `to` relative to the directory `from` (both absolute and normalised).
-pub fn relative_path(from: &Path, to: &Path) -> String {
+pub(crate) fn relative_path(from: &Path, to: &Path) -> String {
     let a: Vec<_> = from.components().collect();
     let b: Vec<_> = to.components().collect();
     let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
@@ -35,7 +35,7 @@ pub fn relative_path(from: &Path, to: &Path) -> String {
 
 /// The eight Parquet configs and, per task, the BEIR/MTEB folder (corpus, queries, qrels,
 /// card), into the release's temporary directory.
-pub fn write_tables(tmp: &Path, version: &str, out: &QrelsOutput) -> anyhow::Result<()> {
+pub(crate) fn write_tables(tmp: &Path, version: &str, out: &QrelsOutput) -> anyhow::Result<()> {
     write_code_corpus(&tmp.join("code_corpus.parquet"), &out.code_corpus)?;
     write_text_corpus(&tmp.join("text_corpus.parquet"), &out.text_corpus)?;
     for task in Task::ALL {
@@ -56,7 +56,7 @@ pub fn write_tables(tmp: &Path, version: &str, out: &QrelsOutput) -> anyhow::Res
 
 /// The source problems of the release (`problems.parquet`, for later releases' disjointness
 /// checks), taken from the filtered problems; returns their platforms.
-pub fn write_source_problems(
+pub(crate) fn write_source_problems(
     filtered: &Path,
     tmp: &Path,
     ids: &BTreeSet<ProblemId>,
@@ -93,7 +93,7 @@ mod tests {
 
 /// An earlier release's problems table (what `dedup` and the release's gates read of it).
 #[derive(Debug, serde::Serialize)]
-pub struct EarlierRelease {
+pub(crate) struct EarlierRelease {
     pub(crate) version: String,
     sha256: String,
     #[serde(skip)]
@@ -101,7 +101,7 @@ pub struct EarlierRelease {
 }
 
 /// Earlier releases under `releases_dir`: `vYYYYMM` directories before this version.
-pub fn earlier_releases(plan: &RunPlan) -> anyhow::Result<Vec<EarlierRelease>> {
+pub(crate) fn earlier_releases(plan: &RunPlan) -> anyhow::Result<Vec<EarlierRelease>> {
     let dir = &plan.releases_dir;
     if !dir.exists() {
         return Ok(Vec::new());

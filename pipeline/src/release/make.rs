@@ -33,45 +33,45 @@ use crate::manifest::RunPlan;
 use crate::printer::Printer;
 
 /// What the release's key was made of that making it needs again.
-pub struct Keyed {
+pub(crate) struct Keyed {
     /// The build manifest's path relative to where the release belongs.
-    pub manifest_rel: String,
+    pub(crate) manifest_rel: String,
     /// What the MANIFEST records of each stage, by stage name.
-    pub stages: BTreeMap<String, StageFacts>,
+    pub(crate) stages: BTreeMap<String, StageFacts>,
     /// Every model named.
-    pub models: BTreeSet<String>,
+    pub(crate) models: BTreeSet<String>,
     /// The release this one is the control of (`[control]`).
-    pub controlled: Option<Controlled>,
+    pub(crate) controlled: Option<Controlled>,
     /// The human review recorded beside the releases.
-    pub review: Option<RecordedReview>,
+    pub(crate) review: Option<RecordedReview>,
 }
 
 /// What the build made that the release publishes.
-pub struct Built<'a> {
+pub(crate) struct Built<'a> {
     /// The composition: corpora, queries and judgements of every task.
-    pub qrels: QrelsOutput,
+    pub(crate) qrels: QrelsOutput,
     /// The filtered problems table (the source problems are taken from it).
-    pub filtered: PathBuf,
+    pub(crate) filtered: PathBuf,
     /// The `answer_keys` files of the LLM stages: the answers the kit carries.
-    pub answer_keys: Vec<PathBuf>,
+    pub(crate) answer_keys: Vec<PathBuf>,
     /// Who wrote the LLM answers, summed over the LLM stages.
-    pub written_by: WrittenBy,
+    pub(crate) written_by: WrittenBy,
     /// The judge's toolchains and their versions.
-    pub toolchains: &'a ToolchainVersions,
+    pub(crate) toolchains: &'a ToolchainVersions,
     /// The sources' pins.
-    pub sources: &'a [SourcePin],
+    pub(crate) sources: &'a [SourcePin],
     /// The problems `qrels` left out for answers that can differ (the card lists them).
-    pub ambiguous: Vec<coreb_stages::ambiguity::Ambiguity>,
+    pub(crate) ambiguous: Vec<coreb_stages::ambiguity::Ambiguity>,
 }
 
 /// What was published.
-pub struct Made {
+pub(crate) struct Made {
     /// The MANIFEST's text.
-    pub manifest: String,
+    pub(crate) manifest: String,
     /// How many problems the release holds.
-    pub problems: usize,
+    pub(crate) problems: usize,
     /// BM25's nDCG@10 per task (4 decimals).
-    pub bm25_ndcg10: BTreeMap<String, f64>,
+    pub(crate) bm25_ndcg10: BTreeMap<String, f64>,
 }
 
 /// The MANIFEST's `counts`.
@@ -87,7 +87,7 @@ struct ReleaseCounts<'a> {
 /// Make release `plan.version` from what the build made and publish it at `plan.publish_dir`
 /// (unless the same release is there already; another one is replaced only with
 /// `plan.replace`).
-pub fn make(
+pub(crate) fn make(
     plan: &RunPlan,
     keyed: Keyed,
     built: &Built<'_>,

@@ -9,7 +9,7 @@ use coreb_data::releases::ReleaseManifest;
 
 /// Why a release that is already published with other content is not replaced: the
 /// files that would change, and what to do.
-pub fn release_exists(version: &str, dir: &Path, changes: &[String]) -> anyhow::Error {
+pub(crate) fn release_exists(version: &str, dir: &Path, changes: &[String]) -> anyhow::Error {
     let list: Vec<String> = changes.iter().map(|c| format!("  {c}")).collect();
     anyhow::anyhow!(
         "release `{version}` is already published in `{}` with other content: published releases are immutable, and publishing would change {} file(s):\n{}\npublish it under another version, or pass `--replace` to replace it (the new MANIFEST records the sha256 of the MANIFEST it replaces)",
@@ -20,7 +20,7 @@ pub fn release_exists(version: &str, dir: &Path, changes: &[String]) -> anyhow::
 }
 
 /// What the publish directory holds, against the release about to be published.
-pub enum Published {
+pub(crate) enum Published {
     /// Nothing: publish.
     Absent,
     /// This release, byte for byte (its MANIFEST may also record what it replaced): its
@@ -37,7 +37,7 @@ pub enum Published {
 
 /// Compare the directory `dir` with the release whose files are `files` and whose MANIFEST
 /// is `manifest`.
-pub fn published_state(
+pub(crate) fn published_state(
     dir: &Path,
     files: &BTreeMap<String, coreb_data::releases::FileEntry>,
     manifest: &str,

@@ -12,9 +12,9 @@
 //! `doc_id`/`relevance`, `code_id`/`code`/`language`/`model`, `text_id`/`text`) reads the
 //! export unchanged.
 
-pub mod mteb;
-pub mod published;
-pub mod reranker_train;
+pub(crate) mod mteb;
+pub(crate) mod published;
+pub(crate) mod reranker_train;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -28,7 +28,7 @@ use coreb_stages::release::{CONFIGS, size_category};
 
 /// Why an export failed.
 #[derive(Debug, Error)]
-pub enum ExportError {
+pub(crate) enum ExportError {
     /// No release (a directory with a `MANIFEST.json`) under the releases directory.
     #[error(
         "no release under `{0}`: pass a release (a directory holding MANIFEST.json, such as `releases/sample/v202503`) or the directory holding releases (`releases/sample`)"
@@ -83,24 +83,22 @@ pub enum ExportError {
 
 /// One release in an export.
 #[derive(Debug, Clone)]
-pub struct ExportedRelease {
+pub(crate) struct ExportedRelease {
     /// Its version (`v202503`); its split is `release_<version>`.
-    pub version: String,
+    pub(crate) version: String,
     /// Rows per config.
-    pub rows: BTreeMap<&'static str, usize>,
+    pub(crate) rows: BTreeMap<&'static str, usize>,
     /// Its LICENSE text (empty if it has none).
-    pub license: String,
+    license: String,
     /// The Arrow schema of each config as written (the card's `dataset_info` features).
-    pub schemas: BTreeMap<&'static str, arrow_schema::Schema>,
+    pub(crate) schemas: BTreeMap<&'static str, arrow_schema::Schema>,
     /// Bytes of each config's Parquet file (the card's `num_bytes`).
-    pub bytes: BTreeMap<&'static str, u64>,
-    /// The published subtask names per task.
-    pub subtasks: BTreeMap<String, Vec<String>>,
+    pub(crate) bytes: BTreeMap<&'static str, u64>,
 }
 
 impl ExportedRelease {
     /// The split name of the release (see [`split_name`]).
-    pub fn split(&self) -> String {
+    pub(crate) fn split(&self) -> String {
         split_name(&self.version)
     }
 }
@@ -108,7 +106,7 @@ impl ExportedRelease {
 /// The series' split name of a release: `release_vYYMM` for a version `vYYYYMM`
 /// (`v202603` → `release_v2603`, as `hq-bench/coreb` names its splits), else
 /// `release_<version>`.
-pub fn split_name(version: &str) -> String {
+pub(crate) fn split_name(version: &str) -> String {
     let digits =
         version.strip_prefix('v').filter(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_digit()));
     match digits {
@@ -190,7 +188,7 @@ fn features(s: &mut String, fields: &arrow_schema::Fields, indent: &str) {
 }
 
 /// The dataset card of an export.
-pub fn card(releases: &[ExportedRelease]) -> String {
+pub(crate) fn card(releases: &[ExportedRelease]) -> String {
     let mut s = String::new();
     let largest = CONFIGS
         .iter()
@@ -286,7 +284,7 @@ pub fn card(releases: &[ExportedRelease]) -> String {
 
 /// Export every release of `releases_dir` to `out` (written beside it, then renamed into
 /// place; an empty directory or an earlier export at `out` is replaced, anything else refused).
-pub fn export_hf_coreb(
+pub(crate) fn export_hf_coreb(
     releases_dir: &Path,
     out: &Path,
 ) -> Result<Vec<ExportedRelease>, ExportError> {
@@ -318,7 +316,6 @@ pub fn export_hf_coreb(
         let mut tables: BTreeMap<&'static str, Vec<Column>> = BTreeMap::new();
         tables.insert("code_corpus", published::code_corpus(&code).map_err(shape)?);
         tables.insert("text_corpus", published::text_corpus(&text).map_err(shape)?);
-        let mut subtasks = BTreeMap::new();
         for task in ["text2code", "code2code", "code2text"] {
             let (queries, qrels) = published::task(
                 task,
@@ -329,7 +326,6 @@ pub fn export_hf_coreb(
                 &corpora,
             )
             .map_err(shape)?;
-            subtasks.insert(task.to_owned(), published::subtasks(&queries).into_iter().collect());
             let config = |suffix: &str| {
                 CONFIGS.into_iter().find(|c| *c == format!("{task}_{suffix}")).unwrap_or_default()
             };
@@ -362,14 +358,7 @@ pub fn export_hf_coreb(
                 .map_err(io(&dir.join("README.md")))?;
         }
         let license = std::fs::read_to_string(dir.join("LICENSE")).unwrap_or_default();
-        exported.push(ExportedRelease {
-            version: version.clone(),
-            rows,
-            license,
-            schemas,
-            bytes,
-            subtasks,
-        });
+        exported.push(ExportedRelease { version: version.clone(), rows, license, schemas, bytes });
     }
     let write =
         |file: &str, text: &str| std::fs::write(tmp.join(file), text).map_err(io(&tmp.join(file)));

@@ -38,16 +38,16 @@ use super::{ExportError, releases_by_version};
 
 /// The choices of an MTEB export that the published datasets do not settle.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MtebOptions {
+pub(crate) struct MtebOptions {
     /// Candidates per reranking query (the published lists: 17).
-    pub candidates: usize,
+    pub(crate) candidates: usize,
     /// Seed of the easy negatives' draw and of each list's order.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Keep a code2code query's own document rankable in `CorebC2CRetrieval` (the published
     /// dataset's shape: MTEB then scores it as `coreb eval --keep-self` does).
-    pub keep_self: bool,
+    pub(crate) keep_self: bool,
     /// Keep reranking queries that have no hard negative.
-    pub all_queries: bool,
+    pub(crate) all_queries: bool,
 }
 
 impl Default for MtebOptions {
@@ -58,29 +58,29 @@ impl Default for MtebOptions {
 
 /// What one task folder holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MtebFolder {
+pub(crate) struct MtebFolder {
     /// MTEB's task name.
-    pub task: &'static str,
+    pub(crate) task: &'static str,
     /// Documents.
-    pub docs: usize,
+    pub(crate) docs: usize,
     /// Queries.
-    pub queries: usize,
+    pub(crate) queries: usize,
     /// Positives (relevance 2).
-    pub positives: usize,
+    pub(crate) positives: usize,
     /// Candidates over every list (reranking, or code2code retrieval without its own
     /// documents).
-    pub candidates: usize,
+    pub(crate) candidates: usize,
     /// Queries of the release's task left out.
-    pub left_out: usize,
+    pub(crate) left_out: usize,
 }
 
 /// One release exported.
 #[derive(Debug, Clone)]
-pub struct MtebRelease {
+pub(crate) struct MtebRelease {
     /// Its version (`<out>/<version>/`).
-    pub version: String,
+    pub(crate) version: String,
     /// Its six task folders, in [`TASKS`] order.
-    pub folders: Vec<MtebFolder>,
+    pub(crate) folders: Vec<MtebFolder>,
 }
 
 #[derive(Deserialize)]
@@ -467,7 +467,7 @@ fn export_card(releases: &[MtebRelease], opts: &MtebOptions) -> String {
 /// Export every release of `releases_dir` (or the release it is) to `out` as MTEB's six
 /// CoREB(v1) tasks per release; `out` is written beside itself, then renamed into place (an
 /// empty directory or an earlier export is replaced, anything else refused).
-pub fn export_mteb(
+pub(crate) fn export_mteb(
     releases_dir: &Path,
     out: &Path,
     opts: &MtebOptions,

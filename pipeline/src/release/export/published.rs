@@ -34,11 +34,11 @@ use coreb_stages::queries::QueryType;
 /// Why a release's table cannot be exported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{config}`: {reason}")]
-pub struct ShapeError {
+pub(crate) struct ShapeError {
     /// The config.
-    pub config: String,
+    pub(crate) config: String,
     /// What is wrong.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 fn strings<'a>(
@@ -81,7 +81,7 @@ fn some(v: &[Option<String>], i: usize) -> String {
 }
 
 /// The published CoREB name of a coreb subtask (`language`: coreb's `language_constraint`).
-pub fn published_subtask(task: &str, subtask: &str, language: &str) -> Result<String, String> {
+fn published_subtask(task: &str, subtask: &str, language: &str) -> Result<String, String> {
     Ok(match (task, subtask) {
         ("text2code", "canonical" | "full") => format!("t2c_{subtask}_retro_{language}"),
         ("text2code", "search") => format!("t2c_search_{language}"),
@@ -97,7 +97,7 @@ pub fn published_subtask(task: &str, subtask: &str, language: &str) -> Result<St
 }
 
 /// `code_corpus` with the published `meta` (`source_problem_id`, `passed`).
-pub fn code_corpus(cols: &[Column]) -> Result<Vec<Column>, ShapeError> {
+pub(crate) fn code_corpus(cols: &[Column]) -> Result<Vec<Column>, ShapeError> {
     let c = "code_corpus";
     let meta = Column::structure(
         "meta",
@@ -111,7 +111,7 @@ pub fn code_corpus(cols: &[Column]) -> Result<Vec<Column>, ShapeError> {
 
 /// `text_corpus` with the published `meta` (`source_problem_id`, `is_noise_sample` for a
 /// distractor, `original_problem_id`: the problem a distractor imitates).
-pub fn text_corpus(cols: &[Column]) -> Result<Vec<Column>, ShapeError> {
+pub(crate) fn text_corpus(cols: &[Column]) -> Result<Vec<Column>, ShapeError> {
     let c = "text_corpus";
     let (problem, kind) = (strings(c, cols, "problem_id")?, strings(c, cols, "kind")?);
     let noise: Vec<Option<bool>> =
@@ -134,7 +134,7 @@ pub fn text_corpus(cols: &[Column]) -> Result<Vec<Column>, ShapeError> {
 
 /// The code corpus and text corpus facts a query's published columns need.
 #[derive(Debug, Default)]
-pub struct Corpora {
+pub(crate) struct Corpora {
     /// code id → (language, model, code).
     code: BTreeMap<String, (String, String, String)>,
     /// (problem, kind) → (text id, text), for `full` and `canonical`.
@@ -146,7 +146,7 @@ pub struct Corpora {
 
 impl Corpora {
     /// Index the two corpus configs.
-    pub fn new(code: &[Column], text: &[Column]) -> Result<Self, ShapeError> {
+    pub(crate) fn new(code: &[Column], text: &[Column]) -> Result<Self, ShapeError> {
         let (ids, langs, models, codes) = (
             strings("code_corpus", code, "code_id")?,
             strings("code_corpus", code, "language")?,
@@ -170,7 +170,10 @@ impl Corpora {
     }
 
     /// Take each problem's summary from the text2code queries.
-    pub fn with_summaries(mut self, text2code_queries: &[Column]) -> Result<Self, ShapeError> {
+    pub(crate) fn with_summaries(
+        mut self,
+        text2code_queries: &[Column],
+    ) -> Result<Self, ShapeError> {
         let c = "text2code_queries";
         let (subtask, language, problem, query) = (
             strings(c, text2code_queries, "subtask")?,
@@ -248,11 +251,11 @@ struct Pair {
 /// What a published row records of the release itself, the same in every row: never the
 /// clock, so a re-export is byte-identical.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ReleaseFacts {
+pub(crate) struct ReleaseFacts {
     /// `created_at`: the end of the release's contest window, as an ISO 8601 instant.
-    pub created_at: String,
+    pub(crate) created_at: String,
     /// `generator_version`: the coreb that built the release (`coreb <version>`).
-    pub generator_version: String,
+    pub(crate) generator_version: String,
 }
 
 fn query_rows(config: &str, cols: &[Column]) -> Result<Vec<QueryRow>, ShapeError> {
@@ -282,7 +285,7 @@ fn query_rows(config: &str, cols: &[Column]) -> Result<Vec<QueryRow>, ShapeError
 }
 
 /// A judgement: (query id, doc id, relevance).
-pub type Judgement = (String, String, i64);
+type Judgement = (String, String, i64);
 
 fn qrel_rows(config: &str, cols: &[Column]) -> Result<Vec<Judgement>, ShapeError> {
     let (q, d, r) = (
@@ -310,7 +313,7 @@ fn sorted_unique<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
 }
 
 /// One task's queries and qrels in the published shape, and the derived code2text subtasks.
-pub fn task(
+pub(crate) fn task(
     task: &str,
     version: &str,
     facts: &ReleaseFacts,
@@ -641,17 +644,17 @@ fn qrel_columns(judgements: &[Judgement]) -> Vec<Column> {
     ]
 }
 
-/// The subtask names of a task's published queries, sorted.
-pub fn subtasks(cols: &[Column]) -> BTreeSet<String> {
-    match find(cols, "subtask") {
-        Some(Values::Str(v)) => v.iter().flatten().cloned().collect(),
-        _ => BTreeSet::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The subtask names of a task's published queries, sorted.
+    fn subtasks(cols: &[Column]) -> BTreeSet<String> {
+        match find(cols, "subtask") {
+            Some(Values::Str(v)) => v.iter().flatten().cloned().collect(),
+            _ => BTreeSet::new(),
+        }
+    }
 
     fn s(v: &[&str]) -> Vec<Option<String>> {
         v.iter().map(|x| Some((*x).to_owned())).collect()

@@ -23,40 +23,40 @@ use super::{ExportError, releases_by_version};
 
 /// One record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Record {
+pub(crate) struct Record {
     /// The task's instruction.
-    pub instruction: String,
+    pub(crate) instruction: String,
     /// The query's text.
-    pub query: String,
+    pub(crate) query: String,
     /// The document's text.
-    pub document: String,
+    pub(crate) document: String,
     /// `yes` (a positive) or `no`.
-    pub label: &'static str,
+    pub(crate) label: &'static str,
     /// `positive`, `hard_negative` or `easy_negative`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// The CoREB task.
-    pub task: &'static str,
+    pub(crate) task: &'static str,
     /// The query's id.
-    pub query_id: String,
+    pub(crate) query_id: String,
     /// The document's id.
-    pub doc_id: String,
+    pub(crate) doc_id: String,
     /// The positive this record belongs to.
-    pub positive_id: String,
+    positive_id: String,
     /// The query's problem.
-    pub problem_id: String,
+    pub(crate) problem_id: String,
 }
 
 /// What an export wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TrainCounts {
+pub(crate) struct TrainCounts {
     /// The release's version.
-    pub version: String,
+    pub(crate) version: String,
     /// Records per task.
-    pub records: BTreeMap<&'static str, usize>,
+    pub(crate) records: BTreeMap<&'static str, usize>,
     /// Positives per task.
-    pub positives: BTreeMap<&'static str, usize>,
+    pub(crate) positives: BTreeMap<&'static str, usize>,
     /// Queries left out (no hard negative) per task.
-    pub left_out: BTreeMap<&'static str, usize>,
+    pub(crate) left_out: BTreeMap<&'static str, usize>,
 }
 
 #[derive(Deserialize)]
@@ -86,7 +86,7 @@ fn read_rows(release: &Path, task: &str, file: &str) -> Result<Vec<Row>, ExportE
 }
 
 /// The role a release's MANIFEST declares (`purpose.role`), if any.
-pub fn declared_role(release: &Path) -> Result<Option<String>, ExportError> {
+fn declared_role(release: &Path) -> Result<Option<String>, ExportError> {
     let path = release.join("MANIFEST.json");
     let text = std::fs::read_to_string(&path)
         .map_err(|source| ExportError::Io { path: path.clone(), source })?;
@@ -96,7 +96,10 @@ pub fn declared_role(release: &Path) -> Result<Option<String>, ExportError> {
 }
 
 /// The records of one release (see the module's documentation).
-pub fn records(release: &Path, seed: u64) -> Result<(Vec<Record>, TrainCounts), ExportError> {
+pub(crate) fn records(
+    release: &Path,
+    seed: u64,
+) -> Result<(Vec<Record>, TrainCounts), ExportError> {
     let mut out = Vec::new();
     let mut counts = TrainCounts::default();
     for task in TASKS.iter().filter(|t| t.protocol == Protocol::Retrieval) {
@@ -179,7 +182,7 @@ pub fn records(release: &Path, seed: u64) -> Result<(Vec<Record>, TrainCounts), 
 
 /// Export the training records of the release `release` to `out` (an empty directory or an
 /// earlier export is replaced, anything else refused); a test release is refused.
-pub fn export_reranker_train(
+pub(crate) fn export_reranker_train(
     release: &Path,
     out: &Path,
     seed: u64,

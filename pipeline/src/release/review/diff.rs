@@ -8,19 +8,19 @@
 use serde::Serialize;
 
 /// Largest LCS table (tokens × tokens) computed.
-pub const MAX_CELLS: usize = 16_000_000;
+const MAX_CELLS: usize = 16_000_000;
 
 /// A run of tokens.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Segment {
+pub(crate) struct Segment {
     /// `=` in both, `-` only in the first text, `+` only in the second.
-    pub op: char,
+    pub(crate) op: char,
     /// The text.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// Split into tokens.
-pub fn tokens(s: &str) -> Vec<&str> {
+pub(crate) fn tokens(s: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let class = |c: char| {
@@ -48,7 +48,7 @@ pub fn tokens(s: &str) -> Vec<&str> {
 }
 
 /// The segments turning `a` into `b`, adjacent runs of one kind merged.
-pub fn word_diff(a: &str, b: &str) -> Vec<Segment> {
+pub(crate) fn word_diff(a: &str, b: &str) -> Vec<Segment> {
     let (ta, tb) = (tokens(a), tokens(b));
     let prefix = ta.iter().zip(&tb).take_while(|(x, y)| x == y).count();
     let suffix = ta[prefix..]

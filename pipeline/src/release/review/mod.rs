@@ -17,22 +17,22 @@
 //! carrying the reviewer, the release's MANIFEST digest and the draw. Does NOT judge anything
 //! itself, nor rebuild a missing artifact.
 
-pub mod diff;
-pub mod page;
-pub mod recorded;
-pub mod report;
-pub mod sample;
-pub mod stats;
+pub(crate) mod diff;
+pub(crate) mod page;
+pub(crate) mod recorded;
+pub(crate) mod report;
+pub(crate) mod sample;
+pub(crate) mod stats;
 
 use serde::{Deserialize, Serialize};
 
-pub use coreb_curation::audit::ReleaseBuild;
+pub(crate) use coreb_curation::audit::ReleaseBuild;
 
 /// The format tag of an answer line.
-pub const ANSWER_FORMAT: &str = "coreb-review/1";
+pub(crate) const ANSWER_FORMAT: &str = "coreb-review/1";
 
 /// The fixed questions, in page order: `(key, question)`.
-pub const QUESTIONS: [(&str, &str); 5] = [
+pub(crate) const QUESTIONS: [(&str, &str); 5] = [
     ("intent", "The rewrite keeps the original's intent and algorithm."),
     ("tests", "The tests agree with the rewritten statement."),
     ("disguise", "The rewritten statement no longer gives the original away."),
@@ -41,41 +41,41 @@ pub const QUESTIONS: [(&str, &str); 5] = [
 ];
 
 /// The answers a question takes, as categories `0..3`.
-pub const ANSWERS: [&str; 3] = ["yes", "no", "unsure"];
+pub(crate) const ANSWERS: [&str; 3] = ["yes", "no", "unsure"];
 
 /// Which sample was drawn: the seed, the size asked for and the digest of the ids drawn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Draw {
+pub(crate) struct Draw {
     /// The seed.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// `--sample N`.
-    pub sample: usize,
+    pub(crate) sample: usize,
     /// sha256 of the drawn ids, in page order, each followed by `\n`.
-    pub ids_sha256: String,
+    pub(crate) ids_sha256: String,
 }
 
 /// One answered question, a line of the file the page exports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AnswerLine {
+pub(crate) struct AnswerLine {
     /// [`ANSWER_FORMAT`].
-    pub format: String,
+    pub(crate) format: String,
     /// The release version.
-    pub release: String,
+    pub(crate) release: String,
     /// sha256 of the release's `MANIFEST.json` as reviewed.
-    pub release_sha256: String,
+    pub(crate) release_sha256: String,
     /// The draw.
-    pub draw: Draw,
+    pub(crate) draw: Draw,
     /// Who answered.
-    pub reviewer: String,
+    pub(crate) reviewer: String,
     /// The problem.
-    pub problem_id: String,
+    pub(crate) problem_id: String,
     /// The question's key (see [`QUESTIONS`]).
-    pub question: String,
+    pub(crate) question: String,
     /// `yes`, `no`, `unsure`, or `null` for a note without an answer.
-    pub answer: Option<String>,
+    pub(crate) answer: Option<String>,
     /// The reviewer's note (may be empty).
     #[serde(default)]
-    pub note: String,
+    pub(crate) note: String,
 }

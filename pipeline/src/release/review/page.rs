@@ -31,21 +31,19 @@ use super::sample::{Candidate, draw};
 use super::{ANSWER_FORMAT, ANSWERS, Draw, QUESTIONS, ReleaseBuild};
 
 /// Longest test input or output shown, in characters (the rest is counted, not shown).
-pub const MAX_TEST_CHARS: usize = 4000;
+const MAX_TEST_CHARS: usize = 4000;
 
 /// What was written.
 #[derive(Debug, Clone)]
-pub struct PageSummary {
+pub(crate) struct PageSummary {
     /// The release version.
-    pub release: String,
+    pub(crate) release: String,
     /// sha256 of its `MANIFEST.json`.
-    pub release_sha256: String,
-    /// The draw.
-    pub draw: Draw,
+    pub(crate) release_sha256: String,
     /// The drawn ids.
-    pub ids: Vec<String>,
+    pub(crate) ids: Vec<String>,
     /// The page.
-    pub path: std::path::PathBuf,
+    pub(crate) path: std::path::PathBuf,
 }
 
 #[derive(Serialize)]
@@ -85,7 +83,7 @@ struct TestView {
 }
 
 /// The draw of `release`: its problems (`problems.parquet`), `n` of them with `seed`.
-pub fn draw_of(release: &Path, n: usize, seed: u64) -> anyhow::Result<(Draw, Vec<String>)> {
+pub(crate) fn draw_of(release: &Path, n: usize, seed: u64) -> anyhow::Result<(Draw, Vec<String>)> {
     let mut candidates = Vec::new();
     for p in ProblemReader::open_without_test_bodies(&release.join("problems.parquet"))? {
         let p = p?;
@@ -101,7 +99,7 @@ pub fn draw_of(release: &Path, n: usize, seed: u64) -> anyhow::Result<(Draw, Vec
 }
 
 /// The release's version and the sha256 of its `MANIFEST.json`.
-pub fn release_digest(release: &Path) -> anyhow::Result<(String, String)> {
+pub(crate) fn release_digest(release: &Path) -> anyhow::Result<(String, String)> {
     let path = release.join("MANIFEST.json");
     let manifest = coreb_data::releases::ReleaseManifest::read(&path)?;
     Ok((
@@ -149,7 +147,7 @@ fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<
 }
 
 /// Draw `n` problems of `release` with `seed` and write the review page, `out/index.html`.
-pub fn write_page(
+pub(crate) fn write_page(
     release: &Path,
     build: &impl ReleaseBuild,
     n: usize,
@@ -243,11 +241,11 @@ pub fn write_page(
     let path = out.join("index.html");
     durable::write(&path, html.as_bytes())
         .with_context(|| format!("writing `{}`", path.display()))?;
-    Ok(PageSummary { release: version, release_sha256, draw, ids, path })
+    Ok(PageSummary { release: version, release_sha256, ids, path })
 }
 
 /// JSON safe inside a `<script>` element: `<`, `>` and `&` escaped.
-pub fn script_json<T: Serialize>(value: &T) -> serde_json::Result<String> {
+fn script_json<T: Serialize>(value: &T) -> serde_json::Result<String> {
     Ok(serde_json::to_string(value)?
         .replace('<', "\\u003c")
         .replace('>', "\\u003e")

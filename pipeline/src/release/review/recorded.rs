@@ -10,18 +10,18 @@ use serde::Deserialize;
 /// `releases_dir`: its card section and the data digest (and MANIFEST sha256) of the release
 /// it reviewed.
 #[derive(Debug, serde::Serialize)]
-pub struct RecordedReview {
+pub(crate) struct RecordedReview {
     /// `<releases_dir>/reviews/<version>/`.
     #[serde(skip)]
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// The card's "Human validation" section (`card.md`).
-    pub section: String,
+    pub(crate) section: String,
     /// `release_sha256` of `review.json`.
-    pub reviewed_sha256: String,
+    pub(crate) reviewed_sha256: String,
     /// `data_sha256` of `review.json` (absent in a review recorded before reviews named
     /// their data: then the MANIFEST's digest decides).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub data_sha256: Option<String>,
+    pub(crate) data_sha256: Option<String>,
 }
 
 /// What the release stage reads of a recorded review's `review.json`: which release it is of.
@@ -38,7 +38,7 @@ struct ReviewOf {
 /// The review recorded beside the releases (`<releases_dir>/reviews/<version>/card.md` and
 /// `review.json`), if any: the `release` stage puts its section into the card again, so that
 /// a rebuild of a reviewed release publishes the card the review re-published.
-pub fn recorded_review(
+pub(crate) fn recorded_review(
     releases_dir: &Path,
     version: &str,
     review_dir: Option<&Path>,

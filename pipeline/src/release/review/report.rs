@@ -27,104 +27,104 @@ use super::stats::{Share, cohen_kappa, fleiss_kappa, krippendorff_alpha, wilson}
 use super::{ANSWER_FORMAT, ANSWERS, AnswerLine, Draw, QUESTIONS};
 
 /// The format tag of `review.json`.
-pub const REPORT_FORMAT: &str = "coreb-review-report/1";
+const REPORT_FORMAT: &str = "coreb-review-report/1";
 
 /// One question's figures.
 #[derive(Debug, Clone, Serialize)]
-pub struct QuestionFigures {
+pub(crate) struct QuestionFigures {
     /// The key.
-    pub key: &'static str,
+    pub(crate) key: &'static str,
     /// The question.
-    pub question: &'static str,
+    pub(crate) question: &'static str,
     /// Answers given, by answer.
-    pub counts: BTreeMap<&'static str, usize>,
+    pub(crate) counts: BTreeMap<&'static str, usize>,
     /// Problems with at least one answer.
-    pub reviewed: usize,
+    pub(crate) reviewed: usize,
     /// Share of "yes" among the answers, with its 95 % Wilson interval.
-    pub yes: Option<Share>,
+    pub(crate) yes: Option<Share>,
     /// Cohen's κ (two reviewers).
-    pub cohen_kappa: Option<f64>,
+    pub(crate) cohen_kappa: Option<f64>,
     /// Problems both reviewers answered (two reviewers).
-    pub cohen_items: usize,
+    cohen_items: usize,
     /// Fleiss' κ (three or more reviewers).
-    pub fleiss_kappa: Option<f64>,
+    pub(crate) fleiss_kappa: Option<f64>,
     /// Problems every reviewer answered (three or more reviewers).
-    pub fleiss_items: usize,
+    fleiss_items: usize,
     /// Krippendorff's α, nominal, missing answers allowed.
-    pub krippendorff_alpha: Option<f64>,
+    pub(crate) krippendorff_alpha: Option<f64>,
 }
 
 /// A problem the reviewers answered differently.
 #[derive(Debug, Clone, Serialize)]
-pub struct Disagreement {
+struct Disagreement {
     /// The problem.
-    pub problem_id: String,
+    pub(crate) problem_id: String,
     /// The question.
-    pub question: &'static str,
+    pub(crate) question: &'static str,
     /// Each reviewer's answer.
-    pub answers: BTreeMap<String, String>,
+    pub(crate) answers: BTreeMap<String, String>,
 }
 
 /// A reviewer's note.
 #[derive(Debug, Clone, Serialize)]
-pub struct Note {
+pub(crate) struct Note {
     /// The problem.
-    pub problem_id: String,
+    pub(crate) problem_id: String,
     /// The question.
-    pub question: &'static str,
+    pub(crate) question: &'static str,
     /// Who wrote it.
-    pub reviewer: String,
+    pub(crate) reviewer: String,
     /// The note.
-    pub note: String,
+    pub(crate) note: String,
 }
 
 /// The review report (`review.json`).
 #[derive(Debug, Clone, Serialize)]
-pub struct ReviewReport {
+pub(crate) struct ReviewReport {
     /// [`REPORT_FORMAT`].
-    pub format: &'static str,
+    pub(crate) format: &'static str,
     /// The release version.
-    pub release: String,
+    pub(crate) release: String,
     /// sha256 of its `MANIFEST.json` as reviewed.
-    pub release_sha256: String,
+    pub(crate) release_sha256: String,
     /// The digest of its data as reviewed ([`ReleaseManifest::data_sha256`]): what a recorded
     /// review is pinned to, so that a rebuild of the same data on another machine (other
     /// toolchain versions, another MANIFEST) shows it on its card too.
-    pub data_sha256: String,
+    pub(crate) data_sha256: String,
     /// sha256 of its `MANIFEST.json` after the card was re-published (with `record`).
-    pub published_sha256: Option<String>,
+    published_sha256: Option<String>,
     /// The draw.
-    pub draw: Draw,
+    pub(crate) draw: Draw,
     /// The problems drawn.
-    pub problems: Vec<String>,
+    pub(crate) problems: Vec<String>,
     /// The reviewers, sorted.
-    pub reviewers: Vec<String>,
+    pub(crate) reviewers: Vec<String>,
     /// The answer files' names, in the order given.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     /// Per question.
-    pub questions: Vec<QuestionFigures>,
+    pub(crate) questions: Vec<QuestionFigures>,
     /// Where reviewers differ.
-    pub disagreements: Vec<Disagreement>,
+    disagreements: Vec<Disagreement>,
     /// The reviewers' notes.
-    pub notes: Vec<Note>,
+    pub(crate) notes: Vec<Note>,
     /// What the `[gates] review` gate reads.
-    pub figures: ReviewFigures,
+    pub(crate) figures: ReviewFigures,
 }
 
 /// What `report` wrote.
 #[derive(Debug, Clone)]
-pub struct Written {
+pub(crate) struct Written {
     /// The report.
-    pub report: ReviewReport,
+    pub(crate) report: ReviewReport,
     /// The directory of `review.json` and `review.md`.
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Whether the card was re-published.
-    pub recorded: bool,
+    pub(crate) recorded: bool,
 }
 
 /// The default place of the report: where the review gate looks,
 /// `<release>/../reviews/<version>/`.
-pub fn default_out(release: &Path, version: &str) -> PathBuf {
+fn default_out(release: &Path, version: &str) -> PathBuf {
     review_path(release, version).parent().map(Path::to_owned).unwrap_or_default()
 }
 
@@ -208,7 +208,7 @@ fn read_file(
 
 /// Merge `files` into the report of `release`, write `review.json` and `review.md` into `out`
 /// (default [`default_out`]); with `record`, re-publish the release card with the review.
-pub fn report(
+pub(crate) fn report(
     release: &Path,
     files: &[PathBuf],
     out: Option<&Path>,
@@ -453,7 +453,7 @@ fn intro(r: &ReviewReport) -> String {
 }
 
 /// `review.md`.
-pub fn markdown(r: &ReviewReport) -> String {
+pub(crate) fn markdown(r: &ReviewReport) -> String {
     let mut s = format!("# Human review of {}\n\n{}\n{}", r.release, intro(r), table(r));
     s.push_str(&format!("\n## Disagreements ({})\n\n", r.disagreements.len()));
     if r.disagreements.is_empty() {
@@ -480,10 +480,10 @@ pub fn markdown(r: &ReviewReport) -> String {
 
 /// The file beside `review.json` holding the card's section of a recorded review (written by
 /// `record`; read by the `release` stage of a rebuild).
-pub const CARD_SECTION: &str = "card.md";
+pub(crate) const CARD_SECTION: &str = "card.md";
 
 /// The card's section.
-pub fn card_section(r: &ReviewReport) -> String {
+pub(crate) fn card_section(r: &ReviewReport) -> String {
     format!(
         "{}\n\n{}\n{}\nReviewers disagree on {} (problem, question) pairs; the full report, with them and the reviewers' notes, is `review.json`/`review.md` of `coreb review report`.\n",
         coreb_data::releases::HUMAN_VALIDATION,

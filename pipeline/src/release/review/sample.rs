@@ -11,17 +11,17 @@ use coreb_base::seeded::SplitMix64;
 
 /// A problem as the draw sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// The problem id.
-    pub id: String,
+    pub(crate) id: String,
     /// The platform's name.
-    pub platform: String,
+    pub(crate) platform: String,
     /// The difficulty.
-    pub difficulty: String,
+    pub(crate) difficulty: String,
 }
 
 /// Draw `n` of `candidates` with `seed`; the ids, sorted.
-pub fn draw(candidates: &[Candidate], n: usize, seed: u64) -> Vec<String> {
+pub(crate) fn draw(candidates: &[Candidate], n: usize, seed: u64) -> Vec<String> {
     let mut strata: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
     for c in candidates {
         strata.entry((c.platform.as_str(), c.difficulty.as_str())).or_default().push(c.id.as_str());

@@ -7,25 +7,25 @@
 //! `None`, never NaN.
 
 /// The 97.5 % quantile of the standard normal distribution (a two-sided 95 % interval).
-pub const Z95: f64 = 1.959_963_984_540_054;
+const Z95: f64 = 1.959_963_984_540_054;
 
 /// A proportion with its Wilson score interval.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct Share {
+pub(crate) struct Share {
     /// Successes.
-    pub yes: usize,
+    pub(crate) yes: usize,
     /// Trials.
-    pub of: usize,
+    pub(crate) of: usize,
     /// `yes / of`.
-    pub share: f64,
+    pub(crate) share: f64,
     /// Lower bound of the 95 % interval.
-    pub low: f64,
+    pub(crate) low: f64,
     /// Upper bound of the 95 % interval.
-    pub high: f64,
+    pub(crate) high: f64,
 }
 
 /// `yes` of `of` with its 95 % Wilson score interval; `None` with no trial.
-pub fn wilson(yes: usize, of: usize) -> Option<Share> {
+pub(crate) fn wilson(yes: usize, of: usize) -> Option<Share> {
     if of == 0 || yes > of {
         return None;
     }
@@ -38,7 +38,7 @@ pub fn wilson(yes: usize, of: usize) -> Option<Share> {
 }
 
 /// Cohen's κ of two raters over the items both rated (`pairs`), with `k` categories.
-pub fn cohen_kappa(pairs: &[(usize, usize)], k: usize) -> Option<f64> {
+pub(crate) fn cohen_kappa(pairs: &[(usize, usize)], k: usize) -> Option<f64> {
     if pairs.is_empty() {
         return None;
     }
@@ -59,7 +59,7 @@ pub fn cohen_kappa(pairs: &[(usize, usize)], k: usize) -> Option<f64> {
 
 /// Fleiss' κ of a table `counts[item][category]` whose rows all sum to the same number of
 /// raters (at least two).
-pub fn fleiss_kappa(counts: &[Vec<usize>]) -> Option<f64> {
+pub(crate) fn fleiss_kappa(counts: &[Vec<usize>]) -> Option<f64> {
     let raters: usize = counts.first()?.iter().sum();
     if raters < 2 || counts.iter().any(|row| row.iter().sum::<usize>() != raters) {
         return None;
@@ -82,7 +82,7 @@ pub fn fleiss_kappa(counts: &[Vec<usize>]) -> Option<f64> {
 
 /// Krippendorff's α for nominal data: `units[item][rater]`, a missing answer `None`; units
 /// with fewer than two answers are not pairable and left out.
-pub fn krippendorff_alpha(units: &[Vec<Option<usize>>], k: usize) -> Option<f64> {
+pub(crate) fn krippendorff_alpha(units: &[Vec<Option<usize>>], k: usize) -> Option<f64> {
     // The coincidence matrix.
     let mut o = vec![vec![0.0; k]; k];
     for unit in units {

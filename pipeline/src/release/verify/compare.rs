@@ -9,7 +9,7 @@ use coreb_data::releases::{PROVENANCE_FIELDS, ReleaseManifest};
 
 /// Where two text files first differ, in words (for a `differs` line): the line, and in a
 /// JSON Lines file the field, in a TSV file the column (named by the header line).
-pub fn describe_text_difference(published: &Path, rebuilt: &Path) -> String {
+pub(crate) fn describe_text_difference(published: &Path, rebuilt: &Path) -> String {
     match first_line_difference(published, rebuilt) {
         Ok(Some(d)) => d,
         Ok(None) => "the same lines (the files differ in their line endings)".into(),
@@ -89,7 +89,7 @@ fn first_line_difference(published: &Path, rebuilt: &Path) -> anyhow::Result<Opt
 }
 
 /// Where two Parquet tables first differ, in words (for a `differs` line).
-pub fn describe_table_difference(published: &Path, rebuilt: &Path) -> String {
+pub(crate) fn describe_table_difference(published: &Path, rebuilt: &Path) -> String {
     match first_table_difference(published, rebuilt) {
         Ok(Some(d)) => d,
         Ok(None) => "the same rows and columns (the files differ in their encoding)".into(),
@@ -100,7 +100,10 @@ pub fn describe_table_difference(published: &Path, rebuilt: &Path) -> String {
 /// The first row and column where the Parquet table at `rebuilt` differs from the one at
 /// `published` ("row 3, column `text`: published …, rebuilt …"), or how their columns or row
 /// counts differ; `None` when they hold the same values.
-pub fn first_table_difference(published: &Path, rebuilt: &Path) -> anyhow::Result<Option<String>> {
+pub(crate) fn first_table_difference(
+    published: &Path,
+    rebuilt: &Path,
+) -> anyhow::Result<Option<String>> {
     let read = |path: &Path| -> anyhow::Result<arrow_array::RecordBatch> {
         let batches: Vec<arrow_array::RecordBatch> = coreb_data::tables::read_batches(path, 8192)?
             .collect::<Result<_, _>>()
@@ -215,7 +218,7 @@ fn cell(array: &arrow_array::ArrayRef, row: usize) -> String {
 
 /// How a rebuilt MANIFEST differs from the published one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ManifestDifference {
+pub(crate) enum ManifestDifference {
     /// Byte for byte the same.
     Same,
     /// Only in the provenance ([`PROVENANCE_FIELDS`]) and the files' entries (each file is
@@ -230,7 +233,7 @@ pub enum ManifestDifference {
 /// versions they record (the provenance; the file entries are left to the file comparison),
 /// or different in a field of the data (named: ``field `counts.qrels.anchors`: published 39,
 /// rebuilt 38``).
-pub fn manifest_difference(published: &[u8], rebuilt: &[u8]) -> ManifestDifference {
+pub(crate) fn manifest_difference(published: &[u8], rebuilt: &[u8]) -> ManifestDifference {
     use serde_json::Value;
     if published == rebuilt {
         return ManifestDifference::Same;

@@ -8,17 +8,17 @@
 //! its answers imported into a response store there, the sources found by sha256 among the
 //! files of `--sources DIR` (or downloaded from their pinned URLs), the build run offline in
 //! replay mode. A difference names the file and, for a Parquet table, the first differing row
-//! and column ([`first_table_difference`]). A release without a kit is rebuilt where it was
+//! and column (`first_table_difference`). A release without a kit is rebuilt where it was
 //! built, from its build manifest's relative paths.
 //!
 //! A downloaded release is untrusted input. The embedded build manifest is the release
 //! author's: its sandbox settings and the commands it would have the judge run are refused
-//! unless `--trust-release-sandbox` is given ([`check_release_sandbox`]), in the kit's
+//! unless `--trust-release-sandbox` is given (`manifest::check_release_sandbox`), in the kit's
 //! `build.toml` too; the kit's directories are its own (a `build.toml` pointing one elsewhere
 //! is refused); no name of the release reaches outside its folder or the temporary directory
 //! (links are never followed, `..` and absolute names are refused).
 //!
-//! What differs is sorted into two layers ([`Verified`]). The data: every table, BEIR file,
+//! What differs is sorted into two layers (`Verified`). The data: every table, BEIR file,
 //! qrels, the card, the kit (answers, build manifest, prompts), and every field of the
 //! MANIFEST but the versions; a difference there fails, named by its file and first differing
 //! row and field — a verdict that a toolchain here decides otherwise is one (the `passed` of a
@@ -28,7 +28,6 @@
 //! alone, which is reported, naming each version, and fails only under `--strict` (byte
 //! identity).
 //!
-//! [`check_release_sandbox`]: crate::manifest::check_release_sandbox
 //! [`PROVENANCE_FILES`]: coreb_data::releases::PROVENANCE_FILES
 //! [`PROVENANCE_FIELDS`]: coreb_data::releases::PROVENANCE_FIELDS
 
@@ -42,10 +41,7 @@ use anyhow::{Context, bail};
 
 use crate::printer::Printer;
 use compare::summary_versions;
-pub use compare::{
-    ManifestDifference, describe_table_difference, describe_text_difference,
-    first_table_difference, manifest_difference, toolchain_difference,
-};
+pub use compare::toolchain_difference;
 use coreb_data::releases::{FileEntry, ReleaseManifest};
 use rebuild::{rebuild_from_kit, rebuild_where_built};
 
@@ -54,14 +50,14 @@ use super::kit::{KIT_DIR, KIT_MANIFEST};
 /// A file of a release that is not as its MANIFEST says: missing, different, extra, not a
 /// plain file, or (for `coreb check`) not readable as the table it should be.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Damage {
+pub(crate) struct Damage {
     /// Its path in the release (with `/`).
-    pub file: String,
+    pub(crate) file: String,
     /// `missing`, `differs`, `extra`, `not a file` or `unreadable`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// What differs (the two sha256), what it is instead of a file, why it cannot be read.
     #[serde(skip_serializing_if = "String::is_empty")]
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 impl std::fmt::Display for Damage {
@@ -75,7 +71,7 @@ impl std::fmt::Display for Damage {
 }
 
 /// Differences between two file lists, file by file.
-pub fn damage(
+pub(crate) fn damage(
     expected: &BTreeMap<String, FileEntry>,
     actual: &BTreeMap<String, FileEntry>,
 ) -> Vec<Damage> {
@@ -98,19 +94,11 @@ pub fn damage(
     out
 }
 
-/// Differences between two file lists, one line each.
-pub fn differences(
-    expected: &BTreeMap<String, FileEntry>,
-    actual: &BTreeMap<String, FileEntry>,
-) -> Vec<String> {
-    damage(expected, actual).iter().map(ToString::to_string).collect()
-}
-
 /// What a directory holds, read without following a link: each plain file's path (with
 /// `/`) → sha256 and size, and the entries that are neither a file nor a directory (a
 /// symbolic link, a device …). A downloaded release is untrusted: nothing here leaves the
 /// directory.
-pub fn list_release(
+fn list_release(
     dir: &std::path::Path,
 ) -> anyhow::Result<(BTreeMap<String, FileEntry>, Vec<Damage>)> {
     let mut files = BTreeMap::new();
@@ -145,7 +133,9 @@ pub fn list_release(
 
 /// Every file of the release at `release` against the sha256 its MANIFEST lists, without
 /// rebuilding: the MANIFEST and each damaged, missing or extra file (none: intact).
-pub fn checksums(release: &std::path::Path) -> anyhow::Result<(ReleaseManifest, Vec<Damage>)> {
+pub(crate) fn checksums(
+    release: &std::path::Path,
+) -> anyhow::Result<(ReleaseManifest, Vec<Damage>)> {
     let manifest = ReleaseManifest::read(&release.join("MANIFEST.json"))?;
     let (mut files, odd) = list_release(release)?;
     files.remove("MANIFEST.json");
@@ -215,7 +205,7 @@ fn locate(dir: &Path) -> anyhow::Result<(PathBuf, Located)> {
 
 /// Runs a build plan through its `release` stage: the engine, which `coreb verify` gives (the
 /// release's home sits below the engine and never starts one itself).
-pub type Build<'a> = &'a dyn Fn(crate::manifest::RunPlan, Printer) -> anyhow::Result<()>;
+pub(crate) type Build<'a> = &'a dyn Fn(crate::manifest::RunPlan, Printer) -> anyhow::Result<()>;
 
 /// Check the release at `release` against its MANIFEST, rebuild it and compare every
 /// checksum; each difference is printed and returned, one line each (none: verified).
@@ -226,14 +216,14 @@ pub type Build<'a> = &'a dyn Fn(crate::manifest::RunPlan, Printer) -> anyhow::Re
 /// files of that release compared with the rebuilt release's export. A release without a
 /// kit is rebuilt where it was built, from its build manifest's paths.
 ///
-/// What differs is sorted into two layers ([`Verified`]): the data (every other file, the
+/// What differs is sorted into two layers (`Verified`): the data (every other file, the
 /// MANIFEST's other fields) and the provenance (the versions of coreb and the toolchains:
 /// [`PROVENANCE_FILES`], [`PROVENANCE_FIELDS`]). The last line printed says which; with
 /// `strict`, that a provenance difference fails byte identity.
 ///
 /// [`PROVENANCE_FILES`]: coreb_data::releases::PROVENANCE_FILES
 /// [`PROVENANCE_FIELDS`]: coreb_data::releases::PROVENANCE_FIELDS
-pub fn verify(
+pub(crate) fn verify(
     release: &Path,
     sources: Option<&Path>,
     trust_release_sandbox: bool,
@@ -266,32 +256,32 @@ pub fn verify(
 
 /// What a rebuild found, in two layers: the data and the provenance.
 #[derive(Debug, Default)]
-pub struct Verified {
+pub(crate) struct Verified {
     /// The release's version.
-    pub version: String,
+    pub(crate) version: String,
     /// What was compared (`41 files`, `kit files and exported tables`).
-    pub what: String,
+    pub(crate) what: String,
     /// Each difference in the data, one line: a published file not as its MANIFEST says, a
     /// rebuilt file that differs (with its first differing row and field), a field of the
     /// MANIFEST outside the provenance. Any fails the verification.
-    pub data: Vec<String>,
+    pub(crate) data: Vec<String>,
     /// Each provenance file that differs ([`PROVENANCE_FILES`], `MANIFEST.json` where it
     /// differs in [`PROVENANCE_FIELDS`] alone), one line: a failure under `--strict` only.
     ///
     /// [`PROVENANCE_FILES`]: coreb_data::releases::PROVENANCE_FILES
     /// [`PROVENANCE_FIELDS`]: coreb_data::releases::PROVENANCE_FIELDS
-    pub provenance: Vec<String>,
+    pub(crate) provenance: Vec<String>,
     /// Each version that differs, one line (`java `javac`: 17.0.15 in the release, 17.0.19
     /// here`).
-    pub versions: Vec<String>,
+    pub(crate) versions: Vec<String>,
     /// Whether it was rebuilt from its regeneration kit.
-    pub from_kit: bool,
+    pub(crate) from_kit: bool,
 }
 
 impl Verified {
     /// Whether the verification failed: a data difference, or with `strict` (byte identity)
     /// any difference.
-    pub fn failed(&self, strict: bool) -> bool {
+    pub(crate) fn failed(&self, strict: bool) -> bool {
         !self.data.is_empty() || (strict && !self.provenance.is_empty())
     }
 
@@ -447,7 +437,7 @@ fn exported_kit_checksums(dir: &Path, manifest: &ReleaseManifest) -> anyhow::Res
 /// `coreb verify --checksums`: [`checksums`] of a release folder, or of the kit folder of a
 /// release in `coreb export`'s output (its kit files only: the export holds no other file of
 /// the release as published). Also returns how many of the MANIFEST's files it checked.
-pub fn checksums_of(path: &Path) -> anyhow::Result<(ReleaseManifest, Vec<Damage>, usize)> {
+pub(crate) fn checksums_of(path: &Path) -> anyhow::Result<(ReleaseManifest, Vec<Damage>, usize)> {
     let (dir, located) = locate(&fs_err::canonicalize(path)?)?;
     match located {
         Located::Release => {
@@ -488,11 +478,10 @@ mod tests {
             ("b".to_owned(), entry("9")),
             ("d".to_owned(), entry("4")),
         ]);
-        assert_eq!(
-            differences(&expected, &actual),
-            ["differs   b: expected sha256 2, got 9", "missing   c", "extra     d"]
-        );
-        assert!(differences(&expected, &expected).is_empty());
+        let lines: Vec<String> =
+            damage(&expected, &actual).iter().map(ToString::to_string).collect();
+        assert_eq!(lines, ["differs   b: expected sha256 2, got 9", "missing   c", "extra     d"]);
+        assert!(damage(&expected, &expected).is_empty());
     }
 
     #[test]

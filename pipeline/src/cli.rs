@@ -340,9 +340,9 @@ struct ReplaceArg {
 /// `--shard` of the stage commands that run as shard processes.
 #[derive(Debug, Args)]
 struct ShardArg {
-    /// Run as shard process `I` of `N` (`0/4` … `3/4`; `rewrite`, `distract`, `abbreviate`,
-    /// `generate`, `execute`, `queries`): the stages before this one run as usual (one process
-    /// at a time, under a lock on the artifact store), then this stage handles the problems
+    /// Run as shard process `I` of `N` (`0/4` … `3/4`): the stages before this one run as
+    /// usual (one process at a time, under a lock on the artifact store), then this stage
+    /// handles the problems
     /// (solutions, for `execute`) whose id hash falls in shard `I`, into
     /// `<output_dir>/artifacts/parts/<stage>/`. `coreb merge <stage> <manifest>`, or any
     /// later stage or build, combines the parts once all `N` are complete.
@@ -781,7 +781,7 @@ impl MergeStage {
 #[derive(Debug, Args)]
 pub(crate) struct MergeArgs {
     /// The stage whose parts to combine: `corpus`, or a stage that runs as shard processes
-    /// (`rewrite`, `distract`, `abbreviate`, `generate`, `execute`, `queries`).
+    /// (one whose command takes `--shard`).
     #[arg(value_parser = MergeStage::parse)]
     pub(crate) stage: MergeStage,
     /// The manifest the shard processes ran.

@@ -2,8 +2,9 @@
 //! may have changed; downstream stages skip when the hashes are the same. On a first build of
 //! local files that goes on to `ingest`, the sources are hashed as `ingest` decodes them, in
 //! one pass ([`super::ingest::decode_with_hashes`]): `ingest`'s table is then written ahead of
-//! its turn and handed to it through the context ([`super::fused::FusedIngest`]). A build that goes on to `ingest` is
-//! refused here when no source has a problem in the window ([`super::window`]).
+//! its turn and handed to it through the context ([`super::fused::FusedIngest`]). A build
+//! that goes on to `ingest` is refused here when no source has a problem in the window
+//! ([`super::window`]).
 
 use anyhow::Context as _;
 use coreb_base::report::Report as _;

@@ -4,6 +4,8 @@
 //!   fsync'ed, renamed into place, the directory fsync'ed ([`durable::write`],
 //!   [`durable::AtomicFile`]).
 //! - [`hashing`]: sha256 hex digests of bytes and files.
+//! - [`bound`]: what held a run's memory ([`bound::MemoryBound`]), as the sandbox reports it
+//!   and the verdicts table records it.
 //! - [`counts`]: field-by-field `+=` for mergeable stats structs ([`add_assign_fields!`]).
 //! - [`names`]: `Display` as a value's name for the enums written as names
 //!   ([`display_as_str!`]).
@@ -25,6 +27,7 @@
 //! coreb crate uses these paths directly (`coreb_base::durable`, …).
 #![deny(missing_docs)]
 
+pub mod bound;
 pub mod counts;
 pub mod durable;
 pub mod errors;

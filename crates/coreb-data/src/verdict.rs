@@ -9,30 +9,8 @@ use crate::problem::{AnswerKind, ProblemId};
 use crate::solution::{Language, SolutionId};
 
 /// What held the memory of a solution's runs, as the verdicts table records it (the judge
-/// maps its sandbox's isolation onto it; the data layer does not depend on the sandbox).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryBound {
-    /// A cgroup v2 of its own.
-    CgroupV2,
-    /// A cgroup v1 memory (and pids) group of its own.
-    CgroupV1,
-    /// No cgroup: per-process resource limits.
-    Rlimit,
-}
-
-impl MemoryBound {
-    /// `cgroup_v2`, `cgroup_v1` or `rlimit`: the column's values.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemoryBound::CgroupV2 => "cgroup_v2",
-            MemoryBound::CgroupV1 => "cgroup_v1",
-            MemoryBound::Rlimit => "rlimit",
-        }
-    }
-}
-
-coreb_base::display_as_str!(MemoryBound);
+/// passes on its sandbox's).
+pub use coreb_base::bound::MemoryBound;
 
 /// How one test (or a solution that does not compile) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

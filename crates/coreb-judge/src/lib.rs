@@ -863,7 +863,7 @@ fn judge_in(
         pass_rate: 0.0,
         tests: Vec::new(),
         message: String::new(),
-        memory_bound: recorded_bound(sandbox.memory_bound()),
+        memory_bound: sandbox.memory_bound(),
         comparison: answer,
         stopped: None,
     };
@@ -1039,15 +1039,6 @@ fn judge_in(
         SolutionResult { passed, pass_rate, tests: results, message, stopped, ..base },
         Cost { cpu_ms, fast_start: fast.is_some(), fast_compile, gave_way, time },
     ))
-}
-
-/// The verdicts table's name for what held a run's memory.
-fn recorded_bound(bound: coreb_sandbox::MemoryBound) -> coreb_data::verdict::MemoryBound {
-    match bound {
-        coreb_sandbox::MemoryBound::CgroupV2 => coreb_data::verdict::MemoryBound::CgroupV2,
-        coreb_sandbox::MemoryBound::CgroupV1 => coreb_data::verdict::MemoryBound::CgroupV1,
-        coreb_sandbox::MemoryBound::Rlimit => coreb_data::verdict::MemoryBound::Rlimit,
-    }
 }
 
 #[cfg(test)]

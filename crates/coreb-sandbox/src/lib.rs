@@ -64,7 +64,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use thiserror::Error;
 
 pub use busy::BusySlots;
@@ -175,35 +175,7 @@ pub enum LimitHit {
 }
 
 /// What held the memory of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryBound {
-    /// A cgroup v2 of its own: every page of every process (shared memory and tmpfs files
-    /// included), swap off, processes counted.
-    CgroupV2,
-    /// A cgroup v1 memory (and pids) group of its own: the same, on hybrid hosts.
-    CgroupV1,
-    /// No cgroup: RLIMIT_DATA and RLIMIT_AS per process, times the process cap; shared
-    /// memory between processes is bounded only per process.
-    Rlimit,
-}
-
-impl MemoryBound {
-    /// `cgroup_v2`, `cgroup_v1` or `rlimit`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemoryBound::CgroupV2 => "cgroup_v2",
-            MemoryBound::CgroupV1 => "cgroup_v1",
-            MemoryBound::Rlimit => "rlimit",
-        }
-    }
-}
-
-impl std::fmt::Display for MemoryBound {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use coreb_base::bound::MemoryBound;
 
 /// The result of one run.
 #[derive(Debug, Clone)]

@@ -228,20 +228,6 @@ impl Kind {
 
 /// The members of a trec_eval measure nickname (`official`, `set`, `all_trec`).
 pub fn nickname(name: &str) -> Option<&'static [&'static str]> {
-    const OFFICIAL: &[&str] = &[
-        "runid",
-        "num_q",
-        "num_ret",
-        "num_rel",
-        "num_rel_ret",
-        "map",
-        "gm_map",
-        "Rprec",
-        "bpref",
-        "recip_rank",
-        "iprec_at_recall",
-        "P",
-    ];
     const SET: &[&str] = &[
         "runid",
         "num_q",
@@ -294,6 +280,8 @@ pub fn nickname(name: &str) -> Option<&'static [&'static str]> {
         "set_F",
         "num_nonrel_judged_ret",
     ];
+    // trec_eval's official measures are the first twelve of all_trec, in the same order.
+    const OFFICIAL: &[&str] = ALL_TREC.split_at(12).0;
     match name {
         "official" => Some(OFFICIAL),
         "set" => Some(SET),

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use coreb_data::problem::{AnswerKind, Platform, Problem, ProblemId, TestCase, TestType};
 use coreb_data::solution::{Language, Solution, SolutionId};
 use coreb_judge::reuse::{FastStart, PYTHON_MODULES, PYTHON_NAMES, RUBY_LIBRARIES, RUBY_NAMES};
-use coreb_judge::{ExecuteConfig, LimitsPatch, SolutionResult, Verdict, execute};
+use coreb_judge::{ExecuteConfig, ExecuteMode, LimitsPatch, SolutionResult, Verdict, execute};
 use coreb_sandbox::{DirAccess, Identity, Limits, Program, Sandbox, SandboxConfig};
 use coreb_stages::execute::execute_tables;
 use coreb_stages::ingest::{IngestConfig, decode_row};
@@ -65,6 +65,21 @@ fn sandbox() -> &'static Sandbox {
 
 fn verdicts(r: &SolutionResult) -> Vec<Verdict> {
     r.tests.iter().map(|t| t.verdict).collect()
+}
+
+/// Every solution of `b` has the pass/fail and the per-test verdicts of its twin in `a`.
+fn same_verdicts(a: &[SolutionResult], b: &[SolutionResult], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (a, b) in a.iter().zip(b) {
+        assert_eq!(
+            (a.passed, verdicts(a)),
+            (b.passed, verdicts(b)),
+            "{what} {}: {} / {}",
+            a.solution_id,
+            a.message,
+            b.message
+        );
+    }
 }
 
 #[test]
@@ -1111,18 +1126,19 @@ fn reuse_lists_hold_on_the_installed_interpreters() {
     }
 }
 
-/// A stdin problem with one test per input; each expects `<fast|plain> fresh <input>`.
-fn state_problem(name: &str, inputs: &[&str], mode: &str) -> Problem {
+/// A stdin problem with one public test per input (`<input>\n`), expecting `output(input)`.
+fn inputs_problem(name: &str, inputs: &[&str], output: impl Fn(&str) -> String) -> Problem {
     let mut p = hostile_problem(name, "", "");
     p.public_tests = inputs
         .iter()
-        .map(|i| TestCase {
-            input: format!("{i}\n"),
-            output: format!("{mode} fresh {i}"),
-            testtype: TestType::Stdin,
-        })
+        .map(|i| TestCase { input: format!("{i}\n"), output: output(i), testtype: TestType::Stdin })
         .collect();
     p
+}
+
+/// A stdin problem with one test per input; each expects `<fast|plain> fresh <input>`.
+fn state_problem(name: &str, inputs: &[&str], mode: &str) -> Problem {
+    inputs_problem(name, inputs, |i| format!("{mode} fresh {i}"))
 }
 
 /// Issue #34, per reused language: with the faster start, state one test writes (a file in
@@ -1276,15 +1292,8 @@ fn reuse_gives_the_plain_commands_verdicts() {
     assert_eq!(fast.stats.fast_starts, of(&[Language::Python, Language::Ruby]));
     // Every C++ and Java program built the faster way but the broken one.
     assert_eq!(fast.stats.fast_compiles, of(&[Language::Cpp, Language::Java]) - 1);
+    same_verdicts(&plain.results, &fast.results, "reuse");
     for (a, b) in plain.results.iter().zip(&fast.results) {
-        assert_eq!(
-            (a.passed, verdicts(a)),
-            (b.passed, verdicts(b)),
-            "{}: {} / {}",
-            a.solution_id,
-            a.message,
-            b.message
-        );
         if verdicts(a).contains(&Verdict::CompileError) {
             assert_eq!(a.message, b.message);
         }
@@ -1295,19 +1304,105 @@ fn reuse_gives_the_plain_commands_verdicts() {
     assert!(plain.results.iter().any(|r| r.passed) && plain.results.iter().any(|r| !r.passed));
 }
 
-/// Issue #34: the sample judged with `reuse` and `idle_slots` has the committed release's data
-/// files byte for byte, and its MANIFEST differs from the committed one only by the two
-/// switches (and by the build manifest it embeds, which is another file here); every Python
-/// and Ruby solution of the sample started the faster way, every C++ and Java one that
-/// builds was compiled the faster way.
+/// Issue #61: with `batch = ["java"]`, Java solutions' tests first run in one JVM, and every
+/// verdict is the one tests run a process each give, in both modes: the fixtures' Java
+/// solutions (stdin and functional, through the driver), a program with a static counter (each
+/// test starts it anew, so it passes), and programs that end otherwise than by returning from
+/// `main` on one input — an exception, a busy loop past the limit, output over the cap — or
+/// that call `System.exit` (a process per test, from their text). A test is either kept from
+/// the batch or run once as a process of its own.
 #[test]
-fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
+fn batch_gives_the_plain_commands_verdicts() {
+    use Verdict::{NotRun, OutputLimit as Ol, Passed as P, RuntimeError, TimeLimit, WrongAnswer};
+    let mut problems = problems();
+    let mut solutions = fixture_solutions(&problems, &[Language::Java]);
+    let functional = driver_problems();
+    solutions.extend(driver_solutions(&functional, Language::Java));
+    problems.extend(functional);
+    let inputs = ["1", "2", "boom", "3", "sleep", "4", "big", "5"];
+    let state = inputs_problem("batch_state", &inputs, |i| format!("{i} 1"));
+    let odd = tempfile::tempdir().unwrap();
+    let troubles = [
+        ("counter", ""),
+        ("boom", r#"if (s.equals("boom")) throw new IllegalStateException("boom");"#),
+        (
+            "sleep",
+            r#"if (s.equals("sleep")) { long t = System.nanoTime(); while (System.nanoTime() - t < 60_000_000_000L) {} }"#,
+        ),
+        (
+            "big",
+            r#"if (s.equals("big")) { StringBuilder b = new StringBuilder(); for (int i = 0; i < 100_000; i++) b.append("xxxxxxxxxx"); System.out.println(b); }"#,
+        ),
+        ("exits", r#"if (s.equals("5")) System.exit(0);"#),
+    ];
+    for (name, trouble) in troubles {
+        let code = format!(
+            "import java.util.*;\npublic class Main {{\n    static int calls = 0;\n    public static void main(String[] args) {{\n        String s = new Scanner(System.in).next();\n        calls++;\n        {trouble}\n        System.out.println(s + \" \" + calls);\n    }}\n}}\n"
+        );
+        let file = odd.path().join(format!("{name}.java"));
+        fs_err::write(&file, code).unwrap();
+        solutions.push(solution(&state.id, Language::Java, &file, name));
+    }
+    problems.push(state);
+    let mut config = ExecuteConfig::default();
+    config.java.limits = LimitsPatch {
+        cpu_time_ms: Some(4_000),
+        wall_time_ms: Some(8_000),
+        output_bytes: Some(1 << 19),
+        ..LimitsPatch::default()
+    };
+    for mode in [ExecuteMode::EveryTest, ExecuteMode::Labels] {
+        config.mode = mode;
+        config.batch.clear();
+        let plain = execute(&config, &problems, &solutions, sandbox(), 2).unwrap();
+        config.batch.insert(Language::Java);
+        let batch = execute(&config, &problems, &solutions, sandbox(), 2).unwrap();
+        assert_eq!(plain.stats.time.batches, 0);
+        same_verdicts(&plain.results, &batch.results, &format!("batch, {mode:?}"));
+        // Every solution that builds, but the one that exits, ran one batch.
+        let built = batch.results.iter().filter(|r| !verdicts(r).contains(&Verdict::CompileError));
+        assert_eq!(batch.stats.time.batches, built.count() - 1, "{mode:?}");
+        assert!(batch.stats.time.batched_tests > 0, "{mode:?}");
+        assert_eq!(
+            batch.stats.time.batched_tests + batch.stats.time.test_runs,
+            plain.stats.time.test_runs,
+            "{mode:?}: a test is kept from the batch or run once on its own"
+        );
+        let of = |model: &str| verdicts(batch.results.iter().find(|r| r.model == model).unwrap());
+        let labels = mode == ExecuteMode::Labels;
+        // What a failure leaves of the tests after it: run in every_test, not run in labels.
+        let after = |at: usize, failure: Verdict| {
+            let mut v = vec![P; inputs.len()];
+            v[at] = failure;
+            if labels {
+                v[at + 1..].fill(NotRun);
+            }
+            v
+        };
+        assert_eq!(of("counter"), vec![P; inputs.len()], "{mode:?}");
+        assert_eq!(of("boom"), after(2, RuntimeError), "{mode:?}");
+        assert_eq!(of("sleep"), after(4, TimeLimit), "{mode:?}");
+        assert_eq!(of("big"), after(6, Ol), "{mode:?}");
+        assert_eq!(of("exits"), after(7, WrongAnswer), "{mode:?}");
+        let boom = batch.results.iter().find(|r| r.model == "boom").unwrap();
+        assert!(boom.message.contains("IllegalStateException: boom"), "{}", boom.message);
+    }
+}
+
+/// Issues #34 and #61: the sample judged with `reuse`, `idle_slots` and `batch` has the
+/// committed release's data files byte for byte, and its MANIFEST differs from the committed
+/// one only by the three switches (and by the build manifest it embeds, which is another file
+/// here); every Python and Ruby solution of the sample started the faster way, every C++ and
+/// Java one that builds was compiled the faster way, and Java tests were kept from batches.
+#[test]
+fn the_sample_judged_with_reuse_idle_slots_and_batch_has_the_committed_data_files() {
     let dir = tempfile::tempdir().unwrap();
     let build = sample_with_the_committed_data_files(
         dir.path(),
-        "reuse = [\"python\", \"ruby\", \"cpp\", \"java\"]\nidle_slots = 3\n",
+        "reuse = [\"python\", \"ruby\", \"cpp\", \"java\"]\nidle_slots = 3\nbatch = [\"java\"]\n",
         &[
             ("reuse", serde_json::json!(["python", "cpp", "java", "ruby"])),
+            ("batch", serde_json::json!(["java"])),
             ("idle_slots", serde_json::json!(3)),
         ],
     );
@@ -1318,6 +1413,9 @@ fn the_sample_judged_with_reuse_and_idle_slots_has_the_committed_data_files() {
     assert_eq!(record["summary"]["stats"]["fast_starts"], 40, "{:#}", record["summary"]["stats"]);
     // The sample's 40 C++ and Java solutions, less the one that does not compile.
     assert_eq!(record["summary"]["stats"]["fast_compiles"], 39, "{:#}", record["summary"]["stats"]);
+    let time = &record["local"]["judging"];
+    assert!(time["batches"].as_u64().unwrap_or(0) > 0, "{time:#}");
+    assert!(time["batched_tests"].as_u64().unwrap_or(0) > 0, "{time:#}");
 }
 
 /// Issue #61: the sample judged with `mode = "labels"` has the committed release's data files
@@ -1473,16 +1571,7 @@ fn idle_slots_let_sleeping_tests_give_way_with_the_same_verdicts() {
     config.idle_slots = 4;
     let sharing = execute(&config, &problems, &solutions, sandbox(), 1).unwrap();
     assert_eq!(plain.stats.gave_way, 0);
-    for (a, b) in plain.results.iter().zip(&sharing.results) {
-        assert_eq!(
-            (a.passed, verdicts(a)),
-            (b.passed, verdicts(b)),
-            "{}: {} / {}",
-            a.solution_id,
-            a.message,
-            b.message
-        );
-    }
+    same_verdicts(&plain.results, &sharing.results, "idle_slots");
     let slept = sharing.results.iter().find(|r| r.model == "sleeper").unwrap();
     assert_eq!(verdicts(slept), vec![Verdict::TimeLimit; 4]);
     // Each of the sleeper's four tests waited, and gave way.

@@ -55,6 +55,7 @@
 //! from run to run; verdicts do not (for programs well inside their limits).
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod compare;
 pub mod driver;
 pub mod recheck;
@@ -76,6 +77,7 @@ use coreb_sandbox::{
     SandboxError,
 };
 
+pub use batch::BatchRun;
 pub use compare::{answers_match, functional_outputs_match, outputs_match};
 pub use driver::Harness;
 pub use reuse::{FastCompile, FastStart};
@@ -206,6 +208,20 @@ pub struct JudgingTime {
     /// The summed wall time of the test runs that ended at their time limit, ms: what
     /// waiting out limits cost.
     pub time_limit_wall_ms: u64,
+    /// Batch runs started ([`batch`]: one a solution at most); omitted while none were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub batches: usize,
+    /// Tests whose outcome a batch run kept and judging read (not counted in `test_runs`);
+    /// omitted while none were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub batched_tests: usize,
+    /// The batch runs' summed wall time, ms; omitted while none ran.
+    #[serde(default, skip_serializing_if = "is_zero_ms")]
+    pub batch_wall_ms: u64,
+}
+
+fn is_zero_ms(n: &u64) -> bool {
+    *n == 0
 }
 
 impl AddAssign for JudgingTime {
@@ -215,6 +231,9 @@ impl AddAssign for JudgingTime {
         self.test_runs += o.test_runs;
         self.test_wall_ms += o.test_wall_ms;
         self.time_limit_wall_ms += o.time_limit_wall_ms;
+        self.batches += o.batches;
+        self.batched_tests += o.batched_tests;
+        self.batch_wall_ms += o.batch_wall_ms;
     }
 }
 
@@ -311,6 +330,13 @@ pub struct ExecuteConfig {
     /// everywhere) and then omitted from the stage key and the MANIFEST.
     #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     pub reuse: BTreeSet<Language>,
+    /// The languages whose tests of one solution first run in one process where the program
+    /// cannot tell ([`batch`]: `["java"]`, one JVM with a class loader per test). A test the
+    /// runner does not finish well inside its limits, and every test after it, runs as a
+    /// process of its own, so every verdict other than `passed` and `wrong_answer` is a real
+    /// process's. Empty by default, and then omitted from the stage key and the MANIFEST.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub batch: BTreeSet<Language>,
     /// Test runs beyond `jobs` that may be alive at once while they wait (issue #34): at most
     /// `jobs` runs are busy, and a run that has used at most a tenth of a core over a quarter
     /// of a second (a program sleeping or blocked until its wall limit) gives its core to the
@@ -350,6 +376,7 @@ impl Default for ExecuteConfig {
             skip_private_after_public_failure: false,
             mode: ExecuteMode::EveryTest,
             reuse: BTreeSet::new(),
+            batch: BTreeSet::new(),
             idle_slots: 0,
             sandbox: SandboxConfig::default(),
             python: LanguageConfig::default(),
@@ -376,6 +403,7 @@ impl ExecuteConfig {
             &self.limits,
             &self.compile_limits,
             self.reuse.contains(&language),
+            self.batch.contains(&language),
         )
     }
 
@@ -408,6 +436,19 @@ impl ExecuteConfig {
                 if commands.first().map(String::as_str) != Some(program) {
                     return Err(ExecuteError::Config(format!(
                         "`reuse` names {language}, whose `{language}.{step}` does not start with `{program}`: drop {language} from `reuse` or use the default command"
+                    )));
+                }
+            }
+            if self.batch.contains(&language) {
+                let Some(runner) = BatchRun::of(language) else {
+                    return Err(ExecuteError::Config(format!(
+                        "`batch`: {language} has no batch runner (java has)"
+                    )));
+                };
+                if t.run.first().map(String::as_str) != Some(runner.interpreter()) {
+                    return Err(ExecuteError::Config(format!(
+                        "`batch` names {language}, whose `{language}.run` does not start with `{}`: drop {language} from `batch` or use the default command",
+                        runner.interpreter()
                     )));
                 }
             }
@@ -591,6 +632,9 @@ struct Workspace<'a> {
     cache: Option<&'a Path>,
     /// The language's faster compile and the directory holding what it prepared.
     fast_compile: Option<(FastCompile, &'a Path)>,
+    /// The language's batch runner and the directory holding its classes
+    /// ([`batch::RUNNER_DIR`]).
+    batch: Option<(BatchRun, &'a Path)>,
 }
 
 /// Judge one submission: assemble its program ([`Harness`]), compile once, run each test (in
@@ -634,6 +678,11 @@ pub fn judge_solution(
         .map(|fast| (fast, work_root.join(format!("fast-{}", solution.language))))
         .filter(|(_, d)| d.join(READY).exists());
     let fast_compile = prepared.as_ref().map(|(fast, d)| (*fast, d.as_path()));
+    let runner = toolchain
+        .batch
+        .map(|runner| (runner, work_root.join(format!("batch-{}", solution.language))))
+        .filter(|(_, d)| d.join(READY).exists());
+    let batch = runner.as_ref().map(|(runner, d)| (*runner, d.as_path()));
     let result = judge_in(
         &Workspace {
             toolchain: &toolchain,
@@ -642,6 +691,7 @@ pub fn judge_solution(
             dir: &dir,
             cache: cache.as_deref(),
             fast_compile,
+            batch,
         },
         submission,
     );
@@ -714,10 +764,12 @@ fn all_tests(tests: &[(u32, &TestCase)], verdict: Verdict) -> Vec<TestResult> {
 /// The marker of a directory whose faster compile is prepared ([`prepare_fast_compiles`]).
 const READY: &str = "ready";
 
-/// Prepare, once for this run, the faster compile of every language that has one on and at
-/// least one solution among `solutions`, under `root/fast-<language>`: its compiler, with the
-/// compile command's flags, run in the sandbox on [`FastCompile::seed`]. A preparation that
-/// fails is logged and leaves that language's compiles plain (no verdict depends on it).
+/// Prepare, once for this run, for every language with at least one solution among
+/// `solutions`: its faster compile where it has one on, under `root/fast-<language>` (its
+/// compiler, with the compile command's flags, run in the sandbox on [`FastCompile::seed`]);
+/// its batch runner where `batch` is on, under `root/batch-<language>` ([`batch`]: the
+/// compile command on [`BatchRun::source`]). A preparation that fails is logged and leaves
+/// that language's compiles plain or its tests a process each (no verdict depends on it).
 pub(crate) fn prepare_fast_compiles(
     config: &ExecuteConfig,
     sandbox: &Sandbox,
@@ -730,55 +782,84 @@ pub(crate) fn prepare_fast_compiles(
     };
     for language in Language::ALL {
         let toolchain = config.toolchain(language);
-        let Some(fast) = toolchain.fast_compile else {
-            continue;
-        };
         if !solutions.iter().any(|s| s.language == language) {
             continue;
         }
-        let dir = root.join(format!("fast-{language}"));
-        let (work, cache) = (dir.join("box"), dir.join("cache"));
-        let artifact = cache.join(fast.artifact());
-        let shared = artifact.parent().unwrap_or(&cache).to_path_buf();
-        for d in [&work, &cache, &shared] {
-            fs_err::create_dir_all(d)
-                .map_err(|e| ExecuteError::Io { path: d.clone(), source: e })?;
-        }
-        // Written by the preparation's uid, read by every compile's.
-        for d in [&cache, &shared] {
-            std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o777))
-                .map_err(io(d))?;
-        }
-        let (seed_name, seed) = fast.seed();
-        std::fs::write(work.join(seed_name), seed).map_err(io(&work.join(seed_name)))?;
-        for (name, text) in fast.companions() {
-            std::fs::write(cache.join(name), text).map_err(io(&cache.join(name)))?;
-        }
         let limits = &toolchain.compile_limits;
-        let plain: Vec<String> = toolchain
-            .compile
-            .iter()
-            .map(|a| fill(a, &format!("{BOX_DIR}/{seed_name}"), "Main", limits.memory_mb))
-            .collect();
-        let program = Program {
-            argv: fast.prepare(&plain),
-            env: toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            stdin: b"",
-            dir: &work,
-            access: DirAccess::Writable,
-            cache: Some(&cache),
+        let compile = |source: &str, class: &str| -> Vec<String> {
+            let src = format!("{BOX_DIR}/{source}");
+            toolchain.compile.iter().map(|a| fill(a, &src, class, limits.memory_mb)).collect()
         };
-        let outcome = sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox {
-            solution: SolutionId::from_raw(format!("({language} compile preparation)")),
-            step: "compile".into(),
-            source,
-        })?;
-        if outcome.success() && artifact.is_file() {
-            std::fs::write(dir.join(READY), b"").map_err(io(&dir.join(READY)))?;
-        } else {
-            tracing::warn!(%language, status = ?outcome.status, stderr = %excerpt(&outcome.stderr), "the faster compile could not be prepared; compiles stay plain");
+        let run = |argv: Vec<String>, work: &Path, cache: Option<&Path>, what: &str| {
+            let program = Program {
+                argv,
+                env: toolchain.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                stdin: b"",
+                dir: work,
+                access: DirAccess::Writable,
+                cache,
+            };
+            sandbox.run(&program, limits).map_err(|source| ExecuteError::Sandbox {
+                solution: SolutionId::from_raw(format!("({language} {what})")),
+                step: "compile".into(),
+                source,
+            })
+        };
+        let ready = |dir: &Path, made: bool, outcome: &Outcome, what: &str| {
+            if made {
+                std::fs::write(dir.join(READY), b"").map_err(io(&dir.join(READY)))
+            } else {
+                tracing::warn!(%language, status = ?outcome.status, stderr = %excerpt(&outcome.stderr), "{what}");
+                Ok(())
+            }
+        };
+        if let Some(fast) = toolchain.fast_compile {
+            let dir = root.join(format!("fast-{language}"));
+            let (work, cache) = (dir.join("box"), dir.join("cache"));
+            let artifact = cache.join(fast.artifact());
+            let shared = artifact.parent().unwrap_or(&cache).to_path_buf();
+            for d in [&work, &cache, &shared] {
+                fs_err::create_dir_all(d)
+                    .map_err(|e| ExecuteError::Io { path: d.clone(), source: e })?;
+            }
+            // Written by the preparation's uid, read by every compile's.
+            for d in [&cache, &shared] {
+                std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+                    .map_err(io(d))?;
+            }
+            let (seed_name, seed) = fast.seed();
+            std::fs::write(work.join(seed_name), seed).map_err(io(&work.join(seed_name)))?;
+            for (name, text) in fast.companions() {
+                std::fs::write(cache.join(name), text).map_err(io(&cache.join(name)))?;
+            }
+            let argv = fast.prepare(&compile(seed_name, "Main"));
+            let outcome = run(argv, &work, Some(&cache), "compile preparation")?;
+            let made = outcome.success() && artifact.is_file();
+            ready(
+                &dir,
+                made,
+                &outcome,
+                "the faster compile could not be prepared; compiles stay plain",
+            )?;
+            std::fs::remove_dir_all(&work).map_err(io(&work))?;
         }
-        std::fs::remove_dir_all(&work).map_err(io(&work))?;
+        if let Some(runner) = toolchain.batch {
+            let dir = root.join(format!("batch-{language}"));
+            let classes = dir.join(batch::RUNNER_DIR);
+            fs_err::create_dir_all(&classes)
+                .map_err(|e| ExecuteError::Io { path: classes.clone(), source: e })?;
+            let (name, text) = runner.source();
+            std::fs::write(classes.join(name), text).map_err(io(&classes.join(name)))?;
+            let outcome = run(compile(name, "CorebBatch"), &classes, None, "batch runner")?;
+            std::fs::remove_file(classes.join(name)).map_err(io(&classes.join(name)))?;
+            let made = outcome.success() && classes.join("CorebBatch.class").is_file();
+            ready(
+                &dir,
+                made,
+                &outcome,
+                "the batch runner could not be compiled; tests stay a process each",
+            )?;
+        }
     }
     Ok(())
 }
@@ -795,7 +876,7 @@ fn compile(
     env: &[(String, String)],
     time: &mut JudgingTime,
 ) -> Result<(Option<String>, u64, bool), ExecuteError> {
-    let Workspace { toolchain, sandbox, busy, dir, cache, fast_compile } = *ws;
+    let Workspace { toolchain, sandbox, busy, dir, cache, fast_compile, .. } = *ws;
     let limits = &toolchain.compile_limits;
     let plain: Vec<String> = toolchain
         .compile
@@ -943,20 +1024,57 @@ fn judge_in(
             })
             .collect()
     };
+    let mut gave_way_batch = 0;
+    // The order judging reads the tests in: labels mode's, else as given (public first).
+    let order: Vec<(u32, &TestCase)> = match stop {
+        Stop::FirstFailure(public) => {
+            label_order(tests, public).into_iter().map(|at| tests[at]).collect()
+        }
+        Stop::Never | Stop::PrivateAfterPublicFailure(_) => tests.to_vec(),
+    };
+    // With a batch runner, the outcomes of a first stretch of `order`, from one process.
+    let batch = ws.batch.filter(|(runner, _)| runner.allows(&solution.code)).and_then(
+        |(runner, classes)| {
+            let argv = runner.command(&run_argv, &main_class, limits)?;
+            Some(Batch { runner, classes, argv, env: &env, answer })
+        },
+    );
+    let pre = match batch {
+        Some(batch) => match run_batch(ws, solution, &batch, &order)? {
+            Some((pre, outcome)) => {
+                cpu_ms += outcome.cpu_ms;
+                gave_way_batch = usize::from(outcome.gave_way);
+                time.batches += 1;
+                time.batch_wall_ms += outcome.wall_ms;
+                pre
+            }
+            None => Vec::new(),
+        },
+        None => Vec::new(),
+    };
+    let batched = std::cell::Cell::new(0);
+    // The runs of `order[a..b]`: what the batch kept, then processes of their own.
+    let run_range = |a: usize, b: usize| {
+        let kept = pre.len().clamp(a, b);
+        batched.set(batched.get() + (kept - a));
+        let mut runs: Vec<_> = pre.get(a..kept).unwrap_or(&[]).iter().cloned().map(Ok).collect();
+        runs.extend(run_all(&order[kept..b]));
+        runs
+    };
     let failed = |r: &Result<(TestResult, Outcome), ExecuteError>| {
         r.as_ref().is_ok_and(|(t, _)| t.verdict != Verdict::Passed)
     };
     let (runs, not_run): (_, Vec<(u32, &TestCase)>) = match stop {
-        Stop::Never => (run_all(tests), Vec::new()),
+        Stop::Never => (run_range(0, order.len()), Vec::new()),
         // The tests below the gate (the public ones) run first, and the others only if every
         // one of those passed.
         Stop::PrivateAfterPublicFailure(gate) => {
-            let split = tests.partition_point(|(i, _)| *i < gate);
-            let mut runs = run_all(&tests[..split]);
+            let split = order.partition_point(|(i, _)| *i < gate);
+            let mut runs = run_range(0, split);
             if runs.iter().any(failed) {
-                (runs, tests[split..].to_vec())
+                (runs, order[split..].to_vec())
             } else {
-                runs.extend(run_all(&tests[split..]));
+                runs.extend(run_range(split, order.len()));
                 (runs, Vec::new())
             }
         }
@@ -964,10 +1082,9 @@ fn judge_in(
         // batches that double (2, 4, 8 …), each batch in parallel, until a batch in which a test
         // does not pass (or the judge fails). Which tests run depends on verdicts only.
         Stop::FirstFailure(public) => {
-            let order = label_order(tests, public);
             let alone = order
                 .iter()
-                .position(|&at| tests[at].0 >= public)
+                .position(|&(i, _)| i >= public)
                 .map_or(order.len(), |first_private| first_private + 1);
             let mut runs = Vec::with_capacity(order.len());
             let (mut next, mut size) = (0, 2);
@@ -979,19 +1096,19 @@ fn judge_in(
                     size / 2
                 };
                 let end = (next + take).min(order.len());
-                let batch: Vec<(u32, &TestCase)> =
-                    order[next..end].iter().map(|&at| tests[at]).collect();
+                let batch_runs = run_range(next, end);
                 next = end;
-                let batch_runs = run_all(&batch);
                 let stop_here = batch_runs.iter().any(|r| r.is_err() || failed(r));
                 runs.extend(batch_runs);
                 if stop_here {
                     break;
                 }
             }
-            (runs, order[next..].iter().map(|&at| tests[at]).collect())
+            (runs, order[next..].to_vec())
         }
     };
+    let batched = batched.get();
+    time.batched_tests += batched;
     // What ended the judging: in labels mode any failure, with the gate one that held back
     // the private tests.
     let stopped = (matches!(stop, Stop::FirstFailure(_)) || !not_run.is_empty())
@@ -1006,13 +1123,16 @@ fn judge_in(
         .flatten();
     let mut results = Vec::with_capacity(runs.len());
     let mut message = String::new();
-    let mut gave_way = 0;
-    for run in runs {
+    let mut gave_way = gave_way_batch;
+    for (n, run) in runs.into_iter().enumerate() {
         let (result, outcome) = run?;
-        cpu_ms += outcome.cpu_ms;
-        gave_way += usize::from(outcome.gave_way);
-        time.test_runs += 1;
-        time.test_wall_ms += outcome.wall_ms;
+        // The first `batched` runs are the batch's (its process counted in `run_batch`).
+        if n >= batched {
+            cpu_ms += outcome.cpu_ms;
+            gave_way += usize::from(outcome.gave_way);
+            time.test_runs += 1;
+            time.test_wall_ms += outcome.wall_ms;
+        }
         if result.verdict == Verdict::TimeLimit {
             time.time_limit_wall_ms += outcome.wall_ms;
         }
@@ -1039,6 +1159,81 @@ fn judge_in(
         SolutionResult { passed, pass_rate, tests: results, message, stopped, ..base },
         Cost { cpu_ms, fast_start: fast.is_some(), fast_compile, gave_way, time },
     ))
+}
+
+/// The results of the tests a batch run kept, and the runner's outcome.
+type Batched = (Vec<(TestResult, Outcome)>, Outcome);
+
+/// A solution's batch run: its runner, the directory of the runner's classes, the command,
+/// the environment and how outputs are compared.
+struct Batch<'a> {
+    runner: BatchRun,
+    classes: &'a Path,
+    argv: Vec<String>,
+    env: &'a [(String, String)],
+    answer: AnswerKind,
+}
+
+/// Run `order`'s tests in the batch runner ([`batch`]): the results of the tests it kept (a
+/// first stretch of `order`, each judged as a run of its own would be) and the runner's own
+/// outcome; `None` for inputs too large to frame (no batch runs).
+fn run_batch(
+    ws: &Workspace<'_>,
+    solution: &Solution,
+    batch: &Batch<'_>,
+    order: &[(u32, &TestCase)],
+) -> Result<Option<Batched>, ExecuteError> {
+    let Workspace { toolchain, sandbox, busy, dir, .. } = *ws;
+    let limits = &toolchain.limits;
+    let Some(stdin) = batch::stdin(order.iter().map(|(_, t)| t.input.as_bytes())) else {
+        return Ok(None);
+    };
+    // The runner's classes beside the solution's, in a directory no class name can reach.
+    let into = dir.join(batch::RUNNER_DIR);
+    fs_err::create_dir_all(&into)
+        .map_err(|e| ExecuteError::Io { path: into.clone(), source: e })?;
+    for entry in fs_err::read_dir(batch.classes.join(batch::RUNNER_DIR))
+        .map_err(|e| ExecuteError::Io { path: batch.classes.to_owned(), source: e })?
+    {
+        let from = entry
+            .map_err(|e| ExecuteError::Io { path: batch.classes.to_owned(), source: e })?
+            .path();
+        let to = into.join(from.file_name().unwrap_or_default());
+        fs_err::copy(&from, &to).map_err(|e| ExecuteError::Io { path: to.clone(), source: e })?;
+    }
+    let program = Program {
+        argv: batch.argv.clone(),
+        env: batch.env.to_vec(),
+        stdin: &stdin,
+        dir,
+        access: DirAccess::ReadOnly,
+        cache: None,
+    };
+    let runner = sandbox
+        .run_sharing(&program, &batch.runner.limits(limits, order.len()), busy)
+        .map_err(|source| ExecuteError::Sandbox {
+            solution: solution.id.clone(),
+            step: "batch of tests".into(),
+            source,
+        })?;
+    let results = batch::kept(&runner)
+        .into_iter()
+        .zip(order)
+        .map(|(outcome, &(index, test))| {
+            let verdict = verdict_of(&outcome, test, limits, batch.answer);
+            let result = TestResult {
+                index,
+                verdict,
+                wall_ms: outcome.wall_ms,
+                cpu_ms: outcome.cpu_ms,
+                peak_memory_kb: outcome.peak_memory_kb,
+                wrong_output: (verdict == Verdict::WrongAnswer)
+                    .then(|| wrong_output(&outcome, test, batch.answer)),
+            };
+            (result, outcome)
+        })
+        .collect();
+    Ok(Some((results, runner)))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::ExecuteError;
+use crate::batch::BatchRun;
 use crate::reuse::{FastCompile, FastStart};
 use coreb_data::solution::Language;
 
@@ -186,6 +187,10 @@ pub struct Toolchain {
     /// ([`FastCompile::of`]); absent from the stage key when off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fast_compile: Option<FastCompile>,
+    /// The batch runner of tests, where `[stages.execute] batch` names the language
+    /// ([`BatchRun::of`]); absent from the stage key when off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<BatchRun>,
 }
 
 fn argv(items: &[&str]) -> Vec<String> {
@@ -201,6 +206,7 @@ impl LanguageConfig {
         limits: &Limits,
         compile_limits: &Limits,
         reuse: bool,
+        batch: bool,
     ) -> Toolchain {
         let mut env: BTreeMap<String, String> = [
             ("PATH", "/usr/local/bin:/usr/bin:/bin"),
@@ -293,6 +299,7 @@ impl LanguageConfig {
             time_multiplier,
             fast_start: if reuse { FastStart::of(language) } else { None },
             fast_compile: if reuse { FastCompile::of(language) } else { None },
+            batch: if batch { BatchRun::of(language) } else { None },
         }
     }
 }

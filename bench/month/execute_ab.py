@@ -4,7 +4,7 @@ run one after another, R rounds, each round in another order, so that a machine 
 drifts (a build beside it) weighs on every mode alike.
 
 Usage: execute_ab.py WORK --coreb BIN [--baseline BIN] [--modes plain,reuse_idle] [--rounds 2]
-                     [--python PY] [--json FILE]
+                     [--variant LABEL=MANIFEST ...] [--no-floor] [--python PY] [--json FILE]
 
 WORK is the directory of a finished `bench/month/run.py --dir WORK` run (its `month.toml`,
 and the variant manifests it wrote: `month-reuse.toml`, `month-reuse_idle.toml`; only the
@@ -17,7 +17,9 @@ plain mode, from the first run's).
 
 With `--baseline BIN` every mode also runs with that other build of coreb (labelled
 `MODE@baseline`) in the same rounds: a change to the judge measured beside the judge before it.
-`--modes` picks the modes (default: every one present; `floor` always runs).
+`--variant LABEL=MANIFEST` adds a mode of another manifest of the same build (for example the
+labels run's `month-labels.toml` beside a copy with one more switch); `--modes` picks the
+modes (default: every one present); `floor` runs unless `--no-floor`.
 """
 import argparse
 import json
@@ -40,6 +42,9 @@ def main() -> int:
     p.add_argument("--wall-ms", type=int, default=4000)
     p.add_argument("--baseline", help="another coreb binary: every mode runs with it too, as MODE@baseline")
     p.add_argument("--modes", help="comma-separated modes to run (plain, reuse, reuse_idle; default: all present)")
+    p.add_argument("--variant", action="append", default=[], metavar="LABEL=MANIFEST",
+                   help="another manifest of the same build, run as mode LABEL")
+    p.add_argument("--no-floor", action="store_true", help="skip the bare-process floor")
     p.add_argument("--json")
     args = p.parse_args()
     base = os.path.join(args.work, "month.toml")
@@ -48,6 +53,11 @@ def main() -> int:
         path = os.path.join(args.work, f"month-{label}.toml")
         if os.path.exists(path):
             modes[label] = (path, args.coreb)
+    for variant in args.variant:
+        label, _, path = variant.partition("=")
+        if not label or not os.path.exists(path):
+            p.error(f"--variant {variant!r}: LABEL=MANIFEST, with a manifest that exists")
+        modes[label] = (path, args.coreb)
     if args.modes:
         wanted = [m.strip() for m in args.modes.split(",") if m.strip()]
         unknown = [m for m in wanted if m not in modes]
@@ -58,8 +68,8 @@ def main() -> int:
         modes.update({f"{m}@baseline": (path, args.baseline) for m, (path, _) in list(modes.items())})
     gate = "skip_private_after_public_failure = true" in open(base).read()
     verdicts_path = artifact(args.work, "execute", "verdicts.parquet")
-    order = ["floor", *modes]
-    runs = {m: [] for m in order}
+    order = ([] if args.no_floor else ["floor"]) + list(modes)
+    runs = {m: [] for m in ["floor", *order]}
     failures = []
     verdicts = {}
     print(f"# execute A/B in {args.work}: {args.rounds} rounds of {order}; load {open('/proc/loadavg').read().split()[:3]}", flush=True)
@@ -82,7 +92,11 @@ def main() -> int:
                 passed = {k: v["passed"] for k, v in got.items()}
                 verdicts.setdefault(mode, []).append(passed)
                 record = json.load(open(artifact(args.work, "execute", "record.json")))
-                extra = f"  tests gave way {(record.get('local') or {}).get('tests_gave_way', 0)}"
+                local = record.get("local") or {}
+                extra = f"  tests gave way {local.get('tests_gave_way', 0)}"
+                judging = local.get("judging") or {}
+                if judging.get("batches"):
+                    extra += f"  batches {judging['batches']} ({judging.get('batched_tests', 0)} tests kept)"
             runs[mode].append({"round": r + 1, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "load": open("/proc/loadavg").read().split()[0]})
             print(f"round {r + 1}  {mode:<11} wall {wall:8.2f} s  cpu {cpu:8.2f} s  load {runs[mode][-1]['load']}{extra}", flush=True)
     # Against the plain run's pass/fail; without a plain mode, against the first run's.

@@ -3,7 +3,8 @@
 
 Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--latency-ms 20]
                           [--fault-rate 10] [--models m-alpha,m-beta] [--coreb BIN]
-                          [--reuse python,ruby] [--no-reuse-alone] [--idle-slots 8] [--no-labels] [--previous-default]
+                          [--reuse python,ruby] [--no-reuse-alone] [--idle-slots 8] [--no-labels] [--batch java]
+                          [--previous-default]
                           [--dir DIR] [--data JSONL] [--json FILE] [--python PY]
                           [--save-plain FILE.json.gz | --plain-from FILE.json.gz]
 
@@ -17,6 +18,7 @@ Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--late
    with `idle_slots` as well (`--idle-slots`, default 8: tests that wait give their core to
    the next, issue #34; `--no-reuse-alone` skips the second run), and a fourth time with
    `mode = "labels"` as well (issue #61: judging stops at a solution's first failing test;
+   with `batch` of `--batch`'s languages, default java: a solution's tests in one process;
    `--no-labels` skips it); with `--previous-default` the first run is the month default before
    issue #61 (every test, with `reuse` and `idle_slots`) and only the labels run follows it;
    each run's verdicts are compared with the plain run's solution by
@@ -170,6 +172,8 @@ def main() -> int:
                    help="[stages.execute] idle_slots of a third execute run, with --reuse's languages (0: no third run)")
     p.add_argument("--no-labels", action="store_true",
                    help="skip the fourth run (mode = \"labels\", with --reuse's languages and --idle-slots)")
+    p.add_argument("--batch", default="java",
+                   help="languages whose tests of a solution run in one process in the labels run (batch = [...]; '' for none)")
     p.add_argument("--previous-default", action="store_true",
                    help="the first `execute` runs as months did before issue #61 (every test, --reuse's languages, --idle-slots) and is the "
                         "run the others are compared with; then only the labels run (the same switches and mode = \"labels\")")
@@ -298,8 +302,10 @@ def main() -> int:
                           f"   bare processes; execute/floor wall = {wall / floor['wall_s']:.2f}, pass/fail agree on {floor['agree_with_judge']}/{floor['solutions']}", flush=True)
                     for lang, c in (floor.get("per_language") or {}).items():
                         print(f"{'':<11} {lang:<7} bare processes, summed wall s: compile {c['compile_wall_s']:8.2f}, tests {c['test_wall_s']:8.2f}", flush=True)
+            batch = [b.strip() for b in args.batch.split(",") if b.strip()]
+            labels = 'mode = "labels"\n' + (f"batch = {json.dumps(batch)}\n" if batch else "")
             if stage == "execute" and args.previous_default:
-                manifest = run_variant(args, work, manifest, wall, plain, "labels", 'mode = "labels"\n', figures, failures)
+                manifest = run_variant(args, work, manifest, wall, plain, "labels", labels, figures, failures)
             elif stage == "execute" and (args.reuse or args.idle_slots or not args.no_labels):
                 base = manifest
                 if langs and not args.no_reuse_alone:
@@ -307,7 +313,7 @@ def main() -> int:
                 if args.idle_slots:
                     manifest = run_variant(args, work, base, wall, plain, "reuse_idle", switches, figures, failures)
                 if not args.no_labels:
-                    manifest = run_variant(args, work, base, wall, plain, "labels", 'mode = "labels"\n' + switches, figures, failures)
+                    manifest = run_variant(args, work, base, wall, plain, "labels", labels + switches, figures, failures)
         figures["peak_rss_mib"] = round(peak, 1)
         # The month's wall, stage by stage, with each `execute` run as its `execute`.
         others = sum(st["wall_s"] for st in figures["stages"] if st["stage"] != "execute")
@@ -511,6 +517,8 @@ def run_variant(args, work, manifest, plain_wall, plain, label, settings, figure
     if judging:
         print(f"{'':<11} inside: {judging['compiles']} compiles {judging['compile_wall_ms'] / 1000:.2f} s, {judging['test_runs']} test runs {judging['test_wall_ms'] / 1000:.2f} s"
               f" (of which waiting out time limits {judging['time_limit_wall_ms'] / 1000:.2f} s), {gave_way} gave way; stopped by {stopped}", flush=True)
+        if judging.get("batches"):
+            print(f"{'':<11} batches: {judging['batches']} runs {judging.get('batch_wall_ms', 0) / 1000:.2f} s, {judging.get('batched_tests', 0)} tests kept from them", flush=True)
     for lang, c in sorted(per.items()):
         print(f"{'':<11} {lang:<7} summed test wall s: plain {c.get('plain_test_wall_s', 0):8.2f}, {label} {c.get(f'{label}_test_wall_s', 0):8.2f};"
               f" test CPU s: plain {c.get('plain_test_cpu_s', 0):8.2f}, {label} {c.get(f'{label}_test_cpu_s', 0):8.2f}", flush=True)

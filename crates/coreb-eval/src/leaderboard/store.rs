@@ -22,7 +22,7 @@ use coreb_base::report::Report;
 use serde::Deserialize;
 
 use super::frames::StoreFrames;
-use super::record::{self, RecordMeta, ReleaseRef};
+use super::record::{self, ModelLabel, RecordMeta, ReleaseRef};
 use super::{AuditFigure, Leaderboard, ReleaseInfo, View};
 use crate::report::{EvalReport, ReleaseIdentity};
 
@@ -126,10 +126,7 @@ pub fn record(report: &EvalReport, req: RecordRequest<'_>) -> anyhow::Result<(Pa
         );
     }
     let meta = RecordMeta {
-        model: req.model,
-        retriever: req.retriever,
-        cutoff,
-        category,
+        label: ModelLabel { model: req.model, retriever: req.retriever, cutoff, category },
         release: ReleaseRef {
             version: manifest.version.clone(),
             manifest_sha256,

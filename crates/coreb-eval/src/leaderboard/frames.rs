@@ -20,7 +20,7 @@ use rayon::prelude::*;
 pub use crate::check::frames::FrameError;
 use crate::check::frames::strings;
 
-use super::record::{ALL, ModelLabel};
+use super::record::{ALL, ContestWindow, ModelLabel};
 
 type Result<T> = std::result::Result<T, FrameError>;
 
@@ -60,10 +60,8 @@ pub struct CellRow {
 pub struct StoredRelease {
     /// Release version.
     pub release: String,
-    /// First contest day (of its latest record).
-    pub window_start: Option<String>,
-    /// Last contest day.
-    pub window_end: Option<String>,
+    /// Its contest window (of its latest record).
+    pub window: ContestWindow,
 }
 
 /// The records of one MANIFEST of a release in the store.
@@ -303,11 +301,14 @@ impl StoreFrames {
             ])
             .sort(["release"], SortMultipleOptions::default())
             .collect()?;
-        Ok(frame_rows!(&df => StoredRelease {
-            release: strings,
-            window_start: optional_strings,
-            window_end: optional_strings,
-        }))
+        let (start, end) =
+            (optional_strings(&df, "window_start")?, optional_strings(&df, "window_end")?);
+        let windows = start.into_iter().zip(end).map(|(start, end)| ContestWindow { start, end });
+        Ok(strings(&df, "release")?
+            .into_iter()
+            .zip(windows)
+            .map(|(release, window)| StoredRelease { release, window })
+            .collect())
     }
 
     /// Every (release, MANIFEST sha256) of the store with its record count, sorted: a release

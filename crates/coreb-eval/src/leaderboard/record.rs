@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::report::{AtKIntervals, EvalReport, TaskReport};
 use crate::significance::Interval;
 use coreb_base::hashing::sha256_hex;
+use coreb_data::problem::DateWindow;
 use coreb_trec::coreb::Summary;
 
 /// The group label of "every query" in the `subtask` and `language` columns.
@@ -44,10 +45,27 @@ pub struct ReleaseRef {
     pub version: String,
     /// sha256 of its `MANIFEST.json` (which holds the sha256 of every file of the release).
     pub manifest_sha256: String,
-    /// First contest day of its window (`YYYY-MM-DD`).
-    pub window_start: Option<String>,
-    /// Last contest day of its window.
-    pub window_end: Option<String>,
+    /// Its contest window.
+    #[serde(flatten)]
+    pub window: ContestWindow,
+}
+
+/// A release's contest window, as its MANIFEST gives it, the store's rows and the
+/// leaderboard's releases carry it (keys `window_start`, `window_end`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct ContestWindow {
+    /// First contest day (`YYYY-MM-DD`).
+    #[serde(rename = "window_start")]
+    pub start: Option<String>,
+    /// Last contest day.
+    #[serde(rename = "window_end")]
+    pub end: Option<String>,
+}
+
+impl From<&DateWindow> for ContestWindow {
+    fn from(w: &DateWindow) -> Self {
+        ContestWindow { start: w.start.clone(), end: w.end.clone() }
+    }
 }
 
 /// The model a record is of, as the leaderboard shows it: what every row of the record and
@@ -374,8 +392,10 @@ mod tests {
             release: ReleaseRef {
                 version: "v202503".into(),
                 manifest_sha256: "ab".into(),
-                window_start: Some("2025-01-01".into()),
-                window_end: Some("2025-03-31".into()),
+                window: ContestWindow {
+                    start: Some("2025-01-01".into()),
+                    end: Some("2025-03-31".into()),
+                },
             },
             run_sha256: [("text2code".to_owned(), "cd".to_owned())].into(),
             tool_version: "0.1.0".into(),

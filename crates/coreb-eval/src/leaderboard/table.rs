@@ -53,8 +53,8 @@ pub fn write_results(path: &Path, rows: &[ResultRow]) -> Result<(), TableError> 
         |r| r.label.cutoff.as_deref(),
         |r| Some(&r.release.version),
         |r| Some(&r.release.manifest_sha256),
-        |r| r.release.window_start.as_deref(),
-        |r| r.release.window_end.as_deref(),
+        |r| r.release.window.start.as_deref(),
+        |r| r.release.window.end.as_deref(),
         |r| Some(&r.task),
         |r| Some(&r.subtask),
         |r| Some(&r.language),
@@ -90,7 +90,7 @@ pub fn write_results(path: &Path, rows: &[ResultRow]) -> Result<(), TableError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::leaderboard::record::{ModelLabel, ReleaseRef};
+    use crate::leaderboard::record::{ContestWindow, ModelLabel, ReleaseRef};
     use crate::significance::Interval;
     use arrow_array::{Array, Float64Array, StringArray, UInt64Array};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -109,8 +109,7 @@ mod tests {
             release: ReleaseRef {
                 version: "v202503".into(),
                 manifest_sha256: "ab".into(),
-                window_start: Some("2025-01-01".into()),
-                window_end: None,
+                window: ContestWindow { start: Some("2025-01-01".into()), end: None },
             },
             task: "text2code".into(),
             subtask: "all".into(),

@@ -299,8 +299,7 @@ fn groups(task: &TaskReport) -> Vec<(&str, &str, &Summary, Option<&AtKIntervals>
 }
 
 fn measure(s: &Summary, m: usize) -> &Vec<f64> {
-    let a = &s.at_k;
-    [&a.ndcg, &a.map, &a.recall, &a.precision, &a.mrr, &a.r_cap][m]
+    crate::report::AT_K[m](&s.at_k)
 }
 
 fn interval_measure(c: &AtKIntervals, m: usize) -> &Vec<Option<Interval>> {

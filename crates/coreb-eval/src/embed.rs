@@ -106,6 +106,13 @@ pub struct EmbedConfig {
     pub timeout: Duration,
     /// Embedding cache directory (`None`: no cache).
     pub cache_dir: Option<PathBuf>,
+    /// The vectors asked for and kept.
+    pub vectors: VectorForm,
+}
+
+/// The form of the vectors a client asks for and keeps; part of every embedding's cache key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VectorForm {
     /// `dimensions` asked of the endpoint (OpenAI's Matryoshka truncation); `None`: not sent.
     pub dimensions: Option<u32>,
     /// L2-normalise every vector (cosine similarity); else vectors stay as returned (dot product).
@@ -125,8 +132,7 @@ impl EmbedConfig {
             retry: RetryConfig::default(),
             timeout: Duration::from_secs(120),
             cache_dir: None,
-            dimensions: None,
-            normalize: true,
+            vectors: VectorForm { dimensions: None, normalize: true },
         }
     }
 }
@@ -207,10 +213,8 @@ pub struct KeyParts<'a> {
     pub endpoint: &'a str,
     /// The model.
     pub model: &'a str,
-    /// `dimensions` asked.
-    pub dimensions: Option<u32>,
-    /// Normalised or not.
-    pub normalize: bool,
+    /// `dimensions` asked, normalised or not.
+    pub vectors: VectorForm,
     /// Provider fields of the request.
     pub fields: &'a RequestFields,
 }
@@ -226,8 +230,8 @@ pub fn cache_key(parts: &KeyParts<'_>, text: &str) -> String {
     put(&VERSION.to_le_bytes());
     put(parts.endpoint.as_bytes());
     put(parts.model.as_bytes());
-    put(parts.dimensions.map_or_else(String::new, |d| d.to_string()).as_bytes());
-    put(if parts.normalize { b"l2" } else { b"raw" });
+    put(parts.vectors.dimensions.map_or_else(String::new, |d| d.to_string()).as_bytes());
+    put(if parts.vectors.normalize { b"l2" } else { b"raw" });
     for (k, v) in parts.fields {
         put(k.as_bytes());
         put(v.as_bytes());
@@ -341,13 +345,8 @@ impl EmbedClient {
         texts: &[String],
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Vec<std::sync::Arc<Vec<f32>>>, EmbedError> {
-        let parts = KeyParts {
-            endpoint: &self.cfg.base_url,
-            model,
-            dimensions: self.cfg.dimensions,
-            normalize: self.cfg.normalize,
-            fields,
-        };
+        let parts =
+            KeyParts { endpoint: &self.cfg.base_url, model, vectors: self.cfg.vectors, fields };
         let keys: Vec<String> = texts.iter().map(|t| cache_key(&parts, t)).collect();
         // First occurrence of each key, in order.
         let mut first: HashMap<&str, usize> = HashMap::new();
@@ -386,7 +385,7 @@ impl EmbedClient {
             async move {
                 let input: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
                 let mut body = serde_json::json!({ "model": model, "input": input });
-                if let Some(d) = self.cfg.dimensions {
+                if let Some(d) = self.cfg.vectors.dimensions {
                     body["dimensions"] = d.into();
                 }
                 for (k, v) in fields {
@@ -394,8 +393,7 @@ impl EmbedClient {
                 }
                 let estimate = input.iter().map(|t| t.len() as u64 / 4 + 1).sum();
                 let bytes = self.post(&url, &body, estimate).await?;
-                let resp: EmbeddingsResponse = serde_json::from_slice(&bytes)
-                    .map_err(|e| EmbedError::Response { url: url.clone(), why: e.to_string() })?;
+                let resp: EmbeddingsResponse = parse_response(&url, &bytes)?;
                 if resp.data.len() != batch.len() {
                     return Err(EmbedError::Response {
                         url,
@@ -421,7 +419,7 @@ impl EmbedClient {
                         url: url.clone(),
                         why: "an input got no embedding".into(),
                     })?;
-                    if self.cfg.normalize {
+                    if self.cfg.vectors.normalize {
                         normalize(&mut v);
                     }
                     out.push((keys[i].clone(), v));
@@ -467,16 +465,11 @@ impl EmbedClient {
         query: &str,
         documents: &[String],
     ) -> Result<Vec<(usize, f64)>, EmbedError> {
-        let url = format!("{}/rerank", self.cfg.base_url);
         let body = serde_json::json!({ "model": model, "query": query, "documents": documents, "top_n": documents.len() });
-        let bytes = self.post(&url, &body, estimate(query, documents)).await?;
-        let resp: RerankResponse = serde_json::from_slice(&bytes)
-            .map_err(|e| EmbedError::Response { url: url.clone(), why: e.to_string() })?;
-        every_index(
-            &url,
-            resp.results.into_iter().map(|r| (r.index, r.relevance_score)).collect(),
-            documents.len(),
-        )
+        self.scores("rerank", &body, query, documents, |resp: RerankResponse| {
+            resp.results.into_iter().map(|r| (r.index, r.relevance_score)).collect()
+        })
+        .await
     }
 
     /// Score `documents` against `query` through vLLM's `/score` (`text_1`, `text_2`):
@@ -487,16 +480,28 @@ impl EmbedClient {
         query: &str,
         documents: &[String],
     ) -> Result<Vec<(usize, f64)>, EmbedError> {
-        let url = format!("{}/score", self.cfg.base_url);
         let body = serde_json::json!({ "model": model, "text_1": query, "text_2": documents });
-        let bytes = self.post(&url, &body, estimate(query, documents)).await?;
-        let resp: ScoreResponse = serde_json::from_slice(&bytes)
-            .map_err(|e| EmbedError::Response { url: url.clone(), why: e.to_string() })?;
-        every_index(
-            &url,
-            resp.data.into_iter().map(|r| (r.index, r.score)).collect(),
-            documents.len(),
-        )
+        self.scores("score", &body, query, documents, |resp: ScoreResponse| {
+            resp.data.into_iter().map(|r| (r.index, r.score)).collect()
+        })
+        .await
+    }
+
+    /// POST a request that scores `documents` against `query` to `<base_url>/<endpoint>` and
+    /// read the answer (`R`, turned into `(document index, score)` by `pairs`): a score for
+    /// every document, each exactly once.
+    async fn scores<R: serde::de::DeserializeOwned>(
+        &self,
+        endpoint: &str,
+        body: &serde_json::Value,
+        query: &str,
+        documents: &[String],
+        pairs: impl FnOnce(R) -> Vec<(usize, f64)>,
+    ) -> Result<Vec<(usize, f64)>, EmbedError> {
+        let url = format!("{}/{endpoint}", self.cfg.base_url);
+        let bytes = self.post(&url, body, estimate(query, documents)).await?;
+        let resp: R = parse_response(&url, &bytes)?;
+        every_index(&url, pairs(resp), documents.len())
     }
 
     /// One POST under the gateway's retry loop and this client's limits.
@@ -564,6 +569,15 @@ fn estimate(query: &str, documents: &[String]) -> u64 {
     (query.len() + documents.iter().map(String::len).sum::<usize>()) as u64 / 4 + 1
 }
 
+/// An endpoint's JSON answer, or why it is not the one expected.
+fn parse_response<R: serde::de::DeserializeOwned>(
+    url: &str,
+    bytes: &[u8],
+) -> Result<R, EmbedError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| EmbedError::Response { url: url.to_owned(), why: e.to_string() })
+}
+
 /// Check that a reranker scored every document exactly once.
 fn every_index(
     url: &str,
@@ -607,8 +621,7 @@ mod tests {
         let parts = |endpoint, model, dimensions, normalize, fields| KeyParts {
             endpoint,
             model,
-            dimensions,
-            normalize,
+            vectors: VectorForm { dimensions, normalize },
             fields,
         };
         let k = cache_key(&parts("http://a/v1", "m", None, true, &none), "hello");

@@ -145,43 +145,43 @@ fn column(path: &Path, name: &str, arrow: &ArrowType, batches: &[RecordBatch]) -
         .collect::<Result<Vec<_>>>()?;
     let ca = PlSmallStr::from(name);
     let series = match arrow {
-        ArrowType::Utf8 => StringChunked::from_iter_options(
-            ca,
-            arrays.iter().flat_map(|a| a.as_string::<i32>().iter()),
-        )
-        .into_series(),
-        ArrowType::LargeUtf8 => StringChunked::from_iter_options(
-            ca,
-            arrays.iter().flat_map(|a| a.as_string::<i64>().iter()),
-        )
-        .into_series(),
-        ArrowType::Utf8View => StringChunked::from_iter_options(
-            ca,
-            arrays.iter().flat_map(|a| a.as_string_view().iter()),
-        )
-        .into_series(),
-        ArrowType::Int64 => Int64Chunked::from_iter_options(
-            ca,
-            arrays.iter().flat_map(|a| a.as_primitive::<ArrowI64>().iter()),
-        )
-        .into_series(),
-        ArrowType::UInt64 => UInt64Chunked::from_iter_options(
-            ca,
-            arrays.iter().flat_map(|a| a.as_primitive::<ArrowU64>().iter()),
-        )
-        .into_series(),
-        ArrowType::Float64 => Float64Chunked::from_iter_options(
-            ca,
-            arrays.iter().flat_map(|a| a.as_primitive::<ArrowF64>().iter()),
-        )
-        .into_series(),
-        ArrowType::Boolean => {
-            BooleanChunked::from_iter_options(ca, arrays.iter().flat_map(|a| a.as_boolean().iter()))
-                .into_series()
+        ArrowType::Utf8 => {
+            gathered::<StringType, _, _>(ca, &arrays, |a| a.as_string::<i32>().iter())
         }
+        ArrowType::LargeUtf8 => {
+            gathered::<StringType, _, _>(ca, &arrays, |a| a.as_string::<i64>().iter())
+        }
+        ArrowType::Utf8View => {
+            gathered::<StringType, _, _>(ca, &arrays, |a| a.as_string_view().iter())
+        }
+        ArrowType::Int64 => {
+            gathered::<Int64Type, _, _>(ca, &arrays, |a| a.as_primitive::<ArrowI64>().iter())
+        }
+        ArrowType::UInt64 => {
+            gathered::<UInt64Type, _, _>(ca, &arrays, |a| a.as_primitive::<ArrowU64>().iter())
+        }
+        ArrowType::Float64 => {
+            gathered::<Float64Type, _, _>(ca, &arrays, |a| a.as_primitive::<ArrowF64>().iter())
+        }
+        ArrowType::Boolean => gathered::<BooleanType, _, _>(ca, &arrays, |a| a.as_boolean().iter()),
         other => return Err(unconverted(path, name, other)),
     };
     Ok(series.into_column())
+}
+
+/// One polars column of `T` named `name`: the values of every batch's array in turn, each
+/// array read by `values`.
+fn gathered<'a, T, N, I>(
+    name: PlSmallStr,
+    arrays: &[&'a arrow_array::ArrayRef],
+    values: impl Fn(&'a arrow_array::ArrayRef) -> I,
+) -> Series
+where
+    T: PolarsDataType,
+    ChunkedArray<T>: NewChunkedArray<T, N> + IntoSeries,
+    I: Iterator<Item = Option<N>>,
+{
+    ChunkedArray::<T>::from_iter_options(name, arrays.iter().flat_map(|a| values(a))).into_series()
 }
 
 /// The table at `path` as a lazy frame: its schema read now, its rows when the frame is

@@ -167,11 +167,7 @@ impl std::fmt::Display for GateFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "gate `{}` failed for task `{}`: {}", self.gate, self.task, self.why)?;
         if !self.examples.is_empty() {
-            write!(
-                f,
-                " (first: {})",
-                self.examples.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
-            )?;
+            write!(f, " (first: {})", crate::ticked(&self.examples))?;
         }
         Ok(())
     }

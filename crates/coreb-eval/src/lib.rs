@@ -65,6 +65,11 @@ pub fn bm25_run(data: &Dataset, cfg: Bm25Config, depth: usize) -> Run {
     run
 }
 
+/// Ids as the messages name them: each in backticks, comma-separated (`` `a`, `b` ``).
+pub(crate) fn ticked<T: std::fmt::Display>(ids: impl IntoIterator<Item = T>) -> String {
+    ids.into_iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(", ")
+}
+
 /// BM25 nDCG@10 of a dataset under CoREB's convention (relevance level 2, relevance 1 as no
 /// gain), the figure the release gates bound.
 pub fn bm25_ndcg10(data: &Dataset) -> f64 {

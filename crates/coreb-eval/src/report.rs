@@ -72,20 +72,19 @@ pub fn measure<'a>(at_k: &'a AtK, name: &str) -> Option<&'a Vec<f64>> {
     })
 }
 
+/// The measures of an [`AtK`], in the order the report, its intervals and the results store
+/// list them: nDCG, MAP, recall, P, MRR, R-cap.
+pub(crate) const AT_K: [fn(&AtK) -> &Vec<f64>; 6] =
+    [|a| &a.ndcg, |a| &a.map, |a| &a.recall, |a| &a.precision, |a| &a.mrr, |a| &a.r_cap];
+
 fn intervals(queries: &[&QueryScores], ks: usize, cfg: &BootstrapConfig) -> AtKIntervals {
-    let per = |f: &dyn Fn(&AtK) -> &Vec<f64>| -> Vec<Option<Interval>> {
+    let per = |f: fn(&AtK) -> &Vec<f64>| -> Vec<Option<Interval>> {
         (0..ks)
             .map(|i| bootstrap_ci(&queries.iter().map(|q| f(&q.at_k)[i]).collect::<Vec<_>>(), cfg))
             .collect()
     };
-    AtKIntervals {
-        ndcg: per(&|a| &a.ndcg),
-        map: per(&|a| &a.map),
-        recall: per(&|a| &a.recall),
-        precision: per(&|a| &a.precision),
-        mrr: per(&|a| &a.mrr),
-        r_cap: per(&|a| &a.r_cap),
-    }
+    let [ndcg, map, recall, precision, mrr, r_cap] = AT_K.map(per);
+    AtKIntervals { ndcg, map, recall, precision, mrr, r_cap }
 }
 
 /// Queries grouped by a label.
@@ -388,15 +387,8 @@ fn table(out: &mut String, label: &str, ks: &[usize], rows: &[(String, &Summary)
     let _ = writeln!(out, "{head}\n{rule}");
     for (name, s) in rows {
         let _ = write!(out, "| {name} | {} |", s.num_queries);
-        for vals in [
-            &s.at_k.ndcg,
-            &s.at_k.map,
-            &s.at_k.recall,
-            &s.at_k.precision,
-            &s.at_k.mrr,
-            &s.at_k.r_cap,
-        ] {
-            for v in vals {
+        for measure in AT_K {
+            for v in measure(&s.at_k) {
                 let _ = write!(out, " {v:.4} |");
             }
         }

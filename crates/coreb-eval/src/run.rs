@@ -808,7 +808,6 @@ pub(crate) fn run_coverage(
     if matched == judged.len() && unknown.is_empty() {
         return Ok(RunCoverage { partial: false, ..coverage });
     }
-    let examples: Vec<String> = unknown.iter().take(3).map(|q| format!("`{q}`")).collect();
     let foreign = if unknown.is_empty() {
         String::new()
     } else {
@@ -817,7 +816,7 @@ pub(crate) fn run_coverage(
             unknown.len(),
             run.queries.len(),
             dir.display(),
-            examples.join(", ")
+            crate::ticked(unknown.iter().take(3))
         )
     };
     if matched == 0 {

@@ -105,8 +105,8 @@ mod tests {
         let elsewhere = dir.path().join("elsewhere.json");
         fs_err::write(&elsewhere, text.replace("releases/v202503", "releases/v209912")).unwrap();
         let mut releases = vec![
-            ReleaseInfo::from_store("v202503", None, None),
-            ReleaseInfo::from_store("v202504", None, None),
+            ReleaseInfo::from_store("v202503", Default::default()),
+            ReleaseInfo::from_store("v202504", Default::default()),
         ];
         let said = Recorded::default();
         attach_audits(&mut releases, &[path.clone(), path, elsewhere.clone()], &said).unwrap();

@@ -66,6 +66,12 @@ pub(crate) fn strings(df: &DataFrame, name: &str) -> Result<Vec<String>> {
     Ok(df.column(name)?.str()?.iter().map(|s| s.unwrap_or_default().to_owned()).collect())
 }
 
+/// The `pair`s of `these` that `those` lacks, sorted.
+fn pairs_not_in(these: LazyFrame, those: LazyFrame) -> Result<Vec<String>> {
+    let df = these.anti_join(those, col("pair"), col("pair")).collect()?;
+    Ok(sorted(strings(&df, "pair")?))
+}
+
 fn sorted(mut v: Vec<String>) -> Vec<String> {
     v.sort();
     v.dedup();
@@ -334,20 +340,12 @@ impl Frames {
 
     /// Known-relevant pairs without a relevance-2 judgement (`query→doc`).
     pub fn unjudged_relevant(&self, task: Task) -> Result<Vec<String>> {
-        let df = self
-            .known_relevant(task)?
-            .anti_join(self.positives(task)?, col("pair"), col("pair"))
-            .collect()?;
-        Ok(sorted(strings(&df, "pair")?))
+        pairs_not_in(self.known_relevant(task)?, self.positives(task)?)
     }
 
     /// Relevance-2 judgements that the task's definition does not make relevant.
     pub fn unfounded_positives(&self, task: Task) -> Result<Vec<String>> {
-        let df = self
-            .positives(task)?
-            .anti_join(self.known_relevant(task)?, col("pair"), col("pair"))
-            .collect()?;
-        Ok(sorted(strings(&df, "pair")?))
+        pairs_not_in(self.positives(task)?, self.known_relevant(task)?)
     }
 
     /// Queries of the task without any judgement of at least `relevance`, and how many

@@ -193,11 +193,7 @@ impl std::fmt::Display for CheckResult {
             self.check, self.scope, self.figure, self.threshold
         )?;
         if !self.offending.is_empty() {
-            write!(
-                f,
-                "; first: {}",
-                self.offending.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
-            )?;
+            write!(f, "; first: {}", crate::ticked(&self.offending))?;
         }
         Ok(())
     }
@@ -227,8 +223,7 @@ impl CheckReport {
             self.version
         );
         for r in &self.results {
-            let first =
-                r.offending.iter().take(3).map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ");
+            let first = crate::ticked(r.offending.iter().take(3));
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} |",

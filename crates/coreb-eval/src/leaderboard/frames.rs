@@ -20,7 +20,7 @@ use rayon::prelude::*;
 pub use crate::check::frames::FrameError;
 use crate::check::frames::strings;
 
-use super::record::ALL;
+use super::record::{ALL, ContestWindow, ModelLabel};
 
 type Result<T> = std::result::Result<T, FrameError>;
 
@@ -60,10 +60,8 @@ pub struct CellRow {
 pub struct StoredRelease {
     /// Release version.
     pub release: String,
-    /// First contest day (of its latest record).
-    pub window_start: Option<String>,
-    /// Last contest day.
-    pub window_end: Option<String>,
+    /// Its contest window (of its latest record).
+    pub window: ContestWindow,
 }
 
 /// The records of one MANIFEST of a release in the store.
@@ -82,14 +80,9 @@ pub struct ReleaseDigest {
 /// A model of the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRow {
-    /// Its name.
-    pub model: String,
-    /// The retriever of its latest record.
-    pub retriever: String,
-    /// The cutoff of its latest record.
-    pub cutoff: Option<String>,
-    /// The category of its latest record that names one.
-    pub category: Option<String>,
+    /// Its name, the retriever and cutoff of its latest record, and the category of its
+    /// latest record that names one.
+    pub label: ModelLabel,
     /// Records of this model in the store.
     pub records: u64,
     /// Records of it that are the latest of some (release, task), i.e. shown.
@@ -163,6 +156,19 @@ fn floats(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
 
 fn counts(df: &DataFrame, name: &str) -> Result<Vec<u64>> {
     Ok(df.column(name)?.cast(&DataType::UInt64)?.u64()?.iter().map(|v| v.unwrap_or(0)).collect())
+}
+
+/// The rows of a collected frame as `$row`s, one per frame row: each field is the column of
+/// its name, read by the reader named beside it ([`strings`], [`optional_strings`],
+/// [`floats`], [`counts`]); a column that cannot be read returns its error (`?`).
+macro_rules! frame_rows {
+    ($df:expr => $row:ident { $($field:ident: $read:ident),+ $(,)? }) => {{
+        let df: &DataFrame = $df;
+        $(let mut $field = $read(df, stringify!($field))?;)+
+        (0..df.height())
+            .map(|i| $row { $($field: std::mem::take(&mut $field[i])),+ })
+            .collect::<Vec<_>>()
+    }};
 }
 
 /// The order "latest record last".
@@ -270,23 +276,16 @@ impl StoreFrames {
             ])
             .sort(sort, SortMultipleOptions::default())
             .collect()?;
-        let (model, release, task) =
-            (strings(&df, "model")?, strings(&df, "release")?, strings(&df, "task")?);
-        let (subtask, language, metric) =
-            (strings(&df, "subtask")?, strings(&df, "language")?, strings(&df, "metric")?);
-        let (value, n) = (floats(&df, "value")?, counts(&df, "num_queries")?);
-        Ok((0..df.height())
-            .map(|i| CellRow {
-                model: model[i].clone(),
-                release: release[i].clone(),
-                task: task[i].clone(),
-                subtask: subtask[i].clone(),
-                language: language[i].clone(),
-                metric: metric[i].clone(),
-                value: value[i],
-                num_queries: n[i],
-            })
-            .collect())
+        Ok(frame_rows!(&df => CellRow {
+            model: strings,
+            release: strings,
+            task: strings,
+            subtask: strings,
+            language: strings,
+            metric: strings,
+            value: floats,
+            num_queries: counts,
+        }))
     }
 
     /// The releases the store has results for, with the window of their latest record.
@@ -302,17 +301,13 @@ impl StoreFrames {
             ])
             .sort(["release"], SortMultipleOptions::default())
             .collect()?;
-        let (release, start, end) = (
-            strings(&df, "release")?,
-            optional_strings(&df, "window_start")?,
-            optional_strings(&df, "window_end")?,
-        );
-        Ok((0..df.height())
-            .map(|i| StoredRelease {
-                release: release[i].clone(),
-                window_start: start[i].clone(),
-                window_end: end[i].clone(),
-            })
+        let (start, end) =
+            (optional_strings(&df, "window_start")?, optional_strings(&df, "window_end")?);
+        let windows = start.into_iter().zip(end).map(|(start, end)| ContestWindow { start, end });
+        Ok(strings(&df, "release")?
+            .into_iter()
+            .zip(windows)
+            .map(|(release, window)| StoredRelease { release, window })
             .collect())
     }
 
@@ -323,27 +318,19 @@ impl StoreFrames {
             return Ok(Vec::new());
         };
         let df = all
-            .group_by([col("release"), col("release_manifest_sha256")])
+            .group_by([col("release"), col("release_manifest_sha256").alias("manifest_sha256")])
             .agg([
                 col("record_id").n_unique().alias("records"),
                 col("record_id").min().alias("example_record"),
             ])
-            .sort(["release", "release_manifest_sha256"], SortMultipleOptions::default())
+            .sort(["release", "manifest_sha256"], SortMultipleOptions::default())
             .collect()?;
-        let (release, sha, example) = (
-            strings(&df, "release")?,
-            strings(&df, "release_manifest_sha256")?,
-            strings(&df, "example_record")?,
-        );
-        let records = counts(&df, "records")?;
-        Ok((0..df.height())
-            .map(|i| ReleaseDigest {
-                release: release[i].clone(),
-                manifest_sha256: sha[i].clone(),
-                records: records[i],
-                example_record: example[i].clone(),
-            })
-            .collect())
+        Ok(frame_rows!(&df => ReleaseDigest {
+            release: strings,
+            manifest_sha256: strings,
+            records: counts,
+            example_record: strings,
+        }))
     }
 
     /// Every model with its latest retriever and cutoff and its record counts, by name.
@@ -365,19 +352,17 @@ impl StoreFrames {
             .join(current, [col("model")], [col("model")], JoinArgs::new(JoinType::Inner))
             .sort(["model"], SortMultipleOptions::default())
             .collect()?;
-        let (model, retriever, cutoff) =
-            (strings(&df, "model")?, strings(&df, "retriever")?, optional_strings(&df, "cutoff")?);
-        let category = optional_strings(&df, CATEGORY)?;
+        let labels = frame_rows!(&df => ModelLabel {
+            model: strings,
+            retriever: strings,
+            cutoff: optional_strings,
+            category: optional_strings,
+        });
         let (records, current) = (counts(&df, "records")?, counts(&df, "current_records")?);
-        Ok((0..df.height())
-            .map(|i| ModelRow {
-                model: model[i].clone(),
-                retriever: retriever[i].clone(),
-                cutoff: cutoff[i].clone(),
-                category: category[i].clone(),
-                records: records[i],
-                current_records: current[i],
-            })
+        Ok(labels
+            .into_iter()
+            .zip(records.into_iter().zip(current))
+            .map(|(label, (records, current_records))| ModelRow { label, records, current_records })
             .collect())
     }
 
@@ -437,19 +422,14 @@ impl StoreFrames {
             .agg([col("value").mean().alias("mean"), col("release").n_unique().alias("releases")])
             .sort(["model", "task", "subtask", "language"], SortMultipleOptions::default())
             .collect()?;
-        let (model, task) = (strings(&df, "model")?, strings(&df, "task")?);
-        let (subtask, language) = (strings(&df, "subtask")?, strings(&df, "language")?);
-        let (mean, n) = (floats(&df, "mean")?, counts(&df, "releases")?);
-        let means = (0..df.height())
-            .map(|i| MeanRow {
-                model: model[i].clone(),
-                task: task[i].clone(),
-                subtask: subtask[i].clone(),
-                language: language[i].clone(),
-                mean: mean[i],
-                releases: n[i],
-            })
-            .collect();
+        let means = frame_rows!(&df => MeanRow {
+            model: strings,
+            task: strings,
+            subtask: strings,
+            language: strings,
+            mean: floats,
+            releases: counts,
+        });
         let used = rows
             .select([col("model"), col("release")])
             .unique(None, UniqueKeepStrategy::Any)
@@ -478,14 +458,6 @@ impl StoreFrames {
             ])
             .sort(["model"], SortMultipleOptions::default())
             .collect()?;
-        let model = strings(&df, "model")?;
-        let (weighted, queries) = (floats(&df, "weighted")?, counts(&df, "queries")?);
-        Ok((0..df.height())
-            .map(|i| WeightedRow {
-                model: model[i].clone(),
-                weighted: weighted[i],
-                queries: queries[i],
-            })
-            .collect())
+        Ok(frame_rows!(&df => WeightedRow { model: strings, weighted: floats, queries: counts }))
     }
 }

@@ -50,7 +50,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use frames::{FrameError, MeanRow, StoreFrames, WindowFilter, WindowRelease};
-use record::{ALL, CATEGORIES, UNKNOWN_CATEGORY, metric_order};
+use record::{ALL, CATEGORIES, ContestWindow, UNKNOWN_CATEGORY, metric_order};
 
 /// The metric a leaderboard shows first, when the store has it.
 pub const DEFAULT_METRIC: &str = "ndcg@10";
@@ -115,10 +115,9 @@ pub struct ReleaseInfo {
     pub version: String,
     /// Its month (`YYYY-MM`), see the module doc.
     pub month: String,
-    /// First contest day.
-    pub window_start: Option<String>,
-    /// Last contest day.
-    pub window_end: Option<String>,
+    /// Its contest window.
+    #[serde(flatten)]
+    pub window: ContestWindow,
     /// Whether its directory was found (else only the store knows it).
     pub published: bool,
     /// Problems.
@@ -160,8 +159,7 @@ impl ReleaseInfo {
     /// MANIFEST stay empty).
     pub fn from_manifest(
         version: &str,
-        window_start: Option<String>,
-        window_end: Option<String>,
+        window: ContestWindow,
         counts: &serde_json::Value,
     ) -> ReleaseInfo {
         let u = |v: &serde_json::Value| v.as_u64();
@@ -181,10 +179,6 @@ impl ReleaseInfo {
             _ => None,
         };
         ReleaseInfo {
-            version: version.to_owned(),
-            month: release_month(version, window_end.as_deref()),
-            window_start,
-            window_end,
             published: true,
             problems: u(&qrels["problems"]),
             queries,
@@ -200,21 +194,16 @@ impl ReleaseInfo {
                 .map(|n| n as f64 / total as f64),
             min_hard_negative_share: gates["min_hard_negative_share"].as_f64(),
             checks_passed: u(&counts["checks_passed"]),
-            audits: Vec::new(),
+            ..ReleaseInfo::from_store(version, window)
         }
     }
 
     /// A release only the store knows.
-    pub fn from_store(
-        version: &str,
-        window_start: Option<String>,
-        window_end: Option<String>,
-    ) -> ReleaseInfo {
+    pub fn from_store(version: &str, window: ContestWindow) -> ReleaseInfo {
         ReleaseInfo {
             version: version.to_owned(),
-            month: release_month(version, window_end.as_deref()),
-            window_start,
-            window_end,
+            month: release_month(version, window.end.as_deref()),
+            window,
             published: false,
             problems: None,
             queries: BTreeMap::new(),
@@ -412,7 +401,7 @@ pub fn build(
     let known: BTreeSet<String> = releases.iter().map(|r| r.version.clone()).collect();
     for r in store.releases()? {
         if !known.contains(&r.release) {
-            releases.push(ReleaseInfo::from_store(&r.release, r.window_start, r.window_end));
+            releases.push(ReleaseInfo::from_store(&r.release, r.window));
         }
     }
     releases.sort_by(|a, b| (&a.month, &a.version).cmp(&(&b.month, &b.version)));
@@ -422,10 +411,10 @@ pub fn build(
         .models()?
         .into_iter()
         .map(|m| ModelInfo {
-            name: m.model,
-            retriever: m.retriever,
-            cutoff: m.cutoff,
-            category: m.category,
+            name: m.label.model,
+            retriever: m.label.retriever,
+            cutoff: m.label.cutoff,
+            category: m.label.category,
             records: m.records,
             superseded: m.records - m.current_records,
         })
@@ -512,7 +501,7 @@ pub fn view(
         .map(|r| WindowRelease {
             release: r.version.clone(),
             month: r.month.clone(),
-            window_start: r.window_start.clone(),
+            window_start: r.window.start.clone(),
         })
         .collect();
     let filter = WindowFilter {
@@ -663,20 +652,22 @@ mod tests {
             "qrels": {"code_docs": 100, "problems": 10, "text_docs": 60, "with_hard_negatives": 30,
                       "queries": {"code2code/cross_lang": 10, "code2code/cross_model": 10, "text2code/full": 20}},
         });
-        let r = ReleaseInfo::from_manifest(
-            "v202503",
-            Some("2025-01-01".into()),
-            Some("2025-03-31".into()),
-            &counts,
-        );
+        let window = record::ContestWindow {
+            start: Some("2025-01-01".into()),
+            end: Some("2025-03-31".into()),
+        };
+        let r = ReleaseInfo::from_manifest("v202503", window, &counts);
         assert_eq!(r.month, "2025-03");
         assert_eq!((r.problems, r.code_docs, r.text_docs), (Some(10), Some(100), Some(60)));
         assert_eq!(r.queries, [("code2code".to_owned(), 20), ("text2code".to_owned(), 20)].into());
         assert_eq!(r.bm25_band, Some([0.05, 0.95]));
         assert_eq!(r.hard_negative_share, Some(0.75));
         assert_eq!(r.checks_passed, None);
-        let with_checks =
-            ReleaseInfo::from_manifest("v1", None, None, &serde_json::json!({"checks_passed": 31}));
+        let with_checks = ReleaseInfo::from_manifest(
+            "v1",
+            Default::default(),
+            &serde_json::json!({"checks_passed": 31}),
+        );
         assert_eq!(
             (with_checks.checks_passed, with_checks.problems, with_checks.hard_negative_share),
             (Some(31), None, None)
@@ -696,21 +687,26 @@ mod tests {
         record::ResultRow {
             record_id: format!("{model}-{release}"),
             recorded_at: "2025-03-01T00:00:00Z".into(),
-            model: model.into(),
-            retriever: "run:x".into(),
-            cutoff: None,
-            category: category.map(str::to_owned),
-            release: release.into(),
-            release_manifest_sha256: format!("sha-{release}"),
-            window_start: Some(format!("2025-{month}-01")),
-            window_end: Some(format!("2025-{month}-28")),
+            label: record::ModelLabel {
+                model: model.into(),
+                retriever: "run:x".into(),
+                cutoff: None,
+                category: category.map(str::to_owned),
+            },
+            release: record::ReleaseRef {
+                version: release.into(),
+                manifest_sha256: format!("sha-{release}"),
+                window: record::ContestWindow {
+                    start: Some(format!("2025-{month}-01")),
+                    end: Some(format!("2025-{month}-28")),
+                },
+            },
             task: task.into(),
             subtask: ALL.into(),
             language: ALL.into(),
             metric: "ndcg@10".into(),
             value,
-            ci_low: None,
-            ci_high: None,
+            ci: None,
             num_queries: queries,
             run_sha256: "ab".into(),
             prompts: None,

@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::report::{AtKIntervals, EvalReport, TaskReport};
 use crate::significance::Interval;
 use coreb_base::hashing::sha256_hex;
+use coreb_data::problem::DateWindow;
 use coreb_trec::coreb::Summary;
 
 /// The group label of "every query" in the `subtask` and `language` columns.
@@ -44,15 +45,33 @@ pub struct ReleaseRef {
     pub version: String,
     /// sha256 of its `MANIFEST.json` (which holds the sha256 of every file of the release).
     pub manifest_sha256: String,
-    /// First contest day of its window (`YYYY-MM-DD`).
-    pub window_start: Option<String>,
-    /// Last contest day of its window.
-    pub window_end: Option<String>,
+    /// Its contest window.
+    #[serde(flatten)]
+    pub window: ContestWindow,
 }
 
-/// Who and what is recorded, besides the report's numbers.
+/// A release's contest window, as its MANIFEST gives it, the store's rows and the
+/// leaderboard's releases carry it (keys `window_start`, `window_end`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct ContestWindow {
+    /// First contest day (`YYYY-MM-DD`).
+    #[serde(rename = "window_start")]
+    pub start: Option<String>,
+    /// Last contest day.
+    #[serde(rename = "window_end")]
+    pub end: Option<String>,
+}
+
+impl From<&DateWindow> for ContestWindow {
+    fn from(w: &DateWindow) -> Self {
+        ContestWindow { start: w.start.clone(), end: w.end.clone() }
+    }
+}
+
+/// The model a record is of, as the leaderboard shows it: what every row of the record and
+/// every model of the store carry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RecordMeta {
+pub struct ModelLabel {
     /// The model (or retriever) name the leaderboard shows.
     pub model: String,
     /// The retriever as `coreb eval` describes it (`bm25`, `embed:<model>+rerank:<model>`,
@@ -64,6 +83,14 @@ pub struct RecordMeta {
     /// record id when absent, so that a record made before categories keeps its id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
+}
+
+/// Who and what is recorded, besides the report's numbers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecordMeta {
+    /// The model (its fields stand in the record id as the meta's own).
+    #[serde(flatten)]
+    pub label: ModelLabel,
     /// The release.
     pub release: ReleaseRef,
     /// sha256 of each task's run file (`task → hex`).
@@ -73,29 +100,18 @@ pub struct RecordMeta {
 }
 
 /// One row of the results store.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ResultRow {
     /// The record (one `coreb eval --record`) the row belongs to.
     pub record_id: String,
     /// When it was recorded (RFC 3339, UTC): the later record of a (model, release, task)
     /// supersedes the earlier one.
     pub recorded_at: String,
-    /// Model name.
-    pub model: String,
-    /// Retriever description.
-    pub retriever: String,
-    /// Declared training cutoff.
-    pub cutoff: Option<String>,
-    /// The model's category ([`CATEGORIES`]), when it was given.
-    pub category: Option<String>,
-    /// Release version.
-    pub release: String,
-    /// sha256 of the release's `MANIFEST.json`.
-    pub release_manifest_sha256: String,
-    /// First contest day of the release's window.
-    pub window_start: Option<String>,
-    /// Last contest day of the release's window.
-    pub window_end: Option<String>,
+    /// The model (columns `model`, `retriever`, `cutoff`, `category`).
+    pub label: ModelLabel,
+    /// The release (columns `release`, `release_manifest_sha256`, `window_start`,
+    /// `window_end`).
+    pub release: ReleaseRef,
     /// Task (`text2code`, `code2text`, `code2code`, or a BEIR folder's name).
     pub task: String,
     /// Subtask, or [`ALL`].
@@ -106,10 +122,8 @@ pub struct ResultRow {
     pub metric: String,
     /// Its mean over the group's queries.
     pub value: f64,
-    /// Lower end of its bootstrap interval.
-    pub ci_low: Option<f64>,
-    /// Upper end of its bootstrap interval.
-    pub ci_high: Option<f64>,
+    /// Its bootstrap interval (columns `ci_low`, `ci_high`).
+    pub ci: Option<Interval>,
     /// Queries averaged (for [`INTRUSION`]: queries with a hard negative).
     pub num_queries: u64,
     /// sha256 of the task's run file.
@@ -222,21 +236,14 @@ pub fn rows(report: &EvalReport, meta: &RecordMeta, recorded_at: &str) -> Vec<Re
             out.push(ResultRow {
                 record_id: id.clone(),
                 recorded_at: recorded_at.to_owned(),
-                model: meta.model.clone(),
-                retriever: meta.retriever.clone(),
-                cutoff: meta.cutoff.clone(),
-                category: meta.category.clone(),
-                release: meta.release.version.clone(),
-                release_manifest_sha256: meta.release.manifest_sha256.clone(),
-                window_start: meta.release.window_start.clone(),
-                window_end: meta.release.window_end.clone(),
+                label: meta.label.clone(),
+                release: meta.release.clone(),
                 task: task.task.clone(),
                 subtask: subtask.to_owned(),
                 language: language.to_owned(),
                 metric,
                 value,
-                ci_low: ci.map(|i| i.low),
-                ci_high: ci.map(|i| i.high),
+                ci: ci.copied(),
                 num_queries: num_queries as u64,
                 run_sha256: run_sha256.clone(),
                 prompts: prompts.clone(),
@@ -292,8 +299,7 @@ fn groups(task: &TaskReport) -> Vec<(&str, &str, &Summary, Option<&AtKIntervals>
 }
 
 fn measure(s: &Summary, m: usize) -> &Vec<f64> {
-    let a = &s.at_k;
-    [&a.ndcg, &a.map, &a.recall, &a.precision, &a.mrr, &a.r_cap][m]
+    crate::report::AT_K[m](&s.at_k)
 }
 
 fn interval_measure(c: &AtKIntervals, m: usize) -> &Vec<Option<Interval>> {
@@ -376,15 +382,19 @@ mod tests {
 
     fn meta() -> RecordMeta {
         RecordMeta {
-            model: "BM25".into(),
-            retriever: "bm25".into(),
-            cutoff: None,
-            category: None,
+            label: ModelLabel {
+                model: "BM25".into(),
+                retriever: "bm25".into(),
+                cutoff: None,
+                category: None,
+            },
             release: ReleaseRef {
                 version: "v202503".into(),
                 manifest_sha256: "ab".into(),
-                window_start: Some("2025-01-01".into()),
-                window_end: Some("2025-03-31".into()),
+                window: ContestWindow {
+                    start: Some("2025-01-01".into()),
+                    end: Some("2025-03-31".into()),
+                },
             },
             run_sha256: [("text2code".to_owned(), "cd".to_owned())].into(),
             tool_version: "0.1.0".into(),
@@ -400,16 +410,18 @@ mod tests {
             rows.iter().find(|r| r.subtask == s && r.language == l && r.metric == m).unwrap()
         };
         let r = find(ALL, ALL, "ndcg@1");
-        assert_eq!((r.value, r.ci_low, r.ci_high, r.num_queries), (0.8, Some(0.1), Some(0.9), 6));
-        assert_eq!(find(ALL, ALL, "ndcg@10").ci_low, None);
+        assert_eq!(
+            (r.value, r.ci, r.num_queries),
+            (0.8, Some(Interval { low: 0.1, high: 0.9 }), 6)
+        );
+        assert_eq!(find(ALL, ALL, "ndcg@10").ci, None);
         assert_eq!(find("full", ALL, "r_cap@10").value, 0.3);
         assert_eq!(find(ALL, "python", "p@1").num_queries, 3);
         let hn = find(ALL, ALL, INTRUSION);
         assert_eq!((hn.value, hn.num_queries), (0.25, 4));
-        assert!(
-            rows.iter()
-                .all(|r| r.run_sha256 == "cd" && r.release == "v202503" && r.record_id.len() == 64)
-        );
+        assert!(rows.iter().all(|r| r.run_sha256 == "cd"
+            && r.release.version == "v202503"
+            && r.record_id.len() == 64));
     }
 
     #[test]
@@ -420,10 +432,10 @@ mod tests {
         other.run_sha256.insert("text2code".into(), "ef".into());
         assert_ne!(record_id(&r, &m), record_id(&r, &other));
         let mut other = m.clone();
-        other.cutoff = Some("2025-01-31".into());
+        other.label.cutoff = Some("2025-01-31".into());
         assert_ne!(record_id(&r, &m), record_id(&r, &other));
         let mut other = m.clone();
-        other.category = Some("code".into());
+        other.label.category = Some("code".into());
         assert_ne!(record_id(&r, &m), record_id(&r, &other));
         // The time of recording is not part of it: recording again is idempotent.
         assert_eq!(rows(&r, &m, "a")[0].record_id, rows(&r, &m, "b")[0].record_id);

@@ -22,7 +22,7 @@ use coreb_base::report::Report;
 use serde::Deserialize;
 
 use super::frames::StoreFrames;
-use super::record::{self, RecordMeta, ReleaseRef};
+use super::record::{self, ContestWindow, ModelLabel, RecordMeta, ReleaseRef};
 use super::{AuditFigure, Leaderboard, ReleaseInfo, View};
 use crate::report::{EvalReport, ReleaseIdentity};
 
@@ -126,15 +126,11 @@ pub fn record(report: &EvalReport, req: RecordRequest<'_>) -> anyhow::Result<(Pa
         );
     }
     let meta = RecordMeta {
-        model: req.model,
-        retriever: req.retriever,
-        cutoff,
-        category,
+        label: ModelLabel { model: req.model, retriever: req.retriever, cutoff, category },
         release: ReleaseRef {
             version: manifest.version.clone(),
             manifest_sha256,
-            window_start: manifest.window.start.clone(),
-            window_end: manifest.window.end.clone(),
+            window: ContestWindow::from(&manifest.window),
         },
         run_sha256: req.run_sha256,
         tool_version: req.tool_version,
@@ -198,12 +194,7 @@ fn published_releases(dir: &Path) -> anyhow::Result<Vec<(ReleaseInfo, String)>> 
         let m = ReleaseManifest::read(&path)?;
         let sha256 = sha256_file(&path).with_context(|| format!("hashing `{}`", path.display()))?;
         out.push((
-            ReleaseInfo::from_manifest(
-                &m.version,
-                m.window.start.clone(),
-                m.window.end.clone(),
-                &m.counts,
-            ),
+            ReleaseInfo::from_manifest(&m.version, ContestWindow::from(&m.window), &m.counts),
             sha256,
         ));
     }

@@ -48,13 +48,13 @@ pub fn write_results(path: &Path, rows: &[ResultRow]) -> Result<(), TableError> 
     let texts: [fn(&ResultRow) -> Option<&str>; 13] = [
         |r| Some(&r.record_id),
         |r| Some(&r.recorded_at),
-        |r| Some(&r.model),
-        |r| Some(&r.retriever),
-        |r| r.cutoff.as_deref(),
-        |r| Some(&r.release),
-        |r| Some(&r.release_manifest_sha256),
-        |r| r.window_start.as_deref(),
-        |r| r.window_end.as_deref(),
+        |r| Some(&r.label.model),
+        |r| Some(&r.label.retriever),
+        |r| r.label.cutoff.as_deref(),
+        |r| Some(&r.release.version),
+        |r| Some(&r.release.manifest_sha256),
+        |r| r.release.window.start.as_deref(),
+        |r| r.release.window.end.as_deref(),
         |r| Some(&r.task),
         |r| Some(&r.subtask),
         |r| Some(&r.language),
@@ -72,15 +72,15 @@ pub fn write_results(path: &Path, rows: &[ResultRow]) -> Result<(), TableError> 
     };
     let mut columns: Vec<ArrayRef> = texts.iter().map(|f| text_column(*f)).collect();
     columns.push(float_column(|r| Some(r.value)));
-    columns.push(float_column(|r| r.ci_low));
-    columns.push(float_column(|r| r.ci_high));
+    columns.push(float_column(|r| r.ci.map(|i| i.low)));
+    columns.push(float_column(|r| r.ci.map(|i| i.high)));
     let mut n = UInt64Builder::new();
     rows.iter().for_each(|r| n.append_value(r.num_queries));
     columns.push(Arc::new(n.finish()));
     columns.push(text_column(|r| Some(&r.run_sha256)));
     columns.push(text_column(|r| r.prompts.as_deref()));
     columns.push(text_column(|r| Some(&r.tool_version)));
-    columns.push(text_column(|r| r.category.as_deref()));
+    columns.push(text_column(|r| r.label.category.as_deref()));
     let schema = results_schema();
     let batch = RecordBatch::try_new(schema.clone(), columns)
         .map_err(|e| TableError::Parquet { path: path.to_owned(), source: e.into() })?;
@@ -90,6 +90,8 @@ pub fn write_results(path: &Path, rows: &[ResultRow]) -> Result<(), TableError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::leaderboard::record::{ContestWindow, ModelLabel, ReleaseRef};
+    use crate::significance::Interval;
     use arrow_array::{Array, Float64Array, StringArray, UInt64Array};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -98,21 +100,23 @@ mod tests {
         let row = ResultRow {
             record_id: "id".into(),
             recorded_at: "2025-04-02T03:00:00Z".into(),
-            model: "m".into(),
-            retriever: "bm25".into(),
-            cutoff: None,
-            category: Some("code".into()),
-            release: "v202503".into(),
-            release_manifest_sha256: "ab".into(),
-            window_start: Some("2025-01-01".into()),
-            window_end: None,
+            label: ModelLabel {
+                model: "m".into(),
+                retriever: "bm25".into(),
+                cutoff: None,
+                category: Some("code".into()),
+            },
+            release: ReleaseRef {
+                version: "v202503".into(),
+                manifest_sha256: "ab".into(),
+                window: ContestWindow { start: Some("2025-01-01".into()), end: None },
+            },
             task: "text2code".into(),
             subtask: "all".into(),
             language: "python".into(),
             metric: "ndcg@10".into(),
             value: 0.5,
-            ci_low: Some(0.25),
-            ci_high: None,
+            ci: Some(Interval { low: 0.25, high: 0.75 }),
             num_queries: 7,
             run_sha256: "cd".into(),
             prompts: None,
@@ -120,7 +124,8 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.parquet");
-        write_results(&path, &[row.clone(), ResultRow { metric: "map@10".into(), ..row }]).unwrap();
+        let other = ResultRow { metric: "map@10".into(), ci: None, ..row.clone() };
+        write_results(&path, &[row, other]).unwrap();
         assert!(!dir.path().join("r.parquet.tmp").exists());
         let reader =
             ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path).unwrap()).unwrap();
@@ -144,7 +149,8 @@ mod tests {
                 .clone()
         };
         assert_eq!((float("value").value(0), float("ci_low").value(0)), (0.5, 0.25));
-        assert!(float("ci_high").is_null(0));
+        assert_eq!(float("ci_high").value(0), 0.75);
+        assert!(float("ci_low").is_null(1) && float("ci_high").is_null(1));
         let n = batch
             .column_by_name("num_queries")
             .unwrap()

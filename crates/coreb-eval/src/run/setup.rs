@@ -15,7 +15,7 @@ use coreb_trec::Run;
 use super::{EvalOptions, ManifestSettings, RerankApi, RerankTemplate};
 use crate::beir::Dataset;
 use crate::dense::{Pointwise, task_prompts};
-use crate::embed::{EmbedClient, EmbedConfig};
+use crate::embed::{EmbedClient, EmbedConfig, VectorForm};
 use crate::listwise::{self, ListwiseConfig, ListwiseStats};
 use crate::prompts::{Preset, Presets, PromptOverrides, PromptsUsed, TaskPrompts};
 use crate::report::RerankInfo;
@@ -105,8 +105,7 @@ fn embed_client(
     cfg.timeout = coreb_http::secs(args.client.timeout_secs);
     cfg.retry = retry(args);
     cfg.cache_dir = cache;
-    cfg.dimensions = args.dimensions;
-    cfg.normalize = !args.no_normalize;
+    cfg.vectors = VectorForm { dimensions: args.dimensions, normalize: !args.no_normalize };
     Ok(EmbedClient::new(cfg)?)
 }
 

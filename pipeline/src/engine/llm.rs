@@ -101,12 +101,9 @@ impl LlmStats for LlmCounts {
 /// models (what the release MANIFEST records of it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct LlmSummary<S, C> {
-    /// Items given to the stage.
-    pub(crate) rows_in: u64,
-    /// Rows written.
-    pub(crate) rows_out: u64,
-    /// Items rejected.
-    pub(crate) rejected: u64,
+    /// Items given to the stage, rows written, items rejected.
+    #[serde(flatten)]
+    pub(crate) rows: Counts,
     /// Rejections by reason.
     pub(crate) rejections_by_reason: BTreeMap<String, u64>,
     /// The stage's counts.
@@ -134,7 +131,7 @@ impl<
 > Summary for LlmSummary<S, C>
 {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+        self.rows
     }
 
     fn reasons(&self) -> Reasons {
@@ -258,9 +255,7 @@ pub(super) fn finish<S, C>(
         .collect();
     let json_answers = !schemas.is_empty();
     let summary = LlmSummary {
-        rows_in,
-        rows_out: rows_out as u64,
-        rejected: rejected.len() as u64,
+        rows: Counts { rows_in, rows_out: rows_out as u64, rejected: rejected.len() as u64 },
         rejections_by_reason: count_by_reason(rejected)
             .into_iter()
             .map(|(k, n)| (k.to_owned(), n))
@@ -346,9 +341,7 @@ mod tests {
             };
             let (counts, (from_store, from_endpoint)) = LlmCounts::of(stats);
             let summary = LlmSummary {
-                rows_in: 4,
-                rows_out: 4,
-                rejected: 0,
+                rows: Counts { rows_in: 4, rows_out: 4, rejected: 0 },
                 rejections_by_reason: BTreeMap::new(),
                 stats: counts,
                 parameters: BTreeMap::from([("samples", 1)]),

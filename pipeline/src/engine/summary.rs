@@ -14,8 +14,10 @@ use coreb_llm::run::WrittenBy;
 
 pub(crate) use crate::release::facts::{StageFacts, TimeLimits};
 
-/// Items in, items out and items rejected by a stage (0 where it keeps no such count).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Items in, items out and items rejected by a stage (0 where it keeps no such count). A
+/// summary that keeps them as they are holds them flattened (`#[serde(flatten)]`): its record's
+/// keys `rows_in`, `rows_out` and `rejected`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Counts {
     /// Items in.
     pub(crate) rows_in: u64,
@@ -44,8 +46,11 @@ pub(crate) trait Summary: Any + Send + Sync + std::fmt::Debug {
         None
     }
 
-    /// Why items were dropped (the stop message after a stage that kept too few).
-    fn reasons(&self) -> Reasons;
+    /// Why items were dropped (the stop message after a stage that kept too few); by default
+    /// the count rejected alone.
+    fn reasons(&self) -> Reasons {
+        Reasons::Counts(vec![("rejected", self.counts().rejected)])
+    }
 
     /// What the release's MANIFEST records of the stage (`None`: nothing).
     fn facts(&self) -> Option<StageFacts> {

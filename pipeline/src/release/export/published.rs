@@ -41,39 +41,31 @@ pub(crate) struct ShapeError {
     pub(crate) reason: String,
 }
 
-fn strings<'a>(
-    config: &str,
-    cols: &'a [Column],
-    name: &str,
-) -> Result<&'a [Option<String>], ShapeError> {
-    match find(cols, name) {
-        Some(Values::Str(v)) => Ok(v),
-        _ => {
-            Err(ShapeError { config: config.into(), reason: format!("no string column `{name}`") })
+/// Makes the readers of a typed column, one a row: `reader: Variant of Values, its values'
+/// type, what the error calls it`. A reader gives column `name` of `config`'s table, or the
+/// error that there is no such column of that type.
+macro_rules! column_readers {
+    ($($reader:ident: $variant:ident, $t:ty, $kind:literal;)*) => {$(
+        fn $reader<'a>(
+            config: &str,
+            cols: &'a [Column],
+            name: &str,
+        ) -> Result<&'a [Option<$t>], ShapeError> {
+            match find(cols, name) {
+                Some(Values::$variant(v)) => Ok(v),
+                _ => Err(ShapeError {
+                    config: config.into(),
+                    reason: format!(concat!("no ", $kind, " column `{}`"), name),
+                }),
+            }
         }
-    }
+    )*};
 }
 
-fn ints<'a>(config: &str, cols: &'a [Column], name: &str) -> Result<&'a [Option<i64>], ShapeError> {
-    match find(cols, name) {
-        Some(Values::Int(v)) => Ok(v),
-        _ => {
-            Err(ShapeError { config: config.into(), reason: format!("no integer column `{name}`") })
-        }
-    }
-}
-
-fn bools<'a>(
-    config: &str,
-    cols: &'a [Column],
-    name: &str,
-) -> Result<&'a [Option<bool>], ShapeError> {
-    match find(cols, name) {
-        Some(Values::Bool(v)) => Ok(v),
-        _ => {
-            Err(ShapeError { config: config.into(), reason: format!("no boolean column `{name}`") })
-        }
-    }
+column_readers! {
+    strings: Str, String, "string";
+    ints: Int, i64, "integer";
+    bools: Bool, bool, "boolean";
 }
 
 fn some(v: &[Option<String>], i: usize) -> String {

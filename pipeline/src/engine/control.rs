@@ -106,11 +106,7 @@ impl Summary for ControlSummary {
     }
 
     fn facts(&self) -> Option<StageFacts> {
-        Some(StageFacts {
-            parameters: serde_json::to_value(&self.parameters).ok(),
-            models: Some(self.models.clone()),
-            ..StageFacts::default()
-        })
+        Some(StageFacts { models: Some(self.models.clone()), ..StageFacts::of(&self.parameters) })
     }
 }
 

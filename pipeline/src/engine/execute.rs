@@ -253,11 +253,10 @@ impl Summary for ExecuteSummary {
 
     fn facts(&self) -> Option<StageFacts> {
         Some(StageFacts {
-            parameters: serde_json::to_value(&self.parameters).ok(),
             toolchains: Some(self.toolchains.clone()),
             time_limits: Some(self.time_limits.clone()),
             test_check: Some(self.test_check.clone()),
-            ..StageFacts::default()
+            ..StageFacts::of(&self.parameters)
         })
     }
 }

@@ -66,9 +66,8 @@ impl Summary for FilterSummary {
 
     fn facts(&self) -> Option<StageFacts> {
         Some(StageFacts {
-            parameters: serde_json::to_value(&self.parameters).ok(),
             errata: (!self.errata.is_empty()).then(|| self.errata.clone()),
-            ..StageFacts::default()
+            ..StageFacts::of(&self.parameters)
         })
     }
 }

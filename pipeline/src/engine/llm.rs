@@ -140,12 +140,11 @@ impl<
 
     fn facts(&self) -> Option<StageFacts> {
         Some(StageFacts {
-            parameters: serde_json::to_value(&self.parameters).ok(),
             prompts: Some(self.prompts.clone()),
             schemas: self.schemas.clone(),
             structured_output: self.structured_output,
             models: Some(self.models.clone()),
-            ..StageFacts::default()
+            ..StageFacts::of(&self.parameters)
         })
     }
 
@@ -277,17 +276,24 @@ pub(super) fn finish<S, C>(
     Ok(Done { outputs, summary, local, wall: None, on_commit: None })
 }
 
+/// Show the first five of `rejections` on status lines, each as `said` words it, after the
+/// stage's name.
+pub(super) fn show_first(
+    cx: &StageContext,
+    stage: StageName,
+    rejections: &[Rejection],
+    said: impl Fn(&Rejection) -> String,
+) {
+    for r in rejections.iter().take(5) {
+        cx.printer().status(format!("{:>10}: {}", stage.as_str(), said(r)));
+    }
+}
+
 /// Show the first rejections (all are in the stage's `rejections.jsonl`).
 fn announce_rejections(cx: &StageContext, stage: StageName, rejected: &[Rejection]) {
-    for r in rejected.iter().take(5) {
-        cx.printer().status(format!(
-            "{:>10}: rejected `{}` ({}): {}",
-            stage.as_str(),
-            r.item,
-            r.model,
-            r.reason
-        ));
-    }
+    show_first(cx, stage, rejected, |r| {
+        format!("rejected `{}` ({}): {}", r.item, r.model, r.reason)
+    });
     if rejected.len() > 5 {
         cx.printer().status(format!(
             "{:>10}: … and {} more (see rejections.jsonl)",

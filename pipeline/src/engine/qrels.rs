@@ -82,12 +82,11 @@ impl Summary for QrelsSummary {
 
     fn facts(&self) -> Option<StageFacts> {
         Some(StageFacts {
-            parameters: serde_json::to_value(&self.parameters).ok(),
             composition: Some(self.composition),
             roles: Some(self.roles.clone()),
             ambiguous_answers: (!self.ambiguous_answers.is_empty())
                 .then(|| self.ambiguous_answers.clone()),
-            ..StageFacts::default()
+            ..StageFacts::of(&self.parameters)
         })
     }
 }

@@ -172,6 +172,11 @@ fn shuffle<T>(items: &mut [T], rng: &mut SplitMix64) {
     }
 }
 
+/// The lines (as written) of the rows `keep` takes.
+fn kept_lines<K>(rows: &[(K, String)], keep: impl Fn(&K) -> bool) -> Vec<String> {
+    rows.iter().filter(|(k, _)| keep(k)).map(|(_, l)| l.clone()).collect()
+}
+
 /// A task folder's files, written under `dir`.
 struct Written {
     docs: Vec<String>,
@@ -272,18 +277,8 @@ fn reranking(source: &Source, task: &MtebTask, opts: &MtebOptions) -> (Written, 
         })
         .collect();
     let written = Written {
-        docs: source
-            .docs
-            .iter()
-            .filter(|(d, _)| used.contains(d.id.as_str()))
-            .map(|(_, l)| l.clone())
-            .collect(),
-        queries: source
-            .queries
-            .iter()
-            .filter(|(q, _)| keep.contains(q.id.as_str()))
-            .map(|(_, l)| l.clone())
-            .collect(),
+        docs: kept_lines(&source.docs, |d| used.contains(d.id.as_str())),
+        queries: kept_lines(&source.queries, |q| keep.contains(q.id.as_str())),
         qrels,
         top_ranked: Some(lists.into_iter().map(|(q, _, l)| (q.id.clone(), l)).collect()),
     };

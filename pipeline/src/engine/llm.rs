@@ -326,15 +326,14 @@ pub(crate) fn rewritten(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::artifacts::{ArtifactStore, input_key};
+    use crate::artifacts::{input_key, temporary_store};
 
     /// Issue #22: a stage re-run that got its answers from the store instead of the endpoint
     /// produced the same files, but its record's fingerprint changed with the counts, so
     /// `execute` (keyed by it) and everything after ran again on every build.
     #[test]
     fn where_answers_came_from_is_not_part_of_the_fingerprint() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ArtifactStore::open(dir.path()).unwrap();
+        let (_dir, store) = temporary_store();
         let commit = |from_store: u64, from_endpoint: u64| {
             let writer = store.begin("generate").unwrap();
             fs_err::write(writer.path("solutions.parquet"), "same solutions").unwrap();

@@ -99,7 +99,7 @@ macro_rules! question {
         }
     };
     (@ask $asking:ident, $path:ident, mine with $call:path, write $write:path;) => {{
-        let got = $asking.ask_mine($call)?;
+        let got = $asking.ask_mine(Self::LLM, $call)?;
         $write($path, &got.rows)?;
         Ok($crate::engine::ask_each::Answered::of(got))
     }};
@@ -117,8 +117,6 @@ pub(crate) struct Asking<'a, C> {
     pub(crate) cx: &'a StageContext,
     /// The gateway and the prompts.
     pub(crate) llm: &'a LlmContext,
-    /// The stage's prompt.
-    pub(crate) prompt: &'a Prompt,
     /// Its configuration as it runs (`as_run`).
     pub(crate) config: C,
     /// The models asked and their sampling.
@@ -145,9 +143,11 @@ impl<C> Asking<'_, C> {
     }
 
     /// Ask with `ask` (a stage's call of its configuration, models, prompt, problems and
-    /// gateway) about the problems this process handles ([`Asking::mine`]).
+    /// gateway) about the problems this process handles ([`Asking::mine`]), with the prompt of
+    /// `llm`.
     pub(crate) fn ask_mine<T>(
         &self,
+        llm: LlmStage,
         ask: impl AsyncFnOnce(
             &C,
             &ModelPlan,
@@ -157,7 +157,8 @@ impl<C> Asking<'_, C> {
         ) -> Result<T, LlmStageError>,
     ) -> anyhow::Result<T> {
         let mine = self.mine();
-        Ok(self.run(async |g| ask(&self.config, &self.models, self.prompt, &mine, g).await)??)
+        let prompt = &self.llm.prompts[llm];
+        Ok(self.run(async |g| ask(&self.config, &self.models, prompt, &mine, g).await)??)
     }
 }
 
@@ -219,12 +220,10 @@ impl<Q: Question> Stage for AskEach<Q> {
         out: &StageOutput,
     ) -> anyhow::Result<Done<Self::Summary, LlmLocal>> {
         let config = Q::config(cx.plan());
-        let llm = cx.llm()?;
         let asking = Asking {
             stage: Q::NAME,
             cx,
-            llm,
-            prompt: &llm.prompts[Q::LLM],
+            llm: cx.llm()?,
             config: as_run(cx.plan(), config, Q::concurrency),
             models: ModelPlan::for_stage(&cx.plan().llm, Q::LLM),
             problems: rewritten(cx, up.record(StageName::Rewrite)?)?,

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use coreb_data::problem::ProblemId;
+use coreb_llm::LlmStage;
 use coreb_stages::queries::{QueriesConfig, queries};
 
 use super::ask_each::{Answered, Asking, question};
@@ -24,7 +25,15 @@ question! {
 fn ask(a: &Asking<'_, QueriesConfig>, path: &Path) -> anyhow::Result<Answered> {
     let handled = |id: &ProblemId| a.handles(id);
     let got = a.run(async |g| {
-        queries(&a.config, &a.models, a.prompt, &a.problems, Some(&handled), g).await
+        queries(
+            &a.config,
+            &a.models,
+            &a.llm.prompts[LlmStage::Queries],
+            &a.problems,
+            Some(&handled),
+            g,
+        )
+        .await
     })??;
     coreb_base::jsonl::write(path, &got.queries)?;
     Ok(Answered {

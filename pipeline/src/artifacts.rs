@@ -299,14 +299,21 @@ pub(crate) fn hash_tree(dir: &Path) -> anyhow::Result<BTreeMap<String, FileEntry
     hash_files(dir, |rel| rel != "MANIFEST.json")
 }
 
+/// A store in a new temporary directory, which it lasts as long as (tests).
+#[cfg(test)]
+pub(crate) fn temporary_store() -> (tempfile::TempDir, ArtifactStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ArtifactStore::open(dir.path()).unwrap();
+    (dir, store)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn commit_lookup_and_invalidate() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ArtifactStore::open(dir.path()).unwrap();
+        let (_dir, store) = temporary_store();
         let key = input_key("ingest", &serde_json::json!({"a": 1}), &[]).unwrap();
         assert!(store.lookup("ingest", &key).unwrap().is_none());
 
@@ -365,8 +372,7 @@ mod tests {
 
         // A stored stage recorded by a binary of other code is a miss even under the same key
         // (as is a record from before fingerprints were recorded).
-        let dir = tempfile::tempdir().unwrap();
-        let store = ArtifactStore::open(dir.path()).unwrap();
+        let (_dir, store) = temporary_store();
         let w = store.begin("ingest").unwrap();
         fs_err::write(w.path("out.txt"), "hello").unwrap();
         w.commit_with_local(&key, &[("out", "out.txt")], &serde_json::json!({}), &()).unwrap();

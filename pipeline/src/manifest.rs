@@ -122,12 +122,9 @@ pub(crate) struct SourceFile {
 /// Makes [`StagesFile`] from the rows of [`crate::stage_rows::stage_rows!`]: a section for each
 /// stage whose row names its configuration (`config [T]`), none for a stage without one.
 macro_rules! stages_file {
-    ($(
-        $(#[$doc:meta])*
-        $variant:ident = $name:ident, run $run:expr, reads [$($up:ident),*],
-        config [$($config:ty)?], shardable $shardable:literal, asks_models $asks:literal,
-        about $about:literal;
-    )*) => {
+    ($({
+        $_doc:tt $_variant:ident $name:ident $_run:tt $_reads:tt [$($config:ty)?] $($_rest:tt)*
+    })*) => {
         /// `[stages.*]`: parameters of each stage; every section is optional.
         #[derive(Debug, Clone, Default, Deserialize, Serialize)]
         #[serde(deny_unknown_fields)]

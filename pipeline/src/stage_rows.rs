@@ -31,9 +31,23 @@
 /// configuration is a type of a library crate (the stage's pure part in `coreb_stages`), as
 /// the manifest cannot import the engine. Adding a stage is its module (a
 /// [`crate::engine::stage::Stage`]) and its row here.
+///
+/// The rows are read here, once; `$then` is handed each row as one group of its fields by
+/// position, `{ [docs] Variant name [run] [reads] [config] shardable asks_models about }`,
+/// and matches the fields it uses, leaving the rest (`$_:tt`, `$($rest:tt)*`).
 macro_rules! stage_rows {
+    (@hand $then:ident $(
+        $(#[$doc:meta])*
+        $variant:ident = $name:ident, run $run:expr, reads [$($up:ident),*],
+        config [$($config:ty)?], shardable $shardable:literal, asks_models $asks:literal,
+        about $about:literal;
+    )*) => {
+        $then! { $({
+            [$(#[$doc])*] $variant $name [$run] [$($up),*] [$($config)?] $shardable $asks $about
+        })* }
+    };
     ($then:ident) => {
-        $then! {
+        $crate::stage_rows::stage_rows! { @hand $then
             /// Download sources.
             Fetch = fetch, run fetch::Fetch, reads [],
                 config [coreb_stages::fetch::FetchConfig], shardable false, asks_models false,

@@ -1,6 +1,7 @@
 //! The stages that ask the models one thing of each rewritten problem, after `rewrite`
 //! (`distract`, `abbreviate`, `generate`, `queries`): one [`Stage`] for them all
-//! ([`AskEach`]), each of them only its [`Question`] (what it asks, where the answers go).
+//! ([`AskEach`]), each of them only its [`Question`] (what it asks, where the answers go),
+//! implemented by [`question!`] from the stage's row of facts and its function that asks.
 //!
 //! [`AskEach`] keys the stage on its configuration, its models, prompt and schema
 //! (`llm_key`) and `rewrite`'s fingerprint; reads the rewritten problems; leaves to the
@@ -14,8 +15,9 @@ use std::path::Path;
 
 use coreb_data::problem::ProblemId;
 use coreb_data::rewritten::RewrittenProblem;
-use coreb_llm::LlmStage;
-use coreb_llm::run::{Answers, LlmStageStats, ModelPlan, Rejection};
+use coreb_llm::prompt::Prompt;
+use coreb_llm::run::{Answers, LlmStageError, LlmStageStats, ModelPlan, Rejection};
+use coreb_llm::{LlmGateway, LlmStage};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -52,6 +54,61 @@ pub(crate) trait Question: Sync + 'static {
     fn ask(asking: &Asking<'_, Self::Config>, path: &Path) -> anyhow::Result<Answered>;
 }
 
+/// Declares a stage's question `$q` and implements [`Question`] for it, in the syntax of the
+/// impl it makes: its stage (the same variant of [`StageName`] and of [`LlmStage`]); its
+/// configuration `$config`, the section `[stages.$name]` (whose `concurrency` bounds the
+/// problems in flight); its output (`name: "file"`: the name in the record, and the file);
+/// its prompt's name in the summary; and how it asks: `ask mine with f, write w` asks the
+/// stage's call `f` about the problems this process handles ([`Asking::ask_mine`]) and
+/// writes the rows it got with `w(path, rows)`; `ask with f` leaves it all to `f` (a
+/// `fn(&Asking<'_, $config>, &Path) -> anyhow::Result<Answered>`).
+macro_rules! question {
+    (
+        $(#[$doc:meta])*
+        impl Question for $q:ident {
+            const NAME: StageName = StageName::$stage:ident;
+            config $name:ident: $config:ty, output $output:ident: $file:literal;
+            prompt $prompt:literal, ask $($ask:tt)*
+        }
+    ) => {
+        $(#[$doc])*
+        pub(super) struct $q;
+
+        impl $crate::engine::ask_each::Question for $q {
+            const NAME: $crate::engine::stage_name::StageName =
+                $crate::engine::stage_name::StageName::$stage;
+            const LLM: coreb_llm::LlmStage = coreb_llm::LlmStage::$stage;
+            const OUTPUT: (&'static str, &'static str) = (stringify!($output), $file);
+            const PROMPT: &'static str = $prompt;
+            type Config = $config;
+
+            fn config(plan: &$crate::manifest::RunPlan) -> &$config {
+                &plan.stages.$name
+            }
+
+            fn concurrency(config: &mut $config) -> &mut usize {
+                &mut config.concurrency
+            }
+
+            fn ask(
+                asking: &$crate::engine::ask_each::Asking<'_, $config>,
+                path: &std::path::Path,
+            ) -> anyhow::Result<$crate::engine::ask_each::Answered> {
+                $crate::engine::ask_each::question!(@ask asking, path, $($ask)*)
+            }
+        }
+    };
+    (@ask $asking:ident, $path:ident, mine with $call:path, write $write:path;) => {{
+        let got = $asking.ask_mine(Self::LLM, $call)?;
+        $write($path, &got.rows)?;
+        Ok($crate::engine::ask_each::Answered::of(got))
+    }};
+    (@ask $asking:ident, $path:ident, with $f:path;) => {
+        $f($asking, $path)
+    };
+}
+pub(super) use question;
+
 /// What a [`Question`] asks with.
 pub(crate) struct Asking<'a, C> {
     /// The stage asking.
@@ -81,11 +138,27 @@ impl<C> Asking<'_, C> {
     }
 
     /// Run `f` with the gateway, counting its answers on the stage's progress line.
-    pub(crate) fn run<T>(
-        &self,
-        f: impl AsyncFnOnce(&dyn coreb_llm::LlmGateway) -> T,
-    ) -> anyhow::Result<T> {
+    pub(crate) fn run<T>(&self, f: impl AsyncFnOnce(&dyn LlmGateway) -> T) -> anyhow::Result<T> {
         Ok(self.llm.run(self.cx.runtime()?, self.cx.printer(), self.stage, f))
+    }
+
+    /// Ask with `ask` (a stage's call of its configuration, models, prompt, problems and
+    /// gateway) about the problems this process handles ([`Asking::mine`]), with the prompt of
+    /// `llm`.
+    pub(crate) fn ask_mine<T>(
+        &self,
+        llm: LlmStage,
+        ask: impl AsyncFnOnce(
+            &C,
+            &ModelPlan,
+            &Prompt,
+            &[RewrittenProblem],
+            &dyn LlmGateway,
+        ) -> Result<T, LlmStageError>,
+    ) -> anyhow::Result<T> {
+        let mine = self.mine();
+        let prompt = &self.llm.prompts[llm];
+        Ok(self.run(async |g| ask(&self.config, &self.models, prompt, &mine, g).await)??)
     }
 }
 

@@ -62,12 +62,9 @@ fn unrewritten(p: coreb_data::problem::Problem) -> RewrittenProblem {
 /// of.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ControlSummary {
-    /// Filtered problems in.
-    pub(crate) rows_in: u64,
-    /// Problems passed on: those the release published.
-    pub(crate) rows_out: u64,
-    /// Always 0.
-    pub(crate) rejected: u64,
+    /// Filtered problems in, problems passed on (those the release published); 0 rejected.
+    #[serde(flatten)]
+    pub(crate) rows: Counts,
     /// Filtered problems the release did not publish.
     not_in_release: u64,
     /// How the tests were carried over (every one kept).
@@ -98,19 +95,18 @@ pub(crate) struct ControlParameters {
 
 impl Summary for ControlSummary {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+        self.rows
     }
 
     fn reasons(&self) -> Reasons {
-        Reasons::Counts(vec![("not_in_release", self.not_in_release), ("rejected", self.rejected)])
+        Reasons::Counts(vec![
+            ("not_in_release", self.not_in_release),
+            ("rejected", self.rows.rejected),
+        ])
     }
 
     fn facts(&self) -> Option<StageFacts> {
-        Some(StageFacts {
-            parameters: serde_json::to_value(&self.parameters).ok(),
-            models: Some(self.models.clone()),
-            ..StageFacts::default()
-        })
+        Some(StageFacts { models: Some(self.models.clone()), ..StageFacts::of(&self.parameters) })
     }
 }
 
@@ -185,9 +181,7 @@ pub(super) fn rewrite(
     coreb_base::jsonl::write::<()>(&out.path("rejections.jsonl"), &[])?;
     fs_err::write(out.path(ANSWER_KEYS), "")?;
     let summary = ControlSummary {
-        rows_in,
-        rows_out: kept,
-        rejected: 0,
+        rows: Counts { rows_in, rows_out: kept, rejected: 0 },
         not_in_release: rows_in - kept,
         stats: ControlCounts { tests_kept, tests_model: 0, tests_bijection: 0 },
         parameters: ControlParameters { control_of: controlled.of.clone() },

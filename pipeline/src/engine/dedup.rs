@@ -5,12 +5,11 @@ use coreb_data::problem::Problem;
 use coreb_data::tables::ProblemReader;
 use coreb_data::tables::problems::copy_rows;
 use coreb_stages::dedup::{DedupConfig, DedupOutput, DedupStats, Item, Origin, dedup};
-use serde::{Deserialize, Serialize};
 
 use super::context::{StageContext, StageOutput};
 use super::stage::{Done, Stage, Upstream};
 use super::stage_name::StageName;
-use super::summary::{Counts, Reasons, Summary};
+use super::summary::{Counts, Kept, Reasons, Summary};
 use crate::artifacts::input_key;
 use crate::release::layout::{EarlierRelease, earlier_releases};
 use coreb_base::durable;
@@ -23,24 +22,11 @@ fn item(p: Problem, origin: Origin) -> Item {
 pub(crate) struct Dedup;
 
 /// What `dedup` kept and dropped, and with what parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct DedupSummary {
-    /// Its counts.
-    #[serde(flatten)]
-    pub(crate) stats: DedupStats,
-    /// Problems dropped.
-    pub(crate) rejected: u64,
-    /// `[stages.dedup]`.
-    pub(crate) parameters: DedupConfig,
-}
+pub(crate) type DedupSummary = Kept<DedupStats, DedupConfig, ()>;
 
 impl Summary for DedupSummary {
     fn counts(&self) -> Counts {
-        Counts {
-            rows_in: self.stats.rows_in,
-            rows_out: self.stats.rows_out,
-            rejected: self.rejected,
-        }
+        self.kept()
     }
 
     fn reasons(&self) -> Reasons {
@@ -114,11 +100,7 @@ impl Stage for Dedup {
             &out.path("duplicates.json"),
             serde_json::to_string_pretty(&report)?.as_bytes(),
         )?;
-        let summary = DedupSummary {
-            stats,
-            rejected: stats.rows_in - stats.rows_out,
-            parameters: config.clone(),
-        };
+        let summary = DedupSummary::new(stats, config.clone(), ());
         Ok(Done::new(
             &[("problems", "problems.parquet"), ("duplicates", "duplicates.json")],
             summary,

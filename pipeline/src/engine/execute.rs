@@ -221,12 +221,9 @@ impl ExecuteCounts {
 /// verdicts depend on (configuration, toolchain versions, time limits).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ExecuteSummary {
-    /// Solutions given.
-    pub(crate) rows_in: u64,
-    /// Solutions judged.
-    pub(crate) rows_out: u64,
-    /// Solutions without their problem (not judged).
-    pub(crate) rejected: u64,
+    /// Solutions given, judged, and without their problem (not judged).
+    #[serde(flatten)]
+    pub(crate) rows: Counts,
     /// Solutions that passed every test.
     pub(crate) passed: u64,
     /// Its counts.
@@ -243,7 +240,7 @@ pub(crate) struct ExecuteSummary {
 
 impl Summary for ExecuteSummary {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+        self.rows
     }
 
     fn passed(&self) -> Option<u64> {
@@ -251,16 +248,15 @@ impl Summary for ExecuteSummary {
     }
 
     fn reasons(&self) -> Reasons {
-        Reasons::Counts(vec![("passed", self.passed), ("rejected", self.rejected)])
+        Reasons::Counts(vec![("passed", self.passed), ("rejected", self.rows.rejected)])
     }
 
     fn facts(&self) -> Option<StageFacts> {
         Some(StageFacts {
-            parameters: serde_json::to_value(&self.parameters).ok(),
             toolchains: Some(self.toolchains.clone()),
             time_limits: Some(self.time_limits.clone()),
             test_check: Some(self.test_check.clone()),
-            ..StageFacts::default()
+            ..StageFacts::of(&self.parameters)
         })
     }
 }
@@ -442,9 +438,11 @@ fn done(
 ) -> Done<ExecuteSummary, ExecuteLocal> {
     let plan = cx.plan();
     let summary = ExecuteSummary {
-        rows_in: solutions as u64,
-        rows_out: stats.solutions as u64,
-        rejected: without_problem.len() as u64,
+        rows: Counts {
+            rows_in: solutions as u64,
+            rows_out: stats.solutions as u64,
+            rejected: without_problem.len() as u64,
+        },
         passed: stats.solutions_passed as u64,
         stats: ExecuteCounts::of(&stats),
         test_check: RecheckStats::of(checks),

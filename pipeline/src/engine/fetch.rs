@@ -16,7 +16,7 @@ use super::context::{StageContext, StageOutput};
 use super::ingest::{self, FetchLocal};
 use super::stage::{Done, Stage, StageReport, Upstream};
 use super::stage_name::StageName;
-use super::summary::{Counts, Reasons, Summary};
+use super::summary::{Counts, Summary};
 use crate::artifacts::input_key;
 
 /// The `fetch` stage.
@@ -26,12 +26,9 @@ pub(super) struct Fetch;
 /// where.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct FetchSummary {
-    /// The sources of the manifest.
-    pub(crate) rows_in: u64,
-    /// The sources fetched.
-    pub(crate) rows_out: u64,
-    /// Always 0.
-    pub(crate) rejected: u64,
+    /// The sources of the manifest, those fetched; 0 rejected.
+    #[serde(flatten)]
+    pub(crate) rows: Counts,
     /// Their bytes.
     pub(crate) bytes: u64,
     /// Each source's name, sha256 and size, in manifest order (the release MANIFEST's pins).
@@ -40,11 +37,7 @@ pub(crate) struct FetchSummary {
 
 impl Summary for FetchSummary {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
-    }
-
-    fn reasons(&self) -> Reasons {
-        Reasons::Counts(vec![("rejected", self.rejected)])
+        self.rows
     }
 }
 
@@ -168,9 +161,11 @@ fn fetched(
         cx.printer().status(format!("{:>10}: downloaded {downloaded} bytes", "fetch"));
     }
     let summary = FetchSummary {
-        rows_in: plan.sources.len() as u64,
-        rows_out: fetched.len() as u64,
-        rejected: 0,
+        rows: Counts {
+            rows_in: plan.sources.len() as u64,
+            rows_out: fetched.len() as u64,
+            rejected: 0,
+        },
         bytes: fetched.iter().map(|f| f.bytes).sum(),
         sources: fetched
             .iter()

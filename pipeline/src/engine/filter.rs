@@ -17,22 +17,19 @@ use serde::{Deserialize, Serialize};
 use super::context::{StageContext, StageOutput};
 use super::stage::{Done, Stage, Upstream};
 use super::stage_name::StageName;
-use super::summary::{Counts, Reasons, StageFacts, Summary};
+use super::summary::{Counts, Kept, Reasons, StageFacts, Summary};
 use crate::artifacts::input_key;
 
 /// The `filter` stage.
 pub(super) struct Filter;
 
-/// What `filter` kept and why it rejected the others, and with what parameters.
+/// What `filter` kept and why it rejected the others (its counts, rejections by reason
+/// among them), and with what parameters and errata.
+pub(super) type FilterSummary = Kept<FilterStats, FilterConfig, Errata>;
+
+/// The errata `filter` applied.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct FilterSummary {
-    /// Its counts, rejections by reason among them.
-    #[serde(flatten)]
-    pub(crate) stats: FilterStats,
-    /// Problems rejected.
-    pub(crate) rejected: u64,
-    /// `[stages.filter]`.
-    pub(crate) parameters: FilterConfig,
+pub(super) struct Errata {
     /// The lists of errata applied.
     #[serde(default)]
     pub(crate) errata: Vec<ErrataPin>,
@@ -40,11 +37,7 @@ pub(super) struct FilterSummary {
 
 impl Summary for FilterSummary {
     fn counts(&self) -> Counts {
-        Counts {
-            rows_in: self.stats.rows_in,
-            rows_out: self.stats.rows_out,
-            rejected: self.rejected,
-        }
+        self.kept()
     }
 
     fn reasons(&self) -> Reasons {
@@ -66,9 +59,8 @@ impl Summary for FilterSummary {
 
     fn facts(&self) -> Option<StageFacts> {
         Some(StageFacts {
-            parameters: serde_json::to_value(&self.parameters).ok(),
-            errata: (!self.errata.is_empty()).then(|| self.errata.clone()),
-            ..StageFacts::default()
+            errata: (!self.more.errata.is_empty()).then(|| self.more.errata.clone()),
+            ..StageFacts::of(&self.parameters)
         })
     }
 }
@@ -131,12 +123,9 @@ impl Stage for Filter {
         drop(rejections);
         answers.sync_all()?;
         drop(answers);
-        let summary = FilterSummary {
-            stats,
-            rejected: stats.rows_in - stats.rows_out,
-            parameters: config.clone(),
-            errata: errata::applied(config.livecodebench_errata, &config.errata),
-        };
+        let errata =
+            Errata { errata: errata::applied(config.livecodebench_errata, &config.errata) };
+        let summary = FilterSummary::new(stats, config.clone(), errata);
         Ok(Done::new(
             &[
                 ("problems", "problems.parquet"),

@@ -101,12 +101,9 @@ impl LlmStats for LlmCounts {
 /// models (what the release MANIFEST records of it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct LlmSummary<S, C> {
-    /// Items given to the stage.
-    pub(crate) rows_in: u64,
-    /// Rows written.
-    pub(crate) rows_out: u64,
-    /// Items rejected.
-    pub(crate) rejected: u64,
+    /// Items given to the stage, rows written, items rejected.
+    #[serde(flatten)]
+    pub(crate) rows: Counts,
     /// Rejections by reason.
     pub(crate) rejections_by_reason: BTreeMap<String, u64>,
     /// The stage's counts.
@@ -134,7 +131,7 @@ impl<
 > Summary for LlmSummary<S, C>
 {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+        self.rows
     }
 
     fn reasons(&self) -> Reasons {
@@ -143,12 +140,11 @@ impl<
 
     fn facts(&self) -> Option<StageFacts> {
         Some(StageFacts {
-            parameters: serde_json::to_value(&self.parameters).ok(),
             prompts: Some(self.prompts.clone()),
             schemas: self.schemas.clone(),
             structured_output: self.structured_output,
             models: Some(self.models.clone()),
-            ..StageFacts::default()
+            ..StageFacts::of(&self.parameters)
         })
     }
 
@@ -258,9 +254,7 @@ pub(super) fn finish<S, C>(
         .collect();
     let json_answers = !schemas.is_empty();
     let summary = LlmSummary {
-        rows_in,
-        rows_out: rows_out as u64,
-        rejected: rejected.len() as u64,
+        rows: Counts { rows_in, rows_out: rows_out as u64, rejected: rejected.len() as u64 },
         rejections_by_reason: count_by_reason(rejected)
             .into_iter()
             .map(|(k, n)| (k.to_owned(), n))
@@ -282,17 +276,24 @@ pub(super) fn finish<S, C>(
     Ok(Done { outputs, summary, local, wall: None, on_commit: None })
 }
 
+/// Show the first five of `rejections` on status lines, each as `said` words it, after the
+/// stage's name.
+pub(super) fn show_first(
+    cx: &StageContext,
+    stage: StageName,
+    rejections: &[Rejection],
+    said: impl Fn(&Rejection) -> String,
+) {
+    for r in rejections.iter().take(5) {
+        cx.printer().status(format!("{:>10}: {}", stage.as_str(), said(r)));
+    }
+}
+
 /// Show the first rejections (all are in the stage's `rejections.jsonl`).
 fn announce_rejections(cx: &StageContext, stage: StageName, rejected: &[Rejection]) {
-    for r in rejected.iter().take(5) {
-        cx.printer().status(format!(
-            "{:>10}: rejected `{}` ({}): {}",
-            stage.as_str(),
-            r.item,
-            r.model,
-            r.reason
-        ));
-    }
+    show_first(cx, stage, rejected, |r| {
+        format!("rejected `{}` ({}): {}", r.item, r.model, r.reason)
+    });
     if rejected.len() > 5 {
         cx.printer().status(format!(
             "{:>10}: … and {} more (see rejections.jsonl)",
@@ -325,15 +326,14 @@ pub(crate) fn rewritten(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::artifacts::{ArtifactStore, input_key};
+    use crate::artifacts::{input_key, temporary_store};
 
     /// Issue #22: a stage re-run that got its answers from the store instead of the endpoint
     /// produced the same files, but its record's fingerprint changed with the counts, so
     /// `execute` (keyed by it) and everything after ran again on every build.
     #[test]
     fn where_answers_came_from_is_not_part_of_the_fingerprint() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ArtifactStore::open(dir.path()).unwrap();
+        let (_dir, store) = temporary_store();
         let commit = |from_store: u64, from_endpoint: u64| {
             let writer = store.begin("generate").unwrap();
             fs_err::write(writer.path("solutions.parquet"), "same solutions").unwrap();
@@ -346,9 +346,7 @@ mod tests {
             };
             let (counts, (from_store, from_endpoint)) = LlmCounts::of(stats);
             let summary = LlmSummary {
-                rows_in: 4,
-                rows_out: 4,
-                rejected: 0,
+                rows: Counts { rows_in: 4, rows_out: 4, rejected: 0 },
                 rejections_by_reason: BTreeMap::new(),
                 stats: counts,
                 parameters: BTreeMap::from([("samples", 1)]),

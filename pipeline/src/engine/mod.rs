@@ -67,12 +67,7 @@ use crate::printer::Printer;
 
 /// Makes the engine's table from the rows of [`crate::stage_rows::stage_rows!`].
 macro_rules! stage_table {
-    ($(
-        $(#[$doc:meta])*
-        $variant:ident = $name:ident, run $run:expr, reads [$($up:ident),*],
-        config [$($config:ty)?], shardable $shardable:literal, asks_models $asks:literal,
-        about $about:literal;
-    )*) => {
+    ($({ $_doc:tt $_variant:ident $_name:ident [$run:expr] $($_rest:tt)* })*) => {
         /// The build, in order: one row per stage, made from the rows of
         /// [`crate::stage_rows::stage_rows!`] (adding a stage is one module implementing
         /// [`stage::Stage`] and one row there).

@@ -255,6 +255,13 @@ mod tests {
         Preflight { plan, until, own_gateway: false, llm_recorded: false }.problems()
     }
 
+    /// The one problem found for a build of `plan` up to `until`, which holds each of `said`.
+    fn one_problem(plan: &RunPlan, until: StageName, said: &[&str]) -> String {
+        let found = problems(plan, until);
+        assert!(found.len() == 1 && said.iter().all(|s| found[0].contains(s)), "{found:?}");
+        found[0].clone()
+    }
+
     #[test]
     fn the_sample_passes() {
         assert_eq!(problems(&sample(), StageName::Release), Vec::<String>::new());
@@ -267,13 +274,8 @@ mod tests {
         std::fs::write(&file, "").unwrap();
         let mut plan = sample();
         plan.publish_dir = file.join("v202503");
-        let found = problems(&plan, StageName::Release);
-        assert!(
-            found.len() == 1
-                && found[0].starts_with("`releases_dir`")
-                && found[0].contains("is not a directory"),
-            "{found:?}"
-        );
+        let found = one_problem(&plan, StageName::Release, &["is not a directory"]);
+        assert!(found.starts_with("`releases_dir`"), "{found}");
         // A build that stops before `release` does not need it.
         assert!(problems(&plan, StageName::Qrels).is_empty());
         plan.output_dir = file.join("build");
@@ -285,12 +287,10 @@ mod tests {
         let mut plan = sample();
         plan.llm.mode = StoreMode::Live;
         plan.llm.api_key_env = "COREB_PREFLIGHT_TEST_KEY_THAT_IS_NOT_SET".into();
-        let found = problems(&plan, StageName::Rewrite);
-        assert!(
-            found.len() == 1
-                && found[0].contains("COREB_PREFLIGHT_TEST_KEY_THAT_IS_NOT_SET")
-                && found[0].contains("sample.toml"),
-            "{found:?}"
+        one_problem(
+            &plan,
+            StageName::Rewrite,
+            &["COREB_PREFLIGHT_TEST_KEY_THAT_IS_NOT_SET", "sample.toml"],
         );
         // Before the LLM stages, or with a gateway of the caller's, no key is needed.
         assert!(problems(&plan, StageName::Filter).is_empty());
@@ -313,12 +313,10 @@ mod tests {
     fn a_composition_the_models_cannot_make_is_named() {
         let mut plan = sample();
         plan.llm.stages.entry(LlmStage::Generate).or_default().models = vec!["only-one".into()];
-        let found = problems(&plan, StageName::Release);
-        assert!(
-            found.len() == 1
-                && found[0].contains("names one model (only-one)")
-                && found[0].contains("min_hard_negative_share"),
-            "{found:?}"
+        one_problem(
+            &plan,
+            StageName::Release,
+            &["names one model (only-one)", "min_hard_negative_share"],
         );
         assert!(
             problems(&plan, StageName::Execute).is_empty(),

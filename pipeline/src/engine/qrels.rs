@@ -44,12 +44,9 @@ pub(super) struct Qrels;
 /// composition (parameters, composition, roles).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(super) struct QrelsSummary {
-    /// Problems in.
-    pub(crate) rows_in: u64,
-    /// Problems composed.
-    pub(crate) rows_out: u64,
-    /// Problems left out.
-    pub(crate) rejected: u64,
+    /// Problems in, composed, and left out.
+    #[serde(flatten)]
+    pub(crate) rows: Counts,
     /// Problems left out for lack of a summary or distractors.
     incomplete_problems: Vec<ProblemId>,
     /// Problems left out because the re-check rejected every test.
@@ -72,25 +69,24 @@ pub(super) struct QrelsSummary {
 
 impl Summary for QrelsSummary {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
+        self.rows
     }
 
     fn reasons(&self) -> Reasons {
         Reasons::Counts(vec![
             ("queries", self.queries),
-            ("rejected", self.rejected),
+            ("rejected", self.rows.rejected),
             ("ambiguous_answers", self.ambiguous_answers.len() as u64),
         ])
     }
 
     fn facts(&self) -> Option<StageFacts> {
         Some(StageFacts {
-            parameters: serde_json::to_value(&self.parameters).ok(),
             composition: Some(self.composition),
             roles: Some(self.roles.clone()),
             ambiguous_answers: (!self.ambiguous_answers.is_empty())
                 .then(|| self.ambiguous_answers.clone()),
-            ..StageFacts::default()
+            ..StageFacts::of(&self.parameters)
         })
     }
 }
@@ -265,13 +261,14 @@ impl Stage for Qrels {
                 .collect();
         let composed = qrels(config, &plan.version, &roles, &problems, &solutions);
         durable::write(&out.path("qrels.json"), serde_json::to_string(&composed)?.as_bytes())?;
+        let left_out = (incomplete.len() + without_tests.len() + ambiguous_answers.len()) as u64;
+        let composed_problems = problems.len() as u64;
         let summary = QrelsSummary {
-            rows_in: (problems.len()
-                + incomplete.len()
-                + without_tests.len()
-                + ambiguous_answers.len()) as u64,
-            rows_out: problems.len() as u64,
-            rejected: (incomplete.len() + without_tests.len() + ambiguous_answers.len()) as u64,
+            rows: Counts {
+                rows_in: composed_problems + left_out,
+                rows_out: composed_problems,
+                rejected: left_out,
+            },
             incomplete_problems: incomplete,
             problems_without_tests: without_tests,
             ambiguous_answers,

@@ -17,7 +17,7 @@ use super::execute::ExecuteSummary;
 use super::fetch::FetchSummary;
 use super::stage::{Done, Stage, StageReport, Upstream};
 use super::stage_name::StageName;
-use super::summary::{Counts, Reasons, StageFacts, Summary};
+use super::summary::{Counts, StageFacts, Summary};
 use crate::artifacts::input_key;
 use crate::release::layout::relative_path;
 use crate::release::make::{Built, Keyed, make};
@@ -39,12 +39,9 @@ fn answered() -> impl Iterator<Item = StageName> {
 /// What `release` published: the version, its counts and BM25's nDCG@10 per task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ReleaseSummary {
-    /// Problems published.
-    pub(crate) rows_in: u64,
-    /// Problems published.
-    pub(crate) rows_out: u64,
-    /// Always 0.
-    pub(crate) rejected: u64,
+    /// Problems published, in and out; 0 rejected.
+    #[serde(flatten)]
+    pub(crate) rows: Counts,
     /// The version.
     pub(crate) release: String,
     /// The composition's counts.
@@ -55,11 +52,7 @@ pub(crate) struct ReleaseSummary {
 
 impl Summary for ReleaseSummary {
     fn counts(&self) -> Counts {
-        Counts { rows_in: self.rows_in, rows_out: self.rows_out, rejected: self.rejected }
-    }
-
-    fn reasons(&self) -> Reasons {
-        Reasons::Counts(vec![("rejected", self.rejected)])
+        self.rows
     }
 }
 
@@ -160,9 +153,11 @@ impl Stage for Release {
         let made = make(plan, keyed, &built, cx.printer())?;
         fs_err::write(out.path("MANIFEST.json"), &made.manifest)?;
         let summary = ReleaseSummary {
-            rows_in: made.problems as u64,
-            rows_out: made.problems as u64,
-            rejected: 0,
+            rows: Counts {
+                rows_in: made.problems as u64,
+                rows_out: made.problems as u64,
+                rejected: 0,
+            },
             release: plan.version.clone(),
             counts: built.qrels.stats,
             bm25_ndcg10: made.bm25_ndcg10,

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::context::{StageContext, StageOutput};
 use super::control::{self, ControlSummary};
 use super::llm::{
-    Asked, LlmCounts, LlmLocal, LlmStats, LlmSummary, as_run, finish, llm_key, reusable,
+    Asked, LlmCounts, LlmLocal, LlmStats, LlmSummary, as_run, finish, llm_key, reusable, show_first,
 };
 use super::stage::{Done, Stage, StageReport, Upstream};
 use super::stage_name::StageName;
@@ -191,15 +191,12 @@ fn rewrite(
     // the changed tests with it).
     write_references(&out.path("references.parquet"), &references)?;
     coreb_base::jsonl::write(&out.path("reference_failures.jsonl"), &reference_failures)?;
-    for f in reference_failures.iter().take(5) {
-        cx.printer().status(format!(
-            "{:>10}: no reference for `{}` ({}): {}; its changed tests stay unchecked",
-            stage.as_str(),
-            f.item,
-            f.model,
-            f.reason
-        ));
-    }
+    show_first(cx, stage, &reference_failures, |f| {
+        format!(
+            "no reference for `{}` ({}): {}; its changed tests stay unchecked",
+            f.item, f.model, f.reason
+        )
+    });
     // The prompts of `rewrite` and its sub-steps, by name.
     let prompts: BTreeMap<String, String> =
         [LlmStage::Rewrite, LlmStage::RewriteTests, LlmStage::Reference, LlmStage::AdaptReference]

@@ -11,12 +11,10 @@
 /// Makes [`StageName`] and its properties from the rows of
 /// [`crate::stage_rows::stage_rows!`].
 macro_rules! stage_names {
-    ($(
-        $(#[$doc:meta])*
-        $variant:ident = $name:ident, run $run:expr, reads [$($up:ident),*],
-        config [$($config:ty)?], shardable $shardable:literal, asks_models $asks:literal,
-        about $about:literal;
-    )*) => {
+    ($({
+        [$(#[$doc:meta])*] $variant:ident $name:ident $_run:tt [$($up:ident),*] $_config:tt
+        $shardable:literal $asks:literal $about:literal
+    })*) => {
         /// A stage of the build (which stage a build stops after, which a command runs).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
         pub enum StageName {

@@ -55,6 +55,14 @@ pub(crate) struct StageFacts {
     pub(crate) ambiguous_answers: Option<Vec<coreb_stages::ambiguity::Ambiguity>>,
 }
 
+impl StageFacts {
+    /// The facts of a stage run with `parameters` (its `[stages.<stage>]`), kept as their
+    /// JSON; the stage adds its others (`StageFacts { models, ..StageFacts::of(&parameters) }`).
+    pub(crate) fn of(parameters: &impl Serialize) -> StageFacts {
+        StageFacts { parameters: serde_json::to_value(parameters).ok(), ..StageFacts::default() }
+    }
+}
+
 /// One language's time limits for test runs: the multiplier of its toolchain and the limits
 /// it gives.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -276,6 +276,15 @@ fn import_answers_capped(
 mod tests {
     use super::*;
 
+    /// Importing `gz` (shown as `kit/answers.jsonl.gz`) into a store beside it fails with an
+    /// error that starts with `said`.
+    fn assert_import_refused(gz: &Path, said: &str) {
+        let dir = gz.parent().unwrap();
+        let err = import_answers(gz, Path::new("kit/answers.jsonl.gz"), dir, &dir.join("store"))
+            .unwrap_err();
+        assert!(format!("{err:#}").starts_with(said), "{err:#}");
+    }
+
     #[test]
     fn answers_import_names_the_line_of_a_bad_entry() {
         use std::io::Write as _;
@@ -284,30 +293,14 @@ mod tests {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         enc.write_all(b"{\"format\": 1}\n").unwrap();
         fs_err::write(&gz, enc.finish().unwrap()).unwrap();
-        let err = import_answers(
+        assert_import_refused(
             &gz,
-            Path::new("kit/answers.jsonl.gz"),
-            dir.path(),
-            &dir.path().join("store"),
-        )
-        .unwrap_err();
-        assert!(
-            format!("{err:#}")
-                .starts_with("`kit/answers.jsonl.gz`, line 1: not a valid response-store entry"),
-            "{err:#}"
+            "`kit/answers.jsonl.gz`, line 1: not a valid response-store entry",
         );
         fs_err::write(&gz, b"not gzip").unwrap();
-        let err = import_answers(
+        assert_import_refused(
             &gz,
-            Path::new("kit/answers.jsonl.gz"),
-            dir.path(),
-            &dir.path().join("store"),
-        )
-        .unwrap_err();
-        assert!(
-            format!("{err:#}")
-                .starts_with("`kit/answers.jsonl.gz`, line 1: truncated or corrupt gzip data"),
-            "{err:#}"
+            "`kit/answers.jsonl.gz`, line 1: truncated or corrupt gzip data",
         );
     }
 

@@ -115,6 +115,33 @@ pub(crate) fn split_name(version: &str) -> String {
     }
 }
 
+/// Each judged query's documents: (relevant, grade 2 and above; partly relevant, grade 1),
+/// each sorted.
+type Judged = BTreeMap<String, (Vec<String>, Vec<String>)>;
+
+/// The judged documents of `task`'s queries in `release` (its `<task>_qrels.parquet`).
+fn judged(release: &Path, task: &str) -> Result<Judged, ExportError> {
+    let file = format!("{task}_qrels.parquet");
+    let qrels_path = release.join(&file);
+    if !qrels_path.is_file() {
+        return Err(ExportError::MissingFile { release: release.to_owned(), file });
+    }
+    let mut judged = Judged::new();
+    for q in coreb_data::tables::published::read_qrels(&qrels_path)? {
+        let entry = judged.entry(q.query_id.0).or_default();
+        match q.relevance.0 {
+            r if r >= 2 => entry.0.push(q.doc_id.0),
+            r if r >= 1 => entry.1.push(q.doc_id.0),
+            _ => {}
+        }
+    }
+    for (relevant, partly) in judged.values_mut() {
+        relevant.sort();
+        partly.sort();
+    }
+    Ok(judged)
+}
+
 /// What the export reads of a release's MANIFEST.
 struct Found {
     version: String,
@@ -438,9 +465,13 @@ mod tests {
 
     #[test]
     fn splits_are_named_as_the_series_names_them() {
-        assert_eq!(split_name("v202603"), "release_v2603");
-        assert_eq!(split_name("v202503"), "release_v2503");
-        assert_eq!(split_name("v1"), "release_v1");
-        assert_eq!(split_name("v2025031"), "release_v2025031");
+        for (version, split) in [
+            ("v202603", "release_v2603"),
+            ("v202503", "release_v2503"),
+            ("v1", "release_v1"),
+            ("v2025031", "release_v2025031"),
+        ] {
+            assert_eq!(split_name(version), split, "{version}");
+        }
     }
 }

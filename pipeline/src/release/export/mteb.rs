@@ -34,7 +34,7 @@ use coreb_base::seeded::{SplitMix64, fmix64};
 use coreb_base::shard::id_hash;
 use coreb_eval::mteb::{MtebTask, Protocol, TASK_FILE, TASKS, TaskFile};
 
-use super::{ExportError, releases_by_version};
+use super::{ExportError, Judged, judged, releases_by_version};
 
 /// The choices of an MTEB export that the published datasets do not settle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,7 +123,7 @@ struct Source {
     docs: Vec<(DocKeys, String)>,
     queries: Vec<(QueryKeys, String)>,
     /// Query → (positives, hard negatives), each in id order.
-    judged: BTreeMap<String, (Vec<String>, Vec<String>)>,
+    judged: Judged,
 }
 
 fn read_source(release: &Path, task: &str) -> Result<Source, ExportError> {
@@ -157,27 +157,7 @@ fn read_source(release: &Path, task: &str) -> Result<Source, ExportError> {
         .into_iter()
         .map(parse(folder.join("queries.jsonl")))
         .collect::<Result<Vec<(QueryKeys, String)>, _>>()?;
-    let qrels_path = release.join(format!("{task}_qrels.parquet"));
-    if !qrels_path.is_file() {
-        return Err(ExportError::MissingFile {
-            release: release.to_owned(),
-            file: format!("{task}_qrels.parquet"),
-        });
-    }
-    let mut judged: BTreeMap<String, (Vec<String>, Vec<String>)> = BTreeMap::new();
-    for q in coreb_data::tables::published::read_qrels(&qrels_path)? {
-        let entry = judged.entry(q.query_id.0).or_default();
-        match q.relevance.0 {
-            r if r >= 2 => entry.0.push(q.doc_id.0),
-            r if r >= 1 => entry.1.push(q.doc_id.0),
-            _ => {}
-        }
-    }
-    for (pos, neg) in judged.values_mut() {
-        pos.sort();
-        neg.sort();
-    }
-    Ok(Source { docs, queries, judged })
+    Ok(Source { docs, queries, judged: judged(release, task)? })
 }
 
 /// A stream seeded by the export's seed and `key`.
@@ -190,6 +170,11 @@ fn shuffle<T>(items: &mut [T], rng: &mut SplitMix64) {
     for i in (1..items.len()).rev() {
         items.swap(i, rng.index(i + 1));
     }
+}
+
+/// The lines (as written) of the rows `keep` takes.
+fn kept_lines<K>(rows: &[(K, String)], keep: impl Fn(&K) -> bool) -> Vec<String> {
+    rows.iter().filter(|(k, _)| keep(k)).map(|(_, l)| l.clone()).collect()
 }
 
 /// A task folder's files, written under `dir`.
@@ -292,18 +277,8 @@ fn reranking(source: &Source, task: &MtebTask, opts: &MtebOptions) -> (Written, 
         })
         .collect();
     let written = Written {
-        docs: source
-            .docs
-            .iter()
-            .filter(|(d, _)| used.contains(d.id.as_str()))
-            .map(|(_, l)| l.clone())
-            .collect(),
-        queries: source
-            .queries
-            .iter()
-            .filter(|(q, _)| keep.contains(q.id.as_str()))
-            .map(|(_, l)| l.clone())
-            .collect(),
+        docs: kept_lines(&source.docs, |d| used.contains(d.id.as_str())),
+        queries: kept_lines(&source.queries, |q| keep.contains(q.id.as_str())),
         qrels,
         top_ranked: Some(lists.into_iter().map(|(q, _, l)| (q.id.clone(), l)).collect()),
     };

@@ -41,39 +41,44 @@ pub(crate) struct ShapeError {
     pub(crate) reason: String,
 }
 
-fn strings<'a>(
-    config: &str,
-    cols: &'a [Column],
-    name: &str,
-) -> Result<&'a [Option<String>], ShapeError> {
-    match find(cols, name) {
-        Some(Values::Str(v)) => Ok(v),
-        _ => {
-            Err(ShapeError { config: config.into(), reason: format!("no string column `{name}`") })
+/// Makes the readers of a typed column, one a row: `reader: Variant of Values, its values'
+/// type, what the error calls it`. A reader gives column `name` of `config`'s table, or the
+/// error that there is no such column of that type.
+macro_rules! column_readers {
+    ($($reader:ident: $variant:ident, $t:ty, $kind:literal;)*) => {$(
+        fn $reader<'a>(
+            config: &str,
+            cols: &'a [Column],
+            name: &str,
+        ) -> Result<&'a [Option<$t>], ShapeError> {
+            match find(cols, name) {
+                Some(Values::$variant(v)) => Ok(v),
+                _ => Err(ShapeError {
+                    config: config.into(),
+                    reason: format!(concat!("no ", $kind, " column `{}`"), name),
+                }),
+            }
         }
-    }
+    )*};
 }
 
-fn ints<'a>(config: &str, cols: &'a [Column], name: &str) -> Result<&'a [Option<i64>], ShapeError> {
-    match find(cols, name) {
-        Some(Values::Int(v)) => Ok(v),
-        _ => {
-            Err(ShapeError { config: config.into(), reason: format!("no integer column `{name}`") })
-        }
-    }
+column_readers! {
+    strings: Str, String, "string";
+    ints: Int, i64, "integer";
+    bools: Bool, bool, "boolean";
 }
 
-fn bools<'a>(
+/// The string columns `names` of `config`'s table, in that order.
+fn string_columns<'a, const N: usize>(
     config: &str,
     cols: &'a [Column],
-    name: &str,
-) -> Result<&'a [Option<bool>], ShapeError> {
-    match find(cols, name) {
-        Some(Values::Bool(v)) => Ok(v),
-        _ => {
-            Err(ShapeError { config: config.into(), reason: format!("no boolean column `{name}`") })
-        }
+    names: [&str; N],
+) -> Result<[&'a [Option<String>]; N], ShapeError> {
+    let mut found: [&[Option<String>]; N] = [&[]; N];
+    for (column, name) in found.iter_mut().zip(names) {
+        *column = strings(config, cols, name)?;
     }
+    Ok(found)
 }
 
 fn some(v: &[Option<String>], i: usize) -> String {
@@ -147,21 +152,13 @@ pub(crate) struct Corpora {
 impl Corpora {
     /// Index the two corpus configs.
     pub(crate) fn new(code: &[Column], text: &[Column]) -> Result<Self, ShapeError> {
-        let (ids, langs, models, codes) = (
-            strings("code_corpus", code, "code_id")?,
-            strings("code_corpus", code, "language")?,
-            strings("code_corpus", code, "model")?,
-            strings("code_corpus", code, "code")?,
-        );
+        let [ids, langs, models, codes] =
+            string_columns("code_corpus", code, ["code_id", "language", "model", "code"])?;
         let code = (0..ids.len())
             .map(|i| (some(ids, i), (some(langs, i), some(models, i), some(codes, i))))
             .collect();
-        let (tids, kinds, problems, texts) = (
-            strings("text_corpus", text, "text_id")?,
-            strings("text_corpus", text, "kind")?,
-            strings("text_corpus", text, "problem_id")?,
-            strings("text_corpus", text, "text")?,
-        );
+        let [tids, kinds, problems, texts] =
+            string_columns("text_corpus", text, ["text_id", "kind", "problem_id", "text"])?;
         let texts = (0..tids.len())
             .filter(|&i| matches!(kinds[i].as_deref(), Some("full" | "canonical")))
             .map(|i| ((some(problems, i), some(kinds, i)), (some(tids, i), some(texts, i))))
@@ -174,13 +171,11 @@ impl Corpora {
         mut self,
         text2code_queries: &[Column],
     ) -> Result<Self, ShapeError> {
-        let c = "text2code_queries";
-        let (subtask, language, problem, query) = (
-            strings(c, text2code_queries, "subtask")?,
-            strings(c, text2code_queries, "language_constraint")?,
-            strings(c, text2code_queries, "source_problem_id")?,
-            strings(c, text2code_queries, "query")?,
-        );
+        let [subtask, language, problem, query] = string_columns(
+            "text2code_queries",
+            text2code_queries,
+            ["subtask", "language_constraint", "source_problem_id", "query"],
+        )?;
         for i in 0..subtask.len() {
             if subtask[i].as_deref() == Some("canonical") && language[i].as_deref() == Some("any") {
                 self.summaries.insert(some(problem, i), some(query, i));
@@ -259,16 +254,19 @@ pub(crate) struct ReleaseFacts {
 }
 
 fn query_rows(config: &str, cols: &[Column]) -> Result<Vec<QueryRow>, ShapeError> {
-    let s = |name| strings(config, cols, name);
-    let (id, query, task, subtask, lang, problem, doc) = (
-        s("query_id")?,
-        s("query")?,
-        s("task")?,
-        s("subtask")?,
-        s("language_constraint")?,
-        s("source_problem_id")?,
-        s("source_doc_id")?,
-    );
+    let [id, query, task, subtask, lang, problem, doc] = string_columns(
+        config,
+        cols,
+        [
+            "query_id",
+            "query",
+            "task",
+            "subtask",
+            "language_constraint",
+            "source_problem_id",
+            "source_doc_id",
+        ],
+    )?;
     let relevant = ints(config, cols, "num_relevant_docs")?;
     Ok((0..id.len())
         .map(|i| QueryRow {

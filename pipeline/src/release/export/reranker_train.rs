@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use coreb_eval::mteb::{Protocol, TASKS};
 
-use super::{ExportError, releases_by_version};
+use super::{ExportError, judged, releases_by_version};
 
 /// One record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -105,30 +105,13 @@ pub(crate) fn records(
     for task in TASKS.iter().filter(|t| t.protocol == Protocol::Retrieval) {
         let docs = read_rows(release, task.coreb_task, "corpus.jsonl")?;
         let queries = read_rows(release, task.coreb_task, "queries.jsonl")?;
-        let qrels_path = release.join(format!("{}_qrels.parquet", task.coreb_task));
-        if !qrels_path.is_file() {
-            return Err(ExportError::MissingFile {
-                release: release.to_owned(),
-                file: format!("{}_qrels.parquet", task.coreb_task),
-            });
-        }
-        let mut judged: BTreeMap<String, (Vec<String>, Vec<String>)> = BTreeMap::new();
-        for q in coreb_data::tables::published::read_qrels(&qrels_path)? {
-            let e = judged.entry(q.query_id.0).or_default();
-            match q.relevance.0 {
-                r if r >= 2 => e.0.push(q.doc_id.0),
-                r if r >= 1 => e.1.push(q.doc_id.0),
-                _ => {}
-            }
-        }
+        let mut judged = judged(release, task.coreb_task)?;
         let by_id: BTreeMap<&str, &Row> = docs.iter().map(|d| (d.id.as_str(), d)).collect();
         let (mut n, mut pos, mut left) = (0, 0, 0);
         for q in &queries {
             let Some((positives, hard)) = judged.get_mut(&q.id) else {
                 continue;
             };
-            positives.sort();
-            hard.sort();
             // Hard negatives that are documents of the corpus (a code2code anchor no query
             // judges is not one).
             hard.retain(|d| by_id.contains_key(d.as_str()));

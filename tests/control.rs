@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{copy_tree, coreb, root, run, same_release_as, text};
+use crate::support::{copy_tree, coreb, refused, root, run, same_release_as, text};
 
 fn release() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -84,33 +84,18 @@ fn a_control_is_built_only_of_a_published_release_of_its_month() {
     );
     let out =
         run(coreb().arg("build").arg(&missing).arg("--output-dir").arg(dir.path().join("b1")));
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("holds no `MANIFEST.json`"),
-        "{}",
-        text(&out)
-    );
+    refused(&out, 1, &["holds no `MANIFEST.json`"]);
 
     let other_month =
         write("month.toml", text_of.replace("version = \"v202503\"", "version = \"v202504\""));
     let out =
         run(coreb().arg("build").arg(&other_month).arg("--output-dir").arg(dir.path().join("b2")));
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("a control is of the same month"),
-        "{}",
-        text(&out)
-    );
+    refused(&out, 1, &["a control is of the same month"]);
 
     let beside =
         write("beside.toml", text_of.replace("releases/sample/control\"", "releases/sample\""));
     let out = run(coreb().arg("build").arg(&beside).arg("--output-dir").arg(dir.path().join("b3")));
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("`releases_dir` of its own"),
-        "{}",
-        text(&out)
-    );
+    refused(&out, 2, &["`releases_dir` of its own"]);
 }
 
 #[test]
@@ -162,10 +147,5 @@ fn compare_pairs_bm25_on_the_release_and_on_its_control() {
     fs_err::write(forged.join("MANIFEST.json"), m.replace(&sha, &"0".repeat(64))).unwrap();
     let out =
         run(coreb().arg("compare").arg(&on_release).arg(results(tmp.path(), &forged, "forged")));
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("different releases are not compared"),
-        "{}",
-        text(&out)
-    );
+    refused(&out, 1, &["different releases are not compared"]);
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::support::{coreb, fixture_data, root, run, text};
+use crate::support::{coreb, fixture_data, root, run, text, toy_embed};
 
 fn read_jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -309,19 +309,6 @@ fn audit_rewrite_measures_every_rewritten_statement() {
         "{}",
         text(&bad)
     );
-}
-
-/// A deterministic bag-of-words embedding: one dimension per hashed lower-case word.
-fn toy_embed(text: &str) -> Vec<f32> {
-    let mut v = vec![0.0f32; 64];
-    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        let h = w
-            .to_lowercase()
-            .bytes()
-            .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
-        v[(h % 64) as usize] += 1.0;
-    }
-    v
 }
 
 /// A loopback HTTP server ([`crate::support::http`]) answering each request with

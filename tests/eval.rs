@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::support::fixture_data as data;
-use crate::support::{coreb, root, run, text};
+use crate::support::{coreb, root, run, text, toy_embed as embed};
 
 fn eval_json(args: &[&str]) -> serde_json::Value {
     let out = run(coreb().arg("eval").args(args).arg("--json"));
@@ -122,19 +122,6 @@ fn release_gates_report_each_failure() {
     let ok = run(coreb().arg("eval").arg(rel.join("text2code")).arg("--gates"));
     assert!(ok.status.success(), "{}", text(&ok));
     assert!(String::from_utf8_lossy(&ok.stderr).contains("all release gates passed"));
-}
-
-/// A deterministic bag-of-words embedding: a dimension per hashed lower-case word.
-fn embed(text: &str) -> Vec<f32> {
-    let mut v = vec![0f32; 64];
-    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        let h = w
-            .to_lowercase()
-            .bytes()
-            .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
-        v[(h % 64) as usize] += 1.0;
-    }
-    v
 }
 
 #[derive(Default)]

@@ -5,26 +5,11 @@
 //! was.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use crate::support::{copy_tree, coreb, root, run, text, tree_sha256};
+use crate::support::{copy_tree, coreb, refused, root, run, stderr, stdout_has, text, tree_sha256};
 
 fn sample_release() -> PathBuf {
     root().join("releases/sample/v202503")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// `out` exited with `code` and its stderr holds every one of `names`.
-#[track_caller]
-fn refused(out: &Output, code: i32, names: &[&str]) {
-    assert_eq!(out.status.code(), Some(code), "{}", text(out));
-    let err = stderr(out);
-    for n in names {
-        assert!(err.contains(n), "`{n}` not named in:\n{err}");
-    }
 }
 
 /// The sample's BM25 run of every task, as `coreb eval --out` writes it, in one file.
@@ -228,11 +213,7 @@ fn a_damaged_release_is_refused_before_a_result_names_it() {
     // The suggested command names the same file.
     let verify = run(coreb().args(["verify", "--checksums"]).arg(&copy));
     refused(&verify, 1, &[]);
-    assert!(
-        String::from_utf8_lossy(&verify.stdout).contains("text2code/qrels/test.tsv"),
-        "{}",
-        text(&verify)
-    );
+    stdout_has(&verify, "text2code/qrels/test.tsv");
 }
 
 #[test]

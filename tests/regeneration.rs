@@ -7,11 +7,10 @@
 //! Parquet qrels removed, so its BEIR qrels are read).
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use serde_json::Value;
 
-use crate::support::{coreb, root, run, text};
+use crate::support::{coreb, root, run, stderr, text};
 
 fn sample() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -62,10 +61,6 @@ fn copy_tree(from: &Path, to: &Path, rename: Option<(&str, &str)>) {
             fs_err::copy(&p, &dest).unwrap();
         }
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// `coreb eval <dir> --json` (no bootstrap), which must succeed.

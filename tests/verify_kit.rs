@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::support::{copy_tree, coreb, root, run, text, tree_sha256};
+use crate::support::{copy_tree, coreb, root, run, stderr, text, tree_sha256};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -79,10 +79,6 @@ fn rewrite_kit_file(release: &Path, name: &str, bytes: &[u8]) {
         serde_json::from_str(&fs_err::read_to_string(&manifest_path).unwrap()).unwrap();
     manifest["files"][name] = serde_json::json!({ "sha256": coreb_base::hashing::sha256_hex(bytes), "bytes": bytes.len() });
     fs_err::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap() + "\n").unwrap();
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A refusal: exit 1, before any rebuild, with every `needle` in its error.

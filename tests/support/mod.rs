@@ -58,6 +58,52 @@ pub fn text(out: &Output) -> String {
     )
 }
 
+/// stderr as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// stdout as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `out`'s stderr holds `needle` (the whole output in the failure message).
+#[track_caller]
+pub fn stderr_has(out: &Output, needle: &str) {
+    assert!(stderr(out).contains(needle), "`{needle}` not in stderr:\n{}", text(out));
+}
+
+/// `out`'s stdout holds `needle` (the whole output in the failure message).
+#[track_caller]
+pub fn stdout_has(out: &Output, needle: &str) {
+    assert!(stdout(out).contains(needle), "`{needle}` not in stdout:\n{}", text(out));
+}
+
+/// `out` exited with `code` and its stderr holds every one of `names`.
+#[track_caller]
+pub fn refused(out: &Output, code: i32, names: &[&str]) {
+    assert_eq!(out.status.code(), Some(code), "{}", text(out));
+    let err = stderr(out);
+    for n in names {
+        assert!(err.contains(n), "`{n}` not named in:\n{err}");
+    }
+}
+
+/// A deterministic bag-of-words embedding: one dimension per hashed lower-case word (the toy
+/// embeddings endpoint of the tests' local servers).
+pub fn toy_embed(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; 64];
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let h = w
+            .to_lowercase()
+            .bytes()
+            .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+        v[(h % 64) as usize] += 1.0;
+    }
+    v
+}
+
 /// Copy the directory tree `from` to `to` (plain files and directories; `to` is made).
 pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
     fs_err::create_dir_all(to).unwrap();
@@ -125,7 +171,7 @@ pub fn stdin_problem(
     statement: &str,
     tests: &[(&str, &str)],
 ) -> coreb_data::problem::Problem {
-    use coreb_data::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+    use coreb_data::problem::{Platform, Problem, ProblemId, TestType};
     Problem {
         id: ProblemId::from_question_id(id),
         question_title: title.into(),
@@ -136,19 +182,25 @@ pub fn stdin_problem(
         contest_date: "2025-01-04T00:00:00".into(),
         starter_code: String::new(),
         difficulty: "easy".into(),
-        public_tests: tests
-            .iter()
-            .map(|(i, o)| TestCase {
-                input: (*i).into(),
-                output: (*o).into(),
-                testtype: TestType::Stdin,
-            })
-            .collect(),
+        public_tests: test_cases(tests, TestType::Stdin),
         private_tests: Vec::new(),
         func_name: None,
         metadata: "{}".into(),
         answer: Default::default(),
     }
+}
+
+/// Test cases of one type from (input, expected output) pairs.
+pub fn test_cases(
+    tests: &[(&str, &str)],
+    testtype: coreb_data::problem::TestType,
+) -> Vec<coreb_data::problem::TestCase> {
+    let case = |(i, o): &(&str, &str)| coreb_data::problem::TestCase {
+        input: (*i).into(),
+        output: (*o).into(),
+        testtype,
+    };
+    tests.iter().map(case).collect()
 }
 
 /// A BEIR `qrels/*.tsv` (`query-id corpus-id score`, a header line) in trec_eval's four

@@ -51,27 +51,21 @@ fn manifest_with_llm(dir: &Path, llm: &str) -> PathBuf {
     let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap();
     let head = sample.split("\n[llm]").next().unwrap();
     let r = root();
-    let head = head
-        .replace(
-            "output_dir = \"../build/sample\"",
-            &format!("output_dir = \"{}\"", dir.join("build").display()),
-        )
-        .replace(
-            "releases_dir = \"../releases/sample\"",
-            &format!("releases_dir = \"{}\"", dir.join("releases").display()),
-        )
-        .replace(
-            "response_store = \"../tests/fixtures/sample/store\"",
-            &format!("response_store = \"{}\"", dir.join("store").display()),
-        )
-        .replace(
-            "prompts_dir = \"../prompts\"",
-            &format!("prompts_dir = \"{}\"", r.join("prompts").display()),
-        )
-        .replace(
-            "url = \"../tests/fixtures/sample/problems.jsonl\"",
-            &format!("url = \"{}\"", r.join("tests/fixtures/sample/problems.jsonl").display()),
-        );
+    // Each key's relative path, and where it points from the temp dir.
+    let paths = [
+        ("output_dir", "../build/sample", dir.join("build")),
+        ("releases_dir", "../releases/sample", dir.join("releases")),
+        ("response_store", "../tests/fixtures/sample/store", dir.join("store")),
+        ("prompts_dir", "../prompts", r.join("prompts")),
+        (
+            "url",
+            "../tests/fixtures/sample/problems.jsonl",
+            r.join("tests/fixtures/sample/problems.jsonl"),
+        ),
+    ];
+    let head = paths.iter().fold(head.to_owned(), |head, (key, from, to)| {
+        head.replace(&format!("{key} = \"{from}\""), &format!("{key} = \"{}\"", to.display()))
+    });
     let manifest = dir.join("live.toml");
     fs_err::write(
         &manifest,

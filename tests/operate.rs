@@ -13,17 +13,17 @@ fn sample() -> std::path::PathBuf {
     root().join("manifests/sample.toml")
 }
 
+/// `coreb build` of the sample (with `flags`) into `<dir>/build`, publishing into `publish`.
+fn build_sample(flags: &[&str], dir: &Path, publish: &Path) -> std::process::Output {
+    let mut cmd = coreb();
+    cmd.arg("build").arg(sample()).args(flags).arg("--output-dir").arg(dir.join("build"));
+    run(cmd.arg("--publish-dir").arg(publish))
+}
+
 #[test]
 fn build_check_runs_the_preflight_alone_and_prints_the_plan() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(coreb()
-        .arg("build")
-        .arg(sample())
-        .arg("--check")
-        .arg("--output-dir")
-        .arg(dir.path().join("build"))
-        .arg("--publish-dir")
-        .arg(dir.path().join("r/v202503")));
+    let out = build_sample(&["--check"], dir.path(), &dir.path().join("r/v202503"));
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("preflight passed") && stdout.contains("v202503"), "{stdout}");
@@ -44,13 +44,7 @@ fn an_unwritable_releases_dir_fails_before_the_first_stage_with_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("not-a-dir");
     fs_err::write(&file, "").unwrap();
-    let out = run(coreb()
-        .arg("build")
-        .arg(sample())
-        .arg("--output-dir")
-        .arg(dir.path().join("build"))
-        .arg("--publish-dir")
-        .arg(file.join("v202503")));
+    let out = build_sample(&[], dir.path(), &file.join("v202503"));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -64,14 +58,7 @@ fn an_unwritable_releases_dir_fails_before_the_first_stage_with_exit_1() {
         "a stage ran before the preflight failed"
     );
     // `--check` says the same, with the same status.
-    let check = run(coreb()
-        .arg("build")
-        .arg(sample())
-        .arg("--check")
-        .arg("--output-dir")
-        .arg(dir.path().join("build"))
-        .arg("--publish-dir")
-        .arg(file.join("v202503")));
+    let check = build_sample(&["--check"], dir.path(), &file.join("v202503"));
     assert_eq!(check.status.code(), Some(1), "{}", text(&check));
 }
 

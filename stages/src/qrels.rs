@@ -861,6 +861,17 @@ mod tests {
         qrels(&config, "v202503", &roles(), p, s)
     }
 
+    /// The series' composition with the default configuration changed by `set`.
+    fn series_with(
+        set: impl FnOnce(&mut QrelsConfig),
+        p: &[ProblemTexts],
+        s: &[JudgedSolution],
+    ) -> QrelsOutput {
+        let mut config = QrelsConfig::default();
+        set(&mut config);
+        series(config, p, s)
+    }
+
     fn rels<'a>(set: &'a TaskSet, q: &QueryId) -> Vec<(&'a str, u8)> {
         set.qrels
             .iter()
@@ -1090,30 +1101,18 @@ mod tests {
                 .clone()
         };
         assert_eq!(text(&out, "t2c_v202503_lcb_1_canonical_go"), "Go solution: Summary 1");
-        let same = series(
-            QrelsConfig { constrained_text: Some(ConstrainedText::Same), ..QrelsConfig::default() },
-            &p,
-            &s,
-        );
+        let same = series_with(|c| c.constrained_text = Some(ConstrainedText::Same), &p, &s);
         assert_eq!(text(&same, "t2c_v202503_lcb_1_canonical_go"), "Summary 1");
         assert_eq!(t2c.queries.len(), 2 * 4 * 6);
         // `passing` gives coreb's search positives.
-        let passing = series(
-            QrelsConfig {
-                search_positives: Some(SearchPositives::Passing),
-                ..QrelsConfig::default()
-            },
-            &p,
-            &s,
-        );
+        let passing = series_with(|c| c.search_positives = Some(SearchPositives::Passing), &p, &s);
         assert_eq!(judged(&passing, Task::Text2Code, "t2c_v202503_lcb_1_search0_any", 2).len(), 8);
     }
 
     #[test]
     fn the_search_cap_draws_per_subtask_among_queries_with_a_positive() {
         let (p, s) = fixture();
-        let out =
-            series(QrelsConfig { max_queries_per_type: Some(3), ..QrelsConfig::default() }, &p, &s);
+        let out = series_with(|c| c.max_queries_per_type = Some(3), &p, &s);
         let t2c = &out.tasks[&Task::Text2Code];
         // 4 search queries per constraint (2 problems × 2), each subtask capped at 3.
         for c in ["any", "python", "cpp", "java", "go", "ruby"] {
@@ -1130,15 +1129,8 @@ mod tests {
             2 * 2 * 6,
             "canonical and full are never capped"
         );
-        assert_eq!(
-            out,
-            series(QrelsConfig { max_queries_per_type: Some(3), ..QrelsConfig::default() }, &p, &s)
-        );
-        let other = series(
-            QrelsConfig { max_queries_per_type: Some(3), seed: 9, ..QrelsConfig::default() },
-            &p,
-            &s,
-        );
+        assert_eq!(out, series_with(|c| c.max_queries_per_type = Some(3), &p, &s));
+        let other = series_with(|c| (c.max_queries_per_type, c.seed) = (Some(3), 9), &p, &s);
         let kept = |o: &QrelsOutput| {
             o.tasks[&Task::Text2Code]
                 .queries
@@ -1147,12 +1139,7 @@ mod tests {
                 .collect::<BTreeSet<_>>()
         };
         assert_ne!(kept(&out), kept(&other), "the draw follows the seed");
-        assert_eq!(
-            series(QrelsConfig { max_queries_per_type: Some(0), ..QrelsConfig::default() }, &p, &s)
-                .stats
-                .capped,
-            0
-        );
+        assert_eq!(series_with(|c| c.max_queries_per_type = Some(0), &p, &s).stats.capped, 0);
     }
 
     #[test]
@@ -1266,14 +1253,8 @@ mod tests {
         assert!(negs.contains("text_v202503_lcb_2_distractor0"));
         assert_eq!(negs.iter().filter(|d| d.contains("lcb_1_distractor")).count(), 2);
         // `full_and_summary`: both true texts are documents and positives of every query.
-        let both = series(
-            QrelsConfig {
-                code2text_positive: Some(Code2TextPositive::FullAndSummary),
-                ..QrelsConfig::default()
-            },
-            &p,
-            &s,
-        );
+        let both =
+            series_with(|c| c.code2text_positive = Some(Code2TextPositive::FullAndSummary), &p, &s);
         let texts = BTreeSet::from([
             "text_v202503_lcb_1_full".to_owned(),
             "text_v202503_lcb_1_canonical".to_owned(),

@@ -21,7 +21,7 @@ use coreb_llm::{
 use serde_json::{Value, json};
 
 use crate::support::http::{Reply, Request, serve};
-use crate::support::{coreb, root, run, text, tree_sha256};
+use crate::support::{coreb, root, run, text, tree_sha256, written};
 
 /// What the fake puts in a batch's files for one request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -455,9 +455,7 @@ fn manifest(dir: &Path, url: &str, transport: &str) -> PathBuf {
     let text = format!(
         "{text}\n[llm.batch]\npoll_interval_secs = 0.05\ncollect_ms = 100\n\n[llm.prices.\"gpt-4o-mini-2024-07-18\"]\ninput_per_million = 0.15\noutput_per_million = 0.6\n"
     );
-    let path = dir.join("manifest.toml");
-    fs_err::write(&path, text).unwrap();
-    path
+    written(dir.join("manifest.toml"), text)
 }
 
 fn rewrite_requests(dir: &Path) -> Value {

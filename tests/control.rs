@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{copy_tree, coreb, refused, root, run, same_release_as, text};
+use crate::support::{copy_tree, coreb, refused, root, run, same_release_as, text, written};
 
 fn release() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -74,9 +74,7 @@ fn a_control_is_built_only_of_a_published_release_of_its_month() {
     let text_of = fs_err::read_to_string(root().join("manifests/sample-control.toml")).unwrap();
     // The manifest's paths made absolute, so that its variants can live in the temp dir.
     let write = |name: &str, body: String| {
-        let path = dir.path().join(name);
-        fs_err::write(&path, body.replace("\"../", &format!("\"{}/", root().display()))).unwrap();
-        path
+        written(dir.path().join(name), body.replace("\"../", &format!("\"{}/", root().display())))
     };
     let missing = write(
         "missing.toml",

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::http::serve;
-use crate::support::{Reply, coreb, run, text};
+use crate::support::{Reply, coreb, run, text, written};
 
 /// What the server does with one request.
 #[derive(Debug, Clone, Copy)]
@@ -153,9 +153,7 @@ fn manifest(dir: &Path, url: &str, sha256: Option<&str>) -> PathBuf {
         "version = \"v202504\"\noutput_dir = \"build\"\n\n[[sources]]\nname = \"test6\"\nurl = \"{url}\"\n{sha}\n\
          [stages.fetch]\nretries = 4\ninitial_backoff_ms = 10\nmax_backoff_ms = 100\nread_timeout_secs = 1\nconnect_timeout_secs = 2\n"
     );
-    let path = dir.join("m.toml");
-    fs_err::write(&path, text).unwrap();
-    path
+    written(dir.join("m.toml"), text)
 }
 
 fn sha(bytes: &[u8]) -> String {

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{copy_tree, coreb, python, root, run, text};
+use crate::support::{copy_tree, coreb, python, root, run, text, written};
 
 /// The sample's manifest made into `version`, covering `[start, end]` only (so: the sample's
 /// problems of that month), with absolute paths, its own empty releases directory and its own
@@ -38,9 +38,7 @@ pub(crate) fn shifted_manifest(dir: &Path, version: &str, start: &str, end: &str
     }
     fs_err::create_dir_all(dir.join("earlier")).unwrap();
     copy_tree(&root().join("tests/fixtures/sample/store"), &dir.join("store"));
-    let path = dir.join(format!("{version}.toml"));
-    fs_err::write(&path, out).unwrap();
-    path
+    written(dir.join(format!("{version}.toml")), out)
 }
 
 /// Write the sample's authored answers for the problems of `[start, end]` into the store of

@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{copy_tree, coreb, refused, root, run, stderr, stdout_has, text, tree_sha256};
+use crate::support::{
+    copy_tree, coreb, refused, root, run, stderr, stdout_has, text, tree_sha256, written,
+};
 
 fn sample_release() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -29,9 +31,7 @@ fn bm25_run(dir: &Path) -> PathBuf {
     runs.sort();
     assert_eq!(runs.len(), 3, "{runs:?}");
     let all: String = runs.iter().map(|p| fs_err::read_to_string(p).unwrap()).collect();
-    let path = dir.join("all.run.trec");
-    fs_err::write(&path, all).unwrap();
-    path
+    written(dir.join("all.run.trec"), all)
 }
 
 #[test]
@@ -279,9 +279,7 @@ fn manifest_with_window(dir: &Path, start: &str, end: &str) -> PathBuf {
         .replace("start = \"2025-01-01\"", &format!("start = \"{start}\""))
         .replace("end = \"2025-03-31\"", &format!("end = \"{end}\""));
     let rebased = text.replace("\"../", &format!("\"{}/", root().display()));
-    let path = dir.join("m.toml");
-    fs_err::write(&path, rebased).unwrap();
-    path
+    written(dir.join("m.toml"), rebased)
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{coreb, root, run, stderr, text};
+use crate::support::{coreb, root, run, stderr, text, written};
 
 fn sample() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -347,9 +347,7 @@ fn altered_manifest(dir: &Path) -> PathBuf {
     );
     let text = text.replace("\"../", &format!("\"{}/", root().display()))
         + "\n[stages.rewrite]\nconcurrency = 3\n";
-    let path = dir.join("altered.toml");
-    fs_err::write(&path, text).unwrap();
-    path
+    written(dir.join("altered.toml"), text)
 }
 
 #[test]

@@ -104,6 +104,29 @@ pub fn toy_embed(text: &str) -> Vec<f32> {
     v
 }
 
+/// A planned manifest whose window holds no new problem: `build --check` and `build --until
+/// ingest` (`build(mode)` runs `coreb build` with those arguments) both exit 1 saying so and
+/// naming `latest` (the last contest), never as an empty build ("it kept 0").
+pub fn builds_refuse_an_empty_window(build: impl Fn(&[&str]) -> Output, latest: &str) {
+    for args in [&["--check"][..], &["--until", "ingest"][..]] {
+        let out = build(args);
+        let stderr = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(
+            stderr.contains("no new problems")
+                && stderr.contains(latest)
+                && !stderr.contains("it kept 0"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// Write `contents` to the file `path`; returns `path`.
+pub fn written(path: PathBuf, contents: impl AsRef<[u8]>) -> PathBuf {
+    fs_err::write(&path, contents).unwrap();
+    path
+}
+
 /// Copy the directory tree `from` to `to` (plain files and directories; `to` is made).
 pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
     fs_err::create_dir_all(to).unwrap();

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::support::{coreb, jsonl, python, root, run, text};
+use crate::support::{coreb, jsonl, offline_python, python, root, run, text};
 
 fn sample() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -46,13 +46,7 @@ fn eval(dir: &Path, run_file: &Path, extra: &[&str]) -> serde_json::Value {
 fn mtebs_own_tasks_on_the_export_agree_with_coreb_eval_on_every_task() {
     let (dir, out) = exported();
     let release = out.join("v202503");
-    let o = python()
-        .env("HF_HOME", dir.path().join("hf"))
-        .env("HF_DATASETS_CACHE", dir.path().join("hf/datasets"))
-        .env("HF_HUB_OFFLINE", "1")
-        .env("HF_DATASETS_OFFLINE", "1")
-        .env("MTEB_CACHE", dir.path().join("mteb-cache"))
-        .env("TOKENIZERS_PARALLELISM", "false")
+    let o = offline_python(&dir.path().join("python"))
         .arg(root().join("tests/python/mteb_tasks.py"))
         .arg(&release)
         .arg(dir.path().join("out"))

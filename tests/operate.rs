@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::support::{builds_refuse_an_empty_window, coreb, root, run, text};
+use crate::support::{builds_refuse_an_empty_window, coreb, refused, root, run, text};
 
 fn sample() -> std::path::PathBuf {
     root().join("manifests/sample.toml")
@@ -45,14 +45,7 @@ fn an_unwritable_releases_dir_fails_before_the_first_stage_with_exit_1() {
     let file = dir.path().join("not-a-dir");
     fs_err::write(&file, "").unwrap();
     let out = build_sample(&[], dir.path(), &file.join("v202503"));
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("preflight")
-            && stderr.contains("`releases_dir`")
-            && stderr.contains("not-a-dir"),
-        "{stderr}"
-    );
+    refused(&out, 1, &["preflight", "`releases_dir`", "not-a-dir"]);
     assert!(
         !dir.path().join("build/artifacts/fetch").exists(),
         "a stage ran before the preflight failed"

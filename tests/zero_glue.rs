@@ -10,23 +10,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::support::{coreb, python, root, run, text, tree_sha256};
+use crate::support::{coreb, offline_python, root, run, text, tree_sha256};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")
-}
-
-/// A Python client run offline with its caches in `dir`, so nothing outside the test is
-/// read or written.
-fn offline_python(dir: &Path) -> std::process::Command {
-    let mut cmd = python();
-    cmd.env("HF_HOME", dir.join("hf"))
-        .env("HF_DATASETS_CACHE", dir.join("hf/datasets"))
-        .env("HF_HUB_OFFLINE", "1")
-        .env("HF_DATASETS_OFFLINE", "1")
-        .env("MTEB_CACHE", dir.join("mteb"))
-        .env("TOKENIZERS_PARALLELISM", "false");
-    cmd
 }
 
 #[test]

@@ -43,6 +43,19 @@ pub fn python() -> Command {
     Command::new(path)
 }
 
+/// A Python client run offline with its caches in `dir`, so nothing outside the test is
+/// read or written.
+pub fn offline_python(dir: &Path) -> std::process::Command {
+    let mut cmd = python();
+    cmd.env("HF_HOME", dir.join("hf"))
+        .env("HF_DATASETS_CACHE", dir.join("hf/datasets"))
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_DATASETS_OFFLINE", "1")
+        .env("MTEB_CACHE", dir.join("mteb"))
+        .env("TOKENIZERS_PARALLELISM", "false");
+    cmd
+}
+
 /// Run a command, returning its output; panics only on a failure to start.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output().expect("start coreb")
@@ -78,6 +91,18 @@ pub fn stderr_has(out: &Output, needle: &str) {
 #[track_caller]
 pub fn stdout_has(out: &Output, needle: &str) {
     assert!(stdout(out).contains(needle), "`{needle}` not in stdout:\n{}", text(out));
+}
+
+/// `out` failed and its output (stdout and stderr) holds every one of `names`; returns that
+/// output, for further checks.
+#[track_caller]
+pub fn failed_naming(out: &Output, names: &[&str]) -> String {
+    let said = text(out);
+    assert!(!out.status.success(), "{said}");
+    for n in names {
+        assert!(said.contains(n), "`{n}` not named in:\n{said}");
+    }
+    said
 }
 
 /// `out` exited with `code` and its stderr holds every one of `names`.

@@ -34,6 +34,15 @@ fn build_rewrite(dir: &Path) {
     assert!(out.status.success(), "{}", text(&out));
 }
 
+/// A temp dir with the sample built up to `rewrite` in `build/`, and the server's knowledge of
+/// that build.
+fn built_with_answers() -> (tempfile::TempDir, Arc<Answers>) {
+    let dir = tempfile::tempdir().unwrap();
+    build_rewrite(&dir.path().join("build"));
+    let answers = Arc::new(answers(&dir.path().join("build")));
+    (dir, answers)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Side {
     Original,
@@ -241,9 +250,7 @@ fn all_text(dir: &Path) -> String {
 
 #[test]
 fn model_audit_reports_the_pass_at_1_drop_per_window_and_replays_offline() {
-    let dir = tempfile::tempdir().unwrap();
-    build_rewrite(&dir.path().join("build"));
-    let answers = Arc::new(answers(&dir.path().join("build")));
+    let (dir, answers) = built_with_answers();
     let a = answers.clone();
     let server = start(move |body, _| (200, a.answer(body)));
 
@@ -335,9 +342,7 @@ fn model_audit_reports_the_pass_at_1_drop_per_window_and_replays_offline() {
 
 #[test]
 fn model_audit_retries_5xx_and_reports_samples_left_unanswered() {
-    let dir = tempfile::tempdir().unwrap();
-    build_rewrite(&dir.path().join("build"));
-    let answers = Arc::new(answers(&dir.path().join("build")));
+    let (dir, answers) = built_with_answers();
     let a = answers.clone();
     // Two 500s before every answer; the original of `3750` (2025-03) never gets one.
     let server = start(move |body, attempt| match a.which(body) {

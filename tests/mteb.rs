@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::support::{coreb, jsonl, offline_python, python, root, run, text};
+use crate::support::{coreb, json_report, jsonl, offline_python, python, root, run, text};
 
 fn sample() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -52,11 +52,7 @@ fn mtebs_own_tasks_on_the_export_agree_with_coreb_eval_on_every_task() {
         .arg(dir.path().join("out"))
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let report: BTreeMap<String, serde_json::Value> = serde_json::from_slice(
-        o.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| panic!("JSON report on stdout: {e}\n{}", text(&o)));
+    let report: BTreeMap<String, serde_json::Value> = json_report(&o);
     assert_eq!(report.len(), 6, "{report:?}");
     for (task, mteb) in &report {
         let folder = PathBuf::from(mteb["folder"].as_str().unwrap());
@@ -252,11 +248,7 @@ fn reranker_training_records_of_a_training_release_load_in_datasets_and_a_test_r
         .arg(&test)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let counts: serde_json::Value = serde_json::from_slice(
-        o.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default(),
-    )
-    .unwrap();
+    let counts: serde_json::Value = json_report(&o);
     assert_eq!(counts["records"].as_u64().unwrap(), 3 * counts["positives"].as_u64().unwrap());
     // Seeded: the same records again, byte for byte; another seed draws other negatives.
     let again = dir.path().join("again");

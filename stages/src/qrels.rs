@@ -888,8 +888,7 @@ mod tests {
         let doc = |id: &str| out.code_corpus.iter().find(|d| d.code_id.0 == id).unwrap();
         // Problem 1, canonical, cpp: positive = m-a cpp; hard negatives: m-b cpp (failed, same
         // language) first, then m-b java (failed, other language), then a passing non-cpp.
-        let q =
-            t2c.queries.iter().find(|q| q.query_id.0 == "t2c_v202503_lcb_1_canonical_cpp").unwrap();
+        let q = query(t2c, "t2c_v202503_lcb_1_canonical_cpp");
         let r = rels(t2c, &q.query_id);
         let pos: Vec<_> = r.iter().filter(|(_, g)| *g == 2).map(|(d, _)| doc(d)).collect();
         let neg: Vec<_> = r.iter().filter(|(_, g)| *g == 1).map(|(d, _)| doc(d)).collect();
@@ -901,8 +900,7 @@ mod tests {
         assert!(neg.iter().filter(|d| d.passed).all(|d| d.language != Language::Cpp));
         assert_eq!(q.num_relevant_docs, 1);
         // `any` of problem 1: 8 passing positives, the 2 failed as hard negatives.
-        let any =
-            t2c.queries.iter().find(|q| q.query_id.0 == "t2c_v202503_lcb_1_full_any").unwrap();
+        let any = query(t2c, "t2c_v202503_lcb_1_full_any");
         assert_eq!(any.num_relevant_docs, 8);
         assert_eq!(rels(t2c, &any.query_id).iter().filter(|(_, g)| *g == 1).count(), 2);
         // Queries: per problem 4 texts (canonical, full, 2 search) × (any + 5 languages).
@@ -921,9 +919,7 @@ mod tests {
         });
         let out = build(&p, &s);
         let t2c = &out.tasks[&Task::Text2Code];
-        let text = |id: &str| {
-            t2c.queries.iter().find(|q| q.query_id.0 == id).map(|q| q.query.as_str()).unwrap()
-        };
+        let text = |id: &str| query(t2c, id).query.as_str();
         assert_eq!(text("t2c_v202503_lcb_1_search1_any"), "search 1 b");
         assert_eq!(text("t2c_v202503_lcb_1_search1_go"), "search 1 b with goroutines in Go");
         assert_eq!(text("t2c_v202503_lcb_1_search0_go"), "Go solution: search 1 a");
@@ -992,11 +988,7 @@ mod tests {
         }
         // Problem 1: cross_model positives are m-b's passing non-Python (go, ruby); its failed
         // cpp and java fit the subtask and come first as hard negatives.
-        let q = c2c
-            .queries
-            .iter()
-            .find(|q| q.query_id.0 == "c2c_v202503_lcb_1_m-a_python_0_cross_model")
-            .unwrap();
+        let q = query(c2c, "c2c_v202503_lcb_1_m-a_python_0_cross_model");
         assert_eq!(q.num_relevant_docs, 2);
         let negs: Vec<&CodeDoc> = c2c
             .qrels
@@ -1006,11 +998,7 @@ mod tests {
             .collect();
         assert_eq!(negs.iter().filter(|d| !d.passed).count(), 2);
         // cross_lang pairs the anchor with its own model's other languages, each pair once.
-        let cl = c2c
-            .queries
-            .iter()
-            .find(|q| q.query_id.0 == "c2c_v202503_lcb_1_m-a_python_0_cross_lang")
-            .unwrap();
+        let cl = query(c2c, "c2c_v202503_lcb_1_m-a_python_0_cross_lang");
         assert_eq!(cl.num_relevant_docs, 4);
     }
 
@@ -1055,6 +1043,11 @@ mod tests {
         );
     }
 
+    /// The query `id` of `set`.
+    fn query<'a>(set: &'a TaskSet, id: &str) -> &'a Query {
+        set.queries.iter().find(|q| q.query_id.0 == id).unwrap_or_else(|| panic!("no query `{id}`"))
+    }
+
     fn judged(out: &QrelsOutput, task: Task, id: &str, grade: u8) -> BTreeSet<String> {
         out.tasks[&task]
             .qrels
@@ -1091,15 +1084,7 @@ mod tests {
             ids(&["1_m-a_cpp_0"])
         );
         // The constrained text names its language by default; `same` keeps the text.
-        let text = |o: &QrelsOutput, id: &str| {
-            o.tasks[&Task::Text2Code]
-                .queries
-                .iter()
-                .find(|q| q.query_id.0 == id)
-                .unwrap()
-                .query
-                .clone()
-        };
+        let text = |o: &QrelsOutput, id: &str| query(&o.tasks[&Task::Text2Code], id).query.clone();
         assert_eq!(text(&out, "t2c_v202503_lcb_1_canonical_go"), "Go solution: Summary 1");
         let same = series_with(|c| c.constrained_text = Some(ConstrainedText::Same), &p, &s);
         assert_eq!(text(&same, "t2c_v202503_lcb_1_canonical_go"), "Summary 1");

@@ -152,6 +152,16 @@ pub fn written(path: PathBuf, contents: impl AsRef<[u8]>) -> PathBuf {
     path
 }
 
+/// The JSON report a script prints as the last non-empty line of its stdout, once `out` has
+/// succeeded.
+#[track_caller]
+pub fn json_report<T: serde::de::DeserializeOwned>(out: &Output) -> T {
+    assert!(out.status.success(), "{}", text(out));
+    let last = out.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default();
+    serde_json::from_slice(last)
+        .unwrap_or_else(|e| panic!("JSON report on stdout: {e}\n{}", text(out)))
+}
+
 /// Copy the directory tree `from` to `to` (plain files and directories; `to` is made).
 pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
     fs_err::create_dir_all(to).unwrap();

@@ -17,7 +17,7 @@ use coreb_sandbox::{DirAccess, Identity, Limits, Program, Sandbox, SandboxConfig
 use coreb_stages::execute::execute_tables;
 use coreb_stages::ingest::{IngestConfig, decode_row};
 
-use crate::support::{coreb, root, run, test_cases, text, tree_sha256};
+use crate::support::{coreb, root, run, stderr_has, test_cases, text, tree_sha256};
 
 fn fixture(rel: &str) -> PathBuf {
     root().join("tests/fixtures/execute").join(rel)
@@ -850,19 +850,11 @@ fn a_release_that_sets_sandbox_settings_is_refused_without_the_flag() {
         "",
     ]));
     assert!(!audit.status.success(), "{}", text(&audit));
-    assert!(
-        String::from_utf8_lossy(&audit.stderr).contains("--trust-release-sandbox"),
-        "{}",
-        text(&audit)
-    );
+    stderr_has(&audit, "--trust-release-sandbox");
     // Trusted, the settings are applied — and a pool containing root is still rejected.
     let trusted = run(coreb().arg("verify").arg(&release.0).arg("--trust-release-sandbox"));
     assert!(!trusted.status.success(), "{}", text(&trusted));
-    assert!(
-        String::from_utf8_lossy(&trusted.stderr).contains("contains uid 0 (root)"),
-        "{}",
-        text(&trusted)
-    );
+    stderr_has(&trusted, "contains uid 0 (root)");
 }
 
 /// Issue #12: the release MANIFEST records each language's toolchain versions and its time

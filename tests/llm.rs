@@ -29,7 +29,7 @@ use coreb_stages::queries::{QueriesConfig, QueriesOutput, queries};
 use coreb_stages::rewrite::{RewriteConfig, RewriteOutput, RewritePlans, RewritePrompts, rewrite};
 use serde_json::{Value, json};
 
-use crate::support::{coreb, root, run, text};
+use crate::support::{coreb, root, run, stderr_has, text};
 
 // ---------------------------------------------------------------------------------------
 // The fake endpoint.
@@ -1247,7 +1247,7 @@ fn store_command_stats_export_import() {
     std::fs::write(&bad, format!("{line}\n")).unwrap();
     let out = run(coreb().args(["store", "import"]).arg(&store).arg(&bad));
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl`:1: key `"), "{}", text(&out));
+    stderr_has(&out, "bad.jsonl`:1: key `");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::support::{builds_refuse_an_empty_window, coreb, refused, root, run, text};
+use crate::support::{builds_refuse_an_empty_window, coreb, refused, root, run, stderr_has, text};
 
 fn sample() -> std::path::PathBuf {
     root().join("manifests/sample.toml")
@@ -64,7 +64,7 @@ fn usage_errors_exit_2_and_failed_work_exits_1() {
     fs_err::write(&bad, "version = \"v2025\"\n").unwrap();
     let out = run(coreb().arg("build").arg(&bad));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.toml"), "{}", text(&out));
+    stderr_has(&out, "bad.toml");
 }
 
 #[test]

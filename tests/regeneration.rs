@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{coreb, root, run, stderr, text, written};
+use crate::support::{coreb, root, run, stderr, stdout_has, text, written};
 
 fn sample() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -178,16 +178,8 @@ fn eval_refuses_a_run_of_another_release_and_scores_the_subset_a_partial_run_ran
         "--resamples",
         "0",
     ]));
-    assert!(
-        out.status.success()
-            && String::from_utf8_lossy(&out.stdout).contains(&format!(
-                "{} of {} queries scored",
-                kept.len(),
-                qids.len()
-            )),
-        "{}",
-        text(&out)
-    );
+    assert!(out.status.success(), "{}", text(&out));
+    stdout_has(&out, &format!("{} of {} queries scored", kept.len(), qids.len()));
     let out = run(coreb().arg("eval").arg(&task).arg("--run").arg(&partial_run).args([
         "--allow-partial",
         "--record",
@@ -239,11 +231,7 @@ fn compare_refuses_results_of_two_releases_and_a_bare_beir_folder_records_none()
     // Two results of one release compare, and say which release.
     let out = run(coreb().arg("compare").arg(&a).arg(&a10));
     assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("Both on release `v202503`"),
-        "{}",
-        text(&out)
-    );
+    stdout_has(&out, "Both on release `v202503`");
 
     // A BEIR folder outside a release: `release` is null, and the command says so.
     let beir = tmp.path().join("beir");
@@ -492,7 +480,7 @@ fn trec_eval_reads_a_releases_beir_qrels() {
     assert!(beir.status.success(), "{}", text(&beir));
     assert!(own.status.success(), "{}", text(&own));
     assert_eq!(String::from_utf8_lossy(&beir.stdout), String::from_utf8_lossy(&own.stdout));
-    assert!(String::from_utf8_lossy(&beir.stdout).contains("ndcg_cut_10"), "{}", text(&beir));
+    stdout_has(&beir, "ndcg_cut_10");
     // A line of neither shape names its line.
     let bad = tmp.path().join("bad.tsv");
     fs_err::write(&bad, "query-id\tcorpus-id\tscore\nq1\td1\n").unwrap();
@@ -551,11 +539,8 @@ fn store_stats_of_a_missing_store_is_an_error_naming_it() {
         );
     }
     let out = run(coreb().args(["store", "stats"]).arg(root().join("tests/fixtures/sample/store")));
-    assert!(
-        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("entries"),
-        "{}",
-        text(&out)
-    );
+    assert!(out.status.success(), "{}", text(&out));
+    stdout_has(&out, "entries");
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::support::{
-    copy_tree, coreb, python, root, run, same_release_as, text, tree_sha256, written,
+    copy_tree, coreb, python, root, run, same_release_as, stderr_has, text, tree_sha256, written,
 };
 
 const QUESTIONS: [&str; 5] = ["intent", "tests", "disguise", "distractors", "summary"];
@@ -530,11 +530,7 @@ fn the_committed_sample_card_shows_its_recorded_review_and_a_rebuild_keeps_it() 
     copy_tree(&b.build, &build);
     let out = run(coreb().arg("build").arg(&manifest).arg("--output-dir").arg(&build));
     assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("is of another build of `v202503`"),
-        "{}",
-        text(&out)
-    );
+    stderr_has(&out, "is of another build of `v202503`");
     assert!(
         !fs_err::read_to_string(releases.join("v202503/README.md"))
             .unwrap()

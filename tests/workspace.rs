@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use crate::support::{builds_refuse_an_empty_window, coreb, root, run, same_release_as, text};
+use crate::support::{
+    builds_refuse_an_empty_window, coreb, root, run, same_release_as, stderr_has, text,
+};
 
 /// `coreb <args>` run in `dir`; panics with its output unless it succeeds.
 fn in_dir(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -67,7 +69,7 @@ fn a_workspace_builds_plans_evaluates_and_exports_the_sample() {
     let before = crate::support::tree_sha256(&ws);
     let again = run(coreb().arg("init").arg(&ws));
     assert_eq!(again.status.code(), Some(2), "{}", text(&again));
-    assert!(String::from_utf8_lossy(&again.stderr).contains("is not empty"), "{}", text(&again));
+    stderr_has(&again, "is not empty");
     assert_eq!(crate::support::tree_sha256(&ws), before);
 
     // The sample, built with the workspace as the current directory: the committed release.

@@ -168,6 +168,13 @@ fn downloaded(dir: &Path) -> PathBuf {
     dir.join("build/downloads/test6")
 }
 
+/// `coreb fetch` of `manifest`, which must succeed: the bytes it downloaded into `dir`.
+fn fetched(manifest: &Path, dir: &Path) -> Vec<u8> {
+    let out = fetch(manifest);
+    assert!(out.status.success(), "{}", text(&out));
+    fs_err::read(downloaded(dir)).unwrap()
+}
+
 #[test]
 fn resumes_after_the_connection_is_cut_midway() {
     let data = body(3 << 20);
@@ -331,9 +338,7 @@ fn a_file_changed_upstream_between_attempts_is_fetched_whole_not_spliced() {
     // The file unchanged: the same request resumes it (a 206 of the same version).
     let server = Server::with_versions(vec![v1.clone()], vec![Behaviour::CutAfter(300_000)], true);
     let dir = tempfile::tempdir().unwrap();
-    let out = fetch(&manifest(dir.path(), &server.url(), None));
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), v1);
+    assert_eq!(fetched(&manifest(dir.path(), &server.url(), None), dir.path()), v1);
     let seen = server.seen();
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert!(
@@ -353,9 +358,7 @@ fn a_server_that_ignores_if_range_is_caught_by_the_etag_of_its_206() {
         false,
     );
     let dir = tempfile::tempdir().unwrap();
-    let out = fetch(&manifest(dir.path(), &server.url(), None));
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), v2);
+    assert_eq!(fetched(&manifest(dir.path(), &server.url(), None), dir.path()), v2);
     // The 206 of `"v2"` was thrown away and the file fetched again from byte 0.
     let ranges = server.ranges();
     assert_eq!(ranges.len(), 3, "{ranges:?}");

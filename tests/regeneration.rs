@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{coreb, root, run, stderr, stdout_has, text, written};
+use crate::support::{coreb, root, run, stderr, stderr_has, stdout_has, text, written};
 
 fn sample() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -414,20 +414,15 @@ fn audits_read_the_build_that_made_the_release_and_refuse_another() {
 fn programs_reads_the_build_of_output_dir_and_creates_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let manifest = root().join("manifests/sample.toml");
+    // `coreb programs` of the sample's build found through `flag` (`--output-dir`,
+    // `--build-dir`) = `build`, into `out`.
+    let programs_of = |flag: &str, build: &Path, out: &Path| {
+        run(coreb().arg("programs").arg(&manifest).arg(flag).arg(build).arg("--out").arg(out))
+    };
     let missing = tmp.path().join("missing");
-    let out = run(coreb()
-        .arg("programs")
-        .arg(&manifest)
-        .arg("--output-dir")
-        .arg(&missing)
-        .arg("--out")
-        .arg(tmp.path().join("p0")));
+    let out = programs_of("--output-dir", &missing, &tmp.path().join("p0"));
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(
-        stderr(&out).contains(&format!("no build at `{}`", missing.join("artifacts").display())),
-        "{}",
-        text(&out)
-    );
+    stderr_has(&out, &format!("no build at `{}`", missing.join("artifacts").display()));
     assert!(!missing.exists(), "`coreb programs` created `{}`", missing.display());
 
     let built = tmp.path().join("built");
@@ -438,13 +433,7 @@ fn programs_reads_the_build_of_output_dir_and_creates_nothing() {
         .arg(&built));
     assert!(out.status.success(), "{}", text(&out));
     let programs = tmp.path().join("programs");
-    let out = run(coreb()
-        .arg("programs")
-        .arg(&manifest)
-        .arg("--build-dir")
-        .arg(&built)
-        .arg("--out")
-        .arg(&programs));
+    let out = programs_of("--build-dir", &built, &programs);
     assert!(out.status.success(), "{}", text(&out));
     let index = fs_err::read_to_string(programs.join("index.jsonl")).unwrap();
     assert!(!index.is_empty());

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::support::{copy_tree, coreb, root, run, text};
+use crate::support::{copy_tree, coreb, root, run, stderr_has, text};
 
 const KEY: &str = "sk-audit-secret-7c1d";
 
@@ -32,6 +32,15 @@ fn build_rewrite(dir: &Path) {
         .args(["--until", "rewrite", "--output-dir"])
         .arg(dir));
     assert!(out.status.success(), "{}", text(&out));
+}
+
+/// A temp dir with the sample built up to `rewrite` in `build/`, and the server's knowledge of
+/// that build.
+fn built_with_answers() -> (tempfile::TempDir, Arc<Answers>) {
+    let dir = tempfile::tempdir().unwrap();
+    build_rewrite(&dir.path().join("build"));
+    let answers = Arc::new(answers(&dir.path().join("build")));
+    (dir, answers)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -241,9 +250,7 @@ fn all_text(dir: &Path) -> String {
 
 #[test]
 fn model_audit_reports_the_pass_at_1_drop_per_window_and_replays_offline() {
-    let dir = tempfile::tempdir().unwrap();
-    build_rewrite(&dir.path().join("build"));
-    let answers = Arc::new(answers(&dir.path().join("build")));
+    let (dir, answers) = built_with_answers();
     let a = answers.clone();
     let server = start(move |body, _| (200, a.answer(body)));
 
@@ -329,19 +336,13 @@ fn model_audit_reports_the_pass_at_1_drop_per_window_and_replays_offline() {
     let mut cmd = model_audit(dir.path(), &server.url, &["--samples", "3", "--replay"]);
     let miss = run(&mut cmd);
     assert!(!miss.status.success());
-    assert!(
-        String::from_utf8_lossy(&miss.stderr).contains("replay: no stored response"),
-        "{}",
-        text(&miss)
-    );
+    stderr_has(&miss, "replay: no stored response");
     assert_eq!(server.hits.load(Ordering::SeqCst), 40);
 }
 
 #[test]
 fn model_audit_retries_5xx_and_reports_samples_left_unanswered() {
-    let dir = tempfile::tempdir().unwrap();
-    build_rewrite(&dir.path().join("build"));
-    let answers = Arc::new(answers(&dir.path().join("build")));
+    let (dir, answers) = built_with_answers();
     let a = answers.clone();
     // Two 500s before every answer; the original of `3750` (2025-03) never gets one.
     let server = start(move |body, attempt| match a.which(body) {
@@ -403,11 +404,7 @@ fn model_audit_stops_on_401_with_a_clear_error() {
     let mut cmd = model_audit(dir.path(), &server.url, &["--api-key-env", "AUDIT_KEY_UNSET"]);
     let out = run(cmd.env_remove("AUDIT_KEY_UNSET"));
     assert!(!out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("`AUDIT_KEY_UNSET` is not set"),
-        "{}",
-        text(&out)
-    );
+    stderr_has(&out, "`AUDIT_KEY_UNSET` is not set");
 }
 
 #[test]
@@ -429,11 +426,7 @@ fn a_missing_rewrite_artifact_is_named_and_the_manifest_lookup_finds_a_built_one
         "{stderr}"
     );
     let out = audit(&["rewrite", "--tests"]);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains(&expected.display().to_string()),
-        "{}",
-        text(&out)
-    );
+    stderr_has(&out, &expected.display().to_string());
     // `--build-dir` pointing elsewhere is named too.
     let empty = dir.path().join("empty");
     let out = audit(&[
@@ -445,12 +438,7 @@ fn a_missing_rewrite_artifact_is_named_and_the_manifest_lookup_finds_a_built_one
         "--build-dir",
         empty.to_str().unwrap(),
     ]);
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains(&empty.join("artifacts/rewrite/record.json").display().to_string()),
-        "{}",
-        text(&out)
-    );
+    stderr_has(&out, &empty.join("artifacts/rewrite/record.json").display().to_string());
     // Without `--tests` the rewrite audit does not look for the build.
     let out = audit(&["rewrite", "--json"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -509,5 +497,5 @@ fn a_missing_rewrite_artifact_is_named_and_the_manifest_lookup_finds_a_built_one
     fs_err::write(&jsonl, bytes).unwrap();
     let out = audit(&["rewrite", "--tests"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("differs from the"), "{}", text(&out));
+    stderr_has(&out, "differs from the");
 }

@@ -15,12 +15,13 @@ use coreb_llm::batch::state_dir_of;
 use coreb_llm::config::{BatchConfig, LlmStage, ModelPrice, StoreMode, Transport};
 use coreb_llm::run::request;
 use coreb_llm::{
-    BatchGateway, ChatMessage, Gateway, LlmConfig, LlmGateway, ResponseStore, Role, SamplingParams,
+    BatchGateway, ChatMessage, ChatRequest, Gateway, LlmConfig, LlmGateway, ResponseStore, Role,
+    SamplingParams,
 };
 use serde_json::{Value, json};
 
 use crate::support::http::{Reply, Request, serve};
-use crate::support::{coreb, root, run, text, tree_sha256};
+use crate::support::{coreb, root, run, text, tree_sha256, written};
 
 /// What the fake puts in a batch's files for one request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -262,6 +263,16 @@ fn batch_config(url: &str) -> LlmConfig {
     }
 }
 
+/// `abbreviate` requests of problems `lcb_<i>` asking `q<i>`, for each `i` of `items`.
+fn questions(items: std::ops::Range<u32>) -> Vec<ChatRequest> {
+    let ask = |i| {
+        let messages = vec![ChatMessage { role: Role::User, content: format!("q{i}") }];
+        let params = SamplingParams::default();
+        request(LlmStage::Abbreviate, &format!("lcb_{i}"), "m", messages, &params, 0, "p")
+    };
+    items.map(ask).collect()
+}
+
 /// Six requests through one batch: polled through `validating`, `in_progress` and
 /// `finalizing`; it expires with two answers, one 500 line, one `batch_expired` line and two
 /// requests missing. The 500 is sent once synchronously; only the four unanswered go in a
@@ -272,19 +283,7 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
     let answer: Box<Answer> =
         Box::new(|body| Some(format!("answer to {}", body["messages"][0]["content"].as_str()?)));
     let order = Arc::new(Mutex::new(BTreeMap::<String, usize>::new()));
-    let requests: Vec<_> = (0..6)
-        .map(|i| {
-            request(
-                LlmStage::Abbreviate,
-                &format!("lcb_{i}"),
-                "m",
-                vec![ChatMessage { role: Role::User, content: format!("q{i}") }],
-                &SamplingParams::default(),
-                0,
-                "p",
-            )
-        })
-        .collect();
+    let requests = questions(0..6);
     for (i, r) in requests.iter().enumerate() {
         order.lock().unwrap().insert(r.key(), i);
     }
@@ -373,19 +372,7 @@ async fn statuses_an_error_line_and_an_expired_batch_with_partial_output() {
 
     // A crash after the batch was created but before its id was recorded: the submission on
     // disk has no batch id; the rerun finds the batch by its metadata and creates none.
-    let late: Vec<_> = (6..8)
-        .map(|i| {
-            request(
-                LlmStage::Abbreviate,
-                &format!("lcb_{i}"),
-                "m",
-                vec![ChatMessage { role: Role::User, content: format!("q{i}") }],
-                &SamplingParams::default(),
-                0,
-                "p",
-            )
-        })
-        .collect();
+    let late = questions(6..8);
     {
         let mut f = state.lock().unwrap();
         let input = late
@@ -468,9 +455,7 @@ fn manifest(dir: &Path, url: &str, transport: &str) -> PathBuf {
     let text = format!(
         "{text}\n[llm.batch]\npoll_interval_secs = 0.05\ncollect_ms = 100\n\n[llm.prices.\"gpt-4o-mini-2024-07-18\"]\ninput_per_million = 0.15\noutput_per_million = 0.6\n"
     );
-    let path = dir.join("manifest.toml");
-    fs_err::write(&path, text).unwrap();
-    path
+    written(dir.join("manifest.toml"), text)
 }
 
 fn rewrite_requests(dir: &Path) -> Value {

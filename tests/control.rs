@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{copy_tree, coreb, root, run, same_release_as, text};
+use crate::support::{
+    copy_tree, coreb, refused, root, run, same_release_as, stderr_has, text, written,
+};
 
 fn release() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -59,12 +61,8 @@ fn the_control_rebuilds_byte_identical_and_names_its_release() {
         .arg("--publish-dir")
         .arg(dir.path().join("release")));
     assert!(out.status.success(), "{}", text(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("kept as they are (not rewritten)")
-            && stderr.contains("map one to one onto the release's"),
-        "{stderr}"
-    );
+    stderr_has(&out, "kept as they are (not rewritten)");
+    stderr_has(&out, "map one to one onto the release's");
     same_release_as(&control(), &dir.path().join("release"), "the control release");
 }
 
@@ -74,9 +72,7 @@ fn a_control_is_built_only_of_a_published_release_of_its_month() {
     let text_of = fs_err::read_to_string(root().join("manifests/sample-control.toml")).unwrap();
     // The manifest's paths made absolute, so that its variants can live in the temp dir.
     let write = |name: &str, body: String| {
-        let path = dir.path().join(name);
-        fs_err::write(&path, body.replace("\"../", &format!("\"{}/", root().display()))).unwrap();
-        path
+        written(dir.path().join(name), body.replace("\"../", &format!("\"{}/", root().display())))
     };
     let missing = write(
         "missing.toml",
@@ -84,33 +80,18 @@ fn a_control_is_built_only_of_a_published_release_of_its_month() {
     );
     let out =
         run(coreb().arg("build").arg(&missing).arg("--output-dir").arg(dir.path().join("b1")));
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("holds no `MANIFEST.json`"),
-        "{}",
-        text(&out)
-    );
+    refused(&out, 1, &["holds no `MANIFEST.json`"]);
 
     let other_month =
         write("month.toml", text_of.replace("version = \"v202503\"", "version = \"v202504\""));
     let out =
         run(coreb().arg("build").arg(&other_month).arg("--output-dir").arg(dir.path().join("b2")));
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("a control is of the same month"),
-        "{}",
-        text(&out)
-    );
+    refused(&out, 1, &["a control is of the same month"]);
 
     let beside =
         write("beside.toml", text_of.replace("releases/sample/control\"", "releases/sample\""));
     let out = run(coreb().arg("build").arg(&beside).arg("--output-dir").arg(dir.path().join("b3")));
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("`releases_dir` of its own"),
-        "{}",
-        text(&out)
-    );
+    refused(&out, 2, &["`releases_dir` of its own"]);
 }
 
 #[test]
@@ -162,10 +143,5 @@ fn compare_pairs_bm25_on_the_release_and_on_its_control() {
     fs_err::write(forged.join("MANIFEST.json"), m.replace(&sha, &"0".repeat(64))).unwrap();
     let out =
         run(coreb().arg("compare").arg(&on_release).arg(results(tmp.path(), &forged, "forged")));
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("different releases are not compared"),
-        "{}",
-        text(&out)
-    );
+    refused(&out, 1, &["different releases are not compared"]);
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::support::{coreb, fixture_data, root, run, text};
+use crate::support::{coreb, failed_naming, fixture_data, root, run, text, toy_embed};
 
 fn read_jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -240,13 +240,11 @@ fn corpus_manifest_errors_name_the_field() {
     let manifest = dir.path().join("bad.toml");
     std::fs::write(&manifest, "[output]\ndir = \"out\"\nshard = 4\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\npath = \"x.jsonl\"\n").unwrap();
     let out = run(coreb().arg("corpus").arg(&manifest));
-    assert!(!out.status.success());
-    assert!(text(&out).contains("shard"), "{}", text(&out));
+    failed_naming(&out, &["shard"]);
     std::fs::write(&manifest, "[output]\ndir = \"out\"\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\npath = \"x.jsonl\"\n").unwrap();
     std::fs::write(dir.path().join("x.jsonl"), "{\"text\": \"read a file in python\"}\n").unwrap();
     let out = run(coreb().arg("corpus").arg(&manifest));
-    assert!(!out.status.success());
-    assert!(text(&out).contains("x.jsonl`:1: field `code` is missing"), "{}", text(&out));
+    failed_naming(&out, &["x.jsonl`:1: field `code` is missing"]);
 }
 
 #[test]
@@ -304,24 +302,7 @@ fn audit_rewrite_measures_every_rewritten_statement() {
     assert!(md.contains("# Rewrite audit: `sample/v202503`"), "{md}");
     // Not a release.
     let bad = run(coreb().arg("audit").arg(dir.path()).arg("rewrite"));
-    assert!(
-        !bad.status.success() && text(&bad).contains("not a release directory"),
-        "{}",
-        text(&bad)
-    );
-}
-
-/// A deterministic bag-of-words embedding: one dimension per hashed lower-case word.
-fn toy_embed(text: &str) -> Vec<f32> {
-    let mut v = vec![0.0f32; 64];
-    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        let h = w
-            .to_lowercase()
-            .bytes()
-            .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
-        v[(h % 64) as usize] += 1.0;
-    }
-    v
+    failed_naming(&bad, &["not a release directory"]);
 }
 
 /// A loopback HTTP server ([`crate::support::http`]) answering each request with
@@ -504,12 +485,7 @@ fn jsonl_rows_with_extra_fields_escapes_and_numeric_ids_are_read_like_json() {
     std::fs::remove_dir_all(dir.path().join("out")).unwrap();
     std::fs::write(dir.path().join("x.jsonl"), "{\"id\": 1, \"text\": \"a text long enough\", \"code\": \"x\"}\n{\"id\": true, \"text\": \"t\", \"code\": \"c\"}\n").unwrap();
     let out = run(coreb().arg("corpus").arg(&manifest));
-    assert!(!out.status.success());
-    assert!(
-        text(&out).contains("x.jsonl`:2: field `id`: expected a string, found `true`"),
-        "{}",
-        text(&out)
-    );
+    failed_naming(&out, &["x.jsonl`:2: field `id`: expected a string, found `true`"]);
 }
 
 /// A loopback file server: `path → body`; anything else is a 404. Counts the requests.
@@ -594,45 +570,22 @@ fn http_sources_are_downloaded_checked_and_read_plain_or_gzipped() {
     let wrong = "0".repeat(64);
     write("/pairs.jsonl", &wrong);
     let out = run(coreb().arg("corpus").arg(&manifest));
-    assert!(!out.status.success());
-    let msg = text(&out);
-    assert!(
-        msg.contains("fetching source `packed`")
-            && msg.contains("checksum mismatch")
-            && msg.contains(&wrong)
-            && msg.contains(&sha256(&gz)),
-        "{msg}"
-    );
+    failed_naming(&out, &["fetching source `packed`", "checksum mismatch", &wrong, &sha256(&gz)]);
     assert!(cached("packed-").is_empty(), "{:?}", cached("packed-"));
 
     // A 404 fails at once, naming the source and the URL.
     write("/missing.jsonl", &sha256(&gz));
     let out = run(coreb().arg("corpus").arg(&manifest));
-    assert!(!out.status.success());
-    let msg = text(&out);
-    assert!(
-        msg.contains("fetching source `plain`")
-            && msg.contains(&format!("`{base}/missing.jsonl` answered HTTP 404")),
-        "{msg}"
-    );
+    let not_found = format!("`{base}/missing.jsonl` answered HTTP 404");
+    failed_naming(&out, &["fetching source `plain`", &not_found]);
 
     // `path` and `url` together, or a URL of another scheme, are manifest errors.
     std::fs::write(&manifest, "[output]\ndir = \"out\"\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\npath = \"x.jsonl\"\nurl = \"http://127.0.0.1:1/x\"\n").unwrap();
     let out = run(coreb().arg("corpus").arg(&manifest));
-    assert!(
-        !out.status.success()
-            && text(&out).contains("source `x`: `path`: give exactly one of `path` and `url`"),
-        "{}",
-        text(&out)
-    );
+    failed_naming(&out, &["source `x`: `path`: give exactly one of `path` and `url`"]);
     std::fs::write(&manifest, "[output]\ndir = \"out\"\n[[source]]\nname = \"x\"\nformat = \"jsonl\"\nurl = \"ftp://h/x\"\n").unwrap();
     let out = run(coreb().arg("corpus").arg(&manifest));
-    assert!(
-        !out.status.success()
-            && text(&out).contains("`url`: `ftp://h/x` is not an http:// or https:// URL"),
-        "{}",
-        text(&out)
-    );
+    failed_naming(&out, &["`url`: `ftp://h/x` is not an http:// or https:// URL"]);
 }
 
 /// A small deterministic generator (xorshift) for test corpora.
@@ -751,6 +704,9 @@ fn generated_corpus(groups: usize) -> (Vec<Value>, BTreeMap<String, (&'static st
     (rows, expected)
 }
 
+/// `[align]` off and no negatives: a generated corpus manifest that only deduplicates.
+const DEDUP_ONLY: &str = "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n";
+
 fn write_generated(
     dir: &Path,
     groups: usize,
@@ -793,12 +749,7 @@ fn sorted_lines(paths: impl IntoIterator<Item = std::path::PathBuf>) -> Vec<Stri
 fn corpus_keeps_the_same_rows_at_any_shard_and_thread_count() {
     use coreb_base::shard::{id_hash, shard_of_id};
     let dir = tempfile::tempdir().unwrap();
-    let (manifest, rows, expected) = write_generated(
-        dir.path(),
-        40,
-        1,
-        "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n",
-    );
+    let (manifest, rows, expected) = write_generated(dir.path(), 40, 1, DEDUP_ONLY);
     let base_text = std::fs::read_to_string(&manifest).unwrap();
     // The planted copies really are spread: most sit in another shard than their original.
     let shard = |id: &str, n: u32| shard_of_id(id_hash(id), n);
@@ -916,21 +867,13 @@ fn corpus_shard_processes_and_merge_equal_one_process() {
     };
     let merge = || run(coreb().args(["merge", "corpus"]).arg(&manifest).arg("--json"));
     let nothing = merge();
-    assert!(
-        !nothing.status.success() && text(&nothing).contains("no shard parts in"),
-        "{}",
-        text(&nothing)
-    );
+    failed_naming(&nothing, &["no shard parts in"]);
     let mut read = 0;
     for i in [0, 1, 3] {
         read += shard(i, &manifest)["rows"].as_u64().unwrap();
     }
     let missing = merge();
-    assert!(
-        !missing.status.success() && text(&missing).contains("shard 2/4 is missing"),
-        "{}",
-        text(&missing)
-    );
+    failed_naming(&missing, &["shard 2/4 is missing"]);
     read += shard(2, &manifest)["rows"].as_u64().unwrap();
     assert_eq!(read, 150);
     // A part made from another plan (here another threshold) is refused.
@@ -944,11 +887,7 @@ fn corpus_shard_processes_and_merge_equal_one_process() {
     .unwrap();
     shard(1, &other);
     let stale = merge();
-    assert!(
-        !stale.status.success() && text(&stale).contains("shard 1/4 was made from another plan"),
-        "{}",
-        text(&stale)
-    );
+    failed_naming(&stale, &["shard 1/4 was made from another plan"]);
     shard(1, &manifest);
     // A complete part is not redone.
     let again = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "1/4"]));
@@ -971,11 +910,7 @@ fn corpus_shard_processes_and_merge_equal_one_process() {
     }
     // Bad shard specs are refused by the command line.
     let bad = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "4/4"]));
-    assert!(
-        !bad.status.success() && text(&bad).contains("the shard must be in 0..4"),
-        "{}",
-        text(&bad)
-    );
+    failed_naming(&bad, &["the shard must be in 0..4"]);
 }
 
 /// Issue 35: a shard process parses only the lines that start in its byte range of the plain
@@ -1053,12 +988,7 @@ fn corpus_shard_processes_read_only_their_byte_range() {
             m["rows"] = json!(m["rows"].as_u64().unwrap() + 1);
             std::fs::write(&marker, m.to_string()).unwrap();
             let refused = run(coreb().args(["merge", "corpus"]).arg(&manifest));
-            assert!(
-                !refused.status.success()
-                    && text(&refused).contains("were made from different inputs"),
-                "{}",
-                text(&refused)
-            );
+            failed_naming(&refused, &["were made from different inputs"]);
             std::fs::write(&marker, saved).unwrap();
             // A spool file edited at the same size is hashed as the merge streams it: the part is
             // refused (in the words of a part whose file does not match its marker) before the
@@ -1069,17 +999,14 @@ fn corpus_shard_processes_read_only_their_byte_range() {
             *bytes.last_mut().unwrap() ^= 1;
             std::fs::write(&spool, bytes).unwrap();
             let refused = run(coreb().args(["merge", "corpus"]).arg(&manifest));
-            let said = text(&refused);
-            assert!(
-                !refused.status.success()
-                    && said.contains("cannot merge the corpus shards yet")
-                    && said.contains("shard 1/2 is damaged"),
-                "{said}"
-            );
-            assert!(
-                said.contains("spool/shard=000.bin` no longer matches the `_SUCCESS` of its part")
-                    && said.contains("--shard 1/2`"),
-                "{said}"
+            failed_naming(
+                &refused,
+                &[
+                    "cannot merge the corpus shards yet",
+                    "shard 1/2 is damaged",
+                    "spool/shard=000.bin` no longer matches the `_SUCCESS` of its part",
+                    "--shard 1/2`",
+                ],
             );
             assert!(
                 !out.join("train/shard=000/_SUCCESS").exists()
@@ -1102,7 +1029,7 @@ fn corpus_shard_processes_read_only_their_byte_range() {
     std::fs::write(dir.path().join("a.jsonl"), format!("{{\"id\": \"bad\", \"text\": 1\n{}", &a))
         .unwrap();
     let first = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "0/2"]));
-    assert!(!first.status.success() && text(&first).contains("a.jsonl`:1"), "{}", text(&first));
+    failed_naming(&first, &["a.jsonl`:1"]);
     let second = run(coreb().arg("corpus").arg(&manifest).args(["--shard", "1/2"]));
     assert!(second.status.success(), "{}", text(&second));
 }
@@ -1125,12 +1052,7 @@ fn assert_same_tree(want: &BTreeMap<String, Vec<u8>>, got: &BTreeMap<String, Vec
 #[test]
 fn corpus_split_dedup_equals_one_process_for_any_task_count() {
     let dir = tempfile::tempdir().unwrap();
-    let (manifest, rows, _) = write_generated(
-        dir.path(),
-        40,
-        1,
-        "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n",
-    );
+    let (manifest, rows, _) = write_generated(dir.path(), 40, 1, DEDUP_ONLY);
     let base_text = std::fs::read_to_string(&manifest).unwrap();
     let out = dir.path().join("out");
     let mut references = BTreeMap::new();
@@ -1198,11 +1120,7 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
         ok(step(&["--shard", "0/2"]));
         ok(step(&["--shard", "1/2"]));
         let early = step(&["--dedup-step", "bands", "--task", "0/4"]);
-        assert!(
-            !early.status.success() && text(&early).contains("--dedup-step exact`"),
-            "{}",
-            text(&early)
-        );
+        failed_naming(&early, &["--dedup-step exact`"]);
         let exact = ok(step(&["--dedup-step", "exact"]));
         assert_eq!(
             (exact["input_rows"].as_u64(), exact["dropped"].as_u64()),
@@ -1243,16 +1161,14 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
     bytes.push(0);
     std::fs::write(&damaged, bytes).unwrap();
     let refused = step(&["--dedup-step", "clusters"]);
-    let said = text(&refused);
-    assert!(
-        !refused.status.success()
-            && said.contains("shard 1/4 is damaged")
-            && said.contains("--dedup-step bands --task 1/4`"),
-        "{said}"
-    );
-    assert!(
-        said.contains("shard 2/4 is missing") && said.contains("--dedup-step bands --task 2/4`"),
-        "{said}"
+    failed_naming(
+        &refused,
+        &[
+            "shard 1/4 is damaged",
+            "--dedup-step bands --task 1/4`",
+            "shard 2/4 is missing",
+            "--dedup-step bands --task 2/4`",
+        ],
     );
     let rerun = run(coreb().args(["merge", "corpus"]).arg(&manifest).args(["--dedup-tasks", "4"]));
     let said = text(&rerun);
@@ -1282,13 +1198,7 @@ fn corpus_split_dedup_equals_one_process_for_any_task_count() {
     bytes[last] ^= 1;
     std::fs::write(&sketches, bytes).unwrap();
     let refused = step(&["--dedup-step", "exact"]);
-    let said = text(&refused);
-    assert!(
-        !refused.status.success()
-            && said.contains("sketches.bin` no longer matches")
-            && said.contains("--shard 1/2`"),
-        "{said}"
-    );
+    failed_naming(&refused, &["sketches.bin` no longer matches", "--shard 1/2`"]);
 }
 
 /// A generated corpus of `groups` groups in `dir` (alignment and negatives off, `shards` output
@@ -1299,12 +1209,7 @@ fn one_process_output(
     groups: usize,
     shards: u32,
 ) -> (std::path::PathBuf, std::path::PathBuf, BTreeMap<String, Vec<u8>>) {
-    let (manifest, _, _) = write_generated(
-        dir,
-        groups,
-        shards,
-        "[align]\nenabled = false\n[negatives]\nhard = 0\neasy = 0\n",
-    );
+    let (manifest, _, _) = write_generated(dir, groups, shards, DEDUP_ONLY);
     let out = dir.join("out");
     let one = run(coreb().arg("corpus").arg(&manifest));
     assert!(one.status.success(), "{}", text(&one));

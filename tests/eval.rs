@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::support::fixture_data as data;
-use crate::support::{coreb, root, run, text};
+use crate::support::{coreb, root, run, stderr_has, text, toy_embed as embed};
 
 fn eval_json(args: &[&str]) -> serde_json::Value {
     let out = run(coreb().arg("eval").args(args).arg("--json"));
@@ -93,11 +93,11 @@ fn external_run_and_bad_inputs() {
     fs_err::write(&run_file, "q1 Q0 d 1 9 p\nq1 Q0 d 2 8 p\n").unwrap();
     let out = run(coreb().arg("eval").arg(&rel).arg("--run").arg(&run_file));
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("perfect.trec:2"), "{}", text(&out));
+    stderr_has(&out, "perfect.trec:2");
     let out = run(coreb().arg("eval").arg(dir.path()));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a BEIR folder"), "{}", text(&out));
+    stderr_has(&out, "not a BEIR folder");
     let out = run(coreb().arg("eval").arg(&rel).args(["--retriever", "tfidf"]));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("`--retriever`"), "{}", text(&out));
+    stderr_has(&out, "`--retriever`");
 }
 
 #[test]
@@ -122,19 +122,6 @@ fn release_gates_report_each_failure() {
     let ok = run(coreb().arg("eval").arg(rel.join("text2code")).arg("--gates"));
     assert!(ok.status.success(), "{}", text(&ok));
     assert!(String::from_utf8_lossy(&ok.stderr).contains("all release gates passed"));
-}
-
-/// A deterministic bag-of-words embedding: a dimension per hashed lower-case word.
-fn embed(text: &str) -> Vec<f32> {
-    let mut v = vec![0f32; 64];
-    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        let h = w
-            .to_lowercase()
-            .bytes()
-            .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
-        v[(h % 64) as usize] += 1.0;
-    }
-    v
 }
 
 #[derive(Default)]

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::support::{coreb, python, root, run, text};
+use crate::support::{coreb, python, root, run, stderr_has, stdout_has, text, written};
 
 fn release() -> PathBuf {
     root().join("tests/fixtures/eval/release")
@@ -63,6 +63,16 @@ fn embed(text: &str) -> Vec<f32> {
 /// Shared words of a query and a document: the toy rerankers' score.
 fn overlap(q: &str, d: &str) -> f64 {
     words(q).intersection(&words(d)).count() as f64
+}
+
+/// Each document's index and its overlap with the query (the toy rerankers' scores of a
+/// request's JSON strings).
+fn overlaps<'a>(
+    query: &'a serde_json::Value,
+    documents: &'a serde_json::Value,
+) -> impl Iterator<Item = (usize, f64)> + 'a {
+    let q = query.as_str().unwrap();
+    documents.as_array().unwrap().iter().map(|d| overlap(q, d.as_str().unwrap())).enumerate()
 }
 
 /// What the toy chat model answers for a window: its ranking by word overlap (ties: the lower
@@ -121,24 +131,16 @@ fn server() -> (String, Arc<Seen>) {
             serde_json::json!({ "data": data })
         } else if req.line.contains("/v1/rerank") {
             *s.rerank.lock().unwrap() += 1;
-            let q = body["query"].as_str().unwrap();
-            let results: Vec<serde_json::Value> = body["documents"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .enumerate()
-                .map(|(i, d)| serde_json::json!({"index": i, "relevance_score": overlap(q, d.as_str().unwrap())}))
+            let results: Vec<serde_json::Value> = overlaps(&body["query"], &body["documents"])
+                .map(|(i, score)| serde_json::json!({"index": i, "relevance_score": score}))
                 .collect();
             serde_json::json!({ "results": results })
         } else if req.line.contains("/v1/score") {
             *s.score.lock().unwrap() += 1;
-            let q = body["text_1"].as_str().unwrap();
-            let data: Vec<serde_json::Value> = body["text_2"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .enumerate()
-                .map(|(i, d)| serde_json::json!({"index": i, "object": "score", "score": overlap(q, d.as_str().unwrap())}))
+            let data: Vec<serde_json::Value> = overlaps(&body["text_1"], &body["text_2"])
+                .map(
+                    |(i, score)| serde_json::json!({"index": i, "object": "score", "score": score}),
+                )
                 .collect();
             serde_json::json!({ "data": data })
         } else if req.line.contains("/v1/chat/completions") {
@@ -189,15 +191,13 @@ fn eval(args: &[&str], cwd: &Path) -> serde_json::Value {
 fn prompts_reach_the_server_per_task_and_side_and_repeats_are_sent_once() {
     let (base, seen) = server();
     let dir = tempfile::tempdir().unwrap();
-    let presets = dir.path().join("presets.toml");
-    fs_err::write(
-        &presets,
+    let presets = written(
+        dir.path().join("presets.toml"),
         "format = 1\n[instructions]\n\"text2code\" = \"T2C\"\n\"text2code/search\" = \"T2C-search\"\n\"code2text\" = \"C2T\"\n\
          [[preset]]\nname = \"toy\"\nmodels = [\"toy-*\"]\nquery = \"Q[{instruction}]: {text}\"\ndocument = \"D: {text}\"\n\
          query_fields = { input_type = \"query\" }\ndocument_fields = { input_type = \"document\" }\n\
          [[preset]]\nname = \"none\"\nmodels = [\"*\"]\n",
-    )
-    .unwrap();
+    );
     let v = eval(
         &[
             "--retriever",
@@ -272,12 +272,8 @@ fn prompts_reach_the_server_per_task_and_side_and_repeats_are_sent_once() {
     );
     // Prompt flags without a dense retriever are refused.
     let out = run(coreb().arg("eval").arg(release()).args(["--query-prompt", "q: "]));
-    assert!(
-        !out.status.success()
-            && String::from_utf8_lossy(&out.stderr).contains("apply to `--retriever embed:"),
-        "{}",
-        text(&out)
-    );
+    assert!(!out.status.success(), "{}", text(&out));
+    stderr_has(&out, "apply to `--retriever embed:");
 }
 
 #[test]
@@ -450,8 +446,7 @@ fn listwise_reranking_follows_the_reference_sliding_window_and_replays_offline()
             first.push_str(&format!("{qid} Q0 {id} {} {} first\n", rank + 1, 100 - rank));
         }
     }
-    let run_file = dir.path().join("first.trec");
-    fs_err::write(&run_file, &first).unwrap();
+    let run_file = written(dir.path().join("first.trec"), &first);
     let store = dir.path().join("store");
     let out = dir.path().join("out");
     let args = |out: &Path| -> Vec<String> {
@@ -555,11 +550,7 @@ fn bootstrap_and_tests_equal_numpy_and_scipy() {
     assert_eq!(same["tasks"][0]["overall"]["difference"], 0.0);
     assert!(same["tasks"][0]["overall"]["wilcoxon_p"].is_null());
     let no_release = run(coreb().arg("compare").arg(&run_file).arg(&run_file));
-    assert!(
-        String::from_utf8_lossy(&no_release.stderr).contains("`--release`"),
-        "{}",
-        text(&no_release)
-    );
+    stderr_has(&no_release, "`--release`");
     // coreb compare on crafted per-query values: every branch of the Wilcoxon test.
     let lcg = |seed: u64, n: usize, levels: u64| -> Vec<f64> {
         let mut x = seed;
@@ -577,43 +568,40 @@ fn bootstrap_and_tests_equal_numpy_and_scipy() {
             .map(|i| ((i * 37 % 101) as f64 + shift * (i as f64 * 0.37 + 0.5).sin()) / 101.0)
             .collect()
     };
-    let a = [
-        ("exact_n8", distinct(8, 0.0)),
-        ("exact_n40", distinct(40, 0.0)),
-        ("perm_n10", lcg(1, 10, 4)),
-        ("asym_n30", lcg(2, 30, 5)),
-        ("asym_n300", lcg(3, 300, 8)),
-        ("same", vec![0.5; 20]),
+    // Each case: its name, then side A's and side B's per-query values.
+    let cases = [
+        ("exact_n8", distinct(8, 0.0), distinct(8, 0.9)),
+        ("exact_n40", distinct(40, 0.0), distinct(40, 0.7)),
+        ("perm_n10", lcg(1, 10, 4), lcg(11, 10, 4)),
+        ("asym_n30", lcg(2, 30, 5), lcg(12, 30, 5)),
+        ("asym_n300", lcg(3, 300, 8), lcg(13, 300, 8)),
+        ("same", vec![0.5; 20], vec![0.5; 20]),
     ];
-    let b = [
-        ("exact_n8", distinct(8, 0.9)),
-        ("exact_n40", distinct(40, 0.7)),
-        ("perm_n10", lcg(11, 10, 4)),
-        ("asym_n30", lcg(12, 30, 5)),
-        ("asym_n300", lcg(13, 300, 8)),
-        ("same", vec![0.5; 20]),
-    ];
+    let a: Vec<(&str, Vec<f64>)> = cases.iter().map(|(n, x, _)| (*n, x.clone())).collect();
+    let b: Vec<(&str, Vec<f64>)> = cases.iter().map(|(n, _, y)| (*n, y.clone())).collect();
     // The exact branch needs differences without zeros or ties; the permutation branch (n ≤ 13)
-    // and the normal approximation need ties or zeros.
-    let abs_diffs =
-        |i: usize| -> Vec<f64> { a[i].1.iter().zip(&b[i].1).map(|(x, y)| (y - x).abs()).collect() };
+    // and the normal approximation need ties or zeros. A case's |B − A|, and how many distinct
+    // values they take:
+    let abs_diffs = |i: usize| -> (Vec<f64>, usize) {
+        let (_, x, y) = &cases[i];
+        let d: Vec<f64> = x.iter().zip(y).map(|(x, y)| (y - x).abs()).collect();
+        let distinct = d.iter().map(|x| x.to_bits()).collect::<BTreeSet<u64>>().len();
+        (d, distinct)
+    };
     for i in [0, 1] {
-        let d = abs_diffs(i);
-        let distinct: BTreeSet<u64> = d.iter().map(|x| x.to_bits()).collect();
-        assert!(d.iter().all(|x| *x > 0.0) && distinct.len() == d.len(), "{}: {d:?}", a[i].0);
+        let (d, distinct) = abs_diffs(i);
+        assert!(d.iter().all(|x| *x > 0.0) && distinct == d.len(), "{}: {d:?}", cases[i].0);
     }
     for i in [2, 3, 4] {
-        let d = abs_diffs(i);
-        let distinct: BTreeSet<u64> = d.iter().map(|x| x.to_bits()).collect();
-        assert!(d.contains(&0.0) || distinct.len() < d.len(), "{}", a[i].0);
+        let (d, distinct) = abs_diffs(i);
+        assert!(d.contains(&0.0) || distinct < d.len(), "{}", cases[i].0);
     }
     let (fa, fb) = (dir.path().join("A.json"), dir.path().join("B.json"));
     results_file(&fa, &a);
     results_file(&fb, &b);
     let out = run(coreb().arg("compare").arg(&fa).arg(&fb).args(["--json"]));
     assert!(out.status.success(), "{}", text(&out));
-    let cmp = dir.path().join("compare.json");
-    fs_err::write(&cmp, &out.stdout).unwrap();
+    let cmp = written(dir.path().join("compare.json"), &out.stdout);
     let check = run(python().arg(&script).arg("compare").arg(&fa).arg(&fb).arg(&cmp));
     assert!(check.status.success(), "{}", text(&check));
     let printed = String::from_utf8_lossy(&check.stdout);
@@ -623,19 +611,11 @@ fn bootstrap_and_tests_equal_numpy_and_scipy() {
     );
     // The human table, and results of another release are refused.
     let human = run(coreb().arg("compare").arg(&fa).arg(&fb));
-    assert!(
-        String::from_utf8_lossy(&human.stdout).contains("| asym_n300 | all | 300 |"),
-        "{}",
-        text(&human)
-    );
+    stdout_has(&human, "| asym_n300 | all | 300 |");
     results_file(&fb, &b[..2]);
     let bad = run(coreb().arg("compare").arg(&fa).arg(&fb));
-    assert!(
-        !bad.status.success()
-            && String::from_utf8_lossy(&bad.stderr).contains("not results on the same release"),
-        "{}",
-        text(&bad)
-    );
+    assert!(!bad.status.success(), "{}", text(&bad));
+    stderr_has(&bad, "not results on the same release");
 }
 
 #[test]
@@ -685,25 +665,18 @@ fn the_key_goes_only_to_the_configured_base_url() {
 fn a_manifest_gives_the_prompts_and_the_gate_thresholds() {
     let (base, seen) = server();
     let dir = tempfile::tempdir().unwrap();
-    let manifest = dir.path().join("m.toml");
-    fs_err::write(
-        &manifest,
+    let manifest = written(
+        dir.path().join("m.toml"),
         "version = \"v202504\"\noutput_dir = \"build\"\n[[sources]]\nname = \"s\"\nurl = \"rows.jsonl\"\n\
          [gates]\nbm25_ndcg10_max = 1.01\n[eval.prompts]\nquery = \"M: \"\n",
-    )
-    .unwrap();
-    let v = eval(
-        &[
-            "--retriever",
-            "embed:toy",
-            "--base-url",
-            &base,
-            "--no-cache",
-            "--manifest",
-            manifest.to_str().unwrap(),
-        ],
-        dir.path(),
     );
+    // The toy embedder with the manifest's settings, then `extra`.
+    let toy = |extra: &[&str]| {
+        let mut args = vec!["--retriever", "embed:toy", "--base-url", &base, "--no-cache"];
+        args.extend(["--manifest", manifest.to_str().unwrap()]);
+        eval(&[&args[..], extra].concat(), dir.path())
+    };
+    let v = toy(&[]);
     assert_eq!(v["prompts"]["overrides"]["query"], "M: ");
     let (queries, _) = fixture();
     let sent: BTreeSet<String> =
@@ -711,20 +684,7 @@ fn a_manifest_gives_the_prompts_and_the_gate_thresholds() {
     assert!(queries.iter().all(|q| sent.contains(&format!("M: {}", q.3))), "{sent:?}");
     // The command line wins over the manifest.
     seen.embedded.lock().unwrap().clear();
-    eval(
-        &[
-            "--retriever",
-            "embed:toy",
-            "--base-url",
-            &base,
-            "--no-cache",
-            "--manifest",
-            manifest.to_str().unwrap(),
-            "--query-prompt",
-            "C: ",
-        ],
-        dir.path(),
-    );
+    toy(&["--query-prompt", "C: "]);
     assert!(seen.embedded.lock().unwrap().iter().any(|(_, t)| t.starts_with("C: ")));
     // `--gates` takes the manifest's thresholds: code2text's BM25 nDCG@10 of 1 is inside
     // [0.05, 1.01], so only its missing hard negative fails.

@@ -17,7 +17,7 @@ use coreb_sandbox::{DirAccess, Identity, Limits, Program, Sandbox, SandboxConfig
 use coreb_stages::execute::execute_tables;
 use coreb_stages::ingest::{IngestConfig, decode_row};
 
-use crate::support::{coreb, root, run, text, tree_sha256};
+use crate::support::{coreb, root, run, stderr_has, test_cases, text, tree_sha256};
 
 fn fixture(rel: &str) -> PathBuf {
     root().join("tests/fixtures/execute").join(rel)
@@ -865,19 +865,11 @@ fn a_release_that_sets_sandbox_settings_is_refused_without_the_flag() {
         "",
     ]));
     assert!(!audit.status.success(), "{}", text(&audit));
-    assert!(
-        String::from_utf8_lossy(&audit.stderr).contains("--trust-release-sandbox"),
-        "{}",
-        text(&audit)
-    );
+    stderr_has(&audit, "--trust-release-sandbox");
     // Trusted, the settings are applied — and a pool containing root is still rejected.
     let trusted = run(coreb().arg("verify").arg(&release.0).arg("--trust-release-sandbox"));
     assert!(!trusted.status.success(), "{}", text(&trusted));
-    assert!(
-        String::from_utf8_lossy(&trusted.stderr).contains("contains uid 0 (root)"),
-        "{}",
-        text(&trusted)
-    );
+    stderr_has(&trusted, "contains uid 0 (root)");
 }
 
 /// Issue #12: the release MANIFEST records each language's toolchain versions and its time
@@ -922,14 +914,7 @@ fn functional_problem(name: &str, starter: &str, tests: &[(&str, &str)]) -> Prob
         contest_date: "2025-01-01T00:00:00".into(),
         starter_code: starter.into(),
         difficulty: "easy".into(),
-        public_tests: tests
-            .iter()
-            .map(|(i, o)| TestCase {
-                input: (*i).into(),
-                output: (*o).into(),
-                testtype: TestType::Functional,
-            })
-            .collect(),
+        public_tests: test_cases(tests, TestType::Functional),
         private_tests: vec![],
         func_name: Some(name.into()),
         metadata: "{}".into(),
@@ -1649,15 +1634,7 @@ fn unordered_answers_pass_in_another_order_in_every_language() {
 #[test]
 fn verdicts_show_answers_that_can_differ() {
     let stdin_problem = |name: &str, public: &[(&str, &str)], private: &[(&str, &str)]| {
-        let tests = |t: &[(&str, &str)]| -> Vec<TestCase> {
-            t.iter()
-                .map(|(i, o)| TestCase {
-                    input: (*i).into(),
-                    output: (*o).into(),
-                    testtype: TestType::Stdin,
-                })
-                .collect()
-        };
+        let tests = |t: &[(&str, &str)]| test_cases(t, TestType::Stdin);
         Problem {
             id: ProblemId::from_question_id(name),
             question_title: name.into(),
@@ -1775,11 +1752,8 @@ fn verdicts_show_answers_that_can_differ() {
 /// compared exactly fails; each result records the comparison used.
 #[test]
 fn any_case_answers_pass_in_another_case_in_every_language() {
-    let tests = |outputs: [&str; 2]| -> Vec<TestCase> {
-        [("4\n", outputs[0]), ("7\n", outputs[1])]
-            .into_iter()
-            .map(|(i, o)| TestCase { input: i.into(), output: o.into(), testtype: TestType::Stdin })
-            .collect()
+    let tests = |outputs: [&str; 2]| {
+        test_cases(&[("4\n", outputs[0]), ("7\n", outputs[1])], TestType::Stdin)
     };
     let problem = |name: &str, answer: AnswerKind| Problem {
         id: ProblemId::from_question_id(name),

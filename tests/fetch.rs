@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::http::serve;
-use crate::support::{Reply, coreb, run, text};
+use crate::support::{Reply, coreb, run, text, written};
 
 /// What the server does with one request.
 #[derive(Debug, Clone, Copy)]
@@ -153,9 +153,7 @@ fn manifest(dir: &Path, url: &str, sha256: Option<&str>) -> PathBuf {
         "version = \"v202504\"\noutput_dir = \"build\"\n\n[[sources]]\nname = \"test6\"\nurl = \"{url}\"\n{sha}\n\
          [stages.fetch]\nretries = 4\ninitial_backoff_ms = 10\nmax_backoff_ms = 100\nread_timeout_secs = 1\nconnect_timeout_secs = 2\n"
     );
-    let path = dir.join("m.toml");
-    fs_err::write(&path, text).unwrap();
-    path
+    written(dir.join("m.toml"), text)
 }
 
 fn sha(bytes: &[u8]) -> String {
@@ -168,6 +166,13 @@ fn fetch(manifest: &Path) -> std::process::Output {
 
 fn downloaded(dir: &Path) -> PathBuf {
     dir.join("build/downloads/test6")
+}
+
+/// `coreb fetch` of `manifest`, which must succeed: the bytes it downloaded into `dir`.
+fn fetched(manifest: &Path, dir: &Path) -> Vec<u8> {
+    let out = fetch(manifest);
+    assert!(out.status.success(), "{}", text(&out));
+    fs_err::read(downloaded(dir)).unwrap()
 }
 
 #[test]
@@ -333,9 +338,7 @@ fn a_file_changed_upstream_between_attempts_is_fetched_whole_not_spliced() {
     // The file unchanged: the same request resumes it (a 206 of the same version).
     let server = Server::with_versions(vec![v1.clone()], vec![Behaviour::CutAfter(300_000)], true);
     let dir = tempfile::tempdir().unwrap();
-    let out = fetch(&manifest(dir.path(), &server.url(), None));
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), v1);
+    assert_eq!(fetched(&manifest(dir.path(), &server.url(), None), dir.path()), v1);
     let seen = server.seen();
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert!(
@@ -355,9 +358,7 @@ fn a_server_that_ignores_if_range_is_caught_by_the_etag_of_its_206() {
         false,
     );
     let dir = tempfile::tempdir().unwrap();
-    let out = fetch(&manifest(dir.path(), &server.url(), None));
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(fs_err::read(downloaded(dir.path())).unwrap(), v2);
+    assert_eq!(fetched(&manifest(dir.path(), &server.url(), None), dir.path()), v2);
     // The 206 of `"v2"` was thrown away and the file fetched again from byte 0.
     let ranges = server.ranges();
     assert_eq!(ranges.len(), 3, "{ranges:?}");

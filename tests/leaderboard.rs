@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{copy_tree, coreb, python, root, run, text};
+use crate::support::{copy_tree, coreb, python, root, run, stderr_has, stdout_has, text, written};
 
 /// The sample's manifest made into `version`, covering `[start, end]` only (so: the sample's
 /// problems of that month), with absolute paths, its own empty releases directory and its own
@@ -38,9 +38,7 @@ pub(crate) fn shifted_manifest(dir: &Path, version: &str, start: &str, end: &str
     }
     fs_err::create_dir_all(dir.join("earlier")).unwrap();
     copy_tree(&root().join("tests/fixtures/sample/store"), &dir.join("store"));
-    let path = dir.join(format!("{version}.toml"));
-    fs_err::write(&path, out).unwrap();
-    path
+    written(dir.join(format!("{version}.toml")), out)
 }
 
 /// Write the sample's authored answers for the problems of `[start, end]` into the store of
@@ -585,20 +583,15 @@ fn recording_needs_a_release_a_name_for_a_run_and_a_real_cutoff() {
     let out =
         run(coreb().arg("eval").arg(&release).args(["--record", "--category", "open-weights"]));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("`--category`: `open-weights`: expected a model category, one of `code`, `general`, `closed`"),
-        "{}",
-        text(&out)
+    stderr_has(
+        &out,
+        "`--category`: `open-weights`: expected a model category, one of `code`, `general`, `closed`",
     );
     assert!(!tmp.path().join("results").exists(), "a refused record wrote something");
     // Flags that only make sense with --record are refused without it.
     let out = run(coreb().arg("eval").arg(&release).args(["--model-name", "x"]));
-    assert!(
-        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--record"),
-        "{}",
-        text(&out)
-    );
+    assert!(!out.status.success(), "{}", text(&out));
+    stderr_has(&out, "--record");
     // A bad window or metric is a clear error.
     for (args, expected) in [
         (vec!["--from", "2025-3"], "expected a month"),
@@ -730,11 +723,7 @@ esac
         "1",
     );
     assert_eq!(empty.status.code(), Some(3), "{}", text(&empty));
-    assert!(
-        String::from_utf8_lossy(&empty.stdout).contains("no new problems for v202612"),
-        "{}",
-        text(&empty)
-    );
+    stdout_has(&empty, "no new problems for v202612");
     assert!(!repo.join("build").exists(), "nothing built");
     let failed = monthly("fetching source `test6`: connection refused", "1");
     assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));

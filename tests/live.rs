@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Value, json};
 
 use crate::support::http::{Reply, model_list, serve, serve_listing};
-use crate::support::{coreb, root, run, text};
+use crate::support::{coreb, root, run, stderr_has, text};
 
 /// A loopback chat endpoint ([`crate::support::http`]) answering every request with
 /// `answer(request body)` (text and finish reason); returns its base URL and its request counter.
@@ -51,27 +51,21 @@ fn manifest_with_llm(dir: &Path, llm: &str) -> PathBuf {
     let sample = fs_err::read_to_string(root().join("manifests/sample.toml")).unwrap();
     let head = sample.split("\n[llm]").next().unwrap();
     let r = root();
-    let head = head
-        .replace(
-            "output_dir = \"../build/sample\"",
-            &format!("output_dir = \"{}\"", dir.join("build").display()),
-        )
-        .replace(
-            "releases_dir = \"../releases/sample\"",
-            &format!("releases_dir = \"{}\"", dir.join("releases").display()),
-        )
-        .replace(
-            "response_store = \"../tests/fixtures/sample/store\"",
-            &format!("response_store = \"{}\"", dir.join("store").display()),
-        )
-        .replace(
-            "prompts_dir = \"../prompts\"",
-            &format!("prompts_dir = \"{}\"", r.join("prompts").display()),
-        )
-        .replace(
-            "url = \"../tests/fixtures/sample/problems.jsonl\"",
-            &format!("url = \"{}\"", r.join("tests/fixtures/sample/problems.jsonl").display()),
-        );
+    // Each key's relative path, and where it points from the temp dir.
+    let paths = [
+        ("output_dir", "../build/sample", dir.join("build")),
+        ("releases_dir", "../releases/sample", dir.join("releases")),
+        ("response_store", "../tests/fixtures/sample/store", dir.join("store")),
+        ("prompts_dir", "../prompts", r.join("prompts")),
+        (
+            "url",
+            "../tests/fixtures/sample/problems.jsonl",
+            r.join("tests/fixtures/sample/problems.jsonl"),
+        ),
+    ];
+    let head = paths.iter().fold(head.to_owned(), |head, (key, from, to)| {
+        head.replace(&format!("{key} = \"{from}\""), &format!("{key} = \"{}\"", to.display()))
+    });
     let manifest = dir.join("live.toml");
     fs_err::write(
         &manifest,
@@ -520,44 +514,22 @@ fn a_rerun_asks_only_what_is_missing_and_store_prune_makes_it_ask_rejections_aga
         10,
         "{listed}"
     );
-    assert!(
-        String::from_utf8_lossy(&dry.stderr).contains("would remove 10 entries (schema 10)"),
-        "{}",
-        text(&dry)
-    );
+    stderr_has(&dry, "would remove 10 entries (schema 10)");
     assert_eq!(stored(dir.path()).len(), 10);
     for args in [["--stage", "distract"], ["--reason", "truncated"]] {
         let none = run(coreb().args(["store", "prune"]).arg(&store).args(args));
-        assert!(
-            none.status.success()
-                && String::from_utf8_lossy(&none.stderr).contains("removed 0 entries"),
-            "{}",
-            text(&none)
-        );
+        assert!(none.status.success(), "{}", text(&none));
+        stderr_has(&none, "removed 0 entries");
     }
     let bad = run(coreb().args(["store", "prune"]).arg(&store).args(["--stage", "rewrit"]));
-    assert!(
-        !bad.status.success()
-            && String::from_utf8_lossy(&bad.stderr).contains("not an LLM stage: `rewrit`"),
-        "{}",
-        text(&bad)
-    );
+    assert!(!bad.status.success(), "{}", text(&bad));
+    stderr_has(&bad, "not an LLM stage: `rewrit`");
     let pruned = run(coreb().args(["store", "prune"]).arg(&store).args(["--reason", "schema"]));
     assert!(pruned.status.success(), "{}", text(&pruned));
-    assert!(
-        String::from_utf8_lossy(&pruned.stderr)
-            .contains("removed 10 entries (schema 10); a rerun asks them again"),
-        "{}",
-        text(&pruned)
-    );
+    stderr_has(&pruned, "removed 10 entries (schema 10); a rerun asks them again");
     assert!(stored(dir.path()).is_empty());
     let third = run(coreb().arg("build").arg(&manifest));
-    assert!(
-        String::from_utf8_lossy(&third.stderr)
-            .contains("10 requests sent, 0 answers from the store"),
-        "{}",
-        text(&third)
-    );
+    stderr_has(&third, "10 requests sent, 0 answers from the store");
     assert_eq!(back.hits(), 16);
 }
 

@@ -19,17 +19,17 @@ use coreb_http::RetryConfig;
 use coreb_llm::prompt::Prompts;
 use coreb_llm::run::{LlmStageError, ModelPlan, RejectReason};
 use coreb_llm::{
-    Gateway, LlmConfig, LlmError, LlmFailureKind, LlmStage, ResponseStore, SamplingParams,
-    StageModels, StoreMode, StructuredOutput,
+    Gateway, LlmConfig, LlmError, LlmFailureKind, LlmGateway, LlmStage, ResponseStore,
+    SamplingParams, StageModels, StoreMode, StructuredOutput,
 };
-use coreb_stages::abbreviate::{AbbreviateConfig, abbreviate};
+use coreb_stages::abbreviate::{AbbreviateConfig, AbbreviateOutput, abbreviate};
 use coreb_stages::distract::{DistractConfig, distract};
 use coreb_stages::generate::{GenerateConfig, generate};
-use coreb_stages::queries::{QueriesConfig, queries};
-use coreb_stages::rewrite::{RewriteConfig, RewritePlans, RewritePrompts, rewrite};
+use coreb_stages::queries::{QueriesConfig, QueriesOutput, queries};
+use coreb_stages::rewrite::{RewriteConfig, RewriteOutput, RewritePlans, RewritePrompts, rewrite};
 use serde_json::{Value, json};
 
-use crate::support::{coreb, root, run, text};
+use crate::support::{coreb, root, run, stderr_has, text};
 
 // ---------------------------------------------------------------------------------------
 // The fake endpoint.
@@ -301,6 +301,13 @@ fn config(url: &str, mode: StoreMode) -> LlmConfig {
     }
 }
 
+/// A live configuration against `url`, and its gateway over a store in `dir`.
+fn live(url: &str, dir: &Path) -> (LlmConfig, Gateway) {
+    let cfg = config(url, StoreMode::Live);
+    let gateway = Gateway::new(&cfg, ResponseStore::open(dir), None).unwrap();
+    (cfg, gateway)
+}
+
 fn prompts() -> Prompts {
     Prompts::load(&root().join("prompts")).unwrap()
 }
@@ -311,6 +318,53 @@ fn problem(n: u32, title: &str, statement: &str, tests: Vec<(&str, &str)>) -> Pr
 
 fn plans(config: &LlmConfig) -> RewritePlans {
     RewritePlans::for_config(config)
+}
+
+/// `rewrite` of `problems` with `config`'s plans and the repository's prompts.
+async fn rewrite_with(
+    rcfg: &RewriteConfig,
+    config: &LlmConfig,
+    problems: Vec<Problem>,
+    gateway: &dyn LlmGateway,
+) -> Result<RewriteOutput, LlmStageError> {
+    rewrite(rcfg, &plans(config), &RewritePrompts::of(&prompts()), problems, gateway).await
+}
+
+/// `queries` (default configuration) of every one of `problems`, with `config`'s plan and the
+/// repository's prompt.
+async fn queries_with(
+    config: &LlmConfig,
+    problems: &[RewrittenProblem],
+    gateway: &dyn LlmGateway,
+) -> QueriesOutput {
+    let plan = ModelPlan::for_stage(config, LlmStage::Queries);
+    let prompt = &prompts()[LlmStage::Queries];
+    queries(&QueriesConfig::default(), &plan, prompt, problems, None, gateway).await.unwrap()
+}
+
+/// `abbreviate` (default configuration) of `problems`, with `config`'s plan and the
+/// repository's prompt.
+async fn abbreviate_with(
+    config: &LlmConfig,
+    problems: &[RewrittenProblem],
+    gateway: &dyn LlmGateway,
+) -> AbbreviateOutput {
+    abbreviate_planned(&ModelPlan::for_stage(config, LlmStage::Abbreviate), problems, gateway).await
+}
+
+/// `abbreviate` (default configuration) of `problems` with `plan` and the repository's prompt.
+async fn abbreviate_planned(
+    plan: &ModelPlan,
+    problems: &[RewrittenProblem],
+    gateway: &dyn LlmGateway,
+) -> AbbreviateOutput {
+    let prompt = &prompts()[LlmStage::Abbreviate];
+    abbreviate(&AbbreviateConfig::default(), plan, prompt, problems, gateway).await.unwrap()
+}
+
+/// `n` stdin problems `lcb_<i>` titled `t` with one test.
+fn counting(n: u32) -> Vec<Problem> {
+    (0..n).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect()
 }
 
 const MARKS: [&str; 11] = [
@@ -364,13 +418,10 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     let server = Server::start(faulty).await;
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&server.url, StoreMode::Live);
-    let p = prompts();
     let rcfg = RewriteConfig { concurrency: 6, test_batch_size: 2, max_test_chars: 2000 };
     let problems = fault_problems();
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path().join("store")), None).unwrap();
-    let out = rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway)
-        .await
-        .unwrap();
+    let out = rewrite_with(&rcfg, &cfg, problems.clone(), &gateway).await.unwrap();
 
     // Every problem is either rewritten or rejected, exactly once.
     let mut seen: Vec<String> = out
@@ -440,10 +491,7 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     // that never got an answer (500-always: 4 attempts).
     let before = server.hits();
     let gateway2 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("store")), None).unwrap();
-    let mut again =
-        rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), problems.clone(), &gateway2)
-            .await
-            .unwrap();
+    let mut again = rewrite_with(&rcfg, &cfg, problems.clone(), &gateway2).await.unwrap();
     assert_eq!(server.hits() - before, 4);
     again.stats = out.stats;
     assert_eq!(again.problems, out.problems);
@@ -452,7 +500,7 @@ async fn faults_are_retried_or_reported_and_a_rerun_sends_nothing() {
     let ok: Vec<Problem> =
         problems.into_iter().filter(|p| out.problems.iter().any(|q| q.id == p.id)).collect();
     let before = server.hits();
-    let third = rewrite(&rcfg, &plans(&cfg), &RewritePrompts::of(&p), ok, &gateway2).await.unwrap();
+    let third = rewrite_with(&rcfg, &cfg, ok, &gateway2).await.unwrap();
     assert_eq!(server.hits(), before);
     assert_eq!(third.problems, out.problems);
     assert_eq!(third.stats.llm.from_endpoint, 0);
@@ -471,13 +519,10 @@ async fn unauthorized_stops_the_whole_run() {
     cfg.concurrency = 1;
     let gateway =
         Gateway::new(&cfg, ResponseStore::open(dir.path()), Some("test-key".into())).unwrap();
-    let p = prompts();
-    let problems: Vec<Problem> =
-        (0..10).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
-    let err = rewrite(
+    let problems = counting(10);
+    let err = rewrite_with(
         &RewriteConfig { concurrency: 1, ..RewriteConfig::default() },
-        &plans(&cfg),
-        &RewritePrompts::of(&p),
+        &cfg,
         problems,
         &gateway,
     )
@@ -504,19 +549,9 @@ async fn timeouts_in_a_row_open_the_circuit_and_stop_the_stage() {
     cfg.circuit =
         coreb_http::CircuitConfig { transport_failures: 3, open_secs: 0.2, ..Default::default() };
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-    let p = prompts();
-    let problems: Vec<Problem> =
-        (0..8).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
+    let problems = counting(8);
     let started = Instant::now();
-    let err = rewrite(
-        &RewriteConfig::default(),
-        &plans(&cfg),
-        &RewritePrompts::of(&p),
-        problems,
-        &gateway,
-    )
-    .await
-    .unwrap_err();
+    let err = rewrite_with(&RewriteConfig::default(), &cfg, problems, &gateway).await.unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
     let LlmStageError::Gateway { source: LlmError::EndpointDown { url, .. }, .. } = &err else {
         panic!("{err:?}")
@@ -552,9 +587,7 @@ async fn timeouts_in_a_row_open_the_circuit_and_stop_the_stage() {
 /// unknown, and a 404 that names none says the URL has no chat endpoint.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_model_or_a_wrong_url_stops_the_run_at_once() {
-    let p = prompts();
-    let problems: Vec<Problem> =
-        (0..6).map(|i| problem(i, "t", "Count. Print a number.", vec![("1", "1")])).collect();
+    let problems = counting(6);
     let cases = [
         (
             404,
@@ -583,10 +616,9 @@ async fn an_unknown_model_or_a_wrong_url_stops_the_run_at_once() {
         let mut cfg = config(&server.url, StoreMode::Live);
         cfg.concurrency = 1;
         let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-        let err = rewrite(
+        let err = rewrite_with(
             &RewriteConfig { concurrency: 1, ..RewriteConfig::default() },
-            &plans(&cfg),
-            &RewritePrompts::of(&p),
+            &cfg,
             problems.clone(),
             &gateway,
         )
@@ -604,16 +636,10 @@ async fn replay_miss_names_the_request_and_sends_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&server.url, StoreMode::Replay);
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-    let p = prompts();
-    let err = rewrite(
-        &RewriteConfig::default(),
-        &plans(&cfg),
-        &RewritePrompts::of(&p),
-        vec![problem(7, "t", "s", vec![])],
-        &gateway,
-    )
-    .await
-    .unwrap_err();
+    let err =
+        rewrite_with(&RewriteConfig::default(), &cfg, vec![problem(7, "t", "s", vec![])], &gateway)
+            .await
+            .unwrap_err();
     let message = format!("{:#}", anyhow::Error::from(err));
     assert!(
         message.contains(
@@ -628,7 +654,6 @@ async fn replay_miss_names_the_request_and_sends_nothing() {
 async fn record_only_refreshes_stored_responses() {
     let server = Server::start(faulty).await;
     let dir = tempfile::tempdir().unwrap();
-    let p = prompts();
     let problems = vec![problem(1, "t", "Count. Print a number.", vec![("1", "1")])];
     for (mode, expected_hits) in [
         (StoreMode::Live, 1),
@@ -638,15 +663,9 @@ async fn record_only_refreshes_stored_responses() {
     ] {
         let cfg = config(&server.url, mode);
         let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-        let out = rewrite(
-            &RewriteConfig::default(),
-            &plans(&cfg),
-            &RewritePrompts::of(&p),
-            problems.clone(),
-            &gateway,
-        )
-        .await
-        .unwrap();
+        let out = rewrite_with(&RewriteConfig::default(), &cfg, problems.clone(), &gateway)
+            .await
+            .unwrap();
         assert_eq!(out.problems.len(), 1);
         assert_eq!(server.hits(), expected_hits, "{mode:?}");
     }
@@ -763,8 +782,7 @@ async fn generate_covers_models_languages_samples_and_reports_empty_code() {
 async fn distract_abbreviate_queries_validate_what_they_parse() {
     let server = Server::start(faulty).await;
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(&server.url, StoreMode::Live);
-    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+    let (cfg, gateway) = live(&server.url, dir.path());
     let p = prompts();
     let problems = vec![
         rewritten(1, "Crates", false),
@@ -795,15 +813,7 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
         matches!(&d.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::Schema { detail: "`/`: required property `optimisation_objective` is missing".into() })
     );
 
-    let a = abbreviate(
-        &AbbreviateConfig::default(),
-        &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate),
-        &p[LlmStage::Abbreviate],
-        &problems,
-        &gateway,
-    )
-    .await
-    .unwrap();
+    let a = abbreviate_with(&cfg, &problems, &gateway).await;
     assert_eq!(a.rows.len(), 1);
     assert_eq!(a.rows[0].words, 60);
     assert!(!a.rows[0].text.starts_with("Summary:"));
@@ -812,16 +822,7 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
     );
 
     // One problem at a time: the other would be listed as contrast, markers included.
-    let q = queries(
-        &QueriesConfig::default(),
-        &ModelPlan::for_stage(&cfg, LlmStage::Queries),
-        &p[LlmStage::Queries],
-        &problems[..1],
-        None,
-        &gateway,
-    )
-    .await
-    .unwrap();
+    let q = queries_with(&cfg, &problems[..1], &gateway).await;
     let got: Vec<(u32, Option<Language>, &str)> = q
         .queries
         .iter()
@@ -880,16 +881,7 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
         "{dropped:?}"
     );
     assert_eq!((q.stats.items_in, q.stats.items_out, q.stats.items_rejected), (1, 1, 0));
-    let none = queries(
-        &QueriesConfig::default(),
-        &ModelPlan::for_stage(&cfg, LlmStage::Queries),
-        &p[LlmStage::Queries],
-        &problems[1..],
-        None,
-        &gateway,
-    )
-    .await
-    .unwrap();
+    let none = queries_with(&cfg, &problems[1..], &gateway).await;
     assert!(
         matches!(&none.rejected[..], [r] if r.item == "lcb_2" && r.reason == RejectReason::NoQueries),
         "{:?}",
@@ -905,8 +897,7 @@ async fn distract_abbreviate_queries_validate_what_they_parse() {
 async fn queries_prompts_contrast_the_target_with_its_most_similar_other_problems() {
     let server = Server::start(faulty).await;
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(&server.url, StoreMode::Live);
-    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
+    let (cfg, gateway) = live(&server.url, dir.path());
     let p = prompts();
     let mut problems = vec![
         rewritten(1, "Crates", false),
@@ -954,15 +945,7 @@ async fn fallback_model_takes_over_a_failing_item() {
         ..ModelPlan::single("bad", SamplingParams::default())
     };
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-    let out = abbreviate(
-        &AbbreviateConfig::default(),
-        &plan,
-        &prompts()[LlmStage::Abbreviate],
-        &[rewritten(1, "Crates", false)],
-        &gateway,
-    )
-    .await
-    .unwrap();
+    let out = abbreviate_planned(&plan, &[rewritten(1, "Crates", false)], &gateway).await;
     assert_eq!(out.rows[0].model, "good");
     assert_eq!(out.stats.fallbacks, 1);
     let rows = gateway.accounting().rows();
@@ -992,20 +975,12 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
         StageModels { max_tokens: Some(100), max_tokens_ceiling: Some(400), ..Default::default() },
     );
     cfg.validate().unwrap();
-    let p = prompts();
     let problems: Vec<Problem> = (0..3)
         .map(|i| problem(i, &format!("t{i}"), "Count. Print a number.", vec![("1", "1")]))
         .collect();
     let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path().join("a")), None).unwrap();
-    let out = rewrite(
-        &RewriteConfig::default(),
-        &plans(&cfg),
-        &RewritePrompts::of(&p),
-        problems.clone(),
-        &gateway,
-    )
-    .await
-    .unwrap();
+    let out =
+        rewrite_with(&RewriteConfig::default(), &cfg, problems.clone(), &gateway).await.unwrap();
     assert_eq!(server.hits(), 6, "each item twice");
     let seen = server.seen.lock().unwrap().clone();
     for i in 0..3 {
@@ -1034,15 +1009,8 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
 
     // A rerun over the same store sends nothing and ends the same way.
     let gateway2 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("a")), None).unwrap();
-    let again = rewrite(
-        &RewriteConfig::default(),
-        &plans(&cfg),
-        &RewritePrompts::of(&p),
-        problems.clone(),
-        &gateway2,
-    )
-    .await
-    .unwrap();
+    let again =
+        rewrite_with(&RewriteConfig::default(), &cfg, problems.clone(), &gateway2).await.unwrap();
     assert_eq!(server.hits(), 6);
     assert_eq!(again.rejected, out.rejected);
     assert_eq!(gateway2.accounting().stage_rows(LlmStage::Rewrite)[0].from_store, 6);
@@ -1051,15 +1019,7 @@ async fn cut_answers_get_one_longer_try_end_as_truncated_and_are_never_asked_aga
     cfg.stages.clear();
     cfg.max_tokens_ceiling = None;
     let gateway3 = Gateway::new(&cfg, ResponseStore::open(dir.path().join("b")), None).unwrap();
-    let out = rewrite(
-        &RewriteConfig::default(),
-        &plans(&cfg),
-        &RewritePrompts::of(&p),
-        problems,
-        &gateway3,
-    )
-    .await
-    .unwrap();
+    let out = rewrite_with(&RewriteConfig::default(), &cfg, problems, &gateway3).await.unwrap();
     assert_eq!(server.hits(), 9);
     let RejectReason::Llm { failure } = &out.rejected[0].reason else { panic!() };
     assert_eq!(failure.kind, LlmFailureKind::Truncated);
@@ -1111,12 +1071,14 @@ async fn only_a_stage_that_samples_takes_another_sample_for_a_cut_answer() {
             .unwrap()
         }
     };
-    let out = run(2, 0.8).await;
-    assert_eq!(
-        (out.rows.len(), out.rejected.len(), server.hits()),
-        (2, 0, 3),
-        "sample 0 was replaced by sample 2 (seed 2)"
-    );
+    // A run's rows, rejections and requests sent.
+    let counted = async |samples: u32, temperature: f64| {
+        let before = server.hits();
+        let out = run(samples, temperature).await;
+        ((out.rows.len(), out.rejected.len(), server.hits() - before), out)
+    };
+    let (counts, out) = counted(2, 0.8).await;
+    assert_eq!(counts, (2, 0, 3), "sample 0 was replaced by sample 2 (seed 2)");
     let seeds: std::collections::BTreeSet<u64> =
         server.seen.lock().unwrap().iter().filter_map(|s| s.seed).collect();
     assert_eq!(seeds, [0, 1, 2].into_iter().collect());
@@ -1126,20 +1088,10 @@ async fn only_a_stage_that_samples_takes_another_sample_for_a_cut_answer() {
         "the solution keeps its sample id"
     );
 
-    let before = server.hits();
-    let out = run(1, 0.8).await;
-    assert_eq!(
-        (out.rows.len(), out.rejected.len(), server.hits() - before),
-        (0, 1, 1),
-        "one sample asked for: no other sample"
-    );
-    let before = server.hits();
-    let out = run(2, 0.0).await;
-    assert_eq!(
-        (out.rows.len(), out.rejected.len(), server.hits() - before),
-        (1, 1, 2),
-        "temperature 0: another seed is futile"
-    );
+    let (counts, _) = counted(1, 0.8).await;
+    assert_eq!(counts, (0, 1, 1), "one sample asked for: no other sample");
+    let (counts, out) = counted(2, 0.0).await;
+    assert_eq!(counts, (1, 1, 2), "temperature 0: another seed is futile");
     assert!(
         matches!(&out.rejected[0].reason, RejectReason::Llm { failure } if failure.kind == LlmFailureKind::Truncated)
     );
@@ -1165,16 +1117,7 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
         let mut cfg = config(&server.url, StoreMode::Live);
         cfg.structured_output = mode;
         let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-        let q = queries(
-            &QueriesConfig::default(),
-            &ModelPlan::for_stage(&cfg, LlmStage::Queries),
-            &p[LlmStage::Queries],
-            &problems,
-            None,
-            &gateway,
-        )
-        .await
-        .unwrap();
+        let q = queries_with(&cfg, &problems, &gateway).await;
         assert_eq!(q.queries.len(), 5, "{mode:?}: two usable queries, three variants of the first");
         assert_eq!(server.hits(), i as u64 + 1, "{mode:?} is another request");
         let body = server.seen.lock().unwrap().last().unwrap().body.clone();
@@ -1213,45 +1156,18 @@ async fn json_answers_carry_their_schema_in_the_endpoints_form_and_are_validated
     );
     assert!(formats.iter().all(|f| f.schema_sha256 == schema.sha256));
     // The same mode again: served from the store.
-    let cfg = config(&server.url, StoreMode::Live);
-    let gateway = Gateway::new(&cfg, ResponseStore::open(dir.path()), None).unwrap();
-    queries(
-        &QueriesConfig::default(),
-        &ModelPlan::for_stage(&cfg, LlmStage::Queries),
-        &p[LlmStage::Queries],
-        &problems,
-        None,
-        &gateway,
-    )
-    .await
-    .unwrap();
+    let (cfg, gateway) = live(&server.url, dir.path());
+    queries_with(&cfg, &problems, &gateway).await;
     assert_eq!(server.hits(), 4);
 
     // Prose answers carry no schema.
-    abbreviate(
-        &AbbreviateConfig::default(),
-        &ModelPlan::for_stage(&cfg, LlmStage::Abbreviate),
-        &p[LlmStage::Abbreviate],
-        &problems,
-        &gateway,
-    )
-    .await
-    .unwrap();
+    abbreviate_with(&cfg, &problems, &gateway).await;
     let body = server.seen.lock().unwrap().last().unwrap().body.clone();
     assert!(body.get("response_format").is_none() && body.get("guided_json").is_none(), "{body}");
 
     // JSON that does not follow the schema is rejected for it, not for its syntax.
     let bad = vec![rewritten(2, "Crates MARKBADQUERIES", false)];
-    let q = queries(
-        &QueriesConfig::default(),
-        &ModelPlan::for_stage(&cfg, LlmStage::Queries),
-        &p[LlmStage::Queries],
-        &bad,
-        None,
-        &gateway,
-    )
-    .await
-    .unwrap();
+    let q = queries_with(&cfg, &bad, &gateway).await;
     assert!(
         matches!(&q.rejected[..], [r] if r.reason == RejectReason::Schema { detail: "`/queries`: expected array, found string".into() }),
         "{:?}",
@@ -1331,7 +1247,7 @@ fn store_command_stats_export_import() {
     std::fs::write(&bad, format!("{line}\n")).unwrap();
     let out = run(coreb().args(["store", "import"]).arg(&store).arg(&bad));
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl`:1: key `"), "{}", text(&out));
+    stderr_has(&out, "bad.jsonl`:1: key `");
 }
 
 #[test]
@@ -1432,21 +1348,12 @@ fn python_reference_entries_match_the_rust_store_byte_for_byte() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authored_answers_are_recorded_then_replayed() {
     let dir = tempfile::tempdir().unwrap();
-    let p = prompts();
     let problems = vec![rewritten(1, "Crates", false), rewritten(2, "Boxes", false)];
     let answers =
         BTreeMap::from([((LlmStage::Abbreviate, "lcb_1".to_owned()), words(55, "crate"))]);
     let plan = ModelPlan::single("author", SamplingParams::default());
     let authored = coreb_llm::AuthoredGateway::new(answers, ResponseStore::open(dir.path()));
-    let first = abbreviate(
-        &AbbreviateConfig::default(),
-        &plan,
-        &p[LlmStage::Abbreviate],
-        &problems,
-        &authored,
-    )
-    .await
-    .unwrap();
+    let first = abbreviate_planned(&plan, &problems, &authored).await;
     assert_eq!(first.rows.len(), 1);
     assert!(
         matches!(&first.rejected[..], [r] if r.item == "lcb_2" && matches!(&r.reason, RejectReason::Llm { failure } if failure.kind == LlmFailureKind::NotAuthored))
@@ -1457,15 +1364,7 @@ async fn authored_answers_are_recorded_then_replayed() {
         None,
     )
     .unwrap();
-    let again = abbreviate(
-        &AbbreviateConfig::default(),
-        &plan,
-        &p[LlmStage::Abbreviate],
-        &problems[..1],
-        &replay,
-    )
-    .await
-    .unwrap();
+    let again = abbreviate_planned(&plan, &problems[..1], &replay).await;
     assert_eq!(again.rows, first.rows);
     assert_eq!(again.stats.from_store, 1);
 }

@@ -1,7 +1,9 @@
 //! Integration tests across stages; they run the real `coreb` binary or call stages through
 //! the engine. Each module is one area:
 //!
-//! - `support`: a temp-dir test context and the path of the `coreb` binary.
+//! - `support`: the `coreb` binary and the test venv's Python, the loopback HTTP server, and
+//!   what several modules share: problem and file builders, output assertions (`stderr_has`,
+//!   `refused`, `failed_naming`), tree hashes.
 //! - `ingest`: ingest, dedup and filter on the shared LiveCodeBench rows.
 //! - `fetch`: downloads from a local HTTP server: resume, retries, checksums.
 //! - `execute`: the sandboxed judge: five languages, hostile programs, verdict rules (exact

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::support::{coreb, jsonl, python, root, run, text};
+use crate::support::{coreb, json_report, jsonl, offline_python, python, root, run, text};
 
 fn sample() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -18,6 +18,14 @@ fn sample() -> PathBuf {
 fn export(out: &Path, extra: &[&str]) {
     let o = run(coreb().args(["export", "--layout", "mteb"]).arg(sample()).arg(out).args(extra));
     assert!(o.status.success(), "{}", text(&o));
+}
+
+/// A temp dir, and the sample exported with `--layout mteb` into its `mteb/`.
+fn exported() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mteb");
+    export(&out, &[]);
+    (dir, out)
 }
 
 /// `coreb eval <dir> --run <run> --json --k 10` (plus `extra`): its first task's report.
@@ -36,27 +44,15 @@ fn eval(dir: &Path, run_file: &Path, extra: &[&str]) -> serde_json::Value {
 
 #[test]
 fn mtebs_own_tasks_on_the_export_agree_with_coreb_eval_on_every_task() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("mteb");
-    export(&out, &[]);
+    let (dir, out) = exported();
     let release = out.join("v202503");
-    let o = python()
-        .env("HF_HOME", dir.path().join("hf"))
-        .env("HF_DATASETS_CACHE", dir.path().join("hf/datasets"))
-        .env("HF_HUB_OFFLINE", "1")
-        .env("HF_DATASETS_OFFLINE", "1")
-        .env("MTEB_CACHE", dir.path().join("mteb-cache"))
-        .env("TOKENIZERS_PARALLELISM", "false")
+    let o = offline_python(&dir.path().join("python"))
         .arg(root().join("tests/python/mteb_tasks.py"))
         .arg(&release)
         .arg(dir.path().join("out"))
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let report: BTreeMap<String, serde_json::Value> = serde_json::from_slice(
-        o.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| panic!("JSON report on stdout: {e}\n{}", text(&o)));
+    let report: BTreeMap<String, serde_json::Value> = json_report(&o);
     assert_eq!(report.len(), 6, "{report:?}");
     for (task, mteb) in &report {
         let folder = PathBuf::from(mteb["folder"].as_str().unwrap());
@@ -108,9 +104,7 @@ fn mtebs_own_tasks_on_the_export_agree_with_coreb_eval_on_every_task() {
 
 #[test]
 fn the_export_composes_the_reranking_lists_and_keeps_codes_own_document_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("mteb");
-    export(&out, &[]);
+    let (dir, out) = exported();
     let release = out.join("v202503");
     for task in [
         "CorebT2CRetrieval",
@@ -216,6 +210,21 @@ fn the_export_composes_the_reranking_lists_and_keeps_codes_own_document_out() {
     assert!(text(&o).contains("`--candidates`"), "{}", text(&o));
 }
 
+/// `coreb export --layout reranker-train` (then `extra`) of `release` into `out`.
+fn reranker_train(release: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    run(coreb().args(["export", "--layout", "reranker-train"]).args(extra).arg(release).arg(out))
+}
+
+/// A test release gives no training records: the export into `<dir>/refused` exits 1 saying
+/// so and writes nothing.
+fn reranker_train_refused(test: &Path, dir: &Path) {
+    let out = dir.join("refused");
+    let o = reranker_train(test, &out, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("is a test release"), "{}", text(&o));
+    assert!(!out.exists());
+}
+
 #[test]
 fn reranker_training_records_of_a_training_release_load_in_datasets_and_a_test_release_is_refused()
 {
@@ -227,7 +236,7 @@ fn reranker_training_records_of_a_training_release_load_in_datasets_and_a_test_r
     assert!(o.status.success(), "{}", text(&o));
     let (train, test) = (train.join("v202503"), test.join("v202503"));
     let out = dir.path().join("records");
-    let o = run(coreb().args(["export", "--layout", "reranker-train"]).arg(&train).arg(&out));
+    let o = reranker_train(&train, &out, &[]);
     assert!(o.status.success(), "{}", text(&o));
     let o = python()
         .env("HF_HOME", dir.path().join("hf"))
@@ -239,32 +248,19 @@ fn reranker_training_records_of_a_training_release_load_in_datasets_and_a_test_r
         .arg(&test)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let counts: serde_json::Value = serde_json::from_slice(
-        o.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default(),
-    )
-    .unwrap();
+    let counts: serde_json::Value = json_report(&o);
     assert_eq!(counts["records"].as_u64().unwrap(), 3 * counts["positives"].as_u64().unwrap());
     // Seeded: the same records again, byte for byte; another seed draws other negatives.
     let again = dir.path().join("again");
-    let o = run(coreb().args(["export", "--layout", "reranker-train"]).arg(&train).arg(&again));
+    let o = reranker_train(&train, &again, &[]);
     assert!(o.status.success(), "{}", text(&o));
     let read = |d: &Path| fs_err::read(d.join("train.jsonl")).unwrap();
     assert_eq!(read(&out), read(&again));
-    let o = run(coreb()
-        .args(["export", "--layout", "reranker-train", "--seed", "7"])
-        .arg(&train)
-        .arg(&again));
+    let o = reranker_train(&train, &again, &["--seed", "7"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_ne!(read(&out), read(&again));
     // A test release gives no training records.
-    let o = run(coreb()
-        .args(["export", "--layout", "reranker-train"])
-        .arg(&test)
-        .arg(dir.path().join("refused")));
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("is a test release"), "{}", text(&o));
-    assert!(!dir.path().join("refused").exists());
+    reranker_train_refused(&test, dir.path());
 }
 
 /// A local server speaking vLLM's `/v1/score` (`text_1`, `text_2` → `data[{index, score}]`) and
@@ -316,9 +312,7 @@ fn vllm_like() -> (String, std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<Stri
 
 #[test]
 fn the_qwen3_reranker_recipe_reranks_each_querys_candidates_in_its_template() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("mteb");
-    export(&out, &[]);
+    let (dir, out) = exported();
     let folder = out.join("v202503/CorebC2TReranking");
     let lists: BTreeMap<String, Vec<String>> = jsonl(&folder.join("top_ranked/test.jsonl"))
         .into_iter()
@@ -475,15 +469,9 @@ fn a_test_release_is_published_only_when_disjoint_from_its_training_release() {
     );
 
     // The reranker's training records: from the training release, never from the test one.
-    let o = run(coreb()
-        .args(["export", "--layout", "reranker-train"])
-        .arg(&test)
-        .arg(dir.path().join("refused")));
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("is a test release"), "{}", text(&o));
-    assert!(!dir.path().join("refused").exists());
+    reranker_train_refused(&test, dir.path());
     let records = dir.path().join("records");
-    let o = run(coreb().args(["export", "--layout", "reranker-train"]).arg(&train).arg(&records));
+    let o = reranker_train(&train, &records, &[]);
     assert!(o.status.success(), "{}", text(&o));
     let february = sample_problems("2025-02-01", "2025-02-28");
     let exported = jsonl(&records.join("train.jsonl"));

@@ -7,23 +7,23 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::support::{coreb, root, run, text};
+use crate::support::{builds_refuse_an_empty_window, coreb, refused, root, run, stderr_has, text};
 
 fn sample() -> std::path::PathBuf {
     root().join("manifests/sample.toml")
 }
 
+/// `coreb build` of the sample (with `flags`) into `<dir>/build`, publishing into `publish`.
+fn build_sample(flags: &[&str], dir: &Path, publish: &Path) -> std::process::Output {
+    let mut cmd = coreb();
+    cmd.arg("build").arg(sample()).args(flags).arg("--output-dir").arg(dir.join("build"));
+    run(cmd.arg("--publish-dir").arg(publish))
+}
+
 #[test]
 fn build_check_runs_the_preflight_alone_and_prints_the_plan() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(coreb()
-        .arg("build")
-        .arg(sample())
-        .arg("--check")
-        .arg("--output-dir")
-        .arg(dir.path().join("build"))
-        .arg("--publish-dir")
-        .arg(dir.path().join("r/v202503")));
+    let out = build_sample(&["--check"], dir.path(), &dir.path().join("r/v202503"));
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("preflight passed") && stdout.contains("v202503"), "{stdout}");
@@ -44,34 +44,14 @@ fn an_unwritable_releases_dir_fails_before_the_first_stage_with_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("not-a-dir");
     fs_err::write(&file, "").unwrap();
-    let out = run(coreb()
-        .arg("build")
-        .arg(sample())
-        .arg("--output-dir")
-        .arg(dir.path().join("build"))
-        .arg("--publish-dir")
-        .arg(file.join("v202503")));
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("preflight")
-            && stderr.contains("`releases_dir`")
-            && stderr.contains("not-a-dir"),
-        "{stderr}"
-    );
+    let out = build_sample(&[], dir.path(), &file.join("v202503"));
+    refused(&out, 1, &["preflight", "`releases_dir`", "not-a-dir"]);
     assert!(
         !dir.path().join("build/artifacts/fetch").exists(),
         "a stage ran before the preflight failed"
     );
     // `--check` says the same, with the same status.
-    let check = run(coreb()
-        .arg("build")
-        .arg(sample())
-        .arg("--check")
-        .arg("--output-dir")
-        .arg(dir.path().join("build"))
-        .arg("--publish-dir")
-        .arg(file.join("v202503")));
+    let check = build_sample(&["--check"], dir.path(), &file.join("v202503"));
     assert_eq!(check.status.code(), Some(1), "{}", text(&check));
 }
 
@@ -84,7 +64,7 @@ fn usage_errors_exit_2_and_failed_work_exits_1() {
     fs_err::write(&bad, "version = \"v2025\"\n").unwrap();
     let out = run(coreb().arg("build").arg(&bad));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.toml"), "{}", text(&out));
+    stderr_has(&out, "bad.toml");
 }
 
 #[test]
@@ -215,16 +195,8 @@ fn a_month_with_nothing_new_is_refused_naming_the_last_contest() {
     let written = plan(false);
     assert!(written.status.success(), "{}", text(&written));
     let build = dir.path().join("build");
-    for args in [&["--check"][..], &["--until", "ingest"][..]] {
-        let out =
-            run(coreb().arg("build").arg(&out_path).args(args).arg("--output-dir").arg(&build));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
-        assert!(
-            stderr.contains("no new problems")
-                && stderr.contains("the latest contest on 2025-03-29")
-                && !stderr.contains("it kept 0"),
-            "{args:?}: {stderr}"
-        );
-    }
+    builds_refuse_an_empty_window(
+        |args| run(coreb().arg("build").arg(&out_path).args(args).arg("--output-dir").arg(&build)),
+        "the latest contest on 2025-03-29",
+    );
 }

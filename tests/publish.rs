@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::support::{copy_tree, coreb, root, run, text, tree_sha256};
+use crate::support::{copy_tree, coreb, root, run, stdout, text, tree_sha256};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -16,10 +16,6 @@ fn sample_copy() -> (tempfile::TempDir, PathBuf) {
     let release = dir.path().join("v202503");
     copy_tree(&committed(), &release);
     (dir, release)
-}
-
-fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]

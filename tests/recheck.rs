@@ -224,18 +224,8 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
         "s = input().strip()\nprint(\"Yes\" if s == s[::-1] else \"No\")\n",
         "a, b = map(int, input().split())\nprint(a + b)\n",
     ];
-    let solutions: Vec<Solution> = problems
-        .iter()
-        .zip(correct)
-        .map(|(p, code)| Solution {
-            id: SolutionId::new(&p.id, "model-s", Language::Python, 0),
-            problem_id: p.id.clone(),
-            model: "model-s".into(),
-            language: Language::Python,
-            sample: 0,
-            code: code.into(),
-        })
-        .collect();
+    let solutions: Vec<Solution> =
+        problems.iter().zip(correct).map(|(p, code)| python_solution(p, "model-s", code)).collect();
     let sandbox =
         coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");
     let config = ExecuteConfig::default();
@@ -296,6 +286,53 @@ fn rewritten_tests_are_rechecked_against_a_reference_in_the_sandbox() {
 
 /// A problem whose every test the re-check rejects is rejected whole: its solutions are not
 /// judged.
+/// A Python solution of `problem` by `model` (sample 0).
+fn python_solution(problem: &Problem, model: &str, code: &str) -> Solution {
+    Solution {
+        id: SolutionId::new(&problem.id, model, Language::Python, 0),
+        problem_id: problem.id.clone(),
+        model: model.into(),
+        language: Language::Python,
+        sample: 0,
+        code: code.into(),
+    }
+}
+
+/// The re-check of a rewrite of `original` whose tests came by `origins`, with a reference
+/// program (model `m`) that is both the original's solution and its adaptation.
+fn recheck_of(original: &Problem, origins: Vec<TestOrigin>, reference: &str) -> RecheckProblem {
+    RecheckProblem {
+        problem_id: original.id.clone(),
+        test_origins: origins,
+        reference: Some(coreb_data::rewritten::Reference {
+            model: "m".into(),
+            original: reference.into(),
+            adapted: reference.into(),
+        }),
+        original_tests: original.public_tests.clone(),
+        original_harness: Harness::of(original),
+    }
+}
+
+/// `execute_checked` of one solution of one rewritten problem, one job.
+fn judge_one(
+    rewritten: Problem,
+    recheck: &RecheckProblem,
+    solution: &Solution,
+    sandbox: &coreb_sandbox::Sandbox,
+) -> coreb_judge::ExecuteOutput {
+    execute_checked(
+        &ExecuteConfig::default(),
+        &[rewritten],
+        std::slice::from_ref(recheck),
+        std::slice::from_ref(solution),
+        sandbox,
+        1,
+        &|| {},
+    )
+    .unwrap()
+}
+
 #[test]
 fn a_problem_left_without_tests_is_rejected_whole() {
     let (x, y) = flipped_pair("lcb_910");
@@ -310,38 +347,11 @@ fn a_problem_left_without_tests_is_rejected_whole() {
     let mut rewritten = original.clone();
     rewritten.public_tests =
         vec![coreb_stages::rewrite::biject_test(&original.public_tests[0], &perm)];
-    let reference = coreb_data::rewritten::Reference {
-        model: "m".into(),
-        original: SMALLEST.into(),
-        adapted: SMALLEST.into(),
-    };
-    let recheck = [RecheckProblem {
-        problem_id: original.id.clone(),
-        test_origins: vec![TestOrigin::Bijection],
-        reference: Some(reference),
-        original_tests: original.public_tests.clone(),
-        original_harness: Harness::of(&original),
-    }];
-    let solution = Solution {
-        id: SolutionId::new(&original.id, "s", Language::Python, 0),
-        problem_id: original.id.clone(),
-        model: "s".into(),
-        language: Language::Python,
-        sample: 0,
-        code: SMALLEST.into(),
-    };
+    let recheck = recheck_of(&original, vec![TestOrigin::Bijection], SMALLEST);
+    let solution = python_solution(&original, "s", SMALLEST);
     let sandbox =
         coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");
-    let judged = execute_checked(
-        &ExecuteConfig::default(),
-        &[rewritten],
-        &recheck,
-        std::slice::from_ref(&solution),
-        &sandbox,
-        1,
-        &|| {},
-    )
-    .unwrap();
+    let judged = judge_one(rewritten, &recheck, &solution, &sandbox);
     assert!(judged.checks[0].rejected_whole);
     assert!(judged.results.is_empty());
     assert_eq!(judged.without_problem, [solution.id]);
@@ -365,39 +375,16 @@ fn the_recheck_compares_by_the_problems_kind_of_answer() {
     let mut rewritten = original.clone();
     rewritten.public_tests[0].input = "2\n5 4\n".into();
     rewritten.public_tests[0].output = "4 5\n".into();
-    let recheck = [RecheckProblem {
-        problem_id: original.id.clone(),
-        test_origins: vec![TestOrigin::Model],
-        reference: Some(coreb_data::rewritten::Reference {
-            model: "m".into(),
-            original: AS_READ.into(),
-            adapted: AS_READ.into(),
-        }),
-        original_tests: original.public_tests.clone(),
-        original_harness: Harness::of(&original),
-    }];
-    let solution = Solution {
-        id: SolutionId::new(&original.id, "s", Language::Python, 0),
-        problem_id: original.id.clone(),
-        model: "s".into(),
-        language: Language::Python,
-        sample: 0,
-        code: "input()\nprint(*sorted(map(int, input().split()), reverse=True))\n".into(),
-    };
+    let recheck = recheck_of(&original, vec![TestOrigin::Model], AS_READ);
+    let solution = python_solution(
+        &original,
+        "s",
+        "input()\nprint(*sorted(map(int, input().split()), reverse=True))\n",
+    );
     let sandbox =
         coreb_sandbox::Sandbox::new(coreb_sandbox::SandboxConfig::default()).expect("sandbox");
     let judge = |answer: coreb_data::problem::AnswerKind| {
-        let problem = Problem { answer, ..rewritten.clone() };
-        execute_checked(
-            &ExecuteConfig::default(),
-            &[problem],
-            &recheck,
-            std::slice::from_ref(&solution),
-            &sandbox,
-            1,
-            &|| {},
-        )
-        .unwrap()
+        judge_one(Problem { answer, ..rewritten.clone() }, &recheck, &solution, &sandbox)
     };
     let unordered = judge(coreb_data::problem::AnswerKind::Unordered);
     assert_eq!(unordered.checks[0].tests[0].outcome, CheckOutcome::Passed);

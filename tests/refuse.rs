@@ -5,26 +5,13 @@
 //! was.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use crate::support::{copy_tree, coreb, root, run, text, tree_sha256};
+use crate::support::{
+    copy_tree, coreb, refused, root, run, stderr, stdout_has, text, tree_sha256, written,
+};
 
 fn sample_release() -> PathBuf {
     root().join("releases/sample/v202503")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// `out` exited with `code` and its stderr holds every one of `names`.
-#[track_caller]
-fn refused(out: &Output, code: i32, names: &[&str]) {
-    assert_eq!(out.status.code(), Some(code), "{}", text(out));
-    let err = stderr(out);
-    for n in names {
-        assert!(err.contains(n), "`{n}` not named in:\n{err}");
-    }
 }
 
 /// The sample's BM25 run of every task, as `coreb eval --out` writes it, in one file.
@@ -44,9 +31,7 @@ fn bm25_run(dir: &Path) -> PathBuf {
     runs.sort();
     assert_eq!(runs.len(), 3, "{runs:?}");
     let all: String = runs.iter().map(|p| fs_err::read_to_string(p).unwrap()).collect();
-    let path = dir.join("all.run.trec");
-    fs_err::write(&path, all).unwrap();
-    path
+    written(dir.join("all.run.trec"), all)
 }
 
 #[test]
@@ -228,11 +213,7 @@ fn a_damaged_release_is_refused_before_a_result_names_it() {
     // The suggested command names the same file.
     let verify = run(coreb().args(["verify", "--checksums"]).arg(&copy));
     refused(&verify, 1, &[]);
-    assert!(
-        String::from_utf8_lossy(&verify.stdout).contains("text2code/qrels/test.tsv"),
-        "{}",
-        text(&verify)
-    );
+    stdout_has(&verify, "text2code/qrels/test.tsv");
 }
 
 #[test]
@@ -298,9 +279,7 @@ fn manifest_with_window(dir: &Path, start: &str, end: &str) -> PathBuf {
         .replace("start = \"2025-01-01\"", &format!("start = \"{start}\""))
         .replace("end = \"2025-03-31\"", &format!("end = \"{end}\""));
     let rebased = text.replace("\"../", &format!("\"{}/", root().display()));
-    let path = dir.join("m.toml");
-    fs_err::write(&path, rebased).unwrap();
-    path
+    written(dir.join("m.toml"), rebased)
 }
 
 #[test]

@@ -7,11 +7,10 @@
 //! Parquet qrels removed, so its BEIR qrels are read).
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use serde_json::Value;
 
-use crate::support::{coreb, root, run, text};
+use crate::support::{coreb, root, run, stderr, stderr_has, stdout_has, text, written};
 
 fn sample() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -62,10 +61,6 @@ fn copy_tree(from: &Path, to: &Path, rename: Option<(&str, &str)>) {
             fs_err::copy(&p, &dest).unwrap();
         }
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// `coreb eval <dir> --json` (no bootstrap), which must succeed.
@@ -183,16 +178,8 @@ fn eval_refuses_a_run_of_another_release_and_scores_the_subset_a_partial_run_ran
         "--resamples",
         "0",
     ]));
-    assert!(
-        out.status.success()
-            && String::from_utf8_lossy(&out.stdout).contains(&format!(
-                "{} of {} queries scored",
-                kept.len(),
-                qids.len()
-            )),
-        "{}",
-        text(&out)
-    );
+    assert!(out.status.success(), "{}", text(&out));
+    stdout_has(&out, &format!("{} of {} queries scored", kept.len(), qids.len()));
     let out = run(coreb().arg("eval").arg(&task).arg("--run").arg(&partial_run).args([
         "--allow-partial",
         "--record",
@@ -244,11 +231,7 @@ fn compare_refuses_results_of_two_releases_and_a_bare_beir_folder_records_none()
     // Two results of one release compare, and say which release.
     let out = run(coreb().arg("compare").arg(&a).arg(&a10));
     assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("Both on release `v202503`"),
-        "{}",
-        text(&out)
-    );
+    stdout_has(&out, "Both on release `v202503`");
 
     // A BEIR folder outside a release: `release` is null, and the command says so.
     let beir = tmp.path().join("beir");
@@ -352,9 +335,7 @@ fn altered_manifest(dir: &Path) -> PathBuf {
     );
     let text = text.replace("\"../", &format!("\"{}/", root().display()))
         + "\n[stages.rewrite]\nconcurrency = 3\n";
-    let path = dir.join("altered.toml");
-    fs_err::write(&path, text).unwrap();
-    path
+    written(dir.join("altered.toml"), text)
 }
 
 #[test]
@@ -433,20 +414,15 @@ fn audits_read_the_build_that_made_the_release_and_refuse_another() {
 fn programs_reads_the_build_of_output_dir_and_creates_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let manifest = root().join("manifests/sample.toml");
+    // `coreb programs` of the sample's build found through `flag` (`--output-dir`,
+    // `--build-dir`) = `build`, into `out`.
+    let programs_of = |flag: &str, build: &Path, out: &Path| {
+        run(coreb().arg("programs").arg(&manifest).arg(flag).arg(build).arg("--out").arg(out))
+    };
     let missing = tmp.path().join("missing");
-    let out = run(coreb()
-        .arg("programs")
-        .arg(&manifest)
-        .arg("--output-dir")
-        .arg(&missing)
-        .arg("--out")
-        .arg(tmp.path().join("p0")));
+    let out = programs_of("--output-dir", &missing, &tmp.path().join("p0"));
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(
-        stderr(&out).contains(&format!("no build at `{}`", missing.join("artifacts").display())),
-        "{}",
-        text(&out)
-    );
+    stderr_has(&out, &format!("no build at `{}`", missing.join("artifacts").display()));
     assert!(!missing.exists(), "`coreb programs` created `{}`", missing.display());
 
     let built = tmp.path().join("built");
@@ -457,13 +433,7 @@ fn programs_reads_the_build_of_output_dir_and_creates_nothing() {
         .arg(&built));
     assert!(out.status.success(), "{}", text(&out));
     let programs = tmp.path().join("programs");
-    let out = run(coreb()
-        .arg("programs")
-        .arg(&manifest)
-        .arg("--build-dir")
-        .arg(&built)
-        .arg("--out")
-        .arg(&programs));
+    let out = programs_of("--build-dir", &built, &programs);
     assert!(out.status.success(), "{}", text(&out));
     let index = fs_err::read_to_string(programs.join("index.jsonl")).unwrap();
     assert!(!index.is_empty());
@@ -499,7 +469,7 @@ fn trec_eval_reads_a_releases_beir_qrels() {
     assert!(beir.status.success(), "{}", text(&beir));
     assert!(own.status.success(), "{}", text(&own));
     assert_eq!(String::from_utf8_lossy(&beir.stdout), String::from_utf8_lossy(&own.stdout));
-    assert!(String::from_utf8_lossy(&beir.stdout).contains("ndcg_cut_10"), "{}", text(&beir));
+    stdout_has(&beir, "ndcg_cut_10");
     // A line of neither shape names its line.
     let bad = tmp.path().join("bad.tsv");
     fs_err::write(&bad, "query-id\tcorpus-id\tscore\nq1\td1\n").unwrap();
@@ -558,11 +528,8 @@ fn store_stats_of_a_missing_store_is_an_error_naming_it() {
         );
     }
     let out = run(coreb().args(["store", "stats"]).arg(root().join("tests/fixtures/sample/store")));
-    assert!(
-        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("entries"),
-        "{}",
-        text(&out)
-    );
+    assert!(out.status.success(), "{}", text(&out));
+    stdout_has(&out, "entries");
 }
 
 #[test]

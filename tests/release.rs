@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::support::{coreb, python, root, run, same_release_as, text, tree_sha256};
+use crate::support::{coreb, python, root, run, same_release_as, stdout_has, text, tree_sha256};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -82,11 +82,7 @@ fn kill_9_at_any_point_then_build_again_gives_the_same_release() {
 fn verify_rebuilds_the_committed_release() {
     let out = run(coreb().arg("verify").arg(committed()));
     assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("rebuilt byte-identical"),
-        "{}",
-        text(&out)
-    );
+    stdout_has(&out, "rebuilt byte-identical");
 }
 
 #[test]

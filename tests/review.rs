@@ -8,7 +8,9 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::support::{copy_tree, coreb, python, root, run, same_release_as, text, tree_sha256};
+use crate::support::{
+    copy_tree, coreb, python, root, run, same_release_as, stderr_has, text, tree_sha256, written,
+};
 
 const QUESTIONS: [&str; 5] = ["intent", "tests", "disguise", "distractors", "summary"];
 
@@ -334,54 +336,31 @@ fn a_file_of_another_release_or_another_draw_is_refused() {
         .to_string()
     };
     let sha = data["release_sha256"].as_str().unwrap();
-    let write = |name: &str, lines: Vec<String>| {
-        let p = tmp.path().join(name);
-        fs_err::write(&p, lines.join("\n") + "\n").unwrap();
-        p
-    };
+    let write =
+        |name: &str, lines: Vec<String>| written(tmp.path().join(name), lines.join("\n") + "\n");
     let good: Vec<String> = QUESTIONS.iter().map(|q| line(&data["ids"][0], q, sha, 3)).collect();
     let ok = write("ok.jsonl", good.clone());
-    assert!(
-        run(coreb()
-            .args(["review", "report"])
-            .arg(&b.release)
-            .arg(&ok)
-            .arg("--out")
-            .arg(tmp.path().join("out")))
-        .status
-        .success()
-    );
+    // `coreb review report` of `files` into `<tmp>/<out>`.
+    let report = |files: &[&Path], out: &str| {
+        let mut cmd = coreb();
+        cmd.args(["review", "report"]).arg(&b.release).args(files);
+        run(cmd.arg("--out").arg(tmp.path().join(out)))
+    };
+    let refused = |files: &[&Path], out: &str, needle: String| {
+        let o = report(files, out);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(&needle), "{err}");
+    };
+    assert!(report(&[&ok], "out").status.success());
 
     let mut other_release = good.clone();
     other_release[2] = line(&data["ids"][0], "disguise", &"0".repeat(64), 3);
     let f = write("other-release.jsonl", other_release);
-    let o = run(coreb()
-        .args(["review", "report"])
-        .arg(&b.release)
-        .arg(&f)
-        .arg("--out")
-        .arg(tmp.path().join("out2")));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        !o.status.success()
-            && err.contains(&format!("`{}`:3: an answer about another release", f.display())),
-        "{err}"
-    );
+    refused(&[&f], "out2", format!("`{}`:3: an answer about another release", f.display()));
 
     let other_draw = write("other-draw.jsonl", vec![line(&data["ids"][1], "intent", sha, 4)]);
-    let o = run(coreb()
-        .args(["review", "report"])
-        .arg(&b.release)
-        .arg(&ok)
-        .arg(&other_draw)
-        .arg("--out")
-        .arg(tmp.path().join("out3")));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        !o.status.success()
-            && err.contains(&format!("`{}`:1: another draw (seed 4", other_draw.display())),
-        "{err}"
-    );
+    let needle = format!("`{}`:1: another draw (seed 4", other_draw.display());
+    refused(&[&ok, &other_draw], "out3", needle);
     assert!(!tmp.path().join("out3/review.json").exists(), "nothing written on a refusal");
 }
 
@@ -551,11 +530,7 @@ fn the_committed_sample_card_shows_its_recorded_review_and_a_rebuild_keeps_it() 
     copy_tree(&b.build, &build);
     let out = run(coreb().arg("build").arg(&manifest).arg("--output-dir").arg(&build));
     assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("is of another build of `v202503`"),
-        "{}",
-        text(&out)
-    );
+    stderr_has(&out, "is of another build of `v202503`");
     assert!(
         !fs_err::read_to_string(releases.join("v202503/README.md"))
             .unwrap()

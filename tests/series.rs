@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{coreb, python, root, run, text};
+use crate::support::{coreb, python, root, run, text, written};
 
 /// The sample manifest with absolute paths, building into `dir`, with `qrels` lines added to
 /// `[stages.qrels]`, and the two checks a release with the series' constrained texts fails by
@@ -33,9 +33,7 @@ fn manifest(dir: &Path, name: &str, qrels: &str) -> PathBuf {
     }
     assert!(text.contains(qrels), "no [stages.qrels] in the sample manifest");
     text.push_str("\n[gates]\nwaive = [\"language_named\", \"duplicate_texts\"]\n");
-    let path = dir.join(format!("{name}.toml"));
-    fs_err::write(&path, text).unwrap();
-    path
+    written(dir.join(format!("{name}.toml")), text)
 }
 
 /// Build `manifest` (into the shared build directory: only `qrels` and `release` differ

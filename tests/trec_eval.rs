@@ -3,87 +3,52 @@
 
 use crate::support::{coreb, fixture_data as data, python, root, run, text};
 
-fn check(args: &[&str], qrels: &str, results: &str, expected: &str) {
+#[path = "../crates/coreb-trec/tests/quicktest/mod.rs"]
+mod quicktest;
+
+/// `coreb trec-eval` on the `make quicktest` case whose expected output is `expected`.
+fn check(expected: &str) {
+    let (args, qrels, results, _) =
+        quicktest::CASES.iter().find(|c| c.3 == expected).expect("a quicktest case");
     let dir = data("trec_eval");
-    let out = run(coreb().arg("trec-eval").args(args).arg(dir.join(qrels)).arg(dir.join(results)));
+    let out = run(coreb().arg("trec-eval").args(*args).arg(dir.join(qrels)).arg(dir.join(results)));
     assert!(out.status.success(), "{}", text(&out));
-    let want = fs_err::read_to_string(dir.join(expected)).expect("expected output");
-    let got = String::from_utf8_lossy(&out.stdout);
-    if got != want {
-        let diff: Vec<String> = got
-            .lines()
-            .zip(want.lines())
-            .filter(|(g, w)| g != w)
-            .take(10)
-            .map(|(g, w)| format!("got  {g}\nwant {w}"))
-            .collect();
-        panic!(
-            "{expected}: output differs ({} vs {} lines)\n{}",
-            got.lines().count(),
-            want.lines().count(),
-            diff.join("\n")
-        );
-    }
+    quicktest::assert_same_output(&String::from_utf8_lossy(&out.stdout), &dir.join(expected));
 }
 
 #[test]
 fn default_measures() {
-    check(&[], "qrels.test", "results.test", "out.test");
+    check("out.test");
 }
 
 #[test]
 fn all_trec() {
-    check(&["-m", "all_trec"], "qrels.test", "results.test", "out.test.a");
+    check("out.test.a");
 }
 
 #[test]
 fn all_trec_per_query() {
-    check(&["-m", "all_trec", "-q"], "qrels.test", "results.test", "out.test.aq");
+    check("out.test.aq");
 }
 
 #[test]
 fn complete_over_qrels_queries() {
-    check(&["-m", "all_trec", "-q", "-c"], "qrels.test", "results.trunc", "out.test.aqc");
+    check("out.test.aqc");
 }
 
 #[test]
 fn complete_with_max_retrieved() {
-    check(&["-m", "all_trec", "-q", "-c", "-M100"], "qrels.test", "results.trunc", "out.test.aqcM");
+    check("out.test.aqcM");
 }
 
 #[test]
 fn graded_levels_and_relstring() {
-    check(
-        &["-m", "all_trec", "-mrelstring.20", "-q", "-l2"],
-        "qrels.rel_level",
-        "results.test",
-        "out.test.aql",
-    );
+    check("out.test.aql");
 }
 
 #[test]
 fn measure_parameters() {
-    check(
-        &[
-            "-q",
-            "-miprec_at_recall..10,.20,.25,.75,.50",
-            "-m",
-            "P.5,7,3",
-            "-m",
-            "recall.20,2000",
-            "-m",
-            "Rprec_mult.5.0,0.2,0.35",
-            "-mutility.2,-1,0,0",
-            "-m",
-            "11pt_avg..25,.5,.75",
-            "-mndcg.1=3,2=9,4=4.5",
-            "-mndcg_cut.10,20,23.4",
-            "-msuccess.2,5,20",
-        ],
-        "qrels.test",
-        "results.test",
-        "out.test.meas_params",
-    );
+    check("out.test.meas_params");
 }
 
 /// trec_eval 10.0 recounts `num_rel all` under `-c` from the whole qrels file: every

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::support::{coreb, python, root, run, text};
+use crate::support::{coreb, python, root, run, text, written};
 
 const TASKS: [&str; 3] = ["text2code", "code2code", "code2text"];
 
@@ -59,9 +59,7 @@ fn bm25_run(dir: &Path) -> PathBuf {
         }
         all.push_str(&run_text);
     }
-    let path = dir.join("all.run.trec");
-    fs_err::write(&path, all).unwrap();
-    path
+    written(dir.join("all.run.trec"), all)
 }
 
 /// The BEIR qrels of every task in TREC format (`qid 0 doc rel`).

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::support::{copy_tree, coreb, root, run, text, tree_sha256};
+use crate::support::{copy_tree, coreb, root, run, stderr, stdout_has, text, tree_sha256};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")
@@ -81,10 +81,6 @@ fn rewrite_kit_file(release: &Path, name: &str, bytes: &[u8]) {
     fs_err::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap() + "\n").unwrap();
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 /// A refusal: exit 1, before any rebuild, with every `needle` in its error.
 fn refused(out: &Output, needles: &[&str]) {
     assert_eq!(out.status.code(), Some(1), "{}", text(out));
@@ -139,11 +135,8 @@ fn the_kit_folder_of_an_export_rebuilds_the_release_and_its_exported_tables() {
         "the export carries the kit and its MANIFEST"
     );
     let out = run(coreb().args(["verify", "--checksums"]).arg(&kit));
-    assert!(
-        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("16 files match"),
-        "{}",
-        text(&out)
-    );
+    assert!(out.status.success(), "{}", text(&out));
+    stdout_has(&out, "16 files match");
     // Only the export is left: the release folder it came from is gone.
     fs_err::remove_dir_all(dirs.release.parent().unwrap()).unwrap();
     let before = tree_sha256(&export);
@@ -393,12 +386,7 @@ fn a_release_built_with_another_jdk_patch_verifies_naming_the_versions() {
 
     let out = dirs.verify(&dirs.release, &["--strict"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .contains("v202503: --strict: not byte-identical: 2 file(s) differ"),
-        "{}",
-        text(&out)
-    );
+    stdout_has(&out, "v202503: --strict: not byte-identical: 2 file(s) differ");
 }
 
 /// A copy placed where the recorded build manifest path (`../../../manifests/sample.toml`,

@@ -10,23 +10,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::support::{coreb, python, root, run, text, tree_sha256};
+use crate::support::{coreb, json_report, offline_python, root, run, text, tree_sha256};
 
 fn committed() -> PathBuf {
     root().join("releases/sample/v202503")
-}
-
-/// A Python client run offline with its caches in `dir`, so nothing outside the test is
-/// read or written.
-fn offline_python(dir: &Path) -> std::process::Command {
-    let mut cmd = python();
-    cmd.env("HF_HOME", dir.join("hf"))
-        .env("HF_DATASETS_CACHE", dir.join("hf/datasets"))
-        .env("HF_HUB_OFFLINE", "1")
-        .env("HF_DATASETS_OFFLINE", "1")
-        .env("MTEB_CACHE", dir.join("mteb"))
-        .env("TOKENIZERS_PARALLELISM", "false");
-    cmd
 }
 
 #[test]
@@ -38,11 +25,7 @@ fn the_sample_loads_in_datasets_beir_and_mteb_and_mteb_agrees_with_coreb_eval() 
         .arg(dir.path().join("out"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let report: serde_json::Value = serde_json::from_slice(
-        out.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| panic!("JSON report on stdout: {e}\n{}", text(&out)));
+    let report: serde_json::Value = json_report(&out);
     let checked: Vec<&str> =
         report["checked"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
     for want in [
@@ -292,11 +275,7 @@ fn the_published_layout_export_loads_like_the_published_dataset() {
         .arg(committed())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let report: serde_json::Value = serde_json::from_slice(
-        out.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    let report: serde_json::Value = json_report(&out);
     // The sample has every subtask of the published dataset: text2code 3 kinds × (any + 5
     // languages), code2code 3, code2text 2 kinds × (any + 5 languages) + c2t_match.
     let subtasks = |t: &str| report["subtasks"][t].as_array().unwrap().len();

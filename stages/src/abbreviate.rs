@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use coreb_data::rewritten::RewrittenProblem;
 use coreb_data::texts::Summary;
 use coreb_llm::prompt::Prompt;
-use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason};
+use coreb_llm::run::{self, LlmStageError, ModelPlan, RejectReason};
 use coreb_llm::text::{clean_markdown, word_count};
 use coreb_llm::{LlmGateway, LlmStage};
 
@@ -53,20 +53,8 @@ pub async fn abbreviate(
         });
     }
     let results = run::ordered(problems.iter().collect(), config.concurrency, |p| async move {
-        let mut stats = LlmStageStats::default();
         let vars = [("title", p.title.as_str()), ("statement", p.statement.as_str())];
-        let r = run::ask_models(
-            gateway,
-            stage,
-            p.id.as_str(),
-            plan,
-            prompt,
-            &vars,
-            &mut stats,
-            |text| parse(text, config),
-        )
-        .await?;
-        Ok::<_, LlmStageError>((p, r, stats))
+        crate::ask_problem(gateway, stage, plan, prompt, p, &vars, |text| parse(text, config)).await
     })
     .await;
     let mut out = AbbreviateOutput::new(problems.len() as u64, &prompt.sha256);

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use coreb_data::rewritten::RewrittenProblem;
 use coreb_data::texts::{Distractor, DistractorKind};
 use coreb_llm::prompt::Prompt;
-use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason};
+use coreb_llm::run::{self, LlmStageError, ModelPlan, RejectReason};
 use coreb_llm::text::word_count;
 use coreb_llm::{LlmGateway, LlmStage};
 
@@ -59,20 +59,9 @@ pub async fn distract(
 ) -> Result<DistractOutput, LlmStageError> {
     let stage = LlmStage::Distract;
     let results = run::ordered(problems.iter().collect(), config.concurrency, |p| async move {
-        let mut stats = LlmStageStats::default();
         let vars = [("title", p.title.as_str()), ("statement", p.statement.as_str())];
-        let r = run::ask_models(
-            gateway,
-            stage,
-            p.id.as_str(),
-            plan,
-            prompt,
-            &vars,
-            &mut stats,
-            |text| parse(text, p, config),
-        )
-        .await?;
-        Ok::<_, LlmStageError>((p, r, stats))
+        crate::ask_problem(gateway, stage, plan, prompt, p, &vars, |text| parse(text, p, config))
+            .await
     })
     .await;
     let mut out = DistractOutput::new(problems.len() as u64, &prompt.sha256);

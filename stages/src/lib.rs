@@ -37,3 +37,29 @@ pub mod qrels;
 pub mod queries;
 pub mod release;
 pub mod rewrite;
+
+use coreb_data::rewritten::RewrittenProblem;
+use coreb_llm::prompt::Prompt;
+use coreb_llm::run::{self, LlmStageError, LlmStageStats, ModelPlan, RejectReason, Rejection};
+use coreb_llm::{LlmGateway, LlmStage};
+
+/// One problem's answer, or its rejections, with the problem and the counts of asking.
+type Asked<'p, T> = (&'p RewrittenProblem, Result<(T, String), Vec<Rejection>>, LlmStageStats);
+
+/// Ask `plan`'s models about one rewritten problem with `vars` ([`run::ask_models`], the
+/// problem's id as the item), counting into counts of its own: one item of `abbreviate`,
+/// `distract` and `queries`, which ask once per problem.
+async fn ask_problem<'p, T>(
+    gateway: &dyn LlmGateway,
+    stage: LlmStage,
+    plan: &ModelPlan,
+    prompt: &Prompt,
+    p: &'p RewrittenProblem,
+    vars: &[(&str, &str)],
+    parse: impl Fn(&str) -> Result<T, RejectReason>,
+) -> Result<Asked<'p, T>, LlmStageError> {
+    let mut stats = LlmStageStats::default();
+    let r = run::ask_models(gateway, stage, p.id.as_str(), plan, prompt, vars, &mut stats, parse)
+        .await?;
+    Ok((p, r, stats))
+}

@@ -861,6 +861,17 @@ mod tests {
         qrels(&config, "v202503", &roles(), p, s)
     }
 
+    /// The series' composition with the default configuration changed by `set`.
+    fn series_with(
+        set: impl FnOnce(&mut QrelsConfig),
+        p: &[ProblemTexts],
+        s: &[JudgedSolution],
+    ) -> QrelsOutput {
+        let mut config = QrelsConfig::default();
+        set(&mut config);
+        series(config, p, s)
+    }
+
     fn rels<'a>(set: &'a TaskSet, q: &QueryId) -> Vec<(&'a str, u8)> {
         set.qrels
             .iter()
@@ -877,8 +888,7 @@ mod tests {
         let doc = |id: &str| out.code_corpus.iter().find(|d| d.code_id.0 == id).unwrap();
         // Problem 1, canonical, cpp: positive = m-a cpp; hard negatives: m-b cpp (failed, same
         // language) first, then m-b java (failed, other language), then a passing non-cpp.
-        let q =
-            t2c.queries.iter().find(|q| q.query_id.0 == "t2c_v202503_lcb_1_canonical_cpp").unwrap();
+        let q = query(t2c, "t2c_v202503_lcb_1_canonical_cpp");
         let r = rels(t2c, &q.query_id);
         let pos: Vec<_> = r.iter().filter(|(_, g)| *g == 2).map(|(d, _)| doc(d)).collect();
         let neg: Vec<_> = r.iter().filter(|(_, g)| *g == 1).map(|(d, _)| doc(d)).collect();
@@ -890,8 +900,7 @@ mod tests {
         assert!(neg.iter().filter(|d| d.passed).all(|d| d.language != Language::Cpp));
         assert_eq!(q.num_relevant_docs, 1);
         // `any` of problem 1: 8 passing positives, the 2 failed as hard negatives.
-        let any =
-            t2c.queries.iter().find(|q| q.query_id.0 == "t2c_v202503_lcb_1_full_any").unwrap();
+        let any = query(t2c, "t2c_v202503_lcb_1_full_any");
         assert_eq!(any.num_relevant_docs, 8);
         assert_eq!(rels(t2c, &any.query_id).iter().filter(|(_, g)| *g == 1).count(), 2);
         // Queries: per problem 4 texts (canonical, full, 2 search) × (any + 5 languages).
@@ -910,9 +919,7 @@ mod tests {
         });
         let out = build(&p, &s);
         let t2c = &out.tasks[&Task::Text2Code];
-        let text = |id: &str| {
-            t2c.queries.iter().find(|q| q.query_id.0 == id).map(|q| q.query.as_str()).unwrap()
-        };
+        let text = |id: &str| query(t2c, id).query.as_str();
         assert_eq!(text("t2c_v202503_lcb_1_search1_any"), "search 1 b");
         assert_eq!(text("t2c_v202503_lcb_1_search1_go"), "search 1 b with goroutines in Go");
         assert_eq!(text("t2c_v202503_lcb_1_search0_go"), "Go solution: search 1 a");
@@ -981,11 +988,7 @@ mod tests {
         }
         // Problem 1: cross_model positives are m-b's passing non-Python (go, ruby); its failed
         // cpp and java fit the subtask and come first as hard negatives.
-        let q = c2c
-            .queries
-            .iter()
-            .find(|q| q.query_id.0 == "c2c_v202503_lcb_1_m-a_python_0_cross_model")
-            .unwrap();
+        let q = query(c2c, "c2c_v202503_lcb_1_m-a_python_0_cross_model");
         assert_eq!(q.num_relevant_docs, 2);
         let negs: Vec<&CodeDoc> = c2c
             .qrels
@@ -995,11 +998,7 @@ mod tests {
             .collect();
         assert_eq!(negs.iter().filter(|d| !d.passed).count(), 2);
         // cross_lang pairs the anchor with its own model's other languages, each pair once.
-        let cl = c2c
-            .queries
-            .iter()
-            .find(|q| q.query_id.0 == "c2c_v202503_lcb_1_m-a_python_0_cross_lang")
-            .unwrap();
+        let cl = query(c2c, "c2c_v202503_lcb_1_m-a_python_0_cross_lang");
         assert_eq!(cl.num_relevant_docs, 4);
     }
 
@@ -1044,6 +1043,11 @@ mod tests {
         );
     }
 
+    /// The query `id` of `set`.
+    fn query<'a>(set: &'a TaskSet, id: &str) -> &'a Query {
+        set.queries.iter().find(|q| q.query_id.0 == id).unwrap_or_else(|| panic!("no query `{id}`"))
+    }
+
     fn judged(out: &QrelsOutput, task: Task, id: &str, grade: u8) -> BTreeSet<String> {
         out.tasks[&task]
             .qrels
@@ -1080,40 +1084,20 @@ mod tests {
             ids(&["1_m-a_cpp_0"])
         );
         // The constrained text names its language by default; `same` keeps the text.
-        let text = |o: &QrelsOutput, id: &str| {
-            o.tasks[&Task::Text2Code]
-                .queries
-                .iter()
-                .find(|q| q.query_id.0 == id)
-                .unwrap()
-                .query
-                .clone()
-        };
+        let text = |o: &QrelsOutput, id: &str| query(&o.tasks[&Task::Text2Code], id).query.clone();
         assert_eq!(text(&out, "t2c_v202503_lcb_1_canonical_go"), "Go solution: Summary 1");
-        let same = series(
-            QrelsConfig { constrained_text: Some(ConstrainedText::Same), ..QrelsConfig::default() },
-            &p,
-            &s,
-        );
+        let same = series_with(|c| c.constrained_text = Some(ConstrainedText::Same), &p, &s);
         assert_eq!(text(&same, "t2c_v202503_lcb_1_canonical_go"), "Summary 1");
         assert_eq!(t2c.queries.len(), 2 * 4 * 6);
         // `passing` gives coreb's search positives.
-        let passing = series(
-            QrelsConfig {
-                search_positives: Some(SearchPositives::Passing),
-                ..QrelsConfig::default()
-            },
-            &p,
-            &s,
-        );
+        let passing = series_with(|c| c.search_positives = Some(SearchPositives::Passing), &p, &s);
         assert_eq!(judged(&passing, Task::Text2Code, "t2c_v202503_lcb_1_search0_any", 2).len(), 8);
     }
 
     #[test]
     fn the_search_cap_draws_per_subtask_among_queries_with_a_positive() {
         let (p, s) = fixture();
-        let out =
-            series(QrelsConfig { max_queries_per_type: Some(3), ..QrelsConfig::default() }, &p, &s);
+        let out = series_with(|c| c.max_queries_per_type = Some(3), &p, &s);
         let t2c = &out.tasks[&Task::Text2Code];
         // 4 search queries per constraint (2 problems × 2), each subtask capped at 3.
         for c in ["any", "python", "cpp", "java", "go", "ruby"] {
@@ -1130,15 +1114,8 @@ mod tests {
             2 * 2 * 6,
             "canonical and full are never capped"
         );
-        assert_eq!(
-            out,
-            series(QrelsConfig { max_queries_per_type: Some(3), ..QrelsConfig::default() }, &p, &s)
-        );
-        let other = series(
-            QrelsConfig { max_queries_per_type: Some(3), seed: 9, ..QrelsConfig::default() },
-            &p,
-            &s,
-        );
+        assert_eq!(out, series_with(|c| c.max_queries_per_type = Some(3), &p, &s));
+        let other = series_with(|c| (c.max_queries_per_type, c.seed) = (Some(3), 9), &p, &s);
         let kept = |o: &QrelsOutput| {
             o.tasks[&Task::Text2Code]
                 .queries
@@ -1147,12 +1124,7 @@ mod tests {
                 .collect::<BTreeSet<_>>()
         };
         assert_ne!(kept(&out), kept(&other), "the draw follows the seed");
-        assert_eq!(
-            series(QrelsConfig { max_queries_per_type: Some(0), ..QrelsConfig::default() }, &p, &s)
-                .stats
-                .capped,
-            0
-        );
+        assert_eq!(series_with(|c| c.max_queries_per_type = Some(0), &p, &s).stats.capped, 0);
     }
 
     #[test]
@@ -1266,14 +1238,8 @@ mod tests {
         assert!(negs.contains("text_v202503_lcb_2_distractor0"));
         assert_eq!(negs.iter().filter(|d| d.contains("lcb_1_distractor")).count(), 2);
         // `full_and_summary`: both true texts are documents and positives of every query.
-        let both = series(
-            QrelsConfig {
-                code2text_positive: Some(Code2TextPositive::FullAndSummary),
-                ..QrelsConfig::default()
-            },
-            &p,
-            &s,
-        );
+        let both =
+            series_with(|c| c.code2text_positive = Some(Code2TextPositive::FullAndSummary), &p, &s);
         let texts = BTreeSet::from([
             "text_v202503_lcb_1_full".to_owned(),
             "text_v202503_lcb_1_canonical".to_owned(),

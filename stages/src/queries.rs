@@ -256,7 +256,6 @@ pub async fn queries(
         problems.iter().enumerate().filter(|(_, p)| asked.is_none_or(|f| f(&p.id))).collect();
     let similar = &similar;
     let results = run::ordered(work, config.concurrency, |(i, p)| async move {
-        let mut stats = LlmStageStats::default();
         let contrast = similar_block(problems, &similar[i], config.similar_words);
         let vars = [
             ("title", p.title.as_str()),
@@ -264,18 +263,7 @@ pub async fn queries(
             ("similar", contrast.as_str()),
             ("languages", languages),
         ];
-        let r = run::ask_models(
-            gateway,
-            stage,
-            p.id.as_str(),
-            plan,
-            prompt,
-            &vars,
-            &mut stats,
-            |text| parse(text, config),
-        )
-        .await?;
-        Ok::<_, LlmStageError>((p, r, stats))
+        crate::ask_problem(gateway, stage, plan, prompt, p, &vars, |text| parse(text, config)).await
     })
     .await;
     let mut out = QueriesOutput {
@@ -303,22 +291,17 @@ pub async fn queries(
                 for (t, text, variants) in parsed.kept {
                     let index =
                         QueryType::ALL.iter().position(|x| *x == t).unwrap_or_default() as u32;
-                    out.queries.push(Query {
-                        problem_id: p.id.clone(),
-                        index,
-                        query_type: t,
-                        text,
-                        model: model.clone(),
-                        language: None,
-                    });
-                    for (l, text) in variants {
+                    // The query itself, then its language variants.
+                    let all = std::iter::once((None, text))
+                        .chain(variants.into_iter().map(|(l, text)| (Some(l), text)));
+                    for (language, text) in all {
                         out.queries.push(Query {
                             problem_id: p.id.clone(),
                             index,
                             query_type: t,
                             text,
                             model: model.clone(),
-                            language: Some(l),
+                            language,
                         });
                     }
                 }

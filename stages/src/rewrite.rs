@@ -372,6 +372,15 @@ async fn ask_reference(
         let code = extract_code(text);
         if code.trim().is_empty() { Err(RejectReason::NoCode) } else { Ok(code) }
     };
+    // Both answers come from `model` alone, with the stage plan's other settings.
+    let ask = async |stage,
+                     plan: &ModelPlan,
+                     prompt: &Prompt,
+                     vars: &[(&str, &str)],
+                     stats: &mut LlmStageStats| {
+        let plan = ModelPlan { models: vec![model.to_owned()], ..plan.clone() };
+        run::ask_models(gateway, stage, &item, &plan, prompt, vars, stats, code).await
+    };
     let prompt = prompts.reference;
     let fragment = |name: &str| {
         prompt
@@ -395,19 +404,7 @@ async fn ask_reference(
         ("task_instructions", task),
         ("starter_code", original_starter),
     ];
-    let plan = ModelPlan { models: vec![model.to_owned()], ..plans.reference.clone() };
-    let original = match run::ask_models(
-        gateway,
-        LlmStage::Reference,
-        &item,
-        &plan,
-        prompt,
-        &vars,
-        stats,
-        code,
-    )
-    .await?
-    {
+    let original = match ask(LlmStage::Reference, &plans.reference, prompt, &vars, stats).await? {
         Ok((code, _)) => code,
         Err(rejections) => return Ok(Err(rejections)),
     };
@@ -420,24 +417,10 @@ async fn ask_reference(
         ("starter_code", starter),
         ("reference", original.as_str()),
     ];
-    let plan = ModelPlan { models: vec![model.to_owned()], ..plans.adapt_reference.clone() };
-    Ok(
-        match run::ask_models(
-            gateway,
-            LlmStage::AdaptReference,
-            &item,
-            &plan,
-            prompt,
-            &vars,
-            stats,
-            code,
-        )
-        .await?
-        {
-            Ok((adapted, _)) => Ok(Reference { model: model.to_owned(), original, adapted }),
-            Err(rejections) => Err(rejections),
-        },
-    )
+    Ok(match ask(LlmStage::AdaptReference, &plans.adapt_reference, prompt, &vars, stats).await? {
+        Ok((adapted, _)) => Ok(Reference { model: model.to_owned(), original, adapted }),
+        Err(rejections) => Err(rejections),
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -23,18 +23,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from jsonl_files import jsonl, write_jsonl
+
 TASKS = ["text2code", "code2code", "code2text"]
-
-
-def jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def write_jsonl(path, rows):
-    with open(path, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
 
 
 def keep_problems(src, dst, keep, purpose):

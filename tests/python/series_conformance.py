@@ -37,23 +37,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from jsonl_files import jsonl, write_jsonl
+
 ROLE_NAMES = {"anchor": "gemini-3-flash", "target": "claude-sonnet-4-5"}
 MAX_NEGATIVES = 3
 
 
 def rows(path):
     return pq.read_table(path).to_pylist()
-
-
-def jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def write_jsonl(path, items):
-    with open(path, "w", encoding="utf-8") as f:
-        for item in items:
-            f.write(json.dumps(item, ensure_ascii=False) + "\n")
 
 
 class Release:
@@ -101,8 +92,8 @@ def maker_inputs(release, artifacts, work):
         key = f"{q['problem_id']}_{q['query_type']}" + (f"_{q['language']}" if q.get("language") else "")
         queries[key].append({"query": q["text"]})
     paths = {name: work / name for name in ("code_corpus.jsonl", "text_corpus.jsonl", "abbrev.json", "queries.json")}
-    write_jsonl(paths["code_corpus.jsonl"], code)
-    write_jsonl(paths["text_corpus.jsonl"], texts)
+    write_jsonl(paths["code_corpus.jsonl"], code, ensure_ascii=False)
+    write_jsonl(paths["text_corpus.jsonl"], texts, ensure_ascii=False)
     paths["abbrev.json"].write_text(json.dumps(abbrev, ensure_ascii=False), encoding="utf-8")
     paths["queries.json"].write_text(json.dumps(queries, ensure_ascii=False), encoding="utf-8")
     return paths

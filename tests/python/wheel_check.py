@@ -63,22 +63,25 @@ def spellings():
     return out
 
 
-def read_qrels(path):
-    qrels = {}
+def read_trec(path, columns, value):
+    """{query: {doc: value(fields)}} of a TREC file of `columns` whitespace-separated columns,
+    the query first and the document third."""
+    out = {}
     with open(path) as f:
         for line in f:
-            q, _, d, r = line.split()
-            qrels.setdefault(q, {})[d] = int(r)
-    return qrels
+            fields = line.split()
+            if len(fields) != columns:
+                raise ValueError(f"{path}: {len(fields)} columns, not {columns}: {line!r}")
+            out.setdefault(fields[0], {})[fields[2]] = value(fields)
+    return out
+
+
+def read_qrels(path):
+    return read_trec(path, 4, lambda f: int(f[3]))
 
 
 def read_run(path):
-    run = {}
-    with open(path) as f:
-        for line in f:
-            q, _, d, _, score, _ = line.split()
-            run.setdefault(q, {})[d] = float(score)
-    return run
+    return read_trec(path, 6, lambda f: float(f[4]))
 
 
 def expected(path):

@@ -43,6 +43,19 @@ pub fn python() -> Command {
     Command::new(path)
 }
 
+/// A Python client run offline with its caches in `dir`, so nothing outside the test is
+/// read or written.
+pub fn offline_python(dir: &Path) -> std::process::Command {
+    let mut cmd = python();
+    cmd.env("HF_HOME", dir.join("hf"))
+        .env("HF_DATASETS_CACHE", dir.join("hf/datasets"))
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_DATASETS_OFFLINE", "1")
+        .env("MTEB_CACHE", dir.join("mteb"))
+        .env("TOKENIZERS_PARALLELISM", "false");
+    cmd
+}
+
 /// Run a command, returning its output; panics only on a failure to start.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output().expect("start coreb")
@@ -56,6 +69,97 @@ pub fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// stderr as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// stdout as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `out`'s stderr holds `needle` (the whole output in the failure message).
+#[track_caller]
+pub fn stderr_has(out: &Output, needle: &str) {
+    assert!(stderr(out).contains(needle), "`{needle}` not in stderr:\n{}", text(out));
+}
+
+/// `out`'s stdout holds `needle` (the whole output in the failure message).
+#[track_caller]
+pub fn stdout_has(out: &Output, needle: &str) {
+    assert!(stdout(out).contains(needle), "`{needle}` not in stdout:\n{}", text(out));
+}
+
+/// `out` failed and its output (stdout and stderr) holds every one of `names`; returns that
+/// output, for further checks.
+#[track_caller]
+pub fn failed_naming(out: &Output, names: &[&str]) -> String {
+    let said = text(out);
+    assert!(!out.status.success(), "{said}");
+    for n in names {
+        assert!(said.contains(n), "`{n}` not named in:\n{said}");
+    }
+    said
+}
+
+/// `out` exited with `code` and its stderr holds every one of `names`.
+#[track_caller]
+pub fn refused(out: &Output, code: i32, names: &[&str]) {
+    assert_eq!(out.status.code(), Some(code), "{}", text(out));
+    let err = stderr(out);
+    for n in names {
+        assert!(err.contains(n), "`{n}` not named in:\n{err}");
+    }
+}
+
+/// A deterministic bag-of-words embedding: one dimension per hashed lower-case word (the toy
+/// embeddings endpoint of the tests' local servers).
+pub fn toy_embed(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; 64];
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let h = w
+            .to_lowercase()
+            .bytes()
+            .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+        v[(h % 64) as usize] += 1.0;
+    }
+    v
+}
+
+/// A planned manifest whose window holds no new problem: `build --check` and `build --until
+/// ingest` (`build(mode)` runs `coreb build` with those arguments) both exit 1 saying so and
+/// naming `latest` (the last contest), never as an empty build ("it kept 0").
+pub fn builds_refuse_an_empty_window(build: impl Fn(&[&str]) -> Output, latest: &str) {
+    for args in [&["--check"][..], &["--until", "ingest"][..]] {
+        let out = build(args);
+        let stderr = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(
+            stderr.contains("no new problems")
+                && stderr.contains(latest)
+                && !stderr.contains("it kept 0"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// Write `contents` to the file `path`; returns `path`.
+pub fn written(path: PathBuf, contents: impl AsRef<[u8]>) -> PathBuf {
+    fs_err::write(&path, contents).unwrap();
+    path
+}
+
+/// The JSON report a script prints as the last non-empty line of its stdout, once `out` has
+/// succeeded.
+#[track_caller]
+pub fn json_report<T: serde::de::DeserializeOwned>(out: &Output) -> T {
+    assert!(out.status.success(), "{}", text(out));
+    let last = out.stdout.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or_default();
+    serde_json::from_slice(last)
+        .unwrap_or_else(|e| panic!("JSON report on stdout: {e}\n{}", text(out)))
 }
 
 /// Copy the directory tree `from` to `to` (plain files and directories; `to` is made).
@@ -125,7 +229,7 @@ pub fn stdin_problem(
     statement: &str,
     tests: &[(&str, &str)],
 ) -> coreb_data::problem::Problem {
-    use coreb_data::problem::{Platform, Problem, ProblemId, TestCase, TestType};
+    use coreb_data::problem::{Platform, Problem, ProblemId, TestType};
     Problem {
         id: ProblemId::from_question_id(id),
         question_title: title.into(),
@@ -136,19 +240,25 @@ pub fn stdin_problem(
         contest_date: "2025-01-04T00:00:00".into(),
         starter_code: String::new(),
         difficulty: "easy".into(),
-        public_tests: tests
-            .iter()
-            .map(|(i, o)| TestCase {
-                input: (*i).into(),
-                output: (*o).into(),
-                testtype: TestType::Stdin,
-            })
-            .collect(),
+        public_tests: test_cases(tests, TestType::Stdin),
         private_tests: Vec::new(),
         func_name: None,
         metadata: "{}".into(),
         answer: Default::default(),
     }
+}
+
+/// Test cases of one type from (input, expected output) pairs.
+pub fn test_cases(
+    tests: &[(&str, &str)],
+    testtype: coreb_data::problem::TestType,
+) -> Vec<coreb_data::problem::TestCase> {
+    let case = |(i, o): &(&str, &str)| coreb_data::problem::TestCase {
+        input: (*i).into(),
+        output: (*o).into(),
+        testtype,
+    };
+    tests.iter().map(case).collect()
 }
 
 /// A BEIR `qrels/*.tsv` (`query-id corpus-id score`, a header line) in trec_eval's four

@@ -145,7 +145,8 @@ fn plan_out_writes_a_manifest_whose_paths_resolve_from_its_place_and_sets_the_fa
     assert_eq!(execute["idle_slots"].as_u64(), Some(8), "{execute}");
     assert_eq!(execute["mode"], "labels", "{execute}");
     assert_eq!(execute["reuse"].as_array().map(Vec::len), Some(4), "{execute}");
-    assert_eq!(execute["batch"], serde_json::json!(["java"]), "{execute}");
+    // `batch` saved no wall time in the month bench (docs/building.md): not a month default.
+    assert_eq!(execute.get("batch"), None, "{execute}");
 }
 
 /// Issue #58: a month whose sources hold no problem in its window is refused by `plan` (which

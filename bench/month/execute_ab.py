@@ -73,9 +73,15 @@ def main() -> int:
     failures = []
     verdicts = {}
     print(f"# execute A/B in {args.work}: {args.rounds} rounds of {order}; load {open('/proc/loadavg').read().split()[:3]}", flush=True)
+    last = None
     for r in range(args.rounds):
-        # Each round starts one further along, so no mode always follows the same one.
-        for mode in order[r % len(order):] + order[:r % len(order)]:
+        # Each round starts one further along, so no mode always follows the same one; never
+        # with the mode just run (the same manifest again would find `execute` done).
+        seq = order[r % len(order):] + order[:r % len(order)]
+        if seq[0] == last and len(seq) > 1:
+            seq = seq[1:] + seq[:1]
+        last = seq[-1]
+        for mode in seq:
             if mode == "floor":
                 cmd = [args.python, os.path.join(HERE, "floor.py"), os.path.join(args.work, "build"), "--wall-ms", str(args.wall_ms), "--jobs", str(os.cpu_count()),
                        "--coreb", args.coreb, "--manifest", base] + (["--gate"] if gate else [])

@@ -18,7 +18,7 @@ Usage: bench/month/run.py [--n 200] [--tests 30] [--max-elements 400000] [--late
    with `idle_slots` as well (`--idle-slots`, default 8: tests that wait give their core to
    the next, issue #34; `--no-reuse-alone` skips the second run), and a fourth time with
    `mode = "labels"` as well (issue #61: judging stops at a solution's first failing test;
-   with `batch` of `--batch`'s languages, default java: a solution's tests in one process;
+   with `--batch java`, `batch = ["java"]`: a solution's Java tests in one JVM;
    `--no-labels` skips it); with `--previous-default` the first run is the month default before
    issue #61 (every test, with `reuse` and `idle_slots`) and only the labels run follows it;
    each run's verdicts are compared with the plain run's solution by
@@ -172,8 +172,8 @@ def main() -> int:
                    help="[stages.execute] idle_slots of a third execute run, with --reuse's languages (0: no third run)")
     p.add_argument("--no-labels", action="store_true",
                    help="skip the fourth run (mode = \"labels\", with --reuse's languages and --idle-slots)")
-    p.add_argument("--batch", default="java",
-                   help="languages whose tests of a solution run in one process in the labels run (batch = [...]; '' for none)")
+    p.add_argument("--batch", default="",
+                   help="languages whose tests of a solution run in one process in the labels run (batch = [...], e.g. java; default none)")
     p.add_argument("--previous-default", action="store_true",
                    help="the first `execute` runs as months did before issue #61 (every test, --reuse's languages, --idle-slots) and is the "
                         "run the others are compared with; then only the labels run (the same switches and mode = \"labels\")")

@@ -331,17 +331,13 @@ fn pin_sources(
 /// The `execute` switches a month gets unless its base manifest chose its own: those that
 /// leave every label as it is and give `bench/month` its best time (`mode = "labels"`: a
 /// solution's judging stops at its first failing test; `reuse` of the four languages that
-/// have a faster start or compile; `batch` of Java's tests; `idle_slots = 8`). A month that
-/// wants every test's verdict
+/// have a faster start or compile; `idle_slots = 8`). A month that wants every test's verdict
 /// sets `mode = "every_test"` in the manifest `coreb plan` wrote.
 fn fast_by_default(execute: &mut coreb_judge::ExecuteConfig) {
     use coreb_data::solution::Language;
     if execute.reuse.is_empty() {
         execute.reuse =
             [Language::Python, Language::Ruby, Language::Cpp, Language::Java].into_iter().collect();
-    }
-    if execute.batch.is_empty() {
-        execute.batch = [Language::Java].into_iter().collect();
     }
     if execute.idle_slots == 0 {
         execute.idle_slots = 8;

@@ -218,9 +218,11 @@ pub fn kept(runner: &Outcome) -> Vec<Outcome> {
                 stderr,
                 wall_ms: wall_ns / 1_000_000,
                 cpu_ms: cpu_ns / 1_000_000,
+                peak_memory_kb: runner.peak_memory_kb,
+                memory_floor_kb: runner.memory_floor_kb,
                 limit: None,
+                memory_bound: runner.memory_bound,
                 gave_way: false,
-                ..runner.clone()
             })
         })();
         let Some(frame) = frame else { break };

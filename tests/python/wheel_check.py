@@ -129,8 +129,8 @@ def pytrec(fixtures, out_path):
     out = []
     for measures, level, qrels, results, _ in CASES:
         qr = read_qrels(os.path.join(fixtures, qrels))
-        # pytrec_eval takes fewer measures than trec_eval (no relstring, no 11pt_avg
-        # parameters, no utility or ndcg parameters): only those it takes cleanly are compared.
+        # pytrec_eval takes fewer measures than trec_eval cleanly (not 11pt_avg, iprec_at_recall,
+        # utility or ndcg with these parameters): only those it takes cleanly are compared.
         ms = {m for m in measures if pytrec_takes(m, level)}
         ev = pytrec_eval.RelevanceEvaluator(qr, ms, level)
         out.append(ev.evaluate(read_run(os.path.join(fixtures, results))))
